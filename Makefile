@@ -1,0 +1,101 @@
+# lenx - the one Makefile.
+#
+#   make            build ./lenx (installs missing Debian packages first)
+#   make run        the main job: run configs/quick.yaml and print its table
+#   make test       build and run the Criterion suite
+#   make bench      benchmarks, each reported as a ratio to a baseline timed in the same run
+#   make debug      build with ASan + UBSan and run the whole suite under them
+#   make install    copy lenx to $(PREFIX)/bin (PREFIX=/usr/local by default)
+#   make clean      remove build products
+#
+# Sources are found by wildcard: a new method or task needs no change here.
+
+PREFIX    ?= /usr/local
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+# Debian's default `pkg-config openblas` is the pthread build; lenx links the
+# OpenMP build explicitly, with an rpath so the loader does not pick the other.
+BLAS_DIR  := /usr/lib/$(MULTIARCH)/openblas-openmp
+export PKG_CONFIG_PATH := $(BLAS_DIR)/pkgconfig
+
+# Recursively expanded on purpose: pkg-config runs after scripts/deps.sh.
+PKG_CFLAGS = $(shell pkg-config --cflags yaml-0.1 sqlite3 openblas)
+PKG_LIBS   = $(shell pkg-config --libs yaml-0.1 sqlite3 openblas) -Wl,-rpath,$(BLAS_DIR)
+TEST_LIBS  = $(shell pkg-config --libs criterion)
+
+OPT      ?= -O2 -g
+WARN      = -std=c11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+CFLAGS_ALL = $(OPT) $(WARN) -fopenmp -I. -Ibuild/gen $(PKG_CFLAGS) -MMD -MP
+LDLIBS_ALL = $(PKG_LIBS) -fopenmp -lm
+
+SRC       := $(wildcard harness/*.c harness/engine/*.c methods/*.c tasks/*.c results/*.c)
+LIB_SRC   := $(filter-out harness/main.c,$(SRC))
+TEST_SRC  := $(wildcard tests/test_*.c)
+BENCH_SRC := $(wildcard tests/bench*.c)
+
+B ?= build
+LIB_OBJ   = $(LIB_SRC:%.c=$(B)/%.o)
+TEST_OBJ  = $(TEST_SRC:%.c=$(B)/%.o)
+BENCH_OBJ = $(BENCH_SRC:%.c=$(B)/%.o)
+
+.PHONY: all run test bench debug install clean deps FORCE
+
+all: lenx
+
+deps: build/.deps
+build/.deps: scripts/deps.sh
+	@mkdir -p build
+	@bash scripts/deps.sh
+	@touch $@
+
+build/gen/lx_build.h: FORCE
+	@mkdir -p $(@D)
+	@c=$$(git rev-parse --verify -q HEAD 2>/dev/null || echo unknown); \
+	 d=$$(git status --porcelain 2>/dev/null | grep -q . && echo 1 || echo 0); \
+	 printf '#define LX_GIT_COMMIT "%s"\n#define LX_GIT_DIRTY %s\n' "$$c" "$$d" > $@.tmp; \
+	 cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+
+$(B)/%.o: %.c | build/.deps build/gen/lx_build.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+$(B)/harness/version.o: build/gen/lx_build.h
+
+lenx: $(LIB_OBJ) $(B)/harness/main.o
+	$(CC) $(OPT) -o $@ $^ $(LDLIBS_ALL)
+
+$(B)/lenx-tests: $(LIB_OBJ) $(TEST_OBJ)
+	$(CC) $(OPT) -o $@ $^ $(LDLIBS_ALL) $(TEST_LIBS)
+
+$(B)/lenx-bench: $(LIB_OBJ) $(BENCH_OBJ)
+	$(CC) $(OPT) -o $@ $^ $(LDLIBS_ALL)
+
+# The main job: a short sweep, then its table.
+run: lenx
+	./lenx run configs/quick.yaml
+
+# Tests run single-threaded unless a test sets its own thread count; the CLI
+# tests drive the binary named by LENX_BIN.
+test: lenx $(B)/lenx-tests
+	OMP_NUM_THREADS=1 LENX_BIN=$(CURDIR)/lenx LENX_ROOT=$(CURDIR) $(B)/lenx-tests --jobs 2
+
+bench: lenx $(B)/lenx-bench
+	$(B)/lenx-bench
+
+# -O0 and sanitizers in their own tree, so they never mix with release objects.
+debug: build/.deps
+	$(MAKE) B=build/debug OPT='-O0 -g -fsanitize=address,undefined -fno-omit-frame-pointer' \
+	    build/debug/lenx build/debug/lenx-tests
+	OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	    LENX_BIN=$(CURDIR)/build/debug/lenx LENX_ROOT=$(CURDIR) build/debug/lenx-tests --jobs 2
+
+build/debug/lenx: $(LIB_OBJ) $(B)/harness/main.o
+	$(CC) $(OPT) -o $@ $^ $(LDLIBS_ALL)
+
+install: lenx
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 lenx $(DESTDIR)$(PREFIX)/bin/lenx
+
+clean:
+	rm -rf build lenx
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,92 @@
+/*
+** harness/cli.c - option tables into values.
+*/
+#include "harness/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc, char **argv,
+                  int *help, struct lx_error *err)
+{
+    LX_ASSERT(n <= LX_MAX_OPTS);
+    memset(a, 0, sizeof *a);
+    *help = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            *help = 1;
+            continue;
+        }
+        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+            if (a->n_pos == LX_MAX_POS)
+                return lx_err(err, LX_EINVAL, "too many arguments (at most %d)", LX_MAX_POS);
+            a->pos[a->n_pos++] = arg;
+            continue;
+        }
+        const char *name = arg + 2;
+        size_t len = strcspn(name, "=");
+        int k = -1;
+        for (int j = 0; j < n; j++)
+            if (strlen(opts[j].name) == len && strncmp(opts[j].name, name, len) == 0)
+                k = j;
+        if (k < 0) {
+            const char *names[LX_MAX_OPTS];
+            for (int j = 0; j < n; j++)
+                names[j] = opts[j].name;
+            char word[64];
+            snprintf(word, sizeof word, "%.*s", (int)(len < 63 ? len : 63), name);
+            const char *near = lx_closest(word, names, n);
+            return lx_err(err, LX_EINVAL, "unknown option '--%s'\n  hint: %s%s%s--help lists the options",
+                          word, near ? "did you mean '--" : "", near ? near : "", near ? "'? " : "");
+        }
+        if (!opts[k].has_arg) {
+            if (name[len] == '=')
+                return lx_err(err, LX_EINVAL, "option '--%s' takes no value", opts[k].name);
+            a->value[k] = "1";
+        } else if (name[len] == '=') {
+            a->value[k] = name + len + 1;
+        } else if (i + 1 < argc) {
+            a->value[k] = argv[++i];
+        } else {
+            return lx_err(err, LX_EINVAL, "option '--%s' needs a value", opts[k].name);
+        }
+    }
+    return LX_OK;
+}
+
+const char *lx_args_get(const struct lx_args *a, const struct lx_opt *opts, int n, const char *name)
+{
+    for (int j = 0; j < n; j++)
+        if (strcmp(opts[j].name, name) == 0)
+            return a->value[j];
+    LX_ASSERT(0 && "option not in the table");
+    return NULL;
+}
+
+int lx_args_long(const char *text, const char *name, long lo, long hi, long *out, struct lx_error *err)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (!*text || *end || errno)
+        return lx_err(err, LX_EINVAL, "--%s must be an integer, got '%s'", name, text);
+    if (v < lo || v > hi)
+        return lx_err(err, LX_EINVAL, "--%s = %ld is out of bounds [%ld, %ld]", name, v, lo, hi);
+    *out = v;
+    return LX_OK;
+}
+
+int lx_args_double(const char *text, const char *name, double *out, struct lx_error *err)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (!*text || *end || errno || !isfinite(v) || v < 0)
+        return lx_err(err, LX_EINVAL, "--%s must be a non-negative number, got '%s'", name, text);
+    *out = v;
+    return LX_OK;
+}

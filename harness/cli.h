@@ -1,0 +1,39 @@
+/*
+** harness/cli.h - command-line parsing shared by every command.
+**
+** A command declares its options in a table; lx_args_parse() splits argv into
+** options and positionals and rejects anything unknown with a hint.
+*/
+#ifndef LX_CLI_H
+#define LX_CLI_H
+
+#include "harness/lx.h"
+
+struct lx_opt {
+    const char *name;       /* long name without "--" */
+    int has_arg;            /* takes a value (--name V or --name=V) */
+    const char *help;       /* one line */
+};
+
+#define LX_MAX_POS 64
+#define LX_MAX_OPTS 16
+
+struct lx_args {
+    const char *value[LX_MAX_OPTS];     /* per option row: its value, "1" for flags, NULL if absent */
+    const char *pos[LX_MAX_POS];        /* positionals in order */
+    int n_pos;
+};
+
+/* Parse argv[0..argc) against opts (n rows). --help is always accepted and
+** reported through *help. */
+int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc, char **argv,
+                  int *help, struct lx_error *err);
+
+/* The value of option `name`, or NULL. */
+const char *lx_args_get(const struct lx_args *a, const struct lx_opt *opts, int n, const char *name);
+
+/* Parse a number option; err names the option. */
+int lx_args_long(const char *text, const char *name, long lo, long hi, long *out, struct lx_error *err);
+int lx_args_double(const char *text, const char *name, double *out, struct lx_error *err);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+** harness/engine/blas.c - OpenBLAS behind one seam, and the naive reference.
+*/
+#include "harness/engine/blas.h"
+
+#include <cblas.h>
+#include <stdio.h>
+
+void lx_matmul(float *C, const float *A, const float *B, int M, int N, int K,
+               int trans_a, int trans_b, float alpha, float beta)
+{
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                M, N, K, alpha, A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N);
+}
+
+void lx_matmul_naive(float *C, const float *A, const float *B, int M, int N, int K,
+                     int trans_a, int trans_b, float alpha, float beta)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double acc = 0.0;
+            for (int k = 0; k < K; k++) {
+                float a = trans_a ? A[(size_t)k * M + i] : A[(size_t)i * K + k];
+                float b = trans_b ? B[(size_t)j * K + k] : B[(size_t)k * N + j];
+                acc += (double)a * b;
+            }
+            float prev = beta == 0.0f ? 0.0f : beta * C[(size_t)i * N + j];
+            C[(size_t)i * N + j] = alpha * (float)acc + prev;
+        }
+}
+
+int lx_blas_is_openmp(void)
+{
+    return openblas_get_parallel() == 2;
+}
+
+void lx_blas_describe(char *out, size_t n)
+{
+    static const char *par[] = {"sequential", "pthreads", "openmp"};
+    int p = openblas_get_parallel();
+    snprintf(out, n, "core=%s threading=%s", openblas_get_corename(), p >= 0 && p <= 2 ? par[p] : "?");
+}

@@ -1,0 +1,354 @@
+/*
+** harness/grid.c - from a YAML tree to a resolved grid.
+**
+**   name: gauss-demo              # required: [A-Za-z0-9_.-]+
+**   seed: 1                       # optional, default 0
+**   methods:                      # required: each entry is one method stack
+**     - none                      #   a name
+**     - logn: {mode: ssmax}       #   a name with parameters
+**     - [scaleinv, infoscale]     #   a list: a stack applied in order
+**   tasks:                        # required: a name or {name: params}
+**     - gaussian: {samples: 500}
+**   lengths: [1000, 10000]        # required
+**   seeds: [1, 2]                 # optional, default [seed]
+**   description: free text        # optional
+*/
+#include "harness/grid.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const top_keys[] = {"name", "description", "seed", "seeds", "methods", "tasks", "lengths"};
+#define N_TOP_KEYS ((int)(sizeof top_keys / sizeof *top_keys))
+
+/* Split an entry into name and parameter node: "x" or {x: params}. */
+static int entry_name(const struct lx_node *e, const char *what, const char **name,
+                      const struct lx_node **params, struct lx_error *err)
+{
+    if (e->kind == LX_NODE_SCALAR && !e->quoted && e->text[0]) {
+        *name = e->text;
+        *params = NULL;
+        return LX_OK;
+    }
+    if (e->kind == LX_NODE_MAP && e->n_items == 1 && lx_map_key(e, 0)->kind == LX_NODE_SCALAR) {
+        *name = lx_map_key(e, 0)->text;
+        *params = lx_map_value(e, 0);
+        return LX_OK;
+    }
+    return lx_node_err(err, e, "a %s entry must be a name or {name: {param: value}}, got %s\n"
+                       "  hint: e.g. '- logn: {mode: ssmax}'", what,
+                       e->kind == LX_NODE_MAP ? "a mapping with several keys" : lx_node_kind_name(e->kind));
+}
+
+static int method_use_parse(struct lx_method_use *u, const struct lx_node *e, struct lx_error *err)
+{
+    const char *name;
+    const struct lx_node *pnode;
+    int rc = entry_name(e, "method", &name, &pnode, err);
+    if (rc < 0)
+        return rc;
+    const struct lx_method *m = lx_method_find(name);
+    if (!m) {
+        const char *near = lx_method_suggest(name);
+        return lx_node_err(err, e, "unknown method '%s'\n  hint: %s%s%s`lenx list methods` shows them all",
+                           name, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+    }
+    u->method = m;
+    u->where = e;
+    u->params = lx_xcalloc(1, m->schema.size);
+    lx_params_defaults(&m->schema, u->params);
+    char what[96];
+    snprintf(what, sizeof what, "method '%s'", m->name);
+    if ((rc = lx_params_apply(&m->schema, u->params, pnode, what, err)) < 0)
+        return rc;
+    lx_params_finish(&m->schema, u->params);
+    return LX_OK;
+}
+
+void lx_stack_finish(struct lx_stack *st)
+{
+    struct lx_buf canon = {0}, json = {0};
+    lx_buf_puts(&json, "[");
+    for (int i = 0; i < st->n; i++) {
+        const struct lx_method *m = st->items[i].method;
+        struct lx_buf ptext = {0};
+        lx_params_text(&m->schema, st->items[i].params, &ptext);
+        lx_buf_printf(&canon, "%s%s", i ? "+" : "", m->name);
+        if (ptext.len)
+            lx_buf_printf(&canon, "(%s)", lx_buf_str(&ptext));
+        lx_buf_free(&ptext);
+        lx_buf_puts(&json, i ? ",{\"name\":" : "{\"name\":");
+        lx_buf_json_str(&json, m->name);
+        lx_buf_puts(&json, ",\"params\":");
+        lx_params_json(&m->schema, st->items[i].params, &json);
+        lx_buf_puts(&json, "}");
+    }
+    lx_buf_puts(&json, "]");
+    free(st->canon);
+    free(st->json);
+    st->canon = lx_xstrdup(lx_buf_str(&canon));
+    st->json = lx_xstrdup(lx_buf_str(&json));
+    lx_buf_free(&canon);
+    lx_buf_free(&json);
+}
+
+int lx_stack_parse(struct lx_stack *st, const struct lx_node *node, struct lx_error *err)
+{
+    memset(st, 0, sizeof *st);
+    st->where = node;
+    int single = node->kind != LX_NODE_SEQ;
+    int n = single ? 1 : node->n_items;
+    if (n == 0)
+        return lx_node_err(err, node, "an empty method stack\n  hint: use 'none' for plain attention");
+    if (n > LX_MAX_STACK)
+        return lx_node_err(err, node, "a stack of %d methods; at most %d are allowed", n, LX_MAX_STACK);
+    for (int i = 0; i < n; i++) {
+        const struct lx_node *e = single ? node : node->items[i];
+        if (e->kind == LX_NODE_SEQ)
+            return lx_node_err(err, e, "a method stack cannot contain a list\n"
+                               "  hint: write a stack as one flat list, e.g. [scaleinv, infoscale]");
+        int rc = method_use_parse(&st->items[i], e, err);
+        st->n = i + 1;
+        if (rc < 0)
+            return rc;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (st->items[i].method == st->items[j].method)
+                return lx_node_err(err, st->items[i].where, "method '%s' appears twice in one stack",
+                                   st->items[i].method->name);
+    lx_stack_finish(st);
+    return LX_OK;
+}
+
+void lx_stack_release(struct lx_stack *st)
+{
+    if (!st)
+        return;
+    for (int i = 0; i < st->n; i++)
+        free(st->items[i].params);
+    free(st->canon);
+    free(st->json);
+    memset(st, 0, sizeof *st);
+}
+
+static int task_use_parse(struct lx_task_use *u, const struct lx_node *e, struct lx_error *err)
+{
+    const char *name;
+    const struct lx_node *pnode;
+    int rc = entry_name(e, "task", &name, &pnode, err);
+    if (rc < 0)
+        return rc;
+    const struct lx_task *t = lx_task_find(name);
+    if (!t) {
+        const char *near = lx_task_suggest(name);
+        return lx_node_err(err, e, "unknown task '%s'\n  hint: %s%s%s`lenx list tasks` shows them all",
+                           name, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+    }
+    u->task = t;
+    u->where = e;
+    u->params = lx_xcalloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, u->params);
+    char what[96];
+    snprintf(what, sizeof what, "task '%s'", t->name);
+    if ((rc = lx_params_apply(&t->schema, u->params, pnode, what, err)) < 0)
+        return rc;
+    lx_params_finish(&t->schema, u->params);
+    struct lx_buf canon = {0}, json = {0}, ptext = {0};
+    lx_params_text(&t->schema, u->params, &ptext);
+    lx_buf_puts(&canon, t->name);
+    if (ptext.len)
+        lx_buf_printf(&canon, "(%s)", lx_buf_str(&ptext));
+    lx_buf_puts(&json, "{\"name\":");
+    lx_buf_json_str(&json, t->name);
+    lx_buf_puts(&json, ",\"params\":");
+    lx_params_json(&t->schema, u->params, &json);
+    lx_buf_puts(&json, "}");
+    u->canon = lx_xstrdup(lx_buf_str(&canon));
+    u->json = lx_xstrdup(lx_buf_str(&json));
+    lx_buf_free(&canon);
+    lx_buf_free(&json);
+    lx_buf_free(&ptext);
+    return LX_OK;
+}
+
+static int need_seq(const struct lx_node *v, const char *key, const char *example, struct lx_error *err)
+{
+    if (v->kind != LX_NODE_SEQ)
+        return lx_node_err(err, v, "'%s' must be a list, got %s\n  hint: e.g. %s: %s",
+                           key, lx_node_kind_name(v->kind), key, example);
+    if (v->n_items == 0)
+        return lx_node_err(err, v, "'%s' is empty\n  hint: e.g. %s: %s", key, key, example);
+    return LX_OK;
+}
+
+/* An integer list (lengths, seeds) with bounds and no repeats. */
+static int parse_longs(const struct lx_node *v, const char *key, long lo, long *out,
+                       const struct lx_node **where, struct lx_error *err)
+{
+    for (int i = 0; i < v->n_items; i++) {
+        const struct lx_node *e = v->items[i];
+        char *end = NULL;
+        double d = e->kind == LX_NODE_SCALAR && !e->quoted ? strtod(e->text, &end) : 0;
+        if (!end || end == e->text || *end || d != (double)(long)d)
+            return lx_node_err(err, e, "'%s' entries must be integers, got %s%s%s", key,
+                               e->kind == LX_NODE_SCALAR ? "'" : "",
+                               e->kind == LX_NODE_SCALAR ? e->text : lx_node_kind_name(e->kind),
+                               e->kind == LX_NODE_SCALAR ? "'" : "");
+        if (d < (double)lo || d > 1e12)
+            return lx_node_err(err, e, "'%s' entry %s is out of bounds [%ld, 1e12]", key, e->text, lo);
+        out[i] = (long)d;
+        if (where)
+            where[i] = e;
+        for (int j = 0; j < i; j++)
+            if (out[j] == out[i])
+                return lx_node_err(err, e, "'%s' lists %ld twice", key, out[i]);
+    }
+    return LX_OK;
+}
+
+static int parse_name(struct lx_grid *g, const struct lx_node *v, struct lx_error *err)
+{
+    if (v->kind != LX_NODE_SCALAR || !v->text[0])
+        return lx_node_err(err, v, "'name' must be a word naming the sweep");
+    for (const char *p = v->text; *p; p++)
+        if (!(*p == '-' || *p == '_' || *p == '.' || (*p >= '0' && *p <= '9') ||
+              (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+            return lx_node_err(err, v, "sweep name '%s' has the character '%c'\n"
+                               "  hint: use letters, digits, '-', '_' and '.'", v->text, *p);
+    g->name = lx_xstrdup(v->text);
+    return LX_OK;
+}
+
+static int parse_top(struct lx_grid *g, const struct lx_node *root, struct lx_error *err)
+{
+    if (!root || root->kind != LX_NODE_MAP)
+        return root ? lx_node_err(err, root, "a sweep file must be a mapping with name, methods, "
+                                  "tasks and lengths")
+                    : lx_err(err, LX_EINVAL, "%s: the sweep file is empty\n  hint: see configs/quick.yaml",
+                             g->file);
+    for (int i = 0; i < root->n_items; i++) {
+        const struct lx_node *k = lx_map_key(root, i);
+        int known = 0;
+        for (int j = 0; j < N_TOP_KEYS; j++)
+            known |= k->kind == LX_NODE_SCALAR && strcmp(k->text, top_keys[j]) == 0;
+        if (!known) {
+            const char *near = k->kind == LX_NODE_SCALAR ? lx_closest(k->text, top_keys, N_TOP_KEYS) : NULL;
+            return lx_node_err(err, k, "unknown key '%s' in the sweep file\n  hint: %s%s%s"
+                               "known keys are name, description, seed, seeds, methods, tasks, lengths",
+                               k->kind == LX_NODE_SCALAR ? k->text : "?", near ? "did you mean '" : "",
+                               near ? near : "", near ? "'? " : "");
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(lx_map_key(root, j)->text, k->text) == 0)
+                return lx_node_err(err, k, "key '%s' is given twice", k->text);
+    }
+    static const char *const required[] = {"name", "methods", "tasks", "lengths"};
+    for (int j = 0; j < 4; j++)
+        if (!lx_map_get(root, required[j]))
+            return lx_node_err(err, root, "the sweep file has no '%s'\n  hint: a sweep needs name, "
+                               "methods, tasks and lengths; see configs/quick.yaml", required[j]);
+    return LX_OK;
+}
+
+static int parse_grid(struct lx_grid *g, struct lx_error *err)
+{
+    const struct lx_node *root = g->doc.root;
+    int rc = parse_top(g, root, err);
+    if (rc < 0 || (rc = parse_name(g, lx_map_get(root, "name"), err)) < 0)
+        return rc;
+    const struct lx_node *v;
+    if ((v = lx_map_get(root, "seed"))) {
+        if (v->kind != LX_NODE_SCALAR)
+            return lx_node_err(err, v, "'seed' must be one integer\n  hint: use 'seeds' for a list");
+        struct lx_node one = {.kind = LX_NODE_SEQ, .items = (struct lx_node **)&v, .n_items = 1};
+        if ((rc = parse_longs(&one, "seed", 0, &g->seed, NULL, err)) < 0)
+            return rc;
+    }
+    v = lx_map_get(root, "methods");
+    if ((rc = need_seq(v, "methods", "[none, logn]", err)) < 0)
+        return rc;
+    g->stacks = lx_xcalloc((size_t)v->n_items, sizeof *g->stacks);
+    for (int i = 0; i < v->n_items; i++) {
+        g->n_stacks = i + 1;
+        if ((rc = lx_stack_parse(&g->stacks[i], v->items[i], err)) < 0)
+            return rc;
+        for (int j = 0; j < i; j++)
+            if (strcmp(g->stacks[j].canon, g->stacks[i].canon) == 0)
+                return lx_node_err(err, v->items[i], "method stack '%s' is listed twice", g->stacks[i].canon);
+    }
+    v = lx_map_get(root, "tasks");
+    if ((rc = need_seq(v, "tasks", "[gaussian]", err)) < 0)
+        return rc;
+    g->tasks = lx_xcalloc((size_t)v->n_items, sizeof *g->tasks);
+    for (int i = 0; i < v->n_items; i++) {
+        g->n_tasks = i + 1;
+        if ((rc = task_use_parse(&g->tasks[i], v->items[i], err)) < 0)
+            return rc;
+        for (int j = 0; j < i; j++)
+            if (strcmp(g->tasks[j].canon, g->tasks[i].canon) == 0)
+                return lx_node_err(err, v->items[i], "task '%s' is listed twice", g->tasks[i].canon);
+    }
+    v = lx_map_get(root, "lengths");
+    if ((rc = need_seq(v, "lengths", "[1000, 10000]", err)) < 0)
+        return rc;
+    g->lengths = lx_xcalloc((size_t)v->n_items, sizeof *g->lengths);
+    g->length_where = lx_xcalloc((size_t)v->n_items, sizeof *g->length_where);
+    g->n_lengths = v->n_items;
+    if ((rc = parse_longs(v, "lengths", 1, g->lengths, g->length_where, err)) < 0)
+        return rc;
+    if ((v = lx_map_get(root, "seeds"))) {
+        if ((rc = need_seq(v, "seeds", "[1, 2, 3]", err)) < 0)
+            return rc;
+        g->seeds = lx_xcalloc((size_t)v->n_items, sizeof *g->seeds);
+        g->n_seeds = v->n_items;
+        return parse_longs(v, "seeds", 0, g->seeds, NULL, err);
+    }
+    g->seeds = lx_xcalloc(1, sizeof *g->seeds);
+    g->seeds[0] = g->seed;
+    g->n_seeds = 1;
+    return LX_OK;
+}
+
+static int finish_load(struct lx_grid *g, const char *name, int rc, struct lx_error *err)
+{
+    g->file = lx_xstrdup(name);
+    if (rc == LX_OK)
+        rc = parse_grid(g, err);
+    return rc;
+}
+
+int lx_grid_load(struct lx_grid *g, const char *path, struct lx_error *err)
+{
+    memset(g, 0, sizeof *g);
+    return finish_load(g, path, lx_doc_load_file(&g->doc, path, err), err);
+}
+
+int lx_grid_load_text(struct lx_grid *g, const char *text, const char *name, struct lx_error *err)
+{
+    memset(g, 0, sizeof *g);
+    return finish_load(g, name, lx_doc_load_text(&g->doc, text, name, err), err);
+}
+
+void lx_grid_release(struct lx_grid *g)
+{
+    if (!g)
+        return;
+    for (int i = 0; i < g->n_stacks; i++)
+        lx_stack_release(&g->stacks[i]);
+    for (int i = 0; i < g->n_tasks; i++) {
+        free(g->tasks[i].params);
+        free(g->tasks[i].canon);
+        free(g->tasks[i].json);
+    }
+    free(g->stacks);
+    free(g->tasks);
+    free(g->lengths);
+    free(g->length_where);
+    free(g->seeds);
+    free(g->name);
+    free(g->file);
+    lx_doc_release(&g->doc);
+    memset(g, 0, sizeof *g);
+}

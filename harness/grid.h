@@ -1,0 +1,66 @@
+/*
+** harness/grid.h - a sweep file parsed and resolved: methods × tasks × lengths
+** × seeds. Every default and cross-field rule is applied here, once; what
+** leaves this module is the fully resolved grid (STYLE.md rule 4).
+*/
+#ifndef LX_GRID_H
+#define LX_GRID_H
+
+#include "harness/config.h"
+#include "harness/registry.h"
+
+#define LX_MAX_STACK 8
+
+/* One method with its resolved parameters. */
+struct lx_method_use {
+    const struct lx_method *method;     /* registry entry */
+    void *params;                       /* (method->schema.size) resolved, owned */
+    const struct lx_node *where;        /* where it was written, for messages */
+};
+
+/* A method stack: applied in order. */
+struct lx_stack {
+    int n;                                      /* methods in the stack */
+    struct lx_method_use items[LX_MAX_STACK];   /* (n,) */
+    char *canon;        /* "scaleinv(tau=10)+infoscale": the display and identity string */
+    char *json;         /* [{"name":..,"params":{..}},..]: stored and hashed */
+    const struct lx_node *where;
+};
+
+struct lx_task_use {
+    const struct lx_task *task;     /* registry entry */
+    void *params;                   /* (task->schema.size) resolved, owned */
+    char *canon;                    /* "gaussian(samples=500)" */
+    char *json;                     /* {"name":..,"params":{..}} */
+    const struct lx_node *where;
+};
+
+struct lx_grid {
+    char *name;                     /* sweep name */
+    char *file;                     /* the sweep file, as given */
+    long seed;                      /* base seed; the default for `seeds` */
+    struct lx_stack *stacks;        /* (n_stacks,) */
+    int n_stacks;
+    struct lx_task_use *tasks;      /* (n_tasks,) */
+    int n_tasks;
+    long *lengths;                  /* (n_lengths,) */
+    const struct lx_node **length_where;   /* (n_lengths,) for messages */
+    int n_lengths;
+    long *seeds;                    /* (n_seeds,) */
+    int n_seeds;
+    struct lx_doc doc;              /* keeps the nodes alive */
+};
+
+/* Load and resolve a sweep file. Errors carry file:line:column. */
+int lx_grid_load(struct lx_grid *g, const char *path, struct lx_error *err);
+/* The same from YAML text (tests); `name` labels messages. */
+int lx_grid_load_text(struct lx_grid *g, const char *text, const char *name, struct lx_error *err);
+void lx_grid_release(struct lx_grid *g);
+
+/* Parse one stack entry (a name, {name: params} or a list of those). */
+int lx_stack_parse(struct lx_stack *st, const struct lx_node *node, struct lx_error *err);
+/* Build canon and json of a stack whose items are filled in. */
+void lx_stack_finish(struct lx_stack *st);
+void lx_stack_release(struct lx_stack *st);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+** harness/hash.h - SHA-256, the one stable hash of lenx: run keys, data keys,
+** content hashes. FIPS 180-4; the same bytes give the same key in every process
+** and on every machine.
+*/
+#ifndef LX_HASH_H
+#define LX_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct lx_sha256 {
+    uint32_t h[8];          /* chaining state */
+    uint8_t block[64];      /* (64,) pending input */
+    size_t n_block;         /* bytes pending in block */
+    uint64_t n_total;       /* bytes hashed so far */
+};
+
+void lx_sha256_init(struct lx_sha256 *s);
+void lx_sha256_update(struct lx_sha256 *s, const void *data, size_t n);
+void lx_sha256_final(struct lx_sha256 *s, uint8_t out[32]);
+
+/* Hex digest of a NUL-terminated string; out holds 65 bytes. */
+void lx_sha256_hex(const char *text, char out[65]);
+
+/* The first 8 bytes of the digest of text, big-endian: a 64-bit stable key. */
+uint64_t lx_hash64(const char *text);
+
+#endif

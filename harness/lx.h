@@ -1,0 +1,83 @@
+/*
+** harness/lx.h - what every lenx file needs: the error tiers, growable strings.
+**
+** Errors come in three tiers (STYLE.md rule 5):
+**   1. a broken invariant: LX_ASSERT prints file:line and aborts, in every build;
+**   2. a recoverable failure (bad YAML, unknown name, bound violated, SQLite busy):
+**      return a negative LX_E... code and fill the caller's struct lx_error with
+**      what failed, on which value, and a hint;
+**   3. hot kernels return void; every check happens before them.
+** Only main() exits.
+*/
+#ifndef LX_LX_H
+#define LX_LX_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LX_VERSION "0.1.0"
+
+enum {
+    LX_OK = 0,
+    LX_EINVAL = -1,   /* bad input: config, arguments, parameters */
+    LX_EIO = -2,      /* a file or the store could not be read or written */
+    LX_ENOMEM = -3,   /* an allocation failed */
+    LX_ERUN = -4,     /* a cell failed while running */
+};
+
+#define LX_ERR_MAX 1024
+
+struct lx_error {
+    char msg[LX_ERR_MAX];   /* what failed, where, and a hint; "" when none */
+};
+
+/* Fill err (which may be NULL) and return code, so callers can write
+** `return lx_err(err, LX_EINVAL, "...", ...);`. */
+int lx_err(struct lx_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define LX_ASSERT(cond)                                                         \
+    do {                                                                        \
+        if (!(cond))                                                            \
+            lx_assert_fail(#cond, __FILE__, __LINE__);                          \
+    } while (0)
+
+void lx_assert_fail(const char *cond, const char *file, int line)
+    __attribute__((noreturn));
+
+/* Allocation that never returns NULL: out of memory is a broken invariant on
+** the machines lenx targets, and checking every small allocation would hide
+** the logic. Large, size-dependent buffers use malloc and report LX_ENOMEM. */
+void *lx_xmalloc(size_t n);
+void *lx_xcalloc(size_t n, size_t size);
+void *lx_xrealloc(void *p, size_t n);
+char *lx_xstrdup(const char *s);
+
+/* A growable NUL-terminated string. Zero-initialise, append, then free. */
+struct lx_buf {
+    char *s;        /* (cap,) NUL-terminated text, NULL until the first append */
+    size_t len;     /* characters before the NUL */
+    size_t cap;     /* bytes allocated */
+};
+
+void lx_buf_printf(struct lx_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void lx_buf_puts(struct lx_buf *b, const char *s);
+void lx_buf_json_str(struct lx_buf *b, const char *s);   /* quoted, escaped */
+void lx_buf_num(struct lx_buf *b, double v);             /* shortest round-trip */
+void lx_buf_reset(struct lx_buf *b);
+void lx_buf_free(struct lx_buf *b);
+const char *lx_buf_str(const struct lx_buf *b);          /* "" when empty */
+
+/* Shortest decimal text that reads back to exactly v ("0.4", "512", "1e-09");
+** "nan", "inf", "-inf" for the non-finite. out must hold 32 bytes. */
+void lx_fmt_num(char out[32], double v);
+
+/* Levenshtein distance, for "did you mean" hints. */
+int lx_edit_distance(const char *a, const char *b);
+
+/* The closest of n names to s, or NULL when none is close enough to suggest. */
+const char *lx_closest(const char *s, const char *const *names, int n);
+
+#endif

@@ -1,0 +1,616 @@
+/*
+** harness/main.c - the lenx command line.
+**
+** To add a command: write a `static int cmd_<name>(int argc, char **argv)` with
+** its option table and usage text, and add one row to `commands[]` below.
+**
+** Exit status: 0 success; 1 some cells failed (run) or some cells moved
+** (compare); 2 bad input (config, arguments) with nothing written; 3 the store
+** or a file could not be read or written.
+*/
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness/cli.h"
+#include "harness/engine/blas.h"
+#include "harness/plan.h"
+#include "harness/run.h"
+#include "harness/version.h"
+#include "results/views.h"
+
+#define N_OPTS(t) ((int)(sizeof t / sizeof *t))
+
+static int fail(const struct lx_error *err, int rc)
+{
+    fprintf(stderr, "lenx: error: %s\n", err->msg);
+    return rc == LX_EINVAL ? 2 : rc == LX_EIO ? 3 : 1;
+}
+
+static void usage(const char *text, const struct lx_opt *opts, int n)
+{
+    printf("%s\n", text);
+    if (n) {
+        printf("\noptions:\n");
+        for (int i = 0; i < n; i++)
+            printf("  --%-12s %s %s\n", opts[i].name, opts[i].has_arg ? "V" : " ", opts[i].help);
+    }
+}
+
+/* ---------------------------------------------------------------- run */
+
+static const struct lx_opt run_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"force", 0, "recompute cells that are already stored"},
+    {"dry-run", 0, "check the config and print the plan; run and write nothing"},
+    {"threads", 1, "OpenMP threads (default: OMP_NUM_THREADS or all cores)"},
+    {"no-table", 0, "do not print the sweep's table at the end"},
+    {"quiet", 0, "no progress on stderr"},
+};
+
+static const char run_usage[] =
+    "usage: lenx run CONFIG.yaml [options]\n\n"
+    "Plan the sweep in CONFIG (methods x tasks x lengths x seeds), skip cells already\n"
+    "stored, run the rest, store every cell, and print the sweep's table. The whole\n"
+    "config is checked before anything runs; a bad config writes nothing.";
+
+static int print_table(const char *db, const char *sweep, const char *metrics, enum lx_format fmt)
+{
+    struct lx_store *store;
+    struct lx_error err;
+    int rc = lx_store_open(&store, db, 1, &err);
+    if (rc < 0)
+        return fail(&err, rc);
+    struct lx_rows rows = {0};
+    struct lx_filter f = {.sweep = sweep};
+    rc = lx_store_select(store, &f, &rows, &err);
+    lx_store_close(store);
+    if (rc < 0)
+        return fail(&err, rc);
+    struct lx_buf out = {0};
+    lx_render(&rows, fmt, metrics, &out);
+    fputs(lx_buf_str(&out), stdout);
+    lx_buf_free(&out);
+    lx_rows_release(&rows);
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    if ((rc = lx_args_parse(&a, run_opts, N_OPTS(run_opts), argc, argv, &help, &err)) < 0)
+        return fail(&err, rc);
+    if (help)
+        return usage(run_usage, run_opts, N_OPTS(run_opts)), 0;
+    if (a.n_pos != 1) {
+        fprintf(stderr, "lenx: error: run takes one CONFIG file\n  hint: lenx run configs/quick.yaml\n");
+        return 2;
+    }
+    const char *db = lx_args_get(&a, run_opts, N_OPTS(run_opts), "db");
+    const char *threads = lx_args_get(&a, run_opts, N_OPTS(run_opts), "threads");
+    db = db ? db : LX_DEFAULT_DB;
+    if (threads) {
+        long t;
+        if ((rc = lx_args_long(threads, "threads", 1, 1024, &t, &err)) < 0)
+            return fail(&err, rc);
+        omp_set_num_threads((int)t);
+    }
+    struct lx_grid grid;
+    struct lx_plan plan = {0};
+    rc = lx_grid_load(&grid, a.pos[0], &err);
+    if (rc == LX_OK)
+        rc = lx_plan_build(&plan, &grid, &err);
+    if (rc < 0) {
+        lx_grid_release(&grid);
+        return fail(&err, rc);
+    }
+    int status = 0;
+    if (lx_args_get(&a, run_opts, N_OPTS(run_opts), "dry-run")) {
+        printf("sweep %s: %d cells\n", grid.name, plan.n_cells);
+        for (int i = 0; i < plan.n_cells; i++) {
+            const struct lx_cell *c = &plan.cells[i];
+            printf("  %s  %s  %s  length=%ld seed=%ld\n", c->key, grid.tasks[c->task].canon,
+                   grid.stacks[c->stack].canon, c->length, c->seed);
+        }
+    } else if (!lx_blas_is_openmp()) {
+        char blas[128];
+        lx_blas_describe(blas, sizeof blas);
+        fprintf(stderr, "lenx: error: OpenBLAS is not the OpenMP build (%s)\n"
+                "  hint: rebuild with `make`; it links the openblas-openmp library with an rpath\n", blas);
+        status = 3;
+    } else {
+        struct lx_store *store;
+        if ((rc = lx_store_open(&store, db, 0, &err)) < 0) {
+            status = fail(&err, rc);
+        } else {
+            struct lx_run_opts o = {
+                .force = lx_args_get(&a, run_opts, N_OPTS(run_opts), "force") != NULL,
+                .progress = lx_args_get(&a, run_opts, N_OPTS(run_opts), "quiet") ? 0
+                            : isatty(STDERR_FILENO) ? 2 : 1,
+            };
+            struct lx_run_summary sum;
+            rc = lx_run_plan(&plan, store, &o, &sum, &err);
+            lx_store_close(store);
+            if (rc < 0) {
+                status = fail(&err, rc);
+            } else {
+                fprintf(stderr, "lenx: sweep '%s': %d run (%d ok, %d failed), %d already stored\n",
+                        grid.name, sum.n_ok + sum.n_failed, sum.n_ok, sum.n_failed, sum.n_skipped);
+                if (!lx_args_get(&a, run_opts, N_OPTS(run_opts), "no-table"))
+                    status = print_table(db, grid.name, NULL, LX_FMT_MD);
+                if (sum.n_failed)
+                    status = 1;
+            }
+        }
+    }
+    lx_plan_release(&plan);
+    lx_grid_release(&grid);
+    return status;
+}
+
+/* ---------------------------------------------------------------- table */
+
+static const struct lx_opt table_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"sweep", 1, "only this sweep"},
+    {"commit", 1, "only rows made by this commit (prefix)"},
+    {"metric", 1, "metrics to show, comma-separated (range_mass also matches range_mass:10-100)"},
+    {"format", 1, "md (default), csv, latex or json"},
+};
+
+static const char table_usage[] =
+    "usage: lenx table [options]\n\n"
+    "Print stored results. md and latex pivot methods (rows) x lengths (columns), one\n"
+    "table per sweep, task and metric; csv and json are tidy, one record per cell and\n"
+    "metric (CSV header: sweep,method,task,length,seed,metric,value). The newest ok row\n"
+    "of each cell is used.";
+
+static int cmd_table(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    if ((rc = lx_args_parse(&a, table_opts, N_OPTS(table_opts), argc, argv, &help, &err)) < 0)
+        return fail(&err, rc);
+    if (help)
+        return usage(table_usage, table_opts, N_OPTS(table_opts)), 0;
+    if (a.n_pos) {
+        fprintf(stderr, "lenx: error: unexpected argument '%s'\n  hint: use --sweep NAME\n", a.pos[0]);
+        return 2;
+    }
+    const char *fmt_s = lx_args_get(&a, table_opts, N_OPTS(table_opts), "format");
+    int fmt = fmt_s ? lx_format_parse(fmt_s) : LX_FMT_MD;
+    if (fmt < 0) {
+        fprintf(stderr, "lenx: error: unknown format '%s'\n  hint: md, csv, latex or json\n", fmt_s);
+        return 2;
+    }
+    const char *db = lx_args_get(&a, table_opts, N_OPTS(table_opts), "db");
+    struct lx_store *store;
+    if ((rc = lx_store_open(&store, db ? db : LX_DEFAULT_DB, 1, &err)) < 0)
+        return fail(&err, rc);
+    struct lx_rows rows = {0};
+    struct lx_filter f = {
+        .sweep = lx_args_get(&a, table_opts, N_OPTS(table_opts), "sweep"),
+        .commit = lx_args_get(&a, table_opts, N_OPTS(table_opts), "commit"),
+    };
+    rc = lx_store_select(store, &f, &rows, &err);
+    lx_store_close(store);
+    if (rc < 0)
+        return fail(&err, rc);
+    if (rows.n == 0)
+        fprintf(stderr, "lenx: no stored results match%s%s\n", f.sweep ? " sweep " : "", f.sweep ? f.sweep : "");
+    struct lx_buf out = {0};
+    lx_render(&rows, (enum lx_format)fmt, lx_args_get(&a, table_opts, N_OPTS(table_opts), "metric"), &out);
+    fputs(lx_buf_str(&out), stdout);
+    lx_buf_free(&out);
+    lx_rows_release(&rows);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- compare */
+
+static const struct lx_opt compare_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"rtol", 1, "relative tolerance (default 1e-6)"},
+    {"atol", 1, "absolute tolerance (default 1e-9)"},
+    {"sweep", 1, "with commits: only this sweep"},
+};
+
+static const char compare_usage[] =
+    "usage: lenx compare BASE HEAD [options]\n\n"
+    "BASE and HEAD are each a tidy CSV file (from `lenx table --format csv`), a sweep\n"
+    "name, or a git commit (prefix) of stored rows. Cells are matched by task, method\n"
+    "stack, length, seed and metric; those that moved beyond atol + rtol*|base| are\n"
+    "printed. Exit status 1 if any moved, 0 if none, 2 if the two share no cell.";
+
+/* Resolve a compare side: CSV file, then sweep name, then commit prefix. */
+static int load_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows,
+                     struct lx_error *err)
+{
+    struct stat sb;
+    if (stat(what, &sb) == 0 && S_ISREG(sb.st_mode))
+        return lx_csv_read(what, rows, err);
+    struct lx_store *store;
+    int rc = lx_store_open(&store, db, 1, err);
+    if (rc < 0)
+        return rc;
+    struct lx_sweep_info *sw;
+    int n_sw, is_sweep = 0, is_commit = 0;
+    rc = lx_store_sweeps(store, &sw, &n_sw, err);
+    for (int i = 0; rc == LX_OK && i < n_sw; i++)
+        is_sweep |= strcmp(sw[i].name, what) == 0;
+    if (rc == LX_OK)
+        lx_sweep_infos_free(sw, n_sw);
+    if (rc == LX_OK && !is_sweep && strlen(what) >= 4)
+        rc = lx_store_has_commit(store, what, &is_commit, err);
+    if (rc == LX_OK && !is_sweep && !is_commit)
+        rc = lx_err(err, LX_EINVAL, "'%s' is not a file, a sweep in %s, or a commit with stored rows\n"
+                    "  hint: `lenx list sweeps` shows the sweeps; commit prefixes need 4+ characters",
+                    what, db);
+    if (rc == LX_OK) {
+        struct lx_filter f = {.sweep = is_sweep ? what : sweep, .commit = is_sweep ? NULL : what};
+        rc = lx_store_select(store, &f, rows, err);
+    }
+    lx_store_close(store);
+    return rc;
+}
+
+static int cmd_compare(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    if ((rc = lx_args_parse(&a, compare_opts, N_OPTS(compare_opts), argc, argv, &help, &err)) < 0)
+        return fail(&err, rc);
+    if (help)
+        return usage(compare_usage, compare_opts, N_OPTS(compare_opts)), 0;
+    if (a.n_pos != 2) {
+        fprintf(stderr, "lenx: error: compare takes BASE and HEAD\n  hint: lenx compare baseline.csv quick\n");
+        return 2;
+    }
+    struct lx_compare_opts o = {.rtol = 1e-6, .atol = 1e-9};
+    const char *v;
+    if ((v = lx_args_get(&a, compare_opts, N_OPTS(compare_opts), "rtol")) &&
+        (rc = lx_args_double(v, "rtol", &o.rtol, &err)) < 0)
+        return fail(&err, rc);
+    if ((v = lx_args_get(&a, compare_opts, N_OPTS(compare_opts), "atol")) &&
+        (rc = lx_args_double(v, "atol", &o.atol, &err)) < 0)
+        return fail(&err, rc);
+    const char *db = lx_args_get(&a, compare_opts, N_OPTS(compare_opts), "db");
+    const char *sweep = lx_args_get(&a, compare_opts, N_OPTS(compare_opts), "sweep");
+    db = db ? db : LX_DEFAULT_DB;
+    struct lx_rows base = {0}, head = {0};
+    rc = load_side(a.pos[0], db, sweep, &base, &err);
+    if (rc == LX_OK)
+        rc = load_side(a.pos[1], db, sweep, &head, &err);
+    if (rc < 0) {
+        lx_rows_release(&base);
+        lx_rows_release(&head);
+        return fail(&err, rc);
+    }
+    struct lx_buf out = {0};
+    int n_moved, n_common;
+    lx_compare(&base, &head, &o, &out, &n_moved, &n_common);
+    fputs(lx_buf_str(&out), stdout);
+    lx_buf_free(&out);
+    lx_rows_release(&base);
+    lx_rows_release(&head);
+    if (n_common == 0) {
+        fprintf(stderr, "lenx: error: '%s' and '%s' share no cell\n"
+                "  hint: compare results of the same sweep config\n", a.pos[0], a.pos[1]);
+        return 2;
+    }
+    return n_moved ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- show */
+
+static const struct lx_opt show_opts[] = {
+    {"length", 1, "tables for N = 1..length (default 16)"},
+    {"d-head", 1, "head dimension d (default 64)"},
+    {"train-len", 1, "training length L (default 64)"},
+};
+
+static const char show_usage[] =
+    "usage: lenx show method NAME [k=v ...] [options]\n"
+    "       lenx show task NAME [k=v ...]\n\n"
+    "Print a method's resolved parameters and derived tables as JSON: row_scale for\n"
+    "n = 1..N (per-row logit scales), a and m for t = 0..N-1 (per-distance affine\n"
+    "maps, t = 0 is the query itself). Model facts come from the flags.\n"
+    "For a task, print its resolved parameters. Run with --help after NAME to list\n"
+    "the parameters.";
+
+/* Apply k=v arguments to a schema'd params struct. */
+static int apply_kv(const struct lx_schema *s, void *params, const char *what, int n, const char *const *kv,
+                    struct lx_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        const char *eq = strchr(kv[i], '=');
+        if (!eq || eq == kv[i])
+            return lx_err(err, LX_EINVAL, "argument '%s' is not k=v\n  hint: e.g. tau=10", kv[i]);
+        char key[64], name[160];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - kv[i] < 63 ? eq - kv[i] : 63), kv[i]);
+        snprintf(name, sizeof name, "argument '%s'", kv[i]);
+        struct lx_doc doc;
+        int rc = lx_doc_load_text(&doc, eq + 1, name, err);
+        if (rc == LX_OK && !doc.root)
+            rc = lx_err(err, LX_EINVAL, "%s: empty value", name);
+        if (rc == LX_OK)
+            rc = lx_params_set(s, params, key, doc.root, what, err);
+        lx_doc_release(&doc);
+        if (rc < 0)
+            return rc;
+    }
+    lx_params_finish(s, params);
+    return LX_OK;
+}
+
+static void json_table(struct lx_buf *out, const char *name, const double *v, long n, int *first)
+{
+    lx_buf_printf(out, "%s\n    ", *first ? "" : ",");
+    lx_buf_json_str(out, name);
+    lx_buf_puts(out, ": [");
+    for (long i = 0; i < n; i++) {
+        lx_buf_puts(out, i ? ", " : "");
+        lx_buf_num(out, v[i]);
+    }
+    lx_buf_puts(out, "]");
+    *first = 0;
+}
+
+static int show_method(const struct lx_method *m, const struct lx_args *a, struct lx_error *err)
+{
+    long length = 16, d_head = 64, train_len = 64;
+    const char *v;
+    int rc = LX_OK;
+    if ((v = lx_args_get(a, show_opts, N_OPTS(show_opts), "length")))
+        rc = lx_args_long(v, "length", 1, 10000000, &length, err);
+    if (rc == LX_OK && (v = lx_args_get(a, show_opts, N_OPTS(show_opts), "d-head")))
+        rc = lx_args_long(v, "d-head", 1, 65536, &d_head, err);
+    if (rc == LX_OK && (v = lx_args_get(a, show_opts, N_OPTS(show_opts), "train-len")))
+        rc = lx_args_long(v, "train-len", 1, 1000000000000L, &train_len, err);
+    struct lx_stack st = {.n = 1};
+    st.items[0].method = m;
+    st.items[0].params = lx_xcalloc(1, m->schema.size);
+    lx_params_defaults(&m->schema, st.items[0].params);
+    char what[96];
+    snprintf(what, sizeof what, "method '%s'", m->name);
+    if (rc == LX_OK)
+        rc = apply_kv(&m->schema, st.items[0].params, what, a->n_pos - 2, a->pos + 2, err);
+    struct lx_facts f = {.d_head = (int)d_head, .train_len = train_len, .n_heads = 1, .length = length,
+                         .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+    struct lx_spec spec;
+    if (rc == LX_OK)
+        rc = lx_stack_compile(&st, &f, &spec, err);
+    if (rc < 0) {
+        lx_stack_release(&st);
+        return rc;
+    }
+    lx_stack_finish(&st);
+    struct lx_buf out = {0};
+    lx_buf_puts(&out, "{\n  \"method\": ");
+    lx_buf_json_str(&out, m->name);
+    lx_buf_puts(&out, ",\n  \"canonical\": ");
+    lx_buf_json_str(&out, st.canon);
+    lx_buf_printf(&out, ",\n  \"facts\": {\"d_head\": %ld, \"train_len\": %ld, \"length\": %ld},"
+                  "\n  \"params\": ", d_head, train_len, length);
+    lx_params_json(&m->schema, st.items[0].params, &out);
+    lx_buf_puts(&out, ",\n  \"tables\": {");
+    double *x = lx_xcalloc((size_t)length, sizeof *x), *y = lx_xcalloc((size_t)length, sizeof *y);
+    int first = 1;
+    for (int k = 0; k < spec.n_ops; k++) {
+        const struct lx_logit_op *op = &spec.ops[k];
+        if (op->kind == LX_OP_ROW_SCALE) {
+            for (long n = 1; n <= length; n++)
+                x[n - 1] = op->row_scale(op->params, &f, n);
+            json_table(&out, "row_scale", x, length, &first);
+        } else {
+            for (long t = 0; t < length; t++)
+                op->dist_affine(op->params, &f, 0, t, &x[t], &y[t]);
+            json_table(&out, "a", x, length, &first);
+            json_table(&out, "m", y, length, &first);
+        }
+    }
+    lx_buf_puts(&out, first ? "}\n}\n" : "\n  }\n}\n");
+    fputs(lx_buf_str(&out), stdout);
+    free(x);
+    free(y);
+    lx_buf_free(&out);
+    lx_stack_release(&st);
+    return LX_OK;
+}
+
+static int show_task(const struct lx_task *t, const struct lx_args *a, struct lx_error *err)
+{
+    void *params = lx_xcalloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, params);
+    char what[96];
+    snprintf(what, sizeof what, "task '%s'", t->name);
+    int rc = apply_kv(&t->schema, params, what, a->n_pos - 2, a->pos + 2, err);
+    if (rc == LX_OK) {
+        struct lx_buf out = {0};
+        lx_buf_puts(&out, "{\n  \"task\": ");
+        lx_buf_json_str(&out, t->name);
+        lx_buf_puts(&out, ",\n  \"params\": ");
+        lx_params_json(&t->schema, params, &out);
+        lx_buf_puts(&out, "\n}\n");
+        fputs(lx_buf_str(&out), stdout);
+        lx_buf_free(&out);
+    }
+    free(params);
+    return rc;
+}
+
+static void describe(const char *kind, const char *name, const char *summary, const struct lx_schema *s)
+{
+    struct lx_buf b = {0};
+    lx_schema_describe(s, &b, "  ");
+    printf("%s %s: %s\n\nparameters:\n%s", kind, name, summary, b.len ? lx_buf_str(&b) : "  (none)\n");
+    lx_buf_free(&b);
+}
+
+static int cmd_show(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    if ((rc = lx_args_parse(&a, show_opts, N_OPTS(show_opts), argc, argv, &help, &err)) < 0)
+        return fail(&err, rc);
+    if (a.n_pos < 2 || (strcmp(a.pos[0], "method") && strcmp(a.pos[0], "task"))) {
+        if (help)
+            return usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
+        fprintf(stderr, "lenx: error: show takes 'method NAME' or 'task NAME'\n"
+                "  hint: lenx show method scaleinv tau=10 --length 8\n");
+        return 2;
+    }
+    if (strcmp(a.pos[0], "method") == 0) {
+        const struct lx_method *m = lx_method_find(a.pos[1]);
+        if (!m) {
+            const char *near = lx_method_suggest(a.pos[1]);
+            fprintf(stderr, "lenx: error: unknown method '%s'\n  hint: %s%s%s`lenx list methods` shows them all\n",
+                    a.pos[1], near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+            return 2;
+        }
+        if (help)
+            return describe("method", m->name, m->summary, &m->schema), 0;
+        rc = show_method(m, &a, &err);
+    } else {
+        const struct lx_task *t = lx_task_find(a.pos[1]);
+        if (!t) {
+            const char *near = lx_task_suggest(a.pos[1]);
+            fprintf(stderr, "lenx: error: unknown task '%s'\n  hint: %s%s%s`lenx list tasks` shows them all\n",
+                    a.pos[1], near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+            return 2;
+        }
+        if (help)
+            return describe("task", t->name, t->summary, &t->schema), 0;
+        rc = show_task(t, &a, &err);
+    }
+    return rc < 0 ? fail(&err, rc) : 0;
+}
+
+/* ---------------------------------------------------------------- list */
+
+static const struct lx_opt list_opts[] = {
+    {"db", 1, "result database for 'sweeps' (default " LX_DEFAULT_DB ")"},
+};
+
+static const char list_usage[] = "usage: lenx list methods|tasks|sweeps [--db FILE]";
+
+static const char *kind_text(unsigned kind)
+{
+    if (kind == (LX_KIND_INFERENCE | LX_KIND_TRAINING))
+        return "inference or training";
+    return kind == LX_KIND_TRAINING ? "training" : "inference";
+}
+
+static int cmd_list(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    if ((rc = lx_args_parse(&a, list_opts, N_OPTS(list_opts), argc, argv, &help, &err)) < 0)
+        return fail(&err, rc);
+    if (help)
+        return usage(list_usage, list_opts, N_OPTS(list_opts)), 0;
+    const char *what = a.n_pos == 1 ? a.pos[0] : "";
+    if (strcmp(what, "methods") == 0) {
+        for (int i = 0; i < lx_method_count(); i++)
+            printf("%-10s %-22s %s\n", lx_method_at(i)->name, kind_text(lx_method_at(i)->kind),
+                   lx_method_at(i)->summary);
+        return 0;
+    }
+    if (strcmp(what, "tasks") == 0) {
+        static const char *modes[] = {"no model", "causal LM", "masked LM"};
+        for (int i = 0; i < lx_task_count(); i++)
+            printf("%-10s %-10s %s\n", lx_task_at(i)->name, modes[lx_task_at(i)->mode], lx_task_at(i)->summary);
+        return 0;
+    }
+    if (strcmp(what, "sweeps") == 0) {
+        const char *db = lx_args_get(&a, list_opts, N_OPTS(list_opts), "db");
+        struct lx_store *store;
+        if ((rc = lx_store_open(&store, db ? db : LX_DEFAULT_DB, 1, &err)) < 0)
+            return fail(&err, rc);
+        struct lx_sweep_info *sw;
+        int n;
+        rc = lx_store_sweeps(store, &sw, &n, &err);
+        lx_store_close(store);
+        if (rc < 0)
+            return fail(&err, rc);
+        for (int i = 0; i < n; i++)
+            printf("%-24s %5d ok %5d failed  last %s\n", sw[i].name, sw[i].n_ok, sw[i].n_failed, sw[i].last);
+        lx_sweep_infos_free(sw, n);
+        return 0;
+    }
+    fprintf(stderr, "lenx: error: list what? '%s'\n  hint: %s\n", what, list_usage);
+    return 2;
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"run", cmd_run, "plan a sweep, run the cells not yet stored, store and print them"},
+    {"table", cmd_table, "print stored results as md, csv, latex or json"},
+    {"compare", cmd_compare, "show cells that moved between commits, sweeps or a CSV baseline"},
+    {"show", cmd_show, "print a method's resolved parameters and derived tables"},
+    {"list", cmd_list, "list methods, tasks or stored sweeps"},
+};
+
+#define N_COMMANDS ((int)(sizeof commands / sizeof *commands))
+
+static void main_usage(FILE *f)
+{
+    fprintf(f, "lenx %s - length-extrapolation experiments on transformer attention\n\n"
+            "usage: lenx COMMAND [options]   (lenx COMMAND --help for details)\n\ncommands:\n", LX_VERSION);
+    for (int i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nexit status: 0 ok, 1 cells failed or moved, 2 bad input, 3 store or file error\n");
+}
+
+int main(int argc, char **argv)
+{
+    struct lx_error err;
+    if (lx_registry_check(&err) < 0) {
+        fprintf(stderr, "lenx: internal error: %s\n", err.msg);
+        return 70;
+    }
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        if (argc >= 3 && strcmp(argv[1], "help") == 0)
+            for (int i = 0; i < N_COMMANDS; i++)
+                if (strcmp(commands[i].name, argv[2]) == 0) {
+                    char *h[] = {"--help"};
+                    return commands[i].fn(1, h);
+                }
+        main_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        char blas[128];
+        lx_blas_describe(blas, sizeof blas);
+        printf("lenx %s (commit %.12s%s; %s; %d threads)\n", LX_VERSION, lx_build_commit(),
+               lx_build_dirty() ? ", dirty" : "", blas, omp_get_max_threads());
+        return 0;
+    }
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, argv[1]) == 0)
+            return commands[i].fn(argc - 2, argv + 2);
+    const char *names[N_COMMANDS];
+    for (int i = 0; i < N_COMMANDS; i++)
+        names[i] = commands[i].name;
+    const char *near = lx_closest(argv[1], names, N_COMMANDS);
+    fprintf(stderr, "lenx: error: unknown command '%s'\n  hint: %s%s%slenx --help lists the commands\n",
+            argv[1], near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+    return 2;
+}

@@ -1,0 +1,387 @@
+/*
+** harness/params.c - parse, check, default and print parameters from a schema.
+*/
+#include "harness/params.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *type_name(enum lx_ptype t)
+{
+    switch (t) {
+    case LX_PT_INT: return "integer";
+    case LX_PT_FLOAT: return "number";
+    case LX_PT_BOOL: return "boolean";
+    case LX_PT_ENUM: return "choice";
+    case LX_PT_RANGES: return "list of [start, end) pairs";
+    }
+    return "?";
+}
+
+/* Copy choice number idx of "a|b|c" into out; returns 0 when idx is past the end. */
+static int choice_at(const char *choices, int idx, char *out, size_t n)
+{
+    const char *p = choices;
+    for (int i = 0; i < idx; i++) {
+        p = strchr(p, '|');
+        if (!p)
+            return 0;
+        p++;
+    }
+    size_t len = strcspn(p, "|");
+    if (len >= n)
+        len = n - 1;
+    memcpy(out, p, len);
+    out[len] = '\0';
+    return 1;
+}
+
+static int parse_number(const struct lx_node *v, double *out)
+{
+    if (v->kind != LX_NODE_SCALAR || v->quoted || !v->text[0])
+        return 0;
+    char *end;
+    errno = 0;
+    double d = strtod(v->text, &end);
+    if (*end || errno == ERANGE || !isfinite(d))
+        return 0;
+    *out = d;
+    return 1;
+}
+
+static int check_bounds(const struct lx_param *p, const struct lx_node *v, double d,
+                        const char *what, struct lx_error *err)
+{
+    int low_bad = (p->flags & LX_PF_MIN_OPEN) ? !(d > p->min) : !(d >= p->min);
+    if (low_bad || d > p->max) {
+        char lo[32], hi[32];
+        lx_fmt_num(lo, p->min);
+        lx_fmt_num(hi, p->max);
+        return lx_node_err(err, v, "%s: '%s' = %s is out of bounds %s%s, %s]\n  hint: %s",
+                           what, p->name, v->text ? v->text : "?",
+                           (p->flags & LX_PF_MIN_OPEN) ? "(" : "[", lo, hi, p->help);
+    }
+    return LX_OK;
+}
+
+static int parse_long(const struct lx_param *p, const struct lx_node *v, long *out,
+                      const char *what, struct lx_error *err)
+{
+    double d;
+    if (!parse_number(v, &d) || d != floor(d) || fabs(d) > 9.0e15) {
+        const char *got = v->kind == LX_NODE_SCALAR ? v->text : lx_node_kind_name(v->kind);
+        return lx_node_err(err, v, "%s: '%s' must be an integer, got %s%s%s\n  hint: %s",
+                           what, p->name, v->quoted ? "the string \"" : "'", got,
+                           v->quoted ? "\"" : "'", p->help);
+    }
+    int rc = check_bounds(p, v, d, what, err);
+    if (rc == LX_OK)
+        *out = (long)d;
+    return rc;
+}
+
+static int parse_ranges(const struct lx_param *p, const struct lx_node *v, struct lx_ranges *r,
+                        const char *what, struct lx_error *err)
+{
+    if (v->kind != LX_NODE_SEQ)
+        return lx_node_err(err, v, "%s: '%s' must be a list of [start, end) pairs, got %s\n"
+                           "  hint: e.g. %s: [[10, 100], [100, 1000]]",
+                           what, p->name, lx_node_kind_name(v->kind), p->name);
+    if (v->n_items > LX_MAX_RANGES)
+        return lx_node_err(err, v, "%s: '%s' has %d pairs; at most %d are allowed",
+                           what, p->name, v->n_items, LX_MAX_RANGES);
+    struct lx_ranges tmp = {0};
+    for (int i = 0; i < v->n_items; i++) {
+        const struct lx_node *pair = v->items[i];
+        if (pair->kind != LX_NODE_SEQ || pair->n_items != 2)
+            return lx_node_err(err, pair, "%s: '%s' entry %d must be a pair [start, end]",
+                               what, p->name, i + 1);
+        int rc;
+        if ((rc = parse_long(p, pair->items[0], &tmp.lo[i], what, err)) < 0 ||
+            (rc = parse_long(p, pair->items[1], &tmp.hi[i], what, err)) < 0)
+            return rc;
+        if (tmp.hi[i] <= tmp.lo[i])
+            return lx_node_err(err, pair, "%s: '%s' entry [%ld, %ld] is empty: end must exceed start",
+                               what, p->name, tmp.lo[i], tmp.hi[i]);
+    }
+    tmp.n = v->n_items;
+    *r = tmp;
+    return LX_OK;
+}
+
+static int param_parse(const struct lx_param *p, void *dst, const struct lx_node *v,
+                       const char *what, struct lx_error *err)
+{
+    char *field = (char *)dst + p->offset;
+    switch (p->type) {
+    case LX_PT_INT:
+        return parse_long(p, v, (long *)field, what, err);
+    case LX_PT_FLOAT: {
+        double d;
+        if (!parse_number(v, &d)) {
+            const char *got = v->kind == LX_NODE_SCALAR ? v->text : lx_node_kind_name(v->kind);
+            return lx_node_err(err, v, "%s: '%s' must be a number, got %s%s%s\n  hint: %s",
+                               what, p->name, v->quoted ? "the string \"" : "'", got,
+                               v->quoted ? "\"" : "'", p->help);
+        }
+        int rc = check_bounds(p, v, d, what, err);
+        if (rc == LX_OK)
+            *(double *)field = d;
+        return rc;
+    }
+    case LX_PT_BOOL: {
+        static const char *yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "On"};
+        static const char *no[] = {"false", "False", "FALSE", "no", "No", "off", "Off"};
+        if (v->kind == LX_NODE_SCALAR && !v->quoted) {
+            for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+                if (strcmp(v->text, yes[i]) == 0)
+                    return *(int *)field = 1, LX_OK;
+                if (strcmp(v->text, no[i]) == 0)
+                    return *(int *)field = 0, LX_OK;
+            }
+        }
+        return lx_node_err(err, v, "%s: '%s' must be true or false, got '%s'",
+                           what, p->name, v->kind == LX_NODE_SCALAR ? v->text : lx_node_kind_name(v->kind));
+    }
+    case LX_PT_ENUM: {
+        char c[64];
+        const char *names[32];
+        char store[32][64];
+        int n = 0;
+        for (; n < 32 && choice_at(p->choices, n, c, sizeof c); n++) {
+            memcpy(store[n], c, sizeof c);
+            names[n] = store[n];
+            if (v->kind == LX_NODE_SCALAR && strcmp(v->text, c) == 0)
+                return *(int *)field = n, LX_OK;
+        }
+        const char *near = v->kind == LX_NODE_SCALAR ? lx_closest(v->text, names, n) : NULL;
+        return lx_node_err(err, v, "%s: '%s' must be one of %s, got '%s'%s%s%s",
+                           what, p->name, p->choices,
+                           v->kind == LX_NODE_SCALAR ? v->text : lx_node_kind_name(v->kind),
+                           near ? "\n  hint: did you mean '" : "", near ? near : "", near ? "'?" : "");
+    }
+    case LX_PT_RANGES:
+        return parse_ranges(p, v, (struct lx_ranges *)field, what, err);
+    }
+    LX_ASSERT(0);
+    return LX_EINVAL;
+}
+
+static int apply_default(const struct lx_param *p, void *dst, struct lx_error *err)
+{
+    struct lx_doc doc;
+    char name[128];
+    snprintf(name, sizeof name, "<default of %s>", p->name);
+    int rc = lx_doc_load_text(&doc, p->def, name, err);
+    if (rc == LX_OK && !doc.root)
+        rc = lx_err(err, LX_EINVAL, "%s: empty default", p->name);
+    if (rc == LX_OK)
+        rc = param_parse(p, dst, doc.root, "schema", err);
+    lx_doc_release(&doc);
+    return rc;
+}
+
+int lx_schema_check(const struct lx_schema *s, struct lx_error *err)
+{
+    void *tmp = lx_xcalloc(1, s->size);
+    int rc = LX_OK;
+    for (int i = 0; i < s->n_rows && rc == LX_OK; i++) {
+        const struct lx_param *p = &s->rows[i];
+        if (!p->name || !p->def || !p->help || !p->help[0])
+            rc = lx_err(err, LX_EINVAL, "row %d: name, default and help are required", i);
+        else if (p->offset >= s->size)
+            rc = lx_err(err, LX_EINVAL, "'%s': offset outside the params struct", p->name);
+        else if (p->type == LX_PT_ENUM && !p->choices)
+            rc = lx_err(err, LX_EINVAL, "'%s': enum without choices", p->name);
+        else
+            rc = apply_default(p, tmp, err);
+        for (int j = 0; j < i && rc == LX_OK; j++)
+            if (strcmp(s->rows[j].name, p->name) == 0)
+                rc = lx_err(err, LX_EINVAL, "'%s': duplicate parameter name", p->name);
+    }
+    free(tmp);
+    return rc;
+}
+
+void lx_params_defaults(const struct lx_schema *s, void *dst)
+{
+    memset(dst, 0, s->size);
+    for (int i = 0; i < s->n_rows; i++) {
+        struct lx_error err;
+        int rc = apply_default(&s->rows[i], dst, &err);
+        LX_ASSERT(rc == LX_OK);   /* the contract test checks every default */
+    }
+}
+
+static const struct lx_param *find_row(const struct lx_schema *s, const char *key)
+{
+    for (int i = 0; i < s->n_rows; i++)
+        if (strcmp(s->rows[i].name, key) == 0)
+            return &s->rows[i];
+    return NULL;
+}
+
+static int unknown_key(const struct lx_schema *s, const struct lx_node *where, const char *key,
+                       const char *what, struct lx_error *err)
+{
+    const char *names[64] = {0};
+    int n = 0;
+    struct lx_buf known = {0};
+    for (int i = 0; i < s->n_rows && n < 64; i++) {
+        names[n++] = s->rows[i].name;
+        lx_buf_printf(&known, "%s%s", i ? ", " : "", s->rows[i].name);
+    }
+    const char *near = lx_closest(key, names, n);
+    int rc = lx_node_err(err, where, "%s: unknown parameter '%s'\n  hint: %s%s%s%s%s",
+                         what, key, near ? "did you mean '" : "", near ? near : "",
+                         near ? "'? " : "", n ? "known parameters: " : "it takes no parameters",
+                         lx_buf_str(&known));
+    lx_buf_free(&known);
+    return rc;
+}
+
+int lx_params_set(const struct lx_schema *s, void *dst, const char *key,
+                  const struct lx_node *value, const char *what, struct lx_error *err)
+{
+    const struct lx_param *p = find_row(s, key);
+    if (!p)
+        return unknown_key(s, value, key, what, err);
+    return param_parse(p, dst, value, what, err);
+}
+
+int lx_params_apply(const struct lx_schema *s, void *dst, const struct lx_node *map,
+                    const char *what, struct lx_error *err)
+{
+    if (!map)
+        return LX_OK;
+    if (map->kind == LX_NODE_SCALAR && map->text[0] == '\0')
+        return LX_OK;   /* "name:" with nothing after it */
+    if (map->kind != LX_NODE_MAP)
+        return lx_node_err(err, map, "%s: parameters must be a mapping, got %s\n"
+                           "  hint: write them as {key: value, ...}", what, lx_node_kind_name(map->kind));
+    for (int i = 0; i < map->n_items; i++) {
+        const struct lx_node *k = lx_map_key(map, i);
+        if (k->kind != LX_NODE_SCALAR)
+            return lx_node_err(err, k, "%s: parameter names must be plain words", what);
+        for (int j = 0; j < i; j++)
+            if (strcmp(lx_map_key(map, j)->text, k->text) == 0)
+                return lx_node_err(err, k, "%s: parameter '%s' is given twice", what, k->text);
+        const struct lx_param *p = find_row(s, k->text);
+        if (!p)
+            return unknown_key(s, k, k->text, what, err);
+        int rc = param_parse(p, dst, lx_map_value(map, i), what, err);
+        if (rc < 0)
+            return rc;
+    }
+    return LX_OK;
+}
+
+static int row_active(const struct lx_schema *s, const void *src, int i)
+{
+    return !s->active || s->active(src, i);
+}
+
+void lx_params_finish(const struct lx_schema *s, void *dst)
+{
+    for (int i = 0; i < s->n_rows; i++) {
+        if (row_active(s, dst, i))
+            continue;
+        struct lx_error err;
+        LX_ASSERT(apply_default(&s->rows[i], dst, &err) == LX_OK);
+    }
+}
+
+void lx_param_value_text(const struct lx_param *p, const void *src, struct lx_buf *out)
+{
+    const char *field = (const char *)src + p->offset;
+    switch (p->type) {
+    case LX_PT_INT:
+        lx_buf_printf(out, "%ld", *(const long *)field);
+        return;
+    case LX_PT_FLOAT:
+        lx_buf_num(out, *(const double *)field);
+        return;
+    case LX_PT_BOOL:
+        lx_buf_puts(out, *(const int *)field ? "true" : "false");
+        return;
+    case LX_PT_ENUM: {
+        char c[64];
+        LX_ASSERT(choice_at(p->choices, *(const int *)field, c, sizeof c));
+        lx_buf_puts(out, c);
+        return;
+    }
+    case LX_PT_RANGES: {
+        const struct lx_ranges *r = (const struct lx_ranges *)field;
+        lx_buf_puts(out, "[");
+        for (int i = 0; i < r->n; i++)
+            lx_buf_printf(out, "%s[%ld,%ld]", i ? "," : "", r->lo[i], r->hi[i]);
+        lx_buf_puts(out, "]");
+        return;
+    }
+    }
+}
+
+void lx_params_json(const struct lx_schema *s, const void *src, struct lx_buf *out)
+{
+    lx_buf_puts(out, "{");
+    int first = 1;
+    for (int i = 0; i < s->n_rows; i++) {
+        const struct lx_param *p = &s->rows[i];
+        if (!row_active(s, src, i))
+            continue;
+        lx_buf_puts(out, first ? "" : ",");
+        first = 0;
+        lx_buf_json_str(out, p->name);
+        lx_buf_puts(out, ":");
+        if (p->type == LX_PT_ENUM) {
+            struct lx_buf v = {0};
+            lx_param_value_text(p, src, &v);
+            lx_buf_json_str(out, lx_buf_str(&v));
+            lx_buf_free(&v);
+        } else {
+            lx_param_value_text(p, src, out);
+        }
+    }
+    lx_buf_puts(out, "}");
+}
+
+void lx_params_text(const struct lx_schema *s, const void *src, struct lx_buf *out)
+{
+    void *def = lx_xcalloc(1, s->size);
+    lx_params_defaults(s, def);
+    int first = 1;
+    for (int i = 0; i < s->n_rows; i++) {
+        const struct lx_param *p = &s->rows[i];
+        if (!row_active(s, src, i))
+            continue;
+        struct lx_buf a = {0}, b = {0};
+        lx_param_value_text(p, src, &a);
+        lx_param_value_text(p, def, &b);
+        if ((p->flags & LX_PF_SHOW) || strcmp(lx_buf_str(&a), lx_buf_str(&b)) != 0) {
+            lx_buf_printf(out, "%s%s=%s", first ? "" : ",", p->name, lx_buf_str(&a));
+            first = 0;
+        }
+        lx_buf_free(&a);
+        lx_buf_free(&b);
+    }
+    free(def);
+}
+
+void lx_schema_describe(const struct lx_schema *s, struct lx_buf *out, const char *indent)
+{
+    for (int i = 0; i < s->n_rows; i++) {
+        const struct lx_param *p = &s->rows[i];
+        lx_buf_printf(out, "%s%-10s %s, default %s", indent, p->name,
+                      p->type == LX_PT_ENUM ? p->choices : type_name(p->type), p->def);
+        if (p->type == LX_PT_INT || p->type == LX_PT_FLOAT || p->type == LX_PT_RANGES) {
+            char lo[32], hi[32];
+            lx_fmt_num(lo, p->min);
+            lx_fmt_num(hi, p->max);
+            lx_buf_printf(out, ", in %s%s, %s]", (p->flags & LX_PF_MIN_OPEN) ? "(" : "[", lo, hi);
+        }
+        lx_buf_printf(out, "\n%s    %s\n", indent, p->help);
+    }
+}

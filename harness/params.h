@@ -1,0 +1,111 @@
+/*
+** harness/params.h - parameter schemas: one row per tunable.
+**
+** A row says name, type, where the value lives in the plugin's params struct
+** (offsetof), default, bounds and help. The one table drives YAML parsing and
+** bounds checks, `lenx show`, `--help`, the canonical method string and the
+** stored JSON (STYLE.md rule 3). Plugins declare rows with the LX_P_* macros.
+**
+** To add a type: extend enum lx_ptype, then param_parse(), param_to_json()
+** and param_to_text() in params.c.
+*/
+#ifndef LX_PARAMS_H
+#define LX_PARAMS_H
+
+#include <stddef.h>
+
+#include "harness/config.h"
+#include "harness/lx.h"
+
+enum lx_ptype {
+    LX_PT_INT,      /* long */
+    LX_PT_FLOAT,    /* double */
+    LX_PT_BOOL,     /* int, 0 or 1 */
+    LX_PT_ENUM,     /* int, index into the '|'-separated choices */
+    LX_PT_RANGES,   /* struct lx_ranges: a list of [lo, hi) integer pairs */
+};
+
+enum {
+    LX_PF_MIN_OPEN = 1 << 0,    /* the lower bound is exclusive */
+    LX_PF_SHOW = 1 << 1,        /* always named in the canonical string, even at its default */
+};
+
+#define LX_MAX_RANGES 16
+
+struct lx_ranges {
+    int n;                          /* pairs used */
+    long lo[LX_MAX_RANGES];         /* (n,) inclusive starts */
+    long hi[LX_MAX_RANGES];         /* (n,) exclusive ends, hi > lo */
+};
+
+struct lx_param {
+    const char *name;       /* YAML key */
+    enum lx_ptype type;     /* value type */
+    size_t offset;          /* offsetof() into the params struct */
+    const char *def;        /* default, as YAML text ("512", "su", "[[10,100]]") */
+    double min, max;        /* inclusive bounds for INT and FLOAT (see LX_PF_MIN_OPEN) */
+    const char *choices;    /* ENUM only: "su|qwen|ssmax" */
+    unsigned flags;         /* LX_PF_* */
+    const char *help;       /* one line for `lenx show` and docs */
+};
+
+/* Row constructors; S is the params struct type. */
+#define LX_P_INT(S, f, def, lo, hi, fl, help) \
+    { #f, LX_PT_INT, offsetof(S, f), def, lo, hi, NULL, fl, help }
+#define LX_P_FLOAT(S, f, def, lo, hi, fl, help) \
+    { #f, LX_PT_FLOAT, offsetof(S, f), def, lo, hi, NULL, fl, help }
+#define LX_P_BOOL(S, f, def, fl, help) \
+    { #f, LX_PT_BOOL, offsetof(S, f), def, 0, 1, NULL, fl, help }
+#define LX_P_ENUM(S, f, def, choices, fl, help) \
+    { #f, LX_PT_ENUM, offsetof(S, f), def, 0, 0, choices, fl, help }
+#define LX_P_RANGES(S, f, def, lo, hi, fl, help) \
+    { #f, LX_PT_RANGES, offsetof(S, f), def, lo, hi, NULL, fl, help }
+
+/* A schema: its rows, and an optional predicate saying whether row i matters
+** under the current values (e.g. logn's `base` only in mode su). Rows that do
+** not matter are reset to their defaults and left out of keys and strings. */
+struct lx_schema {
+    const struct lx_param *rows;    /* (n_rows,) */
+    int n_rows;
+    size_t size;                    /* sizeof the params struct */
+    int (*active)(const void *params, int row);   /* optional; NULL = all rows active */
+};
+
+/* A schema from a static row array, its struct type and the optional predicate. */
+#define LX_SCHEMA(rows, S, active_fn) \
+    { rows, (int)(sizeof rows / sizeof *rows), sizeof(S), active_fn }
+#define LX_SCHEMA_NONE { NULL, 0, 0, NULL }
+
+/* Check a schema's own consistency (defaults parse and lie in bounds, names
+** unique, offsets inside the struct). Used by the registry contract test. */
+int lx_schema_check(const struct lx_schema *s, struct lx_error *err);
+
+/* Fill dst (s->size bytes) with every default. */
+void lx_params_defaults(const struct lx_schema *s, void *dst);
+
+/* Apply a YAML mapping of overrides; `what` names the owner in messages
+** ("method 'logn'"). A NULL map applies nothing. Errors carry file:line:col. */
+int lx_params_apply(const struct lx_schema *s, void *dst, const struct lx_node *map,
+                    const char *what, struct lx_error *err);
+
+/* Set one row from a node (used by `lenx show k=v`). */
+int lx_params_set(const struct lx_schema *s, void *dst, const char *key,
+                  const struct lx_node *value, const char *what, struct lx_error *err);
+
+/* Reset inactive rows to defaults: call once after all overrides (resolve once). */
+void lx_params_finish(const struct lx_schema *s, void *dst);
+
+/* {"k": v, ...} over active rows in schema order: the stored, hashed form. */
+void lx_params_json(const struct lx_schema *s, const void *src, struct lx_buf *out);
+
+/* "k=v,k=v" over active rows that differ from their default or carry
+** LX_PF_SHOW; "" when none. Used for the canonical method/task string. */
+void lx_params_text(const struct lx_schema *s, const void *src, struct lx_buf *out);
+
+/* Value of one row as text ("0.4", "ssmax", "[[10,100]]"). */
+void lx_param_value_text(const struct lx_param *p, const void *src, struct lx_buf *out);
+
+/* Describe the rows for help output: "name (type, default D, in [a, b]): help". */
+void lx_schema_describe(const struct lx_schema *s, struct lx_buf *out, const char *indent);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+** harness/plan.h - the grid expanded into cells, each with its stable run key,
+** and every plan-time check done (compatibility of methods and tasks, method
+** checks against the facts, task checks against the length).
+*/
+#ifndef LX_PLAN_H
+#define LX_PLAN_H
+
+#include <stdint.h>
+
+#include "harness/grid.h"
+
+struct lx_cell {
+    int stack;              /* index into grid->stacks */
+    int task;               /* index into grid->tasks */
+    long length;            /* evaluation length */
+    long seed;              /* the cell's seed */
+    char key[17];           /* run key: 16 hex digits of SHA-256 of key_json */
+    char *key_json;         /* canonical JSON of everything that can change the numbers */
+    uint64_t data_key;      /* RNG key: task + params + length + seed, not the method */
+};
+
+struct lx_plan {
+    const struct lx_grid *grid;     /* not owned */
+    struct lx_cell *cells;          /* (n_cells,) */
+    int n_cells;
+};
+
+int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error *err);
+void lx_plan_release(struct lx_plan *plan);
+
+/* Compile a stack for a set of facts: run every method's check, then apply. */
+int lx_stack_compile(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
+                     struct lx_error *err);
+
+/* Does the task offer what every method needs? Message names both. */
+int lx_stack_fits_task(const struct lx_stack *st, const struct lx_task_use *t,
+                       const struct lx_facts *f, struct lx_error *err);
+
+#endif

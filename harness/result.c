@@ -1,0 +1,53 @@
+/*
+** harness/result.c - growing a cell's metrics and series.
+*/
+#include "harness/result.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void lx_result_metric(struct lx_result *r, const char *name, double value)
+{
+    for (int i = 0; i < r->n_metrics; i++)
+        LX_ASSERT(strcmp(r->metrics[i].name, name) != 0);   /* a task reports a name once */
+    if (r->n_metrics == r->cap_metrics) {
+        r->cap_metrics = r->cap_metrics ? 2 * r->cap_metrics : 16;
+        r->metrics = lx_xrealloc(r->metrics, (size_t)r->cap_metrics * sizeof *r->metrics);
+    }
+    r->metrics[r->n_metrics].name = lx_xstrdup(name);
+    r->metrics[r->n_metrics].value = value;
+    r->n_metrics++;
+}
+
+void lx_result_point(struct lx_result *r, const char *series, double x, double y)
+{
+    if (r->n_points == r->cap_points) {
+        r->cap_points = r->cap_points ? 2 * r->cap_points : 64;
+        r->points = lx_xrealloc(r->points, (size_t)r->cap_points * sizeof *r->points);
+    }
+    r->points[r->n_points].series = lx_xstrdup(series);
+    r->points[r->n_points].x = x;
+    r->points[r->n_points].y = y;
+    r->n_points++;
+}
+
+const struct lx_metric *lx_result_find(const struct lx_result *r, const char *name)
+{
+    for (int i = 0; i < r->n_metrics; i++)
+        if (strcmp(r->metrics[i].name, name) == 0)
+            return &r->metrics[i];
+    return NULL;
+}
+
+void lx_result_release(struct lx_result *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->n_metrics; i++)
+        free(r->metrics[i].name);
+    for (int i = 0; i < r->n_points; i++)
+        free(r->points[i].series);
+    free(r->metrics);
+    free(r->points);
+    memset(r, 0, sizeof *r);
+}

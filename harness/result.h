@@ -1,0 +1,31 @@
+/*
+** harness/result.h - what a cell produces: named metrics and named series.
+*/
+#ifndef LX_RESULT_H
+#define LX_RESULT_H
+
+#include "harness/lx.h"
+
+struct lx_metric {
+    char *name;         /* "entropy", "range_mass:10-100", "entropy_se" */
+    double value;
+};
+
+struct lx_point {
+    char *series;       /* "loss_by_position", ... */
+    double x, y;
+};
+
+struct lx_result {
+    struct lx_metric *metrics;  /* (n_metrics,) in the order the task reported them */
+    int n_metrics, cap_metrics;
+    struct lx_point *points;    /* (n_points,) */
+    int n_points, cap_points;
+};
+
+void lx_result_metric(struct lx_result *r, const char *name, double value);
+void lx_result_point(struct lx_result *r, const char *series, double x, double y);
+const struct lx_metric *lx_result_find(const struct lx_result *r, const char *name);
+void lx_result_release(struct lx_result *r);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+** harness/run.h - running a plan: skip what is stored, run the rest, store
+** every cell (ok or failed) in its own transaction, report progress.
+*/
+#ifndef LX_RUN_H
+#define LX_RUN_H
+
+#include "harness/plan.h"
+#include "results/store.h"
+
+struct lx_run_opts {
+    int force;              /* recompute cells that are already stored */
+    int progress;           /* 0 silent, 1 one line per cell, 2 a live line (terminal) */
+};
+
+struct lx_run_summary {
+    int n_cells;            /* cells in the plan */
+    int n_skipped;          /* already stored, not run */
+    int n_ok, n_failed;     /* run now */
+};
+
+/* Run one cell into res (no store): what `lenx run` does per cell, and what
+** tests call directly. */
+int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, struct lx_result *res,
+                struct lx_error *err);
+
+/* Run the plan. Cells that fail are stored as failed and the run goes on; a
+** store failure stops it (returns < 0). */
+int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct lx_run_opts *o,
+                struct lx_run_summary *sum, struct lx_error *err);
+
+#endif

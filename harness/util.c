@@ -1,0 +1,202 @@
+/*
+** harness/util.c - errors, allocation, growable strings, number formatting and
+** name suggestions shared by every module.
+*/
+#include "harness/lx.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int lx_err(struct lx_error *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+void lx_assert_fail(const char *cond, const char *file, int line)
+{
+    fprintf(stderr, "lenx: internal error at %s:%d: assertion '%s' failed\n", file, line, cond);
+    abort();
+}
+
+void *lx_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    LX_ASSERT(p != NULL);
+    return p;
+}
+
+void *lx_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    LX_ASSERT(p != NULL);
+    return p;
+}
+
+void *lx_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    LX_ASSERT(q != NULL);
+    return q;
+}
+
+char *lx_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(lx_xmalloc(n), s, n);
+}
+
+static void buf_reserve(struct lx_buf *b, size_t extra)
+{
+    if (b->len + extra + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra + 1)
+        cap *= 2;
+    b->s = lx_xrealloc(b->s, cap);
+    b->cap = cap;
+}
+
+void lx_buf_printf(struct lx_buf *b, const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    LX_ASSERT(n >= 0);
+    buf_reserve(b, (size_t)n);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    b->len += (size_t)n;
+}
+
+void lx_buf_puts(struct lx_buf *b, const char *s)
+{
+    size_t n = strlen(s);
+    buf_reserve(b, n);
+    memcpy(b->s + b->len, s, n + 1);
+    b->len += n;
+}
+
+void lx_buf_json_str(struct lx_buf *b, const char *s)
+{
+    lx_buf_puts(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            lx_buf_printf(b, "\\%c", *p);
+        else if (*p == '\n')
+            lx_buf_puts(b, "\\n");
+        else if (*p == '\t')
+            lx_buf_puts(b, "\\t");
+        else if (*p < 0x20)
+            lx_buf_printf(b, "\\u%04x", *p);
+        else
+            lx_buf_printf(b, "%c", *p);
+    }
+    lx_buf_puts(b, "\"");
+}
+
+void lx_fmt_num(char out[32], double v)
+{
+    if (isnan(v)) {
+        strcpy(out, "nan");
+        return;
+    }
+    if (isinf(v)) {
+        strcpy(out, v > 0 ? "inf" : "-inf");
+        return;
+    }
+    int prec = 1;
+    for (; prec < 17; prec++) {
+        snprintf(out, 32, "%.*g", prec, v);
+        if (strtod(out, NULL) == v)
+            break;
+    }
+    /* Plain decimals where they are short, as people write them: "10", not "1e+01". */
+    int e = v == 0.0 ? 0 : (int)floor(log10(fabs(v)));
+    if (e >= -4 && e < 16)
+        snprintf(out, 32, "%.*f", prec - 1 - e > 0 ? prec - 1 - e : 0, v);
+    else
+        snprintf(out, 32, "%.*g", prec, v);
+    LX_ASSERT(strtod(out, NULL) == v);
+}
+
+void lx_buf_num(struct lx_buf *b, double v)
+{
+    char tmp[32];
+    lx_fmt_num(tmp, v);
+    if (!isfinite(v))       /* JSON has no inf/nan: store them as null */
+        strcpy(tmp, "null");
+    lx_buf_puts(b, tmp);
+}
+
+void lx_buf_reset(struct lx_buf *b)
+{
+    b->len = 0;
+    if (b->s)
+        b->s[0] = '\0';
+}
+
+void lx_buf_free(struct lx_buf *b)
+{
+    if (!b)
+        return;
+    free(b->s);
+    b->s = NULL;
+    b->len = b->cap = 0;
+}
+
+const char *lx_buf_str(const struct lx_buf *b)
+{
+    return b->s ? b->s : "";
+}
+
+int lx_edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(b);
+    int *row = lx_xmalloc((n + 1) * sizeof *row);
+    for (size_t j = 0; j <= n; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; a[i - 1]; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= n; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    int d = row[n];
+    free(row);
+    return d;
+}
+
+const char *lx_closest(const char *s, const char *const *names, int n)
+{
+    const char *best = NULL;
+    int best_d = 1 << 30;
+    for (int i = 0; i < n; i++) {
+        int d = lx_edit_distance(s, names[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = names[i];
+        }
+    }
+    /* Suggest only plausible typos: at most a third of the word changed. */
+    size_t len = strlen(s);
+    int limit = len < 4 ? 1 : (int)(len / 3) + 1;
+    return best_d <= limit ? best : NULL;
+}

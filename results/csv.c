@@ -1,0 +1,121 @@
+/*
+** results/csv.c - reading the tidy CSV that `lenx table --format csv` writes
+** (RFC 4180 quoting), so a committed baseline can be compared with the store.
+*/
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "results/views.h"
+
+#define N_COLS 7
+static const char *const header[N_COLS] = {"sweep", "method", "task", "length", "seed", "metric", "value"};
+
+/* Split one record starting at *p into fields; advances *p past the record.
+** Returns the field count, or -1 on an unterminated quote. */
+static int split_record(const char **p, struct lx_buf fields[N_COLS + 1])
+{
+    int n = 0;
+    const char *s = *p;
+    for (int i = 0; i <= N_COLS; i++)
+        lx_buf_reset(&fields[i]);
+    for (;;) {
+        struct lx_buf *f = &fields[n < N_COLS ? n : N_COLS];
+        lx_buf_puts(f, "");
+        if (*s == '"') {
+            for (s++;; s++) {
+                if (!*s)
+                    return -1;
+                if (*s == '"' && s[1] == '"')
+                    lx_buf_puts(f, "\""), s++;
+                else if (*s == '"')
+                    break;
+                else
+                    lx_buf_printf(f, "%c", *s);
+            }
+            s++;
+        } else {
+            while (*s && *s != ',' && *s != '\n' && *s != '\r')
+                lx_buf_printf(f, "%c", *s++);
+        }
+        n++;
+        if (*s == ',') {
+            s++;
+            continue;
+        }
+        if (*s == '\r')
+            s++;
+        if (*s == '\n')
+            s++;
+        *p = s;
+        return n;
+    }
+}
+
+static int parse_num(const char *s, double *v)
+{
+    if (strcmp(s, "nan") == 0)
+        return *v = NAN, 1;
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    return *s && !*end;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    struct lx_buf b = {0};
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk - 1, f)) > 0) {
+        chunk[n] = '\0';
+        lx_buf_puts(&b, chunk);
+    }
+    fclose(f);
+    return b.s ? b.s : lx_xstrdup("");
+}
+
+int lx_csv_read(const char *path, struct lx_rows *out, struct lx_error *err)
+{
+    char *text = slurp(path);
+    if (!text)
+        return lx_err(err, LX_EIO, "%s: cannot read the file", path);
+    struct lx_buf f[N_COLS + 1] = {{0}};
+    const char *p = text;
+    int rc = LX_OK;
+    for (int line = 1; *p && rc == LX_OK; line++) {
+        int n = split_record(&p, f);
+        if (n == 1 && !f[0].len)
+            continue;   /* a blank line */
+        if (n != N_COLS) {
+            rc = lx_err(err, LX_EINVAL, "%s:%d: expected %d fields, found %d%s", path, line, N_COLS,
+                        n < 0 ? 0 : n, n < 0 ? " (unterminated quote)" : "");
+            break;
+        }
+        if (line == 1) {
+            for (int i = 0; i < N_COLS && rc == LX_OK; i++)
+                if (strcmp(lx_buf_str(&f[i]), header[i]) != 0)
+                    rc = lx_err(err, LX_EINVAL, "%s:1: the header must be exactly "
+                                "sweep,method,task,length,seed,metric,value\n"
+                                "  hint: write it with `lenx table --format csv`", path);
+            continue;
+        }
+        double len, seed, v;
+        if (!parse_num(lx_buf_str(&f[3]), &len) || !parse_num(lx_buf_str(&f[4]), &seed) ||
+            !parse_num(lx_buf_str(&f[6]), &v) || len != floor(len) || seed != floor(seed)) {
+            rc = lx_err(err, LX_EINVAL, "%s:%d: length and seed must be integers and value a number", path, line);
+            break;
+        }
+        lx_rows_add(out, lx_buf_str(&f[0]), lx_buf_str(&f[1]), lx_buf_str(&f[2]), NULL, NULL,
+                    (long)len, (long)seed, lx_buf_str(&f[5]), v, line);
+    }
+    for (int i = 0; i <= N_COLS; i++)
+        lx_buf_free(&f[i]);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,418 @@
+/*
+** results/store.c - SQLite behind one seam (the only includer of sqlite3.h).
+**
+** WAL mode, PRAGMA user_version for the schema version, prepared statements
+** only, a busy timeout for concurrent writers, one transaction per cell.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "results/store.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define SCHEMA_VERSION 1
+
+struct lx_store {
+    sqlite3 *db;        /* the connection */
+    char *path;         /* the file, for messages */
+};
+
+static const char *schema_sql =
+    "CREATE TABLE IF NOT EXISTS runs ("
+    "  id INTEGER PRIMARY KEY,"
+    "  key TEXT NOT NULL,"              /* run key: hash of key_json */
+    "  sweep TEXT NOT NULL,"
+    "  method TEXT NOT NULL,"           /* canonical stack string */
+    "  method_params TEXT NOT NULL,"    /* resolved stack, JSON */
+    "  task TEXT NOT NULL,"             /* canonical task string */
+    "  task_params TEXT NOT NULL,"      /* resolved task, JSON */
+    "  key_json TEXT NOT NULL,"
+    "  length INTEGER NOT NULL,"
+    "  seed INTEGER NOT NULL,"
+    "  model_key TEXT,"
+    "  status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),"
+    "  error TEXT,"
+    "  git_commit TEXT NOT NULL,"
+    "  git_dirty INTEGER NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  threads INTEGER NOT NULL,"
+    "  blas TEXT,"
+    "  host TEXT,"
+    "  config TEXT,"
+    "  started TEXT NOT NULL,"          /* ISO 8601, UTC */
+    "  finished TEXT NOT NULL,"
+    "  wall_s REAL NOT NULL,"
+    "  UNIQUE (sweep, key, git_commit, git_dirty));"
+    "CREATE INDEX IF NOT EXISTS runs_by_key ON runs (key);"
+    "CREATE TABLE IF NOT EXISTS metrics ("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  name TEXT NOT NULL,"
+    "  value REAL,"                     /* NULL for NaN */
+    "  UNIQUE (run_id, name));"
+    "CREATE TABLE IF NOT EXISTS series ("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  series TEXT NOT NULL,"
+    "  x REAL NOT NULL,"
+    "  y REAL);"
+    "CREATE INDEX IF NOT EXISTS series_by_run ON series (run_id);";
+
+static int db_err(struct lx_store *s, struct lx_error *err, const char *doing)
+{
+    return lx_err(err, LX_EIO, "%s: %s: %s\n  hint: is another process holding the database, "
+                  "or is the disk full?", s->path, doing, sqlite3_errmsg(s->db));
+}
+
+static int exec(struct lx_store *s, const char *sql, struct lx_error *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        int rc = lx_err(err, LX_EIO, "%s: %s", s->path, msg ? msg : sqlite3_errmsg(s->db));
+        sqlite3_free(msg);
+        return rc;
+    }
+    return LX_OK;
+}
+
+static void make_parent_dir(const char *path)
+{
+    char *dir = lx_xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        for (char *p = dir + 1; *p; p++)
+            if (*p == '/') {
+                *p = '\0';
+                mkdir(dir, 0777);
+                *p = '/';
+            }
+        mkdir(dir, 0777);
+    }
+    free(dir);
+}
+
+static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, "reading the schema version");
+    int v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_finalize(st);
+    if (v < 0)
+        return db_err(s, err, "reading the schema version");
+    if (v > SCHEMA_VERSION)
+        return lx_err(err, LX_EIO, "%s: schema version %d is newer than this lenx (%d)\n"
+                      "  hint: use a newer lenx, or --db another file", s->path, v, SCHEMA_VERSION);
+    if (readonly)
+        return v == SCHEMA_VERSION ? LX_OK
+                                   : lx_err(err, LX_EIO, "%s: not a lenx database", s->path);
+    int rc = exec(s, schema_sql, err);
+    if (rc == LX_OK && v == 0) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SCHEMA_VERSION);
+        rc = exec(s, sql, err);
+    }
+    return rc;
+}
+
+int lx_store_open(struct lx_store **out, const char *path, int readonly, struct lx_error *err)
+{
+    *out = NULL;
+    struct stat sb;
+    if (readonly && stat(path, &sb) != 0)
+        return lx_err(err, LX_EIO, "%s: no such database\n  hint: run a sweep first "
+                      "(`lenx run CONFIG`), or pass --db FILE", path);
+    if (!readonly)
+        make_parent_dir(path);
+    struct lx_store *s = lx_xcalloc(1, sizeof *s);
+    s->path = lx_xstrdup(path);
+    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    int rc = LX_OK;
+    if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK)
+        rc = db_err(s, err, "opening");
+    if (rc == LX_OK)
+        sqlite3_busy_timeout(s->db, 30000);
+    if (rc == LX_OK && !readonly)
+        rc = exec(s, "PRAGMA journal_mode = WAL", err);
+    if (rc == LX_OK)
+        rc = exec(s, "PRAGMA foreign_keys = ON", err);
+    if (rc == LX_OK)
+        rc = check_version(s, readonly, err);
+    if (rc < 0) {
+        lx_store_close(s);
+        return rc;
+    }
+    *out = s;
+    return LX_OK;
+}
+
+void lx_store_close(struct lx_store *s)
+{
+    if (!s)
+        return;
+    sqlite3_close(s->db);
+    free(s->path);
+    free(s);
+}
+
+int lx_store_done(struct lx_store *s, const char *sweep, const char *key, int *done,
+                  struct lx_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM runs WHERE sweep = ?1 AND key = ?2 AND status = 'ok' LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, "looking up a cell");
+    sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_err(s, err, "looking up a cell");
+    *done = rc == SQLITE_ROW;
+    return LX_OK;
+}
+
+static void iso_time(double t, char out[48])
+{
+    time_t sec = (time_t)t;
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    int ms = (int)((t - (double)sec) * 1000.0);
+    snprintf(out, 48, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms < 0 ? 0 : ms > 999 ? 999 : ms);
+}
+
+static void bind_real(sqlite3_stmt *st, int i, double v)
+{
+    if (isnan(v))
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_double(st, i, v);
+}
+
+static int insert_run(struct lx_store *s, const struct lx_run_record *r, sqlite3_int64 *id)
+{
+    static const char *sql =
+        "INSERT INTO runs (key, sweep, method, method_params, task, task_params, key_json, length,"
+        " seed, model_key, status, error, git_commit, git_dirty, version, threads, blas, host,"
+        " config, started, finished, wall_s)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+        " ?19, ?20, ?21, ?22)";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return SQLITE_ERROR;
+    char t0[48], t1[48];
+    iso_time(r->started, t0);
+    iso_time(r->finished, t1);
+    const char *text[] = {r->key, r->sweep, r->method, r->method_json, r->task, r->task_json, r->key_json};
+    for (int i = 0; i < 7; i++)
+        sqlite3_bind_text(st, i + 1, text[i], -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 8, r->length);
+    sqlite3_bind_int64(st, 9, r->seed);
+    sqlite3_bind_text(st, 10, r->model_key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 11, r->ok ? "ok" : "failed", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 12, r->error, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 13, r->commit, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 14, r->dirty);
+    sqlite3_bind_text(st, 15, r->version, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 16, r->threads);
+    sqlite3_bind_text(st, 17, r->blas, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 18, r->host, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 19, r->config, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 20, t0, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 21, t1, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 22, r->finished - r->started);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    *id = sqlite3_last_insert_rowid(s->db);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int insert_values(struct lx_store *s, sqlite3_int64 id, const struct lx_result *res)
+{
+    sqlite3_stmt *m = NULL, *p = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "INSERT INTO metrics (run_id, name, value) VALUES (?1, ?2, ?3)",
+                                -1, &m, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db, "INSERT INTO series (run_id, series, x, y) VALUES (?1, ?2, ?3, ?4)",
+                                -1, &p, NULL);
+    for (int i = 0; res && i < res->n_metrics && rc == SQLITE_OK; i++) {
+        sqlite3_reset(m);
+        sqlite3_bind_int64(m, 1, id);
+        sqlite3_bind_text(m, 2, res->metrics[i].name, -1, SQLITE_STATIC);
+        bind_real(m, 3, res->metrics[i].value);
+        rc = sqlite3_step(m) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    }
+    for (int i = 0; res && i < res->n_points && rc == SQLITE_OK; i++) {
+        sqlite3_reset(p);
+        sqlite3_bind_int64(p, 1, id);
+        sqlite3_bind_text(p, 2, res->points[i].series, -1, SQLITE_STATIC);
+        sqlite3_bind_double(p, 3, res->points[i].x);
+        bind_real(p, 4, res->points[i].y);
+        rc = sqlite3_step(p) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    }
+    sqlite3_finalize(m);
+    sqlite3_finalize(p);
+    return rc;
+}
+
+int lx_store_put(struct lx_store *s, const struct lx_run_record *rec, const struct lx_result *res,
+                 struct lx_error *err)
+{
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return db_err(s, err, "starting a transaction");
+    sqlite3_stmt *del;
+    int rc = sqlite3_prepare_v2(s->db, "DELETE FROM runs WHERE sweep = ?1 AND key = ?2"
+                                " AND git_commit = ?3 AND git_dirty = ?4", -1, &del, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(del, 1, rec->sweep, -1, SQLITE_STATIC);
+        sqlite3_bind_text(del, 2, rec->key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(del, 3, rec->commit, -1, SQLITE_STATIC);
+        sqlite3_bind_int(del, 4, rec->dirty);
+        rc = sqlite3_step(del) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+        sqlite3_finalize(del);
+    }
+    sqlite3_int64 id = 0;
+    if (rc == SQLITE_OK)
+        rc = insert_run(s, rec, &id);
+    if (rc == SQLITE_OK)
+        rc = insert_values(s, id, rec->ok ? res : NULL);
+    if (rc == SQLITE_OK && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+        return LX_OK;
+    int code = db_err(s, err, "storing a cell");
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return code;
+}
+
+void lx_rows_add(struct lx_rows *r, const char *sweep, const char *method, const char *task,
+                 const char *key, const char *commit, long length, long seed, const char *metric,
+                 double value, long run_id)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 256;
+        r->rows = lx_xrealloc(r->rows, (size_t)r->cap * sizeof *r->rows);
+    }
+    struct lx_row *w = &r->rows[r->n++];
+    w->sweep = lx_xstrdup(sweep ? sweep : "");
+    w->method = lx_xstrdup(method);
+    w->task = lx_xstrdup(task);
+    w->key = lx_xstrdup(key ? key : "");
+    w->commit = lx_xstrdup(commit ? commit : "");
+    w->metric = lx_xstrdup(metric);
+    w->length = length;
+    w->seed = seed;
+    w->value = value;
+    w->run_id = run_id;
+}
+
+void lx_rows_release(struct lx_rows *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->n; i++) {
+        struct lx_row *w = &r->rows[i];
+        free(w->sweep), free(w->method), free(w->task), free(w->key), free(w->commit), free(w->metric);
+    }
+    free(r->rows);
+    memset(r, 0, sizeof *r);
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? (const char *)t : "";
+}
+
+int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_rows *out,
+                    struct lx_error *err)
+{
+    static const char *sql =
+        "SELECT r.id, r.sweep, r.method, r.task, r.key, r.git_commit, r.length, r.seed, m.name, m.value"
+        " FROM runs r JOIN metrics m ON m.run_id = r.id"
+        " WHERE r.id IN (SELECT max(id) FROM runs WHERE status = 'ok'"
+        "   AND (?1 IS NULL OR sweep = ?1)"
+        "   AND (?2 IS NULL OR substr(git_commit, 1, length(?2)) = ?2)"
+        "   GROUP BY sweep, key)"
+        " ORDER BY r.id, m.rowid";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, "reading results");
+    sqlite3_bind_text(st, 1, f ? f->sweep : NULL, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, f ? f->commit : NULL, -1, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        double v = sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 9);
+        lx_rows_add(out, col_text(st, 1), col_text(st, 2), col_text(st, 3), col_text(st, 4),
+                    col_text(st, 5), (long)sqlite3_column_int64(st, 6), (long)sqlite3_column_int64(st, 7),
+                    col_text(st, 8), v, (long)sqlite3_column_int64(st, 0));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "reading results");
+}
+
+int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, struct lx_error *err)
+{
+    static const char *sql =
+        "SELECT sweep, sum(status = 'ok'), sum(status = 'failed'), max(finished)"
+        " FROM runs GROUP BY sweep ORDER BY min(id)";
+    sqlite3_stmt *st;
+    *out = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, "listing sweeps");
+    int rc, cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            *out = lx_xrealloc(*out, (size_t)cap * sizeof **out);
+        }
+        struct lx_sweep_info *w = &(*out)[(*n)++];
+        w->name = lx_xstrdup(col_text(st, 0));
+        w->n_ok = sqlite3_column_int(st, 1);
+        w->n_failed = sqlite3_column_int(st, 2);
+        w->last = lx_xstrdup(col_text(st, 3));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "listing sweeps");
+}
+
+void lx_sweep_infos_free(struct lx_sweep_info *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(v[i].name);
+        free(v[i].last);
+    }
+    free(v);
+}
+
+int lx_store_count(struct lx_store *s, const char *table, long *n, struct lx_error *err)
+{
+    char sql[96];
+    LX_ASSERT(!strcmp(table, "runs") || !strcmp(table, "metrics") || !strcmp(table, "series"));
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, "counting rows");
+    int rc = sqlite3_step(st);
+    *n = rc == SQLITE_ROW ? (long)sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? LX_OK : db_err(s, err, "counting rows");
+}
+
+int lx_store_has_commit(struct lx_store *s, const char *prefix, int *found, struct lx_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM runs WHERE substr(git_commit, 1, length(?1)) = ?1 LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, "looking up a commit");
+    sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    *found = rc == SQLITE_ROW;
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? LX_OK : db_err(s, err, "looking up a commit");
+}

@@ -1,0 +1,101 @@
+/*
+** results/store.h - the SQLite result store (DESIGN.md §4.3).
+**
+** results/store.c is the only file that includes <sqlite3.h>. Tables:
+**   runs     one row per finished cell (ok or failed) with its provenance
+**   metrics  (run, name, value)
+**   series   (run, series, x, y)
+** A cell is written in one transaction; a cell is "done" in a sweep when an ok
+** row with its run key exists there. Rows are unique per (sweep, key, commit,
+** dirty): recomputing at the same commit replaces, at another commit adds.
+*/
+#ifndef LX_STORE_H
+#define LX_STORE_H
+
+#include "harness/lx.h"
+#include "harness/result.h"
+
+struct lx_store;
+
+#define LX_DEFAULT_DB "results/lenx.db"
+
+/* Open (creating the file, its folder and the schema when absent). With
+** readonly set, a missing file is an error and nothing is created. */
+int lx_store_open(struct lx_store **out, const char *path, int readonly, struct lx_error *err);
+void lx_store_close(struct lx_store *s);
+
+/* Is there an ok row for this run key in this sweep? */
+int lx_store_done(struct lx_store *s, const char *sweep, const char *key, int *done,
+                  struct lx_error *err);
+
+/* Everything stored about one finished cell. */
+struct lx_run_record {
+    const char *key;            /* run key */
+    const char *sweep;          /* sweep name */
+    const char *method;         /* canonical stack string */
+    const char *method_json;    /* resolved stack as JSON */
+    const char *task;           /* canonical task string */
+    const char *task_json;      /* resolved task as JSON */
+    const char *key_json;       /* what the run key hashes */
+    long length, seed;
+    const char *model_key;      /* NULL when no model */
+    int ok;                     /* 1 ok, 0 failed */
+    const char *error;          /* failure message, NULL when ok */
+    const char *commit;         /* git commit of the build, "unknown" outside git */
+    int dirty;                  /* the build had uncommitted changes */
+    const char *version;        /* lenx version */
+    int threads;                /* OpenMP threads */
+    const char *blas;           /* BLAS core and threading */
+    const char *host;           /* host name */
+    const char *config;         /* the sweep file */
+    double started, finished;   /* Unix time, seconds */
+};
+
+/* Write a cell (one transaction): replaces a row with the same (sweep, key,
+** commit, dirty), adds otherwise. */
+int lx_store_put(struct lx_store *s, const struct lx_run_record *rec, const struct lx_result *res,
+                 struct lx_error *err);
+
+/* One tidy record: a metric of a cell. */
+struct lx_row {
+    char *sweep, *method, *task, *key, *commit, *metric;
+    long length, seed;
+    double value;
+    long run_id;                /* order of insertion: later rows are newer */
+};
+
+struct lx_rows {
+    struct lx_row *rows;        /* (n,) */
+    int n, cap;
+};
+
+void lx_rows_add(struct lx_rows *r, const char *sweep, const char *method, const char *task,
+                 const char *key, const char *commit, long length, long seed, const char *metric,
+                 double value, long run_id);
+void lx_rows_release(struct lx_rows *r);
+
+/* Which rows: the newest ok row per (sweep, key) among those that match. */
+struct lx_filter {
+    const char *sweep;          /* NULL = every sweep */
+    const char *commit;         /* commit prefix, NULL = any */
+};
+
+int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_rows *out,
+                    struct lx_error *err);
+
+/* Sweeps in the store: name, cells ok, cells failed, newest finish time. */
+struct lx_sweep_info {
+    char *name;
+    int n_ok, n_failed;
+    char *last;                 /* ISO time of the newest row */
+};
+int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, struct lx_error *err);
+void lx_sweep_infos_free(struct lx_sweep_info *v, int n);
+
+/* Count rows of a table ("runs", "metrics", "series"): for tests and reports. */
+int lx_store_count(struct lx_store *s, const char *table, long *n, struct lx_error *err);
+
+/* Does any row carry a commit starting with this prefix? */
+int lx_store_has_commit(struct lx_store *s, const char *prefix, int *found, struct lx_error *err);
+
+#endif

@@ -1,0 +1,254 @@
+/*
+** results/table.c - tables (md, latex) and tidy exports (csv, json) of rows.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "results/views.h"
+
+int lx_format_parse(const char *s)
+{
+    static const char *names[] = {"md", "csv", "latex", "json"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int lx_metric_matches(const char *list, const char *name)
+{
+    if (!list)
+        return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t w = strcspn(p, ",");
+        if ((w == n && strncmp(p, name, w) == 0) || (w < n && strncmp(p, name, w) == 0 && name[w] == ':'))
+            return 1;
+        p += w;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+static int is_se(const char *m)
+{
+    size_t n = strlen(m);
+    return n > 3 && strcmp(m + n - 3, "_se") == 0;
+}
+
+/* Distinct strings in first-appearance order. */
+struct strset {
+    const char **v;
+    int n, cap;
+};
+
+static int strset_add(struct strset *s, const char *x)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->v[i], x) == 0)
+            return i;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 16;
+        s->v = lx_xrealloc(s->v, (size_t)s->cap * sizeof *s->v);
+    }
+    s->v[s->n] = x;
+    return s->n++;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* The value text of one pivot cell: seeds pooled, ± se or ± sd. */
+static void cell_text(const struct lx_rows *rows, const char *sweep, const char *task, const char *method,
+                      long length, const char *metric, int latex, struct lx_buf *out)
+{
+    char se_name[256];
+    snprintf(se_name, sizeof se_name, "%s_se", metric);
+    double sum = 0, ss = 0, se = NAN;
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < rows->n; i++) {
+            const struct lx_row *r = &rows->rows[i];
+            if (r->length != length || strcmp(r->sweep, sweep) || strcmp(r->task, task) ||
+                strcmp(r->method, method))
+                continue;
+            if (pass == 0 && strcmp(r->metric, metric) == 0) {
+                sum += r->value;
+                n++;
+            } else if (pass == 0 && strcmp(r->metric, se_name) == 0) {
+                se = r->value;
+            } else if (pass == 1 && strcmp(r->metric, metric) == 0) {
+                ss += (r->value - sum / n) * (r->value - sum / n);
+            }
+        }
+    if (n == 0) {
+        lx_buf_puts(out, latex ? "--" : "–");
+        return;
+    }
+    double spread = n > 1 ? sqrt(ss / (n - 1)) : se;
+    lx_buf_printf(out, "%.4g", sum / n);
+    if (!isnan(spread))
+        lx_buf_printf(out, latex ? " $\\pm$ %.2g" : " ± %.2g", spread);
+    if (n > 1)
+        lx_buf_printf(out, latex ? " (%d)" : " (n=%d)", n);
+}
+
+static void latex_escape(struct lx_buf *out, const char *s)
+{
+    for (; *s; s++) {
+        if (strchr("_%&#${}", *s))
+            lx_buf_printf(out, "\\%c", *s);
+        else if (*s == '^')
+            lx_buf_puts(out, "\\textasciicircum{}");
+        else if (*s == '~')
+            lx_buf_puts(out, "\\textasciitilde{}");
+        else if (*s == '\\')
+            lx_buf_puts(out, "\\textbackslash{}");
+        else
+            lx_buf_printf(out, "%c", *s);
+    }
+}
+
+static void pivot(const struct lx_rows *rows, const char *sweep, const char *task, const char *metric,
+                  int latex, struct lx_buf *out)
+{
+    struct strset methods = {0};
+    long *lengths = lx_xmalloc((size_t)rows->n * sizeof *lengths);
+    int n_len = 0;
+    for (int i = 0; i < rows->n; i++) {
+        const struct lx_row *r = &rows->rows[i];
+        if (strcmp(r->sweep, sweep) || strcmp(r->task, task) || strcmp(r->metric, metric))
+            continue;
+        strset_add(&methods, r->method);
+        int seen = 0;
+        for (int j = 0; j < n_len; j++)
+            seen |= lengths[j] == r->length;
+        if (!seen)
+            lengths[n_len++] = r->length;
+    }
+    qsort(lengths, (size_t)n_len, sizeof *lengths, cmp_long);
+    if (latex) {
+        lx_buf_puts(out, "% ");
+        lx_buf_printf(out, "sweep %s, task %s, metric %s\n", sweep, task, metric);
+        lx_buf_puts(out, "\\begin{tabular}{l");
+        for (int j = 0; j < n_len; j++)
+            lx_buf_puts(out, "r");
+        lx_buf_puts(out, "}\n\\toprule\nMethod");
+        for (int j = 0; j < n_len; j++)
+            lx_buf_printf(out, " & %ld", lengths[j]);
+        lx_buf_puts(out, " \\\\\n\\midrule\n");
+    } else {
+        lx_buf_printf(out, "### %s · %s · %s\n\n| method |", sweep, task, metric);
+        for (int j = 0; j < n_len; j++)
+            lx_buf_printf(out, " %ld |", lengths[j]);
+        lx_buf_puts(out, "\n|---|");
+        for (int j = 0; j < n_len; j++)
+            lx_buf_puts(out, "---:|");
+        lx_buf_puts(out, "\n");
+    }
+    for (int m = 0; m < methods.n; m++) {
+        if (latex)
+            latex_escape(out, methods.v[m]);
+        else
+            lx_buf_printf(out, "| %s |", methods.v[m]);
+        for (int j = 0; j < n_len; j++) {
+            lx_buf_puts(out, latex ? " & " : " ");
+            cell_text(rows, sweep, task, methods.v[m], lengths[j], metric, latex, out);
+            lx_buf_puts(out, latex ? "" : " |");
+        }
+        lx_buf_puts(out, latex ? " \\\\\n" : "\n");
+    }
+    lx_buf_puts(out, latex ? "\\bottomrule\n\\end{tabular}\n\n" : "\n");
+    free(methods.v);
+    free(lengths);
+}
+
+static void render_pivots(const struct lx_rows *rows, const char *metrics, int latex, struct lx_buf *out)
+{
+    struct strset sweeps = {0};
+    for (int i = 0; i < rows->n; i++)
+        strset_add(&sweeps, rows->rows[i].sweep);
+    for (int s = 0; s < sweeps.n; s++) {
+        struct strset tasks = {0};
+        for (int i = 0; i < rows->n; i++)
+            if (strcmp(rows->rows[i].sweep, sweeps.v[s]) == 0)
+                strset_add(&tasks, rows->rows[i].task);
+        for (int t = 0; t < tasks.n; t++) {
+            struct strset ms = {0};
+            for (int i = 0; i < rows->n; i++) {
+                const struct lx_row *r = &rows->rows[i];
+                if (!strcmp(r->sweep, sweeps.v[s]) && !strcmp(r->task, tasks.v[t]) && !is_se(r->metric) &&
+                    lx_metric_matches(metrics, r->metric))
+                    strset_add(&ms, r->metric);
+            }
+            for (int m = 0; m < ms.n; m++)
+                pivot(rows, sweeps.v[s], tasks.v[t], ms.v[m], latex, out);
+            free(ms.v);
+        }
+        free(tasks.v);
+    }
+    free(sweeps.v);
+}
+
+static void csv_field(struct lx_buf *out, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        lx_buf_puts(out, s);
+        return;
+    }
+    lx_buf_puts(out, "\"");
+    for (; *s; s++)
+        lx_buf_printf(out, *s == '"' ? "\"\"" : "%c", *s);
+    lx_buf_puts(out, "\"");
+}
+
+void lx_render(const struct lx_rows *rows, enum lx_format fmt, const char *metrics, struct lx_buf *out)
+{
+    if (fmt == LX_FMT_MD || fmt == LX_FMT_LATEX) {
+        render_pivots(rows, metrics, fmt == LX_FMT_LATEX, out);
+        return;
+    }
+    if (fmt == LX_FMT_CSV)
+        lx_buf_puts(out, "sweep,method,task,length,seed,metric,value\n");
+    else
+        lx_buf_puts(out, "[");
+    int first = 1;
+    for (int i = 0; i < rows->n; i++) {
+        const struct lx_row *r = &rows->rows[i];
+        if (!lx_metric_matches(metrics, r->metric))
+            continue;
+        char v[32];
+        lx_fmt_num(v, r->value);
+        if (fmt == LX_FMT_CSV) {
+            csv_field(out, r->sweep);
+            lx_buf_puts(out, ",");
+            csv_field(out, r->method);
+            lx_buf_puts(out, ",");
+            csv_field(out, r->task);
+            lx_buf_printf(out, ",%ld,%ld,", r->length, r->seed);
+            csv_field(out, r->metric);
+            lx_buf_printf(out, ",%s\n", v);
+            continue;
+        }
+        lx_buf_puts(out, first ? "\n  {\"sweep\": " : ",\n  {\"sweep\": ");
+        lx_buf_json_str(out, r->sweep);
+        lx_buf_puts(out, ", \"method\": ");
+        lx_buf_json_str(out, r->method);
+        lx_buf_puts(out, ", \"task\": ");
+        lx_buf_json_str(out, r->task);
+        lx_buf_printf(out, ", \"length\": %ld, \"seed\": %ld, \"metric\": ", r->length, r->seed);
+        lx_buf_json_str(out, r->metric);
+        lx_buf_puts(out, ", \"value\": ");
+        lx_buf_num(out, r->value);
+        lx_buf_puts(out, "}");
+        first = 0;
+    }
+    if (fmt == LX_FMT_JSON)
+        lx_buf_puts(out, first ? "]\n" : "\n]\n");
+}

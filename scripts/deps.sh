@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# scripts/deps.sh - install the Debian packages lenx needs, when missing.
+# Called by the Makefile before anything is built, so a fresh Debian 12
+# machine needs no manual step. Prints nothing when all is there.
+set -euo pipefail
+
+pkgs=(gcc make pkg-config libopenblas-openmp-dev libyaml-dev libsqlite3-dev sqlite3 libcriterion-dev)
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "lenx: not a Debian system; make sure these are installed: ${pkgs[*]}" >&2
+    exit 0
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+        sudo="sudo"
+    else
+        echo "lenx: missing packages: ${missing[*]}" >&2
+        echo "  hint: as root, run: apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+
+echo "lenx: installing missing packages: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+if ! $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2; then
+    $sudo apt-get update -q >&2
+    $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi

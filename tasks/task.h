@@ -1,0 +1,53 @@
+/*
+** tasks/task.h - the contract every evaluation task implements.
+**
+** To add a task: write tasks/<name>.c defining `const struct lx_task
+** lx_task_<name>`, then add LX_TASK(<name>) to tasks/tasks.def.
+**
+** A task says which model mode it needs. Synthetic-logit tasks (mode
+** LX_MODE_LOGITS, e.g. `gaussian`) need no model: their `run` hook draws base
+** logits, applies the compiled spec and scores. Model tasks (causal LM, masked
+** LM) will add generate/score hooks around the engine (DESIGN.md §4.2).
+** Every random draw keys on ctx->data_key, which depends on the task, its
+** parameters, the length and the seed but not on the method, so every method
+** of a sweep sees the same draws.
+*/
+#ifndef LX_TASK_H
+#define LX_TASK_H
+
+#include <stdint.h>
+
+#include "harness/params.h"
+#include "harness/result.h"
+#include "harness/spec.h"
+
+enum lx_mode {
+    LX_MODE_LOGITS,     /* synthetic logits, no model */
+    LX_MODE_CAUSAL,     /* next-token language model */
+    LX_MODE_MLM,        /* bidirectional masked language model */
+};
+
+struct lx_task_ctx {
+    const void *params;         /* the task's resolved params */
+    const struct lx_spec *spec; /* the compiled method stack */
+    long length;                /* N: the cell's evaluation length */
+    long seed;                  /* the cell's seed */
+    uint64_t data_key;          /* key for every random draw of this cell */
+};
+
+struct lx_task {
+    const char *name;           /* YAML name == file name == symbol suffix */
+    const char *summary;        /* one line, citing the paper it follows */
+    struct lx_schema schema;    /* its parameters */
+    enum lx_mode mode;          /* the model it needs */
+    unsigned caps;              /* LX_CAP_* it offers methods */
+
+    /* (required) model facts for methods when there is no model */
+    void (*facts)(const void *params, long length, struct lx_facts *f);
+    /* (optional) can this task run at this length with these params? */
+    int (*check)(const void *params, long length, struct lx_error *err);
+    /* (required for LX_MODE_LOGITS) run one cell and report metrics */
+    int (*run)(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err);
+};
+
+#endif
