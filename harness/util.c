@@ -161,27 +161,30 @@ const char *lx_buf_str(const struct lx_buf *b)
 
 int lx_edit_distance(const char *a, const char *b)
 {
-    size_t n = strlen(b);
-    int *row = lx_xmalloc((n + 1) * sizeof *row);
-    for (size_t j = 0; j <= n; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; a[i - 1]; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= n; j++) {
-            int up = row[j];
-            int best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
+    /* Optimal string alignment: insertions, deletions, substitutions and
+    ** transpositions of neighbours ("tua" -> "tau") each cost 1. */
+    size_t n = strlen(a), m = strlen(b);
+    int *d = lx_xmalloc((n + 1) * (m + 1) * sizeof *d);
+#define D(i, j) d[(i) * (m + 1) + (j)]
+    for (size_t i = 0; i <= n; i++)
+        D(i, 0) = (int)i;
+    for (size_t j = 0; j <= m; j++)
+        D(0, j) = (int)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int best = D(i - 1, j - 1) + (a[i - 1] != b[j - 1]);
+            if (D(i - 1, j) + 1 < best)
+                best = D(i - 1, j) + 1;
+            if (D(i, j - 1) + 1 < best)
+                best = D(i, j - 1) + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && D(i - 2, j - 2) + 1 < best)
+                best = D(i - 2, j - 2) + 1;
+            D(i, j) = best;
         }
-    }
-    int d = row[n];
-    free(row);
-    return d;
+    int r = D(n, m);
+#undef D
+    free(d);
+    return r;
 }
 
 const char *lx_closest(const char *s, const char *const *names, int n)

@@ -1,0 +1,230 @@
+/*
+** tests/test_cli.c - the lenx binary end to end, as a researcher drives it:
+** exit statuses, nothing written on bad input, resume after kill -9, identical
+** numbers across fresh databases and thread counts, compare and show.
+** The binary is $LENX_BIN (set by `make test`).
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static void setup(void)
+{
+    strcpy(dir, "/tmp/lenx-cli-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_not_null(getenv("LENX_BIN"), "LENX_BIN must name the lenx binary (make test sets it)");
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* Run a shell command with $L = lenx and $D = the temp dir; capture stdout+stderr. */
+static int sh(char *out, size_t n, const char *fmt, ...)
+{
+    char cmd[4096], full[4400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "L='%s'; D='%s'; cd \"$D\" && { %s ; } 2>&1", getenv("LENX_BIN"), dir, cmd);
+    FILE *p = popen(full, "r");
+    cr_assert_not_null(p);
+    size_t len = 0;
+    if (out && n)
+        out[0] = '\0';
+    char tmp[4096];
+    size_t k;
+    while ((k = fread(tmp, 1, sizeof tmp, p)) > 0)
+        if (out && len + 1 < n) {
+            size_t c = k < n - 1 - len ? k : n - 1 - len;
+            memcpy(out + len, tmp, c);
+            len += c;
+            out[len] = '\0';
+        }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void write_file(const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int exists(const char *name)
+{
+    char path[256];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &sb) == 0;
+}
+
+static long sql_count(const char *db, const char *sql)
+{
+    char out[256];
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 %s \"%s\"", db, sql), 0, "%s", out);
+    return atol(out);
+}
+
+static const char *small =
+    "name: small\nseed: 7\nmethods:\n  - none\n  - logn: {mode: ssmax, s: 0.4}\n"
+    "  - [scaleinv: {tau: 10}, infoscale]\ntasks:\n  - gaussian: {samples: 200, ranges: [[10, 100]]}\n"
+    "lengths: [100, 1000]\n";
+
+Test(cli, bad_config_exits_2_and_writes_nothing, .init = setup, .fini = teardown)
+{
+    char out[4096];
+    write_file("bad.yaml", "name: b\nmethods: [none, lgn]\ntasks: [gaussian]\nlengths: [10]\n");
+    cr_expect_eq(sh(out, sizeof out, "$L run bad.yaml --db x.db"), 2, "%s", out);
+    cr_expect(strstr(out, "bad.yaml:2:17: unknown method 'lgn'") != NULL, "%s", out);
+    cr_expect(strstr(out, "did you mean 'logn'?") != NULL, "%s", out);
+    cr_expect(!exists("x.db"), "a bad config must not create the database");
+    cr_expect_eq(sh(out, sizeof out, "$L run nosuch.yaml --db x.db"), 3, "%s", out);
+    cr_expect(!exists("x.db"));
+    cr_expect_eq(sh(out, sizeof out, "$L run bad.yaml --bogus"), 2, "%s", out);
+    cr_expect(strstr(out, "unknown option '--bogus'") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L rnu"), 2, "%s", out);
+    cr_expect(strstr(out, "did you mean 'run'?") != NULL, "%s", out);
+}
+
+Test(cli, bad_config_leaves_existing_store_untouched, .init = setup, .fini = teardown)
+{
+    char out[8192];
+    write_file("small.yaml", small);
+    cr_assert_eq(sh(out, sizeof out, "$L run small.yaml --db r.db --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db .dump > before.sql"), 0);
+    write_file("bad.yaml", "name: small\nmethods: [none]\ntasks: [gaussian: {samples: -3}]\nlengths: [10]\n");
+    cr_expect_eq(sh(out, sizeof out, "$L run bad.yaml --db r.db"), 2, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "sqlite3 r.db .dump | cmp - before.sql"), 0, "%s", out);
+}
+
+Test(cli, rerun_runs_nothing_and_adds_no_rows, .init = setup, .fini = teardown)
+{
+    char out[16384];
+    write_file("small.yaml", small);
+    cr_assert_eq(sh(out, sizeof out, "$L run small.yaml --db r.db"), 0, "%s", out);
+    cr_expect(strstr(out, "6 run (6 ok, 0 failed), 0 already stored") != NULL, "%s", out);
+    cr_expect(strstr(out, "| logn(mode=ssmax,s=0.4) |") != NULL, "the run prints its table:\n%s", out);
+    long runs = sql_count("r.db", "select count(*) from runs");
+    long metrics = sql_count("r.db", "select count(*) from metrics");
+    cr_expect_eq(runs, 6);
+    cr_assert_eq(sh(out, sizeof out, "$L run small.yaml --db r.db --no-table"), 0, "%s", out);
+    cr_expect(strstr(out, "0 run (0 ok, 0 failed), 6 already stored") != NULL, "%s", out);
+    cr_expect_eq(sql_count("r.db", "select count(*) from runs"), runs);
+    cr_expect_eq(sql_count("r.db", "select count(*) from metrics"), metrics);
+    /* Every row carries its provenance. */
+    cr_expect_eq(sql_count("r.db", "select count(*) from runs where git_commit = '' or version = ''"
+                                   " or threads < 1 or blas not like 'core=%' or wall_s < 0"), 0);
+    cr_expect_eq(sh(out, sizeof out, "$L run small.yaml --db r.db --force --no-table"), 0, "%s", out);
+    cr_expect(strstr(out, "6 run (6 ok, 0 failed)") != NULL, "%s", out);
+    cr_expect_eq(sql_count("r.db", "select count(*) from runs"), runs, "same commit: replaced");
+}
+
+Test(cli, identical_numbers_across_databases_and_threads, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[8192];
+    write_file("small.yaml", small);
+    cr_assert_eq(sh(out, sizeof out, "OMP_NUM_THREADS=1 $L run small.yaml --db a.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "OMP_NUM_THREADS=2 $L run small.yaml --db b.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L run small.yaml --db c.db --threads 2 --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L table --db a.db --format csv > a.csv && $L table --db b.db --format csv > b.csv"
+                    " && $L table --db c.db --format csv > c.csv"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "cmp a.csv b.csv && cmp a.csv c.csv"), 0, "bit-identical exports: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare a.csv b.csv --rtol 1e-9 --atol 0"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "head -1 a.csv"), 0);
+    cr_expect_str_eq(out, "sweep,method,task,length,seed,metric,value\n");
+}
+
+Test(cli, compare_exit_codes, .init = setup, .fini = teardown)
+{
+    char out[8192];
+    write_file("small.yaml", small);
+    cr_assert_eq(sh(out, sizeof out, "$L run small.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --format csv > base.csv"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare base.csv small --db r.db"), 0, "%s", out);
+    cr_expect(strstr(out, "0 moved") != NULL, "%s", out);
+    /* Move one number: the entropy of none at length 100. */
+    cr_assert_eq(sh(out, sizeof out, "awk -F, 'BEGIN{OFS=\",\"} /^small,none,\"[^\"]*\",100,7,entropy,/ {$NF=$NF+0.01} {print}'"
+                    " base.csv > moved.csv"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare moved.csv small --db r.db"), 1, "%s", out);
+    cr_expect(strstr(out, "| gaussian(samples=200,ranges=[[10,100]]) | none | 100 | 7 | entropy |") != NULL, "%s", out);
+    cr_expect(strstr(out, "1 moved") != NULL, "%s", out);
+    /* Within tolerance it is not a move. */
+    cr_expect_eq(sh(out, sizeof out, "$L compare moved.csv small --db r.db --atol 0.02"), 0, "%s", out);
+    /* Nothing in common, or an unknown side: bad input. */
+    write_file("other.csv", "sweep,method,task,length,seed,metric,value\nx,none,gaussian,5,1,entropy,1\n");
+    cr_expect_eq(sh(out, sizeof out, "$L compare other.csv small --db r.db"), 2, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare nosuchsweep small --db r.db"), 2, "%s", out);
+    cr_expect(strstr(out, "'nosuchsweep' is not a file, a sweep") != NULL, "%s", out);
+}
+
+Test(cli, killed_sweep_resumes_with_every_cell_once, .init = setup, .fini = teardown, .timeout = 120)
+{
+    char out[8192];
+    /* 16 cells of ~0.05-0.2 s each. */
+    write_file("slow.yaml", "name: slow\nmethods: [none, logn, scaleinv, infoscale]\n"
+                            "tasks: [{gaussian: {samples: 400}}]\nlengths: [5000, 10000, 15000, 20000]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run slow.yaml --db k.db --quiet --no-table --threads 1 &"
+                    " pid=$!; i=0; while [ $i -lt 600 ]; do"
+                    "   n=$(sqlite3 k.db 'select count(*) from runs' 2>/dev/null || echo 0);"
+                    "   [ \"${n:-0}\" -ge 3 ] && break; sleep 0.02; i=$((i+1)); done;"
+                    " kill -9 $pid; wait $pid; echo killed"), 0, "%s", out);
+    long before = sql_count("k.db", "select count(*) from runs");
+    cr_expect(before >= 3 && before < 16, "killed mid-run with %ld of 16 cells stored", before);
+    cr_assert_eq(sh(out, sizeof out, "$L run slow.yaml --db k.db --no-table"), 0, "%s", out);
+    char want[128];
+    snprintf(want, sizeof want, "%ld run (%ld ok, 0 failed), %ld already stored", 16 - before, 16 - before, before);
+    cr_expect(strstr(out, want) != NULL, "want '%s' in: %s", want, out);
+    cr_expect_eq(sql_count("k.db", "select count(*) from runs"), 16);
+    cr_expect_eq(sql_count("k.db", "select count(distinct key) from runs"), 16);
+    cr_expect_eq(sql_count("k.db", "select count(*) from runs where status = 'ok'"), 16);
+    cr_expect_eq(sql_count("k.db", "select count(*) from (select run_id from metrics group by run_id)"), 16);
+}
+
+Test(cli, show_and_list, .init = setup, .fini = teardown)
+{
+    char out[8192];
+    cr_expect_eq(sh(out, sizeof out, "$L show method scaleinv tau=10 --length 3"), 0, "%s", out);
+    cr_expect(strstr(out, "\"params\": {\"tau\":10,\"alpha\":1.6487212707001282,\"beta\":1.6487212707001282}") != NULL, "%s", out);
+    cr_expect(strstr(out, "\"a\": [1, 1.0911555157761197, 1.1681794012855686]") != NULL, "%s", out);
+    cr_expect(strstr(out, "\"m\": [0, -0.19062035960864976, -0.36464311358790935]") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show method infoscale --length 4 --d-head 2 --train-len 4"), 0, "%s", out);
+    /* by hand: kappa(n) = sqrt((1 - 1/n) / (3/4)) for d = 2, L = 4 */
+    cr_expect(strstr(out, "\"row_scale\": [0, 0.816496580927726, 0.9428090415820634, 1]") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show method logn mode=qwen --length 4 --train-len 2"), 0, "%s", out);
+    cr_expect(strstr(out, "\"row_scale\": [1, 1, 1.5849625007211563, 2]") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show method scaleinv tau=abc"), 2, "%s", out);
+    cr_expect(strstr(out, "'tau' must be a number, got 'abc'") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show method scaleinv tua=1"), 2, "%s", out);
+    cr_expect(strstr(out, "did you mean 'tau'?") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L list methods"), 0, "%s", out);
+    cr_expect(strstr(out, "infoscale") && strstr(out, "logn") && strstr(out, "none") && strstr(out, "scaleinv"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L list tasks"), 0, "%s", out);
+    cr_expect(strstr(out, "gaussian") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L --version"), 0, "%s", out);
+    cr_expect(strncmp(out, "lenx 0.", 7) == 0, "%s", out);
+    const char *cmds[] = {"run", "table", "compare", "show", "list"};
+    for (int i = 0; i < 5; i++) {
+        cr_expect_eq(sh(out, sizeof out, "$L %s --help", cmds[i]), 0, "%s", out);
+        cr_expect(strstr(out, "usage: lenx") != NULL, "%s --help: %s", cmds[i], out);
+    }
+    cr_expect_eq(sh(out, sizeof out, "$L table --db nosuch.db"), 3, "%s", out);
+    cr_expect(!exists("nosuch.db"));
+}

@@ -1,0 +1,270 @@
+/*
+** tests/test_config.c - sweep files: the documented syntax parses to the
+** expected grid, and bad inputs are rejected with what, where and a hint.
+*/
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "harness/plan.h"
+
+/* Parse and plan `text`; expect failure at `where` with `what` in the message. */
+static void expect_error(const char *text, const char *where, const char *what)
+{
+    struct lx_grid g;
+    struct lx_plan plan = {0};
+    struct lx_error err = {{0}};
+    int rc = lx_grid_load_text(&g, text, "bad.yaml", &err);
+    if (rc == LX_OK)
+        rc = lx_plan_build(&plan, &g, &err);
+    cr_expect_eq(rc, LX_EINVAL, "expected a rejection for:\n%s", text);
+    cr_expect(strncmp(err.msg, where, strlen(where)) == 0 && err.msg[strlen(where)] == ':',
+              "location: expected '%s', got: %s", where, err.msg);
+    cr_expect(strstr(err.msg, what) != NULL, "message: expected '%s' in: %s", what, err.msg);
+    lx_plan_release(&plan);
+    lx_grid_release(&g);
+}
+
+#define HEAD "name: t\nseed: 1\n"
+
+Test(config, issue_example_parses)
+{
+    const char *text =
+        "name: gauss-demo\n"
+        "seed: 1\n"
+        "methods:\n"
+        "  - none\n"
+        "  - logn: {mode: ssmax, s: 0.4}\n"
+        "  - [scaleinv: {tau: 10}, infoscale]      # a stack: applied in order\n"
+        "tasks:\n"
+        "  - gaussian: {samples: 2000, ranges: [[10, 100], [100, 1000]]}\n"
+        "lengths: [1000, 10000]\n";
+    struct lx_grid g;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_grid_load_text(&g, text, "demo.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(g.n_stacks, 3);
+    cr_expect_str_eq(g.stacks[0].canon, "none");
+    cr_expect_str_eq(g.stacks[1].canon, "logn(mode=ssmax,s=0.4)");
+    cr_expect_str_eq(g.stacks[2].canon, "scaleinv(tau=10)+infoscale");
+    cr_expect_eq(g.stacks[2].n, 2);
+    cr_expect_str_eq(g.tasks[0].canon, "gaussian(ranges=[[10,100],[100,1000]])");
+    cr_expect_eq(g.n_lengths, 2);
+    cr_expect_eq(g.n_seeds, 1);
+    cr_expect_eq(g.seeds[0], 1);
+    struct lx_plan plan;
+    cr_assert_eq(lx_plan_build(&plan, &g, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(plan.n_cells, 6);
+    for (int i = 0; i < plan.n_cells; i++)
+        for (int j = 0; j < i; j++)
+            cr_expect_str_neq(plan.cells[i].key, plan.cells[j].key);
+    lx_plan_release(&plan);
+    lx_grid_release(&g);
+}
+
+Test(config, equivalent_spellings_share_keys)
+{
+    /* Defaults written out or left implicit resolve to the same cell. */
+    const char *a = HEAD "methods: [logn]\ntasks: [gaussian]\nlengths: [100]\n";
+    const char *b = HEAD "methods: [{logn: {mode: su, base: 512}}]\n"
+                    "tasks: [{gaussian: {samples: 2000, sigma: 1.0}}]\nlengths: [100]\n";
+    struct lx_grid ga, gb;
+    struct lx_plan pa, pb;
+    struct lx_error err;
+    cr_assert_eq(lx_grid_load_text(&ga, a, "a.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_grid_load_text(&gb, b, "b.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_plan_build(&pa, &ga, &err), LX_OK);
+    cr_assert_eq(lx_plan_build(&pb, &gb, &err), LX_OK);
+    cr_expect_str_eq(pa.cells[0].key, pb.cells[0].key);
+    cr_expect_str_eq(ga.stacks[0].canon, "logn(mode=su,base=512)");
+    /* An inactive parameter (s in mode su) does not change the key. */
+    lx_plan_release(&pb);
+    lx_grid_release(&gb);
+    const char *c = HEAD "methods: [{logn: {mode: su, s: 0.9}}]\ntasks: [gaussian]\nlengths: [100]\n";
+    cr_assert_eq(lx_grid_load_text(&gb, c, "c.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_plan_build(&pb, &gb, &err), LX_OK);
+    cr_expect_str_eq(pa.cells[0].key, pb.cells[0].key);
+    lx_plan_release(&pa);
+    lx_plan_release(&pb);
+    lx_grid_release(&ga);
+    lx_grid_release(&gb);
+}
+
+Test(config, seeds_axis)
+{
+    const char *t = HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [10, 20]\nseeds: [3, 4, 5]\n";
+    struct lx_grid g;
+    struct lx_plan p;
+    struct lx_error err;
+    cr_assert_eq(lx_grid_load_text(&g, t, "s.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_plan_build(&p, &g, &err), LX_OK);
+    cr_expect_eq(p.n_cells, 6);
+    cr_expect_eq(p.cells[0].seed, 3);
+    cr_expect_eq(p.cells[2].seed, 5);
+    cr_expect_neq(p.cells[0].data_key, p.cells[1].data_key);
+    lx_plan_release(&p);
+    lx_grid_release(&g);
+}
+
+/* ---- bad inputs: each names the place and says what failed ---- */
+
+Test(config, unknown_top_key)
+{
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlenghts: [10]\n", "bad.yaml:5:1",
+                 "unknown key 'lenghts'");
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlenghts: [10]\n", "bad.yaml:5:1",
+                 "did you mean 'lengths'?");
+}
+
+Test(config, unknown_method)
+{
+    expect_error(HEAD "methods:\n  - none\n  - lgn: {mode: su}\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:5:5", "unknown method 'lgn'");
+    expect_error(HEAD "methods: [none, lgn]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:17",
+                 "did you mean 'logn'?");
+}
+
+Test(config, unknown_task)
+{
+    expect_error(HEAD "methods: [none]\ntasks: [gausian]\nlengths: [10]\n", "bad.yaml:4:9",
+                 "unknown task 'gausian'\n  hint: did you mean 'gaussian'?");
+}
+
+Test(config, unknown_parameter)
+{
+    expect_error(HEAD "methods:\n  - scaleinv: {tua: 10}\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:4:16", "method 'scaleinv': unknown parameter 'tua'\n  hint: did you mean 'tau'?");
+    expect_error(HEAD "methods: [none]\ntasks:\n  - gaussian: {sample: 10}\nlengths: [10]\n",
+                 "bad.yaml:5:16", "did you mean 'samples'?");
+}
+
+Test(config, wrong_types)
+{
+    expect_error(HEAD "methods:\n  - scaleinv: {tau: abc}\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:4:21", "'tau' must be a number, got 'abc'");
+    expect_error(HEAD "methods: [none]\ntasks:\n  - gaussian: {samples: \"2000\"}\nlengths: [10]\n",
+                 "bad.yaml:5:25", "'samples' must be an integer, got the string \"2000\"");
+    expect_error(HEAD "methods: [none]\ntasks:\n  - gaussian: {samples: 2.5}\nlengths: [10]\n",
+                 "bad.yaml:5:25", "'samples' must be an integer, got '2.5'");
+    expect_error(HEAD "methods:\n  - scaleinv: 10\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:4:15", "parameters must be a mapping");
+}
+
+Test(config, out_of_bounds)
+{
+    expect_error(HEAD "methods:\n  - scaleinv: {tau: -1}\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:4:21", "'tau' = -1 is out of bounds (0, ");
+    expect_error(HEAD "methods:\n  - scaleinv: {tau: 0}\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:4:21", "out of bounds (0");
+    expect_error(HEAD "methods: [none]\ntasks:\n  - gaussian: {samples: 1}\nlengths: [10]\n",
+                 "bad.yaml:5:25", "'samples' = 1 is out of bounds [2, ");
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [0]\n", "bad.yaml:5:11",
+                 "'lengths' entry 0 is out of bounds [1, 1e12]");
+}
+
+Test(config, bad_enum)
+{
+    expect_error(HEAD "methods:\n  - logn: {mode: ssmx}\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:4:18", "'mode' must be one of su|qwen|ssmax, got 'ssmx'\n  hint: did you mean 'ssmax'?");
+}
+
+Test(config, bad_lists)
+{
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: 1000\n", "bad.yaml:5:10",
+                 "'lengths' must be a list, got a scalar");
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [100, 1.5]\n", "bad.yaml:5:16",
+                 "'lengths' entries must be integers, got '1.5'");
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [100, 100]\n", "bad.yaml:5:16",
+                 "'lengths' lists 100 twice");
+    expect_error(HEAD "methods: []\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:10", "'methods' is empty");
+    expect_error(HEAD "methods: [[]]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:11",
+                 "an empty method stack");
+    expect_error(HEAD "methods: [[none, [logn]]]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:18",
+                 "a method stack cannot contain a list");
+    expect_error(HEAD "methods: [[logn, logn]]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:18",
+                 "method 'logn' appears twice in one stack");
+    expect_error(HEAD "methods: [none, none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:17",
+                 "method stack 'none' is listed twice");
+}
+
+Test(config, bad_ranges)
+{
+    expect_error(HEAD "methods: [none]\ntasks:\n  - gaussian: {ranges: [[100, 10]]}\nlengths: [10]\n",
+                 "bad.yaml:5:25", "entry [100, 10] is empty");
+    expect_error(HEAD "methods: [none]\ntasks:\n  - gaussian: {ranges: [[1, 2, 3]]}\nlengths: [10]\n",
+                 "bad.yaml:5:25", "entry 1 must be a pair");
+    expect_error(HEAD "methods: [none]\ntasks:\n  - gaussian: {ranges: 5}\nlengths: [10]\n",
+                 "bad.yaml:5:24", "'ranges' must be a list of [start, end) pairs");
+}
+
+Test(config, missing_and_misc)
+{
+    expect_error(HEAD "methods: [none]\nlengths: [10]\n", "bad.yaml:1:1", "the sweep file has no 'tasks'");
+    expect_error("name: my sweep\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:1:7",
+                 "sweep name 'my sweep' has the character ' '");
+    expect_error("name: t\nseed: [1, 2]\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:2:7", "'seed' must be one integer\n  hint: use 'seeds' for a list");
+    expect_error(HEAD "name: u\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:1",
+                 "key 'name' is given twice");
+    expect_error(HEAD "methods: [{logn: {mode: su, mode: qwen}}]\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:3:29", "parameter 'mode' is given twice");
+    expect_error(HEAD "methods: [{logn: {}, none: {}}]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:11",
+                 "a method entry must be a name or {name: {param: value}}");
+}
+
+Test(config, yaml_syntax_error)
+{
+    expect_error(HEAD "methods: [none, logn\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:4:6",
+                 "YAML syntax error");
+}
+
+Test(config, missing_file)
+{
+    struct lx_grid g;
+    struct lx_error err;
+    cr_expect_eq(lx_grid_load(&g, "/nonexistent/sweep.yaml", &err), LX_EIO);
+    cr_expect(strstr(err.msg, "/nonexistent/sweep.yaml: cannot open the file") != NULL, "%s", err.msg);
+    lx_grid_release(&g);
+}
+
+/* ---- plan-time checks: a method that cannot apply to a task ---- */
+
+static int rotary_apply(const void *p, const struct lx_facts *f, struct lx_spec *s, struct lx_error *e)
+{
+    (void)p, (void)f, (void)s, (void)e;
+    return LX_OK;
+}
+
+static const struct lx_method fake_rotary = {
+    .name = "fakerope",
+    .summary = "a test method that needs rotary positions",
+    .schema = LX_SCHEMA_NONE,
+    .kind = LX_KIND_INFERENCE,
+    .needs = LX_CAP_LOGITS | LX_CAP_ROTARY,
+    .apply = rotary_apply,
+};
+
+Test(config, plan_rejects_incompatible_method)
+{
+    struct lx_grid g;
+    struct lx_plan p = {0};
+    struct lx_error err;
+    const char *t = HEAD "methods: [none, logn]\ntasks: [gaussian]\nlengths: [10]\n";
+    cr_assert_eq(lx_grid_load_text(&g, t, "bad.yaml", &err), LX_OK, "%s", err.msg);
+    g.stacks[1].items[0].method = &fake_rotary;   /* params of logn are never read by it */
+    cr_expect_eq(lx_plan_build(&p, &g, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "bad.yaml:3:17: method 'fakerope' cannot apply to task 'gaussian'") == err.msg,
+              "%s", err.msg);
+    cr_expect(strstr(err.msg, "needs rotary positions") != NULL, "%s", err.msg);
+    lx_plan_release(&p);
+    lx_grid_release(&g);
+}
+
+Test(config, plan_runs_method_checks)
+{
+    /* InfoScale's denominator needs train_len > e^eps: e^5 = 148 > 64. */
+    expect_error(HEAD "methods:\n  - infoscale: {eps: 5}\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:4:5", "infoscale: the training length 64 must exceed e^eps");
+    expect_error(HEAD "methods:\n  - scaleinv: {alpha: 10, beta: 1}\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:4:5", "beta/alpha must be >= ln(alpha)");
+    expect_error(HEAD "methods:\n  - logn: {mode: qwen}\ntasks:\n  - gaussian: {train_len: 1}\nlengths: [10]\n",
+                 "bad.yaml:4:5", "mode qwen needs a training length >= 2");
+}

@@ -1,0 +1,242 @@
+/*
+** tests/test_methods.c - the registry contract for every method and task, and
+** each method's tables against reference numbers computed outside lenx
+** (shared/reference/methods.md golden values, plain-Python double precision)
+** and against closed forms worked by hand.
+*/
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness/grid.h"
+#include "harness/plan.h"
+#include "harness/registry.h"
+
+Test(registry, contract)
+{
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_registry_check(&err), LX_OK, "%s", err.msg);
+    cr_expect_geq(lx_method_count(), 4);
+    cr_expect_geq(lx_task_count(), 1);
+    const char *root = getenv("LENX_ROOT");
+    for (int i = 0; i < lx_method_count(); i++) {
+        const struct lx_method *m = lx_method_at(i);
+        cr_expect_eq(lx_method_validate(m, &err), LX_OK, "%s", err.msg);
+        cr_expect_eq(lx_method_find(m->name), m, "%s: duplicate name", m->name);
+        cr_expect(m->apply != NULL, "%s: apply is required", m->name);
+        if (root) {   /* one method = one file with the same name */
+            char path[1024];
+            struct stat sb;
+            snprintf(path, sizeof path, "%s/methods/%s.c", root, m->name);
+            cr_expect_eq(stat(path, &sb), 0, "no file methods/%s.c", m->name);
+        }
+    }
+    for (int i = 0; i < lx_task_count(); i++) {
+        const struct lx_task *t = lx_task_at(i);
+        cr_expect_eq(lx_task_validate(t, &err), LX_OK, "%s", err.msg);
+        cr_expect_eq(lx_task_find(t->name), t, "%s: duplicate name", t->name);
+        if (root) {
+            char path[1024];
+            struct stat sb;
+            snprintf(path, sizeof path, "%s/tasks/%s.c", root, t->name);
+            cr_expect_eq(stat(path, &sb), 0, "no file tasks/%s.c", t->name);
+        }
+    }
+    cr_expect_null(lx_method_find("nosuch"));
+    cr_expect_str_eq(lx_method_suggest("scaleinw"), "scaleinv");
+}
+
+static int no_apply_fn(const void *p, const struct lx_facts *f, struct lx_spec *s, struct lx_error *e)
+{
+    (void)p, (void)f, (void)s, (void)e;
+    return LX_OK;
+}
+
+Test(registry, validation_catches_broken_plugins)
+{
+    struct lx_error err;
+    struct lx_method m = {.name = "x", .summary = "s", .kind = LX_KIND_INFERENCE};
+    cr_expect_eq(lx_method_validate(&m, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "'apply' hook is required") != NULL, "%s", err.msg);
+    m.apply = no_apply_fn;
+    m.kind = 0;
+    cr_expect_eq(lx_method_validate(&m, &err), LX_EINVAL);
+    struct bad { double x; };
+    static const struct lx_param rows[] = {
+        LX_P_FLOAT(struct bad, x, "5", 0, 1, 0, "default out of bounds"),
+    };
+    m.kind = LX_KIND_INFERENCE;
+    m.schema = (struct lx_schema)LX_SCHEMA(rows, struct bad, NULL);
+    cr_expect_eq(lx_method_validate(&m, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "bad parameter schema") != NULL, "%s", err.msg);
+}
+
+/* A one-method stack with parameters given as YAML, compiled for facts. */
+struct one {
+    struct lx_doc doc;
+    struct lx_stack st;
+    struct lx_spec spec;
+};
+
+static void one_make(struct one *o, const char *yaml, int d_head, long train_len)
+{
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_doc_load_text(&o->doc, yaml, "m.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_stack_parse(&o->st, o->doc.root, &err), LX_OK, "%s", err.msg);
+    struct lx_facts f = {.d_head = d_head, .train_len = train_len, .n_heads = 1, .length = 1,
+                         .caps = LX_CAP_LOGITS};
+    cr_assert_eq(lx_stack_compile(&o->st, &f, &o->spec, &err), LX_OK, "%s", err.msg);
+}
+
+static void one_free(struct one *o)
+{
+    lx_stack_release(&o->st);
+    lx_doc_release(&o->doc);
+}
+
+/* Row scale of the single op at n. */
+static double row_scale(const struct one *o, long n)
+{
+    cr_assert_eq(o->spec.n_ops, 1);
+    const struct lx_logit_op *op = &o->spec.ops[0];
+    cr_assert_eq(op->kind, LX_OP_ROW_SCALE);
+    return op->row_scale(op->params, &o->spec.facts, n);
+}
+
+Test(methods, none_is_identity)
+{
+    struct one o;
+    one_make(&o, "none", 64, 64);
+    cr_expect_eq(o.spec.n_ops, 0);
+    cr_expect_eq(lx_spec_logit(&o.spec, 0, 100, 7, 1.25), 1.25);
+    one_free(&o);
+}
+
+Test(methods, infoscale_golden)
+{
+    /* methods.md §10 golden table (d, n_tr, n, kappa), 6 decimals. */
+    static const struct { int d; long ntr, n; double eps, kappa; } g[] = {
+        {64, 64, 4096, 0, 1.370447}, {64, 64, 1024, 0, 1.264121}, {64, 64, 128, 0, 1.074427},
+        {64, 64, 64, 0, 1.000000},   {64, 64, 32, 0, 0.917729},   {64, 64, 4096, 1, 1.474676},
+        {128, 64, 4096, 0, 1.391792}, {128, 512, 4096, 0, 1.145535},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        char yaml[64];
+        snprintf(yaml, sizeof yaml, "infoscale: {eps: %g}", g[i].eps);
+        struct one o;
+        one_make(&o, yaml, g[i].d, g[i].ntr);
+        cr_expect(fabs(row_scale(&o, g[i].n) - g[i].kappa) < 5e-7, "row %zu: %.7f vs %.6f", i,
+                  row_scale(&o, g[i].n), g[i].kappa);
+        one_free(&o);
+    }
+    /* By hand: d = 2, L = 4, n = 16: sqrt((1 - 1/16) / (1 - 1/4)) = sqrt(1.25). No clamp below L:
+    ** n = 2 gives sqrt((1/2) / (3/4)) = sqrt(2/3); n = 1 gives 0. */
+    struct one o;
+    one_make(&o, "infoscale", 2, 4);
+    cr_expect(fabs(row_scale(&o, 16) - sqrt(1.25)) < 1e-15);
+    cr_expect(fabs(row_scale(&o, 2) - sqrt(2.0 / 3.0)) < 1e-15);
+    cr_expect_eq(row_scale(&o, 1), 0.0);
+    one_free(&o);
+}
+
+Test(methods, logn_golden)
+{
+    struct one o;
+    one_make(&o, "logn: {mode: su}", 64, 64);
+    cr_expect(fabs(row_scale(&o, 4096) - 4.0 / 3.0) < 1e-12);   /* log_512 4096 = 12/9 */
+    cr_expect(fabs(row_scale(&o, 64) - 2.0 / 3.0) < 1e-12);     /* no floor: 6/9 */
+    cr_expect_eq(row_scale(&o, 512), 1.0);
+    one_free(&o);
+    one_make(&o, "logn: {mode: su, base: 2}", 64, 64);
+    cr_expect(fabs(row_scale(&o, 8) - 3.0) < 1e-12);
+    one_free(&o);
+    /* Qwen, L = 2048: factor(p) = log_L(p + 1) if p + 1 > L else 1; here n = p + 1. */
+    one_make(&o, "logn: {mode: qwen}", 64, 2048);
+    static const struct { long n; double v; } q[] = {
+        {2048, 1.0}, {2049, 1.0000640}, {4096, 1.0909091}, {8192, 1.1818182}, {32767, 1.3636324}, {5, 1.0},
+    };
+    for (size_t i = 0; i < sizeof q / sizeof *q; i++)
+        cr_expect(fabs(row_scale(&o, q[i].n) - q[i].v) < 5e-8, "n=%ld: %.8f", q[i].n, row_scale(&o, q[i].n));
+    one_free(&o);
+    one_make(&o, "logn: {mode: qwen}", 64, 64);
+    cr_expect(fabs(row_scale(&o, 4096) - 2.0) < 1e-12);   /* log_64 4096 = 2 */
+    one_free(&o);
+    one_make(&o, "logn: {mode: ssmax, s: 0.4}", 64, 64);
+    cr_expect(fabs(row_scale(&o, 1000) - 0.4 * log(1000.0)) < 1e-12);
+    cr_expect_eq(row_scale(&o, 1), 0.0);
+    one_free(&o);
+}
+
+Test(methods, scaleinv_golden)
+{
+    /* methods.md §12a, tau = 10. */
+    static const struct { long t; double a, a2, m; } g[] = {
+        {0, 1.000000, 1.000000, 0.000000},      {1, 1.091156, 1.190620, -0.190620},
+        {10, 1.544764, 2.386294, -1.386294},    {100, 2.407445, 5.795791, -4.795791},
+        {1000, 3.198475, 10.230241, -9.230241}, {10000, 3.849352, 14.817510, -13.817510},
+    };
+    struct one o;
+    one_make(&o, "scaleinv: {tau: 10}", 64, 64);
+    const struct lx_logit_op *op = &o.spec.ops[0];
+    cr_assert_eq(op->kind, LX_OP_DIST_AFFINE);
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        double a, m;
+        op->dist_affine(op->params, &o.spec.facts, 0, g[i].t, &a, &m);
+        cr_expect(fabs(a - g[i].a) < 5e-7, "t=%ld a=%.7f", g[i].t, a);
+        cr_expect(fabs(a * a - g[i].a2) < 5e-7, "t=%ld a2", g[i].t);
+        cr_expect(fabs(m - g[i].m) < 5e-7, "t=%ld m=%.7f", g[i].t, m);
+    }
+    one_free(&o);
+    /* Other tau and alpha = beta = 1 by hand: a_t² = 2(ln(1 + t/tau) - 0 + 1), m_t = -a_t² + 1.
+    ** tau = 2, t = 2: a² = 2 ln 2 + 2, m = -2 ln 2 - 1. */
+    one_make(&o, "scaleinv: {tau: 2, alpha: 1, beta: 1}", 64, 64);
+    op = &o.spec.ops[0];
+    double a, m;
+    op->dist_affine(op->params, &o.spec.facts, 0, 2, &a, &m);
+    cr_expect(fabs(a * a - (2 * log(2.0) + 2)) < 1e-12);
+    cr_expect(fabs(m - (-2 * log(2.0) - 1)) < 1e-12);
+    one_free(&o);
+    /* E[exp(a S + m)] for S ~ N(0,1) is exp(m + a²/2) = alpha / (t/tau + 1) (the paper's Lemma). */
+    one_make(&o, "scaleinv", 64, 64);
+    op = &o.spec.ops[0];
+    for (long t = 0; t < 50; t += 7) {
+        op->dist_affine(op->params, &o.spec.facts, 0, t, &a, &m);
+        cr_expect(fabs(exp(m + a * a / 2) - exp(0.5) / (t / 10.0 + 1)) < 1e-12);
+    }
+    one_free(&o);
+}
+
+Test(methods, scaleinv_large_tau_is_identity)
+{
+    struct one o;
+    one_make(&o, "scaleinv: {tau: 1e12}", 64, 64);
+    for (long t = 0; t < 100000; t += 9999)
+        cr_expect(fabs(lx_spec_logit(&o.spec, 0, 100000, t, 0.7) - 0.7) < 1e-6);
+    one_free(&o);
+}
+
+Test(methods, stack_composes_in_order)
+{
+    /* [scaleinv, infoscale]: kappa(n)·(a_t S + m_t); [infoscale, scaleinv]: a_t kappa(n) S + m_t. */
+    struct lx_doc doc;
+    struct lx_stack st;
+    struct lx_spec spec;
+    struct lx_error err = {{0}};
+    struct lx_facts f = {.d_head = 64, .train_len = 64, .n_heads = 1, .length = 4096, .caps = LX_CAP_LOGITS};
+    cr_assert_eq(lx_doc_load_text(&doc, "[scaleinv, infoscale]", "s.yaml", &err), LX_OK);
+    cr_assert_eq(lx_stack_parse(&st, doc.root, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_stack_compile(&st, &f, &spec, &err), LX_OK, "%s", err.msg);
+    double kappa = 1.370447, a = 3.198475, m = -9.230241;   /* n = 4096, t = 1000 goldens */
+    cr_expect(fabs(lx_spec_logit(&spec, 0, 4096, 1000, 0.5) - kappa * (a * 0.5 + m)) < 1e-5);
+    lx_stack_release(&st);
+    lx_doc_release(&doc);
+    cr_assert_eq(lx_doc_load_text(&doc, "[infoscale, scaleinv]", "s.yaml", &err), LX_OK);
+    cr_assert_eq(lx_stack_parse(&st, doc.root, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_stack_compile(&st, &f, &spec, &err), LX_OK, "%s", err.msg);
+    cr_expect(fabs(lx_spec_logit(&spec, 0, 4096, 1000, 0.5) - (a * kappa * 0.5 + m)) < 1e-5);
+    lx_stack_release(&st);
+    lx_doc_release(&doc);
+}

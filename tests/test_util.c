@@ -1,0 +1,136 @@
+/*
+** tests/test_util.c - the small pieces everything stands on: SHA-256, Philox,
+** number formatting, name suggestions, the BLAS seam.
+*/
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/blas.h"
+#include "harness/hash.h"
+#include "harness/lx.h"
+#include "harness/rng.h"
+
+Test(hash, sha256_vectors)
+{
+    /* FIPS 180-4 examples. */
+    char hex[65];
+    lx_sha256_hex("", hex);
+    cr_expect_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    lx_sha256_hex("abc", hex);
+    cr_expect_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    lx_sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", hex);
+    cr_expect_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    cr_expect_eq(lx_hash64("abc"), 0xba7816bf8f01cfeaULL);
+}
+
+Test(rng, philox_known_answers)
+{
+    /* Random123 kat_vectors, philox4x32 10 rounds. */
+    static const uint32_t v[3][10] = {
+        {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+        {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+         0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
+        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0,
+         0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1},
+    };
+    for (int i = 0; i < 3; i++) {
+        uint32_t out[4];
+        lx_philox4x32(out, v[i], v[i] + 4);
+        for (int k = 0; k < 4; k++)
+            cr_expect_eq(out[k], v[i][6 + k], "vector %d word %d: %08x", i, k, out[k]);
+    }
+}
+
+Test(rng, normals_have_unit_moments)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, 42, 7, LX_RNG_LOGITS);
+    double s = 0, s2 = 0;
+    int n = 200000;
+    for (int i = 0; i < n; i += 2) {
+        double a, b;
+        lx_rng_normal2(&r, &a, &b);
+        s += a + b;
+        s2 += a * a + b * b;
+    }
+    /* Mean 0 (se 1/sqrt(n) = 0.0022), variance 1 (se sqrt(2/n) = 0.0032): 5 se bounds. */
+    cr_expect(fabs(s / n) < 0.012, "mean %g", s / n);
+    cr_expect(fabs(s2 / n - 1) < 0.016, "var %g", s2 / n);
+}
+
+Test(rng, streams_are_pure)
+{
+    struct lx_rng a, b;
+    lx_rng_init(&a, 99, 3, LX_RNG_DATA);
+    for (int i = 0; i < 10; i++)
+        lx_rng_u32(&a);
+    uint32_t x = lx_rng_u32(&a);
+    lx_rng_init(&b, 99, 3, LX_RNG_DATA);
+    for (int i = 0; i < 10; i++)
+        lx_rng_u32(&b);
+    cr_expect_eq(lx_rng_u32(&b), x);
+    lx_rng_init(&b, 99, 4, LX_RNG_DATA);
+    for (int i = 0; i < 10; i++)
+        lx_rng_u32(&b);
+    cr_expect_neq(lx_rng_u32(&b), x);
+}
+
+Test(util, number_format_round_trips)
+{
+    char out[32];
+    static const struct { double v; const char *s; } g[] = {
+        {0.4, "0.4"}, {10, "10"}, {512, "512"}, {1e-9, "1e-09"}, {0, "0"}, {-2.5, "-2.5"},
+        {1.6487212707001282, "1.6487212707001282"}, {1e300, "1e+300"}, {123456789012.0, "123456789012"},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        lx_fmt_num(out, g[i].v);
+        cr_expect_str_eq(out, g[i].s);
+        cr_expect_eq(strtod(out, NULL), g[i].v);
+    }
+    lx_fmt_num(out, NAN);
+    cr_expect_str_eq(out, "nan");
+    struct lx_rng r;
+    lx_rng_init(&r, 1, 1, LX_RNG_DATA);
+    for (int i = 0; i < 1000; i++) {
+        double v = lx_rng_normal(&r) * pow(10, (int)(lx_rng_u32(&r) % 40) - 20);
+        lx_fmt_num(out, v);
+        cr_expect_eq(strtod(out, NULL), v, "%s", out);
+    }
+}
+
+Test(util, suggestions)
+{
+    cr_expect_eq(lx_edit_distance("tua", "tau"), 1);
+    cr_expect_eq(lx_edit_distance("kitten", "sitting"), 3);
+    cr_expect_eq(lx_edit_distance("", "abc"), 3);
+    const char *names[] = {"none", "logn", "infoscale", "scaleinv"};
+    cr_expect_str_eq(lx_closest("lgn", names, 4), "logn");
+    cr_expect_str_eq(lx_closest("infoscal", names, 4), "infoscale");
+    cr_expect_null(lx_closest("yarn", names, 4));
+}
+
+Test(blas, matmul_matches_naive)
+{
+    int M = 7, N = 5, K = 9;
+    float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
+    float *C1 = malloc(sizeof(float) * M * N), *C2 = malloc(sizeof(float) * M * N);
+    struct lx_rng r;
+    lx_rng_init(&r, 5, 0, LX_RNG_INIT);
+    for (int i = 0; i < M * K; i++)
+        A[i] = (float)lx_rng_normal(&r);
+    for (int i = 0; i < K * N; i++)
+        B[i] = (float)lx_rng_normal(&r);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            for (int i = 0; i < M * N; i++)
+                C1[i] = C2[i] = (float)i;
+            lx_matmul(C1, A, B, M, N, K, ta, tb, 0.5f, 2.0f);
+            lx_matmul_naive(C2, A, B, M, N, K, ta, tb, 0.5f, 2.0f);
+            for (int i = 0; i < M * N; i++)
+                cr_expect(fabsf(C1[i] - C2[i]) < 1e-4f, "ta=%d tb=%d i=%d: %g vs %g", ta, tb, i, C1[i], C2[i]);
+        }
+    cr_expect(lx_blas_is_openmp(), "lenx must link the OpenMP build of OpenBLAS");
+    free(A), free(B), free(C1), free(C2);
+}
