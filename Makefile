@@ -3,6 +3,7 @@
 #   make            build ./lenx (installs missing Debian packages first)
 #   make run        the main job: run configs/quick.yaml and print its table
 #   make test       build and run the Criterion suite
+#   make baseline   regenerate results/baselines/quick.csv
 #   make bench      benchmarks, each reported as a ratio to a baseline timed in the same run
 #   make debug      build with ASan + UBSan and run the whole suite under them
 #   make install    copy lenx to $(PREFIX)/bin (PREFIX=/usr/local by default)
@@ -37,7 +38,7 @@ LIB_OBJ   = $(LIB_SRC:%.c=$(B)/%.o)
 TEST_OBJ  = $(TEST_SRC:%.c=$(B)/%.o)
 BENCH_OBJ = $(BENCH_SRC:%.c=$(B)/%.o)
 
-.PHONY: all run test bench debug install clean deps FORCE
+.PHONY: all run test bench baseline debug install clean deps FORCE
 
 all: lenx
 
@@ -77,6 +78,13 @@ run: lenx
 # tests drive the binary named by LENX_BIN.
 test: lenx $(B)/lenx-tests
 	OMP_NUM_THREADS=1 LENX_BIN=$(CURDIR)/lenx LENX_ROOT=$(CURDIR) $(B)/lenx-tests --jobs 2
+
+# Regenerate the committed regression baseline of configs/quick.yaml (after a
+# deliberate change of numbers; the test suite compares against it).
+baseline: lenx
+	rm -f build/baseline.db
+	./lenx run configs/quick.yaml --db build/baseline.db --quiet --no-table
+	./lenx table --db build/baseline.db --sweep quick --format csv > results/baselines/quick.csv
 
 bench: lenx $(B)/lenx-bench
 	$(B)/lenx-bench

@@ -121,7 +121,11 @@ void lx_fmt_num(char out[32], double v)
             break;
     }
     /* Plain decimals where they are short, as people write them: "10", not "1e+01". */
-    int e = v == 0.0 ? 0 : (int)floor(log10(fabs(v)));
+    /* The decimal exponent of the rounded value, read from its %e text:
+    ** floor(log10(v)) is one off just below a power of ten. */
+    char e_txt[32];
+    snprintf(e_txt, sizeof e_txt, "%.*e", prec - 1, v);
+    int e = v == 0.0 ? 0 : atoi(strchr(e_txt, 'e') + 1);
     if (e >= -4 && e < 16)
         snprintf(out, 32, "%.*f", prec - 1 - e > 0 ? prec - 1 - e : 0, v);
     else

@@ -87,22 +87,24 @@ int lx_csv_read(const char *path, struct lx_rows *out, struct lx_error *err)
         return lx_err(err, LX_EIO, "%s: cannot read the file", path);
     struct lx_buf f[N_COLS + 1] = {{0}};
     const char *p = text;
-    int rc = LX_OK;
+    int rc = LX_OK, seen_header = 0;
     for (int line = 1; *p && rc == LX_OK; line++) {
         int n = split_record(&p, f);
         if (n == 1 && !f[0].len)
             continue;   /* a blank line */
+        int is_header = !seen_header;
+        seen_header = 1;
         if (n != N_COLS) {
             rc = lx_err(err, LX_EINVAL, "%s:%d: expected %d fields, found %d%s", path, line, N_COLS,
                         n < 0 ? 0 : n, n < 0 ? " (unterminated quote)" : "");
             break;
         }
-        if (line == 1) {
+        if (is_header) {
             for (int i = 0; i < N_COLS && rc == LX_OK; i++)
                 if (strcmp(lx_buf_str(&f[i]), header[i]) != 0)
-                    rc = lx_err(err, LX_EINVAL, "%s:1: the header must be exactly "
+                    rc = lx_err(err, LX_EINVAL, "%s:%d: the header must be exactly "
                                 "sweep,method,task,length,seed,metric,value\n"
-                                "  hint: write it with `lenx table --format csv`", path);
+                                "  hint: write it with `lenx table --format csv`", path, line);
             continue;
         }
         double len, seed, v;
@@ -114,6 +116,9 @@ int lx_csv_read(const char *path, struct lx_rows *out, struct lx_error *err)
         lx_rows_add(out, lx_buf_str(&f[0]), lx_buf_str(&f[1]), lx_buf_str(&f[2]), NULL, NULL,
                     (long)len, (long)seed, lx_buf_str(&f[5]), v, line);
     }
+    if (rc == LX_OK && !seen_header)
+        rc = lx_err(err, LX_EINVAL, "%s: empty file; expected the header "
+                    "sweep,method,task,length,seed,metric,value", path);
     for (int i = 0; i <= N_COLS; i++)
         lx_buf_free(&f[i]);
     free(text);

@@ -111,7 +111,10 @@ static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
     if (readonly)
         return v == SCHEMA_VERSION ? LX_OK
                                    : lx_err(err, LX_EIO, "%s: not a lenx database", s->path);
-    int rc = exec(s, schema_sql, err);
+    /* Only a database we accept is switched to WAL. */
+    int rc = exec(s, "PRAGMA journal_mode = WAL", err);
+    if (rc == LX_OK)
+        rc = exec(s, schema_sql, err);
     if (rc == LX_OK && v == 0) {
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SCHEMA_VERSION);
@@ -137,8 +140,6 @@ int lx_store_open(struct lx_store **out, const char *path, int readonly, struct 
         rc = db_err(s, err, "opening");
     if (rc == LX_OK)
         sqlite3_busy_timeout(s->db, 30000);
-    if (rc == LX_OK && !readonly)
-        rc = exec(s, "PRAGMA journal_mode = WAL", err);
     if (rc == LX_OK)
         rc = exec(s, "PRAGMA foreign_keys = ON", err);
     if (rc == LX_OK)

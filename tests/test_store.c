@@ -1,0 +1,555 @@
+/*
+** tests/test_store.c - the SQLite result store: round trips, resume
+** semantics (done / replace / add), sweeps, read-only opens and the schema
+** version guard. Each test uses its own database under /tmp.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "results/store.h"
+
+/* Each test runs in its own process: one database path per test. */
+static char reserve[64];        /* mkstemp's file, keeps the name unique */
+static char db_path[80];        /* reserve + ".db": the database */
+static char db_dir[64];         /* mkdtemp folder for the nested-path test */
+
+static void unlink_db(const char *p)
+{
+    static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
+    char buf[160];
+    for (int i = 0; i < 4; i++) {
+        snprintf(buf, sizeof buf, "%s%s", p, suffix[i]);
+        unlink(buf);
+    }
+}
+
+static void setup(void)
+{
+    strcpy(reserve, "/tmp/lenx-store-XXXXXX");
+    int fd = mkstemp(reserve);
+    cr_assert(fd >= 0, "mkstemp failed");
+    close(fd);
+    snprintf(db_path, sizeof db_path, "%s.db", reserve);
+    db_dir[0] = '\0';
+}
+
+static void teardown(void)
+{
+    unlink_db(db_path);
+    unlink(reserve);
+    if (db_dir[0]) {
+        char p[160];
+        snprintf(p, sizeof p, "%s/a/b/x.db", db_dir);
+        unlink_db(p);
+        snprintf(p, sizeof p, "%s/a/b", db_dir);
+        rmdir(p);
+        snprintf(p, sizeof p, "%s/a", db_dir);
+        rmdir(p);
+        rmdir(db_dir);
+    }
+}
+
+TestSuite(store, .init = setup, .fini = teardown);
+
+static int exists(const char *p)
+{
+    return access(p, F_OK) == 0;
+}
+
+/* The first line the sqlite3 CLI prints for `sql` on `path` (sql goes inside
+** shell double quotes: SQL strings take single quotes). */
+static void sqlite_cli(const char *path, const char *sql, char *out, size_t n)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' \"%s\"", path, sql);
+    FILE *f = popen(cmd, "r");
+    cr_assert(f != NULL, "popen(%s)", cmd);
+    out[0] = '\0';
+    if (!fgets(out, (int)n, f))
+        out[0] = '\0';
+    pclose(f);
+    out[strcspn(out, "\n")] = '\0';
+}
+
+static struct lx_store *open_rw(const char *path)
+{
+    struct lx_store *s = NULL;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_open(&s, path, 0, &err), LX_OK, "%s", err.msg);
+    cr_assert(s != NULL);
+    return s;
+}
+
+static long count(struct lx_store *s, const char *table)
+{
+    long n = -1;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_count(s, table, &n, &err), LX_OK, "%s", err.msg);
+    return n;
+}
+
+static int done(struct lx_store *s, const char *sweep, const char *key)
+{
+    int d = -1;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_done(s, sweep, key, &d, &err), LX_OK, "%s", err.msg);
+    return d;
+}
+
+static int has_commit(struct lx_store *s, const char *prefix)
+{
+    int found = -1;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_has_commit(s, prefix, &found, &err), LX_OK, "%s", err.msg);
+    return found;
+}
+
+static void select_rows(struct lx_store *s, const char *sweep, const char *commit, struct lx_rows *out)
+{
+    struct lx_filter f = {.sweep = sweep, .commit = commit};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_select(s, &f, out, &err), LX_OK, "%s", err.msg);
+}
+
+/* A record with every field filled. */
+static struct lx_run_record record(const char *sweep, const char *key, const char *commit, int ok)
+{
+    struct lx_run_record r = {
+        .key = key,
+        .sweep = sweep,
+        .method = "logn(mode=ssmax,s=0.4)",
+        .method_json = "[{\"name\":\"logn\",\"mode\":\"ssmax\",\"s\":0.4}]",
+        .task = "gaussian(samples=2000)",
+        .task_json = "{\"name\":\"gaussian\",\"samples\":2000}",
+        .key_json = "{\"method\":\"logn\",\"task\":\"gaussian\"}",
+        .length = 1000,
+        .seed = 7,
+        .model_key = "model-abc",
+        .ok = ok,
+        .error = ok ? NULL : "cell failed: boom",
+        .commit = commit,
+        .dirty = 0,
+        .version = LX_VERSION,
+        .threads = 4,
+        .blas = "Haswell openmp",
+        .host = "testhost",
+        .config = "configs/test.yaml",
+        .started = 1700000000.0,
+        .finished = 1700000000.5,
+    };
+    return r;
+}
+
+static void put(struct lx_store *s, const struct lx_run_record *r, const struct lx_result *res)
+{
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_put(s, r, res, &err), LX_OK, "%s", err.msg);
+}
+
+/* A result with one metric `ppl` = v. */
+static void put_ppl(struct lx_store *s, const struct lx_run_record *r, double v)
+{
+    struct lx_result res = {0};
+    lx_result_metric(&res, "ppl", v);
+    lx_result_point(&res, "loss_by_position", 1, v);
+    put(s, r, &res);
+    lx_result_release(&res);
+}
+
+Test(store, open_creates_file_and_schema)
+{
+    cr_assert(!exists(db_path));
+    struct lx_store *s = open_rw(db_path);
+    cr_expect(exists(db_path), "lx_store_open did not create %s", db_path);
+    cr_expect_eq(count(s, "runs"), 0);
+    cr_expect_eq(count(s, "metrics"), 0);
+    cr_expect_eq(count(s, "series"), 0);
+    lx_store_close(s);
+    char v[64];
+    sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
+    cr_expect_str_eq(v, "1");
+    /* Reopening an existing store keeps it. */
+    s = open_rw(db_path);
+    cr_expect_eq(count(s, "runs"), 0);
+    lx_store_close(s);
+}
+
+Test(store, open_creates_parent_folders)
+{
+    strcpy(db_dir, "/tmp/lenx-storedir-XXXXXX");
+    cr_assert(mkdtemp(db_dir) != NULL);
+    char p[160];
+    snprintf(p, sizeof p, "%s/a/b/x.db", db_dir);
+    struct lx_store *s = open_rw(p);
+    cr_expect(exists(p));
+    cr_expect_eq(count(s, "runs"), 0);
+    lx_store_close(s);
+}
+
+Test(store, ok_record_round_trips)
+{
+    struct lx_store *s = open_rw(db_path);
+    struct lx_run_record r = record("sw", "key-1", "abc123", 1);
+    struct lx_result res = {0};
+    /* Report order is not alphabetical: select must keep it. */
+    lx_result_metric(&res, "ppl", 12.5);
+    lx_result_metric(&res, "range_mass:10-100", NAN);
+    lx_result_metric(&res, "ppl_se", 0.25);
+    lx_result_metric(&res, "entropy", -3.0);
+    lx_result_point(&res, "loss_by_position", 1, 2.0);
+    lx_result_point(&res, "loss_by_position", 2, NAN);
+    lx_result_point(&res, "loss_by_position", 3, 4.0);
+    put(s, &r, &res);
+    lx_result_release(&res);
+
+    cr_expect_eq(count(s, "runs"), 1);
+    cr_expect_eq(count(s, "metrics"), 4);
+    cr_expect_eq(count(s, "series"), 3);
+
+    struct lx_rows rows = {0};
+    select_rows(s, NULL, NULL, &rows);
+    cr_assert_eq(rows.n, 4);
+    static const char *const names[] = {"ppl", "range_mass:10-100", "ppl_se", "entropy"};
+    for (int i = 0; i < rows.n; i++) {
+        const struct lx_row *w = &rows.rows[i];
+        cr_expect_str_eq(w->metric, names[i]);
+        cr_expect_str_eq(w->sweep, "sw");
+        cr_expect_str_eq(w->method, "logn(mode=ssmax,s=0.4)");
+        cr_expect_str_eq(w->task, "gaussian(samples=2000)");
+        cr_expect_str_eq(w->key, "key-1");
+        cr_expect_str_eq(w->commit, "abc123");
+        cr_expect_eq(w->length, 1000);
+        cr_expect_eq(w->seed, 7);
+        cr_expect_eq(w->run_id, rows.rows[0].run_id);
+    }
+    cr_expect(rows.rows[0].run_id > 0);
+    cr_expect_eq(rows.rows[0].value, 12.5);
+    cr_expect(isnan(rows.rows[1].value), "NaN came back as %g", rows.rows[1].value);
+    cr_expect_eq(rows.rows[2].value, 0.25);
+    cr_expect_eq(rows.rows[3].value, -3.0);
+    lx_rows_release(&rows);
+
+    /* The sweep filter. */
+    select_rows(s, "sw", NULL, &rows);
+    cr_expect_eq(rows.n, 4);
+    lx_rows_release(&rows);
+    select_rows(s, "other", NULL, &rows);
+    cr_expect_eq(rows.n, 0);
+    lx_rows_release(&rows);
+
+    /* A NULL filter is every sweep and commit. */
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_select(s, NULL, &rows, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(rows.n, 4);
+    lx_rows_release(&rows);
+
+    /* The series' NaN y is stored as NULL, not dropped. */
+    lx_store_close(s);
+    char v[256];
+    sqlite_cli(db_path, "SELECT count(*) FROM series WHERE y IS NULL", v, sizeof v);
+    cr_expect_str_eq(v, "1");
+    sqlite_cli(db_path, "SELECT status || '|' || model_key || '|' || threads || '|' || host || '|' || "
+               "started || '|' || finished || '|' || wall_s FROM runs", v, sizeof v);
+    cr_expect_str_eq(v, "ok|model-abc|4|testhost|2023-11-14T22:13:20.000Z|2023-11-14T22:13:20.500Z|0.5");
+}
+
+Test(store, done_is_per_sweep_and_key)
+{
+    struct lx_store *s = open_rw(db_path);
+    cr_expect_eq(done(s, "sw", "key-1"), 0);
+    struct lx_run_record r = record("sw", "key-1", "abc123", 1);
+    put_ppl(s, &r, 1.0);
+    cr_expect_eq(done(s, "sw", "key-1"), 1);
+    cr_expect_eq(done(s, "other", "key-1"), 0);
+    cr_expect_eq(done(s, "sw", "key-2"), 0);
+    lx_store_close(s);
+}
+
+Test(store, failed_record_is_stored_but_not_done)
+{
+    struct lx_store *s = open_rw(db_path);
+    struct lx_run_record ok = record("sw", "key-1", "abc123", 1);
+    put_ppl(s, &ok, 1.0);
+    cr_expect_eq(count(s, "runs"), 1);
+    cr_expect_eq(count(s, "metrics"), 1);
+
+    /* A failure's partial result is not stored. */
+    struct lx_run_record bad = record("sw", "key-2", "abc123", 0);
+    put_ppl(s, &bad, 99.0);
+    cr_expect_eq(count(s, "runs"), 2);
+    cr_expect_eq(count(s, "metrics"), 1);
+    cr_expect_eq(count(s, "series"), 1);
+    cr_expect_eq(done(s, "sw", "key-2"), 0);
+    cr_expect_eq(done(s, "sw", "key-1"), 1);
+
+    struct lx_rows rows = {0};
+    select_rows(s, NULL, NULL, &rows);
+    cr_assert_eq(rows.n, 1);
+    cr_expect_str_eq(rows.rows[0].key, "key-1");
+    lx_rows_release(&rows);
+    lx_store_close(s);
+
+    char v[128];
+    sqlite_cli(db_path, "SELECT status || '|' || error FROM runs WHERE key = 'key-2'", v, sizeof v);
+    cr_expect_str_eq(v, "failed|cell failed: boom");
+
+    /* Resuming: the retry at the same commit replaces the failure. */
+    s = open_rw(db_path);
+    struct lx_run_record retry = record("sw", "key-2", "abc123", 1);
+    put_ppl(s, &retry, 2.0);
+    cr_expect_eq(count(s, "runs"), 2);
+    cr_expect_eq(count(s, "metrics"), 2);
+    cr_expect_eq(done(s, "sw", "key-2"), 1);
+    lx_store_close(s);
+}
+
+Test(store, same_commit_replaces_other_commit_adds)
+{
+    struct lx_store *s = open_rw(db_path);
+    struct lx_run_record r = record("sw", "key-1", "abc123", 1);
+    struct lx_result res = {0};
+    lx_result_metric(&res, "ppl", 1.5);
+    lx_result_metric(&res, "acc", 0.5);
+    lx_result_point(&res, "curve", 1, 1);
+    put(s, &r, &res);
+    lx_result_release(&res);
+    cr_expect_eq(count(s, "runs"), 1);
+    cr_expect_eq(count(s, "metrics"), 2);
+    cr_expect_eq(count(s, "series"), 1);
+
+    /* Same (sweep, key, commit, dirty): replaced, old metrics and series gone. */
+    lx_result_metric(&res, "ppl", 2.5);
+    lx_result_metric(&res, "acc", 0.75);
+    lx_result_point(&res, "curve", 1, 2);
+    put(s, &r, &res);
+    lx_result_release(&res);
+    cr_expect_eq(count(s, "runs"), 1);
+    cr_expect_eq(count(s, "metrics"), 2);
+    cr_expect_eq(count(s, "series"), 1);
+
+    struct lx_rows rows = {0};
+    select_rows(s, NULL, NULL, &rows);
+    cr_assert_eq(rows.n, 2);
+    cr_expect_str_eq(rows.rows[0].metric, "ppl");
+    cr_expect_eq(rows.rows[0].value, 2.5);
+    cr_expect_str_eq(rows.rows[1].metric, "acc");
+    cr_expect_eq(rows.rows[1].value, 0.75);
+    lx_rows_release(&rows);
+
+    /* Another commit: a new row; select shows the newest. */
+    struct lx_run_record r2 = record("sw", "key-1", "def456", 1);
+    put_ppl(s, &r2, 3.5);
+    cr_expect_eq(count(s, "runs"), 2);
+    cr_expect_eq(count(s, "metrics"), 3);
+    select_rows(s, NULL, NULL, &rows);
+    cr_assert_eq(rows.n, 1);
+    cr_expect_str_eq(rows.rows[0].commit, "def456");
+    cr_expect_eq(rows.rows[0].value, 3.5);
+    lx_rows_release(&rows);
+
+    /* A commit prefix picks the older one. */
+    select_rows(s, NULL, "abc", &rows);
+    cr_assert_eq(rows.n, 2);
+    cr_expect_str_eq(rows.rows[0].commit, "abc123");
+    cr_expect_eq(rows.rows[0].value, 2.5);
+    lx_rows_release(&rows);
+    select_rows(s, "sw", "def4", &rows);
+    cr_assert_eq(rows.n, 1);
+    cr_expect_eq(rows.rows[0].value, 3.5);
+    lx_rows_release(&rows);
+    select_rows(s, NULL, "abd", &rows);
+    cr_expect_eq(rows.n, 0);
+    lx_rows_release(&rows);
+
+    /* The same commit built dirty is another row too. */
+    struct lx_run_record r3 = record("sw", "key-1", "def456", 1);
+    r3.dirty = 1;
+    put_ppl(s, &r3, 4.5);
+    cr_expect_eq(count(s, "runs"), 3);
+    select_rows(s, NULL, NULL, &rows);
+    cr_assert_eq(rows.n, 1);
+    cr_expect_eq(rows.rows[0].value, 4.5);
+    lx_rows_release(&rows);
+
+    /* The same key in another sweep is a separate cell. */
+    struct lx_run_record r4 = record("sw2", "key-1", "def456", 1);
+    put_ppl(s, &r4, 5.5);
+    cr_expect_eq(count(s, "runs"), 4);
+    select_rows(s, NULL, NULL, &rows);
+    cr_expect_eq(rows.n, 2);
+    lx_rows_release(&rows);
+    select_rows(s, "sw2", NULL, &rows);
+    cr_assert_eq(rows.n, 1);
+    cr_expect_eq(rows.rows[0].value, 5.5);
+    lx_rows_release(&rows);
+    lx_store_close(s);
+}
+
+Test(store, newest_ok_row_wins_over_a_newer_failure)
+{
+    struct lx_store *s = open_rw(db_path);
+    struct lx_run_record ok = record("sw", "key-1", "abc123", 1);
+    put_ppl(s, &ok, 1.0);
+    struct lx_run_record bad = record("sw", "key-1", "def456", 0);
+    put_ppl(s, &bad, 2.0);
+    cr_expect_eq(count(s, "runs"), 2);
+    cr_expect_eq(done(s, "sw", "key-1"), 1);
+    struct lx_rows rows = {0};
+    select_rows(s, NULL, NULL, &rows);
+    cr_assert_eq(rows.n, 1);
+    cr_expect_str_eq(rows.rows[0].commit, "abc123");
+    cr_expect_eq(rows.rows[0].value, 1.0);
+    lx_rows_release(&rows);
+    lx_store_close(s);
+}
+
+Test(store, sweeps_list_names_and_counts)
+{
+    struct lx_store *s = open_rw(db_path);
+    struct lx_run_record r = record("alpha", "k1", "abc123", 1);
+    put_ppl(s, &r, 1);
+    r = record("beta", "k1", "abc123", 1);
+    r.finished = 1700000200.0;
+    put_ppl(s, &r, 1);
+    r = record("alpha", "k2", "abc123", 1);
+    r.finished = 1700000100.25;
+    put_ppl(s, &r, 1);
+    r = record("alpha", "k3", "abc123", 0);
+    r.finished = 1700000050.0;
+    put_ppl(s, &r, 1);
+
+    struct lx_sweep_info *sw = NULL;
+    int n = -1;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_sweeps(s, &sw, &n, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(n, 2);
+    cr_expect_str_eq(sw[0].name, "alpha");
+    cr_expect_eq(sw[0].n_ok, 2);
+    cr_expect_eq(sw[0].n_failed, 1);
+    cr_expect_str_eq(sw[0].last, "2023-11-14T22:15:00.250Z");
+    cr_expect_str_eq(sw[1].name, "beta");
+    cr_expect_eq(sw[1].n_ok, 1);
+    cr_expect_eq(sw[1].n_failed, 0);
+    cr_expect_str_eq(sw[1].last, "2023-11-14T22:16:40.000Z");
+    lx_sweep_infos_free(sw, n);
+    lx_store_close(s);
+
+    /* An empty store has no sweeps. */
+    unlink_db(db_path);
+    s = open_rw(db_path);
+    cr_assert_eq(lx_store_sweeps(s, &sw, &n, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(n, 0);
+    lx_sweep_infos_free(sw, n);
+    lx_store_close(s);
+}
+
+Test(store, readonly_missing_file_fails_without_creating)
+{
+    struct lx_store *s = (struct lx_store *)1;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_store_open(&s, db_path, 1, &err), LX_EIO);
+    cr_expect_null(s);
+    cr_expect(strstr(err.msg, db_path) != NULL, "message does not name the file: %s", err.msg);
+    cr_expect(!exists(db_path), "a read-only open created %s", db_path);
+}
+
+Test(store, readonly_open_reads)
+{
+    struct lx_store *s = open_rw(db_path);
+    struct lx_run_record r = record("sw", "key-1", "abc123", 1);
+    put_ppl(s, &r, 1.25);
+    lx_store_close(s);
+
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_open(&s, db_path, 1, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(count(s, "runs"), 1);
+    cr_expect_eq(done(s, "sw", "key-1"), 1);
+    struct lx_rows rows = {0};
+    select_rows(s, NULL, NULL, &rows);
+    cr_assert_eq(rows.n, 1);
+    cr_expect_eq(rows.rows[0].value, 1.25);
+    lx_rows_release(&rows);
+    /* Writes fail on a read-only store, with an error rather than a crash. */
+    struct lx_run_record r2 = record("sw", "key-2", "abc123", 1);
+    struct lx_result res = {0};
+    lx_result_metric(&res, "ppl", 1);
+    cr_expect_eq(lx_store_put(s, &r2, &res, &err), LX_EIO);
+    lx_result_release(&res);
+    cr_expect_eq(count(s, "runs"), 1);
+    lx_store_close(s);
+}
+
+Test(store, newer_schema_is_refused)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'PRAGMA user_version=99'", db_path);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    cr_assert(exists(db_path));
+
+    struct lx_store *s = NULL;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_store_open(&s, db_path, 0, &err), LX_EIO);
+    cr_expect_null(s);
+    cr_expect(strstr(err.msg, "schema version 99") != NULL, "message: %s", err.msg);
+    err.msg[0] = '\0';
+    cr_expect_eq(lx_store_open(&s, db_path, 1, &err), LX_EIO);
+    cr_expect_null(s);
+    cr_expect(strstr(err.msg, "schema version 99") != NULL, "message: %s", err.msg);
+
+    /* Refused means untouched: no tables added, the version kept. */
+    char v[64];
+    sqlite_cli(db_path, "SELECT count(*) FROM sqlite_master", v, sizeof v);
+    cr_expect_str_eq(v, "0");
+    sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
+    cr_expect_str_eq(v, "99");
+}
+
+Test(store, readonly_foreign_database_is_refused)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'CREATE TABLE other (a)'", db_path);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    struct lx_store *s = NULL;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_store_open(&s, db_path, 1, &err), LX_EIO);
+    cr_expect_null(s);
+    cr_expect(strstr(err.msg, "not a lenx database") != NULL, "message: %s", err.msg);
+}
+
+Test(store, garbage_file_is_refused)
+{
+    FILE *f = fopen(db_path, "w");
+    cr_assert(f != NULL);
+    for (int i = 0; i < 64; i++)
+        fputs("this is not an SQLite database\n", f);
+    fclose(f);
+    struct lx_store *s = NULL;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_store_open(&s, db_path, 0, &err), LX_EIO);
+    cr_expect_null(s);
+    cr_expect(strstr(err.msg, db_path) != NULL, "message: %s", err.msg);
+}
+
+Test(store, has_commit_by_prefix)
+{
+    struct lx_store *s = open_rw(db_path);
+    cr_expect_eq(has_commit(s, "abc"), 0);
+    struct lx_run_record r = record("sw", "key-1", "abcdef0123", 1);
+    put_ppl(s, &r, 1);
+    r = record("sw", "key-2", "unknown", 0);
+    put_ppl(s, &r, 1);
+    cr_expect_eq(has_commit(s, "abcdef0123"), 1);
+    cr_expect_eq(has_commit(s, "abc"), 1);
+    cr_expect_eq(has_commit(s, "a"), 1);
+    cr_expect_eq(has_commit(s, "abd"), 0);
+    cr_expect_eq(has_commit(s, "abcdef01234"), 0);
+    cr_expect_eq(has_commit(s, "bcdef"), 0);
+    /* Failed rows carry a commit too. */
+    cr_expect_eq(has_commit(s, "unkn"), 1);
+    lx_store_close(s);
+}

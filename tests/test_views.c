@@ -1,0 +1,582 @@
+/*
+** tests/test_views.c - what rows become: md and latex pivots, tidy csv and
+** json, csv read back, metric filters, and regression comparison. Expected
+** texts are written out by hand from the documented formats.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "results/views.h"
+
+/* Each test runs in its own process: one temp file per test. */
+static char tmp_path[64];
+
+static void setup(void)
+{
+    strcpy(tmp_path, "/tmp/lenx-views-XXXXXX");
+    int fd = mkstemp(tmp_path);
+    cr_assert(fd >= 0, "mkstemp failed");
+    close(fd);
+}
+
+static void teardown(void)
+{
+    unlink(tmp_path);
+}
+
+TestSuite(views, .init = setup, .fini = teardown);
+TestSuite(compare);
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert(f != NULL, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Shorthand: a row of sweep "s", task "t", no key or commit. */
+static void add(struct lx_rows *r, const char *method, long length, long seed, const char *metric, double v)
+{
+    lx_rows_add(r, "s", method, "t", NULL, NULL, length, seed, metric, v, r->n + 1);
+}
+
+static void expect_render(const struct lx_rows *rows, enum lx_format fmt, const char *metrics,
+                          const char *want)
+{
+    struct lx_buf out = {0};
+    lx_render(rows, fmt, metrics, &out);
+    cr_expect_str_eq(lx_buf_str(&out), want, "metrics filter %s", metrics ? metrics : "(none)");
+    lx_buf_free(&out);
+}
+
+/* ---- md ---------------------------------------------------------------- */
+
+/* Two methods, lengths out of order, se companions, a missing cell, a second
+** metric and an _se metric with no base. */
+static void pivot_rows(struct lx_rows *r)
+{
+    add(r, "none", 1000, 1, "ppl", 2.5);
+    add(r, "none", 1000, 1, "ppl_se", 0.25);
+    add(r, "none", 100, 1, "ppl", 1.5);
+    add(r, "none", 100, 1, "ppl_se", 0.1);
+    add(r, "logn(s=0.4)", 100, 1, "ppl", 1.25);
+    add(r, "none", 100, 1, "acc", 0.5);
+    add(r, "none", 100, 1, "lonely_se", 3);
+}
+
+#define PPL_TABLE                                                               \
+    "### s · t · ppl\n"                                                         \
+    "\n"                                                                        \
+    "| method | 100 | 1000 |\n"                                                 \
+    "|---|---:|---:|\n"                                                         \
+    "| none | 1.5 ± 0.1 | 2.5 ± 0.25 |\n"                                       \
+    "| logn(s=0.4) | 1.25 | – |\n"                                              \
+    "\n"
+
+#define ACC_TABLE                                                               \
+    "### s · t · acc\n"                                                         \
+    "\n"                                                                        \
+    "| method | 100 |\n"                                                        \
+    "|---|---:|\n"                                                              \
+    "| none | 0.5 |\n"                                                          \
+    "\n"
+
+Test(views, md_pivot)
+{
+    struct lx_rows r = {0};
+    pivot_rows(&r);
+    expect_render(&r, LX_FMT_MD, NULL, PPL_TABLE ACC_TABLE);
+    lx_rows_release(&r);
+}
+
+Test(views, md_metric_filter)
+{
+    struct lx_rows r = {0};
+    pivot_rows(&r);
+    /* The _se companion still shows as ± when only its base is asked for. */
+    expect_render(&r, LX_FMT_MD, "ppl", PPL_TABLE);
+    expect_render(&r, LX_FMT_MD, "acc,nothing", ACC_TABLE);
+    expect_render(&r, LX_FMT_MD, "acc,ppl", PPL_TABLE ACC_TABLE);
+    /* _se metrics are never tabled on their own. */
+    expect_render(&r, LX_FMT_MD, "lonely_se", "");
+    expect_render(&r, LX_FMT_MD, "ppl_se", "");
+    lx_rows_release(&r);
+}
+
+Test(views, md_seeds_show_mean_sd_n)
+{
+    struct lx_rows r = {0};
+    /* Seeds 1, 2, 4: mean 7/3 = 2.333; deviations -4/3, -1/3, 5/3; squares sum
+    ** to 42/9 = 14/3; / (n-1) = 7/3; sd = sqrt(7/3) = 1.5275 -> "1.5". The se of
+    ** one seed is not used once there are several. */
+    add(&r, "m", 10, 1, "x", 1);
+    add(&r, "m", 10, 1, "x_se", 0.01);
+    add(&r, "m", 10, 2, "x", 2);
+    add(&r, "m", 10, 3, "x", 4);
+    /* One seed: its se. */
+    add(&r, "m", 20, 1, "x", 7);
+    add(&r, "m", 20, 1, "x_se", 0.5);
+    /* Equal seeds: sd 0. */
+    add(&r, "m", 30, 1, "x", 5);
+    add(&r, "m", 30, 2, "x", 5);
+    expect_render(&r, LX_FMT_MD, NULL,
+                  "### s · t · x\n"
+                  "\n"
+                  "| method | 10 | 20 | 30 |\n"
+                  "|---|---:|---:|---:|\n"
+                  "| m | 2.333 ± 1.5 (n=3) | 7 ± 0.5 | 5 ± 0 (n=2) |\n"
+                  "\n");
+    lx_rows_release(&r);
+}
+
+Test(views, md_one_table_per_sweep_task_metric)
+{
+    struct lx_rows r = {0};
+    lx_rows_add(&r, "a", "m", "t1", NULL, NULL, 10, 1, "x", 1, 1);
+    lx_rows_add(&r, "b", "m", "t1", NULL, NULL, 10, 1, "x", 3, 2);
+    lx_rows_add(&r, "a", "m", "t2", NULL, NULL, 10, 1, "x", 2, 3);
+    expect_render(&r, LX_FMT_MD, NULL,
+                  "### a · t1 · x\n\n| method | 10 |\n|---|---:|\n| m | 1 |\n\n"
+                  "### a · t2 · x\n\n| method | 10 |\n|---|---:|\n| m | 2 |\n\n"
+                  "### b · t1 · x\n\n| method | 10 |\n|---|---:|\n| m | 3 |\n\n");
+    lx_rows_release(&r);
+}
+
+Test(views, md_empty)
+{
+    struct lx_rows r = {0};
+    expect_render(&r, LX_FMT_MD, NULL, "");
+    expect_render(&r, LX_FMT_LATEX, NULL, "");
+}
+
+/* ---- latex ------------------------------------------------------------- */
+
+Test(views, latex_pivot_escapes)
+{
+    struct lx_rows r = {0};
+    add(&r, "logn_x(p=5%)", 100, 1, "acc", 0.5);
+    add(&r, "logn_x(p=5%)", 100, 1, "acc_se", 0.1);
+    /* Seeds 0.75 and 0.25: mean 0.5, sd sqrt(2 * 0.0625) = 0.3536 -> "0.35". */
+    add(&r, "none", 200, 1, "acc", 0.75);
+    add(&r, "none", 200, 2, "acc", 0.25);
+    add(&r, "a&b#c$d{e}f^g~h\\i", 100, 1, "acc", 2);
+    expect_render(&r, LX_FMT_LATEX, NULL,
+                  "% sweep s, task t, metric acc\n"
+                  "\\begin{tabular}{lrr}\n"
+                  "\\toprule\n"
+                  "Method & 100 & 200 \\\\\n"
+                  "\\midrule\n"
+                  "logn\\_x(p=5\\%) & 0.5 $\\pm$ 0.1 & -- \\\\\n"
+                  "none & -- & 0.5 $\\pm$ 0.35 (2) \\\\\n"
+                  "a\\&b\\#c\\$d\\{e\\}f\\textasciicircum{}g\\textasciitilde{}h\\textbackslash{}i & 2 & -- \\\\\n"
+                  "\\bottomrule\n"
+                  "\\end{tabular}\n"
+                  "\n");
+    lx_rows_release(&r);
+}
+
+/* ---- csv --------------------------------------------------------------- */
+
+#define CSV_HEADER "sweep,method,task,length,seed,metric,value\n"
+
+static void csv_rows(struct lx_rows *r)
+{
+    add(r, "a,b", 100, 1, "ppl", 0.1);
+    add(r, "say \"hi\"", 100, 1, "ppl", 512);
+    add(r, "none", 1000, 2, "range_mass:10-100", NAN);
+    add(r, "none", 1000, 2, "tiny", 1e-9);
+    add(r, "none", 1000, 2, "sum", 0.1 + 0.2);
+    add(r, "none", 1000, 2, "big", 1e20);
+    add(r, "none", 1000, 2, "neg", -2.5);
+    add(r, "none", 1000, 2, "up", INFINITY);
+    add(r, "none", 1000, 2, "down", -INFINITY);
+    add(r, "none", 1000, 2, "zero", 0);
+    lx_rows_add(r, "s", "x", "gaussian(ranges=[[10,100],[100,1000]])", NULL, NULL, 10, 3, "ppl", 4.25,
+                r->n + 1);
+}
+
+#define CSV_BODY                                                                \
+    "s,\"a,b\",t,100,1,ppl,0.1\n"                                               \
+    "s,\"say \"\"hi\"\"\",t,100,1,ppl,512\n"                                    \
+    "s,none,t,1000,2,range_mass:10-100,nan\n"                                   \
+    "s,none,t,1000,2,tiny,1e-09\n"                                              \
+    "s,none,t,1000,2,sum,0.30000000000000004\n"                                 \
+    "s,none,t,1000,2,big,1e+20\n"                                               \
+    "s,none,t,1000,2,neg,-2.5\n"                                                \
+    "s,none,t,1000,2,up,inf\n"                                                  \
+    "s,none,t,1000,2,down,-inf\n"                                               \
+    "s,none,t,1000,2,zero,0\n"                                                  \
+    "s,x,\"gaussian(ranges=[[10,100],[100,1000]])\",10,3,ppl,4.25\n"
+
+Test(views, csv_exact)
+{
+    struct lx_rows r = {0};
+    csv_rows(&r);
+    expect_render(&r, LX_FMT_CSV, NULL, CSV_HEADER CSV_BODY);
+    expect_render(&r, LX_FMT_CSV, "range_mass,neg",
+                  CSV_HEADER
+                  "s,none,t,1000,2,range_mass:10-100,nan\n"
+                  "s,none,t,1000,2,neg,-2.5\n");
+    lx_rows_release(&r);
+    /* No rows: the header alone. */
+    expect_render(&r, LX_FMT_CSV, NULL, CSV_HEADER);
+}
+
+static int same_value(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || a == b;
+}
+
+Test(views, csv_round_trip)
+{
+    struct lx_rows r = {0};
+    csv_rows(&r);
+    /* A quoted line break stays inside its field. */
+    add(&r, "two\nlines", 5, 6, "ppl", 7);
+    struct lx_buf out = {0};
+    lx_render(&r, LX_FMT_CSV, NULL, &out);
+    write_file(tmp_path, lx_buf_str(&out));
+    lx_buf_free(&out);
+
+    struct lx_rows back = {0};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_csv_read(tmp_path, &back, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(back.n, r.n);
+    for (int i = 0; i < r.n; i++) {
+        const struct lx_row *a = &r.rows[i], *b = &back.rows[i];
+        cr_expect_str_eq(b->sweep, a->sweep, "row %d", i);
+        cr_expect_str_eq(b->method, a->method, "row %d", i);
+        cr_expect_str_eq(b->task, a->task, "row %d", i);
+        cr_expect_str_eq(b->metric, a->metric, "row %d", i);
+        cr_expect_eq(b->length, a->length, "row %d", i);
+        cr_expect_eq(b->seed, a->seed, "row %d", i);
+        cr_expect(same_value(a->value, b->value), "row %d: %.17g came back as %.17g", i, a->value, b->value);
+        cr_expect_str_eq(b->key, "");
+        cr_expect_str_eq(b->commit, "");
+        if (i > 0)
+            cr_expect_gt(b->run_id, back.rows[i - 1].run_id, "later lines are newer");
+    }
+    lx_rows_release(&back);
+    lx_rows_release(&r);
+}
+
+/* Values just below a power of ten need every digit; lx_fmt_num picks the
+** decimal count from floor(log10(v)), which rounds up to the next power there,
+** and then trips its own round-trip assertion (abort). Enable once fixed. */
+Test(views, csv_value_below_power_of_ten)
+{
+    struct lx_rows r = {0};
+    add(&r, "m", 1, 1, "a", nextafter(1000.0, 0.0));
+    add(&r, "m", 1, 1, "b", nextafter(1e-3, 0.0));
+    expect_render(&r, LX_FMT_CSV, NULL,
+                  CSV_HEADER
+                  "s,m,t,1,1,a,999.9999999999999\n"
+                  "s,m,t,1,1,b,0.0009999999999999998\n");
+    lx_rows_release(&r);
+}
+
+Test(views, csv_read_accepts_crlf_and_blank_lines)
+{
+    write_file(tmp_path, "sweep,method,task,length,seed,metric,value\r\n"
+                         "s,\"m,1\",t,100,2,x,1.5\r\n"
+                         "\r\n"
+                         "s,m,t,200,3,y,nan\r\n");
+    struct lx_rows back = {0};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_csv_read(tmp_path, &back, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(back.n, 2);
+    cr_expect_str_eq(back.rows[0].method, "m,1");
+    cr_expect_eq(back.rows[0].length, 100);
+    cr_expect_eq(back.rows[0].seed, 2);
+    cr_expect_eq(back.rows[0].value, 1.5);
+    cr_expect_str_eq(back.rows[1].metric, "y");
+    cr_expect(isnan(back.rows[1].value));
+    lx_rows_release(&back);
+}
+
+/* Reading `text` fails with LX_EINVAL at `path:line:` with `what` in the message. */
+static void expect_csv_error(const char *text, int line, const char *what)
+{
+    write_file(tmp_path, text);
+    struct lx_rows back = {0};
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_csv_read(tmp_path, &back, &err), LX_EINVAL, "accepted:\n%s", text);
+    char where[96];
+    snprintf(where, sizeof where, "%s:%d:", tmp_path, line);
+    cr_expect(strncmp(err.msg, where, strlen(where)) == 0, "location: expected '%s', got: %s", where, err.msg);
+    cr_expect(strstr(err.msg, what) != NULL, "message: expected '%s' in: %s", what, err.msg);
+    lx_rows_release(&back);
+}
+
+Test(views, csv_read_errors)
+{
+    expect_csv_error("sweep,method,task,length,seed,metric,val\ns,m,t,1,1,x,1\n", 1,
+                     "header must be exactly sweep,method,task,length,seed,metric,value");
+    expect_csv_error("method,sweep,task,length,seed,metric,value\n", 1, "header");
+    expect_csv_error("sweep,method,task,length,seed,metric\n", 1, "expected 7 fields, found 6");
+    expect_csv_error(CSV_HEADER "s,m,t,1,1,x,1\ns,m,t,1,1,x\n", 3, "expected 7 fields, found 6");
+    expect_csv_error(CSV_HEADER "s,m,t,1,1,x,1,9\n", 2, "expected 7 fields, found 8");
+    expect_csv_error(CSV_HEADER "\ns,m,t,1,1,x\n", 3, "expected 7 fields, found 6");
+    expect_csv_error(CSV_HEADER "s,\"m,t,1,1,x,1\n", 2, "unterminated quote");
+    expect_csv_error(CSV_HEADER "s,m,t,1.5,1,x,1\n", 2, "length and seed must be integers");
+    expect_csv_error(CSV_HEADER "s,m,t,1,one,x,1\n", 2, "length and seed must be integers");
+    expect_csv_error(CSV_HEADER "s,m,t,1,1,x,abc\n", 2, "value a number");
+    expect_csv_error(CSV_HEADER "s,m,t,1,1,x,\n", 2, "value a number");
+}
+
+Test(views, csv_read_missing_file)
+{
+    unlink(tmp_path);
+    struct lx_rows back = {0};
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_csv_read(tmp_path, &back, &err), LX_EIO);
+    cr_expect(strstr(err.msg, tmp_path) != NULL, "%s", err.msg);
+    cr_expect_eq(back.n, 0);
+}
+
+/* ---- json -------------------------------------------------------------- */
+
+Test(views, json_exact)
+{
+    struct lx_rows r = {0};
+    add(&r, "none", 100, 1, "ppl", 1.5);
+    add(&r, "q\"x", 1000, 2, "acc", NAN);
+    expect_render(&r, LX_FMT_JSON, NULL,
+                  "[\n"
+                  "  {\"sweep\": \"s\", \"method\": \"none\", \"task\": \"t\", \"length\": 100, "
+                  "\"seed\": 1, \"metric\": \"ppl\", \"value\": 1.5},\n"
+                  "  {\"sweep\": \"s\", \"method\": \"q\\\"x\", \"task\": \"t\", \"length\": 1000, "
+                  "\"seed\": 2, \"metric\": \"acc\", \"value\": null}\n"
+                  "]\n");
+    expect_render(&r, LX_FMT_JSON, "acc",
+                  "[\n"
+                  "  {\"sweep\": \"s\", \"method\": \"q\\\"x\", \"task\": \"t\", \"length\": 1000, "
+                  "\"seed\": 2, \"metric\": \"acc\", \"value\": null}\n"
+                  "]\n");
+    expect_render(&r, LX_FMT_JSON, "nothing", "[]\n");
+    lx_rows_release(&r);
+    expect_render(&r, LX_FMT_JSON, NULL, "[]\n");
+}
+
+/* ---- filters and formats ----------------------------------------------- */
+
+Test(views, metric_matches)
+{
+    cr_expect(lx_metric_matches(NULL, "anything"));
+    cr_expect(lx_metric_matches(NULL, "range_mass:10-100"));
+    cr_expect(lx_metric_matches("range_mass", "range_mass"));
+    cr_expect(lx_metric_matches("range_mass", "range_mass:10-100"));
+    cr_expect(!lx_metric_matches("range_mass", "range_mass_se"));
+    cr_expect(!lx_metric_matches("range_mass", "range"));
+    cr_expect(!lx_metric_matches("range", "range_mass"));
+    cr_expect(!lx_metric_matches("range", "range_mass:10-100"));
+    cr_expect(lx_metric_matches("range_mass:10-100", "range_mass:10-100"));
+    cr_expect(!lx_metric_matches("range_mass:10-100", "range_mass"));
+    cr_expect(!lx_metric_matches("range_mass:10-100", "range_mass:100-1000"));
+    cr_expect(lx_metric_matches("ppl_se", "ppl_se"));
+    cr_expect(!lx_metric_matches("ppl", "ppl_se"));
+    /* Lists. */
+    cr_expect(lx_metric_matches("ppl,range_mass", "ppl"));
+    cr_expect(lx_metric_matches("ppl,range_mass", "range_mass"));
+    cr_expect(lx_metric_matches("ppl,range_mass", "range_mass:1-2"));
+    cr_expect(!lx_metric_matches("ppl,range_mass", "entropy"));
+    cr_expect(!lx_metric_matches("ppl,range_mass", "pp"));
+    cr_expect(!lx_metric_matches("ppl,range_mass", "ppl,range_mass"));
+    cr_expect(lx_metric_matches("a,b,entropy", "entropy"));
+    cr_expect(lx_metric_matches("ppl,", "ppl"));
+}
+
+Test(views, format_parse)
+{
+    cr_expect_eq(lx_format_parse("md"), LX_FMT_MD);
+    cr_expect_eq(lx_format_parse("csv"), LX_FMT_CSV);
+    cr_expect_eq(lx_format_parse("latex"), LX_FMT_LATEX);
+    cr_expect_eq(lx_format_parse("json"), LX_FMT_JSON);
+    cr_expect_eq(lx_format_parse("html"), -1);
+    cr_expect_eq(lx_format_parse("MD"), -1);
+    cr_expect_eq(lx_format_parse("md "), -1);
+    cr_expect_eq(lx_format_parse(""), -1);
+}
+
+/* ---- compare ----------------------------------------------------------- */
+
+static void cell(struct lx_rows *r, const char *sweep, long length, long seed, const char *metric, double v,
+                 long run_id)
+{
+    lx_rows_add(r, sweep, "m", "t", NULL, NULL, length, seed, metric, v, run_id);
+}
+
+static void run_compare(const struct lx_rows *base, const struct lx_rows *head, double atol, double rtol,
+                        struct lx_buf *out, int *n_moved, int *n_common)
+{
+    struct lx_compare_opts o = {.rtol = rtol, .atol = atol};
+    *n_moved = *n_common = -1;
+    lx_compare(base, head, &o, out, n_moved, n_common);
+}
+
+Test(compare, identical_sets)
+{
+    struct lx_rows b = {0}, h = {0};
+    cell(&b, "s", 100, 1, "ppl", 1.5, 1);
+    cell(&b, "s", 100, 2, "ppl", NAN, 2);
+    cell(&b, "s", 1000, 1, "ppl", -3, 3);
+    cell(&b, "s", 1000, 1, "range_mass:10-100", 0.25, 4);
+    /* Sweep names are not part of a cell's identity. */
+    for (int i = 0; i < b.n; i++) {
+        const struct lx_row *w = &b.rows[i];
+        lx_rows_add(&h, "other", w->method, w->task, NULL, NULL, w->length, w->seed, w->metric, w->value,
+                    100 + i);
+    }
+    struct lx_buf out = {0};
+    int moved, common;
+    run_compare(&b, &h, 1e-9, 1e-6, &out, &moved, &common);
+    cr_expect_eq(moved, 0);
+    cr_expect_eq(common, 4);
+    cr_expect_str_eq(lx_buf_str(&out),
+                     "4 cells compared, 0 moved beyond atol 1e-09 + rtol 1e-06·|base|; "
+                     "0 only in base, 0 only in head\n");
+    lx_buf_free(&out);
+    lx_rows_release(&b);
+    lx_rows_release(&h);
+}
+
+Test(compare, tolerance_boundary)
+{
+    /* atol 0.5, rtol 0.25: moved when |head - base| > 0.5 + 0.25·|base|.
+    ** Every number is a short binary fraction, so the boundary is exact. */
+    static const struct {
+        long length, seed;
+        double base, head;      /* tolerance; moved? */
+    } cases[] = {
+        {100, 1, 1.0, 1.75},    /* 0.75, diff 0.75: on the boundary, not moved */
+        {100, 2, 1.0, 1.875},   /* 0.75, diff 0.875: moved */
+        {200, 1, -2.0, -3.0},   /* 1.0, diff 1.0: not moved */
+        {200, 2, -2.0, -3.25},  /* 1.0, diff 1.25: moved */
+        {300, 1, 4.0, 4.0},     /* unchanged */
+        {300, 2, 1.0, 1.25},    /* 0.75, diff 0.25: not moved */
+        {400, 1, 0.0, -0.5},    /* atol alone 0.5, diff 0.5: not moved */
+        {400, 2, 0.0, 0.625},   /* 0.5, diff 0.625: moved */
+    };
+    struct lx_rows b = {0}, h = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cell(&b, "s", cases[i].length, cases[i].seed, "x", cases[i].base, (long)i + 1);
+        cell(&h, "s", cases[i].length, cases[i].seed, "x", cases[i].head, (long)i + 1);
+    }
+    struct lx_buf out = {0};
+    int moved, common;
+    run_compare(&b, &h, 0.5, 0.25, &out, &moved, &common);
+    cr_expect_eq(moved, 3);
+    cr_expect_eq(common, 8);
+    cr_expect_str_eq(lx_buf_str(&out),
+                     "| task | method | length | seed | metric | base | head | diff |\n"
+                     "|---|---|---:|---:|---|---:|---:|---:|\n"
+                     "| t | m | 100 | 2 | x | 1 | 1.875 | +0.875 |\n"
+                     "| t | m | 200 | 2 | x | -2 | -3.25 | -1.25 |\n"
+                     "| t | m | 400 | 2 | x | 0 | 0.625 | +0.625 |\n"
+                     "\n"
+                     "8 cells compared, 3 moved beyond atol 0.5 + rtol 0.25·|base|; "
+                     "0 only in base, 0 only in head\n");
+    lx_buf_free(&out);
+    lx_rows_release(&b);
+    lx_rows_release(&h);
+}
+
+Test(compare, nan_and_inf)
+{
+    struct lx_rows b = {0}, h = {0};
+    cell(&b, "s", 100, 1, "x", NAN, 1);
+    cell(&h, "s", 100, 1, "x", NAN, 1);        /* NaN vs NaN: not moved */
+    cell(&b, "s", 100, 2, "x", NAN, 2);
+    cell(&h, "s", 100, 2, "x", 1, 2);          /* NaN -> number: moved */
+    cell(&b, "s", 100, 3, "x", 1, 3);
+    cell(&h, "s", 100, 3, "x", NAN, 3);        /* number -> NaN: moved */
+    cell(&b, "s", 100, 4, "x", INFINITY, 4);
+    cell(&h, "s", 100, 4, "x", INFINITY, 4);   /* inf vs inf: not moved */
+    cell(&b, "s", 100, 5, "x", INFINITY, 5);
+    cell(&h, "s", 100, 5, "x", -INFINITY, 5);  /* inf -> -inf: moved */
+    struct lx_buf out = {0};
+    int moved, common;
+    run_compare(&b, &h, 1e-9, 1e-6, &out, &moved, &common);
+    cr_expect_eq(moved, 3);
+    cr_expect_eq(common, 5);
+    const char *s = lx_buf_str(&out);
+    cr_expect(strstr(s, "| t | m | 100 | 2 | x | nan | 1 |") != NULL, "%s", s);
+    cr_expect(strstr(s, "| t | m | 100 | 3 | x | 1 | nan |") != NULL, "%s", s);
+    cr_expect(strstr(s, "| t | m | 100 | 5 | x | inf | -inf |") != NULL, "%s", s);
+    cr_expect(strstr(s, "| 100 | 1 |") == NULL, "%s", s);
+    cr_expect(strstr(s, "| 100 | 4 |") == NULL, "%s", s);
+    cr_expect(strstr(s, "\n5 cells compared, 3 moved") != NULL, "%s", s);
+    lx_buf_free(&out);
+    lx_rows_release(&b);
+    lx_rows_release(&h);
+}
+
+Test(compare, one_sided_rows_counted_not_moved)
+{
+    struct lx_rows b = {0}, h = {0};
+    cell(&b, "s", 100, 1, "x", 1, 1);          /* only in base */
+    cell(&b, "s", 200, 1, "x", 2, 2);
+    cell(&h, "s", 200, 1, "x", 2, 1);
+    cell(&h, "s", 300, 1, "x", 1e9, 2);        /* only in head */
+    cell(&h, "s", 200, 1, "y", 1e9, 3);        /* another metric: another cell */
+    struct lx_buf out = {0};
+    int moved, common;
+    run_compare(&b, &h, 0, 0, &out, &moved, &common);
+    cr_expect_eq(moved, 0);
+    cr_expect_eq(common, 1);
+    cr_expect_str_eq(lx_buf_str(&out),
+                     "1 cells compared, 0 moved beyond atol 0 + rtol 0·|base|; 1 only in base, 2 only in head\n");
+    lx_buf_free(&out);
+    lx_rows_release(&b);
+    lx_rows_release(&h);
+
+    /* Nothing on either side. */
+    run_compare(&b, &h, 0, 0, &out, &moved, &common);
+    cr_expect_eq(moved, 0);
+    cr_expect_eq(common, 0);
+    cr_expect_str_eq(lx_buf_str(&out),
+                     "0 cells compared, 0 moved beyond atol 0 + rtol 0·|base|; 0 only in base, 0 only in head\n");
+    lx_buf_free(&out);
+}
+
+Test(compare, duplicates_keep_newest_run)
+{
+    struct lx_rows b = {0}, h = {0};
+    /* Added newest first, so position does not decide. */
+    cell(&b, "new", 100, 1, "x", 1.0, 9);
+    cell(&b, "old", 100, 1, "x", 5.0, 2);
+    cell(&h, "new", 100, 1, "x", 1.0, 10);
+    cell(&h, "old", 100, 1, "x", 9.0, 3);
+    struct lx_buf out = {0};
+    int moved, common;
+    run_compare(&b, &h, 0, 0, &out, &moved, &common);
+    cr_expect_eq(moved, 0);
+    cr_expect_eq(common, 1);
+    cr_expect_str_eq(lx_buf_str(&out),
+                     "1 cells compared, 0 moved beyond atol 0 + rtol 0·|base|; 0 only in base, 0 only in head\n");
+    lx_buf_free(&out);
+    lx_rows_release(&h);
+
+    /* The newest head differs from the newest base: moved, and it is the
+    ** newest values that are printed. */
+    cell(&h, "old", 100, 1, "x", 1.0, 3);
+    cell(&h, "new", 100, 1, "x", 2.0, 10);
+    run_compare(&b, &h, 0, 0, &out, &moved, &common);
+    cr_expect_eq(moved, 1);
+    cr_expect_eq(common, 1);
+    cr_expect_str_eq(lx_buf_str(&out),
+                     "| task | method | length | seed | metric | base | head | diff |\n"
+                     "|---|---|---:|---:|---|---:|---:|---:|\n"
+                     "| t | m | 100 | 1 | x | 1 | 2 | +1 |\n"
+                     "\n"
+                     "1 cells compared, 1 moved beyond atol 0 + rtol 0·|base|; 0 only in base, 0 only in head\n");
+    lx_buf_free(&out);
+    lx_rows_release(&b);
+    lx_rows_release(&h);
+}
