@@ -41,6 +41,28 @@ static int entry_name(const struct lx_node *e, const char *what, const char **na
                        e->kind == LX_NODE_MAP ? "a mapping with several keys" : lx_node_kind_name(e->kind));
 }
 
+/* The "unknown method/task" message with a suggestion. */
+static int unknown_plugin(struct lx_error *err, const struct lx_node *e, const char *kind,
+                          const char *name, const char *near)
+{
+    return lx_node_err(err, e, "unknown %s '%s'\n  hint: %s%s%s`lenx list %ss` shows them all", kind, name,
+                       near ? "did you mean '" : "", near ? near : "", near ? "'? " : "", kind);
+}
+
+/* Allocate a plugin's params, fill defaults, apply the overrides, resolve. */
+static int resolve_params(const struct lx_schema *s, void **params, const struct lx_node *pnode,
+                          const char *kind, const char *name, struct lx_error *err)
+{
+    *params = lx_xcalloc(1, s->size);
+    lx_params_defaults(s, *params);
+    char what[96];
+    snprintf(what, sizeof what, "%s '%s'", kind, name);
+    int rc = lx_params_apply(s, *params, pnode, what, err);
+    if (rc == LX_OK)
+        lx_params_finish(s, *params);
+    return rc;
+}
+
 static int method_use_parse(struct lx_method_use *u, const struct lx_node *e, struct lx_error *err)
 {
     const char *name;
@@ -48,22 +70,10 @@ static int method_use_parse(struct lx_method_use *u, const struct lx_node *e, st
     int rc = entry_name(e, "method", &name, &pnode, err);
     if (rc < 0)
         return rc;
-    const struct lx_method *m = lx_method_find(name);
-    if (!m) {
-        const char *near = lx_method_suggest(name);
-        return lx_node_err(err, e, "unknown method '%s'\n  hint: %s%s%s`lenx list methods` shows them all",
-                           name, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
-    }
-    u->method = m;
+    if (!(u->method = lx_method_find(name)))
+        return unknown_plugin(err, e, "method", name, lx_method_suggest(name));
     u->where = e;
-    u->params = lx_xcalloc(1, m->schema.size);
-    lx_params_defaults(&m->schema, u->params);
-    char what[96];
-    snprintf(what, sizeof what, "method '%s'", m->name);
-    if ((rc = lx_params_apply(&m->schema, u->params, pnode, what, err)) < 0)
-        return rc;
-    lx_params_finish(&m->schema, u->params);
-    return LX_OK;
+    return resolve_params(&u->method->schema, &u->params, pnode, "method", name, err);
 }
 
 void lx_stack_finish(struct lx_stack *st)
@@ -141,20 +151,12 @@ static int task_use_parse(struct lx_task_use *u, const struct lx_node *e, struct
     if (rc < 0)
         return rc;
     const struct lx_task *t = lx_task_find(name);
-    if (!t) {
-        const char *near = lx_task_suggest(name);
-        return lx_node_err(err, e, "unknown task '%s'\n  hint: %s%s%s`lenx list tasks` shows them all",
-                           name, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
-    }
+    if (!t)
+        return unknown_plugin(err, e, "task", name, lx_task_suggest(name));
     u->task = t;
     u->where = e;
-    u->params = lx_xcalloc(1, t->schema.size);
-    lx_params_defaults(&t->schema, u->params);
-    char what[96];
-    snprintf(what, sizeof what, "task '%s'", t->name);
-    if ((rc = lx_params_apply(&t->schema, u->params, pnode, what, err)) < 0)
+    if ((rc = resolve_params(&t->schema, &u->params, pnode, "task", name, err)) < 0)
         return rc;
-    lx_params_finish(&t->schema, u->params);
     struct lx_buf canon = {0}, json = {0}, ptext = {0};
     lx_params_text(&t->schema, u->params, &ptext);
     lx_buf_puts(&canon, t->name);
