@@ -93,7 +93,7 @@ bench: lenx $(B)/lenx-bench
 debug: build/.deps
 	$(MAKE) B=build/debug OPT='-O0 -g -fsanitize=address,undefined -fno-omit-frame-pointer' \
 	    build/debug/lenx build/debug/lenx-tests
-	OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	    LENX_BIN=$(CURDIR)/build/debug/lenx LENX_ROOT=$(CURDIR) build/debug/lenx-tests --jobs 2
 
 build/debug/lenx: $(LIB_OBJ) $(B)/harness/main.o
