@@ -4,6 +4,7 @@
 #   make run        the main job: run configs/quick.yaml and print its table
 #   make test       build and run the Criterion suite
 #   make baseline   regenerate results/baselines/quick.csv
+#   make data       install and convert the corpora (Austen, State of the Union) into data/
 #   make bench      benchmarks, each reported as a ratio to a baseline timed in the same run
 #   make debug      build with ASan + UBSan and run the whole suite under them
 #   make install    copy lenx to $(PREFIX)/bin (PREFIX=/usr/local by default)
@@ -38,7 +39,7 @@ LIB_OBJ   = $(LIB_SRC:%.c=$(B)/%.o)
 TEST_OBJ  = $(TEST_SRC:%.c=$(B)/%.o)
 BENCH_OBJ = $(BENCH_SRC:%.c=$(B)/%.o)
 
-.PHONY: all run test bench baseline debug install clean deps FORCE
+.PHONY: all run test bench baseline data debug install clean deps FORCE
 
 all: lenx
 
@@ -78,6 +79,10 @@ run: lenx
 # tests drive the binary named by LENX_BIN.
 test: lenx $(B)/lenx-tests
 	OMP_NUM_THREADS=1 LENX_BIN=$(CURDIR)/lenx LENX_ROOT=$(CURDIR) $(B)/lenx-tests --jobs 2
+
+# Real English text for the engine: see scripts/data.sh and docs/data.md.
+data:
+	bash scripts/data.sh
 
 # Regenerate the committed regression baseline of configs/quick.yaml (after a
 # deliberate change of numbers; the test suite compares against it).
