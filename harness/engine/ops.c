@@ -1,0 +1,116 @@
+/*
+** harness/engine/ops.c - forward/backward of the engine's elementwise and
+** row-wise ops; matrix products go through lx_matmul (the BLAS seam).
+*/
+#include "harness/engine/ops.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "harness/engine/blas.h"
+
+void lx_linear_forward(float *y, const float *x, const float *W, const float *b, int T, int C, int OC)
+{
+    lx_matmul(y, x, W, T, OC, C, 0, 1, 1.0f, 0.0f);
+    if (b)
+        for (int t = 0; t < T; t++)
+            for (int o = 0; o < OC; o++)
+                y[(long)t * OC + o] += b[o];
+}
+
+void lx_linear_backward(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W,
+                        int T, int C, int OC)
+{
+    lx_matmul(dx, dy, W, T, C, OC, 0, 0, 1.0f, 1.0f);    /* (T, OC) (OC, C) */
+    lx_matmul(dW, dy, x, OC, C, T, 1, 0, 1.0f, 1.0f);    /* (OC, T) (T, C) */
+    if (db)
+        for (int t = 0; t < T; t++)
+            for (int o = 0; o < OC; o++)
+                db[o] += dy[(long)t * OC + o];
+}
+
+void lx_rmsnorm_forward(float *y, float *rstd, const float *x, const float *g, int T, int C, float eps)
+{
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (long)t * C;
+        double ss = 0.0;
+        for (int c = 0; c < C; c++)
+            ss += (double)xt[c] * xt[c];
+        float r = (float)(1.0 / sqrt(ss / C + eps));
+        rstd[t] = r;
+        for (int c = 0; c < C; c++)
+            y[(long)t * C + c] = xt[c] * r * g[c];
+    }
+}
+
+void lx_rmsnorm_backward(float *dx, float *dg, const float *dy, const float *x, const float *g,
+                         const float *rstd, int T, int C)
+{
+    /* y_c = x_c r g_c, r = (mean x^2 + eps)^(-1/2), dr/dx_c = -r^3 x_c / C:
+    ** dx_c = r g_c dy_c - r^3 x_c / C * sum_k dy_k g_k x_k */
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (long)t * C, *dyt = dy + (long)t * C;
+        float r = rstd[t];
+        double dot = 0.0;
+        for (int c = 0; c < C; c++) {
+            dot += (double)dyt[c] * g[c] * xt[c];
+            dg[c] += dyt[c] * xt[c] * r;
+        }
+        float k = (float)(dot * r * r * r / C);
+        for (int c = 0; c < C; c++)
+            dx[(long)t * C + c] += r * g[c] * dyt[c] - k * xt[c];
+    }
+}
+
+#define GELU_K 0.7978845608028654f   /* sqrt(2/pi) */
+
+void lx_gelu_forward(float *y, const float *x, int N)
+{
+    for (int i = 0; i < N; i++) {
+        float v = x[i];
+        y[i] = 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+    }
+}
+
+void lx_gelu_backward(float *dx, const float *dy, const float *x, int N)
+{
+    for (int i = 0; i < N; i++) {
+        float v = x[i];
+        float u = GELU_K * (v + 0.044715f * v * v * v);
+        float th = tanhf(u);
+        float sech2 = 1.0f - th * th;
+        float du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
+        dx[i] += dy[i] * (0.5f * (1.0f + th) + 0.5f * v * sech2 * du);
+    }
+}
+
+void lx_crossentropy_forward(float *loss, float *probs, const float *logits, const int *targets, int T, int V)
+{
+    for (int t = 0; t < T; t++) {
+        const float *lt = logits + (long)t * V;
+        float *pt = probs + (long)t * V;
+        float mx = lt[0];
+        for (int v = 1; v < V; v++)
+            mx = lt[v] > mx ? lt[v] : mx;
+        double z = 0.0;
+        for (int v = 0; v < V; v++)
+            z += exp((double)lt[v] - mx);
+        for (int v = 0; v < V; v++)
+            pt[v] = (float)(exp((double)lt[v] - mx) / z);
+        loss[t] = targets[t] < 0 ? 0.0f : (float)(log(z) + mx - lt[targets[t]]);
+    }
+}
+
+void lx_crossentropy_backward(float *dlogits, const float *probs, const int *targets, int T, int V, float scale)
+{
+    for (int t = 0; t < T; t++) {
+        float *dt = dlogits + (long)t * V;
+        if (targets[t] < 0) {
+            memset(dt, 0, sizeof(float) * (size_t)V);
+            continue;
+        }
+        for (int v = 0; v < V; v++)
+            dt[v] = scale * probs[(long)t * V + v];
+        dt[targets[t]] -= scale;
+    }
+}

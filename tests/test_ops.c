@@ -1,0 +1,141 @@
+/*
+** tests/test_ops.c - every backward op against central finite differences of
+** its forward op, on a scalar loss L = sum(w ⊙ y) with random weights w.
+*/
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/ops.h"
+#include "harness/rng.h"
+
+static void fill(float *x, int n, uint32_t stream, float scale)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, 777, stream, LX_RNG_INIT);
+    for (int i = 0; i < n; i++)
+        x[i] = scale * (float)lx_rng_normal(&r);
+}
+
+static double dotw(const float *y, const float *w, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += (double)y[i] * w[i];
+    return s;
+}
+
+/* Compare an analytic gradient g (n) of f at x (n) with central differences. */
+static void check_grad(const char *what, double (*f)(void *), void *ctx, float *x, const float *g, int n)
+{
+    const float h = 1e-2f;
+    for (int i = 0; i < n; i++) {
+        float keep = x[i];
+        x[i] = keep + h;
+        double up = f(ctx);
+        x[i] = keep - h;
+        double dn = f(ctx);
+        x[i] = keep;
+        double num = (up - dn) / (2 * h);
+        cr_expect(fabs(num - g[i]) <= 2e-3 + 2e-3 * fabs(num), "%s[%d]: analytic %g, numeric %g", what, i, g[i], num);
+    }
+}
+
+enum { T = 3, C = 5, OC = 4, V = 6 };
+
+struct lin { float x[T * C], W[OC * C], b[OC], w[T * OC]; };
+
+static double lin_f(void *p)
+{
+    struct lin *a = p;
+    float y[T * OC];
+    lx_linear_forward(y, a->x, a->W, a->b, T, C, OC);
+    return dotw(y, a->w, T * OC);
+}
+
+Test(ops, linear_gradients)
+{
+    struct lin a;
+    fill(a.x, T * C, 1, 1), fill(a.W, OC * C, 2, 1), fill(a.b, OC, 3, 1), fill(a.w, T * OC, 4, 1);
+    float dx[T * C] = {0}, dW[OC * C] = {0}, db[OC] = {0};
+    lx_linear_backward(dx, dW, db, a.w, a.x, a.W, T, C, OC);
+    check_grad("linear dx", lin_f, &a, a.x, dx, T * C);
+    check_grad("linear dW", lin_f, &a, a.W, dW, OC * C);
+    check_grad("linear db", lin_f, &a, a.b, db, OC);
+}
+
+struct rms { float x[T * C], g[C], w[T * C]; };
+
+static double rms_f(void *p)
+{
+    struct rms *a = p;
+    float y[T * C], r[T];
+    lx_rmsnorm_forward(y, r, a->x, a->g, T, C, 1e-5f);
+    return dotw(y, a->w, T * C);
+}
+
+Test(ops, rmsnorm_gradients_and_values)
+{
+    struct rms a;
+    fill(a.x, T * C, 5, 1), fill(a.g, C, 6, 1), fill(a.w, T * C, 7, 1);
+    float y[T * C], r[T], dx[T * C] = {0}, dg[C] = {0};
+    lx_rmsnorm_forward(y, r, a.x, a.g, T, C, 1e-5f);
+    lx_rmsnorm_backward(dx, dg, a.w, a.x, a.g, r, T, C);
+    check_grad("rmsnorm dx", rms_f, &a, a.x, dx, T * C);
+    check_grad("rmsnorm dg", rms_f, &a, a.g, dg, C);
+    /* By hand: x = (3, 4), g = 1: rms = sqrt(12.5), y = (3, 4)/3.5355 */
+    float x2[2] = {3, 4}, g2[2] = {1, 1}, y2[2], r2[1];
+    lx_rmsnorm_forward(y2, r2, x2, g2, 1, 2, 0.0f);
+    cr_expect(fabsf(y2[0] - 3.0f / sqrtf(12.5f)) < 1e-6f && fabsf(y2[1] - 4.0f / sqrtf(12.5f)) < 1e-6f);
+}
+
+struct gel { float x[T * C], w[T * C]; };
+
+static double gelu_f(void *p)
+{
+    struct gel *a = p;
+    float y[T * C];
+    lx_gelu_forward(y, a->x, T * C);
+    return dotw(y, a->w, T * C);
+}
+
+Test(ops, gelu_gradients_and_values)
+{
+    struct gel a;
+    fill(a.x, T * C, 8, 2), fill(a.w, T * C, 9, 1);
+    float dx[T * C] = {0};
+    lx_gelu_backward(dx, a.w, a.x, T * C);
+    check_grad("gelu dx", gelu_f, &a, a.x, dx, T * C);
+    /* gelu(0) = 0; gelu(1) = 0.5 (1 + tanh(sqrt(2/pi) 1.044715)) = 0.841192 (tanh form) */
+    float x2[2] = {0, 1}, y2[2];
+    lx_gelu_forward(y2, x2, 2);
+    cr_expect_eq(y2[0], 0.0f);
+    cr_expect(fabsf(y2[1] - 0.8411920f) < 1e-6f, "%.7f", y2[1]);
+}
+
+struct ce { float logits[T * V]; int targets[T]; };
+
+static double ce_f(void *p)
+{
+    struct ce *a = p;
+    float loss[T], probs[T * V];
+    lx_crossentropy_forward(loss, probs, a->logits, a->targets, T, V);
+    return (double)loss[0] + loss[1] + loss[2];
+}
+
+Test(ops, crossentropy_gradients_and_values)
+{
+    struct ce a = {.targets = {2, -1, 5}};
+    fill(a.logits, T * V, 10, 1);
+    float loss[T], probs[T * V], d[T * V];
+    lx_crossentropy_forward(loss, probs, a.logits, a.targets, T, V);
+    lx_crossentropy_backward(d, probs, a.targets, T, V, 1.0f);
+    check_grad("crossentropy dlogits", ce_f, &a, a.logits, d, T * V);
+    cr_expect_eq(loss[1], 0.0f);
+    /* Uniform logits: loss = ln V. */
+    float u[V] = {0}, l1[1], p1[V];
+    int tg[1] = {3};
+    lx_crossentropy_forward(l1, p1, u, tg, 1, V);
+    cr_expect(fabsf(l1[0] - logf((float)V)) < 1e-6f);
+}
