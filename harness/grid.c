@@ -41,12 +41,12 @@ static int entry_name(const struct lx_node *e, const char *what, const char **na
                        e->kind == LX_NODE_MAP ? "a mapping with several keys" : lx_node_kind_name(e->kind));
 }
 
-/* The "unknown method/task" message with a suggestion. */
-static int unknown_plugin(struct lx_error *err, const struct lx_node *e, const char *kind,
-                          const char *name, const char *near)
+/* The unknown-name message of the registry, at the entry's position. */
+static int unknown_plugin(struct lx_error *err, const struct lx_node *e, const char *kind, const char *name)
 {
-    return lx_node_err(err, e, "unknown %s '%s'\n  hint: %s%s%s`lenx list %ss` shows them all", kind, name,
-                       near ? "did you mean '" : "", near ? near : "", near ? "'? " : "", kind);
+    struct lx_error sub;
+    lx_unknown_name(&sub, kind, name);
+    return lx_node_err(err, e, "%s", sub.msg);
 }
 
 /* Allocate a plugin's params, fill defaults, apply the overrides, resolve. */
@@ -71,7 +71,7 @@ static int method_use_parse(struct lx_method_use *u, const struct lx_node *e, st
     if (rc < 0)
         return rc;
     if (!(u->method = lx_method_find(name)))
-        return unknown_plugin(err, e, "method", name, lx_method_suggest(name));
+        return unknown_plugin(err, e, "method", name);
     u->where = e;
     return resolve_params(&u->method->schema, &u->params, pnode, "method", name, err);
 }
@@ -152,7 +152,7 @@ static int task_use_parse(struct lx_task_use *u, const struct lx_node *e, struct
         return rc;
     const struct lx_task *t = lx_task_find(name);
     if (!t)
-        return unknown_plugin(err, e, "task", name, lx_task_suggest(name));
+        return unknown_plugin(err, e, "task", name);
     u->task = t;
     u->where = e;
     if ((rc = resolve_params(&t->schema, &u->params, pnode, "task", name, err)) < 0)

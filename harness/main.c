@@ -470,23 +470,15 @@ static int cmd_show(int argc, char **argv)
     }
     if (strcmp(a.pos[0], "method") == 0) {
         const struct lx_method *m = lx_method_find(a.pos[1]);
-        if (!m) {
-            const char *near = lx_method_suggest(a.pos[1]);
-            fprintf(stderr, "lenx: error: unknown method '%s'\n  hint: %s%s%s`lenx list methods` shows them all\n",
-                    a.pos[1], near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
-            return 2;
-        }
+        if (!m)
+            return fail(&err, lx_unknown_name(&err, "method", a.pos[1]));
         if (help)
             return describe("method", m->name, m->summary, &m->schema), 0;
         rc = show_method(m, &a, &err);
     } else {
         const struct lx_task *t = lx_task_find(a.pos[1]);
-        if (!t) {
-            const char *near = lx_task_suggest(a.pos[1]);
-            fprintf(stderr, "lenx: error: unknown task '%s'\n  hint: %s%s%s`lenx list tasks` shows them all\n",
-                    a.pos[1], near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
-            return 2;
-        }
+        if (!t)
+            return fail(&err, lx_unknown_name(&err, "task", a.pos[1]));
         if (help)
             return describe("task", t->name, t->summary, &t->schema), 0;
         rc = show_task(t, &a, &err);

@@ -20,6 +20,10 @@ const struct lx_task *lx_task_find(const char *name);
 const char *lx_method_suggest(const char *name);
 const char *lx_task_suggest(const char *name);
 
+/* "unknown method 'x'" (kind "method" or "task") with a "did you mean" hint,
+** into err; returns LX_EINVAL. Callers add the location. */
+int lx_unknown_name(struct lx_error *err, const char *kind, const char *name);
+
 /* Check the contracts of one plugin: name, required hooks, schema. */
 int lx_method_validate(const struct lx_method *m, struct lx_error *err);
 int lx_task_validate(const struct lx_task *t, struct lx_error *err);

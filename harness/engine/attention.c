@@ -7,12 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Row tables: A[t], B[t] for t = 0..T-1 at row n (doubles, (T,) each). */
-static void row_tables(const struct lx_spec *spec, int head, long n, int T, double *A, double *B)
-{
-    lx_spec_row(spec, head, n, 0, T, A, B);
-}
-
 #define IDX(t, h, d) (((long)(t) * H + (h)) * D + (d))
 
 void lx_attention_forward(float *o, float *att, const float *q, const float *k, const float *v,
@@ -23,8 +17,10 @@ void lx_attention_forward(float *o, float *att, const float *q, const float *k, 
     double inv = 1.0 / sqrt((double)D);
     for (int h = 0; h < H; h++)
         for (int i = 0; i < T; i++) {
+            /* A row's tables depend on (head, n): per row when causal, per head otherwise. */
             int n_vis = causal ? i + 1 : T;
-            row_tables(spec, h, n_vis, T, A, B);
+            if (causal || i == 0)
+                lx_spec_row(spec, h, n_vis, 0, n_vis, A, B);
             float *p = att + ((long)h * T + i) * T;
             double mx = -INFINITY;
             for (int j = 0; j < T; j++) {
@@ -66,8 +62,10 @@ void lx_attention_backward(float *dq, float *dk, float *dv, const float *do_, co
     double inv = 1.0 / sqrt((double)D);
     for (int h = 0; h < H; h++)
         for (int i = 0; i < T; i++) {
+            /* A row's tables depend on (head, n): per row when causal, per head otherwise. */
             int n_vis = causal ? i + 1 : T;
-            row_tables(spec, h, n_vis, T, A, B);
+            if (causal || i == 0)
+                lx_spec_row(spec, h, n_vis, 0, n_vis, A, B);
             const float *p = att + ((long)h * T + i) * T;
             double dot = 0.0;
             for (int j = 0; j < n_vis; j++) {
