@@ -26,7 +26,7 @@ TEST_LIBS  = $(shell pkg-config --libs criterion)
 
 OPT      ?= -O2 -g
 WARN      = -std=c11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
-CFLAGS_ALL = $(OPT) $(WARN) -fopenmp -I. -Ibuild/gen $(PKG_CFLAGS) -MMD -MP
+CFLAGS_ALL = $(OPT) $(WARN) -fopenmp -I. -Ibuild/gen -DLX_SOURCE_DIR=\"$(CURDIR)\" $(PKG_CFLAGS) -MMD -MP
 LDLIBS_ALL = $(PKG_LIBS) -fopenmp -lm
 
 SRC       := $(wildcard harness/*.c harness/engine/*.c methods/*.c tasks/*.c results/*.c)

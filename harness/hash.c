@@ -87,15 +87,20 @@ void lx_sha256_final(struct lx_sha256 *s, uint8_t out[32])
     }
 }
 
+void lx_sha256_final_hex(struct lx_sha256 *s, char out[65])
+{
+    uint8_t d[32];
+    lx_sha256_final(s, d);
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
 void lx_sha256_hex(const char *text, char out[65])
 {
     struct lx_sha256 s;
-    uint8_t d[32];
     lx_sha256_init(&s);
     lx_sha256_update(&s, text, strlen(text));
-    lx_sha256_final(&s, d);
-    for (int i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", d[i]);
+    lx_sha256_final_hex(&s, out);
 }
 
 uint64_t lx_hash64(const char *text)

@@ -20,6 +20,9 @@ void lx_sha256_init(struct lx_sha256 *s);
 void lx_sha256_update(struct lx_sha256 *s, const void *data, size_t n);
 void lx_sha256_final(struct lx_sha256 *s, uint8_t out[32]);
 
+/* Finish and write the digest as 64 hex digits + NUL. */
+void lx_sha256_final_hex(struct lx_sha256 *s, char out[65]);
+
 /* Hex digest of a NUL-terminated string; out holds 65 bytes. */
 void lx_sha256_hex(const char *text, char out[65]);
 

@@ -416,6 +416,11 @@ static int show_method(const struct lx_method *m, const struct lx_args *a, struc
             json_table(&out, "m", y, length, &first);
         }
     }
+    if (spec.rotary.n_pairs) {
+        json_table(&out, "inv_freq", spec.rotary.inv_freq, spec.rotary.n_pairs, &first);
+        lx_buf_printf(&out, ",\n    \"layout\": \"%s\"",
+                      spec.rotary.layout == LX_ROPE_HALF ? "half" : "interleaved");
+    }
     lx_buf_puts(&out, first ? "}\n}\n" : "\n  }\n}\n");
     fputs(lx_buf_str(&out), stdout);
     free(x);

@@ -21,6 +21,15 @@ int lx_spec_push(struct lx_spec *spec, const struct lx_logit_op *op, struct lx_e
     return LX_OK;
 }
 
+int lx_spec_claim_positions(struct lx_spec *spec, const char *method, struct lx_error *err)
+{
+    if (spec->positions)
+        return lx_err(err, LX_EINVAL, "methods '%s' and '%s' both set the position scheme\n"
+                      "  hint: keep one of them in this stack", spec->positions, method);
+    spec->positions = method;
+    return LX_OK;
+}
+
 double lx_spec_logit(const struct lx_spec *spec, int head, long n, long t, double s)
 {
     for (int k = 0; k < spec->n_ops; k++) {

@@ -16,8 +16,12 @@
 ** lx_spec_row() tabulates for the fast paths; lx_spec_logit() is the naive
 ** reference that applies the ops one by one.
 **
-** Extension point: rotary frequencies, position maps, logit geometry and
-** visibility join as further fields when their methods arrive (issue 4).
+** The spec also says how positions enter q and k: a rotary table (RoPE's
+** inverse frequencies and pair layout) or none, and which method claimed the
+** position scheme, so that two schemes in one stack are refused.
+**
+** Extension point: position maps, logit geometry and visibility join as
+** further fields when their methods arrive (issue 4).
 */
 #ifndef LX_SPEC_H
 #define LX_SPEC_H
@@ -58,17 +62,37 @@ struct lx_logit_op {
 };
 
 #define LX_SPEC_MAX_OPS 8
+#define LX_SPEC_MAX_PAIRS 256
+
+/* Which two channels of a head form rotary pair k (methods.md §1). */
+enum lx_rope_layout {
+    LX_ROPE_HALF,           /* (x[k], x[k + d/2]): GPT-NeoX, Hugging Face */
+    LX_ROPE_INTERLEAVED,    /* (x[2k], x[2k + 1]): RoFormer, GPT-J, Meta LLaMA */
+};
+
+/* Rotary positions: pair k of the vector at position p turns by p·inv_freq[k]. */
+struct lx_rotary {
+    int n_pairs;                            /* pairs rotated; 0 = no rotary */
+    enum lx_rope_layout layout;             /* channel pairing */
+    double inv_freq[LX_SPEC_MAX_PAIRS];     /* (n_pairs,) θ_k */
+};
 
 struct lx_spec {
     struct lx_facts facts;                  /* copied in at init */
     int n_ops;                              /* ops used */
     struct lx_logit_op ops[LX_SPEC_MAX_OPS];/* (n_ops,) in stack order */
+    const char *positions;                  /* method that set the position scheme, or NULL */
+    struct lx_rotary rotary;                /* rotary table (n_pairs 0 when none) */
 };
 
 void lx_spec_init(struct lx_spec *spec, const struct lx_facts *facts);
 
 /* Append an op; fails when the stack is longer than LX_SPEC_MAX_OPS. */
 int lx_spec_push(struct lx_spec *spec, const struct lx_logit_op *op, struct lx_error *err);
+
+/* Claim the position scheme for `method`; fails, naming both, when another
+** method of the stack already did (e.g. rope + nope). */
+int lx_spec_claim_positions(struct lx_spec *spec, const char *method, struct lx_error *err);
 
 /* Naive reference: the final logit for base logit s. */
 double lx_spec_logit(const struct lx_spec *spec, int head, long n, long t, double s);

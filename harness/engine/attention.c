@@ -91,3 +91,74 @@ void lx_attention_backward(float *dq, float *dk, float *dv, const float *do_, co
     free(B);
     free(dp);
 }
+
+/* ---- the BLAS path, one head at a time ---------------------------------- */
+
+/* Turn scores S (T, T) into probabilities in place: logit = A·S + B by the
+** spec's row tables, masked entries 0. tab holds 2T doubles. */
+static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int T, int causal, double *tab)
+{
+    double *A = tab, *B = tab + T;
+    int ops = spec->n_ops > 0;
+    for (int i = 0; i < T; i++) {
+        int n = causal ? i + 1 : T;
+        if (ops && (causal || i == 0))
+            lx_spec_row(spec, head, n, 0, n, A, B);
+        float *s = S + (long)i * T;
+        float mx = -INFINITY;
+        for (int j = 0; j < n; j++) {
+            if (ops) {
+                int t = i > j ? i - j : j - i;
+                s[j] = (float)(A[t] * s[j] + B[t]);
+            }
+            mx = s[j] > mx ? s[j] : mx;
+        }
+        float z = 0.0f;
+        for (int j = 0; j < n; j++) {
+            s[j] = expf(s[j] - mx);
+            z += s[j];
+        }
+        float iz = 1.0f / z;
+        for (int j = 0; j < n; j++)
+            s[j] *= iz;
+        for (int j = n; j < T; j++)
+            s[j] = 0.0f;
+    }
+}
+
+void lx_attn_head_forward(float *o, int ldo, float *P, const float *q, const float *k, const float *v, int ld,
+                          const struct lx_spec *spec, int head, int T, int D, int causal, double *tab)
+{
+    lx_gemm(P, T, q, ld, k, ld, T, T, D, 0, 1, (float)(1.0 / sqrt((double)D)), 0.0f);
+    scores_to_probs(P, spec, head, T, causal, tab);
+    lx_gemm(o, ldo, P, T, v, ld, T, D, T, 0, 0, 1.0f, 0.0f);
+}
+
+void lx_attn_head_backward(float *dq, float *dk, float *dv, int ld, const float *do_, int ldo, const float *P,
+                           float *dP, const float *q, const float *k, const float *v,
+                           const struct lx_spec *spec, int head, int T, int D, int causal, double *tab)
+{
+    float scale = (float)(1.0 / sqrt((double)D));
+    lx_gemm(dP, T, do_, ldo, v, ld, T, T, D, 0, 1, 1.0f, 0.0f);     /* dP = dO Vᵀ */
+    lx_gemm(dv, ld, P, T, do_, ldo, T, D, T, 1, 0, 1.0f, 1.0f);     /* dV += Pᵀ dO */
+    double *A = tab, *B = tab + T;
+    int ops = spec->n_ops > 0;
+    for (int i = 0; i < T; i++) {
+        int n = causal ? i + 1 : T;
+        if (ops && (causal || i == 0))
+            lx_spec_row(spec, head, n, 0, n, A, B);
+        const float *p = P + (long)i * T;
+        float *g = dP + (long)i * T;
+        float dot = 0.0f;
+        for (int j = 0; j < n; j++)
+            dot += p[j] * g[j];
+        for (int j = 0; j < n; j++) {
+            float a = ops ? (float)A[i > j ? i - j : j - i] : 1.0f;
+            g[j] = p[j] * (g[j] - dot) * a * scale;     /* dS = P ∘ (dP − Σ P dP) ∘ A / sqrt(D) */
+        }
+        for (int j = n; j < T; j++)
+            g[j] = 0.0f;
+    }
+    lx_gemm(dq, ld, dP, T, k, ld, T, D, T, 0, 0, 1.0f, 1.0f);       /* dQ += dS K */
+    lx_gemm(dk, ld, dP, T, q, ld, T, D, T, 1, 0, 1.0f, 1.0f);       /* dK += dSᵀ Q */
+}

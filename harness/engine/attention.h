@@ -15,6 +15,7 @@
 #define LX_ATTENTION_H
 
 #include "harness/spec.h"
+#include "harness/engine/blas.h"
 
 /* o (T, H, D); att (H, T, T) probabilities saved for backward (0 where masked);
 ** q, k, v (T, H, D). */
@@ -25,5 +26,18 @@ void lx_attention_forward(float *o, float *att, const float *q, const float *k, 
 void lx_attention_backward(float *dq, float *dk, float *dv, const float *do_, const float *att,
                            const float *q, const float *k, const float *v, const struct lx_spec *spec,
                            int T, int H, int D, int causal);
+
+/* The fast path: one head through BLAS, on strided views. q, k, v are (T, D)
+** with row stride ld (3·H·D inside a qkv buffer), o (T, D) with stride ldo;
+** P (T, T) receives the probabilities (0 where masked); tab is scratch of 2T
+** doubles for the spec's row tables. Tested against the naive path above. */
+void lx_attn_head_forward(float *o, int ldo, float *P, const float *q, const float *k, const float *v, int ld,
+                          const struct lx_spec *spec, int head, int T, int D, int causal, double *tab);
+
+/* Backward of one head: dq, dk, dv (stride ld) accumulate (+=); do_ (stride
+** ldo); P from forward; dP is (T, T) scratch. */
+void lx_attn_head_backward(float *dq, float *dk, float *dv, int ld, const float *do_, int ldo, const float *P,
+                           float *dP, const float *q, const float *k, const float *v,
+                           const struct lx_spec *spec, int head, int T, int D, int causal, double *tab);
 
 #endif

@@ -6,27 +6,39 @@
 #include <cblas.h>
 #include <stdio.h>
 
-void lx_matmul(float *C, const float *A, const float *B, int M, int N, int K,
-               int trans_a, int trans_b, float alpha, float beta)
+void lx_gemm(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N, int K,
+             int trans_a, int trans_b, float alpha, float beta)
 {
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                M, N, K, alpha, A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N);
+                M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-void lx_matmul_naive(float *C, const float *A, const float *B, int M, int N, int K,
-                     int trans_a, int trans_b, float alpha, float beta)
+void lx_gemm_naive(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N,
+                   int K, int trans_a, int trans_b, float alpha, float beta)
 {
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
             double acc = 0.0;
             for (int k = 0; k < K; k++) {
-                float a = trans_a ? A[(size_t)k * M + i] : A[(size_t)i * K + k];
-                float b = trans_b ? B[(size_t)j * K + k] : B[(size_t)k * N + j];
+                float a = trans_a ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+                float b = trans_b ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
                 acc += (double)a * b;
             }
-            float prev = beta == 0.0f ? 0.0f : beta * C[(size_t)i * N + j];
-            C[(size_t)i * N + j] = alpha * (float)acc + prev;
+            float prev = beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
+            C[(size_t)i * ldc + j] = alpha * (float)acc + prev;
         }
+}
+
+void lx_matmul(float *C, const float *A, const float *B, int M, int N, int K,
+               int trans_a, int trans_b, float alpha, float beta)
+{
+    lx_gemm(C, N, A, trans_a ? M : K, B, trans_b ? K : N, M, N, K, trans_a, trans_b, alpha, beta);
+}
+
+void lx_matmul_naive(float *C, const float *A, const float *B, int M, int N, int K,
+                     int trans_a, int trans_b, float alpha, float beta)
+{
+    lx_gemm_naive(C, N, A, trans_a ? M : K, B, trans_b ? K : N, M, N, K, trans_a, trans_b, alpha, beta);
 }
 
 int lx_blas_is_openmp(void)

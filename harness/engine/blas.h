@@ -16,6 +16,13 @@ void lx_matmul(float *C, const float *A, const float *B, int M, int N, int K,
 void lx_matmul_naive(float *C, const float *A, const float *B, int M, int N, int K,
                      int trans_a, int trans_b, float alpha, float beta);
 
+/* The same with leading dimensions, for strided views such as one head of a
+** (T, H, D) tensor: lda, ldb, ldc are the row strides of A, B, C as stored. */
+void lx_gemm(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N, int K,
+             int trans_a, int trans_b, float alpha, float beta);
+void lx_gemm_naive(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N,
+                   int K, int trans_a, int trans_b, float alpha, float beta);
+
 /* "core=Haswell threading=openmp" into out (size n), recorded with every run. */
 void lx_blas_describe(char *out, size_t n);
 

@@ -114,3 +114,29 @@ void lx_crossentropy_backward(float *dlogits, const float *probs, const int *tar
         dt[targets[t]] -= scale;
     }
 }
+
+/* silu(x) = x·σ(x); silu'(x) = σ(x)·(1 + x·(1 − σ(x))) */
+void lx_swiglu_forward(float *y, const float *h, int N, int F)
+{
+    for (long t = 0; t < N; t++) {
+        const float *a = h + t * 2 * F, *b = a + F;
+        for (int i = 0; i < F; i++) {
+            float s = 1.0f / (1.0f + expf(-a[i]));
+            y[t * F + i] = a[i] * s * b[i];
+        }
+    }
+}
+
+void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F)
+{
+    for (long t = 0; t < N; t++) {
+        const float *a = h + t * 2 * F, *b = a + F;
+        float *da = dh + t * 2 * F, *db = da + F;
+        for (int i = 0; i < F; i++) {
+            float s = 1.0f / (1.0f + expf(-a[i]));
+            float g = dy[t * F + i];
+            da[i] += g * b[i] * s * (1.0f + a[i] * (1.0f - s));
+            db[i] += g * a[i] * s;
+        }
+    }
+}

@@ -28,6 +28,11 @@ void lx_gelu_forward(float *y, const float *x, int N);
 /* dx (N) += dy * gelu'(x) */
 void lx_gelu_backward(float *dx, const float *dy, const float *x, int N);
 
+/* SwiGLU: y = silu(a)·b for h = [a | b] per row.  y (N, F), h (N, 2F). */
+void lx_swiglu_forward(float *y, const float *h, int N, int F);
+/* dh (N, 2F) += ... */
+void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F);
+
 /* Softmax cross-entropy per row: loss (T) = logsumexp(logits) - logits[target];
 ** probs (T, V) saved. Targets < 0 are ignored (loss 0). */
 void lx_crossentropy_forward(float *loss, float *probs, const float *logits, const int *targets, int T, int V);

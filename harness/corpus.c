@@ -1,0 +1,130 @@
+/*
+** harness/corpus.c - reading the manifest and the corpus files (see corpus.h).
+*/
+#include "harness/corpus.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/hash.h"
+
+#ifndef LX_SOURCE_DIR
+#define LX_SOURCE_DIR "."
+#endif
+
+const char *lx_data_dir(void)
+{
+    const char *d = getenv("LENX_DATA");
+    return d && *d ? d : LX_SOURCE_DIR "/data";
+}
+
+const char *lx_corpus_split(const char *name)
+{
+    return strcmp(name, "sotu") == 0 ? "ood" : "test";
+}
+
+static int read_file(const char *path, unsigned char **bytes, long *n, struct lx_error *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return lx_err(err, LX_EIO, "cannot read %s: %s\n  hint: run `make data`", path, strerror(errno));
+    fseek(fp, 0, SEEK_END);
+    long size = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    *bytes = lx_xmalloc((size_t)size + 1);
+    size_t got = fread(*bytes, 1, (size_t)size, fp);
+    fclose(fp);
+    if ((long)got != size) {
+        free(*bytes);
+        return lx_err(err, LX_EIO, "short read of %s", path);
+    }
+    *n = size;
+    return LX_OK;
+}
+
+static int load_split(struct lx_corpus *c, const char *split, struct lx_error *err)
+{
+    const char *dir = lx_data_dir();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/manifest.tsv", dir);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return lx_err(err, LX_EIO, "no corpus manifest at %s (%s)\n"
+                      "  hint: run `make data` in the lenx checkout, or set LENX_DATA to its data/ directory",
+                      path, strerror(errno));
+    struct lx_sha256 h;
+    lx_sha256_init(&h);
+    char line[8192];
+    int lineno = 0, rc = LX_OK;
+    while (rc == LX_OK && fgets(line, sizeof line, fp)) {
+        lineno++;
+        if (lineno == 1)
+            continue;   /* header */
+        char sp[32], rel[4096], want[65];
+        long bytes;
+        if (sscanf(line, "%31s %4095s %ld %64s", sp, rel, &bytes, want) != 4) {
+            rc = lx_err(err, LX_EIO, "%s:%d: malformed manifest line\n  hint: rerun `make data`", path, lineno);
+            break;
+        }
+        if (strcmp(sp, split) != 0)
+            continue;
+        lx_sha256_update(&h, line, strlen(line));
+        struct lx_corpus_doc d = {0};
+        char full[8192];
+        /* manifest paths start with "data/": resolve them against the data dir */
+        const char *tail = strncmp(rel, "data/", 5) == 0 ? rel + 5 : rel;
+        snprintf(full, sizeof full, "%s/%s", dir, tail);
+        if ((rc = read_file(full, &d.bytes, &d.n, err)) < 0)
+            break;
+        char got[65];
+        struct lx_sha256 fh;
+        lx_sha256_init(&fh);
+        lx_sha256_update(&fh, d.bytes, (size_t)d.n);
+        lx_sha256_final_hex(&fh, got);
+        if (strcmp(got, want) != 0 || d.n != bytes) {
+            free(d.bytes);
+            rc = lx_err(err, LX_EIO, "%s does not match its manifest hash (%s:%d)\n"
+                        "  hint: the corpus changed since `make data`; rerun `make data`", full, path, lineno);
+            break;
+        }
+        d.path = lx_xstrdup(rel);
+        c->docs = lx_xrealloc(c->docs, sizeof *c->docs * (size_t)(c->n_docs + 1));
+        c->docs[c->n_docs++] = d;
+        c->n_bytes += d.n;
+    }
+    fclose(fp);
+    if (rc == LX_OK && c->n_docs == 0)
+        rc = lx_err(err, LX_EIO, "%s lists no documents of split '%s'\n  hint: rerun `make data`", path, split);
+    lx_sha256_final_hex(&h, c->hash);
+    c->split = split;
+    return rc;
+}
+
+int lx_corpus_get(const struct lx_corpus **out, const char *split, struct lx_error *err)
+{
+    static const char *const splits[] = {"train", "test", "ood"};
+    static struct lx_corpus cache[3];
+    static int loaded[3];
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(split, splits[i]) != 0)
+            continue;
+        if (!loaded[i]) {
+            int rc = load_split(&cache[i], splits[i], err);
+            if (rc < 0) {
+                for (int k = 0; k < cache[i].n_docs; k++) {
+                    free(cache[i].docs[k].bytes);
+                    free(cache[i].docs[k].path);
+                }
+                free(cache[i].docs);
+                memset(&cache[i], 0, sizeof cache[i]);
+                return rc;
+            }
+            loaded[i] = 1;
+        }
+        *out = &cache[i];
+        return LX_OK;
+    }
+    return lx_err(err, LX_EINVAL, "no corpus split '%s'; the splits are train, test, ood", split);
+}

@@ -1,0 +1,52 @@
+/*
+** harness/corpus.h - the byte-level tokenizer and the installed corpora.
+**
+** Tokens are bytes (0..255) plus four specials, so any text works and a length
+** is exactly a number of bytes (DESIGN.md §5). `make data` (scripts/data.sh)
+** writes the corpora and data/manifest.tsv (split, path, bytes, sha256); this
+** module reads them back, checks every file against its hash, and gives each
+** split a content hash that enters model and run keys.
+**
+**   split   corpus                                       used for
+**   train   Austen: five novels                          training (+ validation tail)
+**   test    Austen: Persuasion, held out whole           `austen` in tasks
+**   ood     State of the Union addresses, 1790-         `sotu` in tasks
+*/
+#ifndef LX_CORPUS_H
+#define LX_CORPUS_H
+
+#include "harness/lx.h"
+
+enum {
+    LX_TOK_BOS = 256,       /* begins every causal window */
+    LX_TOK_EOS = 257,       /* separates documents in the training stream */
+    LX_TOK_PAD = 258,       /* unused padding */
+    LX_TOK_MASK = 259,      /* masked-LM [MASK] */
+    LX_VOCAB = 260,         /* 256 bytes + 4 specials */
+};
+
+struct lx_corpus_doc {
+    char *path;             /* as in the manifest, relative to the data dir's parent */
+    unsigned char *bytes;   /* (n,) the document's text: its tokens */
+    long n;
+};
+
+struct lx_corpus {
+    const char *split;              /* "train", "test" or "ood" */
+    struct lx_corpus_doc *docs;     /* (n_docs,) in manifest order */
+    int n_docs;
+    long n_bytes;                   /* sum of docs[i].n */
+    char hash[65];                  /* SHA-256 over the manifest lines of the split */
+};
+
+/* The data directory: $LENX_DATA, else the checkout's data/ (compiled in). */
+const char *lx_data_dir(void);
+
+/* A split, loaded once per process and checked against the manifest hashes;
+** the returned corpus lives until exit. Errors say how to fix (make data). */
+int lx_corpus_get(const struct lx_corpus **out, const char *split, struct lx_error *err);
+
+/* The split a task's `corpus` parameter names: austen -> test, sotu -> ood. */
+const char *lx_corpus_split(const char *name);
+
+#endif

@@ -1,0 +1,118 @@
+/*
+** harness/engine/checkpoint.c - save and load models (see checkpoint.h).
+*/
+#include "harness/engine/checkpoint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/config.h"
+#include "harness/engine/safetensors.h"
+#include "harness/version.h"
+
+int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
+{
+    int n = lx_arch_tensors(&m->arch, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    struct lx_st_tensor *st = lx_xcalloc((size_t)n, sizeof *st);
+    lx_arch_tensors(&m->arch, ti);
+    for (int i = 0; i < n; i++) {
+        st[i].name = ti[i].name;
+        st[i].ndim = ti[i].ndim;
+        st[i].shape[0] = ti[i].shape[0];
+        st[i].shape[1] = ti[i].shape[1];
+        st[i].data = m->w + ti[i].offset;
+    }
+    struct lx_buf arch = {0};
+    lx_params_json(&lx_arch_schema, &m->arch, &arch);
+    char len[32];
+    snprintf(len, sizeof len, "%ld", info->train_len);
+    const char *meta[] = {
+        "format", "pt",
+        "lenx_version", LX_VERSION,
+        "lenx_arch", lx_buf_str(&arch),
+        "lenx_train", info->train_json ? info->train_json : "{}",
+        "lenx_stack", info->stack ? info->stack : "[]",
+        "lenx_train_len", len,
+        "lenx_model_key", info->model_key ? info->model_key : "",
+    };
+    int rc = lx_st_write(path, st, n, meta, (int)(sizeof meta / sizeof *meta / 2), info->sha256, err);
+    lx_buf_free(&arch);
+    free(st);
+    free(ti);
+    return rc;
+}
+
+static int need_meta(const struct lx_st_file *f, const char *key, const char **out, struct lx_error *err)
+{
+    if (!(*out = lx_st_meta(f, key)))
+        return lx_err(err, LX_EINVAL, "%s: no '%s' in the safetensors __metadata__\n"
+                      "  hint: lenx checkpoints carry lenx_arch, lenx_stack and lenx_train_len "
+                      "(docs/checkpoints.md); add them to a checkpoint made elsewhere", f->path, key);
+    return LX_OK;
+}
+
+int lx_model_load(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
+{
+    memset(m, 0, sizeof *m);
+    struct lx_st_file f = {0};
+    int rc = lx_st_open(&f, path, err);
+    const char *arch_json = NULL, *stack = NULL, *len = NULL;
+    if (rc == LX_OK)
+        rc = need_meta(&f, "lenx_arch", &arch_json, err);
+    if (rc == LX_OK)
+        rc = need_meta(&f, "lenx_stack", &stack, err);
+    if (rc == LX_OK)
+        rc = need_meta(&f, "lenx_train_len", &len, err);
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    if (rc == LX_OK) {
+        struct lx_doc doc = {0};
+        char what[4200];
+        snprintf(what, sizeof what, "%s: lenx_arch", path);
+        rc = lx_doc_load_text(&doc, arch_json, what, err);
+        if (rc == LX_OK)
+            rc = lx_params_apply(&lx_arch_schema, &a, doc.root, "the architecture", err);
+        lx_doc_release(&doc);
+    }
+    if (rc == LX_OK) {
+        lx_params_finish(&lx_arch_schema, &a);
+        m->arch = a;
+        m->n_params = lx_arch_n_params(&a);
+        m->w = lx_xcalloc(m->n_params, sizeof *m->w);
+        lx_weights_map(&m->v, &a, m->w);
+        int n = lx_arch_tensors(&a, NULL);
+        struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+        lx_arch_tensors(&a, ti);
+        for (int i = 0; i < n && rc == LX_OK; i++)
+            rc = lx_st_read(&f, ti[i].name, ti[i].ndim, ti[i].shape, m->w + ti[i].offset, err);
+        free(ti);
+    }
+    if (rc == LX_OK && info) {
+        const char *key = lx_st_meta(&f, "lenx_model_key"), *tj = lx_st_meta(&f, "lenx_train");
+        info->model_key = lx_xstrdup(key ? key : "");
+        info->stack = lx_xstrdup(stack);
+        info->train_json = lx_xstrdup(tj ? tj : "{}");
+        char *end;
+        info->train_len = strtol(len, &end, 10);
+        if (*end || info->train_len < 1)
+            rc = lx_err(err, LX_EINVAL, "%s: lenx_train_len '%s' is not a positive integer", path, len);
+        memcpy(info->sha256, f.sha256, sizeof info->sha256);
+    }
+    lx_st_close(&f);
+    if (rc < 0) {
+        if (info)
+            lx_ckpt_info_release(info);
+        lx_model_release(m);
+    }
+    return rc;
+}
+
+void lx_ckpt_info_release(struct lx_ckpt_info *info)
+{
+    free(info->model_key);
+    free(info->stack);
+    free(info->train_json);
+    info->model_key = info->stack = info->train_json = NULL;
+}

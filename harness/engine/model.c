@@ -1,0 +1,453 @@
+/*
+** harness/engine/model.c - weights, forward and backward of the transformer
+** (see model.h). Matrix products go through the BLAS seam; attention runs one
+** (window, head) pair per OpenMP iteration with per-thread scratch.
+*/
+#include "harness/engine/model.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/attention.h"
+#include "harness/engine/blas.h"
+#include "harness/engine/ops.h"
+#include "harness/rng.h"
+
+static const struct lx_param arch_rows[] = {
+    LX_P_ENUM(struct lx_arch, mode, "causal", "causal|mlm", LX_PF_SHOW,
+              "causal: next-token LM with causal attention; mlm: bidirectional masked LM"),
+    LX_P_INT(struct lx_arch, layers, "2", 1, 64, 0, "transformer blocks"),
+    LX_P_INT(struct lx_arch, d_model, "128", 8, 8192, 0, "residual width"),
+    LX_P_INT(struct lx_arch, heads, "4", 1, 256, 0, "attention heads"),
+    LX_P_INT(struct lx_arch, d_head, "32", 2, 512, 0, "head dimension (even for rope)"),
+    LX_P_INT(struct lx_arch, d_mlp, "512", 8, 65536, 0, "MLP hidden width"),
+    LX_P_ENUM(struct lx_arch, mlp, "gelu", "gelu|swiglu", 0, "MLP: GELU (tanh form) or SwiGLU"),
+    LX_P_INT(struct lx_arch, vocab, "260", 2, 1000000, 0,
+             "vocabulary: 260 = 256 bytes + BOS, EOS, PAD, MASK (the corpus tasks need 260)"),
+    LX_P_FLOAT(struct lx_arch, norm_eps, "1e-5", 0, 1, LX_PF_MIN_OPEN, "RMSNorm epsilon"),
+    LX_P_FLOAT(struct lx_arch, init_std, "0.02", 0, 10, LX_PF_MIN_OPEN,
+               "initial N(0, std) of matrices; wo and w2 use std/sqrt(2*layers)"),
+};
+
+const struct lx_schema lx_arch_schema = LX_SCHEMA(arch_rows, struct lx_arch, NULL);
+
+/* ---- tensors -------------------------------------------------------------- */
+
+static void add(struct lx_tensor_info *out, int *n, size_t *off, const char *name, long rows, long cols,
+                int decay, int out_proj)
+{
+    if (out) {
+        struct lx_tensor_info *t = &out[*n];
+        snprintf(t->name, sizeof t->name, "%s", name);
+        t->ndim = cols ? 2 : 1;
+        t->shape[0] = rows;
+        t->shape[1] = cols;
+        t->offset = *off;
+        t->decay = decay;
+        t->out_proj = out_proj;
+    }
+    (*n)++;
+    *off += (size_t)rows * (size_t)(cols ? cols : 1);
+}
+
+static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *total)
+{
+    int n = 0;
+    size_t off = 0;
+    long C = a->d_model, HD = a->heads * a->d_head, F = a->d_mlp;
+    char name[64];
+    add(out, &n, &off, "tok_emb.weight", a->vocab, C, 1, 0);
+    for (long l = 0; l < a->layers; l++) {
+#define NAME(s) (snprintf(name, sizeof name, "layers.%ld.%s", l, s), name)
+        add(out, &n, &off, NAME("attn_norm.weight"), C, 0, 0, 0);
+        add(out, &n, &off, NAME("attn.wq.weight"), HD, C, 1, 0);
+        add(out, &n, &off, NAME("attn.wk.weight"), HD, C, 1, 0);
+        add(out, &n, &off, NAME("attn.wv.weight"), HD, C, 1, 0);
+        add(out, &n, &off, NAME("attn.wo.weight"), C, HD, 1, 1);
+        add(out, &n, &off, NAME("mlp_norm.weight"), C, 0, 0, 0);
+        add(out, &n, &off, NAME("mlp.w1.weight"), F, C, 1, 0);
+        if (a->mlp == LX_MLP_SWIGLU)
+            add(out, &n, &off, NAME("mlp.w3.weight"), F, C, 1, 0);
+        add(out, &n, &off, NAME("mlp.w2.weight"), C, F, 1, 1);
+#undef NAME
+    }
+    add(out, &n, &off, "norm.weight", C, 0, 0, 0);
+    add(out, &n, &off, "lm_head.weight", a->vocab, C, 1, 0);
+    if (total)
+        *total = off;
+    return n;
+}
+
+int lx_arch_tensors(const struct lx_arch *a, struct lx_tensor_info *out)
+{
+    return tensors(a, out, NULL);
+}
+
+size_t lx_arch_n_params(const struct lx_arch *a)
+{
+    size_t total;
+    tensors(a, NULL, &total);
+    return total;
+}
+
+void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base)
+{
+    int n = lx_arch_tensors(a, NULL);
+    struct lx_tensor_info *t = lx_xcalloc((size_t)n, sizeof *t);
+    lx_arch_tensors(a, t);
+    w->layer = lx_xcalloc((size_t)a->layers, sizeof *w->layer);
+    int i = 0;
+    w->tok_emb = base + t[i++].offset;
+    for (long l = 0; l < a->layers; l++) {
+        struct lx_layer_w *L = &w->layer[l];
+        L->attn_norm = base + t[i++].offset;
+        L->wqkv = base + t[i].offset;
+        i += 3;
+        L->wo = base + t[i++].offset;
+        L->mlp_norm = base + t[i++].offset;
+        L->w13 = base + t[i++].offset;
+        if (a->mlp == LX_MLP_SWIGLU)
+            i++;
+        L->w2 = base + t[i++].offset;
+    }
+    w->norm = base + t[i++].offset;
+    w->head = base + t[i++].offset;
+    LX_ASSERT(i == n);
+    free(t);
+}
+
+void lx_weights_unmap(struct lx_weights *w)
+{
+    free(w->layer);
+    memset(w, 0, sizeof *w);
+}
+
+void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key)
+{
+    m->arch = *a;
+    m->n_params = lx_arch_n_params(a);
+    m->w = lx_xcalloc(m->n_params, sizeof *m->w);
+    lx_weights_map(&m->v, a, m->w);
+    int n = lx_arch_tensors(a, NULL);
+    struct lx_tensor_info *t = lx_xcalloc((size_t)n, sizeof *t);
+    lx_arch_tensors(a, t);
+    for (int i = 0; i < n; i++) {
+        float *p = m->w + t[i].offset;
+        long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1);
+        if (t[i].ndim == 1) {
+            for (long j = 0; j < cnt; j++)
+                p[j] = 1.0f;
+            continue;
+        }
+        double std = a->init_std / (t[i].out_proj ? sqrt(2.0 * (double)a->layers) : 1.0);
+        struct lx_rng r;
+        lx_rng_init(&r, key, (uint32_t)i, LX_RNG_INIT);   /* one stream per tensor */
+        for (long j = 0; j + 1 < cnt; j += 2) {
+            double z0, z1;
+            lx_rng_normal2(&r, &z0, &z1);
+            p[j] = (float)(std * z0);
+            p[j + 1] = (float)(std * z1);
+        }
+        if (cnt % 2)
+            p[cnt - 1] = (float)(std * lx_rng_normal(&r));
+    }
+    free(t);
+}
+
+void lx_model_release(struct lx_model *m)
+{
+    if (!m)
+        return;
+    lx_weights_unmap(&m->v);
+    free(m->w);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- activations ------------------------------------------------------------ */
+
+struct sizes {
+    long N, C, HD, F, F2, V, T, H, L;
+};
+
+static struct sizes sizes_of(const struct lx_arch *a, int B, int T)
+{
+    struct sizes s;
+    s.N = (long)B * T;
+    s.C = a->d_model;
+    s.HD = a->heads * a->d_head;
+    s.F = a->d_mlp;
+    s.F2 = a->mlp == LX_MLP_SWIGLU ? 2 * s.F : s.F;
+    s.V = a->vocab;
+    s.T = T;
+    s.H = a->heads;
+    s.L = a->layers;
+    return s;
+}
+
+static int n_threads(void)
+{
+    return omp_get_max_threads();
+}
+
+/* Every buffer of lx_acts with its float count; `bytes` sums them when
+** buffers are NULL, otherwise allocates. */
+static size_t acts_layout(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train, int alloc)
+{
+    struct sizes s = sizes_of(arch, B, T);
+    long L = train ? s.L : 1, nthr = n_threads();
+    struct { void **p; size_t n; size_t el; } b[] = {
+        {(void **)&a->x, (size_t)((train ? s.L + 1 : 2) * s.N * s.C), 4},
+        {(void **)&a->rstd1, (size_t)(L * s.N), 4},
+        {(void **)&a->xn1, (size_t)(L * s.N * s.C), 4},
+        {(void **)&a->qkv, (size_t)(L * s.N * 3 * s.HD), 4},
+        {(void **)&a->att, (size_t)(train ? s.L * B * s.H * s.T * s.T : nthr * s.T * s.T), 4},
+        {(void **)&a->ao, (size_t)(L * s.N * s.HD), 4},
+        {(void **)&a->xm, (size_t)(L * s.N * s.C), 4},
+        {(void **)&a->rstd2, (size_t)(L * s.N), 4},
+        {(void **)&a->xn2, (size_t)(L * s.N * s.C), 4},
+        {(void **)&a->h, (size_t)(L * s.N * s.F2), 4},
+        {(void **)&a->act, (size_t)(L * s.N * s.F), 4},
+        {(void **)&a->rstdf, (size_t)s.N, 4},
+        {(void **)&a->xnf, (size_t)(s.N * s.C), 4},
+        {(void **)&a->logits, (size_t)(s.N * s.V), 4},
+        {(void **)&a->probs, (size_t)(s.N * s.V), 4},
+        {(void **)&a->loss, (size_t)s.N, 4},
+        {(void **)&a->rope_cs, (size_t)(s.T * arch->d_head), 8},
+        {(void **)&a->tab, (size_t)(nthr * 2 * s.T), 8},
+        {(void **)&a->dx, train ? (size_t)(s.N * s.C) : 0, 4},
+        {(void **)&a->dxn, train ? (size_t)(s.N * s.C) : 0, 4},
+        {(void **)&a->dqkv, train ? (size_t)(s.N * 3 * s.HD) : 0, 4},
+        {(void **)&a->dao, train ? (size_t)(s.N * s.HD) : 0, 4},
+        {(void **)&a->dh, train ? (size_t)(s.N * s.F2) : 0, 4},
+        {(void **)&a->dact, train ? (size_t)(s.N * s.F) : 0, 4},
+        {(void **)&a->dlogits, train ? (size_t)(s.N * s.V) : 0, 4},
+        {(void **)&a->dp, train ? (size_t)(nthr * s.T * s.T) : 0, 4},
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof b / sizeof *b; i++) {
+        total += b[i].n * b[i].el;
+        if (alloc && b[i].n) {
+            *b[i].p = malloc(b[i].n * b[i].el);
+            if (!*b[i].p)
+                return 0;
+        }
+    }
+    if (alloc) {
+        a->B = B;
+        a->T = T;
+        a->train = train;
+        a->n_thr = (int)nthr;
+    }
+    return total;
+}
+
+size_t lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train)
+{
+    struct lx_acts a = {0};
+    return acts_layout(&a, arch, B, T, train, 0);
+}
+
+int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train, struct lx_error *err)
+{
+    memset(a, 0, sizeof *a);
+    size_t bytes = acts_layout(a, arch, B, T, train, 1);
+    if (!bytes) {
+        lx_acts_release(a);
+        return lx_err(err, LX_ENOMEM, "activations for %d x %d tokens (%.1f MiB) do not fit in memory\n"
+                      "  hint: use a shorter length or a smaller batch", B, T,
+                      (double)lx_acts_bytes(arch, B, T, train) / (1 << 20));
+    }
+    return LX_OK;
+}
+
+void lx_acts_release(struct lx_acts *a)
+{
+    if (!a)
+        return;
+    void *p[] = {a->x, a->rstd1, a->xn1, a->qkv, a->att, a->ao, a->xm, a->rstd2, a->xn2, a->h, a->act,
+                 a->rstdf, a->xnf, a->logits, a->probs, a->loss, a->rope_cs, a->tab, a->dx, a->dxn,
+                 a->dqkv, a->dao, a->dh, a->dact, a->dlogits, a->dp};
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+        free(p[i]);
+    memset(a, 0, sizeof *a);
+}
+
+/* ---- rope ------------------------------------------------------------------- */
+
+void lx_rope_table(double *cs, const struct lx_rotary *r, int T)
+{
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < r->n_pairs; k++) {
+            double phi = (double)t * r->inv_freq[k];
+            cs[((long)t * r->n_pairs + k) * 2] = cos(phi);
+            cs[((long)t * r->n_pairs + k) * 2 + 1] = sin(phi);
+        }
+}
+
+void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int B, int T, int H, int D,
+                   int sign)
+{
+    if (!r->n_pairs)
+        return;
+    long HD = (long)H * D, P = r->n_pairs;
+    int half = r->layout == LX_ROPE_HALF;
+#pragma omp parallel for schedule(static)
+    for (long row = 0; row < (long)B * T; row++) {
+        const double *c = cs + (row % T) * P * 2;
+        for (int part = 0; part < 2; part++)            /* q, then k */
+            for (int h = 0; h < H; h++) {
+                float *x = qkv + row * 3 * HD + part * HD + (long)h * D;
+                for (long k = 0; k < P; k++) {
+                    long i0 = half ? k : 2 * k, i1 = half ? k + D / 2 : 2 * k + 1;
+                    double co = c[2 * k], si = sign * c[2 * k + 1];
+                    double a = x[i0], b = x[i1];
+                    x[i0] = (float)(a * co - b * si);
+                    x[i1] = (float)(a * si + b * co);
+                }
+            }
+    }
+}
+
+/* ---- forward / backward ------------------------------------------------------ */
+
+/* Layer-l slice of a per-layer buffer (eval mode keeps one slice). */
+#define LAY(a, buf, l, per) ((a)->train ? (buf) + (long)(l) * (per) : (buf))
+#define XIN(a, l, NC) ((a)->train ? (a)->x + (long)(l) * (NC) : (a)->x + (long)((l) % 2) * (NC))
+
+static void attention_all(const struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
+                          float *att, int B, int T, int H, int D, int causal)
+{
+    long HD = (long)H * D;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long bh = 0; bh < (long)B * H; bh++) {
+        int b = (int)(bh / H), h = (int)(bh % H), thr = omp_get_thread_num();
+        const float *q = qkv + (long)b * T * 3 * HD + (long)h * D;
+        float *P = a->train ? att + bh * T * T : att + (long)thr * T * T;
+        lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, (int)HD, P, q, q + HD, q + 2 * HD,
+                             (int)(3 * HD), spec, h, T, D, causal, a->tab + (long)thr * 2 * T);
+    }
+}
+
+double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
+                        const int *targets, struct lx_acts *a)
+{
+    const struct lx_arch *ar = &m->arch;
+    struct sizes s = sizes_of(ar, a->B, a->T);
+    int causal = ar->mode == LX_MODEL_CAUSAL;
+    float eps = (float)ar->norm_eps;
+    lx_rope_table(a->rope_cs, &spec->rotary, a->T);
+    float *x = a->x;
+    for (long i = 0; i < s.N; i++)
+        memcpy(x + i * s.C, m->v.tok_emb + (long)tokens[i] * s.C, sizeof(float) * (size_t)s.C);
+    for (long l = 0; l < s.L; l++) {
+        const struct lx_layer_w *W = &m->v.layer[l];
+        float *xin = XIN(a, l, s.N * s.C), *xout = XIN(a, l + 1, s.N * s.C);
+        float *rstd1 = LAY(a, a->rstd1, l, s.N), *xn1 = LAY(a, a->xn1, l, s.N * s.C);
+        float *qkv = LAY(a, a->qkv, l, s.N * 3 * s.HD), *ao = LAY(a, a->ao, l, s.N * s.HD);
+        float *att = LAY(a, a->att, l, (long)a->B * s.H * s.T * s.T);
+        float *xm = LAY(a, a->xm, l, s.N * s.C);
+        float *rstd2 = LAY(a, a->rstd2, l, s.N), *xn2 = LAY(a, a->xn2, l, s.N * s.C);
+        float *h = LAY(a, a->h, l, s.N * s.F2), *act = LAY(a, a->act, l, s.N * s.F);
+
+        lx_rmsnorm_forward(xn1, rstd1, xin, W->attn_norm, (int)s.N, (int)s.C, eps);
+        lx_matmul(qkv, xn1, W->wqkv, (int)s.N, (int)(3 * s.HD), (int)s.C, 0, 1, 1.0f, 0.0f);
+        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, a->B, a->T, (int)s.H, (int)ar->d_head, +1);
+        attention_all(a, spec, qkv, ao, att, a->B, a->T, (int)s.H, (int)ar->d_head, causal);
+        memcpy(xm, xin, sizeof(float) * (size_t)(s.N * s.C));
+        lx_matmul(xm, ao, W->wo, (int)s.N, (int)s.C, (int)s.HD, 0, 1, 1.0f, 1.0f);
+
+        lx_rmsnorm_forward(xn2, rstd2, xm, W->mlp_norm, (int)s.N, (int)s.C, eps);
+        lx_matmul(h, xn2, W->w13, (int)s.N, (int)s.F2, (int)s.C, 0, 1, 1.0f, 0.0f);
+        if (ar->mlp == LX_MLP_SWIGLU)
+            lx_swiglu_forward(act, h, (int)s.N, (int)s.F);
+        else
+            lx_gelu_forward(act, h, (int)(s.N * s.F));
+        memcpy(xout, xm, sizeof(float) * (size_t)(s.N * s.C));
+        lx_matmul(xout, act, W->w2, (int)s.N, (int)s.C, (int)s.F, 0, 1, 1.0f, 1.0f);
+    }
+    float *xl = XIN(a, s.L, s.N * s.C);
+    lx_rmsnorm_forward(a->xnf, a->rstdf, xl, m->v.norm, (int)s.N, (int)s.C, eps);
+    lx_matmul(a->logits, a->xnf, m->v.head, (int)s.N, (int)s.V, (int)s.C, 0, 1, 1.0f, 0.0f);
+    if (!targets)
+        return 0.0;
+    lx_crossentropy_forward(a->loss, a->probs, a->logits, targets, (int)s.N, (int)s.V);
+    double sum = 0.0;
+    long n = 0;
+    for (long i = 0; i < s.N; i++)
+        if (targets[i] >= 0) {
+            sum += a->loss[i];
+            n++;
+        }
+    return n ? sum / (double)n : 0.0;
+}
+
+void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
+                       const int *targets, struct lx_acts *a, struct lx_weights *g)
+{
+    LX_ASSERT(a->train);
+    const struct lx_arch *ar = &m->arch;
+    struct sizes s = sizes_of(ar, a->B, a->T);
+    int causal = ar->mode == LX_MODEL_CAUSAL, H = (int)s.H, D = (int)ar->d_head, T = a->T;
+    long n_scored = 0;
+    for (long i = 0; i < s.N; i++)
+        n_scored += targets[i] >= 0;
+    if (!n_scored)
+        return;
+    lx_crossentropy_backward(a->dlogits, a->probs, targets, (int)s.N, (int)s.V, (float)(1.0 / (double)n_scored));
+    /* head and final norm */
+    memset(a->dxn, 0, sizeof(float) * (size_t)(s.N * s.C));
+    lx_linear_backward(a->dxn, g->head, NULL, a->dlogits, a->xnf, m->v.head, (int)s.N, (int)s.C, (int)s.V);
+    memset(a->dx, 0, sizeof(float) * (size_t)(s.N * s.C));
+    lx_rmsnorm_backward(a->dx, g->norm, a->dxn, a->x + s.L * s.N * s.C, m->v.norm, a->rstdf, (int)s.N, (int)s.C);
+    long HD = s.HD;
+    for (long l = s.L - 1; l >= 0; l--) {
+        const struct lx_layer_w *W = &m->v.layer[l];
+        struct lx_layer_w *G = &g->layer[l];
+        float *xin = a->x + l * s.N * s.C;
+        float *rstd1 = a->rstd1 + l * s.N, *xn1 = a->xn1 + l * s.N * s.C;
+        float *qkv = a->qkv + l * s.N * 3 * HD, *ao = a->ao + l * s.N * HD;
+        float *att = a->att + l * (long)a->B * H * T * T;
+        float *xm = a->xm + l * s.N * s.C;
+        float *rstd2 = a->rstd2 + l * s.N, *xn2 = a->xn2 + l * s.N * s.C;
+        float *h = a->h + l * s.N * s.F2, *act = a->act + l * s.N * s.F;
+
+        /* MLP: dx holds d(xout); the residual passes it to xm unchanged */
+        memset(a->dact, 0, sizeof(float) * (size_t)(s.N * s.F));
+        lx_linear_backward(a->dact, G->w2, NULL, a->dx, act, W->w2, (int)s.N, (int)s.F, (int)s.C);
+        memset(a->dh, 0, sizeof(float) * (size_t)(s.N * s.F2));
+        if (ar->mlp == LX_MLP_SWIGLU)
+            lx_swiglu_backward(a->dh, a->dact, h, (int)s.N, (int)s.F);
+        else
+            lx_gelu_backward(a->dh, a->dact, h, (int)(s.N * s.F));
+        memset(a->dxn, 0, sizeof(float) * (size_t)(s.N * s.C));
+        lx_linear_backward(a->dxn, G->w13, NULL, a->dh, xn2, W->w13, (int)s.N, (int)s.C, (int)s.F2);
+        lx_rmsnorm_backward(a->dx, G->mlp_norm, a->dxn, xm, W->mlp_norm, rstd2, (int)s.N, (int)s.C);
+
+        /* attention: dx now holds d(xm) */
+        memset(a->dao, 0, sizeof(float) * (size_t)(s.N * HD));
+        lx_linear_backward(a->dao, G->wo, NULL, a->dx, ao, W->wo, (int)s.N, (int)HD, (int)s.C);
+        memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * 3 * HD));
+#pragma omp parallel for schedule(dynamic, 1)
+        for (long bh = 0; bh < (long)a->B * H; bh++) {
+            int b = (int)(bh / H), hh = (int)(bh % H), thr = omp_get_thread_num();
+            long base = (long)b * T * 3 * HD + (long)hh * D;
+            const float *q = qkv + base;
+            float *dq = a->dqkv + base;
+            lx_attn_head_backward(dq, dq + HD, dq + 2 * HD, (int)(3 * HD), a->dao + (long)b * T * HD + (long)hh * D,
+                                  (int)HD, att + bh * T * T, a->dp + (long)thr * T * T, q, q + HD, q + 2 * HD,
+                                  spec, hh, T, D, causal, a->tab + (long)thr * 2 * T);
+        }
+        lx_rope_apply(a->dqkv, &spec->rotary, a->rope_cs, a->B, T, H, D, -1);
+        memset(a->dxn, 0, sizeof(float) * (size_t)(s.N * s.C));
+        lx_linear_backward(a->dxn, G->wqkv, NULL, a->dqkv, xn1, W->wqkv, (int)s.N, (int)s.C, (int)(3 * HD));
+        lx_rmsnorm_backward(a->dx, G->attn_norm, a->dxn, xin, W->attn_norm, rstd1, (int)s.N, (int)s.C);
+    }
+    for (long i = 0; i < s.N; i++) {
+        float *ge = g->tok_emb + (long)tokens[i] * s.C;
+        for (long c = 0; c < s.C; c++)
+            ge[c] += a->dx[i * s.C + c];
+    }
+}

@@ -1,0 +1,143 @@
+/*
+** harness/engine/model.h - the transformer lenx trains and evaluates
+** (DESIGN.md §5).
+**
+**   tokens -> tok_emb -> [ x += Wo·attn(rope(Wq·n1(x)), rope(Wk·n1(x)), Wv·n1(x))
+**                          x += W2·act(W1·n2(x) [, W3·n2(x)]) ] × layers
+**          -> norm -> head -> logits
+**
+** Pre-norm blocks with RMSNorm, no biases, a GELU (tanh) or SwiGLU MLP, an
+** untied output head. Two modes: `causal` (next-token LM: causal attention)
+** and `mlm` (bidirectional encoder; inputs carry LX_TOK_MASK). Positions and
+** logit transforms come from the attention spec (harness/spec.h): the rotary
+** table rotates q and k by their position in the window, the logit ops act on
+** q·k/sqrt(d).
+**
+** All weights live in one float buffer in the order of lx_arch_tensors(),
+** which is also the checkpoint's tensor list (docs/checkpoints.md). W_q, W_k,
+** W_v are adjacent, so one GEMM computes q|k|v; likewise W1|W3 for SwiGLU.
+** q, k, v are (token, head, dim) row-major inside each (N, 3·H·D) qkv row.
+*/
+#ifndef LX_MODEL_H
+#define LX_MODEL_H
+
+#include <stddef.h>
+
+#include "harness/params.h"
+#include "harness/spec.h"
+
+enum { LX_MODEL_CAUSAL, LX_MODEL_MLM };     /* lx_arch.mode */
+enum { LX_MLP_GELU, LX_MLP_SWIGLU };        /* lx_arch.mlp */
+
+/* The architecture: the `arch:` mapping of a model in a sweep file. */
+struct lx_arch {
+    int mode;           /* LX_MODEL_CAUSAL or LX_MODEL_MLM */
+    long layers;        /* blocks */
+    long d_model;       /* residual width C */
+    long heads;         /* attention heads H */
+    long d_head;        /* head dimension D */
+    long d_mlp;         /* MLP hidden width F */
+    int mlp;            /* LX_MLP_GELU or LX_MLP_SWIGLU */
+    long vocab;         /* V: 260 = bytes + BOS/EOS/PAD/MASK */
+    double norm_eps;    /* RMSNorm epsilon */
+    double init_std;    /* N(0, init_std) for matrices; output projections / sqrt(2·layers) */
+};
+
+extern const struct lx_schema lx_arch_schema;
+
+/* One named tensor of the weight buffer. */
+struct lx_tensor_info {
+    char name[64];      /* "layers.0.attn.wq.weight" */
+    int ndim;           /* 1 or 2 */
+    long shape[2];      /* (out, in) for matrices */
+    size_t offset;      /* in floats, into the weight buffer */
+    int decay;          /* 1 when AdamW applies weight decay (matrices) */
+    int out_proj;       /* 1 for wo and w2 (scaled init) */
+};
+
+/* The tensor list; returns its length. out (may be NULL) holds that many. */
+int lx_arch_tensors(const struct lx_arch *a, struct lx_tensor_info *out);
+size_t lx_arch_n_params(const struct lx_arch *a);
+
+/* Views of one buffer laid out as the tensor list: weights, gradients, moments. */
+struct lx_layer_w {
+    float *attn_norm;   /* (C) */
+    float *wqkv;        /* (3·H·D, C): wq, wk, wv stacked */
+    float *wo;          /* (C, H·D) */
+    float *mlp_norm;    /* (C) */
+    float *w13;         /* (F, C) gelu, (2F, C) swiglu: w1 then w3 */
+    float *w2;          /* (C, F) */
+};
+
+struct lx_weights {
+    float *tok_emb;             /* (V, C) */
+    struct lx_layer_w *layer;   /* (layers,) owned */
+    float *norm;                /* (C) */
+    float *head;                /* (V, C) */
+};
+
+void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base);
+void lx_weights_unmap(struct lx_weights *w);
+
+struct lx_model {
+    struct lx_arch arch;
+    float *w;                   /* (n_params,) */
+    size_t n_params;
+    struct lx_weights v;        /* views into w */
+};
+
+/* Allocate and initialise from the counter-based generator keyed on `key`:
+** the same key gives the same weights on any machine and thread count. */
+void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key);
+void lx_model_release(struct lx_model *m);
+
+/* Activations of one forward pass over B windows of T tokens (N = B·T rows).
+** With `train` every layer keeps what backward needs; without, buffers are
+** reused across layers and attention probabilities are per thread, so memory
+** grows with T² only once. */
+struct lx_acts {
+    int B, T, train;
+    int n_thr;                  /* attention scratch slots */
+    float *x;                   /* train: (layers+1, N, C) residual stream; eval: (2, N, C) */
+    float *rstd1, *xn1;         /* (·, N), (·, N, C) */
+    float *qkv;                 /* (·, N, 3HD) after rope */
+    float *att;                 /* train: (layers, B, H, T, T) probs; eval: (n_thr, T, T) */
+    float *ao;                  /* (·, N, HD) attention output */
+    float *xm;                  /* (·, N, C) residual after attention */
+    float *rstd2, *xn2;         /* (·, N), (·, N, C) */
+    float *h;                   /* (·, N, F or 2F) MLP pre-activation */
+    float *act;                 /* (·, N, F) MLP activation */
+    float *rstdf, *xnf;         /* (N), (N, C) final norm */
+    float *logits;              /* (N, V) */
+    float *probs;               /* (N, V) softmax, when targets were given */
+    float *loss;                /* (N) per-token NLL (0 where no target) */
+    double *rope_cs;            /* (T, n_pairs, 2) cos, sin */
+    double *tab;                /* (n_thr, 2T) spec row tables A, B */
+    /* backward scratch (train only) */
+    float *dx, *dxn, *dqkv, *dao, *dh, *dact, *dlogits, *dp;   /* dp: (n_thr, T, T) */
+};
+
+/* Allocate activations; returns LX_ENOMEM (with sizes) when they do not fit. */
+int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train,
+                  struct lx_error *err);
+void lx_acts_release(struct lx_acts *a);
+/* Bytes lx_acts_alloc would take. */
+size_t lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train);
+
+/* Forward over tokens (B, T). With targets (B, T; < 0 = not scored) fills
+** probs and loss and returns the mean NLL over scored tokens (0 when none). */
+double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
+                        const int *targets, struct lx_acts *a);
+
+/* Backward of the mean NLL of the last forward (which had targets); gradients
+** accumulate (+=) into g (views of a buffer shaped like the weights). */
+void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
+                       const int *targets, struct lx_acts *a, struct lx_weights *g);
+
+/* Rotate the q and k parts of qkv rows (N = B·T, row stride 3HD) by their
+** window position (sign +1), or back (sign −1, the backward of the rotation). */
+void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int B, int T, int H, int D,
+                   int sign);
+void lx_rope_table(double *cs, const struct lx_rotary *r, int T);
+
+#endif

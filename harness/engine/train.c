@@ -1,0 +1,218 @@
+/*
+** harness/engine/train.c - the training loop (see train.h).
+*/
+#include "harness/engine/train.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/rng.h"
+
+static const struct lx_param train_rows[] = {
+    LX_P_INT(struct lx_train_cfg, length, "128", 2, 1 << 20, LX_PF_SHOW, "training window: the training length L"),
+    LX_P_INT(struct lx_train_cfg, batch, "16", 1, 1 << 16, 0, "windows per step"),
+    LX_P_INT(struct lx_train_cfg, steps, "1000", 1, 100000000, 0, "optimizer steps"),
+    LX_P_FLOAT(struct lx_train_cfg, lr, "3e-3", 0, 10, LX_PF_MIN_OPEN, "peak learning rate"),
+    LX_P_FLOAT(struct lx_train_cfg, min_lr, "0.1", 0, 1, 0, "final learning rate, as a fraction of lr"),
+    LX_P_INT(struct lx_train_cfg, warmup, "100", 0, 100000000, 0, "linear warmup steps"),
+    LX_P_FLOAT(struct lx_train_cfg, weight_decay, "0.1", 0, 10, 0, "AdamW decoupled weight decay (matrices)"),
+    LX_P_FLOAT(struct lx_train_cfg, beta1, "0.9", 0, 1, 0, "AdamW beta1"),
+    LX_P_FLOAT(struct lx_train_cfg, beta2, "0.99", 0, 1, 0, "AdamW beta2"),
+    LX_P_FLOAT(struct lx_train_cfg, clip, "1", 0, 1e6, 0, "max global gradient norm (0 = off)"),
+    LX_P_INT(struct lx_train_cfg, eval_every, "200", 1, 100000000, 0, "validation every K steps"),
+    LX_P_INT(struct lx_train_cfg, eval_windows, "32", 1, 1 << 20, 0, "validation windows"),
+    LX_P_FLOAT(struct lx_train_cfg, mask_prob, "0.15", 0, 1, LX_PF_MIN_OPEN, "mlm: fraction of positions masked"),
+};
+
+const struct lx_schema lx_train_schema = LX_SCHEMA(train_rows, struct lx_train_cfg, NULL);
+
+#define ADAM_EPS 1e-8
+#define VAL_FRAC 0.05
+
+double lx_train_lr(const struct lx_train_cfg *c, long s)
+{
+    if (s < c->warmup)
+        return c->lr * (double)(s + 1) / (double)c->warmup;
+    long span = c->steps - c->warmup;
+    double prog = span > 1 ? (double)(s - c->warmup) / (double)(span - 1) : 1.0;
+    double cosv = 0.5 * (1.0 + cos(3.14159265358979323846 * prog));
+    return c->lr * (c->min_lr + (1.0 - c->min_lr) * cosv);
+}
+
+long lx_mlm_corrupt(int *tok, int *tgt, const int *src, long n, uint64_t key, uint64_t ctr0, double p,
+                    int all_mask)
+{
+    const uint32_t k[2] = {(uint32_t)key, (uint32_t)(key >> 32)};
+    long picked = 0;
+    for (long i = 0; i < n; i++) {
+        uint64_t c = ctr0 + (uint64_t)i;
+        const uint32_t ctr[4] = {(uint32_t)c, (uint32_t)(c >> 32), 0, LX_RNG_MASK};
+        uint32_t r[4];
+        lx_philox4x32(r, ctr, k);
+        double u = (r[0] + 0.5) / 4294967296.0, w = (r[1] + 0.5) / 4294967296.0;
+        tok[i] = src[i];
+        tgt[i] = -1;
+        if (u >= p)
+            continue;
+        picked++;
+        tgt[i] = src[i];
+        if (all_mask || w < 0.8)
+            tok[i] = LX_TOK_MASK;
+        else if (w < 0.9)
+            tok[i] = (int)(r[2] % 256u);
+    }
+    return picked;
+}
+
+/* The training stream: documents joined by EOS. */
+static int *build_stream(const struct lx_corpus *c, long *n)
+{
+    long total = c->n_bytes + c->n_docs;
+    int *s = lx_xmalloc(sizeof(int) * (size_t)total);
+    long k = 0;
+    for (int d = 0; d < c->n_docs; d++) {
+        for (long i = 0; i < c->docs[d].n; i++)
+            s[k++] = c->docs[d].bytes[i];
+        s[k++] = LX_TOK_EOS;
+    }
+    *n = k;
+    return s;
+}
+
+/* Fill window b of a batch from stream offset o. */
+static void fill_window(int *tok, int *tgt, const int *s, long o, int T, int mlm, double p, uint64_t mkey,
+                        uint64_t mctr)
+{
+    if (mlm) {
+        lx_mlm_corrupt(tok, tgt, s + o, T, mkey, mctr, p, 0);
+        return;
+    }
+    tok[0] = LX_TOK_BOS;
+    for (int t = 1; t < T; t++)
+        tok[t] = s[o + t - 1];
+    for (int t = 0; t < T; t++)
+        tgt[t] = s[o + t];
+}
+
+static double val_loss(const struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c,
+                       struct lx_acts *a, int *tok, int *tgt, const int *s, long v0, long v1, uint64_t key)
+{
+    int B = (int)c->batch, T = (int)c->length, mlm = m->arch.mode == LX_MODEL_MLM;
+    long nw = c->eval_windows, span = v1 - v0 - T - 1;
+    double sum = 0.0;
+    long cnt = 0;
+    for (long w0 = 0; w0 < nw; w0 += B) {
+        for (int b = 0; b < B; b++) {
+            long w = w0 + b < nw ? w0 + b : nw - 1;     /* a short last batch repeats, uncounted */
+            long o = v0 + (nw > 1 ? span * w / (nw - 1) : 0);
+            fill_window(tok + (long)b * T, tgt + (long)b * T, s, o, T, mlm, c->mask_prob, key ^ 0x7661u, (uint64_t)o);
+        }
+        lx_model_forward(m, spec, tok, tgt, a);
+        for (int b = 0; b < B && w0 + b < nw; b++)
+            for (int t = 0; t < T; t++)
+                if (tgt[(long)b * T + t] >= 0) {
+                    sum += a->loss[(long)b * T + t];
+                    cnt++;
+                }
+    }
+    return cnt ? sum / (double)cnt : NAN;
+}
+
+int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
+             const struct lx_corpus *corpus, lx_train_progress progress, void *pctx,
+             struct lx_train_report *rep, struct lx_error *err)
+{
+    memset(rep, 0, sizeof *rep);
+    int B = (int)c->batch, T = (int)c->length, mlm = m->arch.mode == LX_MODEL_MLM;
+    long n;
+    int *s = build_stream(corpus, &n);
+    long n_train = (long)((double)n * (1.0 - VAL_FRAC));
+    if (n_train - T - 1 < 1 || n - n_train - T - 1 < 1) {
+        free(s);
+        return lx_err(err, LX_EINVAL, "training length %d is too long for a corpus of %ld tokens", T, n);
+    }
+    struct lx_acts a;
+    int rc = lx_acts_alloc(&a, &m->arch, B, T, 1, err);
+    if (rc < 0) {
+        free(s);
+        return rc;
+    }
+    size_t np = m->n_params;
+    float *grad = lx_xcalloc(np, sizeof *grad), *mo = lx_xcalloc(np, sizeof *mo), *ve = lx_xcalloc(np, sizeof *ve);
+    unsigned char *decay = lx_xcalloc(np, 1);
+    int nt = lx_arch_tensors(&m->arch, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)nt, sizeof *ti);
+    lx_arch_tensors(&m->arch, ti);
+    for (int i = 0; i < nt; i++)
+        if (ti[i].decay)
+            memset(decay + ti[i].offset, 1, (size_t)(ti[i].shape[0] * ti[i].shape[1]));
+    free(ti);
+    struct lx_weights g;
+    lx_weights_map(&g, &m->arch, grad);
+    int *tok = lx_xmalloc(sizeof(int) * (size_t)B * T), *tgt = lx_xmalloc(sizeof(int) * (size_t)B * T);
+    double t0 = omp_get_wtime(), run_loss = 0.0;
+    long run_n = 0;
+    for (long step = 0; step < c->steps; step++) {
+        for (int b = 0; b < B; b++) {
+            struct lx_rng r;
+            lx_rng_init(&r, key, (uint32_t)b, LX_RNG_DATA);
+            r.ctr[1] = (uint32_t)step;                     /* block (step, b): order fixed by the key */
+            long o = (long)(lx_rng_uniform(&r) * (double)(n_train - T - 1));
+            fill_window(tok + (long)b * T, tgt + (long)b * T, s, o, T, mlm, c->mask_prob,
+                        key ^ ((uint64_t)step << 20), (uint64_t)b * (uint64_t)T);
+        }
+        memset(grad, 0, sizeof(float) * np);
+        double loss = lx_model_forward(m, spec, tok, tgt, &a);
+        lx_model_backward(m, spec, tok, tgt, &a, &g);
+        double norm2 = 0.0;
+        for (size_t i = 0; i < np; i++)
+            norm2 += (double)grad[i] * grad[i];
+        double norm = sqrt(norm2), gs = c->clip > 0 && norm > c->clip ? c->clip / norm : 1.0;
+        double lr = lx_train_lr(c, step);
+        double bc1 = 1.0 - pow(c->beta1, (double)(step + 1)), bc2 = 1.0 - pow(c->beta2, (double)(step + 1));
+        float b1 = (float)c->beta1, b2 = (float)c->beta2;
+        float step_size = (float)(lr / bc1), wdl = (float)(lr * c->weight_decay), ibc2 = (float)(1.0 / bc2);
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < np; i++) {
+            float gi = grad[i] * (float)gs;
+            mo[i] = b1 * mo[i] + (1.0f - b1) * gi;
+            ve[i] = b2 * ve[i] + (1.0f - b2) * gi * gi;
+            float w = m->w[i];
+            if (decay[i])
+                w -= wdl * w;
+            m->w[i] = w - step_size * mo[i] / (sqrtf(ve[i] * ibc2) + (float)ADAM_EPS);
+        }
+        run_loss += loss;
+        run_n++;
+        double val = NAN;
+        if ((step + 1) % c->eval_every == 0 || step + 1 == c->steps) {
+            val = val_loss(m, spec, c, &a, tok, tgt, s, n_train, n, key);
+            rep->val_loss = val;
+            rep->train_loss = run_loss / (double)run_n;
+            run_loss = 0.0;
+            run_n = 0;
+        }
+        rep->steps = step + 1;
+        rep->tokens = rep->steps * B * T;
+        rep->seconds = omp_get_wtime() - t0;
+        if (progress)
+            progress(pctx, step + 1, c->steps, loss, val, (double)rep->tokens / rep->seconds);
+        if (!isfinite(loss)) {
+            rc = lx_err(err, LX_ERUN, "training diverged at step %ld (loss %g)\n"
+                        "  hint: lower lr or raise warmup", step + 1, loss);
+            break;
+        }
+    }
+    free(tok);
+    free(tgt);
+    lx_weights_unmap(&g);
+    free(grad);
+    free(mo);
+    free(ve);
+    free(decay);
+    lx_acts_release(&a);
+    free(s);
+    return rc;
+}

@@ -1,0 +1,73 @@
+/*
+** harness/engine/train.h - training a model on the corpus (DESIGN.md §5).
+**
+** AdamW (decoupled weight decay on matrices only), linear warmup then cosine
+** decay to min_lr·lr, clipping of the global gradient norm, batch × length
+** windows drawn from the training stream in an order fixed by the model key
+** (which includes the seed), validation loss every eval_every steps on fixed
+** windows from the held-out tail of the stream.
+**
+** The training stream is the `train` split's documents joined by EOS; its last
+** 5% (by tokens) is the validation tail and is never trained on.
+**
+** Windows:  causal  input [BOS, s[o] .. s[o+T−2]], targets s[o] .. s[o+T−1]
+**           mlm     input s[o .. o+T−1] with BERT 80/10/10 corruption of
+**                   Bernoulli(mask_prob) positions, targets at those positions
+** The same window shapes are what the `ppl` and `mlm` tasks evaluate.
+*/
+#ifndef LX_TRAIN_H
+#define LX_TRAIN_H
+
+#include <stdint.h>
+
+#include "harness/corpus.h"
+#include "harness/engine/model.h"
+
+/* The `train:` mapping of a model in a sweep file. */
+struct lx_train_cfg {
+    long length;            /* training window T: the model's training length */
+    long batch;             /* windows per step */
+    long steps;             /* optimizer steps */
+    double lr;              /* peak learning rate */
+    double min_lr;          /* final lr as a fraction of lr */
+    long warmup;            /* linear warmup steps */
+    double weight_decay;    /* AdamW decoupled decay (matrices only) */
+    double beta1, beta2;    /* AdamW moments */
+    double clip;            /* max global gradient norm; 0 = no clipping */
+    long eval_every;        /* validation every K steps (and at the end) */
+    long eval_windows;      /* validation windows */
+    double mask_prob;       /* mlm: fraction of positions masked */
+};
+
+extern const struct lx_schema lx_train_schema;
+
+struct lx_train_report {
+    long steps;             /* optimizer steps taken */
+    long tokens;            /* training tokens seen (steps · batch · length) */
+    double train_loss;      /* mean loss of the last eval_every steps */
+    double val_loss;        /* validation loss at the end */
+    double seconds;         /* wall time */
+};
+
+/* Progress callback: called after every step; `val` is NaN except on
+** validation steps. */
+typedef void (*lx_train_progress)(void *ctx, long step, long steps, double loss, double val,
+                                  double tok_per_s);
+
+/* Train m (already initialised) in place. */
+int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
+             const struct lx_corpus *corpus, lx_train_progress progress, void *pctx,
+             struct lx_train_report *rep, struct lx_error *err);
+
+/* The learning rate at step s (0-based) of the schedule. */
+double lx_train_lr(const struct lx_train_cfg *c, long s);
+
+/* BERT corruption of n positions: position i decides from the Philox block at
+** counter ctr0 + i under key, so a (key, offset) pair always gets the same fate.
+** Bernoulli(p) picks a position; it is scored (tgt = src) and its input is
+** MASK with probability 0.8, a random byte 0.1, itself 0.1 (all_mask: always
+** MASK). Unpicked positions keep their byte and tgt = -1. Returns the count. */
+long lx_mlm_corrupt(int *tok, int *tgt, const int *src, long n, uint64_t key, uint64_t ctr0, double p,
+                    int all_mask);
+
+#endif
