@@ -128,3 +128,23 @@ int lx_corpus_get(const struct lx_corpus **out, const char *split, struct lx_err
     }
     return lx_err(err, LX_EINVAL, "no corpus split '%s'; the splits are train, test, ood", split);
 }
+
+long lx_corpus_windows(const struct lx_corpus *c, long n, long max, struct lx_window *out)
+{
+    long total = 0;
+    for (int d = 0; d < c->n_docs; d++)
+        total += c->docs[d].n / n;
+    long take = max > 0 && total > max ? max : total;
+    if (!out)
+        return take;
+    /* window k of the take is the floor(k * total / take)-th of the list */
+    long k = 0, idx = 0;
+    for (int d = 0; d < c->n_docs && k < take; d++)
+        for (long w = 0; w < c->docs[d].n / n && k < take; w++, idx++)
+            if (idx == k * total / take) {
+                out[k].doc = d;
+                out[k].off = w * n;
+                k++;
+            }
+    return take;
+}

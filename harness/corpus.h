@@ -46,6 +46,18 @@ const char *lx_data_dir(void);
 ** the returned corpus lives until exit. Errors say how to fix (make data). */
 int lx_corpus_get(const struct lx_corpus **out, const char *split, struct lx_error *err);
 
+/* A window of a document: tokens [off, off + n). */
+struct lx_window {
+    int doc;
+    long off;
+};
+
+/* Non-overlapping windows of n tokens: in each document [0, n), [n, 2n), ...
+** (a short tail is dropped). When there are more than max (> 0), max of them
+** spread evenly over the list. out (may be NULL) receives them; returns the
+** count. Independent of the method, so every method sees the same windows. */
+long lx_corpus_windows(const struct lx_corpus *c, long n, long max, struct lx_window *out);
+
 /* The split a task's `corpus` parameter names: austen -> test, sotu -> ood. */
 const char *lx_corpus_split(const char *name);
 

@@ -12,6 +12,11 @@
 **   lengths: [1000, 10000]        # required
 **   seeds: [1, 2]                 # optional, default [seed]
 **   description: free text        # optional
+**   models:                       # needed by model tasks (ppl, mlm); see models.c
+**     small: {arch: {layers: 2}, train: {length: 128, steps: 1000}}
+**
+** A method that can be trained in (kind LX_KIND_TRAINING | LX_KIND_INFERENCE)
+** takes `train: true` beside its parameters: - logn: {mode: su, train: true}.
 */
 #include "harness/grid.h"
 
@@ -19,7 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const top_keys[] = {"name", "description", "seed", "seeds", "methods", "tasks", "lengths"};
+static const char *const top_keys[] = {"name", "description", "seed", "seeds", "methods", "tasks", "lengths",
+                                       "models"};
 #define N_TOP_KEYS ((int)(sizeof top_keys / sizeof *top_keys))
 
 /* Split an entry into name and parameter node: "x" or {x: params}. */
@@ -73,7 +79,66 @@ static int method_use_parse(struct lx_method_use *u, const struct lx_node *e, st
     if (!(u->method = lx_method_find(name)))
         return unknown_plugin(err, e, "method", name);
     u->where = e;
+    /* `train:` is the stack's, not the method's: take it out of the map */
+    const struct lx_node *tnode = pnode && pnode->kind == LX_NODE_MAP ? lx_map_get(pnode, "train") : NULL;
+    struct lx_node rest;
+    struct lx_node *items[2 * 64];
+    if (tnode) {
+        if (tnode->kind != LX_NODE_SCALAR || (strcmp(tnode->text, "true") && strcmp(tnode->text, "false")))
+            return lx_node_err(err, tnode, "method '%s': 'train' must be true or false", name);
+        u->train = strcmp(tnode->text, "true") == 0;
+        unsigned kind = u->method->kind;
+        if (u->train && !(kind & LX_KIND_TRAINING))
+            return lx_node_err(err, tnode, "method '%s' acts at evaluation only and cannot be trained in\n"
+                               "  hint: drop 'train: true'", name);
+        if (!u->train && !(kind & LX_KIND_INFERENCE))
+            return lx_node_err(err, tnode, "method '%s' is always part of training; 'train: false' "
+                               "is not possible\n  hint: drop 'train: false'", name);
+        if (pnode->n_items > 64)
+            return lx_node_err(err, pnode, "method '%s': too many parameters", name);
+        rest = *pnode;
+        rest.items = items;
+        rest.n_items = 0;
+        for (int i = 0; i < pnode->n_items; i++)
+            if (lx_map_value(pnode, i) != tnode) {
+                items[2 * rest.n_items] = pnode->items[2 * i];
+                items[2 * rest.n_items + 1] = pnode->items[2 * i + 1];
+                rest.n_items++;
+            }
+        pnode = &rest;
+    }
     return resolve_params(&u->method->schema, &u->params, pnode, "method", name, err);
+}
+
+int lx_method_use_trains(const struct lx_method_use *u)
+{
+    return u->method->kind == LX_KIND_TRAINING || u->train;
+}
+
+void lx_stack_train_part(const struct lx_stack *st, struct lx_buf *yaml)
+{
+    lx_buf_puts(yaml, "[");
+    int first = 1;
+    for (int i = 0; i < st->n; i++) {
+        const struct lx_method_use *u = &st->items[i];
+        if (!lx_method_use_trains(u))
+            continue;
+        lx_buf_puts(yaml, first ? "{" : ",{");
+        lx_buf_json_str(yaml, u->method->name);
+        lx_buf_puts(yaml, ":");
+        struct lx_buf p = {0};
+        lx_params_json(&u->method->schema, u->params, &p);
+        if (u->train) {     /* {"a":1} -> {"a":1,"train":true}; {} -> {"train":true} */
+            p.s[p.len - 1] = '\0';
+            p.len--;
+            lx_buf_puts(&p, p.len > 1 ? ",\"train\":true}" : "\"train\":true}");
+        }
+        lx_buf_puts(yaml, lx_buf_str(&p));
+        lx_buf_free(&p);
+        lx_buf_puts(yaml, "}");
+        first = 0;
+    }
+    lx_buf_puts(yaml, "]");
 }
 
 void lx_stack_finish(struct lx_stack *st)
@@ -83,16 +148,18 @@ void lx_stack_finish(struct lx_stack *st)
     for (int i = 0; i < st->n; i++) {
         const struct lx_method *m = st->items[i].method;
         struct lx_buf ptext = {0};
+        int train = st->items[i].train;
         lx_params_text(&m->schema, st->items[i].params, &ptext);
         lx_buf_printf(&canon, "%s%s", i ? "+" : "", m->name);
-        if (ptext.len)
-            lx_buf_printf(&canon, "(%s)", lx_buf_str(&ptext));
+        if (ptext.len || train)
+            lx_buf_printf(&canon, "(%s%s%s)", train ? "train=true" : "", train && ptext.len ? "," : "",
+                          lx_buf_str(&ptext));
         lx_buf_free(&ptext);
         lx_buf_puts(&json, i ? ",{\"name\":" : "{\"name\":");
         lx_buf_json_str(&json, m->name);
         lx_buf_puts(&json, ",\"params\":");
         lx_params_json(&m->schema, st->items[i].params, &json);
-        lx_buf_puts(&json, "}");
+        lx_buf_puts(&json, train ? ",\"train\":true}" : "}");
     }
     lx_buf_puts(&json, "]");
     free(st->canon);
@@ -238,7 +305,7 @@ static int parse_top(struct lx_grid *g, const struct lx_node *root, struct lx_er
         if (!known) {
             const char *near = k->kind == LX_NODE_SCALAR ? lx_closest(k->text, top_keys, N_TOP_KEYS) : NULL;
             return lx_node_err(err, k, "unknown key '%s' in the sweep file\n  hint: %s%s%s"
-                               "known keys are name, description, seed, seeds, methods, tasks, lengths",
+                               "known keys are name, description, seed, seeds, methods, tasks, lengths, models",
                                k->kind == LX_NODE_SCALAR ? k->text : "?", near ? "did you mean '" : "",
                                near ? near : "", near ? "'? " : "");
         }
@@ -300,6 +367,8 @@ static int parse_grid(struct lx_grid *g, struct lx_error *err)
     g->n_lengths = v->n_items;
     if ((rc = parse_longs(v, "lengths", 1, g->lengths, g->length_where, err)) < 0)
         return rc;
+    if ((v = lx_map_get(root, "models")) && (rc = lx_models_parse(&g->models, &g->n_models, v, err)) < 0)
+        return rc;
     if ((v = lx_map_get(root, "seeds"))) {
         if ((rc = need_seq(v, "seeds", "[1, 2, 3]", err)) < 0)
             return rc;
@@ -344,6 +413,7 @@ void lx_grid_release(struct lx_grid *g)
         free(g->tasks[i].canon);
         free(g->tasks[i].json);
     }
+    lx_models_release(g->models, g->n_models);
     free(g->stacks);
     free(g->tasks);
     free(g->lengths);

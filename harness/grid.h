@@ -7,6 +7,7 @@
 #define LX_GRID_H
 
 #include "harness/config.h"
+#include "harness/models.h"
 #include "harness/registry.h"
 
 #define LX_MAX_STACK 8
@@ -16,6 +17,7 @@ struct lx_method_use {
     const struct lx_method *method;     /* registry entry */
     void *params;                       /* (method->schema.size) resolved, owned */
     const struct lx_node *where;        /* where it was written, for messages */
+    int train;                          /* `train: true`: used while training the model too */
 };
 
 /* A method stack: applied in order. */
@@ -48,6 +50,8 @@ struct lx_grid {
     int n_lengths;
     long *seeds;                    /* (n_seeds,) */
     int n_seeds;
+    struct lx_model_use *models;    /* (n_models,) the `models:` axis */
+    int n_models;
     struct lx_doc doc;              /* keeps the nodes alive */
 };
 
@@ -62,5 +66,12 @@ int lx_stack_parse(struct lx_stack *st, const struct lx_node *node, struct lx_er
 /* Build canon and json of a stack whose items are filled in. */
 void lx_stack_finish(struct lx_stack *st);
 void lx_stack_release(struct lx_stack *st);
+
+/* Is this method part of training (a training-only method, or `train: true`)? */
+int lx_method_use_trains(const struct lx_method_use *u);
+/* The training-time part of a stack as a YAML flow list, e.g.
+** [{"rope":{"base":10000,"layout":"half"}},{"logn":{"mode":"su","base":512,"train":true}}]:
+** hashed into the model key, stored in checkpoints, parsed back by lx_stack_parse. */
+void lx_stack_train_part(const struct lx_stack *st, struct lx_buf *yaml);
 
 #endif

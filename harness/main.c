@@ -114,8 +114,11 @@ static int cmd_run(int argc, char **argv)
         printf("sweep %s: %d cells\n", grid.name, plan.n_cells);
         for (int i = 0; i < plan.n_cells; i++) {
             const struct lx_cell *c = &plan.cells[i];
-            printf("  %s  %s  %s  length=%ld seed=%ld\n", c->key, grid.tasks[c->task].canon,
+            printf("  %s  %s  %s  length=%ld seed=%ld", c->key, grid.tasks[c->task].canon,
                    grid.stacks[c->stack].canon, c->length, c->seed);
+            if (c->model >= 0)
+                printf("  model=%s [%s]", grid.models[c->model].name, c->model_key);
+            printf("\n");
         }
     } else if (!lx_blas_is_openmp()) {
         char blas[128];
@@ -128,10 +131,15 @@ static int cmd_run(int argc, char **argv)
         if ((rc = lx_store_open(&store, db, 0, &err)) < 0) {
             status = fail(&err, rc);
         } else {
+            char models_dir[4096];
+            const char *slash = strrchr(db, '/');
+            snprintf(models_dir, sizeof models_dir, "%.*s%smodels", slash ? (int)(slash - db) : 0, db,
+                     slash ? "/" : "");
             struct lx_run_opts o = {
                 .force = lx_args_get(&a, run_opts, N_OPTS(run_opts), "force") != NULL,
                 .progress = lx_args_get(&a, run_opts, N_OPTS(run_opts), "quiet") ? 0
                             : isatty(STDERR_FILENO) ? 2 : 1,
+                .models_dir = models_dir,
             };
             struct lx_run_summary sum;
             rc = lx_run_plan(&plan, store, &o, &sum, &err);
@@ -139,8 +147,9 @@ static int cmd_run(int argc, char **argv)
             if (rc < 0) {
                 status = fail(&err, rc);
             } else {
-                fprintf(stderr, "lenx: sweep '%s': %d run (%d ok, %d failed), %d already stored\n",
-                        grid.name, sum.n_ok + sum.n_failed, sum.n_ok, sum.n_failed, sum.n_skipped);
+                fprintf(stderr, "lenx: sweep '%s': %d run (%d ok, %d failed), %d already stored; "
+                        "%d models trained (%ld steps)\n", grid.name, sum.n_ok + sum.n_failed, sum.n_ok,
+                        sum.n_failed, sum.n_skipped, sum.n_trained, sum.train_steps);
                 if (!lx_args_get(&a, run_opts, N_OPTS(run_opts), "no-table"))
                     status = print_table(db, grid.name, NULL, LX_FMT_MD);
                 if (sum.n_failed)

@@ -2,9 +2,12 @@
 ** harness/plan.c - cells, run keys and plan-time checks.
 **
 ** The run key hashes the canonical JSON of the task (name + resolved params),
-** the method stack (names + resolved params), the length and the seed. Model
-** and data hashes join it when the engine arrives. The code version is stored
-** with every row but is not part of the key, so two commits produce cells that
+** the method stack (names + resolved params), the length, the seed and, for
+** model tasks, the model key and the content hash of the evaluation corpus.
+** The model key hashes the architecture, the training config, the
+** training-time part of the stack, the training corpus hash and the seed (or,
+** for a brought checkpoint, the file's hash). The code version is stored with
+** every row but is not part of either key, so two commits produce cells that
 ** `lenx compare` can match.
 */
 #include "harness/plan.h"
@@ -13,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/corpus.h"
 #include "harness/hash.h"
 
 static const char *cap_name(unsigned cap)
@@ -58,30 +62,123 @@ int lx_stack_compile(const struct lx_stack *st, const struct lx_facts *f, struct
     return LX_OK;
 }
 
-static void cell_keys(struct lx_cell *c, const struct lx_grid *g)
+int lx_stack_compile_train(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
+                           struct lx_error *err)
+{
+    struct lx_stack part = {.where = st->where};
+    for (int i = 0; i < st->n; i++)
+        if (lx_method_use_trains(&st->items[i]))
+            part.items[part.n++] = st->items[i];     /* shallow: params stay owned by st */
+    return lx_stack_compile(&part, f, spec, err);
+}
+
+void lx_model_facts(const struct lx_model_use *m, unsigned caps, long length, struct lx_facts *f)
+{
+    memset(f, 0, sizeof *f);
+    f->d_head = (int)m->arch.d_head;
+    f->train_len = m->train.length;
+    f->n_heads = (int)m->arch.heads;
+    f->length = length;
+    f->caps = caps;
+}
+
+int lx_task_fits_model(const struct lx_task *t, const struct lx_model_use *m)
+{
+    return (t->mode == LX_MODE_CAUSAL && m->arch.mode == LX_MODEL_CAUSAL) ||
+           (t->mode == LX_MODE_MLM && m->arch.mode == LX_MODEL_MLM);
+}
+
+/* The model key of (model, training part of the stack, seed). */
+static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error *err)
+{
+    const struct lx_model_use *m = &g->models[c->model];
+    struct lx_buf b = {0}, part = {0};
+    if (m->checkpoint) {
+        lx_buf_printf(&b, "{\"checkpoint\":\"%s\"}", m->ckpt_sha);
+    } else {
+        const struct lx_corpus *train;
+        int rc = lx_corpus_get(&train, "train", err);
+        if (rc < 0)
+            return rc;
+        lx_stack_train_part(&g->stacks[c->stack], &part);
+        lx_buf_printf(&b, "{\"arch\":%s,\"train\":%s,\"stack\":%s,\"data\":\"%s\",\"seed\":%ld}",
+                      m->arch_json, m->train_json, lx_buf_str(&part), train->hash, c->seed);
+    }
+    char hex[65];
+    lx_sha256_hex(lx_buf_str(&b), hex);
+    memcpy(c->model_key, hex, 16);
+    c->model_key[16] = '\0';
+    c->model_json = lx_xstrdup(lx_buf_str(&b));
+    lx_buf_free(&b);
+    lx_buf_free(&part);
+    return LX_OK;
+}
+
+static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error *err)
 {
     const struct lx_task_use *t = &g->tasks[c->task];
-    struct lx_buf b = {0};
+    struct lx_buf b = {0}, model = {0};
+    const struct lx_corpus *data = NULL;
+    if (c->model >= 0) {
+        int rc = model_key(c, g, err);
+        if (rc == LX_OK)
+            rc = lx_corpus_get(&data, t->task->split(t->params), err);
+        if (rc < 0)
+            return rc;
+        lx_buf_printf(&model, "\"%s\",\"data\":\"%s\"", c->model_key, data->hash);
+    }
     lx_buf_printf(&b, "{\"task\":%s,\"length\":%ld,\"seed\":%ld}", t->json, c->length, c->seed);
     c->data_key = lx_hash64(lx_buf_str(&b));
     lx_buf_reset(&b);
-    lx_buf_printf(&b, "{\"task\":%s,\"methods\":%s,\"length\":%ld,\"seed\":%ld,\"model\":null}",
-                  t->json, g->stacks[c->stack].json, c->length, c->seed);
+    lx_buf_printf(&b, "{\"task\":%s,\"methods\":%s,\"length\":%ld,\"seed\":%ld,\"model\":%s}",
+                  t->json, g->stacks[c->stack].json, c->length, c->seed, model.len ? lx_buf_str(&model) : "null");
     char hex[65];
     lx_sha256_hex(lx_buf_str(&b), hex);
     memcpy(c->key, hex, 16);
     c->key[16] = '\0';
     c->key_json = lx_xstrdup(lx_buf_str(&b));
     lx_buf_free(&b);
+    lx_buf_free(&model);
+    return LX_OK;
 }
 
-/* Plan-time checks of one (stack, task, length): everything a cell could fail
-** on before it runs, reported at the YAML position that caused it. */
-static int check_combo(const struct lx_grid *g, int s, int t, int l, struct lx_error *err)
+/* Model-only checks: a position scheme, the checkpoint's training stack. */
+static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const struct lx_spec *spec,
+                             struct lx_error *err)
+{
+    const struct lx_stack *st = &g->stacks[s];
+    const struct lx_model_use *mu = &g->models[m];
+    if (!spec->positions)
+        return lx_node_err(err, st->where, "the stack '%s' sets no position scheme, which task '%s' on "
+                           "model '%s' needs\n  hint: add rope or nope, e.g. [rope, %s]", st->canon,
+                           g->tasks[t].task->name, mu->name, st->canon);
+    if (mu->arch.vocab < LX_VOCAB)
+        return lx_node_err(err, mu->where, "model '%s' has a vocabulary of %ld; the corpus tasks need %d "
+                           "(256 bytes + BOS, EOS, PAD, MASK)", mu->name, mu->arch.vocab, LX_VOCAB);
+    if (!mu->checkpoint)
+        return LX_OK;
+    struct lx_buf part = {0};
+    lx_stack_train_part(st, &part);
+    int same = strcmp(lx_buf_str(&part), mu->ckpt_stack) == 0;
+    lx_buf_free(&part);
+    if (!same)
+        return lx_node_err(err, st->where, "the stack '%s' trains differently from checkpoint model '%s', "
+                           "which was trained with %s\n  hint: a stack on a checkpoint must contain exactly "
+                           "its training-time methods, plus any evaluation-time ones", st->canon, mu->name,
+                           mu->ckpt_stack);
+    return LX_OK;
+}
+
+/* Plan-time checks of one (stack, task, model, length): everything a cell
+** could fail on before it runs, reported at the YAML position that caused it. */
+static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, struct lx_error *err)
 {
     const struct lx_task_use *tu = &g->tasks[t];
     struct lx_facts f;
-    tu->task->facts(tu->params, g->lengths[l], &f);
+    if (m >= 0)
+        lx_model_facts(&g->models[m], tu->task->caps, g->lengths[l], &f);
+    else
+        tu->task->facts(tu->params, g->lengths[l], &f);
     struct lx_error sub;
     if (tu->task->check && tu->task->check(tu->params, g->lengths[l], &sub) < 0)
         return lx_node_err(err, g->length_where[l], "%s", sub.msg);
@@ -89,41 +186,78 @@ static int check_combo(const struct lx_grid *g, int s, int t, int l, struct lx_e
     if (rc < 0)
         return rc;
     struct lx_spec spec;
-    return lx_stack_compile(&g->stacks[s], &f, &spec, err);
+    if ((rc = lx_stack_compile(&g->stacks[s], &f, &spec, err)) < 0 || m < 0)
+        return rc;
+    if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0)
+        return rc;
+    f.length = f.train_len;
+    return lx_stack_compile_train(&g->stacks[s], &f, &spec, err);
+}
+
+/* The models a task runs on: every model of its mode; -1 alone for logit tasks. */
+static int task_models(const struct lx_grid *g, int t, int *out, int *n, struct lx_error *err)
+{
+    const struct lx_task *task = g->tasks[t].task;
+    *n = 0;
+    if (task->mode == LX_MODE_LOGITS) {
+        out[(*n)++] = -1;
+        return LX_OK;
+    }
+    const char *want = task->mode == LX_MODE_CAUSAL ? "causal" : "mlm";
+    if (!g->n_models)
+        return lx_node_err(err, g->tasks[t].where, "task '%s' needs a trained model and the sweep has no "
+                           "'models'\n  hint: add e.g. models: {small: {arch: {mode: %s}, train: "
+                           "{length: 128}}}", task->name, want);
+    for (int m = 0; m < g->n_models; m++)
+        if (lx_task_fits_model(task, &g->models[m]))
+            out[(*n)++] = m;
+    if (!*n)
+        return lx_node_err(err, g->tasks[t].where, "task '%s' needs a model in %s mode and the sweep has none\n"
+                           "  hint: add a model with arch: {mode: %s}", task->name, want, want);
+    return LX_OK;
 }
 
 int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error *err)
 {
     memset(plan, 0, sizeof *plan);
     plan->grid = g;
-    int n = g->n_tasks * g->n_stacks * g->n_lengths * g->n_seeds;
+    int n_models = g->n_models > 0 ? g->n_models : 1;
+    int n = g->n_tasks * g->n_stacks * n_models * g->n_lengths * g->n_seeds;
     plan->cells = lx_xcalloc((size_t)n, sizeof *plan->cells);
-    for (int t = 0; t < g->n_tasks; t++)
-        for (int s = 0; s < g->n_stacks; s++)
-            for (int l = 0; l < g->n_lengths; l++) {
-                int rc = check_combo(g, s, t, l, err);
-                if (rc < 0) {
-                    lx_plan_release(plan);
-                    return rc;
+    int *models = lx_xcalloc((size_t)n_models, sizeof *models), nm, rc = LX_OK;
+    for (int t = 0; t < g->n_tasks && rc == LX_OK; t++) {
+        if ((rc = task_models(g, t, models, &nm, err)) < 0)
+            break;
+        for (int s = 0; s < g->n_stacks && rc == LX_OK; s++)
+            for (int mi = 0; mi < nm && rc == LX_OK; mi++)
+                for (int l = 0; l < g->n_lengths && rc == LX_OK; l++) {
+                    if ((rc = check_combo(g, s, t, models[mi], l, err)) < 0)
+                        break;
+                    for (int k = 0; k < g->n_seeds && rc == LX_OK; k++) {
+                        struct lx_cell *c = &plan->cells[plan->n_cells++];
+                        c->stack = s;
+                        c->task = t;
+                        c->model = models[mi];
+                        c->length = g->lengths[l];
+                        c->seed = g->seeds[k];
+                        rc = cell_keys(c, g, err);
+                    }
                 }
-                for (int k = 0; k < g->n_seeds; k++) {
-                    struct lx_cell *c = &plan->cells[plan->n_cells++];
-                    c->stack = s;
-                    c->task = t;
-                    c->length = g->lengths[l];
-                    c->seed = g->seeds[k];
-                    cell_keys(c, g);
-                }
-            }
-    return LX_OK;
+    }
+    free(models);
+    if (rc < 0)
+        lx_plan_release(plan);
+    return rc;
 }
 
 void lx_plan_release(struct lx_plan *plan)
 {
     if (!plan)
         return;
-    for (int i = 0; i < plan->n_cells; i++)
+    for (int i = 0; i < plan->n_cells; i++) {
         free(plan->cells[i].key_json);
+        free(plan->cells[i].model_json);
+    }
     free(plan->cells);
     memset(plan, 0, sizeof *plan);
 }

@@ -13,6 +13,9 @@
 struct lx_cell {
     int stack;              /* index into grid->stacks */
     int task;               /* index into grid->tasks */
+    int model;              /* index into grid->models; -1 for logit tasks */
+    char model_key[17];     /* model key (16 hex of SHA-256 of model_json); "" without a model */
+    char *model_json;       /* what the model key hashes; NULL without a model */
     long length;            /* evaluation length */
     long seed;              /* the cell's seed */
     char key[17];           /* run key: 16 hex digits of SHA-256 of key_json */
@@ -32,6 +35,16 @@ void lx_plan_release(struct lx_plan *plan);
 /* Compile a stack for a set of facts: run every method's check, then apply. */
 int lx_stack_compile(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
                      struct lx_error *err);
+
+/* Compile only the training-time methods of a stack (what the model trains with). */
+int lx_stack_compile_train(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
+                           struct lx_error *err);
+
+/* The facts a model offers a method stack at one evaluation length. */
+void lx_model_facts(const struct lx_model_use *m, unsigned caps, long length, struct lx_facts *f);
+
+/* Does the task run on this model (causal tasks on causal models, mlm on mlm)? */
+int lx_task_fits_model(const struct lx_task *t, const struct lx_model_use *m);
 
 /* Does the task offer what every method needs? Message names both. */
 int lx_stack_fits_task(const struct lx_stack *st, const struct lx_task_use *t,

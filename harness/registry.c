@@ -92,10 +92,12 @@ int lx_task_validate(const struct lx_task *t, struct lx_error *err)
 {
     if (!t->name || !t->name[0] || !t->summary || !t->summary[0])
         return lx_err(err, LX_EINVAL, "a task lacks a name or summary");
-    if (!t->facts)
-        return lx_err(err, LX_EINVAL, "task '%s': the 'facts' hook is required", t->name);
-    if (t->mode == LX_MODE_LOGITS && !t->run)
-        return lx_err(err, LX_EINVAL, "task '%s': logit tasks need the 'run' hook", t->name);
+    if (t->mode == LX_MODE_LOGITS && !t->facts)
+        return lx_err(err, LX_EINVAL, "task '%s': logit tasks need the 'facts' hook", t->name);
+    if (!t->run)
+        return lx_err(err, LX_EINVAL, "task '%s': the 'run' hook is required", t->name);
+    if (t->mode != LX_MODE_LOGITS && !t->split)
+        return lx_err(err, LX_EINVAL, "task '%s': model tasks need the 'split' hook", t->name);
     if (!(t->caps & LX_CAP_LOGITS))
         return lx_err(err, LX_EINVAL, "task '%s': every task offers logits", t->name);
     struct lx_error sub;

@@ -9,9 +9,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness/engine/blas.h"
+#include "harness/engine/checkpoint.h"
+#include "harness/hash.h"
 #include "harness/version.h"
 
 static double now(void)
@@ -21,25 +25,170 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, struct lx_result *res,
-                struct lx_error *err)
+int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struct lx_model *model,
+                struct lx_result *res, struct lx_error *err)
 {
     const struct lx_grid *g = plan->grid;
     const struct lx_task_use *tu = &g->tasks[c->task];
     struct lx_facts f;
-    tu->task->facts(tu->params, c->length, &f);
+    if (c->model >= 0)
+        lx_model_facts(&g->models[c->model], tu->task->caps, c->length, &f);
+    else
+        tu->task->facts(tu->params, c->length, &f);
     struct lx_spec spec;
     int rc = lx_stack_compile(&g->stacks[c->stack], &f, &spec, err);
     if (rc < 0)
         return rc;
     struct lx_task_ctx ctx = {
         .params = tu->params, .spec = &spec, .length = c->length, .seed = c->seed,
-        .data_key = c->data_key,
+        .data_key = c->data_key, .model = model, .train_len = f.train_len,
     };
-    if (tu->task->mode != LX_MODE_LOGITS || !tu->task->run)
-        return lx_err(err, LX_ERUN, "task '%s' needs a model, which this build cannot run yet",
-                      tu->task->name);
+    LX_ASSERT((c->model >= 0) == (model != NULL));
     return tu->task->run(&ctx, res, err);
+}
+
+/* ---- models: load from the cache or train ---------------------------------- */
+
+struct model_slot {
+    char key[17];               /* the loaded (or failed) key; "" = none */
+    struct lx_model m;
+    int ok;                     /* 1 loaded, 0 failed with msg */
+    struct lx_error why;        /* the failure, when ok is 0 */
+};
+
+struct train_progress {
+    const char *name, *key;
+    int mode;                   /* lx_run_opts.progress */
+    double t0;
+};
+
+static void train_progress(void *ctx, long step, long steps, double loss, double val, double tok_per_s)
+{
+    struct train_progress *p = ctx;
+    if (!p->mode)
+        return;
+    int is_val = val == val;
+    if (p->mode == 1 && !is_val)
+        return;
+    double left = tok_per_s > 0 ? (now() - p->t0) / (double)step * (double)(steps - step) : 0.0;
+    char eta[32];
+    snprintf(eta, sizeof eta, "%ld:%02ld", (long)left / 60, (long)left % 60);
+    if (p->mode == 2)
+        fprintf(stderr, "\r\033[Ktrain %s [%s] step %ld/%ld loss %.4f%s  %.0f tok/s  ETA %s%s", p->name,
+                p->key, step, steps, loss, "", tok_per_s, eta, step == steps ? "\n" : "");
+    if (is_val && (p->mode == 1 || step == steps))
+        fprintf(stderr, "%strain %s [%s] step %ld/%ld loss %.4f val %.4f  %.0f tok/s  ETA %s\n",
+                p->mode == 2 && step != steps ? "\r\033[K" : "", p->name, p->key, step, steps, loss, val,
+                tok_per_s, eta);
+    fflush(stderr);
+}
+
+static int train_model(const struct lx_plan *plan, const struct lx_cell *c, struct lx_store *store,
+                       const struct lx_run_opts *o, const char *path, struct lx_model *m,
+                       struct lx_run_summary *sum, struct lx_error *err)
+{
+    const struct lx_grid *g = plan->grid;
+    const struct lx_model_use *mu = &g->models[c->model];
+    const struct lx_corpus *corpus;
+    int rc = lx_corpus_get(&corpus, "train", err);
+    if (rc < 0)
+        return rc;
+    struct lx_facts f;
+    lx_model_facts(mu, g->tasks[c->task].task->caps, mu->train.length, &f);
+    struct lx_spec spec;
+    if ((rc = lx_stack_compile_train(&g->stacks[c->stack], &f, &spec, err)) < 0)
+        return rc;
+    uint64_t key = lx_hash64(c->model_json);
+    lx_model_init(m, &mu->arch, key);
+    if (o->progress)
+        fprintf(stderr, "lenx: training model '%s' [%s]: %zu parameters, %ld steps of %ld x %ld tokens\n",
+                mu->name, c->model_key, m->n_params, mu->train.steps, mu->train.batch, mu->train.length);
+    struct train_progress tp = {.name = mu->name, .key = c->model_key, .mode = o->progress, .t0 = now()};
+    struct lx_train_report rep;
+    if ((rc = lx_train(m, &spec, &mu->train, key, corpus, train_progress, &tp, &rep, err)) < 0)
+        return rc;
+    sum->n_trained++;
+    sum->train_steps += rep.steps;
+    struct lx_buf stack = {0};
+    lx_stack_train_part(&g->stacks[c->stack], &stack);
+    struct lx_ckpt_info info = {.model_key = (char *)c->model_key, .stack = (char *)lx_buf_str(&stack),
+                                .train_json = mu->train_json, .train_len = mu->train.length};
+    rc = lx_model_save(m, path, &info, err);
+    lx_buf_free(&stack);
+    if (rc < 0)
+        return rc;
+    struct lx_model_record r = {
+        .key = c->model_key, .name = mu->name, .config = c->model_json, .path = path, .sha256 = info.sha256,
+        .steps = rep.steps, .tokens = rep.tokens, .seconds = rep.seconds, .train_loss = rep.train_loss,
+        .val_loss = rep.val_loss, .commit = lx_build_commit(),
+    };
+    if (o->progress)
+        fprintf(stderr, "lenx: model '%s' [%s]: %ld tokens in %.1f s (%.0f tok/s), val loss %.4f -> %s\n",
+                mu->name, c->model_key, rep.tokens, rep.seconds, (double)rep.tokens / rep.seconds,
+                rep.val_loss, path);
+    return lx_store_model_put(store, &r, err);
+}
+
+/* Make slot hold the cell's model: the loaded one, a cached checkpoint, or a
+** freshly trained one. A failure is remembered so a model is not retried for
+** every cell. */
+static int ensure_model(struct model_slot *slot, const struct lx_plan *plan, const struct lx_cell *c,
+                        struct lx_store *store, const struct lx_run_opts *o, struct lx_run_summary *sum,
+                        struct lx_error *err)
+{
+    if (strcmp(slot->key, c->model_key) == 0)
+        return slot->ok ? LX_OK : lx_err(err, LX_ERUN, "%s", slot->why.msg);
+    lx_model_release(&slot->m);
+    memcpy(slot->key, c->model_key, sizeof slot->key);
+    slot->ok = 0;
+    const struct lx_model_use *mu = &plan->grid->models[c->model];
+    struct lx_error sub = {{0}};
+    int rc;
+    if (mu->checkpoint) {
+        rc = lx_model_load(&slot->m, mu->checkpoint, NULL, &sub);
+    } else {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.safetensors", o->models_dir ? o->models_dir : "results/models",
+                 c->model_key);
+        char *stored = NULL, sha[65] = "";
+        int found = 0;
+        rc = lx_store_model_get(store, c->model_key, &stored, sha, &found, &sub);
+        struct lx_ckpt_info info = {0};
+        if (rc == LX_OK && found && lx_model_load(&slot->m, stored, &info, &sub) == LX_OK &&
+            strcmp(info.sha256, sha) == 0) {
+            rc = LX_OK;     /* cached */
+        } else if (rc == LX_OK) {
+            lx_ckpt_info_release(&info);
+            lx_model_release(&slot->m);
+            mkdir(o->models_dir ? o->models_dir : "results/models", 0777);
+            rc = train_model(plan, c, store, o, path, &slot->m, sum, &sub);
+        }
+        lx_ckpt_info_release(&info);
+        free(stored);
+    }
+    if (rc < 0) {
+        lx_model_release(&slot->m);
+        lx_err(&slot->why, rc, "model '%s' [%s]: %s", mu->name, c->model_key, sub.msg);
+        return lx_err(err, rc, "%s", slot->why.msg);
+    }
+    slot->ok = 1;
+    return LX_OK;
+}
+
+/* Cells of the same model run together, so each model is loaded once. */
+static const struct lx_plan *sort_plan;
+
+static int by_model(const void *a, const void *b)
+{
+    const struct lx_cell *x = &sort_plan->cells[*(const int *)a], *y = &sort_plan->cells[*(const int *)b];
+    int c = strcmp(x->model_key, y->model_key);
+    return c ? c : *(const int *)a - *(const int *)b;
+}
+
+static long max_rss_kb(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : 0;
 }
 
 static void fmt_secs(char out[32], double s)
@@ -83,6 +232,7 @@ static void fill_record(struct lx_run_record *r, const struct lx_plan *plan, con
     r->sweep = g->name;
     r->method = g->stacks[c->stack].canon;
     r->method_json = g->stacks[c->stack].json;
+    r->model_key = c->model >= 0 ? c->model_key : NULL;
     r->task = g->tasks[c->task].canon;
     r->task_json = g->tasks[c->task].json;
     r->key_json = c->key_json;
@@ -119,6 +269,9 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
     if (o->progress)
         fprintf(stderr, "lenx: sweep '%s': %d cells, %d already stored, %d to run\n", plan->grid->name,
                 plan->n_cells, sum->n_skipped, n_todo);
+    sort_plan = plan;
+    qsort(todo, (size_t)n_todo, sizeof *todo, by_model);
+    struct model_slot slot = {0};
     double spent = 0.0;
     for (int k = 0; k < n_todo; k++) {
         const struct lx_cell *c = &plan->cells[todo[k]];
@@ -126,14 +279,18 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
         struct lx_result res = {0};
         struct lx_error cell_err = {{0}};
         fill_record(&rec, plan, c);
+        int rc = c->model >= 0 ? ensure_model(&slot, plan, c, store, o, sum, &cell_err) : LX_OK;
         rec.started = now();
-        int rc = lx_cell_run(plan, c, &res, &cell_err);
+        if (rc == LX_OK)
+            rc = lx_cell_run(plan, c, c->model >= 0 ? &slot.m : NULL, &res, &cell_err);
         rec.finished = now();
+        rec.max_rss_kb = max_rss_kb();
         rec.ok = rc == LX_OK;
         rec.error = rec.ok ? NULL : cell_err.msg;
         rc = lx_store_put(store, &rec, &res, err);
         lx_result_release(&res);
         if (rc < 0) {
+            lx_model_release(&slot.m);
             free(todo);
             return rc;
         }
@@ -147,6 +304,7 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
         if (!rec.ok && o->progress)
             fprintf(stderr, "lenx: cell failed: %s\n", cell_err.msg);
     }
+    lx_model_release(&slot.m);
     free(todo);
     return LX_OK;
 }

@@ -11,18 +11,21 @@
 struct lx_run_opts {
     int force;              /* recompute cells that are already stored */
     int progress;           /* 0 silent, 1 one line per cell, 2 a live line (terminal) */
+    const char *models_dir; /* where trained checkpoints are cached (<db dir>/models) */
 };
 
 struct lx_run_summary {
     int n_cells;            /* cells in the plan */
     int n_skipped;          /* already stored, not run */
     int n_ok, n_failed;     /* run now */
+    int n_trained;          /* models trained now */
+    long train_steps;       /* optimizer steps taken now (0 when every model was cached) */
 };
 
 /* Run one cell into res (no store): what `lenx run` does per cell, and what
-** tests call directly. */
-int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, struct lx_result *res,
-                struct lx_error *err);
+** tests call directly. model is the cell's model (NULL for logit tasks). */
+int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struct lx_model *model,
+                struct lx_result *res, struct lx_error *err);
 
 /* Run the plan. Cells that fail are stored as failed and the run goes on; a
 ** store failure stops it (returns < 0). */

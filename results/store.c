@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2     /* 2: models table, runs.max_rss_kb */
 
 struct lx_store {
     sqlite3 *db;        /* the connection */
@@ -48,6 +48,7 @@ static const char *schema_sql =
     "  started TEXT NOT NULL,"          /* ISO 8601, UTC */
     "  finished TEXT NOT NULL,"
     "  wall_s REAL NOT NULL,"
+    "  max_rss_kb INTEGER,"             /* peak resident memory of the process so far */
     "  UNIQUE (sweep, key, git_commit, git_dirty));"
     "CREATE INDEX IF NOT EXISTS runs_by_key ON runs (key);"
     "CREATE TABLE IF NOT EXISTS metrics ("
@@ -60,7 +61,20 @@ static const char *schema_sql =
     "  series TEXT NOT NULL,"
     "  x REAL NOT NULL,"
     "  y REAL);"
-    "CREATE INDEX IF NOT EXISTS series_by_run ON series (run_id);";
+    "CREATE INDEX IF NOT EXISTS series_by_run ON series (run_id);"
+    "CREATE TABLE IF NOT EXISTS models ("
+    "  key TEXT PRIMARY KEY,"           /* model key: hash of arch, train, stack, data, seed */
+    "  name TEXT NOT NULL,"             /* the name in the sweep's models: */
+    "  config TEXT NOT NULL,"           /* what the key hashes, JSON */
+    "  path TEXT NOT NULL,"             /* the safetensors checkpoint */
+    "  sha256 TEXT NOT NULL,"           /* of the checkpoint file */
+    "  steps INTEGER NOT NULL,"
+    "  tokens INTEGER NOT NULL,"        /* training tokens seen */
+    "  seconds REAL NOT NULL,"          /* training wall time */
+    "  train_loss REAL,"                /* mean loss of the last validation interval */
+    "  val_loss REAL,"                  /* final validation loss */
+    "  git_commit TEXT NOT NULL,"
+    "  created TEXT NOT NULL);";
 
 static int db_err(struct lx_store *s, struct lx_error *err, const char *doing)
 {
@@ -109,13 +123,14 @@ static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
         return lx_err(err, LX_EIO, "%s: schema version %d is newer than this lenx (%d)\n"
                       "  hint: use a newer lenx, or --db another file", s->path, v, SCHEMA_VERSION);
     if (readonly)
-        return v == SCHEMA_VERSION ? LX_OK
-                                   : lx_err(err, LX_EIO, "%s: not a lenx database", s->path);
+        return v >= 1 ? LX_OK : lx_err(err, LX_EIO, "%s: not a lenx database", s->path);
     /* Only a database we accept is switched to WAL. */
     int rc = exec(s, "PRAGMA journal_mode = WAL", err);
+    if (rc == LX_OK && v == 1)      /* migrate: the rest is CREATE ... IF NOT EXISTS */
+        rc = exec(s, "ALTER TABLE runs ADD COLUMN max_rss_kb INTEGER", err);
     if (rc == LX_OK)
         rc = exec(s, schema_sql, err);
-    if (rc == LX_OK && v == 0) {
+    if (rc == LX_OK && v < SCHEMA_VERSION) {
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SCHEMA_VERSION);
         rc = exec(s, sql, err);
@@ -201,9 +216,9 @@ static int insert_run(struct lx_store *s, const struct lx_run_record *r, sqlite3
     static const char *sql =
         "INSERT INTO runs (key, sweep, method, method_params, task, task_params, key_json, length,"
         " seed, model_key, status, error, git_commit, git_dirty, version, threads, blas, host,"
-        " config, started, finished, wall_s)"
+        " config, started, finished, wall_s, max_rss_kb)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-        " ?19, ?20, ?21, ?22)";
+        " ?19, ?20, ?21, ?22, ?23)";
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
         return SQLITE_ERROR;
@@ -228,6 +243,8 @@ static int insert_run(struct lx_store *s, const struct lx_run_record *r, sqlite3
     sqlite3_bind_text(st, 20, t0, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 21, t1, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(st, 22, r->finished - r->started);
+    if (r->max_rss_kb > 0)
+        sqlite3_bind_int64(st, 23, r->max_rss_kb);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     *id = sqlite3_last_insert_rowid(s->db);
@@ -416,4 +433,48 @@ int lx_store_has_commit(struct lx_store *s, const char *prefix, int *found, stru
     sqlite3_finalize(st);
     *found = rc == SQLITE_ROW;
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? LX_OK : db_err(s, err, "looking up a commit");
+}
+
+int lx_store_model_put(struct lx_store *s, const struct lx_model_record *r, struct lx_error *err)
+{
+    static const char *sql =
+        "INSERT OR REPLACE INTO models (key, name, config, path, sha256, steps, tokens, seconds, train_loss,"
+        " val_loss, git_commit, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, "preparing to record a model");
+    char now[48];
+    iso_time((double)time(NULL), now);
+    const char *text[] = {r->key, r->name, r->config, r->path, r->sha256};
+    for (int i = 0; i < 5; i++)
+        sqlite3_bind_text(st, i + 1, text[i], -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, r->steps);
+    sqlite3_bind_int64(st, 7, r->tokens);
+    sqlite3_bind_double(st, 8, r->seconds);
+    bind_real(st, 9, r->train_loss);
+    bind_real(st, 10, r->val_loss);
+    sqlite3_bind_text(st, 11, r->commit, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 12, now, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "recording a model");
+}
+
+int lx_store_model_get(struct lx_store *s, const char *key, char **path, char sha256[65], int *found,
+                       struct lx_error *err)
+{
+    *found = 0;
+    *path = NULL;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT path, sha256 FROM models WHERE key = ?1", -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, "looking up a model");
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *found = 1;
+        *path = lx_xstrdup((const char *)sqlite3_column_text(st, 0));
+        snprintf(sha256, 65, "%s", (const char *)sqlite3_column_text(st, 1));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? LX_OK : db_err(s, err, "looking up a model");
 }

@@ -49,12 +49,29 @@ struct lx_run_record {
     const char *host;           /* host name */
     const char *config;         /* the sweep file */
     double started, finished;   /* Unix time, seconds */
+    long max_rss_kb;            /* peak resident memory so far (0 = unknown) */
 };
 
 /* Write a cell (one transaction): replaces a row with the same (sweep, key,
 ** commit, dirty), adds otherwise. */
 int lx_store_put(struct lx_store *s, const struct lx_run_record *rec, const struct lx_result *res,
                  struct lx_error *err);
+
+/* A trained (or loaded) model, in the `models` table. */
+struct lx_model_record {
+    const char *key, *name;     /* model key, name in the sweep */
+    const char *config;         /* what the key hashes (JSON) */
+    const char *path, *sha256;  /* the checkpoint */
+    long steps, tokens;         /* training steps and tokens (0 when loaded from a file) */
+    double seconds;             /* training wall time */
+    double train_loss, val_loss;
+    const char *commit;         /* git commit of the build that trained it */
+};
+
+int lx_store_model_put(struct lx_store *s, const struct lx_model_record *r, struct lx_error *err);
+/* The checkpoint of a model key: *found = 0 when the store has none. *path is owned by the caller. */
+int lx_store_model_get(struct lx_store *s, const char *key, char **path, char sha256[65], int *found,
+                       struct lx_error *err);
 
 /* One tidy record: a metric of a cell. */
 struct lx_row {

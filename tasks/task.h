@@ -6,8 +6,11 @@
 **
 ** A task says which model mode it needs. Synthetic-logit tasks (mode
 ** LX_MODE_LOGITS, e.g. `gaussian`) need no model: their `run` hook draws base
-** logits, applies the compiled spec and scores. Model tasks (causal LM, masked
-** LM) will add generate/score hooks around the engine (DESIGN.md §4.2).
+** logits, applies the compiled spec and scores. Model tasks (LX_MODE_CAUSAL,
+** LX_MODE_MLM: `ppl`, `mlm`) get the cell's trained model in ctx->model and
+** the spec compiled for it; their `run` hook builds the windows, runs the
+** engine and scores. Their `split` hook names the corpus split they read, whose
+** content hash enters the run key.
 ** Every random draw keys on ctx->data_key, which depends on the task, its
 ** parameters, the length and the seed but not on the method, so every method
 ** of a sweep sees the same draws.
@@ -21,6 +24,8 @@
 #include "harness/result.h"
 #include "harness/spec.h"
 
+struct lx_model;
+
 enum lx_mode {
     LX_MODE_LOGITS,     /* synthetic logits, no model */
     LX_MODE_CAUSAL,     /* next-token language model */
@@ -33,6 +38,8 @@ struct lx_task_ctx {
     long length;                /* N: the cell's evaluation length */
     long seed;                  /* the cell's seed */
     uint64_t data_key;          /* key for every random draw of this cell */
+    const struct lx_model *model;   /* model tasks: the cell's model; NULL otherwise */
+    long train_len;             /* model tasks: the model's training length */
 };
 
 struct lx_task {
@@ -42,11 +49,13 @@ struct lx_task {
     enum lx_mode mode;          /* the model it needs */
     unsigned caps;              /* LX_CAP_* it offers methods */
 
-    /* (required) model facts for methods when there is no model */
+    /* (logit tasks) facts for methods when there is no model */
     void (*facts)(const void *params, long length, struct lx_facts *f);
+    /* (model tasks) the corpus split the task reads: "test", "ood", ... */
+    const char *(*split)(const void *params);
     /* (optional) can this task run at this length with these params? */
     int (*check)(const void *params, long length, struct lx_error *err);
-    /* (required for LX_MODE_LOGITS) run one cell and report metrics */
+    /* (required) run one cell and report metrics */
     int (*run)(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err);
 };
 

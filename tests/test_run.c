@@ -122,10 +122,10 @@ Test(run, cell_numbers_do_not_depend_on_order)
     cr_assert_eq(cb->length, 300);
     cr_expect_str_eq(pa.cells[0].key, cb->key);
     struct lx_result ra = {0}, rb = {0};
-    cr_assert_eq(lx_cell_run(&pb, &pb.cells[0], &rb, &err), LX_OK);   /* run another cell first */
+    cr_assert_eq(lx_cell_run(&pb, &pb.cells[0], NULL, &rb, &err), LX_OK);   /* run another cell first */
     lx_result_release(&rb);
-    cr_assert_eq(lx_cell_run(&pa, &pa.cells[0], &ra, &err), LX_OK);
-    cr_assert_eq(lx_cell_run(&pb, cb, &rb, &err), LX_OK);
+    cr_assert_eq(lx_cell_run(&pa, &pa.cells[0], NULL, &ra, &err), LX_OK);
+    cr_assert_eq(lx_cell_run(&pb, cb, NULL, &rb, &err), LX_OK);
     cr_assert_eq(ra.n_metrics, rb.n_metrics);
     for (int i = 0; i < ra.n_metrics; i++)
         cr_expect_eq(memcmp(&ra.metrics[i].value, &rb.metrics[i].value, sizeof(double)), 0, "%s",

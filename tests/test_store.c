@@ -169,10 +169,11 @@ Test(store, open_creates_file_and_schema)
     cr_expect_eq(count(s, "runs"), 0);
     cr_expect_eq(count(s, "metrics"), 0);
     cr_expect_eq(count(s, "series"), 0);
+    cr_expect_eq(count(s, "models"), 0);
     lx_store_close(s);
     char v[64];
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "1");
+    cr_expect_str_eq(v, "2");
     /* Reopening an existing store keeps it. */
     s = open_rw(db_path);
     cr_expect_eq(count(s, "runs"), 0);

@@ -1,0 +1,41 @@
+/*
+** harness/models.h - the `models:` axis of a sweep: models lenx trains, and
+** checkpoints users bring.
+**
+**   models:
+**     small:                          # a name, referenced in tables and by `lenx score`
+**       arch: {layers: 2, d_model: 128, heads: 4, d_head: 32, d_mlp: 512, mlp: gelu}
+**       train: {length: 128, batch: 16, steps: 1000, lr: 3e-3}
+**     theirs:
+**       checkpoint: path/to/model.safetensors    # relative to the sweep file
+**
+** A cell's model is trained from the base model plus the training-time part of
+** its method stack (DESIGN.md §4.1); that pair, the training corpus hash and the
+** seed make the model key, and each key is trained once and cached as
+** <db dir>/models/<key>.safetensors with a row in the store's `models` table.
+** A checkpoint carries its own architecture and training-time stack.
+*/
+#ifndef LX_MODELS_H
+#define LX_MODELS_H
+
+#include "harness/config.h"
+#include "harness/engine/model.h"
+#include "harness/engine/train.h"
+
+struct lx_model_use {
+    char *name;                     /* the key under models: */
+    const struct lx_node *where;    /* for messages */
+    struct lx_arch arch;            /* resolved (from the checkpoint when there is one) */
+    struct lx_train_cfg train;      /* resolved; for a checkpoint only length is known */
+    char *arch_json, *train_json;   /* canonical JSON of both */
+    char *checkpoint;               /* path of a brought checkpoint, NULL when lenx trains */
+    char *ckpt_stack;               /* its training-time stack (YAML flow list) */
+    char ckpt_sha[65];              /* its SHA-256 */
+};
+
+/* Parse and resolve the models mapping. Checkpoints are opened to read their
+** metadata; a path is relative to the sweep file's directory. */
+int lx_models_parse(struct lx_model_use **out, int *n, const struct lx_node *map, struct lx_error *err);
+void lx_models_release(struct lx_model_use *m, int n);
+
+#endif

@@ -1,0 +1,180 @@
+/*
+** tasks/ppl.c - perplexity of a causal model at the evaluation length.
+**
+** Convention (shared/reference/tasks.md §7): non-overlapping windows of exactly
+** `length` tokens from the held-out documents, each window its own sequence,
+** the first window of a document at its start ("truncated prefix per
+** document", extended to every full window of the document). The model's input
+** is [BOS, s0 .. s_{L−2}] and every one of the L tokens s0 .. s_{L−1} is
+** scored, so a window of length L scores exactly L tokens, the first of them
+** with only BOS as context. NLLs are summed over tokens (never averages of
+** averages):
+**
+**   nll        mean NLL per token (nats)          ppl = exp(nll)
+**   nll_se     standard error of nll across windows
+**   nll_in     mean NLL at positions < the training length
+**   nll_out    mean NLL at positions >= the training length (absent when L <= it)
+**   n_tokens   tokens scored
+**   unigram_ppl  the same tokens under the training split's byte unigram
+**              (add-one smoothed): the no-context baseline
+**
+** and the series `nll_by_pos`: mean NLL of the 1-based positions p in
+** [2^k, 2^(k+1)), x = 2^k, where extrapolation failure shows.
+**
+** The windows depend on the length and the corpus only, so every method sees
+** the same tokens.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/corpus.h"
+#include "harness/engine/evaluate.h"
+#include "tasks/task.h"
+
+enum { CORPUS_AUSTEN, CORPUS_SOTU };
+
+struct ppl_params {
+    int corpus;     /* CORPUS_AUSTEN (Persuasion) or CORPUS_SOTU */
+    long windows;   /* at most this many windows (0 = all) */
+};
+
+static const struct lx_param ppl_rows[] = {
+    LX_P_ENUM(struct ppl_params, corpus, "austen", "austen|sotu", 0,
+              "austen: Persuasion, held out from training; sotu: State of the Union addresses (out of domain)"),
+    LX_P_INT(struct ppl_params, windows, "16", 0, 1e9, 0,
+             "at most this many windows of `length` tokens, spread over the corpus (0 = all)"),
+};
+
+#define MAX_BUCKETS 40
+
+struct ppl_run {
+    const struct lx_corpus *c;
+    const struct lx_window *win;
+    long L, train_len;
+    double sum, sum_in, sum_out, uni_sum;
+    long n, n_in, n_out;
+    double win_sum, win_sum2;       /* per-window mean NLL: Σ, Σ² */
+    double bucket_sum[MAX_BUCKETS];
+    long bucket_n[MAX_BUCKETS];
+    double unigram[256];            /* −log p(byte) */
+};
+
+static const char *ppl_split(const void *params)
+{
+    const struct ppl_params *p = params;
+    return p->corpus == CORPUS_SOTU ? "ood" : "test";
+}
+
+static void ppl_fill(void *ctx, long w, int *tok, int *tgt)
+{
+    struct ppl_run *r = ctx;
+    const unsigned char *s = r->c->docs[r->win[w].doc].bytes + r->win[w].off;
+    tok[0] = LX_TOK_BOS;
+    for (long t = 1; t < r->L; t++)
+        tok[t] = s[t - 1];
+    for (long t = 0; t < r->L; t++)
+        tgt[t] = s[t];
+}
+
+static void ppl_score(void *ctx, long w, const float *loss, const float *logits, const int *tgt)
+{
+    (void)w, (void)logits;
+    struct ppl_run *r = ctx;
+    double ws = 0.0;
+    for (long t = 0; t < r->L; t++) {
+        double l = loss[t];
+        ws += l;
+        r->uni_sum += r->unigram[tgt[t]];
+        if (t < r->train_len) {
+            r->sum_in += l;
+            r->n_in++;
+        } else {
+            r->sum_out += l;
+            r->n_out++;
+        }
+        int k = 0;
+        while ((2L << k) <= t + 1)
+            k++;
+        r->bucket_sum[k] += l;
+        r->bucket_n[k]++;
+    }
+    r->sum += ws;
+    r->n += r->L;
+    r->win_sum += ws / (double)r->L;
+    r->win_sum2 += (ws / (double)r->L) * (ws / (double)r->L);
+}
+
+static int unigram(struct ppl_run *r, struct lx_error *err)
+{
+    const struct lx_corpus *train;
+    int rc = lx_corpus_get(&train, "train", err);
+    if (rc < 0)
+        return rc;
+    double cnt[256];
+    for (int i = 0; i < 256; i++)
+        cnt[i] = 1.0;
+    for (int d = 0; d < train->n_docs; d++)
+        for (long i = 0; i < train->docs[d].n; i++)
+            cnt[train->docs[d].bytes[i]] += 1.0;
+    double total = (double)train->n_bytes + 256.0;
+    for (int i = 0; i < 256; i++)
+        r->unigram[i] = -log(cnt[i] / total);
+    return LX_OK;
+}
+
+static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err)
+{
+    const struct ppl_params *p = ctx->params;
+    struct ppl_run r = {.L = ctx->length, .train_len = ctx->train_len};
+    int rc = lx_corpus_get(&r.c, ppl_split(p), err);
+    if (rc == LX_OK)
+        rc = unigram(&r, err);
+    if (rc < 0)
+        return rc;
+    long nw = lx_corpus_windows(r.c, r.L, p->windows, NULL);
+    if (nw == 0)
+        return lx_err(err, LX_ERUN, "ppl: no document of corpus '%s' has %ld tokens\n"
+                      "  hint: use a shorter length or the sotu corpus", p->corpus == CORPUS_SOTU ? "sotu" : "austen",
+                      r.L);
+    struct lx_window *win = lx_xcalloc((size_t)nw, sizeof *win);
+    lx_corpus_windows(r.c, r.L, p->windows, win);
+    r.win = win;
+    rc = lx_eval_windows(ctx->model, ctx->spec, nw, (int)r.L, ppl_fill, ppl_score, &r, err);
+    free(win);
+    if (rc < 0)
+        return rc;
+    double nll = r.sum / (double)r.n;
+    double wm = r.win_sum / (double)nw, var = nw > 1 ? (r.win_sum2 / (double)nw - wm * wm) * (double)nw / (double)(nw - 1) : NAN;
+    lx_result_metric(out, "ppl", exp(nll));
+    lx_result_metric(out, "nll", nll);
+    lx_result_metric(out, "nll_se", var > 0 ? sqrt(var / (double)nw) : (nw > 1 ? 0.0 : NAN));
+    lx_result_metric(out, "nll_in", r.n_in ? r.sum_in / (double)r.n_in : NAN);
+    if (r.n_out)
+        lx_result_metric(out, "nll_out", r.sum_out / (double)r.n_out);
+    lx_result_metric(out, "n_tokens", (double)r.n);
+    lx_result_metric(out, "unigram_ppl", exp(r.uni_sum / (double)r.n));
+    for (int k = 0; k < MAX_BUCKETS; k++)
+        if (r.bucket_n[k])
+            lx_result_point(out, "nll_by_pos", (double)(1L << k), r.bucket_sum[k] / (double)r.bucket_n[k]);
+    return LX_OK;
+}
+
+static int ppl_check(const void *params, long length, struct lx_error *err)
+{
+    (void)params;
+    if (length < 2 || length > (1L << 20))
+        return lx_err(err, LX_EINVAL, "ppl: length %ld is outside [2, %ld]", length, 1L << 20);
+    return LX_OK;
+}
+
+const struct lx_task lx_task_ppl = {
+    .name = "ppl",
+    .summary = "causal-LM perplexity on non-overlapping held-out windows of exactly `length` tokens",
+    .schema = LX_SCHEMA(ppl_rows, struct ppl_params, NULL),
+    .mode = LX_MODE_CAUSAL,
+    .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
+    .split = ppl_split,
+    .check = ppl_check,
+    .run = ppl_run,
+};
