@@ -411,7 +411,7 @@ void lx_sweep_infos_free(struct lx_sweep_info *v, int n)
 int lx_store_count(struct lx_store *s, const char *table, long *n, struct lx_error *err)
 {
     char sql[96];
-    LX_ASSERT(!strcmp(table, "runs") || !strcmp(table, "metrics") || !strcmp(table, "series"));
+    LX_ASSERT(!strcmp(table, "runs") || !strcmp(table, "metrics") || !strcmp(table, "series") || !strcmp(table, "models"));
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
