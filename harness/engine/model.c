@@ -210,6 +210,7 @@ static size_t acts_layout(struct lx_acts *a, const struct lx_arch *arch, int B, 
         {(void **)&a->xn2, (size_t)(L * s.N * s.C), 4},
         {(void **)&a->h, (size_t)(L * s.N * s.F2), 4},
         {(void **)&a->act, (size_t)(L * s.N * s.F), 4},
+        {(void **)&a->sig, train && arch->mlp == LX_MLP_GELU ? (size_t)(L * s.N * s.F) : 0, 4},
         {(void **)&a->rstdf, (size_t)s.N, 4},
         {(void **)&a->xnf, (size_t)(s.N * s.C), 4},
         {(void **)&a->logits, (size_t)(s.N * s.V), 4},
@@ -267,7 +268,7 @@ void lx_acts_release(struct lx_acts *a)
 {
     if (!a)
         return;
-    void *p[] = {a->x, a->rstd1, a->xn1, a->qkv, a->att, a->ao, a->xm, a->rstd2, a->xn2, a->h, a->act,
+    void *p[] = {a->x, a->rstd1, a->xn1, a->qkv, a->att, a->ao, a->xm, a->rstd2, a->xn2, a->h, a->act, a->sig,
                  a->rstdf, a->xnf, a->logits, a->probs, a->loss, a->rope_cs, a->tab, a->dx, a->dxn,
                  a->dqkv, a->dao, a->dh, a->dact, a->dlogits, a->dp};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
@@ -364,7 +365,7 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
         if (ar->mlp == LX_MLP_SWIGLU)
             lx_swiglu_forward(act, h, (int)s.N, (int)s.F);
         else
-            lx_gelu_forward(act, h, (int)(s.N * s.F));
+            lx_gelu_forward_s(act, a->sig ? a->sig + l * s.N * s.F : NULL, h, (int)(s.N * s.F));
         memcpy(xout, xm, sizeof(float) * (size_t)(s.N * s.C));
         lx_matmul(xout, act, W->w2, (int)s.N, (int)s.C, (int)s.F, 0, 1, 1.0f, 1.0f);
     }
@@ -421,7 +422,7 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
         if (ar->mlp == LX_MLP_SWIGLU)
             lx_swiglu_backward(a->dh, a->dact, h, (int)s.N, (int)s.F);
         else
-            lx_gelu_backward(a->dh, a->dact, h, (int)(s.N * s.F));
+            lx_gelu_backward_s(a->dh, a->dact, h, a->sig + l * s.N * s.F, (int)(s.N * s.F));
         memset(a->dxn, 0, sizeof(float) * (size_t)(s.N * s.C));
         lx_linear_backward(a->dxn, G->w13, NULL, a->dh, xn2, W->w13, (int)s.N, (int)s.C, (int)s.F2);
         lx_rmsnorm_backward(a->dx, G->mlp_norm, a->dxn, xm, W->mlp_norm, rstd2, (int)s.N, (int)s.C);

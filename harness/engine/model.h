@@ -107,6 +107,7 @@ struct lx_acts {
     float *rstd2, *xn2;         /* (·, N), (·, N, C) */
     float *h;                   /* (·, N, F or 2F) MLP pre-activation */
     float *act;                 /* (·, N, F) MLP activation */
+    float *sig;                 /* train: (layers, N, F) GELU's σ(2u), kept for backward */
     float *rstdf, *xnf;         /* (N), (N, C) final norm */
     float *logits;              /* (N, V) */
     float *probs;               /* (N, V) softmax, when targets were given */

@@ -5,9 +5,11 @@
 #include "harness/engine/ops.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/engine/blas.h"
+#include "harness/lx.h"
 
 void lx_linear_forward(float *y, const float *x, const float *W, const float *b, int T, int C, int OC)
 {
@@ -31,6 +33,7 @@ void lx_linear_backward(float *dx, float *dW, float *db, const float *dy, const 
 
 void lx_rmsnorm_forward(float *y, float *rstd, const float *x, const float *g, int T, int C, float eps)
 {
+#pragma omp parallel for schedule(static) if ((long)T * C > 65536)
     for (int t = 0; t < T; t++) {
         const float *xt = x + (long)t * C;
         double ss = 0.0;
@@ -43,49 +46,87 @@ void lx_rmsnorm_forward(float *y, float *rstd, const float *x, const float *g, i
     }
 }
 
+#define RMS_BLOCK 64    /* rows per partial dg: fixed, so the sum order never depends on threads */
+
 void lx_rmsnorm_backward(float *dx, float *dg, const float *dy, const float *x, const float *g,
                          const float *rstd, int T, int C)
 {
     /* y_c = x_c r g_c, r = (mean x^2 + eps)^(-1/2), dr/dx_c = -r^3 x_c / C:
     ** dx_c = r g_c dy_c - r^3 x_c / C * sum_k dy_k g_k x_k */
-    for (int t = 0; t < T; t++) {
-        const float *xt = x + (long)t * C, *dyt = dy + (long)t * C;
-        float r = rstd[t];
-        double dot = 0.0;
-        for (int c = 0; c < C; c++) {
-            dot += (double)dyt[c] * g[c] * xt[c];
-            dg[c] += dyt[c] * xt[c] * r;
+    int nb = (T + RMS_BLOCK - 1) / RMS_BLOCK;
+    float *part = lx_xcalloc((size_t)nb * (size_t)C, sizeof *part);
+#pragma omp parallel for schedule(static) if ((long)T * C > 65536)
+    for (int blk = 0; blk < nb; blk++) {
+        float *pg = part + (long)blk * C;
+        for (int t = blk * RMS_BLOCK; t < T && t < (blk + 1) * RMS_BLOCK; t++) {
+            const float *xt = x + (long)t * C, *dyt = dy + (long)t * C;
+            float r = rstd[t];
+            double dot = 0.0;
+            for (int c = 0; c < C; c++) {
+                dot += (double)dyt[c] * g[c] * xt[c];
+                pg[c] += dyt[c] * xt[c] * r;
+            }
+            float k = (float)(dot * r * r * r / C);
+            for (int c = 0; c < C; c++)
+                dx[(long)t * C + c] += r * g[c] * dyt[c] - k * xt[c];
         }
-        float k = (float)(dot * r * r * r / C);
-        for (int c = 0; c < C; c++)
-            dx[(long)t * C + c] += r * g[c] * dyt[c] - k * xt[c];
     }
+    for (int blk = 0; blk < nb; blk++)
+        for (int c = 0; c < C; c++)
+            dg[c] += part[(long)blk * C + c];
+    free(part);
 }
 
 #define GELU_K 0.7978845608028654f   /* sqrt(2/pi) */
 
+/* The tanh form 0.5·x·(1 + tanh(u)), u = sqrt(2/π)(x + 0.044715x³), written
+** with the identity 0.5(1 + tanh(u)) = σ(2u) so one expf does the work:
+**   gelu(x) = x·s,  gelu'(x) = s + 2x·s(1 − s)·u',  s = σ(2u). */
+static inline float gelu_sig(float v)
+{
+    float u = GELU_K * (v + 0.044715f * v * v * v);
+    return 1.0f / (1.0f + expf(-2.0f * u));
+}
+
+static inline float gelu_grad(float v, float sg)
+{
+    float du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
+    return sg + 2.0f * v * sg * (1.0f - sg) * du;
+}
+
 void lx_gelu_forward(float *y, const float *x, int N)
 {
+    lx_gelu_forward_s(y, NULL, x, N);
+}
+
+void lx_gelu_forward_s(float *y, float *s, const float *x, int N)
+{
+#pragma omp parallel for schedule(static) if (N > 65536)
     for (int i = 0; i < N; i++) {
-        float v = x[i];
-        y[i] = 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+        float sg = gelu_sig(x[i]);
+        y[i] = x[i] * sg;
+        if (s)
+            s[i] = sg;
     }
 }
 
 void lx_gelu_backward(float *dx, const float *dy, const float *x, int N)
 {
-    for (int i = 0; i < N; i++) {
-        float v = x[i];
-        float u = GELU_K * (v + 0.044715f * v * v * v);
-        float th = tanhf(u);
-        float sech2 = 1.0f - th * th;
-        float du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
-        dx[i] += dy[i] * (0.5f * (1.0f + th) + 0.5f * v * sech2 * du);
-    }
+#pragma omp parallel for schedule(static) if (N > 65536)
+    for (int i = 0; i < N; i++)
+        dx[i] += dy[i] * gelu_grad(x[i], gelu_sig(x[i]));
+}
+
+void lx_gelu_backward_s(float *dx, const float *dy, const float *x, const float *s, int N)
+{
+#pragma omp parallel for schedule(static) if (N > 65536)
+    for (int i = 0; i < N; i++)
+        dx[i] += dy[i] * gelu_grad(x[i], s[i]);
 }
 
 void lx_crossentropy_forward(float *loss, float *probs, const float *logits, const int *targets, int T, int V)
 {
+#pragma omp parallel for schedule(static) if ((long)T * V > 65536)
     for (int t = 0; t < T; t++) {
         const float *lt = logits + (long)t * V;
         float *pt = probs + (long)t * V;
@@ -103,6 +144,7 @@ void lx_crossentropy_forward(float *loss, float *probs, const float *logits, con
 
 void lx_crossentropy_backward(float *dlogits, const float *probs, const int *targets, int T, int V, float scale)
 {
+#pragma omp parallel for schedule(static) if ((long)T * V > 65536)
     for (int t = 0; t < T; t++) {
         float *dt = dlogits + (long)t * V;
         if (targets[t] < 0) {
@@ -118,6 +160,7 @@ void lx_crossentropy_backward(float *dlogits, const float *probs, const int *tar
 /* silu(x) = x·σ(x); silu'(x) = σ(x)·(1 + x·(1 − σ(x))) */
 void lx_swiglu_forward(float *y, const float *h, int N, int F)
 {
+#pragma omp parallel for schedule(static) if ((long)N * F > 65536)
     for (long t = 0; t < N; t++) {
         const float *a = h + t * 2 * F, *b = a + F;
         for (int i = 0; i < F; i++) {
@@ -129,6 +172,7 @@ void lx_swiglu_forward(float *y, const float *h, int N, int F)
 
 void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F)
 {
+#pragma omp parallel for schedule(static) if ((long)N * F > 65536)
     for (long t = 0; t < N; t++) {
         const float *a = h + t * 2 * F, *b = a + F;
         float *da = dh + t * 2 * F, *db = da + F;

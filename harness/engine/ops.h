@@ -27,6 +27,9 @@ void lx_rmsnorm_backward(float *dx, float *dg, const float *dy, const float *x, 
 void lx_gelu_forward(float *y, const float *x, int N);
 /* dx (N) += dy * gelu'(x) */
 void lx_gelu_backward(float *dx, const float *dy, const float *x, int N);
+/* The same, keeping s (N) = σ(2u) from forward so backward needs no exp (s may be NULL in forward). */
+void lx_gelu_forward_s(float *y, float *s, const float *x, int N);
+void lx_gelu_backward_s(float *dx, const float *dy, const float *x, const float *s, int N);
 
 /* SwiGLU: y = silu(a)·b for h = [a | b] per row.  y (N, F), h (N, 2F). */
 void lx_swiglu_forward(float *y, const float *h, int N, int F);

@@ -120,6 +120,26 @@ static double val_loss(const struct lx_model *m, const struct lx_spec *spec, con
     return cnt ? sum / (double)cnt : NAN;
 }
 
+/* Σ g² in fixed blocks summed in order: the same bits for any thread count. */
+#define NORM_BLOCK 65536
+
+static double grad_norm2(const float *g, size_t n)
+{
+    size_t nb = (n + NORM_BLOCK - 1) / NORM_BLOCK;
+    double *part = lx_xcalloc(nb, sizeof *part), total = 0.0;
+#pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < nb; b++) {
+        double acc = 0.0;
+        for (size_t i = b * NORM_BLOCK; i < n && i < (b + 1) * NORM_BLOCK; i++)
+            acc += (double)g[i] * g[i];
+        part[b] = acc;
+    }
+    for (size_t b = 0; b < nb; b++)
+        total += part[b];
+    free(part);
+    return total;
+}
+
 int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
              const struct lx_corpus *corpus, lx_train_progress progress, void *pctx,
              struct lx_train_report *rep, struct lx_error *err)
@@ -166,9 +186,7 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         memset(grad, 0, sizeof(float) * np);
         double loss = lx_model_forward(m, spec, tok, tgt, &a);
         lx_model_backward(m, spec, tok, tgt, &a, &g);
-        double norm2 = 0.0;
-        for (size_t i = 0; i < np; i++)
-            norm2 += (double)grad[i] * grad[i];
+        double norm2 = grad_norm2(grad, np);
         double norm = sqrt(norm2), gs = c->clip > 0 && norm > c->clip ? c->clip / norm : 1.0;
         double lr = lx_train_lr(c, step);
         double bc1 = 1.0 - pow(c->beta1, (double)(step + 1)), bc2 = 1.0 - pow(c->beta2, (double)(step + 1));
