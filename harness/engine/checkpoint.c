@@ -56,6 +56,8 @@ static int need_meta(const struct lx_st_file *f, const char *key, const char **o
 int lx_model_load(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
 {
     memset(m, 0, sizeof *m);
+    if (info)
+        memset(info, 0, sizeof *info);
     struct lx_st_file f = {0};
     int rc = lx_st_open(&f, path, err);
     const char *arch_json = NULL, *stack = NULL, *len = NULL;
