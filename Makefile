@@ -84,12 +84,16 @@ test: lenx $(B)/lenx-tests
 data:
 	bash scripts/data.sh
 
-# Regenerate the committed regression baseline of configs/quick.yaml (after a
-# deliberate change of numbers; the test suite compares against it).
+# Regenerate the committed regression baselines (after a deliberate change of
+# numbers; the test suite compares against them): the Gaussian sweep, and the
+# tiny engine sweep (trains two tiny models in seconds), single-threaded as in
+# `make test`.
 baseline: lenx
-	rm -f build/baseline.db
-	./lenx run configs/quick.yaml --db build/baseline.db --quiet --no-table
-	./lenx table --db build/baseline.db --sweep quick --format csv > results/baselines/quick.csv
+	rm -rf build/baseline.db* build/models
+	OMP_NUM_THREADS=1 ./lenx run configs/gaussian.yaml --db build/baseline.db --quiet --no-table
+	OMP_NUM_THREADS=1 ./lenx run configs/tiny.yaml --db build/baseline.db --quiet --no-table
+	./lenx table --db build/baseline.db --sweep gaussian --format csv > results/baselines/gaussian.csv
+	./lenx table --db build/baseline.db --sweep tiny --format csv > results/baselines/tiny.csv
 
 bench: lenx $(B)/lenx-bench
 	$(B)/lenx-bench

@@ -19,6 +19,7 @@
 #include "harness/engine/blas.h"
 #include "harness/plan.h"
 #include "harness/run.h"
+#include "harness/score.h"
 #include "harness/version.h"
 #include "results/views.h"
 
@@ -150,8 +151,20 @@ static int cmd_run(int argc, char **argv)
                 fprintf(stderr, "lenx: sweep '%s': %d run (%d ok, %d failed), %d already stored; "
                         "%d models trained (%ld steps)\n", grid.name, sum.n_ok + sum.n_failed, sum.n_ok,
                         sum.n_failed, sum.n_skipped, sum.n_trained, sum.train_steps);
-                if (!lx_args_get(&a, run_opts, N_OPTS(run_opts), "no-table"))
-                    status = print_table(db, grid.name, NULL, LX_FMT_MD);
+                if (!lx_args_get(&a, run_opts, N_OPTS(run_opts), "no-table")) {
+                    /* each task's headline metrics; every metric when a task has none */
+                    struct lx_buf hl = {0};
+                    int all = 0;
+                    for (int i = 0; i < grid.n_tasks; i++) {
+                        const char *h = grid.tasks[i].task->headline;
+                        all |= h == NULL;
+                        lx_buf_printf(&hl, "%s%s", hl.len ? "," : "", h ? h : "");
+                    }
+                    status = print_table(db, grid.name, all ? NULL : lx_buf_str(&hl), LX_FMT_MD);
+                    if (!all)
+                        fprintf(stderr, "lenx: every metric: lenx table --db %s --sweep %s\n", db, grid.name);
+                    lx_buf_free(&hl);
+                }
                 if (sum.n_failed)
                     status = 1;
             }
@@ -565,10 +578,59 @@ struct command {
     const char *summary;
 };
 
+/* ---------------------------------------------------------------- score */
+
+static const struct lx_opt score_opts[] = {
+    {"model", 1, "checkpoint (.safetensors), or a model name / key prefix in the store"},
+    {"text", 1, "file whose bytes are scored"},
+    {"method", 1, "evaluation-time stack to add, as YAML: logn, [logn, infoscale], {logn: {mode: qwen}}"},
+    {"length", 1, "window length (default: the model's training length)"},
+    {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
+};
+
+static const char score_usage[] =
+    "usage: lenx score --model NAME_OR_PATH --text FILE [--method STACK] [--length L] [--db FILE]\n\n"
+    "Print JSON with the per-token NLL (nats) of the file's bytes under a causal model, windows of\n"
+    "`length` tokens each starting with BOS, as the ppl task scores them.";
+
+static int cmd_score(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    if ((rc = lx_args_parse(&a, score_opts, N_OPTS(score_opts), argc, argv, &help, &err)) < 0)
+        return fail(&err, rc);
+    if (help)
+        return usage(score_usage, score_opts, N_OPTS(score_opts)), 0;
+    struct lx_score_opts o = {
+        .model = lx_args_get(&a, score_opts, N_OPTS(score_opts), "model"),
+        .text = lx_args_get(&a, score_opts, N_OPTS(score_opts), "text"),
+        .method = lx_args_get(&a, score_opts, N_OPTS(score_opts), "method"),
+        .db = lx_args_get(&a, score_opts, N_OPTS(score_opts), "db"),
+    };
+    o.db = o.db ? o.db : LX_DEFAULT_DB;
+    if (!o.model || !o.text || a.n_pos) {
+        fprintf(stderr, "lenx: error: score needs --model and --text\n  hint: %s\n", score_usage);
+        return 2;
+    }
+    const char *len = lx_args_get(&a, score_opts, N_OPTS(score_opts), "length");
+    if (len && (rc = lx_args_long(len, "length", 1, 1L << 20, &o.length, &err)) < 0)
+        return fail(&err, rc);
+    struct lx_buf out = {0};
+    if ((rc = lx_score(&o, &out, &err)) < 0) {
+        lx_buf_free(&out);
+        return fail(&err, rc);
+    }
+    fputs(lx_buf_str(&out), stdout);
+    lx_buf_free(&out);
+    return 0;
+}
+
 static const struct command commands[] = {
     {"run", cmd_run, "plan a sweep, run the cells not yet stored, store and print them"},
     {"table", cmd_table, "print stored results as md, csv, latex or json"},
     {"compare", cmd_compare, "show cells that moved between commits, sweeps or a CSV baseline"},
+    {"score", cmd_score, "per-token NLL of a text under a checkpoint, as JSON"},
     {"show", cmd_show, "print a method's resolved parameters and derived tables"},
     {"list", cmd_list, "list methods, tasks or stored sweeps"},
 };

@@ -73,6 +73,10 @@ int lx_store_model_put(struct lx_store *s, const struct lx_model_record *r, stru
 int lx_store_model_get(struct lx_store *s, const char *key, char **path, char sha256[65], int *found,
                        struct lx_error *err);
 
+/* The checkpoint of the one model whose name is, or whose key starts with,
+** name_or_key; an error lists the candidates when there are several. */
+int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path, struct lx_error *err);
+
 /* One tidy record: a metric of a cell. */
 struct lx_row {
     char *sweep, *method, *task, *key, *commit, *metric;

@@ -151,6 +151,7 @@ const struct lx_task lx_task_mlm = {
     .name = "mlm",
     .summary = "masked-token accuracy of a bidirectional model, same masked positions for every method",
     .schema = LX_SCHEMA(mlm_rows, struct mlm_params, NULL),
+    .headline = "acc,acc_in,acc_out",
     .mode = LX_MODE_MLM,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
     .split = mlm_split,

@@ -172,6 +172,7 @@ const struct lx_task lx_task_ppl = {
     .name = "ppl",
     .summary = "causal-LM perplexity on non-overlapping held-out windows of exactly `length` tokens",
     .schema = LX_SCHEMA(ppl_rows, struct ppl_params, NULL),
+    .headline = "ppl,unigram_ppl",
     .mode = LX_MODE_CAUSAL,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
     .split = ppl_split,

@@ -47,6 +47,7 @@ struct lx_task {
     const char *summary;        /* one line, citing the paper it follows */
     struct lx_schema schema;    /* its parameters */
     enum lx_mode mode;          /* the model it needs */
+    const char *headline;       /* metrics `lenx run` prints ("ppl,unigram_ppl"); NULL = all */
     unsigned caps;              /* LX_CAP_* it offers methods */
 
     /* (logit tasks) facts for methods when there is no model */

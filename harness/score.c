@@ -1,0 +1,193 @@
+/*
+** harness/score.c - scoring a text with a checkpoint (see score.h).
+*/
+#include "harness/score.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness/corpus.h"
+#include "harness/engine/checkpoint.h"
+#include "harness/engine/evaluate.h"
+#include "harness/grid.h"
+#include "harness/plan.h"
+#include "results/store.h"
+
+/* A file path as given, else a name or key prefix in the store's models table. */
+static int find_model(const struct lx_score_opts *o, char **path, struct lx_error *err)
+{
+    struct stat sb;
+    if (stat(o->model, &sb) == 0) {
+        *path = lx_xstrdup(o->model);
+        return LX_OK;
+    }
+    struct lx_store *s;
+    struct lx_error sub;
+    int rc = lx_store_open(&s, o->db, 1, &sub);
+    if (rc < 0)
+        return lx_err(err, LX_EINVAL, "no file '%s', and no store to look it up as a model name in: %s",
+                      o->model, sub.msg);
+    rc = lx_store_model_find(s, o->model, path, err);
+    lx_store_close(s);
+    return rc;
+}
+
+/* Checkpoint stack + the evaluation-time methods given on the command line. */
+static int build_stack(struct lx_stack *st, const char *ckpt_stack, const char *method, struct lx_doc *d1,
+                       struct lx_doc *d2, struct lx_error *err)
+{
+    int rc = lx_doc_load_text(d1, ckpt_stack, "checkpoint lenx_stack", err);
+    if (rc == LX_OK && method)
+        rc = lx_doc_load_text(d2, method, "--method", err);
+    if (rc < 0)
+        return rc;
+    struct lx_node *items[2 * LX_MAX_STACK];
+    struct lx_node all = {.kind = LX_NODE_SEQ, .file = "--method", .line = 1, .col = 1, .items = items};
+    const struct lx_node *parts[2] = {d1->root, method ? d2->root : NULL};
+    for (int p = 0; p < 2; p++) {
+        const struct lx_node *n = parts[p];
+        if (!n)
+            continue;
+        int k = n->kind == LX_NODE_SEQ ? n->n_items : 1;
+        for (int i = 0; i < k && all.n_items < 2 * LX_MAX_STACK; i++)
+            items[all.n_items++] = n->kind == LX_NODE_SEQ ? n->items[i] : (struct lx_node *)n;
+    }
+    if (all.n_items == 0)
+        return lx_err(err, LX_EINVAL, "the checkpoint has no training-time methods and no --method was given\n"
+                      "  hint: --method nope (or the method it was trained with)");
+    if ((rc = lx_stack_parse(st, &all, err)) < 0)
+        return rc;
+    for (int i = 0; i < st->n; i++)
+        if (i >= (d1->root && d1->root->kind == LX_NODE_SEQ ? d1->root->n_items : 0) &&
+            lx_method_use_trains(&st->items[i]))
+            return lx_err(err, LX_EINVAL, "--method: '%s' is a training-time method; the checkpoint was "
+                          "trained with %s\n  hint: --method adds evaluation-time methods only (logn, "
+                          "infoscale, ...)", st->items[i].method->name, ckpt_stack);
+    return LX_OK;
+}
+
+struct score_run {
+    const unsigned char *text;
+    long n, L;
+    float *nll;             /* (n,) */
+};
+
+static void score_fill(void *ctx, long w, int *tok, int *tgt)
+{
+    struct score_run *r = ctx;
+    const unsigned char *s = r->text + w * r->L;
+    tok[0] = LX_TOK_BOS;
+    for (long t = 1; t < r->L; t++)
+        tok[t] = s[t - 1];
+    for (long t = 0; t < r->L; t++)
+        tgt[t] = s[t];
+}
+
+static void score_score(void *ctx, long w, const float *loss, const float *logits, const int *tgt)
+{
+    (void)logits, (void)tgt;
+    struct score_run *r = ctx;
+    memcpy(r->nll + w * r->L, loss, sizeof(float) * (size_t)r->L);
+}
+
+static int read_text(const char *path, unsigned char **out, long *n, struct lx_error *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return lx_err(err, LX_EIO, "cannot read --text %s: %s", path, strerror(errno));
+    struct lx_buf b = {0};
+    char chunk[65536];
+    size_t got;
+    long total = 0;
+    unsigned char *data = NULL;
+    while ((got = fread(chunk, 1, sizeof chunk, fp)) > 0) {
+        data = lx_xrealloc(data, (size_t)total + got);
+        memcpy(data + total, chunk, got);
+        total += (long)got;
+    }
+    fclose(fp);
+    lx_buf_free(&b);
+    if (total == 0) {
+        free(data);
+        return lx_err(err, LX_EINVAL, "--text %s is empty", path);
+    }
+    *out = data;
+    *n = total;
+    return LX_OK;
+}
+
+int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error *err)
+{
+    char *path = NULL;
+    struct lx_model m = {0};
+    struct lx_ckpt_info info = {0};
+    struct lx_doc d1 = {0}, d2 = {0};
+    struct lx_stack st = {0};
+    unsigned char *text = NULL;
+    float *nll = NULL;
+    long n = 0;
+    int rc = find_model(o, &path, err);
+    if (rc == LX_OK)
+        rc = lx_model_load(&m, path, &info, err);
+    if (rc == LX_OK && m.arch.mode != LX_MODEL_CAUSAL)
+        rc = lx_err(err, LX_EINVAL, "%s is a masked-LM (mlm) model; score needs a causal one", path);
+    if (rc == LX_OK)
+        rc = build_stack(&st, info.stack, o->method, &d1, &d2, err);
+    if (rc == LX_OK)
+        rc = read_text(o->text, &text, &n, err);
+    long L = o->length > 0 ? o->length : info.train_len;
+    struct lx_facts f = {.d_head = (int)m.arch.d_head, .train_len = info.train_len, .n_heads = (int)m.arch.heads,
+                         .length = L, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+    struct lx_spec spec;
+    if (rc == LX_OK)
+        rc = lx_stack_compile(&st, &f, &spec, err);
+    if (rc == LX_OK && !spec.positions)
+        rc = lx_err(err, LX_EINVAL, "the stack '%s' sets no position scheme\n  hint: --method nope", st.canon);
+    if (rc == LX_OK) {
+        nll = lx_xcalloc((size_t)n, sizeof *nll);
+        struct score_run r = {.text = text, .n = n, .L = L, .nll = nll};
+        long full = n / L;
+        rc = lx_eval_windows(&m, &spec, full, (int)L, score_fill, score_score, &r, err);
+        if (rc == LX_OK && n % L) {     /* the tail: one shorter window */
+            struct score_run tail = {.text = text + full * L, .n = n % L, .L = n % L, .nll = nll + full * L};
+            f.length = n % L;
+            if ((rc = lx_stack_compile(&st, &f, &spec, err)) == LX_OK)
+                rc = lx_eval_windows(&m, &spec, 1, (int)(n % L), score_fill, score_score, &tail, err);
+        }
+    }
+    if (rc == LX_OK) {
+        double sum = 0.0;
+        for (long i = 0; i < n; i++)
+            sum += nll[i];
+        lx_buf_puts(json, "{\n  \"model\": ");
+        lx_buf_json_str(json, path);
+        lx_buf_puts(json, ",\n  \"model_key\": ");
+        lx_buf_json_str(json, info.model_key);
+        lx_buf_puts(json, ",\n  \"methods\": ");
+        lx_buf_json_str(json, st.canon);
+        lx_buf_printf(json, ",\n  \"train_len\": %ld,\n  \"length\": %ld,\n  \"n_tokens\": %ld,\n  \"mean_nll\": ",
+                      info.train_len, L, n);
+        lx_buf_num(json, sum / (double)n);
+        lx_buf_puts(json, ",\n  \"tokens\": [");
+        for (long i = 0; i < n; i++)
+            lx_buf_printf(json, "%s%d", i ? "," : "", text[i]);
+        lx_buf_puts(json, "],\n  \"nll\": [");
+        for (long i = 0; i < n; i++) {
+            lx_buf_puts(json, i ? "," : "");
+            lx_buf_num(json, nll[i]);
+        }
+        lx_buf_puts(json, "]\n}\n");
+    }
+    free(nll);
+    free(text);
+    lx_stack_release(&st);
+    lx_doc_release(&d1);
+    lx_doc_release(&d2);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+    free(path);
+    return rc;
+}

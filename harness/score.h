@@ -1,0 +1,25 @@
+/*
+** harness/score.h - `lenx score`: per-token NLL of a text under a checkpoint,
+** with an optional evaluation-time method stack, as JSON. Lets anyone check a
+** checkpoint from outside lenx (e.g. against tests/ref/lenx_torch.py).
+**
+** The text's bytes are cut into consecutive windows of `length` tokens (the
+** last one may be shorter); each window is scored like a `ppl` window: input
+** [BOS, s0 .. s_{L−2}], every token s0 .. s_{L−1} scored.
+*/
+#ifndef LX_SCORE_H
+#define LX_SCORE_H
+
+#include "harness/lx.h"
+
+struct lx_score_opts {
+    const char *model;      /* checkpoint path, model name or model key prefix */
+    const char *db;         /* store to look names and keys up in */
+    const char *text;       /* file to score */
+    const char *method;     /* YAML: an evaluation-time stack to add ("logn", "[logn, infoscale]") or NULL */
+    long length;            /* window length; 0 = the model's training length */
+};
+
+int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error *err);
+
+#endif
