@@ -72,16 +72,20 @@ $(B)/lenx-bench: $(LIB_OBJ) $(BENCH_OBJ)
 	$(CC) $(OPT) -o $@ $^ $(LDLIBS_ALL)
 
 # The main job: a short sweep, then its table.
-run: lenx
+run: lenx data/manifest.tsv
 	./lenx run configs/quick.yaml
 
 # Tests run single-threaded unless a test sets its own thread count; the CLI
 # tests drive the binary named by LENX_BIN.
-test: lenx $(B)/lenx-tests
+test: lenx $(B)/lenx-tests data/manifest.tsv
 	OMP_NUM_THREADS=1 LENX_BIN=$(CURDIR)/lenx LENX_ROOT=$(CURDIR) $(B)/lenx-tests --jobs 2
 
 # Real English text for the engine: see scripts/data.sh and docs/data.md.
+# `make run` and `make test` prepare it on first use.
 data:
+	bash scripts/data.sh
+
+data/manifest.tsv: scripts/data.sh
 	bash scripts/data.sh
 
 # Regenerate the committed regression baselines (after a deliberate change of

@@ -161,6 +161,7 @@ static int cmd_run(int argc, char **argv)
                         lx_buf_printf(&hl, "%s%s", hl.len ? "," : "", h ? h : "");
                     }
                     status = print_table(db, grid.name, all ? NULL : lx_buf_str(&hl), LX_FMT_MD);
+                    fflush(stdout);
                     if (!all)
                         fprintf(stderr, "lenx: every metric: lenx table --db %s --sweep %s\n", db, grid.name);
                     lx_buf_free(&hl);

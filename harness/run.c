@@ -233,6 +233,7 @@ static void fill_record(struct lx_run_record *r, const struct lx_plan *plan, con
     r->method = g->stacks[c->stack].canon;
     r->method_json = g->stacks[c->stack].json;
     r->model_key = c->model >= 0 ? c->model_key : NULL;
+    r->model = c->model >= 0 ? g->models[c->model].name : NULL;
     r->task = g->tasks[c->task].canon;
     r->task_json = g->tasks[c->task].json;
     r->key_json = c->key_json;

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define SCHEMA_VERSION 2     /* 2: models table, runs.max_rss_kb */
+#define SCHEMA_VERSION 2     /* 2: models table, runs.model and runs.max_rss_kb */
 
 struct lx_store {
     sqlite3 *db;        /* the connection */
@@ -36,6 +36,7 @@ static const char *schema_sql =
     "  length INTEGER NOT NULL,"
     "  seed INTEGER NOT NULL,"
     "  model_key TEXT,"
+    "  model TEXT,"                     /* the model's name in the sweep */
     "  status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),"
     "  error TEXT,"
     "  git_commit TEXT NOT NULL,"
@@ -127,7 +128,7 @@ static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
     /* Only a database we accept is switched to WAL. */
     int rc = exec(s, "PRAGMA journal_mode = WAL", err);
     if (rc == LX_OK && v == 1)      /* migrate: the rest is CREATE ... IF NOT EXISTS */
-        rc = exec(s, "ALTER TABLE runs ADD COLUMN max_rss_kb INTEGER", err);
+        rc = exec(s, "ALTER TABLE runs ADD COLUMN max_rss_kb INTEGER; ALTER TABLE runs ADD COLUMN model TEXT", err);
     if (rc == LX_OK)
         rc = exec(s, schema_sql, err);
     if (rc == LX_OK && v < SCHEMA_VERSION) {
@@ -216,9 +217,9 @@ static int insert_run(struct lx_store *s, const struct lx_run_record *r, sqlite3
     static const char *sql =
         "INSERT INTO runs (key, sweep, method, method_params, task, task_params, key_json, length,"
         " seed, model_key, status, error, git_commit, git_dirty, version, threads, blas, host,"
-        " config, started, finished, wall_s, max_rss_kb)"
+        " config, started, finished, wall_s, max_rss_kb, model)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-        " ?19, ?20, ?21, ?22, ?23)";
+        " ?19, ?20, ?21, ?22, ?23, ?24)";
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
         return SQLITE_ERROR;
@@ -245,6 +246,7 @@ static int insert_run(struct lx_store *s, const struct lx_run_record *r, sqlite3
     sqlite3_bind_double(st, 22, r->finished - r->started);
     if (r->max_rss_kb > 0)
         sqlite3_bind_int64(st, 23, r->max_rss_kb);
+    sqlite3_bind_text(st, 24, r->model, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     *id = sqlite3_last_insert_rowid(s->db);
@@ -350,7 +352,8 @@ int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_row
                     struct lx_error *err)
 {
     static const char *sql =
-        "SELECT r.id, r.sweep, r.method, r.task, r.key, r.git_commit, r.length, r.seed, m.name, m.value"
+        "SELECT r.id, r.sweep, r.method || coalesce(' @' || r.model, ''), r.task, r.key, r.git_commit,"
+        " r.length, r.seed, m.name, m.value"
         " FROM runs r JOIN metrics m ON m.run_id = r.id"
         " WHERE r.id IN (SELECT max(id) FROM runs WHERE status = 'ok'"
         "   AND (?1 IS NULL OR sweep = ?1)"

@@ -39,6 +39,7 @@ struct lx_run_record {
     const char *key_json;       /* what the run key hashes */
     long length, seed;
     const char *model_key;      /* NULL when no model */
+    const char *model;          /* the model's name in the sweep, NULL when no model */
     int ok;                     /* 1 ok, 0 failed */
     const char *error;          /* failure message, NULL when ok */
     const char *commit;         /* git commit of the build, "unknown" outside git */
@@ -77,7 +78,8 @@ int lx_store_model_get(struct lx_store *s, const char *key, char **path, char sh
 ** name_or_key; an error lists the candidates when there are several. */
 int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path, struct lx_error *err);
 
-/* One tidy record: a metric of a cell. */
+/* One tidy record: a metric of a cell. `method` is the canonical stack, with
+** " @model" appended for cells that ran on a model ("rope @small"). */
 struct lx_row {
     char *sweep, *method, *task, *key, *commit, *metric;
     long length, seed;
