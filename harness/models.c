@@ -71,11 +71,15 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         return lx_node_err(err, v, "model '%s' must be a mapping with arch and train, or checkpoint\n"
                            "  hint: e.g. %s: {arch: {layers: 2}, train: {length: 128, steps: 1000}}",
                            u->name, u->name);
+    static const char *const keys[] = {"arch", "train", "checkpoint"};
     for (int i = 0; i < v->n_items; i++) {
         const char *k = lx_map_key(v, i)->text;
-        if (strcmp(k, "arch") && strcmp(k, "train") && strcmp(k, "checkpoint"))
+        if (strcmp(k, "arch") && strcmp(k, "train") && strcmp(k, "checkpoint")) {
+            const char *near = lx_closest(k, keys, 3);
             return lx_node_err(err, lx_map_key(v, i), "model '%s': unknown key '%s'\n"
-                               "  hint: a model has arch and train, or checkpoint", u->name, k);
+                               "  hint: %s%s%sa model has arch and train, or checkpoint", u->name, k,
+                               near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+        }
     }
     const struct lx_node *ck = lx_map_get(v, "checkpoint");
     if (ck) {

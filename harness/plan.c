@@ -150,8 +150,8 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
     const struct lx_model_use *mu = &g->models[m];
     if (!spec->positions)
         return lx_node_err(err, st->where, "the stack '%s' sets no position scheme, which task '%s' on "
-                           "model '%s' needs\n  hint: add rope or nope, e.g. [rope, %s]", st->canon,
-                           g->tasks[t].task->name, mu->name, st->canon);
+                           "model '%s' needs\n  hint: add rope or nope to the stack, e.g. - [rope, logn]", st->canon,
+                           g->tasks[t].task->name, mu->name);
     if (mu->arch.vocab < LX_VOCAB)
         return lx_node_err(err, mu->where, "model '%s' has a vocabulary of %ld; the corpus tasks need %d "
                            "(256 bytes + BOS, EOS, PAD, MASK)", mu->name, mu->arch.vocab, LX_VOCAB);

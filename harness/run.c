@@ -154,7 +154,10 @@ static int ensure_model(struct model_slot *slot, const struct lx_plan *plan, con
         int found = 0;
         rc = lx_store_model_get(store, c->model_key, &stored, sha, &found, &sub);
         struct lx_ckpt_info info = {0};
-        if (rc == LX_OK && found && lx_model_load(&slot->m, stored, &info, &sub) == LX_OK &&
+        /* The cache is the file at <models_dir>/<key>.safetensors whose hash
+        ** the store recorded; the stored path is informational only, so the
+        ** same store works from any working directory. */
+        if (rc == LX_OK && found && lx_model_load(&slot->m, path, &info, &sub) == LX_OK &&
             strcmp(info.sha256, sha) == 0) {
             rc = LX_OK;     /* cached */
         } else if (rc == LX_OK) {

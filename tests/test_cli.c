@@ -15,72 +15,16 @@
 #include <time.h>
 #include <unistd.h>
 
-static char dir[64];
+#include "tests/shell.h"
 
 static void setup(void)
 {
-    strcpy(dir, "/tmp/lenx-cli-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    cr_assert_not_null(getenv("LENX_BIN"), "LENX_BIN must name the lenx binary (make test sets it)");
-}
-
-static void teardown(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_expect_eq(system(cmd), 0);
-}
-
-/* Run a shell command with $L = lenx and $D = the temp dir; capture stdout+stderr. */
-static int sh(char *out, size_t n, const char *fmt, ...)
-{
-    char cmd[4096], full[4400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(full, sizeof full, "L='%s'; D='%s'; cd \"$D\" && { %s ; } 2>&1", getenv("LENX_BIN"), dir, cmd);
-    FILE *p = popen(full, "r");
-    cr_assert_not_null(p);
-    size_t len = 0;
-    if (out && n)
-        out[0] = '\0';
-    char tmp[4096];
-    size_t k;
-    while ((k = fread(tmp, 1, sizeof tmp, p)) > 0)
-        if (out && len + 1 < n) {
-            size_t c = k < n - 1 - len ? k : n - 1 - len;
-            memcpy(out + len, tmp, c);
-            len += c;
-            out[len] = '\0';
-        }
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static void write_file(const char *name, const char *text)
-{
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-static int exists(const char *name)
-{
-    char path[256];
-    struct stat sb;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return stat(path, &sb) == 0;
+    shell_setup("cli");
 }
 
 static long sql_count(const char *db, const char *sql)
 {
-    char out[256];
-    cr_assert_eq(sh(out, sizeof out, "sqlite3 %s \"%s\"", db, sql), 0, "%s", out);
-    return atol(out);
+    return sql_long(db, sql);
 }
 
 static const char *small =

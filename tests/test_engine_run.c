@@ -1,0 +1,365 @@
+/*
+** tests/test_engine_run.c - sweeps that train models, end to end through the
+** lenx binary: the tiny sweep against its committed baseline, the model cache
+** (trained once per key, bit-identical when retrained, shared by stacks whose
+** training-time part is the same), thread independence, bad model sweeps
+** refused at plan time with file:line:col, brought checkpoints, and the
+** properties of the ppl and mlm tasks as stored.
+**
+** configs/tiny.yaml trains four models of ~25k parameters for 20 steps
+** (causal and mlm, each with rope and with nope), so one run takes well under
+** a second; every test runs in its own temp dir with its own --db, whose
+** models dir is <db dir>/models. The binary is $LENX_BIN, the checkout
+** $LENX_ROOT (both set by `make test`).
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/shell.h"
+
+static void setup(void)
+{
+    shell_setup("engine");
+    cr_assert_not_null(getenv("LENX_ROOT"), "LENX_ROOT must name the checkout (make test sets it)");
+}
+
+/* The tiny sweep into db (its models go to <db dir>/models); returns the output. */
+static void run_tiny(char *out, size_t n, const char *env, const char *db, const char *extra)
+{
+    cr_assert_eq(sh(out, n, "%s $L run \"$R/configs/tiny.yaml\" --db %s --quiet --no-table %s", env, db, extra), 0,
+                 "%s", out);
+}
+
+/* The models of configs/tiny.yaml, for sweeps that reuse them. */
+#define TINY_CAUSAL                                                                                        \
+    "  tiny: {arch: {mode: causal, layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64},\n"            \
+    "         train: {length: 32, batch: 4, steps: 20, warmup: 5, eval_every: 10, eval_windows: 4}}\n"
+
+/* A metric of a stored cell: sweep, method, task prefix, length. */
+#define CELL(sweep, method, task, len, metric)                                                             \
+    "select m.value from runs r join metrics m on m.run_id = r.id where r.sweep = '" sweep "' and r.method = '" \
+    method "' and r.task like '" task "%' and r.length = " #len " and m.name = '" metric "'"
+
+/* ---- the committed baseline ---------------------------------------------- */
+
+Test(engine_run, tiny_sweep_matches_committed_baseline, .init = setup, .fini = teardown, .timeout = 60)
+{
+    /* results/baselines/tiny.csv is made by `make baseline`. Unlike the
+    ** Gaussian baseline (rtol 1e-9, pure double arithmetic in our own code),
+    ** these numbers go through OpenBLAS float32 GEMMs whose kernels (and so
+    ** summation orders) are picked per CPU at run time, and 20 training steps
+    ** amplify the rounding: rtol 1e-5 passes any CPU yet still catches any
+    ** real change to the model, the training or the tasks. */
+    char out[16384];
+    run_tiny(out, sizeof out, "", "r.db", "");
+    cr_expect(strstr(out, "12 run (12 ok, 0 failed), 0 already stored; 4 models trained (80 steps)") != NULL,
+              "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare \"$R/results/baselines/tiny.csv\" tiny --db r.db --rtol 1e-5 --atol 1e-7"),
+                 0, "%s", out);
+    cr_expect(strstr(out, "78 cells compared, 0 moved") != NULL, "%s", out);
+    cr_expect(strstr(out, "0 only in base, 0 only in head") != NULL, "%s", out);
+}
+
+/* ---- the model cache ----------------------------------------------------- */
+
+Test(engine_run, rerun_trains_nothing_and_force_reuses_checkpoints, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384];
+    run_tiny(out, sizeof out, "", "r.db", "");
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --format csv > first.csv"), 0, "%s", out);
+    run_tiny(out, sizeof out, "", "r.db", "");
+    cr_expect(strstr(out, "0 run (0 ok, 0 failed), 12 already stored; 0 models trained (0 steps)") != NULL,
+              "%s", out);
+    /* --force recomputes every cell on the cached checkpoints */
+    run_tiny(out, sizeof out, "", "r.db", "--force");
+    cr_expect(strstr(out, "12 run (12 ok, 0 failed), 0 already stored; 0 models trained (0 steps)") != NULL,
+              "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --format csv > forced.csv"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "cmp first.csv forced.csv"), 0, "identical numbers: %s", out);
+    cr_expect_eq(sql_long("r.db", "select count(*) from models"), 4);
+    /* A checkpoint that is gone, or whose bytes no longer match the stored
+    ** hash, is retrained (to the same bytes); the others stay cached. */
+    cr_assert_eq(sh(out, sizeof out, "sha256sum models/* > before.sha && ls models | head -2 > two &&"
+                    " rm models/$(sed -n 1p two) && printf x >> models/$(sed -n 2p two)"), 0, "%s", out);
+    run_tiny(out, sizeof out, "", "r.db", "--force");
+    cr_expect(strstr(out, "12 run (12 ok, 0 failed), 0 already stored; 2 models trained (40 steps)") != NULL,
+              "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "sha256sum models/* | cmp - before.sha"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --format csv > again.csv"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "cmp first.csv again.csv"), 0, "%s", out);
+}
+
+Test(engine_run, retraining_gives_bit_identical_checkpoints, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384], a[1024], b[1024];
+    cr_assert_eq(sh(out, sizeof out, "mkdir a b"), 0, "%s", out);
+    run_tiny(out, sizeof out, "", "a/r.db", "");
+    run_tiny(out, sizeof out, "", "b/r.db", "");
+    /* same file names (model keys) with the same bytes */
+    cr_assert_eq(sh(out, sizeof out, "(cd a/models && sha256sum *) > a.sha && (cd b/models && sha256sum *) > b.sha"),
+                 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "cmp a.sha b.sha"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "wc -l < a.sha"), 0);
+    cr_expect_eq(atol(out), 4, "%s", out);
+    /* the store's rows name those files with their hashes */
+    cr_expect_eq(sh(out, sizeof out, "sqlite3 a/r.db \"select sha256 || '  ' || key || '.safetensors' from models"
+                    " order by key\" | cmp - a.sha"), 0, "%s", out);
+    sql_text(a, sizeof a, "a/r.db", "select group_concat(key || ':' || sha256 || ':' || steps || ':' || tokens, ' ')"
+             " from (select * from models order by key)");
+    sql_text(b, sizeof b, "b/r.db", "select group_concat(key || ':' || sha256 || ':' || steps || ':' || tokens, ' ')"
+             " from (select * from models order by key)");
+    cr_expect_str_eq(a, b);
+    /* tokens = steps * batch * length = 20 * 4 * 32 */
+    cr_expect_eq(sql_long("a/r.db", "select count(*) from models where steps = 20 and tokens = steps * 4 * 32"), 4);
+    /* and so the numbers are the same across fresh databases */
+    cr_assert_eq(sh(out, sizeof out, "$L table --db a/r.db --format csv > a.csv && $L table --db b/r.db --format csv"
+                    " > b.csv && cmp a.csv b.csv"), 0, "%s", out);
+}
+
+Test(engine_run, model_key_is_the_training_time_stack, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384];
+    run_tiny(out, sizeof out, "", "r.db", "");
+    /* 2 models x 2 distinct training-time parts ([rope], [nope]: logn(qwen)
+    ** acts at evaluation only) x 1 seed */
+    cr_expect_eq(sh(out, sizeof out, "ls models | wc -l"), 0);
+    cr_expect_eq(atol(out), 4, "%s", out);
+    cr_expect_eq(sql_long("r.db", "select count(distinct model_key) from runs"), 4);
+    cr_expect_eq(sql_long("r.db", "select count(distinct model_key) from runs where task like 'ppl%'"
+                          " and method in ('rope', 'rope+logn(mode=qwen)')"), 1);
+    cr_expect_eq(sql_long("r.db", "select count(distinct model_key) from runs where task like 'ppl%'"), 2);
+    cr_expect_eq(sql_long("r.db", "select count(distinct model_key) from runs where task like 'mlm%'"
+                          " and method in ('rope', 'rope+logn(mode=qwen)')"), 1);
+    /* Trained in (train: true), logn is part of the key; plain logn is not.
+    ** The model's name is not in the key either: 'other' is the tiny causal
+    ** model under another name, so its rope checkpoint comes from the cache. */
+    write_file("k.yaml", "name: k\nseed: 1\nmodels:\n" TINY_CAUSAL
+               "methods:\n  - rope\n  - [rope, {logn: {mode: su}}]\n  - [rope, {logn: {mode: su, train: true}}]\n"
+               "tasks: [{ppl: {windows: 2}}]\nlengths: [64]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i 's/^  tiny:/  other:/' k.yaml && $L run k.yaml --db r.db --quiet --no-table"),
+                 0, "%s", out);
+    cr_expect(strstr(out, "3 run (3 ok, 0 failed), 0 already stored; 1 models trained (20 steps)") != NULL, "%s", out);
+    cr_expect_eq(sql_long("r.db", "select count(distinct model_key) from runs where sweep = 'k'"
+                          " and method in ('rope', 'rope+logn(mode=su,base=512)')"), 1);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs a join runs b on a.model_key = b.model_key"
+                          " where a.sweep = 'k' and a.method = 'rope' and b.sweep = 'tiny' and b.method = 'rope'"
+                          " and b.task like 'ppl%' and b.length = 64"), 1);
+    cr_expect_eq(sql_long("r.db", "select count(distinct model_key) from runs where sweep = 'k'"), 2);
+    cr_expect_eq(sh(out, sizeof out, "ls models | wc -l"), 0);
+    cr_expect_eq(atol(out), 5, "%s", out);
+    char stack[512];
+    sql_text(stack, sizeof stack, "r.db", "select m.config from models m join runs r on r.model_key = m.key"
+             " where r.method = 'rope+logn(train=true,mode=su,base=512)'");
+    cr_expect(strstr(stack, "\"stack\":[{\"rope\":{\"base\":10000,\"layout\":\"half\"}},"
+                     "{\"logn\":{\"mode\":\"su\",\"base\":512,\"train\":true}}]") != NULL, "%s", stack);
+}
+
+/* ---- threads ------------------------------------------------------------- */
+
+Test(engine_run, thread_count_does_not_move_ppl, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384];
+    cr_assert_eq(sh(out, sizeof out, "mkdir a b"), 0, "%s", out);
+    run_tiny(out, sizeof out, "OMP_NUM_THREADS=1", "a/r.db", "");
+    run_tiny(out, sizeof out, "OMP_NUM_THREADS=2", "b/r.db", "");
+    cr_expect_eq(sql_long("b/r.db", "select count(*) from runs where threads = 2"), 12);
+    cr_assert_eq(sh(out, sizeof out, "$L table --db a/r.db --metric ppl --format csv > a.csv &&"
+                    " $L table --db b/r.db --metric ppl --format csv > b.csv"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "grep -c ',ppl,' a.csv"), 0, "%s", out);
+    cr_expect_eq(atol(out), 12, "6 ppl cells and 6 mlm cells: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare a.csv b.csv --rtol 1e-5 --atol 0"), 0, "%s", out);
+    cr_expect(strstr(out, "12 cells compared, 0 moved") != NULL, "%s", out);
+}
+
+/* ---- bad model sweeps: exit 2, nothing written ----------------------------- */
+
+/* A causal model that would be fine; the cases break one thing each. */
+#define MODEL_C                                                                                            \
+    "models:\n  c: {arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64},"                    \
+    " train: {length: 32, batch: 4, steps: 20, warmup: 5}}\n"
+
+/* `lenx run file` exits 2 with "where: what" in its output and creates no database. */
+static void expect_refused(const char *file, const char *yaml, const char *where, const char *what)
+{
+    char out[4096], want[512];
+    write_file(file, yaml);
+    cr_expect_eq(sh(out, sizeof out, "$L run %s --db x.db", file), 2, "%s\n%s", yaml, out);
+    snprintf(want, sizeof want, "lenx: error: %s: %s", where, what);
+    cr_expect(strstr(out, want) != NULL, "expected '%s' in:\n%s", want, out);
+    cr_expect(!exists("x.db"), "a refused sweep must not create the database");
+}
+
+Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, .timeout = 30)
+{
+    expect_refused("b.yaml", "name: b\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:9",
+                   "task 'ppl' needs a trained model and the sweep has no 'models'");
+    expect_refused("b.yaml", "name: b\nmodels:\n  m: {arch: {mode: mlm, layers: 1}, train: {length: 32, steps: 20,"
+                   " warmup: 5}}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:5:9",
+                   "task 'ppl' needs a model in causal mode and the sweep has none\n"
+                   "  hint: add a model with arch: {mode: causal}");
+    expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[logn]]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:4:11",
+                   "the stack 'logn(mode=su,base=512)' sets no position scheme, which task 'ppl' on model 'c' needs\n"
+                   "  hint: add rope or nope");
+    expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, nope]]\ntasks: [ppl]\nlengths: [32]\n",
+                   "b.yaml:4:18", "methods 'rope' and 'nope' both set the position scheme");
+    expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {infoscale: {train: true}}]]\ntasks: [ppl]\n"
+                   "lengths: [32]\n", "b.yaml:4:38",
+                   "method 'infoscale' acts at evaluation only and cannot be trained in\n  hint: drop 'train: true'");
+    expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [{rope: {train: false}}]\ntasks: [ppl]\nlengths: [32]\n",
+                   "b.yaml:4:26", "method 'rope' is always part of training; 'train: false' is not possible");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arhc: {layers: 1}}\nmethods: [rope]\ntasks: [ppl]\n"
+                   "lengths: [32]\n", "b.yaml:3:7",
+                   "model 'c': unknown key 'arhc'\n  hint: did you mean 'arch'? a model has arch and train, or checkpoint");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 0}}\nmethods: [rope]\ntasks: [ppl]\n"
+                   "lengths: [32]\n", "b.yaml:3:22", "model 'c' arch: 'layers' = 0 is out of bounds [1, 64]");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {mlp: relu}}\nmethods: [rope]\ntasks: [ppl]\n"
+                   "lengths: [32]\n", "b.yaml:3:19", "model 'c' arch: 'mlp' must be one of gelu|swiglu, got 'relu'");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {vocab: 256}, train: {length: 32, steps: 20, warmup: 5}}\n"
+                   "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:3",
+                   "model 'c' has a vocabulary of 256; the corpus tasks need 260");
+    /* a checkpoint path is relative to the sweep file */
+    cr_assert_eq(sh(NULL, 0, "mkdir sub"), 0);
+    expect_refused("sub/b.yaml", "name: b\nmodels:\n  c: {checkpoint: nosuch.safetensors}\nmethods: [rope]\n"
+                   "tasks: [ppl]\nlengths: [32]\n", "sub/b.yaml:3:19",
+                   "model 'c': sub/nosuch.safetensors: cannot open");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, train: {length: 32, steps: 20, warmup: 20}}\n"
+                   "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:33",
+                   "model 'c': warmup (20) must be below steps (20)");
+}
+
+/* ---- a brought checkpoint ------------------------------------------------ */
+
+Test(engine_run, brought_checkpoint_gives_the_same_numbers, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384];
+    run_tiny(out, sizeof out, "", "r.db", "");
+    cr_assert_eq(sh(out, sizeof out, "mkdir sub && cp models/$(sqlite3 r.db \"select model_key from runs where"
+                    " sweep = 'tiny' and method = 'rope' and task like 'ppl%%' limit 1\").safetensors"
+                    " sub/ckpt.safetensors"), 0, "%s", out);
+    /* rope is what it was trained with; logn(qwen) acts at evaluation only */
+    write_file("sub/mine.yaml", "name: mine\nmodels:\n  mine: {checkpoint: ckpt.safetensors}\n"
+               "methods: [rope, [rope, {logn: {mode: qwen}}]]\ntasks: [{ppl: {windows: 2}}]\nlengths: [32, 64]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run sub/mine.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_expect(strstr(out, "4 run (4 ok, 0 failed), 0 already stored; 0 models trained (0 steps)") != NULL,
+              "%s", out);
+    /* every metric of every cell equals the original model's */
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs a join metrics ma on ma.run_id = a.id"
+                          " join runs b on b.sweep = 'tiny' and b.method = a.method and b.task = a.task"
+                          " and b.length = a.length join metrics mb on mb.run_id = b.id and mb.name = ma.name"
+                          " where a.sweep = 'mine' and ma.value = mb.value"), 2 * (6 + 7),
+                 "6 metrics at 32, 7 at 64 (nll_out), for 2 stacks, all equal");
+    char a[64], b[64];
+    sql_text(a, sizeof a, "r.db", CELL("mine", "rope", "ppl", 64, "ppl"));
+    sql_text(b, sizeof b, "r.db", CELL("tiny", "rope", "ppl", 64, "ppl"));
+    cr_expect(a[0] && strcmp(a, b) == 0, "ppl %s vs %s", a, b);
+    /* nope trains differently: refused, naming the checkpoint's training stack */
+    write_file("sub/nope.yaml", "name: mine2\nmodels:\n  mine: {checkpoint: ckpt.safetensors}\n"
+               "methods: [nope]\ntasks: [{ppl: {windows: 2}}]\nlengths: [32]\n");
+    cr_expect_eq(sh(out, sizeof out, "$L run sub/nope.yaml --db r.db"), 2, "%s", out);
+    cr_expect(strstr(out, "sub/nope.yaml:4:11: the stack 'nope' trains differently from checkpoint model 'mine',"
+                     " which was trained with [{\"rope\":{\"base\":10000,\"layout\":\"half\"}}]") != NULL, "%s", out);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs where sweep = 'mine2'"), 0);
+}
+
+/* ---- the tasks as stored ------------------------------------------------- */
+
+Test(engine_run, mlm_masks_the_same_positions_for_every_method, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384];
+    run_tiny(out, sizeof out, "", "r.db", "");
+    /* mlm runs on the mlm model only, ppl on the causal one */
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs r join models m on m.key = r.model_key"
+                          " where r.task like 'mlm%' and m.name = 'tiny_mlm'"), 6);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs r join models m on m.key = r.model_key"
+                          " where r.task like 'ppl%' and m.name = 'tiny'"), 6);
+    /* n_masked: one value per length, across the 3 stacks (and 2 models) */
+    cr_expect_eq(sql_long("r.db", "select count(*) from (select r.length from runs r join metrics m on m.run_id = r.id"
+                          " where r.task like 'mlm%' and m.name = 'n_masked' and m.value > 0 group by r.length"
+                          " having count(*) = 3 and count(distinct m.value) = 1)"), 2);
+    /* accuracies are fractions; acc and acc_in everywhere, acc_out only past
+    ** the training length 32 */
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs r join metrics m on m.run_id = r.id"
+                          " where r.task like 'mlm%' and m.name in ('acc', 'acc_in', 'acc_out')"
+                          " and (m.value is null or m.value < 0 or m.value > 1)"), 0);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs r join metrics m on m.run_id = r.id"
+                          " where r.task like 'mlm%' and m.name = 'acc'"), 6);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs r join metrics m on m.run_id = r.id"
+                          " where r.task like 'mlm%' and m.name = 'acc_in'"), 6);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs r join metrics m on m.run_id = r.id"
+                          " where r.task like 'mlm%' and m.name = 'acc_out'"), 3);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs r join metrics m on m.run_id = r.id"
+                          " where r.task like 'mlm%' and m.name = 'acc_out' and r.length = 64"), 3);
+}
+
+Test(engine_run, ppl_scores_every_token_of_every_window, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384];
+    run_tiny(out, sizeof out, "", "r.db", "");
+    /* n_tokens = windows * length */
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs r join metrics m on m.run_id = r.id"
+                          " where r.task = 'ppl(windows=2)' and m.name = 'n_tokens' and m.value = 2 * r.length"), 6);
+    /* the unigram baseline sees the same tokens whatever the method */
+    cr_expect_eq(sql_long("r.db", "select count(*) from (select r.length from runs r join metrics m on m.run_id = r.id"
+                          " where r.task like 'ppl%' and m.name = 'unigram_ppl' and m.value > 1 group by r.length"
+                          " having count(*) = 3 and count(distinct m.value) = 1)"), 2);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs r join metrics m on m.run_id = r.id"
+                          " where r.task like 'ppl%' and m.name = 'nll_out'"), 3, "only past the training length");
+    /* nll_by_pos: x = 2^k for the 1-based positions [2^k, 2^(k+1)) */
+    char xs[256];
+    sql_text(xs, sizeof xs, "r.db", "select group_concat(x, ',') from (select distinct s.x from series s join runs r"
+             " on r.id = s.run_id where r.task like 'ppl%' and r.length = 64 and s.series = 'nll_by_pos' order by s.x)");
+    cr_expect_str_eq(xs, "1.0,2.0,4.0,8.0,16.0,32.0,64.0");
+    sql_text(xs, sizeof xs, "r.db", "select group_concat(x, ',') from (select distinct s.x from series s join runs r"
+             " on r.id = s.run_id where r.task like 'ppl%' and r.length = 32 and s.series = 'nll_by_pos' order by s.x)");
+    cr_expect_str_eq(xs, "1.0,2.0,4.0,8.0,16.0,32.0");
+    cr_expect_eq(sql_long("r.db", "select count(distinct run_id) from series where series = 'nll_by_pos'"), 6,
+                 "every ppl cell, no mlm cell");
+    /* the buckets partition the positions: their token-weighted mean is nll */
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs r join metrics m on m.run_id = r.id and m.name = 'nll'"
+                          " join (select run_id, sum(y * (min(2 * x, length + 1) - x)) as s from series"
+                          " join runs on runs.id = series.run_id where series = 'nll_by_pos' group by run_id) q"
+                          " on q.run_id = r.id where abs(q.s / r.length - m.value) < 1e-6 * m.value"), 6);
+}
+
+/* Cells differ by model: two models of one mode in a sweep must not pool
+** in tables (as if they were seeds) nor give indistinguishable CSV rows. */
+Test(engine_run, two_models_of_one_mode_stay_apart_in_tables, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384];
+    write_file("two.yaml", "name: two\nseed: 1\nmodels:\n" TINY_CAUSAL
+               "  half: {arch: {layers: 1, d_model: 16, heads: 2, d_head: 8, d_mlp: 32},"
+               " train: {length: 32, batch: 4, steps: 20, warmup: 5}}\n"
+               "methods: [rope]\ntasks: [{ppl: {windows: 2}}]\nlengths: [32]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run two.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --format csv --metric ppl > t.csv"), 0, "%s", out);
+    /* no two rows may agree on everything but the value */
+    cr_expect_eq(sh(out, sizeof out, "sed 's/,[^,]*$//' t.csv | sort | uniq -d | wc -l"), 0);
+    cr_expect_eq(atol(out), 0, "rows that differ only in value:\n%s", out);
+    cr_expect_eq(sh(out, sizeof out, "grep -c '^two,rope @tiny,ppl(windows=2),32,1,ppl,' t.csv &&"
+                    " grep -c '^two,rope @half,ppl(windows=2),32,1,ppl,' t.csv"), 0, "%s", out);
+    cr_expect_str_eq(out, "1\n1\n");
+    cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --metric ppl"), 0, "%s", out);
+    cr_expect(strstr(out, "n=2") == NULL, "not pooled as seeds:\n%s", out);
+}
+
+/* ---- known bugs: enable once fixed --------------------------------------- */
+
+/* The cache is <db dir>/models/<key>.safetensors checked against the stored
+** hash, so the same store works from any working directory (a stored path
+** relative to the first run's directory once made every other one retrain). */
+Test(engine_run, cache_survives_another_working_directory, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384];
+    cr_assert_eq(sh(out, sizeof out, "mkdir sub"), 0, "%s", out);
+    run_tiny(out, sizeof out, "", "sub/r.db", "");
+    cr_assert_eq(sh(out, sizeof out, "cd sub && $L run \"$R/configs/tiny.yaml\" --db r.db --quiet --no-table --force"),
+                 0, "%s", out);
+    cr_expect(strstr(out, "0 models trained (0 steps)") != NULL, "%s", out);
+}
