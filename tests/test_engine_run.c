@@ -14,6 +14,7 @@
 */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -362,4 +363,45 @@ Test(engine_run, cache_survives_another_working_directory, .init = setup, .fini 
     cr_assert_eq(sh(out, sizeof out, "cd sub && $L run \"$R/configs/tiny.yaml\" --db r.db --quiet --no-table --force"),
                  0, "%s", out);
     cr_expect(strstr(out, "0 models trained (0 steps)") != NULL, "%s", out);
+}
+
+/* `lenx score` scores like the ppl task: the first window of Persuasion
+** ([BOS, s0..s30] -> s0..s31) scored from outside has the mean NLL of a ppl
+** cell with windows: 1 at length 32 (its one window is the corpus's first),
+** with and without an evaluation-time logn, and by name, key prefix or path. */
+Test(engine_run, score_matches_the_ppl_task, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[65536], want[64], key[64];
+    write_file("s.yaml", "name: s\nseed: 1\nmodels:\n" TINY_CAUSAL
+               "methods: [rope, [rope, {logn: {mode: qwen}}]]\ntasks: [{ppl: {windows: 1}}]\nlengths: [32, 64]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run s.yaml --db s.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "head -c 64 \"$R/data/corpus/austen/test/persuasion.txt\" > t.txt"), 0);
+    sql_text(key, sizeof key, "s.db", "SELECT key FROM models");
+    const char *stacks[] = {"rope", "rope+logn(mode=qwen)"}, *method[] = {"", "--method '{logn: {mode: qwen}}'"};
+    for (int m = 0; m < 2; m++) {
+        char q[256];
+        snprintf(q, sizeof q, "SELECT printf('%%.17g', x.value) FROM runs r JOIN metrics x ON x.run_id = r.id"
+                 " WHERE r.method = '%s' AND r.length = 64 AND x.name = 'nll'", stacks[m]);
+        sql_text(want, sizeof want, "s.db", q);
+        /* the whole 64-byte text as one window of 64: the ppl cell at length 64 */
+        cr_assert_eq(sh(out, sizeof out, "$L score --db s.db --model tiny --text t.txt --length 64 %s", method[m]),
+                     0, "%s", out);
+        const char *p = strstr(out, "\"mean_nll\": ");
+        cr_assert_not_null(p, "%s", out);
+        double got = atof(p + 12), exp = atof(want);
+        cr_expect(fabs(got - exp) <= 1e-6 * fabs(exp), "%s: score %.9g vs ppl cell %.9g", stacks[m], got, exp);
+        cr_expect(strstr(out, "\"n_tokens\": 64") != NULL, "%s", out);
+    }
+    /* by key prefix and by path: the same numbers */
+    char a[65536];
+    cr_assert_eq(sh(a, sizeof a, "$L score --db s.db --model %.6s --text t.txt", key), 0, "%s", a);
+    cr_assert_eq(sh(out, sizeof out, "$L score --model models/%s.safetensors --text t.txt", key), 0, "%s", out);
+    cr_expect_str_eq(strstr(a, "\"methods\""), strstr(out, "\"methods\""));
+    /* the default length is the training length: two windows of 32 */
+    cr_expect(strstr(out, "\"length\": 32") != NULL, "%s", out);
+    /* training-time methods cannot be added; unknown models are named */
+    cr_expect_eq(sh(out, sizeof out, "$L score --db s.db --model tiny --text t.txt --method nope"), 2);
+    cr_expect(strstr(out, "'nope' is a training-time method") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L score --db s.db --model nosuch --text t.txt"), 2);
+    cr_expect(strstr(out, "no model of that name or key") != NULL, "%s", out);
 }
