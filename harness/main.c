@@ -128,6 +128,9 @@ static int cmd_run(int argc, char **argv)
                 "  hint: rebuild with `make`; it links the openblas-openmp library with an rpath\n", blas);
         status = 3;
     } else {
+        char weak[512];
+        if (lx_blas_weaker_than_cpu(weak, sizeof weak))
+            fprintf(stderr, "lenx: warning: %s\n", weak);
         struct lx_store *store;
         if ((rc = lx_store_open(&store, db, 0, &err)) < 0) {
             status = fail(&err, rc);

@@ -5,6 +5,8 @@
 
 #include <cblas.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
 
 void lx_gemm(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N, int K,
              int trans_a, int trans_b, float alpha, float beta)
@@ -51,4 +53,33 @@ void lx_blas_describe(char *out, size_t n)
     static const char *par[] = {"sequential", "pthreads", "openmp"};
     int p = openblas_get_parallel();
     snprintf(out, n, "core=%s threading=%s", openblas_get_corename(), p >= 0 && p <= 2 ? par[p] : "?");
+}
+
+/* Kernel families by the widest vector unit they use. */
+static int core_level(const char *core)
+{
+    static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids", "Zen4"};
+    static const char *const avx2[] = {"Haswell", "Zen"};
+    for (size_t i = 0; i < sizeof avx512 / sizeof *avx512; i++)
+        if (strcasecmp(core, avx512[i]) == 0)
+            return 3;
+    for (size_t i = 0; i < sizeof avx2 / sizeof *avx2; i++)
+        if (strcasecmp(core, avx2[i]) == 0)
+            return 2;
+    return 1;
+}
+
+int lx_blas_weaker_than_cpu(char *msg, size_t n)
+{
+    __builtin_cpu_init();
+    int cpu = __builtin_cpu_supports("avx512f") ? 3 : __builtin_cpu_supports("avx2") ? 2 : 1;
+    const char *core = openblas_get_corename();
+    if (core_level(core) >= cpu)
+        return 0;
+    const char *forced = getenv("OPENBLAS_CORETYPE");
+    snprintf(msg, n, "OpenBLAS runs its %s kernels on a CPU with %s%s%s%s; matrix products are slower "
+             "than they could be\n  hint: %s", core, cpu == 3 ? "AVX-512" : "AVX2",
+             forced ? " (OPENBLAS_CORETYPE=" : "", forced ? forced : "", forced ? ")" : "",
+             forced ? "unset OPENBLAS_CORETYPE to let OpenBLAS pick" : "update OpenBLAS");
+    return 1;
 }

@@ -26,6 +26,10 @@ void lx_gemm_naive(float *C, int ldc, const float *A, int lda, const float *B, i
 /* "core=Haswell threading=openmp" into out (size n), recorded with every run. */
 void lx_blas_describe(char *out, size_t n);
 
+/* 1 (and a message with a hint) when OpenBLAS's kernels use narrower vectors
+** than the CPU has, e.g. OPENBLAS_CORETYPE=Haswell on an AVX-512 machine. */
+int lx_blas_weaker_than_cpu(char *msg, size_t n);
+
 /* 1 when OpenBLAS runs on OpenMP threads (the build lenx must link). */
 int lx_blas_is_openmp(void);
 
