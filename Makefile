@@ -99,8 +99,14 @@ baseline: lenx
 	./lenx table --db build/baseline.db --sweep gaussian --format csv > results/baselines/gaussian.csv
 	./lenx table --db build/baseline.db --sweep tiny --format csv > results/baselines/tiny.csv
 
+# The model part (tests/bench_model.c) also runs tests/bench_torch.py;
+# BENCH=micro or BENCH=model runs one part, BENCH_SECONDS sets the timed
+# seconds per side and configuration (default 8). OPENBLAS_CORETYPE, when set,
+# reaches both lenx and PyTorch.
+BENCH ?=
+BENCH_SECONDS ?= 8
 bench: lenx $(B)/lenx-bench
-	$(B)/lenx-bench
+	LENX_BENCH_SECONDS=$(BENCH_SECONDS) $(B)/lenx-bench $(BENCH)
 
 # -O0 and sanitizers in their own tree, so they never mix with release objects.
 debug: build/.deps

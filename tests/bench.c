@@ -6,11 +6,15 @@
 **               reference), stack [scaleinv, infoscale], N = 1e5
 **   gaussian    one gaussian cell (N = 1e4, 2000 rows) on all threads vs 1
 **   matmul      lx_matmul (OpenBLAS) vs lx_matmul_naive, 256 × 256 × 256
+**   model       training and evaluation tokens/s vs PyTorch (tests/bench_model.c)
+**
+** `lenx-bench micro` runs the first three only, `lenx-bench model` the last.
 */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "harness/engine/blas.h"
@@ -103,8 +107,13 @@ static void mm_naive(void *p)
     lx_matmul_naive(a->C, a->A, a->B, a->n, a->n, a->n, 0, 1, 1.0f, 0.0f);
 }
 
-int main(void)
+int lx_bench_model(void);   /* tests/bench_model.c */
+
+int main(int argc, char **argv)
 {
+    const char *only = argc > 1 ? argv[1] : "";
+    if (!strcmp(only, "model"))
+        return lx_bench_model();
     int max_threads = omp_get_max_threads();
     char blas[128];
     lx_blas_describe(blas, sizeof blas);
@@ -152,5 +161,7 @@ int main(void)
     free(ma.A), free(ma.B), free(ma.C), free(ra.A), free(ra.B);
     lx_plan_release(&plan);
     lx_grid_release(&g);
+    if (strcmp(only, "micro"))
+        lx_bench_model();
     return ra.sink == 12345.0;   /* keep the work observable */
 }
