@@ -32,6 +32,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -413,89 +414,74 @@ static double others_busy(double sec)
     return total > 0.0 ? 1.0 - idle / total : -1.0;
 }
 
-int lx_bench_model(void)
+/* What runs underneath, printed above the table. */
+static void print_setup(int threads, int rounds, double seconds, const char *blas, double busy)
 {
-    int threads = omp_get_max_threads();
-    double seconds = bench_seconds();
-    const char *rs = getenv("LENX_BENCH_ROUNDS");
-    int rounds = rs && atoi(rs) > 0 ? atoi(rs) : 4;
-    char blas[128], cpu[128], core[64] = "?";
-    lx_blas_describe(blas, sizeof blas);
-    sscanf(blas, "core=%63s", core);
+    char cpu[128];
     cpu_model(cpu, sizeof cpu);
-    const char *ct = getenv("OPENBLAS_CORETYPE");
+    const char *ct = getenv("OPENBLAS_CORETYPE"), *wp = getenv("OMP_WAIT_POLICY");
     printf("\nlenx vs PyTorch: causal model, 4 layers, d_model 256, 4 heads x 64, GELU MLP 1024, vocab 256, rope\n");
     printf("  machine: %s, %d OpenMP threads; OPENBLAS_CORETYPE=%s (both sides)\n", cpu, threads,
            ct ? ct : "(unset)");
     printf("  lenx:  OpenBLAS %s, BLAS threads = OpenMP threads = %d%s\n", blas, threads,
            lx_blas_is_openmp() ? "" : "  WARNING: not the OpenMP build");
-    const char *wp = getenv("OMP_WAIT_POLICY");
-    double busy = others_busy(1.0);
     printf("  OMP_WAIT_POLICY=%s; CPU used by other processes before: %.0f%%%s\n", wp ? wp : "(unset)",
            100.0 * busy, busy > 0.1 ? "  (expect noise)" : "");
     printf("  timing: after warm-up, lenx and torch take turns in %d rounds of >= %g s each (>= 3 steps in all);\n"
            "          tok/s = tokens per step / median step time over all rounds\n", rounds, seconds / rounds);
-    const char *only = getenv("LENX_BENCH_ONLY"), *want_torch = getenv("LENX_BENCH_TORCH");
-    int have_torch = !(want_torch && !strcmp(want_torch, "0")) && torch_available();
-    if (want_torch && !strcmp(want_torch, "0"))
-        printf("  torch: skipped (LENX_BENCH_TORCH=0)\n");
-    else if (!have_torch)
-        printf("  torch: skipped: `" PYTHON " -c \"import torch\"` failed (Debian: apt-get install python3-torch)\n");
+}
 
-    struct side lx[N_CFGS] = {{0}}, th[N_CFGS] = {{0}};
-    int ran[N_CFGS] = {0}, verbose = 1;
-    for (int i = 0; i < N_CFGS; i++) {
-        const struct bench_cfg *c = &cfgs[i];
-        if (only && !strstr(c->name, only))
-            continue;
-        ran[i] = 1;
-        lx[i].ok = 1;
-        th[i].ok = have_torch;
-        if (!have_torch)
-            snprintf(th[i].note, sizeof th[i].note, "torch not available");
-        struct torch_proc tp = {0};
-        if (th[i].ok)
-            torch_start(&tp, c, threads, core, verbose, &th[i]);
-        verbose = 0;
-        struct mbench mb;
-        if (mbench_init(&mb, c) < 0) {
-            lx[i].ok = 0;
-            snprintf(lx[i].note, sizeof lx[i].note, "activations do not fit");
-        } else {
-            for (int k = 0; k < c->warmup; k++)
-                (c->train ? train_step : eval_step)(&mb);
-        }
-        for (int r = 0; r < rounds; r++) {          /* take turns: a busy spell hits both */
-            if (lx[i].ok)
-                lenx_round(&mb, c->train, seconds / rounds, 1, &lx[i]);
-            if (th[i].ok)
-                torch_round(&tp, seconds / rounds, &th[i]);
-        }
-        while ((lx[i].ok && lx[i].n < 3) || (th[i].ok && th[i].n < 3)) {   /* fewer than 3 rounds */
-            if (lx[i].ok && lx[i].n < 3)
-                lenx_round(&mb, c->train, 0.0, 1, &lx[i]);
-            if (th[i].ok && th[i].n < 3)
-                torch_round(&tp, 0.0, &th[i]);
-        }
-        if (lx[i].ok) {
-            if (!isfinite(mb.sink)) {
-                lx[i].ok = 0;
-                snprintf(lx[i].note, sizeof lx[i].note, "loss not finite");
-            }
-            mbench_release(&mb);
-        }
-        torch_stop(&tp);
-        long tokens = (long)c->B * c->T;
-        side_finish(&lx[i], tokens);
-        side_finish(&th[i], tokens);
-        struct side *sides[2] = {&lx[i], &th[i]};
-        for (int k = 0; k < 2; k++)
-            if (sides[k]->ok)
-                printf("  %-12s %-5s: %3d steps, median %.4f s (fastest %.4f, slowest %.4f)\n", c->name,
-                       k ? "torch" : "lenx", sides[k]->n, sides[k]->med, sides[k]->lo, sides[k]->hi);
-        fflush(stdout);
+/* One configuration on both sides, taking turns; fills lx and th. */
+static void bench_config(const struct bench_cfg *c, int have_torch, int threads, const char *core, int verbose,
+                         int rounds, double seconds, struct side *lx, struct side *th)
+{
+    lx->ok = 1;
+    th->ok = have_torch;
+    if (!have_torch)
+        snprintf(th->note, sizeof th->note, "torch not available");
+    struct torch_proc tp = {0};
+    if (th->ok)
+        torch_start(&tp, c, threads, core, verbose, th);
+    struct mbench mb;
+    if (mbench_init(&mb, c) < 0) {
+        lx->ok = 0;
+        snprintf(lx->note, sizeof lx->note, "activations do not fit");
     }
+    for (int k = 0; lx->ok && k < c->warmup; k++)
+        (c->train ? train_step : eval_step)(&mb);
+    for (int r = 0; r < rounds; r++) {              /* take turns: a busy spell hits both */
+        if (lx->ok)
+            lenx_round(&mb, c->train, seconds / rounds, 1, lx);
+        if (th->ok)
+            torch_round(&tp, seconds / rounds, th);
+    }
+    while ((lx->ok && lx->n < 3) || (th->ok && th->n < 3)) {   /* fewer than 3 rounds */
+        if (lx->ok && lx->n < 3)
+            lenx_round(&mb, c->train, 0.0, 1, lx);
+        if (th->ok && th->n < 3)
+            torch_round(&tp, 0.0, th);
+    }
+    if (lx->ok) {
+        if (!isfinite(mb.sink)) {
+            lx->ok = 0;
+            snprintf(lx->note, sizeof lx->note, "loss not finite");
+        }
+        mbench_release(&mb);
+    }
+    torch_stop(&tp);
+    long tokens = (long)c->B * c->T;
+    side_finish(lx, tokens);
+    side_finish(th, tokens);
+    const struct side *sides[2] = {lx, th};
+    for (int k = 0; k < 2; k++)
+        if (sides[k]->ok)
+            printf("  %-12s %-5s: %3d steps, median %.4f s (fastest %.4f, slowest %.4f)\n", c->name,
+                   k ? "torch" : "lenx", sides[k]->n, sides[k]->med, sides[k]->lo, sides[k]->hi);
+    fflush(stdout);
+}
 
+static void print_table(const int *ran, const struct side *lx, const struct side *th, int have_torch)
+{
     printf("\n| %-12s | %12s | %12s | %11s |\n", "config", "lenx tok/s", "torch tok/s", "lenx/torch");
     printf("|--------------|--------------|--------------|-------------|\n");
     for (int i = 0; i < N_CFGS; i++) {
@@ -510,19 +496,46 @@ int lx_bench_model(void)
             snprintf(r, sizeof r, "%.2fx", lx[i].tok_s / th[i].tok_s);
         printf("| %-12s | %12s | %12s | %11s |\n", cfgs[i].name, l, t, r);
     }
+    for (int i = 0; i < N_CFGS; i++) {
+        if (ran[i] && !lx[i].ok)
+            printf("  %s: lenx not measured: %s\n", cfgs[i].name, lx[i].note);
+        if (ran[i] && !th[i].ok && have_torch)
+            printf("  %s: torch not measured: %s\n", cfgs[i].name, th[i].note);
+    }
+}
+
+int lx_bench_model(void)
+{
+    signal(SIGPIPE, SIG_IGN);           /* a PyTorch child that died shows up as EOF, not as our death */
+    int threads = omp_get_max_threads();
+    double seconds = bench_seconds();
+    const char *rs = getenv("LENX_BENCH_ROUNDS");
+    int rounds = rs && atoi(rs) > 0 ? atoi(rs) : 4;
+    char blas[128], core[64] = "?";
+    lx_blas_describe(blas, sizeof blas);
+    sscanf(blas, "core=%63s", core);
+    double busy = others_busy(1.0);
+    print_setup(threads, rounds, seconds, blas, busy);
+    const char *only = getenv("LENX_BENCH_ONLY"), *want_torch = getenv("LENX_BENCH_TORCH");
+    int no_torch = want_torch && !strcmp(want_torch, "0"), have_torch = !no_torch && torch_available();
+    if (no_torch)
+        printf("  torch: skipped (LENX_BENCH_TORCH=0)\n");
+    else if (!have_torch)
+        printf("  torch: skipped: `" PYTHON " -c \"import torch\"` failed (Debian: apt-get install python3-torch)\n");
+
+    struct side lx[N_CFGS] = {{0}}, th[N_CFGS] = {{0}};
+    int ran[N_CFGS] = {0}, n_ran = 0;
+    for (int i = 0; i < N_CFGS; i++)
+        if (!only || strstr(cfgs[i].name, only)) {
+            ran[i] = 1;
+            bench_config(&cfgs[i], have_torch, threads, core, !n_ran++, rounds, seconds, &lx[i], &th[i]);
+        }
+    print_table(ran, lx, th, have_torch);
     double busy2 = others_busy(1.0);
     printf("  CPU used by other processes after: %.0f%%\n", 100.0 * busy2);
     if (busy > 0.1 || busy2 > 0.1)
         printf("  NOTE: other processes were running; rerun on a quiet machine for numbers to quote\n");
-    for (int i = 0; i < N_CFGS; i++) {
-        if (!ran[i])
-            continue;
-        if (!lx[i].ok)
-            printf("  %s: lenx not measured: %s\n", cfgs[i].name, lx[i].note);
-        if (!th[i].ok && have_torch)
-            printf("  %s: torch not measured: %s\n", cfgs[i].name, th[i].note);
-        free(lx[i].t);
-        free(th[i].t);
-    }
+    for (int i = 0; i < N_CFGS; i++)
+        free(lx[i].t), free(th[i].t);
     return 0;
 }

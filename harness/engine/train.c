@@ -145,6 +145,9 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
              struct lx_train_report *rep, struct lx_error *err)
 {
     memset(rep, 0, sizeof *rep);
+    if (m->arch.vocab < LX_VOCAB)
+        return lx_err(err, LX_EINVAL, "training on the corpus needs a vocabulary of %d (bytes + BOS, EOS, "
+                      "PAD, MASK); the model has %ld", LX_VOCAB, m->arch.vocab);
     int B = (int)c->batch, T = (int)c->length, mlm = m->arch.mode == LX_MODEL_MLM;
     long n;
     int *s = build_stream(corpus, &n);
