@@ -20,16 +20,16 @@ const char *lx_data_dir(void)
     return d && *d ? d : LX_SOURCE_DIR "/data";
 }
 
-const char *lx_corpus_split(const char *name)
+const char *lx_corpus_split(int corpus)
 {
-    return strcmp(name, "sotu") == 0 ? "ood" : "test";
+    return corpus == 1 ? "ood" : "test";
 }
 
-static int read_file(const char *path, unsigned char **bytes, long *n, struct lx_error *err)
+int lx_read_file(const char *path, unsigned char **bytes, long *n, struct lx_error *err)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp)
-        return lx_err(err, LX_EIO, "cannot read %s: %s\n  hint: run `make data`", path, strerror(errno));
+        return lx_err(err, LX_EIO, "cannot read %s: %s", path, strerror(errno));
     fseek(fp, 0, SEEK_END);
     long size = ftell(fp);
     fseek(fp, 0, SEEK_SET);
@@ -76,8 +76,11 @@ static int load_split(struct lx_corpus *c, const char *split, struct lx_error *e
         /* manifest paths start with "data/": resolve them against the data dir */
         const char *tail = strncmp(rel, "data/", 5) == 0 ? rel + 5 : rel;
         snprintf(full, sizeof full, "%s/%s", dir, tail);
-        if ((rc = read_file(full, &d.bytes, &d.n, err)) < 0)
+        struct lx_error sub;
+        if ((rc = lx_read_file(full, &d.bytes, &d.n, &sub)) < 0) {
+            lx_err(err, rc, "%s\n  hint: run `make data`", sub.msg);
             break;
+        }
         char got[65];
         struct lx_sha256 fh;
         lx_sha256_init(&fh);

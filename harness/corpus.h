@@ -39,6 +39,9 @@ struct lx_corpus {
     char hash[65];                  /* SHA-256 over the manifest lines of the split */
 };
 
+/* A whole file's bytes (its tokens): *bytes is malloc'd, *n bytes long. */
+int lx_read_file(const char *path, unsigned char **bytes, long *n, struct lx_error *err);
+
 /* The data directory: $LENX_DATA, else the checkout's data/ (compiled in). */
 const char *lx_data_dir(void);
 
@@ -58,7 +61,9 @@ struct lx_window {
 ** count. Independent of the method, so every method sees the same windows. */
 long lx_corpus_windows(const struct lx_corpus *c, long n, long max, struct lx_window *out);
 
-/* The split a task's `corpus` parameter names: austen -> test, sotu -> ood. */
-const char *lx_corpus_split(const char *name);
+/* A task's `corpus` parameter: an enum row over LX_CORPUS_CHOICES, whose
+** index lx_corpus_split maps to its split (austen -> test, sotu -> ood). */
+#define LX_CORPUS_CHOICES "austen|sotu"
+const char *lx_corpus_split(int corpus);
 
 #endif

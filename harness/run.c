@@ -150,13 +150,13 @@ static int ensure_model(struct model_slot *slot, const struct lx_plan *plan, con
         char path[4096];
         snprintf(path, sizeof path, "%s/%s.safetensors", o->models_dir ? o->models_dir : "results/models",
                  c->model_key);
-        char *stored = NULL, sha[65] = "";
+        char sha[65] = "";
         int found = 0;
-        rc = lx_store_model_get(store, c->model_key, &stored, sha, &found, &sub);
+        rc = lx_store_model_sha(store, c->model_key, sha, &found, &sub);
         struct lx_ckpt_info info = {0};
         /* The cache is the file at <models_dir>/<key>.safetensors whose hash
-        ** the store recorded; the stored path is informational only, so the
-        ** same store works from any working directory. */
+        ** the store recorded (its stored path is for people), so the same
+        ** store works from any working directory. */
         if (rc == LX_OK && found && lx_model_load(&slot->m, path, &info, &sub) == LX_OK &&
             strcmp(info.sha256, sha) == 0) {
             rc = LX_OK;     /* cached */
@@ -167,7 +167,6 @@ static int ensure_model(struct model_slot *slot, const struct lx_plan *plan, con
             rc = train_model(plan, c, store, o, path, &slot->m, sum, &sub);
         }
         lx_ckpt_info_release(&info);
-        free(stored);
     }
     if (rc < 0) {
         lx_model_release(&slot->m);

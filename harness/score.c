@@ -3,7 +3,6 @@
 */
 #include "harness/score.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,32 +92,6 @@ static void score_score(void *ctx, long w, const float *loss, const float *logit
     memcpy(r->nll + w * r->L, loss, sizeof(float) * (size_t)r->L);
 }
 
-static int read_text(const char *path, unsigned char **out, long *n, struct lx_error *err)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return lx_err(err, LX_EIO, "cannot read --text %s: %s", path, strerror(errno));
-    struct lx_buf b = {0};
-    char chunk[65536];
-    size_t got;
-    long total = 0;
-    unsigned char *data = NULL;
-    while ((got = fread(chunk, 1, sizeof chunk, fp)) > 0) {
-        data = lx_xrealloc(data, (size_t)total + got);
-        memcpy(data + total, chunk, got);
-        total += (long)got;
-    }
-    fclose(fp);
-    lx_buf_free(&b);
-    if (total == 0) {
-        free(data);
-        return lx_err(err, LX_EINVAL, "--text %s is empty", path);
-    }
-    *out = data;
-    *n = total;
-    return LX_OK;
-}
-
 int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error *err)
 {
     char *path = NULL;
@@ -136,8 +109,8 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         rc = lx_err(err, LX_EINVAL, "%s is a masked-LM (mlm) model; score needs a causal one", path);
     if (rc == LX_OK)
         rc = build_stack(&st, info.stack, o->method, &d1, &d2, err);
-    if (rc == LX_OK)
-        rc = read_text(o->text, &text, &n, err);
+    if (rc == LX_OK && (rc = lx_read_file(o->text, &text, &n, err)) == LX_OK && n == 0)
+        rc = lx_err(err, LX_EINVAL, "--text %s is empty", o->text);
     long L = o->length > 0 ? o->length : info.train_len;
     struct lx_facts f = {.d_head = (int)m.arch.d_head, .train_len = info.train_len, .n_heads = (int)m.arch.heads,
                          .length = L, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};

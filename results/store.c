@@ -463,20 +463,17 @@ int lx_store_model_put(struct lx_store *s, const struct lx_model_record *r, stru
     return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "recording a model");
 }
 
-int lx_store_model_get(struct lx_store *s, const char *key, char **path, char sha256[65], int *found,
-                       struct lx_error *err)
+int lx_store_model_sha(struct lx_store *s, const char *key, char sha256[65], int *found, struct lx_error *err)
 {
     *found = 0;
-    *path = NULL;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT path, sha256 FROM models WHERE key = ?1", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, "SELECT sha256 FROM models WHERE key = ?1", -1, &st, NULL) != SQLITE_OK)
         return db_err(s, err, "looking up a model");
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         *found = 1;
-        *path = lx_xstrdup((const char *)sqlite3_column_text(st, 0));
-        snprintf(sha256, 65, "%s", (const char *)sqlite3_column_text(st, 1));
+        snprintf(sha256, 65, "%s", (const char *)sqlite3_column_text(st, 0));
     }
     sqlite3_finalize(st);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? LX_OK : db_err(s, err, "looking up a model");

@@ -70,9 +70,8 @@ struct lx_model_record {
 };
 
 int lx_store_model_put(struct lx_store *s, const struct lx_model_record *r, struct lx_error *err);
-/* The checkpoint of a model key: *found = 0 when the store has none. *path is owned by the caller. */
-int lx_store_model_get(struct lx_store *s, const char *key, char **path, char sha256[65], int *found,
-                       struct lx_error *err);
+/* The recorded checkpoint hash of a model key: *found = 0 when the store has none. */
+int lx_store_model_sha(struct lx_store *s, const char *key, char sha256[65], int *found, struct lx_error *err);
 
 /* The checkpoint of the one model whose name is, or whose key starts with,
 ** name_or_key; an error lists the candidates when there are several. */

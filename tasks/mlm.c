@@ -28,18 +28,17 @@
 #include "harness/hash.h"
 #include "tasks/task.h"
 
-enum { CORPUS_AUSTEN, CORPUS_SOTU };
 enum { REPLACE_ALL_MASK, REPLACE_BERT };
 
 struct mlm_params {
-    int corpus;         /* CORPUS_AUSTEN or CORPUS_SOTU */
+    int corpus;         /* index into LX_CORPUS_CHOICES */
     long windows;       /* at most this many windows (0 = all) */
     double mask_prob;   /* fraction of positions picked */
     int replace;        /* REPLACE_ALL_MASK or REPLACE_BERT */
 };
 
 static const struct lx_param mlm_rows[] = {
-    LX_P_ENUM(struct mlm_params, corpus, "austen", "austen|sotu", 0,
+    LX_P_ENUM(struct mlm_params, corpus, "austen", LX_CORPUS_CHOICES, 0,
               "austen: Persuasion, held out from training; sotu: State of the Union addresses"),
     LX_P_INT(struct mlm_params, windows, "16", 0, 1e9, 0,
              "at most this many windows of `length` tokens, spread over the corpus (0 = all)"),
@@ -61,7 +60,7 @@ struct mlm_run {
 static const char *mlm_split(const void *params)
 {
     const struct mlm_params *p = params;
-    return p->corpus == CORPUS_SOTU ? "ood" : "test";
+    return lx_corpus_split(p->corpus);
 }
 
 static void mlm_fill(void *ctx, long w, int *tok, int *tgt)

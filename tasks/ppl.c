@@ -32,15 +32,14 @@
 #include "harness/engine/evaluate.h"
 #include "tasks/task.h"
 
-enum { CORPUS_AUSTEN, CORPUS_SOTU };
 
 struct ppl_params {
-    int corpus;     /* CORPUS_AUSTEN (Persuasion) or CORPUS_SOTU */
+    int corpus;     /* index into LX_CORPUS_CHOICES */
     long windows;   /* at most this many windows (0 = all) */
 };
 
 static const struct lx_param ppl_rows[] = {
-    LX_P_ENUM(struct ppl_params, corpus, "austen", "austen|sotu", 0,
+    LX_P_ENUM(struct ppl_params, corpus, "austen", LX_CORPUS_CHOICES, 0,
               "austen: Persuasion, held out from training; sotu: State of the Union addresses (out of domain)"),
     LX_P_INT(struct ppl_params, windows, "16", 0, 1e9, 0,
              "at most this many windows of `length` tokens, spread over the corpus (0 = all)"),
@@ -63,7 +62,7 @@ struct ppl_run {
 static const char *ppl_split(const void *params)
 {
     const struct ppl_params *p = params;
-    return p->corpus == CORPUS_SOTU ? "ood" : "test";
+    return lx_corpus_split(p->corpus);
 }
 
 static void ppl_fill(void *ctx, long w, int *tok, int *tgt)
@@ -135,7 +134,7 @@ static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct 
     long nw = lx_corpus_windows(r.c, r.L, p->windows, NULL);
     if (nw == 0)
         return lx_err(err, LX_ERUN, "ppl: no document of corpus '%s' has %ld tokens\n"
-                      "  hint: use a shorter length or the sotu corpus", p->corpus == CORPUS_SOTU ? "sotu" : "austen",
+                      "  hint: use a shorter length or the sotu corpus", p->corpus ? "sotu" : "austen",
                       r.L);
     struct lx_window *win = lx_xcalloc((size_t)nw, sizeof *win);
     lx_corpus_windows(r.c, r.L, p->windows, win);

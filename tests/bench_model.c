@@ -79,9 +79,7 @@ struct mbench {
     struct lx_spec spec;
     struct lx_acts a;
     struct lx_train_cfg tc;     /* optimizer settings (AdamW as lx_train) */
-    float *grad, *mo, *ve;      /* (n_params,) gradient, AdamW moments */
-    unsigned char *decay;       /* (n_params,) 1 where weight decay applies */
-    struct lx_weights g;        /* views of grad */
+    struct lx_optim opt;        /* gradient and AdamW state (training only) */
     int *tok, *tgt;             /* (N_BATCHES, B, T) */
     long step;                  /* steps taken */
     double sink;                /* sum of losses: keeps the work observable */
@@ -142,19 +140,7 @@ static int mbench_init(struct mbench *mb, const struct bench_cfg *c)
     }
     if (!c->train)
         return 0;
-    size_t np = mb->m.n_params;
-    mb->grad = lx_xcalloc(np, sizeof(float));
-    mb->mo = lx_xcalloc(np, sizeof(float));
-    mb->ve = lx_xcalloc(np, sizeof(float));
-    mb->decay = lx_xcalloc(np, 1);
-    int nt = lx_arch_tensors(ar, NULL);
-    struct lx_tensor_info *ti = lx_xcalloc((size_t)nt, sizeof *ti);
-    lx_arch_tensors(ar, ti);
-    for (int i = 0; i < nt; i++)
-        if (ti[i].decay)
-            memset(mb->decay + ti[i].offset, 1, (size_t)(ti[i].shape[0] * ti[i].shape[1]));
-    free(ti);
-    lx_weights_map(&mb->g, ar, mb->grad);
+    lx_optim_init(&mb->opt, &mb->m);
     mb->tc = (struct lx_train_cfg){.length = c->T, .batch = c->B, .steps = 1000000, .lr = 3e-4, .min_lr = 0.1,
                                    .warmup = 0, .weight_decay = 0.1, .beta1 = 0.9, .beta2 = 0.99, .clip = 1.0};
     return 0;
@@ -162,59 +148,21 @@ static int mbench_init(struct mbench *mb, const struct bench_cfg *c)
 
 static void mbench_release(struct mbench *mb)
 {
-    lx_weights_unmap(&mb->g);
-    free(mb->grad), free(mb->mo), free(mb->ve), free(mb->decay), free(mb->tok), free(mb->tgt);
+    lx_optim_release(&mb->opt);
+    free(mb->tok), free(mb->tgt);
     lx_acts_release(&mb->a);
     lx_model_release(&mb->m);
-}
-
-/* Σ g² in fixed blocks, as harness/engine/train.c does it. */
-#define NORM_BLOCK 65536
-
-static double grad_norm2(const float *g, size_t n)
-{
-    size_t nb = (n + NORM_BLOCK - 1) / NORM_BLOCK;
-    double *part = lx_xcalloc(nb, sizeof *part), total = 0.0;
-#pragma omp parallel for schedule(static)
-    for (size_t b = 0; b < nb; b++) {
-        double acc = 0.0;
-        for (size_t i = b * NORM_BLOCK; i < n && i < (b + 1) * NORM_BLOCK; i++)
-            acc += (double)g[i] * g[i];
-        part[b] = acc;
-    }
-    for (size_t b = 0; b < nb; b++)
-        total += part[b];
-    free(part);
-    return total;
 }
 
 /* One step of lx_train's loop body (batch filling aside): zero the gradient,
 ** forward, backward, clip, AdamW with decoupled decay on matrices. */
 static void train_step(struct mbench *mb)
 {
-    const struct lx_train_cfg *c = &mb->tc;
     long off = (mb->step % N_BATCHES) * mb->a.B * mb->a.T;
-    size_t np = mb->m.n_params;
-    memset(mb->grad, 0, sizeof(float) * np);
+    memset(mb->opt.grad, 0, sizeof(float) * mb->opt.n);
     double loss = lx_model_forward(&mb->m, &mb->spec, mb->tok + off, mb->tgt + off, &mb->a);
-    lx_model_backward(&mb->m, &mb->spec, mb->tok + off, mb->tgt + off, &mb->a, &mb->g);
-    double norm = sqrt(grad_norm2(mb->grad, np)), gs = c->clip > 0 && norm > c->clip ? c->clip / norm : 1.0;
-    double lr = lx_train_lr(c, mb->step);
-    double bc1 = 1.0 - pow(c->beta1, (double)(mb->step + 1)), bc2 = 1.0 - pow(c->beta2, (double)(mb->step + 1));
-    float b1 = (float)c->beta1, b2 = (float)c->beta2;
-    float step_size = (float)(lr / bc1), wdl = (float)(lr * c->weight_decay), ibc2 = (float)(1.0 / bc2);
-    float *w = mb->m.w, *mo = mb->mo, *ve = mb->ve, *grad = mb->grad;
-    const unsigned char *decay = mb->decay;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < np; i++) {
-        float gi = grad[i] * (float)gs;
-        mo[i] = b1 * mo[i] + (1.0f - b1) * gi;
-        ve[i] = b2 * ve[i] + (1.0f - b2) * gi * gi;
-        float wi = w[i];
-        if (decay[i])
-            wi -= wdl * wi;
-        w[i] = wi - step_size * mo[i] / (sqrtf(ve[i] * ibc2) + 1e-8f);
-    }
+    lx_model_backward(&mb->m, &mb->spec, mb->tok + off, mb->tgt + off, &mb->a, &mb->opt.g);
+    lx_optim_step(&mb->opt, &mb->m, &mb->tc, mb->step);
     mb->sink += loss;
     mb->step++;
 }

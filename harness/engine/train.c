@@ -140,6 +140,55 @@ static double grad_norm2(const float *g, size_t n)
     return total;
 }
 
+void lx_optim_init(struct lx_optim *o, const struct lx_model *model)
+{
+    o->n = model->n_params;
+    o->grad = lx_xcalloc(o->n, sizeof *o->grad);
+    o->m = lx_xcalloc(o->n, sizeof *o->m);
+    o->v = lx_xcalloc(o->n, sizeof *o->v);
+    o->decay = lx_xcalloc(o->n, 1);
+    int nt = lx_arch_tensors(&model->arch, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)nt, sizeof *ti);
+    lx_arch_tensors(&model->arch, ti);
+    for (int i = 0; i < nt; i++)
+        if (ti[i].decay)
+            memset(o->decay + ti[i].offset, 1, (size_t)(ti[i].shape[0] * ti[i].shape[1]));
+    free(ti);
+    lx_weights_map(&o->g, &model->arch, o->grad);
+}
+
+void lx_optim_release(struct lx_optim *o)
+{
+    lx_weights_unmap(&o->g);
+    free(o->grad);
+    free(o->m);
+    free(o->v);
+    free(o->decay);
+    memset(o, 0, sizeof *o);
+}
+
+void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_train_cfg *c, long s)
+{
+    double norm = sqrt(grad_norm2(o->grad, o->n)), gs = c->clip > 0 && norm > c->clip ? c->clip / norm : 1.0;
+    double lr = lx_train_lr(c, s);
+    double bc1 = 1.0 - pow(c->beta1, (double)(s + 1)), bc2 = 1.0 - pow(c->beta2, (double)(s + 1));
+    float b1 = (float)c->beta1, b2 = (float)c->beta2;
+    float step_size = (float)(lr / bc1), wdl = (float)(lr * c->weight_decay), ibc2 = (float)(1.0 / bc2);
+    float *w = model->w, *mo = o->m, *ve = o->v;
+    const float *grad = o->grad;
+    const unsigned char *decay = o->decay;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < o->n; i++) {
+        float gi = grad[i] * (float)gs;
+        mo[i] = b1 * mo[i] + (1.0f - b1) * gi;
+        ve[i] = b2 * ve[i] + (1.0f - b2) * gi * gi;
+        float wi = w[i];
+        if (decay[i])
+            wi -= wdl * wi;
+        w[i] = wi - step_size * mo[i] / (sqrtf(ve[i] * ibc2) + (float)ADAM_EPS);
+    }
+}
+
 int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
              const struct lx_corpus *corpus, lx_train_progress progress, void *pctx,
              struct lx_train_report *rep, struct lx_error *err)
@@ -162,18 +211,8 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         free(s);
         return rc;
     }
-    size_t np = m->n_params;
-    float *grad = lx_xcalloc(np, sizeof *grad), *mo = lx_xcalloc(np, sizeof *mo), *ve = lx_xcalloc(np, sizeof *ve);
-    unsigned char *decay = lx_xcalloc(np, 1);
-    int nt = lx_arch_tensors(&m->arch, NULL);
-    struct lx_tensor_info *ti = lx_xcalloc((size_t)nt, sizeof *ti);
-    lx_arch_tensors(&m->arch, ti);
-    for (int i = 0; i < nt; i++)
-        if (ti[i].decay)
-            memset(decay + ti[i].offset, 1, (size_t)(ti[i].shape[0] * ti[i].shape[1]));
-    free(ti);
-    struct lx_weights g;
-    lx_weights_map(&g, &m->arch, grad);
+    struct lx_optim opt;
+    lx_optim_init(&opt, m);
     int *tok = lx_xmalloc(sizeof(int) * (size_t)B * T), *tgt = lx_xmalloc(sizeof(int) * (size_t)B * T);
     double t0 = omp_get_wtime(), run_loss = 0.0;
     long run_n = 0;
@@ -186,25 +225,10 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
             fill_window(tok + (long)b * T, tgt + (long)b * T, s, o, T, mlm, c->mask_prob,
                         key ^ ((uint64_t)step << 20), (uint64_t)b * (uint64_t)T);
         }
-        memset(grad, 0, sizeof(float) * np);
+        memset(opt.grad, 0, sizeof(float) * opt.n);
         double loss = lx_model_forward(m, spec, tok, tgt, &a);
-        lx_model_backward(m, spec, tok, tgt, &a, &g);
-        double norm2 = grad_norm2(grad, np);
-        double norm = sqrt(norm2), gs = c->clip > 0 && norm > c->clip ? c->clip / norm : 1.0;
-        double lr = lx_train_lr(c, step);
-        double bc1 = 1.0 - pow(c->beta1, (double)(step + 1)), bc2 = 1.0 - pow(c->beta2, (double)(step + 1));
-        float b1 = (float)c->beta1, b2 = (float)c->beta2;
-        float step_size = (float)(lr / bc1), wdl = (float)(lr * c->weight_decay), ibc2 = (float)(1.0 / bc2);
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < np; i++) {
-            float gi = grad[i] * (float)gs;
-            mo[i] = b1 * mo[i] + (1.0f - b1) * gi;
-            ve[i] = b2 * ve[i] + (1.0f - b2) * gi * gi;
-            float w = m->w[i];
-            if (decay[i])
-                w -= wdl * w;
-            m->w[i] = w - step_size * mo[i] / (sqrtf(ve[i] * ibc2) + (float)ADAM_EPS);
-        }
+        lx_model_backward(m, spec, tok, tgt, &a, &opt.g);
+        lx_optim_step(&opt, m, c, step);
         run_loss += loss;
         run_n++;
         double val = NAN;
@@ -228,11 +252,7 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
     }
     free(tok);
     free(tgt);
-    lx_weights_unmap(&g);
-    free(grad);
-    free(mo);
-    free(ve);
-    free(decay);
+    lx_optim_release(&opt);
     lx_acts_release(&a);
     free(s);
     return rc;

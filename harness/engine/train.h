@@ -49,6 +49,21 @@ struct lx_train_report {
     double seconds;         /* wall time */
 };
 
+/* AdamW state for one model: gradient buffer (with views), moments, and which
+** parameters decay (matrices). lx_train uses it; so does the benchmark. */
+struct lx_optim {
+    size_t n;                   /* parameters */
+    float *grad, *m, *v;        /* (n,) gradient, first and second moments */
+    unsigned char *decay;       /* (n,) 1 where weight decay applies */
+    struct lx_weights g;        /* views of grad shaped like the weights */
+};
+
+void lx_optim_init(struct lx_optim *o, const struct lx_model *model);
+void lx_optim_release(struct lx_optim *o);
+/* Clip the global gradient norm to c->clip, then one AdamW update at 0-based
+** step s of the schedule (lx_train_lr). */
+void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_train_cfg *c, long s);
+
 /* Progress callback: called after every step; `val` is NaN except on
 ** validation steps. */
 typedef void (*lx_train_progress)(void *ctx, long step, long steps, double loss, double val,
