@@ -437,7 +437,7 @@ static int show_method(const struct lx_method *m, const struct lx_args *a, struc
             json_table(&out, "row_scale", x, length, &first);
         } else {
             for (long t = 0; t < length; t++)
-                op->dist_affine(op->params, &f, 0, t, &x[t], &y[t]);
+                op->dist_affine(op->params, &f, 0, (double)t, &x[t], &y[t]);
             json_table(&out, "a", x, length, &first);
             json_table(&out, "m", y, length, &first);
         }

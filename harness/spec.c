@@ -1,14 +1,20 @@
 /*
-** harness/spec.c - composing logit ops (see spec.h).
+** harness/spec.c - composing logit ops, visibility and position maps (see
+** spec.h). Everything here is the naive reference the engine's fast paths
+** are tested against.
 */
 #include "harness/spec.h"
 
+#include <math.h>
 #include <string.h>
 
 void lx_spec_init(struct lx_spec *spec, const struct lx_facts *facts)
 {
     memset(spec, 0, sizeof *spec);
     spec->facts = *facts;
+    spec->temperature = 1.0;
+    spec->cos_scale = 1.0;
+    spec->posmap.cap = INFINITY;
 }
 
 int lx_spec_push(struct lx_spec *spec, const struct lx_logit_op *op, struct lx_error *err)
@@ -18,19 +24,55 @@ int lx_spec_push(struct lx_spec *spec, const struct lx_logit_op *op, struct lx_e
         return lx_err(err, LX_EINVAL, "method '%s': the stack has more than %d logit transforms\n"
                       "  hint: split the stack", op->method, LX_SPEC_MAX_OPS);
     spec->ops[spec->n_ops++] = *op;
+    spec->has_dist |= op->kind == LX_OP_DIST_AFFINE;
+    return LX_OK;
+}
+
+int lx_spec_claim(const char **slot, const char *method, const char *what, struct lx_error *err)
+{
+    if (*slot)
+        return lx_err(err, LX_EINVAL, "methods '%s' and '%s' both set %s\n"
+                      "  hint: keep one of them in this stack", *slot, method, what);
+    *slot = method;
     return LX_OK;
 }
 
 int lx_spec_claim_positions(struct lx_spec *spec, const char *method, struct lx_error *err)
 {
-    if (spec->positions)
-        return lx_err(err, LX_EINVAL, "methods '%s' and '%s' both set the position scheme\n"
-                      "  hint: keep one of them in this stack", spec->positions, method);
-    spec->positions = method;
-    return LX_OK;
+    return lx_spec_claim(&spec->positions, method, "the position scheme", err);
 }
 
-double lx_spec_logit(const struct lx_spec *spec, int head, long n, long t, double s)
+int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct lx_error *err)
+{
+    if (spec->rotary.n_pairs)
+        return LX_OK;
+    return lx_err(err, LX_EINVAL, "method '%s' needs rotary positions, and %s\n"
+                  "  hint: put rope before it in the stack, e.g. [rope, %s]", method,
+                  spec->positions ? "this stack's position scheme is not rope" : "no rope comes before it",
+                  method);
+}
+
+void lx_spec_affine(const struct lx_spec *spec, int head, long n, double t, double *A, double *B)
+{
+    double a = 1.0, b = 0.0;
+    for (int k = 0; k < spec->n_ops; k++) {
+        const struct lx_logit_op *op = &spec->ops[k];
+        if (op->kind == LX_OP_ROW_SCALE) {
+            double r = op->row_scale(op->params, &spec->facts, n);
+            a *= r;
+            b *= r;
+        } else {
+            double x, m;
+            op->dist_affine(op->params, &spec->facts, head, t, &x, &m);
+            a *= x;
+            b = x * b + m;
+        }
+    }
+    *A = a / spec->temperature;
+    *B = b / spec->temperature;
+}
+
+double lx_spec_logit(const struct lx_spec *spec, int head, long n, double t, double s)
 {
     for (int k = 0; k < spec->n_ops; k++) {
         const struct lx_logit_op *op = &spec->ops[k];
@@ -42,7 +84,7 @@ double lx_spec_logit(const struct lx_spec *spec, int head, long n, long t, doubl
             s = a * s + m;
         }
     }
-    return s;
+    return s / spec->temperature;
 }
 
 void lx_spec_row(const struct lx_spec *spec, int head, long n, long t0, long n_t,
@@ -63,10 +105,54 @@ void lx_spec_row(const struct lx_spec *spec, int head, long n, long t0, long n_t
         } else {
             for (long i = 0; i < n_t; i++) {
                 double a, m;
-                op->dist_affine(op->params, &spec->facts, head, t0 + i, &a, &m);
+                op->dist_affine(op->params, &spec->facts, head, (double)(t0 + i), &a, &m);
                 A[i] *= a;
                 B[i] = a * B[i] + m;
             }
         }
     }
+    if (spec->temperature != 1.0)
+        for (long i = 0; i < n_t; i++) {
+            A[i] /= spec->temperature;
+            B[i] /= spec->temperature;
+        }
+}
+
+int lx_spec_visible(const struct lx_spec *spec, long i, long j, long T, int causal)
+{
+    (void)T;
+    if (causal && j > i)
+        return 0;
+    long d = i > j ? i - j : j - i;
+    return !spec->vis.window || d < spec->vis.window || j < spec->vis.sinks;
+}
+
+long lx_spec_row_keys(const struct lx_spec *spec, long i, long T, int causal, long *lo, long *hi)
+{
+    long W = spec->vis.window;
+    *lo = W && i - W + 1 > 0 ? i - W + 1 : 0;
+    *hi = causal ? i + 1 : (W && i + W < T ? i + W : T);
+    long s = spec->vis.sinks < *lo ? spec->vis.sinks : *lo;
+    return *hi - *lo + s;
+}
+
+int lx_spec_far(const struct lx_spec *spec, long i, long j)
+{
+    long d = i > j ? i - j : j - i;
+    return spec->posmap.method && d >= spec->posmap.from;
+}
+
+double lx_spec_delta(const struct lx_spec *spec, long i, long j)
+{
+    if (!lx_spec_far(spec, i, j))
+        return (double)(i - j);
+    const struct lx_posmap *p = &spec->posmap;
+    if (j < i)
+        return fmin(p->scale * (double)i + p->shift, p->cap) - p->scale * (double)j;
+    return p->scale * (double)i - fmin(p->scale * (double)j + p->shift, p->cap);
+}
+
+double lx_spec_qk_scale(const struct lx_spec *spec, int d)
+{
+    return spec->cosine ? spec->cos_scale : 1.0 / sqrt((double)d);
 }

@@ -18,10 +18,25 @@
 **
 ** The spec also says how positions enter q and k: a rotary table (RoPE's
 ** inverse frequencies and pair layout) or none, and which method claimed the
-** position scheme, so that two schemes in one stack are refused.
+** position scheme, so that two schemes in one stack are refused. Beyond that
+** (issue 4) it says:
 **
-** Extension point: position maps, logit geometry and visibility join as
-** further fields when their methods arrive (issue 4).
+**   frequencies  which method rescaled the rotary table (PI, NTK, YaRN,
+**                p-RoPE): at most one per stack.
+**   visibility   a window of keys |i − j| < window plus `sinks` first keys
+**                that stay visible (windowed attention, StreamingLLM,
+**                LM-Infinite). n, the keys a row sees, counts only these.
+**   posmap       an effective rotary distance for far keys (ReRoPE, Leaky
+**                ReRoPE, LM-Infinite's global branch, StreamingLLM's
+**                re-indexed sinks), written as positions the query and key
+**                are rotated to: δ = qpos(i) − kpos(j) (see struct lx_posmap).
+**                Distance ops (ALiBi, scale-invariant) see |δ| as well.
+**   geometry     dot product q·k/sqrt(d), or CosScale's s·cos(q, k).
+**   temperature  a calibrated 1/τ on every logit (T5 attention alignment).
+**   pose         PoSE's skip-wise training positions (training only).
+**
+** lx_spec_visible(), lx_spec_delta() and lx_spec_logit() are the naive
+** reference; the engine's fast path is tested against them.
 */
 #ifndef LX_SPEC_H
 #define LX_SPEC_H
@@ -57,7 +72,7 @@ struct lx_logit_op {
     /* ROW_SCALE: the factor for a query that sees n >= 1 keys */
     double (*row_scale)(const void *params, const struct lx_facts *f, long n);
     /* DIST_AFFINE: slope *a and offset *m for distance t >= 0 in head `head` */
-    void (*dist_affine)(const void *params, const struct lx_facts *f, int head, long t,
+    void (*dist_affine)(const void *params, const struct lx_facts *f, int head, double t,
                         double *a, double *m);
 };
 
@@ -74,15 +89,81 @@ enum lx_rope_layout {
 struct lx_rotary {
     int n_pairs;                            /* pairs rotated; 0 = no rotary */
     enum lx_rope_layout layout;             /* channel pairing */
-    double inv_freq[LX_SPEC_MAX_PAIRS];     /* (n_pairs,) θ_k */
+    double base;                            /* the base b the table was built from */
+    double inv_freq[LX_SPEC_MAX_PAIRS];     /* (n_pairs,) θ_k; 0 = a NoPE channel pair */
+};
+
+/* Keys a query sees besides the causal rule: j with |i − j| < window, and the
+** first `sinks` keys (j < sinks) always. window 0 = every key. */
+struct lx_visibility {
+    const char *method;     /* the method that set it, or NULL */
+    long window;            /* W: visible keys around the query, itself included; 0 = all */
+    long sinks;             /* S: the first S keys stay visible */
+};
+
+/* The effective rotary distance of far keys. For a visible pair with
+** |i − j| >= from (and j < sinks when sinks_only), the query and key are
+** rotated to
+**     lower (j < i):  qpos = min(scale·i + shift, cap),  kpos = scale·j
+**     upper (j > i):  qpos = scale·i,  kpos = min(scale·j + shift, cap)
+** so δ = qpos − kpos and δ(i, j) = −δ(j, i). Nearer pairs use δ = i − j.
+**   ReRoPE(w)          from w, scale 0, shift w            → δ = w
+**   Leaky ReRoPE(w,k)  from w, scale 1/k, shift w(k−1)/k   → δ = w + (Δ − w)/k
+**   LM-Infinite        from L_local, scale 0, shift D      → δ = D (global keys)
+**   StreamingLLM(S,R)  from R+1, scale 1, cap S+R          → δ = min(i, S+R) − j */
+struct lx_posmap {
+    const char *method;     /* the method that set it, or NULL = none */
+    long from;              /* distances >= from are remapped */
+    double scale, shift, cap;   /* see above; cap = INFINITY for none */
+};
+
+/* Attention statistics a calibrating method may ask for: means over the
+** attention rows (every layer and head, or layer 0 only) of max p, the
+** entropy −Σ p ln p, and the standard deviation of the row's logits. */
+struct lx_probe_stats {
+    double pmax, entropy, sigma;
+    long rows;              /* rows averaged */
+};
+
+/* The cell's model (or synthetic logits) as seen by a calibration: stats at
+** the training length (at_train = 1) or at the cell's length, with every
+** logit divided by tau. */
+struct lx_probe {
+    void *ctx;
+    int (*stats)(void *ctx, int at_train, double tau, int layer0, struct lx_probe_stats *out,
+                 struct lx_error *err);
+};
+
+/* A calibration hook: choose τ for this (model, length). */
+typedef int (*lx_calibrate_fn)(const void *params, const struct lx_facts *f, const struct lx_probe *probe,
+                               double *tau, struct lx_error *err);
+
+/* PoSE (Zhu et al. 2024): training windows of T tokens get position ids
+** spread over `target` in `chunks` chunks with random skips (the trainer draws
+** them; evaluation uses 0..T−1). */
+struct lx_pose {
+    int chunks;             /* N chunks; 0 = PoSE off */
+    long target;            /* L_t: the position range to cover */
 };
 
 struct lx_spec {
     struct lx_facts facts;                  /* copied in at init */
     int n_ops;                              /* ops used */
     struct lx_logit_op ops[LX_SPEC_MAX_OPS];/* (n_ops,) in stack order */
+    int has_dist;                           /* 1 when some op depends on the distance */
     const char *positions;                  /* method that set the position scheme, or NULL */
+    const char *frequencies;                /* method that rescaled the rotary table, or NULL */
     struct lx_rotary rotary;                /* rotary table (n_pairs 0 when none) */
+    struct lx_visibility vis;               /* window and sinks */
+    struct lx_posmap posmap;                /* far-key distances */
+    int cosine;                             /* 1: S = cos_scale · cos(q, k) (CosScale) */
+    double cos_scale;                       /* s of CosScale */
+    const char *geometry;                   /* method that set cosine, or NULL */
+    double temperature;                     /* τ: every logit is divided by it (1 = none) */
+    lx_calibrate_fn calibrate;              /* sets τ before the cell runs (t5align), or NULL */
+    const void *calib_params;               /* its params */
+    const char *calib_method;               /* its name */
+    struct lx_pose pose;                    /* training positions */
 };
 
 void lx_spec_init(struct lx_spec *spec, const struct lx_facts *facts);
@@ -94,12 +175,39 @@ int lx_spec_push(struct lx_spec *spec, const struct lx_logit_op *op, struct lx_e
 ** method of the stack already did (e.g. rope + nope). */
 int lx_spec_claim_positions(struct lx_spec *spec, const char *method, struct lx_error *err);
 
-/* Naive reference: the final logit for base logit s. */
-double lx_spec_logit(const struct lx_spec *spec, int head, long n, long t, double s);
+/* Claim one of the single-owner parts (frequencies, visibility, posmap,
+** geometry): *slot must be NULL; otherwise fail naming both methods and `what`. */
+int lx_spec_claim(const char **slot, const char *method, const char *what, struct lx_error *err);
 
-/* Fast path: for t in [t0, t0 + n_t), logit = A[t - t0]·S + B[t - t0].
-** A and B are (n_t,). */
+/* Fail unless the stack so far has rotary positions (rope before `method`). */
+int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct lx_error *err);
+
+/* Naive reference: the final logit for base logit s at effective distance t
+** (|δ|), for a query that sees n keys; includes the temperature. */
+double lx_spec_logit(const struct lx_spec *spec, int head, long n, double t, double s);
+
+/* Fast path: for t in [t0, t0 + n_t), logit = A[t - t0]·S + B[t - t0]
+** (temperature included). A and B are (n_t,). */
 void lx_spec_row(const struct lx_spec *spec, int head, long n, long t0, long n_t,
                  double *A, double *B);
+
+/* A and B at one (possibly fractional) distance t. */
+void lx_spec_affine(const struct lx_spec *spec, int head, long n, double t, double *A, double *B);
+
+/* Is key j visible to query i in a window of T tokens? */
+int lx_spec_visible(const struct lx_spec *spec, long i, long j, long T, int causal);
+
+/* The keys row i sees: [lo, hi) plus the sinks [0, min(sinks, lo)); returns n. */
+long lx_spec_row_keys(const struct lx_spec *spec, long i, long T, int causal, long *lo, long *hi);
+
+/* Effective signed rotary distance δ between query i and key j (i − j when
+** no posmap applies). */
+double lx_spec_delta(const struct lx_spec *spec, long i, long j);
+
+/* Does the posmap apply to the pair (i, j)? */
+int lx_spec_far(const struct lx_spec *spec, long i, long j);
+
+/* The logit scale on q·k: cos_scale with cosine geometry, else 1/sqrt(d). */
+double lx_spec_qk_scale(const struct lx_spec *spec, int d);
 
 #endif

@@ -47,6 +47,7 @@ static int rope_apply(const void *params, const struct lx_facts *f, struct lx_sp
     struct lx_rotary *r = &spec->rotary;
     r->n_pairs = f->d_head / 2;
     r->layout = p->layout == ROPE_HALF ? LX_ROPE_HALF : LX_ROPE_INTERLEAVED;
+    r->base = p->base;
     for (int k = 0; k < r->n_pairs; k++)
         r->inv_freq[k] = pow(p->base, -2.0 * k / f->d_head);
     return LX_OK;

@@ -33,12 +33,12 @@ static const struct lx_param scaleinv_rows[] = {
                "beta: expected unnormalised negentropy scale (default e^0.5)"),
 };
 
-static void scaleinv_dist_affine(const void *params, const struct lx_facts *f, int head, long t,
+static void scaleinv_dist_affine(const void *params, const struct lx_facts *f, int head, double t,
                                  double *a, double *m)
 {
     const struct scaleinv_params *p = params;
     (void)f, (void)head;
-    double a2 = 2.0 * (log1p((double)t / p->tau) - log(p->alpha) + p->beta / p->alpha);
+    double a2 = 2.0 * (log1p(t / p->tau) - log(p->alpha) + p->beta / p->alpha);
     *a = sqrt(a2);
     *m = -a2 + p->beta / p->alpha;
 }
