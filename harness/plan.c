@@ -69,7 +69,9 @@ int lx_stack_compile_train(const struct lx_stack *st, const struct lx_facts *f, 
     for (int i = 0; i < st->n; i++)
         if (lx_method_use_trains(&st->items[i]))
             part.items[part.n++] = st->items[i];     /* shallow: params stay owned by st */
-    return lx_stack_compile(&part, f, spec, err);
+    struct lx_facts ft = *f;
+    ft.training = 1;
+    return lx_stack_compile(&part, &ft, spec, err);
 }
 
 void lx_model_facts(const struct lx_model_use *m, unsigned caps, long length, struct lx_facts *f)

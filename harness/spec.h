@@ -58,6 +58,7 @@ struct lx_facts {
     int n_heads;        /* attention heads (1 for synthetic logits) */
     long length;        /* evaluation length of the cell */
     unsigned caps;      /* LX_CAP_* offered */
+    int training;       /* 1 while compiling the training-time part of a stack */
 };
 
 enum lx_op_kind {
