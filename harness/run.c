@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "harness/calibrate.h"
 #include "harness/engine/blas.h"
 #include "harness/engine/checkpoint.h"
 #include "harness/hash.h"
@@ -23,6 +24,45 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A logit task's probe, seen through struct lx_probe. */
+struct task_probe {
+    const struct lx_task *task;
+    const struct lx_task_ctx *ctx;
+};
+
+static int task_stats(void *ctx, int at_train, double tau, int layer0, struct lx_probe_stats *out,
+                      struct lx_error *err)
+{
+    const struct task_probe *tp = ctx;
+    (void)layer0;   /* synthetic logits have one layer */
+    return tp->task->probe(tp->ctx, at_train, tau, out, err);
+}
+
+/* Set the temperature of a calibrating stack (t5align) for this cell: on the
+** model, against the same stack at the training length, or through the
+** task's probe. */
+static int calibrate(const struct lx_stack *st, const struct lx_task_use *tu, const struct lx_facts *f,
+                     const struct lx_task_ctx *ctx, struct lx_spec *spec, struct lx_error *err)
+{
+    if (ctx->model) {
+        struct lx_facts ft = *f;
+        ft.length = f->train_len;
+        struct lx_spec spec_train;
+        const struct lx_corpus *text;
+        int rc = lx_stack_compile(st, &ft, &spec_train, err);
+        if (rc == LX_OK)
+            rc = lx_corpus_get(&text, tu->task->split(tu->params), err);
+        return rc < 0 ? rc : lx_calibrate_model(spec, &spec_train, ctx->model, text, err);
+    }
+    if (!tu->task->probe)
+        return lx_err(err, LX_EINVAL, "method '%s' calibrates on a model or a task with a probe, and task '%s' "
+                      "has neither\n  hint: run it on a model task or on gaussian", spec->calib_method,
+                      tu->task->name);
+    struct task_probe tp = {.task = tu->task, .ctx = ctx};
+    struct lx_probe probe = {.ctx = &tp, .stats = task_stats};
+    return lx_spec_calibrate(spec, &probe, err);
 }
 
 int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struct lx_model *model,
@@ -44,7 +84,12 @@ int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struc
         .data_key = c->data_key, .model = model, .train_len = f.train_len,
     };
     LX_ASSERT((c->model >= 0) == (model != NULL));
-    return tu->task->run(&ctx, res, err);
+    if (spec.calibrate && (rc = calibrate(&g->stacks[c->stack], tu, &f, &ctx, &spec, err)) < 0)
+        return rc;
+    rc = tu->task->run(&ctx, res, err);
+    if (rc == LX_OK && spec.calibrate)
+        lx_result_metric(res, "tau", spec.temperature);     /* the calibrated temperature */
+    return rc;
 }
 
 /* ---- models: load from the cache or train ---------------------------------- */

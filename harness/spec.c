@@ -156,3 +156,14 @@ double lx_spec_qk_scale(const struct lx_spec *spec, int d)
 {
     return spec->cosine ? spec->cos_scale : 1.0 / sqrt((double)d);
 }
+
+int lx_spec_calibrate(struct lx_spec *spec, const struct lx_probe *probe, struct lx_error *err)
+{
+    if (!spec->calibrate)
+        return LX_OK;
+    double tau = 1.0;
+    int rc = spec->calibrate(spec->calib_params, &spec->facts, probe, &tau, err);
+    if (rc == LX_OK)
+        spec->temperature = tau;
+    return rc;
+}

@@ -183,6 +183,10 @@ int lx_spec_claim(const char **slot, const char *method, const char *what, struc
 /* Fail unless the stack so far has rotary positions (rope before `method`). */
 int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct lx_error *err);
 
+/* Run the spec's calibration (if any) through the probe and set its
+** temperature to the chosen τ. */
+int lx_spec_calibrate(struct lx_spec *spec, const struct lx_probe *probe, struct lx_error *err);
+
 /* Naive reference: the final logit for base logit s at effective distance t
 ** (|δ|), for a query that sees n keys; includes the temperature. */
 double lx_spec_logit(const struct lx_spec *spec, int head, long n, double t, double s);

@@ -26,6 +26,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness/rng.h"
 #include "tasks/task.h"
@@ -114,6 +115,49 @@ static void one_row(const struct gaussian_params *p, const struct lx_ranges *rg,
     }
 }
 
+/* The probe a calibrating method (t5align) measures: `samples` rows of N IID
+** N(0, σ²) base logits (N = the training length or the cell's), transformed
+** by the spec with every logit divided by tau; mean max p, entropy and
+** per-row standard deviation of the logits. Draws key on the cell and N. */
+static int gaussian_probe(const struct lx_task_ctx *ctx, int at_train, double tau, struct lx_probe_stats *out,
+                          struct lx_error *err)
+{
+    const struct gaussian_params *p = ctx->params;
+    long N = at_train ? p->train_len : ctx->length;
+    struct lx_spec s = *ctx->spec;
+    s.temperature = tau;
+    double *A = malloc((size_t)N * sizeof *A), *B = malloc((size_t)N * sizeof *B), *L = malloc((size_t)N * sizeof *L);
+    if (!A || !B || !L) {
+        free(A), free(B), free(L);
+        return lx_err(err, LX_ENOMEM, "gaussian: out of memory for a probe row of N = %ld", N);
+    }
+    lx_spec_row(&s, 0, N, 0, N, A, B);
+    memset(out, 0, sizeof *out);
+    for (long r = 0; r < p->samples; r++) {
+        struct lx_rng rng;
+        lx_rng_init(&rng, ctx->data_key ^ (uint64_t)N, (uint32_t)r, LX_RNG_LOGITS);
+        double sum = 0.0, sum2 = 0.0, log_z, h;
+        for (long t = 0; t < N; t++) {
+            L[t] = A[t] * p->sigma * lx_rng_normal(&rng) + B[t];
+            sum += L[t];
+            sum2 += L[t] * L[t];
+        }
+        softmax_stats(L, N, &log_z, &h);
+        double mx = L[0], mean = sum / (double)N, var = sum2 / (double)N - mean * mean;
+        for (long t = 1; t < N; t++)
+            mx = L[t] > mx ? L[t] : mx;
+        out->pmax += exp(mx - log_z);
+        out->entropy += h;
+        out->sigma += sqrt(var > 0.0 ? var : 0.0);
+    }
+    out->rows = p->samples;
+    out->pmax /= (double)p->samples;
+    out->entropy /= (double)p->samples;
+    out->sigma /= (double)p->samples;
+    free(A), free(B), free(L);
+    return LX_OK;
+}
+
 static int gaussian_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err)
 {
     const struct gaussian_params *p = ctx->params;
@@ -190,5 +234,6 @@ const struct lx_task lx_task_gaussian = {
     .caps = LX_CAP_LOGITS,
     .facts = gaussian_facts,
     .check = gaussian_check,
+    .probe = gaussian_probe,
     .run = gaussian_run,
 };

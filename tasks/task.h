@@ -56,6 +56,11 @@ struct lx_task {
     const char *(*split)(const void *params);
     /* (optional) can this task run at this length with these params? */
     int (*check)(const void *params, long length, struct lx_error *err);
+    /* (optional, logit tasks) attention statistics for a calibrating method
+    ** (spec.h, struct lx_probe): at the training length or the cell's, with
+    ** every logit divided by tau */
+    int (*probe)(const struct lx_task_ctx *ctx, int at_train, double tau, struct lx_probe_stats *out,
+                 struct lx_error *err);
     /* (required) run one cell and report metrics */
     int (*run)(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err);
 };

@@ -488,6 +488,7 @@ Test(model, attention_head_path_matches_naive)
             static float o1[AN], o2[AN], att[AH * AT * AT], P[AH * AT * AT], dP[AT * AT];
             static float dq1[AN], dk1[AN], dv1[AN], dq2[AN], dk2[AN], dv2[AN];
             double tab[2 * AT];
+            struct lx_attn_ws ws = {.tab = tab};
             memset(dq1, 0, sizeof dq1), memset(dk1, 0, sizeof dk1), memset(dv1, 0, sizeof dv1);
             memset(dq2, 0, sizeof dq2), memset(dk2, 0, sizeof dk2), memset(dv2, 0, sizeof dv2);
             lx_attention_forward(o1, att, q, k, v, &sp.spec, AT, AH, AD, causal);
@@ -496,7 +497,7 @@ Test(model, attention_head_path_matches_naive)
                 long off = (long)h * AD;
                 float *Ph = P + (long)h * AT * AT;
                 lx_attn_head_forward(o2 + off, AH * AD, Ph, q + off, k + off, v + off, AH * AD, &sp.spec, h, AT,
-                                     AD, causal, tab);
+                                     AD, causal, &ws);
                 lx_attn_head_backward(dq2 + off, dk2 + off, dv2 + off, AH * AD, dout + off, AH * AD, Ph, dP,
                                       q + off, k + off, v + off, &sp.spec, h, AT, AD, causal, tab);
             }

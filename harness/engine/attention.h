@@ -2,14 +2,22 @@
 ** harness/engine/attention.h - the naive (materialised) attention path that
 ** reads the attention spec (harness/spec.h): for query i and key j,
 **
-**     S_ij = q_i · k_j / sqrt(D),   t = |i − j|,   n = keys row i sees
-**     logit_ij = A(n, t) · S_ij + B(n, t)        (the spec's ops, in order)
+**     S_ij = c · q_i · k_j,  c = 1/sqrt(D) (or CosScale's s; q, k then unit)
+**     t = |δ_ij|, δ the effective rotary distance (i − j unless the spec's
+**         posmap remaps far keys), n = keys row i sees
+**     logit_ij = A(n, t) · S_ij + B(n, t)        (the spec's ops, in order, / τ)
 **     p_i = softmax over visible j,  o_i = Σ_j p_ij v_j
 **
-** Causal rows see j ≤ i (n = i + 1); bidirectional rows see all T keys
-** (n = T). This path stores the (H, T, T) probabilities and is meant for
-** training lengths and tests; the tiled long-context kernel comes later and is
-** tested against this one.
+** Visible keys: j ≤ i when causal, all otherwise, further limited by the
+** spec's window and sinks. q and k arrive rotated by their window positions;
+** for a far pair the score is taken at δ instead, by turning q_i through the
+** extra angle (δ − (i − j))·θ_k (naive path) or by rotating whole rows of q
+** and k to the posmap's positions and one more GEMM (fast path). Both paths
+** store probabilities (0 where masked) and are meant for lengths up to a few
+** thousand; the fast path is tested against the naive one.
+**
+** Backward supports what training uses (rotary, logit ops, cosine); the
+** training-time part of a stack never has windows, posmaps or temperatures.
 */
 #ifndef LX_ATTENTION_H
 #define LX_ATTENTION_H
@@ -27,15 +35,30 @@ void lx_attention_backward(float *dq, float *dk, float *dv, const float *do_, co
                            const float *q, const float *k, const float *v, const struct lx_spec *spec,
                            int T, int H, int D, int causal);
 
+/* Scratch of one thread for the fast path. */
+struct lx_attn_ws {
+    double *tab;        /* (2T,) the spec's row tables A, B */
+    float *far;         /* (T·T + 2·T·D,) far scores and rotated q, k; needed only with a posmap */
+    double *stats;      /* (LX_ATTN_NSTATS,) sums this head adds to, or NULL */
+};
+
+/* Row statistics the fast path can sum (for calibration and diagnostics):
+** max p, entropy −Σ p ln p, std of the visible logits, rows. */
+enum { LX_ST_PMAX, LX_ST_ENTROPY, LX_ST_SIGMA, LX_ST_ROWS, LX_ATTN_NSTATS };
+
+/* Floats of lx_attn_ws.far for T tokens of dimension D. */
+size_t lx_attn_far_floats(int T, int D);
+
 /* The fast path: one head through BLAS, on strided views. q, k, v are (T, D)
 ** with row stride ld (3·H·D inside a qkv buffer), o (T, D) with stride ldo;
-** P (T, T) receives the probabilities (0 where masked); tab is scratch of 2T
-** doubles for the spec's row tables. Tested against the naive path above. */
+** P (T, T) receives the probabilities (0 where masked). Tested against the
+** naive path above. */
 void lx_attn_head_forward(float *o, int ldo, float *P, const float *q, const float *k, const float *v, int ld,
-                          const struct lx_spec *spec, int head, int T, int D, int causal, double *tab);
+                          const struct lx_spec *spec, int head, int T, int D, int causal,
+                          const struct lx_attn_ws *ws);
 
 /* Backward of one head: dq, dk, dv (stride ld) accumulate (+=); do_ (stride
-** ldo); P from forward; dP is (T, T) scratch. */
+** ldo); P from forward; dP is (T, T) scratch; tab (2T) doubles. */
 void lx_attn_head_backward(float *dq, float *dk, float *dv, int ld, const float *do_, int ldo, const float *P,
                            float *dP, const float *q, const float *k, const float *v,
                            const struct lx_spec *spec, int head, int T, int D, int causal, double *tab);

@@ -216,7 +216,7 @@ static size_t acts_layout(struct lx_acts *a, const struct lx_arch *arch, int B, 
         {(void **)&a->logits, (size_t)(s.N * s.V), 4},
         {(void **)&a->probs, (size_t)(s.N * s.V), 4},
         {(void **)&a->loss, (size_t)s.N, 4},
-        {(void **)&a->rope_cs, (size_t)(s.T * arch->d_head), 8},
+        {(void **)&a->rope_cs, (size_t)(s.N * arch->d_head), 8},
         {(void **)&a->tab, (size_t)(nthr * 2 * s.T), 8},
         {(void **)&a->dx, train ? (size_t)(s.N * s.C) : 0, 4},
         {(void **)&a->dxn, train ? (size_t)(s.N * s.C) : 0, 4},
@@ -269,8 +269,8 @@ void lx_acts_release(struct lx_acts *a)
     if (!a)
         return;
     void *p[] = {a->x, a->rstd1, a->xn1, a->qkv, a->att, a->ao, a->xm, a->rstd2, a->xn2, a->h, a->act, a->sig,
-                 a->rstdf, a->xnf, a->logits, a->probs, a->loss, a->rope_cs, a->tab, a->dx, a->dxn,
-                 a->dqkv, a->dao, a->dh, a->dact, a->dlogits, a->dp};
+                 a->rstdf, a->xnf, a->logits, a->probs, a->loss, a->rope_cs, a->tab, a->far, a->qkn, a->dx,
+                 a->dxn, a->dqkv, a->dao, a->dh, a->dact, a->dlogits, a->dp};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         free(p[i]);
     memset(a, 0, sizeof *a);
@@ -286,6 +286,57 @@ void lx_rope_table(double *cs, const struct lx_rotary *r, int T)
             cs[((long)t * r->n_pairs + k) * 2] = cos(phi);
             cs[((long)t * r->n_pairs + k) * 2 + 1] = sin(phi);
         }
+}
+
+void lx_rope_table_pos(double *cs, const struct lx_rotary *r, const int *pos, long n)
+{
+    for (long t = 0; t < n; t++)
+        for (int k = 0; k < r->n_pairs; k++) {
+            double phi = (double)pos[t] * r->inv_freq[k];
+            cs[(t * r->n_pairs + k) * 2] = cos(phi);
+            cs[(t * r->n_pairs + k) * 2 + 1] = sin(phi);
+        }
+}
+
+#define QK_EPS 1e-9     /* CosScale's q/(‖q‖ + 1e-9), as in the InfoScale code */
+
+void lx_qk_normalize(float *qkv, float *qkn, long N, int H, int D)
+{
+    long HD = (long)H * D;
+#pragma omp parallel for schedule(static)
+    for (long row = 0; row < N; row++)
+        for (int part = 0; part < 2; part++)
+            for (int h = 0; h < H; h++) {
+                float *x = qkv + row * 3 * HD + part * HD + (long)h * D;
+                double r = 0.0;
+                for (int d = 0; d < D; d++)
+                    r += (double)x[d] * x[d];
+                r = sqrt(r);
+                float inv = (float)(1.0 / (r + QK_EPS));
+                for (int d = 0; d < D; d++)
+                    x[d] *= inv;
+                if (qkn)
+                    qkn[(row * 2 + part) * H + h] = (float)r;
+            }
+}
+
+/* x̂ = x/(r + ε): dx = dx̂/(r + ε) − x̂ (x̂·dx̂)/r. */
+void lx_qk_normalize_backward(float *dqkv, const float *qkv, const float *qkn, long N, int H, int D)
+{
+    long HD = (long)H * D;
+#pragma omp parallel for schedule(static)
+    for (long row = 0; row < N; row++)
+        for (int part = 0; part < 2; part++)
+            for (int h = 0; h < H; h++) {
+                const float *xh = qkv + row * 3 * HD + part * HD + (long)h * D;
+                float *g = dqkv + row * 3 * HD + part * HD + (long)h * D;
+                double r = qkn[(row * 2 + part) * H + h], dot = 0.0;
+                for (int d = 0; d < D; d++)
+                    dot += (double)xh[d] * g[d];
+                double a = 1.0 / (r + QK_EPS), b = r > 0.0 ? dot / r : 0.0;
+                for (int d = 0; d < D; d++)
+                    g[d] = (float)(a * g[d] - b * xh[d]);
+            }
 }
 
 void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int B, int T, int H, int D,
@@ -318,18 +369,35 @@ void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int 
 #define LAY(a, buf, l, per) ((a)->train ? (buf) + (long)(l) * (per) : (buf))
 #define XIN(a, l, NC) ((a)->train ? (a)->x + (long)(l) * (NC) : (a)->x + (long)((l) % 2) * (NC))
 
-static void attention_all(const struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
-                          float *att, int B, int T, int H, int D, int causal)
+static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
+                          float *att, double *stats, int B, int T, int H, int D, int causal)
 {
     long HD = (long)H * D;
+    size_t nfar = lx_attn_far_floats(T, D);
+    if (spec->posmap.method && !a->far)
+        a->far = lx_xmalloc(sizeof(float) * nfar * (size_t)a->n_thr);
 #pragma omp parallel for schedule(dynamic, 1)
     for (long bh = 0; bh < (long)B * H; bh++) {
         int b = (int)(bh / H), h = (int)(bh % H), thr = omp_get_thread_num();
         const float *q = qkv + (long)b * T * 3 * HD + (long)h * D;
         float *P = a->train ? att + bh * T * T : att + (long)thr * T * T;
+        struct lx_attn_ws ws = {
+            .tab = a->tab + (long)thr * 2 * T, .far = a->far ? a->far + nfar * (size_t)thr : NULL,
+            .stats = stats ? stats + bh * LX_ATTN_NSTATS : NULL,
+        };
         lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, (int)HD, P, q, q + HD, q + 2 * HD,
-                             (int)(3 * HD), spec, h, T, D, causal, a->tab + (long)thr * 2 * T);
+                             (int)(3 * HD), spec, h, T, D, causal, &ws);
     }
+}
+
+/* Positions into q and k: rotary by window position (or PoSE ids), then
+** CosScale's normalisation; sign −1 is the backward of the rotation. */
+static void rope_rows(struct lx_acts *a, const struct lx_spec *spec, float *qkv, int H, int D, int sign)
+{
+    if (a->pos)
+        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, 1, a->B * a->T, H, D, sign);
+    else
+        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, a->B, a->T, H, D, sign);
 }
 
 double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
@@ -339,7 +407,12 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
     struct sizes s = sizes_of(ar, a->B, a->T);
     int causal = ar->mode == LX_MODEL_CAUSAL;
     float eps = (float)ar->norm_eps;
-    lx_rope_table(a->rope_cs, &spec->rotary, a->T);
+    if (a->pos)
+        lx_rope_table_pos(a->rope_cs, &spec->rotary, a->pos, s.N);
+    else
+        lx_rope_table(a->rope_cs, &spec->rotary, a->T);
+    if (spec->cosine && a->train && !a->qkn)
+        a->qkn = lx_xmalloc(sizeof(float) * (size_t)(s.L * s.N * 2 * s.H));
     float *x = a->x;
     for (long i = 0; i < s.N; i++)
         memcpy(x + i * s.C, m->v.tok_emb + (long)tokens[i] * s.C, sizeof(float) * (size_t)s.C);
@@ -355,8 +428,11 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
 
         lx_rmsnorm_forward(xn1, rstd1, xin, W->attn_norm, (int)s.N, (int)s.C, eps);
         lx_matmul(qkv, xn1, W->wqkv, (int)s.N, (int)(3 * s.HD), (int)s.C, 0, 1, 1.0f, 0.0f);
-        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, a->B, a->T, (int)s.H, (int)ar->d_head, +1);
-        attention_all(a, spec, qkv, ao, att, a->B, a->T, (int)s.H, (int)ar->d_head, causal);
+        rope_rows(a, spec, qkv, (int)s.H, (int)ar->d_head, +1);
+        if (spec->cosine)
+            lx_qk_normalize(qkv, a->train ? a->qkn + l * s.N * 2 * s.H : NULL, s.N, (int)s.H, (int)ar->d_head);
+        attention_all(a, spec, qkv, ao, att, a->stats ? a->stats + l * a->B * s.H * LX_ATTN_NSTATS : NULL,
+                      a->B, a->T, (int)s.H, (int)ar->d_head, causal);
         memcpy(xm, xin, sizeof(float) * (size_t)(s.N * s.C));
         lx_matmul(xm, ao, W->wo, (int)s.N, (int)s.C, (int)s.HD, 0, 1, 1.0f, 1.0f);
 
@@ -441,7 +517,9 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
                                   (int)HD, att + bh * T * T, a->dp + (long)thr * T * T, q, q + HD, q + 2 * HD,
                                   spec, hh, T, D, causal, a->tab + (long)thr * 2 * T);
         }
-        lx_rope_apply(a->dqkv, &spec->rotary, a->rope_cs, a->B, T, H, D, -1);
+        if (spec->cosine)
+            lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, D);
+        rope_rows(a, spec, a->dqkv, H, D, -1);
         memset(a->dxn, 0, sizeof(float) * (size_t)(s.N * s.C));
         lx_linear_backward(a->dxn, G->wqkv, NULL, a->dqkv, xn1, W->wqkv, (int)s.N, (int)s.C, (int)(3 * HD));
         lx_rmsnorm_backward(a->dx, G->attn_norm, a->dxn, xin, W->attn_norm, rstd1, (int)s.N, (int)s.C);

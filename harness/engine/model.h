@@ -112,8 +112,12 @@ struct lx_acts {
     float *logits;              /* (N, V) */
     float *probs;               /* (N, V) softmax, when targets were given */
     float *loss;                /* (N) per-token NLL (0 where no target) */
-    double *rope_cs;            /* (T, n_pairs, 2) cos, sin */
+    double *rope_cs;            /* (N, n_pairs, 2) cos, sin: per window position, or per row with pos */
     double *tab;                /* (n_thr, 2T) spec row tables A, B */
+    float *far;                 /* (n_thr, lx_attn_far_floats) posmap scratch, allocated on first use */
+    float *qkn;                 /* train with cosine: (layers, N, 2, H) norms of q, k before normalising */
+    const int *pos;             /* (B, T) position ids (PoSE training), or NULL = 0..T−1; not owned */
+    double *stats;              /* (layers, B, H, LX_ATTN_NSTATS) attention row sums, or NULL; not owned */
     /* backward scratch (train only) */
     float *dx, *dxn, *dqkv, *dao, *dh, *dact, *dlogits, *dp;   /* dp: (n_thr, T, T) */
 };
@@ -139,6 +143,13 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
 ** window position (sign +1), or back (sign −1, the backward of the rotation). */
 void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int B, int T, int H, int D,
                    int sign);
+/* cs (T, n_pairs, 2) for positions 0..T−1, or (n, n_pairs, 2) for pos[0..n). */
 void lx_rope_table(double *cs, const struct lx_rotary *r, int T);
+void lx_rope_table_pos(double *cs, const struct lx_rotary *r, const int *pos, long n);
+
+/* CosScale: q and k of every head to unit length (norms r kept in qkn, (N, 2, H)),
+** and the backward through it (dqkv in place, from the normalised qkv). */
+void lx_qk_normalize(float *qkv, float *qkn, long N, int H, int D);
+void lx_qk_normalize_backward(float *dqkv, const float *qkv, const float *qkn, long N, int H, int D);
 
 #endif

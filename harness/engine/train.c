@@ -96,6 +96,32 @@ static void fill_window(int *tok, int *tgt, const int *s, long o, int T, int mlm
         tgt[t] = s[o + t];
 }
 
+/* PoSE position ids for one training window of T tokens (methods/pose.c):
+** N chunks cut at uniform points, chunk i shifted by a skip u_i drawn
+** uniformly from {u_{i−1} … L_t − T}, u_0 = 0. */
+static void pose_positions(int *pos, int T, const struct lx_pose *p, struct lx_rng *r)
+{
+    long cut[65];
+    int N = p->chunks;
+    cut[0] = 0;
+    cut[N] = T;
+    for (int i = 1; i < N; i++)         /* N − 1 cut points in [1, T − 1] */
+        cut[i] = 1 + (long)(lx_rng_uniform(r) * (double)(T - 1));
+    for (int i = 2; i < N; i++)         /* insertion sort */
+        for (int j = i; j > 1 && cut[j - 1] > cut[j]; j--) {
+            long x = cut[j];
+            cut[j] = cut[j - 1];
+            cut[j - 1] = x;
+        }
+    long u = 0, room = p->target - T;
+    for (int i = 0; i < N; i++) {
+        if (i > 0)
+            u += (long)(lx_rng_uniform(r) * (double)(room - u + 1));
+        for (long t = cut[i]; t < cut[i + 1]; t++)
+            pos[t] = (int)(u + t);
+    }
+}
+
 static double val_loss(const struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c,
                        struct lx_acts *a, int *tok, int *tgt, const int *s, long v0, long v1, uint64_t key)
 {
@@ -214,6 +240,7 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
     struct lx_optim opt;
     lx_optim_init(&opt, m);
     int *tok = lx_xmalloc(sizeof(int) * (size_t)B * T), *tgt = lx_xmalloc(sizeof(int) * (size_t)B * T);
+    int *pos = spec->pose.chunks ? lx_xmalloc(sizeof(int) * (size_t)B * T) : NULL;
     double t0 = omp_get_wtime(), run_loss = 0.0;
     long run_n = 0;
     for (long step = 0; step < c->steps; step++) {
@@ -224,7 +251,10 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
             long o = (long)(lx_rng_uniform(&r) * (double)(n_train - T - 1));
             fill_window(tok + (long)b * T, tgt + (long)b * T, s, o, T, mlm, c->mask_prob,
                         key ^ ((uint64_t)step << 20), (uint64_t)b * (uint64_t)T);
+            if (pos)
+                pose_positions(pos + (long)b * T, T, &spec->pose, &r);
         }
+        a.pos = pos;
         memset(opt.grad, 0, sizeof(float) * opt.n);
         double loss = lx_model_forward(m, spec, tok, tgt, &a);
         lx_model_backward(m, spec, tok, tgt, &a, &opt.g);
@@ -233,6 +263,7 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         run_n++;
         double val = NAN;
         if ((step + 1) % c->eval_every == 0 || step + 1 == c->steps) {
+            a.pos = NULL;       /* validation at the plain positions 0 … T−1 */
             val = val_loss(m, spec, c, &a, tok, tgt, s, n_train, n, key);
             rep->val_loss = val;
             rep->train_loss = run_loss / (double)run_n;
@@ -252,6 +283,7 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
     }
     free(tok);
     free(tgt);
+    free(pos);
     lx_optim_release(&opt);
     lx_acts_release(&a);
     free(s);

@@ -1,0 +1,64 @@
+/*
+** methods/pi.c - Position Interpolation (Chen, Wong, Chen, Tian 2023, arXiv
+** 2306.15595, §2.3).
+**
+** Positions are compressed, m -> m/s with s = L'/L, so that the longest
+** evaluation distance maps back into the trained range. For rotary positions
+** that is the same as dividing every frequency, θ_k -> θ_k/s. All positions
+** move, those below L too, and there is no temperature term. The paper
+** fine-tunes for about 1000 steps; training-free PI works only for small s.
+** Here `scale` 0 picks s = max(1, length/L) for each evaluation length; trained
+** in (`train: true`) it needs a fixed s, since the model learns one table.
+** Reference: shared/reference/methods.md §2.
+*/
+#include "methods/method.h"
+
+struct pi_params {
+    double scale;   /* s; 0 = max(1, length / train_len) */
+};
+
+static const struct lx_param pi_rows[] = {
+    LX_P_FLOAT(struct pi_params, scale, "0", 0, 1e6, LX_PF_SHOW,
+               "s: every rotary frequency is divided by s; 0 = max(1, length / training length)"),
+};
+
+/* The s in use: the explicit one, or the evaluation length over the training length. */
+static double pi_scale(const struct pi_params *p, const struct lx_facts *f)
+{
+    if (p->scale > 0)
+        return p->scale;
+    return f->train_len > 0 && f->length > f->train_len ? (double)f->length / f->train_len : 1.0;
+}
+
+static int pi_check(const void *params, const struct lx_facts *f, struct lx_error *err)
+{
+    const struct pi_params *p = params;
+    if (f->training && p->scale == 0)
+        return lx_err(err, LX_EINVAL, "pi: trained in (train: true) it needs an explicit scale\n"
+                      "  hint: e.g. pi: {scale: 4, train: true}");
+    return LX_OK;
+}
+
+static int pi_apply(const void *params, const struct lx_facts *f, struct lx_spec *spec,
+                    struct lx_error *err)
+{
+    int rc = lx_spec_need_rotary(spec, "pi", err);
+    if (rc == LX_OK)
+        rc = lx_spec_claim(&spec->frequencies, "pi", "the rotary frequencies", err);
+    if (rc < 0)
+        return rc;
+    double s = pi_scale(params, f);
+    for (int k = 0; k < spec->rotary.n_pairs; k++)
+        spec->rotary.inv_freq[k] /= s;
+    return LX_OK;
+}
+
+const struct lx_method lx_method_pi = {
+    .name = "pi",
+    .summary = "position interpolation: every rotary frequency divided by s, Chen et al. 2023 (arXiv 2306.15595)",
+    .schema = LX_SCHEMA(pi_rows, struct pi_params, NULL),
+    .kind = LX_KIND_INFERENCE | LX_KIND_TRAINING,   /* the paper fine-tunes with it: `train: true` */
+    .needs = LX_CAP_MODEL,
+    .check = pi_check,
+    .apply = pi_apply,
+};

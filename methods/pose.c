@@ -1,0 +1,66 @@
+/*
+** methods/pose.c - PoSE, positional skip-wise training (Zhu et al., ICLR
+** 2024, arXiv 2309.10400, §3.2, Eq. 3-5).
+**
+** Training windows keep the training length L_c, but their position ids are
+** spread over a target length L_t: the window is cut into N chunks at random
+** points, chunk i gets a skipping bias u_i ~ Uniform{u_{i−1} … L_t − L_c}
+** (u_0 = 0), and its tokens positions u_i + st_i … u_i + st_i + l_i − 1, so
+** every relative distance up to L_t − 1 is seen in training. The text stays
+** contiguous (the paper's v_i = 0 ablation). The trainer draws the skips from
+** the counter-based generator keyed on the model key, step and window
+** (harness/engine/train.c); evaluation uses the plain positions 0 … T−1, and
+** a RoPE rescaling (pi, yarn) can be stacked on top as in the paper.
+** Reference: shared/reference/methods.md §14.
+*/
+#include "methods/method.h"
+
+struct pose_params {
+    long chunks;    /* N */
+    long target;    /* L_t; 0 = 16 × the training length */
+};
+
+static const struct lx_param pose_rows[] = {
+    LX_P_INT(struct pose_params, chunks, "2", 1, 64, LX_PF_SHOW, "chunks N each training window is cut into"),
+    LX_P_INT(struct pose_params, target, "0", 0, 1L << 40, LX_PF_SHOW,
+             "target length L_t the positions spread over; 0 = 16 x the training length"),
+};
+
+static long pose_target(const struct pose_params *p, const struct lx_facts *f)
+{
+    return p->target ? p->target : 16 * f->train_len;
+}
+
+static int pose_check(const void *params, const struct lx_facts *f, struct lx_error *err)
+{
+    const struct pose_params *p = params;
+    if (pose_target(p, f) < f->train_len)
+        return lx_err(err, LX_EINVAL, "pose: target %ld is shorter than the training length %ld\n"
+                      "  hint: target is the length the positions spread over, e.g. 16 x the training length",
+                      pose_target(p, f), f->train_len);
+    if (p->chunks > f->train_len)
+        return lx_err(err, LX_EINVAL, "pose: %ld chunks do not fit in a window of %ld tokens",
+                      p->chunks, f->train_len);
+    return LX_OK;
+}
+
+static int pose_apply(const void *params, const struct lx_facts *f, struct lx_spec *spec, struct lx_error *err)
+{
+    const struct pose_params *p = params;
+    int rc = lx_spec_need_rotary(spec, "pose", err);
+    if (rc < 0)
+        return rc;
+    spec->pose.chunks = (int)p->chunks;
+    spec->pose.target = pose_target(p, f);
+    return LX_OK;
+}
+
+const struct lx_method lx_method_pose = {
+    .name = "pose",
+    .summary = "PoSE skip-wise training positions over a target length, Zhu et al. 2024 (arXiv 2309.10400)",
+    .schema = LX_SCHEMA(pose_rows, struct pose_params, NULL),
+    .kind = LX_KIND_TRAINING,
+    .needs = LX_CAP_MODEL,
+    .check = pose_check,
+    .apply = pose_apply,
+};

@@ -1,0 +1,58 @@
+/*
+** methods/window.c - plain sliding-window attention, as in Longformer's local
+** band (Beltagy, Peters, Cohan 2020, arXiv 2004.05150, §3.1).
+**
+** Each query sees the W keys nearest to it, itself included: causal rows allow
+** key j iff 0 <= i − j <= W − 1, bidirectional rows iff |i − j| <= W − 1. This
+** is flash-attn's window_size = (W − 1, 0), not the InfoScale repo's
+** bidirectional |i − j| <= extend_size; methods.md §9 lists the conventions.
+** Positions keep their original indices; with rope or alibi only distances
+** enter, so re-indexing inside the window would give the same logits. A window
+** of W >= n is full attention. W defaults to the training length. Without
+** attention sinks perplexity blows up once the first tokens leave the window
+** (StreamingLLM, Xiao et al., ICLR 2024, arXiv 2309.17453, Fig. 3).
+** Training-free. Reference: shared/reference/methods.md §9.
+*/
+#include "methods/method.h"
+
+struct window_params {
+    long size;      /* W: visible keys including the query; 0 = the training length */
+};
+
+static const struct lx_param window_rows[] = {
+    LX_P_INT(struct window_params, size, "0", 0, 1e12, LX_PF_SHOW,
+             "W: keys a query sees, itself included (0 <= i-j <= W-1); 0 = the training length"),
+};
+
+static long window_size(const struct window_params *p, const struct lx_facts *f)
+{
+    return p->size ? p->size : f->train_len;
+}
+
+static int window_check(const void *params, const struct lx_facts *f, struct lx_error *err)
+{
+    if (window_size(params, f) < 1)
+        return lx_err(err, LX_EINVAL, "window: size 0 means the training length, which is %ld here\n"
+                      "  hint: give the size, e.g. window: {size: 64}", f->train_len);
+    return LX_OK;
+}
+
+static int window_apply(const void *params, const struct lx_facts *f, struct lx_spec *spec,
+                        struct lx_error *err)
+{
+    int rc = lx_spec_claim(&spec->vis.method, "window", "the visible keys", err);
+    if (rc < 0)
+        return rc;
+    spec->vis.window = window_size(params, f);
+    return LX_OK;
+}
+
+const struct lx_method lx_method_window = {
+    .name = "window",
+    .summary = "sliding-window attention over the W nearest keys, query included (Beltagy et al. 2020, Longformer)",
+    .schema = LX_SCHEMA(window_rows, struct window_params, NULL),
+    .kind = LX_KIND_INFERENCE,
+    .needs = LX_CAP_MODEL,
+    .check = window_check,
+    .apply = window_apply,
+};

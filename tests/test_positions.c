@@ -1,0 +1,354 @@
+/*
+** tests/test_positions.c - the methods that change which keys a query sees and
+** at what distance (alibi, window, streaming, lminfinite, rerope), checked
+** against shared/reference/methods.md §5-§9 golden values and against 12-token
+** examples worked by hand, through the spec's naive reference
+** (lx_spec_visible, lx_spec_row_keys, lx_spec_delta, lx_spec_affine).
+*/
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/stack.h"
+
+/* Compare causal row i of a length-T spec with a hand-written row, one char per
+** key j: '.' future, 'x' masked, a digit: visible at δ = that digit, 'g':
+** visible through the position map (lx_spec_far) at δ = g. The row must also
+** count its visible keys through lx_spec_row_keys. */
+static void expect_row(const struct lx_spec *spec, long T, long i, const char *row, double g)
+{
+    cr_assert_eq((long)strlen(row), T, "row %ld: '%s' is not %ld keys long", i, row, T);
+    long n_vis = 0;
+    for (long j = 0; j < T; j++) {
+        char c = row[j];
+        int want = c != '.' && c != 'x';
+        cr_expect_eq(lx_spec_visible(spec, i, j, T, 1), want, "(%ld, %ld): want '%c'", i, j, c);
+        if (!want)
+            continue;
+        n_vis++;
+        double d = c == 'g' ? g : c - '0';
+        cr_expect_eq(lx_spec_delta(spec, i, j), d, "(%ld, %ld): delta %g, want %g", i, j,
+                     lx_spec_delta(spec, i, j), d);
+        if (c == 'g')
+            cr_expect(lx_spec_far(spec, i, j), "(%ld, %ld) should be a far key", i, j);
+    }
+    long lo, hi;
+    cr_expect_eq(lx_spec_row_keys(spec, i, T, 1, &lo, &hi), n_vis, "row %ld: key count", i);
+}
+
+/* Every pair of a length-T window is visible at δ = i − j, causal and not. */
+static void expect_full(const struct lx_spec *spec, long T)
+{
+    for (long i = 0; i < T; i++) {
+        long lo, hi;
+        cr_expect_eq(lx_spec_row_keys(spec, i, T, 1, &lo, &hi), i + 1, "row %ld", i);
+        cr_expect_eq(lx_spec_row_keys(spec, i, T, 0, &lo, &hi), T, "row %ld, bidirectional", i);
+        for (long j = 0; j < T; j++) {
+            cr_expect(lx_spec_visible(spec, i, j, T, 0), "(%ld, %ld)", i, j);
+            cr_expect_eq(lx_spec_visible(spec, i, j, T, 1), j <= i, "(%ld, %ld)", i, j);
+            cr_expect_eq(lx_spec_delta(spec, i, j), (double)(i - j), "(%ld, %ld)", i, j);
+        }
+    }
+}
+
+/* The stack fails to compile, and the message names each of `names`. */
+static void expect_fails(const char *yaml, const struct lx_facts *f, const char *const *names, int n)
+{
+    struct tstack s;
+    struct lx_error err = {{0}};
+    cr_expect_lt(tstack_try(&s, yaml, f, &err), 0, "%s should fail", yaml);
+    for (int k = 0; k < n; k++)
+        cr_expect(strstr(err.msg, names[k]) != NULL, "%s: '%s' does not name %s", yaml, err.msg, names[k]);
+    tstack_free(&s);
+}
+
+#define EXPECT_FAILS(yaml, f, ...) \
+    expect_fails(yaml, f, (const char *const[]){__VA_ARGS__}, \
+                 (int)(sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)))
+
+Test(alibi, slopes_golden)
+{
+    /* methods.md §6 golden table, in head order (not monotone for 6, 12 and 3 heads). */
+    static const double h8[] = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625};
+    static const double h6[] = {0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125};
+    static const double h12[] = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
+                                 0.707107, 0.353553, 0.176777, 0.0883883};
+    static const double h3[] = {0.0625, 0.00390625, 0.25};
+    double h16[16];
+    for (int k = 1; k <= 16; k++)
+        h16[k - 1] = pow(2.0, -0.5 * k);
+    static const struct { int n; const double *m; double tol; } g[] = {
+        {8, h8, 1e-15}, {6, h6, 1e-15}, {12, h12, 5e-7}, {16, NULL, 1e-15}, {3, h3, 1e-15},
+    };
+    for (size_t k = 0; k < sizeof g / sizeof *g; k++) {
+        struct lx_facts f = tfacts(64, 64, g[k].n, 16);
+        struct tstack s;
+        tstack_make(&s, "alibi", &f);
+        cr_assert_str_eq(s.spec.positions, "alibi");
+        cr_assert_eq(s.spec.n_ops, 1);
+        const double *m = g[k].m ? g[k].m : h16;
+        for (int h = 0; h < g[k].n; h++) {
+            double A, B;
+            lx_spec_affine(&s.spec, h, 1, 1.0, &A, &B);
+            cr_expect_eq(A, 1.0);
+            cr_expect(fabs(-B - m[h]) < g[k].tol, "%d heads, head %d: slope %.9g, want %.9g", g[k].n, h, -B, m[h]);
+        }
+        tstack_free(&s);
+    }
+}
+
+Test(alibi, bias_linear_in_distance)
+{
+    struct lx_facts f = tfacts(64, 64, 6, 16);
+    struct tstack s;
+    tstack_make(&s, "alibi", &f);
+    const struct lx_logit_op *op = &s.spec.ops[0];
+    cr_assert_eq(op->kind, LX_OP_DIST_AFFINE);
+    for (int h = 0; h < 6; h++) {
+        double a1, m1, a, m;
+        op->dist_affine(op->params, &s.spec.facts, h, 1.0, &a1, &m1);
+        for (double t = 0; t <= 40; t += 2.5) {
+            op->dist_affine(op->params, &s.spec.facts, h, t, &a, &m);
+            cr_expect_eq(a, 1.0);
+            cr_expect(fabs(m - t * m1) < 1e-12, "head %d, t %g: m %g vs %g", h, t, m, t * m1);
+        }
+        cr_expect_eq(lx_spec_logit(&s.spec, h, 5, 3.0, 0.75), 0.75 + 3 * m1);
+    }
+    tstack_free(&s);
+    /* max_bias 4, 4 heads: 2^(-(h+1)). */
+    f.n_heads = 4;
+    tstack_make(&s, "alibi: {max_bias: 4}", &f);
+    double A, B;
+    lx_spec_affine(&s.spec, 2, 1, 2.0, &A, &B);
+    cr_expect_eq(B, -2 * 0.125);
+    tstack_free(&s);
+}
+
+Test(alibi, one_position_scheme)
+{
+    struct lx_facts f = tfacts(64, 64, 8, 16);
+    EXPECT_FAILS("[rope, alibi]", &f, "rope", "alibi", "position scheme");
+    EXPECT_FAILS("[alibi, nope]", &f, "alibi", "nope");
+    EXPECT_FAILS("[alibi, rerope]", &f, "rerope", "rotary");
+    struct tstack s;   /* streaming re-indexes alibi distances too */
+    tstack_make(&s, "[alibi, {streaming: {sinks: 2, recent: 3}}]", &f);
+    cr_expect_eq(lx_spec_delta(&s.spec, 11, 0), 5.0);
+    tstack_free(&s);
+}
+
+Test(window, golden)
+{
+    /* methods.md §9: W = 3, query 5 -> keys {3, 4, 5}. */
+    struct lx_facts f = tfacts(64, 64, 1, 10);
+    struct tstack s;
+    tstack_make(&s, "[rope, {window: {size: 3}}]", &f);
+    for (long j = 0; j < 10; j++)
+        cr_expect_eq(lx_spec_visible(&s.spec, 5, j, 10, 1), j >= 3 && j <= 5, "key %ld", j);
+    long lo, hi;
+    cr_expect_eq(lx_spec_row_keys(&s.spec, 5, 10, 1, &lo, &hi), 3);
+    cr_expect_eq(lo, 3);
+    cr_expect_eq(hi, 6);
+    /* Bidirectional: |i - j| <= W - 1. */
+    for (long j = 0; j < 10; j++)
+        cr_expect_eq(lx_spec_visible(&s.spec, 5, j, 10, 0), j >= 3 && j <= 7, "key %ld", j);
+    cr_expect_eq(lx_spec_row_keys(&s.spec, 5, 10, 0, &lo, &hi), 5);
+    tstack_free(&s);
+}
+
+Test(window, at_least_n_is_no_window)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 10);
+    struct tstack s;
+    tstack_make(&s, "[rope, {window: {size: 10}}]", &f);
+    expect_full(&s.spec, 10);
+    tstack_free(&s);
+    tstack_make(&s, "window", &f);   /* size 0 = the training length, 64 >= 10 */
+    cr_expect_eq(s.spec.vis.window, 64);
+    expect_full(&s.spec, 10);
+    tstack_free(&s);
+    f.train_len = 0;
+    EXPECT_FAILS("window", &f, "window", "training length");
+}
+
+Test(streaming, golden)
+{
+    /* methods.md §7, S = 4, R = 8: query 19 sees tokens 0..3 and 11..19 (13 keys) at slots
+    ** 0..12; its own slot is 12, so token 0 is 12 back and the recent keys keep their distance. */
+    struct lx_facts f = tfacts(64, 64, 1, 20);
+    struct tstack s;
+    tstack_make(&s, "[rope, {streaming: {sinks: 4, recent: 8}}]", &f);
+    for (long j = 0; j < 20; j++)
+        cr_expect_eq(lx_spec_visible(&s.spec, 19, j, 20, 1), j < 4 || j >= 11, "key %ld", j);
+    long lo, hi;
+    cr_expect_eq(lx_spec_row_keys(&s.spec, 19, 20, 1, &lo, &hi), 13);
+    cr_expect_eq(lx_spec_delta(&s.spec, 19, 0), 12.0);
+    for (long j = 1; j < 4; j++)
+        cr_expect_eq(lx_spec_delta(&s.spec, 19, j), 12.0 - j);
+    for (long j = 11; j < 20; j++)
+        cr_expect_eq(lx_spec_delta(&s.spec, 19, j), (double)(19 - j));
+    tstack_free(&s);
+    /* Full attention while i <= S + R. */
+    f.length = 13;
+    tstack_make(&s, "[rope, {streaming: {sinks: 4, recent: 8}}]", &f);
+    for (long i = 0; i < 13; i++)
+        for (long j = 0; j <= i; j++) {
+            cr_expect(lx_spec_visible(&s.spec, i, j, 13, 1), "(%ld, %ld)", i, j);
+            cr_expect_eq(lx_spec_delta(&s.spec, i, j), (double)(i - j), "(%ld, %ld)", i, j);
+        }
+    tstack_free(&s);
+}
+
+Test(streaming, by_hand_12)
+{
+    /* S = 2, R = 3: window 4, sinks at slot distance min(i, 5) - j. */
+    static const char *const rows[] = {
+        "0...........", "10..........", "210.........", "3210........",
+        "43210.......", "543210......", "54x3210.....", "54xx3210....",
+        "54xxx3210...", "54xxxx3210..", "54xxxxx3210.", "54xxxxxx3210",
+    };
+    struct lx_facts f = tfacts(64, 64, 1, 12);
+    struct tstack s;
+    tstack_make(&s, "[rope, {streaming: {sinks: 2, recent: 3}}]", &f);
+    for (long i = 0; i < 12; i++)
+        expect_row(&s.spec, 12, i, rows[i], 0);
+    tstack_free(&s);
+}
+
+Test(streaming, defaults_and_errors)
+{
+    /* recent 0 = L - S - 1: a query sees at most L keys. */
+    struct lx_facts f = tfacts(64, 64, 1, 200);
+    struct tstack s;
+    tstack_make(&s, "[rope, streaming]", &f);
+    cr_expect_eq(s.spec.vis.sinks, 4);
+    cr_expect_eq(s.spec.vis.window, 60);
+    cr_expect_eq(s.spec.posmap.cap, 63.0);
+    long lo, hi;
+    cr_expect_eq(lx_spec_row_keys(&s.spec, 199, 200, 1, &lo, &hi), 64);
+    cr_expect_eq(lx_spec_delta(&s.spec, 199, 0), 63.0);
+    tstack_free(&s);
+    EXPECT_FAILS("{streaming: {recent: 8}}", &f, "streaming", "rope or alibi");
+    EXPECT_FAILS("[nope, {streaming: {recent: 8}}]", &f, "streaming", "nope");
+    EXPECT_FAILS("[rope, {streaming: {sinks: 4, recent: 3}}]", &f, "streaming", "sinks");
+    EXPECT_FAILS("[rope, window, streaming]", &f, "window", "streaming", "visible keys");
+    f.train_len = 5;
+    EXPECT_FAILS("[rope, streaming]", &f, "streaming", "recent");
+}
+
+Test(lminfinite, golden)
+{
+    /* methods.md §8: L_local = 4, n_global = 2, limit = 4, kv_len = 10, so D = 4. */
+    static const char *const rows[] = {"3210......", "g3210.....", "gg3210....", "ggxxxx3210"};
+    static const long queries[] = {3, 4, 5, 9};
+    struct lx_facts f = tfacts(64, 64, 1, 10);
+    struct tstack s;
+    tstack_make(&s, "[rope, {lminfinite: {local: 4, n_global: 2, limit: 4}}]", &f);
+    for (int k = 0; k < 4; k++)
+        expect_row(&s.spec, 10, queries[k], rows[k], 4);
+    tstack_free(&s);
+    /* D = min(limit, kv_len - 1): a short window puts the global keys at kv_len - 1. */
+    f.length = 3;
+    tstack_make(&s, "[rope, {lminfinite: {local: 2, n_global: 1, limit: 4}}]", &f);
+    cr_expect_eq(lx_spec_delta(&s.spec, 2, 0), 2.0);
+    tstack_free(&s);
+}
+
+Test(lminfinite, by_hand_12)
+{
+    /* L_local = 3, n_global = 2, limit = 3, length 12: D = 3. */
+    static const char *const rows[] = {
+        "0...........", "10..........", "210.........", "g210........",
+        "gg210.......", "ggx210......", "ggxx210.....", "ggxxx210....",
+        "ggxxxx210...", "ggxxxxx210..", "ggxxxxxx210.", "ggxxxxxxx210",
+    };
+    struct lx_facts f = tfacts(64, 64, 1, 12);
+    struct tstack s;
+    tstack_make(&s, "[rope, {lminfinite: {local: 3, n_global: 2, limit: 3}}]", &f);
+    for (long i = 0; i < 12; i++)
+        expect_row(&s.spec, 12, i, rows[i], 3);
+    tstack_free(&s);
+}
+
+Test(lminfinite, defaults_and_errors)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 1000);
+    struct tstack s;
+    tstack_make(&s, "[rope, lminfinite]", &f);   /* L_local = limit = L */
+    cr_expect_eq(s.spec.vis.window, 64);
+    cr_expect_eq(s.spec.vis.sinks, 10);
+    cr_expect_eq(lx_spec_delta(&s.spec, 999, 3), 64.0);
+    cr_expect_eq(lx_spec_delta(&s.spec, 999, 936), 63.0);
+    tstack_free(&s);
+    EXPECT_FAILS("lminfinite", &f, "lminfinite", "rope");
+    EXPECT_FAILS("[rope, rerope, lminfinite]", &f, "rerope", "lminfinite", "far-key positions");
+    EXPECT_FAILS("[rope, {window: {size: 8}}, lminfinite]", &f, "window", "lminfinite");
+}
+
+/* δ(9, j) for j = 0..9 of a rerope stack. */
+static void expect_query9(const char *yaml, const double *want)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 10);
+    struct tstack s;
+    tstack_make(&s, yaml, &f);
+    for (long j = 0; j < 10; j++)
+        cr_expect_eq(lx_spec_delta(&s.spec, 9, j), want[j], "%s: key %ld: %g, want %g", yaml, j,
+                     lx_spec_delta(&s.spec, 9, j), want[j]);
+    tstack_free(&s);
+}
+
+Test(rerope, golden)
+{
+    /* methods.md §5. */
+    static const double plain[] = {4, 4, 4, 4, 4, 4, 3, 2, 1, 0};
+    static const double leaky[] = {6.5, 6, 5.5, 5, 4.5, 4, 3, 2, 1, 0};
+    expect_query9("[rope, {rerope: {window: 4}}]", plain);
+    expect_query9("[rope, {rerope: {window: 4, leak: 2}}]", leaky);
+    struct lx_facts f = tfacts(64, 4096, 1, 16384);
+    struct tstack s;
+    tstack_make(&s, "[rope, {rerope: {window: 512, leak: 16}}]", &f);
+    cr_expect_eq(lx_spec_delta(&s.spec, 4095, 0), 735.9375);
+    cr_expect_eq(lx_spec_delta(&s.spec, 16383, 0), 1503.9375);
+    cr_expect_eq(lx_spec_delta(&s.spec, 16383, 12288), 735.9375);
+    cr_expect_eq(lx_spec_delta(&s.spec, 600, 89), 511.0);
+    tstack_free(&s);
+    tstack_make(&s, "[rope, rerope, {logn: {mode: qwen}}]", &f);   /* Su's patch: w = L/4 = 1024 */
+    cr_expect_eq(s.spec.posmap.from, 1024);
+    cr_expect_eq(lx_spec_delta(&s.spec, 9000, 0), 1024.0);
+    tstack_free(&s);
+}
+
+Test(rerope, bidirectional_symmetry)
+{
+    static const char *const stacks[] = {"[rope, {rerope: {window: 4}}]", "[rope, {rerope: {window: 3, leak: 2.5}}]"};
+    struct lx_facts f = tfacts(64, 64, 1, 16);
+    for (int k = 0; k < 2; k++) {
+        struct tstack s;
+        tstack_make(&s, stacks[k], &f);
+        for (long i = 0; i < 16; i++)
+            for (long j = 0; j < 16; j++)
+                cr_expect_eq(lx_spec_delta(&s.spec, i, j), -lx_spec_delta(&s.spec, j, i), "%s (%ld, %ld)",
+                             stacks[k], i, j);
+        tstack_free(&s);
+    }
+}
+
+Test(rerope, window_at_least_n_is_rope)
+{
+    static const char *const stacks[] = {"[rope, {rerope: {window: 10}}]", "[rope, {rerope: {window: 12, leak: 16}}]"};
+    struct lx_facts f = tfacts(64, 64, 1, 10);
+    for (int k = 0; k < 2; k++) {
+        struct tstack s;
+        tstack_make(&s, stacks[k], &f);
+        expect_full(&s.spec, 10);
+        tstack_free(&s);
+    }
+}
+
+Test(rerope, errors)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 16);
+    EXPECT_FAILS("{rerope: {window: 4}}", &f, "rerope", "rope");
+    EXPECT_FAILS("[nope, rerope]", &f, "rerope", "not rope");
+    EXPECT_FAILS("[rope, {streaming: {recent: 8}}, rerope]", &f, "streaming", "rerope", "far-key positions");
+    EXPECT_FAILS("[rope, {rerope: {leak: 0.5}}]", &f, "leak");
+}
