@@ -371,7 +371,7 @@ static double central(struct fd *x, float *w, float h)
 ** the gradient's size, which reaches 1.5). Hence 1e-4 absolute plus 1e-3
 ** relative: twice the noise, while a wrong term in a backward pass (a
 ** missing factor, sign or transpose) is off by the gradient's own size. */
-static void fd_check(int mode, int mlp, const char *stack)
+static void fd_check_pos(int mode, int mlp, const char *stack, const int *pos)
 {
     struct fd x;
     struct lx_error err = {""};
@@ -382,6 +382,7 @@ static void fd_check(int mode, int mlp, const char *stack)
     /* bytes 0..19, BOS 20, MASK 23 in this small vocabulary */
     make_windows(x.tok, x.tgt, FB, FT, mode == LX_MODEL_CAUSAL, 20, 20, 23);
     cr_assert_eq(lx_acts_alloc(&x.a, &a, FB, FT, 1, &err), LX_OK, "%s", err.msg);
+    x.a.pos = pos;
     float *g = calloc(x.m.n_params, sizeof *g);
     struct lx_weights gv;
     lx_weights_map(&gv, &a, g);
@@ -419,6 +420,11 @@ static void fd_check(int mode, int mlp, const char *stack)
     lx_model_release(&x.m);
 }
 
+static void fd_check(int mode, int mlp, const char *stack)
+{
+    fd_check_pos(mode, mlp, stack, NULL);
+}
+
 Test(model, fd_gradients_causal_gelu_rope, .timeout = 60)
 {
     fd_check(LX_MODEL_CAUSAL, LX_MLP_GELU, "[{rope: {layout: half}}]");
@@ -428,6 +434,40 @@ Test(model, fd_gradients_mlm_swiglu_logn, .timeout = 60)
 {
     /* bidirectional rows see n = 8 keys: logn scales every logit by ln 8 / ln 512 = 1/3 */
     fd_check(LX_MODEL_MLM, LX_MLP_SWIGLU, "[{rope: {layout: interleaved}}, {logn: {mode: su, base: 512}}]");
+}
+
+/* Every training-time method of issue 4 (their backward passes are the
+** rotary table, the logit ops and CosScale's normalisation). */
+Test(model, fd_gradients_causal_alibi, .timeout = 60)
+{
+    fd_check(LX_MODEL_CAUSAL, LX_MLP_GELU, "alibi");
+}
+
+Test(model, fd_gradients_mlm_cosscale_infoscale, .timeout = 60)
+{
+    fd_check(LX_MODEL_MLM, LX_MLP_GELU, "[rope, {cosscale: {s: 4}}, infoscale]");
+}
+
+Test(model, fd_gradients_causal_prope_scaleinv, .timeout = 60)
+{
+    fd_check(LX_MODEL_CAUSAL, LX_MLP_SWIGLU, "[rope, {prope: {p: 0.5}}, {scaleinv: {tau: 2}}]");
+}
+
+Test(model, fd_gradients_causal_yarn_trained, .timeout = 60)
+{
+    fd_check(LX_MODEL_CAUSAL, LX_MLP_GELU, "[rope, {yarn: {scale: 4, train: true}}]");
+}
+
+Test(model, fd_gradients_mlm_pi_cosscale, .timeout = 60)
+{
+    fd_check(LX_MODEL_MLM, LX_MLP_SWIGLU, "[{rope: {layout: interleaved}}, {pi: {scale: 2}}, {cosscale: {s: 8}}]");
+}
+
+Test(model, fd_gradients_causal_pose_positions, .timeout = 60)
+{
+    /* PoSE ids as the trainer draws them: two chunks with a skip */
+    static const int pos[FB * FT] = {0, 1, 2, 9, 10, 11, 12, 13, 0, 5, 6, 7, 8, 20, 21, 22};
+    fd_check_pos(LX_MODEL_CAUSAL, LX_MLP_GELU, "[rope, pose]", pos);
 }
 
 /* ---- model: eval mode equals train mode ------------------------------------- */

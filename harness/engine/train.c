@@ -96,10 +96,8 @@ static void fill_window(int *tok, int *tgt, const int *s, long o, int T, int mlm
         tgt[t] = s[o + t];
 }
 
-/* PoSE position ids for one training window of T tokens (methods/pose.c):
-** N chunks cut at uniform points, chunk i shifted by a skip u_i drawn
-** uniformly from {u_{i−1} … L_t − T}, u_0 = 0. */
-static void pose_positions(int *pos, int T, const struct lx_pose *p, struct lx_rng *r)
+/* PoSE position ids: see train.h. */
+void lx_pose_positions(int *pos, int T, const struct lx_pose *p, struct lx_rng *r)
 {
     long cut[65];
     int N = p->chunks;
@@ -252,7 +250,7 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
             fill_window(tok + (long)b * T, tgt + (long)b * T, s, o, T, mlm, c->mask_prob,
                         key ^ ((uint64_t)step << 20), (uint64_t)b * (uint64_t)T);
             if (pos)
-                pose_positions(pos + (long)b * T, T, &spec->pose, &r);
+                lx_pose_positions(pos + (long)b * T, T, &spec->pose, &r);
         }
         a.pos = pos;
         memset(opt.grad, 0, sizeof(float) * opt.n);

@@ -1,0 +1,420 @@
+/*
+** tests/test_extrapolation.c - the engine under every extrapolation method
+** (issue 4): the fast attention path against the naive reference with
+** windows, sinks, far-key distances, cosine geometry and temperatures; the
+** rotary property that scores depend only on the (effective) distance; the
+** identities past the training length (a window of >= n keys, ReRoPE with
+** w >= n, PI and NTK with scale 1, StreamingLLM with room for every key all
+** equal plain RoPE on a model); PoSE positions; t5align's calibration.
+*/
+#include <criterion/criterion.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/attention.h"
+#include "harness/engine/model.h"
+#include "harness/engine/train.h"
+#include "harness/run.h"
+#include "harness/rng.h"
+#include "tests/stack.h"
+
+static void fill(float *x, long n, uint32_t stream, float scale)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, 4242, stream, LX_RNG_INIT);
+    for (long i = 0; i < n; i++)
+        x[i] = scale * (float)lx_rng_normal(&r);
+}
+
+/* ---- fast path vs naive -------------------------------------------------- */
+
+enum { XT = 13, XH = 2, XD = 8, XN = XT * XH * XD };
+
+static double fast_vs_naive(const struct lx_spec *spec, const float *q, const float *k, const float *v,
+                            int causal)
+{
+    static float o1[XN], o2[XN], att[XH * XT * XT], P[XT * XT];
+    static float far[XT * XT + 2 * XT * XD];
+    double tab[2 * XT], stats[LX_ATTN_NSTATS] = {0};
+    struct lx_attn_ws ws = {.tab = tab, .far = far, .stats = stats};
+    lx_attention_forward(o1, att, q, k, v, spec, XT, XH, XD, causal);
+    double worst = 0.0;
+    for (int h = 0; h < XH; h++) {
+        long off = (long)h * XD;
+        lx_attn_head_forward(o2 + off, XH * XD, P, q + off, k + off, v + off, XH * XD, spec, h, XT, XD, causal,
+                             &ws);
+        for (long i = 0; i < (long)XT * XT; i++)
+            worst = fmax(worst, fabs((double)P[i] - att[(long)h * XT * XT + i]));
+    }
+    for (long i = 0; i < XN; i++)
+        worst = fmax(worst, fabs((double)o1[i] - o2[i]));
+    cr_expect_eq(stats[LX_ST_ROWS], XH * XT, "one statistics row per query and head");
+    return worst;
+}
+
+Test(extrap, fast_path_matches_naive_with_positions)
+{
+    static const char *stacks[] = {
+        "[rope, {rerope: {window: 3}}]",
+        "[rope, {rerope: {window: 3, leak: 2}}]",
+        "[{rope: {layout: interleaved}}, {rerope: {window: 4, leak: 3}}, infoscale]",
+        "[rope, {streaming: {sinks: 2, recent: 3}}]",
+        "[rope, {lminfinite: {n_global: 2, local: 3, limit: 3}}]",
+        "[rope, {window: {size: 4}}, {logn: {mode: su}}]",
+        "[alibi, {streaming: {sinks: 2, recent: 4}}]",
+        "[rope, {cosscale: {s: 8}}, {scaleinv: {tau: 2}}, {rerope: {window: 4}}]",
+        "[rope, {yarn: {scale: 4}}, {lminfinite: {n_global: 1, local: 5}}]",
+        "[rope, {window: {size: 5}}, t5align]",
+    };
+    static float q[XN], k[XN], v[XN];
+    fill(q, XN, 1, 1.0f), fill(k, XN, 2, 1.0f), fill(v, XN, 3, 1.0f);
+    struct lx_facts f = tfacts(XD, 6, XH, XT);
+    for (size_t s = 0; s < sizeof stacks / sizeof *stacks; s++)
+        for (int causal = 0; causal < 2; causal++) {
+            struct tstack st;
+            tstack_make(&st, stacks[s], &f);
+            if (st.spec.calibrate)
+                st.spec.temperature = 0.7;     /* as if calibrated */
+            double d = fast_vs_naive(&st.spec, q, k, v, causal);
+            cr_expect_leq(d, 2e-5, "%s %s: max |fast − naive| %g", stacks[s], causal ? "causal" : "bidirectional", d);
+            tstack_free(&st);
+        }
+}
+
+/* ---- scores depend only on the effective distance ------------------------- */
+
+/* Every query is the same vector u and every key the same w, each rotated by
+** its position: then log p_ij − log p_ii = c·(u·R_δ w − u·w) is a function of
+** the effective distance δ(i, j) alone, whichever method set the rotation. */
+static void check_distance_only(const char *stack, int causal)
+{
+    enum { T = 24, D = 8 };
+    struct lx_facts f = tfacts(D, 8, 1, T);
+    struct tstack st;
+    tstack_make(&st, stack, &f);
+    static float q[T * D], k[T * D], v[T * D], o[T * D], att[T * T], qkv[T * 3 * D];
+    float u[D], w[D];
+    fill(u, D, 7, 1.0f), fill(w, D, 8, 1.0f), fill(v, T * D, 9, 1.0f);
+    for (int t = 0; t < T; t++) {
+        memcpy(qkv + t * 3 * D, u, sizeof u);
+        memcpy(qkv + t * 3 * D + D, w, sizeof w);
+    }
+    double cs[T * D];
+    lx_rope_table(cs, &st.spec.rotary, T);
+    lx_rope_apply(qkv, &st.spec.rotary, cs, 1, T, 1, D, +1);
+    for (int t = 0; t < T; t++) {
+        memcpy(q + t * D, qkv + t * 3 * D, sizeof u);
+        memcpy(k + t * D, qkv + t * 3 * D + D, sizeof w);
+    }
+    lx_attention_forward(o, att, q, k, v, &st.spec, T, 1, D, causal);
+    int pairs = 0;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++)
+            for (int i2 = 0; i2 < T; i2++)
+                for (int j2 = 0; j2 < T; j2++) {
+                    if (att[i * T + j] <= 0 || att[i2 * T + j2] <= 0 || (i == i2 && j == j2))
+                        continue;
+                    double d1 = lx_spec_delta(&st.spec, i, j), d2 = lx_spec_delta(&st.spec, i2, j2);
+                    if (fabs(d1 - d2) > 1e-12)
+                        continue;
+                    double f1 = log(att[i * T + j]) - log(att[i * T + i]);
+                    double f2 = log(att[i2 * T + j2]) - log(att[i2 * T + i2]);
+                    cr_expect_leq(fabs(f1 - f2), 1e-4, "%s: (%d,%d) and (%d,%d) share delta %g but differ: %g vs %g",
+                                  stack, i, j, i2, j2, d1, f1, f2);
+                    pairs++;
+                }
+    cr_expect_gt(pairs, 100, "%s: too few pairs with equal distances (%d)", stack, pairs);
+    tstack_free(&st);
+}
+
+Test(extrap, rotary_scores_depend_only_on_effective_distance)
+{
+    static const char *stacks[] = {
+        "rope", "[rope, {pi: {scale: 4}}]", "[rope, {ntk: {scale: 4}}]", "[rope, {yarn: {scale: 4}}]",
+        "[rope, prope]", "[rope, {rerope: {window: 5}}]", "[rope, {rerope: {window: 4, leak: 2}}]",
+        "[rope, {streaming: {sinks: 2, recent: 5}}]", "[rope, {lminfinite: {n_global: 2, local: 6}}]",
+    };
+    for (size_t s = 0; s < sizeof stacks / sizeof *stacks; s++)
+        for (int causal = 0; causal < 2; causal++)
+            check_distance_only(stacks[s], causal);
+}
+
+/* ---- identities on a model past the training length --------------------- */
+
+enum { MT = 48, MB = 2, MTRAIN = 12 };
+
+static struct lx_arch tiny_arch(int mode)
+{
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.mode = mode;
+    a.layers = 2;
+    a.d_model = 32;
+    a.heads = 2;
+    a.d_head = 16;
+    a.d_mlp = 64;
+    a.init_std = 0.2;
+    lx_params_finish(&lx_arch_schema, &a);
+    return a;
+}
+
+/* Logits (MB·MT·V) of a random model under a stack, evaluated at MT = 4×MTRAIN. */
+static float *model_logits(int mode, const char *stack)
+{
+    struct lx_error err = {{0}};
+    struct lx_arch a = tiny_arch(mode);
+    struct lx_model m;
+    lx_model_init(&m, &a, 31);
+    struct lx_facts f = tfacts((int)a.d_head, MTRAIN, (int)a.heads, MT);
+    struct tstack st;
+    tstack_make(&st, stack, &f);
+    int tok[MB * MT];
+    for (int i = 0; i < MB * MT; i++)
+        tok[i] = (i * 37 + 5) % 256;
+    struct lx_acts acts;
+    cr_assert_eq(lx_acts_alloc(&acts, &a, MB, MT, 0, &err), LX_OK, "%s", err.msg);
+    lx_model_forward(&m, &st.spec, tok, NULL, &acts);
+    size_t n = (size_t)MB * MT * (size_t)a.vocab;
+    float *out = malloc(n * sizeof *out);
+    memcpy(out, acts.logits, n * sizeof *out);
+    lx_acts_release(&acts);
+    tstack_free(&st);
+    lx_model_release(&m);
+    return out;
+}
+
+Test(extrap, identities_equal_rope_past_training_length)
+{
+    static const char *same[] = {
+        "[rope, {window: {size: 48}}]",             /* a window of >= n keys */
+        "[rope, {window: {size: 1000}}]",
+        "[rope, {rerope: {window: 48}}]",           /* w >= n */
+        "[rope, {rerope: {window: 60, leak: 4}}]",
+        "[rope, {pi: {scale: 1}}]",
+        "[rope, {ntk: {scale: 1}}]",
+        "[rope, {ntk: {mode: dynamic}}]",           /* not the identity: checked below to differ */
+        "[rope, {streaming: {sinks: 4, recent: 47}}]",   /* S + R + 1 >= n: nothing evicted */
+        "[rope, {lminfinite: {local: 48}}]",        /* the local branch covers every key */
+        "[rope, {yarn: {scale: 1}}]",
+    };
+    size_t V = 260, n = (size_t)MB * MT * V;
+    for (int mode = 0; mode < 2; mode++) {
+        float *ref = model_logits(mode, "rope");
+        for (size_t s = 0; s < sizeof same / sizeof *same; s++) {
+            float *x = model_logits(mode, same[s]);
+            double d = 0;
+            for (size_t i = 0; i < n; i++)
+                d = fmax(d, fabs((double)x[i] - ref[i]));
+            if (strstr(same[s], "dynamic"))
+                cr_expect_gt(d, 1e-3, "%s: dynamic NTK at 4x should change the logits", same[s]);
+            else
+                cr_expect_leq(d, 1e-5, "%s (mode %d): max |diff| to rope %g", same[s], mode, d);
+            free(x);
+        }
+        free(ref);
+    }
+}
+
+Test(extrap, windowed_methods_change_the_far_logits_only)
+{
+    /* causal: the first W rows see all their keys under a window of W, so
+    ** their logits equal rope's; later rows differ */
+    size_t V = 260;
+    float *ref = model_logits(0, "rope"), *x = model_logits(0, "[rope, {window: {size: 8}}]");
+    for (int t = 0; t < MT; t++) {
+        double d = 0;
+        for (size_t c = 0; c < V; c++)
+            d = fmax(d, fabs((double)x[t * V + c] - ref[t * V + c]));
+        if (t < 8)
+            cr_expect_leq(d, 1e-5, "row %d sees every key: %g", t, d);
+        else if (t > 9)
+            cr_expect_gt(d, 1e-6, "row %d lost keys and should differ", t);
+    }
+    free(ref);
+    free(x);
+}
+
+/* ---- CosScale ---------------------------------------------------------------- */
+
+Test(extrap, cosscale_logits_are_scaled_cosines)
+{
+    /* naive path with unit q, k: logit = s·cos; the row with two keys has
+    ** p = softmax(s·[cos0, cos1]) */
+    float q[2 * 4] = {1, 0, 0, 0, 0.6f, 0.8f, 0, 0}, k[2 * 4] = {1, 0, 0, 0, 0, 1, 0, 0}, v[8] = {0};
+    float o[8], att[4];
+    struct lx_facts f = tfacts(4, 2, 1, 2);
+    struct tstack st;
+    tstack_make(&st, "[nope, {cosscale: {s: 5}}]", &f);
+    lx_attention_forward(o, att, q, k, v, &st.spec, 2, 1, 4, 1);
+    double l0 = 5 * 0.6, l1 = 5 * 0.8, p0 = exp(l0) / (exp(l0) + exp(l1));
+    cr_expect_float_eq(att[2], p0, 1e-6);
+    tstack_free(&st);
+}
+
+Test(extrap, qk_normalize_and_its_backward)
+{
+    enum { N = 3, H = 2, D = 4 };
+    float x[N * 3 * H * D], y[N * 3 * H * D], g[N * 3 * H * D], norms[N * 2 * H];
+    fill(x, N * 3 * H * D, 11, 1.0f), fill(g, N * 3 * H * D, 12, 1.0f);
+    memcpy(y, x, sizeof x);
+    lx_qk_normalize(y, norms, N, H, D);
+    for (int r = 0; r < N; r++)
+        for (int part = 0; part < 3; part++)
+            for (int h = 0; h < H; h++) {
+                double s = 0;
+                for (int d = 0; d < D; d++)
+                    s += (double)y[r * 3 * H * D + part * H * D + h * D + d] * y[r * 3 * H * D + part * H * D + h * D + d];
+                if (part < 2)
+                    cr_expect_float_eq(s, 1.0, 1e-6, "q/k rows are unit vectors");
+                else
+                    cr_expect_eq(memcmp(y + r * 3 * H * D + 2 * H * D, x + r * 3 * H * D + 2 * H * D,
+                                        sizeof(float) * H * D), 0, "v untouched");
+            }
+    /* backward of L = Σ g·normalize(x) against central differences */
+    float dx[N * 3 * H * D];
+    memcpy(dx, g, sizeof g);
+    lx_qk_normalize_backward(dx, y, norms, N, H, D);
+    for (int i = 0; i < N * 3 * H * D; i++) {
+        if ((i / (H * D)) % 3 == 2)
+            continue;   /* v */
+        double hstep = 1e-3, lp = 0, lm = 0;
+        float xp[N * 3 * H * D], xm[N * 3 * H * D];
+        memcpy(xp, x, sizeof x), memcpy(xm, x, sizeof x);
+        xp[i] += (float)hstep, xm[i] -= (float)hstep;
+        lx_qk_normalize(xp, NULL, N, H, D), lx_qk_normalize(xm, NULL, N, H, D);
+        for (int j = 0; j < N * 3 * H * D; j++)
+            if ((j / (H * D)) % 3 != 2) {
+                lp += (double)g[j] * xp[j];
+                lm += (double)g[j] * xm[j];
+            }
+        cr_expect_float_eq(dx[i], (lp - lm) / (2 * hstep), 2e-3, "d/dx[%d]", i);
+    }
+}
+
+/* ---- PoSE ---------------------------------------------------------------------- */
+
+Test(extrap, pose_positions_cover_the_target)
+{
+    struct lx_pose p = {.chunks = 3, .target = 256};
+    enum { T = 32 };
+    int pos[T], again[T], maxpos = 0, gaps = 0;
+    for (uint32_t w = 0; w < 200; w++) {
+        struct lx_rng r, r2;
+        lx_rng_init(&r, 99, w, LX_RNG_DATA);
+        r2 = r;
+        lx_pose_positions(pos, T, &p, &r);
+        lx_pose_positions(again, T, &p, &r2);
+        cr_assert_eq(memcmp(pos, again, sizeof pos), 0, "same generator state, same positions");
+        cr_expect_eq(pos[0], 0, "u_0 = 0: the window starts at position 0");
+        int jumps = 0;
+        for (int t = 1; t < T; t++) {
+            cr_expect_gt(pos[t], pos[t - 1], "positions increase");
+            jumps += pos[t] != pos[t - 1] + 1;
+        }
+        cr_expect_leq(jumps, p.chunks - 1, "at most one skip between chunks");
+        cr_expect_lt(pos[T - 1], p.target, "positions stay below the target length");
+        maxpos = pos[T - 1] > maxpos ? pos[T - 1] : maxpos;
+        gaps += jumps > 0;
+    }
+    cr_expect_gt(maxpos, 200, "distances near the target are drawn (max position %d)", maxpos);
+    cr_expect_gt(gaps, 150, "most windows skip");
+}
+
+/* ---- t5align ---------------------------------------------------------------------- */
+
+/* A probe with fixed statistics: (pmax, entropy, sigma) at the training
+** length, and at the evaluation length as functions of τ. */
+struct fake {
+    struct lx_probe_stats tr;
+    double sigma_ex, pmax_ex;
+};
+
+static int fake_stats(void *ctx, int at_train, double tau, int layer0, struct lx_probe_stats *out,
+                      struct lx_error *err)
+{
+    const struct fake *fk = ctx;
+    (void)layer0, (void)err;
+    if (at_train) {
+        *out = fk->tr;
+    } else {    /* entropy falls and pmax rises as τ falls */
+        out->entropy = 5.0 - 1.0 / (tau * tau);
+        out->pmax = fk->pmax_ex / tau;
+        out->sigma = fk->sigma_ex / tau;
+    }
+    return LX_OK;
+}
+
+static double calibrate_with(const char *stack, struct fake *fk, long L_tr, long L_ex)
+{
+    struct lx_facts f = tfacts(64, L_tr, 1, L_ex);
+    struct tstack st;
+    tstack_make(&st, stack, &f);
+    struct lx_probe probe = {.ctx = fk, .stats = fake_stats};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_spec_calibrate(&st.spec, &probe, &err), LX_OK, "%s", err.msg);
+    double tau = st.spec.temperature;
+    tstack_free(&st);
+    return tau;
+}
+
+Test(t5align, closed_forms_match_the_paper_goldens)
+{
+    /* methods.md §13b: Prop. 2 with σ_tr = σ_ex = 1, L_tr = 512 */
+    struct fake fk = {.tr = {.pmax = 0.3, .entropy = 4.0, .sigma = 1.0}, .sigma_ex = 1.0, .pmax_ex = 0.1};
+    cr_expect_float_eq(calibrate_with("{t5align: {closed_form: prop2}}", &fk, 512, 2048), 0.514849, 1e-6);
+    cr_expect_float_eq(calibrate_with("{t5align: {closed_form: prop2}}", &fk, 512, 8192), 0.390876, 1e-6);
+    /* Prop. 1: L_tr = 512, L_ex = 4096, P_max^tr = 0.3, σ = 1 → 0.673637 */
+    cr_expect_float_eq(calibrate_with("{t5align: {closed_form: prop1}}", &fk, 512, 4096), 0.673637, 1e-6);
+    /* at or below the training length τ stays 1 */
+    cr_expect_eq(calibrate_with("{t5align: {closed_form: prop2}}", &fk, 512, 512), 1.0);
+    cr_expect_eq(calibrate_with("t5align", &fk, 512, 256), 1.0);
+}
+
+Test(t5align, grid_search_picks_the_closest_temperature)
+{
+    /* entropy at L_ex is 5 − 1/τ²; the training entropy 5 − 1/0.7² = 2.959 is
+    ** met exactly at τ = 0.7, a grid point */
+    struct fake fk = {.tr = {.entropy = 5.0 - 1.0 / 0.49, .pmax = 0.2}, .pmax_ex = 0.15};
+    cr_expect_float_eq(calibrate_with("{t5align: {mode: entropy}}", &fk, 64, 1024), 0.7, 1e-9);
+    /* pmax at L_ex is 0.15/τ: 0.2 is met at τ = 0.75 */
+    cr_expect_float_eq(calibrate_with("{t5align: {mode: pmax}}", &fk, 64, 1024), 0.75, 1e-9);
+    /* a target out of reach clamps to the grid's end */
+    fk.tr.pmax = 0.9;
+    cr_expect_float_eq(calibrate_with("{t5align: {mode: pmax}}", &fk, 64, 1024), 0.5, 1e-9);
+    fk.tr.pmax = 0.9;
+    cr_expect_float_eq(calibrate_with("{t5align: {mode: pmax, tau_min: 0.2, step: 0.1}}", &fk, 64, 1024), 0.2,
+                       1e-9);
+}
+
+/* On IID N(0, 1) logits, entropy alignment (Algorithm 1) should land near
+** Proposition 2, τ = 1/sqrt(1 + 2 ln(L_ex/L_tr)) (σ = 1), and the measured
+** closed form on it. */
+Test(t5align, gaussian_algorithm1_lands_near_proposition2, .timeout = 60)
+{
+    const char *yaml = "name: t5g\nseed: 3\n"
+                       "methods: [{t5align: {mode: entropy}}, {t5align: {closed_form: prop2}}]\n"
+                       "tasks: [{gaussian: {samples: 400, train_len: 64}}]\nlengths: [128, 256]\n";
+    struct lx_grid g;
+    struct lx_plan plan;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_grid_load_text(&g, yaml, "t5g.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_plan_build(&plan, &g, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(plan.n_cells, 4);
+    for (int i = 0; i < plan.n_cells; i++) {
+        const struct lx_cell *c = &plan.cells[i];
+        struct lx_result res = {0};
+        cr_assert_eq(lx_cell_run(&plan, c, NULL, &res, &err), LX_OK, "%s", err.msg);
+        const struct lx_metric *tau = lx_result_find(&res, "tau");
+        cr_assert_not_null(tau, "the calibrated temperature is stored as 'tau'");
+        double want = 1.0 / sqrt(1.0 + 2.0 * log((double)c->length / 64.0));
+        double tol = c->stack == 0 ? 0.05 : 0.02;   /* one grid step; the measured closed form */
+        cr_expect_leq(fabs(tau->value - want), tol, "%s at %ld: tau %.4f, Proposition 2 %.4f",
+                      g.stacks[c->stack].canon, c->length, tau->value, want);
+        cr_log_info("%s at %ld: tau %.4f (Prop. 2: %.4f)", g.stacks[c->stack].canon, c->length, tau->value, want);
+        lx_result_release(&res);
+    }
+    lx_plan_release(&plan);
+    lx_grid_release(&g);
+}
