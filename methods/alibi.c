@@ -51,7 +51,7 @@ static void alibi_dist_affine(const void *params, const struct lx_facts *f, int 
 {
     const struct alibi_params *p = params;
     *a = 1.0;
-    *m = -alibi_slope(p->max_bias, f->n_heads, head) * t;
+    *m = t > 0 ? -alibi_slope(p->max_bias, f->n_heads, head) * t : 0.0;   /* not −0 at t = 0 */
 }
 
 static int alibi_check(const void *params, const struct lx_facts *f, struct lx_error *err)

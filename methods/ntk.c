@@ -97,7 +97,7 @@ static int ntk_apply(const void *params, const struct lx_facts *f, struct lx_spe
 
 const struct lx_method lx_method_ntk = {
     .name = "ntk",
-    .summary = "NTK-aware rotary base b*s^(d/(d-2)): static (bloc97 2023), HF dynamic, Qwen-1 (YaRN arXiv 2309.00071 §3)",
+    .summary = "NTK-aware rotary base b*s^(d/(d-2)): bloc97 2023, HF dynamic, Qwen-1 (YaRN arXiv 2309.00071 §3)",
     .schema = LX_SCHEMA(ntk_rows, struct ntk_params, ntk_active),
     .kind = LX_KIND_INFERENCE,
     .needs = LX_CAP_MODEL,

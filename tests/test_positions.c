@@ -6,7 +6,6 @@
 ** (lx_spec_visible, lx_spec_row_keys, lx_spec_delta, lx_spec_affine).
 */
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "tests/stack.h"

@@ -190,6 +190,22 @@ static void rowtab_get(struct rowtab *rt, const struct lx_spec *spec, int head, 
     rt->n = n;
 }
 
+/* Add one row's statistics: max p, entropy, std of its n visible logits
+** (from their sum and sum of squares); p is the row after softmax, 0 where masked. */
+static void row_stats(double *stats, const float *p, int T, double sum, double sum2, long n)
+{
+    double pmax = 0.0, ent = 0.0, mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
+    for (long j = 0; j < T; j++)
+        if (p[j] > 0.0f) {
+            pmax = p[j] > pmax ? p[j] : pmax;
+            ent -= (double)p[j] * log((double)p[j]);
+        }
+    stats[LX_ST_PMAX] += pmax;
+    stats[LX_ST_ENTROPY] += ent;
+    stats[LX_ST_SIGMA] += sqrt(var > 0.0 ? var : 0.0);
+    stats[LX_ST_ROWS] += 1.0;
+}
+
 /* Turn scores S (T, T) into probabilities in place: logit = A·S + B by the
 ** spec's tables (at |δ| for far pairs), softmax over the visible keys
 ** [0, ns) ∪ [lo, hi), masked entries 0; optionally sum row statistics. */
@@ -225,8 +241,10 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
                     s[j] = (float)(A * s[j] + B);
                 }
                 mx = s[j] > mx ? s[j] : mx;
-                sum += s[j];
-                sum2 += (double)s[j] * s[j];
+                if (stats) {
+                    sum += s[j];
+                    sum2 += (double)s[j] * s[j];
+                }
             }
         float z = 0.0f;
         for (int part = 0; part < 2; part++)
@@ -235,24 +253,15 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
                 z += s[j];
             }
         float iz = 1.0f / z;
-        double pmax = 0.0, ent = 0.0;
         for (int part = 0; part < 2; part++)
-            for (long j = r0[part]; j < r1[part]; j++) {
+            for (long j = r0[part]; j < r1[part]; j++)
                 s[j] *= iz;
-                pmax = s[j] > pmax ? s[j] : pmax;
-                ent -= s[j] > 0.0f ? (double)s[j] * log((double)s[j]) : 0.0;
-            }
         for (long j = ns; j < lo; j++)
             s[j] = 0.0f;
         for (long j = hi; j < T; j++)
             s[j] = 0.0f;
-        if (stats) {
-            double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
-            stats[LX_ST_PMAX] += pmax;
-            stats[LX_ST_ENTROPY] += ent;
-            stats[LX_ST_SIGMA] += sqrt(var > 0.0 ? var : 0.0);
-            stats[LX_ST_ROWS] += 1.0;
-        }
+        if (stats)
+            row_stats(stats, s, T, sum, sum2, n);
     }
 }
 

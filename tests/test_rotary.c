@@ -1,0 +1,478 @@
+/*
+** tests/test_rotary.c - the rotary-frequency methods (pi, ntk, yarn, prope)
+** against the golden numbers of shared/reference/methods.md §2, §3, §4e and
+** §12b, against values computed independently in plain Python (double
+** precision; the one-liners stand beside the numbers), and their properties:
+** PI and NTK with scale 1 are RoPE, YaRN keeps fast pairs and interpolates slow
+** ones, auto scales follow length / train_len, and the stack errors.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/stack.h"
+
+/* The rotary table of `yaml` compiled for f. */
+static struct lx_rotary table(const char *yaml, struct lx_facts f)
+{
+    struct tstack s;
+    tstack_make(&s, yaml, &f);
+    struct lx_rotary r = s.spec.rotary;
+    tstack_free(&s);
+    return r;
+}
+
+/* The logit multiplier of `yaml` for f: every op applied to S = 1 (t = 0, n = length). */
+static double logit_scale(const char *yaml, struct lx_facts f)
+{
+    struct tstack s;
+    tstack_make(&s, yaml, &f);
+    double v = lx_spec_logit(&s.spec, 0, f.length, 0, 1.0);
+    tstack_free(&s);
+    return v;
+}
+
+static void expect_rel(double x, double ref, double rel, const char *what, int k)
+{
+    cr_expect(fabs(x - ref) <= rel * fabs(ref), "%s [%d]: %.10g vs %.10g (rel %g)", what, k, x, ref, rel);
+}
+
+/* Two tables are the same to the bit, layout included. */
+static void expect_same(const struct lx_rotary *a, const struct lx_rotary *b, const char *what)
+{
+    cr_assert_eq(a->n_pairs, b->n_pairs, "%s", what);
+    cr_expect_eq(a->layout, b->layout, "%s", what);
+    for (int k = 0; k < a->n_pairs; k++)
+        cr_expect_eq(a->inv_freq[k], b->inv_freq[k], "%s [%d]: %.17g vs %.17g", what, k, a->inv_freq[k],
+                     b->inv_freq[k]);
+}
+
+/* Compiling `yaml` fails with a message containing both a and b. */
+static void expect_fails(const char *yaml, struct lx_facts f, const char *a, const char *b)
+{
+    struct tstack s;
+    struct lx_error err = {{0}};
+    cr_expect_lt(tstack_try(&s, yaml, &f, &err), 0, "%s compiled", yaml);
+    cr_expect(strstr(err.msg, a) && strstr(err.msg, b), "%s: %s", yaml, err.msg);
+    tstack_free(&s);
+}
+
+/* The training-time part of `yaml` compiled for f (lx_stack_compile_train). */
+static int train_compile(const char *yaml, struct lx_facts f, struct lx_spec *spec, struct lx_error *err)
+{
+    struct lx_doc doc;
+    struct lx_stack st;
+    cr_assert_eq(lx_doc_load_text(&doc, yaml, "t.yaml", err), LX_OK, "%s", err->msg);
+    cr_assert_eq(lx_stack_parse(&st, doc.root, err), LX_OK, "%s", err->msg);
+    int rc = lx_stack_compile_train(&st, &f, spec, err);
+    lx_stack_release(&st);
+    lx_doc_release(&doc);
+    return rc;
+}
+
+/* The training-time part of `yaml` fails to compile with a message containing msg. */
+static void expect_train_fails(const char *yaml, struct lx_facts f, const char *msg)
+{
+    struct lx_spec spec;
+    struct lx_error err = {{0}};
+    cr_expect_lt(train_compile(yaml, f, &spec, &err), 0, "%s compiled for training", yaml);
+    cr_expect(strstr(err.msg, msg) != NULL, "%s: %s", yaml, err.msg);
+}
+
+/* ---- pi ---------------------------------------------------------------- */
+
+Test(pi, golden)
+{
+    /* §2: s = 4, d = 64, b = 1e4: θ_0 = 1 -> 0.25, θ_31 = 1.333521e-4 -> 3.333804e-5. */
+    struct lx_rotary rope = table("rope", tfacts(64, 64, 1, 64));
+    struct lx_rotary r = table("[rope, {pi: {scale: 4}}]", tfacts(64, 64, 1, 64));
+    expect_rel(r.inv_freq[0], 0.25, 1e-15, "pi theta_0", 0);
+    expect_rel(r.inv_freq[31], 3.333804e-5, 1e-6, "pi theta_31", 31);
+    for (int k = 0; k < 32; k++)
+        expect_rel(r.inv_freq[k], rope.inv_freq[k] / 4, 1e-15, "pi theta/4", k);
+    /* python3 -c "print(500000**(-126/128)/8, 500000**(-20/128)/8)" */
+    r = table("[{rope: {base: 500000}}, {pi: {scale: 8}}]", tfacts(128, 4096, 1, 4096));
+    expect_rel(r.inv_freq[63], 3.068925988914511e-07, 1e-12, "pi b=5e5 s=8", 63);
+    expect_rel(r.inv_freq[10], 0.016085921679081315, 1e-12, "pi b=5e5 s=8", 10);
+}
+
+Test(pi, scale_one_is_rope)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 4096);
+    struct lx_rotary rope = table("rope", f), r = table("[rope, {pi: {scale: 1}}]", f);
+    expect_same(&r, &rope, "pi scale 1");
+    f = tfacts(128, 512, 4, 512);
+    rope = table("{rope: {layout: interleaved}}", f);
+    r = table("[{rope: {layout: interleaved}}, {pi: {scale: 1}}]", f);
+    expect_same(&r, &rope, "pi scale 1, interleaved");
+}
+
+Test(pi, auto_scale)
+{
+    /* scale 0: s = length / train_len above the training length, 1 at or below it. */
+    struct lx_rotary rope = table("rope", tfacts(64, 64, 1, 64));
+    struct lx_rotary r = table("[rope, pi]", tfacts(64, 64, 1, 256));
+    expect_rel(r.inv_freq[0], 0.25, 1e-15, "pi auto 256/64", 0);
+    expect_rel(r.inv_freq[31], 3.333804e-5, 1e-6, "pi auto 256/64", 31);
+    r = table("[rope, pi]", tfacts(64, 64, 1, 100));     /* python3 -c "print(100/64)": 1.5625 */
+    for (int k = 0; k < 32; k++)
+        expect_rel(r.inv_freq[k], rope.inv_freq[k] / 1.5625, 1e-15, "pi auto 100/64", k);
+    r = table("[rope, pi]", tfacts(64, 64, 1, 64));
+    expect_same(&r, &rope, "pi auto at L");
+    r = table("[rope, pi]", tfacts(64, 64, 1, 32));
+    expect_same(&r, &rope, "pi auto below L");
+}
+
+Test(pi, trained_in_needs_a_scale)
+{
+    struct lx_spec spec;
+    struct lx_error err = {{0}};
+    struct lx_facts f = tfacts(64, 64, 1, 256);
+    expect_train_fails("[rope, {pi: {train: true}}]", f, "pi: trained in (train: true) it needs an explicit "
+                       "scale\n  hint: e.g. pi: {scale: 4, train: true}");
+    /* At evaluation the same stack resolves its scale from the length. */
+    expect_rel(table("[rope, {pi: {train: true}}]", f).inv_freq[0], 0.25, 1e-15, "pi auto at evaluation", 0);
+    cr_assert_eq(train_compile("[rope, {pi: {scale: 4, train: true}}]", f, &spec, &err), LX_OK, "%s", err.msg);
+    cr_expect_str_eq(spec.frequencies, "pi");
+    expect_rel(spec.rotary.inv_freq[0], 0.25, 1e-15, "pi trained", 0);
+    /* Not trained in: the training part is rope alone. */
+    cr_assert_eq(train_compile("[rope, pi]", f, &spec, &err), LX_OK, "%s", err.msg);
+    cr_expect_null(spec.frequencies);
+    cr_expect_eq(spec.rotary.inv_freq[0], 1.0);
+}
+
+/* ---- ntk --------------------------------------------------------------- */
+
+Test(ntk, static_golden)
+{
+    /* §3a, d = 64, b = 1e4, s = 4: b' = 41829.365929; θ_k(orig)/θ_k(new) at k = 0, 1, 16, 31. */
+    static const struct { int k; double ratio; } g[] = {
+        {0, 1.000000}, {1, 1.045734}, {16, 2.045223}, {31, 4.000000},
+    };
+    struct lx_facts f = tfacts(64, 64, 1, 64);
+    struct lx_rotary rope = table("rope", f), r = table("[rope, {ntk: {scale: 4}}]", f);
+    expect_rel(r.base, 41829.365929, 1e-10, "ntk b'", 0);
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++)
+        expect_rel(rope.inv_freq[g[i].k] / r.inv_freq[g[i].k], g[i].ratio, 1e-6, "ntk ratio", g[i].k);
+    /* Auto: length 256 over 64 is s = 4. */
+    struct lx_rotary a = table("[rope, ntk]", tfacts(64, 64, 1, 256));
+    expect_same(&a, &r, "ntk auto 256/64");
+    /* python3 -c "print(500000*8**(128/126))" */
+    r = table("[{rope: {base: 500000}}, {ntk: {scale: 8}}]", tfacts(128, 4096, 1, 4096));
+    expect_rel(r.base, 4134231.132028111, 1e-12, "ntk b=5e5 s=8", 0);
+}
+
+Test(ntk, lowest_frequency_divided_by_s)
+{
+    /* b'^(−(d−2)/d) = b^(−(d−2)/d)/s for every d and s, and θ_0 stays 1. */
+    static const struct { int d; double s; } c[] = {{16, 2}, {64, 4}, {128, 16}, {96, 3.5}};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        char yaml[64];
+        snprintf(yaml, sizeof yaml, "[rope, {ntk: {scale: %g}}]", c[i].s);
+        struct lx_facts f = tfacts(c[i].d, 64, 1, 64);
+        struct lx_rotary rope = table("rope", f), r = table(yaml, f);
+        int last = c[i].d / 2 - 1;
+        cr_expect_eq(r.inv_freq[0], 1.0);
+        expect_rel(r.inv_freq[last], rope.inv_freq[last] / c[i].s, 1e-12, yaml, last);
+    }
+}
+
+Test(ntk, scale_one_is_rope)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 4096);
+    struct lx_rotary rope = table("rope", f), r = table("[rope, {ntk: {scale: 1}}]", f);
+    expect_same(&r, &rope, "ntk scale 1");
+    r = table("[rope, ntk]", tfacts(64, 64, 1, 64));
+    expect_same(&r, &rope, "ntk auto at L");
+    r = table("[rope, ntk]", tfacts(64, 64, 1, 10));
+    expect_same(&r, &rope, "ntk auto below L");
+}
+
+Test(ntk, dynamic_golden)
+{
+    /* §3b, HF formula, d = 64, L = 64. n = max(length, L). */
+    static const struct { double factor; long n; double base; } g[] = {
+        {1, 64, 10000}, {1, 128, 20452.229}, {1, 256, 41829.366}, {1, 32, 10000},
+        {4, 64, 10000}, {4, 128, 52664.434}, {4, 256, 141213.757}, {4, 16, 10000},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        char yaml[80];
+        snprintf(yaml, sizeof yaml, "[rope, {ntk: {mode: dynamic, factor: %g}}]", g[i].factor);
+        struct lx_rotary r = table(yaml, tfacts(64, 64, 1, g[i].n));
+        expect_rel(r.base, g[i].base, 1e-6, yaml, (int)g[i].n);
+        expect_rel(r.inv_freq[31], pow(g[i].base, -62.0 / 64), 1e-6, yaml, 31);
+    }
+    /* python3 -c "print(10000*(3*250/100-2)**(32/30))": d = 32, L = 100, factor 3, n = 250. */
+    struct lx_rotary r = table("[rope, {ntk: {mode: dynamic, factor: 3}}]", tfacts(32, 100, 1, 250));
+    expect_rel(r.base, 61619.78832825955, 1e-12, "ntk dynamic d=32", 0);
+}
+
+Test(ntk, qwen_golden)
+{
+    /* §3b, Qwen-1, L = 2048, d = 128: α = 1, 3, 7, 15 by doubling of n/L. */
+    static const struct { long n; double base; } g[] = {
+        {1000, 10000}, {2048, 10000}, {2049, 30527.737}, {4096, 30527.737}, {4097, 72195.860},
+        {8192, 72195.860}, {8193, 156588.323}, {16384, 156588.323},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        struct lx_rotary r = table("[rope, {ntk: {mode: qwen}}]", tfacts(128, 2048, 1, g[i].n));
+        expect_rel(r.base, g[i].base, 1e-6, "ntk qwen", (int)g[i].n);
+    }
+    /* python3 -c "print(10000*7**(64/62))": L = 1000, n = 2500, log2(2.5) + 1 = 2.32 -> α = 7. */
+    struct lx_rotary r = table("[rope, {ntk: {mode: qwen}}]", tfacts(64, 1000, 1, 2500));
+    expect_rel(r.base, 74534.83031811893, 1e-12, "ntk qwen d=64", 0);
+}
+
+/* ---- yarn -------------------------------------------------------------- */
+
+Test(yarn, case_a)
+{
+    /* §4e Case A: d = 64, b = 1e4, s = 4, L = 64: low 0, high 9. θ'_k (code) and w_k to the
+    ** printed digits; w_k recovered as (θ'_k·s/θ_k − 1)/(s − 1). */
+    static const struct { int k; double theta, w; } g[] = {
+        {0, 1.000000000, 1.000000}, {1, 0.6874030, 0.888889}, {2, 0.4686178, 0.777778},
+        {3, 0.3162724, 0.666667},   {4, 0.2108185, 0.555556}, {5, 0.1383301, 0.444444},
+        {6, 0.0889140, 0.333333},   {7, 0.0555634, 0.222222}, {8, 0.0333333, 0.111111},
+        {9, 0.01874736, 0.000000},
+    };
+    struct lx_facts f = tfacts(64, 64, 1, 64);
+    struct lx_rotary rope = table("rope", f), r = table("[rope, {yarn: {scale: 4}}]", f);
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        int k = g[i].k;
+        cr_expect(fabs(r.inv_freq[k] - g[i].theta) < 5e-8, "yarn A [%d]: %.10f vs %.8f", k, r.inv_freq[k],
+                  g[i].theta);
+        double w = (r.inv_freq[k] * 4 / rope.inv_freq[k] - 1) / 3;
+        cr_expect(fabs(w - g[i].w) < 5e-7, "yarn A w [%d]: %.8f vs %.6f", k, w, g[i].w);
+    }
+    for (int k = 10; k < 32; k++)
+        expect_rel(r.inv_freq[k], rope.inv_freq[k] / 4, 1e-15, "yarn A theta/4", k);
+    expect_rel(r.inv_freq[31], 3.333804e-5, 1e-6, "yarn A", 31);
+    cr_expect(fabs(logit_scale("[rope, {yarn: {scale: 4}}]", f) - 1.296477) < 5e-7);
+    /* `original` sets L for the ramp and the auto scale: L = 64 at length 256 is Case A again. */
+    struct lx_rotary o = table("[rope, {yarn: {original: 64}}]", tfacts(64, 1024, 1, 256));
+    expect_same(&o, &r, "yarn original 64, length 256");
+}
+
+Test(yarn, case_a_untruncated)
+{
+    /* §4e, truncate = false: high = 8.064001, w_k and θ'_k for k = 1..8. */
+    static const double w[] = {0.875992, 0.751984, 0.627976, 0.503968, 0.379960, 0.255952, 0.131945, 0.007937};
+    static const double th[] = {0.68014959, 0.45773916, 0.30403566, 0.19858352,
+                                0.12686145, 0.07859361, 0.04653435, 0.02559525};
+    struct lx_facts f = tfacts(64, 64, 1, 64);
+    struct lx_rotary rope = table("rope", f), r = table("[rope, {yarn: {scale: 4, truncate: false}}]", f);
+    cr_expect_eq(r.inv_freq[0], 1.0);
+    for (int k = 1; k <= 8; k++) {
+        cr_expect(fabs(r.inv_freq[k] - th[k - 1]) < 5e-9, "yarn untruncated [%d]: %.10f", k, r.inv_freq[k]);
+        double wk = (r.inv_freq[k] * 4 / rope.inv_freq[k] - 1) / 3;
+        cr_expect(fabs(wk - w[k - 1]) < 5e-7, "yarn untruncated w [%d]: %.8f", k, wk);
+    }
+    expect_rel(r.inv_freq[9], rope.inv_freq[9] / 4, 1e-15, "yarn untruncated", 9);
+}
+
+Test(yarn, case_b)
+{
+    /* §4e Case B (Llama-2-like): d = 128, b = 1e4, L = 4096, s = 16: low 20, high 46. */
+    static const struct { int k; double theta; } g[] = {
+        {21, 4.694086e-2}, {33, 4.600435e-3}, {45, 1.517716e-4}, {47, 7.217387e-5},
+    };
+    struct lx_facts f = tfacts(128, 4096, 1, 4096);
+    struct lx_rotary rope = table("rope", f), r = table("[rope, {yarn: {scale: 16}}]", f);
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++)
+        expect_rel(r.inv_freq[g[i].k], g[i].theta, 1e-6, "yarn B", g[i].k);
+    for (int k = 0; k <= 20; k++)
+        cr_expect_eq(r.inv_freq[k], rope.inv_freq[k], "yarn B keeps [%d]", k);
+    for (int k = 46; k < 64; k++)
+        expect_rel(r.inv_freq[k], rope.inv_freq[k] / 16, 1e-15, "yarn B theta/16", k);
+    cr_expect(fabs(logit_scale("[rope, {yarn: {scale: 16}}]", f) - 1.631390) < 5e-7);
+}
+
+Test(yarn, mscale)
+{
+    /* §4e mscale table: the logits are multiplied by mscale² = (0.1 ln s + 1)². */
+    static const struct { double s, m2; } g[] = {
+        {1, 1}, {2, 1.143434}, {4, 1.296477}, {8, 1.459129}, {16, 1.631390}, {32, 1.813260}, {0.5, 1},
+    };
+    struct lx_facts f = tfacts(64, 64, 1, 64);
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        char yaml[64];
+        snprintf(yaml, sizeof yaml, "[rope, {yarn: {scale: %g}}]", g[i].s);
+        double m2 = logit_scale(yaml, f);
+        cr_expect(fabs(m2 - g[i].m2) < 5e-7, "%s: %.8f", yaml, m2);
+    }
+    /* attn_factor multiplies mscale: python3 -c "import math; print((0.1*math.log(3)+1)**2*0.81)" */
+    double m2 = logit_scale("[rope, {yarn: {scale: 3, attn_factor: 0.9}}]", f);
+    expect_rel(m2, 0.9977514773468159, 1e-12, "yarn attn_factor", 0);
+    /* Auto: python3 -c "import math; print((0.1*math.log(100/64)+1)**2)" */
+    expect_rel(logit_scale("[rope, yarn]", tfacts(64, 64, 1, 100)), 1.0912491423054087, 1e-12, "yarn auto", 0);
+}
+
+Test(yarn, python_d32)
+{
+    /* d = 32, b = 5e5, L = 128, s = 8: corr_dim(32) = -0.55, corr_dim(1) = 3.68 -> low 0, high 4.
+    ** python3 -c "import math; d,b,L,s=32,5e5,128,8; cd=lambda R: d*math.log(L/(2*math.pi*R))/(2*math.log(b));
+    **   lo=max(math.floor(cd(32)),0); hi=min(math.ceil(cd(1)),d-1);
+    **   w=lambda k: 1-min(max((k-lo)/(hi-lo),0),1);
+    **   [print(k, b**(-2*k/d)/s*(1-w(k)) + b**(-2*k/d)*w(k)) for k in range(16)]" */
+    static const double g[] = {1.0, 0.34403640833732846, 0.10908154392113574, 0.029355253223231927,
+                               0.004700753866357992, 0.002070055010124306, 0.0009115830921521387};
+    struct lx_rotary r = table("[{rope: {base: 500000}}, {yarn: {scale: 8}}]", tfacts(32, 128, 1, 128));
+    for (int k = 0; k < 7; k++)
+        expect_rel(r.inv_freq[k], g[k], 1e-12, "yarn d=32", k);
+    expect_rel(r.inv_freq[15], 5.677088100759837e-07, 1e-12, "yarn d=32", 15);
+    expect_rel(logit_scale("[rope, {yarn: {scale: 8}}]", tfacts(32, 128, 1, 128)), 1.4591290795886054, 1e-12,
+               "yarn mscale2 s=8", 0);
+}
+
+Test(yarn, low_equals_high)
+{
+    /* L = 6 < 2π: corr_dim(1) = 64·ln(6/2π)/(2 ln 1e4) = -0.16, ceil 0 = low, so high = 0.001:
+    ** pair 0 keeps θ_0 = 1 and every other pair is interpolated. */
+    struct lx_facts f = tfacts(64, 6, 1, 6);
+    struct lx_rotary rope = table("rope", f), r = table("[rope, {yarn: {scale: 4}}]", f);
+    cr_expect_eq(r.inv_freq[0], 1.0);
+    for (int k = 1; k < 32; k++)
+        expect_rel(r.inv_freq[k], rope.inv_freq[k] / 4, 1e-15, "yarn low == high", k);
+}
+
+Test(yarn, rope_for_fast_pairs_pi_for_slow)
+{
+    /* d = 128, L = 4096, s = 16: a pair whose wavelength 2π/θ_k is far below L (more than
+    ** beta_fast = 32 turns in L, with a pair of margin for the floor) is RoPE's; one far
+    ** above L (less than one turn) is PI's; between, θ'_k lies between the two. */
+    struct lx_facts f = tfacts(128, 4096, 1, 4096);
+    struct lx_rotary rope = table("rope", f), pi = table("[rope, {pi: {scale: 16}}]", f);
+    struct lx_rotary r = table("[rope, {yarn: {scale: 16}}]", f);
+    int n_rope = 0, n_pi = 0;
+    for (int k = 0; k < 64; k++) {
+        double lambda = 2 * acos(-1.0) / rope.inv_freq[k];
+        if (lambda < 4096.0 / 64) {
+            cr_expect_eq(r.inv_freq[k], rope.inv_freq[k], "yarn fast pair %d", k);
+            n_rope++;
+        } else if (lambda > 2 * 4096.0) {
+            expect_rel(r.inv_freq[k], pi.inv_freq[k], 1e-15, "yarn slow pair", k);
+            n_pi++;
+        } else {
+            cr_expect(r.inv_freq[k] >= pi.inv_freq[k] && r.inv_freq[k] <= rope.inv_freq[k], "pair %d", k);
+        }
+    }
+    cr_expect_eq(n_rope, 17);   /* λ_k = 2π·1e4^(k/64) < 64 for k <= 16 */
+    cr_expect_eq(n_pi, 14);     /* λ_k > 8192 for k >= 50 */
+}
+
+Test(yarn, auto_scale)
+{
+    /* At or below L the auto scale is 1: RoPE's table and no logit scale. */
+    struct lx_rotary rope = table("rope", tfacts(64, 64, 1, 64));
+    for (long n = 16; n <= 64; n *= 2) {
+        struct lx_rotary r = table("[rope, yarn]", tfacts(64, 64, 1, n));
+        expect_same(&r, &rope, "yarn auto at or below L");
+        cr_expect_eq(logit_scale("[rope, yarn]", tfacts(64, 64, 1, n)), 1.0);
+    }
+    struct lx_rotary a = table("[rope, yarn]", tfacts(64, 64, 1, 256));
+    struct lx_rotary r = table("[rope, {yarn: {scale: 4}}]", tfacts(64, 64, 1, 256));
+    expect_same(&a, &r, "yarn auto 256/64");
+}
+
+Test(yarn, trained_in_needs_a_scale)
+{
+    struct lx_spec spec;
+    struct lx_error err = {{0}};
+    struct lx_facts f = tfacts(64, 64, 1, 256);
+    expect_train_fails("[rope, {yarn: {train: true}}]", f,
+                       "yarn: trained in (train: true) it needs an explicit scale");
+    cr_assert_eq(train_compile("[rope, {yarn: {scale: 4, train: true}}]", f, &spec, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(spec.n_ops, 1);
+    cr_expect(fabs(spec.rotary.inv_freq[1] - 0.6874030) < 5e-8);
+}
+
+/* ---- prope ------------------------------------------------------------- */
+
+Test(prope, fraction_golden)
+{
+    /* §12b, d = 16, b = 1e4, p = 0.75: 1, 0.3162, 0.1, 0.03162, 0.01, 0.003162, 0, 0 (4 digits). */
+    static const double g[] = {1, 0.3162, 0.1, 0.03162, 0.01, 0.003162, 0, 0};
+    struct lx_facts f = tfacts(16, 64, 1, 64);
+    struct lx_rotary rope = table("rope", f), r = table("[rope, prope]", f);
+    for (int k = 0; k < 8; k++) {
+        cr_expect(fabs(r.inv_freq[k] - g[k]) <= 2e-4 * g[k], "prope [%d]: %.6g", k, r.inv_freq[k]);
+        cr_expect_eq(r.inv_freq[k], k < 6 ? rope.inv_freq[k] : 0.0, "prope keeps rope's [%d]", k);
+    }
+    /* python3 -c "print(int(0.25*128/2), 1e4**(-30/128))": 16 pairs kept, θ_15 = 0.11547819846894582. */
+    r = table("[rope, {prope: {p: 0.25}}]", tfacts(128, 64, 1, 64));
+    expect_rel(r.inv_freq[15], 0.11547819846894582, 1e-12, "prope p=0.25", 15);
+    for (int k = 16; k < 64; k++)
+        cr_expect_eq(r.inv_freq[k], 0.0, "prope p=0.25 [%d]", k);
+    /* python3 -c "print(int(0.3*64//2))": floor(9.6) = 9 pairs kept. */
+    r = table("[rope, {prope: {p: 0.3}}]", tfacts(64, 64, 1, 64));
+    cr_expect_neq(r.inv_freq[8], 0.0);
+    cr_expect_eq(r.inv_freq[9], 0.0);
+}
+
+Test(prope, ends_are_rope_and_nope)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 64);
+    struct lx_rotary rope = table("rope", f), r = table("[rope, {prope: {p: 1}}]", f);
+    expect_same(&r, &rope, "prope p = 1");
+    r = table("[rope, {prope: {p: 0}}]", f);
+    cr_expect_eq(r.n_pairs, 32);
+    for (int k = 0; k < 32; k++)
+        cr_expect_eq(r.inv_freq[k], 0.0, "prope p = 0 [%d]", k);
+}
+
+Test(prope, modded_golden)
+{
+    /* §12b modded-nanogpt, d = 16: 1, 0.099213, 0.0098431, 0.00097656, then 4 zeros (5 digits). */
+    static const double g[] = {1, 0.099213, 0.0098431, 0.00097656, 0, 0, 0, 0};
+    struct lx_rotary r = table("[rope, {prope: {mode: modded}}]", tfacts(16, 64, 1, 64));
+    for (int k = 0; k < 8; k++)
+        cr_expect(fabs(r.inv_freq[k] - g[k]) <= 1e-5 * g[k], "modded [%d]: %.8g", k, r.inv_freq[k]);
+    /* d = 128: 32 nonzero, ω_1 = 0.799638, ω_31 = 1/1024, independent of rope's base.
+    ** python3 -c "print((1/1024)**(1/31))": 0.799638231116584 */
+    r = table("[{rope: {base: 500000}}, {prope: {mode: modded}}]", tfacts(128, 64, 1, 64));
+    expect_rel(r.inv_freq[1], 0.799638, 1e-6, "modded d=128", 1);
+    expect_rel(r.inv_freq[1], 0.799638231116584, 1e-12, "modded d=128", 1);
+    expect_rel(r.inv_freq[31], 1.0 / 1024, 1e-12, "modded d=128", 31);
+    for (int k = 32; k < 64; k++)
+        cr_expect_eq(r.inv_freq[k], 0.0, "modded d=128 [%d]", k);
+    /* python3 -c "print([(1/4096)**(k/15) for k in (1,5,15)])": d = 64, effective_base 4096. */
+    r = table("[rope, {prope: {mode: modded, effective_base: 4096}}]", tfacts(64, 64, 1, 64));
+    expect_rel(r.inv_freq[1], 0.5743491774985175, 1e-12, "modded eb=4096", 1);
+    expect_rel(r.inv_freq[5], 0.0625, 1e-12, "modded eb=4096", 5);
+    expect_rel(r.inv_freq[15], 0.000244140625, 1e-12, "modded eb=4096", 15);
+    cr_expect_eq(r.inv_freq[16], 0.0);
+}
+
+Test(prope, training_only)
+{
+    /* The training part of [rope, prope] already has the truncated table. */
+    struct lx_spec spec;
+    struct lx_error err = {{0}};
+    cr_assert_eq(train_compile("[rope, prope]", tfacts(16, 64, 1, 64), &spec, &err), LX_OK, "%s", err.msg);
+    cr_expect_str_eq(spec.frequencies, "prope");
+    cr_expect_eq(spec.rotary.inv_freq[6], 0.0);
+    cr_expect_neq(spec.rotary.inv_freq[5], 0.0);
+    expect_fails("[rope, {prope: {train: false}}]", tfacts(16, 64, 1, 64), "'prope' is always part of training",
+                 "train: false");
+    expect_fails("[rope, {prope: {mode: modded}}]", tfacts(18, 64, 1, 64), "prope: mode modded", "18");
+}
+
+/* ---- errors shared by the four ------------------------------------------ */
+
+Test(pi, needs_rope_first)
+{
+    static const char *stacks[][2] = {
+        {"pi", "'pi'"}, {"ntk", "'ntk'"}, {"yarn", "'yarn'"}, {"prope", "'prope'"},
+        {"[pi, rope]", "'pi'"}, {"[nope, yarn]", "'yarn'"},
+    };
+    for (size_t i = 0; i < sizeof stacks / sizeof *stacks; i++)
+        expect_fails(stacks[i][0], tfacts(64, 64, 1, 256), stacks[i][1], "rope");
+}
+
+Test(pi, one_frequency_method_per_stack)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 256);
+    expect_fails("[rope, pi, ntk]", f, "methods 'pi' and 'ntk' both set the rotary frequencies", "hint");
+    expect_fails("[rope, {yarn: {scale: 2}}, prope]", f, "'yarn' and 'prope'", "rotary frequencies");
+    expect_fails("[rope, ntk, {pi: {scale: 2}}]", f, "'ntk' and 'pi'", "rotary frequencies");
+}
