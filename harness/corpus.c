@@ -151,3 +151,10 @@ long lx_corpus_windows(const struct lx_corpus *c, long n, long max, struct lx_wi
             }
     return take;
 }
+
+long lx_window_cap(long windows, long tokens, long L)
+{
+    if (tokens <= 0)
+        return windows;
+    return tokens / L > 1 ? tokens / L : 1;
+}

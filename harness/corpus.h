@@ -61,6 +61,10 @@ struct lx_window {
 ** count. Independent of the method, so every method sees the same windows. */
 long lx_corpus_windows(const struct lx_corpus *c, long n, long max, struct lx_window *out);
 
+/* The window cap of a corpus task at length L: `windows` (0 = all), or with
+** a token budget (tokens > 0) max(1, tokens / L). */
+long lx_window_cap(long windows, long tokens, long L);
+
 /* A task's `corpus` parameter: an enum row over LX_CORPUS_CHOICES, whose
 ** index lx_corpus_split maps to its split (austen -> test, sotu -> ood). */
 #define LX_CORPUS_CHOICES "austen|sotu"

@@ -33,6 +33,7 @@ enum { REPLACE_ALL_MASK, REPLACE_BERT };
 struct mlm_params {
     int corpus;         /* index into LX_CORPUS_CHOICES */
     long windows;       /* at most this many windows (0 = all) */
+    long tokens;        /* token budget: windows = max(1, tokens / length); 0 = use windows */
     double mask_prob;   /* fraction of positions picked */
     int replace;        /* REPLACE_ALL_MASK or REPLACE_BERT */
 };
@@ -42,6 +43,8 @@ static const struct lx_param mlm_rows[] = {
               "austen: Persuasion, held out from training; sotu: State of the Union addresses"),
     LX_P_INT(struct mlm_params, windows, "16", 0, 1e9, 0,
              "at most this many windows of `length` tokens, spread over the corpus (0 = all)"),
+    LX_P_INT(struct mlm_params, tokens, "0", 0, 1e12, 0,
+             "token budget instead of windows: max(1, tokens / length) windows at every length"),
     LX_P_FLOAT(struct mlm_params, mask_prob, "0.15", 0, 1, LX_PF_MIN_OPEN, "fraction of positions masked and scored"),
     LX_P_ENUM(struct mlm_params, replace, "all_mask", "all_mask|bert", 0,
               "all_mask: every picked position becomes [MASK]; bert: 80/10/10 as in training"),
@@ -56,6 +59,13 @@ struct mlm_run {
     double nll;
     int *src;               /* (L,) scratch: the window's bytes as ints */
 };
+
+/* `tokens` replaces `windows` when set; the unused one is reset and unstored. */
+static int mlm_active(const void *params, int row)
+{
+    const struct mlm_params *p = params;
+    return row == 1 ? p->tokens == 0 : row == 2 ? p->tokens != 0 : 1;
+}
 
 static const char *mlm_split(const void *params)
 {
@@ -110,12 +120,12 @@ static int mlm_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct 
     int rc = lx_corpus_get(&r.c, mlm_split(p), err);
     if (rc < 0)
         return rc;
-    long nw = lx_corpus_windows(r.c, r.L, p->windows, NULL);
+    long nw = lx_corpus_windows(r.c, r.L, lx_window_cap(p->windows, p->tokens, r.L), NULL);
     if (nw == 0)
         return lx_err(err, LX_ERUN, "mlm: no document of the corpus has %ld tokens\n"
                       "  hint: use a shorter length", r.L);
     struct lx_window *win = lx_xcalloc((size_t)nw, sizeof *win);
-    lx_corpus_windows(r.c, r.L, p->windows, win);
+    lx_corpus_windows(r.c, r.L, lx_window_cap(p->windows, p->tokens, r.L), win);
     r.win = win;
     r.src = lx_xmalloc(sizeof(int) * (size_t)r.L);
     rc = lx_eval_windows(ctx->model, ctx->spec, nw, (int)r.L, mlm_fill, mlm_score, &r, err);
@@ -149,7 +159,7 @@ static int mlm_check(const void *params, long length, struct lx_error *err)
 const struct lx_task lx_task_mlm = {
     .name = "mlm",
     .summary = "masked-token accuracy of a bidirectional model, same masked positions for every method",
-    .schema = LX_SCHEMA(mlm_rows, struct mlm_params, NULL),
+    .schema = LX_SCHEMA(mlm_rows, struct mlm_params, mlm_active),
     .headline = "acc,acc_in,acc_out",
     .mode = LX_MODE_MLM,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,

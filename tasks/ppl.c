@@ -36,6 +36,7 @@
 struct ppl_params {
     int corpus;     /* index into LX_CORPUS_CHOICES */
     long windows;   /* at most this many windows (0 = all) */
+    long tokens;        /* token budget: windows = max(1, tokens / length); 0 = use windows */
 };
 
 static const struct lx_param ppl_rows[] = {
@@ -43,6 +44,8 @@ static const struct lx_param ppl_rows[] = {
               "austen: Persuasion, held out from training; sotu: State of the Union addresses (out of domain)"),
     LX_P_INT(struct ppl_params, windows, "16", 0, 1e9, 0,
              "at most this many windows of `length` tokens, spread over the corpus (0 = all)"),
+    LX_P_INT(struct ppl_params, tokens, "0", 0, 1e12, 0,
+             "token budget instead of windows: max(1, tokens / length) windows at every length"),
 };
 
 #define MAX_BUCKETS 40
@@ -58,6 +61,13 @@ struct ppl_run {
     long bucket_n[MAX_BUCKETS];
     double unigram[256];            /* −log p(byte) */
 };
+
+/* `tokens` replaces `windows` when set; the unused one is reset and unstored. */
+static int ppl_active(const void *params, int row)
+{
+    const struct ppl_params *p = params;
+    return row == 1 ? p->tokens == 0 : row == 2 ? p->tokens != 0 : 1;
+}
 
 static const char *ppl_split(const void *params)
 {
@@ -131,13 +141,13 @@ static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct 
         rc = unigram(&r, err);
     if (rc < 0)
         return rc;
-    long nw = lx_corpus_windows(r.c, r.L, p->windows, NULL);
+    long nw = lx_corpus_windows(r.c, r.L, lx_window_cap(p->windows, p->tokens, r.L), NULL);
     if (nw == 0)
         return lx_err(err, LX_ERUN, "ppl: no document of corpus '%s' has %ld tokens\n"
                       "  hint: use a shorter length or the sotu corpus", p->corpus ? "sotu" : "austen",
                       r.L);
     struct lx_window *win = lx_xcalloc((size_t)nw, sizeof *win);
-    lx_corpus_windows(r.c, r.L, p->windows, win);
+    lx_corpus_windows(r.c, r.L, lx_window_cap(p->windows, p->tokens, r.L), win);
     r.win = win;
     rc = lx_eval_windows(ctx->model, ctx->spec, nw, (int)r.L, ppl_fill, ppl_score, &r, err);
     free(win);
@@ -170,7 +180,7 @@ static int ppl_check(const void *params, long length, struct lx_error *err)
 const struct lx_task lx_task_ppl = {
     .name = "ppl",
     .summary = "causal-LM perplexity on non-overlapping held-out windows of exactly `length` tokens",
-    .schema = LX_SCHEMA(ppl_rows, struct ppl_params, NULL),
+    .schema = LX_SCHEMA(ppl_rows, struct ppl_params, ppl_active),
     .headline = "ppl,unigram_ppl",
     .mode = LX_MODE_CAUSAL,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,

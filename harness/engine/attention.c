@@ -171,6 +171,11 @@ static void far_scores(float *S, const float *q, const float *k, int ld, const s
     }
 }
 
+/* exp(x − max) below e^−70 is flushed to 0: the row's sum is >= 1, so such
+** terms cannot change it in float, and their products would be denormal
+** floats, which cost ~100x (CosScale's s = 128 spreads logits by ±128). */
+#define EXP_FLOOR (-70.0f)
+
 /* Per-row logit tables, cached while (n, reach) allow. */
 struct rowtab {
     double *A, *B;      /* (T,) each */
@@ -249,7 +254,8 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
         float z = 0.0f;
         for (int part = 0; part < 2; part++)
             for (long j = r0[part]; j < r1[part]; j++) {
-                s[j] = expf(s[j] - mx);
+                float e = s[j] - mx;
+                s[j] = e > EXP_FLOOR ? expf(e) : 0.0f;
                 z += s[j];
             }
         float iz = 1.0f / z;
