@@ -337,9 +337,10 @@ static int cmd_compare(int argc, char **argv)
 /* ---------------------------------------------------------------- show */
 
 static const struct lx_opt show_opts[] = {
-    {"length", 1, "tables for N = 1..length (default 16)"},
+    {"length", 1, "tables for N = 1..length, the sample row is query N-1 (default 16)"},
     {"d-head", 1, "head dimension d (default 64)"},
     {"train-len", 1, "training length L (default 64)"},
+    {"heads", 1, "attention heads H: per-head tables for ALiBi-like methods (default 1)"},
 };
 
 static const char show_usage[] =
@@ -347,9 +348,12 @@ static const char show_usage[] =
     "       lenx show task NAME [k=v ...]\n\n"
     "Print a method's resolved parameters and derived tables as JSON: row_scale for\n"
     "n = 1..N (per-row logit scales), a and m for t = 0..N-1 (per-distance affine\n"
-    "maps, t = 0 is the query itself). Model facts come from the flags.\n"
-    "For a task, print its resolved parameters. Run with --help after NAME to list\n"
-    "the parameters.";
+    "maps, t = 0 is the query itself; a[h], m[h] per head when they differ),\n"
+    "inv_freq (rotary frequencies), and for windows and position maps the keys the\n"
+    "last query of a causal window of N sees with their effective distances.\n"
+    "A method that needs rotary positions is shown on top of rope (\"stack\" says\n"
+    "so). Model facts come from the flags. For a task, print its resolved\n"
+    "parameters. Run with --help after NAME to list the parameters.";
 
 /* Apply k=v arguments to a schema'd params struct. */
 static int apply_kv(const struct lx_schema *s, void *params, const char *what, int n, const char *const *kv,
@@ -389,9 +393,76 @@ static void json_table(struct lx_buf *out, const char *name, const double *v, lo
     *first = 0;
 }
 
+/* The logit-op tables: row scales over n, distance maps over t (per head
+** when the heads differ). */
+static void show_ops(struct lx_buf *out, const struct lx_spec *spec, long length, int *first)
+{
+    double *x = lx_xcalloc((size_t)length, sizeof *x), *y = lx_xcalloc((size_t)length, sizeof *y);
+    for (int k = 0; k < spec->n_ops; k++) {
+        const struct lx_logit_op *op = &spec->ops[k];
+        if (op->kind == LX_OP_ROW_SCALE) {
+            for (long n = 1; n <= length; n++)
+                x[n - 1] = op->row_scale(op->params, &spec->facts, n);
+            json_table(out, "row_scale", x, length, first);
+            continue;
+        }
+        for (int h = 0; h < spec->facts.n_heads; h++) {
+            char an[32] = "a", mn[32] = "m";
+            if (spec->facts.n_heads > 1)
+                snprintf(an, sizeof an, "a[%d]", h), snprintf(mn, sizeof mn, "m[%d]", h);
+            for (long t = 0; t < length; t++)
+                op->dist_affine(op->params, &spec->facts, h, (double)t, &x[t], &y[t]);
+            json_table(out, an, x, length, first);
+            json_table(out, mn, y, length, first);
+        }
+    }
+    free(x);
+    free(y);
+}
+
+/* Everything else the spec says: rotary table, geometry, visibility and
+** effective distances of a sample row, PoSE, calibration. */
+static void show_spec(struct lx_buf *out, const struct lx_spec *spec, long length, int *first)
+{
+    if (spec->rotary.n_pairs) {
+        json_table(out, "inv_freq", spec->rotary.inv_freq, spec->rotary.n_pairs, first);
+        lx_buf_printf(out, ",\n    \"layout\": \"%s\"", spec->rotary.layout == LX_ROPE_HALF ? "half" : "interleaved");
+    }
+    if (spec->cosine) {
+        lx_buf_printf(out, "%s\n    \"cosine_scale\": ", *first ? "" : ",");
+        lx_buf_num(out, spec->cos_scale);
+        *first = 0;
+    }
+    if (spec->vis.method || spec->posmap.method) {
+        long i = length - 1, n = 0;
+        double *keys = lx_xcalloc((size_t)length, sizeof *keys), *delta = lx_xcalloc((size_t)length, sizeof *delta);
+        for (long j = 0; j <= i; j++)
+            if (lx_spec_visible(spec, i, j, length, 1)) {
+                keys[n] = (double)j;
+                delta[n++] = lx_spec_delta(spec, i, j);
+            }
+        lx_buf_printf(out, "%s\n    \"query\": %ld", *first ? "" : ",", i);
+        *first = 0;
+        json_table(out, "visible_keys", keys, n, first);
+        json_table(out, "distance", delta, n, first);
+        free(keys);
+        free(delta);
+    }
+    if (spec->pose.chunks) {
+        lx_buf_printf(out, "%s\n    \"pose\": {\"chunks\": %d, \"target\": %ld}", *first ? "" : ",", spec->pose.chunks,
+                      spec->pose.target);
+        *first = 0;
+    }
+    if (spec->calibrate) {
+        lx_buf_printf(out, "%s\n    \"temperature\": \"calibrated per (model, length) by %s\"", *first ? "" : ",",
+                      spec->calib_method);
+        *first = 0;
+    }
+}
+
 static int show_method(const struct lx_method *m, const struct lx_args *a, struct lx_error *err)
 {
-    long length = 16, d_head = 64, train_len = 64;
+    long length = 16, d_head = 64, train_len = 64, heads = 1;
     const char *v;
     int rc = LX_OK;
     if ((v = lx_args_get(a, show_opts, N_OPTS(show_opts), "length")))
@@ -400,58 +471,60 @@ static int show_method(const struct lx_method *m, const struct lx_args *a, struc
         rc = lx_args_long(v, "d-head", 1, 65536, &d_head, err);
     if (rc == LX_OK && (v = lx_args_get(a, show_opts, N_OPTS(show_opts), "train-len")))
         rc = lx_args_long(v, "train-len", 1, 1000000000000L, &train_len, err);
-    struct lx_stack st = {.n = 1};
-    st.items[0].method = m;
-    st.items[0].params = lx_xcalloc(1, m->schema.size);
-    lx_params_defaults(&m->schema, st.items[0].params);
+    if (rc == LX_OK && (v = lx_args_get(a, show_opts, N_OPTS(show_opts), "heads")))
+        rc = lx_args_long(v, "heads", 1, 256, &heads, err);
+    /* the method alone, or on top of rope when it needs rotary positions */
+    struct lx_stack st = {.n = 2};
+    st.items[0].method = lx_method_find("rope");
+    st.items[0].params = lx_xcalloc(1, st.items[0].method->schema.size);
+    lx_params_defaults(&st.items[0].method->schema, st.items[0].params);
+    st.items[1].method = m;
+    st.items[1].params = lx_xcalloc(1, m->schema.size);
+    lx_params_defaults(&m->schema, st.items[1].params);
     char what[96];
     snprintf(what, sizeof what, "method '%s'", m->name);
     if (rc == LX_OK)
-        rc = apply_kv(&m->schema, st.items[0].params, what, a->n_pos - 2, a->pos + 2, err);
-    struct lx_facts f = {.d_head = (int)d_head, .train_len = train_len, .n_heads = 1, .length = length,
+        rc = apply_kv(&m->schema, st.items[1].params, what, a->n_pos - 2, a->pos + 2, err);
+    struct lx_facts f = {.d_head = (int)d_head, .train_len = train_len, .n_heads = (int)heads, .length = length,
                          .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
     struct lx_spec spec;
-    if (rc == LX_OK)
-        rc = lx_stack_compile(&st, &f, &spec, err);
+    struct lx_stack alone = {.n = 1, .items = {st.items[1]}};
+    struct lx_error first_err = {{0}};
+    int on_rope = 0;
+    if (rc == LX_OK && lx_stack_compile(&alone, &f, &spec, &first_err) < 0) {
+        on_rope = m != st.items[0].method;
+        rc = on_rope ? lx_stack_compile(&st, &f, &spec, err) : lx_err(err, LX_EINVAL, "%s", first_err.msg);
+        if (rc < 0 && on_rope)     /* report the method's own complaint */
+            rc = lx_err(err, LX_EINVAL, "%s", first_err.msg);
+    }
     if (rc < 0) {
         lx_stack_release(&st);
         return rc;
     }
-    lx_stack_finish(&st);
+    lx_stack_finish(&alone);
+    if (on_rope)
+        lx_stack_finish(&st);
     struct lx_buf out = {0};
     lx_buf_puts(&out, "{\n  \"method\": ");
     lx_buf_json_str(&out, m->name);
     lx_buf_puts(&out, ",\n  \"canonical\": ");
-    lx_buf_json_str(&out, st.canon);
-    lx_buf_printf(&out, ",\n  \"facts\": {\"d_head\": %ld, \"train_len\": %ld, \"length\": %ld},"
-                  "\n  \"params\": ", d_head, train_len, length);
-    lx_params_json(&m->schema, st.items[0].params, &out);
+    lx_buf_json_str(&out, alone.canon);
+    if (on_rope) {
+        lx_buf_puts(&out, ",\n  \"stack\": ");
+        lx_buf_json_str(&out, st.canon);
+    }
+    lx_buf_printf(&out, ",\n  \"facts\": {\"d_head\": %ld, \"train_len\": %ld, \"length\": %ld, \"heads\": %ld},"
+                  "\n  \"params\": ", d_head, train_len, length, heads);
+    lx_params_json(&m->schema, st.items[1].params, &out);
     lx_buf_puts(&out, ",\n  \"tables\": {");
-    double *x = lx_xcalloc((size_t)length, sizeof *x), *y = lx_xcalloc((size_t)length, sizeof *y);
     int first = 1;
-    for (int k = 0; k < spec.n_ops; k++) {
-        const struct lx_logit_op *op = &spec.ops[k];
-        if (op->kind == LX_OP_ROW_SCALE) {
-            for (long n = 1; n <= length; n++)
-                x[n - 1] = op->row_scale(op->params, &f, n);
-            json_table(&out, "row_scale", x, length, &first);
-        } else {
-            for (long t = 0; t < length; t++)
-                op->dist_affine(op->params, &f, 0, (double)t, &x[t], &y[t]);
-            json_table(&out, "a", x, length, &first);
-            json_table(&out, "m", y, length, &first);
-        }
-    }
-    if (spec.rotary.n_pairs) {
-        json_table(&out, "inv_freq", spec.rotary.inv_freq, spec.rotary.n_pairs, &first);
-        lx_buf_printf(&out, ",\n    \"layout\": \"%s\"",
-                      spec.rotary.layout == LX_ROPE_HALF ? "half" : "interleaved");
-    }
+    show_ops(&out, &spec, length, &first);
+    show_spec(&out, &spec, length, &first);
     lx_buf_puts(&out, first ? "}\n}\n" : "\n  }\n}\n");
     fputs(lx_buf_str(&out), stdout);
-    free(x);
-    free(y);
     lx_buf_free(&out);
+    free(alone.canon);     /* alone shares its params with st */
+    free(alone.json);
     lx_stack_release(&st);
     return LX_OK;
 }

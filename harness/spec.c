@@ -52,6 +52,12 @@ int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct l
                   method);
 }
 
+int lx_spec_claim_frequencies(struct lx_spec *spec, const char *method, struct lx_error *err)
+{
+    int rc = lx_spec_need_rotary(spec, method, err);
+    return rc < 0 ? rc : lx_spec_claim(&spec->frequencies, method, "the rotary frequencies", err);
+}
+
 void lx_spec_affine(const struct lx_spec *spec, int head, long n, double t, double *A, double *B)
 {
     double a = 1.0, b = 0.0;

@@ -103,8 +103,7 @@ struct lx_visibility {
 };
 
 /* The effective rotary distance of far keys. For a visible pair with
-** |i − j| >= from (and j < sinks when sinks_only), the query and key are
-** rotated to
+** |i − j| >= from, the query and key are rotated to
 **     lower (j < i):  qpos = min(scale·i + shift, cap),  kpos = scale·j
 **     upper (j > i):  qpos = scale·i,  kpos = min(scale·j + shift, cap)
 ** so δ = qpos − kpos and δ(i, j) = −δ(j, i). Nearer pairs use δ = i − j.
@@ -179,6 +178,10 @@ int lx_spec_claim_positions(struct lx_spec *spec, const char *method, struct lx_
 /* Claim one of the single-owner parts (frequencies, visibility, posmap,
 ** geometry): *slot must be NULL; otherwise fail naming both methods and `what`. */
 int lx_spec_claim(const char **slot, const char *method, const char *what, struct lx_error *err);
+
+/* Claim the rotary frequencies (PI, NTK, YaRN, p-RoPE): the stack must have
+** rotary positions already, and no other method may have rescaled them. */
+int lx_spec_claim_frequencies(struct lx_spec *spec, const char *method, struct lx_error *err);
 
 /* Fail unless the stack so far has rotary positions (rope before `method`). */
 int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct lx_error *err);

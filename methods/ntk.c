@@ -82,9 +82,7 @@ static int ntk_check(const void *params, const struct lx_facts *f, struct lx_err
 static int ntk_apply(const void *params, const struct lx_facts *f, struct lx_spec *spec,
                      struct lx_error *err)
 {
-    int rc = lx_spec_need_rotary(spec, "ntk", err);
-    if (rc == LX_OK)
-        rc = lx_spec_claim(&spec->frequencies, "ntk", "the rotary frequencies", err);
+    int rc = lx_spec_claim_frequencies(spec, "ntk", err);
     if (rc < 0)
         return rc;
     struct lx_rotary *r = &spec->rotary;

@@ -42,9 +42,7 @@ static int pi_check(const void *params, const struct lx_facts *f, struct lx_erro
 static int pi_apply(const void *params, const struct lx_facts *f, struct lx_spec *spec,
                     struct lx_error *err)
 {
-    int rc = lx_spec_need_rotary(spec, "pi", err);
-    if (rc == LX_OK)
-        rc = lx_spec_claim(&spec->frequencies, "pi", "the rotary frequencies", err);
+    int rc = lx_spec_claim_frequencies(spec, "pi", err);
     if (rc < 0)
         return rc;
     double s = pi_scale(params, f);

@@ -62,9 +62,7 @@ static int prope_apply(const void *params, const struct lx_facts *f, struct lx_s
 {
     const struct prope_params *p = params;
     (void)f;
-    int rc = lx_spec_need_rotary(spec, "prope", err);
-    if (rc == LX_OK)
-        rc = lx_spec_claim(&spec->frequencies, "prope", "the rotary frequencies", err);
+    int rc = lx_spec_claim_frequencies(spec, "prope", err);
     if (rc < 0)
         return rc;
     struct lx_rotary *r = &spec->rotary;

@@ -94,9 +94,7 @@ static int yarn_apply(const void *params, const struct lx_facts *f, struct lx_sp
                       struct lx_error *err)
 {
     const struct yarn_params *p = params;
-    int rc = lx_spec_need_rotary(spec, "yarn", err);
-    if (rc == LX_OK)
-        rc = lx_spec_claim(&spec->frequencies, "yarn", "the rotary frequencies", err);
+    int rc = lx_spec_claim_frequencies(spec, "yarn", err);
     if (rc < 0)
         return rc;
     struct lx_rotary *r = &spec->rotary;

@@ -142,6 +142,37 @@ Test(cli, killed_sweep_resumes_with_every_cell_once, .init = setup, .fini = tear
     cr_expect_eq(sql_count("k.db", "select count(*) from (select run_id from metrics group by run_id)"), 16);
 }
 
+/* Issue 4's derived tables, checked against values worked by hand
+** (methods.md §6, §7, §2, §4e). */
+Test(cli, show_derived_tables, .init = setup, .fini = teardown)
+{
+    char out[16384];
+    /* StreamingLLM S = 2, R = 3: query 11 keeps sinks 0, 1 at slots 0, 1 and
+    ** keys 8..11; its own slot is S + R = 5, so the sinks sit at 5 and 4 */
+    cr_expect_eq(sh(out, sizeof out, "$L show method streaming sinks=2 recent=3 --length 12"), 0, "%s", out);
+    cr_expect(strstr(out, "\"stack\": \"rope+streaming(sinks=2,recent=3)\"") != NULL, "%s", out);
+    cr_expect(strstr(out, "\"visible_keys\": [0, 1, 8, 9, 10, 11]") != NULL, "%s", out);
+    cr_expect(strstr(out, "\"distance\": [5, 4, 3, 2, 1, 0]") != NULL, "%s", out);
+    /* ALiBi, 3 heads: 2^-4, 2^-8, then 2^-2 (the non-power-of-two rule) */
+    cr_expect_eq(sh(out, sizeof out, "$L show method alibi --heads 3 --length 3"), 0, "%s", out);
+    cr_expect(strstr(out, "\"m[0]\": [0, -0.0625, -0.125]") && strstr(out, "\"m[1]\": [0, -0.00390625, -0.0078125]") &&
+              strstr(out, "\"m[2]\": [0, -0.25, -0.5]"), "%s", out);
+    /* PI s = 4 at d = 4: θ = (1, 0.01) / 4 */
+    cr_expect_eq(sh(out, sizeof out, "$L show method pi scale=4 --d-head 4 --length 2"), 0, "%s", out);
+    cr_expect(strstr(out, "\"inv_freq\": [0.25, 0.0025]") != NULL, "%s", out);
+    /* YaRN s = 4: the logit multiplier (0.1 ln 4 + 1)^2 on every row */
+    cr_expect_eq(sh(out, sizeof out, "$L show method yarn scale=4 --length 2"), 0, "%s", out);
+    cr_expect(strstr(out, "\"row_scale\": [1.2964769927807063, 1.2964769927807063]") != NULL, "%s", out);
+    /* CosScale and t5align say what they do */
+    cr_expect_eq(sh(out, sizeof out, "$L show method cosscale s=16"), 0, "%s", out);
+    cr_expect(strstr(out, "\"cosine_scale\": 16") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show method t5align"), 0, "%s", out);
+    cr_expect(strstr(out, "calibrated per (model, length) by t5align") != NULL, "%s", out);
+    /* a method's own error survives the retry on rope */
+    cr_expect_eq(sh(out, sizeof out, "$L show method yarn beta_fast=1 beta_slow=2"), 2, "%s", out);
+    cr_expect(strstr(out, "beta_fast") != NULL, "%s", out);
+}
+
 Test(cli, show_and_list, .init = setup, .fini = teardown)
 {
     char out[8192];

@@ -48,6 +48,31 @@ static void run_tiny(char *out, size_t n, const char *env, const char *db, const
     "select m.value from runs r join metrics m on m.run_id = r.id where r.sweep = '" sweep "' and r.method = '" \
     method "' and r.task like '" task "%' and r.length = " #len " and m.name = '" metric "'"
 
+/* ---- every method at 64x --------------------------------------------------- */
+
+/* configs/every-method.yaml: each method and the papers' combinations on a
+** causal and an mlm model trained at 16, evaluated at 1024. Every cell must
+** succeed, stacks that train differently must get models of their own, and
+** t5align must store its temperature. */
+Test(engine_run, every_method_runs_at_64x_the_training_length, .init = setup, .fini = teardown, .timeout = 120)
+{
+    char out[65536];
+    cr_assert_eq(sh(out, sizeof out, "$L run \"$R/configs/every-method.yaml\" --db e.db --quiet --no-table"), 0, "%s", out);
+    long stacks = sql_long("e.db", "select count(distinct method) from runs");
+    cr_expect_eq(sql_long("e.db", "select count(*) from runs where status = 'ok'"), stacks * 2 * 2,
+                 "stacks x 2 tasks (each on the model of its mode) x 2 lengths, all ok");
+    cr_expect_eq(sql_long("e.db", "select count(*) from runs where status != 'ok'"), 0);
+    cr_expect_geq(sql_long("e.db", "select max(length) from runs"), 64 * 16);
+    /* training-time parts: rope, nope, alibi, pi, yarn, cosscale, logn-ssmax,
+    ** scaleinv, prope, prope-modded+scaleinv, pose = 11 per mode */
+    cr_expect_eq(sql_long("e.db", "select count(*) from models"), 22);
+    cr_expect_eq(sql_long("e.db", "select count(*) from runs r join metrics m on m.run_id = r.id "
+                                  "where m.name = 'tau' and r.method like '%t5align%'"), 3 * 2 * 2);
+    cr_expect_eq(sql_long("e.db", "select count(*) from runs r join metrics m on m.run_id = r.id "
+                                  "where m.name = 'tau' and r.length = 16 and m.value != 1"), 0,
+                 "at the training length tau stays 1");
+}
+
 /* ---- the committed baseline ---------------------------------------------- */
 
 Test(engine_run, tiny_sweep_matches_committed_baseline, .init = setup, .fini = teardown, .timeout = 60)
