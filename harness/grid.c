@@ -79,28 +79,45 @@ static int method_use_parse(struct lx_method_use *u, const struct lx_node *e, st
     if (!(u->method = lx_method_find(name)))
         return unknown_plugin(err, e, "method", name);
     u->where = e;
-    /* `train:` is the stack's, not the method's: take it out of the map */
+    /* `train:` and `finetune:` are the stack's, not the method's: take them out of the map */
     const struct lx_node *tnode = pnode && pnode->kind == LX_NODE_MAP ? lx_map_get(pnode, "train") : NULL;
+    const struct lx_node *fnode = pnode && pnode->kind == LX_NODE_MAP ? lx_map_get(pnode, "finetune") : NULL;
     struct lx_node rest;
     struct lx_node *items[2 * 64];
+    unsigned kind = u->method->kind;
     if (tnode) {
         if (tnode->kind != LX_NODE_SCALAR || (strcmp(tnode->text, "true") && strcmp(tnode->text, "false")))
             return lx_node_err(err, tnode, "method '%s': 'train' must be true or false", name);
         u->train = strcmp(tnode->text, "true") == 0;
-        unsigned kind = u->method->kind;
         if (u->train && !(kind & LX_KIND_TRAINING))
             return lx_node_err(err, tnode, "method '%s' acts at evaluation only and cannot be trained in\n"
                                "  hint: drop 'train: true'", name);
         if (!u->train && !(kind & LX_KIND_INFERENCE))
             return lx_node_err(err, tnode, "method '%s' is always part of training; 'train: false' "
                                "is not possible\n  hint: drop 'train: false'", name);
+    }
+    if (fnode) {
+        char *end = NULL;
+        long steps = fnode->kind == LX_NODE_SCALAR ? strtol(fnode->text, &end, 10) : -1;
+        if (!end || *end || steps < 1 || steps > 100000000L)
+            return lx_node_err(err, fnode, "method '%s': 'finetune' must be a number of steps >= 1, got '%s'\n"
+                               "  hint: e.g. finetune: 200", name, fnode->kind == LX_NODE_SCALAR ? fnode->text : "?");
+        if (!(kind & LX_KIND_TRAINING))
+            return lx_node_err(err, fnode, "method '%s' acts at evaluation only and cannot be fine-tuned in\n"
+                               "  hint: drop 'finetune'", name);
+        if (u->train)
+            return lx_node_err(err, fnode, "method '%s': 'train: true' trains it from scratch and 'finetune' "
+                               "trains it into the base model; choose one", name);
+        u->finetune = steps;
+    }
+    if (tnode || fnode) {
         if (pnode->n_items > 64)
             return lx_node_err(err, pnode, "method '%s': too many parameters", name);
         rest = *pnode;
         rest.items = items;
         rest.n_items = 0;
         for (int i = 0; i < pnode->n_items; i++)
-            if (lx_map_value(pnode, i) != tnode) {
+            if (lx_map_value(pnode, i) != tnode && lx_map_value(pnode, i) != fnode) {
                 items[2 * rest.n_items] = pnode->items[2 * i];
                 items[2 * rest.n_items + 1] = pnode->items[2 * i + 1];
                 rest.n_items++;
@@ -112,33 +129,62 @@ static int method_use_parse(struct lx_method_use *u, const struct lx_node *e, st
 
 int lx_method_use_trains(const struct lx_method_use *u)
 {
-    return u->method->kind == LX_KIND_TRAINING || u->train;
+    return u->method->kind == LX_KIND_TRAINING || u->train || u->finetune;
 }
 
-void lx_stack_train_part(const struct lx_stack *st, struct lx_buf *yaml)
+long lx_stack_finetune(const struct lx_stack *st)
+{
+    long steps = 0;
+    for (int i = 0; i < st->n; i++)
+        steps = st->items[i].finetune > steps ? st->items[i].finetune : steps;
+    return steps;
+}
+
+/* The stack keys of a method use after its params: ,"train":true or ,"finetune":N. */
+static void use_keys(const struct lx_method_use *u, struct lx_buf *out)
+{
+    if (u->train)
+        lx_buf_puts(out, ",\"train\":true");
+    if (u->finetune)
+        lx_buf_printf(out, ",\"finetune\":%ld", u->finetune);
+}
+
+static void train_part(const struct lx_stack *st, struct lx_buf *yaml, int with_finetune)
 {
     lx_buf_puts(yaml, "[");
     int first = 1;
     for (int i = 0; i < st->n; i++) {
         const struct lx_method_use *u = &st->items[i];
-        if (!lx_method_use_trains(u))
+        if (!lx_method_use_trains(u) || (u->finetune && !with_finetune))
             continue;
         lx_buf_puts(yaml, first ? "{" : ",{");
         lx_buf_json_str(yaml, u->method->name);
         lx_buf_puts(yaml, ":");
-        struct lx_buf p = {0};
+        struct lx_buf p = {0}, keys = {0};
         lx_params_json(&u->method->schema, u->params, &p);
-        if (u->train) {     /* {"a":1} -> {"a":1,"train":true}; {} -> {"train":true} */
-            p.s[p.len - 1] = '\0';
-            p.len--;
-            lx_buf_puts(&p, p.len > 1 ? ",\"train\":true}" : "\"train\":true}");
+        use_keys(u, &keys);
+        if (keys.len) {     /* {"a":1} -> {"a":1,"train":true}; {} -> {"train":true} */
+            p.s[--p.len] = '\0';
+            lx_buf_puts(&p, p.len > 1 ? lx_buf_str(&keys) : lx_buf_str(&keys) + 1);
+            lx_buf_puts(&p, "}");
         }
         lx_buf_puts(yaml, lx_buf_str(&p));
         lx_buf_free(&p);
+        lx_buf_free(&keys);
         lx_buf_puts(yaml, "}");
         first = 0;
     }
     lx_buf_puts(yaml, "]");
+}
+
+void lx_stack_train_part(const struct lx_stack *st, struct lx_buf *yaml)
+{
+    train_part(st, yaml, 1);
+}
+
+void lx_stack_base_part(const struct lx_stack *st, struct lx_buf *yaml)
+{
+    train_part(st, yaml, 0);
 }
 
 void lx_stack_finish(struct lx_stack *st)
@@ -147,19 +193,25 @@ void lx_stack_finish(struct lx_stack *st)
     lx_buf_puts(&json, "[");
     for (int i = 0; i < st->n; i++) {
         const struct lx_method *m = st->items[i].method;
-        struct lx_buf ptext = {0};
-        int train = st->items[i].train;
-        lx_params_text(&m->schema, st->items[i].params, &ptext);
+        const struct lx_method_use *u = &st->items[i];
+        struct lx_buf ptext = {0}, pre = {0};
+        lx_params_text(&m->schema, u->params, &ptext);
         lx_buf_printf(&canon, "%s%s", i ? "+" : "", m->name);
-        if (ptext.len || train)
-            lx_buf_printf(&canon, "(%s%s%s)", train ? "train=true" : "", train && ptext.len ? "," : "",
+        if (u->train)
+            lx_buf_puts(&pre, "train=true");
+        if (u->finetune)
+            lx_buf_printf(&pre, "finetune=%ld", u->finetune);
+        if (ptext.len || pre.len)
+            lx_buf_printf(&canon, "(%s%s%s)", lx_buf_str(&pre), pre.len && ptext.len ? "," : "",
                           lx_buf_str(&ptext));
         lx_buf_free(&ptext);
+        lx_buf_free(&pre);
         lx_buf_puts(&json, i ? ",{\"name\":" : "{\"name\":");
         lx_buf_json_str(&json, m->name);
         lx_buf_puts(&json, ",\"params\":");
-        lx_params_json(&m->schema, st->items[i].params, &json);
-        lx_buf_puts(&json, train ? ",\"train\":true}" : "}");
+        lx_params_json(&m->schema, u->params, &json);
+        use_keys(u, &json);
+        lx_buf_puts(&json, "}");
     }
     lx_buf_puts(&json, "]");
     free(st->canon);

@@ -18,6 +18,7 @@ struct lx_method_use {
     void *params;                       /* (method->schema.size) resolved, owned */
     const struct lx_node *where;        /* where it was written, for messages */
     int train;                          /* `train: true`: used while training the model too */
+    long finetune;                      /* `finetune: N`: trained into the base model for N more steps */
 };
 
 /* A method stack: applied in order. */
@@ -67,11 +68,16 @@ int lx_stack_parse(struct lx_stack *st, const struct lx_node *node, struct lx_er
 void lx_stack_finish(struct lx_stack *st);
 void lx_stack_release(struct lx_stack *st);
 
-/* Is this method part of training (a training-only method, or `train: true`)? */
+/* Is this method part of training (a training-only method, `train: true`, or
+** `finetune: N`)? */
 int lx_method_use_trains(const struct lx_method_use *u);
+/* The fine-tuning steps of a stack: the largest `finetune:` (0 = none). */
+long lx_stack_finetune(const struct lx_stack *st);
 /* The training-time part of a stack as a YAML flow list, e.g.
 ** [{"rope":{"base":10000,"layout":"half"}},{"logn":{"mode":"su","base":512,"train":true}}]:
 ** hashed into the model key, stored in checkpoints, parsed back by lx_stack_parse. */
 void lx_stack_train_part(const struct lx_stack *st, struct lx_buf *yaml);
+/* The same without the fine-tuned methods: what the base model is trained with. */
+void lx_stack_base_part(const struct lx_stack *st, struct lx_buf *yaml);
 
 #endif

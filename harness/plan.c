@@ -62,16 +62,29 @@ int lx_stack_compile(const struct lx_stack *st, const struct lx_facts *f, struct
     return LX_OK;
 }
 
-int lx_stack_compile_train(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
-                           struct lx_error *err)
+/* Compile the training-time methods, with or without those fine-tuned in. */
+static int compile_part(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec, int with_finetune,
+                        struct lx_error *err)
 {
     struct lx_stack part = {.where = st->where};
     for (int i = 0; i < st->n; i++)
-        if (lx_method_use_trains(&st->items[i]))
+        if (lx_method_use_trains(&st->items[i]) && (with_finetune || !st->items[i].finetune))
             part.items[part.n++] = st->items[i];     /* shallow: params stay owned by st */
     struct lx_facts ft = *f;
     ft.training = 1;
     return lx_stack_compile(&part, &ft, spec, err);
+}
+
+int lx_stack_compile_train(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
+                           struct lx_error *err)
+{
+    return compile_part(st, f, spec, 1, err);
+}
+
+int lx_stack_compile_base(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
+                          struct lx_error *err)
+{
+    return compile_part(st, f, spec, 0, err);
 }
 
 void lx_model_facts(const struct lx_model_use *m, unsigned caps, long length, struct lx_facts *f)
@@ -90,27 +103,47 @@ int lx_task_fits_model(const struct lx_task *t, const struct lx_model_use *m)
            (t->mode == LX_MODE_MLM && m->arch.mode == LX_MODEL_MLM);
 }
 
-/* The model key of (model, training part of the stack, seed). */
+/* A model key: 16 hex digits of SHA-256 over its JSON (returned, owned). */
+static char *key_of(struct lx_buf *b, char key[17])
+{
+    char hex[65];
+    lx_sha256_hex(lx_buf_str(b), hex);
+    memcpy(key, hex, 16);
+    key[16] = '\0';
+    return lx_xstrdup(lx_buf_str(b));
+}
+
+/* The model key of (model, training part of the stack, seed); with methods
+** fine-tuned in, also the key of the base model they start from. */
 static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error *err)
 {
     const struct lx_model_use *m = &g->models[c->model];
+    const struct lx_stack *st = &g->stacks[c->stack];
     struct lx_buf b = {0}, part = {0};
     if (m->checkpoint) {
         lx_buf_printf(&b, "{\"checkpoint\":\"%s\"}", m->ckpt_sha);
-    } else {
-        const struct lx_corpus *train;
-        int rc = lx_corpus_get(&train, "train", err);
-        if (rc < 0)
-            return rc;
-        lx_stack_train_part(&g->stacks[c->stack], &part);
+        c->model_json = key_of(&b, c->model_key);
+        lx_buf_free(&b);
+        return LX_OK;
+    }
+    const struct lx_corpus *train;
+    int rc = lx_corpus_get(&train, "train", err);
+    if (rc < 0)
+        return rc;
+    for (int base = 0; base <= (lx_stack_finetune(st) > 0); base++) {
+        lx_buf_reset(&b);
+        lx_buf_reset(&part);
+        if (base)
+            lx_stack_base_part(st, &part);
+        else
+            lx_stack_train_part(st, &part);
         lx_buf_printf(&b, "{\"arch\":%s,\"train\":%s,\"stack\":%s,\"data\":\"%s\",\"seed\":%ld}",
                       m->arch_json, m->train_json, lx_buf_str(&part), train->hash, c->seed);
+        if (base)
+            c->base_json = key_of(&b, c->base_key);
+        else
+            c->model_json = key_of(&b, c->model_key);
     }
-    char hex[65];
-    lx_sha256_hex(lx_buf_str(&b), hex);
-    memcpy(c->model_key, hex, 16);
-    c->model_key[16] = '\0';
-    c->model_json = lx_xstrdup(lx_buf_str(&b));
     lx_buf_free(&b);
     lx_buf_free(&part);
     return LX_OK;
@@ -259,6 +292,7 @@ void lx_plan_release(struct lx_plan *plan)
     for (int i = 0; i < plan->n_cells; i++) {
         free(plan->cells[i].key_json);
         free(plan->cells[i].model_json);
+        free(plan->cells[i].base_json);
     }
     free(plan->cells);
     memset(plan, 0, sizeof *plan);

@@ -16,6 +16,8 @@ struct lx_cell {
     int model;              /* index into grid->models; -1 for logit tasks */
     char model_key[17];     /* model key (16 hex of SHA-256 of model_json); "" without a model */
     char *model_json;       /* what the model key hashes; NULL without a model */
+    char base_key[17];      /* with methods fine-tuned in: the base model's key; "" otherwise */
+    char *base_json;        /* what base_key hashes, or NULL */
     long length;            /* evaluation length */
     long seed;              /* the cell's seed */
     char key[17];           /* run key: 16 hex digits of SHA-256 of key_json */
@@ -39,6 +41,11 @@ int lx_stack_compile(const struct lx_stack *st, const struct lx_facts *f, struct
 /* Compile only the training-time methods of a stack (what the model trains with). */
 int lx_stack_compile_train(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
                            struct lx_error *err);
+
+/* Compile the training-time methods without those fine-tuned in: what the
+** base model of a fine-tuned stack is trained with. */
+int lx_stack_compile_base(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
+                          struct lx_error *err);
 
 /* The facts a model offers a method stack at one evaluation length. */
 void lx_model_facts(const struct lx_model_use *m, unsigned caps, long length, struct lx_facts *f);

@@ -128,50 +128,117 @@ static void train_progress(void *ctx, long step, long steps, double loss, double
     fflush(stderr);
 }
 
-static int train_model(const struct lx_plan *plan, const struct lx_cell *c, struct lx_store *store,
-                       const struct lx_run_opts *o, const char *path, struct lx_model *m,
+static void model_path(char *out, size_t n, const struct lx_run_opts *o, const char *key)
+{
+    snprintf(out, n, "%s/%s.safetensors", o->models_dir ? o->models_dir : "results/models", key);
+}
+
+/* The cached checkpoint of `key`: the file at <models dir>/<key>.safetensors
+** whose hash the store recorded (its stored path is for people), so the same
+** store works from any working directory. *found = 0 when there is none. */
+static int cached_model(struct lx_store *store, const struct lx_run_opts *o, const char *key, struct lx_model *m,
+                        int *found, struct lx_error *err)
+{
+    char path[4096], sha[65] = "";
+    model_path(path, sizeof path, o, key);
+    int rc = lx_store_model_sha(store, key, sha, found, err);
+    struct lx_ckpt_info info = {0};
+    struct lx_error sub;
+    if (rc == LX_OK && *found)
+        *found = lx_model_load(m, path, &info, &sub) == LX_OK && strcmp(info.sha256, sha) == 0;
+    if (rc == LX_OK && !*found)
+        lx_model_release(m);
+    lx_ckpt_info_release(&info);
+    return rc;
+}
+
+/* One training stage of model `key` (its JSON key_json, its training-time
+** stack `stack`): train m in place under spec and cfg, save the checkpoint
+** and record it in the store. */
+struct stage {
+    const char *key, *key_json, *stack;
+    const struct lx_spec *spec;
+    const struct lx_train_cfg *cfg;
+    const char *what;       /* "training" or "fine-tuning" */
+};
+
+static int train_stage(const struct lx_plan *plan, const struct lx_cell *c, struct lx_store *store,
+                       const struct lx_run_opts *o, const struct stage *st, struct lx_model *m,
                        struct lx_run_summary *sum, struct lx_error *err)
 {
-    const struct lx_grid *g = plan->grid;
-    const struct lx_model_use *mu = &g->models[c->model];
+    const struct lx_model_use *mu = &plan->grid->models[c->model];
     const struct lx_corpus *corpus;
     int rc = lx_corpus_get(&corpus, "train", err);
     if (rc < 0)
         return rc;
-    struct lx_facts f;
-    lx_model_facts(mu, g->tasks[c->task].task->caps, mu->train.length, &f);
-    struct lx_spec spec;
-    if ((rc = lx_stack_compile_train(&g->stacks[c->stack], &f, &spec, err)) < 0)
-        return rc;
-    uint64_t key = lx_hash64(c->model_json);
-    lx_model_init(m, &mu->arch, key);
+    char path[4096];
+    model_path(path, sizeof path, o, st->key);
+    mkdir(o->models_dir ? o->models_dir : "results/models", 0777);
     if (o->progress)
-        fprintf(stderr, "lenx: training model '%s' [%s]: %zu parameters, %ld steps of %ld x %ld tokens\n",
-                mu->name, c->model_key, m->n_params, mu->train.steps, mu->train.batch, mu->train.length);
-    struct train_progress tp = {.name = mu->name, .key = c->model_key, .mode = o->progress, .t0 = now()};
+        fprintf(stderr, "lenx: %s model '%s' [%s]: %zu parameters, %ld steps of %ld x %ld tokens\n", st->what,
+                mu->name, st->key, m->n_params, st->cfg->steps, st->cfg->batch, st->cfg->length);
+    struct train_progress tp = {.name = mu->name, .key = st->key, .mode = o->progress, .t0 = now()};
     struct lx_train_report rep;
-    if ((rc = lx_train(m, &spec, &mu->train, key, corpus, train_progress, &tp, &rep, err)) < 0)
+    if ((rc = lx_train(m, st->spec, st->cfg, lx_hash64(st->key_json), corpus, train_progress, &tp, &rep, err)) < 0)
         return rc;
     sum->n_trained++;
     sum->train_steps += rep.steps;
-    struct lx_buf stack = {0};
-    lx_stack_train_part(&g->stacks[c->stack], &stack);
-    struct lx_ckpt_info info = {.model_key = (char *)c->model_key, .stack = (char *)lx_buf_str(&stack),
+    struct lx_ckpt_info info = {.model_key = (char *)st->key, .stack = (char *)st->stack,
                                 .train_json = mu->train_json, .train_len = mu->train.length};
-    rc = lx_model_save(m, path, &info, err);
-    lx_buf_free(&stack);
-    if (rc < 0)
+    if ((rc = lx_model_save(m, path, &info, err)) < 0)
         return rc;
     struct lx_model_record r = {
-        .key = c->model_key, .name = mu->name, .config = c->model_json, .path = path, .sha256 = info.sha256,
+        .key = st->key, .name = mu->name, .config = st->key_json, .path = path, .sha256 = info.sha256,
         .steps = rep.steps, .tokens = rep.tokens, .seconds = rep.seconds, .train_loss = rep.train_loss,
         .val_loss = rep.val_loss, .commit = lx_build_commit(),
     };
     if (o->progress)
         fprintf(stderr, "lenx: model '%s' [%s]: %ld tokens in %.1f s (%.0f tok/s), val loss %.4f -> %s\n",
-                mu->name, c->model_key, rep.tokens, rep.seconds, (double)rep.tokens / rep.seconds,
-                rep.val_loss, path);
+                mu->name, st->key, rep.tokens, rep.seconds, (double)rep.tokens / rep.seconds, rep.val_loss, path);
     return lx_store_model_put(store, &r, err);
+}
+
+/* Train the cell's model: from scratch with the training-time stack, or, when
+** methods are fine-tuned in, from the base model (cached under its own key,
+** trained first if missing) for the `finetune` steps with the whole stack. */
+static int train_model(const struct lx_plan *plan, const struct lx_cell *c, struct lx_store *store,
+                       const struct lx_run_opts *o, struct lx_model *m, struct lx_run_summary *sum,
+                       struct lx_error *err)
+{
+    const struct lx_grid *g = plan->grid;
+    const struct lx_model_use *mu = &g->models[c->model];
+    const struct lx_stack *st = &g->stacks[c->stack];
+    long ft = lx_stack_finetune(st);
+    struct lx_facts f;
+    lx_model_facts(mu, g->tasks[c->task].task->caps, mu->train.length, &f);
+    struct lx_spec spec;
+    struct lx_buf part = {0};
+    int rc = LX_OK, found = 0;
+    if (ft && (rc = cached_model(store, o, c->base_key, m, &found, err)) == LX_OK && !found) {
+        lx_stack_base_part(st, &part);
+        struct stage base = {.key = c->base_key, .key_json = c->base_json, .stack = lx_buf_str(&part),
+                             .spec = &spec, .cfg = &mu->train, .what = "training base"};
+        if ((rc = lx_stack_compile_base(st, &f, &spec, err)) == LX_OK) {
+            lx_model_init(m, &mu->arch, lx_hash64(c->base_json));
+            rc = train_stage(plan, c, store, o, &base, m, sum, err);
+        }
+    } else if (!ft) {
+        lx_model_init(m, &mu->arch, lx_hash64(c->model_json));
+    }
+    struct lx_train_cfg cfg = mu->train;
+    if (ft) {   /* the same schedule, compressed to the fine-tuning steps */
+        cfg.steps = ft;
+        cfg.warmup = cfg.warmup < ft / 10 ? cfg.warmup : ft / 10;
+        cfg.eval_every = cfg.eval_every < ft ? cfg.eval_every : ft;
+    }
+    lx_buf_reset(&part);
+    lx_stack_train_part(st, &part);
+    struct stage full = {.key = c->model_key, .key_json = c->model_json, .stack = lx_buf_str(&part),
+                         .spec = &spec, .cfg = &cfg, .what = ft ? "fine-tuning" : "training"};
+    if (rc == LX_OK && (rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK)
+        rc = train_stage(plan, c, store, o, &full, m, sum, err);
+    lx_buf_free(&part);
+    return rc;
 }
 
 /* Make slot hold the cell's model: the loaded one, a cached checkpoint, or a
@@ -188,31 +255,11 @@ static int ensure_model(struct model_slot *slot, const struct lx_plan *plan, con
     slot->ok = 0;
     const struct lx_model_use *mu = &plan->grid->models[c->model];
     struct lx_error sub = {{0}};
-    int rc;
-    if (mu->checkpoint) {
+    int rc, found = 0;
+    if (mu->checkpoint)
         rc = lx_model_load(&slot->m, mu->checkpoint, NULL, &sub);
-    } else {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s.safetensors", o->models_dir ? o->models_dir : "results/models",
-                 c->model_key);
-        char sha[65] = "";
-        int found = 0;
-        rc = lx_store_model_sha(store, c->model_key, sha, &found, &sub);
-        struct lx_ckpt_info info = {0};
-        /* The cache is the file at <models_dir>/<key>.safetensors whose hash
-        ** the store recorded (its stored path is for people), so the same
-        ** store works from any working directory. */
-        if (rc == LX_OK && found && lx_model_load(&slot->m, path, &info, &sub) == LX_OK &&
-            strcmp(info.sha256, sha) == 0) {
-            rc = LX_OK;     /* cached */
-        } else if (rc == LX_OK) {
-            lx_ckpt_info_release(&info);
-            lx_model_release(&slot->m);
-            mkdir(o->models_dir ? o->models_dir : "results/models", 0777);
-            rc = train_model(plan, c, store, o, path, &slot->m, sum, &sub);
-        }
-        lx_ckpt_info_release(&info);
-    }
+    else if ((rc = cached_model(store, o, c->model_key, &slot->m, &found, &sub)) == LX_OK && !found)
+        rc = train_model(plan, c, store, o, &slot->m, sum, &sub);
     if (rc < 0) {
         lx_model_release(&slot->m);
         lx_err(&slot->why, rc, "model '%s' [%s]: %s", mu->name, c->model_key, sub.msg);

@@ -64,8 +64,13 @@ Test(engine_run, every_method_runs_at_64x_the_training_length, .init = setup, .f
     cr_expect_eq(sql_long("e.db", "select count(*) from runs where status != 'ok'"), 0);
     cr_expect_geq(sql_long("e.db", "select max(length) from runs"), 64 * 16);
     /* training-time parts: rope, nope, alibi, pi, yarn, cosscale, logn-ssmax,
-    ** scaleinv, prope, prope-modded+scaleinv, pose = 11 per mode */
-    cr_expect_eq(sql_long("e.db", "select count(*) from models"), 22);
+    ** scaleinv, prope, prope-modded+scaleinv, pose, and pi and yarn fine-tuned
+    ** into the rope model = 13 per mode */
+    cr_expect_eq(sql_long("e.db", "select count(*) from models"), 26);
+    cr_expect_eq(sql_long("e.db", "select count(*) from models where config like '%_finetune_:5%' and steps = 5"), 4,
+                 "fine-tuned models record their 5 steps");
+    cr_expect_eq(sql_long("e.db", "select count(*) from models where config like "
+                                  "'%_stack_:[{_rope_:{_base_:10000,_layout_:_half_}}],_data_%'"), 2, "the fine-tuning base is the plain rope model, trained once per mode");
     cr_expect_eq(sql_long("e.db", "select count(*) from runs r join metrics m on m.run_id = r.id "
                                   "where m.name = 'tau' and r.method like '%t5align%'"), 3 * 2 * 2);
     cr_expect_eq(sql_long("e.db", "select count(*) from runs r join metrics m on m.run_id = r.id "
@@ -238,6 +243,18 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {infoscale: {train: true}}]]\ntasks: [ppl]\n"
                    "lengths: [32]\n", "b.yaml:4:38",
                    "method 'infoscale' acts at evaluation only and cannot be trained in\n  hint: drop 'train: true'");
+    /* issue 4: fine-tuning and the composition rules */
+    expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {pi: {scale: 4, finetune: 0}}]]\ntasks: [ppl]\n"
+                   "lengths: [32]\n", "b.yaml:4:44", "method 'pi': 'finetune' must be a number of steps >= 1, got '0'");
+    expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {window: {finetune: 10}}]]\ntasks: [ppl]\n"
+                   "lengths: [32]\n", "b.yaml:4:38", "method 'window' acts at evaluation only and cannot be fine-tuned in");
+    expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {pi: {scale: 4, train: true, finetune: 10}}]]\n"
+                   "tasks: [ppl]\nlengths: [32]\n", "b.yaml:4:57", "method 'pi': 'train: true' trains it from scratch and "
+                   "'finetune' trains it into the base model; choose one");
+    expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, pi, ntk]]\ntasks: [ppl]\nlengths: [32]\n",
+                   "b.yaml:4:22", "methods 'pi' and 'ntk' both set the rotary frequencies");
+    expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[nope, pi]]\ntasks: [ppl]\nlengths: [32]\n",
+                   "b.yaml:4:18", "method 'pi' needs rotary positions, and this stack's position scheme is not rope");
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [{rope: {train: false}}]\ntasks: [ppl]\nlengths: [32]\n",
                    "b.yaml:4:26", "method 'rope' is always part of training; 'train: false' is not possible");
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arhc: {layers: 1}}\nmethods: [rope]\ntasks: [ppl]\n"
