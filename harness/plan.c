@@ -225,8 +225,20 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
         return rc;
     if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0)
         return rc;
+    /* what training gives the model must be what evaluation reads */
+    struct lx_spec tspec, bspec;
+    int learn = spec.learn_scale;
     f.length = f.train_len;
-    return lx_stack_compile_train(&g->stacks[s], &f, &spec, err);
+    if ((rc = lx_stack_compile_train(&g->stacks[s], &f, &tspec, err)) < 0 ||
+        (rc = lx_stack_compile_base(&g->stacks[s], &f, &bspec, err)) < 0)
+        return rc;
+    if (learn && !tspec.learn_scale)
+        return lx_node_err(err, g->stacks[s].where, "the stack '%s' learns the logit scale (logn learn: true) "
+                           "but does not train it in\n  hint: add train: true to that logn", g->stacks[s].canon);
+    if (tspec.learn_scale != bspec.learn_scale && !g->models[m].checkpoint)
+        return lx_node_err(err, g->stacks[s].where, "the stack '%s' fine-tunes a learned logit scale into a "
+                           "model that has none\n  hint: use train: true for logn learn: true", g->stacks[s].canon);
+    return LX_OK;
 }
 
 /* The models a task runs on: every model of its mode; -1 alone for logit tasks. */

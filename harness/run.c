@@ -213,17 +213,19 @@ static int train_model(const struct lx_plan *plan, const struct lx_cell *c, stru
     lx_model_facts(mu, g->tasks[c->task].task->caps, mu->train.length, &f);
     struct lx_spec spec;
     struct lx_buf part = {0};
+    struct lx_arch arch = mu->arch;
     int rc = LX_OK, found = 0;
     if (ft && (rc = cached_model(store, o, c->base_key, m, &found, err)) == LX_OK && !found) {
         lx_stack_base_part(st, &part);
         struct stage base = {.key = c->base_key, .key_json = c->base_json, .stack = lx_buf_str(&part),
                              .spec = &spec, .cfg = &mu->train, .what = "training base"};
         if ((rc = lx_stack_compile_base(st, &f, &spec, err)) == LX_OK) {
-            lx_model_init(m, &mu->arch, lx_hash64(c->base_json));
+            lx_model_init(m, &arch, lx_hash64(c->base_json));
             rc = train_stage(plan, c, store, o, &base, m, sum, err);
         }
-    } else if (!ft) {
-        lx_model_init(m, &mu->arch, lx_hash64(c->model_json));
+    } else if (!ft && (rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK) {
+        arch.logit_scale |= spec.learn_scale;     /* SSMax's learned s: a tensor of its own */
+        lx_model_init(m, &arch, lx_hash64(c->model_json));
     }
     struct lx_train_cfg cfg = mu->train;
     if (ft) {   /* the same schedule, compressed to the fine-tuning steps */

@@ -156,6 +156,7 @@ struct lx_spec {
     struct lx_rotary rotary;                /* rotary table (n_pairs 0 when none) */
     struct lx_visibility vis;               /* window and sinks */
     struct lx_posmap posmap;                /* far-key distances */
+    int learn_scale;                        /* 1: S is multiplied by the model's learned w per (layer, head) */
     int cosine;                             /* 1: S = cos_scale · cos(q, k) (CosScale) */
     double cos_scale;                       /* s of CosScale */
     const char *geometry;                   /* method that set cosine, or NULL */

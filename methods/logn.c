@@ -7,7 +7,10 @@
 **          1, L = the training length; applied at inference.
 **   ssmax  Scalable-Softmax, Nakanishi 2025 (arXiv 2501.19399): s·ln(n), s = 0.4
 **          in the scale-invariant paper's Gaussian experiments (Anson et al.
-**          2025, arXiv 2505.17083, §3.2).
+**          2025, arXiv 2505.17083, §3.2). With `learn: true` (and train:
+**          true) s is learned per layer and head as in the paper: the model
+**          carries a multiplier w_(layer, head) of the logit, initialised to 1,
+**          so the learned scale is s·w (tensor layers.L.attn.logit_scale).
 **
 ** n is the number of keys the query sees (a causal row i sees n = i + 1).
 ** Reference: shared/reference/methods.md §11.
@@ -22,6 +25,7 @@ struct logn_params {
     int mode;       /* LOGN_SU, LOGN_QWEN or LOGN_SSMAX */
     double base;    /* su: the log base (512 in Su's post) */
     double s;       /* ssmax: the factor in s·ln(n) */
+    int learn;      /* ssmax: s is learned per (layer, head), starting from s */
 };
 
 static const struct lx_param logn_rows[] = {
@@ -31,6 +35,8 @@ static const struct lx_param logn_rows[] = {
                "su mode: logarithm base; the factor is 1 at n = base"),
     LX_P_FLOAT(struct logn_params, s, "0.4", 0, 1e3, LX_PF_MIN_OPEN | LX_PF_SHOW,
                "ssmax mode: scale s in s*ln(n)"),
+    LX_P_BOOL(struct logn_params, learn, "false", 0,
+              "ssmax mode: learn s per layer and head, starting from s (needs train: true)"),
 };
 
 static int logn_active(const void *params, int row)
@@ -39,6 +45,7 @@ static int logn_active(const void *params, int row)
     switch (row) {
     case 1: return p->mode == LOGN_SU;
     case 2: return p->mode == LOGN_SSMAX;
+    case 3: return p->mode == LOGN_SSMAX && p->learn;     /* stored only when on */
     default: return 1;
     }
 }
@@ -70,10 +77,13 @@ static int logn_check(const void *params, const struct lx_facts *f, struct lx_er
 static int logn_apply(const void *params, const struct lx_facts *f, struct lx_spec *spec,
                       struct lx_error *err)
 {
+    const struct logn_params *p = params;
     (void)f;
     struct lx_logit_op op = {
         .kind = LX_OP_ROW_SCALE, .method = "logn", .params = params, .row_scale = logn_row_scale,
     };
+    if (p->learn)
+        spec->learn_scale = 1;     /* the model multiplies S by its learned w_(layer, head), s·w in all */
     return lx_spec_push(spec, &op, err);
 }
 

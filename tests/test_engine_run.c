@@ -64,9 +64,9 @@ Test(engine_run, every_method_runs_at_64x_the_training_length, .init = setup, .f
     cr_expect_eq(sql_long("e.db", "select count(*) from runs where status != 'ok'"), 0);
     cr_expect_geq(sql_long("e.db", "select max(length) from runs"), 64 * 16);
     /* training-time parts: rope, nope, alibi, pi, yarn, cosscale, logn-ssmax,
-    ** scaleinv, prope, prope-modded+scaleinv, pose, and pi and yarn fine-tuned
-    ** into the rope model = 13 per mode */
-    cr_expect_eq(sql_long("e.db", "select count(*) from models"), 26);
+    ** ssmax with learned s, scaleinv, prope, prope-modded+scaleinv, pose, and
+    ** pi and yarn fine-tuned into the rope model = 14 per mode */
+    cr_expect_eq(sql_long("e.db", "select count(*) from models"), 28);
     cr_expect_eq(sql_long("e.db", "select count(*) from models where config like '%_finetune_:5%' and steps = 5"), 4,
                  "fine-tuned models record their 5 steps");
     cr_expect_eq(sql_long("e.db", "select count(*) from models where config like "
@@ -253,6 +253,9 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
                    "'finetune' trains it into the base model; choose one");
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, pi, ntk]]\ntasks: [ppl]\nlengths: [32]\n",
                    "b.yaml:4:22", "methods 'pi' and 'ntk' both set the rotary frequencies");
+    expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {logn: {mode: ssmax, learn: true}}]]\n"
+                   "tasks: [ppl]\nlengths: [32]\n", "b.yaml:4:11", "the stack 'rope+logn(mode=ssmax,s=0.4,learn=true)' "
+                   "learns the logit scale (logn learn: true) but does not train it in\n  hint: add train: true");
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[nope, pi]]\ntasks: [ppl]\nlengths: [32]\n",
                    "b.yaml:4:18", "method 'pi' needs rotary positions, and this stack's position scheme is not rope");
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [{rope: {train: false}}]\ntasks: [ppl]\nlengths: [32]\n",

@@ -377,8 +377,12 @@ static void fd_check_pos(int mode, int mlp, const char *stack, const int *pos)
     struct lx_error err = {""};
     omp_set_num_threads(1);     /* ~5000 tiny forwards: thread start-up would dominate */
     struct lx_arch a = arch_of(mode, mlp, 2, 16, 2, 8, 24, FV, 0.3);
-    lx_model_init(&x.m, &a, 7);
     compile(&x.sp, stack, (int)a.d_head, FT, (int)a.heads, FT);
+    a.logit_scale = x.sp.spec.learn_scale;
+    lx_model_init(&x.m, &a, 7);
+    for (long l = 0; a.logit_scale && l < a.layers; l++)     /* away from 1, so a missing 1/w shows */
+        for (long h = 0; h < a.heads; h++)
+            x.m.v.layer[l].logit_scale[h] = (float)(0.7 + 0.4 * (double)(h + l));
     /* bytes 0..19, BOS 20, MASK 23 in this small vocabulary */
     make_windows(x.tok, x.tgt, FB, FT, mode == LX_MODEL_CAUSAL, 20, 20, 23);
     cr_assert_eq(lx_acts_alloc(&x.a, &a, FB, FT, 1, &err), LX_OK, "%s", err.msg);
@@ -463,6 +467,11 @@ Test(model, fd_gradients_mlm_pi_cosscale, .timeout = 60)
     fd_check(LX_MODEL_MLM, LX_MLP_SWIGLU, "[{rope: {layout: interleaved}}, {pi: {scale: 2}}, {cosscale: {s: 8}}]");
 }
 
+Test(model, fd_gradients_causal_ssmax_learned_scale, .timeout = 60)
+{
+    fd_check(LX_MODEL_CAUSAL, LX_MLP_GELU, "[rope, {logn: {mode: ssmax, s: 0.5, learn: true, train: true}}]");
+}
+
 Test(model, fd_gradients_causal_pose_positions, .timeout = 60)
 {
     /* PoSE ids as the trainer draws them: two chunks with a skip */
@@ -539,7 +548,7 @@ Test(model, attention_head_path_matches_naive)
                 lx_attn_head_forward(o2 + off, AH * AD, Ph, q + off, k + off, v + off, AH * AD, &sp.spec, h, AT,
                                      AD, causal, &ws);
                 lx_attn_head_backward(dq2 + off, dk2 + off, dv2 + off, AH * AD, dout + off, AH * AD, Ph, dP,
-                                      q + off, k + off, v + off, &sp.spec, h, AT, AD, causal, tab);
+                                      q + off, k + off, v + off, &sp.spec, h, AT, AD, causal, tab, 1.0f);
             }
             double d[5] = {max_diff(o1, o2, AN), max_diff(att, P, AH * AT * AT), max_diff(dq1, dq2, AN),
                            max_diff(dk1, dk2, AN), max_diff(dv1, dv2, AN)};
@@ -661,30 +670,44 @@ Test(model, swiglu_gradients_and_values)
 
 /* ---- model: checkpoints ------------------------------------------------------ */
 
+/* Save and load, without and with SSMax's learned-scale tensor (two layers
+** of two heads: 4 more parameters). */
 Test(model, checkpoint_round_trip, .fini = remove_tmp)
 {
     make_tmp();
     char path[256];
     snprintf(path, sizeof path, "%s/m.safetensors", tmp_dir);
-    struct lx_arch a = arch_of(LX_MODEL_MLM, LX_MLP_SWIGLU, 2, 16, 2, 8, 24, LX_VOCAB, 0.1);
-    struct lx_model m, back;
-    struct lx_error err = {""};
-    lx_model_init(&m, &a, 3);
-    struct lx_ckpt_info info = {.model_key = "abc", .stack = "[{\"nope\":{}}]", .train_json = "{\"steps\":5}",
-                                .train_len = 64}, got = {0};
-    cr_assert_eq(lx_model_save(&m, path, &info, &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(lx_model_load(&back, path, &got, &err), LX_OK, "%s", err.msg);
-    cr_expect_eq(memcmp(&back.arch, &m.arch, sizeof m.arch), 0, "architecture");
-    cr_assert_eq(back.n_params, m.n_params);
-    cr_expect_eq(memcmp(back.w, m.w, sizeof(float) * m.n_params), 0, "weights");
-    cr_expect_str_eq(got.model_key, "abc");
-    cr_expect_str_eq(got.stack, info.stack);
-    cr_expect_str_eq(got.train_json, info.train_json);
-    cr_expect_eq(got.train_len, 64);
-    cr_expect_str_eq(got.sha256, info.sha256);
-    lx_ckpt_info_release(&got);
-    lx_model_release(&back);
-    lx_model_release(&m);
+    size_t plain = 0;
+    for (int learned = 0; learned < 2; learned++) {
+        struct lx_arch a = arch_of(LX_MODEL_MLM, LX_MLP_SWIGLU, 2, 16, 2, 8, 24, LX_VOCAB, 0.1);
+        a.logit_scale = learned;
+        struct lx_model m, back;
+        struct lx_error err = {""};
+        lx_model_init(&m, &a, 3);
+        if (learned) {
+            cr_expect_eq(m.n_params, plain + 4);
+            cr_expect_eq(m.v.layer[1].logit_scale[1], 1.0f, "the learned scale starts at 1");
+            m.v.layer[1].logit_scale[1] = 0.25f;
+        }
+        plain = m.n_params;
+        struct lx_ckpt_info info = {.model_key = "abc", .stack = "[{\"nope\":{}}]", .train_json = "{\"steps\":5}",
+                                    .train_len = 64}, got = {0};
+        cr_assert_eq(lx_model_save(&m, path, &info, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_model_load(&back, path, &got, &err), LX_OK, "%s", err.msg);
+        cr_expect_eq(memcmp(&back.arch, &m.arch, sizeof m.arch), 0, "architecture");
+        cr_assert_eq(back.n_params, m.n_params);
+        cr_expect_eq(memcmp(back.w, m.w, sizeof(float) * m.n_params), 0, "weights");
+        if (learned)
+            cr_expect_eq(back.v.layer[1].logit_scale[1], 0.25f, "the learned scale comes back");
+        cr_expect_str_eq(got.model_key, "abc");
+        cr_expect_str_eq(got.stack, info.stack);
+        cr_expect_str_eq(got.train_json, info.train_json);
+        cr_expect_eq(got.train_len, 64);
+        cr_expect_str_eq(got.sha256, info.sha256);
+        lx_ckpt_info_release(&got);
+        lx_model_release(&back);
+        lx_model_release(&m);
+    }
 }
 
 /* Write the tensors of a's model with tensor `bad` reshaped to (r, c), and

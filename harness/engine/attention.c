@@ -275,7 +275,7 @@ void lx_attn_head_forward(float *o, int ldo, float *P, const float *q, const flo
                           const struct lx_spec *spec, int head, int T, int D, int causal,
                           const struct lx_attn_ws *ws)
 {
-    float c = (float)lx_spec_qk_scale(spec, D);
+    float c = (float)lx_spec_qk_scale(spec, D) * (ws->mult != 0.0f ? ws->mult : 1.0f);
     lx_gemm(P, T, q, ld, k, ld, T, T, D, 0, 1, c, 0.0f);
     if (spec->posmap.method && spec->rotary.n_pairs)
         far_scores(P, q, k, ld, spec, T, D, causal, c, ws->far);
@@ -285,10 +285,11 @@ void lx_attn_head_forward(float *o, int ldo, float *P, const float *q, const flo
 
 void lx_attn_head_backward(float *dq, float *dk, float *dv, int ld, const float *do_, int ldo, const float *P,
                            float *dP, const float *q, const float *k, const float *v,
-                           const struct lx_spec *spec, int head, int T, int D, int causal, double *tab)
+                           const struct lx_spec *spec, int head, int T, int D, int causal, double *tab,
+                           float mult)
 {
     LX_ASSERT(!spec->vis.window && !spec->posmap.method);
-    float scale = (float)lx_spec_qk_scale(spec, D);
+    float scale = (float)lx_spec_qk_scale(spec, D) * mult;
     lx_gemm(dP, T, do_, ldo, v, ld, T, T, D, 0, 1, 1.0f, 0.0f);     /* dP = dO Vᵀ */
     lx_gemm(dv, ld, P, T, do_, ldo, T, D, T, 1, 0, 1.0f, 1.0f);     /* dV += Pᵀ dO */
     double *A = tab, *B = tab + T;

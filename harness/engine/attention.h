@@ -40,6 +40,7 @@ struct lx_attn_ws {
     double *tab;        /* (2T,) the spec's row tables A, B */
     float *far;         /* (T·T + 2·T·D,) far scores and rotated q, k; needed only with a posmap */
     double *stats;      /* (LX_ATTN_NSTATS,) sums this head adds to, or NULL */
+    float mult;         /* the model's learned multiplier of S for this head (1 = none; 0 reads as 1) */
 };
 
 /* Row statistics the fast path can sum (for calibration and diagnostics):
@@ -58,9 +59,11 @@ void lx_attn_head_forward(float *o, int ldo, float *P, const float *q, const flo
                           const struct lx_attn_ws *ws);
 
 /* Backward of one head: dq, dk, dv (stride ld) accumulate (+=); do_ (stride
-** ldo); P from forward; dP is (T, T) scratch; tab (2T) doubles. */
+** ldo); P from forward; dP is (T, T) scratch; tab (2T) doubles; mult as in
+** the forward's lx_attn_ws. */
 void lx_attn_head_backward(float *dq, float *dk, float *dv, int ld, const float *do_, int ldo, const float *P,
                            float *dP, const float *q, const float *k, const float *v,
-                           const struct lx_spec *spec, int head, int T, int D, int causal, double *tab);
+                           const struct lx_spec *spec, int head, int T, int D, int causal, double *tab,
+                           float mult);
 
 #endif

@@ -30,9 +30,18 @@ static const struct lx_param arch_rows[] = {
     LX_P_FLOAT(struct lx_arch, norm_eps, "1e-5", 0, 1, LX_PF_MIN_OPEN, "RMSNorm epsilon"),
     LX_P_FLOAT(struct lx_arch, init_std, "0.02", 0, 10, LX_PF_MIN_OPEN,
                "initial N(0, std) of matrices; wo and w2 use std/sqrt(2*layers)"),
+    LX_P_BOOL(struct lx_arch, logit_scale, "false", 0,
+              "a learned multiplier of the attention logits per layer and head (set by logn learn: true)"),
 };
 
-const struct lx_schema lx_arch_schema = LX_SCHEMA(arch_rows, struct lx_arch, NULL);
+/* logit_scale is stored only when on, so models without it keep their keys. */
+static int arch_active(const void *params, int row)
+{
+    const struct lx_arch *a = params;
+    return row != 10 || a->logit_scale;
+}
+
+const struct lx_schema lx_arch_schema = LX_SCHEMA(arch_rows, struct lx_arch, arch_active);
 
 /* ---- tensors -------------------------------------------------------------- */
 
@@ -67,6 +76,8 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
         add(out, &n, &off, NAME("attn.wk.weight"), HD, C, 1, 0);
         add(out, &n, &off, NAME("attn.wv.weight"), HD, C, 1, 0);
         add(out, &n, &off, NAME("attn.wo.weight"), C, HD, 1, 1);
+        if (a->logit_scale)
+            add(out, &n, &off, NAME("attn.logit_scale"), a->heads, 0, 0, 0);
         add(out, &n, &off, NAME("mlp_norm.weight"), C, 0, 0, 0);
         add(out, &n, &off, NAME("mlp.w1.weight"), F, C, 1, 0);
         if (a->mlp == LX_MLP_SWIGLU)
@@ -107,6 +118,7 @@ void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base)
         L->wqkv = base + t[i].offset;
         i += 3;
         L->wo = base + t[i++].offset;
+        L->logit_scale = a->logit_scale ? base + t[i++].offset : NULL;
         L->mlp_norm = base + t[i++].offset;
         L->w13 = base + t[i++].offset;
         if (a->mlp == LX_MLP_SWIGLU)
@@ -370,7 +382,7 @@ void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int 
 #define XIN(a, l, NC) ((a)->train ? (a)->x + (long)(l) * (NC) : (a)->x + (long)((l) % 2) * (NC))
 
 static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
-                          float *att, double *stats, int B, int T, int H, int D, int causal)
+                          float *att, double *stats, const float *mult, int B, int T, int H, int D, int causal)
 {
     long HD = (long)H * D;
     size_t nfar = lx_attn_far_floats(T, D);
@@ -383,7 +395,7 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
         float *P = a->train ? att + bh * T * T : att + (long)thr * T * T;
         struct lx_attn_ws ws = {
             .tab = a->tab + (long)thr * 2 * T, .far = a->far ? a->far + nfar * (size_t)thr : NULL,
-            .stats = stats ? stats + bh * LX_ATTN_NSTATS : NULL,
+            .stats = stats ? stats + bh * LX_ATTN_NSTATS : NULL, .mult = mult ? mult[h] : 1.0f,
         };
         lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, (int)HD, P, q, q + HD, q + 2 * HD,
                              (int)(3 * HD), spec, h, T, D, causal, &ws);
@@ -432,7 +444,7 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
         if (spec->cosine)
             lx_qk_normalize(qkv, a->train ? a->qkn + l * s.N * 2 * s.H : NULL, s.N, (int)s.H, (int)ar->d_head);
         attention_all(a, spec, qkv, ao, att, a->stats ? a->stats + l * a->B * s.H * LX_ATTN_NSTATS : NULL,
-                      a->B, a->T, (int)s.H, (int)ar->d_head, causal);
+                      W->logit_scale, a->B, a->T, (int)s.H, (int)ar->d_head, causal);
         memcpy(xm, xin, sizeof(float) * (size_t)(s.N * s.C));
         lx_matmul(xm, ao, W->wo, (int)s.N, (int)s.C, (int)s.HD, 0, 1, 1.0f, 1.0f);
 
@@ -507,16 +519,25 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
         memset(a->dao, 0, sizeof(float) * (size_t)(s.N * HD));
         lx_linear_backward(a->dao, G->wo, NULL, a->dx, ao, W->wo, (int)s.N, (int)HD, (int)s.C);
         memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * 3 * HD));
+        double *dmult = W->logit_scale ? lx_xcalloc((size_t)a->B * (size_t)H, sizeof *dmult) : NULL;
 #pragma omp parallel for schedule(dynamic, 1)
         for (long bh = 0; bh < (long)a->B * H; bh++) {
             int b = (int)(bh / H), hh = (int)(bh % H), thr = omp_get_thread_num();
             long base = (long)b * T * 3 * HD + (long)hh * D;
             const float *q = qkv + base;
             float *dq = a->dqkv + base;
+            float mult = W->logit_scale ? W->logit_scale[hh] : 1.0f;
             lx_attn_head_backward(dq, dq + HD, dq + 2 * HD, (int)(3 * HD), a->dao + (long)b * T * HD + (long)hh * D,
                                   (int)HD, att + bh * T * T, a->dp + (long)thr * T * T, q, q + HD, q + 2 * HD,
-                                  spec, hh, T, D, causal, a->tab + (long)thr * 2 * T);
+                                  spec, hh, T, D, causal, a->tab + (long)thr * 2 * T, mult);
+            if (dmult)  /* S = c·w·(q·k) and dq = dL/d(q·k)·K, so dL/dw = Σ_i q_i·dq_i / w */
+                for (int t = 0; t < T; t++)
+                    for (int d = 0; d < D; d++)
+                        dmult[bh] += (double)q[(long)t * 3 * HD + d] * dq[(long)t * 3 * HD + d] / mult;
         }
+        for (long bh = 0; dmult && bh < (long)a->B * H; bh++)     /* in order: thread count free */
+            G->logit_scale[bh % H] += (float)dmult[bh];
+        free(dmult);
         if (spec->cosine)
             lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, D);
         rope_rows(a, spec, a->dqkv, H, D, -1);

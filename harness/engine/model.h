@@ -41,6 +41,8 @@ struct lx_arch {
     long vocab;         /* V: 260 = bytes + BOS/EOS/PAD/MASK */
     double norm_eps;    /* RMSNorm epsilon */
     double init_std;    /* N(0, init_std) for matrices; output projections / sqrt(2·layers) */
+    int logit_scale;    /* 1: a learned multiplier of S per (layer, head), tensor layers.L.attn.logit_scale
+                        ** (H,), initialised to 1 (SSMax's learned s: logn learn: true) */
 };
 
 extern const struct lx_schema lx_arch_schema;
@@ -64,6 +66,7 @@ struct lx_layer_w {
     float *attn_norm;   /* (C) */
     float *wqkv;        /* (3·H·D, C): wq, wk, wv stacked */
     float *wo;          /* (C, H·D) */
+    float *logit_scale; /* (H) learned multipliers of S, or NULL */
     float *mlp_norm;    /* (C) */
     float *w13;         /* (F, C) gelu, (2F, C) swiglu: w1 then w3 */
     float *w2;          /* (C, F) */
