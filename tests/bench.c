@@ -6,6 +6,9 @@
 **               reference), stack [scaleinv, infoscale], N = 1e5
 **   gaussian    one gaussian cell (N = 1e4, 2000 rows) on all threads vs 1
 **   matmul      lx_matmul (OpenBLAS) vs lx_matmul_naive, 256 × 256 × 256
+**   attention   one head of the BLAS path vs the naive reference under
+**               ReRoPE, StreamingLLM and a window (T = 512), and the cost of
+**               the far-key GEMM: ReRoPE's head path vs plain RoPE's (T = 2048)
 **   model       training and evaluation tokens/s vs PyTorch (tests/bench_model.c)
 **
 ** `lenx-bench micro` runs the first three only, `lenx-bench model` the last.
@@ -17,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "harness/engine/attention.h"
 #include "harness/engine/blas.h"
 #include "harness/plan.h"
 #include "harness/rng.h"
@@ -107,6 +111,82 @@ static void mm_naive(void *p)
     lx_matmul_naive(a->C, a->A, a->B, a->n, a->n, a->n, 0, 1, 1.0f, 0.0f);
 }
 
+/* ---- attention ---- */
+
+struct att_arg {
+    struct lx_spec spec;
+    int T, D;
+    float *q, *k, *v, *o, *P;
+    struct lx_attn_ws ws;
+};
+
+static void att_fast(void *p)
+{
+    struct att_arg *a = p;
+    lx_attn_head_forward(a->o, a->D, a->P, a->q, a->k, a->v, a->D, &a->spec, 0, a->T, a->D, 1, &a->ws);
+}
+
+static void att_naive(void *p)
+{
+    struct att_arg *a = p;
+    lx_attention_forward(a->o, a->P, a->q, a->k, a->v, &a->spec, a->T, 1, a->D, 1);
+}
+
+/* One causal head of T tokens, D = 32, under a stack. */
+static int att_init(struct att_arg *a, const char *stack, int T, struct lx_error *err)
+{
+    struct lx_doc doc;
+    struct lx_stack st;
+    int rc = lx_doc_load_text(&doc, stack, "bench", err);
+    if (rc == LX_OK && (rc = lx_stack_parse(&st, doc.root, err)) == LX_OK) {
+        struct lx_facts f = {.d_head = 32, .train_len = 64, .n_heads = 1, .length = T,
+                             .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+        rc = lx_stack_compile(&st, &f, &a->spec, err);
+        /* the spec points into st's params: keep st (a few bytes) for the process */
+    }
+    a->T = T;
+    a->D = 32;
+    size_t n = (size_t)T * 32;
+    a->q = malloc(sizeof(float) * n), a->k = malloc(sizeof(float) * n), a->v = malloc(sizeof(float) * n);
+    a->o = malloc(sizeof(float) * n), a->P = malloc(sizeof(float) * (size_t)T * T);
+    a->ws.tab = malloc(sizeof(double) * 2 * (size_t)T);
+    a->ws.far = malloc(sizeof(float) * lx_attn_far_floats(T, 32));
+    struct lx_rng r;
+    lx_rng_init(&r, 2, 0, LX_RNG_INIT);
+    for (size_t i = 0; i < n; i++)
+        a->q[i] = (float)lx_rng_normal(&r), a->k[i] = (float)lx_rng_normal(&r), a->v[i] = (float)lx_rng_normal(&r);
+    return rc;
+}
+
+static void att_free(struct att_arg *a)
+{
+    free(a->q), free(a->k), free(a->v), free(a->o), free(a->P), free(a->ws.tab), free(a->ws.far);
+}
+
+static int bench_attention(void)
+{
+    static const char *const stacks[][2] = {
+        {"[rope, {rerope: {window: 16}}]", "rope+rerope T=512"},
+        {"[rope, {streaming: {sinks: 4}}]", "rope+streaming T=512"},
+        {"[rope, {window: {size: 64}}, infoscale]", "rope+window+infoscale T=512"},
+    };
+    struct lx_error err;
+    for (int i = 0; i < 3; i++) {
+        struct att_arg a = {0};
+        if (att_init(&a, stacks[i][0], 512, &err) < 0)
+            return fprintf(stderr, "bench: %s\n", err.msg), 1;
+        report("attention", stacks[i][1], "naive reference", best_of(10, att_fast, &a), best_of(2, att_naive, &a));
+        att_free(&a);
+    }
+    struct att_arg far = {0}, plain = {0};
+    if (att_init(&far, "[rope, {rerope: {window: 16}}]", 2048, &err) < 0 || att_init(&plain, "rope", 2048, &err) < 0)
+        return fprintf(stderr, "bench: %s\n", err.msg), 1;
+    report("far keys", "rerope head path T=2048", "plain rope head path", best_of(5, att_fast, &far),
+           best_of(5, att_fast, &plain));
+    att_free(&far), att_free(&plain);
+    return 0;
+}
+
 int lx_bench_model(void);   /* tests/bench_model.c */
 
 int main(int argc, char **argv)
@@ -159,6 +239,8 @@ int main(int argc, char **argv)
     report("matmul", "lx_matmul (OpenBLAS) 256^3", "lx_matmul_naive", best_of(20, mm_fast, &ma),
            best_of(3, mm_naive, &ma));
     free(ma.A), free(ma.B), free(ma.C), free(ra.A), free(ra.B);
+    if (bench_attention())
+        return 1;
     lx_plan_release(&plan);
     lx_grid_release(&g);
     if (strcmp(only, "micro"))
