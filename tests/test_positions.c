@@ -6,6 +6,7 @@
 ** (lx_spec_visible, lx_spec_row_keys, lx_spec_delta, lx_spec_affine).
 */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tests/stack.h"
@@ -91,6 +92,32 @@ Test(alibi, slopes_golden)
             lx_spec_affine(&s.spec, h, 1, 1.0, &A, &B);
             cr_expect_eq(A, 1.0);
             cr_expect(fabs(-B - m[h]) < g[k].tol, "%d heads, head %d: slope %.9g, want %.9g", g[k].n, h, -B, m[h]);
+        }
+        tstack_free(&s);
+    }
+}
+
+Test(alibi, slopes_other_head_counts_and_max_bias)
+{
+    /* Computed outside lenx with the fairseq rule in plain Python:
+    **   pow2(n) = [2**(-mb/n)**(i+1) for i in range(n)]
+    **   p = 2**floor(log2 n); slopes = pow2(p) + pow2(2p)[0::2][:n-p] */
+    static const struct { int n; double max_bias; double m[7]; } g[] = {
+        {5, 8, {0.25, 0.0625, 0.015625, 0.00390625, 0.5}},
+        {5, 4, {0.5, 0.25, 0.125, 0.0625, 0.7071067811865476}},
+        {7, 8, {0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125, 0.03125}},
+    };
+    for (size_t k = 0; k < sizeof g / sizeof *g; k++) {
+        char yaml[64];
+        snprintf(yaml, sizeof yaml, "{alibi: {max_bias: %g}}", g[k].max_bias);
+        struct lx_facts f = tfacts(64, 64, g[k].n, 16);
+        struct tstack s;
+        tstack_make(&s, yaml, &f);
+        for (int h = 0; h < g[k].n; h++) {
+            double A, B;
+            lx_spec_affine(&s.spec, h, 1, 3.0, &A, &B);
+            cr_expect(fabs(-B / 3.0 - g[k].m[h]) < 1e-12, "%d heads, max_bias %g, head %d: %.12g, want %.12g", g[k].n,
+                      g[k].max_bias, h, -B / 3.0, g[k].m[h]);
         }
         tstack_free(&s);
     }
@@ -313,6 +340,23 @@ Test(rerope, golden)
     tstack_make(&s, "[rope, rerope, {logn: {mode: qwen}}]", &f);   /* Su's patch: w = L/4 = 1024 */
     cr_expect_eq(s.spec.posmap.from, 1024);
     cr_expect_eq(lx_spec_delta(&s.spec, 9000, 0), 1024.0);
+    tstack_free(&s);
+}
+
+Test(rerope, leaky_other_window_and_leak)
+{
+    /* w = 7, k = 3, computed outside lenx: d if d < w else w + (d - w)/k */
+    static const struct { long d; double want; } g[] = {
+        {6, 6}, {7, 7}, {8, 7.333333333333333}, {20, 11.333333333333332}, {100, 38},
+    };
+    struct lx_facts f = tfacts(64, 64, 1, 200);
+    struct tstack s;
+    tstack_make(&s, "[rope, {rerope: {window: 7, leak: 3}}]", &f);
+    for (size_t k = 0; k < sizeof g / sizeof *g; k++) {
+        cr_expect(fabs(lx_spec_delta(&s.spec, 150, 150 - g[k].d) - g[k].want) < 1e-12, "delta %ld: %.15g, want %.15g",
+                  g[k].d, lx_spec_delta(&s.spec, 150, 150 - g[k].d), g[k].want);
+        cr_expect(fabs(lx_spec_delta(&s.spec, 150 - g[k].d, 150) + g[k].want) < 1e-12, "mirror of %ld", g[k].d);
+    }
     tstack_free(&s);
 }
 
