@@ -31,6 +31,22 @@ void lx_result_point(struct lx_result *r, const char *series, double x, double y
     r->n_points++;
 }
 
+void lx_result_output(struct lx_result *r, long sample, double depth, const char *gold, const char *text,
+                      int score, double logprob)
+{
+    if (r->n_outputs == r->cap_outputs) {
+        r->cap_outputs = r->cap_outputs ? 2 * r->cap_outputs : 32;
+        r->outputs = lx_xrealloc(r->outputs, (size_t)r->cap_outputs * sizeof *r->outputs);
+    }
+    struct lx_output *o = &r->outputs[r->n_outputs++];
+    o->sample = sample;
+    o->depth = depth;
+    o->gold = lx_xstrdup(gold);
+    o->text = lx_xstrdup(text);
+    o->score = score;
+    o->logprob = logprob;
+}
+
 const struct lx_metric *lx_result_find(const struct lx_result *r, const char *name)
 {
     for (int i = 0; i < r->n_metrics; i++)
@@ -47,7 +63,12 @@ void lx_result_release(struct lx_result *r)
         free(r->metrics[i].name);
     for (int i = 0; i < r->n_points; i++)
         free(r->points[i].series);
+    for (int i = 0; i < r->n_outputs; i++) {
+        free(r->outputs[i].gold);
+        free(r->outputs[i].text);
+    }
     free(r->metrics);
     free(r->points);
+    free(r->outputs);
     memset(r, 0, sizeof *r);
 }

@@ -16,15 +16,29 @@ struct lx_point {
     double x, y;
 };
 
+/* One raw answer of a retrieval task, kept so results can be re-scored. */
+struct lx_output {
+    long sample;        /* sample index within the cell */
+    double depth;       /* needle depth 0 … 1 (NaN when none) */
+    char *gold;         /* the gold answer */
+    char *text;         /* the model's greedy output */
+    int score;          /* 1 correct, 0 wrong, -1 unparsable */
+    double logprob;     /* teacher-forced log p(gold answer) */
+};
+
 struct lx_result {
     struct lx_metric *metrics;  /* (n_metrics,) in the order the task reported them */
     int n_metrics, cap_metrics;
     struct lx_point *points;    /* (n_points,) */
     int n_points, cap_points;
+    struct lx_output *outputs;  /* (n_outputs,) */
+    int n_outputs, cap_outputs;
 };
 
 void lx_result_metric(struct lx_result *r, const char *name, double value);
 void lx_result_point(struct lx_result *r, const char *series, double x, double y);
+void lx_result_output(struct lx_result *r, long sample, double depth, const char *gold, const char *text,
+                      int score, double logprob);
 const struct lx_metric *lx_result_find(const struct lx_result *r, const char *name);
 void lx_result_release(struct lx_result *r);
 

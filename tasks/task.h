@@ -25,6 +25,7 @@
 #include "harness/spec.h"
 
 struct lx_model;
+struct lx_instance;
 
 enum lx_mode {
     LX_MODE_LOGITS,     /* synthetic logits, no model */
@@ -61,6 +62,17 @@ struct lx_task {
     ** every logit divided by tau */
     int (*probe)(const struct lx_task_ctx *ctx, int at_train, double tau, struct lx_probe_stats *out,
                  struct lx_error *err);
+    /* (retrieval tasks, harness/retrieval.h) the instance for (key, length,
+    ** sample, depth): a pure function; out is filled and owns its tokens */
+    int (*generate)(const void *params, uint64_t key, long length, long sample, double depth,
+                    struct lx_instance *out, struct lx_error *err);
+    /* (retrieval tasks) the same task as a training window of `length` tokens,
+    ** for a model's training mixture (depth drawn inside) */
+    int (*train_sample)(const void *params, uint64_t key, long length, long sample, struct lx_instance *out,
+                        struct lx_error *err);
+    /* (retrieval tasks) score a greedy output text against the instance's
+    ** gold: 1 correct, 0 wrong, -1 unparsable */
+    int (*score)(const void *params, const struct lx_instance *in, const char *output);
     /* (required) run one cell and report metrics */
     int (*run)(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err);
 };

@@ -1,0 +1,65 @@
+/*
+** harness/retrieval.h - what the retrieval tasks (passkey, line, topic, mdqa,
+** needle) share: instances of an exact length, the engine step that reads an
+** answer off a causal model, named scorers, and the generic cell runner.
+**
+** An instance is a byte-token sequence of exactly `length` tokens, [BOS,
+** prompt …, gold answer]: the answer is the last n − answer_off tokens, so the
+** length includes the generation budget (tasks.md §14.2). A task's generator
+** is a pure function of (params, key, length, sample, depth) drawing only from
+** the counter-based generator (harness/rng.h).
+**
+** Reading an answer (lx_answer_eval) needs one forward pass when the model is
+** right: under teacher forcing, the argmax at answer position k is the greedy
+** token given the gold prefix, so greedy decoding equals the gold answer iff
+** every teacher-forced argmax does. After the first mismatch the greedy token
+** replaces the gold one and the pass is repeated (causal attention never looks
+** ahead, so the rest of the buffer does not matter), at most once per answer
+** token. The same pass gives the teacher-forced log-probability of the gold
+** answer, which still moves when greedy accuracy is 0 everywhere.
+*/
+#ifndef LX_RETRIEVAL_H
+#define LX_RETRIEVAL_H
+
+#include <stdint.h>
+
+#include "harness/lx.h"
+
+#define LX_MAX_ANSWER 64    /* answer tokens at most */
+
+struct lx_instance {
+    int *tok;               /* (n,) owned: tok[0] = BOS, the answer is tok[answer_off .. n) */
+    long n;                 /* tokens: the cell's length */
+    long answer_off;        /* first answer token; n − answer_off <= LX_MAX_ANSWER */
+    char gold[LX_MAX_ANSWER + 1];   /* the gold answer as the scorer reads it ("48213") */
+    double depth;           /* where the needle sits, 0 (start) … 1 (end) */
+};
+
+void lx_instance_release(struct lx_instance *in);
+
+/* What the model answered for one instance. */
+struct lx_answer {
+    double logprob;         /* Σ log p(gold answer token | gold prefix), teacher-forced */
+    int correct_tf;         /* 1 when every teacher-forced argmax is the gold token */
+    int out[LX_MAX_ANSWER]; /* greedy tokens, as many as the answer has */
+    int n_out;
+    int forwards;           /* forward passes it took */
+};
+
+struct lx_model;
+struct lx_spec;
+
+/* Greedy answers and teacher-forced log-probabilities of n instances on a
+** causal model (batched: instances of one length). */
+int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const struct lx_instance *in, long n,
+                   struct lx_answer *out, struct lx_error *err);
+
+/* Named scorers on the greedy output text: 1 correct, 0 wrong, -1 unparsable
+** (counted in null_rate). */
+int lx_score_first_int(const char *output, const char *gold);  /* first run of digits == gold */
+int lx_score_exact(const char *output, const char *gold);      /* output starts with gold (after spaces) */
+
+/* Tokens to text: bytes as they are, specials as "<bos>", "<eos>", … */
+void lx_tokens_text(const int *tok, long n, char *out, size_t cap);
+
+#endif
