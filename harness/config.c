@@ -143,6 +143,25 @@ void lx_doc_release(struct lx_doc *doc)
 const struct lx_node *lx_map_key(const struct lx_node *map, int i) { return map->items[2 * i]; }
 const struct lx_node *lx_map_value(const struct lx_node *map, int i) { return map->items[2 * i + 1]; }
 
+const struct lx_node *lx_map_except(const struct lx_node *map, const struct lx_node *a, const struct lx_node *b,
+                                    struct lx_node *rest, struct lx_node **items, int cap)
+{
+    if (!map || (!a && !b))
+        return map;
+    if (map->n_items > cap)
+        return NULL;
+    *rest = *map;
+    rest->items = items;
+    rest->n_items = 0;
+    for (int i = 0; i < map->n_items; i++)
+        if (lx_map_value(map, i) != a && lx_map_value(map, i) != b) {
+            items[2 * rest->n_items] = map->items[2 * i];
+            items[2 * rest->n_items + 1] = map->items[2 * i + 1];
+            rest->n_items++;
+        }
+    return rest;
+}
+
 const struct lx_node *lx_map_get(const struct lx_node *map, const char *key)
 {
     if (!map || map->kind != LX_NODE_MAP)

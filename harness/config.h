@@ -43,6 +43,14 @@ const struct lx_node *lx_map_key(const struct lx_node *map, int i);
 const struct lx_node *lx_map_value(const struct lx_node *map, int i);
 const struct lx_node *lx_map_get(const struct lx_node *map, const char *key);
 
+/* A view of `map` without the pairs whose values are a or b (either may be
+** NULL): rest borrows map's nodes and uses items (2·cap slots) as its pair
+** array. Returns map itself when neither is present, NULL when map has more
+** than cap pairs. For keys that belong to the stack rather than the plugin
+** (`train:`, `finetune:`, a mixture's `weight:`). */
+const struct lx_node *lx_map_except(const struct lx_node *map, const struct lx_node *a, const struct lx_node *b,
+                                    struct lx_node *rest, struct lx_node **items, int cap);
+
 /* "file:line:col" of a node into out (size n). */
 void lx_node_where(const struct lx_node *node, char *out, size_t n);
 

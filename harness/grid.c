@@ -111,18 +111,8 @@ static int method_use_parse(struct lx_method_use *u, const struct lx_node *e, st
         u->finetune = steps;
     }
     if (tnode || fnode) {
-        if (pnode->n_items > 64)
-            return lx_node_err(err, pnode, "method '%s': too many parameters", name);
-        rest = *pnode;
-        rest.items = items;
-        rest.n_items = 0;
-        for (int i = 0; i < pnode->n_items; i++)
-            if (lx_map_value(pnode, i) != tnode && lx_map_value(pnode, i) != fnode) {
-                items[2 * rest.n_items] = pnode->items[2 * i];
-                items[2 * rest.n_items + 1] = pnode->items[2 * i + 1];
-                rest.n_items++;
-            }
-        pnode = &rest;
+        if (!(pnode = lx_map_except(pnode, tnode, fnode, &rest, items, 64)))
+            return lx_node_err(err, e, "method '%s': too many parameters", name);
     }
     return resolve_params(&u->method->schema, &u->params, pnode, "method", name, err);
 }

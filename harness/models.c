@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "harness/engine/checkpoint.h"
+#include "harness/registry.h"
+#include "tasks/task.h"
 
 static int resolve(const struct lx_schema *s, void *dst, const struct lx_node *map, const char *what,
                    char **json, struct lx_error *err)
@@ -62,6 +64,76 @@ static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, str
     return LX_OK;
 }
 
+/* One mixture entry: {task: {params…, weight: w}}. */
+static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_buf *json, struct lx_error *err)
+{
+    if (e->kind != LX_NODE_MAP || e->n_items != 1)
+        return lx_node_err(err, e, "model '%s': a mixture entry is {task: {params, weight: w}}\n"
+                           "  hint: e.g. mixture: [{passkey: {template: short, weight: 0.5}}]", u->name);
+    const struct lx_node *k = lx_map_key(e, 0), *pnode = lx_map_value(e, 0);
+    const struct lx_task *t = lx_task_find(k->text);
+    if (!t) {
+        struct lx_error sub;
+        lx_unknown_name(&sub, "task", k->text);
+        return lx_node_err(err, k, "model '%s' mixture: %s", u->name, sub.msg);
+    }
+    if (!t->train_sample || t->mode != LX_MODE_CAUSAL || u->arch.mode != LX_MODEL_CAUSAL)
+        return lx_node_err(err, k, "model '%s': task '%s' cannot be mixed into %s training\n"
+                           "  hint: mixtures take retrieval tasks (passkey, ...) on causal models", u->name,
+                           t->name, u->arch.mode == LX_MODEL_CAUSAL ? "this model's" : "masked-LM");
+    const struct lx_node *w = lx_map_get(pnode, "weight"), *params = pnode, *items[2 * 64];
+    struct lx_node rest;
+    char *end = NULL;
+    double weight = w && w->kind == LX_NODE_SCALAR ? strtod(w->text, &end) : 0.0;
+    if (!w || !end || *end || !(weight > 0.0 && weight <= 1.0))
+        return lx_node_err(err, w ? w : k, "model '%s' mixture '%s': 'weight' must be a fraction in (0, 1]\n"
+                           "  hint: the fraction of training windows drawn from the task", u->name, t->name);
+    if (!(params = lx_map_except(pnode, w, NULL, &rest, (struct lx_node **)items, 64)))
+        return lx_node_err(err, pnode, "model '%s' mixture '%s': too many parameters", u->name, t->name);
+    struct lx_mix *x = &u->mix[u->n_mix];
+    void *p = lx_xcalloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, p);
+    char what[160];
+    snprintf(what, sizeof what, "model '%s' mixture task '%s'", u->name, t->name);
+    int rc = lx_params_apply(&t->schema, p, params, what, err);
+    if (rc < 0) {
+        free(p);
+        return rc;
+    }
+    lx_params_finish(&t->schema, p);
+    *x = (struct lx_mix){.name = t->name, .weight = weight, .params = p, .sample = t->train_sample};
+    u->n_mix++;
+    lx_buf_printf(json, "%s{\"name\":", u->n_mix > 1 ? "," : "");
+    lx_buf_json_str(json, t->name);
+    lx_buf_puts(json, ",\"params\":");
+    lx_params_json(&t->schema, p, json);
+    lx_buf_puts(json, ",\"weight\":");
+    lx_buf_num(json, weight);
+    lx_buf_puts(json, "}");
+    return LX_OK;
+}
+
+static int parse_mixture(struct lx_model_use *u, const struct lx_node *v, struct lx_error *err)
+{
+    if (v->kind != LX_NODE_SEQ || v->n_items < 1 || v->n_items > LX_MAX_MIX)
+        return lx_node_err(err, v, "model '%s': 'mixture' must be a list of 1 to %d tasks\n"
+                           "  hint: mixture: [{passkey: {weight: 0.5}}]", u->name, LX_MAX_MIX);
+    struct lx_buf json = {0};
+    double total = 0.0;
+    int rc = LX_OK;
+    lx_buf_puts(&json, "[");
+    for (int i = 0; i < v->n_items && rc == LX_OK; i++) {
+        rc = parse_mix(u, v->items[i], &json, err);
+        total += rc == LX_OK ? u->mix[u->n_mix - 1].weight : 0.0;
+    }
+    if (rc == LX_OK && total > 1.0 + 1e-12)
+        rc = lx_node_err(err, v, "model '%s': the mixture's weights add up to %g, more than 1", u->name, total);
+    lx_buf_puts(&json, "]");
+    u->mix_json = rc == LX_OK ? lx_xstrdup(lx_buf_str(&json)) : NULL;
+    lx_buf_free(&json);
+    return rc;
+}
+
 static int parse_one(struct lx_model_use *u, const struct lx_node *key, const struct lx_node *v,
                      struct lx_error *err)
 {
@@ -71,13 +143,13 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         return lx_node_err(err, v, "model '%s' must be a mapping with arch and train, or checkpoint\n"
                            "  hint: e.g. %s: {arch: {layers: 2}, train: {length: 128, steps: 1000}}",
                            u->name, u->name);
-    static const char *const keys[] = {"arch", "train", "checkpoint"};
+    static const char *const keys[] = {"arch", "train", "checkpoint", "mixture"};
     for (int i = 0; i < v->n_items; i++) {
         const char *k = lx_map_key(v, i)->text;
-        if (strcmp(k, "arch") && strcmp(k, "train") && strcmp(k, "checkpoint")) {
-            const char *near = lx_closest(k, keys, 3);
+        if (strcmp(k, "arch") && strcmp(k, "train") && strcmp(k, "checkpoint") && strcmp(k, "mixture")) {
+            const char *near = lx_closest(k, keys, 4);
             return lx_node_err(err, lx_map_key(v, i), "model '%s': unknown key '%s'\n"
-                               "  hint: %s%s%sa model has arch and train, or checkpoint", u->name, k,
+                               "  hint: %s%s%sa model has arch, train and mixture, or checkpoint", u->name, k,
                                near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
         }
     }
@@ -100,7 +172,8 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         return lx_node_err(err, lx_map_get(v, "train") ? lx_map_get(v, "train") : v,
                            "model '%s': warmup (%ld) must be below steps (%ld)", u->name, u->train.warmup,
                            u->train.steps);
-    return LX_OK;
+    const struct lx_node *mix = lx_map_get(v, "mixture");
+    return mix ? parse_mixture(u, mix, err) : LX_OK;
 }
 
 int lx_models_parse(struct lx_model_use **out, int *n, const struct lx_node *map, struct lx_error *err)
@@ -132,6 +205,9 @@ void lx_models_release(struct lx_model_use *m, int n)
         free(m[i].train_json);
         free(m[i].checkpoint);
         free(m[i].ckpt_stack);
+        free(m[i].mix_json);
+        for (int j = 0; j < m[i].n_mix; j++)
+            free((void *)m[i].mix[j].params);
     }
     free(m);
 }

@@ -8,6 +8,15 @@
 **       train: {length: 128, batch: 16, steps: 1000, lr: 3e-3}
 **     theirs:
 **       checkpoint: path/to/model.safetensors    # relative to the sweep file
+**     retriever:
+**       arch: {mode: causal}
+**       train: {length: 256, steps: 2000}
+**       mixture: [{passkey: {template: short, weight: 0.5}}]   # half the windows
+**
+** A mixture makes a fraction `weight` of the training windows instances of a
+** retrieval task (its train_sample hook) at the training length, so a small
+** model learns the task there and is tested far beyond it; the rest is corpus
+** text. The mixture is part of the model key.
 **
 ** A cell's model is trained from the base model plus the training-time part of
 ** its method stack (DESIGN.md §4.1); that pair, the training corpus hash and the
@@ -22,6 +31,8 @@
 #include "harness/engine/model.h"
 #include "harness/engine/train.h"
 
+#define LX_MAX_MIX 4
+
 struct lx_model_use {
     char *name;                     /* the key under models: */
     const struct lx_node *where;    /* for messages */
@@ -31,6 +42,9 @@ struct lx_model_use {
     char *checkpoint;               /* path of a brought checkpoint, NULL when lenx trains */
     char *ckpt_stack;               /* its training-time stack (YAML flow list) */
     char ckpt_sha[65];              /* its SHA-256 */
+    struct lx_mix mix[LX_MAX_MIX];  /* (n_mix,) the training mixture; params owned */
+    int n_mix;
+    char *mix_json;                 /* [{"name":..,"params":{..},"weight":w},..], or NULL without one */
 };
 
 /* Parse and resolve the models mapping. Checkpoints are opened to read their

@@ -137,8 +137,11 @@ static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error
             lx_stack_base_part(st, &part);
         else
             lx_stack_train_part(st, &part);
-        lx_buf_printf(&b, "{\"arch\":%s,\"train\":%s,\"stack\":%s,\"data\":\"%s\",\"seed\":%ld}",
+        lx_buf_printf(&b, "{\"arch\":%s,\"train\":%s,\"stack\":%s,\"data\":\"%s\",\"seed\":%ld",
                       m->arch_json, m->train_json, lx_buf_str(&part), train->hash, c->seed);
+        if (m->mix_json)    /* only when there is one: older keys stay as they were */
+            lx_buf_printf(&b, ",\"mixture\":%s", m->mix_json);
+        lx_buf_puts(&b, "}");
         if (base)
             c->base_json = key_of(&b, c->base_key);
         else

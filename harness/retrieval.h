@@ -44,6 +44,8 @@ struct lx_answer {
     int out[LX_MAX_ANSWER]; /* greedy tokens, as many as the answer has */
     int n_out;
     int forwards;           /* forward passes it took */
+    double entropy;         /* mean attention entropy of the rows that produce the answer (every
+                            ** layer and head, teacher-forced pass) */
 };
 
 struct lx_model;
@@ -61,5 +63,17 @@ int lx_score_exact(const char *output, const char *gold);      /* output starts 
 
 /* Tokens to text: bytes as they are, specials as "<bos>", "<eos>", … */
 void lx_tokens_text(const int *tok, long n, char *out, size_t cap);
+
+/* The run hook of a retrieval task (ctx->task has generate, trials, score):
+** for every depth and sample, generate, answer (lx_answer_eval), score. Metrics:
+**   acc, acc_se      greedy exact answers (unparsable count as wrong)
+**   null_rate        unparsable outputs
+**   answer_logprob   mean teacher-forced log p(gold answer)
+**   answer_entropy   mean attention entropy of the answer-producing rows
+**   n_samples        instances
+** series acc_by_depth and logprob_by_depth (x = depth), and every raw output. */
+struct lx_task_ctx;
+struct lx_result;
+int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err);
 
 #endif

@@ -81,7 +81,7 @@ int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struc
         return rc;
     struct lx_task_ctx ctx = {
         .params = tu->params, .spec = &spec, .length = c->length, .seed = c->seed,
-        .data_key = c->data_key, .model = model, .train_len = f.train_len,
+        .data_key = c->data_key, .model = model, .train_len = f.train_len, .task = tu->task,
     };
     LX_ASSERT((c->model >= 0) == (model != NULL));
     if (spec.calibrate && (rc = calibrate(&g->stacks[c->stack], tu, &f, &ctx, &spec, err)) < 0)
@@ -179,7 +179,8 @@ static int train_stage(const struct lx_plan *plan, const struct lx_cell *c, stru
                 mu->name, st->key, m->n_params, st->cfg->steps, st->cfg->batch, st->cfg->length);
     struct train_progress tp = {.name = mu->name, .key = st->key, .mode = o->progress, .t0 = now()};
     struct lx_train_report rep;
-    if ((rc = lx_train(m, st->spec, st->cfg, lx_hash64(st->key_json), corpus, train_progress, &tp, &rep, err)) < 0)
+    if ((rc = lx_train(m, st->spec, st->cfg, lx_hash64(st->key_json), corpus, mu->mix, mu->n_mix, train_progress, &tp,
+                       &rep, err)) < 0)
         return rc;
     sum->n_trained++;
     sum->train_steps += rep.steps;

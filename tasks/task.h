@@ -41,6 +41,7 @@ struct lx_task_ctx {
     uint64_t data_key;          /* key for every random draw of this cell */
     const struct lx_model *model;   /* model tasks: the cell's model; NULL otherwise */
     long train_len;             /* model tasks: the model's training length */
+    const struct lx_task *task; /* the task itself */
 };
 
 struct lx_task {
@@ -70,6 +71,9 @@ struct lx_task {
     ** for a model's training mixture (depth drawn inside) */
     int (*train_sample)(const void *params, uint64_t key, long length, long sample, struct lx_instance *out,
                         struct lx_error *err);
+    /* (retrieval tasks) trials of a cell: samples per depth, evenly spaced
+    ** depths 0 … 1 (1 = the single depth 0.5) */
+    void (*trials)(const void *params, long *samples, long *depths);
     /* (retrieval tasks) score a greedy output text against the instance's
     ** gold: 1 correct, 0 wrong, -1 unparsable */
     int (*score)(const void *params, const struct lx_instance *in, const char *output);

@@ -51,6 +51,19 @@ static double fast_vs_naive(const struct lx_spec *spec, const float *q, const fl
     for (long i = 0; i < XN; i++)
         worst = fmax(worst, fabs((double)o1[i] - o2[i]));
     cr_expect_eq(stats[LX_ST_ROWS], XH * XT, "one statistics row per query and head");
+    /* the row statistics against the naive probabilities */
+    double pmax = 0.0, ent = 0.0;
+    for (long r = 0; r < (long)XH * XT; r++) {
+        double mx = 0.0;
+        for (long j = 0; j < XT; j++) {
+            double p = att[r * XT + j];
+            mx = fmax(mx, p);
+            ent -= p > 0 ? p * log(p) : 0.0;
+        }
+        pmax += mx;
+    }
+    cr_expect_float_eq(stats[LX_ST_PMAX], pmax, 1e-4, "sum of max p %g vs %g", stats[LX_ST_PMAX], pmax);
+    cr_expect_float_eq(stats[LX_ST_ENTROPY], ent, 1e-3, "sum of entropies %g vs %g", stats[LX_ST_ENTROPY], ent);
     return worst;
 }
 

@@ -215,9 +215,10 @@ static void row_stats(double *stats, const float *p, int T, double sum, double s
 ** spec's tables (at |δ| for far pairs), softmax over the visible keys
 ** [0, ns) ∪ [lo, hi), masked entries 0; optionally sum row statistics. */
 static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int T, int causal, double *tab,
-                            double *stats)
+                            double *stats, long stats_row0, long stats_row1)
 {
     struct rowtab rt = {.A = tab, .B = tab + T, .n = -1, .reach = -1};
+    long row1 = stats_row1 ? stats_row1 : T;
     int plain = !spec->n_ops && spec->temperature == 1.0;
     for (long i = 0; i < T; i++) {
         long lo, hi, n = lx_spec_row_keys(spec, i, T, causal, &lo, &hi);
@@ -246,7 +247,7 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
                     s[j] = (float)(A * s[j] + B);
                 }
                 mx = s[j] > mx ? s[j] : mx;
-                if (stats) {
+                if (stats && i >= stats_row0 && i < row1) {
                     sum += s[j];
                     sum2 += (double)s[j] * s[j];
                 }
@@ -266,7 +267,7 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
             s[j] = 0.0f;
         for (long j = hi; j < T; j++)
             s[j] = 0.0f;
-        if (stats)
+        if (stats && i >= stats_row0 && i < row1)
             row_stats(stats, s, T, sum, sum2, n);
     }
 }
@@ -279,7 +280,7 @@ void lx_attn_head_forward(float *o, int ldo, float *P, const float *q, const flo
     lx_gemm(P, T, q, ld, k, ld, T, T, D, 0, 1, c, 0.0f);
     if (spec->posmap.method && spec->rotary.n_pairs)
         far_scores(P, q, k, ld, spec, T, D, causal, c, ws->far);
-    scores_to_probs(P, spec, head, T, causal, ws->tab, ws->stats);
+    scores_to_probs(P, spec, head, T, causal, ws->tab, ws->stats, ws->stats_row0, ws->stats_row1);
     lx_gemm(o, ldo, P, T, v, ld, T, D, T, 0, 0, 1.0f, 0.0f);
 }
 

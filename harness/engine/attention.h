@@ -40,6 +40,8 @@ struct lx_attn_ws {
     double *tab;        /* (2T,) the spec's row tables A, B */
     float *far;         /* (T·T + 2·T·D,) far scores and rotated q, k; needed only with a posmap */
     double *stats;      /* (LX_ATTN_NSTATS,) sums this head adds to, or NULL */
+    long stats_row0;    /* only rows in [stats_row0, stats_row1) are summed; */
+    long stats_row1;    /* stats_row1 = 0 means up to the last row */
     float mult;         /* the model's learned multiplier of S for this head (1 = none; 0 reads as 1) */
 };
 

@@ -121,6 +121,7 @@ struct lx_acts {
     float *qkn;                 /* train with cosine: (layers, N, 2, H) norms of q, k before normalising */
     const int *pos;             /* (B, T) position ids (PoSE training), or NULL = 0..T−1; not owned */
     double *stats;              /* (layers, B, H, LX_ATTN_NSTATS) attention row sums, or NULL; not owned */
+    long stats_row0, stats_row1;    /* only rows in [row0, row1) are summed (row1 0 = to the end) */
     /* backward scratch (train only) */
     float *dx, *dxn, *dqkv, *dao, *dh, *dact, *dlogits, *dp;   /* dp: (n_thr, T, T) */
 };

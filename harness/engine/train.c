@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/hash.h"
+#include "harness/retrieval.h"
 #include "harness/rng.h"
 
 static const struct lx_param train_rows[] = {
@@ -213,9 +215,33 @@ void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_t
     }
 }
 
+/* Replace window b by an instance of the mixture when the draw u falls in a
+** task's share: input its T tokens, target every next token. */
+static int mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix, double u, uint64_t key,
+                      long sample, struct lx_error *err)
+{
+    for (int j = 0; j < n_mix; j++) {
+        if (u >= mix[j].weight) {
+            u -= mix[j].weight;
+            continue;
+        }
+        struct lx_instance in = {0};
+        int rc = mix[j].sample(mix[j].params, key ^ lx_hash64(mix[j].name), T, sample, &in, err);
+        if (rc == LX_OK) {
+            LX_ASSERT(in.n == T);
+            memcpy(tok, in.tok, sizeof(int) * (size_t)T);
+            for (int t = 0; t < T; t++)
+                tgt[t] = t + 1 < T ? in.tok[t + 1] : -1;
+        }
+        lx_instance_release(&in);
+        return rc;
+    }
+    return LX_OK;   /* corpus text */
+}
+
 int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
-             const struct lx_corpus *corpus, lx_train_progress progress, void *pctx,
-             struct lx_train_report *rep, struct lx_error *err)
+             const struct lx_corpus *corpus, const struct lx_mix *mix, int n_mix, lx_train_progress progress,
+             void *pctx, struct lx_train_report *rep, struct lx_error *err)
 {
     memset(rep, 0, sizeof *rep);
     if (m->arch.vocab < LX_VOCAB)
@@ -251,7 +277,12 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
                         key ^ ((uint64_t)step << 20), (uint64_t)b * (uint64_t)T);
             if (pos)
                 lx_pose_positions(pos + (long)b * T, T, &spec->pose, &r);
+            if (n_mix && rc == LX_OK)   /* drawn after the corpus offset: without a mixture nothing moves */
+                rc = mix_window(tok + (long)b * T, tgt + (long)b * T, T, mix, n_mix, lx_rng_uniform(&r), key,
+                                step * B + b, err);
         }
+        if (rc < 0)
+            break;
         a.pos = pos;
         memset(opt.grad, 0, sizeof(float) * opt.n);
         double loss = lx_model_forward(m, spec, tok, tgt, &a);

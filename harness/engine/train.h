@@ -64,6 +64,19 @@ void lx_optim_release(struct lx_optim *o);
 ** step s of the schedule (lx_train_lr). */
 void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_train_cfg *c, long s);
 
+/* A source of training windows besides the corpus: a task's training
+** generator (a model's `mixture:`, harness/models.h). Each window is drawn
+** from it with probability `weight`; the instance's T tokens are the input
+** and every next token is a target. */
+struct lx_instance;
+struct lx_mix {
+    const char *name;                   /* the task, for messages */
+    double weight;                      /* fraction of training windows */
+    const void *params;                 /* the task's resolved params */
+    int (*sample)(const void *params, uint64_t key, long length, long sample, struct lx_instance *out,
+                  struct lx_error *err);
+};
+
 /* Progress callback: called after every step; `val` is NaN except on
 ** validation steps. */
 typedef void (*lx_train_progress)(void *ctx, long step, long steps, double loss, double val,
@@ -71,8 +84,8 @@ typedef void (*lx_train_progress)(void *ctx, long step, long steps, double loss,
 
 /* Train m (already initialised) in place. */
 int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
-             const struct lx_corpus *corpus, lx_train_progress progress, void *pctx,
-             struct lx_train_report *rep, struct lx_error *err);
+             const struct lx_corpus *corpus, const struct lx_mix *mix, int n_mix, lx_train_progress progress,
+             void *pctx, struct lx_train_report *rep, struct lx_error *err);
 
 /* The learning rate at step s (0-based) of the schedule. */
 double lx_train_lr(const struct lx_train_cfg *c, long s);

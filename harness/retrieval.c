@@ -1,0 +1,217 @@
+/*
+** harness/retrieval.c - answers, scorers and the cell runner shared by the
+** retrieval tasks (see retrieval.h).
+*/
+#include "harness/retrieval.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/corpus.h"
+#include "harness/engine/attention.h"
+#include "harness/engine/model.h"
+#include "tasks/task.h"
+
+void lx_instance_release(struct lx_instance *in)
+{
+    if (!in)
+        return;
+    free(in->tok);
+    memset(in, 0, sizeof *in);
+}
+
+/* ---- scorers --------------------------------------------------------------- */
+
+int lx_score_first_int(const char *output, const char *gold)
+{
+    const char *p = output;
+    while (*p && !isdigit((unsigned char)*p))
+        p++;
+    if (!*p)
+        return -1;
+    size_t n = 0;
+    while (isdigit((unsigned char)p[n]))
+        n++;
+    return n == strlen(gold) && strncmp(p, gold, n) == 0;
+}
+
+int lx_score_exact(const char *output, const char *gold)
+{
+    while (*output == ' ')
+        output++;
+    if (!*output)
+        return -1;
+    return strncmp(output, gold, strlen(gold)) == 0;
+}
+
+void lx_tokens_text(const int *tok, long n, char *out, size_t cap)
+{
+    static const char *const special[] = {"<bos>", "<eos>", "<pad>", "<mask>"};
+    size_t k = 0;
+    for (long i = 0; i < n && k + 1 < cap; i++) {
+        if (tok[i] >= 0 && tok[i] < 256) {
+            out[k++] = (char)tok[i];
+            continue;
+        }
+        const char *s = tok[i] >= LX_TOK_BOS && tok[i] < LX_VOCAB ? special[tok[i] - LX_TOK_BOS] : "<?>";
+        for (; *s && k + 1 < cap; s++)
+            out[k++] = *s;
+    }
+    out[k] = '\0';
+}
+
+/* ---- answers ----------------------------------------------------------------- */
+
+static int argmax(const float *x, long n)
+{
+    int best = 0;
+    for (long i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = (int)i;
+    return best;
+}
+
+/* Greedy continuation of one instance from answer token k on, where the
+** teacher-forced argmax first differed from the gold token: write the greedy
+** token into the buffer and run again for the next one. */
+static void continue_greedy(const struct lx_model *m, const struct lx_spec *spec, const struct lx_instance *in,
+                            struct lx_answer *a, int k, struct lx_acts *one, int *buf)
+{
+    long V = m->arch.vocab, na = in->n - in->answer_off;
+    memcpy(buf, in->tok, sizeof(int) * (size_t)in->n);
+    for (; k < na; k++) {
+        buf[in->answer_off + k] = a->out[k];
+        if (k + 1 == na)
+            break;
+        lx_model_forward(m, spec, buf, NULL, one);
+        a->forwards++;
+        a->out[k + 1] = argmax(one->logits + (in->answer_off + k) * V, V);
+    }
+}
+
+int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const struct lx_instance *in, long n,
+                   struct lx_answer *out, struct lx_error *err)
+{
+    LX_ASSERT(m->arch.mode == LX_MODEL_CAUSAL);
+    if (n < 1)
+        return LX_OK;
+    int T = (int)in[0].n;
+    long V = m->arch.vocab, per = 8192 / T > 1 ? 8192 / T : 1;
+    int B = (int)(n < per ? n : per);
+    struct lx_acts a, one = {0};
+    int rc = lx_acts_alloc(&a, &m->arch, B, T, 0, err);
+    if (rc < 0)
+        return rc;
+    int *tok = lx_xmalloc(sizeof(int) * (size_t)B * T), *tgt = lx_xmalloc(sizeof(int) * (size_t)B * T);
+    int *buf = lx_xmalloc(sizeof(int) * (size_t)T);
+    long L = m->arch.layers, H = m->arch.heads;
+    double *st = lx_xmalloc(sizeof(double) * (size_t)(L * B * H * LX_ATTN_NSTATS));
+    a.stats = st;
+    for (long i0 = 0; i0 < n && rc == LX_OK; i0 += B) {
+        int nb = (int)(n - i0 < B ? n - i0 : B);
+        for (int b = 0; b < B; b++) {   /* a short last batch repeats its last instance, unread */
+            const struct lx_instance *x = &in[i0 + (b < nb ? b : nb - 1)];
+            LX_ASSERT(x->n == T && x->n - x->answer_off <= LX_MAX_ANSWER && x->answer_off >= 1);
+            memcpy(tok + (long)b * T, x->tok, sizeof(int) * (size_t)T);
+            for (long t = 0; t < T; t++)    /* position t predicts token t + 1: score the answer only */
+                tgt[(long)b * T + t] = t + 1 >= x->answer_off && t + 1 < T ? x->tok[t + 1] : -1;
+        }
+        a.stats_row0 = in[i0].answer_off - 1;      /* the rows that predict the answer */
+        a.stats_row1 = T - 1;
+        memset(st, 0, sizeof(double) * (size_t)(L * B * H * LX_ATTN_NSTATS));
+        lx_model_forward(m, spec, tok, tgt, &a);
+        for (int b = 0; b < nb; b++) {
+            const struct lx_instance *x = &in[i0 + b];
+            struct lx_answer *ans = &out[i0 + b];
+            memset(ans, 0, sizeof *ans);
+            ans->forwards = 1;
+            ans->n_out = (int)(x->n - x->answer_off);
+            int first_miss = -1;
+            for (int k = 0; k < ans->n_out; k++) {
+                long pos = (long)b * T + x->answer_off - 1 + k;
+                ans->logprob -= a.loss[pos];
+                ans->out[k] = argmax(a.logits + pos * V, V);
+                if (ans->out[k] != x->tok[x->answer_off + k] && first_miss < 0)
+                    first_miss = k;
+            }
+            ans->correct_tf = first_miss < 0;
+            double ent = 0.0, rows = 0.0;   /* layers, then heads: a fixed order */
+            for (long l = 0; l < L; l++)
+                for (long h = 0; h < H; h++) {
+                    const double *sl = st + ((l * B + b) * H + h) * LX_ATTN_NSTATS;
+                    ent += sl[LX_ST_ENTROPY];
+                    rows += sl[LX_ST_ROWS];
+                }
+            ans->entropy = rows > 0 ? ent / rows : NAN;
+            if (first_miss >= 0) {
+                if (!one.B && (rc = lx_acts_alloc(&one, &m->arch, 1, T, 0, err)) < 0)
+                    break;
+                continue_greedy(m, spec, x, ans, first_miss, &one, buf);
+            }
+        }
+    }
+    free(tok);
+    free(tgt);
+    free(buf);
+    free(st);
+    lx_acts_release(&a);
+    lx_acts_release(&one);
+    return rc;
+}
+
+/* ---- the cell runner ------------------------------------------------------------ */
+
+int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err)
+{
+    const struct lx_task *task = ctx->task;
+    LX_ASSERT(task->generate && task->trials && task->score);
+    long samples, depths;
+    task->trials(ctx->params, &samples, &depths);
+    long n = samples * depths;
+    struct lx_instance *in = lx_xcalloc((size_t)n, sizeof *in);
+    struct lx_answer *ans = lx_xcalloc((size_t)n, sizeof *ans);
+    int rc = LX_OK;
+    for (long i = 0; i < n && rc == LX_OK; i++) {
+        long d = i / samples;
+        double depth = depths == 1 ? 0.5 : (double)d / (double)(depths - 1);
+        rc = task->generate(ctx->params, ctx->data_key, ctx->length, i, depth, &in[i], err);
+    }
+    if (rc == LX_OK)
+        rc = lx_answer_eval(ctx->model, ctx->spec, in, n, ans, err);
+    if (rc == LX_OK) {
+        long ok = 0, nulls = 0;
+        double lp = 0.0, ent = 0.0, d_ok = 0.0, d_lp = 0.0;
+        char text[4 * LX_MAX_ANSWER + 8];
+        for (long i = 0; i < n; i++) {
+            lx_tokens_text(ans[i].out, ans[i].n_out, text, sizeof text);
+            int sc = task->score(ctx->params, &in[i], text);
+            lx_result_output(out, i, in[i].depth, in[i].gold, text, sc, ans[i].logprob);
+            ok += sc == 1;
+            nulls += sc < 0;
+            lp += ans[i].logprob;
+            ent += ans[i].entropy;
+            d_ok += sc == 1;
+            d_lp += ans[i].logprob;
+            if ((i + 1) % samples == 0) {   /* the end of one depth's samples */
+                lx_result_point(out, "acc_by_depth", in[i].depth, d_ok / (double)samples);
+                lx_result_point(out, "logprob_by_depth", in[i].depth, d_lp / (double)samples);
+                d_ok = d_lp = 0.0;
+            }
+        }
+        double acc = (double)ok / (double)n;
+        lx_result_metric(out, "acc", acc);
+        lx_result_metric(out, "acc_se", sqrt(acc * (1.0 - acc) / (double)n));
+        lx_result_metric(out, "null_rate", (double)nulls / (double)n);
+        lx_result_metric(out, "answer_logprob", lp / (double)n);
+        lx_result_metric(out, "answer_entropy", ent / (double)n);
+        lx_result_metric(out, "n_samples", (double)n);
+    }
+    for (long i = 0; i < n; i++)
+        lx_instance_release(&in[i]);
+    free(in);
+    free(ans);
+    return rc;
+}

@@ -1,0 +1,135 @@
+/*
+** tests/test_retrieval.c - what the retrieval tasks share (harness/retrieval.c):
+** answers read off a causal model against brute-force greedy decoding and an
+** independent log-softmax, the named scorers on hand-written outputs, and
+** token text.
+*/
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/corpus.h"
+#include "harness/engine/model.h"
+#include "harness/retrieval.h"
+#include "tests/stack.h"
+
+enum { RT = 24, RN = 5, RA = 4 };
+
+/* A random causal model's greedy continuation of tok[0 .. off), one full
+** forward per token, and log p of the gold answer from the logits by hand. */
+static void brute_force(const struct lx_model *m, const struct lx_spec *spec, const int *gold, long off, int *out,
+                        double *logprob)
+{
+    struct lx_error err = {{0}};
+    struct lx_acts a;
+    cr_assert_eq(lx_acts_alloc(&a, &m->arch, 1, RT, 0, &err), LX_OK, "%s", err.msg);
+    int buf[RT];
+    long V = m->arch.vocab;
+    memcpy(buf, gold, sizeof buf);
+    *logprob = 0.0;
+    for (long k = 0; k < RT - off; k++) {
+        for (long t = off + k; t < RT; t++)
+            buf[t] = 7;     /* the future is arbitrary: a causal model never reads it */
+        lx_model_forward(m, spec, buf, NULL, &a);
+        const float *lg = a.logits + (off + k - 1) * V;
+        int best = 0;
+        double mx = lg[0], z = 0.0;
+        for (long v = 1; v < V; v++) {
+            best = lg[v] > lg[best] ? (int)v : best;
+            mx = fmax(mx, lg[v]);
+        }
+        for (long v = 0; v < V; v++)
+            z += exp(lg[v] - mx);
+        out[k] = best;
+        buf[off + k] = best;
+        /* teacher-forced log p(gold) needs the gold prefix: a pass of its own */
+        int tf[RT];
+        memcpy(tf, gold, sizeof tf);
+        lx_model_forward(m, spec, tf, NULL, &a);
+        const float *g = a.logits + (off + k - 1) * V;
+        double gm = g[0], gz = 0.0;
+        for (long v = 1; v < V; v++)
+            gm = fmax(gm, g[v]);
+        for (long v = 0; v < V; v++)
+            gz += exp(g[v] - gm);
+        *logprob += g[gold[off + k]] - gm - log(gz);
+    }
+    lx_acts_release(&a);
+}
+
+Test(retrieval, answers_match_brute_force_greedy)
+{
+    struct lx_arch ar;
+    lx_params_defaults(&lx_arch_schema, &ar);
+    ar.layers = 2, ar.d_model = 32, ar.heads = 2, ar.d_head = 16, ar.d_mlp = 64, ar.init_std = 0.3;
+    lx_params_finish(&lx_arch_schema, &ar);
+    struct lx_model m;
+    lx_model_init(&m, &ar, 5);
+    struct lx_facts f = tfacts(16, 8, 2, RT);
+    struct tstack st;
+    tstack_make(&st, "[rope, {rerope: {window: 4}}]", &f);
+    struct lx_instance in[RN];
+    for (int i = 0; i < RN; i++) {
+        in[i].n = RT;
+        in[i].answer_off = RT - RA;
+        in[i].tok = malloc(sizeof(int) * RT);
+        in[i].tok[0] = LX_TOK_BOS;
+        for (int t = 1; t < RT; t++)
+            in[i].tok[t] = (t * 31 + i * 17) % 256;
+    }
+    /* instance 0's answer is the model's own greedy output: correct by construction */
+    int out0[RA];
+    double lp0;
+    brute_force(&m, &st.spec, in[0].tok, in[0].answer_off, out0, &lp0);
+    memcpy(in[0].tok + in[0].answer_off, out0, sizeof out0);
+    struct lx_answer ans[RN];
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_answer_eval(&m, &st.spec, in, RN, ans, &err), LX_OK, "%s", err.msg);
+    for (int i = 0; i < RN; i++) {
+        int want[RA];
+        double lp;
+        brute_force(&m, &st.spec, in[i].tok, in[i].answer_off, want, &lp);
+        cr_expect_eq(ans[i].n_out, RA);
+        cr_expect_eq(memcmp(ans[i].out, want, sizeof want), 0, "instance %d: greedy output differs", i);
+        cr_expect_float_eq(ans[i].logprob, lp, 1e-4, "instance %d: log p %g vs %g", i, ans[i].logprob, lp);
+        int gold_is_greedy = memcmp(want, in[i].tok + in[i].answer_off, sizeof want) == 0;
+        cr_expect_eq(ans[i].correct_tf, gold_is_greedy, "instance %d", i);
+        cr_expect_eq(ans[i].forwards == 1, gold_is_greedy, "one pass exactly when right (instance %d: %d)", i,
+                     ans[i].forwards);
+    }
+    cr_expect(ans[0].correct_tf, "the model's own greedy answer is read back as correct");
+    /* the answer rows' entropy: RA rows of RT keys or fewer, so within [0, ln RT] */
+    for (int i = 0; i < RN; i++)
+        cr_expect(ans[i].entropy > 0.0 && ans[i].entropy <= log((double)RT), "entropy %g", ans[i].entropy);
+    for (int i = 0; i < RN; i++)
+        lx_instance_release(&in[i]);
+    tstack_free(&st);
+    lx_model_release(&m);
+}
+
+Test(retrieval, scorers_on_hand_written_outputs)
+{
+    cr_expect_eq(lx_score_first_int(" 48213", "48213"), 1);
+    cr_expect_eq(lx_score_first_int("48213 is the key", "48213"), 1);
+    cr_expect_eq(lx_score_first_int("it is 48213.", "48213"), 1);
+    cr_expect_eq(lx_score_first_int(" 48214", "48213"), 0);
+    cr_expect_eq(lx_score_first_int(" 482130", "48213"), 0, "a longer number is wrong");
+    cr_expect_eq(lx_score_first_int(" 4821", "48213"), 0, "a prefix is wrong");
+    cr_expect_eq(lx_score_first_int(" the pass", "48213"), -1, "no digits: unparsable");
+    cr_expect_eq(lx_score_first_int("", "48213"), -1);
+    cr_expect_eq(lx_score_exact("  blue", "blue"), 1);
+    cr_expect_eq(lx_score_exact(" bluer", "blue"), 1, "exact is a prefix match on the output");
+    cr_expect_eq(lx_score_exact(" red", "blue"), 0);
+    cr_expect_eq(lx_score_exact("   ", "blue"), -1);
+}
+
+Test(retrieval, token_text)
+{
+    int tok[] = {LX_TOK_BOS, 'a', ' ', '7', LX_TOK_EOS, 0xC3, 0xA9};
+    char out[64];
+    lx_tokens_text(tok, 7, out, sizeof out);
+    cr_expect_str_eq(out, "<bos>a 7<eos>\xC3\xA9");
+    lx_tokens_text(tok, 7, out, 4);
+    cr_expect_str_eq(out, "<bo", "truncated to the buffer");
+}
