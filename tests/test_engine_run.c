@@ -262,7 +262,24 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
                    "b.yaml:4:26", "method 'rope' is always part of training; 'train: false' is not possible");
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arhc: {layers: 1}}\nmethods: [rope]\ntasks: [ppl]\n"
                    "lengths: [32]\n", "b.yaml:3:7",
-                   "model 'c': unknown key 'arhc'\n  hint: did you mean 'arch'? a model has arch and train, or checkpoint");
+                   "model 'c': unknown key 'arhc'\n  hint: did you mean 'arch'? a model has arch, train and mixture, or "
+                   "checkpoint");
+    /* training mixtures (issue 5) */
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{ppl: {weight: 0.5}}]}\n"
+                   "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:37",
+                   "model 'c': task 'ppl' cannot be mixed into this model's training");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{pasky: {weight: 0.5}}]}\n"
+                   "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:37",
+                   "model 'c' mixture: unknown task 'pasky'\n  hint: did you mean 'passkey'?");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 1.5}}]}\n"
+                   "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:55",
+                   "model 'c' mixture 'passkey': 'weight' must be a fraction in (0, 1]");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.7}}, "
+                   "{passkey: {weight: 0.6}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:35",
+                   "model 'c': the mixture's weights add up to 1.3, more than 1");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {mode: mlm}, mixture: [{passkey: {weight: 0.5}}]}\n"
+                   "methods: [rope]\ntasks: [mlm]\nlengths: [32]\n", "b.yaml:3:37",
+                   "model 'c': task 'passkey' cannot be mixed into masked-LM training");
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 0}}\nmethods: [rope]\ntasks: [ppl]\n"
                    "lengths: [32]\n", "b.yaml:3:22", "model 'c' arch: 'layers' = 0 is out of bounds [1, 64]");
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {mlp: relu}}\nmethods: [rope]\ntasks: [ppl]\n"

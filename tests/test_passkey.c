@@ -1,0 +1,277 @@
+/*
+** tests/test_passkey.c - the passkey retrieval task (tasks/passkey.c): exact
+** lengths, the prompt layout byte for byte, depth placement, determinism of the
+** key draws, the too-short error, the scorer and the training sampler.
+**
+** The expected layout is rebuilt here from the strings of Mohtashami & Jaggi
+** (shared/reference/tasks.md §1.1), not from the task's own tables.
+*/
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/config.h"
+#include "harness/corpus.h"
+#include "harness/params.h"
+#include "harness/registry.h"
+#include "harness/retrieval.h"
+
+#define DESC "There is an important info hidden inside a lot of irrelevant text. Find it and memorize them. " \
+             "I will quiz you about the important information there."
+#define QUESTION "What is the pass key? The pass key is"
+#define STREAM "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
+
+static const struct lx_task *task(void)
+{
+    const struct lx_task *t = lx_task_find("passkey");
+    cr_assert_not_null(t, "passkey is not registered");
+    return t;
+}
+
+/* The task's params with YAML overrides ("" = defaults); *out is malloc'd. */
+static void *params(const char *yaml)
+{
+    const struct lx_task *t = task();
+    void *p = calloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, p);
+    if (yaml[0]) {
+        struct lx_error err = {{0}};
+        struct lx_doc doc;
+        cr_assert_eq(lx_doc_load_text(&doc, yaml, "p.yaml", &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_params_apply(&t->schema, p, doc.root, "task 'passkey'", &err), LX_OK, "%s", err.msg);
+        lx_doc_release(&doc);
+    }
+    lx_params_finish(&t->schema, p);
+    return p;
+}
+
+static void gen(const void *p, uint64_t key, long length, long sample, double depth, struct lx_instance *in)
+{
+    struct lx_error err = {{0}};
+    int rc = task()->generate(p, key, length, sample, depth, in, &err);
+    cr_assert_eq(rc, LX_OK, "length %ld depth %g: %s", length, depth, err.msg);
+    cr_assert_eq(in->n, length);
+}
+
+/* The instance's text after BOS (every other token is a byte); malloc'd. */
+static char *text(const struct lx_instance *in)
+{
+    cr_assert_eq(in->tok[0], LX_TOK_BOS);
+    char *s = malloc((size_t)in->n);
+    for (long i = 1; i < in->n; i++) {
+        cr_assert(in->tok[i] >= 1 && in->tok[i] < 256, "token %ld is %d", i, in->tok[i]);
+        s[i - 1] = (char)in->tok[i];
+    }
+    s[in->n - 1] = '\0';
+    return s;
+}
+
+/* Is s[0, n) the first n bytes of the filler stream? */
+static int is_filler(const char *s, long n)
+{
+    long c = (long)strlen(STREAM);
+    for (long i = 0; i < n; i++)
+        if (s[i] != STREAM[i % c])
+            return 0;
+    return 1;
+}
+
+/* Check the whole layout; returns the prefix length (filler bytes before the
+** info line) and the total filler bytes in *filler. */
+static long layout(const struct lx_instance *in, int landmark, long *filler)
+{
+    char *s = text(in), info[128];
+    const char *g = in->gold;
+    cr_assert_eq((long)strlen(g), 5, "gold '%s'", g);
+    for (int i = 0; i < 5; i++)
+        cr_assert(g[i] >= '0' && g[i] <= '9', "gold '%s'", g);
+    if (landmark)
+        snprintf(info, sizeof info, "\nThe pass key is %s. Remember it. %s is the pass key.\n", g, g);
+    else
+        snprintf(info, sizeof info, "\nThe pass key is %s. Remember it.\n", g);
+    const char *head = landmark ? DESC "\n" : "";
+    cr_assert(strncmp(s, head, strlen(head)) == 0, "no description: %.40s", s);
+    const char *pre = s + strlen(head), *at = strstr(pre, info);
+    cr_assert_not_null(at, "info line not found in: %s", s);
+    long n_pre = at - pre;
+    cr_assert(is_filler(pre, n_pre), "prefix is not filler: %.*s", (int)n_pre, pre);
+    const char *suf = at + strlen(info), *q = strstr(suf, "\n" QUESTION " ");
+    cr_assert_not_null(q, "question not found after the info line");
+    long n_suf = q - suf;
+    cr_assert(is_filler(suf, n_suf), "suffix is not filler: %.*s", (int)n_suf, suf);
+    const char *ans = q + strlen("\n" QUESTION);
+    cr_assert_str_eq(ans + 1, g, "the text does not end with ' %s': '%s'", g, ans);
+    cr_assert_eq(in->answer_off, 1 + (ans - s), "answer_off %ld", in->answer_off);
+    cr_assert_eq(in->tok[in->answer_off], ' ');
+    free(s);
+    *filler = n_pre + n_suf;
+    return n_pre;
+}
+
+Test(passkey, registered)
+{
+    struct lx_error err = {{0}};
+    const struct lx_task *t = task();
+    cr_assert_eq(lx_task_validate(t, &err), LX_OK, "%s", err.msg);
+    cr_assert(t->generate && t->train_sample && t->score && t->check && t->split);
+    cr_assert_str_eq(t->split(NULL), "test");
+}
+
+Test(passkey, exact_length_and_layout)
+{
+    static const long lm[] = {256, 300, 1000, 4096}, sh[] = {96, 128, 200};
+    static const double depths[] = {0.0, 0.37, 0.5, 1.0};
+    void *pl = params(""), *ps = params("template: short");
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < (t ? 3 : 4); i++)
+            for (int d = 0; d < 4; d++) {
+                struct lx_instance in;
+                long L = t ? sh[i] : lm[i], F;
+                gen(t ? ps : pl, 42, L, d, depths[d], &in);
+                layout(&in, !t, &F);
+                cr_assert_eq(in.depth, depths[d]);
+                lx_instance_release(&in);
+            }
+    free(pl), free(ps);
+}
+
+Test(passkey, depth_places_the_key)
+{
+    void *p = params("");
+    long prev = -1, F = 0, first_F = -1;
+    for (int d = 0; d <= 10; d++) {
+        struct lx_instance in;
+        gen(p, 7, 1000, 3, d / 10.0, &in);
+        long pre = layout(&in, 1, &F);
+        if (first_F < 0)
+            first_F = F;
+        cr_assert_eq(F, first_F, "filler bytes change with depth");
+        cr_assert(pre > prev, "depth %g: prefix %ld after %ld", d / 10.0, pre, prev);
+        cr_assert(fabs((double)pre - d / 10.0 * (double)F) <= 22.0, "depth %g: prefix %ld of %ld", d / 10.0, pre, F);
+        if (d > 0 && d < 10)
+            cr_assert_eq(STREAM[(pre - 1) % (long)strlen(STREAM)], '.', "the prefix ends mid-sentence");
+        prev = pre;
+        lx_instance_release(&in);
+    }
+    cr_assert_eq(prev, F, "depth 1: the info line is not right before the question");
+    free(p);
+}
+
+Test(passkey, deterministic_keys)
+{
+    void *p = params("");
+    struct lx_instance a, b;
+    gen(p, 1234, 500, 9, 0.25, &a);
+    gen(p, 1234, 500, 9, 0.25, &b);
+    cr_assert_eq(memcmp(a.tok, b.tok, (size_t)a.n * sizeof *a.tok), 0, "same arguments, different tokens");
+    cr_assert_str_eq(a.gold, b.gold);
+    lx_instance_release(&b);
+    gen(p, 1234, 500, 9, 0.75, &b);
+    cr_assert_str_eq(a.gold, b.gold, "a sample keeps its key across depths");
+    lx_instance_release(&a), lx_instance_release(&b);
+
+    long keys[50];
+    int differ_key = 0, distinct = 0;
+    for (int s = 0; s < 50; s++) {
+        gen(p, 1234, 300, s, 0.5, &a);
+        gen(p, 99, 300, s, 0.5, &b);
+        keys[s] = atol(a.gold);
+        cr_assert(keys[s] >= 10000 && keys[s] <= 99999, "key %ld", keys[s]);
+        differ_key += strcmp(a.gold, b.gold) != 0;
+        lx_instance_release(&a), lx_instance_release(&b);
+    }
+    for (int s = 0; s < 50; s++) {
+        int seen = 0;
+        for (int j = 0; j < s; j++)
+            seen |= keys[j] == keys[s];
+        distinct += !seen;
+    }
+    cr_expect_geq(distinct, 48, "only %d distinct keys over 50 samples", distinct);
+    cr_expect_geq(differ_key, 48, "another data key changed only %d of 50 keys", differ_key);
+    free(p);
+}
+
+Test(passkey, digits)
+{
+    void *p1 = params("digits: 1"), *p9 = params("digits: 9");
+    for (int s = 0; s < 20; s++) {
+        struct lx_instance a, b;
+        gen(p1, 5, 400, s, 0.5, &a);
+        gen(p9, 5, 400, s, 0.5, &b);
+        cr_assert(strlen(a.gold) == 1 && a.gold[0] >= '1', "1 digit: '%s'", a.gold);
+        cr_assert(strlen(b.gold) == 9 && b.gold[0] >= '1', "9 digits: '%s'", b.gold);
+        cr_assert_eq(a.n - a.answer_off, 2);
+        cr_assert_eq(b.n - b.answer_off, 10);
+        lx_instance_release(&a), lx_instance_release(&b);
+    }
+    free(p1), free(p9);
+}
+
+Test(passkey, too_short)
+{
+    /* BOS + description \n \n info \n \n question + " " + 5 digits, no filler */
+    long min_lm = 1 + (long)strlen(DESC "\n\nThe pass key is 12345. Remember it. 12345 is the pass key.\n\n" QUESTION " 12345");
+    long min_sh = 1 + (long)strlen("\nThe pass key is 12345. Remember it.\n\n" QUESTION " 12345");
+    void *pl = params(""), *ps = params("template: short");
+    const struct lx_task *t = task();
+    struct lx_error err = {{0}};
+    struct lx_instance in;
+    cr_assert_eq(t->check(pl, min_lm, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(t->check(ps, min_sh, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(t->generate(ps, 1, min_sh - 1, 0, 0.5, &in, &err), LX_EINVAL);
+    cr_assert_eq(t->check(pl, min_lm - 1, &err), LX_EINVAL);
+    cr_assert_eq(t->generate(pl, 1, min_lm - 1, 0, 0.5, &in, &err), LX_EINVAL);
+    cr_assert_null(in.tok);
+    char want[64];
+    snprintf(want, sizeof want, "minimum %ld", min_lm);
+    cr_assert(strstr(err.msg, "too short") && strstr(err.msg, "landmark") && strstr(err.msg, want), "%s", err.msg);
+    long F;
+    gen(pl, 1, min_lm, 0, 0.5, &in);
+    layout(&in, 1, &F);
+    cr_assert_eq(F, 0);
+    lx_instance_release(&in);
+    free(pl), free(ps);
+}
+
+Test(passkey, scorer)
+{
+    struct lx_instance in = {.gold = "48213"};
+    int (*score)(const void *, const struct lx_instance *, const char *) = task()->score;
+    cr_assert_eq(score(NULL, &in, " 48213"), 1);
+    cr_assert_eq(score(NULL, &in, "48213 is it"), 1);
+    cr_assert_eq(score(NULL, &in, " is 48213."), 1);
+    cr_assert_eq(score(NULL, &in, " 48214"), 0);
+    cr_assert_eq(score(NULL, &in, " 4821"), 0);
+    cr_assert_eq(score(NULL, &in, "the pass"), -1);
+    cr_assert_eq(score(NULL, &in, ""), -1);
+}
+
+Test(passkey, train_sample)
+{
+    void *p = params("template: short");
+    const struct lx_task *t = task();
+    struct lx_error err = {{0}};
+    double seen[20];
+    int distinct = 0;
+    for (int s = 0; s < 20; s++) {
+        struct lx_instance in, again;
+        cr_assert_eq(t->train_sample(p, 77, 128, s, &in, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(in.n, 128);
+        cr_assert(in.depth > 0.0 && in.depth < 1.0, "depth %g", in.depth);
+        long F;
+        layout(&in, 0, &F);
+        cr_assert_eq(t->train_sample(p, 77, 128, s, &again, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(memcmp(in.tok, again.tok, 128 * sizeof *in.tok), 0, "train_sample is not pure");
+        int dup = 0;
+        for (int j = 0; j < s; j++)
+            dup |= seen[j] == in.depth;
+        distinct += !dup;
+        seen[s] = in.depth;
+        lx_instance_release(&in), lx_instance_release(&again);
+    }
+    cr_assert_eq(distinct, 20, "train depths repeat");
+    free(p);
+}
