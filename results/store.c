@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define SCHEMA_VERSION 2     /* 2: models table, runs.model and runs.max_rss_kb */
+#define SCHEMA_VERSION 3     /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs */
 
 struct lx_store {
     sqlite3 *db;        /* the connection */
@@ -75,7 +75,16 @@ static const char *schema_sql =
     "  train_loss REAL,"                /* mean loss of the last validation interval */
     "  val_loss REAL,"                  /* final validation loss */
     "  git_commit TEXT NOT NULL,"
-    "  created TEXT NOT NULL);";
+    "  created TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS outputs ("    /* raw answers of retrieval tasks, for re-scoring */
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  sample INTEGER NOT NULL,"
+    "  depth REAL,"                     /* NULL for NaN: no depth */
+    "  gold TEXT NOT NULL,"
+    "  text TEXT NOT NULL,"             /* the greedy output, as bytes */
+    "  score INTEGER NOT NULL CHECK (score IN (-1, 0, 1)),"
+    "  logprob REAL);"                  /* teacher-forced log p(gold) */
+    "CREATE INDEX IF NOT EXISTS outputs_by_run ON outputs (run_id);";
 
 static int db_err(struct lx_store *s, struct lx_error *err, const char *doing)
 {
@@ -276,8 +285,25 @@ static int insert_values(struct lx_store *s, sqlite3_int64 id, const struct lx_r
         bind_real(p, 4, res->points[i].y);
         rc = sqlite3_step(p) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     }
+    sqlite3_stmt *o = NULL;
+    if (rc == SQLITE_OK && res && res->n_outputs)
+        rc = sqlite3_prepare_v2(s->db, "INSERT INTO outputs (run_id, sample, depth, gold, text, score, logprob)"
+                                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &o, NULL);
+    for (int i = 0; o && i < res->n_outputs && rc == SQLITE_OK; i++) {
+        const struct lx_output *x = &res->outputs[i];
+        sqlite3_reset(o);
+        sqlite3_bind_int64(o, 1, id);
+        sqlite3_bind_int64(o, 2, x->sample);
+        bind_real(o, 3, x->depth);
+        sqlite3_bind_text(o, 4, x->gold, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(o, 5, x->text, (int)strlen(x->text), SQLITE_STATIC);   /* bytes, not UTF-8 */
+        sqlite3_bind_int(o, 6, x->score);
+        bind_real(o, 7, x->logprob);
+        rc = sqlite3_step(o) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    }
     sqlite3_finalize(m);
     sqlite3_finalize(p);
+    sqlite3_finalize(o);
     return rc;
 }
 
@@ -414,7 +440,8 @@ void lx_sweep_infos_free(struct lx_sweep_info *v, int n)
 int lx_store_count(struct lx_store *s, const char *table, long *n, struct lx_error *err)
 {
     char sql[96];
-    LX_ASSERT(!strcmp(table, "runs") || !strcmp(table, "metrics") || !strcmp(table, "series") || !strcmp(table, "models"));
+    LX_ASSERT(!strcmp(table, "runs") || !strcmp(table, "metrics") || !strcmp(table, "series") ||
+              !strcmp(table, "models") || !strcmp(table, "outputs"));
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)

@@ -170,10 +170,11 @@ Test(store, open_creates_file_and_schema)
     cr_expect_eq(count(s, "metrics"), 0);
     cr_expect_eq(count(s, "series"), 0);
     cr_expect_eq(count(s, "models"), 0);
+    cr_expect_eq(count(s, "outputs"), 0);
     lx_store_close(s);
     char v[64];
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "2");
+    cr_expect_str_eq(v, "3");
     /* Reopening an existing store keeps it. */
     s = open_rw(db_path);
     cr_expect_eq(count(s, "runs"), 0);
@@ -483,6 +484,58 @@ Test(store, readonly_open_reads)
     lx_result_release(&res);
     cr_expect_eq(count(s, "runs"), 1);
     lx_store_close(s);
+}
+
+/* Raw answers of retrieval tasks: bytes back as written (quotes, newlines,
+** non-ASCII), NaN depth as NULL, none for a failed cell. */
+Test(store, outputs_round_trip)
+{
+    struct lx_store *s = open_rw(db_path);
+    struct lx_run_record r = record("sw", "k-out", "c1", 1);
+    struct lx_result res = {0};
+    lx_result_metric(&res, "acc", 0.5);
+    lx_result_output(&res, 0, 0.25, "48213", " 48213", 1, -0.5);
+    lx_result_output(&res, 1, NAN, "7", "it's \"7\"\n\xC3\xA9\xFF", 0, -2.25);
+    put(s, &r, &res);
+    struct lx_run_record f = record("sw", "k-failed", "c1", 0);
+    put(s, &f, &res);       /* a failed cell keeps no values and no outputs */
+    lx_result_release(&res);
+    cr_expect_eq(count(s, "outputs"), 2);
+    lx_store_close(s);
+    char v[256];
+    sqlite_cli(db_path, "SELECT group_concat(hex(text), ',') FROM (SELECT text FROM outputs ORDER BY sample)", v,
+               sizeof v);
+    /* " 48213" and `it's "7"\n` é \xFF, by hand */
+    cr_expect_str_eq(v, "203438323133,6974277320223722" "0A" "C3A9FF");
+    sqlite_cli(db_path, "SELECT group_concat(coalesce(depth, 'null') || '/' || gold || '/' || score || '/' || logprob, "
+               "' ') FROM (SELECT * FROM outputs ORDER BY sample)", v, sizeof v);
+    cr_expect_str_eq(v, "0.25/48213/1/-0.5 null/7/0/-2.25");
+}
+
+/* A version-2 database (no outputs table) is migrated in place, keeping its rows. */
+Test(store, migrates_version_2)
+{
+    struct lx_store *s = open_rw(db_path);
+    struct lx_run_record r = record("sw", "k-old", "c0", 1);
+    put_ppl(s, &r, 3.5);
+    lx_store_close(s);
+    char cmd[512], v[64];
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'DROP TABLE outputs; PRAGMA user_version = 2'", db_path);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    sqlite_cli(db_path, "SELECT count(*) FROM sqlite_master WHERE name = 'outputs'", v, sizeof v);
+    cr_assert_str_eq(v, "0", "the test's v2 database has no outputs table");
+    s = open_rw(db_path);
+    cr_expect_eq(count(s, "runs"), 1);
+    cr_expect_eq(count(s, "metrics"), 1);
+    struct lx_run_record r2 = record("sw", "k-new", "c1", 1);
+    struct lx_result res = {0};
+    lx_result_output(&res, 0, 0.5, "1", "1", 1, 0.0);
+    put(s, &r2, &res);
+    lx_result_release(&res);
+    cr_expect_eq(count(s, "outputs"), 1);
+    lx_store_close(s);
+    sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
+    cr_expect_str_eq(v, "3");
 }
 
 Test(store, newer_schema_is_refused)
