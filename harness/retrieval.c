@@ -177,7 +177,8 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
     for (long i = 0; i < n && rc == LX_OK; i++) {
         long d = i / samples;
         double depth = depths == 1 ? 0.5 : (double)d / (double)(depths - 1);
-        rc = task->generate(ctx->params, ctx->data_key, ctx->length, i, depth, &in[i], err);
+        /* sample i % samples at every depth: the same keys at each depth, so depths compare paired */
+        rc = task->generate(ctx->params, ctx->data_key, ctx->length, i % samples, depth, &in[i], err);
     }
     if (rc == LX_OK)
         rc = lx_answer_eval(ctx->model, ctx->spec, in, n, ans, err);
