@@ -79,9 +79,17 @@ int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struc
     int rc = lx_stack_compile(&g->stacks[c->stack], &f, &spec, err);
     if (rc < 0)
         return rc;
+    struct lx_spec spec_train;      /* the attention the model was trained with, at its training length */
+    if (model) {
+        struct lx_facts ft = f;
+        ft.length = f.train_len;
+        if ((rc = lx_stack_compile_train(&g->stacks[c->stack], &ft, &spec_train, err)) < 0)
+            return rc;
+    }
     struct lx_task_ctx ctx = {
         .params = tu->params, .spec = &spec, .length = c->length, .seed = c->seed,
         .data_key = c->data_key, .model = model, .train_len = f.train_len, .task = tu->task,
+        .spec_train = model ? &spec_train : NULL,
     };
     LX_ASSERT((c->model >= 0) == (model != NULL));
     if (spec.calibrate && (rc = calibrate(&g->stacks[c->stack], tu, &f, &ctx, &spec, err)) < 0)

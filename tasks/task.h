@@ -42,6 +42,8 @@ struct lx_task_ctx {
     const struct lx_model *model;   /* model tasks: the cell's model; NULL otherwise */
     long train_len;             /* model tasks: the model's training length */
     const struct lx_task *task; /* the task itself */
+    const struct lx_spec *spec_train;   /* model tasks: the stack's training-time part compiled at the
+                                        ** training length (the attention the model learnt); else NULL */
 };
 
 struct lx_task {

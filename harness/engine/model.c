@@ -382,7 +382,8 @@ void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int 
 #define XIN(a, l, NC) ((a)->train ? (a)->x + (long)(l) * (NC) : (a)->x + (long)((l) % 2) * (NC))
 
 static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
-                          float *att, double *stats, const float *mult, int B, int T, int H, int D, int causal)
+                          float *att, double *stats, const float *mult, int layer, int B, int T, int H, int D,
+                          int causal)
 {
     long HD = (long)H * D;
     size_t nfar = lx_attn_far_floats(T, D);
@@ -401,6 +402,8 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
         };
         lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, (int)HD, P, q, q + HD, q + 2 * HD,
                              (int)(3 * HD), spec, h, T, D, causal, &ws);
+        if (a->probe)
+            a->probe(a->probe_ctx, layer, b, h, P, T);
     }
 }
 
@@ -446,7 +449,7 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
         if (spec->cosine)
             lx_qk_normalize(qkv, a->train ? a->qkn + l * s.N * 2 * s.H : NULL, s.N, (int)s.H, (int)ar->d_head);
         attention_all(a, spec, qkv, ao, att, a->stats ? a->stats + l * a->B * s.H * LX_ATTN_NSTATS : NULL,
-                      W->logit_scale, a->B, a->T, (int)s.H, (int)ar->d_head, causal);
+                      W->logit_scale, (int)l, a->B, a->T, (int)s.H, (int)ar->d_head, causal);
         memcpy(xm, xin, sizeof(float) * (size_t)(s.N * s.C));
         lx_matmul(xm, ao, W->wo, (int)s.N, (int)s.C, (int)s.HD, 0, 1, 1.0f, 1.0f);
 

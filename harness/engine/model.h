@@ -94,6 +94,12 @@ struct lx_model {
 void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key);
 void lx_model_release(struct lx_model *m);
 
+/* A look at one head's attention probabilities P (T, T) (row i = query i, 0
+** where masked) of window b in layer l, right after the head is computed.
+** Called from the threads of the head loop, once per (l, b, h): a probe that
+** writes only to its own (l, b, h) slot needs no lock. */
+typedef void (*lx_att_probe)(void *ctx, int layer, int b, int h, const float *P, int T);
+
 /* Activations of one forward pass over B windows of T tokens (N = B·T rows).
 ** With `train` every layer keeps what backward needs; without, buffers are
 ** reused across layers and attention probabilities are per thread, so memory
@@ -122,6 +128,8 @@ struct lx_acts {
     const int *pos;             /* (B, T) position ids (PoSE training), or NULL = 0..T−1; not owned */
     double *stats;              /* (layers, B, H, LX_ATTN_NSTATS) attention row sums, or NULL; not owned */
     long stats_row0, stats_row1;    /* only rows in [row0, row1) are summed (row1 0 = to the end) */
+    lx_att_probe probe;         /* called with every head's probabilities, or NULL; not owned */
+    void *probe_ctx;
     /* backward scratch (train only) */
     float *dx, *dxn, *dqkv, *dao, *dh, *dact, *dlogits, *dp;   /* dp: (n_thr, T, T) */
 };

@@ -1,0 +1,238 @@
+/*
+** tasks/attn.c - attention diagnostics of a causal model on held-out text.
+**
+** What the source papers look at when extrapolation fails (shared/reference/
+** tasks.md Part 0), measured on the model's real attention rows (harness/
+** diag.h has the definitions):
+**
+**   Chi, Fan & Rudnicky 2024 (T5 attention alignment): "dispersed attention",
+**     the mean row entropy and mean max probability at 1× vs k× the training
+**     length: metrics entropy, pmax (at the cell's length) and entropy_train,
+**     pmax_train (the model's training-time attention at its training length).
+**   Anson et al. 2025 (scale-invariant attention): entropy and attention mass
+**     inside distance ranges [a, b): range_entropy:a-b, range_mass:a-b.
+**   Zhong et al. 2024 (RoPE extensions from an attention perspective): the
+**     Jensen–Shannon divergence between mean attention distributions:
+**     js_train compares the cell's mean distribution over log2 distance
+**     buckets with the training-time one (same model, its training stack, at
+**     its training length): how far a method moves attention from what the
+**     model learnt. Both distributions are stored as series
+**     (mass_by_distance, mass_by_distance_train; x = the bucket's first
+**     distance) so any two cells can be compared afterwards.
+**
+** Every statistic is a mean over rows i >= from·length of every window, head
+** and layer; per-layer values are named ":l<k>" (entropy:l0, range_mass:l1:16-256).
+** Windows are the held-out windows ppl reads (non-overlapping, exactly
+** `length` tokens, [BOS, text …]); the reference pass reads windows of the
+** training length from the same corpus.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/corpus.h"
+#include "harness/diag.h"
+#include "harness/engine/model.h"
+#include "tasks/task.h"
+
+struct attn_params {
+    int corpus;                 /* index into LX_CORPUS_CHOICES */
+    long windows;               /* at most this many windows */
+    long tokens;                /* token budget instead of windows (0 = use windows) */
+    double from;                /* rows i >= from·length are measured */
+    struct lx_ranges ranges;    /* distance ranges of range_* */
+    int reference;              /* also measure the training-time attention at the training length */
+};
+
+static const struct lx_param attn_rows[] = {
+    LX_P_ENUM(struct attn_params, corpus, "austen", LX_CORPUS_CHOICES, 0,
+              "austen: Persuasion, held out from training; sotu: State of the Union addresses (out of domain)"),
+    LX_P_INT(struct attn_params, windows, "4", 1, 1e9, 0, "at most this many windows of `length` tokens"),
+    LX_P_INT(struct attn_params, tokens, "0", 0, 1e12, 0,
+             "token budget instead of windows: max(1, tokens / length) windows at every length"),
+    LX_P_FLOAT(struct attn_params, from, "0", 0, 1, 0,
+               "measure query rows i >= from * length (0 = every row)"),
+    LX_P_RANGES(struct attn_params, ranges, "[[1,16],[16,256],[256,4096]]", 0, 1e12, 0,
+                "[a, b) distance ranges for range_entropy and range_mass (ranges longer than the length are skipped)"),
+    LX_P_BOOL(struct attn_params, reference, "true", 0,
+              "also measure the model's training-time attention at its training length (entropy_train, "
+              "pmax_train, js_train)"),
+};
+
+/* `tokens` replaces `windows` when set. */
+static int attn_active(const void *params, int row)
+{
+    const struct attn_params *p = params;
+    return row == 1 ? p->tokens == 0 : row == 2 ? p->tokens != 0 : 1;
+}
+
+static const char *attn_split(const void *params)
+{
+    const struct attn_params *p = params;
+    return lx_corpus_split(p->corpus);
+}
+
+/* One pass: every window through the model, each head's rows into its slot. */
+struct attn_pass {
+    struct lx_diag *slot;       /* (layers, heads) */
+    int H;
+    long row0;
+    const struct lx_ranges *rg;
+};
+
+static void attn_probe(void *ctx, int layer, int b, int h, const float *P, int T)
+{
+    (void)b;    /* one window per forward */
+    struct attn_pass *ps = ctx;
+    struct lx_diag *d = &ps->slot[(long)layer * ps->H + h];
+    for (long i = ps->row0; i < T; i++)
+        lx_diag_row(d, P + i * T, i, ps->rg);
+}
+
+static int measure(const struct lx_task_ctx *ctx, const struct lx_spec *spec, long L, long row0,
+                   const struct lx_ranges *rg, struct lx_diag *slot, struct lx_error *err)
+{
+    const struct attn_params *p = ctx->params;
+    const struct lx_corpus *c;
+    int rc = lx_corpus_get(&c, attn_split(p), err);
+    if (rc < 0)
+        return rc;
+    long cap = lx_window_cap(p->windows, p->tokens, L), nw = lx_corpus_windows(c, L, cap, NULL);
+    if (nw == 0)
+        return lx_err(err, LX_ERUN, "attn: no document of corpus '%s' has %ld tokens\n"
+                      "  hint: use a shorter length or the sotu corpus", p->corpus ? "sotu" : "austen", L);
+    struct lx_window *win = lx_xcalloc((size_t)nw, sizeof *win);
+    lx_corpus_windows(c, L, cap, win);
+    struct lx_acts a;
+    if ((rc = lx_acts_alloc(&a, &ctx->model->arch, 1, (int)L, 0, err)) < 0) {
+        free(win);
+        return rc;
+    }
+    struct attn_pass ps = {.slot = slot, .H = (int)ctx->model->arch.heads, .row0 = row0, .rg = rg};
+    a.probe = attn_probe;
+    a.probe_ctx = &ps;
+    int *tok = lx_xmalloc(sizeof(int) * (size_t)L);
+    for (long w = 0; w < nw; w++) {
+        const unsigned char *s = c->docs[win[w].doc].bytes + win[w].off;
+        tok[0] = LX_TOK_BOS;
+        for (long t = 1; t < L; t++)
+            tok[t] = s[t - 1];
+        lx_model_forward(ctx->model, spec, tok, NULL, &a);
+    }
+    free(tok);
+    free(win);
+    lx_acts_release(&a);
+    return LX_OK;
+}
+
+static double ratio(double sum, double rows)
+{
+    return rows > 0 ? sum / rows : NAN;
+}
+
+static void metric_l(struct lx_result *out, const char *name, long layer, const char *range, double v)
+{
+    char buf[96];
+    if (layer < 0)
+        snprintf(buf, sizeof buf, "%s%s%s", name, range ? ":" : "", range ? range : "");
+    else
+        snprintf(buf, sizeof buf, "%s:l%ld%s%s", name, layer, range ? ":" : "", range ? range : "");
+    lx_result_metric(out, buf, v);
+}
+
+/* Mean mass per distance bucket (each row's mass sums to 1 over the buckets). */
+static void buckets(const struct lx_diag *d, double *m)
+{
+    for (int k = 0; k < LX_DIAG_BUCKETS; k++)
+        m[k] = d->rows > 0 ? d->bucket[k] / d->rows : 0.0;
+}
+
+static void put_series(struct lx_result *out, const char *name, const double *m)
+{
+    for (int k = 0; k < LX_DIAG_BUCKETS; k++)
+        if (m[k] > 0.0)
+            lx_result_point(out, name, (double)lx_diag_bucket_start(k), m[k]);
+}
+
+static int attn_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err)
+{
+    const struct attn_params *p = ctx->params;
+    long L = ctx->length, nl = ctx->model->arch.layers, H = ctx->model->arch.heads;
+    struct lx_ranges rg = {0};      /* the ranges that fit inside L */
+    for (int r = 0; r < p->ranges.n; r++)
+        if (p->ranges.hi[r] <= L) {
+            rg.lo[rg.n] = p->ranges.lo[r];
+            rg.hi[rg.n++] = p->ranges.hi[r];
+        }
+    struct lx_diag *slot = lx_xcalloc((size_t)(nl * H), sizeof *slot);
+    struct lx_diag *layer = lx_xcalloc((size_t)nl, sizeof *layer), all = {0}, ref = {0};
+    long row0 = (long)ceil(p->from * (double)L);
+    if (row0 >= L)
+        row0 = L - 1;
+    int rc = measure(ctx, ctx->spec, L, row0, &rg, slot, err);
+    if (rc == LX_OK && p->reference && ctx->spec_train) {
+        long Lt = ctx->train_len, r0 = (long)ceil(p->from * (double)Lt);
+        struct lx_ranges none = {0};
+        struct lx_diag *rs = lx_xcalloc((size_t)(nl * H), sizeof *rs);
+        rc = measure(ctx, ctx->spec_train, Lt, r0 < Lt ? r0 : Lt - 1, &none, rs, err);
+        for (long k = 0; k < nl * H; k++)   /* a fixed order: layers, then heads */
+            lx_diag_add(&ref, &rs[k]);
+        free(rs);
+    }
+    if (rc == LX_OK) {
+        for (long l = 0; l < nl; l++)
+            for (long h = 0; h < H; h++)
+                lx_diag_add(&layer[l], &slot[l * H + h]);
+        for (long l = 0; l < nl; l++)
+            lx_diag_add(&all, &layer[l]);
+        char range[64];
+        for (long l = -1; l < nl; l++) {    /* -1: every layer */
+            const struct lx_diag *d = l < 0 ? &all : &layer[l];
+            metric_l(out, "entropy", l, NULL, ratio(d->entropy, d->rows));
+            metric_l(out, "pmax", l, NULL, ratio(d->pmax, d->rows));
+            for (int r = 0; r < rg.n; r++) {
+                snprintf(range, sizeof range, "%ld-%ld", rg.lo[r], rg.hi[r]);
+                metric_l(out, "range_entropy", l, range, ratio(d->range_entropy[r], d->range_rows[r]));
+                metric_l(out, "range_mass", l, range, ratio(d->range_mass[r], d->range_rows[r]));
+            }
+        }
+        double m[LX_DIAG_BUCKETS], mt[LX_DIAG_BUCKETS];
+        buckets(&all, m);
+        put_series(out, "mass_by_distance", m);
+        if (ref.rows > 0) {
+            buckets(&ref, mt);
+            put_series(out, "mass_by_distance_train", mt);
+            lx_result_metric(out, "entropy_train", ref.entropy / ref.rows);
+            lx_result_metric(out, "pmax_train", ref.pmax / ref.rows);
+            lx_result_metric(out, "js_train", lx_js_divergence(m, mt, LX_DIAG_BUCKETS));
+        }
+        lx_result_metric(out, "rows", all.rows);
+    }
+    free(slot);
+    free(layer);
+    return rc;
+}
+
+static int attn_check(const void *params, long length, struct lx_error *err)
+{
+    (void)params;
+    if (length < 2 || length > (1L << 16))
+        return lx_err(err, LX_EINVAL, "attn: length %ld is outside [2, 65536]\n"
+                      "  hint: attention rows are materialised, T x T floats per thread", length);
+    return LX_OK;
+}
+
+const struct lx_task lx_task_attn = {
+    .name = "attn",
+    .summary = "attention diagnostics on held-out text: entropy, max probability, range mass/entropy, "
+               "JS divergence from the training-time attention (Chi et al. 2024; Anson et al. 2025; "
+               "Zhong et al. 2024)",
+    .schema = LX_SCHEMA(attn_rows, struct attn_params, attn_active),
+    .headline = "entropy,pmax,entropy_train,js_train",
+    .mode = LX_MODE_CAUSAL,
+    .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
+    .split = attn_split,
+    .check = attn_check,
+    .run = attn_run,
+};
