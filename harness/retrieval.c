@@ -47,6 +47,78 @@ int lx_score_exact(const char *output, const char *gold)
     return strncmp(output, gold, strlen(gold)) == 0;
 }
 
+int lx_score_last_int(const char *output, const char *gold)
+{
+    const char *last = NULL;
+    size_t n = 0;
+    for (const char *p = output; *p;) {
+        if (!isdigit((unsigned char)*p)) {
+            p++;
+            continue;
+        }
+        for (last = p, n = 0; isdigit((unsigned char)p[n]); n++)
+            ;
+        p += n;
+    }
+    if (!last)
+        return -1;
+    return n == strlen(gold) && strncmp(last, gold, n) == 0;
+}
+
+/* The normal form of s[0, n) into out (n + 1 bytes): lowercase words of
+** letters, digits and other non-punctuation bytes, the articles dropped,
+** joined by single spaces (SQuAD's normalize_answer on ASCII). */
+static void normalize(const char *s, size_t n, char *out)
+{
+    size_t k = 0, i = 0;
+    while (i < n) {
+        while (i < n && isspace((unsigned char)s[i]))
+            i++;
+        size_t w = k + (k > 0);     /* where this word starts in out */
+        for (; i < n && !isspace((unsigned char)s[i]); i++)
+            if (!ispunct((unsigned char)s[i]))
+                out[w++] = (char)tolower((unsigned char)s[i]);
+        size_t len = w - k - (k > 0);
+        const char *word = out + w - len;
+        int article = (len == 1 && word[0] == 'a') || (len == 2 && strncmp(word, "an", 2) == 0) ||
+                      (len == 3 && strncmp(word, "the", 3) == 0);
+        if (len > 0 && !article) {
+            if (k > 0)
+                out[k] = ' ';
+            k = w;
+        }
+    }
+    out[k] = '\0';
+}
+
+int lx_score_contains(const char *output, const char *gold)
+{
+    while (isspace((unsigned char)*output))
+        output++;
+    size_t n_out = strcspn(output, "\n"), n_gold = strlen(gold);
+    char *o = lx_xmalloc(n_out + 1), *g = lx_xmalloc(n_gold + 1);
+    normalize(output, n_out, o);
+    normalize(gold, n_gold, g);
+    int sc = !o[0] ? -1 : strstr(o, g) != NULL;
+    free(o);
+    free(g);
+    return sc;
+}
+
+int lx_score_distractor(const struct lx_task *task, const void *params, const struct lx_instance *in,
+                        const char *output)
+{
+    if (in->n_alt <= 0)
+        return -1;
+    struct lx_instance as = *in;    /* the instance with a distractor as its gold */
+    for (int j = 0; j < in->n_alt; j++) {
+        memcpy(as.gold, in->alt[j], sizeof as.gold);
+        if (task->score(params, &as, output) == 1)
+            return j;
+    }
+    return -1;
+}
+
 void lx_tokens_text(const int *tok, long n, char *out, size_t cap)
 {
     static const char *const special[] = {"<bos>", "<eos>", "<pad>", "<mask>"};
@@ -61,6 +133,74 @@ void lx_tokens_text(const int *tok, long n, char *out, size_t cap)
             out[k++] = *s;
     }
     out[k] = '\0';
+}
+
+/* ---- prose ------------------------------------------------------------------ */
+
+int lx_prose_open(struct lx_prose *p, const char *split, double frac, struct lx_error *err)
+{
+    int rc = lx_corpus_get(&p->c, split, err);
+    if (rc < 0)
+        return rc;
+    p->n = (long)(frac * (double)p->c->n_bytes);
+    if (p->n < 1)
+        return lx_err(err, LX_EINVAL, "corpus split '%s' has no text to draw prose from", split);
+    return LX_OK;
+}
+
+void lx_prose_copy(const struct lx_prose *p, long off, long n, char *out)
+{
+    off = (off % p->n + p->n) % p->n;
+    for (long k = 0; k < n;) {
+        long o = off;
+        int d = 0;
+        while (o >= p->c->docs[d].n)    /* the document holding offset off */
+            o -= p->c->docs[d++].n;
+        long take = p->c->docs[d].n - o;
+        take = take < p->n - off ? take : p->n - off;
+        take = take < n - k ? take : n - k;
+        memcpy(out + k, p->c->docs[d].bytes + o, (size_t)take);
+        k += take;
+        off = (off + take) % p->n;
+    }
+}
+
+int lx_prose_boundary(const char *s, long i)
+{
+    if (i < 1 || isspace((unsigned char)s[i]) || islower((unsigned char)s[i]))
+        return 0;
+    if (s[i - 1] == '\n')
+        return 1;
+    if (s[i - 1] != ' ' || i < 2)
+        return 0;
+    char c = s[i - 2];
+    if ((c == '"' || c == '\'') && i >= 3)
+        c = s[i - 3];
+    return c == '.' || c == '!' || c == '?';
+}
+
+long lx_prose_sentence(const struct lx_prose *p, long off)
+{
+    enum { W = 4096, BACK = 3 };    /* a window, and the bytes lx_prose_boundary looks back */
+    char buf[W];
+    for (long base = 0; base < p->n; base += W - BACK) {
+        long at = off + base - BACK;
+        lx_prose_copy(p, at, W, buf);
+        for (long i = BACK; i < W; i++)
+            if (lx_prose_boundary(buf, i))
+                return ((at + i) % p->n + p->n) % p->n;
+    }
+    return (off % p->n + p->n) % p->n;
+}
+
+long lx_prose_nearest(const char *s, long n, double x)
+{
+    double target = x * (double)n;
+    long best = 0;
+    for (long i = 1; i <= n; i++)
+        if ((i == n || lx_prose_boundary(s, i)) && fabs((double)i - target) < fabs((double)best - target))
+            best = i;
+    return best;
 }
 
 /* ---- answers ----------------------------------------------------------------- */
@@ -183,8 +323,8 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
     if (rc == LX_OK)
         rc = lx_answer_eval(ctx->model, ctx->spec, in, n, ans, err);
     if (rc == LX_OK) {
-        long ok = 0, nulls = 0;
-        double lp = 0.0, ent = 0.0, d_ok = 0.0, d_lp = 0.0;
+        long ok = 0, nulls = 0, with_alt = 0, confused = 0;
+        double lp = 0.0, ent = 0.0, d_ok = 0.0, d_lp = 0.0, d_ent = 0.0;
         char text[4 * LX_MAX_ANSWER + 8];
         for (long i = 0; i < n; i++) {
             lx_tokens_text(ans[i].out, ans[i].n_out, text, sizeof text);
@@ -192,20 +332,26 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
             lx_result_output(out, i, in[i].depth, in[i].gold, text, sc, ans[i].logprob);
             ok += sc == 1;
             nulls += sc < 0;
+            with_alt += in[i].n_alt > 0;
+            confused += in[i].n_alt > 0 && sc != 1 && lx_score_distractor(task, ctx->params, &in[i], text) >= 0;
             lp += ans[i].logprob;
             ent += ans[i].entropy;
             d_ok += sc == 1;
             d_lp += ans[i].logprob;
+            d_ent += ans[i].entropy;
             if ((i + 1) % samples == 0) {   /* the end of one depth's samples */
                 lx_result_point(out, "acc_by_depth", in[i].depth, d_ok / (double)samples);
                 lx_result_point(out, "logprob_by_depth", in[i].depth, d_lp / (double)samples);
-                d_ok = d_lp = 0.0;
+                lx_result_point(out, "entropy_by_depth", in[i].depth, d_ent / (double)samples);
+                d_ok = d_lp = d_ent = 0.0;
             }
         }
         double acc = (double)ok / (double)n;
         lx_result_metric(out, "acc", acc);
         lx_result_metric(out, "acc_se", sqrt(acc * (1.0 - acc) / (double)n));
         lx_result_metric(out, "null_rate", (double)nulls / (double)n);
+        if (with_alt > 0)
+            lx_result_metric(out, "distractor_rate", (double)confused / (double)with_alt);
         lx_result_metric(out, "answer_logprob", lp / (double)n);
         lx_result_metric(out, "answer_entropy", ent / (double)n);
         lx_result_metric(out, "n_samples", (double)n);

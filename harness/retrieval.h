@@ -1,7 +1,9 @@
 /*
 ** harness/retrieval.h - what the retrieval tasks (passkey, line, topic, mdqa,
 ** needle) share: instances of an exact length, the engine step that reads an
-** answer off a causal model, named scorers, and the generic cell runner.
+** answer off a causal model, named scorers, the generic cell runner, and
+** prose: corpus text cut at sentence starts, for the tasks that hide facts in
+** real text (needle, mdqa).
 **
 ** An instance is a byte-token sequence of exactly `length` tokens, [BOS,
 ** prompt …, gold answer]: the answer is the last n − answer_off tokens, so the
@@ -26,6 +28,7 @@
 #include "harness/lx.h"
 
 #define LX_MAX_ANSWER 64    /* answer tokens at most */
+#define LX_MAX_ALT 32       /* other answers an instance holds at most (mdqa: documents − 1) */
 
 struct lx_instance {
     int *tok;               /* (n,) owned: tok[0] = BOS, the answer is tok[answer_off .. n) */
@@ -33,6 +36,12 @@ struct lx_instance {
     long answer_off;        /* first answer token; n − answer_off <= LX_MAX_ANSWER */
     char gold[LX_MAX_ANSWER + 1];   /* the gold answer as the scorer reads it ("48213") */
     double depth;           /* where the needle sits, 0 (start) … 1 (end) */
+    /* Distractors: the answers to the other questions the context could answer
+    ** (the other needles' numbers, the other documents' values). A wrong output
+    ** the scorer accepts for one of them counts in distractor_rate. */
+    char alt[LX_MAX_ALT][LX_MAX_ANSWER + 1];    /* (n_alt,) as gold */
+    double alt_depth[LX_MAX_ALT];               /* (n_alt,) where each sits, 0 … 1 */
+    int n_alt;              /* 0: the task has no distractors */
 };
 
 void lx_instance_release(struct lx_instance *in);
@@ -60,6 +69,39 @@ int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const s
 ** (counted in null_rate). */
 int lx_score_first_int(const char *output, const char *gold);  /* first run of digits == gold */
 int lx_score_exact(const char *output, const char *gold);      /* output starts with gold (after spaces) */
+int lx_score_last_int(const char *output, const char *gold);   /* last run of digits == gold (LongChat) */
+/* Normalized containment (lost-in-the-middle's best_subspan_em, one gold): the
+** output from its first non-space byte up to its first newline, and the gold,
+** each lowercased, without ASCII punctuation or the words a/an/the, spaces
+** collapsed; correct when the gold's form is a substring of the output's,
+** unparsable when the output's form is empty. */
+int lx_score_contains(const char *output, const char *gold);
+/* The first distractor (in->alt) the task's scorer accepts output for, as if
+** it were the gold; -1 when none. */
+struct lx_task;
+int lx_score_distractor(const struct lx_task *task, const void *params, const struct lx_instance *in,
+                        const char *output);
+
+/* Prose for haystacks and passages: a corpus split's documents end to end,
+** the first `frac` of their bytes, read cyclically (the text wraps round). */
+struct lx_corpus;
+struct lx_prose {
+    const struct lx_corpus *c;  /* the split */
+    long n;                     /* bytes in use: the first frac of the split's */
+};
+
+int lx_prose_open(struct lx_prose *p, const char *split, double frac, struct lx_error *err);
+/* out[0, n) = the prose's bytes from off on (offsets mod p->n). */
+void lx_prose_copy(const struct lx_prose *p, long off, long n, char *out);
+/* The first sentence start at or after off (mod p->n); off when there is none. */
+long lx_prose_sentence(const struct lx_prose *p, long off);
+/* Does a sentence start at s[i]? i >= 1, s[i] is neither white space nor a
+** lowercase letter, and s[i − 1] is a newline, or a space after '.', '!' or
+** '?' (a closing quote may come between). */
+int lx_prose_boundary(const char *s, long i);
+/* The split of s[0, n) nearest to x·n among 0, n and the sentence starts (the
+** earlier one of a tie). */
+long lx_prose_nearest(const char *s, long n, double x);
 
 /* Tokens to text: bytes as they are, specials as "<bos>", "<eos>", … */
 void lx_tokens_text(const int *tok, long n, char *out, size_t cap);
@@ -68,10 +110,12 @@ void lx_tokens_text(const int *tok, long n, char *out, size_t cap);
 ** for every depth and sample, generate, answer (lx_answer_eval), score. Metrics:
 **   acc, acc_se      greedy exact answers (unparsable count as wrong)
 **   null_rate        unparsable outputs
+**   distractor_rate  wrong outputs that answer a distractor (in->alt), over the
+**                    instances that have distractors; only when some have
 **   answer_logprob   mean teacher-forced log p(gold answer)
 **   answer_entropy   mean attention entropy of the answer-producing rows
 **   n_samples        instances
-** series acc_by_depth and logprob_by_depth (x = depth), and every raw output. */
+** series acc_by_depth, logprob_by_depth and entropy_by_depth (x = depth), and every raw output. */
 struct lx_task_ctx;
 struct lx_result;
 int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err);

@@ -83,7 +83,7 @@ static int is_filler(const char *s, long n)
 ** info line) and the total filler bytes in *filler. */
 static long layout(const struct lx_instance *in, int landmark, long *filler)
 {
-    char *s = text(in), info[128];
+    char *s = text(in), info[256];
     const char *g = in->gold;
     cr_assert_eq((long)strlen(g), 5, "gold '%s'", g);
     for (int i = 0; i < 5; i++)

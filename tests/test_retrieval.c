@@ -133,3 +133,54 @@ Test(retrieval, token_text)
     lx_tokens_text(tok, 7, out, 4);
     cr_expect_str_eq(out, "<bo", "truncated to the buffer");
 }
+
+Test(retrieval, prose_sentence_starts)
+{
+    static const char s[] = "He went. She came! \"Go.\" Then\nMr Smith: oh! yes. I";
+    static const long yes[] = {9, 19, 25, 30, 49};
+    for (long i = 0, k = 0; i < (long)sizeof s - 1; i++) {
+        int want = k < 5 && yes[k] == i;
+        cr_expect_eq(lx_prose_boundary(s, i), want, "byte %ld ('%c')", i, s[i]);
+        k += want;
+    }
+    /* nearest split among 0, n and the starts 4 and 8, the earlier of a tie */
+    static const char t[] = "Aa. Bb. Cc.";
+    cr_expect_eq(lx_prose_nearest(t, 11, 0.0), 0);
+    cr_expect_eq(lx_prose_nearest(t, 11, 0.4), 4);
+    cr_expect_eq(lx_prose_nearest(t, 11, 6.0 / 11.0), 4, "a tie between 4 and 8");
+    cr_expect_eq(lx_prose_nearest(t, 11, 0.7), 8);
+    cr_expect_eq(lx_prose_nearest(t, 11, 1.0), 11);
+    cr_expect_eq(lx_prose_nearest(t, 0, 0.5), 0, "an empty text");
+}
+
+Test(retrieval, prose_reads_the_corpus_cyclically)
+{
+    struct lx_prose p;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_prose_open(&p, "test", 1.0, &err), LX_OK, "%s", err.msg);
+    const struct lx_corpus_doc *d = &p.c->docs[0];
+    cr_assert_eq(p.c->n_docs, 1);
+    cr_assert_eq(p.n, d->n);
+    char buf[16];
+    lx_prose_copy(&p, p.n - 5, 10, buf);     /* the last 5 bytes, then the first 5 */
+    cr_expect_eq(memcmp(buf, d->bytes + d->n - 5, 5), 0);
+    cr_expect_eq(memcmp(buf + 5, d->bytes, 5), 0);
+    lx_prose_copy(&p, p.n + 3, 4, buf);
+    cr_expect_eq(memcmp(buf, d->bytes + 3, 4), 0, "offsets wrap");
+    lx_prose_copy(&p, -5, 5, buf);
+    cr_expect_eq(memcmp(buf, d->bytes + d->n - 5, 5), 0, "negative offsets wrap");
+    for (long off = 1000; off < 200000; off += 37337) {
+        long s = lx_prose_sentence(&p, off);
+        cr_expect(s >= off && s - off < 2000, "sentence start %ld for offset %ld", s, off);
+        cr_expect(lx_prose_boundary((const char *)d->bytes, s), "%ld is no sentence start", s);
+        for (long i = off; i < s; i++)
+            cr_expect(!lx_prose_boundary((const char *)d->bytes, i), "%ld: an earlier start at %ld", s, i);
+        cr_expect_eq(lx_prose_sentence(&p, s), s, "a start is its own first start");
+    }
+    struct lx_prose q;
+    cr_assert_eq(lx_prose_open(&q, "train", 0.9, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(q.n, (long)(0.9 * (double)q.c->n_bytes));
+    lx_prose_copy(&q, q.c->docs[0].n - 3, 6, buf);  /* across the first two novels */
+    cr_expect_eq(memcmp(buf, q.c->docs[0].bytes + q.c->docs[0].n - 3, 3), 0);
+    cr_expect_eq(memcmp(buf + 3, q.c->docs[1].bytes, 3), 0);
+}

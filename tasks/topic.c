@@ -1,0 +1,386 @@
+/*
+** tasks/topic.c - topic retrieval: name the first of many conversation topics.
+**
+** LongChat's coarse-grained test (Li, Shao, Xie et al., "How Long Can
+** Open-Source LLMs Truly Promise on Context Length?", lmsys blog, 2023-06-29;
+** DachengLi1/LongChat longeval/utils.py; shared/reference/tasks.md §2): a
+** record of k conversations, each opened by "USER: I would like to discuss the
+** topic of {topic}.", and the question which topic came first. The header,
+** question and base-model ending are theirs, verbatim. An instance is exactly
+** `length` byte tokens, [BOS] + prompt + answer:
+**
+**   template longchat   header  conversations  pad  question  ending  answer
+**   template short              conversations  pad  question  ending  answer
+**
+**   conversation   "USER: I would like to discuss the topic of {topic}.", then
+**                  r replies: " \n ASSISTANT: {reply}", every one after the
+**                  first preceded by " \n USER: {ask}", then (longchat only)
+**                  " \n USER: Great, this is the end of our discussion on
+**                  {topic}, let's talk about the next topic."; conversations
+**                  joined by " \n "
+**   question       " Now the record ends. What is the first topic we discussed?
+**                  Only give me the topic name. Do not summarize yourself."
+**                  (short: " What is the first topic we discussed?")
+**   ending         "\n ASSISTANT: The first topic is"
+**   answer         " {first topic}" (answer_off is its space; gold the topic)
+**
+** Sizes and exact length: with `topics: 0` every conversation starts with
+** `replies` replies and k is the most conversations that fit (at most the 40
+** topics); with `topics: k` they start with none. Then replies (each after a
+** conversation's first with its ask) are added round-robin over the
+** conversations (first, second, …, k-th, first, …) while the next one fits,
+** and the bytes left over, fewer than one ask and reply, are spaces before the
+** question. Turns
+** alternate inside a conversation; between two, longchat has two USER turns in
+** a row, as LongChat does.
+**
+** Deviations from LongChat, all deliberate: its 30 ChatGPT-written
+** conversations (2-3k characters each) cannot be shipped, so conversations are
+** synthesised here from 40 fixed topic names and topic-free filler sentences,
+** and are far shorter; turns are joined by " \n " as LongChat's are, and so are
+** conversations (LongChat concatenates them with no separator); the short
+** template drops the header, the closing turns and the question's other
+** sentences, for small models trained at short lengths; the scorer is
+** normalized containment, the reference's recommendation (a), where LongChat
+** reads outputs by hand or with a GPT-3.5 judge. Topics are drawn without
+** replacement (as LongChat) and filler sentences with replacement, by Philox
+** keyed on the cell's key with the sample as counter. Depth means nothing
+** here (the question always asks for the first topic): one depth per cell,
+** and every instance records depth 0, where the first topic sits.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/corpus.h"
+#include "harness/retrieval.h"
+#include "harness/rng.h"
+#include "tasks/task.h"
+
+enum { TPL_LONGCHAT, TPL_SHORT };
+
+struct topic_params {
+    int template;       /* TPL_LONGCHAT or TPL_SHORT */
+    long topics;        /* conversations; 0 = as many as fit */
+    long replies;       /* ASSISTANT replies per conversation before filling, with topics: 0 */
+    long samples;       /* trials */
+};
+
+static const struct lx_param topic_rows[] = {
+    LX_P_ENUM(struct topic_params, template, "longchat", "longchat|short", 0,
+              "longchat: LongChat's header, closing turns and question; short: none of them, a one-sentence question"),
+    LX_P_INT(struct topic_params, topics, "0", 0, 40, 0,
+             "conversations: 0 = as many as fit with `replies` replies each, else exactly that many"),
+    LX_P_INT(struct topic_params, replies, "2", 0, 100, 0,
+             "ASSISTANT replies per conversation with topics: 0, before the rest of the length is filled"),
+    LX_P_INT(struct topic_params, samples, "50", 1, 1e6, 0, "trials"),
+};
+
+/* `replies` sizes conversations only when their count is free. */
+static int topic_active(const void *params, int row)
+{
+    const struct topic_params *p = params;
+    return row != 2 || p->topics == 0;
+}
+
+static const char HEADER[] =
+    "Below is a record of our previous conversation on %ld different topics. You are the ASSISTANT, and I am the "
+    "USER. At the beginning of each topic, the USER will say 'I would like to discuss the topic of <TOPIC>'. "
+    "Memorize each <TOPIC>. At the end of the record, I will ask you to retrieve the first topic. Now the record "
+    "start. ";
+static const char OPENING[] = "USER: I would like to discuss the topic of %s.";
+static const char CLOSING[] =
+    " \n USER: Great, this is the end of our discussion on %s, let's talk about the next topic.";
+static const char SEP[] = " \n ";
+static const char ASSISTANT[] = " \n ASSISTANT: ";
+static const char USER[] = " \n USER: ";
+static const char *const QUESTION[] = {
+    [TPL_LONGCHAT] = " Now the record ends. What is the first topic we discussed? Only give me the topic name. "
+                     "Do not summarize yourself.",
+    [TPL_SHORT] = " What is the first topic we discussed?",
+};
+static const char ENDING[] = "\n ASSISTANT: The first topic is";
+static const char *const TPL_NAME[] = {[TPL_LONGCHAT] = "longchat", [TPL_SHORT] = "short"};
+
+/* No topic's normal form (retrieval.h, lx_score_contains) contains another's. */
+static const char *const TOPICS[] = {
+    "the history of jazz", "growing tomatoes at home", "training for a marathon", "the life of honeybees",
+    "learning to play chess", "baking sourdough bread", "the rings of saturn", "saving money on groceries",
+    "the rules of cricket", "keeping a garden pond", "the fall of rome", "writing a short story",
+    "caring for an old dog", "the water cycle", "building a treehouse", "the art of origami",
+    "planning a road trip", "how volcanoes form", "learning a second language", "the wildlife of australia",
+    "brewing green tea", "repairing a bicycle", "the invention of printing", "taking better photographs",
+    "the migration of birds", "starting a book club", "the science of sleep", "painting with watercolors",
+    "the great barrier reef", "keeping chickens", "the music of mozart", "camping in the mountains",
+    "the pyramids of egypt", "making pottery", "the solar system", "knitting a warm scarf",
+    "the life of octopuses", "running a small bakery", "the deep ocean", "ancient greek theatre",
+};
+/* Filler turns: the ASSISTANT's replies and the USER's asks. */
+static const char *const REPLY[] = {
+    "That is a wide subject, and there is a lot to say about it.",
+    "Many people find it interesting for quite different reasons.",
+    "It helps to start with the basics and build from there.",
+    "There are a few common mistakes that beginners tend to make.",
+    "The details matter, but the main idea is simple enough.",
+    "Most of what we know about it comes from careful practice.",
+    "It has changed a great deal over the last hundred years.",
+    "A good book or a patient teacher can help a lot here.",
+    "Some parts are easy to learn, and others take many years.",
+    "People often disagree about it, and that is part of the fun.",
+    "It is best understood by trying it out for yourself.",
+    "Experts tend to focus on a small number of key ideas.",
+    "There is more to it than most people would guess.",
+    "Time and patience are the two things it needs most.",
+    "It connects to many other fields in surprising ways.",
+    "The story behind it is long and full of odd turns.",
+};
+static const char *const ASK[] = {
+    "Can you tell me more about that?", "What is the most important thing to know?",
+    "How would a beginner get started?", "Why do people find it so interesting?",
+    "What do most people get wrong about it?", "Is it hard to learn?", "How has it changed over time?",
+    "What would you recommend I read?", "That is interesting. What else?", "Could you give me an example?",
+    "How long does it take to get good at it?", "What surprised you most about it?",
+};
+#define N_TOPICS ((int)(sizeof TOPICS / sizeof *TOPICS))
+#define N_REPLY ((int)(sizeof REPLY / sizeof *REPLY))
+#define N_ASK ((int)(sizeof ASK / sizeof *ASK))
+#define TEXT_CAP 512    /* bytes of the longest header, turn or closing + NUL */
+
+/* One instance's shape: which topics, how many replies each, the pad. */
+struct plan {
+    int topic[N_TOPICS];        /* (N_TOPICS,) topics in drawn order; the first k are the conversations */
+    long k;                     /* conversations */
+    long replies[N_TOPICS];     /* (k,) replies of each */
+    long pad;                   /* spaces before the question */
+};
+
+static long slen(const char *s)
+{
+    return (long)strlen(s);
+}
+
+/* Bytes besides BOS and the conversations: header, separators, question,
+** ending and answer, for k conversations and a first topic of n_first bytes. */
+static long fixed_bytes(const struct topic_params *p, long k, long n_first)
+{
+    long header = p->template == TPL_LONGCHAT ? slen(HEADER) - 3 + snprintf(NULL, 0, "%ld", k) : 0;
+    return header + slen(SEP) * (k - 1) + slen(QUESTION[p->template]) + slen(ENDING) + 1 + n_first;
+}
+
+/* Bytes of a conversation's opening and closing turns. */
+static long frame_bytes(const struct topic_params *p, long n_topic)
+{
+    return slen(OPENING) - 2 + n_topic + (p->template == TPL_LONGCHAT ? slen(CLOSING) - 2 + n_topic : 0);
+}
+
+/* The longest of n strings. */
+static long longest(const char *const *s, int n)
+{
+    long m = 0;
+    for (int i = 0; i < n; i++)
+        m = slen(s[i]) > m ? slen(s[i]) : m;
+    return m;
+}
+
+/* Bytes of reply m of a conversation, with its ask unless it is the first:
+** the sentences are drawn from the conversation's stream (ask, then reply). */
+static long reply_draw(struct lx_rng *r, long m, const char **ask, const char **reply)
+{
+    *ask = m > 0 ? ASK[(int)(lx_rng_uniform(r) * N_ASK)] : NULL;
+    *reply = REPLY[(int)(lx_rng_uniform(r) * N_REPLY)];
+    return (*ask ? slen(USER) + slen(*ask) : 0) + slen(ASSISTANT) + slen(*reply);
+}
+
+static long reply_max(long m)
+{
+    return (m > 0 ? slen(USER) + longest(ASK, N_ASK) : 0) + slen(ASSISTANT) + longest(REPLY, N_REPLY);
+}
+
+/* Conversation conv's own stream of asks and replies: a salted key per
+** conversation, so its sentences do not depend on how many others there are. */
+static void turn_stream(struct lx_rng *r, uint64_t key, long sample, int conv)
+{
+    uint64_t hi = (uint64_t)((unsigned long)sample >> 32);
+    lx_rng_init(r, key ^ 0x7475726e73000000ULL ^ ((uint64_t)(conv + 1) << 40) ^ hi, (uint32_t)sample, LX_RNG_DATA);
+}
+
+/* The shortest length that fits every draw: the longest topic, asks and replies. */
+static long min_length(const struct topic_params *p)
+{
+    long k = p->topics ? p->topics : 1, t = longest(TOPICS, N_TOPICS), conv = frame_bytes(p, t);
+    for (long m = 0; m < (p->topics ? 0 : p->replies); m++)
+        conv += reply_max(m);
+    return 1 + fixed_bytes(p, k, t) + k * conv;
+}
+
+static int topic_check(const void *params, long length, struct lx_error *err)
+{
+    const struct topic_params *p = params;
+    long min = min_length(p);
+    if (length < min)
+        return lx_err(err, LX_EINVAL,
+                      "topic: length %ld is too short for template '%s' with %ld conversation%s of %ld "
+                      "replies (minimum %ld)\n  hint: use a length of at least %ld%s",
+                      length, TPL_NAME[p->template], p->topics ? p->topics : 1, p->topics > 1 ? "s" : "",
+                      p->topics ? 0 : p->replies, min, min,
+                      p->topics > 1 ? ", or fewer topics" : !p->topics && p->replies > 0 ? ", or fewer replies" :
+                      p->template == TPL_LONGCHAT ? ", or template: short" : "");
+    return LX_OK;
+}
+
+/* Draw the topics (a Fisher-Yates shuffle), choose k and fill the length with
+** replies round-robin; what is left is the pad. */
+static void plan_instance(const struct topic_params *p, uint64_t key, long sample, long length, struct plan *pl)
+{
+    struct lx_rng r, rs[N_TOPICS];
+    lx_rng_init(&r, key ^ (uint64_t)((unsigned long)sample >> 32), (uint32_t)sample, LX_RNG_DATA);
+    for (int i = 0; i < N_TOPICS; i++)
+        pl->topic[i] = i;
+    for (int i = 0; i < N_TOPICS - 1; i++) {
+        int j = i + (int)(lx_rng_uniform(&r) * (double)(N_TOPICS - i)), t = pl->topic[i];
+        pl->topic[i] = pl->topic[j];
+        pl->topic[j] = t;
+    }
+    long base = p->topics ? 0 : p->replies, size[N_TOPICS], n_first = slen(TOPICS[pl->topic[0]]), used = 0;
+    const char *ask, *reply;
+    for (int i = 0; i < N_TOPICS; i++) {
+        turn_stream(&rs[i], key, sample, i);
+        size[i] = frame_bytes(p, slen(TOPICS[pl->topic[i]]));
+        for (long m = 0; m < base; m++)
+            size[i] += reply_draw(&rs[i], m, &ask, &reply);
+    }
+    pl->k = p->topics;
+    for (long k = 1, sum = 0; !p->topics && k <= N_TOPICS; k++) {
+        sum += size[k - 1];
+        if (1 + fixed_bytes(p, k, n_first) + sum <= length)
+            pl->k = k;
+    }
+    LX_ASSERT(pl->k >= 1);
+    used = 1 + fixed_bytes(p, pl->k, n_first);
+    for (long i = 0; i < pl->k; i++) {
+        used += size[i];
+        pl->replies[i] = base;
+    }
+    for (long i = 0;; i = (i + 1) % pl->k) {
+        long len = reply_draw(&rs[i], pl->replies[i], &ask, &reply);
+        if (used + len > length)
+            break;
+        used += len;
+        pl->replies[i]++;
+    }
+    pl->pad = length - used;
+}
+
+static long put(int *tok, long pos, const char *s, long n)
+{
+    for (long i = 0; i < n; i++)
+        tok[pos + i] = (unsigned char)s[i];
+    return pos + n;
+}
+
+static long put_text(int *tok, long pos, const char *s)
+{
+    return put(tok, pos, s, slen(s));
+}
+
+static int topic_generate(const void *params, uint64_t key, long length, long sample, double depth,
+                          struct lx_instance *out, struct lx_error *err)
+{
+    const struct topic_params *p = params;
+    (void)depth;
+    memset(out, 0, sizeof *out);
+    int rc = topic_check(params, length, err);
+    if (rc < 0)
+        return rc;
+    if (sample < 0)
+        return lx_err(err, LX_EINVAL, "topic: sample %ld must be >= 0", sample);
+    struct plan pl;
+    plan_instance(p, key, sample, length, &pl);
+    int *tok = malloc((size_t)length * sizeof *tok);
+    if (!tok)
+        return lx_err(err, LX_ENOMEM, "topic: no memory for an instance of %ld tokens", length);
+
+    char text[TEXT_CAP];
+    long pos = 0;
+    tok[pos++] = LX_TOK_BOS;
+    if (p->template == TPL_LONGCHAT)
+        pos = put(tok, pos, text, snprintf(text, sizeof text, HEADER, pl.k));
+    for (long i = 0; i < pl.k; i++) {
+        const char *t = TOPICS[pl.topic[i]];
+        struct lx_rng r;
+        turn_stream(&r, key, sample, (int)i);
+        if (i > 0)
+            pos = put_text(tok, pos, SEP);
+        pos = put(tok, pos, text, snprintf(text, sizeof text, OPENING, t));
+        for (long m = 0; m < pl.replies[i]; m++) {
+            const char *ask, *reply;
+            reply_draw(&r, m, &ask, &reply);
+            if (ask) {
+                pos = put_text(tok, pos, USER);
+                pos = put_text(tok, pos, ask);
+            }
+            pos = put_text(tok, pos, ASSISTANT);
+            pos = put_text(tok, pos, reply);
+        }
+        if (p->template == TPL_LONGCHAT)
+            pos = put(tok, pos, text, snprintf(text, sizeof text, CLOSING, t));
+    }
+    for (long i = 0; i < pl.pad; i++)
+        tok[pos++] = ' ';
+    pos = put_text(tok, pos, QUESTION[p->template]);
+    pos = put_text(tok, pos, ENDING);
+    out->answer_off = pos;
+    tok[pos++] = ' ';
+    LX_ASSERT(slen(TOPICS[pl.topic[0]]) < LX_MAX_ANSWER);
+    snprintf(out->gold, sizeof out->gold, "%s", TOPICS[pl.topic[0]]);
+    pos = put_text(tok, pos, out->gold);
+    LX_ASSERT(pos == length);
+    out->tok = tok;
+    out->n = length;
+    out->depth = 0.0;
+    return LX_OK;
+}
+
+/* A training window: the same task at the training length (no depth to draw). */
+static int topic_train_sample(const void *params, uint64_t key, long length, long sample, struct lx_instance *out,
+                              struct lx_error *err)
+{
+    return topic_generate(params, key, length, sample, 0.0, out, err);
+}
+
+static void topic_trials(const void *params, long *samples, long *depths)
+{
+    const struct topic_params *p = params;
+    *samples = p->samples;
+    *depths = 1;
+}
+
+static int topic_score(const void *params, const struct lx_instance *in, const char *output)
+{
+    (void)params;
+    return lx_score_contains(output, in->gold);
+}
+
+/* Topic reads no corpus text; it names the held-out split anyway, like passkey. */
+static const char *topic_split(const void *params)
+{
+    (void)params;
+    return "test";
+}
+
+const struct lx_task lx_task_topic = {
+    .name = "topic",
+    .summary = "topic retrieval: the first of many conversation topics, exact length "
+               "(LongChat, Li et al. 2023, lmsys blog)",
+    .schema = LX_SCHEMA(topic_rows, struct topic_params, topic_active),
+    .headline = "acc,answer_logprob",
+    .mode = LX_MODE_CAUSAL,
+    .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
+    .split = topic_split,
+    .check = topic_check,
+    .generate = topic_generate,
+    .train_sample = topic_train_sample,
+    .trials = topic_trials,
+    .score = topic_score,
+    .run = lx_retrieval_run,
+};
