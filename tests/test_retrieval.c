@@ -11,7 +11,9 @@
 
 #include "harness/corpus.h"
 #include "harness/engine/model.h"
+#include "harness/registry.h"
 #include "harness/retrieval.h"
+#include "tasks/task.h"
 #include "tests/stack.h"
 
 enum { RT = 24, RN = 5, RA = 4 };
@@ -183,4 +185,59 @@ Test(retrieval, prose_reads_the_corpus_cyclically)
     lx_prose_copy(&q, q.c->docs[0].n - 3, 6, buf);  /* across the first two novels */
     cr_expect_eq(memcmp(buf, q.c->docs[0].bytes + q.c->docs[0].n - 3, 3), 0);
     cr_expect_eq(memcmp(buf + 3, q.c->docs[1].bytes, 3), 0);
+}
+
+/* The cell runner on a random model: per-depth series agree with the cell's
+** metrics, every output is kept, and the same keys are asked at every depth. */
+Test(retrieval, runner_series_match_metrics)
+{
+    struct lx_arch ar;
+    lx_params_defaults(&lx_arch_schema, &ar);
+    ar.layers = 1, ar.d_model = 32, ar.heads = 2, ar.d_head = 16, ar.d_mlp = 64;
+    lx_params_finish(&lx_arch_schema, &ar);
+    struct lx_model m;
+    lx_model_init(&m, &ar, 3);
+    const struct lx_task *t = lx_task_find("passkey");
+    cr_assert_not_null(t);
+    void *p = calloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, p);
+    struct lx_error err = {{0}};
+    struct lx_doc doc;
+    cr_assert_eq(lx_doc_load_text(&doc, "{template: short, samples: 3, depths: 4, digits: 1}", "p.yaml", &err), LX_OK);
+    cr_assert_eq(lx_params_apply(&t->schema, p, doc.root, "passkey", &err), LX_OK, "%s", err.msg);
+    lx_doc_release(&doc);
+    lx_params_finish(&t->schema, p);
+    struct lx_facts f = tfacts(16, 64, 2, 96);
+    struct tstack st;
+    tstack_make(&st, "[rope]", &f);
+    struct lx_task_ctx ctx = {.params = p, .spec = &st.spec, .length = 96, .model = &m, .train_len = 64,
+                              .task = t, .data_key = 77};
+    struct lx_result r = {0};
+    cr_assert_eq(t->run(&ctx, &r, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(r.n_outputs, 12);
+    for (int i = 0; i < 12; i++)    /* sample i uses key draw i mod 3 at every depth */
+        cr_assert_str_eq(r.outputs[i].gold, r.outputs[i % 3].gold);
+    double acc = 0.0, ent = 0.0, lp = 0.0;
+    int n_acc = 0, n_ent = 0;
+    for (int i = 0; i < r.n_points; i++) {
+        const struct lx_point *q = &r.points[i];
+        if (!strcmp(q->series, "acc_by_depth"))
+            acc += q->y, n_acc++;
+        else if (!strcmp(q->series, "entropy_by_depth"))
+            ent += q->y, n_ent++;
+        else if (!strcmp(q->series, "logprob_by_depth"))
+            lp += q->y;
+    }
+    cr_assert_eq(n_acc, 4);
+    cr_assert_eq(n_ent, 4);
+    cr_assert_float_eq(acc / 4, lx_result_find(&r, "acc")->value, 1e-12);
+    cr_assert_float_eq(ent / 4, lx_result_find(&r, "answer_entropy")->value, 1e-9);
+    cr_assert_float_eq(lp / 4, lx_result_find(&r, "answer_logprob")->value, 1e-9);
+    double e = lx_result_find(&r, "answer_entropy")->value;
+    cr_assert(e > 0.0 && e <= log(96.0), "answer entropy %g", e);
+    cr_assert_null(lx_result_find(&r, "distractor_rate"), "passkey has no distractors");
+    lx_result_release(&r);
+    tstack_free(&st);
+    lx_model_release(&m);
+    free(p);
 }
