@@ -13,6 +13,7 @@
 #include "harness/corpus.h"
 #include "harness/engine/attention.h"
 #include "harness/engine/model.h"
+#include "harness/rng.h"
 #include "tasks/task.h"
 
 void lx_instance_release(struct lx_instance *in)
@@ -310,13 +311,19 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
     LX_ASSERT(task->generate && task->trials && task->score);
     long samples, depths;
     task->trials(ctx->params, &samples, &depths);
-    long n = samples * depths;
+    int uniform = depths == 0;      /* a depth drawn per sample instead of a grid */
+    long n = uniform ? samples : samples * depths;
     struct lx_instance *in = lx_xcalloc((size_t)n, sizeof *in);
     struct lx_answer *ans = lx_xcalloc((size_t)n, sizeof *ans);
     int rc = LX_OK;
     for (long i = 0; i < n && rc == LX_OK; i++) {
         long d = i / samples;
-        double depth = depths == 1 ? 0.5 : (double)d / (double)(depths - 1);
+        double depth = depths == 1 ? 0.5 : uniform ? 0.0 : (double)d / (double)(depths - 1);
+        if (uniform) {  /* Philox on a salted cell key, the sample as counter: paired across methods */
+            struct lx_rng r;
+            lx_rng_init(&r, ctx->data_key ^ 0x756e69666f726dULL, (uint32_t)i, LX_RNG_DATA);
+            depth = lx_rng_uniform(&r);
+        }
         /* sample i % samples at every depth: the same keys at each depth, so depths compare paired */
         rc = task->generate(ctx->params, ctx->data_key, ctx->length, i % samples, depth, &in[i], err);
     }
@@ -339,7 +346,7 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
             d_ok += sc == 1;
             d_lp += ans[i].logprob;
             d_ent += ans[i].entropy;
-            if ((i + 1) % samples == 0) {   /* the end of one depth's samples */
+            if (!uniform && (i + 1) % samples == 0) {   /* the end of one depth's samples */
                 lx_result_point(out, "acc_by_depth", in[i].depth, d_ok / (double)samples);
                 lx_result_point(out, "logprob_by_depth", in[i].depth, d_lp / (double)samples);
                 lx_result_point(out, "entropy_by_depth", in[i].depth, d_ent / (double)samples);

@@ -115,7 +115,8 @@ void lx_tokens_text(const int *tok, long n, char *out, size_t cap);
 **   answer_logprob   mean teacher-forced log p(gold answer)
 **   answer_entropy   mean attention entropy of the answer-producing rows
 **   n_samples        instances
-** series acc_by_depth, logprob_by_depth and entropy_by_depth (x = depth), and every raw output. */
+** series acc_by_depth, logprob_by_depth and entropy_by_depth (x = depth; none when
+** trials gives 0 depths: then each sample draws its depth uniformly), and every raw output. */
 struct lx_task_ctx;
 struct lx_result;
 int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err);

@@ -71,8 +71,9 @@ static const struct lx_param line_rows[] = {
     LX_P_ENUM(struct line_params, scorer, "first", "first|last", 0,
               "the integer of the output compared to the value: first (completion style) or last (LongChat)"),
     LX_P_INT(struct line_params, samples, "20", 1, 1e6, 0, "trials per depth"),
-    LX_P_INT(struct line_params, depths, "5", 1, 1001, 0,
-             "evenly spaced depths of the queried line 0, 1/(k-1), ..., 1 (1 = the single depth 0.5)"),
+    LX_P_INT(struct line_params, depths, "5", 0, 1001, 0,
+             "evenly spaced depths of the queried line 0, 1/(k-1), ..., 1 (1 = the single depth 0.5; "
+             "0 = a uniform random depth per sample)"),
 };
 
 static const char HEADER[] =

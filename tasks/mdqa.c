@@ -81,9 +81,9 @@ static const struct lx_param mdqa_rows[] = {
               "litm: lost-in-the-middle's instruction verbatim; short: documents and question only"),
     LX_P_INT(struct mdqa_params, documents, "10", 1, MAX_DOCS, 0, "documents, one of them gold"),
     LX_P_INT(struct mdqa_params, samples, "20", 1, 1e6, 0, "trials per depth"),
-    LX_P_INT(struct mdqa_params, depths, "10", 1, 1001, 0,
+    LX_P_INT(struct mdqa_params, depths, "10", 0, 1001, 0,
              "gold at position round(d*(documents-1)) for d = 0, 1/(k-1), ..., 1 (k = documents: every "
-             "position; 1 = the single depth 0.5)"),
+             "position; 1 = the single depth 0.5; 0 = a uniform random depth per sample)"),
 };
 
 static const char *const NAMES[] = {

@@ -57,8 +57,9 @@ static const struct lx_param passkey_rows[] = {
               "landmark: Mohtashami & Jaggi's prompt verbatim; short: no task description, a shorter info line"),
     LX_P_INT(struct passkey_params, digits, "5", 1, 9, 0, "digits of the key: uniform in [10^(d-1), 10^d - 1]"),
     LX_P_INT(struct passkey_params, samples, "20", 1, 1e6, 0, "trials per depth"),
-    LX_P_INT(struct passkey_params, depths, "5", 1, 1001, 0,
-             "evenly spaced key depths 0, 1/(k-1), ..., 1 (1 = the single depth 0.5)"),
+    LX_P_INT(struct passkey_params, depths, "5", 0, 1001, 0,
+             "evenly spaced key depths 0, 1/(k-1), ..., 1 (1 = the single depth 0.5; "
+             "0 = a uniform random depth per sample)"),
 };
 
 static const char DESC[] = "There is an important info hidden inside a lot of irrelevant text. "

@@ -187,6 +187,21 @@ Test(retrieval, prose_reads_the_corpus_cyclically)
     cr_expect_eq(memcmp(buf + 3, q.c->docs[1].bytes, 3), 0);
 }
 
+/* passkey's params with YAML overrides; malloc'd. */
+static void *passkey_params(const char *yaml)
+{
+    const struct lx_task *t = lx_task_find("passkey");
+    void *p = calloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, p);
+    struct lx_error err = {{0}};
+    struct lx_doc doc;
+    cr_assert_eq(lx_doc_load_text(&doc, yaml, "p.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_params_apply(&t->schema, p, doc.root, "passkey", &err), LX_OK, "%s", err.msg);
+    lx_doc_release(&doc);
+    lx_params_finish(&t->schema, p);
+    return p;
+}
+
 /* The cell runner on a random model: per-depth series agree with the cell's
 ** metrics, every output is kept, and the same keys are asked at every depth. */
 Test(retrieval, runner_series_match_metrics)
@@ -199,14 +214,8 @@ Test(retrieval, runner_series_match_metrics)
     lx_model_init(&m, &ar, 3);
     const struct lx_task *t = lx_task_find("passkey");
     cr_assert_not_null(t);
-    void *p = calloc(1, t->schema.size);
-    lx_params_defaults(&t->schema, p);
+    void *p = passkey_params("{template: short, samples: 3, depths: 4, digits: 1}");
     struct lx_error err = {{0}};
-    struct lx_doc doc;
-    cr_assert_eq(lx_doc_load_text(&doc, "{template: short, samples: 3, depths: 4, digits: 1}", "p.yaml", &err), LX_OK);
-    cr_assert_eq(lx_params_apply(&t->schema, p, doc.root, "passkey", &err), LX_OK, "%s", err.msg);
-    lx_doc_release(&doc);
-    lx_params_finish(&t->schema, p);
     struct lx_facts f = tfacts(16, 64, 2, 96);
     struct tstack st;
     tstack_make(&st, "[rope]", &f);
@@ -237,6 +246,23 @@ Test(retrieval, runner_series_match_metrics)
     cr_assert(e > 0.0 && e <= log(96.0), "answer entropy %g", e);
     cr_assert_null(lx_result_find(&r, "distractor_rate"), "passkey has no distractors");
     lx_result_release(&r);
+
+    /* depths: 0 draws a depth per sample: no per-depth series, the same draws twice */
+    free(p);
+    ctx.params = p = passkey_params("{template: short, samples: 3, depths: 0, digits: 1}");
+    struct lx_result r2 = {0};
+    cr_assert_eq(t->run(&ctx, &r, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(t->run(&ctx, &r2, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(r.n_outputs, 3);
+    cr_assert_eq(r.n_points, 0);
+    for (int i = 0; i < 3; i++) {
+        cr_assert(r.outputs[i].depth > 0.0 && r.outputs[i].depth < 1.0);
+        cr_assert_eq(r.outputs[i].depth, r2.outputs[i].depth);
+        for (int j = 0; j < i; j++)
+            cr_assert_neq(r.outputs[i].depth, r.outputs[j].depth);
+    }
+    lx_result_release(&r);
+    lx_result_release(&r2);
     tstack_free(&st);
     lx_model_release(&m);
     free(p);
