@@ -101,7 +101,8 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
         return rc;
     }
     lx_params_finish(&t->schema, p);
-    *x = (struct lx_mix){.name = t->name, .weight = weight, .params = p, .sample = t->train_sample};
+    *x = (struct lx_mix){.name = t->name, .weight = weight, .params = p, .sample = t->train_sample,
+                         .check = t->check};
     u->n_mix++;
     lx_buf_printf(json, "%s{\"name\":", u->n_mix > 1 ? "," : "");
     lx_buf_json_str(json, t->name);
@@ -109,6 +110,7 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
     lx_params_json(&t->schema, p, json);
     lx_buf_puts(json, ",\"weight\":");
     lx_buf_num(json, weight);
+    lx_buf_puts(json, ",\"length\":\"uniform-tail\"");   /* how lx_mix_window places it */
     lx_buf_puts(json, "}");
     return LX_OK;
 }

@@ -15,6 +15,8 @@
 
 #include "harness/config.h"
 #include "harness/corpus.h"
+#include "harness/engine/train.h"
+#include "harness/hash.h"
 #include "harness/params.h"
 #include "harness/registry.h"
 #include "harness/retrieval.h"
@@ -273,5 +275,50 @@ Test(passkey, train_sample)
         lx_instance_release(&in), lx_instance_release(&again);
     }
     cr_assert_eq(distinct, 20, "train depths repeat");
+    free(p);
+}
+
+/* A training window of the mixture (harness/engine/train.c lx_mix_window):
+** the instance fills the window's tail at a length drawn between the task's
+** minimum (found here by a linear scan of check) and T; the head keeps the
+** corpus window; the instance's BOS is not a target. */
+Test(passkey, mixture_window)
+{
+    enum { T = 200 };
+    const struct lx_task *t = task();
+    void *p = params("template: short");
+    struct lx_mix mix = {.name = "passkey", .weight = 0.5, .params = p, .sample = t->train_sample, .check = t->check};
+    struct lx_error err = {{0}};
+    long min = 2;
+    while (t->check(p, min, &err) != LX_OK)
+        min++;
+    static const double vs[] = {0.0, 0.3, 0.999999};
+    for (int k = 0; k < 3; k++) {
+        int tok[T], tgt[T], tok0[T], tgt0[T];
+        for (int i = 0; i < T; i++)
+            tok0[i] = tok[i] = 'a' + i % 26, tgt0[i] = tgt[i] = 'a' + (i + 1) % 26;
+        cr_assert_eq(lx_mix_window(tok, tgt, T, &mix, 1, 0.25, vs[k], 9, k, &err), LX_OK, "%s", err.msg);
+        long len = min + (long)(vs[k] * (double)(T - min + 1)), off = T - len;
+        cr_assert_eq(tok[off], LX_TOK_BOS, "v %g: no instance at %ld", vs[k], off);
+        cr_assert_eq(memcmp(tok, tok0, sizeof(int) * (size_t)off), 0, "the corpus head changed");
+        if (off > 0) {
+            cr_assert_eq(memcmp(tgt, tgt0, sizeof(int) * (size_t)(off - 1)), 0);
+            cr_assert_eq(tgt[off - 1], -1, "the instance's BOS is a target");
+        }
+        struct lx_instance in;
+        cr_assert_eq(t->train_sample(p, 9 ^ lx_hash64("passkey"), len, k, &in, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(memcmp(tok + off, in.tok, sizeof(int) * (size_t)len), 0, "not the task's training sample");
+        for (long i = 0; i + 1 < len; i++)
+            cr_assert_eq(tgt[off + i], in.tok[i + 1]);
+        cr_assert_eq(tgt[T - 1], -1);
+        lx_instance_release(&in);
+    }
+    /* a draw past the task's weight leaves the corpus window alone */
+    int tok[T], tgt[T];
+    for (int i = 0; i < T; i++)
+        tok[i] = tgt[i] = 'x';
+    cr_assert_eq(lx_mix_window(tok, tgt, T, &mix, 1, 0.75, 0.5, 9, 0, &err), LX_OK);
+    for (int i = 0; i < T; i++)
+        cr_assert(tok[i] == 'x' && tgt[i] == 'x');
     free(p);
 }

@@ -215,23 +215,44 @@ void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_t
     }
 }
 
-/* Replace window b by an instance of the mixture when the draw u falls in a
-** task's share: input its T tokens, target every next token. */
-static int mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix, double u, uint64_t key,
-                      long sample, struct lx_error *err)
+/* The shortest length a mixture task accepts, at most T: bisection on its
+** check, which is monotone in the length. */
+static long mix_min_length(const struct lx_mix *x, long T)
+{
+    if (!x->check)
+        return 2;
+    long lo = 2, hi = T;
+    while (lo < hi) {
+        long mid = lo + (hi - lo) / 2;
+        struct lx_error e;
+        if (x->check(x->params, mid, &e) == LX_OK)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+int lx_mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix, double u, double v,
+                  uint64_t key, long sample, struct lx_error *err)
 {
     for (int j = 0; j < n_mix; j++) {
         if (u >= mix[j].weight) {
             u -= mix[j].weight;
             continue;
         }
+        long lo = mix_min_length(&mix[j], T), len = lo + (long)(v * (double)(T - lo + 1));
+        len = len > T ? T : len;
         struct lx_instance in = {0};
-        int rc = mix[j].sample(mix[j].params, key ^ lx_hash64(mix[j].name), T, sample, &in, err);
+        int rc = mix[j].sample(mix[j].params, key ^ lx_hash64(mix[j].name), len, sample, &in, err);
         if (rc == LX_OK) {
-            LX_ASSERT(in.n == T);
-            memcpy(tok, in.tok, sizeof(int) * (size_t)T);
-            for (int t = 0; t < T; t++)
-                tgt[t] = t + 1 < T ? in.tok[t + 1] : -1;
+            LX_ASSERT(in.n == len);
+            long off = T - len;     /* the corpus window's head stays; its last target was the next byte */
+            if (off > 0)
+                tgt[off - 1] = -1;
+            memcpy(tok + off, in.tok, sizeof(int) * (size_t)len);
+            for (long t = 0; t < len; t++)
+                tgt[off + t] = t + 1 < len ? in.tok[t + 1] : -1;
         }
         lx_instance_release(&in);
         return rc;
@@ -277,9 +298,11 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
                         key ^ ((uint64_t)step << 20), (uint64_t)b * (uint64_t)T);
             if (pos)
                 lx_pose_positions(pos + (long)b * T, T, &spec->pose, &r);
-            if (n_mix && rc == LX_OK)   /* drawn after the corpus offset: without a mixture nothing moves */
-                rc = mix_window(tok + (long)b * T, tgt + (long)b * T, T, mix, n_mix, lx_rng_uniform(&r), key,
-                                step * B + b, err);
+            if (n_mix && rc == LX_OK) {     /* drawn after the corpus offset: without a mixture nothing moves */
+                double u = lx_rng_uniform(&r), v = lx_rng_uniform(&r);
+                rc = lx_mix_window(tok + (long)b * T, tgt + (long)b * T, T, mix, n_mix, u, v, key, step * B + b,
+                                   err);
+            }
         }
         if (rc < 0)
             break;

@@ -66,8 +66,12 @@ void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_t
 
 /* A source of training windows besides the corpus: a task's training
 ** generator (a model's `mixture:`, harness/models.h). Each window is drawn
-** from it with probability `weight`; the instance's T tokens are the input
-** and every next token is a target. */
+** from it with probability `weight`. The instance's length l is drawn
+** uniformly from the task's shortest length (by bisection on its check) to
+** the window's T, and it fills the window's last l tokens, after T − l tokens
+** of the corpus window it replaces: the model meets the task at every
+** distance up to its training length, short instances first teaching it
+** what to look for. Every next token is a target except the instance's BOS. */
 struct lx_instance;
 struct lx_mix {
     const char *name;                   /* the task, for messages */
@@ -75,7 +79,14 @@ struct lx_mix {
     const void *params;                 /* the task's resolved params */
     int (*sample)(const void *params, uint64_t key, long length, long sample, struct lx_instance *out,
                   struct lx_error *err);
+    int (*check)(const void *params, long length, struct lx_error *err);   /* the task's, or NULL */
 };
+
+/* Window b of a training batch: tok, tgt (T,) hold a corpus window; when the
+** draw u falls in a task's share, the tail becomes an instance of that task
+** whose length v picks (see struct lx_mix). Returns LX_OK or the task's error. */
+int lx_mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix, double u, double v,
+                  uint64_t key, long sample, struct lx_error *err);
 
 /* Progress callback: called after every step; `val` is NaN except on
 ** validation steps. */
