@@ -110,7 +110,7 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
     lx_params_json(&t->schema, p, json);
     lx_buf_puts(json, ",\"weight\":");
     lx_buf_num(json, weight);
-    lx_buf_puts(json, ",\"length\":\"uniform-tail\"");   /* how lx_mix_window places it */
+    lx_buf_puts(json, ",\"length\":\"uniform-tail-unscored-head\"");   /* how lx_mix_window places it */
     lx_buf_puts(json, "}");
     return LX_OK;
 }

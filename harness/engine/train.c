@@ -247,9 +247,9 @@ int lx_mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix
         int rc = mix[j].sample(mix[j].params, key ^ lx_hash64(mix[j].name), len, sample, &in, err);
         if (rc == LX_OK) {
             LX_ASSERT(in.n == len);
-            long off = T - len;     /* the corpus window's head stays; its last target was the next byte */
-            if (off > 0)
-                tgt[off - 1] = -1;
+            long off = T - len;     /* the corpus head stays as context, unscored: the window trains the task */
+            for (long t = 0; t < off; t++)
+                tgt[t] = -1;
             memcpy(tok + off, in.tok, sizeof(int) * (size_t)len);
             for (long t = 0; t < len; t++)
                 tgt[off + t] = t + 1 < len ? in.tok[t + 1] : -1;
