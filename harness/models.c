@@ -81,14 +81,20 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
         return lx_node_err(err, k, "model '%s': task '%s' cannot be mixed into %s training\n"
                            "  hint: mixtures take retrieval tasks (passkey, ...) on causal models", u->name,
                            t->name, u->arch.mode == LX_MODEL_CAUSAL ? "this model's" : "masked-LM");
-    const struct lx_node *w = lx_map_get(pnode, "weight"), *params = pnode, *items[2 * 64];
+    const struct lx_node *w = lx_map_get(pnode, "weight"), *sc = lx_map_get(pnode, "score"), *params = pnode,
+                         *items[2 * 64];
+    int answer_only = sc && sc->kind == LX_NODE_SCALAR && !strcmp(sc->text, "answer");
+    if (sc && !answer_only && !(sc->kind == LX_NODE_SCALAR && !strcmp(sc->text, "all")))
+        return lx_node_err(err, sc, "model '%s' mixture '%s': 'score' is all or answer\n"
+                           "  hint: answer trains on the answer tokens only (e.g. not needle's haystack prose)",
+                           u->name, t->name);
     struct lx_node rest;
     char *end = NULL;
     double weight = w && w->kind == LX_NODE_SCALAR ? strtod(w->text, &end) : 0.0;
     if (!w || !end || *end || !(weight > 0.0 && weight <= 1.0))
         return lx_node_err(err, w ? w : k, "model '%s' mixture '%s': 'weight' must be a fraction in (0, 1]\n"
                            "  hint: the fraction of training windows drawn from the task", u->name, t->name);
-    if (!(params = lx_map_except(pnode, w, NULL, &rest, (struct lx_node **)items, 64)))
+    if (!(params = lx_map_except(pnode, w, sc, &rest, (struct lx_node **)items, 64)))
         return lx_node_err(err, pnode, "model '%s' mixture '%s': too many parameters", u->name, t->name);
     struct lx_mix *x = &u->mix[u->n_mix];
     void *p = lx_xcalloc(1, t->schema.size);
@@ -102,7 +108,7 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
     }
     lx_params_finish(&t->schema, p);
     *x = (struct lx_mix){.name = t->name, .weight = weight, .params = p, .sample = t->train_sample,
-                         .check = t->check};
+                         .check = t->check, .answer_only = answer_only};
     u->n_mix++;
     lx_buf_printf(json, "%s{\"name\":", u->n_mix > 1 ? "," : "");
     lx_buf_json_str(json, t->name);
@@ -111,6 +117,8 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
     lx_buf_puts(json, ",\"weight\":");
     lx_buf_num(json, weight);
     lx_buf_puts(json, ",\"length\":\"uniform-tail-unscored-head\"");   /* how lx_mix_window places it */
+    if (answer_only)        /* only when set: models without it keep their keys */
+        lx_buf_puts(json, ",\"score\":\"answer\"");
     lx_buf_puts(json, "}");
     return LX_OK;
 }

@@ -274,6 +274,9 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 1.5}}]}\n"
                    "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:55",
                    "model 'c' mixture 'passkey': 'weight' must be a fraction in (0, 1]");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.5, "
+                   "score: answers}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:67",
+                   "model 'c' mixture 'passkey': 'score' is all or answer");
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.7}}, "
                    "{passkey: {weight: 0.6}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:35",
                    "model 'c': the mixture's weights add up to 1.3, more than 1");

@@ -311,6 +311,23 @@ Test(passkey, mixture_window)
         cr_assert_eq(tgt[T - 1], -1);
         lx_instance_release(&in);
     }
+    /* score: answer keeps the targets of the answer tokens only */
+    mix.answer_only = 1;
+    int tok2[T], tgt2[T];
+    for (int i = 0; i < T; i++)
+        tok2[i] = tgt2[i] = 'y';
+    cr_assert_eq(lx_mix_window(tok2, tgt2, T, &mix, 1, 0.25, 0.3, 9, 1, &err), LX_OK, "%s", err.msg);
+    long len = min + (long)(0.3 * (double)(T - min + 1)), off = T - len;
+    struct lx_instance in;
+    cr_assert_eq(t->train_sample(p, 9 ^ lx_hash64("passkey"), len, 1, &in, &err), LX_OK, "%s", err.msg);
+    for (long i = 0; i < T; i++) {
+        long at = i - off;      /* position in the instance: predicts instance token at + 1 */
+        int want = at >= 0 && at + 1 < len && at + 1 >= in.answer_off ? in.tok[at + 1] : -1;
+        cr_assert_eq(tgt2[i], want, "position %ld (instance %ld, answer at %ld)", i, at, in.answer_off);
+    }
+    lx_instance_release(&in);
+    mix.answer_only = 0;
+
     /* a draw past the task's weight leaves the corpus window alone */
     int tok[T], tgt[T];
     for (int i = 0; i < T; i++)

@@ -252,7 +252,7 @@ int lx_mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix
                 tgt[t] = -1;
             memcpy(tok + off, in.tok, sizeof(int) * (size_t)len);
             for (long t = 0; t < len; t++)
-                tgt[off + t] = t + 1 < len ? in.tok[t + 1] : -1;
+                tgt[off + t] = t + 1 < len && (!mix[j].answer_only || t + 1 >= in.answer_off) ? in.tok[t + 1] : -1;
         }
         lx_instance_release(&in);
         return rc;

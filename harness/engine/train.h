@@ -74,7 +74,8 @@ void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_t
 ** length, short instances first teaching it what to look for, and the
 ** window's loss is the task's alone (scored prose would outweigh the few
 ** answer tokens: with it, a passkey + line model learnt neither in 3000
-** steps). Targets: every next token of the instance. */
+** steps). Targets: every next token of the instance, or with answer_only
+** the answer's tokens alone. */
 struct lx_instance;
 struct lx_mix {
     const char *name;                   /* the task, for messages */
@@ -83,6 +84,7 @@ struct lx_mix {
     int (*sample)(const void *params, uint64_t key, long length, long sample, struct lx_instance *out,
                   struct lx_error *err);
     int (*check)(const void *params, long length, struct lx_error *err);   /* the task's, or NULL */
+    int answer_only;                    /* score the answer tokens only (needle: not the haystack prose) */
 };
 
 /* Window b of a training batch: tok, tgt (T,) hold a corpus window; when the
