@@ -40,14 +40,19 @@ def pearson(xs, ys):
     return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else float("nan")
 
 
+def newest_runs(con, sweep, task, order):
+    """(id, method, length) of the newest ok run of every cell of one task in a sweep."""
+    return con.execute(
+        "SELECT r.id, r.method, r.length FROM runs r WHERE r.sweep = ? AND r.status = 'ok' "
+        "AND r.task LIKE ? AND r.id = (SELECT MAX(id) FROM runs q WHERE q.sweep = r.sweep "
+        f"AND q.key = r.key AND q.status = 'ok') ORDER BY {order}", (sweep, task + "%")).fetchall()
+
+
 def main():
     db = sys.argv[1] if len(sys.argv) > 1 else "results/repro.db"
     sweep = sys.argv[2] if len(sys.argv) > 2 else "rope-extensions-attention"
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    runs = con.execute(
-        "SELECT r.id, r.method, r.length FROM runs r WHERE r.sweep = ? AND r.status = 'ok' "
-        "AND r.task LIKE 'needle%' AND r.id = (SELECT MAX(id) FROM runs q WHERE q.sweep = r.sweep "
-        "AND q.key = r.key AND q.status = 'ok') ORDER BY r.method, r.length", (sweep,)).fetchall()
+    runs = newest_runs(con, sweep, "needle", "r.method, r.length")
     if not runs:
         sys.exit(f"repro_correlation: no needle cells of sweep '{sweep}' in {db}\n"
                  f"  hint: ./lenx run configs/repro/{sweep}.yaml --db {db}")
@@ -102,10 +107,7 @@ def js(p, q):
 
 
 def js_table(con, sweep):
-    runs = con.execute(
-        "SELECT r.id, r.method, r.length FROM runs r WHERE r.sweep = ? AND r.status = 'ok' "
-        "AND r.task LIKE 'attn%' AND r.id = (SELECT MAX(id) FROM runs q WHERE q.sweep = r.sweep "
-        "AND q.key = r.key AND q.status = 'ok') ORDER BY r.id", (sweep,)).fetchall()
+    runs = newest_runs(con, sweep, "attn", "r.id")
     if not runs:
         return
     mass = {}
