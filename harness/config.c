@@ -100,24 +100,28 @@ static void doc_start(struct lx_doc *doc, const char *name)
     doc->file = lx_xstrdup(name);
 }
 
+/* Config files are small; a bigger one is not a sweep (and would keep its
+** whole text in every run row). */
+#define MAX_CONFIG_BYTES (16L << 20)
+
 int lx_doc_load_file(struct lx_doc *doc, const char *path, struct lx_error *err)
 {
-    doc_start(doc, path);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return lx_err(err, LX_EIO, "%s: cannot open the file\n  hint: check the path", path);
-    yaml_parser_t parser;
-    LX_ASSERT(yaml_parser_initialize(&parser));
-    yaml_parser_set_input_file(&parser, f);
-    int rc = load(doc, &parser, err);
-    yaml_parser_delete(&parser);
-    fclose(f);
+    unsigned char *bytes;
+    long n;
+    int rc = lx_read_file(path, &bytes, &n, MAX_CONFIG_BYTES, err);
+    if (rc < 0) {
+        doc_start(doc, path);
+        return rc;
+    }
+    rc = lx_doc_load_text(doc, (const char *)bytes, path, err);
+    free(bytes);
     return rc;
 }
 
 int lx_doc_load_text(struct lx_doc *doc, const char *text, const char *name, struct lx_error *err)
 {
     doc_start(doc, name);
+    doc->text = lx_xstrdup(text);
     yaml_parser_t parser;
     LX_ASSERT(yaml_parser_initialize(&parser));
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
@@ -137,6 +141,7 @@ void lx_doc_release(struct lx_doc *doc)
     }
     free(doc->all);
     free(doc->file);
+    free(doc->text);
     memset(doc, 0, sizeof *doc);
 }
 

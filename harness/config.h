@@ -28,6 +28,7 @@ struct lx_node {
 struct lx_doc {
     struct lx_node *root;       /* NULL for an empty document */
     char *file;                 /* owned copy of the name */
+    char *text;                 /* owned copy of the YAML text (stored with every run) */
     struct lx_node **all;       /* (n_all,) every node, for freeing */
     int n_all, cap_all;
 };

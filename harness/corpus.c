@@ -25,25 +25,6 @@ const char *lx_corpus_split(int corpus)
     return corpus == 1 ? "ood" : "test";
 }
 
-int lx_read_file(const char *path, unsigned char **bytes, long *n, struct lx_error *err)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return lx_err(err, LX_EIO, "cannot read %s: %s", path, strerror(errno));
-    fseek(fp, 0, SEEK_END);
-    long size = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    *bytes = lx_xmalloc((size_t)size + 1);
-    size_t got = fread(*bytes, 1, (size_t)size, fp);
-    fclose(fp);
-    if ((long)got != size) {
-        free(*bytes);
-        return lx_err(err, LX_EIO, "short read of %s", path);
-    }
-    *n = size;
-    return LX_OK;
-}
-
 static int load_split(struct lx_corpus *c, const char *split, struct lx_error *err)
 {
     const char *dir = lx_data_dir();
@@ -77,7 +58,7 @@ static int load_split(struct lx_corpus *c, const char *split, struct lx_error *e
         const char *tail = strncmp(rel, "data/", 5) == 0 ? rel + 5 : rel;
         snprintf(full, sizeof full, "%s/%s", dir, tail);
         struct lx_error sub;
-        if ((rc = lx_read_file(full, &d.bytes, &d.n, &sub)) < 0) {
+        if ((rc = lx_read_file(full, &d.bytes, &d.n, 0, &sub)) < 0) {
             lx_err(err, rc, "%s\n  hint: run `make data`", sub.msg);
             break;
         }

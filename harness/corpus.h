@@ -39,9 +39,6 @@ struct lx_corpus {
     char hash[65];                  /* SHA-256 over the manifest lines of the split */
 };
 
-/* A whole file's bytes (its tokens): *bytes is malloc'd, *n bytes long. */
-int lx_read_file(const char *path, unsigned char **bytes, long *n, struct lx_error *err);
-
 /* The data directory: $LENX_DATA, else the checkout's data/ (compiled in). */
 const char *lx_data_dir(void);
 

@@ -54,6 +54,11 @@ void *lx_xcalloc(size_t n, size_t size);
 void *lx_xrealloc(void *p, size_t n);
 char *lx_xstrdup(const char *s);
 
+/* A whole file's bytes: *bytes is malloc'd, *n bytes long, NUL-terminated
+** one past the end. Reads pipes and other unseekable files to the end; a
+** directory or a file over max_bytes (0 = no limit) is an LX_EIO error. */
+int lx_read_file(const char *path, unsigned char **bytes, long *n, long max_bytes, struct lx_error *err);
+
 /* A growable NUL-terminated string. Zero-initialise, append, then free. */
 struct lx_buf {
     char *s;        /* (cap,) NUL-terminated text, NULL until the first append */

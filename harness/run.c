@@ -351,6 +351,7 @@ static void fill_record(struct lx_run_record *r, const struct lx_plan *plan, con
     r->blas = blas;
     r->host = host;
     r->config = g->file;
+    r->config_text = g->doc.text;
 }
 
 int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct lx_run_opts *o,

@@ -109,7 +109,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         rc = lx_err(err, LX_EINVAL, "%s is a masked-LM (mlm) model; score needs a causal one", path);
     if (rc == LX_OK)
         rc = build_stack(&st, info.stack, o->method, &d1, &d2, err);
-    if (rc == LX_OK && (rc = lx_read_file(o->text, &text, &n, err)) == LX_OK && n == 0)
+    if (rc == LX_OK && (rc = lx_read_file(o->text, &text, &n, 0, err)) == LX_OK && n == 0)
         rc = lx_err(err, LX_EINVAL, "--text %s is empty", o->text);
     long L = o->length > 0 ? o->length : info.train_len;
     struct lx_facts f = {.d_head = (int)m.arch.d_head, .train_len = info.train_len, .n_heads = (int)m.arch.heads,

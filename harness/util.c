@@ -2,12 +2,15 @@
 ** harness/util.c - errors, allocation, growable strings, number formatting and
 ** name suggestions shared by every module.
 */
+#define _POSIX_C_SOURCE 200809L
 #include "harness/lx.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int lx_err(struct lx_error *err, int code, const char *fmt, ...)
 {
@@ -206,4 +209,47 @@ const char *lx_closest(const char *s, const char *const *names, int n)
     size_t len = strlen(s);
     int limit = len < 4 ? 1 : (int)(len / 3) + 1;
     return best_d <= limit ? best : NULL;
+}
+
+int lx_read_file(const char *path, unsigned char **bytes, long *n, long max_bytes, struct lx_error *err)
+{
+    *bytes = NULL;
+    *n = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return lx_err(err, LX_EIO, "%s: cannot open the file: %s\n  hint: check the path", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fclose(fp);
+        return lx_err(err, LX_EIO, "cannot read %s: it is a directory\n  hint: name a file", path);
+    }
+    /* Read in chunks to the end: a pipe or /dev/stdin has no size to ask for. */
+    size_t cap = 1 << 16, len = 0;
+    unsigned char *b = lx_xmalloc(cap + 1);
+    for (;;) {
+        if (len == cap) {
+            cap *= 2;
+            b = lx_xrealloc(b, cap + 1);
+        }
+        size_t got = fread(b + len, 1, cap - len, fp);
+        len += got;
+        if (max_bytes > 0 && len > (size_t)max_bytes) {
+            free(b);
+            fclose(fp);
+            return lx_err(err, LX_EIO, "%s: larger than %ld bytes\n  hint: is this the right file?", path,
+                          max_bytes);
+        }
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(fp);
+    fclose(fp);
+    if (bad) {
+        free(b);
+        return lx_err(err, LX_EIO, "cannot read %s: read error", path);
+    }
+    b[len] = 0;
+    *bytes = b;
+    *n = (long)len;
+    return LX_OK;
 }

@@ -16,7 +16,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define SCHEMA_VERSION 3     /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs */
+#define SCHEMA_VERSION 4     /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs;
+                                ** 4: runs.config_text and runs.weights_sha256 */
 
 struct lx_store {
     sqlite3 *db;        /* the connection */
@@ -50,6 +51,8 @@ static const char *schema_sql =
     "  finished TEXT NOT NULL,"
     "  wall_s REAL NOT NULL,"
     "  max_rss_kb INTEGER,"             /* peak resident memory of the process so far */
+    "  config_text TEXT,"               /* the sweep's YAML text (NULL before schema 4) */
+    "  weights_sha256 TEXT,"            /* sha256 of the checkpoint the cell ran on */
     "  UNIQUE (sweep, key, git_commit, git_dirty));"
     "CREATE INDEX IF NOT EXISTS runs_by_key ON runs (key);"
     "CREATE TABLE IF NOT EXISTS metrics ("
@@ -136,8 +139,12 @@ static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
         return v >= 1 ? LX_OK : lx_err(err, LX_EIO, "%s: not a lenx database", s->path);
     /* Only a database we accept is switched to WAL. */
     int rc = exec(s, "PRAGMA journal_mode = WAL", err);
-    if (rc == LX_OK && v == 1)      /* migrate: the rest is CREATE ... IF NOT EXISTS */
+    /* migrate: new columns here, new tables by CREATE ... IF NOT EXISTS below */
+    if (rc == LX_OK && v == 1)
         rc = exec(s, "ALTER TABLE runs ADD COLUMN max_rss_kb INTEGER; ALTER TABLE runs ADD COLUMN model TEXT", err);
+    if (rc == LX_OK && v >= 1 && v < 4)
+        rc = exec(s, "ALTER TABLE runs ADD COLUMN config_text TEXT;"
+                  " ALTER TABLE runs ADD COLUMN weights_sha256 TEXT", err);
     if (rc == LX_OK)
         rc = exec(s, schema_sql, err);
     if (rc == LX_OK && v < SCHEMA_VERSION) {
@@ -226,9 +233,9 @@ static int insert_run(struct lx_store *s, const struct lx_run_record *r, sqlite3
     static const char *sql =
         "INSERT INTO runs (key, sweep, method, method_params, task, task_params, key_json, length,"
         " seed, model_key, status, error, git_commit, git_dirty, version, threads, blas, host,"
-        " config, started, finished, wall_s, max_rss_kb, model)"
+        " config, started, finished, wall_s, max_rss_kb, model, config_text, weights_sha256)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-        " ?19, ?20, ?21, ?22, ?23, ?24)";
+        " ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)";
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
         return SQLITE_ERROR;
@@ -256,6 +263,8 @@ static int insert_run(struct lx_store *s, const struct lx_run_record *r, sqlite3
     if (r->max_rss_kb > 0)
         sqlite3_bind_int64(st, 23, r->max_rss_kb);
     sqlite3_bind_text(st, 24, r->model, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 25, r->config_text, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 26, r->weights_sha256, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     *id = sqlite3_last_insert_rowid(s->db);

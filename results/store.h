@@ -49,6 +49,8 @@ struct lx_run_record {
     const char *blas;           /* BLAS core and threading */
     const char *host;           /* host name */
     const char *config;         /* the sweep file */
+    const char *config_text;    /* the sweep's YAML text, NULL when unknown */
+    const char *weights_sha256; /* sha256 of the checkpoint the cell ran on, NULL without a model */
     double started, finished;   /* Unix time, seconds */
     long max_rss_kb;            /* peak resident memory so far (0 = unknown) */
 };

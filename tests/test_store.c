@@ -174,7 +174,7 @@ Test(store, open_creates_file_and_schema)
     lx_store_close(s);
     char v[64];
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "3");
+    cr_expect_str_eq(v, "4");
     /* Reopening an existing store keeps it. */
     s = open_rw(db_path);
     cr_expect_eq(count(s, "runs"), 0);
@@ -512,7 +512,8 @@ Test(store, outputs_round_trip)
     cr_expect_str_eq(v, "0.25/48213/1/-0.5 null/7/0/-2.25");
 }
 
-/* A version-2 database (no outputs table) is migrated in place, keeping its rows. */
+/* A version-2 database (no outputs table, no config_text or weights_sha256
+** columns) is migrated in place, keeping its rows. */
 Test(store, migrates_version_2)
 {
     struct lx_store *s = open_rw(db_path);
@@ -520,7 +521,8 @@ Test(store, migrates_version_2)
     put_ppl(s, &r, 3.5);
     lx_store_close(s);
     char cmd[512], v[64];
-    snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'DROP TABLE outputs; PRAGMA user_version = 2'", db_path);
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'DROP TABLE outputs; ALTER TABLE runs DROP COLUMN config_text;"
+             " ALTER TABLE runs DROP COLUMN weights_sha256; PRAGMA user_version = 2'", db_path);
     cr_assert_eq(system(cmd), 0, "%s failed", cmd);
     sqlite_cli(db_path, "SELECT count(*) FROM sqlite_master WHERE name = 'outputs'", v, sizeof v);
     cr_assert_str_eq(v, "0", "the test's v2 database has no outputs table");
@@ -535,7 +537,7 @@ Test(store, migrates_version_2)
     cr_expect_eq(count(s, "outputs"), 1);
     lx_store_close(s);
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "3");
+    cr_expect_str_eq(v, "4");
 }
 
 Test(store, newer_schema_is_refused)
