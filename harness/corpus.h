@@ -2,7 +2,7 @@
 ** harness/corpus.h - the byte-level tokenizer and the installed corpora.
 **
 ** Tokens are bytes (0..255) plus four specials, so any text works and a length
-** is exactly a number of bytes (DESIGN.md §5). `make data` (scripts/data.sh)
+** is exactly a number of bytes (docs/data.md). `make data` (scripts/data.sh)
 ** writes the corpora and data/manifest.tsv (split, path, bytes, sha256); this
 ** module reads them back, checks every file against its hash, and gives each
 ** split a content hash that enters model and run keys.

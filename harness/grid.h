@@ -1,7 +1,7 @@
 /*
 ** harness/grid.h - a sweep file parsed and resolved: methods × tasks × lengths
 ** × seeds. Every default and cross-field rule is applied here, once; what
-** leaves this module is the fully resolved grid (STYLE.md rule 4).
+** leaves this module is the fully resolved grid (docs/development.md#style).
 */
 #ifndef LX_GRID_H
 #define LX_GRID_H

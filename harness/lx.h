@@ -1,7 +1,7 @@
 /*
 ** harness/lx.h - what every lenx file needs: the error tiers, growable strings.
 **
-** Errors come in three tiers (STYLE.md rule 5):
+** Errors come in three tiers (docs/development.md#style):
 **   1. a broken invariant: LX_ASSERT prints file:line and aborts, in every build;
 **   2. a recoverable failure (bad YAML, unknown name, bound violated, SQLite busy):
 **      return a negative LX_E... code and fill the caller's struct lx_error with

@@ -19,7 +19,7 @@
 ** text. The mixture is part of the model key.
 **
 ** A cell's model is trained from the base model plus the training-time part of
-** its method stack (DESIGN.md §4.1); that pair, the training corpus hash and the
+** its method stack (docs/config.md#models); that pair, the training corpus hash and the
 ** seed make the model key, and each key is trained once and cached as
 ** <db dir>/models/<key>.safetensors with a row in the store's `models` table.
 ** A checkpoint carries its own architecture and training-time stack.

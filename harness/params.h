@@ -4,7 +4,7 @@
 ** A row says name, type, where the value lives in the plugin's params struct
 ** (offsetof), default, bounds and help. The one table drives YAML parsing and
 ** bounds checks, `lenx show`, `--help`, the canonical method string and the
-** stored JSON (STYLE.md rule 3). Plugins declare rows with the LX_P_* macros.
+** stored JSON (docs/development.md#style). Plugins declare rows with the LX_P_* macros.
 **
 ** To add a type: extend enum lx_ptype, then param_parse(), param_to_json()
 ** and param_to_text() in params.c.

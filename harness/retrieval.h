@@ -7,7 +7,8 @@
 **
 ** An instance is a byte-token sequence of exactly `length` tokens, [BOS,
 ** prompt …, gold answer]: the answer is the last n − answer_off tokens, so the
-** length includes the generation budget (tasks.md §14.2). A task's generator
+** length includes the generation budget (as RULER's max_seq_length includes
+** tokens_to_generate; docs/tasks.md#passkey). A task's generator
 ** is a pure function of (params, key, length, sample, depth) drawing only from
 ** the counter-based generator (harness/rng.h).
 **

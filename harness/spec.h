@@ -2,8 +2,9 @@
 ** harness/spec.h - the attention spec: what a method stack compiles into.
 **
 ** Methods never run attention; they edit this declarative description, and the
-** kernels (the gaussian task today, the engine's attention later) read it
-** (DESIGN.md §4.1). Today the spec says how logits are transformed:
+** kernels (the gaussian task's and the engine's, harness/engine/attention.c)
+** read it (docs/methods.md lists what each method sets). The spec says how
+** logits are transformed:
 **
 **     logit(head, n, t) = op_k( ... op_2( op_1( S ) ) )
 **
@@ -19,7 +20,7 @@
 ** The spec also says how positions enter q and k: a rotary table (RoPE's
 ** inverse frequencies and pair layout) or none, and which method claimed the
 ** position scheme, so that two schemes in one stack are refused. Beyond that
-** (issue 4) it says:
+** it says:
 **
 **   frequencies  which method rescaled the rotary table (PI, NTK, YaRN,
 **                p-RoPE): at most one per stack.
@@ -80,7 +81,7 @@ struct lx_logit_op {
 #define LX_SPEC_MAX_OPS 8
 #define LX_SPEC_MAX_PAIRS 256
 
-/* Which two channels of a head form rotary pair k (methods.md §1). */
+/* Which two channels of a head form rotary pair k (docs/methods.md#rope). */
 enum lx_rope_layout {
     LX_ROPE_HALF,           /* (x[k], x[k + d/2]): GPT-NeoX, Hugging Face */
     LX_ROPE_INTERLEAVED,    /* (x[2k], x[2k + 1]): RoFormer, GPT-J, Meta LLaMA */

@@ -19,7 +19,7 @@
 ** monotone (6 heads: 0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125). t is |δ|,
 ** the effective distance after any position map, and may be fractional.
 ** ALiBi replaces rope (it claims the position scheme) and must be trained in.
-** Reference: shared/reference/methods.md §6.
+** Slopes, parameters and golden values: docs/methods.md#alibi.
 */
 #include <math.h>
 

@@ -1,7 +1,7 @@
 /*
 ** methods/cosscale.c - CosScale: cosine attention with a scale (Li et al.,
 ** "Information Entropy Invariance: Enhancing Length Extrapolation in Attention
-** Mechanisms", ICML 2025, §3.3, Theorem 3.4; code HT-NEKO/
+** Mechanisms", ICML 2025, arXiv 2501.08570, §3.3, Theorem 3.4; code HT-NEKO/
 ** Information-Entropy-Invariance, model/my_gau_alpha_eval/layer.py).
 **
 ** q and k are normalised per head, q/(‖q‖ + 1e−9), so the base logit becomes
@@ -13,7 +13,8 @@
 ** multiply S. The paper uses s = 128, and 16 for windowed attention. The
 ** logit geometry changes, so the model must be trained with it.
 ** Theorem 3.4: the dominant cosine η₁* = (−(d−3) + sqrt((d−3)² + 4s²))/(2s)
-** tends to 1 as s grows. Reference: shared/reference/methods.md §10, §10b.
+** tends to 1 as s grows. Formula, parameters and golden values:
+** docs/methods.md#cosscale.
 */
 #include "methods/method.h"
 

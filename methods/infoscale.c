@@ -2,8 +2,9 @@
 ** methods/infoscale.c - InfoScale: entropy-invariant logit scaling.
 **
 ** Li et al., "Information Entropy Invariance: Enhancing Length Extrapolation in
-** Attention Mechanisms", ICML 2025; authors' code HT-NEKO/Information-Entropy-
-** Invariance (model/my_gau_alpha_eval/layer.py). The logits are multiplied by
+** Attention Mechanisms", ICML 2025, arXiv 2501.08570; authors' code
+** HT-NEKO/Information-Entropy-Invariance (model/my_gau_alpha_eval/layer.py).
+** The logits are multiplied by
 **
 **     κ(n) = sqrt( (1 − e^(2ε/d)·n^(−2/d)) / (1 − e^(2ε/d)·L^(−2/d)) )
 **
@@ -11,7 +12,7 @@
 ** sees; the authors' code uses ε = 0. No clamp: κ < 1 below the training
 ** length. Where the numerator is not positive (n <= e^ε) κ is taken as 0, the
 ** limit of the formula, which gives uniform attention.
-** Reference: shared/reference/methods.md §10.
+** Formula, parameters and golden values: docs/methods.md#infoscale.
 */
 #include <math.h>
 

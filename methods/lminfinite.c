@@ -19,7 +19,7 @@
 ** as convert_llama_model(model, L, n_global) sets them; the ceiling L is one
 ** beyond the largest distance seen in pretraining (L − 1), as in the reference.
 ** n_global is 10 in the README (the evaluation scripts use 100). Needs rope.
-** Training-free. Reference: shared/reference/methods.md §8.
+** Training-free. Formula, parameters and golden values: docs/methods.md#lminfinite.
 */
 #include <math.h>
 

@@ -13,7 +13,7 @@
 **          so the learned scale is s·w (tensor layers.L.attn.logit_scale).
 **
 ** n is the number of keys the query sees (a causal row i sees n = i + 1).
-** Reference: shared/reference/methods.md §11.
+** Formulas, parameters and golden values: docs/methods.md#logn.
 */
 #include <math.h>
 

@@ -7,7 +7,7 @@
 ** registry and its contract test pick it up, the schema drives YAML and `show`.
 **
 ** A method edits the attention spec (harness/spec.h); it never runs attention
-** and never allocates (STYLE.md rules 1, 2, 6).
+** and never allocates (docs/development.md#style).
 */
 #ifndef LX_METHOD_H
 #define LX_METHOD_H

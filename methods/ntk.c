@@ -3,8 +3,9 @@
 **
 ** All three replace the base b by a larger b' and rebuild θ_k = b'^(−2k/d), so
 ** the highest frequency θ_0 = 1 stays and the lowest is slowed the most
-** (bloc97 2023, reddit r/LocalLLaMA "NTK-Aware Scaled RoPE"; written up in
-** Peng et al. 2023, YaRN, arXiv 2309.00071, §3.1 Def. 1 and §3.3). With
+** (bloc97 2023, reddit r/LocalLLaMA "NTK-Aware Scaled RoPE",
+** https://www.reddit.com/r/LocalLLaMA/comments/14lz7j5/; written up in
+** Peng et al. 2023, YaRN, arXiv 2309.00071, §3.1 Def. 1, Eq. 14-16, and §3.3). With
 ** L the training length, d the head dimension and e = d/(d − 2):
 **
 **   static   b' = b·s^e: the lowest frequency is divided by exactly s.
@@ -20,7 +21,7 @@
 ** one long forward pass where every token uses the base for the final length
 ** (HF's growth-only cache and Qwen's prefill-time α agree on that). log2 is
 ** exact at powers of two, where Qwen's math.log(x, 2) may be off by an ulp.
-** Training-free. Reference: shared/reference/methods.md §3.
+** Training-free. Formulas, parameters and golden values: docs/methods.md#ntk.
 */
 #include <math.h>
 

@@ -9,7 +9,7 @@
 ** fine-tunes for about 1000 steps; training-free PI works only for small s.
 ** Here `scale` 0 picks s = max(1, length/L) for each evaluation length; trained
 ** in (`train: true`) it needs a fixed s, since the model learns one table.
-** Reference: shared/reference/methods.md §2.
+** Formula, parameters and golden values: docs/methods.md#pi.
 */
 #include "methods/method.h"
 

@@ -11,7 +11,7 @@
 ** the counter-based generator keyed on the model key, step and window
 ** (harness/engine/train.c); evaluation uses the plain positions 0 … T−1, and
 ** a RoPE rescaling (pi, yarn) can be stacked on top as in the paper.
-** Reference: shared/reference/methods.md §14.
+** Construction, parameters and tested properties: docs/methods.md#pose.
 */
 #include "methods/method.h"
 

@@ -15,7 +15,7 @@
 **
 ** Not GPT-NeoX `rotary_pct` / HF `partial_rotary_factor`, which re-spread all
 ** frequencies, the low ones included, over fewer channels. The model must be
-** trained with it. Reference: shared/reference/methods.md §12b.
+** trained with it. Formulas, parameters and golden values: docs/methods.md#prope.
 */
 #include <math.h>
 

@@ -23,7 +23,7 @@
 ** repo's re-implementation (model/my_gau_alpha_eval/layer.py) rotates the far
 ** query to w − 1 and so clamps at w − 1, one less than Su: its distances are
 ** this method's with window w − 1 (w = 4, query 9: 3 3 3 3 3 3 3 2 1 0).
-** Training-free. Reference: shared/reference/methods.md §5.
+** Training-free. Formula, parameters and golden values: docs/methods.md#rerope.
 */
 #include <math.h>
 

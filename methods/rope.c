@@ -3,9 +3,10 @@
 ** arXiv 2104.09864).
 **
 ** Pair k of every query and key vector at position p turns by p·θ_k with
-** θ_k = base^(-2k/d). Two memory layouts pair different channels (methods.md
-** §1): `half` pairs (x[k], x[k + d/2]) as GPT-NeoX and Hugging Face do;
-** `interleaved` pairs (x[2k], x[2k + 1]) as RoFormer, GPT-J and Meta's LLaMA.
+** θ_k = base^(-2k/d) (RoFormer §3.2). Two memory layouts pair different
+** channels (docs/methods.md#rope, with golden values): `half` pairs (x[k],
+** x[k + d/2]) as GPT-NeoX and Hugging Face do; `interleaved` pairs (x[2k],
+** x[2k + 1]) as RoFormer, GPT-J and Meta's LLaMA.
 ** The two are the same model up to a permutation of W_q and W_k rows, but a
 ** checkpoint only works with the layout it was trained with, so the layout is
 ** part of the model key. A training-time method: the model learns with it.

@@ -10,7 +10,7 @@
 **
 ** with α = β = e^0.5 and τ = 10 by default, which gives a_0 = 1, m_0 = 0 and
 ** E[exp L_t] = α/(t/τ + 1) for standard Gaussian S_t. The paper trains with it.
-** Reference: shared/reference/methods.md §12a.
+** Formula, parameters and golden values: docs/methods.md#scaleinv.
 */
 #include <math.h>
 

@@ -18,7 +18,8 @@
 ** keys and every slot distance stays below L. The paper's examples use S = 4
 ** (the eval_long_ppl.py script defaults to S = 1, R = 255). Needs a position
 ** scheme that carries distances: rope, or alibi (whose bias then sees the slot
-** distance). Training-free. Reference: shared/reference/methods.md §7.
+** distance). Training-free. Rules, parameters and golden values:
+** docs/methods.md#streaming.
 */
 #include <string.h>
 

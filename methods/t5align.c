@@ -24,7 +24,7 @@
 ** runner measures through a probe (the cell's model on corpus text, or the
 ** gaussian task's IID logits), sets the spec's temperature, and stores the
 ** chosen τ as the cell's metric `t5align_tau`. At L_ex ≤ L_tr, τ = 1.
-** Reference: shared/reference/methods.md §13b.
+** Procedure, closed forms, parameters and golden values: docs/methods.md#t5align.
 */
 #include <math.h>
 

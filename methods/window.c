@@ -5,13 +5,13 @@
 ** Each query sees the W keys nearest to it, itself included: causal rows allow
 ** key j iff 0 <= i − j <= W − 1, bidirectional rows iff |i − j| <= W − 1. This
 ** is flash-attn's window_size = (W − 1, 0), not the InfoScale repo's
-** bidirectional |i − j| <= extend_size; methods.md §9 lists the conventions.
+** bidirectional |i − j| <= extend_size; docs/methods.md#window lists both.
 ** Positions keep their original indices; with rope or alibi only distances
 ** enter, so re-indexing inside the window would give the same logits. A window
 ** of W >= n is full attention. W defaults to the training length. Without
 ** attention sinks perplexity blows up once the first tokens leave the window
 ** (StreamingLLM, Xiao et al., ICLR 2024, arXiv 2309.17453, Fig. 3).
-** Training-free. Reference: shared/reference/methods.md §9.
+** Training-free. Definition, parameters and golden values: docs/methods.md#window.
 */
 #include "methods/method.h"
 

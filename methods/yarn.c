@@ -14,11 +14,12 @@
 **     θ'_k = (θ_k/s)·(1 − w_k) + θ_k·w_k
 **
 ** `truncate: false` is HF's flag of that name: no floor and ceil. The paper's
-** ramp is linear in r = L/λ rather than in k and differs from this one
-** (methods.md §4b). q and k are both multiplied by mscale = (0.1 ln s + 1)·
-** attn_factor (1 for s <= 1), so the logits are multiplied by mscale²: a row
-** scale op. Training-free; the paper's best results fine-tune with it
-** (`train: true`, which needs a fixed s). Reference: methods.md §4.
+** ramp (§3.2) is linear in r = L/λ rather than in k and differs from this one
+** (docs/methods.md#yarn gives an example). q and k are both multiplied by
+** mscale = (0.1 ln s + 1)·attn_factor (1 for s <= 1), so the logits are
+** multiplied by mscale²: a row scale op. Training-free; the paper's best
+** results fine-tune with it (`train: true`, which needs a fixed s). Formulas,
+** parameters and golden values: docs/methods.md#yarn.
 */
 #include <math.h>
 

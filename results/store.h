@@ -1,5 +1,5 @@
 /*
-** results/store.h - the SQLite result store (DESIGN.md §4.3).
+** results/store.h - the SQLite result store (docs/results.md#the-store).
 **
 ** results/store.c is the only file that includes <sqlite3.h>. Tables:
 **   runs     one row per finished cell (ok or failed) with its provenance

@@ -13,7 +13,7 @@
 #   data/corpus/austen/train/<novel>.txt, data/corpus/austen/test/persuasion.txt,
 #   data/corpus/sotu/<year>_<name>.txt, and data/manifest.tsv
 #   (split, path, bytes, sha256) whose hash enters run keys.
-# See shared/reference/corpora.md. Idempotent: reruns only when inputs are missing.
+# See docs/data.md. Idempotent: reruns only when inputs are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=data/corpus

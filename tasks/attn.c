@@ -1,17 +1,20 @@
 /*
 ** tasks/attn.c - attention diagnostics of a causal model on held-out text.
 **
-** What the source papers look at when extrapolation fails (shared/reference/
-** tasks.md Part 0), measured on the model's real attention rows (harness/
-** diag.h has the definitions):
+** What the source papers look at when extrapolation fails (docs/tasks.md#attn;
+** docs/REPRODUCTIONS.md uses them), measured on the model's real attention
+** rows (harness/diag.h has the definitions):
 **
-**   Chi, Fan & Rudnicky 2024 (T5 attention alignment): "dispersed attention",
+**   Chi, Fan & Rudnicky 2024 (T5 attention alignment, arXiv 2311.00684,
+**     Table 1): "dispersed attention",
 **     the mean row entropy and mean max probability at 1× vs k× the training
 **     length: metrics entropy, pmax (at the cell's length) and entropy_train,
 **     pmax_train (the model's training-time attention at its training length).
-**   Anson et al. 2025 (scale-invariant attention): entropy and attention mass
+**   Anson et al. 2025 (scale-invariant attention, arXiv 2505.17083, §3):
+**     entropy and attention mass
 **     inside distance ranges [a, b): range_entropy:a-b, range_mass:a-b.
-**   Zhong et al. 2024 (RoPE extensions from an attention perspective): the
+**   Zhong et al. 2024 (RoPE extensions from an attention perspective, arXiv
+**     2406.13282): the
 **     Jensen–Shannon divergence between mean attention distributions:
 **     js_train compares the cell's mean distribution over log2 distance
 **     buckets with the training-time one (same model, its training stack, at

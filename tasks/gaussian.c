@@ -19,8 +19,8 @@
 **
 ** Ranges that do not fit inside N are skipped. Draws come from Philox keyed on
 ** the cell's data key with the sample index as stream, so the numbers do not
-** depend on the thread count or on which method runs. Reference:
-** shared/reference/methods.md §12a'.
+** depend on the thread count or on which method runs. Definitions and
+** parameters: docs/tasks.md#gaussian; results: docs/REPRODUCTIONS.md.
 */
 #include <math.h>
 #include <omp.h>

@@ -3,7 +3,7 @@
 **
 ** LongChat's fine-grained "LRT" test (Li, Shao, Xie et al., "How Long Can
 ** Open-Source LLMs Truly Promise on Context Length?", lmsys blog, 2023-06-29;
-** DachengLi1/LongChat longeval/utils.py; shared/reference/tasks.md §3). The
+** DachengLi1/LongChat longeval/utils.py; docs/tasks.md#line). The
 ** record and question strings are theirs, verbatim. An instance is exactly
 ** `length` byte tokens, [BOS] + prompt + answer:
 **
@@ -31,9 +31,9 @@
 ** values are unique and have exactly `digits` digits (LongChat: randint(1,
 ** 50000), repeats allowed); the queried line is placed by depth, the line
 ** nearest to depth·(n − 1) (LongChat: uniform); the line count is chosen by
-** length, not given; the base-model ending is the record's own prefix (the
-** reference's recommendation for tiny models; LongChat's storywriter ending is
-** "Line <{idx}>: <REGISTER_CONTENT> is"). Every draw is Philox keyed on the
+** length, not given; the base-model ending is the record's own prefix
+** (completion style, as LongChat uses for its base model, whose storywriter
+** ending is "Line <{idx}>: <REGISTER_CONTENT> is"). Every draw is Philox keyed on the
 ** cell's key with the sample as counter: names and values depend on (key,
 ** sample) only, so every depth and every method sees the same records.
 **

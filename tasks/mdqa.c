@@ -5,10 +5,10 @@
 **
 ** Liu, Lin, Hewitt, Paranjape, Bevilacqua, Petroni & Liang, "Lost in the
 ** Middle: How Language Models Use Long Contexts", 2023 (arXiv 2307.03172;
-** nelson-liu/lost-in-the-middle; shared/reference/tasks.md §4). Their prompt,
+** nelson-liu/lost-in-the-middle; docs/tasks.md#mdqa). Their prompt,
 ** document format and scorer are kept; NaturalQuestions with Contriever
 ** distractors cannot be shipped and is far beyond tiny models, so documents
-** and question are synthesised (the corpus-internal analogue of tasks.md §4).
+** and question are synthesised (a corpus-internal analogue).
 ** An instance is exactly `length` byte tokens, [BOS] + prompt + answer:
 **
 **   template litm    instruction "\n\n" documents "\n\nQuestion: " q "\nAnswer:"

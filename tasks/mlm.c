@@ -4,10 +4,11 @@
 ** Windows of exactly `length` tokens from the held-out documents (the same
 ** windows as `ppl`). Each position is picked with probability mask_prob and
 ** its fate decided by a counter-based draw keyed on (seed, document) with the
-** absolute offset in the document as counter (shared/reference/tasks.md §6),
+** absolute offset in the document as counter (docs/tasks.md#mlm),
 ** so the same positions are masked for every method, and a position keeps its
 ** fate across lengths. Picked positions become [MASK] (or, with replace: bert,
-** 80% [MASK] / 10% a random byte / 10% unchanged, as in training) and are
+** 80% [MASK] / 10% a random byte / 10% unchanged, as in training; BERT,
+** Devlin et al. 2019, arXiv 1810.04805, §3.1) and are
 ** scored:
 **
 **   acc        argmax == original over picked positions

@@ -2,7 +2,7 @@
 ** tasks/needle.c - needle in a haystack: "The special magic {city} number
 ** is: {number}." hidden in held-out prose, asked for at the end.
 **
-** Sources (shared/reference/tasks.md §5): Kamradt's needle in a haystack
+** Sources (format and deviations in docs/tasks.md#needle): Kamradt's needle in a haystack
 ** (gkamradt/LLMTest_NeedleInAHaystack, 2023: real prose as the haystack, the
 ** needle spliced in at a sentence end near depth·length, a depth × length
 ** grid); Arize's variant (Arize-ai/LLMTest_NeedleInAHaystack, 2024: the
@@ -11,7 +11,7 @@
 ** needles of one form with one asked for, an answer prefix, the generation
 ** budget inside the length); and the 3-needle retrieval of Anson, Wang &
 ** Aitchison, "Scale-invariant attention", 2025 (arXiv 2505.17083, Table 2),
-** whose strings are not public: `needles: 3` follows tasks.md §5.5.
+** whose strings are not public: `needles: 3` is built from these sources.
 **
 ** An instance is exactly `length` byte tokens:
 **
@@ -33,9 +33,9 @@
 ** Next …"); at H (H > 0) after the haystack, preceded by the space. Depth 0
 ** puts the asked needle first, depth 1 right before the question.
 **
-** needles: 3 (tasks.md §5.5): three distinct cities and numbers; the first is
+** needles: 3: three distinct cities and numbers; the first is
 ** asked for and placed by the grid's depth, the other two at independent
-** uniform depths (§5.5 (b), RULER-style). Their numbers are the instance's
+** uniform depths (RULER-style). Their numbers are the instance's
 ** distractors (alt, their depths alt_depth): a wrong output equal to one of
 ** them counts in distractor_rate. Needles at one split keep their order, the
 ** asked one first.
@@ -50,8 +50,8 @@
 ** (Kamradt); the needle is a sentence of its own with a full stop, not wrapped
 ** in newlines (Arize); the split is the nearest sentence start either way
 ** (Kamradt walks back to a '.'); no system prompt but completion style with an
-** answer prefix, for base models (tasks.md §8.4, §14.4); scored by the first
-** run of digits (§5.5) instead of an LLM judge (Kamradt) or rails (Arize);
+** answer prefix, for base models (as RULER); scored by the first
+** run of digits instead of an LLM judge (Kamradt) or rails (Arize);
 ** cities from a fixed list of 50 without repeats (Arize's list has repeats).
 ** A training window (train_sample) reads its haystack from the first 90% of
 ** the training novels instead of Persuasion: no held-out text is trained on,

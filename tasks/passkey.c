@@ -3,7 +3,8 @@
 **
 ** Mohtashami & Jaggi, "Landmark Attention: Random-Access Infinite Context
 ** Length for Transformers", 2023 (arXiv 2305.16300); the prompt strings are
-** theirs, verbatim (shared/reference/tasks.md §1.1). An instance is exactly
+** theirs, verbatim (epfml/landmark-attention llama/run_test.py; format and
+** deviations in docs/tasks.md#passkey). An instance is exactly
 ** `length` byte tokens, [BOS] + prompt + answer, parts joined with "\n":
 **
 **   template landmark   description \n prefix \n info \n suffix \n question
@@ -13,7 +14,8 @@
 ** short template drops the description and shortens the info line to "The pass
 ** key is {k}. Remember it.", for small models trained at short lengths.
 **
-** Exact length (tasks.md §1.5, §14.2): a byte is a token, so the filler budget
+** Exact length, the answer included (as RULER counts the generation budget in
+** the length): a byte is a token, so the filler budget
 ** is F = length − 1 (BOS) − the fixed bytes − the answer bytes, and the filler
 ** is F bytes of the sentence stream "The grass is green. The sky is blue. …"
 ** (sentences joined by single spaces). Depth: the prefix is the first p bytes
@@ -25,7 +27,7 @@
 **
 ** Key: uniform in [10^(d−1), 10^d − 1], d = `digits` (5: 10000–99999), where
 ** landmark draws 1–50000; fixed-width keys remove key-length variance
-** (tasks.md §1.5; a deviation). Drawn by Philox keyed on the cell's key with
+** (a deviation, docs/tasks.md#passkey). Drawn by Philox keyed on the cell's key with
 ** the sample index as counter: the key depends on (key, sample) only, not on
 ** the depth, and every method sees the same instances.
 **

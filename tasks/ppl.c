@@ -1,7 +1,8 @@
 /*
 ** tasks/ppl.c - perplexity of a causal model at the evaluation length.
 **
-** Convention (shared/reference/tasks.md §7): non-overlapping windows of exactly
+** Convention (docs/tasks.md#ppl; YaRN's evaluation, jquesnelle/yarn
+** eval/perplexity.py --truncate, extended): non-overlapping windows of exactly
 ** `length` tokens from the held-out documents, each window its own sequence,
 ** the first window of a document at its start ("truncated prefix per
 ** document", extended to every full window of the document). The model's input

@@ -3,7 +3,7 @@
 **
 ** LongChat's coarse-grained test (Li, Shao, Xie et al., "How Long Can
 ** Open-Source LLMs Truly Promise on Context Length?", lmsys blog, 2023-06-29;
-** DachengLi1/LongChat longeval/utils.py; shared/reference/tasks.md §2): a
+** DachengLi1/LongChat longeval/utils.py; docs/tasks.md#topic): a
 ** record of k conversations, each opened by "USER: I would like to discuss the
 ** topic of {topic}.", and the question which topic came first. The header,
 ** question and base-model ending are theirs, verbatim. An instance is exactly
@@ -41,7 +41,7 @@
 ** conversations (LongChat concatenates them with no separator); the short
 ** template drops the header, the closing turns and the question's other
 ** sentences, for small models trained at short lengths; the scorer is
-** normalized containment, the reference's recommendation (a), where LongChat
+** normalized containment (lost in the middle's normalization), where LongChat
 ** reads outputs by hand or with a GPT-3.5 judge. Topics are drawn without
 ** replacement (as LongChat) and filler sentences with replacement, by Philox
 ** keyed on the cell's key with the sample as counter. Depth means nothing

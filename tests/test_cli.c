@@ -142,8 +142,9 @@ Test(cli, killed_sweep_resumes_with_every_cell_once, .init = setup, .fini = tear
     cr_expect_eq(sql_count("k.db", "select count(*) from (select run_id from metrics group by run_id)"), 16);
 }
 
-/* Issue 4's derived tables, checked against values worked by hand
-** (methods.md §6, §7, §2, §4e). */
+/* The extrapolation methods' derived tables, checked against values worked by
+** hand (docs/methods.md#streaming, docs/methods.md#alibi, docs/methods.md#pi,
+** docs/methods.md#yarn). */
 Test(cli, show_derived_tables, .init = setup, .fini = teardown)
 {
     char out[16384];

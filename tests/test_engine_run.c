@@ -243,7 +243,7 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {infoscale: {train: true}}]]\ntasks: [ppl]\n"
                    "lengths: [32]\n", "b.yaml:4:38",
                    "method 'infoscale' acts at evaluation only and cannot be trained in\n  hint: drop 'train: true'");
-    /* issue 4: fine-tuning and the composition rules */
+    /* fine-tuning and the composition rules (docs/methods.md) */
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {pi: {scale: 4, finetune: 0}}]]\ntasks: [ppl]\n"
                    "lengths: [32]\n", "b.yaml:4:44", "method 'pi': 'finetune' must be a number of steps >= 1, got '0'");
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {window: {finetune: 10}}]]\ntasks: [ppl]\n"
@@ -264,7 +264,7 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
                    "lengths: [32]\n", "b.yaml:3:7",
                    "model 'c': unknown key 'arhc'\n  hint: did you mean 'arch'? a model has arch, train and mixture, or "
                    "checkpoint");
-    /* training mixtures (issue 5) */
+    /* training mixtures (docs/config.md#models) */
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{ppl: {weight: 0.5}}]}\n"
                    "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:37",
                    "model 'c': task 'ppl' cannot be mixed into this model's training");

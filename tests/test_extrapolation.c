@@ -1,6 +1,6 @@
 /*
 ** tests/test_extrapolation.c - the engine under every extrapolation method
-** (issue 4): the fast attention path against the naive reference with
+** (docs/methods.md): the fast attention path against the naive reference with
 ** windows, sinks, far-key distances, cosine geometry and temperatures; the
 ** rotary property that scores depend only on the (effective) distance; the
 ** identities past the training length (a window of >= n keys, ReRoPE with
@@ -374,7 +374,7 @@ static double calibrate_with(const char *stack, struct fake *fk, long L_tr, long
 
 Test(t5align, closed_forms_match_the_paper_goldens)
 {
-    /* methods.md §13b: Prop. 2 with σ_tr = σ_ex = 1, L_tr = 512 */
+    /* docs/methods.md#t5align goldens: Prop. 2 with σ_tr = σ_ex = 1, L_tr = 512 */
     struct fake fk = {.tr = {.pmax = 0.3, .entropy = 4.0, .sigma = 1.0}, .sigma_ex = 1.0, .pmax_ex = 0.1};
     cr_expect_float_eq(calibrate_with("{t5align: {closed_form: prop2}}", &fk, 512, 2048), 0.514849, 1e-6);
     cr_expect_float_eq(calibrate_with("{t5align: {closed_form: prop2}}", &fk, 512, 8192), 0.390876, 1e-6);

@@ -4,7 +4,7 @@
 ** line moved by depth, determinism, the `lines` and `digits` limits, the
 ** too-short error, both scorers and the training sampler.
 **
-** The expected strings are LongChat's (shared/reference/tasks.md §3), written
+** The expected strings are LongChat's (docs/tasks.md#line), written
 ** out here, not taken from the task's own tables.
 */
 #include <criterion/criterion.h>

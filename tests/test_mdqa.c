@@ -7,7 +7,7 @@
 ** the distractors and the training sampler.
 **
 ** The layout is parsed with lost-in-the-middle's strings and the fact template
-** written out here (tasks.md §4, docs/tasks.md "mdqa"), not with the task's
+** written out here (docs/tasks.md#mdqa), not with the task's
 ** tables.
 */
 #define _GNU_SOURCE     /* memmem */

@@ -1,7 +1,7 @@
 /*
 ** tests/test_methods.c - the registry contract for every method and task, and
 ** each method's tables against reference numbers computed outside lenx
-** (shared/reference/methods.md golden values, plain-Python double precision)
+** (the golden values of docs/methods.md, plain-Python double precision)
 ** and against closed forms worked by hand.
 */
 #include <criterion/criterion.h>
@@ -117,7 +117,7 @@ Test(methods, none_is_identity)
 
 Test(methods, infoscale_golden)
 {
-    /* methods.md §10 golden table (d, n_tr, n, kappa), 6 decimals. */
+    /* docs/methods.md#infoscale golden table (d, n_tr, n, kappa), 6 decimals. */
     static const struct { int d; long ntr, n; double eps, kappa; } g[] = {
         {64, 64, 4096, 0, 1.370447}, {64, 64, 1024, 0, 1.264121}, {64, 64, 128, 0, 1.074427},
         {64, 64, 64, 0, 1.000000},   {64, 64, 32, 0, 0.917729},   {64, 64, 4096, 1, 1.474676},
@@ -172,7 +172,7 @@ Test(methods, logn_golden)
 
 Test(methods, scaleinv_golden)
 {
-    /* methods.md §12a, tau = 10. */
+    /* docs/methods.md#scaleinv golden table, tau = 10. */
     static const struct { long t; double a, a2, m; } g[] = {
         {0, 1.000000, 1.000000, 0.000000},      {1, 1.091156, 1.190620, -0.190620},
         {10, 1.544764, 2.386294, -1.386294},    {100, 2.407445, 5.795791, -4.795791},

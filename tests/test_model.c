@@ -440,7 +440,7 @@ Test(model, fd_gradients_mlm_swiglu_logn, .timeout = 60)
     fd_check(LX_MODEL_MLM, LX_MLP_SWIGLU, "[{rope: {layout: interleaved}}, {logn: {mode: su, base: 512}}]");
 }
 
-/* Every training-time method of issue 4 (their backward passes are the
+/* Every training-time extrapolation method (their backward passes are the
 ** rotary table, the logit ops and CosScale's normalisation). */
 Test(model, fd_gradients_causal_alibi, .timeout = 60)
 {
@@ -565,7 +565,7 @@ Test(model, attention_head_path_matches_naive)
 
 /* ---- model: rope ------------------------------------------------------------ */
 
-/* methods.md §1: d = 4, base 10000, position 1, x = (1, 2, 3, 4). */
+/* docs/methods.md#rope golden: d = 4, base 10000, position 1, x = (1, 2, 3, 4). */
 static void rope_golden(const char *stack, const double want[4])
 {
     struct compiled sp;

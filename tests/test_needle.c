@@ -6,7 +6,7 @@
 ** the scorer, the distractors of three needles (by hand and through the cell
 ** runner on a tiny random model) and the training sampler.
 **
-** The layout is parsed with the strings of tasks.md §5.5 written out here, not
+** The layout is parsed with the strings of docs/tasks.md#needle written out here, not
 ** with the task's tables; a sentence start is re-derived here from its
 ** definition in harness/retrieval.h.
 */

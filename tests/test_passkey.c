@@ -4,7 +4,7 @@
 ** key draws, the too-short error, the scorer and the training sampler.
 **
 ** The expected layout is rebuilt here from the strings of Mohtashami & Jaggi
-** (shared/reference/tasks.md §1.1), not from the task's own tables.
+** (docs/tasks.md#passkey), not from the task's own tables.
 */
 #include <criterion/criterion.h>
 

@@ -1,7 +1,8 @@
 /*
 ** tests/test_positions.c - the methods that change which keys a query sees and
 ** at what distance (alibi, window, streaming, lminfinite, rerope), checked
-** against shared/reference/methods.md §5-§9 golden values and against 12-token
+** against the golden values of docs/methods.md (sections alibi, window,
+** streaming, lminfinite, rerope) and against 12-token
 ** examples worked by hand, through the spec's naive reference
 ** (lx_spec_visible, lx_spec_row_keys, lx_spec_delta, lx_spec_affine).
 */
@@ -68,7 +69,7 @@ static void expect_fails(const char *yaml, const struct lx_facts *f, const char 
 
 Test(alibi, slopes_golden)
 {
-    /* methods.md §6 golden table, in head order (not monotone for 6, 12 and 3 heads). */
+    /* docs/methods.md#alibi golden table, in head order (not monotone for 6, 12 and 3 heads). */
     static const double h8[] = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625};
     static const double h6[] = {0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125};
     static const double h12[] = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
@@ -164,7 +165,7 @@ Test(alibi, one_position_scheme)
 
 Test(window, golden)
 {
-    /* methods.md §9: W = 3, query 5 -> keys {3, 4, 5}. */
+    /* docs/methods.md#window: W = 3, query 5 -> keys {3, 4, 5}. */
     struct lx_facts f = tfacts(64, 64, 1, 10);
     struct tstack s;
     tstack_make(&s, "[rope, {window: {size: 3}}]", &f);
@@ -198,7 +199,7 @@ Test(window, at_least_n_is_no_window)
 
 Test(streaming, golden)
 {
-    /* methods.md §7, S = 4, R = 8: query 19 sees tokens 0..3 and 11..19 (13 keys) at slots
+    /* docs/methods.md#streaming, S = 4, R = 8: query 19 sees tokens 0..3 and 11..19 (13 keys) at slots
     ** 0..12; its own slot is 12, so token 0 is 12 back and the recent keys keep their distance. */
     struct lx_facts f = tfacts(64, 64, 1, 20);
     struct tstack s;
@@ -263,7 +264,7 @@ Test(streaming, defaults_and_errors)
 
 Test(lminfinite, golden)
 {
-    /* methods.md §8: L_local = 4, n_global = 2, limit = 4, kv_len = 10, so D = 4. */
+    /* docs/methods.md#lminfinite: L_local = 4, n_global = 2, limit = 4, kv_len = 10, so D = 4. */
     static const char *const rows[] = {"3210......", "g3210.....", "gg3210....", "ggxxxx3210"};
     static const long queries[] = {3, 4, 5, 9};
     struct lx_facts f = tfacts(64, 64, 1, 10);
@@ -324,7 +325,7 @@ static void expect_query9(const char *yaml, const double *want)
 
 Test(rerope, golden)
 {
-    /* methods.md §5. */
+    /* docs/methods.md#rerope. */
     static const double plain[] = {4, 4, 4, 4, 4, 4, 3, 2, 1, 0};
     static const double leaky[] = {6.5, 6, 5.5, 5, 4.5, 4, 3, 2, 1, 0};
     expect_query9("[rope, {rerope: {window: 4}}]", plain);

@@ -1,7 +1,7 @@
 /*
 ** tests/test_rotary.c - the rotary-frequency methods (pi, ntk, yarn, prope)
-** against the golden numbers of shared/reference/methods.md §2, §3, §4e and
-** §12b, against values computed independently in plain Python (double
+** against the golden numbers of docs/methods.md#pi, docs/methods.md#ntk,
+** docs/methods.md#yarn and docs/methods.md#prope, against values computed independently in plain Python (double
 ** precision; the one-liners stand beside the numbers), and their properties:
 ** PI and NTK with scale 1 are RoPE, YaRN keeps fast pairs and interpolates slow
 ** ones, auto scales follow length / train_len, and the stack errors.
@@ -83,7 +83,8 @@ static void expect_train_fails(const char *yaml, struct lx_facts f, const char *
 
 Test(pi, golden)
 {
-    /* §2: s = 4, d = 64, b = 1e4: θ_0 = 1 -> 0.25, θ_31 = 1.333521e-4 -> 3.333804e-5. */
+    /* docs/methods.md#pi: s = 4, d = 64, b = 1e4:
+    ** θ_0 = 1 -> 0.25, θ_31 = 1.333521e-4 -> 3.333804e-5. */
     struct lx_rotary rope = table("rope", tfacts(64, 64, 1, 64));
     struct lx_rotary r = table("[rope, {pi: {scale: 4}}]", tfacts(64, 64, 1, 64));
     expect_rel(r.inv_freq[0], 0.25, 1e-15, "pi theta_0", 0);
@@ -145,7 +146,8 @@ Test(pi, trained_in_needs_a_scale)
 
 Test(ntk, static_golden)
 {
-    /* §3a, d = 64, b = 1e4, s = 4: b' = 41829.365929; θ_k(orig)/θ_k(new) at k = 0, 1, 16, 31. */
+    /* docs/methods.md#ntk static, d = 64, b = 1e4, s = 4: b' = 41829.365929;
+    ** θ_k(orig)/θ_k(new) at k = 0, 1, 16, 31. */
     static const struct { int k; double ratio; } g[] = {
         {0, 1.000000}, {1, 1.045734}, {16, 2.045223}, {31, 4.000000},
     };
@@ -190,7 +192,7 @@ Test(ntk, scale_one_is_rope)
 
 Test(ntk, dynamic_golden)
 {
-    /* §3b, HF formula, d = 64, L = 64. n = max(length, L). */
+    /* docs/methods.md#ntk dynamic, HF formula, d = 64, L = 64. n = max(length, L). */
     static const struct { double factor; long n; double base; } g[] = {
         {1, 64, 10000}, {1, 128, 20452.229}, {1, 256, 41829.366}, {1, 32, 10000},
         {4, 64, 10000}, {4, 128, 52664.434}, {4, 256, 141213.757}, {4, 16, 10000},
@@ -209,7 +211,7 @@ Test(ntk, dynamic_golden)
 
 Test(ntk, qwen_golden)
 {
-    /* §3b, Qwen-1, L = 2048, d = 128: α = 1, 3, 7, 15 by doubling of n/L. */
+    /* docs/methods.md#ntk qwen, Qwen-1, L = 2048, d = 128: α = 1, 3, 7, 15 by doubling of n/L. */
     static const struct { long n; double base; } g[] = {
         {1000, 10000}, {2048, 10000}, {2049, 30527.737}, {4096, 30527.737}, {4097, 72195.860},
         {8192, 72195.860}, {8193, 156588.323}, {16384, 156588.323},
@@ -227,8 +229,8 @@ Test(ntk, qwen_golden)
 
 Test(yarn, case_a)
 {
-    /* §4e Case A: d = 64, b = 1e4, s = 4, L = 64: low 0, high 9. θ'_k (code) and w_k to the
-    ** printed digits; w_k recovered as (θ'_k·s/θ_k − 1)/(s − 1). */
+    /* docs/methods.md#yarn, first case: d = 64, b = 1e4, s = 4, L = 64: low 0, high 9.
+    ** θ'_k (code) and w_k to the printed digits; w_k recovered as (θ'_k·s/θ_k − 1)/(s − 1). */
     static const struct { int k; double theta, w; } g[] = {
         {0, 1.000000000, 1.000000}, {1, 0.6874030, 0.888889}, {2, 0.4686178, 0.777778},
         {3, 0.3162724, 0.666667},   {4, 0.2108185, 0.555556}, {5, 0.1383301, 0.444444},
@@ -255,7 +257,7 @@ Test(yarn, case_a)
 
 Test(yarn, case_a_untruncated)
 {
-    /* §4e, truncate = false: high = 8.064001, w_k and θ'_k for k = 1..8. */
+    /* docs/methods.md#yarn, truncate = false: high = 8.064001, w_k and θ'_k for k = 1..8. */
     static const double w[] = {0.875992, 0.751984, 0.627976, 0.503968, 0.379960, 0.255952, 0.131945, 0.007937};
     static const double th[] = {0.68014959, 0.45773916, 0.30403566, 0.19858352,
                                 0.12686145, 0.07859361, 0.04653435, 0.02559525};
@@ -272,7 +274,7 @@ Test(yarn, case_a_untruncated)
 
 Test(yarn, case_b)
 {
-    /* §4e Case B (Llama-2-like): d = 128, b = 1e4, L = 4096, s = 16: low 20, high 46. */
+    /* docs/methods.md#yarn, Llama-2-like: d = 128, b = 1e4, L = 4096, s = 16: low 20, high 46. */
     static const struct { int k; double theta; } g[] = {
         {21, 4.694086e-2}, {33, 4.600435e-3}, {45, 1.517716e-4}, {47, 7.217387e-5},
     };
@@ -289,7 +291,7 @@ Test(yarn, case_b)
 
 Test(yarn, mscale)
 {
-    /* §4e mscale table: the logits are multiplied by mscale² = (0.1 ln s + 1)². */
+    /* docs/methods.md#yarn mscale table: the logits are multiplied by mscale² = (0.1 ln s + 1)². */
     static const struct { double s, m2; } g[] = {
         {1, 1}, {2, 1.143434}, {4, 1.296477}, {8, 1.459129}, {16, 1.631390}, {32, 1.813260}, {0.5, 1},
     };
@@ -390,7 +392,8 @@ Test(yarn, trained_in_needs_a_scale)
 
 Test(prope, fraction_golden)
 {
-    /* §12b, d = 16, b = 1e4, p = 0.75: 1, 0.3162, 0.1, 0.03162, 0.01, 0.003162, 0, 0 (4 digits). */
+    /* docs/methods.md#prope, d = 16, b = 1e4, p = 0.75:
+    ** 1, 0.3162, 0.1, 0.03162, 0.01, 0.003162, 0, 0 (4 digits). */
     static const double g[] = {1, 0.3162, 0.1, 0.03162, 0.01, 0.003162, 0, 0};
     struct lx_facts f = tfacts(16, 64, 1, 64);
     struct lx_rotary rope = table("rope", f), r = table("[rope, prope]", f);
@@ -422,7 +425,8 @@ Test(prope, ends_are_rope_and_nope)
 
 Test(prope, modded_golden)
 {
-    /* §12b modded-nanogpt, d = 16: 1, 0.099213, 0.0098431, 0.00097656, then 4 zeros (5 digits). */
+    /* docs/methods.md#prope modded-nanogpt, d = 16:
+    ** 1, 0.099213, 0.0098431, 0.00097656, then 4 zeros (5 digits). */
     static const double g[] = {1, 0.099213, 0.0098431, 0.00097656, 0, 0, 0, 0};
     struct lx_rotary r = table("[rope, {prope: {mode: modded}}]", tfacts(16, 64, 1, 64));
     for (int k = 0; k < 8; k++)

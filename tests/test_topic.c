@@ -5,7 +5,7 @@
 ** round-robin fill, determinism, the topic list against the scorer, the
 ** too-short error, the normalized-containment scorer and the training sampler.
 **
-** The expected strings are LongChat's (shared/reference/tasks.md §2), written
+** The expected strings are LongChat's (docs/tasks.md#topic), written
 ** out here, not taken from the task's own tables.
 */
 #include <criterion/criterion.h>

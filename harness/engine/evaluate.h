@@ -1,7 +1,7 @@
 /*
 ** harness/engine/evaluate.h - running a model over a list of windows in
 ** batches: the engine step between a task's generator and its scorer
-** (DESIGN.md §4.2).
+** (the task contract is tasks/task.h).
 **
 ** The task fills each window's input tokens and targets (fill), the engine
 ** runs the forward pass in evaluation mode (activations reused across layers,

@@ -1,6 +1,6 @@
 /*
 ** harness/engine/model.h - the transformer lenx trains and evaluates
-** (DESIGN.md §5).
+** (docs/checkpoints.md#the-forward-pass).
 **
 **   tokens -> tok_emb -> [ x += Wo·attn(rope(Wq·n1(x)), rope(Wk·n1(x)), Wv·n1(x))
 **                          x += W2·act(W1·n2(x) [, W3·n2(x)]) ] × layers
