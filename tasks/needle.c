@@ -81,7 +81,7 @@ struct needle_params {
 
 static const struct lx_param needle_rows[] = {
     LX_P_ENUM(struct needle_params, template, "full", "full|short", 0,
-              "full: question and answer prefix (tasks.md 5.5); short: the answer prefix alone, for small "
+              "full: question and answer prefix (docs/tasks.md#needle); short: the answer prefix alone, for small "
               "models at short lengths"),
     LX_P_INT(struct needle_params, needles, "1", 1, MAX_NEEDLES, 0,
              "needles hidden, one asked for (3: the scale-invariant paper's variant; the others sit at "
