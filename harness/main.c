@@ -58,11 +58,94 @@ static const char run_usage[] =
     "stored, run the rest, store every cell, and print the sweep's table. The whole\n"
     "config is checked before anything runs; a bad config writes nothing.";
 
+/* Open the store read-only for a view; say so on stderr when the open has a
+** caveat (an immutable read beside a -wal file). */
+static int open_view(struct lx_store **store, const char *db, struct lx_error *err)
+{
+    int rc = lx_store_open(store, db ? db : LX_DEFAULT_DB, 1, err);
+    if (rc == LX_OK && lx_store_note(*store))
+        fprintf(stderr, "lenx: warning: %s\n", lx_store_note(*store));
+    return rc;
+}
+
+/* "did you mean 'X'? " for the closest of names, or "". */
+static void closest_hint(struct lx_buf *b, const char *s, const char *const *names, int n)
+{
+    const char *near = lx_closest(s, names, n);
+    if (near)
+        lx_buf_printf(b, "did you mean '%s'? ", near);
+}
+
+/* A --sweep that names no stored sweep is bad input: the error lists the
+** sweeps, the closest first as a hint. NULL passes. */
+static int check_sweep(struct lx_store *store, const char *db, const char *sweep, struct lx_error *err)
+{
+    struct lx_sweep_info *sw;
+    int n, found = 0;
+    if (!sweep)
+        return LX_OK;
+    int rc = lx_store_sweeps(store, &sw, &n, err);
+    if (rc < 0)
+        return rc;
+    const char **names = lx_xcalloc((size_t)n + 1, sizeof *names);
+    struct lx_buf list = {0}, hint = {0};
+    for (int i = 0; i < n; i++) {
+        names[i] = sw[i].name;
+        found |= strcmp(sw[i].name, sweep) == 0;
+        lx_buf_printf(&list, "%s%s", i ? ", " : "", sw[i].name);
+    }
+    closest_hint(&hint, sweep, names, n);
+    if (!found)
+        rc = lx_err(err, LX_EINVAL, "no sweep '%s' in %s (its sweeps: %s)\n  hint: %s`lenx list sweeps` lists them",
+                    sweep, db ? db : LX_DEFAULT_DB, n ? lx_buf_str(&list) : "none", lx_buf_str(&hint));
+    lx_buf_free(&list);
+    lx_buf_free(&hint);
+    free(names);
+    lx_sweep_infos_free(sw, n);
+    return rc;
+}
+
+/* Every word of a --metric list must name a metric of the rows (or its
+** ranged forms): the error lists the metrics there, the closest as a hint. */
+static int check_metrics(const struct lx_rows *rows, const char *metrics, struct lx_error *err)
+{
+    const char **names = lx_xcalloc((size_t)rows->n + 1, sizeof *names);
+    int n = 0, rc = LX_OK;
+    for (int i = 0; i < rows->n; i++) {
+        int seen = 0;
+        for (int j = n - 1; j >= 0 && !seen; j--)
+            seen = strcmp(names[j], rows->rows[i].metric) == 0;
+        if (!seen)
+            names[n++] = rows->rows[i].metric;
+    }
+    for (const char *p = metrics; rc == LX_OK && p && *p;) {
+        size_t w = strcspn(p, ",");
+        char word[256];
+        snprintf(word, sizeof word, "%.*s", (int)w, p);
+        int found = 0;
+        for (int j = 0; j < n && !found; j++)
+            found = lx_metric_matches(word, names[j]);
+        if (!found) {
+            struct lx_buf list = {0}, hint = {0};
+            for (int j = 0; j < n; j++)
+                lx_buf_printf(&list, "%s%s", j ? ", " : "", names[j]);
+            closest_hint(&hint, word, names, n);
+            rc = lx_err(err, LX_EINVAL, "no metric '%s' in the results selected (there: %s)\n  hint: %s"
+                        "--metric takes a comma-separated list of these", word, lx_buf_str(&list), lx_buf_str(&hint));
+            lx_buf_free(&list);
+            lx_buf_free(&hint);
+        }
+        p += w + (p[w] == ',');
+    }
+    free(names);
+    return rc;
+}
+
 static int print_table(const char *db, const char *sweep, const char *metrics, enum lx_format fmt)
 {
     struct lx_store *store;
     struct lx_error err;
-    int rc = lx_store_open(&store, db, 1, &err);
+    int rc = open_view(&store, db, &err);
     if (rc < 0)
         return fail(&err, rc);
     struct lx_rows rows = {0};
@@ -216,22 +299,36 @@ static int cmd_table(int argc, char **argv)
         return 2;
     }
     const char *db = lx_args_get(&a, table_opts, N_OPTS(table_opts), "db");
+    const char *metrics = lx_args_get(&a, table_opts, N_OPTS(table_opts), "metric");
     struct lx_store *store;
-    if ((rc = lx_store_open(&store, db ? db : LX_DEFAULT_DB, 1, &err)) < 0)
+    if ((rc = open_view(&store, db, &err)) < 0)
         return fail(&err, rc);
     struct lx_rows rows = {0};
     struct lx_filter f = {
         .sweep = lx_args_get(&a, table_opts, N_OPTS(table_opts), "sweep"),
         .commit = lx_args_get(&a, table_opts, N_OPTS(table_opts), "commit"),
     };
-    rc = lx_store_select(store, &f, &rows, &err);
+    int has_commit = 1;
+    rc = check_sweep(store, db, f.sweep, &err);
+    if (rc == LX_OK && f.commit)
+        rc = lx_store_has_commit(store, f.commit, &has_commit, &err);
+    if (rc == LX_OK && !has_commit)
+        rc = lx_err(&err, LX_EINVAL, "no stored row was made by a commit starting with '%s'\n"
+                    "  hint: `lenx table --format csv` has no commits; `sqlite3 DB 'select distinct git_commit "
+                    "from runs'` lists them", f.commit);
+    if (rc == LX_OK)
+        rc = lx_store_select(store, &f, &rows, &err);
     lx_store_close(store);
-    if (rc < 0)
+    if (rc == LX_OK && rows.n && metrics)
+        rc = check_metrics(&rows, metrics, &err);
+    if (rc < 0) {
+        lx_rows_release(&rows);
         return fail(&err, rc);
+    }
     if (rows.n == 0)
-        fprintf(stderr, "lenx: no stored results match%s%s\n", f.sweep ? " sweep " : "", f.sweep ? f.sweep : "");
+        fprintf(stderr, "lenx: no ok results stored%s%s\n", f.sweep ? " in sweep " : "", f.sweep ? f.sweep : "");
     struct lx_buf out = {0};
-    lx_render(&rows, (enum lx_format)fmt, lx_args_get(&a, table_opts, N_OPTS(table_opts), "metric"), &out);
+    lx_render(&rows, (enum lx_format)fmt, metrics, &out);
     fputs(lx_buf_str(&out), stdout);
     lx_buf_free(&out);
     lx_rows_release(&rows);
@@ -250,9 +347,11 @@ static const struct lx_opt compare_opts[] = {
 static const char compare_usage[] =
     "usage: lenx compare BASE HEAD [options]\n\n"
     "BASE and HEAD are each a tidy CSV file (from `lenx table --format csv`), a sweep\n"
-    "name, or a git commit (prefix) of stored rows. Cells are matched by task, method\n"
-    "stack, length, seed and metric; those that moved beyond atol + rtol*|base| are\n"
-    "printed. Exit status 1 if any moved, 0 if none, 2 if the two share no cell.";
+    "name, or a git commit (prefix) of stored rows. Values are matched by cell (task,\n"
+    "method stack, model key, length, seed) and metric; those that moved beyond\n"
+    "atol + rtol*|base| are printed, then how many values in how many cells were\n"
+    "compared. Exit status 1 if any moved, 0 if none, 2 if the two share no cell,\n"
+    "a side holds nothing, or a side holds two configurations of one cell.";
 
 /* Resolve a compare side: CSV file, then sweep name, then commit prefix. */
 static int load_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows,
@@ -262,27 +361,47 @@ static int load_side(const char *what, const char *db, const char *sweep, struct
     if (stat(what, &sb) == 0 && S_ISREG(sb.st_mode))
         return lx_csv_read(what, rows, err);
     struct lx_store *store;
-    int rc = lx_store_open(&store, db, 1, err);
+    int rc = open_view(&store, db, err);
     if (rc < 0)
         return rc;
     struct lx_sweep_info *sw;
     int n_sw, is_sweep = 0, is_commit = 0;
+    struct lx_buf hint = {0};
     rc = lx_store_sweeps(store, &sw, &n_sw, err);
-    for (int i = 0; rc == LX_OK && i < n_sw; i++)
-        is_sweep |= strcmp(sw[i].name, what) == 0;
-    if (rc == LX_OK)
+    if (rc == LX_OK) {
+        const char **names = lx_xcalloc((size_t)n_sw + 1, sizeof *names);
+        for (int i = 0; i < n_sw; i++) {
+            is_sweep |= strcmp(sw[i].name, what) == 0;
+            names[i] = sw[i].name;
+        }
+        closest_hint(&hint, what, names, n_sw);
+        free(names);
         lx_sweep_infos_free(sw, n_sw);
+    }
     if (rc == LX_OK && !is_sweep && strlen(what) >= 4)
         rc = lx_store_has_commit(store, what, &is_commit, err);
     if (rc == LX_OK && !is_sweep && !is_commit)
         rc = lx_err(err, LX_EINVAL, "'%s' is not a file, a sweep in %s, or a commit with stored rows\n"
-                    "  hint: `lenx list sweeps` shows the sweeps; commit prefixes need 4+ characters",
-                    what, db);
+                    "  hint: %s`lenx list sweeps` shows the sweeps; commit prefixes need 4+ characters",
+                    what, db, lx_buf_str(&hint));
+    lx_buf_free(&hint);
     if (rc == LX_OK) {
         struct lx_filter f = {.sweep = is_sweep ? what : sweep, .commit = is_sweep ? NULL : what};
         rc = lx_store_select(store, &f, rows, err);
     }
     lx_store_close(store);
+    return rc;
+}
+
+/* Load a compare side; one that holds no value names nothing to compare. */
+static int load_nonempty_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows,
+                              struct lx_error *err)
+{
+    int rc = load_side(what, db, sweep, rows, err);
+    if (rc == LX_OK && rows->n == 0)
+        rc = lx_err(err, LX_EINVAL, "'%s' holds no values to compare%s%s\n  hint: a sweep or commit needs ok "
+                    "cells (`lenx list sweeps`); a CSV needs rows under its header", what,
+                    sweep ? " with --sweep " : "", sweep ? sweep : "");
     return rc;
 }
 
@@ -311,27 +430,29 @@ static int cmd_compare(int argc, char **argv)
     const char *sweep = lx_args_get(&a, compare_opts, N_OPTS(compare_opts), "sweep");
     db = db ? db : LX_DEFAULT_DB;
     struct lx_rows base = {0}, head = {0};
-    rc = load_side(a.pos[0], db, sweep, &base, &err);
+    rc = load_nonempty_side(a.pos[0], db, sweep, &base, &err);
     if (rc == LX_OK)
-        rc = load_side(a.pos[1], db, sweep, &head, &err);
-    if (rc < 0) {
-        lx_rows_release(&base);
-        lx_rows_release(&head);
-        return fail(&err, rc);
-    }
+        rc = load_nonempty_side(a.pos[1], db, sweep, &head, &err);
     struct lx_buf out = {0};
-    int n_moved, n_common;
-    lx_compare(&base, &head, &o, &out, &n_moved, &n_common);
-    fputs(lx_buf_str(&out), stdout);
-    lx_buf_free(&out);
+    struct lx_compare_counts c;
+    o.base_name = a.pos[0];
+    o.head_name = a.pos[1];
+    if (rc == LX_OK)
+        rc = lx_compare(&base, &head, &o, &out, &c, &err);
     lx_rows_release(&base);
     lx_rows_release(&head);
-    if (n_common == 0) {
+    if (rc < 0) {
+        lx_buf_free(&out);
+        return fail(&err, rc);
+    }
+    fputs(lx_buf_str(&out), stdout);
+    lx_buf_free(&out);
+    if (c.n_values == 0) {
         fprintf(stderr, "lenx: error: '%s' and '%s' share no cell\n"
                 "  hint: compare results of the same sweep config\n", a.pos[0], a.pos[1]);
         return 2;
     }
-    return n_moved ? 1 : 0;
+    return c.n_moved ? 1 : 0;
 }
 
 /* ---------------------------------------------------------------- show */
@@ -630,7 +751,7 @@ static int cmd_list(int argc, char **argv)
     if (strcmp(what, "sweeps") == 0) {
         const char *db = lx_args_get(&a, list_opts, N_OPTS(list_opts), "db");
         struct lx_store *store;
-        if ((rc = lx_store_open(&store, db ? db : LX_DEFAULT_DB, 1, &err)) < 0)
+        if ((rc = open_view(&store, db, &err)) < 0)
             return fail(&err, rc);
         struct lx_sweep_info *sw;
         int n;
@@ -645,6 +766,142 @@ static int cmd_list(int argc, char **argv)
     }
     fprintf(stderr, "lenx: error: list what? '%s'\n  hint: %s\n", what, list_usage);
     return 2;
+}
+
+/* ---------------------------------------------------------------- rm */
+
+static const struct lx_opt rm_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"sweep", 1, "cells of this sweep"},
+    {"commit", 1, "cells made by this commit (prefix)"},
+    {"model", 1, "cells that ran on this model (name, or model key prefix)"},
+    {"method", 1, "cells of this canonical stack, exactly as stored (e.g. 'logn(mode=qwen)')"},
+    {"task", 1, "cells of this task (name, or canonical task string)"},
+    {"failed", 0, "failed cells only"},
+    {"not-in", 1, "cells of CONFIG's sweep whose run key CONFIG no longer plans (stale cells)"},
+    {"yes", 0, "delete; without it, only list what would be deleted"},
+};
+
+static const char rm_usage[] =
+    "usage: lenx rm FILTER... [--yes] [--db FILE]\n\n"
+    "Delete stored cells (every row of them, ok or failed, at any commit) with their\n"
+    "metrics, series and outputs. Every filter given must hold; at least one is\n"
+    "required. Lists the cells and their count per sweep; deletes them, in one\n"
+    "transaction, only with --yes. `lenx rm --not-in CONFIG --yes` removes what a\n"
+    "changed config no longer plans, e.g. cells of a model retrained under the same\n"
+    "name. Trained models (the checkpoint cache) are kept.";
+
+/* --not-in CONFIG: the config's sweep name and a JSON array of its planned run keys. */
+static int planned_keys(const char *config, char **sweep, char **keys_json, struct lx_error *err)
+{
+    struct lx_grid grid;
+    struct lx_plan plan = {0};
+    int rc = lx_grid_load(&grid, config, err);
+    if (rc < 0)
+        return rc;
+    rc = lx_plan_build(&plan, &grid, err);
+    if (rc == LX_OK) {
+        struct lx_buf b = {0};
+        lx_buf_puts(&b, "[");
+        for (int i = 0; i < plan.n_cells; i++)
+            lx_buf_printf(&b, "%s\"%s\"", i ? "," : "", plan.cells[i].key);
+        lx_buf_puts(&b, "]");
+        *keys_json = b.s;
+        *sweep = lx_xstrdup(grid.name);
+    }
+    lx_plan_release(&plan);
+    lx_grid_release(&grid);
+    return rc;
+}
+
+/* Print the cells a filter selects, then their count per sweep. */
+static void print_cells(const struct lx_cell_info *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        printf("  %s  %s  %-6s  %s  %s  length=%ld seed=%ld", v[i].sweep, v[i].key, v[i].status, v[i].method,
+               v[i].task, v[i].length, v[i].seed);
+        if (v[i].model[0])
+            printf("  model=%s [%.8s]", v[i].model, v[i].model_key);
+        printf("  commit %.10s\n", v[i].commit);
+    }
+    for (int i = 0; i < n; i++) {
+        int first = 1, k = 0;
+        for (int j = 0; j < i && first; j++)
+            first = strcmp(v[j].sweep, v[i].sweep) != 0;
+        for (int j = i; j < n && first; j++)
+            k += strcmp(v[j].sweep, v[i].sweep) == 0;
+        if (first)
+            printf("%s: %d cells\n", v[i].sweep, k);
+    }
+}
+
+/* List, then (with --yes) delete, the cells f selects. */
+static int rm_cells(const char *db, const struct lx_rm_filter *f, int yes, struct lx_error *err)
+{
+    struct lx_store *store;
+    int rc = yes ? lx_store_open(&store, db, 0, err) : open_view(&store, db, err);
+    if (rc < 0)
+        return rc;
+    struct lx_cell_info *cells = NULL;
+    int n = 0;
+    long n_deleted = 0;
+    rc = check_sweep(store, db, f->sweep, err);
+    if (rc == LX_OK)
+        rc = lx_store_rm_list(store, f, &cells, &n, err);
+    if (rc == LX_OK && n == 0)
+        printf("no stored cell matches\n");
+    else if (rc == LX_OK)
+        print_cells(cells, n);
+    if (rc == LX_OK && n && !yes)
+        printf("%d cells would be deleted, with their metrics, series and outputs; run again with --yes to "
+               "delete them\n", n);
+    if (rc == LX_OK && n && yes)
+        rc = lx_store_rm(store, f, &n_deleted, err);
+    if (rc == LX_OK && n && yes)
+        printf("deleted %ld cells, with their metrics, series and outputs\n", n_deleted);
+    lx_cell_infos_free(cells, n);
+    lx_store_close(store);
+    return rc;
+}
+
+static int cmd_rm(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    if ((rc = lx_args_parse(&a, rm_opts, N_OPTS(rm_opts), argc, argv, &help, &err)) < 0)
+        return fail(&err, rc);
+    if (help)
+        return usage(rm_usage, rm_opts, N_OPTS(rm_opts)), 0;
+    struct lx_rm_filter f = {
+        .sweep = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "sweep"),
+        .commit = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "commit"),
+        .model = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "model"),
+        .method = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "method"),
+        .task = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "task"),
+        .failed = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "failed") != NULL,
+    };
+    const char *config = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "not-in");
+    if (a.n_pos || !(f.sweep || f.commit || f.model || f.method || f.task || f.failed || config)) {
+        fprintf(stderr, "lenx: error: rm needs at least one filter%s%s\n  hint: lenx rm --sweep NAME "
+                "(lists the cells); add --yes to delete them\n", a.n_pos ? "; unexpected argument " : "",
+                a.n_pos ? a.pos[0] : "");
+        return 2;
+    }
+    char *sweep = NULL, *keys = NULL;
+    if (config && (rc = planned_keys(config, &sweep, &keys, &err)) < 0)
+        return fail(&err, rc);
+    if (config && f.sweep && strcmp(f.sweep, sweep) != 0)
+        rc = lx_err(&err, LX_EINVAL, "--sweep %s and --not-in %s (sweep '%s') name different sweeps\n"
+                    "  hint: drop --sweep; --not-in works on its config's sweep", f.sweep, config, sweep);
+    f.sweep = config ? sweep : f.sweep;
+    f.not_in = keys;
+    const char *db = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "db");
+    if (rc == LX_OK)
+        rc = rm_cells(db ? db : LX_DEFAULT_DB, &f, lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "yes") != NULL, &err);
+    free(sweep);
+    free(keys);
+    return rc < 0 ? fail(&err, rc) : 0;
 }
 
 /* ---------------------------------------------------------------- dispatch */
@@ -710,6 +967,7 @@ static const struct command commands[] = {
     {"score", cmd_score, "per-token NLL of a text under a checkpoint, as JSON"},
     {"show", cmd_show, "print a method's resolved parameters and derived tables"},
     {"list", cmd_list, "list methods, tasks or stored sweeps"},
+    {"rm", cmd_rm, "delete chosen stored cells (by sweep, commit, model, method, task, failed, not in a config)"},
 };
 
 #define N_COMMANDS ((int)(sizeof commands / sizeof *commands))

@@ -93,7 +93,7 @@ Test(cli, identical_numbers_across_databases_and_threads, .init = setup, .fini =
     cr_expect_eq(sh(out, sizeof out, "cmp a.csv b.csv && cmp a.csv c.csv"), 0, "bit-identical exports: %s", out);
     cr_expect_eq(sh(out, sizeof out, "$L compare a.csv b.csv --rtol 1e-9 --atol 0"), 0, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "head -1 a.csv"), 0);
-    cr_expect_str_eq(out, "sweep,method,task,length,seed,metric,value\n");
+    cr_expect_str_eq(out, "sweep,method,task,length,seed,metric,value,model_key,key\n");
 }
 
 Test(cli, compare_exit_codes, .init = setup, .fini = teardown)
@@ -105,7 +105,7 @@ Test(cli, compare_exit_codes, .init = setup, .fini = teardown)
     cr_expect_eq(sh(out, sizeof out, "$L compare base.csv small --db r.db"), 0, "%s", out);
     cr_expect(strstr(out, "0 moved") != NULL, "%s", out);
     /* Move one number: the entropy of none at length 100. */
-    cr_assert_eq(sh(out, sizeof out, "awk -F, 'BEGIN{OFS=\",\"} /^small,none,\"[^\"]*\",100,7,entropy,/ {$NF=$NF+0.01} {print}'"
+    cr_assert_eq(sh(out, sizeof out, "awk -F, 'BEGIN{OFS=\",\"} /^small,none,\"[^\"]*\",100,7,entropy,/ {$(NF-2)=$(NF-2)+0.01} {print}'"
                     " base.csv > moved.csv"), 0, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L compare moved.csv small --db r.db"), 1, "%s", out);
     cr_expect(strstr(out, "| gaussian(samples=200,ranges=[[10,100]]) | none | 100 | 7 | entropy |") != NULL, "%s", out);
