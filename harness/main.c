@@ -462,11 +462,13 @@ static const struct lx_opt show_opts[] = {
     {"d-head", 1, "head dimension d (default 64)"},
     {"train-len", 1, "training length L (default 64)"},
     {"heads", 1, "attention heads H: per-head tables for ALiBi-like methods (default 1)"},
+    {"db", 1, "result database for 'sweep' (default " LX_DEFAULT_DB ")"},
 };
 
 static const char show_usage[] =
     "usage: lenx show method NAME [k=v ...] [options]\n"
-    "       lenx show task NAME [k=v ...]\n\n"
+    "       lenx show task NAME [k=v ...]\n"
+    "       lenx show sweep NAME [--db FILE]\n\n"
     "Print a method's resolved parameters and derived tables as JSON: row_scale for\n"
     "n = 1..N (per-row logit scales), a and m for t = 0..N-1 (per-distance affine\n"
     "maps, t = 0 is the query itself; a[h], m[h] per head when they differ),\n"
@@ -474,7 +476,9 @@ static const char show_usage[] =
     "last query of a causal window of N sees with their effective distances.\n"
     "A method that needs rotary positions is shown on top of rope (\"stack\" says\n"
     "so). Model facts come from the flags. For a task, print its resolved\n"
-    "parameters. Run with --help after NAME to list the parameters.";
+    "parameters. Run with --help after NAME to list the parameters. For a stored\n"
+    "sweep, print the YAML its cells were made from, newest first (one text per\n"
+    "version of the file, with its cell count and newest commit).";
 
 /* Apply k=v arguments to a schema'd params struct. */
 static int apply_kv(const struct lx_schema *s, void *params, const char *what, int n, const char *const *kv,
@@ -679,6 +683,33 @@ static void describe(const char *kind, const char *name, const char *summary, co
     lx_buf_free(&b);
 }
 
+/* Provenance: the YAML texts a stored sweep's cells were made from. */
+static int show_sweep(const char *sweep, const char *db, struct lx_error *err)
+{
+    struct lx_store *store;
+    int rc = open_view(&store, db, err);
+    if (rc < 0)
+        return rc;
+    struct lx_sweep_config *v = NULL;
+    int n = 0;
+    rc = check_sweep(store, db, sweep, err);
+    if (rc == LX_OK)
+        rc = lx_store_sweep_configs(store, sweep, &v, &n, err);
+    lx_store_close(store);
+    for (int i = 0; rc == LX_OK && i < n; i++) {
+        printf("%s# sweep %s: %d cells from %s%s, newest %s at commit %.12s\n", i ? "\n" : "", sweep, v[i].n_cells,
+               v[i].path, i ? " (an older text)" : "", v[i].last, v[i].commit);
+        if (v[i].text)
+            fputs(v[i].text, stdout);
+        else
+            printf("# (stored before lenx kept the sweep's YAML text)\n");
+        if (v[i].text && v[i].text[0] && v[i].text[strlen(v[i].text) - 1] != '\n')
+            printf("\n");
+    }
+    lx_sweep_configs_free(v, n);
+    return rc;
+}
+
 static int cmd_show(int argc, char **argv)
 {
     struct lx_args a;
@@ -686,12 +717,18 @@ static int cmd_show(int argc, char **argv)
     int help, rc;
     if ((rc = lx_args_parse(&a, show_opts, N_OPTS(show_opts), argc, argv, &help, &err)) < 0)
         return fail(&err, rc);
-    if (a.n_pos < 2 || (strcmp(a.pos[0], "method") && strcmp(a.pos[0], "task"))) {
+    if (a.n_pos < 2 || (strcmp(a.pos[0], "method") && strcmp(a.pos[0], "task") && strcmp(a.pos[0], "sweep"))) {
         if (help)
             return usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
-        fprintf(stderr, "lenx: error: show takes 'method NAME' or 'task NAME'\n"
+        fprintf(stderr, "lenx: error: show takes 'method NAME', 'task NAME' or 'sweep NAME'\n"
                 "  hint: lenx show method scaleinv tau=10 --length 8\n");
         return 2;
+    }
+    if (strcmp(a.pos[0], "sweep") == 0) {
+        if (help)
+            return usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
+        rc = show_sweep(a.pos[1], lx_args_get(&a, show_opts, N_OPTS(show_opts), "db"), &err);
+        return rc < 0 ? fail(&err, rc) : 0;
     }
     if (strcmp(a.pos[0], "method") == 0) {
         const struct lx_method *m = lx_method_find(a.pos[1]);

@@ -234,7 +234,7 @@ static void run_stale_scenario(char *out, size_t n)
     snprintf(v2, sizeof v2, "%s", stale_v1);
     char *p = strstr(v2, "steps: 20");
     cr_assert_not_null(p);
-    p[8] = '3';     /* steps: 30 */
+    p[7] = '3';     /* steps: 30 */
     write_file("v2.yaml", v2);
     cr_assert_eq(sh(out, n, "$L run v1.yaml --db r.db --quiet --no-table --threads 1"), 0, "%s", out);
     cr_assert_eq(sh(out, n, "$L run v2.yaml --db r.db --quiet --no-table --threads 1"), 0, "%s", out);
@@ -274,6 +274,12 @@ Test(cli, stale_model_versions_are_shown_apart, .init = setup, .fini = teardown,
     cr_assert_eq(sh(out, sizeof out, "cut -d, -f1-7 all.csv > old.csv"), 0, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L compare old.csv stale --db r.db"), 2, "%s", out);
     cr_expect(strstr(out, "two configurations") != NULL, "%s", out);
+    /* provenance: the two YAML texts the cells came from, newest first */
+    cr_expect_eq(sh(out, sizeof out, "$L show sweep stale --db r.db"), 0, "%s", out);
+    const char *v2 = strstr(out, "# sweep stale: 2 cells from v2.yaml"), *v1 = strstr(out, "2 cells from v1.yaml");
+    cr_expect(v2 && v1 && v2 < v1, "%s", out);
+    cr_expect(v2 && strstr(v2, "steps: 30") && strstr(v2, "steps: 30") < v1, "%s", out);
+    cr_expect(v1 && strstr(v1, "steps: 20"), "%s", out);
 }
 
 Test(cli, rm_not_in_config_removes_stale_cells, .init = setup, .fini = teardown, .timeout = 60)
