@@ -282,6 +282,20 @@ Test(cli, stale_model_versions_are_shown_apart, .init = setup, .fini = teardown,
     cr_expect(v1 && strstr(v1, "steps: 20"), "%s", out);
 }
 
+/* Seeds train a model each (the seed is in the model key), yet they are one
+** configuration: pooled as seeds, untagged. */
+Test(cli, seeds_of_one_configuration_still_pool, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384], cfg[1024];
+    snprintf(cfg, sizeof cfg, "name: stale\nseeds: [1, 2]\n%s", strstr(stale_v1, "models:"));
+    write_file("s.yaml", cfg);
+    cr_assert_eq(sh(out, sizeof out, "$L run s.yaml --db r.db --quiet --no-table --threads 1"), 0, "%s", out);
+    cr_assert_eq(sql_count("r.db", "select count(distinct model_key) from runs"), 2);
+    cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --metric ppl"), 0, "%s", out);
+    cr_expect(strstr(out, "| rope @t | ") != NULL && strstr(out, "(n=2) | ") != NULL, "%s", out);
+    cr_expect(strstr(out, "[") == NULL, "seeds tagged as configurations:\n%s", out);
+}
+
 Test(cli, rm_not_in_config_removes_stale_cells, .init = setup, .fini = teardown, .timeout = 60)
 {
     char out[32768], mk2[64];

@@ -671,3 +671,53 @@ Test(compare, model_keys_match_cells_when_both_sides_know_them)
     lx_rows_release(&b);
     lx_rows_release(&h);
 }
+
+/* ---- one name, several configurations (issue 12) ------------------------- */
+
+/* A row of method "rope @t" with a model key and a configuration hash. */
+static void add_origin(struct lx_rows *r, long seed, double v, const char *model_key, const char *config)
+{
+    lx_rows_add(r, "s", "rope @t", "t", NULL, NULL, 32, seed, "ppl", v, r->n + 1);
+    lx_rows_set_origin(r, r->n - 1, model_key, config);
+}
+
+Test(views, md_configurations_are_never_pooled)
+{
+    struct lx_rows r = {0};
+    /* A model retrained under the same name: two configurations, one model
+    ** key each. Shown apart, tagged with the model key prefix, not "n=2". */
+    add_origin(&r, 1, 2, "aaaaaaaa11111111", "c1c1c1c1c1c1c1c1");
+    add_origin(&r, 1, 4, "bbbbbbbb22222222", "c2c2c2c2c2c2c2c2");
+    expect_render(&r, LX_FMT_MD, NULL,
+                  "### s · t · ppl\n\n| method | 32 |\n|---|---:|\n"
+                  "| rope @t [aaaaaaaa] | 2 |\n| rope @t [bbbbbbbb] | 4 |\n\n"
+                  "[…]: one method name, cells of several configurations (a model retrained under the same name, "
+                  "or changed settings): the model key prefix, or a configuration hash. `lenx rm --not-in CONFIG` "
+                  "removes cells a config no longer plans.\n");
+    lx_rows_release(&r);
+    /* Seeds: one configuration, a model per seed. Pooled as seeds: mean 3,
+    ** sd sqrt(((2-3)^2 + (4-3)^2) / 1) = 1.4. */
+    add_origin(&r, 1, 2, "aaaaaaaa11111111", "c1c1c1c1c1c1c1c1");
+    add_origin(&r, 2, 4, "bbbbbbbb22222222", "c1c1c1c1c1c1c1c1");
+    expect_render(&r, LX_FMT_MD, NULL, "### s · t · ppl\n\n| method | 32 |\n|---|---:|\n| rope @t | 3 ± 1.4 (n=2) |\n\n");
+    /* A third configuration on model a's key (a changed default): the model
+    ** keys no longer tell them apart, so every variant shows its config hash;
+    ** the two seeds of c1 still pool. */
+    add_origin(&r, 1, 8, "aaaaaaaa11111111", "c3c3c3c3c3c3c3c3");
+    expect_render(&r, LX_FMT_MD, NULL,
+                  "### s · t · ppl\n\n| method | 32 |\n|---|---:|\n"
+                  "| rope @t [config c1c1c1c1] | 3 ± 1.4 (n=2) |\n| rope @t [config c3c3c3c3] | 8 |\n\n"
+                  "[…]: one method name, cells of several configurations (a model retrained under the same name, "
+                  "or changed settings): the model key prefix, or a configuration hash. `lenx rm --not-in CONFIG` "
+                  "removes cells a config no longer plans.\n");
+    /* csv: every row with its model key and run key */
+    struct lx_rows k = {0};
+    lx_rows_add(&k, "s", "rope @t", "t", "0123456789abcdef", NULL, 32, 1, "ppl", 2, 1);
+    lx_rows_set_origin(&k, 0, "aaaaaaaa11111111", "c1");
+    expect_render(&k, LX_FMT_CSV, NULL, CSV_HEADER "s,rope @t,t,32,1,ppl,2,aaaaaaaa11111111,0123456789abcdef\n");
+    expect_render(&k, LX_FMT_JSON, NULL,
+                  "[\n  {\"sweep\": \"s\", \"method\": \"rope @t\", \"task\": \"t\", \"length\": 32, \"seed\": 1, "
+                  "\"metric\": \"ppl\", \"value\": 2, \"model_key\": \"aaaaaaaa11111111\", \"key\": \"0123456789abcdef\"}\n]\n");
+    lx_rows_release(&k);
+    lx_rows_release(&r);
+}
