@@ -506,6 +506,17 @@ int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_row
     return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "reading results");
 }
 
+/* Room for one more element at the end of a growing array: the new element
+** (*n counts it). */
+static void *grow(void **v, int *n, int *cap, size_t size)
+{
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 16;
+        *v = lx_xrealloc(*v, (size_t)*cap * size);
+    }
+    return (char *)*v + (size_t)(*n)++ * size;
+}
+
 int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, struct lx_error *err)
 {
     static const char *sql =
@@ -518,11 +529,7 @@ int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, stru
         return db_err(s, err, "listing sweeps");
     int rc, cap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 16;
-            *out = lx_xrealloc(*out, (size_t)cap * sizeof **out);
-        }
-        struct lx_sweep_info *w = &(*out)[(*n)++];
+        struct lx_sweep_info *w = grow((void **)out, n, &cap, sizeof **out);
         w->name = lx_xstrdup(col_text(st, 0));
         w->n_ok = sqlite3_column_int(st, 1);
         w->n_failed = sqlite3_column_int(st, 2);
@@ -664,11 +671,7 @@ int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_swee
     sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
     int rc, cap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 4;
-            *out = lx_xrealloc(*out, (size_t)cap * sizeof **out);
-        }
-        struct lx_sweep_config *w = &(*out)[(*n)++];
+        struct lx_sweep_config *w = grow((void **)out, n, &cap, sizeof **out);
         w->text = sqlite3_column_type(st, 0) == SQLITE_NULL ? NULL : lx_xstrdup(col_text(st, 0));
         w->path = lx_xstrdup(col_text(st, 1));
         w->n_cells = sqlite3_column_int(st, 2);
@@ -719,11 +722,7 @@ int lx_store_rm_list(struct lx_store *s, const struct lx_rm_filter *f, struct lx
     bind_rm(st, f);
     int rc, cap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 64;
-            *out = lx_xrealloc(*out, (size_t)cap * sizeof **out);
-        }
-        struct lx_cell_info *w = &(*out)[(*n)++];
+        struct lx_cell_info *w = grow((void **)out, n, &cap, sizeof **out);
         char **text[] = {&w->sweep, &w->key, &w->status, &w->method, &w->task, &w->model, &w->model_key, &w->commit};
         for (int i = 0; i < 8; i++)
             *text[i] = lx_xstrdup(col_text(st, i));
