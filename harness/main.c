@@ -796,8 +796,12 @@ static int cmd_list(int argc, char **argv)
         lx_store_close(store);
         if (rc < 0)
             return fail(&err, rc);
-        for (int i = 0; i < n; i++)
-            printf("%-24s %5d ok %5d failed  last %s\n", sw[i].name, sw[i].n_ok, sw[i].n_failed, sw[i].last);
+        for (int i = 0; i < n; i++) {
+            printf("%-24s %5d ok %5d failed  last %s", sw[i].name, sw[i].n_ok, sw[i].n_failed, sw[i].last);
+            if (sw[i].n_texts > 1)      /* the config changed between runs: stale cells may be there */
+                printf("  from %d YAML texts (lenx show sweep %s)", sw[i].n_texts, sw[i].name);
+            printf("\n");
+        }
         lx_sweep_infos_free(sw, n);
         return 0;
     }

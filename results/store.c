@@ -520,7 +520,7 @@ static void *grow(void **v, int *n, int *cap, size_t size)
 int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, struct lx_error *err)
 {
     static const char *sql =
-        "SELECT sweep, sum(status = 'ok'), sum(status = 'failed'), max(finished)"
+        "SELECT sweep, sum(status = 'ok'), sum(status = 'failed'), max(finished), count(DISTINCT config_text)"
         " FROM runs GROUP BY sweep ORDER BY min(id)";
     sqlite3_stmt *st;
     *out = NULL;
@@ -534,6 +534,7 @@ int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, stru
         w->n_ok = sqlite3_column_int(st, 1);
         w->n_failed = sqlite3_column_int(st, 2);
         w->last = lx_xstrdup(col_text(st, 3));
+        w->n_texts = sqlite3_column_int(st, 4);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "listing sweeps");

@@ -127,6 +127,7 @@ int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_row
 struct lx_sweep_info {
     char *name;
     int n_ok, n_failed;
+    int n_texts;                /* distinct YAML texts its rows came from (0 before schema 4) */
     char *last;                 /* ISO time of the newest row */
 };
 int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, struct lx_error *err);
