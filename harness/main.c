@@ -20,6 +20,7 @@
 #include "harness/plan.h"
 #include "harness/run.h"
 #include "harness/score.h"
+#include "harness/stored.h"
 #include "harness/version.h"
 #include "results/views.h"
 
@@ -58,94 +59,11 @@ static const char run_usage[] =
     "stored, run the rest, store every cell, and print the sweep's table. The whole\n"
     "config is checked before anything runs; a bad config writes nothing.";
 
-/* Open the store read-only for a view; say so on stderr when the open has a
-** caveat (an immutable read beside a -wal file). */
-static int open_view(struct lx_store **store, const char *db, struct lx_error *err)
-{
-    int rc = lx_store_open(store, db ? db : LX_DEFAULT_DB, 1, err);
-    if (rc == LX_OK && lx_store_note(*store))
-        fprintf(stderr, "lenx: warning: %s\n", lx_store_note(*store));
-    return rc;
-}
-
-/* "did you mean 'X'? " for the closest of names, or "". */
-static void closest_hint(struct lx_buf *b, const char *s, const char *const *names, int n)
-{
-    const char *near = lx_closest(s, names, n);
-    if (near)
-        lx_buf_printf(b, "did you mean '%s'? ", near);
-}
-
-/* A --sweep that names no stored sweep is bad input: the error lists the
-** sweeps, the closest first as a hint. NULL passes. */
-static int check_sweep(struct lx_store *store, const char *db, const char *sweep, struct lx_error *err)
-{
-    struct lx_sweep_info *sw;
-    int n, found = 0;
-    if (!sweep)
-        return LX_OK;
-    int rc = lx_store_sweeps(store, &sw, &n, err);
-    if (rc < 0)
-        return rc;
-    const char **names = lx_xcalloc((size_t)n + 1, sizeof *names);
-    struct lx_buf list = {0}, hint = {0};
-    for (int i = 0; i < n; i++) {
-        names[i] = sw[i].name;
-        found |= strcmp(sw[i].name, sweep) == 0;
-        lx_buf_printf(&list, "%s%s", i ? ", " : "", sw[i].name);
-    }
-    closest_hint(&hint, sweep, names, n);
-    if (!found)
-        rc = lx_err(err, LX_EINVAL, "no sweep '%s' in %s (its sweeps: %s)\n  hint: %s`lenx list sweeps` lists them",
-                    sweep, db ? db : LX_DEFAULT_DB, n ? lx_buf_str(&list) : "none", lx_buf_str(&hint));
-    lx_buf_free(&list);
-    lx_buf_free(&hint);
-    free(names);
-    lx_sweep_infos_free(sw, n);
-    return rc;
-}
-
-/* Every word of a --metric list must name a metric of the rows (or its
-** ranged forms): the error lists the metrics there, the closest as a hint. */
-static int check_metrics(const struct lx_rows *rows, const char *metrics, struct lx_error *err)
-{
-    const char **names = lx_xcalloc((size_t)rows->n + 1, sizeof *names);
-    int n = 0, rc = LX_OK;
-    for (int i = 0; i < rows->n; i++) {
-        int seen = 0;
-        for (int j = n - 1; j >= 0 && !seen; j--)
-            seen = strcmp(names[j], rows->rows[i].metric) == 0;
-        if (!seen)
-            names[n++] = rows->rows[i].metric;
-    }
-    for (const char *p = metrics; rc == LX_OK && p && *p;) {
-        size_t w = strcspn(p, ",");
-        char word[256];
-        snprintf(word, sizeof word, "%.*s", (int)w, p);
-        int found = 0;
-        for (int j = 0; j < n && !found; j++)
-            found = lx_metric_matches(word, names[j]);
-        if (!found) {
-            struct lx_buf list = {0}, hint = {0};
-            for (int j = 0; j < n; j++)
-                lx_buf_printf(&list, "%s%s", j ? ", " : "", names[j]);
-            closest_hint(&hint, word, names, n);
-            rc = lx_err(err, LX_EINVAL, "no metric '%s' in the results selected (there: %s)\n  hint: %s"
-                        "--metric takes a comma-separated list of these", word, lx_buf_str(&list), lx_buf_str(&hint));
-            lx_buf_free(&list);
-            lx_buf_free(&hint);
-        }
-        p += w + (p[w] == ',');
-    }
-    free(names);
-    return rc;
-}
-
 static int print_table(const char *db, const char *sweep, const char *metrics, enum lx_format fmt)
 {
     struct lx_store *store;
     struct lx_error err;
-    int rc = open_view(&store, db, &err);
+    int rc = lx_stored_open(&store, db, &err);
     if (rc < 0)
         return fail(&err, rc);
     struct lx_rows rows = {0};
@@ -301,7 +219,7 @@ static int cmd_table(int argc, char **argv)
     const char *db = lx_args_get(&a, table_opts, N_OPTS(table_opts), "db");
     const char *metrics = lx_args_get(&a, table_opts, N_OPTS(table_opts), "metric");
     struct lx_store *store;
-    if ((rc = open_view(&store, db, &err)) < 0)
+    if ((rc = lx_stored_open(&store, db, &err)) < 0)
         return fail(&err, rc);
     struct lx_rows rows = {0};
     struct lx_filter f = {
@@ -309,7 +227,7 @@ static int cmd_table(int argc, char **argv)
         .commit = lx_args_get(&a, table_opts, N_OPTS(table_opts), "commit"),
     };
     int has_commit = 1;
-    rc = check_sweep(store, db, f.sweep, &err);
+    rc = lx_stored_check_sweep(store, db, f.sweep, &err);
     if (rc == LX_OK && f.commit)
         rc = lx_store_has_commit(store, f.commit, &has_commit, &err);
     if (rc == LX_OK && !has_commit)
@@ -320,7 +238,7 @@ static int cmd_table(int argc, char **argv)
         rc = lx_store_select(store, &f, &rows, &err);
     lx_store_close(store);
     if (rc == LX_OK && rows.n && metrics)
-        rc = check_metrics(&rows, metrics, &err);
+        rc = lx_stored_check_metrics(&rows, metrics, &err);
     if (rc < 0) {
         lx_rows_release(&rows);
         return fail(&err, rc);
@@ -361,7 +279,7 @@ static int load_side(const char *what, const char *db, const char *sweep, struct
     if (stat(what, &sb) == 0 && S_ISREG(sb.st_mode))
         return lx_csv_read(what, rows, err);
     struct lx_store *store;
-    int rc = open_view(&store, db, err);
+    int rc = lx_stored_open(&store, db, err);
     if (rc < 0)
         return rc;
     struct lx_sweep_info *sw;
@@ -374,7 +292,7 @@ static int load_side(const char *what, const char *db, const char *sweep, struct
             is_sweep |= strcmp(sw[i].name, what) == 0;
             names[i] = sw[i].name;
         }
-        closest_hint(&hint, what, names, n_sw);
+        lx_stored_closest(&hint, what, names, n_sw);
         free(names);
         lx_sweep_infos_free(sw, n_sw);
     }
@@ -683,33 +601,6 @@ static void describe(const char *kind, const char *name, const char *summary, co
     lx_buf_free(&b);
 }
 
-/* Provenance: the YAML texts a stored sweep's cells were made from. */
-static int show_sweep(const char *sweep, const char *db, struct lx_error *err)
-{
-    struct lx_store *store;
-    int rc = open_view(&store, db, err);
-    if (rc < 0)
-        return rc;
-    struct lx_sweep_config *v = NULL;
-    int n = 0;
-    rc = check_sweep(store, db, sweep, err);
-    if (rc == LX_OK)
-        rc = lx_store_sweep_configs(store, sweep, &v, &n, err);
-    lx_store_close(store);
-    for (int i = 0; rc == LX_OK && i < n; i++) {
-        printf("%s# sweep %s: %d cells from %s%s, newest %s at commit %.12s\n", i ? "\n" : "", sweep, v[i].n_cells,
-               v[i].path, i ? " (an older text)" : "", v[i].last, v[i].commit);
-        if (v[i].text)
-            fputs(v[i].text, stdout);
-        else
-            printf("# (stored before lenx kept the sweep's YAML text)\n");
-        if (v[i].text && v[i].text[0] && v[i].text[strlen(v[i].text) - 1] != '\n')
-            printf("\n");
-    }
-    lx_sweep_configs_free(v, n);
-    return rc;
-}
-
 static int cmd_show(int argc, char **argv)
 {
     struct lx_args a;
@@ -727,7 +618,7 @@ static int cmd_show(int argc, char **argv)
     if (strcmp(a.pos[0], "sweep") == 0) {
         if (help)
             return usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
-        rc = show_sweep(a.pos[1], lx_args_get(&a, show_opts, N_OPTS(show_opts), "db"), &err);
+        rc = lx_stored_show_sweep(a.pos[1], lx_args_get(&a, show_opts, N_OPTS(show_opts), "db"), &err);
         return rc < 0 ? fail(&err, rc) : 0;
     }
     if (strcmp(a.pos[0], "method") == 0) {
@@ -788,7 +679,7 @@ static int cmd_list(int argc, char **argv)
     if (strcmp(what, "sweeps") == 0) {
         const char *db = lx_args_get(&a, list_opts, N_OPTS(list_opts), "db");
         struct lx_store *store;
-        if ((rc = open_view(&store, db, &err)) < 0)
+        if ((rc = lx_stored_open(&store, db, &err)) < 0)
             return fail(&err, rc);
         struct lx_sweep_info *sw;
         int n;
@@ -832,79 +723,6 @@ static const char rm_usage[] =
     "changed config no longer plans, e.g. cells of a model retrained under the same\n"
     "name. Trained models (the checkpoint cache) are kept.";
 
-/* --not-in CONFIG: the config's sweep name and a JSON array of its planned run keys. */
-static int planned_keys(const char *config, char **sweep, char **keys_json, struct lx_error *err)
-{
-    struct lx_grid grid;
-    struct lx_plan plan = {0};
-    int rc = lx_grid_load(&grid, config, err);
-    if (rc < 0)
-        return rc;
-    rc = lx_plan_build(&plan, &grid, err);
-    if (rc == LX_OK) {
-        struct lx_buf b = {0};
-        lx_buf_puts(&b, "[");
-        for (int i = 0; i < plan.n_cells; i++)
-            lx_buf_printf(&b, "%s\"%s\"", i ? "," : "", plan.cells[i].key);
-        lx_buf_puts(&b, "]");
-        *keys_json = b.s;
-        *sweep = lx_xstrdup(grid.name);
-    }
-    lx_plan_release(&plan);
-    lx_grid_release(&grid);
-    return rc;
-}
-
-/* Print the cells a filter selects, then their count per sweep. */
-static void print_cells(const struct lx_cell_info *v, int n)
-{
-    for (int i = 0; i < n; i++) {
-        printf("  %s  %s  %-6s  %s  %s  length=%ld seed=%ld", v[i].sweep, v[i].key, v[i].status, v[i].method,
-               v[i].task, v[i].length, v[i].seed);
-        if (v[i].model[0])
-            printf("  model=%s [%.8s]", v[i].model, v[i].model_key);
-        printf("  commit %.10s\n", v[i].commit);
-    }
-    for (int i = 0; i < n; i++) {
-        int first = 1, k = 0;
-        for (int j = 0; j < i && first; j++)
-            first = strcmp(v[j].sweep, v[i].sweep) != 0;
-        for (int j = i; j < n && first; j++)
-            k += strcmp(v[j].sweep, v[i].sweep) == 0;
-        if (first)
-            printf("%s: %d cells\n", v[i].sweep, k);
-    }
-}
-
-/* List, then (with --yes) delete, the cells f selects. */
-static int rm_cells(const char *db, const struct lx_rm_filter *f, int yes, struct lx_error *err)
-{
-    struct lx_store *store;
-    int rc = yes ? lx_store_open(&store, db, 0, err) : open_view(&store, db, err);
-    if (rc < 0)
-        return rc;
-    struct lx_cell_info *cells = NULL;
-    int n = 0;
-    long n_deleted = 0;
-    rc = check_sweep(store, db, f->sweep, err);
-    if (rc == LX_OK)
-        rc = lx_store_rm_list(store, f, &cells, &n, err);
-    if (rc == LX_OK && n == 0)
-        printf("no stored cell matches\n");
-    else if (rc == LX_OK)
-        print_cells(cells, n);
-    if (rc == LX_OK && n && !yes)
-        printf("%d cells would be deleted, with their metrics, series and outputs; run again with --yes to "
-               "delete them\n", n);
-    if (rc == LX_OK && n && yes)
-        rc = lx_store_rm(store, f, &n_deleted, err);
-    if (rc == LX_OK && n && yes)
-        printf("deleted %ld cells, with their metrics, series and outputs\n", n_deleted);
-    lx_cell_infos_free(cells, n);
-    lx_store_close(store);
-    return rc;
-}
-
 static int cmd_rm(int argc, char **argv)
 {
     struct lx_args a;
@@ -929,19 +747,9 @@ static int cmd_rm(int argc, char **argv)
                 a.n_pos ? a.pos[0] : "");
         return 2;
     }
-    char *sweep = NULL, *keys = NULL;
-    if (config && (rc = planned_keys(config, &sweep, &keys, &err)) < 0)
-        return fail(&err, rc);
-    if (config && f.sweep && strcmp(f.sweep, sweep) != 0)
-        rc = lx_err(&err, LX_EINVAL, "--sweep %s and --not-in %s (sweep '%s') name different sweeps\n"
-                    "  hint: drop --sweep; --not-in works on its config's sweep", f.sweep, config, sweep);
-    f.sweep = config ? sweep : f.sweep;
-    f.not_in = keys;
     const char *db = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "db");
-    if (rc == LX_OK)
-        rc = rm_cells(db ? db : LX_DEFAULT_DB, &f, lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "yes") != NULL, &err);
-    free(sweep);
-    free(keys);
+    int yes = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "yes") != NULL;
+    rc = lx_stored_rm(db ? db : LX_DEFAULT_DB, &f, config, yes, &err);
     return rc < 0 ? fail(&err, rc) : 0;
 }
 
