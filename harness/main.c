@@ -155,6 +155,7 @@ static int cmd_run(int argc, char **argv)
                 fprintf(stderr, "lenx: sweep '%s': %d run (%d ok, %d failed), %d already stored; "
                         "%d models trained (%ld steps)\n", grid.name, sum.n_ok + sum.n_failed, sum.n_ok,
                         sum.n_failed, sum.n_skipped, sum.n_trained, sum.train_steps);
+                lx_stored_note_stale(db, &plan, a.pos[0]);
                 if (!lx_args_get(&a, run_opts, N_OPTS(run_opts), "no-table")) {
                     /* each task's headline metrics; every metric when a task has none */
                     struct lx_buf hl = {0};

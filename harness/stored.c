@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/plan.h"
 #include "harness/stored.h"
 
 /* Open the store read-only for a view; say so on stderr when the open has a
@@ -123,6 +122,17 @@ int lx_stored_show_sweep(const char *sweep, const char *db, struct lx_error *err
 }
 
 /* --not-in CONFIG: the config's sweep name and a JSON array of its planned run keys. */
+/* The run keys of a plan as a JSON array. */
+static char *plan_keys_json(const struct lx_plan *plan)
+{
+    struct lx_buf b = {0};
+    lx_buf_puts(&b, "[");
+    for (int i = 0; i < plan->n_cells; i++)
+        lx_buf_printf(&b, "%s\"%s\"", i ? "," : "", plan->cells[i].key);
+    lx_buf_puts(&b, "]");
+    return b.s;
+}
+
 static int planned_keys(const char *config, char **sweep, char **keys_json, struct lx_error *err)
 {
     struct lx_grid grid;
@@ -132,12 +142,7 @@ static int planned_keys(const char *config, char **sweep, char **keys_json, stru
         return rc;
     rc = lx_plan_build(&plan, &grid, err);
     if (rc == LX_OK) {
-        struct lx_buf b = {0};
-        lx_buf_puts(&b, "[");
-        for (int i = 0; i < plan.n_cells; i++)
-            lx_buf_printf(&b, "%s\"%s\"", i ? "," : "", plan.cells[i].key);
-        lx_buf_puts(&b, "]");
-        *keys_json = b.s;
+        *keys_json = plan_keys_json(&plan);
         *sweep = lx_xstrdup(grid.name);
     }
     lx_plan_release(&plan);
@@ -216,4 +221,23 @@ int lx_stored_rm(const char *db, const struct lx_rm_filter *filter, const char *
     free(sweep);
     free(keys);
     return rc;
+}
+
+void lx_stored_note_stale(const char *db, const struct lx_plan *plan, const char *config)
+{
+    struct lx_store *store;
+    struct lx_error err;
+    if (lx_store_open(&store, db, 1, &err) < 0)
+        return;
+    char *keys = plan_keys_json(plan);
+    struct lx_rm_filter f = {.sweep = plan->grid->name, .not_in = keys};
+    struct lx_cell_info *cells = NULL;
+    int n = 0;
+    if (lx_store_rm_list(store, &f, &cells, &n, &err) == LX_OK && n > 0)
+        fprintf(stderr, "lenx: note: sweep '%s' also holds %d cells that %s no longer plans (an earlier "
+                "version of it); tables show them apart\n  hint: `lenx rm --not-in %s --db %s` lists them, "
+                "add --yes to delete them\n", plan->grid->name, n, config, config, db);
+    lx_cell_infos_free(cells, n);
+    free(keys);
+    lx_store_close(store);
 }

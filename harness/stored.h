@@ -5,6 +5,7 @@
 #ifndef LX_STORED_H
 #define LX_STORED_H
 
+#include "harness/plan.h"
 #include "results/views.h"
 
 /* Open the store read-only for a view (db NULL: the default); say so on
@@ -28,5 +29,10 @@ int lx_stored_show_sweep(const char *sweep, const char *db, struct lx_error *err
 /* `lenx rm`: restrict the filter to what CONFIG (when not NULL) no longer
 ** plans, list the cells, and delete them when yes is set. */
 int lx_stored_rm(const char *db, const struct lx_rm_filter *f, const char *config, int yes, struct lx_error *err);
+
+/* After a run: say on stderr when the sweep also holds cells the plan no
+** longer has (stale cells of an earlier version of its config). Quiet when
+** there are none or the store cannot be read. */
+void lx_stored_note_stale(const char *db, const struct lx_plan *plan, const char *config);
 
 #endif

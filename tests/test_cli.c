@@ -238,6 +238,7 @@ static void run_stale_scenario(char *out, size_t n)
     write_file("v2.yaml", v2);
     cr_assert_eq(sh(out, n, "$L run v1.yaml --db r.db --quiet --no-table --threads 1"), 0, "%s", out);
     cr_assert_eq(sh(out, n, "$L run v2.yaml --db r.db --quiet --no-table --threads 1"), 0, "%s", out);
+    cr_expect(strstr(out, "note: sweep 'stale' also holds 2 cells that v2.yaml no longer plans") != NULL, "%s", out);
     /* the store itself: 2 lengths x 2 model versions, one seed */
     cr_assert_eq(sql_count("r.db", "select count(distinct model_key) from runs"), 2);
     cr_assert_eq(sql_count("r.db", "select count(*) from runs where status = 'ok'"), 4);
