@@ -83,8 +83,8 @@ int lx_stored_check_metrics(const struct lx_rows *rows, const char *metrics, str
             for (int j = 0; j < n; j++)
                 lx_buf_printf(&list, "%s%s", j ? ", " : "", names[j]);
             lx_stored_closest(&hint, word, names, n);
-            rc = lx_err(err, LX_EINVAL, "no metric '%s' in the results selected (there: %s)\n  hint: %s"
-                        "--metric takes a comma-separated list of these", word, lx_buf_str(&list), lx_buf_str(&hint));
+            rc = lx_err(err, LX_EINVAL, "no metric '%s' in the results selected\n  hint: %s--metric takes a "
+                        "comma-separated list of: %s", word, lx_buf_str(&hint), lx_buf_str(&list));
             lx_buf_free(&list);
             lx_buf_free(&hint);
         }
