@@ -195,8 +195,8 @@ Test(cli, show_and_list, .init = setup, .fini = teardown)
     cr_expect(strstr(out, "gaussian") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L --version"), 0, "%s", out);
     cr_expect(strncmp(out, "lenx 0.", 7) == 0, "%s", out);
-    const char *cmds[] = {"run", "table", "compare", "show", "list"};
-    for (int i = 0; i < 5; i++) {
+    const char *cmds[] = {"run", "table", "compare", "show", "list", "rm"};
+    for (int i = 0; i < 6; i++) {
         cr_expect_eq(sh(out, sizeof out, "$L %s --help", cmds[i]), 0, "%s", out);
         cr_expect(strstr(out, "usage: lenx") != NULL, "%s --help: %s", cmds[i], out);
     }
