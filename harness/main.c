@@ -20,6 +20,7 @@
 #include "harness/plan.h"
 #include "harness/run.h"
 #include "harness/score.h"
+#include "harness/stored.h"
 #include "harness/version.h"
 #include "results/views.h"
 
@@ -62,7 +63,7 @@ static int print_table(const char *db, const char *sweep, const char *metrics, e
 {
     struct lx_store *store;
     struct lx_error err;
-    int rc = lx_store_open(&store, db, 1, &err);
+    int rc = lx_stored_open(&store, db, &err);
     if (rc < 0)
         return fail(&err, rc);
     struct lx_rows rows = {0};
@@ -154,6 +155,7 @@ static int cmd_run(int argc, char **argv)
                 fprintf(stderr, "lenx: sweep '%s': %d run (%d ok, %d failed), %d already stored; "
                         "%d models trained (%ld steps)\n", grid.name, sum.n_ok + sum.n_failed, sum.n_ok,
                         sum.n_failed, sum.n_skipped, sum.n_trained, sum.train_steps);
+                lx_stored_note_stale(db, &plan, a.pos[0]);
                 if (!lx_args_get(&a, run_opts, N_OPTS(run_opts), "no-table")) {
                     /* each task's headline metrics; every metric when a task has none */
                     struct lx_buf hl = {0};
@@ -216,22 +218,36 @@ static int cmd_table(int argc, char **argv)
         return 2;
     }
     const char *db = lx_args_get(&a, table_opts, N_OPTS(table_opts), "db");
+    const char *metrics = lx_args_get(&a, table_opts, N_OPTS(table_opts), "metric");
     struct lx_store *store;
-    if ((rc = lx_store_open(&store, db ? db : LX_DEFAULT_DB, 1, &err)) < 0)
+    if ((rc = lx_stored_open(&store, db, &err)) < 0)
         return fail(&err, rc);
     struct lx_rows rows = {0};
     struct lx_filter f = {
         .sweep = lx_args_get(&a, table_opts, N_OPTS(table_opts), "sweep"),
         .commit = lx_args_get(&a, table_opts, N_OPTS(table_opts), "commit"),
     };
-    rc = lx_store_select(store, &f, &rows, &err);
+    int has_commit = 1;
+    rc = lx_stored_check_sweep(store, db, f.sweep, &err);
+    if (rc == LX_OK && f.commit)
+        rc = lx_store_has_commit(store, f.commit, &has_commit, &err);
+    if (rc == LX_OK && !has_commit)
+        rc = lx_err(&err, LX_EINVAL, "no stored row was made by a commit starting with '%s'\n"
+                    "  hint: `lenx table --format csv` has no commits; `sqlite3 DB 'select distinct git_commit "
+                    "from runs'` lists them", f.commit);
+    if (rc == LX_OK)
+        rc = lx_store_select(store, &f, &rows, &err);
     lx_store_close(store);
-    if (rc < 0)
+    if (rc == LX_OK && rows.n && metrics)
+        rc = lx_stored_check_metrics(&rows, metrics, &err);
+    if (rc < 0) {
+        lx_rows_release(&rows);
         return fail(&err, rc);
+    }
     if (rows.n == 0)
-        fprintf(stderr, "lenx: no stored results match%s%s\n", f.sweep ? " sweep " : "", f.sweep ? f.sweep : "");
+        fprintf(stderr, "lenx: no ok results stored%s%s\n", f.sweep ? " in sweep " : "", f.sweep ? f.sweep : "");
     struct lx_buf out = {0};
-    lx_render(&rows, (enum lx_format)fmt, lx_args_get(&a, table_opts, N_OPTS(table_opts), "metric"), &out);
+    lx_render(&rows, (enum lx_format)fmt, metrics, &out);
     fputs(lx_buf_str(&out), stdout);
     lx_buf_free(&out);
     lx_rows_release(&rows);
@@ -250,9 +266,11 @@ static const struct lx_opt compare_opts[] = {
 static const char compare_usage[] =
     "usage: lenx compare BASE HEAD [options]\n\n"
     "BASE and HEAD are each a tidy CSV file (from `lenx table --format csv`), a sweep\n"
-    "name, or a git commit (prefix) of stored rows. Cells are matched by task, method\n"
-    "stack, length, seed and metric; those that moved beyond atol + rtol*|base| are\n"
-    "printed. Exit status 1 if any moved, 0 if none, 2 if the two share no cell.";
+    "name, or a git commit (prefix) of stored rows. Values are matched by cell (task,\n"
+    "method stack, model key, length, seed) and metric; those that moved beyond\n"
+    "atol + rtol*|base| are printed, then how many values in how many cells were\n"
+    "compared. Exit status 1 if any moved, 0 if none, 2 if the two share no cell,\n"
+    "a side holds nothing, or a side holds two configurations of one cell.";
 
 /* Resolve a compare side: CSV file, then sweep name, then commit prefix. */
 static int load_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows,
@@ -262,27 +280,47 @@ static int load_side(const char *what, const char *db, const char *sweep, struct
     if (stat(what, &sb) == 0 && S_ISREG(sb.st_mode))
         return lx_csv_read(what, rows, err);
     struct lx_store *store;
-    int rc = lx_store_open(&store, db, 1, err);
+    int rc = lx_stored_open(&store, db, err);
     if (rc < 0)
         return rc;
     struct lx_sweep_info *sw;
     int n_sw, is_sweep = 0, is_commit = 0;
+    struct lx_buf hint = {0};
     rc = lx_store_sweeps(store, &sw, &n_sw, err);
-    for (int i = 0; rc == LX_OK && i < n_sw; i++)
-        is_sweep |= strcmp(sw[i].name, what) == 0;
-    if (rc == LX_OK)
+    if (rc == LX_OK) {
+        const char **names = lx_xcalloc((size_t)n_sw + 1, sizeof *names);
+        for (int i = 0; i < n_sw; i++) {
+            is_sweep |= strcmp(sw[i].name, what) == 0;
+            names[i] = sw[i].name;
+        }
+        lx_stored_closest(&hint, what, names, n_sw);
+        free(names);
         lx_sweep_infos_free(sw, n_sw);
+    }
     if (rc == LX_OK && !is_sweep && strlen(what) >= 4)
         rc = lx_store_has_commit(store, what, &is_commit, err);
     if (rc == LX_OK && !is_sweep && !is_commit)
         rc = lx_err(err, LX_EINVAL, "'%s' is not a file, a sweep in %s, or a commit with stored rows\n"
-                    "  hint: `lenx list sweeps` shows the sweeps; commit prefixes need 4+ characters",
-                    what, db);
+                    "  hint: %s`lenx list sweeps` shows the sweeps; commit prefixes need 4+ characters",
+                    what, db, lx_buf_str(&hint));
+    lx_buf_free(&hint);
     if (rc == LX_OK) {
         struct lx_filter f = {.sweep = is_sweep ? what : sweep, .commit = is_sweep ? NULL : what};
         rc = lx_store_select(store, &f, rows, err);
     }
     lx_store_close(store);
+    return rc;
+}
+
+/* Load a compare side; one that holds no value names nothing to compare. */
+static int load_nonempty_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows,
+                              struct lx_error *err)
+{
+    int rc = load_side(what, db, sweep, rows, err);
+    if (rc == LX_OK && rows->n == 0)
+        rc = lx_err(err, LX_EINVAL, "'%s' holds no values to compare%s%s\n  hint: a sweep or commit needs ok "
+                    "cells (`lenx list sweeps`); a CSV needs rows under its header", what,
+                    sweep ? " with --sweep " : "", sweep ? sweep : "");
     return rc;
 }
 
@@ -311,27 +349,29 @@ static int cmd_compare(int argc, char **argv)
     const char *sweep = lx_args_get(&a, compare_opts, N_OPTS(compare_opts), "sweep");
     db = db ? db : LX_DEFAULT_DB;
     struct lx_rows base = {0}, head = {0};
-    rc = load_side(a.pos[0], db, sweep, &base, &err);
+    rc = load_nonempty_side(a.pos[0], db, sweep, &base, &err);
     if (rc == LX_OK)
-        rc = load_side(a.pos[1], db, sweep, &head, &err);
-    if (rc < 0) {
-        lx_rows_release(&base);
-        lx_rows_release(&head);
-        return fail(&err, rc);
-    }
+        rc = load_nonempty_side(a.pos[1], db, sweep, &head, &err);
     struct lx_buf out = {0};
-    int n_moved, n_common;
-    lx_compare(&base, &head, &o, &out, &n_moved, &n_common);
-    fputs(lx_buf_str(&out), stdout);
-    lx_buf_free(&out);
+    struct lx_compare_counts c;
+    o.base_name = a.pos[0];
+    o.head_name = a.pos[1];
+    if (rc == LX_OK)
+        rc = lx_compare(&base, &head, &o, &out, &c, &err);
     lx_rows_release(&base);
     lx_rows_release(&head);
-    if (n_common == 0) {
+    if (rc < 0) {
+        lx_buf_free(&out);
+        return fail(&err, rc);
+    }
+    fputs(lx_buf_str(&out), stdout);
+    lx_buf_free(&out);
+    if (c.n_values == 0) {
         fprintf(stderr, "lenx: error: '%s' and '%s' share no cell\n"
                 "  hint: compare results of the same sweep config\n", a.pos[0], a.pos[1]);
         return 2;
     }
-    return n_moved ? 1 : 0;
+    return c.n_moved ? 1 : 0;
 }
 
 /* ---------------------------------------------------------------- show */
@@ -341,11 +381,13 @@ static const struct lx_opt show_opts[] = {
     {"d-head", 1, "head dimension d (default 64)"},
     {"train-len", 1, "training length L (default 64)"},
     {"heads", 1, "attention heads H: per-head tables for ALiBi-like methods (default 1)"},
+    {"db", 1, "result database for 'sweep' (default " LX_DEFAULT_DB ")"},
 };
 
 static const char show_usage[] =
     "usage: lenx show method NAME [k=v ...] [options]\n"
-    "       lenx show task NAME [k=v ...]\n\n"
+    "       lenx show task NAME [k=v ...]\n"
+    "       lenx show sweep NAME [--db FILE]\n\n"
     "Print a method's resolved parameters and derived tables as JSON: row_scale for\n"
     "n = 1..N (per-row logit scales), a and m for t = 0..N-1 (per-distance affine\n"
     "maps, t = 0 is the query itself; a[h], m[h] per head when they differ),\n"
@@ -353,7 +395,9 @@ static const char show_usage[] =
     "last query of a causal window of N sees with their effective distances.\n"
     "A method that needs rotary positions is shown on top of rope (\"stack\" says\n"
     "so). Model facts come from the flags. For a task, print its resolved\n"
-    "parameters. Run with --help after NAME to list the parameters.";
+    "parameters. Run with --help after NAME to list the parameters. For a stored\n"
+    "sweep, print the YAML its cells were made from, newest first (one text per\n"
+    "version of the file, with its cell count and newest commit).";
 
 /* Apply k=v arguments to a schema'd params struct. */
 static int apply_kv(const struct lx_schema *s, void *params, const char *what, int n, const char *const *kv,
@@ -565,12 +609,18 @@ static int cmd_show(int argc, char **argv)
     int help, rc;
     if ((rc = lx_args_parse(&a, show_opts, N_OPTS(show_opts), argc, argv, &help, &err)) < 0)
         return fail(&err, rc);
-    if (a.n_pos < 2 || (strcmp(a.pos[0], "method") && strcmp(a.pos[0], "task"))) {
+    if (a.n_pos < 2 || (strcmp(a.pos[0], "method") && strcmp(a.pos[0], "task") && strcmp(a.pos[0], "sweep"))) {
         if (help)
             return usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
-        fprintf(stderr, "lenx: error: show takes 'method NAME' or 'task NAME'\n"
+        fprintf(stderr, "lenx: error: show takes 'method NAME', 'task NAME' or 'sweep NAME'\n"
                 "  hint: lenx show method scaleinv tau=10 --length 8\n");
         return 2;
+    }
+    if (strcmp(a.pos[0], "sweep") == 0) {
+        if (help)
+            return usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
+        rc = lx_stored_show_sweep(a.pos[1], lx_args_get(&a, show_opts, N_OPTS(show_opts), "db"), &err);
+        return rc < 0 ? fail(&err, rc) : 0;
     }
     if (strcmp(a.pos[0], "method") == 0) {
         const struct lx_method *m = lx_method_find(a.pos[1]);
@@ -630,7 +680,7 @@ static int cmd_list(int argc, char **argv)
     if (strcmp(what, "sweeps") == 0) {
         const char *db = lx_args_get(&a, list_opts, N_OPTS(list_opts), "db");
         struct lx_store *store;
-        if ((rc = lx_store_open(&store, db ? db : LX_DEFAULT_DB, 1, &err)) < 0)
+        if ((rc = lx_stored_open(&store, db, &err)) < 0)
             return fail(&err, rc);
         struct lx_sweep_info *sw;
         int n;
@@ -638,13 +688,70 @@ static int cmd_list(int argc, char **argv)
         lx_store_close(store);
         if (rc < 0)
             return fail(&err, rc);
-        for (int i = 0; i < n; i++)
-            printf("%-24s %5d ok %5d failed  last %s\n", sw[i].name, sw[i].n_ok, sw[i].n_failed, sw[i].last);
+        for (int i = 0; i < n; i++) {
+            printf("%-24s %5d ok %5d failed  last %s", sw[i].name, sw[i].n_ok, sw[i].n_failed, sw[i].last);
+            if (sw[i].n_texts > 1)      /* the config changed between runs: stale cells may be there */
+                printf("  from %d YAML texts (lenx show sweep %s)", sw[i].n_texts, sw[i].name);
+            printf("\n");
+        }
         lx_sweep_infos_free(sw, n);
         return 0;
     }
     fprintf(stderr, "lenx: error: list what? '%s'\n  hint: %s\n", what, list_usage);
     return 2;
+}
+
+/* ---------------------------------------------------------------- rm */
+
+static const struct lx_opt rm_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"sweep", 1, "cells of this sweep"},
+    {"commit", 1, "cells made by this commit (prefix)"},
+    {"model", 1, "cells that ran on this model (name, or model key prefix)"},
+    {"method", 1, "cells of this canonical stack, exactly as stored (e.g. 'logn(mode=qwen)')"},
+    {"task", 1, "cells of this task (name, or canonical task string)"},
+    {"failed", 0, "failed cells only"},
+    {"not-in", 1, "cells of CONFIG's sweep whose run key CONFIG no longer plans (stale cells)"},
+    {"yes", 0, "delete; without it, only list what would be deleted"},
+};
+
+static const char rm_usage[] =
+    "usage: lenx rm FILTER... [--yes] [--db FILE]\n\n"
+    "Delete stored cells (every row of them, ok or failed, at any commit) with their\n"
+    "metrics, series and outputs. Every filter given must hold; at least one is\n"
+    "required. Lists the cells and their count per sweep; deletes them, in one\n"
+    "transaction, only with --yes. `lenx rm --not-in CONFIG --yes` removes what a\n"
+    "changed config no longer plans, e.g. cells of a model retrained under the same\n"
+    "name. Trained models (the checkpoint cache) are kept.";
+
+static int cmd_rm(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    if ((rc = lx_args_parse(&a, rm_opts, N_OPTS(rm_opts), argc, argv, &help, &err)) < 0)
+        return fail(&err, rc);
+    if (help)
+        return usage(rm_usage, rm_opts, N_OPTS(rm_opts)), 0;
+    struct lx_rm_filter f = {
+        .sweep = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "sweep"),
+        .commit = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "commit"),
+        .model = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "model"),
+        .method = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "method"),
+        .task = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "task"),
+        .failed = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "failed") != NULL,
+    };
+    const char *config = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "not-in");
+    if (a.n_pos || !(f.sweep || f.commit || f.model || f.method || f.task || f.failed || config)) {
+        fprintf(stderr, "lenx: error: rm needs at least one filter%s%s\n  hint: lenx rm --sweep NAME "
+                "(lists the cells); add --yes to delete them\n", a.n_pos ? "; unexpected argument " : "",
+                a.n_pos ? a.pos[0] : "");
+        return 2;
+    }
+    const char *db = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "db");
+    int yes = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "yes") != NULL;
+    rc = lx_stored_rm(db ? db : LX_DEFAULT_DB, &f, config, yes, &err);
+    return rc < 0 ? fail(&err, rc) : 0;
 }
 
 /* ---------------------------------------------------------------- dispatch */
@@ -710,6 +817,7 @@ static const struct command commands[] = {
     {"score", cmd_score, "per-token NLL of a text under a checkpoint, as JSON"},
     {"show", cmd_show, "print a method's resolved parameters and derived tables"},
     {"list", cmd_list, "list methods, tasks or stored sweeps"},
+    {"rm", cmd_rm, "delete chosen stored cells (by sweep, commit, model, method, task, failed, not in a config)"},
 };
 
 #define N_COMMANDS ((int)(sizeof commands / sizeof *commands))

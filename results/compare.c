@@ -1,50 +1,115 @@
 /*
-** results/compare.c - regression checks: which cells moved between two sets
+** results/compare.c - regression checks: which values moved between two sets
 ** of results (commits, sweeps or a committed CSV baseline).
+**
+** A value is matched by its cell (task, method, model key, length, seed) and
+** its metric; the model key only when both sides know it (CSV exports of
+** older lenx do not). One side holding two different configurations of one
+** cell (a model retrained under the same name, matched without model keys;
+** a changed default behind the same canonical string) is refused rather
+** than averaged or picked from.
 */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "results/views.h"
 
 struct keyed {
-    char *id;                   /* task|method|length|seed|metric */
+    char *cell;                 /* task|method|model key|length|seed */
     const struct lx_row *row;
 };
 
 static int cmp_keyed(const void *a, const void *b)
 {
     const struct keyed *x = a, *y = b;
-    int c = strcmp(x->id, y->id);
+    int c = strcmp(x->cell, y->cell);
+    c = c ? c : strcmp(x->row->metric, y->row->metric);
     if (c)
         return c;
     return (x->row->run_id > y->row->run_id) - (x->row->run_id < y->row->run_id);
 }
 
-/* Sorted identities; of duplicates (one cell in several sweeps) the newest wins. */
-static struct keyed *index_rows(const struct lx_rows *rows, int *n_out)
+static int same_value_id(const struct keyed *x, const struct keyed *y)
 {
-    struct keyed *k = lx_xcalloc((size_t)rows->n, sizeof *k);
+    return strcmp(x->cell, y->cell) == 0 && strcmp(x->row->metric, y->row->metric) == 0;
+}
+
+/* Does every row carry its model key? */
+static int knows_model_keys(const struct lx_rows *rows)
+{
+    for (int i = 0; i < rows->n; i++)
+        if (!rows->rows[i].model_key)
+            return 0;
+    return 1;
+}
+
+/* How a message names a row: its run key, else its line in the CSV. */
+static void describe_row(struct lx_buf *b, const struct lx_row *r)
+{
+    char v[32];
+    lx_fmt_num(v, r->value);
+    if (r->key[0])
+        lx_buf_printf(b, "run key %s%s%s (%s)", r->key, r->model_key && r->model_key[0] ? ", model key " : "",
+                      r->model_key ? r->model_key : "", v);
+    else
+        lx_buf_printf(b, "line %ld (%s)", r->run_id, v);
+}
+
+static int two_configurations(const char *side, const struct lx_row *a, const struct lx_row *b,
+                              struct lx_error *err)
+{
+    struct lx_buf x = {0}, y = {0};
+    describe_row(&x, a);
+    describe_row(&y, b);
+    int rc = lx_err(err, LX_EINVAL, "%s holds two configurations of one cell (task %s, method %s, length %ld, "
+                    "seed %ld, metric %s): %s and %s\n  hint: export it again with `lenx table --format csv` "
+                    "(its model_key column tells model versions apart), or remove the stale cells with "
+                    "`lenx rm --not-in CONFIG`", side, a->task, a->method, a->length, a->seed, a->metric,
+                    lx_buf_str(&x), lx_buf_str(&y));
+    lx_buf_free(&x);
+    lx_buf_free(&y);
+    return rc;
+}
+
+/* Sorted identities. Of duplicates with the same run key (one cell stored in
+** several sweeps) the newest wins; duplicates without one common run key are
+** two configurations: an error. */
+static int index_rows(const struct lx_rows *rows, int by_model, const char *side, struct keyed **out,
+                      int *n_out, struct lx_error *err)
+{
+    struct keyed *k = lx_xcalloc((size_t)(rows->n ? rows->n : 1), sizeof *k);
     for (int i = 0; i < rows->n; i++) {
         const struct lx_row *r = &rows->rows[i];
         struct lx_buf b = {0};
-        lx_buf_printf(&b, "%s|%s|%ld|%ld|%s", r->task, r->method, r->length, r->seed, r->metric);
-        k[i].id = b.s ? b.s : lx_xstrdup("");
+        lx_buf_printf(&b, "%s|%s|%s|%ld|%ld", r->task, r->method, by_model ? r->model_key : "", r->length, r->seed);
+        k[i].cell = b.s;
         k[i].row = r;
     }
     qsort(k, (size_t)rows->n, sizeof *k, cmp_keyed);
-    int n = 0;
+    int n = 0, rc = LX_OK;
     for (int i = 0; i < rows->n; i++) {
-        if (n > 0 && strcmp(k[n - 1].id, k[i].id) == 0) {
-            free(k[n - 1].id);
+        if (n > 0 && same_value_id(&k[n - 1], &k[i])) {
+            const struct lx_row *a = k[n - 1].row, *b = k[i].row;
+            if (rc == LX_OK && (!a->key[0] || strcmp(a->key, b->key) != 0))
+                rc = two_configurations(side, a, b, err);
+            free(k[n - 1].cell);
             k[n - 1] = k[i];   /* sorted by run_id within an id: keep the newest */
         } else {
             k[n++] = k[i];
         }
     }
+    *out = k;
     *n_out = n;
-    return k;
+    return rc;
+}
+
+static void free_index(struct keyed *k, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(k[i].cell);
+    free(k);
 }
 
 static int moved(double b, double h, const struct lx_compare_opts *o)
@@ -56,45 +121,56 @@ static int moved(double b, double h, const struct lx_compare_opts *o)
     return fabs(h - b) > o->atol + o->rtol * fabs(b);
 }
 
-void lx_compare(const struct lx_rows *base, const struct lx_rows *head, const struct lx_compare_opts *o,
-                struct lx_buf *out, int *n_moved, int *n_common)
+static void print_moved(struct lx_buf *out, const struct lx_row *b, const struct lx_row *h, int first)
 {
-    int nb, nh;
-    struct keyed *kb = index_rows(base, &nb), *kh = index_rows(head, &nh);
-    int i = 0, j = 0, only_b = 0, only_h = 0;
-    *n_moved = *n_common = 0;
-    while (i < nb || j < nh) {
-        int c = i == nb ? 1 : j == nh ? -1 : strcmp(kb[i].id, kh[j].id);
-        if (c < 0) {
-            only_b++, i++;
+    if (first)
+        lx_buf_puts(out, "| task | method | length | seed | metric | base | head | diff |\n"
+                         "|---|---|---:|---:|---|---:|---:|---:|\n");
+    char vb[32], vh[32], tag[16] = "";
+    lx_fmt_num(vb, b->value);
+    lx_fmt_num(vh, h->value);
+    if (b->model_key && h->model_key && b->model_key[0])
+        snprintf(tag, sizeof tag, " [%.8s]", b->model_key);
+    lx_buf_printf(out, "| %s | %s%s | %ld | %ld | %s | %s | %s | %+.3g |\n", b->task, b->method, tag, b->length,
+                  b->seed, b->metric, vb, vh, h->value - b->value);
+}
+
+int lx_compare(const struct lx_rows *base, const struct lx_rows *head, const struct lx_compare_opts *o,
+               struct lx_buf *out, struct lx_compare_counts *c, struct lx_error *err)
+{
+    const char *bn = o->base_name ? o->base_name : "base", *hn = o->head_name ? o->head_name : "head";
+    int by_model = knows_model_keys(base) && knows_model_keys(head);
+    int nb = 0, nh = 0;
+    struct keyed *kb = NULL, *kh = NULL;
+    memset(c, 0, sizeof *c);
+    int rc = index_rows(base, by_model, bn, &kb, &nb, err);
+    if (rc == LX_OK)
+        rc = index_rows(head, by_model, hn, &kh, &nh, err);
+    const char *last_cell = "";
+    for (int i = 0, j = 0; rc == LX_OK && (i < nb || j < nh);) {
+        int d = i == nb ? 1 : j == nh ? -1 : cmp_keyed(&kb[i], &kh[j]);
+        if (i < nb && j < nh && same_value_id(&kb[i], &kh[j]))
+            d = 0;
+        if (d != 0) {
+            d < 0 ? (c->only_base++, i++) : (c->only_head++, j++);
             continue;
         }
-        if (c > 0) {
-            only_h++, j++;
-            continue;
-        }
-        const struct lx_row *b = kb[i].row, *h = kh[j].row;
-        (*n_common)++;
-        if (moved(b->value, h->value, o)) {
-            if (*n_moved == 0)
-                lx_buf_puts(out, "| task | method | length | seed | metric | base | head | diff |\n"
-                                 "|---|---|---:|---:|---|---:|---:|---:|\n");
-            (*n_moved)++;
-            char vb[32], vh[32];
-            lx_fmt_num(vb, b->value);
-            lx_fmt_num(vh, h->value);
-            lx_buf_printf(out, "| %s | %s | %ld | %ld | %s | %s | %s | %+.3g |\n", b->task, b->method,
-                          b->length, b->seed, b->metric, vb, vh, h->value - b->value);
-        }
+        c->n_values++;
+        c->n_cells += strcmp(last_cell, kb[i].cell) != 0;
+        last_cell = kb[i].cell;
+        if (moved(kb[i].row->value, kh[j].row->value, o))
+            print_moved(out, kb[i].row, kh[j].row, c->n_moved++ == 0);
         i++, j++;
     }
-    lx_buf_printf(out, "%s%d cells compared, %d moved beyond atol %g + rtol %g·|base|; "
-                  "%d only in base, %d only in head\n", *n_moved ? "\n" : "", *n_common, *n_moved,
-                  o->atol, o->rtol, only_b, only_h);
-    for (int k = 0; k < nb; k++)
-        free(kb[k].id);
-    for (int k = 0; k < nh; k++)
-        free(kh[k].id);
-    free(kb);
-    free(kh);
+    if (rc == LX_OK) {
+        lx_buf_printf(out, "%s%d values in %d cells compared, %d moved beyond atol %g + rtol %g·|base|; "
+                      "%d values only in base, %d only in head\n", c->n_moved ? "\n" : "", c->n_values,
+                      c->n_cells, c->n_moved, o->atol, o->rtol, c->only_base, c->only_head);
+        if (!by_model)
+            lx_buf_printf(out, "(model keys unknown in %s, a CSV from an older lenx: cells matched without them)\n",
+                          knows_model_keys(base) ? hn : bn);
+    }
+    free_index(kb, nb);
+    free_index(kh, nh);
+    return rc;
 }

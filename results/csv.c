@@ -1,6 +1,8 @@
 /*
 ** results/csv.c - reading the tidy CSV that `lenx table --format csv` writes
 ** (RFC 4180 quoting), so a committed baseline can be compared with the store.
+** Two headers are read: the current one (with model_key and key) and the
+** 7-column one of older exports, whose rows have no model key.
 */
 #include <errno.h>
 #include <math.h>
@@ -10,8 +12,10 @@
 
 #include "results/views.h"
 
-#define N_COLS 7
-static const char *const header[N_COLS] = {"sweep", "method", "task", "length", "seed", "metric", "value"};
+#define N_COLS 9       /* the current header; the old one is its first N_OLD columns */
+#define N_OLD 7
+static const char *const header[N_COLS] = {"sweep", "method", "task", "length", "seed", "metric", "value",
+                                           "model_key", "key"};
 
 /* Split one record starting at *p into fields; advances *p past the record.
 ** Returns the field count, or -1 on an unterminated quote. */
@@ -87,23 +91,26 @@ int lx_csv_read(const char *path, struct lx_rows *out, struct lx_error *err)
         return lx_err(err, LX_EIO, "%s: cannot read the file", path);
     struct lx_buf f[N_COLS + 1] = {{0}};
     const char *p = text;
-    int rc = LX_OK, seen_header = 0;
+    int rc = LX_OK, seen_header = 0, n_cols = N_COLS;
     for (int line = 1; *p && rc == LX_OK; line++) {
         int n = split_record(&p, f);
         if (n == 1 && !f[0].len)
             continue;   /* a blank line */
         int is_header = !seen_header;
         seen_header = 1;
-        if (n != N_COLS) {
-            rc = lx_err(err, LX_EINVAL, "%s:%d: expected %d fields, found %d%s", path, line, N_COLS,
+        if (is_header && n == N_OLD)
+            n_cols = N_OLD;
+        if (n != n_cols) {
+            rc = lx_err(err, LX_EINVAL, "%s:%d: expected %d fields, found %d%s", path, line, n_cols,
                         n < 0 ? 0 : n, n < 0 ? " (unterminated quote)" : "");
             break;
         }
         if (is_header) {
-            for (int i = 0; i < N_COLS && rc == LX_OK; i++)
+            for (int i = 0; i < n_cols && rc == LX_OK; i++)
                 if (strcmp(lx_buf_str(&f[i]), header[i]) != 0)
                     rc = lx_err(err, LX_EINVAL, "%s:%d: the header must be exactly "
-                                "sweep,method,task,length,seed,metric,value\n"
+                                "sweep,method,task,length,seed,metric,value,model_key,key (or, from older "
+                                "lenx, its first 7 columns)\n"
                                 "  hint: write it with `lenx table --format csv`", path, line);
             continue;
         }
@@ -113,12 +120,14 @@ int lx_csv_read(const char *path, struct lx_rows *out, struct lx_error *err)
             rc = lx_err(err, LX_EINVAL, "%s:%d: length and seed must be integers and value a number", path, line);
             break;
         }
-        lx_rows_add(out, lx_buf_str(&f[0]), lx_buf_str(&f[1]), lx_buf_str(&f[2]), NULL, NULL,
-                    (long)len, (long)seed, lx_buf_str(&f[5]), v, line);
+        lx_rows_add(out, lx_buf_str(&f[0]), lx_buf_str(&f[1]), lx_buf_str(&f[2]),
+                    n_cols == N_COLS ? lx_buf_str(&f[8]) : NULL, NULL, (long)len, (long)seed,
+                    lx_buf_str(&f[5]), v, line);
+        lx_rows_set_origin(out, out->n - 1, n_cols == N_COLS ? lx_buf_str(&f[7]) : NULL, NULL);
     }
     if (rc == LX_OK && !seen_header)
         rc = lx_err(err, LX_EINVAL, "%s: empty file; expected the header "
-                    "sweep,method,task,length,seed,metric,value", path);
+                    "sweep,method,task,length,seed,metric,value,model_key,key", path);
     for (int i = 0; i <= N_COLS; i++)
         lx_buf_free(&f[i]);
     free(text);

@@ -6,6 +6,7 @@
 */
 #define _POSIX_C_SOURCE 200809L
 #include "results/store.h"
+#include "harness/hash.h"
 
 #include <errno.h>
 #include <math.h>
@@ -22,6 +23,7 @@
 struct lx_store {
     sqlite3 *db;        /* the connection */
     char *path;         /* the file, for messages */
+    char *note;         /* a warning about the open (immutable beside a -wal file), or NULL */
 };
 
 static const char *schema_sql =
@@ -155,6 +157,64 @@ static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
     return rc;
 }
 
+/* "file:PATH?immutable=1" with the URI's special characters escaped. */
+static char *immutable_uri(const char *path)
+{
+    struct lx_buf b = {0};
+    lx_buf_puts(&b, "file:");
+    for (const char *p = path; *p; p++)
+        if (*p == '%' || *p == '?' || *p == '#')
+            lx_buf_printf(&b, "%%%02X", (unsigned char)*p);
+        else
+            lx_buf_printf(&b, "%c", *p);
+    lx_buf_puts(&b, "?immutable=1");
+    return b.s;
+}
+
+static int db_connect(struct lx_store *s, const char *name, int flags, struct lx_error *err)
+{
+    if (sqlite3_open_v2(name, &s->db, flags, NULL) != SQLITE_OK)
+        return db_err(s, err, "opening");
+    sqlite3_busy_timeout(s->db, 30000);
+    return exec(s, "PRAGMA foreign_keys = ON", err);
+}
+
+/* Read-only: a plain read-only open first. Reading a WAL database needs its
+** -shm file; when SQLite may not create it (another user's folder, a
+** read-only mount) the first read fails with a read-only or cannot-open
+** error, and the file is opened immutable instead: SQLite then takes no
+** locks and ignores a -wal file, so rows not yet checkpointed into the main
+** file are not seen (said in s->note when a -wal file is there). */
+static int open_readonly(struct lx_store *s, struct lx_error *err)
+{
+    int rc = db_connect(s, s->path, SQLITE_OPEN_READONLY, err);
+    if (rc == LX_OK)
+        rc = check_version(s, 1, err);
+    int code = s->db ? sqlite3_errcode(s->db) : SQLITE_OK;
+    if (rc == LX_OK || (code != SQLITE_READONLY && code != SQLITE_CANTOPEN))
+        return rc;
+    sqlite3_close(s->db);
+    s->db = NULL;
+    char *uri = immutable_uri(s->path);
+    rc = db_connect(s, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, err);
+    free(uri);
+    if (rc == LX_OK)
+        rc = check_version(s, 1, err);
+    struct lx_buf wal = {0};
+    struct stat sb;
+    lx_buf_printf(&wal, "%s-wal", s->path);
+    if (rc == LX_OK && stat(lx_buf_str(&wal), &sb) == 0 && sb.st_size > 0) {
+        struct lx_buf n = {0};
+        lx_buf_printf(&n, "%s: read as an immutable file (SQLite may not create %s-shm here); rows in %s "
+                      "that are not yet checkpointed are not shown\n  hint: ask the owner to open it "
+                      "once (any lenx run or sqlite3 query checkpoints it), or copy the three files",
+                      s->path, s->path, lx_buf_str(&wal));
+        s->note = n.s;
+    }
+    lx_buf_free(&wal);
+    return rc;
+}
+
 int lx_store_open(struct lx_store **out, const char *path, int readonly, struct lx_error *err)
 {
     *out = NULL;
@@ -166,16 +226,10 @@ int lx_store_open(struct lx_store **out, const char *path, int readonly, struct 
         make_parent_dir(path);
     struct lx_store *s = lx_xcalloc(1, sizeof *s);
     s->path = lx_xstrdup(path);
-    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    int rc = LX_OK;
-    if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK)
-        rc = db_err(s, err, "opening");
-    if (rc == LX_OK)
-        sqlite3_busy_timeout(s->db, 30000);
-    if (rc == LX_OK)
-        rc = exec(s, "PRAGMA foreign_keys = ON", err);
-    if (rc == LX_OK)
-        rc = check_version(s, readonly, err);
+    int rc = readonly ? open_readonly(s, err)
+                      : db_connect(s, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err);
+    if (rc == LX_OK && !readonly)
+        rc = check_version(s, 0, err);
     if (rc < 0) {
         lx_store_close(s);
         return rc;
@@ -184,12 +238,18 @@ int lx_store_open(struct lx_store **out, const char *path, int readonly, struct 
     return LX_OK;
 }
 
+const char *lx_store_note(const struct lx_store *s)
+{
+    return s ? s->note : NULL;
+}
+
 void lx_store_close(struct lx_store *s)
 {
     if (!s)
         return;
     sqlite3_close(s->db);
     free(s->path);
+    free(s->note);
     free(s);
 }
 
@@ -359,6 +419,8 @@ void lx_rows_add(struct lx_rows *r, const char *sweep, const char *method, const
     w->key = lx_xstrdup(key ? key : "");
     w->commit = lx_xstrdup(commit ? commit : "");
     w->metric = lx_xstrdup(metric);
+    w->model_key = lx_xstrdup("");
+    w->config = lx_xstrdup("");
     w->length = length;
     w->seed = seed;
     w->value = value;
@@ -372,9 +434,20 @@ void lx_rows_release(struct lx_rows *r)
     for (int i = 0; i < r->n; i++) {
         struct lx_row *w = &r->rows[i];
         free(w->sweep), free(w->method), free(w->task), free(w->key), free(w->commit), free(w->metric);
+        free(w->model_key), free(w->config);
     }
     free(r->rows);
     memset(r, 0, sizeof *r);
+}
+
+void lx_rows_set_origin(struct lx_rows *r, int i, const char *model_key, const char *config)
+{
+    LX_ASSERT(i >= 0 && i < r->n);
+    struct lx_row *w = &r->rows[i];
+    free(w->model_key);
+    free(w->config);
+    w->model_key = model_key ? lx_xstrdup(model_key) : NULL;
+    w->config = lx_xstrdup(config ? config : "");
 }
 
 static const char *col_text(sqlite3_stmt *st, int i)
@@ -383,13 +456,28 @@ static const char *col_text(sqlite3_stmt *st, int i)
     return t ? (const char *)t : "";
 }
 
+/* The configuration of a cell apart from its length and seed: 16 hex digits
+** of the SHA-256 of its key JSON without those two fields and with the model
+** key replaced by the model's configuration without its seed (computed in
+** SQL; the model key itself when the models table does not know it). Cells
+** that differ only in seed share it, so they pool as seeds. */
+static void config_hash(const char *key_json_rest, char out[17])
+{
+    char hex[65];
+    lx_sha256_hex(key_json_rest, hex);
+    memcpy(out, hex, 16);
+    out[16] = '\0';
+}
+
 int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_rows *out,
                     struct lx_error *err)
 {
     static const char *sql =
         "SELECT r.id, r.sweep, r.method || coalesce(' @' || r.model, ''), r.task, r.key, r.git_commit,"
-        " r.length, r.seed, m.name, m.value"
-        " FROM runs r JOIN metrics m ON m.run_id = r.id"
+        " r.length, r.seed, m.name, m.value, coalesce(r.model_key, ''),"
+        " json_remove(json_set(r.key_json, '$.model', coalesce(json_remove(mo.config, '$.seed'), r.model_key)),"
+        "   '$.length', '$.seed')"
+        " FROM runs r JOIN metrics m ON m.run_id = r.id LEFT JOIN models mo ON mo.key = r.model_key"
         " WHERE r.id IN (SELECT max(id) FROM runs WHERE status = 'ok'"
         "   AND (?1 IS NULL OR sweep = ?1)"
         "   AND (?2 IS NULL OR substr(git_commit, 1, length(?2)) = ?2)"
@@ -401,20 +489,38 @@ int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_row
     sqlite3_bind_text(st, 1, f ? f->sweep : NULL, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, f ? f->commit : NULL, -1, SQLITE_STATIC);
     int rc;
+    long last_id = -1;
+    char config[17] = "";
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        long id = (long)sqlite3_column_int64(st, 0);
+        if (id != last_id)      /* rows of one run are adjacent: hash once per run */
+            config_hash(col_text(st, 11), config);
+        last_id = id;
         double v = sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 9);
         lx_rows_add(out, col_text(st, 1), col_text(st, 2), col_text(st, 3), col_text(st, 4),
                     col_text(st, 5), (long)sqlite3_column_int64(st, 6), (long)sqlite3_column_int64(st, 7),
-                    col_text(st, 8), v, (long)sqlite3_column_int64(st, 0));
+                    col_text(st, 8), v, id);
+        lx_rows_set_origin(out, out->n - 1, col_text(st, 10), config);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "reading results");
 }
 
+/* Room for one more element at the end of a growing array: the new element
+** (*n counts it). */
+static void *grow(void **v, int *n, int *cap, size_t size)
+{
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 16;
+        *v = lx_xrealloc(*v, (size_t)*cap * size);
+    }
+    return (char *)*v + (size_t)(*n)++ * size;
+}
+
 int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, struct lx_error *err)
 {
     static const char *sql =
-        "SELECT sweep, sum(status = 'ok'), sum(status = 'failed'), max(finished)"
+        "SELECT sweep, sum(status = 'ok'), sum(status = 'failed'), max(finished), count(DISTINCT config_text)"
         " FROM runs GROUP BY sweep ORDER BY min(id)";
     sqlite3_stmt *st;
     *out = NULL;
@@ -423,15 +529,12 @@ int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, stru
         return db_err(s, err, "listing sweeps");
     int rc, cap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 16;
-            *out = lx_xrealloc(*out, (size_t)cap * sizeof **out);
-        }
-        struct lx_sweep_info *w = &(*out)[(*n)++];
+        struct lx_sweep_info *w = grow((void **)out, n, &cap, sizeof **out);
         w->name = lx_xstrdup(col_text(st, 0));
         w->n_ok = sqlite3_column_int(st, 1);
         w->n_failed = sqlite3_column_int(st, 2);
         w->last = lx_xstrdup(col_text(st, 3));
+        w->n_texts = sqlite3_column_int(st, 4);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "listing sweeps");
@@ -552,4 +655,130 @@ int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path
         *path = NULL;
     }
     return rc;
+}
+
+int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_sweep_config **out, int *n,
+                           struct lx_error *err)
+{
+    /* with max(id), SQLite takes the bare columns from the newest row of each group */
+    static const char *sql =
+        "SELECT config_text, config, count(*), git_commit, finished, max(id) FROM runs WHERE sweep = ?1"
+        " GROUP BY config_text ORDER BY max(id) DESC";
+    sqlite3_stmt *st;
+    *out = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, "reading a sweep's configs");
+    sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
+    int rc, cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct lx_sweep_config *w = grow((void **)out, n, &cap, sizeof **out);
+        w->text = sqlite3_column_type(st, 0) == SQLITE_NULL ? NULL : lx_xstrdup(col_text(st, 0));
+        w->path = lx_xstrdup(col_text(st, 1));
+        w->n_cells = sqlite3_column_int(st, 2);
+        w->commit = lx_xstrdup(col_text(st, 3));
+        w->last = lx_xstrdup(col_text(st, 4));
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "reading a sweep's configs");
+}
+
+void lx_sweep_configs_free(struct lx_sweep_config *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(v[i].text), free(v[i].path), free(v[i].commit), free(v[i].last);
+    free(v);
+}
+
+/* ---- lenx rm: one WHERE clause for the listing and the delete ---- */
+
+#define RM_WHERE                                                                       \
+    " WHERE (?1 IS NULL OR sweep = ?1)"                                                \
+    " AND (?2 IS NULL OR substr(git_commit, 1, length(?2)) = ?2)"                      \
+    " AND (?3 IS NULL OR model = ?3 OR substr(model_key, 1, length(?3)) = ?3)"         \
+    " AND (?4 IS NULL OR method = ?4)"                                                 \
+    " AND (?5 IS NULL OR task = ?5 OR substr(task, 1, length(?5) + 1) = ?5 || '(')"    \
+    " AND (?6 = 0 OR status = 'failed')"                                               \
+    " AND (?7 IS NULL OR key NOT IN (SELECT value FROM json_each(?7)))"
+
+static void bind_rm(sqlite3_stmt *st, const struct lx_rm_filter *f)
+{
+    const char *text[] = {f->sweep, f->commit, f->model, f->method, f->task};
+    for (int i = 0; i < 5; i++)
+        sqlite3_bind_text(st, i + 1, text[i], -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 6, f->failed);
+    sqlite3_bind_text(st, 7, f->not_in, -1, SQLITE_STATIC);
+}
+
+int lx_store_rm_list(struct lx_store *s, const struct lx_rm_filter *f, struct lx_cell_info **out, int *n,
+                     struct lx_error *err)
+{
+    static const char *sql = "SELECT sweep, key, status, method, task, model, model_key, git_commit, length, seed"
+                             " FROM runs" RM_WHERE " ORDER BY id";
+    sqlite3_stmt *st;
+    *out = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, "listing cells");
+    bind_rm(st, f);
+    int rc, cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct lx_cell_info *w = grow((void **)out, n, &cap, sizeof **out);
+        char **text[] = {&w->sweep, &w->key, &w->status, &w->method, &w->task, &w->model, &w->model_key, &w->commit};
+        for (int i = 0; i < 8; i++)
+            *text[i] = lx_xstrdup(col_text(st, i));
+        w->length = (long)sqlite3_column_int64(st, 8);
+        w->seed = (long)sqlite3_column_int64(st, 9);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "listing cells");
+}
+
+void lx_cell_infos_free(struct lx_cell_info *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct lx_cell_info *w = &v[i];
+        free(w->sweep), free(w->key), free(w->status), free(w->method), free(w->task), free(w->model);
+        free(w->model_key), free(w->commit);
+    }
+    free(v);
+}
+
+/* Is PRAGMA foreign_keys on for this connection? Without it, deleting a run
+** would leave its metrics, series and outputs behind. */
+static int foreign_keys_on(struct lx_store *s, int *on)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA foreign_keys", -1, &st, NULL) != SQLITE_OK)
+        return SQLITE_ERROR;
+    int rc = sqlite3_step(st);
+    *on = rc == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? SQLITE_OK : SQLITE_ERROR;
+}
+
+int lx_store_rm(struct lx_store *s, const struct lx_rm_filter *f, long *n_deleted, struct lx_error *err)
+{
+    *n_deleted = 0;
+    int on = 0;
+    if (foreign_keys_on(s, &on) != SQLITE_OK)
+        return db_err(s, err, "reading PRAGMA foreign_keys");
+    LX_ASSERT(on);      /* every open turns them on */
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return db_err(s, err, "starting a transaction");
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(s->db, "DELETE FROM runs" RM_WHERE, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        bind_rm(st, f);
+        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+        sqlite3_finalize(st);
+    }
+    long n = rc == SQLITE_OK ? (long)sqlite3_changes(s->db) : 0;
+    if (rc == SQLITE_OK && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) {
+        *n_deleted = n;
+        return LX_OK;
+    }
+    int code = db_err(s, err, "deleting cells");
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return code;
 }

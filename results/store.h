@@ -20,9 +20,16 @@ struct lx_store;
 #define LX_DEFAULT_DB "results/lenx.db"
 
 /* Open (creating the file, its folder and the schema when absent). With
-** readonly set, a missing file is an error and nothing is created. */
+** readonly set, a missing file is an error and nothing is created or written;
+** when SQLite cannot create the shared-memory file of a WAL database (a
+** folder or mount the user may not write), the file is opened immutable
+** (docs/results.md, "Read-only stores"). */
 int lx_store_open(struct lx_store **out, const char *path, int readonly, struct lx_error *err);
 void lx_store_close(struct lx_store *s);
+
+/* A warning about how the store was opened (immutable with a -wal file
+** beside it, whose rows are not seen), or NULL. */
+const char *lx_store_note(const struct lx_store *s);
 
 /* Is there an ok row for this run key in this sweep? */
 int lx_store_done(struct lx_store *s, const char *sweep, const char *key, int *done,
@@ -80,9 +87,15 @@ int lx_store_model_sha(struct lx_store *s, const char *key, char sha256[65], int
 int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path, struct lx_error *err);
 
 /* One tidy record: a metric of a cell. `method` is the canonical stack, with
-** " @model" appended for cells that ran on a model ("rope @small"). */
+** " @model" appended for cells that ran on a model ("rope @small"). Two rows
+** with the same names can still come from different configurations (a model
+** retrained with other settings under the same name, a changed default):
+** model_key and config tell them apart. */
 struct lx_row {
     char *sweep, *method, *task, *key, *commit, *metric;
+    char *model_key;            /* "" without a model; NULL when unknown (a CSV of the old format) */
+    char *config;               /* 16 hex: hash of what the run key hashes but length and seed;
+                                ** "" when unknown (rows read from CSV) */
     long length, seed;
     double value;
     long run_id;                /* order of insertion: later rows are newer */
@@ -97,6 +110,9 @@ void lx_rows_add(struct lx_rows *r, const char *sweep, const char *method, const
                  const char *key, const char *commit, long length, long seed, const char *metric,
                  double value, long run_id);
 void lx_rows_release(struct lx_rows *r);
+/* lx_rows_add gives a row no model ("") and no configuration hash (""); this
+** sets row i's model key (NULL = unknown) and configuration hash (NULL = ""). */
+void lx_rows_set_origin(struct lx_rows *r, int i, const char *model_key, const char *config);
 
 /* Which rows: the newest ok row per (sweep, key) among those that match. */
 struct lx_filter {
@@ -111,10 +127,51 @@ int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_row
 struct lx_sweep_info {
     char *name;
     int n_ok, n_failed;
+    int n_texts;                /* distinct YAML texts its rows came from (0 before schema 4) */
     char *last;                 /* ISO time of the newest row */
 };
 int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, struct lx_error *err);
 void lx_sweep_infos_free(struct lx_sweep_info *v, int n);
+
+/* The YAML texts a sweep's rows were made from, newest first: one entry per
+** distinct text (NULL for rows stored before schema 4 kept it). */
+struct lx_sweep_config {
+    char *text;                 /* the sweep's YAML, NULL when not stored */
+    char *path;                 /* the sweep file as it was named on the command line */
+    int n_cells;                /* rows made from this text */
+    char *commit;               /* git commit of the newest of them */
+    char *last;                 /* ISO time of the newest of them */
+};
+int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_sweep_config **out, int *n,
+                           struct lx_error *err);
+void lx_sweep_configs_free(struct lx_sweep_config *v, int n);
+
+/* Which cells `lenx rm` deletes: every condition that is set must hold; at
+** least one must be set. */
+struct lx_rm_filter {
+    const char *sweep;          /* sweep name */
+    const char *commit;         /* git commit prefix */
+    const char *model;          /* model name, or model key prefix */
+    const char *method;         /* canonical stack, exactly */
+    const char *task;           /* task name, or canonical task string */
+    int failed;                 /* only failed rows */
+    const char *not_in;         /* JSON array of run keys: only rows whose key is not among them */
+};
+
+/* One stored cell, as `lenx rm` lists it. */
+struct lx_cell_info {
+    char *sweep, *key, *status, *method, *task, *model, *model_key, *commit;
+    long length, seed;
+};
+
+/* The cells a filter selects, oldest first. */
+int lx_store_rm_list(struct lx_store *s, const struct lx_rm_filter *f, struct lx_cell_info **out, int *n,
+                     struct lx_error *err);
+void lx_cell_infos_free(struct lx_cell_info *v, int n);
+
+/* Delete the cells a filter selects with their metrics, series and outputs
+** (foreign keys cascade), in one transaction; *n_deleted counts the cells. */
+int lx_store_rm(struct lx_store *s, const struct lx_rm_filter *f, long *n_deleted, struct lx_error *err);
 
 /* Count rows of a table ("runs", "metrics", "series"): for tests and reports. */
 int lx_store_count(struct lx_store *s, const char *table, long *n, struct lx_error *err);

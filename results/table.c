@@ -1,5 +1,7 @@
 /*
 ** results/table.c - tables (md, latex) and tidy exports (csv, json) of rows.
+** Rows of one method name from different configurations are never pooled:
+** their labels are tagged apart (docs/results.md, "Tables").
 */
 #include <math.h>
 #include <stdio.h>
@@ -64,9 +66,10 @@ static int cmp_long(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The value text of one pivot cell: seeds pooled, ± se or ± sd. */
-static void cell_text(const struct lx_rows *rows, const char *sweep, const char *task, const char *method,
-                      long length, const char *metric, int latex, struct lx_buf *out)
+/* The value text of one pivot cell: seeds pooled, ± se or ± sd. `label`
+** holds each row's row label (its method, tagged when it needs telling apart). */
+static void cell_text(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
+                      const char *method, long length, const char *metric, int latex, struct lx_buf *out)
 {
     char se_name[256];
     snprintf(se_name, sizeof se_name, "%s_se", metric);
@@ -76,7 +79,7 @@ static void cell_text(const struct lx_rows *rows, const char *sweep, const char 
         for (int i = 0; i < rows->n; i++) {
             const struct lx_row *r = &rows->rows[i];
             if (r->length != length || strcmp(r->sweep, sweep) || strcmp(r->task, task) ||
-                strcmp(r->method, method))
+                strcmp(label[i], method))
                 continue;
             if (pass == 0 && strcmp(r->metric, metric) == 0) {
                 sum += r->value;
@@ -115,8 +118,8 @@ static void latex_escape(struct lx_buf *out, const char *s)
     }
 }
 
-static void pivot(const struct lx_rows *rows, const char *sweep, const char *task, const char *metric,
-                  int latex, struct lx_buf *out)
+static void pivot(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
+                  const char *metric, int latex, struct lx_buf *out)
 {
     struct strset methods = {0};
     long *lengths = lx_xmalloc((size_t)rows->n * sizeof *lengths);
@@ -125,7 +128,7 @@ static void pivot(const struct lx_rows *rows, const char *sweep, const char *tas
         const struct lx_row *r = &rows->rows[i];
         if (strcmp(r->sweep, sweep) || strcmp(r->task, task) || strcmp(r->metric, metric))
             continue;
-        strset_add(&methods, r->method);
+        strset_add(&methods, label[i]);
         int seen = 0;
         for (int j = 0; j < n_len; j++)
             seen |= lengths[j] == r->length;
@@ -159,7 +162,7 @@ static void pivot(const struct lx_rows *rows, const char *sweep, const char *tas
             lx_buf_printf(out, "| %s |", methods.v[m]);
         for (int j = 0; j < n_len; j++) {
             lx_buf_puts(out, latex ? " & " : " ");
-            cell_text(rows, sweep, task, methods.v[m], lengths[j], metric, latex, out);
+            cell_text(rows, label, sweep, task, methods.v[m], lengths[j], metric, latex, out);
             lx_buf_puts(out, latex ? "" : " |");
         }
         lx_buf_puts(out, latex ? " \\\\\n" : "\n");
@@ -169,8 +172,94 @@ static void pivot(const struct lx_rows *rows, const char *sweep, const char *tas
     free(lengths);
 }
 
+/* Which configuration a row comes from: its config hash, else (rows read
+** from CSV) its model key. */
+static const char *variant(const struct lx_row *r)
+{
+    return r->config[0] || !r->model_key ? r->config : r->model_key;
+}
+
+static const struct lx_row *sort_rows;     /* qsort has no context argument */
+
+/* Order row indices by (sweep, task, method, variant): rows of one label adjacent. */
+static int cmp_label(const void *a, const void *b)
+{
+    const struct lx_row *x = &sort_rows[*(const int *)a], *y = &sort_rows[*(const int *)b];
+    int c = strcmp(x->sweep, y->sweep);
+    c = c ? c : strcmp(x->task, y->task);
+    c = c ? c : strcmp(x->method, y->method);
+    return c ? c : strcmp(variant(x), variant(y));
+}
+
+static int same_label(const struct lx_row *x, const struct lx_row *y)
+{
+    return !strcmp(x->sweep, y->sweep) && !strcmp(x->task, y->task) && !strcmp(x->method, y->method);
+}
+
+/* Does each variant of the group idx[lo, hi) (sorted by variant) have a
+** model key of its own, one for all its rows and no other variant's? */
+static int model_keys_tell_apart(const struct lx_rows *rows, const int *idx, int lo, int hi)
+{
+    for (int k = lo; k < hi; k++) {
+        const struct lx_row *r = &rows->rows[idx[k]];
+        if (!r->model_key || !r->model_key[0])
+            return 0;
+        for (int j = lo; j < k; j++) {
+            const struct lx_row *q = &rows->rows[idx[j]];
+            if ((strcmp(variant(q), variant(r)) == 0) != (strcmp(q->model_key, r->model_key) == 0))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Label the rows of one (sweep, task, method) group idx[lo, hi): the method
+** alone when every row comes from one configuration; otherwise each variant
+** tagged with its model key prefix when the model keys tell the variants
+** apart (one model per variant: a single seed), else with "config" and its
+** configuration hash prefix. */
+static void label_group(const struct lx_rows *rows, const int *idx, int lo, int hi, char **label)
+{
+    int one = strcmp(variant(&rows->rows[idx[lo]]), variant(&rows->rows[idx[hi - 1]])) == 0;
+    int by_model = !one && model_keys_tell_apart(rows, idx, lo, hi);
+    for (int k = lo; k < hi; k++) {
+        const struct lx_row *r = &rows->rows[idx[k]];
+        struct lx_buf b = {0};
+        if (one)
+            lx_buf_puts(&b, r->method);
+        else if (by_model)
+            lx_buf_printf(&b, "%s [%.8s]", r->method, r->model_key);
+        else
+            lx_buf_printf(&b, "%s [config %.8s]", r->method, variant(r));
+        label[idx[k]] = b.s;
+    }
+}
+
+/* Row labels of every row (freed by the caller); *tagged says whether any
+** label needed a tag. */
+static char **make_labels(const struct lx_rows *rows, int *tagged)
+{
+    int *idx = lx_xmalloc((size_t)(rows->n ? rows->n : 1) * sizeof *idx);
+    char **label = lx_xcalloc((size_t)(rows->n ? rows->n : 1), sizeof *label);
+    for (int i = 0; i < rows->n; i++)
+        idx[i] = i;
+    sort_rows = rows->rows;
+    qsort(idx, (size_t)rows->n, sizeof *idx, cmp_label);
+    *tagged = 0;
+    for (int lo = 0, hi; lo < rows->n; lo = hi) {
+        for (hi = lo + 1; hi < rows->n && same_label(&rows->rows[idx[lo]], &rows->rows[idx[hi]]); hi++)
+            ;
+        label_group(rows, idx, lo, hi, label);
+        *tagged |= strcmp(label[idx[lo]], rows->rows[idx[lo]].method) != 0;
+    }
+    free(idx);
+    return label;
+}
+
 static void render_pivots(const struct lx_rows *rows, const char *metrics, int latex, struct lx_buf *out)
 {
+    int tagged;
+    char **label = make_labels(rows, &tagged);
     struct strset sweeps = {0};
     for (int i = 0; i < rows->n; i++)
         strset_add(&sweeps, rows->rows[i].sweep);
@@ -188,12 +277,19 @@ static void render_pivots(const struct lx_rows *rows, const char *metrics, int l
                     strset_add(&ms, r->metric);
             }
             for (int m = 0; m < ms.n; m++)
-                pivot(rows, sweeps.v[s], tasks.v[t], ms.v[m], latex, out);
+                pivot(rows, label, sweeps.v[s], tasks.v[t], ms.v[m], latex, out);
             free(ms.v);
         }
         free(tasks.v);
     }
     free(sweeps.v);
+    if (tagged && !latex)
+        lx_buf_puts(out, "[…]: one method name, cells of several configurations (a model retrained under the "
+                         "same name, or changed settings): the model key prefix, or a configuration hash. "
+                         "`lenx rm --not-in CONFIG` removes cells a config no longer plans.\n");
+    for (int i = 0; i < rows->n; i++)
+        free(label[i]);
+    free(label);
 }
 
 static void csv_field(struct lx_buf *out, const char *s)
@@ -215,7 +311,7 @@ void lx_render(const struct lx_rows *rows, enum lx_format fmt, const char *metri
         return;
     }
     if (fmt == LX_FMT_CSV)
-        lx_buf_puts(out, "sweep,method,task,length,seed,metric,value\n");
+        lx_buf_puts(out, "sweep,method,task,length,seed,metric,value,model_key,key\n");
     else
         lx_buf_puts(out, "[");
     int first = 1;
@@ -233,7 +329,11 @@ void lx_render(const struct lx_rows *rows, enum lx_format fmt, const char *metri
             csv_field(out, r->task);
             lx_buf_printf(out, ",%ld,%ld,", r->length, r->seed);
             csv_field(out, r->metric);
-            lx_buf_printf(out, ",%s\n", v);
+            lx_buf_printf(out, ",%s,", v);
+            csv_field(out, r->model_key ? r->model_key : "");
+            lx_buf_puts(out, ",");
+            csv_field(out, r->key);
+            lx_buf_puts(out, "\n");
             continue;
         }
         lx_buf_puts(out, first ? "\n  {\"sweep\": " : ",\n  {\"sweep\": ");
@@ -246,6 +346,16 @@ void lx_render(const struct lx_rows *rows, enum lx_format fmt, const char *metri
         lx_buf_json_str(out, r->metric);
         lx_buf_puts(out, ", \"value\": ");
         lx_buf_num(out, r->value);
+        lx_buf_puts(out, ", \"model_key\": ");
+        if (r->model_key && r->model_key[0])
+            lx_buf_json_str(out, r->model_key);
+        else
+            lx_buf_puts(out, "null");
+        lx_buf_puts(out, ", \"key\": ");
+        if (r->key[0])
+            lx_buf_json_str(out, r->key);
+        else
+            lx_buf_puts(out, "null");
         lx_buf_puts(out, "}");
         first = 0;
     }

@@ -21,22 +21,39 @@ int lx_metric_matches(const char *list, const char *name);
 /* Render rows (already filtered by sweep/commit) in a format. md and latex
 ** pivot methods (rows) × lengths (columns), one table per sweep, task and
 ** metric; a metric's "<name>_se" companion is shown as ± and not tabled on
-** its own; several seeds show mean ± standard deviation. csv and json are tidy,
-** one record per cell and metric. */
+** its own; several seeds show mean ± standard deviation. Rows of one method
+** name from different configurations (model key, resolved parameters) are
+** never pooled: their labels get a tag ("rope @t [1d38c76d]"). csv and json
+** are tidy, one record per cell and metric, with the cell's model key and
+** run key. */
 void lx_render(const struct lx_rows *rows, enum lx_format fmt, const char *metrics, struct lx_buf *out);
 
-/* Read a tidy CSV (header exactly sweep,method,task,length,seed,metric,value). */
+/* Read a tidy CSV: header sweep,method,task,length,seed,metric,value,model_key,key,
+** or the first 7 of those columns (older exports; model keys unknown). */
 int lx_csv_read(const char *path, struct lx_rows *out, struct lx_error *err);
 
-/* Compare base and head on the cells they share, matched by (task, method,
-** length, seed, metric): the canonical strings name every resolved parameter
-** that differs from its default, so this is the run key in readable form.
-** Prints moved cells to out; *n_moved counts them, *n_common the matched ones. */
+/* Compare base and head on the values they share, matched by cell (task,
+** method, model key, length, seed) and metric: the canonical strings name
+** every resolved parameter that differs from its default, so with the model
+** key this is the run key in readable form. The model key counts only when
+** both sides know it (an older CSV does not). Prints moved values and a
+** summary (values, cells) to out. A side holding two configurations of one
+** cell (two rows with the same identity and no common run key) is an
+** LX_EINVAL error naming both. */
 struct lx_compare_opts {
-    double rtol, atol;      /* moved when |head - base| > atol + rtol·|base| */
+    double rtol, atol;          /* moved when |head - base| > atol + rtol·|base| */
+    const char *base_name;      /* the sides as messages name them; NULL: "base", "head" */
+    const char *head_name;
 };
 
-void lx_compare(const struct lx_rows *base, const struct lx_rows *head, const struct lx_compare_opts *o,
-                struct lx_buf *out, int *n_moved, int *n_common);
+struct lx_compare_counts {
+    int n_values;               /* values on both sides, compared */
+    int n_cells;                /* the cells those values belong to */
+    int n_moved;                /* values moved beyond the tolerance */
+    int only_base, only_head;   /* values on one side only */
+};
+
+int lx_compare(const struct lx_rows *base, const struct lx_rows *head, const struct lx_compare_opts *o,
+               struct lx_buf *out, struct lx_compare_counts *c, struct lx_error *err);
 
 #endif

@@ -94,8 +94,8 @@ Test(engine_run, tiny_sweep_matches_committed_baseline, .init = setup, .fini = t
               "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L compare \"$R/results/baselines/tiny.csv\" tiny --db r.db --rtol 1e-5 --atol 1e-7"),
                  0, "%s", out);
-    cr_expect(strstr(out, "78 cells compared, 0 moved") != NULL, "%s", out);
-    cr_expect(strstr(out, "0 only in base, 0 only in head") != NULL, "%s", out);
+    cr_expect(strstr(out, "78 values in 12 cells compared, 0 moved") != NULL, "%s", out);
+    cr_expect(strstr(out, "0 values only in base, 0 only in head") != NULL, "%s", out);
 }
 
 /* ---- the model cache ----------------------------------------------------- */

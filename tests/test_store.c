@@ -609,3 +609,56 @@ Test(store, has_commit_by_prefix)
     cr_expect_eq(has_commit(s, "unkn"), 1);
     lx_store_close(s);
 }
+
+/* lenx rm: deletes the chosen cells with their metrics, series and outputs
+** (foreign keys on: the cascade really happens), in one transaction; the
+** filters combine; a failed row matches --failed only. */
+Test(store, rm_cascades_to_metrics_series_and_outputs)
+{
+    struct lx_store *s = open_rw(db_path);
+    struct lx_run_record a = record("sw", "ka", "c1", 1), b = record("sw", "kb", "c1", 1);
+    struct lx_run_record c = record("other", "ka", "c2", 1), d = record("sw", "kd", "c1", 0);
+    b.method = "none";
+    struct lx_result res = {0};
+    lx_result_metric(&res, "acc", 0.5);
+    lx_result_point(&res, "acc_by_depth", 0, 0.5);
+    lx_result_output(&res, 0, 0.25, "1", "1", 1, -0.5);
+    put(s, &a, &res);
+    put(s, &b, &res);
+    put(s, &c, &res);
+    put(s, &d, &res);
+    lx_result_release(&res);
+    cr_assert_eq(count(s, "runs"), 4);
+    char out[64];
+    sqlite_cli(db_path, "PRAGMA foreign_keys", out, sizeof out);
+    cr_expect_str_eq(out, "0", "the sqlite3 CLI leaves them off: the store must turn them on itself");
+    struct lx_error err = {{0}};
+    struct lx_rm_filter f = {.sweep = "sw", .method = "logn(mode=ssmax,s=0.4)"};
+    struct lx_cell_info *cells;
+    int n;
+    cr_assert_eq(lx_store_rm_list(s, &f, &cells, &n, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(n, 2, "ka and the failed kd; kb is another method, the other ka another sweep");
+    cr_expect(n == 2 && !strcmp(cells[0].key, "ka") && !strcmp(cells[1].key, "kd") &&
+              !strcmp(cells[1].status, "failed"));
+    lx_cell_infos_free(cells, n);
+    f.failed = 1;
+    long deleted = -1;
+    cr_assert_eq(lx_store_rm(s, &f, &deleted, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(deleted, 1);
+    cr_expect_eq(count(s, "runs"), 3);
+    f.failed = 0;
+    f.not_in = "[\"ka\"]";        /* keep what the plan holds: nothing to do for ka */
+    cr_assert_eq(lx_store_rm(s, &f, &deleted, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(deleted, 0);
+    f.not_in = "[]";
+    cr_assert_eq(lx_store_rm(s, &f, &deleted, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(deleted, 1);
+    /* the two cells left own exactly the values they had: 1 metric, 1 point, 1 output each */
+    cr_expect_eq(count(s, "runs"), 2);
+    cr_expect_eq(count(s, "metrics"), 2);
+    cr_expect_eq(count(s, "series"), 2);
+    cr_expect_eq(count(s, "outputs"), 2);
+    lx_store_close(s);
+    sqlite_cli(db_path, "select count(*) from metrics where run_id not in (select id from runs)", out, sizeof out);
+    cr_expect_str_eq(out, "0");
+}

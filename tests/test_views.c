@@ -183,7 +183,8 @@ Test(views, latex_pivot_escapes)
 
 /* ---- csv --------------------------------------------------------------- */
 
-#define CSV_HEADER "sweep,method,task,length,seed,metric,value\n"
+#define CSV_HEADER "sweep,method,task,length,seed,metric,value,model_key,key\n"
+#define OLD_HEADER "sweep,method,task,length,seed,metric,value\n"
 
 static void csv_rows(struct lx_rows *r)
 {
@@ -202,17 +203,17 @@ static void csv_rows(struct lx_rows *r)
 }
 
 #define CSV_BODY                                                                \
-    "s,\"a,b\",t,100,1,ppl,0.1\n"                                               \
-    "s,\"say \"\"hi\"\"\",t,100,1,ppl,512\n"                                    \
-    "s,none,t,1000,2,range_mass:10-100,nan\n"                                   \
-    "s,none,t,1000,2,tiny,1e-09\n"                                              \
-    "s,none,t,1000,2,sum,0.30000000000000004\n"                                 \
-    "s,none,t,1000,2,big,1e+20\n"                                               \
-    "s,none,t,1000,2,neg,-2.5\n"                                                \
-    "s,none,t,1000,2,up,inf\n"                                                  \
-    "s,none,t,1000,2,down,-inf\n"                                               \
-    "s,none,t,1000,2,zero,0\n"                                                  \
-    "s,x,\"gaussian(ranges=[[10,100],[100,1000]])\",10,3,ppl,4.25\n"
+    "s,\"a,b\",t,100,1,ppl,0.1,,\n"                                               \
+    "s,\"say \"\"hi\"\"\",t,100,1,ppl,512,,\n"                                    \
+    "s,none,t,1000,2,range_mass:10-100,nan,,\n"                                   \
+    "s,none,t,1000,2,tiny,1e-09,,\n"                                              \
+    "s,none,t,1000,2,sum,0.30000000000000004,,\n"                                 \
+    "s,none,t,1000,2,big,1e+20,,\n"                                               \
+    "s,none,t,1000,2,neg,-2.5,,\n"                                                \
+    "s,none,t,1000,2,up,inf,,\n"                                                  \
+    "s,none,t,1000,2,down,-inf,,\n"                                               \
+    "s,none,t,1000,2,zero,0,,\n"                                                  \
+    "s,x,\"gaussian(ranges=[[10,100],[100,1000]])\",10,3,ppl,4.25,,\n"
 
 Test(views, csv_exact)
 {
@@ -221,8 +222,8 @@ Test(views, csv_exact)
     expect_render(&r, LX_FMT_CSV, NULL, CSV_HEADER CSV_BODY);
     expect_render(&r, LX_FMT_CSV, "range_mass,neg",
                   CSV_HEADER
-                  "s,none,t,1000,2,range_mass:10-100,nan\n"
-                  "s,none,t,1000,2,neg,-2.5\n");
+                  "s,none,t,1000,2,range_mass:10-100,nan,,\n"
+                  "s,none,t,1000,2,neg,-2.5,,\n");
     lx_rows_release(&r);
     /* No rows: the header alone. */
     expect_render(&r, LX_FMT_CSV, NULL, CSV_HEADER);
@@ -276,8 +277,8 @@ Test(views, csv_value_below_power_of_ten)
     add(&r, "m", 1, 1, "b", nextafter(1e-3, 0.0));
     expect_render(&r, LX_FMT_CSV, NULL,
                   CSV_HEADER
-                  "s,m,t,1,1,a,999.9999999999999\n"
-                  "s,m,t,1,1,b,0.0009999999999999998\n");
+                  "s,m,t,1,1,a,999.9999999999999,,\n"
+                  "s,m,t,1,1,b,0.0009999999999999998,,\n");
     lx_rows_release(&r);
 }
 
@@ -319,15 +320,18 @@ Test(views, csv_read_errors)
     expect_csv_error("sweep,method,task,length,seed,metric,val\ns,m,t,1,1,x,1\n", 1,
                      "header must be exactly sweep,method,task,length,seed,metric,value");
     expect_csv_error("method,sweep,task,length,seed,metric,value\n", 1, "header");
-    expect_csv_error("sweep,method,task,length,seed,metric\n", 1, "expected 7 fields, found 6");
-    expect_csv_error(CSV_HEADER "s,m,t,1,1,x,1\ns,m,t,1,1,x\n", 3, "expected 7 fields, found 6");
-    expect_csv_error(CSV_HEADER "s,m,t,1,1,x,1,9\n", 2, "expected 7 fields, found 8");
-    expect_csv_error(CSV_HEADER "\ns,m,t,1,1,x\n", 3, "expected 7 fields, found 6");
-    expect_csv_error(CSV_HEADER "s,\"m,t,1,1,x,1\n", 2, "unterminated quote");
-    expect_csv_error(CSV_HEADER "s,m,t,1.5,1,x,1\n", 2, "length and seed must be integers");
-    expect_csv_error(CSV_HEADER "s,m,t,1,one,x,1\n", 2, "length and seed must be integers");
-    expect_csv_error(CSV_HEADER "s,m,t,1,1,x,abc\n", 2, "value a number");
-    expect_csv_error(CSV_HEADER "s,m,t,1,1,x,\n", 2, "value a number");
+    expect_csv_error("sweep,method,task,length,seed,metric\n", 1, "expected 9 fields, found 6");
+    expect_csv_error(OLD_HEADER "s,m,t,1,1,x,1\ns,m,t,1,1,x\n", 3, "expected 7 fields, found 6");
+    expect_csv_error(OLD_HEADER "s,m,t,1,1,x,1,9\n", 2, "expected 7 fields, found 8");
+    expect_csv_error(OLD_HEADER "\ns,m,t,1,1,x\n", 3, "expected 7 fields, found 6");
+    expect_csv_error(OLD_HEADER "s,\"m,t,1,1,x,1\n", 2, "unterminated quote");
+    expect_csv_error(OLD_HEADER "s,m,t,1.5,1,x,1\n", 2, "length and seed must be integers");
+    expect_csv_error(OLD_HEADER "s,m,t,1,one,x,1\n", 2, "length and seed must be integers");
+    expect_csv_error(OLD_HEADER "s,m,t,1,1,x,abc\n", 2, "value a number");
+    expect_csv_error(OLD_HEADER "s,m,t,1,1,x,\n", 2, "value a number");
+    /* the current header takes 9 fields a line */
+    expect_csv_error(CSV_HEADER "s,m,t,1,1,x,1\n", 2, "expected 9 fields, found 7");
+    expect_csv_error("sweep,method,task,length,seed,metric,value,model_key,kee\n", 1, "header");
 }
 
 Test(views, csv_read_missing_file)
@@ -350,14 +354,14 @@ Test(views, json_exact)
     expect_render(&r, LX_FMT_JSON, NULL,
                   "[\n"
                   "  {\"sweep\": \"s\", \"method\": \"none\", \"task\": \"t\", \"length\": 100, "
-                  "\"seed\": 1, \"metric\": \"ppl\", \"value\": 1.5},\n"
+                  "\"seed\": 1, \"metric\": \"ppl\", \"value\": 1.5, \"model_key\": null, \"key\": null},\n"
                   "  {\"sweep\": \"s\", \"method\": \"q\\\"x\", \"task\": \"t\", \"length\": 1000, "
-                  "\"seed\": 2, \"metric\": \"acc\", \"value\": null}\n"
+                  "\"seed\": 2, \"metric\": \"acc\", \"value\": null, \"model_key\": null, \"key\": null}\n"
                   "]\n");
     expect_render(&r, LX_FMT_JSON, "acc",
                   "[\n"
                   "  {\"sweep\": \"s\", \"method\": \"q\\\"x\", \"task\": \"t\", \"length\": 1000, "
-                  "\"seed\": 2, \"metric\": \"acc\", \"value\": null}\n"
+                  "\"seed\": 2, \"metric\": \"acc\", \"value\": null, \"model_key\": null, \"key\": null}\n"
                   "]\n");
     expect_render(&r, LX_FMT_JSON, "nothing", "[]\n");
     lx_rows_release(&r);
@@ -412,12 +416,16 @@ static void cell(struct lx_rows *r, const char *sweep, long length, long seed, c
     lx_rows_add(r, sweep, "m", "t", NULL, NULL, length, seed, metric, v, run_id);
 }
 
+/* Compare; *n_moved counts moved values, *n_common compared values. */
 static void run_compare(const struct lx_rows *base, const struct lx_rows *head, double atol, double rtol,
                         struct lx_buf *out, int *n_moved, int *n_common)
 {
     struct lx_compare_opts o = {.rtol = rtol, .atol = atol};
-    *n_moved = *n_common = -1;
-    lx_compare(base, head, &o, out, n_moved, n_common);
+    struct lx_compare_counts c = {-1, -1, -1, -1, -1};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_compare(base, head, &o, out, &c, &err), LX_OK, "%s", err.msg);
+    *n_moved = c.n_moved;
+    *n_common = c.n_values;
 }
 
 Test(compare, identical_sets)
@@ -439,8 +447,8 @@ Test(compare, identical_sets)
     cr_expect_eq(moved, 0);
     cr_expect_eq(common, 4);
     cr_expect_str_eq(lx_buf_str(&out),
-                     "4 cells compared, 0 moved beyond atol 1e-09 + rtol 1e-06·|base|; "
-                     "0 only in base, 0 only in head\n");
+                     "4 values in 3 cells compared, 0 moved beyond atol 1e-09 + rtol 1e-06·|base|; "
+                     "0 values only in base, 0 only in head\n");
     lx_buf_free(&out);
     lx_rows_release(&b);
     lx_rows_release(&h);
@@ -480,8 +488,8 @@ Test(compare, tolerance_boundary)
                      "| t | m | 200 | 2 | x | -2 | -3.25 | -1.25 |\n"
                      "| t | m | 400 | 2 | x | 0 | 0.625 | +0.625 |\n"
                      "\n"
-                     "8 cells compared, 3 moved beyond atol 0.5 + rtol 0.25·|base|; "
-                     "0 only in base, 0 only in head\n");
+                     "8 values in 8 cells compared, 3 moved beyond atol 0.5 + rtol 0.25·|base|; "
+                     "0 values only in base, 0 only in head\n");
     lx_buf_free(&out);
     lx_rows_release(&b);
     lx_rows_release(&h);
@@ -511,7 +519,7 @@ Test(compare, nan_and_inf)
     cr_expect(strstr(s, "| t | m | 100 | 5 | x | inf | -inf |") != NULL, "%s", s);
     cr_expect(strstr(s, "| 100 | 1 |") == NULL, "%s", s);
     cr_expect(strstr(s, "| 100 | 4 |") == NULL, "%s", s);
-    cr_expect(strstr(s, "\n5 cells compared, 3 moved") != NULL, "%s", s);
+    cr_expect(strstr(s, "\n5 values in 5 cells compared, 3 moved") != NULL, "%s", s);
     lx_buf_free(&out);
     lx_rows_release(&b);
     lx_rows_release(&h);
@@ -531,7 +539,8 @@ Test(compare, one_sided_rows_counted_not_moved)
     cr_expect_eq(moved, 0);
     cr_expect_eq(common, 1);
     cr_expect_str_eq(lx_buf_str(&out),
-                     "1 cells compared, 0 moved beyond atol 0 + rtol 0·|base|; 1 only in base, 2 only in head\n");
+                     "1 values in 1 cells compared, 0 moved beyond atol 0 + rtol 0·|base|; "
+                     "1 values only in base, 2 only in head\n");
     lx_buf_free(&out);
     lx_rows_release(&b);
     lx_rows_release(&h);
@@ -541,32 +550,40 @@ Test(compare, one_sided_rows_counted_not_moved)
     cr_expect_eq(moved, 0);
     cr_expect_eq(common, 0);
     cr_expect_str_eq(lx_buf_str(&out),
-                     "0 cells compared, 0 moved beyond atol 0 + rtol 0·|base|; 0 only in base, 0 only in head\n");
+                     "0 values in 0 cells compared, 0 moved beyond atol 0 + rtol 0·|base|; "
+                     "0 values only in base, 0 only in head\n");
     lx_buf_free(&out);
+}
+
+/* One cell stored in several sweeps: the same run key in each. */
+static void keyed_cell(struct lx_rows *r, const char *sweep, double v, long run_id)
+{
+    lx_rows_add(r, sweep, "m", "t", "k1", NULL, 100, 1, "x", v, run_id);
 }
 
 Test(compare, duplicates_keep_newest_run)
 {
     struct lx_rows b = {0}, h = {0};
     /* Added newest first, so position does not decide. */
-    cell(&b, "new", 100, 1, "x", 1.0, 9);
-    cell(&b, "old", 100, 1, "x", 5.0, 2);
-    cell(&h, "new", 100, 1, "x", 1.0, 10);
-    cell(&h, "old", 100, 1, "x", 9.0, 3);
+    keyed_cell(&b, "new", 1.0, 9);
+    keyed_cell(&b, "old", 5.0, 2);
+    keyed_cell(&h, "new", 1.0, 10);
+    keyed_cell(&h, "old", 9.0, 3);
     struct lx_buf out = {0};
     int moved, common;
     run_compare(&b, &h, 0, 0, &out, &moved, &common);
     cr_expect_eq(moved, 0);
     cr_expect_eq(common, 1);
     cr_expect_str_eq(lx_buf_str(&out),
-                     "1 cells compared, 0 moved beyond atol 0 + rtol 0·|base|; 0 only in base, 0 only in head\n");
+                     "1 values in 1 cells compared, 0 moved beyond atol 0 + rtol 0·|base|; "
+                     "0 values only in base, 0 only in head\n");
     lx_buf_free(&out);
     lx_rows_release(&h);
 
     /* The newest head differs from the newest base: moved, and it is the
     ** newest values that are printed. */
-    cell(&h, "old", 100, 1, "x", 1.0, 3);
-    cell(&h, "new", 100, 1, "x", 2.0, 10);
+    keyed_cell(&h, "old", 1.0, 3);
+    keyed_cell(&h, "new", 2.0, 10);
     run_compare(&b, &h, 0, 0, &out, &moved, &common);
     cr_expect_eq(moved, 1);
     cr_expect_eq(common, 1);
@@ -575,8 +592,132 @@ Test(compare, duplicates_keep_newest_run)
                      "|---|---|---:|---:|---|---:|---:|---:|\n"
                      "| t | m | 100 | 1 | x | 1 | 2 | +1 |\n"
                      "\n"
-                     "1 cells compared, 1 moved beyond atol 0 + rtol 0·|base|; 0 only in base, 0 only in head\n");
+                     "1 values in 1 cells compared, 1 moved beyond atol 0 + rtol 0·|base|; "
+                     "0 values only in base, 0 only in head\n");
     lx_buf_free(&out);
     lx_rows_release(&b);
     lx_rows_release(&h);
+}
+
+/* Issue 12: one name, two configurations. Two rows with the same identity
+** and different run keys (a changed default behind one canonical string), or
+** two CSV lines without keys, are refused, naming both; never averaged or
+** silently picked from. */
+Test(compare, two_configurations_of_one_cell_are_refused)
+{
+    struct lx_rows b = {0}, h = {0};
+    lx_rows_add(&b, "s", "m", "t", "k1", NULL, 100, 1, "x", 1.0, 1);
+    lx_rows_add(&b, "s", "m", "t", "k2", NULL, 100, 1, "x", 2.0, 2);
+    lx_rows_add(&h, "s", "m", "t", "k1", NULL, 100, 1, "x", 1.0, 1);
+    struct lx_buf out = {0};
+    struct lx_compare_opts o = {.base_name = "B.csv"};
+    struct lx_compare_counts c;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_compare(&b, &h, &o, &out, &c, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "B.csv holds two configurations of one cell") != NULL, "%s", err.msg);
+    cr_expect(strstr(err.msg, "run key k1 (1)") && strstr(err.msg, "run key k2 (2)"), "%s", err.msg);
+    lx_rows_release(&b);
+    /* CSV lines carry no key: named by line */
+    lx_rows_add(&b, "s", "m", "t", NULL, NULL, 100, 1, "x", 1.0, 2);
+    lx_rows_add(&b, "s", "m", "t", NULL, NULL, 100, 1, "x", 3.0, 7);
+    cr_expect_eq(lx_compare(&h, &b, &o, &out, &c, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "head holds two configurations") != NULL, "%s", err.msg);
+    cr_expect(strstr(err.msg, "line 2 (1)") && strstr(err.msg, "line 7 (3)"), "%s", err.msg);
+    lx_buf_free(&out);
+    lx_rows_release(&b);
+    lx_rows_release(&h);
+}
+
+/* Model keys are part of a cell when both sides know them; a side that does
+** not (an older CSV) is matched without them, and the summary says so. */
+Test(compare, model_keys_match_cells_when_both_sides_know_them)
+{
+    struct lx_rows b = {0}, h = {0};
+    lx_rows_add(&b, "s", "m @t", "t", "k1", NULL, 100, 1, "x", 1.0, 1);
+    lx_rows_set_origin(&b, 0, "aaaaaaaaaaaaaaaa", NULL);
+    lx_rows_add(&b, "s", "m @t", "t", "k2", NULL, 100, 1, "x", 5.0, 2);
+    lx_rows_set_origin(&b, 1, "bbbbbbbbbbbbbbbb", NULL);
+    lx_rows_add(&h, "s", "m @t", "t", "k2", NULL, 100, 1, "x", 6.0, 1);
+    lx_rows_set_origin(&h, 0, "bbbbbbbbbbbbbbbb", NULL);
+    struct lx_buf out = {0};
+    int moved, common;
+    run_compare(&b, &h, 0, 0, &out, &moved, &common);
+    cr_expect_eq(common, 1);
+    cr_expect_eq(moved, 1);
+    cr_expect_str_eq(lx_buf_str(&out),
+                     "| task | method | length | seed | metric | base | head | diff |\n"
+                     "|---|---|---:|---:|---|---:|---:|---:|\n"
+                     "| t | m @t [bbbbbbbb] | 100 | 1 | x | 5 | 6 | +1 |\n"
+                     "\n"
+                     "1 values in 1 cells compared, 1 moved beyond atol 0 + rtol 0·|base|; "
+                     "1 values only in base, 0 only in head\n");
+    lx_buf_free(&out);
+    /* head unknown: matched without model keys, and base's two versions collide */
+    lx_rows_set_origin(&h, 0, NULL, NULL);
+    struct lx_compare_opts o = {0};
+    struct lx_compare_counts c;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_compare(&b, &h, &o, &out, &c, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "base holds two configurations") != NULL, "%s", err.msg);
+    /* with one version in base it matches, and the summary says how */
+    lx_rows_release(&b);
+    lx_rows_add(&b, "s", "m @t", "t", "k2", NULL, 100, 1, "x", 6.0, 2);
+    lx_rows_set_origin(&b, 0, "bbbbbbbbbbbbbbbb", NULL);
+    run_compare(&b, &h, 0, 0, &out, &moved, &common);
+    cr_expect_eq(common, 1);
+    cr_expect(strstr(lx_buf_str(&out), "(model keys unknown in head, a CSV from an older lenx: cells matched "
+                                       "without them)\n") != NULL, "%s", lx_buf_str(&out));
+    lx_buf_free(&out);
+    lx_rows_release(&b);
+    lx_rows_release(&h);
+}
+
+/* ---- one name, several configurations (issue 12) ------------------------- */
+
+/* A row of method "rope @t" with a model key and a configuration hash. */
+static void add_origin(struct lx_rows *r, long seed, double v, const char *model_key, const char *config)
+{
+    lx_rows_add(r, "s", "rope @t", "t", NULL, NULL, 32, seed, "ppl", v, r->n + 1);
+    lx_rows_set_origin(r, r->n - 1, model_key, config);
+}
+
+Test(views, md_configurations_are_never_pooled)
+{
+    struct lx_rows r = {0};
+    /* A model retrained under the same name: two configurations, one model
+    ** key each. Shown apart, tagged with the model key prefix, not "n=2". */
+    add_origin(&r, 1, 2, "aaaaaaaa11111111", "c1c1c1c1c1c1c1c1");
+    add_origin(&r, 1, 4, "bbbbbbbb22222222", "c2c2c2c2c2c2c2c2");
+    expect_render(&r, LX_FMT_MD, NULL,
+                  "### s · t · ppl\n\n| method | 32 |\n|---|---:|\n"
+                  "| rope @t [aaaaaaaa] | 2 |\n| rope @t [bbbbbbbb] | 4 |\n\n"
+                  "[…]: one method name, cells of several configurations (a model retrained under the same name, "
+                  "or changed settings): the model key prefix, or a configuration hash. `lenx rm --not-in CONFIG` "
+                  "removes cells a config no longer plans.\n");
+    lx_rows_release(&r);
+    /* Seeds: one configuration, a model per seed. Pooled as seeds: mean 3,
+    ** sd sqrt(((2-3)^2 + (4-3)^2) / 1) = 1.4. */
+    add_origin(&r, 1, 2, "aaaaaaaa11111111", "c1c1c1c1c1c1c1c1");
+    add_origin(&r, 2, 4, "bbbbbbbb22222222", "c1c1c1c1c1c1c1c1");
+    expect_render(&r, LX_FMT_MD, NULL, "### s · t · ppl\n\n| method | 32 |\n|---|---:|\n| rope @t | 3 ± 1.4 (n=2) |\n\n");
+    /* A third configuration on model a's key (a changed default): the model
+    ** keys no longer tell them apart, so every variant shows its config hash;
+    ** the two seeds of c1 still pool. */
+    add_origin(&r, 1, 8, "aaaaaaaa11111111", "c3c3c3c3c3c3c3c3");
+    expect_render(&r, LX_FMT_MD, NULL,
+                  "### s · t · ppl\n\n| method | 32 |\n|---|---:|\n"
+                  "| rope @t [config c1c1c1c1] | 3 ± 1.4 (n=2) |\n| rope @t [config c3c3c3c3] | 8 |\n\n"
+                  "[…]: one method name, cells of several configurations (a model retrained under the same name, "
+                  "or changed settings): the model key prefix, or a configuration hash. `lenx rm --not-in CONFIG` "
+                  "removes cells a config no longer plans.\n");
+    /* csv: every row with its model key and run key */
+    struct lx_rows k = {0};
+    lx_rows_add(&k, "s", "rope @t", "t", "0123456789abcdef", NULL, 32, 1, "ppl", 2, 1);
+    lx_rows_set_origin(&k, 0, "aaaaaaaa11111111", "c1");
+    expect_render(&k, LX_FMT_CSV, NULL, CSV_HEADER "s,rope @t,t,32,1,ppl,2,aaaaaaaa11111111,0123456789abcdef\n");
+    expect_render(&k, LX_FMT_JSON, NULL,
+                  "[\n  {\"sweep\": \"s\", \"method\": \"rope @t\", \"task\": \"t\", \"length\": 32, \"seed\": 1, "
+                  "\"metric\": \"ppl\", \"value\": 2, \"model_key\": \"aaaaaaaa11111111\", \"key\": \"0123456789abcdef\"}\n]\n");
+    lx_rows_release(&k);
+    lx_rows_release(&r);
 }
