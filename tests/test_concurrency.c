@@ -7,6 +7,10 @@
 ** bit-flipped checkpoint is reported and retrained, refused under --no-train
 ** and refused by `lenx score`.
 **
+** The suite `claims` checks the store's side directly: claims taken, refused
+** and taken over from dead owners; a failed cell never replaces an ok row;
+** a schema-4 file migrates to 5.
+**
 ** Each test runs in its own temp dir (tests/shell.h); the binary is $LENX_BIN,
 ** the checkout $LENX_ROOT. The models train 20 steps at length 32 (well under
 ** a second each), so four processes contend for them while the others wait.
@@ -16,7 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "results/store.h"
 #include "tests/shell.h"
 
 static void setup(void)
@@ -105,4 +112,134 @@ Test(conc, failed_force_rerun_keeps_the_ok_row, .init = setup, .fini = teardown,
     cr_expect_eq(sql_long("r.db", "select count(*) from runs where status = 'failed'"), 0);
     cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --format csv > after.csv"), 0, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "cmp before.csv after.csv"), 0, "the table is unchanged: %s", out);
+}
+
+/* ---- the store's side: claims, failed rows, migration ----------------------- */
+
+static struct lx_store *open_db(const char *name)
+{
+    char path[128];
+    struct lx_store *s = NULL;
+    struct lx_error err = {{0}};
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(lx_store_open(&s, path, 0, &err), LX_OK, "%s", err.msg);
+    return s;
+}
+
+static enum lx_claim claim(struct lx_store *s, const char *key, const struct lx_owner *me, int check_done)
+{
+    enum lx_claim st;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_claim(s, "sw", key, me, check_done, &st, &err), LX_OK, "%s", err.msg);
+    return st;
+}
+
+static struct lx_owner owner(const char *host, long pid, const char *tag)
+{
+    struct lx_owner o = {.pid = pid};
+    snprintf(o.host, sizeof o.host, "%s", host);
+    snprintf(o.id, sizeof o.id, "%s:%ld:%s", host, pid, tag);
+    return o;
+}
+
+/* A pid that no process has: a child that has exited and been reaped. */
+static long dead_pid(void)
+{
+    pid_t p = fork();
+    cr_assert(p >= 0);
+    if (p == 0)
+        _exit(0);
+    waitpid(p, NULL, 0);
+    return (long)p;
+}
+
+static struct lx_run_record cell(const char *key, int ok)
+{
+    struct lx_run_record r = {
+        .key = key, .sweep = "sw", .method = "none", .method_json = "{}", .task = "t", .task_json = "{}",
+        .key_json = "{}", .length = 10, .seed = 1, .ok = ok, .error = ok ? NULL : "boom", .commit = "c1",
+        .version = "v", .threads = 1, .started = 1.0, .finished = 2.0,
+    };
+    return r;
+}
+
+Test(claims, taken_refused_released_and_taken_over, .init = setup, .fini = teardown)
+{
+    struct lx_store *s = open_db("c.db");
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    struct lx_owner a = owner(host, (long)getpid(), "a"), b = owner(host, (long)getpid(), "b");
+    cr_expect_eq(claim(s, "k1", &a, 1), LX_CLAIM_GOT);
+    cr_expect_eq(claim(s, "k1", &a, 1), LX_CLAIM_GOT, "a claim is ours again");
+    cr_expect_eq(claim(s, "k1", &b, 1), LX_CLAIM_BUSY, "a live owner (this process) holds it");
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_unclaim(s, "sw", "k1", a.id, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(claim(s, "k1", &b, 1), LX_CLAIM_GOT, "released");
+    /* same host, pid gone: taken over at once */
+    struct lx_owner dead = owner(host, dead_pid(), "d");
+    cr_expect_eq(claim(s, "k2", &dead, 1), LX_CLAIM_GOT);
+    cr_expect_eq(claim(s, "k2", &a, 1), LX_CLAIM_GOT, "a dead pid's claim is taken over");
+    /* another host: only a stale heartbeat counts (its pid means nothing here) */
+    struct lx_owner far = owner("elsewhere", (long)getpid(), "f");
+    cr_expect_eq(claim(s, "k3", &far, 1), LX_CLAIM_GOT);
+    cr_expect_eq(claim(s, "k3", &a, 1), LX_CLAIM_BUSY);
+    cr_assert_eq(sh(NULL, 0, "sqlite3 c.db \"update claims set heartbeat = heartbeat - %d where key = 'k3'\"",
+                    (int)LX_CLAIM_STALE_S + 1), 0);
+    cr_expect_eq(claim(s, "k3", &a, 1), LX_CLAIM_GOT, "a stale heartbeat's claim is taken over");
+    /* a stored ok cell is DONE (unless the caller recomputes it) */
+    struct lx_run_record r = cell("k4", 1);
+    cr_assert_eq(lx_store_put(s, &r, NULL, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(claim(s, "k4", &b, 1), LX_CLAIM_DONE);
+    cr_expect_eq(claim(s, "k4", &b, 0), LX_CLAIM_GOT);
+    cr_assert_eq(lx_store_unclaim(s, NULL, NULL, a.id, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(sql_long("c.db", "select count(*) from claims where owner like '%:a'"), 0, "all of a's released");
+    cr_expect_eq(sql_long("c.db", "select count(*) from claims where owner like '%:b'"), 2, "b's kept");
+    lx_store_close(s);
+}
+
+Test(claims, failed_cell_never_replaces_an_ok_row, .init = setup, .fini = teardown)
+{
+    struct lx_store *s = open_db("f.db");
+    struct lx_error err = {{0}};
+    struct lx_run_record ok = cell("k", 1), bad = cell("k", 0);
+    cr_assert_eq(lx_store_put(s, &ok, NULL, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(lx_store_put(s, &bad, NULL, &err), LX_STORE_KEPT);
+    cr_expect_eq(sql_long("f.db", "select count(*) from runs where status = 'ok'"), 1);
+    cr_expect_eq(sql_long("f.db", "select count(*) from runs"), 1);
+    /* an ok row replaces an ok row; another commit adds its failure beside it */
+    cr_expect_eq(lx_store_put(s, &ok, NULL, &err), LX_OK);
+    bad.commit = "c2";
+    cr_expect_eq(lx_store_put(s, &bad, NULL, &err), LX_OK);
+    cr_expect_eq(sql_long("f.db", "select count(*) from runs"), 2);
+    /* a failed row is replaced by a failed or an ok one */
+    cr_expect_eq(lx_store_put(s, &bad, NULL, &err), LX_OK);
+    struct lx_run_record ok2 = cell("k", 1);
+    ok2.commit = "c2";
+    cr_expect_eq(lx_store_put(s, &ok2, NULL, &err), LX_OK);
+    cr_expect_eq(sql_long("f.db", "select count(*) from runs where status = 'ok'"), 2);
+    cr_expect_eq(sql_long("f.db", "select count(*) from runs"), 2);
+    lx_store_close(s);
+}
+
+Test(claims, schema_4_migrates_to_5, .init = setup, .fini = teardown)
+{
+    struct lx_store *s = open_db("m.db");
+    struct lx_error err = {{0}};
+    struct lx_run_record r = cell("k", 1);
+    cr_assert_eq(lx_store_put(s, &r, NULL, &err), LX_OK, "%s", err.msg);
+    lx_store_close(s);
+    /* back to schema 4: no claims, no models.weights_sha256 or models.threads */
+    cr_assert_eq(sh(NULL, 0, "sqlite3 m.db 'DROP TABLE claims; ALTER TABLE models DROP COLUMN weights_sha256;"
+                    " ALTER TABLE models DROP COLUMN threads; PRAGMA user_version = 4'"), 0);
+    /* two processes open it at once: one migrates, neither fails */
+    cr_expect_eq(sh(NULL, 0, "$L table --db m.db > /dev/null"), 0, "a reader leaves it at 4");
+    s = open_db("m.db");
+    lx_store_close(s);
+    s = open_db("m.db");
+    lx_store_close(s);
+    cr_expect_eq(sql_long("m.db", "pragma user_version"), 5);
+    cr_expect_eq(sql_long("m.db", "select count(*) from runs"), 1, "rows kept");
+    cr_expect_eq(sql_long("m.db", "select count(*) from pragma_table_info('models') where name in"
+                          " ('weights_sha256', 'threads')"), 2);
+    cr_expect_eq(sql_long("m.db", "select count(*) from claims"), 0);
 }
