@@ -650,6 +650,10 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
                 plan->n_cells, sum->n_skipped, n_todo);
     struct runner r = {.plan = plan, .store = store, .o = o, .sum = sum};
     owner_init(&r.me);
+    if ((rc = lx_store_reap(store, &r.me, err)) < 0) {
+        free(todo);
+        return rc;
+    }
     struct heartbeat hb;
     heartbeat_start(&hb, lx_store_path(store), r.me.id);
     struct model_slot slot = {0};

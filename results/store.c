@@ -715,3 +715,29 @@ int lx_store_heartbeat(struct lx_store *s, const char *owner, struct lx_error *e
     return owner_stmt(s, "UPDATE claims SET heartbeat = ?4 WHERE owner = ?1 AND ?2 IS NULL AND ?3 IS NULL",
                       owner, NULL, NULL, err, "refreshing claims");
 }
+
+int lx_store_reap(struct lx_store *s, const struct lx_owner *me, struct lx_error *err)
+{
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return db_err(s, err, "starting a transaction to clear dead claims");
+    sqlite3_stmt *st, *del = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT owner, host, pid, heartbeat, rowid FROM claims", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db, "DELETE FROM claims WHERE rowid = ?1", -1, &del, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        rc = SQLITE_OK;
+        if (strcmp(col_text(st, 0), me->id) == 0 ||
+            !owner_dead(me, col_text(st, 1), (long)sqlite3_column_int64(st, 2), sqlite3_column_double(st, 3)))
+            continue;
+        sqlite3_reset(del);
+        sqlite3_bind_int64(del, 1, sqlite3_column_int64(st, 4));
+        rc = sqlite3_step(del) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(del);
+    if (rc == SQLITE_DONE && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+        return LX_OK;
+    int code = db_err(s, err, "clearing dead claims");
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return code;
+}

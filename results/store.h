@@ -112,6 +112,8 @@ int lx_store_claim(struct lx_store *s, const char *sweep, const char *key, const
                    int check_done, enum lx_claim *out, struct lx_error *err);
 /* Release one claim of owner, or all of them when sweep is NULL. */
 int lx_store_unclaim(struct lx_store *s, const char *sweep, const char *key, const char *owner, struct lx_error *err);
+/* Delete the claims of dead owners (left by processes that were killed). */
+int lx_store_reap(struct lx_store *s, const struct lx_owner *me, struct lx_error *err);
 /* Mark every claim of owner alive now. */
 int lx_store_heartbeat(struct lx_store *s, const char *owner, struct lx_error *err);
 /* The file, as opened. */

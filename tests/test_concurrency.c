@@ -243,3 +243,143 @@ Test(claims, schema_4_migrates_to_5, .init = setup, .fini = teardown)
                           " ('weights_sha256', 'threads')"), 2);
     cr_expect_eq(sql_long("m.db", "select count(*) from claims"), 0);
 }
+
+/* ---- end to end: disjoint sweeps, kill -9, the cache as files --------------- */
+
+/* Sweep `name` on the shared model's rope checkpoint: 2 stacks x 2 lengths. */
+static void write_disjoint(const char *file, const char *name)
+{
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml, "name: %s\nseed: 1\n" MODEL_YAML "methods: [rope, [rope, {logn: {mode: qwen}}]]\n"
+             "tasks: [{ppl: {windows: 2}}]\nlengths: [32, 64]\n", name);
+    write_file(file, yaml);
+}
+
+Test(conc, four_disjoint_sweeps_train_their_shared_model_once, .init = setup, .fini = teardown, .timeout = 120)
+{
+    const char *cfg[] = {"d0.yaml", "d1.yaml", "d2.yaml", "d3.yaml"};
+    for (int i = 0; i < 4; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "d%d", i);
+        write_disjoint(cfg[i], name);
+    }
+    long trained = run_concurrently(4, cfg, 4, "r.db");
+    cr_expect_eq(trained, 1, "one model key shared by four sweeps");
+    expect_each_cell_once("r.db", 16);
+    cr_expect_eq(sql_long("r.db", "select count(distinct sweep) from runs where status = 'ok'"), 4);
+    cr_expect_eq(sql_long("r.db", "select count(*) from models"), 1);
+    cr_expect_eq(sql_long("r.db", "select count(*) from claims"), 0);
+}
+
+/* 20 times: a sweep killed with SIGKILL at a random moment (training, a
+** cell, a commit; a cached run takes ~0.6 s, cells 0.02-0.1 s), then rerun
+** to the end: every cell once, none lost. Each
+** round has its own store in the same directory, so the first trains the
+** model (or is killed training it) and the later ones load its file. */
+Test(conc, kill_9_then_rerun_20_times_loses_and_duplicates_nothing, .init = setup, .fini = teardown,
+     .timeout = 300)
+{
+    char out[8192];
+    write_file("k.yaml", "name: k\nseed: 1\n" MODEL_YAML "methods: [rope, nope, [rope, {logn: {mode: qwen}}]]\n"
+                         "tasks: [{ppl: {windows: 8}}]\nlengths: [128, 256, 512]\n");
+    srand(12);
+    int partial = 0;    /* rounds killed with some but not all cells stored */
+    for (int i = 0; i < 20; i++) {
+        int ms = rand() % 700;
+        char db[16];
+        snprintf(db, sizeof db, "r%d.db", i);
+        cr_assert_eq(sh(out, sizeof out, "$L run k.yaml --db %s --quiet --no-table > /dev/null 2>&1 & p=$!;"
+                        " sleep %d.%03d; kill -9 $p; wait $p; echo stored=$(sqlite3 %s 'select count(*) from runs' 2>/dev/null)",
+                        db, ms / 1000, ms % 1000, db), 0, "round %d: %s", i, out);
+        const char *n = strstr(out, "stored=");
+        partial += n && atol(n + 7) > 0 && atol(n + 7) < 9;
+        cr_assert_eq(sh(out, sizeof out, "$L run k.yaml --db %s --quiet --no-table", db), 0, "round %d: %s", i, out);
+        expect_each_cell_once(db, 9);
+        cr_expect_eq(sql_long(db, "select count(*) from claims"), 0, "round %d: claims left", i);
+    }
+    fprintf(stderr, "conc: %d of 20 kills landed mid-sweep\n", partial);
+    cr_expect_geq(partial, 3, "only %d of 20 kills landed mid-sweep", partial);
+    /* every round computed the same numbers from the same two checkpoints */
+    cr_expect_eq(sh(out, sizeof out, "for i in $(seq 0 19); do sqlite3 r$i.db \"select r.key, m.name, m.value"
+                    " from runs r join metrics m on m.run_id = r.id order by 1, 2\" | sha256sum; done | sort -u"
+                    " | wc -l"), 0, "%s", out);
+    cr_expect_eq(atol(out), 1, "identical metrics in all 20 stores: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "ls models/*.safetensors | wc -l"), 0);
+    cr_expect_eq(atol(out), 2, "%s", out);
+}
+
+/* sha256 of a safetensors file's data buffer (after the 8-byte length and
+** the header), computed by Python: an independent reference. */
+#define DATA_SHA "/usr/bin/python3 -c \"import hashlib,struct,sys; b=open(sys.argv[1],'rb').read();" \
+                 " n=struct.unpack('<Q',b[:8])[0]; print(hashlib.sha256(b[8+n:]).hexdigest())\""
+
+Test(conc, fresh_db_reuses_the_checkpoint_files, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[8192], want[128];
+    write_file("s.yaml", shared);
+    cr_assert_eq(sh(out, sizeof out, "$L run s.yaml --db a.db --quiet --no-table"), 0, "%s", out);
+    cr_expect(strstr(out, "2 models trained") != NULL, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "sha256sum models/* > before.sha"), 0);
+    cr_assert_eq(sh(out, sizeof out, "$L run s.yaml --db b.db --quiet --no-table"), 0, "%s", out);
+    cr_expect(strstr(out, "6 run (6 ok, 0 failed), 0 already stored; 0 models trained (0 steps)") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "sha256sum models/* | cmp - before.sha"), 0, "files untouched: %s", out);
+    /* b.db records both files, with the data hash Python computes */
+    cr_expect_eq(sql_long("b.db", "select count(*) from models where steps = 0"), 2, "found, not trained");
+    for (int i = 0; i < 2; i++) {
+        char key[64], sql[512];
+        snprintf(sql, sizeof sql, "select key from models order by key limit 1 offset %d", i);
+        sql_text(key, sizeof key, "b.db", sql);
+        cr_assert_eq(sh(want, sizeof want, DATA_SHA " models/%s.safetensors", key), 0, "%s", want);
+        want[strcspn(want, "\n")] = '\0';
+        snprintf(sql, sizeof sql, "select count(*) from runs where model_key = '%s' and weights_sha256 = '%s'", key,
+                 want);
+        long n_runs = i == 0 ? 4 : 2;   /* rope's key sorts first (rope, rope+logn); nope's 2 */
+        cr_expect_eq(sql_long("b.db", sql), n_runs, "the runs on %s name its weights", key);
+        cr_expect_eq(sql_long("a.db", sql), n_runs, "and so did the training store's");
+        snprintf(sql, sizeof sql, "select count(*) from models where key = '%s' and weights_sha256 = '%s'", key, want);
+        cr_expect_eq(sql_long("b.db", sql), 1);
+    }
+    /* the same numbers from either store */
+    cr_assert_eq(sh(out, sizeof out, "$L table --db a.db --format csv > a.csv && $L table --db b.db --format csv"
+                    " > b.csv && cmp a.csv b.csv"), 0, "%s", out);
+    /* lenx score finds a model by name from any directory */
+    write_file("t.txt", "It is a truth universally acknowledged, that a single man in possession of a good fortune");
+    cr_assert_eq(sh(out, sizeof out, "mkdir -p sub/deeper && mv a.db sub/ && mkdir sub/models && cp models/* sub/models"
+                    " && cd sub/deeper && $L score --db ../a.db --model $(sqlite3 ../a.db \"select key from models"
+                    " order by key limit 1\") --text ../../t.txt > s.json && grep -c '\"mean_nll\"' s.json"), 0,
+                 "%s", out);
+}
+
+/* Flip one bit of the rope checkpoint's weights. */
+#define FLIP "k=$(sqlite3 r.db \"select distinct model_key from runs where method = 'rope'\");" \
+             " /usr/bin/python3 -c \"import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read());" \
+             " b[-5] ^= 4; open(p,'wb').write(b)\" models/$k.safetensors"
+
+Test(conc, bit_flipped_checkpoint_is_reported_retrained_or_refused, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[8192];
+    write_file("s.yaml", shared);
+    write_file("t.txt", "It is a truth universally acknowledged, that a single man in possession of a good fortune");
+    cr_assert_eq(sh(out, sizeof out, "$L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "sha256sum models/* > before.sha && " FLIP), 0, "%s", out);
+    cr_expect_neq(sh(out, sizeof out, "sha256sum models/* | cmp -s - before.sha"), 0, "the file changed");
+    /* lenx score refuses it, by path and by key */
+    cr_expect_eq(sh(out, sizeof out, "k=$(sqlite3 r.db \"select distinct model_key from runs where method = 'rope'\");"
+                    " $L score --model models/$k.safetensors --text t.txt"), 3, "%s", out);
+    cr_expect(strstr(out, ".safetensors: the weights do not match the checkpoint's embedded hash") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "k=$(sqlite3 r.db \"select distinct model_key from runs where method = 'rope'\");"
+                    " $L score --db r.db --model $k --text t.txt"), 3, "%s", out);
+    cr_expect(strstr(out, "the file is damaged") != NULL, "%s", out);
+    /* --no-train refuses it: the rope cells fail, their ok rows stay */
+    cr_expect_eq(sh(out, sizeof out, "$L run s.yaml --db r.db --no-table --force --no-train"), 1, "%s", out);
+    cr_expect(strstr(out, "--no-train: no usable checkpoint: ") != NULL, "%s", out);
+    cr_expect(strstr(out, "(2 ok, 4 failed)") != NULL, "%s", out);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs where status = 'ok'"), 6);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs where status = 'failed'"), 0);
+    /* a run reports it and retrains it, to the same bytes */
+    cr_expect_eq(sh(out, sizeof out, "$L run s.yaml --db r.db --no-table --force"), 0, "%s", out);
+    cr_expect(strstr(out, "lenx: warning: checkpoint models/") != NULL, "%s", out);
+    cr_expect(strstr(out, "cannot be used, retraining it: ") != NULL, "%s", out);
+    cr_expect(strstr(out, "1 models trained") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "sha256sum models/* | cmp - before.sha"), 0, "%s", out);
+}
