@@ -299,15 +299,22 @@ static int obtain(const struct trainer *t, const struct model_id *id, struct lx_
     return rc;
 }
 
+/* The cell's model and its facts at the training length. */
+static const struct lx_model_use *train_facts(const struct runner *r, const struct lx_cell *c, struct lx_facts *f)
+{
+    const struct lx_grid *g = r->plan->grid;
+    const struct lx_model_use *mu = &g->models[c->model];
+    lx_model_facts(mu, g->tasks[c->task].task->caps, mu->train.length, f);
+    return mu;
+}
+
 /* The base of a fine-tuned stack, trained with its base part. */
 static int train_base(struct runner *r, const struct lx_cell *c, struct lx_model *m, char weights[65], int *busy,
                       struct lx_error *err)
 {
-    const struct lx_grid *g = r->plan->grid;
-    const struct lx_model_use *mu = &g->models[c->model];
-    const struct lx_stack *st = &g->stacks[c->stack];
+    const struct lx_stack *st = &r->plan->grid->stacks[c->stack];
     struct lx_facts f;
-    lx_model_facts(mu, g->tasks[c->task].task->caps, mu->train.length, &f);
+    const struct lx_model_use *mu = train_facts(r, c, &f);
     struct lx_spec spec;
     struct lx_buf part = {0};
     lx_stack_base_part(st, &part);
@@ -329,12 +336,10 @@ static int train_base(struct runner *r, const struct lx_cell *c, struct lx_model
 static int train_model(struct runner *r, const struct lx_cell *c, struct lx_model *m, char weights[65], int *busy,
                        struct lx_error *err)
 {
-    const struct lx_grid *g = r->plan->grid;
-    const struct lx_model_use *mu = &g->models[c->model];
-    const struct lx_stack *st = &g->stacks[c->stack];
+    const struct lx_stack *st = &r->plan->grid->stacks[c->stack];
     long ft = lx_stack_finetune(st);
     struct lx_facts f;
-    lx_model_facts(mu, g->tasks[c->task].task->caps, mu->train.length, &f);
+    const struct lx_model_use *mu = train_facts(r, c, &f);
     struct lx_spec spec;
     struct lx_arch arch = mu->arch;
     int rc = LX_OK;

@@ -107,6 +107,17 @@ static int db_err(struct lx_store *s, struct lx_error *err, const char *doing)
                   "or is the disk full?", s->path, doing, sqlite3_errmsg(s->db));
 }
 
+/* End a write transaction: COMMIT when ok, else (or when COMMIT fails) an
+** error saying what we were doing, and ROLLBACK. */
+static int finish(struct lx_store *s, int ok, struct lx_error *err, const char *doing)
+{
+    if (ok && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+        return LX_OK;
+    int code = db_err(s, err, doing);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return code;
+}
+
 static int exec(struct lx_store *s, const char *sql, struct lx_error *err)
 {
     char *msg = NULL;
@@ -396,11 +407,7 @@ int lx_store_put(struct lx_store *s, const struct lx_run_record *rec, const stru
         rc = insert_run(s, rec, &id);
     if (rc == SQLITE_OK)
         rc = insert_values(s, id, rec->ok ? res : NULL);
-    if (rc == SQLITE_OK && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
-        return LX_OK;
-    int code = db_err(s, err, "storing a cell");
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    return code;
+    return finish(s, rc == SQLITE_OK, err, "storing a cell");
 }
 
 void lx_rows_add(struct lx_rows *r, const char *sweep, const char *method, const char *task,
@@ -681,11 +688,7 @@ int lx_store_claim(struct lx_store *s, const char *sweep, const char *key, const
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
         sqlite3_finalize(st);
     }
-    if (rc == SQLITE_OK && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
-        return LX_OK;
-    int code = db_err(s, err, "claiming a cell");
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    return code;
+    return finish(s, rc == SQLITE_OK, err, "claiming a cell");
 }
 
 /* One statement on the claims of owner (?1), optionally of one (sweep ?2, key ?3). */
@@ -735,9 +738,5 @@ int lx_store_reap(struct lx_store *s, const struct lx_owner *me, struct lx_error
     }
     sqlite3_finalize(st);
     sqlite3_finalize(del);
-    if (rc == SQLITE_DONE && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
-        return LX_OK;
-    int code = db_err(s, err, "clearing dead claims");
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    return code;
+    return finish(s, rc == SQLITE_DONE, err, "clearing dead claims");
 }

@@ -383,3 +383,28 @@ Test(conc, bit_flipped_checkpoint_is_reported_retrained_or_refused, .init = setu
     cr_expect(strstr(out, "1 models trained") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "sha256sum models/* | cmp - before.sha"), 0, "%s", out);
 }
+
+/* A checkpoint from before the hash was embedded (the key renamed in place,
+** same length, so the header stays valid) is used, its hash computed and
+** recorded; the thread count of training is in the file and the models row. */
+Test(conc, old_checkpoint_without_hash_loads_and_threads_are_recorded, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+    char out[8192], want[128], sql[512];
+    write_file("s.yaml", shared);
+    cr_assert_eq(sh(out, sizeof out, "$L run s.yaml --db a.db --quiet --no-table --threads 2"), 0, "%s", out);
+    cr_expect_eq(sql_long("a.db", "select count(*) from models where threads = 2"), 2);
+    cr_expect_eq(sh(out, sizeof out, "grep -c '\"lenx_threads\":\"2\"' models/*.safetensors | grep -c ':1$'"), 0,
+                 "%s", out);
+    cr_expect_eq(atol(out), 2, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "for f in models/*.safetensors; do sed -i 's/\"lenx_weights_sha256\"/"
+                    "\"xenx_weights_sha256\"/' $f; done; ! grep -l lenx_weights_sha256 models/*"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L run s.yaml --db b.db --quiet --no-table --no-train"), 0, "%s", out);
+    cr_expect(strstr(out, "0 models trained") != NULL, "%s", out);
+    char key[64];
+    sql_text(key, sizeof key, "b.db", "select key from models order by key limit 1");
+    cr_assert_eq(sh(want, sizeof want, DATA_SHA " models/%s.safetensors", key), 0, "%s", want);
+    want[strcspn(want, "\n")] = '\0';
+    snprintf(sql, sizeof sql, "select count(*) from runs where model_key = '%s' and weights_sha256 = '%s'", key, want);
+    cr_expect_eq(sql_long("b.db", sql), 4, "the computed hash is recorded");
+}
