@@ -1,5 +1,8 @@
 /*
-** harness/run.c - the sweep runner.
+** harness/run.c - the sweep runner: claim each cell in the store, obtain its
+** model (a checkpoint file, or trained once under a claim on its key), run
+** it, store it, release the claim (see run.h, docs/results.md "Several
+** processes on one store").
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/run.h"
