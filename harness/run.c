@@ -666,7 +666,7 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
     heartbeat_start(&hb, lx_store_path(store), r.me.id);
     struct model_slot slot = {0};
     double spent = 0.0;
-    int total = n_todo, n_done = 0;
+    int total = n_todo, n_done = 0, waiting = 0;
     /* Pass over the cells; those another process holds are tried again after
     ** a pause, until every cell is stored (here or there). */
     while (n_todo > 0 && rc == LX_OK) {
@@ -690,6 +690,10 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
             spent += secs;
             progress(o, plan, c, n_done, total, secs, spent / n_done, ok ? "ok" : "FAILED");
         }
+        if (rc == LX_OK && n_next && o->progress && !waiting)
+            fprintf(stderr, "lenx: %d cells held by other processes (running them, or training their "
+                    "models); waiting for them\n", n_next);
+        waiting |= n_next > 0;
         if (rc == LX_OK && n_next == n_todo)
             pause_s(0.2);
         n_todo = n_next;

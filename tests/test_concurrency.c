@@ -89,6 +89,12 @@ Test(conc, four_runs_of_one_sweep_compute_each_cell_once, .init = setup, .fini =
     const char *cfg[] = {"s.yaml"};
     long trained = run_concurrently(4, cfg, 1, "r.db");
     cr_expect_eq(trained, 2, "two model keys, each trained by one process");
+    /* each process's summary accounts for all 6 cells: run here or stored by another */
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "for i in 0 1 2 3; do sed -n \"s/.*'shared': \\([0-9]*\\) run .*, "
+                    "\\([0-9]*\\) already stored.*/\\1 \\2/p\" out$i.txt | awk '{print $1 + $2}'; done"
+                    " | tr '\\n' ' '"), 0, "%s", out);
+    cr_expect_str_eq(out, "6 6 6 6 ");
     expect_each_cell_once("r.db", 6);
     cr_expect(exists("models"), "checkpoints go to <db dir>/models");
     cr_expect_eq(sql_long("r.db", "select count(*) from models"), 2);
