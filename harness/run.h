@@ -18,7 +18,7 @@ struct lx_run_opts {
 
 struct lx_run_summary {
     int n_cells;            /* cells in the plan */
-    int n_skipped;          /* already stored, not run */
+    int n_skipped;          /* already stored (before or, by another process, during the run), not run here */
     int n_ok, n_failed;     /* run now */
     int n_trained;          /* models trained now */
     long train_steps;       /* optimizer steps taken now (0 when every model was cached) */

@@ -9,7 +9,9 @@
 **   claims   cells and model keys that running processes are working on
 ** A cell is written in one transaction; a cell is "done" in a sweep when an ok
 ** row with its run key exists there. Rows are unique per (sweep, key, commit,
-** dirty): recomputing at the same commit replaces, at another commit adds.
+** dirty): recomputing at the same commit replaces (except that a failed row
+** never replaces an ok one), at another commit adds. Claims let several
+** processes share a store: see lx_store_claim.
 */
 #ifndef LX_STORE_H
 #define LX_STORE_H
