@@ -46,7 +46,8 @@ static void usage(const char *text, const struct lx_opt *opts, int n)
 
 static const struct lx_opt run_opts[] = {
     {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
-    {"force", 0, "recompute cells that are already stored"},
+    {"force", 0, "recompute cells that are already stored (an ok row stays until the new one succeeds)"},
+    {"no-train", 0, "never train: a cell whose model has no usable checkpoint fails"},
     {"dry-run", 0, "check the config and print the plan; run and write nothing"},
     {"threads", 1, "OpenMP threads (default: OMP_NUM_THREADS or all cores)"},
     {"no-table", 0, "do not print the sweep's table at the end"},
@@ -137,14 +138,13 @@ static int cmd_run(int argc, char **argv)
             status = fail(&err, rc);
         } else {
             char models_dir[4096];
-            const char *slash = strrchr(db, '/');
-            snprintf(models_dir, sizeof models_dir, "%.*s%smodels", slash ? (int)(slash - db) : 0, db,
-                     slash ? "/" : "");
+            lx_run_models_dir(db, models_dir, sizeof models_dir);
             struct lx_run_opts o = {
                 .force = lx_args_get(&a, run_opts, N_OPTS(run_opts), "force") != NULL,
                 .progress = lx_args_get(&a, run_opts, N_OPTS(run_opts), "quiet") ? 0
                             : isatty(STDERR_FILENO) ? 2 : 1,
                 .models_dir = models_dir,
+                .no_train = lx_args_get(&a, run_opts, N_OPTS(run_opts), "no-train") != NULL,
             };
             struct lx_run_summary sum;
             rc = lx_run_plan(&plan, store, &o, &sum, &err);

@@ -1,10 +1,15 @@
 /*
-** harness/run.c - the sweep runner.
+** harness/run.c - the sweep runner: claim each cell in the store, obtain its
+** model (a checkpoint file, or trained once under a claim on its key), run
+** it, store it, release the claim (see run.h, docs/results.md "Several
+** processes on one store").
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/run.h"
 
+#include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -100,13 +105,34 @@ int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struc
     return rc;
 }
 
-/* ---- models: load from the cache or train ---------------------------------- */
+/* ---- models: load from the cache or train ----------------------------------
+**
+** The cache is the files: <models dir>/<key>.safetensors is used whichever
+** store is open when its embedded model key and weights hash check out, and
+** recorded in the open store. A model is trained under a claim on its key
+** (LX_CLAIM_MODEL), so concurrent processes train it once; the others defer
+** the cells that need it and load it when the claim is gone. */
+
+/* What a run needs besides the plan: the store, the options, who we are. */
+struct runner {
+    const struct lx_plan *plan;
+    struct lx_store *store;
+    const struct lx_run_opts *o;
+    struct lx_owner me;         /* our claims' owner */
+    struct lx_run_summary *sum;
+};
 
 struct model_slot {
     char key[17];               /* the loaded (or failed) key; "" = none */
     struct lx_model m;
+    char weights[65];           /* sha256 of its tensor data */
     int ok;                     /* 1 loaded, 0 failed with msg */
     struct lx_error why;        /* the failure, when ok is 0 */
+};
+
+/* One model to obtain: its key, what the key hashes, its name in the sweep. */
+struct model_id {
+    const char *key, *key_json, *name;
 };
 
 struct train_progress {
@@ -136,27 +162,60 @@ static void train_progress(void *ctx, long step, long steps, double loss, double
     fflush(stderr);
 }
 
-static void model_path(char *out, size_t n, const struct lx_run_opts *o, const char *key)
+static const char *models_dir(const struct lx_run_opts *o)
 {
-    snprintf(out, n, "%s/%s.safetensors", o->models_dir ? o->models_dir : "results/models", key);
+    return o->models_dir ? o->models_dir : "results/models";
 }
 
-/* The cached checkpoint of `key`: the file at <models dir>/<key>.safetensors
-** whose hash the store recorded (its stored path is for people), so the same
-** store works from any working directory. *found = 0 when there is none. */
-static int cached_model(struct lx_store *store, const struct lx_run_opts *o, const char *key, struct lx_model *m,
+static void model_path(char *out, size_t n, const struct lx_run_opts *o, const char *key)
+{
+    snprintf(out, n, "%s/%s.safetensors", models_dir(o), key);
+}
+
+void lx_run_models_dir(const char *db, char *out, size_t n)
+{
+    const char *slash = strrchr(db, '/');
+    snprintf(out, n, "%.*s%smodels", slash ? (int)(slash - db) : 0, db, slash ? "/" : "");
+}
+
+/* The cached checkpoint of id into m (weights: its tensor hash), recorded in
+** the store; *found = 0 when there is none or it is damaged (reported on
+** stderr, to be retrained). Under --no-train a missing or damaged file is an
+** error instead. */
+static int cached_model(struct runner *r, const struct model_id *id, struct lx_model *m, char weights[65],
                         int *found, struct lx_error *err)
 {
-    char path[4096], sha[65] = "";
-    model_path(path, sizeof path, o, key);
-    int rc = lx_store_model_sha(store, key, sha, found, err);
+    char path[4096];
+    struct stat sb;
     struct lx_ckpt_info info = {0};
-    struct lx_error sub;
-    if (rc == LX_OK && *found)
-        *found = lx_model_load(m, path, &info, &sub) == LX_OK && strcmp(info.sha256, sha) == 0;
-    if (rc == LX_OK && !*found)
+    struct lx_error why = {{0}};
+    model_path(path, sizeof path, r->o, id->key);
+    *found = 0;
+    int rc = stat(path, &sb) == 0 ? lx_model_load(m, path, &info, &why)
+                                  : lx_err(&why, LX_EIO, "%s: no such checkpoint", path);
+    if (rc == LX_OK && strcmp(info.model_key, id->key) != 0)
+        rc = lx_err(&why, LX_EIO, "%s: it holds model key '%s', not '%s'", path, info.model_key, id->key);
+    if (rc < 0) {
         lx_model_release(m);
+        lx_ckpt_info_release(&info);
+        if (r->o->no_train)
+            return lx_err(err, LX_ERUN, "--no-train: no usable checkpoint: %s\n  hint: run without --no-train "
+                          "to train it", why.msg);
+        if (rc != LX_EIO || stat(path, &sb) == 0)
+            fprintf(stderr, "lenx: warning: checkpoint %s cannot be used, retraining it: %s\n", path, why.msg);
+        return LX_OK;
+    }
+    *found = 1;
+    memcpy(weights, info.weights_sha256, 65);
+    struct lx_model_record rec = {
+        .key = id->key, .name = id->name, .config = id->key_json, .path = path, .sha256 = info.sha256,
+        .train_loss = NAN, .val_loss = NAN, .commit = lx_build_commit(), .weights_sha256 = info.weights_sha256,
+        .threads = info.threads, .from_file = 1,
+    };
     lx_ckpt_info_release(&info);
+    rc = lx_store_model_put(r->store, &rec, err);
+    if (rc < 0)
+        lx_model_release(m);
     return rc;
 }
 
@@ -170,18 +229,18 @@ struct stage {
     const char *what;       /* "training" or "fine-tuning" */
 };
 
-static int train_stage(const struct lx_plan *plan, const struct lx_cell *c, struct lx_store *store,
-                       const struct lx_run_opts *o, const struct stage *st, struct lx_model *m,
-                       struct lx_run_summary *sum, struct lx_error *err)
+static int train_stage(struct runner *r, const struct lx_cell *c, const struct stage *st, struct lx_model *m,
+                       char weights[65], struct lx_error *err)
 {
-    const struct lx_model_use *mu = &plan->grid->models[c->model];
+    const struct lx_model_use *mu = &r->plan->grid->models[c->model];
+    const struct lx_run_opts *o = r->o;
     const struct lx_corpus *corpus;
     int rc = lx_corpus_get(&corpus, "train", err);
     if (rc < 0)
         return rc;
     char path[4096];
     model_path(path, sizeof path, o, st->key);
-    mkdir(o->models_dir ? o->models_dir : "results/models", 0777);
+    mkdir(models_dir(o), 0777);
     if (o->progress)
         fprintf(stderr, "lenx: %s model '%s' [%s]: %zu parameters, %ld steps of %ld x %ld tokens\n", st->what,
                 mu->name, st->key, m->n_params, st->cfg->steps, st->cfg->batch, st->cfg->length);
@@ -190,49 +249,109 @@ static int train_stage(const struct lx_plan *plan, const struct lx_cell *c, stru
     if ((rc = lx_train(m, st->spec, st->cfg, lx_hash64(st->key_json), corpus, mu->mix, mu->n_mix, train_progress, &tp,
                        &rep, err)) < 0)
         return rc;
-    sum->n_trained++;
-    sum->train_steps += rep.steps;
+    r->sum->n_trained++;
+    r->sum->train_steps += rep.steps;
     struct lx_ckpt_info info = {.model_key = (char *)st->key, .stack = (char *)st->stack,
-                                .train_json = mu->train_json, .train_len = mu->train.length};
+                                .train_json = mu->train_json, .train_len = mu->train.length,
+                                .threads = omp_get_max_threads()};
     if ((rc = lx_model_save(m, path, &info, err)) < 0)
         return rc;
-    struct lx_model_record r = {
+    memcpy(weights, info.weights_sha256, 65);
+    struct lx_model_record rec = {
         .key = st->key, .name = mu->name, .config = st->key_json, .path = path, .sha256 = info.sha256,
         .steps = rep.steps, .tokens = rep.tokens, .seconds = rep.seconds, .train_loss = rep.train_loss,
-        .val_loss = rep.val_loss, .commit = lx_build_commit(),
+        .val_loss = rep.val_loss, .commit = lx_build_commit(), .weights_sha256 = info.weights_sha256,
+        .threads = info.threads,
     };
     if (o->progress)
         fprintf(stderr, "lenx: model '%s' [%s]: %ld tokens in %.1f s (%.0f tok/s), val loss %.4f -> %s\n",
                 mu->name, st->key, rep.tokens, rep.seconds, (double)rep.tokens / rep.seconds, rep.val_loss, path);
-    return lx_store_model_put(store, &r, err);
+    return lx_store_model_put(r->store, &rec, err);
+}
+
+/* A model to train, for obtain(): into m, its tensor hash into weights;
+** *busy = 1 when a model it builds on is being trained by another process. */
+struct trainer {
+    int (*train)(struct runner *r, const struct lx_cell *c, struct lx_model *m, char weights[65], int *busy,
+                 struct lx_error *err);
+    struct runner *r;
+    const struct lx_cell *c;
+};
+
+/* id into m: from the cache, or trained by t under the claim on its key.
+** *busy = 1 (and m empty) when another live process holds that claim. */
+static int obtain(const struct trainer *t, const struct model_id *id, struct lx_model *m, char weights[65],
+                  int *busy, struct lx_error *err)
+{
+    struct runner *r = t->r;
+    enum lx_claim state;
+    int found = 0, rc = cached_model(r, id, m, weights, &found, err);
+    if (rc < 0 || found)
+        return rc;
+    if ((rc = lx_store_claim(r->store, LX_CLAIM_MODEL, id->key, &r->me, 0, &state, err)) < 0)
+        return rc;
+    if (state == LX_CLAIM_BUSY) {
+        *busy = 1;
+        return LX_OK;
+    }
+    /* saved by another process since we looked? */
+    if ((rc = cached_model(r, id, m, weights, &found, err)) == LX_OK && !found)
+        rc = t->train(r, t->c, m, weights, busy, err);
+    struct lx_error ignored;
+    lx_store_unclaim(r->store, LX_CLAIM_MODEL, id->key, r->me.id, &ignored);
+    return rc;
+}
+
+/* The cell's model and its facts at the training length. */
+static const struct lx_model_use *train_facts(const struct runner *r, const struct lx_cell *c, struct lx_facts *f)
+{
+    const struct lx_grid *g = r->plan->grid;
+    const struct lx_model_use *mu = &g->models[c->model];
+    lx_model_facts(mu, g->tasks[c->task].task->caps, mu->train.length, f);
+    return mu;
+}
+
+/* The base of a fine-tuned stack, trained with its base part. */
+static int train_base(struct runner *r, const struct lx_cell *c, struct lx_model *m, char weights[65], int *busy,
+                      struct lx_error *err)
+{
+    const struct lx_stack *st = &r->plan->grid->stacks[c->stack];
+    struct lx_facts f;
+    const struct lx_model_use *mu = train_facts(r, c, &f);
+    struct lx_spec spec;
+    struct lx_buf part = {0};
+    lx_stack_base_part(st, &part);
+    struct stage base = {.key = c->base_key, .key_json = c->base_json, .stack = lx_buf_str(&part),
+                         .spec = &spec, .cfg = &mu->train, .what = "training base"};
+    int rc = lx_stack_compile_base(st, &f, &spec, err);
+    if (rc == LX_OK) {
+        lx_model_init(m, &mu->arch, lx_hash64(c->base_json));
+        rc = train_stage(r, c, &base, m, weights, err);
+    }
+    lx_buf_free(&part);
+    return rc;
 }
 
 /* Train the cell's model: from scratch with the training-time stack, or, when
 ** methods are fine-tuned in, from the base model (cached under its own key,
-** trained first if missing) for the `finetune` steps with the whole stack. */
-static int train_model(const struct lx_plan *plan, const struct lx_cell *c, struct lx_store *store,
-                       const struct lx_run_opts *o, struct lx_model *m, struct lx_run_summary *sum,
+** obtained first under its own claim) for the `finetune` steps with the whole
+** stack. */
+static int train_model(struct runner *r, const struct lx_cell *c, struct lx_model *m, char weights[65], int *busy,
                        struct lx_error *err)
 {
-    const struct lx_grid *g = plan->grid;
-    const struct lx_model_use *mu = &g->models[c->model];
-    const struct lx_stack *st = &g->stacks[c->stack];
+    const struct lx_stack *st = &r->plan->grid->stacks[c->stack];
     long ft = lx_stack_finetune(st);
     struct lx_facts f;
-    lx_model_facts(mu, g->tasks[c->task].task->caps, mu->train.length, &f);
+    const struct lx_model_use *mu = train_facts(r, c, &f);
     struct lx_spec spec;
-    struct lx_buf part = {0};
     struct lx_arch arch = mu->arch;
-    int rc = LX_OK, found = 0;
-    if (ft && (rc = cached_model(store, o, c->base_key, m, &found, err)) == LX_OK && !found) {
-        lx_stack_base_part(st, &part);
-        struct stage base = {.key = c->base_key, .key_json = c->base_json, .stack = lx_buf_str(&part),
-                             .spec = &spec, .cfg = &mu->train, .what = "training base"};
-        if ((rc = lx_stack_compile_base(st, &f, &spec, err)) == LX_OK) {
-            lx_model_init(m, &arch, lx_hash64(c->base_json));
-            rc = train_stage(plan, c, store, o, &base, m, sum, err);
-        }
-    } else if (!ft && (rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK) {
+    int rc = LX_OK;
+    if (ft) {
+        struct model_id base_id = {.key = c->base_key, .key_json = c->base_json, .name = mu->name};
+        struct trainer t = {.train = train_base, .r = r, .c = c};
+        if ((rc = obtain(&t, &base_id, m, weights, busy, err)) < 0 || *busy)
+            return rc;
+    } else if ((rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK) {
         arch.logit_scale |= spec.learn_scale;     /* SSMax's learned s: a tensor of its own */
         lx_model_init(m, &arch, lx_hash64(c->model_json));
     }
@@ -242,41 +361,56 @@ static int train_model(const struct lx_plan *plan, const struct lx_cell *c, stru
         cfg.warmup = cfg.warmup < ft / 10 ? cfg.warmup : ft / 10;
         cfg.eval_every = cfg.eval_every < ft ? cfg.eval_every : ft;
     }
-    lx_buf_reset(&part);
+    struct lx_buf part = {0};
     lx_stack_train_part(st, &part);
     struct stage full = {.key = c->model_key, .key_json = c->model_json, .stack = lx_buf_str(&part),
                          .spec = &spec, .cfg = &cfg, .what = ft ? "fine-tuning" : "training"};
     if (rc == LX_OK && (rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK)
-        rc = train_stage(plan, c, store, o, &full, m, sum, err);
+        rc = train_stage(r, c, &full, m, weights, err);
     lx_buf_free(&part);
     return rc;
 }
 
+/* The cell's model from a checkpoint: model: {checkpoint: FILE}. */
+static int brought_model(struct model_slot *slot, const char *path, struct lx_error *err)
+{
+    struct lx_ckpt_info info = {0};
+    int rc = lx_model_load(&slot->m, path, &info, err);
+    if (rc == LX_OK)
+        memcpy(slot->weights, info.weights_sha256, sizeof slot->weights);
+    lx_ckpt_info_release(&info);
+    return rc;
+}
+
 /* Make slot hold the cell's model: the loaded one, a cached checkpoint, or a
-** freshly trained one. A failure is remembered so a model is not retried for
-** every cell. */
-static int ensure_model(struct model_slot *slot, const struct lx_plan *plan, const struct lx_cell *c,
-                        struct lx_store *store, const struct lx_run_opts *o, struct lx_run_summary *sum,
+** freshly trained one. *busy = 1 when another process is training it: nothing
+** is remembered and the caller defers the cell. A failure is remembered so a
+** model is not retried for every cell. */
+static int ensure_model(struct model_slot *slot, struct runner *r, const struct lx_cell *c, int *busy,
                         struct lx_error *err)
 {
+    *busy = 0;
     if (strcmp(slot->key, c->model_key) == 0)
         return slot->ok ? LX_OK : lx_err(err, LX_ERUN, "%s", slot->why.msg);
     lx_model_release(&slot->m);
-    memcpy(slot->key, c->model_key, sizeof slot->key);
-    slot->ok = 0;
-    const struct lx_model_use *mu = &plan->grid->models[c->model];
+    slot->key[0] = '\0';
+    const struct lx_model_use *mu = &r->plan->grid->models[c->model];
+    struct model_id id = {.key = c->model_key, .key_json = c->model_json, .name = mu->name};
+    struct trainer t = {.train = train_model, .r = r, .c = c};
     struct lx_error sub = {{0}};
-    int rc, found = 0;
-    if (mu->checkpoint)
-        rc = lx_model_load(&slot->m, mu->checkpoint, NULL, &sub);
-    else if ((rc = cached_model(store, o, c->model_key, &slot->m, &found, &sub)) == LX_OK && !found)
-        rc = train_model(plan, c, store, o, &slot->m, sum, &sub);
+    int rc = mu->checkpoint ? brought_model(slot, mu->checkpoint, &sub)
+                            : obtain(&t, &id, &slot->m, slot->weights, busy, &sub);
+    if (*busy && rc == LX_OK) {
+        lx_model_release(&slot->m);
+        return LX_OK;
+    }
+    memcpy(slot->key, c->model_key, sizeof slot->key);
+    slot->ok = rc == LX_OK;
     if (rc < 0) {
         lx_model_release(&slot->m);
         lx_err(&slot->why, rc, "model '%s' [%s]: %s", mu->name, c->model_key, sub.msg);
         return lx_err(err, rc, "%s", slot->why.msg);
     }
-    slot->ok = 1;
     return LX_OK;
 }
 
@@ -354,64 +488,220 @@ static void fill_record(struct lx_run_record *r, const struct lx_plan *plan, con
     r->config_text = g->doc.text;
 }
 
+/* ---- claims: who we are, and a heartbeat ----------------------------------- */
+
+/* host:pid:random, unique even when a pid is reused on another host. */
+static void owner_init(struct lx_owner *me)
+{
+    unsigned long long rnd = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (!f || fread(&rnd, sizeof rnd, 1, f) != 1)
+        rnd = (unsigned long long)(now() * 1e6) ^ (unsigned long long)getpid() << 32;
+    if (f)
+        fclose(f);
+    if (gethostname(me->host, sizeof me->host - 1) != 0)
+        strcpy(me->host, "unknown");
+    me->host[sizeof me->host - 1] = '\0';
+    me->pid = (long)getpid();
+    snprintf(me->id, sizeof me->id, "%s:%ld:%016llx", me->host, me->pid, rnd);
+}
+
+/* A thread that marks our claims alive every LX_HEARTBEAT_S seconds over a
+** connection of its own, so a long cell or training run is never taken for
+** a dead one (LX_CLAIM_STALE_S). */
+#define LX_HEARTBEAT_S 10
+
+struct heartbeat {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop, running;          /* stop asked; the thread was started */
+    const char *db, *owner;
+};
+
+static void *heartbeat_main(void *arg)
+{
+    struct heartbeat *hb = arg;
+    struct lx_store *s;
+    struct lx_error err;
+    if (lx_store_open(&s, hb->db, 0, &err) < 0)
+        return NULL;    /* the pid check still covers this host */
+    pthread_mutex_lock(&hb->mu);
+    while (!hb->stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += LX_HEARTBEAT_S;
+        if (pthread_cond_timedwait(&hb->cv, &hb->mu, &until) != 0 && !hb->stop) {
+            pthread_mutex_unlock(&hb->mu);
+            lx_store_heartbeat(s, hb->owner, &err);
+            pthread_mutex_lock(&hb->mu);
+        }
+    }
+    pthread_mutex_unlock(&hb->mu);
+    lx_store_close(s);
+    return NULL;
+}
+
+static void heartbeat_start(struct heartbeat *hb, const char *db, const char *owner)
+{
+    memset(hb, 0, sizeof *hb);
+    hb->db = db;
+    hb->owner = owner;
+    pthread_mutex_init(&hb->mu, NULL);
+    pthread_cond_init(&hb->cv, NULL);
+    hb->running = pthread_create(&hb->thread, NULL, heartbeat_main, hb) == 0;
+}
+
+static void heartbeat_stop(struct heartbeat *hb)
+{
+    pthread_mutex_lock(&hb->mu);
+    hb->stop = 1;
+    pthread_cond_signal(&hb->cv);
+    pthread_mutex_unlock(&hb->mu);
+    if (hb->running)
+        pthread_join(hb->thread, NULL);
+    pthread_mutex_destroy(&hb->mu);
+    pthread_cond_destroy(&hb->cv);
+}
+
+/* ---- the sweep ------------------------------------------------------------- */
+
+/* Run one cell if we can claim it: *state says DONE (stored by now, by anyone),
+** BUSY (another process holds it or is training its model: try again later)
+** or GOT (run and stored here). */
+static int run_cell(struct runner *r, struct model_slot *slot, const struct lx_cell *c, enum lx_claim *state,
+                    double *secs, int *ok, struct lx_error *err)
+{
+    const struct lx_plan *plan = r->plan;
+    const char *sweep = plan->grid->name;
+    int rc = lx_store_claim(r->store, sweep, c->key, &r->me, !r->o->force, state, err);
+    if (rc < 0 || *state != LX_CLAIM_GOT)
+        return rc;
+    struct lx_run_record rec;
+    struct lx_result res = {0};
+    struct lx_error cell_err = {{0}}, ignored;
+    int busy = 0;
+    fill_record(&rec, plan, c);
+    rc = c->model >= 0 ? ensure_model(slot, r, c, &busy, &cell_err) : LX_OK;
+    if (busy) {
+        *state = LX_CLAIM_BUSY;
+        return lx_store_unclaim(r->store, sweep, c->key, r->me.id, err);
+    }
+    rec.weights_sha256 = c->model >= 0 && rc == LX_OK ? slot->weights : NULL;
+    rec.started = now();
+    if (rc == LX_OK)
+        rc = lx_cell_run(plan, c, c->model >= 0 ? &slot->m : NULL, &res, &cell_err);
+    rec.finished = now();
+    rec.max_rss_kb = max_rss_kb();
+    rec.ok = rc == LX_OK;
+    rec.error = rec.ok ? NULL : cell_err.msg;
+    rc = lx_store_put(r->store, &rec, &res, err);
+    int kept = rc == LX_STORE_KEPT;
+    lx_result_release(&res);
+    if (rc >= 0)
+        rc = lx_store_unclaim(r->store, sweep, c->key, r->me.id, err);
+    else
+        lx_store_unclaim(r->store, sweep, c->key, r->me.id, &ignored);
+    if (rc < 0)
+        return rc;
+    *secs = rec.finished - rec.started;
+    *ok = rec.ok;
+    if (rec.ok)
+        r->sum->n_ok++;
+    else
+        r->sum->n_failed++;
+    if (!rec.ok && (r->o->progress || kept))
+        fprintf(stderr, "lenx: cell failed: %s%s\n", cell_err.msg,
+                kept ? "\n  (not stored: the ok row of this cell and commit is kept)" : "");
+    return LX_OK;
+}
+
+static void pause_s(double s)
+{
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* Cells to run: not yet stored ok (all of them under --force), grouped by model. */
+static int plan_todo(const struct lx_plan *plan, struct lx_store *store, const struct lx_run_opts *o, int *todo,
+                     int *n_todo, struct lx_run_summary *sum, struct lx_error *err)
+{
+    *n_todo = 0;
+    for (int i = 0; i < plan->n_cells; i++) {
+        int done = 0;
+        int rc = o->force ? LX_OK : lx_store_done(store, plan->grid->name, plan->cells[i].key, &done, err);
+        if (rc < 0)
+            return rc;
+        if (done)
+            sum->n_skipped++;
+        else
+            todo[(*n_todo)++] = i;
+    }
+    sort_plan = plan;
+    qsort(todo, (size_t)*n_todo, sizeof *todo, by_model);
+    return LX_OK;
+}
+
 int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct lx_run_opts *o,
                 struct lx_run_summary *sum, struct lx_error *err)
 {
     memset(sum, 0, sizeof *sum);
     sum->n_cells = plan->n_cells;
-    int *todo = lx_xcalloc((size_t)plan->n_cells, sizeof *todo);
-    int n_todo = 0;
-    for (int i = 0; i < plan->n_cells; i++) {
-        int done = 0;
-        int rc = o->force ? LX_OK : lx_store_done(store, plan->grid->name, plan->cells[i].key, &done, err);
-        if (rc < 0) {
-            free(todo);
-            return rc;
-        }
-        if (done)
-            sum->n_skipped++;
-        else
-            todo[n_todo++] = i;
+    int *todo = lx_xcalloc((size_t)plan->n_cells + 1, sizeof *todo);
+    int n_todo = 0, rc = plan_todo(plan, store, o, todo, &n_todo, sum, err);
+    if (rc < 0) {
+        free(todo);
+        return rc;
     }
     if (o->progress)
         fprintf(stderr, "lenx: sweep '%s': %d cells, %d already stored, %d to run\n", plan->grid->name,
                 plan->n_cells, sum->n_skipped, n_todo);
-    sort_plan = plan;
-    qsort(todo, (size_t)n_todo, sizeof *todo, by_model);
+    struct runner r = {.plan = plan, .store = store, .o = o, .sum = sum};
+    owner_init(&r.me);
+    if ((rc = lx_store_reap(store, &r.me, err)) < 0) {
+        free(todo);
+        return rc;
+    }
+    struct heartbeat hb;
+    heartbeat_start(&hb, lx_store_path(store), r.me.id);
     struct model_slot slot = {0};
     double spent = 0.0;
-    for (int k = 0; k < n_todo; k++) {
-        const struct lx_cell *c = &plan->cells[todo[k]];
-        struct lx_run_record rec;
-        struct lx_result res = {0};
-        struct lx_error cell_err = {{0}};
-        fill_record(&rec, plan, c);
-        int rc = c->model >= 0 ? ensure_model(&slot, plan, c, store, o, sum, &cell_err) : LX_OK;
-        rec.started = now();
-        if (rc == LX_OK)
-            rc = lx_cell_run(plan, c, c->model >= 0 ? &slot.m : NULL, &res, &cell_err);
-        rec.finished = now();
-        rec.max_rss_kb = max_rss_kb();
-        rec.ok = rc == LX_OK;
-        rec.error = rec.ok ? NULL : cell_err.msg;
-        rc = lx_store_put(store, &rec, &res, err);
-        lx_result_release(&res);
-        if (rc < 0) {
-            lx_model_release(&slot.m);
-            free(todo);
-            return rc;
+    int total = n_todo, n_done = 0, waiting = 0;
+    /* Pass over the cells; those another process holds are tried again after
+    ** a pause, until every cell is stored (here or there). */
+    while (n_todo > 0 && rc == LX_OK) {
+        int n_next = 0;
+        for (int k = 0; k < n_todo && rc == LX_OK; k++) {
+            const struct lx_cell *c = &plan->cells[todo[k]];
+            enum lx_claim state;
+            double secs = 0.0;
+            int ok = 0;
+            if ((rc = run_cell(&r, &slot, c, &state, &secs, &ok, err)) < 0)
+                break;
+            if (state == LX_CLAIM_BUSY) {
+                todo[n_next++] = todo[k];
+                continue;
+            }
+            n_done++;
+            if (state == LX_CLAIM_DONE) {
+                sum->n_skipped++;
+                continue;
+            }
+            spent += secs;
+            progress(o, plan, c, n_done, total, secs, spent / n_done, ok ? "ok" : "FAILED");
         }
-        if (rec.ok)
-            sum->n_ok++;
-        else
-            sum->n_failed++;
-        spent += rec.finished - rec.started;
-        progress(o, plan, c, k + 1, n_todo, rec.finished - rec.started, spent / (k + 1),
-                 rec.ok ? "ok" : "FAILED");
-        if (!rec.ok && o->progress)
-            fprintf(stderr, "lenx: cell failed: %s\n", cell_err.msg);
+        if (rc == LX_OK && n_next && o->progress && !waiting)
+            fprintf(stderr, "lenx: %d cells held by other processes (running them, or training their "
+                    "models); waiting for them\n", n_next);
+        waiting |= n_next > 0;
+        if (rc == LX_OK && n_next == n_todo)
+            pause_s(0.2);
+        n_todo = n_next;
     }
+    struct lx_error ignored;
+    lx_store_unclaim(store, NULL, NULL, r.me.id, &ignored);
+    heartbeat_stop(&hb);
     lx_model_release(&slot.m);
     free(todo);
-    return LX_OK;
+    return rc;
 }

@@ -1,6 +1,7 @@
 /*
-** harness/run.h - running a plan: skip what is stored, run the rest, store
-** every cell (ok or failed) in its own transaction, report progress.
+** harness/run.h - running a plan: skip what is stored, claim and run the
+** rest, store every cell (ok or failed) in its own transaction, report
+** progress; models come from the checkpoint files or are trained once.
 */
 #ifndef LX_RUN_H
 #define LX_RUN_H
@@ -12,11 +13,12 @@ struct lx_run_opts {
     int force;              /* recompute cells that are already stored */
     int progress;           /* 0 silent, 1 one line per cell, 2 a live line (terminal) */
     const char *models_dir; /* where trained checkpoints are cached (<db dir>/models) */
+    int no_train;           /* never train: a cell whose model has no usable checkpoint fails */
 };
 
 struct lx_run_summary {
     int n_cells;            /* cells in the plan */
-    int n_skipped;          /* already stored, not run */
+    int n_skipped;          /* already stored (before or, by another process, during the run), not run here */
     int n_ok, n_failed;     /* run now */
     int n_trained;          /* models trained now */
     long train_steps;       /* optimizer steps taken now (0 when every model was cached) */
@@ -27,9 +29,16 @@ struct lx_run_summary {
 int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struct lx_model *model,
                 struct lx_result *res, struct lx_error *err);
 
-/* Run the plan. Cells that fail are stored as failed and the run goes on; a
-** store failure stops it (returns < 0). */
+/* Run the plan. Cells that fail are stored as failed and the run goes on
+** (a failed cell never replaces an ok row of the same commit); a store
+** failure stops it (returns < 0). Each cell is claimed in the store before it
+** runs and each model trained under a claim on its key, so any number of
+** processes can run plans on one store: cells held by others are retried
+** until they are stored, and the summary counts them as already stored. */
 int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct lx_run_opts *o,
                 struct lx_run_summary *sum, struct lx_error *err);
+
+/* The models dir of a store: <db dir>/models ("models" for a bare file name). */
+void lx_run_models_dir(const char *db, char *out, size_t n);
 
 #endif

@@ -13,9 +13,12 @@
 #include "harness/engine/evaluate.h"
 #include "harness/grid.h"
 #include "harness/plan.h"
+#include "harness/run.h"
 #include "results/store.h"
 
-/* A file path as given, else a name or key prefix in the store's models table. */
+/* A file path as given, else a name or key prefix in the store's models
+** table: the checkpoint <db dir>/models/<key>.safetensors (where `lenx run
+** --db` keeps it, whatever directory it ran in), else the path recorded. */
 static int find_model(const struct lx_score_opts *o, char **path, struct lx_error *err)
 {
     struct stat sb;
@@ -29,9 +32,21 @@ static int find_model(const struct lx_score_opts *o, char **path, struct lx_erro
     if (rc < 0)
         return lx_err(err, LX_EINVAL, "no file '%s', and no store to look it up as a model name in: %s",
                       o->model, sub.msg);
-    rc = lx_store_model_find(s, o->model, path, err);
+    char *key = NULL, dir[4096];
+    rc = lx_store_model_find(s, o->model, path, &key, err);
     lx_store_close(s);
-    return rc;
+    if (rc < 0)
+        return rc;
+    struct lx_buf cached = {0};
+    lx_run_models_dir(o->db, dir, sizeof dir);
+    lx_buf_printf(&cached, "%s/%s.safetensors", dir, key);
+    if (stat(lx_buf_str(&cached), &sb) == 0) {
+        free(*path);
+        *path = lx_xstrdup(lx_buf_str(&cached));
+    }
+    lx_buf_free(&cached);
+    free(key);
+    return LX_OK;
 }
 
 /* Checkpoint stack + the evaluation-time methods given on the command line. */

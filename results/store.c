@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +18,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define SCHEMA_VERSION 4     /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs;
-                                ** 4: runs.config_text and runs.weights_sha256 */
+#define SCHEMA_VERSION 5     /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs;
+                                ** 4: runs.config_text and runs.weights_sha256;
+                                ** 5: claims, models.weights_sha256 and models.threads */
 
 struct lx_store {
     sqlite3 *db;        /* the connection */
@@ -80,7 +82,17 @@ static const char *schema_sql =
     "  train_loss REAL,"                /* mean loss of the last validation interval */
     "  val_loss REAL,"                  /* final validation loss */
     "  git_commit TEXT NOT NULL,"
-    "  created TEXT NOT NULL);"
+    "  created TEXT NOT NULL,"
+    "  weights_sha256 TEXT,"            /* of the tensor data, as embedded in the file (schema 5) */
+    "  threads INTEGER);"               /* OpenMP threads of the training run (BLAS rounding follows it) */
+    "CREATE TABLE IF NOT EXISTS claims ("     /* cells and model keys being worked on (schema 5) */
+    "  sweep TEXT NOT NULL,"            /* the sweep, or '#model' for a model key */
+    "  key TEXT NOT NULL,"              /* run key or model key */
+    "  owner TEXT NOT NULL,"            /* host:pid:random */
+    "  host TEXT NOT NULL,"
+    "  pid INTEGER NOT NULL,"
+    "  heartbeat REAL NOT NULL,"        /* Unix time of the owner's last sign of life */
+    "  PRIMARY KEY (sweep, key));"
     "CREATE TABLE IF NOT EXISTS outputs ("    /* raw answers of retrieval tasks, for re-scoring */
     "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
     "  sample INTEGER NOT NULL,"
@@ -95,6 +107,17 @@ static int db_err(struct lx_store *s, struct lx_error *err, const char *doing)
 {
     return lx_err(err, LX_EIO, "%s: %s: %s\n  hint: is another process holding the database, "
                   "or is the disk full?", s->path, doing, sqlite3_errmsg(s->db));
+}
+
+/* End a write transaction: COMMIT when ok, else (or when COMMIT fails) an
+** error saying what we were doing, and ROLLBACK. */
+static int finish(struct lx_store *s, int ok, struct lx_error *err, const char *doing)
+{
+    if (ok && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+        return LX_OK;
+    int code = db_err(s, err, doing);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return code;
 }
 
 static int exec(struct lx_store *s, const char *sql, struct lx_error *err)
@@ -125,13 +148,51 @@ static void make_parent_dir(const char *path)
     free(dir);
 }
 
-static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
+/* PRAGMA user_version, or -1 when it cannot be read. */
+static int read_version(struct lx_store *s)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
-        return db_err(s, err, "reading the schema version");
+        return -1;
     int v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
     sqlite3_finalize(st);
+    return v;
+}
+
+/* Bring the schema to SCHEMA_VERSION in one immediate transaction, reading
+** the version again inside it: processes that open an old file at once
+** migrate it once. New columns here, new tables by CREATE ... IF NOT EXISTS. */
+static int migrate(struct lx_store *s, struct lx_error *err)
+{
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return db_err(s, err, "starting the schema migration");
+    int v = read_version(s), rc = v < 0 ? db_err(s, err, "reading the schema version") : LX_OK;
+    if (rc == LX_OK && v == 1)
+        rc = exec(s, "ALTER TABLE runs ADD COLUMN max_rss_kb INTEGER; ALTER TABLE runs ADD COLUMN model TEXT", err);
+    if (rc == LX_OK && v >= 1 && v < 4)
+        rc = exec(s, "ALTER TABLE runs ADD COLUMN config_text TEXT;"
+                  " ALTER TABLE runs ADD COLUMN weights_sha256 TEXT", err);
+    if (rc == LX_OK && v >= 2 && v < 5)
+        rc = exec(s, "ALTER TABLE models ADD COLUMN weights_sha256 TEXT;"
+                  " ALTER TABLE models ADD COLUMN threads INTEGER", err);
+    if (rc == LX_OK && v < SCHEMA_VERSION)
+        rc = exec(s, schema_sql, err);
+    if (rc == LX_OK && v < SCHEMA_VERSION) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SCHEMA_VERSION);
+        rc = exec(s, sql, err);
+    }
+    if (rc == LX_OK && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+        return LX_OK;
+    if (rc == LX_OK)
+        rc = db_err(s, err, "committing the schema migration");
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
+{
+    int v = read_version(s);
     if (v < 0)
         return db_err(s, err, "reading the schema version");
     if (v > SCHEMA_VERSION)
@@ -141,19 +202,8 @@ static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
         return v >= 1 ? LX_OK : lx_err(err, LX_EIO, "%s: not a lenx database", s->path);
     /* Only a database we accept is switched to WAL. */
     int rc = exec(s, "PRAGMA journal_mode = WAL", err);
-    /* migrate: new columns here, new tables by CREATE ... IF NOT EXISTS below */
-    if (rc == LX_OK && v == 1)
-        rc = exec(s, "ALTER TABLE runs ADD COLUMN max_rss_kb INTEGER; ALTER TABLE runs ADD COLUMN model TEXT", err);
-    if (rc == LX_OK && v >= 1 && v < 4)
-        rc = exec(s, "ALTER TABLE runs ADD COLUMN config_text TEXT;"
-                  " ALTER TABLE runs ADD COLUMN weights_sha256 TEXT", err);
-    if (rc == LX_OK)
-        rc = exec(s, schema_sql, err);
-    if (rc == LX_OK && v < SCHEMA_VERSION) {
-        char sql[64];
-        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SCHEMA_VERSION);
-        rc = exec(s, sql, err);
-    }
+    if (rc == LX_OK && v < SCHEMA_VERSION)
+        rc = migrate(s, err);
     return rc;
 }
 
@@ -376,32 +426,48 @@ static int insert_values(struct lx_store *s, sqlite3_int64 id, const struct lx_r
     return rc;
 }
 
+/* Run sql (a statement on the cell's sweep ?1, key ?2, commit ?3, dirty ?4);
+** *row = 1 when it returned a row. */
+static int cell_stmt(struct lx_store *s, const char *sql, const struct lx_run_record *rec, int *row)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, rec->sweep, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, rec->key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, rec->commit, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 4, rec->dirty);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (row)
+        *row = rc == SQLITE_ROW;
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+}
+
 int lx_store_put(struct lx_store *s, const struct lx_run_record *rec, const struct lx_result *res,
                  struct lx_error *err)
 {
     if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         return db_err(s, err, "starting a transaction");
-    sqlite3_stmt *del;
-    int rc = sqlite3_prepare_v2(s->db, "DELETE FROM runs WHERE sweep = ?1 AND key = ?2"
-                                " AND git_commit = ?3 AND git_dirty = ?4", -1, &del, NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_text(del, 1, rec->sweep, -1, SQLITE_STATIC);
-        sqlite3_bind_text(del, 2, rec->key, -1, SQLITE_STATIC);
-        sqlite3_bind_text(del, 3, rec->commit, -1, SQLITE_STATIC);
-        sqlite3_bind_int(del, 4, rec->dirty);
-        rc = sqlite3_step(del) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-        sqlite3_finalize(del);
+    /* A failed cell never replaces an ok row of the same cell and commit. */
+    int kept = 0, rc = rec->ok ? SQLITE_OK
+                              : cell_stmt(s, "SELECT 1 FROM runs WHERE sweep = ?1 AND key = ?2 AND git_commit = ?3"
+                                          " AND git_dirty = ?4 AND status = 'ok'", rec, &kept);
+    if (rc == SQLITE_OK && kept) {
+        if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+            return LX_STORE_KEPT;
+        rc = SQLITE_ERROR;
     }
+    if (rc == SQLITE_OK)
+        rc = cell_stmt(s, "DELETE FROM runs WHERE sweep = ?1 AND key = ?2 AND git_commit = ?3 AND git_dirty = ?4",
+                       rec, NULL);
     sqlite3_int64 id = 0;
     if (rc == SQLITE_OK)
         rc = insert_run(s, rec, &id);
     if (rc == SQLITE_OK)
         rc = insert_values(s, id, rec->ok ? res : NULL);
-    if (rc == SQLITE_OK && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
-        return LX_OK;
-    int code = db_err(s, err, "storing a cell");
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    return code;
+    return finish(s, rc == SQLITE_OK, err, "storing a cell");
 }
 
 void lx_rows_add(struct lx_rows *r, const char *sweep, const char *method, const char *task,
@@ -579,11 +645,20 @@ int lx_store_has_commit(struct lx_store *s, const char *prefix, int *found, stru
 
 int lx_store_model_put(struct lx_store *s, const struct lx_model_record *r, struct lx_error *err)
 {
-    static const char *sql =
+    /* a trained model replaces its row; a file found in the cache keeps the
+    ** row's training statistics and updates what names the file */
+    static const char *trained =
         "INSERT OR REPLACE INTO models (key, name, config, path, sha256, steps, tokens, seconds, train_loss,"
-        " val_loss, git_commit, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+        " val_loss, git_commit, created, weights_sha256, threads)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+    static const char *from_file =
+        "INSERT INTO models (key, name, config, path, sha256, steps, tokens, seconds, train_loss,"
+        " val_loss, git_commit, created, weights_sha256, threads)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+        " ON CONFLICT (key) DO UPDATE SET path = excluded.path, sha256 = excluded.sha256,"
+        " weights_sha256 = excluded.weights_sha256";
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, r->from_file ? from_file : trained, -1, &st, NULL) != SQLITE_OK)
         return db_err(s, err, "preparing to record a model");
     char now[48];
     iso_time((double)time(NULL), now);
@@ -597,30 +672,18 @@ int lx_store_model_put(struct lx_store *s, const struct lx_model_record *r, stru
     bind_real(st, 10, r->val_loss);
     sqlite3_bind_text(st, 11, r->commit, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 12, now, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 13, r->weights_sha256, -1, SQLITE_STATIC);
+    if (r->threads > 0)
+        sqlite3_bind_int(st, 14, r->threads);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "recording a model");
 }
 
-int lx_store_model_sha(struct lx_store *s, const char *key, char sha256[65], int *found, struct lx_error *err)
+int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path, char **key,
+                        struct lx_error *err)
 {
-    *found = 0;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT sha256 FROM models WHERE key = ?1", -1, &st, NULL) != SQLITE_OK)
-        return db_err(s, err, "looking up a model");
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        *found = 1;
-        snprintf(sha256, 65, "%s", (const char *)sqlite3_column_text(st, 0));
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? LX_OK : db_err(s, err, "looking up a model");
-}
-
-int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path, struct lx_error *err)
-{
-    *path = NULL;
+    *path = *key = NULL;
     sqlite3_stmt *st;
     static const char *sql = "SELECT path, key, name FROM models WHERE name = ?1 OR key LIKE ?1 || '%'"
                              " ORDER BY created DESC";
@@ -630,8 +693,10 @@ int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path
     int n = 0, rc;
     struct lx_buf seen = {0};
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (!n)
+        if (!n) {
             *path = lx_xstrdup((const char *)sqlite3_column_text(st, 0));
+            *key = lx_xstrdup((const char *)sqlite3_column_text(st, 1));
+        }
         lx_buf_printf(&seen, "\n    %s (%s)", (const char *)sqlite3_column_text(st, 1),
                       (const char *)sqlite3_column_text(st, 2));
         n++;
@@ -652,7 +717,8 @@ int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path
     lx_buf_free(&seen);
     if (rc < 0) {
         free(*path);
-        *path = NULL;
+        free(*key);
+        *path = *key = NULL;
     }
     return rc;
 }
@@ -774,11 +840,128 @@ int lx_store_rm(struct lx_store *s, const struct lx_rm_filter *f, long *n_delete
         sqlite3_finalize(st);
     }
     long n = rc == SQLITE_OK ? (long)sqlite3_changes(s->db) : 0;
-    if (rc == SQLITE_OK && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) {
+    if ((rc = finish(s, rc == SQLITE_OK, err, "deleting cells")) == LX_OK)
         *n_deleted = n;
-        return LX_OK;
+    return rc;
+}
+
+/* ---- claims: several processes on one store ---------------------------------
+**
+** A claim row says "owner is working on (sweep, key)". It is taken in an
+** immediate transaction that also checks whether the cell is already stored,
+** so two processes never both decide to run a cell. A claim whose owner is
+** dead is taken over: on the same host when its pid no longer exists, on any
+** host when its heartbeat is older than LX_CLAIM_STALE_S. */
+
+const char *lx_store_path(const struct lx_store *s)
+{
+    return s->path;
+}
+
+/* Is the holder of a claim gone? */
+static int owner_dead(const struct lx_owner *me, const char *host, long pid, double heartbeat)
+{
+    if ((double)time(NULL) - heartbeat > LX_CLAIM_STALE_S)
+        return 1;
+    return strcmp(host, me->host) == 0 && pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Inside the claim transaction: the state of (sweep, key) for me. */
+static int claim_state(struct lx_store *s, const char *sweep, const char *key, const struct lx_owner *me,
+                       int check_done, enum lx_claim *out)
+{
+    sqlite3_stmt *st;
+    int rc, done = 0;
+    struct lx_error ignored;
+    *out = LX_CLAIM_GOT;
+    if (check_done && lx_store_done(s, sweep, key, &done, &ignored) < 0)
+        return SQLITE_ERROR;
+    if (done) {
+        *out = LX_CLAIM_DONE;
+        return SQLITE_OK;
     }
-    int code = db_err(s, err, "deleting cells");
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    return code;
+    if ((rc = sqlite3_prepare_v2(s->db, "SELECT owner, host, pid, heartbeat FROM claims WHERE sweep = ?1"
+                                 " AND key = ?2", -1, &st, NULL)) != SQLITE_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && strcmp(col_text(st, 0), me->id) != 0 &&
+        !owner_dead(me, col_text(st, 1), (long)sqlite3_column_int64(st, 2), sqlite3_column_double(st, 3)))
+        *out = LX_CLAIM_BUSY;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int lx_store_claim(struct lx_store *s, const char *sweep, const char *key, const struct lx_owner *me,
+                   int check_done, enum lx_claim *out, struct lx_error *err)
+{
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return db_err(s, err, "starting a transaction to claim a cell");
+    int rc = claim_state(s, sweep, key, me, check_done, out);
+    sqlite3_stmt *st = NULL;
+    if (rc == SQLITE_OK && *out == LX_CLAIM_GOT)
+        rc = sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO claims (sweep, key, owner, host, pid, heartbeat)"
+                                " VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, &st, NULL);
+    if (st) {
+        sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, me->id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, me->host, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, me->pid);
+        sqlite3_bind_double(st, 6, (double)time(NULL));
+        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+        sqlite3_finalize(st);
+    }
+    return finish(s, rc == SQLITE_OK, err, "claiming a cell");
+}
+
+/* One statement on the claims of owner (?1), optionally of one (sweep ?2, key ?3). */
+static int owner_stmt(struct lx_store *s, const char *sql, const char *owner, const char *sweep, const char *key,
+                      struct lx_error *err, const char *doing)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, doing);
+    sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, sweep, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 4, (double)time(NULL));
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LX_OK : db_err(s, err, doing);
+}
+
+int lx_store_unclaim(struct lx_store *s, const char *sweep, const char *key, const char *owner, struct lx_error *err)
+{
+    return owner_stmt(s, "DELETE FROM claims WHERE owner = ?1 AND (?2 IS NULL OR (sweep = ?2 AND key = ?3))"
+                      " AND ?4 IS NOT NULL", owner, sweep, key, err, "releasing a claim");
+}
+
+int lx_store_heartbeat(struct lx_store *s, const char *owner, struct lx_error *err)
+{
+    return owner_stmt(s, "UPDATE claims SET heartbeat = ?4 WHERE owner = ?1 AND ?2 IS NULL AND ?3 IS NULL",
+                      owner, NULL, NULL, err, "refreshing claims");
+}
+
+int lx_store_reap(struct lx_store *s, const struct lx_owner *me, struct lx_error *err)
+{
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return db_err(s, err, "starting a transaction to clear dead claims");
+    sqlite3_stmt *st, *del = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT owner, host, pid, heartbeat, rowid FROM claims", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db, "DELETE FROM claims WHERE rowid = ?1", -1, &del, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        rc = SQLITE_OK;
+        if (strcmp(col_text(st, 0), me->id) == 0 ||
+            !owner_dead(me, col_text(st, 1), (long)sqlite3_column_int64(st, 2), sqlite3_column_double(st, 3)))
+            continue;
+        sqlite3_reset(del);
+        sqlite3_bind_int64(del, 1, sqlite3_column_int64(st, 4));
+        rc = sqlite3_step(del) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(del);
+    return finish(s, rc == SQLITE_DONE, err, "clearing dead claims");
 }

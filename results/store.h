@@ -5,9 +5,13 @@
 **   runs     one row per finished cell (ok or failed) with its provenance
 **   metrics  (run, name, value)
 **   series   (run, series, x, y)
+**   models   trained or cached checkpoints
+**   claims   cells and model keys that running processes are working on
 ** A cell is written in one transaction; a cell is "done" in a sweep when an ok
 ** row with its run key exists there. Rows are unique per (sweep, key, commit,
-** dirty): recomputing at the same commit replaces, at another commit adds.
+** dirty): recomputing at the same commit replaces (except that a failed row
+** never replaces an ok one), at another commit adds. Claims let several
+** processes share a store: see lx_store_claim.
 */
 #ifndef LX_STORE_H
 #define LX_STORE_H
@@ -63,7 +67,9 @@ struct lx_run_record {
 };
 
 /* Write a cell (one transaction): replaces a row with the same (sweep, key,
-** commit, dirty), adds otherwise. */
+** commit, dirty), adds otherwise; but a failed cell never replaces an ok row
+** of the same commit: then nothing is written and LX_STORE_KEPT returned. */
+#define LX_STORE_KEPT 1
 int lx_store_put(struct lx_store *s, const struct lx_run_record *rec, const struct lx_result *res,
                  struct lx_error *err);
 
@@ -76,15 +82,51 @@ struct lx_model_record {
     double seconds;             /* training wall time */
     double train_loss, val_loss;
     const char *commit;         /* git commit of the build that trained it */
+    const char *weights_sha256; /* of the tensor data, as embedded in the checkpoint */
+    int threads;                /* OpenMP threads it was trained with (0 = unknown) */
+    int from_file;              /* found in the models dir, not trained now: keep the row's statistics */
 };
 
+/* Record a model: a trained one replaces its row, one found as a file adds
+** its row or updates the path and hashes of the existing one. */
 int lx_store_model_put(struct lx_store *s, const struct lx_model_record *r, struct lx_error *err);
-/* The recorded checkpoint hash of a model key: *found = 0 when the store has none. */
-int lx_store_model_sha(struct lx_store *s, const char *key, char sha256[65], int *found, struct lx_error *err);
 
 /* The checkpoint of the one model whose name is, or whose key starts with,
-** name_or_key; an error lists the candidates when there are several. */
-int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path, struct lx_error *err);
+** name_or_key: its recorded path and its key (both to free); an error lists
+** the candidates when there are several. */
+int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path, char **key,
+                        struct lx_error *err);
+
+/* ---- claims: several `lenx run` processes on one store (docs/results.md) ---- */
+
+#define LX_CLAIM_STALE_S 120.0      /* a claim whose heartbeat is older than this is taken over */
+#define LX_CLAIM_MODEL "#model"     /* the sweep name of a claim on a model key (training lock) */
+
+struct lx_owner {                   /* one process working on the store */
+    char id[320];                   /* host:pid:random */
+    char host[256];                 /* gethostname() */
+    long pid;
+};
+
+enum lx_claim {
+    LX_CLAIM_GOT,                   /* the claim is ours now */
+    LX_CLAIM_BUSY,                  /* a live owner holds it */
+    LX_CLAIM_DONE,                  /* the cell is stored ok already (only with check_done) */
+};
+
+/* Claim (sweep, key) for me in one immediate transaction: DONE when
+** check_done and an ok row exists, BUSY when a live owner holds it, else GOT
+** (a dead owner's claim is taken over). */
+int lx_store_claim(struct lx_store *s, const char *sweep, const char *key, const struct lx_owner *me,
+                   int check_done, enum lx_claim *out, struct lx_error *err);
+/* Release one claim of owner, or all of them when sweep is NULL. */
+int lx_store_unclaim(struct lx_store *s, const char *sweep, const char *key, const char *owner, struct lx_error *err);
+/* Delete the claims of dead owners (left by processes that were killed). */
+int lx_store_reap(struct lx_store *s, const struct lx_owner *me, struct lx_error *err);
+/* Mark every claim of owner alive now. */
+int lx_store_heartbeat(struct lx_store *s, const char *owner, struct lx_error *err);
+/* The file, as opened. */
+const char *lx_store_path(const struct lx_store *s);
 
 /* One tidy record: a metric of a cell. `method` is the canonical stack, with
 ** " @model" appended for cells that ran on a model ("rope @small"). Two rows

@@ -174,7 +174,7 @@ Test(store, open_creates_file_and_schema)
     lx_store_close(s);
     char v[64];
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "4");
+    cr_expect_str_eq(v, "5");
     /* Reopening an existing store keeps it. */
     s = open_rw(db_path);
     cr_expect_eq(count(s, "runs"), 0);
@@ -522,7 +522,8 @@ Test(store, migrates_version_2)
     lx_store_close(s);
     char cmd[512], v[64];
     snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'DROP TABLE outputs; ALTER TABLE runs DROP COLUMN config_text;"
-             " ALTER TABLE runs DROP COLUMN weights_sha256; PRAGMA user_version = 2'", db_path);
+             " ALTER TABLE runs DROP COLUMN weights_sha256; DROP TABLE claims; ALTER TABLE models DROP COLUMN"
+             " weights_sha256; ALTER TABLE models DROP COLUMN threads; PRAGMA user_version = 2'", db_path);
     cr_assert_eq(system(cmd), 0, "%s failed", cmd);
     sqlite_cli(db_path, "SELECT count(*) FROM sqlite_master WHERE name = 'outputs'", v, sizeof v);
     cr_assert_str_eq(v, "0", "the test's v2 database has no outputs table");
@@ -537,7 +538,7 @@ Test(store, migrates_version_2)
     cr_expect_eq(count(s, "outputs"), 1);
     lx_store_close(s);
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "4");
+    cr_expect_str_eq(v, "5");
 }
 
 Test(store, newer_schema_is_refused)

@@ -9,6 +9,7 @@
 
 #include "harness/config.h"
 #include "harness/engine/safetensors.h"
+#include "harness/hash.h"
 #include "harness/version.h"
 
 int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
@@ -26,8 +27,17 @@ int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_inf
     }
     struct lx_buf arch = {0};
     lx_params_json(&lx_arch_schema, &m->arch, &arch);
-    char len[32];
+    char len[32], threads[32];
     snprintf(len, sizeof len, "%ld", info->train_len);
+    snprintf(threads, sizeof threads, "%d", info->threads);
+    /* the data buffer is the tensors back to back, in this order */
+    struct lx_sha256 h;
+    lx_sha256_init(&h);
+    for (int i = 0; i < n; i++) {
+        long count = ti[i].shape[0] * (ti[i].ndim > 1 ? ti[i].shape[1] : 1);
+        lx_sha256_update(&h, st[i].data, sizeof(float) * (size_t)count);
+    }
+    lx_sha256_final_hex(&h, info->weights_sha256);
     const char *meta[] = {
         "format", "pt",
         "lenx_version", LX_VERSION,
@@ -36,6 +46,8 @@ int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_inf
         "lenx_stack", info->stack ? info->stack : "[]",
         "lenx_train_len", len,
         "lenx_model_key", info->model_key ? info->model_key : "",
+        "lenx_weights_sha256", info->weights_sha256,
+        "lenx_threads", threads,
     };
     int rc = lx_st_write(path, st, n, meta, (int)(sizeof meta / sizeof *meta / 2), info->sha256, err);
     lx_buf_free(&arch);
@@ -50,6 +62,23 @@ static int need_meta(const struct lx_st_file *f, const char *key, const char **o
         return lx_err(err, LX_EINVAL, "%s: no '%s' in the safetensors __metadata__\n"
                       "  hint: lenx checkpoints carry lenx_arch, lenx_stack and lenx_train_len "
                       "(docs/checkpoints.md); add them to a checkpoint made elsewhere", f->path, key);
+    return LX_OK;
+}
+
+/* The sha256 of the data buffer into out, checked against the embedded
+** lenx_weights_sha256 when the file has one (older checkpoints do not). */
+static int check_weights(const struct lx_st_file *f, char out[65], struct lx_error *err)
+{
+    struct lx_sha256 h;
+    lx_sha256_init(&h);
+    lx_sha256_update(&h, f->data, f->n_data);
+    lx_sha256_final_hex(&h, out);
+    const char *want = lx_st_meta(f, "lenx_weights_sha256");
+    if (want && strcmp(want, out) != 0)
+        return lx_err(err, LX_EIO, "%s: the weights do not match the checkpoint's embedded hash "
+                      "(lenx_weights_sha256 %.16s..., the data hashes to %.16s...): the file is damaged\n"
+                      "  hint: delete it and rerun the sweep to retrain it, or restore it from a copy",
+                      f->path, want, out);
     return LX_OK;
 }
 
@@ -91,8 +120,15 @@ int lx_model_load(struct lx_model *m, const char *path, struct lx_ckpt_info *inf
             rc = lx_st_read(&f, ti[i].name, ti[i].ndim, ti[i].shape, m->w + ti[i].offset, err);
         free(ti);
     }
+    char weights[65];
+    if (rc == LX_OK)
+        rc = check_weights(&f, weights, err);
     if (rc == LX_OK && info) {
         const char *key = lx_st_meta(&f, "lenx_model_key"), *tj = lx_st_meta(&f, "lenx_train");
+        const char *thr = lx_st_meta(&f, "lenx_threads");
+        memcpy(info->weights_sha256, weights, sizeof weights);
+        info->embedded_hash = lx_st_meta(&f, "lenx_weights_sha256") != NULL;
+        info->threads = thr ? atoi(thr) : 0;
         info->model_key = lx_xstrdup(key ? key : "");
         info->stack = lx_xstrdup(stack);
         info->train_json = lx_xstrdup(tj ? tj : "{}");

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness/hash.h"
 
@@ -902,7 +903,12 @@ int lx_st_write(const char *path, const struct lx_st_tensor *t, int n, const cha
         return rc;
     struct lx_buf h = {0}, tmp = {0};
     build_header(&h, t, n, meta, n_meta);
-    lx_buf_printf(&tmp, "%s.tmp", path);
+    /* one temporary file per writer: processes saving the same path never share it */
+    char host[256] = "unknown";
+    if (gethostname(host, sizeof host - 1) != 0)
+        strcpy(host, "unknown");
+    host[sizeof host - 1] = '\0';
+    lx_buf_printf(&tmp, "%s.tmp.%s.%ld", path, host, (long)getpid());
     rc = write_file(path, lx_buf_str(&tmp), &h, t, n, sha256_hex_out, err);
     lx_buf_free(&h);
     lx_buf_free(&tmp);

@@ -31,7 +31,7 @@ struct lx_st_tensor {           /* one tensor to write */
     const float *data;          /* prod(shape) floats */
 };
 
-/* Write atomically (path + ".tmp", fsync-free fwrite, then rename) tensors in the given order
+/* Write atomically (path + ".tmp.<host>.<pid>", unique per writer, then rename) tensors in the given order
 ** and the metadata pairs meta[2i] = key, meta[2i+1] = value (n_meta pairs). If sha256_hex is not
 ** NULL, fill it (65 bytes) with the SHA-256 of the whole file's bytes. Errors name the path and errno text. */
 int lx_st_write(const char *path, const struct lx_st_tensor *t, int n, const char *const *meta, int n_meta,
