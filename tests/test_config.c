@@ -3,6 +3,7 @@
 ** expected grid, and bad inputs are rejected with what, where and a hint.
 */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "harness/plan.h"
@@ -267,4 +268,72 @@ Test(config, plan_runs_method_checks)
                  "bad.yaml:4:5", "beta/alpha must be >= ln(alpha)");
     expect_error(HEAD "methods:\n  - logn: {mode: qwen}\ntasks:\n  - gaussian: {train_len: 1}\nlengths: [10]\n",
                  "bad.yaml:4:5", "mode qwen needs a training length >= 2");
+}
+
+/* ---- hostile YAML (issue 12): non-scalar keys, alias bombs, extra documents ---- */
+
+#define BODY "methods: [none]\ntasks: [ppl]\nlengths: [64]\n"
+
+Test(config, mapping_keys_must_be_scalars)
+{
+    const char *what = "a mapping key must be a plain word or a string, got a list";
+    /* columns counted by hand: the '[' of each key */
+    expect_error(HEAD BODY "models: {[m]: {arch: {}}}\n", "bad.yaml:6:10", what);
+    expect_error(HEAD BODY "models: {m: {[a]: 1}}\n", "bad.yaml:6:14", what);
+    expect_error(HEAD BODY "models: {m: {mixture: [{[passkey]: {weight: 0.5}}]}}\n", "bad.yaml:6:25", what);
+    expect_error(HEAD BODY "models: {m: {arch: {[layers]: 2}}}\n", "bad.yaml:6:21", what);
+    expect_error(HEAD "[a]: 1\n" BODY, "bad.yaml:3:1", what);
+    expect_error(HEAD "methods: [{logn: {[mode]: su}}]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:19", what);
+    expect_error(HEAD "methods: [{[logn]: {}}]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:12", what);
+    expect_error(HEAD BODY "models: {{m: 1}: {arch: {}}}\n", "bad.yaml:6:10",
+                 "a mapping key must be a plain word or a string, got a mapping");
+}
+
+/* A "billion laughs" of `levels` lines, each a list of ten aliases of the line before. */
+static char *alias_bomb(int levels)
+{
+    static char text[4096];
+    int k = snprintf(text, sizeof text, "a: &a [x,x,x,x,x,x,x,x,x,x]\n");
+    for (int i = 1; i < levels; i++) {
+        char p = (char)('a' + i - 1), c = (char)('a' + i);
+        k += snprintf(text + k, sizeof text - (size_t)k, "%c: &%c [", c, c);
+        for (int j = 0; j < 10; j++)
+            k += snprintf(text + k, sizeof text - (size_t)k, "%s*%c", j ? "," : "", p);
+        k += snprintf(text + k, sizeof text - (size_t)k, "]\n");
+    }
+    return text;
+}
+
+Test(config, alias_bomb_is_refused)
+{
+    /* 6 levels: 10^5 scalars under e alone, plus the 1.2e4 of a..d: past the documented
+    ** budget of 1e5 extra nodes while expanding e's aliases of d (line 4) */
+    expect_error(alias_bomb(6), "bad.yaml:4:4", "aliases of the anchor 'd' expand the document past 100000 nodes");
+    /* 4 levels (about 1.1e4 nodes) stay within it: the load succeeds, the sweep then
+    ** fails on its first unknown key 'a' */
+    expect_error(alias_bomb(4), "bad.yaml:1:1", "unknown key 'a' in the sweep file");
+}
+
+Test(config, aliases_still_work)
+{
+    struct lx_grid g;
+    struct lx_error err = {{0}};
+    const char *text = HEAD "methods: [none]\ntasks: [&t gaussian]\nlengths: &l [10, 20]\nseeds: *l\n";
+    cr_assert_eq(lx_grid_load_text(&g, text, "ok.yaml", &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(g.n_seeds, 2);
+    cr_expect_eq(g.seeds[1], 20);
+    lx_grid_release(&g);
+}
+
+Test(config, one_document_per_file)
+{
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [10]\n---\nmethods: [bogus]\n", "bad.yaml:6:1",
+                 "a second YAML document; a sweep file holds one");
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [10]\n---\n- [x\n", "bad.yaml:8:1", "YAML syntax error");
+    /* an explicit start marker and an end marker alone are one document */
+    struct lx_grid g;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_grid_load_text(&g, "---\n" HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [10]\n...\n",
+                                   "ok.yaml", &err), LX_OK, "%s", err.msg);
+    lx_grid_release(&g);
 }
