@@ -32,6 +32,11 @@ static struct lx_node *node_new(struct lx_doc *doc, enum lx_node_kind kind, cons
 ** expands exponentially, and a sweep never needs more (docs/config.md). */
 #define LX_ALIAS_NODE_BUDGET 100000L
 
+/* A sweep file holds at most this many values as written (docs/config.md):
+** 10000 lengths and 10000 seeds fit many times over; millions of entries
+** would take gigabytes to load. */
+#define LX_MAX_DOC_NODES 200000L
+
 /* State of one conversion: the budget of nodes left, which libyaml nodes
 ** were already converted once (a second visit comes through an alias), the
 ** last such node, and the error of the first problem found. */
@@ -221,14 +226,47 @@ int lx_doc_load_file(struct lx_doc *doc, const char *path, struct lx_error *err)
     return rc;
 }
 
+/* Count the values written in the text (scalars, lists, mappings, aliases)
+** with libyaml's event parser, which holds one event at a time, and refuse a
+** text with more than LX_MAX_DOC_NODES before the loader builds them all. */
+static int count_nodes(const struct lx_doc *doc, const char *text, struct lx_error *err)
+{
+    yaml_parser_t parser;
+    LX_ASSERT(yaml_parser_initialize(&parser));
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
+    long n = 0;
+    int rc = LX_OK;
+    for (int done = 0; !done && rc == LX_OK;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) {
+            rc = syntax_error(doc, &parser, err);
+            break;
+        }
+        done = ev.type == YAML_STREAM_END_EVENT;
+        n += ev.type == YAML_SCALAR_EVENT || ev.type == YAML_SEQUENCE_START_EVENT ||
+             ev.type == YAML_MAPPING_START_EVENT || ev.type == YAML_ALIAS_EVENT;
+        if (n > LX_MAX_DOC_NODES)
+            rc = lx_err(err, LX_EINVAL, "%s:%d:%d: the file holds more than %ld values; a sweep file holds "
+                        "at most that many\n  hint: split the sweep into several files (they can share a "
+                        "database)", doc->file, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                        LX_MAX_DOC_NODES);
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
 int lx_doc_load_text(struct lx_doc *doc, const char *text, const char *name, struct lx_error *err)
 {
     doc_start(doc, name);
     doc->text = lx_xstrdup(text);
+    int rc = count_nodes(doc, text, err);
+    if (rc < 0)
+        return rc;
     yaml_parser_t parser;
     LX_ASSERT(yaml_parser_initialize(&parser));
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
-    int rc = load(doc, &parser, err);
+    rc = load(doc, &parser, err);
     yaml_parser_delete(&parser);
     return rc;
 }

@@ -422,3 +422,18 @@ Test(config, retrieval_lengths_past_the_maximum)
         }
     }
 }
+
+Test(config, too_many_values_refused_before_loading)
+{
+    /* the root mapping, name, t, lengths, [ are values 1-5; the scalar j (0-based) is value
+    ** 6 + j, at column 11 + 2j: value 200001 (one past the documented cap) is j = 199995,
+    ** column 400001 */
+    size_t n = 250000, cap = 32 + 2 * n;
+    char *text = malloc(cap);
+    size_t k = (size_t)snprintf(text, cap, "name: t\nlengths: [");
+    for (size_t j = 0; j < n; j++)
+        k += (size_t)snprintf(text + k, cap - k, "1,");
+    snprintf(text + k - 1, cap - k + 1, "]\n");
+    expect_error(text, "bad.yaml:2:400001", "the file holds more than 200000 values");
+    free(text);
+}
