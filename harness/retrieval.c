@@ -264,6 +264,8 @@ int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const s
         a.stats_row1 = T - 1;
         memset(st, 0, sizeof(double) * (size_t)(L * B * H * LX_ATTN_NSTATS));
         lx_model_forward(m, spec, tok, tgt, &a);
+        if ((rc = lx_acts_check_finite(&a, V, nb, tgt, err)) < 0)
+            break;
         for (int b = 0; b < nb; b++) {
             const struct lx_instance *x = &in[i0 + b];
             struct lx_answer *ans = &out[i0 + b];
