@@ -12,11 +12,15 @@
 */
 #include "harness/plan.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "harness/corpus.h"
+#include "harness/engine/model.h"
 #include "harness/hash.h"
 
 static const char *cap_name(unsigned cap)
@@ -207,6 +211,33 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
     return LX_OK;
 }
 
+/* Memory (docs/config.md, "Memory"): training a model (its batch and length)
+** and evaluating it at this length (lx_eval_windows's batch of up to 8192
+** tokens) must fit in the memory the machine has now, on this thread count. */
+static int check_memory(const struct lx_grid *g, int m, int l, struct lx_error *err)
+{
+    const struct lx_model_use *mu = &g->models[m];
+    long T = g->lengths[l], B = 8192 / T > 1 ? 8192 / T : 1;
+    double avail = lx_mem_available(), need;
+    char nb[32], wb[32], ab[32];
+    lx_fmt_bytes(ab, avail);
+    if (!mu->checkpoint &&
+        (need = lx_run_bytes(&mu->arch, (int)mu->train.batch, (int)mu->train.length, 1)) > avail)
+        return lx_node_err(err, mu->where, "model '%s' needs %s to train (weights %s with gradients and AdamW "
+                           "moments, activations for batch %ld x length %ld on %d thread(s)); %s of memory are "
+                           "available\n  hint: use a smaller arch (layers, d_model, d_mlp, heads, vocab), a "
+                           "smaller train batch or length, or fewer --threads", mu->name, lx_fmt_bytes(nb, need),
+                           lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 1)), mu->train.batch, mu->train.length,
+                           omp_get_max_threads(), ab);
+    if ((need = lx_run_bytes(&mu->arch, (int)B, (int)T, 0)) > avail)
+        return lx_node_err(err, g->length_where[l], "model '%s' needs %s to evaluate length %ld (weights %s, "
+                           "activations for %ld x %ld tokens on %d thread(s)); %s of memory are available\n"
+                           "  hint: use a shorter length, fewer --threads or a smaller arch", mu->name,
+                           lx_fmt_bytes(nb, need), T, lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 0)), B, T,
+                           omp_get_max_threads(), ab);
+    return LX_OK;
+}
+
 /* Plan-time checks of one (stack, task, model, length): everything a cell
 ** could fail on before it runs, reported at the YAML position that caused it. */
 static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, struct lx_error *err)
@@ -225,6 +256,8 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
         return rc;
     struct lx_spec spec;
     if ((rc = lx_stack_compile(&g->stacks[s], &f, &spec, err)) < 0 || m < 0)
+        return rc;
+    if ((rc = check_memory(g, m, l, err)) < 0)
         return rc;
     if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0)
         return rc;
@@ -267,12 +300,29 @@ static int task_models(const struct lx_grid *g, int t, int *out, int *n, struct 
     return LX_OK;
 }
 
+/* The cell count of a grid, in 64 bits (the product of five axes overflows
+** int), checked against LX_MAX_CELLS before anything is allocated. */
+static int count_cells(const struct lx_grid *g, int n_models, int *n, struct lx_error *err)
+{
+    int64_t total = (int64_t)g->n_tasks * g->n_stacks * n_models * g->n_lengths * g->n_seeds;
+    if (total > LX_MAX_CELLS)
+        return lx_err(err, LX_EINVAL, "%s: the sweep has %lld cells (%d tasks x %d method stacks x %d models x "
+                      "%d lengths x %d seeds); at most %d are allowed\n"
+                      "  hint: split the sweep into several files, e.g. one per task or per group of "
+                      "lengths (they can share a database)", g->file, (long long)total, g->n_tasks,
+                      g->n_stacks, n_models, g->n_lengths, g->n_seeds, LX_MAX_CELLS);
+    *n = (int)total;
+    return LX_OK;
+}
+
 int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error *err)
 {
     memset(plan, 0, sizeof *plan);
     plan->grid = g;
-    int n_models = g->n_models > 0 ? g->n_models : 1;
-    int n = g->n_tasks * g->n_stacks * n_models * g->n_lengths * g->n_seeds;
+    int n_models = g->n_models > 0 ? g->n_models : 1, n = 0;
+    int rc0 = count_cells(g, n_models, &n, err);
+    if (rc0 < 0)
+        return rc0;
     plan->cells = lx_xcalloc((size_t)n, sizeof *plan->cells);
     int *models = lx_xcalloc((size_t)n_models, sizeof *models), nm, rc = LX_OK;
     for (int t = 0; t < g->n_tasks && rc == LX_OK; t++) {

@@ -172,6 +172,8 @@ static long min_length(const struct mdqa_params *p)
 
 static int mdqa_check(const void *params, long length, struct lx_error *err)
 {
+    if (lx_retrieval_check_length("mdqa", length, err) < 0)
+        return LX_EINVAL;
     const struct mdqa_params *p = params;
     long min = min_length(p);
     if (length < min)
@@ -287,10 +289,10 @@ static void mdqa_trials(const void *params, long *samples, long *depths)
     *depths = p->depths;
 }
 
-static int mdqa_score(const void *params, const struct lx_instance *in, const char *output)
+static int mdqa_score(const void *params, const struct lx_instance *in, const char *output, long n)
 {
     (void)params;
-    return lx_score_contains(output, in->gold);
+    return lx_score_contains(output, n, in->gold);
 }
 
 static const char *mdqa_split(const void *params)

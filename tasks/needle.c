@@ -157,6 +157,8 @@ static long min_length(const struct needle_params *p)
 
 static int needle_check(const void *params, long length, struct lx_error *err)
 {
+    if (lx_retrieval_check_length("needle", length, err) < 0)
+        return LX_EINVAL;
     const struct needle_params *p = params;
     long min = min_length(p);
     if (length < min)
@@ -277,10 +279,10 @@ static void needle_trials(const void *params, long *samples, long *depths)
     *depths = p->depths;
 }
 
-static int needle_score(const void *params, const struct lx_instance *in, const char *output)
+static int needle_score(const void *params, const struct lx_instance *in, const char *output, long n)
 {
     (void)params;
-    return lx_score_first_int(output, in->gold);
+    return lx_score_first_int(output, n, in->gold);
 }
 
 static const char *needle_split(const void *params)

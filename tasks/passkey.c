@@ -98,6 +98,8 @@ static long fixed_bytes(const struct passkey_params *p)
 
 static int passkey_check(const void *params, long length, struct lx_error *err)
 {
+    if (lx_retrieval_check_length("passkey", length, err) < 0)
+        return LX_EINVAL;
     const struct passkey_params *p = params;
     long min = 1 + fixed_bytes(p);
     if (length < min)
@@ -206,10 +208,10 @@ static void passkey_trials(const void *params, long *samples, long *depths)
     *depths = p->depths;
 }
 
-static int passkey_score(const void *params, const struct lx_instance *in, const char *output)
+static int passkey_score(const void *params, const struct lx_instance *in, const char *output, long n)
 {
     (void)params;
-    return lx_score_first_int(output, in->gold);
+    return lx_score_first_int(output, n, in->gold);
 }
 
 /* Passkey reads no corpus text; it names the held-out split anyway, like ppl,
