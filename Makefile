@@ -29,7 +29,7 @@ WARN      = -std=c11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CFLAGS_ALL = $(OPT) $(WARN) -fopenmp -I. -Ibuild/gen -DLX_SOURCE_DIR=\"$(CURDIR)\" $(PKG_CFLAGS) -MMD -MP
 LDLIBS_ALL = $(PKG_LIBS) -fopenmp -lm
 
-SRC       := $(wildcard harness/*.c harness/engine/*.c methods/*.c tasks/*.c results/*.c)
+SRC       := $(wildcard harness/*.c harness/core/*.c harness/engine/*.c methods/*.c tasks/*.c results/*.c)
 LIB_SRC   := $(filter-out harness/main.c,$(SRC))
 TEST_SRC  := $(wildcard tests/test_*.c)
 BENCH_SRC := $(wildcard tests/bench*.c)
@@ -60,7 +60,7 @@ $(B)/%.o: %.c | build/.deps build/gen/lx_build.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
-$(B)/harness/version.o: build/gen/lx_build.h
+$(B)/harness/core/version.o: build/gen/lx_build.h
 
 lenx: $(LIB_OBJ) $(B)/harness/main.o
 	$(CC) $(OPT) -o $@ $^ $(LDLIBS_ALL)

@@ -7,7 +7,7 @@
 #ifndef LX_CLI_H
 #define LX_CLI_H
 
-#include "harness/lx.h"
+#include "harness/core/lx.h"
 
 struct lx_opt {
     const char *name;       /* long name without "--" */

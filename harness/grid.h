@@ -6,7 +6,7 @@
 #ifndef LX_GRID_H
 #define LX_GRID_H
 
-#include "harness/config.h"
+#include "harness/core/config.h"
 #include "harness/models.h"
 #include "harness/registry.h"
 

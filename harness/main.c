@@ -21,7 +21,7 @@
 #include "harness/run.h"
 #include "harness/score.h"
 #include "harness/stored.h"
-#include "harness/version.h"
+#include "harness/core/version.h"
 #include "results/views.h"
 
 #define N_OPTS(t) ((int)(sizeof t / sizeof *t))

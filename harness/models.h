@@ -27,7 +27,7 @@
 #ifndef LX_MODELS_H
 #define LX_MODELS_H
 
-#include "harness/config.h"
+#include "harness/core/config.h"
 #include "harness/engine/model.h"
 #include "harness/engine/train.h"
 

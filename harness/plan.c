@@ -19,9 +19,9 @@
 
 #include <omp.h>
 
-#include "harness/corpus.h"
+#include "harness/engine/corpus.h"
 #include "harness/engine/model.h"
-#include "harness/hash.h"
+#include "harness/core/hash.h"
 
 static const char *cap_name(unsigned cap)
 {

@@ -18,11 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/calibrate.h"
+#include "harness/engine/calibrate.h"
 #include "harness/engine/blas.h"
 #include "harness/engine/checkpoint.h"
-#include "harness/hash.h"
-#include "harness/version.h"
+#include "harness/core/hash.h"
+#include "harness/core/version.h"
 
 static double now(void)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness/corpus.h"
+#include "harness/engine/corpus.h"
 #include "harness/engine/checkpoint.h"
 #include "harness/engine/evaluate.h"
 #include "harness/grid.h"

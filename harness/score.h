@@ -10,7 +10,7 @@
 #ifndef LX_SCORE_H
 #define LX_SCORE_H
 
-#include "harness/lx.h"
+#include "harness/core/lx.h"
 
 struct lx_score_opts {
     const char *model;      /* checkpoint path, model name or model key prefix */

@@ -6,14 +6,14 @@
 ** methods/methods.def. Nothing else changes: the Makefile finds the file, the
 ** registry and its contract test pick it up, the schema drives YAML and `show`.
 **
-** A method edits the attention spec (harness/spec.h); it never runs attention
+** A method edits the attention spec (harness/core/spec.h); it never runs attention
 ** and never allocates (docs/development.md#style).
 */
 #ifndef LX_METHOD_H
 #define LX_METHOD_H
 
-#include "harness/params.h"
-#include "harness/spec.h"
+#include "harness/core/params.h"
+#include "harness/core/spec.h"
 
 /* When a method acts. A method may be both (logn: inference by default,
 ** trained in with `train: true`). */

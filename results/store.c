@@ -6,7 +6,7 @@
 */
 #define _POSIX_C_SOURCE 200809L
 #include "results/store.h"
-#include "harness/hash.h"
+#include "harness/core/hash.h"
 
 #include <errno.h>
 #include <math.h>

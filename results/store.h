@@ -16,8 +16,8 @@
 #ifndef LX_STORE_H
 #define LX_STORE_H
 
-#include "harness/lx.h"
-#include "harness/result.h"
+#include "harness/core/lx.h"
+#include "harness/core/result.h"
 
 struct lx_store;
 

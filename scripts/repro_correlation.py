@@ -95,7 +95,7 @@ def main():
 
 
 def js(p, q):
-    """Jensen-Shannon divergence (nats) of two bucket -> mass maps (harness/diag.c)."""
+    """Jensen-Shannon divergence (nats) of two bucket -> mass maps (harness/core/diag.c)."""
     keys = set(p) | set(q)
     sp, sq = sum(p.values()), sum(q.values())
     out = 0.0

@@ -3,7 +3,7 @@
 **
 ** What the source papers look at when extrapolation fails (docs/tasks.md#attn;
 ** docs/REPRODUCTIONS.md uses them), measured on the model's real attention
-** rows (harness/diag.h has the definitions):
+** rows (harness/core/diag.h has the definitions):
 **
 **   Chi, Fan & Rudnicky 2024 (T5 attention alignment, arXiv 2311.00684,
 **     Table 1): "dispersed attention",
@@ -34,8 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/corpus.h"
-#include "harness/diag.h"
+#include "harness/engine/corpus.h"
+#include "harness/core/diag.h"
 #include "harness/engine/model.h"
 #include "tasks/task.h"
 
@@ -113,8 +113,7 @@ static int measure(const struct lx_task_ctx *ctx, const struct lx_spec *spec, lo
         return rc;
     }
     struct attn_pass ps = {.slot = slot, .H = (int)ctx->model->arch.heads, .row0 = row0, .rg = rg};
-    a.probe = attn_probe;
-    a.probe_ctx = &ps;
+    lx_acts_set_probe(&a, attn_probe, &ps);
     int *tok = lx_xmalloc(sizeof(int) * (size_t)L);
     for (long w = 0; w < nw; w++) {
         const unsigned char *s = c->docs[win[w].doc].bytes + win[w].off;

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/rng.h"
+#include "harness/core/rng.h"
 #include "tasks/task.h"
 
 struct gaussian_params {

@@ -45,9 +45,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/corpus.h"
-#include "harness/retrieval.h"
-#include "harness/rng.h"
+#include "harness/engine/corpus.h"
+#include "tasks/retrieval.h"
+#include "harness/core/rng.h"
 #include "tasks/task.h"
 
 enum { TPL_LONGCHAT, TPL_SHORT };

@@ -23,10 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/corpus.h"
+#include "harness/engine/corpus.h"
 #include "harness/engine/evaluate.h"
 #include "harness/engine/train.h"
-#include "harness/hash.h"
+#include "harness/core/hash.h"
 #include "tasks/task.h"
 
 enum { REPLACE_ALL_MASK, REPLACE_BERT };

@@ -32,7 +32,7 @@
 ** the depth, and every method sees the same instances.
 **
 ** Scored by the first integer of the greedy output against the key (landmark's
-** rule); the generic runner (harness/retrieval.c) adds the teacher-forced
+** rule); the generic runner (tasks/retrieval.c) adds the teacher-forced
 ** log-probability of the key.
 */
 #include <math.h>
@@ -40,9 +40,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/corpus.h"
-#include "harness/retrieval.h"
-#include "harness/rng.h"
+#include "harness/engine/corpus.h"
+#include "tasks/retrieval.h"
+#include "harness/core/rng.h"
 #include "tasks/task.h"
 
 enum { TPL_LANDMARK, TPL_SHORT };

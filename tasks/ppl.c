@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/corpus.h"
+#include "harness/engine/corpus.h"
 #include "harness/engine/evaluate.h"
 #include "tasks/task.h"
 

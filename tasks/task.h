@@ -20,9 +20,9 @@
 
 #include <stdint.h>
 
-#include "harness/params.h"
-#include "harness/result.h"
-#include "harness/spec.h"
+#include "harness/core/params.h"
+#include "harness/core/result.h"
+#include "harness/core/spec.h"
 
 struct lx_model;
 struct lx_instance;
@@ -65,7 +65,7 @@ struct lx_task {
     ** every logit divided by tau */
     int (*probe)(const struct lx_task_ctx *ctx, int at_train, double tau, struct lx_probe_stats *out,
                  struct lx_error *err);
-    /* (retrieval tasks, harness/retrieval.h) the instance for (key, length,
+    /* (retrieval tasks, tasks/retrieval.h) the instance for (key, length,
     ** sample, depth): a pure function; out is filled and owns its tokens */
     int (*generate)(const void *params, uint64_t key, long length, long sample, double depth,
                     struct lx_instance *out, struct lx_error *err);

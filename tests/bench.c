@@ -23,7 +23,7 @@
 #include "harness/engine/attention.h"
 #include "harness/engine/blas.h"
 #include "harness/plan.h"
-#include "harness/rng.h"
+#include "harness/core/rng.h"
 #include "harness/run.h"
 
 static double now(void)

@@ -43,7 +43,7 @@
 #include "harness/engine/blas.h"
 #include "harness/engine/model.h"
 #include "harness/engine/train.h"
-#include "harness/rng.h"
+#include "harness/core/rng.h"
 
 #define PYTHON "/usr/bin/python3"
 #define N_BATCHES 4     /* distinct random batches, used in turn */

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/config.h"
+#include "harness/core/config.h"
 #include "harness/engine/attention.h"
 #include "harness/grid.h"
 #include "harness/plan.h"
-#include "harness/rng.h"
+#include "harness/core/rng.h"
 
 enum { T = 5, H = 2, D = 4, N = T * H * D };
 

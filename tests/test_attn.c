@@ -1,6 +1,6 @@
 /*
 ** tests/test_attn.c - attention diagnostics: the row statistics of
-** harness/diag.c on hand-computed rows, the Jensen-Shannon divergence, the
+** harness/core/diag.c on hand-computed rows, the Jensen-Shannon divergence, the
 ** engine's probe hook against the engine's own row statistics, and the attn
 ** task end to end on a random model over the held-out corpus.
 */
@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/corpus.h"
-#include "harness/diag.h"
+#include "harness/engine/corpus.h"
+#include "harness/core/diag.h"
 #include "harness/engine/attention.h"
 #include "harness/engine/model.h"
-#include "harness/params.h"
+#include "harness/core/params.h"
 #include "harness/registry.h"
 #include "tasks/task.h"
 #include "stack.h"
@@ -110,8 +110,7 @@ Test(attn, probe_matches_engine_stats)
     double stats[2 * 2 * LX_ATTN_NSTATS] = {0};
     struct probe_sink s = {.rg = {.n = 1, .lo = {0}, .hi = {T}}};
     a.stats = stats;
-    a.probe = sink;
-    a.probe_ctx = &s;
+    lx_acts_set_probe(&a, sink, &s);
     lx_model_forward(&m, &st.spec, tok, NULL, &a);
     for (int l = 0; l < 2; l++)
         for (int h = 0; h < 2; h++) {

@@ -17,7 +17,7 @@
 #include "harness/engine/model.h"
 #include "harness/engine/train.h"
 #include "harness/run.h"
-#include "harness/rng.h"
+#include "harness/core/rng.h"
 #include "tests/stack.h"
 
 static void fill(float *x, long n, uint32_t stream, float scale)

@@ -1,6 +1,6 @@
 /*
 ** tests/test_gaussian.c - the gaussian task (tasks/gaussian.c) and the spec
-** composition it relies on (harness/spec.c).
+** composition it relies on (harness/core/spec.c).
 **
 ** The numbers are checked three ways: against an independent numpy
 ** implementation (tests/ref/gaussian_ref.py, its output committed as

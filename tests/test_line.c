@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/config.h"
-#include "harness/corpus.h"
-#include "harness/params.h"
+#include "harness/core/config.h"
+#include "harness/engine/corpus.h"
+#include "harness/core/params.h"
 #include "harness/registry.h"
-#include "harness/retrieval.h"
+#include "tasks/retrieval.h"
 
 #define LIT(s) s, (long)(sizeof s - 1)     /* a string literal and its length */
 

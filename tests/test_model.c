@@ -25,8 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/config.h"
-#include "harness/corpus.h"
+#include "harness/core/config.h"
+#include "harness/engine/corpus.h"
 #include "harness/engine/attention.h"
 #include "harness/engine/checkpoint.h"
 #include "harness/engine/model.h"
@@ -34,7 +34,7 @@
 #include "harness/engine/safetensors.h"
 #include "harness/grid.h"
 #include "harness/plan.h"
-#include "harness/rng.h"
+#include "harness/core/rng.h"
 
 /* ---- shared helpers ------------------------------------------------------ */
 

@@ -8,7 +8,7 @@
 **
 ** The layout is parsed with the strings of docs/tasks.md#needle written out here, not
 ** with the task's tables; a sentence start is re-derived here from its
-** definition in harness/retrieval.h.
+** definition in tasks/retrieval.h.
 */
 #define _GNU_SOURCE     /* memmem */
 #include <criterion/criterion.h>
@@ -19,13 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/config.h"
-#include "harness/corpus.h"
+#include "harness/core/config.h"
+#include "harness/engine/corpus.h"
 #include "harness/engine/model.h"
-#include "harness/params.h"
+#include "harness/core/params.h"
 #include "harness/registry.h"
-#include "harness/result.h"
-#include "harness/retrieval.h"
+#include "harness/core/result.h"
+#include "tasks/retrieval.h"
 #include "tasks/task.h"
 #include "tests/stack.h"
 

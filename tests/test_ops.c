@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "harness/engine/ops.h"
-#include "harness/rng.h"
+#include "harness/core/rng.h"
 
 static void fill(float *x, int n, uint32_t stream, float scale)
 {

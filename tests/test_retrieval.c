@@ -1,5 +1,5 @@
 /*
-** tests/test_retrieval.c - what the retrieval tasks share (harness/retrieval.c):
+** tests/test_retrieval.c - what the retrieval tasks share (tasks/retrieval.c):
 ** answers read off a causal model against brute-force greedy decoding and an
 ** independent log-softmax, the named scorers on hand-written outputs, and
 ** token text.
@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/corpus.h"
+#include "harness/engine/corpus.h"
 #include "harness/engine/model.h"
 #include "harness/registry.h"
-#include "harness/retrieval.h"
+#include "tasks/retrieval.h"
 #include "tasks/task.h"
 #include "tests/stack.h"
 

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "harness/engine/safetensors.h"
-#include "harness/hash.h"
-#include "harness/lx.h"
+#include "harness/core/hash.h"
+#include "harness/core/lx.h"
 
 static char dir[64];            /* this test's mkdtemp folder */
 

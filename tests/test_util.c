@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "harness/engine/blas.h"
-#include "harness/hash.h"
-#include "harness/lx.h"
-#include "harness/rng.h"
+#include "harness/core/hash.h"
+#include "harness/core/lx.h"
+#include "harness/core/rng.h"
 
 Test(hash, sha256_vectors)
 {

@@ -1,6 +1,6 @@
 /*
 ** harness/engine/attention.h - the naive (materialised) attention path that
-** reads the attention spec (harness/spec.h): for query i and key j,
+** reads the attention spec (harness/core/spec.h): for query i and key j,
 **
 **     S_ij = c · q_i · k_j,  c = 1/sqrt(D) (or CosScale's s; q, k then unit)
 **     t = |δ_ij|, δ the effective rotary distance (i − j unless the spec's
@@ -22,7 +22,7 @@
 #ifndef LX_ATTENTION_H
 #define LX_ATTENTION_H
 
-#include "harness/spec.h"
+#include "harness/core/spec.h"
 #include "harness/engine/blas.h"
 
 /* o (T, H, D); att (H, T, T) probabilities saved for backward (0 where masked);

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/config.h"
+#include "harness/core/config.h"
 #include "harness/engine/safetensors.h"
-#include "harness/hash.h"
-#include "harness/version.h"
+#include "harness/core/hash.h"
+#include "harness/core/version.h"
 
 int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
 {

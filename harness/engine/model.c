@@ -16,7 +16,7 @@
 #include "harness/engine/attention.h"
 #include "harness/engine/blas.h"
 #include "harness/engine/ops.h"
-#include "harness/rng.h"
+#include "harness/core/rng.h"
 
 static const struct lx_param arch_rows[] = {
     LX_P_ENUM(struct lx_arch, mode, "causal", "causal|mlm", LX_PF_SHOW,
@@ -335,6 +335,12 @@ int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error 
     m->n_params = n;
     lx_weights_map(&m->v, a, m->w);
     return LX_OK;
+}
+
+void lx_acts_set_probe(struct lx_acts *a, lx_att_probe probe, void *ctx)
+{
+    a->probe = probe;
+    a->probe_ctx = ctx;
 }
 
 void lx_acts_release(struct lx_acts *a)

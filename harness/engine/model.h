@@ -9,7 +9,7 @@
 ** Pre-norm blocks with RMSNorm, no biases, a GELU (tanh) or SwiGLU MLP, an
 ** untied output head. Two modes: `causal` (next-token LM: causal attention)
 ** and `mlm` (bidirectional encoder; inputs carry LX_TOK_MASK). Positions and
-** logit transforms come from the attention spec (harness/spec.h): the rotary
+** logit transforms come from the attention spec (harness/core/spec.h): the rotary
 ** table rotates q and k by their position in the window, the logit ops act on
 ** q·k/sqrt(d).
 **
@@ -23,8 +23,8 @@
 
 #include <stddef.h>
 
-#include "harness/params.h"
-#include "harness/spec.h"
+#include "harness/core/params.h"
+#include "harness/core/spec.h"
 
 enum { LX_MODEL_CAUSAL, LX_MODEL_MLM };     /* lx_arch.mode */
 enum { LX_MLP_GELU, LX_MLP_SWIGLU };        /* lx_arch.mlp */
@@ -138,6 +138,10 @@ struct lx_acts {
 int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train,
                   struct lx_error *err);
 void lx_acts_release(struct lx_acts *a);
+/* Watch every head's attention probabilities in the forward passes that use
+** a (NULL removes the probe): how tasks look at attention without touching
+** the activations' fields. */
+void lx_acts_set_probe(struct lx_acts *a, lx_att_probe probe, void *ctx);
 /* Bytes lx_acts_alloc would take (a double: hostile sizes overflow size_t). */
 double lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train);
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "harness/engine/blas.h"
-#include "harness/lx.h"
+#include "harness/core/lx.h"
 
 void lx_linear_forward(float *y, const float *x, const float *W, const float *b, int T, int C, int OC)
 {

@@ -29,7 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/hash.h"
+#include "harness/core/hash.h"
 
 #define ST_MAX_HEADER 100000000u    /* bytes; the reference implementation's limit */
 #define ST_MAX_DEPTH 32             /* JSON nesting; a real header needs 3 */

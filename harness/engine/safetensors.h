@@ -20,7 +20,7 @@
 
 #include <stddef.h>
 
-#include "harness/lx.h"
+#include "harness/core/lx.h"
 
 #define LX_ST_MAX_DIMS 4
 

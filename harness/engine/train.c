@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/hash.h"
-#include "harness/retrieval.h"
-#include "harness/rng.h"
+#include "harness/core/hash.h"
+#include "harness/core/rng.h"
+#include "harness/engine/instance.h"
 
 static const struct lx_param train_rows[] = {
     LX_P_INT(struct lx_train_cfg, length, "128", 2, 1 << 20, LX_PF_SHOW, "training window: the training length L"),
@@ -357,4 +357,12 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
     lx_acts_release(&a);
     free(s);
     return rc;
+}
+
+void lx_instance_release(struct lx_instance *in)
+{
+    if (!in)
+        return;
+    free(in->tok);
+    memset(in, 0, sizeof *in);
 }

@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "harness/corpus.h"
+#include "harness/engine/corpus.h"
 #include "harness/engine/model.h"
 
 /* The `train:` mapping of a model in a sweep file. */

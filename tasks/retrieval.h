@@ -1,5 +1,5 @@
 /*
-** harness/retrieval.h - what the retrieval tasks (passkey, line, topic, mdqa,
+** tasks/retrieval.h - what the retrieval tasks (passkey, line, topic, mdqa,
 ** needle) share: instances of an exact length, the engine step that reads an
 ** answer off a causal model, named scorers, the generic cell runner, and
 ** prose: corpus text cut at sentence starts, for the tasks that hide facts in
@@ -10,7 +10,7 @@
 ** length includes the generation budget (as RULER's max_seq_length includes
 ** tokens_to_generate; docs/tasks.md#passkey). A task's generator
 ** is a pure function of (params, key, length, sample, depth) drawing only from
-** the counter-based generator (harness/rng.h).
+** the counter-based generator (harness/core/rng.h).
 **
 ** Reading an answer (lx_answer_eval) needs one forward pass when the model is
 ** right: under teacher forcing, the argmax at answer position k is the greedy
@@ -26,27 +26,10 @@
 
 #include <stdint.h>
 
-#include "harness/lx.h"
+#include "harness/core/lx.h"
+#include "harness/engine/instance.h"
 
-#define LX_MAX_ANSWER 64    /* answer tokens at most */
 #define LX_MAX_RETRIEVAL_LENGTH (1L << 20)  /* instance tokens at most, as ppl (docs/tasks.md) */
-#define LX_MAX_ALT 32       /* other answers an instance holds at most (mdqa: documents − 1) */
-
-struct lx_instance {
-    int *tok;               /* (n,) owned: tok[0] = BOS, the answer is tok[answer_off .. n) */
-    long n;                 /* tokens: the cell's length */
-    long answer_off;        /* first answer token; n − answer_off <= LX_MAX_ANSWER */
-    char gold[LX_MAX_ANSWER + 1];   /* the gold answer as the scorer reads it ("48213") */
-    double depth;           /* where the needle sits, 0 (start) … 1 (end) */
-    /* Distractors: the answers to the other questions the context could answer
-    ** (the other needles' numbers, the other documents' values). A wrong output
-    ** the scorer accepts for one of them counts in distractor_rate. */
-    char alt[LX_MAX_ALT][LX_MAX_ANSWER + 1];    /* (n_alt,) as gold */
-    double alt_depth[LX_MAX_ALT];               /* (n_alt,) where each sits, 0 … 1 */
-    int n_alt;              /* 0: the task has no distractors */
-};
-
-void lx_instance_release(struct lx_instance *in);
 
 /* What the model answered for one instance. */
 struct lx_answer {

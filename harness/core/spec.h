@@ -1,5 +1,5 @@
 /*
-** harness/spec.h - the attention spec: what a method stack compiles into.
+** harness/core/spec.h - the attention spec: what a method stack compiles into.
 **
 ** Methods never run attention; they edit this declarative description, and the
 ** kernels (the gaussian task's and the engine's, harness/engine/attention.c)
@@ -42,7 +42,7 @@
 #ifndef LX_SPEC_H
 #define LX_SPEC_H
 
-#include "harness/lx.h"
+#include "harness/core/lx.h"
 
 /* What the place a method runs in offers (task or model). */
 enum {

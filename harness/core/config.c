@@ -1,11 +1,11 @@
 /*
-** harness/config.c - libyaml behind one seam: YAML text in, struct lx_node tree
+** harness/core/config.c - libyaml behind one seam: YAML text in, struct lx_node tree
 ** out. Everything after this file sees only lx_node. Anchors and aliases are
 ** resolved by libyaml's document loader and copied here under a node budget
 ** (an alias bomb is refused); tags are ignored; mapping keys must be scalars;
 ** a file holds one document.
 */
-#include "harness/config.h"
+#include "harness/core/config.h"
 
 #include <stdio.h>
 #include <stdlib.h>

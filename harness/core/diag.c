@@ -1,7 +1,7 @@
 /*
-** harness/diag.c - attention-row statistics (see diag.h).
+** harness/core/diag.c - attention-row statistics (see diag.h).
 */
-#include "harness/diag.h"
+#include "harness/core/diag.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 /*
-** harness/util.c - errors, allocation, growable strings, number formatting and
+** harness/core/util.c - errors, allocation, growable strings, number formatting and
 ** name suggestions shared by every module.
 */
 #define _POSIX_C_SOURCE 200809L
-#include "harness/lx.h"
+#include "harness/core/lx.h"
 
 #include <errno.h>
 #include <math.h>

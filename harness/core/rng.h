@@ -1,5 +1,5 @@
 /*
-** harness/rng.h - the counter-based generator behind every random draw.
+** harness/core/rng.h - the counter-based generator behind every random draw.
 **
 ** Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3",
 ** SC 2011). A draw is a pure function of (key, counter): no hidden stream, so a

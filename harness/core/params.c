@@ -1,7 +1,7 @@
 /*
-** harness/params.c - parse, check, default and print parameters from a schema.
+** harness/core/params.c - parse, check, default and print parameters from a schema.
 */
-#include "harness/params.h"
+#include "harness/core/params.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /*
-** harness/version.h - what build this is: version, git commit and dirty flag
+** harness/core/version.h - what build this is: version, git commit and dirty flag
 ** (taken when the binary was built, so rows carry the code that made them).
 */
 #ifndef LX_VERSION_H

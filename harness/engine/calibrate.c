@@ -1,8 +1,8 @@
 /*
-** harness/calibrate.c - attention statistics of a model on text, and the
+** harness/engine/calibrate.c - attention statistics of a model on text, and the
 ** probe built from them (see calibrate.h).
 */
-#include "harness/calibrate.h"
+#include "harness/engine/calibrate.h"
 
 #include <stdlib.h>
 #include <string.h>

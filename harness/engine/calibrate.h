@@ -1,5 +1,5 @@
 /*
-** harness/calibrate.h - the probe a calibrating method (t5align) measures a
+** harness/engine/calibrate.h - the probe a calibrating method (t5align) measures a
 ** trained model through: the model runs on corpus text at the training length
 ** and at the cell's length, and the attention rows of every layer and head
 ** (or layer 0) are summarised as mean max probability, mean entropy and mean
@@ -8,7 +8,7 @@
 #ifndef LX_CALIBRATE_H
 #define LX_CALIBRATE_H
 
-#include "harness/corpus.h"
+#include "harness/engine/corpus.h"
 #include "harness/engine/model.h"
 
 /* Calibrate spec (compiled for the cell's length) on model m; spec_train is

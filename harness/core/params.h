@@ -1,5 +1,5 @@
 /*
-** harness/params.h - parameter schemas: one row per tunable.
+** harness/core/params.h - parameter schemas: one row per tunable.
 **
 ** A row says name, type, where the value lives in the plugin's params struct
 ** (offsetof), default, bounds and help. The one table drives YAML parsing and
@@ -14,8 +14,8 @@
 
 #include <stddef.h>
 
-#include "harness/config.h"
-#include "harness/lx.h"
+#include "harness/core/config.h"
+#include "harness/core/lx.h"
 
 enum lx_ptype {
     LX_PT_INT,      /* long */

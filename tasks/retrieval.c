@@ -1,8 +1,8 @@
 /*
-** harness/retrieval.c - answers, scorers and the cell runner shared by the
+** tasks/retrieval.c - answers, scorers and the cell runner shared by the
 ** retrieval tasks (see retrieval.h).
 */
-#include "harness/retrieval.h"
+#include "tasks/retrieval.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -10,19 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/corpus.h"
+#include "harness/engine/corpus.h"
 #include "harness/engine/attention.h"
 #include "harness/engine/model.h"
-#include "harness/rng.h"
+#include "harness/core/rng.h"
 #include "tasks/task.h"
-
-void lx_instance_release(struct lx_instance *in)
-{
-    if (!in)
-        return;
-    free(in->tok);
-    memset(in, 0, sizeof *in);
-}
 
 /* ---- scorers --------------------------------------------------------------- */
 

@@ -1,9 +1,9 @@
 /*
-** harness/spec.c - composing logit ops, visibility and position maps (see
+** harness/core/spec.c - composing logit ops, visibility and position maps (see
 ** spec.h). Everything here is the naive reference the engine's fast paths
 ** are tested against.
 */
-#include "harness/spec.h"
+#include "harness/core/spec.h"
 
 #include <math.h>
 #include <string.h>

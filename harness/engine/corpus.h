@@ -1,5 +1,5 @@
 /*
-** harness/corpus.h - the byte-level tokenizer and the installed corpora.
+** harness/engine/corpus.h - the byte-level tokenizer and the installed corpora.
 **
 ** Tokens are bytes (0..255) plus four specials, so any text works and a length
 ** is exactly a number of bytes (docs/data.md). `make data` (scripts/data.sh)
@@ -15,7 +15,7 @@
 #ifndef LX_CORPUS_H
 #define LX_CORPUS_H
 
-#include "harness/lx.h"
+#include "harness/core/lx.h"
 
 enum {
     LX_TOK_BOS = 256,       /* begins every causal window */

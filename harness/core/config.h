@@ -1,13 +1,13 @@
 /*
-** harness/config.h - YAML documents as a small tree that remembers where every
+** harness/core/config.h - YAML documents as a small tree that remembers where every
 ** value came from, so any later check can report file:line:column.
 **
-** harness/config.c is the only file that includes <yaml.h>.
+** harness/core/config.c is the only file that includes <yaml.h>.
 */
 #ifndef LX_CONFIG_H
 #define LX_CONFIG_H
 
-#include "harness/lx.h"
+#include "harness/core/lx.h"
 
 enum lx_node_kind {
     LX_NODE_SCALAR,

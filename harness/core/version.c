@@ -1,8 +1,8 @@
 /*
-** harness/version.c - build provenance. The Makefile writes build/gen/lx_build.h
+** harness/core/version.c - build provenance. The Makefile writes build/gen/lx_build.h
 ** (LX_GIT_COMMIT, LX_GIT_DIRTY) and rewrites it only when they change.
 */
-#include "harness/version.h"
+#include "harness/core/version.h"
 
 #include "lx_build.h"
 

@@ -1,5 +1,5 @@
 /*
-** harness/hash.h - SHA-256, the one stable hash of lenx: run keys, data keys,
+** harness/core/hash.h - SHA-256, the one stable hash of lenx: run keys, data keys,
 ** content hashes. FIPS 180-4; the same bytes give the same key in every process
 ** and on every machine.
 */

@@ -1,7 +1,7 @@
 /*
-** harness/hash.c - SHA-256 (FIPS 180-4), written from the standard.
+** harness/core/hash.c - SHA-256 (FIPS 180-4), written from the standard.
 */
-#include "harness/hash.h"
+#include "harness/core/hash.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /*
-** harness/rng.c - Philox4x32-10 and the draws built on it.
+** harness/core/rng.c - Philox4x32-10 and the draws built on it.
 ** Constants from Salmon et al. 2011, §4.1 (multipliers) and the Weyl key bumps.
 */
-#include "harness/rng.h"
+#include "harness/core/rng.h"
 
 #include <math.h>
 

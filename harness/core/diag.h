@@ -1,5 +1,5 @@
 /*
-** harness/diag.h - statistics of real attention rows, for the `attn` task and
+** harness/core/diag.h - statistics of real attention rows, for the `attn` task and
 ** anything else that looks at a model's attention probabilities.
 **
 ** For a causal row i (query i sees keys 0 … i, p_j its probability of key j,
@@ -21,7 +21,7 @@
 #ifndef LX_DIAG_H
 #define LX_DIAG_H
 
-#include "harness/params.h"
+#include "harness/core/params.h"
 
 #define LX_DIAG_BUCKETS 40      /* distance buckets: enough for 2^38 tokens */
 

@@ -1,5 +1,5 @@
 /*
-** harness/lx.h - what every lenx file needs: the error tiers, growable strings.
+** harness/core/lx.h - what every lenx file needs: the error tiers, growable strings.
 **
 ** Errors come in three tiers (docs/development.md#style):
 **   1. a broken invariant: LX_ASSERT prints file:line and aborts, in every build;

@@ -1,14 +1,14 @@
 /*
-** harness/corpus.c - reading the manifest and the corpus files (see corpus.h).
+** harness/engine/corpus.c - reading the manifest and the corpus files (see corpus.h).
 */
-#include "harness/corpus.h"
+#include "harness/engine/corpus.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/hash.h"
+#include "harness/core/hash.h"
 
 #ifndef LX_SOURCE_DIR
 #define LX_SOURCE_DIR "."

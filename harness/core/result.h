@@ -1,11 +1,11 @@
 /*
-** harness/result.h - what a cell produces: named metrics, named series and
+** harness/core/result.h - what a cell produces: named metrics, named series and
 ** the raw outputs of retrieval tasks (exact bytes, with what ended them).
 */
 #ifndef LX_RESULT_H
 #define LX_RESULT_H
 
-#include "harness/lx.h"
+#include "harness/core/lx.h"
 
 struct lx_metric {
     char *name;         /* "entropy", "range_mass:10-100", "entropy_se" */

@@ -1,7 +1,7 @@
 /*
-** harness/result.c - growing a cell's metrics, series and outputs.
+** harness/core/result.c - growing a cell's metrics, series and outputs.
 */
-#include "harness/result.h"
+#include "harness/core/result.h"
 
 #include <stdlib.h>
 #include <string.h>
