@@ -410,3 +410,29 @@ Test(retrieval, mdqa_entropy_on_own_answer_rows, .timeout = 60)
 {
     runner_entropy_on_own_rows("mdqa", "{template: short, documents: 3, samples: 3, depths: 3}", 400);
 }
+
+/* Why passkey, line and needle never showed the bug: their answers have a
+** fixed number of digits and end the instance, so every instance of a cell
+** has the same answer offset, length − (space) − digits. */
+Test(retrieval, fixed_width_answers_share_one_offset, .timeout = 60)
+{
+    static const struct { const char *task, *yaml; long length, answer; } cases[] = {
+        {"passkey", "{template: short, digits: 5}", 300, 6},
+        {"line", "{template: short, digits: 4}", 300, 4},
+        {"needle", "{template: short, needles: 3}", 400, 8},
+    };
+    for (int c = 0; c < 3; c++) {
+        const struct lx_task *t = lx_task_find(cases[c].task);
+        void *p = task_params(cases[c].task, cases[c].yaml);
+        for (long s = 0; s < 6; s++)
+            for (int d = 0; d <= 4; d++) {
+                struct lx_instance in;
+                struct lx_error err = {{0}};
+                cr_assert_eq(t->generate(p, 99, cases[c].length, s, d / 4.0, &in, &err), LX_OK, "%s", err.msg);
+                cr_expect_eq(in.n - in.answer_off, cases[c].answer, "%s sample %ld depth %d: answer at %ld",
+                             cases[c].task, s, d, in.answer_off);
+                lx_instance_release(&in);
+            }
+        free(p);
+    }
+}
