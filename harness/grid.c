@@ -20,6 +20,7 @@
 */
 #include "harness/grid.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,28 +295,70 @@ static int need_seq(const struct lx_node *v, const char *key, const char *exampl
     return LX_OK;
 }
 
-/* An integer list (lengths, seeds) with bounds and no repeats. */
+/* A `lengths:` or `seeds:` list holds at most this many entries; a sweep past
+** it is several sweeps (docs/config.md). */
+#define LX_MAX_LIST 10000
+
+/* Integer list entries: whole numbers in [lo, 1e12]. The bounds are checked
+** on the double before it is converted (converting 1e300 is undefined). */
+static int parse_long_entry(const struct lx_node *e, const char *key, long lo, long *out, struct lx_error *err)
+{
+    char *end = NULL;
+    double d = e->kind == LX_NODE_SCALAR && !e->quoted ? strtod(e->text, &end) : 0;
+    if (!end || end == e->text || *end || d != floor(d))
+        return lx_node_err(err, e, "'%s' entries must be integers, got %s%s%s", key,
+                           e->kind == LX_NODE_SCALAR ? "'" : "",
+                           e->kind == LX_NODE_SCALAR ? e->text : lx_node_kind_name(e->kind),
+                           e->kind == LX_NODE_SCALAR ? "'" : "");
+    if (!(d >= (double)lo && d <= 1e12))
+        return lx_node_err(err, e, "'%s' entry %s is out of bounds [%ld, 1e12]", key, e->text, lo);
+    *out = (long)d;
+    return LX_OK;
+}
+
+struct indexed { long v; int i; };
+
+static int indexed_cmp(const void *a, const void *b)
+{
+    const struct indexed *x = a, *y = b;
+    return x->v != y->v ? (x->v < y->v ? -1 : 1) : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The first entry (in list order) that repeats an earlier one, or -1: a sort,
+** O(n log n), where comparing every pair took hours on a long list. */
+static int first_repeat(const long *v, int n)
+{
+    struct indexed *s = lx_xcalloc((size_t)n, sizeof *s);
+    for (int i = 0; i < n; i++)
+        s[i] = (struct indexed){v[i], i};
+    qsort(s, (size_t)n, sizeof *s, indexed_cmp);
+    int first = -1;
+    for (int i = 1; i < n; i++)
+        if (s[i].v == s[i - 1].v && (first < 0 || s[i].i < first))
+            first = s[i].i;
+    free(s);
+    return first;
+}
+
+/* An integer list (lengths, seeds) with bounds, at most LX_MAX_LIST entries
+** and no repeats. */
 static int parse_longs(const struct lx_node *v, const char *key, long lo, long *out,
                        const struct lx_node **where, struct lx_error *err)
 {
+    if (v->n_items > LX_MAX_LIST)
+        return lx_node_err(err, v, "'%s' has %d entries; at most %d are allowed\n"
+                           "  hint: split the sweep into several files (they can share a database)",
+                           key, v->n_items, LX_MAX_LIST);
     for (int i = 0; i < v->n_items; i++) {
-        const struct lx_node *e = v->items[i];
-        char *end = NULL;
-        double d = e->kind == LX_NODE_SCALAR && !e->quoted ? strtod(e->text, &end) : 0;
-        if (!end || end == e->text || *end || d != (double)(long)d)
-            return lx_node_err(err, e, "'%s' entries must be integers, got %s%s%s", key,
-                               e->kind == LX_NODE_SCALAR ? "'" : "",
-                               e->kind == LX_NODE_SCALAR ? e->text : lx_node_kind_name(e->kind),
-                               e->kind == LX_NODE_SCALAR ? "'" : "");
-        if (d < (double)lo || d > 1e12)
-            return lx_node_err(err, e, "'%s' entry %s is out of bounds [%ld, 1e12]", key, e->text, lo);
-        out[i] = (long)d;
+        int rc = parse_long_entry(v->items[i], key, lo, &out[i], err);
+        if (rc < 0)
+            return rc;
         if (where)
-            where[i] = e;
-        for (int j = 0; j < i; j++)
-            if (out[j] == out[i])
-                return lx_node_err(err, e, "'%s' lists %ld twice", key, out[i]);
+            where[i] = v->items[i];
     }
+    int r = first_repeat(out, v->n_items);
+    if (r >= 0)
+        return lx_node_err(err, v->items[r], "'%s' lists %ld twice", key, out[r]);
     return LX_OK;
 }
 

@@ -12,6 +12,7 @@
 */
 #include "harness/plan.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,12 +268,29 @@ static int task_models(const struct lx_grid *g, int t, int *out, int *n, struct 
     return LX_OK;
 }
 
+/* The cell count of a grid, in 64 bits (the product of five axes overflows
+** int), checked against LX_MAX_CELLS before anything is allocated. */
+static int count_cells(const struct lx_grid *g, int n_models, int *n, struct lx_error *err)
+{
+    int64_t total = (int64_t)g->n_tasks * g->n_stacks * n_models * g->n_lengths * g->n_seeds;
+    if (total > LX_MAX_CELLS)
+        return lx_err(err, LX_EINVAL, "%s: the sweep has %lld cells (%d tasks x %d method stacks x %d models x "
+                      "%d lengths x %d seeds); at most %d are allowed\n"
+                      "  hint: split the sweep into several files, e.g. one per task or per group of "
+                      "lengths (they can share a database)", g->file, (long long)total, g->n_tasks,
+                      g->n_stacks, n_models, g->n_lengths, g->n_seeds, LX_MAX_CELLS);
+    *n = (int)total;
+    return LX_OK;
+}
+
 int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error *err)
 {
     memset(plan, 0, sizeof *plan);
     plan->grid = g;
-    int n_models = g->n_models > 0 ? g->n_models : 1;
-    int n = g->n_tasks * g->n_stacks * n_models * g->n_lengths * g->n_seeds;
+    int n_models = g->n_models > 0 ? g->n_models : 1, n = 0;
+    int rc0 = count_cells(g, n_models, &n, err);
+    if (rc0 < 0)
+        return rc0;
     plan->cells = lx_xcalloc((size_t)n, sizeof *plan->cells);
     int *models = lx_xcalloc((size_t)n_models, sizeof *models), nm, rc = LX_OK;
     for (int t = 0; t < g->n_tasks && rc == LX_OK; t++) {

@@ -25,6 +25,10 @@ struct lx_cell {
     uint64_t data_key;      /* RNG key: task + params + length + seed, not the method */
 };
 
+/* A sweep plans at most this many cells (docs/config.md): a bigger one is
+** several sweeps. */
+#define LX_MAX_CELLS 1000000
+
 struct lx_plan {
     const struct lx_grid *grid;     /* not owned */
     struct lx_cell *cells;          /* (n_cells,) */

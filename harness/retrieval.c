@@ -372,3 +372,12 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
     free(ans);
     return rc;
 }
+
+int lx_retrieval_check_length(const char *task, long length, struct lx_error *err)
+{
+    if (length <= LX_MAX_RETRIEVAL_LENGTH)
+        return LX_OK;
+    return lx_err(err, LX_EINVAL, "%s: length %ld is more than the %ld tokens a retrieval instance may have\n"
+                  "  hint: use a length of at most %ld", task, length, LX_MAX_RETRIEVAL_LENGTH,
+                  LX_MAX_RETRIEVAL_LENGTH);
+}

@@ -28,6 +28,7 @@
 #include "harness/lx.h"
 
 #define LX_MAX_ANSWER 64    /* answer tokens at most */
+#define LX_MAX_RETRIEVAL_LENGTH (1L << 20)  /* instance tokens at most, as ppl (docs/tasks.md) */
 #define LX_MAX_ALT 32       /* other answers an instance holds at most (mdqa: documents − 1) */
 
 struct lx_instance {
@@ -119,6 +120,9 @@ void lx_tokens_text(const int *tok, long n, char *out, size_t cap);
 ** trials gives 0 depths: then each sample draws its depth uniformly), and every raw output. */
 struct lx_task_ctx;
 struct lx_result;
+/* LX_OK when `length` is at most LX_MAX_RETRIEVAL_LENGTH, else an error naming
+** the task: every retrieval task's check calls it first. */
+int lx_retrieval_check_length(const char *task, long length, struct lx_error *err);
 int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err);
 
 #endif

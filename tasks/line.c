@@ -161,6 +161,8 @@ static long line_cap(const struct line_params *p)
 
 static int line_check(const void *params, long length, struct lx_error *err)
 {
+    if (lx_retrieval_check_length("line", length, err) < 0)
+        return LX_EINVAL;
     const struct line_params *p = params;
     long lo, hi, cap = line_cap(p);
     name_bounds(&lo, &hi);

@@ -172,6 +172,8 @@ static long min_length(const struct mdqa_params *p)
 
 static int mdqa_check(const void *params, long length, struct lx_error *err)
 {
+    if (lx_retrieval_check_length("mdqa", length, err) < 0)
+        return LX_EINVAL;
     const struct mdqa_params *p = params;
     long min = min_length(p);
     if (length < min)

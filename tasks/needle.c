@@ -157,6 +157,8 @@ static long min_length(const struct needle_params *p)
 
 static int needle_check(const void *params, long length, struct lx_error *err)
 {
+    if (lx_retrieval_check_length("needle", length, err) < 0)
+        return LX_EINVAL;
     const struct needle_params *p = params;
     long min = min_length(p);
     if (length < min)

@@ -96,6 +96,8 @@ static long fixed_bytes(const struct passkey_params *p)
 
 static int passkey_check(const void *params, long length, struct lx_error *err)
 {
+    if (lx_retrieval_check_length("passkey", length, err) < 0)
+        return LX_EINVAL;
     const struct passkey_params *p = params;
     long min = 1 + fixed_bytes(p);
     if (length < min)

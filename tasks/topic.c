@@ -215,6 +215,8 @@ static long min_length(const struct topic_params *p)
 
 static int topic_check(const void *params, long length, struct lx_error *err)
 {
+    if (lx_retrieval_check_length("topic", length, err) < 0)
+        return LX_EINVAL;
     const struct topic_params *p = params;
     long min = min_length(p);
     if (length < min)

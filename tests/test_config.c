@@ -3,6 +3,7 @@
 ** expected grid, and bad inputs are rejected with what, where and a hint.
 */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "harness/plan.h"
@@ -267,4 +268,172 @@ Test(config, plan_runs_method_checks)
                  "bad.yaml:4:5", "beta/alpha must be >= ln(alpha)");
     expect_error(HEAD "methods:\n  - logn: {mode: qwen}\ntasks:\n  - gaussian: {train_len: 1}\nlengths: [10]\n",
                  "bad.yaml:4:5", "mode qwen needs a training length >= 2");
+}
+
+/* ---- hostile YAML (issue 12): non-scalar keys, alias bombs, extra documents ---- */
+
+#define BODY "methods: [none]\ntasks: [ppl]\nlengths: [64]\n"
+
+Test(config, mapping_keys_must_be_scalars)
+{
+    const char *what = "a mapping key must be a plain word or a string, got a list";
+    /* columns counted by hand: the '[' of each key */
+    expect_error(HEAD BODY "models: {[m]: {arch: {}}}\n", "bad.yaml:6:10", what);
+    expect_error(HEAD BODY "models: {m: {[a]: 1}}\n", "bad.yaml:6:14", what);
+    expect_error(HEAD BODY "models: {m: {mixture: [{[passkey]: {weight: 0.5}}]}}\n", "bad.yaml:6:25", what);
+    expect_error(HEAD BODY "models: {m: {arch: {[layers]: 2}}}\n", "bad.yaml:6:21", what);
+    expect_error(HEAD "[a]: 1\n" BODY, "bad.yaml:3:1", what);
+    expect_error(HEAD "methods: [{logn: {[mode]: su}}]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:19", what);
+    expect_error(HEAD "methods: [{[logn]: {}}]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:12", what);
+    expect_error(HEAD BODY "models: {{m: 1}: {arch: {}}}\n", "bad.yaml:6:10",
+                 "a mapping key must be a plain word or a string, got a mapping");
+}
+
+/* A "billion laughs" of `levels` lines, each a list of ten aliases of the line before. */
+static char *alias_bomb(int levels)
+{
+    static char text[4096];
+    int k = snprintf(text, sizeof text, "a: &a [x,x,x,x,x,x,x,x,x,x]\n");
+    for (int i = 1; i < levels; i++) {
+        char p = (char)('a' + i - 1), c = (char)('a' + i);
+        k += snprintf(text + k, sizeof text - (size_t)k, "%c: &%c [", c, c);
+        for (int j = 0; j < 10; j++)
+            k += snprintf(text + k, sizeof text - (size_t)k, "%s*%c", j ? "," : "", p);
+        k += snprintf(text + k, sizeof text - (size_t)k, "]\n");
+    }
+    return text;
+}
+
+Test(config, alias_bomb_is_refused)
+{
+    /* 6 levels: 10^5 scalars under e alone, plus the 1.2e4 of a..d: past the documented
+    ** budget of 1e5 extra nodes while expanding e's aliases of d (line 4) */
+    expect_error(alias_bomb(6), "bad.yaml:4:4", "aliases of the anchor 'd' expand the document past 100000 nodes");
+    /* 4 levels (about 1.1e4 nodes) stay within it: the load succeeds, the sweep then
+    ** fails on its first unknown key 'a' */
+    expect_error(alias_bomb(4), "bad.yaml:1:1", "unknown key 'a' in the sweep file");
+}
+
+Test(config, aliases_still_work)
+{
+    struct lx_grid g;
+    struct lx_error err = {{0}};
+    const char *text = HEAD "methods: [none]\ntasks: [&t gaussian]\nlengths: &l [10, 20]\nseeds: *l\n";
+    cr_assert_eq(lx_grid_load_text(&g, text, "ok.yaml", &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(g.n_seeds, 2);
+    cr_expect_eq(g.seeds[1], 20);
+    lx_grid_release(&g);
+}
+
+Test(config, one_document_per_file)
+{
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [10]\n---\nmethods: [bogus]\n", "bad.yaml:6:1",
+                 "a second YAML document; a sweep file holds one");
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [10]\n---\n- [x\n", "bad.yaml:8:1", "YAML syntax error");
+    /* an explicit start marker and an end marker alone are one document */
+    struct lx_grid g;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_grid_load_text(&g, "---\n" HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [10]\n...\n",
+                                   "ok.yaml", &err), LX_OK, "%s", err.msg);
+    lx_grid_release(&g);
+}
+
+/* ---- grids too big to plan, numbers too big to convert (issue 12) ---- */
+
+/* A sweep file with the given axis sizes: distinct tasks, stacks, lengths, seeds. */
+static char *big_grid(int tasks, int stacks, int lengths, int seeds)
+{
+    size_t cap = 64 + (size_t)tasks * 40 + (size_t)stacks * 30 + ((size_t)lengths + seeds) * 12;
+    char *t = malloc(cap);
+    size_t k = (size_t)snprintf(t, cap, "name: big\nmethods:");
+    for (int i = 0; i < stacks; i++)
+        k += (size_t)snprintf(t + k, cap - k, "%s{window: {size: %d}}", i ? ", " : " [", i + 1);
+    k += (size_t)snprintf(t + k, cap - k, "]\ntasks:");
+    for (int i = 0; i < tasks; i++)
+        k += (size_t)snprintf(t + k, cap - k, "%s{gaussian: {samples: %d}}", i ? ", " : " [", 100 + i);
+    k += (size_t)snprintf(t + k, cap - k, "]\nlengths:");
+    for (int i = 0; i < lengths; i++)
+        k += (size_t)snprintf(t + k, cap - k, "%s%d", i ? ", " : " [", 10 + i);
+    k += (size_t)snprintf(t + k, cap - k, "]\nseeds:");
+    for (int i = 0; i < seeds; i++)
+        k += (size_t)snprintf(t + k, cap - k, "%s%d", i ? ", " : " [", i);
+    snprintf(t + k, cap - k, "]\n");
+    return t;
+}
+
+Test(config, grid_past_int_cells_is_refused, .timeout = 60)
+{
+    /* 4 x 256 x 1024 x 4096 = 2^32 cells: int overflowed to 0 and the plan wrote past it */
+    char *text = big_grid(4, 256, 1024, 4096);
+    expect_error(text, "bad.yaml", "the sweep has 4294967296 cells (4 tasks x 256 method stacks x 1 models x "
+                 "1024 lengths x 4096 seeds); at most 1000000 are allowed\n  hint: split the sweep");
+    free(text);
+    /* one past the documented maximum: 1000 x 1001 */
+    text = big_grid(1, 1, 1000, 1001);
+    expect_error(text, "bad.yaml", "the sweep has 1001000 cells");
+    free(text);
+}
+
+Test(config, huge_and_long_integer_lists)
+{
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [1e300]\n", "bad.yaml:5:11",
+                 "'lengths' entry 1e300 is out of bounds [1, 1e12]");
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [-1e300]\n", "bad.yaml:5:11",
+                 "out of bounds");
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [10]\nseeds: [1e19]\n", "bad.yaml:6:9",
+                 "'seeds' entry 1e19 is out of bounds [0, 1e12]");
+    expect_error("name: t\nseed: 9.3e18\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:2:7",
+                 "'seed' entry 9.3e18 is out of bounds");
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [.nan]\n", "bad.yaml:5:11",
+                 "'lengths' entries must be integers");
+    /* 10001 lengths: one past the documented cap */
+    char *text = big_grid(1, 1, 10001, 1);
+    expect_error(text, "bad.yaml:4:10", "'lengths' has 10001 entries; at most 10000 are allowed");
+    free(text);
+    /* the repeat is found wherever it is, and reported at its second occurrence */
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [30, 10, 20, 10, 30]\n", "bad.yaml:5:23",
+                 "'lengths' lists 10 twice");
+}
+
+Test(config, ten_thousand_lengths_parse_quickly, .timeout = 20)
+{
+    char *text = big_grid(1, 1, 10000, 1);
+    struct lx_grid g;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_grid_load_text(&g, text, "ok.yaml", &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(g.n_lengths, 10000);
+    cr_expect_eq(g.lengths[9999], 10 + 9999);
+    lx_grid_release(&g);
+    free(text);
+}
+
+Test(config, retrieval_lengths_past_the_maximum)
+{
+    /* 2^20 + 1 tokens: one past LX_MAX_RETRIEVAL_LENGTH; 1e12 was accepted at plan time */
+    static const char *const tasks[] = {"passkey", "line", "topic", "mdqa", "needle"};
+    for (int i = 0; i < 5; i++) {
+        char text[512], what[160];
+        for (int k = 0; k < 2; k++) {
+            snprintf(text, sizeof text, HEAD "methods: [rope]\ntasks: [%s]\nlengths: [%s]\n"
+                     "models: {m: {arch: {}, train: {length: 64}}}\n", tasks[i], k ? "1000000000000" : "1048577");
+            snprintf(what, sizeof what, "%s: length %s is more than the 1048576 tokens a retrieval instance may have",
+                     tasks[i], k ? "1000000000000" : "1048577");
+            expect_error(text, "bad.yaml:5:11", what);
+        }
+    }
+}
+
+Test(config, too_many_values_refused_before_loading)
+{
+    /* the root mapping, name, t, lengths, [ are values 1-5; the scalar j (0-based) is value
+    ** 6 + j, at column 11 + 2j: value 200001 (one past the documented cap) is j = 199995,
+    ** column 400001 */
+    size_t n = 250000, cap = 32 + 2 * n;
+    char *text = malloc(cap);
+    size_t k = (size_t)snprintf(text, cap, "name: t\nlengths: [");
+    for (size_t j = 0; j < n; j++)
+        k += (size_t)snprintf(text + k, cap - k, "1,");
+    snprintf(text + k - 1, cap - k + 1, "]\n");
+    expect_error(text, "bad.yaml:2:400001", "the file holds more than 200000 values");
+    free(text);
 }
