@@ -87,6 +87,19 @@ static int read_everything(const struct lx_st_file *f, struct lx_error *err)
     return rc;
 }
 
+/* The loaded checkpoint as a sweep's model, its own training stack as the
+** method, a task of its mode: models.c reads its header again and the plan
+** checks the stack against it. */
+static int plan_checkpoint(const char *stack, int mode, struct lx_error *err)
+{
+    struct lx_buf yaml = {0};
+    lx_buf_printf(&yaml, "name: fuzz\nmodels: {c: {checkpoint: '%s'}}\nmethods: [%s]\ntasks: [%s]\n"
+                  "lengths: [16]\n", scratch, stack, mode == LX_MODEL_MLM ? "mlm" : "ppl");
+    int rc = lx_fuzz_feed_config((const uint8_t *)lx_buf_str(&yaml), yaml.len, err);
+    lx_buf_free(&yaml);
+    return rc;
+}
+
 int lx_fuzz_feed_safetensors(const uint8_t *data, size_t n, struct lx_error *err)
 {
     int rc = scratch_write(data, n, err);
@@ -102,9 +115,11 @@ int lx_fuzz_feed_safetensors(const uint8_t *data, size_t n, struct lx_error *err
     struct lx_model m;
     struct lx_ckpt_info info;
     rc = lx_model_load(&m, scratch, &info, err);
-    if (rc == LX_OK) {
-        lx_ckpt_info_release(&info);
-        lx_model_release(&m);
-    }
+    if (rc < 0)
+        return rc;
+    int mode = m.arch.mode;
+    lx_model_release(&m);
+    rc = plan_checkpoint(info.stack, mode, err);
+    lx_ckpt_info_release(&info);
     return rc;
 }

@@ -23,7 +23,8 @@ int lx_fuzz_feed_config(const uint8_t *data, size_t n, struct lx_error *err);
 
 /* Bytes as a .safetensors file -> lx_st_open (every tensor read back, the
 ** metadata looked up), then lx_model_load (the lenx checkpoint header: arch,
-** stack, training length, every tensor by name and shape). */
+** training length, every tensor by name and shape), then a sweep planned on
+** it as a `checkpoint:` model with its own training stack as the method. */
 int lx_fuzz_feed_safetensors(const uint8_t *data, size_t n, struct lx_error *err);
 
 #endif

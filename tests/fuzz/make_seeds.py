@@ -15,8 +15,9 @@ parameter, or a change of the checkpoint format):
   tests/fuzz/corpus/safetensors/  tests/ref/safetensors_ref.safetensors and
                                   three tiny lenx checkpoints written here
                                   from docs/checkpoints.md (causal GELU,
-                                  masked-LM SwiGLU, a learned logit scale), each
-                                  under 3 KB so that mutations stay fast
+                                  masked-LM SwiGLU, a learned logit scale; d_model
+                                  8 and the byte vocabulary, 260, which the corpus
+                                  tasks need), each under 20 KB
   tests/fuzz/safetensors.dict     JSON tokens, dtypes, header and metadata
                                   keys, tensor names
 
@@ -180,11 +181,12 @@ def main():
 
     shutil.copy(os.path.join(ROOT, "tests", "ref", "safetensors_ref.safetensors"), os.path.join(st, "ref.safetensors"))
     base = {"mode": "causal", "layers": 1, "d_model": 8, "heads": 1, "d_head": 4, "d_mlp": 8, "mlp": "gelu",
-            "vocab": 4, "norm_eps": 1e-5, "init_std": 0.02}
+            "vocab": 260, "norm_eps": 1e-5, "init_std": 0.02}
     checkpoint(os.path.join(st, "causal.safetensors"), base, '[{"rope":{"base":10000,"layout":"half"}}]', 16)
-    checkpoint(os.path.join(st, "mlm-swiglu.safetensors"), dict(base, mode="mlm", mlp="swiglu", heads=2), "[]", 8)
+    checkpoint(os.path.join(st, "mlm-swiglu.safetensors"), dict(base, mode="mlm", mlp="swiglu", heads=2),
+               '[{"rope":{"base":500,"layout":"interleaved"}}]', 8)
     checkpoint(os.path.join(st, "ssmax.safetensors"), dict(base, logit_scale=True),
-               '[{"nope":{}},{"logn":{"mode":"ssmax","learn":true,"train":true}}]', 16)
+               '[{"nope":{}},{"logn":{"mode":"ssmax","s":0.4,"learn":true,"train":true}}]', 16)
     write_dict(os.path.join(FUZZ, "safetensors.dict"), "JSON tokens, dtypes, header keys, lenx metadata",
                ST_TOKENS)
     for d in (cfg, st):
