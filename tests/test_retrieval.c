@@ -20,6 +20,19 @@
 
 enum { RT = 24, RN = 5, RA = 4 };
 
+/* A random causal model of `layers` blocks (d_model 32, 2 heads of 16, MLP
+** 64), weights drawn with std init_std (0: the schema's default) from key. */
+static void random_model(struct lx_model *m, int layers, double init_std, uint64_t key)
+{
+    struct lx_arch ar;
+    lx_params_defaults(&lx_arch_schema, &ar);
+    ar.layers = layers, ar.d_model = 32, ar.heads = 2, ar.d_head = 16, ar.d_mlp = 64;
+    if (init_std > 0)
+        ar.init_std = init_std;
+    lx_params_finish(&lx_arch_schema, &ar);
+    lx_model_init(m, &ar, key);
+}
+
 /* A random causal model's greedy continuation of tok[0 .. off), one full
 ** forward per token, and log p of the gold answer from the logits by hand. */
 static void brute_force(const struct lx_model *m, const struct lx_spec *spec, const int *gold, long off, int *out,
@@ -62,26 +75,28 @@ static void brute_force(const struct lx_model *m, const struct lx_spec *spec, co
     lx_acts_release(&a);
 }
 
+/* RN instances of RT tokens, BOS then bytes (t·a + i·b) mod 256, instance i's
+** answer at off[i]. */
+static void fill_instances(struct lx_instance *in, const long *off, int a, int b)
+{
+    for (int i = 0; i < RN; i++) {
+        in[i] = (struct lx_instance){.n = RT, .answer_off = off[i], .tok = malloc(sizeof(int) * RT)};
+        in[i].tok[0] = LX_TOK_BOS;
+        for (int t = 1; t < RT; t++)
+            in[i].tok[t] = (t * a + i * b) % 256;
+    }
+}
+
 Test(retrieval, answers_match_brute_force_greedy)
 {
-    struct lx_arch ar;
-    lx_params_defaults(&lx_arch_schema, &ar);
-    ar.layers = 2, ar.d_model = 32, ar.heads = 2, ar.d_head = 16, ar.d_mlp = 64, ar.init_std = 0.3;
-    lx_params_finish(&lx_arch_schema, &ar);
     struct lx_model m;
-    lx_model_init(&m, &ar, 5);
+    random_model(&m, 2, 0.3, 5);
     struct lx_facts f = tfacts(16, 8, 2, RT);
     struct tstack st;
     tstack_make(&st, "[rope, {rerope: {window: 4}}]", &f);
+    static const long off[RN] = {RT - RA, RT - RA, RT - RA, RT - RA, RT - RA};
     struct lx_instance in[RN];
-    for (int i = 0; i < RN; i++) {
-        in[i].n = RT;
-        in[i].answer_off = RT - RA;
-        in[i].tok = malloc(sizeof(int) * RT);
-        in[i].tok[0] = LX_TOK_BOS;
-        for (int t = 1; t < RT; t++)
-            in[i].tok[t] = (t * 31 + i * 17) % 256;
-    }
+    fill_instances(in, off, 31, 17);
     /* instance 0's answer is the model's own greedy output: correct by construction */
     int out0[RA];
     double lp0;
@@ -153,23 +168,14 @@ static double own_rows_entropy(const struct lx_model *m, const struct lx_spec *s
 ** used for all). */
 Test(retrieval, answer_entropy_on_each_instance_s_own_rows)
 {
-    struct lx_arch ar;
-    lx_params_defaults(&lx_arch_schema, &ar);
-    ar.layers = 2, ar.d_model = 32, ar.heads = 2, ar.d_head = 16, ar.d_mlp = 64, ar.init_std = 0.3;
-    lx_params_finish(&lx_arch_schema, &ar);
     struct lx_model m;
-    lx_model_init(&m, &ar, 11);
+    random_model(&m, 2, 0.3, 11);
     struct lx_facts f = tfacts(16, 8, 2, RT);
     struct tstack st;
     tstack_make(&st, "[rope]", &f);
     static const long off[RN] = {RT - 2, RT - 9, RT - 4, RT - 15, RT - 1};
     struct lx_instance in[RN];
-    for (int i = 0; i < RN; i++) {
-        in[i] = (struct lx_instance){.n = RT, .answer_off = off[i], .tok = malloc(sizeof(int) * RT)};
-        in[i].tok[0] = LX_TOK_BOS;
-        for (int t = 1; t < RT; t++)
-            in[i].tok[t] = (t * 29 + i * 13) % 256;
-    }
+    fill_instances(in, off, 29, 13);
     struct lx_answer ans[RN];
     struct lx_error err = {{0}};
     cr_assert_eq(lx_answer_eval(&m, &st.spec, in, RN, ans, &err), LX_OK, "%s", err.msg);
@@ -281,12 +287,8 @@ static void *task_params(const char *name, const char *yaml)
 ** metrics, every output is kept, and the same keys are asked at every depth. */
 Test(retrieval, runner_series_match_metrics)
 {
-    struct lx_arch ar;
-    lx_params_defaults(&lx_arch_schema, &ar);
-    ar.layers = 1, ar.d_model = 32, ar.heads = 2, ar.d_head = 16, ar.d_mlp = 64;
-    lx_params_finish(&lx_arch_schema, &ar);
     struct lx_model m;
-    lx_model_init(&m, &ar, 3);
+    random_model(&m, 1, 0, 3);
     const struct lx_task *t = lx_task_find("passkey");
     cr_assert_not_null(t);
     void *p = task_params("passkey", "{template: short, samples: 3, depths: 4, digits: 1}");
@@ -348,12 +350,8 @@ Test(retrieval, runner_series_match_metrics)
 ** instance's own answer-row entropy, each instance generated and run alone. */
 static void runner_entropy_on_own_rows(const char *name, const char *yaml, long length)
 {
-    struct lx_arch ar;
-    lx_params_defaults(&lx_arch_schema, &ar);
-    ar.layers = 2, ar.d_model = 32, ar.heads = 2, ar.d_head = 16, ar.d_mlp = 64, ar.init_std = 0.3;
-    lx_params_finish(&lx_arch_schema, &ar);
     struct lx_model m;
-    lx_model_init(&m, &ar, 4);
+    random_model(&m, 2, 0.3, 4);
     const struct lx_task *t = lx_task_find(name);
     void *p = task_params(name, yaml);
     long samples, depths;
