@@ -17,7 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "harness/corpus.h"
+#include "harness/engine/model.h"
 #include "harness/hash.h"
 
 static const char *cap_name(unsigned cap)
@@ -208,6 +211,33 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
     return LX_OK;
 }
 
+/* Memory (docs/config.md, "Memory"): training a model (its batch and length)
+** and evaluating it at this length (lx_eval_windows's batch of up to 8192
+** tokens) must fit in the memory the machine has now, on this thread count. */
+static int check_memory(const struct lx_grid *g, int m, int l, struct lx_error *err)
+{
+    const struct lx_model_use *mu = &g->models[m];
+    long T = g->lengths[l], B = 8192 / T > 1 ? 8192 / T : 1;
+    double avail = lx_mem_available(), need;
+    char nb[32], wb[32], ab[32];
+    lx_fmt_bytes(ab, avail);
+    if (!mu->checkpoint &&
+        (need = lx_run_bytes(&mu->arch, (int)mu->train.batch, (int)mu->train.length, 1)) > avail)
+        return lx_node_err(err, mu->where, "model '%s' needs %s to train (weights %s with gradients and AdamW "
+                           "moments, activations for batch %ld x length %ld on %d threads); %s of memory are "
+                           "available\n  hint: use a smaller arch (layers, d_model, d_mlp, heads, vocab), a "
+                           "smaller train batch or length, or fewer --threads", mu->name, lx_fmt_bytes(nb, need),
+                           lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 1)), mu->train.batch, mu->train.length,
+                           omp_get_max_threads(), ab);
+    if ((need = lx_run_bytes(&mu->arch, (int)B, (int)T, 0)) > avail)
+        return lx_node_err(err, g->length_where[l], "model '%s' needs %s to evaluate length %ld (weights %s, "
+                           "activations for %ld x %ld tokens on %d threads); %s of memory are available\n"
+                           "  hint: use a shorter length, fewer --threads or a smaller arch", mu->name,
+                           lx_fmt_bytes(nb, need), T, lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 0)), B, T,
+                           omp_get_max_threads(), ab);
+    return LX_OK;
+}
+
 /* Plan-time checks of one (stack, task, model, length): everything a cell
 ** could fail on before it runs, reported at the YAML position that caused it. */
 static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, struct lx_error *err)
@@ -226,6 +256,8 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
         return rc;
     struct lx_spec spec;
     if ((rc = lx_stack_compile(&g->stacks[s], &f, &spec, err)) < 0 || m < 0)
+        return rc;
+    if ((rc = check_memory(g, m, l, err)) < 0)
         return rc;
     if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0)
         return rc;

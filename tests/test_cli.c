@@ -216,3 +216,74 @@ Test(cli, gaussian_sweep_matches_committed_baseline, .init = setup, .fini = tear
                     root), 0, "%s", out);
     cr_expect(strstr(out, " 0 moved") != NULL, "%s", out);
 }
+
+/* ---- hostile input (issue 12): each is refused with exit 2 or 3 and a message, never a
+** signal; the run is bounded (timeout, 4 GB of address space) so that a regression fails
+** the test instead of the machine, and nothing is written ---- */
+
+/* Run `lenx run <file> --db x.db` bounded; expect `code` and `what` in the output. */
+static void expect_refused(const char *file, int code, const char *what)
+{
+    char out[8192];
+    int rc = sh(out, sizeof out, "ulimit -v 4000000; timeout 30 $L run %s --db x.db --no-table", file);
+    cr_expect_eq(rc, code, "%s: exit %d (124: timed out, >128: a signal), output:\n%s", file, rc, out);
+    cr_expect(strstr(out, what) != NULL, "%s: expected '%s' in:\n%s", file, what, out);
+    cr_expect(!exists("x.db"), "%s: a refused sweep must not create the database", file);
+}
+
+Test(cli, hostile_yaml_exits_2, .init = setup, .fini = teardown, .timeout = 120)
+{
+    /* "billion laughs": 9 lines, each 9 aliases of the line before: 9^9 scalars */
+    char bomb[1024] = "a: &a [x,x,x,x,x,x,x,x,x]\n";
+    for (int i = 1; i < 9; i++) {
+        size_t k = strlen(bomb);
+        snprintf(bomb + k, sizeof bomb - k, "%c: &%c [*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c]\n", 'a' + i, 'a' + i,
+                 'a' + i - 1, 'a' + i - 1, 'a' + i - 1, 'a' + i - 1, 'a' + i - 1, 'a' + i - 1, 'a' + i - 1,
+                 'a' + i - 1, 'a' + i - 1);
+    }
+    write_file("bomb.yaml", bomb);
+    expect_refused("bomb.yaml", 2, "bomb.yaml:5:4: aliases of the anchor 'e' expand the document past 100000 nodes");
+    write_file("key.yaml", "name: k\nmethods: [none]\ntasks: [ppl]\nlengths: [64]\nmodels: {[m]: {arch: {}}}\n");
+    expect_refused("key.yaml", 2, "key.yaml:5:10: a mapping key must be a plain word or a string, got a list");
+    write_file("two.yaml", "name: t\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n---\nmethods: [bogus]\n");
+    expect_refused("two.yaml", 2, "two.yaml:5:1: a second YAML document");
+    write_file("huge.yaml", "name: h\nmethods: [none]\ntasks: [gaussian]\nlengths: [1e300]\n");
+    expect_refused("huge.yaml", 2, "huge.yaml:4:11: 'lengths' entry 1e300 is out of bounds [1, 1e12]");
+    write_file("far.yaml", "name: f\nmethods: [rope]\ntasks: [passkey]\nlengths: [1000000000000]\n"
+               "models: {m: {arch: {}, train: {length: 64}}}\n");
+    expect_refused("far.yaml", 2, "far.yaml:4:11: passkey: length 1000000000000 is more than the 1048576 tokens");
+    write_file("fat.yaml", "name: f\nmethods: [rope]\ntasks: [ppl]\nlengths: [64]\nmodels: {big: {arch: "
+               "{layers: 64, d_model: 8192, d_mlp: 65536, vocab: 1000000}}}\n");
+    expect_refused("fat.yaml", 2, "fat.yaml:5:10: model 'big' needs");
+    write_file("long.yaml", "name: l\nmethods: [rope]\ntasks: [ppl]\nlengths: [1048576]\n"
+               "models: {m: {arch: {}, train: {length: 64}}}\n");
+    expect_refused("long.yaml", 2, "long.yaml:4:11: model 'm' needs");
+    /* 4 tasks x 256 stacks x 1024 lengths x 4096 seeds = 2^32 cells */
+    char out[1024];
+    cr_assert_eq(sh(out, sizeof out, "{ echo 'name: big';"
+                    " echo \"methods: [$(seq -s, 1 256 | sed 's/[0-9][0-9]*/{window: {size: &}}/g')]\";"
+                    " echo \"tasks: [$(seq -s, 100 103 | sed 's/[0-9][0-9]*/{gaussian: {samples: &}}/g')]\";"
+                    " echo \"lengths: [$(seq -s, 10 1033)]\"; echo \"seeds: [$(seq -s, 0 4095)]\"; } > big.yaml"),
+                 0, "%s", out);
+    expect_refused("big.yaml", 2, "big.yaml: the sweep has 4294967296 cells (4 tasks x 256 method stacks x "
+                   "1 models x 1024 lengths x 4096 seeds); at most 1000000 are allowed");
+}
+
+/* `lenx score --text` reads a pipe to its end (ftell said -1 and a 1-byte buffer
+** was overrun) and refuses a directory (an assertion). */
+Test(cli, score_text_from_a_pipe_or_a_directory, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static char file[65536], pipe[65536], out[4096];
+    cr_assert_eq(sh(out, sizeof out, "head -c 100 \"$R/data/corpus/austen/test/persuasion.txt\" > t.txt"), 0);
+    const char *model = "--model \"$R/tests/ref/model_ckpt_causal_rope.safetensors\"";
+    cr_assert_eq(sh(file, sizeof file, "$L score %s --text t.txt", model), 0, "%s", file);
+    cr_expect(strstr(file, "\"n_tokens\": 100") != NULL, "%s", file);
+    cr_expect_eq(sh(pipe, sizeof pipe, "cat t.txt | $L score %s --text /dev/stdin", model), 0, "%s", pipe);
+    cr_expect_str_eq(pipe, file);
+    cr_expect_eq(sh(pipe, sizeof pipe, "mkfifo f && { cat t.txt > f & } && $L score %s --text f", model), 0, "%s", pipe);
+    cr_expect_str_eq(pipe, file);
+    cr_expect_eq(sh(out, sizeof out, "mkdir d && $L score %s --text d", model), 3, "%s", out);
+    cr_expect(strstr(out, "cannot read d: it is a directory") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L score %s --text /dev/null", model), 2, "%s", out);
+    cr_expect(strstr(out, "--text /dev/null is empty") != NULL, "%s", out);
+}

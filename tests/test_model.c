@@ -793,3 +793,71 @@ Test(model, checkpoint_load_errors, .fini = remove_tmp)
     lx_buf_free(&sarch);
     lx_buf_free(&arch);
 }
+
+/* ---- memory (issue 12): a header can declare a model no machine here can hold ---- */
+
+/* The architecture of the report: every value in bounds, 343 GB of parameters. */
+#define HUGE_ARCH "{layers: 64, d_model: 8192, d_mlp: 65536, vocab: 1000000}"
+
+/* Its parameter count, by hand: two V x C embeddings, a final norm, and per
+** layer two norms, q/k/v/o (H*D = 4*32 = 128 wide) and the two MLP matrices. */
+static const double huge_params = 2.0 * 1000000 * 8192 + 8192 + 64.0 * (2 * 8192 + 4.0 * 128 * 8192 + 2.0 * 65536 * 8192);
+
+Test(model, huge_declared_architecture_refused_before_allocating, .fini = remove_tmp)
+{
+    make_tmp();
+    char path[256], sweep[512];
+    snprintf(path, sizeof path, "%s/huge.safetensors", tmp_dir);
+    /* a tiny model's tensors under a header that declares the huge one */
+    struct lx_arch a = arch_of(LX_MODEL_CAUSAL, LX_MLP_GELU, 1, 8, 1, 8, 8, LX_VOCAB, 0.1);
+    const char *meta[] = {"lenx_arch", HUGE_ARCH, "lenx_stack", "[rope]", "lenx_train_len", "16"};
+    write_ckpt(path, &a, NULL, 0, 0, meta, 3);
+    struct lx_model m;
+    struct lx_ckpt_info info = {0};
+    struct lx_error err = {""};
+    cr_assert_gt(huge_params * 4, lx_mem_available(), "this test needs a machine with less than 342 GB free");
+    char want[128];
+    snprintf(want, sizeof want, "the architecture has %.0f parameters (%.1f GB)", huge_params, huge_params * 4 / 1e9);
+    cr_expect_eq(lx_model_load(&m, path, &info, &err), LX_EINVAL);
+    cr_expect_not_null(strstr(err.msg, "lenx_arch declares a model this machine cannot hold"), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
+    cr_expect_not_null(strstr(err.msg, "hint: a smaller arch"), "%s", err.msg);
+    cr_expect_null(m.w);
+    /* the same checkpoint named in a sweep: refused at plan time, at its position */
+    snprintf(sweep, sizeof sweep, "name: h\nmethods: [rope]\ntasks: [ppl]\nlengths: [16]\nmodels: {h: {checkpoint: %s}}\n",
+             path);
+    struct lx_grid g;
+    cr_expect_eq(lx_grid_load_text(&g, sweep, "h.yaml", &err), LX_EINVAL);
+    cr_expect_not_null(strstr(err.msg, "h.yaml:5:26: model 'h': "), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, want), "%s", err.msg);
+    lx_grid_release(&g);
+}
+
+/* A sweep's model that cannot be trained, or evaluated at a length, in the
+** memory there is: refused at plan time, before anything is allocated. */
+Test(model, plan_refuses_models_that_do_not_fit)
+{
+    struct lx_grid g;
+    struct lx_plan plan;
+    struct lx_error err = {""};
+    const char *text = "name: h\nmethods: [rope]\ntasks: [ppl]\nlengths: [16]\nmodels: {big: {arch: " HUGE_ARCH "}}\n";
+    cr_assert_eq(lx_grid_load_text(&g, text, "h.yaml", &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(lx_plan_build(&plan, &g, &err), LX_EINVAL);
+    char want[160];
+    /* weights + gradient + two moments (4 bytes each) + a decay byte = 17 bytes a parameter */
+    snprintf(want, sizeof want, "h.yaml:5:10: model 'big' needs");
+    cr_expect_not_null(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
+    snprintf(want, sizeof want, "to train (weights %.1f GB with gradients and AdamW moments, activations for "
+             "batch 16 x length 128 on %d threads)", huge_params * 17 / 1e9, omp_get_max_threads());
+    cr_expect_not_null(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
+    cr_expect_not_null(strstr(err.msg, "hint: use a smaller arch"), "%s", err.msg);
+    lx_grid_release(&g);
+    /* a small model at 2^20 tokens: one window's attention alone is 2^40 floats a thread */
+    text = "name: h\nmethods: [rope]\ntasks: [ppl]\nlengths: [1048576]\nmodels: {m: {arch: {}, train: {length: 64}}}\n";
+    cr_assert_eq(lx_grid_load_text(&g, text, "h.yaml", &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(lx_plan_build(&plan, &g, &err), LX_EINVAL);
+    cr_expect_not_null(strstr(err.msg, "h.yaml:4:11: model 'm' needs"), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "to evaluate length 1048576"), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "hint: use a shorter length, fewer --threads"), "%s", err.msg);
+    lx_grid_release(&g);
+}

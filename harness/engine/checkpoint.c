@@ -53,6 +53,16 @@ static int need_meta(const struct lx_st_file *f, const char *key, const char **o
     return LX_OK;
 }
 
+/* The weights of the architecture a checkpoint's header declares, checked
+** against the machine's memory first: a 2 KB header can declare 343 GB. */
+static int alloc_declared(struct lx_model *m, const struct lx_arch *a, const char *path, struct lx_error *err)
+{
+    struct lx_error sub;
+    if (lx_model_alloc(m, a, &sub) == LX_OK)
+        return LX_OK;
+    return lx_err(err, LX_EINVAL, "%s: lenx_arch declares a model this machine cannot hold: %s", path, sub.msg);
+}
+
 int lx_model_load(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
 {
     memset(m, 0, sizeof *m);
@@ -80,10 +90,9 @@ int lx_model_load(struct lx_model *m, const char *path, struct lx_ckpt_info *inf
     }
     if (rc == LX_OK) {
         lx_params_finish(&lx_arch_schema, &a);
-        m->arch = a;
-        m->n_params = lx_arch_n_params(&a);
-        m->w = lx_xcalloc(m->n_params, sizeof *m->w);
-        lx_weights_map(&m->v, &a, m->w);
+        rc = alloc_declared(m, &a, path, err);
+    }
+    if (rc == LX_OK) {
         int n = lx_arch_tensors(&a, NULL);
         struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
         lx_arch_tensors(&a, ti);

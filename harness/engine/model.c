@@ -3,6 +3,7 @@
 ** (see model.h). Matrix products go through the BLAS seam; attention runs one
 ** (window, head) pair per OpenMP iteration with per-thread scratch.
 */
+#define _POSIX_C_SOURCE 200809L    /* sysconf */
 #include "harness/engine/model.h"
 
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/engine/attention.h"
 #include "harness/engine/blas.h"
@@ -204,49 +206,49 @@ static int n_threads(void)
     return omp_get_max_threads();
 }
 
-/* Every buffer of lx_acts with its float count; `bytes` sums them when
-** buffers are NULL, otherwise allocates. */
-static size_t acts_layout(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train, int alloc)
+/* Every buffer of lx_acts with its element count, counted in double (hostile
+** sizes overflow long); `alloc` allocates them. Returns the bytes in all, or
+** -1 when an allocation failed. */
+static double acts_layout(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train, int alloc)
 {
-    struct sizes s = sizes_of(arch, B, T);
-    long L = train ? s.L : 1, nthr = n_threads();
-    struct { void **p; size_t n; size_t el; } b[] = {
-        {(void **)&a->x, (size_t)((train ? s.L + 1 : 2) * s.N * s.C), 4},
-        {(void **)&a->rstd1, (size_t)(L * s.N), 4},
-        {(void **)&a->xn1, (size_t)(L * s.N * s.C), 4},
-        {(void **)&a->qkv, (size_t)(L * s.N * 3 * s.HD), 4},
-        {(void **)&a->att, (size_t)(train ? s.L * B * s.H * s.T * s.T : nthr * s.T * s.T), 4},
-        {(void **)&a->ao, (size_t)(L * s.N * s.HD), 4},
-        {(void **)&a->xm, (size_t)(L * s.N * s.C), 4},
-        {(void **)&a->rstd2, (size_t)(L * s.N), 4},
-        {(void **)&a->xn2, (size_t)(L * s.N * s.C), 4},
-        {(void **)&a->h, (size_t)(L * s.N * s.F2), 4},
-        {(void **)&a->act, (size_t)(L * s.N * s.F), 4},
-        {(void **)&a->sig, train && arch->mlp == LX_MLP_GELU ? (size_t)(L * s.N * s.F) : 0, 4},
-        {(void **)&a->rstdf, (size_t)s.N, 4},
-        {(void **)&a->xnf, (size_t)(s.N * s.C), 4},
-        {(void **)&a->logits, (size_t)(s.N * s.V), 4},
-        {(void **)&a->probs, (size_t)(s.N * s.V), 4},
-        {(void **)&a->loss, (size_t)s.N, 4},
-        {(void **)&a->rope_cs, (size_t)(s.N * arch->d_head), 8},
-        {(void **)&a->tab, (size_t)(nthr * 2 * s.T), 8},
-        {(void **)&a->dx, train ? (size_t)(s.N * s.C) : 0, 4},
-        {(void **)&a->dxn, train ? (size_t)(s.N * s.C) : 0, 4},
-        {(void **)&a->dqkv, train ? (size_t)(s.N * 3 * s.HD) : 0, 4},
-        {(void **)&a->dao, train ? (size_t)(s.N * s.HD) : 0, 4},
-        {(void **)&a->dh, train ? (size_t)(s.N * s.F2) : 0, 4},
-        {(void **)&a->dact, train ? (size_t)(s.N * s.F) : 0, 4},
-        {(void **)&a->dlogits, train ? (size_t)(s.N * s.V) : 0, 4},
-        {(void **)&a->dp, train ? (size_t)(nthr * s.T * s.T) : 0, 4},
+    double N = (double)B * T, C = (double)arch->d_model, HD = (double)arch->heads * arch->d_head,
+           F = (double)arch->d_mlp, F2 = arch->mlp == LX_MLP_SWIGLU ? 2 * F : F, V = (double)arch->vocab,
+           TT = (double)T * T, H = (double)arch->heads, nthr = n_threads(), LL = (double)arch->layers;
+    double L = train ? LL : 1, tr = train ? 1 : 0;
+    struct { void **p; double n; size_t el; } b[] = {
+        {(void **)&a->x, (train ? LL + 1 : 2) * N * C, 4},
+        {(void **)&a->rstd1, L * N, 4},
+        {(void **)&a->xn1, L * N * C, 4},
+        {(void **)&a->qkv, L * N * 3 * HD, 4},
+        {(void **)&a->att, train ? LL * B * H * TT : nthr * TT, 4},
+        {(void **)&a->ao, L * N * HD, 4},
+        {(void **)&a->xm, L * N * C, 4},
+        {(void **)&a->rstd2, L * N, 4},
+        {(void **)&a->xn2, L * N * C, 4},
+        {(void **)&a->h, L * N * F2, 4},
+        {(void **)&a->act, L * N * F, 4},
+        {(void **)&a->sig, train && arch->mlp == LX_MLP_GELU ? L * N * F : 0, 4},
+        {(void **)&a->rstdf, N, 4},
+        {(void **)&a->xnf, N * C, 4},
+        {(void **)&a->logits, N * V, 4},
+        {(void **)&a->probs, N * V, 4},
+        {(void **)&a->loss, N, 4},
+        {(void **)&a->rope_cs, N * (double)arch->d_head, 8},
+        {(void **)&a->tab, nthr * 2 * T, 8},
+        {(void **)&a->dx, tr * N * C, 4},
+        {(void **)&a->dxn, tr * N * C, 4},
+        {(void **)&a->dqkv, tr * N * 3 * HD, 4},
+        {(void **)&a->dao, tr * N * HD, 4},
+        {(void **)&a->dh, tr * N * F2, 4},
+        {(void **)&a->dact, tr * N * F, 4},
+        {(void **)&a->dlogits, tr * N * V, 4},
+        {(void **)&a->dp, tr * nthr * TT, 4},
     };
-    size_t total = 0;
+    double total = 0.0;
     for (size_t i = 0; i < sizeof b / sizeof *b; i++) {
-        total += b[i].n * b[i].el;
-        if (alloc && b[i].n) {
-            *b[i].p = malloc(b[i].n * b[i].el);
-            if (!*b[i].p)
-                return 0;
-        }
+        total += b[i].n * (double)b[i].el;
+        if (alloc && b[i].n > 0 && !(*b[i].p = malloc((size_t)b[i].n * b[i].el)))
+            return -1.0;
     }
     if (alloc) {
         a->B = B;
@@ -257,7 +259,7 @@ static size_t acts_layout(struct lx_acts *a, const struct lx_arch *arch, int B, 
     return total;
 }
 
-size_t lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train)
+double lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train)
 {
     struct lx_acts a = {0};
     return acts_layout(&a, arch, B, T, train, 0);
@@ -266,13 +268,72 @@ size_t lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train)
 int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train, struct lx_error *err)
 {
     memset(a, 0, sizeof *a);
-    size_t bytes = acts_layout(a, arch, B, T, train, 1);
-    if (!bytes) {
-        lx_acts_release(a);
-        return lx_err(err, LX_ENOMEM, "activations for %d x %d tokens (%.1f MiB) do not fit in memory\n"
-                      "  hint: use a shorter length or a smaller batch", B, T,
-                      (double)lx_acts_bytes(arch, B, T, train) / (1 << 20));
-    }
+    double need = lx_acts_bytes(arch, B, T, train), avail = lx_mem_available();
+    if (need <= avail && acts_layout(a, arch, B, T, train, 1) >= 0.0)
+        return LX_OK;
+    lx_acts_release(a);
+    char nb[32], ab[32];
+    return lx_err(err, LX_ENOMEM, "activations for %d x %d tokens on %d threads need %s; %s of memory are "
+                  "available\n  hint: use a shorter length, a smaller batch or fewer --threads",
+                  B, T, n_threads(), lx_fmt_bytes(nb, need), lx_fmt_bytes(ab, avail));
+}
+
+/* ---- memory: what a model needs, checked before anything is allocated --------- */
+
+double lx_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kb = -1.0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    if (kb >= 0.0)
+        return kb * 1024.0;
+    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (double)pages * (double)size : 1e18;   /* unknown: do not refuse */
+}
+
+char *lx_fmt_bytes(char out[32], double bytes)
+{
+    if (bytes < 1e9)
+        snprintf(out, 32, "%.1f MB", bytes / 1e6);
+    else
+        snprintf(out, 32, "%.1f GB", bytes / 1e9);
+    return out;
+}
+
+double lx_model_bytes(const struct lx_arch *a, int train)
+{
+    /* weights (float); training adds the gradient and AdamW's two moments
+    ** (float each) and the weight-decay mask (a byte each) */
+    return (double)lx_arch_n_params(a) * (train ? 4.0 * 4 + 1 : 4.0);
+}
+
+double lx_run_bytes(const struct lx_arch *a, int B, int T, int train)
+{
+    double N = (double)B * T, nthr = n_threads();
+    double far = nthr * (double)lx_attn_far_floats(T, (int)a->d_head) * 4;     /* posmap scratch */
+    double qkn = train ? (double)a->layers * N * 2 * (double)a->heads * 4 : 0.0;   /* cosine norms */
+    double ints = 3 * N * 4;                                                 /* tokens, targets, positions */
+    return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, train) + far + qkn + ints;
+}
+
+int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err)
+{
+    memset(m, 0, sizeof *m);
+    double need = lx_model_bytes(a, 0), avail = lx_mem_available();
+    size_t n = lx_arch_n_params(a);
+    char nb[32], ab[32];
+    if (need > avail || !(m->w = calloc(n, sizeof *m->w)))
+        return lx_err(err, LX_ENOMEM, "the architecture has %zu parameters (%s); %s of memory are available\n"
+                      "  hint: a smaller arch (layers, d_model, d_mlp, heads, vocab)", n, lx_fmt_bytes(nb, need),
+                      lx_fmt_bytes(ab, avail));
+    m->arch = *a;
+    m->n_params = n;
+    lx_weights_map(&m->v, a, m->w);
     return LX_OK;
 }
 

@@ -140,8 +140,21 @@ struct lx_acts {
 int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train,
                   struct lx_error *err);
 void lx_acts_release(struct lx_acts *a);
-/* Bytes lx_acts_alloc would take. */
-size_t lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train);
+/* Bytes lx_acts_alloc would take (a double: hostile sizes overflow size_t). */
+double lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train);
+
+/* Memory, checked before allocating (docs/config.md, "Memory"): the bytes the
+** machine has available (/proc/meminfo MemAvailable, else sysconf); a model's
+** weights, plus for training its gradient, AdamW moments and decay mask; and
+** everything one pass over (B, T) takes on the current thread count: model,
+** activations, per-thread attention scratch, token buffers. */
+double lx_mem_available(void);
+/* "12.3 MB" or "341.5 GB" into out; returns out. */
+char *lx_fmt_bytes(char out[32], double bytes);
+double lx_model_bytes(const struct lx_arch *a, int train);
+double lx_run_bytes(const struct lx_arch *a, int B, int T, int train);
+/* Zeroed weights for arch a, mapped; LX_ENOMEM with the sizes when they do not fit. */
+int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err);
 
 /* Forward over tokens (B, T). With targets (B, T; < 0 = not scored) fills
 ** probs and loss and returns the mean NLL over scored tokens (0 when none). */
