@@ -224,14 +224,14 @@ static int check_memory(const struct lx_grid *g, int m, int l, struct lx_error *
     if (!mu->checkpoint &&
         (need = lx_run_bytes(&mu->arch, (int)mu->train.batch, (int)mu->train.length, 1)) > avail)
         return lx_node_err(err, mu->where, "model '%s' needs %s to train (weights %s with gradients and AdamW "
-                           "moments, activations for batch %ld x length %ld on %d threads); %s of memory are "
+                           "moments, activations for batch %ld x length %ld on %d thread(s)); %s of memory are "
                            "available\n  hint: use a smaller arch (layers, d_model, d_mlp, heads, vocab), a "
                            "smaller train batch or length, or fewer --threads", mu->name, lx_fmt_bytes(nb, need),
                            lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 1)), mu->train.batch, mu->train.length,
                            omp_get_max_threads(), ab);
     if ((need = lx_run_bytes(&mu->arch, (int)B, (int)T, 0)) > avail)
         return lx_node_err(err, g->length_where[l], "model '%s' needs %s to evaluate length %ld (weights %s, "
-                           "activations for %ld x %ld tokens on %d threads); %s of memory are available\n"
+                           "activations for %ld x %ld tokens on %d thread(s)); %s of memory are available\n"
                            "  hint: use a shorter length, fewer --threads or a smaller arch", mu->name,
                            lx_fmt_bytes(nb, need), T, lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 0)), B, T,
                            omp_get_max_threads(), ab);

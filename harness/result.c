@@ -1,5 +1,5 @@
 /*
-** harness/result.c - growing a cell's metrics and series.
+** harness/result.c - growing a cell's metrics, series and outputs.
 */
 #include "harness/result.h"
 
@@ -32,7 +32,7 @@ void lx_result_point(struct lx_result *r, const char *series, double x, double y
 }
 
 void lx_result_output(struct lx_result *r, long sample, double depth, const char *gold, const char *text,
-                      int score, double logprob)
+                      long n_text, const char *stop, int score, double logprob)
 {
     if (r->n_outputs == r->cap_outputs) {
         r->cap_outputs = r->cap_outputs ? 2 * r->cap_outputs : 32;
@@ -42,7 +42,11 @@ void lx_result_output(struct lx_result *r, long sample, double depth, const char
     o->sample = sample;
     o->depth = depth;
     o->gold = lx_xstrdup(gold);
-    o->text = lx_xstrdup(text);
+    o->text = lx_xmalloc((size_t)n_text + 1);
+    memcpy(o->text, text, (size_t)n_text);
+    o->text[n_text] = '\0';
+    o->n_text = n_text;
+    o->stop = stop;
     o->score = score;
     o->logprob = logprob;
 }

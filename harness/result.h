@@ -1,5 +1,6 @@
 /*
-** harness/result.h - what a cell produces: named metrics and named series.
+** harness/result.h - what a cell produces: named metrics, named series and
+** the raw outputs of retrieval tasks (exact bytes, with what ended them).
 */
 #ifndef LX_RESULT_H
 #define LX_RESULT_H
@@ -21,7 +22,10 @@ struct lx_output {
     long sample;        /* sample index within the cell */
     double depth;       /* needle depth 0 … 1 (NaN when none) */
     char *gold;         /* the gold answer */
-    char *text;         /* the model's greedy output */
+    char *text;         /* (n_text,) the greedy output's bytes before the first special token;
+                        ** a 0 byte is a byte (a NUL follows, for printing) */
+    long n_text;        /* bytes in text */
+    const char *stop;   /* the special token that ended it ("eos", ...; static), NULL when none did */
     int score;          /* 1 correct, 0 wrong, -1 unparsable */
     double logprob;     /* teacher-forced log p(gold answer) */
 };
@@ -38,7 +42,7 @@ struct lx_result {
 void lx_result_metric(struct lx_result *r, const char *name, double value);
 void lx_result_point(struct lx_result *r, const char *series, double x, double y);
 void lx_result_output(struct lx_result *r, long sample, double depth, const char *gold, const char *text,
-                      int score, double logprob);
+                      long n_text, const char *stop, int score, double logprob);
 const struct lx_metric *lx_result_find(const struct lx_result *r, const char *name);
 void lx_result_release(struct lx_result *r);
 

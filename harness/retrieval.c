@@ -26,50 +26,62 @@ void lx_instance_release(struct lx_instance *in)
 
 /* ---- scorers --------------------------------------------------------------- */
 
-int lx_score_first_int(const char *output, const char *gold)
+/* Does the run of digits at p (n of them) spell gold? */
+static int digits_are(const char *p, long n, const char *gold)
 {
-    const char *p = output;
-    while (*p && !isdigit((unsigned char)*p))
-        p++;
-    if (!*p)
-        return -1;
-    size_t n = 0;
-    while (isdigit((unsigned char)p[n]))
+    return (size_t)n == strlen(gold) && memcmp(p, gold, (size_t)n) == 0;
+}
+
+static long digit_run(const char *p, long left)
+{
+    long n = 0;
+    while (n < left && isdigit((unsigned char)p[n]))
         n++;
-    return n == strlen(gold) && strncmp(p, gold, n) == 0;
+    return n;
 }
 
-int lx_score_exact(const char *output, const char *gold)
+int lx_score_first_int(const char *output, long n, const char *gold)
 {
-    while (*output == ' ')
-        output++;
-    if (!*output)
+    long i = 0;
+    while (i < n && !isdigit((unsigned char)output[i]))
+        i++;
+    if (i == n)
         return -1;
-    return strncmp(output, gold, strlen(gold)) == 0;
+    return digits_are(output + i, digit_run(output + i, n - i), gold);
 }
 
-int lx_score_last_int(const char *output, const char *gold)
+int lx_score_exact(const char *output, long n, const char *gold)
 {
-    const char *last = NULL;
-    size_t n = 0;
-    for (const char *p = output; *p;) {
-        if (!isdigit((unsigned char)*p)) {
-            p++;
+    long i = 0;
+    while (i < n && output[i] == ' ')
+        i++;
+    if (i == n)
+        return -1;
+    size_t g = strlen(gold);
+    return (size_t)(n - i) >= g && memcmp(output + i, gold, g) == 0;
+}
+
+int lx_score_last_int(const char *output, long n, const char *gold)
+{
+    long last = -1, len = 0;
+    for (long i = 0; i < n;) {
+        if (!isdigit((unsigned char)output[i])) {
+            i++;
             continue;
         }
-        for (last = p, n = 0; isdigit((unsigned char)p[n]); n++)
-            ;
-        p += n;
+        last = i;
+        len = digit_run(output + i, n - i);
+        i += len;
     }
-    if (!last)
+    if (last < 0)
         return -1;
-    return n == strlen(gold) && strncmp(last, gold, n) == 0;
+    return digits_are(output + last, len, gold);
 }
 
 /* The normal form of s[0, n) into out (n + 1 bytes): lowercase words of
 ** letters, digits and other non-punctuation bytes, the articles dropped,
 ** joined by single spaces (SQuAD's normalize_answer on ASCII). */
-static void normalize(const char *s, size_t n, char *out)
+static size_t normalize(const char *s, size_t n, char *out)
 {
     size_t k = 0, i = 0;
     while (i < n) {
@@ -90,50 +102,59 @@ static void normalize(const char *s, size_t n, char *out)
         }
     }
     out[k] = '\0';
+    return k;
 }
 
-int lx_score_contains(const char *output, const char *gold)
+int lx_score_contains(const char *output, long n, const char *gold)
 {
-    while (isspace((unsigned char)*output))
-        output++;
-    size_t n_out = strcspn(output, "\n"), n_gold = strlen(gold);
+    long i = 0;
+    while (i < n && isspace((unsigned char)output[i]))
+        i++;
+    const char *nl = memchr(output + i, '\n', (size_t)(n - i));
+    size_t n_out = nl ? (size_t)(nl - output - i) : (size_t)(n - i), n_gold = strlen(gold);
     char *o = lx_xmalloc(n_out + 1), *g = lx_xmalloc(n_gold + 1);
-    normalize(output, n_out, o);
-    normalize(gold, n_gold, g);
-    int sc = !o[0] ? -1 : strstr(o, g) != NULL;
+    size_t ko = normalize(output + i, n_out, o), kg = normalize(gold, n_gold, g);
+    int sc = ko == 0 ? -1 : 0;
+    for (size_t j = 0; ko > 0 && j + kg <= ko && !sc; j++)     /* bytes: a 0 byte does not end o */
+        sc = memcmp(o + j, g, kg) == 0;
     free(o);
     free(g);
     return sc;
 }
 
 int lx_score_distractor(const struct lx_task *task, const void *params, const struct lx_instance *in,
-                        const char *output)
+                        const char *output, long n)
 {
     if (in->n_alt <= 0)
         return -1;
     struct lx_instance as = *in;    /* the instance with a distractor as its gold */
     for (int j = 0; j < in->n_alt; j++) {
         memcpy(as.gold, in->alt[j], sizeof as.gold);
-        if (task->score(params, &as, output) == 1)
+        if (task->score(params, &as, output, n) == 1)
             return j;
     }
     return -1;
 }
 
-void lx_tokens_text(const int *tok, long n, char *out, size_t cap)
+long lx_tokens_bytes(const int *tok, long n, char *out, int *stop)
 {
-    static const char *const special[] = {"<bos>", "<eos>", "<pad>", "<mask>"};
-    size_t k = 0;
-    for (long i = 0; i < n && k + 1 < cap; i++) {
-        if (tok[i] >= 0 && tok[i] < 256) {
-            out[k++] = (char)tok[i];
-            continue;
+    long k = 0;
+    *stop = -1;
+    for (; k < n; k++) {
+        if (tok[k] < 0 || tok[k] > 255) {
+            *stop = tok[k];
+            break;
         }
-        const char *s = tok[i] >= LX_TOK_BOS && tok[i] < LX_VOCAB ? special[tok[i] - LX_TOK_BOS] : "<?>";
-        for (; *s && k + 1 < cap; s++)
-            out[k++] = *s;
+        out[k] = (char)tok[k];
     }
     out[k] = '\0';
+    return k;
+}
+
+const char *lx_token_name(int tok)
+{
+    static const char *const special[] = {"bos", "eos", "pad", "mask"};
+    return tok >= LX_TOK_BOS && tok < LX_VOCAB ? special[tok - LX_TOK_BOS] : tok < 0 ? NULL : "unknown";
 }
 
 /* ---- prose ------------------------------------------------------------------ */
@@ -266,6 +287,8 @@ int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const s
         a.stats_row1 = T - 1;
         memset(st, 0, sizeof(double) * (size_t)(L * B * H * LX_ATTN_NSTATS));
         lx_model_forward(m, spec, tok, tgt, &a);
+        if ((rc = lx_acts_check_finite(&a, V, nb, tgt, err)) < 0)
+            break;
         for (int b = 0; b < nb; b++) {
             const struct lx_instance *x = &in[i0 + b];
             struct lx_answer *ans = &out[i0 + b];
@@ -335,15 +358,16 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
     if (rc == LX_OK) {
         long ok = 0, nulls = 0, with_alt = 0, confused = 0;
         double lp = 0.0, ent = 0.0, d_ok = 0.0, d_lp = 0.0, d_ent = 0.0;
-        char text[4 * LX_MAX_ANSWER + 8];
+        char text[LX_MAX_ANSWER + 1];
         for (long i = 0; i < n; i++) {
-            lx_tokens_text(ans[i].out, ans[i].n_out, text, sizeof text);
-            int sc = task->score(ctx->params, &in[i], text);
-            lx_result_output(out, i, in[i].depth, in[i].gold, text, sc, ans[i].logprob);
+            int stop;
+            long n_text = lx_tokens_bytes(ans[i].out, ans[i].n_out, text, &stop);
+            int sc = task->score(ctx->params, &in[i], text, n_text);
+            lx_result_output(out, i, in[i].depth, in[i].gold, text, n_text, lx_token_name(stop), sc, ans[i].logprob);
             ok += sc == 1;
             nulls += sc < 0;
             with_alt += in[i].n_alt > 0;
-            confused += in[i].n_alt > 0 && sc != 1 && lx_score_distractor(task, ctx->params, &in[i], text) >= 0;
+            confused += in[i].n_alt > 0 && sc != 1 && lx_score_distractor(task, ctx->params, &in[i], text, n_text) >= 0;
             lp += ans[i].logprob;
             ent += ans[i].entropy;
             d_ok += sc == 1;

@@ -66,22 +66,22 @@ struct lx_spec;
 int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const struct lx_instance *in, long n,
                    struct lx_answer *out, struct lx_error *err);
 
-/* Named scorers on the greedy output text: 1 correct, 0 wrong, -1 unparsable
-** (counted in null_rate). */
-int lx_score_first_int(const char *output, const char *gold);  /* first run of digits == gold */
-int lx_score_exact(const char *output, const char *gold);      /* output starts with gold (after spaces) */
-int lx_score_last_int(const char *output, const char *gold);   /* last run of digits == gold (LongChat) */
+/* Named scorers on the greedy output, n bytes (a 0 byte is an ordinary
+** byte): 1 correct, 0 wrong, -1 unparsable (counted in null_rate). */
+int lx_score_first_int(const char *output, long n, const char *gold);  /* first run of digits == gold */
+int lx_score_exact(const char *output, long n, const char *gold);      /* starts with gold (after spaces) */
+int lx_score_last_int(const char *output, long n, const char *gold);   /* last run of digits == gold */
 /* Normalized containment (lost-in-the-middle's best_subspan_em, one gold): the
 ** output from its first non-space byte up to its first newline, and the gold,
 ** each lowercased, without ASCII punctuation or the words a/an/the, spaces
 ** collapsed; correct when the gold's form is a substring of the output's,
 ** unparsable when the output's form is empty. */
-int lx_score_contains(const char *output, const char *gold);
+int lx_score_contains(const char *output, long n, const char *gold);
 /* The first distractor (in->alt) the task's scorer accepts output for, as if
 ** it were the gold; -1 when none. */
 struct lx_task;
 int lx_score_distractor(const struct lx_task *task, const void *params, const struct lx_instance *in,
-                        const char *output);
+                        const char *output, long n);
 
 /* Prose for haystacks and passages: a corpus split's documents end to end,
 ** the first `frac` of their bytes, read cyclically (the text wraps round). */
@@ -104,8 +104,13 @@ int lx_prose_boundary(const char *s, long i);
 ** earlier one of a tie). */
 long lx_prose_nearest(const char *s, long n, double x);
 
-/* Tokens to text: bytes as they are, specials as "<bos>", "<eos>", … */
-void lx_tokens_text(const int *tok, long n, char *out, size_t cap);
+/* An output's bytes: the byte tokens of tok[0, n) up to the first special
+** token, into out (n + 1 bytes; a 0 byte is a byte, a NUL follows for
+** printing); returns how many. *stop = the special token that ended it, or
+** -1 when every token was a byte. */
+long lx_tokens_bytes(const int *tok, long n, char *out, int *stop);
+/* "bos", "eos", "pad", "mask" for a special token ("unknown" past them), NULL for -1. */
+const char *lx_token_name(int tok);
 
 /* The run hook of a retrieval task (ctx->task has generate, trials, score):
 ** for every depth and sample, generate, answer (lx_answer_eval), score. Metrics:

@@ -65,6 +65,14 @@ static int calibrate(const struct lx_stack *st, const struct lx_task_use *tu, co
     return lx_spec_calibrate(spec, &probe, err);
 }
 
+/* Prefix a model cell's failure with the model's name and key. */
+static void name_model(struct lx_error *err, const struct lx_model_use *mu, const struct lx_cell *c)
+{
+    char msg[LX_ERR_MAX];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    lx_err(err, LX_ERUN, "model '%s' [%s]: %s", mu->name, c->model_key, msg);
+}
+
 int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struct lx_model *model,
                 struct lx_result *res, struct lx_error *err)
 {
@@ -95,6 +103,8 @@ int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struc
     if (spec.calibrate && (rc = calibrate(&g->stacks[c->stack], tu, &f, &ctx, &spec, err)) < 0)
         return rc;
     rc = tu->task->run(&ctx, res, err);
+    if (rc < 0 && model)
+        name_model(err, &g->models[c->model], c);
     if (rc == LX_OK && spec.calibrate)
         lx_result_metric(res, "tau", spec.temperature);     /* the calibrated temperature */
     return rc;
@@ -271,6 +281,8 @@ static int ensure_model(struct model_slot *slot, const struct lx_plan *plan, con
         rc = lx_model_load(&slot->m, mu->checkpoint, NULL, &sub);
     else if ((rc = cached_model(store, o, c->model_key, &slot->m, &found, &sub)) == LX_OK && !found)
         rc = train_model(plan, c, store, o, &slot->m, sum, &sub);
+    if (rc == LX_OK)    /* loaded or trained: a NaN weight fails its cells, named */
+        rc = lx_model_check_finite(&slot->m, &sub);
     if (rc < 0) {
         lx_model_release(&slot->m);
         lx_err(&slot->why, rc, "model '%s' [%s]: %s", mu->name, c->model_key, sub.msg);

@@ -68,6 +68,15 @@ static int build_stack(struct lx_stack *st, const char *ckpt_stack, const char *
     return LX_OK;
 }
 
+/* A model with a NaN or Inf weight scores nothing (LX_ERUN, the tensor named). */
+static int check_finite(const struct lx_model *m, const char *path, struct lx_error *err)
+{
+    struct lx_error sub;
+    if (lx_model_check_finite(m, &sub) == LX_OK)
+        return LX_OK;
+    return lx_err(err, LX_ERUN, "model %s: %s", path, sub.msg);
+}
+
 struct score_run {
     const unsigned char *text;
     long n, L;
@@ -105,6 +114,8 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     int rc = find_model(o, &path, err);
     if (rc == LX_OK)
         rc = lx_model_load(&m, path, &info, err);
+    if (rc == LX_OK)
+        rc = check_finite(&m, path, err);
     if (rc == LX_OK && m.arch.mode != LX_MODEL_CAUSAL)
         rc = lx_err(err, LX_EINVAL, "%s is a masked-LM (mlm) model; score needs a causal one", path);
     if (rc == LX_OK)

@@ -123,6 +123,21 @@ static void make_parent_dir(const char *path)
     free(dir);
 }
 
+/* outputs.stop (issue 12): the special token that ended an output ('eos',
+** 'bos', 'pad', 'mask'), NULL when none did. Added by its own ALTER, guarded
+** by the table's columns rather than the version, so it merges with other
+** migrations; old rows keep NULL. */
+static int add_outputs_stop(struct lx_store *s, struct lx_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info('outputs') WHERE name = 'stop'", -1, &st,
+                           NULL) != SQLITE_OK)
+        return db_err(s, err, "reading the outputs table's columns");
+    int has = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
+    sqlite3_finalize(st);
+    return has ? LX_OK : exec(s, "ALTER TABLE outputs ADD COLUMN stop TEXT", err);
+}
+
 static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
 {
     sqlite3_stmt *st;
@@ -147,6 +162,8 @@ static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
                   " ALTER TABLE runs ADD COLUMN weights_sha256 TEXT", err);
     if (rc == LX_OK)
         rc = exec(s, schema_sql, err);
+    if (rc == LX_OK)
+        rc = add_outputs_stop(s, err);
     if (rc == LX_OK && v < SCHEMA_VERSION) {
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SCHEMA_VERSION);
@@ -296,8 +313,8 @@ static int insert_values(struct lx_store *s, sqlite3_int64 id, const struct lx_r
     }
     sqlite3_stmt *o = NULL;
     if (rc == SQLITE_OK && res && res->n_outputs)
-        rc = sqlite3_prepare_v2(s->db, "INSERT INTO outputs (run_id, sample, depth, gold, text, score, logprob)"
-                                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &o, NULL);
+        rc = sqlite3_prepare_v2(s->db, "INSERT INTO outputs (run_id, sample, depth, gold, text, score, logprob, stop)"
+                                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", -1, &o, NULL);
     for (int i = 0; o && i < res->n_outputs && rc == SQLITE_OK; i++) {
         const struct lx_output *x = &res->outputs[i];
         sqlite3_reset(o);
@@ -305,9 +322,13 @@ static int insert_values(struct lx_store *s, sqlite3_int64 id, const struct lx_r
         sqlite3_bind_int64(o, 2, x->sample);
         bind_real(o, 3, x->depth);
         sqlite3_bind_text(o, 4, x->gold, -1, SQLITE_STATIC);
-        sqlite3_bind_blob(o, 5, x->text, (int)strlen(x->text), SQLITE_STATIC);   /* bytes, not UTF-8 */
+        sqlite3_bind_blob(o, 5, x->text, (int)x->n_text, SQLITE_STATIC);   /* exact bytes, 0 included */
         sqlite3_bind_int(o, 6, x->score);
         bind_real(o, 7, x->logprob);
+        if (x->stop)
+            sqlite3_bind_text(o, 8, x->stop, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(o, 8);
         rc = sqlite3_step(o) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     }
     sqlite3_finalize(m);

@@ -300,10 +300,10 @@ static void line_trials(const void *params, long *samples, long *depths)
     *depths = p->depths;
 }
 
-static int line_score(const void *params, const struct lx_instance *in, const char *output)
+static int line_score(const void *params, const struct lx_instance *in, const char *output, long n)
 {
     const struct line_params *p = params;
-    return p->scorer == SCORE_LAST ? lx_score_last_int(output, in->gold) : lx_score_first_int(output, in->gold);
+    return p->scorer == SCORE_LAST ? lx_score_last_int(output, n, in->gold) : lx_score_first_int(output, n, in->gold);
 }
 
 /* Line reads no corpus text; it names the held-out split anyway, like passkey. */

@@ -289,10 +289,10 @@ static void mdqa_trials(const void *params, long *samples, long *depths)
     *depths = p->depths;
 }
 
-static int mdqa_score(const void *params, const struct lx_instance *in, const char *output)
+static int mdqa_score(const void *params, const struct lx_instance *in, const char *output, long n)
 {
     (void)params;
-    return lx_score_contains(output, in->gold);
+    return lx_score_contains(output, n, in->gold);
 }
 
 static const char *mdqa_split(const void *params)

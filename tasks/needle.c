@@ -279,10 +279,10 @@ static void needle_trials(const void *params, long *samples, long *depths)
     *depths = p->depths;
 }
 
-static int needle_score(const void *params, const struct lx_instance *in, const char *output)
+static int needle_score(const void *params, const struct lx_instance *in, const char *output, long n)
 {
     (void)params;
-    return lx_score_first_int(output, in->gold);
+    return lx_score_first_int(output, n, in->gold);
 }
 
 static const char *needle_split(const void *params)

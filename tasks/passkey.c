@@ -206,10 +206,10 @@ static void passkey_trials(const void *params, long *samples, long *depths)
     *depths = p->depths;
 }
 
-static int passkey_score(const void *params, const struct lx_instance *in, const char *output)
+static int passkey_score(const void *params, const struct lx_instance *in, const char *output, long n)
 {
     (void)params;
-    return lx_score_first_int(output, in->gold);
+    return lx_score_first_int(output, n, in->gold);
 }
 
 /* Passkey reads no corpus text; it names the held-out split anyway, like ppl,

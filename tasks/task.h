@@ -76,9 +76,10 @@ struct lx_task {
     /* (retrieval tasks) trials of a cell: samples per depth, evenly spaced
     ** depths 0 … 1 (1 = the single depth 0.5; 0 = a uniform depth per sample) */
     void (*trials)(const void *params, long *samples, long *depths);
-    /* (retrieval tasks) score a greedy output text against the instance's
-    ** gold: 1 correct, 0 wrong, -1 unparsable */
-    int (*score)(const void *params, const struct lx_instance *in, const char *output);
+    /* (retrieval tasks) score a greedy output, n bytes (a 0 byte is a byte
+    ** like any other), against the instance's gold: 1 correct, 0 wrong,
+    ** -1 unparsable */
+    int (*score)(const void *params, const struct lx_instance *in, const char *output, long n);
     /* (required) run one cell and report metrics */
     int (*run)(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err);
 };

@@ -357,10 +357,10 @@ static void topic_trials(const void *params, long *samples, long *depths)
     *depths = 1;
 }
 
-static int topic_score(const void *params, const struct lx_instance *in, const char *output)
+static int topic_score(const void *params, const struct lx_instance *in, const char *output, long n)
 {
     (void)params;
-    return lx_score_contains(output, in->gold);
+    return lx_score_contains(output, n, in->gold);
 }
 
 /* Topic reads no corpus text; it names the held-out split anyway, like passkey. */

@@ -470,3 +470,83 @@ Test(engine_run, score_matches_the_ppl_task, .init = setup, .fini = teardown, .t
     cr_expect_eq(sh(out, sizeof out, "$L score --db s.db --model nosuch --text t.txt"), 2);
     cr_expect(strstr(out, "no model of that name or key") != NULL, "%s", out);
 }
+
+/* ---- non-finite weights and logits fail their cells (issue 12) ---------------- */
+
+#include "harness/engine/checkpoint.h"
+
+/* The committed rope checkpoint with its tensor `name` edited: element k set to
+** v (k < 0: every element), written to the test dir as `file`. */
+static void edited_ckpt(const char *file, const char *name, long k, float v)
+{
+    char src[4096], dst[256];
+    snprintf(src, sizeof src, "%s/tests/ref/model_ckpt_causal_rope.safetensors", getenv("LENX_ROOT"));
+    snprintf(dst, sizeof dst, "%s/%s", dir, file);
+    struct lx_model m;
+    struct lx_ckpt_info info = {0};
+    struct lx_error err = {""};
+    cr_assert_eq(lx_model_load(&m, src, &info, &err), LX_OK, "%s", err.msg);
+    int n = lx_arch_tensors(&m.arch, NULL);
+    struct lx_tensor_info *ti = calloc((size_t)n, sizeof *ti);
+    lx_arch_tensors(&m.arch, ti);
+    for (int i = 0; i < n; i++)
+        if (strcmp(ti[i].name, name) == 0) {
+            long cnt = ti[i].shape[0] * (ti[i].ndim == 2 ? ti[i].shape[1] : 1);
+            for (long j = 0; j < cnt; j++)
+                if (k < 0 || j == k)
+                    m.w[ti[i].offset + j] = v;
+        }
+    free(ti);
+    cr_assert_eq(lx_model_save(&m, dst, &info, &err), LX_OK, "%s", err.msg);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+#define BAD_SWEEP(file) \
+    "name: nan\nmethods: [rope]\ntasks: [{ppl: {windows: 2}}, {passkey: {samples: 2, template: short}}]\nlengths: [96]\n" \
+    "models: {bad: {checkpoint: " file "}}\n"
+
+/* Run BAD_SWEEP on <name>.safetensors into <name>.db: both cells must fail, none
+** be stored ok, and the ppl cell's error (into msg) names the model. */
+static void run_failing(const char *name, char *msg, size_t n)
+{
+    char out[16384], file[64], db[64], sweep[512];
+    snprintf(file, sizeof file, "%s.yaml", name);
+    snprintf(db, sizeof db, "%s.db", name);
+    snprintf(sweep, sizeof sweep, BAD_SWEEP("%s.safetensors"), name);
+    write_file(file, sweep);
+    cr_expect_eq(sh(out, sizeof out, "$L run %s --db %s --no-table", file, db), 1, "cells must fail:\n%s", out);
+    cr_expect_eq(sql_long(db, "select count(*) from runs where status = 'ok'"), 0);
+    cr_expect_eq(sql_long(db, "select count(*) from runs where status = 'failed'"), 2);
+    sql_text(msg, n, db, "select replace(error, char(10), ' ') from runs where task like 'ppl%'");
+    cr_expect(strstr(msg, "model 'bad' [") != NULL, "%s", msg);
+}
+
+Test(engine_run, nan_weights_fail_the_cell_naming_model_and_tensor, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char msg[4096];
+    edited_ckpt("nan.safetensors", "layers.0.attn.wk.weight", 5, NAN);
+    run_failing("nan", msg, sizeof msg);
+    cr_expect(strstr(msg, "tensor 'layers.0.attn.wk.weight' holds a non-finite value (nan) at index 5") != NULL,
+              "%s", msg);
+    /* +Inf in the last tensor: found too */
+    edited_ckpt("inf.safetensors", "lm_head.weight", 0, INFINITY);
+    run_failing("inf", msg, sizeof msg);
+    cr_expect(strstr(msg, "tensor 'lm_head.weight' holds a non-finite value (inf) at index 0") != NULL, "%s", msg);
+}
+
+Test(engine_run, non_finite_logits_fail_the_cell_naming_the_model, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char msg[4096];
+    /* every weight finite, but lm_head at 3e38: a logit sums C = d_model products of
+    ** it with the normalised x, whose magnitude ~1 pushes past FLT_MAX (3.4e38) */
+    edited_ckpt("big.safetensors", "lm_head.weight", -1, 3e38f);
+    run_failing("big", msg, sizeof msg);
+    /* ppl scores every position: the loss (log-softmax of infinities) is NaN first */
+    cr_expect(strstr(msg, "a non-finite loss (") != NULL && strstr(msg, "at window 0, position 0") != NULL,
+              "%s", msg);
+    /* passkey scores the answer only: the infinite logit itself is caught */
+    sql_text(msg, sizeof msg, "big.db", "select replace(error, char(10), ' ') from runs where task like 'passkey%'");
+    cr_expect(strstr(msg, "model 'bad' [") != NULL && strstr(msg, "a non-finite logit (inf) at window 0") != NULL,
+              "%s", msg);
+}

@@ -21,6 +21,8 @@
 #include "harness/registry.h"
 #include "harness/retrieval.h"
 
+#define LIT(s) s, (long)(sizeof s - 1)     /* a string literal and its length */
+
 #define HEADER "Below is a record of lines I want you to remember. Each line begins with 'line <line index>' and " \
                "contains a '<REGISTER_CONTENT>' at the end of the line as a numerical value. For each line index, " \
                "memorize its corresponding <REGISTER_CONTENT>. At the end of the record, I will ask you to " \
@@ -329,23 +331,23 @@ Test(line, scorer)
 {
     void *pf = params(""), *pl = params("scorer: last");
     struct lx_instance in = {.gold = "48213"};
-    int (*score)(const void *, const struct lx_instance *, const char *) = task()->score;
-    cr_assert_eq(score(pf, &in, "48213"), 1);
-    cr_assert_eq(score(pf, &in, "48213>"), 1);
-    cr_assert_eq(score(pf, &in, " is <48213> ok"), 1);
-    cr_assert_eq(score(pf, &in, "48214"), 0);
-    cr_assert_eq(score(pf, &in, "4821>"), 0);
-    cr_assert_eq(score(pf, &in, "482135"), 0);
-    cr_assert_eq(score(pf, &in, "48213 or 7"), 1);
-    cr_assert_eq(score(pf, &in, "7 or 48213"), 0);
-    cr_assert_eq(score(pf, &in, "none>"), -1);
-    cr_assert_eq(score(pf, &in, ""), -1);
-    cr_assert_eq(score(pl, &in, "7 or 48213"), 1);
-    cr_assert_eq(score(pl, &in, "48213 or 7"), 0);
-    cr_assert_eq(score(pl, &in, "<48213>"), 1);
-    cr_assert_eq(score(pl, &in, "none>"), -1);
-    cr_assert_eq(lx_score_last_int("a1b22c333", "333"), 1);
-    cr_assert_eq(lx_score_last_int("a1b22c333x", "22"), 0);
+    int (*score)(const void *, const struct lx_instance *, const char *, long) = task()->score;
+    cr_assert_eq(score(pf, &in, LIT("48213")), 1);
+    cr_assert_eq(score(pf, &in, LIT("48213>")), 1);
+    cr_assert_eq(score(pf, &in, LIT(" is <48213> ok")), 1);
+    cr_assert_eq(score(pf, &in, LIT("48214")), 0);
+    cr_assert_eq(score(pf, &in, LIT("4821>")), 0);
+    cr_assert_eq(score(pf, &in, LIT("482135")), 0);
+    cr_assert_eq(score(pf, &in, LIT("48213 or 7")), 1);
+    cr_assert_eq(score(pf, &in, LIT("7 or 48213")), 0);
+    cr_assert_eq(score(pf, &in, LIT("none>")), -1);
+    cr_assert_eq(score(pf, &in, LIT("")), -1);
+    cr_assert_eq(score(pl, &in, LIT("7 or 48213")), 1);
+    cr_assert_eq(score(pl, &in, LIT("48213 or 7")), 0);
+    cr_assert_eq(score(pl, &in, LIT("<48213>")), 1);
+    cr_assert_eq(score(pl, &in, LIT("none>")), -1);
+    cr_assert_eq(lx_score_last_int(LIT("a1b22c333"), "333"), 1);
+    cr_assert_eq(lx_score_last_int(LIT("a1b22c333x"), "22"), 0);
     free(pf), free(pl);
 }
 

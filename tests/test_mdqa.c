@@ -25,6 +25,8 @@
 #include "harness/retrieval.h"
 #include "tasks/task.h"
 
+#define LIT(s) s, (long)(sizeof s - 1)     /* a string literal and its length */
+
 #define INSTRUCTION "Write a high-quality answer for the given question using only the provided search results " \
                     "(some of which might be irrelevant).\n\n"
 #define FACT "'s favourite colour is "
@@ -339,38 +341,38 @@ Test(mdqa, too_short)
 
 Test(mdqa, scorer)
 {
-    int (*score)(const void *, const struct lx_instance *, const char *) = task()->score;
+    int (*score)(const void *, const struct lx_instance *, const char *, long) = task()->score;
     struct lx_instance in = {.gold = "amber"};
-    cr_assert_eq(score(NULL, &in, " amber"), 1);
-    cr_assert_eq(score(NULL, &in, " Amber!"), 1, "case and punctuation");
-    cr_assert_eq(score(NULL, &in, " an amber one"), 1, "a substring of the output");
-    cr_assert_eq(score(NULL, &in, " mauve"), 0);
-    cr_assert_eq(score(NULL, &in, " am ber"), 0);
-    cr_assert_eq(score(NULL, &in, " mauve\namber"), 0, "only the first line counts");
-    cr_assert_eq(score(NULL, &in, " the."), -1, "nothing left after normalisation");
-    cr_assert_eq(score(NULL, &in, ""), -1);
+    cr_assert_eq(score(NULL, &in, LIT(" amber")), 1);
+    cr_assert_eq(score(NULL, &in, LIT(" Amber!")), 1, "case and punctuation");
+    cr_assert_eq(score(NULL, &in, LIT(" an amber one")), 1, "a substring of the output");
+    cr_assert_eq(score(NULL, &in, LIT(" mauve")), 0);
+    cr_assert_eq(score(NULL, &in, LIT(" am ber")), 0);
+    cr_assert_eq(score(NULL, &in, LIT(" mauve\namber")), 0, "only the first line counts");
+    cr_assert_eq(score(NULL, &in, LIT(" the.")), -1, "nothing left after normalisation");
+    cr_assert_eq(score(NULL, &in, LIT("")), -1);
     struct lx_instance bath = {.gold = "bath"};
-    cr_assert_eq(score(NULL, &bath, "The Bath."), 1, "lowercase, no articles, no punctuation");
+    cr_assert_eq(score(NULL, &bath, LIT("The Bath.")), 1, "lowercase, no articles, no punctuation");
     struct lx_instance the_bath = {.gold = "The Bath"};
-    cr_assert_eq(score(NULL, &the_bath, " bath"), 1, "the gold is normalised too");
+    cr_assert_eq(score(NULL, &the_bath, LIT(" bath")), 1, "the gold is normalised too");
 }
 
 Test(mdqa, distractors)
 {
     const struct lx_task *t = task();
     struct lx_instance in = {.gold = "amber", .alt = {"mauve", "teal"}, .n_alt = 2};
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, " Teal."), 1);
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, " mauve"), 0);
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, " amber"), -1, "the gold is no distractor");
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, " ochre"), -1);
+    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" Teal.")), 1);
+    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" mauve")), 0);
+    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" amber")), -1, "the gold is no distractor");
+    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" ochre")), -1);
     /* a generated instance: its distractors are the other documents' colours */
     void *p = params("{template: short, documents: 4}");
     struct lx_instance g;
     gen(p, 3, 800, 0, 1.0, &g);
     char out[LX_MAX_ANSWER + 2];
     snprintf(out, sizeof out, " %s", g.alt[2]);
-    cr_assert_eq(lx_score_distractor(t, p, &g, out), 2);
-    cr_assert_eq(t->score(p, &g, out), 0);
+    cr_assert_eq(lx_score_distractor(t, p, &g, out, (long)strlen(out)), 2);
+    cr_assert_eq(t->score(p, &g, out, (long)strlen(out)), 0);
     lx_instance_release(&g);
     free(p);
 }

@@ -848,7 +848,7 @@ Test(model, plan_refuses_models_that_do_not_fit)
     snprintf(want, sizeof want, "h.yaml:5:10: model 'big' needs");
     cr_expect_not_null(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
     snprintf(want, sizeof want, "to train (weights %.1f GB with gradients and AdamW moments, activations for "
-             "batch 16 x length 128 on %d threads)", huge_params * 17 / 1e9, omp_get_max_threads());
+             "batch 16 x length 128 on %d thread(s))", huge_params * 17 / 1e9, omp_get_max_threads());
     cr_expect_not_null(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
     cr_expect_not_null(strstr(err.msg, "hint: use a smaller arch"), "%s", err.msg);
     lx_grid_release(&g);

@@ -29,6 +29,8 @@
 #include "tasks/task.h"
 #include "tests/stack.h"
 
+#define LIT(s) s, (long)(sizeof s - 1)     /* a string literal and its length */
+
 #define MAGIC "The special magic "
 #define IS " number is: "
 #define Q_FULL "\nWhat is the special magic %s number? The special magic %s number is"
@@ -377,29 +379,29 @@ Test(needle, too_short)
 Test(needle, scorer)
 {
     struct lx_instance in = {.gold = "4821306"};
-    int (*score)(const void *, const struct lx_instance *, const char *) = task()->score;
-    cr_assert_eq(score(NULL, &in, " 4821306"), 1);
-    cr_assert_eq(score(NULL, &in, " 4821306."), 1);
-    cr_assert_eq(score(NULL, &in, " is 4821306 and"), 1);
-    cr_assert_eq(score(NULL, &in, " 4821307"), 0);
-    cr_assert_eq(score(NULL, &in, " 48213060"), 0, "eight digits");
-    cr_assert_eq(score(NULL, &in, " 482130"), 0, "six digits");
-    cr_assert_eq(score(NULL, &in, " 1234567 4821306"), 0, "the first number counts");
-    cr_assert_eq(score(NULL, &in, " the special"), -1);
-    cr_assert_eq(score(NULL, &in, ""), -1);
+    int (*score)(const void *, const struct lx_instance *, const char *, long) = task()->score;
+    cr_assert_eq(score(NULL, &in, LIT(" 4821306")), 1);
+    cr_assert_eq(score(NULL, &in, LIT(" 4821306.")), 1);
+    cr_assert_eq(score(NULL, &in, LIT(" is 4821306 and")), 1);
+    cr_assert_eq(score(NULL, &in, LIT(" 4821307")), 0);
+    cr_assert_eq(score(NULL, &in, LIT(" 48213060")), 0, "eight digits");
+    cr_assert_eq(score(NULL, &in, LIT(" 482130")), 0, "six digits");
+    cr_assert_eq(score(NULL, &in, LIT(" 1234567 4821306")), 0, "the first number counts");
+    cr_assert_eq(score(NULL, &in, LIT(" the special")), -1);
+    cr_assert_eq(score(NULL, &in, LIT("")), -1);
 }
 
 Test(needle, distractors_by_hand)
 {
     const struct lx_task *t = task();
     struct lx_instance in = {.gold = "4821306", .alt = {"1111111", "2222222"}, .n_alt = 2};
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, " 2222222"), 1);
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, " 1111111."), 0);
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, " 4821306"), -1, "the gold is no distractor");
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, " 3333333"), -1);
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, " magic"), -1);
+    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" 2222222")), 1);
+    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" 1111111.")), 0);
+    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" 4821306")), -1, "the gold is no distractor");
+    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" 3333333")), -1);
+    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" magic")), -1);
     in.n_alt = 0;
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, " 2222222"), -1, "no distractors, no hit");
+    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" 2222222")), -1, "no distractors, no hit");
 }
 
 /* The cell runner on a tiny random model: distractor_rate with three needles

@@ -21,6 +21,8 @@
 #include "harness/registry.h"
 #include "harness/retrieval.h"
 
+#define LIT(s) s, (long)(sizeof s - 1)     /* a string literal and its length */
+
 #define DESC "There is an important info hidden inside a lot of irrelevant text. Find it and memorize them. " \
              "I will quiz you about the important information there."
 #define QUESTION "What is the pass key? The pass key is"
@@ -241,14 +243,14 @@ Test(passkey, too_short)
 Test(passkey, scorer)
 {
     struct lx_instance in = {.gold = "48213"};
-    int (*score)(const void *, const struct lx_instance *, const char *) = task()->score;
-    cr_assert_eq(score(NULL, &in, " 48213"), 1);
-    cr_assert_eq(score(NULL, &in, "48213 is it"), 1);
-    cr_assert_eq(score(NULL, &in, " is 48213."), 1);
-    cr_assert_eq(score(NULL, &in, " 48214"), 0);
-    cr_assert_eq(score(NULL, &in, " 4821"), 0);
-    cr_assert_eq(score(NULL, &in, "the pass"), -1);
-    cr_assert_eq(score(NULL, &in, ""), -1);
+    int (*score)(const void *, const struct lx_instance *, const char *, long) = task()->score;
+    cr_assert_eq(score(NULL, &in, LIT(" 48213")), 1);
+    cr_assert_eq(score(NULL, &in, LIT("48213 is it")), 1);
+    cr_assert_eq(score(NULL, &in, LIT(" is 48213.")), 1);
+    cr_assert_eq(score(NULL, &in, LIT(" 48214")), 0);
+    cr_assert_eq(score(NULL, &in, LIT(" 4821")), 0);
+    cr_assert_eq(score(NULL, &in, LIT("the pass")), -1);
+    cr_assert_eq(score(NULL, &in, LIT("")), -1);
 }
 
 Test(passkey, train_sample)

@@ -18,6 +18,8 @@
 #include "tasks/task.h"
 #include "tests/stack.h"
 
+#define LIT(s) s, (long)(sizeof s - 1)     /* a string literal and its length */
+
 enum { RT = 24, RN = 5, RA = 4 };
 
 /* A random causal model of `layers` blocks (d_model 32, 2 heads of 16, MLP
@@ -192,28 +194,51 @@ Test(retrieval, answer_entropy_on_each_instance_s_own_rows)
 
 Test(retrieval, scorers_on_hand_written_outputs)
 {
-    cr_expect_eq(lx_score_first_int(" 48213", "48213"), 1);
-    cr_expect_eq(lx_score_first_int("48213 is the key", "48213"), 1);
-    cr_expect_eq(lx_score_first_int("it is 48213.", "48213"), 1);
-    cr_expect_eq(lx_score_first_int(" 48214", "48213"), 0);
-    cr_expect_eq(lx_score_first_int(" 482130", "48213"), 0, "a longer number is wrong");
-    cr_expect_eq(lx_score_first_int(" 4821", "48213"), 0, "a prefix is wrong");
-    cr_expect_eq(lx_score_first_int(" the pass", "48213"), -1, "no digits: unparsable");
-    cr_expect_eq(lx_score_first_int("", "48213"), -1);
-    cr_expect_eq(lx_score_exact("  blue", "blue"), 1);
-    cr_expect_eq(lx_score_exact(" bluer", "blue"), 1, "exact is a prefix match on the output");
-    cr_expect_eq(lx_score_exact(" red", "blue"), 0);
-    cr_expect_eq(lx_score_exact("   ", "blue"), -1);
+    cr_expect_eq(lx_score_first_int(LIT(" 48213"), "48213"), 1);
+    cr_expect_eq(lx_score_first_int(LIT("48213 is the key"), "48213"), 1);
+    cr_expect_eq(lx_score_first_int(LIT("it is 48213."), "48213"), 1);
+    cr_expect_eq(lx_score_first_int(LIT(" 48214"), "48213"), 0);
+    cr_expect_eq(lx_score_first_int(LIT(" 482130"), "48213"), 0, "a longer number is wrong");
+    cr_expect_eq(lx_score_first_int(LIT(" 4821"), "48213"), 0, "a prefix is wrong");
+    cr_expect_eq(lx_score_first_int(LIT(" the pass"), "48213"), -1, "no digits: unparsable");
+    cr_expect_eq(lx_score_first_int(LIT(""), "48213"), -1);
+    cr_expect_eq(lx_score_exact(LIT("  blue"), "blue"), 1);
+    cr_expect_eq(lx_score_exact(LIT(" bluer"), "blue"), 1, "exact is a prefix match on the output");
+    cr_expect_eq(lx_score_exact(LIT(" red"), "blue"), 0);
+    cr_expect_eq(lx_score_exact(LIT("   "), "blue"), -1);
 }
 
-Test(retrieval, token_text)
+Test(retrieval, token_bytes)
 {
-    int tok[] = {LX_TOK_BOS, 'a', ' ', '7', LX_TOK_EOS, 0xC3, 0xA9};
-    char out[64];
-    lx_tokens_text(tok, 7, out, sizeof out);
-    cr_expect_str_eq(out, "<bos>a 7<eos>\xC3\xA9");
-    lx_tokens_text(tok, 7, out, 4);
-    cr_expect_str_eq(out, "<bo", "truncated to the buffer");
+    /* bytes as they are, a 0 byte included, up to the first special token */
+    int tok[] = {'a', 0, '7', 0xC3, 0xA9, LX_TOK_EOS, 'x'};
+    char out[8];
+    int stop;
+    cr_expect_eq(lx_tokens_bytes(tok, 7, out, &stop), 5);
+    cr_expect_eq(memcmp(out, "a\0" "7\xC3\xA9", 5), 0);
+    cr_expect_eq(stop, LX_TOK_EOS);
+    cr_expect_str_eq(lx_token_name(stop), "eos");
+    /* the text "<eos>" written as bytes is text, ended by no special */
+    int lit[] = {'<', 'e', 'o', 's', '>'};
+    cr_expect_eq(lx_tokens_bytes(lit, 5, out, &stop), 5);
+    cr_expect_eq(memcmp(out, "<eos>", 5), 0);
+    cr_expect_eq(stop, -1);
+    cr_expect_null(lx_token_name(stop));
+    int bos[] = {LX_TOK_BOS, '1'};
+    cr_expect_eq(lx_tokens_bytes(bos, 2, out, &stop), 0);
+    cr_expect_str_eq(lx_token_name(stop), "bos");
+}
+
+/* A 0 byte is a byte: the scorers read past it (a C string would end there). */
+Test(retrieval, scorers_read_past_a_zero_byte)
+{
+    cr_expect_eq(lx_score_first_int(LIT("\0 48213"), "48213"), 1);
+    cr_expect_eq(lx_score_first_int(LIT("\0"), "48213"), -1);
+    cr_expect_eq(lx_score_last_int(LIT("1\0 48213"), "48213"), 1);
+    cr_expect_eq(lx_score_exact(LIT("blue\0"), "blue"), 1);
+    cr_expect_eq(lx_score_exact(LIT("\0blue"), "blue"), 0, "a 0 byte is not a space");
+    cr_expect_eq(lx_score_contains(LIT("pale\0 amber"), "amber"), 1);
+    cr_expect_eq(lx_score_contains(LIT("\0"), "amber"), 0, "a 0 byte is a word of its own, not nothing");
 }
 
 Test(retrieval, prose_sentence_starts)

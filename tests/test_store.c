@@ -494,8 +494,8 @@ Test(store, outputs_round_trip)
     struct lx_run_record r = record("sw", "k-out", "c1", 1);
     struct lx_result res = {0};
     lx_result_metric(&res, "acc", 0.5);
-    lx_result_output(&res, 0, 0.25, "48213", " 48213", 1, -0.5);
-    lx_result_output(&res, 1, NAN, "7", "it's \"7\"\n\xC3\xA9\xFF", 0, -2.25);
+    lx_result_output(&res, 0, 0.25, "48213", " 48213", 6, NULL, 1, -0.5);
+    lx_result_output(&res, 1, NAN, "7", "it's \"7\"\n\xC3\xA9\xFF", 12, NULL, 0, -2.25);
     put(s, &r, &res);
     struct lx_run_record f = record("sw", "k-failed", "c1", 0);
     put(s, &f, &res);       /* a failed cell keeps no values and no outputs */
@@ -510,6 +510,26 @@ Test(store, outputs_round_trip)
     sqlite_cli(db_path, "SELECT group_concat(coalesce(depth, 'null') || '/' || gold || '/' || score || '/' || logprob, "
                "' ') FROM (SELECT * FROM outputs ORDER BY sample)", v, sizeof v);
     cr_expect_str_eq(v, "0.25/48213/1/-0.5 null/7/0/-2.25");
+}
+
+/* Outputs are exact bytes (a 0 byte in the middle kept, where it was stored as
+** an empty text) and a special token that ended one is recorded beside it in
+** outputs.stop, so an EOS differs from a model writing the bytes "<eos>". */
+Test(store, outputs_keep_zero_bytes_and_the_stop_token)
+{
+    struct lx_store *s = open_rw(db_path);
+    struct lx_run_record r = record("sw", "k-bytes", "c1", 1);
+    struct lx_result res = {0};
+    lx_result_output(&res, 0, 0.5, "12345", "12\0" "345", 6, "eos", 0, -1.0);
+    lx_result_output(&res, 1, 0.5, "7", "<eos>", 5, NULL, -1, -1.0);
+    put(s, &r, &res);
+    lx_result_release(&res);
+    lx_store_close(s);
+    char v[256];
+    sqlite_cli(db_path, "SELECT group_concat(hex(text) || '/' || length(CAST(text AS BLOB)) || '/' || "
+               "coalesce(stop, 'null'), ' ') FROM (SELECT * FROM outputs ORDER BY sample)", v, sizeof v);
+    /* "12" 0 "345" and "<eos>", by hand */
+    cr_expect_str_eq(v, "313200333435/6/eos 3C656F733E/5/null");
 }
 
 /* A version-2 database (no outputs table, no config_text or weights_sha256
@@ -531,7 +551,7 @@ Test(store, migrates_version_2)
     cr_expect_eq(count(s, "metrics"), 1);
     struct lx_run_record r2 = record("sw", "k-new", "c1", 1);
     struct lx_result res = {0};
-    lx_result_output(&res, 0, 0.5, "1", "1", 1, 0.0);
+    lx_result_output(&res, 0, 0.5, "1", "1", 1, NULL, 1, 0.0);
     put(s, &r2, &res);
     lx_result_release(&res);
     cr_expect_eq(count(s, "outputs"), 1);

@@ -20,6 +20,8 @@
 #include "harness/registry.h"
 #include "harness/retrieval.h"
 
+#define LIT(s) s, (long)(sizeof s - 1)     /* a string literal and its length */
+
 #define HEADER "Below is a record of our previous conversation on %ld different topics. You are the ASSISTANT, and " \
                "I am the USER. At the beginning of each topic, the USER will say 'I would like to discuss the " \
                "topic of <TOPIC>'. Memorize each <TOPIC>. At the end of the record, I will ask you to retrieve the " \
@@ -325,7 +327,7 @@ Test(topic, topic_list)
     char topics[MAX_CONV][64];
     long k = all_topics(topics);
     cr_assert_eq(k, 40);
-    int (*score)(const void *, const struct lx_instance *, const char *) = task()->score;
+    int (*score)(const void *, const struct lx_instance *, const char *, long) = task()->score;
     for (long i = 0; i < k; i++) {
         cr_assert_lt((long)strlen(topics[i]) + 1, LX_MAX_ANSWER);
         struct lx_instance in = {.n = 0};
@@ -333,7 +335,7 @@ Test(topic, topic_list)
         for (long j = 0; j < k; j++) {
             char out[80];
             snprintf(out, sizeof out, " %s", topics[j]);
-            cr_assert_eq(score(NULL, &in, out), i == j, "'%s' scored against gold '%s'", out, topics[i]);
+            cr_assert_eq(score(NULL, &in, out, (long)strlen(out)), i == j, "'%s' scored against gold '%s'", out, topics[i]);
         }
     }
 }
@@ -341,21 +343,21 @@ Test(topic, topic_list)
 Test(topic, scorer)
 {
     struct lx_instance in = {.gold = "the history of jazz"};
-    int (*score)(const void *, const struct lx_instance *, const char *) = task()->score;
-    cr_assert_eq(score(NULL, &in, " the history of jazz"), 1);
-    cr_assert_eq(score(NULL, &in, " History of Jazz."), 1);
-    cr_assert_eq(score(NULL, &in, "  A history of  jazz!"), 1);
-    cr_assert_eq(score(NULL, &in, "\n the history of jazz"), 1);
-    cr_assert_eq(score(NULL, &in, " about the history of jazz music\nno"), 1);
-    cr_assert_eq(score(NULL, &in, " the history of rock"), 0);
-    cr_assert_eq(score(NULL, &in, " jazz"), 0);
-    cr_assert_eq(score(NULL, &in, " the story\nthe history of jazz"), 0);
-    cr_assert_eq(score(NULL, &in, " the"), -1);
-    cr_assert_eq(score(NULL, &in, " ...!"), -1);
-    cr_assert_eq(score(NULL, &in, ""), -1);
-    cr_assert_eq(lx_score_contains("An apple, the pear", "apple pear"), 1);
-    cr_assert_eq(lx_score_contains("Theatre!", "the theatre"), 1);
-    cr_assert_eq(lx_score_contains("an apple", "the pear"), 0);
+    int (*score)(const void *, const struct lx_instance *, const char *, long) = task()->score;
+    cr_assert_eq(score(NULL, &in, LIT(" the history of jazz")), 1);
+    cr_assert_eq(score(NULL, &in, LIT(" History of Jazz.")), 1);
+    cr_assert_eq(score(NULL, &in, LIT("  A history of  jazz!")), 1);
+    cr_assert_eq(score(NULL, &in, LIT("\n the history of jazz")), 1);
+    cr_assert_eq(score(NULL, &in, LIT(" about the history of jazz music\nno")), 1);
+    cr_assert_eq(score(NULL, &in, LIT(" the history of rock")), 0);
+    cr_assert_eq(score(NULL, &in, LIT(" jazz")), 0);
+    cr_assert_eq(score(NULL, &in, LIT(" the story\nthe history of jazz")), 0);
+    cr_assert_eq(score(NULL, &in, LIT(" the")), -1);
+    cr_assert_eq(score(NULL, &in, LIT(" ...!")), -1);
+    cr_assert_eq(score(NULL, &in, LIT("")), -1);
+    cr_assert_eq(lx_score_contains(LIT("An apple, the pear"), "apple pear"), 1);
+    cr_assert_eq(lx_score_contains(LIT("Theatre!"), "the theatre"), 1);
+    cr_assert_eq(lx_score_contains(LIT("an apple"), "the pear"), 0);
 }
 
 Test(topic, too_short)

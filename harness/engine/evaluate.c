@@ -23,11 +23,13 @@ int lx_eval_windows(const struct lx_model *m, const struct lx_spec *spec, long n
         for (int b = 0; b < B; b++)     /* a short last batch repeats its last window, unscored */
             fill(ctx, w0 + (b < nb ? b : nb - 1), tok + (long)b * T, tgt + (long)b * T);
         lx_model_forward(m, spec, tok, tgt, &a);
+        if ((rc = lx_acts_check_finite(&a, V, nb, tgt, err)) < 0)
+            break;
         for (int b = 0; b < nb; b++)
             score(ctx, w0 + b, a.loss + (long)b * T, a.logits + (long)b * T * V, tgt + (long)b * T);
     }
     free(tok);
     free(tgt);
     lx_acts_release(&a);
-    return LX_OK;
+    return rc;
 }

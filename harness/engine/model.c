@@ -349,6 +349,46 @@ void lx_acts_release(struct lx_acts *a)
     memset(a, 0, sizeof *a);
 }
 
+/* ---- finiteness: a NaN or Inf must fail the cell, never be stored as a number ---- */
+
+int lx_model_check_finite(const struct lx_model *m, struct lx_error *err)
+{
+    int n = lx_arch_tensors(&m->arch, NULL);
+    struct lx_tensor_info *t = lx_xcalloc((size_t)n, sizeof *t);
+    lx_arch_tensors(&m->arch, t);
+    int rc = LX_OK;
+    for (int i = 0; i < n && rc == LX_OK; i++) {
+        const float *p = m->w + t[i].offset;
+        long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1);
+        for (long j = 0; j < cnt; j++)
+            if (!isfinite(p[j])) {
+                rc = lx_err(err, LX_ERUN, "tensor '%s' holds a non-finite value (%g) at index %ld\n"
+                            "  hint: the checkpoint is damaged or training diverged (a lower lr, or clip); "
+                            "retrain it", t[i].name, (double)p[j], j);
+                break;
+            }
+    }
+    free(t);
+    return rc;
+}
+
+int lx_acts_check_finite(const struct lx_acts *a, long V, int nb, const int *targets, struct lx_error *err)
+{
+    long T = a->T;
+    for (long i = 0; i < (long)nb * T; i++) {
+        if (targets && targets[i] >= 0 && !isfinite(a->loss[i]))
+            return lx_err(err, LX_ERUN, "a non-finite loss (%g) at window %ld, position %ld\n"
+                          "  hint: the weights or the stack's parameters overflow; check the model's val loss",
+                          (double)a->loss[i], i / T, i % T);
+        for (long v = 0; v < V; v++)
+            if (!isfinite(a->logits[i * V + v]))
+                return lx_err(err, LX_ERUN, "a non-finite logit (%g) at window %ld, position %ld, token %ld\n"
+                              "  hint: the weights or the stack's parameters overflow; check the model's val "
+                              "loss", (double)a->logits[i * V + v], i / T, i % T, v);
+    }
+    return LX_OK;
+}
+
 /* ---- rope ------------------------------------------------------------------- */
 
 void lx_rope_table(double *cs, const struct lx_rotary *r, int T)

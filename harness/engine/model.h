@@ -156,6 +156,13 @@ double lx_run_bytes(const struct lx_arch *a, int B, int T, int train);
 /* Zeroed weights for arch a, mapped; LX_ENOMEM with the sizes when they do not fit. */
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err);
 
+/* LX_OK when every weight is finite, else LX_ERUN naming the first
+** non-finite tensor and index (checked after loading and training). */
+int lx_model_check_finite(const struct lx_model *m, struct lx_error *err);
+/* LX_OK when the last forward's logits (V a row) and its loss at scored
+** targets (>= 0; targets may be NULL) are finite in the first nb windows. */
+int lx_acts_check_finite(const struct lx_acts *a, long V, int nb, const int *targets, struct lx_error *err);
+
 /* Forward over tokens (B, T). With targets (B, T; < 0 = not scored) fills
 ** probs and loss and returns the mean NLL over scored tokens (0 when none). */
 double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,

@@ -166,13 +166,19 @@ static double grad_norm2(const float *g, size_t n)
     return total;
 }
 
-void lx_optim_init(struct lx_optim *o, const struct lx_model *model)
+int lx_optim_alloc(struct lx_optim *o, const struct lx_model *model, struct lx_error *err)
 {
+    memset(o, 0, sizeof *o);
     o->n = model->n_params;
-    o->grad = lx_xcalloc(o->n, sizeof *o->grad);
-    o->m = lx_xcalloc(o->n, sizeof *o->m);
-    o->v = lx_xcalloc(o->n, sizeof *o->v);
-    o->decay = lx_xcalloc(o->n, 1);
+    o->grad = calloc(o->n, sizeof *o->grad);
+    o->m = calloc(o->n, sizeof *o->m);
+    o->v = calloc(o->n, sizeof *o->v);
+    o->decay = calloc(o->n, 1);
+    if (!o->grad || !o->m || !o->v || !o->decay) {
+        lx_optim_release(o);
+        return lx_err(err, LX_ENOMEM, "the gradient and AdamW moments of %zu parameters (%.1f GB) do not fit in "
+                      "memory\n  hint: a smaller arch", model->n_params, 13.0 * (double)model->n_params / 1e9);
+    }
     int nt = lx_arch_tensors(&model->arch, NULL);
     struct lx_tensor_info *ti = lx_xcalloc((size_t)nt, sizeof *ti);
     lx_arch_tensors(&model->arch, ti);
@@ -181,6 +187,13 @@ void lx_optim_init(struct lx_optim *o, const struct lx_model *model)
             memset(o->decay + ti[i].offset, 1, (size_t)(ti[i].shape[0] * ti[i].shape[1]));
     free(ti);
     lx_weights_map(&o->g, &model->arch, o->grad);
+    return LX_OK;
+}
+
+void lx_optim_init(struct lx_optim *o, const struct lx_model *model)
+{
+    struct lx_error err;
+    LX_ASSERT(lx_optim_alloc(o, model, &err) == LX_OK);
 }
 
 void lx_optim_release(struct lx_optim *o)
@@ -283,7 +296,11 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         return rc;
     }
     struct lx_optim opt;
-    lx_optim_init(&opt, m);
+    if ((rc = lx_optim_alloc(&opt, m, err)) < 0) {
+        lx_acts_release(&a);
+        free(s);
+        return rc;
+    }
     int *tok = lx_xmalloc(sizeof(int) * (size_t)B * T), *tgt = lx_xmalloc(sizeof(int) * (size_t)B * T);
     int *pos = spec->pose.chunks ? lx_xmalloc(sizeof(int) * (size_t)B * T) : NULL;
     double t0 = omp_get_wtime(), run_loss = 0.0;

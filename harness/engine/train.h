@@ -59,6 +59,8 @@ struct lx_optim {
 };
 
 void lx_optim_init(struct lx_optim *o, const struct lx_model *model);
+/* The same, with LX_ENOMEM when the buffers do not fit (lx_train uses it). */
+int lx_optim_alloc(struct lx_optim *o, const struct lx_model *model, struct lx_error *err);
 void lx_optim_release(struct lx_optim *o);
 /* Clip the global gradient norm to c->clip, then one AdamW update at 0-based
 ** step s of the schedule (lx_train_lr). */
