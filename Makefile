@@ -7,6 +7,7 @@
 #   make data       install and convert the corpora (Austen, State of the Union) into data/
 #   make bench      benchmarks, each reported as a ratio to a baseline timed in the same run
 #   make debug      build with ASan + UBSan and run the whole suite under them
+#   make fuzz       libFuzzer targets (clang) on the config and safetensors readers, FUZZ_SECONDS each
 #   make install    copy lenx to $(PREFIX)/bin (PREFIX=/usr/local by default)
 #   make clean      remove build products
 #
@@ -31,7 +32,7 @@ LDLIBS_ALL = $(PKG_LIBS) -fopenmp -lm
 
 SRC       := $(wildcard harness/*.c harness/core/*.c harness/engine/*.c methods/*.c tasks/*.c results/*.c)
 LIB_SRC   := $(filter-out harness/main.c,$(SRC))
-TEST_SRC  := $(wildcard tests/test_*.c)
+TEST_SRC  := $(wildcard tests/test_*.c) tests/fuzz/entry.c
 BENCH_SRC := $(wildcard tests/bench*.c)
 
 B ?= build
@@ -39,7 +40,7 @@ LIB_OBJ   = $(LIB_SRC:%.c=$(B)/%.o)
 TEST_OBJ  = $(TEST_SRC:%.c=$(B)/%.o)
 BENCH_OBJ = $(BENCH_SRC:%.c=$(B)/%.o)
 
-.PHONY: all run test bench baseline data debug install clean deps FORCE
+.PHONY: all run test bench baseline data debug fuzz install clean deps FORCE
 
 all: lenx
 
@@ -117,6 +118,31 @@ debug: build/.deps
 
 build/debug/lenx: $(LIB_OBJ) $(B)/harness/main.o
 	$(CC) $(OPT) -o $@ $^ $(LDLIBS_ALL)
+
+# Fuzzing: libFuzzer from Debian's clang (scripts/deps.sh fuzz installs it).
+# The library is compiled with clang in its own tree, build/fuzz, instrumented
+# for the fuzzer and with ASan + UBSan (UB aborts); one binary per
+# tests/fuzz/fuzz_*.c, each run FUZZ_SECONDS by tests/fuzz/run.sh, which
+# prints exec counts and fails on a crash (the input is kept under
+# build/fuzz/crashes/; it belongs in tests/fuzz/regress/<target>/).
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_OPT      = -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+                -fno-sanitize-recover=undefined
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+
+fuzz: build/.deps-fuzz data/manifest.tsv
+	$(MAKE) B=build/fuzz CC=$(FUZZ_CC) OPT='$(FUZZ_OPT)' $(FUZZ_TARGETS:%=build/fuzz/%)
+	bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+build/.deps-fuzz: scripts/deps.sh
+	@mkdir -p build
+	@bash scripts/deps.sh fuzz
+	@touch $@
+
+.SECONDARY: $(FUZZ_TARGETS:%=build/fuzz/tests/fuzz/%.o)
+build/fuzz/fuzz_%: $(LIB_OBJ) $(B)/tests/fuzz/entry.o $(B)/tests/fuzz/fuzz_%.o
+	$(CC) $(OPT) -fsanitize=fuzzer -o $@ $^ $(LDLIBS_ALL)
 
 install: lenx
 	install -d $(DESTDIR)$(PREFIX)/bin

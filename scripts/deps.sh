@@ -2,9 +2,14 @@
 # scripts/deps.sh - install the Debian packages lenx needs, when missing.
 # Called by the Makefile before anything is built, so a fresh Debian 12
 # machine needs no manual step. Prints nothing when all is there.
+# `scripts/deps.sh fuzz` (make fuzz) adds clang with its libFuzzer and
+# sanitizer runtimes and LLVM's OpenMP runtime (clang's -fopenmp needs libomp).
 set -euo pipefail
 
 pkgs=(gcc make pkg-config libopenblas-openmp-dev libyaml-dev libsqlite3-dev sqlite3 libcriterion-dev)
+if [ "${1:-}" = fuzz ]; then
+    pkgs+=(clang libclang-rt-14-dev libomp-14-dev)
+fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "lenx: not a Debian system; make sure these are installed: ${pkgs[*]}" >&2

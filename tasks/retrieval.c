@@ -261,6 +261,7 @@ int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const s
         return rc;
     int *tok = lx_xmalloc(sizeof(int) * (size_t)B * T), *tgt = lx_xmalloc(sizeof(int) * (size_t)B * T);
     int *buf = lx_xmalloc(sizeof(int) * (size_t)T);
+    long *row0 = lx_xmalloc(sizeof(long) * (size_t)B);     /* (B,) each window's first answer row */
     long L = m->arch.layers, H = m->arch.heads;
     double *st = lx_xmalloc(sizeof(double) * (size_t)(L * B * H * LX_ATTN_NSTATS));
     a.stats = st;
@@ -270,10 +271,11 @@ int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const s
             const struct lx_instance *x = &in[i0 + (b < nb ? b : nb - 1)];
             LX_ASSERT(x->n == T && x->n - x->answer_off <= LX_MAX_ANSWER && x->answer_off >= 1);
             memcpy(tok + (long)b * T, x->tok, sizeof(int) * (size_t)T);
+            row0[b] = x->answer_off - 1;    /* the rows that predict its answer: answers differ in length */
             for (long t = 0; t < T; t++)    /* position t predicts token t + 1: score the answer only */
                 tgt[(long)b * T + t] = t + 1 >= x->answer_off && t + 1 < T ? x->tok[t + 1] : -1;
         }
-        a.stats_row0 = in[i0].answer_off - 1;      /* the rows that predict the answer */
+        a.stats_row0 = row0;
         a.stats_row1 = T - 1;
         memset(st, 0, sizeof(double) * (size_t)(L * B * H * LX_ATTN_NSTATS));
         lx_model_forward(m, spec, tok, tgt, &a);
@@ -312,6 +314,7 @@ int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const s
     free(tok);
     free(tgt);
     free(buf);
+    free(row0);
     free(st);
     lx_acts_release(&a);
     lx_acts_release(&one);

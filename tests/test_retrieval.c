@@ -1,8 +1,9 @@
 /*
 ** tests/test_retrieval.c - what the retrieval tasks share (tasks/retrieval.c):
 ** answers read off a causal model against brute-force greedy decoding and an
-** independent log-softmax, the named scorers on hand-written outputs, and
-** token text.
+** independent log-softmax, the answer rows' attention entropy against each
+** instance run alone through a probe, the named scorers on hand-written
+** outputs, and token text.
 */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "harness/engine/corpus.h"
+#include "harness/core/diag.h"
 #include "harness/engine/model.h"
 #include "harness/registry.h"
 #include "tasks/retrieval.h"
@@ -19,6 +21,19 @@
 #define LIT(s) s, (long)(sizeof s - 1)     /* a string literal and its length */
 
 enum { RT = 24, RN = 5, RA = 4 };
+
+/* A random causal model of `layers` blocks (d_model 32, 2 heads of 16, MLP
+** 64), weights drawn with std init_std (0: the schema's default) from key. */
+static void random_model(struct lx_model *m, int layers, double init_std, uint64_t key)
+{
+    struct lx_arch ar;
+    lx_params_defaults(&lx_arch_schema, &ar);
+    ar.layers = layers, ar.d_model = 32, ar.heads = 2, ar.d_head = 16, ar.d_mlp = 64;
+    if (init_std > 0)
+        ar.init_std = init_std;
+    lx_params_finish(&lx_arch_schema, &ar);
+    lx_model_init(m, &ar, key);
+}
 
 /* A random causal model's greedy continuation of tok[0 .. off), one full
 ** forward per token, and log p of the gold answer from the logits by hand. */
@@ -62,26 +77,28 @@ static void brute_force(const struct lx_model *m, const struct lx_spec *spec, co
     lx_acts_release(&a);
 }
 
+/* RN instances of RT tokens, BOS then bytes (t·a + i·b) mod 256, instance i's
+** answer at off[i]. */
+static void fill_instances(struct lx_instance *in, const long *off, int a, int b)
+{
+    for (int i = 0; i < RN; i++) {
+        in[i] = (struct lx_instance){.n = RT, .answer_off = off[i], .tok = malloc(sizeof(int) * RT)};
+        in[i].tok[0] = LX_TOK_BOS;
+        for (int t = 1; t < RT; t++)
+            in[i].tok[t] = (t * a + i * b) % 256;
+    }
+}
+
 Test(retrieval, answers_match_brute_force_greedy)
 {
-    struct lx_arch ar;
-    lx_params_defaults(&lx_arch_schema, &ar);
-    ar.layers = 2, ar.d_model = 32, ar.heads = 2, ar.d_head = 16, ar.d_mlp = 64, ar.init_std = 0.3;
-    lx_params_finish(&lx_arch_schema, &ar);
     struct lx_model m;
-    lx_model_init(&m, &ar, 5);
+    random_model(&m, 2, 0.3, 5);
     struct lx_facts f = tfacts(16, 8, 2, RT);
     struct tstack st;
     tstack_make(&st, "[rope, {rerope: {window: 4}}]", &f);
+    static const long off[RN] = {RT - RA, RT - RA, RT - RA, RT - RA, RT - RA};
     struct lx_instance in[RN];
-    for (int i = 0; i < RN; i++) {
-        in[i].n = RT;
-        in[i].answer_off = RT - RA;
-        in[i].tok = malloc(sizeof(int) * RT);
-        in[i].tok[0] = LX_TOK_BOS;
-        for (int t = 1; t < RT; t++)
-            in[i].tok[t] = (t * 31 + i * 17) % 256;
-    }
+    fill_instances(in, off, 31, 17);
     /* instance 0's answer is the model's own greedy output: correct by construction */
     int out0[RA];
     double lp0;
@@ -106,6 +123,69 @@ Test(retrieval, answers_match_brute_force_greedy)
     /* the answer rows' entropy: RA rows of RT keys or fewer, so within [0, ln RT] */
     for (int i = 0; i < RN; i++)
         cr_expect(ans[i].entropy > 0.0 && ans[i].entropy <= log((double)RT), "entropy %g", ans[i].entropy);
+    for (int i = 0; i < RN; i++)
+        lx_instance_release(&in[i]);
+    tstack_free(&st);
+    lx_model_release(&m);
+}
+
+/* The probe of one instance run alone: the rows that predict its answer,
+** [answer_off − 1, n − 1), summed per (layer, head) by the diag helpers. */
+struct row_probe {
+    long row0, row1;
+    struct lx_diag d[4][4];     /* (layers, heads) */
+};
+
+static void row_probe(void *ctx, int layer, int b, int h, const float *P, int T)
+{
+    struct row_probe *rp = ctx;
+    struct lx_ranges none = {0};
+    cr_assert(b == 0 && layer < 4 && h < 4);
+    for (long i = rp->row0; i < rp->row1; i++)
+        lx_diag_row(&rp->d[layer][h], P + i * T, i, &none);
+}
+
+/* Mean attention entropy over one instance's own answer rows, every layer and
+** head, from a batch-of-one forward pass read by the probe. */
+static double own_rows_entropy(const struct lx_model *m, const struct lx_spec *spec, const struct lx_instance *in)
+{
+    struct lx_error err = {{0}};
+    struct lx_acts a;
+    cr_assert_eq(lx_acts_alloc(&a, &m->arch, 1, (int)in->n, 0, &err), LX_OK, "%s", err.msg);
+    struct row_probe rp = {.row0 = in->answer_off - 1, .row1 = in->n - 1};
+    a.probe = row_probe;
+    a.probe_ctx = &rp;
+    lx_model_forward(m, spec, in->tok, NULL, &a);
+    lx_acts_release(&a);
+    double ent = 0.0, rows = 0.0;
+    for (long l = 0; l < m->arch.layers; l++)
+        for (long h = 0; h < m->arch.heads; h++)
+            ent += rp.d[l][h].entropy, rows += rp.d[l][h].rows;
+    cr_assert_eq(rows, (double)(m->arch.layers * m->arch.heads * (in->n - in->answer_off)));
+    return ent / rows;
+}
+
+/* Instances whose answers start at different offsets, in one batch: each is
+** measured on its own answer rows (issue 12: the first instance's rows were
+** used for all). */
+Test(retrieval, answer_entropy_on_each_instance_s_own_rows)
+{
+    struct lx_model m;
+    random_model(&m, 2, 0.3, 11);
+    struct lx_facts f = tfacts(16, 8, 2, RT);
+    struct tstack st;
+    tstack_make(&st, "[rope]", &f);
+    static const long off[RN] = {RT - 2, RT - 9, RT - 4, RT - 15, RT - 1};
+    struct lx_instance in[RN];
+    fill_instances(in, off, 29, 13);
+    struct lx_answer ans[RN];
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_answer_eval(&m, &st.spec, in, RN, ans, &err), LX_OK, "%s", err.msg);
+    for (int i = 0; i < RN; i++) {
+        double want = own_rows_entropy(&m, &st.spec, &in[i]);
+        cr_expect(fabs(ans[i].entropy - want) <= 1e-5 * want,
+                  "instance %d (answer at %ld): entropy %.9g, own rows %.9g", i, off[i], ans[i].entropy, want);
+    }
     for (int i = 0; i < RN; i++)
         lx_instance_release(&in[i]);
     tstack_free(&st);
@@ -212,16 +292,17 @@ Test(retrieval, prose_reads_the_corpus_cyclically)
     cr_expect_eq(memcmp(buf + 3, q.c->docs[1].bytes, 3), 0);
 }
 
-/* passkey's params with YAML overrides; malloc'd. */
-static void *passkey_params(const char *yaml)
+/* A task's params with YAML overrides; malloc'd. */
+static void *task_params(const char *name, const char *yaml)
 {
-    const struct lx_task *t = lx_task_find("passkey");
+    const struct lx_task *t = lx_task_find(name);
+    cr_assert_not_null(t, "%s", name);
     void *p = calloc(1, t->schema.size);
     lx_params_defaults(&t->schema, p);
     struct lx_error err = {{0}};
     struct lx_doc doc;
     cr_assert_eq(lx_doc_load_text(&doc, yaml, "p.yaml", &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(lx_params_apply(&t->schema, p, doc.root, "passkey", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_params_apply(&t->schema, p, doc.root, name, &err), LX_OK, "%s", err.msg);
     lx_doc_release(&doc);
     lx_params_finish(&t->schema, p);
     return p;
@@ -231,15 +312,11 @@ static void *passkey_params(const char *yaml)
 ** metrics, every output is kept, and the same keys are asked at every depth. */
 Test(retrieval, runner_series_match_metrics)
 {
-    struct lx_arch ar;
-    lx_params_defaults(&lx_arch_schema, &ar);
-    ar.layers = 1, ar.d_model = 32, ar.heads = 2, ar.d_head = 16, ar.d_mlp = 64;
-    lx_params_finish(&lx_arch_schema, &ar);
     struct lx_model m;
-    lx_model_init(&m, &ar, 3);
+    random_model(&m, 1, 0, 3);
     const struct lx_task *t = lx_task_find("passkey");
     cr_assert_not_null(t);
-    void *p = passkey_params("{template: short, samples: 3, depths: 4, digits: 1}");
+    void *p = task_params("passkey", "{template: short, samples: 3, depths: 4, digits: 1}");
     struct lx_error err = {{0}};
     struct lx_facts f = tfacts(16, 64, 2, 96);
     struct tstack st;
@@ -274,7 +351,7 @@ Test(retrieval, runner_series_match_metrics)
 
     /* depths: 0 draws a depth per sample: no per-depth series, the same draws twice */
     free(p);
-    ctx.params = p = passkey_params("{template: short, samples: 3, depths: 0, digits: 1}");
+    ctx.params = p = task_params("passkey", "{template: short, samples: 3, depths: 0, digits: 1}");
     struct lx_result r2 = {0};
     cr_assert_eq(t->run(&ctx, &r, &err), LX_OK, "%s", err.msg);
     cr_assert_eq(t->run(&ctx, &r2, &err), LX_OK, "%s", err.msg);
@@ -291,4 +368,94 @@ Test(retrieval, runner_series_match_metrics)
     tstack_free(&st);
     lx_model_release(&m);
     free(p);
+}
+
+/* The cell runner on a task whose answers differ in length (topic names,
+** mdqa colours): answer_entropy and entropy_by_depth are the means of each
+** instance's own answer-row entropy, each instance generated and run alone. */
+static void runner_entropy_on_own_rows(const char *name, const char *yaml, long length)
+{
+    struct lx_model m;
+    random_model(&m, 2, 0.3, 4);
+    const struct lx_task *t = lx_task_find(name);
+    void *p = task_params(name, yaml);
+    long samples, depths;
+    t->trials(p, &samples, &depths);
+    cr_assert(depths >= 1 && depths <= 8, "a depth grid of at most 8");
+    struct lx_facts f = tfacts(16, 64, 2, length);
+    struct tstack st;
+    tstack_make(&st, "[rope]", &f);
+    struct lx_task_ctx ctx = {.params = p, .spec = &st.spec, .length = length, .model = &m, .train_len = 64,
+                              .task = t, .data_key = 1234};
+    struct lx_result r = {0};
+    struct lx_error err = {{0}};
+    cr_assert_eq(t->run(&ctx, &r, &err), LX_OK, "%s", err.msg);
+    double want_by_depth[8] = {0}, want = 0.0;
+    long off_min = length, off_max = 0;
+    for (long d = 0; d < depths; d++)
+        for (long s = 0; s < samples; s++) {
+            struct lx_instance in;
+            double depth = depths == 1 ? 0.5 : (double)d / (double)(depths - 1);
+            cr_assert_eq(t->generate(p, ctx.data_key, length, s, depth, &in, &err), LX_OK, "%s", err.msg);
+            double e = own_rows_entropy(&m, &st.spec, &in);
+            want_by_depth[d] += e / (double)samples;
+            want += e / (double)(samples * depths);
+            off_min = in.answer_off < off_min ? in.answer_off : off_min;
+            off_max = in.answer_off > off_max ? in.answer_off : off_max;
+            lx_instance_release(&in);
+        }
+    cr_assert_lt(off_min, off_max, "%s: the instances' answers must start at different offsets", name);
+    double got = lx_result_find(&r, "answer_entropy")->value;
+    cr_expect(fabs(got - want) <= 1e-5 * want, "%s answer_entropy %.9g, own rows %.9g", name, got, want);
+    long k = 0;
+    for (int i = 0; i < r.n_points; i++) {
+        const struct lx_point *q = &r.points[i];
+        if (strcmp(q->series, "entropy_by_depth"))
+            continue;
+        cr_assert_lt(k, depths);
+        cr_expect(fabs(q->y - want_by_depth[k]) <= 1e-5 * want_by_depth[k],
+                  "%s entropy_by_depth at %g: %.9g, own rows %.9g", name, q->x, q->y, want_by_depth[k]);
+        k++;
+    }
+    cr_expect_eq(k, depths);
+    lx_result_release(&r);
+    tstack_free(&st);
+    lx_model_release(&m);
+    free(p);
+}
+
+Test(retrieval, topic_entropy_on_own_answer_rows)
+{
+    runner_entropy_on_own_rows("topic", "{template: short, replies: 0, samples: 6}", 200);
+}
+
+Test(retrieval, mdqa_entropy_on_own_answer_rows, .timeout = 60)
+{
+    runner_entropy_on_own_rows("mdqa", "{template: short, documents: 3, samples: 3, depths: 3}", 400);
+}
+
+/* Why passkey, line and needle never showed the bug: their answers have a
+** fixed number of digits and end the instance, so every instance of a cell
+** has the same answer offset, length − (space) − digits. */
+Test(retrieval, fixed_width_answers_share_one_offset, .timeout = 60)
+{
+    static const struct { const char *task, *yaml; long length, answer; } cases[] = {
+        {"passkey", "{template: short, digits: 5}", 300, 6},
+        {"line", "{template: short, digits: 4}", 300, 4},
+        {"needle", "{template: short, needles: 3}", 400, 8},
+    };
+    for (int c = 0; c < 3; c++) {
+        const struct lx_task *t = lx_task_find(cases[c].task);
+        void *p = task_params(cases[c].task, cases[c].yaml);
+        for (long s = 0; s < 6; s++)
+            for (int d = 0; d <= 4; d++) {
+                struct lx_instance in;
+                struct lx_error err = {{0}};
+                cr_assert_eq(t->generate(p, 99, cases[c].length, s, d / 4.0, &in, &err), LX_OK, "%s", err.msg);
+                cr_expect_eq(in.n - in.answer_off, cases[c].answer, "%s sample %ld depth %d: answer at %ld",
+                             cases[c].task, s, d, in.answer_off);
+                lx_instance_release(&in);
+            }
+        free(p);
+    }
 }

@@ -503,8 +503,8 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
         float *P = a->train ? att + bh * T * T : att + (long)thr * T * T;
         struct lx_attn_ws ws = {
             .tab = a->tab + (long)thr * 2 * T, .far = a->far ? a->far + nfar * (size_t)thr : NULL,
-            .stats = stats ? stats + bh * LX_ATTN_NSTATS : NULL, .stats_row0 = a->stats_row0,
-            .stats_row1 = a->stats_row1,
+            .stats = stats ? stats + bh * LX_ATTN_NSTATS : NULL,
+            .stats_row0 = a->stats_row0 ? a->stats_row0[b] : 0, .stats_row1 = a->stats_row1,
             .mult = mult ? mult[h] : 1.0f,
         };
         lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, (int)HD, P, q, q + HD, q + 2 * HD,

@@ -127,7 +127,9 @@ struct lx_acts {
     float *qkn;                 /* train with cosine: (layers, N, 2, H) norms of q, k before normalising */
     const int *pos;             /* (B, T) position ids (PoSE training), or NULL = 0..T−1; not owned */
     double *stats;              /* (layers, B, H, LX_ATTN_NSTATS) attention row sums, or NULL; not owned */
-    long stats_row0, stats_row1;    /* only rows in [row0, row1) are summed (row1 0 = to the end) */
+    const long *stats_row0;     /* (B,) per window, only rows in [stats_row0[b], stats_row1) are summed
+                                ** (NULL: from row 0); not owned */
+    long stats_row1;            /* 0 = to the last row */
     lx_att_probe probe;         /* called with every head's probabilities, or NULL; not owned */
     void *probe_ctx;
     /* backward scratch (train only) */

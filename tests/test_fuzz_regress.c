@@ -1,0 +1,101 @@
+/*
+** tests/test_fuzz_regress.c - every input the fuzz targets ever crashed on,
+** replayed through the same entry points (tests/fuzz/entry.h): each must end
+** in LX_OK or a negative code with a message, never a signal, an assertion or
+** a hang. The inputs live in tests/fuzz/regress/<target>/ (one file each,
+** committed with the fix); the seed corpora tests/fuzz/corpus/<target>/ are
+** replayed too, and some of their inputs must get through the whole path
+** (planned, or loaded as a model), so the entry points are known to reach it.
+**
+** Each input runs in a child process of its own (from the checkout,
+** $LENX_ROOT, so relative checkpoint paths resolve as for the fuzzer), under
+** a 30 s alarm, so that a crash names the file that caused it.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/fuzz/entry.h"
+
+typedef int (*feed_fn)(const uint8_t *data, size_t n, struct lx_error *err);
+
+enum { FEED_OK = 0, FEED_ERROR = 1, FEED_BAD = 2, FEED_SECONDS = 30 };
+
+/* In a child: the file through feed; exits FEED_OK, FEED_ERROR (negative code
+** with a message) or FEED_BAD (anything else). */
+static void feed_child(const char *root, const char *path, feed_fn feed)
+{
+    alarm(FEED_SECONDS);
+    struct lx_error err = {{0}};
+    unsigned char *bytes = NULL;
+    long n = 0;
+    if (chdir(root) != 0 || lx_read_file(path, &bytes, &n, 0, &err) < 0)
+        _exit(FEED_BAD);
+    int rc = feed(bytes, (size_t)n, &err);
+    free(bytes);
+    if (rc < 0 && !err.msg[0])
+        fprintf(stderr, "%s: error %d without a message\n", path, rc);
+    exit(rc == LX_OK ? FEED_OK : rc < 0 && err.msg[0] ? FEED_ERROR : FEED_BAD);
+}
+
+/* Every file of root/dir through feed; returns how many came through LX_OK. */
+static int replay_dir(const char *root, const char *dir, feed_fn feed, int *n_files)
+{
+    char folder[4096], path[4096 + 256];
+    snprintf(folder, sizeof folder, "%s/%s", root, dir);
+    DIR *d = opendir(folder);
+    cr_assert_not_null(d, "cannot open %s", folder);
+    int ok = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "README") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", folder, e->d_name);
+        fflush(NULL);
+        pid_t pid = fork();
+        cr_assert_geq(pid, 0, "fork failed");
+        if (pid == 0)
+            feed_child(root, path, feed);
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_expect(!WIFSIGNALED(st), "%s: killed by signal %d (%s)%s", path, WTERMSIG(st), strsignal(WTERMSIG(st)),
+                  WTERMSIG(st) == SIGALRM ? ": it ran past the alarm" : "");
+        cr_expect(!WIFEXITED(st) || WEXITSTATUS(st) == FEED_OK || WEXITSTATUS(st) == FEED_ERROR,
+                  "%s: exit %d, not a clean LX_OK or error return", path, WEXITSTATUS(st));
+        ok += WIFEXITED(st) && WEXITSTATUS(st) == FEED_OK;
+        (*n_files)++;
+    }
+    closedir(d);
+    return ok;
+}
+
+static const char *root_dir(void)
+{
+    const char *root = getenv("LENX_ROOT");
+    cr_assert_not_null(root, "LENX_ROOT must name the checkout (make test sets it)");
+    return root;
+}
+
+Test(fuzz_regress, config, .timeout = 300)
+{
+    int n_regress = 0, n_seeds = 0;
+    replay_dir(root_dir(), "tests/fuzz/regress/config", lx_fuzz_feed_config, &n_regress);
+    int planned = replay_dir(root_dir(), "tests/fuzz/corpus/config", lx_fuzz_feed_config, &n_seeds);
+    cr_expect_gt(n_seeds, 0, "no seeds in tests/fuzz/corpus/config");
+    cr_expect_eq(planned, n_seeds, "every seed config plans (%d of %d did)", planned, n_seeds);
+}
+
+Test(fuzz_regress, safetensors, .timeout = 300)
+{
+    int n_regress = 0, n_seeds = 0;
+    replay_dir(root_dir(), "tests/fuzz/regress/safetensors", lx_fuzz_feed_safetensors, &n_regress);
+    int loaded = replay_dir(root_dir(), "tests/fuzz/corpus/safetensors", lx_fuzz_feed_safetensors, &n_seeds);
+    /* the three tiny lenx checkpoints load; ref.safetensors has no lenx metadata */
+    cr_expect_eq(loaded, n_seeds - 1, "%d of %d seeds loaded as models", loaded, n_seeds);
+}
