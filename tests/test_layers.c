@@ -135,3 +135,16 @@ Test(layers, includes_only_point_down)
     cr_expect_gt(n, 80, "only %d sources found under %s", n, root);
     cr_expect_eq(bad, 0, "%d include(s) point up or across (docs/development.md#layers):\n%s", bad, report);
 }
+
+/* Citations point into the repository (docs/development.md#style): no design
+** note outside it, and every docs/X.md#anchor cited names a heading that
+** exists. scripts/check_citations.sh lists the offenders. */
+Test(layers, citations_resolve, .timeout = 60)
+{
+    const char *root = getenv("LENX_ROOT");
+    cr_assert_not_null(root, "LENX_ROOT is not set (make test sets it)");
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "cd '%s' && bash scripts/check_citations.sh > /dev/null", root);
+    int rc = system(cmd);
+    cr_expect_eq(rc, 0, "scripts/check_citations.sh failed (exit %d): run it to see where", rc);
+}
