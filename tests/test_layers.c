@@ -137,7 +137,7 @@ Test(layers, includes_only_point_down)
 }
 
 /* Citations point into the repository (docs/development.md#style): no design
-** note outside it, and every docs/X.md#anchor cited names a heading that
+** note outside it, and every cited anchor of a docs/ page names a heading that
 ** exists. scripts/check_citations.sh lists the offenders. */
 Test(layers, citations_resolve, .timeout = 60)
 {
