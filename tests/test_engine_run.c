@@ -58,11 +58,21 @@ Test(engine_run, every_method_runs_at_64x_the_training_length, .init = setup, .f
 {
     char out[65536];
     cr_assert_eq(sh(out, sizeof out, "$L run \"$R/configs/every-method.yaml\" --db e.db --quiet --no-table"), 0, "%s", out);
-    long stacks = sql_long("e.db", "select count(distinct method) from runs");
+    /* a stack is its key's methods (automatic values as 0); the stored label resolves them per length */
+    long stacks = sql_long("e.db", "select count(distinct json_extract(key_json, '$.methods')) from runs");
     cr_expect_eq(sql_long("e.db", "select count(*) from runs where status = 'ok'"), stacks * 2 * 2,
                  "stacks x 2 tasks (each on the model of its mode) x 2 lengths, all ok");
     cr_expect_eq(sql_long("e.db", "select count(*) from runs where status != 'ok'"), 0);
     cr_expect_geq(sql_long("e.db", "select max(length) from runs"), 64 * 16);
+    /* [rope, yarn] at 64x the training length 16 stores and shows yarn's auto scale resolved, 1024 / 16 =
+    ** 64 (and 1 at the training length), with L = 16; its run key keeps the rule (scale 0) */
+    cr_expect_eq(sql_long("e.db", "select count(*) from runs where method = 'rope+yarn(scale=64)' and length = 1024 "
+                                  "and method_params like '%_scale_:64,%_original_:16,%' "
+                                  "and key_json like '%{_name_:_yarn_,_params_:{_scale_:0,%'"), 2);
+    cr_expect_eq(sql_long("e.db", "select count(*) from runs where method = 'rope+yarn(scale=1)' and length = 16"), 2);
+    char table[65536];
+    cr_expect_eq(sh(table, sizeof table, "$L table --db e.db --format csv"), 0, "%s", table);
+    cr_expect(strstr(table, "rope+yarn(scale=64)") && !strstr(table, "yarn(scale=0)"), "%s", table);
     /* training-time parts: rope, nope, alibi, pi, yarn, cosscale, logn-ssmax,
     ** ssmax with learned s, scaleinv, prope, prope-modded+scaleinv, pose, and
     ** pi and yarn fine-tuned into the rope model = 14 per mode */

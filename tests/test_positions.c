@@ -241,6 +241,23 @@ Test(streaming, by_hand_12)
     tstack_free(&s);
 }
 
+Test(streaming, more_sinks_than_recent)
+{
+    /* S = 5, R = 1 (S > R + 1, which StartRecentKVCache(start_size=5, recent_size=1) accepts): the cache
+    ** holds tokens 0..4, the last token and the query, at slots 0..6. Query 7: sinks at slot distance
+    ** 6 - j, token 5 evicted, token 6 one back. Until i = S + R = 6 nothing is evicted. */
+    static const char *const rows[] = {
+        "0.........", "10........", "210.......", "3210......", "43210.....",
+        "543210....", "6543210...", "65432x10..", "65432xx10.", "65432xxx10",
+    };
+    struct lx_facts f = tfacts(64, 64, 1, 10);
+    struct tstack s;
+    tstack_make(&s, "[rope, {streaming: {sinks: 5, recent: 1}}]", &f);
+    for (long i = 0; i < 10; i++)
+        expect_row(&s.spec, 10, i, rows[i], 0);
+    tstack_free(&s);
+}
+
 Test(streaming, defaults_and_errors)
 {
     /* recent 0 = L - S - 1: a query sees at most L keys. */
@@ -256,7 +273,6 @@ Test(streaming, defaults_and_errors)
     tstack_free(&s);
     EXPECT_FAILS("{streaming: {recent: 8}}", &f, "streaming", "rope or alibi");
     EXPECT_FAILS("[nope, {streaming: {recent: 8}}]", &f, "streaming", "nope");
-    EXPECT_FAILS("[rope, {streaming: {sinks: 4, recent: 3}}]", &f, "streaming", "sinks");
     EXPECT_FAILS("[rope, window, streaming]", &f, "window", "streaming", "visible keys");
     f.train_len = 5;
     EXPECT_FAILS("[rope, streaming]", &f, "streaming", "recent");
