@@ -191,7 +191,57 @@ static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error
     return LX_OK;
 }
 
-/* Model-only checks: a position scheme, the checkpoint's training stack. */
+/* One method use's parameters resolved for f, as JSON (unresolved when its
+** resolve hook refuses: the compile reports that). */
+static void resolved_json(const struct lx_method_use *u, const struct lx_facts *f, struct lx_buf *out)
+{
+    double p[LX_SPEC_PARAM_WORDS];
+    struct lx_error sub;
+    LX_ASSERT(u->method->schema.size <= sizeof p);
+    memcpy(p, u->params, u->method->schema.size);
+    if (u->method->resolve && u->method->resolve(p, f, &sub) < 0)
+        memcpy(p, u->params, u->method->schema.size);
+    lx_params_json(&u->method->schema, p, out);
+}
+
+/* Does the checkpoint's training stack (as written: any JSON or YAML
+** spelling, key order or number form) hold the training-time methods of st,
+** in order, with the same train/finetune keys and equal resolved values? */
+static int same_train_stack(const struct lx_stack *st, const char *ckpt, const struct lx_facts *f)
+{
+    struct lx_doc doc;
+    struct lx_stack cs = {0};
+    struct lx_error sub;
+    int n = 0, same = lx_doc_load_text(&doc, ckpt, "checkpoint lenx_stack", &sub) == LX_OK;
+    int empty = same && (!doc.root || (doc.root->kind == LX_NODE_SEQ && doc.root->n_items == 0));
+    if (same && !empty)
+        same = lx_stack_parse(&cs, doc.root, &sub) == LX_OK;
+    struct lx_facts ft = *f;
+    ft.training = 1;
+    ft.length = f->train_len;
+    for (int i = 0; same && i < st->n; i++) {
+        const struct lx_method_use *a = &st->items[i], *b = &cs.items[n];
+        if (!lx_method_use_trains(a))
+            continue;
+        if (n++ >= cs.n || a->method != b->method || a->train != b->train || a->finetune != b->finetune)
+            same = 0;
+        struct lx_buf ja = {0}, jb = {0};
+        if (same) {
+            resolved_json(a, &ft, &ja);
+            resolved_json(b, &ft, &jb);
+            same = strcmp(lx_buf_str(&ja), lx_buf_str(&jb)) == 0;
+        }
+        lx_buf_free(&ja);
+        lx_buf_free(&jb);
+    }
+    same = same && n == cs.n;
+    lx_stack_release(&cs);
+    lx_doc_release(&doc);
+    return same;
+}
+
+/* Model-only checks: a position scheme, the checkpoint's training stack
+** (compared by resolved value, not by spelling). */
 static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const struct lx_spec *spec,
                              struct lx_error *err)
 {
@@ -206,11 +256,7 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
                            "(256 bytes + BOS, EOS, PAD, MASK)", mu->name, mu->arch.vocab, LX_VOCAB);
     if (!mu->checkpoint)
         return LX_OK;
-    struct lx_buf part = {0};
-    lx_stack_train_part(st, &part);
-    int same = strcmp(lx_buf_str(&part), mu->ckpt_stack) == 0;
-    lx_buf_free(&part);
-    if (!same)
+    if (!same_train_stack(st, mu->ckpt_stack, &spec->facts))
         return lx_node_err(err, st->where, "the stack '%s' trains differently from checkpoint model '%s', "
                            "which was trained with %s\n  hint: a stack on a checkpoint must contain exactly "
                            "its training-time methods, plus any evaluation-time ones", st->canon, mu->name,

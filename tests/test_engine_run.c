@@ -560,3 +560,50 @@ Test(engine_run, non_finite_logits_fail_the_cell_naming_the_model, .init = setup
     cr_expect(strstr(msg, "model 'bad' [") != NULL && strstr(msg, "a non-finite logit (inf) at window 0") != NULL,
               "%s", msg);
 }
+
+/* ---- a checkpoint's stack, compared by resolved value --------------------- */
+
+/* The committed rope checkpoint with its lenx_stack rewritten as `stack`. */
+static void restacked_ckpt(const char *file, const char *stack)
+{
+    char src[4096], dst[256];
+    snprintf(src, sizeof src, "%s/tests/ref/model_ckpt_causal_rope.safetensors", getenv("LENX_ROOT"));
+    snprintf(dst, sizeof dst, "%s/%s", dir, file);
+    struct lx_model m;
+    struct lx_ckpt_info info = {0};
+    struct lx_error err = {""};
+    cr_assert_eq(lx_model_load(&m, src, &info, &err), LX_OK, "%s", err.msg);
+    free(info.stack);
+    info.stack = strdup(stack);
+    cr_assert_eq(lx_model_save(&m, dst, &info, &err), LX_OK, "%s", err.msg);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+Test(engine_run, checkpoint_stack_is_compared_by_resolved_value, .init = setup, .fini = teardown, .timeout = 60)
+{
+    /* Python's json.dumps, swapped keys and 500.0: the same training stack as the sweep's */
+    static const char *const same[] = {
+        "[{\"rope\": {\"base\": 500, \"layout\": \"interleaved\"}}]",
+        "[{\"rope\": {\"layout\": \"interleaved\", \"base\": 500}}]",
+        "[{\"rope\": {\"base\": 500.0, \"layout\": \"interleaved\"}}]",
+        "[{rope: {base: 5e2, layout: interleaved}}]",
+    };
+    char out[16384], sweep[512];
+    for (int i = 0; i < 5; i++) {
+        restacked_ckpt("c.safetensors", i < 4 ? same[i] : "[{\"rope\": {\"base\": 500.5, \"layout\": \"interleaved\"}}]");
+        snprintf(sweep, sizeof sweep, "name: c\nmodels: {c: {checkpoint: c.safetensors}}\n"
+                 "methods: [[{rope: {base: 500, layout: interleaved}}, {yarn: {scale: auto}}]]\n"
+                 "tasks: [{ppl: {windows: 1}}]\nlengths: [64]\n");
+        write_file("c.yaml", sweep);
+        int rc = sh(out, sizeof out, "$L run c.yaml --db c.db --dry-run");
+        if (i < 4) {
+            cr_expect_eq(rc, 0, "%s: %s", same[i], out);
+            /* trained at 16, evaluated at 64: yarn's auto scale shown resolved */
+            cr_expect(strstr(out, "rope(base=500,layout=interleaved)+yarn(scale=4)") != NULL, "%s", out);
+        } else {
+            cr_expect_eq(rc, 2, "%s", out);
+            cr_expect(strstr(out, "trains differently from checkpoint model 'c'") != NULL, "%s", out);
+        }
+    }
+}
