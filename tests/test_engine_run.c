@@ -73,6 +73,10 @@ Test(engine_run, every_method_runs_at_64x_the_training_length, .init = setup, .f
     char table[65536];
     cr_expect_eq(sh(table, sizeof table, "$L table --db e.db --format csv"), 0, "%s", table);
     cr_expect(strstr(table, "rope+yarn(scale=64)") && !strstr(table, "yarn(scale=0)"), "%s", table);
+    /* the pivot keeps one row per configuration: its values by length, in length order */
+    cr_expect_eq(sh(table, sizeof table, "$L table --db e.db --metric ppl"), 0, "%s", table);
+    cr_expect(strstr(table, "| rope+yarn(scale=1;64) @tiny |") && !strstr(table, "| rope+yarn(scale=64) @tiny |"),
+              "%s", table);
     /* training-time parts: rope, nope, alibi, pi, yarn, cosscale, logn-ssmax,
     ** ssmax with learned s, scaleinv, prope, prope-modded+scaleinv, pose, and
     ** pi and yarn fine-tuned into the rope model = 14 per mode */
