@@ -490,8 +490,9 @@ Test(engine_run, score_matches_the_ppl_task, .init = setup, .fini = teardown, .t
 #include "harness/engine/checkpoint.h"
 
 /* The committed rope checkpoint with its tensor `name` edited: element k set to
-** v (k < 0: every element), written to the test dir as `file`. */
-static void edited_ckpt(const char *file, const char *name, long k, float v)
+** v (k < 0: every element; name NULL: no tensor) and, with a `stack`, its
+** lenx_stack rewritten, written to the test dir as `file`. */
+static void edited_ckpt(const char *file, const char *name, long k, float v, const char *stack)
 {
     char src[4096], dst[256];
     snprintf(src, sizeof src, "%s/tests/ref/model_ckpt_causal_rope.safetensors", getenv("LENX_ROOT"));
@@ -504,13 +505,17 @@ static void edited_ckpt(const char *file, const char *name, long k, float v)
     struct lx_tensor_info *ti = calloc((size_t)n, sizeof *ti);
     lx_arch_tensors(&m.arch, ti);
     for (int i = 0; i < n; i++)
-        if (strcmp(ti[i].name, name) == 0) {
+        if (name && strcmp(ti[i].name, name) == 0) {
             long cnt = ti[i].shape[0] * (ti[i].ndim == 2 ? ti[i].shape[1] : 1);
             for (long j = 0; j < cnt; j++)
                 if (k < 0 || j == k)
                     m.w[ti[i].offset + j] = v;
         }
     free(ti);
+    if (stack) {
+        free(info.stack);
+        info.stack = strdup(stack);
+    }
     cr_assert_eq(lx_model_save(&m, dst, &info, &err), LX_OK, "%s", err.msg);
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
@@ -539,12 +544,12 @@ static void run_failing(const char *name, char *msg, size_t n)
 Test(engine_run, nan_weights_fail_the_cell_naming_model_and_tensor, .init = setup, .fini = teardown, .timeout = 60)
 {
     char msg[4096];
-    edited_ckpt("nan.safetensors", "layers.0.attn.wk.weight", 5, NAN);
+    edited_ckpt("nan.safetensors", "layers.0.attn.wk.weight", 5, NAN, NULL);
     run_failing("nan", msg, sizeof msg);
     cr_expect(strstr(msg, "tensor 'layers.0.attn.wk.weight' holds a non-finite value (nan) at index 5") != NULL,
               "%s", msg);
     /* +Inf in the last tensor: found too */
-    edited_ckpt("inf.safetensors", "lm_head.weight", 0, INFINITY);
+    edited_ckpt("inf.safetensors", "lm_head.weight", 0, INFINITY, NULL);
     run_failing("inf", msg, sizeof msg);
     cr_expect(strstr(msg, "tensor 'lm_head.weight' holds a non-finite value (inf) at index 0") != NULL, "%s", msg);
 }
@@ -554,7 +559,7 @@ Test(engine_run, non_finite_logits_fail_the_cell_naming_the_model, .init = setup
     char msg[4096];
     /* every weight finite, but lm_head at 3e38: a logit sums C = d_model products of
     ** it with the normalised x, whose magnitude ~1 pushes past FLT_MAX (3.4e38) */
-    edited_ckpt("big.safetensors", "lm_head.weight", -1, 3e38f);
+    edited_ckpt("big.safetensors", "lm_head.weight", -1, 3e38f, NULL);
     run_failing("big", msg, sizeof msg);
     /* ppl scores every position: the loss (log-softmax of infinities) is NaN first */
     cr_expect(strstr(msg, "a non-finite loss (") != NULL && strstr(msg, "at window 0, position 0") != NULL,
@@ -567,23 +572,6 @@ Test(engine_run, non_finite_logits_fail_the_cell_naming_the_model, .init = setup
 
 /* ---- a checkpoint's stack, compared by resolved value --------------------- */
 
-/* The committed rope checkpoint with its lenx_stack rewritten as `stack`. */
-static void restacked_ckpt(const char *file, const char *stack)
-{
-    char src[4096], dst[256];
-    snprintf(src, sizeof src, "%s/tests/ref/model_ckpt_causal_rope.safetensors", getenv("LENX_ROOT"));
-    snprintf(dst, sizeof dst, "%s/%s", dir, file);
-    struct lx_model m;
-    struct lx_ckpt_info info = {0};
-    struct lx_error err = {""};
-    cr_assert_eq(lx_model_load(&m, src, &info, &err), LX_OK, "%s", err.msg);
-    free(info.stack);
-    info.stack = strdup(stack);
-    cr_assert_eq(lx_model_save(&m, dst, &info, &err), LX_OK, "%s", err.msg);
-    lx_ckpt_info_release(&info);
-    lx_model_release(&m);
-}
-
 Test(engine_run, checkpoint_stack_is_compared_by_resolved_value, .init = setup, .fini = teardown, .timeout = 60)
 {
     /* Python's json.dumps, swapped keys and 500.0: the same training stack as the sweep's */
@@ -595,7 +583,8 @@ Test(engine_run, checkpoint_stack_is_compared_by_resolved_value, .init = setup, 
     };
     char out[16384], sweep[512];
     for (int i = 0; i < 5; i++) {
-        restacked_ckpt("c.safetensors", i < 4 ? same[i] : "[{\"rope\": {\"base\": 500.5, \"layout\": \"interleaved\"}}]");
+        edited_ckpt("c.safetensors", NULL, 0, 0,
+                    i < 4 ? same[i] : "[{\"rope\": {\"base\": 500.5, \"layout\": \"interleaved\"}}]");
         snprintf(sweep, sizeof sweep, "name: c\nmodels: {c: {checkpoint: c.safetensors}}\n"
                  "methods: [[{rope: {base: 500, layout: interleaved}}, {yarn: {scale: auto}}]]\n"
                  "tasks: [{ppl: {windows: 1}}]\nlengths: [64]\n");
