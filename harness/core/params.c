@@ -465,8 +465,9 @@ void lx_schema_describe(const struct lx_schema *s, struct lx_buf *out, const cha
 {
     for (int i = 0; i < s->n_rows; i++) {
         const struct lx_param *p = &s->rows[i];
-        lx_buf_printf(out, "%s%-10s %s, default %s", indent, p->name,
-                      p->type == LX_PT_ENUM ? p->choices : type_name(p->type), p->def);
+        lx_buf_printf(out, "%s%-10s %s, default %s%s", indent, p->name,
+                      p->type == LX_PT_ENUM ? p->choices : type_name(p->type), p->def,
+                      (p->flags & LX_PF_AUTO) ? " (auto: resolved per cell from the facts; write 0 or auto)" : "");
         if (p->type == LX_PT_INT || p->type == LX_PT_FLOAT || p->type == LX_PT_RANGES) {
             char lo[32], hi[32];
             lx_fmt_num(lo, p->min);
