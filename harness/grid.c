@@ -178,33 +178,54 @@ void lx_stack_base_part(const struct lx_stack *st, struct lx_buf *yaml)
     train_part(st, yaml, 0);
 }
 
-void lx_stack_finish(struct lx_stack *st)
+/* canon and json of st with every method's values from values[i] (its own
+** params, or the spec's resolved copy); the rows named follow st's params. */
+static void stack_strings(const struct lx_stack *st, const void *const *values, struct lx_buf *canon,
+                          struct lx_buf *json)
 {
-    struct lx_buf canon = {0}, json = {0};
-    lx_buf_puts(&json, "[");
+    lx_buf_puts(json, "[");
     for (int i = 0; i < st->n; i++) {
         const struct lx_method *m = st->items[i].method;
         const struct lx_method_use *u = &st->items[i];
         struct lx_buf ptext = {0}, pre = {0};
-        lx_params_text(&m->schema, u->params, &ptext);
-        lx_buf_printf(&canon, "%s%s", i ? "+" : "", m->name);
+        lx_params_text_resolved(&m->schema, u->params, values[i], &ptext);
+        lx_buf_printf(canon, "%s%s", i ? "+" : "", m->name);
         if (u->train)
             lx_buf_puts(&pre, "train=true");
         if (u->finetune)
             lx_buf_printf(&pre, "finetune=%ld", u->finetune);
         if (ptext.len || pre.len)
-            lx_buf_printf(&canon, "(%s%s%s)", lx_buf_str(&pre), pre.len && ptext.len ? "," : "",
+            lx_buf_printf(canon, "(%s%s%s)", lx_buf_str(&pre), pre.len && ptext.len ? "," : "",
                           lx_buf_str(&ptext));
         lx_buf_free(&ptext);
         lx_buf_free(&pre);
-        lx_buf_puts(&json, i ? ",{\"name\":" : "{\"name\":");
-        lx_buf_json_str(&json, m->name);
-        lx_buf_puts(&json, ",\"params\":");
-        lx_params_json(&m->schema, u->params, &json);
-        use_keys(u, &json);
-        lx_buf_puts(&json, "}");
+        lx_buf_puts(json, i ? ",{\"name\":" : "{\"name\":");
+        lx_buf_json_str(json, m->name);
+        lx_buf_puts(json, ",\"params\":");
+        lx_params_json(&m->schema, values[i], json);
+        use_keys(u, json);
+        lx_buf_puts(json, "}");
     }
-    lx_buf_puts(&json, "]");
+    lx_buf_puts(json, "]");
+}
+
+void lx_stack_resolved(const struct lx_stack *st, const struct lx_spec *spec, struct lx_buf *canon,
+                       struct lx_buf *json)
+{
+    const void *values[LX_MAX_STACK];
+    LX_ASSERT(spec->n_methods == st->n);
+    for (int i = 0; i < st->n; i++)
+        values[i] = spec->params[i];
+    stack_strings(st, values, canon, json);
+}
+
+void lx_stack_finish(struct lx_stack *st)
+{
+    struct lx_buf canon = {0}, json = {0};
+    const void *values[LX_MAX_STACK];
+    for (int i = 0; i < st->n; i++)
+        values[i] = st->items[i].params;
+    stack_strings(st, values, &canon, &json);
     free(st->canon);
     free(st->json);
     st->canon = lx_xstrdup(lx_buf_str(&canon));

@@ -68,6 +68,13 @@ int lx_stack_parse(struct lx_stack *st, const struct lx_node *node, struct lx_er
 void lx_stack_finish(struct lx_stack *st);
 void lx_stack_release(struct lx_stack *st);
 
+/* The canonical string and JSON of a stack with the values its compiled spec
+** resolved ("rope+yarn(scale=4)"): what a cell stores and shows. The rows
+** named are those of st->canon; the run key keeps st->json (auto as 0). */
+void lx_stack_resolved(const struct lx_stack *st, const struct lx_spec *spec, struct lx_buf *canon,
+                       struct lx_buf *json);
+
+
 /* Is this method part of training (a training-only method, `train: true`, or
 ** `finetune: N`)? */
 int lx_method_use_trains(const struct lx_method_use *u);

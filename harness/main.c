@@ -118,7 +118,7 @@ static int cmd_run(int argc, char **argv)
         for (int i = 0; i < plan.n_cells; i++) {
             const struct lx_cell *c = &plan.cells[i];
             printf("  %s  %s  %s  length=%ld seed=%ld", c->key, grid.tasks[c->task].canon,
-                   grid.stacks[c->stack].canon, c->length, c->seed);
+                   c->method, c->length, c->seed);
             if (c->model >= 0)
                 printf("  model=%s [%s]", grid.models[c->model].name, c->model_key);
             printf("\n");
@@ -400,23 +400,30 @@ static const char show_usage[] =
     "version of the file, with its cell count and newest commit).";
 
 /* Apply k=v arguments to a schema'd params struct. */
+/* Set one parameter from "k=v" (the value parsed as YAML). */
+static int set_kv(const struct lx_schema *s, void *params, const char *what, const char *kv, struct lx_error *err)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv)
+        return lx_err(err, LX_EINVAL, "argument '%s' is not k=v\n  hint: e.g. tau=10", kv);
+    char key[64], name[160];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - kv < 63 ? eq - kv : 63), kv);
+    snprintf(name, sizeof name, "argument '%s'", kv);
+    struct lx_doc doc;
+    int rc = lx_doc_load_text(&doc, eq + 1, name, err);
+    if (rc == LX_OK && !doc.root)
+        rc = lx_err(err, LX_EINVAL, "%s: empty value", name);
+    if (rc == LX_OK)
+        rc = lx_params_set(s, params, key, doc.root, what, err);
+    lx_doc_release(&doc);
+    return rc;
+}
+
 static int apply_kv(const struct lx_schema *s, void *params, const char *what, int n, const char *const *kv,
                     struct lx_error *err)
 {
     for (int i = 0; i < n; i++) {
-        const char *eq = strchr(kv[i], '=');
-        if (!eq || eq == kv[i])
-            return lx_err(err, LX_EINVAL, "argument '%s' is not k=v\n  hint: e.g. tau=10", kv[i]);
-        char key[64], name[160];
-        snprintf(key, sizeof key, "%.*s", (int)(eq - kv[i] < 63 ? eq - kv[i] : 63), kv[i]);
-        snprintf(name, sizeof name, "argument '%s'", kv[i]);
-        struct lx_doc doc;
-        int rc = lx_doc_load_text(&doc, eq + 1, name, err);
-        if (rc == LX_OK && !doc.root)
-            rc = lx_err(err, LX_EINVAL, "%s: empty value", name);
-        if (rc == LX_OK)
-            rc = lx_params_set(s, params, key, doc.root, what, err);
-        lx_doc_release(&doc);
+        int rc = set_kv(s, params, what, kv[i], err);
         if (rc < 0)
             return rc;
     }
@@ -504,73 +511,128 @@ static void show_spec(struct lx_buf *out, const struct lx_spec *spec, long lengt
     }
 }
 
-static int show_method(const struct lx_method *m, const struct lx_args *a, struct lx_error *err)
+/* The facts of `show method`: the flags, or a small default model. */
+static int show_facts(const struct lx_args *a, struct lx_facts *f, struct lx_error *err)
 {
-    long length = 16, d_head = 64, train_len = 64, heads = 1;
-    const char *v;
-    int rc = LX_OK;
-    if ((v = lx_args_get(a, show_opts, N_OPTS(show_opts), "length")))
-        rc = lx_args_long(v, "length", 1, 10000000, &length, err);
-    if (rc == LX_OK && (v = lx_args_get(a, show_opts, N_OPTS(show_opts), "d-head")))
-        rc = lx_args_long(v, "d-head", 1, 65536, &d_head, err);
-    if (rc == LX_OK && (v = lx_args_get(a, show_opts, N_OPTS(show_opts), "train-len")))
-        rc = lx_args_long(v, "train-len", 1, 1000000000000L, &train_len, err);
-    if (rc == LX_OK && (v = lx_args_get(a, show_opts, N_OPTS(show_opts), "heads")))
-        rc = lx_args_long(v, "heads", 1, 256, &heads, err);
-    /* the method alone, or on top of rope when it needs rotary positions */
-    struct lx_stack st = {.n = 2};
-    st.items[0].method = lx_method_find("rope");
-    st.items[0].params = lx_xcalloc(1, st.items[0].method->schema.size);
-    lx_params_defaults(&st.items[0].method->schema, st.items[0].params);
-    st.items[1].method = m;
-    st.items[1].params = lx_xcalloc(1, m->schema.size);
-    lx_params_defaults(&m->schema, st.items[1].params);
+    static const char *const names[] = {"length", "d-head", "train-len", "heads"};
+    static const long max[] = {10000000, 65536, 1000000000000L, 256};
+    long v[] = {16, 64, 64, 1};
+    const char *arg;
+    for (int i = 0; i < 4; i++) {
+        int rc = LX_OK;
+        if ((arg = lx_args_get(a, show_opts, N_OPTS(show_opts), names[i])))
+            rc = lx_args_long(arg, names[i], 1, max[i], &v[i], err);
+        if (rc < 0)
+            return rc;
+    }
+    *f = (struct lx_facts){.length = v[0], .d_head = (int)v[1], .train_len = v[2], .n_heads = (int)v[3],
+                           .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+    return LX_OK;
+}
+
+/* One k=v argument of `show method M` on the stack [rope, M]: `k` sets M's
+** parameter, `rope.k` (or `M.k`) that method's; a `rope.` key puts M on rope. */
+static int show_arg(struct lx_stack *st, const char *kv, int *on_rope, struct lx_error *err)
+{
+    const char *eq = strchr(kv, '='), *dot = strchr(kv, '.');
+    if (!eq || eq == kv)
+        return lx_err(err, LX_EINVAL, "argument '%s' is not k=v\n  hint: e.g. tau=10", kv);
+    int item = 1;
+    if (dot && dot < eq) {
+        size_t n = (size_t)(dot - kv);
+        while (item >= 0 && !(strlen(st->items[item].method->name) == n &&
+                              strncmp(st->items[item].method->name, kv, n) == 0))
+            item--;
+        if (item < 0)
+            return lx_err(err, LX_EINVAL, "argument '%s': '%.*s' is not a method of the stack %s+%s\n"
+                          "  hint: name the shown method's parameters plainly (e.g. scale=4) and rope's as "
+                          "rope.base=500000", kv, (int)n, kv, st->items[0].method->name,
+                          st->items[1].method->name);
+        *on_rope |= item == 0;
+        kv = dot + 1;
+    }
+    const struct lx_method *m = st->items[item].method;
     char what[96];
     snprintf(what, sizeof what, "method '%s'", m->name);
-    if (rc == LX_OK)
-        rc = apply_kv(&m->schema, st.items[1].params, what, a->n_pos - 2, a->pos + 2, err);
-    struct lx_facts f = {.d_head = (int)d_head, .train_len = train_len, .n_heads = (int)heads, .length = length,
-                         .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
-    struct lx_spec spec;
-    struct lx_stack alone = {.n = 1, .items = {st.items[1]}};
+    return set_kv(&m->schema, st->items[item].params, what, kv, err);
+}
+
+/* "name(k=v,...)" of one method with its resolved values. */
+static void resolved_canon(const struct lx_method_use *u, const void *resolved, struct lx_buf *out)
+{
+    struct lx_buf t = {0};
+    lx_params_text_resolved(&u->method->schema, u->params, resolved, &t);
+    lx_buf_puts(out, u->method->name);
+    if (t.len)
+        lx_buf_printf(out, "(%s)", lx_buf_str(&t));
+    lx_buf_free(&t);
+}
+
+/* Compile M alone, or on rope when it needs rotary positions (or a rope.
+** parameter was given); *on_rope says which. M's own complaint is reported. */
+static int show_compile(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec, int *on_rope,
+                        struct lx_error *err)
+{
+    struct lx_stack alone = {.n = 1, .items = {st->items[1]}};
     struct lx_error first_err = {{0}};
-    int on_rope = 0;
-    if (rc == LX_OK && lx_stack_compile(&alone, &f, &spec, &first_err) < 0) {
-        on_rope = m != st.items[0].method;
-        rc = on_rope ? lx_stack_compile(&st, &f, &spec, err) : lx_err(err, LX_EINVAL, "%s", first_err.msg);
-        if (rc < 0 && on_rope)     /* report the method's own complaint */
-            rc = lx_err(err, LX_EINVAL, "%s", first_err.msg);
-    }
-    if (rc < 0) {
-        lx_stack_release(&st);
-        return rc;
-    }
-    lx_stack_finish(&alone);
-    if (on_rope)
-        lx_stack_finish(&st);
+    if (!*on_rope && lx_stack_compile(&alone, f, spec, &first_err) == LX_OK)
+        return LX_OK;
+    int rc = *on_rope ? LX_EINVAL : LX_OK;
+    *on_rope = st->items[1].method != st->items[0].method;
+    if (*on_rope && lx_stack_compile(st, f, spec, err) == LX_OK)
+        return LX_OK;
+    return rc == LX_EINVAL ? rc : lx_err(err, LX_EINVAL, "%s", first_err.msg);
+}
+
+static void show_print(const struct lx_stack *st, const struct lx_spec *spec, const struct lx_facts *f, int on_rope)
+{
+    const struct lx_method_use *u = &st->items[1];
+    const void *resolved = spec->params[on_rope ? 1 : 0];
     struct lx_buf out = {0};
     lx_buf_puts(&out, "{\n  \"method\": ");
-    lx_buf_json_str(&out, m->name);
-    lx_buf_puts(&out, ",\n  \"canonical\": ");
-    lx_buf_json_str(&out, alone.canon);
+    lx_buf_json_str(&out, u->method->name);
+    lx_buf_puts(&out, ",\n  \"canonical\": \"");
+    resolved_canon(u, resolved, &out);
     if (on_rope) {
-        lx_buf_puts(&out, ",\n  \"stack\": ");
-        lx_buf_json_str(&out, st.canon);
+        lx_buf_puts(&out, "\",\n  \"stack\": \"");
+        resolved_canon(&st->items[0], spec->params[0], &out);
+        lx_buf_puts(&out, "+");
+        resolved_canon(u, resolved, &out);
     }
-    lx_buf_printf(&out, ",\n  \"facts\": {\"d_head\": %ld, \"train_len\": %ld, \"length\": %ld, \"heads\": %ld},"
-                  "\n  \"params\": ", d_head, train_len, length, heads);
-    lx_params_json(&m->schema, st.items[1].params, &out);
+    lx_buf_printf(&out, "\",\n  \"facts\": {\"d_head\": %d, \"train_len\": %ld, \"length\": %ld, \"heads\": %d},"
+                  "\n  \"params\": ", f->d_head, f->train_len, f->length, f->n_heads);
+    lx_params_json(&u->method->schema, resolved, &out);
     lx_buf_puts(&out, ",\n  \"tables\": {");
     int first = 1;
-    show_ops(&out, &spec, length, &first);
-    show_spec(&out, &spec, length, &first);
+    show_ops(&out, spec, f->length, &first);
+    show_spec(&out, spec, f->length, &first);
     lx_buf_puts(&out, first ? "}\n}\n" : "\n  }\n}\n");
     fputs(lx_buf_str(&out), stdout);
     lx_buf_free(&out);
-    free(alone.canon);     /* alone shares its params with st */
-    free(alone.json);
+}
+
+/* `lenx show method M [k=v | rope.k=v ...]`: M's resolved parameters and
+** tables, alone or on top of rope. */
+static int show_method(const struct lx_method *m, const struct lx_args *a, struct lx_error *err)
+{
+    struct lx_facts f;
+    int rc = show_facts(a, &f, err), on_rope = 0;
+    struct lx_stack st = {.n = 2};
+    st.items[0].method = lx_method_find("rope");
+    st.items[1].method = m;
+    for (int i = 0; i < 2; i++) {
+        st.items[i].params = lx_xcalloc(1, st.items[i].method->schema.size);
+        lx_params_defaults(&st.items[i].method->schema, st.items[i].params);
+    }
+    for (int i = 2; i < a->n_pos && rc == LX_OK; i++)
+        rc = show_arg(&st, a->pos[i], &on_rope, err);
+    for (int i = 0; i < 2; i++)
+        lx_params_finish(&st.items[i].method->schema, st.items[i].params);
+    struct lx_spec spec;
+    if (rc == LX_OK && (rc = show_compile(&st, &f, &spec, &on_rope, err)) == LX_OK)
+        show_print(&st, &spec, &f, on_rope);
     lx_stack_release(&st);
-    return LX_OK;
+    return rc;
 }
 
 static int show_task(const struct lx_task *t, const struct lx_args *a, struct lx_error *err)

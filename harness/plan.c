@@ -54,12 +54,19 @@ int lx_stack_compile(const struct lx_stack *st, const struct lx_facts *f, struct
                      struct lx_error *err)
 {
     lx_spec_init(spec, f);
+    LX_ASSERT(st->n <= LX_SPEC_MAX_METHODS);
     for (int i = 0; i < st->n; i++) {
         const struct lx_method_use *u = &st->items[i];
+        void *p = spec->params[i];      /* the spec's copy, resolved for f */
+        LX_ASSERT(u->method->schema.size <= sizeof spec->params[i]);
+        memcpy(p, u->params, u->method->schema.size);
+        spec->n_methods = i + 1;
         struct lx_error sub;
-        int rc = u->method->check ? u->method->check(u->params, f, &sub) : LX_OK;
+        int rc = u->method->resolve ? u->method->resolve(p, f, &sub) : LX_OK;
+        if (rc == LX_OK && u->method->check)
+            rc = u->method->check(p, f, &sub);
         if (rc == LX_OK)
-            rc = u->method->apply(u->params, f, spec, &sub);
+            rc = u->method->apply(p, f, spec, &sub);
         if (rc < 0)
             return u->where ? lx_node_err(err, u->where, "%s", sub.msg) : lx_err(err, rc, "%s", sub.msg);
     }
@@ -184,7 +191,57 @@ static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error
     return LX_OK;
 }
 
-/* Model-only checks: a position scheme, the checkpoint's training stack. */
+/* One method use's parameters resolved for f, as JSON (unresolved when its
+** resolve hook refuses: the compile reports that). */
+static void resolved_json(const struct lx_method_use *u, const struct lx_facts *f, struct lx_buf *out)
+{
+    double p[LX_SPEC_PARAM_WORDS];
+    struct lx_error sub;
+    LX_ASSERT(u->method->schema.size <= sizeof p);
+    memcpy(p, u->params, u->method->schema.size);
+    if (u->method->resolve && u->method->resolve(p, f, &sub) < 0)
+        memcpy(p, u->params, u->method->schema.size);
+    lx_params_json(&u->method->schema, p, out);
+}
+
+/* Does the checkpoint's training stack (as written: any JSON or YAML
+** spelling, key order or number form) hold the training-time methods of st,
+** in order, with the same train/finetune keys and equal resolved values? */
+static int same_train_stack(const struct lx_stack *st, const char *ckpt, const struct lx_facts *f)
+{
+    struct lx_doc doc;
+    struct lx_stack cs = {0};
+    struct lx_error sub;
+    int n = 0, same = lx_doc_load_text(&doc, ckpt, "checkpoint lenx_stack", &sub) == LX_OK;
+    int empty = same && (!doc.root || (doc.root->kind == LX_NODE_SEQ && doc.root->n_items == 0));
+    if (same && !empty)
+        same = lx_stack_parse(&cs, doc.root, &sub) == LX_OK;
+    struct lx_facts ft = *f;
+    ft.training = 1;
+    ft.length = f->train_len;
+    for (int i = 0; same && i < st->n; i++) {
+        const struct lx_method_use *a = &st->items[i], *b = &cs.items[n];
+        if (!lx_method_use_trains(a))
+            continue;
+        if (n++ >= cs.n || a->method != b->method || a->train != b->train || a->finetune != b->finetune)
+            same = 0;
+        struct lx_buf ja = {0}, jb = {0};
+        if (same) {
+            resolved_json(a, &ft, &ja);
+            resolved_json(b, &ft, &jb);
+            same = strcmp(lx_buf_str(&ja), lx_buf_str(&jb)) == 0;
+        }
+        lx_buf_free(&ja);
+        lx_buf_free(&jb);
+    }
+    same = same && n == cs.n;
+    lx_stack_release(&cs);
+    lx_doc_release(&doc);
+    return same;
+}
+
+/* Model-only checks: a position scheme, the checkpoint's training stack
+** (compared by resolved value, not by spelling). */
 static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const struct lx_spec *spec,
                              struct lx_error *err)
 {
@@ -199,11 +256,7 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
                            "(256 bytes + BOS, EOS, PAD, MASK)", mu->name, mu->arch.vocab, LX_VOCAB);
     if (!mu->checkpoint)
         return LX_OK;
-    struct lx_buf part = {0};
-    lx_stack_train_part(st, &part);
-    int same = strcmp(lx_buf_str(&part), mu->ckpt_stack) == 0;
-    lx_buf_free(&part);
-    if (!same)
+    if (!same_train_stack(st, mu->ckpt_stack, &spec->facts))
         return lx_node_err(err, st->where, "the stack '%s' trains differently from checkpoint model '%s', "
                            "which was trained with %s\n  hint: a stack on a checkpoint must contain exactly "
                            "its training-time methods, plus any evaluation-time ones", st->canon, mu->name,
@@ -239,8 +292,10 @@ static int check_memory(const struct lx_grid *g, int m, int l, struct lx_error *
 }
 
 /* Plan-time checks of one (stack, task, model, length): everything a cell
-** could fail on before it runs, reported at the YAML position that caused it. */
-static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, struct lx_error *err)
+** could fail on before it runs, reported at the YAML position that caused it.
+** The stack is resolved here, once: *canon and *json get its resolved strings. */
+static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, struct lx_buf *canon,
+                       struct lx_buf *json, struct lx_error *err)
 {
     const struct lx_task_use *tu = &g->tasks[t];
     struct lx_facts f;
@@ -255,7 +310,12 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
     if (rc < 0)
         return rc;
     struct lx_spec spec;
-    if ((rc = lx_stack_compile(&g->stacks[s], &f, &spec, err)) < 0 || m < 0)
+    if ((rc = lx_stack_compile(&g->stacks[s], &f, &spec, err)) < 0)
+        return rc;
+    lx_buf_reset(canon);
+    lx_buf_reset(json);
+    lx_stack_resolved(&g->stacks[s], &spec, canon, json);
+    if (m < 0)
         return rc;
     if ((rc = check_memory(g, m, l, err)) < 0)
         return rc;
@@ -325,13 +385,14 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
         return rc0;
     plan->cells = lx_xcalloc((size_t)n, sizeof *plan->cells);
     int *models = lx_xcalloc((size_t)n_models, sizeof *models), nm, rc = LX_OK;
+    struct lx_buf canon = {0}, json = {0};
     for (int t = 0; t < g->n_tasks && rc == LX_OK; t++) {
         if ((rc = task_models(g, t, models, &nm, err)) < 0)
             break;
         for (int s = 0; s < g->n_stacks && rc == LX_OK; s++)
             for (int mi = 0; mi < nm && rc == LX_OK; mi++)
                 for (int l = 0; l < g->n_lengths && rc == LX_OK; l++) {
-                    if ((rc = check_combo(g, s, t, models[mi], l, err)) < 0)
+                    if ((rc = check_combo(g, s, t, models[mi], l, &canon, &json, err)) < 0)
                         break;
                     for (int k = 0; k < g->n_seeds && rc == LX_OK; k++) {
                         struct lx_cell *c = &plan->cells[plan->n_cells++];
@@ -340,11 +401,15 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
                         c->model = models[mi];
                         c->length = g->lengths[l];
                         c->seed = g->seeds[k];
+                        c->method = lx_xstrdup(lx_buf_str(&canon));
+                        c->method_json = lx_xstrdup(lx_buf_str(&json));
                         rc = cell_keys(c, g, err);
                     }
                 }
     }
     free(models);
+    lx_buf_free(&canon);
+    lx_buf_free(&json);
     if (rc < 0)
         lx_plan_release(plan);
     return rc;
@@ -358,6 +423,8 @@ void lx_plan_release(struct lx_plan *plan)
         free(plan->cells[i].key_json);
         free(plan->cells[i].model_json);
         free(plan->cells[i].base_json);
+        free(plan->cells[i].method);
+        free(plan->cells[i].method_json);
     }
     free(plan->cells);
     memset(plan, 0, sizeof *plan);

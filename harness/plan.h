@@ -22,6 +22,9 @@ struct lx_cell {
     long seed;              /* the cell's seed */
     char key[17];           /* run key: 16 hex digits of SHA-256 of key_json */
     char *key_json;         /* canonical JSON of everything that can change the numbers */
+    char *method;           /* the stack's canonical string with its automatic values resolved
+                            ** for this cell ("rope+yarn(scale=4)"): stored and shown */
+    char *method_json;      /* the stack's JSON, resolved likewise: stored (the key keeps auto as 0) */
     uint64_t data_key;      /* RNG key: task + params + length + seed, not the method */
 };
 
@@ -38,7 +41,8 @@ struct lx_plan {
 int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error *err);
 void lx_plan_release(struct lx_plan *plan);
 
-/* Compile a stack for a set of facts: run every method's check, then apply. */
+/* Compile a stack for a set of facts: copy every method's params into the
+** spec, resolve their automatic values for f (once), check, then apply. */
 int lx_stack_compile(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
                      struct lx_error *err);
 

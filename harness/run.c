@@ -461,11 +461,11 @@ static void progress(const struct lx_run_opts *o, const struct lx_plan *plan, co
     fmt_secs(eta, avg_s * (total - done));
     if (o->progress == 2) {
         fprintf(stderr, "\r\033[K[%d/%d] ETA %s  last: %s %s %s N=%ld (%.2fs)%s", done, total, eta,
-                status, g->tasks[c->task].task->name, g->stacks[c->stack].canon, c->length, cell_s,
+                status, g->tasks[c->task].task->name, c->method, c->length, cell_s,
                 done == total ? "\n" : "");
     } else {
         fprintf(stderr, "[%d/%d] %s %.2fs %s %s length=%ld seed=%ld  ETA %s\n", done, total, status, cell_s,
-                g->tasks[c->task].canon, g->stacks[c->stack].canon, c->length, c->seed, eta);
+                g->tasks[c->task].canon, c->method, c->length, c->seed, eta);
     }
     fflush(stderr);
 }
@@ -481,8 +481,8 @@ static void fill_record(struct lx_run_record *r, const struct lx_plan *plan, con
     memset(r, 0, sizeof *r);
     r->key = c->key;
     r->sweep = g->name;
-    r->method = g->stacks[c->stack].canon;
-    r->method_json = g->stacks[c->stack].json;
+    r->method = c->method;              /* resolved for the cell */
+    r->method_json = c->method_json;
     r->model_key = c->model >= 0 ? c->model_key : NULL;
     r->model = c->model >= 0 ? g->models[c->model].name : NULL;
     r->task = g->tasks[c->task].canon;

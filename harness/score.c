@@ -150,14 +150,14 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         struct score_run r = {.text = text, .n = n, .L = L, .nll = nll};
         long full = n / L;
         rc = lx_eval_windows(&m, &spec, full, (int)L, score_fill, score_score, &r, err);
-        if (rc == LX_OK && n % L) {     /* the tail: one shorter window */
+        if (rc == LX_OK && n % L) {     /* the tail: one shorter window, same spec (resolved for L) */
             struct score_run tail = {.text = text + full * L, .n = n % L, .L = n % L, .nll = nll + full * L};
-            f.length = n % L;
-            if ((rc = lx_stack_compile(&st, &f, &spec, err)) == LX_OK)
-                rc = lx_eval_windows(&m, &spec, 1, (int)(n % L), score_fill, score_score, &tail, err);
+            rc = lx_eval_windows(&m, &spec, 1, (int)(n % L), score_fill, score_score, &tail, err);
         }
     }
     if (rc == LX_OK) {
+        struct lx_buf canon = {0}, sjson = {0};
+        lx_stack_resolved(&st, &spec, &canon, &sjson);
         double sum = 0.0;
         for (long i = 0; i < n; i++)
             sum += nll[i];
@@ -166,7 +166,9 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         lx_buf_puts(json, ",\n  \"model_key\": ");
         lx_buf_json_str(json, info.model_key);
         lx_buf_puts(json, ",\n  \"methods\": ");
-        lx_buf_json_str(json, st.canon);
+        lx_buf_json_str(json, lx_buf_str(&canon));
+        lx_buf_free(&canon);
+        lx_buf_free(&sjson);
         lx_buf_printf(json, ",\n  \"train_len\": %ld,\n  \"length\": %ld,\n  \"n_tokens\": %ld,\n  \"mean_nll\": ",
                       info.train_len, L, n);
         lx_buf_num(json, sum / (double)n);

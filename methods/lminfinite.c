@@ -34,21 +34,21 @@ struct lminfinite_params {
 static const struct lx_param lminfinite_rows[] = {
     LX_P_INT(struct lminfinite_params, n_global, "10", 0, 1e12, LX_PF_SHOW,
              "starting tokens every query sees (the global branch)"),
-    LX_P_INT(struct lminfinite_params, local, "0", 0, 1e12, 0,
+    LX_P_INT(struct lminfinite_params, local, "0", 0, 1e12, LX_PF_AUTO,
              "L_local: keys 0..L_local-1 back use their true distance; 0 = the training length"),
-    LX_P_INT(struct lminfinite_params, limit, "0", 0, 1e12, 0,
+    LX_P_INT(struct lminfinite_params, limit, "0", 0, 1e12, LX_PF_AUTO,
              "global keys sit at distance min(limit, length - 1); 0 = the training length"),
 };
 
-static long or_train_len(long v, const struct lx_facts *f)
+/* local and limit auto: the training length. */
+static int lminfinite_resolve(void *params, const struct lx_facts *f, struct lx_error *err)
 {
-    return v ? v : f->train_len;
-}
-
-static int lminfinite_check(const void *params, const struct lx_facts *f, struct lx_error *err)
-{
-    const struct lminfinite_params *p = params;
-    if (or_train_len(p->local, f) < 1 || or_train_len(p->limit, f) < 1)
+    struct lminfinite_params *p = params;
+    if (p->local == 0)
+        p->local = f->train_len;
+    if (p->limit == 0)
+        p->limit = f->train_len;
+    if (p->local < 1 || p->limit < 1)
         return lx_err(err, LX_EINVAL, "lminfinite: local or limit 0 means the training length, which is %ld "
                       "here\n  hint: give both, e.g. lminfinite: {local: 64, limit: 64}", f->train_len);
     return LX_OK;
@@ -65,7 +65,8 @@ static int lminfinite_apply(const void *params, const struct lx_facts *f, struct
         rc = lx_spec_claim(&spec->posmap.method, "lminfinite", "the far-key positions", err);
     if (rc < 0)
         return rc;
-    long local = or_train_len(p->local, f), limit = or_train_len(p->limit, f);
+    long local = p->local, limit = p->limit;
+    LX_ASSERT(local >= 1 && limit >= 1);    /* resolved */
     long D = limit < f->length - 1 ? limit : f->length - 1;
     spec->vis.window = local;
     spec->vis.sinks = p->n_global;
@@ -81,6 +82,6 @@ const struct lx_method lx_method_lminfinite = {
     .schema = LX_SCHEMA(lminfinite_rows, struct lminfinite_params, NULL),
     .kind = LX_KIND_INFERENCE,
     .needs = LX_CAP_MODEL,
-    .check = lminfinite_check,
+    .resolve = lminfinite_resolve,
     .apply = lminfinite_apply,
 };

@@ -39,16 +39,13 @@ static const struct lx_param logn_rows[] = {
               "ssmax mode: learn s per layer and head, starting from s (needs train: true)"),
 };
 
-static int logn_active(const void *params, int row)
-{
-    const struct logn_params *p = params;
-    switch (row) {
-    case 1: return p->mode == LOGN_SU;
-    case 2: return p->mode == LOGN_SSMAX;
-    case 3: return p->mode == LOGN_SSMAX && p->learn;     /* stored only when on */
-    default: return 1;
-    }
-}
+/* Each mode's own parameters; `learn` is stored only when on. */
+static const struct lx_param_rule logn_rules[] = {
+    {"base", "mode=su"},
+    {"s", "mode=ssmax"},
+    {"learn", "mode=ssmax&learn=true"},
+    {NULL, NULL},
+};
 
 static double logn_row_scale(const void *params, const struct lx_facts *f, long n)
 {
@@ -90,7 +87,7 @@ static int logn_apply(const void *params, const struct lx_facts *f, struct lx_sp
 const struct lx_method lx_method_logn = {
     .name = "logn",
     .summary = "log-n logit scaling: Su 2021 (su), Qwen-1 (qwen), SSMax Nakanishi 2025 (ssmax)",
-    .schema = LX_SCHEMA(logn_rows, struct logn_params, logn_active),
+    .schema = LX_SCHEMA(logn_rows, struct logn_params, logn_rules),
     .kind = LX_KIND_INFERENCE | LX_KIND_TRAINING,
     .needs = LX_CAP_LOGITS,
     .check = logn_check,

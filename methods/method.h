@@ -29,6 +29,13 @@ struct lx_method {
     unsigned kind;              /* LX_KIND_* */
     unsigned needs;             /* LX_CAP_* the task/model must offer */
 
+    /* (optional) replace automatic values (rows flagged LX_PF_AUTO, stored as 0)
+    ** by the concrete ones for these facts, in the spec's copy of the params;
+    ** refuse when the facts give none (trained in, where no evaluation length
+    ** exists). Runs once per compile, before check and apply, which then see
+    ** only concrete values; the stored and shown stack carries them
+    ** (docs/methods.md#parameters). */
+    int (*resolve)(void *params, const struct lx_facts *f, struct lx_error *err);
     /* (optional) cross-field and fact checks, after the params are resolved */
     int (*check)(const void *params, const struct lx_facts *f, struct lx_error *err);
     /* (required) edit the spec; params outlive the spec */

@@ -31,27 +31,38 @@ enum { NTK_STATIC, NTK_DYNAMIC, NTK_QWEN };
 
 struct ntk_params {
     int mode;       /* NTK_STATIC, NTK_DYNAMIC or NTK_QWEN */
-    double scale;   /* static: s in b·s^(d/(d−2)); 0 = max(1, length / train_len) */
+    double scale;   /* static: s in b·s^(d/(d−2)); 0 = auto: max(1, length / train_len) */
     double factor;  /* dynamic: HF's factor α */
 };
 
 static const struct lx_param ntk_rows[] = {
     LX_P_ENUM(struct ntk_params, mode, "static", "static|dynamic|qwen", LX_PF_SHOW,
               "static: b*s^(d/(d-2)); dynamic: Hugging Face dynamic NTK; qwen: Qwen-1's alpha 1, 3, 7, 15, ..."),
-    LX_P_FLOAT(struct ntk_params, scale, "0", 0, 1e6, LX_PF_SHOW,
+    LX_P_FLOAT(struct ntk_params, scale, "0", 0, 1e6, LX_PF_SHOW | LX_PF_AUTO,
                "static mode: s; 0 = max(1, length / training length)"),
     LX_P_FLOAT(struct ntk_params, factor, "1", 0, 1e6, LX_PF_MIN_OPEN,
                "dynamic mode: HF's factor alpha in b*(alpha*n/L - (alpha-1))^(d/(d-2))"),
 };
 
-static int ntk_active(const void *params, int row)
+/* `scale` matters in static mode only, `factor` in dynamic mode only. */
+static const struct lx_param_rule ntk_rules[] = {
+    {"scale", "mode=static"},
+    {"factor", "mode=dynamic"},
+    {NULL, NULL},
+};
+
+/* Static mode's scale auto: max(1, length / L) (left 0 without a training
+** length, which ntk_check refuses). */
+static int ntk_resolve(void *params, const struct lx_facts *f, struct lx_error *err)
 {
-    const struct ntk_params *p = params;
-    switch (row) {
-    case 1: return p->mode == NTK_STATIC;
-    case 2: return p->mode == NTK_DYNAMIC;
-    default: return 1;
+    struct ntk_params *p = params;
+    (void)err;
+    if (p->mode == NTK_STATIC && p->scale == 0 && f->train_len >= 1) {
+        double L = (double)f->train_len;
+        double n = f->length > f->train_len ? (double)f->length : L;
+        p->scale = n / L;
     }
+    return LX_OK;
 }
 
 /* The new base b' for original base b and head dimension d. */
@@ -61,7 +72,8 @@ static double ntk_base(const struct ntk_params *p, const struct lx_facts *f, dou
     double n = f->length > f->train_len ? (double)f->length : L;
     switch (p->mode) {
     case NTK_STATIC:
-        return b * pow(p->scale > 0 ? p->scale : n / L, e);
+        LX_ASSERT(p->scale > 0);    /* resolved */
+        return b * pow(p->scale, e);
     case NTK_DYNAMIC:
         return b * pow(p->factor * n / L - (p->factor - 1), e);
     default: {
@@ -97,9 +109,10 @@ static int ntk_apply(const void *params, const struct lx_facts *f, struct lx_spe
 const struct lx_method lx_method_ntk = {
     .name = "ntk",
     .summary = "NTK-aware rotary base b*s^(d/(d-2)): bloc97 2023, HF dynamic, Qwen-1 (YaRN arXiv 2309.00071 §3)",
-    .schema = LX_SCHEMA(ntk_rows, struct ntk_params, ntk_active),
+    .schema = LX_SCHEMA(ntk_rows, struct ntk_params, ntk_rules),
     .kind = LX_KIND_INFERENCE,
     .needs = LX_CAP_MODEL,
+    .resolve = ntk_resolve,
     .check = ntk_check,
     .apply = ntk_apply,
 };

@@ -18,24 +18,20 @@ struct pi_params {
 };
 
 static const struct lx_param pi_rows[] = {
-    LX_P_FLOAT(struct pi_params, scale, "0", 0, 1e6, LX_PF_SHOW,
+    LX_P_FLOAT(struct pi_params, scale, "0", 0, 1e6, LX_PF_SHOW | LX_PF_AUTO,
                "s: every rotary frequency is divided by s; 0 = max(1, length / training length)"),
 };
 
-/* The s in use: the explicit one, or the evaluation length over the training length. */
-static double pi_scale(const struct pi_params *p, const struct lx_facts *f)
+/* scale auto: the evaluation length over the training length, at least 1. */
+static int pi_resolve(void *params, const struct lx_facts *f, struct lx_error *err)
 {
+    struct pi_params *p = params;
     if (p->scale > 0)
-        return p->scale;
-    return f->train_len > 0 && f->length > f->train_len ? (double)f->length / f->train_len : 1.0;
-}
-
-static int pi_check(const void *params, const struct lx_facts *f, struct lx_error *err)
-{
-    const struct pi_params *p = params;
-    if (f->training && p->scale == 0)
+        return LX_OK;
+    if (f->training)
         return lx_err(err, LX_EINVAL, "pi: trained in (train: true) it needs an explicit scale\n"
                       "  hint: e.g. pi: {scale: 4, train: true}");
+    p->scale = f->train_len > 0 && f->length > f->train_len ? (double)f->length / f->train_len : 1.0;
     return LX_OK;
 }
 
@@ -45,7 +41,9 @@ static int pi_apply(const void *params, const struct lx_facts *f, struct lx_spec
     int rc = lx_spec_claim_frequencies(spec, "pi", err);
     if (rc < 0)
         return rc;
-    double s = pi_scale(params, f);
+    const struct pi_params *p = params;
+    double s = p->scale;
+    LX_ASSERT(s > 0);   /* resolved */
     for (int k = 0; k < spec->rotary.n_pairs; k++)
         spec->rotary.inv_freq[k] /= s;
     return LX_OK;
@@ -57,6 +55,6 @@ const struct lx_method lx_method_pi = {
     .schema = LX_SCHEMA(pi_rows, struct pi_params, NULL),
     .kind = LX_KIND_INFERENCE | LX_KIND_TRAINING,   /* the paper fine-tunes with it: `train: true` */
     .needs = LX_CAP_MODEL,
-    .check = pi_check,
+    .resolve = pi_resolve,
     .apply = pi_apply,
 };

@@ -22,22 +22,27 @@ struct pose_params {
 
 static const struct lx_param pose_rows[] = {
     LX_P_INT(struct pose_params, chunks, "2", 1, 64, LX_PF_SHOW, "chunks N each training window is cut into"),
-    LX_P_INT(struct pose_params, target, "0", 0, 1L << 40, LX_PF_SHOW,
+    LX_P_INT(struct pose_params, target, "0", 0, 1L << 40, LX_PF_SHOW | LX_PF_AUTO,
              "target length L_t the positions spread over; 0 = 16 x the training length"),
 };
 
-static long pose_target(const struct pose_params *p, const struct lx_facts *f)
+/* target auto: 16 x the training length. */
+static int pose_resolve(void *params, const struct lx_facts *f, struct lx_error *err)
 {
-    return p->target ? p->target : 16 * f->train_len;
+    struct pose_params *p = params;
+    (void)err;
+    if (p->target == 0)
+        p->target = 16 * f->train_len;
+    return LX_OK;
 }
 
 static int pose_check(const void *params, const struct lx_facts *f, struct lx_error *err)
 {
     const struct pose_params *p = params;
-    if (pose_target(p, f) < f->train_len)
+    if (p->target < f->train_len)
         return lx_err(err, LX_EINVAL, "pose: target %ld is shorter than the training length %ld\n"
                       "  hint: target is the length the positions spread over, e.g. 16 x the training length",
-                      pose_target(p, f), f->train_len);
+                      p->target, f->train_len);
     if (p->chunks > f->train_len)
         return lx_err(err, LX_EINVAL, "pose: %ld chunks do not fit in a window of %ld tokens",
                       p->chunks, f->train_len);
@@ -51,7 +56,7 @@ static int pose_apply(const void *params, const struct lx_facts *f, struct lx_sp
     if (rc < 0)
         return rc;
     spec->pose.chunks = (int)p->chunks;
-    spec->pose.target = pose_target(p, f);
+    spec->pose.target = p->target;
     return LX_OK;
 }
 
@@ -61,6 +66,7 @@ const struct lx_method lx_method_pose = {
     .schema = LX_SCHEMA(pose_rows, struct pose_params, NULL),
     .kind = LX_KIND_TRAINING,
     .needs = LX_CAP_MODEL,
+    .resolve = pose_resolve,
     .check = pose_check,
     .apply = pose_apply,
 };

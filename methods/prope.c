@@ -38,15 +38,12 @@ static const struct lx_param prope_rows[] = {
                "modded mode: d/4 frequencies (1/effective_base)^(k/(d/4-1)), then d/4 zeros"),
 };
 
-static int prope_active(const void *params, int row)
-{
-    const struct prope_params *p = params;
-    switch (row) {
-    case 0: return p->mode == PROPE_FRACTION;
-    case 2: return p->mode == PROPE_MODDED;
-    default: return 1;
-    }
-}
+/* Each mode's own parameter. */
+static const struct lx_param_rule prope_rules[] = {
+    {"p", "mode=fraction"},
+    {"effective_base", "mode=modded"},
+    {NULL, NULL},
+};
 
 static int prope_check(const void *params, const struct lx_facts *f, struct lx_error *err)
 {
@@ -81,7 +78,7 @@ static int prope_apply(const void *params, const struct lx_facts *f, struct lx_s
 const struct lx_method lx_method_prope = {
     .name = "prope",
     .summary = "p-RoPE: only the highest rotary frequencies rotate, Barbero et al. 2024 (arXiv 2410.06205)",
-    .schema = LX_SCHEMA(prope_rows, struct prope_params, prope_active),
+    .schema = LX_SCHEMA(prope_rows, struct prope_params, prope_rules),
     .kind = LX_KIND_TRAINING,
     .needs = LX_CAP_MODEL,
     .check = prope_check,

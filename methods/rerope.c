@@ -35,17 +35,20 @@ struct rerope_params {
 };
 
 static const struct lx_param rerope_rows[] = {
-    LX_P_INT(struct rerope_params, window, "0", 0, 1e12, LX_PF_SHOW,
+    LX_P_INT(struct rerope_params, window, "0", 0, 1e12, LX_PF_SHOW | LX_PF_AUTO,
              "w: distances >= w become w (leaky: w + (d-w)/leak); 0 = training length / 4, at least 1"),
     LX_P_FLOAT(struct rerope_params, leak, "1", 1, 1e12, 0,
                "k: 1 = plain ReRoPE; k > 1 = Leaky ReRoPE, far distances grow with slope 1/k"),
 };
 
-static long rerope_window(const struct rerope_params *p, const struct lx_facts *f)
+/* window auto: a quarter of the training length, at least 1. */
+static int rerope_resolve(void *params, const struct lx_facts *f, struct lx_error *err)
 {
-    if (p->window)
-        return p->window;
-    return f->train_len / 4 > 1 ? f->train_len / 4 : 1;
+    struct rerope_params *p = params;
+    (void)err;
+    if (p->window == 0)
+        p->window = f->train_len / 4 > 1 ? f->train_len / 4 : 1;
+    return LX_OK;
 }
 
 static int rerope_apply(const void *params, const struct lx_facts *f, struct lx_spec *spec,
@@ -57,7 +60,8 @@ static int rerope_apply(const void *params, const struct lx_facts *f, struct lx_
         rc = lx_spec_claim(&spec->posmap.method, "rerope", "the far-key positions", err);
     if (rc < 0)
         return rc;
-    long w = rerope_window(p, f);
+    long w = p->window;
+    LX_ASSERT(w >= 1);  /* resolved */
     double k = p->leak;
     spec->posmap = (struct lx_posmap){
         .method = "rerope", .from = w, .cap = INFINITY,
@@ -72,5 +76,6 @@ const struct lx_method lx_method_rerope = {
     .schema = LX_SCHEMA(rerope_rows, struct rerope_params, NULL),
     .kind = LX_KIND_INFERENCE,
     .needs = LX_CAP_MODEL,
+    .resolve = rerope_resolve,
     .apply = rerope_apply,
 };

@@ -12,7 +12,9 @@
 ** sink j sits at the slot distance min(i, S + R) − j, never farther than S + R.
 ** In the spec: visibility window R + 1 with S sinks, and a position map from
 ** distance R + 1 on with scale 1, shift 0, cap S + R (spec.h, struct lx_posmap).
-** Identical to full attention while i <= S + R.
+** Identical to full attention while i <= S + R. Any S >= 0 with R >= 1 is a
+** cache the reference accepts (start_size and recent_size are independent),
+** S > R + 1 included: sinks inside the window simply keep their distance.
 **
 ** R defaults to L − S − 1 (L = the training length), so a query sees at most L
 ** keys and every slot distance stays below L. The paper's examples use S = 4
@@ -33,26 +35,22 @@ struct streaming_params {
 static const struct lx_param streaming_rows[] = {
     LX_P_INT(struct streaming_params, sinks, "4", 0, 1e12, LX_PF_SHOW,
              "S: attention-sink tokens kept at the start of the cache"),
-    LX_P_INT(struct streaming_params, recent, "0", 0, 1e12, LX_PF_SHOW,
+    LX_P_INT(struct streaming_params, recent, "0", 0, 1e12, LX_PF_SHOW | LX_PF_AUTO,
              "R: recent keys kept besides the query; 0 = training length - S - 1"),
 };
 
-static long streaming_recent(const struct streaming_params *p, const struct lx_facts *f)
+/* recent auto: L − S − 1, so a query sees at most L keys. */
+static int streaming_resolve(void *params, const struct lx_facts *f, struct lx_error *err)
 {
-    return p->recent ? p->recent : f->train_len - p->sinks - 1;
-}
-
-static int streaming_check(const void *params, const struct lx_facts *f, struct lx_error *err)
-{
-    const struct streaming_params *p = params;
-    long R = streaming_recent(p, f);
+    struct streaming_params *p = params;
+    if (p->recent)
+        return LX_OK;
+    long R = f->train_len - p->sinks - 1;
     if (R < 1)
         return lx_err(err, LX_EINVAL, "streaming: recent 0 means training length - sinks - 1 = %ld - %ld - 1 "
                       "= %ld, which is below 1\n  hint: give recent, e.g. streaming: {recent: 60}",
                       f->train_len, p->sinks, R);
-    if (R + 1 <= p->sinks)
-        return lx_err(err, LX_EINVAL, "streaming: the recent window R + 1 = %ld must exceed sinks = %ld\n"
-                      "  hint: raise recent or lower sinks", R + 1, p->sinks);
+    p->recent = R;
     return LX_OK;
 }
 
@@ -69,7 +67,8 @@ static int streaming_apply(const void *params, const struct lx_facts *f, struct 
         rc = lx_spec_claim(&spec->posmap.method, "streaming", "the far-key positions", err);
     if (rc < 0)
         return rc;
-    long R = streaming_recent(p, f);
+    long R = p->recent;
+    LX_ASSERT(R >= 1);  /* resolved */
     spec->vis.window = R + 1;
     spec->vis.sinks = p->sinks;
     spec->posmap = (struct lx_posmap){
@@ -84,6 +83,6 @@ const struct lx_method lx_method_streaming = {
     .schema = LX_SCHEMA(streaming_rows, struct streaming_params, NULL),
     .kind = LX_KIND_INFERENCE,
     .needs = LX_CAP_MODEL,
-    .check = streaming_check,
+    .resolve = streaming_resolve,
     .apply = streaming_apply,
 };

@@ -49,11 +49,13 @@ static const struct lx_param t5align_rows[] = {
     LX_P_FLOAT(struct t5align_params, step, "0.05", 0, 1, LX_PF_MIN_OPEN, "grid step from 1.0 down"),
 };
 
-static int t5align_active(const void *params, int row)
-{
-    const struct t5align_params *p = params;
-    return row == 1 || (p->closed_form == T5_GRID) == (row != 1);
-}
+/* The grid's parameters (and the statistic it aligns) matter only without a closed form. */
+static const struct lx_param_rule t5align_rules[] = {
+    {"mode", "closed_form=none"},
+    {"tau_min", "closed_form=none"},
+    {"step", "closed_form=none"},
+    {NULL, NULL},
+};
 
 static double stat_of(const struct t5align_params *p, const struct lx_probe_stats *s)
 {
@@ -129,7 +131,7 @@ static int t5align_apply(const void *params, const struct lx_facts *f, struct lx
 const struct lx_method lx_method_t5align = {
     .name = "t5align",
     .summary = "attention alignment: temperature calibrated per length, Chi et al. 2024 (arXiv 2311.00684)",
-    .schema = LX_SCHEMA(t5align_rows, struct t5align_params, t5align_active),
+    .schema = LX_SCHEMA(t5align_rows, struct t5align_params, t5align_rules),
     .kind = LX_KIND_INFERENCE,
     .needs = LX_CAP_LOGITS,
     .apply = t5align_apply,

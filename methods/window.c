@@ -20,18 +20,17 @@ struct window_params {
 };
 
 static const struct lx_param window_rows[] = {
-    LX_P_INT(struct window_params, size, "0", 0, 1e12, LX_PF_SHOW,
+    LX_P_INT(struct window_params, size, "0", 0, 1e12, LX_PF_SHOW | LX_PF_AUTO,
              "W: keys a query sees, itself included (0 <= i-j <= W-1); 0 = the training length"),
 };
 
-static long window_size(const struct window_params *p, const struct lx_facts *f)
+/* size auto: the training length. */
+static int window_resolve(void *params, const struct lx_facts *f, struct lx_error *err)
 {
-    return p->size ? p->size : f->train_len;
-}
-
-static int window_check(const void *params, const struct lx_facts *f, struct lx_error *err)
-{
-    if (window_size(params, f) < 1)
+    struct window_params *p = params;
+    if (p->size == 0)
+        p->size = f->train_len;
+    if (p->size < 1)
         return lx_err(err, LX_EINVAL, "window: size 0 means the training length, which is %ld here\n"
                       "  hint: give the size, e.g. window: {size: 64}", f->train_len);
     return LX_OK;
@@ -43,7 +42,9 @@ static int window_apply(const void *params, const struct lx_facts *f, struct lx_
     int rc = lx_spec_claim(&spec->vis.method, "window", "the visible keys", err);
     if (rc < 0)
         return rc;
-    spec->vis.window = window_size(params, f);
+    const struct window_params *p = params;
+    LX_ASSERT(p->size >= 1);    /* resolved */
+    spec->vis.window = p->size;
     return LX_OK;
 }
 
@@ -53,6 +54,6 @@ const struct lx_method lx_method_window = {
     .schema = LX_SCHEMA(window_rows, struct window_params, NULL),
     .kind = LX_KIND_INFERENCE,
     .needs = LX_CAP_MODEL,
-    .check = window_check,
+    .resolve = window_resolve,
     .apply = window_apply,
 };

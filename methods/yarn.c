@@ -26,22 +26,22 @@
 #include "methods/method.h"
 
 struct yarn_params {
-    double scale;       /* s; 0 = max(1, length / L) */
+    double scale;       /* s; 0 = auto: max(1, length / L), resolved per cell */
     double beta_fast;   /* pairs turning more than this often in L keep θ_k (paper β) */
     double beta_slow;   /* pairs turning less than this often in L get θ_k/s (paper α) */
-    long original;      /* L, the original context; 0 = the training length */
+    long original;      /* L, the original context; 0 = auto: the training length */
     double attn_factor; /* extra factor on mscale */
     int truncate;       /* 1: floor low and ceil high (reference code, HF default) */
 };
 
 static const struct lx_param yarn_rows[] = {
-    LX_P_FLOAT(struct yarn_params, scale, "0", 0, 1e6, LX_PF_SHOW,
+    LX_P_FLOAT(struct yarn_params, scale, "0", 0, 1e6, LX_PF_SHOW | LX_PF_AUTO,
                "s: context scale factor; 0 = max(1, length / L)"),
     LX_P_FLOAT(struct yarn_params, beta_fast, "32", 0, 1e6, LX_PF_MIN_OPEN,
                "pairs turning more than beta_fast times in L keep their frequency"),
     LX_P_FLOAT(struct yarn_params, beta_slow, "1", 0, 1e6, LX_PF_MIN_OPEN,
                "pairs turning fewer than beta_slow times in L are interpolated (theta/s)"),
-    LX_P_INT(struct yarn_params, original, "0", 0, 1e12, 0,
+    LX_P_INT(struct yarn_params, original, "0", 0, 1e12, LX_PF_AUTO,
              "L: original context length for the ramp and the auto scale; 0 = training length"),
     LX_P_FLOAT(struct yarn_params, attn_factor, "1", 0, 1e6, LX_PF_MIN_OPEN,
                "multiplies mscale = 0.1 ln s + 1 (the logits get mscale^2)"),
@@ -49,18 +49,20 @@ static const struct lx_param yarn_rows[] = {
               "floor/ceil the correction range as the reference code; false = HF truncate=False"),
 };
 
-static long yarn_len(const struct yarn_params *p, const struct lx_facts *f)
+/* original auto: the training length; scale auto: the evaluation length over
+** L, at least 1 (refused when trained in: training has no evaluation length). */
+static int yarn_resolve(void *params, const struct lx_facts *f, struct lx_error *err)
 {
-    return p->original > 0 ? p->original : f->train_len;
-}
-
-/* The s in use: the explicit one, or the evaluation length over L. */
-static double yarn_scale(const struct yarn_params *p, const struct lx_facts *f)
-{
-    long L = yarn_len(p, f);
-    if (p->scale > 0)
-        return p->scale;
-    return L > 0 && f->length > L ? (double)f->length / L : 1.0;
+    struct yarn_params *p = params;
+    if (f->training && p->scale == 0)
+        return lx_err(err, LX_EINVAL, "yarn: trained in (train: true) it needs an explicit scale\n"
+                      "  hint: e.g. yarn: {scale: 4, train: true}");
+    if (p->original == 0)
+        p->original = f->train_len;
+    long L = p->original;
+    if (p->scale == 0)
+        p->scale = L > 0 && f->length > L ? (double)f->length / L : 1.0;
+    return LX_OK;
 }
 
 /* The fractional pair index at which pair k turns R times in L positions. */
@@ -74,7 +76,7 @@ static double yarn_row_scale(const void *params, const struct lx_facts *f, long 
 {
     const struct yarn_params *p = params;
     (void)n;
-    double s = yarn_scale(p, f);
+    double s = p->scale;
     double m = (s <= 1 ? 1 : 0.1 * log(s) + 1) * p->attn_factor;
     return m * m;
 }
@@ -82,12 +84,9 @@ static double yarn_row_scale(const void *params, const struct lx_facts *f, long 
 static int yarn_check(const void *params, const struct lx_facts *f, struct lx_error *err)
 {
     const struct yarn_params *p = params;
-    if (f->training && p->scale == 0)
-        return lx_err(err, LX_EINVAL, "yarn: trained in (train: true) it needs an explicit scale\n"
-                      "  hint: e.g. yarn: {scale: 4, train: true}");
-    if (p->beta_fast <= p->beta_slow || yarn_len(p, f) < 1)
+    if (p->beta_fast <= p->beta_slow || p->original < 1)
         return lx_err(err, LX_EINVAL, "yarn: needs beta_fast > beta_slow and L >= 1, got %g, %g, L %ld",
-                      p->beta_fast, p->beta_slow, yarn_len(p, f));
+                      p->beta_fast, p->beta_slow, p->original);
     return LX_OK;
 }
 
@@ -100,7 +99,8 @@ static int yarn_apply(const void *params, const struct lx_facts *f, struct lx_sp
         return rc;
     struct lx_rotary *r = &spec->rotary;
     int d = 2 * r->n_pairs;
-    double s = yarn_scale(p, f), L = (double)yarn_len(p, f);
+    double s = p->scale, L = (double)p->original;
+    LX_ASSERT(s > 0);   /* resolved */
     double low = yarn_corr_dim(p->beta_fast, d, L, r->base);
     double high = yarn_corr_dim(p->beta_slow, d, L, r->base);
     if (p->truncate) {
@@ -127,6 +127,7 @@ const struct lx_method lx_method_yarn = {
     .schema = LX_SCHEMA(yarn_rows, struct yarn_params, NULL),
     .kind = LX_KIND_INFERENCE | LX_KIND_TRAINING,   /* the paper fine-tunes with it: `train: true` */
     .needs = LX_CAP_MODEL,
+    .resolve = yarn_resolve,
     .check = yarn_check,
     .apply = yarn_apply,
 };

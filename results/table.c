@@ -3,6 +3,7 @@
 ** Rows of one method name from different configurations are never pooled:
 ** their labels are tagged apart (docs/results.md, "Tables").
 */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,6 +236,83 @@ static void label_group(const struct lx_rows *rows, const int *idx, int lo, int 
     }
 }
 
+/* Order row indices by (sweep, task, configuration, length). */
+static int cmp_config(const void *a, const void *b)
+{
+    const struct lx_row *x = &sort_rows[*(const int *)a], *y = &sort_rows[*(const int *)b];
+    int c = strcmp(x->sweep, y->sweep);
+    c = c ? c : strcmp(x->task, y->task);
+    c = c ? c : strcmp(x->config, y->config);
+    return c ? c : (x->length > y->length) - (x->length < y->length);
+}
+
+/* One label for the labels lab[0..n) (distinct, in length order): their
+** common prefix and suffix (cut at value boundaries, so 1 and 12 stay whole)
+** around the differing middles joined by ';'. */
+static char *merged_label(char *const *lab, int n)
+{
+    size_t pre = strlen(lab[0]), suf = pre;
+    for (int k = 1; k < n; k++) {
+        size_t len = strlen(lab[k]), p = 0, s = 0;
+        while (p < pre && p < len && lab[k][p] == lab[0][p])
+            p++;
+        while (s < suf && s < len && lab[k][len - 1 - s] == lab[0][strlen(lab[0]) - 1 - s])
+            s++;
+        pre = p, suf = s;
+    }
+    size_t len0 = strlen(lab[0]);
+    while (pre > 0 && (isalnum((unsigned char)lab[0][pre - 1]) || strchr(".-+", lab[0][pre - 1])))
+        pre--;
+    while (suf > 0 && (isalnum((unsigned char)lab[0][len0 - suf]) || strchr(".-+", lab[0][len0 - suf])))
+        suf--;
+    struct lx_buf b = {0};
+    lx_buf_printf(&b, "%.*s", (int)pre, lab[0]);
+    for (int k = 0; k < n; k++) {
+        size_t len = strlen(lab[k]), s = suf < len - pre ? suf : len - pre;
+        lx_buf_printf(&b, "%s%.*s", k ? ";" : "", (int)(len - pre - s), lab[k] + pre);
+    }
+    lx_buf_puts(&b, lab[0] + len0 - (suf < len0 - pre ? suf : len0 - pre));
+    return b.s;
+}
+
+/* Cells of one configuration (same run key but length and seed) whose labels
+** differ only by automatic values resolved per length — rope+yarn(scale=1)
+** at the training length, rope+yarn(scale=64) at 64x — share one pivot row,
+** "rope+yarn(scale=1;64)", the values in length order. */
+static void merge_resolved(const struct lx_rows *rows, char **label)
+{
+    int *idx = lx_xmalloc((size_t)(rows->n ? rows->n : 1) * sizeof *idx);
+    char **lab = lx_xmalloc((size_t)(rows->n ? rows->n : 1) * sizeof *lab);
+    for (int i = 0; i < rows->n; i++)
+        idx[i] = i;
+    sort_rows = rows->rows;
+    qsort(idx, (size_t)rows->n, sizeof *idx, cmp_config);
+    for (int lo = 0, hi; lo < rows->n; lo = hi) {
+        const struct lx_row *r = &rows->rows[idx[lo]];
+        for (hi = lo + 1; hi < rows->n && r->config[0] && !strcmp(rows->rows[idx[hi]].config, r->config) &&
+             !strcmp(rows->rows[idx[hi]].task, r->task) && !strcmp(rows->rows[idx[hi]].sweep, r->sweep); hi++)
+            ;
+        int n = 0;
+        for (int k = lo; k < hi; k++) {
+            int seen = 0;
+            for (int j = 0; j < n && !seen; j++)
+                seen = strcmp(lab[j], label[idx[k]]) == 0;
+            if (!seen)
+                lab[n++] = label[idx[k]];
+        }
+        if (n < 2)
+            continue;
+        char *m = merged_label(lab, n);
+        for (int k = lo; k < hi; k++) {
+            free(label[idx[k]]);
+            label[idx[k]] = lx_xstrdup(m);
+        }
+        free(m);
+    }
+    free(lab);
+    free(idx);
+}
+
 /* Row labels of every row (freed by the caller); *tagged says whether any
 ** label needed a tag. */
 static char **make_labels(const struct lx_rows *rows, int *tagged)
@@ -260,6 +338,7 @@ static void render_pivots(const struct lx_rows *rows, const char *metrics, int l
 {
     int tagged;
     char **label = make_labels(rows, &tagged);
+    merge_resolved(rows, label);
     struct strset sweeps = {0};
     for (int i = 0; i < rows->n; i++)
         strset_add(&sweeps, rows->rows[i].sweep);

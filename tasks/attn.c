@@ -64,11 +64,11 @@ static const struct lx_param attn_rows[] = {
 };
 
 /* `tokens` replaces `windows` when set. */
-static int attn_active(const void *params, int row)
-{
-    const struct attn_params *p = params;
-    return row == 1 ? p->tokens == 0 : row == 2 ? p->tokens != 0 : 1;
-}
+static const struct lx_param_rule attn_rules[] = {
+    {"windows", "tokens=0"},
+    {"tokens", "tokens!=0"},
+    {NULL, NULL},
+};
 
 static const char *attn_split(const void *params)
 {
@@ -230,7 +230,7 @@ const struct lx_task lx_task_attn = {
     .summary = "attention diagnostics on held-out text: entropy, max probability, range mass/entropy, "
                "JS divergence from the training-time attention (Chi et al. 2024; Anson et al. 2025; "
                "Zhong et al. 2024)",
-    .schema = LX_SCHEMA(attn_rows, struct attn_params, attn_active),
+    .schema = LX_SCHEMA(attn_rows, struct attn_params, attn_rules),
     .headline = "entropy,pmax,entropy_train,js_train",
     .mode = LX_MODE_CAUSAL,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,

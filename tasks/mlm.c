@@ -62,11 +62,11 @@ struct mlm_run {
 };
 
 /* `tokens` replaces `windows` when set; the unused one is reset and unstored. */
-static int mlm_active(const void *params, int row)
-{
-    const struct mlm_params *p = params;
-    return row == 1 ? p->tokens == 0 : row == 2 ? p->tokens != 0 : 1;
-}
+static const struct lx_param_rule mlm_rules[] = {
+    {"windows", "tokens=0"},
+    {"tokens", "tokens!=0"},
+    {NULL, NULL},
+};
 
 static const char *mlm_split(const void *params)
 {
@@ -160,7 +160,7 @@ static int mlm_check(const void *params, long length, struct lx_error *err)
 const struct lx_task lx_task_mlm = {
     .name = "mlm",
     .summary = "masked-token accuracy of a bidirectional model, same masked positions for every method",
-    .schema = LX_SCHEMA(mlm_rows, struct mlm_params, mlm_active),
+    .schema = LX_SCHEMA(mlm_rows, struct mlm_params, mlm_rules),
     .headline = "acc,acc_in,acc_out",
     .mode = LX_MODE_MLM,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,

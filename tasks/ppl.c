@@ -64,11 +64,11 @@ struct ppl_run {
 };
 
 /* `tokens` replaces `windows` when set; the unused one is reset and unstored. */
-static int ppl_active(const void *params, int row)
-{
-    const struct ppl_params *p = params;
-    return row == 1 ? p->tokens == 0 : row == 2 ? p->tokens != 0 : 1;
-}
+static const struct lx_param_rule ppl_rules[] = {
+    {"windows", "tokens=0"},
+    {"tokens", "tokens!=0"},
+    {NULL, NULL},
+};
 
 static const char *ppl_split(const void *params)
 {
@@ -181,7 +181,7 @@ static int ppl_check(const void *params, long length, struct lx_error *err)
 const struct lx_task lx_task_ppl = {
     .name = "ppl",
     .summary = "causal-LM perplexity on non-overlapping held-out windows of exactly `length` tokens",
-    .schema = LX_SCHEMA(ppl_rows, struct ppl_params, ppl_active),
+    .schema = LX_SCHEMA(ppl_rows, struct ppl_params, ppl_rules),
     .headline = "ppl,unigram_ppl",
     .mode = LX_MODE_CAUSAL,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,

@@ -77,11 +77,10 @@ static const struct lx_param topic_rows[] = {
 };
 
 /* `replies` sizes conversations only when their count is free. */
-static int topic_active(const void *params, int row)
-{
-    const struct topic_params *p = params;
-    return row != 2 || p->topics == 0;
-}
+static const struct lx_param_rule topic_rules[] = {
+    {"replies", "topics=0"},
+    {NULL, NULL},
+};
 
 static const char HEADER[] =
     "Below is a record of our previous conversation on %ld different topics. You are the ASSISTANT, and I am the "
@@ -374,7 +373,7 @@ const struct lx_task lx_task_topic = {
     .name = "topic",
     .summary = "topic retrieval: the first of many conversation topics, exact length "
                "(LongChat, Li et al. 2023, lmsys blog)",
-    .schema = LX_SCHEMA(topic_rows, struct topic_params, topic_active),
+    .schema = LX_SCHEMA(topic_rows, struct topic_params, topic_rules),
     .headline = "acc,answer_logprob",
     .mode = LX_MODE_CAUSAL,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,

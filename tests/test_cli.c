@@ -6,6 +6,7 @@
 */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -514,4 +515,76 @@ Test(cli, score_text_from_a_pipe_or_a_directory, .init = setup, .fini = teardown
     cr_expect(strstr(out, "cannot read d: it is a directory") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L score %s --text /dev/null", model), 2, "%s", out);
     cr_expect(strstr(out, "--text /dev/null is empty") != NULL, "%s", out);
+}
+
+/* The "nll" list of a `lenx score` JSON, without brackets, into out. */
+static void nll_list(const char *json, char *out, size_t n)
+{
+    const char *s = strstr(json, "\"nll\": [");
+    cr_assert(s != NULL, "%s", json);
+    s += strlen("\"nll\": [");
+    size_t len = strcspn(s, "]");
+    cr_assert_lt(len, n);
+    memcpy(out, s, len);
+    out[len] = '\0';
+}
+
+/* `lenx score` resolves automatic values once, from --length: the short last
+** window uses the same YaRN scale as the others (it had its own, 36/16). The
+** expected NLLs score the same text split by hand with the explicit scale
+** 64/16 = 4: the first 64 bytes, then the last 36 as a window of their own. */
+Test(cli, score_resolves_auto_scale_from_length_once, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static char out[65536], a[32768], b[32768], whole[65536], want[65536];
+    cr_assert_eq(sh(out, sizeof out, "head -c 100 \"$R/data/corpus/austen/test/persuasion.txt\" > t.txt"
+                    " && head -c 64 t.txt > a.txt && tail -c 36 t.txt > b.txt"), 0);
+    const char *model = "--model \"$R/tests/ref/model_ckpt_causal_rope.safetensors\" --length 64";
+    cr_assert_eq(sh(out, sizeof out, "$L score %s --text t.txt --method yarn", model), 0, "%s", out);
+    cr_expect(strstr(out, "\"methods\": \"rope+yarn(scale=4)\"") != NULL, "%s", out);
+    nll_list(out, whole, sizeof whole);
+    cr_assert_eq(sh(out, sizeof out, "$L score %s --text a.txt --method '{yarn: {scale: 4}}'", model), 0, "%s", out);
+    nll_list(out, a, sizeof a);
+    cr_assert_eq(sh(out, sizeof out, "$L score %s --text b.txt --method '{yarn: {scale: 4}}'", model), 0, "%s", out);
+    nll_list(out, b, sizeof b);
+    snprintf(want, sizeof want, "%s,%s", a, b);
+    cr_expect_str_eq(whole, want);
+    /* and the tail's own scale would have given other numbers */
+    cr_assert_eq(sh(out, sizeof out, "$L score %s --text b.txt --method '{yarn: {scale: 2.25}}'", model), 0, "%s", out);
+    nll_list(out, a, sizeof a);
+    cr_expect(strcmp(a, b) != 0, "scale 2.25 and 4 give the same tail");
+}
+
+/* `show method` takes any method of the stack's parameters (rope.base) and
+** prints the resolved scale: a Llama-3-style base under YaRN at 4x. The
+** frequencies are YaRN's ramp recomputed here from the paper's formulas
+** (arXiv 2309.00071 §3.2, the reference code's truncated form). */
+Test(cli, show_method_sets_rope_base_under_yarn, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static char out[2 << 20];
+    cr_assert_eq(sh(out, sizeof out, "$L show method yarn rope.base=500000 --d-head 128 --length 32768"
+                    " --train-len 8192"), 0, "%.2000s", out);
+    cr_expect(strstr(out, "\"canonical\": \"yarn(scale=4)\"") != NULL, "%.2000s", out);
+    cr_expect(strstr(out, "\"stack\": \"rope(base=500000)+yarn(scale=4)\"") != NULL, "%.2000s", out);
+    cr_expect(strstr(out, "\"params\": {\"scale\":4,\"beta_fast\":32,\"beta_slow\":1,\"original\":8192,") != NULL,
+              "%.2000s", out);
+    const char *s = strstr(out, "\"inv_freq\": [");
+    cr_assert(s != NULL, "%.2000s", out);
+    s += strlen("\"inv_freq\": [");
+    double b = 500000, d = 128, L = 8192, pi = acos(-1.0);
+    double low = floor(d * log(L / (2 * pi * 32)) / (2 * log(b)));     /* 18 */
+    double high = ceil(d * log(L / (2 * pi * 1)) / (2 * log(b)));      /* 35 */
+    cr_expect_eq(low, 18.0);
+    cr_expect_eq(high, 35.0);
+    for (int k = 0; k < 64; k++) {
+        char *end;
+        double got = strtod(s, &end);
+        cr_assert(end != s, "inv_freq %d missing", k);
+        double theta = pow(b, -2.0 * k / d), ramp = fmin(fmax((k - low) / (high - low), 0), 1);
+        double want = theta / 4 * ramp + theta * (1 - ramp);
+        cr_expect(fabs(got - want) <= 1e-12 * want, "inv_freq[%d] %.17g, want %.17g", k, got, want);
+        s = end + (*end == ',' ? 2 : 0);
+    }
+    /* an unknown method of the stack is named */
+    cr_expect_eq(sh(out, sizeof out, "$L show method yarn rop.base=5"), 2, "%s", out);
+    cr_expect(strstr(out, "'rop' is not a method of the stack rope+yarn") != NULL, "%s", out);
 }

@@ -437,3 +437,44 @@ Test(config, too_many_values_refused_before_loading)
     expect_error(text, "bad.yaml:2:400001", "the file holds more than 200000 values");
     free(text);
 }
+
+/* Automatic values: `auto` and 0 are one spelling of the rule, which the run key
+** keeps; each cell stores and shows the value resolved for its length. */
+Test(config, auto_values_resolved_per_cell_keys_keep_the_rule)
+{
+    const char *model = "models: {m: {arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64},"
+                        " train: {length: 64}}}\ntasks: [{ppl: {windows: 1}}]\nlengths: [64, 256]\n";
+    char a[512], b[512];
+    snprintf(a, sizeof a, HEAD "methods: [[rope, {yarn: {scale: auto}}, {window: {size: auto}}]]\n%s", model);
+    snprintf(b, sizeof b, HEAD "methods: [[rope, {yarn: {scale: 0}}, window]]\n%s", model);
+    struct lx_grid ga, gb;
+    struct lx_plan pa, pb;
+    struct lx_error err;
+    cr_assert_eq(lx_grid_load_text(&ga, a, "a.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_grid_load_text(&gb, b, "b.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_plan_build(&pa, &ga, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_plan_build(&pb, &gb, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(pa.n_cells, 2);
+    cr_expect_str_eq(ga.stacks[0].canon, "rope+yarn(scale=0)+window(size=0)");
+    for (int i = 0; i < 2; i++) {
+        cr_expect_str_eq(pa.cells[i].key, pb.cells[i].key);
+        cr_expect(strstr(pa.cells[i].key_json, "{\"name\":\"yarn\",\"params\":{\"scale\":0,") != NULL,
+                  "%s", pa.cells[i].key_json);
+    }
+    cr_expect_str_neq(pa.cells[0].key, pa.cells[1].key);
+    /* 64 / 64 = 1 and 256 / 64 = 4; the window is the training length */
+    cr_expect_str_eq(pa.cells[0].method, "rope+yarn(scale=1)+window(size=64)");
+    cr_expect_str_eq(pa.cells[1].method, "rope+yarn(scale=4)+window(size=64)");
+    cr_expect(strstr(pa.cells[1].method_json, "{\"name\":\"yarn\",\"params\":{\"scale\":4,\"beta_fast\":32,"
+                     "\"beta_slow\":1,\"original\":64,") != NULL, "%s", pa.cells[1].method_json);
+    lx_plan_release(&pa);
+    lx_plan_release(&pb);
+    lx_grid_release(&ga);
+    lx_grid_release(&gb);
+    /* `auto` only where a rule exists */
+    expect_error(HEAD "methods: [{rope: {base: auto}}]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:25",
+                 "'base' must be a number");
+    /* trained in, no evaluation length exists to resolve a scale from */
+    snprintf(a, sizeof a, HEAD "methods: [[rope, {pi: {scale: auto, train: true}}]]\n%s", model);
+    expect_error(a, "bad.yaml:3:18", "explicit scale");
+}

@@ -58,11 +58,25 @@ Test(engine_run, every_method_runs_at_64x_the_training_length, .init = setup, .f
 {
     char out[65536];
     cr_assert_eq(sh(out, sizeof out, "$L run \"$R/configs/every-method.yaml\" --db e.db --quiet --no-table"), 0, "%s", out);
-    long stacks = sql_long("e.db", "select count(distinct method) from runs");
+    /* a stack is its key's methods (automatic values as 0); the stored label resolves them per length */
+    long stacks = sql_long("e.db", "select count(distinct json_extract(key_json, '$.methods')) from runs");
     cr_expect_eq(sql_long("e.db", "select count(*) from runs where status = 'ok'"), stacks * 2 * 2,
                  "stacks x 2 tasks (each on the model of its mode) x 2 lengths, all ok");
     cr_expect_eq(sql_long("e.db", "select count(*) from runs where status != 'ok'"), 0);
     cr_expect_geq(sql_long("e.db", "select max(length) from runs"), 64 * 16);
+    /* [rope, yarn] at 64x the training length 16 stores and shows yarn's auto scale resolved, 1024 / 16 =
+    ** 64 (and 1 at the training length), with L = 16; its run key keeps the rule (scale 0) */
+    cr_expect_eq(sql_long("e.db", "select count(*) from runs where method = 'rope+yarn(scale=64)' and length = 1024 "
+                                  "and method_params like '%_scale_:64,%_original_:16,%' "
+                                  "and key_json like '%{_name_:_yarn_,_params_:{_scale_:0,%'"), 2);
+    cr_expect_eq(sql_long("e.db", "select count(*) from runs where method = 'rope+yarn(scale=1)' and length = 16"), 2);
+    char table[65536];
+    cr_expect_eq(sh(table, sizeof table, "$L table --db e.db --format csv"), 0, "%s", table);
+    cr_expect(strstr(table, "rope+yarn(scale=64)") && !strstr(table, "yarn(scale=0)"), "%s", table);
+    /* the pivot keeps one row per configuration: its values by length, in length order */
+    cr_expect_eq(sh(table, sizeof table, "$L table --db e.db --metric ppl"), 0, "%s", table);
+    cr_expect(strstr(table, "| rope+yarn(scale=1;64) @tiny |") && !strstr(table, "| rope+yarn(scale=64) @tiny |"),
+              "%s", table);
     /* training-time parts: rope, nope, alibi, pi, yarn, cosscale, logn-ssmax,
     ** ssmax with learned s, scaleinv, prope, prope-modded+scaleinv, pose, and
     ** pi and yarn fine-tuned into the rope model = 14 per mode */
@@ -476,8 +490,9 @@ Test(engine_run, score_matches_the_ppl_task, .init = setup, .fini = teardown, .t
 #include "harness/engine/checkpoint.h"
 
 /* The committed rope checkpoint with its tensor `name` edited: element k set to
-** v (k < 0: every element), written to the test dir as `file`. */
-static void edited_ckpt(const char *file, const char *name, long k, float v)
+** v (k < 0: every element; name NULL: no tensor) and, with a `stack`, its
+** lenx_stack rewritten, written to the test dir as `file`. */
+static void edited_ckpt(const char *file, const char *name, long k, float v, const char *stack)
 {
     char src[4096], dst[256];
     snprintf(src, sizeof src, "%s/tests/ref/model_ckpt_causal_rope.safetensors", getenv("LENX_ROOT"));
@@ -490,13 +505,17 @@ static void edited_ckpt(const char *file, const char *name, long k, float v)
     struct lx_tensor_info *ti = calloc((size_t)n, sizeof *ti);
     lx_arch_tensors(&m.arch, ti);
     for (int i = 0; i < n; i++)
-        if (strcmp(ti[i].name, name) == 0) {
+        if (name && strcmp(ti[i].name, name) == 0) {
             long cnt = ti[i].shape[0] * (ti[i].ndim == 2 ? ti[i].shape[1] : 1);
             for (long j = 0; j < cnt; j++)
                 if (k < 0 || j == k)
                     m.w[ti[i].offset + j] = v;
         }
     free(ti);
+    if (stack) {
+        free(info.stack);
+        info.stack = strdup(stack);
+    }
     cr_assert_eq(lx_model_save(&m, dst, &info, &err), LX_OK, "%s", err.msg);
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
@@ -525,12 +544,12 @@ static void run_failing(const char *name, char *msg, size_t n)
 Test(engine_run, nan_weights_fail_the_cell_naming_model_and_tensor, .init = setup, .fini = teardown, .timeout = 60)
 {
     char msg[4096];
-    edited_ckpt("nan.safetensors", "layers.0.attn.wk.weight", 5, NAN);
+    edited_ckpt("nan.safetensors", "layers.0.attn.wk.weight", 5, NAN, NULL);
     run_failing("nan", msg, sizeof msg);
     cr_expect(strstr(msg, "tensor 'layers.0.attn.wk.weight' holds a non-finite value (nan) at index 5") != NULL,
               "%s", msg);
     /* +Inf in the last tensor: found too */
-    edited_ckpt("inf.safetensors", "lm_head.weight", 0, INFINITY);
+    edited_ckpt("inf.safetensors", "lm_head.weight", 0, INFINITY, NULL);
     run_failing("inf", msg, sizeof msg);
     cr_expect(strstr(msg, "tensor 'lm_head.weight' holds a non-finite value (inf) at index 0") != NULL, "%s", msg);
 }
@@ -540,7 +559,7 @@ Test(engine_run, non_finite_logits_fail_the_cell_naming_the_model, .init = setup
     char msg[4096];
     /* every weight finite, but lm_head at 3e38: a logit sums C = d_model products of
     ** it with the normalised x, whose magnitude ~1 pushes past FLT_MAX (3.4e38) */
-    edited_ckpt("big.safetensors", "lm_head.weight", -1, 3e38f);
+    edited_ckpt("big.safetensors", "lm_head.weight", -1, 3e38f, NULL);
     run_failing("big", msg, sizeof msg);
     /* ppl scores every position: the loss (log-softmax of infinities) is NaN first */
     cr_expect(strstr(msg, "a non-finite loss (") != NULL && strstr(msg, "at window 0, position 0") != NULL,
@@ -549,4 +568,35 @@ Test(engine_run, non_finite_logits_fail_the_cell_naming_the_model, .init = setup
     sql_text(msg, sizeof msg, "big.db", "select replace(error, char(10), ' ') from runs where task like 'passkey%'");
     cr_expect(strstr(msg, "model 'bad' [") != NULL && strstr(msg, "a non-finite logit (inf) at window 0") != NULL,
               "%s", msg);
+}
+
+/* ---- a checkpoint's stack, compared by resolved value --------------------- */
+
+Test(engine_run, checkpoint_stack_is_compared_by_resolved_value, .init = setup, .fini = teardown, .timeout = 60)
+{
+    /* Python's json.dumps, swapped keys and 500.0: the same training stack as the sweep's */
+    static const char *const same[] = {
+        "[{\"rope\": {\"base\": 500, \"layout\": \"interleaved\"}}]",
+        "[{\"rope\": {\"layout\": \"interleaved\", \"base\": 500}}]",
+        "[{\"rope\": {\"base\": 500.0, \"layout\": \"interleaved\"}}]",
+        "[{rope: {base: 5e2, layout: interleaved}}]",
+    };
+    char out[16384], sweep[512];
+    for (int i = 0; i < 5; i++) {
+        edited_ckpt("c.safetensors", NULL, 0, 0,
+                    i < 4 ? same[i] : "[{\"rope\": {\"base\": 500.5, \"layout\": \"interleaved\"}}]");
+        snprintf(sweep, sizeof sweep, "name: c\nmodels: {c: {checkpoint: c.safetensors}}\n"
+                 "methods: [[{rope: {base: 500, layout: interleaved}}, {yarn: {scale: auto}}]]\n"
+                 "tasks: [{ppl: {windows: 1}}]\nlengths: [64]\n");
+        write_file("c.yaml", sweep);
+        int rc = sh(out, sizeof out, "$L run c.yaml --db c.db --dry-run");
+        if (i < 4) {
+            cr_expect_eq(rc, 0, "%s: %s", same[i], out);
+            /* trained at 16, evaluated at 64: yarn's auto scale shown resolved */
+            cr_expect(strstr(out, "rope(base=500,layout=interleaved)+yarn(scale=4)") != NULL, "%s", out);
+        } else {
+            cr_expect_eq(rc, 2, "%s", out);
+            cr_expect(strstr(out, "trains differently from checkpoint model 'c'") != NULL, "%s", out);
+        }
+    }
 }

@@ -77,6 +77,7 @@ Test(extrap, fast_path_matches_naive_with_positions)
         "[rope, {lminfinite: {n_global: 2, local: 3, limit: 3}}]",
         "[rope, {window: {size: 4}}, {logn: {mode: su}}]",
         "[alibi, {streaming: {sinks: 2, recent: 4}}]",
+        "[rope, {streaming: {sinks: 5, recent: 1}}]",   /* sinks > recent + 1 */
         "[rope, {cosscale: {s: 8}}, {scaleinv: {tau: 2}}, {rerope: {window: 4}}]",
         "[rope, {yarn: {scale: 4}}, {lminfinite: {n_global: 1, local: 5}}]",
         "[rope, {window: {size: 5}}, t5align]",

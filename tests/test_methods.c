@@ -74,6 +74,142 @@ Test(registry, validation_catches_broken_plugins)
     cr_expect(strstr(err.msg, "bad parameter schema") != NULL, "%s", err.msg);
 }
 
+/* Rules name rows, never number them: the same rows in another order keep the
+** same active rows, values and canonical string; a rule naming a row that is
+** gone (renamed) fails the schema check, so the registry refuses it at start-up. */
+struct byname { int mode; double base; double s; };
+static const struct lx_param byname_rows[] = {
+    LX_P_ENUM(struct byname, mode, "su", "su|ssmax", LX_PF_SHOW, "mode"),
+    LX_P_FLOAT(struct byname, base, "512", 1, 1e12, 0, "su's base"),
+    LX_P_FLOAT(struct byname, s, "0.4", 0, 10, 0, "ssmax's s"),
+};
+static const struct lx_param byname_reordered[] = {
+    LX_P_FLOAT(struct byname, s, "0.4", 0, 10, 0, "ssmax's s"),
+    LX_P_FLOAT(struct byname, base, "512", 1, 1e12, 0, "su's base"),
+    LX_P_ENUM(struct byname, mode, "su", "su|ssmax", LX_PF_SHOW, "mode"),
+};
+static const struct lx_param_rule byname_rules[] = {
+    {"base", "mode=su"},
+    {"s", "mode=ssmax"},
+    {NULL, NULL},
+};
+
+/* Parse "mode: ssmax, s: 0.5, base: 7" under schema sc; the canonical text. */
+static void byname_text(const struct lx_schema *sc, const char *yaml, struct byname *p, struct lx_buf *text)
+{
+    struct lx_doc doc;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_doc_load_text(&doc, yaml, "p.yaml", &err), LX_OK, "%s", err.msg);
+    lx_params_defaults(sc, p);
+    cr_assert_eq(lx_params_apply(sc, p, doc.root, "test", &err), LX_OK, "%s", err.msg);
+    lx_params_finish(sc, p);
+    lx_params_text(sc, p, text);
+    lx_doc_release(&doc);
+}
+
+Test(registry, schema_rules_address_rows_by_name)
+{
+    const struct lx_schema a = LX_SCHEMA(byname_rows, struct byname, byname_rules);
+    const struct lx_schema b = LX_SCHEMA(byname_reordered, struct byname, byname_rules);
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_schema_check(&a, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(lx_schema_check(&b, &err), LX_OK, "%s", err.msg);
+    struct byname pa, pb;
+    struct lx_buf ta = {0}, tb = {0};
+    byname_text(&a, "{mode: ssmax, s: 0.5, base: 7}", &pa, &ta);
+    byname_text(&b, "{mode: ssmax, s: 0.5, base: 7}", &pb, &tb);
+    /* base is inactive in ssmax mode in both orders: reset to its default, left out */
+    cr_expect(pa.base == 512 && pb.base == 512 && pa.s == 0.5 && pb.s == 0.5 && pa.mode == 1 && pb.mode == 1);
+    /* the fields follow the rows (the key's field order: registry/default_keys_are_frozen guards it) */
+    cr_expect_str_eq(lx_buf_str(&ta), "mode=ssmax,s=0.5");
+    cr_expect_str_eq(lx_buf_str(&tb), "s=0.5,mode=ssmax");
+    cr_expect(!lx_param_active(&a, &pa, "base") && !lx_param_active(&b, &pb, "base"));
+    cr_expect(lx_param_active(&a, &pa, "s") && lx_param_active(&b, &pb, "s"));
+    cr_expect_eq(lx_param_find(&b, "mode"), &byname_reordered[2]);
+    cr_expect_null(lx_param_find(&b, "nosuch"));
+    lx_buf_free(&ta);
+    lx_buf_free(&tb);
+    /* a renamed row, a rule over an unknown row, a value the row cannot take */
+    static const struct lx_param_rule renamed[] = {{"bass", "mode=su"}, {NULL, NULL}};
+    static const struct lx_param_rule unknown[] = {{"base", "mood=su"}, {NULL, NULL}};
+    static const struct lx_param_rule badval[] = {{"base", "mode=qwen"}, {NULL, NULL}};
+    static const struct lx_param_rule spelled[] = {{"base", "s=0.40"}, {NULL, NULL}};
+    const struct lx_param_rule *bad[] = {renamed, unknown, badval, spelled};
+    const char *says[] = {"no row of that name", "not a term", "must be one of", "write '0.40' as '0.4'"};
+    for (int i = 0; i < 4; i++) {
+        const struct lx_schema c = LX_SCHEMA(byname_rows, struct byname, bad[i]);
+        cr_expect_eq(lx_schema_check(&c, &err), LX_EINVAL, "case %d", i);
+        cr_expect(strstr(err.msg, says[i]) != NULL, "case %d: %s", i, err.msg);
+    }
+    /* a method whose rule names a row that is not there is refused by the registry contract */
+    struct lx_method m = {.name = "x", .summary = "s", .kind = LX_KIND_INFERENCE, .apply = no_apply_fn,
+                          .schema = LX_SCHEMA(byname_rows, struct byname, renamed)};
+    cr_expect_eq(lx_method_validate(&m, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "bass") != NULL, "%s", err.msg);
+}
+
+/* Every plugin's default parameters as they enter run keys (fields in row
+** order). Rules are by name, but the key lists the fields in the rows' order:
+** a row reordered, renamed or re-defaulted changes the run key of every stored
+** cell and every cached model, so it fails here, loudly, rather than silently.
+** A new plugin is not listed (add it); a deliberate key change updates it. */
+static const struct { const char *name, *json; } frozen_defaults[] = {
+    {"alibi", "{\"max_bias\":8}"},
+    {"cosscale", "{\"s\":128}"},
+    {"infoscale", "{\"eps\":0}"},
+    {"lminfinite", "{\"n_global\":10,\"local\":0,\"limit\":0}"},
+    {"logn", "{\"mode\":\"su\",\"base\":512}"},
+    {"none", "{}"},
+    {"nope", "{}"},
+    {"ntk", "{\"mode\":\"static\",\"scale\":0}"},
+    {"pi", "{\"scale\":0}"},
+    {"pose", "{\"chunks\":2,\"target\":0}"},
+    {"prope", "{\"p\":0.75,\"mode\":\"fraction\"}"},
+    {"rerope", "{\"window\":0,\"leak\":1}"},
+    {"rope", "{\"base\":10000,\"layout\":\"half\"}"},
+    {"scaleinv", "{\"tau\":10,\"alpha\":1.6487212707001282,\"beta\":1.6487212707001282}"},
+    {"streaming", "{\"sinks\":4,\"recent\":0}"},
+    {"t5align", "{\"mode\":\"pmax\",\"closed_form\":\"none\",\"tau_min\":0.5,\"step\":0.05}"},
+    {"window", "{\"size\":0}"},
+    {"yarn", "{\"scale\":0,\"beta_fast\":32,\"beta_slow\":1,\"original\":0,\"attn_factor\":1,\"truncate\":true}"},
+    {"task attn", "{\"corpus\":\"austen\",\"windows\":4,\"from\":0,\"ranges\":[[1,16],[16,256],[256,4096]],\"reference\":true}"},
+    {"task gaussian", "{\"samples\":2000,\"sigma\":1,\"local\":100,\"ranges\":[[10,100],[100,1000],[1000,10000]],\"d_head\":64,\"train_len\":64}"},
+    {"task line", "{\"template\":\"longchat\",\"digits\":5,\"lines\":0,\"scorer\":\"first\",\"samples\":20,\"depths\":5}"},
+    {"task mdqa", "{\"template\":\"litm\",\"documents\":10,\"samples\":20,\"depths\":10}"},
+    {"task mlm", "{\"corpus\":\"austen\",\"windows\":16,\"mask_prob\":0.15,\"replace\":\"all_mask\"}"},
+    {"task needle", "{\"template\":\"full\",\"needles\":1,\"samples\":20,\"depths\":11}"},
+    {"task passkey", "{\"template\":\"landmark\",\"digits\":5,\"samples\":20,\"depths\":5}"},
+    {"task ppl", "{\"corpus\":\"austen\",\"windows\":16}"},
+    {"task topic", "{\"template\":\"longchat\",\"topics\":0,\"replies\":2,\"samples\":50}"},
+};
+
+static void expect_frozen(const char *name, const struct lx_schema *sc)
+{
+    for (size_t i = 0; i < sizeof frozen_defaults / sizeof *frozen_defaults; i++) {
+        if (strcmp(frozen_defaults[i].name, name) != 0)
+            continue;
+        void *p = calloc(1, sc->size + 1);
+        struct lx_buf b = {0};
+        lx_params_defaults(sc, p);
+        lx_params_json(sc, p, &b);
+        cr_expect_str_eq(lx_buf_str(&b), frozen_defaults[i].json, "%s: the defaults' JSON (part of every run key) "
+                         "changed: a row reordered, renamed or re-defaulted changes stored keys", name);
+        lx_buf_free(&b);
+        free(p);
+    }
+}
+
+Test(registry, default_keys_are_frozen)
+{
+    char name[96];
+    for (int i = 0; i < lx_method_count(); i++)
+        expect_frozen(lx_method_at(i)->name, &lx_method_at(i)->schema);
+    for (int i = 0; i < lx_task_count(); i++) {
+        snprintf(name, sizeof name, "task %s", lx_task_at(i)->name);
+        expect_frozen(name, &lx_task_at(i)->schema);
+    }
+}
+
 /* A one-method stack with parameters given as YAML, compiled for facts. */
 struct one {
     struct lx_doc doc;

@@ -37,6 +37,18 @@ static void expect_row(const struct lx_spec *spec, long T, long i, const char *r
     cr_expect_eq(lx_spec_row_keys(spec, i, T, 1, &lo, &hi), n_vis, "row %ld: key count", i);
 }
 
+/* Every causal row 0..T-1 of `yaml` compiled at length T against rows[i]
+** (expect_row, far keys at g). */
+static void expect_rows(const char *yaml, long T, const char *const *rows, double g)
+{
+    struct lx_facts f = tfacts(64, 64, 1, T);
+    struct tstack s;
+    tstack_make(&s, yaml, &f);
+    for (long i = 0; i < T; i++)
+        expect_row(&s.spec, T, i, rows[i], g);
+    tstack_free(&s);
+}
+
 /* Every pair of a length-T window is visible at δ = i − j, causal and not. */
 static void expect_full(const struct lx_spec *spec, long T)
 {
@@ -233,12 +245,19 @@ Test(streaming, by_hand_12)
         "43210.......", "543210......", "54x3210.....", "54xx3210....",
         "54xxx3210...", "54xxxx3210..", "54xxxxx3210.", "54xxxxxx3210",
     };
-    struct lx_facts f = tfacts(64, 64, 1, 12);
-    struct tstack s;
-    tstack_make(&s, "[rope, {streaming: {sinks: 2, recent: 3}}]", &f);
-    for (long i = 0; i < 12; i++)
-        expect_row(&s.spec, 12, i, rows[i], 0);
-    tstack_free(&s);
+    expect_rows("[rope, {streaming: {sinks: 2, recent: 3}}]", 12, rows, 0);
+}
+
+Test(streaming, more_sinks_than_recent)
+{
+    /* S = 5, R = 1 (S > R + 1, which StartRecentKVCache(start_size=5, recent_size=1) accepts): the cache
+    ** holds tokens 0..4, the last token and the query, at slots 0..6. Query 7: sinks at slot distance
+    ** 6 - j, token 5 evicted, token 6 one back. Until i = S + R = 6 nothing is evicted. */
+    static const char *const rows[] = {
+        "0.........", "10........", "210.......", "3210......", "43210.....",
+        "543210....", "6543210...", "65432x10..", "65432xx10.", "65432xxx10",
+    };
+    expect_rows("[rope, {streaming: {sinks: 5, recent: 1}}]", 10, rows, 0);
 }
 
 Test(streaming, defaults_and_errors)
@@ -256,7 +275,6 @@ Test(streaming, defaults_and_errors)
     tstack_free(&s);
     EXPECT_FAILS("{streaming: {recent: 8}}", &f, "streaming", "rope or alibi");
     EXPECT_FAILS("[nope, {streaming: {recent: 8}}]", &f, "streaming", "nope");
-    EXPECT_FAILS("[rope, {streaming: {sinks: 4, recent: 3}}]", &f, "streaming", "sinks");
     EXPECT_FAILS("[rope, window, streaming]", &f, "window", "streaming", "visible keys");
     f.train_len = 5;
     EXPECT_FAILS("[rope, streaming]", &f, "streaming", "recent");
@@ -288,12 +306,7 @@ Test(lminfinite, by_hand_12)
         "gg210.......", "ggx210......", "ggxx210.....", "ggxxx210....",
         "ggxxxx210...", "ggxxxxx210..", "ggxxxxxx210.", "ggxxxxxxx210",
     };
-    struct lx_facts f = tfacts(64, 64, 1, 12);
-    struct tstack s;
-    tstack_make(&s, "[rope, {lminfinite: {local: 3, n_global: 2, limit: 3}}]", &f);
-    for (long i = 0; i < 12; i++)
-        expect_row(&s.spec, 12, i, rows[i], 3);
-    tstack_free(&s);
+    expect_rows("[rope, {lminfinite: {local: 3, n_global: 2, limit: 3}}]", 12, rows, 3);
 }
 
 Test(lminfinite, defaults_and_errors)

@@ -112,10 +112,20 @@ static int parse_ranges(const struct lx_param *p, const struct lx_node *v, struc
     return LX_OK;
 }
 
+/* `auto` for a row flagged LX_PF_AUTO: stored as 0, resolved per cell. */
+static int is_auto(const struct lx_param *p, const struct lx_node *v)
+{
+    return (p->flags & LX_PF_AUTO) && v->kind == LX_NODE_SCALAR && !v->quoted && strcmp(v->text, "auto") == 0;
+}
+
 static int param_parse(const struct lx_param *p, void *dst, const struct lx_node *v,
                        const char *what, struct lx_error *err)
 {
     char *field = (char *)dst + p->offset;
+    if (is_auto(p, v) && p->type == LX_PT_INT)
+        return *(long *)field = 0, LX_OK;
+    if (is_auto(p, v) && p->type == LX_PT_FLOAT)
+        return *(double *)field = 0, LX_OK;
     switch (p->type) {
     case LX_PT_INT:
         return parse_long(p, v, (long *)field, what, err);
@@ -184,6 +194,84 @@ static int apply_default(const struct lx_param *p, void *dst, struct lx_error *e
     return rc;
 }
 
+const struct lx_param *lx_param_find(const struct lx_schema *s, const char *name)
+{
+    for (int i = 0; i < s->n_rows; i++)
+        if (strcmp(s->rows[i].name, name) == 0)
+            return &s->rows[i];
+    return NULL;
+}
+
+/* One term of a rule, "name=value" or "name!=value", split into its parts;
+** returns the length of the term (up to '&' or the end), 0 when malformed. */
+static size_t rule_term(const char *t, char *name, char *value, int *negate)
+{
+    size_t len = strcspn(t, "&"), eq = strcspn(t, "=");
+    if (eq >= len || eq == 0 || eq > 63 || len - eq - 1 > 63 || len - eq - 1 == 0)
+        return 0;
+    *negate = t[eq - 1] == '!';
+    size_t n = eq - (size_t)*negate;
+    memcpy(name, t, n);
+    name[n] = '\0';
+    memcpy(value, t + eq + 1, len - eq - 1);
+    value[len - eq - 1] = '\0';
+    return len;
+}
+
+/* Does every term of `when` hold for src? (The rule is checked by lx_schema_check.) */
+static int rule_holds(const struct lx_schema *s, const void *src, const char *when)
+{
+    char name[64], value[64];
+    int negate, holds = 1;
+    for (const char *t = when; holds && *t;) {
+        size_t len = rule_term(t, name, value, &negate);
+        const struct lx_param *p = lx_param_find(s, name);
+        LX_ASSERT(len > 0 && p);
+        struct lx_buf v = {0};
+        lx_param_value_text(p, src, &v);
+        holds = (strcmp(lx_buf_str(&v), value) == 0) != negate;
+        lx_buf_free(&v);
+        t += len + (t[len] == '&');
+    }
+    return holds;
+}
+
+int lx_param_active(const struct lx_schema *s, const void *src, const char *name)
+{
+    for (const struct lx_param_rule *r = s->rules; r && r->row; r++)
+        if (strcmp(r->row, name) == 0 && !rule_holds(s, src, r->when))
+            return 0;
+    return 1;
+}
+
+/* A rule names existing rows, and each value is one its row can take,
+** written as the row prints it. */
+static int check_rule(const struct lx_schema *s, const struct lx_param_rule *r, void *tmp, struct lx_error *err)
+{
+    if (!lx_param_find(s, r->row))
+        return lx_err(err, LX_EINVAL, "rule for '%s': no row of that name", r->row);
+    char name[64], value[64];
+    int negate, rc = LX_OK;
+    for (const char *t = r->when; rc == LX_OK && *t;) {
+        size_t len = rule_term(t, name, value, &negate);
+        const struct lx_param *p = len ? lx_param_find(s, name) : NULL;
+        if (!p)
+            return lx_err(err, LX_EINVAL, "rule for '%s': '%s' is not a term 'row=value' over a known row",
+                          r->row, r->when);
+        struct lx_param q = *p;
+        q.def = value;
+        struct lx_buf v = {0};
+        if ((rc = apply_default(&q, tmp, err)) == LX_OK) {
+            lx_param_value_text(p, tmp, &v);
+            if (strcmp(lx_buf_str(&v), value) != 0)
+                rc = lx_err(err, LX_EINVAL, "rule for '%s': write '%s' as '%s'", r->row, value, lx_buf_str(&v));
+        }
+        lx_buf_free(&v);
+        t += len + (t[len] == '&');
+    }
+    return rc;
+}
+
 int lx_schema_check(const struct lx_schema *s, struct lx_error *err)
 {
     void *tmp = lx_xcalloc(1, s->size);
@@ -202,6 +290,8 @@ int lx_schema_check(const struct lx_schema *s, struct lx_error *err)
             if (strcmp(s->rows[j].name, p->name) == 0)
                 rc = lx_err(err, LX_EINVAL, "'%s': duplicate parameter name", p->name);
     }
+    for (const struct lx_param_rule *r = s->rules; r && r->row && rc == LX_OK; r++)
+        rc = check_rule(s, r, tmp, err);
     free(tmp);
     return rc;
 }
@@ -216,13 +306,6 @@ void lx_params_defaults(const struct lx_schema *s, void *dst)
     }
 }
 
-static const struct lx_param *find_row(const struct lx_schema *s, const char *key)
-{
-    for (int i = 0; i < s->n_rows; i++)
-        if (strcmp(s->rows[i].name, key) == 0)
-            return &s->rows[i];
-    return NULL;
-}
 
 static int unknown_key(const struct lx_schema *s, const struct lx_node *where, const char *key,
                        const char *what, struct lx_error *err)
@@ -246,7 +329,7 @@ static int unknown_key(const struct lx_schema *s, const struct lx_node *where, c
 int lx_params_set(const struct lx_schema *s, void *dst, const char *key,
                   const struct lx_node *value, const char *what, struct lx_error *err)
 {
-    const struct lx_param *p = find_row(s, key);
+    const struct lx_param *p = lx_param_find(s, key);
     if (!p)
         return unknown_key(s, value, key, what, err);
     return param_parse(p, dst, value, what, err);
@@ -269,7 +352,7 @@ int lx_params_apply(const struct lx_schema *s, void *dst, const struct lx_node *
         for (int j = 0; j < i; j++)
             if (strcmp(lx_map_key(map, j)->text, k->text) == 0)
                 return lx_node_err(err, k, "%s: parameter '%s' is given twice", what, k->text);
-        const struct lx_param *p = find_row(s, k->text);
+        const struct lx_param *p = lx_param_find(s, k->text);
         if (!p)
             return unknown_key(s, k, k->text, what, err);
         int rc = param_parse(p, dst, lx_map_value(map, i), what, err);
@@ -281,7 +364,7 @@ int lx_params_apply(const struct lx_schema *s, void *dst, const struct lx_node *
 
 static int row_active(const struct lx_schema *s, const void *src, int i)
 {
-    return !s->active || s->active(src, i);
+    return lx_param_active(s, src, s->rows[i].name);
 }
 
 void lx_params_finish(const struct lx_schema *s, void *dst)
@@ -348,19 +431,22 @@ void lx_params_json(const struct lx_schema *s, const void *src, struct lx_buf *o
     lx_buf_puts(out, "}");
 }
 
-void lx_params_text(const struct lx_schema *s, const void *src, struct lx_buf *out)
+void lx_params_text_resolved(const struct lx_schema *s, const void *given, const void *resolved,
+                             struct lx_buf *out)
 {
     void *def = lx_xcalloc(1, s->size);
     lx_params_defaults(s, def);
     int first = 1;
     for (int i = 0; i < s->n_rows; i++) {
         const struct lx_param *p = &s->rows[i];
-        if (!row_active(s, src, i))
+        if (!row_active(s, given, i))
             continue;
         struct lx_buf a = {0}, b = {0};
-        lx_param_value_text(p, src, &a);
+        lx_param_value_text(p, given, &a);
         lx_param_value_text(p, def, &b);
         if ((p->flags & LX_PF_SHOW) || strcmp(lx_buf_str(&a), lx_buf_str(&b)) != 0) {
+            lx_buf_reset(&a);
+            lx_param_value_text(p, resolved, &a);
             lx_buf_printf(out, "%s%s=%s", first ? "" : ",", p->name, lx_buf_str(&a));
             first = 0;
         }
@@ -370,12 +456,18 @@ void lx_params_text(const struct lx_schema *s, const void *src, struct lx_buf *o
     free(def);
 }
 
+void lx_params_text(const struct lx_schema *s, const void *src, struct lx_buf *out)
+{
+    lx_params_text_resolved(s, src, src, out);
+}
+
 void lx_schema_describe(const struct lx_schema *s, struct lx_buf *out, const char *indent)
 {
     for (int i = 0; i < s->n_rows; i++) {
         const struct lx_param *p = &s->rows[i];
-        lx_buf_printf(out, "%s%-10s %s, default %s", indent, p->name,
-                      p->type == LX_PT_ENUM ? p->choices : type_name(p->type), p->def);
+        lx_buf_printf(out, "%s%-10s %s, default %s%s", indent, p->name,
+                      p->type == LX_PT_ENUM ? p->choices : type_name(p->type), p->def,
+                      (p->flags & LX_PF_AUTO) ? " (auto: resolved per cell from the facts; write 0 or auto)" : "");
         if (p->type == LX_PT_INT || p->type == LX_PT_FLOAT || p->type == LX_PT_RANGES) {
             char lo[32], hi[32];
             lx_fmt_num(lo, p->min);

@@ -28,6 +28,8 @@ enum lx_ptype {
 enum {
     LX_PF_MIN_OPEN = 1 << 0,    /* the lower bound is exclusive */
     LX_PF_SHOW = 1 << 1,        /* always named in the canonical string, even at its default */
+    LX_PF_AUTO = 1 << 2,        /* 0 = automatic, from the facts: YAML may write `auto`; the
+                                ** method's resolve hook replaces it per cell */
 };
 
 #define LX_MAX_RANGES 16
@@ -61,20 +63,37 @@ struct lx_param {
 #define LX_P_RANGES(S, f, def, lo, hi, fl, help) \
     { #f, LX_PT_RANGES, offsetof(S, f), def, lo, hi, NULL, fl, help }
 
-/* A schema: its rows, and an optional predicate saying whether row i matters
-** under the current values (e.g. logn's `base` only in mode su). Rows that do
-** not matter are reset to their defaults and left out of keys and strings. */
-struct lx_schema {
-    const struct lx_param *rows;    /* (n_rows,) */
-    int n_rows;
-    size_t size;                    /* sizeof the params struct */
-    int (*active)(const void *params, int row);   /* optional; NULL = all rows active */
+/* When a row matters: row `row` is active only while `when` holds, e.g.
+** {"base", "mode=su"} or {"windows", "tokens=0"}. `when` is one or more terms
+** "name=value" or "name!=value" joined by '&', each value written as
+** lx_param_value_text prints it ("true", "0", "static"). Rows are named, never
+** numbered, so reordering rows changes nothing; lx_schema_check fails on a
+** name that is not a row or a value its row cannot take. Rows that do not
+** matter are reset to their defaults and left out of keys and strings. */
+struct lx_param_rule {
+    const char *row;        /* the row that may be inactive */
+    const char *when;       /* "name=value[&name!=value...]" */
 };
 
-/* A schema from a static row array, its struct type and the optional predicate. */
-#define LX_SCHEMA(rows, S, active_fn) \
-    { rows, (int)(sizeof rows / sizeof *rows), sizeof(S), active_fn }
+/* A schema: its rows and the optional rules saying when a row matters. */
+struct lx_schema {
+    const struct lx_param *rows;            /* (n_rows,) */
+    int n_rows;
+    size_t size;                            /* sizeof the params struct */
+    const struct lx_param_rule *rules;      /* ended by {NULL, NULL}; NULL = every row active */
+};
+
+/* A schema from a static row array, its struct type and the optional rules. */
+#define LX_SCHEMA(rows, S, rules) \
+    { rows, (int)(sizeof rows / sizeof *rows), sizeof(S), rules }
 #define LX_SCHEMA_NONE { NULL, 0, 0, NULL }
+
+/* The row named `name`, or NULL. Code that reads a row by name checks it once
+** in the registry contract (lx_schema_check covers the rules). */
+const struct lx_param *lx_param_find(const struct lx_schema *s, const char *name);
+
+/* Does the row named `name` matter under the values in src (its rules)? */
+int lx_param_active(const struct lx_schema *s, const void *src, const char *name);
 
 /* Check a schema's own consistency (defaults parse and lie in bounds, names
 ** unique, offsets inside the struct). Used by the registry contract test. */
@@ -101,6 +120,11 @@ void lx_params_json(const struct lx_schema *s, const void *src, struct lx_buf *o
 /* "k=v,k=v" over active rows that differ from their default or carry
 ** LX_PF_SHOW; "" when none. Used for the canonical method/task string. */
 void lx_params_text(const struct lx_schema *s, const void *src, struct lx_buf *out);
+
+/* The same rows as lx_params_text(given) names, with their values from
+** `resolved` (given with its automatic values made concrete): "scale=4". */
+void lx_params_text_resolved(const struct lx_schema *s, const void *given, const void *resolved,
+                             struct lx_buf *out);
 
 /* Value of one row as text ("0.4", "ssmax", "[[10,100]]"). */
 void lx_param_value_text(const struct lx_param *p, const void *src, struct lx_buf *out);

@@ -133,13 +133,19 @@ int lx_spec_visible(const struct lx_spec *spec, long i, long j, long T, int caus
     return !spec->vis.window || d < spec->vis.window || j < spec->vis.sinks;
 }
 
+long lx_spec_upper_sinks(const struct lx_spec *spec, long T, int causal, long hi)
+{
+    long S = spec->vis.sinks < T ? spec->vis.sinks : T;
+    return !causal && S > hi ? S : hi;
+}
+
 long lx_spec_row_keys(const struct lx_spec *spec, long i, long T, int causal, long *lo, long *hi)
 {
     long W = spec->vis.window;
     *lo = W && i - W + 1 > 0 ? i - W + 1 : 0;
     *hi = causal ? i + 1 : (W && i + W < T ? i + W : T);
     long s = spec->vis.sinks < *lo ? spec->vis.sinks : *lo;
-    return *hi - *lo + s;
+    return *hi - *lo + s + (lx_spec_upper_sinks(spec, T, causal, *hi) - *hi);
 }
 
 int lx_spec_far(const struct lx_spec *spec, long i, long j)

@@ -80,6 +80,8 @@ struct lx_logit_op {
 
 #define LX_SPEC_MAX_OPS 8
 #define LX_SPEC_MAX_PAIRS 256
+#define LX_SPEC_MAX_METHODS 8       /* methods of one stack */
+#define LX_SPEC_PARAM_WORDS 16      /* 128 bytes: the largest method params struct */
 
 /* Which two channels of a head form rotary pair k (docs/methods.md#rope). */
 enum lx_rope_layout {
@@ -166,6 +168,12 @@ struct lx_spec {
     const void *calib_params;               /* its params */
     const char *calib_method;               /* its name */
     struct lx_pose pose;                    /* training positions */
+    /* each method's params, copied in and resolved for the facts (automatic
+    ** values made concrete); ops and the calibration point here, so the spec
+    ** must outlive its copies' users (copies of the spec by value are fine
+    ** while the original lives) */
+    double params[LX_SPEC_MAX_METHODS][LX_SPEC_PARAM_WORDS];
+    int n_methods;                          /* params used */
 };
 
 void lx_spec_init(struct lx_spec *spec, const struct lx_facts *facts);
@@ -207,8 +215,14 @@ void lx_spec_affine(const struct lx_spec *spec, int head, long n, double t, doub
 /* Is key j visible to query i in a window of T tokens? */
 int lx_spec_visible(const struct lx_spec *spec, long i, long j, long T, int causal);
 
-/* The keys row i sees: [lo, hi) plus the sinks [0, min(sinks, lo)); returns n. */
+/* The keys row i sees: [lo, hi) plus the sinks [0, min(sinks, lo)) and, in a
+** bidirectional row whose window ends before the sinks do, the sinks
+** [hi, lx_spec_upper_sinks()); returns n. */
 long lx_spec_row_keys(const struct lx_spec *spec, long i, long T, int causal, long *lo, long *hi);
+
+/* The end of the sinks after a row's window [lo, hi): min(sinks, T) when the
+** row is bidirectional and they reach past hi, else hi (no such keys). */
+long lx_spec_upper_sinks(const struct lx_spec *spec, long T, int causal, long hi);
 
 /* Effective signed rotary distance δ between query i and key j (i − j when
 ** no posmap applies). */

@@ -213,7 +213,7 @@ static void row_stats(double *stats, const float *p, int T, double sum, double s
 
 /* Turn scores S (T, T) into probabilities in place: logit = A·S + B by the
 ** spec's tables (at |δ| for far pairs), softmax over the visible keys
-** [0, ns) ∪ [lo, hi), masked entries 0; optionally sum row statistics. */
+** [0, ns) ∪ [lo, hi) ∪ [hi, up), masked entries 0; optionally sum row statistics. */
 static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int T, int causal, double *tab,
                             double *stats, long stats_row0, long stats_row1)
 {
@@ -223,16 +223,17 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
     for (long i = 0; i < T; i++) {
         long lo, hi, n = lx_spec_row_keys(spec, i, T, causal, &lo, &hi);
         long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo;
+        long up = lx_spec_upper_sinks(spec, T, causal, hi);     /* sinks past the window: [hi, up) */
         long reach = ns ? i : i - lo;
-        if (hi - 1 - i > reach)
-            reach = hi - 1 - i;
+        if (up - 1 - i > reach)
+            reach = up - 1 - i;
         if (!plain)
             rowtab_get(&rt, spec, head, n, reach);
         float *s = S + i * T;
-        long r0[2] = {0, lo}, r1[2] = {ns, hi};
+        long r0[3] = {0, lo, hi}, r1[3] = {ns, hi, up};
         float mx = -INFINITY;
         double sum = 0.0, sum2 = 0.0;
-        for (int part = 0; part < 2; part++)
+        for (int part = 0; part < 3; part++)
             for (long j = r0[part]; j < r1[part]; j++) {
                 if (!plain) {
                     long t = i > j ? i - j : j - i;
@@ -253,19 +254,19 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
                 }
             }
         float z = 0.0f;
-        for (int part = 0; part < 2; part++)
+        for (int part = 0; part < 3; part++)
             for (long j = r0[part]; j < r1[part]; j++) {
                 float e = s[j] - mx;
                 s[j] = e > EXP_FLOOR ? expf(e) : 0.0f;
                 z += s[j];
             }
         float iz = 1.0f / z;
-        for (int part = 0; part < 2; part++)
+        for (int part = 0; part < 3; part++)
             for (long j = r0[part]; j < r1[part]; j++)
                 s[j] *= iz;
         for (long j = ns; j < lo; j++)
             s[j] = 0.0f;
-        for (long j = hi; j < T; j++)
+        for (long j = up; j < T; j++)
             s[j] = 0.0f;
         if (stats && i >= stats_row0 && i < row1)
             row_stats(stats, s, T, sum, sum2, n);

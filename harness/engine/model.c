@@ -37,13 +37,12 @@ static const struct lx_param arch_rows[] = {
 };
 
 /* logit_scale is stored only when on, so models without it keep their keys. */
-static int arch_active(const void *params, int row)
-{
-    const struct lx_arch *a = params;
-    return row != 10 || a->logit_scale;
-}
+static const struct lx_param_rule arch_rules[] = {
+    {"logit_scale", "logit_scale=true"},
+    {NULL, NULL},
+};
 
-const struct lx_schema lx_arch_schema = LX_SCHEMA(arch_rows, struct lx_arch, arch_active);
+const struct lx_schema lx_arch_schema = LX_SCHEMA(arch_rows, struct lx_arch, arch_rules);
 
 /* ---- tensors -------------------------------------------------------------- */
 
