@@ -41,12 +41,10 @@
 ** completion-style rule); LongChat reads the last integer, `scorer: last`.
 */
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
 #include "tasks/retrieval.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
@@ -230,7 +228,6 @@ static int line_make(const void *params, const struct lx_retrieval_at *at, struc
                      struct lx_error *err)
 {
     const struct line_params *p = params;
-    (void)err;
     long lo, hi;
     name_bounds(&lo, &hi);
     int names[N_NAMES];

@@ -55,12 +55,10 @@
 ** trainer's validation tail (its last 5%) stays unseen.
 */
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
 #include "tasks/retrieval.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
@@ -120,27 +118,12 @@ struct draw {
     double at[MAX_DOCS];        /* (documents,) where each fact goes in its passage, 0 … 1 */
 };
 
-/* The first k of a uniform permutation of 0 … n − 1 (partial Fisher-Yates). */
-static void pick(struct lx_rng *r, int n, long k, int *out)
-{
-    int perm[64];
-    LX_ASSERT(n <= 64);
-    for (int i = 0; i < n; i++)
-        perm[i] = i;
-    for (int i = 0; i < k; i++) {
-        int j = i + (int)(lx_rng_uniform(r) * (n - i)), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-        out[i] = perm[i];
-    }
-}
-
 static void draw(const struct mdqa_params *p, uint64_t key, long sample, struct draw *d)
 {
     struct lx_rng r;
     lx_rng_init(&r, key ^ (uint64_t)((unsigned long)sample >> 32), (uint32_t)sample, LX_RNG_DATA);
-    pick(&r, N_NAMES, p->documents, d->name);
-    pick(&r, N_COLOURS, p->documents, d->colour);
+    lx_draw_distinct(&r, N_NAMES, p->documents, d->name);
+    lx_draw_distinct(&r, N_COLOURS, p->documents, d->colour);
     for (int e = 0; e < p->documents; e++) {
         d->start[e] = lx_rng_uniform(&r);
         d->at[e] = lx_rng_uniform(&r);

@@ -57,12 +57,10 @@
 ** the training novels instead of Persuasion: no held-out text is trained on,
 ** and the trainer's validation tail (its last 5%) stays unseen.
 */
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
 #include "tasks/retrieval.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"

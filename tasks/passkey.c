@@ -36,12 +36,10 @@
 ** log-probability of the key.
 */
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
 #include "tasks/retrieval.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
@@ -145,7 +143,6 @@ static int passkey_make(const void *params, const struct lx_retrieval_at *at, st
                         struct lx_error *err)
 {
     const struct passkey_params *p = params;
-    (void)err;
     long k = draw_key(p, at->key, at->sample);
     char info[INFO_MAX];
     long n_info = snprintf(info, sizeof info, INFO[p->template], k, k);

@@ -404,6 +404,25 @@ long lx_put_bytes(int *tok, long pos, const char *s, long n)
     return pos + n;
 }
 
+void lx_draw_distinct(struct lx_rng *r, int n, long k, int *out)
+{
+    int perm[64];
+    LX_ASSERT(n <= 64 && k <= n);
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = 0; i < k; i++) {
+        int j = i + (int)(lx_rng_uniform(r) * (n - i)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+        out[i] = perm[i];
+    }
+}
+
+long lx_put_text(int *tok, long pos, const char *s)
+{
+    return lx_put_bytes(tok, pos, s, (long)strlen(s));
+}
+
 static int one_depth(const struct lx_retrieval *r)
 {
     return r->depths_at == LX_RETRIEVAL_ONE_DEPTH;

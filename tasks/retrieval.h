@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "harness/core/lx.h"
+#include "harness/engine/corpus.h"   /* the byte vocabulary: LX_TOK_BOS … */
 #include "harness/engine/instance.h"
 
 #define LX_MAX_RETRIEVAL_LENGTH (1L << 20)  /* instance tokens at most, as ppl (docs/tasks.md) */
@@ -169,6 +170,12 @@ const char *lx_retrieval_split(const void *params);
 
 /* tok[pos, pos + n) = the bytes s[0, n); returns pos + n. */
 long lx_put_bytes(int *tok, long pos, const char *s, long n);
+/* out[0, k) = k distinct values of [0, n), n <= 64: the first k steps of a
+** Fisher-Yates shuffle of 0 … n − 1, one draw of r per step. */
+struct lx_rng;
+void lx_draw_distinct(struct lx_rng *r, int n, long k, int *out);
+/* The same for the NUL-terminated s. */
+long lx_put_text(int *tok, long pos, const char *s);
 
 /* The task's hooks, bound to its descriptor (the lx_task hooks take no task). */
 #define LX_RETRIEVAL_HOOKS(name, desc)                                                                       \

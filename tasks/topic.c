@@ -4,31 +4,18 @@
 ** LongChat's coarse-grained test (Li, Shao, Xie et al., "How Long Can
 ** Open-Source LLMs Truly Promise on Context Length?", lmsys blog, 2023-06-29;
 ** DachengLi1/LongChat longeval/utils.py): a record of k conversations, each
-** opened by "USER: I would like to discuss the topic of {topic}.", and the
-** question which topic came first; header, question and base-model ending are
-** theirs, verbatim. An instance is exactly `length` byte tokens:
-**
-**   template longchat   [BOS] header  conversations  pad  question  ending " {topic}"
-**   template short      [BOS]         conversations  pad  question  ending " {topic}"
-**
-** A conversation is its opening, r replies " \n ASSISTANT: {reply}" (each after
-** the first preceded by " \n USER: {ask}") and, under longchat, a closing turn;
-** conversations are joined by " \n ". With `topics: 0` every conversation
-** starts with `replies` replies and k is the most that fit; then replies are
-** added round-robin while the next fits, and the rest (less than one turn) is
-** spaces before the question. Conversations are synthesised from 40 topic names
-** and topic-free sentences (LongChat's cannot be shipped); topics are drawn
-** without replacement, sentences with, by Philox on the cell's key with the
-** sample as counter. Scored by normalized containment. Depth means nothing
-** here: one depth per cell, every instance at depth 0. Format, sizes and every
-** deviation from LongChat: docs/tasks.md#topic.
+** opened by "USER: I would like to discuss the topic of {topic}.", then the
+** question which topic came first (header, question and ending verbatim). An
+** instance is exactly `length` byte tokens: [BOS] (longchat: header)
+** conversations, spaces, question, ending, " {topic}". Conversations are
+** synthesised from 40 topic names and topic-free sentences drawn by Philox on
+** the cell's key; replies are added round-robin until the length is full.
+** Scored by normalized containment; one depth per cell (depth 0, where the
+** first topic sits). Format, sizes and deviations: docs/tasks.md#topic.
 */
-#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
 #include "tasks/retrieval.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
@@ -103,12 +90,9 @@ static const char *const REPLY[] = {
     "A good book or a patient teacher can help a lot here.",
     "Some parts are easy to learn, and others take many years.",
     "People often disagree about it, and that is part of the fun.",
-    "It is best understood by trying it out for yourself.",
-    "Experts tend to focus on a small number of key ideas.",
-    "There is more to it than most people would guess.",
-    "Time and patience are the two things it needs most.",
-    "It connects to many other fields in surprising ways.",
-    "The story behind it is long and full of odd turns.",
+    "It is best understood by trying it out for yourself.", "Experts tend to focus on a small number of key ideas.",
+    "There is more to it than most people would guess.", "Time and patience are the two things it needs most.",
+    "It connects to many other fields in surprising ways.", "The story behind it is long and full of odd turns.",
 };
 static const char *const ASK[] = {
     "Can you tell me more about that?", "What is the most important thing to know?",
@@ -212,13 +196,7 @@ static void plan_instance(const struct topic_params *p, uint64_t key, long sampl
 {
     struct lx_rng r, rs[N_TOPICS];
     lx_rng_init(&r, key ^ (uint64_t)((unsigned long)sample >> 32), (uint32_t)sample, LX_RNG_DATA);
-    for (int i = 0; i < N_TOPICS; i++)
-        pl->topic[i] = i;
-    for (int i = 0; i < N_TOPICS - 1; i++) {
-        int j = i + (int)(lx_rng_uniform(&r) * (double)(N_TOPICS - i)), t = pl->topic[i];
-        pl->topic[i] = pl->topic[j];
-        pl->topic[j] = t;
-    }
+    lx_draw_distinct(&r, N_TOPICS, N_TOPICS, pl->topic);
     long base = p->topics ? 0 : p->replies, size[N_TOPICS], n_first = slen(TOPICS[pl->topic[0]]), used = 0;
     const char *ask, *reply;
     for (int i = 0; i < N_TOPICS; i++) {
@@ -249,11 +227,6 @@ static void plan_instance(const struct topic_params *p, uint64_t key, long sampl
     pl->pad = length - used;
 }
 
-static long put_text(int *tok, long pos, const char *s)
-{
-    return lx_put_bytes(tok, pos, s, slen(s));
-}
-
 /* Conversation i: its opening, replies and (longchat) closing turn. */
 static long put_conversation(const struct topic_params *p, const struct lx_retrieval_at *at, const struct plan *pl,
                              long i, int *tok, long pos)
@@ -263,17 +236,13 @@ static long put_conversation(const struct topic_params *p, const struct lx_retri
     struct lx_rng r;
     turn_stream(&r, at->key, at->sample, (int)i);
     if (i > 0)
-        pos = put_text(tok, pos, SEP);
+        pos = lx_put_text(tok, pos, SEP);
     pos = lx_put_bytes(tok, pos, text, snprintf(text, sizeof text, OPENING, t));
     for (long m = 0; m < pl->replies[i]; m++) {
         const char *ask, *reply;
         reply_draw(&r, m, &ask, &reply);
-        if (ask) {
-            pos = put_text(tok, pos, USER);
-            pos = put_text(tok, pos, ask);
-        }
-        pos = put_text(tok, pos, ASSISTANT);
-        pos = put_text(tok, pos, reply);
+        pos = ask ? lx_put_text(tok, lx_put_text(tok, pos, USER), ask) : pos;
+        pos = lx_put_text(tok, lx_put_text(tok, pos, ASSISTANT), reply);
     }
     if (p->template == TPL_LONGCHAT)
         pos = lx_put_bytes(tok, pos, text, snprintf(text, sizeof text, CLOSING, t));
@@ -284,7 +253,6 @@ static int topic_make(const void *params, const struct lx_retrieval_at *at, stru
                       struct lx_error *err)
 {
     const struct topic_params *p = params;
-    (void)err;
     struct plan pl;
     plan_instance(p, at->key, at->sample, at->length, &pl);
     char text[TEXT_CAP];
@@ -297,13 +265,13 @@ static int topic_make(const void *params, const struct lx_retrieval_at *at, stru
         pos = put_conversation(p, at, &pl, i, tok, pos);
     for (long i = 0; i < pl.pad; i++)
         tok[pos++] = ' ';
-    pos = put_text(tok, pos, QUESTION[p->template]);
-    pos = put_text(tok, pos, ENDING);
+    pos = lx_put_text(tok, pos, QUESTION[p->template]);
+    pos = lx_put_text(tok, pos, ENDING);
     out->answer_off = pos;
     tok[pos++] = ' ';
     LX_ASSERT(slen(TOPICS[pl.topic[0]]) < LX_MAX_ANSWER);
     snprintf(out->gold, sizeof out->gold, "%s", TOPICS[pl.topic[0]]);
-    pos = put_text(tok, pos, out->gold);
+    pos = lx_put_text(tok, pos, out->gold);
     LX_ASSERT(pos == at->length);
     return LX_OK;
 }
