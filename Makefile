@@ -7,7 +7,8 @@
 #   make data       install and convert the corpora (Austen, State of the Union) into data/
 #   make bench      benchmarks, each reported as a ratio to a baseline timed in the same run
 #   make debug      build with ASan + UBSan and run the whole suite under them
-#   make install    copy lenx to $(PREFIX)/bin (PREFIX=/usr/local by default)
+#   make install    copy lenx to $(PREFIX)/bin and data/ to $(PREFIX)/share/lenx/data
+#                   (PREFIX=/usr/local by default; docs/data.md#the-data-directory)
 #   make clean      remove build products
 #
 # Sources are found by wildcard: a new method or task needs no change here.
@@ -118,9 +119,11 @@ debug: build/.deps
 build/debug/lenx: $(LIB_OBJ) $(B)/harness/main.o
 	$(CC) $(OPT) -o $@ $^ $(LDLIBS_ALL)
 
-install: lenx
-	install -d $(DESTDIR)$(PREFIX)/bin
+# The installed binary reads <prefix>/share/lenx/data, never this checkout.
+install: lenx data/manifest.tsv
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/lenx/data
 	install -m 755 lenx $(DESTDIR)$(PREFIX)/bin/lenx
+	cp -RL data/manifest.tsv data/corpus $(DESTDIR)$(PREFIX)/share/lenx/data/
 
 clean:
 	rm -rf build lenx
