@@ -8,7 +8,6 @@
 ** (compare); 2 bad input (config, arguments) with nothing written; 3 the store
 ** or a file could not be read or written.
 */
-#define _POSIX_C_SOURCE 200809L     /* setenv */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -859,32 +858,6 @@ static void main_usage(FILE *f)
             "\nexit status: 0 ok, 1 cells failed or moved, 2 bad input, 3 store or file error\n");
 }
 
-/* The global options before the command (--data DIR, --data=DIR): consumed
-** from argv, *argc and *argv moved past them. --data sets LENX_DATA for this
-** process, so every later reader (harness/engine/corpus.c) sees one setting.
-** Returns 0, or the exit status 2 on a bad option. */
-static int global_options(int *argc, char ***argv)
-{
-    while (*argc >= 2 && strncmp((*argv)[1], "--data", 6) == 0) {
-        const char *a = (*argv)[1], *dir = a[6] == '=' ? a + 7 : a[6] == '\0' && *argc >= 3 ? (*argv)[2] : NULL;
-        if (a[6] != '=' && a[6] != '\0')
-            break;      /* not ours: the command table reports it */
-        struct stat st;
-        if (!dir || !*dir || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            fprintf(stderr, "lenx: error: --data needs an existing directory%s%s\n"
-                    "  hint: lenx --data /path/to/data run CONFIG; `make data` fills the checkout's data/\n",
-                    dir ? ", not " : "", dir ? dir : "");
-            return 2;
-        }
-        setenv("LENX_DATA", dir, 1);
-        int used = a[6] == '=' ? 1 : 2;
-        (*argv)[used] = (*argv)[0];
-        *argv += used;
-        *argc -= used;
-    }
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     struct lx_error err;
@@ -892,9 +865,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "lenx: internal error: %s\n", err.msg);
         return 70;
     }
-    int rc = global_options(&argc, &argv);
-    if (rc)
-        return rc;
+    int rc = lx_args_global(&argc, &argv, &err);
+    if (rc < 0)
+        return fail(&err, rc);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         if (argc >= 3 && strcmp(argv[1], "help") == 0)
