@@ -286,6 +286,5 @@ const struct lx_task lx_task_line = {
                "(LongChat LRT, Li et al. 2023, lmsys blog)",
     .schema = LX_SCHEMA(line_rows, struct line_params, NULL),
     .headline = "acc,answer_logprob",
-    .check = line_check,
     LX_RETRIEVAL_OPS(line),
 };

@@ -251,6 +251,5 @@ const struct lx_task lx_task_mdqa = {
                "gold position by depth, exact length (Liu et al. 2023, arXiv 2307.03172)",
     .schema = LX_SCHEMA(mdqa_rows, struct mdqa_params, NULL),
     .headline = "acc,distractor_rate,answer_logprob",
-    .check = mdqa_check,
     LX_RETRIEVAL_OPS(mdqa),
 };

@@ -255,6 +255,5 @@ const struct lx_task lx_task_needle = {
                "exact length (Kamradt 2023; Arize 2024; RULER, arXiv 2404.06654; Anson et al., arXiv 2505.17083)",
     .schema = LX_SCHEMA(needle_rows, struct needle_params, NULL),
     .headline = "acc,distractor_rate,answer_logprob",
-    .check = needle_check,
     LX_RETRIEVAL_OPS(needle),
 };

@@ -188,6 +188,5 @@ const struct lx_task lx_task_passkey = {
                "(Mohtashami & Jaggi 2023, arXiv 2305.16300)",
     .schema = LX_SCHEMA(passkey_rows, struct passkey_params, NULL),
     .headline = "acc,answer_logprob",
-    .check = passkey_check,
     LX_RETRIEVAL_OPS(passkey),
 };

@@ -198,9 +198,9 @@ long lx_put_text(int *tok, long pos, const char *s);
         return lx_retrieval_score(&desc, p, in, output, n);                                                  \
     }
 
-/* The lx_task fields every retrieval task shares. */
+/* The lx_task fields every retrieval task shares (its check is <name>_check). */
 #define LX_RETRIEVAL_OPS(name)                                                                               \
-    .mode = LX_MODE_CAUSAL, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,                            \
+    .mode = LX_MODE_CAUSAL, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .check = name##_check,    \
     .split = lx_retrieval_split, .generate = name##_generate, .train_sample = name##_train_sample,           \
     .trials = name##_trials, .score = name##_score, .run = lx_retrieval_run
 

@@ -294,6 +294,5 @@ const struct lx_task lx_task_topic = {
                "(LongChat, Li et al. 2023, lmsys blog)",
     .schema = LX_SCHEMA(topic_rows, struct topic_params, topic_active),
     .headline = "acc,answer_logprob",
-    .check = topic_check,
     LX_RETRIEVAL_OPS(topic),
 };
