@@ -8,7 +8,8 @@
 #   make bench      benchmarks, each reported as a ratio to a baseline timed in the same run
 #   make debug      build with ASan + UBSan and run the whole suite under them
 #   make fuzz       libFuzzer targets (clang) on the config and safetensors readers, FUZZ_SECONDS each
-#   make install    copy lenx to $(PREFIX)/bin (PREFIX=/usr/local by default)
+#   make install    copy lenx to $(PREFIX)/bin and data/ to $(PREFIX)/share/lenx/data
+#                   (PREFIX=/usr/local by default; docs/data.md#the-data-directory)
 #   make clean      remove build products
 #
 # Sources are found by wildcard: a new method or task needs no change here.
@@ -144,9 +145,11 @@ build/.deps-fuzz: scripts/deps.sh
 build/fuzz/fuzz_%: $(LIB_OBJ) $(B)/tests/fuzz/entry.o $(B)/tests/fuzz/fuzz_%.o
 	$(CC) $(OPT) -fsanitize=fuzzer -o $@ $^ $(LDLIBS_ALL)
 
-install: lenx
-	install -d $(DESTDIR)$(PREFIX)/bin
+# The installed binary reads <prefix>/share/lenx/data, never this checkout.
+install: lenx data/manifest.tsv
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/lenx/data
 	install -m 755 lenx $(DESTDIR)$(PREFIX)/bin/lenx
+	cp -RL data/manifest.tsv data/corpus $(DESTDIR)$(PREFIX)/share/lenx/data/
 
 clean:
 	rm -rf build lenx

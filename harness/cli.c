@@ -1,6 +1,7 @@
 /*
 ** harness/cli.c - option tables into values.
 */
+#define _POSIX_C_SOURCE 200809L     /* setenv */
 #include "harness/cli.h"
 
 #include <errno.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc, char **argv,
                   int *help, struct lx_error *err)
@@ -88,5 +90,26 @@ int lx_args_double(const char *text, const char *name, double *out, struct lx_er
     if (!*text || *end || errno || !isfinite(v) || v < 0)
         return lx_err(err, LX_EINVAL, "--%s must be a non-negative number, got '%s'", name, text);
     *out = v;
+    return LX_OK;
+}
+
+int lx_args_global(int *argc, char ***argv, struct lx_error *err)
+{
+    while (*argc >= 2 && strncmp((*argv)[1], "--data", 6) == 0) {
+        const char *a = (*argv)[1];
+        if (a[6] != '=' && a[6] != '\0')
+            break;      /* not ours: the command table reports it */
+        const char *dir = a[6] == '=' ? a + 7 : *argc >= 3 ? (*argv)[2] : NULL;
+        struct stat st;
+        if (!dir || !*dir || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+            return lx_err(err, LX_EINVAL, "--data needs an existing directory%s%s\n"
+                          "  hint: lenx --data /path/to/data run CONFIG; `make data` fills the checkout's data/",
+                          dir ? ", not " : "", dir ? dir : "");
+        setenv("LENX_DATA", dir, 1);
+        int used = a[6] == '=' ? 1 : 2;
+        (*argv)[used] = (*argv)[0];
+        *argv += used;
+        *argc -= used;
+    }
     return LX_OK;
 }

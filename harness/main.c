@@ -81,6 +81,88 @@ static int print_table(const char *db, const char *sweep, const char *metrics, e
     return 0;
 }
 
+/* `run --dry-run`: the plan's cells, one a line. */
+static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *plan)
+{
+    printf("sweep %s: %d cells\n", grid->name, plan->n_cells);
+    for (int i = 0; i < plan->n_cells; i++) {
+        const struct lx_cell *c = &plan->cells[i];
+        printf("  %s  %s  %s  length=%ld seed=%ld", c->key, grid->tasks[c->task].canon,
+               c->method, c->length, c->seed);
+        if (c->model >= 0)
+            printf("  model=%s [%s]", grid->models[c->model].name, c->model_key);
+        printf("\n");
+    }
+}
+
+/* After a run: the table of each task's headline metrics (every metric when
+** a task has none); returns print_table's status. */
+static int run_print_table(const char *db, const struct lx_grid *grid)
+{
+    struct lx_buf hl = {0};
+    int all = 0;
+    for (int i = 0; i < grid->n_tasks; i++) {
+        const char *h = grid->tasks[i].task->headline;
+        all |= h == NULL;
+        lx_buf_printf(&hl, "%s%s", hl.len ? "," : "", h ? h : "");
+    }
+    int status = print_table(db, grid->name, all ? NULL : lx_buf_str(&hl), LX_FMT_MD);
+    fflush(stdout);
+    if (!all)
+        fprintf(stderr, "lenx: every metric: lenx table --db %s --sweep %s\n", db, grid->name);
+    lx_buf_free(&hl);
+    return status;
+}
+
+/* The checks before a sweep: OpenBLAS must be the OpenMP build (exit status
+** 3 otherwise); a CPU wider than BLAS's kernels is only a warning. */
+static int run_check_blas(void)
+{
+    if (!lx_blas_is_openmp()) {
+        char blas[128];
+        lx_blas_describe(blas, sizeof blas);
+        fprintf(stderr, "lenx: error: OpenBLAS is not the OpenMP build (%s)\n"
+                "  hint: rebuild with `make`; it links the openblas-openmp library with an rpath\n", blas);
+        return 3;
+    }
+    char weak[512];
+    if (lx_blas_weaker_than_cpu(weak, sizeof weak))
+        fprintf(stderr, "lenx: warning: %s\n", weak);
+    return 0;
+}
+
+/* Run the plan into the store at db, print the summary and (unless
+** --no-table) the table; the exit status. */
+static int run_sweep(const struct lx_args *a, const char *db, const struct lx_grid *grid, const struct lx_plan *plan)
+{
+    struct lx_error err;
+    struct lx_store *store;
+    int rc = lx_store_open(&store, db, 0, &err);
+    if (rc < 0)
+        return fail(&err, rc);
+    char models_dir[4096];
+    lx_run_models_dir(db, models_dir, sizeof models_dir);
+    struct lx_run_opts o = {
+        .force = lx_args_get(a, run_opts, N_OPTS(run_opts), "force") != NULL,
+        .progress = lx_args_get(a, run_opts, N_OPTS(run_opts), "quiet") ? 0 : isatty(STDERR_FILENO) ? 2 : 1,
+        .models_dir = models_dir,
+        .no_train = lx_args_get(a, run_opts, N_OPTS(run_opts), "no-train") != NULL,
+    };
+    struct lx_run_summary sum;
+    rc = lx_run_plan(plan, store, &o, &sum, &err);
+    lx_store_close(store);
+    if (rc < 0)
+        return fail(&err, rc);
+    fprintf(stderr, "lenx: sweep '%s': %d run (%d ok, %d failed), %d already stored; "
+            "%d models trained (%ld steps)\n", grid->name, sum.n_ok + sum.n_failed, sum.n_ok,
+            sum.n_failed, sum.n_skipped, sum.n_trained, sum.train_steps);
+    lx_stored_note_stale(db, plan, a->pos[0]);
+    int status = 0;
+    if (!lx_args_get(a, run_opts, N_OPTS(run_opts), "no-table"))
+        status = run_print_table(db, grid);
+    return sum.n_failed ? 1 : status;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     struct lx_args a;
@@ -113,69 +195,10 @@ static int cmd_run(int argc, char **argv)
         return fail(&err, rc);
     }
     int status = 0;
-    if (lx_args_get(&a, run_opts, N_OPTS(run_opts), "dry-run")) {
-        printf("sweep %s: %d cells\n", grid.name, plan.n_cells);
-        for (int i = 0; i < plan.n_cells; i++) {
-            const struct lx_cell *c = &plan.cells[i];
-            printf("  %s  %s  %s  length=%ld seed=%ld", c->key, grid.tasks[c->task].canon,
-                   c->method, c->length, c->seed);
-            if (c->model >= 0)
-                printf("  model=%s [%s]", grid.models[c->model].name, c->model_key);
-            printf("\n");
-        }
-    } else if (!lx_blas_is_openmp()) {
-        char blas[128];
-        lx_blas_describe(blas, sizeof blas);
-        fprintf(stderr, "lenx: error: OpenBLAS is not the OpenMP build (%s)\n"
-                "  hint: rebuild with `make`; it links the openblas-openmp library with an rpath\n", blas);
-        status = 3;
-    } else {
-        char weak[512];
-        if (lx_blas_weaker_than_cpu(weak, sizeof weak))
-            fprintf(stderr, "lenx: warning: %s\n", weak);
-        struct lx_store *store;
-        if ((rc = lx_store_open(&store, db, 0, &err)) < 0) {
-            status = fail(&err, rc);
-        } else {
-            char models_dir[4096];
-            lx_run_models_dir(db, models_dir, sizeof models_dir);
-            struct lx_run_opts o = {
-                .force = lx_args_get(&a, run_opts, N_OPTS(run_opts), "force") != NULL,
-                .progress = lx_args_get(&a, run_opts, N_OPTS(run_opts), "quiet") ? 0
-                            : isatty(STDERR_FILENO) ? 2 : 1,
-                .models_dir = models_dir,
-                .no_train = lx_args_get(&a, run_opts, N_OPTS(run_opts), "no-train") != NULL,
-            };
-            struct lx_run_summary sum;
-            rc = lx_run_plan(&plan, store, &o, &sum, &err);
-            lx_store_close(store);
-            if (rc < 0) {
-                status = fail(&err, rc);
-            } else {
-                fprintf(stderr, "lenx: sweep '%s': %d run (%d ok, %d failed), %d already stored; "
-                        "%d models trained (%ld steps)\n", grid.name, sum.n_ok + sum.n_failed, sum.n_ok,
-                        sum.n_failed, sum.n_skipped, sum.n_trained, sum.train_steps);
-                lx_stored_note_stale(db, &plan, a.pos[0]);
-                if (!lx_args_get(&a, run_opts, N_OPTS(run_opts), "no-table")) {
-                    /* each task's headline metrics; every metric when a task has none */
-                    struct lx_buf hl = {0};
-                    int all = 0;
-                    for (int i = 0; i < grid.n_tasks; i++) {
-                        const char *h = grid.tasks[i].task->headline;
-                        all |= h == NULL;
-                        lx_buf_printf(&hl, "%s%s", hl.len ? "," : "", h ? h : "");
-                    }
-                    status = print_table(db, grid.name, all ? NULL : lx_buf_str(&hl), LX_FMT_MD);
-                    fflush(stdout);
-                    if (!all)
-                        fprintf(stderr, "lenx: every metric: lenx table --db %s --sweep %s\n", db, grid.name);
-                    lx_buf_free(&hl);
-                }
-                if (sum.n_failed)
-                    status = 1;
-            }
-        }
-    }
+    if (lx_args_get(&a, run_opts, N_OPTS(run_opts), "dry-run"))
+        run_print_plan(&grid, &plan);
+    else if ((status = run_check_blas()) == 0)
+        status = run_sweep(&a, db, &grid, &plan);
     lx_plan_release(&plan);
     lx_grid_release(&grid);
     return status;
@@ -887,10 +910,14 @@ static const struct command commands[] = {
 static void main_usage(FILE *f)
 {
     fprintf(f, "lenx %s - length-extrapolation experiments on transformer attention\n\n"
-            "usage: lenx COMMAND [options]   (lenx COMMAND --help for details)\n\ncommands:\n", LX_VERSION);
+            "usage: lenx [--data DIR] COMMAND [options]   (lenx COMMAND --help for details)\n\ncommands:\n",
+            LX_VERSION);
     for (int i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\nexit status: 0 ok, 1 cells failed or moved, 2 bad input, 3 store or file error\n");
+    fprintf(f, "\nglobal options:\n"
+            "  --data DIR   the corpus data directory (docs/data.md); default $LENX_DATA, else the\n"
+            "               checkout's data/ (build tree) or <prefix>/share/lenx/data (installed)\n"
+            "\nexit status: 0 ok, 1 cells failed or moved, 2 bad input, 3 store or file error\n");
 }
 
 int main(int argc, char **argv)
@@ -900,6 +927,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "lenx: internal error: %s\n", err.msg);
         return 70;
     }
+    int rc = lx_args_global(&argc, &argv, &err);
+    if (rc < 0)
+        return fail(&err, rc);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         if (argc >= 3 && strcmp(argv[1], "help") == 0)

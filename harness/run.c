@@ -128,8 +128,9 @@ struct runner {
     const struct lx_plan *plan;
     struct lx_store *store;
     const struct lx_run_opts *o;
-    struct lx_owner me;         /* our claims' owner */
+    struct lx_owner me;         /* our claims' owner; its host is also each record's host */
     struct lx_run_summary *sum;
+    char blas[128];             /* the BLAS library and its threading, recorded with each cell */
 };
 
 struct model_slot {
@@ -426,14 +427,18 @@ static int ensure_model(struct model_slot *slot, struct runner *r, const struct 
     return LX_OK;
 }
 
-/* Cells of the same model run together, so each model is loaded once. */
-static const struct lx_plan *sort_plan;
+/* A cell to sort by model: cells of the same model run together, so each
+** model is loaded once; in plan order within a model. */
+struct by_model_rec {
+    const char *model_key;      /* the cell's model key ("" without a model) */
+    int index;                  /* the cell's index in the plan */
+};
 
 static int by_model(const void *a, const void *b)
 {
-    const struct lx_cell *x = &sort_plan->cells[*(const int *)a], *y = &sort_plan->cells[*(const int *)b];
+    const struct by_model_rec *x = a, *y = b;
     int c = strcmp(x->model_key, y->model_key);
-    return c ? c : *(const int *)a - *(const int *)b;
+    return c ? c : x->index - y->index;
 }
 
 static long max_rss_kb(void)
@@ -470,14 +475,9 @@ static void progress(const struct lx_run_opts *o, const struct lx_plan *plan, co
     fflush(stderr);
 }
 
-static void fill_record(struct lx_run_record *r, const struct lx_plan *plan, const struct lx_cell *c)
+static void fill_record(struct lx_run_record *r, const struct runner *run, const struct lx_cell *c)
 {
-    const struct lx_grid *g = plan->grid;
-    static char blas[128], host[256];
-    if (!blas[0])
-        lx_blas_describe(blas, sizeof blas);
-    if (!host[0] && gethostname(host, sizeof host - 1) != 0)
-        strcpy(host, "unknown");
+    const struct lx_grid *g = run->plan->grid;
     memset(r, 0, sizeof *r);
     r->key = c->key;
     r->sweep = g->name;
@@ -494,8 +494,8 @@ static void fill_record(struct lx_run_record *r, const struct lx_plan *plan, con
     r->dirty = lx_build_dirty();
     r->version = LX_VERSION;
     r->threads = omp_get_max_threads();
-    r->blas = blas;
-    r->host = host;
+    r->blas = run->blas;
+    r->host = run->me.host;
     r->config = g->file;
     r->config_text = g->doc.text;
 }
@@ -593,7 +593,7 @@ static int run_cell(struct runner *r, struct model_slot *slot, const struct lx_c
     struct lx_result res = {0};
     struct lx_error cell_err = {{0}}, ignored;
     int busy = 0;
-    fill_record(&rec, plan, c);
+    fill_record(&rec, r, c);
     rc = c->model >= 0 ? ensure_model(slot, r, c, &busy, &cell_err) : LX_OK;
     if (busy) {
         *state = LX_CLAIM_BUSY;
@@ -649,8 +649,13 @@ static int plan_todo(const struct lx_plan *plan, struct lx_store *store, const s
         else
             todo[(*n_todo)++] = i;
     }
-    sort_plan = plan;
-    qsort(todo, (size_t)*n_todo, sizeof *todo, by_model);
+    struct by_model_rec *rec = lx_xcalloc((size_t)*n_todo + 1, sizeof *rec);
+    for (int k = 0; k < *n_todo; k++)
+        rec[k] = (struct by_model_rec){.model_key = plan->cells[todo[k]].model_key, .index = todo[k]};
+    qsort(rec, (size_t)*n_todo, sizeof *rec, by_model);
+    for (int k = 0; k < *n_todo; k++)
+        todo[k] = rec[k].index;
+    free(rec);
     return LX_OK;
 }
 
@@ -670,6 +675,7 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
                 plan->n_cells, sum->n_skipped, n_todo);
     struct runner r = {.plan = plan, .store = store, .o = o, .sum = sum};
     owner_init(&r.me);
+    lx_blas_describe(r.blas, sizeof r.blas);
     if ((rc = lx_store_reap(store, &r.me, err)) < 0) {
         free(todo);
         return rc;

@@ -45,7 +45,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
 #include "tasks/retrieval.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
@@ -225,93 +224,61 @@ static void draw_values(const struct line_params *p, uint64_t key, long sample, 
     }
 }
 
-static long put(int *tok, long pos, const char *s, long n)
-{
-    for (long i = 0; i < n; i++)
-        tok[pos + i] = (unsigned char)s[i];
-    return pos + n;
-}
-
-static int line_generate(const void *params, uint64_t key, long length, long sample, double depth,
-                         struct lx_instance *out, struct lx_error *err)
+static int line_make(const void *params, const struct lx_retrieval_at *at, struct lx_instance *out,
+                     struct lx_error *err)
 {
     const struct line_params *p = params;
-    memset(out, 0, sizeof *out);
-    int rc = line_check(params, length, err);
-    if (rc < 0)
-        return rc;
-    if (!(depth >= 0.0 && depth <= 1.0) || sample < 0)
-        return lx_err(err, LX_EINVAL, "line: depth %g must lie in [0, 1] and sample %ld be >= 0", depth, sample);
     long lo, hi;
     name_bounds(&lo, &hi);
     int names[N_NAMES];
     long vals[N_NAMES];
-    long n = draw_names(p, key, sample, length - 1 - fixed_bytes(p, hi), names);
-    draw_values(p, key, sample, n, vals);
-    long q = (long)floor(depth * (double)(n - 1) + 0.5);
+    long n = draw_names(p, at->key, at->sample, at->length - 1 - fixed_bytes(p, hi), names);
+    draw_values(p, at->key, at->sample, n, vals);
+    long q = (long)floor(at->depth * (double)(n - 1) + 0.5);
     char name[NAME_CAP], text[TEXT_CAP];
     long used = 0;
     for (long i = 0; i < n; i++)
         used += line_len(p, name_text(names[i], name));
-    long pad = length - 1 - fixed_bytes(p, name_text(names[q], name)) - used;
+    long pad = at->length - 1 - fixed_bytes(p, name_text(names[q], name)) - used;
     LX_ASSERT(pad >= 0);
-    int *tok = malloc((size_t)length * sizeof *tok);
-    if (!tok)
-        return lx_err(err, LX_ENOMEM, "line: no memory for an instance of %ld tokens", length);
-
+    int *tok = out->tok;
     long pos = 0;
     tok[pos++] = LX_TOK_BOS;
     if (p->template == TPL_LONGCHAT)
-        pos = put(tok, pos, HEADER, (long)sizeof HEADER - 1);
+        pos = lx_put_bytes(tok, pos, HEADER, (long)sizeof HEADER - 1);
     for (long i = 0; i < n; i++) {
         name_text(names[i], name);
-        pos = put(tok, pos, text, snprintf(text, sizeof text, RECORD, name, vals[i]));
+        pos = lx_put_bytes(tok, pos, text, snprintf(text, sizeof text, RECORD, name, vals[i]));
     }
     for (long i = 0; i < pad; i++)
         tok[pos++] = ' ';
     name_text(names[q], name);
-    pos = put(tok, pos, text, snprintf(text, sizeof text, QUESTION[p->template], name));
-    pos = put(tok, pos, text, snprintf(text, sizeof text, ENDING, name));
+    pos = lx_put_bytes(tok, pos, text, snprintf(text, sizeof text, QUESTION[p->template], name));
+    pos = lx_put_bytes(tok, pos, text, snprintf(text, sizeof text, ENDING, name));
     out->answer_off = pos;
     snprintf(out->gold, sizeof out->gold, "%ld", vals[q]);
-    pos = put(tok, pos, out->gold, p->digits);
-    LX_ASSERT(pos == length);
-    out->tok = tok;
-    out->n = length;
-    out->depth = depth;
+    pos = lx_put_bytes(tok, pos, out->gold, p->digits);
+    LX_ASSERT(pos == at->length);
     return LX_OK;
 }
 
-/* A training window: the same task at the training length, its depth drawn
-** uniformly (Philox on a salted key, independent of the record's draws). */
-static int line_train_sample(const void *params, uint64_t key, long length, long sample, struct lx_instance *out,
-                             struct lx_error *err)
-{
-    struct lx_rng r;
-    lx_rng_init(&r, key ^ 0x6c696e6564657074ULL ^ (uint64_t)((unsigned long)sample >> 32), (uint32_t)sample,
-                LX_RNG_DATA);
-    return line_generate(params, key, length, sample, lx_rng_uniform(&r), out, err);
-}
-
-static void line_trials(const void *params, long *samples, long *depths)
-{
-    const struct line_params *p = params;
-    *samples = p->samples;
-    *depths = p->depths;
-}
-
-static int line_score(const void *params, const struct lx_instance *in, const char *output, long n)
+static int line_score_by(const void *params, const struct lx_instance *in, const char *output, long n)
 {
     const struct line_params *p = params;
     return p->scorer == SCORE_LAST ? lx_score_last_int(output, n, in->gold) : lx_score_first_int(output, n, in->gold);
 }
 
-/* Line reads no corpus text; it names the held-out split anyway, like passkey. */
-static const char *line_split(const void *params)
-{
-    (void)params;
-    return "test";
-}
+/* A training window draws its depth uniformly. */
+static const struct lx_retrieval line_r = {
+    .name = "line",
+    .samples_at = offsetof(struct line_params, samples),
+    .depths_at = offsetof(struct line_params, depths),
+    .check = line_check,
+    .make = line_make,
+    .score = line_score_by,
+    .train_salt = 0x6c696e6564657074ULL,
+};
+LX_RETRIEVAL_HOOKS(line, line_r)
 
 const struct lx_task lx_task_line = {
     .name = "line",
@@ -319,13 +286,5 @@ const struct lx_task lx_task_line = {
                "(LongChat LRT, Li et al. 2023, lmsys blog)",
     .schema = LX_SCHEMA(line_rows, struct line_params, NULL),
     .headline = "acc,answer_logprob",
-    .mode = LX_MODE_CAUSAL,
-    .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
-    .split = line_split,
-    .check = line_check,
-    .generate = line_generate,
-    .train_sample = line_train_sample,
-    .trials = line_trials,
-    .score = line_score,
-    .run = lx_retrieval_run,
+    LX_RETRIEVAL_OPS(line),
 };

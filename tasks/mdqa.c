@@ -59,7 +59,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
 #include "tasks/retrieval.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
@@ -119,27 +118,12 @@ struct draw {
     double at[MAX_DOCS];        /* (documents,) where each fact goes in its passage, 0 … 1 */
 };
 
-/* The first k of a uniform permutation of 0 … n − 1 (partial Fisher-Yates). */
-static void pick(struct lx_rng *r, int n, long k, int *out)
-{
-    int perm[64];
-    LX_ASSERT(n <= 64);
-    for (int i = 0; i < n; i++)
-        perm[i] = i;
-    for (int i = 0; i < k; i++) {
-        int j = i + (int)(lx_rng_uniform(r) * (n - i)), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-        out[i] = perm[i];
-    }
-}
-
 static void draw(const struct mdqa_params *p, uint64_t key, long sample, struct draw *d)
 {
     struct lx_rng r;
     lx_rng_init(&r, key ^ (uint64_t)((unsigned long)sample >> 32), (uint32_t)sample, LX_RNG_DATA);
-    pick(&r, N_NAMES, p->documents, d->name);
-    pick(&r, N_COLOURS, p->documents, d->colour);
+    lx_draw_distinct(&r, N_NAMES, p->documents, d->name);
+    lx_draw_distinct(&r, N_COLOURS, p->documents, d->colour);
     for (int e = 0; e < p->documents; e++) {
         d->start[e] = lx_rng_uniform(&r);
         d->at[e] = lx_rng_uniform(&r);
@@ -185,13 +169,6 @@ static int mdqa_check(const void *params, long length, struct lx_error *err)
     return LX_OK;
 }
 
-static long put(int *tok, long pos, const char *s, long n)
-{
-    for (long i = 0; i < n; i++)
-        tok[pos + i] = (unsigned char)s[i];
-    return pos + n;
-}
-
 /* Document `slot` (0-based) about entity e, its passage P bytes: into tok
 ** from pos; buf holds P + 1 bytes. Returns the new position. */
 static long document(const struct draw *d, const struct lx_prose *prose, long slot, int e, long P, char *buf,
@@ -199,107 +176,74 @@ static long document(const struct draw *d, const struct lx_prose *prose, long sl
 {
     char s[96];
     const char *name = NAMES[d->name[e]];
-    pos = put(tok, pos, s, snprintf(s, sizeof s, HEAD, slot + 1, name));
+    pos = lx_put_bytes(tok, pos, s, snprintf(s, sizeof s, HEAD, slot + 1, name));
     lx_prose_copy(prose, lx_prose_sentence(prose, (long)(d->start[e] * (double)prose->n)), P, buf);
     long at = lx_prose_nearest(buf, P, d->at[e]);
     for (long i = 0; i < P; i++)    /* one document, one line */
         buf[i] = buf[i] == '\n' ? ' ' : buf[i];
     int end = at == P && P > 0;     /* after the passage: the space goes first */
-    pos = put(tok, pos, buf, at);
-    pos = end ? put(tok, pos, " ", 1) : pos;
-    pos = put(tok, pos, s, snprintf(s, sizeof s, FACT, name, COLOURS[d->colour[e]]));
-    pos = end ? pos : put(tok, pos, " ", 1);
-    return put(tok, pos, buf + at, P - at);
+    pos = lx_put_bytes(tok, pos, buf, at);
+    pos = end ? lx_put_bytes(tok, pos, " ", 1) : pos;
+    pos = lx_put_bytes(tok, pos, s, snprintf(s, sizeof s, FACT, name, COLOURS[d->colour[e]]));
+    pos = end ? pos : lx_put_bytes(tok, pos, " ", 1);
+    return lx_put_bytes(tok, pos, buf + at, P - at);
 }
 
 /* The instance of (key, length, sample, depth), its passages read from split. */
-static int make(const struct mdqa_params *p, const char *split, double frac, uint64_t key, long length,
-                long sample, double depth, struct lx_instance *out, struct lx_error *err)
+static int mdqa_make(const void *params, const struct lx_retrieval_at *at, struct lx_instance *out,
+                     struct lx_error *err)
 {
-    memset(out, 0, sizeof *out);
-    int rc = mdqa_check(p, length, err);
+    const struct mdqa_params *p = params;
+    struct lx_prose prose;
+    int rc = lx_prose_open(&prose, at->split, at->frac, err);
     if (rc < 0)
         return rc;
-    if (!(depth >= 0.0 && depth <= 1.0) || sample < 0)
-        return lx_err(err, LX_EINVAL, "mdqa: depth %g must lie in [0, 1] and sample %ld be >= 0", depth, sample);
-    struct lx_prose prose;
-    if ((rc = lx_prose_open(&prose, split, frac, err)) < 0)
-        return rc;
     struct draw d;
-    draw(p, key, sample, &d);
-    long k = p->documents, gold = lround(depth * (double)(k - 1));
-    long B = length - 1 - fixed_bytes(p, d.name, d.colour);
-    int *tok = malloc((size_t)length * sizeof *tok);
+    draw(p, at->key, at->sample, &d);
+    long k = p->documents, gold = lround(at->depth * (double)(k - 1));
+    long B = at->length - 1 - fixed_bytes(p, d.name, d.colour);
+    int *tok = out->tok;
     char *buf = malloc((size_t)(B / k + 2)), q[128];
-    if (!tok || !buf) {
-        free(tok);
-        free(buf);
-        return lx_err(err, LX_ENOMEM, "mdqa: no memory for an instance of %ld tokens", length);
-    }
+    if (!buf)
+        return lx_err(err, LX_ENOMEM, "mdqa: no memory for an instance of %ld tokens", at->length);
     long pos = 0;
     tok[pos++] = LX_TOK_BOS;
     if (p->template == TPL_LITM)
-        pos = put(tok, pos, INSTRUCTION, (long)sizeof INSTRUCTION - 1);
+        pos = lx_put_bytes(tok, pos, INSTRUCTION, (long)sizeof INSTRUCTION - 1);
     for (long s = 0; s < k; s++) {  /* position s holds entity 0 (gold) at s == gold, else the next distractor */
         int e = (int)(s < gold ? s + 1 : s == gold ? 0 : s);
-        pos = s > 0 ? put(tok, pos, "\n", 1) : pos;
+        pos = s > 0 ? lx_put_bytes(tok, pos, "\n", 1) : pos;
         pos = document(&d, &prose, s, e, B / k + (s < B % k), buf, tok, pos);
     }
     free(buf);
-    pos = put(tok, pos, q, snprintf(q, sizeof q, QUESTION, NAMES[d.name[0]]));
+    pos = lx_put_bytes(tok, pos, q, snprintf(q, sizeof q, QUESTION, NAMES[d.name[0]]));
     out->answer_off = pos;
     snprintf(out->gold, sizeof out->gold, "%s", COLOURS[d.colour[0]]);
-    pos = put(tok, pos, " ", 1);
-    pos = put(tok, pos, out->gold, (long)strlen(out->gold));
-    LX_ASSERT(pos == length);
+    pos = lx_put_bytes(tok, pos, " ", 1);
+    pos = lx_put_bytes(tok, pos, out->gold, (long)strlen(out->gold));
+    LX_ASSERT(pos == at->length);
     for (int e = 1; e < k; e++) {
         long slot = e - 1 < gold ? e - 1 : e;
         snprintf(out->alt[e - 1], sizeof out->alt[e - 1], "%s", COLOURS[d.colour[e]]);
         out->alt_depth[e - 1] = (double)slot / (double)(k - 1);
     }
     out->n_alt = (int)k - 1;
-    out->tok = tok;
-    out->n = length;
-    out->depth = depth;
     return LX_OK;
 }
 
-static int mdqa_generate(const void *params, uint64_t key, long length, long sample, double depth,
-                         struct lx_instance *out, struct lx_error *err)
-{
-    return make(params, "test", 1.0, key, length, sample, depth, out, err);
-}
-
-/* A training window: the same task at the training length over the training
-** novels, the gold position uniform (Philox on a salted key, independent of
-** the other draws). */
-static int mdqa_train_sample(const void *params, uint64_t key, long length, long sample, struct lx_instance *out,
-                             struct lx_error *err)
-{
-    struct lx_rng r;
-    lx_rng_init(&r, key ^ 0x6d64716164657074ULL ^ (uint64_t)((unsigned long)sample >> 32), (uint32_t)sample,
-                LX_RNG_DATA);
-    return make(params, "train", TRAIN_FRAC, key, length, sample, lx_rng_uniform(&r), out, err);
-}
-
-static void mdqa_trials(const void *params, long *samples, long *depths)
-{
-    const struct mdqa_params *p = params;
-    *samples = p->samples;
-    *depths = p->depths;
-}
-
-static int mdqa_score(const void *params, const struct lx_instance *in, const char *output, long n)
-{
-    (void)params;
-    return lx_score_contains(output, n, in->gold);
-}
-
-static const char *mdqa_split(const void *params)
-{
-    (void)params;
-    return "test";
-}
+/* Scored by contains; a training window reads the training novels, its depth
+** uniform. */
+static const struct lx_retrieval mdqa_r = {
+    .name = "mdqa",
+    .samples_at = offsetof(struct mdqa_params, samples),
+    .depths_at = offsetof(struct mdqa_params, depths),
+    .check = mdqa_check,
+    .make = mdqa_make,
+    .scorer = lx_score_contains,
+    .train_salt = 0x6d64716164657074ULL,
+    .train_frac = TRAIN_FRAC,
+};
+LX_RETRIEVAL_HOOKS(mdqa, mdqa_r)
 
 const struct lx_task lx_task_mdqa = {
     .name = "mdqa",
@@ -307,13 +251,5 @@ const struct lx_task lx_task_mdqa = {
                "gold position by depth, exact length (Liu et al. 2023, arXiv 2307.03172)",
     .schema = LX_SCHEMA(mdqa_rows, struct mdqa_params, NULL),
     .headline = "acc,distractor_rate,answer_logprob",
-    .mode = LX_MODE_CAUSAL,
-    .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
-    .split = mdqa_split,
-    .check = mdqa_check,
-    .generate = mdqa_generate,
-    .train_sample = mdqa_train_sample,
-    .trials = mdqa_trials,
-    .score = mdqa_score,
-    .run = lx_retrieval_run,
+    LX_RETRIEVAL_OPS(mdqa),
 };

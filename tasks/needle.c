@@ -61,7 +61,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
 #include "tasks/retrieval.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
@@ -170,13 +169,6 @@ static int needle_check(const void *params, long length, struct lx_error *err)
     return LX_OK;
 }
 
-static long put(int *tok, long pos, const char *s, long n)
-{
-    for (long i = 0; i < n; i++)
-        tok[pos + i] = (unsigned char)s[i];
-    return pos + n;
-}
-
 /* Haystack, needles, question and answer into tok (length tokens). */
 static void layout(const struct needle_params *p, const struct draw *d, const char *hay, long H, int *tok,
                    struct lx_instance *out)
@@ -196,19 +188,19 @@ static void layout(const struct needle_params *p, const struct draw *d, const ch
     tok[pos++] = LX_TOK_BOS;
     for (int k = 0; k < p->needles; k++) {
         int j = order[k], end = at[j] == H && H > 0;   /* after the haystack: the space goes first */
-        pos = put(tok, pos, hay + h, at[j] - h);
+        pos = lx_put_bytes(tok, pos, hay + h, at[j] - h);
         h = at[j];
-        pos = end ? put(tok, pos, " ", 1) : pos;
-        pos = put(tok, pos, needle[j], n_needle[j]);
-        pos = end ? pos : put(tok, pos, " ", 1);
+        pos = end ? lx_put_bytes(tok, pos, " ", 1) : pos;
+        pos = lx_put_bytes(tok, pos, needle[j], n_needle[j]);
+        pos = end ? pos : lx_put_bytes(tok, pos, " ", 1);
     }
-    pos = put(tok, pos, hay + h, H - h);
+    pos = lx_put_bytes(tok, pos, hay + h, H - h);
     const char *city = CITIES[d->city[0]];
-    pos = put(tok, pos, q, snprintf(q, sizeof q, QUESTION[p->template], city, city));
+    pos = lx_put_bytes(tok, pos, q, snprintf(q, sizeof q, QUESTION[p->template], city, city));
     out->answer_off = pos;
     snprintf(out->gold, sizeof out->gold, "%ld", d->number[0]);
-    pos = put(tok, pos, " ", 1);
-    pos = put(tok, pos, out->gold, DIGITS);
+    pos = lx_put_bytes(tok, pos, " ", 1);
+    pos = lx_put_bytes(tok, pos, out->gold, DIGITS);
     out->n = pos;
     for (int j = 1; j < p->needles; j++) {
         snprintf(out->alt[j - 1], sizeof out->alt[j - 1], "%ld", d->number[j]);
@@ -218,78 +210,44 @@ static void layout(const struct needle_params *p, const struct draw *d, const ch
 }
 
 /* The instance of (key, length, sample, depth), its haystack read from split. */
-static int make(const struct needle_params *p, const char *split, double frac, uint64_t key, long length,
-                long sample, double depth, struct lx_instance *out, struct lx_error *err)
+static int needle_make(const void *params, const struct lx_retrieval_at *at, struct lx_instance *out,
+                       struct lx_error *err)
 {
-    memset(out, 0, sizeof *out);
-    int rc = needle_check(p, length, err);
+    const struct needle_params *p = params;
+    struct lx_prose prose;
+    int rc = lx_prose_open(&prose, at->split, at->frac, err);
     if (rc < 0)
         return rc;
-    if (!(depth >= 0.0 && depth <= 1.0) || sample < 0)
-        return lx_err(err, LX_EINVAL, "needle: depth %g must lie in [0, 1] and sample %ld be >= 0", depth,
-                      sample);
-    struct lx_prose prose;
-    if ((rc = lx_prose_open(&prose, split, frac, err)) < 0)
-        return rc;
     struct draw d;
-    draw(p, key, sample, &d);
-    d.depth[0] = depth;
+    draw(p, at->key, at->sample, &d);
+    d.depth[0] = at->depth;
     const char *city[MAX_NEEDLES];
     for (int j = 0; j < p->needles; j++)
         city[j] = CITIES[d.city[j]];
-    long H = length - 1 - fixed_bytes(p, city);
-    int *tok = malloc((size_t)length * sizeof *tok);
+    long H = at->length - 1 - fixed_bytes(p, city);
     char *hay = malloc((size_t)H + 1);
-    if (!tok || !hay) {
-        free(tok);
-        free(hay);
-        return lx_err(err, LX_ENOMEM, "needle: no memory for an instance of %ld tokens", length);
-    }
+    if (!hay)
+        return lx_err(err, LX_ENOMEM, "needle: no memory for an instance of %ld tokens", at->length);
     lx_prose_copy(&prose, lx_prose_sentence(&prose, (long)(d.start * (double)prose.n)), H, hay);
-    layout(p, &d, hay, H, tok, out);
+    layout(p, &d, hay, H, out->tok, out);
     free(hay);
-    LX_ASSERT(out->n == length);
-    out->tok = tok;
-    out->depth = depth;
+    LX_ASSERT(out->n == at->length);
     return LX_OK;
 }
 
-static int needle_generate(const void *params, uint64_t key, long length, long sample, double depth,
-                           struct lx_instance *out, struct lx_error *err)
-{
-    return make(params, "test", 1.0, key, length, sample, depth, out, err);
-}
-
-/* A training window: the same task at the training length over the training
-** novels, the asked needle's depth uniform (Philox on a salted key,
-** independent of the other draws). */
-static int needle_train_sample(const void *params, uint64_t key, long length, long sample,
-                               struct lx_instance *out, struct lx_error *err)
-{
-    struct lx_rng r;
-    lx_rng_init(&r, key ^ 0x6e6565646c656470ULL ^ (uint64_t)((unsigned long)sample >> 32), (uint32_t)sample,
-                LX_RNG_DATA);
-    return make(params, "train", TRAIN_FRAC, key, length, sample, lx_rng_uniform(&r), out, err);
-}
-
-static void needle_trials(const void *params, long *samples, long *depths)
-{
-    const struct needle_params *p = params;
-    *samples = p->samples;
-    *depths = p->depths;
-}
-
-static int needle_score(const void *params, const struct lx_instance *in, const char *output, long n)
-{
-    (void)params;
-    return lx_score_first_int(output, n, in->gold);
-}
-
-static const char *needle_split(const void *params)
-{
-    (void)params;
-    return "test";
-}
+/* Scored by first_int; a training window reads the training novels, its depth
+** uniform. */
+static const struct lx_retrieval needle_r = {
+    .name = "needle",
+    .samples_at = offsetof(struct needle_params, samples),
+    .depths_at = offsetof(struct needle_params, depths),
+    .check = needle_check,
+    .make = needle_make,
+    .scorer = lx_score_first_int,
+    .train_salt = 0x6e6565646c656470ULL,
+    .train_frac = TRAIN_FRAC,
+};
+LX_RETRIEVAL_HOOKS(needle, needle_r)
 
 const struct lx_task lx_task_needle = {
     .name = "needle",
@@ -297,13 +255,5 @@ const struct lx_task lx_task_needle = {
                "exact length (Kamradt 2023; Arize 2024; RULER, arXiv 2404.06654; Anson et al., arXiv 2505.17083)",
     .schema = LX_SCHEMA(needle_rows, struct needle_params, NULL),
     .headline = "acc,distractor_rate,answer_logprob",
-    .mode = LX_MODE_CAUSAL,
-    .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
-    .split = needle_split,
-    .check = needle_check,
-    .generate = needle_generate,
-    .train_sample = needle_train_sample,
-    .trials = needle_trials,
-    .score = needle_score,
-    .run = lx_retrieval_run,
+    LX_RETRIEVAL_OPS(needle),
 };

@@ -40,7 +40,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
 #include "tasks/retrieval.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
@@ -123,13 +122,6 @@ static long split_at(long F, double depth)
     return best;
 }
 
-static long put(int *tok, long pos, const char *s, long n)
-{
-    for (long i = 0; i < n; i++)
-        tok[pos + i] = (unsigned char)s[i];
-    return pos + n;
-}
-
 static long put_filler(int *tok, long pos, long n)
 {
     for (long i = 0; i < n; i++)
@@ -147,80 +139,48 @@ static long draw_key(const struct passkey_params *p, uint64_t key, long sample)
     return lo + (long)(lx_rng_uniform(&r) * (double)(hi - lo + 1));
 }
 
-static int passkey_generate(const void *params, uint64_t key, long length, long sample, double depth,
-                            struct lx_instance *out, struct lx_error *err)
+static int passkey_make(const void *params, const struct lx_retrieval_at *at, struct lx_instance *out,
+                        struct lx_error *err)
 {
     const struct passkey_params *p = params;
-    memset(out, 0, sizeof *out);
-    int rc = passkey_check(params, length, err);
-    if (rc < 0)
-        return rc;
-    if (!(depth >= 0.0 && depth <= 1.0) || sample < 0)
-        return lx_err(err, LX_EINVAL, "passkey: depth %g must lie in [0, 1] and sample %ld be >= 0", depth,
-                      sample);
-    long k = draw_key(p, key, sample);
+    long k = draw_key(p, at->key, at->sample);
     char info[INFO_MAX];
     long n_info = snprintf(info, sizeof info, INFO[p->template], k, k);
-    long F = length - 1 - fixed_bytes(p), prefix = split_at(F, depth);
-    int *tok = malloc((size_t)length * sizeof *tok);
-    if (!tok)
-        return lx_err(err, LX_ENOMEM, "passkey: no memory for an instance of %ld tokens", length);
-
+    long F = at->length - 1 - fixed_bytes(p), prefix = split_at(F, at->depth);
+    int *tok = out->tok;
     long pos = 0;
     tok[pos++] = LX_TOK_BOS;
     if (p->template == TPL_LANDMARK) {
-        pos = put(tok, pos, DESC, (long)sizeof DESC - 1);
+        pos = lx_put_bytes(tok, pos, DESC, (long)sizeof DESC - 1);
         tok[pos++] = '\n';
     }
     pos = put_filler(tok, pos, prefix);
     tok[pos++] = '\n';
-    pos = put(tok, pos, info, n_info);
+    pos = lx_put_bytes(tok, pos, info, n_info);
     tok[pos++] = '\n';
     pos = put_filler(tok, pos, F - prefix);
     tok[pos++] = '\n';
-    pos = put(tok, pos, QUESTION, (long)sizeof QUESTION - 1);
+    pos = lx_put_bytes(tok, pos, QUESTION, (long)sizeof QUESTION - 1);
     out->answer_off = pos;
     snprintf(out->gold, sizeof out->gold, "%ld", k);
     tok[pos++] = ' ';
-    pos = put(tok, pos, out->gold, p->digits);
-    LX_ASSERT(pos == length);
-    out->tok = tok;
-    out->n = length;
-    out->depth = depth;
+    pos = lx_put_bytes(tok, pos, out->gold, p->digits);
+    LX_ASSERT(pos == at->length);
     return LX_OK;
 }
 
-/* A training window: the same instance at the training length, its depth
-** drawn uniformly (Philox on a salted key, independent of the key draw). */
-static int passkey_train_sample(const void *params, uint64_t key, long length, long sample,
-                                struct lx_instance *out, struct lx_error *err)
-{
-    struct lx_rng r;
-    lx_rng_init(&r, key ^ 0x7061737364657074ULL ^ (uint64_t)((unsigned long)sample >> 32), (uint32_t)sample,
-                LX_RNG_DATA);
-    return passkey_generate(params, key, length, sample, lx_rng_uniform(&r), out, err);
-}
-
-static void passkey_trials(const void *params, long *samples, long *depths)
-{
-    const struct passkey_params *p = params;
-    *samples = p->samples;
-    *depths = p->depths;
-}
-
-static int passkey_score(const void *params, const struct lx_instance *in, const char *output, long n)
-{
-    (void)params;
-    return lx_score_first_int(output, n, in->gold);
-}
-
-/* Passkey reads no corpus text; it names the held-out split anyway, like ppl,
-** so the run key carries the held-out hash as every model task's does. */
-static const char *passkey_split(const void *params)
-{
-    (void)params;
-    return "test";
-}
+/* Scored by the first integer (landmark's rule); a training window draws its
+** depth uniformly. */
+static const struct lx_retrieval passkey_r = {
+    .name = "passkey",
+    .samples_at = offsetof(struct passkey_params, samples),
+    .depths_at = offsetof(struct passkey_params, depths),
+    .check = passkey_check,
+    .make = passkey_make,
+    .scorer = lx_score_first_int,
+    .train_salt = 0x7061737364657074ULL,
+};
+LX_RETRIEVAL_HOOKS(passkey, passkey_r)
 
 const struct lx_task lx_task_passkey = {
     .name = "passkey",
@@ -228,13 +188,5 @@ const struct lx_task lx_task_passkey = {
                "(Mohtashami & Jaggi 2023, arXiv 2305.16300)",
     .schema = LX_SCHEMA(passkey_rows, struct passkey_params, NULL),
     .headline = "acc,answer_logprob",
-    .mode = LX_MODE_CAUSAL,
-    .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
-    .split = passkey_split,
-    .check = passkey_check,
-    .generate = passkey_generate,
-    .train_sample = passkey_train_sample,
-    .trials = passkey_trials,
-    .score = passkey_score,
-    .run = lx_retrieval_run,
+    LX_RETRIEVAL_OPS(passkey),
 };

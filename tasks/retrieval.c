@@ -397,3 +397,112 @@ int lx_retrieval_check_length(const char *task, long length, struct lx_error *er
                   "  hint: use a length of at most %ld", task, length, LX_MAX_RETRIEVAL_LENGTH,
                   LX_MAX_RETRIEVAL_LENGTH);
 }
+
+/* ---- the skeleton ------------------------------------------------------------- */
+
+long lx_put_bytes(int *tok, long pos, const char *s, long n)
+{
+    for (long i = 0; i < n; i++)
+        tok[pos + i] = (unsigned char)s[i];
+    return pos + n;
+}
+
+void lx_draw_distinct(struct lx_rng *r, int n, long k, int *out)
+{
+    int perm[64];
+    LX_ASSERT(n <= 64 && k <= n);
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = 0; i < k; i++) {
+        int j = i + (int)(lx_rng_uniform(r) * (n - i)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+        out[i] = perm[i];
+    }
+}
+
+long lx_put_text(int *tok, long pos, const char *s)
+{
+    return lx_put_bytes(tok, pos, s, (long)strlen(s));
+}
+
+static int one_depth(const struct lx_retrieval *r)
+{
+    return r->depths_at == LX_RETRIEVAL_ONE_DEPTH;
+}
+
+static long param_long(const void *params, size_t at)
+{
+    long v;
+    memcpy(&v, (const char *)params + at, sizeof v);
+    return v;
+}
+
+/* The instance at `at`: checks, then the tokens, then the task's make. */
+static int make_instance(const struct lx_retrieval *r, const void *params, const struct lx_retrieval_at *at,
+                         struct lx_instance *out, struct lx_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = r->check(params, at->length, err);
+    if (rc < 0)
+        return rc;
+    if (one_depth(r) && at->sample < 0)
+        return lx_err(err, LX_EINVAL, "%s: sample %ld must be >= 0", r->name, at->sample);
+    if (!one_depth(r) && (!(at->depth >= 0.0 && at->depth <= 1.0) || at->sample < 0))
+        return lx_err(err, LX_EINVAL, "%s: depth %g must lie in [0, 1] and sample %ld be >= 0", r->name, at->depth,
+                      at->sample);
+    out->tok = malloc((size_t)at->length * sizeof *out->tok);
+    if (!out->tok)
+        return lx_err(err, LX_ENOMEM, "%s: no memory for an instance of %ld tokens", r->name, at->length);
+    out->n = at->length;
+    if ((rc = r->make(params, at, out, err)) < 0) {
+        lx_instance_release(out);
+        memset(out, 0, sizeof *out);
+        return rc;
+    }
+    out->depth = one_depth(r) ? 0.0 : at->depth;
+    return LX_OK;
+}
+
+int lx_retrieval_generate(const struct lx_retrieval *r, const void *params, uint64_t key, long length, long sample,
+                          double depth, struct lx_instance *out, struct lx_error *err)
+{
+    struct lx_retrieval_at at = {.key = key, .length = length, .sample = sample, .depth = depth, .split = "test",
+                                 .frac = 1.0};
+    return make_instance(r, params, &at, out, err);
+}
+
+/* A training window: the same task at the training length, over the first
+** train_frac of the training split, its depth uniform (Philox on the task's
+** salted key, independent of the instance's own draws). */
+int lx_retrieval_train_sample(const struct lx_retrieval *r, const void *params, uint64_t key, long length,
+                              long sample, struct lx_instance *out, struct lx_error *err)
+{
+    struct lx_retrieval_at at = {.key = key, .length = length, .sample = sample, .split = "train",
+                                 .frac = r->train_frac};
+    if (r->train_salt) {
+        struct lx_rng g;
+        lx_rng_init(&g, key ^ r->train_salt ^ (uint64_t)((unsigned long)sample >> 32), (uint32_t)sample,
+                    LX_RNG_DATA);
+        at.depth = lx_rng_uniform(&g);
+    }
+    return make_instance(r, params, &at, out, err);
+}
+
+void lx_retrieval_trials(const struct lx_retrieval *r, const void *params, long *samples, long *depths)
+{
+    *samples = param_long(params, r->samples_at);
+    *depths = one_depth(r) ? 1 : param_long(params, r->depths_at);
+}
+
+int lx_retrieval_score(const struct lx_retrieval *r, const void *params, const struct lx_instance *in,
+                       const char *output, long n)
+{
+    return r->scorer ? r->scorer(output, n, in->gold) : r->score(params, in, output, n);
+}
+
+const char *lx_retrieval_split(const void *params)
+{
+    (void)params;
+    return "test";
+}

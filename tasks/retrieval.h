@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "harness/core/lx.h"
+#include "harness/engine/corpus.h"   /* the byte vocabulary: LX_TOK_BOS … */
 #include "harness/engine/instance.h"
 
 #define LX_MAX_RETRIEVAL_LENGTH (1L << 20)  /* instance tokens at most, as ppl (docs/tasks.md) */
@@ -113,5 +114,94 @@ struct lx_result;
 ** the task: every retrieval task's check calls it first. */
 int lx_retrieval_check_length(const char *task, long length, struct lx_error *err);
 int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err);
+
+/* ---- the skeleton every retrieval task fills --------------------------------
+** A retrieval task writes its generator (`make`), its length check, its
+** scorer and what its parameters hold; the hooks of struct lx_task that are
+** alike in every retrieval task (generate, train_sample, trials, score, split,
+** run) live once, here and in retrieval.c. The task file then reads:
+**
+**   static const struct lx_retrieval passkey_r = {.name = "passkey", ...};
+**   LX_RETRIEVAL_HOOKS(passkey, passkey_r)
+**   const struct lx_task lx_task_passkey = { ..., LX_RETRIEVAL_OPS(passkey) };
+*/
+
+/* What one instance is asked for. */
+struct lx_retrieval_at {
+    uint64_t key;       /* the cell's data key */
+    long length;        /* tokens of the instance, answer included */
+    long sample;        /* sample index, >= 0 */
+    double depth;       /* in [0, 1]; 0 for tasks with one depth */
+    const char *split;  /* the corpus split prose is read from: "test" for cells, "train" for training */
+    double frac;        /* the first frac of that split's bytes */
+};
+
+#define LX_RETRIEVAL_ONE_DEPTH ((size_t)-1)    /* `depths_at` of a task without depths */
+
+struct lx_retrieval {
+    const char *name;       /* the task's name, for messages */
+    size_t samples_at;      /* offsetof the params' `samples` (long) */
+    size_t depths_at;       /* offsetof the params' `depths` (long), or LX_RETRIEVAL_ONE_DEPTH: one
+                            ** depth per cell, every instance recorded at depth 0 */
+    int (*check)(const void *params, long length, struct lx_error *err);    /* the task's check hook */
+    /* fill out->tok[0, at->length) (allocated, out->n set), answer_off, gold and
+    ** any distractors; the skeleton has checked the length, depth and sample */
+    int (*make)(const void *params, const struct lx_retrieval_at *at, struct lx_instance *out,
+                struct lx_error *err);
+    /* the named scorer (lx_score_*); or NULL and `score` chooses by params */
+    int (*scorer)(const char *output, long n, const char *gold);
+    int (*score)(const void *params, const struct lx_instance *in, const char *output, long n);
+    uint64_t train_salt;    /* salt of a training window's uniform depth; 0 = depth 0, none drawn */
+    double train_frac;      /* training windows read the first train_frac of "train"; 0 = no prose */
+};
+
+/* The shared hooks, each taking the task's descriptor. */
+int lx_retrieval_generate(const struct lx_retrieval *r, const void *params, uint64_t key, long length, long sample,
+                          double depth, struct lx_instance *out, struct lx_error *err);
+int lx_retrieval_train_sample(const struct lx_retrieval *r, const void *params, uint64_t key, long length,
+                              long sample, struct lx_instance *out, struct lx_error *err);
+void lx_retrieval_trials(const struct lx_retrieval *r, const void *params, long *samples, long *depths);
+int lx_retrieval_score(const struct lx_retrieval *r, const void *params, const struct lx_instance *in,
+                       const char *output, long n);
+/* Every retrieval task names the held-out split, even those that read no
+** corpus text, so the run key carries the held-out hash as every model
+** task's does. */
+const char *lx_retrieval_split(const void *params);
+
+/* tok[pos, pos + n) = the bytes s[0, n); returns pos + n. */
+long lx_put_bytes(int *tok, long pos, const char *s, long n);
+/* out[0, k) = k distinct values of [0, n), n <= 64: the first k steps of a
+** Fisher-Yates shuffle of 0 … n − 1, one draw of r per step. */
+struct lx_rng;
+void lx_draw_distinct(struct lx_rng *r, int n, long k, int *out);
+/* The same for the NUL-terminated s. */
+long lx_put_text(int *tok, long pos, const char *s);
+
+/* The task's hooks, bound to its descriptor (the lx_task hooks take no task). */
+#define LX_RETRIEVAL_HOOKS(name, desc)                                                                       \
+    static int name##_generate(const void *p, uint64_t key, long length, long sample, double depth,          \
+                               struct lx_instance *out, struct lx_error *err)                                \
+    {                                                                                                        \
+        return lx_retrieval_generate(&desc, p, key, length, sample, depth, out, err);                        \
+    }                                                                                                        \
+    static int name##_train_sample(const void *p, uint64_t key, long length, long sample,                    \
+                                   struct lx_instance *out, struct lx_error *err)                            \
+    {                                                                                                        \
+        return lx_retrieval_train_sample(&desc, p, key, length, sample, out, err);                           \
+    }                                                                                                        \
+    static void name##_trials(const void *p, long *samples, long *depths)                                    \
+    {                                                                                                        \
+        lx_retrieval_trials(&desc, p, samples, depths);                                                      \
+    }                                                                                                        \
+    static int name##_score(const void *p, const struct lx_instance *in, const char *output, long n)         \
+    {                                                                                                        \
+        return lx_retrieval_score(&desc, p, in, output, n);                                                  \
+    }
+
+/* The lx_task fields every retrieval task shares (its check is <name>_check). */
+#define LX_RETRIEVAL_OPS(name)                                                                               \
+    .mode = LX_MODE_CAUSAL, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .check = name##_check,    \
+    .split = lx_retrieval_split, .generate = name##_generate, .train_sample = name##_train_sample,           \
+    .trials = name##_trials, .score = name##_score, .run = lx_retrieval_run
 
 #endif

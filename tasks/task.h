@@ -65,6 +65,9 @@ struct lx_task {
     ** every logit divided by tau */
     int (*probe)(const struct lx_task_ctx *ctx, int at_train, double tau, struct lx_probe_stats *out,
                  struct lx_error *err);
+    /* Retrieval tasks get generate, train_sample, trials, score, split and run
+    ** from the skeleton in tasks/retrieval.h (struct lx_retrieval,
+    ** LX_RETRIEVAL_HOOKS, LX_RETRIEVAL_OPS) and write only what differs. */
     /* (retrieval tasks, tasks/retrieval.h) the instance for (key, length,
     ** sample, depth): a pure function; out is filled and owns its tokens */
     int (*generate)(const void *params, uint64_t key, long length, long sample, double depth,

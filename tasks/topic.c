@@ -3,56 +3,19 @@
 **
 ** LongChat's coarse-grained test (Li, Shao, Xie et al., "How Long Can
 ** Open-Source LLMs Truly Promise on Context Length?", lmsys blog, 2023-06-29;
-** DachengLi1/LongChat longeval/utils.py; docs/tasks.md#topic): a
-** record of k conversations, each opened by "USER: I would like to discuss the
-** topic of {topic}.", and the question which topic came first. The header,
-** question and base-model ending are theirs, verbatim. An instance is exactly
-** `length` byte tokens, [BOS] + prompt + answer:
-**
-**   template longchat   header  conversations  pad  question  ending  answer
-**   template short              conversations  pad  question  ending  answer
-**
-**   conversation   "USER: I would like to discuss the topic of {topic}.", then
-**                  r replies: " \n ASSISTANT: {reply}", every one after the
-**                  first preceded by " \n USER: {ask}", then (longchat only)
-**                  " \n USER: Great, this is the end of our discussion on
-**                  {topic}, let's talk about the next topic."; conversations
-**                  joined by " \n "
-**   question       " Now the record ends. What is the first topic we discussed?
-**                  Only give me the topic name. Do not summarize yourself."
-**                  (short: " What is the first topic we discussed?")
-**   ending         "\n ASSISTANT: The first topic is"
-**   answer         " {first topic}" (answer_off is its space; gold the topic)
-**
-** Sizes and exact length: with `topics: 0` every conversation starts with
-** `replies` replies and k is the most conversations that fit (at most the 40
-** topics); with `topics: k` they start with none. Then replies (each after a
-** conversation's first with its ask) are added round-robin over the
-** conversations (first, second, …, k-th, first, …) while the next one fits,
-** and the bytes left over, fewer than one ask and reply, are spaces before the
-** question. Turns
-** alternate inside a conversation; between two, longchat has two USER turns in
-** a row, as LongChat does.
-**
-** Deviations from LongChat, all deliberate: its 30 ChatGPT-written
-** conversations (2-3k characters each) cannot be shipped, so conversations are
-** synthesised here from 40 fixed topic names and topic-free filler sentences,
-** and are far shorter; turns are joined by " \n " as LongChat's are, and so are
-** conversations (LongChat concatenates them with no separator); the short
-** template drops the header, the closing turns and the question's other
-** sentences, for small models trained at short lengths; the scorer is
-** normalized containment (lost in the middle's normalization), where LongChat
-** reads outputs by hand or with a GPT-3.5 judge. Topics are drawn without
-** replacement (as LongChat) and filler sentences with replacement, by Philox
-** keyed on the cell's key with the sample as counter. Depth means nothing
-** here (the question always asks for the first topic): one depth per cell,
-** and every instance records depth 0, where the first topic sits.
+** DachengLi1/LongChat longeval/utils.py): a record of k conversations, each
+** opened by "USER: I would like to discuss the topic of {topic}.", then the
+** question which topic came first (header, question and ending verbatim). An
+** instance is exactly `length` byte tokens: [BOS] (longchat: header)
+** conversations, spaces, question, ending, " {topic}". Conversations are
+** synthesised from 40 topic names and topic-free sentences drawn by Philox on
+** the cell's key; replies are added round-robin until the length is full.
+** Scored by normalized containment; one depth per cell (depth 0, where the
+** first topic sits). Format, sizes and deviations: docs/tasks.md#topic.
 */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
 #include "tasks/retrieval.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
@@ -126,12 +89,9 @@ static const char *const REPLY[] = {
     "A good book or a patient teacher can help a lot here.",
     "Some parts are easy to learn, and others take many years.",
     "People often disagree about it, and that is part of the fun.",
-    "It is best understood by trying it out for yourself.",
-    "Experts tend to focus on a small number of key ideas.",
-    "There is more to it than most people would guess.",
-    "Time and patience are the two things it needs most.",
-    "It connects to many other fields in surprising ways.",
-    "The story behind it is long and full of odd turns.",
+    "It is best understood by trying it out for yourself.", "Experts tend to focus on a small number of key ideas.",
+    "There is more to it than most people would guess.", "Time and patience are the two things it needs most.",
+    "It connects to many other fields in surprising ways.", "The story behind it is long and full of odd turns.",
 };
 static const char *const ASK[] = {
     "Can you tell me more about that?", "What is the most important thing to know?",
@@ -235,13 +195,7 @@ static void plan_instance(const struct topic_params *p, uint64_t key, long sampl
 {
     struct lx_rng r, rs[N_TOPICS];
     lx_rng_init(&r, key ^ (uint64_t)((unsigned long)sample >> 32), (uint32_t)sample, LX_RNG_DATA);
-    for (int i = 0; i < N_TOPICS; i++)
-        pl->topic[i] = i;
-    for (int i = 0; i < N_TOPICS - 1; i++) {
-        int j = i + (int)(lx_rng_uniform(&r) * (double)(N_TOPICS - i)), t = pl->topic[i];
-        pl->topic[i] = pl->topic[j];
-        pl->topic[j] = t;
-    }
+    lx_draw_distinct(&r, N_TOPICS, N_TOPICS, pl->topic);
     long base = p->topics ? 0 : p->replies, size[N_TOPICS], n_first = slen(TOPICS[pl->topic[0]]), used = 0;
     const char *ask, *reply;
     for (int i = 0; i < N_TOPICS; i++) {
@@ -272,102 +226,66 @@ static void plan_instance(const struct topic_params *p, uint64_t key, long sampl
     pl->pad = length - used;
 }
 
-static long put(int *tok, long pos, const char *s, long n)
+/* Conversation i: its opening, replies and (longchat) closing turn. */
+static long put_conversation(const struct topic_params *p, const struct lx_retrieval_at *at, const struct plan *pl,
+                             long i, int *tok, long pos)
 {
-    for (long i = 0; i < n; i++)
-        tok[pos + i] = (unsigned char)s[i];
-    return pos + n;
+    char text[TEXT_CAP];
+    const char *t = TOPICS[pl->topic[i]];
+    struct lx_rng r;
+    turn_stream(&r, at->key, at->sample, (int)i);
+    if (i > 0)
+        pos = lx_put_text(tok, pos, SEP);
+    pos = lx_put_bytes(tok, pos, text, snprintf(text, sizeof text, OPENING, t));
+    for (long m = 0; m < pl->replies[i]; m++) {
+        const char *ask, *reply;
+        reply_draw(&r, m, &ask, &reply);
+        pos = ask ? lx_put_text(tok, lx_put_text(tok, pos, USER), ask) : pos;
+        pos = lx_put_text(tok, lx_put_text(tok, pos, ASSISTANT), reply);
+    }
+    if (p->template == TPL_LONGCHAT)
+        pos = lx_put_bytes(tok, pos, text, snprintf(text, sizeof text, CLOSING, t));
+    return pos;
 }
 
-static long put_text(int *tok, long pos, const char *s)
-{
-    return put(tok, pos, s, slen(s));
-}
-
-static int topic_generate(const void *params, uint64_t key, long length, long sample, double depth,
-                          struct lx_instance *out, struct lx_error *err)
+static int topic_make(const void *params, const struct lx_retrieval_at *at, struct lx_instance *out,
+                      struct lx_error *err)
 {
     const struct topic_params *p = params;
-    (void)depth;
-    memset(out, 0, sizeof *out);
-    int rc = topic_check(params, length, err);
-    if (rc < 0)
-        return rc;
-    if (sample < 0)
-        return lx_err(err, LX_EINVAL, "topic: sample %ld must be >= 0", sample);
     struct plan pl;
-    plan_instance(p, key, sample, length, &pl);
-    int *tok = malloc((size_t)length * sizeof *tok);
-    if (!tok)
-        return lx_err(err, LX_ENOMEM, "topic: no memory for an instance of %ld tokens", length);
-
+    plan_instance(p, at->key, at->sample, at->length, &pl);
     char text[TEXT_CAP];
+    int *tok = out->tok;
     long pos = 0;
     tok[pos++] = LX_TOK_BOS;
     if (p->template == TPL_LONGCHAT)
-        pos = put(tok, pos, text, snprintf(text, sizeof text, HEADER, pl.k));
-    for (long i = 0; i < pl.k; i++) {
-        const char *t = TOPICS[pl.topic[i]];
-        struct lx_rng r;
-        turn_stream(&r, key, sample, (int)i);
-        if (i > 0)
-            pos = put_text(tok, pos, SEP);
-        pos = put(tok, pos, text, snprintf(text, sizeof text, OPENING, t));
-        for (long m = 0; m < pl.replies[i]; m++) {
-            const char *ask, *reply;
-            reply_draw(&r, m, &ask, &reply);
-            if (ask) {
-                pos = put_text(tok, pos, USER);
-                pos = put_text(tok, pos, ask);
-            }
-            pos = put_text(tok, pos, ASSISTANT);
-            pos = put_text(tok, pos, reply);
-        }
-        if (p->template == TPL_LONGCHAT)
-            pos = put(tok, pos, text, snprintf(text, sizeof text, CLOSING, t));
-    }
+        pos = lx_put_bytes(tok, pos, text, snprintf(text, sizeof text, HEADER, pl.k));
+    for (long i = 0; i < pl.k; i++)
+        pos = put_conversation(p, at, &pl, i, tok, pos);
     for (long i = 0; i < pl.pad; i++)
         tok[pos++] = ' ';
-    pos = put_text(tok, pos, QUESTION[p->template]);
-    pos = put_text(tok, pos, ENDING);
+    pos = lx_put_text(tok, pos, QUESTION[p->template]);
+    pos = lx_put_text(tok, pos, ENDING);
     out->answer_off = pos;
     tok[pos++] = ' ';
     LX_ASSERT(slen(TOPICS[pl.topic[0]]) < LX_MAX_ANSWER);
     snprintf(out->gold, sizeof out->gold, "%s", TOPICS[pl.topic[0]]);
-    pos = put_text(tok, pos, out->gold);
-    LX_ASSERT(pos == length);
-    out->tok = tok;
-    out->n = length;
-    out->depth = 0.0;
+    pos = lx_put_text(tok, pos, out->gold);
+    LX_ASSERT(pos == at->length);
     return LX_OK;
 }
 
-/* A training window: the same task at the training length (no depth to draw). */
-static int topic_train_sample(const void *params, uint64_t key, long length, long sample, struct lx_instance *out,
-                              struct lx_error *err)
-{
-    return topic_generate(params, key, length, sample, 0.0, out, err);
-}
-
-static void topic_trials(const void *params, long *samples, long *depths)
-{
-    const struct topic_params *p = params;
-    *samples = p->samples;
-    *depths = 1;
-}
-
-static int topic_score(const void *params, const struct lx_instance *in, const char *output, long n)
-{
-    (void)params;
-    return lx_score_contains(output, n, in->gold);
-}
-
-/* Topic reads no corpus text; it names the held-out split anyway, like passkey. */
-static const char *topic_split(const void *params)
-{
-    (void)params;
-    return "test";
-}
+/* One depth (the question always asks for the first topic); normalized
+** containment; a training window is the same task, no depth to draw. */
+static const struct lx_retrieval topic_r = {
+    .name = "topic",
+    .samples_at = offsetof(struct topic_params, samples),
+    .depths_at = LX_RETRIEVAL_ONE_DEPTH,
+    .check = topic_check,
+    .make = topic_make,
+    .scorer = lx_score_contains,
+};
+LX_RETRIEVAL_HOOKS(topic, topic_r)
 
 const struct lx_task lx_task_topic = {
     .name = "topic",
@@ -375,13 +293,5 @@ const struct lx_task lx_task_topic = {
                "(LongChat, Li et al. 2023, lmsys blog)",
     .schema = LX_SCHEMA(topic_rows, struct topic_params, topic_rules),
     .headline = "acc,answer_logprob",
-    .mode = LX_MODE_CAUSAL,
-    .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
-    .split = topic_split,
-    .check = topic_check,
-    .generate = topic_generate,
-    .train_sample = topic_train_sample,
-    .trials = topic_trials,
-    .score = topic_score,
-    .run = lx_retrieval_run,
+    LX_RETRIEVAL_OPS(topic),
 };

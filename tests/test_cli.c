@@ -588,3 +588,24 @@ Test(cli, show_method_sets_rope_base_under_yarn, .init = setup, .fini = teardown
     cr_expect_eq(sh(out, sizeof out, "$L show method yarn rop.base=5"), 2, "%s", out);
     cr_expect(strstr(out, "'rop' is not a method of the stack rope+yarn") != NULL, "%s", out);
 }
+
+/* The data directory (docs/data.md#the-data-directory): --data names it, a
+** bad one is refused up front, an empty one fails naming the path and the
+** fix, and a binary outside its checkout looks under <prefix>/share/lenx/data
+** rather than reading the checkout. Nothing is trained: the plan fails first. */
+Test(cli, data_directory_is_a_setting, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384];
+    cr_expect_eq(sh(out, sizeof out, "$L --data ./nosuch run \"$R/configs/tiny.yaml\" --db r.db"), 2, "%s", out);
+    cr_expect(strstr(out, "--data needs an existing directory") != NULL, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "mkdir -p empty pfx/bin && cp \"$L\" pfx/bin/lenx"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L --data empty run \"$R/configs/tiny.yaml\" --db r.db --quiet"), 3, "%s", out);
+    cr_expect(strstr(out, "empty/manifest.tsv") != NULL && strstr(out, "LENX_DATA or --data") != NULL &&
+              strstr(out, "make data") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "env -u LENX_DATA pfx/bin/lenx run \"$R/configs/tiny.yaml\" --db r.db --quiet"),
+                 3, "%s", out);
+    cr_expect(strstr(out, "pfx/bin/../share/lenx/data/manifest.tsv") != NULL &&
+              strstr(out, "the install prefix") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "pfx/bin/lenx --data \"$R/data\" run \"$R/configs/tiny.yaml\" --db r.db "
+                    "--dry-run"), 0, "%s", out);
+}

@@ -18,14 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/core/config.h"
 #include "harness/engine/corpus.h"
-#include "harness/core/params.h"
-#include "harness/registry.h"
-#include "tasks/retrieval.h"
-#include "tasks/task.h"
-
-#define LIT(s) s, (long)(sizeof s - 1)     /* a string literal and its length */
+#define FIXTURE_TASK "mdqa"
+#include "tests/retrieval_fixture.h"
 
 #define INSTRUCTION "Write a high-quality answer for the given question using only the provided search results " \
                     "(some of which might be irrelevant).\n\n"
@@ -34,66 +29,11 @@
 #define LONGEST_NAME "Cornelius"        /* the longest of the task's names */
 #define LONGEST_COLOUR "chartreuse"     /* and colours */
 
-static const struct lx_task *task(void)
-{
-    const struct lx_task *t = lx_task_find("mdqa");
-    cr_assert_not_null(t, "mdqa is not registered");
-    return t;
-}
-
-/* The task's params with YAML overrides ("" = defaults); malloc'd. */
-static void *params(const char *yaml)
-{
-    const struct lx_task *t = task();
-    void *p = calloc(1, t->schema.size);
-    lx_params_defaults(&t->schema, p);
-    if (yaml[0]) {
-        struct lx_error err = {{0}};
-        struct lx_doc doc;
-        cr_assert_eq(lx_doc_load_text(&doc, yaml, "p.yaml", &err), LX_OK, "%s", err.msg);
-        cr_assert_eq(lx_params_apply(&t->schema, p, doc.root, "task 'mdqa'", &err), LX_OK, "%s", err.msg);
-        lx_doc_release(&doc);
-    }
-    lx_params_finish(&t->schema, p);
-    return p;
-}
-
-static void gen(const void *p, uint64_t key, long length, long sample, double depth, struct lx_instance *in)
-{
-    struct lx_error err = {{0}};
-    int rc = task()->generate(p, key, length, sample, depth, in, &err);
-    cr_assert_eq(rc, LX_OK, "length %ld depth %g: %s", length, depth, err.msg);
-    cr_assert_eq(in->n, length);
-}
-
-/* The instance's text after BOS (every other token is a byte); malloc'd. */
-static char *text(const struct lx_instance *in)
-{
-    cr_assert_eq(in->tok[0], LX_TOK_BOS);
-    char *s = malloc((size_t)in->n);
-    for (long i = 1; i < in->n; i++) {
-        cr_assert(in->tok[i] >= 1 && in->tok[i] < 256, "token %ld is %d", i, in->tok[i]);
-        s[i - 1] = (char)in->tok[i];
-    }
-    s[in->n - 1] = '\0';
-    return s;
-}
-
 /* A split's text end to end (the first frac of it), newlines as spaces, and
 ** doubled so that a cyclic excerpt is a plain substring. */
 static char *prose(const char *split, double frac, long *n)
 {
-    const struct lx_corpus *c;
-    struct lx_error err = {{0}};
-    cr_assert_eq(lx_corpus_get(&c, split, &err), LX_OK, "%s", err.msg);
-    *n = (long)(frac * (double)c->n_bytes);
-    char *s = malloc((size_t)(2 * *n));
-    long k = 0;
-    for (int d = 0; d < c->n_docs && k < *n; d++)
-        for (long i = 0; i < c->docs[d].n && k < *n; i++)
-            s[k++] = c->docs[d].bytes[i] == '\n' ? ' ' : (char)c->docs[d].bytes[i];
-    memcpy(s + *n, s, (size_t)*n);
-    return s;
+    return prose_text(split, frac, n, 1);
 }
 
 #define MAXK 30

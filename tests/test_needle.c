@@ -19,68 +19,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/core/config.h"
 #include "harness/engine/corpus.h"
 #include "harness/engine/model.h"
-#include "harness/core/params.h"
-#include "harness/registry.h"
 #include "harness/core/result.h"
-#include "tasks/retrieval.h"
-#include "tasks/task.h"
 #include "tests/stack.h"
-
-#define LIT(s) s, (long)(sizeof s - 1)     /* a string literal and its length */
+#define FIXTURE_TASK "needle"
+#include "tests/retrieval_fixture.h"
 
 #define MAGIC "The special magic "
 #define IS " number is: "
 #define Q_FULL "\nWhat is the special magic %s number? The special magic %s number is"
 #define Q_SHORT "\nThe special magic %s number is"
 #define LONGEST "Copenhagen"    /* the longest city of the task's list */
-
-static const struct lx_task *task(void)
-{
-    const struct lx_task *t = lx_task_find("needle");
-    cr_assert_not_null(t, "needle is not registered");
-    return t;
-}
-
-/* The task's params with YAML overrides ("" = defaults); malloc'd. */
-static void *params(const char *yaml)
-{
-    const struct lx_task *t = task();
-    void *p = calloc(1, t->schema.size);
-    lx_params_defaults(&t->schema, p);
-    if (yaml[0]) {
-        struct lx_error err = {{0}};
-        struct lx_doc doc;
-        cr_assert_eq(lx_doc_load_text(&doc, yaml, "p.yaml", &err), LX_OK, "%s", err.msg);
-        cr_assert_eq(lx_params_apply(&t->schema, p, doc.root, "task 'needle'", &err), LX_OK, "%s", err.msg);
-        lx_doc_release(&doc);
-    }
-    lx_params_finish(&t->schema, p);
-    return p;
-}
-
-static void gen(const void *p, uint64_t key, long length, long sample, double depth, struct lx_instance *in)
-{
-    struct lx_error err = {{0}};
-    int rc = task()->generate(p, key, length, sample, depth, in, &err);
-    cr_assert_eq(rc, LX_OK, "length %ld depth %g: %s", length, depth, err.msg);
-    cr_assert_eq(in->n, length);
-}
-
-/* The instance's text after BOS (every other token is a byte); malloc'd. */
-static char *text(const struct lx_instance *in)
-{
-    cr_assert_eq(in->tok[0], LX_TOK_BOS);
-    char *s = malloc((size_t)in->n);
-    for (long i = 1; i < in->n; i++) {
-        cr_assert(in->tok[i] >= 1 && in->tok[i] < 256, "token %ld is %d", i, in->tok[i]);
-        s[i - 1] = (char)in->tok[i];
-    }
-    s[in->n - 1] = '\0';
-    return s;
-}
 
 /* A sentence starts at s[i]: after a newline, or after ". ", "! ", "? " with
 ** an optional closing quote before the space; not at white space or a
@@ -101,17 +51,7 @@ static int starts(const char *s, long i)
 ** train: the first 90% of the training novels end to end. */
 static char *prose(const char *split, double frac, long *n)
 {
-    const struct lx_corpus *c;
-    struct lx_error err = {{0}};
-    cr_assert_eq(lx_corpus_get(&c, split, &err), LX_OK, "%s", err.msg);
-    *n = (long)(frac * (double)c->n_bytes);
-    char *s = malloc((size_t)(2 * *n));
-    long k = 0;
-    for (int d = 0; d < c->n_docs && k < *n; d++)
-        for (long i = 0; i < c->docs[d].n && k < *n; i++)
-            s[k++] = (char)c->docs[d].bytes[i];
-    memcpy(s + *n, s, (size_t)*n);
-    return s;
+    return prose_text(split, frac, n, 0);
 }
 
 struct parsed {

@@ -13,65 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/core/config.h"
 #include "harness/engine/corpus.h"
 #include "harness/engine/train.h"
 #include "harness/core/hash.h"
-#include "harness/core/params.h"
-#include "harness/registry.h"
-#include "tasks/retrieval.h"
-
-#define LIT(s) s, (long)(sizeof s - 1)     /* a string literal and its length */
+#define FIXTURE_TASK "passkey"
+#include "tests/retrieval_fixture.h"
 
 #define DESC "There is an important info hidden inside a lot of irrelevant text. Find it and memorize them. " \
              "I will quiz you about the important information there."
 #define QUESTION "What is the pass key? The pass key is"
 #define STREAM "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
-
-static const struct lx_task *task(void)
-{
-    const struct lx_task *t = lx_task_find("passkey");
-    cr_assert_not_null(t, "passkey is not registered");
-    return t;
-}
-
-/* The task's params with YAML overrides ("" = defaults); *out is malloc'd. */
-static void *params(const char *yaml)
-{
-    const struct lx_task *t = task();
-    void *p = calloc(1, t->schema.size);
-    lx_params_defaults(&t->schema, p);
-    if (yaml[0]) {
-        struct lx_error err = {{0}};
-        struct lx_doc doc;
-        cr_assert_eq(lx_doc_load_text(&doc, yaml, "p.yaml", &err), LX_OK, "%s", err.msg);
-        cr_assert_eq(lx_params_apply(&t->schema, p, doc.root, "task 'passkey'", &err), LX_OK, "%s", err.msg);
-        lx_doc_release(&doc);
-    }
-    lx_params_finish(&t->schema, p);
-    return p;
-}
-
-static void gen(const void *p, uint64_t key, long length, long sample, double depth, struct lx_instance *in)
-{
-    struct lx_error err = {{0}};
-    int rc = task()->generate(p, key, length, sample, depth, in, &err);
-    cr_assert_eq(rc, LX_OK, "length %ld depth %g: %s", length, depth, err.msg);
-    cr_assert_eq(in->n, length);
-}
-
-/* The instance's text after BOS (every other token is a byte); malloc'd. */
-static char *text(const struct lx_instance *in)
-{
-    cr_assert_eq(in->tok[0], LX_TOK_BOS);
-    char *s = malloc((size_t)in->n);
-    for (long i = 1; i < in->n; i++) {
-        cr_assert(in->tok[i] >= 1 && in->tok[i] < 256, "token %ld is %d", i, in->tok[i]);
-        s[i - 1] = (char)in->tok[i];
-    }
-    s[in->n - 1] = '\0';
-    return s;
-}
 
 /* Is s[0, n) the first n bytes of the filler stream? */
 static int is_filler(const char *s, long n)

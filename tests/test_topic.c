@@ -14,13 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/core/config.h"
 #include "harness/engine/corpus.h"
-#include "harness/core/params.h"
-#include "harness/registry.h"
-#include "tasks/retrieval.h"
-
-#define LIT(s) s, (long)(sizeof s - 1)     /* a string literal and its length */
+#define FIXTURE_TASK "topic"
+#define FIXTURE_ONE_DEPTH
+#include "tests/retrieval_fixture.h"
 
 #define HEADER "Below is a record of our previous conversation on %ld different topics. You are the ASSISTANT, and " \
                "I am the USER. At the beginning of each topic, the USER will say 'I would like to discuss the " \
@@ -34,51 +31,6 @@
 #define ENDING "\n ASSISTANT: The first topic is"
 #define UNIT_MAX 124    /* the longest ask and reply with their " \n USER: " and " \n ASSISTANT: " */
 #define MAX_CONV 64
-
-static const struct lx_task *task(void)
-{
-    const struct lx_task *t = lx_task_find("topic");
-    cr_assert_not_null(t, "topic is not registered");
-    return t;
-}
-
-/* The task's params with YAML overrides ("" = defaults); malloc'd. */
-static void *params(const char *yaml)
-{
-    const struct lx_task *t = task();
-    void *p = calloc(1, t->schema.size);
-    lx_params_defaults(&t->schema, p);
-    if (yaml[0]) {
-        struct lx_error err = {{0}};
-        struct lx_doc doc;
-        cr_assert_eq(lx_doc_load_text(&doc, yaml, "p.yaml", &err), LX_OK, "%s", err.msg);
-        cr_assert_eq(lx_params_apply(&t->schema, p, doc.root, "task 'topic'", &err), LX_OK, "%s", err.msg);
-        lx_doc_release(&doc);
-    }
-    lx_params_finish(&t->schema, p);
-    return p;
-}
-
-static void gen(const void *p, uint64_t key, long length, long sample, struct lx_instance *in)
-{
-    struct lx_error err = {{0}};
-    int rc = task()->generate(p, key, length, sample, 0.5, in, &err);
-    cr_assert_eq(rc, LX_OK, "length %ld sample %ld: %s", length, sample, err.msg);
-    cr_assert_eq(in->n, length);
-}
-
-/* The instance's text after BOS (every other token is a byte); malloc'd. */
-static char *text(const struct lx_instance *in)
-{
-    cr_assert_eq(in->tok[0], LX_TOK_BOS);
-    char *s = malloc((size_t)in->n);
-    for (long i = 1; i < in->n; i++) {
-        cr_assert(in->tok[i] >= 1 && in->tok[i] < 256, "token %ld is %d", i, in->tok[i]);
-        s[i - 1] = (char)in->tok[i];
-    }
-    s[in->n - 1] = '\0';
-    return s;
-}
 
 /* An instance read back from its text. */
 struct parsed {

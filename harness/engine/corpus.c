@@ -1,12 +1,15 @@
 /*
 ** harness/engine/corpus.c - reading the manifest and the corpus files (see corpus.h).
 */
+#define _DEFAULT_SOURCE     /* realpath, readlink */
 #include "harness/engine/corpus.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/core/hash.h"
 
@@ -14,10 +17,39 @@
 #define LX_SOURCE_DIR "."
 #endif
 
-const char *lx_data_dir(void)
+/* Is the running executable inside the checkout it was built from? Then
+** *exe_dir is its folder either way. */
+static int in_build_tree(char *exe_dir, size_t n)
+{
+    char exe[PATH_MAX], src[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k <= 0) {
+        snprintf(exe_dir, n, ".");
+        return 0;
+    }
+    exe[k] = '\0';
+    char *slash = strrchr(exe, '/');
+    snprintf(exe_dir, n, "%.*s", slash ? (int)(slash - exe) : 1, slash ? exe : ".");
+    if (!realpath(LX_SOURCE_DIR, src))
+        return 0;
+    size_t m = strlen(src);
+    return strncmp(exe, src, m) == 0 && exe[m] == '/';
+}
+
+const char *lx_data_dir(char *out, size_t n)
 {
     const char *d = getenv("LENX_DATA");
-    return d && *d ? d : LX_SOURCE_DIR "/data";
+    if (d && *d) {
+        snprintf(out, n, "%s", d);
+        return "LENX_DATA or --data";
+    }
+    char exe_dir[PATH_MAX];
+    if (in_build_tree(exe_dir, sizeof exe_dir)) {
+        snprintf(out, n, "%s/data", LX_SOURCE_DIR);
+        return "the build tree";
+    }
+    snprintf(out, n, "%s/../share/lenx/data", exe_dir);
+    return "the install prefix";
 }
 
 const char *lx_corpus_split(int corpus)
@@ -27,14 +59,17 @@ const char *lx_corpus_split(int corpus)
 
 static int load_split(struct lx_corpus *c, const char *split, struct lx_error *err)
 {
-    const char *dir = lx_data_dir();
-    char path[4096];
+    char dir[PATH_MAX], path[PATH_MAX + 32];
+    const char *how = lx_data_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/manifest.tsv", dir);
     FILE *fp = fopen(path, "r");
     if (!fp)
-        return lx_err(err, LX_EIO, "no corpus manifest at %s (%s)\n"
-                      "  hint: run `make data` in the lenx checkout, or set LENX_DATA to its data/ directory",
-                      path, strerror(errno));
+        return lx_err(err, LX_EIO, "no corpus manifest at %s (%s); the data directory came from %s\n"
+                      "  tried: --data DIR / $LENX_DATA (%s), then the checkout's data/ when run from the "
+                      "build tree, else <prefix>/share/lenx/data when installed\n"
+                      "  hint: run `make data` in the lenx checkout (and `make install` to copy it under the "
+                      "prefix), or pass --data DIR naming a data directory",
+                      path, strerror(errno), how, getenv("LENX_DATA") && *getenv("LENX_DATA") ? "set" : "unset");
     struct lx_sha256 h;
     lx_sha256_init(&h);
     char line[8192];
@@ -86,30 +121,37 @@ static int load_split(struct lx_corpus *c, const char *split, struct lx_error *e
     return rc;
 }
 
+/* The once-only cache (see corpus.h): a split is loaded on first use and
+** kept until exit; a failed load leaves nothing behind and is tried again. */
+static int cached_split(const struct lx_corpus **out, int i, const char *split, struct lx_error *err)
+{
+    static struct lx_corpus cache[3];
+    static int loaded[3];
+    int rc = LX_OK;
+#pragma omp critical(lx_corpus_cache)
+    {
+        if (!loaded[i] && (rc = load_split(&cache[i], split, err)) < 0) {
+            for (int k = 0; k < cache[i].n_docs; k++) {
+                free(cache[i].docs[k].bytes);
+                free(cache[i].docs[k].path);
+            }
+            free(cache[i].docs);
+            memset(&cache[i], 0, sizeof cache[i]);
+        } else {
+            loaded[i] = 1;
+        }
+    }
+    if (rc == LX_OK)
+        *out = &cache[i];
+    return rc;
+}
+
 int lx_corpus_get(const struct lx_corpus **out, const char *split, struct lx_error *err)
 {
     static const char *const splits[] = {"train", "test", "ood"};
-    static struct lx_corpus cache[3];
-    static int loaded[3];
-    for (int i = 0; i < 3; i++) {
-        if (strcmp(split, splits[i]) != 0)
-            continue;
-        if (!loaded[i]) {
-            int rc = load_split(&cache[i], splits[i], err);
-            if (rc < 0) {
-                for (int k = 0; k < cache[i].n_docs; k++) {
-                    free(cache[i].docs[k].bytes);
-                    free(cache[i].docs[k].path);
-                }
-                free(cache[i].docs);
-                memset(&cache[i], 0, sizeof cache[i]);
-                return rc;
-            }
-            loaded[i] = 1;
-        }
-        *out = &cache[i];
-        return LX_OK;
-    }
+    for (int i = 0; i < 3; i++)
+        if (strcmp(split, splits[i]) == 0)
+            return cached_split(out, i, splits[i], err);
     return lx_err(err, LX_EINVAL, "no corpus split '%s'; the splits are train, test, ood", split);
 }
 

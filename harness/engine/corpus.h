@@ -39,11 +39,26 @@ struct lx_corpus {
     char hash[65];                  /* SHA-256 over the manifest lines of the split */
 };
 
-/* The data directory: $LENX_DATA, else the checkout's data/ (compiled in). */
-const char *lx_data_dir(void);
+/* The data directory (docs/data.md#the-data-directory) into out (n bytes):
+**   1. $LENX_DATA, which `lenx --data DIR` sets;
+**   2. run from the build tree (the executable lies inside the checkout it
+**      was built from): the checkout's data/;
+**   3. installed: <prefix>/share/lenx/data beside <prefix>/bin/lenx (what
+**      `make install` copies).
+** Returns which of them it is, for messages ("LENX_DATA or --data", "the
+** build tree", "the install prefix"). */
+const char *lx_data_dir(char *out, size_t n);
 
 /* A split, loaded once per process and checked against the manifest hashes;
-** the returned corpus lives until exit. Errors say how to fix (make data). */
+** the returned corpus lives until exit. Errors say which data directory was
+** tried, how it was chosen and how to fix it (make data, --data).
+**
+** The cache is process-wide on purpose: corpora are read-only after loading
+** and are reached from task hooks that take no context (a retrieval task's
+** generate reads prose), so the cache is a once-only loader rather than an
+** object threaded through every caller. Loading is guarded by an OpenMP
+** critical section, so concurrent callers load a split once; the data
+** directory is read on the first load (set --data before any). */
 int lx_corpus_get(const struct lx_corpus **out, const char *split, struct lx_error *err);
 
 /* A window of a document: tokens [off, off + n). */

@@ -273,6 +273,70 @@ int lx_mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix
     return LX_OK;   /* corpus text */
 }
 
+/* One training run's corpus stream and batch buffers. */
+struct train_state {
+    int *s;             /* (n,) the corpus as one token stream */
+    long n, n_train;    /* its tokens; the first n_train are for training, the rest validation */
+    int B, T, mlm;      /* batch, length, masked-LM objective */
+    int *tok, *tgt;     /* (B, T) inputs and targets */
+    int *pos;           /* (B, T) PoSE positions, or NULL */
+};
+
+/* The batch of `step`: window b drawn from a Philox block (step, b) keyed on
+** key, then its PoSE positions and, with a mixture, its replacement. */
+static int train_batch(const struct train_state *t, const struct lx_spec *spec, const struct lx_train_cfg *c,
+                       uint64_t key, long step, const struct lx_mix *mix, int n_mix, struct lx_error *err)
+{
+    int B = t->B, T = t->T;
+    for (int b = 0; b < B; b++) {
+        struct lx_rng r;
+        lx_rng_init(&r, key, (uint32_t)b, LX_RNG_DATA);
+        r.ctr[1] = (uint32_t)step;                     /* block (step, b): order fixed by the key */
+        long o = (long)(lx_rng_uniform(&r) * (double)(t->n_train - T - 1));
+        fill_window(t->tok + (long)b * T, t->tgt + (long)b * T, t->s, o, T, t->mlm, c->mask_prob,
+                    key ^ ((uint64_t)step << 20), (uint64_t)b * (uint64_t)T);
+        if (t->pos)
+            lx_pose_positions(t->pos + (long)b * T, T, &spec->pose, &r);
+        if (n_mix) {    /* drawn after the corpus offset: without a mixture nothing moves */
+            double u = lx_rng_uniform(&r), v = lx_rng_uniform(&r);
+            int rc = lx_mix_window(t->tok + (long)b * T, t->tgt + (long)b * T, T, mix, n_mix, u, v, key,
+                                   step * B + b, err);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return LX_OK;
+}
+
+/* The stream and buffers of a run, or an error when the corpus is too short
+** for the length. */
+static int train_state_init(struct train_state *t, const struct lx_model *m, const struct lx_spec *spec,
+                            const struct lx_train_cfg *c, const struct lx_corpus *corpus, struct lx_error *err)
+{
+    t->B = (int)c->batch;
+    t->T = (int)c->length;
+    t->mlm = m->arch.mode == LX_MODEL_MLM;
+    t->s = build_stream(corpus, &t->n);
+    t->n_train = (long)((double)t->n * (1.0 - VAL_FRAC));
+    if (t->n_train - t->T - 1 < 1 || t->n - t->n_train - t->T - 1 < 1) {
+        free(t->s);
+        return lx_err(err, LX_EINVAL, "training length %d is too long for a corpus of %ld tokens", t->T, t->n);
+    }
+    size_t bt = sizeof(int) * (size_t)t->B * (size_t)t->T;
+    t->tok = lx_xmalloc(bt);
+    t->tgt = lx_xmalloc(bt);
+    t->pos = spec->pose.chunks ? lx_xmalloc(bt) : NULL;
+    return LX_OK;
+}
+
+static void train_state_release(struct train_state *t)
+{
+    free(t->tok);
+    free(t->tgt);
+    free(t->pos);
+    free(t->s);
+}
+
 int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
              const struct lx_corpus *corpus, const struct lx_mix *mix, int n_mix, lx_train_progress progress,
              void *pctx, struct lx_train_report *rep, struct lx_error *err)
@@ -281,66 +345,44 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
     if (m->arch.vocab < LX_VOCAB)
         return lx_err(err, LX_EINVAL, "training on the corpus needs a vocabulary of %d (bytes + BOS, EOS, "
                       "PAD, MASK); the model has %ld", LX_VOCAB, m->arch.vocab);
-    int B = (int)c->batch, T = (int)c->length, mlm = m->arch.mode == LX_MODEL_MLM;
-    long n;
-    int *s = build_stream(corpus, &n);
-    long n_train = (long)((double)n * (1.0 - VAL_FRAC));
-    if (n_train - T - 1 < 1 || n - n_train - T - 1 < 1) {
-        free(s);
-        return lx_err(err, LX_EINVAL, "training length %d is too long for a corpus of %ld tokens", T, n);
-    }
+    struct train_state t = {0};
+    int rc = train_state_init(&t, m, spec, c, corpus, err);
+    if (rc < 0)
+        return rc;
     struct lx_acts a;
-    int rc = lx_acts_alloc(&a, &m->arch, B, T, 1, err);
-    if (rc < 0) {
-        free(s);
+    struct lx_optim opt;
+    if ((rc = lx_acts_alloc(&a, &m->arch, t.B, t.T, 1, err)) < 0) {
+        train_state_release(&t);
         return rc;
     }
-    struct lx_optim opt;
     if ((rc = lx_optim_alloc(&opt, m, err)) < 0) {
         lx_acts_release(&a);
-        free(s);
+        train_state_release(&t);
         return rc;
     }
-    int *tok = lx_xmalloc(sizeof(int) * (size_t)B * T), *tgt = lx_xmalloc(sizeof(int) * (size_t)B * T);
-    int *pos = spec->pose.chunks ? lx_xmalloc(sizeof(int) * (size_t)B * T) : NULL;
     double t0 = omp_get_wtime(), run_loss = 0.0;
     long run_n = 0;
     for (long step = 0; step < c->steps; step++) {
-        for (int b = 0; b < B; b++) {
-            struct lx_rng r;
-            lx_rng_init(&r, key, (uint32_t)b, LX_RNG_DATA);
-            r.ctr[1] = (uint32_t)step;                     /* block (step, b): order fixed by the key */
-            long o = (long)(lx_rng_uniform(&r) * (double)(n_train - T - 1));
-            fill_window(tok + (long)b * T, tgt + (long)b * T, s, o, T, mlm, c->mask_prob,
-                        key ^ ((uint64_t)step << 20), (uint64_t)b * (uint64_t)T);
-            if (pos)
-                lx_pose_positions(pos + (long)b * T, T, &spec->pose, &r);
-            if (n_mix && rc == LX_OK) {     /* drawn after the corpus offset: without a mixture nothing moves */
-                double u = lx_rng_uniform(&r), v = lx_rng_uniform(&r);
-                rc = lx_mix_window(tok + (long)b * T, tgt + (long)b * T, T, mix, n_mix, u, v, key, step * B + b,
-                                   err);
-            }
-        }
-        if (rc < 0)
+        if ((rc = train_batch(&t, spec, c, key, step, mix, n_mix, err)) < 0)
             break;
-        a.pos = pos;
+        a.pos = t.pos;
         memset(opt.grad, 0, sizeof(float) * opt.n);
-        double loss = lx_model_forward(m, spec, tok, tgt, &a);
-        lx_model_backward(m, spec, tok, tgt, &a, &opt.g);
+        double loss = lx_model_forward(m, spec, t.tok, t.tgt, &a);
+        lx_model_backward(m, spec, t.tok, t.tgt, &a, &opt.g);
         lx_optim_step(&opt, m, c, step);
         run_loss += loss;
         run_n++;
         double val = NAN;
         if ((step + 1) % c->eval_every == 0 || step + 1 == c->steps) {
             a.pos = NULL;       /* validation at the plain positions 0 … T−1 */
-            val = val_loss(m, spec, c, &a, tok, tgt, s, n_train, n, key);
+            val = val_loss(m, spec, c, &a, t.tok, t.tgt, t.s, t.n_train, t.n, key);
             rep->val_loss = val;
             rep->train_loss = run_loss / (double)run_n;
             run_loss = 0.0;
             run_n = 0;
         }
         rep->steps = step + 1;
-        rep->tokens = rep->steps * B * T;
+        rep->tokens = rep->steps * t.B * t.T;
         rep->seconds = omp_get_wtime() - t0;
         if (progress)
             progress(pctx, step + 1, c->steps, loss, val, (double)rep->tokens / rep->seconds);
@@ -350,12 +392,9 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
             break;
         }
     }
-    free(tok);
-    free(tgt);
-    free(pos);
     lx_optim_release(&opt);
     lx_acts_release(&a);
-    free(s);
+    train_state_release(&t);
     return rc;
 }
 
