@@ -88,6 +88,7 @@ struct lx_tile_ws {
     double *tab;        /* (H, lx_tile_tab_rows(spec), T) distance tables; NULL when that is 0 */
     float *rot;         /* (lx_tile_rot_floats(spec, T, H, D),) q and k rotated to the posmap's
                         ** positions; NULL when that is 0 */
+    int sse2_only;      /* 1: the softmax loops' SSE2 build even on an AVX2 CPU (tests) */
 };
 
 /* Per-thread scratch floats: S and far tiles, the output accumulator, row max and sum. */

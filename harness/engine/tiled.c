@@ -19,6 +19,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdint.h>
 #include <string.h>
 
 /* exp(x − max) below e^−70 is 0, as on the head path (attention.c says why). */
@@ -54,6 +55,7 @@ struct tiled {
     float *o;                   /* (T, ldo) */
     int ld, ldo, T, H, D, causal, n_tab;
     int far;                    /* 1: far pairs take their scores from the rotated rows */
+    int avx2;                   /* 1: the CPU has AVX2 and FMA (the softmax loops' clone) */
     const struct lx_tile_ws *ws;
     const float *mult;          /* (H,) or NULL */
 };
@@ -108,6 +110,77 @@ static void far_rows(const struct tiled *x)
             dst[d] = (float)r[d];
     }
 }
+
+/* ---- the softmax's inner loops, written to vectorise ----------------------------- */
+
+/* exp(x) for x <= 0, eight lanes at a time in GCC's vector extensions
+** (glibc's expf is a call per element, and a scalar loop of the polynomial
+** does not vectorise under -O2): x = n·ln 2 + r, |r| <= ln 2 / 2, Cephes'
+** degree-6 polynomial for e^r (relative error about 2e-7), 2^n built in the
+** exponent bits. Inputs below −87 are clamped (their e^x is flushed anyway).
+** The loops using it are compiled twice (AVX2 + FMA, and the SSE2 baseline)
+** and picked by the CPU at run time. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+#define SELECT8(mask, a, b) ((v8f)(((v8i)(a) & (mask)) | ((v8i)(b) & ~(mask))))
+
+/* p = e^x for x <= 0, both v8f lvalues (a macro: a function taking a 32-byte
+** vector draws GCC's ABI note on an SSE2 build). */
+#define EXP8_LE0(p, x)                                                          \
+    do {                                                                        \
+        v8f x_ = (x), lo_ = x_ * 0.0f - 87.0f;                                  \
+        x_ = SELECT8(x_ < lo_, lo_, x_);                                        \
+        v8f n_ = (x_ * 1.44269504088896341f + 12582912.0f) - 12582912.0f;       \
+        v8f r_ = x_ - n_ * 0.693359375f + n_ * 2.12194440e-4f;                  \
+        v8f q_ = r_ * 1.9875691500e-4f + 1.3981999507e-3f;                      \
+        q_ = q_ * r_ + 8.3334519073e-3f;                                        \
+        q_ = q_ * r_ + 4.1665795894e-2f;                                        \
+        q_ = q_ * r_ + 1.6666665459e-1f;                                        \
+        q_ = q_ * r_ + 5.0000001201e-1f;                                        \
+        q_ = q_ * r_ * r_ + r_ + 1.0f;                                          \
+        v8i two_n_ = (__builtin_convertvector(n_, v8i) + 127) << 23;            \
+        (p) = q_ * (v8f)two_n_;                                                 \
+    } while (0)
+
+/* s[c] = exp(s[c] − mx) (0 below EXP_FLOOR) over [0, n); returns their sum. */
+#define EXP_SUM_BODY                                                            \
+    v8f acc = {0};                                                              \
+    float sum = 0.0f;                                                           \
+    long c = 0;                                                                 \
+    for (; c + 8 <= n; c += 8) {                                                \
+        v8f e;                                                                  \
+        memcpy(&e, s + c, sizeof e);                                            \
+        e -= mx;                                                                \
+        v8f p;                                                                  \
+        EXP8_LE0(p, e);                                                         \
+        p = SELECT8(e > EXP_FLOOR, p, e * 0.0f);                                \
+        memcpy(s + c, &p, sizeof p);                                            \
+        acc += p;                                                               \
+    }                                                                           \
+    for (; c < n; c++) {                                                        \
+        float e = s[c] - mx;                                                    \
+        s[c] = e > EXP_FLOOR ? expf(e) : 0.0f;                                  \
+        sum += s[c];                                                            \
+    }                                                                           \
+    for (int k = 0; k < 8; k++)                                                 \
+        sum += acc[k];                                                          \
+    return sum;
+
+/* max(mx, s[0..n)). */
+#define MAX_OF_BODY                                                             \
+    _Pragma("omp simd reduction(max : mx)")                                     \
+    for (long c = 0; c < n; c++)                                                \
+        mx = s[c] > mx ? s[c] : mx;                                             \
+    return mx;
+
+/* The same code twice: for AVX2 + FMA, and for the SSE2 baseline the build
+** targets; lx_attn_tiled_forward picks one by the CPU (GCC's target_clones
+** would pick "arch=haswell" by CPU model only, so never on AMD). */
+__attribute__((target("avx2,fma"))) static float exp_sum_avx2(float *s, long n, float mx) { EXP_SUM_BODY }
+static float exp_sum_sse2(float *s, long n, float mx) { EXP_SUM_BODY }
+__attribute__((target("avx2,fma"))) static float max_of_avx2(const float *s, long n, float mx) { MAX_OF_BODY }
+static float max_of_sse2(const float *s, long n, float mx) { MAX_OF_BODY }
 
 /* ---- one tile ------------------------------------------------------------------ */
 
@@ -207,14 +280,15 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
     else if (!plain)
         R = row_factors(spec, n, Rk, x->n_tab - 1);
     float mt = -INFINITY;
-    for (int p = 0; p < 2; p++)
-        for (long c = c0[p]; c < c1[p]; c++) {
-            if (tab)
+    for (int p = 0; p < 2; p++) {
+        if (tab)
+            for (long c = c0[p]; c < c1[p]; c++)
                 s[c] = dist_logit(x, tab, Rk, R, h, n, i, j0 + c, s[c]);
-            else if (!plain)
+        else if (!plain)
+            for (long c = c0[p]; c < c1[p]; c++)
                 s[c] = (float)(A0 * s[c] + B0);
-            mt = s[c] > mt ? s[c] : mt;
-        }
+        mt = x->avx2 ? max_of_avx2(s + c0[p], c1[p] - c0[p], mt) : max_of_sse2(s + c0[p], c1[p] - c0[p], mt);
+    }
     long z0[3] = {0, c1[0], c1[1]}, z1[3] = {c0[0], c0[1], nc};
     for (int p = 0; p < 3; p++)
         for (long c = z0[p]; c < z1[p]; c++)
@@ -229,14 +303,8 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
             Orow[d] *= al;
         *m = mn;
     }
-    float sum = 0.0f;
     for (int p = 0; p < 2; p++)
-        for (long c = c0[p]; c < c1[p]; c++) {
-            float e = s[c] - mn;
-            s[c] = e > EXP_FLOOR ? expf(e) : 0.0f;
-            sum += s[c];
-        }
-    *l += sum;
+        *l += x->avx2 ? exp_sum_avx2(s + c0[p], c1[p] - c0[p], mn) : exp_sum_sse2(s + c0[p], c1[p] - c0[p], mn);
 }
 
 /* ---- one query block ------------------------------------------------------- */
@@ -284,6 +352,8 @@ void lx_attn_tiled_forward(float *o, int ldo, const float *q, const float *k, co
     if (x.n_tab)
         dist_tables(&x);
     x.far = lx_tile_rot_floats(spec, T, H, D) > 0;
+    __builtin_cpu_init();
+    x.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !ws->sse2_only;
     if (x.far)
         far_rows(&x);
     size_t per = lx_tile_thread_floats(ws->bq, ws->bk, D);
