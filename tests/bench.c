@@ -322,6 +322,19 @@ static int bench_tiled(void)
         tile_free(&a);
     }
     report("tiled", "window 256, T=16384", "full causal, T=16384", t_win, t_full16);
+    static const char *const feats[][2] = {
+        {"[rope, infoscale]", "rope+infoscale T=4096"},
+        {"[rope, {rerope: {window: 512}}]", "rope+rerope(512) T=4096"},
+        {"alibi", "alibi T=4096"},
+        {"[rope, {streaming: {sinks: 4, recent: 1024}}]", "rope+streaming(4, 1024) T=4096"},
+    };
+    for (int i = 0; i < 4; i++) {    /* plain first: the ratio is plain / features, < 1 = slower */
+        struct tile_arg a;
+        if (tile_init(&a, feats[i][0], 4096, &err) < 0)
+            return fprintf(stderr, "bench: %s\n", err.msg), 1;
+        report("tiled", feats[i][1], "plain rope, tiled", best_of(5, tile_fast, &a), t_tile[1]);
+        tile_free(&a);
+    }
     printf("\n| T | tiled s | attention GFLOP/s | of sgemm |\n|---:|---:|---:|---:|\n");
     for (int i = 0; i < 3; i++) {
         double T = Ts[i], gf = 2.0 * 2.0 * (T * T / 2) * 64 * 4 / t_tile[i] / 1e9;

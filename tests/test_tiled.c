@@ -135,6 +135,7 @@ static const char *const stacks[] = {
     "[rope, {window: {size: 2}}]",
     "[rope, {window: {size: 6}}, {logn: {mode: su}}]",
     "[alibi, {window: {size: 5}}, infoscale]",
+    "[alibi, {scaleinv: {tau: 2}}, infoscale, {streaming: {sinks: 2, recent: 4}}]",    /* two distance ops */
     "[rope, {window: {size: 5}}, t5align]",
     "[rope, {t5align: {mode: entropy}}]",
     "[rope, pose]",

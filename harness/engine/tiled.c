@@ -93,9 +93,9 @@ static void dist_tables(const struct tiled *x)
 static void far_rows(const struct tiled *x)
 {
     const struct lx_posmap *pm = &x->spec->posmap;
-    long HT = (long)x->H * x->T;
+    long HT = (long)x->H * x->T, parts = x->causal ? 2 : 4;     /* causal: no upper pairs */
 #pragma omp parallel for schedule(static)
-    for (long ht = 0; ht < 4 * HT; ht++) {
+    for (long ht = 0; ht < parts * HT; ht++) {
         int which = (int)(ht / HT), h = (int)(ht % HT / x->T), shifted = which == 0 || which == 3;
         long t = ht % x->T;
         const float *src = (which % 2 ? x->k : x->q) + t * x->ld + (long)h * x->D;
@@ -243,6 +243,36 @@ static float dist_logit(const struct tiled *x, const double *tab, const double *
     return (float)(R * tab[ti] * s + B);
 }
 
+/* dist_logit over the tile columns [c0, c1) of row i: the near keys (no
+** posmap applies) in a loop without calls, one distance op unrolled. */
+static void dist_logits(const struct tiled *x, float *s, const double *tab, const double *Rk, double R, int h,
+                        long n, long i, long j0, long c0, long c1)
+{
+    const struct lx_posmap *pm = &x->spec->posmap;
+    long near0 = c0, near1 = c1;        /* columns with |i − j| < from */
+    if (pm->method) {
+        long a = i - pm->from + 1 - j0, b = i + pm->from - j0;      /* near: j in (i − from, i + from) */
+        near0 = a > c0 ? a : c0;
+        near1 = b < c1 ? b : c1;
+        near1 = near1 < near0 ? near0 : near1;
+        for (long c = c0; c < c1; c++)
+            if (c < near0 || c >= near1)
+                s[c] = dist_logit(x, tab, Rk, R, h, n, i, j0 + c, s[c]);
+    }
+    const double *X = tab, *G = tab + x->T;
+    if (x->n_tab == 2) {
+        double R1 = Rk[0];
+        for (long c = near0; c < near1; c++) {
+            long t = i - j0 - c;
+            t = t < 0 ? -t : t;
+            s[c] = (float)(R * X[t] * s[c] + R1 * G[t]);
+        }
+    } else {
+        for (long c = near0; c < near1; c++)
+            s[c] = dist_logit(x, tab, Rk, R, h, n, i, j0 + c, s[c]);
+    }
+}
+
 /* R(n) = Π row scales / τ and R_k(n) = Π row scales after distance op k / τ. */
 static double row_factors(const struct lx_spec *spec, long n, double *Rk, int n_dist)
 {
@@ -279,14 +309,13 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
         lx_spec_affine(spec, h, n, 0.0, &A0, &B0);
     else if (!plain)
         R = row_factors(spec, n, Rk, x->n_tab - 1);
-    float mt = -INFINITY;
+    float mt = -INFINITY, a0 = (float)A0, b0 = (float)B0;
     for (int p = 0; p < 2; p++) {
         if (tab)
-            for (long c = c0[p]; c < c1[p]; c++)
-                s[c] = dist_logit(x, tab, Rk, R, h, n, i, j0 + c, s[c]);
+            dist_logits(x, s, tab, Rk, R, h, n, i, j0, c0[p], c1[p]);
         else if (!plain)
             for (long c = c0[p]; c < c1[p]; c++)
-                s[c] = (float)(A0 * s[c] + B0);
+                s[c] = a0 * s[c] + b0;
         mt = x->avx2 ? max_of_avx2(s + c0[p], c1[p] - c0[p], mt) : max_of_sse2(s + c0[p], c1[p] - c0[p], mt);
     }
     long z0[3] = {0, c1[0], c1[1]}, z1[3] = {c0[0], c0[1], nc};
