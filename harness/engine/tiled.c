@@ -204,7 +204,7 @@ static void tile_scores(const struct tiled *x, float *S, float *F, int h, float 
         lx_gemm(S, bk, rot_at(x, 0, h, i0), D, rot_at(x, 1, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
         return;
     }
-    if (far && j0 - (i1 - 1) >= from) {
+    if (far && !x->causal && j0 - (i1 - 1) >= from) {
         lx_gemm(S, bk, rot_at(x, 2, h, i0), D, rot_at(x, 3, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
         return;
     }
