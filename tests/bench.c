@@ -9,15 +9,20 @@
 **   attention   one head of the BLAS path vs the naive reference under
 **               ReRoPE, StreamingLLM and a window (T = 512), and the cost of
 **               the far-key GEMM: ReRoPE's head path vs plain RoPE's (T = 2048)
+**   tiled       the tiled forward vs the head path (causal RoPE, 4 × 64,
+**               T = 1k, 4k, 16k), a 256-key window vs full attention at 16k,
+**               attention GFLOP/s next to sgemm's, peak RSS
 **   model       training and evaluation tokens/s vs PyTorch (tests/bench_model.c)
 **
-** `lenx-bench micro` runs the first three only, `lenx-bench model` the last.
+** `lenx-bench micro` runs all but the model part, `lenx-bench tiled` and
+** `lenx-bench model` one part each.
 */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "harness/engine/attention.h"
@@ -187,6 +192,163 @@ static int bench_attention(void)
     return 0;
 }
 
+/* ---- tiled attention ---- */
+
+/* One causal layer of attention, H = 4 heads × D = 64, q|k|v in one (T, 3HD)
+** buffer as in the model. */
+struct tile_arg {
+    struct lx_spec spec;
+    int T, H, D, causal;
+    float *qkv, *o;
+    struct lx_tile_ws tw;
+    float *P, *far;     /* head path: (n_thr, T, T) probabilities, far scratch */
+    double *tab;        /* (n_thr, 2T) */
+};
+
+static int tile_init(struct tile_arg *a, const char *stack, int T, struct lx_error *err)
+{
+    struct lx_doc doc;
+    struct lx_stack st;
+    memset(a, 0, sizeof *a);
+    a->T = T, a->H = 4, a->D = 64, a->causal = 1;
+    int rc = lx_doc_load_text(&doc, stack, "bench", err);
+    if (rc == LX_OK && (rc = lx_stack_parse(&st, doc.root, err)) == LX_OK) {
+        struct lx_facts f = {.d_head = a->D, .train_len = 512, .n_heads = a->H, .length = T,
+                             .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+        rc = lx_stack_compile(&st, &f, &a->spec, err);     /* st stays for the process, as above */
+    }
+    size_t n = (size_t)T * 3 * a->H * a->D, nthr = (size_t)omp_get_max_threads();
+    a->qkv = malloc(sizeof(float) * n), a->o = malloc(sizeof(float) * (size_t)T * a->H * a->D);
+    struct lx_rng r;
+    lx_rng_init(&r, 3, 0, LX_RNG_INIT);
+    for (size_t i = 0; i < n; i++)
+        a->qkv[i] = (float)lx_rng_normal(&r);
+    a->tw = (struct lx_tile_ws){.bq = 256, .bk = 256, .n_thr = (int)nthr};
+    a->tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(256, 256, a->D) * nthr);
+    size_t ntab = (size_t)lx_tile_tab_rows(&a->spec) * a->H * T, nrot = lx_tile_rot_floats(&a->spec, T, a->H, a->D);
+    a->tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
+    a->tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
+    return rc;
+}
+
+static void tile_fast(void *p)
+{
+    struct tile_arg *a = p;
+    int HD = a->H * a->D;
+    lx_attn_tiled_forward(a->o, HD, a->qkv, a->qkv + HD, a->qkv + 2 * HD, 3 * HD, &a->spec, NULL, a->T, a->H, a->D,
+                          a->causal, &a->tw);
+}
+
+/* Today's evaluation path before the tiled one: the heads in parallel, one
+** T × T probability buffer per thread (allocated on first use). */
+static void tile_head(void *p)
+{
+    struct tile_arg *a = p;
+    int HD = a->H * a->D, T = a->T;
+    size_t nthr = (size_t)omp_get_max_threads();
+    if (!a->P) {
+        a->P = malloc(sizeof(float) * (size_t)T * T * nthr);
+        a->tab = malloc(sizeof(double) * 2 * (size_t)T * nthr);
+    }
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int h = 0; h < a->H; h++) {
+        int thr = omp_get_thread_num();
+        struct lx_attn_ws ws = {.tab = a->tab + (size_t)thr * 2 * T, .far = a->far};
+        const float *q = a->qkv + h * a->D;
+        lx_attn_head_forward(a->o + h * a->D, HD, a->P + (size_t)thr * T * T, q, q + HD, q + 2 * HD, 3 * HD,
+                             &a->spec, h, T, a->D, a->causal, &ws);
+    }
+}
+
+static void tile_free(struct tile_arg *a)
+{
+    free(a->qkv), free(a->o), free(a->tw.scratch), free(a->tw.tab), free(a->tw.rot), free(a->P), free(a->far);
+    free(a->tab);
+}
+
+static double peak_mib(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+/* Tiled vs the head path (causal RoPE, 4 × 64, T = 1k, 4k, 16k), a window of
+** 256 at 16k vs full attention at 16k, and attention GFLOP/s (the causal
+** half: 2·2·(T²/2)·D·H) next to a plain sgemm's measured in the same run. */
+static int bench_tiled(void)
+{
+    struct lx_error err;
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    char blas[128];
+    lx_blas_describe(blas, sizeof blas);
+    printf("\ntiled attention: OpenBLAS %s, OPENBLAS_CORETYPE=%s, %d threads\n", blas, ct ? ct : "(unset)",
+           omp_get_max_threads());
+    struct mm_arg ma = {.n = 2048};
+    size_t nn = (size_t)ma.n * ma.n;
+    ma.A = malloc(sizeof(float) * nn), ma.B = malloc(sizeof(float) * nn), ma.C = malloc(sizeof(float) * nn);
+    for (size_t i = 0; i < nn; i++)
+        ma.A[i] = (float)(i % 7) * 0.1f, ma.B[i] = (float)(i % 5) * 0.1f;
+    double t_mm = best_of(3, mm_fast, &ma);
+    static const int Ts[] = {1024, 4096, 16384};
+    double t_tile[3], t_full16 = 0.0;
+    for (int i = 0; i < 3; i++) {
+        struct tile_arg a;
+        if (tile_init(&a, "rope", Ts[i], &err) < 0)
+            return fprintf(stderr, "bench: %s\n", err.msg), 1;
+        t_tile[i] = best_of(Ts[i] > 4096 ? 3 : 10, tile_fast, &a);
+        t_full16 = t_tile[i];
+        tile_free(&a);
+    }
+    struct tile_arg w;
+    if (tile_init(&w, "[rope, {window: {size: 256}}]", 16384, &err) < 0)
+        return fprintf(stderr, "bench: %s\n", err.msg), 1;
+    double t_win = best_of(5, tile_fast, &w);
+    tile_free(&w);
+    double rss_tiled = peak_mib();
+    printf("| %-10s | %-34s | %-22s | %9s | %9s | %8s |\n", "bench", "fast path", "baseline", "fast s", "base s",
+           "speedup");
+    printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
+    for (int i = 0; i < 3; i++) {
+        struct tile_arg a;
+        if (tile_init(&a, "rope", Ts[i], &err) < 0)
+            return fprintf(stderr, "bench: %s\n", err.msg), 1;
+        double t_head = best_of(Ts[i] > 4096 ? 1 : 3, tile_head, &a);
+        char what[64];
+        snprintf(what, sizeof what, "tiled, causal rope, T=%d, 4x64", Ts[i]);
+        report("tiled", what, "head path (T x T)", t_tile[i], t_head);
+        tile_free(&a);
+    }
+    report("tiled", "window 256, T=16384", "full causal, T=16384", t_win, t_full16);
+    static const char *const feats[][2] = {
+        {"[rope, infoscale]", "rope+infoscale T=4096"},
+        {"[rope, {rerope: {window: 512}}]", "rope+rerope(512) T=4096"},
+        {"alibi", "alibi T=4096"},
+        {"[rope, {streaming: {sinks: 4, recent: 1024}}]", "rope+streaming(4, 1024) T=4096"},
+    };
+    for (int i = 0; i < 4; i++) {    /* plain first: the ratio is plain / features, < 1 = slower */
+        struct tile_arg a;
+        if (tile_init(&a, feats[i][0], 4096, &err) < 0)
+            return fprintf(stderr, "bench: %s\n", err.msg), 1;
+        report("tiled", feats[i][1], "plain rope, tiled", best_of(5, tile_fast, &a), t_tile[1]);
+        tile_free(&a);
+    }
+    /* sgemm again after the attention runs: the best of both, so that a busy
+    ** spell on a shared machine does not flatter the attention's share */
+    double t_mm2 = best_of(3, mm_fast, &ma), sgemm = 2.0 * nn * ma.n / (t_mm2 < t_mm ? t_mm2 : t_mm) / 1e9;
+    free(ma.A), free(ma.B), free(ma.C);
+    printf("\nsgemm 2048^3 (lx_matmul): %.4f s before, %.4f s after the attention runs; best %.1f GFLOP/s\n", t_mm,
+           t_mm2, sgemm);
+    printf("\n| T | tiled s | attention GFLOP/s | of sgemm |\n|---:|---:|---:|---:|\n");
+    for (int i = 0; i < 3; i++) {
+        double T = Ts[i], gf = 2.0 * 2.0 * (T * T / 2) * 64 * 4 / t_tile[i] / 1e9;
+        printf("| %d | %.4f | %.1f | %.0f%% |\n", Ts[i], t_tile[i], gf, 100.0 * gf / sgemm);
+    }
+    printf("\npeak RSS after the tiled runs (16k: q|k|v %.0f MiB): %.0f MiB; after the head path: %.0f MiB\n",
+           16384.0 * 3 * 256 * 4 / 1048576.0, rss_tiled, peak_mib());
+    return 0;
+}
+
 int lx_bench_model(void);   /* tests/bench_model.c */
 
 int main(int argc, char **argv)
@@ -194,6 +356,8 @@ int main(int argc, char **argv)
     const char *only = argc > 1 ? argv[1] : "";
     if (!strcmp(only, "model"))
         return lx_bench_model();
+    if (!strcmp(only, "tiled"))
+        return bench_tiled();
     int max_threads = omp_get_max_threads();
     char blas[128];
     lx_blas_describe(blas, sizeof blas);
@@ -239,7 +403,7 @@ int main(int argc, char **argv)
     report("matmul", "lx_matmul (OpenBLAS) 256^3", "lx_matmul_naive", best_of(20, mm_fast, &ma),
            best_of(3, mm_naive, &ma));
     free(ma.A), free(ma.B), free(ma.C), free(ra.A), free(ra.B);
-    if (bench_attention())
+    if (bench_attention() || bench_tiled())
         return 1;
     lx_plan_release(&plan);
     lx_grid_release(&g);

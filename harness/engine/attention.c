@@ -18,8 +18,7 @@ static void pair_of(const struct lx_rotary *r, int D, int k, int *i0, int *i1)
     *i1 = half ? k + D / 2 : 2 * k + 1;
 }
 
-/* x (D) turned by pos·θ_k in every pair, in double precision. */
-static void rotate_vec(double *x, const struct lx_rotary *r, int D, double pos)
+void lx_rotary_turn(double *x, const struct lx_rotary *r, int D, double pos)
 {
     for (int k = 0; k < r->n_pairs; k++) {
         int i0, i1;
@@ -43,7 +42,7 @@ static double naive_score(const float *q, const float *k, int H, int D, int h, l
     for (int d = 0; d < D; d++)
         x[d] = q[IDX(i, h, d)];
     if (extra != 0.0 && spec->rotary.n_pairs)
-        rotate_vec(x, &spec->rotary, D, extra);
+        lx_rotary_turn(x, &spec->rotary, D, extra);
     double s = 0.0;
     for (int d = 0; d < D; d++)
         s += x[d] * k[IDX(j, h, d)];
@@ -147,7 +146,7 @@ static void rotate_rows(float *dst, const float *src, int ld, int T, int D, cons
             pos = fmin(pos, pm->cap);
         for (int d = 0; d < D; d++)
             x[d] = src[(long)t * ld + d];
-        rotate_vec(x, r, D, pos - t);
+        lx_rotary_turn(x, r, D, pos - t);
         for (int d = 0; d < D; d++)
             dst[(long)t * D + d] = (float)x[d];
     }

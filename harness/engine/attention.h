@@ -68,4 +68,40 @@ void lx_attn_head_backward(float *dq, float *dk, float *dv, int ld, const float 
                            const struct lx_spec *spec, int head, int T, int D, int causal, double *tab,
                            float mult);
 
+/* x (D) turned by pos·θ_k in every rotary pair, in double precision. */
+void lx_rotary_turn(double *x, const struct lx_rotary *r, int D, double pos);
+
+/* ---- the tiled forward (evaluation) ----------------------------------------
+** FlashAttention's schedule (Dao et al. 2022, arXiv:2205.14135, Algorithm 1)
+** on the same spec: a block of bq queries against a tile of bk keys at a
+** time, two GEMMs per tile (S = c·Q Kᵀ, O += P V), a running max and sum per
+** row, and no T × T buffer. Tiles that no query of the block sees are never
+** visited: causal attention does about half the work, a window of W keys
+** O(T·W), sinks and a window O(T·(S + W)). OpenMP runs over (head, query
+** block); each thread has its own scratch. No probabilities leave the
+** kernel, so passes that need them (probes, row statistics) use the head
+** path above. Tested against lx_attention_forward (tests/test_tiled.c). */
+struct lx_tile_ws {
+    int bq, bk;         /* queries per block, keys per tile */
+    int n_thr;          /* scratch slots; at least omp_get_max_threads() */
+    float *scratch;     /* (n_thr, lx_tile_thread_floats(bq, bk, D)) */
+    double *tab;        /* (H, lx_tile_tab_rows(spec), T) distance tables; NULL when that is 0 */
+    float *rot;         /* (lx_tile_rot_floats(spec, T, H, D),) q and k rotated to the posmap's
+                        ** positions; NULL when that is 0 */
+    int sse2_only;      /* 1: the softmax loops' SSE2 build even on an AVX2 CPU (tests) */
+};
+
+/* Per-thread scratch floats: S and far tiles, the output accumulator, row max and sum. */
+size_t lx_tile_thread_floats(int bq, int bk, int D);
+/* Rows of the distance tables a head needs (0 when no op depends on the distance). */
+int lx_tile_tab_rows(const struct lx_spec *spec);
+/* Floats of rotated q and k rows (0 without a posmap on rotary positions). */
+size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int D);
+
+/* o (T, H·D view: row stride ldo, head h at h·D) from q, k, v (row stride ld,
+** head h at h·D), all heads; mult (H,) learned multipliers of S or NULL. */
+void lx_attn_tiled_forward(float *o, int ldo, const float *q, const float *k, const float *v, int ld,
+                           const struct lx_spec *spec, const float *mult, int T, int H, int D, int causal,
+                           const struct lx_tile_ws *ws);
+
 #endif

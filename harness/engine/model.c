@@ -18,6 +18,11 @@
 #include "harness/engine/ops.h"
 #include "harness/core/rng.h"
 
+/* Tiles of the evaluation forward: queries × keys (see docs/PERFORMANCE.md,
+** "Tiled attention"). */
+#define LX_TILE_BQ 256
+#define LX_TILE_BK 256
+
 static const struct lx_param arch_rows[] = {
     LX_P_ENUM(struct lx_arch, mode, "causal", "causal|mlm", LX_PF_SHOW,
               "causal: next-token LM with causal attention; mlm: bidirectional masked LM"),
@@ -219,7 +224,7 @@ static double acts_layout(struct lx_acts *a, const struct lx_arch *arch, int B, 
         {(void **)&a->rstd1, L * N, 4},
         {(void **)&a->xn1, L * N * C, 4},
         {(void **)&a->qkv, L * N * 3 * HD, 4},
-        {(void **)&a->att, train ? LL * B * H * TT : nthr * TT, 4},
+        {(void **)&a->att, train ? LL * B * H * TT : 0, 4},     /* eval: on first use (attention_all) */
         {(void **)&a->ao, L * N * HD, 4},
         {(void **)&a->xm, L * N * C, 4},
         {(void **)&a->rstd2, L * N, 4},
@@ -234,6 +239,8 @@ static double acts_layout(struct lx_acts *a, const struct lx_arch *arch, int B, 
         {(void **)&a->loss, N, 4},
         {(void **)&a->rope_cs, N * (double)arch->d_head, 8},
         {(void **)&a->tab, nthr * 2 * T, 8},
+        {(void **)&a->tile, train ? 0 : nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK,
+                                                                                   (int)arch->d_head), 4},
         {(void **)&a->dx, tr * N * C, 4},
         {(void **)&a->dxn, tr * N * C, 4},
         {(void **)&a->dqkv, tr * N * 3 * HD, 4},
@@ -316,8 +323,12 @@ double lx_run_bytes(const struct lx_arch *a, int B, int T, int train)
     double N = (double)B * T, nthr = n_threads();
     double far = nthr * (double)lx_attn_far_floats(T, (int)a->d_head) * 4;     /* posmap scratch */
     double qkn = train ? (double)a->layers * N * 2 * (double)a->heads * 4 : 0.0;   /* cosine norms */
+    /* eval: the tiled forward's tables and far rows; and, counted until the plan
+    ** knows which tasks need them, the head path's probabilities (n_thr, T, T) */
+    double HT = (double)a->heads * T, probs = train ? 0.0 : nthr * (double)T * T * 4;
+    double tiled = train ? 0.0 : HT * (1 + LX_SPEC_MAX_OPS) * 8 + 4 * HT * (double)a->d_head * 4;
     double ints = 3 * N * 4;                                                 /* tokens, targets, positions */
-    return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, train) + far + qkn + ints;
+    return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, train) + far + qkn + ints + probs + tiled;
 }
 
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err)
@@ -347,7 +358,8 @@ void lx_acts_release(struct lx_acts *a)
     if (!a)
         return;
     void *p[] = {a->x, a->rstd1, a->xn1, a->qkv, a->att, a->ao, a->xm, a->rstd2, a->xn2, a->h, a->act, a->sig,
-                 a->rstdf, a->xnf, a->logits, a->probs, a->loss, a->rope_cs, a->tab, a->far, a->qkn, a->dx,
+                 a->rstdf, a->xnf, a->logits, a->probs, a->loss, a->rope_cs, a->tab, a->far, a->tile,
+                 a->tile_tab, a->tile_rot, a->qkn, a->dx,
                  a->dxn, a->dqkv, a->dao, a->dh, a->dact, a->dlogits, a->dp};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         free(p[i]);
@@ -487,12 +499,47 @@ void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int 
 #define LAY(a, buf, l, per) ((a)->train ? (buf) + (long)(l) * (per) : (buf))
 #define XIN(a, l, NC) ((a)->train ? (a)->x + (long)(l) * (NC) : (a)->x + (long)((l) % 2) * (NC))
 
+/* Evaluation without probes or statistics: every window through the tiled
+** forward, on LX_TILE_BQ × LX_TILE_BK tiles (scratch and tables allocated on
+** first use, like the head path's far scratch). */
+static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
+                            const float *mult, int B, int T, int H, int D, int causal)
+{
+    long HD = (long)H * D;
+    size_t nrot = lx_tile_rot_floats(spec, T, H, D);
+    if (lx_tile_tab_rows(spec) && !a->tile_tab)
+        a->tile_tab = lx_xmalloc(sizeof(double) * (size_t)H * (1 + LX_SPEC_MAX_OPS) * (size_t)T);
+    if (nrot && !a->tile_rot)
+        a->tile_rot = lx_xmalloc(sizeof(float) * nrot);
+    struct lx_tile_ws ws = {.bq = LX_TILE_BQ, .bk = LX_TILE_BK, .n_thr = a->n_thr, .scratch = a->tile,
+                            .tab = a->tile_tab, .rot = a->tile_rot};
+    for (int b = 0; b < B; b++) {
+        const float *q = qkv + (long)b * T * 3 * HD;
+        lx_attn_tiled_forward(ao + (long)b * T * HD, (int)HD, q, q + HD, q + 2 * HD, (int)(3 * HD), spec, mult, T,
+                              H, D, causal, &ws);
+    }
+}
+
+/* Attention of every (window, head). Training keeps the materialised head
+** path at every length: backward reads the probabilities it saved (layers ·
+** B · H · T² floats, which bounds training to a few thousand tokens anyway),
+** and at those lengths its two big GEMMs per head beat recomputing tiles.
+** Evaluation runs tiled unless the pass asks for probabilities: a probe (the
+** `attn` task) or row statistics (answer rows of retrieval tasks, t5align's
+** calibration) keep the head path for now; statistics from tiles are the
+** next step of issue 14. */
 static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
                           float *att, double *stats, const float *mult, int layer, int B, int T, int H, int D,
                           int causal)
 {
+    if (!a->train && !a->probe && !stats) {
+        attention_tiled(a, spec, qkv, ao, mult, B, T, H, D, causal);
+        return;
+    }
     long HD = (long)H * D;
     size_t nfar = lx_attn_far_floats(T, D);
+    if (!att)
+        att = a->att = lx_xmalloc(sizeof(float) * (size_t)T * (size_t)T * (size_t)a->n_thr);
     if (spec->posmap.method && !a->far)
         a->far = lx_xmalloc(sizeof(float) * nfar * (size_t)a->n_thr);
 #pragma omp parallel for schedule(dynamic, 1)

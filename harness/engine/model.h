@@ -102,15 +102,17 @@ typedef void (*lx_att_probe)(void *ctx, int layer, int b, int h, const float *P,
 
 /* Activations of one forward pass over B windows of T tokens (N = B·T rows).
 ** With `train` every layer keeps what backward needs; without, buffers are
-** reused across layers and attention probabilities are per thread, so memory
-** grows with T² only once. */
+** reused across layers and attention runs tiled (harness/engine/tiled.c), so
+** memory grows as O(T·d); a pass with a probe or row statistics runs the head
+** path instead and allocates one T × T probability buffer per thread. */
 struct lx_acts {
     int B, T, train;
     int n_thr;                  /* attention scratch slots */
     float *x;                   /* train: (layers+1, N, C) residual stream; eval: (2, N, C) */
     float *rstd1, *xn1;         /* (·, N), (·, N, C) */
     float *qkv;                 /* (·, N, 3HD) after rope */
-    float *att;                 /* train: (layers, B, H, T, T) probs; eval: (n_thr, T, T) */
+    float *att;                 /* train: (layers, B, H, T, T) probs; eval: (n_thr, T, T), allocated by
+                                ** the first pass that needs probabilities (a probe or row statistics) */
     float *ao;                  /* (·, N, HD) attention output */
     float *xm;                  /* (·, N, C) residual after attention */
     float *rstd2, *xn2;         /* (·, N), (·, N, C) */
@@ -124,6 +126,9 @@ struct lx_acts {
     double *rope_cs;            /* (N, n_pairs, 2) cos, sin: per window position, or per row with pos */
     double *tab;                /* (n_thr, 2T) spec row tables A, B */
     float *far;                 /* (n_thr, lx_attn_far_floats) posmap scratch, allocated on first use */
+    float *tile;                /* eval: (n_thr, lx_tile_thread_floats) tiled-forward scratch */
+    double *tile_tab;           /* eval: (H, 1 + LX_SPEC_MAX_OPS, T) its distance tables, on first use */
+    float *tile_rot;            /* eval: (4, H, T, D) its far-key rows, on first use */
     float *qkn;                 /* train with cosine: (layers, N, 2, H) norms of q, k before normalising */
     const int *pos;             /* (B, T) position ids (PoSE training), or NULL = 0..T−1; not owned */
     double *stats;              /* (layers, B, H, LX_ATTN_NSTATS) attention row sums, or NULL; not owned */

@@ -1,0 +1,218 @@
+/*
+** tests/test_tiled.c - the tiled online-softmax forward (harness/engine/tiled.c)
+** against the naive reference (lx_attention_forward) and the per-head BLAS
+** path, on every method of methods/methods.def that runs on a model, at sizes
+** chosen around the tile edges: T below one block, T = block ± 1, T not a
+** multiple of the block, windows smaller and larger than a block, sinks,
+** causal and bidirectional, several heads; and a model's loss through the
+** evaluation forward on both paths.
+**
+** Errors are normwise relative: max |tiled − ref| / max |ref| over the output.
+*/
+#include <criterion/criterion.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/attention.h"
+#include "harness/engine/model.h"
+#include "harness/core/rng.h"
+#include "tests/stack.h"
+
+#define TOL 1e-5
+
+static void fill(float *x, long n, uint32_t stream)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, 777, stream, LX_RNG_INIT);
+    for (long i = 0; i < n; i++)
+        x[i] = (float)lx_rng_normal(&r);
+}
+
+static double rel_err(const float *a, const float *ref, long n)
+{
+    double num = 0.0, den = 0.0;
+    for (long i = 0; i < n; i++) {
+        num = fmax(num, fabs((double)a[i] - ref[i]));
+        den = fmax(den, fabs((double)ref[i]));
+    }
+    return num / (den > 0.0 ? den : 1.0);
+}
+
+/* Tiled (blocks bq × bk) vs naive and head path for one stack, (T, H, D) contiguous. */
+static int sse2_only;   /* run the softmax loops' SSE2 build (the CPU may pick AVX2) */
+
+static void compare(const char *stack, int T, int H, int D, int causal, int bq, int bk)
+{
+    struct lx_facts f = tfacts(D, 6, H, T);
+    struct tstack st;
+    tstack_make(&st, stack, &f);
+    if (st.spec.calibrate)
+        st.spec.temperature = 0.7;      /* as if calibrated */
+    long N = (long)T * H * D;
+    float *q = malloc(sizeof(float) * N), *k = malloc(sizeof(float) * N), *v = malloc(sizeof(float) * N);
+    float *o_naive = malloc(sizeof(float) * N), *o_head = malloc(sizeof(float) * N);
+    float *o_tile = malloc(sizeof(float) * N), *att = malloc(sizeof(float) * (size_t)H * T * T);
+    fill(q, N, 1), fill(k, N, 2), fill(v, N, 3);
+    if (st.spec.cosine)     /* as the model does: unit q and k */
+        for (long r = 0; r < 2L * T * H; r++) {
+            float *x = (r % 2 ? k : q) + (r / 2) * D;
+            double nn = 0.0;
+            for (int d = 0; d < D; d++)
+                nn += (double)x[d] * x[d];
+            for (int d = 0; d < D; d++)
+                x[d] = (float)(x[d] / sqrt(nn));
+        }
+    lx_attention_forward(o_naive, att, q, k, v, &st.spec, T, H, D, causal);
+
+    float *P = malloc(sizeof(float) * (size_t)T * T), *far = malloc(sizeof(float) * lx_attn_far_floats(T, D));
+    double *tab = malloc(sizeof(double) * 2 * (size_t)T);
+    struct lx_attn_ws hw = {.tab = tab, .far = far};
+    for (int h = 0; h < H; h++)
+        lx_attn_head_forward(o_head + h * D, H * D, P, q + h * D, k + h * D, v + h * D, H * D, &st.spec, h, T, D,
+                             causal, &hw);
+
+    int nthr = omp_get_max_threads();
+    struct lx_tile_ws tw = {.bq = bq, .bk = bk, .n_thr = nthr, .sse2_only = sse2_only};
+    tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(bq, bk, D) * (size_t)nthr);
+    size_t nrot = lx_tile_rot_floats(&st.spec, T, H, D), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
+    tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
+    tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
+    lx_attn_tiled_forward(o_tile, H * D, q, k, v, H * D, &st.spec, NULL, T, H, D, causal, &tw);
+
+    double e_naive = rel_err(o_tile, o_naive, N), e_head = rel_err(o_tile, o_head, N);
+    cr_expect_leq(e_naive, TOL, "%s T=%d H=%d %s blocks %dx%d: tiled vs naive %g", stack, T, H,
+                  causal ? "causal" : "bidirectional", bq, bk, e_naive);
+    cr_expect_leq(e_head, TOL, "%s T=%d H=%d %s blocks %dx%d: tiled vs head path %g", stack, T, H,
+                  causal ? "causal" : "bidirectional", bq, bk, e_head);
+
+    if (st.spec.learn_scale) {  /* learned multipliers: against the head path with the same */
+        float mult[8] = {0.5f, 1.7f, 1.1f, 0.9f, 2.0f, 0.3f, 1.0f, 1.3f};
+        for (int h = 0; h < H; h++) {
+            hw.mult = mult[h % 8];
+            lx_attn_head_forward(o_head + h * D, H * D, P, q + h * D, k + h * D, v + h * D, H * D, &st.spec, h, T,
+                                 D, causal, &hw);
+        }
+        lx_attn_tiled_forward(o_tile, H * D, q, k, v, H * D, &st.spec, mult, T, H, D, causal, &tw);
+        double e = rel_err(o_tile, o_head, N);
+        cr_expect_leq(e, TOL, "%s learned scales: tiled vs head path %g", stack, e);
+    }
+    free(q), free(k), free(v), free(o_naive), free(o_head), free(o_tile), free(att), free(P), free(far), free(tab);
+    free(tw.scratch), free(tw.rot), free(tw.tab);
+    tstack_free(&st);
+}
+
+/* Every method of methods/methods.def that runs on a model, with windows
+** smaller (2) and larger (6) than the 4-key blocks, sinks, and far keys. */
+static const char *const stacks[] = {
+    "none",
+    "nope",
+    "rope",
+    "{rope: {layout: interleaved}}",
+    "alibi",
+    "[rope, {pi: {scale: 4}}]",
+    "[rope, {ntk: {scale: 4}}]",
+    "[rope, {ntk: {mode: dynamic}}]",
+    "[rope, {yarn: {scale: 4}}]",
+    "[rope, prope]",
+    "[rope, {prope: {mode: modded}}, scaleinv]",
+    "[rope, infoscale]",
+    "[rope, {logn: {mode: su}}]",
+    "[rope, {logn: {mode: ssmax}}]",
+    "[rope, {logn: {mode: ssmax, learn: true}}]",
+    "[rope, {scaleinv: {tau: 2}}]",
+    "[rope, {cosscale: {s: 8}}]",
+    "[rope, {cosscale: {s: 8}}, {scaleinv: {tau: 2}}, {rerope: {window: 4}}]",
+    "[rope, {rerope: {window: 3}}]",
+    "[rope, {rerope: {window: 3, leak: 2}}]",
+    "[{rope: {layout: interleaved}}, {rerope: {window: 5, leak: 3}}, infoscale]",
+    "[rope, {streaming: {sinks: 2, recent: 3}}]",
+    "[rope, {streaming: {sinks: 5, recent: 1}}]",
+    "[alibi, {streaming: {sinks: 2, recent: 4}}]",
+    "[rope, {lminfinite: {n_global: 2, local: 3, limit: 3}}]",
+    "[rope, {yarn: {scale: 4}}, {lminfinite: {n_global: 1, local: 6}}]",
+    "[rope, {window: {size: 2}}]",
+    "[rope, {window: {size: 6}}, {logn: {mode: su}}]",
+    "[alibi, {window: {size: 5}}, infoscale]",
+    "[alibi, {scaleinv: {tau: 2}}, infoscale, {streaming: {sinks: 2, recent: 4}}]",    /* two distance ops */
+    "[rope, {window: {size: 5}}, t5align]",
+    "[rope, {t5align: {mode: entropy}}]",
+    "[rope, pose]",
+};
+
+Test(tiled, every_method_at_odd_sizes, .timeout = 120)
+{
+    static const int Ts[] = {1, 3, 4, 5, 7, 13};       /* blocks of 4: below, at, ±1, not a multiple */
+    for (size_t s = 0; s < sizeof stacks / sizeof *stacks; s++)
+        for (size_t t = 0; t < sizeof Ts / sizeof *Ts; t++)
+            for (int causal = 0; causal < 2; causal++)
+                compare(stacks[s], Ts[t], 3, 8, causal, 4, 4);
+}
+
+Test(tiled, unequal_blocks_and_long_rows, .timeout = 120)
+{
+    for (size_t s = 0; s < sizeof stacks / sizeof *stacks; s++)
+        for (int causal = 0; causal < 2; causal++) {
+            compare(stacks[s], 37, 2, 16, causal, 8, 5);
+            compare(stacks[s], 37, 2, 16, causal, 3, 16);
+        }
+}
+
+Test(tiled, sse2_loops_agree_with_the_reference, .timeout = 60)
+{
+    sse2_only = 1;
+    for (int causal = 0; causal < 2; causal++) {
+        compare("rope", 37, 2, 16, causal, 8, 13);      /* rows of 8+ keys: the 8-lane loops and their tails */
+        compare("[rope, {rerope: {window: 9, leak: 2}}, {logn: {mode: su}}]", 37, 2, 16, causal, 8, 13);
+    }
+    sse2_only = 0;
+}
+
+Test(tiled, threads_agree_with_the_reference, .timeout = 60)
+{
+    omp_set_num_threads(2);
+    compare("[rope, {streaming: {sinks: 3, recent: 7}}]", 61, 4, 16, 1, 8, 8);
+    compare("[rope, {rerope: {window: 9}}, infoscale]", 61, 4, 16, 0, 8, 8);
+    omp_set_num_threads(1);
+}
+
+/* ---- a model's loss through both evaluation paths ----------------------------- */
+
+static double model_loss(const char *stack, int tiled)
+{
+    enum { MT = 70, MB = 2 };
+    struct lx_arch a = {.mode = LX_MODEL_CAUSAL, .layers = 2, .d_model = 32, .heads = 2, .d_head = 16,
+                        .d_mlp = 64, .mlp = LX_MLP_GELU, .vocab = 64, .norm_eps = 1e-5, .init_std = 0.3};
+    struct lx_model m;
+    lx_model_init(&m, &a, 99);
+    struct lx_facts f = tfacts(16, 16, 2, MT);
+    struct tstack st;
+    tstack_make(&st, stack, &f);
+    struct lx_acts acts;
+    struct lx_error err;
+    cr_assert_eq(lx_acts_alloc(&acts, &a, MB, MT, 0, &err), LX_OK, "%s", err.msg);
+    int tok[MB * MT], tgt[MB * MT];
+    for (int i = 0; i < MB * MT; i++)
+        tok[i] = (i * 37 + 11) % 64, tgt[i] = (i * 53 + 5) % 64;
+    double stats[2 * MB * 2 * LX_ATTN_NSTATS];
+    if (!tiled)     /* row statistics requested: the pass keeps the head path */
+        acts.stats = stats;
+    memset(stats, 0, sizeof stats);
+    double loss = lx_model_forward(&m, &st.spec, tok, tgt, &acts);
+    cr_expect_eq(acts.att != NULL, !tiled, "%s: probabilities allocated only for the head path", stack);
+    lx_acts_release(&acts);
+    tstack_free(&st);
+    lx_model_release(&m);
+    return loss;
+}
+
+Test(tiled, model_loss_equals_the_head_path, .timeout = 60)
+{
+    static const char *const ms[] = {"rope", "[rope, {rerope: {window: 20}}, {logn: {mode: su}}]",
+                                     "[rope, {streaming: {sinks: 4, recent: 16}}]", "[alibi, {window: {size: 9}}]"};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+        double lt = model_loss(ms[i], 1), lh = model_loss(ms[i], 0);
+        cr_expect(fabs(lt - lh) <= 1e-5 * fabs(lh), "%s: loss tiled %.9g vs head path %.9g", ms[i], lt, lh);
+    }
+}
