@@ -278,7 +278,8 @@ Test(conc, four_disjoint_sweeps_train_their_shared_model_once, .init = setup, .f
 }
 
 /* 20 times: a sweep killed with SIGKILL at a random moment (training, a
-** cell, a commit; a cached run takes ~0.6 s, cells 0.02-0.1 s), then rerun
+** cell, a commit; a cached run takes ~0.6 s, cells 0.02-0.1 s; every other
+** round waits for the first stored cell before its random delay), then rerun
 ** to the end: every cell once, none lost. Each
 ** round has its own store in the same directory, so the first trains the
 ** model (or is killed training it) and the later ones load its file. */
@@ -291,12 +292,18 @@ Test(conc, kill_9_then_rerun_20_times_loses_and_duplicates_nothing, .init = setu
     srand(12);
     int partial = 0;    /* rounds killed with some but not all cells stored */
     for (int i = 0; i < 20; i++) {
-        int ms = rand() % 700;
-        char db[16];
+        /* even rounds: a random moment from the start (training, opening);
+        ** odd rounds: a random moment after the first cell is stored, so that
+        ** slow builds (ASan) still see kills mid-sweep */
+        int ms = i % 2 ? rand() % 150 : rand() % 700;
+        char db[16], wait_first[256] = "";
         snprintf(db, sizeof db, "r%d.db", i);
-        cr_assert_eq(sh(out, sizeof out, "$L run k.yaml --db %s --quiet --no-table > /dev/null 2>&1 & p=$!;"
+        if (i % 2)
+            snprintf(wait_first, sizeof wait_first, " until [ \"$(sqlite3 %s 'select count(*) from runs' 2>/dev/null)\""
+                     " -gt 0 ] 2>/dev/null || ! kill -0 $p 2>/dev/null; do sleep 0.01; done;", db);
+        cr_assert_eq(sh(out, sizeof out, "$L run k.yaml --db %s --quiet --no-table > /dev/null 2>&1 & p=$!;%s"
                         " sleep %d.%03d; kill -9 $p; wait $p; echo stored=$(sqlite3 %s 'select count(*) from runs' 2>/dev/null)",
-                        db, ms / 1000, ms % 1000, db), 0, "round %d: %s", i, out);
+                        db, wait_first, ms / 1000, ms % 1000, db), 0, "round %d: %s", i, out);
         const char *n = strstr(out, "stored=");
         partial += n && atol(n + 7) > 0 && atol(n + 7) < 9;
         cr_assert_eq(sh(out, sizeof out, "$L run k.yaml --db %s --quiet --no-table", db), 0, "round %d: %s", i, out);
