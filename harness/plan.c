@@ -266,8 +266,11 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
 
 /* Memory (docs/config.md, "Memory"): training a model (its batch and length)
 ** and evaluating it at this length (lx_eval_windows's batch of up to 8192
-** tokens) must fit in the memory the machine has now, on this thread count. */
-static int check_memory(const struct lx_grid *g, int m, int l, struct lx_error *err)
+** tokens) must fit in the memory the machine has now, on this thread count.
+** The T x T probabilities count only when the cell reads them (`probs`: a task
+** with needs_probs, or a stack that calibrates on attention statistics);
+** every other evaluation runs tiled, in O(T·d). */
+static int check_memory(const struct lx_grid *g, int m, int l, int probs, struct lx_error *err)
 {
     const struct lx_model_use *mu = &g->models[m];
     long T = g->lengths[l], B = 8192 / T > 1 ? 8192 / T : 1;
@@ -275,14 +278,14 @@ static int check_memory(const struct lx_grid *g, int m, int l, struct lx_error *
     char nb[32], wb[32], ab[32];
     lx_fmt_bytes(ab, avail);
     if (!mu->checkpoint &&
-        (need = lx_run_bytes(&mu->arch, (int)mu->train.batch, (int)mu->train.length, 1)) > avail)
+        (need = lx_run_bytes(&mu->arch, (int)mu->train.batch, (int)mu->train.length, 1, 0)) > avail)
         return lx_node_err(err, mu->where, "model '%s' needs %s to train (weights %s with gradients and AdamW "
                            "moments, activations for batch %ld x length %ld on %d thread(s)); %s of memory are "
                            "available\n  hint: use a smaller arch (layers, d_model, d_mlp, heads, vocab), a "
                            "smaller train batch or length, or fewer --threads", mu->name, lx_fmt_bytes(nb, need),
                            lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 1)), mu->train.batch, mu->train.length,
                            omp_get_max_threads(), ab);
-    if ((need = lx_run_bytes(&mu->arch, (int)B, (int)T, 0)) > avail)
+    if ((need = lx_run_bytes(&mu->arch, (int)B, (int)T, 0, probs)) > avail)
         return lx_node_err(err, g->length_where[l], "model '%s' needs %s to evaluate length %ld (weights %s, "
                            "activations for %ld x %ld tokens on %d thread(s)); %s of memory are available\n"
                            "  hint: use a shorter length, fewer --threads or a smaller arch", mu->name,
@@ -317,7 +320,7 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
     lx_stack_resolved(&g->stacks[s], &spec, canon, json);
     if (m < 0)
         return rc;
-    if ((rc = check_memory(g, m, l, err)) < 0)
+    if ((rc = check_memory(g, m, l, tu->task->needs_probs || spec.calibrate != NULL, err)) < 0)
         return rc;
     if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0)
         return rc;

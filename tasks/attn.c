@@ -234,6 +234,7 @@ const struct lx_task lx_task_attn = {
     .headline = "entropy,pmax,entropy_train,js_train",
     .mode = LX_MODE_CAUSAL,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
+    .needs_probs = 1,   /* its probe reads every head's probabilities */
     .split = attn_split,
     .check = attn_check,
     .run = attn_run,

@@ -484,7 +484,7 @@ Test(cli, hostile_yaml_exits_2, .init = setup, .fini = teardown, .timeout = 120)
     write_file("fat.yaml", "name: f\nmethods: [rope]\ntasks: [ppl]\nlengths: [64]\nmodels: {big: {arch: "
                "{layers: 64, d_model: 8192, d_mlp: 65536, vocab: 1000000}}}\n");
     expect_refused("fat.yaml", 2, "fat.yaml:5:10: model 'big' needs");
-    write_file("long.yaml", "name: l\nmethods: [rope]\ntasks: [ppl]\nlengths: [1048576]\n"
+    write_file("long.yaml", "name: l\nmethods: [rope]\ntasks: [passkey]\nlengths: [1048576]\n"
                "models: {m: {arch: {}, train: {length: 64}}}\n");
     expect_refused("long.yaml", 2, "long.yaml:4:11: model 'm' needs");
     /* 4 tasks x 256 stacks x 1024 lengths x 4096 seeds = 2^32 cells */

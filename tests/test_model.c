@@ -860,8 +860,10 @@ Test(model, plan_refuses_models_that_do_not_fit)
     cr_expect_not_null(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
     cr_expect_not_null(strstr(err.msg, "hint: use a smaller arch"), "%s", err.msg);
     lx_grid_release(&g);
-    /* a small model at 2^20 tokens: one window's attention alone is 2^40 floats a thread */
-    text = "name: h\nmethods: [rope]\ntasks: [ppl]\nlengths: [1048576]\nmodels: {m: {arch: {}, train: {length: 64}}}\n";
+    /* a small model at 2^20 tokens on a task that reads attention probabilities
+    ** (passkey's answer rows): one window's attention alone is 2^40 floats a
+    ** thread; `ppl` runs tiled there, in O(T·d) */
+    text = "name: h\nmethods: [rope]\ntasks: [passkey]\nlengths: [1048576]\nmodels: {m: {arch: {}, train: {length: 64}}}\n";
     cr_assert_eq(lx_grid_load_text(&g, text, "h.yaml", &err), LX_OK, "%s", err.msg);
     cr_expect_eq(lx_plan_build(&plan, &g, &err), LX_EINVAL);
     cr_expect_not_null(strstr(err.msg, "h.yaml:4:11: model 'm' needs"), "%s", err.msg);

@@ -18,6 +18,7 @@
 #include "harness/engine/attention.h"
 #include "harness/engine/model.h"
 #include "harness/core/rng.h"
+#include "tasks/task.h"
 #include "tests/stack.h"
 
 #define TOL 1e-5
@@ -215,4 +216,43 @@ Test(tiled, model_loss_equals_the_head_path, .timeout = 60)
         double lt = model_loss(ms[i], 1), lh = model_loss(ms[i], 0);
         cr_expect(fabs(lt - lh) <= 1e-5 * fabs(lh), "%s: loss tiled %.9g vs head path %.9g", ms[i], lt, lh);
     }
+}
+
+/* ---- the memory plan: O(T·d) where the tiled path runs ------------------------ */
+
+extern const struct lx_task lx_task_ppl, lx_task_attn, lx_task_passkey;
+
+Test(tiled, memory_plan_grows_linearly_without_probabilities, .timeout = 30)
+{
+    /* the `make run` model (configs/quick.yaml), one window per pass */
+    struct lx_arch a = {.mode = LX_MODEL_CAUSAL, .layers = 2, .d_model = 128, .heads = 4, .d_head = 32,
+                        .d_mlp = 512, .mlp = LX_MLP_GELU, .vocab = 260, .norm_eps = 1e-5, .init_std = 0.02};
+    double w = lx_model_bytes(&a, 0), nthr = omp_get_max_threads();
+    for (int T = 8192; T <= 32768; T *= 2) {
+        /* a ppl-like pass: activations grow 2x when T doubles, never 4x */
+        double r = (lx_run_bytes(&a, 1, 2 * T, 0, 0) - w) / (lx_run_bytes(&a, 1, T, 0, 0) - w);
+        cr_expect(r > 1.9 && r < 2.1, "T %d -> %d: tiled plan grows %.3fx", T, 2 * T, r);
+        cr_expect(lx_acts_bytes(&a, 1, T, 0) < 1e3 * (double)T * (a.d_model + a.vocab),
+                  "T %d: evaluation activations are O(T·d)", T);
+        /* a pass that reads probabilities still counts its T x T buffer per thread */
+        double tt = nthr * (double)T * T * 4;
+        cr_expect(lx_run_bytes(&a, 1, T, 0, 1) - lx_run_bytes(&a, 1, T, 0, 0) >= tt,
+                  "T %d: the probabilities (%.0f bytes) are counted", T, tt);
+        double rp = (lx_run_bytes(&a, 1, 2 * T, 0, 1) - w) / (lx_run_bytes(&a, 1, T, 0, 1) - w);
+        cr_expect(rp > 3.5, "T %d -> %d: the head path's plan grows %.3fx", T, 2 * T, rp);
+    }
+    /* the plan at 65536 tokens (a ppl cell the old plan refused at 33 GB) */
+    cr_expect(lx_run_bytes(&a, 1, 65536, 0, 0) < 1.0 * (1 << 30), "ppl at 65536: %.0f bytes",
+              lx_run_bytes(&a, 1, 65536, 0, 0));
+    /* evaluation activations never allocate the T x T buffer up front */
+    struct lx_acts acts;
+    struct lx_error err;
+    cr_assert_eq(lx_acts_alloc(&acts, &a, 1, 4096, 0, &err), LX_OK, "%s", err.msg);
+    cr_expect_null(acts.att);
+    cr_expect_null(acts.far);
+    lx_acts_release(&acts);
+    /* which tasks read probabilities is declared by the task */
+    cr_expect_eq(lx_task_ppl.needs_probs, 0);
+    cr_expect_eq(lx_task_attn.needs_probs, 1);
+    cr_expect_eq(lx_task_passkey.needs_probs, 1);
 }

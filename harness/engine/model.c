@@ -318,17 +318,21 @@ double lx_model_bytes(const struct lx_arch *a, int train)
     return (double)lx_arch_n_params(a) * (train ? 4.0 * 4 + 1 : 4.0);
 }
 
-double lx_run_bytes(const struct lx_arch *a, int B, int T, int train)
+double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, int probs)
 {
     double N = (double)B * T, nthr = n_threads();
-    double far = nthr * (double)lx_attn_far_floats(T, (int)a->d_head) * 4;     /* posmap scratch */
+    /* the head path (training, or an evaluation pass that asks for
+    ** probabilities): per-thread posmap scratch and, in evaluation, the
+    ** probabilities (n_thr, T, T), both allocated on first use; a tiled pass
+    ** never allocates either, so its memory grows as O(T·d) */
+    int head = train || probs;
+    double far = head ? nthr * (double)lx_attn_far_floats(T, (int)a->d_head) * 4 : 0.0;
     double qkn = train ? (double)a->layers * N * 2 * (double)a->heads * 4 : 0.0;   /* cosine norms */
-    /* eval: the tiled forward's tables and far rows; and, counted until the plan
-    ** knows which tasks need them, the head path's probabilities (n_thr, T, T) */
-    double HT = (double)a->heads * T, probs = train ? 0.0 : nthr * (double)T * T * 4;
+    double HT = (double)a->heads * T, P = !train && probs ? nthr * (double)T * T * 4 : 0.0;
+    /* eval: the tiled forward's tables and far rows */
     double tiled = train ? 0.0 : HT * (1 + LX_SPEC_MAX_OPS) * 8 + 4 * HT * (double)a->d_head * 4;
     double ints = 3 * N * 4;                                                 /* tokens, targets, positions */
-    return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, train) + far + qkn + ints + probs + tiled;
+    return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, train) + far + qkn + ints + P + tiled;
 }
 
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err)

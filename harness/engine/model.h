@@ -156,12 +156,15 @@ double lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train);
 ** machine has available (/proc/meminfo MemAvailable, else sysconf); a model's
 ** weights, plus for training its gradient, AdamW moments and decay mask; and
 ** everything one pass over (B, T) takes on the current thread count: model,
-** activations, per-thread attention scratch, token buffers. */
+** activations, per-thread attention scratch, token buffers. An evaluation
+** pass counts the T x T probabilities (and the head path's posmap scratch)
+** only when `probs` is set: a probe, row statistics or a calibration, which
+** run the head path; every other evaluation runs tiled, in O(T·d). */
 double lx_mem_available(void);
 /* "12.3 MB" or "341.5 GB" into out; returns out. */
 char *lx_fmt_bytes(char out[32], double bytes);
 double lx_model_bytes(const struct lx_arch *a, int train);
-double lx_run_bytes(const struct lx_arch *a, int B, int T, int train);
+double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, int probs);
 /* Zeroed weights for arch a, mapped; LX_ENOMEM with the sizes when they do not fit. */
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err);
 
