@@ -110,6 +110,13 @@ static int db_err(struct lx_store *s, struct lx_error *err, const char *doing)
                   "or is the disk full?", s->path, doing, sqlite3_errmsg(s->db));
 }
 
+/* Start a write transaction now (BEGIN IMMEDIATE: waits for other writers
+** up to the busy timeout); `doing` names it in the error. */
+static int begin(struct lx_store *s, struct lx_error *err, const char *doing)
+{
+    return sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? LX_OK : db_err(s, err, doing);
+}
+
 /* End a write transaction: COMMIT when ok, else (or when COMMIT fails) an
 ** error saying what we were doing, and ROLLBACK. */
 static int finish(struct lx_store *s, int ok, struct lx_error *err, const char *doing)
@@ -180,8 +187,8 @@ static int read_version(struct lx_store *s)
 ** migrate it once. New columns here, new tables by CREATE ... IF NOT EXISTS. */
 static int migrate(struct lx_store *s, struct lx_error *err)
 {
-    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return db_err(s, err, "starting the schema migration");
+    if (begin(s, err, "starting the schema migration") < 0)
+        return LX_EIO;
     int v = read_version(s), rc = v < 0 ? db_err(s, err, "reading the schema version") : LX_OK;
     if (rc == LX_OK && v == 1)
         rc = exec(s, "ALTER TABLE runs ADD COLUMN max_rss_kb INTEGER; ALTER TABLE runs ADD COLUMN model TEXT", err);
@@ -200,11 +207,9 @@ static int migrate(struct lx_store *s, struct lx_error *err)
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SCHEMA_VERSION);
         rc = exec(s, sql, err);
     }
-    if (rc == LX_OK && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
-        return LX_OK;
     if (rc == LX_OK)
-        rc = db_err(s, err, "committing the schema migration");
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        return finish(s, 1, err, "committing the schema migration");
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);     /* keep rc's own message */
     return rc;
 }
 
@@ -470,8 +475,8 @@ static int cell_stmt(struct lx_store *s, const char *sql, const struct lx_run_re
 int lx_store_put(struct lx_store *s, const struct lx_run_record *rec, const struct lx_result *res,
                  struct lx_error *err)
 {
-    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return db_err(s, err, "starting a transaction");
+    if (begin(s, err, "starting a transaction") < 0)
+        return LX_EIO;
     /* A failed cell never replaces an ok row of the same cell and commit. */
     int kept = 0, rc = rec->ok ? SQLITE_OK
                               : cell_stmt(s, "SELECT 1 FROM runs WHERE sweep = ?1 AND key = ?2 AND git_commit = ?3"
@@ -852,8 +857,8 @@ int lx_store_rm(struct lx_store *s, const struct lx_rm_filter *f, long *n_delete
     if (foreign_keys_on(s, &on) != SQLITE_OK)
         return db_err(s, err, "reading PRAGMA foreign_keys");
     LX_ASSERT(on);      /* every open turns them on */
-    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return db_err(s, err, "starting a transaction");
+    if (begin(s, err, "starting a transaction") < 0)
+        return LX_EIO;
     sqlite3_stmt *st;
     int rc = sqlite3_prepare_v2(s->db, "DELETE FROM runs" RM_WHERE, -1, &st, NULL);
     if (rc == SQLITE_OK) {
@@ -918,8 +923,8 @@ static int claim_state(struct lx_store *s, const char *sweep, const char *key, c
 int lx_store_claim(struct lx_store *s, const char *sweep, const char *key, const struct lx_owner *me,
                    int check_done, enum lx_claim *out, struct lx_error *err)
 {
-    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return db_err(s, err, "starting a transaction to claim a cell");
+    if (begin(s, err, "starting a transaction to claim a cell") < 0)
+        return LX_EIO;
     int rc = claim_state(s, sweep, key, me, check_done, out);
     sqlite3_stmt *st = NULL;
     if (rc == SQLITE_OK && *out == LX_CLAIM_GOT)
@@ -968,8 +973,8 @@ int lx_store_heartbeat(struct lx_store *s, const char *owner, struct lx_error *e
 
 int lx_store_reap(struct lx_store *s, const struct lx_owner *me, struct lx_error *err)
 {
-    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return db_err(s, err, "starting a transaction to clear dead claims");
+    if (begin(s, err, "starting a transaction to clear dead claims") < 0)
+        return LX_EIO;
     sqlite3_stmt *st, *del = NULL;
     int rc = sqlite3_prepare_v2(s->db, "SELECT owner, host, pid, heartbeat, rowid FROM claims", -1, &st, NULL);
     if (rc == SQLITE_OK)
