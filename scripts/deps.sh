@@ -35,7 +35,9 @@ fi
 
 echo "lenx: installing missing packages: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-if ! $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2; then
-    $sudo apt-get update -q >&2
-    $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+# wait for another apt (a parallel make, unattended upgrades) instead of failing
+apt=(apt-get -o DPkg::Lock::Timeout=600)
+if ! $sudo "${apt[@]}" install -y -q --no-install-recommends "${missing[@]}" >&2; then
+    $sudo "${apt[@]}" update -q >&2
+    $sudo "${apt[@]}" install -y -q --no-install-recommends "${missing[@]}" >&2
 fi
