@@ -26,6 +26,26 @@ static int resolve(const struct lx_schema *s, void *dst, const struct lx_node *m
     return LX_OK;
 }
 
+/* The arch's rules across fields (kv_heads divides heads), reported at the
+** key that breaks them; the stored JSON is rewritten in the canonical form. */
+static int resolve_arch(struct lx_model_use *u, const struct lx_node *arch, struct lx_error *err)
+{
+    const struct lx_node *kv = arch ? lx_map_get(arch, "kv_heads") : NULL;
+    struct lx_error sub;
+    if (kv && u->arch.kv_heads < 1)
+        return lx_node_err(err, kv, "model '%s' arch: kv_heads must be at least 1 (got %ld)\n"
+                           "  hint: leave it out for multi-head attention (kv_heads = heads = %ld)", u->name,
+                           u->arch.kv_heads, u->arch.heads);
+    if (lx_arch_resolve(&u->arch, &sub) < 0)
+        return lx_node_err(err, kv ? kv : arch, "model '%s' arch: %s", u->name, sub.msg);
+    struct lx_buf b = {0};
+    lx_params_json(&lx_arch_schema, &u->arch, &b);
+    free(u->arch_json);
+    u->arch_json = lx_xstrdup(lx_buf_str(&b));
+    lx_buf_free(&b);
+    return LX_OK;
+}
+
 /* A checkpoint path relative to the sweep file's directory. */
 static char *resolve_path(const struct lx_node *v)
 {
@@ -173,7 +193,7 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
     char what[160];
     snprintf(what, sizeof what, "model '%s' arch", u->name);
     int rc = resolve(&lx_arch_schema, &u->arch, lx_map_get(v, "arch"), what, &u->arch_json, err);
-    if (rc < 0)
+    if (rc < 0 || (rc = resolve_arch(u, lx_map_get(v, "arch"), err)) < 0)
         return rc;
     snprintf(what, sizeof what, "model '%s' train", u->name);
     if ((rc = resolve(&lx_train_schema, &u->train, lx_map_get(v, "train"), what, &u->train_json, err)) < 0)

@@ -235,7 +235,7 @@ static void tile_fast(void *p)
 {
     struct tile_arg *a = p;
     int HD = a->H * a->D;
-    lx_attn_tiled_forward(a->o, HD, a->qkv, a->qkv + HD, a->qkv + 2 * HD, 3 * HD, &a->spec, NULL, a->T, a->H, a->D,
+    lx_attn_tiled_forward(a->o, HD, a->qkv, a->qkv + HD, a->qkv + 2 * HD, 3 * HD, &a->spec, NULL, a->T, a->H, a->H, a->D,
                           a->causal, &a->tw);
 }
 

@@ -117,7 +117,7 @@ static void check_distance_only(const char *stack, int causal)
     }
     double cs[T * D];
     lx_rope_table(cs, &st.spec.rotary, T);
-    lx_rope_apply(qkv, &st.spec.rotary, cs, 1, T, 1, D, +1);
+    lx_rope_apply(qkv, &st.spec.rotary, cs, 1, T, 1, 1, D, +1);
     for (int t = 0; t < T; t++) {
         memcpy(q + t * D, qkv + t * 3 * D, sizeof u);
         memcpy(k + t * D, qkv + t * 3 * D + D, sizeof w);
@@ -273,7 +273,7 @@ Test(extrap, qk_normalize_and_its_backward)
     float x[N * 3 * H * D], y[N * 3 * H * D], g[N * 3 * H * D], norms[N * 2 * H];
     fill(x, N * 3 * H * D, 11, 1.0f), fill(g, N * 3 * H * D, 12, 1.0f);
     memcpy(y, x, sizeof x);
-    lx_qk_normalize(y, norms, N, H, D);
+    lx_qk_normalize(y, norms, N, H, H, D);
     for (int r = 0; r < N; r++)
         for (int part = 0; part < 3; part++)
             for (int h = 0; h < H; h++) {
@@ -289,7 +289,7 @@ Test(extrap, qk_normalize_and_its_backward)
     /* backward of L = Σ g·normalize(x) against central differences */
     float dx[N * 3 * H * D];
     memcpy(dx, g, sizeof g);
-    lx_qk_normalize_backward(dx, y, norms, N, H, D);
+    lx_qk_normalize_backward(dx, y, norms, N, H, H, D);
     for (int i = 0; i < N * 3 * H * D; i++) {
         if ((i / (H * D)) % 3 == 2)
             continue;   /* v */
@@ -297,7 +297,7 @@ Test(extrap, qk_normalize_and_its_backward)
         float xp[N * 3 * H * D], xm[N * 3 * H * D];
         memcpy(xp, x, sizeof x), memcpy(xm, x, sizeof x);
         xp[i] += (float)hstep, xm[i] -= (float)hstep;
-        lx_qk_normalize(xp, NULL, N, H, D), lx_qk_normalize(xm, NULL, N, H, D);
+        lx_qk_normalize(xp, NULL, N, H, H, D), lx_qk_normalize(xm, NULL, N, H, H, D);
         for (int j = 0; j < N * 3 * H * D; j++)
             if ((j / (H * D)) % 3 != 2) {
                 lp += (double)g[j] * xp[j];

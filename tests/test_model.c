@@ -584,7 +584,7 @@ static void rope_golden(const char *stack, const double want[4])
         for (int d = 0; d < 4; d++)
             qkv[r * 12 + d] = qkv[r * 12 + 4 + d] = qkv[r * 12 + 8 + d] = (float)(d + 1);
     lx_rope_table(cs, &sp.spec.rotary, 2);
-    lx_rope_apply(qkv, &sp.spec.rotary, cs, 1, 2, 1, 4, +1);
+    lx_rope_apply(qkv, &sp.spec.rotary, cs, 1, 2, 1, 1, 4, +1);
     for (int d = 0; d < 4; d++) {
         cr_expect(fabs(qkv[12 + d] - want[d]) <= 1e-6, "%s: q[%d] = %.7f, want %.6f", stack, d, qkv[12 + d], want[d]);
         cr_expect_eq(qkv[12 + 4 + d], qkv[12 + d], "k turns like q");
@@ -614,16 +614,16 @@ Test(model, rope_inverse_and_relative)
         fill(x, N, 11, 1);
         memcpy(y, x, sizeof x);
         lx_rope_table(cs, &sp.spec.rotary, T);
-        lx_rope_apply(y, &sp.spec.rotary, cs, B, T, H, D, +1);
+        lx_rope_apply(y, &sp.spec.rotary, cs, B, T, H, H, D, +1);
         cr_expect_gt(max_diff(x, y, N), 0.5, "%s: the rotation changed nothing", stacks[s]);
-        lx_rope_apply(y, &sp.spec.rotary, cs, B, T, H, D, -1);
+        lx_rope_apply(y, &sp.spec.rotary, cs, B, T, H, H, D, -1);
         double d = max_diff(x, y, N);
         cr_expect_leq(d, 1e-6, "%s: +1 then -1 is off by %g", stacks[s], d);
         /* the same q and k at every position: q_i·k_j depends on i − j only */
         for (int t = 0; t < T; t++)
             for (int c = 0; c < 2 * HD; c++)
                 y[(long)t * 3 * HD + c] = x[c];
-        lx_rope_apply(y, &sp.spec.rotary, cs, 1, T, H, D, +1);
+        lx_rope_apply(y, &sp.spec.rotary, cs, 1, T, H, H, D, +1);
         double s52 = 0, s1310 = 0;
         for (int c = 0; c < D; c++) {
             s52 += (double)y[5 * 3 * HD + c] * y[2 * 3 * HD + HD + c];

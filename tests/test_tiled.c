@@ -80,7 +80,7 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
     size_t nrot = lx_tile_rot_floats(&st.spec, T, H, D), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
     tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
     tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
-    lx_attn_tiled_forward(o_tile, H * D, q, k, v, H * D, &st.spec, NULL, T, H, D, causal, &tw);
+    lx_attn_tiled_forward(o_tile, H * D, q, k, v, H * D, &st.spec, NULL, T, H, H, D, causal, &tw);
 
     double e_naive = rel_err(o_tile, o_naive, N), e_head = rel_err(o_tile, o_head, N);
     cr_expect_leq(e_naive, TOL, "%s T=%d H=%d %s blocks %dx%d: tiled vs naive %g", stack, T, H,
@@ -95,7 +95,7 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
             lx_attn_head_forward(o_head + h * D, H * D, P, q + h * D, k + h * D, v + h * D, H * D, &st.spec, h, T,
                                  D, causal, &hw);
         }
-        lx_attn_tiled_forward(o_tile, H * D, q, k, v, H * D, &st.spec, mult, T, H, D, causal, &tw);
+        lx_attn_tiled_forward(o_tile, H * D, q, k, v, H * D, &st.spec, mult, T, H, H, D, causal, &tw);
         double e = rel_err(o_tile, o_head, N);
         cr_expect_leq(e, TOL, "%s learned scales: tiled vs head path %g", stack, e);
     }

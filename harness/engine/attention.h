@@ -53,7 +53,7 @@ enum { LX_ST_PMAX, LX_ST_ENTROPY, LX_ST_SIGMA, LX_ST_ROWS, LX_ATTN_NSTATS };
 size_t lx_attn_far_floats(int T, int D);
 
 /* The fast path: one head through BLAS, on strided views. q, k, v are (T, D)
-** with row stride ld (3·H·D inside a qkv buffer), o (T, D) with stride ldo;
+** with row stride ld ((H + 2·KV)·D inside a qkv buffer), o (T, D) with stride ldo;
 ** P (T, T) receives the probabilities (0 where masked). Tested against the
 ** naive path above. */
 void lx_attn_head_forward(float *o, int ldo, float *P, const float *q, const float *k, const float *v, int ld,
@@ -98,10 +98,12 @@ int lx_tile_tab_rows(const struct lx_spec *spec);
 /* Floats of rotated q and k rows (0 without a posmap on rotary positions). */
 size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int D);
 
-/* o (T, H·D view: row stride ldo, head h at h·D) from q, k, v (row stride ld,
-** head h at h·D), all heads; mult (H,) learned multipliers of S or NULL. */
+/* o (T, H·D view: row stride ldo, head h at h·D) from q (row stride ld,
+** head h at h·D) and k, v (row stride ld, KV heads: query head h reads head
+** h / (H / KV) at (h / (H / KV))·D; KV = H is multi-head), all heads; mult
+** (H,) learned multipliers of S or NULL. */
 void lx_attn_tiled_forward(float *o, int ldo, const float *q, const float *k, const float *v, int ld,
-                           const struct lx_spec *spec, const float *mult, int T, int H, int D, int causal,
+                           const struct lx_spec *spec, const float *mult, int T, int H, int KV, int D, int causal,
                            const struct lx_tile_ws *ws);
 
 #endif

@@ -119,8 +119,12 @@ int lx_model_load(struct lx_model *m, const char *path, struct lx_ckpt_info *inf
     }
     if (rc == LX_OK) {
         lx_params_finish(&lx_arch_schema, &a);
-        rc = alloc_declared(m, &a, path, err);
+        struct lx_error sub;
+        if (lx_arch_resolve(&a, &sub) < 0)
+            rc = lx_err(err, LX_EINVAL, "%s: lenx_arch: %s", path, sub.msg);
     }
+    if (rc == LX_OK)
+        rc = alloc_declared(m, &a, path, err);
     if (rc == LX_OK) {
         int n = lx_arch_tensors(&a, NULL);
         struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);

@@ -28,7 +28,9 @@ static const struct lx_param arch_rows[] = {
               "causal: next-token LM with causal attention; mlm: bidirectional masked LM"),
     LX_P_INT(struct lx_arch, layers, "2", 1, 64, 0, "transformer blocks"),
     LX_P_INT(struct lx_arch, d_model, "128", 8, 8192, 0, "residual width"),
-    LX_P_INT(struct lx_arch, heads, "4", 1, 256, 0, "attention heads"),
+    LX_P_INT(struct lx_arch, heads, "4", 1, 256, 0, "attention (query) heads"),
+    LX_P_INT(struct lx_arch, kv_heads, "0", 0, 256, 0,
+             "key/value heads, dividing heads (grouped-query attention); 0 = heads (multi-head)"),
     LX_P_INT(struct lx_arch, d_head, "32", 2, 512, 0, "head dimension (even for rope)"),
     LX_P_INT(struct lx_arch, d_mlp, "512", 8, 65536, 0, "MLP hidden width"),
     LX_P_ENUM(struct lx_arch, mlp, "gelu", "gelu|swiglu", 0, "MLP: GELU (tanh form) or SwiGLU"),
@@ -39,15 +41,46 @@ static const struct lx_param arch_rows[] = {
                "initial N(0, std) of matrices; wo and w2 use std/sqrt(2*layers)"),
     LX_P_BOOL(struct lx_arch, logit_scale, "false", 0,
               "a learned multiplier of the attention logits per layer and head (set by logn learn: true)"),
+    LX_P_BOOL(struct lx_arch, qkv_bias, "false", 0, "biases on the q, k and v projections (Qwen2)"),
+    LX_P_BOOL(struct lx_arch, tie_head, "false", 0, "the output head is the token embedding (no lm_head.weight)"),
 };
 
-/* logit_scale is stored only when on, so models without it keep their keys. */
+/* Rows added after the first checkpoints are stored only away from their
+** defaults, so models without them keep their keys. */
 static const struct lx_param_rule arch_rules[] = {
     {"logit_scale", "logit_scale=true"},
+    {"kv_heads", "kv_heads!=0"},
+    {"qkv_bias", "qkv_bias=true"},
+    {"tie_head", "tie_head=true"},
     {NULL, NULL},
 };
 
 const struct lx_schema lx_arch_schema = LX_SCHEMA(arch_rows, struct lx_arch, arch_rules);
+
+long lx_arch_kv(const struct lx_arch *a)
+{
+    return a->kv_heads ? a->kv_heads : a->heads;
+}
+
+long lx_arch_qkv(const struct lx_arch *a)
+{
+    return (a->heads + 2 * lx_arch_kv(a)) * a->d_head;
+}
+
+int lx_arch_resolve(struct lx_arch *a, struct lx_error *err)
+{
+    if (a->kv_heads > a->heads)
+        return lx_err(err, LX_EINVAL, "kv_heads (%ld) is more than heads (%ld)\n"
+                      "  hint: query heads share key/value heads: kv_heads divides heads (1 = multi-query)",
+                      a->kv_heads, a->heads);
+    if (a->kv_heads && a->heads % a->kv_heads)
+        return lx_err(err, LX_EINVAL, "kv_heads (%ld) does not divide heads (%ld)\n"
+                      "  hint: each key/value head serves heads / kv_heads query heads; e.g. heads 8 takes "
+                      "kv_heads 1, 2, 4 or 8", a->kv_heads, a->heads);
+    if (a->kv_heads == a->heads)
+        a->kv_heads = 0;        /* canonical: multi-head attention has one spelling (and one key) */
+    return LX_OK;
+}
 
 /* ---- tensors -------------------------------------------------------------- */
 
@@ -72,15 +105,20 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
 {
     int n = 0;
     size_t off = 0;
-    long C = a->d_model, HD = a->heads * a->d_head, F = a->d_mlp;
+    long C = a->d_model, HD = a->heads * a->d_head, KD = lx_arch_kv(a) * a->d_head, F = a->d_mlp;
     char name[64];
     add(out, &n, &off, "tok_emb.weight", a->vocab, C, 1, 0);
     for (long l = 0; l < a->layers; l++) {
 #define NAME(s) (snprintf(name, sizeof name, "layers.%ld.%s", l, s), name)
         add(out, &n, &off, NAME("attn_norm.weight"), C, 0, 0, 0);
         add(out, &n, &off, NAME("attn.wq.weight"), HD, C, 1, 0);
-        add(out, &n, &off, NAME("attn.wk.weight"), HD, C, 1, 0);
-        add(out, &n, &off, NAME("attn.wv.weight"), HD, C, 1, 0);
+        add(out, &n, &off, NAME("attn.wk.weight"), KD, C, 1, 0);
+        add(out, &n, &off, NAME("attn.wv.weight"), KD, C, 1, 0);
+        if (a->qkv_bias) {      /* adjacent: one bias row for the fused q|k|v */
+            add(out, &n, &off, NAME("attn.wq.bias"), HD, 0, 0, 0);
+            add(out, &n, &off, NAME("attn.wk.bias"), KD, 0, 0, 0);
+            add(out, &n, &off, NAME("attn.wv.bias"), KD, 0, 0, 0);
+        }
         add(out, &n, &off, NAME("attn.wo.weight"), C, HD, 1, 1);
         if (a->logit_scale)
             add(out, &n, &off, NAME("attn.logit_scale"), a->heads, 0, 0, 0);
@@ -92,7 +130,8 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
 #undef NAME
     }
     add(out, &n, &off, "norm.weight", C, 0, 0, 0);
-    add(out, &n, &off, "lm_head.weight", a->vocab, C, 1, 0);
+    if (!a->tie_head)
+        add(out, &n, &off, "lm_head.weight", a->vocab, C, 1, 0);
     if (total)
         *total = off;
     return n;
@@ -123,6 +162,8 @@ void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base)
         L->attn_norm = base + t[i++].offset;
         L->wqkv = base + t[i].offset;
         i += 3;
+        L->bqkv = a->qkv_bias ? base + t[i].offset : NULL;
+        i += a->qkv_bias ? 3 : 0;
         L->wo = base + t[i++].offset;
         L->logit_scale = a->logit_scale ? base + t[i++].offset : NULL;
         L->mlp_norm = base + t[i++].offset;
@@ -132,7 +173,7 @@ void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base)
         L->w2 = base + t[i++].offset;
     }
     w->norm = base + t[i++].offset;
-    w->head = base + t[i++].offset;
+    w->head = a->tie_head ? w->tok_emb : base + t[i++].offset;
     LX_ASSERT(i == n);
     free(t);
 }
@@ -155,9 +196,10 @@ void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key)
     for (int i = 0; i < n; i++) {
         float *p = m->w + t[i].offset;
         long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1);
-        if (t[i].ndim == 1) {
+        if (t[i].ndim == 1) {   /* norm gains and logit scales 1, biases 0 */
+            float one = strstr(t[i].name, ".bias") ? 0.0f : 1.0f;
             for (long j = 0; j < cnt; j++)
-                p[j] = 1.0f;
+                p[j] = one;
             continue;
         }
         double std = a->init_std / (t[i].out_proj ? sqrt(2.0 * (double)a->layers) : 1.0);
@@ -188,6 +230,7 @@ void lx_model_release(struct lx_model *m)
 
 struct sizes {
     long N, C, HD, F, F2, V, T, H, L;
+    long KV, QKV;       /* key/value heads; floats of a qkv row, (H + 2·KV)·D */
 };
 
 static struct sizes sizes_of(const struct lx_arch *a, int B, int T)
@@ -202,6 +245,8 @@ static struct sizes sizes_of(const struct lx_arch *a, int B, int T)
     s.T = T;
     s.H = a->heads;
     s.L = a->layers;
+    s.KV = lx_arch_kv(a);
+    s.QKV = lx_arch_qkv(a);
     return s;
 }
 
@@ -217,13 +262,14 @@ static double acts_layout(struct lx_acts *a, const struct lx_arch *arch, int B, 
 {
     double N = (double)B * T, C = (double)arch->d_model, HD = (double)arch->heads * arch->d_head,
            F = (double)arch->d_mlp, F2 = arch->mlp == LX_MLP_SWIGLU ? 2 * F : F, V = (double)arch->vocab,
-           TT = (double)T * T, H = (double)arch->heads, nthr = n_threads(), LL = (double)arch->layers;
+           TT = (double)T * T, H = (double)arch->heads, nthr = n_threads(), LL = (double)arch->layers,
+           QKV = (double)lx_arch_qkv(arch);
     double L = train ? LL : 1, tr = train ? 1 : 0;
     struct { void **p; double n; size_t el; } b[] = {
         {(void **)&a->x, (train ? LL + 1 : 2) * N * C, 4},
         {(void **)&a->rstd1, L * N, 4},
         {(void **)&a->xn1, L * N * C, 4},
-        {(void **)&a->qkv, L * N * 3 * HD, 4},
+        {(void **)&a->qkv, L * N * QKV, 4},
         {(void **)&a->att, train ? LL * B * H * TT : 0, 4},     /* eval: on first use (attention_all) */
         {(void **)&a->ao, L * N * HD, 4},
         {(void **)&a->xm, L * N * C, 4},
@@ -243,7 +289,7 @@ static double acts_layout(struct lx_acts *a, const struct lx_arch *arch, int B, 
                                                                                    (int)arch->d_head), 4},
         {(void **)&a->dx, tr * N * C, 4},
         {(void **)&a->dxn, tr * N * C, 4},
-        {(void **)&a->dqkv, tr * N * 3 * HD, 4},
+        {(void **)&a->dqkv, tr * N * QKV, 4},
         {(void **)&a->dao, tr * N * HD, 4},
         {(void **)&a->dh, tr * N * F2, 4},
         {(void **)&a->dact, tr * N * F, 4},
@@ -434,14 +480,14 @@ void lx_rope_table_pos(double *cs, const struct lx_rotary *r, const int *pos, lo
 
 #define QK_EPS 1e-9     /* CosScale's q/(‖q‖ + 1e-9), as in the InfoScale code */
 
-void lx_qk_normalize(float *qkv, float *qkn, long N, int H, int D)
+void lx_qk_normalize(float *qkv, float *qkn, long N, int H, int KV, int D)
 {
-    long HD = (long)H * D;
+    long HD = (long)H * D, QKV = (long)(H + 2 * KV) * D;
 #pragma omp parallel for schedule(static)
     for (long row = 0; row < N; row++)
         for (int part = 0; part < 2; part++)
-            for (int h = 0; h < H; h++) {
-                float *x = qkv + row * 3 * HD + part * HD + (long)h * D;
+            for (int h = 0; h < (part ? KV : H); h++) {
+                float *x = qkv + row * QKV + part * HD + (long)h * D;
                 double r = 0.0;
                 for (int d = 0; d < D; d++)
                     r += (double)x[d] * x[d];
@@ -455,15 +501,15 @@ void lx_qk_normalize(float *qkv, float *qkn, long N, int H, int D)
 }
 
 /* x̂ = x/(r + ε): dx = dx̂/(r + ε) − x̂ (x̂·dx̂)/r. */
-void lx_qk_normalize_backward(float *dqkv, const float *qkv, const float *qkn, long N, int H, int D)
+void lx_qk_normalize_backward(float *dqkv, const float *qkv, const float *qkn, long N, int H, int KV, int D)
 {
-    long HD = (long)H * D;
+    long HD = (long)H * D, QKV = (long)(H + 2 * KV) * D;
 #pragma omp parallel for schedule(static)
     for (long row = 0; row < N; row++)
         for (int part = 0; part < 2; part++)
-            for (int h = 0; h < H; h++) {
-                const float *xh = qkv + row * 3 * HD + part * HD + (long)h * D;
-                float *g = dqkv + row * 3 * HD + part * HD + (long)h * D;
+            for (int h = 0; h < (part ? KV : H); h++) {
+                const float *xh = qkv + row * QKV + part * HD + (long)h * D;
+                float *g = dqkv + row * QKV + part * HD + (long)h * D;
                 double r = qkn[(row * 2 + part) * H + h], dot = 0.0;
                 for (int d = 0; d < D; d++)
                     dot += (double)xh[d] * g[d];
@@ -473,19 +519,19 @@ void lx_qk_normalize_backward(float *dqkv, const float *qkv, const float *qkn, l
             }
 }
 
-void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int B, int T, int H, int D,
+void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int B, int T, int H, int KV, int D,
                    int sign)
 {
     if (!r->n_pairs)
         return;
-    long HD = (long)H * D, P = r->n_pairs;
+    long HD = (long)H * D, QKV = (long)(H + 2 * KV) * D, P = r->n_pairs;
     int half = r->layout == LX_ROPE_HALF;
 #pragma omp parallel for schedule(static)
     for (long row = 0; row < (long)B * T; row++) {
         const double *c = cs + (row % T) * P * 2;
-        for (int part = 0; part < 2; part++)            /* q, then k */
-            for (int h = 0; h < H; h++) {
-                float *x = qkv + row * 3 * HD + part * HD + (long)h * D;
+        for (int part = 0; part < 2; part++)            /* q (H heads), then k (KV heads) */
+            for (int h = 0; h < (part ? KV : H); h++) {
+                float *x = qkv + row * QKV + part * HD + (long)h * D;
                 for (long k = 0; k < P; k++) {
                     long i0 = half ? k : 2 * k, i1 = half ? k + D / 2 : 2 * k + 1;
                     double co = c[2 * k], si = sign * c[2 * k + 1];
@@ -507,9 +553,9 @@ void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int 
 ** forward, on LX_TILE_BQ × LX_TILE_BK tiles (scratch and tables allocated on
 ** first use, like the head path's far scratch). */
 static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
-                            const float *mult, int B, int T, int H, int D, int causal)
+                            const float *mult, int B, int T, int H, int KV, int D, int causal)
 {
-    long HD = (long)H * D;
+    long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
     size_t nrot = lx_tile_rot_floats(spec, T, H, D);
     if (lx_tile_tab_rows(spec) && !a->tile_tab)
         a->tile_tab = lx_xmalloc(sizeof(double) * (size_t)H * (1 + LX_SPEC_MAX_OPS) * (size_t)T);
@@ -518,9 +564,9 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
     struct lx_tile_ws ws = {.bq = LX_TILE_BQ, .bk = LX_TILE_BK, .n_thr = a->n_thr, .scratch = a->tile,
                             .tab = a->tile_tab, .rot = a->tile_rot};
     for (int b = 0; b < B; b++) {
-        const float *q = qkv + (long)b * T * 3 * HD;
-        lx_attn_tiled_forward(ao + (long)b * T * HD, (int)HD, q, q + HD, q + 2 * HD, (int)(3 * HD), spec, mult, T,
-                              H, D, causal, &ws);
+        const float *q = qkv + (long)b * T * QKV;
+        lx_attn_tiled_forward(ao + (long)b * T * HD, (int)HD, q, q + HD, q + HD + KD, (int)QKV, spec, mult, T,
+                              H, KV, D, causal, &ws);
     }
 }
 
@@ -533,14 +579,14 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
 ** calibration) keep the head path for now; statistics from tiles are the
 ** next step of issue 14. */
 static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
-                          float *att, double *stats, const float *mult, int layer, int B, int T, int H, int D,
-                          int causal)
+                          float *att, double *stats, const float *mult, int layer, int B, int T, int H, int KV,
+                          int D, int causal)
 {
     if (!a->train && !a->probe && !stats) {
-        attention_tiled(a, spec, qkv, ao, mult, B, T, H, D, causal);
+        attention_tiled(a, spec, qkv, ao, mult, B, T, H, KV, D, causal);
         return;
     }
-    long HD = (long)H * D;
+    long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
     size_t nfar = lx_attn_far_floats(T, D);
     if (!att)
         att = a->att = lx_xmalloc(sizeof(float) * (size_t)T * (size_t)T * (size_t)a->n_thr);
@@ -549,7 +595,7 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
 #pragma omp parallel for schedule(dynamic, 1)
     for (long bh = 0; bh < (long)B * H; bh++) {
         int b = (int)(bh / H), h = (int)(bh % H), thr = omp_get_thread_num();
-        const float *q = qkv + (long)b * T * 3 * HD + (long)h * D;
+        const float *q = qkv + (long)b * T * QKV + (long)h * D, *k = qkv + (long)b * T * QKV + HD + (long)(h / (H / KV)) * D;
         float *P = a->train ? att + bh * T * T : att + (long)thr * T * T;
         struct lx_attn_ws ws = {
             .tab = a->tab + (long)thr * 2 * T, .far = a->far ? a->far + nfar * (size_t)thr : NULL,
@@ -557,8 +603,8 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
             .stats_row0 = a->stats_row0 ? a->stats_row0[b] : 0, .stats_row1 = a->stats_row1,
             .mult = mult ? mult[h] : 1.0f,
         };
-        lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, (int)HD, P, q, q + HD, q + 2 * HD,
-                             (int)(3 * HD), spec, h, T, D, causal, &ws);
+        lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, (int)HD, P, q, k, k + KD, (int)QKV, spec, h, T,
+                             D, causal, &ws);
         if (a->probe)
             a->probe(a->probe_ctx, layer, b, h, P, T);
     }
@@ -566,12 +612,12 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
 
 /* Positions into q and k: rotary by window position (or PoSE ids), then
 ** CosScale's normalisation; sign −1 is the backward of the rotation. */
-static void rope_rows(struct lx_acts *a, const struct lx_spec *spec, float *qkv, int H, int D, int sign)
+static void rope_rows(struct lx_acts *a, const struct lx_spec *spec, float *qkv, int H, int KV, int D, int sign)
 {
     if (a->pos)
-        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, 1, a->B * a->T, H, D, sign);
+        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, 1, a->B * a->T, H, KV, D, sign);
     else
-        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, a->B, a->T, H, D, sign);
+        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, a->B, a->T, H, KV, D, sign);
 }
 
 double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
@@ -594,19 +640,20 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
         const struct lx_layer_w *W = &m->v.layer[l];
         float *xin = XIN(a, l, s.N * s.C), *xout = XIN(a, l + 1, s.N * s.C);
         float *rstd1 = LAY(a, a->rstd1, l, s.N), *xn1 = LAY(a, a->xn1, l, s.N * s.C);
-        float *qkv = LAY(a, a->qkv, l, s.N * 3 * s.HD), *ao = LAY(a, a->ao, l, s.N * s.HD);
+        float *qkv = LAY(a, a->qkv, l, s.N * s.QKV), *ao = LAY(a, a->ao, l, s.N * s.HD);
         float *att = LAY(a, a->att, l, (long)a->B * s.H * s.T * s.T);
         float *xm = LAY(a, a->xm, l, s.N * s.C);
         float *rstd2 = LAY(a, a->rstd2, l, s.N), *xn2 = LAY(a, a->xn2, l, s.N * s.C);
         float *h = LAY(a, a->h, l, s.N * s.F2), *act = LAY(a, a->act, l, s.N * s.F);
 
         lx_rmsnorm_forward(xn1, rstd1, xin, W->attn_norm, (int)s.N, (int)s.C, eps);
-        lx_matmul(qkv, xn1, W->wqkv, (int)s.N, (int)(3 * s.HD), (int)s.C, 0, 1, 1.0f, 0.0f);
-        rope_rows(a, spec, qkv, (int)s.H, (int)ar->d_head, +1);
+        lx_linear_forward(qkv, xn1, W->wqkv, W->bqkv, (int)s.N, (int)s.C, (int)s.QKV);
+        rope_rows(a, spec, qkv, (int)s.H, (int)s.KV, (int)ar->d_head, +1);
         if (spec->cosine)
-            lx_qk_normalize(qkv, a->train ? a->qkn + l * s.N * 2 * s.H : NULL, s.N, (int)s.H, (int)ar->d_head);
+            lx_qk_normalize(qkv, a->train ? a->qkn + l * s.N * 2 * s.H : NULL, s.N, (int)s.H, (int)s.KV,
+                            (int)ar->d_head);
         attention_all(a, spec, qkv, ao, att, a->stats ? a->stats + l * a->B * s.H * LX_ATTN_NSTATS : NULL,
-                      W->logit_scale, (int)l, a->B, a->T, (int)s.H, (int)ar->d_head, causal);
+                      W->logit_scale, (int)l, a->B, a->T, (int)s.H, (int)s.KV, (int)ar->d_head, causal);
         memcpy(xm, xin, sizeof(float) * (size_t)(s.N * s.C));
         lx_matmul(xm, ao, W->wo, (int)s.N, (int)s.C, (int)s.HD, 0, 1, 1.0f, 1.0f);
 
@@ -635,6 +682,40 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
     return n ? sum / (double)n : 0.0;
 }
 
+/* Backward of every (window, head) of one layer into a->dqkv from a->dao.
+** Query heads of a group write the same dk, dv rows, so one iteration takes
+** a (window, key/value head) and its H / KV query heads in order: no races,
+** and the sums do not depend on the thread count. dmult (H,) += the learned
+** multipliers' gradient when mult is given. */
+static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, const float *att,
+                               const float *mult, float *dmult, int H, int KV, int D, int causal)
+{
+    int B = a->B, T = a->T, G = H / KV;
+    long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
+    double *dm = mult ? lx_xcalloc((size_t)B * (size_t)H, sizeof *dm) : NULL;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long bg = 0; bg < (long)B * KV; bg++) {
+        int b = (int)(bg / KV), g = (int)(bg % KV), thr = omp_get_thread_num();
+        long row0 = (long)b * T * QKV, kof = HD + (long)g * D;
+        for (int hh = g * G; hh < (g + 1) * G; hh++) {
+            long bh = (long)b * H + hh;
+            const float *q = qkv + row0 + (long)hh * D;
+            float *dq = a->dqkv + row0 + (long)hh * D, *dk = a->dqkv + row0 + kof;
+            float w = mult ? mult[hh] : 1.0f;
+            lx_attn_head_backward(dq, dk, dk + KD, (int)QKV, a->dao + (long)b * T * HD + (long)hh * D, (int)HD,
+                                  att + bh * T * T, a->dp + (long)thr * T * T, q, qkv + row0 + kof,
+                                  qkv + row0 + kof + KD, spec, hh, T, D, causal, a->tab + (long)thr * 2 * T, w);
+            if (dm)     /* S = c·w·(q·k) and dq = dL/d(q·k)·K, so dL/dw = Σ_i q_i·dq_i / w */
+                for (int t = 0; t < T; t++)
+                    for (int d = 0; d < D; d++)
+                        dm[bh] += (double)q[(long)t * QKV + d] * dq[(long)t * QKV + d] / w;
+        }
+    }
+    for (long bh = 0; dm && bh < (long)B * H; bh++)     /* in order: thread count free */
+        dmult[bh % H] += (float)dm[bh];
+    free(dm);
+}
+
 void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
                        const int *targets, struct lx_acts *a, struct lx_weights *g)
 {
@@ -659,7 +740,7 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
         struct lx_layer_w *G = &g->layer[l];
         float *xin = a->x + l * s.N * s.C;
         float *rstd1 = a->rstd1 + l * s.N, *xn1 = a->xn1 + l * s.N * s.C;
-        float *qkv = a->qkv + l * s.N * 3 * HD, *ao = a->ao + l * s.N * HD;
+        float *qkv = a->qkv + l * s.N * s.QKV, *ao = a->ao + l * s.N * HD;
         float *att = a->att + l * (long)a->B * H * T * T;
         float *xm = a->xm + l * s.N * s.C;
         float *rstd2 = a->rstd2 + l * s.N, *xn2 = a->xn2 + l * s.N * s.C;
@@ -680,31 +761,13 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
         /* attention: dx now holds d(xm) */
         memset(a->dao, 0, sizeof(float) * (size_t)(s.N * HD));
         lx_linear_backward(a->dao, G->wo, NULL, a->dx, ao, W->wo, (int)s.N, (int)HD, (int)s.C);
-        memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * 3 * HD));
-        double *dmult = W->logit_scale ? lx_xcalloc((size_t)a->B * (size_t)H, sizeof *dmult) : NULL;
-#pragma omp parallel for schedule(dynamic, 1)
-        for (long bh = 0; bh < (long)a->B * H; bh++) {
-            int b = (int)(bh / H), hh = (int)(bh % H), thr = omp_get_thread_num();
-            long base = (long)b * T * 3 * HD + (long)hh * D;
-            const float *q = qkv + base;
-            float *dq = a->dqkv + base;
-            float mult = W->logit_scale ? W->logit_scale[hh] : 1.0f;
-            lx_attn_head_backward(dq, dq + HD, dq + 2 * HD, (int)(3 * HD), a->dao + (long)b * T * HD + (long)hh * D,
-                                  (int)HD, att + bh * T * T, a->dp + (long)thr * T * T, q, q + HD, q + 2 * HD,
-                                  spec, hh, T, D, causal, a->tab + (long)thr * 2 * T, mult);
-            if (dmult)  /* S = c·w·(q·k) and dq = dL/d(q·k)·K, so dL/dw = Σ_i q_i·dq_i / w */
-                for (int t = 0; t < T; t++)
-                    for (int d = 0; d < D; d++)
-                        dmult[bh] += (double)q[(long)t * 3 * HD + d] * dq[(long)t * 3 * HD + d] / mult;
-        }
-        for (long bh = 0; dmult && bh < (long)a->B * H; bh++)     /* in order: thread count free */
-            G->logit_scale[bh % H] += (float)dmult[bh];
-        free(dmult);
+        memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * s.QKV));
+        attention_backward(a, spec, qkv, att, W->logit_scale, G->logit_scale, H, (int)s.KV, D, causal);
         if (spec->cosine)
-            lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, D);
-        rope_rows(a, spec, a->dqkv, H, D, -1);
+            lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, (int)s.KV, D);
+        rope_rows(a, spec, a->dqkv, H, (int)s.KV, D, -1);
         memset(a->dxn, 0, sizeof(float) * (size_t)(s.N * s.C));
-        lx_linear_backward(a->dxn, G->wqkv, NULL, a->dqkv, xn1, W->wqkv, (int)s.N, (int)s.C, (int)(3 * HD));
+        lx_linear_backward(a->dxn, G->wqkv, G->bqkv, a->dqkv, xn1, W->wqkv, (int)s.N, (int)s.C, (int)s.QKV);
         lx_rmsnorm_backward(a->dx, G->attn_norm, a->dxn, xin, W->attn_norm, rstd1, (int)s.N, (int)s.C);
     }
     for (long i = 0; i < s.N; i++) {

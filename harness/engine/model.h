@@ -2,12 +2,15 @@
 ** harness/engine/model.h - the transformer lenx trains and evaluates
 ** (docs/checkpoints.md#the-forward-pass).
 **
-**   tokens -> tok_emb -> [ x += Wo·attn(rope(Wq·n1(x)), rope(Wk·n1(x)), Wv·n1(x))
+**   tokens -> tok_emb -> [ x += Wo·attn(rope(Wq·n1(x) [+ bq]), rope(Wk·n1(x) [+ bk]), Wv·n1(x) [+ bv])
 **                          x += W2·act(W1·n2(x) [, W3·n2(x)]) ] × layers
-**          -> norm -> head -> logits
+**          -> norm -> head (or tok_emb when tied) -> logits
 **
-** Pre-norm blocks with RMSNorm, no biases, a GELU (tanh) or SwiGLU MLP, an
-** untied output head. Two modes: `causal` (next-token LM: causal attention)
+** Pre-norm blocks with RMSNorm, a GELU (tanh) or SwiGLU MLP, grouped-query
+** attention (H query heads share KV key/value heads: query head h reads
+** key/value head h / (H / KV); KV = H is multi-head attention), optional q/k/v
+** biases (qkv_bias) and an optionally tied output head (tie_head: logits =
+** norm(x)·tok_embᵀ, no lm_head tensor). Two modes: `causal` (next-token LM: causal attention)
 ** and `mlm` (bidirectional encoder; inputs carry LX_TOK_MASK). Positions and
 ** logit transforms come from the attention spec (harness/core/spec.h): the rotary
 ** table rotates q and k by their position in the window, the logit ops act on
@@ -15,8 +18,10 @@
 **
 ** All weights live in one float buffer in the order of lx_arch_tensors(),
 ** which is also the checkpoint's tensor list (docs/checkpoints.md). W_q, W_k,
-** W_v are adjacent, so one GEMM computes q|k|v; likewise W1|W3 for SwiGLU.
-** q, k, v are (token, head, dim) row-major inside each (N, 3·H·D) qkv row.
+** W_v are adjacent, so one GEMM computes q|k|v (and b_q, b_k, b_v are adjacent,
+** so one bias row adds to it); likewise W1|W3 for SwiGLU. A qkv row of the
+** activations is (H + 2·KV)·D floats: q (H, D), then k (KV, D), then v (KV, D),
+** each (head, dim) row-major.
 */
 #ifndef LX_MODEL_H
 #define LX_MODEL_H
@@ -34,7 +39,9 @@ struct lx_arch {
     int mode;           /* LX_MODEL_CAUSAL or LX_MODEL_MLM */
     long layers;        /* blocks */
     long d_model;       /* residual width C */
-    long heads;         /* attention heads H */
+    long heads;         /* attention (query) heads H */
+    long kv_heads;      /* key/value heads KV, dividing H; 0 = H (multi-head). Read it through
+                        ** lx_arch_kv(); stored only when it differs from H */
     long d_head;        /* head dimension D */
     long d_mlp;         /* MLP hidden width F */
     int mlp;            /* LX_MLP_GELU or LX_MLP_SWIGLU */
@@ -43,9 +50,20 @@ struct lx_arch {
     double init_std;    /* N(0, init_std) for matrices; output projections / sqrt(2·layers) */
     int logit_scale;    /* 1: a learned multiplier of S per (layer, head), tensor layers.L.attn.logit_scale
                         ** (H,), initialised to 1 (SSMax's learned s: logn learn: true) */
+    int qkv_bias;       /* 1: biases layers.L.attn.w{q,k,v}.bias added after the projections (Qwen2) */
+    int tie_head;       /* 1: the output head is tok_emb (no lm_head.weight tensor) */
 };
 
 extern const struct lx_schema lx_arch_schema;
+
+/* Key/value heads: kv_heads, or heads when 0. */
+long lx_arch_kv(const struct lx_arch *a);
+/* Floats of one qkv row: (heads + 2·kv_heads)·d_head. */
+long lx_arch_qkv(const struct lx_arch *a);
+/* The rule across fields the schema's bounds cannot say (kv_heads divides
+** heads, so at most heads); makes kv_heads == heads canonical (0), so that
+** writing it out does not change a model's key. LX_EINVAL with both numbers. */
+int lx_arch_resolve(struct lx_arch *a, struct lx_error *err);
 
 /* One named tensor of the weight buffer. */
 struct lx_tensor_info {
@@ -64,7 +82,8 @@ size_t lx_arch_n_params(const struct lx_arch *a);
 /* Views of one buffer laid out as the tensor list: weights, gradients, moments. */
 struct lx_layer_w {
     float *attn_norm;   /* (C) */
-    float *wqkv;        /* (3·H·D, C): wq, wk, wv stacked */
+    float *wqkv;        /* ((H + 2·KV)·D, C): wq (H·D, C), wk (KV·D, C), wv (KV·D, C) stacked */
+    float *bqkv;        /* ((H + 2·KV)·D) bq, bk, bv stacked, or NULL without qkv_bias */
     float *wo;          /* (C, H·D) */
     float *logit_scale; /* (H) learned multipliers of S, or NULL */
     float *mlp_norm;    /* (C) */
@@ -76,7 +95,7 @@ struct lx_weights {
     float *tok_emb;             /* (V, C) */
     struct lx_layer_w *layer;   /* (layers,) owned */
     float *norm;                /* (C) */
-    float *head;                /* (V, C) */
+    float *head;                /* (V, C); == tok_emb when tie_head */
 };
 
 void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base);
@@ -110,7 +129,7 @@ struct lx_acts {
     int n_thr;                  /* attention scratch slots */
     float *x;                   /* train: (layers+1, N, C) residual stream; eval: (2, N, C) */
     float *rstd1, *xn1;         /* (·, N), (·, N, C) */
-    float *qkv;                 /* (·, N, 3HD) after rope */
+    float *qkv;                 /* (·, N, (H + 2KV)·D) after rope */
     float *att;                 /* train: (layers, B, H, T, T) probs; eval: (n_thr, T, T), allocated by
                                 ** the first pass that needs probabilities (a probe or row statistics) */
     float *ao;                  /* (·, N, HD) attention output */
@@ -129,7 +148,8 @@ struct lx_acts {
     float *tile;                /* eval: (n_thr, lx_tile_thread_floats) tiled-forward scratch */
     double *tile_tab;           /* eval: (H, 1 + LX_SPEC_MAX_OPS, T) its distance tables, on first use */
     float *tile_rot;            /* eval: (4, H, T, D) its far-key rows, on first use */
-    float *qkn;                 /* train with cosine: (layers, N, 2, H) norms of q, k before normalising */
+    float *qkn;                 /* train with cosine: (layers, N, 2, H) norms of q, k before normalising
+                                ** (k uses the first KV of its H slots) */
     const int *pos;             /* (B, T) position ids (PoSE training), or NULL = 0..T−1; not owned */
     double *stats;              /* (layers, B, H, LX_ATTN_NSTATS) attention row sums, or NULL; not owned */
     const long *stats_row0;     /* (B,) per window, only rows in [stats_row0[b], stats_row1) are summed
@@ -185,17 +205,19 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
 void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
                        const int *targets, struct lx_acts *a, struct lx_weights *g);
 
-/* Rotate the q and k parts of qkv rows (N = B·T, row stride 3HD) by their
-** window position (sign +1), or back (sign −1, the backward of the rotation). */
-void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int B, int T, int H, int D,
+/* Rotate the q (H heads) and k (KV heads) parts of qkv rows (N = B·T, row
+** stride (H + 2KV)·D) by their window position (sign +1), or back (sign −1,
+** the backward of the rotation). */
+void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int B, int T, int H, int KV, int D,
                    int sign);
 /* cs (T, n_pairs, 2) for positions 0..T−1, or (n, n_pairs, 2) for pos[0..n). */
 void lx_rope_table(double *cs, const struct lx_rotary *r, int T);
 void lx_rope_table_pos(double *cs, const struct lx_rotary *r, const int *pos, long n);
 
-/* CosScale: q and k of every head to unit length (norms r kept in qkn, (N, 2, H)),
-** and the backward through it (dqkv in place, from the normalised qkv). */
-void lx_qk_normalize(float *qkv, float *qkn, long N, int H, int D);
-void lx_qk_normalize_backward(float *dqkv, const float *qkv, const float *qkn, long N, int H, int D);
+/* CosScale: q (H heads) and k (KV heads) of every row to unit length (norms r
+** kept in qkn, (N, 2, H)), and the backward through it (dqkv in place, from
+** the normalised qkv). Rows are (H + 2KV)·D floats. */
+void lx_qk_normalize(float *qkv, float *qkn, long N, int H, int KV, int D);
+void lx_qk_normalize_backward(float *dqkv, const float *qkv, const float *qkn, long N, int H, int KV, int D);
 
 #endif

@@ -51,9 +51,10 @@ size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int D)
 /* What one call shares between its threads. */
 struct tiled {
     const struct lx_spec *spec;
-    const float *q, *k, *v;     /* (T, ld) views, head h at h·D */
+    const float *q, *k, *v;     /* (T, ld) views: query head h at h·D, its key/value head at (h / G)·D */
     float *o;                   /* (T, ldo) */
     int ld, ldo, T, H, D, causal, n_tab;
+    int G;                      /* query heads per key/value head, H / KV */
     int far;                    /* 1: far pairs take their scores from the rotated rows */
     int avx2;                   /* 1: the CPU has AVX2 and FMA (the softmax loops' clone) */
     const struct lx_tile_ws *ws;
@@ -98,7 +99,7 @@ static void far_rows(const struct tiled *x)
     for (long ht = 0; ht < parts * HT; ht++) {
         int which = (int)(ht / HT), h = (int)(ht % HT / x->T), shifted = which == 0 || which == 3;
         long t = ht % x->T;
-        const float *src = (which % 2 ? x->k : x->q) + t * x->ld + (long)h * x->D;
+        const float *src = which % 2 ? x->k + t * x->ld + (long)(h / x->G) * x->D : x->q + t * x->ld + (long)h * x->D;
         double pos = pm->scale * (double)t + (shifted ? pm->shift : 0.0), r[2 * LX_SPEC_MAX_PAIRS + 2];
         if (shifted)
             pos = fmin(pos, pm->cap);
@@ -208,8 +209,8 @@ static void tile_scores(const struct tiled *x, float *S, float *F, int h, float 
         lx_gemm(S, bk, rot_at(x, 2, h, i0), D, rot_at(x, 3, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
         return;
     }
-    lx_gemm(S, bk, x->q + i0 * x->ld + (long)h * D, x->ld, x->k + j0 * x->ld + (long)h * D, x->ld, nr, nc, D,
-            0, 1, c, 0.0f);
+    lx_gemm(S, bk, x->q + i0 * x->ld + (long)h * D, x->ld, x->k + j0 * x->ld + (long)(h / x->G) * D, x->ld, nr,
+            nc, D, 0, 1, c, 0.0f);
     for (int part = 0; part < 2; part++) {
         if (!(part ? upper : lower))
             continue;
@@ -360,7 +361,8 @@ static void block_forward(const struct tiled *x, float *scr, int h, long i0, lon
             tile_scores(x, S, F, h, c, i0, i1, j0, j1);
             for (int r = 0; r < nr; r++)
                 tile_row(x, S + (size_t)r * bk, O + (size_t)r * D, m + r, l + r, h, i0 + r, j0, (int)(j1 - j0));
-            lx_gemm(O, D, S, bk, x->v + j0 * x->ld + (long)h * D, x->ld, nr, D, (int)(j1 - j0), 0, 0, 1.0f, 1.0f);
+            lx_gemm(O, D, S, bk, x->v + j0 * x->ld + (long)(h / x->G) * D, x->ld, nr, D, (int)(j1 - j0), 0, 0, 1.0f,
+                    1.0f);
         }
     for (int r = 0; r < nr; r++) {
         float *dst = x->o + (i0 + r) * x->ldo + (long)h * D, inv = 1.0f / l[r];
@@ -370,13 +372,13 @@ static void block_forward(const struct tiled *x, float *scr, int h, long i0, lon
 }
 
 void lx_attn_tiled_forward(float *o, int ldo, const float *q, const float *k, const float *v, int ld,
-                           const struct lx_spec *spec, const float *mult, int T, int H, int D, int causal,
+                           const struct lx_spec *spec, const float *mult, int T, int H, int KV, int D, int causal,
                            const struct lx_tile_ws *ws)
 {
     LX_ASSERT(omp_get_max_threads() <= ws->n_thr && ws->bq > 0 && ws->bk > 0);
-    LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2);
+    LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && KV >= 1 && H % KV == 0);
     struct tiled x = {.spec = spec, .q = q, .k = k, .v = v, .o = o, .ld = ld, .ldo = ldo, .T = T, .H = H, .D = D,
-                      .causal = causal, .n_tab = lx_tile_tab_rows(spec), .ws = ws, .mult = mult};
+                      .causal = causal, .G = H / KV, .n_tab = lx_tile_tab_rows(spec), .ws = ws, .mult = mult};
     LX_ASSERT((!x.n_tab || ws->tab) && (!lx_tile_rot_floats(spec, T, H, D) || ws->rot));
     if (x.n_tab)
         dist_tables(&x);
