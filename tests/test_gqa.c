@@ -6,8 +6,10 @@
 ** (and biases) are the GQA ones repeated for each query head of a group, on
 ** the head path and the tiled path; the memory plan counts the smaller qkv
 ** rows; bad kv_heads are refused with file:line:col; the defaults leave the
-** stored arch (and so every model key) as it was; and a sweep trains, saves,
-** loads and evaluates a model with heads 8 on kv_heads 2 through `lenx run`.
+** stored arch (and so every model key) as it was; a sweep trains, saves,
+** loads and evaluates a model with heads 8 on kv_heads 2 through `lenx run`;
+** a checkpoint written from docs/checkpoints.md alone (the fuzz seed) loads,
+** and one with a kv_heads that does not divide heads is refused.
 ** The gradients are checked in tests/test_model.c (finite differences, and
 ** PyTorch's autograd in model_ref/causal_gqa), the tiled kernel in
 ** tests/test_tiled.c.
@@ -269,4 +271,45 @@ Test(gqa, sweep_trains_saves_loads_and_evaluates, .init = setup, .fini = teardow
     double ppl = (double)sql_long("r.db", "select cast(m.value as int) from metrics m join runs r on r.id = m.run_id"
                                           " where r.sweep = 'g' and r.length = 64 and m.name = 'ppl'");
     cr_expect(ppl > 1 && ppl < 260, "a finite perplexity below the vocabulary: %g", ppl);
+}
+
+/* ---- checkpoints ----------------------------------------------------------- */
+
+Test(gqa, checkpoint_written_from_the_docs_loads)
+{
+    /* tests/fuzz/make_seeds.py writes it from docs/checkpoints.md's tensor
+    ** table alone: heads 4 on kv_heads 2 of d_head 2, biases, tied head */
+    char path[4096];
+    const char *root = getenv("LENX_ROOT");
+    snprintf(path, sizeof path, "%s/tests/fuzz/corpus/safetensors/gqa.safetensors", root ? root : LX_SOURCE_DIR);
+    struct lx_model m;
+    struct lx_error err = {""};
+    cr_assert_eq(lx_model_load(&m, path, NULL, &err), LX_OK, "%s", err.msg);
+    cr_expect(m.arch.heads == 4 && m.arch.kv_heads == 2 && m.arch.qkv_bias && m.arch.tie_head);
+    cr_expect_eq(lx_arch_qkv(&m.arch), (4 + 2 * 2) * 2);
+    cr_expect_eq(m.v.head, m.v.tok_emb);
+    /* the seed's values are ((i·7 + k·3) mod 11 − 5) / 8 for tensor i, entry k:
+    ** wk.bias is tensor 6 (tok_emb, attn_norm, wq, wk, wv, wq.bias, wk.bias) */
+    for (int k = 0; k < 4; k++)
+        cr_expect_eq(m.v.layer[0].bqkv[8 + k], (float)(((6 * 7 + k * 3) % 11 - 5) / 8.0), "wk.bias[%d]", k);
+    lx_model_release(&m);
+}
+
+Test(gqa, checkpoint_with_a_bad_kv_heads_is_refused, .init = setup, .fini = teardown)
+{
+    /* an arch no sweep could make (3 key/value heads for 4 query heads), saved anyway */
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 1, a.d_model = 8, a.heads = 4, a.kv_heads = 3, a.d_head = 2, a.d_mlp = 8;
+    struct lx_model m;
+    lx_model_init(&m, &a, 5);
+    char path[128];
+    snprintf(path, sizeof path, "%s/bad.safetensors", dir);
+    struct lx_ckpt_info info = {.stack = "[]", .train_len = 8};
+    struct lx_error err = {""};
+    cr_assert_eq(lx_model_save(&m, path, &info, &err), LX_OK, "%s", err.msg);
+    lx_model_release(&m);
+    cr_expect_eq(lx_model_load(&m, path, NULL, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "bad.safetensors: lenx_arch: kv_heads (3) does not divide heads (4)") != NULL, "%s",
+              err.msg);
 }
