@@ -502,10 +502,36 @@ static int cmd_report(int argc, char **argv)
 /* ---------------------------------------------------------------- list */
 
 static const struct lx_opt list_opts[] = {
-    {"db", 1, "result database for 'sweeps' (default " LX_DEFAULT_DB ")"},
+    {"db", 1, "result database for 'sweeps' and 'models' (default " LX_DEFAULT_DB ")"},
 };
 
-static const char list_usage[] = "usage: lenx list methods|tasks|sweeps [--db FILE]";
+static const char list_usage[] = "usage: lenx list methods|tasks|sweeps|models [--db FILE]";
+
+/* `lenx list models`: the store's models table, and whether each checkpoint file is there. */
+static int list_models(const char *db, struct lx_error *err)
+{
+    struct lx_store *store;
+    struct lx_model_info *m;
+    int n, rc = lx_stored_open(&store, db, err);
+    if (rc < 0)
+        return rc;
+    rc = lx_store_models(store, &m, &n, err);
+    lx_store_close(store);
+    if (rc < 0)
+        return rc;
+    printf("%-16s %-12s %-20s %-16s %6s %11s %8s  %s\n", "key", "name", "architecture", "trained with", "length",
+           "tokens", "time", "file");
+    for (int i = 0; i < n; i++) {
+        char t[32];
+        snprintf(t, sizeof t, m[i].steps ? "%.0f s" : "(file)", m[i].seconds);
+        printf("%-16s %-12s %-20s %-16s %6ld %11ld %8s  %s%s\n", m[i].key, m[i].name, m[i].arch, m[i].stack,
+               m[i].train_len, m[i].tokens, t, m[i].path, access(m[i].path, R_OK) == 0 ? "" : " (missing)");
+    }
+    if (n == 0)
+        fprintf(stderr, "lenx: no models in %s\n", db ? db : LX_DEFAULT_DB);
+    lx_model_infos_free(m, n);
+    return LX_OK;
+}
 
 static const char *kind_text(unsigned kind)
 {
@@ -555,6 +581,10 @@ static int cmd_list(int argc, char **argv)
         }
         lx_sweep_infos_free(sw, n);
         return 0;
+    }
+    if (strcmp(what, "models") == 0) {
+        rc = list_models(lx_args_get(&a, list_opts, N_OPTS(list_opts), "db"), &err);
+        return rc < 0 ? lx_cli_fail(&err, rc) : 0;
     }
     fprintf(stderr, "lenx: error: list what? '%s'\n  hint: %s\n", what, list_usage);
     return 2;
@@ -676,7 +706,7 @@ static const struct command commands[] = {
     {"score", cmd_score, "per-token NLL of a text under a checkpoint, as JSON"},
     {"report", cmd_report, "write an HTML page of stored sweeps: plots, tables, effective length, provenance"},
     {"show", lx_cmd_show, "print a method's resolved parameters and derived tables"},
-    {"list", cmd_list, "list methods, tasks or stored sweeps"},
+    {"list", cmd_list, "list methods, tasks, stored sweeps or stored models"},
     {"rm", cmd_rm, "delete chosen stored cells (by sweep, commit, model, method, task, failed, not in a config)"},
 };
 

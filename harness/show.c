@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "harness/cli.h"
+#include "harness/engine/instance.h"
+#include "harness/plan.h"
+#include "tasks/retrieval.h"
 #include "harness/registry.h"
 #include "harness/show.h"
 #include "harness/stored.h"
@@ -21,11 +24,14 @@ static const struct lx_opt show_opts[] = {
     {"train-len", 1, "training length L (default 64)"},
     {"heads", 1, "attention heads H: per-head tables for ALiBi-like methods (default 1)"},
     {"db", 1, "result database for 'sweep' (default " LX_DEFAULT_DB ")"},
+    {"sample", 1, "task: which sample of the cell to render (default 0)"},
+    {"depth", 1, "task: where the needle sits, 0 (start) ... 1 (end) (default 0.5)"},
+    {"seed", 1, "task: the cell's seed, as in the sweep (default 1)"},
 };
 
 static const char show_usage[] =
     "usage: lenx show method NAME [k=v ...] [options]\n"
-    "       lenx show task NAME [k=v ...]\n"
+    "       lenx show task NAME [k=v ...] [--length L [--sample I] [--depth D] [--seed S]]\n"
     "       lenx show sweep NAME [--db FILE]\n\n"
     "Print a method's resolved parameters and derived tables as JSON: row_scale for\n"
     "n = 1..N (per-row logit scales), a and m for t = 0..N-1 (per-distance affine\n"
@@ -34,7 +40,10 @@ static const char show_usage[] =
     "last query of a causal window of N sees with their effective distances.\n"
     "A method that needs rotary positions is shown on top of rope (\"stack\" says\n"
     "so). Model facts come from the flags. For a task, print its resolved\n"
-    "parameters. Run with --help after NAME to list the parameters. For a stored\n"
+    "parameters; with --length, one rendered instance of a retrieval task (the one\n"
+    "a sweep's cell of that length and seed generates for that sample and depth):\n"
+    "its prompt, answer and answer span, in byte tokens. Run with --help after NAME\n"
+    "to list the parameters. For a stored\n"
     "sweep, print the YAML its cells were made from, newest first (one text per\n"
     "version of the file, with its cell count and newest commit).";
 
@@ -274,6 +283,76 @@ static int show_method(const struct lx_method *m, const struct lx_args *a, struc
     return rc;
 }
 
+/* Tokens as text: bytes as they are, special tokens by name ("<bos>"). The
+** one place `show task` turns tokens into text: a --tokenizer flag would
+** decode here. */
+static void tokens_text(struct lx_buf *b, const int *tok, long n)
+{
+    for (long i = 0; i < n; i++) {
+        const char *name = tok[i] < 256 ? NULL : lx_token_name(tok[i]);
+        if (name)
+            lx_buf_printf(b, "<%s>", name);
+        else
+            lx_buf_printf(b, "%c", tok[i] ? (char)tok[i] : ' ');
+    }
+}
+
+/* The resolved options of `show task`: length, sample, depth, seed. */
+static int instance_opts(const struct lx_args *a, long *v, double *depth, struct lx_error *err)
+{
+    static const char *const names[] = {"length", "sample", "seed"};
+    static const long max[] = {LX_MAX_RETRIEVAL_LENGTH, 1000000000L, 1L << 62};
+    int rc = LX_OK;
+    const char *arg;
+    for (int i = 0; i < 3 && rc == LX_OK; i++)
+        if ((arg = lx_args_get(a, show_opts, N_OPTS(show_opts), names[i])))
+            rc = lx_args_long(arg, names[i], i == 0, max[i], &v[i], err);
+    if (rc == LX_OK && (arg = lx_args_get(a, show_opts, N_OPTS(show_opts), "depth")) &&
+        (rc = lx_args_double(arg, "depth", depth, err)) == LX_OK && !(*depth >= 0 && *depth <= 1))
+        rc = lx_err(err, LX_EINVAL, "--depth %s is outside [0, 1]\n  hint: 0 is the start of the context, "
+                    "1 its end", arg);
+    return rc;
+}
+
+/* `lenx show task NAME [k=v ...] --length L`: one rendered instance, the one
+** a sweep's cell of that task, length and seed generates for that sample. */
+static int show_instance(const struct lx_task *t, const void *params, const struct lx_args *a, struct lx_error *err)
+{
+    long v[3] = {0, 0, 1};
+    double depth = 0.5;
+    int rc = instance_opts(a, v, &depth, err);
+    if (rc == LX_OK && !t->generate)
+        rc = lx_err(err, LX_EINVAL, "task '%s' has no instances to show: only retrieval tasks generate one\n"
+                    "  hint: lenx show task needle --length 1021", t->name);
+    if (rc == LX_OK && t->check)
+        rc = t->check(params, v[0], err);
+    struct lx_buf canon = {0}, json = {0}, out = {0};
+    lx_task_strings(t, params, &canon, &json);
+    struct lx_instance in = {0};
+    if (rc == LX_OK)
+        rc = t->generate(params, lx_plan_data_key(lx_buf_str(&json), v[0], v[2]), v[0], v[1], depth, &in, err);
+    if (rc == LX_OK) {
+        lx_buf_puts(&out, "task:      ");
+        lx_buf_puts(&out, lx_buf_str(&canon));
+        lx_buf_printf(&out, "\nlength:    %ld tokens (byte tokens; seed %ld, sample %ld)\ndepth:     %g\n"
+                      "answer:    tokens [%ld, %ld), gold \"%s\"\n", in.n, v[2], v[1], in.depth, in.answer_off,
+                      in.n, in.gold);
+        for (int i = 0; i < in.n_alt; i++)
+            lx_buf_printf(&out, "%s\"%s\" at depth %g", i ? ", " : "others:    ", in.alt[i], in.alt_depth[i]);
+        lx_buf_puts(&out, in.n_alt ? "\n--- prompt\n" : "--- prompt\n");
+        tokens_text(&out, in.tok, in.answer_off);
+        lx_buf_puts(&out, "\n--- answer\n");
+        tokens_text(&out, in.tok + in.answer_off, in.n - in.answer_off);
+        lx_buf_puts(&out, "\n");
+        fwrite(out.s, 1, out.len, stdout);
+    }
+    lx_instance_release(&in);
+    lx_buf_free(&canon);
+    lx_buf_free(&json);
+    lx_buf_free(&out);
+    return rc;
+}
+
 static int show_task(const struct lx_task *t, const struct lx_args *a, struct lx_error *err)
 {
     void *params = lx_xcalloc(1, t->schema.size);
@@ -281,7 +360,9 @@ static int show_task(const struct lx_task *t, const struct lx_args *a, struct lx
     char what[96];
     snprintf(what, sizeof what, "task '%s'", t->name);
     int rc = apply_kv(&t->schema, params, what, a->n_pos - 2, a->pos + 2, err);
-    if (rc == LX_OK) {
+    if (rc == LX_OK && lx_args_get(a, show_opts, N_OPTS(show_opts), "length")) {
+        rc = show_instance(t, params, a, err);
+    } else if (rc == LX_OK) {
         struct lx_buf out = {0};
         lx_buf_puts(&out, "{\n  \"task\": ");
         lx_buf_json_str(&out, t->name);

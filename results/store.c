@@ -139,23 +139,6 @@ static int exec(struct lx_store *s, const char *sql, struct lx_error *err)
     return LX_OK;
 }
 
-static void make_parent_dir(const char *path)
-{
-    char *dir = lx_xstrdup(path);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-        *slash = '\0';
-        for (char *p = dir + 1; *p; p++)
-            if (*p == '/') {
-                *p = '\0';
-                mkdir(dir, 0777);
-                *p = '/';
-            }
-        mkdir(dir, 0777);
-    }
-    free(dir);
-}
-
 /* outputs.stop (issue 12): the special token that ended an output ('eos',
 ** 'bos', 'pad', 'mask'), NULL when none did. Added by its own ALTER, guarded
 ** by the table's columns rather than the version, so it merges with other
@@ -296,7 +279,7 @@ int lx_store_open(struct lx_store **out, const char *path, int readonly, struct 
         return lx_err(err, LX_EIO, "%s: no such database\n  hint: run a sweep first "
                       "(`lenx run CONFIG`), or pass --db FILE", path);
     if (!readonly)
-        make_parent_dir(path);
+        lx_make_parent_dir(path);
     struct lx_store *s = lx_xcalloc(1, sizeof *s);
     s->path = lx_xstrdup(path);
     int rc = readonly ? open_readonly(s, err)
@@ -758,8 +741,12 @@ void lx_sweep_configs_free(struct lx_sweep_config *v, int n)
 
 int lx_store_models(struct lx_store *s, struct lx_model_info **out, int *n, struct lx_error *err)
 {
-    static const char *sql = "SELECT key, name, config, path, created, steps, tokens, seconds, val_loss"
-                             " FROM models ORDER BY rowid";
+    static const char *sql =   /* the architecture and the training-time stack's names read in SQL */
+        "SELECT key, name, json_extract(config, '$.arch.mode') || ' ' || json_extract(config, '$.arch.layers')"
+        " || 'L d' || json_extract(config, '$.arch.d_model') || ' ' || json_extract(config, '$.arch.heads') || 'h',"
+        " path, created, steps, tokens, seconds, val_loss, (SELECT group_concat(m.key, '+') FROM"
+        " json_each(config, '$.stack') e, json_each(e.value) m), json_extract(config, '$.train.length')"
+        " FROM models ORDER BY rowid";
     sqlite3_stmt *st;
     *out = NULL;
     *n = 0;
@@ -770,7 +757,9 @@ int lx_store_models(struct lx_store *s, struct lx_model_info **out, int *n, stru
         struct lx_model_info *w = grow((void **)out, n, &cap, sizeof **out);
         w->key = lx_xstrdup(col_text(st, 0));
         w->name = lx_xstrdup(col_text(st, 1));
-        w->config = lx_xstrdup(col_text(st, 2));
+        w->arch = lx_xstrdup(col_text(st, 2));
+        w->stack = lx_xstrdup(col_text(st, 9));
+        w->train_len = (long)sqlite3_column_int64(st, 10);
         w->path = lx_xstrdup(col_text(st, 3));
         w->created = lx_xstrdup(col_text(st, 4));
         w->steps = (long)sqlite3_column_int64(st, 5);
@@ -785,7 +774,7 @@ int lx_store_models(struct lx_store *s, struct lx_model_info **out, int *n, stru
 void lx_model_infos_free(struct lx_model_info *v, int n)
 {
     for (int i = 0; i < n; i++)
-        free(v[i].key), free(v[i].name), free(v[i].config), free(v[i].path), free(v[i].created);
+        free(v[i].key), free(v[i].name), free(v[i].arch), free(v[i].stack), free(v[i].path), free(v[i].created);
     free(v);
 }
 

@@ -226,7 +226,9 @@ int lx_store_rm(struct lx_store *s, const struct lx_rm_filter *f, long *n_delete
 /* A model in the `models` table, as `lenx list models` shows it. */
 struct lx_model_info {
     char *key, *name;           /* model key, name in the sweep that trained it */
-    char *config;               /* what the key hashes (JSON: arch, train, training-time stack) */
+    char *arch;                 /* "causal 2L d128 4h" */
+    char *stack;                /* training-time methods, "rope+logn" */
+    long train_len;             /* training length */
     char *path, *created;       /* checkpoint file; ISO time recorded */
     long steps, tokens;         /* training steps and tokens (0 for a checkpoint found as a file) */
     double seconds;             /* training wall time */
