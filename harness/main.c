@@ -37,6 +37,7 @@ static const struct lx_opt run_opts[] = {
     {"threads", 1, "OpenMP threads (default: OMP_NUM_THREADS or all cores)"},
     {"no-table", 0, "do not print the sweep's table at the end"},
     {"quiet", 0, "no progress on stderr"},
+    {"keep-prompts", 0, "store every retrieval prompt with its output (bytes; about length bytes per instance)"},
 };
 
 static const char run_usage[] =
@@ -132,6 +133,7 @@ static int run_sweep(const struct lx_args *a, const char *db, const struct lx_gr
         .progress = lx_args_get(a, run_opts, N_OPTS(run_opts), "quiet") ? 0 : isatty(STDERR_FILENO) ? 2 : 1,
         .models_dir = models_dir,
         .no_train = lx_args_get(a, run_opts, N_OPTS(run_opts), "no-train") != NULL,
+        .keep_prompts = lx_args_get(a, run_opts, N_OPTS(run_opts), "keep-prompts") != NULL,
     };
     struct lx_run_summary sum;
     rc = lx_run_plan(plan, store, &o, &sum, &err);

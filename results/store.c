@@ -18,10 +18,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define SCHEMA_VERSION 5     /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs;
+#define SCHEMA_VERSION 6     /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs;
                                 ** 4: runs.config_text and runs.weights_sha256;
                                 ** 5: claims, models.weights_sha256 and models.threads,
-                                **    outputs.stop */
+                                **    outputs.stop; 6: outputs.prompt */
 
 struct lx_store {
     sqlite3 *db;        /* the connection */
@@ -139,19 +139,23 @@ static int exec(struct lx_store *s, const char *sql, struct lx_error *err)
     return LX_OK;
 }
 
-/* outputs.stop (issue 12): the special token that ended an output ('eos',
-** 'bos', 'pad', 'mask'), NULL when none did. Added by its own ALTER, guarded
-** by the table's columns rather than the version, so it merges with other
-** migrations; old rows keep NULL. */
-static int add_outputs_stop(struct lx_store *s, struct lx_error *err)
+/* Columns of outputs added by their own ALTER, guarded by the table's
+** columns rather than the version, so they merge with other migrations; old
+** rows keep NULL. stop (issue 12): the special token that ended an output
+** ('eos', 'bos', 'pad', 'mask'), NULL when none did. prompt (schema 6): the
+** instance's prompt bytes after BOS, kept by `lenx run --keep-prompts`. */
+static int add_outputs_column(struct lx_store *s, const char *name, const char *type, struct lx_error *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info('outputs') WHERE name = 'stop'", -1, &st,
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info('outputs') WHERE name = ?1", -1, &st,
                            NULL) != SQLITE_OK)
         return db_err(s, err, "reading the outputs table's columns");
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     int has = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
     sqlite3_finalize(st);
-    return has ? LX_OK : exec(s, "ALTER TABLE outputs ADD COLUMN stop TEXT", err);
+    char sql[128];
+    snprintf(sql, sizeof sql, "ALTER TABLE outputs ADD COLUMN %s %s", name, type);
+    return has ? LX_OK : exec(s, sql, err);
 }
 
 /* PRAGMA user_version, or -1 when it cannot be read. */
@@ -184,7 +188,9 @@ static int migrate(struct lx_store *s, struct lx_error *err)
     if (rc == LX_OK && v < SCHEMA_VERSION)
         rc = exec(s, schema_sql, err);
     if (rc == LX_OK && v < SCHEMA_VERSION)
-        rc = add_outputs_stop(s, err);
+        rc = add_outputs_column(s, "stop", "TEXT", err);
+    if (rc == LX_OK && v < SCHEMA_VERSION)
+        rc = add_outputs_column(s, "prompt", "BLOB", err);
     if (rc == LX_OK && v < SCHEMA_VERSION) {
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SCHEMA_VERSION);
@@ -412,8 +418,8 @@ static int insert_values(struct lx_store *s, sqlite3_int64 id, const struct lx_r
     }
     sqlite3_stmt *o = NULL;
     if (rc == SQLITE_OK && res && res->n_outputs)
-        rc = sqlite3_prepare_v2(s->db, "INSERT INTO outputs (run_id, sample, depth, gold, text, score, logprob, stop)"
-                                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", -1, &o, NULL);
+        rc = sqlite3_prepare_v2(s->db, "INSERT INTO outputs (run_id, sample, depth, gold, text, score, logprob, stop,"
+                                " prompt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", -1, &o, NULL);
     for (int i = 0; o && i < res->n_outputs && rc == SQLITE_OK; i++) {
         const struct lx_output *x = &res->outputs[i];
         sqlite3_reset(o);
@@ -428,6 +434,10 @@ static int insert_values(struct lx_store *s, sqlite3_int64 id, const struct lx_r
             sqlite3_bind_text(o, 8, x->stop, -1, SQLITE_STATIC);
         else
             sqlite3_bind_null(o, 8);
+        if (x->prompt)      /* exact bytes, as the output's */
+            sqlite3_bind_blob(o, 9, x->prompt, (int)x->n_prompt, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(o, 9);
         rc = sqlite3_step(o) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     }
     sqlite3_finalize(m);

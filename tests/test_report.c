@@ -185,6 +185,34 @@ Test(report, panels_match_the_store, .init = setup, .fini = teardown, .timeout =
     cr_expect_null(strstr(out, "(missing)"), "%s", out);
 }
 
+/* --keep-prompts stored each needle prompt: the one `show task` renders for
+** the same cell, sample and depth (one generator, the same data key). */
+Test(report, kept_prompts_are_the_instances_show_task_renders, .init = setup, .fini = teardown, .timeout = 600)
+{
+    static char out[1 << 16];
+    cr_assert_eq(sh(out, sizeof out, "$L run \"$R/tests/report_sweep.yaml\" --db r.db --quiet --no-table --keep-prompts"),
+                 0, "%s", out);
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs where prompt is null"), 0);
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs o join runs r on r.id = o.run_id"
+                          " where length(o.prompt) != r.length - 9"), 0, "BOS and the 8-byte answer are not in it");
+    /* sample 5 of a cell = sample 1 (samples: 2) at its depth */
+    char depth[32];
+    sql_text(depth, sizeof depth, "r.db", "select o.depth from outputs o join runs r on r.id = o.run_id"
+             " where r.length = 256 and o.sample = 5 limit 1");
+    sql_text(out, sizeof out, "r.db", "select writefile('p.bin', o.prompt) from outputs o join runs r on r.id = o.run_id"
+             " where r.length = 256 and o.sample = 5 limit 1");
+    cr_assert_eq(sh(out, sizeof out, "$L show task needle template=short samples=2 depths=3 --length 256 --sample 1"
+                    " --depth %s > s.txt", depth), 0, "%s", out);
+    char *kept = read_all("p.bin"), *shown = read_all("s.txt");
+    char *p = strstr(shown, "--- prompt\n<bos>"), *a = strstr(shown, "\n--- answer\n");
+    cr_assert(p && a);
+    p += strlen("--- prompt\n<bos>");
+    cr_expect_eq((long)(a - p), 256 - 9);
+    cr_expect_eq(memcmp(kept, p, (size_t)(a - p)), 0, "stored: %.80s\nshown: %.80s", kept, p);
+    free(kept);
+    free(shown);
+}
+
 static const char *gauss = "name: g\nseed: 1\nmethods: [none]\ntasks:\n  - gaussian: {samples: 20}\nlengths: [16, 32]\n";
 
 Test(report, bad_input_and_a_missing_gnuplot_are_clear_errors, .init = setup, .fini = teardown, .timeout = 60)
