@@ -225,14 +225,33 @@ static void mean_at(const struct lx_rows *pts, char *const *plabel, const char *
     }
 }
 
+/* What a series of a task spans: its lengths, x values and methods. */
+struct axes {
+    double *len, *xs;           /* (n_len,), (nx,) sorted; owned by the page */
+    const char **methods;       /* (n_m,) labels in first-seen order; freed by the caller */
+    int n_len, nx, n_m;
+};
+
+static void series_axes(struct page *pg, const struct lx_rows *pts, char *const *plabel, const char *sweep,
+                        const char *task, struct axes *ax)
+{
+    ax->len = own(pg, lx_xmalloc((size_t)pts->n * sizeof *ax->len + 1));
+    ax->xs = own(pg, lx_xmalloc((size_t)pts->n * sizeof *ax->xs + 1));
+    ax->methods = lx_xmalloc((size_t)pts->n * sizeof *ax->methods + 1);
+    ax->n_len = distinct(pts, sweep, task, NULL, 0, ax->len);
+    ax->nx = distinct(pts, sweep, task, NULL, 1, ax->xs);
+    ax->n_m = labels_of(pts, plabel, sweep, task, NULL, ax->methods);
+}
+
 /* A curve series of a task: one panel per length, a line per method. */
 static void curve_panels(struct page *pg, const struct lx_rows *pts, char *const *plabel, const char *sweep,
                          const char *task, const char *const *what)
 {
-    double *len = own(pg, lx_xmalloc((size_t)pts->n * sizeof *len)), *xs = own(pg, lx_xmalloc((size_t)pts->n * sizeof *xs));
-    const char **methods = lx_xmalloc((size_t)pts->n * sizeof *methods);
-    int n_len = distinct(pts, sweep, task, NULL, 0, len), nx = distinct(pts, sweep, task, NULL, 1, xs);
-    int n_m = labels_of(pts, plabel, sweep, task, NULL, methods);
+    struct axes ax;
+    series_axes(pg, pts, plabel, sweep, task, &ax);
+    const double *len = ax.len, *xs = ax.xs;
+    const char **methods = ax.methods;
+    int n_len = ax.n_len, nx = ax.nx, n_m = ax.n_m;
     long train = train_len_of(pts, sweep, task);
     if (n_len)
         lx_buf_printf(&pg->html, "<h4>%s</h4>\n<div class=\"row\">", what[0]);
@@ -263,10 +282,11 @@ static void curve_panels(struct page *pg, const struct lx_rows *pts, char *const
 static void heat_panels(struct page *pg, const struct lx_rows *pts, char *const *plabel, const char *sweep,
                         const char *task, const char *const *what)
 {
-    double *len = own(pg, lx_xmalloc((size_t)pts->n * sizeof *len)), *xs = own(pg, lx_xmalloc((size_t)pts->n * sizeof *xs));
-    const char **methods = lx_xmalloc((size_t)pts->n * sizeof *methods);
-    int n_len = distinct(pts, sweep, task, NULL, 0, len), nd = distinct(pts, sweep, task, NULL, 1, xs);
-    int n_m = labels_of(pts, plabel, sweep, task, NULL, methods);
+    struct axes ax;
+    series_axes(pg, pts, plabel, sweep, task, &ax);
+    const double *len = ax.len, *xs = ax.xs;
+    const char **methods = ax.methods;
+    int n_len = ax.n_len, nd = ax.nx, n_m = ax.n_m;
     char **xt = own(pg, lx_xcalloc((size_t)n_len + 1, sizeof *xt)), **yt = own(pg, lx_xcalloc((size_t)nd + 1, sizeof *yt));
     for (int j = 0; j < n_len; j++)
         xt[j] = own(pg, lx_xmalloc(24)), snprintf(xt[j], 24, "%ld", (long)len[j]);
