@@ -10,7 +10,7 @@
 #      panel's task, counted in the store with sqlite3 — and at least one
 #      panel of each kind the store has data for.
 #
-# Usage: tests/browser_report.sh [--db FILE] [--sweep S] [--png OUT.png] [--size W,H]
+# Usage: tests/browser_report.sh [--db FILE] [--sweep S] [--metric M,...] [--png OUT.png] [--size W,H]
 # Without --db it runs tests/report_sweep.yaml (a tiny model, every kind of
 # panel) into a temporary store. --png keeps the screenshot (palette PNG, for
 # docs/); otherwise it goes to the temporary folder.
@@ -18,11 +18,12 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 lenx=${LENX_BIN:-$root/lenx}
 py=/usr/bin/python3
-db="" sweep="" png="" size=1400,2600
+db="" sweep="" metric="" png="" size=1400,2600
 while [ $# -gt 0 ]; do
     case $1 in
         --db) db=$2; shift 2 ;;
         --sweep) sweep=$2; shift 2 ;;
+        --metric) metric=$2; shift 2 ;;
         --png) png=$2; shift 2 ;;
         --size) size=$2; shift 2 ;;
         *) echo "browser_report: unknown argument '$1'" >&2; exit 2 ;;
@@ -38,7 +39,7 @@ if [ -z "$db" ]; then
     OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} "$lenx" run "$root/tests/report_sweep.yaml" --db "$db" --quiet --no-table
 fi
 t0=$(date +%s.%N)
-"$lenx" report --db "$db" ${sweep:+--sweep "$sweep"} -o "$tmp/report.html"
+"$lenx" report --db "$db" ${sweep:+--sweep "$sweep"} ${metric:+--metric "$metric"} -o "$tmp/report.html"
 t1=$(date +%s.%N)
 
 # Chromium refuses to run as root inside its sandbox; the page is our own file.
