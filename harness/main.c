@@ -521,8 +521,9 @@ static int list_models(const char *db, struct lx_error *err)
     lx_store_close(store);
     if (rc < 0)
         return rc;
-    printf("%-16s %-12s %-20s %-16s %6s %11s %8s  %s\n", "key", "name", "architecture", "trained with", "length",
-           "tokens", "time", "file");
+    if (n)
+        printf("%-16s %-12s %-20s %-16s %6s %11s %8s  %s\n", "key", "name", "architecture", "trained with", "length",
+               "tokens", "time", "file");
     for (int i = 0; i < n; i++) {
         char t[32];
         snprintf(t, sizeof t, m[i].steps ? "%.0f s" : "(file)", m[i].seconds);
@@ -707,7 +708,7 @@ static const struct command commands[] = {
     {"compare", cmd_compare, "show cells that moved between commits, sweeps or a CSV baseline"},
     {"score", cmd_score, "per-token NLL of a text under a checkpoint, as JSON"},
     {"report", cmd_report, "write an HTML page of stored sweeps: plots, tables, effective length, provenance"},
-    {"show", lx_cmd_show, "print a method's resolved parameters and derived tables"},
+    {"show", lx_cmd_show, "print a method's derived tables, a task's parameters or one instance, a sweep's YAML"},
     {"list", cmd_list, "list methods, tasks, stored sweeps or stored models"},
     {"rm", cmd_rm, "delete chosen stored cells (by sweep, commit, model, method, task, failed, not in a config)"},
 };
