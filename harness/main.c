@@ -28,18 +28,12 @@
 
 static int fail(const struct lx_error *err, int rc)
 {
-    fprintf(stderr, "lenx: error: %s\n", err->msg);
-    return rc == LX_EINVAL ? 2 : rc == LX_EIO ? 3 : 1;
+    return lx_cli_fail(err, rc);
 }
 
 static void usage(const char *text, const struct lx_opt *opts, int n)
 {
-    printf("%s\n", text);
-    if (n) {
-        printf("\noptions:\n");
-        for (int i = 0; i < n; i++)
-            printf("  --%-12s %s %s\n", opts[i].name, opts[i].has_arg ? "V" : " ", opts[i].help);
-    }
+    lx_cli_usage(text, opts, n);
 }
 
 /* ---------------------------------------------------------------- run */
@@ -52,13 +46,17 @@ static const struct lx_opt run_opts[] = {
     {"threads", 1, "OpenMP threads (default: OMP_NUM_THREADS or all cores)"},
     {"no-table", 0, "do not print the sweep's table at the end"},
     {"quiet", 0, "no progress on stderr"},
+    {"shard", 1, "K/N: run only shard K of N (0-based; default in a Slurm array job: from its task id)"},
+    {"models-only", 0, "train (or find) the models the cells need and run no cell (a cluster's first stage)"},
 };
 
 static const char run_usage[] =
     "usage: lenx run CONFIG.yaml [options]\n\n"
     "Plan the sweep in CONFIG (methods x tasks x lengths x seeds), skip cells already\n"
     "stored, run the rest, store every cell, and print the sweep's table. The whole\n"
-    "config is checked before anything runs; a bad config writes nothing.";
+    "config is checked before anything runs; a bad config writes nothing. With --shard\n"
+    "K/N (or inside a Slurm array job), only the cells whose run key falls in shard K\n"
+    "run (docs/cluster.md).";
 
 static int print_table(const char *db, const char *sweep, const char *metrics, enum lx_format fmt)
 {
@@ -82,11 +80,15 @@ static int print_table(const char *db, const char *sweep, const char *metrics, e
 }
 
 /* `run --dry-run`: the plan's cells, one a line. */
-static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *plan)
+static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *plan, const struct lx_shard *sh)
 {
     printf("sweep %s: %d cells\n", grid->name, plan->n_cells);
+    if (sh)
+        printf("shard %ld/%ld:\n", sh->k, sh->n);
     for (int i = 0; i < plan->n_cells; i++) {
         const struct lx_cell *c = &plan->cells[i];
+        if (!lx_shard_has(sh, c->key))
+            continue;
         printf("  %s  %s  %s  length=%ld seed=%ld", c->key, grid->tasks[c->task].canon,
                c->method, c->length, c->seed);
         if (c->model >= 0)
@@ -133,7 +135,8 @@ static int run_check_blas(void)
 
 /* Run the plan into the store at db, print the summary and (unless
 ** --no-table) the table; the exit status. */
-static int run_sweep(const struct lx_args *a, const char *db, const struct lx_grid *grid, const struct lx_plan *plan)
+static int run_sweep(const struct lx_args *a, const char *db, const struct lx_grid *grid, const struct lx_plan *plan,
+                     const struct lx_shard *shard)
 {
     struct lx_error err;
     struct lx_store *store;
@@ -147,18 +150,24 @@ static int run_sweep(const struct lx_args *a, const char *db, const struct lx_gr
         .progress = lx_args_get(a, run_opts, N_OPTS(run_opts), "quiet") ? 0 : isatty(STDERR_FILENO) ? 2 : 1,
         .models_dir = models_dir,
         .no_train = lx_args_get(a, run_opts, N_OPTS(run_opts), "no-train") != NULL,
+        .shard = shard,
+        .models_only = lx_args_get(a, run_opts, N_OPTS(run_opts), "models-only") != NULL,
     };
     struct lx_run_summary sum;
     rc = lx_run_plan(plan, store, &o, &sum, &err);
     lx_store_close(store);
     if (rc < 0)
         return fail(&err, rc);
-    fprintf(stderr, "lenx: sweep '%s': %d run (%d ok, %d failed), %d already stored; "
-            "%d models trained (%ld steps)\n", grid->name, sum.n_ok + sum.n_failed, sum.n_ok,
-            sum.n_failed, sum.n_skipped, sum.n_trained, sum.train_steps);
+    if (o.models_only)
+        fprintf(stderr, "lenx: sweep '%s': %d models ready, %d failed; %d trained now (%ld steps)\n", grid->name,
+                sum.n_ok, sum.n_failed, sum.n_trained, sum.train_steps);
+    else
+        fprintf(stderr, "lenx: sweep '%s': %d run (%d ok, %d failed), %d already stored; "
+                "%d models trained (%ld steps)\n", grid->name, sum.n_ok + sum.n_failed, sum.n_ok,
+                sum.n_failed, sum.n_skipped, sum.n_trained, sum.train_steps);
     lx_stored_note_stale(db, plan, a->pos[0]);
     int status = 0;
-    if (!lx_args_get(a, run_opts, N_OPTS(run_opts), "no-table"))
+    if (!lx_args_get(a, run_opts, N_OPTS(run_opts), "no-table") && !o.models_only)
         status = run_print_table(db, grid);
     return sum.n_failed ? 1 : status;
 }
@@ -185,6 +194,15 @@ static int cmd_run(int argc, char **argv)
             return fail(&err, rc);
         omp_set_num_threads((int)t);
     }
+    struct lx_shard shard;
+    struct lx_buf note = {0};
+    int sharded = 0;
+    rc = lx_shard_choose(lx_args_get(&a, run_opts, N_OPTS(run_opts), "shard"), &shard, &sharded, &note, &err);
+    if (note.len)
+        fprintf(stderr, "lenx: %s\n", lx_buf_str(&note));
+    lx_buf_free(&note);
+    if (rc < 0)
+        return fail(&err, rc);
     struct lx_grid grid;
     struct lx_plan plan = {0};
     rc = lx_grid_load(&grid, a.pos[0], &err);
@@ -196,9 +214,9 @@ static int cmd_run(int argc, char **argv)
     }
     int status = 0;
     if (lx_args_get(&a, run_opts, N_OPTS(run_opts), "dry-run"))
-        run_print_plan(&grid, &plan);
+        run_print_plan(&grid, &plan, sharded ? &shard : NULL);
     else if ((status = run_check_blas()) == 0)
-        status = run_sweep(&a, db, &grid, &plan);
+        status = run_sweep(&a, db, &grid, &plan, sharded ? &shard : NULL);
     lx_plan_release(&plan);
     lx_grid_release(&grid);
     return status;
@@ -903,6 +921,8 @@ static const struct command commands[] = {
     {"show", cmd_show, "print a method's resolved parameters and derived tables"},
     {"list", cmd_list, "list methods, tasks or stored sweeps"},
     {"rm", cmd_rm, "delete chosen stored cells (by sweep, commit, model, method, task, failed, not in a config)"},
+    {"merge", lx_cmd_merge, "merge stores (shard databases) into one: lenx merge A.db B.db ... --into OUT.db"},
+    {"slurm", lx_cmd_slurm, "write a Slurm array job (models, N shards, merge) for a sweep, and its submit script"},
 };
 
 #define N_COMMANDS ((int)(sizeof commands / sizeof *commands))

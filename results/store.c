@@ -18,10 +18,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define SCHEMA_VERSION 5     /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs;
-                                ** 4: runs.config_text and runs.weights_sha256;
-                                ** 5: claims, models.weights_sha256 and models.threads,
-                                **    outputs.stop */
+#define SCHEMA_VERSION LX_STORE_SCHEMA  /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs;
+                                           ** 4: runs.config_text and runs.weights_sha256;
+                                           ** 5: claims, models.weights_sha256 and models.threads,
+                                           **    outputs.stop */
 
 struct lx_store {
     sqlite3 *db;        /* the connection */
@@ -137,23 +137,6 @@ static int exec(struct lx_store *s, const char *sql, struct lx_error *err)
         return rc;
     }
     return LX_OK;
-}
-
-static void make_parent_dir(const char *path)
-{
-    char *dir = lx_xstrdup(path);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-        *slash = '\0';
-        for (char *p = dir + 1; *p; p++)
-            if (*p == '/') {
-                *p = '\0';
-                mkdir(dir, 0777);
-                *p = '/';
-            }
-        mkdir(dir, 0777);
-    }
-    free(dir);
 }
 
 /* outputs.stop (issue 12): the special token that ended an output ('eos',
@@ -296,7 +279,7 @@ int lx_store_open(struct lx_store **out, const char *path, int readonly, struct 
         return lx_err(err, LX_EIO, "%s: no such database\n  hint: run a sweep first "
                       "(`lenx run CONFIG`), or pass --db FILE", path);
     if (!readonly)
-        make_parent_dir(path);
+        lx_mkdir_parent(path);
     struct lx_store *s = lx_xcalloc(1, sizeof *s);
     s->path = lx_xstrdup(path);
     int rc = readonly ? open_readonly(s, err)
@@ -495,52 +478,6 @@ int lx_store_put(struct lx_store *s, const struct lx_run_record *rec, const stru
     if (rc == SQLITE_OK)
         rc = insert_values(s, id, rec->ok ? res : NULL);
     return finish(s, rc == SQLITE_OK, err, "storing a cell");
-}
-
-void lx_rows_add(struct lx_rows *r, const char *sweep, const char *method, const char *task,
-                 const char *key, const char *commit, long length, long seed, const char *metric,
-                 double value, long run_id)
-{
-    if (r->n == r->cap) {
-        r->cap = r->cap ? 2 * r->cap : 256;
-        r->rows = lx_xrealloc(r->rows, (size_t)r->cap * sizeof *r->rows);
-    }
-    struct lx_row *w = &r->rows[r->n++];
-    w->sweep = lx_xstrdup(sweep ? sweep : "");
-    w->method = lx_xstrdup(method);
-    w->task = lx_xstrdup(task);
-    w->key = lx_xstrdup(key ? key : "");
-    w->commit = lx_xstrdup(commit ? commit : "");
-    w->metric = lx_xstrdup(metric);
-    w->model_key = lx_xstrdup("");
-    w->config = lx_xstrdup("");
-    w->length = length;
-    w->seed = seed;
-    w->value = value;
-    w->run_id = run_id;
-}
-
-void lx_rows_release(struct lx_rows *r)
-{
-    if (!r)
-        return;
-    for (int i = 0; i < r->n; i++) {
-        struct lx_row *w = &r->rows[i];
-        free(w->sweep), free(w->method), free(w->task), free(w->key), free(w->commit), free(w->metric);
-        free(w->model_key), free(w->config);
-    }
-    free(r->rows);
-    memset(r, 0, sizeof *r);
-}
-
-void lx_rows_set_origin(struct lx_rows *r, int i, const char *model_key, const char *config)
-{
-    LX_ASSERT(i >= 0 && i < r->n);
-    struct lx_row *w = &r->rows[i];
-    free(w->model_key);
-    free(w->config);
-    w->model_key = model_key ? lx_xstrdup(model_key) : NULL;
-    w->config = lx_xstrdup(config ? config : "");
 }
 
 static const char *col_text(sqlite3_stmt *st, int i)
@@ -991,4 +928,67 @@ int lx_store_reap(struct lx_store *s, const struct lx_owner *me, struct lx_error
     sqlite3_finalize(st);
     sqlite3_finalize(del);
     return finish(s, rc == SQLITE_DONE, err, "clearing dead claims");
+}
+
+/* ---- statements of the other results/ modules (merge.c) ------------------- */
+
+int lx_store_begin(struct lx_store *s, const char *doing, struct lx_error *err)
+{
+    return begin(s, err, doing);
+}
+
+int lx_store_end(struct lx_store *s, int commit, const char *doing, struct lx_error *err)
+{
+    if (commit)
+        return finish(s, 1, err, doing);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return LX_OK;
+}
+
+static void bind_value(sqlite3_stmt *st, int i, const struct lx_value *v)
+{
+    switch (v->type) {
+    case LX_V_NULL: sqlite3_bind_null(st, i); break;
+    case LX_V_INT: sqlite3_bind_int64(st, i, v->i); break;
+    case LX_V_REAL: sqlite3_bind_double(st, i, v->d); break;
+    case LX_V_TEXT: sqlite3_bind_text(st, i, v->p, v->n, SQLITE_STATIC); break;
+    case LX_V_BLOB: sqlite3_bind_blob(st, i, v->p, v->n, SQLITE_STATIC); break;
+    }
+}
+
+static void column_value(sqlite3_stmt *st, int i, struct lx_value *v)
+{
+    memset(v, 0, sizeof *v);
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER: v->type = LX_V_INT; v->i = sqlite3_column_int64(st, i); break;
+    case SQLITE_FLOAT: v->type = LX_V_REAL; v->d = sqlite3_column_double(st, i); break;
+    case SQLITE_TEXT: v->type = LX_V_TEXT; v->p = sqlite3_column_text(st, i); break;
+    case SQLITE_BLOB: v->type = LX_V_BLOB; v->p = sqlite3_column_blob(st, i); break;
+    default: v->type = LX_V_NULL; return;
+    }
+    if (v->type == LX_V_TEXT || v->type == LX_V_BLOB)
+        v->n = sqlite3_column_bytes(st, i);
+}
+
+int lx_store_query(struct lx_store *s, const char *sql, const struct lx_value *args, int n_args,
+                   int (*row)(void *ctx, const struct lx_value *cols, int n_cols), void *ctx,
+                   struct lx_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, "preparing a statement");
+    for (int i = 0; i < n_args; i++)
+        bind_value(st, i + 1, &args[i]);
+    int n = sqlite3_column_count(st), rc, out = LX_OK;
+    LX_ASSERT(n <= LX_STORE_MAX_COLS);
+    struct lx_value cols[LX_STORE_MAX_COLS];
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && out == LX_OK) {
+        for (int i = 0; i < n; i++)
+            column_value(st, i, &cols[i]);
+        out = row ? row(ctx, cols, n) : LX_OK;
+    }
+    if (out == LX_OK && rc != SQLITE_DONE)
+        out = db_err(s, err, "running a statement");
+    sqlite3_finalize(st);
+    return out;
 }

@@ -85,4 +85,8 @@ int lx_edit_distance(const char *a, const char *b);
 /* The closest of n names to s, or NULL when none is close enough to suggest. */
 const char *lx_closest(const char *s, const char *const *names, int n);
 
+/* Create the folders leading to a file path (mkdir -p of its dirname);
+** errors are left to whoever then opens the file. */
+void lx_mkdir_parent(const char *path);
+
 #endif
