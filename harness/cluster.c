@@ -123,7 +123,7 @@ static int absolute(const char *path, char *out, size_t n, struct lx_error *err)
 
 /* The #SBATCH header of one job. */
 static void header(struct lx_buf *b, const struct slurm_job *j, const char *what, const char *name,
-                   const char *log)
+                   const char *log, long array)
 {
     lx_buf_printf(b, "#!/bin/bash\n# %s of sweep '%s' (%s); written by `lenx slurm`, see docs/cluster.md\n"
                   "#SBATCH --job-name=lenx-%s-%s\n#SBATCH --output=%s.slurm/logs/%s\n#SBATCH --chdir=%s\n"
@@ -133,6 +133,8 @@ static void header(struct lx_buf *b, const struct slurm_job *j, const char *what
     for (int i = 0; i < 6; i += 2)
         if (opt[i + 1])
             lx_buf_printf(b, "#SBATCH --%s=%s\n", opt[i], opt[i + 1]);
+    if (array)      /* before the first command: sbatch reads no #SBATCH line after it */
+        lx_buf_printf(b, "#SBATCH --array=0-%ld\n", array - 1);
     lx_buf_puts(b, "set -euo pipefail\n");
     const char *data = getenv("LENX_DATA");
     if (data) {
@@ -148,12 +150,12 @@ static void scripts(const struct slurm_job *j, struct lx_buf out[4])
     struct lx_buf lenx = {0}, config = {0}, db = {0}, dir = {0};
     put_quoted(&lenx, j->lenx), put_quoted(&config, j->config), put_quoted(&db, j->db), put_quoted(&dir, j->dir);
     const char *L = lx_buf_str(&lenx), *C = lx_buf_str(&config), *D = lx_buf_str(&dir), *O = lx_buf_str(&db);
-    header(&out[0], j, "the models stage: every model the sweep needs, trained once", "models", "%x-%j.out");
+    header(&out[0], j, "the models stage: every model the sweep needs, trained once", "models", "%x-%j.out", 0);
     lx_buf_printf(&out[0], "%s run %s --models-only --db %s.models.db --threads %ld\n", L, C, D, j->cpus);
-    header(&out[1], j, "the cells: array task K runs shard K (from SLURM_ARRAY_TASK_ID)", "cells", "%x-%A_%a.out");
-    lx_buf_printf(&out[1], "#SBATCH --array=0-%ld\n%s run %s --db %s.shard-\"$SLURM_ARRAY_TASK_ID\".db "
-                  "--no-train --no-table --threads %ld\n", j->shards - 1, L, C, D, j->cpus);
-    header(&out[2], j, "the merge of the shard stores", "merge", "%x-%j.out");
+    header(&out[1], j, "the cells: array task K runs shard K (from SLURM_ARRAY_TASK_ID)", "cells", "%x-%A_%a.out", j->shards);
+    lx_buf_printf(&out[1], "%s run %s --db %s.shard-\"$SLURM_ARRAY_TASK_ID\".db --no-train --no-table --threads %ld\n",
+                  L, C, D, j->cpus);
+    header(&out[2], j, "the merge of the shard stores", "merge", "%x-%j.out", 0);
     lx_buf_printf(&out[2], "%s merge %s.models.db", L, D);
     for (long k = 0; k < j->shards; k++)
         lx_buf_printf(&out[2], " %s.shard-%ld.db", D, k);
