@@ -5,7 +5,7 @@
 # Installs Debian's slurm-wlm and munge when missing, starts munged, slurmctld
 # and slurmd as background processes (no systemd) on a one-node cluster named
 # after `hostname -s` with this machine's CPUs and memory, all state under a
-# temp dir; writes configs/tiny.yaml's sweep as a 3-shard array job with `lenx
+# temp dir; writes tests/shard.yaml's sweep as a 3-shard array job with `lenx
 # slurm`, submits it, waits (at most LENX_SLURM_WAIT seconds, default 600),
 # shows squeue / scontrol / sacct lines, and checks that the merged store
 # equals a single-machine run of the same sweep value for value (metrics,
@@ -47,6 +47,7 @@ cleanup() {
     exit "$rc"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT HUP     # so that a timeout still runs cleanup
 mkdir -p "$tmp"/{munge,state,spool,log,out,single}
 chmod 700 "$tmp/munge"
 
@@ -114,9 +115,9 @@ say "slurm is up: $(sinfo -h -o '%P %a %D %T %c cpus %m MB' | head -1) (ctld por
 
 # The sweep as a 3-shard array job, submitted with its own submit script.
 cd "$root"
-"$lenx" slurm configs/tiny.yaml --shards 3 --db "$tmp/out/lenx.db" --partition debug --time 10:00 \
+"$lenx" slurm tests/shard.yaml --shards 3 --db "$tmp/out/lenx.db" --partition debug --time 10:00 \
     --cpus 1 --mem 1G
-dir=$tmp/out/tiny.slurm
+dir=$tmp/out/shard.slurm
 grep -q -- '--array=0-2' "$dir/cells.sbatch" || die "cells.sbatch has no --array=0-2"
 submit=$(sh "$dir/submit.sh")
 echo "$submit"
@@ -147,9 +148,9 @@ n_done=$(grep -c 'JobState=COMPLETED' "$tmp/states.txt" || true)
 [ "$n_done" -eq 5 ] || die "expected 5 COMPLETED jobs (models, 3 array tasks, merge), saw $n_done"
 
 # The same sweep on one machine, then the two stores value for value.
-OMP_NUM_THREADS=1 "$lenx" run configs/tiny.yaml --db "$tmp/single/lenx.db" --threads 1 --quiet --no-table
-"$lenx" table --db "$tmp/single/lenx.db" --sweep tiny --format csv >"$tmp/single.csv"
-"$lenx" compare "$tmp/single.csv" tiny --db "$tmp/out/lenx.db" --rtol 0 --atol 0 | tail -1 ||
+OMP_NUM_THREADS=1 "$lenx" run tests/shard.yaml --db "$tmp/single/lenx.db" --threads 1 --quiet --no-table
+"$lenx" table --db "$tmp/single/lenx.db" --sweep shard --format csv >"$tmp/single.csv"
+"$lenx" compare "$tmp/single.csv" shard --db "$tmp/out/lenx.db" --rtol 0 --atol 0 | tail -1 ||
     die "lenx compare: the merged store differs from the single-machine run"
 diff_sql() {
     sqlite3 "$tmp/out/lenx.db" "ATTACH '$tmp/single/lenx.db' AS s;
@@ -167,5 +168,5 @@ for t in "metrics:c.name, c.value" "series:c.series, c.x, c.y" \
 done
 n_runs=$(sqlite3 "$tmp/out/lenx.db" "SELECT count(*) FROM runs WHERE status = 'ok'")
 n_models=$(sqlite3 "$tmp/out/lenx.db" "SELECT count(*) FROM models WHERE steps > 0")
-[ "$n_runs" -eq 12 ] || die "expected 12 ok cells in the merged store, saw $n_runs"
-say "ok: 12 cells bit-identical to the single-machine run, $n_models models trained once; $(($(date +%s) - t0)) s"
+[ "$n_runs" -eq 24 ] || die "expected 24 ok cells in the merged store, saw $n_runs"
+say "ok: 24 cells bit-identical to the single-machine run, $n_models models trained once; $(($(date +%s) - t0)) s"
