@@ -4,8 +4,9 @@
 ** parses the commands and writes the job scripts.
 **
 ** `lenx slurm CONFIG --shards N` writes, in <db dir>/<sweep>.slurm/:
-**   models.sbatch  one job: `lenx run --models-only` trains every model once
-**                  into <db dir>/models (the cache the shards then read)
+**   models.sbatch  an array of M <= N tasks, task K running `lenx run
+**                  --models-only` of model shard K: every model trained once,
+**                  into <db dir>/models (the cache the cell shards then read)
 **   cells.sbatch   an array of N tasks (--array=0-(N-1)), each `lenx run
 **                  --no-train` of its shard into <db dir>/<sweep>.shard-K.db
 **   merge.sbatch   `lenx merge` of the models and shard stores into --db
@@ -104,6 +105,7 @@ struct slurm_job {
     char db[PATH_MAX + 256], dir[PATH_MAX + 256];   /* the merged store, and <db dir>/<sweep> */
     const char *partition, *time, *mem;
     long shards, cpus;
+    long model_shards;          /* tasks of the models array: min(shards, root model keys), at least 1 */
 };
 
 /* An absolute path for a file that may not exist yet (its folder is made). */
@@ -150,26 +152,30 @@ static void scripts(const struct slurm_job *j, struct lx_buf out[4])
     struct lx_buf lenx = {0}, config = {0}, db = {0}, dir = {0};
     put_quoted(&lenx, j->lenx), put_quoted(&config, j->config), put_quoted(&db, j->db), put_quoted(&dir, j->dir);
     const char *L = lx_buf_str(&lenx), *C = lx_buf_str(&config), *D = lx_buf_str(&dir), *O = lx_buf_str(&db);
-    header(&out[0], j, "the models stage: every model the sweep needs, trained once", "models", "%x-%j.out", 0);
-    lx_buf_printf(&out[0], "%s run %s --models-only --db %s.models.db --threads %ld\n", L, C, D, j->cpus);
+    header(&out[0], j, "the models stage: array task K trains model shard K (from SLURM_ARRAY_TASK_ID)", "models",
+           "%x-%A_%a.out", j->model_shards);
+    lx_buf_printf(&out[0], "%s run %s --models-only --db %s.models-\"$SLURM_ARRAY_TASK_ID\".db --threads %ld\n", L, C,
+                  D, j->cpus);
     header(&out[1], j, "the cells: array task K runs shard K (from SLURM_ARRAY_TASK_ID)", "cells", "%x-%A_%a.out", j->shards);
     lx_buf_printf(&out[1], "%s run %s --db %s.shard-\"$SLURM_ARRAY_TASK_ID\".db --no-train --no-table --threads %ld\n",
                   L, C, D, j->cpus);
     header(&out[2], j, "the merge of the shard stores", "merge", "%x-%j.out", 0);
-    lx_buf_printf(&out[2], "%s merge %s.models.db", L, D);
+    lx_buf_printf(&out[2], "%s merge", L);
+    for (long k = 0; k < j->model_shards; k++)
+        lx_buf_printf(&out[2], " %s.models-%ld.db", D, k);
     for (long k = 0; k < j->shards; k++)
         lx_buf_printf(&out[2], " %s.shard-%ld.db", D, k);
     lx_buf_printf(&out[2], " --into %s\n%s table --db %s --sweep %s\n", O, L, O, j->sweep);
-    lx_buf_printf(&out[3], "#!/bin/sh\n# Submit sweep '%s': the models job, then the array of %ld shards after it, "
-                  "then the merge\n# after the array (afterok: a failed job cancels the ones after it). sbatch "
+    lx_buf_printf(&out[3], "#!/bin/sh\n# Submit sweep '%s': the models array, then the array of %ld shards after "
+                  "it, then the merge\n# after the array (afterok: a failed job cancels the ones after it). sbatch "
                   "--parsable prints JOBID[;CLUSTER].\nset -eu\ncd \"$(dirname \"$0\")\"\n"
                   "models=$(sbatch --parsable models.sbatch); models=${models%%%%;*}\n"
                   "cells=$(sbatch --parsable --dependency=afterok:$models cells.sbatch); cells=${cells%%%%;*}\n"
                   "merge=$(sbatch --parsable --dependency=afterok:$cells merge.sbatch); merge=${merge%%%%;*}\n"
-                  "echo \"lenx: submitted sweep '%s': models job $models, cell array $cells (%ld tasks), "
-                  "merge job $merge\"\necho \"lenx: follow them with: squeue -j $models,$cells,$merge; the "
-                  "result: %s\"\necho \"JOBS $models $cells $merge\"\n", j->sweep, j->shards, j->sweep, j->shards,
-                  j->db);
+                  "echo \"lenx: submitted sweep '%s': models array $models (%ld tasks), cell array $cells (%ld "
+                  "tasks), merge job $merge\"\necho \"lenx: follow them with: squeue -j $models,$cells,$merge; the "
+                  "result: %s\"\necho \"JOBS $models $cells $merge\"\n", j->sweep, j->shards, j->sweep, j->model_shards,
+                  j->shards, j->db);
     lx_buf_free(&lenx), lx_buf_free(&config), lx_buf_free(&db), lx_buf_free(&dir);
 }
 
@@ -180,6 +186,21 @@ static int write_text(const char *path, const char *text, int exec, struct lx_er
         return lx_err(err, LX_EIO, "%s: cannot write it\n  hint: pass --db with a folder you may write", path);
     chmod(path, exec ? 0755 : 0644);
     return LX_OK;
+}
+
+/* The models a sweep trains from scratch: distinct root keys (a fine-tuned
+** model counts with its base), brought checkpoints aside. */
+static long count_roots(const struct lx_plan *plan)
+{
+    long n = 0;
+    for (int i = 0; i < plan->n_cells; i++) {
+        const struct lx_cell *c = &plan->cells[i];
+        int seen = c->model < 0 || plan->grid->models[c->model].checkpoint != NULL;
+        for (int k = 0; k < i && !seen; k++)
+            seen = plan->cells[k].model >= 0 && strcmp(lx_cell_root_model(&plan->cells[k]), lx_cell_root_model(c)) == 0;
+        n += !seen;
+    }
+    return n;
 }
 
 /* Fill j from the options and the config (planned, so a bad one fails here). */
@@ -213,7 +234,10 @@ static int slurm_job(const struct lx_args *a, struct slurm_job *j, struct lx_gri
         j->sweep = g->name;
         const char *slash = strrchr(j->db, '/');
         snprintf(j->dir, sizeof j->dir, "%.*s/%s", (int)(slash - j->db), j->db, g->name);
-        fprintf(stderr, "lenx: sweep '%s': %d cells in %ld shards\n", g->name, plan.n_cells, j->shards);
+        long n_roots = count_roots(&plan);
+        j->model_shards = n_roots < 1 ? 1 : n_roots < j->shards ? n_roots : j->shards;
+        fprintf(stderr, "lenx: sweep '%s': %d cells in %ld shards; %ld models to train first, in %ld tasks\n",
+                g->name, plan.n_cells, j->shards, n_roots, j->model_shards);
     }
     lx_plan_release(&plan);
     return rc;
@@ -249,8 +273,8 @@ int lx_cmd_slurm(int argc, char **argv)
         rc = write_text(lx_buf_str(&path), lx_buf_str(&text[i]), i == 3, &err);
     }
     if (rc == LX_OK)
-        printf("wrote %s.slurm/{models,cells,merge}.sbatch (the array: --array=0-%ld) and submit.sh\n"
-               "submit with:\n  sh %s.slurm/submit.sh\n", j.dir, j.shards - 1, j.dir);
+        printf("wrote %s.slurm/models.sbatch (--array=0-%ld), cells.sbatch (--array=0-%ld), merge.sbatch and "
+               "submit.sh\nsubmit with:\n  sh %s.slurm/submit.sh\n", j.dir, j.model_shards - 1, j.shards - 1, j.dir);
     for (int i = 0; i < 4; i++)
         lx_buf_free(&text[i]);
     lx_buf_free(&path);

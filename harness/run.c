@@ -666,7 +666,7 @@ static int plan_todo(const struct lx_plan *plan, struct lx_store *store, const s
     sum->n_cells = 0;
     for (int i = 0; i < plan->n_cells; i++) {
         const struct lx_cell *c = &plan->cells[i];
-        if (!lx_shard_has(o->shard, o->models_only ? c->model_key : c->key) ||
+        if (!lx_shard_has(o->shard, o->models_only ? lx_cell_root_model(c) : c->key) ||
             (o->models_only && (c->model < 0 || plan->grid->models[c->model].checkpoint)))
             continue;
         sum->n_cells++;

@@ -17,7 +17,7 @@ struct lx_run_opts {
     int no_train;           /* never train: a cell whose model has no usable checkpoint fails */
     const struct lx_shard *shard;   /* run only the cells of this shard (NULL = all; docs/cluster.md) */
     int models_only;        /* obtain (train) the models of the cells to run, and run no cell; the
-                            ** shard then selects model keys */
+                            ** shard then selects root model keys (lx_cell_root_model) */
 };
 
 struct lx_run_summary {

@@ -26,6 +26,7 @@
 #include "tests/shell.h"
 
 #define N_CELLS 24
+#define MODELS_DBS "s/models-0.db s/models-1.db s/models-2.db"
 
 static void setup(void)
 {
@@ -33,20 +34,29 @@ static void setup(void)
     cr_assert_not_null(getenv("LENX_ROOT"), "LENX_ROOT must name the checkout (make test sets it)");
 }
 
-/* The unsplit run (full.db), and the split one: models.db, shard-K.db, merged into all.db. */
+/* The unsplit run (full.db), and the split one: models-K.db (3 parts), shard-K.db, merged into all.db. */
 static void run_split(void)
 {
     char out[8192];
     cr_assert_eq(sh(out, sizeof out, "$L run $R/tests/shard.yaml --db full.db --quiet --no-table"), 0, "%s", out);
-    cr_assert_eq(sh(out, sizeof out, "$L run $R/tests/shard.yaml --models-only --db s/models.db --quiet"), 0, "%s",
-                 out);
-    cr_expect(strstr(out, "4 models ready, 0 failed; 4 trained now") != NULL, "%s", out);
+    /* the models stage in 3 parts by root model key: each model trained once */
+    long trained = 0;
+    for (int k = 0; k < 3; k++) {
+        cr_assert_eq(sh(out, sizeof out, "$L run $R/tests/shard.yaml --models-only --shard %d/3 --db s/models-%d.db "
+                        "--quiet", k, k), 0, "%s", out);
+        const char *p = strstr(out, " trained now");
+        cr_assert_not_null(p, "%s", out);
+        while (p > out && p[-1] >= '0' && p[-1] <= '9')
+            p--;
+        trained += atol(p);
+    }
+    cr_expect_eq(trained, 4, "4 model keys, each trained once");
     for (int k = 0; k < 3; k++) {
         cr_assert_eq(sh(out, sizeof out, "$L run $R/tests/shard.yaml --shard %d/3 --db s/shard-%d.db --no-train "
                         "--quiet --no-table", k, k), 0, "%s", out);
         cr_expect(strstr(out, "0 models trained") != NULL, "shard %d trained a model: %s", k, out);
     }
-    cr_assert_eq(sh(out, sizeof out, "$L merge s/models.db s/shard-0.db s/shard-1.db s/shard-2.db --into s/all.db"),
+    cr_assert_eq(sh(out, sizeof out, "$L merge " MODELS_DBS " s/shard-0.db s/shard-1.db s/shard-2.db --into s/all.db"),
                  0, "%s", out);
 }
 
@@ -107,7 +117,7 @@ Test(shard, merging_again_or_into_itself_changes_nothing, .init = setup, .fini =
     run_split();
     char before[80], after[80], out[8192];
     dump_hash("s/all.db", before);
-    cr_assert_eq(sh(out, sizeof out, "$L merge s/models.db s/shard-0.db s/shard-1.db s/shard-2.db --into s/all.db"),
+    cr_assert_eq(sh(out, sizeof out, "$L merge " MODELS_DBS " s/shard-0.db s/shard-1.db s/shard-2.db --into s/all.db"),
                  0, "%s", out);
     cr_expect(strstr(out, "0 cells added, 0 replaced a failed row, 24 already there; 0 models added") != NULL,
               "%s", out);
@@ -115,7 +125,7 @@ Test(shard, merging_again_or_into_itself_changes_nothing, .init = setup, .fini =
     dump_hash("s/all.db", after);
     cr_expect_str_eq(after, before, "the second merge changed the store");
     /* the shards merged in another order give the same rows (ids aside) */
-    cr_assert_eq(sh(out, sizeof out, "$L merge s/shard-2.db s/shard-0.db s/models.db s/shard-1.db --into b.db"), 0);
+    cr_assert_eq(sh(out, sizeof out, "$L merge s/shard-2.db s/shard-0.db " MODELS_DBS " s/shard-1.db --into b.db"), 0);
     cr_expect_eq(sql_long("b.db", "attach 's/all.db' as a; select count(*) from (select key, name, value from "
                           "runs join metrics on run_id = id except select key, name, value from a.runs join "
                           "a.metrics on run_id = id)"), 0);
@@ -268,8 +278,20 @@ Test(shard, slurm_writes_the_jobs_and_a_submit_script_that_chains_them, .init = 
     /* sbatch reads #SBATCH lines only before the first command */
     cr_expect_eq(sh(out, sizeof out, "cd out/shard.slurm && for f in *.sbatch; do awk '!/^#/ {c=1} /^#SBATCH/ && c "
                     "{exit 1}' $f || exit 1; done"), 0, "an #SBATCH line after a command");
-    cr_assert_eq(sh(out, sizeof out, "cat out/shard.slurm/merge.sbatch"), 0);
-    cr_expect(strstr(out, "/out/shard'.models.db ") && strstr(out, "/out/shard'.shard-0.db ") &&
+    cr_assert_eq(sh(out, sizeof out, "cat out/shard.slurm/models.sbatch"), 0);
+    cr_expect(strstr(out, "#SBATCH --array=0-2\n") && strstr(out, "--models-only --db '") &&
+              strstr(out, "/out/shard'.models-\"$SLURM_ARRAY_TASK_ID\".db --threads 2"), "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L slurm $R/tests/shard.yaml --shards 2 --db out/x.db && "
+                    "cat out/shard.slurm/models.sbatch"), 0);
+    cr_expect(strstr(out, "#SBATCH --array=0-1\n") != NULL, "2 shards: 2 model tasks: %s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L slurm $R/tests/shard.yaml --shards 9 --db out/x.db && "
+                    "cat out/shard.slurm/models.sbatch"), 0);
+    cr_expect(strstr(out, "4 models to train first, in 4 tasks") && strstr(out, "#SBATCH --array=0-3\n"),
+              "no more model tasks than models: %s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L slurm $R/tests/shard.yaml --shards 3 --db out/x.db --cpus 2 && "
+                    "cat out/shard.slurm/merge.sbatch"), 0);
+    cr_expect(strstr(out, "/out/shard'.models-0.db ") && strstr(out, "/out/shard'.models-2.db ") &&
+              strstr(out, "/out/shard'.shard-0.db ") &&
               strstr(out, "/out/shard'.shard-2.db --into '") && !strstr(out, "shard-3"), "%s", out);
     /* the submit script against a stand-in sbatch that logs its arguments */
     write_file("sbatch", "#!/bin/sh\nn=$(($(cat n 2>/dev/null || echo 100) + 1)); echo $n > n\n"

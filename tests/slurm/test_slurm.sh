@@ -119,11 +119,12 @@ cd "$root"
     --cpus 1 --mem 1G
 dir=$tmp/out/shard.slurm
 grep -q -- '--array=0-2' "$dir/cells.sbatch" || die "cells.sbatch has no --array=0-2"
+grep -q -- '--array=0-2' "$dir/models.sbatch" || die "models.sbatch has no --array=0-2 (4 models, 3 shards)"
 submit=$(sh "$dir/submit.sh")
 echo "$submit"
 read -r _ models cells merge < <(grep '^JOBS ' <<<"$submit")
 jobs_started="$models $cells $merge"
-say "waiting for jobs $models, $cells (array), $merge"
+say "waiting for jobs $models (array), $cells (array), $merge"
 shown=0
 until [ -z "$(squeue -h -j "$models,$cells,$merge" 2>/dev/null)" ]; do
     if [ "$shown" -eq 0 ] && squeue -h -j "$cells" -t R 2>/dev/null | grep -q .; then
@@ -145,7 +146,7 @@ sed 's/ \(UserId\|GroupId\|Partition\|TimeLimit\|NodeList\|NodeCnt\|ProcCnt\|Wor
     "$tmp/log/jobcomp.txt" || true
 for f in "$dir"/logs/*.out; do echo "--- $(basename "$f")"; tail -3 "$f"; done
 n_done=$(grep -c 'JobState=COMPLETED' "$tmp/states.txt" || true)
-[ "$n_done" -eq 5 ] || die "expected 5 COMPLETED jobs (models, 3 array tasks, merge), saw $n_done"
+[ "$n_done" -eq 7 ] || die "expected 7 COMPLETED jobs (3 models tasks, 3 cell tasks, the merge), saw $n_done"
 
 # The same sweep on one machine, then the two stores value for value.
 OMP_NUM_THREADS=1 "$lenx" run tests/shard.yaml --db "$tmp/single/lenx.db" --threads 1 --quiet --no-table
