@@ -13,7 +13,7 @@
 **   failed, ok      the ok row replaces the failed one (the store's rule);
 **   either, failed  the output's row stays.
 ** "Values" are the cell's metrics, series and outputs, compared exactly
-** (doubles printed with 17 significant digits, which round-trip).
+** (doubles printed in the shortest form that reads back to the same bits).
 */
 #include "results/merge.h"
 
@@ -68,13 +68,14 @@ static const char *as_text(const struct lx_value *v)
     return v->type == LX_V_TEXT ? v->p : "";
 }
 
-/* One value as text: exact (17 digits round-trip a double), NULL as null. */
+/* One value as text: exact (a REAL in the shortest form that reads back to
+** the same double), NULL as null. */
 static void put_value(struct lx_buf *b, const struct lx_value *v)
 {
     switch (v->type) {
     case LX_V_NULL: lx_buf_puts(b, "null"); break;
     case LX_V_INT: lx_buf_printf(b, "%lld", v->i); break;
-    case LX_V_REAL: lx_buf_printf(b, "%.17g", v->d); break;
+    case LX_V_REAL: lx_buf_num(b, v->d); break;
     case LX_V_TEXT: lx_buf_json_str(b, v->p); break;
     case LX_V_BLOB:
         lx_buf_puts(b, "x'");
