@@ -218,7 +218,6 @@ static void dry_keys(char *out, size_t n, const char *env_and_args)
 Test(shard, slurm_array_variables_choose_the_shard, .init = setup, .fini = teardown)
 {
     char want[8192], got[8192], all[8192], out[4096];
-    dry_keys(want, sizeof want, "env -u SLURM_ARRAY_TASK_ID");
     dry_keys(all, sizeof all, "env -u SLURM_ARRAY_TASK_ID");
     sh(want, sizeof want, "env -u SLURM_ARRAY_TASK_ID $L run $R/tests/shard.yaml --dry-run --shard 1/3 | "
        "grep '^  [0-9a-f]'");
