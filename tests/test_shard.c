@@ -115,8 +115,9 @@ Test(shard, split_three_ways_and_merged_equals_the_unsplit_run, .init = setup, .
 Test(shard, merging_again_or_into_itself_changes_nothing, .init = setup, .fini = teardown, .timeout = 180)
 {
     run_split();
-    char before[80], after[80], out[8192];
+    char before[80], after[80], in_before[80], in_after[80], out[8192];
     dump_hash("s/all.db", before);
+    dump_hash("s/shard-1.db", in_before);
     cr_assert_eq(sh(out, sizeof out, "$L merge " MODELS_DBS " s/shard-0.db s/shard-1.db s/shard-2.db --into s/all.db"),
                  0, "%s", out);
     cr_expect(strstr(out, "0 cells added, 0 replaced a failed row, 24 already there; 0 models added") != NULL,
@@ -124,6 +125,8 @@ Test(shard, merging_again_or_into_itself_changes_nothing, .init = setup, .fini =
     cr_assert_eq(sh(out, sizeof out, "$L merge s/all.db s/shard-1.db --into s/all.db"), 0, "%s", out);
     dump_hash("s/all.db", after);
     cr_expect_str_eq(after, before, "the second merge changed the store");
+    dump_hash("s/shard-1.db", in_after);
+    cr_expect_str_eq(in_after, in_before, "an input was changed");
     /* the shards merged in another order give the same rows (ids aside) */
     cr_assert_eq(sh(out, sizeof out, "$L merge s/shard-2.db s/shard-0.db " MODELS_DBS " s/shard-1.db --into b.db"), 0);
     cr_expect_eq(sql_long("b.db", "attach 's/all.db' as a; select count(*) from (select key, name, value from "
