@@ -100,11 +100,15 @@ static void put_quoted(struct lx_buf *b, const char *s)
 
 /* Where the job runs and what it runs, all absolute. */
 struct slurm_job {
-    const char *sweep;
-    char lenx[PATH_MAX], config[PATH_MAX], cwd[PATH_MAX];
-    char db[PATH_MAX + 256], dir[PATH_MAX + 256];   /* the merged store, and <db dir>/<sweep> */
-    const char *partition, *time, *mem;
-    long shards, cpus;
+    const char *sweep;          /* the sweep's name (owned by the grid) */
+    char lenx[PATH_MAX];        /* this lenx binary */
+    char config[PATH_MAX];      /* the sweep file */
+    char cwd[PATH_MAX];         /* where the jobs run (#SBATCH --chdir) */
+    char db[PATH_MAX + 256];    /* the merged store */
+    char dir[PATH_MAX + 256];   /* <db dir>/<sweep>: the prefix of the shard stores and of <sweep>.slurm/ */
+    const char *partition, *time, *mem;     /* #SBATCH options as given, NULL when not */
+    long shards;                /* tasks of the cell array */
+    long cpus;                  /* --cpus-per-task and lenx's --threads */
     long model_shards;          /* tasks of the models array: min(shards, root model keys), at least 1 */
 };
 
@@ -114,7 +118,10 @@ static int absolute(const char *path, char *out, size_t n, struct lx_error *err)
     lx_mkdir_parent(path);
     const char *slash = strrchr(path, '/');
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? (slash == path ? "/" : path) : ".");
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    else
+        snprintf(dir, sizeof dir, ".");
     char real[PATH_MAX];
     if (!realpath(dir, real))
         return lx_err(err, LX_EIO, "%s: cannot resolve its folder %s\n  hint: pass --db with a folder you may "

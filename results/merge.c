@@ -41,8 +41,10 @@ enum { M_KEY, M_STEPS = 5, M_WEIGHTS = 12 };
 /* The tables that hang off a run, with the columns to carry (run_id aside)
 ** and a label for the values when two rows are compared. */
 static const struct child {
-    const char *table, *cols, *label;
-    int n_cols;
+    const char *table;          /* the child table */
+    const char *cols;           /* its columns but run_id, as SQL */
+    const char *label;          /* the first word of its lines in a conflict report */
+    int n_cols;                 /* columns in cols */
 } children[] = {
     {"metrics", "name, value", "metric", 2},
     {"series", "series, x, y", "series", 3},
@@ -51,11 +53,11 @@ static const struct child {
 #define N_CHILDREN ((int)(sizeof children / sizeof *children))
 
 struct merge {
-    struct lx_store *in, *out;
-    const char *in_path, *out_path;
-    struct lx_merge_counts *c;
-    struct lx_buf *report;
-    struct lx_error *err;
+    struct lx_store *in, *out;      /* the input being read (read-only) and the output (in its transaction) */
+    const char *in_path, *out_path; /* their names, for the log and the report */
+    struct lx_merge_counts *c;      /* what happened so far */
+    struct lx_buf *report;          /* the conflicts, described */
+    struct lx_error *err;           /* the first error */
 };
 
 static struct lx_value int_value(long long i)
@@ -89,8 +91,8 @@ static void put_value(struct lx_buf *b, const struct lx_value *v)
 /* ---- a run's values as lines of text, to compare two rows ---------------- */
 
 struct lines {
-    struct lx_buf *b;
-    const char *label;
+    struct lx_buf *b;               /* the lines so far */
+    const char *label;              /* the table's label, first on each line */
 };
 
 static int add_line(void *ctx, const struct lx_value *cols, int n)
@@ -167,10 +169,10 @@ static int take_id(void *ctx, const struct lx_value *cols, int n)
     return LX_OK;
 }
 
-/* A row of the output that an input row matches: its id (-1 = none) and a flag. */
+/* The output's row of an input run's identity. */
 struct found {
-    long long id;
-    int flag;                   /* the run is ok; the model was found as a file (0 steps) */
+    long long id;               /* its id, -1 when there is none */
+    int ok;                     /* its status is ok */
 };
 
 static int take_found(void *ctx, const struct lx_value *cols, int n)
@@ -178,7 +180,7 @@ static int take_found(void *ctx, const struct lx_value *cols, int n)
     struct found *f = ctx;
     LX_ASSERT(n >= 2);
     f->id = cols[0].i;
-    f->flag = cols[1].type == LX_V_INT && cols[1].i != 0;
+    f->ok = cols[1].type == LX_V_INT && cols[1].i != 0;
     return LX_OK;
 }
 
@@ -239,10 +241,10 @@ static int merge_run(void *ctx, const struct lx_value *row, int n)
         return add_run(m, cols, row[0].i);
     }
     if (!ok) {
-        *(there.flag ? &m->c->runs_kept : &m->c->runs_same) += 1;
+        *(there.ok ? &m->c->runs_kept : &m->c->runs_same) += 1;
         return LX_OK;
     }
-    if (there.flag)
+    if (there.ok)
         return compare_runs(m, cols, row[0].i, there.id);
     m->c->runs_replaced++;
     struct lx_value id = int_value(there.id);
@@ -254,7 +256,8 @@ static int merge_run(void *ctx, const struct lx_value *row, int n)
 
 /* The output's row of a model key. */
 struct model_there {
-    int found, has_weights;
+    int found;                  /* the output has a row of the key */
+    int has_weights;            /* with a weights_sha256 */
     char weights[80];           /* weights_sha256 */
     long long steps;            /* 0: recorded from a file, without training statistics */
 };
