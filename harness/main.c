@@ -4,8 +4,8 @@
 ** To add a command: write a `static int cmd_<name>(int argc, char **argv)` with
 ** its option table and usage text, and add one row to `commands[]` below.
 **
-** Exit status: 0 success; 1 some cells failed (run) or some cells moved
-** (compare); 2 bad input (config, arguments) with nothing written; 3 the store
+** Exit status: 0 success; 1 some cells failed (run), some cells moved
+** (compare) or conflicted (merge); 2 bad input (config, arguments) with nothing written; 3 the store
 ** or a file could not be read or written.
 */
 #include <omp.h>
@@ -937,7 +937,7 @@ static void main_usage(FILE *f)
     fprintf(f, "\nglobal options:\n"
             "  --data DIR   the corpus data directory (docs/data.md); default $LENX_DATA, else the\n"
             "               checkout's data/ (build tree) or <prefix>/share/lenx/data (installed)\n"
-            "\nexit status: 0 ok, 1 cells failed or moved, 2 bad input, 3 store or file error\n");
+            "\nexit status: 0 ok, 1 cells failed, moved or conflicted, 2 bad input, 3 store or file error\n");
 }
 
 int main(int argc, char **argv)

@@ -151,6 +151,13 @@ Test(shard, a_conflict_is_reported_and_nothing_is_written, .init = setup, .fini 
     cr_expect(strstr(out, "1 conflicts") && strstr(out, "nothing was merged"), "%s", out);
     dump_hash("s/all.db", after);
     cr_expect_str_eq(after, before, "a refused merge wrote something");
+    /* one model key with two weight hashes */
+    cr_assert_eq(sh(out, sizeof out, "cp s/models-0.db m.db && sqlite3 m.db \"update models set weights_sha256 = "
+                    "'00' || substr(weights_sha256, 3)\""), 0);
+    cr_expect_eq(sh(out, sizeof out, "$L merge m.db --into s/all.db"), 1, "%s", out);
+    cr_expect(strstr(out, "conflict: model ") && strstr(out, "m.db: weights_sha256 00"), "%s", out);
+    dump_hash("s/all.db", after);
+    cr_expect_str_eq(after, before, "a refused merge wrote something");
 }
 
 Test(shard, an_ok_row_replaces_a_failed_one_and_never_the_reverse, .init = setup, .fini = teardown, .timeout = 180)
