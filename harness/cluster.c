@@ -245,6 +245,8 @@ static int slurm_job(const struct lx_args *a, struct slurm_job *j, struct lx_gri
         j->model_shards = n_roots < 1 ? 1 : n_roots < j->shards ? n_roots : j->shards;
         fprintf(stderr, "lenx: sweep '%s': %d cells in %ld shards; %ld models to train first, in %ld tasks\n",
                 g->name, plan.n_cells, j->shards, n_roots, j->model_shards);
+        if (j->shards > plan.n_cells)
+            fprintf(stderr, "lenx: note: more shards than cells: some array tasks will have nothing to run\n");
     }
     lx_plan_release(&plan);
     return rc;

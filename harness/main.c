@@ -79,15 +79,17 @@ static int print_table(const char *db, const char *sweep, const char *metrics, e
     return 0;
 }
 
-/* `run --dry-run`: the plan's cells, one a line. */
-static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *plan, const struct lx_shard *sh)
+/* `run --dry-run`: the plan's cells, one a line (a shard's; under
+** --models-only, the cells whose models the shard trains). */
+static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *plan, const struct lx_shard *sh,
+                           int models_only)
 {
     printf("sweep %s: %d cells\n", grid->name, plan->n_cells);
     if (sh)
-        printf("shard %ld/%ld:\n", sh->k, sh->n);
+        printf("shard %ld/%ld%s:\n", sh->k, sh->n, models_only ? " of the models" : "");
     for (int i = 0; i < plan->n_cells; i++) {
         const struct lx_cell *c = &plan->cells[i];
-        if (!lx_shard_has(sh, c->key))
+        if ((models_only && c->model < 0) || !lx_shard_has(sh, models_only ? lx_cell_root_model(c) : c->key))
             continue;
         printf("  %s  %s  %s  length=%ld seed=%ld", c->key, grid->tasks[c->task].canon,
                c->method, c->length, c->seed);
@@ -214,7 +216,8 @@ static int cmd_run(int argc, char **argv)
     }
     int status = 0;
     if (lx_args_get(&a, run_opts, N_OPTS(run_opts), "dry-run"))
-        run_print_plan(&grid, &plan, sharded ? &shard : NULL);
+        run_print_plan(&grid, &plan, sharded ? &shard : NULL,
+                       lx_args_get(&a, run_opts, N_OPTS(run_opts), "models-only") != NULL);
     else if ((status = run_check_blas()) == 0)
         status = run_sweep(&a, db, &grid, &plan, sharded ? &shard : NULL);
     lx_plan_release(&plan);

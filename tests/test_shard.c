@@ -315,3 +315,16 @@ Test(shard, slurm_writes_the_jobs_and_a_submit_script_that_chains_them, .init = 
     cr_expect_eq(sh(out, sizeof out, "$L slurm $R/tests/shard.yaml"), 2, "%s", out);
     cr_expect(strstr(out, "slurm needs --shards N") != NULL, "%s", out);
 }
+
+Test(shard, a_models_only_shard_holds_the_models_whose_key_is_k_mod_n, .init = setup, .fini = teardown)
+{
+    char out[8192];
+    int n_models = 0;
+    for (int k = 0; k < 3; k++) {
+        cr_assert_eq(sh(out, sizeof out, "$L run $R/tests/shard.yaml --dry-run --models-only --shard %d/3 | "
+                        "sed -n 's/.*model=tiny \\[\\([0-9a-f]*\\)\\]$/\\1/p' | sort -u", k), 0, "%s", out);
+        for (char *p = strtok(out, "\n"); p; p = strtok(NULL, "\n"), n_models++)
+            cr_expect_eq(strtoull(p, NULL, 16) % 3, (unsigned long long)k, "model %s in shard %d", p, k);
+    }
+    cr_expect_eq(n_models, 4, "every model in one shard");
+}
