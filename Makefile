@@ -4,6 +4,7 @@
 #   make run        the main job: run configs/quick.yaml and print its table
 #   make test       build and run the Criterion suite
 #   make test-report  `lenx report` rendered in headless Chromium and checked (tests/browser_report.sh)
+#   make test-slurm lenx slurm against a real one-node Slurm started here (root; installs slurm-wlm, munge)
 #   make baseline   regenerate results/baselines/quick.csv
 #   make data       install and convert the corpora (Austen, State of the Union) into data/
 #   make bench      benchmarks, each reported as a ratio to a baseline timed in the same run
@@ -42,7 +43,7 @@ LIB_OBJ   = $(LIB_SRC:%.c=$(B)/%.o)
 TEST_OBJ  = $(TEST_SRC:%.c=$(B)/%.o)
 BENCH_OBJ = $(BENCH_SRC:%.c=$(B)/%.o)
 
-.PHONY: all run test test-report bench baseline data debug fuzz install clean deps FORCE
+.PHONY: all run test test-report test-slurm bench baseline data debug fuzz install clean deps FORCE
 
 all: lenx
 
@@ -94,6 +95,10 @@ build/.deps-browser: scripts/deps.sh
 	@mkdir -p build
 	@bash scripts/deps.sh browser
 	@touch $@
+# A sweep as a Slurm array job on a real Slurm (munged, slurmctld and slurmd
+# started and stopped by the script; docs/cluster.md#the-real-slurm-test).
+test-slurm: lenx data/manifest.tsv
+	LENX_BIN=$(CURDIR)/lenx bash tests/slurm/test_slurm.sh
 
 # Real English text for the engine: see scripts/data.sh and docs/data.md.
 # `make run` and `make test` prepare it on first use.

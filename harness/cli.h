@@ -43,11 +43,17 @@ int lx_args_double(const char *text, const char *name, double *out, struct lx_er
 ** setting. LX_EINVAL when DIR is not an existing directory. */
 int lx_args_global(int *argc, char ***argv, struct lx_error *err);
 
-/* A command's error: print err's message on stderr; the exit status for rc
-** (2 bad input, 3 store or file, 1 otherwise). */
-int lx_cli_fail(const struct lx_error *err, int rc);
+/* A command's failure: "lenx: error: MSG" on stderr; the exit status of
+** code (2 bad input, 3 store or file, 1 otherwise). */
+int lx_cli_fail(const struct lx_error *err, int code);
 
-/* Print a command's usage text and its option table. */
+/* A command's usage text and its option table, on stdout. */
 void lx_cli_usage(const char *text, const struct lx_opt *opts, int n);
+
+#define LX_N_OPTS(t) ((int)(sizeof t / sizeof *t))
+
+/* The commands that live outside harness/main.c (harness/cluster.c). */
+int lx_cmd_merge(int argc, char **argv);
+int lx_cmd_slurm(int argc, char **argv);
 
 #endif

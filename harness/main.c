@@ -4,8 +4,8 @@
 ** To add a command: write a `static int cmd_<name>(int argc, char **argv)` with
 ** its option table and usage text, and add one row to `commands[]` below.
 **
-** Exit status: 0 success; 1 some cells failed (run) or some cells moved
-** (compare); 2 bad input (config, arguments) with nothing written; 3 the store
+** Exit status: 0 success; 1 some cells failed (run), some cells moved
+** (compare) or conflicted (merge); 2 bad input (config, arguments) with nothing written; 3 the store
 ** or a file could not be read or written.
 */
 #include <omp.h>
@@ -38,13 +38,17 @@ static const struct lx_opt run_opts[] = {
     {"no-table", 0, "do not print the sweep's table at the end"},
     {"quiet", 0, "no progress on stderr"},
     {"keep-prompts", 0, "store every retrieval prompt with its output (bytes; about length bytes per instance)"},
+    {"shard", 1, "K/N: run only shard K of N (0-based; default in a Slurm array job: from its task id)"},
+    {"models-only", 0, "train (or find) the models the cells need and run no cell (a cluster's first stage)"},
 };
 
 static const char run_usage[] =
     "usage: lenx run CONFIG.yaml [options]\n\n"
     "Plan the sweep in CONFIG (methods x tasks x lengths x seeds), skip cells already\n"
     "stored, run the rest, store every cell, and print the sweep's table. The whole\n"
-    "config is checked before anything runs; a bad config writes nothing.";
+    "config is checked before anything runs; a bad config writes nothing. With --shard\n"
+    "K/N (or inside a Slurm array job), only the cells whose run key falls in shard K\n"
+    "run (docs/cluster.md).";
 
 static int print_table(const char *db, const char *sweep, const char *metrics, enum lx_format fmt)
 {
@@ -67,12 +71,18 @@ static int print_table(const char *db, const char *sweep, const char *metrics, e
     return 0;
 }
 
-/* `run --dry-run`: the plan's cells, one a line. */
-static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *plan)
+/* `run --dry-run`: the plan's cells, one a line (a shard's; under
+** --models-only, the cells whose models the shard trains). */
+static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *plan, const struct lx_shard *sh,
+                           int models_only)
 {
     printf("sweep %s: %d cells\n", grid->name, plan->n_cells);
+    if (sh)
+        printf("shard %ld/%ld%s:\n", sh->k, sh->n, models_only ? " of the models" : "");
     for (int i = 0; i < plan->n_cells; i++) {
         const struct lx_cell *c = &plan->cells[i];
+        if ((models_only && c->model < 0) || !lx_shard_has(sh, models_only ? lx_cell_root_model(c) : c->key))
+            continue;
         printf("  %s  %s  %s  length=%ld seed=%ld", c->key, grid->tasks[c->task].canon,
                c->method, c->length, c->seed);
         if (c->model >= 0)
@@ -119,7 +129,8 @@ static int run_check_blas(void)
 
 /* Run the plan into the store at db, print the summary and (unless
 ** --no-table) the table; the exit status. */
-static int run_sweep(const struct lx_args *a, const char *db, const struct lx_grid *grid, const struct lx_plan *plan)
+static int run_sweep(const struct lx_args *a, const char *db, const struct lx_grid *grid, const struct lx_plan *plan,
+                     const struct lx_shard *shard)
 {
     struct lx_error err;
     struct lx_store *store;
@@ -134,18 +145,24 @@ static int run_sweep(const struct lx_args *a, const char *db, const struct lx_gr
         .models_dir = models_dir,
         .no_train = lx_args_get(a, run_opts, N_OPTS(run_opts), "no-train") != NULL,
         .keep_prompts = lx_args_get(a, run_opts, N_OPTS(run_opts), "keep-prompts") != NULL,
+        .shard = shard,
+        .models_only = lx_args_get(a, run_opts, N_OPTS(run_opts), "models-only") != NULL,
     };
     struct lx_run_summary sum;
     rc = lx_run_plan(plan, store, &o, &sum, &err);
     lx_store_close(store);
     if (rc < 0)
         return lx_cli_fail(&err, rc);
-    fprintf(stderr, "lenx: sweep '%s': %d run (%d ok, %d failed), %d already stored; "
-            "%d models trained (%ld steps)\n", grid->name, sum.n_ok + sum.n_failed, sum.n_ok,
-            sum.n_failed, sum.n_skipped, sum.n_trained, sum.train_steps);
+    if (o.models_only)
+        fprintf(stderr, "lenx: sweep '%s': %d models ready, %d failed; %d trained now (%ld steps)\n", grid->name,
+                sum.n_ok, sum.n_failed, sum.n_trained, sum.train_steps);
+    else
+        fprintf(stderr, "lenx: sweep '%s': %d run (%d ok, %d failed), %d already stored; "
+                "%d models trained (%ld steps)\n", grid->name, sum.n_ok + sum.n_failed, sum.n_ok,
+                sum.n_failed, sum.n_skipped, sum.n_trained, sum.train_steps);
     lx_stored_note_stale(db, plan, a->pos[0]);
     int status = 0;
-    if (!lx_args_get(a, run_opts, N_OPTS(run_opts), "no-table"))
+    if (!lx_args_get(a, run_opts, N_OPTS(run_opts), "no-table") && !o.models_only)
         status = run_print_table(db, grid);
     return sum.n_failed ? 1 : status;
 }
@@ -172,6 +189,15 @@ static int cmd_run(int argc, char **argv)
             return lx_cli_fail(&err, rc);
         omp_set_num_threads((int)t);
     }
+    struct lx_shard shard;
+    struct lx_buf note = {0};
+    int sharded = 0;
+    rc = lx_shard_choose(lx_args_get(&a, run_opts, N_OPTS(run_opts), "shard"), &shard, &sharded, &note, &err);
+    if (note.len)
+        fprintf(stderr, "lenx: %s\n", lx_buf_str(&note));
+    lx_buf_free(&note);
+    if (rc < 0)
+        return lx_cli_fail(&err, rc);
     struct lx_grid grid;
     struct lx_plan plan = {0};
     rc = lx_grid_load(&grid, a.pos[0], &err);
@@ -183,9 +209,10 @@ static int cmd_run(int argc, char **argv)
     }
     int status = 0;
     if (lx_args_get(&a, run_opts, N_OPTS(run_opts), "dry-run"))
-        run_print_plan(&grid, &plan);
+        run_print_plan(&grid, &plan, sharded ? &shard : NULL,
+                       lx_args_get(&a, run_opts, N_OPTS(run_opts), "models-only") != NULL);
     else if ((status = run_check_blas()) == 0)
-        status = run_sweep(&a, db, &grid, &plan);
+        status = run_sweep(&a, db, &grid, &plan, sharded ? &shard : NULL);
     lx_plan_release(&plan);
     lx_grid_release(&grid);
     return status;
@@ -711,6 +738,8 @@ static const struct command commands[] = {
     {"show", lx_cmd_show, "print a method's derived tables, a task's parameters or one instance, a sweep's YAML"},
     {"list", cmd_list, "list methods, tasks, stored sweeps or stored models"},
     {"rm", cmd_rm, "delete chosen stored cells (by sweep, commit, model, method, task, failed, not in a config)"},
+    {"merge", lx_cmd_merge, "merge stores (shard databases) into one: lenx merge A.db B.db ... --into OUT.db"},
+    {"slurm", lx_cmd_slurm, "write a Slurm array job (models, N shards, merge) for a sweep, and its submit script"},
 };
 
 #define N_COMMANDS ((int)(sizeof commands / sizeof *commands))
@@ -725,7 +754,7 @@ static void main_usage(FILE *f)
     fprintf(f, "\nglobal options:\n"
             "  --data DIR   the corpus data directory (docs/data.md); default $LENX_DATA, else the\n"
             "               checkout's data/ (build tree) or <prefix>/share/lenx/data (installed)\n"
-            "\nexit status: 0 ok, 1 cells failed or moved, 2 bad input, 3 store or file error\n");
+            "\nexit status: 0 ok, 1 cells failed, moved or conflicted, 2 bad input, 3 store or file error\n");
 }
 
 int main(int argc, char **argv)

@@ -425,6 +425,11 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
     return rc;
 }
 
+const char *lx_cell_root_model(const struct lx_cell *c)
+{
+    return c->base_key[0] ? c->base_key : c->model_key;
+}
+
 void lx_plan_release(struct lx_plan *plan)
 {
     if (!plan)

@@ -39,6 +39,12 @@ struct lx_plan {
 };
 
 int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error *err);
+
+/* The key of the first model a cell's model is trained from: the base model
+** of a fine-tuned stack, else the model itself ("" without a model). A
+** `--models-only` shard trains the models of the root keys it holds, so a
+** base shared by several fine-tuned models is trained in one place. */
+const char *lx_cell_root_model(const struct lx_cell *c);
 void lx_plan_release(struct lx_plan *plan);
 
 /* Compile a stack for a set of facts: copy every method's params into the

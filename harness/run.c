@@ -660,6 +660,30 @@ static int run_cell(struct runner *r, struct model_slot *slot, const struct lx_c
     return LX_OK;
 }
 
+/* --models-only: obtain the cell's model (from the cache, or trained under
+** its claim) and run nothing; *state as run_cell's, DONE for a model already
+** obtained by an earlier cell of this pass. */
+static int model_only(struct runner *r, struct model_slot *slot, const struct lx_cell *c, enum lx_claim *state,
+                      int *ok, struct lx_error *err)
+{
+    int busy = 0;
+    struct lx_error why = {{0}};
+    *state = LX_CLAIM_DONE;
+    if (strcmp(slot->key, c->model_key) == 0)
+        return LX_OK;
+    *state = LX_CLAIM_GOT;
+    *ok = ensure_model(slot, r, c, &busy, &why) == LX_OK;
+    if (busy)
+        *state = LX_CLAIM_BUSY;
+    else if (*ok)
+        r->sum->n_ok++;
+    else
+        r->sum->n_failed++;
+    if (!busy && !*ok)
+        fprintf(stderr, "lenx: %s\n", why.msg);
+    return LX_OK;
+}
+
 static void pause_s(double s)
 {
     struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
@@ -671,7 +695,13 @@ static int plan_todo(const struct lx_plan *plan, struct lx_store *store, const s
                      int *n_todo, struct lx_run_summary *sum, struct lx_error *err)
 {
     *n_todo = 0;
+    sum->n_cells = 0;
     for (int i = 0; i < plan->n_cells; i++) {
+        const struct lx_cell *c = &plan->cells[i];
+        if (!lx_shard_has(o->shard, o->models_only ? lx_cell_root_model(c) : c->key) ||
+            (o->models_only && (c->model < 0 || plan->grid->models[c->model].checkpoint)))
+            continue;
+        sum->n_cells++;
         int done = 0;
         int rc = o->force ? LX_OK : lx_store_done(store, plan->grid->name, plan->cells[i].key, &done, err);
         if (rc < 0)
@@ -695,7 +725,6 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
                 struct lx_run_summary *sum, struct lx_error *err)
 {
     memset(sum, 0, sizeof *sum);
-    sum->n_cells = plan->n_cells;
     int *todo = lx_xcalloc((size_t)plan->n_cells + 1, sizeof *todo);
     int n_todo = 0, rc = plan_todo(plan, store, o, todo, &n_todo, sum, err);
     if (rc < 0) {
@@ -703,8 +732,9 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
         return rc;
     }
     if (o->progress)
-        fprintf(stderr, "lenx: sweep '%s': %d cells, %d already stored, %d to run\n", plan->grid->name,
-                plan->n_cells, sum->n_skipped, n_todo);
+        fprintf(stderr, "lenx: sweep '%s': %d cells%s, %d already stored, %d to run%s\n", plan->grid->name,
+                sum->n_cells, o->shard ? " in this shard" : "", sum->n_skipped, n_todo,
+                o->models_only ? " (their models only)" : "");
     struct runner r = {.plan = plan, .store = store, .o = o, .sum = sum};
     owner_init(&r.me);
     lx_blas_describe(r.blas, sizeof r.blas);
@@ -726,7 +756,9 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
             enum lx_claim state;
             double secs = 0.0;
             int ok = 0;
-            if ((rc = run_cell(&r, &slot, c, &state, &secs, &ok, err)) < 0)
+            rc = o->models_only ? model_only(&r, &slot, c, &state, &ok, err)
+                                : run_cell(&r, &slot, c, &state, &secs, &ok, err);
+            if (rc < 0)
                 break;
             if (state == LX_CLAIM_BUSY) {
                 todo[n_next++] = todo[k];
@@ -738,7 +770,8 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
                 continue;
             }
             spent += secs;
-            progress(o, plan, c, n_done, total, secs, spent / n_done, ok ? "ok" : "FAILED");
+            if (!o->models_only)
+                progress(o, plan, c, n_done, total, secs, spent / n_done, ok ? "ok" : "FAILED");
         }
         if (rc == LX_OK && n_next && o->progress && !waiting)
             fprintf(stderr, "lenx: %d cells held by other processes (running them, or training their "

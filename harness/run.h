@@ -7,6 +7,7 @@
 #define LX_RUN_H
 
 #include "harness/plan.h"
+#include "harness/shard.h"
 #include "results/store.h"
 
 struct lx_run_opts {
@@ -15,12 +16,15 @@ struct lx_run_opts {
     const char *models_dir; /* where trained checkpoints are cached (<db dir>/models) */
     int no_train;           /* never train: a cell whose model has no usable checkpoint fails */
     int keep_prompts;       /* store each retrieval output's prompt with it (outputs.prompt) */
+    const struct lx_shard *shard;   /* run only the cells of this shard (NULL = all; docs/cluster.md) */
+    int models_only;        /* obtain (train) the models of the cells to run, and run no cell; the
+                            ** shard then selects root model keys (lx_cell_root_model) */
 };
 
 struct lx_run_summary {
-    int n_cells;            /* cells in the plan */
+    int n_cells;            /* cells in the plan (in the shard, with one) */
     int n_skipped;          /* already stored (before or, by another process, during the run), not run here */
-    int n_ok, n_failed;     /* run now */
+    int n_ok, n_failed;     /* run now (under models_only: models obtained, or failed) */
     int n_trained;          /* models trained now */
     long train_steps;       /* optimizer steps taken now (0 when every model was cached) */
 };

@@ -18,10 +18,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define SCHEMA_VERSION 6     /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs;
-                                ** 4: runs.config_text and runs.weights_sha256;
-                                ** 5: claims, models.weights_sha256 and models.threads,
-                                **    outputs.stop; 6: outputs.prompt */
+#define SCHEMA_VERSION LX_STORE_SCHEMA  /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs;
+                                            ** 4: runs.config_text and runs.weights_sha256;
+                                            ** 5: claims, models.weights_sha256 and models.threads,
+                                            **    outputs.stop; 6: outputs.prompt */
 
 struct lx_store {
     sqlite3 *db;        /* the connection */
@@ -569,29 +569,6 @@ static void *grow(void **v, int *n, int *cap, size_t size)
     return (char *)*v + (size_t)(*n)++ * size;
 }
 
-int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, struct lx_error *err)
-{
-    static const char *sql =
-        "SELECT sweep, sum(status = 'ok'), sum(status = 'failed'), max(finished), count(DISTINCT config_text)"
-        " FROM runs GROUP BY sweep ORDER BY min(id)";
-    sqlite3_stmt *st;
-    *out = NULL;
-    *n = 0;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return db_err(s, err, "listing sweeps");
-    int rc, cap = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct lx_sweep_info *w = grow((void **)out, n, &cap, sizeof **out);
-        w->name = lx_xstrdup(col_text(st, 0));
-        w->n_ok = sqlite3_column_int(st, 1);
-        w->n_failed = sqlite3_column_int(st, 2);
-        w->last = lx_xstrdup(col_text(st, 3));
-        w->n_texts = sqlite3_column_int(st, 4);
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "listing sweeps");
-}
-
 void lx_sweep_infos_free(struct lx_sweep_info *v, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -709,76 +686,12 @@ int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path
     return rc;
 }
 
-int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_sweep_config **out, int *n,
-                           struct lx_error *err)
-{
-    /* with max(id), SQLite takes the bare columns from the newest row of each group */
-    static const char *sql =
-        "SELECT config_text, config, count(*), git_commit, finished, max(id), min(started), git_dirty, host, blas,"
-        " threads FROM runs WHERE sweep = ?1"
-        " GROUP BY config_text ORDER BY max(id) DESC";
-    sqlite3_stmt *st;
-    *out = NULL;
-    *n = 0;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return db_err(s, err, "reading a sweep's configs");
-    sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
-    int rc, cap = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct lx_sweep_config *w = grow((void **)out, n, &cap, sizeof **out);
-        w->text = sqlite3_column_type(st, 0) == SQLITE_NULL ? NULL : lx_xstrdup(col_text(st, 0));
-        w->path = lx_xstrdup(col_text(st, 1));
-        w->n_cells = sqlite3_column_int(st, 2);
-        w->commit = lx_xstrdup(col_text(st, 3));
-        w->last = lx_xstrdup(col_text(st, 4));
-        w->first = lx_xstrdup(col_text(st, 6));
-        w->dirty = sqlite3_column_int(st, 7);
-        w->host = lx_xstrdup(col_text(st, 8));
-        w->blas = lx_xstrdup(col_text(st, 9));
-        w->threads = sqlite3_column_int(st, 10);
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "reading a sweep's configs");
-}
-
 void lx_sweep_configs_free(struct lx_sweep_config *v, int n)
 {
     for (int i = 0; i < n; i++)
         free(v[i].text), free(v[i].path), free(v[i].commit), free(v[i].last), free(v[i].first), free(v[i].host),
             free(v[i].blas);
     free(v);
-}
-
-int lx_store_models(struct lx_store *s, struct lx_model_info **out, int *n, struct lx_error *err)
-{
-    static const char *sql =   /* the architecture and the training-time stack's names read in SQL */
-        "SELECT key, name, json_extract(config, '$.arch.mode') || ' ' || json_extract(config, '$.arch.layers')"
-        " || 'L d' || json_extract(config, '$.arch.d_model') || ' ' || json_extract(config, '$.arch.heads') || 'h',"
-        " path, created, steps, tokens, seconds, val_loss, (SELECT group_concat(m.key, '+') FROM"
-        " json_each(config, '$.stack') e, json_each(e.value) m), json_extract(config, '$.train.length')"
-        " FROM models ORDER BY rowid";
-    sqlite3_stmt *st;
-    *out = NULL;
-    *n = 0;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return db_err(s, err, "reading the models");
-    int rc, cap = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct lx_model_info *w = grow((void **)out, n, &cap, sizeof **out);
-        w->key = lx_xstrdup(col_text(st, 0));
-        w->name = lx_xstrdup(col_text(st, 1));
-        w->arch = lx_xstrdup(col_text(st, 2));
-        w->stack = lx_xstrdup(col_text(st, 9));
-        w->train_len = (long)sqlite3_column_int64(st, 10);
-        w->path = lx_xstrdup(col_text(st, 3));
-        w->created = lx_xstrdup(col_text(st, 4));
-        w->steps = (long)sqlite3_column_int64(st, 5);
-        w->tokens = (long)sqlite3_column_int64(st, 6);
-        w->seconds = sqlite3_column_double(st, 7);
-        w->val_loss = sqlite3_column_type(st, 8) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 8);
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "reading the models");
 }
 
 void lx_model_infos_free(struct lx_model_info *v, int n)
@@ -996,4 +909,67 @@ int lx_store_reap(struct lx_store *s, const struct lx_owner *me, struct lx_error
     sqlite3_finalize(st);
     sqlite3_finalize(del);
     return finish(s, rc == SQLITE_DONE, err, "clearing dead claims");
+}
+
+/* ---- statements of the other results/ modules (merge.c) ------------------- */
+
+int lx_store_begin(struct lx_store *s, const char *doing, struct lx_error *err)
+{
+    return begin(s, err, doing);
+}
+
+int lx_store_end(struct lx_store *s, int commit, const char *doing, struct lx_error *err)
+{
+    if (commit)
+        return finish(s, 1, err, doing);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return LX_OK;
+}
+
+static void bind_value(sqlite3_stmt *st, int i, const struct lx_value *v)
+{
+    switch (v->type) {
+    case LX_V_NULL: sqlite3_bind_null(st, i); break;
+    case LX_V_INT: sqlite3_bind_int64(st, i, v->i); break;
+    case LX_V_REAL: sqlite3_bind_double(st, i, v->d); break;
+    case LX_V_TEXT: sqlite3_bind_text(st, i, v->p, v->n, SQLITE_STATIC); break;
+    case LX_V_BLOB: sqlite3_bind_blob(st, i, v->p, v->n, SQLITE_STATIC); break;
+    }
+}
+
+static void column_value(sqlite3_stmt *st, int i, struct lx_value *v)
+{
+    memset(v, 0, sizeof *v);
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER: v->type = LX_V_INT; v->i = sqlite3_column_int64(st, i); break;
+    case SQLITE_FLOAT: v->type = LX_V_REAL; v->d = sqlite3_column_double(st, i); break;
+    case SQLITE_TEXT: v->type = LX_V_TEXT; v->p = sqlite3_column_text(st, i); break;
+    case SQLITE_BLOB: v->type = LX_V_BLOB; v->p = sqlite3_column_blob(st, i); break;
+    default: v->type = LX_V_NULL; return;
+    }
+    if (v->type == LX_V_TEXT || v->type == LX_V_BLOB)
+        v->n = sqlite3_column_bytes(st, i);
+}
+
+int lx_store_query(struct lx_store *s, const char *sql, const struct lx_value *args, int n_args,
+                   int (*row)(void *ctx, const struct lx_value *cols, int n_cols), void *ctx,
+                   struct lx_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, "preparing a statement");
+    for (int i = 0; i < n_args; i++)
+        bind_value(st, i + 1, &args[i]);
+    int n = sqlite3_column_count(st), rc, out = LX_OK;
+    LX_ASSERT(n <= LX_STORE_MAX_COLS);
+    struct lx_value cols[LX_STORE_MAX_COLS];
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && out == LX_OK) {
+        for (int i = 0; i < n; i++)
+            column_value(st, i, &cols[i]);
+        out = row ? row(ctx, cols, n) : LX_OK;
+    }
+    if (out == LX_OK && rc != SQLITE_DONE)
+        out = db_err(s, err, "running a statement");
+    sqlite3_finalize(st);
+    return out;
 }

@@ -22,6 +22,7 @@
 struct lx_store;
 
 #define LX_DEFAULT_DB "results/lenx.db"
+#define LX_STORE_SCHEMA 6       /* PRAGMA user_version of the stores this lenx writes */
 
 /* Open (creating the file, its folder and the schema when absent). With
 ** readonly set, a missing file is an error and nothing is created or written;
@@ -243,5 +244,34 @@ int lx_store_count(struct lx_store *s, const char *table, long *n, struct lx_err
 
 /* Does any row carry a commit starting with this prefix? */
 int lx_store_has_commit(struct lx_store *s, const char *prefix, int *found, struct lx_error *err);
+
+/* ---- statements of the other results/ modules ------------------------------
+** results/merge.c writes its SQL and runs it through these, so store.c stays
+** the only file that includes sqlite3.h. Values keep their type and bits: a
+** REAL is the same double, TEXT and BLOB the same bytes. */
+
+enum lx_vtype { LX_V_NULL, LX_V_INT, LX_V_REAL, LX_V_TEXT, LX_V_BLOB };
+
+struct lx_value {
+    enum lx_vtype type;
+    long long i;                /* LX_V_INT */
+    double d;                   /* LX_V_REAL */
+    const void *p;              /* LX_V_TEXT (0-terminated) or LX_V_BLOB: n bytes */
+    int n;
+};
+
+#define LX_STORE_MAX_COLS 64    /* columns of a row lx_store_query hands over */
+
+/* Run sql with args bound to ?1..?n_args; call row for each result row (its
+** values live until row returns). A row returning < 0 stops the statement and
+** is returned (row fills err). row may be NULL (a statement without rows). */
+int lx_store_query(struct lx_store *s, const char *sql, const struct lx_value *args, int n_args,
+                   int (*row)(void *ctx, const struct lx_value *cols, int n_cols), void *ctx,
+                   struct lx_error *err);
+
+/* A write transaction (BEGIN IMMEDIATE; `doing` names it in an error), ended
+** by COMMIT (commit = 1) or ROLLBACK (commit = 0: err untouched, LX_OK). */
+int lx_store_begin(struct lx_store *s, const char *doing, struct lx_error *err);
+int lx_store_end(struct lx_store *s, int commit, const char *doing, struct lx_error *err);
 
 #endif

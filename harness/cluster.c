@@ -1,0 +1,292 @@
+/*
+** harness/cluster.c - `lenx merge` and `lenx slurm`: a sweep on a Slurm
+** cluster (docs/cluster.md). The merge itself is results/merge.c; this file
+** parses the commands and writes the job scripts.
+**
+** `lenx slurm CONFIG --shards N` writes, in <db dir>/<sweep>.slurm/:
+**   models.sbatch  an array of M <= N tasks, task K running `lenx run
+**                  --models-only` of model shard K: every model trained once,
+**                  into <db dir>/models (the cache the cell shards then read)
+**   cells.sbatch   an array of N tasks (--array=0-(N-1)), each `lenx run
+**                  --no-train` of its shard into <db dir>/<sweep>.shard-K.db
+**   merge.sbatch   `lenx merge` of the models and shard stores into --db
+**   submit.sh      submits the three, each afterok the one before
+*/
+#define _DEFAULT_SOURCE     /* realpath */
+#include "harness/cli.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness/plan.h"
+#include "harness/shard.h"
+#include "results/merge.h"
+#include "results/store.h"
+
+/* ---------------------------------------------------------------- merge */
+
+static const struct lx_opt merge_opts[] = {
+    {"into", 1, "the store to merge into (created when absent; may be one of the inputs)"},
+};
+
+static const char merge_usage[] =
+    "usage: lenx merge A.db B.db ... --into OUT.db\n\n"
+    "Merge stores (e.g. the shard databases of `lenx run --shard`) into OUT, in one\n"
+    "transaction: cells with their metrics, series and outputs (new ids), and models.\n"
+    "An ok row replaces a failed row of the same cell and commit; merging again\n"
+    "changes nothing. The same cell at the same commit with other values in two\n"
+    "stores is a conflict: each is reported, nothing is written, exit status 1.";
+
+int lx_cmd_merge(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    if ((rc = lx_args_parse(&a, merge_opts, LX_N_OPTS(merge_opts), argc, argv, &help, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    if (help)
+        return lx_cli_usage(merge_usage, merge_opts, LX_N_OPTS(merge_opts)), 0;
+    const char *into = lx_args_get(&a, merge_opts, LX_N_OPTS(merge_opts), "into");
+    if (!into || a.n_pos == 0) {
+        fprintf(stderr, "lenx: error: merge needs %s\n  hint: lenx merge shard-0.db shard-1.db --into all.db\n",
+                into ? "at least one store to merge" : "--into OUT.db");
+        return 2;
+    }
+    struct lx_merge_counts c;
+    struct lx_buf log = {0}, report = {0};
+    rc = lx_merge(a.pos, a.n_pos, into, &c, &log, &report, &err);
+    fputs(lx_buf_str(&log), stderr);
+    fputs(lx_buf_str(&report), stderr);
+    lx_buf_free(&log);
+    lx_buf_free(&report);
+    if (rc < 0)
+        return lx_cli_fail(&err, rc);
+    fprintf(stderr, "lenx: merged %d stores into %s: %ld cells added, %ld replaced a failed row, %ld already "
+            "there; %ld models added, %ld updated\n", a.n_pos, into, c.runs_added, c.runs_replaced, c.runs_same,
+            c.models_added, c.models_updated);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- slurm */
+
+static const struct lx_opt slurm_opts[] = {
+    {"shards", 1, "array tasks N (required): each runs the cells of one shard"},
+    {"db", 1, "the merged store (default " LX_DEFAULT_DB "); shard stores and models go beside it"},
+    {"partition", 1, "#SBATCH --partition"},
+    {"time", 1, "#SBATCH --time of each job (e.g. 1:00:00)"},
+    {"cpus", 1, "#SBATCH --cpus-per-task, and lenx's --threads (default 1)"},
+    {"mem", 1, "#SBATCH --mem (e.g. 4G)"},
+};
+
+static const char slurm_usage[] =
+    "usage: lenx slurm CONFIG.yaml --shards N [options]\n\n"
+    "Write a Slurm job for the sweep into <db dir>/<sweep>.slurm/: models.sbatch (trains\n"
+    "each model once), cells.sbatch (an array of N tasks, task K running shard K into\n"
+    "<db dir>/<sweep>.shard-K.db), merge.sbatch (merges them into --db) and submit.sh,\n"
+    "which submits the three with afterok dependencies. Prints how to submit.";
+
+/* s, single-quoted for the shell. */
+static void put_quoted(struct lx_buf *b, const char *s)
+{
+    lx_buf_puts(b, "'");
+    for (; *s; s++)
+        lx_buf_puts(b, *s == '\'' ? "'\\''" : (char[2]){*s, 0});
+    lx_buf_puts(b, "'");
+}
+
+/* Where the job runs and what it runs, all absolute. */
+struct slurm_job {
+    const char *sweep;          /* the sweep's name (owned by the grid) */
+    char lenx[PATH_MAX];        /* this lenx binary */
+    char config[PATH_MAX];      /* the sweep file */
+    char cwd[PATH_MAX];         /* where the jobs run (#SBATCH --chdir) */
+    char db[PATH_MAX + 256];    /* the merged store */
+    char dir[PATH_MAX + 256];   /* <db dir>/<sweep>: the prefix of the shard stores and of <sweep>.slurm/ */
+    const char *partition, *time, *mem;     /* #SBATCH options as given, NULL when not */
+    long shards;                /* tasks of the cell array */
+    long cpus;                  /* --cpus-per-task and lenx's --threads */
+    long model_shards;          /* tasks of the models array: min(shards, root model keys), at least 1 */
+};
+
+/* An absolute path for a file that may not exist yet (its folder is made). */
+static int absolute(const char *path, char *out, size_t n, struct lx_error *err)
+{
+    lx_make_parent_dir(path);
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX];
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    else
+        snprintf(dir, sizeof dir, ".");
+    char real[PATH_MAX];
+    if (!realpath(dir, real))
+        return lx_err(err, LX_EIO, "%s: cannot resolve its folder %s\n  hint: pass --db with a folder you may "
+                      "write", path, dir);
+    snprintf(out, n, "%s/%s", real, slash ? slash + 1 : path);
+    return LX_OK;
+}
+
+/* The #SBATCH header of one job. */
+static void header(struct lx_buf *b, const struct slurm_job *j, const char *what, const char *name,
+                   const char *log, long array)
+{
+    lx_buf_printf(b, "#!/bin/bash\n# %s of sweep '%s' (%s); written by `lenx slurm`, see docs/cluster.md\n"
+                  "#SBATCH --job-name=lenx-%s-%s\n#SBATCH --output=%s.slurm/logs/%s\n#SBATCH --chdir=%s\n"
+                  "#SBATCH --cpus-per-task=%ld\n#SBATCH --kill-on-invalid-dep=yes\n", what, j->sweep,
+                  j->config, j->sweep, name, j->dir, log, j->cwd, j->cpus);
+    const char *opt[] = {"partition", j->partition, "time", j->time, "mem", j->mem};
+    for (int i = 0; i < 6; i += 2)
+        if (opt[i + 1])
+            lx_buf_printf(b, "#SBATCH --%s=%s\n", opt[i], opt[i + 1]);
+    if (array)      /* before the first command: sbatch reads no #SBATCH line after it */
+        lx_buf_printf(b, "#SBATCH --array=0-%ld\n", array - 1);
+    lx_buf_puts(b, "set -euo pipefail\n");
+    const char *data = getenv("LENX_DATA");
+    if (data) {
+        lx_buf_puts(b, "export LENX_DATA=");
+        put_quoted(b, data);
+        lx_buf_puts(b, "\n");
+    }
+}
+
+/* The three job scripts and the submit script, as (file name, text) pairs. */
+static void scripts(const struct slurm_job *j, struct lx_buf out[4])
+{
+    struct lx_buf lenx = {0}, config = {0}, db = {0}, dir = {0};
+    put_quoted(&lenx, j->lenx), put_quoted(&config, j->config), put_quoted(&db, j->db), put_quoted(&dir, j->dir);
+    const char *L = lx_buf_str(&lenx), *C = lx_buf_str(&config), *D = lx_buf_str(&dir), *O = lx_buf_str(&db);
+    header(&out[0], j, "the models stage: array task K trains model shard K (from SLURM_ARRAY_TASK_ID)", "models",
+           "%x-%A_%a.out", j->model_shards);
+    lx_buf_printf(&out[0], "%s run %s --models-only --db %s.models-\"$SLURM_ARRAY_TASK_ID\".db --threads %ld\n", L, C,
+                  D, j->cpus);
+    header(&out[1], j, "the cells: array task K runs shard K (from SLURM_ARRAY_TASK_ID)", "cells", "%x-%A_%a.out", j->shards);
+    lx_buf_printf(&out[1], "%s run %s --db %s.shard-\"$SLURM_ARRAY_TASK_ID\".db --no-train --no-table --threads %ld\n",
+                  L, C, D, j->cpus);
+    header(&out[2], j, "the merge of the shard stores", "merge", "%x-%j.out", 0);
+    lx_buf_printf(&out[2], "%s merge", L);
+    for (long k = 0; k < j->model_shards; k++)
+        lx_buf_printf(&out[2], " %s.models-%ld.db", D, k);
+    for (long k = 0; k < j->shards; k++)
+        lx_buf_printf(&out[2], " %s.shard-%ld.db", D, k);
+    lx_buf_printf(&out[2], " --into %s\n%s table --db %s --sweep %s\n", O, L, O, j->sweep);
+    lx_buf_printf(&out[3], "#!/bin/sh\n# Submit sweep '%s': the models array, then the array of %ld shards after "
+                  "it, then the merge\n# after the array (afterok: a failed job cancels the ones after it). sbatch "
+                  "--parsable prints JOBID[;CLUSTER].\nset -eu\ncd \"$(dirname \"$0\")\"\n"
+                  "models=$(sbatch --parsable models.sbatch); models=${models%%%%;*}\n"
+                  "cells=$(sbatch --parsable --dependency=afterok:$models cells.sbatch); cells=${cells%%%%;*}\n"
+                  "merge=$(sbatch --parsable --dependency=afterok:$cells merge.sbatch); merge=${merge%%%%;*}\n"
+                  "echo \"lenx: submitted sweep '%s': models array $models (%ld tasks), cell array $cells (%ld "
+                  "tasks), merge job $merge\"\necho \"lenx: follow them with: squeue -j $models,$cells,$merge; the "
+                  "result: %s\"\necho \"JOBS $models $cells $merge\"\n", j->sweep, j->shards, j->sweep, j->model_shards,
+                  j->shards, j->db);
+    lx_buf_free(&lenx), lx_buf_free(&config), lx_buf_free(&db), lx_buf_free(&dir);
+}
+
+static int write_text(const char *path, const char *text, int exec, struct lx_error *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+        return lx_err(err, LX_EIO, "%s: cannot write it\n  hint: pass --db with a folder you may write", path);
+    chmod(path, exec ? 0755 : 0644);
+    return LX_OK;
+}
+
+/* The models a sweep trains from scratch: distinct root keys (a fine-tuned
+** model counts with its base), brought checkpoints aside. */
+static long count_roots(const struct lx_plan *plan)
+{
+    long n = 0;
+    for (int i = 0; i < plan->n_cells; i++) {
+        const struct lx_cell *c = &plan->cells[i];
+        int seen = c->model < 0 || plan->grid->models[c->model].checkpoint != NULL;
+        for (int k = 0; k < i && !seen; k++)
+            seen = plan->cells[k].model >= 0 && strcmp(lx_cell_root_model(&plan->cells[k]), lx_cell_root_model(c)) == 0;
+        n += !seen;
+    }
+    return n;
+}
+
+/* Fill j from the options and the config (planned, so a bad one fails here). */
+static int slurm_job(const struct lx_args *a, struct slurm_job *j, struct lx_grid *g, struct lx_error *err)
+{
+    const struct lx_opt *o = slurm_opts;
+    int n = LX_N_OPTS(slurm_opts);
+    const char *shards = lx_args_get(a, o, n, "shards"), *cpus = lx_args_get(a, o, n, "cpus");
+    const char *db = lx_args_get(a, o, n, "db");
+    j->partition = lx_args_get(a, o, n, "partition");
+    j->time = lx_args_get(a, o, n, "time");
+    j->mem = lx_args_get(a, o, n, "mem");
+    j->cpus = 1;
+    if (!shards)
+        return lx_err(err, LX_EINVAL, "slurm needs --shards N\n  hint: lenx slurm %s --shards 8", a->pos[0]);
+    int rc = lx_args_long(shards, "shards", 1, LX_MAX_SHARDS, &j->shards, err);
+    if (rc == LX_OK && cpus)
+        rc = lx_args_long(cpus, "cpus", 1, 1024, &j->cpus, err);
+    if (rc == LX_OK && !realpath(a->pos[0], j->config))
+        rc = lx_err(err, LX_EINVAL, "%s: no such config", a->pos[0]);
+    ssize_t len = rc == LX_OK ? readlink("/proc/self/exe", j->lenx, sizeof j->lenx - 1) : 0;
+    if (rc == LX_OK && (len <= 0 || !getcwd(j->cwd, sizeof j->cwd)))
+        rc = lx_err(err, LX_EIO, "cannot find the lenx binary or the current folder");
+    j->lenx[len > 0 ? len : 0] = '\0';
+    if (rc == LX_OK)
+        rc = absolute(db ? db : LX_DEFAULT_DB, j->db, sizeof j->db, err);
+    struct lx_plan plan = {0};
+    if (rc == LX_OK && (rc = lx_grid_load(g, a->pos[0], err)) == LX_OK)
+        rc = lx_plan_build(&plan, g, err);
+    if (rc == LX_OK) {
+        j->sweep = g->name;
+        const char *slash = strrchr(j->db, '/');
+        snprintf(j->dir, sizeof j->dir, "%.*s/%s", (int)(slash - j->db), j->db, g->name);
+        long n_roots = count_roots(&plan);
+        j->model_shards = n_roots < 1 ? 1 : n_roots < j->shards ? n_roots : j->shards;
+        fprintf(stderr, "lenx: sweep '%s': %d cells in %ld shards; %ld models to train first, in %ld tasks\n",
+                g->name, plan.n_cells, j->shards, n_roots, j->model_shards);
+        if (j->shards > plan.n_cells)
+            fprintf(stderr, "lenx: note: more shards than cells: some array tasks will have nothing to run\n");
+    }
+    lx_plan_release(&plan);
+    return rc;
+}
+
+int lx_cmd_slurm(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    if ((rc = lx_args_parse(&a, slurm_opts, LX_N_OPTS(slurm_opts), argc, argv, &help, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    if (help)
+        return lx_cli_usage(slurm_usage, slurm_opts, LX_N_OPTS(slurm_opts)), 0;
+    if (a.n_pos != 1) {
+        fprintf(stderr, "lenx: error: slurm takes one CONFIG file\n  hint: lenx slurm configs/quick.yaml "
+                "--shards 8\n");
+        return 2;
+    }
+    struct slurm_job j = {0};
+    struct lx_grid g = {0};
+    rc = slurm_job(&a, &j, &g, &err);
+    struct lx_buf text[4] = {{0}}, path = {0};
+    static const char *names[4] = {"models.sbatch", "cells.sbatch", "merge.sbatch", "submit.sh"};
+    if (rc == LX_OK)
+        scripts(&j, text);
+    for (int i = 0; i < 4 && rc == LX_OK; i++) {
+        lx_buf_reset(&path);
+        lx_buf_printf(&path, "%s.slurm/logs/x", j.dir);
+        lx_make_parent_dir(lx_buf_str(&path));
+        lx_buf_reset(&path);
+        lx_buf_printf(&path, "%s.slurm/%s", j.dir, names[i]);
+        rc = write_text(lx_buf_str(&path), lx_buf_str(&text[i]), i == 3, &err);
+    }
+    if (rc == LX_OK)
+        printf("wrote %s.slurm/models.sbatch (--array=0-%ld), cells.sbatch (--array=0-%ld), merge.sbatch and "
+               "submit.sh\nsubmit with:\n  sh %s.slurm/submit.sh\n", j.dir, j.model_shards - 1, j.shards - 1, j.dir);
+    for (int i = 0; i < 4; i++)
+        lx_buf_free(&text[i]);
+    lx_buf_free(&path);
+    lx_grid_release(&g);
+    return rc < 0 ? lx_cli_fail(&err, rc) : 0;
+}

@@ -1,0 +1,136 @@
+/*
+** results/catalog.c - the store's listings (sweeps, a sweep's configuration
+** texts, models), read through lx_store_query: SQL text and row copying
+** only; results/store.c stays the one file that talks to SQLite.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "results/store.h"
+
+/* A column as text ("" for NULL; numbers formatted as SQLite would). */
+static char *txt(const struct lx_value *v)
+{
+    char num[64];
+    switch (v->type) {
+    case LX_V_TEXT: return lx_xstrdup((const char *)v->p);
+    case LX_V_INT: snprintf(num, sizeof num, "%lld", v->i); return lx_xstrdup(num);
+    case LX_V_REAL: snprintf(num, sizeof num, "%.17g", v->d); return lx_xstrdup(num);
+    default: return lx_xstrdup("");
+    }
+}
+
+/* A column as a number (NULL: `null`; text read as a number, as SQLite casts). */
+static double num(const struct lx_value *v, double null)
+{
+    switch (v->type) {
+    case LX_V_INT: return (double)v->i;
+    case LX_V_REAL: return v->d;
+    case LX_V_TEXT: return strtod((const char *)v->p, NULL);
+    default: return null;
+    }
+}
+
+/* A growing array of rows of `size` bytes each. */
+struct grow {
+    void **v;
+    int *n, cap;
+    size_t size;
+};
+
+static void *grow_next(struct grow *g)
+{
+    if (*g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 16;
+        *g->v = lx_xrealloc(*g->v, (size_t)g->cap * g->size);
+    }
+    void *w = (char *)*g->v + (size_t)(*g->n)++ * g->size;
+    memset(w, 0, g->size);
+    return w;
+}
+
+static int sweep_row(void *ctx, const struct lx_value *c, int n_cols)
+{
+    struct lx_sweep_info *w = grow_next(ctx);
+    w->name = txt(&c[0]);
+    w->n_ok = (int)num(&c[1], 0);
+    w->n_failed = (int)num(&c[2], 0);
+    w->last = txt(&c[3]);
+    w->n_texts = (int)num(&c[4], 0);
+    return 0;
+}
+
+int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, struct lx_error *err)
+{
+    static const char *sql =
+        "SELECT sweep, sum(status = 'ok'), sum(status = 'failed'), max(finished), count(DISTINCT config_text)"
+        " FROM runs GROUP BY sweep ORDER BY min(id)";
+    *out = NULL;
+    *n = 0;
+    struct grow g = {(void **)out, n, 0, sizeof **out};
+    return lx_store_query(s, sql, NULL, 0, sweep_row, &g, err);
+}
+
+static int config_row(void *ctx, const struct lx_value *c, int n_cols)
+{
+    struct lx_sweep_config *w = grow_next(ctx);
+    w->text = c[0].type == LX_V_NULL ? NULL : txt(&c[0]);
+    w->path = txt(&c[1]);
+    w->n_cells = (int)num(&c[2], 0);
+    w->commit = txt(&c[3]);
+    w->last = txt(&c[4]);
+    w->first = txt(&c[6]);
+    w->dirty = (int)num(&c[7], 0);
+    w->host = txt(&c[8]);
+    w->blas = txt(&c[9]);
+    w->threads = (int)num(&c[10], 0);
+    return 0;
+}
+
+int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_sweep_config **out, int *n,
+                           struct lx_error *err)
+{
+    /* with max(id), SQLite takes the bare columns from the newest row of each group */
+    static const char *sql =
+        "SELECT config_text, config, count(*), git_commit, finished, max(id), min(started), git_dirty, host, blas,"
+        " threads FROM runs WHERE sweep = ?1"
+        " GROUP BY config_text ORDER BY max(id) DESC";
+    *out = NULL;
+    *n = 0;
+    struct grow g = {(void **)out, n, 0, sizeof **out};
+    struct lx_value arg = {.type = LX_V_TEXT, .p = sweep, .n = (int)strlen(sweep)};
+    return lx_store_query(s, sql, &arg, 1, config_row, &g, err);
+}
+
+static int model_row(void *ctx, const struct lx_value *c, int n_cols)
+{
+    struct lx_model_info *w = grow_next(ctx);
+    w->key = txt(&c[0]);
+    w->name = txt(&c[1]);
+    w->arch = txt(&c[2]);
+    w->stack = txt(&c[9]);
+    w->train_len = (long)num(&c[10], 0);
+    w->path = txt(&c[3]);
+    w->created = txt(&c[4]);
+    w->steps = (long)num(&c[5], 0);
+    w->tokens = (long)num(&c[6], 0);
+    w->seconds = num(&c[7], 0);
+    w->val_loss = num(&c[8], NAN);
+    return 0;
+}
+
+int lx_store_models(struct lx_store *s, struct lx_model_info **out, int *n, struct lx_error *err)
+{
+    static const char *sql =   /* the architecture and the training-time stack's names read in SQL */
+        "SELECT key, name, json_extract(config, '$.arch.mode') || ' ' || json_extract(config, '$.arch.layers')"
+        " || 'L d' || json_extract(config, '$.arch.d_model') || ' ' || json_extract(config, '$.arch.heads') || 'h',"
+        " path, created, steps, tokens, seconds, val_loss, (SELECT group_concat(m.key, '+') FROM"
+        " json_each(config, '$.stack') e, json_each(e.value) m), json_extract(config, '$.train.length')"
+        " FROM models ORDER BY rowid";
+    *out = NULL;
+    *n = 0;
+    struct grow g = {(void **)out, n, 0, sizeof **out};
+    return lx_store_query(s, sql, NULL, 0, model_row, &g, err);
+}
