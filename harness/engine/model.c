@@ -15,6 +15,7 @@
 
 #include "harness/engine/attention.h"
 #include "harness/engine/blas.h"
+#include "harness/engine/decode.h"
 #include "harness/engine/ops.h"
 #include "harness/core/rng.h"
 
@@ -364,8 +365,9 @@ double lx_model_bytes(const struct lx_arch *a, int train)
     return (double)lx_arch_n_params(a) * (train ? 4.0 * 4 + 1 : 4.0);
 }
 
-double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, int probs)
+double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses)
 {
+    int probs = (uses & LX_RUN_PROBS) != 0;
     double N = (double)B * T, nthr = n_threads();
     /* the head path (training, or an evaluation pass that asks for
     ** probabilities): per-thread posmap scratch and, in evaluation, the
@@ -378,7 +380,8 @@ double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, int probs)
     /* eval: the tiled forward's tables and far rows */
     double tiled = train ? 0.0 : HT * (1 + LX_SPEC_MAX_OPS) * 8 + 4 * HT * (double)a->d_head * 4;
     double ints = 3 * N * 4;                                                 /* tokens, targets, positions */
-    return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, train) + far + qkn + ints + P + tiled;
+    double kv = !train && (uses & LX_RUN_KVCACHE) ? lx_kvcache_bytes(a, B, T, (uses & LX_RUN_KVFAR) != 0) : 0.0;
+    return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, train) + far + qkn + ints + P + tiled + kv;
 }
 
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err)
@@ -652,6 +655,8 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
         if (spec->cosine)
             lx_qk_normalize(qkv, a->train ? a->qkn + l * s.N * 2 * s.H : NULL, s.N, (int)s.H, (int)s.KV,
                             (int)ar->d_head);
+        if (a->kv)
+            lx_kvcache_put(a->kv, (int)l, qkv, a->B, a->T, (int)s.H);
         attention_all(a, spec, qkv, ao, att, a->stats ? a->stats + l * a->B * s.H * LX_ATTN_NSTATS : NULL,
                       W->logit_scale, (int)l, a->B, a->T, (int)s.H, (int)s.KV, (int)ar->d_head, causal);
         memcpy(xm, xin, sizeof(float) * (size_t)(s.N * s.C));

@@ -124,6 +124,8 @@ typedef void (*lx_att_probe)(void *ctx, int layer, int b, int h, const float *P,
 ** reused across layers and attention runs tiled (harness/engine/tiled.c), so
 ** memory grows as O(T·d); a pass with a probe or row statistics runs the head
 ** path instead and allocates one T × T probability buffer per thread. */
+struct lx_kvcache;
+
 struct lx_acts {
     int B, T, train;
     int n_thr;                  /* attention scratch slots */
@@ -155,6 +157,8 @@ struct lx_acts {
     const long *stats_row0;     /* (B,) per window, only rows in [stats_row0[b], stats_row1) are summed
                                 ** (NULL: from row 0); not owned */
     long stats_row1;            /* 0 = to the last row */
+    struct lx_kvcache *kv;      /* eval: every layer's key and value rows are saved here (decode.h), or
+                                ** NULL; not owned */
     lx_att_probe probe;         /* called with every head's probabilities, or NULL; not owned */
     void *probe_ctx;
     /* backward scratch (train only) */
@@ -178,13 +182,21 @@ double lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train);
 ** everything one pass over (B, T) takes on the current thread count: model,
 ** activations, per-thread attention scratch, token buffers. An evaluation
 ** pass counts the T x T probabilities (and the head path's posmap scratch)
-** only when `probs` is set: a probe, row statistics or a calibration, which
-** run the head path; every other evaluation runs tiled, in O(T·d). */
+** only when `uses` has LX_RUN_PROBS: a probe, row statistics or a
+** calibration, which run the head path; every other evaluation runs tiled,
+** in O(T·d). LX_RUN_KVCACHE counts a KV cache for the B windows (greedy
+** answers, harness/engine/decode.h), LX_RUN_KVFAR its far keys too (a
+** posmap on rotary positions). */
+enum {
+    LX_RUN_PROBS = 1 << 0,      /* the pass reads attention probabilities */
+    LX_RUN_KVCACHE = 1 << 1,    /* a KV cache of every window follows the pass */
+    LX_RUN_KVFAR = 1 << 2,      /* ... with its far keys (lx_decode_far) */
+};
 double lx_mem_available(void);
 /* "12.3 MB" or "341.5 GB" into out; returns out. */
 char *lx_fmt_bytes(char out[32], double bytes);
 double lx_model_bytes(const struct lx_arch *a, int train);
-double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, int probs);
+double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses);
 /* Zeroed weights for arch a, mapped; LX_ENOMEM with the sizes when they do not fit. */
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err);
 
