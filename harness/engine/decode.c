@@ -127,10 +127,9 @@ void lx_kvcache_put(struct lx_kvcache *c, int layer, const float *qkv, int B, in
     }
 }
 
-/* kfar rows [n_far, upto) of (slot, layer): each key turned from its
-** position j to the posmap's key position scale·j (the tiled forward's far
-** rows of a lower pair, which depend on the key alone). */
-static void fill_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, int layer, long upto)
+/* Each key turned from its position j to the posmap's key position scale·j:
+** the tiled forward's far rows of a lower pair, which depend on the key alone. */
+void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, int layer, long upto)
 {
     long *nf = &c->n_far[(long)slot * c->L + layer], KD = (long)c->KV * c->D;
     const float *k = rows_of(c, c->k, slot, layer);
@@ -266,7 +265,7 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
         if (c->kfar) {
             long *nf = &c->n_far[(long)slot * c->L + l];
             *nf = *nf < pos ? *nf : pos;    /* rows from pos on were another token's */
-            fill_far(c, spec, slot, l, pos - spec->posmap.from + 1);
+            lx_kvcache_far(c, spec, slot, l, pos - spec->posmap.from + 1);
         }
         attend(c, spec, W->logit_scale, slot, l, pos, H);
         memcpy(c->xm, c->x, sizeof(float) * (size_t)C);

@@ -80,6 +80,10 @@ void lx_kvcache_release(struct lx_kvcache *c);
 ** after rope; windows b < n_slots go to slot b, rows [0, T), and len = T. */
 void lx_kvcache_put(struct lx_kvcache *c, int layer, const float *qkv, int B, int T, int H);
 
+/* Fill kfar rows [n_far, upto) of (slot, layer) from the cached keys (rows
+** before upto must be cached); lx_decode_step calls it for the far keys it reads. */
+void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, int layer, long upto);
+
 /* One head of one query row against keys [0, i], the BLAS path's strided
 ** views: o (D) from q (D, rotated to position i) and k, v, kfar (rows of
 ** stride ld: the query head's key/value head; kfar as k turned by the
