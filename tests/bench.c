@@ -12,10 +12,12 @@
 **   tiled       the tiled forward vs the head path (causal RoPE, 4 × 64,
 **               T = 1k, 4k, 16k), a 256-key window vs full attention at 16k,
 **               attention GFLOP/s next to sgemm's, peak RSS
+**   decode      greedy tokens through the KV cache vs full passes at 16k, and a
+**               16x passkey cell end to end both ways (tests/bench_decode.c)
 **   model       training and evaluation tokens/s vs PyTorch (tests/bench_model.c)
 **
-** `lenx-bench micro` runs all but the model part, `lenx-bench tiled` and
-** `lenx-bench model` one part each.
+** `lenx-bench micro` runs all but the model part, `lenx-bench tiled`,
+** `lenx-bench decode` and `lenx-bench model` one part each.
 */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
@@ -350,6 +352,7 @@ static int bench_tiled(void)
 }
 
 int lx_bench_model(void);   /* tests/bench_model.c */
+int lx_bench_decode(void);  /* tests/bench_decode.c */
 
 int main(int argc, char **argv)
 {
@@ -358,6 +361,8 @@ int main(int argc, char **argv)
         return lx_bench_model();
     if (!strcmp(only, "tiled"))
         return bench_tiled();
+    if (!strcmp(only, "decode"))
+        return lx_bench_decode();
     int max_threads = omp_get_max_threads();
     char blas[128];
     lx_blas_describe(blas, sizeof blas);
@@ -403,7 +408,7 @@ int main(int argc, char **argv)
     report("matmul", "lx_matmul (OpenBLAS) 256^3", "lx_matmul_naive", best_of(20, mm_fast, &ma),
            best_of(3, mm_naive, &ma));
     free(ma.A), free(ma.B), free(ma.C), free(ra.A), free(ra.B);
-    if (bench_attention() || bench_tiled())
+    if (bench_attention() || bench_tiled() || lx_bench_decode())
         return 1;
     lx_plan_release(&plan);
     lx_grid_release(&g);

@@ -62,44 +62,7 @@ static void unit_rows(float *x, long rows, int D)
     }
 }
 
-/* Every method of methods/methods.def that runs on a model, with windows,
-** sinks and far keys reached by rows of 13 and 37 keys. */
-static const char *const stacks[] = {
-    "none",
-    "nope",
-    "rope",
-    "{rope: {layout: interleaved}}",
-    "alibi",
-    "[rope, {pi: {scale: 4}}]",
-    "[rope, {ntk: {scale: 4}}]",
-    "[rope, {ntk: {mode: dynamic}}]",
-    "[rope, {yarn: {scale: 4}}]",
-    "[rope, prope]",
-    "[rope, {prope: {mode: modded}}, scaleinv]",
-    "[rope, infoscale]",
-    "[rope, {logn: {mode: su}}]",
-    "[rope, {logn: {mode: ssmax}}]",
-    "[rope, {logn: {mode: ssmax, learn: true}}]",
-    "[rope, {scaleinv: {tau: 2}}]",
-    "[rope, {cosscale: {s: 8}}]",
-    "[rope, {cosscale: {s: 8}}, {scaleinv: {tau: 2}}, {rerope: {window: 4}}]",
-    "[rope, {rerope: {window: 3}}]",
-    "[rope, {rerope: {window: 3, leak: 2}}]",
-    "[{rope: {layout: interleaved}}, {rerope: {window: 5, leak: 3}}, infoscale]",
-    "[rope, {streaming: {sinks: 2, recent: 3}}]",
-    "[rope, {streaming: {sinks: 5, recent: 1}}]",
-    "[alibi, {streaming: {sinks: 2, recent: 4}}]",
-    "[rope, {lminfinite: {n_global: 2, local: 3, limit: 3}}]",
-    "[rope, {yarn: {scale: 4}}, {lminfinite: {n_global: 1, local: 6}}]",
-    "[rope, {window: {size: 2}}]",
-    "[rope, {window: {size: 6}}, {logn: {mode: su}}]",
-    "[alibi, {window: {size: 5}}, infoscale]",
-    "[alibi, {scaleinv: {tau: 2}}, infoscale, {streaming: {sinks: 2, recent: 4}}]",
-    "[rope, {window: {size: 5}}, t5align]",
-    "[rope, {t5align: {mode: entropy}}]",
-    "[rope, pose]",
-};
-#define N_STACKS (sizeof stacks / sizeof *stacks)
+#include "tests/model_stacks.h"     /* stacks[]: every method that runs on a model */
 
 /* ---- one row against the naive reference -------------------------------------- */
 
