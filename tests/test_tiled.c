@@ -4,8 +4,10 @@
 ** path, on every method of methods/methods.def that runs on a model, at sizes
 ** chosen around the tile edges: T below one block, T = block ± 1, T not a
 ** multiple of the block, windows smaller and larger than a block, sinks,
-** causal and bidirectional, several heads; and a model's loss through the
-** evaluation forward on both paths.
+** causal and bidirectional, several heads; grouped-query heads (KV < H key/value
+** heads in the model's fused qkv rows) against the naive path on repeated
+** keys and values; and a model's loss through the evaluation forward on both
+** paths.
 **
 ** Errors are normwise relative: max |tiled − ref| / max |ref| over the output.
 */
@@ -142,6 +144,66 @@ Test(tiled, threads_agree_with_the_reference, .timeout = 60)
     compare("[rope, {streaming: {sinks: 3, recent: 7}}]", 61, 4, 16, 1, 8, 8);
     compare("[rope, {rerope: {window: 9}}, infoscale]", 61, 4, 16, 0, 8, 8);
     omp_set_num_threads(1);
+}
+
+/* ---- grouped-query attention ---------------------------------------------------- */
+
+/* Tiled with KV key/value heads in one fused (T, (H + 2KV)·D) qkv buffer, as
+** the model lays it out, against the naive reference on (T, H, D) copies
+** whose key/value head h is the fused buffer's head h / (H / KV). */
+static void compare_gqa(const char *stack, int T, int H, int KV, int D, int causal)
+{
+    struct lx_facts f = tfacts(D, 6, H, T);
+    struct tstack st;
+    tstack_make(&st, stack, &f);
+    if (st.spec.calibrate)
+        st.spec.temperature = 0.7;
+    long N = (long)T * H * D, ld = (long)(H + 2 * KV) * D;
+    float *qkv = malloc(sizeof(float) * T * ld), *q = malloc(sizeof(float) * N), *k = malloc(sizeof(float) * N);
+    float *v = malloc(sizeof(float) * N), *o_naive = malloc(sizeof(float) * N), *o_tile = malloc(sizeof(float) * N);
+    float *att = malloc(sizeof(float) * (size_t)H * T * T);
+    fill(qkv, T * ld, 4);
+    if (st.spec.cosine)     /* unit q and k rows, as the model gives them */
+        for (long r = 0; r < (long)T * (H + KV); r++) {
+            float *x = qkv + (r / (H + KV)) * ld + (r % (H + KV)) * D;
+            double nn = 0.0;
+            for (int d = 0; d < D; d++)
+                nn += (double)x[d] * x[d];
+            for (int d = 0; d < D; d++)
+                x[d] = (float)(x[d] / sqrt(nn));
+        }
+    for (long t = 0; t < T; t++)
+        for (int h = 0; h < H; h++)
+            for (int d = 0; d < D; d++) {
+                long g = h / (H / KV);
+                q[(t * H + h) * D + d] = qkv[t * ld + h * D + d];
+                k[(t * H + h) * D + d] = qkv[t * ld + (H + g) * D + d];
+                v[(t * H + h) * D + d] = qkv[t * ld + (H + KV + g) * D + d];
+            }
+    lx_attention_forward(o_naive, att, q, k, v, &st.spec, T, H, D, causal);
+    int nthr = omp_get_max_threads();
+    struct lx_tile_ws tw = {.bq = 4, .bk = 4, .n_thr = nthr};
+    tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(4, 4, D) * (size_t)nthr);
+    size_t nrot = lx_tile_rot_floats(&st.spec, T, H, D), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
+    tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
+    tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
+    lx_attn_tiled_forward(o_tile, H * D, qkv, qkv + H * D, qkv + (H + KV) * D, (int)ld, &st.spec, NULL, T, H, KV, D,
+                          causal, &tw);
+    double e = rel_err(o_tile, o_naive, N);
+    cr_expect_leq(e, TOL, "%s T=%d H=%d KV=%d %s: tiled vs naive on repeated k, v %g", stack, T, H, KV,
+                  causal ? "causal" : "bidirectional", e);
+    free(qkv), free(q), free(k), free(v), free(o_naive), free(o_tile), free(att);
+    free(tw.scratch), free(tw.rot), free(tw.tab);
+    tstack_free(&st);
+}
+
+Test(tiled, grouped_query_heads_match_naive_on_repeated_kv, .timeout = 120)
+{
+    for (size_t s = 0; s < sizeof stacks / sizeof *stacks; s++)
+        for (int causal = 0; causal < 2; causal++) {
+            compare_gqa(stacks[s], 13, 4, 2, 8, causal);
+            compare_gqa(stacks[s], 7, 4, 1, 8, causal);
+        }
 }
 
 /* ---- a model's loss through both evaluation paths ----------------------------- */

@@ -13,9 +13,10 @@ parameter, or a change of the checkpoint format):
                                   parameter name and enum value found in the
                                   schema tables (LX_P_* rows) of the sources
   tests/fuzz/corpus/safetensors/  tests/ref/safetensors_ref.safetensors and
-                                  three tiny lenx checkpoints written here
+                                  four tiny lenx checkpoints written here
                                   from docs/checkpoints.md (causal GELU,
-                                  masked-LM SwiGLU, a learned logit scale; d_model
+                                  masked-LM SwiGLU, a learned logit scale,
+                                  grouped-query with biases and a tied head; d_model
                                   8 and the byte vocabulary, 260, which the corpus
                                   tasks need), each under 20 KB
   tests/fuzz/safetensors.dict     JSON tokens, dtypes, header and metadata
@@ -84,6 +85,8 @@ ST_TOKENS = ["{", "}", "[", "]", ":", ",", "\"", "\\u", "\\uD800", "\\uDC00", "\
              "\"lenx_train\"", "\"lenx_model_key\"", "\"format\"", "\"pt\"", "\"mode\"", "\"causal\"",
              "\"mlm\"", "\"layers\"", "\"d_model\"", "\"heads\"", "\"d_head\"", "\"d_mlp\"", "\"mlp\"",
              "\"swiglu\"", "\"gelu\"", "\"vocab\"", "\"norm_eps\"", "\"init_std\"", "\"logit_scale\"",
+             "\"kv_heads\"", "\"qkv_bias\"", "\"tie_head\"", "\"layers.0.attn.wq.bias\"",
+             "\"layers.0.attn.wk.bias\"", "\"layers.0.attn.wv.bias\"",
              "\"tok_emb.weight\"", "\"layers.0.attn_norm.weight\"", "\"layers.0.attn.wq.weight\"",
              "\"layers.0.attn.wk.weight\"", "\"layers.0.attn.wv.weight\"", "\"layers.0.attn.wo.weight\"",
              "\"layers.0.attn.logit_scale\"", "\"layers.0.mlp_norm.weight\"", "\"layers.0.mlp.w1.weight\"",
@@ -129,19 +132,22 @@ def write_dict(path, title, tokens):
 def tensors(arch):
     """(name, shape) in file order, as docs/checkpoints.md's table lists them."""
     V, C, H, D, F = arch["vocab"], arch["d_model"], arch["heads"], arch["d_head"], arch["d_mlp"]
+    KV = arch.get("kv_heads") or H
     out = [("tok_emb.weight", [V, C])]
     for l in range(arch["layers"]):
         p = f"layers.{l}."
         out += [(p + "attn_norm.weight", [C]), (p + "attn.wq.weight", [H * D, C]),
-                (p + "attn.wk.weight", [H * D, C]), (p + "attn.wv.weight", [H * D, C]),
-                (p + "attn.wo.weight", [C, H * D])]
+                (p + "attn.wk.weight", [KV * D, C]), (p + "attn.wv.weight", [KV * D, C])]
+        if arch.get("qkv_bias"):
+            out += [(p + "attn.wq.bias", [H * D]), (p + "attn.wk.bias", [KV * D]), (p + "attn.wv.bias", [KV * D])]
+        out.append((p + "attn.wo.weight", [C, H * D]))
         if arch.get("logit_scale"):
             out.append((p + "attn.logit_scale", [H]))
         out += [(p + "mlp_norm.weight", [C]), (p + "mlp.w1.weight", [F, C])]
         if arch["mlp"] == "swiglu":
             out.append((p + "mlp.w3.weight", [F, C]))
         out.append((p + "mlp.w2.weight", [C, F]))
-    return out + [("norm.weight", [C]), ("lm_head.weight", [V, C])]
+    return out + [("norm.weight", [C])] + ([] if arch.get("tie_head") else [("lm_head.weight", [V, C])])
 
 
 def checkpoint(path, arch, stack, train_len):
@@ -187,6 +193,9 @@ def main():
                '[{"rope":{"base":500,"layout":"interleaved"}}]', 8)
     checkpoint(os.path.join(st, "ssmax.safetensors"), dict(base, logit_scale=True),
                '[{"nope":{}},{"logn":{"mode":"ssmax","s":0.4,"learn":true,"train":true}}]', 16)
+    checkpoint(os.path.join(st, "gqa.safetensors"),
+               dict(base, heads=4, kv_heads=2, d_head=2, qkv_bias=True, tie_head=True),
+               '[{"rope":{"base":10000,"layout":"half"}}]', 16)
     write_dict(os.path.join(FUZZ, "safetensors.dict"), "JSON tokens, dtypes, header keys, lenx metadata",
                ST_TOKENS)
     for d in (cfg, st):

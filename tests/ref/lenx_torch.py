@@ -19,7 +19,10 @@ Needs only torch and numpy (Debian's python3-torch and python3-numpy); the
 safetensors package is not used: read_safetensors and write_safetensors below
 implement the format (8-byte little-endian header length, JSON header, data).
 
-Supported: modes causal and mlm; MLP gelu and swiglu; positions rope (half or
+Supported: modes causal and mlm; MLP gelu and swiglu; grouped-query attention
+(kv_heads; each key/value head repeated for its heads / kv_heads query heads,
+as transformers' repeat_kv does), q/k/v biases (qkv_bias) and a tied output
+head (tie_head: logits from tok_emb); positions rope (half or
 interleaved), nope or none; logit ops logn in modes su, ssmax and qwen. Any
 other method in a checkpoint's stack raises NotImplementedError instead of
 running a different model.
@@ -181,20 +184,25 @@ class RMSNorm(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, d_model, heads, d_head):
+    def __init__(self, d_model, heads, kv_heads, d_head, bias):
         super().__init__()
-        self.h, self.d = heads, d_head
-        self.wq = nn.Linear(d_model, heads * d_head, bias=False)
-        self.wk = nn.Linear(d_model, heads * d_head, bias=False)
-        self.wv = nn.Linear(d_model, heads * d_head, bias=False)
+        if heads % kv_heads:
+            raise ValueError(f"kv_heads {kv_heads} does not divide heads {heads}")
+        self.h, self.kv, self.d = heads, kv_heads, d_head
+        self.wq = nn.Linear(d_model, heads * d_head, bias=bias)
+        self.wk = nn.Linear(d_model, kv_heads * d_head, bias=bias)
+        self.wv = nn.Linear(d_model, kv_heads * d_head, bias=bias)
         self.wo = nn.Linear(heads * d_head, d_model, bias=False)
 
     def forward(self, x, rotary, scales, causal):
         B, T, _ = x.shape
-        # rows of wq/wk/wv are head-major: view (B, T, H, D), then heads first
-        q, k, v = (w(x).view(B, T, self.h, self.d).transpose(1, 2) for w in (self.wq, self.wk, self.wv))
+        # rows of wq/wk/wv are head-major: view (B, T, heads, D), then heads first
+        q = self.wq(x).view(B, T, self.h, self.d).transpose(1, 2)
+        k, v = (w(x).view(B, T, self.kv, self.d).transpose(1, 2) for w in (self.wk, self.wv))
         if rotary is not None:
             q, k = rotary(q), rotary(k)
+        # grouped-query attention: key/value head j serves query heads j*G .. j*G + G-1
+        k, v = (t.repeat_interleave(self.h // self.kv, dim=1) for t in (k, v))
         logits = q @ k.transpose(-2, -1) / math.sqrt(self.d)                         # (B, H, T, T)
         i = torch.arange(T)
         n = (i + 1 if causal else torch.full((T,), T)).to(x.dtype).view(T, 1)      # keys row i sees
@@ -225,7 +233,8 @@ class Block(nn.Module):
     def __init__(self, a):
         super().__init__()
         self.attn_norm = RMSNorm(a["d_model"], a["norm_eps"])
-        self.attn = Attention(a["d_model"], a["heads"], a["d_head"])
+        self.attn = Attention(a["d_model"], a["heads"], a["kv_heads"] or a["heads"], a["d_head"],
+                              bool(a["qkv_bias"]))
         self.mlp_norm = RMSNorm(a["d_model"], a["norm_eps"])
         self.mlp = MLP(a["d_model"], a["d_mlp"], a["mlp"])
 
@@ -235,7 +244,8 @@ class Block(nn.Module):
 
 
 ARCH_DEFAULTS = {"mode": "causal", "layers": 2, "d_model": 128, "heads": 4, "d_head": 32, "d_mlp": 512,
-                 "mlp": "gelu", "vocab": 260, "norm_eps": 1e-5}
+                 "mlp": "gelu", "vocab": 260, "norm_eps": 1e-5, "kv_heads": 0, "qkv_bias": False,
+                 "tie_head": False}
 
 
 class LenxModel(nn.Module):
@@ -263,14 +273,18 @@ class LenxModel(nn.Module):
         self.tok_emb = nn.Embedding(a["vocab"], a["d_model"])
         self.layers = nn.ModuleList(Block(a) for _ in range(a["layers"]))
         self.norm = RMSNorm(a["d_model"], a["norm_eps"])
-        self.lm_head = nn.Linear(a["d_model"], a["vocab"], bias=False)
+        self.tied = bool(a["tie_head"])
+        if not self.tied:
+            self.lm_head = nn.Linear(a["d_model"], a["vocab"], bias=False)
 
     def forward(self, tokens):
         """tokens (B, T) ints -> logits (B, T, vocab)."""
         x = self.tok_emb(tokens)
         for layer in self.layers:
             x = layer(x, self.rotary, self.scales, self.causal)
-        return self.lm_head(self.norm(x))
+        x = self.norm(x)
+        # tied: the embedding matrix is also the output matrix (autograd sums both uses)
+        return x @ self.tok_emb.weight.t() if self.tied else self.lm_head(x)
 
     def loss(self, tokens, targets):
         """Mean cross-entropy over scored positions (targets < 0 are not scored)."""

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lenx_torch import BOS, MASK, load_lenx, write_safetensors  # noqa: E402
 
 B, T = 2, 16
-CASES = [("causal_rope", "causal"), ("mlm_logn", "mlm"), ("causal_ssmax", "causal")]
+CASES = [("causal_rope", "causal"), ("mlm_logn", "mlm"), ("causal_ssmax", "causal"), ("causal_gqa", "causal")]
 
 
 def windows(causal):

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/ref/model_ref.sh - regenerate the model reference data of tests/test_model.c.
 #
-#   1. lenx writes three tiny checkpoints, tests/ref/model_ckpt_<case>.safetensors
+#   1. lenx writes four tiny checkpoints, tests/ref/model_ckpt_<case>.safetensors
 #      (lx_model_init with fixed keys + lx_model_save; suite model_ref, test write);
 #   2. tests/ref/model_ref.py loads each with the independent PyTorch model
 #      tests/ref/lenx_torch.py and writes tests/ref/model_ref_<case>.safetensors
