@@ -267,9 +267,9 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
 /* Memory (docs/config.md, "Memory"): training a model (its batch and length)
 ** and evaluating it at this length (lx_eval_windows's batch of up to 8192
 ** tokens) must fit in the memory the machine has now, on this thread count.
-** The T x T probabilities count only when the cell reads them (`probs`: a task
-** with needs_probs, or a stack that calibrates on attention statistics);
-** every other evaluation runs tiled, in O(T·d). */
+** The T x T probabilities count only when the cell reads whole probability
+** rows (`probs`: a task with needs_probs); every other evaluation, row
+** statistics and t5align's calibration included, runs tiled, in O(T·d). */
 static int check_memory(const struct lx_grid *g, int m, int l, int probs, struct lx_error *err)
 {
     const struct lx_model_use *mu = &g->models[m];
@@ -320,7 +320,7 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
     lx_stack_resolved(&g->stacks[s], &spec, canon, json);
     if (m < 0)
         return rc;
-    if ((rc = check_memory(g, m, l, tu->task->needs_probs || spec.calibrate != NULL, err)) < 0)
+    if ((rc = check_memory(g, m, l, tu->task->needs_probs, err)) < 0)
         return rc;
     if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0)
         return rc;

@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 
+#include "harness/core/diag.h"
 #include "harness/core/params.h"
 #include "harness/core/spec.h"
 
@@ -148,13 +149,22 @@ struct lx_acts {
     float *tile;                /* eval: (n_thr, lx_tile_thread_floats) tiled-forward scratch */
     double *tile_tab;           /* eval: (H, 1 + LX_SPEC_MAX_OPS, T) its distance tables, on first use */
     float *tile_rot;            /* eval: (4, H, T, D) its far-key rows, on first use */
+    double *tile_acc;           /* eval with statistics: (n_thr, lx_tile_acc_doubles) per-row sums, on first use */
+    struct lx_diag *tile_part;  /* eval with statistics: (H·(H + ceil(T / bq))) per-(head, block) and
+                                ** per-head sums, on first use */
     float *qkn;                 /* train with cosine: (layers, N, 2, H) norms of q, k before normalising
                                 ** (k uses the first KV of its H slots) */
     const int *pos;             /* (B, T) position ids (PoSE training), or NULL = 0..T−1; not owned */
     double *stats;              /* (layers, B, H, LX_ATTN_NSTATS) attention row sums, or NULL; not owned */
+    struct lx_diag *diag;       /* (layers, B, H) every row statistic of harness/core/diag.h, or NULL;
+                                ** summed from the tiles (not by the head path); not owned */
+    const struct lx_ranges *diag_ranges;    /* distance ranges of diag's range_*, or NULL; not owned */
+    int diag_buckets;           /* 1: diag's mass per distance bucket */
     const long *stats_row0;     /* (B,) per window, only rows in [stats_row0[b], stats_row1) are summed
-                                ** (NULL: from row 0); not owned */
+                                ** into stats and diag (NULL: from row 0); not owned */
     long stats_row1;            /* 0 = to the last row */
+    int head_path;              /* eval: 1 runs the T × T head path even without a probe (tests and
+                                ** benchmarks compare it with the tiles) */
     lx_att_probe probe;         /* called with every head's probabilities, or NULL; not owned */
     void *probe_ctx;
     /* backward scratch (train only) */
