@@ -375,8 +375,10 @@ double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, int probs)
     double far = head ? nthr * (double)lx_attn_far_floats(T, (int)a->d_head) * 4 : 0.0;
     double qkn = train ? (double)a->layers * N * 2 * (double)a->heads * 4 : 0.0;   /* cosine norms */
     double HT = (double)a->heads * T, P = !train && probs ? nthr * (double)T * T * 4 : 0.0;
-    /* eval: the tiled forward's tables and far rows */
-    double tiled = train ? 0.0 : HT * (1 + LX_SPEC_MAX_OPS) * 8 + 4 * HT * (double)a->d_head * 4;
+    /* eval: the tiled forward's tables and far rows, and its row statistics' sums */
+    double stat = nthr * (double)lx_tile_acc_doubles(LX_TILE_BQ) * 8 +
+                  (double)a->heads * ((double)T / LX_TILE_BQ + 2) * sizeof(struct lx_diag);
+    double tiled = train ? 0.0 : HT * (1 + LX_SPEC_MAX_OPS) * 8 + 4 * HT * (double)a->d_head * 4 + stat;
     double ints = 3 * N * 4;                                                 /* tokens, targets, positions */
     return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, train) + far + qkn + ints + P + tiled;
 }

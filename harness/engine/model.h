@@ -123,8 +123,9 @@ typedef void (*lx_att_probe)(void *ctx, int layer, int b, int h, const float *P,
 /* Activations of one forward pass over B windows of T tokens (N = B·T rows).
 ** With `train` every layer keeps what backward needs; without, buffers are
 ** reused across layers and attention runs tiled (harness/engine/tiled.c), so
-** memory grows as O(T·d); a pass with a probe or row statistics runs the head
-** path instead and allocates one T × T probability buffer per thread. */
+** memory grows as O(T·d), row statistics (stats, diag) summed from the tiles;
+** a pass with a probe (or head_path) runs the head path instead and allocates
+** one T × T probability buffer per thread. */
 struct lx_acts {
     int B, T, train;
     int n_thr;                  /* attention scratch slots */
@@ -132,7 +133,7 @@ struct lx_acts {
     float *rstd1, *xn1;         /* (·, N), (·, N, C) */
     float *qkv;                 /* (·, N, (H + 2KV)·D) after rope */
     float *att;                 /* train: (layers, B, H, T, T) probs; eval: (n_thr, T, T), allocated by
-                                ** the first pass that needs probabilities (a probe or row statistics) */
+                                ** the first pass that needs probabilities (a probe, or head_path) */
     float *ao;                  /* (·, N, HD) attention output */
     float *xm;                  /* (·, N, C) residual after attention */
     float *rstd2, *xn2;         /* (·, N), (·, N, C) */
@@ -188,8 +189,8 @@ double lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train);
 ** everything one pass over (B, T) takes on the current thread count: model,
 ** activations, per-thread attention scratch, token buffers. An evaluation
 ** pass counts the T x T probabilities (and the head path's posmap scratch)
-** only when `probs` is set: a probe, row statistics or a calibration, which
-** run the head path; every other evaluation runs tiled, in O(T·d). */
+** only when `probs` is set: a probe, which runs the head path; every other
+** evaluation (row statistics and calibrations included) runs tiled, in O(T·d). */
 double lx_mem_available(void);
 /* "12.3 MB" or "341.5 GB" into out; returns out. */
 char *lx_fmt_bytes(char out[32], double bytes);
