@@ -268,10 +268,11 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
 /* Memory (docs/config.md, "Memory"): training a model (its batch and length)
 ** and evaluating it at this length (lx_eval_windows's batch of up to 8192
 ** tokens) must fit in the memory the machine has now, on this thread count.
-** The T x T probabilities count only when the cell reads them (LX_RUN_PROBS:
-** a task with needs_probs, or a stack that calibrates on attention
-** statistics); every other evaluation runs tiled, in O(T·d). A task that
-** decodes greedy answers adds a KV cache of its batch (LX_RUN_KVCACHE). */
+** The T x T probabilities count only when the cell reads whole probability
+** rows (LX_RUN_PROBS: a task with needs_probs); every other evaluation, row
+** statistics and t5align's calibration included, runs tiled, in O(T·d). A
+** task that decodes greedy answers adds a KV cache of its batch
+** (LX_RUN_KVCACHE). */
 static int check_memory(const struct lx_grid *g, int m, int l, unsigned uses, struct lx_error *err)
 {
     const struct lx_model_use *mu = &g->models[m];
@@ -322,7 +323,7 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
     lx_stack_resolved(&g->stacks[s], &spec, canon, json);
     if (m < 0)
         return rc;
-    unsigned uses = (tu->task->needs_probs || spec.calibrate != NULL ? LX_RUN_PROBS : 0) |
+    unsigned uses = (tu->task->needs_probs ? LX_RUN_PROBS : 0) |
                     (tu->task->decodes ? LX_RUN_KVCACHE | (lx_decode_far(&spec) ? LX_RUN_KVFAR : 0) : 0);
     if ((rc = check_memory(g, m, l, uses, err)) < 0)
         return rc;

@@ -210,8 +210,8 @@ long lx_put_text(int *tok, long pos, const char *s);
 /* The lx_task fields every retrieval task shares (its check is <name>_check). */
 #define LX_RETRIEVAL_OPS(name)                                                                               \
     .mode = LX_MODE_CAUSAL, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .check = name##_check,    \
-    .needs_probs = 1, /* answer-row attention statistics */                                                \
-    .decodes = 1,     /* greedy answers after the first miss */                                               \
+    .needs_probs = 0, /* answer-row statistics come from the tiles */                                      \
+    .decodes = 1,     /* greedy answers after the first miss */                                              \
     .split = lx_retrieval_split, .generate = name##_generate, .train_sample = name##_train_sample,           \
     .trials = name##_trials, .score = name##_score, .run = lx_retrieval_run
 
