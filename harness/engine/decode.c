@@ -39,7 +39,7 @@ int lx_argmax(const float *x, long n)
 static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_slots, int T, int far, int alloc)
 {
     double KD = (double)lx_arch_kv(a) * a->d_head, rows = (double)n_slots * a->layers * T, C = a->d_model,
-           F = a->d_mlp, F2 = a->mlp == LX_MLP_SWIGLU ? 2 * F : F, nthr = omp_get_max_threads();
+           F = a->d_mlp, F2 = a->mlp == LX_MLP_SWIGLU ? 2 * F : F;
     struct { void **p; double n; size_t el; } b[] = {
         {(void **)&c->k, rows * KD, 4},
         {(void **)&c->v, rows * KD, 4},
@@ -55,8 +55,8 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
         {(void **)&c->act, F, 4},
         {(void **)&c->rstd, 1, 4},
         {(void **)&c->cs, (double)a->d_head + 2, 8},
-        {(void **)&c->s, nthr * T, 4},
-        {(void **)&c->tab, nthr * 2 * T, 8},
+        {(void **)&c->s, T, 4},
+        {(void **)&c->tab, 2.0 * T, 8},
     };
     double total = 0.0;
     for (size_t i = 0; i < sizeof b / sizeof *b; i++) {
@@ -67,7 +67,6 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
     if (alloc) {
         c->n_slots = n_slots;
         c->L = (int)a->layers, c->T = T, c->KV = (int)lx_arch_kv(a), c->D = (int)a->d_head;
-        c->n_thr = (int)nthr;
     }
     return total;
 }
@@ -222,21 +221,17 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
 /* ---- one token through the model --------------------------------------------- */
 
 /* Attention of the step's query row (c->qkv) over the cached rows [0, pos]
-** of (slot, layer), every head, into c->ao. */
+** of (slot, layer), every head, into c->ao (on the step's one thread). */
 static void attend(struct lx_kvcache *c, const struct lx_spec *spec, const float *mult, int slot, int layer, long pos,
                    int H)
 {
     int KV = c->KV, D = c->D, G = H / KV, ld = KV * D;
     const float *k = rows_of(c, c->k, slot, layer), *v = rows_of(c, c->v, slot, layer);
     const float *kf = c->kfar ? rows_of(c, c->kfar, slot, layer) : NULL;
-    LX_ASSERT(omp_get_max_threads() <= c->n_thr);
-#pragma omp parallel for schedule(static)
     for (int h = 0; h < H; h++) {
-        int thr = omp_get_thread_num();
         long g = h / G;
         lx_attn_row_forward(c->ao + (long)h * D, c->qkv + (long)h * D, k + g * D, v + g * D, kf ? kf + g * D : NULL,
-                            ld, spec, h, mult ? mult[h] : 1.0f, pos, D, c->s + (long)thr * c->T,
-                            c->tab + (long)thr * 2 * c->T);
+                            ld, spec, h, mult ? mult[h] : 1.0f, pos, D, c->s, c->tab);
     }
 }
 
@@ -250,6 +245,12 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
     float eps = (float)ar->norm_eps;
     LX_ASSERT(slot >= 0 && slot < c->n_slots && pos >= 0 && pos <= c->len[slot] && pos < c->T);
     LX_ASSERT(token >= 0 && token < V && c->L == ar->layers && KV == lx_arch_kv(ar) && D == ar->d_head);
+    /* One row is a few MFLOP even at 16k keys (attention O(T·D) a head, the
+    ** rest O(d²)): one thread, since handing such small pieces to the team
+    ** costs more than it saves, and far more on a loaded machine, where a
+    ** barrier waits for the other threads to be scheduled. */
+    int n_thr = omp_get_max_threads();
+    omp_set_num_threads(1);
     memcpy(c->x, m->v.tok_emb + (long)token * C, sizeof(float) * (size_t)C);
     lx_rope_table_pos(c->cs, &spec->rotary, &ipos, 1);
     c->len[slot] = pos + 1;
@@ -281,6 +282,7 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
     }
     lx_rmsnorm_forward(c->xn, c->rstd, c->x, m->v.norm, 1, C, eps);
     lx_matmul(logits, c->xn, m->v.head, 1, V, C, 0, 1, 1.0f, 0.0f);
+    omp_set_num_threads(n_thr);
 }
 
 /* ---- greedy generation --------------------------------------------------------- */

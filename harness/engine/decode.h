@@ -47,7 +47,6 @@ enum lx_decode {
 struct lx_kvcache {
     int n_slots;        /* windows it holds (a batch's instances) */
     int L, T, KV, D;    /* layers, rows a window holds at most, key/value heads, head dimension */
-    int n_thr;          /* per-thread attention scratch slots */
     float *k, *v;       /* (n_slots, L, T, KV·D) keys (rotated, unit under cosine) and values */
     float *kfar;        /* (n_slots, L, T, KV·D) keys turned to the posmap's key position, or NULL
                         ** when the spec has no posmap on rotary positions */
@@ -57,8 +56,8 @@ struct lx_kvcache {
     float *x, *xn, *qkv, *ao, *xm, *h, *act;   /* (C), (C), (QKV), (H·D), (C), (F or 2F), (F) */
     float *rstd;        /* (1) */
     double *cs;         /* (n_pairs, 2) rope at the step's position */
-    float *s;           /* (n_thr, T) one head's scores */
-    double *tab;        /* (n_thr, 2T) its logit tables A, B */
+    float *s;           /* (T) one head's scores */
+    double *tab;        /* (2T) its logit tables A, B */
 };
 
 /* The first index of the largest of x[0, n). */
