@@ -45,6 +45,20 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* CPU seconds of the whole process (every thread): what a run costs when
+** other processes share the cores and wall time mostly measures waiting. */
+static double cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void cpu_row(double c_fast, double c_base)
+{
+    printf("  CPU seconds (all threads): %.3f vs %.3f, %.1fx\n", c_fast, c_base, c_base / c_fast);
+}
+
 static void row(const char *what, const char *base, double t_fast, double t_base)
 {
     printf("| %-44s | %-34s | %9.3f | %9.3f | %8.1fx |\n", what, base, t_fast, t_base, t_base / t_fast);
@@ -93,16 +107,19 @@ static int bench_answer(const struct lx_model *m, const struct lx_spec *spec, do
     long off = BT - NA;
     int next = lx_argmax(a.logits + (off - 1) * V, V);
     t0 = now();
+    double c0 = cpu();
     for (int k = 0; k + 1 < NA; k++) {
         lx_decode_step(lg, m, spec, &c, 0, off + k, next);
         next = lx_argmax(lg, V);
     }
-    double t_steps = now() - t0;
+    double t_steps = now() - t0, c_steps = cpu() - c0;
     t0 = now();
+    c0 = cpu();
     for (int k = 0; k + 1 < NA; k++)   /* as the reference continuation: a pass per token */
         lx_model_forward(m, spec, tok, NULL, &a);
-    double t_full = now() - t0;
+    double t_full = now() - t0, c_full = cpu() - c0;
     row("4 answer tokens at T=16384: KV cache steps", "4 full passes (tiled)", t_steps, t_full);
+    cpu_row(c_steps, c_full);
     row("prompt pass saving the rows into the cache", "the same pass without", t_fill, t_plain);
     printf("  one decode step: %.2f ms; one full pass: %.3f s\n", 1e3 * t_steps / (NA - 1), t_full / (NA - 1));
     *t_tiled = t_full / (NA - 1);
@@ -124,16 +141,16 @@ static int bench_cell(const struct lx_model *m, const struct lx_spec *spec, doub
     int rc = LX_OK;
     for (int i = 0; i < NI && rc == LX_OK; i++)
         rc = t->generate(p, 42, BT, i, 0.5, &in[i], err);
-    double t_cache = 0.0, t_full = 0.0;
+    double t_cache = 0.0, t_full = 0.0, c_cache = 0.0, c_full = 0.0;
     if (rc == LX_OK) {
-        double t0 = now();
+        double t0 = now(), c0 = cpu();
         rc = lx_answer_eval(m, spec, in, NI, LX_DECODE_CACHE, ans, err);
-        t_cache = now() - t0;
+        t_cache = now() - t0, c_cache = cpu() - c0;
     }
     if (rc == LX_OK) {
-        double t0 = now();
+        double t0 = now(), c0 = cpu();
         rc = lx_answer_eval(m, spec, in, NI, LX_DECODE_FULL, ref, err);
-        t_full = now() - t0;
+        t_full = now() - t0, c_full = cpu() - c0;
     }
     if (rc == LX_OK) {
         int same = 1, decoded = 0;
@@ -144,6 +161,7 @@ static int bench_cell(const struct lx_model *m, const struct lx_spec *spec, doub
         char what[64];
         snprintf(what, sizeof what, "passkey 16x, %d instances: KV cache", NI);
         row(what, "full passes", t_cache, t_full);
+        cpu_row(c_cache, c_full);
         printf("  %d tokens decoded; answers %s\n", decoded, same ? "identical" : "DIFFER");
         int na = ans[0].n_out;
         printf("  per instance: the teacher-forced pass (tiled, answer-row statistics from the tiles) ~%.2f s, "
