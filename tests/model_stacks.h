@@ -3,10 +3,23 @@
 ** model, alone and in the papers' combinations, with windows of 2 to 6 keys,
 ** sinks and far keys: the stacks the attention paths are compared on
 ** (tests/test_tiled.c, tests/test_decode.c). Rows of 4 to 37 keys reach
-** every window, sink and far-key edge.
+** every window, sink and far-key edge. rel_err() is the error they are
+** compared by: normwise relative, max |got − ref| / max |ref|.
 */
 #ifndef LX_TEST_MODEL_STACKS_H
 #define LX_TEST_MODEL_STACKS_H
+
+#include <math.h>
+
+static inline double rel_err(const float *a, const float *ref, long n)
+{
+    double num = 0.0, den = 0.0;
+    for (long i = 0; i < n; i++) {
+        num = fmax(num, fabs((double)a[i] - ref[i]));
+        den = fmax(den, fabs((double)ref[i]));
+    }
+    return num / (den > 0.0 ? den : 1.0);
+}
 
 static const char *const stacks[] = {
     "none",

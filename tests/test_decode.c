@@ -29,6 +29,7 @@
 #include "harness/registry.h"
 #include "tasks/retrieval.h"
 #include "tasks/task.h"
+#include "tests/model_stacks.h"     /* stacks[]: every method that runs on a model; rel_err() */
 #include "tests/stack.h"
 
 #define TOL 1e-5
@@ -39,16 +40,6 @@ static void fill(float *x, long n, uint64_t key, uint32_t stream)
     lx_rng_init(&r, key, stream, LX_RNG_INIT);
     for (long i = 0; i < n; i++)
         x[i] = (float)lx_rng_normal(&r);
-}
-
-static double rel_err(const float *a, const float *ref, long n)
-{
-    double num = 0.0, den = 0.0;
-    for (long i = 0; i < n; i++) {
-        num = fmax(num, fabs((double)a[i] - ref[i]));
-        den = fmax(den, fabs((double)ref[i]));
-    }
-    return num / (den > 0.0 ? den : 1.0);
 }
 
 static void unit_rows(float *x, long rows, int D)
@@ -62,7 +53,6 @@ static void unit_rows(float *x, long rows, int D)
     }
 }
 
-#include "tests/model_stacks.h"     /* stacks[]: every method that runs on a model */
 
 /* ---- one row against the naive reference -------------------------------------- */
 

@@ -26,6 +26,7 @@
 #include "harness/engine/train.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
+#include "tests/model_stacks.h"     /* stacks[], rel_err() */
 #include "tests/stack.h"
 
 #define TOL 1e-5
@@ -36,16 +37,6 @@ static void fill(float *x, long n, uint32_t stream)
     lx_rng_init(&r, 777, stream, LX_RNG_INIT);
     for (long i = 0; i < n; i++)
         x[i] = (float)lx_rng_normal(&r);
-}
-
-static double rel_err(const float *a, const float *ref, long n)
-{
-    double num = 0.0, den = 0.0;
-    for (long i = 0; i < n; i++) {
-        num = fmax(num, fabs((double)a[i] - ref[i]));
-        den = fmax(den, fabs((double)ref[i]));
-    }
-    return num / (den > 0.0 ? den : 1.0);
 }
 
 /* Within 1e-5 relative, or 1e-6 a row for sums near 0. */
@@ -168,10 +159,8 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
     tstack_free(&st);
 }
 
-/* Every method that runs on a model (tests/model_stacks.h), with windows
-** smaller (2) and larger (6) than the 4-key blocks, sinks, and far keys. */
-#include "tests/model_stacks.h"
-
+/* stacks[] (tests/model_stacks.h): every method that runs on a model, with
+** windows smaller (2) and larger (6) than the 4-key blocks, sinks, and far keys. */
 Test(tiled, every_method_at_odd_sizes, .timeout = 120)
 {
     static const int Ts[] = {1, 3, 4, 5, 7, 13};       /* blocks of 4: below, at, ±1, not a multiple */
