@@ -3,6 +3,7 @@
 #   make            build ./lenx (installs missing Debian packages first)
 #   make run        the main job: run configs/quick.yaml and print its table
 #   make test       build and run the Criterion suite
+#   make test-report  `lenx report` rendered in headless Chromium and checked (tests/browser_report.sh)
 #   make baseline   regenerate results/baselines/quick.csv
 #   make data       install and convert the corpora (Austen, State of the Union) into data/
 #   make bench      benchmarks, each reported as a ratio to a baseline timed in the same run
@@ -41,7 +42,7 @@ LIB_OBJ   = $(LIB_SRC:%.c=$(B)/%.o)
 TEST_OBJ  = $(TEST_SRC:%.c=$(B)/%.o)
 BENCH_OBJ = $(BENCH_SRC:%.c=$(B)/%.o)
 
-.PHONY: all run test bench baseline data debug fuzz install clean deps FORCE
+.PHONY: all run test test-report bench baseline data debug fuzz install clean deps FORCE
 
 all: lenx
 
@@ -81,6 +82,18 @@ run: lenx data/manifest.tsv
 # tests drive the binary named by LENX_BIN.
 test: lenx $(B)/lenx-tests data/manifest.tsv
 	OMP_NUM_THREADS=1 LENX_BIN=$(CURDIR)/lenx LENX_ROOT=$(CURDIR) $(B)/lenx-tests --jobs 2
+
+# The report in a real browser: tests/browser_report.sh runs a tiny sweep
+# (tests/report_sweep.yaml), writes its report, screenshots it in headless
+# Chromium and checks the pixels and the SVG series per panel against the
+# store. Chromium and python3-pil come from `scripts/deps.sh browser`.
+test-report: lenx build/.deps-browser data/manifest.tsv
+	LENX_BIN=$(CURDIR)/lenx bash tests/browser_report.sh
+
+build/.deps-browser: scripts/deps.sh
+	@mkdir -p build
+	@bash scripts/deps.sh browser
+	@touch $@
 
 # Real English text for the engine: see scripts/data.sh and docs/data.md.
 # `make run` and `make test` prepare it on first use.

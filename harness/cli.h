@@ -43,4 +43,11 @@ int lx_args_double(const char *text, const char *name, double *out, struct lx_er
 ** setting. LX_EINVAL when DIR is not an existing directory. */
 int lx_args_global(int *argc, char ***argv, struct lx_error *err);
 
+/* A command's error: print err's message on stderr; the exit status for rc
+** (2 bad input, 3 store or file, 1 otherwise). */
+int lx_cli_fail(const struct lx_error *err, int rc);
+
+/* Print a command's usage text and its option table. */
+void lx_cli_usage(const char *text, const struct lx_opt *opts, int n);
+
 #endif

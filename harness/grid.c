@@ -274,6 +274,21 @@ void lx_stack_release(struct lx_stack *st)
     memset(st, 0, sizeof *st);
 }
 
+void lx_task_strings(const struct lx_task *t, const void *params, struct lx_buf *canon, struct lx_buf *json)
+{
+    struct lx_buf ptext = {0};
+    lx_params_text(&t->schema, params, &ptext);
+    lx_buf_puts(canon, t->name);
+    if (ptext.len)
+        lx_buf_printf(canon, "(%s)", lx_buf_str(&ptext));
+    lx_buf_puts(json, "{\"name\":");
+    lx_buf_json_str(json, t->name);
+    lx_buf_puts(json, ",\"params\":");
+    lx_params_json(&t->schema, params, json);
+    lx_buf_puts(json, "}");
+    lx_buf_free(&ptext);
+}
+
 static int task_use_parse(struct lx_task_use *u, const struct lx_node *e, struct lx_error *err)
 {
     const char *name;
@@ -288,21 +303,12 @@ static int task_use_parse(struct lx_task_use *u, const struct lx_node *e, struct
     u->where = e;
     if ((rc = resolve_params(&t->schema, &u->params, pnode, "task", name, err)) < 0)
         return rc;
-    struct lx_buf canon = {0}, json = {0}, ptext = {0};
-    lx_params_text(&t->schema, u->params, &ptext);
-    lx_buf_puts(&canon, t->name);
-    if (ptext.len)
-        lx_buf_printf(&canon, "(%s)", lx_buf_str(&ptext));
-    lx_buf_puts(&json, "{\"name\":");
-    lx_buf_json_str(&json, t->name);
-    lx_buf_puts(&json, ",\"params\":");
-    lx_params_json(&t->schema, u->params, &json);
-    lx_buf_puts(&json, "}");
+    struct lx_buf canon = {0}, json = {0};
+    lx_task_strings(t, u->params, &canon, &json);
     u->canon = lx_xstrdup(lx_buf_str(&canon));
     u->json = lx_xstrdup(lx_buf_str(&json));
     lx_buf_free(&canon);
     lx_buf_free(&json);
-    lx_buf_free(&ptext);
     return LX_OK;
 }
 

@@ -62,6 +62,10 @@ int lx_grid_load(struct lx_grid *g, const char *path, struct lx_error *err);
 int lx_grid_load_text(struct lx_grid *g, const char *text, const char *name, struct lx_error *err);
 void lx_grid_release(struct lx_grid *g);
 
+/* A task's canonical string ("needle(template=short)") and JSON
+** ({"name":..,"params":{..}}) from its resolved params, appended to the buffers. */
+void lx_task_strings(const struct lx_task *t, const void *params, struct lx_buf *canon, struct lx_buf *json);
+
 /* Parse one stack entry (a name, {name: params} or a list of those). */
 int lx_stack_parse(struct lx_stack *st, const struct lx_node *node, struct lx_error *err);
 /* Build canon and json of a stack whose items are filled in. */

@@ -20,27 +20,12 @@
 #include "harness/plan.h"
 #include "harness/run.h"
 #include "harness/score.h"
+#include "harness/show.h"
 #include "harness/stored.h"
 #include "harness/core/version.h"
 #include "results/views.h"
 
 #define N_OPTS(t) ((int)(sizeof t / sizeof *t))
-
-static int fail(const struct lx_error *err, int rc)
-{
-    fprintf(stderr, "lenx: error: %s\n", err->msg);
-    return rc == LX_EINVAL ? 2 : rc == LX_EIO ? 3 : 1;
-}
-
-static void usage(const char *text, const struct lx_opt *opts, int n)
-{
-    printf("%s\n", text);
-    if (n) {
-        printf("\noptions:\n");
-        for (int i = 0; i < n; i++)
-            printf("  --%-12s %s %s\n", opts[i].name, opts[i].has_arg ? "V" : " ", opts[i].help);
-    }
-}
 
 /* ---------------------------------------------------------------- run */
 
@@ -52,6 +37,7 @@ static const struct lx_opt run_opts[] = {
     {"threads", 1, "OpenMP threads (default: OMP_NUM_THREADS or all cores)"},
     {"no-table", 0, "do not print the sweep's table at the end"},
     {"quiet", 0, "no progress on stderr"},
+    {"keep-prompts", 0, "store every retrieval prompt with its output (bytes; about length bytes per instance)"},
 };
 
 static const char run_usage[] =
@@ -66,13 +52,13 @@ static int print_table(const char *db, const char *sweep, const char *metrics, e
     struct lx_error err;
     int rc = lx_stored_open(&store, db, &err);
     if (rc < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     struct lx_rows rows = {0};
     struct lx_filter f = {.sweep = sweep};
     rc = lx_store_select(store, &f, &rows, &err);
     lx_store_close(store);
     if (rc < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     struct lx_buf out = {0};
     lx_render(&rows, fmt, metrics, &out);
     fputs(lx_buf_str(&out), stdout);
@@ -139,7 +125,7 @@ static int run_sweep(const struct lx_args *a, const char *db, const struct lx_gr
     struct lx_store *store;
     int rc = lx_store_open(&store, db, 0, &err);
     if (rc < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     char models_dir[4096];
     lx_run_models_dir(db, models_dir, sizeof models_dir);
     struct lx_run_opts o = {
@@ -147,12 +133,13 @@ static int run_sweep(const struct lx_args *a, const char *db, const struct lx_gr
         .progress = lx_args_get(a, run_opts, N_OPTS(run_opts), "quiet") ? 0 : isatty(STDERR_FILENO) ? 2 : 1,
         .models_dir = models_dir,
         .no_train = lx_args_get(a, run_opts, N_OPTS(run_opts), "no-train") != NULL,
+        .keep_prompts = lx_args_get(a, run_opts, N_OPTS(run_opts), "keep-prompts") != NULL,
     };
     struct lx_run_summary sum;
     rc = lx_run_plan(plan, store, &o, &sum, &err);
     lx_store_close(store);
     if (rc < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     fprintf(stderr, "lenx: sweep '%s': %d run (%d ok, %d failed), %d already stored; "
             "%d models trained (%ld steps)\n", grid->name, sum.n_ok + sum.n_failed, sum.n_ok,
             sum.n_failed, sum.n_skipped, sum.n_trained, sum.train_steps);
@@ -169,9 +156,9 @@ static int cmd_run(int argc, char **argv)
     struct lx_error err;
     int help, rc;
     if ((rc = lx_args_parse(&a, run_opts, N_OPTS(run_opts), argc, argv, &help, &err)) < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     if (help)
-        return usage(run_usage, run_opts, N_OPTS(run_opts)), 0;
+        return lx_cli_usage(run_usage, run_opts, N_OPTS(run_opts)), 0;
     if (a.n_pos != 1) {
         fprintf(stderr, "lenx: error: run takes one CONFIG file\n  hint: lenx run configs/quick.yaml\n");
         return 2;
@@ -182,7 +169,7 @@ static int cmd_run(int argc, char **argv)
     if (threads) {
         long t;
         if ((rc = lx_args_long(threads, "threads", 1, 1024, &t, &err)) < 0)
-            return fail(&err, rc);
+            return lx_cli_fail(&err, rc);
         omp_set_num_threads((int)t);
     }
     struct lx_grid grid;
@@ -192,7 +179,7 @@ static int cmd_run(int argc, char **argv)
         rc = lx_plan_build(&plan, &grid, &err);
     if (rc < 0) {
         lx_grid_release(&grid);
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     }
     int status = 0;
     if (lx_args_get(&a, run_opts, N_OPTS(run_opts), "dry-run"))
@@ -206,20 +193,25 @@ static int cmd_run(int argc, char **argv)
 
 /* ---------------------------------------------------------------- table */
 
+#define LX_SERIES_HINT "the tasks store nll_by_pos (ppl), acc_by_depth, logprob_by_depth, entropy_by_depth " \
+                       "(retrieval tasks), mass_by_distance and mass_by_distance_train (attn)"
+
 static const struct lx_opt table_opts[] = {
     {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
     {"sweep", 1, "only this sweep"},
     {"commit", 1, "only rows made by this commit (prefix)"},
     {"metric", 1, "metrics to show, comma-separated (range_mass also matches range_mass:10-100)"},
     {"format", 1, "md (default), csv, latex or json"},
+    {"series", 1, "print this stored series instead (nll_by_pos, acc_by_depth, ...): tidy csv or json"},
 };
 
 static const char table_usage[] =
     "usage: lenx table [options]\n\n"
     "Print stored results. md and latex pivot methods (rows) x lengths (columns), one\n"
     "table per sweep, task and metric; csv and json are tidy, one record per cell and\n"
-    "metric (CSV header: sweep,method,task,length,seed,metric,value). The newest ok row\n"
-    "of each cell is used.";
+    "metric (CSV header: sweep,method,task,length,seed,metric,value,model_key,key). The\n"
+    "newest ok row of each cell is used. --series NAME prints a stored curve instead, one\n"
+    "record per point (sweep,method,task,length,seed,series,x,y,model_key,key).";
 
 static int cmd_table(int argc, char **argv)
 {
@@ -227,9 +219,9 @@ static int cmd_table(int argc, char **argv)
     struct lx_error err;
     int help, rc;
     if ((rc = lx_args_parse(&a, table_opts, N_OPTS(table_opts), argc, argv, &help, &err)) < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     if (help)
-        return usage(table_usage, table_opts, N_OPTS(table_opts)), 0;
+        return lx_cli_usage(table_usage, table_opts, N_OPTS(table_opts)), 0;
     if (a.n_pos) {
         fprintf(stderr, "lenx: error: unexpected argument '%s'\n  hint: use --sweep NAME\n", a.pos[0]);
         return 2;
@@ -242,13 +234,20 @@ static int cmd_table(int argc, char **argv)
     }
     const char *db = lx_args_get(&a, table_opts, N_OPTS(table_opts), "db");
     const char *metrics = lx_args_get(&a, table_opts, N_OPTS(table_opts), "metric");
+    const char *series = lx_args_get(&a, table_opts, N_OPTS(table_opts), "series");
+    if (series && (fmt == LX_FMT_MD || fmt == LX_FMT_LATEX || metrics)) {
+        fprintf(stderr, "lenx: error: --series prints tidy records: it takes --format csv or json, and no --metric\n"
+                "  hint: lenx table --series nll_by_pos --format csv\n");
+        return 2;
+    }
     struct lx_store *store;
     if ((rc = lx_stored_open(&store, db, &err)) < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     struct lx_rows rows = {0};
     struct lx_filter f = {
         .sweep = lx_args_get(&a, table_opts, N_OPTS(table_opts), "sweep"),
         .commit = lx_args_get(&a, table_opts, N_OPTS(table_opts), "commit"),
+        .series = series,
     };
     int has_commit = 1;
     rc = lx_stored_check_sweep(store, db, f.sweep, &err);
@@ -265,12 +264,21 @@ static int cmd_table(int argc, char **argv)
         rc = lx_stored_check_metrics(&rows, metrics, &err);
     if (rc < 0) {
         lx_rows_release(&rows);
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
+    }
+    if (rows.n == 0 && series) {
+        fprintf(stderr, "lenx: error: no points of series '%s' stored%s%s\n  hint: %s\n", series,
+                f.sweep ? " in sweep " : "", f.sweep ? f.sweep : "", LX_SERIES_HINT);
+        lx_rows_release(&rows);
+        return 2;
     }
     if (rows.n == 0)
         fprintf(stderr, "lenx: no ok results stored%s%s\n", f.sweep ? " in sweep " : "", f.sweep ? f.sweep : "");
     struct lx_buf out = {0};
-    lx_render(&rows, (enum lx_format)fmt, metrics, &out);
+    if (series)
+        lx_render_series(&rows, (enum lx_format)fmt, &out);
+    else
+        lx_render(&rows, (enum lx_format)fmt, metrics, &out);
     fputs(lx_buf_str(&out), stdout);
     lx_buf_free(&out);
     lx_rows_release(&rows);
@@ -353,9 +361,9 @@ static int cmd_compare(int argc, char **argv)
     struct lx_error err;
     int help, rc;
     if ((rc = lx_args_parse(&a, compare_opts, N_OPTS(compare_opts), argc, argv, &help, &err)) < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     if (help)
-        return usage(compare_usage, compare_opts, N_OPTS(compare_opts)), 0;
+        return lx_cli_usage(compare_usage, compare_opts, N_OPTS(compare_opts)), 0;
     if (a.n_pos != 2) {
         fprintf(stderr, "lenx: error: compare takes BASE and HEAD\n  hint: lenx compare baseline.csv quick\n");
         return 2;
@@ -364,10 +372,10 @@ static int cmd_compare(int argc, char **argv)
     const char *v;
     if ((v = lx_args_get(&a, compare_opts, N_OPTS(compare_opts), "rtol")) &&
         (rc = lx_args_double(v, "rtol", &o.rtol, &err)) < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     if ((v = lx_args_get(&a, compare_opts, N_OPTS(compare_opts), "atol")) &&
         (rc = lx_args_double(v, "atol", &o.atol, &err)) < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     const char *db = lx_args_get(&a, compare_opts, N_OPTS(compare_opts), "db");
     const char *sweep = lx_args_get(&a, compare_opts, N_OPTS(compare_opts), "sweep");
     db = db ? db : LX_DEFAULT_DB;
@@ -385,7 +393,7 @@ static int cmd_compare(int argc, char **argv)
     lx_rows_release(&head);
     if (rc < 0) {
         lx_buf_free(&out);
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     }
     fputs(lx_buf_str(&out), stdout);
     lx_buf_free(&out);
@@ -397,341 +405,136 @@ static int cmd_compare(int argc, char **argv)
     return c.n_moved ? 1 : 0;
 }
 
-/* ---------------------------------------------------------------- show */
+/* ---------------------------------------------------------------- report */
 
-static const struct lx_opt show_opts[] = {
-    {"length", 1, "tables for N = 1..length, the sample row is query N-1 (default 16)"},
-    {"d-head", 1, "head dimension d (default 64)"},
-    {"train-len", 1, "training length L (default 64)"},
-    {"heads", 1, "attention heads H: per-head tables for ALiBi-like methods (default 1)"},
-    {"db", 1, "result database for 'sweep' (default " LX_DEFAULT_DB ")"},
+static const struct lx_opt report_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"sweep", 1, "only these sweeps, comma-separated (default: every sweep)"},
+    {"metric", 1, "metrics to plot and table, comma-separated (default: each task's headline metrics)"},
+    {"threshold", 1, "effective length: fraction of the training-length score to keep (default 0.85)"},
+    {"output", 1, "the HTML file to write (also -o FILE)"},
 };
 
-static const char show_usage[] =
-    "usage: lenx show method NAME [k=v ...] [options]\n"
-    "       lenx show task NAME [k=v ...]\n"
-    "       lenx show sweep NAME [--db FILE]\n\n"
-    "Print a method's resolved parameters and derived tables as JSON: row_scale for\n"
-    "n = 1..N (per-row logit scales), a and m for t = 0..N-1 (per-distance affine\n"
-    "maps, t = 0 is the query itself; a[h], m[h] per head when they differ),\n"
-    "inv_freq (rotary frequencies), and for windows and position maps the keys the\n"
-    "last query of a causal window of N sees with their effective distances.\n"
-    "A method that needs rotary positions is shown on top of rope (\"stack\" says\n"
-    "so). Model facts come from the flags. For a task, print its resolved\n"
-    "parameters. Run with --help after NAME to list the parameters. For a stored\n"
-    "sweep, print the YAML its cells were made from, newest first (one text per\n"
-    "version of the file, with its cell count and newest commit).";
+static const char report_usage[] =
+    "usage: lenx report [--sweep S,...] [--db FILE] [--metric M,...] [--threshold T] -o report.html\n\n"
+    "Write one self-contained HTML page (inline SVG plots drawn by gnuplot, no script,\n"
+    "no network) of stored sweeps: per task and metric, value against length per method\n"
+    "(log-2 axis, training length dashed, error bars from the stored standard errors)\n"
+    "beside its table with an effective-length column; NLL by position and attention\n"
+    "mass by distance per length; depth x length heat maps of retrieval accuracy; and\n"
+    "each sweep's provenance (commit, dirty flag, machine, time, YAML).";
 
-/* Apply k=v arguments to a schema'd params struct. */
-/* Set one parameter from "k=v" (the value parsed as YAML). */
-static int set_kv(const struct lx_schema *s, void *params, const char *what, const char *kv, struct lx_error *err)
+/* The headline metrics of a stored task string ("ppl(windows=16)" -> ppl's). */
+static const char *task_headline(const char *task)
 {
-    const char *eq = strchr(kv, '=');
-    if (!eq || eq == kv)
-        return lx_err(err, LX_EINVAL, "argument '%s' is not k=v\n  hint: e.g. tau=10", kv);
-    char key[64], name[160];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - kv < 63 ? eq - kv : 63), kv);
-    snprintf(name, sizeof name, "argument '%s'", kv);
-    struct lx_doc doc;
-    int rc = lx_doc_load_text(&doc, eq + 1, name, err);
-    if (rc == LX_OK && !doc.root)
-        rc = lx_err(err, LX_EINVAL, "%s: empty value", name);
-    if (rc == LX_OK)
-        rc = lx_params_set(s, params, key, doc.root, what, err);
-    lx_doc_release(&doc);
-    return rc;
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(task, "("), task);
+    const struct lx_task *t = lx_task_find(name);
+    return t ? t->headline : NULL;
 }
 
-static int apply_kv(const struct lx_schema *s, void *params, const char *what, int n, const char *const *kv,
-                    struct lx_error *err)
+/* Split "a,b" into names (pointers into buf). */
+static int split_list(char *buf, const char **names, int max)
 {
-    for (int i = 0; i < n; i++) {
-        int rc = set_kv(s, params, what, kv[i], err);
-        if (rc < 0)
-            return rc;
-    }
-    lx_params_finish(s, params);
-    return LX_OK;
+    int n = 0;
+    for (char *p = strtok(buf, ","); p && n < max; p = strtok(NULL, ","))
+        names[n++] = p;
+    return n;
 }
 
-static void json_table(struct lx_buf *out, const char *name, const double *v, long n, int *first)
+static int report_write(const char *db, const struct lx_report_opts *o, const char *path, struct lx_error *err)
 {
-    lx_buf_printf(out, "%s\n    ", *first ? "" : ",");
-    lx_buf_json_str(out, name);
-    lx_buf_puts(out, ": [");
-    for (long i = 0; i < n; i++) {
-        lx_buf_puts(out, i ? ", " : "");
-        lx_buf_num(out, v[i]);
-    }
-    lx_buf_puts(out, "]");
-    *first = 0;
-}
-
-/* The logit-op tables: row scales over n, distance maps over t (per head
-** when the heads differ). */
-static void show_ops(struct lx_buf *out, const struct lx_spec *spec, long length, int *first)
-{
-    double *x = lx_xcalloc((size_t)length, sizeof *x), *y = lx_xcalloc((size_t)length, sizeof *y);
-    for (int k = 0; k < spec->n_ops; k++) {
-        const struct lx_logit_op *op = &spec->ops[k];
-        if (op->kind == LX_OP_ROW_SCALE) {
-            for (long n = 1; n <= length; n++)
-                x[n - 1] = op->row_scale(op->params, &spec->facts, n);
-            json_table(out, "row_scale", x, length, first);
-            continue;
-        }
-        for (int h = 0; h < spec->facts.n_heads; h++) {
-            char an[32] = "a", mn[32] = "m";
-            if (spec->facts.n_heads > 1)
-                snprintf(an, sizeof an, "a[%d]", h), snprintf(mn, sizeof mn, "m[%d]", h);
-            for (long t = 0; t < length; t++)
-                op->dist_affine(op->params, &spec->facts, h, (double)t, &x[t], &y[t]);
-            json_table(out, an, x, length, first);
-            json_table(out, mn, y, length, first);
-        }
-    }
-    free(x);
-    free(y);
-}
-
-/* Everything else the spec says: rotary table, geometry, visibility and
-** effective distances of a sample row, PoSE, calibration. */
-static void show_spec(struct lx_buf *out, const struct lx_spec *spec, long length, int *first)
-{
-    if (spec->rotary.n_pairs) {
-        json_table(out, "inv_freq", spec->rotary.inv_freq, spec->rotary.n_pairs, first);
-        lx_buf_printf(out, ",\n    \"layout\": \"%s\"", spec->rotary.layout == LX_ROPE_HALF ? "half" : "interleaved");
-    }
-    if (spec->cosine) {
-        lx_buf_printf(out, "%s\n    \"cosine_scale\": ", *first ? "" : ",");
-        lx_buf_num(out, spec->cos_scale);
-        *first = 0;
-    }
-    if (spec->vis.method || spec->posmap.method) {
-        long i = length - 1, n = 0;
-        double *keys = lx_xcalloc((size_t)length, sizeof *keys), *delta = lx_xcalloc((size_t)length, sizeof *delta);
-        for (long j = 0; j <= i; j++)
-            if (lx_spec_visible(spec, i, j, length, 1)) {
-                keys[n] = (double)j;
-                delta[n++] = lx_spec_delta(spec, i, j);
-            }
-        lx_buf_printf(out, "%s\n    \"query\": %ld", *first ? "" : ",", i);
-        *first = 0;
-        json_table(out, "visible_keys", keys, n, first);
-        json_table(out, "distance", delta, n, first);
-        free(keys);
-        free(delta);
-    }
-    if (spec->pose.chunks) {
-        lx_buf_printf(out, "%s\n    \"pose\": {\"chunks\": %d, \"target\": %ld}", *first ? "" : ",", spec->pose.chunks,
-                      spec->pose.target);
-        *first = 0;
-    }
-    if (spec->calibrate) {
-        lx_buf_printf(out, "%s\n    \"temperature\": \"calibrated per (model, length) by %s\"", *first ? "" : ",",
-                      spec->calib_method);
-        *first = 0;
-    }
-}
-
-/* The facts of `show method`: the flags, or a small default model. */
-static int show_facts(const struct lx_args *a, struct lx_facts *f, struct lx_error *err)
-{
-    static const char *const names[] = {"length", "d-head", "train-len", "heads"};
-    static const long max[] = {10000000, 65536, 1000000000000L, 256};
-    long v[] = {16, 64, 64, 1};
-    const char *arg;
-    for (int i = 0; i < 4; i++) {
-        int rc = LX_OK;
-        if ((arg = lx_args_get(a, show_opts, N_OPTS(show_opts), names[i])))
-            rc = lx_args_long(arg, names[i], 1, max[i], &v[i], err);
-        if (rc < 0)
-            return rc;
-    }
-    *f = (struct lx_facts){.length = v[0], .d_head = (int)v[1], .train_len = v[2], .n_heads = (int)v[3],
-                           .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
-    return LX_OK;
-}
-
-/* One k=v argument of `show method M` on the stack [rope, M]: `k` sets M's
-** parameter, `rope.k` (or `M.k`) that method's; a `rope.` key puts M on rope. */
-static int show_arg(struct lx_stack *st, const char *kv, int *on_rope, struct lx_error *err)
-{
-    const char *eq = strchr(kv, '='), *dot = strchr(kv, '.');
-    if (!eq || eq == kv)
-        return lx_err(err, LX_EINVAL, "argument '%s' is not k=v\n  hint: e.g. tau=10", kv);
-    int item = 1;
-    if (dot && dot < eq) {
-        size_t n = (size_t)(dot - kv);
-        while (item >= 0 && !(strlen(st->items[item].method->name) == n &&
-                              strncmp(st->items[item].method->name, kv, n) == 0))
-            item--;
-        if (item < 0)
-            return lx_err(err, LX_EINVAL, "argument '%s': '%.*s' is not a method of the stack %s+%s\n"
-                          "  hint: name the shown method's parameters plainly (e.g. scale=4) and rope's as "
-                          "rope.base=500000", kv, (int)n, kv, st->items[0].method->name,
-                          st->items[1].method->name);
-        *on_rope |= item == 0;
-        kv = dot + 1;
-    }
-    const struct lx_method *m = st->items[item].method;
-    char what[96];
-    snprintf(what, sizeof what, "method '%s'", m->name);
-    return set_kv(&m->schema, st->items[item].params, what, kv, err);
-}
-
-/* "name(k=v,...)" of one method with its resolved values. */
-static void resolved_canon(const struct lx_method_use *u, const void *resolved, struct lx_buf *out)
-{
-    struct lx_buf t = {0};
-    lx_params_text_resolved(&u->method->schema, u->params, resolved, &t);
-    lx_buf_puts(out, u->method->name);
-    if (t.len)
-        lx_buf_printf(out, "(%s)", lx_buf_str(&t));
-    lx_buf_free(&t);
-}
-
-/* Compile M alone, or on rope when it needs rotary positions (or a rope.
-** parameter was given); *on_rope says which. M's own complaint is reported. */
-static int show_compile(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec, int *on_rope,
-                        struct lx_error *err)
-{
-    struct lx_stack alone = {.n = 1, .items = {st->items[1]}};
-    struct lx_error first_err = {{0}};
-    if (!*on_rope && lx_stack_compile(&alone, f, spec, &first_err) == LX_OK)
-        return LX_OK;
-    int rc = *on_rope ? LX_EINVAL : LX_OK;
-    *on_rope = st->items[1].method != st->items[0].method;
-    if (*on_rope && lx_stack_compile(st, f, spec, err) == LX_OK)
-        return LX_OK;
-    return rc == LX_EINVAL ? rc : lx_err(err, LX_EINVAL, "%s", first_err.msg);
-}
-
-static void show_print(const struct lx_stack *st, const struct lx_spec *spec, const struct lx_facts *f, int on_rope)
-{
-    const struct lx_method_use *u = &st->items[1];
-    const void *resolved = spec->params[on_rope ? 1 : 0];
+    struct lx_store *store = NULL;
+    int rc = lx_stored_open(&store, db, err);
+    for (int i = 0; i < o->n_sweeps && rc == LX_OK; i++)
+        rc = lx_stored_check_sweep(store, db, o->sweeps[i], err);
     struct lx_buf out = {0};
-    lx_buf_puts(&out, "{\n  \"method\": ");
-    lx_buf_json_str(&out, u->method->name);
-    lx_buf_puts(&out, ",\n  \"canonical\": \"");
-    resolved_canon(u, resolved, &out);
-    if (on_rope) {
-        lx_buf_puts(&out, "\",\n  \"stack\": \"");
-        resolved_canon(&st->items[0], spec->params[0], &out);
-        lx_buf_puts(&out, "+");
-        resolved_canon(u, resolved, &out);
-    }
-    lx_buf_printf(&out, "\",\n  \"facts\": {\"d_head\": %d, \"train_len\": %ld, \"length\": %ld, \"heads\": %d},"
-                  "\n  \"params\": ", f->d_head, f->train_len, f->length, f->n_heads);
-    lx_params_json(&u->method->schema, resolved, &out);
-    lx_buf_puts(&out, ",\n  \"tables\": {");
-    int first = 1;
-    show_ops(&out, spec, f->length, &first);
-    show_spec(&out, spec, f->length, &first);
-    lx_buf_puts(&out, first ? "}\n}\n" : "\n  }\n}\n");
-    fputs(lx_buf_str(&out), stdout);
+    if (rc == LX_OK)
+        rc = lx_report(store, o, &out, err);
+    if (store)
+        lx_store_close(store);
+    FILE *f = rc == LX_OK ? fopen(path, "w") : NULL;
+    if (rc == LX_OK && (!f || fwrite(out.s, 1, out.len, f) != out.len))
+        rc = lx_err(err, LX_EIO, "cannot write %s\n  hint: check that its folder exists and is writable", path);
+    if (f && fclose(f) != 0 && rc == LX_OK)
+        rc = lx_err(err, LX_EIO, "cannot write %s\n  hint: is the disk full?", path);
     lx_buf_free(&out);
-}
-
-/* `lenx show method M [k=v | rope.k=v ...]`: M's resolved parameters and
-** tables, alone or on top of rope. */
-static int show_method(const struct lx_method *m, const struct lx_args *a, struct lx_error *err)
-{
-    struct lx_facts f;
-    int rc = show_facts(a, &f, err), on_rope = 0;
-    struct lx_stack st = {.n = 2};
-    st.items[0].method = lx_method_find("rope");
-    st.items[1].method = m;
-    for (int i = 0; i < 2; i++) {
-        st.items[i].params = lx_xcalloc(1, st.items[i].method->schema.size);
-        lx_params_defaults(&st.items[i].method->schema, st.items[i].params);
-    }
-    for (int i = 2; i < a->n_pos && rc == LX_OK; i++)
-        rc = show_arg(&st, a->pos[i], &on_rope, err);
-    for (int i = 0; i < 2; i++)
-        lx_params_finish(&st.items[i].method->schema, st.items[i].params);
-    struct lx_spec spec;
-    if (rc == LX_OK && (rc = show_compile(&st, &f, &spec, &on_rope, err)) == LX_OK)
-        show_print(&st, &spec, &f, on_rope);
-    lx_stack_release(&st);
     return rc;
 }
 
-static int show_task(const struct lx_task *t, const struct lx_args *a, struct lx_error *err)
-{
-    void *params = lx_xcalloc(1, t->schema.size);
-    lx_params_defaults(&t->schema, params);
-    char what[96];
-    snprintf(what, sizeof what, "task '%s'", t->name);
-    int rc = apply_kv(&t->schema, params, what, a->n_pos - 2, a->pos + 2, err);
-    if (rc == LX_OK) {
-        struct lx_buf out = {0};
-        lx_buf_puts(&out, "{\n  \"task\": ");
-        lx_buf_json_str(&out, t->name);
-        lx_buf_puts(&out, ",\n  \"params\": ");
-        lx_params_json(&t->schema, params, &out);
-        lx_buf_puts(&out, "\n}\n");
-        fputs(lx_buf_str(&out), stdout);
-        lx_buf_free(&out);
-    }
-    free(params);
-    return rc;
-}
-
-static void describe(const char *kind, const char *name, const char *summary, const struct lx_schema *s)
-{
-    struct lx_buf b = {0};
-    lx_schema_describe(s, &b, "  ");
-    printf("%s %s: %s\n\nparameters:\n%s", kind, name, summary, b.len ? lx_buf_str(&b) : "  (none)\n");
-    lx_buf_free(&b);
-}
-
-static int cmd_show(int argc, char **argv)
+static int cmd_report(int argc, char **argv)
 {
     struct lx_args a;
     struct lx_error err;
     int help, rc;
-    if ((rc = lx_args_parse(&a, show_opts, N_OPTS(show_opts), argc, argv, &help, &err)) < 0)
-        return fail(&err, rc);
-    if (a.n_pos < 2 || (strcmp(a.pos[0], "method") && strcmp(a.pos[0], "task") && strcmp(a.pos[0], "sweep"))) {
-        if (help)
-            return usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
-        fprintf(stderr, "lenx: error: show takes 'method NAME', 'task NAME' or 'sweep NAME'\n"
-                "  hint: lenx show method scaleinv tau=10 --length 8\n");
+    if ((rc = lx_args_parse(&a, report_opts, N_OPTS(report_opts), argc, argv, &help, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    if (help)
+        return lx_cli_usage(report_usage, report_opts, N_OPTS(report_opts)), 0;
+    const char *path = lx_args_get(&a, report_opts, N_OPTS(report_opts), "output");
+    if (a.n_pos == 2 && strcmp(a.pos[0], "-o") == 0 && !path)
+        path = a.pos[1];
+    else if (a.n_pos) {
+        fprintf(stderr, "lenx: error: unexpected argument '%s'\n  hint: lenx report -o report.html\n", a.pos[0]);
         return 2;
     }
-    if (strcmp(a.pos[0], "sweep") == 0) {
-        if (help)
-            return usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
-        rc = lx_stored_show_sweep(a.pos[1], lx_args_get(&a, show_opts, N_OPTS(show_opts), "db"), &err);
-        return rc < 0 ? fail(&err, rc) : 0;
+    if (!path) {
+        fprintf(stderr, "lenx: error: report needs an output file\n  hint: lenx report -o report.html\n");
+        return 2;
     }
-    if (strcmp(a.pos[0], "method") == 0) {
-        const struct lx_method *m = lx_method_find(a.pos[1]);
-        if (!m)
-            return fail(&err, lx_unknown_name(&err, "method", a.pos[1]));
-        if (help)
-            return describe("method", m->name, m->summary, &m->schema), 0;
-        rc = show_method(m, &a, &err);
-    } else {
-        const struct lx_task *t = lx_task_find(a.pos[1]);
-        if (!t)
-            return fail(&err, lx_unknown_name(&err, "task", a.pos[1]));
-        if (help)
-            return describe("task", t->name, t->summary, &t->schema), 0;
-        rc = show_task(t, &a, &err);
-    }
-    return rc < 0 ? fail(&err, rc) : 0;
+    struct lx_report_opts o = {.threshold = 0.85, .headline = task_headline,
+                               .metrics = lx_args_get(&a, report_opts, N_OPTS(report_opts), "metric")};
+    const char *v = lx_args_get(&a, report_opts, N_OPTS(report_opts), "threshold");
+    if (v && (rc = lx_args_double(v, "threshold", &o.threshold, &err)) == LX_OK && !(o.threshold > 0 && o.threshold <= 1))
+        rc = lx_err(&err, LX_EINVAL, "--threshold %s is outside (0, 1]\n  hint: 0.85 keeps 85%% of the "
+                    "training-length score", v);
+    if (rc < 0)
+        return lx_cli_fail(&err, rc);
+    const char *db = lx_args_get(&a, report_opts, N_OPTS(report_opts), "db"), *names[LX_MAX_POS];
+    char *sweeps = lx_xstrdup(lx_args_get(&a, report_opts, N_OPTS(report_opts), "sweep") ?
+                              lx_args_get(&a, report_opts, N_OPTS(report_opts), "sweep") : "");
+    o.n_sweeps = split_list(sweeps, names, LX_MAX_POS);
+    o.sweeps = names;
+    o.db = db ? db : LX_DEFAULT_DB;
+    rc = report_write(o.db, &o, path, &err);
+    free(sweeps);
+    return rc < 0 ? lx_cli_fail(&err, rc) : 0;
 }
 
 /* ---------------------------------------------------------------- list */
 
 static const struct lx_opt list_opts[] = {
-    {"db", 1, "result database for 'sweeps' (default " LX_DEFAULT_DB ")"},
+    {"db", 1, "result database for 'sweeps' and 'models' (default " LX_DEFAULT_DB ")"},
 };
 
-static const char list_usage[] = "usage: lenx list methods|tasks|sweeps [--db FILE]";
+static const char list_usage[] = "usage: lenx list methods|tasks|sweeps|models [--db FILE]";
+
+/* `lenx list models`: the store's models table, and whether each checkpoint file is there. */
+static int list_models(const char *db, struct lx_error *err)
+{
+    struct lx_store *store;
+    struct lx_model_info *m;
+    int n, rc = lx_stored_open(&store, db, err);
+    if (rc < 0)
+        return rc;
+    rc = lx_store_models(store, &m, &n, err);
+    lx_store_close(store);
+    if (rc < 0)
+        return rc;
+    if (n)
+        printf("%-16s %-12s %-20s %-16s %6s %11s %8s  %s\n", "key", "name", "architecture", "trained with", "length",
+               "tokens", "time", "file");
+    for (int i = 0; i < n; i++) {
+        char t[32];
+        snprintf(t, sizeof t, m[i].steps ? "%.0f s" : "(file)", m[i].seconds);
+        printf("%-16s %-12s %-20s %-16s %6ld %11ld %8s  %s%s\n", m[i].key, m[i].name, m[i].arch, m[i].stack,
+               m[i].train_len, m[i].tokens, t, m[i].path, access(m[i].path, R_OK) == 0 ? "" : " (missing)");
+    }
+    if (n == 0)
+        fprintf(stderr, "lenx: no models in %s\n", db ? db : LX_DEFAULT_DB);
+    lx_model_infos_free(m, n);
+    return LX_OK;
+}
 
 static const char *kind_text(unsigned kind)
 {
@@ -746,9 +549,9 @@ static int cmd_list(int argc, char **argv)
     struct lx_error err;
     int help, rc;
     if ((rc = lx_args_parse(&a, list_opts, N_OPTS(list_opts), argc, argv, &help, &err)) < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     if (help)
-        return usage(list_usage, list_opts, N_OPTS(list_opts)), 0;
+        return lx_cli_usage(list_usage, list_opts, N_OPTS(list_opts)), 0;
     const char *what = a.n_pos == 1 ? a.pos[0] : "";
     if (strcmp(what, "methods") == 0) {
         for (int i = 0; i < lx_method_count(); i++)
@@ -766,13 +569,13 @@ static int cmd_list(int argc, char **argv)
         const char *db = lx_args_get(&a, list_opts, N_OPTS(list_opts), "db");
         struct lx_store *store;
         if ((rc = lx_stored_open(&store, db, &err)) < 0)
-            return fail(&err, rc);
+            return lx_cli_fail(&err, rc);
         struct lx_sweep_info *sw;
         int n;
         rc = lx_store_sweeps(store, &sw, &n, &err);
         lx_store_close(store);
         if (rc < 0)
-            return fail(&err, rc);
+            return lx_cli_fail(&err, rc);
         for (int i = 0; i < n; i++) {
             printf("%-24s %5d ok %5d failed  last %s", sw[i].name, sw[i].n_ok, sw[i].n_failed, sw[i].last);
             if (sw[i].n_texts > 1)      /* the config changed between runs: stale cells may be there */
@@ -781,6 +584,10 @@ static int cmd_list(int argc, char **argv)
         }
         lx_sweep_infos_free(sw, n);
         return 0;
+    }
+    if (strcmp(what, "models") == 0) {
+        rc = list_models(lx_args_get(&a, list_opts, N_OPTS(list_opts), "db"), &err);
+        return rc < 0 ? lx_cli_fail(&err, rc) : 0;
     }
     fprintf(stderr, "lenx: error: list what? '%s'\n  hint: %s\n", what, list_usage);
     return 2;
@@ -815,9 +622,9 @@ static int cmd_rm(int argc, char **argv)
     struct lx_error err;
     int help, rc;
     if ((rc = lx_args_parse(&a, rm_opts, N_OPTS(rm_opts), argc, argv, &help, &err)) < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     if (help)
-        return usage(rm_usage, rm_opts, N_OPTS(rm_opts)), 0;
+        return lx_cli_usage(rm_usage, rm_opts, N_OPTS(rm_opts)), 0;
     struct lx_rm_filter f = {
         .sweep = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "sweep"),
         .commit = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "commit"),
@@ -836,7 +643,7 @@ static int cmd_rm(int argc, char **argv)
     const char *db = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "db");
     int yes = lx_args_get(&a, rm_opts, N_OPTS(rm_opts), "yes") != NULL;
     rc = lx_stored_rm(db ? db : LX_DEFAULT_DB, &f, config, yes, &err);
-    return rc < 0 ? fail(&err, rc) : 0;
+    return rc < 0 ? lx_cli_fail(&err, rc) : 0;
 }
 
 /* ---------------------------------------------------------------- dispatch */
@@ -868,9 +675,9 @@ static int cmd_score(int argc, char **argv)
     struct lx_error err;
     int help, rc;
     if ((rc = lx_args_parse(&a, score_opts, N_OPTS(score_opts), argc, argv, &help, &err)) < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     if (help)
-        return usage(score_usage, score_opts, N_OPTS(score_opts)), 0;
+        return lx_cli_usage(score_usage, score_opts, N_OPTS(score_opts)), 0;
     struct lx_score_opts o = {
         .model = lx_args_get(&a, score_opts, N_OPTS(score_opts), "model"),
         .text = lx_args_get(&a, score_opts, N_OPTS(score_opts), "text"),
@@ -884,11 +691,11 @@ static int cmd_score(int argc, char **argv)
     }
     const char *len = lx_args_get(&a, score_opts, N_OPTS(score_opts), "length");
     if (len && (rc = lx_args_long(len, "length", 1, 1L << 20, &o.length, &err)) < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     struct lx_buf out = {0};
     if ((rc = lx_score(&o, &out, &err)) < 0) {
         lx_buf_free(&out);
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     }
     fputs(lx_buf_str(&out), stdout);
     lx_buf_free(&out);
@@ -900,8 +707,9 @@ static const struct command commands[] = {
     {"table", cmd_table, "print stored results as md, csv, latex or json"},
     {"compare", cmd_compare, "show cells that moved between commits, sweeps or a CSV baseline"},
     {"score", cmd_score, "per-token NLL of a text under a checkpoint, as JSON"},
-    {"show", cmd_show, "print a method's resolved parameters and derived tables"},
-    {"list", cmd_list, "list methods, tasks or stored sweeps"},
+    {"report", cmd_report, "write an HTML page of stored sweeps: plots, tables, effective length, provenance"},
+    {"show", lx_cmd_show, "print a method's derived tables, a task's parameters or one instance, a sweep's YAML"},
+    {"list", cmd_list, "list methods, tasks, stored sweeps or stored models"},
     {"rm", cmd_rm, "delete chosen stored cells (by sweep, commit, model, method, task, failed, not in a config)"},
 };
 
@@ -929,7 +737,7 @@ int main(int argc, char **argv)
     }
     int rc = lx_args_global(&argc, &argv, &err);
     if (rc < 0)
-        return fail(&err, rc);
+        return lx_cli_fail(&err, rc);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         if (argc >= 3 && strcmp(argv[1], "help") == 0)

@@ -164,6 +164,15 @@ static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error
     return LX_OK;
 }
 
+uint64_t lx_plan_data_key(const char *task_json, long length, long seed)
+{
+    struct lx_buf b = {0};
+    lx_buf_printf(&b, "{\"task\":%s,\"length\":%ld,\"seed\":%ld}", task_json, length, seed);
+    uint64_t key = lx_hash64(lx_buf_str(&b));
+    lx_buf_free(&b);
+    return key;
+}
+
 static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error *err)
 {
     const struct lx_task_use *t = &g->tasks[c->task];
@@ -177,9 +186,7 @@ static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error
             return rc;
         lx_buf_printf(&model, "\"%s\",\"data\":\"%s\"", c->model_key, data->hash);
     }
-    lx_buf_printf(&b, "{\"task\":%s,\"length\":%ld,\"seed\":%ld}", t->json, c->length, c->seed);
-    c->data_key = lx_hash64(lx_buf_str(&b));
-    lx_buf_reset(&b);
+    c->data_key = lx_plan_data_key(t->json, c->length, c->seed);
     lx_buf_printf(&b, "{\"task\":%s,\"methods\":%s,\"length\":%ld,\"seed\":%ld,\"model\":%s}",
                   t->json, g->stacks[c->stack].json, c->length, c->seed, model.len ? lx_buf_str(&model) : "null");
     char hex[65];

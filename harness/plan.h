@@ -61,6 +61,10 @@ void lx_model_facts(const struct lx_model_use *m, unsigned caps, long length, st
 /* Does the task run on this model (causal tasks on causal models, mlm on mlm)? */
 int lx_task_fits_model(const struct lx_task *t, const struct lx_model_use *m);
 
+/* The key of every random draw of a cell (task JSON as lx_task_strings
+** writes it, length, seed); the method is not part of it. */
+uint64_t lx_plan_data_key(const char *task_json, long length, long seed);
+
 /* Does the task offer what every method needs? Message names both. */
 int lx_stack_fits_task(const struct lx_stack *st, const struct lx_task_use *t,
                        const struct lx_facts *f, struct lx_error *err);

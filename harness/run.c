@@ -23,6 +23,7 @@
 #include "harness/engine/checkpoint.h"
 #include "harness/core/hash.h"
 #include "harness/core/version.h"
+#include "tasks/retrieval.h"
 
 static double now(void)
 {
@@ -581,6 +582,35 @@ static void heartbeat_stop(struct heartbeat *hb)
 /* Run one cell if we can claim it: *state says DONE (stored by now, by anyone),
 ** BUSY (another process holds it or is training its model: try again later)
 ** or GOT (run and stored here). */
+/* lenx run --keep-prompts: each output's prompt, regenerated from its
+** (data key, sample, depth): the generator is pure, so it is the instance the
+** answer was read from. Stored as its bytes after BOS (docs/results.md). */
+static int attach_prompts(const struct lx_plan *plan, const struct lx_cell *c, struct lx_result *res,
+                          struct lx_error *err)
+{
+    const struct lx_task_use *tu = &plan->grid->tasks[c->task];
+    if (!tu->task->generate || !res->n_outputs)
+        return LX_OK;
+    long samples, depths;
+    tu->task->trials(tu->params, &samples, &depths);
+    int rc = LX_OK;
+    for (int i = 0; i < res->n_outputs && rc == LX_OK; i++) {
+        const struct lx_output *o = &res->outputs[i];
+        struct lx_instance in = {0};
+        rc = tu->task->generate(tu->params, c->data_key, c->length, o->sample % samples, isnan(o->depth) ? 0 : o->depth,
+                                &in, err);
+        if (rc == LX_OK) {
+            char *bytes = lx_xmalloc((size_t)in.answer_off + 1);
+            int stop;
+            long n = in.answer_off > 1 ? lx_tokens_bytes(in.tok + 1, in.answer_off - 1, bytes, &stop) : 0;
+            lx_result_output_prompt(res, i, bytes, n);
+            free(bytes);
+        }
+        lx_instance_release(&in);
+    }
+    return rc;
+}
+
 static int run_cell(struct runner *r, struct model_slot *slot, const struct lx_cell *c, enum lx_claim *state,
                     double *secs, int *ok, struct lx_error *err)
 {
@@ -603,6 +633,8 @@ static int run_cell(struct runner *r, struct model_slot *slot, const struct lx_c
     rec.started = now();
     if (rc == LX_OK)
         rc = lx_cell_run(plan, c, c->model >= 0 ? &slot->m : NULL, &res, &cell_err);
+    if (rc == LX_OK && r->o->keep_prompts)
+        rc = attach_prompts(plan, c, &res, &cell_err);
     rec.finished = now();
     rec.max_rss_kb = max_rss_kb();
     rec.ok = rc == LX_OK;

@@ -14,6 +14,7 @@ struct lx_run_opts {
     int progress;           /* 0 silent, 1 one line per cell, 2 a live line (terminal) */
     const char *models_dir; /* where trained checkpoints are cached (<db dir>/models) */
     int no_train;           /* never train: a cell whose model has no usable checkpoint fails */
+    int keep_prompts;       /* store each retrieval output's prompt with it (outputs.prompt) */
 };
 
 struct lx_run_summary {

@@ -18,10 +18,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define SCHEMA_VERSION 5     /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs;
+#define SCHEMA_VERSION 6     /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs;
                                 ** 4: runs.config_text and runs.weights_sha256;
                                 ** 5: claims, models.weights_sha256 and models.threads,
-                                **    outputs.stop */
+                                **    outputs.stop; 6: outputs.prompt */
 
 struct lx_store {
     sqlite3 *db;        /* the connection */
@@ -139,36 +139,23 @@ static int exec(struct lx_store *s, const char *sql, struct lx_error *err)
     return LX_OK;
 }
 
-static void make_parent_dir(const char *path)
-{
-    char *dir = lx_xstrdup(path);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-        *slash = '\0';
-        for (char *p = dir + 1; *p; p++)
-            if (*p == '/') {
-                *p = '\0';
-                mkdir(dir, 0777);
-                *p = '/';
-            }
-        mkdir(dir, 0777);
-    }
-    free(dir);
-}
-
-/* outputs.stop (issue 12): the special token that ended an output ('eos',
-** 'bos', 'pad', 'mask'), NULL when none did. Added by its own ALTER, guarded
-** by the table's columns rather than the version, so it merges with other
-** migrations; old rows keep NULL. */
-static int add_outputs_stop(struct lx_store *s, struct lx_error *err)
+/* Columns of outputs added by their own ALTER, guarded by the table's
+** columns rather than the version, so they merge with other migrations; old
+** rows keep NULL. stop (issue 12): the special token that ended an output
+** ('eos', 'bos', 'pad', 'mask'), NULL when none did. prompt (schema 6): the
+** instance's prompt bytes after BOS, kept by `lenx run --keep-prompts`. */
+static int add_outputs_column(struct lx_store *s, const char *name, const char *type, struct lx_error *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info('outputs') WHERE name = 'stop'", -1, &st,
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info('outputs') WHERE name = ?1", -1, &st,
                            NULL) != SQLITE_OK)
         return db_err(s, err, "reading the outputs table's columns");
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     int has = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
     sqlite3_finalize(st);
-    return has ? LX_OK : exec(s, "ALTER TABLE outputs ADD COLUMN stop TEXT", err);
+    char sql[128];
+    snprintf(sql, sizeof sql, "ALTER TABLE outputs ADD COLUMN %s %s", name, type);
+    return has ? LX_OK : exec(s, sql, err);
 }
 
 /* PRAGMA user_version, or -1 when it cannot be read. */
@@ -201,7 +188,9 @@ static int migrate(struct lx_store *s, struct lx_error *err)
     if (rc == LX_OK && v < SCHEMA_VERSION)
         rc = exec(s, schema_sql, err);
     if (rc == LX_OK && v < SCHEMA_VERSION)
-        rc = add_outputs_stop(s, err);
+        rc = add_outputs_column(s, "stop", "TEXT", err);
+    if (rc == LX_OK && v < SCHEMA_VERSION)
+        rc = add_outputs_column(s, "prompt", "BLOB", err);
     if (rc == LX_OK && v < SCHEMA_VERSION) {
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SCHEMA_VERSION);
@@ -296,7 +285,7 @@ int lx_store_open(struct lx_store **out, const char *path, int readonly, struct 
         return lx_err(err, LX_EIO, "%s: no such database\n  hint: run a sweep first "
                       "(`lenx run CONFIG`), or pass --db FILE", path);
     if (!readonly)
-        make_parent_dir(path);
+        lx_make_parent_dir(path);
     struct lx_store *s = lx_xcalloc(1, sizeof *s);
     s->path = lx_xstrdup(path);
     int rc = readonly ? open_readonly(s, err)
@@ -429,8 +418,8 @@ static int insert_values(struct lx_store *s, sqlite3_int64 id, const struct lx_r
     }
     sqlite3_stmt *o = NULL;
     if (rc == SQLITE_OK && res && res->n_outputs)
-        rc = sqlite3_prepare_v2(s->db, "INSERT INTO outputs (run_id, sample, depth, gold, text, score, logprob, stop)"
-                                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", -1, &o, NULL);
+        rc = sqlite3_prepare_v2(s->db, "INSERT INTO outputs (run_id, sample, depth, gold, text, score, logprob, stop,"
+                                " prompt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", -1, &o, NULL);
     for (int i = 0; o && i < res->n_outputs && rc == SQLITE_OK; i++) {
         const struct lx_output *x = &res->outputs[i];
         sqlite3_reset(o);
@@ -445,6 +434,10 @@ static int insert_values(struct lx_store *s, sqlite3_int64 id, const struct lx_r
             sqlite3_bind_text(o, 8, x->stop, -1, SQLITE_STATIC);
         else
             sqlite3_bind_null(o, 8);
+        if (x->prompt)      /* exact bytes, as the output's */
+            sqlite3_bind_blob(o, 9, x->prompt, (int)x->n_prompt, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(o, 9);
         rc = sqlite3_step(o) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     }
     sqlite3_finalize(m);
@@ -497,52 +490,6 @@ int lx_store_put(struct lx_store *s, const struct lx_run_record *rec, const stru
     return finish(s, rc == SQLITE_OK, err, "storing a cell");
 }
 
-void lx_rows_add(struct lx_rows *r, const char *sweep, const char *method, const char *task,
-                 const char *key, const char *commit, long length, long seed, const char *metric,
-                 double value, long run_id)
-{
-    if (r->n == r->cap) {
-        r->cap = r->cap ? 2 * r->cap : 256;
-        r->rows = lx_xrealloc(r->rows, (size_t)r->cap * sizeof *r->rows);
-    }
-    struct lx_row *w = &r->rows[r->n++];
-    w->sweep = lx_xstrdup(sweep ? sweep : "");
-    w->method = lx_xstrdup(method);
-    w->task = lx_xstrdup(task);
-    w->key = lx_xstrdup(key ? key : "");
-    w->commit = lx_xstrdup(commit ? commit : "");
-    w->metric = lx_xstrdup(metric);
-    w->model_key = lx_xstrdup("");
-    w->config = lx_xstrdup("");
-    w->length = length;
-    w->seed = seed;
-    w->value = value;
-    w->run_id = run_id;
-}
-
-void lx_rows_release(struct lx_rows *r)
-{
-    if (!r)
-        return;
-    for (int i = 0; i < r->n; i++) {
-        struct lx_row *w = &r->rows[i];
-        free(w->sweep), free(w->method), free(w->task), free(w->key), free(w->commit), free(w->metric);
-        free(w->model_key), free(w->config);
-    }
-    free(r->rows);
-    memset(r, 0, sizeof *r);
-}
-
-void lx_rows_set_origin(struct lx_rows *r, int i, const char *model_key, const char *config)
-{
-    LX_ASSERT(i >= 0 && i < r->n);
-    struct lx_row *w = &r->rows[i];
-    free(w->model_key);
-    free(w->config);
-    w->model_key = model_key ? lx_xstrdup(model_key) : NULL;
-    w->config = lx_xstrdup(config ? config : "");
-}
-
 static const char *col_text(sqlite3_stmt *st, int i)
 {
     const unsigned char *t = sqlite3_column_text(st, i);
@@ -562,38 +509,50 @@ static void config_hash(const char *key_json_rest, char out[17])
     out[16] = '\0';
 }
 
+/* The newest ok row of each (sweep, key) that matches, joined to its metrics
+** or to the points of one series (?3): VALUE names the value columns (name,
+** value, x) and JOIN the table. */
+#define SELECT_ROWS(VALUE, JOIN)                                                                            \
+    "SELECT r.id, r.sweep, r.method || coalesce(' @' || r.model, ''), r.task, r.key, r.git_commit,"         \
+    " r.length, r.seed, " VALUE ", coalesce(r.model_key, ''),"                                              \
+    " json_remove(json_set(r.key_json, '$.model', coalesce(json_remove(mo.config, '$.seed'), r.model_key)),"\
+    "   '$.length', '$.seed'), coalesce(json_extract(mo.config, '$.train.length'), 0)"                       \
+    " FROM runs r " JOIN " LEFT JOIN models mo ON mo.key = r.model_key"                                     \
+    " WHERE r.id IN (SELECT max(id) FROM runs WHERE status = 'ok'"                                          \
+    "   AND (?1 IS NULL OR sweep = ?1)"                                                                     \
+    "   AND (?2 IS NULL OR substr(git_commit, 1, length(?2)) = ?2)"                                         \
+    "   GROUP BY sweep, key)"                                                                               \
+    " ORDER BY r.id, m.rowid"
+
 int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_rows *out,
                     struct lx_error *err)
 {
-    static const char *sql =
-        "SELECT r.id, r.sweep, r.method || coalesce(' @' || r.model, ''), r.task, r.key, r.git_commit,"
-        " r.length, r.seed, m.name, m.value, coalesce(r.model_key, ''),"
-        " json_remove(json_set(r.key_json, '$.model', coalesce(json_remove(mo.config, '$.seed'), r.model_key)),"
-        "   '$.length', '$.seed')"
-        " FROM runs r JOIN metrics m ON m.run_id = r.id LEFT JOIN models mo ON mo.key = r.model_key"
-        " WHERE r.id IN (SELECT max(id) FROM runs WHERE status = 'ok'"
-        "   AND (?1 IS NULL OR sweep = ?1)"
-        "   AND (?2 IS NULL OR substr(git_commit, 1, length(?2)) = ?2)"
-        "   GROUP BY sweep, key)"
-        " ORDER BY r.id, m.rowid";
+    static const char *metrics = SELECT_ROWS("m.name, m.value, NULL", "JOIN metrics m ON m.run_id = r.id");
+    static const char *series =
+        SELECT_ROWS("m.series, m.y, m.x", "JOIN series m ON m.run_id = r.id AND m.series = ?3");
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, f && f->series ? series : metrics, -1, &st, NULL) != SQLITE_OK)
         return db_err(s, err, "reading results");
     sqlite3_bind_text(st, 1, f ? f->sweep : NULL, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, f ? f->commit : NULL, -1, SQLITE_STATIC);
+    if (f && f->series)
+        sqlite3_bind_text(st, 3, f->series, -1, SQLITE_STATIC);
     int rc;
     long last_id = -1;
     char config[17] = "";
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         long id = (long)sqlite3_column_int64(st, 0);
         if (id != last_id)      /* rows of one run are adjacent: hash once per run */
-            config_hash(col_text(st, 11), config);
+            config_hash(col_text(st, 12), config);
         last_id = id;
         double v = sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 9);
         lx_rows_add(out, col_text(st, 1), col_text(st, 2), col_text(st, 3), col_text(st, 4),
                     col_text(st, 5), (long)sqlite3_column_int64(st, 6), (long)sqlite3_column_int64(st, 7),
                     col_text(st, 8), v, id);
-        lx_rows_set_origin(out, out->n - 1, col_text(st, 10), config);
+        lx_rows_set_origin(out, out->n - 1, col_text(st, 11), config);
+        if (sqlite3_column_type(st, 10) != SQLITE_NULL)
+            out->rows[out->n - 1].x = sqlite3_column_double(st, 10);
+        out->rows[out->n - 1].train_len = (long)sqlite3_column_int64(st, 13);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "reading results");
@@ -755,7 +714,8 @@ int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_swee
 {
     /* with max(id), SQLite takes the bare columns from the newest row of each group */
     static const char *sql =
-        "SELECT config_text, config, count(*), git_commit, finished, max(id) FROM runs WHERE sweep = ?1"
+        "SELECT config_text, config, count(*), git_commit, finished, max(id), min(started), git_dirty, host, blas,"
+        " threads FROM runs WHERE sweep = ?1"
         " GROUP BY config_text ORDER BY max(id) DESC";
     sqlite3_stmt *st;
     *out = NULL;
@@ -771,6 +731,11 @@ int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_swee
         w->n_cells = sqlite3_column_int(st, 2);
         w->commit = lx_xstrdup(col_text(st, 3));
         w->last = lx_xstrdup(col_text(st, 4));
+        w->first = lx_xstrdup(col_text(st, 6));
+        w->dirty = sqlite3_column_int(st, 7);
+        w->host = lx_xstrdup(col_text(st, 8));
+        w->blas = lx_xstrdup(col_text(st, 9));
+        w->threads = sqlite3_column_int(st, 10);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "reading a sweep's configs");
@@ -779,7 +744,47 @@ int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_swee
 void lx_sweep_configs_free(struct lx_sweep_config *v, int n)
 {
     for (int i = 0; i < n; i++)
-        free(v[i].text), free(v[i].path), free(v[i].commit), free(v[i].last);
+        free(v[i].text), free(v[i].path), free(v[i].commit), free(v[i].last), free(v[i].first), free(v[i].host),
+            free(v[i].blas);
+    free(v);
+}
+
+int lx_store_models(struct lx_store *s, struct lx_model_info **out, int *n, struct lx_error *err)
+{
+    static const char *sql =   /* the architecture and the training-time stack's names read in SQL */
+        "SELECT key, name, json_extract(config, '$.arch.mode') || ' ' || json_extract(config, '$.arch.layers')"
+        " || 'L d' || json_extract(config, '$.arch.d_model') || ' ' || json_extract(config, '$.arch.heads') || 'h',"
+        " path, created, steps, tokens, seconds, val_loss, (SELECT group_concat(m.key, '+') FROM"
+        " json_each(config, '$.stack') e, json_each(e.value) m), json_extract(config, '$.train.length')"
+        " FROM models ORDER BY rowid";
+    sqlite3_stmt *st;
+    *out = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, "reading the models");
+    int rc, cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct lx_model_info *w = grow((void **)out, n, &cap, sizeof **out);
+        w->key = lx_xstrdup(col_text(st, 0));
+        w->name = lx_xstrdup(col_text(st, 1));
+        w->arch = lx_xstrdup(col_text(st, 2));
+        w->stack = lx_xstrdup(col_text(st, 9));
+        w->train_len = (long)sqlite3_column_int64(st, 10);
+        w->path = lx_xstrdup(col_text(st, 3));
+        w->created = lx_xstrdup(col_text(st, 4));
+        w->steps = (long)sqlite3_column_int64(st, 5);
+        w->tokens = (long)sqlite3_column_int64(st, 6);
+        w->seconds = sqlite3_column_double(st, 7);
+        w->val_loss = sqlite3_column_type(st, 8) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 8);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "reading the models");
+}
+
+void lx_model_infos_free(struct lx_model_info *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(v[i].key), free(v[i].name), free(v[i].arch), free(v[i].stack), free(v[i].path), free(v[i].created);
     free(v);
 }
 

@@ -139,7 +139,9 @@ struct lx_row {
     char *config;               /* 16 hex: hash of what the run key hashes but length and seed;
                                 ** "" when unknown (rows read from CSV) */
     long length, seed;
-    double value;
+    double value;               /* the metric's value; a series row: y */
+    double x;                   /* a series row: its abscissa (position, depth, distance); NAN for a metric */
+    long train_len;             /* the model's training length (0 without a model or when unknown) */
     long run_id;                /* order of insertion: later rows are newer */
 };
 
@@ -160,6 +162,8 @@ void lx_rows_set_origin(struct lx_rows *r, int i, const char *model_key, const c
 struct lx_filter {
     const char *sweep;          /* NULL = every sweep */
     const char *commit;         /* commit prefix, NULL = any */
+    const char *series;         /* NULL: metric rows; else the points of this series (a row per
+                                ** point: metric = the series name, x, value = y) */
 };
 
 int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_rows *out,
@@ -183,6 +187,10 @@ struct lx_sweep_config {
     int n_cells;                /* rows made from this text */
     char *commit;               /* git commit of the newest of them */
     char *last;                 /* ISO time of the newest of them */
+    char *first;                /* ISO time the oldest of them started */
+    int dirty;                  /* the newest was built from a tree with uncommitted changes */
+    char *host, *blas;          /* machine of the newest: host name, BLAS core and threading */
+    int threads;                /* its OpenMP threads */
 };
 int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_sweep_config **out, int *n,
                            struct lx_error *err);
@@ -214,6 +222,21 @@ void lx_cell_infos_free(struct lx_cell_info *v, int n);
 /* Delete the cells a filter selects with their metrics, series and outputs
 ** (foreign keys cascade), in one transaction; *n_deleted counts the cells. */
 int lx_store_rm(struct lx_store *s, const struct lx_rm_filter *f, long *n_deleted, struct lx_error *err);
+
+/* A model in the `models` table, as `lenx list models` shows it. */
+struct lx_model_info {
+    char *key, *name;           /* model key, name in the sweep that trained it */
+    char *arch;                 /* "causal 2L d128 4h" */
+    char *stack;                /* training-time methods, "rope+logn" */
+    long train_len;             /* training length */
+    char *path, *created;       /* checkpoint file; ISO time recorded */
+    long steps, tokens;         /* training steps and tokens (0 for a checkpoint found as a file) */
+    double seconds;             /* training wall time */
+    double val_loss;            /* final validation loss (NaN when none) */
+};
+/* Every model, oldest first. */
+int lx_store_models(struct lx_store *s, struct lx_model_info **out, int *n, struct lx_error *err);
+void lx_model_infos_free(struct lx_model_info *v, int n);
 
 /* Count rows of a table ("runs", "metrics", "series"): for tests and reports. */
 int lx_store_count(struct lx_store *s, const char *table, long *n, struct lx_error *err);

@@ -67,10 +67,8 @@ static int cmp_long(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The value text of one pivot cell: seeds pooled, ± se or ± sd. `label`
-** holds each row's row label (its method, tagged when it needs telling apart). */
-static void cell_text(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
-                      const char *method, long length, const char *metric, int latex, struct lx_buf *out)
+void lx_cell_stat(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
+                  const char *method, long length, const char *metric, struct lx_cell_stat *st)
 {
     char se_name[256];
     snprintf(se_name, sizeof se_name, "%s_se", metric);
@@ -91,16 +89,27 @@ static void cell_text(const struct lx_rows *rows, char *const *label, const char
                 ss += (r->value - sum / n) * (r->value - sum / n);
             }
         }
-    if (n == 0) {
+    st->n = n;
+    st->mean = n ? sum / n : NAN;
+    st->spread = n > 1 ? sqrt(ss / (n - 1)) : n ? se : NAN;
+}
+
+/* The value text of one pivot cell: seeds pooled, ± se or ± sd. `label`
+** holds each row's row label (its method, tagged when it needs telling apart). */
+static void cell_text(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
+                      const char *method, long length, const char *metric, int latex, struct lx_buf *out)
+{
+    struct lx_cell_stat st;
+    lx_cell_stat(rows, label, sweep, task, method, length, metric, &st);
+    if (st.n == 0) {
         lx_buf_puts(out, latex ? "--" : "–");
         return;
     }
-    double spread = n > 1 ? sqrt(ss / (n - 1)) : se;
-    lx_buf_printf(out, "%.4g", sum / n);
-    if (!isnan(spread))
-        lx_buf_printf(out, latex ? " $\\pm$ %.2g" : " ± %.2g", spread);
-    if (n > 1)
-        lx_buf_printf(out, latex ? " (%d)" : " (n=%d)", n);
+    lx_buf_printf(out, "%.4g", st.mean);
+    if (!isnan(st.spread))
+        lx_buf_printf(out, latex ? " $\\pm$ %.2g" : " ± %.2g", st.spread);
+    if (st.n > 1)
+        lx_buf_printf(out, latex ? " (%d)" : " (n=%d)", st.n);
 }
 
 static void latex_escape(struct lx_buf *out, const char *s)
@@ -313,8 +322,7 @@ static void merge_resolved(const struct lx_rows *rows, char **label)
     free(idx);
 }
 
-/* Row labels of every row (freed by the caller); *tagged says whether any
-** label needed a tag. */
+/* Row labels of every row, before merge_resolved. */
 static char **make_labels(const struct lx_rows *rows, int *tagged)
 {
     int *idx = lx_xmalloc((size_t)(rows->n ? rows->n : 1) * sizeof *idx);
@@ -334,11 +342,24 @@ static char **make_labels(const struct lx_rows *rows, int *tagged)
     return label;
 }
 
+char **lx_row_labels(const struct lx_rows *rows, int *tagged)
+{
+    char **label = make_labels(rows, tagged);
+    merge_resolved(rows, label);
+    return label;
+}
+
+void lx_row_labels_free(char **label, int n)
+{
+    for (int i = 0; label && i < n; i++)
+        free(label[i]);
+    free(label);
+}
+
 static void render_pivots(const struct lx_rows *rows, const char *metrics, int latex, struct lx_buf *out)
 {
     int tagged;
-    char **label = make_labels(rows, &tagged);
-    merge_resolved(rows, label);
+    char **label = lx_row_labels(rows, &tagged);
     struct strset sweeps = {0};
     for (int i = 0; i < rows->n; i++)
         strset_add(&sweeps, rows->rows[i].sweep);
@@ -366,9 +387,7 @@ static void render_pivots(const struct lx_rows *rows, const char *metrics, int l
         lx_buf_puts(out, "[…]: one method name, cells of several configurations (a model retrained under the "
                          "same name, or changed settings): the model key prefix, or a configuration hash. "
                          "`lenx rm --not-in CONFIG` removes cells a config no longer plans.\n");
-    for (int i = 0; i < rows->n; i++)
-        free(label[i]);
-    free(label);
+    lx_row_labels_free(label, rows->n);
 }
 
 static void csv_field(struct lx_buf *out, const char *s)
@@ -440,4 +459,55 @@ void lx_render(const struct lx_rows *rows, enum lx_format fmt, const char *metri
     }
     if (fmt == LX_FMT_JSON)
         lx_buf_puts(out, first ? "]\n" : "\n]\n");
+}
+
+void lx_render_series(const struct lx_rows *rows, enum lx_format fmt, struct lx_buf *out)
+{
+    int csv = fmt != LX_FMT_JSON;
+    lx_buf_puts(out, csv ? "sweep,method,task,length,seed,series,x,y,model_key,key\n" : "[");
+    for (int i = 0; i < rows->n; i++) {
+        const struct lx_row *r = &rows->rows[i];
+        const char *text[] = {r->sweep, r->method, r->task};
+        static const char *const names[] = {"sweep", "method", "task"};
+        for (int k = 0; k < 3; k++) {
+            if (csv) {
+                csv_field(out, text[k]);
+                lx_buf_puts(out, ",");
+            } else {
+                lx_buf_printf(out, "%s\"%s\": ", k ? ", " : i ? ",\n  {" : "\n  {", names[k]);
+                lx_buf_json_str(out, text[k]);
+            }
+        }
+        lx_buf_printf(out, csv ? "%ld,%ld," : ", \"length\": %ld, \"seed\": %ld, \"series\": ", r->length, r->seed);
+        if (csv)
+            csv_field(out, r->metric);
+        else
+            lx_buf_json_str(out, r->metric);
+        char x[32], y[32];
+        lx_fmt_num(x, r->x);
+        lx_fmt_num(y, r->value);
+        if (csv)
+            lx_buf_printf(out, ",%s,%s,", x, y);
+        else {
+            lx_buf_puts(out, ", \"x\": ");
+            lx_buf_num(out, r->x);
+            lx_buf_puts(out, ", \"y\": ");
+            lx_buf_num(out, r->value);
+        }
+        lx_buf_puts(out, csv ? "" : ", \"model_key\": ");
+        if (csv)
+            csv_field(out, r->model_key ? r->model_key : "");
+        else if (r->model_key && r->model_key[0])
+            lx_buf_json_str(out, r->model_key);
+        else
+            lx_buf_puts(out, "null");
+        lx_buf_puts(out, csv ? "," : ", \"key\": ");
+        if (csv)
+            csv_field(out, r->key);
+        else
+            lx_buf_json_str(out, r->key);
+        lx_buf_puts(out, csv ? "\n" : "}");
+    }
+    if (!csv)
+        lx_buf_puts(out, rows->n ? "\n]\n" : "]\n");
 }

@@ -28,6 +28,52 @@ int lx_metric_matches(const char *list, const char *name);
 ** run key. */
 void lx_render(const struct lx_rows *rows, enum lx_format fmt, const char *metrics, struct lx_buf *out);
 
+/* Series rows (lx_store_select with a series) as tidy csv or json, one record
+** per point: sweep,method,task,length,seed,series,x,y,model_key,key. */
+void lx_render_series(const struct lx_rows *rows, enum lx_format fmt, struct lx_buf *out);
+
+/* The row label of every row, as the tables show them: the method, tagged
+** apart when one name holds cells of several configurations, automatic
+** values resolved per length merged ("rope+yarn(scale=1;64)"). Free with
+** lx_row_labels_free(label, rows->n); *tagged says whether any needed a tag. */
+char **lx_row_labels(const struct lx_rows *rows, int *tagged);
+void lx_row_labels_free(char **label, int n);
+
+/* One table cell: the metric of the rows labelled `method` at `length`,
+** pooled over seeds. */
+struct lx_cell_stat {
+    double mean;                /* NaN when no row */
+    double spread;              /* sd over seeds (n > 1), else the stored <metric>_se, else NaN */
+    int n;                      /* rows (seeds) pooled */
+};
+void lx_cell_stat(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
+                  const char *method, long length, const char *metric, struct lx_cell_stat *st);
+
+/* Effective length (docs/results.md#effective-length): the longest stored
+** length L, from the reference length on, such that the score stays at least
+** `threshold` of the reference score at every stored length up to L. The
+** reference is the training length when a value is stored there, else the
+** shortest length. Higher-is-better metrics (dir +1) score value; lower-is-
+** better ones (dir -1: ppl, nll) score ref/value. Returns 0 when it is not
+** defined (no direction, no positive reference); *all is set when every
+** stored length passes (the true effective length may be longer). */
+int lx_metric_direction(const char *metric);
+long lx_effective_length(const long *lengths, const double *values, int n, long train_len, int dir,
+                         double threshold, int *all);
+
+/* `lenx report`: one self-contained HTML page (inline SVG, no script) of the
+** sweeps' tables and plots, read from the store (results/report.c). */
+struct lx_report_opts {
+    const char *const *sweeps;  /* (n_sweeps,) names; n_sweeps 0: every sweep */
+    int n_sweeps;
+    const char *metrics;        /* metrics to plot and table (NULL: each task's headline, else all) */
+    double threshold;           /* effective length's fraction of the reference score (0.85) */
+    const char *db;             /* the store's file, for the page's header */
+    /* a task's headline metrics ("ppl,acc") from its canonical string, or NULL: the application's */
+    const char *(*headline)(const char *task);
+};
+int lx_report(struct lx_store *s, const struct lx_report_opts *o, struct lx_buf *out, struct lx_error *err);
+
 /* Read a tidy CSV: header sweep,method,task,length,seed,metric,value,model_key,key,
 ** or the first 7 of those columns (older exports; model keys unknown). */
 int lx_csv_read(const char *path, struct lx_rows *out, struct lx_error *err);

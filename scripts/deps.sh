@@ -4,11 +4,15 @@
 # machine needs no manual step. Prints nothing when all is there.
 # `scripts/deps.sh fuzz` (make fuzz) adds clang with its libFuzzer and
 # sanitizer runtimes and LLVM's OpenMP runtime (clang's -fopenmp needs libomp).
+# `scripts/deps.sh browser` (make test-report) adds headless Chromium, a font
+# and python3-pil, which check `lenx report` in a real browser.
 set -euo pipefail
 
-pkgs=(gcc make pkg-config libopenblas-openmp-dev libyaml-dev libsqlite3-dev sqlite3 libcriterion-dev)
+pkgs=(gcc make pkg-config libopenblas-openmp-dev libyaml-dev libsqlite3-dev sqlite3 libcriterion-dev gnuplot-nox)
 if [ "${1:-}" = fuzz ]; then
     pkgs+=(clang libclang-rt-14-dev libomp-14-dev)
+elif [ "${1:-}" = browser ]; then
+    pkgs+=(chromium fonts-dejavu-core python3-pil)
 fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -243,7 +243,7 @@ Test(claims, schema_4_migrates_to_5, .init = setup, .fini = teardown)
     lx_store_close(s);
     s = open_db("m.db");
     lx_store_close(s);
-    cr_expect_eq(sql_long("m.db", "pragma user_version"), 5);
+    cr_expect_eq(sql_long("m.db", "pragma user_version"), 6);
     cr_expect_eq(sql_long("m.db", "select count(*) from runs"), 1, "rows kept");
     cr_expect_eq(sql_long("m.db", "select count(*) from pragma_table_info('models') where name in"
                           " ('weights_sha256', 'threads')"), 2);

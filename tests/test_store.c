@@ -174,7 +174,7 @@ Test(store, open_creates_file_and_schema)
     lx_store_close(s);
     char v[64];
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "5");
+    cr_expect_str_eq(v, "6");
     /* Reopening an existing store keeps it. */
     s = open_rw(db_path);
     cr_expect_eq(count(s, "runs"), 0);
@@ -558,7 +558,7 @@ Test(store, migrates_version_2)
     cr_expect_eq(count(s, "outputs"), 1);
     lx_store_close(s);
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "5");
+    cr_expect_str_eq(v, "6");
 }
 
 Test(store, newer_schema_is_refused)

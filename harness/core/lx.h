@@ -59,6 +59,10 @@ char *lx_xstrdup(const char *s);
 ** directory or a file over max_bytes (0 = no limit) is an LX_EIO error. */
 int lx_read_file(const char *path, unsigned char **bytes, long *n, long max_bytes, struct lx_error *err);
 
+/* Create the folders above path's last component, as far as they are
+** missing (errors are left to whoever then opens the file). */
+void lx_make_parent_dir(const char *path);
+
 /* A growable NUL-terminated string. Zero-initialise, append, then free. */
 struct lx_buf {
     char *s;        /* (cap,) NUL-terminated text, NULL until the first append */

@@ -49,6 +49,19 @@ void lx_result_output(struct lx_result *r, long sample, double depth, const char
     o->stop = stop;
     o->score = score;
     o->logprob = logprob;
+    o->prompt = NULL;
+    o->n_prompt = 0;
+}
+
+void lx_result_output_prompt(struct lx_result *r, int i, const char *bytes, long n)
+{
+    LX_ASSERT(i >= 0 && i < r->n_outputs && n >= 0);
+    struct lx_output *o = &r->outputs[i];
+    free(o->prompt);
+    o->prompt = lx_xmalloc((size_t)n + 1);
+    memcpy(o->prompt, bytes, (size_t)n);
+    o->prompt[n] = '\0';
+    o->n_prompt = n;
 }
 
 const struct lx_metric *lx_result_find(const struct lx_result *r, const char *name)
@@ -69,7 +82,7 @@ void lx_result_release(struct lx_result *r)
         free(r->points[i].series);
     for (int i = 0; i < r->n_outputs; i++) {
         free(r->outputs[i].gold);
-        free(r->outputs[i].text);
+        free(r->outputs[i].text), free(r->outputs[i].prompt);
     }
     free(r->metrics);
     free(r->points);

@@ -28,6 +28,8 @@ struct lx_output {
     const char *stop;   /* the special token that ended it ("eos", ...; static), NULL when none did */
     int score;          /* 1 correct, 0 wrong, -1 unparsable */
     double logprob;     /* teacher-forced log p(gold answer) */
+    char *prompt;       /* (n_prompt,) the instance's prompt bytes after BOS (lenx run --keep-prompts), or NULL */
+    long n_prompt;
 };
 
 struct lx_result {
@@ -43,6 +45,8 @@ void lx_result_metric(struct lx_result *r, const char *name, double value);
 void lx_result_point(struct lx_result *r, const char *series, double x, double y);
 void lx_result_output(struct lx_result *r, long sample, double depth, const char *gold, const char *text,
                       long n_text, const char *stop, int score, double logprob);
+/* Keep a prompt's n bytes with output i. */
+void lx_result_output_prompt(struct lx_result *r, int i, const char *bytes, long n);
 const struct lx_metric *lx_result_find(const struct lx_result *r, const char *name);
 void lx_result_release(struct lx_result *r);
 

@@ -253,3 +253,20 @@ int lx_read_file(const char *path, unsigned char **bytes, long *n, long max_byte
     *n = (long)len;
     return LX_OK;
 }
+
+void lx_make_parent_dir(const char *path)
+{
+    char *dir = lx_xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        for (char *p = dir + 1; *p; p++)
+            if (*p == '/') {
+                *p = '\0';
+                mkdir(dir, 0777);
+                *p = '/';
+            }
+        mkdir(dir, 0777);
+    }
+    free(dir);
+}

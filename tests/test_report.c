@@ -1,0 +1,299 @@
+/*
+** tests/test_report.c - what people see of a store: `lenx report` (panels
+** counted against the store, no script, no network), effective length,
+** `lenx table --series`, `lenx list models` and `lenx show task --length`
+** (docs/results.md#the-html-report). The browser half, a screenshot in
+** headless Chromium, is tests/browser_report.sh (`make test-report`).
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "results/views.h"
+#include "tests/shell.h"
+
+static void setup(void)
+{
+    shell_setup("report");
+}
+
+/* ---- effective length: the rules of docs/results.md#effective-length ---- */
+
+Test(report, effective_length_stays_above_the_threshold_from_the_training_length)
+{
+    const long len[] = {64, 128, 256, 512};
+    int all;
+    /* acc: 0.8/0.9 = 0.89 passes, 0.7/0.9 = 0.78 fails; 512 passes again but the score did not stay */
+    const double acc[] = {0.9, 0.8, 0.7, 0.9};
+    cr_expect_eq(lx_effective_length(len, acc, 4, 64, +1, 0.85, &all), 128);
+    cr_expect_eq(all, 0);
+    cr_expect_eq(lx_effective_length(len, acc, 4, 64, +1, 0.75, &all), 512);
+    cr_expect_eq(all, 1, "every length passes: the effective length may be longer");
+    /* ppl, lower is better: 10/11 = 0.91 passes, 10/12 = 0.83 fails */
+    const double ppl[] = {10, 11, 12, 30};
+    cr_expect_eq(lx_effective_length(len, ppl, 4, 64, -1, 0.85, &all), 128);
+    /* the reference is the training length's score, not the shortest length's */
+    const double acc2[] = {0.2, 1.0, 0.9, 0.8};
+    cr_expect_eq(lx_effective_length(len, acc2, 4, 128, +1, 0.85, &all), 256);
+    /* a training length that is not stored: the shortest length is the reference */
+    cr_expect_eq(lx_effective_length(len, acc, 4, 100, +1, 0.85, &all), 128);
+    /* undefined: no direction, or no positive reference score */
+    cr_expect_eq(lx_effective_length(len, acc, 4, 64, 0, 0.85, &all), 0);
+    const double zero[] = {0, 0, 0, 0};
+    cr_expect_eq(lx_effective_length(len, zero, 4, 64, +1, 0.85, &all), 0);
+    const double gap[] = {0.9, NAN, 0.9, 0.9};
+    cr_expect_eq(lx_effective_length(len, gap, 4, 64, +1, 0.85, &all), 64, "a missing length ends it");
+}
+
+Test(report, metric_directions)
+{
+    cr_expect_eq(lx_metric_direction("ppl"), -1);
+    cr_expect_eq(lx_metric_direction("nll"), -1);
+    cr_expect_eq(lx_metric_direction("unigram_ppl"), -1);
+    cr_expect_eq(lx_metric_direction("acc"), 1);
+    cr_expect_eq(lx_metric_direction("acc_se"), 0);
+    cr_expect_eq(lx_metric_direction("answer_logprob"), 0, "negative scores have no ratio");
+    cr_expect_eq(lx_metric_direction("entropy"), 0);
+}
+
+/* ---- the report of a sweep with every kind of panel ---- */
+
+/* The figures of the page: for each, its kind, task prefix, metric, its
+** data-series, how many gnuplot plot groups and value labels it holds. */
+struct fig {
+    char kind[16], task[64], metric[64];
+    int series, groups, labels;
+};
+
+static int count_in(const char *s, const char *end, const char *pat)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, pat)) && p < end; p++)
+        n++;
+    return n;
+}
+
+/* Value labels of a heat map: "d.dd" as the text of a tspan. */
+static int count_labels(const char *s, const char *end)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, "</tspan>")) && p < end; p++)
+        if (p - s >= 5 && p[-5] == '>' && isdigit((unsigned char)p[-4]) && p[-3] == '.' &&
+            isdigit((unsigned char)p[-2]) && isdigit((unsigned char)p[-1]))
+            n++;
+    return n;
+}
+
+static int figures(const char *html, struct fig *f, int max)
+{
+    int n = 0;
+    for (const char *p = html; (p = strstr(p, "<figure ")) && n < max; n++) {
+        const char *end = strstr(p, "</figure>");
+        cr_assert_not_null(end);
+        cr_assert_eq(sscanf(p, "<figure class=\"panel\" data-kind=\"%15[a-z]\" data-task=\"%63[a-z]", f[n].kind,
+                            f[n].task), 2, "%.200s", p);
+        const char *m = strstr(p, "data-metric=\""), *s = strstr(p, "data-series=\"");
+        cr_assert(m && s && m < end && s < end);
+        sscanf(m + 13, "%63[^\"]", f[n].metric);
+        f[n].series = atoi(s + 13);
+        f[n].groups = count_in(p, end, "-gnuplot_plot_");
+        f[n].labels = count_labels(p, end);
+        p = end;
+    }
+    return n;
+}
+
+static char *read_all(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    unsigned char *b = NULL;
+    long n;
+    cr_assert_eq(lx_read_file(path, &b, &n, 0, NULL), LX_OK, "%s", path);
+    return (char *)b;
+}
+
+Test(report, panels_match_the_store, .init = setup, .fini = teardown, .timeout = 600)
+{
+    static char out[1 << 16];
+    cr_assert_eq(sh(out, sizeof out, "$L run \"$R/tests/report_sweep.yaml\" --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L report --db r.db -o page.html"), 0, "%s", out);
+    long methods = sql_long("r.db", "select count(distinct method) from runs where status = 'ok'");
+    long lengths = sql_long("r.db", "select count(distinct length) from runs where status = 'ok'");
+    long depths = sql_long("r.db", "select count(distinct x) from series where series = 'acc_by_depth'");
+    cr_assert_eq(methods, 2);
+    char *html = read_all("page.html");
+    cr_expect_null(strstr(html, "<script"), "no script");
+    cr_expect_null(strstr(html, "src=\"http"), "no network");
+    cr_expect_null(strstr(html, "href=\"http"), "no network");
+    cr_expect_null(strstr(html, "href='http"), "no network");
+    struct fig f[64];
+    int n = figures(html, f, 64), n_metric_ppl = 0, n_curve = 0, n_heat = 0, n_mass = 0;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(f[i].kind, "heat")) {
+            n_heat++;
+            cr_expect_eq(f[i].labels, depths * lengths, "heat map %d: %d cells drawn, the store has %ld x %ld",
+                         i, f[i].labels, depths, lengths);
+            continue;
+        }
+        cr_expect_eq(f[i].groups, methods, "figure %d (%s %s %s): %d lines, %ld methods in the store", i, f[i].kind,
+                     f[i].task, f[i].metric, f[i].groups, methods);
+        cr_expect_eq(f[i].series, f[i].groups);
+        n_metric_ppl += !strcmp(f[i].kind, "metric") && !strcmp(f[i].task, "ppl");
+        n_curve += !strcmp(f[i].kind, "curve") && !strcmp(f[i].metric, "nll_by_pos");
+        n_mass += !strcmp(f[i].kind, "curve") && !strcmp(f[i].metric, "mass_by_distance");
+    }
+    cr_expect_eq(n_metric_ppl, 2, "ppl's headline metrics: ppl and unigram_ppl");
+    cr_expect_eq(n_curve, lengths, "NLL by position: a panel per length");
+    cr_expect_eq(n_mass, lengths, "mass by distance: a panel per length");
+    cr_expect_eq(n_heat, methods, "a depth x length heat map per method");
+    cr_expect_not_null(strstr(html, "eff. length (0.85)"));
+    cr_expect_not_null(strstr(html, "report-fixture"));
+    char commit[64];
+    sql_text(commit, sizeof commit, "r.db", "select git_commit from runs limit 1");
+    cr_expect_not_null(strstr(html, commit), "provenance: the commit");
+    cr_expect_not_null(strstr(html, "eval_windows: 2"), "provenance: the config text");
+    free(html);
+
+    /* the same page again, byte for byte */
+    cr_assert_eq(sh(out, sizeof out, "$L report --db r.db -o again.html && cmp page.html again.html"), 0, "%s", out);
+    /* --threshold and --metric */
+    cr_assert_eq(sh(out, sizeof out, "$L report --db r.db --sweep report-fixture --metric ppl --threshold 0.5 "
+                    "--output t.html && grep -c 'data-kind=\"metric\"' t.html"), 0, "%s", out);
+    cr_expect_eq(atoi(out), 1, "--metric ppl: one metric panel (%s)", out);
+
+    /* table --series: one tidy record per stored point */
+    long points = sql_long("r.db", "select count(*) from series where series = 'nll_by_pos'");
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --series nll_by_pos --format csv | tail -n +2 | wc -l"), 0);
+    cr_expect_eq(atol(out), points);
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --series nll_by_pos --format csv | head -1"), 0);
+    cr_expect_str_eq(out, "sweep,method,task,length,seed,series,x,y,model_key,key\n");
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --series acc_by_depth --format json | grep -c '\"x\": 0.5'"),
+                 0, "%s", out);
+    cr_expect_eq(atol(out), methods * lengths);
+
+    /* list models: the one model, its file present */
+    char key[64];
+    sql_text(key, sizeof key, "r.db", "select key from models");
+    cr_assert_eq(sh(out, sizeof out, "$L list models --db r.db"), 0, "%s", out);
+    cr_expect_not_null(strstr(out, key), "%s", out);
+    cr_expect_not_null(strstr(out, "causal 1L d32 2h"), "%s", out);
+    cr_expect_null(strstr(out, "(missing)"), "%s", out);
+}
+
+/* --keep-prompts stored each needle prompt: the one `show task` renders for
+** the same cell, sample and depth (one generator, the same data key). */
+Test(report, kept_prompts_are_the_instances_show_task_renders, .init = setup, .fini = teardown, .timeout = 600)
+{
+    static char out[1 << 16];
+    cr_assert_eq(sh(out, sizeof out, "$L run \"$R/tests/report_sweep.yaml\" --db r.db --quiet --no-table --keep-prompts"),
+                 0, "%s", out);
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs where prompt is null"), 0);
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs o join runs r on r.id = o.run_id"
+                          " where length(o.prompt) != r.length - 9"), 0, "BOS and the 8-byte answer are not in it");
+    /* sample 5 of a cell = sample 1 (samples: 2) at its depth */
+    char depth[32];
+    sql_text(depth, sizeof depth, "r.db", "select o.depth from outputs o join runs r on r.id = o.run_id"
+             " where r.length = 256 and o.sample = 5 limit 1");
+    sql_text(out, sizeof out, "r.db", "select writefile('p.bin', o.prompt) from outputs o join runs r on r.id = o.run_id"
+             " where r.length = 256 and o.sample = 5 limit 1");
+    cr_assert_eq(sh(out, sizeof out, "$L show task needle template=short samples=2 depths=3 --length 256 --sample 1"
+                    " --depth %s > s.txt", depth), 0, "%s", out);
+    char *kept = read_all("p.bin"), *shown = read_all("s.txt");
+    char *p = strstr(shown, "--- prompt\n<bos>"), *a = strstr(shown, "\n--- answer\n");
+    cr_assert(p && a);
+    p += strlen("--- prompt\n<bos>");
+    cr_expect_eq((long)(a - p), 256 - 9);
+    cr_expect_eq(memcmp(kept, p, (size_t)(a - p)), 0, "stored: %.80s\nshown: %.80s", kept, p);
+    free(kept);
+    free(shown);
+}
+
+static const char *gauss = "name: g\nseed: 1\nmethods: [none]\ntasks:\n  - gaussian: {samples: 20}\nlengths: [16, 32]\n";
+
+Test(report, bad_input_and_a_missing_gnuplot_are_clear_errors, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[4096];
+    write_file("g.yaml", gauss);
+    cr_assert_eq(sh(out, sizeof out, "$L run g.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L report --db r.db"), 2, "%s", out);
+    cr_expect_not_null(strstr(out, "needs an output file"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L report --db r.db --threshold 1.5 -o x.html"), 2, "%s", out);
+    cr_expect_not_null(strstr(out, "outside (0, 1]"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L report --db r.db --sweep gg -o x.html"), 2, "%s", out);
+    cr_expect_not_null(strstr(out, "did you mean 'g'"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "LENX_GNUPLOT=/nonexistent/gnuplot $L report --db r.db -o x.html"), 3, "%s", out);
+    cr_expect_not_null(strstr(out, "apt-get install gnuplot-nox"), "%s", out);
+    cr_expect(!exists("x.html"), "nothing written");
+    cr_expect_eq(sh(out, sizeof out, "$L report --db r.db -o x.html"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --series nll_by_pos --format md"), 2, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --series nosuch --format csv"), 2, "%s", out);
+    cr_expect_not_null(strstr(out, "nll_by_pos (ppl)"), "%s", out);
+}
+
+/* ---- show task: one rendered instance ---- */
+
+/* Run `lenx show task needle ...`; the prompt (BOS as one character) and the answer. */
+static void needle_instance(const char *args, char *prompt, char *answer, size_t n)
+{
+    static char out[1 << 17];
+    cr_assert_eq(sh(out, sizeof out, "$L show task needle %s", args), 0, "%s", out);
+    char *p = strstr(out, "--- prompt\n<bos>"), *a = strstr(out, "\n--- answer\n");
+    cr_assert(p && a, "%s", out);
+    p += strlen("--- prompt\n<bos>");
+    snprintf(prompt, n, "^%.*s", (int)(a - p), p);      /* '^' stands for the BOS token */
+    snprintf(answer, n, "%s", a + strlen("\n--- answer\n"));
+    answer[strcspn(answer, "\n")] = '\0';
+}
+
+/* Where the needle sentence starts, as a fraction of the haystack (the
+** prompt without BOS, needle and question). */
+static double needle_at(const char *prompt)
+{
+    const char *s = strstr(prompt, "The special magic "), *q = strstr(prompt, "\nWhat is the special magic");
+    cr_assert(s && q);
+    const char *dot = strchr(s, '.');
+    long needle = (long)(dot - s) + 2, hay = (long)(q - prompt) - 1 - needle;
+    return (double)(s - prompt - 1) / (double)hay;
+}
+
+Test(show_task, needle_has_the_exact_length_and_the_requested_depth, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static char prompt[1 << 17], answer[1 << 17];
+    needle_instance("--length 1021", prompt, answer, sizeof prompt);
+    cr_expect_eq(strlen(prompt) + strlen(answer), 1021, "1021 tokens: %zu + %zu", strlen(prompt), strlen(answer));
+    cr_expect_eq(strlen(answer), 8, "' ' and 7 digits: '%s'", answer);
+    cr_expect_not_null(strstr(prompt, answer + 1), "the needle holds the gold number");
+
+    needle_instance("--length 1021 --depth 0", prompt, answer, sizeof prompt);
+    cr_expect_eq(strncmp(prompt, "^The special magic ", 19), 0, "depth 0: the needle first: %.60s", prompt);
+    needle_instance("--length 1021 --depth 1", prompt, answer, sizeof prompt);
+    const char *q = strstr(prompt, "\nWhat is");
+    cr_assert_not_null(q);
+    cr_expect_eq(strncmp(q - 8, answer + 1, 7), 0, "depth 1: the needle right before the question: %.40s", q - 40);
+    /* in a long haystack the sentence starts are close: the needle sits near depth·H */
+    for (int k = 1; k <= 3; k++) {
+        char args[64];
+        snprintf(args, sizeof args, "--length 20000 --depth %g --sample 3", 0.25 * k);
+        needle_instance(args, prompt, answer, sizeof prompt);
+        cr_expect_eq(strlen(prompt) + strlen(answer), 20000);
+        cr_expect(fabs(needle_at(prompt) - 0.25 * k) < 0.03, "depth %g: the needle at %.3f", 0.25 * k,
+                  needle_at(prompt));
+    }
+}
+
+Test(show_task, refuses_what_it_cannot_render, .init = setup, .fini = teardown)
+{
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "$L show task ppl --length 100"), 2, "%s", out);
+    cr_expect_not_null(strstr(out, "only retrieval tasks"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --length 50"), 2, "%s", out);
+    cr_expect_not_null(strstr(out, "minimum"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --length 500 --depth 1.5"), 2, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle template=short --length 200"), 0, "%s", out);
+    cr_expect_not_null(strstr(out, "needle(template=short)"), "%s", out);
+}
