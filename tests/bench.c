@@ -382,9 +382,11 @@ static int tiled_paths(const double *t_tile, const int *Ts, int n)
 }
 
 /* Tiled attention (causal RoPE, 4 × 64) at 1k … 32k: GFLOP/s next to sgemm's
-** measured in the same run (before and after, the best of both), block sizes
-** at 16k, method features vs plain at 4k, a window of 256 vs full at 32k,
-** and the head path and naive reference. */
+** measured right before and after each length (the better of the two, so
+** that a busy spell on a shared machine does not flatter the attention);
+** block sizes at 16k; method features vs plain at 4k and a window of 256 vs
+** full at 32k, each timed next to its baseline; the head path and the naive
+** reference. */
 static int bench_tiled(void)
 {
     const char *ct = getenv("OPENBLAS_CORETYPE");
@@ -394,14 +396,36 @@ static int bench_tiled(void)
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     printf("\ntiled attention: OpenBLAS %s, OPENBLAS_CORETYPE=%s, softmax loops %s, %d threads\n", blas,
            ct ? ct : "(unset)", avx2 ? "AVX2+FMA" : "SSE2", omp_get_max_threads());
-    double g0[3], g1[3];
-    sgemm_rates(g0);
     static const int Ts[] = {1024, 4096, 16384, 32768};
-    double t_tile[4];
-    for (int i = 0; i < 4; i++)
+    double t_tile[4], g[4][3];
+    printf("\n| T | tiled s | attention GFLOP/s | sgemm 2048^3 | tile-shaped | Q K^T 4096^2x64 | of 2048^3 | of tile-shaped |\n"
+           "|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < 4; i++) {
+        double g1[3];
+        sgemm_rates(g[i]);
         if ((t_tile[i] = tiled_time("rope", Ts[i], Ts[i] > 4096 ? 2 : 8, LX_BENCH_BQ, LX_BENCH_BK)) < 0)
             return 1;
+        sgemm_rates(g1);
+        for (int k = 0; k < 3; k++)
+            g[i][k] = g1[k] > g[i][k] ? g1[k] : g[i][k];
+        double gf = att_gflops(Ts[i], t_tile[i]);
+        printf("| %d | %.4f | %.1f | %.1f | %.1f | %.1f | %.0f%% | %.0f%% |\n", Ts[i], t_tile[i], gf, g[i][0], g[i][1],
+               g[i][2], 100 * gf / g[i][0], 100 * gf / g[i][1]);
+        fflush(stdout);
+    }
+    static const int blocks[][2] = {{128, 256}, {256, 256}, {512, 256}, {256, 512}, {512, 512}};
+    printf("\n| blocks bq x bk, T=16384 | s | GFLOP/s |\n|---|---:|---:|\n");
+    for (int i = 0; i < 5; i++) {
+        double t = tiled_time("rope", 16384, 2, blocks[i][0], blocks[i][1]);
+        printf("| %d x %d | %.4f | %.1f |\n", blocks[i][0], blocks[i][1], t, att_gflops(16384, t));
+    }
+    double rss_tiled = peak_mib();
+    printf("\n| %-10s | %-34s | %-22s | %9s | %9s | %8s |\n", "bench", "fast path", "baseline", "fast s", "base s",
+           "speedup");
+    printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
+    double t_full = tiled_time("rope", 32768, 2, LX_BENCH_BQ, LX_BENCH_BK);
     double t_win = tiled_time("[rope, {window: {size: 256}}]", 32768, 3, LX_BENCH_BQ, LX_BENCH_BK);
+    report("tiled", "window 256, T=32768", "full causal, T=32768", t_win, t_full);
     static const char *const feats[][2] = {
         {"[rope, infoscale]", "rope+infoscale (row scale)"},
         {"alibi", "alibi (distance affine)"},
@@ -409,34 +433,14 @@ static int bench_tiled(void)
         {"[rope, {rerope: {window: 512}}]", "rope+rerope(512) (far keys)"},
         {"[rope, {streaming: {sinks: 4, recent: 1024}}]", "rope+streaming(4, 1024)"},
     };
-    double t_feat[5];
-    for (int i = 0; i < 5; i++)
-        if ((t_feat[i] = tiled_time(feats[i][0], 4096, 5, LX_BENCH_BQ, LX_BENCH_BK)) < 0)
+    for (int i = 0; i < 5; i++) {   /* the ratio is plain / feature: < 1 = the feature costs */
+        double t_plain = tiled_time("rope", 4096, 5, LX_BENCH_BQ, LX_BENCH_BK);
+        double t_feat = tiled_time(feats[i][0], 4096, 5, LX_BENCH_BQ, LX_BENCH_BK);
+        if (t_plain < 0 || t_feat < 0)
             return 1;
-    static const int blocks[][2] = {{128, 256}, {256, 256}, {512, 256}, {256, 512}, {512, 512}};
-    double t_blk[5];
-    for (int i = 0; i < 5; i++)
-        t_blk[i] = tiled_time("rope", 16384, 2, blocks[i][0], blocks[i][1]);
-    double rss_tiled = peak_mib();
-    sgemm_rates(g1);
-    for (int k = 0; k < 3; k++)     /* the best of both: a busy spell must not flatter the attention */
-        g0[k] = g1[k] > g0[k] ? g1[k] : g0[k];
-    printf("\nsgemm GFLOP/s (best of before/after): 2048^3 %.1f; tile-shaped 256x256x64 + 256x64x256 on every "
-           "thread %.1f; Q K^T 4096x4096x64 %.1f\n", g0[0], g0[1], g0[2]);
-    printf("\n| T | tiled s | attention GFLOP/s | of sgemm 2048^3 | of tile-shaped sgemm |\n|---:|---:|---:|---:|---:|\n");
-    for (int i = 0; i < 4; i++) {
-        double gf = att_gflops(Ts[i], t_tile[i]);
-        printf("| %d | %.4f | %.1f | %.0f%% | %.0f%% |\n", Ts[i], t_tile[i], gf, 100 * gf / g0[0], 100 * gf / g0[1]);
+        report("tiled", feats[i][1], "plain rope T=4096", t_feat, t_plain);
+        fflush(stdout);
     }
-    printf("\n| blocks bq x bk, T=16384 | s | GFLOP/s |\n|---|---:|---:|\n");
-    for (int i = 0; i < 5; i++)
-        printf("| %d x %d | %.4f | %.1f |\n", blocks[i][0], blocks[i][1], t_blk[i], att_gflops(16384, t_blk[i]));
-    printf("\n| %-10s | %-34s | %-22s | %9s | %9s | %8s |\n", "bench", "fast path", "baseline", "fast s", "base s",
-           "speedup");
-    printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
-    report("tiled", "window 256, T=32768", "full causal, T=32768", t_win, t_tile[3]);
-    for (int i = 0; i < 5; i++)     /* the ratio is plain / feature: < 1 = the feature costs */
-        report("tiled", feats[i][1], "plain rope T=4096", t_feat[i], t_tile[1]);
     if (tiled_paths(t_tile, Ts, 4))
         return 1;
     printf("\npeak RSS after the tiled runs (32k: q|k|v %.0f MiB): %.0f MiB; after the head path: %.0f MiB\n",

@@ -14,6 +14,12 @@
 ** tiles there are visited. The logit maps are the naive reference's
 ** (lx_spec_affine) written as A = R(n)·X(t), B = Σ_k R_k(n)·G_k(t): per-head
 ** tables of the distance ops over t, per-row products of the row scales.
+**
+** Row statistics (when ws->stats asks) ride along in the same pass: per row
+** Σ e·(l − m), Σ l, Σ l², and Σ e and Σ e·(l − m) per distance bucket and
+** range, rescaled with α like s_i and O_i; after the last tile they give the
+** row's entropy, max p (1/s_i), logit std and masses (attention.h, "Row
+** statistics from the tiles"). Only the rows asked for pay for it.
 */
 #include "harness/engine/attention.h"
 
