@@ -398,8 +398,8 @@ static int bench_tiled(void)
            ct ? ct : "(unset)", avx2 ? "AVX2+FMA" : "SSE2", omp_get_max_threads());
     static const int Ts[] = {1024, 4096, 16384, 32768};
     double t_tile[4], g[4][3];
-    printf("\n| T | tiled s | attention GFLOP/s | sgemm 2048^3 | tile-shaped | Q K^T 4096^2x64 | of 2048^3 | of tile-shaped |\n"
-           "|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("\n| T | tiled s | attention GFLOP/s | sgemm 2048^3 | tile-shaped | Q K^T 4096^2x64 | of 2048^3 "
+           "| of tile-shaped |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < 4; i++) {
         double g1[3];
         sgemm_rates(g[i]);
