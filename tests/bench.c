@@ -18,7 +18,8 @@
 **   model       training and evaluation tokens/s vs PyTorch (tests/bench_model.c)
 **
 ** `lenx-bench micro` runs all but the model part, `lenx-bench tiled` and
-** `lenx-bench model` one part each.
+** `lenx-bench model` one part each (`lenx-bench tiledstats` only the cost of
+** row statistics from the tiles).
 */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
@@ -381,6 +382,32 @@ static int tiled_paths(const double *t_tile, const int *Ts, int n)
     return 0;
 }
 
+/* The cost of row statistics from the tiles at T = 4096: plain vs every row's
+** entropy, max p and logit std (calibration), vs those plus 40 distance
+** buckets and 3 ranges (the attn task), each timed next to plain. */
+static int bench_tile_stats(void)
+{
+    struct lx_error err;
+    struct tile_arg a;
+    if (tile_init(&a, "rope", 4096, &err) < 0)
+        return fprintf(stderr, "bench: %s\n", err.msg), 1;
+    struct lx_diag out[4];
+    struct lx_ranges rg = {.n = 3, .lo = {1, 16, 256}, .hi = {16, 256, 4096}};
+    struct lx_tile_stats st[2] = {{.out = out}, {.out = out, .ranges = &rg, .buckets = 1}};
+    a.tw.acc = malloc(sizeof(double) * lx_tile_acc_doubles(a.tw.bq) * (size_t)a.tw.n_thr);
+    a.tw.part = malloc(sizeof(struct lx_diag) * 4 * (size_t)(4096 / a.tw.bq));
+    static const char *const what[2] = {"stats: entropy, pmax, sigma T=4096", "+ buckets, 3 ranges T=4096"};
+    for (int i = 0; i < 2; i++) {
+        a.tw.stats = NULL;
+        double t_plain = best_of(5, tile_fast, &a);
+        a.tw.stats = &st[i];
+        report("tiled", what[i], "no statistics", best_of(5, tile_fast, &a), t_plain);
+    }
+    free(a.tw.acc), free(a.tw.part);
+    tile_free(&a);
+    return 0;
+}
+
 /* Tiled attention (causal RoPE, 4 × 64) at 1k … 32k: GFLOP/s next to sgemm's
 ** measured right before and after each length (the better of the two, so
 ** that a busy spell on a shared machine does not flatter the attention);
@@ -441,7 +468,7 @@ static int bench_tiled(void)
         report("tiled", feats[i][1], "plain rope T=4096", t_feat, t_plain);
         fflush(stdout);
     }
-    if (tiled_paths(t_tile, Ts, 4))
+    if (bench_tile_stats() || tiled_paths(t_tile, Ts, 4))
         return 1;
     printf("\npeak RSS after the tiled runs (32k: q|k|v %.0f MiB): %.0f MiB; after the head path: %.0f MiB\n",
            32768.0 * 3 * 256 * 4 / 1048576.0, rss_tiled, peak_mib());
@@ -455,6 +482,8 @@ int main(int argc, char **argv)
     const char *only = argc > 1 ? argv[1] : "";
     if (!strcmp(only, "model"))
         return lx_bench_model();
+    if (!strcmp(only, "tiledstats"))
+        return bench_tile_stats();
     if (!strcmp(only, "tiled"))
         return bench_tiled();
     int max_threads = omp_get_max_threads();
