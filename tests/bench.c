@@ -20,7 +20,8 @@
 **   model       training and evaluation tokens/s vs PyTorch (tests/bench_model.c)
 **
 ** `lenx-bench micro` runs all but the model part, `lenx-bench tiled`,
-** `lenx-bench decode` and `lenx-bench model` one part each.
+** `lenx-bench decode` and `lenx-bench model` one part each (`lenx-bench
+** tiledstats` only the cost of row statistics from the tiles).
 */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
@@ -383,10 +384,38 @@ static int tiled_paths(const double *t_tile, const int *Ts, int n)
     return 0;
 }
 
+/* The cost of row statistics from the tiles at T = 4096: plain vs every row's
+** entropy, max p and logit std (calibration), vs those plus 40 distance
+** buckets and 3 ranges (the attn task), each timed next to plain. */
+static int bench_tile_stats(void)
+{
+    struct lx_error err;
+    struct tile_arg a;
+    if (tile_init(&a, "rope", 4096, &err) < 0)
+        return fprintf(stderr, "bench: %s\n", err.msg), 1;
+    struct lx_diag out[4];
+    struct lx_ranges rg = {.n = 3, .lo = {1, 16, 256}, .hi = {16, 256, 4096}};
+    struct lx_tile_stats st[2] = {{.out = out}, {.out = out, .ranges = &rg, .buckets = 1}};
+    a.tw.acc = malloc(sizeof(double) * lx_tile_acc_doubles(a.tw.bq) * (size_t)a.tw.n_thr);
+    a.tw.part = malloc(sizeof(struct lx_diag) * 4 * (size_t)(4096 / a.tw.bq));
+    static const char *const what[2] = {"stats: entropy, pmax, sigma T=4096", "+ buckets, 3 ranges T=4096"};
+    for (int i = 0; i < 2; i++) {
+        a.tw.stats = NULL;
+        double t_plain = best_of(5, tile_fast, &a);
+        a.tw.stats = &st[i];
+        report("tiled", what[i], "no statistics", best_of(5, tile_fast, &a), t_plain);
+    }
+    free(a.tw.acc), free(a.tw.part);
+    tile_free(&a);
+    return 0;
+}
+
 /* Tiled attention (causal RoPE, 4 × 64) at 1k … 32k: GFLOP/s next to sgemm's
-** measured in the same run (before and after, the best of both), block sizes
-** at 16k, method features vs plain at 4k, a window of 256 vs full at 32k,
-** and the head path and naive reference. */
+** measured right before and after each length (the better of the two, so
+** that a busy spell on a shared machine does not flatter the attention);
+** block sizes at 16k; method features vs plain at 4k and a window of 256 vs
+** full at 32k, each timed next to its baseline; the head path and the naive
+** reference. */
 static int bench_tiled(void)
 {
     const char *ct = getenv("OPENBLAS_CORETYPE");
@@ -396,14 +425,36 @@ static int bench_tiled(void)
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     printf("\ntiled attention: OpenBLAS %s, OPENBLAS_CORETYPE=%s, softmax loops %s, %d threads\n", blas,
            ct ? ct : "(unset)", avx2 ? "AVX2+FMA" : "SSE2", omp_get_max_threads());
-    double g0[3], g1[3];
-    sgemm_rates(g0);
     static const int Ts[] = {1024, 4096, 16384, 32768};
-    double t_tile[4];
-    for (int i = 0; i < 4; i++)
+    double t_tile[4], g[4][3];
+    printf("\n| T | tiled s | attention GFLOP/s | sgemm 2048^3 | tile-shaped | Q K^T 4096^2x64 | of 2048^3 "
+           "| of tile-shaped |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < 4; i++) {
+        double g1[3];
+        sgemm_rates(g[i]);
         if ((t_tile[i] = tiled_time("rope", Ts[i], Ts[i] > 4096 ? 2 : 8, LX_BENCH_BQ, LX_BENCH_BK)) < 0)
             return 1;
+        sgemm_rates(g1);
+        for (int k = 0; k < 3; k++)
+            g[i][k] = g1[k] > g[i][k] ? g1[k] : g[i][k];
+        double gf = att_gflops(Ts[i], t_tile[i]);
+        printf("| %d | %.4f | %.1f | %.1f | %.1f | %.1f | %.0f%% | %.0f%% |\n", Ts[i], t_tile[i], gf, g[i][0], g[i][1],
+               g[i][2], 100 * gf / g[i][0], 100 * gf / g[i][1]);
+        fflush(stdout);
+    }
+    static const int blocks[][2] = {{128, 256}, {256, 256}, {512, 256}, {256, 512}, {512, 512}};
+    printf("\n| blocks bq x bk, T=16384 | s | GFLOP/s |\n|---|---:|---:|\n");
+    for (int i = 0; i < 5; i++) {
+        double t = tiled_time("rope", 16384, 2, blocks[i][0], blocks[i][1]);
+        printf("| %d x %d | %.4f | %.1f |\n", blocks[i][0], blocks[i][1], t, att_gflops(16384, t));
+    }
+    double rss_tiled = peak_mib();
+    printf("\n| %-10s | %-34s | %-22s | %9s | %9s | %8s |\n", "bench", "fast path", "baseline", "fast s", "base s",
+           "speedup");
+    printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
+    double t_full = tiled_time("rope", 32768, 2, LX_BENCH_BQ, LX_BENCH_BK);
     double t_win = tiled_time("[rope, {window: {size: 256}}]", 32768, 3, LX_BENCH_BQ, LX_BENCH_BK);
+    report("tiled", "window 256, T=32768", "full causal, T=32768", t_win, t_full);
     static const char *const feats[][2] = {
         {"[rope, infoscale]", "rope+infoscale (row scale)"},
         {"alibi", "alibi (distance affine)"},
@@ -411,35 +462,15 @@ static int bench_tiled(void)
         {"[rope, {rerope: {window: 512}}]", "rope+rerope(512) (far keys)"},
         {"[rope, {streaming: {sinks: 4, recent: 1024}}]", "rope+streaming(4, 1024)"},
     };
-    double t_feat[5];
-    for (int i = 0; i < 5; i++)
-        if ((t_feat[i] = tiled_time(feats[i][0], 4096, 5, LX_BENCH_BQ, LX_BENCH_BK)) < 0)
+    for (int i = 0; i < 5; i++) {   /* the ratio is plain / feature: < 1 = the feature costs */
+        double t_plain = tiled_time("rope", 4096, 5, LX_BENCH_BQ, LX_BENCH_BK);
+        double t_feat = tiled_time(feats[i][0], 4096, 5, LX_BENCH_BQ, LX_BENCH_BK);
+        if (t_plain < 0 || t_feat < 0)
             return 1;
-    static const int blocks[][2] = {{128, 256}, {256, 256}, {512, 256}, {256, 512}, {512, 512}};
-    double t_blk[5];
-    for (int i = 0; i < 5; i++)
-        t_blk[i] = tiled_time("rope", 16384, 2, blocks[i][0], blocks[i][1]);
-    double rss_tiled = peak_mib();
-    sgemm_rates(g1);
-    for (int k = 0; k < 3; k++)     /* the best of both: a busy spell must not flatter the attention */
-        g0[k] = g1[k] > g0[k] ? g1[k] : g0[k];
-    printf("\nsgemm GFLOP/s (best of before/after): 2048^3 %.1f; tile-shaped 256x256x64 + 256x64x256 on every "
-           "thread %.1f; Q K^T 4096x4096x64 %.1f\n", g0[0], g0[1], g0[2]);
-    printf("\n| T | tiled s | attention GFLOP/s | of sgemm 2048^3 | of tile-shaped sgemm |\n|---:|---:|---:|---:|---:|\n");
-    for (int i = 0; i < 4; i++) {
-        double gf = att_gflops(Ts[i], t_tile[i]);
-        printf("| %d | %.4f | %.1f | %.0f%% | %.0f%% |\n", Ts[i], t_tile[i], gf, 100 * gf / g0[0], 100 * gf / g0[1]);
+        report("tiled", feats[i][1], "plain rope T=4096", t_feat, t_plain);
+        fflush(stdout);
     }
-    printf("\n| blocks bq x bk, T=16384 | s | GFLOP/s |\n|---|---:|---:|\n");
-    for (int i = 0; i < 5; i++)
-        printf("| %d x %d | %.4f | %.1f |\n", blocks[i][0], blocks[i][1], t_blk[i], att_gflops(16384, t_blk[i]));
-    printf("\n| %-10s | %-34s | %-22s | %9s | %9s | %8s |\n", "bench", "fast path", "baseline", "fast s", "base s",
-           "speedup");
-    printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
-    report("tiled", "window 256, T=32768", "full causal, T=32768", t_win, t_tile[3]);
-    for (int i = 0; i < 5; i++)     /* the ratio is plain / feature: < 1 = the feature costs */
-        report("tiled", feats[i][1], "plain rope T=4096", t_feat[i], t_tile[1]);
-    if (tiled_paths(t_tile, Ts, 4))
+    if (bench_tile_stats() || tiled_paths(t_tile, Ts, 4))
         return 1;
     printf("\npeak RSS after the tiled runs (32k: q|k|v %.0f MiB): %.0f MiB; after the head path: %.0f MiB\n",
            32768.0 * 3 * 256 * 4 / 1048576.0, rss_tiled, peak_mib());
@@ -454,6 +485,8 @@ int main(int argc, char **argv)
     const char *only = argc > 1 ? argv[1] : "";
     if (!strcmp(only, "model"))
         return lx_bench_model();
+    if (!strcmp(only, "tiledstats"))
+        return bench_tile_stats();
     if (!strcmp(only, "tiled"))
         return bench_tiled();
     if (!strcmp(only, "decode"))

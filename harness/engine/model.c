@@ -693,7 +693,8 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
         if (a->kv)
             lx_kvcache_put(a->kv, (int)l, qkv, a->B, a->T, (int)s.H);
         attention_all(a, spec, qkv, ao, att, a->stats ? a->stats + l * a->B * s.H * LX_ATTN_NSTATS : NULL,
-                      a->diag ? a->diag + l * a->B * s.H : NULL, W->logit_scale, (int)l, a->B, a->T, (int)s.H, (int)s.KV, (int)ar->d_head, causal);
+                      a->diag ? a->diag + l * a->B * s.H : NULL, W->logit_scale, (int)l, a->B, a->T, (int)s.H,
+                      (int)s.KV, (int)ar->d_head, causal);
         memcpy(xm, xin, sizeof(float) * (size_t)(s.N * s.C));
         lx_matmul(xm, ao, W->wo, (int)s.N, (int)s.C, (int)s.HD, 0, 1, 1.0f, 1.0f);
 

@@ -14,6 +14,12 @@
 ** tiles there are visited. The logit maps are the naive reference's
 ** (lx_spec_affine) written as A = R(n)·X(t), B = Σ_k R_k(n)·G_k(t): per-head
 ** tables of the distance ops over t, per-row products of the row scales.
+**
+** Row statistics (when ws->stats asks) ride along in the same pass: per row
+** Σ e·(l − m), Σ l, Σ l², and Σ e and Σ e·(l − m) per distance bucket and
+** range, rescaled with α like s_i and O_i; after the last tile they give the
+** row's entropy, max p (1/s_i), logit std and masses (attention.h, "Row
+** statistics from the tiles"). Only the rows asked for pay for it.
 */
 #include "harness/engine/attention.h"
 
@@ -201,12 +207,6 @@ size_t lx_tile_acc_doubles(int bq)
     return (size_t)bq * (sizeof(struct rowacc) / sizeof(double));
 }
 
-/* lx_diag_bucket(t) without its loop: the bit length of t. */
-static int bucket_of(long t)
-{
-    return t ? 64 - __builtin_clzl((unsigned long)t) : 0;
-}
-
 /* The running max moves by dm = m − m' < 0 (α = e^dm): rescale the sums in e;
 ** l is the row's sum Σ e before the move. */
 static void acc_rescale(struct rowacc *A, const struct lx_tile_stats *st, double al, double dm, double l)
@@ -222,11 +222,35 @@ static void acc_rescale(struct rowacc *A, const struct lx_tile_stats *st, double
     }
 }
 
-/* Add tile columns [c0, c1) of row i: lg the logits, e = exp(lg − m) (0 below the floor). */
+/* Σ e and Σ e (lg − m) over the tile columns in [c0, c1) whose key is at a
+** distance in [lo, hi) from the row's (column d: key j0 + d is the query):
+** two runs of columns, before and after d. */
+static void dist_sums(const float *lg, const float *e, float m, long d, long c0, long c1, long lo, long hi,
+                      double *se, double *su)
+{
+    double a = 0.0, u = 0.0;
+    for (int side = 0; side < 2; side++) {
+        long r0 = side ? d + (lo > 1 ? lo : 1) : d - hi + 1, r1 = side ? d + hi : d - lo + 1;
+        r0 = r0 > c0 ? r0 : c0;
+        r1 = r1 < c1 ? r1 : c1;
+#pragma omp simd reduction(+ : a, u)
+        for (long c = r0; c < r1; c++) {
+            a += e[c];
+            u += e[c] * ((double)lg[c] - m);
+        }
+    }
+    *se += a;
+    if (su)
+        *su += u;
+}
+
+/* Add tile columns [c0, c1) of row i: lg the logits, e = exp(lg − m) (0 below
+** the floor); buckets and ranges as runs of columns at their distances. */
 static void acc_add(struct rowacc *A, const struct lx_tile_stats *st, const float *lg, const float *e, float m,
                     long i, long j0, long c0, long c1)
 {
     double su = 0.0, s1 = 0.0, s2 = 0.0;
+#pragma omp simd reduction(+ : su, s1, s2)
     for (long c = c0; c < c1; c++) {
         double g = lg[c];
         s1 += g;
@@ -234,19 +258,13 @@ static void acc_add(struct rowacc *A, const struct lx_tile_stats *st, const floa
         su += (double)e[c] * (g - m);
     }
     A->sum += s1, A->sum2 += s2, A->u += su;
-    int nr = st->ranges ? st->ranges->n : 0;
-    if (!st->buckets && !nr)
-        return;
-    for (long c = c0; c < c1; c++) {
-        long t = i - j0 - c < 0 ? j0 + c - i : i - j0 - c;
-        if (st->buckets)
-            A->bucket[bucket_of(t)] += e[c];
-        for (int r = 0; r < nr; r++)
-            if (t >= st->ranges->lo[r] && t < st->ranges->hi[r]) {
-                A->mass[r] += e[c];
-                A->um[r] += e[c] * ((double)lg[c] - m);
-            }
+    long d = i - j0, far = d - c0 > c1 - 1 - d ? d - c0 : c1 - 1 - d;     /* the farthest distance here */
+    for (int k = 0; st->buckets && k < LX_DIAG_BUCKETS && lx_diag_bucket_start(k) <= far; k++) {
+        long lo = lx_diag_bucket_start(k);
+        dist_sums(lg, e, m, d, c0, c1, lo, k ? 2 * lo : 1, &A->bucket[k], NULL);
     }
+    for (int r = 0; st->ranges && r < st->ranges->n; r++)
+        dist_sums(lg, e, m, d, c0, c1, st->ranges->lo[r], st->ranges->hi[r], &A->mass[r], &A->um[r]);
 }
 
 /* Row i's statistics from its sums, Z = Σ e over all its n visible keys. */
