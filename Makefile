@@ -120,8 +120,8 @@ baseline: lenx
 	./lenx table --db build/baseline.db --sweep tiny --format csv > results/baselines/tiny.csv
 
 # The model part (tests/bench_model.c) also runs tests/bench_torch.py;
-# BENCH=micro (all but the model part), BENCH=tiled or BENCH=model runs a
-# part, BENCH_SECONDS sets the timed
+# BENCH=micro (all but the model part), BENCH=tiled, BENCH=decode or
+# BENCH=model runs a part, BENCH_SECONDS sets the timed
 # seconds per side and configuration (default 8). OPENBLAS_CORETYPE, when set,
 # reaches both lenx and PyTorch.
 BENCH ?=

@@ -20,6 +20,7 @@
 #include <omp.h>
 
 #include "harness/engine/corpus.h"
+#include "harness/engine/decode.h"
 #include "harness/engine/model.h"
 #include "harness/core/hash.h"
 
@@ -274,10 +275,12 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
 /* Memory (docs/config.md, "Memory"): training a model (its batch and length)
 ** and evaluating it at this length (lx_eval_windows's batch of up to 8192
 ** tokens) must fit in the memory the machine has now, on this thread count.
-** The T x T probabilities count only when the cell reads them (`probs`: a task
-** with needs_probs, or a stack that calibrates on attention statistics);
-** every other evaluation runs tiled, in O(T·d). */
-static int check_memory(const struct lx_grid *g, int m, int l, int probs, struct lx_error *err)
+** The T x T probabilities count only when the cell reads whole probability
+** rows (LX_RUN_PROBS: a task with needs_probs); every other evaluation, row
+** statistics and t5align's calibration included, runs tiled, in O(T·d). A
+** task that decodes greedy answers adds a KV cache of its batch
+** (LX_RUN_KVCACHE). */
+static int check_memory(const struct lx_grid *g, int m, int l, unsigned uses, struct lx_error *err)
 {
     const struct lx_model_use *mu = &g->models[m];
     long T = g->lengths[l], B = 8192 / T > 1 ? 8192 / T : 1;
@@ -292,7 +295,7 @@ static int check_memory(const struct lx_grid *g, int m, int l, int probs, struct
                            "smaller train batch or length, or fewer --threads", mu->name, lx_fmt_bytes(nb, need),
                            lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 1)), mu->train.batch, mu->train.length,
                            omp_get_max_threads(), ab);
-    if ((need = lx_run_bytes(&mu->arch, (int)B, (int)T, 0, probs)) > avail)
+    if ((need = lx_run_bytes(&mu->arch, (int)B, (int)T, 0, uses)) > avail)
         return lx_node_err(err, g->length_where[l], "model '%s' needs %s to evaluate length %ld (weights %s, "
                            "activations for %ld x %ld tokens on %d thread(s)); %s of memory are available\n"
                            "  hint: use a shorter length, fewer --threads or a smaller arch", mu->name,
@@ -327,7 +330,9 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
     lx_stack_resolved(&g->stacks[s], &spec, canon, json);
     if (m < 0)
         return rc;
-    if ((rc = check_memory(g, m, l, tu->task->needs_probs || spec.calibrate != NULL, err)) < 0)
+    unsigned uses = (tu->task->needs_probs ? LX_RUN_PROBS : 0) |
+                    (tu->task->decodes ? LX_RUN_KVCACHE | (lx_decode_far(&spec) ? LX_RUN_KVFAR : 0) : 0);
+    if ((rc = check_memory(g, m, l, uses, err)) < 0)
         return rc;
     if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0)
         return rc;

@@ -76,23 +76,6 @@ static const char *attn_split(const void *params)
     return lx_corpus_split(p->corpus);
 }
 
-/* One pass: every window through the model, each head's rows into its slot. */
-struct attn_pass {
-    struct lx_diag *slot;       /* (layers, heads) */
-    int H;
-    long row0;
-    const struct lx_ranges *rg;
-};
-
-static void attn_probe(void *ctx, int layer, int b, int h, const float *P, int T)
-{
-    (void)b;    /* one window per forward */
-    struct attn_pass *ps = ctx;
-    struct lx_diag *d = &ps->slot[(long)layer * ps->H + h];
-    for (long i = ps->row0; i < T; i++)
-        lx_diag_row(d, P + i * T, i, ps->rg);
-}
-
 static int measure(const struct lx_task_ctx *ctx, const struct lx_spec *spec, long L, long row0,
                    const struct lx_ranges *rg, struct lx_diag *slot, struct lx_error *err)
 {
@@ -112,8 +95,11 @@ static int measure(const struct lx_task_ctx *ctx, const struct lx_spec *spec, lo
         free(win);
         return rc;
     }
-    struct attn_pass ps = {.slot = slot, .H = (int)ctx->model->arch.heads, .row0 = row0, .rg = rg};
-    lx_acts_set_probe(&a, attn_probe, &ps);
+    /* one window per pass: each (layer, head) sums its rows into its slot, from the tiles */
+    a.diag = slot;
+    a.diag_ranges = rg;
+    a.diag_buckets = 1;
+    a.stats_row0 = &row0;
     int *tok = lx_xmalloc(sizeof(int) * (size_t)L);
     for (long w = 0; w < nw; w++) {
         const unsigned char *s = c->docs[win[w].doc].bytes + win[w].off;
@@ -221,7 +207,7 @@ static int attn_check(const void *params, long length, struct lx_error *err)
     (void)params;
     if (length < 2 || length > (1L << 16))
         return lx_err(err, LX_EINVAL, "attn: length %ld is outside [2, 65536]\n"
-                      "  hint: attention rows are materialised, T x T floats per thread", length);
+                      "  hint: the distance ranges and buckets are checked up to 65536 tokens", length);
     return LX_OK;
 }
 
@@ -234,7 +220,7 @@ const struct lx_task lx_task_attn = {
     .headline = "entropy,pmax,entropy_train,js_train",
     .mode = LX_MODE_CAUSAL,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
-    .needs_probs = 1,   /* its probe reads every head's probabilities */
+    .needs_probs = 0,   /* its statistics are summed from the tiles (O(T·d)) */
     .split = attn_split,
     .check = attn_check,
     .run = attn_run,

@@ -12,6 +12,7 @@
 
 #include "harness/engine/corpus.h"
 #include "harness/engine/attention.h"
+#include "harness/engine/decode.h"
 #include "harness/engine/model.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
@@ -219,105 +220,133 @@ long lx_prose_nearest(const char *s, long n, double x)
 
 /* ---- answers ----------------------------------------------------------------- */
 
-static int argmax(const float *x, long n)
-{
-    int best = 0;
-    for (long i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = (int)i;
-    return best;
-}
+/* How the greedy tokens after a miss are produced, and the buffers for it. */
+struct greedy {
+    enum lx_decode mode;    /* LX_DECODE_CACHE unless asked for the reference, or no cache fits */
+    struct lx_kvcache c;    /* cache: the teacher-forced pass's rows, one slot per window */
+    float *lg;              /* cache: (V) one step's logits */
+    struct lx_acts one;     /* full: a pass over one window, allocated on the first miss */
+    int *buf;               /* full: (T) the instance with its greedy tokens so far */
+};
 
 /* Greedy continuation of one instance from answer token k on, where the
-** teacher-forced argmax first differed from the gold token: write the greedy
-** token into the buffer and run again for the next one. */
-static void continue_greedy(const struct lx_model *m, const struct lx_spec *spec, const struct lx_instance *in,
-                            struct lx_answer *a, int k, struct lx_acts *one, int *buf)
+** teacher-forced argmax first differed from the gold token. The cache's
+** slot b holds the teacher-forced pass's rows, and rows before
+** answer_off + k are the greedy prefix's own, so each further token is one
+** decode step. The reference writes the greedy token into the buffer and
+** runs a full pass for the next one (causal attention never looks ahead, so
+** the rest of the buffer does not matter). */
+static int continue_greedy(const struct lx_model *m, const struct lx_spec *spec, const struct lx_instance *in,
+                           struct lx_answer *a, int k, struct greedy *g, int b, struct lx_error *err)
 {
     long V = m->arch.vocab, na = in->n - in->answer_off;
-    memcpy(buf, in->tok, sizeof(int) * (size_t)in->n);
-    for (; k < na; k++) {
-        buf[in->answer_off + k] = a->out[k];
-        if (k + 1 == na)
-            break;
-        lx_model_forward(m, spec, buf, NULL, one);
+    if (g->mode == LX_DECODE_CACHE) {
+        for (; k + 1 < na; k++) {
+            lx_decode_step(g->lg, m, spec, &g->c, b, in->answer_off + k, a->out[k]);
+            a->decoded++;
+            a->out[k + 1] = lx_argmax(g->lg, V);
+        }
+        return LX_OK;
+    }
+    int rc = g->one.B ? LX_OK : lx_acts_alloc(&g->one, &m->arch, 1, (int)in->n, 0, err);
+    if (rc < 0)
+        return rc;
+    memcpy(g->buf, in->tok, sizeof(int) * (size_t)in->n);
+    for (; k + 1 < na; k++) {
+        g->buf[in->answer_off + k] = a->out[k];
+        lx_model_forward(m, spec, g->buf, NULL, &g->one);
         a->forwards++;
-        a->out[k + 1] = argmax(one->logits + (in->answer_off + k) * V, V);
+        a->out[k + 1] = lx_argmax(g->one.logits + (in->answer_off + k) * V, V);
+    }
+    return LX_OK;
+}
+
+/* Window b of a teacher-forced pass (B windows, row statistics st): the
+** answer's log p, teacher-forced argmaxes and answer-row entropy; returns the
+** first answer token whose argmax is not the gold one, -1 when none. */
+static int read_answer(const struct lx_model *m, const struct lx_acts *a, const double *st, int b,
+                       const struct lx_instance *x, struct lx_answer *ans)
+{
+    long V = m->arch.vocab, L = m->arch.layers, H = m->arch.heads, T = a->T;
+    memset(ans, 0, sizeof *ans);
+    ans->forwards = 1;
+    ans->n_out = (int)(x->n - x->answer_off);
+    int first_miss = -1;
+    for (int k = 0; k < ans->n_out; k++) {
+        long pos = (long)b * T + x->answer_off - 1 + k;
+        ans->logprob -= a->loss[pos];
+        ans->out[k] = lx_argmax(a->logits + pos * V, V);
+        if (ans->out[k] != x->tok[x->answer_off + k] && first_miss < 0)
+            first_miss = k;
+    }
+    ans->correct_tf = first_miss < 0;
+    double ent = 0.0, rows = 0.0;   /* layers, then heads: a fixed order */
+    for (long l = 0; l < L; l++)
+        for (long h = 0; h < H; h++) {
+            const double *sl = st + ((l * a->B + b) * H + h) * LX_ATTN_NSTATS;
+            ent += sl[LX_ST_ENTROPY];
+            rows += sl[LX_ST_ROWS];
+        }
+    ans->entropy = rows > 0 ? ent / rows : NAN;
+    return first_miss;
+}
+
+/* Batch rows: tokens, targets (the answer only) and each window's first answer row. */
+static void fill_batch(const struct lx_instance *in, int nb, int B, int T, int *tok, int *tgt, long *row0)
+{
+    for (int b = 0; b < B; b++) {   /* a short last batch repeats its last instance, unread */
+        const struct lx_instance *x = &in[b < nb ? b : nb - 1];
+        LX_ASSERT(x->n == T && x->n - x->answer_off <= LX_MAX_ANSWER && x->answer_off >= 1);
+        memcpy(tok + (long)b * T, x->tok, sizeof(int) * (size_t)T);
+        row0[b] = x->answer_off - 1;    /* the rows that predict its answer: answers differ in length */
+        for (long t = 0; t < T; t++)    /* position t predicts token t + 1: score the answer only */
+            tgt[(long)b * T + t] = t + 1 >= x->answer_off && t + 1 < T ? x->tok[t + 1] : -1;
     }
 }
 
 int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const struct lx_instance *in, long n,
-                   struct lx_answer *out, struct lx_error *err)
+                   enum lx_decode mode, struct lx_answer *out, struct lx_error *err)
 {
     LX_ASSERT(m->arch.mode == LX_MODEL_CAUSAL);
     if (n < 1)
         return LX_OK;
     int T = (int)in[0].n;
-    long V = m->arch.vocab, per = 8192 / T > 1 ? 8192 / T : 1;
+    long V = m->arch.vocab, per = 8192 / T > 1 ? 8192 / T : 1, L = m->arch.layers, H = m->arch.heads;
     int B = (int)(n < per ? n : per);
-    struct lx_acts a, one = {0};
+    struct lx_acts a;
+    struct greedy g = {.mode = mode};
     int rc = lx_acts_alloc(&a, &m->arch, B, T, 0, err);
     if (rc < 0)
         return rc;
+    struct lx_error sub;    /* a cache that does not fit: the full passes instead */
+    if (g.mode == LX_DECODE_CACHE && lx_kvcache_alloc(&g.c, &m->arch, spec, B, T, &sub) < 0)
+        g.mode = LX_DECODE_FULL;
+    a.kv = g.mode == LX_DECODE_CACHE ? &g.c : NULL;
+    g.lg = lx_xmalloc(sizeof(float) * (size_t)V);
+    g.buf = lx_xmalloc(sizeof(int) * (size_t)T);
     int *tok = lx_xmalloc(sizeof(int) * (size_t)B * T), *tgt = lx_xmalloc(sizeof(int) * (size_t)B * T);
-    int *buf = lx_xmalloc(sizeof(int) * (size_t)T);
     long *row0 = lx_xmalloc(sizeof(long) * (size_t)B);     /* (B,) each window's first answer row */
-    long L = m->arch.layers, H = m->arch.heads;
     double *st = lx_xmalloc(sizeof(double) * (size_t)(L * B * H * LX_ATTN_NSTATS));
     a.stats = st;
+    a.stats_row0 = row0;
+    a.stats_row1 = T - 1;
     for (long i0 = 0; i0 < n && rc == LX_OK; i0 += B) {
         int nb = (int)(n - i0 < B ? n - i0 : B);
-        for (int b = 0; b < B; b++) {   /* a short last batch repeats its last instance, unread */
-            const struct lx_instance *x = &in[i0 + (b < nb ? b : nb - 1)];
-            LX_ASSERT(x->n == T && x->n - x->answer_off <= LX_MAX_ANSWER && x->answer_off >= 1);
-            memcpy(tok + (long)b * T, x->tok, sizeof(int) * (size_t)T);
-            row0[b] = x->answer_off - 1;    /* the rows that predict its answer: answers differ in length */
-            for (long t = 0; t < T; t++)    /* position t predicts token t + 1: score the answer only */
-                tgt[(long)b * T + t] = t + 1 >= x->answer_off && t + 1 < T ? x->tok[t + 1] : -1;
-        }
-        a.stats_row0 = row0;
-        a.stats_row1 = T - 1;
+        fill_batch(in + i0, nb, B, T, tok, tgt, row0);
         memset(st, 0, sizeof(double) * (size_t)(L * B * H * LX_ATTN_NSTATS));
         lx_model_forward(m, spec, tok, tgt, &a);
         if ((rc = lx_acts_check_finite(&a, V, nb, tgt, err)) < 0)
             break;
-        for (int b = 0; b < nb; b++) {
-            const struct lx_instance *x = &in[i0 + b];
-            struct lx_answer *ans = &out[i0 + b];
-            memset(ans, 0, sizeof *ans);
-            ans->forwards = 1;
-            ans->n_out = (int)(x->n - x->answer_off);
-            int first_miss = -1;
-            for (int k = 0; k < ans->n_out; k++) {
-                long pos = (long)b * T + x->answer_off - 1 + k;
-                ans->logprob -= a.loss[pos];
-                ans->out[k] = argmax(a.logits + pos * V, V);
-                if (ans->out[k] != x->tok[x->answer_off + k] && first_miss < 0)
-                    first_miss = k;
-            }
-            ans->correct_tf = first_miss < 0;
-            double ent = 0.0, rows = 0.0;   /* layers, then heads: a fixed order */
-            for (long l = 0; l < L; l++)
-                for (long h = 0; h < H; h++) {
-                    const double *sl = st + ((l * B + b) * H + h) * LX_ATTN_NSTATS;
-                    ent += sl[LX_ST_ENTROPY];
-                    rows += sl[LX_ST_ROWS];
-                }
-            ans->entropy = rows > 0 ? ent / rows : NAN;
-            if (first_miss >= 0) {
-                if (!one.B && (rc = lx_acts_alloc(&one, &m->arch, 1, T, 0, err)) < 0)
-                    break;
-                continue_greedy(m, spec, x, ans, first_miss, &one, buf);
-            }
+        for (int b = 0; b < nb && rc == LX_OK; b++) {
+            int miss = read_answer(m, &a, st, b, &in[i0 + b], &out[i0 + b]);
+            if (miss >= 0)
+                rc = continue_greedy(m, spec, &in[i0 + b], &out[i0 + b], miss, &g, b, err);
         }
     }
-    free(tok);
-    free(tgt);
-    free(buf);
-    free(row0);
-    free(st);
+    free(tok), free(tgt), free(row0), free(st), free(g.lg), free(g.buf);
     lx_acts_release(&a);
-    lx_acts_release(&one);
+    lx_acts_release(&g.one);
+    lx_kvcache_release(&g.c);
     return rc;
 }
 
@@ -346,7 +375,7 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
         rc = task->generate(ctx->params, ctx->data_key, ctx->length, i % samples, depth, &in[i], err);
     }
     if (rc == LX_OK)
-        rc = lx_answer_eval(ctx->model, ctx->spec, in, n, ans, err);
+        rc = lx_answer_eval(ctx->model, ctx->spec, in, n, LX_DECODE_CACHE, ans, err);
     if (rc == LX_OK) {
         long ok = 0, nulls = 0, with_alt = 0, confused = 0;
         double lp = 0.0, ent = 0.0, d_ok = 0.0, d_lp = 0.0, d_ent = 0.0;

@@ -16,10 +16,15 @@
 ** right: under teacher forcing, the argmax at answer position k is the greedy
 ** token given the gold prefix, so greedy decoding equals the gold answer iff
 ** every teacher-forced argmax does. After the first mismatch the greedy token
-** replaces the gold one and the pass is repeated (causal attention never looks
-** ahead, so the rest of the buffer does not matter), at most once per answer
-** token. The same pass gives the teacher-forced log-probability of the gold
-** answer, which still moves when greedy accuracy is 0 everywhere.
+** replaces the gold one and each further token is one decode step through
+** a KV cache (harness/engine/decode.h): the teacher-forced pass saved every
+** layer's keys and values, and its rows before the mismatch are the greedy
+** prefix's own, because causal attention never looks ahead. A step costs
+** O(T) against a full pass's O(T²) attention. LX_DECODE_FULL keeps the
+** reference, one full forward pass per further token; both give the same
+** tokens (tests/test_decode.c). The same pass gives the teacher-forced
+** log-probability of the gold answer, which still moves when greedy
+** accuracy is 0 everywhere.
 */
 #ifndef LX_RETRIEVAL_H
 #define LX_RETRIEVAL_H
@@ -28,6 +33,7 @@
 
 #include "harness/core/lx.h"
 #include "harness/engine/corpus.h"   /* the byte vocabulary: LX_TOK_BOS … */
+#include "harness/engine/decode.h"   /* enum lx_decode */
 #include "harness/engine/instance.h"
 
 #define LX_MAX_RETRIEVAL_LENGTH (1L << 20)  /* instance tokens at most, as ppl (docs/tasks.md) */
@@ -38,7 +44,8 @@ struct lx_answer {
     int correct_tf;         /* 1 when every teacher-forced argmax is the gold token */
     int out[LX_MAX_ANSWER]; /* greedy tokens, as many as the answer has */
     int n_out;
-    int forwards;           /* forward passes it took */
+    int forwards;           /* full forward passes it took: 1, plus one per further token (LX_DECODE_FULL) */
+    int decoded;            /* tokens decoded one row at a time through the KV cache (LX_DECODE_CACHE) */
     double entropy;         /* mean attention entropy of the rows that produce the answer (every
                             ** layer and head, teacher-forced pass) */
 };
@@ -47,9 +54,11 @@ struct lx_model;
 struct lx_spec;
 
 /* Greedy answers and teacher-forced log-probabilities of n instances on a
-** causal model (batched: instances of one length). */
+** causal model (batched: instances of one length). mode: the tokens after a
+** miss by the KV cache (LX_DECODE_CACHE; full passes when no cache fits) or
+** by full passes (LX_DECODE_FULL, the reference). */
 int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const struct lx_instance *in, long n,
-                   struct lx_answer *out, struct lx_error *err);
+                   enum lx_decode mode, struct lx_answer *out, struct lx_error *err);
 
 /* Named scorers on the greedy output, n bytes (a 0 byte is an ordinary
 ** byte): 1 correct, 0 wrong, -1 unparsable (counted in null_rate). */
@@ -201,7 +210,8 @@ long lx_put_text(int *tok, long pos, const char *s);
 /* The lx_task fields every retrieval task shares (its check is <name>_check). */
 #define LX_RETRIEVAL_OPS(name)                                                                               \
     .mode = LX_MODE_CAUSAL, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .check = name##_check,    \
-    .needs_probs = 1, /* answer-row attention statistics */                                                \
+    .needs_probs = 0, /* answer-row statistics come from the tiles */                                      \
+    .decodes = 1,     /* greedy answers after the first miss */                                              \
     .split = lx_retrieval_split, .generate = name##_generate, .train_sample = name##_train_sample,           \
     .trials = name##_trials, .score = name##_score, .run = lx_retrieval_run
 

@@ -53,10 +53,12 @@ struct lx_task {
     enum lx_mode mode;          /* the model it needs */
     const char *headline;       /* metrics `lenx run` prints ("ppl,unigram_ppl"); NULL = all */
     unsigned caps;              /* LX_CAP_* it offers methods */
-    int needs_probs;            /* (model tasks) 1 when its passes read attention probabilities (a
-                                ** probe, answer-row statistics): they run the head path, which holds
-                                ** a T x T buffer per thread, and the plan's memory check counts it;
-                                ** 0 = every pass runs tiled, in O(T·d) memory */
+    int needs_probs;            /* (model tasks) 1 when its passes read whole attention probability
+                                ** rows (a probe): they run the head path, which holds a T x T buffer
+                                ** per thread, and the plan's memory check counts it; 0 = every pass
+                                ** runs tiled, row statistics included, in O(T·d) memory */
+    int decodes;                /* (model tasks) 1 when it decodes greedy tokens through a KV cache
+                                ** (harness/engine/decode.h): the plan's memory check counts one a window */
 
     /* (logit tasks) facts for methods when there is no model */
     void (*facts)(const void *params, long length, struct lx_facts *f);

@@ -9,13 +9,19 @@
 **   attention   one head of the BLAS path vs the naive reference under
 **               ReRoPE, StreamingLLM and a window (T = 512), and the cost of
 **               the far-key GEMM: ReRoPE's head path vs plain RoPE's (T = 2048)
-**   tiled       the tiled forward vs the head path (causal RoPE, 4 × 64,
-**               T = 1k, 4k, 16k), a 256-key window vs full attention at 16k,
-**               attention GFLOP/s next to sgemm's, peak RSS
+**   tiled       the tiled forward (causal RoPE, 4 × 64, T = 1k … 32k): its
+**               GFLOP/s next to sgemm's (2048³, tile-shaped products, a
+**               4096² Q Kᵀ) measured in the same run, block sizes at 16k,
+**               method features vs plain at 4k, a 256-key window vs full
+**               attention at 32k, vs the head path (1k … 16k) and the naive
+**               reference (1k), peak RSS
+**   decode      greedy tokens through the KV cache vs full passes at 16k, and a
+**               16x passkey cell end to end both ways (tests/bench_decode.c)
 **   model       training and evaluation tokens/s vs PyTorch (tests/bench_model.c)
 **
-** `lenx-bench micro` runs all but the model part, `lenx-bench tiled` and
-** `lenx-bench model` one part each.
+** `lenx-bench micro` runs all but the model part, `lenx-bench tiled`,
+** `lenx-bench decode` and `lenx-bench model` one part each (`lenx-bench
+** tiledstats` only the cost of row statistics from the tiles).
 */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
@@ -194,6 +200,9 @@ static int bench_attention(void)
 
 /* ---- tiled attention ---- */
 
+#define LX_BENCH_BQ 256     /* the model's blocks (harness/engine/model.c) */
+#define LX_BENCH_BK 256
+
 /* One causal layer of attention, H = 4 heads × D = 64, q|k|v in one (T, 3HD)
 ** buffer as in the model. */
 struct tile_arg {
@@ -273,91 +282,215 @@ static double peak_mib(void)
     return (double)ru.ru_maxrss / 1024.0;
 }
 
-/* Tiled vs the head path (causal RoPE, 4 × 64, T = 1k, 4k, 16k), a window of
-** 256 at 16k vs full attention at 16k, and attention GFLOP/s (the causal
-** half: 2·2·(T²/2)·D·H) next to a plain sgemm's measured in the same run. */
-static int bench_tiled(void)
+/* Tile-shaped products as the tiled forward runs them: on every thread, a
+** block of 256 queries against 256 keys (S = Q Kᵀ, 256 × 256 × 64) then
+** O += P V (256 × 64 × 256), `n` times over. */
+struct shape_arg {
+    float *q, *k, *v, *s, *o;   /* per thread: (256, 64), (256, 64), (256, 64), (256, 256), (256, 64) */
+    int n;
+};
+
+static void shape_run(void *p)
+{
+    struct shape_arg *a = p;
+#pragma omp parallel for schedule(static)
+    for (int it = 0; it < a->n; it++) {
+        size_t t = (size_t)omp_get_thread_num();
+        float *s = a->s + t * 256 * 256, *o = a->o + t * 256 * 64;
+        lx_gemm(s, 256, a->q + t * 256 * 64, 64, a->k + t * 256 * 64, 64, 256, 256, 64, 0, 1, 0.125f, 0.0f);
+        lx_gemm(o, 64, s, 256, a->v + t * 256 * 64, 64, 256, 64, 256, 0, 0, 1e-3f, 1.0f);
+    }
+}
+
+/* One big attention-shaped product: S = Q Kᵀ for T = 4096, D = 64 (4096 × 4096 × 64). */
+static void qk_run(void *p)
+{
+    struct mm_arg *a = p;
+    lx_gemm(a->C, 4096, a->A, 64, a->B, 64, 4096, 4096, 64, 0, 1, 1.0f, 0.0f);
+}
+
+/* GFLOP/s of sgemm 2048³, of the tile-shaped products and of the 4096² Q Kᵀ. */
+static void sgemm_rates(double gf[3])
+{
+    struct mm_arg ma = {.n = 2048};
+    size_t nn = (size_t)ma.n * ma.n, nthr = (size_t)omp_get_max_threads();
+    ma.A = malloc(sizeof(float) * nn), ma.B = malloc(sizeof(float) * nn), ma.C = malloc(sizeof(float) * 4096 * 4096);
+    for (size_t i = 0; i < nn; i++)
+        ma.A[i] = (float)(i % 7) * 0.1f, ma.B[i] = (float)(i % 5) * 0.1f;
+    gf[0] = 2.0 * nn * ma.n / best_of(3, mm_fast, &ma) / 1e9;
+    gf[2] = 2.0 * 4096.0 * 4096 * 64 / best_of(3, qk_run, &ma) / 1e9;
+    struct shape_arg sa = {.n = 64 * (int)nthr};
+    sa.q = ma.A, sa.k = ma.A + nthr * 256 * 64, sa.v = ma.B, sa.o = ma.B + nthr * 256 * 64, sa.s = ma.C;
+    gf[1] = 4.0 * 256 * 256 * 64 * sa.n / best_of(3, shape_run, &sa) / 1e9;
+    free(ma.A), free(ma.B), free(ma.C);
+}
+
+/* Blocks of bq queries × bk keys for a's tiled runs. */
+static void tile_blocks(struct tile_arg *a, int bq, int bk)
+{
+    free(a->tw.scratch);
+    a->tw.bq = bq, a->tw.bk = bk;
+    a->tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(bq, bk, a->D) * (size_t)a->tw.n_thr);
+}
+
+/* The naive reference on a's q, k, v (copied to (T, H, D) each). */
+static void tile_naive(void *p)
+{
+    struct tile_arg *a = p;
+    long T = a->T, HD = (long)a->H * a->D;
+    float *q = malloc(sizeof(float) * (size_t)(3 * T * HD)), *att = malloc(sizeof(float) * (size_t)(a->H * T * T));
+    for (long t = 0; t < T; t++)
+        for (int part = 0; part < 3; part++)
+            memcpy(q + part * T * HD + t * HD, a->qkv + t * 3 * HD + part * HD, sizeof(float) * (size_t)HD);
+    lx_attention_forward(a->o, att, q, q + T * HD, q + 2 * T * HD, &a->spec, a->T, a->H, a->D, a->causal);
+    free(q), free(att);
+}
+
+/* Seconds of the tiled forward for stack at T (best of reps), or < 0 on error. */
+static double tiled_time(const char *stack, int T, int reps, int bq, int bk)
 {
     struct lx_error err;
+    struct tile_arg a;
+    if (tile_init(&a, stack, T, &err) < 0)
+        return fprintf(stderr, "bench: %s\n", err.msg), -1.0;
+    tile_blocks(&a, bq, bk);
+    double t = best_of(reps, tile_fast, &a);
+    tile_free(&a);
+    return t;
+}
+
+/* Causal attention GFLOP/s at T (4 heads × 64): the causal half, 2·2·(T²/2)·D·H. */
+static double att_gflops(double T, double s)
+{
+    return 2.0 * 2.0 * (T * T / 2) * 64 * 4 / s / 1e9;
+}
+
+/* Tiled vs head path vs naive (T = 1k … 16k; naive at 1k only: it is O(T²·D)
+** scalar double arithmetic and (H, T, T) floats). */
+static int tiled_paths(const double *t_tile, const int *Ts, int n)
+{
+    struct lx_error err;
+    for (int i = 0; i < n && Ts[i] <= 16384; i++) {
+        struct tile_arg a;
+        if (tile_init(&a, "rope", Ts[i], &err) < 0)
+            return fprintf(stderr, "bench: %s\n", err.msg), 1;
+        char what[64];
+        snprintf(what, sizeof what, "tiled, causal rope, T=%d, 4x64", Ts[i]);
+        report("tiled", what, "head path (T x T)", t_tile[i], best_of(Ts[i] > 4096 ? 1 : 3, tile_head, &a));
+        if (Ts[i] == 1024)
+            report("tiled", what, "naive reference", t_tile[i], best_of(1, tile_naive, &a));
+        tile_free(&a);
+    }
+    return 0;
+}
+
+/* The cost of row statistics from the tiles at T = 4096: plain vs every row's
+** entropy, max p and logit std (calibration), vs those plus 40 distance
+** buckets and 3 ranges (the attn task), each timed next to plain. */
+static int bench_tile_stats(void)
+{
+    struct lx_error err;
+    struct tile_arg a;
+    if (tile_init(&a, "rope", 4096, &err) < 0)
+        return fprintf(stderr, "bench: %s\n", err.msg), 1;
+    struct lx_diag out[4];
+    struct lx_ranges rg = {.n = 3, .lo = {1, 16, 256}, .hi = {16, 256, 4096}};
+    struct lx_tile_stats st[2] = {{.out = out}, {.out = out, .ranges = &rg, .buckets = 1}};
+    a.tw.acc = malloc(sizeof(double) * lx_tile_acc_doubles(a.tw.bq) * (size_t)a.tw.n_thr);
+    a.tw.part = malloc(sizeof(struct lx_diag) * 4 * (size_t)(4096 / a.tw.bq));
+    static const char *const what[2] = {"stats: entropy, pmax, sigma T=4096", "+ buckets, 3 ranges T=4096"};
+    for (int i = 0; i < 2; i++) {
+        a.tw.stats = NULL;
+        double t_plain = best_of(5, tile_fast, &a);
+        a.tw.stats = &st[i];
+        report("tiled", what[i], "no statistics", best_of(5, tile_fast, &a), t_plain);
+    }
+    free(a.tw.acc), free(a.tw.part);
+    tile_free(&a);
+    return 0;
+}
+
+/* Tiled attention (causal RoPE, 4 × 64) at 1k … 32k: GFLOP/s next to sgemm's
+** measured right before and after each length (the better of the two, so
+** that a busy spell on a shared machine does not flatter the attention);
+** block sizes at 16k; method features vs plain at 4k and a window of 256 vs
+** full at 32k, each timed next to its baseline; the head path and the naive
+** reference. */
+static int bench_tiled(void)
+{
     const char *ct = getenv("OPENBLAS_CORETYPE");
     char blas[128];
     lx_blas_describe(blas, sizeof blas);
-    printf("\ntiled attention: OpenBLAS %s, OPENBLAS_CORETYPE=%s, %d threads\n", blas, ct ? ct : "(unset)",
-           omp_get_max_threads());
-    struct mm_arg ma = {.n = 2048};
-    size_t nn = (size_t)ma.n * ma.n;
-    ma.A = malloc(sizeof(float) * nn), ma.B = malloc(sizeof(float) * nn), ma.C = malloc(sizeof(float) * nn);
-    for (size_t i = 0; i < nn; i++)
-        ma.A[i] = (float)(i % 7) * 0.1f, ma.B[i] = (float)(i % 5) * 0.1f;
-    double t_mm = best_of(3, mm_fast, &ma);
-    static const int Ts[] = {1024, 4096, 16384};
-    double t_tile[3], t_full16 = 0.0;
-    for (int i = 0; i < 3; i++) {
-        struct tile_arg a;
-        if (tile_init(&a, "rope", Ts[i], &err) < 0)
-            return fprintf(stderr, "bench: %s\n", err.msg), 1;
-        t_tile[i] = best_of(Ts[i] > 4096 ? 3 : 10, tile_fast, &a);
-        t_full16 = t_tile[i];
-        tile_free(&a);
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    printf("\ntiled attention: OpenBLAS %s, OPENBLAS_CORETYPE=%s, softmax loops %s, %d threads\n", blas,
+           ct ? ct : "(unset)", avx2 ? "AVX2+FMA" : "SSE2", omp_get_max_threads());
+    static const int Ts[] = {1024, 4096, 16384, 32768};
+    double t_tile[4], g[4][3];
+    printf("\n| T | tiled s | attention GFLOP/s | sgemm 2048^3 | tile-shaped | Q K^T 4096^2x64 | of 2048^3 "
+           "| of tile-shaped |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < 4; i++) {
+        double g1[3];
+        sgemm_rates(g[i]);
+        if ((t_tile[i] = tiled_time("rope", Ts[i], Ts[i] > 4096 ? 2 : 8, LX_BENCH_BQ, LX_BENCH_BK)) < 0)
+            return 1;
+        sgemm_rates(g1);
+        for (int k = 0; k < 3; k++)
+            g[i][k] = g1[k] > g[i][k] ? g1[k] : g[i][k];
+        double gf = att_gflops(Ts[i], t_tile[i]);
+        printf("| %d | %.4f | %.1f | %.1f | %.1f | %.1f | %.0f%% | %.0f%% |\n", Ts[i], t_tile[i], gf, g[i][0], g[i][1],
+               g[i][2], 100 * gf / g[i][0], 100 * gf / g[i][1]);
+        fflush(stdout);
     }
-    struct tile_arg w;
-    if (tile_init(&w, "[rope, {window: {size: 256}}]", 16384, &err) < 0)
-        return fprintf(stderr, "bench: %s\n", err.msg), 1;
-    double t_win = best_of(5, tile_fast, &w);
-    tile_free(&w);
+    static const int blocks[][2] = {{128, 256}, {256, 256}, {512, 256}, {256, 512}, {512, 512}};
+    printf("\n| blocks bq x bk, T=16384 | s | GFLOP/s |\n|---|---:|---:|\n");
+    for (int i = 0; i < 5; i++) {
+        double t = tiled_time("rope", 16384, 2, blocks[i][0], blocks[i][1]);
+        printf("| %d x %d | %.4f | %.1f |\n", blocks[i][0], blocks[i][1], t, att_gflops(16384, t));
+    }
     double rss_tiled = peak_mib();
-    printf("| %-10s | %-34s | %-22s | %9s | %9s | %8s |\n", "bench", "fast path", "baseline", "fast s", "base s",
+    printf("\n| %-10s | %-34s | %-22s | %9s | %9s | %8s |\n", "bench", "fast path", "baseline", "fast s", "base s",
            "speedup");
     printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
-    for (int i = 0; i < 3; i++) {
-        struct tile_arg a;
-        if (tile_init(&a, "rope", Ts[i], &err) < 0)
-            return fprintf(stderr, "bench: %s\n", err.msg), 1;
-        double t_head = best_of(Ts[i] > 4096 ? 1 : 3, tile_head, &a);
-        char what[64];
-        snprintf(what, sizeof what, "tiled, causal rope, T=%d, 4x64", Ts[i]);
-        report("tiled", what, "head path (T x T)", t_tile[i], t_head);
-        tile_free(&a);
-    }
-    report("tiled", "window 256, T=16384", "full causal, T=16384", t_win, t_full16);
+    double t_full = tiled_time("rope", 32768, 2, LX_BENCH_BQ, LX_BENCH_BK);
+    double t_win = tiled_time("[rope, {window: {size: 256}}]", 32768, 3, LX_BENCH_BQ, LX_BENCH_BK);
+    report("tiled", "window 256, T=32768", "full causal, T=32768", t_win, t_full);
     static const char *const feats[][2] = {
-        {"[rope, infoscale]", "rope+infoscale T=4096"},
-        {"[rope, {rerope: {window: 512}}]", "rope+rerope(512) T=4096"},
-        {"alibi", "alibi T=4096"},
-        {"[rope, {streaming: {sinks: 4, recent: 1024}}]", "rope+streaming(4, 1024) T=4096"},
+        {"[rope, infoscale]", "rope+infoscale (row scale)"},
+        {"alibi", "alibi (distance affine)"},
+        {"[rope, scaleinv]", "rope+scaleinv (affine a_t S + m_t)"},
+        {"[rope, {rerope: {window: 512}}]", "rope+rerope(512) (far keys)"},
+        {"[rope, {streaming: {sinks: 4, recent: 1024}}]", "rope+streaming(4, 1024)"},
     };
-    for (int i = 0; i < 4; i++) {    /* plain first: the ratio is plain / features, < 1 = slower */
-        struct tile_arg a;
-        if (tile_init(&a, feats[i][0], 4096, &err) < 0)
-            return fprintf(stderr, "bench: %s\n", err.msg), 1;
-        report("tiled", feats[i][1], "plain rope, tiled", best_of(5, tile_fast, &a), t_tile[1]);
-        tile_free(&a);
+    for (int i = 0; i < 5; i++) {   /* the ratio is plain / feature: < 1 = the feature costs */
+        double t_plain = tiled_time("rope", 4096, 5, LX_BENCH_BQ, LX_BENCH_BK);
+        double t_feat = tiled_time(feats[i][0], 4096, 5, LX_BENCH_BQ, LX_BENCH_BK);
+        if (t_plain < 0 || t_feat < 0)
+            return 1;
+        report("tiled", feats[i][1], "plain rope T=4096", t_feat, t_plain);
+        fflush(stdout);
     }
-    /* sgemm again after the attention runs: the best of both, so that a busy
-    ** spell on a shared machine does not flatter the attention's share */
-    double t_mm2 = best_of(3, mm_fast, &ma), sgemm = 2.0 * nn * ma.n / (t_mm2 < t_mm ? t_mm2 : t_mm) / 1e9;
-    free(ma.A), free(ma.B), free(ma.C);
-    printf("\nsgemm 2048^3 (lx_matmul): %.4f s before, %.4f s after the attention runs; best %.1f GFLOP/s\n", t_mm,
-           t_mm2, sgemm);
-    printf("\n| T | tiled s | attention GFLOP/s | of sgemm |\n|---:|---:|---:|---:|\n");
-    for (int i = 0; i < 3; i++) {
-        double T = Ts[i], gf = 2.0 * 2.0 * (T * T / 2) * 64 * 4 / t_tile[i] / 1e9;
-        printf("| %d | %.4f | %.1f | %.0f%% |\n", Ts[i], t_tile[i], gf, 100.0 * gf / sgemm);
-    }
-    printf("\npeak RSS after the tiled runs (16k: q|k|v %.0f MiB): %.0f MiB; after the head path: %.0f MiB\n",
-           16384.0 * 3 * 256 * 4 / 1048576.0, rss_tiled, peak_mib());
+    if (bench_tile_stats() || tiled_paths(t_tile, Ts, 4))
+        return 1;
+    printf("\npeak RSS after the tiled runs (32k: q|k|v %.0f MiB): %.0f MiB; after the head path: %.0f MiB\n",
+           32768.0 * 3 * 256 * 4 / 1048576.0, rss_tiled, peak_mib());
     return 0;
 }
 
 int lx_bench_model(void);   /* tests/bench_model.c */
+int lx_bench_decode(void);  /* tests/bench_decode.c */
 
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : "";
     if (!strcmp(only, "model"))
         return lx_bench_model();
+    if (!strcmp(only, "tiledstats"))
+        return bench_tile_stats();
     if (!strcmp(only, "tiled"))
         return bench_tiled();
+    if (!strcmp(only, "decode"))
+        return lx_bench_decode();
     int max_threads = omp_get_max_threads();
     char blas[128];
     lx_blas_describe(blas, sizeof blas);
@@ -403,7 +536,7 @@ int main(int argc, char **argv)
     report("matmul", "lx_matmul (OpenBLAS) 256^3", "lx_matmul_naive", best_of(20, mm_fast, &ma),
            best_of(3, mm_naive, &ma));
     free(ma.A), free(ma.B), free(ma.C), free(ra.A), free(ra.B);
-    if (bench_attention() || bench_tiled())
+    if (bench_attention() || bench_tiled() || lx_bench_decode())
         return 1;
     lx_plan_release(&plan);
     lx_grid_release(&g);

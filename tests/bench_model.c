@@ -322,7 +322,7 @@ static void torch_stop(struct torch_proc *tp)
 
 /* ---- the table ---------------------------------------------------------------- */
 
-static void cpu_model(char *out, size_t n)
+void lx_bench_cpu(char *out, size_t n)
 {
     snprintf(out, n, "unknown CPU");
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -340,7 +340,7 @@ static void cpu_model(char *out, size_t n)
 
 /* Fraction of the machine's CPU time others used over `sec` seconds while
 ** this process sleeps: near 0 on a quiet machine. */
-static double others_busy(double sec)
+double lx_bench_busy(double sec)
 {
     unsigned long long v[2][8] = {{0}};
     for (int k = 0; k < 2; k++) {
@@ -366,7 +366,7 @@ static double others_busy(double sec)
 static void print_setup(int threads, int rounds, double seconds, const char *blas, double busy)
 {
     char cpu[128];
-    cpu_model(cpu, sizeof cpu);
+    lx_bench_cpu(cpu, sizeof cpu);
     const char *ct = getenv("OPENBLAS_CORETYPE"), *wp = getenv("OMP_WAIT_POLICY");
     printf("\nlenx vs PyTorch: causal model, 4 layers, d_model 256, 4 heads x 64, GELU MLP 1024, vocab 256, rope\n");
     printf("  machine: %s, %d OpenMP threads; OPENBLAS_CORETYPE=%s (both sides)\n", cpu, threads,
@@ -462,7 +462,7 @@ int lx_bench_model(void)
     char blas[128], core[64] = "?";
     lx_blas_describe(blas, sizeof blas);
     sscanf(blas, "core=%63s", core);
-    double busy = others_busy(1.0);
+    double busy = lx_bench_busy(1.0);
     print_setup(threads, rounds, seconds, blas, busy);
     const char *only = getenv("LENX_BENCH_ONLY"), *want_torch = getenv("LENX_BENCH_TORCH");
     int no_torch = want_torch && !strcmp(want_torch, "0"), have_torch = !no_torch && torch_available();
@@ -479,7 +479,7 @@ int lx_bench_model(void)
             bench_config(&cfgs[i], have_torch, threads, core, !n_ran++, rounds, seconds, &lx[i], &th[i]);
         }
     print_table(ran, lx, th, have_torch);
-    double busy2 = others_busy(1.0);
+    double busy2 = lx_bench_busy(1.0);
     printf("  CPU used by other processes after: %.0f%%\n", 100.0 * busy2);
     if (busy > 0.1 || busy2 > 0.1)
         printf("  NOTE: other processes were running; rerun on a quiet machine for numbers to quote\n");

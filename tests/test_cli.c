@@ -484,8 +484,9 @@ Test(cli, hostile_yaml_exits_2, .init = setup, .fini = teardown, .timeout = 120)
     write_file("fat.yaml", "name: f\nmethods: [rope]\ntasks: [ppl]\nlengths: [64]\nmodels: {big: {arch: "
                "{layers: 64, d_model: 8192, d_mlp: 65536, vocab: 1000000}}}\n");
     expect_refused("fat.yaml", 2, "fat.yaml:5:10: model 'big' needs");
+    /* passkey reads its answer rows' statistics from the tiles, O(T·d): a wide model at 2^20 tokens */
     write_file("long.yaml", "name: l\nmethods: [rope]\ntasks: [passkey]\nlengths: [1048576]\n"
-               "models: {m: {arch: {}, train: {length: 64}}}\n");
+               "models: {m: {arch: {d_model: 2048, d_mlp: 16384}, train: {length: 64}}}\n");
     expect_refused("long.yaml", 2, "long.yaml:4:11: model 'm' needs");
     /* 4 tasks x 256 stacks x 1024 lengths x 4096 seeds = 2^32 cells */
     char out[1024];

@@ -77,7 +77,7 @@ static void expand(struct lx_model *mha, const struct lx_model *gqa)
     free(tg);
 }
 
-/* Logits of one evaluation pass; head = 1 asks for row statistics, which keep the head path. */
+/* Logits of one evaluation pass; head = 1 runs the head path (with row statistics). */
 static float *logits_of(const struct lx_model *m, const struct lx_spec *spec, const int *tok, int head)
 {
     struct lx_acts a;
@@ -85,6 +85,7 @@ static float *logits_of(const struct lx_model *m, const struct lx_spec *spec, co
     double stats[2 * GB * 4 * LX_ATTN_NSTATS];
     cr_assert_eq(lx_acts_alloc(&a, &m->arch, GB, GT, 0, &err), LX_OK, "%s", err.msg);
     a.stats = head ? stats : NULL;
+    a.head_path = head;
     memset(stats, 0, sizeof stats);
     lx_model_forward(m, spec, tok, NULL, &a);
     cr_assert_eq(a.att != NULL, head, "the pass took the path it was meant to");

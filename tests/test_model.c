@@ -566,9 +566,8 @@ Test(model, eval_forward_equals_train_forward)
         make_windows(tok, tgt, RB, RT, mode == LX_MODEL_CAUSAL, 256, LX_TOK_BOS, LX_TOK_MASK);
         cr_assert_eq(lx_acts_alloc(&tr, &a, RB, RT, 1, &err), LX_OK, "%s", err.msg);
         cr_assert_eq(lx_acts_alloc(&ev, &a, RB, RT, 0, &err), LX_OK, "%s", err.msg);
-        /* row statistics keep eval on the head path, which train uses: bit-identical */
-        double stats[3 * RB * 2 * LX_ATTN_NSTATS];
-        ev.stats = stats;
+        /* eval on the head path, which train uses: bit-identical */
+        ev.head_path = 1;
         double l_tr = lx_model_forward(&m, &sp.spec, tok, tgt, &tr);
         double l_ev = lx_model_forward(&m, &sp.spec, tok, tgt, &ev);
         cr_expect_eq(memcmp(tr.logits, ev.logits, sizeof(float) * RB * RT * LX_VOCAB), 0,
@@ -578,7 +577,7 @@ Test(model, eval_forward_equals_train_forward)
         lx_model_forward(&m, &sp.spec, tok, NULL, &ev);
         cr_expect_eq(memcmp(tr.logits, ev.logits, sizeof(float) * RB * RT * LX_VOCAB), 0);
         /* without: the tiled forward (tests/test_tiled.c), equal within float rounding */
-        ev.stats = NULL;
+        ev.head_path = 0;
         double l_tiled = lx_model_forward(&m, &sp.spec, tok, tgt, &ev);
         cr_expect(fabs(l_tiled - l_tr) <= 1e-5 * fabs(l_tr), "mode %d: loss %.9g (train) vs %.9g (tiled eval)",
                   mode, l_tr, l_tiled);
@@ -930,10 +929,11 @@ Test(model, plan_refuses_models_that_do_not_fit)
     cr_expect_not_null(strstr(err.msg, want), "expected '%s' in: %s", want, err.msg);
     cr_expect_not_null(strstr(err.msg, "hint: use a smaller arch"), "%s", err.msg);
     lx_grid_release(&g);
-    /* a small model at 2^20 tokens on a task that reads attention probabilities
-    ** (passkey's answer rows): one window's attention alone is 2^40 floats a
-    ** thread; `ppl` runs tiled there, in O(T·d) */
-    text = "name: h\nmethods: [rope]\ntasks: [passkey]\nlengths: [1048576]\nmodels: {m: {arch: {}, train: {length: 64}}}\n";
+    /* a wide model at 2^20 tokens: passkey reads answer-row statistics from
+    ** the tiles, in O(T·d), but 2^20 rows of a 2048-wide model with a 16384-wide
+    ** MLP are about 200 GB (training it at 64 tokens fits) */
+    text = "name: h\nmethods: [rope]\ntasks: [passkey]\nlengths: [1048576]\n"
+           "models: {m: {arch: {d_model: 2048, d_mlp: 16384}, train: {length: 64}}}\n";
     cr_assert_eq(lx_grid_load_text(&g, text, "h.yaml", &err), LX_OK, "%s", err.msg);
     cr_expect_eq(lx_plan_build(&plan, &g, &err), LX_EINVAL);
     cr_expect_not_null(strstr(err.msg, "h.yaml:4:11: model 'm' needs"), "%s", err.msg);

@@ -106,7 +106,7 @@ Test(retrieval, answers_match_brute_force_greedy)
     memcpy(in[0].tok + in[0].answer_off, out0, sizeof out0);
     struct lx_answer ans[RN];
     struct lx_error err = {{0}};
-    cr_assert_eq(lx_answer_eval(&m, &st.spec, in, RN, ans, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_answer_eval(&m, &st.spec, in, RN, LX_DECODE_CACHE, ans, &err), LX_OK, "%s", err.msg);
     for (int i = 0; i < RN; i++) {
         int want[RA];
         double lp;
@@ -116,8 +116,9 @@ Test(retrieval, answers_match_brute_force_greedy)
         cr_expect_float_eq(ans[i].logprob, lp, 1e-4, "instance %d: log p %g vs %g", i, ans[i].logprob, lp);
         int gold_is_greedy = memcmp(want, in[i].tok + in[i].answer_off, sizeof want) == 0;
         cr_expect_eq(ans[i].correct_tf, gold_is_greedy, "instance %d", i);
-        cr_expect_eq(ans[i].forwards == 1, gold_is_greedy, "one pass exactly when right (instance %d: %d)", i,
-                     ans[i].forwards);
+        cr_expect_eq(ans[i].forwards, 1, "one full pass, the teacher-forced one (instance %d)", i);
+        cr_expect_eq(ans[i].decoded == 0, gold_is_greedy, "decode steps exactly when wrong (instance %d: %d)", i,
+                     ans[i].decoded);
     }
     cr_expect(ans[0].correct_tf, "the model's own greedy answer is read back as correct");
     /* the answer rows' entropy: RA rows of RT keys or fewer, so within [0, ln RT] */
@@ -180,7 +181,7 @@ Test(retrieval, answer_entropy_on_each_instance_s_own_rows)
     fill_instances(in, off, 29, 13);
     struct lx_answer ans[RN];
     struct lx_error err = {{0}};
-    cr_assert_eq(lx_answer_eval(&m, &st.spec, in, RN, ans, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_answer_eval(&m, &st.spec, in, RN, LX_DECODE_CACHE, ans, &err), LX_OK, "%s", err.msg);
     for (int i = 0; i < RN; i++) {
         double want = own_rows_entropy(&m, &st.spec, &in[i]);
         cr_expect(fabs(ans[i].entropy - want) <= 1e-5 * want,

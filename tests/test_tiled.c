@@ -6,8 +6,11 @@
 ** multiple of the block, windows smaller and larger than a block, sinks,
 ** causal and bidirectional, several heads; grouped-query heads (KV < H key/value
 ** heads in the model's fused qkv rows) against the naive path on repeated
-** keys and values; and a model's loss through the evaluation forward on both
-** paths.
+** keys and values; row statistics from the tiles (entropy, max p, std of the
+** logits, mass per distance bucket, range mass and entropy) against the head
+** path's sums and lx_diag_row on the naive probabilities, there and on a
+** trained model at 16x its training length; and a model's loss through the
+** evaluation forward on both paths.
 **
 ** Errors are normwise relative: max |tiled − ref| / max |ref| over the output.
 */
@@ -18,9 +21,12 @@
 #include <string.h>
 
 #include "harness/engine/attention.h"
+#include "harness/engine/corpus.h"
 #include "harness/engine/model.h"
+#include "harness/engine/train.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
+#include "tests/model_stacks.h"     /* stacks[], rel_err() */
 #include "tests/stack.h"
 
 #define TOL 1e-5
@@ -33,17 +39,47 @@ static void fill(float *x, long n, uint32_t stream)
         x[i] = (float)lx_rng_normal(&r);
 }
 
-static double rel_err(const float *a, const float *ref, long n)
+/* Within 1e-5 relative, or 1e-6 a row for sums near 0. */
+static int near(double a, double b, double rows)
 {
-    double num = 0.0, den = 0.0;
-    for (long i = 0; i < n; i++) {
-        num = fmax(num, fabs((double)a[i] - ref[i]));
-        den = fmax(den, fabs((double)ref[i]));
-    }
-    return num / (den > 0.0 ? den : 1.0);
+    return fabs(a - b) <= 1e-5 * fabs(b) + 1e-6 * rows;
 }
 
-/* Tiled (blocks bq × bk) vs naive and head path for one stack, (T, H, D) contiguous. */
+/* Row statistics from the tiles (d, H heads) against the head path's sums
+** (hst) and, when causal, lx_diag_row on the naive probabilities (ref). */
+static void compare_stats(const char *stack, const struct lx_diag *d, const double (*hst)[LX_ATTN_NSTATS],
+                          const struct lx_diag *ref, int H, int T, const struct lx_ranges *rg)
+{
+    for (int h = 0; h < H; h++) {
+        const double *e = hst[h];
+        double n = e[LX_ST_ROWS];
+        cr_expect_eq(d[h].rows, n, "%s T=%d head %d: rows %g vs %g", stack, T, h, d[h].rows, n);
+        cr_expect(near(d[h].pmax, e[LX_ST_PMAX], n), "%s T=%d head %d: pmax %.9g vs head path %.9g", stack, T, h,
+                  d[h].pmax, e[LX_ST_PMAX]);
+        cr_expect(near(d[h].entropy, e[LX_ST_ENTROPY], n), "%s T=%d head %d: entropy %.9g vs head path %.9g",
+                  stack, T, h, d[h].entropy, e[LX_ST_ENTROPY]);
+        cr_expect(near(d[h].sigma, e[LX_ST_SIGMA], n), "%s T=%d head %d: sigma %.9g vs head path %.9g", stack, T,
+                  h, d[h].sigma, e[LX_ST_SIGMA]);
+        if (!ref)
+            continue;
+        cr_expect(near(d[h].entropy, ref[h].entropy, n), "%s T=%d head %d: entropy %.9g vs naive %.9g", stack, T,
+                  h, d[h].entropy, ref[h].entropy);
+        for (int k = 0; k < LX_DIAG_BUCKETS; k++)
+            cr_expect(near(d[h].bucket[k], ref[h].bucket[k], n), "%s T=%d head %d: bucket %d %.9g vs naive %.9g",
+                      stack, T, h, k, d[h].bucket[k], ref[h].bucket[k]);
+        for (int r = 0; r < rg->n; r++) {
+            double nr = ref[h].range_rows[r];
+            cr_expect_eq(d[h].range_rows[r], nr, "%s T=%d head %d: range %d rows", stack, T, h, r);
+            cr_expect(near(d[h].range_mass[r], ref[h].range_mass[r], nr), "%s T=%d head %d: range_mass %d %.9g vs "
+                      "naive %.9g", stack, T, h, r, d[h].range_mass[r], ref[h].range_mass[r]);
+            cr_expect(near(d[h].range_entropy[r], ref[h].range_entropy[r], nr), "%s T=%d head %d: range_entropy "
+                      "%d %.9g vs naive %.9g", stack, T, h, r, d[h].range_entropy[r], ref[h].range_entropy[r]);
+        }
+    }
+}
+
+/* Tiled (blocks bq × bk) vs naive and head path for one stack, (T, H, D)
+** contiguous; row statistics of rows [T/3, T − 1) too. */
 static int sse2_only;   /* run the softmax loops' SSE2 build (the CPU may pick AVX2) */
 
 static void compare(const char *stack, int T, int H, int D, int causal, int bq, int bk)
@@ -70,11 +106,16 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
     lx_attention_forward(o_naive, att, q, k, v, &st.spec, T, H, D, causal);
 
     float *P = malloc(sizeof(float) * (size_t)T * T), *far = malloc(sizeof(float) * lx_attn_far_floats(T, D));
-    double *tab = malloc(sizeof(double) * 2 * (size_t)T);
-    struct lx_attn_ws hw = {.tab = tab, .far = far};
-    for (int h = 0; h < H; h++)
+    double *tab = malloc(sizeof(double) * 2 * (size_t)T), hst[8][LX_ATTN_NSTATS] = {{0}};
+    long row0 = T / 3, row1 = T > 3 ? T - 1 : 0;
+    cr_assert_leq(H, 8);
+    struct lx_attn_ws hw = {.tab = tab, .far = far, .stats_row0 = row0, .stats_row1 = row1};
+    for (int h = 0; h < H; h++) {
+        hw.stats = hst[h];
         lx_attn_head_forward(o_head + h * D, H * D, P, q + h * D, k + h * D, v + h * D, H * D, &st.spec, h, T, D,
                              causal, &hw);
+    }
+    hw.stats = NULL;
 
     int nthr = omp_get_max_threads();
     struct lx_tile_ws tw = {.bq = bq, .bk = bk, .n_thr = nthr, .sse2_only = sse2_only};
@@ -82,7 +123,19 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
     size_t nrot = lx_tile_rot_floats(&st.spec, T, H, D), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
     tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
     tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
+    struct lx_diag td[8] = {{0}}, ref[8] = {{0}};
+    struct lx_ranges rg = {.n = 3, .lo = {0, 1, 3}, .hi = {2, 5, 9}};
+    struct lx_tile_stats ts = {.out = td, .row0 = row0, .row1 = row1, .ranges = causal ? &rg : NULL,
+                               .buckets = causal};
+    tw.stats = &ts;
+    tw.acc = malloc(sizeof(double) * lx_tile_acc_doubles(bq) * (size_t)nthr);
+    tw.part = malloc(sizeof(struct lx_diag) * (size_t)H * (size_t)((T + bq - 1) / bq));
     lx_attn_tiled_forward(o_tile, H * D, q, k, v, H * D, &st.spec, NULL, T, H, H, D, causal, &tw);
+    tw.stats = NULL;
+    for (int h = 0; causal && h < H; h++)   /* what the attn task summed from the head path's rows */
+        for (long i = row0; i < (row1 ? row1 : T); i++)
+            lx_diag_row(&ref[h], att + ((long)h * T + i) * T, i, &rg);
+    compare_stats(stack, td, (const double (*)[LX_ATTN_NSTATS])hst, causal ? ref : NULL, H, T, &rg);
 
     double e_naive = rel_err(o_tile, o_naive, N), e_head = rel_err(o_tile, o_head, N);
     cr_expect_leq(e_naive, TOL, "%s T=%d H=%d %s blocks %dx%d: tiled vs naive %g", stack, T, H,
@@ -102,48 +155,12 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
         cr_expect_leq(e, TOL, "%s learned scales: tiled vs head path %g", stack, e);
     }
     free(q), free(k), free(v), free(o_naive), free(o_head), free(o_tile), free(att), free(P), free(far), free(tab);
-    free(tw.scratch), free(tw.rot), free(tw.tab);
+    free(tw.scratch), free(tw.rot), free(tw.tab), free(tw.acc), free(tw.part);
     tstack_free(&st);
 }
 
-/* Every method of methods/methods.def that runs on a model, with windows
-** smaller (2) and larger (6) than the 4-key blocks, sinks, and far keys. */
-static const char *const stacks[] = {
-    "none",
-    "nope",
-    "rope",
-    "{rope: {layout: interleaved}}",
-    "alibi",
-    "[rope, {pi: {scale: 4}}]",
-    "[rope, {ntk: {scale: 4}}]",
-    "[rope, {ntk: {mode: dynamic}}]",
-    "[rope, {yarn: {scale: 4}}]",
-    "[rope, prope]",
-    "[rope, {prope: {mode: modded}}, scaleinv]",
-    "[rope, infoscale]",
-    "[rope, {logn: {mode: su}}]",
-    "[rope, {logn: {mode: ssmax}}]",
-    "[rope, {logn: {mode: ssmax, learn: true}}]",
-    "[rope, {scaleinv: {tau: 2}}]",
-    "[rope, {cosscale: {s: 8}}]",
-    "[rope, {cosscale: {s: 8}}, {scaleinv: {tau: 2}}, {rerope: {window: 4}}]",
-    "[rope, {rerope: {window: 3}}]",
-    "[rope, {rerope: {window: 3, leak: 2}}]",
-    "[{rope: {layout: interleaved}}, {rerope: {window: 5, leak: 3}}, infoscale]",
-    "[rope, {streaming: {sinks: 2, recent: 3}}]",
-    "[rope, {streaming: {sinks: 5, recent: 1}}]",
-    "[alibi, {streaming: {sinks: 2, recent: 4}}]",
-    "[rope, {lminfinite: {n_global: 2, local: 3, limit: 3}}]",
-    "[rope, {yarn: {scale: 4}}, {lminfinite: {n_global: 1, local: 6}}]",
-    "[rope, {window: {size: 2}}]",
-    "[rope, {window: {size: 6}}, {logn: {mode: su}}]",
-    "[alibi, {window: {size: 5}}, infoscale]",
-    "[alibi, {scaleinv: {tau: 2}}, infoscale, {streaming: {sinks: 2, recent: 4}}]",    /* two distance ops */
-    "[rope, {window: {size: 5}}, t5align]",
-    "[rope, {t5align: {mode: entropy}}]",
-    "[rope, pose]",
-};
-
+/* stacks[] (tests/model_stacks.h): every method that runs on a model, with
+** windows smaller (2) and larger (6) than the 4-key blocks, sinks, and far keys. */
 Test(tiled, every_method_at_odd_sizes, .timeout = 120)
 {
     static const int Ts[] = {1, 3, 4, 5, 7, 13};       /* blocks of 4: below, at, ±1, not a multiple */
@@ -258,10 +275,7 @@ static double model_loss(const char *stack, int tiled)
     int tok[MB * MT], tgt[MB * MT];
     for (int i = 0; i < MB * MT; i++)
         tok[i] = (i * 37 + 11) % 64, tgt[i] = (i * 53 + 5) % 64;
-    double stats[2 * MB * 2 * LX_ATTN_NSTATS];
-    if (!tiled)     /* row statistics requested: the pass keeps the head path */
-        acts.stats = stats;
-    memset(stats, 0, sizeof stats);
+    acts.head_path = !tiled;
     double loss = lx_model_forward(&m, &st.spec, tok, tgt, &acts);
     cr_expect_eq(acts.att != NULL, !tiled, "%s: probabilities allocated only for the head path", stack);
     lx_acts_release(&acts);
@@ -278,6 +292,94 @@ Test(tiled, model_loss_equals_the_head_path, .timeout = 60)
         double lt = model_loss(ms[i], 1), lh = model_loss(ms[i], 0);
         cr_expect(fabs(lt - lh) <= 1e-5 * fabs(lh), "%s: loss tiled %.9g vs head path %.9g", ms[i], lt, lh);
     }
+}
+
+/* ---- row statistics of a trained model at 16x its training length ------------- */
+
+enum { ST_TRAIN = 16, ST_T = 256, ST_L = 2, ST_H = 2 };
+
+/* The head path's rows as the attn task summed them before the tiles did. */
+struct diag_sink {
+    struct lx_diag d[ST_L][ST_H];
+    const struct lx_ranges *rg;
+    long row0;
+};
+
+static void diag_probe(void *ctx, int layer, int b, int h, const float *P, int T)
+{
+    struct diag_sink *s = ctx;
+    for (long i = s->row0; i < T; i++)
+        lx_diag_row(&s->d[layer][h], P + i * T, i, s->rg);
+}
+
+/* A causal model trained 40 steps on the Austen windows of 16 tokens. */
+static void trained_model(struct lx_model *m)
+{
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = ST_L, a.d_model = 32, a.heads = ST_H, a.d_head = 16, a.d_mlp = 64;
+    lx_params_finish(&lx_arch_schema, &a);
+    lx_model_init(m, &a, 5);
+    struct lx_train_cfg c;
+    lx_params_defaults(&lx_train_schema, &c);
+    c.length = ST_TRAIN, c.batch = 8, c.steps = 40, c.warmup = 5, c.eval_every = 40, c.eval_windows = 2;
+    lx_params_finish(&lx_train_schema, &c);
+    struct lx_facts f = tfacts(16, ST_TRAIN, ST_H, ST_TRAIN);
+    struct tstack st;
+    tstack_make(&st, "rope", &f);
+    const struct lx_corpus *text;
+    struct lx_error err = {{0}};
+    struct lx_train_report rep;
+    cr_assert_eq(lx_corpus_get(&text, "train", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_train(m, &st.spec, &c, 77, text, NULL, 0, NULL, NULL, &rep, &err), LX_OK, "%s", err.msg);
+    tstack_free(&st);
+}
+
+Test(tiled, model_statistics_equal_the_head_path_at_16x, .timeout = 300)
+{
+    struct lx_model m;
+    trained_model(&m);
+    const struct lx_corpus *text;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_corpus_get(&text, "test", &err), LX_OK, "%s", err.msg);
+    int tok[ST_T];
+    tok[0] = LX_TOK_BOS;
+    for (int t = 1; t < ST_T; t++)
+        tok[t] = text->docs[0].bytes[1000 + t];
+    struct lx_ranges rg = {.n = 3, .lo = {1, 16, 64}, .hi = {16, 64, 256}};
+    long row0 = ST_T / 4;
+    struct lx_acts a;
+    cr_assert_eq(lx_acts_alloc(&a, &m.arch, 1, ST_T, 0, &err), LX_OK, "%s", err.msg);
+    a.stats_row0 = &row0;
+    for (size_t s = 0; s < sizeof stacks / sizeof *stacks; s++) {
+        struct lx_facts f = tfacts(16, ST_TRAIN, ST_H, ST_T);
+        struct tstack st;
+        tstack_make(&st, stacks[s], &f);
+        if (st.spec.calibrate)
+            st.spec.temperature = 0.7;      /* as if calibrated */
+        double hst[ST_L * ST_H][LX_ATTN_NSTATS] = {{0}}, tst[ST_L * ST_H][LX_ATTN_NSTATS] = {{0}};
+        struct diag_sink ref = {.rg = &rg, .row0 = row0};
+        struct lx_diag td[ST_L * ST_H] = {{0}};
+        /* the head path, with the attn task's old probe */
+        a.head_path = 1, a.stats = &hst[0][0], a.diag = NULL;
+        lx_acts_set_probe(&a, diag_probe, &ref);
+        lx_model_forward(&m, &st.spec, tok, NULL, &a);
+        /* the tiles */
+        lx_acts_set_probe(&a, NULL, NULL);
+        a.head_path = 0, a.stats = &tst[0][0], a.diag = td, a.diag_ranges = &rg, a.diag_buckets = 1;
+        lx_model_forward(&m, &st.spec, tok, NULL, &a);
+        for (int l = 0; l < ST_L; l++) {
+            compare_stats(stacks[s], td + l * ST_H, (const double (*)[LX_ATTN_NSTATS])hst[l * ST_H], ref.d[l], ST_H,
+                          ST_T, &rg);
+            for (int h = 0; h < ST_H; h++)      /* both outputs of the tiles agree */
+                for (int k = 0; k < LX_ATTN_NSTATS; k++)
+                    cr_expect(near(tst[l * ST_H + h][k], hst[l * ST_H + h][k], (double)ST_T), "%s: stat %d", stacks[s],
+                              k);
+        }
+        tstack_free(&st);
+    }
+    lx_acts_release(&a);
+    lx_model_release(&m);
 }
 
 /* ---- the memory plan: O(T·d) where the tiled path runs ------------------------ */
@@ -315,6 +417,7 @@ Test(tiled, memory_plan_grows_linearly_without_probabilities, .timeout = 30)
     lx_acts_release(&acts);
     /* which tasks read probabilities is declared by the task */
     cr_expect_eq(lx_task_ppl.needs_probs, 0);
-    cr_expect_eq(lx_task_attn.needs_probs, 1);
-    cr_expect_eq(lx_task_passkey.needs_probs, 1);
+    /* attention statistics come from the tiles: no task reads whole rows now */
+    cr_expect_eq(lx_task_attn.needs_probs, 0);
+    cr_expect_eq(lx_task_passkey.needs_probs, 0);
 }

@@ -14,6 +14,8 @@
 **                      the "attention distribution" compared across cells
 **                      by Jensen–Shannon divergence (Zhong et al. 2024)
 **
+**   sigma              std of the row's visible logits (the engine's, from the tiles)
+**
 ** T5's "dispersed attention" statistics (Chi et al. 2024) are the mean entropy
 ** and mean pmax. A range counts a row only when the whole range fits in it
 ** (i >= b − 1), so short rows do not dilute long ranges.
@@ -28,6 +30,8 @@
 /* Sums over rows; add rows with lx_diag_row, merge with lx_diag_add. */
 struct lx_diag {
     double entropy, pmax, rows;
+    double sigma;                       /* Σ rows of the std of their visible logits: filled by the
+                                        ** engine (lx_diag_row sees probabilities only, so leaves it) */
     double range_mass[LX_MAX_RANGES], range_entropy[LX_MAX_RANGES], range_rows[LX_MAX_RANGES];
     double bucket[LX_DIAG_BUCKETS];     /* Σ rows of the mass in each distance bucket */
 };

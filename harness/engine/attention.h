@@ -22,6 +22,7 @@
 #ifndef LX_ATTENTION_H
 #define LX_ATTENTION_H
 
+#include "harness/core/diag.h"
 #include "harness/core/spec.h"
 #include "harness/engine/blas.h"
 
@@ -78,9 +79,31 @@ void lx_rotary_turn(double *x, const struct lx_rotary *r, int D, double pos);
 ** row, and no T × T buffer. Tiles that no query of the block sees are never
 ** visited: causal attention does about half the work, a window of W keys
 ** O(T·W), sinks and a window O(T·(S + W)). OpenMP runs over (head, query
-** block); each thread has its own scratch. No probabilities leave the
-** kernel, so passes that need them (probes, row statistics) use the head
-** path above. Tested against lx_attention_forward (tests/test_tiled.c). */
+** block); each thread has its own scratch. Tested against
+** lx_attention_forward (tests/test_tiled.c).
+**
+** Row statistics from the tiles. Every statistic a task or the calibration
+** reads (harness/core/diag.h) is a sum over a row's keys of e_j = exp(l_j − m)
+** or e_j·(l_j − m), with m the row's running max, plus sums of l and l²:
+** with Z = Σ e_j at the end,
+**
+**     pmax = 1/Z,  entropy = ln Z − Σ e (l − m) / Z,  mass in R = Σ_R e / Z,
+**     entropy inside R = ln Σ_R e − Σ_R e (l − m) / Σ_R e,
+**
+** and when m grows to m', every sum is rescaled like s and O:
+** Σ e' = α Σ e, Σ e'(l − m') = α (Σ e (l − m) + (m − m') Σ e), α = e^(m − m').
+** So they are summed in the one pass, per row of a block (lx_tile_acc_doubles),
+** into per-(head, block) partial sums added up per head in block order (the
+** thread count does not change them). Passes that need whole probability
+** rows (a probe) still use the head path above. */
+struct lx_tile_stats {
+    struct lx_diag *out;            /* (H,) per-head sums this call adds to: entropy, pmax, sigma, rows,
+                                    ** and on request buckets and ranges */
+    long row0, row1;                /* only query rows in [row0, row1) are summed; row1 = 0: to the last */
+    const struct lx_ranges *ranges; /* distance ranges [a, b) of range_mass/range_entropy, or NULL */
+    int buckets;                    /* 1: mass per distance bucket (lx_diag_bucket of |i − j|) */
+};
+
 struct lx_tile_ws {
     int bq, bk;         /* queries per block, keys per tile */
     int n_thr;          /* scratch slots; at least omp_get_max_threads() */
@@ -89,6 +112,9 @@ struct lx_tile_ws {
     float *rot;         /* (lx_tile_rot_floats(spec, T, H, D),) q and k rotated to the posmap's
                         ** positions; NULL when that is 0 */
     int sse2_only;      /* 1: the softmax loops' SSE2 build even on an AVX2 CPU (tests) */
+    const struct lx_tile_stats *stats;  /* row statistics to sum, or NULL */
+    double *acc;        /* with stats: (n_thr, lx_tile_acc_doubles(bq)) per-row sums */
+    struct lx_diag *part;   /* with stats: (H · ceil(T / bq),) per-(head, block) sums */
 };
 
 /* Per-thread scratch floats: S and far tiles, the output accumulator, row max and sum. */
@@ -97,6 +123,8 @@ size_t lx_tile_thread_floats(int bq, int bk, int D);
 int lx_tile_tab_rows(const struct lx_spec *spec);
 /* Floats of rotated q and k rows (0 without a posmap on rotary positions). */
 size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int D);
+/* Doubles of one thread's per-row statistics sums for blocks of bq queries. */
+size_t lx_tile_acc_doubles(int bq);
 
 /* o (T, H·D view: row stride ldo, head h at h·D) from q (row stride ld,
 ** head h at h·D) and k, v (row stride ld, KV heads: query head h reads head

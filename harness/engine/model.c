@@ -15,6 +15,7 @@
 
 #include "harness/engine/attention.h"
 #include "harness/engine/blas.h"
+#include "harness/engine/decode.h"
 #include "harness/engine/ops.h"
 #include "harness/core/rng.h"
 
@@ -364,8 +365,9 @@ double lx_model_bytes(const struct lx_arch *a, int train)
     return (double)lx_arch_n_params(a) * (train ? 4.0 * 4 + 1 : 4.0);
 }
 
-double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, int probs)
+double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses)
 {
+    int probs = (uses & LX_RUN_PROBS) != 0;
     double N = (double)B * T, nthr = n_threads();
     /* the head path (training, or an evaluation pass that asks for
     ** probabilities): per-thread posmap scratch and, in evaluation, the
@@ -375,10 +377,13 @@ double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, int probs)
     double far = head ? nthr * (double)lx_attn_far_floats(T, (int)a->d_head) * 4 : 0.0;
     double qkn = train ? (double)a->layers * N * 2 * (double)a->heads * 4 : 0.0;   /* cosine norms */
     double HT = (double)a->heads * T, P = !train && probs ? nthr * (double)T * T * 4 : 0.0;
-    /* eval: the tiled forward's tables and far rows */
-    double tiled = train ? 0.0 : HT * (1 + LX_SPEC_MAX_OPS) * 8 + 4 * HT * (double)a->d_head * 4;
+    /* eval: the tiled forward's tables and far rows, and its row statistics' sums */
+    double stat = nthr * (double)lx_tile_acc_doubles(LX_TILE_BQ) * 8 +
+                  (double)a->heads * ((double)T / LX_TILE_BQ + 2) * sizeof(struct lx_diag);
+    double tiled = train ? 0.0 : HT * (1 + LX_SPEC_MAX_OPS) * 8 + 4 * HT * (double)a->d_head * 4 + stat;
     double ints = 3 * N * 4;                                                 /* tokens, targets, positions */
-    return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, train) + far + qkn + ints + P + tiled;
+    double kv = !train && (uses & LX_RUN_KVCACHE) ? lx_kvcache_bytes(a, B, T, (uses & LX_RUN_KVFAR) != 0) : 0.0;
+    return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, train) + far + qkn + ints + P + tiled + kv;
 }
 
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err)
@@ -409,7 +414,7 @@ void lx_acts_release(struct lx_acts *a)
         return;
     void *p[] = {a->x, a->rstd1, a->xn1, a->qkv, a->att, a->ao, a->xm, a->rstd2, a->xn2, a->h, a->act, a->sig,
                  a->rstdf, a->xnf, a->logits, a->probs, a->loss, a->rope_cs, a->tab, a->far, a->tile,
-                 a->tile_tab, a->tile_rot, a->qkn, a->dx,
+                 a->tile_tab, a->tile_rot, a->tile_acc, a->tile_part, a->qkn, a->dx,
                  a->dxn, a->dqkv, a->dao, a->dh, a->dact, a->dlogits, a->dp};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         free(p[i]);
@@ -549,24 +554,58 @@ void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int 
 #define LAY(a, buf, l, per) ((a)->train ? (buf) + (long)(l) * (per) : (buf))
 #define XIN(a, l, NC) ((a)->train ? (a)->x + (long)(l) * (NC) : (a)->x + (long)((l) % 2) * (NC))
 
-/* Evaluation without probes or statistics: every window through the tiled
-** forward, on LX_TILE_BQ × LX_TILE_BK tiles (scratch and tables allocated on
-** first use, like the head path's far scratch). */
-static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
-                            const float *mult, int B, int T, int H, int KV, int D, int causal)
+/* Window b's per-head statistics sums (H,) into the pass's LX_ST rows (H,
+** LX_ATTN_NSTATS) and diag (H,), either may be NULL. */
+static void put_stats(double *stats, struct lx_diag *diag, const struct lx_diag *d, int H)
 {
-    long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
+    for (int h = 0; h < H; h++) {
+        if (stats) {
+            double *st = stats + (long)h * LX_ATTN_NSTATS;
+            st[LX_ST_PMAX] += d[h].pmax;
+            st[LX_ST_ENTROPY] += d[h].entropy;
+            st[LX_ST_SIGMA] += d[h].sigma;
+            st[LX_ST_ROWS] += d[h].rows;
+        }
+        if (diag)
+            lx_diag_add(&diag[h], &d[h]);
+    }
+}
+
+/* Evaluation without a probe: every window through the tiled forward, on
+** LX_TILE_BQ × LX_TILE_BK tiles (scratch and tables allocated on first use,
+** like the head path's far scratch), row statistics summed from the tiles
+** into stats (layers' slice: (B, H, LX_ATTN_NSTATS)) and diag ((B, H)). */
+static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
+                            double *stats, struct lx_diag *diag, const float *mult, int B, int T, int H, int KV,
+                            int D, int causal)
+{
+    long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD, nqb = (T + LX_TILE_BQ - 1) / LX_TILE_BQ;
     size_t nrot = lx_tile_rot_floats(spec, T, H, D);
     if (lx_tile_tab_rows(spec) && !a->tile_tab)
         a->tile_tab = lx_xmalloc(sizeof(double) * (size_t)H * (1 + LX_SPEC_MAX_OPS) * (size_t)T);
     if (nrot && !a->tile_rot)
         a->tile_rot = lx_xmalloc(sizeof(float) * nrot);
+    int want = stats || diag;
+    if (want && !a->tile_acc) {
+        a->tile_acc = lx_xmalloc(sizeof(double) * lx_tile_acc_doubles(LX_TILE_BQ) * (size_t)a->n_thr);
+        a->tile_part = lx_xmalloc(sizeof(struct lx_diag) * (size_t)(H * (nqb + 1)));
+    }
+    struct lx_tile_stats st = {.out = a->tile_part ? a->tile_part + H * nqb : NULL, .row1 = a->stats_row1,
+                               .ranges = a->diag_ranges, .buckets = a->diag_buckets};
     struct lx_tile_ws ws = {.bq = LX_TILE_BQ, .bk = LX_TILE_BK, .n_thr = a->n_thr, .scratch = a->tile,
-                            .tab = a->tile_tab, .rot = a->tile_rot};
+                            .tab = a->tile_tab, .rot = a->tile_rot, .stats = want ? &st : NULL,
+                            .acc = a->tile_acc, .part = a->tile_part};
     for (int b = 0; b < B; b++) {
         const float *q = qkv + (long)b * T * QKV;
+        if (want) {
+            memset(st.out, 0, sizeof(struct lx_diag) * (size_t)H);
+            st.row0 = a->stats_row0 ? a->stats_row0[b] : 0;
+        }
         lx_attn_tiled_forward(ao + (long)b * T * HD, (int)HD, q, q + HD, q + HD + KD, (int)QKV, spec, mult, T,
                               H, KV, D, causal, &ws);
+        if (want)
+            put_stats(stats ? stats + (long)b * H * LX_ATTN_NSTATS : NULL, diag ? diag + (long)b * H : NULL, st.out,
+                      H);
     }
 }
 
@@ -574,16 +613,15 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
 ** path at every length: backward reads the probabilities it saved (layers ·
 ** B · H · T² floats, which bounds training to a few thousand tokens anyway),
 ** and at those lengths its two big GEMMs per head beat recomputing tiles.
-** Evaluation runs tiled unless the pass asks for probabilities: a probe (the
-** `attn` task) or row statistics (answer rows of retrieval tasks, t5align's
-** calibration) keep the head path for now; statistics from tiles are the
-** next step of issue 14. */
+** Evaluation runs tiled, row statistics included (the `attn` task, answer
+** rows of retrieval tasks, t5align's calibration), unless the pass asks for
+** whole probability rows (a probe) or for the head path (head_path: tests). */
 static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
-                          float *att, double *stats, const float *mult, int layer, int B, int T, int H, int KV,
-                          int D, int causal)
+                          float *att, double *stats, struct lx_diag *diag, const float *mult, int layer, int B,
+                          int T, int H, int KV, int D, int causal)
 {
-    if (!a->train && !a->probe && !stats) {
-        attention_tiled(a, spec, qkv, ao, mult, B, T, H, KV, D, causal);
+    if (!a->train && !a->probe && !a->head_path) {
+        attention_tiled(a, spec, qkv, ao, stats, diag, mult, B, T, H, KV, D, causal);
         return;
     }
     long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
@@ -652,8 +690,11 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
         if (spec->cosine)
             lx_qk_normalize(qkv, a->train ? a->qkn + l * s.N * 2 * s.H : NULL, s.N, (int)s.H, (int)s.KV,
                             (int)ar->d_head);
+        if (a->kv)
+            lx_kvcache_put(a->kv, (int)l, qkv, a->B, a->T, (int)s.H);
         attention_all(a, spec, qkv, ao, att, a->stats ? a->stats + l * a->B * s.H * LX_ATTN_NSTATS : NULL,
-                      W->logit_scale, (int)l, a->B, a->T, (int)s.H, (int)s.KV, (int)ar->d_head, causal);
+                      a->diag ? a->diag + l * a->B * s.H : NULL, W->logit_scale, (int)l, a->B, a->T, (int)s.H,
+                      (int)s.KV, (int)ar->d_head, causal);
         memcpy(xm, xin, sizeof(float) * (size_t)(s.N * s.C));
         lx_matmul(xm, ao, W->wo, (int)s.N, (int)s.C, (int)s.HD, 0, 1, 1.0f, 1.0f);
 

@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 
+#include "harness/core/diag.h"
 #include "harness/core/params.h"
 #include "harness/core/spec.h"
 
@@ -122,8 +123,11 @@ typedef void (*lx_att_probe)(void *ctx, int layer, int b, int h, const float *P,
 /* Activations of one forward pass over B windows of T tokens (N = B·T rows).
 ** With `train` every layer keeps what backward needs; without, buffers are
 ** reused across layers and attention runs tiled (harness/engine/tiled.c), so
-** memory grows as O(T·d); a pass with a probe or row statistics runs the head
-** path instead and allocates one T × T probability buffer per thread. */
+** memory grows as O(T·d), row statistics (stats, diag) summed from the tiles;
+** a pass with a probe (or head_path) runs the head path instead and allocates
+** one T × T probability buffer per thread. */
+struct lx_kvcache;
+
 struct lx_acts {
     int B, T, train;
     int n_thr;                  /* attention scratch slots */
@@ -131,7 +135,7 @@ struct lx_acts {
     float *rstd1, *xn1;         /* (·, N), (·, N, C) */
     float *qkv;                 /* (·, N, (H + 2KV)·D) after rope */
     float *att;                 /* train: (layers, B, H, T, T) probs; eval: (n_thr, T, T), allocated by
-                                ** the first pass that needs probabilities (a probe or row statistics) */
+                                ** the first pass that needs probabilities (a probe, or head_path) */
     float *ao;                  /* (·, N, HD) attention output */
     float *xm;                  /* (·, N, C) residual after attention */
     float *rstd2, *xn2;         /* (·, N), (·, N, C) */
@@ -148,13 +152,24 @@ struct lx_acts {
     float *tile;                /* eval: (n_thr, lx_tile_thread_floats) tiled-forward scratch */
     double *tile_tab;           /* eval: (H, 1 + LX_SPEC_MAX_OPS, T) its distance tables, on first use */
     float *tile_rot;            /* eval: (4, H, T, D) its far-key rows, on first use */
+    double *tile_acc;           /* eval with statistics: (n_thr, lx_tile_acc_doubles) per-row sums, on first use */
+    struct lx_diag *tile_part;  /* eval with statistics: (H·(H + ceil(T / bq))) per-(head, block) and
+                                ** per-head sums, on first use */
     float *qkn;                 /* train with cosine: (layers, N, 2, H) norms of q, k before normalising
                                 ** (k uses the first KV of its H slots) */
     const int *pos;             /* (B, T) position ids (PoSE training), or NULL = 0..T−1; not owned */
     double *stats;              /* (layers, B, H, LX_ATTN_NSTATS) attention row sums, or NULL; not owned */
+    struct lx_diag *diag;       /* (layers, B, H) every row statistic of harness/core/diag.h, or NULL;
+                                ** summed from the tiles (not by the head path); not owned */
+    const struct lx_ranges *diag_ranges;    /* distance ranges of diag's range_*, or NULL; not owned */
+    int diag_buckets;           /* 1: diag's mass per distance bucket */
     const long *stats_row0;     /* (B,) per window, only rows in [stats_row0[b], stats_row1) are summed
-                                ** (NULL: from row 0); not owned */
+                                ** into stats and diag (NULL: from row 0); not owned */
     long stats_row1;            /* 0 = to the last row */
+    struct lx_kvcache *kv;      /* eval: every layer's key and value rows are saved here (decode.h), or
+                                ** NULL; not owned */
+    int head_path;              /* eval: 1 runs the T × T head path even without a probe (tests and
+                                ** benchmarks compare it with the tiles) */
     lx_att_probe probe;         /* called with every head's probabilities, or NULL; not owned */
     void *probe_ctx;
     /* backward scratch (train only) */
@@ -178,13 +193,21 @@ double lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train);
 ** everything one pass over (B, T) takes on the current thread count: model,
 ** activations, per-thread attention scratch, token buffers. An evaluation
 ** pass counts the T x T probabilities (and the head path's posmap scratch)
-** only when `probs` is set: a probe, row statistics or a calibration, which
-** run the head path; every other evaluation runs tiled, in O(T·d). */
+** only when `uses` has LX_RUN_PROBS: a probe, which runs the head path;
+** every other evaluation (row statistics and calibrations included) runs
+** tiled, in O(T·d). LX_RUN_KVCACHE counts a KV cache for the B windows
+** (greedy answers, harness/engine/decode.h), LX_RUN_KVFAR its far keys too
+** (a posmap on rotary positions). */
+enum {
+    LX_RUN_PROBS = 1 << 0,      /* the pass reads whole attention probability rows (a probe) */
+    LX_RUN_KVCACHE = 1 << 1,    /* a KV cache of every window follows the pass */
+    LX_RUN_KVFAR = 1 << 2,      /* ... with its far keys (lx_decode_far) */
+};
 double lx_mem_available(void);
 /* "12.3 MB" or "341.5 GB" into out; returns out. */
 char *lx_fmt_bytes(char out[32], double bytes);
 double lx_model_bytes(const struct lx_arch *a, int train);
-double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, int probs);
+double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses);
 /* Zeroed weights for arch a, mapped; LX_ENOMEM with the sizes when they do not fit. */
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err);
 

@@ -14,6 +14,12 @@
 ** tiles there are visited. The logit maps are the naive reference's
 ** (lx_spec_affine) written as A = R(n)·X(t), B = Σ_k R_k(n)·G_k(t): per-head
 ** tables of the distance ops over t, per-row products of the row scales.
+**
+** Row statistics (when ws->stats asks) ride along in the same pass: per row
+** Σ e·(l − m), Σ l, Σ l², and Σ e and Σ e·(l − m) per distance bucket and
+** range, rescaled with α like s_i and O_i; after the last tile they give the
+** row's entropy, max p (1/s_i), logit std and masses (attention.h, "Row
+** statistics from the tiles"). Only the rows asked for pay for it.
 */
 #include "harness/engine/attention.h"
 
@@ -59,6 +65,9 @@ struct tiled {
     int avx2;                   /* 1: the CPU has AVX2 and FMA (the softmax loops' clone) */
     const struct lx_tile_ws *ws;
     const float *mult;          /* (H,) or NULL */
+    const struct lx_tile_stats *st;     /* row statistics to sum, or NULL */
+    long st_row1;               /* their rows end here (st->row1, or T) */
+    long nqb;                   /* query blocks per head */
 };
 
 /* ---- preparation: distance tables and far-key rows, once per call --------- */
@@ -183,6 +192,103 @@ static float exp_sum_sse2(float *s, long n, float mx) { EXP_SUM_BODY }
 __attribute__((target("avx2,fma"))) static float max_of_avx2(const float *s, long n, float mx) { MAX_OF_BODY }
 static float max_of_sse2(const float *s, long n, float mx) { MAX_OF_BODY }
 
+/* ---- row statistics (attention.h, "Row statistics from the tiles") --------------- */
+
+/* One query row's sums, in e = exp(l − m) of its running max m. */
+struct rowacc {
+    double u;                                       /* Σ e (l − m) */
+    double sum, sum2;                               /* Σ l, Σ l² over the visible keys */
+    double bucket[LX_DIAG_BUCKETS];                 /* Σ e per distance bucket */
+    double mass[LX_MAX_RANGES], um[LX_MAX_RANGES];  /* Σ e, Σ e (l − m) per distance range */
+};
+
+size_t lx_tile_acc_doubles(int bq)
+{
+    return (size_t)bq * (sizeof(struct rowacc) / sizeof(double));
+}
+
+/* The running max moves by dm = m − m' < 0 (α = e^dm): rescale the sums in e;
+** l is the row's sum Σ e before the move. */
+static void acc_rescale(struct rowacc *A, const struct lx_tile_stats *st, double al, double dm, double l)
+{
+    int nr = st->ranges ? st->ranges->n : 0;
+    A->u = al > 0.0 ? al * (A->u + dm * l) : 0.0;
+    if (st->buckets)
+        for (int k = 0; k < LX_DIAG_BUCKETS; k++)
+            A->bucket[k] *= al;
+    for (int r = 0; r < nr; r++) {
+        A->um[r] = al > 0.0 ? al * (A->um[r] + dm * A->mass[r]) : 0.0;
+        A->mass[r] *= al;
+    }
+}
+
+/* Σ e and Σ e (lg − m) over the tile columns in [c0, c1) whose key is at a
+** distance in [lo, hi) from the row's (column d: key j0 + d is the query):
+** two runs of columns, before and after d. */
+static void dist_sums(const float *lg, const float *e, float m, long d, long c0, long c1, long lo, long hi,
+                      double *se, double *su)
+{
+    double a = 0.0, u = 0.0;
+    for (int side = 0; side < 2; side++) {
+        long r0 = side ? d + (lo > 1 ? lo : 1) : d - hi + 1, r1 = side ? d + hi : d - lo + 1;
+        r0 = r0 > c0 ? r0 : c0;
+        r1 = r1 < c1 ? r1 : c1;
+#pragma omp simd reduction(+ : a, u)
+        for (long c = r0; c < r1; c++) {
+            a += e[c];
+            u += e[c] * ((double)lg[c] - m);
+        }
+    }
+    *se += a;
+    if (su)
+        *su += u;
+}
+
+/* Add tile columns [c0, c1) of row i: lg the logits, e = exp(lg − m) (0 below
+** the floor); buckets and ranges as runs of columns at their distances. */
+static void acc_add(struct rowacc *A, const struct lx_tile_stats *st, const float *lg, const float *e, float m,
+                    long i, long j0, long c0, long c1)
+{
+    double su = 0.0, s1 = 0.0, s2 = 0.0;
+#pragma omp simd reduction(+ : su, s1, s2)
+    for (long c = c0; c < c1; c++) {
+        double g = lg[c];
+        s1 += g;
+        s2 += g * g;
+        su += (double)e[c] * (g - m);
+    }
+    A->sum += s1, A->sum2 += s2, A->u += su;
+    long d = i - j0, far = d - c0 > c1 - 1 - d ? d - c0 : c1 - 1 - d;     /* the farthest distance here */
+    for (int k = 0; st->buckets && k < LX_DIAG_BUCKETS && lx_diag_bucket_start(k) <= far; k++) {
+        long lo = lx_diag_bucket_start(k);
+        dist_sums(lg, e, m, d, c0, c1, lo, k ? 2 * lo : 1, &A->bucket[k], NULL);
+    }
+    for (int r = 0; st->ranges && r < st->ranges->n; r++)
+        dist_sums(lg, e, m, d, c0, c1, st->ranges->lo[r], st->ranges->hi[r], &A->mass[r], &A->um[r]);
+}
+
+/* Row i's statistics from its sums, Z = Σ e over all its n visible keys. */
+static void acc_finish(struct lx_diag *d, const struct rowacc *A, const struct lx_tile_stats *st, double Z,
+                       long n, long i)
+{
+    double mean = A->sum / (double)n, var = A->sum2 / (double)n - mean * mean;
+    d->pmax += 1.0 / Z;
+    d->entropy += log(Z) - A->u / Z;
+    d->sigma += sqrt(var > 0.0 ? var : 0.0);
+    d->rows += 1.0;
+    if (st->buckets)
+        for (int k = 0; k < LX_DIAG_BUCKETS; k++)
+            d->bucket[k] += A->bucket[k] / Z;
+    for (int r = 0; st->ranges && r < st->ranges->n; r++) {
+        if (i < st->ranges->hi[r] - 1)
+            continue;   /* as lx_diag_row: only rows the whole range fits in */
+        double M = A->mass[r];
+        d->range_mass[r] += M / Z;
+        d->range_entropy[r] += M > 0.0 ? log(M) - A->um[r] / M : 0.0;
+        d->range_rows[r] += 1.0;
+    }
+}
+
 /* ---- one tile ------------------------------------------------------------------ */
 
 /* Rows [i0, i1) × keys [j0, j1) of rot part `which` (0 lower, 2 upper). */
@@ -291,9 +397,10 @@ static double row_factors(const struct lx_spec *spec, long n, double *Rk, int n_
 
 /* Row i of the tile: logits of its visible keys [a0, a1) ∪ [b0, b1) (tile
 ** columns), the online-softmax update of m, s and the accumulator O, and P
-** in place of S (0 elsewhere). */
+** in place of S (0 elsewhere); with A, the row's statistics sums (keep: nc
+** floats of scratch for its logits). */
 static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, float *l, int h, long i, long j0,
-                     int nc)
+                     int nc, struct rowacc *A, float *keep)
 {
     const struct lx_spec *spec = x->spec;
     long lo, hi, n = lx_spec_row_keys(spec, i, x->T, x->causal, &lo, &hi);
@@ -328,19 +435,42 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
     float mn = mt > *m ? mt : *m;
     if (mn != *m) {
         float al = *m - mn > EXP_FLOOR ? expf(*m - mn) : 0.0f;
+        if (A)
+            acc_rescale(A, x->st, al, (double)*m - mn, *l);
         *l *= al;
         for (int d = 0; d < x->D; d++)
             Orow[d] *= al;
         *m = mn;
     }
+    for (int p = 0; A && p < 2; p++)
+        memcpy(keep + c0[p], s + c0[p], sizeof(float) * (size_t)(c1[p] - c0[p]));
     for (int p = 0; p < 2; p++)
         *l += x->avx2 ? exp_sum_avx2(s + c0[p], c1[p] - c0[p], mn) : exp_sum_sse2(s + c0[p], c1[p] - c0[p], mn);
+    for (int p = 0; A && p < 2; p++)
+        acc_add(A, x->st, keep, s, mn, i, j0, c0[p], c1[p]);
 }
 
 /* ---- one query block ------------------------------------------------------- */
 
-/* Query rows [i0, i1) of head h: every key tile some row sees, then o = O / s. */
-static void block_forward(const struct tiled *x, float *scr, int h, long i0, long i1)
+/* The block's rows [r0, r1) whose statistics are summed, zeroed sums for
+** them and the block's partial sums; 0 when none. */
+static int block_stats(const struct tiled *x, struct rowacc *acc, int h, long i0, long i1, long *r0, long *r1)
+{
+    if (!x->st)
+        return 0;
+    struct lx_diag *part = &x->ws->part[(long)h * x->nqb + i0 / x->ws->bq];
+    memset(part, 0, sizeof *part);
+    *r0 = x->st->row0 > i0 ? x->st->row0 - i0 : 0;
+    *r1 = (x->st_row1 < i1 ? x->st_row1 : i1) - i0;
+    if (*r1 <= *r0)
+        return 0;
+    memset(acc, 0, sizeof *acc * (size_t)(i1 - i0));
+    return 1;
+}
+
+/* Query rows [i0, i1) of head h: every key tile some row sees, then o = O / s
+** (and, with x->st, the rows' statistics into the block's partial sums). */
+static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc, int h, long i0, long i1)
 {
     const struct lx_spec *spec = x->spec;
     int bq = x->ws->bq, bk = x->ws->bk, D = x->D, nr = (int)(i1 - i0);
@@ -354,13 +484,15 @@ static void block_forward(const struct tiled *x, float *scr, int h, long i0, lon
     lx_spec_row_keys(spec, i0, x->T, x->causal, &lo0, &hi0);
     lx_spec_row_keys(spec, i1 - 1, x->T, x->causal, &lo1, &hi1);
     long ns = spec->vis.sinks < lo1 ? spec->vis.sinks : lo1, up = lx_spec_upper_sinks(spec, x->T, x->causal, hi1);
-    long s0[2] = {0, ns >= lo0 ? 0 : lo0}, s1[2] = {ns >= lo0 ? 0 : ns, up};
+    long s0[2] = {0, ns >= lo0 ? 0 : lo0}, s1[2] = {ns >= lo0 ? 0 : ns, up}, r0 = 0, r1 = 0;
+    int stats = block_stats(x, acc, h, i0, i1, &r0, &r1);
     for (int span = 0; span < 2; span++)
         for (long j0 = s0[span]; j0 < s1[span]; j0 += bk) {
             long j1 = j0 + bk < s1[span] ? j0 + bk : s1[span];
             tile_scores(x, S, F, h, c, i0, i1, j0, j1);
             for (int r = 0; r < nr; r++)
-                tile_row(x, S + (size_t)r * bk, O + (size_t)r * D, m + r, l + r, h, i0 + r, j0, (int)(j1 - j0));
+                tile_row(x, S + (size_t)r * bk, O + (size_t)r * D, m + r, l + r, h, i0 + r, j0, (int)(j1 - j0),
+                         stats && r >= r0 && r < r1 ? acc + r : NULL, F + (size_t)r * bk);
             lx_gemm(O, D, S, bk, x->v + j0 * x->ld + (long)(h / x->G) * D, x->ld, nr, D, (int)(j1 - j0), 0, 0, 1.0f,
                     1.0f);
         }
@@ -368,6 +500,10 @@ static void block_forward(const struct tiled *x, float *scr, int h, long i0, lon
         float *dst = x->o + (i0 + r) * x->ldo + (long)h * D, inv = 1.0f / l[r];
         for (int d = 0; d < D; d++)
             dst[d] = O[(size_t)r * D + d] * inv;
+    }
+    for (long r = r0; stats && r < r1; r++) {
+        long lo, hi, n = lx_spec_row_keys(spec, i0 + r, x->T, x->causal, &lo, &hi);
+        acc_finish(&x->ws->part[(long)h * x->nqb + i0 / bq], acc + r, x->st, l[r], n, i0 + r);
     }
 }
 
@@ -387,13 +523,20 @@ void lx_attn_tiled_forward(float *o, int ldo, const float *q, const float *k, co
     x.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !ws->sse2_only;
     if (x.far)
         far_rows(&x);
-    size_t per = lx_tile_thread_floats(ws->bq, ws->bk, D);
-    long nqb = (T + ws->bq - 1) / ws->bq;
+    x.st = ws->stats;
+    x.st_row1 = x.st && x.st->row1 ? x.st->row1 : T;
+    LX_ASSERT(!x.st || (ws->acc && ws->part && x.st->out && (!x.st->ranges || x.st->ranges->n <= LX_MAX_RANGES)));
+    size_t per = lx_tile_thread_floats(ws->bq, ws->bk, D), per_acc = lx_tile_acc_doubles(ws->bq);
+    long nqb = x.nqb = (T + ws->bq - 1) / ws->bq;
     /* causal blocks cost more the later they are: hand out the costly ones first */
 #pragma omp parallel for schedule(dynamic, 1)
     for (long it = 0; it < (long)H * nqb; it++) {
-        int h = (int)(it % H);
+        int h = (int)(it % H), thr = omp_get_thread_num();
         long qb = causal ? nqb - 1 - it / H : it / H, i0 = qb * ws->bq, i1 = i0 + ws->bq < T ? i0 + ws->bq : T;
-        block_forward(&x, ws->scratch + per * (size_t)omp_get_thread_num(), h, i0, i1);
+        block_forward(&x, ws->scratch + per * (size_t)thr,
+                      x.st ? (struct rowacc *)(ws->acc + per_acc * (size_t)thr) : NULL, h, i0, i1);
     }
+    for (int h = 0; x.st && h < H; h++)     /* block order: the thread count does not change the sums */
+        for (long qb = 0; qb < nqb; qb++)
+            lx_diag_add(&x.st->out[h], &ws->part[(long)h * nqb + qb]);
 }

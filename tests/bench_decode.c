@@ -1,0 +1,203 @@
+/*
+** tests/bench_decode.c - `make bench BENCH=decode`: greedy decoding through the
+** KV cache (harness/engine/decode.c) against a full forward pass per token,
+** both timed in the same run (docs/PERFORMANCE.md, "Decoding with a KV cache").
+**
+**   answer   the 4 tokens after the first of a 5-token answer at T = 16384:
+**            4 decode steps vs 4 full (tiled) passes, as lx_answer_eval's
+**            continuation runs them; the prompt's pass with the cache attached
+**            vs without (the cost of saving the rows)
+**   passkey  a passkey cell at 16x a 1024-token training length (16384
+**            tokens, 2 instances): lx_answer_eval with the cache vs the full
+**            passes, end to end, and what the time is spent on: the
+**            teacher-forced pass (tiled, its answer-row statistics summed from
+**            the tiles) and the further tokens
+**
+** The model is configs/quick.yaml's (2 layers, d_model 128, 4 heads x 32, GELU
+** 512, byte vocabulary), randomly initialised: it answers every instance
+** wrongly from the first token on, the most decoding a cell can need. Times
+** are single runs (a 16k pass takes seconds); the machine's load is printed.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness/engine/blas.h"
+#include "harness/engine/decode.h"
+#include "harness/engine/model.h"
+#include "harness/plan.h"
+#include "harness/registry.h"
+#include "tasks/retrieval.h"
+#include "tasks/task.h"
+
+void lx_bench_cpu(char *out, size_t n);    /* tests/bench_model.c */
+double lx_bench_busy(double sec);
+
+enum { BT = 16384, NA = 5, NI = 2 };
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU seconds of the whole process (every thread): what a run costs when
+** other processes share the cores and wall time mostly measures waiting. */
+static double cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void cpu_row(double c_fast, double c_base)
+{
+    printf("  CPU seconds (all threads): %.3f vs %.3f, %.1fx\n", c_fast, c_base, c_base / c_fast);
+}
+
+static void row(const char *what, const char *base, double t_fast, double t_base)
+{
+    printf("| %-44s | %-34s | %9.3f | %9.3f | %8.1fx |\n", what, base, t_fast, t_base, t_base / t_fast);
+}
+
+/* The model and its "rope" spec at 16x a training length of 1024. */
+static int setup(struct lx_model *m, struct lx_spec *spec, struct lx_error *err)
+{
+    static const struct lx_arch quick = {.mode = LX_MODEL_CAUSAL, .layers = 2, .d_model = 128, .heads = 4,
+                                         .d_head = 32, .d_mlp = 512, .mlp = LX_MLP_GELU, .vocab = 260,
+                                         .norm_eps = 1e-5, .init_std = 0.02};
+    static struct lx_doc doc;       /* the stack's params live as long as the spec */
+    static struct lx_stack st;
+    lx_model_init(m, &quick, 1);
+    struct lx_facts f = {.d_head = 32, .train_len = 1024, .n_heads = 4, .length = BT,
+                         .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+    int rc = lx_doc_load_text(&doc, "rope", "bench", err);
+    if (rc == LX_OK && (rc = lx_stack_parse(&st, doc.root, err)) == LX_OK)
+        rc = lx_stack_compile(&st, &f, spec, err);
+    return rc;
+}
+
+/* Part 1: the continuation of a 5-token answer. */
+static int bench_answer(const struct lx_model *m, const struct lx_spec *spec, double *t_tiled, struct lx_error *err)
+{
+    long V = m->arch.vocab;
+    int *tok = lx_xmalloc(sizeof(int) * BT);
+    for (int t = 0; t < BT; t++)
+        tok[t] = t ? 'a' + (t * 7) % 26 : LX_TOK_BOS;
+    struct lx_acts a;
+    struct lx_kvcache c;
+    int rc = lx_acts_alloc(&a, &m->arch, 1, BT, 0, err);
+    if (rc == LX_OK && (rc = lx_kvcache_alloc(&c, &m->arch, spec, 1, BT, err)) < 0)
+        lx_acts_release(&a);
+    if (rc < 0)
+        return free(tok), rc;
+    double t0 = now();
+    lx_model_forward(m, spec, tok, NULL, &a);      /* a plain tiled pass */
+    double t_plain = now() - t0;
+    a.kv = &c;
+    t0 = now();
+    lx_model_forward(m, spec, tok, NULL, &a);      /* the same, saving every layer's rows */
+    double t_fill = now() - t0;
+    a.kv = NULL;
+    float *lg = lx_xmalloc(sizeof(float) * (size_t)V);
+    long off = BT - NA;
+    int next = lx_argmax(a.logits + (off - 1) * V, V);
+    t0 = now();
+    double c0 = cpu();
+    for (int k = 0; k + 1 < NA; k++) {
+        lx_decode_step(lg, m, spec, &c, 0, off + k, next);
+        next = lx_argmax(lg, V);
+    }
+    double t_steps = now() - t0, c_steps = cpu() - c0;
+    t0 = now();
+    c0 = cpu();
+    for (int k = 0; k + 1 < NA; k++)   /* as the reference continuation: a pass per token */
+        lx_model_forward(m, spec, tok, NULL, &a);
+    double t_full = now() - t0, c_full = cpu() - c0;
+    row("4 answer tokens at T=16384: KV cache steps", "4 full passes (tiled)", t_steps, t_full);
+    cpu_row(c_steps, c_full);
+    row("prompt pass saving the rows into the cache", "the same pass without", t_fill, t_plain);
+    printf("  one decode step: %.2f ms; one full pass: %.3f s\n", 1e3 * t_steps / (NA - 1), t_full / (NA - 1));
+    *t_tiled = t_full / (NA - 1);
+    free(lg), free(tok);
+    lx_kvcache_release(&c);
+    lx_acts_release(&a);
+    return LX_OK;
+}
+
+/* Part 2: a passkey cell's answers, end to end, both ways. */
+static int bench_cell(const struct lx_model *m, const struct lx_spec *spec, double t_tiled, struct lx_error *err)
+{
+    const struct lx_task *t = lx_task_find("passkey");
+    void *p = calloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, p);
+    lx_params_finish(&t->schema, p);
+    struct lx_instance in[NI];
+    struct lx_answer ans[NI], ref[NI];
+    int rc = LX_OK;
+    for (int i = 0; i < NI && rc == LX_OK; i++)
+        rc = t->generate(p, 42, BT, i, 0.5, &in[i], err);
+    double t_cache = 0.0, t_full = 0.0, c_cache = 0.0, c_full = 0.0;
+    if (rc == LX_OK) {
+        double t0 = now(), c0 = cpu();
+        rc = lx_answer_eval(m, spec, in, NI, LX_DECODE_CACHE, ans, err);
+        t_cache = now() - t0, c_cache = cpu() - c0;
+    }
+    if (rc == LX_OK) {
+        double t0 = now(), c0 = cpu();
+        rc = lx_answer_eval(m, spec, in, NI, LX_DECODE_FULL, ref, err);
+        t_full = now() - t0, c_full = cpu() - c0;
+    }
+    if (rc == LX_OK) {
+        int same = 1, decoded = 0;
+        for (int i = 0; i < NI; i++) {
+            same &= memcmp(ans[i].out, ref[i].out, sizeof(int) * (size_t)ans[i].n_out) == 0;
+            decoded += ans[i].decoded;
+        }
+        char what[64];
+        snprintf(what, sizeof what, "passkey 16x, %d instances: KV cache", NI);
+        row(what, "full passes", t_cache, t_full);
+        cpu_row(c_cache, c_full);
+        printf("  %d tokens decoded; answers %s\n", decoded, same ? "identical" : "DIFFER");
+        int na = ans[0].n_out;
+        printf("  per instance: the teacher-forced pass (tiled, answer-row statistics from the tiles) ~%.2f s, "
+               "then %d decode steps; the full passes add %d tiled passes of ~%.2f s each\n", t_cache / NI, na - 1,
+               na - 1, t_tiled);
+    }
+    for (int i = 0; i < NI; i++)
+        lx_instance_release(&in[i]);
+    free(p);
+    return rc;
+}
+
+int lx_bench_decode(void)
+{
+    char cpu[128], blas[128];
+    lx_bench_cpu(cpu, sizeof cpu);
+    lx_blas_describe(blas, sizeof blas);
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    double busy = lx_bench_busy(1.0);
+    printf("\ndecoding: %s, %d threads, OpenBLAS %s, OPENBLAS_CORETYPE=%s; CPU used by others: %.0f%%\n", cpu,
+           omp_get_max_threads(), blas, ct ? ct : "(unset)", 100.0 * busy);
+    printf("  model: 2 layers, d_model 128, 4 heads x 32, GELU 512, vocab 260 (configs/quick.yaml), rope\n\n");
+    printf("| %-44s | %-34s | %9s | %9s | %9s |\n", "fast path", "baseline", "fast s", "base s", "speedup");
+    printf("|----------------------------------------------|------------------------------------|-----------|"
+           "-----------|-----------|\n");
+    struct lx_model m;
+    struct lx_spec spec;
+    struct lx_error err;
+    double t_tiled = 0.0;
+    int rc = setup(&m, &spec, &err);
+    if (rc == LX_OK)
+        rc = bench_answer(&m, &spec, &t_tiled, &err);
+    if (rc == LX_OK)
+        rc = bench_cell(&m, &spec, t_tiled, &err);
+    if (rc < 0)
+        fprintf(stderr, "bench: %s\n", err.msg);
+    lx_model_release(&m);
+    return rc < 0;
+}

@@ -1,0 +1,62 @@
+/*
+** tests/model_stacks.h - every method of methods/methods.def that runs on a
+** model, alone and in the papers' combinations, with windows of 2 to 6 keys,
+** sinks and far keys: the stacks the attention paths are compared on
+** (tests/test_tiled.c, tests/test_decode.c). Rows of 4 to 37 keys reach
+** every window, sink and far-key edge. rel_err() is the error they are
+** compared by: normwise relative, max |got − ref| / max |ref|.
+*/
+#ifndef LX_TEST_MODEL_STACKS_H
+#define LX_TEST_MODEL_STACKS_H
+
+#include <math.h>
+
+static inline double rel_err(const float *a, const float *ref, long n)
+{
+    double num = 0.0, den = 0.0;
+    for (long i = 0; i < n; i++) {
+        num = fmax(num, fabs((double)a[i] - ref[i]));
+        den = fmax(den, fabs((double)ref[i]));
+    }
+    return num / (den > 0.0 ? den : 1.0);
+}
+
+static const char *const stacks[] = {
+    "none",
+    "nope",
+    "rope",
+    "{rope: {layout: interleaved}}",
+    "alibi",
+    "[rope, {pi: {scale: 4}}]",
+    "[rope, {ntk: {scale: 4}}]",
+    "[rope, {ntk: {mode: dynamic}}]",
+    "[rope, {yarn: {scale: 4}}]",
+    "[rope, prope]",
+    "[rope, {prope: {mode: modded}}, scaleinv]",
+    "[rope, infoscale]",
+    "[rope, {logn: {mode: su}}]",
+    "[rope, {logn: {mode: ssmax}}]",
+    "[rope, {logn: {mode: ssmax, learn: true}}]",
+    "[rope, {scaleinv: {tau: 2}}]",
+    "[rope, {cosscale: {s: 8}}]",
+    "[rope, {cosscale: {s: 8}}, {scaleinv: {tau: 2}}, {rerope: {window: 4}}]",
+    "[rope, {rerope: {window: 3}}]",
+    "[rope, {rerope: {window: 3, leak: 2}}]",
+    "[{rope: {layout: interleaved}}, {rerope: {window: 5, leak: 3}}, infoscale]",
+    "[rope, {streaming: {sinks: 2, recent: 3}}]",
+    "[rope, {streaming: {sinks: 5, recent: 1}}]",
+    "[alibi, {streaming: {sinks: 2, recent: 4}}]",
+    "[rope, {lminfinite: {n_global: 2, local: 3, limit: 3}}]",
+    "[rope, {yarn: {scale: 4}}, {lminfinite: {n_global: 1, local: 6}}]",
+    "[rope, {window: {size: 2}}]",
+    "[rope, {window: {size: 6}}, {logn: {mode: su}}]",
+    "[alibi, {window: {size: 5}}, infoscale]",
+    "[alibi, {scaleinv: {tau: 2}}, infoscale, {streaming: {sinks: 2, recent: 4}}]",    /* two distance ops */
+    "[rope, {window: {size: 5}}, t5align]",
+    "[rope, {t5align: {mode: entropy}}]",
+    "[rope, pose]",
+};
+
+#define N_STACKS (sizeof stacks / sizeof *stacks)
+
+#endif

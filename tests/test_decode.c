@@ -1,0 +1,410 @@
+/*
+** tests/test_decode.c - the KV cache and one-token decoding
+** (harness/engine/decode.c):
+**
+**   - the one-row attention against row i of the naive reference
+**     (lx_attention_forward) for every method that runs on a model, with
+**     multi-head, grouped-query and multi-query key/value heads;
+**   - a decode step's logits against the same row of a full forward pass
+**     (random models: GELU and SwiGLU, GQA, q/k/v biases, a tied head,
+**     learned logit scales), within 1e-5 normwise relative;
+**   - greedy generation through the cache against one full pass per token;
+**   - a trained passkey model read at 8x and 16x its training length: the
+**     greedy answers through the cache are the full passes' tokens, every one;
+**   - the memory plan's count of the cache, and bad input refused.
+**
+** Errors are normwise relative: max |got − ref| / max |ref|.
+*/
+#include <criterion/criterion.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/rng.h"
+#include "harness/engine/attention.h"
+#include "harness/engine/decode.h"
+#include "harness/engine/model.h"
+#include "harness/engine/train.h"
+#include "harness/registry.h"
+#include "tasks/retrieval.h"
+#include "tasks/task.h"
+#include "tests/model_stacks.h"     /* stacks[]: every method that runs on a model; rel_err() */
+#include "tests/stack.h"
+
+#define TOL 1e-5
+
+static void fill(float *x, long n, uint64_t key, uint32_t stream)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, key, stream, LX_RNG_INIT);
+    for (long i = 0; i < n; i++)
+        x[i] = (float)lx_rng_normal(&r);
+}
+
+static void unit_rows(float *x, long rows, int D)
+{
+    for (long r = 0; r < rows; r++) {
+        double nn = 0.0;
+        for (int d = 0; d < D; d++)
+            nn += (double)x[r * D + d] * x[r * D + d];
+        for (int d = 0; d < D; d++)
+            x[r * D + d] = (float)(x[r * D + d] / sqrt(nn));
+    }
+}
+
+
+/* ---- one row against the naive reference -------------------------------------- */
+
+/* Rows 0 … T−1 of a (T, H, D) attention, each by the one-row kernel over a
+** cache of T rows, against lx_attention_forward on k, v expanded to H heads. */
+static void row_vs_naive(const char *stack, int T, int H, int KV, int D)
+{
+    struct lx_facts f = tfacts(D, 6, H, T);
+    struct tstack st;
+    tstack_make(&st, stack, &f);
+    if (st.spec.calibrate)
+        st.spec.temperature = 0.7;      /* as if calibrated */
+    int G = H / KV, QKV = (H + 2 * KV) * D;
+    long NH = (long)T * H * D, NK = (long)T * KV * D;
+    float *q = malloc(sizeof(float) * NH), *k = malloc(sizeof(float) * NK), *v = malloc(sizeof(float) * NK);
+    float *kx = malloc(sizeof(float) * NH), *vx = malloc(sizeof(float) * NH), *qm = malloc(sizeof(float) * NH);
+    float *o_naive = malloc(sizeof(float) * NH), *o_row = malloc(sizeof(float) * NH);
+    float *att = malloc(sizeof(float) * (size_t)H * T * T), *qkv = malloc(sizeof(float) * (size_t)T * QKV);
+    fill(q, NH, 31, 1), fill(k, NK, 31, 2), fill(v, NK, 31, 3);
+    if (st.spec.cosine)
+        unit_rows(q, (long)T * H, D), unit_rows(k, (long)T * KV, D);
+    float mult[8] = {0.5f, 1.7f, 1.1f, 0.9f, 2.0f, 0.3f, 1.0f, 1.3f};
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++)
+            for (int d = 0; d < D; d++) {
+                long at = ((long)t * H + h) * D + d, kat = ((long)t * KV + h / G) * D + d;
+                kx[at] = k[kat], vx[at] = v[kat];
+                /* learned multipliers of S: the reference scales q instead */
+                qm[at] = st.spec.learn_scale ? q[at] * mult[h % 8] : q[at];
+            }
+    lx_attention_forward(o_naive, att, qm, kx, vx, &st.spec, T, H, D, 1);
+
+    struct lx_arch a = {.mode = LX_MODEL_CAUSAL, .layers = 1, .d_model = 8, .heads = H, .kv_heads = KV,
+                        .d_head = D, .d_mlp = 8, .vocab = 4, .norm_eps = 1e-5, .init_std = 0.02};
+    struct lx_kvcache c;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_kvcache_alloc(&c, &a, &st.spec, 1, T, &err), LX_OK, "%s", err.msg);
+    for (int t = 0; t < T; t++) {   /* q | k | v rows, as a forward pass holds them */
+        memcpy(qkv + (long)t * QKV, q + (long)t * H * D, sizeof(float) * (size_t)H * D);
+        memcpy(qkv + (long)t * QKV + H * D, k + (long)t * KV * D, sizeof(float) * (size_t)KV * D);
+        memcpy(qkv + (long)t * QKV + (H + KV) * D, v + (long)t * KV * D, sizeof(float) * (size_t)KV * D);
+    }
+    lx_kvcache_put(&c, 0, qkv, 1, T, H);
+    cr_expect_eq(c.len[0], T);
+    if (c.kfar)
+        lx_kvcache_far(&c, &st.spec, 0, 0, T);
+    float *s = malloc(sizeof(float) * (size_t)T);
+    double *tab = malloc(sizeof(double) * 2 * (size_t)T);
+    for (int i = 0; i < T; i++)
+        for (int h = 0; h < H; h++) {
+            int g = h / G;
+            lx_attn_row_forward(o_row + ((long)i * H + h) * D, q + ((long)i * H + h) * D, c.k + g * D, c.v + g * D,
+                                c.kfar ? c.kfar + g * D : NULL, KV * D, &st.spec, h,
+                                st.spec.learn_scale ? mult[h % 8] : 1.0f, i, D, s, tab);
+        }
+    double e = rel_err(o_row, o_naive, NH);
+    cr_expect_leq(e, TOL, "%s T=%d H=%d KV=%d: one row vs naive %g", stack, T, H, KV, e);
+    free(q), free(k), free(v), free(kx), free(vx), free(qm), free(o_naive), free(o_row), free(att), free(qkv);
+    free(s), free(tab);
+    lx_kvcache_release(&c);
+    tstack_free(&st);
+}
+
+Test(decode, one_row_matches_naive_every_method, .timeout = 120)
+{
+    for (size_t i = 0; i < N_STACKS; i++) {
+        row_vs_naive(stacks[i], 13, 4, 4, 8);       /* multi-head */
+        row_vs_naive(stacks[i], 37, 4, 2, 16);      /* grouped-query */
+        row_vs_naive(stacks[i], 13, 3, 1, 8);       /* multi-query */
+    }
+}
+
+/* ---- a model: decode steps against full forward passes --------------------------- */
+
+/* A random causal model; `kind` 0: GELU, multi-head; 1: SwiGLU, one key/value
+** head of two, q/k/v biases (drawn, not 0), a tied head; learn: logit scales
+** drawn around 1. */
+static void random_model(struct lx_model *m, int kind, int learn, uint64_t key)
+{
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.d_model = 32, a.heads = 2, a.d_head = 16, a.d_mlp = 48, a.vocab = 64, a.init_std = 0.3;
+    a.kv_heads = kind ? 1 : 0, a.qkv_bias = kind, a.tie_head = kind, a.logit_scale = learn;
+    a.mlp = kind ? LX_MLP_SWIGLU : LX_MLP_GELU;
+    lx_params_finish(&lx_arch_schema, &a);
+    lx_model_init(m, &a, key);
+    for (long l = 0; l < a.layers; l++) {
+        const struct lx_layer_w *W = &m->v.layer[l];
+        if (W->bqkv)
+            fill(W->bqkv, lx_arch_qkv(&a), key, (uint32_t)(100 + l));
+        for (long h = 0; learn && h < a.heads; h++)
+            W->logit_scale[h] = 0.6f + 0.5f * (float)h;
+    }
+}
+
+/* Tokens tok[0, n) of a random model: full forward logits of every row, then
+** decode from a prefix of p0 rows: each step's logits against the full row. */
+static void steps_vs_full(const char *stack, int kind)
+{
+    enum { T = 40, P0 = 9 };
+    struct lx_model m;
+    struct tstack st;
+    struct lx_facts f = tfacts(16, 8, 2, T);
+    tstack_make(&st, stack, &f);
+    if (st.spec.calibrate)
+        st.spec.temperature = 0.8;
+    random_model(&m, kind, st.spec.learn_scale, 7 + (uint64_t)kind);
+    long V = m.arch.vocab;
+    int tok[T];
+    for (int t = 0; t < T; t++)
+        tok[t] = (t * 29 + 3) % (int)V;
+    struct lx_acts full, pre;
+    struct lx_kvcache c;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_acts_alloc(&full, &m.arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_acts_alloc(&pre, &m.arch, 1, P0, 0, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_kvcache_alloc(&c, &m.arch, &st.spec, 1, T, &err), LX_OK, "%s", err.msg);
+    lx_model_forward(&m, &st.spec, tok, NULL, &full);
+    pre.kv = &c;
+    lx_model_forward(&m, &st.spec, tok, NULL, &pre);
+    double e = rel_err(pre.logits + (P0 - 1) * V, full.logits + (P0 - 1) * V, V), worst = e;
+    float *lg = malloc(sizeof(float) * (size_t)V);
+    for (int p = P0; p < T; p++) {
+        lx_decode_step(lg, &m, &st.spec, &c, 0, p, tok[p]);
+        e = rel_err(lg, full.logits + (long)p * V, V);
+        worst = e > worst ? e : worst;
+    }
+    cr_expect_leq(worst, TOL, "%s (model %d): decode step vs full forward row, worst %g", stack, kind, worst);
+    cr_expect_eq(c.len[0], T);
+    free(lg);
+    lx_kvcache_release(&c);
+    lx_acts_release(&full);
+    lx_acts_release(&pre);
+    lx_model_release(&m);
+    tstack_free(&st);
+}
+
+Test(decode, step_logits_match_the_full_forward, .timeout = 120)
+{
+    for (size_t i = 0; i < N_STACKS; i++)
+        for (int kind = 0; kind < 2; kind++)
+            steps_vs_full(stacks[i], kind);
+}
+
+/* A step that rewrites a row: decoding after a different token at position p
+** replaces the cached row, and far keys are turned again from the new one. */
+Test(decode, a_rewritten_row_is_read_afresh)
+{
+    enum { T = 24 };
+    static const char *const ms[] = {"rope", "[rope, {rerope: {window: 3, leak: 2}}]"};
+    for (int s = 0; s < 2; s++) {
+        struct lx_model m;
+        struct tstack st;
+        struct lx_facts f = tfacts(16, 8, 2, T);
+        tstack_make(&st, ms[s], &f);
+        random_model(&m, 1, 0, 11);
+        long V = m.arch.vocab;
+        int tok[T], alt[T];
+        for (int t = 0; t < T; t++)
+            tok[t] = alt[t] = (t * 13 + 5) % (int)V;
+        for (int t = 12; t < T; t++)
+            alt[t] = (t * 7 + 1) % (int)V;      /* the same up to 12, then another text */
+        struct lx_acts full, a;
+        struct lx_kvcache c;
+        struct lx_error err = {{0}};
+        cr_assert_eq(lx_acts_alloc(&full, &m.arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_acts_alloc(&a, &m.arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_kvcache_alloc(&c, &m.arch, &st.spec, 1, T, &err), LX_OK, "%s", err.msg);
+        a.kv = &c;
+        lx_model_forward(&m, &st.spec, tok, NULL, &a);     /* the cache holds tok's 24 rows */
+        float *lg = malloc(sizeof(float) * (size_t)V);
+        for (int p = 20; p < T; p++)    /* far keys of rows < 20 turned from tok's rows */
+            lx_decode_step(lg, &m, &st.spec, &c, 0, p, tok[p]);
+        lx_model_forward(&m, &st.spec, alt, NULL, &full);
+        double worst = 0.0;
+        for (int p = 12; p < T; p++) {  /* now alt from 12 on: rows 12.. are rewritten */
+            lx_decode_step(lg, &m, &st.spec, &c, 0, p, alt[p]);
+            double e = rel_err(lg, full.logits + (long)p * V, V);
+            worst = e > worst ? e : worst;
+        }
+        cr_expect_leq(worst, TOL, "%s: rewritten rows, worst %g", ms[s], worst);
+        free(lg);
+        lx_kvcache_release(&c);
+        lx_acts_release(&a);
+        lx_acts_release(&full);
+        lx_model_release(&m);
+        tstack_free(&st);
+    }
+}
+
+Test(decode, generate_by_the_cache_equals_full_passes, .timeout = 60)
+{
+    static const char *const ms[] = {"rope", "alibi", "[rope, {rerope: {window: 6, leak: 2}}]",
+                                     "[rope, {streaming: {sinks: 2, recent: 8}}]", "[rope, {cosscale: {s: 8}}]",
+                                     "[rope, {lminfinite: {n_global: 2, local: 6, limit: 6}}, infoscale]"};
+    enum { NP = 17, NG = 24 };
+    for (size_t s = 0; s < sizeof ms / sizeof *ms; s++)
+        for (int kind = 0; kind < 2; kind++) {
+            struct lx_model m;
+            struct tstack st;
+            struct lx_facts f = tfacts(16, 8, 2, NP + NG);
+            tstack_make(&st, ms[s], &f);
+            random_model(&m, kind, 0, 21 + (uint64_t)s);
+            int prompt[NP], got[NG], want[NG];
+            for (int t = 0; t < NP; t++)
+                prompt[t] = (t * 11 + (int)s) % (int)m.arch.vocab;
+            struct lx_error err = {{0}};
+            cr_assert_eq(lx_generate(&m, &st.spec, prompt, NP, NG, got, LX_DECODE_CACHE, &err), LX_OK, "%s", err.msg);
+            cr_assert_eq(lx_generate(&m, &st.spec, prompt, NP, NG, want, LX_DECODE_FULL, &err), LX_OK, "%s", err.msg);
+            int same = 0;
+            while (same < NG && got[same] == want[same])
+                same++;
+            cr_expect_eq(same, NG, "%s (model %d): tokens differ from %d on", ms[s], kind, same);
+            lx_model_release(&m);
+            tstack_free(&st);
+        }
+}
+
+Test(decode, bad_input_is_refused)
+{
+    struct lx_model m;
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 1, a.d_model = 16, a.heads = 2, a.d_head = 8, a.d_mlp = 16, a.vocab = 32;
+    a.mode = LX_MODEL_MLM;
+    lx_params_finish(&lx_arch_schema, &a);
+    lx_model_init(&m, &a, 1);
+    struct tstack st;
+    struct lx_facts f = tfacts(8, 8, 2, 16);
+    tstack_make(&st, "rope", &f);
+    int prompt[4] = {1, 2, 3, 4}, out[4];
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_generate(&m, &st.spec, prompt, 4, 4, out, LX_DECODE_CACHE, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "causal") != NULL, "%s", err.msg);
+    m.arch.mode = LX_MODEL_CAUSAL;
+    cr_expect_eq(lx_generate(&m, &st.spec, prompt, 0, 4, out, LX_DECODE_CACHE, &err), LX_EINVAL);
+    prompt[2] = 32;
+    cr_expect_eq(lx_generate(&m, &st.spec, prompt, 4, 4, out, LX_DECODE_CACHE, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "vocabulary") != NULL, "%s", err.msg);
+    lx_model_release(&m);
+    tstack_free(&st);
+}
+
+/* ---- memory ------------------------------------------------------------------------ */
+
+extern const struct lx_task lx_task_ppl, lx_task_passkey;
+
+Test(decode, the_memory_plan_counts_the_cache)
+{
+    struct lx_arch a = {.mode = LX_MODEL_CAUSAL, .layers = 3, .d_model = 64, .heads = 4, .kv_heads = 2,
+                        .d_head = 16, .d_mlp = 128, .mlp = LX_MLP_GELU, .vocab = 260, .norm_eps = 1e-5,
+                        .init_std = 0.02};
+    for (int T = 1024; T <= 16384; T *= 4) {
+        double kv = 3.0 * T * 2 * 16 * 2 * 4;   /* layers · T · kv_heads · d_head · (k, v) · 4 bytes */
+        double plain = lx_run_bytes(&a, 1, T, 0, LX_RUN_PROBS);
+        double with = lx_run_bytes(&a, 1, T, 0, LX_RUN_PROBS | LX_RUN_KVCACHE);
+        double far = lx_run_bytes(&a, 1, T, 0, LX_RUN_PROBS | LX_RUN_KVCACHE | LX_RUN_KVFAR);
+        /* the cache, plus one step's scratch: O(T) scores and tables a thread, O(d) rows */
+        cr_expect(with - plain >= kv && with - plain <= kv + 64.0 * T + 1e5,
+                  "T %d: cache counted as %.0f bytes, want %.0f + scratch", T, with - plain, kv);
+        cr_expect(fabs(far - with - kv / 2) < 1.0, "T %d: far keys add %.0f bytes, want %.0f", T, far - with, kv / 2);
+        cr_expect_eq(lx_run_bytes(&a, 2, T, 0, LX_RUN_KVCACHE) - lx_run_bytes(&a, 2, T, 0, 0),
+                     lx_kvcache_bytes(&a, 2, T, 0));
+    }
+    cr_expect_eq(lx_task_passkey.decodes, 1);
+    cr_expect_eq(lx_task_ppl.decodes, 0);
+}
+
+/* ---- a trained model, read far past its training length ---------------------------- */
+
+/* A passkey model (short template, 3-digit keys, grouped-query attention)
+** trained for 150 steps at 128 tokens: it has learnt the filler and the
+** answer's shape (peaked logits, unlike a random model's) but not yet the
+** key, so its answers are wrong from the first digit on and decoded. */
+static void *trained_passkey(struct lx_model *m, const struct lx_task **task)
+{
+    const struct lx_task *t = lx_task_find("passkey");
+    cr_assert_not_null(t);
+    void *p = calloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, p);
+    struct lx_doc doc;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_doc_load_text(&doc, "{template: short, digits: 3}", "p.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_params_apply(&t->schema, p, doc.root, "passkey", &err), LX_OK, "%s", err.msg);
+    lx_doc_release(&doc);
+    lx_params_finish(&t->schema, p);
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.d_model = 32, a.heads = 4, a.kv_heads = 2, a.d_head = 8, a.d_mlp = 64;
+    lx_params_finish(&lx_arch_schema, &a);
+    lx_model_init(m, &a, 3);
+    struct lx_train_cfg cfg;
+    lx_params_defaults(&lx_train_schema, &cfg);
+    cfg.length = 128, cfg.batch = 8, cfg.steps = 150, cfg.warmup = 20, cfg.eval_every = 150, cfg.eval_windows = 2;
+    lx_params_finish(&lx_train_schema, &cfg);
+    const struct lx_corpus *corpus;
+    cr_assert_eq(lx_corpus_get(&corpus, "train", &err), LX_OK, "%s", err.msg);
+    struct lx_mix mix = {.name = "passkey", .weight = 1.0, .params = p, .sample = t->train_sample, .check = t->check};
+    struct tstack st;
+    struct lx_facts f = tfacts(8, 128, 4, 128);
+    f.training = 1;
+    tstack_make(&st, "rope", &f);
+    struct lx_train_report rep;
+    cr_assert_eq(lx_train(m, &st.spec, &cfg, 77, corpus, &mix, 1, NULL, NULL, &rep, &err), LX_OK, "%s", err.msg);
+    cr_log_info("trained in %.2f s, loss %.3f", rep.seconds, rep.train_loss);
+    tstack_free(&st);
+    *task = t;
+    return p;
+}
+
+Test(decode, trained_answers_by_the_cache_equal_full_passes, .timeout = 300)
+{
+    struct lx_model m;
+    const struct lx_task *t;
+    void *p = trained_passkey(&m, &t);
+    static const char *const ms[] = {
+        "rope", "[rope, {yarn: {scale: 16}}]", "[rope, {rerope: {window: 64}}]",
+        "[rope, {rerope: {window: 64, leak: 16}}]", "[rope, {streaming: {sinks: 4, recent: 124}}]",
+        "[rope, lminfinite]", "[rope, {window: {size: 128}}, {logn: {mode: su}}]",
+    };
+    enum { NS = 4 };
+    long n_wrong = 0, n_right = 0, n_decoded = 0;
+    for (long len = 128; len <= 1024; len *= 8)     /* 1x, 8x */
+        for (size_t s = 0; s < sizeof ms / sizeof *ms; s++) {
+            struct tstack st;
+            struct lx_facts f = tfacts(8, 128, 4, len);
+            tstack_make(&st, ms[s], &f);
+            struct lx_instance in[NS];
+            struct lx_answer fast[NS], ref[NS];
+            struct lx_error err = {{0}};
+            for (int i = 0; i < NS; i++)
+                cr_assert_eq(t->generate(p, 99, len, i, (i + 0.5) / NS, &in[i], &err), LX_OK, "%s", err.msg);
+            cr_assert_eq(lx_answer_eval(&m, &st.spec, in, NS, LX_DECODE_CACHE, fast, &err), LX_OK, "%s", err.msg);
+            cr_assert_eq(lx_answer_eval(&m, &st.spec, in, NS, LX_DECODE_FULL, ref, &err), LX_OK, "%s", err.msg);
+            for (int i = 0; i < NS; i++) {
+                cr_expect_eq(fast[i].n_out, ref[i].n_out);
+                cr_expect_eq(memcmp(fast[i].out, ref[i].out, sizeof(int) * (size_t)ref[i].n_out), 0,
+                             "%s at %ld, instance %d: the cache's greedy answer differs from the full passes'",
+                             ms[s], len, i);
+                cr_expect_eq(fast[i].logprob, ref[i].logprob, "the same teacher-forced pass");
+                cr_expect_eq(fast[i].decoded, ref[i].forwards - 1, "%s at %ld: a step for each further pass",
+                             ms[s], len);
+                n_right += fast[i].correct_tf;
+                n_wrong += !fast[i].correct_tf;
+                n_decoded += fast[i].decoded;
+                lx_instance_release(&in[i]);
+            }
+            tstack_free(&st);
+        }
+    cr_expect_gt(n_decoded, 20, "too few wrong answers to compare decoding (%ld wrong, %ld decoded)", n_wrong,
+                 n_decoded);
+    cr_log_info("trained passkey: %ld right, %ld wrong, %ld tokens decoded", n_right, n_wrong, n_decoded);
+    free(p);
+    lx_model_release(&m);
+}
