@@ -84,6 +84,26 @@ static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, str
     return LX_OK;
 }
 
+/* The checkpoint's tokenizer (a llama2.c tokenizer.bin), read now so a bad
+** file is refused at its YAML position. */
+static int parse_tokenizer(struct lx_model_use *u, const struct lx_node *v, struct lx_error *err)
+{
+    if (v->kind != LX_NODE_SCALAR)
+        return lx_node_err(err, v, "model '%s': 'tokenizer' must be a file path", u->name);
+    u->tokenizer = resolve_path(v);
+    u->tokenizer_where = v;
+    struct lx_error sub;
+    if (lx_tokenizer_load(&u->tok, u->tokenizer, &sub) < 0)
+        return lx_node_err(err, v, "model '%s': %s\n  hint: 'tokenizer' names a llama2.c tokenizer.bin", u->name,
+                           sub.msg);
+    return LX_OK;
+}
+
+const struct lx_tokenizer *lx_model_use_tokenizer(const struct lx_model_use *u)
+{
+    return u->tok ? u->tok : &lx_tokenizer_byte;
+}
+
 /* One mixture entry: {task: {params…, weight: w}}. */
 static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_buf *json, struct lx_error *err)
 {
@@ -173,22 +193,28 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         return lx_node_err(err, v, "model '%s' must be a mapping with arch and train, or checkpoint\n"
                            "  hint: e.g. %s: {arch: {layers: 2}, train: {length: 128, steps: 1000}}",
                            u->name, u->name);
-    static const char *const keys[] = {"arch", "train", "checkpoint", "mixture"};
+    static const char *const keys[] = {"arch", "train", "checkpoint", "mixture", "tokenizer"};
     for (int i = 0; i < v->n_items; i++) {
         const char *k = lx_map_key(v, i)->text;
-        if (strcmp(k, "arch") && strcmp(k, "train") && strcmp(k, "checkpoint") && strcmp(k, "mixture")) {
-            const char *near = lx_closest(k, keys, 4);
+        if (strcmp(k, "arch") && strcmp(k, "train") && strcmp(k, "checkpoint") && strcmp(k, "mixture") &&
+            strcmp(k, "tokenizer")) {
+            const char *near = lx_closest(k, keys, 5);
             return lx_node_err(err, lx_map_key(v, i), "model '%s': unknown key '%s'\n"
-                               "  hint: %s%s%sa model has arch, train and mixture, or checkpoint", u->name, k,
+                               "  hint: %s%s%sa model has arch, train and mixture, or checkpoint and tokenizer",
+                               u->name, k,
                                near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
         }
     }
-    const struct lx_node *ck = lx_map_get(v, "checkpoint");
+    const struct lx_node *ck = lx_map_get(v, "checkpoint"), *tk = lx_map_get(v, "tokenizer");
+    if (tk && !ck)
+        return lx_node_err(err, tk, "model '%s': lenx trains byte-level models only; 'tokenizer' goes with "
+                           "'checkpoint'\n  hint: drop 'tokenizer' to train on bytes", u->name);
     if (ck) {
-        if (v->n_items > 1)
+        if (v->n_items > 1 + (tk != NULL))
             return lx_node_err(err, v, "model '%s': a checkpoint brings its own arch and training; "
-                               "give only 'checkpoint'", u->name);
-        return parse_checkpoint(u, ck, err);
+                               "give only 'checkpoint' (and 'tokenizer')", u->name);
+        int rc = parse_checkpoint(u, ck, err);
+        return rc == LX_OK && tk ? parse_tokenizer(u, tk, err) : rc;
     }
     char what[160];
     snprintf(what, sizeof what, "model '%s' arch", u->name);
@@ -236,6 +262,8 @@ void lx_models_release(struct lx_model_use *m, int n)
         free(m[i].checkpoint);
         free(m[i].ckpt_stack);
         free(m[i].mix_json);
+        free(m[i].tokenizer);
+        lx_tokenizer_free(m[i].tok);
         for (int j = 0; j < m[i].n_mix; j++)
             free((void *)m[i].mix[j].params);
     }

@@ -40,6 +40,12 @@ struct lx_tokenizer {
 /* The byte tokenizer: a constant, never released. */
 extern const struct lx_tokenizer lx_tokenizer_byte;
 
+/* t, or the byte tokenizer when t is NULL (a task context built without one). */
+static inline const struct lx_tokenizer *lx_tok_or_byte(const struct lx_tokenizer *t)
+{
+    return t ? t : &lx_tokenizer_byte;
+}
+
 /* Read a llama2.c tokenizer.bin (SentencePiece BPE); *out is allocated and
 ** owned by the caller (lx_tokenizer_free). Errors name the file and the byte
 ** offset. */
