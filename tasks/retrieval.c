@@ -545,7 +545,7 @@ static long tokens_at(const struct lx_task *task, const void *params, const stru
     if (out && na <= LX_MAX_ANSWER) {
         *out = b;
         out->tok = lx_xmalloc(sizeof(int) * (size_t)(1 + np + na));
-        out->tok[0] = tk->bos >= 0 ? tk->bos : tk->eos;
+        out->tok[0] = lx_tok_begin(tk);
         memcpy(out->tok + 1, prompt, sizeof(int) * (size_t)np);
         memcpy(out->tok + 1 + np, answer, sizeof(int) * (size_t)na);
         out->n = 1 + np + na;

@@ -11,6 +11,7 @@
 */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,4 +64,137 @@ Test(anytok, foreign_vocabulary_without_tokenizer_is_refused, .init = setup, .fi
                    "t.yaml:2:10: model 'v' has a vocabulary of 512 and no tokenizer; the byte tokenizer has 260");
     (void)sql_long;     /* the shell helpers the later tests use */
     (void)sql_text;
+}
+
+/* ---- retrieval instances in SentencePiece tokens --------------------------- */
+
+#include "harness/engine/tokenizer.h"
+#include "harness/registry.h"
+#include "tasks/retrieval.h"
+#include "tasks/task.h"
+
+/* The smallest length the task's check takes, from 16 up. */
+static long min_length(const struct lx_task *t, const void *p)
+{
+    struct lx_error err;
+    long L = 16;
+    while (t->check(p, L, &err) < 0)
+        L++;
+    return L;
+}
+
+/* Every instance of the task at lengths L0 … has exactly L tokens of tk,
+** begins with BOS, its answer span decodes to text the task scores correct
+** (the gold answer in context), and the whole decodes to the task's own byte
+** instance of that many bytes: segment boundaries lose no text. */
+static void exact_lengths(const struct lx_tokenizer *tk, const char *name)
+{
+    const struct lx_task *t = lx_task_find(name);
+    cr_assert_not_null(t);
+    void *p = calloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, p);
+    lx_params_finish(&t->schema, p);
+    long L0 = min_length(t, p), lengths[] = {L0, L0 + 1, L0 + 6, L0 + 37, 2 * L0 + 1, 3 * L0 + 2};
+    char *text = malloc((size_t)lx_tok_decode_cap(tk, 4 * L0 + 8));
+    for (size_t k = 0; k < sizeof lengths / sizeof *lengths; k++)
+        for (long s = 0; s < 2; s++)
+            for (int d = 0; d <= 2; d++) {
+                struct lx_instance in, b;
+                struct lx_error err = {""};
+                long L = lengths[k];
+                cr_assert_eq(lx_retrieval_instance(t, p, tk, 11, L, s, d / 2.0, &in, &err), LX_OK, "%s L=%ld: %s",
+                             name, L, err.msg);
+                cr_expect_eq(in.n, L, "%s: %ld tokens, asked %ld", name, in.n, L);
+                cr_expect_eq(in.tok[0], tk->bos);
+                int stop;
+                long na = lx_tok_decode(tk, in.tok + in.answer_off, in.n - in.answer_off, text, &stop);
+                cr_expect_eq(t->score(p, &in, text, na), 1, "%s L=%ld: the answer span '%s' scores the gold '%s'", name,
+                             L, text, in.gold);
+                long nb = lx_tok_decode(tk, in.tok + 1, in.n - 1, text, &stop);
+                cr_expect_eq(stop, -1);
+                cr_assert_eq(t->generate(p, 11, nb + 1, s, d / 2.0, &b, &err), LX_OK, "%s", err.msg);
+                int same = b.n == nb + 1;
+                for (long i = 1; same && i < b.n; i++)
+                    same = b.tok[i] == (unsigned char)text[i - 1];
+                cr_expect(same, "%s L=%ld: the tokens decode to the task's %ld-byte instance", name, L, nb + 1);
+                cr_expect_str_eq(in.gold, b.gold);
+                cr_expect_lt(L, nb + 1, "%s: fewer tokens than bytes (%ld vs %ld)", name, L, nb + 1);
+                lx_instance_release(&b);
+                lx_instance_release(&in);
+            }
+    free(text);
+    free(p);
+}
+
+/* Depth lands where asked: the task places the needle at a fraction of its
+** byte instance (its own tests check where), and re-encoding keeps it there:
+** the token holding the gold's first digit sits at nearly the same fraction
+** of the tokens as that digit of the bytes, and the needle moves on with the
+** depth (template short: the filler or haystack is nearly all of it). */
+static void depth_lands(const struct lx_tokenizer *tk, const char *name, long L)
+{
+    const struct lx_task *t = lx_task_find(name);
+    void *p = calloc(1, t->schema.size);
+    struct lx_error err = {""};
+    lx_params_defaults(&t->schema, p);
+    struct lx_node v = {.kind = LX_NODE_SCALAR, .text = "short"};
+    cr_assert_eq(lx_params_set(&t->schema, p, "template", &v, name, &err), LX_OK, "%s", err.msg);
+    lx_params_finish(&t->schema, p);
+    char *text = malloc((size_t)lx_tok_decode_cap(tk, L));
+    long last = 0;
+    for (int d = 0; d <= 4; d++) {
+        struct lx_instance in;
+        cr_assert_eq(lx_retrieval_instance(t, p, tk, 5, L, 0, d / 4.0, &in, &err), LX_OK, "%s", err.msg);
+        long pos = 1, bytes = 0;        /* the token holding the gold's first byte */
+        int stop;
+        long nb = lx_tok_decode(tk, in.tok + 1, in.n - 1, text, &stop) + 1;
+        long at = (long)(strstr(text, in.gold) - text) + 1;
+        while (bytes + lx_tok_bytes(tk, in.tok[pos]) < at)
+            bytes += lx_tok_bytes(tk, in.tok[pos++]);
+        double frac = (double)pos / (double)L, want = (double)at / (double)nb;
+        cr_expect(fabs(frac - want) < 0.03, "%s depth %g: the needle at token %ld of %ld (%.3f), byte %ld of %ld (%.3f)",
+                  name, d / 4.0, pos, L, frac, at, nb, want);
+        cr_expect_gt(pos, last, "%s: a deeper needle sits further in", name);
+        last = pos;
+        lx_instance_release(&in);
+    }
+    free(text);
+    free(p);
+}
+
+static struct lx_tokenizer *test_tokenizer(char *path, size_t n)
+{
+    tokfile_write(path, n);
+    struct lx_tokenizer *tk;
+    struct lx_error err;
+    cr_assert_eq(lx_tokenizer_load(&tk, path, &err), LX_OK, "%s", err.msg);
+    return tk;
+}
+
+Test(anytok, retrieval_instances_exact_in_bpe_tokens, .timeout = 120)
+{
+    char path[256];
+    struct lx_tokenizer *tk = test_tokenizer(path, sizeof path);
+    static const char *const tasks[] = {"passkey", "line", "topic", "mdqa", "needle"};
+    for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++)
+        exact_lengths(tk, tasks[i]);
+    depth_lands(tk, "passkey", 600);
+    depth_lands(tk, "needle", 600);
+    lx_tokenizer_free(tk);
+    remove(path);
+}
+
+Test(anytok, retrieval_instances_exact_in_tok512, .timeout = 120)
+{
+    const char *path = tokfile_stories();
+    if (!path)
+        cr_skip_test("stories260K's tok512.bin is not beside the checkout");
+    struct lx_tokenizer *tk;
+    struct lx_error err;
+    cr_assert_eq(lx_tokenizer_load(&tk, path, &err), LX_OK, "%s", err.msg);
+    static const char *const tasks[] = {"passkey", "line", "topic", "mdqa", "needle"};
+    for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++)
+        exact_lengths(tk, tasks[i]);
+    depth_lands(tk, "needle", 1000);
+    lx_tokenizer_free(tk);
 }

@@ -52,6 +52,13 @@ static inline const struct lx_tokenizer *lx_tok_or_byte(const struct lx_tokenize
 int lx_tokenizer_load(struct lx_tokenizer **out, const char *path, struct lx_error *err);
 void lx_tokenizer_free(struct lx_tokenizer *t);   /* NULL and lx_tokenizer_byte are fine */
 
+/* The id every window and instance begins with: BOS, or EOS for a tokenizer
+** without one (GPT-2's <|endoftext|> convention). */
+static inline int lx_tok_begin(const struct lx_tokenizer *t)
+{
+    return t->bos >= 0 ? t->bos : t->eos;
+}
+
 /* Encode s[0, n) into a new array (*ids, malloc'd); returns the count. */
 long lx_tok_encode(const struct lx_tokenizer *t, const char *s, long n, int **ids);
 /* The text of ids[0, n) into out (lx_tok_decode_cap bytes, NUL-terminated):
