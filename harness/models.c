@@ -94,8 +94,8 @@ static int parse_tokenizer(struct lx_model_use *u, const struct lx_node *v, stru
     u->tokenizer_where = v;
     struct lx_error sub;
     if (lx_tokenizer_load(&u->tok, u->tokenizer, &sub) < 0)
-        return lx_node_err(err, v, "model '%s': %s\n  hint: 'tokenizer' names a llama2.c tokenizer.bin", u->name,
-                           sub.msg);
+        return lx_node_err(err, v, "model '%s': %s%s", u->name, sub.msg,
+                           strstr(sub.msg, "hint:") ? "" : "\n  hint: 'tokenizer' names a llama2.c tokenizer.bin");
     return LX_OK;
 }
 

@@ -20,18 +20,26 @@
 #include "tests/shell.h"
 #include "tests/tokfile.h"
 
+static double sql_double(const char *db, const char *sql)
+{
+    char out[256];
+    sql_text(out, sizeof out, db, sql);
+    return strtod(out, NULL);
+}
+
 static void setup(void)
 {
     shell_setup("anytok");
     cr_assert_not_null(getenv("LENX_ROOT"), "LENX_ROOT must name the checkout (make test sets it)");
 }
 
-/* The committed rope checkpoint's architecture with vocab V and fresh
-** weights, written to the test dir as `file` (its metadata kept). */
-static void vocab_ckpt(const char *file, long V)
+/* A committed checkpoint's (tests/ref/model_ckpt_<ref>.safetensors)
+** architecture with vocab V and fresh weights, written to the test dir as
+** `file` (its metadata kept). */
+static void vocab_ckpt_of(const char *ref, const char *file, long V)
 {
     char src[4096], dst[256];
-    snprintf(src, sizeof src, "%s/tests/ref/model_ckpt_causal_rope.safetensors", getenv("LENX_ROOT"));
+    snprintf(src, sizeof src, "%s/tests/ref/model_ckpt_%s.safetensors", getenv("LENX_ROOT"), ref);
     snprintf(dst, sizeof dst, "%s/%s", dir, file);
     struct lx_model m, big;
     struct lx_ckpt_info info = {0};
@@ -44,6 +52,11 @@ static void vocab_ckpt(const char *file, long V)
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
     lx_model_release(&big);
+}
+
+static void vocab_ckpt(const char *file, long V)
+{
+    vocab_ckpt_of("causal_rope", file, V);
 }
 
 static void expect_refused(const char *yaml, const char *what)
@@ -62,8 +75,57 @@ Test(anytok, foreign_vocabulary_without_tokenizer_is_refused, .init = setup, .fi
     expect_refused("name: t\nmodels: {v: {checkpoint: v512.safetensors}}\nmethods: [rope]\n"
                    "tasks: [{ppl: {windows: 2}}]\nlengths: [64]\n",
                    "t.yaml:2:10: model 'v' has a vocabulary of 512 and no tokenizer; the byte tokenizer has 260");
-    (void)sql_long;     /* the shell helpers the later tests use */
-    (void)sql_text;
+}
+
+/* The test tokenizer (418 tokens) written into the test dir as tok.bin. */
+static void tok_in_dir(void)
+{
+    char path[256], cmd[600];
+    tokfile_write(path, sizeof path);
+    snprintf(cmd, sizeof cmd, "mv %s tok.bin", path);
+    cr_assert_eq(sh(NULL, 0, "%s", cmd), 0);
+}
+
+Test(anytok, tokenizer_mismatches_are_refused, .init = setup, .fini = teardown, .timeout = 60)
+{
+    tok_in_dir();
+    vocab_ckpt("v300.safetensors", 300);
+    expect_refused("name: t\nmodels: {v: {checkpoint: v300.safetensors, tokenizer: tok.bin}}\nmethods: [rope]\n"
+                   "tasks: [{ppl: {windows: 2}}]\nlengths: [64]\n",
+                   "t.yaml:2:55: model 'v' has a vocabulary of 300, fewer than the 418 tokens of its tokenizer");
+    expect_refused("name: t\nmodels: {v: {arch: {layers: 1}, tokenizer: tok.bin}}\nmethods: [rope]\n"
+                   "tasks: [ppl]\nlengths: [64]\n",
+                   "t.yaml:2:44: model 'v': lenx trains byte-level models only; 'tokenizer' goes with 'checkpoint'");
+    expect_refused("name: t\nmodels: {v: {checkpoint: v300.safetensors, tokenizer: nosuch.bin}}\nmethods: [rope]\n"
+                   "tasks: [ppl]\nlengths: [64]\n", "t.yaml:2:55: model 'v': tokenizer: ");
+    vocab_ckpt_of("mlm_logn", "m512.safetensors", 512);
+    expect_refused("name: t\nmodels: {m: {checkpoint: m512.safetensors, tokenizer: tok.bin}}\nmethods: [[rope, logn]]\n"
+                   "tasks: [mlm]\nlengths: [64]\n",
+                   "t.yaml:4:9: task 'mlm' needs a mask token, and model 'm''s sentencepiece tokenizer");
+}
+
+/* A 512-token checkpoint with the test tokenizer runs ppl, attn and retrieval:
+** windows of exactly L of its tokens, bits per byte from the bytes those
+** tokens hold, the tokenizer in the run key. */
+Test(anytok, bpe_checkpoint_runs_every_causal_task, .init = setup, .fini = teardown, .timeout = 120)
+{
+    tok_in_dir();
+    vocab_ckpt("v512.safetensors", 512);
+    char out[16384];
+    write_file("t.yaml", "name: t\nmodels: {v: {checkpoint: v512.safetensors, tokenizer: tok.bin}}\nmethods: [rope]\n"
+               "tasks: [{ppl: {windows: 2}}, {attn: {windows: 1}}, {passkey: {samples: 2, depths: 2, template: short}},"
+               " {needle: {samples: 1, depths: 2, template: short}}]\nlengths: [300]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run t.yaml --db t.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs where status = 'ok'"), 4, "every cell ok");
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs where key_json like '%,_tokenizer_:_%'"), 4,
+                 "the tokenizer's hash in every run key");
+    double nll = sql_double("t.db", "select printf('%.17g', value) from metrics where name = 'nll'"),
+           bpb = sql_double("t.db", "select printf('%.17g', value) from metrics where name = 'bpb'"),
+           nb = sql_double("t.db", "select value from metrics where name = 'n_bytes'");
+    cr_expect_eq(sql_long("t.db", "select m.value from metrics m where m.name = 'n_tokens'"), 600, "2 windows x 300 tokens");
+    cr_expect_gt(nb, 600 * 1.2, "BPE tokens hold more than a byte each: %g bytes", nb);
+    cr_expect(fabs(bpb - nll * 600 / log(2.0) / nb) < 1e-9 * bpb, "bpb = NLL bits / bytes: %g vs %g", bpb,
+              nll * 600 / log(2.0) / nb);
 }
 
 /* ---- retrieval instances in SentencePiece tokens --------------------------- */
@@ -197,4 +259,29 @@ Test(anytok, retrieval_instances_exact_in_tok512, .timeout = 120)
         exact_lengths(tk, tasks[i]);
     depth_lands(tk, "needle", 1000);
     lx_tokenizer_free(tk);
+}
+
+/* A metric of the cell at `len`, to the last bit. */
+static double metric_at(const char *db, int len, const char *name)
+{
+    char q[256];
+    snprintf(q, sizeof q, "select printf('%%.17g', m.value) from metrics m join runs r on r.id = m.run_id "
+             "where r.length = %d and m.name = '%s'", len, name);
+    return sql_double(db, q);
+}
+
+/* For the byte tokenizer a token is a byte: bpb = log2(ppl), n_bytes = n_tokens. */
+Test(anytok, byte_bpb_is_log2_ppl, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384];
+    write_file("t.yaml", "name: t\nmodels: {b: {checkpoint: \"$R/tests/ref/model_ckpt_causal_rope.safetensors\"}}\n"
+               "methods: [rope]\ntasks: [{ppl: {windows: 3}}]\nlengths: [48, 97]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|\" t.yaml && $L run t.yaml --db t.db --quiet --no-table"), 0,
+                 "%s", out);
+    for (int len = 48; len <= 97; len += 49) {
+        double ppl = metric_at("t.db", len, "ppl"), bpb = metric_at("t.db", len, "bpb");
+        cr_expect(fabs(bpb - log2(ppl)) < 1e-12 * bpb, "length %d: bpb %.17g, log2(ppl) %.17g", len, bpb, log2(ppl));
+        cr_expect_eq(metric_at("t.db", len, "n_tokens"), metric_at("t.db", len, "n_bytes"), "a byte per token");
+        cr_expect_eq(metric_at("t.db", len, "n_tokens"), 3.0 * len, "3 windows of exactly %d tokens", len);
+    }
 }
