@@ -21,6 +21,8 @@
 #include "harness/engine/checkpoint.h"
 #include "harness/engine/hf.h"
 #include "harness/engine/safetensors.h"
+#include "harness/modelcmd.h"
+#include "harness/score.h"
 #include "tests/stack.h"
 
 #define N_POS 512       /* records in logits_story.bin */
@@ -435,4 +437,59 @@ Test(loaders, dtype_conversion)
     lx_st_to_f32(out, b, LX_ST_BF16, 4);
     for (int i = 0; i < 4; i++)
         cr_expect_eq(out[i], bv[i], "BF16 %04x -> %g, want %g", b[i], out[i], bv[i]);
+}
+
+/* Models transformers' Llama cannot express are refused, naming why. */
+Test(loaders, export_refuses)
+{
+    static const char *const cases[][2] = {
+        {"tests/ref/model_ckpt_causal_rope.safetensors", "this model is causal with a GELU MLP"},
+        {"tests/ref/model_ckpt_mlm_logn.safetensors", "this model is a masked LM"},
+    };
+    for (int i = 0; i < 2; i++) {
+        char path[512], out[600];
+        struct lx_error err = {{0}};
+        in_repo(path, cases[i][0]);
+        snprintf(out, sizeof out, "%s/x", dir);
+        cr_expect_lt(lx_modelcmd_export(path, "none.db", out, &err), 0);
+        cr_expect(strstr(err.msg, cases[i][1]) != NULL, "%s: %s", cases[i][0], err.msg);
+    }
+}
+
+static double mean_nll(const char *model, const char *text)
+{
+    struct lx_score_opts o = {.model = model, .db = "none.db", .text = text, .length = 32};
+    struct lx_buf out = {0};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_score(&o, &out, &err), LX_OK, "%s: %s", model, err.msg);
+    const char *p = strstr(lx_buf_str(&out), "\"mean_nll\": ");
+    cr_assert_not_null(p);
+    double v = strtod(p + 12, NULL);
+    lx_buf_free(&out);
+    return v;
+}
+
+/* A lenx SwiGLU model with interleaved rope: `lenx score` gives the same NLL
+** on the checkpoint and on its export (q/k rows permuted to half-split). */
+Test(loaders, export_lenx_model_scores_the_same)
+{
+    struct lx_arch a;
+    struct lx_model m;
+    struct lx_error err = {{0}};
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.d_model = 32, a.heads = 4, a.d_head = 8, a.d_mlp = 48, a.mlp = LX_MLP_SWIGLU, a.init_std = 0.3;
+    lx_model_init(&m, &a, 42);
+    char ck[600], hf[600], text[600];
+    snprintf(ck, sizeof ck, "%s/m.safetensors", dir);
+    snprintf(hf, sizeof hf, "%s/m-hf", dir);
+    snprintf(text, sizeof text, "%s/t.txt", dir);
+    struct lx_ckpt_info info = {.stack = "[{rope: {base: 500, layout: interleaved}}]", .train_len = 32};
+    cr_assert_eq(lx_model_save(&m, ck, &info, &err), LX_OK, "%s", err.msg);
+    const char *words = "It is a truth universally acknowledged, that a single man in possession of a good fortune";
+    put_file("t.txt", words, strlen(words));
+    cr_assert_eq(lx_modelcmd_export(ck, "none.db", hf, &err), LX_OK, "%s", err.msg);
+    double a1 = mean_nll(ck, text), a2 = mean_nll(hf, text);
+    cr_expect(fabs(a1 - a2) < 1e-6, "checkpoint %.9g, export %.9g", a1, a2);
+    cr_expect_gt(a1, 1.0);
+    lx_model_release(&m);
 }
