@@ -148,6 +148,8 @@ Test(loaders, llama2c_header)
     cr_expect_eq(info.train_len, 512);
     cr_expect_str_eq(info.stack, "[{\"rope\":{\"base\":10000,\"layout\":\"interleaved\"}}]");
     cr_expect_str_eq(info.sha256, "b0a507e7ad0f626624f17112325e66691f9076d622e1d3274d103d00299f2696");
+    cr_assert_not_null(info.tokenizer);
+    cr_expect(strstr(info.tokenizer, "/tok512.bin") != NULL, "%s", info.tokenizer);
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
 }

@@ -161,6 +161,29 @@ static void read_weights(struct lx_model *m, const struct l2c_header *h, const u
     free(ti);
 }
 
+/* llama2.c keeps the vocabulary apart: tokenizer.bin, or tok<V>.bin as for
+** stories260K, beside the model. */
+static char *find_tokenizer(const char *path, long vocab)
+{
+    const char *slash = strrchr(path, '/');
+    int n = slash ? (int)(slash - path) + 1 : 0;
+    char name[32];
+    snprintf(name, sizeof name, "tok%ld.bin", vocab);
+    const char *names[2] = {"tokenizer.bin", name};
+    for (int k = 0; k < 2; k++) {
+        struct lx_buf b = {0};
+        lx_buf_printf(&b, "%.*s%s", n, path, names[k]);
+        FILE *fp = fopen(lx_buf_str(&b), "rb");
+        char *found = fp ? lx_xstrdup(lx_buf_str(&b)) : NULL;
+        if (fp)
+            fclose(fp);
+        lx_buf_free(&b);
+        if (found)
+            return found;
+    }
+    return NULL;
+}
+
 int lx_llama2c_load(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
 {
     const unsigned char *bytes;
@@ -194,6 +217,7 @@ int lx_llama2c_load(struct lx_model *m, const char *path, struct lx_ckpt_info *i
         info->train_len = h.seq_len;
         info->kv_heads = h.kv_heads;
         info->tied = h.vocab > 0;
+        info->tokenizer = find_tokenizer(path, a.vocab);
         lx_sha256_hex_bytes(bytes, n, info->sha256);
         lx_model_weights_hash(m, info->weights_sha256);
     }
