@@ -19,6 +19,7 @@
 #include "harness/engine/blas.h"
 #include "harness/plan.h"
 #include "harness/run.h"
+#include "harness/modelcmd.h"
 #include "harness/score.h"
 #include "harness/stored.h"
 #include "harness/core/version.h"
@@ -404,13 +405,14 @@ static const struct lx_opt show_opts[] = {
     {"d-head", 1, "head dimension d (default 64)"},
     {"train-len", 1, "training length L (default 64)"},
     {"heads", 1, "attention heads H: per-head tables for ALiBi-like methods (default 1)"},
-    {"db", 1, "result database for 'sweep' (default " LX_DEFAULT_DB ")"},
+    {"db", 1, "result database for 'sweep' and model names (default " LX_DEFAULT_DB ")"},
 };
 
 static const char show_usage[] =
     "usage: lenx show method NAME [k=v ...] [options]\n"
     "       lenx show task NAME [k=v ...]\n"
-    "       lenx show sweep NAME [--db FILE]\n\n"
+    "       lenx show sweep NAME [--db FILE]\n"
+    "       lenx show model PATH [--db FILE]   (lenx checkpoint, llama2.c .bin, Hugging Face directory)\n\n"
     "Print a method's resolved parameters and derived tables as JSON: row_scale for\n"
     "n = 1..N (per-row logit scales), a and m for t = 0..N-1 (per-distance affine\n"
     "maps, t = 0 is the query itself; a[h], m[h] per head when they differ),\n"
@@ -694,17 +696,23 @@ static int cmd_show(int argc, char **argv)
     int help, rc;
     if ((rc = lx_args_parse(&a, show_opts, N_OPTS(show_opts), argc, argv, &help, &err)) < 0)
         return fail(&err, rc);
-    if (a.n_pos < 2 || (strcmp(a.pos[0], "method") && strcmp(a.pos[0], "task") && strcmp(a.pos[0], "sweep"))) {
+    if (a.n_pos < 2 || (strcmp(a.pos[0], "method") && strcmp(a.pos[0], "task") && strcmp(a.pos[0], "sweep") &&
+                        strcmp(a.pos[0], "model"))) {
         if (help)
             return usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
-        fprintf(stderr, "lenx: error: show takes 'method NAME', 'task NAME' or 'sweep NAME'\n"
+        fprintf(stderr, "lenx: error: show takes 'method NAME', 'task NAME', 'sweep NAME' or 'model PATH'\n"
                 "  hint: lenx show method scaleinv tau=10 --length 8\n");
         return 2;
     }
-    if (strcmp(a.pos[0], "sweep") == 0) {
+    const char *db = lx_args_get(&a, show_opts, N_OPTS(show_opts), "db");
+    if (strcmp(a.pos[0], "sweep") == 0 || strcmp(a.pos[0], "model") == 0) {
         if (help)
             return usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
-        rc = lx_stored_show_sweep(a.pos[1], lx_args_get(&a, show_opts, N_OPTS(show_opts), "db"), &err);
+        struct lx_buf out = {0};
+        rc = a.pos[0][1] == 'w' ? lx_stored_show_sweep(a.pos[1], db, &err)
+                                : lx_modelcmd_show(a.pos[1], db ? db : LX_DEFAULT_DB, &out, &err);
+        fputs(lx_buf_str(&out), stdout);
+        lx_buf_free(&out);
         return rc < 0 ? fail(&err, rc) : 0;
     }
     if (strcmp(a.pos[0], "method") == 0) {
@@ -850,7 +858,7 @@ struct command {
 /* ---------------------------------------------------------------- score */
 
 static const struct lx_opt score_opts[] = {
-    {"model", 1, "checkpoint (.safetensors), or a model name / key prefix in the store"},
+    {"model", 1, "model: checkpoint, llama2.c .bin, Hugging Face directory, or a model name / key prefix in the store"},
     {"text", 1, "file whose bytes are scored"},
     {"method", 1, "evaluation-time stack to add, as YAML: logn, [logn, infoscale], {logn: {mode: qwen}}"},
     {"length", 1, "window length (default: the model's training length)"},
@@ -895,12 +903,39 @@ static int cmd_score(int argc, char **argv)
     return 0;
 }
 
+/* ---------------------------------------------------------------- export */
+
+static const struct lx_opt export_opts[] = {
+    {"hf", 1, "directory to write (config.json, model.safetensors)"},
+    {"model", 1, "model: a path in any format lenx reads, or a model name / key prefix in the store"},
+    {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
+};
+
+static int cmd_export(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    static const char use[] = "usage: lenx export --hf DIR --model M [--db FILE]\n\nWrite a causal SwiGLU rope "
+                              "model as a Hugging Face Llama directory (docs/checkpoints.md).";
+    if ((rc = lx_args_parse(&a, export_opts, N_OPTS(export_opts), argc, argv, &help, &err)) < 0)
+        return fail(&err, rc);
+    const char *dir = lx_args_get(&a, export_opts, N_OPTS(export_opts), "hf"), *db = lx_args_get(&a, export_opts,
+                                                                                      N_OPTS(export_opts), "db");
+    const char *model = lx_args_get(&a, export_opts, N_OPTS(export_opts), "model");
+    if (help || !dir || !model || a.n_pos)
+        return usage(use, export_opts, N_OPTS(export_opts)), help ? 0 : 2;
+    rc = lx_modelcmd_export(model, db ? db : LX_DEFAULT_DB, dir, &err);
+    return rc < 0 ? fail(&err, rc) : (printf("%s\n", dir), 0);
+}
+
 static const struct command commands[] = {
     {"run", cmd_run, "plan a sweep, run the cells not yet stored, store and print them"},
     {"table", cmd_table, "print stored results as md, csv, latex or json"},
     {"compare", cmd_compare, "show cells that moved between commits, sweeps or a CSV baseline"},
     {"score", cmd_score, "per-token NLL of a text under a checkpoint, as JSON"},
-    {"show", cmd_show, "print a method's resolved parameters and derived tables"},
+    {"export", cmd_export, "write a model as a Hugging Face directory"},
+    {"show", cmd_show, "print a method's resolved parameters and derived tables, or what a model holds"},
     {"list", cmd_list, "list methods, tasks or stored sweeps"},
     {"rm", cmd_rm, "delete chosen stored cells (by sweep, commit, model, method, task, failed, not in a config)"},
 };

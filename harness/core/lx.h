@@ -59,6 +59,12 @@ char *lx_xstrdup(const char *s);
 ** directory or a file over max_bytes (0 = no limit) is an LX_EIO error. */
 int lx_read_file(const char *path, unsigned char **bytes, long *n, long max_bytes, struct lx_error *err);
 
+/* A regular file mapped read-only (model weights: pages are read once, as
+** they are converted). An empty file maps to *bytes = NULL, *n = 0. Release
+** with lx_unmap_file, which accepts NULL. */
+int lx_map_file(const char *path, const unsigned char **bytes, size_t *n, struct lx_error *err);
+void lx_unmap_file(const unsigned char *bytes, size_t n);
+
 /* A growable NUL-terminated string. Zero-initialise, append, then free. */
 struct lx_buf {
     char *s;        /* (cap,) NUL-terminated text, NULL until the first append */
