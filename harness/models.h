@@ -9,6 +9,10 @@
 **     theirs:
 **       checkpoint: path/to/model.safetensors    # relative to the sweep file
 **       tokenizer: path/to/tokenizer.bin         # optional: llama2.c's; default bytes
+**     stories:
+**       checkpoint: stories260K.bin              # a llama2.c model: tokenizer.bin or tok<V>.bin beside it is used
+**     qwen:
+**       hf: path/to/Qwen2-0.5B                   # a Hugging Face directory
 **     retriever:
 **       arch: {mode: causal}
 **       train: {length: 256, steps: 2000}
@@ -50,6 +54,7 @@ struct lx_model_use {
     int n_mix;
     char *mix_json;                 /* [{"name":..,"params":{..},"weight":w},..], or NULL without one */
     char *tokenizer;                /* path of the model's tokenizer; NULL: the byte tokenizer */
+    char *found_tokenizer;          /* a tokenizer file the loader found beside the checkpoint, or NULL */
     const struct lx_node *tokenizer_where;  /* its YAML value, for messages; NULL without one */
     struct lx_tokenizer *tok;       /* loaded from `tokenizer`, owned; NULL: the byte tokenizer */
 };

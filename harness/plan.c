@@ -259,9 +259,11 @@ static int check_tokenizer(const struct lx_grid *g, int t, int m, struct lx_erro
     const struct lx_tokenizer *tk = lx_model_use_tokenizer(mu);
     if (!mu->tok && mu->checkpoint && mu->arch.vocab != LX_VOCAB)
         return lx_node_err(err, mu->where, "model '%s' has a vocabulary of %ld and no tokenizer; the byte tokenizer "
-                           "has %d (256 bytes + BOS, EOS, PAD, MASK), so its ids would be read as bytes\n"
+                           "has %d (256 bytes + BOS, EOS, PAD, MASK), so its ids would be read as bytes%s%s%s\n"
                            "  hint: name the tokenizer it was trained with: tokenizer: PATH (a llama2.c "
-                           "tokenizer.bin)", mu->name, mu->arch.vocab, LX_VOCAB);
+                           "tokenizer.bin)", mu->name, mu->arch.vocab, LX_VOCAB,
+                           mu->found_tokenizer ? "\n  (" : "", mu->found_tokenizer ? mu->found_tokenizer : "",
+                           mu->found_tokenizer ? " lies beside it: lenx reads no Hugging Face tokenizer.json yet)" : "");
     if (!mu->tok && mu->arch.vocab < LX_VOCAB)
         return lx_node_err(err, mu->where, "model '%s' has a vocabulary of %ld; the corpus tasks need %d "
                            "(256 bytes + BOS, EOS, PAD, MASK)", mu->name, mu->arch.vocab, LX_VOCAB);

@@ -27,6 +27,8 @@ static double sql_double(const char *db, const char *sql)
     return strtod(out, NULL);
 }
 
+static double metric_at(const char *db, int len, const char *name);
+
 static void setup(void)
 {
     shell_setup("anytok");
@@ -63,7 +65,8 @@ static void expect_refused(const char *yaml, const char *what)
 {
     char out[4096];
     write_file("t.yaml", yaml);
-    cr_expect_eq(sh(out, sizeof out, "$L run t.yaml --db x.db"), 2, "%s\n%s", yaml, out);
+    cr_expect_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|\" t.yaml && $L run t.yaml --db x.db"), 2, "%s\n%s", yaml,
+                 out);
     cr_expect(strstr(out, what) != NULL, "expected '%s' in:\n%s", what, out);
     cr_expect(!exists("x.db"), "a refused sweep must not create the database");
 }
@@ -284,4 +287,27 @@ Test(anytok, byte_bpb_is_log2_ppl, .init = setup, .fini = teardown, .timeout = 6
         cr_expect_eq(metric_at("t.db", len, "n_tokens"), metric_at("t.db", len, "n_bytes"), "a byte per token");
         cr_expect_eq(metric_at("t.db", len, "n_tokens"), 3.0 * len, "3 windows of exactly %d tokens", len);
     }
+}
+
+/* Formats from the loaders: a llama2.c model finds tok512.bin beside it and
+** runs ppl in its tokens (stories260K on Persuasion: a story model on a novel,
+** a few bits per byte); `hf:` takes a Hugging Face directory, refused without
+** a tokenizer since its vocabulary is not bytes, and refuses a file. */
+Test(anytok, llama2c_and_hf_models, .init = setup, .fini = teardown, .timeout = 120)
+{
+    const char *tok = tokfile_stories();
+    if (!tok)
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[16384];
+    write_file("s.yaml", "name: s\nmodels: {s: {checkpoint: \"$S/stories260K.bin\"}}\n"
+               "methods: [{rope: {layout: interleaved}}]\ntasks: [{ppl: {windows: 2}}]\nlengths: [128]\n");
+    cr_assert_eq(sh(out, sizeof out, "S=$R/../shared/models/stories260K && sed -i \"s|\\$S|$S|\" s.yaml && "
+                    "$L run s.yaml --db s.db --quiet --no-table"), 0, "%s", out);
+    double bpb = metric_at("s.db", 128, "bpb"), ppl = metric_at("s.db", 128, "ppl");
+    cr_expect(bpb > 1.5 && bpb < 4.5, "stories260K on Persuasion: %g bits per byte (ppl %g per token)", bpb, ppl);
+    cr_expect_eq(sql_long("s.db", "select count(*) from runs where key_json like '%,_tokenizer_:_%'"), 1);
+    expect_refused("name: t\nmodels: {h: {hf: \"$R/tests/ref/stories260K-hf\"}}\nmethods: [rope]\n"
+                   "tasks: [ppl]\nlengths: [64]\n", "model 'h' has a vocabulary of 512 and no tokenizer");
+    expect_refused("name: t\nmodels: {h: {hf: s.yaml}}\nmethods: [rope]\ntasks: [ppl]\nlengths: [64]\n",
+                   "t.yaml:2:18: model 'h': 'hf' names a Hugging Face directory");
 }
