@@ -83,18 +83,17 @@ static void byte_encode(const struct lx_tokenizer *t, const char *s, long n, int
         push(out, cap, pos, (unsigned char)s[i]);
 }
 
+/* Byte i is BYTES[i]: a constant table, safe from any thread. */
+#define B4(i) (char)(i), (char)((i) + 1), (char)((i) + 2), (char)((i) + 3)
+#define B16(i) B4(i), B4((i) + 4), B4((i) + 8), B4((i) + 12)
+#define B64(i) B16(i), B16((i) + 16), B16((i) + 32), B16((i) + 48)
+static const char BYTES[256] = {B64(0), B64(64), B64(128), B64(192)};
+
 static const char *byte_piece(const struct lx_tokenizer *t, int id, long *len)
 {
     (void)t;
-    static char bytes[256];
-    static int ready;
-    if (!ready) {   /* idempotent: every caller writes the same table */
-        for (int i = 0; i < 256; i++)
-            bytes[i] = (char)i;
-        ready = 1;
-    }
     *len = id >= 0 && id < 256;
-    return *len ? bytes + id : NULL;
+    return *len ? BYTES + id : NULL;
 }
 
 const struct lx_tokenizer lx_tokenizer_byte = {
@@ -131,7 +130,8 @@ static const char *sp_piece(const struct lx_tokenizer *t, int id, long *len)
     return sp->piece[id];
 }
 
-static const struct sp *sort_ctx;
+static const struct sp *sort_ctx;  /* qsort's comparator has no context: set by the loader, which runs once
+                                    ** per tokenizer while the sweep is parsed, before any thread */
 static int by_raw(const void *a, const void *b)
 {
     return strcmp(sort_ctx->raw[*(const int *)a], sort_ctx->raw[*(const int *)b]);
