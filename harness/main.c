@@ -19,6 +19,7 @@
 #include "harness/engine/blas.h"
 #include "harness/plan.h"
 #include "harness/run.h"
+#include "harness/modelcmd.h"
 #include "harness/score.h"
 #include "harness/show.h"
 #include "harness/stored.h"
@@ -684,7 +685,7 @@ struct command {
 /* ---------------------------------------------------------------- score */
 
 static const struct lx_opt score_opts[] = {
-    {"model", 1, "checkpoint (.safetensors), or a model name / key prefix in the store"},
+    {"model", 1, "model: checkpoint, llama2.c .bin, Hugging Face directory, or a model name / key prefix in the store"},
     {"text", 1, "file whose bytes are scored"},
     {"method", 1, "evaluation-time stack to add, as YAML: logn, [logn, infoscale], {logn: {mode: qwen}}"},
     {"length", 1, "window length (default: the model's training length)"},
@@ -729,13 +730,40 @@ static int cmd_score(int argc, char **argv)
     return 0;
 }
 
+/* ---------------------------------------------------------------- export */
+
+static const struct lx_opt export_opts[] = {
+    {"hf", 1, "directory to write (config.json, model.safetensors)"},
+    {"model", 1, "model: a path in any format lenx reads, or a model name / key prefix in the store"},
+    {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
+};
+
+static int cmd_export(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    static const char use[] = "usage: lenx export --hf DIR --model M [--db FILE]\n\nWrite a causal SwiGLU rope "
+                              "model as a Hugging Face Llama directory (docs/checkpoints.md).";
+    if ((rc = lx_args_parse(&a, export_opts, N_OPTS(export_opts), argc, argv, &help, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    const char *dir = lx_args_get(&a, export_opts, N_OPTS(export_opts), "hf"), *db = lx_args_get(&a, export_opts,
+                                                                                      N_OPTS(export_opts), "db");
+    const char *model = lx_args_get(&a, export_opts, N_OPTS(export_opts), "model");
+    if (help || !dir || !model || a.n_pos)
+        return lx_cli_usage(use, export_opts, N_OPTS(export_opts)), help ? 0 : 2;
+    rc = lx_modelcmd_export(model, db ? db : LX_DEFAULT_DB, dir, &err);
+    return rc < 0 ? lx_cli_fail(&err, rc) : (printf("%s\n", dir), 0);
+}
+
 static const struct command commands[] = {
     {"run", cmd_run, "plan a sweep, run the cells not yet stored, store and print them"},
     {"table", cmd_table, "print stored results as md, csv, latex or json"},
     {"compare", cmd_compare, "show cells that moved between commits, sweeps or a CSV baseline"},
     {"score", cmd_score, "per-token NLL of a text under a checkpoint, as JSON"},
     {"report", cmd_report, "write an HTML page of stored sweeps: plots, tables, effective length, provenance"},
-    {"show", lx_cmd_show, "print a method's derived tables, a task's parameters or one instance, a sweep's YAML"},
+    {"export", cmd_export, "write a model as a Hugging Face directory"},
+    {"show", lx_cmd_show, "print a method's derived tables, a task's parameters or one instance, a sweep's YAML, what a model holds"},
     {"list", cmd_list, "list methods, tasks, stored sweeps or stored models"},
     {"rm", cmd_rm, "delete chosen stored cells (by sweep, commit, model, method, task, failed, not in a config)"},
     {"merge", lx_cmd_merge, "merge stores (shard databases) into one: lenx merge A.db B.db ... --into OUT.db"},

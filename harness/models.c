@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness/engine/checkpoint.h"
 #include "harness/registry.h"
@@ -59,11 +60,17 @@ static char *resolve_path(const struct lx_node *v)
     return out;
 }
 
-static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, struct lx_error *err)
+static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, int hf, struct lx_error *err)
 {
     if (v->kind != LX_NODE_SCALAR)
-        return lx_node_err(err, v, "model '%s': 'checkpoint' must be a file path", u->name);
+        return lx_node_err(err, v, "model '%s': '%s' must be a %s path", u->name, hf ? "hf" : "checkpoint",
+                           hf ? "directory" : "file");
     u->checkpoint = resolve_path(v);
+    struct stat st;
+    if (hf && (stat(u->checkpoint, &st) != 0 || !S_ISDIR(st.st_mode)))
+        return lx_node_err(err, v, "model '%s': 'hf' names a Hugging Face directory (config.json, *.safetensors); "
+                           "%s is not a directory\n  hint: a single file goes under 'checkpoint'", u->name,
+                           u->checkpoint);
     struct lx_model m;
     struct lx_ckpt_info info = {0};
     struct lx_error sub;
@@ -78,10 +85,37 @@ static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, str
     lx_buf_free(&b);
     u->train_json = lx_xstrdup(info.train_json);
     u->ckpt_stack = lx_xstrdup(info.stack);
+    u->found_tokenizer = info.tokenizer ? lx_xstrdup(info.tokenizer) : NULL;
     memcpy(u->ckpt_sha, info.sha256, sizeof u->ckpt_sha);
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
     return LX_OK;
+}
+
+/* The checkpoint's tokenizer (a llama2.c tokenizer.bin), read now so a bad
+** file is refused at its YAML position: the one `tokenizer:` names (v is its
+** value), else (v is the checkpoint's value) a tokenizer.bin or tok<V>.bin the
+** loader found beside a llama2.c model. A Hugging Face tokenizer.json is not
+** read yet: the plan then refuses the vocabulary, naming it. */
+static int parse_tokenizer(struct lx_model_use *u, const struct lx_node *v, int found, struct lx_error *err)
+{
+    if (v->kind != LX_NODE_SCALAR)
+        return lx_node_err(err, v, "model '%s': 'tokenizer' must be a file path", u->name);
+    size_t n = found && u->found_tokenizer ? strlen(u->found_tokenizer) : 0;
+    if (found && (n < 4 || strcmp(u->found_tokenizer + n - 4, ".bin") != 0))
+        return LX_OK;
+    u->tokenizer = found ? lx_xstrdup(u->found_tokenizer) : resolve_path(v);
+    u->tokenizer_where = v;
+    struct lx_error sub;
+    if (lx_tokenizer_load(&u->tok, u->tokenizer, &sub) < 0)
+        return lx_node_err(err, v, "model '%s': %s%s", u->name, sub.msg,
+                           strstr(sub.msg, "hint:") ? "" : "\n  hint: 'tokenizer' names a llama2.c tokenizer.bin");
+    return LX_OK;
+}
+
+const struct lx_tokenizer *lx_model_use_tokenizer(const struct lx_model_use *u)
+{
+    return u->tok ? u->tok : &lx_tokenizer_byte;
 }
 
 /* One mixture entry: {task: {params…, weight: w}}. */
@@ -173,22 +207,30 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         return lx_node_err(err, v, "model '%s' must be a mapping with arch and train, or checkpoint\n"
                            "  hint: e.g. %s: {arch: {layers: 2}, train: {length: 128, steps: 1000}}",
                            u->name, u->name);
-    static const char *const keys[] = {"arch", "train", "checkpoint", "mixture"};
+    static const char *const keys[] = {"arch", "train", "checkpoint", "mixture", "tokenizer", "hf"};
     for (int i = 0; i < v->n_items; i++) {
         const char *k = lx_map_key(v, i)->text;
-        if (strcmp(k, "arch") && strcmp(k, "train") && strcmp(k, "checkpoint") && strcmp(k, "mixture")) {
-            const char *near = lx_closest(k, keys, 4);
+        int known = 0;
+        for (int j = 0; j < 6; j++)
+            known |= strcmp(k, keys[j]) == 0;
+        if (!known) {
+            const char *near = lx_closest(k, keys, 6);
             return lx_node_err(err, lx_map_key(v, i), "model '%s': unknown key '%s'\n"
-                               "  hint: %s%s%sa model has arch, train and mixture, or checkpoint", u->name, k,
+                               "  hint: %s%s%sa model has arch, train and mixture, or checkpoint (or hf) and "
+                               "tokenizer", u->name, k,
                                near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
         }
     }
-    const struct lx_node *ck = lx_map_get(v, "checkpoint");
-    if (ck) {
-        if (v->n_items > 1)
+    const struct lx_node *ck = lx_map_get(v, "checkpoint"), *hf = lx_map_get(v, "hf"), *tk = lx_map_get(v, "tokenizer");
+    if (tk && !ck && !hf)
+        return lx_node_err(err, tk, "model '%s': lenx trains byte-level models only; 'tokenizer' goes with "
+                           "'checkpoint' or 'hf'\n  hint: drop 'tokenizer' to train on bytes", u->name);
+    if (ck || hf) {
+        if (v->n_items > 1 + (tk != NULL))
             return lx_node_err(err, v, "model '%s': a checkpoint brings its own arch and training; "
-                               "give only 'checkpoint'", u->name);
-        return parse_checkpoint(u, ck, err);
+                               "give only 'checkpoint' or 'hf' (and 'tokenizer')", u->name);
+        int rc = parse_checkpoint(u, ck ? ck : hf, hf != NULL, err);
+        return rc == LX_OK ? parse_tokenizer(u, tk ? tk : ck ? ck : hf, tk == NULL, err) : rc;
     }
     char what[160];
     snprintf(what, sizeof what, "model '%s' arch", u->name);
@@ -236,6 +278,9 @@ void lx_models_release(struct lx_model_use *m, int n)
         free(m[i].checkpoint);
         free(m[i].ckpt_stack);
         free(m[i].mix_json);
+        free(m[i].tokenizer);
+        free(m[i].found_tokenizer);
+        lx_tokenizer_free(m[i].tok);
         for (int j = 0; j < m[i].n_mix; j++)
             free((void *)m[i].mix[j].params);
     }

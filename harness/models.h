@@ -8,6 +8,11 @@
 **       train: {length: 128, batch: 16, steps: 1000, lr: 3e-3}
 **     theirs:
 **       checkpoint: path/to/model.safetensors    # relative to the sweep file
+**       tokenizer: path/to/tokenizer.bin         # optional: llama2.c's; default bytes
+**     stories:
+**       checkpoint: stories260K.bin              # a llama2.c model: tokenizer.bin or tok<V>.bin beside it is used
+**     qwen:
+**       hf: path/to/Qwen2-0.5B                   # a Hugging Face directory
 **     retriever:
 **       arch: {mode: causal}
 **       train: {length: 256, steps: 2000}
@@ -22,13 +27,16 @@
 ** its method stack (docs/config.md#models); that pair, the training corpus hash and the
 ** seed make the model key, and each key is trained once and cached as
 ** <db dir>/models/<key>.safetensors with a row in the store's `models` table.
-** A checkpoint carries its own architecture and training-time stack.
+** A checkpoint carries its own architecture and training-time stack; a
+** `tokenizer` beside it says how its ids read as text, and its hash joins the
+** model key (docs/config.md#models). lenx trains byte-level models only.
 */
 #ifndef LX_MODELS_H
 #define LX_MODELS_H
 
 #include "harness/core/config.h"
 #include "harness/engine/model.h"
+#include "harness/engine/tokenizer.h"
 #include "harness/engine/train.h"
 
 #define LX_MAX_MIX 4
@@ -45,7 +53,14 @@ struct lx_model_use {
     struct lx_mix mix[LX_MAX_MIX];  /* (n_mix,) the training mixture; params owned */
     int n_mix;
     char *mix_json;                 /* [{"name":..,"params":{..},"weight":w},..], or NULL without one */
+    char *tokenizer;                /* path of the model's tokenizer; NULL: the byte tokenizer */
+    char *found_tokenizer;          /* a tokenizer file the loader found beside the checkpoint, or NULL */
+    const struct lx_node *tokenizer_where;  /* its YAML value, for messages; NULL without one */
+    struct lx_tokenizer *tok;       /* loaded from `tokenizer`, owned; NULL: the byte tokenizer */
 };
+
+/* The tokenizer the model's tasks read text with: its own, or the byte one. */
+const struct lx_tokenizer *lx_model_use_tokenizer(const struct lx_model_use *u);
 
 /* Parse and resolve the models mapping. Checkpoints are opened to read their
 ** metadata; a path is relative to the sweep file's directory. */

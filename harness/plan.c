@@ -6,7 +6,8 @@
 ** model tasks, the model key and the content hash of the evaluation corpus.
 ** The model key hashes the architecture, the training config, the
 ** training-time part of the stack, the training corpus hash and the seed (or,
-** for a brought checkpoint, the file's hash). The code version is stored with
+** for a brought checkpoint, the file's hash and its tokenizer's). A model's
+** tokenizer other than bytes enters both keys. The code version is stored with
 ** every row but is not part of either key, so two commits produce cells that
 ** `lenx compare` can match.
 */
@@ -133,7 +134,10 @@ static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error
     const struct lx_stack *st = &g->stacks[c->stack];
     struct lx_buf b = {0}, part = {0};
     if (m->checkpoint) {
-        lx_buf_printf(&b, "{\"checkpoint\":\"%s\"}", m->ckpt_sha);
+        lx_buf_printf(&b, "{\"checkpoint\":\"%s\"", m->ckpt_sha);
+        if (m->tok)     /* only with one: byte-level keys stay as they were */
+            lx_buf_printf(&b, ",\"tokenizer\":\"%s\"", m->tok->hash);
+        lx_buf_puts(&b, "}");
         c->model_json = key_of(&b, c->model_key);
         lx_buf_free(&b);
         return LX_OK;
@@ -185,6 +189,8 @@ static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error
         if (rc < 0)
             return rc;
         lx_buf_printf(&model, "\"%s\",\"data\":\"%s\"", c->model_key, data->hash);
+        if (g->models[c->model].tok)    /* the text is read in its tokens; bytes enter no key */
+            lx_buf_printf(&model, ",\"tokenizer\":\"%s\"", g->models[c->model].tok->hash);
     }
     c->data_key = lx_plan_data_key(t->json, c->length, c->seed);
     lx_buf_printf(&b, "{\"task\":%s,\"methods\":%s,\"length\":%ld,\"seed\":%ld,\"model\":%s}",
@@ -248,6 +254,38 @@ static int same_train_stack(const struct lx_stack *st, const char *ckpt, const s
     return same;
 }
 
+/* The model's tokenizer against its vocabulary and the task (docs/config.md,
+** models): a checkpoint whose vocabulary is not the byte tokenizer's must
+** name its tokenizer (else its ids would be read as bytes: the silent
+** nonsense of a 512-token model scoring 1e11 on the byte corpus), a
+** tokenizer's ids must fit the model's vocabulary (it may be padded past
+** them), and mlm needs a mask token. */
+static int check_tokenizer(const struct lx_grid *g, int t, int m, struct lx_error *err)
+{
+    const struct lx_model_use *mu = &g->models[m];
+    const struct lx_task_use *tu = &g->tasks[t];
+    const struct lx_tokenizer *tk = lx_model_use_tokenizer(mu);
+    if (!mu->tok && mu->checkpoint && mu->arch.vocab != LX_VOCAB)
+        return lx_node_err(err, mu->where, "model '%s' has a vocabulary of %ld and no tokenizer; the byte tokenizer "
+                           "has %d (256 bytes + BOS, EOS, PAD, MASK), so its ids would be read as bytes%s%s%s\n"
+                           "  hint: name the tokenizer it was trained with: tokenizer: PATH (a llama2.c "
+                           "tokenizer.bin)", mu->name, mu->arch.vocab, LX_VOCAB,
+                           mu->found_tokenizer ? "\n  (" : "", mu->found_tokenizer ? mu->found_tokenizer : "",
+                           mu->found_tokenizer ? " lies beside it: lenx reads no Hugging Face tokenizer.json yet)" : "");
+    if (!mu->tok && mu->arch.vocab < LX_VOCAB)
+        return lx_node_err(err, mu->where, "model '%s' has a vocabulary of %ld; the corpus tasks need %d "
+                           "(256 bytes + BOS, EOS, PAD, MASK)", mu->name, mu->arch.vocab, LX_VOCAB);
+    if (mu->arch.vocab < tk->n_vocab)
+        return lx_node_err(err, mu->tokenizer_where, "model '%s' has a vocabulary of %ld, fewer than the %ld tokens "
+                           "of its tokenizer %s\n  hint: is it the tokenizer the model was trained with?", mu->name,
+                           mu->arch.vocab, tk->n_vocab, mu->tokenizer);
+    if (tu->task->mode == LX_MODE_MLM && tk->mask < 0)
+        return lx_node_err(err, tu->where, "task 'mlm' needs a mask token, and model '%s''s %s tokenizer (%s) has "
+                           "none\n  hint: mlm runs on models with a [MASK] token, such as lenx's byte-level ones",
+                           mu->name, tk->name, mu->tokenizer);
+    return LX_OK;
+}
+
 /* Model-only checks: a position scheme, the checkpoint's training stack
 ** (compared by resolved value, not by spelling). */
 static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const struct lx_spec *spec,
@@ -259,9 +297,13 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
         return lx_node_err(err, st->where, "the stack '%s' sets no position scheme, which task '%s' on "
                            "model '%s' needs\n  hint: add rope or nope to the stack, e.g. - [rope, logn]", st->canon,
                            g->tasks[t].task->name, mu->name);
-    if (mu->arch.vocab < LX_VOCAB)
-        return lx_node_err(err, mu->where, "model '%s' has a vocabulary of %ld; the corpus tasks need %d "
-                           "(256 bytes + BOS, EOS, PAD, MASK)", mu->name, mu->arch.vocab, LX_VOCAB);
+    int rc = check_tokenizer(g, t, m, err);
+    if (rc < 0)
+        return rc;
+    if (spec->calibrate && mu->tok)     /* the probe windows are byte tokens (harness/engine/calibrate.c) */
+        return lx_node_err(err, st->where, "the stack '%s' calibrates on attention statistics of byte windows, "
+                           "and model '%s' reads %s tokens\n  hint: calibrating methods run on byte-level "
+                           "models; drop the method for this model", st->canon, mu->name, mu->tok->name);
     if (!mu->checkpoint)
         return LX_OK;
     if (!same_train_stack(st, mu->ckpt_stack, &spec->facts))

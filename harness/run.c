@@ -104,6 +104,7 @@ int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struc
         .params = tu->params, .spec = &spec, .length = c->length, .seed = c->seed,
         .data_key = c->data_key, .model = model, .train_len = f.train_len, .task = tu->task,
         .spec_train = model ? &spec_train : NULL,
+        .tok = model ? lx_model_use_tokenizer(&g->models[c->model]) : NULL,
     };
     LX_ASSERT((c->model >= 0) == (model != NULL));
     if (spec.calibrate && (rc = calibrate(&g->stacks[c->stack], tu, &f, &ctx, &spec, err)) < 0)

@@ -16,29 +16,26 @@
 #include "harness/run.h"
 #include "results/store.h"
 
-/* A file path as given, else a name or key prefix in the store's models
-** table: the checkpoint <db dir>/models/<key>.safetensors (where `lenx run
-** --db` keeps it, whatever directory it ran in), else the path recorded. */
-static int find_model(const struct lx_score_opts *o, char **path, struct lx_error *err)
+int lx_find_model(const char *model, const char *db, char **path, struct lx_error *err)
 {
     struct stat sb;
-    if (stat(o->model, &sb) == 0) {
-        *path = lx_xstrdup(o->model);
+    if (stat(model, &sb) == 0) {
+        *path = lx_xstrdup(model);
         return LX_OK;
     }
     struct lx_store *s;
     struct lx_error sub;
-    int rc = lx_store_open(&s, o->db, 1, &sub);
+    int rc = lx_store_open(&s, db, 1, &sub);
     if (rc < 0)
         return lx_err(err, LX_EINVAL, "no file '%s', and no store to look it up as a model name in: %s",
-                      o->model, sub.msg);
+                      model, sub.msg);
     char *key = NULL, dir[4096];
-    rc = lx_store_model_find(s, o->model, path, &key, err);
+    rc = lx_store_model_find(s, model, path, &key, err);
     lx_store_close(s);
     if (rc < 0)
         return rc;
     struct lx_buf cached = {0};
-    lx_run_models_dir(o->db, dir, sizeof dir);
+    lx_run_models_dir(db, dir, sizeof dir);
     lx_buf_printf(&cached, "%s/%s.safetensors", dir, key);
     if (stat(lx_buf_str(&cached), &sb) == 0) {
         free(*path);
@@ -126,15 +123,19 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     unsigned char *text = NULL;
     float *nll = NULL;
     long n = 0;
-    int rc = find_model(o, &path, err);
+    int rc = lx_find_model(o->model, o->db, &path, err);
     if (rc == LX_OK)
         rc = lx_model_load(&m, path, &info, err);
     if (rc == LX_OK)
         rc = check_finite(&m, path, err);
     if (rc == LX_OK && m.arch.mode != LX_MODEL_CAUSAL)
         rc = lx_err(err, LX_EINVAL, "%s is a masked-LM (mlm) model; score needs a causal one", path);
-    if (rc == LX_OK)
-        rc = build_stack(&st, info.stack, o->method, &d1, &d2, err);
+    if (rc == LX_OK && m.arch.vocab != LX_VOCAB)
+        rc = lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld tokens; score reads the text as bytes (the %d-token "
+                    "byte vocabulary of lenx models)\n  hint: models with their own tokenizer are scored once lenx "
+                    "reads their tokenizer", path, m.arch.vocab, LX_VOCAB);
+    if (rc == LX_OK)    /* a model's own evaluation-time scaling (HF dynamic NTK) unless --method replaces it */
+        rc = build_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
     if (rc == LX_OK && (rc = lx_read_file(o->text, &text, &n, 0, err)) == LX_OK && n == 0)
         rc = lx_err(err, LX_EINVAL, "--text %s is empty", o->text);
     long L = o->length > 0 ? o->length : info.train_len;

@@ -13,12 +13,18 @@
 #include "harness/core/lx.h"
 
 struct lx_score_opts {
-    const char *model;      /* checkpoint path, model name or model key prefix */
+    const char *model;      /* model path (lenx, llama2.c .bin, HF directory), model name or key prefix */
     const char *db;         /* store to look names and keys up in */
     const char *text;       /* file to score */
     const char *method;     /* YAML: an evaluation-time stack to add ("logn", "[logn, infoscale]") or NULL */
     long length;            /* window length; 0 = the model's training length */
 };
+
+/* A model path as given (any format lx_model_load reads), else a name or key
+** prefix in the store's models table: the checkpoint <db dir>/models/<key>.safetensors
+** (where `lenx run --db` keeps it, whatever directory it ran in), else the path
+** recorded. *path is malloc'd. */
+int lx_find_model(const char *model, const char *db, char **path, struct lx_error *err);
 
 int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error *err);
 

@@ -1,13 +1,15 @@
 /*
-** harness/show.c - `lenx show method|task|sweep NAME`: what a method computes
-** (resolved parameters, derived tables), a task's parameters and one rendered
-** instance, a stored sweep's YAML.
+** harness/show.c - `lenx show method|task|sweep NAME | model PATH`: what a
+** method computes (resolved parameters, derived tables), a task's parameters
+** and one rendered instance, a stored sweep's YAML, what a model holds
+** (harness/modelcmd.c).
 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/cli.h"
+#include "harness/modelcmd.h"
 #include "harness/engine/instance.h"
 #include "harness/plan.h"
 #include "tasks/retrieval.h"
@@ -23,7 +25,7 @@ static const struct lx_opt show_opts[] = {
     {"d-head", 1, "head dimension d (default 64)"},
     {"train-len", 1, "training length L (default 64)"},
     {"heads", 1, "attention heads H: per-head tables for ALiBi-like methods (default 1)"},
-    {"db", 1, "result database for 'sweep' (default " LX_DEFAULT_DB ")"},
+    {"db", 1, "result database for 'sweep' and model names (default " LX_DEFAULT_DB ")"},
     {"sample", 1, "task: which sample of the cell to render (default 0)"},
     {"depth", 1, "task: where the needle sits, 0 (start) ... 1 (end) (default 0.5)"},
     {"seed", 1, "task: the cell's seed, as in the sweep (default 1)"},
@@ -32,7 +34,8 @@ static const struct lx_opt show_opts[] = {
 static const char show_usage[] =
     "usage: lenx show method NAME [k=v ...] [options]\n"
     "       lenx show task NAME [k=v ...] [--length L [--sample I] [--depth D] [--seed S]]\n"
-    "       lenx show sweep NAME [--db FILE]\n\n"
+    "       lenx show sweep NAME [--db FILE]\n"
+    "       lenx show model PATH [--db FILE]   (lenx checkpoint, llama2.c .bin, Hugging Face directory)\n\n"
     "Print a method's resolved parameters and derived tables as JSON: row_scale for\n"
     "n = 1..N (per-row logit scales), a and m for t = 0..N-1 (per-distance affine\n"
     "maps, t = 0 is the query itself; a[h], m[h] per head when they differ),\n"
@@ -391,10 +394,11 @@ int lx_cmd_show(int argc, char **argv)
     int help, rc;
     if ((rc = lx_args_parse(&a, show_opts, N_OPTS(show_opts), argc, argv, &help, &err)) < 0)
         return lx_cli_fail(&err, rc);
-    if (a.n_pos < 2 || (strcmp(a.pos[0], "method") && strcmp(a.pos[0], "task") && strcmp(a.pos[0], "sweep"))) {
+    if (a.n_pos < 2 || (strcmp(a.pos[0], "method") && strcmp(a.pos[0], "task") && strcmp(a.pos[0], "sweep") &&
+                        strcmp(a.pos[0], "model"))) {
         if (help)
             return lx_cli_usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
-        fprintf(stderr, "lenx: error: show takes 'method NAME', 'task NAME' or 'sweep NAME'\n"
+        fprintf(stderr, "lenx: error: show takes 'method NAME', 'task NAME', 'sweep NAME' or 'model PATH'\n"
                 "  hint: lenx show method scaleinv tau=10 --length 8\n");
         return 2;
     }
@@ -402,6 +406,16 @@ int lx_cmd_show(int argc, char **argv)
         if (help)
             return lx_cli_usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
         rc = lx_stored_show_sweep(a.pos[1], lx_args_get(&a, show_opts, N_OPTS(show_opts), "db"), &err);
+        return rc < 0 ? lx_cli_fail(&err, rc) : 0;
+    }
+    if (strcmp(a.pos[0], "model") == 0) {
+        if (help)
+            return lx_cli_usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
+        const char *db = lx_args_get(&a, show_opts, N_OPTS(show_opts), "db");
+        struct lx_buf out = {0};
+        rc = lx_modelcmd_show(a.pos[1], db ? db : LX_DEFAULT_DB, &out, &err);
+        fputs(lx_buf_str(&out), stdout);
+        lx_buf_free(&out);
         return rc < 0 ? lx_cli_fail(&err, rc) : 0;
     }
     if (strcmp(a.pos[0], "method") == 0) {

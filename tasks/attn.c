@@ -26,7 +26,7 @@
 ** Every statistic is a mean over rows i >= from·length of every window, head
 ** and layer; per-layer values are named ":l<k>" (entropy:l0, range_mass:l1:16-256).
 ** Windows are the held-out windows ppl reads (non-overlapping, exactly
-** `length` tokens, [BOS, text …]); the reference pass reads windows of the
+** `length` of the model's tokens, [BOS, text …]); the reference pass reads windows of the
 ** training length from the same corpus.
 */
 #include <math.h>
@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "harness/engine/corpus.h"
+#include "harness/engine/tokenizer.h"
 #include "harness/core/diag.h"
 #include "harness/engine/model.h"
 #include "tasks/task.h"
@@ -80,16 +81,17 @@ static int measure(const struct lx_task_ctx *ctx, const struct lx_spec *spec, lo
                    const struct lx_ranges *rg, struct lx_diag *slot, struct lx_error *err)
 {
     const struct attn_params *p = ctx->params;
-    const struct lx_corpus *c;
-    int rc = lx_corpus_get(&c, attn_split(p), err);
+    const struct lx_corpus_tokens *c;     /* the split in the model's tokens */
+    const struct lx_tokenizer *tk = lx_tok_or_byte(ctx->tok);
+    int rc = lx_corpus_tokens(&c, attn_split(p), tk, err);
     if (rc < 0)
         return rc;
-    long cap = lx_window_cap(p->windows, p->tokens, L), nw = lx_corpus_windows(c, L, cap, NULL);
+    long cap = lx_window_cap(p->windows, p->tokens, L), nw = lx_tokens_windows(c, L, cap, NULL);
     if (nw == 0)
-        return lx_err(err, LX_ERUN, "attn: no document of corpus '%s' has %ld tokens\n"
-                      "  hint: use a shorter length or the sotu corpus", p->corpus ? "sotu" : "austen", L);
+        return lx_err(err, LX_ERUN, "attn: no document of corpus '%s' has %ld %s tokens\n"
+                      "  hint: use a shorter length or the sotu corpus", p->corpus ? "sotu" : "austen", L, tk->name);
     struct lx_window *win = lx_xcalloc((size_t)nw, sizeof *win);
-    lx_corpus_windows(c, L, cap, win);
+    lx_tokens_windows(c, L, cap, win);
     struct lx_acts a;
     if ((rc = lx_acts_alloc(&a, &ctx->model->arch, 1, (int)L, 0, err)) < 0) {
         free(win);
@@ -102,8 +104,8 @@ static int measure(const struct lx_task_ctx *ctx, const struct lx_spec *spec, lo
     a.stats_row0 = &row0;
     int *tok = lx_xmalloc(sizeof(int) * (size_t)L);
     for (long w = 0; w < nw; w++) {
-        const unsigned char *s = c->docs[win[w].doc].bytes + win[w].off;
-        tok[0] = LX_TOK_BOS;
+        const int *s = c->ids[win[w].doc] + win[w].off;
+        tok[0] = lx_tok_begin(tk);
         for (long t = 1; t < L; t++)
             tok[t] = s[t - 1];
         lx_model_forward(ctx->model, spec, tok, NULL, &a);

@@ -1,6 +1,11 @@
 /*
 ** tasks/ppl.c - perplexity of a causal model at the evaluation length.
 **
+** Tokens are the model's (ctx->tok; docs/tasks.md#tokenizers): the corpus is
+** encoded once per tokenizer and windowed in its tokens, so a window is
+** exactly `length` model tokens; ppl, nll and n_tokens are per token, bpb per
+** byte.
+**
 ** Convention (docs/tasks.md#ppl; YaRN's evaluation, jquesnelle/yarn
 ** eval/perplexity.py --truncate, extended): non-overlapping windows of exactly
 ** `length` tokens from the held-out documents, each window its own sequence,
@@ -16,8 +21,12 @@
 **   nll_in     mean NLL at positions < the training length
 **   nll_out    mean NLL at positions >= the training length (absent when L <= it)
 **   n_tokens   tokens scored
-**   unigram_ppl  the same tokens under the training split's byte unigram
+**   unigram_ppl  the same tokens under the training split's token unigram
 **              (add-one smoothed): the no-context baseline
+**   n_bytes    UTF-8 bytes of the scored tokens' text
+**   bpb        bits per byte: total NLL in bits / n_bytes, which compares
+**              models with different tokenizers; for the byte tokenizer a
+**              token is a byte and bpb = log2(ppl)
 **
 ** and the series `nll_by_pos`: mean NLL of the 1-based positions p in
 ** [2^k, 2^(k+1)), x = 2^k, where extrapolation failure shows.
@@ -31,6 +40,7 @@
 
 #include "harness/engine/corpus.h"
 #include "harness/engine/evaluate.h"
+#include "harness/engine/tokenizer.h"
 #include "tasks/task.h"
 
 
@@ -52,15 +62,16 @@ static const struct lx_param ppl_rows[] = {
 #define MAX_BUCKETS 40
 
 struct ppl_run {
-    const struct lx_corpus *c;
+    const struct lx_corpus_tokens *c;   /* the split in the model's tokens */
+    const struct lx_tokenizer *tk;      /* the model's tokenizer */
     const struct lx_window *win;
     long L, train_len;
     double sum, sum_in, sum_out, uni_sum;
-    long n, n_in, n_out;
+    long n, n_in, n_out, n_bytes;       /* n_bytes: UTF-8 bytes of the scored tokens' text */
     double win_sum, win_sum2;       /* per-window mean NLL: Σ, Σ² */
     double bucket_sum[MAX_BUCKETS];
     long bucket_n[MAX_BUCKETS];
-    double unigram[256];            /* −log p(byte) */
+    double *unigram;                /* (K,) −log p(token), K = 256 for bytes, else the vocabulary */
 };
 
 /* `tokens` replaces `windows` when set; the unused one is reset and unstored. */
@@ -79,8 +90,8 @@ static const char *ppl_split(const void *params)
 static void ppl_fill(void *ctx, long w, int *tok, int *tgt)
 {
     struct ppl_run *r = ctx;
-    const unsigned char *s = r->c->docs[r->win[w].doc].bytes + r->win[w].off;
-    tok[0] = LX_TOK_BOS;
+    const int *s = r->c->ids[r->win[w].doc] + r->win[w].off;
+    tok[0] = lx_tok_begin(r->tk);
     for (long t = 1; t < r->L; t++)
         tok[t] = s[t - 1];
     for (long t = 0; t < r->L; t++)
@@ -96,6 +107,7 @@ static void ppl_score(void *ctx, long w, const float *loss, const float *logits,
         double l = loss[t];
         ws += l;
         r->uni_sum += r->unigram[tgt[t]];
+        r->n_bytes += lx_tok_bytes(r->tk, tgt[t]);
         if (t < r->train_len) {
             r->sum_in += l;
             r->n_in++;
@@ -115,20 +127,24 @@ static void ppl_score(void *ctx, long w, const float *loss, const float *logits,
     r->win_sum2 += (ws / (double)r->L) * (ws / (double)r->L);
 }
 
+/* The training split's token unigram, add-one smoothed over the K text ids
+** (the 256 bytes, or a tokenizer's whole vocabulary). */
 static int unigram(struct ppl_run *r, struct lx_error *err)
 {
-    const struct lx_corpus *train;
-    int rc = lx_corpus_get(&train, "train", err);
+    const struct lx_corpus_tokens *train;
+    int rc = lx_corpus_tokens(&train, "train", r->tk, err);
     if (rc < 0)
         return rc;
-    double cnt[256];
-    for (int i = 0; i < 256; i++)
+    long K = r->tk->is_byte ? 256 : r->tk->n_vocab;
+    double *cnt = lx_xmalloc(sizeof *cnt * (size_t)K);
+    for (long i = 0; i < K; i++)
         cnt[i] = 1.0;
-    for (int d = 0; d < train->n_docs; d++)
-        for (long i = 0; i < train->docs[d].n; i++)
-            cnt[train->docs[d].bytes[i]] += 1.0;
-    double total = (double)train->n_bytes + 256.0;
-    for (int i = 0; i < 256; i++)
+    for (int d = 0; d < train->c->n_docs; d++)
+        for (long i = 0; i < train->n[d]; i++)
+            cnt[train->ids[d][i]] += 1.0;
+    double total = (double)train->n_tokens + (double)K;
+    r->unigram = cnt;
+    for (long i = 0; i < K; i++)
         r->unigram[i] = -log(cnt[i] / total);
     return LX_OK;
 }
@@ -136,22 +152,23 @@ static int unigram(struct ppl_run *r, struct lx_error *err)
 static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err)
 {
     const struct ppl_params *p = ctx->params;
-    struct ppl_run r = {.L = ctx->length, .train_len = ctx->train_len};
-    int rc = lx_corpus_get(&r.c, ppl_split(p), err);
+    struct ppl_run r = {.L = ctx->length, .train_len = ctx->train_len, .tk = lx_tok_or_byte(ctx->tok)};
+    int rc = lx_corpus_tokens(&r.c, ppl_split(p), r.tk, err);
     if (rc == LX_OK)
         rc = unigram(&r, err);
-    if (rc < 0)
-        return rc;
-    long nw = lx_corpus_windows(r.c, r.L, lx_window_cap(p->windows, p->tokens, r.L), NULL);
-    if (nw == 0)
-        return lx_err(err, LX_ERUN, "ppl: no document of corpus '%s' has %ld tokens\n"
-                      "  hint: use a shorter length or the sotu corpus", p->corpus ? "sotu" : "austen",
-                      r.L);
-    struct lx_window *win = lx_xcalloc((size_t)nw, sizeof *win);
-    lx_corpus_windows(r.c, r.L, lx_window_cap(p->windows, p->tokens, r.L), win);
+    long nw = rc < 0 ? 0 : lx_tokens_windows(r.c, r.L, lx_window_cap(p->windows, p->tokens, r.L), NULL);
+    if (rc == LX_OK && nw == 0)
+        rc = lx_err(err, LX_ERUN, "ppl: no document of corpus '%s' has %ld %s tokens\n"
+                    "  hint: use a shorter length or the sotu corpus", p->corpus ? "sotu" : "austen", r.L,
+                    r.tk->name);
+    struct lx_window *win = lx_xcalloc((size_t)(nw > 0 ? nw : 1), sizeof *win);
+    if (nw > 0)
+        lx_tokens_windows(r.c, r.L, lx_window_cap(p->windows, p->tokens, r.L), win);
     r.win = win;
-    rc = lx_eval_windows(ctx->model, ctx->spec, nw, (int)r.L, ppl_fill, ppl_score, &r, err);
+    if (rc == LX_OK)
+        rc = lx_eval_windows(ctx->model, ctx->spec, nw, (int)r.L, ppl_fill, ppl_score, &r, err);
     free(win);
+    free(r.unigram);
     if (rc < 0)
         return rc;
     double nll = r.sum / (double)r.n;
@@ -164,6 +181,8 @@ static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct 
         lx_result_metric(out, "nll_out", r.sum_out / (double)r.n_out);
     lx_result_metric(out, "n_tokens", (double)r.n);
     lx_result_metric(out, "unigram_ppl", exp(r.uni_sum / (double)r.n));
+    lx_result_metric(out, "n_bytes", (double)r.n_bytes);
+    lx_result_metric(out, "bpb", r.sum / log(2.0) / (double)r.n_bytes);
     for (int k = 0; k < MAX_BUCKETS; k++)
         if (r.bucket_n[k])
             lx_result_point(out, "nll_by_pos", (double)(1L << k), r.bucket_sum[k] / (double)r.bucket_n[k]);

@@ -14,6 +14,7 @@
 #include "harness/engine/attention.h"
 #include "harness/engine/decode.h"
 #include "harness/engine/model.h"
+#include "harness/engine/tokenizer.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
 
@@ -355,6 +356,7 @@ int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const s
 int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err)
 {
     const struct lx_task *task = ctx->task;
+    const struct lx_tokenizer *tk = lx_tok_or_byte(ctx->tok);
     LX_ASSERT(task->generate && task->trials && task->score);
     long samples, depths;
     task->trials(ctx->params, &samples, &depths);
@@ -372,19 +374,21 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
             depth = lx_rng_uniform(&r);
         }
         /* sample i % samples at every depth: the same keys at each depth, so depths compare paired */
-        rc = task->generate(ctx->params, ctx->data_key, ctx->length, i % samples, depth, &in[i], err);
+        rc = lx_retrieval_instance(task, ctx->params, tk, ctx->data_key, ctx->length, i % samples, depth,
+                                   &in[i], err);
     }
     if (rc == LX_OK)
         rc = lx_answer_eval(ctx->model, ctx->spec, in, n, LX_DECODE_CACHE, ans, err);
     if (rc == LX_OK) {
         long ok = 0, nulls = 0, with_alt = 0, confused = 0;
         double lp = 0.0, ent = 0.0, d_ok = 0.0, d_lp = 0.0, d_ent = 0.0;
-        char text[LX_MAX_ANSWER + 1];
+        char *text = lx_xmalloc((size_t)lx_tok_decode_cap(tk, LX_MAX_ANSWER));
         for (long i = 0; i < n; i++) {
-            int stop;
-            long n_text = lx_tokens_bytes(ans[i].out, ans[i].n_out, text, &stop);
+            int stop;       /* answers are scored as text: the greedy tokens decoded */
+            long n_text = lx_tok_decode(tk, ans[i].out, ans[i].n_out, text, &stop);
             int sc = task->score(ctx->params, &in[i], text, n_text);
-            lx_result_output(out, i, in[i].depth, in[i].gold, text, n_text, lx_token_name(stop), sc, ans[i].logprob);
+            lx_result_output(out, i, in[i].depth, in[i].gold, text, n_text, lx_tok_special_name(tk, stop), sc,
+                             ans[i].logprob);
             ok += sc == 1;
             nulls += sc < 0;
             with_alt += in[i].n_alt > 0;
@@ -410,6 +414,7 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
         lx_result_metric(out, "answer_logprob", lp / (double)n);
         lx_result_metric(out, "answer_entropy", ent / (double)n);
         lx_result_metric(out, "n_samples", (double)n);
+        free(text);
     }
     for (long i = 0; i < n; i++)
         lx_instance_release(&in[i]);
@@ -534,4 +539,93 @@ const char *lx_retrieval_split(const void *params)
 {
     (void)params;
     return "test";
+}
+
+/* ---- instances in any tokenizer's tokens ---------------------------------------
+** A task writes its instance in bytes; for a tokenizer other than bytes the
+** instance is re-encoded as [BOS] + enc(prompt) + enc(answer), the prompt and
+** the answer encoded apart (so the answer's span is known and decodes to the
+** answer's text), and the byte length B the task is asked for is searched so
+** that the tokens come to exactly `length`. Every token holds at least one
+** byte, so B >= length; t(B) = the tokens of the byte instance of length B
+** grows with B in steps of mostly 0 or 1 (the task's filler or haystack grows
+** by a byte), so the smallest B with t(B) >= length is found by bisection and,
+** when t jumps past length there, the bytes around it are tried. The task's
+** draws depend on (key, sample) and not on the length, so every B builds the
+** same instance with more or less filler, and depths stay fractions of it. */
+
+/* The tokens of the byte instance of length B (0 on error); *out (may be
+** NULL) receives the re-encoded instance. */
+static long tokens_at(const struct lx_task *task, const void *params, const struct lx_tokenizer *tk, uint64_t key,
+                      long B, long sample, double depth, struct lx_instance *out, struct lx_error *err)
+{
+    struct lx_instance b;
+    if (task->generate(params, key, B, sample, depth, &b, err) < 0)
+        return 0;
+    char *text = lx_xmalloc((size_t)b.n);
+    for (long i = 1; i < b.n; i++) {
+        LX_ASSERT(b.tok[i] >= 0 && b.tok[i] < 256);     /* tasks write bytes after BOS */
+        text[i] = (char)b.tok[i];
+    }
+    int *prompt, *answer;
+    long np = lx_tok_encode(tk, text + 1, b.answer_off - 1, &prompt),
+         na = lx_tok_encode(tk, text + b.answer_off, b.n - b.answer_off, &answer);
+    free(text);
+    if (out && na <= LX_MAX_ANSWER) {
+        *out = b;
+        out->tok = lx_xmalloc(sizeof(int) * (size_t)(1 + np + na));
+        out->tok[0] = lx_tok_begin(tk);
+        memcpy(out->tok + 1, prompt, sizeof(int) * (size_t)np);
+        memcpy(out->tok + 1 + np, answer, sizeof(int) * (size_t)na);
+        out->n = 1 + np + na;
+        out->answer_off = 1 + np;
+        b.tok = NULL;
+    }
+    lx_instance_release(&b);
+    free(prompt);
+    free(answer);
+    if (na > LX_MAX_ANSWER)
+        return lx_err(err, LX_EINVAL, "%s: the answer takes %ld tokens, more than %d", task->name, na, LX_MAX_ANSWER),
+               0;
+    return 1 + np + na;
+}
+
+int lx_retrieval_instance(const struct lx_task *task, const void *params, const struct lx_tokenizer *tk,
+                          uint64_t key, long length, long sample, double depth, struct lx_instance *out,
+                          struct lx_error *err)
+{
+    if (tk->is_byte)
+        return task->generate(params, key, length, sample, depth, out, err);
+    memset(out, 0, sizeof *out);
+    long lo = length, t_lo = tokens_at(task, params, tk, key, lo, sample, depth, NULL, err), hi = lo, t_hi = t_lo;
+    if (t_lo == 0)
+        return LX_EINVAL;
+    while (t_hi < length) {     /* grow by the bytes per token seen so far */
+        lo = hi, t_lo = t_hi;
+        hi = lo + (long)((double)(length - t_lo) * (double)lo / (double)t_lo) + 1;
+        if (hi > 64 * length + 4096)
+            return lx_err(err, LX_ERUN, "%s: no prompt of %ld %s tokens: %ld bytes give only %ld", task->name,
+                          length, tk->name, lo, t_lo);
+        if ((t_hi = tokens_at(task, params, tk, key, hi, sample, depth, NULL, err)) == 0)
+            return LX_EINVAL;
+    }
+    while (hi - lo > 1 && t_lo != length) {    /* t(lo) < length <= t(hi) */
+        long mid = lo + (hi - lo) / 2, t = tokens_at(task, params, tk, key, mid, sample, depth, NULL, err);
+        if (t == 0)
+            return LX_EINVAL;
+        *(t < length ? &lo : &hi) = mid;
+        t_lo = t < length ? t : t_lo;
+        t_hi = t < length ? t_hi : t;
+    }
+    long best = t_lo == length ? lo : t_hi == length ? hi : -1;
+    for (long d = 1; best < 0 && d <= 64; d++)      /* t jumped past length at hi: try the bytes around */
+        for (int sgn = -1; best < 0 && sgn <= 1; sgn += 2)
+            if (hi + sgn * d >= length && tokens_at(task, params, tk, key, hi + sgn * d, sample, depth, NULL, err) == length)
+                best = hi + sgn * d;
+    if (best < 0)
+        return lx_err(err, LX_ERUN, "%s: no prompt of exactly %ld %s tokens: %ld bytes give %ld, %ld give %ld\n"
+                      "  hint: try a length one more or less", task->name, length, tk->name, hi - 1, t_lo, hi, t_hi);
+    long got = tokens_at(task, params, tk, key, best, sample, depth, out, err);
+    LX_ASSERT(got == length);
+    return LX_OK;
 }

@@ -5,8 +5,9 @@
 ** prose: corpus text cut at sentence starts, for the tasks that hide facts in
 ** real text (needle, mdqa).
 **
-** An instance is a byte-token sequence of exactly `length` tokens, [BOS,
-** prompt …, gold answer]: the answer is the last n − answer_off tokens, so the
+** An instance is a sequence of exactly `length` tokens, [BOS, prompt …,
+** gold answer]: tasks write it in byte tokens, and lx_retrieval_instance
+** re-encodes it in any other tokenizer's tokens at exactly `length` of them: the answer is the last n − answer_off tokens, so the
 ** length includes the generation budget (as RULER's max_seq_length includes
 ** tokens_to_generate; docs/tasks.md#passkey). A task's generator
 ** is a pure function of (params, key, length, sample, depth) drawing only from
@@ -123,6 +124,17 @@ struct lx_result;
 ** the task: every retrieval task's check calls it first. */
 int lx_retrieval_check_length(const char *task, long length, struct lx_error *err);
 int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err);
+
+/* The instance of (key, length, sample, depth) in tk's tokens: exactly
+** `length` tokens, [BOS] + the prompt + the answer, the answer's tokens
+** (answer_off on) the answer's text encoded on its own. For the byte
+** tokenizer the task's generate hook itself; for any other, the task's byte
+** instance re-encoded at the byte length that gives `length` tokens
+** (docs/tasks.md#tokenizers). */
+struct lx_tokenizer;
+int lx_retrieval_instance(const struct lx_task *task, const void *params, const struct lx_tokenizer *tk,
+                          uint64_t key, long length, long sample, double depth, struct lx_instance *out,
+                          struct lx_error *err);
 
 /* ---- the skeleton every retrieval task fills --------------------------------
 ** A retrieval task writes its generator (`make`), its length check, its

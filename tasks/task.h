@@ -10,7 +10,10 @@
 ** LX_MODE_MLM: `ppl`, `mlm`) get the cell's trained model in ctx->model and
 ** the spec compiled for it; their `run` hook builds the windows, runs the
 ** engine and scores. Their `split` hook names the corpus split they read, whose
-** content hash enters the run key.
+** content hash enters the run key. A model task reads text through ctx->tok,
+** the model's tokenizer: the corpus tasks window its tokens of the corpus, the
+** retrieval tasks fit their prompts to `length` of its tokens
+** (docs/tasks.md#tokenizers).
 ** Every random draw keys on ctx->data_key, which depends on the task, its
 ** parameters, the length and the seed but not on the method, so every method
 ** of a sweep sees the same draws.
@@ -26,6 +29,7 @@
 
 struct lx_model;
 struct lx_instance;
+struct lx_tokenizer;
 
 enum lx_mode {
     LX_MODE_LOGITS,     /* synthetic logits, no model */
@@ -44,6 +48,8 @@ struct lx_task_ctx {
     const struct lx_task *task; /* the task itself */
     const struct lx_spec *spec_train;   /* model tasks: the stack's training-time part compiled at the
                                         ** training length (the attention the model learnt); else NULL */
+    const struct lx_tokenizer *tok;     /* model tasks: the model's tokenizer (lx_tokenizer_byte unless
+                                        ** the model names one); lengths are in its tokens */
 };
 
 struct lx_task {

@@ -267,10 +267,14 @@ Test(safetensors, garbage_header)
     expect_bad("{\"w\": garbage}", 0, "header byte 6 (file byte 14): unexpected character 'g'");
 }
 
-Test(safetensors, dtype_f16)
+Test(safetensors, dtype_unread)
 {
-    expect_bad("{\"w\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
-               "tensor 'w' has dtype F16, not F32");
+    expect_bad("{\"w\":{\"dtype\":\"I8\",\"shape\":[2],\"data_offsets\":[0,2]}}", 4,
+               "tensor 'w' has dtype I8, which lenx does not read");
+    expect_bad("{\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[0,2]}}", 4,
+               "tensor 'w' has dtype F8_E4M3, which lenx does not read");
+    expect_bad("{\"w\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
+               "shape [2] holds 2 F16 values = 4 bytes, but data_offsets [0, 8] span 8 bytes");
 }
 
 Test(safetensors, offsets_beyond_buffer)

@@ -62,6 +62,11 @@ int lx_read_file(const char *path, unsigned char **bytes, long *n, long max_byte
 /* Create the folders above path's last component, as far as they are
 ** missing (errors are left to whoever then opens the file). */
 void lx_make_parent_dir(const char *path);
+/* A regular file mapped read-only (model weights: pages are read once, as
+** they are converted). An empty file maps to *bytes = NULL, *n = 0. Release
+** with lx_unmap_file, which accepts NULL. */
+int lx_map_file(const char *path, const unsigned char **bytes, size_t *n, struct lx_error *err);
+void lx_unmap_file(const unsigned char *bytes, size_t n);
 
 /* A growable NUL-terminated string. Zero-initialise, append, then free. */
 struct lx_buf {

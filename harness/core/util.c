@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int lx_err(struct lx_error *err, int code, const char *fmt, ...)
 {
@@ -269,4 +272,34 @@ void lx_make_parent_dir(const char *path)
         mkdir(dir, 0777);
     }
     free(dir);
+}
+
+int lx_map_file(const char *path, const unsigned char **bytes, size_t *n, struct lx_error *err)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY), rc = LX_OK;
+    *bytes = NULL;
+    *n = 0;
+    if (fd < 0)
+        return lx_err(err, LX_EIO, "%s: cannot open: %s\n  hint: check the path", path, strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        rc = lx_err(err, LX_EIO, "%s: cannot stat: %s\n  hint: check the path", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = lx_err(err, LX_EIO, "%s: not a regular file\n  hint: give the path of a model file", path);
+    } else if (st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED)
+            rc = lx_err(err, LX_EIO, "%s: cannot map %lld bytes: %s\n  hint: free memory or use a smaller model",
+                        path, (long long)st.st_size, strerror(errno));
+        else
+            *bytes = p, *n = (size_t)st.st_size;
+    }
+    close(fd);
+    return rc;
+}
+
+void lx_unmap_file(const unsigned char *bytes, size_t n)
+{
+    if (bytes)
+        munmap((void *)bytes, n);
 }

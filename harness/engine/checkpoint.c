@@ -1,13 +1,18 @@
 /*
 ** harness/engine/checkpoint.c - save and load models (see checkpoint.h).
 */
+#define _POSIX_C_SOURCE 200809L
 #include "harness/engine/checkpoint.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "harness/core/config.h"
+#include "harness/engine/hf.h"
+#include "harness/engine/llama2c.h"
 #include "harness/engine/safetensors.h"
 #include "harness/core/hash.h"
 #include "harness/core/version.h"
@@ -69,10 +74,7 @@ static int need_meta(const struct lx_st_file *f, const char *key, const char **o
 ** lenx_weights_sha256 when the file has one (older checkpoints do not). */
 static int check_weights(const struct lx_st_file *f, char out[65], struct lx_error *err)
 {
-    struct lx_sha256 h;
-    lx_sha256_init(&h);
-    lx_sha256_update(&h, f->data, f->n_data);
-    lx_sha256_final_hex(&h, out);
+    lx_sha256_hex_bytes(f->data, f->n_data, out);
     const char *want = lx_st_meta(f, "lenx_weights_sha256");
     if (want && strcmp(want, out) != 0)
         return lx_err(err, LX_EIO, "%s: the weights do not match the checkpoint's embedded hash "
@@ -92,7 +94,7 @@ static int alloc_declared(struct lx_model *m, const struct lx_arch *a, const cha
     return lx_err(err, LX_EINVAL, "%s: lenx_arch declares a model this machine cannot hold: %s", path, sub.msg);
 }
 
-int lx_model_load(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
+static int load_lenx(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
 {
     memset(m, 0, sizeof *m);
     if (info)
@@ -139,9 +141,12 @@ int lx_model_load(struct lx_model *m, const char *path, struct lx_ckpt_info *inf
     if (rc == LX_OK && info) {
         const char *key = lx_st_meta(&f, "lenx_model_key"), *tj = lx_st_meta(&f, "lenx_train");
         const char *thr = lx_st_meta(&f, "lenx_threads");
+        lx_ckpt_info_native(info, "lenx", "F32");
         memcpy(info->weights_sha256, weights, sizeof weights);
         info->embedded_hash = lx_st_meta(&f, "lenx_weights_sha256") != NULL;
         info->threads = thr ? atoi(thr) : 0;
+        free(info->model_key);
+        free(info->train_json);
         info->model_key = lx_xstrdup(key ? key : "");
         info->stack = lx_xstrdup(stack);
         info->train_json = lx_xstrdup(tj ? tj : "{}");
@@ -160,10 +165,59 @@ int lx_model_load(struct lx_model *m, const char *path, struct lx_ckpt_info *inf
     return rc;
 }
 
+/* 1 when path starts like a llama2.c header: at least 9 bytes, not '{' at
+** byte 8 (where a safetensors header's JSON begins). */
+static int looks_llama2c(const char *path)
+{
+    unsigned char b[9];
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return 0;
+    size_t got = fread(b, 1, sizeof b, fp);
+    fclose(fp);
+    return got == sizeof b && b[8] != '{';
+}
+
+int lx_model_load(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
+{
+    struct stat sb;
+    if (info)
+        memset(info, 0, sizeof *info);
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return lx_hf_load(m, path, info, err);
+    if (looks_llama2c(path))
+        return lx_llama2c_load(m, path, info, err);
+    return load_lenx(m, path, info, err);
+}
+
+void lx_ckpt_info_native(struct lx_ckpt_info *info, const char *format, const char *dtype)
+{
+    snprintf(info->format, sizeof info->format, "%s", format);
+    snprintf(info->dtype, sizeof info->dtype, "%s", dtype);
+    info->model_key = lx_xstrdup("");
+    info->train_json = lx_xstrdup("{}");
+}
+
+void lx_sha256_hex_bytes(const void *data, size_t n, char out[65])
+{
+    struct lx_sha256 h;
+    lx_sha256_init(&h);
+    lx_sha256_update(&h, data, n);
+    lx_sha256_final_hex(&h, out);
+}
+
+void lx_model_weights_hash(const struct lx_model *m, char out[65])
+{
+    lx_sha256_hex_bytes(m->w, sizeof(float) * m->n_params, out);
+}
+
 void lx_ckpt_info_release(struct lx_ckpt_info *info)
 {
     free(info->model_key);
     free(info->stack);
     free(info->train_json);
-    info->model_key = info->stack = info->train_json = NULL;
+    free(info->eval_stack);
+    free(info->scaling);
+    free(info->tokenizer);
+    info->model_key = info->stack = info->train_json = info->eval_stack = info->scaling = info->tokenizer = NULL;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "harness/core/hash.h"
+#include "harness/engine/tokenizer.h"
 
 #ifndef LX_SOURCE_DIR
 #define LX_SOURCE_DIR "."
@@ -155,24 +156,77 @@ int lx_corpus_get(const struct lx_corpus **out, const char *split, struct lx_err
     return lx_err(err, LX_EINVAL, "no corpus split '%s'; the splits are train, test, ood", split);
 }
 
-long lx_corpus_windows(const struct lx_corpus *c, long n, long max, struct lx_window *out)
+/* Windows over documents of len[0, n_docs) units (bytes or tokens). */
+static long windows(const long *len, int n_docs, long n, long max, struct lx_window *out)
 {
     long total = 0;
-    for (int d = 0; d < c->n_docs; d++)
-        total += c->docs[d].n / n;
+    for (int d = 0; d < n_docs; d++)
+        total += len[d] / n;
     long take = max > 0 && total > max ? max : total;
     if (!out)
         return take;
     /* window k of the take is the floor(k * total / take)-th of the list */
     long k = 0, idx = 0;
-    for (int d = 0; d < c->n_docs && k < take; d++)
-        for (long w = 0; w < c->docs[d].n / n && k < take; w++, idx++)
+    for (int d = 0; d < n_docs && k < take; d++)
+        for (long w = 0; w < len[d] / n && k < take; w++, idx++)
             if (idx == k * total / take) {
                 out[k].doc = d;
                 out[k].off = w * n;
                 k++;
             }
     return take;
+}
+
+long lx_corpus_windows(const struct lx_corpus *c, long n, long max, struct lx_window *out)
+{
+    long *len = lx_xmalloc(sizeof *len * (size_t)c->n_docs);
+    for (int d = 0; d < c->n_docs; d++)
+        len[d] = c->docs[d].n;
+    long take = windows(len, c->n_docs, n, max, out);
+    free(len);
+    return take;
+}
+
+long lx_tokens_windows(const struct lx_corpus_tokens *ct, long n, long max, struct lx_window *out)
+{
+    return windows(ct->n, ct->c->n_docs, n, max, out);
+}
+
+/* The token cache: one entry per (split, tokenizer hash), kept until exit. */
+#define MAX_ENCODED 16
+
+int lx_corpus_tokens(const struct lx_corpus_tokens **out, const char *split, const struct lx_tokenizer *t,
+                     struct lx_error *err)
+{
+    static struct lx_corpus_tokens cache[MAX_ENCODED];
+    static int n_cache;
+    const struct lx_corpus *c;
+    int rc = lx_corpus_get(&c, split, err);
+    if (rc < 0)
+        return rc;
+    *out = NULL;
+#pragma omp critical(lx_corpus_tokens)
+    {
+        for (int i = 0; i < n_cache && !*out; i++)
+            if (cache[i].c == c && strcmp(cache[i].hash, t->hash) == 0)
+                *out = &cache[i];
+        if (!*out && n_cache < MAX_ENCODED) {
+            struct lx_corpus_tokens *ct = &cache[n_cache++];
+            *ct = (struct lx_corpus_tokens){.c = c};
+            snprintf(ct->hash, sizeof ct->hash, "%s", t->hash);
+            ct->ids = lx_xcalloc((size_t)c->n_docs, sizeof *ct->ids);
+            ct->n = lx_xcalloc((size_t)c->n_docs, sizeof *ct->n);
+            for (int d = 0; d < c->n_docs; d++) {
+                ct->n[d] = lx_tok_encode(t, (const char *)c->docs[d].bytes, c->docs[d].n, &ct->ids[d]);
+                ct->n_tokens += ct->n[d];
+            }
+            *out = ct;
+        }
+    }
+    if (!*out)
+        return lx_err(err, LX_EINVAL, "corpus split '%s': more than %d tokenizers in one process", split,
+                      MAX_ENCODED);
+    return LX_OK;
 }
 
 long lx_window_cap(long windows, long tokens, long L)

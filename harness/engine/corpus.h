@@ -73,6 +73,27 @@ struct lx_window {
 ** count. Independent of the method, so every method sees the same windows. */
 long lx_corpus_windows(const struct lx_corpus *c, long n, long max, struct lx_window *out);
 
+/* A split in a tokenizer's tokens (docs/tasks.md#tokenizers): each document
+** encoded on its own, without BOS or EOS, so a window of n tokens is n of the
+** model's tokens. Cached per (split, tokenizer hash) for the life of the
+** process, like the splits themselves: every cell of a model reuses its
+** encoding, and a new tokenizer encodes once (Austen's five novels take about
+** a second in SentencePiece). The byte tokenizer's tokens are the bytes. */
+struct lx_tokenizer;
+struct lx_corpus_tokens {
+    const struct lx_corpus *c;      /* the split's text */
+    char hash[65];                  /* the tokenizer's hash: the cache key with the split */
+    int **ids;                      /* (n_docs,) each document's tokens */
+    long *n;                        /* (n_docs,) how many */
+    long n_tokens;                  /* sum of n */
+};
+
+int lx_corpus_tokens(const struct lx_corpus_tokens **out, const char *split, const struct lx_tokenizer *t,
+                     struct lx_error *err);
+
+/* lx_corpus_windows over the documents' tokens: windows of n tokens. */
+long lx_tokens_windows(const struct lx_corpus_tokens *ct, long n, long max, struct lx_window *out);
+
 /* The window cap of a corpus task at length L: `windows` (0 = all), or with
 ** a token budget (tokens > 0) max(1, tokens / L). */
 long lx_window_cap(long windows, long tokens, long L);

@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -425,6 +426,65 @@ static int parse_header(struct jparse *p, struct jval *root)
 }
 
 /* ---------------------------------------------------------------------------
+** Dtypes: F32 as stored; F16 (IEEE binary16) and BF16 (the top half of an
+** F32) widened exactly.
+*/
+
+static const char *const dtype_names[] = {"F32", "F16", "BF16"};
+
+int lx_st_dtype_of(const char *s)
+{
+    for (int k = 0; k < 3; k++)
+        if (strcmp(s, dtype_names[k]) == 0)
+            return k;
+    return -1;
+}
+
+const char *lx_st_dtype_name(int dtype)
+{
+    LX_ASSERT(dtype >= 0 && dtype < 3);
+    return dtype_names[dtype];
+}
+
+int lx_st_dtype_size(int dtype)
+{
+    return dtype == LX_ST_F32 ? 4 : 2;
+}
+
+/* binary16 bits to float: sign, 5-bit exponent (bias 15), 10-bit fraction;
+** subnormals scaled by 2^-24, exponent 31 is Inf or NaN. */
+static float half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h >> 15) << 31, e = h >> 10 & 0x1F, m = h & 0x3FF, bits;
+    float f;
+    if (e == 0) {
+        f = ldexpf((float)m, -24);
+        return sign ? -f : f;
+    }
+    bits = e == 31 ? sign | 0x7F800000u | m << 13 : sign | (e - 15 + 127) << 23 | m << 13;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+void lx_st_to_f32(float *out, const void *src, int dtype, size_t n)
+{
+    const unsigned char *b = src;
+    if (dtype == LX_ST_F32) {
+        memcpy(out, src, 4 * n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h = (uint16_t)(b[2 * i] | b[2 * i + 1] << 8);
+        if (dtype == LX_ST_F16) {
+            out[i] = half_to_float(h);
+        } else {
+            uint32_t bits = (uint32_t)h << 16;
+            memcpy(&out[i], &bits, 4);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------
 ** From the JSON tree to a struct lx_st_file.
 */
 
@@ -468,7 +528,7 @@ static int read_shape(struct jparse *p, const char *name, const struct jval *v, 
     return LX_OK;
 }
 
-/* data_offsets of tensor name into e, checked against the buffer and the shape's size. */
+/* data_offsets of tensor name into e, checked against the buffer and the size of the shape at e->dtype. */
 static int read_offsets(struct jparse *p, const char *name, const struct jval *v, struct lx_st_entry *e,
                         uint64_t count, size_t n_data)
 {
@@ -483,10 +543,12 @@ static int read_offsets(struct jparse *p, const char *name, const struct jval *v
         return herr(p, v->off, "the file is truncated, or its header is wrong",
                     "tensor '%s': data_offsets [%" PRId64 ", %" PRId64 "] run past the end of the %zu-byte data buffer",
                     name, b, en, n_data);
-    if ((uint64_t)(en - b) != 4 * count)
-        return herr(p, v->off, HINT_DAMAGED, "tensor '%s': shape %s holds %" PRIu64 " F32 values = %" PRIu64
+    uint64_t size = (uint64_t)lx_st_dtype_size(e->dtype);
+    if ((uint64_t)(en - b) != size * count)
+        return herr(p, v->off, HINT_DAMAGED, "tensor '%s': shape %s holds %" PRIu64 " %s values = %" PRIu64
                     " bytes, but data_offsets [%" PRId64 ", %" PRId64 "] span %" PRId64 " bytes",
-                    name, fmt_shape(sh, e->ndim, e->shape), count, 4 * count, b, en, en - b);
+                    name, fmt_shape(sh, e->ndim, e->shape), count, lx_st_dtype_name(e->dtype), size * count, b,
+                    en, en - b);
     e->begin = (size_t)b;
     e->end = (size_t)en;
     return LX_OK;
@@ -516,10 +578,10 @@ static int read_entry(struct jparse *p, const char *name, const struct jval *v, 
                     !dtype ? "dtype" : !shape ? "shape" : "data_offsets");
     if (dtype->type != J_STR)
         return herr(p, dtype->off, HINT_ENTRY, "tensor '%s': dtype is not a string", name);
-    if (strcmp(dtype->str, "F32") != 0)
-        return herr(p, dtype->off, "lenx reads only F32; convert the checkpoint first, e.g. in PyTorch save "
-                    "{k: v.float() for k, v in state_dict.items()}",
-                    "tensor '%s' has dtype %s, not F32", name, dtype->str);
+    if ((e->dtype = lx_st_dtype_of(dtype->str)) < 0)
+        return herr(p, dtype->off, "lenx reads F32, F16 and BF16; convert the checkpoint first, e.g. in PyTorch "
+                    "save {k: v.float() for k, v in state_dict.items()}",
+                    "tensor '%s' has dtype %s, which lenx does not read", name, dtype->str);
     if ((rc = read_shape(p, name, shape, e, &count)) < 0)
         return rc;
     return read_offsets(p, name, offs, e, count, n_data);
@@ -608,32 +670,14 @@ static void sha256_hex(const void *data, size_t n, struct lx_sha256 *s, char out
         snprintf(out + 2 * k, 3, "%02x", d[k]);
 }
 
-/* The whole file into f->bytes. */
+/* The whole file mapped read-only at f->bytes (pages are read as tensors are
+** converted, once). */
 static int load_file(struct lx_st_file *f, const char *path, struct lx_error *err)
 {
-    struct stat st;
-    FILE *fp = fopen(path, "rb");
-    int rc = LX_OK;
-    if (!fp)
-        return lx_err(err, LX_EIO, "%s: cannot open: %s\n  hint: check the path", path, strerror(errno));
-    if (fstat(fileno(fp), &st) != 0) {
-        rc = lx_err(err, LX_EIO, "%s: cannot stat: %s\n  hint: check the path", path, strerror(errno));
-    } else if (!S_ISREG(st.st_mode)) {
-        rc = lx_err(err, LX_EIO, "%s: not a regular file\n  hint: give the path of a .safetensors file", path);
-    } else if (st.st_size < 8) {
-        rc = lx_err(err, LX_EINVAL, "%s: the file is %lld bytes, too short for the 8-byte header length\n"
-                    "  hint: the file is empty or truncated, or not a safetensors file", path, (long long)st.st_size);
-    } else if (!(f->bytes = malloc((size_t)st.st_size))) {
-        rc = lx_err(err, LX_ENOMEM, "%s: cannot allocate %lld bytes to read the file\n"
-                    "  hint: free memory or use a smaller checkpoint", path, (long long)st.st_size);
-    } else {
-        f->n_bytes = (size_t)st.st_size;
-        errno = 0;
-        if (fread(f->bytes, 1, f->n_bytes, fp) != f->n_bytes)
-            rc = lx_err(err, LX_EIO, "%s: cannot read %zu bytes: %s\n  hint: was the file changed while lenx "
-                        "read it?", path, f->n_bytes, errno ? strerror(errno) : "short read");
-    }
-    fclose(fp);
+    int rc = lx_map_file(path, &f->bytes, &f->n_bytes, err);
+    if (rc == LX_OK && f->n_bytes < 8)
+        rc = lx_err(err, LX_EINVAL, "%s: the file is %zu bytes, too short for the 8-byte header length\n"
+                    "  hint: the file is empty or truncated, or not a safetensors file", path, f->n_bytes);
     return rc;
 }
 
@@ -722,7 +766,7 @@ int lx_st_read(const struct lx_st_file *f, const char *name, int ndim, const lon
                       "  hint: the checkpoint was written for a different model configuration",
                       name, f->path, fmt_shape(have, e->ndim, e->shape), fmt_shape(want, ndim, shape));
     if (e->end > e->begin)
-        memcpy(out, f->data + e->begin, e->end - e->begin);
+        lx_st_to_f32(out, f->data + e->begin, e->dtype, (e->end - e->begin) / (size_t)lx_st_dtype_size(e->dtype));
     return LX_OK;
 }
 
@@ -744,7 +788,7 @@ void lx_st_close(struct lx_st_file *f)
     for (int k = 0; k < 2 * f->n_meta; k++)
         free(f->meta[k]);
     free(f->meta);
-    free(f->bytes);
+    lx_unmap_file(f->bytes, f->n_bytes);
     free(f->path);
     memset(f, 0, sizeof *f);
 }

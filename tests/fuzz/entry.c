@@ -71,7 +71,8 @@ static int read_everything(const struct lx_st_file *f, struct lx_error *err)
     int rc = LX_OK;
     for (int k = 0; k < f->n_entries && rc == LX_OK; k++) {
         const struct lx_st_entry *e = &f->entries[k];
-        float *out = lx_xmalloc(e->end - e->begin + 1);    /* within the file: bounded by its size */
+        size_t n_val = (e->end - e->begin) / (size_t)lx_st_dtype_size(e->dtype);
+        float *out = lx_xmalloc(4 * n_val + 1);    /* within twice the file's size */
         rc = lx_st_read(f, e->name, e->ndim, e->shape, out, err);
         free(out);
     }

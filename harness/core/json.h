@@ -1,0 +1,89 @@
+/*
+** harness/core/json.h - JSON documents (tokenizer.json, config.json, safetensors
+** headers) as a small read-only API whose errors name the file and the field.
+**
+** harness/core/json.c is the only file that includes <jansson.h> (Debian's
+** libjansson: strict UTF-8, 64-bit integers, errors with line and column).
+**
+** A document owns every value in it; values are borrowed pointers that live
+** until lx_json_free. A parse error reads "file:line:column: <what>"; an error
+** on a value names its path from the root, e.g.
+**   tokenizer.json: model.merges[3]: expected a string, found a number
+** Objects iterate in file order. Strings may contain NUL (\u0000): take the
+** length with the string; a key with NUL is refused at parse time (jansson
+** cannot hold one).
+*/
+#ifndef LX_JSON_H
+#define LX_JSON_H
+
+#include <stdint.h>
+
+#include "harness/core/lx.h"
+
+struct lx_json;         /* a parsed document (opaque) */
+struct lx_jv;           /* a value inside a document (opaque, borrowed) */
+
+enum lx_json_type {
+    LX_JSON_NULL,
+    LX_JSON_BOOL,
+    LX_JSON_INT,        /* a number written without fraction or exponent */
+    LX_JSON_REAL,       /* any other number */
+    LX_JSON_STRING,
+    LX_JSON_ARRAY,
+    LX_JSON_OBJECT,
+};
+
+/* Parse n bytes of text; name is the source for messages (a file name). Any
+** JSON value may be the root. Duplicate keys in an object, invalid UTF-8,
+** integers outside int64 and reals outside double are errors with
+** name:line:column. */
+int lx_json_parse(struct lx_json **out, const char *text, size_t n, const char *name, struct lx_error *err);
+
+/* Read and parse a file (at most max_bytes, 0 = no limit). */
+int lx_json_load(struct lx_json **out, const char *path, long max_bytes, struct lx_error *err);
+
+void lx_json_free(struct lx_json *doc);             /* accepts NULL */
+
+const char *lx_json_name(const struct lx_json *doc);
+const struct lx_jv *lx_json_root(const struct lx_json *doc);
+
+enum lx_json_type lx_json_type(const struct lx_jv *v);
+const char *lx_json_type_name(enum lx_json_type t);  /* "a string", "an object", ... */
+
+/* ---- navigation: NULL when absent or v is not of the right kind ---- */
+
+const struct lx_jv *lx_json_member(const struct lx_jv *obj, const char *key);
+const struct lx_jv *lx_json_at(const struct lx_jv *arr, long i);
+long lx_json_len(const struct lx_jv *v);            /* array items, object members, else -1 */
+
+/* Object members in file order:
+**   for (void *it = lx_json_iter(obj); it; it = lx_json_iter_next(obj, it))
+**       key = lx_json_iter_key(it, &key_len), value = lx_json_iter_value(it); */
+void *lx_json_iter(const struct lx_jv *obj);        /* NULL when empty or not an object */
+void *lx_json_iter_next(const struct lx_jv *obj, void *it);
+const char *lx_json_iter_key(void *it, size_t *len);   /* len may be NULL */
+const struct lx_jv *lx_json_iter_value(void *it);
+
+/* ---- typed reads: LX_EINVAL naming the path and what was expected ---- */
+
+int lx_json_str(const struct lx_json *doc, const struct lx_jv *v, const char **s, size_t *len,
+                struct lx_error *err);      /* len may be NULL */
+int lx_json_int(const struct lx_json *doc, const struct lx_jv *v, int64_t *out, struct lx_error *err);
+int lx_json_num(const struct lx_json *doc, const struct lx_jv *v, double *out, struct lx_error *err);
+int lx_json_bool(const struct lx_json *doc, const struct lx_jv *v, int *out, struct lx_error *err);
+
+/* A member of obj that must be there, of type t (LX_JSON_REAL accepts any
+** number); obj itself must be an object. */
+int lx_json_need(const struct lx_json *doc, const struct lx_jv *obj, const char *key, enum lx_json_type t,
+                 const struct lx_jv **out, struct lx_error *err);
+
+/* The path of v from the root ("model.merges[3]", "" for the root) into out
+** (n bytes); keys that are not plain identifiers are quoted. */
+void lx_json_path(const struct lx_json *doc, const struct lx_jv *v, char *out, size_t n);
+
+/* Fill err with "<name>: <path>: <message>" and return LX_EINVAL: for checks
+** the caller makes on a value (an unsupported "type", a bad id). */
+int lx_json_err(struct lx_error *err, const struct lx_json *doc, const struct lx_jv *v, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#endif

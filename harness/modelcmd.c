@@ -1,0 +1,89 @@
+/*
+** harness/modelcmd.c - `lenx show model` and `lenx export --hf` (see modelcmd.h).
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "harness/modelcmd.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include "harness/engine/checkpoint.h"
+#include "harness/engine/hf.h"
+#include "harness/score.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void key_str(struct lx_buf *out, const char *key, const char *v)
+{
+    lx_buf_printf(out, ",\n  \"%s\": ", key);
+    if (v)
+        lx_buf_json_str(out, v);
+    else
+        lx_buf_puts(out, "null");
+}
+
+/* Parameters the file holds: the engine's minus repeated key/value heads and a tied head's copy. */
+static long disk_params(const struct lx_model *m, const struct lx_ckpt_info *info)
+{
+    const struct lx_arch *a = &m->arch;
+    long n = (long)m->n_params, kv = info->kv_heads ? info->kv_heads : a->heads;
+    n -= 2 * a->layers * (a->heads - kv) * a->d_head * a->d_model;
+    return info->tied ? n - a->vocab * a->d_model : n;
+}
+
+int lx_modelcmd_show(const char *model, const char *db, struct lx_buf *out, struct lx_error *err)
+{
+    char *path = NULL;
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    int rc = lx_find_model(model, db, &path, err);
+    double t0 = now();
+    if (rc == LX_OK && (rc = lx_model_load(&m, path, &info, err)) == LX_OK) {
+        double secs = now() - t0;
+        lx_buf_puts(out, "{\n  \"path\": ");
+        lx_buf_json_str(out, path);
+        key_str(out, "format", info.format);
+        key_str(out, "dtype", info.dtype);
+        lx_buf_puts(out, ",\n  \"arch\": ");
+        lx_params_json(&lx_arch_schema, &m.arch, out);
+        lx_buf_printf(out, ",\n  \"kv_heads\": %ld,\n  \"tied_head\": %s,\n  \"parameters\": %ld,\n"
+                      "  \"parameters_loaded\": %zu,\n  \"train_len\": %ld,\n  \"native_stack\": %s",
+                      info.kv_heads ? info.kv_heads : m.arch.heads, info.tied ? "true" : "false",
+                      disk_params(&m, &info), m.n_params, info.train_len, info.stack);
+        lx_buf_printf(out, ",\n  \"eval_stack\": %s,\n  \"rope_scaling\": %s", info.eval_stack ? info.eval_stack : "[]",
+                      info.scaling ? info.scaling : "null");
+        key_str(out, "tokenizer", info.tokenizer ? info.tokenizer : m.arch.vocab == 260 ? "bytes" : NULL);
+        key_str(out, "model_key", info.model_key[0] ? info.model_key : NULL);
+        key_str(out, "weights_sha256", info.weights_sha256);
+        key_str(out, "sha256", info.sha256);
+        lx_buf_puts(out, ",\n  \"load_seconds\": ");
+        lx_buf_num(out, secs);
+        lx_buf_puts(out, "\n}\n");
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+    }
+    free(path);
+    return rc;
+}
+
+int lx_modelcmd_export(const char *model, const char *db, const char *dir, struct lx_error *err)
+{
+    char *path = NULL;
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    int rc = lx_find_model(model, db, &path, err);
+    if (rc == LX_OK && (rc = lx_model_load(&m, path, &info, err)) == LX_OK) {
+        struct lx_error sub;
+        if ((rc = lx_hf_export(&m, &info, dir, &sub)) < 0)
+            lx_err(err, rc, "export %s: %s", path, sub.msg);
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+    }
+    free(path);
+    return rc;
+}

@@ -1,0 +1,20 @@
+/*
+** harness/modelcmd.h - `lenx show model PATH` and `lenx export --hf DIR
+** --model M`: what a model file or directory of any format lenx reads holds,
+** and a lenx model written as a Hugging Face directory
+** (docs/checkpoints.md#other-formats).
+*/
+#ifndef LX_MODELCMD_H
+#define LX_MODELCMD_H
+
+#include "harness/core/lx.h"
+
+/* JSON: format, architecture, parameters on disk and in the engine, dtype on
+** disk, native position stack (with rope_scaling as written), training length,
+** tokenizer, hashes, load time. model is a path or a store name (db). */
+int lx_modelcmd_show(const char *model, const char *db, struct lx_buf *out, struct lx_error *err);
+
+/* Load model (any format) and write it to dir as a Hugging Face directory. */
+int lx_modelcmd_export(const char *model, const char *db, const char *dir, struct lx_error *err);
+
+#endif

@@ -1,0 +1,313 @@
+/*
+** tests/test_anytok.c - the tasks on any tokenizer (docs/tasks.md#tokenizers),
+** end to end through the lenx binary: a checkpoint whose vocabulary is not
+** the byte tokenizer's is refused at plan time unless the model names its
+** tokenizer (before this, a 512-token model scored the byte corpus as if its
+** ids were bytes and gave a perplexity of 1e11 without a word), a tokenizer
+** whose vocabulary outgrows the model's is refused, mlm refuses a tokenizer
+** without a mask token, and the same checkpoint with its tokenizer runs ppl
+** (bits per byte), attn and every retrieval task. $LENX_BIN and $LENX_ROOT are
+** set by `make test`.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/checkpoint.h"
+#include "tests/shell.h"
+#include "tests/tokfile.h"
+
+static double sql_double(const char *db, const char *sql)
+{
+    char out[256];
+    sql_text(out, sizeof out, db, sql);
+    return strtod(out, NULL);
+}
+
+static double metric_at(const char *db, int len, const char *name);
+
+static void setup(void)
+{
+    shell_setup("anytok");
+    cr_assert_not_null(getenv("LENX_ROOT"), "LENX_ROOT must name the checkout (make test sets it)");
+}
+
+/* A committed checkpoint's (tests/ref/model_ckpt_<ref>.safetensors)
+** architecture with vocab V and fresh weights, written to the test dir as
+** `file` (its metadata kept). */
+static void vocab_ckpt_of(const char *ref, const char *file, long V)
+{
+    char src[4096], dst[256];
+    snprintf(src, sizeof src, "%s/tests/ref/model_ckpt_%s.safetensors", getenv("LENX_ROOT"), ref);
+    snprintf(dst, sizeof dst, "%s/%s", dir, file);
+    struct lx_model m, big;
+    struct lx_ckpt_info info = {0};
+    struct lx_error err = {""};
+    cr_assert_eq(lx_model_load(&m, src, &info, &err), LX_OK, "%s", err.msg);
+    struct lx_arch a = m.arch;
+    a.vocab = V;
+    lx_model_init(&big, &a, 7);
+    cr_assert_eq(lx_model_save(&big, dst, &info, &err), LX_OK, "%s", err.msg);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+    lx_model_release(&big);
+}
+
+static void vocab_ckpt(const char *file, long V)
+{
+    vocab_ckpt_of("causal_rope", file, V);
+}
+
+static void expect_refused(const char *yaml, const char *what)
+{
+    char out[4096];
+    write_file("t.yaml", yaml);
+    cr_expect_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|\" t.yaml && $L run t.yaml --db x.db"), 2, "%s\n%s", yaml,
+                 out);
+    cr_expect(strstr(out, what) != NULL, "expected '%s' in:\n%s", what, out);
+    cr_expect(!exists("x.db"), "a refused sweep must not create the database");
+}
+
+/* The 1.7e11 case: a 512-token model on the byte corpus. */
+Test(anytok, foreign_vocabulary_without_tokenizer_is_refused, .init = setup, .fini = teardown, .timeout = 60)
+{
+    vocab_ckpt("v512.safetensors", 512);
+    expect_refused("name: t\nmodels: {v: {checkpoint: v512.safetensors}}\nmethods: [rope]\n"
+                   "tasks: [{ppl: {windows: 2}}]\nlengths: [64]\n",
+                   "t.yaml:2:10: model 'v' has a vocabulary of 512 and no tokenizer; the byte tokenizer has 260");
+}
+
+/* The test tokenizer (418 tokens) written into the test dir as tok.bin. */
+static void tok_in_dir(void)
+{
+    char path[256], cmd[600];
+    tokfile_write(path, sizeof path);
+    snprintf(cmd, sizeof cmd, "mv %s tok.bin", path);
+    cr_assert_eq(sh(NULL, 0, "%s", cmd), 0);
+}
+
+Test(anytok, tokenizer_mismatches_are_refused, .init = setup, .fini = teardown, .timeout = 60)
+{
+    tok_in_dir();
+    vocab_ckpt("v300.safetensors", 300);
+    expect_refused("name: t\nmodels: {v: {checkpoint: v300.safetensors, tokenizer: tok.bin}}\nmethods: [rope]\n"
+                   "tasks: [{ppl: {windows: 2}}]\nlengths: [64]\n",
+                   "t.yaml:2:55: model 'v' has a vocabulary of 300, fewer than the 418 tokens of its tokenizer");
+    expect_refused("name: t\nmodels: {v: {arch: {layers: 1}, tokenizer: tok.bin}}\nmethods: [rope]\n"
+                   "tasks: [ppl]\nlengths: [64]\n",
+                   "t.yaml:2:44: model 'v': lenx trains byte-level models only; 'tokenizer' goes with 'checkpoint'");
+    expect_refused("name: t\nmodels: {v: {checkpoint: v300.safetensors, tokenizer: nosuch.bin}}\nmethods: [rope]\n"
+                   "tasks: [ppl]\nlengths: [64]\n", "t.yaml:2:55: model 'v': tokenizer: ");
+    vocab_ckpt_of("mlm_logn", "m512.safetensors", 512);
+    expect_refused("name: t\nmodels: {m: {checkpoint: m512.safetensors, tokenizer: tok.bin}}\nmethods: [[rope, logn]]\n"
+                   "tasks: [mlm]\nlengths: [64]\n",
+                   "t.yaml:4:9: task 'mlm' needs a mask token, and model 'm''s sentencepiece tokenizer");
+}
+
+/* A 512-token checkpoint with the test tokenizer runs ppl, attn and retrieval:
+** windows of exactly L of its tokens, bits per byte from the bytes those
+** tokens hold, the tokenizer in the run key. */
+Test(anytok, bpe_checkpoint_runs_every_causal_task, .init = setup, .fini = teardown, .timeout = 120)
+{
+    tok_in_dir();
+    vocab_ckpt("v512.safetensors", 512);
+    char out[16384];
+    write_file("t.yaml", "name: t\nmodels: {v: {checkpoint: v512.safetensors, tokenizer: tok.bin}}\nmethods: [rope]\n"
+               "tasks: [{ppl: {windows: 2}}, {attn: {windows: 1}}, {passkey: {samples: 2, depths: 2, template: short}},"
+               " {needle: {samples: 1, depths: 2, template: short}}]\nlengths: [300]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run t.yaml --db t.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs where status = 'ok'"), 4, "every cell ok");
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs where key_json like '%,_tokenizer_:_%'"), 4,
+                 "the tokenizer's hash in every run key");
+    double nll = sql_double("t.db", "select printf('%.17g', value) from metrics where name = 'nll'"),
+           bpb = sql_double("t.db", "select printf('%.17g', value) from metrics where name = 'bpb'"),
+           nb = sql_double("t.db", "select value from metrics where name = 'n_bytes'");
+    cr_expect_eq(sql_long("t.db", "select m.value from metrics m where m.name = 'n_tokens'"), 600, "2 windows x 300 tokens");
+    cr_expect_gt(nb, 600 * 1.2, "BPE tokens hold more than a byte each: %g bytes", nb);
+    cr_expect(fabs(bpb - nll * 600 / log(2.0) / nb) < 1e-9 * bpb, "bpb = NLL bits / bytes: %g vs %g", bpb,
+              nll * 600 / log(2.0) / nb);
+}
+
+/* ---- retrieval instances in SentencePiece tokens --------------------------- */
+
+#include "harness/engine/tokenizer.h"
+#include "harness/registry.h"
+#include "tasks/retrieval.h"
+#include "tasks/task.h"
+
+/* The smallest length the task's check takes, from 16 up. */
+static long min_length(const struct lx_task *t, const void *p)
+{
+    struct lx_error err;
+    long L = 16;
+    while (t->check(p, L, &err) < 0)
+        L++;
+    return L;
+}
+
+/* Every instance of the task at lengths L0 … has exactly L tokens of tk,
+** begins with BOS, its answer span decodes to text the task scores correct
+** (the gold answer in context), and the whole decodes to the task's own byte
+** instance of that many bytes: segment boundaries lose no text. */
+static void exact_lengths(const struct lx_tokenizer *tk, const char *name)
+{
+    const struct lx_task *t = lx_task_find(name);
+    cr_assert_not_null(t);
+    void *p = calloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, p);
+    lx_params_finish(&t->schema, p);
+    long L0 = min_length(t, p), lengths[] = {L0, L0 + 1, L0 + 6, L0 + 37, 2 * L0 + 1, 3 * L0 + 2};
+    char *text = malloc((size_t)lx_tok_decode_cap(tk, 4 * L0 + 8));
+    for (size_t k = 0; k < sizeof lengths / sizeof *lengths; k++)
+        for (long s = 0; s < 2; s++)
+            for (int d = 0; d <= 2; d++) {
+                struct lx_instance in, b;
+                struct lx_error err = {""};
+                long L = lengths[k];
+                cr_assert_eq(lx_retrieval_instance(t, p, tk, 11, L, s, d / 2.0, &in, &err), LX_OK, "%s L=%ld: %s",
+                             name, L, err.msg);
+                cr_expect_eq(in.n, L, "%s: %ld tokens, asked %ld", name, in.n, L);
+                cr_expect_eq(in.tok[0], tk->bos);
+                int stop;
+                long na = lx_tok_decode(tk, in.tok + in.answer_off, in.n - in.answer_off, text, &stop);
+                cr_expect_eq(t->score(p, &in, text, na), 1, "%s L=%ld: the answer span '%s' scores the gold '%s'", name,
+                             L, text, in.gold);
+                long nb = lx_tok_decode(tk, in.tok + 1, in.n - 1, text, &stop);
+                cr_expect_eq(stop, -1);
+                cr_assert_eq(t->generate(p, 11, nb + 1, s, d / 2.0, &b, &err), LX_OK, "%s", err.msg);
+                int same = b.n == nb + 1;
+                for (long i = 1; same && i < b.n; i++)
+                    same = b.tok[i] == (unsigned char)text[i - 1];
+                cr_expect(same, "%s L=%ld: the tokens decode to the task's %ld-byte instance", name, L, nb + 1);
+                cr_expect_str_eq(in.gold, b.gold);
+                cr_expect_lt(L, nb + 1, "%s: fewer tokens than bytes (%ld vs %ld)", name, L, nb + 1);
+                lx_instance_release(&b);
+                lx_instance_release(&in);
+            }
+    free(text);
+    free(p);
+}
+
+/* Depth lands where asked: the task places the needle at a fraction of its
+** byte instance (its own tests check where), and re-encoding keeps it there:
+** the token holding the gold's first digit sits at nearly the same fraction
+** of the tokens as that digit of the bytes, and the needle moves on with the
+** depth (template short: the filler or haystack is nearly all of it). */
+static void depth_lands(const struct lx_tokenizer *tk, const char *name, long L)
+{
+    const struct lx_task *t = lx_task_find(name);
+    void *p = calloc(1, t->schema.size);
+    struct lx_error err = {""};
+    lx_params_defaults(&t->schema, p);
+    struct lx_node v = {.kind = LX_NODE_SCALAR, .text = "short"};
+    cr_assert_eq(lx_params_set(&t->schema, p, "template", &v, name, &err), LX_OK, "%s", err.msg);
+    lx_params_finish(&t->schema, p);
+    char *text = malloc((size_t)lx_tok_decode_cap(tk, L));
+    long last = 0;
+    for (int d = 0; d <= 4; d++) {
+        struct lx_instance in;
+        cr_assert_eq(lx_retrieval_instance(t, p, tk, 5, L, 0, d / 4.0, &in, &err), LX_OK, "%s", err.msg);
+        long pos = 1, bytes = 0;        /* the token holding the gold's first byte */
+        int stop;
+        long nb = lx_tok_decode(tk, in.tok + 1, in.n - 1, text, &stop) + 1;
+        long at = (long)(strstr(text, in.gold) - text) + 1;
+        while (bytes + lx_tok_bytes(tk, in.tok[pos]) < at)
+            bytes += lx_tok_bytes(tk, in.tok[pos++]);
+        double frac = (double)pos / (double)L, want = (double)at / (double)nb;
+        cr_expect(fabs(frac - want) < 0.03, "%s depth %g: the needle at token %ld of %ld (%.3f), byte %ld of %ld (%.3f)",
+                  name, d / 4.0, pos, L, frac, at, nb, want);
+        cr_expect_gt(pos, last, "%s: a deeper needle sits further in", name);
+        last = pos;
+        lx_instance_release(&in);
+    }
+    free(text);
+    free(p);
+}
+
+static struct lx_tokenizer *test_tokenizer(char *path, size_t n)
+{
+    tokfile_write(path, n);
+    struct lx_tokenizer *tk;
+    struct lx_error err;
+    cr_assert_eq(lx_tokenizer_load(&tk, path, &err), LX_OK, "%s", err.msg);
+    return tk;
+}
+
+Test(anytok, retrieval_instances_exact_in_bpe_tokens, .timeout = 120)
+{
+    char path[256];
+    struct lx_tokenizer *tk = test_tokenizer(path, sizeof path);
+    static const char *const tasks[] = {"passkey", "line", "topic", "mdqa", "needle"};
+    for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++)
+        exact_lengths(tk, tasks[i]);
+    depth_lands(tk, "passkey", 600);
+    depth_lands(tk, "needle", 600);
+    lx_tokenizer_free(tk);
+    remove(path);
+}
+
+Test(anytok, retrieval_instances_exact_in_tok512, .timeout = 120)
+{
+    const char *path = tokfile_stories();
+    if (!path)
+        cr_skip_test("stories260K's tok512.bin is not beside the checkout");
+    struct lx_tokenizer *tk;
+    struct lx_error err;
+    cr_assert_eq(lx_tokenizer_load(&tk, path, &err), LX_OK, "%s", err.msg);
+    static const char *const tasks[] = {"passkey", "line", "topic", "mdqa", "needle"};
+    for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++)
+        exact_lengths(tk, tasks[i]);
+    depth_lands(tk, "needle", 1000);
+    lx_tokenizer_free(tk);
+}
+
+/* A metric of the cell at `len`, to the last bit. */
+static double metric_at(const char *db, int len, const char *name)
+{
+    char q[256];
+    snprintf(q, sizeof q, "select printf('%%.17g', m.value) from metrics m join runs r on r.id = m.run_id "
+             "where r.length = %d and m.name = '%s'", len, name);
+    return sql_double(db, q);
+}
+
+/* For the byte tokenizer a token is a byte: bpb = log2(ppl), n_bytes = n_tokens. */
+Test(anytok, byte_bpb_is_log2_ppl, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384];
+    write_file("t.yaml", "name: t\nmodels: {b: {checkpoint: \"$R/tests/ref/model_ckpt_causal_rope.safetensors\"}}\n"
+               "methods: [rope]\ntasks: [{ppl: {windows: 3}}]\nlengths: [48, 97]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|\" t.yaml && $L run t.yaml --db t.db --quiet --no-table"), 0,
+                 "%s", out);
+    for (int len = 48; len <= 97; len += 49) {
+        double ppl = metric_at("t.db", len, "ppl"), bpb = metric_at("t.db", len, "bpb");
+        cr_expect(fabs(bpb - log2(ppl)) < 1e-12 * bpb, "length %d: bpb %.17g, log2(ppl) %.17g", len, bpb, log2(ppl));
+        cr_expect_eq(metric_at("t.db", len, "n_tokens"), metric_at("t.db", len, "n_bytes"), "a byte per token");
+        cr_expect_eq(metric_at("t.db", len, "n_tokens"), 3.0 * len, "3 windows of exactly %d tokens", len);
+    }
+}
+
+/* Formats from the loaders: a llama2.c model finds tok512.bin beside it and
+** runs ppl in its tokens (stories260K on Persuasion: a story model on a novel,
+** a few bits per byte); `hf:` takes a Hugging Face directory, refused without
+** a tokenizer since its vocabulary is not bytes, and refuses a file. */
+Test(anytok, llama2c_and_hf_models, .init = setup, .fini = teardown, .timeout = 120)
+{
+    const char *tok = tokfile_stories();
+    if (!tok)
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[16384];
+    write_file("s.yaml", "name: s\nmodels: {s: {checkpoint: \"$S/stories260K.bin\"}}\n"
+               "methods: [{rope: {layout: interleaved}}]\ntasks: [{ppl: {windows: 2}}]\nlengths: [128]\n");
+    cr_assert_eq(sh(out, sizeof out, "S=$R/../shared/models/stories260K && sed -i \"s|\\$S|$S|\" s.yaml && "
+                    "$L run s.yaml --db s.db --quiet --no-table"), 0, "%s", out);
+    double bpb = metric_at("s.db", 128, "bpb"), ppl = metric_at("s.db", 128, "ppl");
+    cr_expect(bpb > 1.5 && bpb < 4.5, "stories260K on Persuasion: %g bits per byte (ppl %g per token)", bpb, ppl);
+    cr_expect_eq(sql_long("s.db", "select count(*) from runs where key_json like '%,_tokenizer_:_%'"), 1);
+    expect_refused("name: t\nmodels: {h: {hf: \"$R/tests/ref/stories260K-hf\"}}\nmethods: [rope]\n"
+                   "tasks: [ppl]\nlengths: [64]\n", "model 'h' has a vocabulary of 512 and no tokenizer");
+    expect_refused("name: t\nmodels: {h: {hf: s.yaml}}\nmethods: [rope]\ntasks: [ppl]\nlengths: [64]\n",
+                   "t.yaml:2:18: model 'h': 'hf' names a Hugging Face directory");
+}

@@ -1,0 +1,497 @@
+/*
+** tests/test_loaders.c - models made elsewhere: llama2.c's stories260K against
+** the outputs of llama2.c's own run.c (logits at 512 teacher-forced positions,
+** 200 greedy steps), the same model converted to a Hugging Face directory by
+** tests/ref/llama2c_to_hf.py (BF16 one file; F16 in two shards), `lenx export
+** --hf` read back, and every bad input the loaders name.
+**
+** The model and run.c's outputs are read from ../shared/models/stories260K
+** beside the checkout ($LENX_ROOT; $LENX_MODELS overrides the models folder);
+** the tests that need them skip, saying so, when the folder is absent.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness/engine/checkpoint.h"
+#include "harness/engine/hf.h"
+#include "harness/engine/safetensors.h"
+#include "harness/modelcmd.h"
+#include "harness/score.h"
+#include "tests/stack.h"
+
+#define N_POS 512       /* records in logits_story.bin */
+#define V 512           /* stories260K's vocabulary */
+
+static char dir[64];    /* this test's scratch folder */
+
+static void setup(void)
+{
+    strcpy(dir, "/tmp/lenx-ld-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(loaders, .init = setup, .fini = teardown, .timeout = 120);
+
+/* A file of the stories260K folder into out; 0 (after cr_skip) when absent. */
+static void shared(char out[512], const char *file)
+{
+    const char *models = getenv("LENX_MODELS"), *root = getenv("LENX_ROOT");
+    if (models)
+        snprintf(out, 512, "%s/stories260K/%s", models, file);
+    else
+        snprintf(out, 512, "%s/../shared/models/stories260K/%s", root ? root : ".", file);
+    struct stat sb;
+    if (stat(out, &sb) != 0)
+        cr_skip_test("%s is absent: the llama2.c reference model is not on this machine", out);
+}
+
+static void in_repo(char out[512], const char *rel)
+{
+    const char *root = getenv("LENX_ROOT");
+    snprintf(out, 512, "%s/%s", root ? root : ".", rel);
+}
+
+static void load(struct lx_model *m, struct lx_ckpt_info *info, const char *path)
+{
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_model_load(m, path, info, &err), LX_OK, "%s", err.msg);
+}
+
+/* Logits (T, V) of tokens under the model's native stack. */
+static float *logits_of(const struct lx_model *m, const char *stack, const int *tok, int T)
+{
+    struct tstack s;
+    struct lx_facts f = tfacts((int)m->arch.d_head, 512, (int)m->arch.heads, T);
+    tstack_make(&s, stack, &f);
+    struct lx_acts a;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_acts_alloc(&a, &m->arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+    lx_model_forward(m, &s.spec, tok, NULL, &a);
+    float *out = lx_xmalloc(sizeof(float) * (size_t)T * V);
+    memcpy(out, a.logits, sizeof(float) * (size_t)T * V);
+    lx_acts_release(&a);
+    tstack_free(&s);
+    return out;
+}
+
+/* run.c's records (int32 token, int32 pos, float32[512]) of logits_story.bin. */
+static float *reference(int *tok)
+{
+    char path[512];
+    shared(path, "expected/logits_story.bin");
+    FILE *fp = fopen(path, "rb");
+    cr_assert_not_null(fp);
+    float *want = lx_xmalloc(sizeof(float) * N_POS * V);
+    for (int i = 0; i < N_POS; i++) {
+        int32_t hdr[2];
+        cr_assert_eq(fread(hdr, 4, 2, fp), 2u);
+        cr_assert_eq(hdr[1], i, "record %d holds position %d", i, hdr[1]);
+        tok[i] = hdr[0];
+        cr_assert_eq(fread(want + (size_t)i * V, 4, V, fp), (size_t)V);
+    }
+    fclose(fp);
+    return want;
+}
+
+static double max_diff(const float *a, const float *b, size_t n)
+{
+    double d = 0;
+    for (size_t i = 0; i < n; i++)
+        d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+/* The .bin's logits at the 512 positions of run.c's teacher-forced story. */
+static float *bin_logits(int *tok)
+{
+    char path[512];
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    shared(path, "stories260K.bin");
+    load(&m, &info, path);
+    float *got = logits_of(&m, info.stack, tok, N_POS);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+    return got;
+}
+
+Test(loaders, llama2c_header)
+{
+    char path[512];
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    shared(path, "stories260K.bin");
+    load(&m, &info, path);
+    cr_expect_str_eq(info.format, "llama2c");
+    cr_expect_eq(m.arch.layers, 5);
+    cr_expect_eq(m.arch.d_model, 64);
+    cr_expect_eq(m.arch.heads, 8);
+    cr_expect_eq(m.arch.d_head, 8);
+    cr_expect_eq(m.arch.d_mlp, 172);
+    cr_expect_eq(m.arch.vocab, 512);
+    cr_expect_eq(m.arch.mlp, LX_MLP_SWIGLU);
+    cr_expect_eq(info.kv_heads, 4);
+    cr_expect_eq(info.tied, 1);
+    cr_expect_eq(info.train_len, 512);
+    cr_expect_str_eq(info.stack, "[{\"rope\":{\"base\":10000,\"layout\":\"interleaved\"}}]");
+    cr_expect_str_eq(info.sha256, "b0a507e7ad0f626624f17112325e66691f9076d622e1d3274d103d00299f2696");
+    cr_assert_not_null(info.tokenizer);
+    cr_expect(strstr(info.tokenizer, "/tok512.bin") != NULL, "%s", info.tokenizer);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+/* Acceptance: within 1e-4 of run.c at every one of the 512 positions. */
+Test(loaders, llama2c_logits_match_run_c)
+{
+    int tok[N_POS];
+    float *want = reference(tok);
+    float *got = bin_logits(tok);
+    double worst = 0;
+    for (int i = 0; i < N_POS; i++) {
+        double d = max_diff(got + (size_t)i * V, want + (size_t)i * V, V);
+        cr_expect_leq(d, 1e-4, "position %d: max |logit - run.c| = %g", i, d);
+        worst = fmax(worst, d);
+    }
+    cr_log_info("stories260K.bin vs run.c: max |logit diff| %.3g over 512 positions", worst);
+    free(got);
+    free(want);
+}
+
+/* tok512.bin (int32 max_len, then per token: float score, int32 len, bytes)
+** decodes like run.c's decode(): no space after BOS, <0xNN> is a byte, and
+** safe_printf drops unprintable single bytes. */
+static void decode_append(struct lx_buf *out, FILE *tokfile, int prev, int id)
+{
+    int32_t maxlen, len;
+    float score;
+    char piece[256];
+    rewind(tokfile);
+    cr_assert_eq(fread(&maxlen, 4, 1, tokfile), 1u);
+    for (int i = 0; i <= id; i++) {
+        cr_assert_eq(fread(&score, 4, 1, tokfile), 1u);
+        cr_assert_eq(fread(&len, 4, 1, tokfile), 1u);
+        cr_assert(len >= 0 && len < 256);
+        cr_assert_eq(fread(piece, 1, (size_t)len, tokfile), (size_t)len);
+        piece[len] = '\0';
+    }
+    const char *p = prev == 1 && piece[0] == ' ' ? piece + 1 : piece;
+    unsigned byte;
+    if (sscanf(p, "<0x%02X>", &byte) == 1 && strlen(p) == 6) {
+        if (byte >= 0x20 ? byte < 0x7F : (byte == '\n' || byte == '\t' || byte == ' ' || byte == '\r'))
+            lx_buf_printf(out, "%c", (char)byte);
+        return;
+    }
+    lx_buf_puts(out, p);
+}
+
+static int argmax(const float *x, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+/* Acceptance: run.c -t 0 -n 200 from BOS; its text decodes our ids. */
+Test(loaders, llama2c_greedy_200_steps)
+{
+    char path[512], tokpath[512];
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    shared(path, "stories260K.bin");
+    shared(tokpath, "tok512.bin");
+    load(&m, &info, path);
+    int tok[201] = {1};     /* BOS */
+    struct lx_buf text = {0};
+    FILE *tf = fopen(tokpath, "rb");
+    cr_assert_not_null(tf);
+    int T = 1;
+    for (int step = 0; step < 200; step++) {
+        float *lg = logits_of(&m, info.stack, tok, T);
+        int next = argmax(lg + (size_t)(T - 1) * V, V);
+        free(lg);
+        if (next == 1)
+            break;
+        decode_append(&text, tf, tok[T - 1], next);
+        tok[T++] = next;
+    }
+    fclose(tf);
+    lx_buf_puts(&text, "\n");
+    unsigned char *want;
+    long n;
+    struct lx_error err = {{0}};
+    shared(path, "expected/greedy_empty_200.txt");
+    cr_assert_eq(lx_read_file(path, &want, &n, 0, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(T, 201, "%d tokens before BOS", T - 1);
+    cr_expect_str_eq(lx_buf_str(&text), (const char *)want);
+    free(want);
+    lx_buf_free(&text);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+/* The HF directories from tests/ref/llama2c_to_hf.py: same logits as the .bin
+** within the rounding of their dtype. BF16 keeps 8 significant bits (each
+** weight off by at most 2^-9 relative), F16 11 bits (2^-12): the logit error
+** should scale by 2^3 between them, and does (measured max over 512 x 512
+** logits: BF16 0.162, F16 0.0171). The bounds leave about 2x room: 0.3, 0.04.
+** Both are also asserted non-zero: a loader that read F32 by mistake fails. */
+static void hf_matches_bin(const char *rel, const char *dtype, double tol)
+{
+    int tok[N_POS];
+    float *want = reference(tok);
+    float *bin = bin_logits(tok);
+    char path[512];
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    in_repo(path, rel);
+    load(&m, &info, path);
+    cr_expect_str_eq(info.format, "hf");
+    cr_expect_str_eq(info.dtype, dtype);
+    cr_expect_str_eq(info.stack, "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}}]");
+    cr_expect_eq(info.kv_heads, 4);
+    float *got = logits_of(&m, info.stack, tok, N_POS);
+    double d = max_diff(got, bin, (size_t)N_POS * V);
+    cr_expect_leq(d, tol, "%s: max |logit - .bin| = %g", rel, d);
+    cr_expect_gt(d, 0, "%s: no rounding at all: is the dtype really %s?", rel, dtype);
+    cr_log_info("%s (%s) vs stories260K.bin: max |logit diff| %.3g", rel, dtype, d);
+    free(got);
+    free(bin);
+    free(want);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+Test(loaders, hf_bf16_matches_bin)
+{
+    hf_matches_bin("tests/ref/stories260K-hf", "BF16", 0.3);
+}
+
+Test(loaders, hf_f16_two_shards_match_bin)
+{
+    hf_matches_bin("tests/ref/stories260K-hf-f16-2shards", "F16", 0.04);
+}
+
+/* lenx export --hf of the .bin (interleaved rope: q/k rows permuted to
+** half-split) reads back as the same model. */
+Test(loaders, export_hf_round_trip)
+{
+    int tok[N_POS];
+    float *want = reference(tok);
+    float *bin = bin_logits(tok);
+    char path[512], out[600];
+    struct lx_model m, back;
+    struct lx_ckpt_info info, binfo;
+    struct lx_error err = {{0}};
+    shared(path, "stories260K.bin");
+    load(&m, &info, path);
+    snprintf(out, sizeof out, "%s/exported", dir);
+    cr_assert_eq(lx_hf_export(&m, &info, out, &err), LX_OK, "%s", err.msg);
+    load(&back, &binfo, out);
+    cr_expect_str_eq(binfo.dtype, "F32");
+    cr_expect_str_eq(binfo.stack, "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}}]");
+    float *got = logits_of(&back, binfo.stack, tok, N_POS);
+    double d = max_diff(got, bin, (size_t)N_POS * V);
+    cr_expect_leq(d, 1e-4, "exported: max |logit - .bin| = %g", d);
+    cr_log_info("exported F32 directory vs stories260K.bin: max |logit diff| %.3g", d);
+    free(got);
+    free(bin);
+    free(want);
+    lx_ckpt_info_release(&binfo);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&back);
+    lx_model_release(&m);
+}
+
+/* ---- bad inputs: each error names the file and the field ---- */
+
+static void put_file(const char *name, const void *data, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "wb");
+    cr_assert_not_null(fp);
+    cr_assert_eq(fwrite(data, 1, n, fp), n);
+    fclose(fp);
+}
+
+static void expect_error(const char *path, const char *part1, const char *part2)
+{
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    struct lx_error err = {{0}};
+    cr_assert_lt(lx_model_load(&m, path, &info, &err), 0, "%s loaded", path);
+    cr_expect(strstr(err.msg, part1) != NULL, "expected '%s' in: %s", part1, err.msg);
+    cr_expect(strstr(err.msg, part2) != NULL, "expected '%s' in: %s", part2, err.msg);
+}
+
+Test(loaders, llama2c_impossible_header)
+{
+    int32_t h[8] = {64, 172, 5, 0, 4, 512, 512, 0};
+    char path[600];
+    put_file("zero.bin", h, sizeof h);
+    snprintf(path, sizeof path, "%s/zero.bin", dir);
+    expect_error(path, "zero.bin: llama2.c header field n_heads is 0", "outside [1, 256]");
+    int32_t g[8] = {64, 172, 5, 8, 3, 512, 512, 0};     /* 8 heads cannot share 3 kv heads */
+    put_file("gqa.bin", g, sizeof g);
+    snprintf(path, sizeof path, "%s/gqa.bin", dir);
+    expect_error(path, "gqa.bin: llama2.c header", "n_heads a multiple of n_kv_heads 3");
+}
+
+Test(loaders, llama2c_truncated)
+{
+    char path[512], out[600];
+    unsigned char *b;
+    long n;
+    struct lx_error err = {{0}};
+    shared(path, "stories260K.bin");
+    cr_assert_eq(lx_read_file(path, &b, &n, 0, &err), LX_OK);
+    put_file("short.bin", b, (size_t)n - 100);
+    free(b);
+    snprintf(out, sizeof out, "%s/short.bin", dir);
+    expect_error(out, "short.bin: the file is 1056440 bytes, but its llama2.c header", "says 1056540");
+}
+
+/* A copy of the BF16 directory with config.json replaced (text NULL: kept). */
+static void hf_copy(const char *config)
+{
+    char src[512], cmd[1200];
+    in_repo(src, "tests/ref/stories260K-hf");
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/hf && cp %s/* %s/hf/", dir, src, dir);
+    cr_assert_eq(system(cmd), 0);
+    if (config)
+        put_file("hf/config.json", config, strlen(config));
+}
+
+/* stories260K's config.json with `layers` blocks, `tie` and extra fields. */
+#define CFG(layers, tie, extra) "{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 172, " \
+    "\"num_hidden_layers\": " #layers ", \"num_attention_heads\": 8, \"num_key_value_heads\": 4, " \
+    "\"vocab_size\": 512, \"tie_word_embeddings\": " #tie extra "}"
+
+Test(loaders, hf_bad_config)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/hf", dir);
+    hf_copy("{\"model_type\": \"gpt2\"}");
+    expect_error(path, "hf/config.json: model_type", "'gpt2' is not one lenx reads");
+    hf_copy(CFG(5, true, ", \"hidden_act\": \"gelu\""));
+    expect_error(path, "config.json: hidden_act", "'gelu'");
+    hf_copy(CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4}"));
+    expect_error(path, "config.json: rope_scaling.rope_type", "'longrope' has no lenx method");
+    hf_copy(CFG(0, true, ""));
+    expect_error(path, "config.json", "num_hidden_layers is 0");
+}
+
+Test(loaders, hf_shape_and_missing_tensor)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/hf", dir);
+    hf_copy("{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 100, \"num_hidden_layers\": 5,"
+            "\"num_attention_heads\": 8, \"num_key_value_heads\": 4, \"vocab_size\": 512, \"tie_word_embeddings\": true}");
+    expect_error(path, "tensor 'model.layers.0.mlp.gate_proj.weight' in", "has shape [172, 64], expected [100, 64]");
+    hf_copy(CFG(6, true, ""));
+    expect_error(path, "no tensor 'model.layers.5.input_layernorm.weight'", "model.safetensors");
+    hf_copy(CFG(5, false, ""));
+    expect_error(path, "hf: no tensor 'lm_head.weight'", "model.safetensors");
+}
+
+Test(loaders, hf_truncated_shard_and_missing_file)
+{
+    char src[512], path[600], cmd[1400];
+    in_repo(src, "tests/ref/stories260K-hf-f16-2shards");
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/sh && cp %s/* %s/sh/ && truncate -s 200000 "
+             "%s/sh/model-00002-of-00002.safetensors", dir, src, dir, dir);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/sh", dir);
+    expect_error(path, "model-00002-of-00002.safetensors: tensor", "run past the end");
+    snprintf(cmd, sizeof cmd, "rm %s/sh/model-00002-of-00002.safetensors", dir);
+    cr_assert_eq(system(cmd), 0);
+    expect_error(path, "model.safetensors.index.json: weight_map", "model-00002-of-00002.safetensors: cannot open");
+}
+
+/* F16 and BF16 bit patterns widen to the values IEEE 754 defines. */
+Test(loaders, dtype_conversion)
+{
+    const uint16_t h[] = {0x3C00, 0xC000, 0x0001, 0x7BFF, 0x7C00, 0x3555, 0x8000};
+    const float hv[] = {1.0f, -2.0f, 5.9604644775390625e-08f, 65504.0f, INFINITY, 0.333251953125f, -0.0f};
+    const uint16_t b[] = {0x3F80, 0x4049, 0xC2F7, 0x0000};
+    const float bv[] = {1.0f, 3.140625f, -123.5f, 0.0f};
+    float out[7];
+    lx_st_to_f32(out, h, LX_ST_F16, 7);
+    for (int i = 0; i < 7; i++)
+        cr_expect_eq(out[i], hv[i], "F16 %04x -> %g, want %g", h[i], out[i], hv[i]);
+    cr_expect(signbit(out[6]));
+    lx_st_to_f32(out, b, LX_ST_BF16, 4);
+    for (int i = 0; i < 4; i++)
+        cr_expect_eq(out[i], bv[i], "BF16 %04x -> %g, want %g", b[i], out[i], bv[i]);
+}
+
+/* Models transformers' Llama cannot express are refused, naming why. */
+Test(loaders, export_refuses)
+{
+    static const char *const cases[][2] = {
+        {"tests/ref/model_ckpt_causal_rope.safetensors", "this model is causal with a GELU MLP"},
+        {"tests/ref/model_ckpt_mlm_logn.safetensors", "this model is a masked LM"},
+    };
+    for (int i = 0; i < 2; i++) {
+        char path[512], out[600];
+        struct lx_error err = {{0}};
+        in_repo(path, cases[i][0]);
+        snprintf(out, sizeof out, "%s/x", dir);
+        cr_expect_lt(lx_modelcmd_export(path, "none.db", out, &err), 0);
+        cr_expect(strstr(err.msg, cases[i][1]) != NULL, "%s: %s", cases[i][0], err.msg);
+    }
+}
+
+static double mean_nll(const char *model, const char *text)
+{
+    struct lx_score_opts o = {.model = model, .db = "none.db", .text = text, .length = 32};
+    struct lx_buf out = {0};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_score(&o, &out, &err), LX_OK, "%s: %s", model, err.msg);
+    const char *p = strstr(lx_buf_str(&out), "\"mean_nll\": ");
+    cr_assert_not_null(p);
+    double v = strtod(p + 12, NULL);
+    lx_buf_free(&out);
+    return v;
+}
+
+/* A lenx SwiGLU model with interleaved rope: `lenx score` gives the same NLL
+** on the checkpoint and on its export (q/k rows permuted to half-split). */
+Test(loaders, export_lenx_model_scores_the_same)
+{
+    struct lx_arch a;
+    struct lx_model m;
+    struct lx_error err = {{0}};
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.d_model = 32, a.heads = 4, a.d_head = 8, a.d_mlp = 48, a.mlp = LX_MLP_SWIGLU, a.init_std = 0.3;
+    lx_model_init(&m, &a, 42);
+    char ck[600], hf[600], text[600];
+    snprintf(ck, sizeof ck, "%s/m.safetensors", dir);
+    snprintf(hf, sizeof hf, "%s/m-hf", dir);
+    snprintf(text, sizeof text, "%s/t.txt", dir);
+    struct lx_ckpt_info info = {.stack = "[{rope: {base: 500, layout: interleaved}}]", .train_len = 32};
+    cr_assert_eq(lx_model_save(&m, ck, &info, &err), LX_OK, "%s", err.msg);
+    const char *words = "It is a truth universally acknowledged, that a single man in possession of a good fortune";
+    put_file("t.txt", words, strlen(words));
+    cr_assert_eq(lx_modelcmd_export(ck, "none.db", hf, &err), LX_OK, "%s", err.msg);
+    double a1 = mean_nll(ck, text), a2 = mean_nll(hf, text);
+    cr_expect(fabs(a1 - a2) < 1e-6, "checkpoint %.9g, export %.9g", a1, a2);
+    cr_expect_gt(a1, 1.0);
+    lx_model_release(&m);
+}
