@@ -20,6 +20,7 @@
 #include "harness/plan.h"
 #include "harness/run.h"
 #include "harness/score.h"
+#include "harness/tokenize.h"
 #include "harness/stored.h"
 #include "harness/core/version.h"
 #include "results/views.h"
@@ -895,11 +896,48 @@ static int cmd_score(int argc, char **argv)
     return 0;
 }
 
+/* ---------------------------------------------------------------- tokenize */
+
+static const struct lx_opt tok_opts[] = {
+    {"tokenizer", 1, "llama2.c tokenizer.bin, tokenizer.json, or a directory holding tokenizer.json"},
+    {"text", 1, "input file (default: stdin)"},
+    {"decode", 0, "the input is a JSON list of ids: print their text"},
+    {"no-specials", 0, "do not add the BOS/EOS the tokenizer's post-processing adds"},
+    {"info", 0, "print the tokenizer's kind, vocabulary size, BOS/EOS and SHA-256 as JSON"},
+    {"stats", 0, "time the encoding; one line on stderr"},
+};
+
+static const char tok_usage[] = "usage: lenx tokenize --tokenizer PATH [--text FILE] [--decode] [--no-specials]\n\n"
+                                "Print the input's token ids as a JSON list, or the text of a JSON id list.";
+
+static int cmd_tokenize(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    if ((rc = lx_args_parse(&a, tok_opts, N_OPTS(tok_opts), argc, argv, &help, &err)) < 0)
+        return fail(&err, rc);
+    if (help)
+        return usage(tok_usage, tok_opts, N_OPTS(tok_opts)), 0;
+#define TOK_OPT(name) lx_args_get(&a, tok_opts, N_OPTS(tok_opts), name)
+    struct lx_tokenize_opts o = {TOK_OPT("tokenizer"), TOK_OPT("text"), TOK_OPT("decode") != NULL,
+                                 TOK_OPT("no-specials") != NULL, TOK_OPT("info") != NULL, TOK_OPT("stats") != NULL};
+#undef TOK_OPT
+    if (!o.tokenizer || a.n_pos)
+        return fprintf(stderr, "lenx: error: tokenize needs --tokenizer PATH\n  hint: %s\n", tok_usage), 2;
+    struct lx_buf out = {0};
+    if ((rc = lx_tokenize(&o, &out, &err)) == LX_OK)
+        fwrite(out.s, 1, out.len, stdout);
+    lx_buf_free(&out);
+    return rc < 0 ? fail(&err, rc) : 0;
+}
+
 static const struct command commands[] = {
     {"run", cmd_run, "plan a sweep, run the cells not yet stored, store and print them"},
     {"table", cmd_table, "print stored results as md, csv, latex or json"},
     {"compare", cmd_compare, "show cells that moved between commits, sweeps or a CSV baseline"},
     {"score", cmd_score, "per-token NLL of a text under a checkpoint, as JSON"},
+    {"tokenize", cmd_tokenize, "a text's token ids under a tokenizer file as JSON, or --decode ids to text"},
     {"show", cmd_show, "print a method's resolved parameters and derived tables"},
     {"list", cmd_list, "list methods, tasks or stored sweeps"},
     {"rm", cmd_rm, "delete chosen stored cells (by sweep, commit, model, method, task, failed, not in a config)"},
