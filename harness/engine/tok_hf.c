@@ -106,14 +106,8 @@ static void byte_alphabet(int unicode_to_byte[324])
 
 /* s[0, n) over the byte alphabet back to raw bytes in out (n bytes at most);
 ** returns the byte count, or -1 at a character outside the alphabet. */
-static long from_alphabet(const char *s, size_t n, char *out)
+static long from_alphabet(const int map[324], const char *s, size_t n, char *out)
 {
-    static int map[324];
-    static int ready;
-    if (!ready) {   /* idempotent: racing threads write the same values */
-        byte_alphabet(map);
-        ready = 1;
-    }
     long k = 0;
     for (size_t i = 0; i < n;) {
         const unsigned char *u = (const unsigned char *)s + i;
@@ -138,7 +132,7 @@ static int model_token(const struct hf *hf, const struct lx_json *doc, const str
         *m = n;
         return LX_OK;
     }
-    long k = from_alphabet(s, n, buf);
+    long k = from_alphabet(hf->alphabet, s, n, buf);
     if (k < 0)
         return lx_json_err(err, doc, where, "token \"%.*s\" has a character outside the byte-level alphabet",
                            (int)(n > 40 ? 40 : n), s);
@@ -618,6 +612,7 @@ static int read_all(struct lx_tokenizer *t, struct hf *hf, const struct lx_json 
     if ((rc = NEED(LX_JSON_OBJECT, "model", &model)) < 0 || (rc = opt(doc, obj, "added_tokens", LX_JSON_ARRAY, &added, err)) < 0)
         return rc;
     hf->bytelevel = has_bytelevel(lx_json_member(obj, "pre_tokenizer")) || has_bytelevel(lx_json_member(obj, "decoder"));
+    byte_alphabet(hf->alphabet);
     lx_bpe_init(&hf->bpe, vocab_size(lx_json_member(model, "vocab"), added));
     hf->text = lx_xcalloc((size_t)hf->bpe.n_vocab + 1, sizeof *hf->text);
     if ((rc = read_model(hf, doc, model, err)) < 0 || (rc = read_added(hf, doc, added, err)) < 0 ||
