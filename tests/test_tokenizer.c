@@ -62,6 +62,12 @@ static struct lx_json *load_ref(const char *file)
     return doc;
 }
 
+/* out holds exactly s[0, n) (out->s is NULL while out is empty). */
+static int same(const struct lx_buf *out, const char *s, size_t n)
+{
+    return out->len == n && (n == 0 || memcmp(out->s, s, n) == 0);
+}
+
 /* ids of a JSON list equal got? Reports the first difference. */
 static void expect_ids(const struct lx_json *doc, const struct lx_jv *want, const struct lx_ids *got,
                        const char *what, const char *text)
@@ -130,7 +136,7 @@ Test(tokenizer, llama2c_matches_run_c)
         expect_ids(doc, lx_json_member(lx_json_at(list, i), "ids"), &ids, "llama2.c", text);
         struct lx_buf out = {0};
         cr_assert_eq(lx_tokenizer_decode(t, ids.id, ids.n, &out, &err), LX_OK);
-        cr_expect(out.len == n && memcmp(out.s, text, n) == 0, "round trip of '%s' gave '%s'", text, out.s);
+        cr_expect(same(&out, text, n), "round trip of '%s' gave '%s'", text, out.s);
         lx_buf_free(&out);
         lx_ids_free(&ids);
     }
@@ -152,7 +158,7 @@ Test(tokenizer, llama2c_round_trips_any_bytes)
         struct lx_buf out = {0};
         cr_assert_eq(lx_tokenizer_encode(t, s, (size_t)n, LX_ENC_BOS, &ids, NULL), LX_OK);
         cr_assert_eq(lx_tokenizer_decode(t, ids.id, ids.n, &out, NULL), LX_OK);
-        cr_expect(out.len == (size_t)n && memcmp(out.s, s, (size_t)n) == 0, "string %d (%d bytes)", k, n);
+        cr_expect(same(&out, s, (size_t)n), "string %d (%d bytes)", k, n);
         lx_buf_free(&out);
         lx_ids_free(&ids);
     }
@@ -185,7 +191,7 @@ static void edge_cases_of(struct lx_tokenizer *t, const char *name, const char *
         expect_ids(doc, lx_json_member(e, "ids_with_specials"), &with, name, text);
         struct lx_buf out = {0};
         cr_assert_eq(lx_tokenizer_decode(t, ids.id, ids.n, &out, &err), LX_OK);
-        cr_expect(out.len == n_dec && memcmp(out.s, dec, n_dec) == 0, "%s: decode of case %ld '%s' gave '%s'",
+        cr_expect(same(&out, dec, n_dec), "%s: decode of case %ld '%s' gave '%s'",
                   name, i, text, out.len ? out.s : "");
         lx_buf_free(&out);
         lx_ids_free(&ids);
@@ -256,7 +262,7 @@ static void corpus_chunks(const char *name)
         if (strcmp(t->ops->kind, "bytelevel") == 0) {
             struct lx_buf out = {0};
             cr_assert_eq(lx_tokenizer_decode(t, ids.id, ids.n, &out, &err), LX_OK);
-            cr_expect(out.len == (size_t)n && memcmp(out.s, text + off, (size_t)n) == 0, "round trip of chunk %ld", i);
+            cr_expect(same(&out, (const char *)text + off, (size_t)n), "round trip of chunk %ld", i);
             lx_buf_free(&out);
         }
         bytes += (long)n;
@@ -316,7 +322,7 @@ Test(tokenizer, bytelevel_round_trips_random_utf8, .timeout = 120)
         struct lx_error err = {{0}};
         cr_assert_eq(lx_tokenizer_encode(t, s, n, 0, &ids, &err), LX_OK, "%s", err.msg);
         cr_assert_eq(lx_tokenizer_decode(t, ids.id, ids.n, &out, &err), LX_OK);
-        cr_expect(out.len == nfc.len && memcmp(out.s, nfc.s, nfc.len) == 0, "string %d (%zu bytes)", k, n);
+        cr_expect(same(&out, nfc.s, nfc.len), "string %d (%zu bytes)", k, n);
         lx_buf_free(&nfc);
         lx_buf_free(&out);
         lx_ids_free(&ids);
