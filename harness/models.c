@@ -92,24 +92,25 @@ static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, int
     return LX_OK;
 }
 
-/* The checkpoint's tokenizer (a llama2.c tokenizer.bin), read now so a bad
-** file is refused at its YAML position: the one `tokenizer:` names (v is its
-** value), else (v is the checkpoint's value) a tokenizer.bin or tok<V>.bin the
-** loader found beside a llama2.c model. A Hugging Face tokenizer.json is not
-** read yet: the plan then refuses the vocabulary, naming it. */
+/* The checkpoint's tokenizer, read now so a bad file is refused at its YAML
+** position: the one `tokenizer:` names (v is its value: a llama2.c
+** tokenizer.bin, a tokenizer.json or a directory holding one), else (v is the
+** checkpoint's value) the tokenizer the loader found beside the model (a
+** llama2.c tokenizer.bin or tok<V>.bin, a Hugging Face directory's
+** tokenizer.json). */
 static int parse_tokenizer(struct lx_model_use *u, const struct lx_node *v, int found, struct lx_error *err)
 {
     if (v->kind != LX_NODE_SCALAR)
         return lx_node_err(err, v, "model '%s': 'tokenizer' must be a file path", u->name);
-    size_t n = found && u->found_tokenizer ? strlen(u->found_tokenizer) : 0;
-    if (found && (n < 4 || strcmp(u->found_tokenizer + n - 4, ".bin") != 0))
+    if (found && !u->found_tokenizer)
         return LX_OK;
     u->tokenizer = found ? lx_xstrdup(u->found_tokenizer) : resolve_path(v);
     u->tokenizer_where = v;
     struct lx_error sub;
-    if (lx_tokenizer_load(&u->tok, u->tokenizer, &sub) < 0)
+    if (lx_tokenizer_open(&u->tok, u->tokenizer, &sub) < 0)
         return lx_node_err(err, v, "model '%s': %s%s", u->name, sub.msg,
-                           strstr(sub.msg, "hint:") ? "" : "\n  hint: 'tokenizer' names a llama2.c tokenizer.bin");
+                           strstr(sub.msg, "hint:") ? "" : "\n  hint: 'tokenizer' names a llama2.c tokenizer.bin, "
+                           "a tokenizer.json or a directory holding one");
     return LX_OK;
 }
 

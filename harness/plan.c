@@ -267,11 +267,9 @@ static int check_tokenizer(const struct lx_grid *g, int t, int m, struct lx_erro
     const struct lx_tokenizer *tk = lx_model_use_tokenizer(mu);
     if (!mu->tok && mu->checkpoint && mu->arch.vocab != LX_VOCAB)
         return lx_node_err(err, mu->where, "model '%s' has a vocabulary of %ld and no tokenizer; the byte tokenizer "
-                           "has %d (256 bytes + BOS, EOS, PAD, MASK), so its ids would be read as bytes%s%s%s\n"
+                           "has %d (256 bytes + BOS, EOS, PAD, MASK), so its ids would be read as bytes\n"
                            "  hint: name the tokenizer it was trained with: tokenizer: PATH (a llama2.c "
-                           "tokenizer.bin)", mu->name, mu->arch.vocab, LX_VOCAB,
-                           mu->found_tokenizer ? "\n  (" : "", mu->found_tokenizer ? mu->found_tokenizer : "",
-                           mu->found_tokenizer ? " lies beside it: lenx reads no Hugging Face tokenizer.json yet)" : "");
+                           "tokenizer.bin or a tokenizer.json)", mu->name, mu->arch.vocab, LX_VOCAB);
     if (!mu->tok && mu->arch.vocab < LX_VOCAB)
         return lx_node_err(err, mu->where, "model '%s' has a vocabulary of %ld; the corpus tasks need %d "
                            "(256 bytes + BOS, EOS, PAD, MASK)", mu->name, mu->arch.vocab, LX_VOCAB);
@@ -282,7 +280,7 @@ static int check_tokenizer(const struct lx_grid *g, int t, int m, struct lx_erro
     if (tu->task->mode == LX_MODE_MLM && tk->mask < 0)
         return lx_node_err(err, tu->where, "task 'mlm' needs a mask token, and model '%s''s %s tokenizer (%s) has "
                            "none\n  hint: mlm runs on models with a [MASK] token, such as lenx's byte-level ones",
-                           mu->name, tk->name, mu->tokenizer);
+                           mu->name, tk->ops->kind, mu->tokenizer);
     return LX_OK;
 }
 
@@ -303,7 +301,7 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
     if (spec->calibrate && mu->tok)     /* the probe windows are byte tokens (harness/engine/calibrate.c) */
         return lx_node_err(err, st->where, "the stack '%s' calibrates on attention statistics of byte windows, "
                            "and model '%s' reads %s tokens\n  hint: calibrating methods run on byte-level "
-                           "models; drop the method for this model", st->canon, mu->name, mu->tok->name);
+                           "models; drop the method for this model", st->canon, mu->name, mu->tok->ops->kind);
     if (!mu->checkpoint)
         return LX_OK;
     if (!same_train_stack(st, mu->ckpt_stack, &spec->facts))

@@ -160,7 +160,7 @@ static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct 
     if (rc == LX_OK && nw == 0)
         rc = lx_err(err, LX_ERUN, "ppl: no document of corpus '%s' has %ld %s tokens\n"
                     "  hint: use a shorter length or the sotu corpus", p->corpus ? "sotu" : "austen", r.L,
-                    r.tk->name);
+                    r.tk->ops->kind);
     struct lx_window *win = lx_xcalloc((size_t)(nw > 0 ? nw : 1), sizeof *win);
     if (nw > 0)
         lx_tokens_windows(r.c, r.L, lx_window_cap(p->windows, p->tokens, r.L), win);

@@ -567,10 +567,15 @@ static long tokens_at(const struct lx_task *task, const void *params, const stru
         LX_ASSERT(b.tok[i] >= 0 && b.tok[i] < 256);     /* tasks write bytes after BOS */
         text[i] = (char)b.tok[i];
     }
-    int *prompt, *answer;
-    long np = lx_tok_encode(tk, text + 1, b.answer_off - 1, &prompt),
-         na = lx_tok_encode(tk, text + b.answer_off, b.n - b.answer_off, &answer);
+    int32_t *prompt, *answer = NULL;
+    long np = lx_tok_encode(tk, text + 1, b.answer_off - 1, &prompt, err),
+         na = np < 0 ? np : lx_tok_encode(tk, text + b.answer_off, b.n - b.answer_off, &answer, err);
     free(text);
+    if (np < 0 || na < 0) {
+        lx_instance_release(&b);
+        free(prompt);
+        return 0;
+    }
     if (out && na <= LX_MAX_ANSWER) {
         *out = b;
         out->tok = lx_xmalloc(sizeof(int) * (size_t)(1 + np + na));
@@ -605,7 +610,7 @@ int lx_retrieval_instance(const struct lx_task *task, const void *params, const 
         hi = lo + (long)((double)(length - t_lo) * (double)lo / (double)t_lo) + 1;
         if (hi > 64 * length + 4096)
             return lx_err(err, LX_ERUN, "%s: no prompt of %ld %s tokens: %ld bytes give only %ld", task->name,
-                          length, tk->name, lo, t_lo);
+                          length, tk->ops->kind, lo, t_lo);
         if ((t_hi = tokens_at(task, params, tk, key, hi, sample, depth, NULL, err)) == 0)
             return LX_EINVAL;
     }
@@ -624,7 +629,7 @@ int lx_retrieval_instance(const struct lx_task *task, const void *params, const 
                 best = hi + sgn * d;
     if (best < 0)
         return lx_err(err, LX_ERUN, "%s: no prompt of exactly %ld %s tokens: %ld bytes give %ld, %ld give %ld\n"
-                      "  hint: try a length one more or less", task->name, length, tk->name, hi - 1, t_lo, hi, t_hi);
+                      "  hint: try a length one more or less", task->name, length, tk->ops->kind, hi - 1, t_lo, hi, t_hi);
     long got = tokens_at(task, params, tk, key, best, sample, depth, out, err);
     LX_ASSERT(got == length);
     return LX_OK;

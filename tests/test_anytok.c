@@ -170,7 +170,7 @@ static void exact_lengths(const struct lx_tokenizer *tk, const char *name)
                 cr_assert_eq(lx_retrieval_instance(t, p, tk, 11, L, s, d / 2.0, &in, &err), LX_OK, "%s L=%ld: %s",
                              name, L, err.msg);
                 cr_expect_eq(in.n, L, "%s: %ld tokens, asked %ld", name, in.n, L);
-                cr_expect_eq(in.tok[0], tk->bos);
+                cr_expect_eq(in.tok[0], lx_tok_begin(tk));
                 int stop;
                 long na = lx_tok_decode(tk, in.tok + in.answer_off, in.n - in.answer_off, text, &stop);
                 cr_expect_eq(t->score(p, &in, text, na), 1, "%s L=%ld: the answer span '%s' scores the gold '%s'", name,
@@ -232,7 +232,7 @@ static struct lx_tokenizer *test_tokenizer(char *path, size_t n)
     tokfile_write(path, n);
     struct lx_tokenizer *tk;
     struct lx_error err;
-    cr_assert_eq(lx_tokenizer_load(&tk, path, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_tokenizer_open(&tk, path, &err), LX_OK, "%s", err.msg);
     return tk;
 }
 
@@ -256,7 +256,7 @@ Test(anytok, retrieval_instances_exact_in_tok512, .timeout = 120)
         cr_skip_test("stories260K's tok512.bin is not beside the checkout");
     struct lx_tokenizer *tk;
     struct lx_error err;
-    cr_assert_eq(lx_tokenizer_load(&tk, path, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_tokenizer_open(&tk, path, &err), LX_OK, "%s", err.msg);
     static const char *const tasks[] = {"passkey", "line", "topic", "mdqa", "needle"};
     for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++)
         exact_lengths(tk, tasks[i]);

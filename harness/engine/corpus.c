@@ -216,13 +216,25 @@ int lx_corpus_tokens(const struct lx_corpus_tokens **out, const char *split, con
             snprintf(ct->hash, sizeof ct->hash, "%s", t->hash);
             ct->ids = lx_xcalloc((size_t)c->n_docs, sizeof *ct->ids);
             ct->n = lx_xcalloc((size_t)c->n_docs, sizeof *ct->n);
-            for (int d = 0; d < c->n_docs; d++) {
-                ct->n[d] = lx_tok_encode(t, (const char *)c->docs[d].bytes, c->docs[d].n, &ct->ids[d]);
+            struct lx_error sub;
+            for (int d = 0; d < c->n_docs && rc == LX_OK; d++) {
+                ct->n[d] = lx_tok_encode(t, (const char *)c->docs[d].bytes, c->docs[d].n, &ct->ids[d], &sub);
                 ct->n_tokens += ct->n[d];
+                if (ct->n[d] < 0)   /* text the tokenizer cannot take: the entry is dropped */
+                    rc = lx_err(err, (int)ct->n[d], "corpus split '%s', document %d: %s", split, d, sub.msg);
             }
-            *out = ct;
+            if (rc == LX_OK) {
+                *out = ct;
+            } else {
+                for (int d = 0; d < c->n_docs; d++)
+                    free(ct->ids[d]);
+                free(ct->ids), free(ct->n);
+                n_cache--;
+            }
         }
     }
+    if (rc < 0)
+        return rc;
     if (!*out)
         return lx_err(err, LX_EINVAL, "corpus split '%s': more than %d tokenizers in one process", split,
                       MAX_ENCODED);

@@ -1,41 +1,233 @@
 /*
-** harness/engine/tokenizer.c - the byte tokenizer and llama2.c's SentencePiece
-** BPE (see tokenizer.h).
-**
-** SentencePiece BPE as llama2.c's run.c encodes (Kudo & Richardson 2018, arXiv
-** 1808.06226): every UTF-8 character becomes its piece, or its bytes' fallback
-** pieces "<0xNN>" when it has none; then the adjacent pair whose concatenation
-** is a piece with the highest score merges, until no pair does. Pieces never
-** hold a space after a non-space, so the text is encoded a word at a time (a
-** word = a run of spaces, then non-spaces, a newline ending it): the same ids
-** as one pass over the whole text, in time linear in its length.
+** harness/engine/tokenizer.c - the tokenizer interface (tokenizer.h): opening a
+** file as the right kind, BOS/EOS, id checks, the byte tokenizer of lenx's
+** own models (docs/tokenizers.md), and the helpers the tasks use: segments
+** encoded as given, text read back one id at a time (docs/tasks.md#tokenizers).
 */
 #include "harness/engine/tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness/core/hash.h"
 #include "harness/engine/corpus.h"
 
-/* ---- shared ----------------------------------------------------------------- */
+/* A tokenizer file larger than this is not one (Qwen3's is 11 MB). */
+#define LX_TOK_MAX_BYTES (256L << 20)
 
-static void push(int **out, long *cap, long *pos, int id)
+void lx_ids_push(struct lx_ids *v, int32_t id)
 {
-    if (*pos >= *cap) {
-        *cap = *cap < 64 ? 64 : 2 * *cap;
-        *out = lx_xrealloc(*out, sizeof **out * (size_t)*cap);
+    if (v->n == v->cap) {
+        v->cap = v->cap ? 2 * v->cap : 256;
+        v->id = lx_xrealloc(v->id, (size_t)v->cap * sizeof *v->id);
     }
-    (*out)[(*pos)++] = id;
+    v->id[v->n++] = id;
 }
 
-long lx_tok_encode(const struct lx_tokenizer *t, const char *s, long n, int **ids)
+void lx_ids_free(struct lx_ids *v)
 {
-    long cap = 0, pos = 0;
-    *ids = NULL;
-    t->encode(t, s, n, ids, &cap, &pos);
-    return pos;
+    free(v->id);
+    memset(v, 0, sizeof *v);
+}
+
+void lx_buf_putn(struct lx_buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = 2 * (b->len + n + 1);
+        b->s = lx_xrealloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+int lx_utf8_len(const unsigned char *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    unsigned c = s[0];
+    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (len == 0 || (size_t)len > n)
+        return 0;
+    for (int i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    /* overlong forms, surrogates, past U+10FFFF */
+    if ((len == 2 && c < 0xc2) || (len == 3 && c == 0xe0 && s[1] < 0xa0) || (len == 3 && c == 0xed && s[1] >= 0xa0) ||
+        (len == 4 && c == 0xf0 && s[1] < 0x90) || (len == 4 && (c > 0xf4 || (c == 0xf4 && s[1] >= 0x90))))
+        return 0;
+    return len;
+}
+
+/* ---- bytes: lenx's own tokenizer (ids in corpus.h) ---- */
+
+static int bytes_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags,
+                        struct lx_ids *out, struct lx_error *err)
+{
+    (void)t, (void)flags, (void)err;
+    for (size_t i = 0; i < n; i++)
+        lx_ids_push(out, (unsigned char)text[i]);
+    return LX_OK;
+}
+
+/* Bytes come back as they were; the specials have no text. */
+static void bytes_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out)
+{
+    (void)t;
+    for (long i = 0; i < n; i++)
+        if (ids[i] < 256)
+            lx_buf_putn(out, lx_tok_byte_table + ids[i], 1);
+}
+
+/* Byte i is lx_tok_byte_table[i]: a constant table, safe from any thread. */
+#define B4(i) (char)(i), (char)((i) + 1), (char)((i) + 2), (char)((i) + 3)
+#define B16(i) B4(i), B4((i) + 4), B4((i) + 8), B4((i) + 12)
+#define B64(i) B16(i), B16((i) + 16), B16((i) + 32), B16((i) + 48)
+const char lx_tok_byte_table[256] = {B64(0), B64(64), B64(128), B64(192)};
+
+static const char *bytes_piece(const struct lx_tokenizer *t, int32_t id, size_t *len)
+{
+    (void)t;
+    *len = id >= 0 && id < 256;
+    return *len ? lx_tok_byte_table + id : NULL;
+}
+
+static const struct lx_tok_ops bytes_ops = {
+    .kind = "bytes",
+    .encode = bytes_encode,
+    .decode = bytes_decode,
+    .piece = bytes_piece,
+    .free = NULL,
+};
+
+/* The hash is the SHA-256 of "lenx bytes tokenizer: ids 0-255 are bytes; 256
+** BOS, 257 EOS, 258 PAD, 259 MASK" (a test recomputes it). */
+const struct lx_tokenizer lx_tokenizer_byte = {
+    .ops = &bytes_ops, .path = "", .n_vocab = LX_VOCAB, .bos = LX_TOK_BOS, .eos = LX_TOK_EOS,
+    .pad = LX_TOK_PAD, .mask = LX_TOK_MASK, .is_byte = 1, .max_piece = 1,
+    .hash = "0f5bf15fc77364522e97f0ed04a65192dbb86494f80a765412257758b352e2b7",
+};
+
+struct lx_tokenizer *lx_tokenizer_bytes(void)
+{
+    struct lx_tokenizer *t = lx_xmalloc(sizeof *t);
+    *t = lx_tokenizer_byte;
+    t->path = lx_xstrdup("");
+    return t;
+}
+
+/* ---- opening a file ---- */
+
+/* PATH, or PATH/tokenizer.json when PATH is a directory, into out (n bytes). */
+static int resolve_path(const char *path, char *out, size_t n, struct lx_error *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return lx_err(err, LX_EIO, "%s: no such file or directory\n  hint: --tokenizer takes a tokenizer.json, "
+                      "a llama2.c tokenizer.bin or a directory holding tokenizer.json", path);
+    if ((size_t)snprintf(out, n, S_ISDIR(sb.st_mode) ? "%s/tokenizer.json" : "%s", path) >= n)
+        return lx_err(err, LX_EINVAL, "%s: path too long", path);
+    if (S_ISDIR(sb.st_mode) && stat(out, &sb) != 0)
+        return lx_err(err, LX_EIO, "%s: a directory without tokenizer.json\n  hint: name the tokenizer file", path);
+    return LX_OK;
+}
+
+int lx_tokenizer_open(struct lx_tokenizer **out, const char *path, struct lx_error *err)
+{
+    *out = NULL;
+    char file[4096];
+    int rc = resolve_path(path, file, sizeof file, err);
+    unsigned char *bytes = NULL;
+    long n = 0;
+    if (rc == LX_OK)
+        rc = lx_read_file(file, &bytes, &n, LX_TOK_MAX_BYTES, err);
+    if (rc < 0)
+        return rc;
+    struct lx_tokenizer *t = lx_xcalloc(1, sizeof *t);
+    t->path = lx_xstrdup(file);
+    t->bos = t->eos = t->pad = t->mask = -1;
+    long i = 0;
+    while (i < n && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t'))
+        i++;
+    /* JSON starts with '{'; a llama2.c file starts with a small int32. */
+    rc = i < n && bytes[i] == '{' ? lx_tok_hf_open(t, bytes, n, err) : lx_tok_llama2c_open(t, bytes, n, err);
+    if (rc == LX_OK) {
+        struct lx_sha256 s;
+        lx_sha256_init(&s);
+        lx_sha256_update(&s, bytes, (size_t)n);
+        lx_sha256_final_hex(&s, t->hash);
+        size_t len;
+        for (int32_t id = 0; id < t->n_vocab; id++)
+            if (t->ops->piece(t, id, &len) && (long)len > t->max_piece)
+                t->max_piece = (long)len;
+        *out = t;
+    } else {
+        lx_tokenizer_free(t);
+    }
+    free(bytes);
+    return rc;
+}
+
+void lx_tokenizer_free(struct lx_tokenizer *t)
+{
+    if (!t || t == &lx_tokenizer_byte)
+        return;
+    if (t->ops && t->ops->free)
+        t->ops->free(t->impl);
+    free(t->path);
+    free(t);
+}
+
+/* ---- encode, decode ---- */
+
+int lx_tokenizer_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags,
+                        struct lx_ids *out, struct lx_error *err)
+{
+    int bos = (flags & LX_ENC_BOS) || ((flags & LX_ENC_SPECIALS) && t->add_bos);
+    int eos = (flags & LX_ENC_EOS) || ((flags & LX_ENC_SPECIALS) && t->add_eos);
+    if (bos && t->bos >= 0)
+        lx_ids_push(out, t->bos);
+    int rc = t->ops->encode(t, text, n, flags, out, err);
+    if (rc == LX_OK && eos && t->eos >= 0)
+        lx_ids_push(out, t->eos);
+    return rc;
+}
+
+int lx_tokenizer_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out,
+                        struct lx_error *err)
+{
+    for (long i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= t->n_vocab)
+            return lx_err(err, LX_EINVAL, "id %ld (at index %ld) is outside %s's vocabulary of %ld",
+                          (long)ids[i], i, t->path[0] ? t->path : "the byte tokenizer", t->n_vocab);
+    t->ops->decode(t, ids, n, out);
+    return LX_OK;
+}
+
+/* ---- what the tasks use ---- */
+
+long lx_tok_encode(const struct lx_tokenizer *t, const char *s, long n, int32_t **ids, struct lx_error *err)
+{
+    struct lx_ids v = {0};
+    int rc = lx_tokenizer_encode(t, s, (size_t)n, LX_ENC_SEGMENT, &v, err);
+    if (rc < 0) {
+        lx_ids_free(&v);
+        *ids = NULL;
+        return rc;
+    }
+    *ids = v.id;
+    return v.n;
+}
+
+const char *lx_tok_piece(const struct lx_tokenizer *t, int32_t id, size_t *len)
+{
+    *len = 0;
+    const char *p = id >= 0 && id < t->n_vocab ? t->ops->piece(t, id, len) : NULL;
+    if (!p)
+        *len = 0;
+    return p;
 }
 
 long lx_tok_decode_cap(const struct lx_tokenizer *t, long n)
@@ -43,28 +235,29 @@ long lx_tok_decode_cap(const struct lx_tokenizer *t, long n)
     return n * t->max_piece + 1;
 }
 
-long lx_tok_decode(const struct lx_tokenizer *t, const int *ids, long n, char *out, int *stop)
+long lx_tok_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, char *out, int *stop)
 {
-    long k = 0, len;
+    long k = 0;
     *stop = -1;
     for (long i = 0; i < n; i++) {
-        const char *p = ids[i] >= 0 && ids[i] < t->n_vocab ? t->piece(t, ids[i], &len) : NULL;
+        size_t len;
+        const char *p = lx_tok_piece(t, ids[i], &len);
         if (!p) {
             *stop = ids[i];
             break;
         }
-        memcpy(out + k, p, (size_t)len);
-        k += len;
+        memcpy(out + k, p, len);
+        k += (long)len;
     }
     out[k] = '\0';
     return k;
 }
 
-long lx_tok_bytes(const struct lx_tokenizer *t, int id)
+long lx_tok_bytes(const struct lx_tokenizer *t, int32_t id)
 {
-    long len = 0;
-    t->piece(t, id, &len);
-    return len;
+    size_t len;
+    lx_tok_piece(t, id, &len);
+    return (long)len;
 }
 
 const char *lx_tok_special_name(const struct lx_tokenizer *t, int id)
@@ -72,247 +265,4 @@ const char *lx_tok_special_name(const struct lx_tokenizer *t, int id)
     if (id < 0)
         return NULL;
     return id == t->bos ? "bos" : id == t->eos ? "eos" : id == t->pad ? "pad" : id == t->mask ? "mask" : "unknown";
-}
-
-/* ---- bytes ------------------------------------------------------------------ */
-
-static void byte_encode(const struct lx_tokenizer *t, const char *s, long n, int **out, long *cap, long *pos)
-{
-    (void)t;
-    for (long i = 0; i < n; i++)
-        push(out, cap, pos, (unsigned char)s[i]);
-}
-
-/* Byte i is BYTES[i]: a constant table, safe from any thread. */
-#define B4(i) (char)(i), (char)((i) + 1), (char)((i) + 2), (char)((i) + 3)
-#define B16(i) B4(i), B4((i) + 4), B4((i) + 8), B4((i) + 12)
-#define B64(i) B16(i), B16((i) + 16), B16((i) + 32), B16((i) + 48)
-static const char BYTES[256] = {B64(0), B64(64), B64(128), B64(192)};
-
-static const char *byte_piece(const struct lx_tokenizer *t, int id, long *len)
-{
-    (void)t;
-    *len = id >= 0 && id < 256;
-    return *len ? BYTES + id : NULL;
-}
-
-const struct lx_tokenizer lx_tokenizer_byte = {
-    .name = "byte", .hash = "byte", .n_vocab = LX_VOCAB, .bos = LX_TOK_BOS, .eos = LX_TOK_EOS,
-    .pad = LX_TOK_PAD, .mask = LX_TOK_MASK, .is_byte = 1, .max_piece = 1,
-    .encode = byte_encode, .piece = byte_piece,
-};
-
-/* ---- SentencePiece (llama2.c tokenizer.bin) ----------------------------------- */
-
-struct sp {
-    char **piece;       /* (V,) NUL-terminated pieces, "<0xNN>" resolved to their byte */
-    long *len;          /* (V,) bytes of each */
-    float *score;       /* (V,) merge priority */
-    int *sorted;        /* (V,) ids by piece as written in the file, for lookups */
-    char **raw;         /* (V,) the pieces as written */
-    int byte_id[256];   /* fallback id of each byte, −1 when absent */
-    long n;             /* pieces read so far */
-};
-
-static const struct sp *sp_of(const struct lx_tokenizer *t)
-{
-    return t->impl;
-}
-
-static const char *sp_piece(const struct lx_tokenizer *t, int id, long *len)
-{
-    const struct sp *sp = sp_of(t);
-    if (id == t->bos || id == t->eos || id == 0) {     /* <unk>, <s>, </s> */
-        *len = 0;
-        return NULL;
-    }
-    *len = sp->len[id];
-    return sp->piece[id];
-}
-
-static const struct sp *sort_ctx;  /* qsort's comparator has no context: set by the loader, which runs once
-                                    ** per tokenizer while the sweep is parsed, before any thread */
-static int by_raw(const void *a, const void *b)
-{
-    return strcmp(sort_ctx->raw[*(const int *)a], sort_ctx->raw[*(const int *)b]);
-}
-
-/* The id of the piece s[0, n), −1 when there is none. */
-static int sp_lookup(const struct sp *sp, long V, const char *s, long n)
-{
-    long lo = 0, hi = V - 1;
-    while (lo <= hi) {
-        long mid = (lo + hi) / 2;
-        const char *p = sp->raw[sp->sorted[mid]];
-        int c = strncmp(p, s, (size_t)n);
-        if (c == 0 && p[n] != '\0')
-            c = 1;
-        if (c == 0)
-            return sp->sorted[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    return -1;
-}
-
-/* One word: characters (or byte fallbacks), then the best-scoring merges. */
-static void sp_word(const struct lx_tokenizer *t, const char *s, long n, int **out, long *cap, long *pos)
-{
-    const struct sp *sp = sp_of(t);
-    long start = *pos;
-    for (long i = 0; i < n;) {
-        long k = 1;
-        while (i + k < n && k < 4 && ((unsigned char)s[i + k] & 0xC0) == 0x80)
-            k++;
-        int id = sp_lookup(sp, t->n_vocab, s + i, k);
-        for (long j = 0; id < 0 && j < k; j++)
-            push(out, cap, pos, sp->byte_id[(unsigned char)s[i + j]] >= 0 ? sp->byte_id[(unsigned char)s[i + j]] : 0);
-        if (id >= 0)
-            push(out, cap, pos, id);
-        i += k;
-    }
-    char buf[512];
-    for (;;) {
-        int *w = *out + start, best_id = -1;
-        long m = *pos - start, best = -1;
-        float best_score = -1e30f;
-        for (long i = 0; i + 1 < m; i++) {
-            const char *a = sp->raw[w[i]], *b = sp->raw[w[i + 1]];
-            int len = snprintf(buf, sizeof buf, "%s%s", a, b);
-            int id = len < (int)sizeof buf ? sp_lookup(sp, t->n_vocab, buf, len) : -1;
-            if (id >= 0 && sp->score[id] > best_score) {
-                best_score = sp->score[id];
-                best_id = id;
-                best = i;
-            }
-        }
-        if (best < 0)
-            break;
-        w[best] = best_id;
-        memmove(w + best + 1, w + best + 2, sizeof *w * (size_t)(m - best - 2));
-        (*pos)--;
-    }
-}
-
-static void sp_encode(const struct lx_tokenizer *t, const char *s, long n, int **out, long *cap, long *pos)
-{
-    for (long i = 0; i < n;) {
-        long j = i;
-        while (j < n && s[j] == ' ')
-            j++;
-        while (j < n && s[j] != ' ' && s[j] != '\n')
-            j++;
-        if (j < n && s[j] == '\n' && j == i)
-            j++;
-        sp_word(t, s + i, j - i, out, cap, pos);
-        i = j;
-    }
-}
-
-static void sp_release(struct sp *sp)
-{
-    for (long i = 0; sp && i < sp->n; i++) {
-        free(sp->piece[i]);
-        free(sp->raw[i]);
-    }
-    if (sp) {
-        free(sp->piece);
-        free(sp->raw);
-        free(sp->len);
-        free(sp->score);
-        free(sp->sorted);
-    }
-    free(sp);
-}
-
-/* Parse the file's records into sp; returns the count or a negative code. */
-static long sp_parse(struct sp *sp, const unsigned char *b, long n, const char *path, long *max_piece,
-                     struct lx_error *err)
-{
-    long off = 4, V = 0, cap = 0;
-    while (off < n) {
-        float score;
-        int len;
-        if (off + 8 > n)
-            return lx_err(err, LX_EIO, "%s: truncated record at byte %ld\n  hint: is it a llama2.c tokenizer.bin?",
-                          path, off);
-        memcpy(&score, b + off, 4);
-        memcpy(&len, b + off + 4, 4);
-        if (len < 0 || len > 256 || off + 8 + len > n)
-            return lx_err(err, LX_EIO, "%s: piece %ld at byte %ld has length %d, past the file or over 256\n"
-                          "  hint: is it a llama2.c tokenizer.bin?", path, V, off, len);
-        if (V == cap) {
-            cap = cap ? 2 * cap : 1024;
-            sp->raw = lx_xrealloc(sp->raw, sizeof *sp->raw * (size_t)cap);
-            sp->piece = lx_xrealloc(sp->piece, sizeof *sp->piece * (size_t)cap);
-            sp->len = lx_xrealloc(sp->len, sizeof *sp->len * (size_t)cap);
-            sp->score = lx_xrealloc(sp->score, sizeof *sp->score * (size_t)cap);
-        }
-        sp->raw[V] = lx_xcalloc((size_t)len + 1, 1);
-        memcpy(sp->raw[V], b + off + 8, (size_t)len);
-        sp->piece[V] = lx_xstrdup(sp->raw[V]);
-        sp->len[V] = len;
-        unsigned x;
-        char tail;
-        if (len == 6 && sscanf(sp->raw[V], "<0x%2X%c", &x, &tail) == 2 && tail == '>') {
-            sp->piece[V][0] = (char)x;
-            sp->len[V] = 1;
-            sp->byte_id[x] = (int)V;
-        }
-        sp->score[V] = score;
-        *max_piece = sp->len[V] > *max_piece ? sp->len[V] : *max_piece;
-        off += 8 + len;
-        sp->n = ++V;
-    }
-    return V;
-}
-
-int lx_tokenizer_load(struct lx_tokenizer **out, const char *path, struct lx_error *err)
-{
-    unsigned char *b;
-    long n;
-    struct lx_error sub;
-    *out = NULL;
-    if (lx_read_file(path, &b, &n, 1L << 30, &sub) < 0)
-        return lx_err(err, LX_EIO, "tokenizer: %s", sub.msg);
-    struct sp *sp = lx_xcalloc(1, sizeof *sp);
-    memset(sp->byte_id, -1, sizeof sp->byte_id);
-    long max_piece = 1, V = n >= 4 ? sp_parse(sp, b, n, path, &max_piece, err)
-                                  : lx_err(err, LX_EIO, "%s: %ld bytes, too short for a llama2.c tokenizer.bin",
-                                           path, n);
-    if (V >= 0 && V < 3)
-        V = lx_err(err, LX_EIO, "%s: %ld pieces; a SentencePiece vocabulary has <unk>, <s>, </s> first", path, V);
-    char hash[65];
-    struct lx_sha256 h;
-    lx_sha256_init(&h);
-    lx_sha256_update(&h, b, (size_t)n);
-    lx_sha256_final_hex(&h, hash);
-    free(b);
-    if (V < 0) {
-        sp_release(sp);
-        return (int)V;
-    }
-    sp->sorted = lx_xmalloc(sizeof *sp->sorted * (size_t)V);
-    for (long i = 0; i < V; i++)
-        sp->sorted[i] = (int)i;
-    sort_ctx = sp;
-    qsort(sp->sorted, (size_t)V, sizeof *sp->sorted, by_raw);
-    struct lx_tokenizer *t = lx_xmalloc(sizeof *t);
-    *t = (struct lx_tokenizer){.name = "sentencepiece", .path = lx_xstrdup(path), .n_vocab = V, .bos = 1, .eos = 2,
-                               .pad = -1, .mask = -1, .max_piece = max_piece, .encode = sp_encode,
-                               .piece = sp_piece, .impl = sp};
-    memcpy(t->hash, hash, sizeof hash);
-    *out = t;
-    return LX_OK;
-}
-
-void lx_tokenizer_free(struct lx_tokenizer *t)
-{
-    if (!t || t == &lx_tokenizer_byte)
-        return;
-    sp_release(t->impl);
-    free(t->path);
-    free(t);
 }
