@@ -108,7 +108,7 @@ static int parse_tokenizer(struct lx_model_use *u, const struct lx_node *v, int 
     u->tokenizer_where = v;
     struct lx_error sub;
     if (lx_tokenizer_open(&u->tok, u->tokenizer, &sub) < 0)
-        return lx_node_err(err, v, "model '%s': %s%s", u->name, sub.msg,
+        return lx_node_err(err, v, "model '%s': tokenizer: %s%s", u->name, sub.msg,
                            strstr(sub.msg, "hint:") ? "" : "\n  hint: 'tokenizer' names a llama2.c tokenizer.bin, "
                            "a tokenizer.json or a directory holding one");
     return LX_OK;

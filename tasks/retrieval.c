@@ -552,7 +552,35 @@ const char *lx_retrieval_split(const void *params)
 ** by a byte), so the smallest B with t(B) >= length is found by bisection and,
 ** when t jumps past length there, the bytes around it are tried. The task's
 ** draws depend on (key, sample) and not on the length, so every B builds the
-** same instance with more or less filler, and depths stay fractions of it. */
+** same instance with more or less filler, and depths stay fractions of it.
+** A task's padding is a run of spaces that a byte-level tokenizer (GPT-2's
+** pre-tokenizer, Qwen3's vocabulary) would merge into a few tokens, so one
+** more unit of text (a line, a reply) would outgrow the pad it replaces and t
+** would jump past length: a run of spaces is therefore encoded one token per
+** space but the last, which stays with the text after it (as " word"). In a
+** SentencePiece vocabulary without multi-space pieces (llama2.c's) these are
+** the ids it gives anyway. */
+
+/* Append the ids of s[0, n) as a segment, a run of spaces one per space. */
+static int encode_prompt(const struct lx_tokenizer *tk, const char *s, long n, struct lx_ids *out,
+                         struct lx_error *err)
+{
+    long from = 0;
+    int rc = LX_OK;
+    for (long i = 0; i < n && rc == LX_OK; i++) {
+        long j = i;
+        while (j < n && s[j] == ' ')
+            j++;
+        if (j - i < 2)
+            continue;
+        rc = lx_tokenizer_encode(tk, s + from, (size_t)(i - from), LX_ENC_SEGMENT, out, err);
+        for (long k = i; k < j - 1 && rc == LX_OK; k++)
+            rc = lx_tokenizer_encode(tk, " ", 1, LX_ENC_SEGMENT, out, err);
+        from = j - 1;
+        i = j - 1;
+    }
+    return rc == LX_OK ? lx_tokenizer_encode(tk, s + from, (size_t)(n - from), LX_ENC_SEGMENT, out, err) : rc;
+}
 
 /* The tokens of the byte instance of length B (0 on error); *out (may be
 ** NULL) receives the re-encoded instance. */
@@ -567,10 +595,13 @@ static long tokens_at(const struct lx_task *task, const void *params, const stru
         LX_ASSERT(b.tok[i] >= 0 && b.tok[i] < 256);     /* tasks write bytes after BOS */
         text[i] = (char)b.tok[i];
     }
+    struct lx_ids pv = {0};
     int32_t *prompt, *answer = NULL;
-    long np = lx_tok_encode(tk, text + 1, b.answer_off - 1, &prompt, err),
+    long np = encode_prompt(tk, text + 1, b.answer_off - 1, &pv, err),
          na = np < 0 ? np : lx_tok_encode(tk, text + b.answer_off, b.n - b.answer_off, &answer, err);
     free(text);
+    prompt = pv.id;
+    np = np < 0 ? np : pv.n;
     if (np < 0 || na < 0) {
         lx_instance_release(&b);
         free(prompt);

@@ -131,6 +131,43 @@ Test(anytok, bpe_checkpoint_runs_every_causal_task, .init = setup, .fini = teard
               nll * 600 / log(2.0) / nb);
 }
 
+/* Hugging Face tokenizer.json files (byte-level BPE): `tokenizer:` takes one
+** (the tiny test file of tests/ref, 269 ids) for a 300-token checkpoint, and a
+** Hugging Face directory holding one is read under `hf:` and `checkpoint:`
+** (stories260K-hf with the tiny file as its tokenizer.json): ppl windows are
+** exactly L of its tokens, passkey runs, the file's hash is in every run key.
+** The vocabulary check applies: Qwen3's 151,669 ids do not fit 300. */
+Test(anytok, tokenizer_json_models, .init = setup, .fini = teardown, .timeout = 120)
+{
+    vocab_ckpt("v300.safetensors", 300);
+    char out[16384];
+    cr_assert_eq(sh(out, sizeof out, "mkdir hfd && cp $R/tests/ref/stories260K-hf/* hfd/ && "
+                    "cp $R/tests/ref/tok_tiny.json hfd/tokenizer.json"), 0, "%s", out);
+    write_file("t.yaml", "name: t\nmodels: {v: {checkpoint: v300.safetensors, tokenizer: \"$R/tests/ref/tok_tiny.json\"},"
+               " h: {hf: hfd}, c: {checkpoint: hfd}}\nmethods: [rope]\n"
+               "tasks: [{ppl: {windows: 2}}, {passkey: {samples: 1, depths: 2, template: short}}]\nlengths: [128]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|\" t.yaml && $L run t.yaml --db t.db --quiet --no-table"), 0,
+                 "%s", out);
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs where status = 'ok'"), 6, "every cell ok");
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs where key_json like "
+                          "'%,_tokenizer_:_cde6f24ed24728bde586ad6b89e6797b838c3323fc51512b92bd69138b33d8df_%'"), 6,
+                 "the tokenizer.json's SHA-256 in every run key");
+    cr_expect_eq(sql_long("t.db", "select count(*) from metrics where name = 'n_tokens' and value = 256"), 3,
+                 "2 windows x 128 tokens for each model");
+    cr_expect_eq(sql_long("t.db", "select count(*) from metrics m join metrics t on t.run_id = m.run_id "
+                          "where m.name = 'n_bytes' and t.name = 'n_tokens' and m.value > t.value"), 3,
+                 "the tokens hold more bytes than one each");
+    const char *qwen = "build/tokenizers/qwen3/models/tokenizer.json";
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", getenv("LENX_ROOT"), qwen);
+    if (access(path, R_OK) != 0)
+        return;
+    char yaml[8192];
+    snprintf(yaml, sizeof yaml, "name: t\nmodels: {v: {checkpoint: v300.safetensors, tokenizer: %s}}\n"
+             "methods: [rope]\ntasks: [ppl]\nlengths: [64]\n", path);
+    expect_refused(yaml, "model 'v' has a vocabulary of 300, fewer than the 151669 tokens of its tokenizer");
+}
+
 /* ---- retrieval instances in SentencePiece tokens --------------------------- */
 
 #include "harness/engine/tokenizer.h"
@@ -262,6 +299,36 @@ Test(anytok, retrieval_instances_exact_in_tok512, .timeout = 120)
         exact_lengths(tk, tasks[i]);
     depth_lands(tk, "needle", 1000);
     lx_tokenizer_free(tk);
+}
+
+/* Byte-level BPE from a tokenizer.json: the tiny test file (committed), and
+** Qwen3's when scripts/tokenizers.sh has fetched it. */
+static void bytelevel_exact(const char *rel, const char *what, int must)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", getenv("LENX_ROOT"), rel);
+    if (!must && access(path, R_OK) != 0)
+        cr_skip_test("%s is not fetched (make tokenizers)", what);
+    struct lx_tokenizer *tk;
+    struct lx_error err;
+    cr_assert_eq(lx_tokenizer_open(&tk, path, &err), LX_OK, "%s", err.msg);
+    cr_assert_str_eq(tk->ops->kind, "bytelevel");
+    cr_assert(tk->bos < 0 && lx_tok_begin(tk) == tk->eos, "%s: no BOS, instances begin with EOS", what);
+    static const char *const tasks[] = {"passkey", "line", "topic", "mdqa", "needle"};
+    for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++)
+        exact_lengths(tk, tasks[i]);
+    depth_lands(tk, "needle", 1000);
+    lx_tokenizer_free(tk);
+}
+
+Test(anytok, retrieval_instances_exact_in_tiny_bytelevel, .timeout = 120)
+{
+    bytelevel_exact("tests/ref/tok_tiny.json", "the tiny tokenizer.json", 1);
+}
+
+Test(anytok, retrieval_instances_exact_in_qwen3, .timeout = 300)
+{
+    bytelevel_exact("build/tokenizers/qwen3/models/tokenizer.json", "Qwen3's tokenizer.json", 0);
 }
 
 /* A metric of the cell at `len`, to the last bit. */

@@ -125,7 +125,7 @@ static int resolve_path(const char *path, char *out, size_t n, struct lx_error *
 {
     struct stat sb;
     if (stat(path, &sb) != 0)
-        return lx_err(err, LX_EIO, "%s: no such file or directory\n  hint: --tokenizer takes a tokenizer.json, "
+        return lx_err(err, LX_EIO, "%s: no such file or directory\n  hint: a tokenizer is a tokenizer.json, "
                       "a llama2.c tokenizer.bin or a directory holding tokenizer.json", path);
     if ((size_t)snprintf(out, n, S_ISDIR(sb.st_mode) ? "%s/tokenizer.json" : "%s", path) >= n)
         return lx_err(err, LX_EINVAL, "%s: path too long", path);
