@@ -687,15 +687,16 @@ struct command {
 
 static const struct lx_opt score_opts[] = {
     {"model", 1, "model: checkpoint, llama2.c .bin, Hugging Face directory, or a model name / key prefix in the store"},
-    {"text", 1, "file whose bytes are scored"},
+    {"text", 1, "file whose text is scored"},
+    {"tokenizer", 1, "tokenizer.bin, tokenizer.json or a directory (default: the one beside the model, else bytes)"},
     {"method", 1, "evaluation-time stack to add, as YAML: logn, [logn, infoscale], {logn: {mode: qwen}}"},
     {"length", 1, "window length (default: the model's training length)"},
     {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
 };
 
 static const char score_usage[] =
-    "usage: lenx score --model NAME_OR_PATH --text FILE [--method STACK] [--length L] [--db FILE]\n\n"
-    "Print JSON with the per-token NLL (nats) of the file's bytes under a causal model, windows of\n"
+    "usage: lenx score --model NAME_OR_PATH --text FILE [--tokenizer PATH] [--method STACK] [--length L] [--db FILE]\n\n"
+    "Print JSON with the per-token NLL (nats) of the file's tokens under a causal model, windows of\n"
     "`length` tokens each starting with BOS, as the ppl task scores them.";
 
 static int cmd_score(int argc, char **argv)
@@ -712,6 +713,7 @@ static int cmd_score(int argc, char **argv)
         .text = lx_args_get(&a, score_opts, N_OPTS(score_opts), "text"),
         .method = lx_args_get(&a, score_opts, N_OPTS(score_opts), "method"),
         .db = lx_args_get(&a, score_opts, N_OPTS(score_opts), "db"),
+        .tokenizer = lx_args_get(&a, score_opts, N_OPTS(score_opts), "tokenizer"),
     };
     o.db = o.db ? o.db : LX_DEFAULT_DB;
     if (!o.model || !o.text || a.n_pos) {

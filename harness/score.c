@@ -11,6 +11,7 @@
 #include "harness/engine/corpus.h"
 #include "harness/engine/checkpoint.h"
 #include "harness/engine/evaluate.h"
+#include "harness/engine/tokenizer.h"
 #include "harness/grid.h"
 #include "harness/plan.h"
 #include "harness/run.h"
@@ -90,16 +91,17 @@ static int check_finite(const struct lx_model *m, const char *path, struct lx_er
 }
 
 struct score_run {
-    const unsigned char *text;
+    const int32_t *ids;     /* (n,) the text's tokens */
     long n, L;
+    int begin;              /* the id each window starts with */
     float *nll;             /* (n,) */
 };
 
 static void score_fill(void *ctx, long w, int *tok, int *tgt)
 {
     struct score_run *r = ctx;
-    const unsigned char *s = r->text + w * r->L;
-    tok[0] = LX_TOK_BOS;
+    const int32_t *s = r->ids + w * r->L;
+    tok[0] = r->begin;
     for (long t = 1; t < r->L; t++)
         tok[t] = s[t - 1];
     for (long t = 0; t < r->L; t++)
@@ -113,6 +115,30 @@ static void score_score(void *ctx, long w, const float *loss, const float *logit
     memcpy(r->nll + w * r->L, loss, sizeof(float) * (size_t)r->L);
 }
 
+/* The model's tokenizer into *tk: --tokenizer, else the file found beside a
+** model whose vocabulary is not the byte tokenizer's; NULL = bytes. Refused as
+** the plan refuses: a foreign vocabulary without a tokenizer, a tokenizer
+** larger than the model's vocabulary. */
+static int open_tokenizer(const struct lx_score_opts *o, const char *path, const struct lx_model *m,
+                          const struct lx_ckpt_info *info, struct lx_tokenizer **tk, struct lx_error *err)
+{
+    const char *file = o->tokenizer ? o->tokenizer : m->arch.vocab != LX_VOCAB ? info->tokenizer : NULL;
+    if (!file && m->arch.vocab != LX_VOCAB)
+        return lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld tokens and no tokenizer beside it; the byte "
+                      "tokenizer of lenx models has %d\n  hint: --tokenizer PATH (a llama2.c tokenizer.bin or a "
+                      "tokenizer.json)", path, m->arch.vocab, LX_VOCAB);
+    if (!file)
+        return LX_OK;
+    struct lx_error sub;
+    if (lx_tokenizer_open(tk, file, &sub) < 0)
+        return lx_err(err, LX_EINVAL, "--tokenizer: %s", sub.msg);
+    if ((*tk)->n_vocab > m->arch.vocab)
+        return lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld, fewer than the %ld tokens of its tokenizer %s\n"
+                      "  hint: is it the tokenizer the model was trained with?", path, m->arch.vocab, (*tk)->n_vocab,
+                      file);
+    return LX_OK;
+}
+
 int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error *err)
 {
     char *path = NULL;
@@ -121,6 +147,8 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     struct lx_doc d1 = {0}, d2 = {0};
     struct lx_stack st = {0};
     unsigned char *text = NULL;
+    struct lx_tokenizer *tk = NULL;
+    int32_t *ids = NULL;
     float *nll = NULL;
     long n = 0;
     int rc = lx_find_model(o->model, o->db, &path, err);
@@ -130,14 +158,14 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         rc = check_finite(&m, path, err);
     if (rc == LX_OK && m.arch.mode != LX_MODEL_CAUSAL)
         rc = lx_err(err, LX_EINVAL, "%s is a masked-LM (mlm) model; score needs a causal one", path);
-    if (rc == LX_OK && m.arch.vocab != LX_VOCAB)
-        rc = lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld tokens; score reads the text as bytes (the %d-token "
-                    "byte vocabulary of lenx models)\n  hint: models with their own tokenizer are scored once lenx "
-                    "reads their tokenizer", path, m.arch.vocab, LX_VOCAB);
+    if (rc == LX_OK)
+        rc = open_tokenizer(o, path, &m, &info, &tk, err);
     if (rc == LX_OK)    /* a model's own evaluation-time scaling (HF dynamic NTK) unless --method replaces it */
         rc = build_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
     if (rc == LX_OK && (rc = lx_read_file(o->text, &text, &n, 0, err)) == LX_OK && n == 0)
         rc = lx_err(err, LX_EINVAL, "--text %s is empty", o->text);
+    if (rc == LX_OK && (n = lx_tok_encode(lx_tok_or_byte(tk), (const char *)text, n, &ids, err)) < 0)
+        rc = (int)n;
     long L = o->length > 0 ? o->length : info.train_len;
     struct lx_facts f = {.d_head = (int)m.arch.d_head, .train_len = info.train_len, .n_heads = (int)m.arch.heads,
                          .length = L, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
@@ -148,11 +176,13 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         rc = lx_err(err, LX_EINVAL, "the stack '%s' sets no position scheme\n  hint: --method nope", st.canon);
     if (rc == LX_OK) {
         nll = lx_xcalloc((size_t)n, sizeof *nll);
-        struct score_run r = {.text = text, .n = n, .L = L, .nll = nll};
+        int begin = lx_tok_begin(lx_tok_or_byte(tk));
+        struct score_run r = {.ids = ids, .n = n, .L = L, .begin = begin, .nll = nll};
         long full = n / L;
         rc = lx_eval_windows(&m, &spec, full, (int)L, score_fill, score_score, &r, err);
         if (rc == LX_OK && n % L) {     /* the tail: one shorter window, same spec (resolved for L) */
-            struct score_run tail = {.text = text + full * L, .n = n % L, .L = n % L, .nll = nll + full * L};
+            struct score_run tail = {.ids = ids + full * L, .n = n % L, .L = n % L, .begin = begin,
+                                     .nll = nll + full * L};
             rc = lx_eval_windows(&m, &spec, 1, (int)(n % L), score_fill, score_score, &tail, err);
         }
     }
@@ -164,6 +194,11 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
             sum += nll[i];
         lx_buf_puts(json, "{\n  \"model\": ");
         lx_buf_json_str(json, path);
+        if (tk) {
+            lx_buf_puts(json, ",\n  \"tokenizer\": ");
+            lx_buf_json_str(json, tk->path);
+            lx_buf_printf(json, ",\n  \"tokenizer_sha256\": \"%s\"", tk->hash);
+        }
         lx_buf_puts(json, ",\n  \"model_key\": ");
         lx_buf_json_str(json, info.model_key);
         lx_buf_puts(json, ",\n  \"methods\": ");
@@ -175,7 +210,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         lx_buf_num(json, sum / (double)n);
         lx_buf_puts(json, ",\n  \"tokens\": [");
         for (long i = 0; i < n; i++)
-            lx_buf_printf(json, "%s%d", i ? "," : "", text[i]);
+            lx_buf_printf(json, "%s%d", i ? "," : "", (int)ids[i]);
         lx_buf_puts(json, "],\n  \"nll\": [");
         for (long i = 0; i < n; i++) {
             lx_buf_puts(json, i ? "," : "");
@@ -184,7 +219,9 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         lx_buf_puts(json, "]\n}\n");
     }
     free(nll);
+    free(ids);
     free(text);
+    lx_tokenizer_free(tk);
     lx_stack_release(&st);
     lx_doc_release(&d1);
     lx_doc_release(&d2);

@@ -332,6 +332,61 @@ Test(anytok, retrieval_instances_exact_in_qwen3, .timeout = 300)
     bytelevel_exact("build/tokenizers/qwen3/models/tokenizer.json", "Qwen3's tokenizer.json", 0);
 }
 
+/* `lenx score` in a model's own tokens: stories260K.bin finds tok512.bin
+** beside it and scores " Once upon a time" as llama2.c's run.c encodes it
+** (403 407 261 378, after its BOS); the Hugging Face conversion has no
+** tokenizer beside it and is refused until --tokenizer names one, then scores
+** within the BF16 conversion's error of the .bin. */
+#include "harness/score.h"
+
+static char *score_json(const char *model, const char *tok, const char *text, struct lx_error *err)
+{
+    struct lx_score_opts o = {.model = model, .db = "none.db", .text = text, .tokenizer = tok};
+    struct lx_buf out = {0};
+    if (lx_score(&o, &out, err) < 0) {
+        lx_buf_free(&out);
+        return NULL;
+    }
+    return out.s;
+}
+
+static double json_num(const char *json, const char *key)
+{
+    const char *p = strstr(json, key);
+    cr_assert_not_null(p, "%s in %s", key, json);
+    return strtod(p + strlen(key), NULL);
+}
+
+Test(anytok, score_in_the_models_tokens, .timeout = 60)
+{
+    const char *tok = tokfile_stories();
+    if (!tok)
+        cr_skip_test("stories260K is not beside the checkout");
+    char bin[4096], hf[4096], text[256];
+    snprintf(bin, sizeof bin, "%s/../shared/models/stories260K/stories260K.bin", getenv("LENX_ROOT"));
+    snprintf(hf, sizeof hf, "%s/tests/ref/stories260K-hf", getenv("LENX_ROOT"));
+    snprintf(text, sizeof text, "/tmp/lenx-score-%ld.txt", (long)getpid());
+    FILE *f = fopen(text, "w");
+    fputs(" Once upon a time", f);
+    fclose(f);
+    struct lx_error err = {""};
+    char *a = score_json(bin, NULL, text, &err);
+    cr_assert_not_null(a, "%s", err.msg);
+    cr_expect(strstr(a, "\"tokens\": [403,407,261,378]") != NULL, "run.c's ids: %s", a);
+    cr_expect(strstr(a, "\"tokenizer_sha256\": \"037cb335abb25d1fa9e8ecae30ed2a3a8ace9302862ebcdc05d51a6bbb10c312\"")
+              != NULL, "%s", a);
+    cr_expect_null(score_json(hf, NULL, text, &err));
+    cr_expect(strstr(err.msg, "vocabulary of 512 tokens and no tokenizer") && strstr(err.msg, "--tokenizer"), "%s",
+              err.msg);
+    char *b = score_json(hf, tok, text, &err);
+    cr_assert_not_null(b, "%s", err.msg);
+    double na = json_num(a, "\"mean_nll\": "), nb = json_num(b, "\"mean_nll\": ");
+    cr_expect(na > 0 && fabs(na - nb) < 0.05, "mean NLL %g (.bin) vs %g (BF16 HF)", na, nb);
+    free(a);
+    free(b);
+    remove(text);
+}
+
 /* A metric of the cell at `len`, to the last bit. */
 static double metric_at(const char *db, int len, const char *name)
 {
