@@ -615,7 +615,6 @@ static long tokens_at(const struct lx_task *task, const void *params, const stru
         memcpy(out->tok + 1 + np, answer, sizeof(int) * (size_t)na);
         out->n = 1 + np + na;
         out->answer_off = 1 + np;
-        b.tok = NULL;
     }
     lx_instance_release(&b);
     free(prompt);
