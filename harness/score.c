@@ -139,6 +139,35 @@ static int open_tokenizer(const struct lx_score_opts *o, const char *path, const
     return LX_OK;
 }
 
+/* The file's text in tk's tokens (bytes when tk is NULL) into *ids; the count,
+** or a negative code. */
+static long read_tokens(const char *file, const struct lx_tokenizer *tk, int32_t **ids, struct lx_error *err)
+{
+    unsigned char *text = NULL;
+    long n = 0;
+    int rc = lx_read_file(file, &text, &n, 0, err);
+    if (rc == LX_OK && n == 0)
+        rc = lx_err(err, LX_EINVAL, "--text %s is empty", file);
+    if (rc == LX_OK)
+        n = lx_tok_encode(lx_tok_or_byte(tk), (const char *)text, n, ids, err);
+    free(text);
+    return rc < 0 ? rc : n;
+}
+
+/* The JSON's closing lists: "tokens" and "nll", n of each. */
+static void put_lists(struct lx_buf *json, const int32_t *ids, const float *nll, long n)
+{
+    lx_buf_puts(json, ",\n  \"tokens\": [");
+    for (long i = 0; i < n; i++)
+        lx_buf_printf(json, "%s%d", i ? "," : "", (int)ids[i]);
+    lx_buf_puts(json, "],\n  \"nll\": [");
+    for (long i = 0; i < n; i++) {
+        lx_buf_puts(json, i ? "," : "");
+        lx_buf_num(json, nll[i]);
+    }
+    lx_buf_puts(json, "]\n}\n");
+}
+
 int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error *err)
 {
     char *path = NULL;
@@ -146,7 +175,6 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     struct lx_ckpt_info info = {0};
     struct lx_doc d1 = {0}, d2 = {0};
     struct lx_stack st = {0};
-    unsigned char *text = NULL;
     struct lx_tokenizer *tk = NULL;
     int32_t *ids = NULL;
     float *nll = NULL;
@@ -162,9 +190,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         rc = open_tokenizer(o, path, &m, &info, &tk, err);
     if (rc == LX_OK)    /* a model's own evaluation-time scaling (HF dynamic NTK) unless --method replaces it */
         rc = build_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
-    if (rc == LX_OK && (rc = lx_read_file(o->text, &text, &n, 0, err)) == LX_OK && n == 0)
-        rc = lx_err(err, LX_EINVAL, "--text %s is empty", o->text);
-    if (rc == LX_OK && (n = lx_tok_encode(lx_tok_or_byte(tk), (const char *)text, n, &ids, err)) < 0)
+    if (rc == LX_OK && (n = read_tokens(o->text, tk, &ids, err)) < 0)
         rc = (int)n;
     long L = o->length > 0 ? o->length : info.train_len;
     struct lx_facts f = {.d_head = (int)m.arch.d_head, .train_len = info.train_len, .n_heads = (int)m.arch.heads,
@@ -208,19 +234,10 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         lx_buf_printf(json, ",\n  \"train_len\": %ld,\n  \"length\": %ld,\n  \"n_tokens\": %ld,\n  \"mean_nll\": ",
                       info.train_len, L, n);
         lx_buf_num(json, sum / (double)n);
-        lx_buf_puts(json, ",\n  \"tokens\": [");
-        for (long i = 0; i < n; i++)
-            lx_buf_printf(json, "%s%d", i ? "," : "", (int)ids[i]);
-        lx_buf_puts(json, "],\n  \"nll\": [");
-        for (long i = 0; i < n; i++) {
-            lx_buf_puts(json, i ? "," : "");
-            lx_buf_num(json, nll[i]);
-        }
-        lx_buf_puts(json, "]\n}\n");
+        put_lists(json, ids, nll, n);
     }
     free(nll);
     free(ids);
-    free(text);
     lx_tokenizer_free(tk);
     lx_stack_release(&st);
     lx_doc_release(&d1);

@@ -541,3 +541,42 @@ Test(tokenizer, seg_bad_files_refused)
     cr_expect_null(t);
     remove(path);
 }
+
+/* tokenizer.json segments: no Prepend "▁" (SentencePiece-style) or prefix
+** space (the tiny file's ByteLevel add_prefix_space), so a segment's pieces
+** are its text, and two segments encoded apart read back as their
+** concatenation; the whole text encoded by the format's own rules does get
+** its dummy prefix (one more id, or a different first one). */
+static void json_segments(struct lx_tokenizer *t)
+{
+    for (size_t i = 0; i < sizeof TEXTS / sizeof *TEXTS; i++)
+        if (strchr(TEXTS[i], '\xff') == NULL)   /* tokenizer.json takes UTF-8 only */
+            round_trip(t, TEXTS[i]);
+    const char *a = "The pass key is", *b = " 48213.";
+    int32_t *ia, *ib;
+    long na = lx_tok_encode(t, a, (long)strlen(a), &ia, NULL), nb = lx_tok_encode(t, b, (long)strlen(b), &ib, NULL);
+    cr_assert(na > 0 && nb > 0);
+    int32_t cat[64];
+    memcpy(cat, ia, sizeof *cat * (size_t)na);
+    memcpy(cat + na, ib, sizeof *cat * (size_t)nb);
+    char out[256];
+    int stop;
+    lx_tok_decode(t, cat, na + nb, out, &stop);
+    cr_expect_str_eq(out, "The pass key is 48213.");
+    struct lx_ids whole = {0};
+    cr_assert_eq(lx_tokenizer_encode(t, a, strlen(a), 0, &whole, NULL), LX_OK);
+    cr_expect(whole.n != na || whole.id[0] != ia[0], "%s: the format's own encoding has its dummy prefix",
+              t->path);
+    lx_ids_free(&whole);
+    free(ia), free(ib);
+    lx_tokenizer_free(t);
+}
+
+Test(tokenizer, seg_sentencepiece_json) { json_segments(open_hf("llama2")); }
+
+Test(tokenizer, seg_tiny_json)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/ref/tok_tiny.json", root());
+    json_segments(open_or_skip(path, "committed with the tests"));
+}
