@@ -383,31 +383,39 @@ static void hf_copy(const char *config)
     "\"num_hidden_layers\": " #layers ", \"num_attention_heads\": 8, \"num_key_value_heads\": 4, " \
     "\"vocab_size\": 512, \"tie_word_embeddings\": " #tie extra "}"
 
-Test(loaders, hf_bad_config)
+/* Each config.json in the BF16 directory, and what its error names. */
+static void hf_cases(const char *const (*cases)[3], int n)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/hf", dir);
-    hf_copy("{\"model_type\": \"gpt2\"}");
-    expect_error(path, "hf/config.json: model_type", "'gpt2' is not one lenx reads");
-    hf_copy(CFG(5, true, ", \"hidden_act\": \"gelu\""));
-    expect_error(path, "config.json: hidden_act", "'gelu'");
-    hf_copy(CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4}"));
-    expect_error(path, "config.json: rope_scaling.rope_type", "'longrope' has no lenx method");
-    hf_copy(CFG(0, true, ""));
-    expect_error(path, "config.json", "num_hidden_layers is 0");
+    for (int i = 0; i < n; i++) {
+        hf_copy(cases[i][0]);
+        expect_error(path, cases[i][1], cases[i][2]);
+    }
+}
+
+Test(loaders, hf_bad_config)
+{
+    static const char *const cases[][3] = {
+        {"{\"model_type\": \"gpt2\"}", "hf/config.json: model_type", "'gpt2' is not one lenx reads"},
+        {CFG(5, true, ", \"hidden_act\": \"gelu\""), "config.json: hidden_act", "'gelu'"},
+        {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4}"),
+         "config.json: rope_scaling.rope_type", "'longrope' has no lenx method"},
+        {CFG(0, true, ""), "config.json", "num_hidden_layers is 0"},
+    };
+    hf_cases(cases, 4);
 }
 
 Test(loaders, hf_shape_and_missing_tensor)
 {
-    char path[600];
-    snprintf(path, sizeof path, "%s/hf", dir);
-    hf_copy("{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 100, \"num_hidden_layers\": 5,"
-            "\"num_attention_heads\": 8, \"num_key_value_heads\": 4, \"vocab_size\": 512, \"tie_word_embeddings\": true}");
-    expect_error(path, "tensor 'model.layers.0.mlp.gate_proj.weight' in", "has shape [172, 64], expected [100, 64]");
-    hf_copy(CFG(6, true, ""));
-    expect_error(path, "no tensor 'model.layers.5.input_layernorm.weight'", "model.safetensors");
-    hf_copy(CFG(5, false, ""));
-    expect_error(path, "hf: no tensor 'lm_head.weight'", "model.safetensors");
+    static const char *const cases[][3] = {
+        {"{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 100, \"num_hidden_layers\": 5,"
+         "\"num_attention_heads\": 8, \"num_key_value_heads\": 4, \"vocab_size\": 512, \"tie_word_embeddings\": true}",
+         "tensor 'model.layers.0.mlp.gate_proj.weight' in", "has shape [172, 64], expected [100, 64]"},
+        {CFG(6, true, ""), "no tensor 'model.layers.5.input_layernorm.weight'", "model.safetensors"},
+        {CFG(5, false, ""), "hf: no tensor 'lm_head.weight'", "model.safetensors"},
+    };
+    hf_cases(cases, 3);
 }
 
 Test(loaders, hf_truncated_shard_and_missing_file)
