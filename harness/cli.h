@@ -43,4 +43,12 @@ int lx_args_double(const char *text, const char *name, double *out, struct lx_er
 ** setting. LX_EINVAL when DIR is not an existing directory. */
 int lx_args_global(int *argc, char ***argv, struct lx_error *err);
 
+/* A command's failure: "lenx: error: <msg>" on stderr; returns the exit
+** status (2 bad input, 3 a file or the store, 1 otherwise). */
+int lx_cli_fail(const struct lx_error *err, int rc);
+/* A command's usage text and its option table on stdout. */
+void lx_cli_usage(const char *text, const struct lx_opt *opts, int n);
+
+#define LX_N_OPTS(t) ((int)(sizeof t / sizeof *t))
+
 #endif

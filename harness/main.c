@@ -21,27 +21,14 @@
 #include "harness/run.h"
 #include "harness/modelcmd.h"
 #include "harness/score.h"
+#include "harness/tokenize.h"
 #include "harness/stored.h"
 #include "harness/core/version.h"
 #include "results/views.h"
 
-#define N_OPTS(t) ((int)(sizeof t / sizeof *t))
-
-static int fail(const struct lx_error *err, int rc)
-{
-    fprintf(stderr, "lenx: error: %s\n", err->msg);
-    return rc == LX_EINVAL ? 2 : rc == LX_EIO ? 3 : 1;
-}
-
-static void usage(const char *text, const struct lx_opt *opts, int n)
-{
-    printf("%s\n", text);
-    if (n) {
-        printf("\noptions:\n");
-        for (int i = 0; i < n; i++)
-            printf("  --%-12s %s %s\n", opts[i].name, opts[i].has_arg ? "V" : " ", opts[i].help);
-    }
-}
+#define N_OPTS LX_N_OPTS
+#define fail lx_cli_fail        /* harness/cli.h: shared with the commands in modelcmd.c */
+#define usage lx_cli_usage
 
 /* ---------------------------------------------------------------- run */
 
@@ -855,86 +842,49 @@ struct command {
     const char *summary;
 };
 
-/* ---------------------------------------------------------------- score */
+/* ---------------------------------------------------------------- tokenize */
 
-static const struct lx_opt score_opts[] = {
-    {"model", 1, "model: checkpoint, llama2.c .bin, Hugging Face directory, or a model name / key prefix in the store"},
-    {"text", 1, "file whose bytes are scored"},
-    {"method", 1, "evaluation-time stack to add, as YAML: logn, [logn, infoscale], {logn: {mode: qwen}}"},
-    {"length", 1, "window length (default: the model's training length)"},
-    {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
+static const struct lx_opt tok_opts[] = {
+    {"tokenizer", 1, "llama2.c tokenizer.bin, tokenizer.json, or a directory holding tokenizer.json"},
+    {"text", 1, "input file (default: stdin)"},
+    {"decode", 0, "the input is a JSON list of ids: print their text"},
+    {"no-specials", 0, "do not add the BOS/EOS the tokenizer's post-processing adds"},
+    {"info", 0, "print the tokenizer's kind, vocabulary size, BOS/EOS and SHA-256 as JSON"},
+    {"stats", 0, "time the encoding; one line on stderr"},
 };
 
-static const char score_usage[] =
-    "usage: lenx score --model NAME_OR_PATH --text FILE [--method STACK] [--length L] [--db FILE]\n\n"
-    "Print JSON with the per-token NLL (nats) of the file's bytes under a causal model, windows of\n"
-    "`length` tokens each starting with BOS, as the ppl task scores them.";
+static const char tok_usage[] = "usage: lenx tokenize --tokenizer PATH [--text FILE] [--decode] [--no-specials]\n\n"
+                                "Print the input's token ids as a JSON list, or the text of a JSON id list.";
 
-static int cmd_score(int argc, char **argv)
+static int cmd_tokenize(int argc, char **argv)
 {
     struct lx_args a;
     struct lx_error err;
     int help, rc;
-    if ((rc = lx_args_parse(&a, score_opts, N_OPTS(score_opts), argc, argv, &help, &err)) < 0)
+    if ((rc = lx_args_parse(&a, tok_opts, N_OPTS(tok_opts), argc, argv, &help, &err)) < 0)
         return fail(&err, rc);
     if (help)
-        return usage(score_usage, score_opts, N_OPTS(score_opts)), 0;
-    struct lx_score_opts o = {
-        .model = lx_args_get(&a, score_opts, N_OPTS(score_opts), "model"),
-        .text = lx_args_get(&a, score_opts, N_OPTS(score_opts), "text"),
-        .method = lx_args_get(&a, score_opts, N_OPTS(score_opts), "method"),
-        .db = lx_args_get(&a, score_opts, N_OPTS(score_opts), "db"),
-    };
-    o.db = o.db ? o.db : LX_DEFAULT_DB;
-    if (!o.model || !o.text || a.n_pos) {
-        fprintf(stderr, "lenx: error: score needs --model and --text\n  hint: %s\n", score_usage);
-        return 2;
-    }
-    const char *len = lx_args_get(&a, score_opts, N_OPTS(score_opts), "length");
-    if (len && (rc = lx_args_long(len, "length", 1, 1L << 20, &o.length, &err)) < 0)
-        return fail(&err, rc);
+        return usage(tok_usage, tok_opts, N_OPTS(tok_opts)), 0;
+#define TOK_OPT(name) lx_args_get(&a, tok_opts, N_OPTS(tok_opts), name)
+    struct lx_tokenize_opts o = {TOK_OPT("tokenizer"), TOK_OPT("text"), TOK_OPT("decode") != NULL,
+                                 TOK_OPT("no-specials") != NULL, TOK_OPT("info") != NULL, TOK_OPT("stats") != NULL};
+#undef TOK_OPT
+    if (!o.tokenizer || a.n_pos)
+        return fprintf(stderr, "lenx: error: tokenize needs --tokenizer PATH\n  hint: %s\n", tok_usage), 2;
     struct lx_buf out = {0};
-    if ((rc = lx_score(&o, &out, &err)) < 0) {
-        lx_buf_free(&out);
-        return fail(&err, rc);
-    }
-    fputs(lx_buf_str(&out), stdout);
+    if ((rc = lx_tokenize(&o, &out, &err)) == LX_OK)
+        fwrite(out.s, 1, out.len, stdout);
     lx_buf_free(&out);
-    return 0;
-}
-
-/* ---------------------------------------------------------------- export */
-
-static const struct lx_opt export_opts[] = {
-    {"hf", 1, "directory to write (config.json, model.safetensors)"},
-    {"model", 1, "model: a path in any format lenx reads, or a model name / key prefix in the store"},
-    {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
-};
-
-static int cmd_export(int argc, char **argv)
-{
-    struct lx_args a;
-    struct lx_error err;
-    int help, rc;
-    static const char use[] = "usage: lenx export --hf DIR --model M [--db FILE]\n\nWrite a causal SwiGLU rope "
-                              "model as a Hugging Face Llama directory (docs/checkpoints.md).";
-    if ((rc = lx_args_parse(&a, export_opts, N_OPTS(export_opts), argc, argv, &help, &err)) < 0)
-        return fail(&err, rc);
-    const char *dir = lx_args_get(&a, export_opts, N_OPTS(export_opts), "hf"), *db = lx_args_get(&a, export_opts,
-                                                                                      N_OPTS(export_opts), "db");
-    const char *model = lx_args_get(&a, export_opts, N_OPTS(export_opts), "model");
-    if (help || !dir || !model || a.n_pos)
-        return usage(use, export_opts, N_OPTS(export_opts)), help ? 0 : 2;
-    rc = lx_modelcmd_export(model, db ? db : LX_DEFAULT_DB, dir, &err);
-    return rc < 0 ? fail(&err, rc) : (printf("%s\n", dir), 0);
+    return rc < 0 ? fail(&err, rc) : 0;
 }
 
 static const struct command commands[] = {
     {"run", cmd_run, "plan a sweep, run the cells not yet stored, store and print them"},
     {"table", cmd_table, "print stored results as md, csv, latex or json"},
     {"compare", cmd_compare, "show cells that moved between commits, sweeps or a CSV baseline"},
-    {"score", cmd_score, "per-token NLL of a text under a checkpoint, as JSON"},
-    {"export", cmd_export, "write a model as a Hugging Face directory"},
+    {"score", lx_cmd_score, "per-token NLL of a text under a checkpoint, as JSON"},
+    {"export", lx_cmd_export, "write a model as a Hugging Face directory"},
+    {"tokenize", cmd_tokenize, "a text's token ids under a tokenizer file as JSON, or --decode ids to text"},
     {"show", cmd_show, "print a method's resolved parameters and derived tables, or what a model holds"},
     {"list", cmd_list, "list methods, tasks or stored sweeps"},
     {"rm", cmd_rm, "delete chosen stored cells (by sweep, commit, model, method, task, failed, not in a config)"},

@@ -1,15 +1,19 @@
 /*
-** harness/modelcmd.c - `lenx show model` and `lenx export --hf` (see modelcmd.h).
+** harness/modelcmd.c - the model commands: `lenx score`, `lenx show model`,
+** `lenx export --hf` (see modelcmd.h).
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/modelcmd.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "harness/cli.h"
 #include "harness/engine/checkpoint.h"
 #include "harness/engine/hf.h"
 #include "harness/score.h"
+#include "results/store.h"
 
 static double now(void)
 {
@@ -86,4 +90,78 @@ int lx_modelcmd_export(const char *model, const char *db, const char *dir, struc
     }
     free(path);
     return rc;
+}
+
+/* ---- lenx score ---- */
+
+static const struct lx_opt score_opts[] = {
+    {"model", 1, "model: checkpoint, llama2.c .bin, Hugging Face directory, or a model name / key prefix in the store"},
+    {"text", 1, "file whose bytes are scored"},
+    {"method", 1, "evaluation-time stack to add, as YAML: logn, [logn, infoscale], {logn: {mode: qwen}}"},
+    {"length", 1, "window length (default: the model's training length)"},
+    {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
+};
+
+static const char score_usage[] =
+    "usage: lenx score --model NAME_OR_PATH --text FILE [--method STACK] [--length L] [--db FILE]\n\n"
+    "Print JSON with the per-token NLL (nats) of the file's bytes under a causal model, windows of\n"
+    "`length` tokens each starting with BOS, as the ppl task scores them.";
+
+int lx_cmd_score(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    if ((rc = lx_args_parse(&a, score_opts, LX_N_OPTS(score_opts), argc, argv, &help, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    if (help)
+        return lx_cli_usage(score_usage, score_opts, LX_N_OPTS(score_opts)), 0;
+    struct lx_score_opts o = {
+        .model = lx_args_get(&a, score_opts, LX_N_OPTS(score_opts), "model"),
+        .text = lx_args_get(&a, score_opts, LX_N_OPTS(score_opts), "text"),
+        .method = lx_args_get(&a, score_opts, LX_N_OPTS(score_opts), "method"),
+        .db = lx_args_get(&a, score_opts, LX_N_OPTS(score_opts), "db"),
+    };
+    o.db = o.db ? o.db : LX_DEFAULT_DB;
+    if (!o.model || !o.text || a.n_pos) {
+        fprintf(stderr, "lenx: error: score needs --model and --text\n  hint: %s\n", score_usage);
+        return 2;
+    }
+    const char *len = lx_args_get(&a, score_opts, LX_N_OPTS(score_opts), "length");
+    if (len && (rc = lx_args_long(len, "length", 1, 1L << 20, &o.length, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    struct lx_buf out = {0};
+    if ((rc = lx_score(&o, &out, &err)) < 0) {
+        lx_buf_free(&out);
+        return lx_cli_fail(&err, rc);
+    }
+    fputs(lx_buf_str(&out), stdout);
+    lx_buf_free(&out);
+    return 0;
+}
+
+/* ---- lenx export ---- */
+
+static const struct lx_opt export_opts[] = {
+    {"hf", 1, "directory to write (config.json, model.safetensors)"},
+    {"model", 1, "model: a path in any format lenx reads, or a model name / key prefix in the store"},
+    {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
+};
+
+int lx_cmd_export(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    static const char use[] = "usage: lenx export --hf DIR --model M [--db FILE]\n\nWrite a causal SwiGLU rope "
+                              "model as a Hugging Face Llama directory (docs/checkpoints.md).";
+    if ((rc = lx_args_parse(&a, export_opts, LX_N_OPTS(export_opts), argc, argv, &help, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    const char *dir = lx_args_get(&a, export_opts, LX_N_OPTS(export_opts), "hf"), *db = lx_args_get(&a, export_opts,
+                                                                                      LX_N_OPTS(export_opts), "db");
+    const char *model = lx_args_get(&a, export_opts, LX_N_OPTS(export_opts), "model");
+    if (help || !dir || !model || a.n_pos)
+        return lx_cli_usage(use, export_opts, LX_N_OPTS(export_opts)), help ? 0 : 2;
+    rc = lx_modelcmd_export(model, db ? db : LX_DEFAULT_DB, dir, &err);
+    return rc < 0 ? lx_cli_fail(&err, rc) : (printf("%s\n", dir), 0);
 }

@@ -6,7 +6,7 @@
 # sanitizer runtimes and LLVM's OpenMP runtime (clang's -fopenmp needs libomp).
 set -euo pipefail
 
-pkgs=(gcc make pkg-config libopenblas-openmp-dev libyaml-dev libsqlite3-dev sqlite3 libjansson-dev libcriterion-dev)
+pkgs=(gcc make pkg-config libopenblas-openmp-dev libyaml-dev libsqlite3-dev sqlite3 libjansson-dev libpcre2-dev libutf8proc-dev libcriterion-dev)
 if [ "${1:-}" = fuzz ]; then
     pkgs+=(clang libclang-rt-14-dev libomp-14-dev)
 fi

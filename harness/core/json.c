@@ -27,7 +27,13 @@ int lx_json_parse(struct lx_json **out, const char *text, size_t n, const char *
 {
     *out = NULL;
     json_error_t je;
-    json_t *root = json_loadb(text, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    size_t flags = JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL;
+    json_t *root = json_loadb(text, n, flags, &je);
+    /* An integer past int64 (config files write 1e30 as 1000...000) is legal
+    ** JSON: read the document's integers as doubles then (lx_json_int still
+    ** takes those that are whole and within 2^53). */
+    if (!root && strstr(je.text, "too big integer"))
+        root = json_loadb(text, n, flags | JSON_DECODE_INT_AS_REAL, &je);
     if (!root)
         return lx_err(err, LX_EINVAL, "%s:%d:%d: invalid JSON: %s\n  hint: %s", name, je.line, je.column, je.text,
                       strstr(je.text, "decode byte") ? "JSON text must be UTF-8" : "is this a JSON file?");
@@ -66,6 +72,8 @@ const struct lx_jv *lx_json_root(const struct lx_json *doc) { return V(doc->root
 
 enum lx_json_type lx_json_type(const struct lx_jv *v)
 {
+    if (!v)
+        return LX_JSON_NULL;
     switch (json_typeof(J(v))) {
     case JSON_OBJECT: return LX_JSON_OBJECT;
     case JSON_ARRAY: return LX_JSON_ARRAY;
@@ -258,7 +266,8 @@ int lx_json_need(const struct lx_json *doc, const struct lx_jv *obj, const char 
         return lx_err(err, LX_EINVAL, "%s: %s: missing (expected %s)", doc->name, path, lx_json_type_name(t));
     }
     enum lx_json_type vt = lx_json_type(v);
-    if (vt != t && !(t == LX_JSON_REAL && vt == LX_JSON_INT))
+    int number = (t == LX_JSON_REAL || t == LX_JSON_INT) && (vt == LX_JSON_REAL || vt == LX_JSON_INT);
+    if (vt != t && !number)
         return type_err(err, doc, v, t);
     *out = v;
     return LX_OK;

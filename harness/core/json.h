@@ -34,9 +34,11 @@ enum lx_json_type {
 };
 
 /* Parse n bytes of text; name is the source for messages (a file name). Any
-** JSON value may be the root. Duplicate keys in an object, invalid UTF-8,
-** integers outside int64 and reals outside double are errors with
-** name:line:column. */
+** JSON value may be the root. Duplicate keys in an object, invalid UTF-8 and
+** reals outside double are errors with name:line:column. A document with an
+** integer outside int64 (1e30 written out in full) is read with all its
+** integers as doubles: lx_json_int takes those that are whole and within 2^53
+** and refuses the rest naming the path. */
 int lx_json_parse(struct lx_json **out, const char *text, size_t n, const char *name, struct lx_error *err);
 
 /* Read and parse a file (at most max_bytes, 0 = no limit). */
@@ -47,7 +49,7 @@ void lx_json_free(struct lx_json *doc);             /* accepts NULL */
 const char *lx_json_name(const struct lx_json *doc);
 const struct lx_jv *lx_json_root(const struct lx_json *doc);
 
-enum lx_json_type lx_json_type(const struct lx_jv *v);
+enum lx_json_type lx_json_type(const struct lx_jv *v);    /* LX_JSON_NULL for NULL too */
 const char *lx_json_type_name(enum lx_json_type t);  /* "a string", "an object", ... */
 
 /* ---- navigation: NULL when absent or v is not of the right kind ---- */
@@ -72,8 +74,9 @@ int lx_json_int(const struct lx_json *doc, const struct lx_jv *v, int64_t *out, 
 int lx_json_num(const struct lx_json *doc, const struct lx_jv *v, double *out, struct lx_error *err);
 int lx_json_bool(const struct lx_json *doc, const struct lx_jv *v, int *out, struct lx_error *err);
 
-/* A member of obj that must be there, of type t (LX_JSON_REAL accepts any
-** number); obj itself must be an object. */
+/* A member of obj that must be there, of type t (LX_JSON_REAL and LX_JSON_INT
+** accept any number: read it with lx_json_num / lx_json_int); obj itself must
+** be an object. */
 int lx_json_need(const struct lx_json *doc, const struct lx_jv *obj, const char *key, enum lx_json_type t,
                  const struct lx_jv **out, struct lx_error *err);
 

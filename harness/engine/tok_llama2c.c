@@ -1,0 +1,141 @@
+/*
+** harness/engine/tok_llama2c.c - llama2.c's tokenizer.bin: SentencePiece-style
+** BPE with byte fallback, merged by score (docs/tokenizers.md#llama2c).
+**
+** The file (written by llama2.c's tokenizer.py) is
+**   int32 max_token_length, then per token: float32 score, int32 length, bytes
+** little-endian, tokens in id order to the end of the file. Ids 0, 1, 2 are
+** <unk>, BOS and EOS; 3 .. 258 are the byte tokens <0x00> .. <0xFF>.
+**
+** Encoding follows llama2.c's run.c: a non-empty text gets a leading space
+** (the "dummy prefix"), each UTF-8 character (a byte and up to three
+** continuation bytes) becomes its token or, when the vocabulary lacks it, one
+** byte token per byte (id = byte + 3); then the adjacent pair whose
+** concatenation is a token of the highest score merges, leftmost first, until
+** none does. Decoding drops BOS/EOS, turns byte tokens back into bytes and
+** removes the dummy prefix, so decode(encode(s)) == s for any bytes s.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/bpe.h"
+
+enum { L2C_UNK = 0, L2C_BOS = 1, L2C_EOS = 2, L2C_BYTE0 = 3 };
+
+static int l2c_encode(const struct lx_tokenizer *t, const char *text, size_t n, struct lx_ids *out,
+                      struct lx_error *err)
+{
+    const struct lx_bpe *b = t->impl;
+    if (n == 0)
+        return LX_OK;
+    struct lx_bpe_work work = {0};
+    int32_t space = lx_bpe_find(b, " ", 1);
+    lx_bpe_word(b, space >= 0 ? space : b->byte_id[' '], text, n, out, &work);
+    lx_bpe_work_free(&work);
+    return LX_OK;
+}
+
+static void l2c_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out)
+{
+    const struct lx_bpe *b = t->impl;
+    int first = 1;   /* the next piece starts a text: its leading space is the dummy prefix */
+    for (long i = 0; i < n; i++) {
+        if (ids[i] == L2C_BOS || ids[i] == L2C_EOS) {
+            first = 1;
+            continue;
+        }
+        size_t len;
+        const char *s = lx_bpe_str(b, ids[i], &len);
+        if (ids[i] >= L2C_BYTE0 && ids[i] < L2C_BYTE0 + 256) {
+            char c = (char)(ids[i] - L2C_BYTE0);
+            lx_buf_putn(out, &c, 1);
+        } else {
+            if (first && len > 0 && s[0] == ' ')
+                s++, len--;
+            lx_buf_putn(out, s, len);
+        }
+        first = 0;
+    }
+}
+
+static void l2c_free(void *impl)
+{
+    lx_bpe_release(impl);
+    free(impl);
+}
+
+static const struct lx_tok_ops llama2c_ops = {
+    .kind = "sentencepiece",
+    .encode = l2c_encode,
+    .decode = l2c_decode,
+    .free = l2c_free,
+};
+
+static int32_t read_i32(const unsigned char *p)
+{
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+/* Count the tokens, checking that the records tile the file exactly. */
+static long count_tokens(const unsigned char *bytes, long n, const char *path, struct lx_error *err)
+{
+    const char *what = "not a tokenizer.json (no '{') nor a llama2.c tokenizer.bin";
+    if (n < 4)
+        return lx_err(err, LX_EINVAL, "%s: %s: %ld bytes", path, what, n);
+    int32_t max_len = read_i32(bytes);
+    if (max_len <= 0 || max_len > 65536)
+        return lx_err(err, LX_EINVAL, "%s: %s: max_token_length %d is not in 1..65536", path, what, max_len);
+    long k = 0;
+    for (long at = 4; at < n; k++) {
+        if (n - at < 8)
+            return lx_err(err, LX_EINVAL, "%s: %s: token %ld: record cut short at byte %ld", path, what, k, at);
+        int32_t len = read_i32(bytes + at + 4);
+        if (len < 0 || len > max_len || len > n - at - 8)
+            return lx_err(err, LX_EINVAL, "%s: %s: token %ld (byte %ld): length %d outside 0..%d or past the end",
+                          path, what, k, at, len, max_len);
+        at += 8 + len;
+    }
+    if (k < L2C_BYTE0 + 256)
+        return lx_err(err, LX_EINVAL, "%s: %ld tokens, fewer than the 259 of <unk>, BOS, EOS and the byte tokens",
+                      path, k);
+    return k;
+}
+
+int lx_tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, long n, struct lx_error *err)
+{
+    long k = count_tokens(bytes, n, t->path, err);
+    if (k < 0)
+        return (int)k;
+    struct lx_bpe *b = lx_xmalloc(sizeof *b);
+    lx_bpe_init(b, k);
+    float *score = lx_xmalloc((size_t)k * sizeof *score);
+    for (long i = 0, at = 4; i < k; i++) {
+        uint32_t u = (uint32_t)read_i32(bytes + at);
+        memcpy(&score[i], &u, sizeof u);
+        int32_t len = read_i32(bytes + at + 4);
+        lx_bpe_set(b, (int32_t)i, (const char *)bytes + at + 8, (size_t)len);
+        at += 8 + len;
+    }
+    lx_bpe_index(b);
+    for (int c = 0; c < 256; c++)
+        b->byte_id[c] = L2C_BYTE0 + c;
+    /* Every split of a token into two tokens is a merge, best score first. */
+    for (int32_t id = 0; id < k; id++) {
+        size_t len;
+        const char *s = lx_bpe_str(b, id, &len);
+        int32_t whole = lx_bpe_find(b, s, len);
+        for (size_t cut = 1; cut < len; cut++) {
+            int32_t l = lx_bpe_find(b, s, cut), r = lx_bpe_find(b, s + cut, len - cut);
+            if (l >= 0 && r >= 0)
+                lx_bpe_add_pair(b, l, r, -(double)score[whole], whole);
+        }
+    }
+    free(score);
+    t->ops = &llama2c_ops;
+    t->impl = b;
+    t->n_vocab = k;
+    t->bos = L2C_BOS;
+    t->eos = L2C_EOS;
+    t->add_bos = 1;
+    return LX_OK;
+}

@@ -1,0 +1,138 @@
+// tests/ref/tokenizers_ref.js - reference token ids from the Hugging Face
+// tokenizers library (its node binding, @anush008/tokenizers 0.6.0) for the two
+// tokenizer.json files scripts/tokenizers.sh fetches: Llama-2-style
+// SentencePiece BPE with byte fallback, and Qwen3's byte-level BPE.
+//
+//   bash scripts/tokenizers.sh --ref          # the files and the library, in build/tokenizers/
+//   node tests/ref/tokenizers_ref.js          # rewrite tests/ref/tok_*.json
+//   node tests/ref/tokenizers_ref.js --bench  # encode throughput, library vs lenx, one run
+//
+// Writes, per tokenizer NAME (llama2, qwen3):
+//   tests/ref/tok_NAME_edge.json    the edge cases: text, ids without the
+//                                   post-processor's specials, ids with them, decode(ids)
+//   tests/ref/tok_NAME_corpus.json  >= 1 MB of Austen and State of the Union text in
+//                                   paragraph-aligned chunks: file, byte offset, bytes,
+//                                   token count and the SHA-256 of the ids as int32
+//                                   little-endian (without specials)
+// The suite (tests/test_tokenizer.c) compares lenx's ids with these, without node.
+// Run from the checkout; the corpus comes from data/corpus (make data).
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const crypto = require('crypto');
+const { spawnSync } = require('child_process');
+
+const root = path.resolve(__dirname, '..', '..');
+const tokdir = path.join(root, 'build', 'tokenizers');
+const { Tokenizer } = require(path.join(tokdir, 'ref', 'node_modules', '@anush008', 'tokenizers'));
+const NAMES = ['llama2', 'qwen3'];
+const tokPath = (name) => path.join(tokdir, name, 'models', 'tokenizer.json');
+
+// Whole documents: two Austen novels and seven addresses across two centuries.
+const DOCS = [
+    'data/corpus/austen/test/persuasion.txt',
+    'data/corpus/austen/train/northangerabbey.txt',
+    ...['1790', '1863', '1941', '1962', '2000', '2019', '2021'].map((y) => {
+        const f = fs.readdirSync(path.join(root, 'data/corpus/sotu')).find((n) => n.startsWith(y + '_'));
+        return 'data/corpus/sotu/' + f;
+    }),
+];
+const CHUNK = 32768;   // bytes a chunk reaches before it ends at the next newline
+
+const EDGE = [
+    '', ' ', '  ', '   hello', ' hello', 'hello', 'hello   ', 'Hello, world!', 'Once upon a time',
+    'a  b   c    d', '\t', 'tab\tseparated\tvalues', '\n', '\n\n\n', 'line one\nline two\r\nline three',
+    ' \n \n  ', 'trailing newline\n', '\r', '   \t  \n\t ',
+    '0', '42', '1234567890', '3.14159', '1,000,000.00', 'x1y22z333', '2024-11-24T09:15:00Z', '٣٤٥ ١٢',
+    "don't I'LL you're we've She'd", "'s 't 're", 'CamelCaseWord snake_case_word',
+    'café naïve — 😀', 'Ελληνικά γράμματα', 'Русский текст', 'العربية', 'עברית', 'हिन्दी भाषा',
+    '中文字符和标点。', '日本語のひらがなとカタカナ', '한국어 문장', 'ภาษาไทย',
+    'e\u0301', 'Ame\u0301lie', 'a\u0308\u0304 o\u0323\u0302', 'Z\u0351\u0307a\u0352l\u0353g\u0354o',
+    '\u00c5ngstr\u00f6m \u212bngstr\u00f6m', '\ufb01ne \ufb03',
+    '👍', '👍🏽', '👨‍👩‍👧‍👦', '🏳️‍🌈', '🇯🇵🇫🇷', '❤️', 'a😀b😀😀c',
+    '\u00a0nbsp\u00a0', 'zero\u200bwidth', '\ufeffbom', 'line\u2028sep', 'a\u0000b', '\u0007bell',
+    '<s>', '</s>', '<unk>', '<s>hello</s>', ' <s> spaced </s> ', 'x<s>y',
+    '<|endoftext|>', '<|im_start|>user\nhi<|im_end|>', '<think>\nreason\n</think>', '<|im_start',
+    '<tool_call>{"a": 1}</tool_call>', '<0x41>', '▁leading meta', '__init__', 'def f(x):\n    return x**2\n',
+    'https://example.com/a?b=c&d=e#f', 'supercalifragilisticexpialidocious',
+    'The quick brown fox jumps over the lazy dog. THE QUICK BROWN FOX!',
+    '      ', '\t\t\t\tindented', '!!!???...', '(((nested)))', '$100 €200 £300 ¥400',
+];
+
+// Paragraph-aligned chunks of each document, as [file, offset, length, text].
+function chunks() {
+    const out = [];
+    for (const rel of DOCS) {
+        const buf = fs.readFileSync(path.join(root, rel));
+        let off = 0;
+        while (off < buf.length) {
+            let end = Math.min(off + CHUNK, buf.length);
+            const nl = buf.indexOf(10, end - 1);
+            end = nl < 0 ? buf.length : nl + 1;
+            out.push([rel, off, end - off, buf.subarray(off, end).toString('utf8')]);
+            off = end;
+        }
+    }
+    return out;
+}
+
+function idsHash(ids) {
+    const b = Buffer.alloc(4 * ids.length);
+    ids.forEach((id, i) => b.writeInt32LE(id, 4 * i));
+    return crypto.createHash('sha256').update(b).digest('hex');
+}
+
+async function writeRefs() {
+    const cs = chunks();
+    const total = cs.reduce((s, c) => s + c[2], 0);
+    for (const name of NAMES) {
+        const tok = Tokenizer.fromFile(tokPath(name));
+        const edge = [];
+        for (const text of EDGE) {
+            const ids = (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
+            const withSpecials = (await tok.encode(text)).getIds();
+            edge.push({ text, ids, ids_with_specials: withSpecials, decoded: await tok.decode(ids, false) });
+        }
+        fs.writeFileSync(path.join(__dirname, `tok_${name}_edge.json`),
+            '[\n' + edge.map((e) => JSON.stringify(e)).join(',\n') + '\n]\n');
+        const rows = [];
+        for (const [file, offset, bytes, text] of cs) {
+            const ids = (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
+            rows.push({ file, offset, bytes, n_ids: ids.length, sha256: idsHash(ids) });
+        }
+        fs.writeFileSync(path.join(__dirname, `tok_${name}_corpus.json`),
+            '[\n' + rows.map((r) => JSON.stringify(r)).join(',\n') + '\n]\n');
+        console.log(`${name}: ${edge.length} edge cases, ${rows.length} chunks, ${total} bytes, ` +
+            `${rows.reduce((s, r) => s + r.n_ids, 0)} tokens`);
+    }
+}
+
+// Encode the same text with the library and with `lenx tokenize --stats`
+// (which times its own encode, excluding loading), one after the other.
+async function bench() {
+    const text = chunks().map((c) => c[3]).join('');
+    const file = path.join(root, 'build', 'tokenizers', 'bench.txt');
+    fs.writeFileSync(file, text);
+    const mb = Buffer.byteLength(text) / 1e6;
+    for (const name of NAMES) {
+        const tok = Tokenizer.fromFile(tokPath(name));
+        await tok.encode('warm up', null, { addSpecialTokens: false });
+        // Both encode the whole text in one call, without specials.
+        const t0 = process.hrtime.bigint();
+        const ids = (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
+        const whole = Number(process.hrtime.bigint() - t0) / 1e9;
+        const r = spawnSync(path.join(root, 'lenx'),
+            ['tokenize', '--tokenizer', tokPath(name), '--text', file, '--no-specials', '--stats'],
+            { stdio: ['ignore', 'ignore', 'pipe'] });
+        const stats = r.stderr.toString();
+        const m = /encode ([0-9.]+) s, ([0-9]+) tokens/.exec(stats);
+        console.log(`${name}: ${mb.toFixed(2)} MB, reference ${ids.length} tokens in ${whole.toFixed(3)} s ` +
+            `(${(mb / whole).toFixed(2)} MB/s); lenx ${m ? m[2] : '?'} tokens in ${m ? m[1] : '?'} s ` +
+            `(${m ? (mb / Number(m[1])).toFixed(2) : '?'} MB/s)`);
+    }
+}
+
+(process.argv[2] === '--bench' ? bench() : writeRefs()).catch((e) => {
+    console.error(e);
+    process.exit(1);
+});

@@ -1,0 +1,374 @@
+/*
+** tests/test_tokenizer.c - the tokenizer interface (harness/engine/tokenizer.h)
+** against ids nobody on this project computed:
+**   - llama2.c's own encoder on 10 strings (tok512.bin of stories260K, read from
+**     ../shared/models/stories260K; the tests skip, saying so, without it);
+**   - the Hugging Face tokenizers library on 82 edge cases and 1.1 MB of Austen
+**     and State of the Union text, for a SentencePiece-BPE (Llama-2 family) and
+**     a byte-level BPE (Qwen3) tokenizer.json (tests/ref/tokenizers_ref.js made
+**     tests/ref/tok_*.json; scripts/tokenizers.sh fetches the files);
+** and properties: round trips, the byte tokenizer's ids, errors naming the file
+** and the field.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness/core/hash.h"
+#include "harness/core/json.h"
+#include "harness/core/rng.h"
+#include "harness/engine/corpus.h"
+#include "harness/engine/tokenizer.h"
+#include "harness/engine/unicode.h"
+
+#define STORIES "/work/shared/models/stories260K"
+
+static const char *root(void)
+{
+    const char *r = getenv("LENX_ROOT");
+    return r ? r : ".";
+}
+
+/* A tokenizer from a path, or skip the test saying what is missing and how to get it. */
+static struct lx_tokenizer *open_or_skip(const char *path, const char *how)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        cr_skip_test("%s is absent (%s)", path, how);
+    struct lx_tokenizer *t = NULL;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_tokenizer_open(&t, path, &err), LX_OK, "%s", err.msg);
+    return t;
+}
+
+static struct lx_tokenizer *open_hf(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/build/tokenizers/%s/models/tokenizer.json", root(), name);
+    return open_or_skip(path, "make tokenizers fetches it");
+}
+
+static struct lx_json *load_ref(const char *file)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", root(), file);
+    struct lx_json *doc = NULL;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_json_load(&doc, path, 0, &err), LX_OK, "%s", err.msg);
+    return doc;
+}
+
+/* ids of a JSON list equal got? Reports the first difference. */
+static void expect_ids(const struct lx_json *doc, const struct lx_jv *want, const struct lx_ids *got,
+                       const char *what, const char *text)
+{
+    long n = lx_json_len(want);
+    cr_expect_eq(got->n, n, "%s %s: %ld ids, expected %ld", what, text, got->n, n);
+    for (long i = 0; i < n && i < got->n; i++) {
+        int64_t id;
+        cr_assert_eq(lx_json_int(doc, lx_json_at(want, i), &id, NULL), LX_OK);
+        if (id != got->id[i]) {
+            cr_expect_eq(got->id[i], id, "%s %s: id %ld is %d, expected %lld", what, text, i, got->id[i],
+                         (long long)id);
+            break;
+        }
+    }
+}
+
+/* ---- bytes ---- */
+
+Test(tokenizer, bytes_are_their_own_ids)
+{
+    struct lx_tokenizer *t = lx_tokenizer_bytes();
+    struct lx_ids ids = {0};
+    const char text[] = "a\0\xff\n";
+    cr_assert_eq(lx_tokenizer_encode(t, text, 4, LX_ENC_BOS | LX_ENC_EOS, &ids, NULL), LX_OK);
+    int32_t want[] = {LX_TOK_BOS, 'a', 0, 255, '\n', LX_TOK_EOS};
+    cr_assert_eq(ids.n, 6);
+    for (int i = 0; i < 6; i++)
+        cr_expect_eq(ids.id[i], want[i]);
+    struct lx_buf out = {0};
+    cr_assert_eq(lx_tokenizer_decode(t, ids.id, ids.n, &out, NULL), LX_OK);
+    cr_expect_eq(out.len, 4);
+    cr_expect_eq(memcmp(out.s, text, 4), 0);
+    cr_expect_eq(t->n_vocab, 260);
+    cr_expect_str_eq(t->ops->kind, "bytes");
+    struct lx_tokenizer *u = lx_tokenizer_bytes();
+    cr_expect_str_eq(t->hash, u->hash);
+    lx_buf_free(&out);
+    lx_ids_free(&ids);
+    lx_tokenizer_free(t);
+    lx_tokenizer_free(u);
+}
+
+/* ---- llama2.c ---- */
+
+Test(tokenizer, llama2c_matches_run_c)
+{
+    struct lx_tokenizer *t = open_or_skip(STORIES "/tok512.bin", "the shared stories260K test data");
+    cr_expect_str_eq(t->ops->kind, "sentencepiece");
+    cr_expect_eq(t->n_vocab, 512);
+    cr_expect_eq(t->bos, 1);
+    cr_expect_eq(t->eos, 2);
+    /* The README's SHA-256 of the file. */
+    cr_expect_str_eq(t->hash, "037cb335abb25d1fa9e8ecae30ed2a3a8ace9302862ebcdc05d51a6bbb10c312");
+    struct lx_json *doc = NULL;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_json_load(&doc, STORIES "/expected/encode.json", 0, &err), LX_OK, "%s", err.msg);
+    const struct lx_jv *list = lx_json_root(doc);
+    cr_assert_eq(lx_json_len(list), 10);
+    for (long i = 0; i < lx_json_len(list); i++) {
+        const char *text;
+        size_t n;
+        cr_assert_eq(lx_json_str(doc, lx_json_member(lx_json_at(list, i), "text"), &text, &n, &err), LX_OK);
+        struct lx_ids ids = {0};
+        cr_assert_eq(lx_tokenizer_encode(t, text, n, LX_ENC_SPECIALS, &ids, &err), LX_OK);
+        expect_ids(doc, lx_json_member(lx_json_at(list, i), "ids"), &ids, "llama2.c", text);
+        struct lx_buf out = {0};
+        cr_assert_eq(lx_tokenizer_decode(t, ids.id, ids.n, &out, &err), LX_OK);
+        cr_expect(out.len == n && memcmp(out.s, text, n) == 0, "round trip of '%s' gave '%s'", text, out.s);
+        lx_buf_free(&out);
+        lx_ids_free(&ids);
+    }
+    lx_json_free(doc);
+    lx_tokenizer_free(t);
+}
+
+Test(tokenizer, llama2c_round_trips_any_bytes)
+{
+    struct lx_tokenizer *t = open_or_skip(STORIES "/tok512.bin", "the shared stories260K test data");
+    struct lx_rng r;
+    lx_rng_init(&r, 7, 1, LX_RNG_DATA);
+    for (int k = 0; k < 200; k++) {
+        char s[64];
+        int n = (int)(lx_rng_u32(&r) % sizeof s);
+        for (int i = 0; i < n; i++)   /* mostly letters and spaces, some arbitrary bytes */
+            s[i] = (char)(lx_rng_u32(&r) % 4 ? (uint32_t)" etaoinshrdlu"[lx_rng_u32(&r) % 13] : lx_rng_u32(&r) & 0xff);
+        struct lx_ids ids = {0};
+        struct lx_buf out = {0};
+        cr_assert_eq(lx_tokenizer_encode(t, s, (size_t)n, LX_ENC_BOS, &ids, NULL), LX_OK);
+        cr_assert_eq(lx_tokenizer_decode(t, ids.id, ids.n, &out, NULL), LX_OK);
+        cr_expect(out.len == (size_t)n && memcmp(out.s, s, (size_t)n) == 0, "string %d (%d bytes)", k, n);
+        lx_buf_free(&out);
+        lx_ids_free(&ids);
+    }
+    lx_tokenizer_free(t);
+}
+
+/* ---- tokenizer.json against the Hugging Face library ---- */
+
+/* Every edge case: ids without and with the post-processor's specials, and
+** decode(ids) as the library decodes it. */
+static void edge_cases(const char *name, const char *kind)
+{
+    struct lx_tokenizer *t = open_hf(name);
+    cr_expect_str_eq(t->ops->kind, kind);
+    char file[64];
+    snprintf(file, sizeof file, "tests/ref/tok_%s_edge.json", name);
+    struct lx_json *doc = load_ref(file);
+    const struct lx_jv *list = lx_json_root(doc);
+    cr_assert_gt(lx_json_len(list), 80);
+    for (long i = 0; i < lx_json_len(list); i++) {
+        const struct lx_jv *e = lx_json_at(list, i);
+        const char *text, *dec;
+        size_t n, n_dec;
+        struct lx_error err = {{0}};
+        cr_assert_eq(lx_json_str(doc, lx_json_member(e, "text"), &text, &n, &err), LX_OK);
+        cr_assert_eq(lx_json_str(doc, lx_json_member(e, "decoded"), &dec, &n_dec, &err), LX_OK);
+        struct lx_ids ids = {0}, with = {0};
+        cr_assert_eq(lx_tokenizer_encode(t, text, n, 0, &ids, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_tokenizer_encode(t, text, n, LX_ENC_SPECIALS, &with, &err), LX_OK, "%s", err.msg);
+        expect_ids(doc, lx_json_member(e, "ids"), &ids, name, text);
+        expect_ids(doc, lx_json_member(e, "ids_with_specials"), &with, name, text);
+        struct lx_buf out = {0};
+        cr_assert_eq(lx_tokenizer_decode(t, ids.id, ids.n, &out, &err), LX_OK);
+        cr_expect(out.len == n_dec && memcmp(out.s, dec, n_dec) == 0, "%s: decode of case %ld '%s' gave '%s'",
+                  name, i, text, out.len ? out.s : "");
+        lx_buf_free(&out);
+        lx_ids_free(&ids);
+        lx_ids_free(&with);
+    }
+    lx_json_free(doc);
+    lx_tokenizer_free(t);
+}
+
+Test(tokenizer, sentencepiece_json_edge_cases) { edge_cases("llama2", "sentencepiece"); }
+Test(tokenizer, bytelevel_json_edge_cases) { edge_cases("qwen3", "bytelevel"); }
+
+/* Each chunk of the corpus: count and SHA-256 of the ids (int32 LE); for
+** byte-level BPE also decode(encode(chunk)) == chunk. */
+static void corpus_chunks(const char *name)
+{
+    struct lx_tokenizer *t = open_hf(name);
+    char file[64];
+    snprintf(file, sizeof file, "tests/ref/tok_%s_corpus.json", name);
+    struct lx_json *doc = load_ref(file);
+    const struct lx_jv *list = lx_json_root(doc);
+    long bytes = 0;
+    for (long i = 0; i < lx_json_len(list); i++) {
+        const struct lx_jv *e = lx_json_at(list, i);
+        const char *path, *sha;
+        int64_t off, n, n_ids;
+        struct lx_error err = {{0}};
+        cr_assert(lx_json_str(doc, lx_json_member(e, "file"), &path, NULL, &err) == LX_OK &&
+                  lx_json_int(doc, lx_json_member(e, "offset"), &off, &err) == LX_OK &&
+                  lx_json_int(doc, lx_json_member(e, "bytes"), &n, &err) == LX_OK &&
+                  lx_json_int(doc, lx_json_member(e, "n_ids"), &n_ids, &err) == LX_OK &&
+                  lx_json_str(doc, lx_json_member(e, "sha256"), &sha, NULL, &err) == LX_OK, "%s", err.msg);
+        char full[4096];
+        snprintf(full, sizeof full, "%s/%s", root(), path);
+        unsigned char *text;
+        long len;
+        if (lx_read_file(full, &text, &len, 0, &err) < 0)
+            cr_skip_test("%s (make data installs the corpus)", err.msg);
+        cr_assert_geq(len, off + n, "%s is shorter than the reference's chunk", full);
+        struct lx_ids ids = {0};
+        cr_assert_eq(lx_tokenizer_encode(t, (const char *)text + off, (size_t)n, 0, &ids, &err), LX_OK, "%s", err.msg);
+        struct lx_sha256 s;
+        char hex[65];
+        lx_sha256_init(&s);
+        for (long k = 0; k < ids.n; k++) {
+            uint32_t u = (uint32_t)ids.id[k];
+            uint8_t le[4] = {(uint8_t)u, (uint8_t)(u >> 8), (uint8_t)(u >> 16), (uint8_t)(u >> 24)};
+            lx_sha256_update(&s, le, 4);
+        }
+        lx_sha256_final_hex(&s, hex);
+        cr_expect_eq(ids.n, n_ids, "%s chunk %ld (%s @%lld): %ld ids, expected %lld", name, i, path,
+                     (long long)off, ids.n, (long long)n_ids);
+        cr_expect_str_eq(hex, sha, "%s chunk %ld (%s @%lld): ids differ", name, i, path, (long long)off);
+        if (strcmp(t->ops->kind, "bytelevel") == 0) {
+            struct lx_buf out = {0};
+            cr_assert_eq(lx_tokenizer_decode(t, ids.id, ids.n, &out, &err), LX_OK);
+            cr_expect(out.len == (size_t)n && memcmp(out.s, text + off, (size_t)n) == 0, "round trip of chunk %ld", i);
+            lx_buf_free(&out);
+        }
+        bytes += (long)n;
+        lx_ids_free(&ids);
+        free(text);
+    }
+    cr_expect_geq(bytes, 1000000, "the reference covers %ld bytes", bytes);
+    lx_json_free(doc);
+    lx_tokenizer_free(t);
+}
+
+Test(tokenizer, sentencepiece_json_corpus, .timeout = 300) { corpus_chunks("llama2"); }
+Test(tokenizer, bytelevel_json_corpus, .timeout = 300) { corpus_chunks("qwen3"); }
+
+/* A random code point from mixed scripts, marks, emoji, ZWJ, spaces, controls. */
+static uint32_t random_cp(struct lx_rng *r)
+{
+    static const uint32_t ranges[][2] = {
+        {0x20, 0x7e}, {0x09, 0x0d}, {0x00, 0x1f}, {0xa0, 0x24f}, {0x300, 0x36f}, {0x370, 0x3ff}, {0x400, 0x4ff},
+        {0x590, 0x6ff}, {0x900, 0x97f}, {0xe00, 0xe7f}, {0x3040, 0x30ff}, {0x4e00, 0x9fff}, {0xac00, 0xd7a3},
+        {0x2000, 0x206f}, {0x1f300, 0x1faff}, {0x200d, 0x200d}, {0xfe0f, 0xfe0f}, {0x10000, 0x10ffff},
+    };
+    int k = (int)(lx_rng_u32(r) % (sizeof ranges / sizeof *ranges));
+    uint32_t cp = ranges[k][0] + lx_rng_u32(r) % (ranges[k][1] - ranges[k][0] + 1);
+    return cp >= 0xd800 && cp < 0xe000 ? 0x41 : cp;   /* no surrogates: UTF-8 cannot hold them */
+}
+
+static size_t put_utf8(char *s, uint32_t cp)
+{
+    if (cp < 0x80)
+        return s[0] = (char)cp, 1;
+    if (cp < 0x800)
+        return s[0] = (char)(0xc0 | cp >> 6), s[1] = (char)(0x80 | (cp & 0x3f)), 2;
+    if (cp < 0x10000)
+        return s[0] = (char)(0xe0 | cp >> 12), s[1] = (char)(0x80 | (cp >> 6 & 0x3f)), s[2] = (char)(0x80 | (cp & 0x3f)), 3;
+    s[0] = (char)(0xf0 | cp >> 18), s[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+    s[2] = (char)(0x80 | (cp >> 6 & 0x3f)), s[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/* Byte-level BPE loses nothing: decode(encode(s)) == s for any UTF-8 s once s
+** is in the normalizer's form (Qwen3 normalizes to NFC first). */
+Test(tokenizer, bytelevel_round_trips_random_utf8, .timeout = 120)
+{
+    struct lx_tokenizer *t = open_hf("qwen3");
+    struct lx_rng r;
+    lx_rng_init(&r, 11, 2, LX_RNG_DATA);
+    for (int k = 0; k < 500; k++) {
+        char s[4 * 40];
+        size_t n = 0;
+        int m = (int)(lx_rng_u32(&r) % 40);
+        for (int i = 0; i < m; i++)
+            n += put_utf8(s + n, random_cp(&r));
+        struct lx_buf nfc = {0}, out = {0};
+        lx_unicode_normalize(LX_NFC, s, n, &nfc);
+        struct lx_ids ids = {0};
+        struct lx_error err = {{0}};
+        cr_assert_eq(lx_tokenizer_encode(t, s, n, 0, &ids, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_tokenizer_decode(t, ids.id, ids.n, &out, &err), LX_OK);
+        cr_expect(out.len == nfc.len && memcmp(out.s, nfc.s, nfc.len) == 0, "string %d (%zu bytes)", k, n);
+        lx_buf_free(&nfc);
+        lx_buf_free(&out);
+        lx_ids_free(&ids);
+    }
+    lx_tokenizer_free(t);
+}
+
+/* ---- errors ---- */
+
+/* Write text to a temp file; open it as a tokenizer; expect rc and every
+** string of want in the message. */
+static void expect_open_error(const char *text, size_t n, int rc, const char *want1, const char *want2)
+{
+    char path[] = "/tmp/lenx-tok-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, n), (ssize_t)n);
+    close(fd);
+    struct lx_tokenizer *t = NULL;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_tokenizer_open(&t, path, &err), rc, "accepted: %.60s", text);
+    cr_expect_null(t);
+    cr_expect(strstr(err.msg, path) != NULL, "no file name in: %s", err.msg);
+    cr_expect(strstr(err.msg, want1) != NULL, "expected '%s' in: %s", want1, err.msg);
+    cr_expect(!want2 || strstr(err.msg, want2) != NULL, "expected '%s' in: %s", want2, err.msg);
+    unlink(path);
+}
+
+#define JSON_MODEL(m) "{\"model\": " m ", \"added_tokens\": []}"
+
+Test(tokenizer, errors_name_the_file_and_the_field)
+{
+    struct lx_tokenizer *t = NULL;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_tokenizer_open(&t, "/nonexistent/tokenizer.json", &err), LX_EIO);
+    cr_expect(strstr(err.msg, "/nonexistent/tokenizer.json: no such file") != NULL, "%s", err.msg);
+    const char *wp = JSON_MODEL("{\"type\": \"WordPiece\", \"vocab\": {}}");
+    expect_open_error(wp, strlen(wp), LX_EINVAL, "model.type: unsupported model type \"WordPiece\"", NULL);
+    const char *uni = JSON_MODEL("{\"type\": \"Unigram\", \"vocab\": []}");
+    expect_open_error(uni, strlen(uni), LX_EINVAL, "model.type: unsupported model type \"Unigram\"", NULL);
+    const char *nov = JSON_MODEL("{\"type\": \"BPE\", \"merges\": []}");
+    expect_open_error(nov, strlen(nov), LX_EINVAL, "model.vocab: missing (expected an object)", NULL);
+    const char *badm = JSON_MODEL("{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [\"a b\", 3]}");
+    expect_open_error(badm, strlen(badm), LX_EINVAL, "model.merges[0]", "not in model.vocab");
+    const char *meta = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
+                       " \"pre_tokenizer\": {\"type\": \"Metaspace\"}}";
+    expect_open_error(meta, strlen(meta), LX_EINVAL, "pre_tokenizer.type: unsupported pre_tokenizer type", "Metaspace");
+    const char *syn = "{\"model\": {\n\"type\": }";
+    expect_open_error(syn, strlen(syn), LX_EINVAL, ":2:9: invalid JSON", NULL);
+    const char junk[] = "\x07\x00\x00\x00\x00\x00\x80\x3f\xff\xff\x00\x00ab";
+    expect_open_error(junk, sizeof junk - 1, LX_EINVAL, "not a tokenizer.json", "llama2.c tokenizer.bin");
+}
+
+Test(tokenizer, bad_input_is_an_error_not_a_crash)
+{
+    struct lx_tokenizer *t = open_hf("qwen3");
+    struct lx_ids ids = {0};
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_tokenizer_encode(t, "ok \xc3\x28", 5, 0, &ids, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "not UTF-8 at byte 3") != NULL, "%s", err.msg);
+    int32_t bad[] = {5, (int32_t)t->n_vocab};
+    struct lx_buf out = {0};
+    cr_expect_eq(lx_tokenizer_decode(t, bad, 2, &out, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "at index 1") != NULL, "%s", err.msg);
+    lx_buf_free(&out);
+    lx_ids_free(&ids);
+    lx_tokenizer_free(t);
+}
