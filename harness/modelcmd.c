@@ -96,7 +96,7 @@ int lx_modelcmd_export(const char *model, const char *db, const char *dir, struc
 
 static const struct lx_opt score_opts[] = {
     {"model", 1, "model: checkpoint, llama2.c .bin, Hugging Face directory, or a model name / key prefix in the store"},
-    {"text", 1, "file whose bytes are scored"},
+    {"text", 1, "file to score (bytes, or the model's own tokenizer when one lies beside it)"},
     {"method", 1, "evaluation-time stack to add, as YAML: logn, [logn, infoscale], {logn: {mode: qwen}}"},
     {"length", 1, "window length (default: the model's training length)"},
     {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
@@ -104,7 +104,7 @@ static const struct lx_opt score_opts[] = {
 
 static const char score_usage[] =
     "usage: lenx score --model NAME_OR_PATH --text FILE [--method STACK] [--length L] [--db FILE]\n\n"
-    "Print JSON with the per-token NLL (nats) of the file's bytes under a causal model, windows of\n"
+    "Print JSON with the per-token NLL (nats) of the file's tokens under a causal model, windows of\n"
     "`length` tokens each starting with BOS, as the ppl task scores them.";
 
 int lx_cmd_score(int argc, char **argv)

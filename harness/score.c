@@ -11,6 +11,7 @@
 #include "harness/engine/corpus.h"
 #include "harness/engine/checkpoint.h"
 #include "harness/engine/evaluate.h"
+#include "harness/engine/tokenizer.h"
 #include "harness/grid.h"
 #include "harness/plan.h"
 #include "harness/run.h"
@@ -90,20 +91,48 @@ static int check_finite(const struct lx_model *m, const char *path, struct lx_er
 }
 
 struct score_run {
-    const unsigned char *text;
+    const int32_t *ids;     /* (n,) the text's tokens */
     long n, L;
+    int bos;                /* first input of every window */
     float *nll;             /* (n,) */
 };
 
 static void score_fill(void *ctx, long w, int *tok, int *tgt)
 {
     struct score_run *r = ctx;
-    const unsigned char *s = r->text + w * r->L;
-    tok[0] = LX_TOK_BOS;
+    const int32_t *s = r->ids + w * r->L;
+    tok[0] = r->bos;
     for (long t = 1; t < r->L; t++)
         tok[t] = s[t - 1];
     for (long t = 0; t < r->L; t++)
         tgt[t] = s[t];
+}
+
+/* The text as the model's tokens: its own tokenizer when one was found beside
+** it (llama2.c tokenizer.bin, HF tokenizer.json), else bytes for lenx's
+** 260-token vocabulary; windows start with the tokenizer's BOS. */
+static int score_tokens(const struct lx_model *m, const struct lx_ckpt_info *info, const char *path,
+                        const unsigned char *text, long n, struct lx_ids *ids, int *bos, struct lx_error *err)
+{
+    struct lx_tokenizer *tok = NULL;
+    int rc = LX_OK;
+    if (info->tokenizer)
+        rc = lx_tokenizer_open(&tok, info->tokenizer, err);
+    else if (m->arch.vocab == LX_VOCAB)
+        tok = lx_tokenizer_bytes();
+    else
+        rc = lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld tokens and no tokenizer beside it\n  hint: put its "
+                    "tokenizer.bin or tokenizer.json next to the model", path, m->arch.vocab);
+    if (rc == LX_OK && (tok->n_vocab > m->arch.vocab || tok->bos < 0))
+        rc = lx_err(err, LX_EINVAL, "%s: its tokenizer %s has %ld tokens%s; the model has %ld", path, tok->path,
+                    tok->n_vocab, tok->bos < 0 ? " and no BOS" : "", m->arch.vocab);
+    if (rc == LX_OK)
+        rc = lx_tokenizer_encode(tok, (const char *)text, (size_t)n, 0, ids, err);
+    if (rc == LX_OK && ids->n == 0)
+        rc = lx_err(err, LX_EINVAL, "the text has no tokens");
+    *bos = rc == LX_OK ? tok->bos : 0;
+    lx_tokenizer_free(tok);
+    return rc;
 }
 
 static void score_score(void *ctx, long w, const float *loss, const float *logits, const int *tgt)
@@ -130,14 +159,14 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         rc = check_finite(&m, path, err);
     if (rc == LX_OK && m.arch.mode != LX_MODEL_CAUSAL)
         rc = lx_err(err, LX_EINVAL, "%s is a masked-LM (mlm) model; score needs a causal one", path);
-    if (rc == LX_OK && m.arch.vocab != LX_VOCAB)
-        rc = lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld tokens; score reads the text as bytes (the %d-token "
-                    "byte vocabulary of lenx models)\n  hint: models with their own tokenizer are scored once lenx "
-                    "reads their tokenizer", path, m.arch.vocab, LX_VOCAB);
     if (rc == LX_OK)    /* a model's own evaluation-time scaling (HF dynamic NTK) unless --method replaces it */
         rc = build_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
     if (rc == LX_OK && (rc = lx_read_file(o->text, &text, &n, 0, err)) == LX_OK && n == 0)
         rc = lx_err(err, LX_EINVAL, "--text %s is empty", o->text);
+    struct lx_ids ids = {0};
+    int bos = 0;
+    if (rc == LX_OK && (rc = score_tokens(&m, &info, path, text, n, &ids, &bos, err)) == LX_OK)
+        n = ids.n;
     long L = o->length > 0 ? o->length : info.train_len;
     struct lx_facts f = {.d_head = (int)m.arch.d_head, .train_len = info.train_len, .n_heads = (int)m.arch.heads,
                          .length = L, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
@@ -148,11 +177,12 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         rc = lx_err(err, LX_EINVAL, "the stack '%s' sets no position scheme\n  hint: --method nope", st.canon);
     if (rc == LX_OK) {
         nll = lx_xcalloc((size_t)n, sizeof *nll);
-        struct score_run r = {.text = text, .n = n, .L = L, .nll = nll};
+        struct score_run r = {.ids = ids.id, .n = n, .L = L, .bos = bos, .nll = nll};
         long full = n / L;
         rc = lx_eval_windows(&m, &spec, full, (int)L, score_fill, score_score, &r, err);
         if (rc == LX_OK && n % L) {     /* the tail: one shorter window, same spec (resolved for L) */
-            struct score_run tail = {.text = text + full * L, .n = n % L, .L = n % L, .nll = nll + full * L};
+            struct score_run tail = {.ids = ids.id + full * L, .n = n % L, .L = n % L, .bos = bos,
+                                     .nll = nll + full * L};
             rc = lx_eval_windows(&m, &spec, 1, (int)(n % L), score_fill, score_score, &tail, err);
         }
     }
@@ -175,7 +205,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         lx_buf_num(json, sum / (double)n);
         lx_buf_puts(json, ",\n  \"tokens\": [");
         for (long i = 0; i < n; i++)
-            lx_buf_printf(json, "%s%d", i ? "," : "", text[i]);
+            lx_buf_printf(json, "%s%d", i ? "," : "", (int)ids.id[i]);
         lx_buf_puts(json, "],\n  \"nll\": [");
         for (long i = 0; i < n; i++) {
             lx_buf_puts(json, i ? "," : "");
@@ -185,6 +215,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     }
     free(nll);
     free(text);
+    lx_ids_free(&ids);
     lx_stack_release(&st);
     lx_doc_release(&d1);
     lx_doc_release(&d2);

@@ -3,9 +3,11 @@
 ** with an optional evaluation-time method stack, as JSON. Lets anyone check a
 ** checkpoint from outside lenx (e.g. against tests/ref/lenx_torch.py).
 **
-** The text's bytes are cut into consecutive windows of `length` tokens (the
-** last one may be shorter); each window is scored like a `ppl` window: input
-** [BOS, s0 .. s_{L−2}], every token s0 .. s_{L−1} scored.
+** The text is tokenized (bytes for lenx's own vocabulary, else the tokenizer
+** found beside the model: llama2.c tokenizer.bin, HF tokenizer.json) and cut
+** into consecutive windows of `length` tokens (the last one may be shorter);
+** each window is scored like a `ppl` window: input [BOS, s0 .. s_{L−2}],
+** every token s0 .. s_{L−1} scored.
 */
 #ifndef LX_SCORE_H
 #define LX_SCORE_H

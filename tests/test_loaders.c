@@ -21,6 +21,8 @@
 #include "harness/engine/checkpoint.h"
 #include "harness/engine/hf.h"
 #include "harness/engine/safetensors.h"
+#include "harness/engine/tokenizer.h"
+#include "harness/core/json.h"
 #include "harness/modelcmd.h"
 #include "harness/score.h"
 #include "tests/stack.h"
@@ -239,6 +241,14 @@ Test(loaders, llama2c_greedy_200_steps)
     cr_assert_eq(lx_read_file(path, &want, &n, 0, &err), LX_OK, "%s", err.msg);
     cr_expect_eq(T, 201, "%d tokens before BOS", T - 1);
     cr_expect_str_eq(lx_buf_str(&text), (const char *)want);
+    struct lx_tokenizer *tk;          /* the engine's llama2.c tokenizer decodes the ids to the same text */
+    struct lx_buf dec = {0};
+    cr_assert_eq(lx_tokenizer_open(&tk, tokpath, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_tokenizer_decode(tk, tok, T, &dec, &err), LX_OK, "%s", err.msg);
+    lx_buf_puts(&dec, "\n");
+    cr_expect_str_eq(lx_buf_str(&dec), (const char *)want);
+    lx_buf_free(&dec);
+    lx_tokenizer_free(tk);
     free(want);
     lx_buf_free(&text);
     lx_ckpt_info_release(&info);
@@ -502,4 +512,44 @@ Test(loaders, export_lenx_model_scores_the_same)
     cr_expect(fabs(a1 - a2) < 1e-6, "checkpoint %.9g, export %.9g", a1, a2);
     cr_expect_gt(a1, 1.0);
     lx_model_release(&m);
+}
+
+/* `lenx score` on the .bin: its tokenizer (tok512.bin beside it) encodes
+** story.txt into run.c's input tokens, and the per-token NLL of the first
+** window equals -log softmax of run.c's logits at the target. */
+Test(loaders, score_llama2c_with_its_tokenizer)
+{
+    int tok[N_POS];
+    float *want = reference(tok);
+    char model[512], text[512];
+    shared(model, "stories260K.bin");
+    shared(text, "expected/story.txt");
+    struct lx_score_opts o = {.model = model, .db = "none.db", .text = text, .length = 512};
+    struct lx_buf out = {0};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_score(&o, &out, &err), LX_OK, "%s", err.msg);
+    struct lx_json *doc;
+    cr_assert_eq(lx_json_parse(&doc, out.s, out.len, "score", &err), LX_OK, "%s", err.msg);
+    const struct lx_jv *ids = lx_json_member(lx_json_root(doc), "tokens");
+    const struct lx_jv *nll = lx_json_member(lx_json_root(doc), "nll");
+    cr_assert_geq(lx_json_len(ids), N_POS);
+    double worst = 0;
+    for (int i = 0; i + 1 < N_POS; i++) {
+        int64_t id;
+        double got;
+        cr_assert_eq(lx_json_int(doc, lx_json_at(ids, i), &id, &err), LX_OK);
+        cr_assert_eq(id, tok[i + 1], "token %d", i);
+        cr_assert_eq(lx_json_num(doc, lx_json_at(nll, i), &got, &err), LX_OK);
+        const float *z = want + (size_t)i * V;
+        double mx = z[0], sum = 0;
+        for (int k = 1; k < V; k++)
+            mx = fmax(mx, z[k]);
+        for (int k = 0; k < V; k++)
+            sum += exp(z[k] - mx);
+        worst = fmax(worst, fabs(got - (mx + log(sum) - z[tok[i + 1]])));
+    }
+    cr_expect_leq(worst, 1e-4, "max |nll - run.c's| = %g", worst);
+    lx_json_free(doc);
+    lx_buf_free(&out);
+    free(want);
 }
