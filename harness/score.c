@@ -142,6 +142,34 @@ static void score_score(void *ctx, long w, const float *loss, const float *logit
     memcpy(r->nll + w * r->L, loss, sizeof(float) * (size_t)r->L);
 }
 
+/* The result: model, methods, lengths, the tokens and their NLL. */
+static void score_json(struct lx_buf *json, const char *path, const struct lx_ckpt_info *info, const char *methods,
+                       long L, const struct lx_ids *ids, const float *nll)
+{
+    long n = ids->n;
+    double sum = 0.0;
+    for (long i = 0; i < n; i++)
+        sum += nll[i];
+    lx_buf_puts(json, "{\n  \"model\": ");
+    lx_buf_json_str(json, path);
+    lx_buf_puts(json, ",\n  \"model_key\": ");
+    lx_buf_json_str(json, info->model_key);
+    lx_buf_puts(json, ",\n  \"methods\": ");
+    lx_buf_json_str(json, methods);
+    lx_buf_printf(json, ",\n  \"train_len\": %ld,\n  \"length\": %ld,\n  \"n_tokens\": %ld,\n  \"mean_nll\": ",
+                  info->train_len, L, n);
+    lx_buf_num(json, sum / (double)n);
+    lx_buf_puts(json, ",\n  \"tokens\": [");
+    for (long i = 0; i < n; i++)
+        lx_buf_printf(json, "%s%d", i ? "," : "", (int)ids->id[i]);
+    lx_buf_puts(json, "],\n  \"nll\": [");
+    for (long i = 0; i < n; i++) {
+        lx_buf_puts(json, i ? "," : "");
+        lx_buf_num(json, nll[i]);
+    }
+    lx_buf_puts(json, "]\n}\n");
+}
+
 int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error *err)
 {
     char *path = NULL;
@@ -189,29 +217,9 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     if (rc == LX_OK) {
         struct lx_buf canon = {0}, sjson = {0};
         lx_stack_resolved(&st, &spec, &canon, &sjson);
-        double sum = 0.0;
-        for (long i = 0; i < n; i++)
-            sum += nll[i];
-        lx_buf_puts(json, "{\n  \"model\": ");
-        lx_buf_json_str(json, path);
-        lx_buf_puts(json, ",\n  \"model_key\": ");
-        lx_buf_json_str(json, info.model_key);
-        lx_buf_puts(json, ",\n  \"methods\": ");
-        lx_buf_json_str(json, lx_buf_str(&canon));
+        score_json(json, path, &info, lx_buf_str(&canon), L, &ids, nll);
         lx_buf_free(&canon);
         lx_buf_free(&sjson);
-        lx_buf_printf(json, ",\n  \"train_len\": %ld,\n  \"length\": %ld,\n  \"n_tokens\": %ld,\n  \"mean_nll\": ",
-                      info.train_len, L, n);
-        lx_buf_num(json, sum / (double)n);
-        lx_buf_puts(json, ",\n  \"tokens\": [");
-        for (long i = 0; i < n; i++)
-            lx_buf_printf(json, "%s%d", i ? "," : "", (int)ids.id[i]);
-        lx_buf_puts(json, "],\n  \"nll\": [");
-        for (long i = 0; i < n; i++) {
-            lx_buf_puts(json, i ? "," : "");
-            lx_buf_num(json, nll[i]);
-        }
-        lx_buf_puts(json, "]\n}\n");
     }
     free(nll);
     free(text);
