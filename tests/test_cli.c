@@ -609,3 +609,32 @@ Test(cli, data_directory_is_a_setting, .init = setup, .fini = teardown, .timeout
     cr_expect_eq(sh(out, sizeof out, "pfx/bin/lenx --data \"$R/data\" run \"$R/configs/tiny.yaml\" --db r.db "
                     "--dry-run"), 0, "%s", out);
 }
+
+/* `lenx tokenize` (docs/tokenizers.md#lenx-tokenize): llama2.c's ids for a
+** reference string of stories260K (its expected/encode.json), the decode
+** round trip through a pipe, and the exit statuses of bad input. */
+Test(cli, tokenize, .init = setup, .fini = teardown)
+{
+    char out[4096];
+    const char *tok = "/work/shared/models/stories260K/tok512.bin";
+    struct stat sb;
+    if (stat(tok, &sb) != 0)
+        cr_skip_test("%s is absent (the shared stories260K test data)", tok);
+    cr_expect_eq(sh(out, sizeof out, "printf 'Hello, world!' | $L tokenize --tokenizer %s", tok), 0, "%s", out);
+    cr_expect_str_eq(out, "[1, 346, 306, 414, 432, 263, 304, 341, 443]\n");
+    cr_expect_eq(sh(out, sizeof out, "printf 'caf\\303\\251 \\360\\237\\230\\200!' > t.txt && $L tokenize --tokenizer %s "
+                    "--text t.txt | $L tokenize --tokenizer %s --decode | cmp - t.txt", tok, tok), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "printf 'ab' | $L tokenize --tokenizer %s --no-specials --stats", tok), 0, "%s", out);
+    cr_expect(strstr(out, "2 bytes, encode") != NULL && out[strlen(out) - 2] == ']', "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L tokenize --tokenizer %s --info", tok), 0, "%s", out);
+    cr_expect(strstr(out, "\"kind\": \"sentencepiece\", \"vocab_size\": 512, \"bos\": 1, \"eos\": 2") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L tokenize --tokenizer missing.json < /dev/null"), 3, "%s", out);
+    cr_expect(strstr(out, "missing.json: no such file") != NULL, "%s", out);
+    write_file("wp.json", "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}");
+    cr_expect_eq(sh(out, sizeof out, "$L tokenize --tokenizer wp.json < /dev/null"), 2, "%s", out);
+    cr_expect(strstr(out, "wp.json: model.type: unsupported model type \"Unigram\"") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "echo '[1, 9999]' | $L tokenize --tokenizer %s --decode", tok), 2, "%s", out);
+    cr_expect(strstr(out, "id 9999 (at index 1) is outside") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "echo '[1, \"x\"]' | $L tokenize --tokenizer %s --decode", tok), 2, "%s", out);
+    cr_expect(strstr(out, "<stdin>: [1]: expected an integer, found a string") != NULL, "%s", out);
+}

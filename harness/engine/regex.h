@@ -2,7 +2,7 @@
 ** harness/engine/regex.h - Unicode regular expressions for tokenizer.json
 ** pre-tokenizers (the `Split` pattern of each model family, GPT-2's ByteLevel
 ** pattern), so lenx runs the file's own pattern instead of hand-coding one
-** per family (docs/tokenizers.md#pre-tokenizers).
+** per family (docs/tokenizers.md#tokenizerjson).
 **
 ** harness/engine/regex.c is the only file that includes <pcre2.h> (Debian's
 ** libpcre2: Perl-compatible patterns with \p{L}, \p{N}, look-ahead and

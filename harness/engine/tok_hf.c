@@ -75,6 +75,20 @@ static int pattern(const struct lx_json *doc, const struct lx_jv *obj, const cha
     return rc < 0 ? rc : lx_json_str(doc, v, s, n, err);
 }
 
+/* A Replace's string pattern a and its content b (normalizer or decoder). */
+static int replace_args(const struct lx_json *doc, const struct lx_jv *obj, const char **a, size_t *na, const char **b,
+                        size_t *nb, struct lx_error *err)
+{
+    const struct lx_jv *v;
+    int regex, rc;
+    if ((rc = pattern(doc, obj, a, na, &regex, err)) < 0 || (rc = NEED(LX_JSON_STRING, "content", &v)) < 0 ||
+        (rc = lx_json_str(doc, v, b, nb, err)) < 0)
+        return rc;
+    if (regex)
+        return lx_json_err(err, doc, lx_json_member(obj, "pattern"), "unsupported: a Replace by regex");
+    return LX_OK;
+}
+
 /* ---- byte-level alphabet ---- */
 
 /* GPT-2's map: printable Latin-1 bytes stand for themselves, the other 68
@@ -92,14 +106,8 @@ static void byte_alphabet(int unicode_to_byte[324])
 
 /* s[0, n) over the byte alphabet back to raw bytes in out (n bytes at most);
 ** returns the byte count, or -1 at a character outside the alphabet. */
-static long from_alphabet(const char *s, size_t n, char *out)
+static long from_alphabet(const int map[324], const char *s, size_t n, char *out)
 {
-    static int map[324];
-    static int ready;
-    if (!ready) {   /* idempotent: racing threads write the same values */
-        byte_alphabet(map);
-        ready = 1;
-    }
     long k = 0;
     for (size_t i = 0; i < n;) {
         const unsigned char *u = (const unsigned char *)s + i;
@@ -124,7 +132,7 @@ static int model_token(const struct hf *hf, const struct lx_json *doc, const str
         *m = n;
         return LX_OK;
     }
-    long k = from_alphabet(s, n, buf);
+    long k = from_alphabet(hf->alphabet, s, n, buf);
     if (k < 0)
         return lx_json_err(err, doc, where, "token \"%.*s\" has a character outside the byte-level alphabet",
                            (int)(n > 40 ? 40 : n), s);
@@ -297,23 +305,37 @@ static int read_added(struct hf *hf, const struct lx_json *doc, const struct lx_
 
 /* ---- normalizer, pre-tokenizer, decoder ---- */
 
-static int read_normalizer(struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj, struct lx_error *err)
+/* One component that is not a Sequence: its type is read already. */
+typedef int (*component_fn)(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj,
+                            const char *type, struct lx_error *err);
+
+/* A component (null = none), or a {"type": "Sequence", list: [...]} of them in order. */
+static int each_component(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj,
+                          const char *list, component_fn one, struct lx_error *err)
 {
-    const char *type, *a, *b = NULL;
-    size_t na, nb = 0;
-    int regex = 0, rc;
+    const char *type;
     const struct lx_jv *v;
+    int rc;
     if (!obj || lx_json_type(obj) == LX_JSON_NULL)
         return LX_OK;
     if ((rc = type_of(doc, obj, &type, err)) < 0)
         return rc;
-    if (strcmp(type, "Sequence") == 0) {
-        if ((rc = NEED(LX_JSON_ARRAY, "normalizers", &v)) < 0)
-            return rc;
-        for (long i = 0; i < lx_json_len(v) && rc == LX_OK; i++)
-            rc = read_normalizer(hf, doc, lx_json_at(v, i), err);
+    if (strcmp(type, "Sequence") != 0)
+        return one(t, hf, doc, obj, type, err);
+    if ((rc = NEED(LX_JSON_ARRAY, list, &v)) < 0)
         return rc;
-    }
+    for (long i = 0; i < lx_json_len(v) && rc == LX_OK; i++)
+        rc = each_component(t, hf, doc, lx_json_at(v, i), list, one, err);
+    return rc;
+}
+
+static int normalizer_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj,
+                          const char *type, struct lx_error *err)
+{
+    const char *a, *b = NULL;
+    size_t na, nb = 0;
+    int rc;
+    const struct lx_jv *v;
     static const char *const forms[] = {[LX_NFC] = "NFC", [LX_NFD] = "NFD", [LX_NFKC] = "NFKC", [LX_NFKD] = "NFKD"};
     struct hf_norm st = {0};
     if (strcmp(type, "Prepend") == 0) {
@@ -321,11 +343,8 @@ static int read_normalizer(struct hf *hf, const struct lx_json *doc, const struc
             return rc;
         st.kind = HF_PREPEND;
     } else if (strcmp(type, "Replace") == 0) {
-        if ((rc = pattern(doc, obj, &a, &na, &regex, err)) < 0 || (rc = NEED(LX_JSON_STRING, "content", &v)) < 0 ||
-            (rc = lx_json_str(doc, v, &b, &nb, err)) < 0)
+        if ((rc = replace_args(doc, obj, &a, &na, &b, &nb, err)) < 0)
             return rc;
-        if (regex)
-            return lx_json_err(err, doc, lx_json_member(obj, "pattern"), "unsupported: a Replace by regex");
         st.kind = HF_REPLACE;
     } else {
         int f = 0;
@@ -362,22 +381,10 @@ static int read_split(struct hf *hf, const struct lx_json *doc, const struct lx_
     return rc < 0 ? lx_json_err(err, doc, lx_json_member(obj, "pattern"), "%s", e2.msg) : LX_OK;
 }
 
-static int read_pretok(struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj, struct lx_error *err)
+static int pretok_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj,
+                      const char *type, struct lx_error *err)
 {
-    const char *type;
-    const struct lx_jv *v;
     int rc;
-    if (!obj || lx_json_type(obj) == LX_JSON_NULL)
-        return LX_OK;
-    if ((rc = type_of(doc, obj, &type, err)) < 0)
-        return rc;
-    if (strcmp(type, "Sequence") == 0) {
-        if ((rc = NEED(LX_JSON_ARRAY, "pretokenizers", &v)) < 0)
-            return rc;
-        for (long i = 0; i < lx_json_len(v) && rc == LX_OK; i++)
-            rc = read_pretok(hf, doc, lx_json_at(v, i), err);
-        return rc;
-    }
     struct hf_split sp = {0};
     if (strcmp(type, "Split") == 0) {
         rc = read_split(hf, doc, obj, &sp, err);
@@ -403,34 +410,21 @@ static int read_pretok(struct hf *hf, const struct lx_json *doc, const struct lx
     return LX_OK;
 }
 
-static int read_decoder(struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj, struct lx_error *err)
+static int decoder_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj,
+                       const char *type, struct lx_error *err)
 {
-    const char *type, *a, *b;
+    const char *a, *b;
     size_t na, nb;
-    int regex, rc;
+    int rc;
     const struct lx_jv *v;
     int64_t start = 0, stop = 0;
-    if (!obj || lx_json_type(obj) == LX_JSON_NULL)
-        return LX_OK;
-    if ((rc = type_of(doc, obj, &type, err)) < 0)
-        return rc;
-    if (strcmp(type, "Sequence") == 0) {
-        if ((rc = NEED(LX_JSON_ARRAY, "decoders", &v)) < 0)
-            return rc;
-        for (long i = 0; i < lx_json_len(v) && rc == LX_OK; i++)
-            rc = read_decoder(hf, doc, lx_json_at(v, i), err);
-        return rc;
-    }
     if (strcmp(type, "ByteLevel") == 0 || strcmp(type, "Fuse") == 0)
         return LX_OK;   /* byte-level tokens are raw bytes already; decoding always fuses */
     if (strcmp(type, "ByteFallback") == 0) {
         hf->dec_bytes = 1;
     } else if (strcmp(type, "Replace") == 0) {
-        if ((rc = pattern(doc, obj, &a, &na, &regex, err)) < 0 || (rc = NEED(LX_JSON_STRING, "content", &v)) < 0 ||
-            (rc = lx_json_str(doc, v, &b, &nb, err)) < 0)
+        if ((rc = replace_args(doc, obj, &a, &na, &b, &nb, err)) < 0)
             return rc;
-        if (regex)
-            return lx_json_err(err, doc, lx_json_member(obj, "pattern"), "unsupported: a Replace by regex");
         hf->repl = lx_xrealloc(hf->repl, (size_t)(hf->n_repl + 1) * sizeof *hf->repl);
         struct hf_replace *r = &hf->repl[hf->n_repl++];
         r->a = lx_xmalloc(na + 1), memcpy(r->a, a, na), r->na = na;
@@ -477,22 +471,11 @@ static int template_id(const struct lx_json *doc, const struct lx_jv *post, cons
 
 /* post_processor: TemplateProcessing's single template [special, $A, special]
 ** gives BOS and EOS and says they are added; ByteLevel adds nothing. */
-static int read_post(struct lx_tokenizer *t, const struct lx_json *doc, const struct lx_jv *obj, struct lx_error *err)
+static int post_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj,
+                    const char *type, struct lx_error *err)
 {
-    const char *type;
     const struct lx_jv *v;
     int rc;
-    if (!obj || lx_json_type(obj) == LX_JSON_NULL)
-        return LX_OK;
-    if ((rc = type_of(doc, obj, &type, err)) < 0)
-        return rc;
-    if (strcmp(type, "Sequence") == 0) {
-        if ((rc = NEED(LX_JSON_ARRAY, "processors", &v)) < 0)
-            return rc;
-        for (long i = 0; i < lx_json_len(v) && rc == LX_OK; i++)
-            rc = read_post(t, doc, lx_json_at(v, i), err);
-        return rc;
-    }
     if (strcmp(type, "ByteLevel") == 0)
         return LX_OK;
     if (strcmp(type, "TemplateProcessing") != 0)
@@ -629,13 +612,14 @@ static int read_all(struct lx_tokenizer *t, struct hf *hf, const struct lx_json 
     if ((rc = NEED(LX_JSON_OBJECT, "model", &model)) < 0 || (rc = opt(doc, obj, "added_tokens", LX_JSON_ARRAY, &added, err)) < 0)
         return rc;
     hf->bytelevel = has_bytelevel(lx_json_member(obj, "pre_tokenizer")) || has_bytelevel(lx_json_member(obj, "decoder"));
+    byte_alphabet(hf->alphabet);
     lx_bpe_init(&hf->bpe, vocab_size(lx_json_member(model, "vocab"), added));
     hf->text = lx_xcalloc((size_t)hf->bpe.n_vocab + 1, sizeof *hf->text);
     if ((rc = read_model(hf, doc, model, err)) < 0 || (rc = read_added(hf, doc, added, err)) < 0 ||
-        (rc = read_normalizer(hf, doc, lx_json_member(obj, "normalizer"), err)) < 0 ||
-        (rc = read_pretok(hf, doc, lx_json_member(obj, "pre_tokenizer"), err)) < 0 ||
-        (rc = read_decoder(hf, doc, lx_json_member(obj, "decoder"), err)) < 0 ||
-        (rc = read_post(t, doc, lx_json_member(obj, "post_processor"), err)) < 0)
+        (rc = each_component(t, hf, doc, lx_json_member(obj, "normalizer"), "normalizers", normalizer_one, err)) < 0 ||
+        (rc = each_component(t, hf, doc, lx_json_member(obj, "pre_tokenizer"), "pretokenizers", pretok_one, err)) < 0 ||
+        (rc = each_component(t, hf, doc, lx_json_member(obj, "decoder"), "decoders", decoder_one, err)) < 0 ||
+        (rc = each_component(t, hf, doc, lx_json_member(obj, "post_processor"), "processors", post_one, err)) < 0)
         return rc;
     return read_config(t, hf, err);
 }

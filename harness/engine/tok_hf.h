@@ -47,6 +47,7 @@ struct hf_replace {
 struct hf {
     struct lx_bpe bpe;              /* the model: vocabulary (raw bytes for byte-level) and merges */
     int bytelevel;                  /* byte-level BPE (tokens are bytes through GPT-2's byte map) */
+    int alphabet[324];              /* that map backwards: code point -> byte, -1 outside it */
     struct hf_added *added;         /* (n_added,) added tokens, longest first */
     int n_added;
     uint8_t first[32];              /* bit set of the added tokens' first bytes */

@@ -7,7 +7,9 @@
 //   node tests/ref/tokenizers_ref.js          # rewrite tests/ref/tok_*.json
 //   node tests/ref/tokenizers_ref.js --bench  # encode throughput, library vs lenx, one run
 //
-// Writes, per tokenizer NAME (llama2, qwen3):
+// Writes tests/ref/tok_tiny.json (a small byte-level tokenizer.json made here)
+// and tests/ref/tok_tiny_edge.json (the library's ids for it), and per tokenizer
+// NAME (llama2, qwen3):
 //   tests/ref/tok_NAME_edge.json    the edge cases: text, ids without the
 //                                   post-processor's specials, ids with them, decode(ids)
 //   tests/ref/tok_NAME_corpus.json  >= 1 MB of Austen and State of the Union text in
@@ -82,7 +84,60 @@ function idsHash(ids) {
     return crypto.createHash('sha256').update(b).digest('hex');
 }
 
+// A tiny byte-level tokenizer.json written here, for what the two real files do
+// not use: GPT-2's ByteLevel regex with add_prefix_space, a Digits pre-tokenizer
+// before it, ignore_merges, added tokens with lstrip / rstrip, and a template
+// that appends EOS.
+function tinyTokenizer() {
+    const bs = [];
+    for (let b = 0; b < 256; b++)
+        if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255)) bs.push(b);
+    const ch = {};
+    bs.forEach((b) => { ch[b] = String.fromCodePoint(b); });
+    let k = 0;
+    for (let b = 0; b < 256; b++) if (!(b in ch)) ch[b] = String.fromCodePoint(256 + k++);
+    const vocab = {};
+    for (let b = 0; b < 256; b++) vocab[ch[b]] = b;
+    const merges = [['Ġ', 't'], ['h', 'e'], ['Ġt', 'he'], ['i', 'n'], ['Ġ', 'a'], ['Ġa', 'n'], ['Ġan', 'd'],
+        ['1', '2'], ['Ġ', 'Ġ'], ['l', 'l']];
+    for (const [a, b] of merges) vocab[a + b] = Object.keys(vocab).length;
+    vocab['Ġhello'] = Object.keys(vocab).length;   // reachable only whole (ignore_merges)
+    const n = Object.keys(vocab).length;
+    const added = (id, content, special, lstrip, rstrip) =>
+        ({ id, content, single_word: false, lstrip, rstrip, normalized: false, special });
+    return {
+        version: '1.0', truncation: null, padding: null,
+        added_tokens: [added(n, '<|end|>', true, true, false), added(n + 1, '[X]', false, false, true)],
+        normalizer: null,
+        pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: false },
+            { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true }] },
+        post_processor: { type: 'TemplateProcessing', single: [{ Sequence: { id: 'A', type_id: 0 } },
+            { SpecialToken: { id: '<|end|>', type_id: 0 } }], pair: [],
+            special_tokens: { '<|end|>': { id: '<|end|>', ids: [n], tokens: ['<|end|>'] } } },
+        decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+        model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null,
+            end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: true,
+            vocab, merges },
+    };
+}
+
+const TINY_EDGE = ['', 'the and hello', 'hello', 'Hello', 'x1234y 56', 'the<|end|>', 'a  <|end|>  b', '[X]   q',
+    'in the   end\n\n', ' leading', 'tab\there', 'ünïcode 😀', 'shell hello hellos', '12 123 1212'];
+
 async function writeRefs() {
+    fs.writeFileSync(path.join(__dirname, 'tok_tiny.json'), JSON.stringify(tinyTokenizer()) + '\n');
+    {
+        const tok = Tokenizer.fromFile(path.join(__dirname, 'tok_tiny.json'));
+        const edge = [];
+        for (const text of TINY_EDGE) {
+            const ids = (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
+            const withSpecials = (await tok.encode(text)).getIds();
+            edge.push({ text, ids, ids_with_specials: withSpecials, decoded: await tok.decode(ids, false) });
+        }
+        fs.writeFileSync(path.join(__dirname, 'tok_tiny_edge.json'),
+            '[\n' + edge.map((e) => JSON.stringify(e)).join(',\n') + '\n]\n');
+        console.log(`tiny: ${edge.length} edge cases`);
+    }
     const cs = chunks();
     const total = cs.reduce((s, c) => s + c[2], 0);
     for (const name of NAMES) {
@@ -110,7 +165,8 @@ async function writeRefs() {
 // Encode the same text with the library and with `lenx tokenize --stats`
 // (which times its own encode, excluding loading), one after the other.
 async function bench() {
-    const text = chunks().map((c) => c[3]).join('');
+    const cs = chunks();
+    const text = cs.map((c) => c[3]).join('');
     const file = path.join(root, 'build', 'tokenizers', 'bench.txt');
     fs.writeFileSync(file, text);
     const mb = Buffer.byteLength(text) / 1e6;
@@ -121,13 +177,19 @@ async function bench() {
         const t0 = process.hrtime.bigint();
         const ids = (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
         const whole = Number(process.hrtime.bigint() - t0) / 1e9;
+        // ... and chunk by chunk (34 calls of about 32 KB), its more usual use.
+        const t1 = process.hrtime.bigint();
+        for (const c of cs)
+            await tok.encode(c[3], null, { addSpecialTokens: false });
+        const chunked = Number(process.hrtime.bigint() - t1) / 1e9;
         const r = spawnSync(path.join(root, 'lenx'),
             ['tokenize', '--tokenizer', tokPath(name), '--text', file, '--no-specials', '--stats'],
             { stdio: ['ignore', 'ignore', 'pipe'] });
         const stats = r.stderr.toString();
         const m = /encode ([0-9.]+) s, ([0-9]+) tokens/.exec(stats);
         console.log(`${name}: ${mb.toFixed(2)} MB, reference ${ids.length} tokens in ${whole.toFixed(3)} s ` +
-            `(${(mb / whole).toFixed(2)} MB/s); lenx ${m ? m[2] : '?'} tokens in ${m ? m[1] : '?'} s ` +
+            `(${(mb / whole).toFixed(2)} MB/s), in chunks ${chunked.toFixed(3)} s ` +
+            `(${(mb / chunked).toFixed(2)} MB/s); lenx ${m ? m[2] : '?'} tokens in ${m ? m[1] : '?'} s ` +
             `(${m ? (mb / Number(m[1])).toFixed(2) : '?'} MB/s)`);
     }
 }
