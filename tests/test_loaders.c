@@ -553,3 +553,38 @@ Test(loaders, score_llama2c_with_its_tokenizer)
     lx_buf_free(&out);
     free(want);
 }
+
+/* rope_scaling onto lenx's methods: linear -> pi and yarn -> yarn trained in
+** (the stack compiles, and its frequencies are the rescaled ones), dynamic ->
+** ntk as the evaluation stack. */
+Test(loaders, hf_rope_scaling_native_stack)
+{
+    static const char *const cases[][3] = {
+        {CFG(5, true, ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 4.0}"),
+         "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}},{\"pi\":{\"scale\":4,\"train\":true}}]", "[]"},
+        {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                      "\"original_max_position_embeddings\": 128}"),
+         "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}},{\"yarn\":{\"scale\":4,\"original\":128,\"beta_fast\":32,"
+         "\"beta_slow\":1,\"attn_factor\":1,\"train\":true}}]", "[]"},
+        {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2}"),
+         "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}}]", "[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":2}}]"},
+    };
+    char path[600];
+    snprintf(path, sizeof path, "%s/hf", dir);
+    for (int i = 0; i < 3; i++) {
+        struct lx_model m;
+        struct lx_ckpt_info info;
+        struct tstack s;
+        hf_copy(cases[i][0]);
+        load(&m, &info, path);
+        cr_expect_str_eq(info.stack, cases[i][1]);
+        cr_expect_str_eq(info.eval_stack ? info.eval_stack : "[]", cases[i][2]);
+        struct lx_facts f = tfacts(8, info.train_len, 8, 4096);
+        tstack_make(&s, info.stack, &f);
+        if (i == 0)     /* PI: every frequency divided by 4 */
+            cr_expect_float_eq(s.spec.rotary.inv_freq[1], pow(10000, -2.0 / 8) / 4, 1e-15);
+        tstack_free(&s);
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+    }
+}
