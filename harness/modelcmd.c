@@ -1,15 +1,19 @@
 /*
-** harness/modelcmd.c - `lenx show model` and `lenx export --hf` (see modelcmd.h).
+** harness/modelcmd.c - the model commands: `lenx score`, `lenx show model`,
+** `lenx export --hf` (see modelcmd.h).
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/modelcmd.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "harness/cli.h"
 #include "harness/engine/checkpoint.h"
 #include "harness/engine/hf.h"
 #include "harness/score.h"
+#include "results/store.h"
 
 static double now(void)
 {

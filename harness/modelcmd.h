@@ -1,5 +1,6 @@
 /*
-** harness/modelcmd.h - `lenx show model PATH` and `lenx export --hf DIR
+** harness/modelcmd.h - the model commands: `lenx score` (its logic in
+** score.c), `lenx show model PATH` and `lenx export --hf DIR
 ** --model M`: what a model file or directory of any format lenx reads holds,
 ** and a lenx model written as a Hugging Face directory
 ** (docs/checkpoints.md#other-formats).
@@ -16,5 +17,6 @@ int lx_modelcmd_show(const char *model, const char *db, struct lx_buf *out, stru
 
 /* Load model (any format) and write it to dir as a Hugging Face directory. */
 int lx_modelcmd_export(const char *model, const char *db, const char *dir, struct lx_error *err);
+
 
 #endif

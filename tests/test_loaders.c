@@ -21,6 +21,8 @@
 #include "harness/engine/checkpoint.h"
 #include "harness/engine/hf.h"
 #include "harness/engine/safetensors.h"
+#include "harness/engine/tokenizer.h"
+#include "harness/core/json.h"
 #include "harness/modelcmd.h"
 #include "harness/score.h"
 #include "tests/stack.h"
@@ -239,6 +241,14 @@ Test(loaders, llama2c_greedy_200_steps)
     cr_assert_eq(lx_read_file(path, &want, &n, 0, &err), LX_OK, "%s", err.msg);
     cr_expect_eq(T, 201, "%d tokens before BOS", T - 1);
     cr_expect_str_eq(lx_buf_str(&text), (const char *)want);
+    struct lx_tokenizer *tk;          /* the engine's llama2.c tokenizer decodes the ids to the same text */
+    struct lx_buf dec = {0};
+    cr_assert_eq(lx_tokenizer_open(&tk, tokpath, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_tokenizer_decode(tk, tok, T, &dec, &err), LX_OK, "%s", err.msg);
+    lx_buf_puts(&dec, "\n");
+    cr_expect_str_eq(lx_buf_str(&dec), (const char *)want);
+    lx_buf_free(&dec);
+    lx_tokenizer_free(tk);
     free(want);
     lx_buf_free(&text);
     lx_ckpt_info_release(&info);
@@ -383,31 +393,39 @@ static void hf_copy(const char *config)
     "\"num_hidden_layers\": " #layers ", \"num_attention_heads\": 8, \"num_key_value_heads\": 4, " \
     "\"vocab_size\": 512, \"tie_word_embeddings\": " #tie extra "}"
 
-Test(loaders, hf_bad_config)
+/* Each config.json in the BF16 directory, and what its error names. */
+static void hf_cases(const char *const (*cases)[3], int n)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/hf", dir);
-    hf_copy("{\"model_type\": \"gpt2\"}");
-    expect_error(path, "hf/config.json: model_type", "'gpt2' is not one lenx reads");
-    hf_copy(CFG(5, true, ", \"hidden_act\": \"gelu\""));
-    expect_error(path, "config.json: hidden_act", "'gelu'");
-    hf_copy(CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4}"));
-    expect_error(path, "config.json: rope_scaling.rope_type", "'longrope' has no lenx method");
-    hf_copy(CFG(0, true, ""));
-    expect_error(path, "config.json", "num_hidden_layers is 0");
+    for (int i = 0; i < n; i++) {
+        hf_copy(cases[i][0]);
+        expect_error(path, cases[i][1], cases[i][2]);
+    }
+}
+
+Test(loaders, hf_bad_config)
+{
+    static const char *const cases[][3] = {
+        {"{\"model_type\": \"gpt2\"}", "hf/config.json: model_type", "'gpt2' is not one lenx reads"},
+        {CFG(5, true, ", \"hidden_act\": \"gelu\""), "config.json: hidden_act", "'gelu'"},
+        {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4}"),
+         "config.json: rope_scaling.rope_type", "'longrope' has no lenx method"},
+        {CFG(0, true, ""), "config.json", "num_hidden_layers is 0"},
+    };
+    hf_cases(cases, 4);
 }
 
 Test(loaders, hf_shape_and_missing_tensor)
 {
-    char path[600];
-    snprintf(path, sizeof path, "%s/hf", dir);
-    hf_copy("{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 100, \"num_hidden_layers\": 5,"
-            "\"num_attention_heads\": 8, \"num_key_value_heads\": 4, \"vocab_size\": 512, \"tie_word_embeddings\": true}");
-    expect_error(path, "tensor 'model.layers.0.mlp.gate_proj.weight' in", "has shape [172, 64], expected [100, 64]");
-    hf_copy(CFG(6, true, ""));
-    expect_error(path, "no tensor 'model.layers.5.input_layernorm.weight'", "model.safetensors");
-    hf_copy(CFG(5, false, ""));
-    expect_error(path, "hf: no tensor 'lm_head.weight'", "model.safetensors");
+    static const char *const cases[][3] = {
+        {"{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 100, \"num_hidden_layers\": 5,"
+         "\"num_attention_heads\": 8, \"num_key_value_heads\": 4, \"vocab_size\": 512, \"tie_word_embeddings\": true}",
+         "tensor 'model.layers.0.mlp.gate_proj.weight' in", "has shape [172, 64], expected [100, 64]"},
+        {CFG(6, true, ""), "no tensor 'model.layers.5.input_layernorm.weight'", "model.safetensors"},
+        {CFG(5, false, ""), "hf: no tensor 'lm_head.weight'", "model.safetensors"},
+    };
+    hf_cases(cases, 3);
 }
 
 Test(loaders, hf_truncated_shard_and_missing_file)
@@ -494,4 +512,91 @@ Test(loaders, export_lenx_model_scores_the_same)
     cr_expect(fabs(a1 - a2) < 1e-6, "checkpoint %.9g, export %.9g", a1, a2);
     cr_expect_gt(a1, 1.0);
     lx_model_release(&m);
+}
+
+/* `lenx score` on the .bin: its tokenizer (tok512.bin beside it) encodes
+** story.txt into run.c's input tokens, and the per-token NLL of the first
+** window equals -log softmax of run.c's logits at the target. */
+Test(loaders, score_llama2c_with_its_tokenizer)
+{
+    int tok[N_POS];
+    float *want = reference(tok);
+    char model[512], text[512];
+    shared(model, "stories260K.bin");
+    shared(text, "expected/story.txt");
+    /* score encodes the file as a segment (no dummy prefix, as ppl windows do);
+    ** run.c encodes with SentencePiece's dummy prefix space: give it explicitly */
+    unsigned char *story;
+    long n_story;
+    struct lx_error rerr = {{0}};
+    cr_assert_eq(lx_read_file(text, &story, &n_story, 0, &rerr), LX_OK, "%s", rerr.msg);
+    char spaced[64];
+    snprintf(spaced, sizeof spaced, "/tmp/lenx-story-%d.txt", (int)getpid());
+    FILE *f = fopen(spaced, "wb");
+    cr_assert(f && fputc(' ', f) == ' ' && fwrite(story, 1, (size_t)n_story, f) == (size_t)n_story && fclose(f) == 0);
+    free(story);
+    struct lx_score_opts o = {.model = model, .db = "none.db", .text = spaced, .length = 512};
+    struct lx_buf out = {0};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_score(&o, &out, &err), LX_OK, "%s", err.msg);
+    struct lx_json *doc;
+    cr_assert_eq(lx_json_parse(&doc, out.s, out.len, "score", &err), LX_OK, "%s", err.msg);
+    const struct lx_jv *ids = lx_json_member(lx_json_root(doc), "tokens");
+    const struct lx_jv *nll = lx_json_member(lx_json_root(doc), "nll");
+    cr_assert_geq(lx_json_len(ids), N_POS);
+    double worst = 0;
+    for (int i = 0; i + 1 < N_POS; i++) {
+        int64_t id;
+        double got;
+        cr_assert_eq(lx_json_int(doc, lx_json_at(ids, i), &id, &err), LX_OK);
+        cr_assert_eq(id, tok[i + 1], "token %d", i);
+        cr_assert_eq(lx_json_num(doc, lx_json_at(nll, i), &got, &err), LX_OK);
+        const float *z = want + (size_t)i * V;
+        double mx = z[0], sum = 0;
+        for (int k = 1; k < V; k++)
+            mx = fmax(mx, z[k]);
+        for (int k = 0; k < V; k++)
+            sum += exp(z[k] - mx);
+        worst = fmax(worst, fabs(got - (mx + log(sum) - z[tok[i + 1]])));
+    }
+    cr_expect_leq(worst, 1e-4, "max |nll - run.c's| = %g", worst);
+    unlink(spaced);
+    lx_json_free(doc);
+    lx_buf_free(&out);
+    free(want);
+}
+
+/* rope_scaling onto lenx's methods: linear -> pi and yarn -> yarn trained in
+** (the stack compiles, and its frequencies are the rescaled ones), dynamic ->
+** ntk as the evaluation stack. */
+Test(loaders, hf_rope_scaling_native_stack)
+{
+    static const char *const cases[][3] = {
+        {CFG(5, true, ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 4.0}"),
+         "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}},{\"pi\":{\"scale\":4,\"train\":true}}]", "[]"},
+        {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                      "\"original_max_position_embeddings\": 128}"),
+         "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}},{\"yarn\":{\"scale\":4,\"original\":128,\"beta_fast\":32,"
+         "\"beta_slow\":1,\"attn_factor\":1,\"train\":true}}]", "[]"},
+        {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2}"),
+         "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}}]", "[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":2}}]"},
+    };
+    char path[600];
+    snprintf(path, sizeof path, "%s/hf", dir);
+    for (int i = 0; i < 3; i++) {
+        struct lx_model m;
+        struct lx_ckpt_info info;
+        struct tstack s;
+        hf_copy(cases[i][0]);
+        load(&m, &info, path);
+        cr_expect_str_eq(info.stack, cases[i][1]);
+        cr_expect_str_eq(info.eval_stack ? info.eval_stack : "[]", cases[i][2]);
+        struct lx_facts f = tfacts(8, info.train_len, 8, 4096);
+        tstack_make(&s, info.stack, &f);
+        if (i == 0)     /* PI: every frequency divided by 4 */
+            cr_expect_float_eq(s.spec.rotary.inv_freq[1], pow(10000, -2.0 / 8) / 4, 1e-15);
+        tstack_free(&s);
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+    }
 }

@@ -166,10 +166,14 @@ static int load_lenx(struct lx_model *m, const char *path, struct lx_ckpt_info *
 }
 
 /* 1 when path starts like a llama2.c header: at least 9 bytes, not '{' at
-** byte 8 (where a safetensors header's JSON begins). */
+** byte 8 (where a safetensors header's JSON begins), and not named
+** .safetensors (a damaged checkpoint gets the safetensors reader's message). */
 static int looks_llama2c(const char *path)
 {
     unsigned char b[9];
+    size_t n = strlen(path);
+    if (n >= 12 && strcmp(path + n - 12, ".safetensors") == 0)
+        return 0;
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return 0;

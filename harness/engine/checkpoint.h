@@ -40,9 +40,9 @@ struct lx_ckpt_info {
 int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err);
 
 /* Read a model in any format lenx reads: a directory is a Hugging Face
-** directory (hf.h), a file starting like a llama2.c header rather than a
-** safetensors one (no '{' at byte 8) a llama2.c `.bin` (llama2c.h), else a
-** lenx checkpoint:
+** directory (hf.h), a file not named .safetensors and starting like a
+** llama2.c header rather than a safetensors one (no '{' at byte 8) a llama2.c
+** `.bin` (llama2c.h), else a lenx checkpoint:
 ** the architecture from its metadata, then every tensor,
 ** checked by name and shape, and the data buffer checked against the embedded
 ** lenx_weights_sha256 (LX_EIO naming the file when it differs; a file without

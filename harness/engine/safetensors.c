@@ -2,11 +2,11 @@
 ** harness/engine/safetensors.c - reading and writing safetensors files (see
 ** safetensors.h for the layout).
 **
-** The header is parsed by a small strict JSON parser (objects, arrays,
-** strings with escapes, integers; nothing else appears in a safetensors
-** header) into a tree of struct jval, which read_header() then checks against
-** the format and moves into a struct lx_st_file. Every rejection names the
-** file and, where it has one, the byte offset in the header.
+** The header is parsed by harness/core/json.h (jansson: strict UTF-8,
+** duplicate keys refused, errors with line and column), then read_header()
+** checks it against the format, strictly (integers only where integers
+** belong, no unknown fields, no NUL inside a name or value), into a struct
+** lx_st_file. Every rejection names the file and the header field.
 **
 ** The writer builds the header text in a struct lx_buf, pads it with spaces so
 ** the data buffer starts 8-byte aligned, and streams header and tensors into
@@ -31,10 +31,9 @@
 #include <unistd.h>
 
 #include "harness/core/hash.h"
+#include "harness/core/json.h"
 
 #define ST_MAX_HEADER 100000000u    /* bytes; the reference implementation's limit */
-#define ST_MAX_DEPTH 32             /* JSON nesting; a real header needs 3 */
-#define ST_NO_OFFSET ((size_t)-1)   /* herr(): no header position to report */
 #define ST_MAX_LISTED 16            /* names listed in a "no tensor" message */
 
 #define HINT_DAMAGED "the file is damaged or not a safetensors file"
@@ -49,71 +48,8 @@ static int host_is_little_endian(void)
 }
 
 /* ---------------------------------------------------------------------------
-** JSON: just enough for a safetensors header, and strict about it.
+** UTF-8, for what the writer stores.
 */
-
-enum { J_OBJ, J_ARR, J_STR, J_INT };
-
-struct jval {
-    int type;               /* J_OBJ, J_ARR, J_STR or J_INT */
-    size_t off;             /* byte offset of the value in the header */
-    char *str;              /* J_STR: NUL-terminated UTF-8 */
-    int64_t num;            /* J_INT */
-    int n;                  /* J_OBJ, J_ARR: members */
-    char **keys;            /* J_OBJ: (n,) member names; NULL once moved out */
-    struct jval *items;     /* J_OBJ, J_ARR: (n,) members */
-};
-
-struct jparse {
-    const unsigned char *s; /* (n,) header text, not NUL-terminated */
-    size_t n;               /* header length in bytes */
-    size_t i;               /* cursor */
-    const char *path;       /* the file, for messages */
-    struct lx_error *err;   /* where messages go */
-};
-
-static void jval_free(struct jval *v)
-{
-    free(v->str);
-    for (int k = 0; k < v->n; k++) {
-        if (v->keys)
-            free(v->keys[k]);
-        jval_free(&v->items[k]);
-    }
-    free(v->keys);
-    free(v->items);
-    memset(v, 0, sizeof *v);
-}
-
-/* A syntax error at header byte off. */
-static int jerr(struct jparse *p, size_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int jerr(struct jparse *p, size_t off, const char *fmt, ...)
-{
-    char what[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    return lx_err(p->err, LX_EINVAL,
-                  "%s: malformed header at header byte %zu (file byte %zu): %s\n"
-                  "  hint: " HINT_DAMAGED "; its header is the JSON object after the first 8 bytes",
-                  p->path, off, off + 8, what);
-}
-
-/* A well-formed header that breaks the format's rules; off may be ST_NO_OFFSET. */
-static int herr(struct jparse *p, size_t off, const char *hint, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int herr(struct jparse *p, size_t off, const char *hint, const char *fmt, ...)
-{
-    char what[768], where[64] = "";
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    if (off != ST_NO_OFFSET)
-        snprintf(where, sizeof where, " (header byte %zu)", off);
-    return lx_err(p->err, LX_EINVAL, "%s: %s%s\n  hint: %s", p->path, what, where, hint);
-}
 
 /* 1 when s (n bytes) is valid UTF-8 (no overlongs, surrogates or code points past
 ** U+10FFFF); otherwise 0 and *bad is the offset of the first bad sequence. */
@@ -146,283 +82,6 @@ static int utf8_valid(const unsigned char *s, size_t n, size_t *bad)
     }
     *bad = i;
     return i == n;
-}
-
-static void skip_ws(struct jparse *p)
-{
-    while (p->i < p->n && (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r'))
-        p->i++;
-}
-
-static int is_digit(unsigned char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-/* Four hex digits at header byte at, all before limit; -1 when not. */
-static int hex4(const struct jparse *p, size_t at, size_t limit, unsigned *out)
-{
-    unsigned v = 0;
-    if (at + 4 > limit)
-        return -1;
-    for (int k = 0; k < 4; k++) {
-        unsigned char c = p->s[at + k];
-        v <<= 4;
-        if (is_digit(c))
-            v |= c - '0';
-        else if (c >= 'a' && c <= 'f')
-            v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F')
-            v |= c - 'A' + 10;
-        else
-            return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static size_t put_utf8(char *o, unsigned cp)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | cp >> 6);
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | cp >> 12);
-        o[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | cp >> 18);
-    o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    o[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* A \uXXXX escape (with its low surrogate when it is a high one) starting at
-** header byte *i, the backslash, and ending before end. Appends UTF-8 to o. */
-static int parse_u_escape(struct jparse *p, size_t *i, size_t end, char *o, size_t *k)
-{
-    size_t at = *i;
-    unsigned cp, lo;
-    if (hex4(p, at + 2, end, &cp))
-        return jerr(p, at, "\\u must be followed by 4 hex digits");
-    *i = at + 6;
-    if (cp >= 0xDC00 && cp <= 0xDFFF)
-        return jerr(p, at, "lone low surrogate \\u%04X", cp);
-    if (cp >= 0xD800 && cp <= 0xDBFF) {
-        if (*i + 1 >= end || p->s[*i] != '\\' || p->s[*i + 1] != 'u' || hex4(p, *i + 2, end, &lo) ||
-            lo < 0xDC00 || lo > 0xDFFF)
-            return jerr(p, at, "high surrogate \\u%04X is not followed by a low surrogate \\uDC00..\\uDFFF", cp);
-        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-        *i += 6;
-    }
-    if (cp == 0)
-        return jerr(p, at, "\\u0000 (NUL) inside a string is not supported");
-    *k += put_utf8(o + *k, cp);
-    return LX_OK;
-}
-
-/* A string at the cursor (on its opening quote) into a new NUL-terminated *out. */
-static int parse_string(struct jparse *p, char **out)
-{
-    static const char esc_in[] = "\"\\/bfnrt", esc_out[] = "\"\\/\b\f\n\r\t";
-    size_t start = p->i, end = start + 1;
-    while (end < p->n && p->s[end] != '"')
-        end += p->s[end] == '\\' ? 2 : 1;
-    if (end >= p->n)
-        return jerr(p, start, "unterminated string");
-    char *o = lx_xmalloc(end - start);      /* decoding never lengthens the text */
-    size_t i = start + 1, k = 0;
-    while (i < end) {
-        unsigned char c = p->s[i];
-        const char *e;
-        int rc = LX_OK;
-        if (c < 0x20)
-            rc = jerr(p, i, "raw control character 0x%02x in a string (it must be escaped)", c);
-        else if (c != '\\')
-            o[k++] = (char)c, i++;
-        else if (p->s[i + 1] == 'u')
-            rc = parse_u_escape(p, &i, end, o, &k);
-        else if (p->s[i + 1] != '\0' && (e = strchr(esc_in, p->s[i + 1])) != NULL)
-            o[k++] = esc_out[e - esc_in], i += 2;
-        else
-            rc = jerr(p, i, "unknown escape: backslash then byte 0x%02x", p->s[i + 1]);
-        if (rc < 0) {
-            free(o);
-            return rc;
-        }
-    }
-    o[k] = '\0';
-    p->i = end + 1;
-    *out = o;
-    return LX_OK;
-}
-
-/* An integer at the cursor: -?(0|[1-9][0-9]*), within int64; no fractions or exponents. */
-static int parse_int(struct jparse *p, struct jval *v)
-{
-    size_t at = p->i;
-    int neg = p->s[p->i] == '-';
-    uint64_t u = 0;
-    p->i += neg;
-    if (p->i >= p->n || !is_digit(p->s[p->i]))
-        return jerr(p, at, "'-' is not followed by a digit");
-    if (p->s[p->i] == '0' && p->i + 1 < p->n && is_digit(p->s[p->i + 1]))
-        return jerr(p, at, "a number with a leading zero");
-    for (; p->i < p->n && is_digit(p->s[p->i]); p->i++) {
-        unsigned d = p->s[p->i] - '0';
-        if (u > ((uint64_t)INT64_MAX - d) / 10)
-            return jerr(p, at, "an integer out of the 64-bit range");
-        u = u * 10 + d;
-    }
-    if (p->i < p->n && (p->s[p->i] == '.' || p->s[p->i] == 'e' || p->s[p->i] == 'E'))
-        return jerr(p, at, "a fractional number (only integers appear in a safetensors header)");
-    v->type = J_INT;
-    v->num = neg ? -(int64_t)u : (int64_t)u;
-    return LX_OK;
-}
-
-/* Sorts (key, offset) pairs by key, to find duplicates in n log n. */
-struct keyref {
-    const char *key;        /* a member name */
-    size_t off;             /* its value's header offset */
-};
-
-static int keyref_cmp(const void *a, const void *b)
-{
-    const struct keyref *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
-    return c ? c : (x->off > y->off) - (x->off < y->off);
-}
-
-static int check_dup_keys(struct jparse *p, const struct jval *v)
-{
-    struct keyref *r = lx_xmalloc((size_t)v->n * sizeof *r);
-    int rc = LX_OK;
-    for (int k = 0; k < v->n; k++)
-        r[k] = (struct keyref){v->keys[k], v->items[k].off};
-    qsort(r, (size_t)v->n, sizeof *r, keyref_cmp);
-    for (int k = 1; k < v->n && rc == LX_OK; k++)
-        if (strcmp(r[k - 1].key, r[k].key) == 0)
-            rc = jerr(p, r[k].off, "duplicate key \"%s\" in an object", r[k].key);
-    free(r);
-    return rc;
-}
-
-static int parse_value(struct jparse *p, struct jval *v, int depth);
-
-/* An object or array at the cursor; on error v holds what was parsed so far. */
-static int parse_container(struct jparse *p, struct jval *v, int depth)
-{
-    int is_obj = p->s[p->i] == '{', cap = 0, rc;
-    unsigned char close = is_obj ? '}' : ']';
-    if (depth >= ST_MAX_DEPTH)
-        return jerr(p, p->i, "nesting deeper than %d levels", ST_MAX_DEPTH);
-    v->type = is_obj ? J_OBJ : J_ARR;
-    p->i++;
-    skip_ws(p);
-    if (p->i < p->n && p->s[p->i] == close) {
-        p->i++;
-        return LX_OK;
-    }
-    for (;;) {
-        char *key = NULL;
-        struct jval item;
-        skip_ws(p);
-        if (is_obj) {
-            if (p->i >= p->n || p->s[p->i] != '"')
-                return jerr(p, p->i, "expected a string key in an object");
-            if ((rc = parse_string(p, &key)) < 0)
-                return rc;
-            skip_ws(p);
-            if (p->i >= p->n || p->s[p->i] != ':') {
-                rc = jerr(p, p->i, "expected ':' after the key \"%s\"", key);
-                free(key);
-                return rc;
-            }
-            p->i++;
-        }
-        if ((rc = parse_value(p, &item, depth + 1)) < 0) {
-            free(key);
-            return rc;
-        }
-        if (v->n == cap) {
-            cap = cap ? 2 * cap : 4;
-            v->items = lx_xrealloc(v->items, (size_t)cap * sizeof *v->items);
-            if (is_obj)
-                v->keys = lx_xrealloc(v->keys, (size_t)cap * sizeof *v->keys);
-        }
-        if (is_obj)
-            v->keys[v->n] = key;
-        v->items[v->n++] = item;
-        skip_ws(p);
-        if (p->i < p->n && p->s[p->i] == ',') {
-            p->i++;
-            continue;
-        }
-        if (p->i < p->n && p->s[p->i] == close) {
-            p->i++;
-            break;
-        }
-        return jerr(p, p->i, "expected ',' or '%c' in an %s", close, is_obj ? "object" : "array");
-    }
-    return is_obj ? check_dup_keys(p, v) : LX_OK;
-}
-
-/* Any value at the cursor (after whitespace); on error v is freed and zeroed. */
-static int parse_value(struct jparse *p, struct jval *v, int depth)
-{
-    int rc;
-    memset(v, 0, sizeof *v);
-    skip_ws(p);
-    v->off = p->i;
-    if (p->i >= p->n)
-        return jerr(p, p->i, "unexpected end of the header");
-    unsigned char c = p->s[p->i];
-    if (c == '{' || c == '[') {
-        rc = parse_container(p, v, depth);
-    } else if (c == '"') {
-        v->type = J_STR;
-        rc = parse_string(p, &v->str);
-    } else if (c == '-' || is_digit(c)) {
-        rc = parse_int(p, v);
-    } else if (c == 't' || c == 'f' || c == 'n') {
-        rc = jerr(p, p->i, "true, false and null do not appear in a safetensors header");
-    } else if (c >= 0x20 && c < 0x7F) {
-        rc = jerr(p, p->i, "unexpected character '%c'", c);
-    } else {
-        rc = jerr(p, p->i, "unexpected byte 0x%02x", c);
-    }
-    if (rc < 0)
-        jval_free(v);
-    return rc;
-}
-
-/* The whole header: one object, then nothing but whitespace (the padding). */
-static int parse_header(struct jparse *p, struct jval *root)
-{
-    size_t bad;
-    memset(root, 0, sizeof *root);
-    if (!utf8_valid(p->s, p->n, &bad))
-        return jerr(p, bad, "invalid UTF-8");
-    if (p->n == 0 || p->s[0] != '{')
-        return jerr(p, 0, "the header does not begin with '{'");
-    int rc = parse_value(p, root, 0);
-    if (rc < 0)
-        return rc;
-    skip_ws(p);
-    if (p->i < p->n) {
-        jval_free(root);
-        return jerr(p, p->i, "more text after the header object");
-    }
-    return LX_OK;
 }
 
 /* ---------------------------------------------------------------------------
@@ -485,8 +144,29 @@ void lx_st_to_f32(float *out, const void *src, int dtype, size_t n)
 }
 
 /* ---------------------------------------------------------------------------
-** From the JSON tree to a struct lx_st_file.
+** From the parsed header (harness/core/json.h) to a struct lx_st_file.
 */
+
+struct hctx {
+    const struct lx_json *doc;  /* the parsed header */
+    const char *path;           /* the file, for messages */
+    struct lx_error *err;       /* where messages go */
+};
+
+/* A well-formed header that breaks the format's rules at value v. */
+static int herr(const struct hctx *h, const struct lx_jv *v, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int herr(const struct hctx *h, const struct lx_jv *v, const char *hint, const char *fmt, ...)
+{
+    char what[768], where[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    lx_json_path(h->doc, v, where, sizeof where);
+    return lx_err(h->err, LX_EINVAL, "%s: %s (header field %s)\n  hint: %s", h->path, what,
+                  where[0] ? where : "(the root)", hint);
+}
 
 /* "[2, 3]" into out (128 bytes holds LX_ST_MAX_DIMS longs). */
 static const char *fmt_shape(char out[128], int ndim, const long *shape)
@@ -498,29 +178,53 @@ static const char *fmt_shape(char out[128], int ndim, const long *shape)
     return out;
 }
 
-/* The shape array of tensor name into e; *count = number of floats. */
-static int read_shape(struct jparse *p, const char *name, const struct jval *v, struct lx_st_entry *e,
+/* A string without NUL characters (C strings end at the first), or NULL. */
+static const char *plain_str(const struct hctx *h, const struct lx_jv *v)
+{
+    const char *s;
+    size_t len;
+    struct lx_error sub;
+    if (lx_json_type(v) != LX_JSON_STRING || lx_json_str(h->doc, v, &s, &len, &sub) < 0 || strlen(s) != len)
+        return NULL;
+    return s;
+}
+
+/* A non-negative integer, or -1. */
+static int64_t count_of(const struct hctx *h, const struct lx_jv *v)
+{
+    int64_t x;
+    struct lx_error sub;
+    enum lx_json_type t = lx_json_type(v);
+    if ((t != LX_JSON_INT && t != LX_JSON_REAL) || lx_json_int(h->doc, v, &x, &sub) < 0 || x < 0)
+        return -1;
+    return x;
+}
+
+/* The shape array of tensor name into e; *count = number of values. */
+static int read_shape(const struct hctx *h, const char *name, const struct lx_jv *v, struct lx_st_entry *e,
                       uint64_t *count)
 {
-    const uint64_t limit = UINT64_C(1) << 60;   /* floats; 4 * limit bytes still fits */
+    const uint64_t limit = UINT64_C(1) << 60;   /* values; 4 * limit bytes still fits */
     int zero = 0;
-    if (v->type != J_ARR)
-        return herr(p, v->off, HINT_ENTRY, "tensor '%s': shape is not an array", name);
-    if (v->n > LX_ST_MAX_DIMS)
-        return herr(p, v->off, "lenx tensors have at most LX_ST_MAX_DIMS = 4 dimensions",
-                    "tensor '%s' has %d dimensions, more than %d", name, v->n, LX_ST_MAX_DIMS);
-    for (int d = 0; d < v->n; d++) {
-        if (v->items[d].type != J_INT || v->items[d].num < 0)
-            return herr(p, v->items[d].off, HINT_ENTRY, "tensor '%s': shape entry %d is not a non-negative integer",
-                        name, d);
-        e->shape[d] = (long)v->items[d].num;
-        zero |= e->shape[d] == 0;
+    long n = lx_json_len(v);
+    if (lx_json_type(v) != LX_JSON_ARRAY)
+        return herr(h, v, HINT_ENTRY, "tensor '%s': shape is not an array", name);
+    if (n > LX_ST_MAX_DIMS)
+        return herr(h, v, "lenx tensors have at most LX_ST_MAX_DIMS = 4 dimensions",
+                    "tensor '%s' has %ld dimensions, more than %d", name, n, LX_ST_MAX_DIMS);
+    for (long d = 0; d < n; d++) {
+        int64_t x = count_of(h, lx_json_at(v, d));
+        if (x < 0)
+            return herr(h, lx_json_at(v, d), HINT_ENTRY, "tensor '%s': shape entry %ld is not a non-negative "
+                        "integer", name, d);
+        e->shape[d] = (long)x;
+        zero |= x == 0;
     }
-    e->ndim = v->n;
+    e->ndim = (int)n;
     *count = 1;
-    for (int d = 0; d < v->n && !zero; d++) {
+    for (long d = 0; d < n && !zero; d++) {
         if ((uint64_t)e->shape[d] > limit / *count)
-            return herr(p, v->off, HINT_DAMAGED, "tensor '%s': shape is too large", name);
+            return herr(h, v, HINT_DAMAGED, "tensor '%s': shape is too large", name);
         *count *= (uint64_t)e->shape[d];
     }
     if (zero)
@@ -529,23 +233,24 @@ static int read_shape(struct jparse *p, const char *name, const struct jval *v, 
 }
 
 /* data_offsets of tensor name into e, checked against the buffer and the size of the shape at e->dtype. */
-static int read_offsets(struct jparse *p, const char *name, const struct jval *v, struct lx_st_entry *e,
+static int read_offsets(const struct hctx *h, const char *name, const struct lx_jv *v, struct lx_st_entry *e,
                         uint64_t count, size_t n_data)
 {
     char sh[128];
-    if (v->type != J_ARR || v->n != 2 || v->items[0].type != J_INT || v->items[1].type != J_INT)
-        return herr(p, v->off, HINT_ENTRY, "tensor '%s': data_offsets is not [begin, end] (two integers)", name);
-    int64_t b = v->items[0].num, en = v->items[1].num;
-    if (b < 0 || en < b)
-        return herr(p, v->off, HINT_DAMAGED, "tensor '%s': data_offsets [%" PRId64 ", %" PRId64 "] do not satisfy "
+    int64_t b = lx_json_len(v) == 2 ? count_of(h, lx_json_at(v, 0)) : -1;
+    int64_t en = lx_json_len(v) == 2 ? count_of(h, lx_json_at(v, 1)) : -1;
+    if (lx_json_type(v) != LX_JSON_ARRAY || b < 0 || en < 0)
+        return herr(h, v, HINT_ENTRY, "tensor '%s': data_offsets is not [begin, end] (two integers >= 0)", name);
+    if (en < b)
+        return herr(h, v, HINT_DAMAGED, "tensor '%s': data_offsets [%" PRId64 ", %" PRId64 "] do not satisfy "
                     "0 <= begin <= end", name, b, en);
     if ((uint64_t)en > n_data)
-        return herr(p, v->off, "the file is truncated, or its header is wrong",
+        return herr(h, v, "the file is truncated, or its header is wrong",
                     "tensor '%s': data_offsets [%" PRId64 ", %" PRId64 "] run past the end of the %zu-byte data buffer",
                     name, b, en, n_data);
     uint64_t size = (uint64_t)lx_st_dtype_size(e->dtype);
     if ((uint64_t)(en - b) != size * count)
-        return herr(p, v->off, HINT_DAMAGED, "tensor '%s': shape %s holds %" PRIu64 " %s values = %" PRIu64
+        return herr(h, v, HINT_DAMAGED, "tensor '%s': shape %s holds %" PRIu64 " %s values = %" PRIu64
                     " bytes, but data_offsets [%" PRId64 ", %" PRId64 "] span %" PRId64 " bytes",
                     name, fmt_shape(sh, e->ndim, e->shape), count, lx_st_dtype_name(e->dtype), size * count, b,
                     en, en - b);
@@ -555,54 +260,52 @@ static int read_offsets(struct jparse *p, const char *name, const struct jval *v
 }
 
 /* One tensor entry {"dtype", "shape", "data_offsets"} into e (its name is set by the caller). */
-static int read_entry(struct jparse *p, const char *name, const struct jval *v, size_t n_data,
+static int read_entry(const struct hctx *h, const char *name, const struct lx_jv *v, size_t n_data,
                       struct lx_st_entry *e)
 {
-    const struct jval *dtype = NULL, *shape = NULL, *offs = NULL;
+    const struct lx_jv *dtype, *shape, *offs;
+    const char *ds;
     uint64_t count = 0;
     int rc;
-    if (v->type != J_OBJ)
-        return herr(p, v->off, HINT_ENTRY, "tensor '%s' is not an object", name);
-    for (int k = 0; k < v->n; k++) {
-        if (strcmp(v->keys[k], "dtype") == 0)
-            dtype = &v->items[k];
-        else if (strcmp(v->keys[k], "shape") == 0)
-            shape = &v->items[k];
-        else if (strcmp(v->keys[k], "data_offsets") == 0)
-            offs = &v->items[k];
-        else
-            return herr(p, v->items[k].off, HINT_ENTRY, "tensor '%s' has an unknown field \"%s\"", name, v->keys[k]);
+    if (lx_json_type(v) != LX_JSON_OBJECT)
+        return herr(h, v, HINT_ENTRY, "tensor '%s' is not an object", name);
+    for (void *it = lx_json_iter(v); it; it = lx_json_iter_next(v, it)) {
+        const char *k = lx_json_iter_key(it, NULL);
+        if (strcmp(k, "dtype") && strcmp(k, "shape") && strcmp(k, "data_offsets"))
+            return herr(h, lx_json_iter_value(it), HINT_ENTRY, "tensor '%s' has an unknown field \"%s\"", name, k);
     }
+    dtype = lx_json_member(v, "dtype"), shape = lx_json_member(v, "shape"), offs = lx_json_member(v, "data_offsets");
     if (!dtype || !shape || !offs)
-        return herr(p, v->off, HINT_ENTRY, "tensor '%s' has no \"%s\"", name,
+        return herr(h, v, HINT_ENTRY, "tensor '%s' has no \"%s\"", name,
                     !dtype ? "dtype" : !shape ? "shape" : "data_offsets");
-    if (dtype->type != J_STR)
-        return herr(p, dtype->off, HINT_ENTRY, "tensor '%s': dtype is not a string", name);
-    if ((e->dtype = lx_st_dtype_of(dtype->str)) < 0)
-        return herr(p, dtype->off, "lenx reads F32, F16 and BF16; convert the checkpoint first, e.g. in PyTorch "
+    if (!(ds = plain_str(h, dtype)))
+        return herr(h, dtype, HINT_ENTRY, "tensor '%s': dtype is not a string", name);
+    if ((e->dtype = lx_st_dtype_of(ds)) < 0)
+        return herr(h, dtype, "lenx reads F32, F16 and BF16; convert the checkpoint first, e.g. in PyTorch "
                     "save {k: v.float() for k, v in state_dict.items()}",
-                    "tensor '%s' has dtype %s, which lenx does not read", name, dtype->str);
-    if ((rc = read_shape(p, name, shape, e, &count)) < 0)
+                    "tensor '%s' has dtype %s, which lenx does not read", name, ds);
+    if ((rc = read_shape(h, name, shape, e, &count)) < 0)
         return rc;
-    return read_offsets(p, name, offs, e, count, n_data);
+    return read_offsets(h, name, offs, e, count, n_data);
 }
 
-/* __metadata__: an object of strings, moved into f->meta. */
-static int read_meta(struct jparse *p, struct jval *v, struct lx_st_file *f)
+/* __metadata__: an object of strings, copied into f->meta. */
+static int read_meta(const struct hctx *h, const struct lx_jv *v, struct lx_st_file *f)
 {
-    if (v->type != J_OBJ)
-        return herr(p, v->off, "__metadata__ maps strings to strings", "__metadata__ is not an object");
-    for (int k = 0; k < v->n; k++)
-        if (v->items[k].type != J_STR)
-            return herr(p, v->items[k].off, "safetensors metadata maps strings to strings; encode other values "
-                        "as JSON text inside a string", "__metadata__ value of \"%s\" is not a string", v->keys[k]);
-    f->meta = lx_xcalloc(2 * (size_t)v->n, sizeof *f->meta);
-    for (int k = 0; k < v->n; k++) {
-        f->meta[2 * k] = v->keys[k];
-        f->meta[2 * k + 1] = v->items[k].str;
-        v->keys[k] = v->items[k].str = NULL;
+    if (lx_json_type(v) != LX_JSON_OBJECT)
+        return herr(h, v, "__metadata__ maps strings to strings", "__metadata__ is not an object");
+    long n = lx_json_len(v);
+    f->meta = lx_xcalloc(2 * (size_t)n + 1, sizeof *f->meta);
+    for (void *it = lx_json_iter(v); it; it = lx_json_iter_next(v, it)) {
+        const char *s = plain_str(h, lx_json_iter_value(it)), *k = lx_json_iter_key(it, NULL);
+        if (!s)
+            return herr(h, lx_json_iter_value(it), "safetensors metadata maps strings to strings; encode other "
+                        "values as JSON text inside a string", "__metadata__ value of \"%s\" is not a string "
+                        "(without NUL characters)", k);
+        f->meta[2 * f->n_meta] = lx_xstrdup(k);
+        f->meta[2 * f->n_meta + 1] = lx_xstrdup(s);
+        f->n_meta++;
     }
-    f->n_meta = v->n;
     return LX_OK;
 }
 
@@ -617,7 +320,7 @@ static int entry_cmp(const void *a, const void *b)
 }
 
 /* Sort by data offset and reject two non-empty tensors sharing a byte. */
-static int check_overlap(struct jparse *p, struct lx_st_file *f)
+static int check_overlap(const struct hctx *h, struct lx_st_file *f)
 {
     const struct lx_st_entry *reach = NULL;    /* the non-empty tensor ending furthest so far */
     qsort(f->entries, (size_t)f->n_entries, sizeof *f->entries, entry_cmp);
@@ -626,9 +329,9 @@ static int check_overlap(struct jparse *p, struct lx_st_file *f)
         if (e->begin == e->end)
             continue;
         if (reach && e->begin < reach->end)
-            return herr(p, ST_NO_OFFSET, HINT_DAMAGED, "tensors '%s' (bytes %zu..%zu) and '%s' (bytes %zu..%zu) "
-                        "overlap in the data buffer", reach->name, reach->begin, reach->end, e->name, e->begin,
-                        e->end);
+            return lx_err(h->err, LX_EINVAL, "%s: tensors '%s' (bytes %zu..%zu) and '%s' (bytes %zu..%zu) overlap "
+                          "in the data buffer\n  hint: " HINT_DAMAGED, h->path, reach->name, reach->begin,
+                          reach->end, e->name, e->begin, e->end);
         if (!reach || e->end > reach->end)
             reach = e;
     }
@@ -636,24 +339,28 @@ static int check_overlap(struct jparse *p, struct lx_st_file *f)
 }
 
 /* The parsed header object into f: entries and metadata. */
-static int read_header(struct jparse *p, struct jval *root, struct lx_st_file *f)
+static int read_header(const struct hctx *h, struct lx_st_file *f)
 {
+    const struct lx_jv *root = lx_json_root(h->doc);
     int rc = LX_OK;
-    f->entries = lx_xcalloc((size_t)root->n, sizeof *f->entries);
-    for (int k = 0; k < root->n && rc == LX_OK; k++) {
-        if (strcmp(root->keys[k], "__metadata__") == 0) {
-            rc = read_meta(p, &root->items[k], f);
+    if (lx_json_type(root) != LX_JSON_OBJECT)
+        return herr(h, root, HINT_DAMAGED "; its header is the JSON object after the first 8 bytes",
+                    "the header is %s, not an object", lx_json_type_name(lx_json_type(root)));
+    f->entries = lx_xcalloc((size_t)lx_json_len(root) + 1, sizeof *f->entries);
+    for (void *it = lx_json_iter(root); it && rc == LX_OK; it = lx_json_iter_next(root, it)) {
+        const char *k = lx_json_iter_key(it, NULL);
+        if (strcmp(k, "__metadata__") == 0) {
+            rc = read_meta(h, lx_json_iter_value(it), f);
         } else {
             struct lx_st_entry *e = &f->entries[f->n_entries];
-            rc = read_entry(p, root->keys[k], &root->items[k], f->n_data, e);
+            rc = read_entry(h, k, lx_json_iter_value(it), f->n_data, e);
             if (rc == LX_OK) {
-                e->name = root->keys[k];
-                root->keys[k] = NULL;
+                e->name = lx_xstrdup(k);
                 f->n_entries++;
             }
         }
     }
-    return rc < 0 ? rc : check_overlap(p, f);
+    return rc < 0 ? rc : check_overlap(h, f);
 }
 
 /* ---------------------------------------------------------------------------
@@ -685,7 +392,6 @@ static int load_file(struct lx_st_file *f, const char *path, struct lx_error *er
 static int parse_file(struct lx_st_file *f, const char *path, struct lx_error *err)
 {
     struct lx_sha256 s;
-    struct jval root;
     uint64_t n = 0;
     for (int k = 0; k < 8; k++)
         n |= (uint64_t)f->bytes[k] << (8 * k);
@@ -700,11 +406,16 @@ static int parse_file(struct lx_st_file *f, const char *path, struct lx_error *e
     sha256_hex(f->bytes, f->n_bytes, &s, f->sha256);
     f->data = f->bytes + 8 + n;
     f->n_data = f->n_bytes - 8 - (size_t)n;
-    struct jparse p = {f->bytes + 8, (size_t)n, 0, path, err};
-    int rc = parse_header(&p, &root);
-    if (rc == LX_OK)
-        rc = read_header(&p, &root, f);
-    jval_free(&root);
+    struct lx_buf name = {0};
+    struct lx_json *doc;
+    lx_buf_printf(&name, "%s: header", path);
+    int rc = lx_json_parse(&doc, (const char *)f->bytes + 8, (size_t)n, lx_buf_str(&name), err);
+    if (rc == LX_OK) {
+        struct hctx h = {doc, path, err};
+        rc = read_header(&h, f);
+    }
+    lx_json_free(doc);
+    lx_buf_free(&name);
     return rc;
 }
 
