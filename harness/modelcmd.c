@@ -31,15 +31,6 @@ static void key_str(struct lx_buf *out, const char *key, const char *v)
         lx_buf_puts(out, "null");
 }
 
-/* Parameters the file holds: the engine's minus repeated key/value heads and a tied head's copy. */
-static long disk_params(const struct lx_model *m, const struct lx_ckpt_info *info)
-{
-    const struct lx_arch *a = &m->arch;
-    long n = (long)m->n_params, kv = info->kv_heads ? info->kv_heads : a->heads;
-    n -= 2 * a->layers * (a->heads - kv) * a->d_head * a->d_model;
-    return info->tied ? n - a->vocab * a->d_model : n;
-}
-
 int lx_modelcmd_show(const char *model, const char *db, struct lx_buf *out, struct lx_error *err)
 {
     char *path = NULL;
@@ -55,10 +46,10 @@ int lx_modelcmd_show(const char *model, const char *db, struct lx_buf *out, stru
         key_str(out, "dtype", info.dtype);
         lx_buf_puts(out, ",\n  \"arch\": ");
         lx_params_json(&lx_arch_schema, &m.arch, out);
-        lx_buf_printf(out, ",\n  \"kv_heads\": %ld,\n  \"tied_head\": %s,\n  \"parameters\": %ld,\n"
-                      "  \"parameters_loaded\": %zu,\n  \"train_len\": %ld,\n  \"native_stack\": %s",
+        lx_buf_printf(out, ",\n  \"kv_heads\": %ld,\n  \"tied_head\": %s,\n  \"parameters\": %zu,\n"
+                      "  \"train_len\": %ld,\n  \"native_stack\": %s",
                       info.kv_heads ? info.kv_heads : m.arch.heads, info.tied ? "true" : "false",
-                      disk_params(&m, &info), m.n_params, info.train_len, info.stack);
+                      m.n_params, info.train_len, info.stack);
         lx_buf_printf(out, ",\n  \"eval_stack\": %s,\n  \"rope_scaling\": %s", info.eval_stack ? info.eval_stack : "[]",
                       info.scaling ? info.scaling : "null");
         key_str(out, "tokenizer", info.tokenizer ? info.tokenizer : m.arch.vocab == 260 ? "bytes" : NULL);

@@ -514,6 +514,59 @@ Test(loaders, export_lenx_model_scores_the_same)
     lx_model_release(&m);
 }
 
+/* Grouped-query heads, q/k/v biases and a tied head survive the export and
+** the HF loader as the engine's own (kv_heads, qkv_bias, tie_head): the
+** directory is a qwen2 one with 2 key/value heads, no lm_head, and scores
+** the same; nonzero biases in rotated (interleaved) q/k rows included. */
+Test(loaders, export_gqa_bias_tied_round_trip)
+{
+    struct lx_arch a;
+    struct lx_model m;
+    struct lx_error err = {{0}};
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.d_model = 32, a.heads = 4, a.kv_heads = 2, a.d_head = 8, a.d_mlp = 48, a.mlp = LX_MLP_SWIGLU;
+    a.init_std = 0.3, a.qkv_bias = 1, a.tie_head = 1;
+    lx_model_init(&m, &a, 43);
+    int n = lx_arch_tensors(&a, NULL), biases = 0;
+    struct lx_tensor_info *ti = calloc((size_t)n, sizeof *ti);
+    lx_arch_tensors(&a, ti);
+    for (int i = 0; i < n; i++)
+        if (strstr(ti[i].name, ".bias")) {
+            for (long j = 0; j < ti[i].shape[0]; j++)
+                m.w[ti[i].offset + (size_t)j] = 0.1f * (float)((j * 7 + i) % 11 - 5);
+            biases++;
+        }
+    free(ti);
+    cr_assert_eq(biases, 6);
+    char ck[600], hf[600], text[600], cfg[700];
+    snprintf(ck, sizeof ck, "%s/g.safetensors", dir);
+    snprintf(hf, sizeof hf, "%s/g-hf", dir);
+    snprintf(text, sizeof text, "%s/t.txt", dir);
+    struct lx_ckpt_info info = {.stack = "[{rope: {base: 500, layout: interleaved}}]", .train_len = 32};
+    cr_assert_eq(lx_model_save(&m, ck, &info, &err), LX_OK, "%s", err.msg);
+    const char *words = "It is a truth universally acknowledged, that a single man in possession of a good fortune";
+    put_file("t.txt", words, strlen(words));
+    cr_assert_eq(lx_modelcmd_export(ck, "none.db", hf, &err), LX_OK, "%s", err.msg);
+    snprintf(cfg, sizeof cfg, "%s/config.json", hf);
+    unsigned char *bytes;
+    long len;
+    cr_assert_eq(lx_read_file(cfg, &bytes, &len, 0, &err), LX_OK, "%s", err.msg);
+    cr_expect(strstr((char *)bytes, "\"model_type\": \"qwen2\"") && strstr((char *)bytes, "\"num_key_value_heads\": 2")
+              && strstr((char *)bytes, "\"tie_word_embeddings\": true"), "%s", bytes);
+    free(bytes);
+    struct lx_model back;
+    struct lx_ckpt_info binfo;
+    cr_assert_eq(lx_model_load(&back, hf, &binfo, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(back.n_params, m.n_params, "the engine holds the file's tensors as they are");
+    cr_expect(back.arch.qkv_bias && back.arch.tie_head && lx_arch_kv(&back.arch) == 2);
+    lx_ckpt_info_release(&binfo);
+    lx_model_release(&back);
+    double a1 = mean_nll(ck, text), a2 = mean_nll(hf, text);
+    cr_expect(fabs(a1 - a2) < 1e-6, "checkpoint %.9g, export %.9g", a1, a2);
+    cr_expect_gt(a1, 1.0);
+    lx_model_release(&m);
+}
+
 /* `lenx score` on the .bin: its tokenizer (tok512.bin beside it) encodes
 ** story.txt into run.c's input tokens, and the per-token NLL of the first
 ** window equals -log softmax of run.c's logits at the target. */

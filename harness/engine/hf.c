@@ -11,15 +11,16 @@
 **   model.embed_tokens.weight                      tok_emb.weight
 **   model.layers.N.input_layernorm.weight          layers.N.attn_norm.weight
 **   model.layers.N.self_attn.{q,k,v,o}_proj.weight layers.N.attn.w{q,k,v,o}.weight
+**   model.layers.N.self_attn.{q,k,v}_proj.bias     layers.N.attn.w{q,k,v}.bias (Qwen2)
 **   model.layers.N.post_attention_layernorm.weight layers.N.mlp_norm.weight
 **   model.layers.N.mlp.{gate,up,down}_proj.weight  layers.N.mlp.w{1,3,2}.weight
 **   model.norm.weight                              norm.weight
-**   lm_head.weight (or the embedding when tied)    lm_head.weight
+**   lm_head.weight (absent when tied)              lm_head.weight (absent: tie_head)
 **
 ** HF's rotary embedding pairs (x[k], x[k + D/2]) (rotate_half): lenx's `half`
-** layout, so q and k rows are used as they are. Grouped-query attention is
-** mapped as in llama2c.c: each key/value head's rows repeated for the query
-** heads it serves. The native position stack is rope(base = rope_theta,
+** layout, so q and k rows are used as they are. Grouped-query attention
+** (num_key_value_heads), tied embeddings and Qwen2's q/k/v biases are the
+** engine's own: kv_heads, tie_head, qkv_bias. The native position stack is rope(base = rope_theta,
 ** layout half) followed by rope_scaling's method (hf_scaling below).
 */
 #define _POSIX_C_SOURCE 200809L
@@ -41,6 +42,7 @@
 /* What config.json says, resolved with transformers' defaults. */
 struct hf_config {
     char type[16];          /* model_type: llama, mistral or qwen2 */
+    int bias;               /* q/k/v projection biases (qwen2) */
     long hidden, inter, layers, heads, kv_heads, head_dim, vocab, max_pos;
     double eps, theta;      /* rms_norm_eps, rope_theta */
     int tied;               /* tie_word_embeddings */
@@ -115,9 +117,7 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
     for (int k = 0; k < 3; k++)
         if (strcmp(s, types[k]) == 0) {
             snprintf(c->type, sizeof c->type, "%s", s);
-            if (k == 2)     /* Qwen2 always has q/k/v biases */
-                return lx_json_err(err, doc, v, "model_type qwen2 has q/k/v projection biases, which lenx's "
-                                   "engine does not have yet\n  hint: llama and mistral models load");
+            c->bias = k == 2;   /* Qwen2 always has q/k/v biases (and none on o_proj) */
             return LX_OK;
         }
     return lx_json_err(err, doc, v, "model_type '%s' is not one lenx reads\n  hint: lenx reads llama, mistral "
@@ -133,7 +133,8 @@ static int cfg_features(const struct lx_json *doc, const struct lx_jv *root, str
         return LX_EINVAL;
     if (strcmp(s, "silu") != 0)
         return lx_json_err(err, doc, v, "hidden_act '%s': lenx's SwiGLU uses silu", s);
-    int rc = cfg_refuse(doc, root, "attention_bias", "lenx's attention has no q/k/v/o biases yet", err);
+    int rc = cfg_refuse(doc, root, "attention_bias", "Llama's attention_bias adds an o_proj bias, which lenx's "
+                        "attention does not have (Qwen2's q/k/v biases load)", err);
     if (rc == LX_OK)
         rc = cfg_refuse(doc, root, "mlp_bias", "lenx's MLP has no biases", err);
     v = lx_json_member(root, "sliding_window");
@@ -326,10 +327,36 @@ static void note_dtype(struct hf_weights *w, const struct lx_st_file *f, const c
         }
 }
 
-/* One HF tensor of shape (rows, cols) (cols 0: a vector) into out; with
-** rep > 1 its blocks of `block` rows are each written rep times. */
-static int read_tensor(struct hf_weights *w, const char *dir, const char *name, long rows, long cols, long block,
-                       long rep, float *out, struct lx_error *err)
+/* The HF name of lenx tensor `name` into out; 0 when HF has none (learned
+** logit scales). */
+static int hf_name(const char *name, char *out, size_t n)
+{
+    static const char *const map[][2] = {
+        {"attn_norm.weight", "input_layernorm.weight"}, {"attn.wq.weight", "self_attn.q_proj.weight"},
+        {"attn.wk.weight", "self_attn.k_proj.weight"}, {"attn.wv.weight", "self_attn.v_proj.weight"},
+        {"attn.wq.bias", "self_attn.q_proj.bias"}, {"attn.wk.bias", "self_attn.k_proj.bias"},
+        {"attn.wv.bias", "self_attn.v_proj.bias"}, {"attn.wo.weight", "self_attn.o_proj.weight"},
+        {"mlp_norm.weight", "post_attention_layernorm.weight"}, {"mlp.w1.weight", "mlp.gate_proj.weight"},
+        {"mlp.w3.weight", "mlp.up_proj.weight"}, {"mlp.w2.weight", "mlp.down_proj.weight"},
+    };
+    long l;
+    int at = 0;
+    if (strcmp(name, "tok_emb.weight") == 0)
+        return snprintf(out, n, "model.embed_tokens.weight"), 1;
+    if (strcmp(name, "norm.weight") == 0)
+        return snprintf(out, n, "model.norm.weight"), 1;
+    if (strcmp(name, "lm_head.weight") == 0)
+        return snprintf(out, n, "lm_head.weight"), 1;
+    if (sscanf(name, "layers.%ld.%n", &l, &at) == 1 && at > 0)
+        for (size_t k = 0; k < sizeof map / sizeof *map; k++)
+            if (strcmp(name + at, map[k][0]) == 0)
+                return snprintf(out, n, "model.layers.%ld.%s", l, map[k][1]), 1;
+    return 0;
+}
+
+/* One HF tensor of shape (rows, cols) (cols 0: a vector) into out. */
+static int read_tensor(struct hf_weights *w, const char *dir, const char *name, long rows, long cols, float *out,
+                       struct lx_error *err)
 {
     const struct lx_st_file *f = find_tensor(w, name);
     if (!f)
@@ -338,49 +365,20 @@ static int read_tensor(struct hf_weights *w, const char *dir, const char *name, 
                       w->n_shard > 1 ? " and the other shards" : "");
     long shape[2] = {rows, cols};
     note_dtype(w, f, name);
-    if (rep == 1)
-        return lx_st_read(f, name, cols ? 2 : 1, shape, out, err);
-    size_t bf = (size_t)(block * cols);
-    float *tmp = malloc(sizeof(float) * (size_t)rows * (size_t)cols);
-    if (!tmp)
-        return lx_err(err, LX_ENOMEM, "%s: cannot allocate tensor '%s'", dir, name);
-    int rc = lx_st_read(f, name, 2, shape, tmp, err);
-    for (long b = 0; rc == LX_OK && b < rows / block; b++)
-        for (long r = 0; r < rep; r++)
-            memcpy(out + (size_t)(b * rep + r) * bf, tmp + (size_t)b * bf, sizeof(float) * bf);
-    free(tmp);
-    return rc;
+    return lx_st_read(f, name, cols ? 2 : 1, shape, out, err);
 }
 
 /* Every lenx tensor from its HF name (see the top comment). */
-static int read_all(struct lx_model *m, struct hf_weights *w, const char *dir, const struct hf_config *c,
-                    struct lx_error *err)
+static int read_all(struct lx_model *m, struct hf_weights *w, const char *dir, struct lx_error *err)
 {
-    const struct lx_arch *a = &m->arch;
-    int n = lx_arch_tensors(a, NULL), rc;
+    int n = lx_arch_tensors(&m->arch, NULL), rc = LX_OK;
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
-    lx_arch_tensors(a, ti);
-    long C = a->d_model, D = a->d_head, F = a->d_mlp, rep = a->heads / c->kv_heads;
+    lx_arch_tensors(&m->arch, ti);
     char name[128];
-    rc = read_tensor(w, dir, "model.embed_tokens.weight", a->vocab, C, 1, 1, m->w, err);
-    static const char *const hf[9] = {"input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                                      "self_attn.o_proj", "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj",
-                                      "mlp.down_proj"};
-    for (long l = 0; l < a->layers && rc == LX_OK; l++)
-        for (int k = 0; k < 9 && rc == LX_OK; k++) {
-            const struct lx_tensor_info *t = &ti[1 + 9 * l + k];
-            int kv = k == 2 || k == 3;
-            snprintf(name, sizeof name, "model.layers.%ld.%s.weight", l, hf[k]);
-            rc = read_tensor(w, dir, name, kv ? c->kv_heads * D : t->shape[0], t->ndim > 1 ? t->shape[1] : 0, D,
-                             kv ? rep : 1, m->w + t->offset, err);
-        }
-    (void)F;
-    if (rc == LX_OK)
-        rc = read_tensor(w, dir, "model.norm.weight", C, 0, 1, 1, m->w + ti[n - 2].offset, err);
-    if (rc == LX_OK && !c->tied)
-        rc = read_tensor(w, dir, "lm_head.weight", a->vocab, C, 1, 1, m->w + ti[n - 1].offset, err);
-    else if (rc == LX_OK)
-        memcpy(m->w + ti[n - 1].offset, m->w, sizeof(float) * (size_t)(a->vocab * C));
+    for (int i = 0; i < n && rc == LX_OK; i++)
+        if (hf_name(ti[i].name, name, sizeof name))
+            rc = read_tensor(w, dir, name, ti[i].shape[0], ti[i].ndim > 1 ? ti[i].shape[1] : 0,
+                             m->w + ti[i].offset, err);
     free(ti);
     return rc;
 }
@@ -411,6 +409,9 @@ static void cfg_arch(const struct hf_config *c, struct lx_arch *a)
     a->mlp = LX_MLP_SWIGLU;
     a->vocab = c->vocab;
     a->norm_eps = c->eps;
+    a->kv_heads = c->kv_heads == c->heads ? 0 : c->kv_heads;
+    a->tie_head = c->tied;
+    a->qkv_bias = c->bias;
     lx_params_finish(&lx_arch_schema, a);
 }
 
@@ -457,7 +458,7 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
         rc = lx_model_alloc(m, &a, err);
     }
     if (rc == LX_OK)
-        rc = read_all(m, w, dir, &c, err);
+        rc = read_all(m, w, dir, err);
     if (rc == LX_OK && info) {
         fill_info(info, dir, &c, w->dtype);
         info->stack = lx_xstrdup(lx_buf_str(&stack));
@@ -522,18 +523,19 @@ static void deinterleave(float *dst, const float *src, long heads, long D, long 
 static void export_config(struct lx_buf *b, const struct lx_model *m, long train_len, double base)
 {
     const struct lx_arch *a = &m->arch;
-    lx_buf_printf(b, "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
+    lx_buf_printf(b, "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n"
                   "  \"hidden_size\": %ld,\n  \"intermediate_size\": %ld,\n  \"num_hidden_layers\": %ld,\n"
                   "  \"num_attention_heads\": %ld,\n  \"num_key_value_heads\": %ld,\n  \"head_dim\": %ld,\n"
                   "  \"vocab_size\": %ld,\n  \"max_position_embeddings\": %ld,\n  \"hidden_act\": \"silu\",\n"
-                  "  \"rms_norm_eps\": ", a->d_model, a->d_mlp, a->layers, a->heads, a->heads, a->d_head, a->vocab,
-                  train_len);
+                  "  \"rms_norm_eps\": ", a->qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM",
+                  a->qkv_bias ? "qwen2" : "llama", a->d_model, a->d_mlp, a->layers, a->heads, lx_arch_kv(a), a->d_head,
+                  a->vocab, train_len);
     lx_buf_num(b, a->norm_eps);
     lx_buf_puts(b, ",\n  \"rope_theta\": ");
     lx_buf_num(b, base);
     lx_buf_printf(b, ",\n  \"rope_scaling\": null,\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n"
-                  "  \"tie_word_embeddings\": false,\n  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n"
-                  "  \"torch_dtype\": \"float32\"\n}\n", 256, 257);
+                  "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n"
+                  "  \"torch_dtype\": \"float32\"\n}\n", a->tie_head ? "true" : "false", 256, 257);
 }
 
 static int write_text(const char *path, const struct lx_buf *b, struct lx_error *err)
@@ -565,34 +567,27 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
     struct lx_st_tensor *st = lx_xcalloc((size_t)n, sizeof *st);
     char (*names)[96] = lx_xcalloc((size_t)n, sizeof *names);
-    float *perm = lx_xmalloc(sizeof(float) * (size_t)(2 * a->layers * a->heads * a->d_head * a->d_model));
+    float *perm = lx_xmalloc(sizeof(float) * (lx_arch_n_params(a) + 1));    /* q, k rows in HF's order */
     lx_arch_tensors(a, ti);
-    static const char *const hf[9] = {"input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                                      "self_attn.o_proj", "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj",
-                                      "mlp.down_proj"};
-    size_t qk = (size_t)(a->heads * a->d_head * a->d_model);
+    int k = 0;
     for (int i = 0; i < n; i++) {
-        long l = (i - 1) / 9, k = (i - 1) % 9;
-        if (i == 0)
-            snprintf(names[i], sizeof names[i], "model.embed_tokens.weight");
-        else if (i == n - 2)
-            snprintf(names[i], sizeof names[i], "model.norm.weight");
-        else if (i == n - 1)
-            snprintf(names[i], sizeof names[i], "lm_head.weight");
-        else
-            snprintf(names[i], sizeof names[i], "model.layers.%ld.%s.weight", l, hf[k]);
-        st[i] = (struct lx_st_tensor){.name = names[i], .ndim = ti[i].ndim, .shape = {ti[i].shape[0], ti[i].shape[1]},
-                                      .data = m->w + ti[i].offset};
-        if (inter && i > 0 && i < n - 2 && (k == 1 || k == 2)) {
-            float *dst = perm + (size_t)(2 * l + k - 1) * qk;
-            deinterleave(dst, m->w + ti[i].offset, a->heads, a->d_head, a->d_model);
-            st[i].data = dst;
+        if (!hf_name(ti[i].name, names[k], sizeof names[k]))
+            continue;   /* no HF tensor: only learned logit scales, refused above */
+        st[k] = (struct lx_st_tensor){.name = names[k], .ndim = ti[i].ndim,
+                                      .shape = {ti[i].shape[0], ti[i].shape[1]}, .data = m->w + ti[i].offset};
+        const char *w = strstr(ti[i].name, ".attn.w");
+        if (inter && w && (w[7] == 'q' || w[7] == 'k')) {   /* rows of q and k heads, weights and biases */
+            float *dst = perm + ti[i].offset;
+            long cols = ti[i].ndim > 1 ? ti[i].shape[1] : 1;
+            deinterleave(dst, m->w + ti[i].offset, ti[i].shape[0] / a->d_head, a->d_head, cols);
+            st[k].data = dst;
         }
+        k++;
     }
     struct lx_buf path = {0}, cfg = {0};
     const char *meta[] = {"format", "pt"};
     lx_buf_printf(&path, "%s/model.safetensors", dir);
-    rc = lx_st_write(lx_buf_str(&path), st, n, meta, 1, NULL, err);
+    rc = lx_st_write(lx_buf_str(&path), st, k, meta, 1, NULL, err);
     export_config(&cfg, m, info->train_len, base);
     lx_buf_reset(&path);
     lx_buf_printf(&path, "%s/config.json", dir);

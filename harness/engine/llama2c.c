@@ -22,10 +22,9 @@
 ** interleaved pairs (x[2k], x[2k+1]), causal. Its native stack is therefore
 ** [{rope: {base: 10000, layout: interleaved}}] and its training length seq_len.
 **
-** Grouped-query attention and the tied head are mapped onto lenx's model as
-** it stands: key/value head g serves query heads g·(H/KV) … (g+1)·(H/KV)−1,
-** so its rows are repeated for each (the same attention, computed per query
-** head), and a tied classifier is a copy of the embedding.
+** Grouped-query attention and the tied head are the engine's own: kv_heads
+** (key/value head g serves query heads g·(H/KV) … (g+1)·(H/KV)−1, as in
+** run.c) and tie_head.
 */
 #include "harness/engine/llama2c.h"
 
@@ -88,6 +87,8 @@ static int check_header(const char *path, const struct l2c_header *h, struct lx_
     a->mlp = LX_MLP_SWIGLU;
     a->vocab = v;
     a->norm_eps = 1e-5;
+    a->kv_heads = h->kv_heads == h->heads ? 0 : h->kv_heads;
+    a->tie_head = h->vocab > 0;
     lx_params_finish(&lx_arch_schema, a);
     return LX_OK;
 }
@@ -113,18 +114,26 @@ static void take(struct l2c_cursor *c, float *out, size_t n)
     c->p += sizeof(float) * n;
 }
 
-/* One stacked tensor (layers, rows, cols) into each layer's slot at offset
-** off[l] (floats); with rep > 1 every block of `block` rows is written rep times
-** (a key/value head repeated for the query heads it serves). */
-static void take_layers(struct l2c_cursor *c, float *w, const size_t *off, long layers, long rows, long cols,
-                        long block, long rep)
+/* The offset of tensor `what` of layer l (l < 0: a model tensor) in the weights. */
+static size_t offset_of(const struct lx_tensor_info *ti, int n, long l, const char *what)
+{
+    char name[64];
+    if (l >= 0)
+        snprintf(name, sizeof name, "layers.%ld.%s", l, what);
+    else
+        snprintf(name, sizeof name, "%s", what);
+    for (int i = 0; i < n; i++)
+        if (strcmp(ti[i].name, name) == 0)
+            return ti[i].offset;
+    return (size_t)-1;  /* not reached: the architecture has every tensor the file has */
+}
+
+/* One stacked tensor (layers, n floats each) into each layer's tensor `what`. */
+static void take_layers(struct l2c_cursor *c, float *w, const struct lx_tensor_info *ti, int n, long layers,
+                        const char *what, size_t floats)
 {
     for (long l = 0; l < layers; l++)
-        for (long b = 0; b < rows / block; b++) {
-            for (long r = 0; r < rep; r++)
-                memcpy(w + off[l] + (size_t)((b * rep + r) * block * cols), c->p, sizeof(float) * (size_t)(block * cols));
-            c->p += sizeof(float) * (size_t)(block * cols);
-        }
+        take(c, w + offset_of(ti, n, l, what), floats);
 }
 
 /* The weights in llama2.c's order into lenx's tensors (see the top comment). */
@@ -134,30 +143,23 @@ static void read_weights(struct lx_model *m, const struct l2c_header *h, const u
     int n = lx_arch_tensors(a, NULL);
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
     lx_arch_tensors(a, ti);
-    long L = a->layers, C = a->d_model, F = a->d_mlp, D = a->d_head, KV = h->kv_heads;
-    size_t *off = lx_xcalloc((size_t)(9 * L), sizeof *off);   /* per layer: the 9 tensors in lenx order */
-    for (long l = 0; l < L; l++)
-        for (int k = 0; k < 9; k++)
-            off[k * L + l] = ti[1 + 9 * l + k].offset;
+    size_t L = (size_t)a->layers, C = (size_t)a->d_model, F = (size_t)a->d_mlp;
+    size_t KD = (size_t)h->kv_heads * (size_t)a->d_head, V = (size_t)a->vocab;
     struct l2c_cursor c = {data};
-    long rep = a->heads / KV;
-    take(&c, m->w + ti[0].offset, (size_t)(a->vocab * C));
-    take_layers(&c, m->w, off + 0 * L, L, C, 1, 1, 1);          /* rms_att -> attn_norm */
-    take_layers(&c, m->w, off + 1 * L, L, C, C, C, 1);          /* wq */
-    take_layers(&c, m->w, off + 2 * L, L, KV * D, C, D, rep);   /* wk, heads repeated */
-    take_layers(&c, m->w, off + 3 * L, L, KV * D, C, D, rep);   /* wv, heads repeated */
-    take_layers(&c, m->w, off + 4 * L, L, C, C, C, 1);          /* wo */
-    take_layers(&c, m->w, off + 5 * L, L, C, 1, 1, 1);          /* rms_ffn -> mlp_norm */
-    take_layers(&c, m->w, off + 6 * L, L, F, C, F, 1);          /* w1 */
-    take_layers(&c, m->w, off + 8 * L, L, C, F, C, 1);          /* w2 */
-    take_layers(&c, m->w, off + 7 * L, L, F, C, F, 1);          /* w3 */
-    take(&c, m->w + ti[n - 2].offset, (size_t)C);               /* rms_final -> norm */
-    c.p += sizeof(float) * (size_t)(h->seq_len * D);            /* freq_cis_real, freq_cis_imag */
+    take(&c, m->w + offset_of(ti, n, -1, "tok_emb.weight"), V * C);
+    take_layers(&c, m->w, ti, n, (long)L, "attn_norm.weight", C);     /* rms_att */
+    take_layers(&c, m->w, ti, n, (long)L, "attn.wq.weight", C * C);
+    take_layers(&c, m->w, ti, n, (long)L, "attn.wk.weight", KD * C);
+    take_layers(&c, m->w, ti, n, (long)L, "attn.wv.weight", KD * C);
+    take_layers(&c, m->w, ti, n, (long)L, "attn.wo.weight", C * C);
+    take_layers(&c, m->w, ti, n, (long)L, "mlp_norm.weight", C);      /* rms_ffn */
+    take_layers(&c, m->w, ti, n, (long)L, "mlp.w1.weight", F * C);
+    take_layers(&c, m->w, ti, n, (long)L, "mlp.w2.weight", C * F);
+    take_layers(&c, m->w, ti, n, (long)L, "mlp.w3.weight", F * C);
+    take(&c, m->w + offset_of(ti, n, -1, "norm.weight"), C);          /* rms_final */
+    c.p += sizeof(float) * (size_t)h->seq_len * (size_t)a->d_head;   /* freq_cis_real, freq_cis_imag */
     if (h->vocab < 0)
-        take(&c, m->w + ti[n - 1].offset, (size_t)(a->vocab * C));
-    else
-        memcpy(m->w + ti[n - 1].offset, m->w + ti[0].offset, sizeof(float) * (size_t)(a->vocab * C));
-    free(off);
+        take(&c, m->w + offset_of(ti, n, -1, "lm_head.weight"), V * C);
     free(ti);
 }
 
