@@ -108,6 +108,14 @@ data:
 data/manifest.tsv: scripts/data.sh
 	bash scripts/data.sh
 
+# Held-out in-distribution text for stories260K: stories the model samples
+# itself with fixed seeds (no TinyStories corpus is installable here), the
+# corpus `stories` of ppl/attn (scripts/heldout.sh, docs/data.md).
+heldout: build/heldout/manifest.tsv
+
+build/heldout/manifest.tsv: scripts/heldout.sh | lenx
+	bash scripts/heldout.sh $(CURDIR)/lenx
+
 # Regenerate the committed regression baselines (after a deliberate change of
 # numbers; the test suite compares against them): the Gaussian sweep, and the
 # tiny engine sweep (trains two tiny models in seconds), single-threaded as in
