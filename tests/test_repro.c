@@ -29,9 +29,8 @@ Test(repro, stories260K_sweeps_plan, .init = setup, .fini = teardown, .timeout =
 {
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
-    (void)sql_long, (void)write_file;    /* shell.h's, unused here */
     expect_plans("configs/repro/stories260K-extension.yaml", "sweep stories260K-extension: 80 cells");
-    expect_plans("configs/models/stories260K-every-method.yaml", "sweep stories260K-every-method: 105 cells");
+    expect_plans("configs/models/stories260K-every-method.yaml", "sweep stories260K-every-method: 126 cells");
 }
 
 /* Each training-time method, put in place of PI in the every-method sweep. */
@@ -63,4 +62,21 @@ Test(repro, training_time_methods_refused_on_stories260K, .init = setup, .fini =
                              "[{\"rope\":{\"base\":10000,\"layout\":\"interleaved\"}}]") != NULL, "%s", out);
         cr_expect(!exists("x.db"), "a refused sweep writes nothing");
     }
+}
+
+/* T5 alignment calibrates on held-out text in the model's own tokens: on
+** stories260K (tok512) it runs, and its temperature is stored. */
+Test(repro, t5align_calibrates_in_model_tokens, .init = setup, .fini = teardown, .timeout = 120)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[16384];
+    write_file("t.yaml", "name: t\nmodels: {s: {checkpoint: \"$R/../shared/models/stories260K/stories260K.bin\"}}\n"
+               "methods: [[{rope: {layout: interleaved}}, t5align]]\ntasks: [{ppl: {windows: 1}}]\n"
+               "lengths: [1024]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|\" t.yaml && $L run t.yaml --db t.db --quiet --no-table"),
+                 0, "%s", out);
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs where status = 'ok'"), 1);
+    cr_expect_eq(sql_long("t.db", "select count(*) from metrics where name = 'tau' and value > 0"), 1,
+                 "the calibrated temperature is stored");
 }
