@@ -32,6 +32,17 @@ static int have_stories(void)
     return tokfile_stories() != NULL;
 }
 
+/* stories260K loaded into m, its native stack compiled into s for length T. */
+static void load_stories(struct lx_model *m, struct lx_ckpt_info *info, struct tstack *s, long T)
+{
+    char path[4096];
+    struct lx_error err = {""};
+    snprintf(path, sizeof path, "%s/../shared/models/stories260K/stories260K.bin", getenv("LENX_ROOT"));
+    cr_assert_eq(lx_model_load(m, path, info, &err), LX_OK, "%s", err.msg);
+    struct lx_facts f = tfacts((int)m->arch.d_head, 512, (int)m->arch.heads, T);
+    tstack_make(s, info->stack, &f);
+}
+
 /* `lenx generate` output equals the file run.c wrote. */
 static void expect_same_as(const char *args, const char *expected)
 {
@@ -57,17 +68,14 @@ Test(generate, greedy_ids_are_the_full_pass_argmax, .init = setup, .fini = teard
 {
     if (!have_stories())
         cr_skip_test("stories260K is not beside the checkout");
-    char out[8192], path[4096];
+    char out[8192];
     cr_assert_eq(sh(out, sizeof out, "$L generate --model $R/../shared/models/stories260K/stories260K.bin -n 200 "
                     "--ids | head -1"), 0, "%s", out);
-    snprintf(path, sizeof path, "%s/../shared/models/stories260K/stories260K.bin", getenv("LENX_ROOT"));
     struct lx_model m;
     struct lx_ckpt_info info = {0};
     struct lx_error err = {""};
-    cr_assert_eq(lx_model_load(&m, path, &info, &err), LX_OK, "%s", err.msg);
-    struct lx_facts f = tfacts((int)m.arch.d_head, 512, (int)m.arch.heads, 201);
     struct tstack s;
-    tstack_make(&s, info.stack, &f);
+    load_stories(&m, &info, &s, 201);
     int prompt[1] = {1}, ids[200];
     cr_assert_eq(lx_generate(&m, &s.spec, prompt, 1, 200, ids, LX_DECODE_FULL, &err), LX_OK, "%s", err.msg);
     char *p = out, *end;
@@ -121,15 +129,11 @@ Test(generate, sampling_is_deterministic_per_seed, .init = setup, .fini = teardo
     cr_assert_eq(sh(c, sizeof c, cmd, 4), 0, "%s", c);
     cr_expect_str_eq(a, b, "seed 3 twice");
     cr_expect_str_neq(a, c, "seeds 3 and 4");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/../shared/models/stories260K/stories260K.bin", getenv("LENX_ROOT"));
     struct lx_model m;
     struct lx_ckpt_info info = {0};
     struct lx_error err = {""};
-    cr_assert_eq(lx_model_load(&m, path, &info, &err), LX_OK, "%s", err.msg);
-    struct lx_facts f = tfacts((int)m.arch.d_head, 512, (int)m.arch.heads, 101);
     struct tstack s;
-    tstack_make(&s, info.stack, &f);
+    load_stories(&m, &info, &s, 101);
     struct lx_sampler smp = {.temperature = 0.8, .seed = 11};
     int prompt[1] = {1}, cached[100], full[100];
     cr_assert_eq(lx_generate_with(&m, &s.spec, prompt, 1, 100, cached, LX_DECODE_CACHE, &smp, &err), LX_OK);

@@ -37,20 +37,28 @@ static int in_build_tree(char *exe_dir, size_t n)
     return strncmp(exe, src, m) == 0 && exe[m] == '/';
 }
 
-const char *lx_data_dir(char *out, size_t n)
+/* $env, else <checkout>/<tree> from the build tree, else <prefix>/share/lenx/<tree>
+** (tree's last component); returns how, env_how for the variable. */
+static const char *choose_dir(char *out, size_t n, const char *env, const char *env_how, const char *tree)
 {
-    const char *d = getenv("LENX_DATA");
+    const char *d = getenv(env);
     if (d && *d) {
         snprintf(out, n, "%s", d);
-        return "LENX_DATA or --data";
+        return env_how;
     }
     char exe_dir[PATH_MAX];
     if (in_build_tree(exe_dir, sizeof exe_dir)) {
-        snprintf(out, n, "%s/data", LX_SOURCE_DIR);
+        snprintf(out, n, "%s/%s", LX_SOURCE_DIR, tree);
         return "the build tree";
     }
-    snprintf(out, n, "%s/../share/lenx/data", exe_dir);
+    const char *last = strrchr(tree, '/');
+    snprintf(out, n, "%s/../share/lenx/%s", exe_dir, last ? last + 1 : tree);
     return "the install prefix";
+}
+
+const char *lx_data_dir(char *out, size_t n)
+{
+    return choose_dir(out, n, "LENX_DATA", "LENX_DATA or --data", "data");
 }
 
 const char *lx_corpus_split(int corpus)
@@ -60,18 +68,7 @@ const char *lx_corpus_split(int corpus)
 
 const char *lx_heldout_dir(char *out, size_t n)
 {
-    const char *d = getenv("LENX_HELDOUT");
-    if (d && *d) {
-        snprintf(out, n, "%s", d);
-        return "LENX_HELDOUT";
-    }
-    char exe_dir[PATH_MAX];
-    if (in_build_tree(exe_dir, sizeof exe_dir)) {
-        snprintf(out, n, "%s/build/heldout", LX_SOURCE_DIR);
-        return "the build tree";
-    }
-    snprintf(out, n, "%s/../share/lenx/heldout", exe_dir);
-    return "the install prefix";
+    return choose_dir(out, n, "LENX_HELDOUT", "LENX_HELDOUT", "build/heldout");
 }
 
 static int load_split(struct lx_corpus *c, const char *split, struct lx_error *err)
