@@ -187,3 +187,20 @@ Test(generate, heldout_split_reads_its_manifest, .init = setup, .fini = teardown
     cr_expect_eq(c->n_bytes, 34);
     cr_expect_str_eq(lx_corpus_split(2), "stories");
 }
+
+/* The stories split's hash is in the run key: new text, new cells. */
+Test(generate, heldout_text_enters_the_run_key, .init = setup, .fini = teardown, .timeout = 30)
+{
+    char one[4096], two[4096];
+    const char *plan = "printf 'split\\tpath\\tbytes\\tsha256\\nstories\\ta.txt\\t%%s\\t%%s\\n' $(stat -c %%s a.txt) "
+                       "$(sha256sum a.txt | cut -d' ' -f1) > manifest.tsv && LENX_HELDOUT=$D $L run --dry-run "
+                       "--db x.db t.yaml | grep 'ppl(corpus=stories)'";
+    write_file("t.yaml", "name: t\nmodels: {b: {checkpoint: \"$R/tests/ref/model_ckpt_causal_rope.safetensors\"}}\n"
+               "methods: [rope]\ntasks: [{ppl: {corpus: stories}}]\nlengths: [16]\n");
+    cr_assert_eq(sh(one, sizeof one, "sed -i \"s|\\$R|$R|\" t.yaml"), 0, "%s", one);
+    write_file("a.txt", "Once upon a time there was a cat.\n");
+    cr_assert_eq(sh(one, sizeof one, plan), 0, "%s", one);
+    write_file("a.txt", "Once upon a time there was a dog.\n");
+    cr_assert_eq(sh(two, sizeof two, plan), 0, "%s", two);
+    cr_expect(strlen(one) > 16 && strncmp(one, two, 18) != 0, "the same key for other text:\n%s%s", one, two);
+}
