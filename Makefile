@@ -82,7 +82,11 @@ run: lenx data/manifest.tsv
 
 # Tests run single-threaded unless a test sets its own thread count; the CLI
 # tests drive the binary named by LENX_BIN.
+# The stories260K sweeps' held-out stories are sampled first (make heldout)
+# when the shared model is beside the checkout (its tests skip without it).
 test: lenx $(B)/lenx-tests data/manifest.tsv build/tokenizers/.done
+	@if [ -f ../shared/models/stories260K/stories260K.bin ] && [ ! -f build/heldout/manifest.tsv ]; then \
+	    $(MAKE) --no-print-directory heldout; fi
 	OMP_NUM_THREADS=1 LENX_BIN=$(CURDIR)/lenx LENX_ROOT=$(CURDIR) $(B)/lenx-tests --jobs 2
 
 # The report in a real browser: tests/browser_report.sh runs a tiny sweep
@@ -119,6 +123,14 @@ tokenizers:
 build/tokenizers/.done: scripts/tokenizers.sh
 	bash scripts/tokenizers.sh >/dev/null
 	@touch $@
+
+# Held-out in-distribution text for stories260K: stories the model samples
+# itself with fixed seeds (no TinyStories corpus is installable here), the
+# corpus `stories` of ppl/attn (scripts/heldout.sh, docs/data.md).
+heldout: build/heldout/manifest.tsv
+
+build/heldout/manifest.tsv: scripts/heldout.sh | lenx
+	bash scripts/heldout.sh $(CURDIR)/lenx
 
 # Regenerate the committed regression baselines (after a deliberate change of
 # numbers; the test suite compares against them): the Gaussian sweep, and the

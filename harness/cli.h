@@ -54,6 +54,7 @@ void lx_cli_usage(const char *text, const struct lx_opt *opts, int n);
 
 /* The commands that live outside harness/main.c (harness/cluster.c). */
 int lx_cmd_merge(int argc, char **argv);
+int lx_cmd_generate(int argc, char **argv);     /* harness/generate.c */
 int lx_cmd_slurm(int argc, char **argv);
 
 #endif

@@ -765,6 +765,7 @@ static const struct command commands[] = {
     {"compare", cmd_compare, "show cells that moved between commits, sweeps or a CSV baseline"},
     {"score", cmd_score, "per-token NLL of a text under a checkpoint, as JSON"},
     {"tokenize", lx_cmd_tokenize, "a text's token ids under a tokenizer file as JSON, or --decode ids to text"},
+    {"generate", lx_cmd_generate, "continue a prompt with a model: greedy (KV cache) or sampled with a seed"},
     {"report", cmd_report, "write an HTML page of stored sweeps: plots, tables, effective length, provenance"},
     {"export", cmd_export, "write a model as a Hugging Face directory"},
     {"show", lx_cmd_show, "print a method's derived tables, a task's parameters or one instance, a sweep's YAML, what a model holds"},

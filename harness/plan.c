@@ -298,10 +298,6 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
     int rc = check_tokenizer(g, t, m, err);
     if (rc < 0)
         return rc;
-    if (spec->calibrate && mu->tok)     /* the probe windows are byte tokens (harness/engine/calibrate.c) */
-        return lx_node_err(err, st->where, "the stack '%s' calibrates on attention statistics of byte windows, "
-                           "and model '%s' reads %s tokens\n  hint: calibrating methods run on byte-level "
-                           "models; drop the method for this model", st->canon, mu->name, mu->tok->ops->kind);
     if (!mu->checkpoint)
         return LX_OK;
     if (!same_train_stack(st, mu->ckpt_stack, &spec->facts))

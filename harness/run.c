@@ -56,11 +56,12 @@ static int calibrate(const struct lx_stack *st, const struct lx_task_use *tu, co
         struct lx_facts ft = *f;
         ft.length = f->train_len;
         struct lx_spec spec_train;
-        const struct lx_corpus *text;
+        const struct lx_corpus_tokens *text;     /* in the model's tokens */
+        const struct lx_tokenizer *tok = lx_tok_or_byte(ctx->tok);
         int rc = lx_stack_compile(st, &ft, &spec_train, err);
         if (rc == LX_OK)
-            rc = lx_corpus_get(&text, tu->task->split(tu->params), err);
-        return rc < 0 ? rc : lx_calibrate_model(spec, &spec_train, ctx->model, text, err);
+            rc = lx_corpus_tokens(&text, tu->task->split(tu->params), tok, err);
+        return rc < 0 ? rc : lx_calibrate_model(spec, &spec_train, ctx->model, text, lx_tok_begin(tok), err);
     }
     if (!tu->task->probe)
         return lx_err(err, LX_EINVAL, "method '%s' calibrates on a model or a task with a probe, and task '%s' "

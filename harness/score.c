@@ -47,8 +47,7 @@ int lx_find_model(const char *model, const char *db, char **path, struct lx_erro
     return LX_OK;
 }
 
-/* Checkpoint stack + the evaluation-time methods given on the command line. */
-static int build_stack(struct lx_stack *st, const char *ckpt_stack, const char *method, struct lx_doc *d1,
+int lx_score_stack(struct lx_stack *st, const char *ckpt_stack, const char *method, struct lx_doc *d1,
                        struct lx_doc *d2, struct lx_error *err)
 {
     int rc = lx_doc_load_text(d1, ckpt_stack, "checkpoint lenx_stack", err);
@@ -189,7 +188,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     if (rc == LX_OK)
         rc = open_tokenizer(o, path, &m, &info, &tk, err);
     if (rc == LX_OK)    /* a model's own evaluation-time scaling (HF dynamic NTK) unless --method replaces it */
-        rc = build_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
+        rc = lx_score_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
     if (rc == LX_OK && (n = read_tokens(o->text, tk, &ids, err)) < 0)
         rc = (int)n;
     long L = o->length > 0 ? o->length : info.train_len;

@@ -30,6 +30,15 @@ struct lx_score_opts {
 ** recorded. *path is malloc'd. */
 int lx_find_model(const char *model, const char *db, char **path, struct lx_error *err);
 
+/* The checkpoint's stack ckpt_stack (YAML flow list) followed by the
+** evaluation-time methods of method (YAML, may be NULL), parsed into st
+** (d1, d2 hold the parsed YAML, released by the caller); a training-time
+** method in `method` is refused, naming it. Shared with `lenx generate`. */
+struct lx_stack;
+struct lx_doc;
+int lx_score_stack(struct lx_stack *st, const char *ckpt_stack, const char *method, struct lx_doc *d1,
+                   struct lx_doc *d2, struct lx_error *err);
+
 int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error *err);
 
 #endif

@@ -52,7 +52,8 @@ struct ppl_params {
 
 static const struct lx_param ppl_rows[] = {
     LX_P_ENUM(struct ppl_params, corpus, "austen", LX_CORPUS_CHOICES, 0,
-              "austen: Persuasion, held out from training; sotu: State of the Union addresses (out of domain)"),
+              "austen: Persuasion, held out from training; sotu: State of the Union addresses (out of domain); "
+              "stories: stories sampled from stories260K (make heldout)"),
     LX_P_INT(struct ppl_params, windows, "16", 0, 1e9, 0,
              "at most this many windows of `length` tokens, spread over the corpus (0 = all)"),
     LX_P_INT(struct ppl_params, tokens, "0", 0, 1e12, 0,
@@ -158,8 +159,8 @@ static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct 
         rc = unigram(&r, err);
     long nw = rc < 0 ? 0 : lx_tokens_windows(r.c, r.L, lx_window_cap(p->windows, p->tokens, r.L), NULL);
     if (rc == LX_OK && nw == 0)
-        rc = lx_err(err, LX_ERUN, "ppl: no document of corpus '%s' has %ld %s tokens\n"
-                    "  hint: use a shorter length or the sotu corpus", p->corpus ? "sotu" : "austen", r.L,
+        rc = lx_err(err, LX_ERUN, "ppl: no document of split '%s' has %ld %s tokens\n"
+                    "  hint: use a shorter length or the sotu corpus", lx_corpus_split(p->corpus), r.L,
                     r.tk->ops->kind);
     struct lx_window *win = lx_xcalloc((size_t)(nw > 0 ? nw : 1), sizeof *win);
     if (nw > 0)

@@ -16,17 +16,17 @@ static long probe_windows(int T)
     return n < 1 ? 1 : n > 16 ? 16 : n;
 }
 
-int lx_attn_probe(const struct lx_model *m, const struct lx_spec *spec, const struct lx_corpus *text, int T,
-                  long n_windows, int layer0, struct lx_probe_stats *out, struct lx_error *err)
+int lx_attn_probe(const struct lx_model *m, const struct lx_spec *spec, const struct lx_corpus_tokens *text, int bos,
+                  int T, long n_windows, int layer0, struct lx_probe_stats *out, struct lx_error *err)
 {
     int causal = m->arch.mode == LX_MODEL_CAUSAL;
     long n_text = causal ? T - 1 : T;       /* causal windows start with BOS */
     struct lx_window *win = lx_xcalloc((size_t)n_windows, sizeof *win);
-    int B = (int)lx_corpus_windows(text, n_text, n_windows, win);
+    int B = (int)lx_tokens_windows(text, n_text, n_windows, win);
     if (B < 1) {
         free(win);
         return lx_err(err, LX_EINVAL, "no document of the %s split holds a window of %d tokens\n"
-                      "  hint: use a shorter length", text->split, T);
+                      "  hint: use a shorter length", text->c->split, T);
     }
     struct lx_acts a;
     int rc = lx_acts_alloc(&a, &m->arch, B, T, 0, err);
@@ -39,9 +39,9 @@ int lx_attn_probe(const struct lx_model *m, const struct lx_spec *spec, const st
     int *tok = lx_xmalloc(sizeof(int) * (size_t)B * (size_t)T);
     for (int b = 0; b < B; b++) {
         int *t = tok + (long)b * T;
-        const unsigned char *src = text->docs[win[b].doc].bytes + win[b].off;
+        const int *src = text->ids[win[b].doc] + win[b].off;
         if (causal)
-            *t++ = LX_TOK_BOS;
+            *t++ = bos;
         for (long i = 0; i < n_text; i++)
             t[i] = src[i];
     }
@@ -65,7 +65,8 @@ int lx_attn_probe(const struct lx_model *m, const struct lx_spec *spec, const st
 struct model_probe {
     const struct lx_spec *spec, *spec_train;    /* the cell's stack at its length and at the training length */
     const struct lx_model *m;
-    const struct lx_corpus *text;
+    const struct lx_corpus_tokens *text;
+    int bos;            /* what a causal window starts with */
 };
 
 static int model_stats(void *ctx, int at_train, double tau, int layer0, struct lx_probe_stats *out,
@@ -75,13 +76,13 @@ static int model_stats(void *ctx, int at_train, double tau, int layer0, struct l
     struct lx_spec s = *(at_train ? p->spec_train : p->spec);
     s.temperature = tau;
     int T = (int)s.facts.length;
-    return lx_attn_probe(p->m, &s, p->text, T, probe_windows(T), layer0, out, err);
+    return lx_attn_probe(p->m, &s, p->text, p->bos, T, probe_windows(T), layer0, out, err);
 }
 
 int lx_calibrate_model(struct lx_spec *spec, const struct lx_spec *spec_train, const struct lx_model *m,
-                       const struct lx_corpus *text, struct lx_error *err)
+                       const struct lx_corpus_tokens *text, int bos, struct lx_error *err)
 {
-    struct model_probe mp = {.spec = spec, .spec_train = spec_train, .m = m, .text = text};
+    struct model_probe mp = {.spec = spec, .spec_train = spec_train, .m = m, .text = text, .bos = bos};
     struct lx_probe probe = {.ctx = &mp, .stats = model_stats};
     return lx_spec_calibrate(spec, &probe, err);
 }

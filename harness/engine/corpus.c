@@ -37,33 +37,52 @@ static int in_build_tree(char *exe_dir, size_t n)
     return strncmp(exe, src, m) == 0 && exe[m] == '/';
 }
 
-const char *lx_data_dir(char *out, size_t n)
+/* $env, else <checkout>/<tree> from the build tree, else <prefix>/share/lenx/<tree>
+** (tree's last component); returns how, env_how for the variable. */
+static const char *choose_dir(char *out, size_t n, const char *env, const char *env_how, const char *tree)
 {
-    const char *d = getenv("LENX_DATA");
+    const char *d = getenv(env);
     if (d && *d) {
         snprintf(out, n, "%s", d);
-        return "LENX_DATA or --data";
+        return env_how;
     }
     char exe_dir[PATH_MAX];
     if (in_build_tree(exe_dir, sizeof exe_dir)) {
-        snprintf(out, n, "%s/data", LX_SOURCE_DIR);
+        snprintf(out, n, "%s/%s", LX_SOURCE_DIR, tree);
         return "the build tree";
     }
-    snprintf(out, n, "%s/../share/lenx/data", exe_dir);
+    const char *last = strrchr(tree, '/');
+    snprintf(out, n, "%s/../share/lenx/%s", exe_dir, last ? last + 1 : tree);
     return "the install prefix";
+}
+
+const char *lx_data_dir(char *out, size_t n)
+{
+    return choose_dir(out, n, "LENX_DATA", "LENX_DATA or --data", "data");
 }
 
 const char *lx_corpus_split(int corpus)
 {
-    return corpus == 1 ? "ood" : "test";
+    return corpus == 2 ? "stories" : corpus == 1 ? "ood" : "test";
+}
+
+const char *lx_heldout_dir(char *out, size_t n)
+{
+    return choose_dir(out, n, "LENX_HELDOUT", "LENX_HELDOUT", "build/heldout");
 }
 
 static int load_split(struct lx_corpus *c, const char *split, struct lx_error *err)
 {
     char dir[PATH_MAX], path[PATH_MAX + 32];
-    const char *how = lx_data_dir(dir, sizeof dir);
+    int heldout = strcmp(split, "stories") == 0;
+    const char *how = heldout ? lx_heldout_dir(dir, sizeof dir) : lx_data_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/manifest.tsv", dir);
     FILE *fp = fopen(path, "r");
+    if (!fp && heldout)
+        return lx_err(err, LX_EIO, "no held-out stories manifest at %s (%s); the directory came from %s\n"
+                      "  hint: run `make heldout` in the lenx checkout (stories sampled from stories260K, "
+                      "docs/data.md#held-out-stories), or set LENX_HELDOUT to a directory holding one",
+                      path, strerror(errno), how);
     if (!fp)
         return lx_err(err, LX_EIO, "no corpus manifest at %s (%s); the data directory came from %s\n"
                       "  tried: --data DIR / $LENX_DATA (%s), then the checkout's data/ when run from the "
@@ -126,8 +145,8 @@ static int load_split(struct lx_corpus *c, const char *split, struct lx_error *e
 ** kept until exit; a failed load leaves nothing behind and is tried again. */
 static int cached_split(const struct lx_corpus **out, int i, const char *split, struct lx_error *err)
 {
-    static struct lx_corpus cache[3];
-    static int loaded[3];
+    static struct lx_corpus cache[4];
+    static int loaded[4];
     int rc = LX_OK;
 #pragma omp critical(lx_corpus_cache)
     {
@@ -149,11 +168,11 @@ static int cached_split(const struct lx_corpus **out, int i, const char *split, 
 
 int lx_corpus_get(const struct lx_corpus **out, const char *split, struct lx_error *err)
 {
-    static const char *const splits[] = {"train", "test", "ood"};
-    for (int i = 0; i < 3; i++)
+    static const char *const splits[] = {"train", "test", "ood", "stories"};
+    for (int i = 0; i < 4; i++)
         if (strcmp(split, splits[i]) == 0)
             return cached_split(out, i, splits[i], err);
-    return lx_err(err, LX_EINVAL, "no corpus split '%s'; the splits are train, test, ood", split);
+    return lx_err(err, LX_EINVAL, "no corpus split '%s'; the splits are train, test, ood, stories", split);
 }
 
 /* Windows over documents of len[0, n_docs) units (bytes or tokens). */

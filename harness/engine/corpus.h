@@ -99,8 +99,16 @@ long lx_tokens_windows(const struct lx_corpus_tokens *ct, long n, long max, stru
 long lx_window_cap(long windows, long tokens, long L);
 
 /* A task's `corpus` parameter: an enum row over LX_CORPUS_CHOICES, whose
-** index lx_corpus_split maps to its split (austen -> test, sotu -> ood). */
-#define LX_CORPUS_CHOICES "austen|sotu"
+** index lx_corpus_split maps to its split (austen -> test, sotu -> ood,
+** stories -> stories). */
+#define LX_CORPUS_CHOICES "austen|sotu|stories"
 const char *lx_corpus_split(int corpus);
+
+/* The directory of the held-out stories (split "stories": text sampled from
+** stories260K by `make heldout`, docs/data.md#held-out-stories), whose
+** manifest.tsv lists them like the data directory's: $LENX_HELDOUT, else the
+** checkout's build/heldout when run from the build tree, else
+** <prefix>/share/lenx/heldout. Returns how it was chosen. */
+const char *lx_heldout_dir(char *out, size_t n);
 
 #endif

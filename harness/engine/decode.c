@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/core/rng.h"
 #include "harness/engine/attention.h"
 #include "harness/engine/blas.h"
 #include "harness/engine/model.h"
@@ -285,11 +286,28 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
     omp_set_num_threads(n_thr);
 }
 
-/* ---- greedy generation --------------------------------------------------------- */
+/* ---- generation ---------------------------------------------------------------- */
+
+int lx_sample(const float *logits, long V, const struct lx_sampler *s, long k, double *p)
+{
+    if (!s || s->temperature <= 0.0)
+        return lx_argmax(logits, V);
+    int best = lx_argmax(logits, V);
+    double sum = 0.0;
+    for (long j = 0; j < V; j++)
+        sum += p[j] = exp(((double)logits[j] - logits[best]) / s->temperature);
+    struct lx_rng r;
+    lx_rng_init(&r, s->seed, (uint32_t)k, LX_RNG_SAMPLE);
+    double u = lx_rng_uniform(&r) * sum, acc = 0.0;
+    for (long j = 0; j < V; j++)
+        if ((acc += p[j]) > u && p[j] > 0.0)
+            return (int)j;
+    return best;    /* u within rounding of the total */
+}
 
 /* The prompt's pass with the cache attached, then one step per token. */
 static int generate_cached(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt,
-                           long n, int *out, struct lx_error *err)
+                           long n, int *out, const struct lx_sampler *smp, struct lx_error *err)
 {
     long V = m->arch.vocab;
     struct lx_acts a;
@@ -304,11 +322,13 @@ static int generate_cached(const struct lx_model *m, const struct lx_spec *spec,
     }
     if (rc == LX_OK) {
         float *lg = lx_xmalloc(sizeof(float) * (size_t)V);
-        out[0] = lx_argmax(a.logits + (n_prompt - 1) * V, V);
+        double *p = lx_xmalloc(sizeof(double) * (size_t)V);
+        out[0] = lx_sample(a.logits + (n_prompt - 1) * V, V, smp, 0, p);
         for (long k = 1; k < n; k++) {
             lx_decode_step(lg, m, spec, &c, 0, n_prompt + k - 1, out[k - 1]);
-            out[k] = lx_argmax(lg, V);
+            out[k] = lx_sample(lg, V, smp, k, p);
         }
+        free(p);
         free(lg);
     }
     lx_acts_release(&a);
@@ -320,7 +340,7 @@ static int generate_cached(const struct lx_model *m, const struct lx_spec *spec,
 ** token (the positions after them hold token 0: a causal model never reads
 ** them). */
 static int generate_full(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt,
-                         long n, int *out, struct lx_error *err)
+                         long n, int *out, const struct lx_sampler *smp, struct lx_error *err)
 {
     long V = m->arch.vocab, T = n_prompt + n - 1;
     struct lx_acts a;
@@ -328,15 +348,17 @@ static int generate_full(const struct lx_model *m, const struct lx_spec *spec, c
     if (rc < 0)
         return rc;
     int *buf = lx_xcalloc((size_t)T, sizeof *buf);
+    double *p = lx_xmalloc(sizeof(double) * (size_t)V);
     memcpy(buf, prompt, sizeof(int) * (size_t)n_prompt);
     for (long k = 0; k < n && rc == LX_OK; k++) {
         lx_model_forward(m, spec, buf, NULL, &a);
         if ((rc = lx_acts_check_finite(&a, V, 1, NULL, err)) < 0)
             break;
-        out[k] = lx_argmax(a.logits + (n_prompt - 1 + k) * V, V);
+        out[k] = lx_sample(a.logits + (n_prompt - 1 + k) * V, V, smp, k, p);
         if (k + 1 < n)
             buf[n_prompt + k] = out[k];
     }
+    free(p);
     free(buf);
     lx_acts_release(&a);
     return rc;
@@ -345,6 +367,14 @@ static int generate_full(const struct lx_model *m, const struct lx_spec *spec, c
 int lx_generate(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
                 int *out, enum lx_decode mode, struct lx_error *err)
 {
+    return lx_generate_with(m, spec, prompt, n_prompt, n, out, mode, NULL, err);
+}
+
+int lx_generate_with(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
+                     int *out, enum lx_decode mode, const struct lx_sampler *s, struct lx_error *err)
+{
+    if (s && !(s->temperature >= 0.0 && s->temperature <= 1e6))
+        return lx_err(err, LX_EINVAL, "temperature %g is not in [0, 1e6]", s->temperature);
     if (m->arch.mode != LX_MODEL_CAUSAL)
         return lx_err(err, LX_EINVAL, "greedy generation needs a causal model; this one is a masked LM (mode mlm), "
                       "whose every row changes with a new token\n  hint: use a model with mode: causal");
@@ -359,6 +389,6 @@ int lx_generate(const struct lx_model *m, const struct lx_spec *spec, const int 
                           m->arch.vocab);
     if (n == 0)
         return LX_OK;
-    return mode == LX_DECODE_FULL ? generate_full(m, spec, prompt, n_prompt, n, out, err)
-                                  : generate_cached(m, spec, prompt, n_prompt, n, out, err);
+    return mode == LX_DECODE_FULL ? generate_full(m, spec, prompt, n_prompt, n, out, s, err)
+                                  : generate_cached(m, spec, prompt, n_prompt, n, out, s, err);
 }

@@ -33,6 +33,8 @@
 #ifndef LX_DECODE_H
 #define LX_DECODE_H
 
+#include <stdint.h>
+
 #include "harness/core/spec.h"
 
 struct lx_arch;
@@ -42,6 +44,12 @@ struct lx_model;
 enum lx_decode {
     LX_DECODE_CACHE,    /* one row per token through the KV cache */
     LX_DECODE_FULL,     /* a full forward pass per token: the reference */
+};
+
+/* How the next token is chosen from its logits. */
+struct lx_sampler {
+    double temperature; /* 0 = greedy (the first argmax); > 0: a draw from softmax(logits / temperature) */
+    uint64_t seed;      /* Philox key of the draws: generated token k uses stream k (LX_RNG_SAMPLE) */
 };
 
 struct lx_kvcache {
@@ -98,11 +106,19 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
 void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spec *spec, struct lx_kvcache *c,
                     int slot, long pos, int token);
 
+/* The token sampler s picks for generated token k from logits (V) (p (V) scratch):
+** the argmax at temperature 0, else the inverse CDF of softmax(logits / T) at
+** one uniform of Philox(seed, stream k), a pure function of (logits, s, k). */
+int lx_sample(const float *logits, long V, const struct lx_sampler *s, long k, double *p);
+
 /* Greedy generation: out[0, n) = the n tokens a causal model continues
 ** prompt[0, n_prompt) with, by the KV cache or by one full forward pass
 ** per token (LX_DECODE_FULL, the reference). LX_EINVAL for an mlm model or
 ** an empty prompt; LX_ENOMEM when the passes do not fit. */
 int lx_generate(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
                 int *out, enum lx_decode mode, struct lx_error *err);
+/* The same with a sampler (NULL = greedy); mode as above. */
+int lx_generate_with(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
+                     int *out, enum lx_decode mode, const struct lx_sampler *s, struct lx_error *err);
 
 #endif

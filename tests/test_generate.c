@@ -1,0 +1,206 @@
+/*
+** tests/test_generate.c - `lenx generate` and the decode API's sampler
+** (harness/generate.c, harness/engine/decode.h), and the held-out stories
+** split (scripts/heldout.sh, harness/engine/corpus.h).
+**
+** Greedy text is checked against llama2.c's run.c on stories260K (its
+** expected/ outputs, read from ../shared/models/stories260K beside the
+** checkout and skipped when absent); greedy ids against a full forward pass
+** per token; the sampler against the probabilities of softmax(logits / T)
+** computed here, and for determinism per seed.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+
+#include "harness/engine/checkpoint.h"
+#include "harness/engine/corpus.h"
+#include "harness/engine/decode.h"
+#include "tests/shell.h"
+#include "tests/stack.h"
+#include "tests/tokfile.h"
+
+static void setup(void)
+{
+    (void)sql_long;     /* shell.h's; this suite reads no store */
+    shell_setup("generate");
+    cr_assert_not_null(getenv("LENX_ROOT"), "LENX_ROOT must name the checkout (make test sets it)");
+}
+
+/* 1 when stories260K lies beside the checkout. */
+static int have_stories(void)
+{
+    return tokfile_stories() != NULL;
+}
+
+/* stories260K loaded into m, its native stack compiled into s for length T. */
+static void load_stories(struct lx_model *m, struct lx_ckpt_info *info, struct tstack *s, long T)
+{
+    char path[4096];
+    struct lx_error err = {""};
+    snprintf(path, sizeof path, "%s/../shared/models/stories260K/stories260K.bin", getenv("LENX_ROOT"));
+    cr_assert_eq(lx_model_load(m, path, info, &err), LX_OK, "%s", err.msg);
+    struct lx_facts f = tfacts((int)m->arch.d_head, 512, (int)m->arch.heads, T);
+    tstack_make(s, info->stack, &f);
+}
+
+/* `lenx generate` output equals the file run.c wrote. */
+static void expect_same_as(const char *args, const char *expected)
+{
+    char out[8192], want[8192];
+    cr_assert_eq(sh(out, sizeof out, "S=$R/../shared/models/stories260K && $L generate --model $S/stories260K.bin %s",
+                    args), 0, "%s", out);
+    cr_assert_eq(sh(want, sizeof want, "cat $R/../shared/models/stories260K/expected/%s", expected), 0);
+    cr_expect_str_eq(out, want, "lenx generate %s", args);
+}
+
+Test(generate, greedy_is_llama2c_text, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!have_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    expect_same_as("-n 200", "greedy_empty_200.txt");
+    /* the prompt read with run.c's dummy prefix; the model ends the story with BOS after 346 positions */
+    expect_same_as("--prompt 'Once upon a time' -n 400", "greedy_once.txt");
+}
+
+/* The ids `--ids` prints: BOS, then the greedy tokens of one full forward
+** pass per token (lx_generate's reference path). */
+Test(generate, greedy_ids_are_the_full_pass_argmax, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!have_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[8192];
+    cr_assert_eq(sh(out, sizeof out, "$L generate --model $R/../shared/models/stories260K/stories260K.bin -n 200 "
+                    "--ids | head -1"), 0, "%s", out);
+    struct lx_model m;
+    struct lx_ckpt_info info = {0};
+    struct lx_error err = {""};
+    struct tstack s;
+    load_stories(&m, &info, &s, 201);
+    int prompt[1] = {1}, ids[200];
+    cr_assert_eq(lx_generate(&m, &s.spec, prompt, 1, 200, ids, LX_DECODE_FULL, &err), LX_OK, "%s", err.msg);
+    char *p = out, *end;
+    cr_expect_eq(strtol(p, &end, 10), 1, "BOS first");
+    for (int k = 0; k < 200; k++) {
+        p = end;
+        cr_expect_eq(strtol(p, &end, 10), ids[k], "generated token %d", k);
+    }
+    tstack_free(&s);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+/* Logits ln 1, ln 2, ln 3, ln 6 at T = 1 give p = 1/12, 2/12, 3/12, 6/12; at
+** T = 2, p ∝ √1, √2, √3, √6. 40,000 draws (keys k = 0 … 39,999) land within
+** 4.5 binomial standard errors of each. T = 0 is the argmax. */
+Test(generate, sampler_follows_softmax_of_logits_over_t)
+{
+    const float lg[4] = {0.0f, logf(2.0f), logf(3.0f), logf(6.0f)};
+    double p[4];
+    struct lx_sampler greedy = {.temperature = 0.0, .seed = 9};
+    cr_expect_eq(lx_sample(lg, 4, &greedy, 0, p), 3);
+    cr_expect_eq(lx_sample(lg, 4, NULL, 0, p), 3);
+    const double want[2][4] = {{1 / 12.0, 2 / 12.0, 3 / 12.0, 6 / 12.0},
+                               {1.0, sqrt(2.0), sqrt(3.0), sqrt(6.0)}};
+    const double z2 = 1.0 + sqrt(2.0) + sqrt(3.0) + sqrt(6.0);
+    for (int t = 0; t < 2; t++) {
+        struct lx_sampler s = {.temperature = t ? 2.0 : 1.0, .seed = 42};
+        long cnt[4] = {0}, n = 40000;
+        for (long k = 0; k < n; k++)
+            cnt[lx_sample(lg, 4, &s, k, p)]++;
+        for (int j = 0; j < 4; j++) {
+            double q = t ? want[t][j] / z2 : want[t][j], se = sqrt(q * (1 - q) / (double)n);
+            cr_expect(fabs((double)cnt[j] / (double)n - q) < 4.5 * se, "T %g token %d: %ld of %ld, p %g",
+                      s.temperature, j, cnt[j], n, q);
+        }
+    }
+}
+
+/* Sampling is a pure function of the seed: the same text twice, another seed
+** another text, the same tokens through the cache as through full passes. */
+Test(generate, sampling_is_deterministic_per_seed, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!have_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char a[8192], b[8192], c[8192];
+    const char *cmd = "$L generate --model $R/../shared/models/stories260K/stories260K.bin -n 150 --temperature 1 "
+                      "--seed %d --ids";
+    cr_assert_eq(sh(a, sizeof a, cmd, 3), 0, "%s", a);
+    cr_assert_eq(sh(b, sizeof b, cmd, 3), 0, "%s", b);
+    cr_assert_eq(sh(c, sizeof c, cmd, 4), 0, "%s", c);
+    cr_expect_str_eq(a, b, "seed 3 twice");
+    cr_expect_str_neq(a, c, "seeds 3 and 4");
+    struct lx_model m;
+    struct lx_ckpt_info info = {0};
+    struct lx_error err = {""};
+    struct tstack s;
+    load_stories(&m, &info, &s, 101);
+    struct lx_sampler smp = {.temperature = 0.8, .seed = 11};
+    int prompt[1] = {1}, cached[100], full[100];
+    cr_assert_eq(lx_generate_with(&m, &s.spec, prompt, 1, 100, cached, LX_DECODE_CACHE, &smp, &err), LX_OK);
+    cr_assert_eq(lx_generate_with(&m, &s.spec, prompt, 1, 100, full, LX_DECODE_FULL, &smp, &err), LX_OK);
+    for (int k = 0; k < 100; k++)
+        cr_expect_eq(cached[k], full[k], "sampled token %d", k);
+    smp.temperature = -1.0;
+    cr_expect_eq(lx_generate_with(&m, &s.spec, prompt, 1, 10, full, LX_DECODE_CACHE, &smp, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "temperature -1") != NULL, "%s", err.msg);
+    tstack_free(&s);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+Test(generate, bad_input_is_refused, .init = setup, .fini = teardown, .timeout = 30)
+{
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "$L generate --prompt hi"), 2, "%s", out);
+    cr_expect(strstr(out, "usage: lenx generate") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model $R/tests/ref/model_ckpt_causal_rope.safetensors "
+                    "--temperature -2"), 2, "%s", out);
+    cr_expect(strstr(out, "--temperature must be a non-negative number, got '-2'") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model nowhere.bin"), 2, "%s", out);
+    cr_expect(strstr(out, "nowhere.bin") != NULL, "%s", out);
+    /* a byte model: its text is bytes, and the stack is its own */
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model $R/tests/ref/model_ckpt_causal_rope.safetensors -n 5 "
+                    "--method '[{window: {size: 4}}]' > /dev/null"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model $R/tests/ref/model_ckpt_causal_rope.safetensors -n 5 "
+                    "--method alibi"), 2, "%s", out);
+    cr_expect(strstr(out, "'alibi' is a training-time method") != NULL, "%s", out);
+}
+
+/* The stories split reads the manifest in $LENX_HELDOUT (what scripts/heldout.sh
+** writes), checks each file's hash, and its hash follows the content; without
+** a manifest the error says how to make one. */
+Test(generate, heldout_split_reads_its_manifest, .init = setup, .fini = teardown)
+{
+    char out[4096];
+    write_file("a.txt", "Once upon a time there was a cat.\n");
+    cr_assert_eq(sh(out, sizeof out, "printf 'split\\tpath\\tbytes\\tsha256\\nstories\\ta.txt\\t%%s\\t%%s\\n' "
+                    "$(stat -c %%s a.txt) $(sha256sum a.txt | cut -d' ' -f1) > manifest.tsv"), 0, "%s", out);
+    const struct lx_corpus *c;
+    struct lx_error err = {""};
+    setenv("LENX_HELDOUT", "/nonexistent-heldout", 1);
+    cr_expect_eq(lx_corpus_get(&c, "stories", &err), LX_EIO);
+    cr_expect(strstr(err.msg, "make heldout") != NULL, "%s", err.msg);
+    setenv("LENX_HELDOUT", dir, 1);
+    cr_assert_eq(lx_corpus_get(&c, "stories", &err), LX_OK, "%s", err.msg);
+    cr_expect(exists("manifest.tsv"));
+    cr_expect_eq(c->n_docs, 1);
+    cr_expect_eq(c->n_bytes, 34);
+    cr_expect_str_eq(lx_corpus_split(2), "stories");
+}
+
+/* The stories split's hash is in the run key: new text, new cells. */
+Test(generate, heldout_text_enters_the_run_key, .init = setup, .fini = teardown, .timeout = 30)
+{
+    char one[4096], two[4096];
+    const char *plan = "printf 'split\\tpath\\tbytes\\tsha256\\nstories\\ta.txt\\t%%s\\t%%s\\n' $(stat -c %%s a.txt) "
+                       "$(sha256sum a.txt | cut -d' ' -f1) > manifest.tsv && LENX_HELDOUT=$D $L run --dry-run "
+                       "--db x.db t.yaml | grep 'ppl(corpus=stories)'";
+    write_file("t.yaml", "name: t\nmodels: {b: {checkpoint: \"$R/tests/ref/model_ckpt_causal_rope.safetensors\"}}\n"
+               "methods: [rope]\ntasks: [{ppl: {corpus: stories}}]\nlengths: [16]\n");
+    cr_assert_eq(sh(one, sizeof one, "sed -i \"s|\\$R|$R|\" t.yaml"), 0, "%s", one);
+    write_file("a.txt", "Once upon a time there was a cat.\n");
+    cr_assert_eq(sh(one, sizeof one, plan), 0, "%s", one);
+    write_file("a.txt", "Once upon a time there was a dog.\n");
+    cr_assert_eq(sh(two, sizeof two, plan), 0, "%s", two);
+    cr_expect(strlen(one) > 16 && strncmp(one, two, 18) != 0, "the same key for other text:\n%s%s", one, two);
+}

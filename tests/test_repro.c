@@ -1,0 +1,82 @@
+/*
+** tests/test_repro.c - the sweeps on stories260K, the pretrained llama2.c
+** model beside the checkout (../shared/models/stories260K; skipped when
+** absent): configs/repro/stories260K-extension.yaml and
+** configs/models/stories260K-every-method.yaml plan (every cell of the
+** latter runs in about 2 minutes on one core: docs/REPRODUCTIONS.md gives the
+** command and its time), and a training-time method on the checkpoint is
+** refused at plan time, naming the stack and the checkpoint's native one.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "tests/shell.h"
+#include "tests/tokfile.h"
+
+static void setup(void)
+{
+    shell_setup("repro");
+    cr_assert_not_null(getenv("LENX_ROOT"), "LENX_ROOT must name the checkout (make test sets it)");
+}
+
+static void expect_plans(const char *config, const char *cells)
+{
+    char out[65536];
+    cr_expect_eq(sh(out, sizeof out, "$L run --dry-run --db x.db $R/%s", config), 0, "%s", out);
+    cr_expect(strstr(out, cells) != NULL, "expected '%s' in:\n%s", cells, out);
+    cr_expect(!exists("x.db"), "a dry run writes nothing");
+}
+
+Test(repro, stories260K_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    expect_plans("configs/repro/stories260K-extension.yaml", "sweep stories260K-extension: 80 cells");
+    expect_plans("configs/models/stories260K-every-method.yaml", "sweep stories260K-every-method: 126 cells");
+}
+
+/* Each training-time method, put in place of PI in the every-method sweep. */
+Test(repro, training_time_methods_refused_on_stories260K, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    static const char *const stacks[][2] = {
+        {"cosscale", "rope(layout=interleaved)+cosscale(s=128)"},
+        {"prope", "rope(layout=interleaved)+prope(p=0.75)"},
+        {"pose", "rope(layout=interleaved)+pose(chunks=2,target=0)"},
+        {"{pi: {train: true}}", "rope(layout=interleaved)+pi(train=true"},
+        {"{yarn: {finetune: 5}}", "rope(layout=interleaved)+yarn(finetune=5"},
+        {"{logn: {mode: ssmax, train: true}}", "+logn(train=true,mode=ssmax"},
+        {"{scaleinv: {train: true}}", "+scaleinv(train=true"},
+        {"alibi", "methods 'rope' and 'alibi' both set the position scheme"},
+    };
+    for (size_t i = 0; i < sizeof stacks / sizeof *stacks; i++) {
+        char out[8192];
+        int rc = sh(out, sizeof out, "sed 's|^  - \\[{rope: {layout: interleaved}}, pi\\]$|  - [{rope: {layout: "
+                    "interleaved}}, %s]|; s|\\.\\./\\.\\./\\.\\./shared|'$R'/../shared|' "
+                    "$R/configs/models/stories260K-every-method.yaml > t.yaml && $L run --dry-run --db x.db t.yaml",
+                    stacks[i][0]);
+        cr_expect_eq(rc, 2, "%s:\n%s", stacks[i][0], out);
+        cr_expect(strstr(out, "t.yaml:21:") != NULL, "the stack's line: %s", out);
+        cr_expect(strstr(out, stacks[i][1]) != NULL, "expected '%s' in:\n%s", stacks[i][1], out);
+        if (i < 7)
+            cr_expect(strstr(out, "trains differently from checkpoint model 'stories260K', which was trained with "
+                             "[{\"rope\":{\"base\":10000,\"layout\":\"interleaved\"}}]") != NULL, "%s", out);
+        cr_expect(!exists("x.db"), "a refused sweep writes nothing");
+    }
+}
+
+/* T5 alignment calibrates on held-out text in the model's own tokens: on
+** stories260K (tok512) it runs, and its temperature is stored. */
+Test(repro, t5align_calibrates_in_model_tokens, .init = setup, .fini = teardown, .timeout = 120)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[16384];
+    write_file("t.yaml", "name: t\nmodels: {s: {checkpoint: \"$R/../shared/models/stories260K/stories260K.bin\"}}\n"
+               "methods: [[{rope: {layout: interleaved}}, t5align]]\ntasks: [{ppl: {windows: 1}}]\n"
+               "lengths: [1024]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|\" t.yaml && $L run t.yaml --db t.db --quiet --no-table"),
+                 0, "%s", out);
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs where status = 'ok'"), 1);
+    cr_expect_eq(sql_long("t.db", "select count(*) from metrics where name = 'tau' and value > 0"), 1,
+                 "the calibrated temperature is stored");
+}
