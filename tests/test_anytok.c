@@ -134,7 +134,8 @@ Test(anytok, bpe_checkpoint_runs_every_causal_task, .init = setup, .fini = teard
 /* Hugging Face tokenizer.json files (byte-level BPE): `tokenizer:` takes one
 ** (the tiny test file of tests/ref, 269 ids) for a 300-token checkpoint, and a
 ** Hugging Face directory holding one is read under `hf:` and `checkpoint:`
-** (stories260K-hf with the tiny file as its tokenizer.json; the two spellings
+** (stories260K-hf's config and weights with the tiny file as its
+** tokenizer.json; the two spellings
 ** are one model, one key): ppl windows are exactly L of its tokens, passkey
 ** runs, the file's hash is in every run key.
 ** The vocabulary check applies: Qwen3's 151,669 ids do not fit 300. */
@@ -142,7 +143,7 @@ Test(anytok, tokenizer_json_models, .init = setup, .fini = teardown, .timeout = 
 {
     vocab_ckpt("v300.safetensors", 300);
     char out[16384];
-    cr_assert_eq(sh(out, sizeof out, "mkdir hfd && cp $R/tests/ref/stories260K-hf/* hfd/ && "
+    cr_assert_eq(sh(out, sizeof out, "mkdir hfd && cp $R/tests/ref/stories260K-hf/config.json $R/tests/ref/stories260K-hf/model.safetensors hfd/ && "
                     "cp $R/tests/ref/tok_tiny.json hfd/tokenizer.json"), 0, "%s", out);
     write_file("t.yaml", "name: t\nmodels: {v: {checkpoint: v300.safetensors, tokenizer: \"$R/tests/ref/tok_tiny.json\"},"
                " h: {hf: hfd}, c: {checkpoint: hfd}}\nmethods: [rope]\n"
@@ -334,9 +335,10 @@ Test(anytok, retrieval_instances_exact_in_qwen3, .timeout = 300)
 
 /* `lenx score` in a model's own tokens: stories260K.bin finds tok512.bin
 ** beside it and scores " Once upon a time" as llama2.c's run.c encodes it
-** (403 407 261 378, after its BOS); the Hugging Face conversion has no
-** tokenizer beside it and is refused until --tokenizer names one, then scores
-** within the BF16 conversion's error of the .bin. */
+** (403 407 261 378, after its BOS); the Hugging Face conversion finds its
+** tokenizer.json (converted from tok512.bin) and scores the same ids; its
+** config and weights alone are refused until --tokenizer names one, then
+** score within the BF16 conversion's error of the .bin. */
 #include "harness/score.h"
 
 static char *score_json(const char *model, const char *tok, const char *text, struct lx_error *err)
@@ -357,14 +359,17 @@ static double json_num(const char *json, const char *key)
     return strtod(p + strlen(key), NULL);
 }
 
-Test(anytok, score_in_the_models_tokens, .timeout = 60)
+Test(anytok, score_in_the_models_tokens, .init = setup, .fini = teardown, .timeout = 60)
 {
     const char *tok = tokfile_stories();
     if (!tok)
         cr_skip_test("stories260K is not beside the checkout");
-    char bin[4096], hf[4096], text[256];
+    char bin[4096], hf[4096], whole[4096], text[256], out[4096];
     snprintf(bin, sizeof bin, "%s/../shared/models/stories260K/stories260K.bin", getenv("LENX_ROOT"));
-    snprintf(hf, sizeof hf, "%s/tests/ref/stories260K-hf", getenv("LENX_ROOT"));
+    snprintf(whole, sizeof whole, "%s/tests/ref/stories260K-hf", getenv("LENX_ROOT"));
+    snprintf(hf, sizeof hf, "%s/bare", dir);
+    cr_assert_eq(sh(out, sizeof out, "mkdir bare && cp $R/tests/ref/stories260K-hf/config.json "
+                    "$R/tests/ref/stories260K-hf/model.safetensors bare/"), 0, "%s", out);
     snprintf(text, sizeof text, "/tmp/lenx-score-%ld.txt", (long)getpid());
     FILE *f = fopen(text, "w");
     fputs(" Once upon a time", f);
@@ -375,6 +380,12 @@ Test(anytok, score_in_the_models_tokens, .timeout = 60)
     cr_expect(strstr(a, "\"tokens\": [403,407,261,378]") != NULL, "run.c's ids: %s", a);
     cr_expect(strstr(a, "\"tokenizer_sha256\": \"037cb335abb25d1fa9e8ecae30ed2a3a8ace9302862ebcdc05d51a6bbb10c312\"")
               != NULL, "%s", a);
+    char *w = score_json(whole, NULL, text, &err);
+    cr_assert_not_null(w, "%s", err.msg);
+    cr_expect(strstr(w, "\"tokens\": [403,407,261,378]") != NULL, "run.c's ids from tokenizer.json: %s", w);
+    cr_expect(strstr(w, "\"tokenizer_sha256\": \"5c4194b6711f41ca349c1604d2af1208b89d74e352cd0c732b21dedd5aa43d29\"")
+              != NULL, "%s", w);
+    free(w);
     cr_expect_null(score_json(hf, NULL, text, &err));
     cr_expect(strstr(err.msg, "vocabulary of 512 tokens and no tokenizer") && strstr(err.msg, "--tokenizer"), "%s",
               err.msg);
@@ -415,7 +426,8 @@ Test(anytok, byte_bpb_is_log2_ppl, .init = setup, .fini = teardown, .timeout = 6
 /* Formats from the loaders: a llama2.c model finds tok512.bin beside it and
 ** runs ppl in its tokens (stories260K on Persuasion: a story model on a novel,
 ** a few bits per byte); `hf:` takes a Hugging Face directory, refused without
-** a tokenizer since its vocabulary is not bytes, and refuses a file. */
+** a tokenizer (stories260K-hf's config and weights alone) since its
+** vocabulary is not bytes, and refuses a file. */
 Test(anytok, llama2c_and_hf_models, .init = setup, .fini = teardown, .timeout = 120)
 {
     const char *tok = tokfile_stories();
@@ -429,7 +441,9 @@ Test(anytok, llama2c_and_hf_models, .init = setup, .fini = teardown, .timeout = 
     double bpb = metric_at("s.db", 128, "bpb"), ppl = metric_at("s.db", 128, "ppl");
     cr_expect(bpb > 1.5 && bpb < 4.5, "stories260K on Persuasion: %g bits per byte (ppl %g per token)", bpb, ppl);
     cr_expect_eq(sql_long("s.db", "select count(*) from runs where key_json like '%,_tokenizer_:_%'"), 1);
-    expect_refused("name: t\nmodels: {h: {hf: \"$R/tests/ref/stories260K-hf\"}}\nmethods: [rope]\n"
+    cr_assert_eq(sh(out, sizeof out, "mkdir bare && cp $R/tests/ref/stories260K-hf/config.json "
+                    "$R/tests/ref/stories260K-hf/model.safetensors bare/"), 0, "%s", out);
+    expect_refused("name: t\nmodels: {h: {hf: bare}}\nmethods: [rope]\n"
                    "tasks: [ppl]\nlengths: [64]\n", "model 'h' has a vocabulary of 512 and no tokenizer");
     expect_refused("name: t\nmodels: {h: {hf: s.yaml}}\nmethods: [rope]\ntasks: [ppl]\nlengths: [64]\n",
                    "t.yaml:2:18: model 'h': 'hf' names a Hugging Face directory");

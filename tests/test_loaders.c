@@ -3,7 +3,9 @@
 ** the outputs of llama2.c's own run.c (logits at 512 teacher-forced positions,
 ** 200 greedy steps), the same model converted to a Hugging Face directory by
 ** tests/ref/llama2c_to_hf.py (BF16 one file; F16 in two shards), `lenx export
-** --hf` read back, and every bad input the loaders name.
+** --hf` read back, and every bad input the loaders name. The directories'
+** tokenizer.json (converted from tok512.bin by the same script) encodes as
+** tok512.bin does, and `lenx score` finds it beside the model.
 **
 ** The model and run.c's outputs are read from ../shared/models/stories260K
 ** beside the checkout ($LENX_ROOT; $LENX_MODELS overrides the models folder);
@@ -652,4 +654,154 @@ Test(loaders, hf_rope_scaling_native_stack)
         lx_ckpt_info_release(&info);
         lx_model_release(&m);
     }
+}
+
+/* ---- the converted tokenizer (tests/ref/llama2c_to_hf.py's tokenizer.json) ---- */
+
+/* ids of text under t (with the format's specials) into *ids, and the decode
+** of those ids after BOS back to text (the Hugging Face library, and so lenx,
+** decodes a tokenizer.json's BOS as "<s>"; llama2.c drops it). */
+static void encode_decode(struct lx_tokenizer *t, const char *text, size_t n, struct lx_ids *ids)
+{
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_tokenizer_encode(t, text, n, LX_ENC_SPECIALS, ids, &err), LX_OK, "%s", err.msg);
+    cr_assert(ids->n > 0 && ids->id[0] == t->bos, "'%.40s' does not start with BOS", text);
+    struct lx_buf out = {0};
+    cr_assert_eq(lx_tokenizer_decode(t, ids->id + 1, ids->n - 1, &out, &err), LX_OK, "%s", err.msg);
+    cr_expect(out.len == n && memcmp(out.s, text, n) == 0, "%s: round trip of '%.40s' gave '%.40s'", t->hash, text,
+              lx_buf_str(&out));
+    lx_buf_free(&out);
+}
+
+/* The same ids under both tokenizers; index of the first difference or -1. */
+static long first_diff(const struct lx_ids *a, const struct lx_ids *b)
+{
+    for (long i = 0; i < a->n && i < b->n; i++)
+        if (a->id[i] != b->id[i])
+            return i;
+    return a->n == b->n ? -1 : (a->n < b->n ? a->n : b->n);
+}
+
+static void expect_same_ids(struct lx_tokenizer *hf, struct lx_tokenizer *bin, const char *text, size_t n)
+{
+    struct lx_ids a = {0}, b = {0};
+    encode_decode(hf, text, n, &a);
+    encode_decode(bin, text, n, &b);
+    long d = first_diff(&a, &b);
+    cr_expect_eq(d, -1, "'%.40s': %ld vs %ld ids, first difference at %ld: %d vs %d", text, a.n, b.n, d,
+                 d >= 0 && d < a.n ? a.id[d] : -1, d >= 0 && d < b.n ? b.id[d] : -1);
+    lx_ids_free(&a);
+    lx_ids_free(&b);
+}
+
+/* The directory's tokenizer.json (opened by directory, as `lenx tokenize
+** --tokenizer DIR` does) encodes as llama2.c's tok512.bin: run.c's ids for
+** the 10 strings of expected/encode.json, and the same ids on 16 KB of
+** Persuasion; both decode back to the text. */
+Test(loaders, hf_tokenizer_json_matches_tok512)
+{
+    char binpath[512], dirpath[512], ref[512];
+    shared(binpath, "tok512.bin");
+    shared(ref, "expected/encode.json");
+    in_repo(dirpath, "tests/ref/stories260K-hf");
+    struct lx_tokenizer *hf, *bin;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_tokenizer_open(&hf, dirpath, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_tokenizer_open(&bin, binpath, &err), LX_OK, "%s", err.msg);
+    cr_expect_str_eq(hf->ops->kind, "sentencepiece");
+    cr_expect_eq(hf->n_vocab, 512);
+    cr_expect_eq(hf->bos, 1);
+    cr_expect_eq(hf->eos, 2);
+    struct lx_json *doc;
+    cr_assert_eq(lx_json_load(&doc, ref, 0, &err), LX_OK, "%s", err.msg);
+    const struct lx_jv *list = lx_json_root(doc);
+    cr_assert_eq(lx_json_len(list), 10);
+    for (long i = 0; i < lx_json_len(list); i++) {
+        const struct lx_jv *e = lx_json_at(list, i), *want = lx_json_member(e, "ids");
+        const char *text;
+        size_t n;
+        cr_assert_eq(lx_json_str(doc, lx_json_member(e, "text"), &text, &n, &err), LX_OK);
+        struct lx_ids ids = {0};
+        encode_decode(hf, text, n, &ids);
+        cr_expect_eq(ids.n, lx_json_len(want), "'%s': %ld ids, run.c %ld", text, ids.n, lx_json_len(want));
+        for (long k = 0; k < ids.n && k < lx_json_len(want); k++) {
+            int64_t id;
+            cr_assert_eq(lx_json_int(doc, lx_json_at(want, k), &id, &err), LX_OK);
+            cr_expect_eq(ids.id[k], id, "'%s' id %ld: %d, run.c %lld", text, k, ids.id[k], (long long)id);
+        }
+        lx_ids_free(&ids);
+    }
+    lx_json_free(doc);
+    char austen[512];
+    in_repo(austen, "data/corpus/austen/test/persuasion.txt");
+    unsigned char *text;
+    long n;
+    if (lx_read_file(austen, &text, &n, 0, &err) < 0) {
+        cr_log_warn("%s: the Austen part is skipped (make data installs the corpus)", err.msg);
+    } else {
+        n = n < 16384 ? n : 16384;
+        while (n > 0 && (text[n - 1] & 0xc0) == 0x80)   /* cut at a character boundary */
+            n--;
+        if (n > 0 && text[n - 1] >= 0xc0)
+            n--;
+        cr_expect_geq(n, 16000);
+        expect_same_ids(hf, bin, (const char *)text, (size_t)n);
+        free(text);
+    }
+    lx_tokenizer_free(hf);
+    lx_tokenizer_free(bin);
+}
+
+/* `lenx score` on the HF directories finds their tokenizer.json without
+** --tokenizer: the same tokens of story.txt as the .bin with tok512.bin beside
+** it, and a mean NLL within the dtype's rounding of the .bin's (measured over
+** 511 targets: BF16 5.7e-4, F16 6.8e-5, about 2^3 apart as the logits are;
+** the bounds leave about 4x room). */
+Test(loaders, score_hf_with_its_tokenizer)
+{
+    char bin[512], dirpath[512], text[512];
+    shared(bin, "stories260K.bin");
+    shared(text, "expected/story.txt");
+    const char *rels[] = {"tests/ref/stories260K-hf", "tests/ref/stories260K-hf-f16-2shards"};
+    struct lx_score_opts o = {.model = bin, .db = "none.db", .text = text, .length = 512};
+    struct lx_buf out[2] = {{0}};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_score(&o, &out[0], &err), LX_OK, "%s", err.msg);
+    for (int r = 0; r < 2; r++) {
+        in_repo(dirpath, rels[r]);
+        struct lx_model m;
+        struct lx_ckpt_info info;
+        load(&m, &info, dirpath);
+        cr_assert_not_null(info.tokenizer, "%s: no tokenizer found", rels[r]);
+        cr_expect(strstr(info.tokenizer, "/tokenizer.json") != NULL, "%s", info.tokenizer);
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+        o.model = dirpath;
+        lx_buf_free(&out[1]);
+        cr_assert_eq(lx_score(&o, &out[1], &err), LX_OK, "%s", err.msg);
+        struct lx_json *doc[2];
+        double nll[2];
+        for (int k = 0; k < 2; k++) {
+            cr_assert_eq(lx_json_parse(&doc[k], out[k].s, out[k].len, "score", &err), LX_OK, "%s", err.msg);
+            cr_assert_eq(lx_json_num(doc[k], lx_json_member(lx_json_root(doc[k]), "mean_nll"), &nll[k], &err), LX_OK);
+        }
+        const struct lx_jv *a = lx_json_member(lx_json_root(doc[0]), "tokens");
+        const struct lx_jv *b = lx_json_member(lx_json_root(doc[1]), "tokens");
+        cr_assert_eq(lx_json_len(a), lx_json_len(b), "%s: token counts differ", rels[r]);
+        cr_expect_gt(lx_json_len(a), 400);
+        for (long i = 0; i < lx_json_len(a); i++) {
+            int64_t x, y;
+            cr_assert(lx_json_int(doc[0], lx_json_at(a, i), &x, &err) == LX_OK &&
+                      lx_json_int(doc[1], lx_json_at(b, i), &y, &err) == LX_OK);
+            cr_assert_eq(x, y, "%s: token %ld: %lld vs the .bin's %lld", rels[r], i, (long long)y, (long long)x);
+        }
+        cr_log_info("%s: mean NLL %.6f, .bin %.6f (diff %.2g)", rels[r], nll[1], nll[0], fabs(nll[1] - nll[0]));
+        cr_expect_leq(fabs(nll[1] - nll[0]), r == 0 ? 0.0025 : 0.0003, "%s: mean NLL %g, .bin %g", rels[r], nll[1],
+                      nll[0]);
+        cr_expect_gt(fabs(nll[1] - nll[0]), 0, "%s: no rounding at all", rels[r]);
+        lx_json_free(doc[0]);
+        lx_json_free(doc[1]);
+    }
+    lx_buf_free(&out[0]);
+    lx_buf_free(&out[1]);
 }
