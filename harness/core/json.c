@@ -227,7 +227,8 @@ int lx_json_int(const struct lx_json *doc, const struct lx_jv *v, int64_t *out, 
     /* 512.0 is an integer too, where a double holds it exactly. */
     if (json_is_real(J(v))) {
         double d = json_real_value(J(v));
-        if (d == (double)(int64_t)d && d >= -9007199254740992.0 && d <= 9007199254740992.0) {
+        /* range first: casting a double past int64 to an integer is undefined */
+        if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == (double)(int64_t)d) {
             *out = (int64_t)d;
             return LX_OK;
         }
