@@ -23,11 +23,11 @@
 #include "harness/score.h"
 #include "results/store.h"
 
-#define N_OPTS(t) ((int)(sizeof t / sizeof *t))
+#define N_OPTS LX_N_OPTS
 
 static const struct lx_opt gen_opts[] = {
     {"model", 1, "model: checkpoint, llama2.c .bin, Hugging Face directory, or a model name / key prefix in the store"},
-    {"tokenizer", 1, "llama2.c tokenizer.bin (default: the one beside the model; else bytes)"},
+    {"tokenizer", 1, "tokenizer.bin, tokenizer.json or a directory (default: the one beside the model, else bytes)"},
     {"prompt", 1, "text to continue (default empty: BOS alone)"},
     {"n", 1, "tokens to generate (default 256)"},
     {"method", 1, "evaluation-time stack to add, as YAML: ntk, [yarn, logn], {window: {size: 256}}"},

@@ -491,28 +491,37 @@ static double mean_nll(const char *model, const char *text)
     return v;
 }
 
-/* A lenx SwiGLU model with interleaved rope: `lenx score` gives the same NLL
-** on the checkpoint and on its export (q/k rows permuted to half-split). */
-Test(loaders, export_lenx_model_scores_the_same)
+/* Save m as a lenx checkpoint <name>.safetensors with interleaved rope,
+** export it to <name>-hf, and expect `lenx score` to give the same mean NLL
+** on both; the paths go to ck and hf. */
+static void export_scores_the_same(const struct lx_model *m, const char *name, char ck[600], char hf[600])
 {
-    struct lx_arch a;
-    struct lx_model m;
     struct lx_error err = {{0}};
-    lx_params_defaults(&lx_arch_schema, &a);
-    a.layers = 2, a.d_model = 32, a.heads = 4, a.d_head = 8, a.d_mlp = 48, a.mlp = LX_MLP_SWIGLU, a.init_std = 0.3;
-    lx_model_init(&m, &a, 42);
-    char ck[600], hf[600], text[600];
-    snprintf(ck, sizeof ck, "%s/m.safetensors", dir);
-    snprintf(hf, sizeof hf, "%s/m-hf", dir);
+    char text[600];
+    snprintf(ck, 600, "%s/%s.safetensors", dir, name);
+    snprintf(hf, 600, "%s/%s-hf", dir, name);
     snprintf(text, sizeof text, "%s/t.txt", dir);
     struct lx_ckpt_info info = {.stack = "[{rope: {base: 500, layout: interleaved}}]", .train_len = 32};
-    cr_assert_eq(lx_model_save(&m, ck, &info, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_model_save(m, ck, &info, &err), LX_OK, "%s", err.msg);
     const char *words = "It is a truth universally acknowledged, that a single man in possession of a good fortune";
     put_file("t.txt", words, strlen(words));
     cr_assert_eq(lx_modelcmd_export(ck, "none.db", hf, &err), LX_OK, "%s", err.msg);
     double a1 = mean_nll(ck, text), a2 = mean_nll(hf, text);
     cr_expect(fabs(a1 - a2) < 1e-6, "checkpoint %.9g, export %.9g", a1, a2);
     cr_expect_gt(a1, 1.0);
+}
+
+/* A lenx SwiGLU model with interleaved rope: `lenx score` gives the same NLL
+** on the checkpoint and on its export (q/k rows permuted to half-split). */
+Test(loaders, export_lenx_model_scores_the_same)
+{
+    struct lx_arch a;
+    struct lx_model m;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.d_model = 32, a.heads = 4, a.d_head = 8, a.d_mlp = 48, a.mlp = LX_MLP_SWIGLU, a.init_std = 0.3;
+    lx_model_init(&m, &a, 42);
+    char ck[600], hf[600];
+    export_scores_the_same(&m, "m", ck, hf);
     lx_model_release(&m);
 }
 
@@ -540,15 +549,8 @@ Test(loaders, export_gqa_bias_tied_round_trip)
         }
     free(ti);
     cr_assert_eq(biases, 6);
-    char ck[600], hf[600], text[600], cfg[700];
-    snprintf(ck, sizeof ck, "%s/g.safetensors", dir);
-    snprintf(hf, sizeof hf, "%s/g-hf", dir);
-    snprintf(text, sizeof text, "%s/t.txt", dir);
-    struct lx_ckpt_info info = {.stack = "[{rope: {base: 500, layout: interleaved}}]", .train_len = 32};
-    cr_assert_eq(lx_model_save(&m, ck, &info, &err), LX_OK, "%s", err.msg);
-    const char *words = "It is a truth universally acknowledged, that a single man in possession of a good fortune";
-    put_file("t.txt", words, strlen(words));
-    cr_assert_eq(lx_modelcmd_export(ck, "none.db", hf, &err), LX_OK, "%s", err.msg);
+    char ck[600], hf[600], cfg[700];
+    export_scores_the_same(&m, "g", ck, hf);
     snprintf(cfg, sizeof cfg, "%s/config.json", hf);
     unsigned char *bytes;
     long len;
@@ -563,9 +565,6 @@ Test(loaders, export_gqa_bias_tied_round_trip)
     cr_expect(back.arch.qkv_bias && back.arch.tie_head && lx_arch_kv(&back.arch) == 2);
     lx_ckpt_info_release(&binfo);
     lx_model_release(&back);
-    double a1 = mean_nll(ck, text), a2 = mean_nll(hf, text);
-    cr_expect(fabs(a1 - a2) < 1e-6, "checkpoint %.9g, export %.9g", a1, a2);
-    cr_expect_gt(a1, 1.0);
     lx_model_release(&m);
 }
 
