@@ -25,14 +25,7 @@ static const struct lx_param pi_rows[] = {
 /* scale auto: the evaluation length over the training length, at least 1. */
 static int pi_resolve(void *params, const struct lx_facts *f, struct lx_error *err)
 {
-    struct pi_params *p = params;
-    if (p->scale > 0)
-        return LX_OK;
-    if (f->training)
-        return lx_err(err, LX_EINVAL, "pi: trained in (train: true) it needs an explicit scale\n"
-                      "  hint: e.g. pi: {scale: 4, train: true}");
-    p->scale = f->train_len > 0 && f->length > f->train_len ? (double)f->length / f->train_len : 1.0;
-    return LX_OK;
+    return lx_spec_resolve_scale("pi", &((struct pi_params *)params)->scale, NULL, f, err);
 }
 
 static int pi_apply(const void *params, const struct lx_facts *f, struct lx_spec *spec,

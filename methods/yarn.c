@@ -54,15 +54,7 @@ static const struct lx_param yarn_rows[] = {
 static int yarn_resolve(void *params, const struct lx_facts *f, struct lx_error *err)
 {
     struct yarn_params *p = params;
-    if (f->training && p->scale == 0)
-        return lx_err(err, LX_EINVAL, "yarn: trained in (train: true) it needs an explicit scale\n"
-                      "  hint: e.g. yarn: {scale: 4, train: true}");
-    if (p->original == 0)
-        p->original = f->train_len;
-    long L = p->original;
-    if (p->scale == 0)
-        p->scale = L > 0 && f->length > L ? (double)f->length / L : 1.0;
-    return LX_OK;
+    return lx_spec_resolve_scale("yarn", &p->scale, &p->original, f, err);
 }
 
 /* The fractional pair index at which pair k turns R times in L positions. */

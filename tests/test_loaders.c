@@ -620,9 +620,9 @@ Test(loaders, score_llama2c_with_its_tokenizer)
     free(want);
 }
 
-/* rope_scaling onto lenx's methods: linear -> pi and yarn -> yarn trained in
-** (the stack compiles, and its frequencies are the rescaled ones), dynamic ->
-** ntk as the evaluation stack. */
+/* rope_scaling onto lenx's methods: linear -> pi, yarn -> yarn and llama3 ->
+** llama3 trained in (the stack compiles, and its frequencies are the rescaled
+** ones), dynamic -> ntk as the evaluation stack. */
 Test(loaders, hf_rope_scaling_native_stack)
 {
     static const char *const cases[][3] = {
@@ -634,10 +634,14 @@ Test(loaders, hf_rope_scaling_native_stack)
          "\"beta_slow\":1,\"attn_factor\":1,\"train\":true}}]", "[]"},
         {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2}"),
          "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}}]", "[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":2}}]"},
+        {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+                      "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 32}"),
+         "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}},{\"llama3\":{\"scale\":8,\"original\":32,"
+         "\"low_freq_factor\":1,\"high_freq_factor\":4,\"train\":true}}]", "[]"},
     };
     char path[600];
     snprintf(path, sizeof path, "%s/hf", dir);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         struct lx_model m;
         struct lx_ckpt_info info;
         struct tstack s;
@@ -649,6 +653,10 @@ Test(loaders, hf_rope_scaling_native_stack)
         tstack_make(&s, info.stack, &f);
         if (i == 0)     /* PI: every frequency divided by 4 */
             cr_expect_float_eq(s.spec.rotary.inv_freq[1], pow(10000, -2.0 / 8) / 4, 1e-15);
+        if (i == 3) {   /* llama3, D = 8, L = 32: λ_0 = 2π keeps (< 32/4), λ_1 = 2π·10 > 32 gets θ/8 */
+            cr_expect_eq(s.spec.rotary.inv_freq[0], 1.0);
+            cr_expect_float_eq(s.spec.rotary.inv_freq[1], pow(10000, -2.0 / 8) / 8, 1e-15);
+        }
         tstack_free(&s);
         lx_ckpt_info_release(&info);
         lx_model_release(&m);

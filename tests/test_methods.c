@@ -157,6 +157,7 @@ static const struct { const char *name, *json; } frozen_defaults[] = {
     {"alibi", "{\"max_bias\":8}"},
     {"cosscale", "{\"s\":128}"},
     {"infoscale", "{\"eps\":0}"},
+    {"llama3", "{\"scale\":0,\"low_freq_factor\":1,\"high_freq_factor\":4,\"original\":0}"},
     {"lminfinite", "{\"n_global\":10,\"local\":0,\"limit\":0}"},
     {"logn", "{\"mode\":\"su\",\"base\":512}"},
     {"none", "{}"},

@@ -1,7 +1,7 @@
 /*
-** tests/test_rotary.c - the rotary-frequency methods (pi, ntk, yarn, prope)
-** against the golden numbers of docs/methods.md#pi, docs/methods.md#ntk,
-** docs/methods.md#yarn and docs/methods.md#prope, against values computed independently in plain Python (double
+** tests/test_rotary.c - the rotary-frequency methods (pi, ntk, yarn, llama3,
+** prope) against the golden numbers of docs/methods.md#pi, docs/methods.md#ntk,
+** docs/methods.md#yarn, docs/methods.md#llama3 and docs/methods.md#prope, against values computed independently in plain Python (double
 ** precision; the one-liners stand beside the numbers), and their properties:
 ** PI and NTK with scale 1 are RoPE, YaRN keeps fast pairs and interpolates slow
 ** ones, auto scales follow length / train_len, and the stack errors.
@@ -386,6 +386,89 @@ Test(yarn, trained_in_needs_a_scale)
     cr_assert_eq(train_compile("[rope, {yarn: {scale: 4, train: true}}]", f, &spec, &err), LX_OK, "%s", err.msg);
     cr_expect_eq(spec.n_ops, 1);
     cr_expect(fabs(spec.rotary.inv_freq[1] - 0.6874030) < 5e-8);
+}
+
+/* ---- llama3 ------------------------------------------------------------ */
+
+Test(llama3, golden_small)
+{
+    /* docs/methods.md#llama3, d = 64, b = 1e4, s = 4, L = 64, low_freq_factor 1, high_freq_factor 4:
+    ** wavelengths below 16 keep θ_k (k <= 3), above 64 get θ_k/4 (k >= 9), the ramp between.
+    ** /usr/bin/python3 tests/ref/llama3_ref.py (transformers' and Meta's forms, which agree). */
+    static const double ramp[] = {0.25464790894703254, 0.14319904257422564, 0.080526739367179273,
+                                  0.045283513328997438, 0.025464790894703257};
+    struct lx_facts f = tfacts(64, 64, 1, 64);
+    struct lx_rotary rope = table("rope", f), r = table("[rope, {llama3: {scale: 4}}]", f);
+    for (int k = 0; k <= 3; k++)
+        cr_expect_eq(r.inv_freq[k], rope.inv_freq[k], "llama3 keeps [%d]", k);
+    for (int k = 4; k <= 8; k++)
+        expect_rel(r.inv_freq[k], ramp[k - 4], 1e-15, "llama3 ramp", k);
+    for (int k = 9; k < 32; k++)
+        expect_rel(r.inv_freq[k], rope.inv_freq[k] / 4, 1e-15, "llama3 theta/4", k);
+    expect_rel(r.inv_freq[31], 3.3338035804083099e-05, 1e-15, "llama3", 31);
+    cr_expect_eq(logit_scale("[rope, {llama3: {scale: 4}}]", f), 1.0, "llama3 has no temperature");
+    /* `original` sets L: L = 64 at length 256 is the same table, with the auto scale 256/64. */
+    struct lx_rotary o = table("[rope, {llama3: {original: 64}}]", tfacts(64, 1024, 1, 256));
+    expect_same(&o, &r, "llama3 original 64, length 256");
+}
+
+Test(llama3, golden_llama31)
+{
+    /* Llama 3.1's own rope_scaling: d = 128, b = 5e5, s = 8, L = 8192, low 1, high 4:
+    ** k <= 28 keep, the ramp is k = 29..34, k >= 35 get θ_k/8 (tests/ref/llama3_ref.py). */
+    static const double ramp[] = {0.0021665707635033591, 0.0013718935677611381, 0.00085675141291963208,
+                                  0.00052484616099295468, 0.00031269375038406517, 0.00017850781276799641};
+    struct lx_facts f = tfacts(128, 8192, 1, 8192);
+    const char *yaml = "[{rope: {base: 500000}}, {llama3: {scale: 8}}]";
+    struct lx_rotary rope = table("{rope: {base: 500000}}", f), r = table(yaml, f);
+    for (int k = 0; k <= 28; k++)
+        cr_expect_eq(r.inv_freq[k], rope.inv_freq[k], "llama3.1 keeps [%d]", k);
+    for (int k = 29; k <= 34; k++)
+        expect_rel(r.inv_freq[k], ramp[k - 29], 1e-15, "llama3.1 ramp", k);
+    for (int k = 35; k < 64; k++)
+        expect_rel(r.inv_freq[k], rope.inv_freq[k] / 8, 1e-15, "llama3.1 theta/8", k);
+}
+
+Test(llama3, bands_meet_without_a_jump)
+{
+    /* As L grows past pair k's wavelength λ (= L/low_freq_factor) up to 4λ (= L/high_freq_factor),
+    ** θ'_k climbs from θ_k/s to θ_k: it never leaves [θ_k/s, θ_k], never falls, and moves by at
+    ** most dθ'/dL = θ_k(1 − 1/s)/((high − low)·λ) per unit of L, so the bands meet without a jump. */
+    int k = 5;
+    double theta = pow(10000, -2.0 * k / 64), wave = 2 * acos(-1.0) / theta, prev = theta / 4;
+    for (long L = (long)(wave / 2); L <= (long)(wave * 5); L++) {
+        char yaml[96];
+        snprintf(yaml, sizeof yaml, "[rope, {llama3: {scale: 4, original: %ld}}]", L);
+        double x = table(yaml, tfacts(64, L, 1, L)).inv_freq[k];
+        cr_expect(x <= theta && x >= theta / 4 * (1 - 1e-15), "L %ld: %.17g outside [θ/4, θ]", L, x);
+        cr_expect(x >= prev * (1 - 1e-15), "L %ld: θ' fell from %.17g to %.17g", L, prev, x);
+        cr_expect(x - prev <= theta * 0.75 / (3 * wave) * 1.0001, "L %ld: a jump of %g", L, x - prev);
+        if (L < wave)
+            expect_rel(x, theta / 4, 1e-15, "llama3 below λ·low", (int)L);
+        prev = x;
+    }
+    cr_expect_eq(prev, theta, "L = 5λ is past λ·high_freq_factor: the pair keeps θ");
+}
+
+Test(llama3, auto_scale_and_errors)
+{
+    /* At or below L the auto scale is 1: RoPE's frequencies, to the last bit or 1e-15. */
+    struct lx_rotary rope = table("rope", tfacts(64, 64, 1, 64));
+    for (long n = 16; n <= 64; n *= 2) {
+        struct lx_rotary r = table("[rope, llama3]", tfacts(64, 64, 1, n));
+        for (int k = 0; k < 32; k++)
+            expect_rel(r.inv_freq[k], rope.inv_freq[k], 1e-15, "llama3 auto at or below L", k);
+    }
+    struct lx_rotary a = table("[rope, llama3]", tfacts(64, 64, 1, 256));
+    struct lx_rotary r = table("[rope, {llama3: {scale: 4}}]", tfacts(64, 64, 1, 256));
+    expect_same(&a, &r, "llama3 auto 256/64");
+    struct lx_facts f = tfacts(64, 64, 1, 256);
+    expect_fails("[rope, {llama3: {low_freq_factor: 4, high_freq_factor: 4}}]", f,
+                 "high_freq_factor > low_freq_factor", "got 4, 4");
+    expect_fails("llama3", f, "llama3", "rope");
+    expect_fails("[rope, pi, llama3]", f, "llama3", "pi");
+    expect_train_fails("[rope, {llama3: {train: true}}]", f,
+                       "llama3: trained in (train: true) it needs an explicit scale");
 }
 
 /* ---- prope ------------------------------------------------------------- */

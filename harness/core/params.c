@@ -463,9 +463,13 @@ void lx_params_text(const struct lx_schema *s, const void *src, struct lx_buf *o
 
 void lx_schema_describe(const struct lx_schema *s, struct lx_buf *out, const char *indent)
 {
+    int width = 10;   /* names in one column, as wide as the longest */
+    for (int i = 0; i < s->n_rows; i++)
+        if ((int)strlen(s->rows[i].name) > width)
+            width = (int)strlen(s->rows[i].name);
     for (int i = 0; i < s->n_rows; i++) {
         const struct lx_param *p = &s->rows[i];
-        lx_buf_printf(out, "%s%-10s %s, default %s%s", indent, p->name,
+        lx_buf_printf(out, "%s%-*s %s, default %s%s", indent, width, p->name,
                       p->type == LX_PT_ENUM ? p->choices : type_name(p->type), p->def,
                       (p->flags & LX_PF_AUTO) ? " (auto: resolved per cell from the facts; write 0 or auto)" : "");
         if (p->type == LX_PT_INT || p->type == LX_PT_FLOAT || p->type == LX_PT_RANGES) {

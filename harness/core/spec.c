@@ -58,6 +58,20 @@ int lx_spec_claim_frequencies(struct lx_spec *spec, const char *method, struct l
     return rc < 0 ? rc : lx_spec_claim(&spec->frequencies, method, "the rotary frequencies", err);
 }
 
+int lx_spec_resolve_scale(const char *method, double *scale, long *original, const struct lx_facts *f,
+                          struct lx_error *err)
+{
+    if (f->training && *scale == 0)
+        return lx_err(err, LX_EINVAL, "%s: trained in (train: true) it needs an explicit scale\n"
+                      "  hint: e.g. %s: {scale: 4, train: true}", method, method);
+    if (original && *original == 0)
+        *original = f->train_len;
+    long L = original ? *original : f->train_len;
+    if (*scale == 0)
+        *scale = L > 0 && f->length > L ? (double)f->length / L : 1.0;
+    return LX_OK;
+}
+
 void lx_spec_affine(const struct lx_spec *spec, int head, long n, double t, double *A, double *B)
 {
     double a = 1.0, b = 0.0;

@@ -189,9 +189,16 @@ int lx_spec_claim_positions(struct lx_spec *spec, const char *method, struct lx_
 ** geometry): *slot must be NULL; otherwise fail naming both methods and `what`. */
 int lx_spec_claim(const char **slot, const char *method, const char *what, struct lx_error *err);
 
-/* Claim the rotary frequencies (PI, NTK, YaRN, p-RoPE): the stack must have
+/* Claim the rotary frequencies (PI, NTK, YaRN, llama3, p-RoPE): the stack must have
 ** rotary positions already, and no other method may have rescaled them. */
 int lx_spec_claim_frequencies(struct lx_spec *spec, const char *method, struct lx_error *err);
+
+/* The context scale of a frequency method (PI, YaRN, llama3), in its resolve
+** hook: *original 0 becomes the training length (original NULL: L is always
+** the training length), then *scale 0 becomes max(1, length / L). Trained in
+** (f->training) a scale of 0 is refused: training has no evaluation length. */
+int lx_spec_resolve_scale(const char *method, double *scale, long *original, const struct lx_facts *f,
+                          struct lx_error *err);
 
 /* Fail unless the stack so far has rotary positions (rope before `method`). */
 int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct lx_error *err);

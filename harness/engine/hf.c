@@ -233,6 +233,15 @@ static int hf_scaling(const struct lx_json *doc, const struct hf_config *c, stru
         lx_buf_puts(stack, ",\"attn_factor\":");     /* HF's attention_factor is lenx's whole mscale */
         lx_buf_num(stack, att / mscale);
         lx_buf_puts(stack, ",\"train\":true}}");
+    } else if (strcmp(type, "llama3") == 0) {
+        double orig = scaling_num(doc, rs, "original_max_position_embeddings", (double)c->max_pos);
+        lx_buf_puts(stack, ",{\"llama3\":{\"scale\":");
+        lx_buf_num(stack, f);
+        lx_buf_printf(stack, ",\"original\":%ld,\"low_freq_factor\":", (long)orig);
+        lx_buf_num(stack, scaling_num(doc, rs, "low_freq_factor", 1));
+        lx_buf_puts(stack, ",\"high_freq_factor\":");
+        lx_buf_num(stack, scaling_num(doc, rs, "high_freq_factor", 4));
+        lx_buf_puts(stack, ",\"train\":true}}");
     } else if (strcmp(type, "dynamic") == 0) {
         struct lx_buf e = {0};
         lx_buf_puts(&e, "[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":");
@@ -242,7 +251,7 @@ static int hf_scaling(const struct lx_json *doc, const struct hf_config *c, stru
         lx_buf_free(&e);
     } else if (strcmp(type, "default") != 0) {
         return lx_json_err(err, doc, t, "rope_scaling type '%s' has no lenx method\n  hint: lenx maps linear (pi), "
-                           "dynamic (ntk mode dynamic) and yarn (yarn); llama3 and longrope are not implemented",
+                           "dynamic (ntk mode dynamic), yarn (yarn) and llama3 (llama3); longrope is not implemented",
                            type);
     }
     lx_buf_puts(stack, "]");
