@@ -89,19 +89,50 @@ static int config_row(void *ctx, const struct lx_value *c, int n_cols)
     return 0;
 }
 
+static int count_row(void *ctx, const struct lx_value *c, int n_cols)
+{
+    struct lx_prov_count *w = grow_next(ctx);
+    w->name = txt(&c[0]);
+    w->dirty = (int)num(&c[1], 0);
+    w->threads = (int)num(&c[2], 0);
+    w->blas = txt(&c[3]);
+    w->n = (int)num(&c[4], 0);
+    return 0;
+}
+
 int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_sweep_config **out, int *n,
                            struct lx_error *err)
 {
-    /* with max(id), SQLite takes the bare columns from the newest row of each group */
+    /* the newest row of each text gives its path, commit and machine; the
+    ** span and count are the group's (one query per aggregate: SQLite's bare
+    ** columns come from the max() row only when max() is the sole aggregate) */
     static const char *sql =
-        "SELECT config_text, config, count(*), git_commit, finished, max(id), min(started), git_dirty, host, blas,"
-        " threads FROM runs WHERE sweep = ?1"
-        " GROUP BY config_text ORDER BY max(id) DESC";
+        "SELECT r.config_text, r.config, g.n, r.git_commit, g.last, r.id, g.first, r.git_dirty, r.host, r.blas,"
+        " r.threads FROM runs r JOIN (SELECT max(id) AS newest, count(*) AS n, min(started) AS first,"
+        " max(finished) AS last FROM runs WHERE sweep = ?1 GROUP BY config_text) g ON r.id = g.newest"
+        " ORDER BY r.id DESC";
+    static const char *const count_sql[2] = {
+        "SELECT git_commit, git_dirty, 0, '', count(*) FROM runs WHERE sweep = ?1 AND config_text IS ?2"
+        " GROUP BY git_commit, git_dirty ORDER BY max(id) DESC",
+        "SELECT host, 0, threads, blas, count(*) FROM runs WHERE sweep = ?1 AND config_text IS ?2"
+        " GROUP BY host, threads, blas ORDER BY max(id) DESC",
+    };
     *out = NULL;
     *n = 0;
     struct grow g = {(void **)out, n, 0, sizeof **out};
-    struct lx_value arg = {.type = LX_V_TEXT, .p = sweep, .n = (int)strlen(sweep)};
-    return lx_store_query(s, sql, &arg, 1, config_row, &g, err);
+    struct lx_value arg[2] = {{.type = LX_V_TEXT, .p = sweep, .n = (int)strlen(sweep)}};
+    int rc = lx_store_query(s, sql, arg, 1, config_row, &g, err);
+    for (int i = 0; rc == LX_OK && i < *n; i++) {
+        struct lx_sweep_config *c = &(*out)[i];
+        arg[1] = c->text ? (struct lx_value){.type = LX_V_TEXT, .p = c->text, .n = (int)strlen(c->text)}
+                         : (struct lx_value){.type = LX_V_NULL};
+        struct grow gc = {(void **)&c->commits, &c->n_commits, 0, sizeof *c->commits};
+        struct grow gm = {(void **)&c->machines, &c->n_machines, 0, sizeof *c->machines};
+        rc = lx_store_query(s, count_sql[0], arg, 2, count_row, &gc, err);
+        if (rc == LX_OK)
+            rc = lx_store_query(s, count_sql[1], arg, 2, count_row, &gm, err);
+    }
+    return rc;
 }
 
 static int model_row(void *ctx, const struct lx_value *c, int n_cols)

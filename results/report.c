@@ -367,6 +367,13 @@ static char **point_labels(const struct lx_rows *rows, char *const *label, const
     return pl;
 }
 
+/* " (N cells)" after each commit or machine when the cells came from several. */
+static void cell_count(struct lx_buf *h, int n, int several)
+{
+    if (several)
+        lx_buf_printf(h, " (%d cell%s)", n, n == 1 ? "" : "s");
+}
+
 static void provenance(struct page *pg, struct lx_store *s, const char *sweep, struct lx_error *err)
 {
     struct lx_sweep_config *c;
@@ -375,12 +382,22 @@ static void provenance(struct page *pg, struct lx_store *s, const char *sweep, s
         return;
     struct lx_buf *h = &pg->html;
     for (int i = 0; i < n; i++) {
-        lx_buf_printf(h, "<table class=\"prov\"><tr><th>commit</th><td><code>%s</code>%s</td></tr>\n", c[i].commit,
-                      c[i].dirty ? " <b>(dirty: uncommitted changes)</b>" : "");
-        lx_buf_puts(h, "<tr><th>machine</th><td>");
-        html_esc(h, c[i].host);
-        lx_buf_printf(h, ", %d threads, ", c[i].threads);
-        html_esc(h, c[i].blas);
+        int nc = c[i].n_commits, nm = c[i].n_machines;
+        lx_buf_printf(h, "<table class=\"prov\"><tr><th>commit%s</th><td>", nc > 1 ? "s" : "");
+        for (int k = 0; k < nc; k++) {
+            lx_buf_printf(h, "%s<code>", k ? "<br>" : "");
+            html_esc(h, c[i].commits[k].name);
+            lx_buf_printf(h, "</code>%s", c[i].commits[k].dirty ? " <b>(dirty: uncommitted changes)</b>" : "");
+            cell_count(h, c[i].commits[k].n, nc > 1);
+        }
+        lx_buf_printf(h, "</td></tr>\n<tr><th>machine%s</th><td>", nm > 1 ? "s" : "");
+        for (int k = 0; k < nm; k++) {
+            lx_buf_puts(h, k ? "<br>" : "");
+            html_esc(h, c[i].machines[k].name);
+            lx_buf_printf(h, ", %d threads, ", c[i].machines[k].threads);
+            html_esc(h, c[i].machines[k].blas);
+            cell_count(h, c[i].machines[k].n, nm > 1);
+        }
         lx_buf_printf(h, "</td></tr>\n<tr><th>time</th><td>%s … %s (UTC)</td></tr>\n<tr><th>cells</th><td>%d, from ",
                       c[i].first, c[i].last, c[i].n_cells);
         html_esc(h, c[i].path);

@@ -686,11 +686,21 @@ int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path
     return rc;
 }
 
-void lx_sweep_configs_free(struct lx_sweep_config *v, int n)
+static void prov_counts_free(struct lx_prov_count *v, int n)
 {
     for (int i = 0; i < n; i++)
+        free(v[i].name), free(v[i].blas);
+    free(v);
+}
+
+void lx_sweep_configs_free(struct lx_sweep_config *v, int n)
+{
+    for (int i = 0; i < n; i++) {
         free(v[i].text), free(v[i].path), free(v[i].commit), free(v[i].last), free(v[i].first), free(v[i].host),
             free(v[i].blas);
+        prov_counts_free(v[i].commits, v[i].n_commits);
+        prov_counts_free(v[i].machines, v[i].n_machines);
+    }
     free(v);
 }
 

@@ -180,18 +180,32 @@ struct lx_sweep_info {
 int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, struct lx_error *err);
 void lx_sweep_infos_free(struct lx_sweep_info *v, int n);
 
+/* One commit (name, dirty) or one machine (name = host, threads, blas) that
+** made some of a config text's rows, and how many. */
+struct lx_prov_count {
+    char *name;
+    int dirty;
+    int threads;
+    char *blas;
+    int n;
+};
+
 /* The YAML texts a sweep's rows were made from, newest first: one entry per
-** distinct text (NULL for rows stored before schema 4 kept it). */
+** distinct text (NULL for rows stored before schema 4 kept it). A sweep
+** resumed after a commit, or shards merged from several nodes, have rows of
+** several commits and machines: all are listed, newest first. */
 struct lx_sweep_config {
     char *text;                 /* the sweep's YAML, NULL when not stored */
-    char *path;                 /* the sweep file as it was named on the command line */
+    char *path;                 /* the sweep file as it was named by the newest row's command line */
     int n_cells;                /* rows made from this text */
-    char *commit;               /* git commit of the newest of them */
-    char *last;                 /* ISO time of the newest of them */
-    char *first;                /* ISO time the oldest of them started */
-    int dirty;                  /* the newest was built from a tree with uncommitted changes */
-    char *host, *blas;          /* machine of the newest: host name, BLAS core and threading */
+    char *commit;               /* git commit of the newest row (highest id) */
+    char *last;                 /* ISO time the last of them finished */
+    char *first;                /* ISO time the first of them started */
+    int dirty;                  /* the newest row was built from a tree with uncommitted changes */
+    char *host, *blas;          /* machine of the newest row: host name, BLAS core and threading */
     int threads;                /* its OpenMP threads */
+    struct lx_prov_count *commits, *machines;   /* every (commit, dirty) and (host, threads, blas) */
+    int n_commits, n_machines;
 };
 int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_sweep_config **out, int *n,
                            struct lx_error *err);

@@ -235,6 +235,46 @@ Test(report, bad_input_and_a_missing_gnuplot_are_clear_errors, .init = setup, .f
     cr_expect_not_null(strstr(out, "nll_by_pos (ppl)"), "%s", out);
 }
 
+/* Provenance covers every cell made from a config text: the oldest start to
+** the newest finish, and each commit and machine that made some of them (a
+** sweep resumed after a commit, shards merged from several nodes), with its
+** count. Reproduces a report that printed one cell's start and finish as the
+** sweep's time and the commit of an arbitrary row. */
+Test(report, provenance_spans_every_cell_commit_and_machine, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[4096];
+    write_file("g.yaml", "name: g\nseed: 1\nmethods: [none]\ntasks:\n  - gaussian: {samples: 20}\n"
+                         "lengths: [16, 32, 64]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run g.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    char commit[64];
+    sql_text(commit, sizeof commit, "r.db", "select git_commit from runs limit 1");
+    long dirty = sql_long("r.db", "select git_dirty from runs limit 1");   /* this build's own tree */
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"update runs set started = '2026-01-02T00:00:00.000Z', "
+                    "finished = '2026-01-02T00:00:01.000Z';"
+                    "update runs set started = '2026-01-01T00:00:00.000Z', git_commit = 'aaaaaaaaaaaa', git_dirty = 1,"
+                    " host = 'node7' where id = (select min(id) from runs);"
+                    "update runs set finished = '2026-01-03T00:00:00.000Z' where id = (select min(id) + 1 from runs)\""),
+                 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L report --db r.db -o p.html"), 0, "%s", out);
+    char *html = read_all("p.html");
+    cr_expect_not_null(strstr(html, "2026-01-01T00:00:00.000Z … 2026-01-03T00:00:00.000Z"), "the whole span");
+    char want[160];
+    snprintf(want, sizeof want, "<code>%s</code>%s (2 cells)", commit,
+             dirty ? " <b>(dirty: uncommitted changes)</b>" : "");
+    cr_expect_not_null(strstr(html, want), "the newest commit with its count: %s", want);
+    cr_expect_not_null(strstr(html, "<code>aaaaaaaaaaaa</code> <b>(dirty: uncommitted changes)</b> (1 cell)"),
+                       "the older commit, dirty, with its count");
+    cr_expect_not_null(strstr(html, "node7"), "the other machine");
+    free(html);
+    /* show sweep names the newest finish and every commit */
+    cr_assert_eq(sh(out, sizeof out, "$L show sweep g --db r.db | grep '^#'"), 0, "%s", out);
+    cr_expect_not_null(strstr(out, "3 cells"), "%s", out);
+    cr_expect_not_null(strstr(out, "2026-01-03T00:00:00.000Z"), "%s", out);
+    cr_expect_not_null(strstr(out, "#   commit aaaaaaaaaaaa (dirty): 1 cell\n"), "%s", out);
+    snprintf(want, sizeof want, "#   commit %.12s%s: 2 cells\n", commit, dirty ? " (dirty)" : "");
+    cr_expect_not_null(strstr(out, want), "%s", out);
+}
+
 /* ---- show task: one rendered instance ---- */
 
 /* Run `lenx show task needle ...`; the prompt (BOS as one character) and the answer. */
