@@ -50,13 +50,12 @@ struct gen_opts {
     int ids;                /* print ids too */
 };
 
-/* The model's tokenizer: --tokenizer, else the one found beside it, else bytes. */
+/* The model's tokenizer: --tokenizer, else the one found beside it, else
+** bytes; one other than a lenx model was trained on is refused. */
 static int gen_tokenizer(struct lx_tokenizer **tok, const char *given, const struct lx_ckpt_info *info,
                          struct lx_error *err)
 {
-    const char *path = given ? given : info->tokenizer;
-    *tok = NULL;
-    return path ? lx_tokenizer_open(tok, path, err) : LX_OK;
+    return lx_ckpt_tokenizer(info, given ? given : info->tokenizer, tok, err);
 }
 
 /* [BOS] + the prompt's ids, encoded as the format does it (run.c's dummy

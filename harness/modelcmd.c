@@ -53,6 +53,7 @@ int lx_modelcmd_show(const char *model, const char *db, struct lx_buf *out, stru
         lx_buf_printf(out, ",\n  \"eval_stack\": %s,\n  \"rope_scaling\": %s", info.eval_stack ? info.eval_stack : "[]",
                       info.scaling ? info.scaling : "null");
         key_str(out, "tokenizer", info.tokenizer ? info.tokenizer : m.arch.vocab == 260 ? "bytes" : NULL);
+        key_str(out, "tokenizer_sha256", info.tokenizer_sha256[0] ? info.tokenizer_sha256 : NULL);
         key_str(out, "model_key", info.model_key[0] ? info.model_key : NULL);
         key_str(out, "weights_sha256", info.weights_sha256);
         key_str(out, "sha256", info.sha256);

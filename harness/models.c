@@ -60,7 +60,35 @@ static char *resolve_path(const struct lx_node *v)
     return out;
 }
 
-static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, int hf, struct lx_error *err)
+/* The model's tokenizer, read now so a bad file is refused at its YAML
+** position: the one `tokenizer:` names (tk: a llama2.c tokenizer.bin, a
+** tokenizer.json or a directory holding one), else the one the loader found
+** beside a checkpoint (info: a llama2.c tokenizer.bin or tok<V>.bin, a Hugging
+** Face directory's tokenizer.json, the copy beside a lenx model trained on a
+** tokenizer), else none (bytes). A checkpoint that records the tokenizer it
+** was trained on refuses any other (lx_ckpt_tokenizer); at is where a
+** missing one is reported. */
+static int open_tokenizer(struct lx_model_use *u, const struct lx_node *tk, const struct lx_node *at,
+                          const struct lx_ckpt_info *info, struct lx_error *err)
+{
+    if (tk && tk->kind != LX_NODE_SCALAR)
+        return lx_node_err(err, tk, "model '%s': 'tokenizer' must be a file path", u->name);
+    struct lx_ckpt_info none = {0};
+    char *path = tk ? resolve_path(tk) : info && info->tokenizer ? lx_xstrdup(info->tokenizer) : NULL;
+    struct lx_error sub;
+    if (lx_ckpt_tokenizer(info ? info : &none, path, &u->tok, &sub) < 0) {
+        free(path);
+        return lx_node_err(err, tk ? tk : at, "model '%s': tokenizer: %s%s", u->name, sub.msg,
+                           strstr(sub.msg, "hint:") ? "" : "\n  hint: 'tokenizer' names a llama2.c tokenizer.bin, "
+                           "a tokenizer.json or a directory holding one");
+    }
+    u->tokenizer = path;
+    u->tokenizer_where = path ? (tk ? tk : at) : NULL;
+    return LX_OK;
+}
+
+static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, int hf, const struct lx_node *tk,
+                            struct lx_error *err)
 {
     if (v->kind != LX_NODE_SCALAR)
         return lx_node_err(err, v, "model '%s': '%s' must be a %s path", u->name, hf ? "hf" : "checkpoint",
@@ -85,32 +113,38 @@ static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, int
     lx_buf_free(&b);
     u->train_json = lx_xstrdup(info.train_json);
     u->ckpt_stack = lx_xstrdup(info.stack);
-    u->found_tokenizer = info.tokenizer ? lx_xstrdup(info.tokenizer) : NULL;
     memcpy(u->ckpt_sha, info.sha256, sizeof u->ckpt_sha);
+    int rc = open_tokenizer(u, tk, v, &info, err);
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
-    return LX_OK;
+    return rc;
 }
 
-/* The checkpoint's tokenizer, read now so a bad file is refused at its YAML
-** position: the one `tokenizer:` names (v is its value: a llama2.c
-** tokenizer.bin, a tokenizer.json or a directory holding one), else (v is the
-** checkpoint's value) the tokenizer the loader found beside the model (a
-** llama2.c tokenizer.bin or tok<V>.bin, a Hugging Face directory's
-** tokenizer.json). */
-static int parse_tokenizer(struct lx_model_use *u, const struct lx_node *v, int found, struct lx_error *err)
+/* A model lenx trains on a tokenizer (docs/config.md#models): the arch's
+** vocab is the tokenizer's (derived when not written; written, it must
+** agree), and mlm needs a [MASK] id. Reported at the key that disagrees. */
+static int train_tokenizer(struct lx_model_use *u, const struct lx_node *v, const struct lx_node *tk,
+                           struct lx_error *err)
 {
-    if (v->kind != LX_NODE_SCALAR)
-        return lx_node_err(err, v, "model '%s': 'tokenizer' must be a file path", u->name);
-    if (found && !u->found_tokenizer)
-        return LX_OK;
-    u->tokenizer = found ? lx_xstrdup(u->found_tokenizer) : resolve_path(v);
-    u->tokenizer_where = v;
-    struct lx_error sub;
-    if (lx_tokenizer_open(&u->tok, u->tokenizer, &sub) < 0)
-        return lx_node_err(err, v, "model '%s': tokenizer: %s%s", u->name, sub.msg,
-                           strstr(sub.msg, "hint:") ? "" : "\n  hint: 'tokenizer' names a llama2.c tokenizer.bin, "
-                           "a tokenizer.json or a directory holding one");
+    int rc = open_tokenizer(u, tk, tk, NULL, err);
+    if (rc < 0)
+        return rc;
+    const struct lx_node *arch = lx_map_get(v, "arch"), *vocab = arch ? lx_map_get(arch, "vocab") : NULL,
+                         *mode = arch ? lx_map_get(arch, "mode") : NULL;
+    if (vocab && u->arch.vocab != u->tok->n_vocab)
+        return lx_node_err(err, vocab, "model '%s' arch: vocab %ld disagrees with its tokenizer %s, which has %ld "
+                           "tokens\n  hint: leave vocab out: a model trained on a tokenizer takes its vocabulary",
+                           u->name, u->arch.vocab, u->tokenizer, u->tok->n_vocab);
+    if (u->arch.mode == LX_MODEL_MLM && u->tok->mask < 0)
+        return lx_node_err(err, mode ? mode : tk, "model '%s': masked-LM training needs a [MASK] token, and its %s "
+                           "tokenizer %s has none\n  hint: train mlm models on bytes (drop 'tokenizer'), or use "
+                           "mode: causal", u->name, u->tok->ops->kind, u->tokenizer);
+    u->arch.vocab = u->tok->n_vocab;
+    struct lx_buf b = {0};
+    lx_params_json(&lx_arch_schema, &u->arch, &b);
+    free(u->arch_json);
+    u->arch_json = lx_xstrdup(lx_buf_str(&b));
+    lx_buf_free(&b);
     return LX_OK;
 }
 
@@ -163,7 +197,7 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
     }
     lx_params_finish(&t->schema, p);
     *x = (struct lx_mix){.name = t->name, .weight = weight, .params = p, .sample = t->train_sample,
-                         .check = t->check, .answer_only = answer_only};
+                         .check = t->check, .answer_only = answer_only, .tok = u->tok};
     u->n_mix++;
     lx_buf_printf(json, "%s{\"name\":", u->n_mix > 1 ? "," : "");
     lx_buf_json_str(json, t->name);
@@ -223,15 +257,11 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         }
     }
     const struct lx_node *ck = lx_map_get(v, "checkpoint"), *hf = lx_map_get(v, "hf"), *tk = lx_map_get(v, "tokenizer");
-    if (tk && !ck && !hf)
-        return lx_node_err(err, tk, "model '%s': lenx trains byte-level models only; 'tokenizer' goes with "
-                           "'checkpoint' or 'hf'\n  hint: drop 'tokenizer' to train on bytes", u->name);
     if (ck || hf) {
         if (v->n_items > 1 + (tk != NULL))
             return lx_node_err(err, v, "model '%s': a checkpoint brings its own arch and training; "
                                "give only 'checkpoint' or 'hf' (and 'tokenizer')", u->name);
-        int rc = parse_checkpoint(u, ck ? ck : hf, hf != NULL, err);
-        return rc == LX_OK ? parse_tokenizer(u, tk ? tk : ck ? ck : hf, tk == NULL, err) : rc;
+        return parse_checkpoint(u, ck ? ck : hf, hf != NULL, tk, err);
     }
     char what[160];
     snprintf(what, sizeof what, "model '%s' arch", u->name);
@@ -240,6 +270,8 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         return rc;
     snprintf(what, sizeof what, "model '%s' train", u->name);
     if ((rc = resolve(&lx_train_schema, &u->train, lx_map_get(v, "train"), what, &u->train_json, err)) < 0)
+        return rc;
+    if (tk && (rc = train_tokenizer(u, v, tk, err)) < 0)
         return rc;
     if (u->train.warmup >= u->train.steps)
         return lx_node_err(err, lx_map_get(v, "train") ? lx_map_get(v, "train") : v,
@@ -280,7 +312,6 @@ void lx_models_release(struct lx_model_use *m, int n)
         free(m[i].ckpt_stack);
         free(m[i].mix_json);
         free(m[i].tokenizer);
-        free(m[i].found_tokenizer);
         lx_tokenizer_free(m[i].tok);
         for (int j = 0; j < m[i].n_mix; j++)
             free((void *)m[i].mix[j].params);

@@ -13,6 +13,10 @@
 **       checkpoint: stories260K.bin              # a llama2.c model: tokenizer.bin or tok<V>.bin beside it is used
 **     qwen:
 **       hf: path/to/Qwen2-0.5B                   # a Hugging Face directory
+**     subword:
+**       arch: {layers: 2}                        # vocab: the tokenizer's
+**       train: {length: 128}
+**       tokenizer: tok512.bin                    # trained in its tokens
 **     retriever:
 **       arch: {mode: causal}
 **       train: {length: 256, steps: 2000}
@@ -29,7 +33,10 @@
 ** <db dir>/models/<key>.safetensors with a row in the store's `models` table.
 ** A checkpoint carries its own architecture and training-time stack; a
 ** `tokenizer` beside it says how its ids read as text, and its hash joins the
-** model key (docs/config.md#models). lenx trains byte-level models only.
+** model key (docs/config.md#models). A model lenx trains may name a
+** `tokenizer` too: it is trained on the corpus and the mixture tasks in that
+** tokenizer's tokens, its vocab is the tokenizer's, and the tokenizer's hash
+** joins its model key.
 */
 #ifndef LX_MODELS_H
 #define LX_MODELS_H
@@ -53,7 +60,8 @@ struct lx_model_use {
     struct lx_mix mix[LX_MAX_MIX];  /* (n_mix,) the training mixture; params owned */
     int n_mix;
     char *mix_json;                 /* [{"name":..,"params":{..},"weight":w},..], or NULL without one */
-    char *tokenizer;                /* path of the model's tokenizer; NULL: the byte tokenizer */
+    char *tokenizer;                /* path of the model's tokenizer (named, or found beside a checkpoint);
+                                    ** NULL: the byte tokenizer */
     char *found_tokenizer;          /* a tokenizer file the loader found beside the checkpoint, or NULL */
     const struct lx_node *tokenizer_where;  /* its YAML value, for messages; NULL without one */
     struct lx_tokenizer *tok;       /* loaded from `tokenizer`, owned; NULL: the byte tokenizer */

@@ -7,7 +7,8 @@
 ** The model key hashes the architecture, the training config, the
 ** training-time part of the stack, the training corpus hash and the seed (or,
 ** for a brought checkpoint, the file's hash and its tokenizer's). A model's
-** tokenizer other than bytes enters both keys. The code version is stored with
+** tokenizer other than bytes enters both keys, whether the model was brought
+** or trained on it. The code version is stored with
 ** every row but is not part of either key, so two commits produce cells that
 ** `lenx compare` can match.
 */
@@ -157,6 +158,8 @@ static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error
                       m->arch_json, m->train_json, lx_buf_str(&part), train->hash, c->seed);
         if (m->mix_json)    /* only when there is one: older keys stay as they were */
             lx_buf_printf(&b, ",\"mixture\":%s", m->mix_json);
+        if (m->tok)         /* trained on a tokenizer: byte-level keys stay as they were */
+            lx_buf_printf(&b, ",\"tokenizer\":\"%s\"", m->tok->hash);
         lx_buf_puts(&b, "}");
         if (base)
             c->base_json = key_of(&b, c->base_key);

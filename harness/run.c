@@ -248,8 +248,9 @@ static int train_stage(struct runner *r, const struct lx_cell *c, const struct s
 {
     const struct lx_model_use *mu = &r->plan->grid->models[c->model];
     const struct lx_run_opts *o = r->o;
-    const struct lx_corpus *corpus;
-    int rc = lx_corpus_get(&corpus, "train", err);
+    const struct lx_tokenizer *tok = lx_model_use_tokenizer(mu);
+    const struct lx_corpus_tokens *text;     /* the training split in the model's tokens */
+    int rc = lx_corpus_tokens(&text, "train", tok, err);
     if (rc < 0)
         return rc;
     char path[4096];
@@ -260,14 +261,16 @@ static int train_stage(struct runner *r, const struct lx_cell *c, const struct s
                 mu->name, st->key, m->n_params, st->cfg->steps, st->cfg->batch, st->cfg->length);
     struct train_progress tp = {.name = mu->name, .key = st->key, .mode = o->progress, .t0 = now()};
     struct lx_train_report rep;
-    if ((rc = lx_train(m, st->spec, st->cfg, lx_hash64(st->key_json), corpus, mu->mix, mu->n_mix, train_progress, &tp,
-                       &rep, err)) < 0)
+    if ((rc = lx_train(m, st->spec, st->cfg, lx_hash64(st->key_json), text, tok, mu->mix, mu->n_mix, train_progress,
+                       &tp, &rep, err)) < 0)
         return rc;
     r->sum->n_trained++;
     r->sum->train_steps += rep.steps;
     struct lx_ckpt_info info = {.model_key = (char *)st->key, .stack = (char *)st->stack,
                                 .train_json = mu->train_json, .train_len = mu->train.length,
-                                .threads = omp_get_max_threads()};
+                                .threads = omp_get_max_threads(), .tokenizer = mu->tok ? mu->tok->path : NULL};
+    if (mu->tok)    /* recorded, and copied beside the checkpoint (docs/checkpoints.md#tokenizers) */
+        memcpy(info.tokenizer_sha256, mu->tok->hash, sizeof info.tokenizer_sha256);
     if ((rc = lx_model_save(m, path, &info, err)) < 0)
         return rc;
     memcpy(weights, info.weights_sha256, 65);

@@ -115,22 +115,24 @@ static void score_score(void *ctx, long w, const float *loss, const float *logit
 }
 
 /* The model's tokenizer into *tk: --tokenizer, else the file found beside a
-** model whose vocabulary is not the byte tokenizer's; NULL = bytes. Refused as
-** the plan refuses: a foreign vocabulary without a tokenizer, a tokenizer
-** larger than the model's vocabulary. */
+** model whose vocabulary is not the byte tokenizer's or that was trained on
+** it; NULL = bytes. Refused as the plan refuses: a foreign vocabulary without
+** a tokenizer, a tokenizer larger than the model's vocabulary, one other than
+** the tokenizer a lenx model was trained on. */
 static int open_tokenizer(const struct lx_score_opts *o, const char *path, const struct lx_model *m,
                           const struct lx_ckpt_info *info, struct lx_tokenizer **tk, struct lx_error *err)
 {
-    const char *file = o->tokenizer ? o->tokenizer : m->arch.vocab != LX_VOCAB ? info->tokenizer : NULL;
-    if (!file && m->arch.vocab != LX_VOCAB)
+    int foreign = m->arch.vocab != LX_VOCAB || info->tokenizer_sha256[0];
+    const char *file = o->tokenizer ? o->tokenizer : foreign ? info->tokenizer : NULL;
+    if (!file && m->arch.vocab != LX_VOCAB && !info->tokenizer_sha256[0])
         return lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld tokens and no tokenizer beside it; the byte "
                       "tokenizer of lenx models has %d\n  hint: --tokenizer PATH (a llama2.c tokenizer.bin or a "
                       "tokenizer.json)", path, m->arch.vocab, LX_VOCAB);
-    if (!file)
-        return LX_OK;
     struct lx_error sub;
-    if (lx_tokenizer_open(tk, file, &sub) < 0)
-        return lx_err(err, LX_EINVAL, "--tokenizer: %s", sub.msg);
+    if (lx_ckpt_tokenizer(info, file, tk, &sub) < 0)
+        return lx_err(err, LX_EINVAL, "%s%s", o->tokenizer ? "--tokenizer: " : "", sub.msg);
+    if (!*tk)
+        return LX_OK;
     if ((*tk)->n_vocab > m->arch.vocab)
         return lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld, fewer than the %ld tokens of its tokenizer %s\n"
                       "  hint: is it the tokenizer the model was trained with?", path, m->arch.vocab, (*tk)->n_vocab,

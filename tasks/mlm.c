@@ -85,7 +85,7 @@ static void mlm_fill(void *ctx, long w, int *tok, int *tgt)
     uint64_t key = lx_hash64(lx_buf_str(&b));
     lx_buf_free(&b);
     lx_mlm_corrupt(tok, tgt, r->src, r->L, key, (uint64_t)r->win[w].off, r->p->mask_prob,
-                   r->p->replace == REPLACE_ALL_MASK);
+                   r->p->replace == REPLACE_ALL_MASK, LX_TOK_MASK, 256);
 }
 
 static void mlm_score(void *ctx, long w, const float *loss, const float *logits, const int *tgt)

@@ -541,126 +541,29 @@ const char *lx_retrieval_split(const void *params)
     return "test";
 }
 
-/* ---- instances in any tokenizer's tokens ---------------------------------------
-** A task writes its instance in bytes; for a tokenizer other than bytes the
-** instance is re-encoded as [BOS] + enc(prompt) + enc(answer), the prompt and
-** the answer encoded apart (so the answer's span is known and decodes to the
-** answer's text), and the byte length B the task is asked for is searched so
-** that the tokens come to exactly `length`. Every token holds at least one
-** byte, so B >= length; t(B) = the tokens of the byte instance of length B
-** grows with B in steps of mostly 0 or 1 (the task's filler or haystack grows
-** by a byte), so the smallest B with t(B) >= length is found by bisection and,
-** when t jumps past length there, the bytes around it are tried. The task's
-** draws depend on (key, sample) and not on the length, so every B builds the
-** same instance with more or less filler, and depths stay fractions of it.
-** A task's padding is a run of spaces that a byte-level tokenizer (GPT-2's
-** pre-tokenizer, Qwen3's vocabulary) would merge into a few tokens, so one
-** more unit of text (a line, a reply) would outgrow the pad it replaces and t
-** would jump past length: a run of spaces is therefore encoded one token per
-** space but the last, which stays with the text after it (as " word"). In a
-** SentencePiece vocabulary without multi-space pieces (llama2.c's) these are
-** the ids it gives anyway. */
+/* ---- instances in any tokenizer's tokens ----------------------------------------
+** The task's generate hook at (key, sample, depth), fitted to the tokenizer
+** by the engine (harness/engine/instance.c has how). */
 
-/* Append the ids of s[0, n) as a segment, a run of spaces one per space. */
-static int encode_prompt(const struct lx_tokenizer *tk, const char *s, long n, struct lx_ids *out,
-                         struct lx_error *err)
-{
-    long from = 0;
-    int rc = LX_OK;
-    for (long i = 0; i < n && rc == LX_OK; i++) {
-        long j = i;
-        while (j < n && s[j] == ' ')
-            j++;
-        if (j - i < 2)
-            continue;
-        rc = lx_tokenizer_encode(tk, s + from, (size_t)(i - from), LX_ENC_SEGMENT, out, err);
-        for (long k = i; k < j - 1 && rc == LX_OK; k++)
-            rc = lx_tokenizer_encode(tk, " ", 1, LX_ENC_SEGMENT, out, err);
-        from = j - 1;
-        i = j - 1;
-    }
-    return rc == LX_OK ? lx_tokenizer_encode(tk, s + from, (size_t)(n - from), LX_ENC_SEGMENT, out, err) : rc;
-}
+struct gen_at {
+    const struct lx_task *task;
+    const void *params;
+    uint64_t key;
+    long sample;
+    double depth;
+};
 
-/* The tokens of the byte instance of length B (0 on error); *out (may be
-** NULL) receives the re-encoded instance. */
-static long tokens_at(const struct lx_task *task, const void *params, const struct lx_tokenizer *tk, uint64_t key,
-                      long B, long sample, double depth, struct lx_instance *out, struct lx_error *err)
+static int gen_bytes(void *ctx, long B, struct lx_instance *out, struct lx_error *err)
 {
-    struct lx_instance b;
-    if (task->generate(params, key, B, sample, depth, &b, err) < 0)
-        return 0;
-    char *text = lx_xmalloc((size_t)b.n);
-    for (long i = 1; i < b.n; i++) {
-        LX_ASSERT(b.tok[i] >= 0 && b.tok[i] < 256);     /* tasks write bytes after BOS */
-        text[i] = (char)b.tok[i];
-    }
-    struct lx_ids pv = {0};
-    int32_t *prompt, *answer = NULL;
-    long np = encode_prompt(tk, text + 1, b.answer_off - 1, &pv, err),
-         na = np < 0 ? np : lx_tok_encode(tk, text + b.answer_off, b.n - b.answer_off, &answer, err);
-    free(text);
-    prompt = pv.id;
-    np = np < 0 ? np : pv.n;
-    if (np < 0 || na < 0) {
-        lx_instance_release(&b);
-        free(prompt);
-        return 0;
-    }
-    if (out && na <= LX_MAX_ANSWER) {
-        *out = b;
-        out->tok = lx_xmalloc(sizeof(int) * (size_t)(1 + np + na));
-        out->tok[0] = lx_tok_begin(tk);
-        memcpy(out->tok + 1, prompt, sizeof(int) * (size_t)np);
-        memcpy(out->tok + 1 + np, answer, sizeof(int) * (size_t)na);
-        out->n = 1 + np + na;
-        out->answer_off = 1 + np;
-    }
-    lx_instance_release(&b);
-    free(prompt);
-    free(answer);
-    if (na > LX_MAX_ANSWER)
-        return lx_err(err, LX_EINVAL, "%s: the answer takes %ld tokens, more than %d", task->name, na, LX_MAX_ANSWER),
-               0;
-    return 1 + np + na;
+    const struct gen_at *g = ctx;
+    return g->task->generate(g->params, g->key, B, g->sample, g->depth, out, err);
 }
 
 int lx_retrieval_instance(const struct lx_task *task, const void *params, const struct lx_tokenizer *tk,
                           uint64_t key, long length, long sample, double depth, struct lx_instance *out,
                           struct lx_error *err)
 {
-    if (tk->is_byte)
-        return task->generate(params, key, length, sample, depth, out, err);
-    memset(out, 0, sizeof *out);
-    long lo = length, t_lo = tokens_at(task, params, tk, key, lo, sample, depth, NULL, err), hi = lo, t_hi = t_lo;
-    if (t_lo == 0)
-        return LX_EINVAL;
-    while (t_hi < length) {     /* grow by the bytes per token seen so far */
-        lo = hi, t_lo = t_hi;
-        hi = lo + (long)((double)(length - t_lo) * (double)lo / (double)t_lo) + 1;
-        if (hi > 64 * length + 4096)
-            return lx_err(err, LX_ERUN, "%s: no prompt of %ld %s tokens: %ld bytes give only %ld", task->name,
-                          length, tk->ops->kind, lo, t_lo);
-        if ((t_hi = tokens_at(task, params, tk, key, hi, sample, depth, NULL, err)) == 0)
-            return LX_EINVAL;
-    }
-    while (hi - lo > 1 && t_lo != length) {    /* t(lo) < length <= t(hi) */
-        long mid = lo + (hi - lo) / 2, t = tokens_at(task, params, tk, key, mid, sample, depth, NULL, err);
-        if (t == 0)
-            return LX_EINVAL;
-        *(t < length ? &lo : &hi) = mid;
-        t_lo = t < length ? t : t_lo;
-        t_hi = t < length ? t_hi : t;
-    }
-    long best = t_lo == length ? lo : t_hi == length ? hi : -1;
-    for (long d = 1; best < 0 && d <= 64; d++)      /* t jumped past length at hi: try the bytes around */
-        for (int sgn = -1; best < 0 && sgn <= 1; sgn += 2)
-            if (hi + sgn * d >= length && tokens_at(task, params, tk, key, hi + sgn * d, sample, depth, NULL, err) == length)
-                best = hi + sgn * d;
-    if (best < 0)
-        return lx_err(err, LX_ERUN, "%s: no prompt of exactly %ld %s tokens: %ld bytes give %ld, %ld give %ld\n"
-                      "  hint: try a length one more or less", task->name, length, tk->ops->kind, hi - 1, t_lo, hi, t_hi);
-    long got = tokens_at(task, params, tk, key, best, sample, depth, out, err);
-    LX_ASSERT(got == length);
-    return LX_OK;
+    struct gen_at g = {.task = task, .params = params, .key = key, .sample = sample, .depth = depth};
+    struct lx_instance_src src = {.name = task->name, .bytes = gen_bytes, .ctx = &g};
+    return lx_instance_fit(&src, tk, length, out, err);
 }

@@ -23,6 +23,7 @@
 #include "harness/engine/attention.h"
 #include "harness/engine/corpus.h"
 #include "harness/engine/model.h"
+#include "harness/engine/tokenizer.h"
 #include "harness/engine/train.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
@@ -327,11 +328,12 @@ static void trained_model(struct lx_model *m)
     struct lx_facts f = tfacts(16, ST_TRAIN, ST_H, ST_TRAIN);
     struct tstack st;
     tstack_make(&st, "rope", &f);
-    const struct lx_corpus *text;
+    const struct lx_corpus_tokens *text;
     struct lx_error err = {{0}};
     struct lx_train_report rep;
-    cr_assert_eq(lx_corpus_get(&text, "train", &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(lx_train(m, &st.spec, &c, 77, text, NULL, 0, NULL, NULL, &rep, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_corpus_tokens(&text, "train", &lx_tokenizer_byte, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_train(m, &st.spec, &c, 77, text, &lx_tokenizer_byte, NULL, 0, NULL, NULL, &rep, &err), LX_OK,
+                 "%s", err.msg);
     tstack_free(&st);
 }
 

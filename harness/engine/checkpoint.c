@@ -14,8 +14,20 @@
 #include "harness/engine/hf.h"
 #include "harness/engine/llama2c.h"
 #include "harness/engine/safetensors.h"
+#include "harness/engine/tokenizer.h"
 #include "harness/core/hash.h"
 #include "harness/core/version.h"
+
+/* The copy of a checkpoint's tokenizer: <path without .safetensors>.tokenizer
+** into out; *name = its last component (what lenx_tokenizer records). */
+static void tokenizer_dir(const char *path, char *out, size_t n, char **name)
+{
+    size_t len = strlen(path);
+    int ext = len >= 12 && strcmp(path + len - 12, ".safetensors") == 0;
+    snprintf(out, n, "%.*s.tokenizer", (int)(ext ? len - 12 : len), path);
+    char *slash = strrchr(out, '/');
+    *name = slash ? slash + 1 : out;
+}
 
 int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
 {
@@ -43,6 +55,9 @@ int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_inf
         lx_sha256_update(&h, st[i].data, sizeof(float) * (size_t)count);
     }
     lx_sha256_final_hex(&h, info->weights_sha256);
+    char tok_dir[4096], *tok_name = tok_dir;
+    tokenizer_dir(path, tok_dir, sizeof tok_dir, &tok_name);
+    int with_tok = info->tokenizer && info->tokenizer_sha256[0];
     const char *meta[] = {
         "format", "pt",
         "lenx_version", LX_VERSION,
@@ -53,8 +68,13 @@ int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_inf
         "lenx_model_key", info->model_key ? info->model_key : "",
         "lenx_weights_sha256", info->weights_sha256,
         "lenx_threads", threads,
+        "lenx_tokenizer_sha256", info->tokenizer_sha256,    /* the last two only with a tokenizer */
+        "lenx_tokenizer", tok_name,
     };
-    int rc = lx_st_write(path, st, n, meta, (int)(sizeof meta / sizeof *meta / 2), info->sha256, err);
+    int n_meta = (int)(sizeof meta / sizeof *meta / 2) - (with_tok ? 0 : 2);
+    int rc = with_tok ? lx_tokenizer_copy(info->tokenizer, info->tokenizer_sha256, tok_dir, err) : LX_OK;
+    if (rc == LX_OK)
+        rc = lx_st_write(path, st, n, meta, n_meta, info->sha256, err);
     lx_buf_free(&arch);
     free(st);
     free(ti);
@@ -92,6 +112,26 @@ static int alloc_declared(struct lx_model *m, const struct lx_arch *a, const cha
     if (lx_model_alloc(m, a, &sub) == LX_OK)
         return LX_OK;
     return lx_err(err, LX_EINVAL, "%s: lenx_arch declares a model this machine cannot hold: %s", path, sub.msg);
+}
+
+/* The tokenizer a lenx model was trained on (lenx_tokenizer_sha256), and its
+** copy beside the file (lenx_tokenizer names it) when it is there. */
+static int recorded_tokenizer(const struct lx_st_file *f, const char *path, struct lx_ckpt_info *info,
+                              struct lx_error *err)
+{
+    const char *sha = lx_st_meta(f, "lenx_tokenizer_sha256"), *name = lx_st_meta(f, "lenx_tokenizer");
+    if (!sha)
+        return LX_OK;
+    if (strlen(sha) != 64 || !name || !*name || strchr(name, '/'))
+        return lx_err(err, LX_EINVAL, "%s: lenx_tokenizer_sha256 must be 64 hex digits and lenx_tokenizer the "
+                      "name of the tokenizer's copy beside the file", path);
+    memcpy(info->tokenizer_sha256, sha, 65);
+    const char *slash = strrchr(path, '/');
+    struct lx_buf dir = {0};
+    lx_buf_printf(&dir, "%.*s%s", slash ? (int)(slash - path + 1) : 0, path, name);
+    info->tokenizer = lx_tokenizer_in_dir(lx_buf_str(&dir));
+    lx_buf_free(&dir);
+    return LX_OK;
 }
 
 static int load_lenx(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
@@ -155,6 +195,8 @@ static int load_lenx(struct lx_model *m, const char *path, struct lx_ckpt_info *
         if (*end || info->train_len < 1)
             rc = lx_err(err, LX_EINVAL, "%s: lenx_train_len '%s' is not a positive integer", path, len);
         memcpy(info->sha256, f.sha256, sizeof info->sha256);
+        if (rc == LX_OK)
+            rc = recorded_tokenizer(&f, path, info, err);
     }
     lx_st_close(&f);
     if (rc < 0) {
@@ -213,6 +255,28 @@ void lx_sha256_hex_bytes(const void *data, size_t n, char out[65])
 void lx_model_weights_hash(const struct lx_model *m, char out[65])
 {
     lx_sha256_hex_bytes(m->w, sizeof(float) * m->n_params, out);
+}
+
+int lx_ckpt_tokenizer(const struct lx_ckpt_info *info, const char *path, struct lx_tokenizer **out,
+                      struct lx_error *err)
+{
+    *out = NULL;
+    const char *sha = info->tokenizer_sha256;
+    if (!path && sha[0])
+        return lx_err(err, LX_EIO, "the model was trained on a tokenizer (sha256 %.16s...) whose copy is not "
+                      "beside it\n  hint: name the file it was trained with (--tokenizer, or tokenizer: in a "
+                      "sweep), or restore the <model>.tokenizer directory", sha);
+    if (!path)
+        return LX_OK;
+    int rc = lx_tokenizer_open(out, path, err);
+    if (rc == LX_OK && sha[0] && strcmp((*out)->hash, sha) != 0) {
+        rc = lx_err(err, LX_EINVAL, "%s is not the tokenizer the model was trained on: its sha256 is %.16s..., "
+                    "the model's %.16s...\n  hint: give the tokenizer it was trained with, or leave it out to "
+                    "use the copy beside the model", (*out)->path, (*out)->hash, sha);
+        lx_tokenizer_free(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 void lx_ckpt_info_release(struct lx_ckpt_info *info)

@@ -23,7 +23,10 @@ struct lx_ckpt_info {
                             ** made elsewhere its native position scheme (docs/checkpoints.md#native-stacks) */
     char *eval_stack;       /* evaluation-time part of a native scheme (HF rope_scaling dynamic), or NULL */
     char *scaling;          /* HF: rope_scaling as the config writes it (JSON), or NULL */
-    char *tokenizer;        /* a tokenizer file found beside the model, or NULL */
+    char *tokenizer;        /* a tokenizer file found beside the model, or NULL; on save, the file of the
+                            ** tokenizer the model was trained on (copied beside it), NULL for bytes */
+    char tokenizer_sha256[65];  /* the hash of the tokenizer a lenx model was trained on
+                                ** (lenx_tokenizer_sha256); "" for bytes and other formats */
     long kv_heads;          /* key/value heads on disk (= heads unless grouped-query) */
     int tied;               /* the file ties the output head to the embedding */
     char *train_json;       /* training config, JSON ("{}" when unknown) */
@@ -36,7 +39,10 @@ struct lx_ckpt_info {
 };
 
 /* Write m and its info (sha256 and weights_sha256 are filled in; threads is
-** written as given). */
+** written as given). A model trained on a tokenizer (info->tokenizer and
+** tokenizer_sha256 set) records its hash and the name of the copy made beside
+** the file: <path without .safetensors>.tokenizer/, holding tokenizer.json
+** (with its tokenizer_config.json) or tokenizer.bin. */
 int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err);
 
 /* Read a model in any format lenx reads: a directory is a Hugging Face
@@ -50,6 +56,15 @@ int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_inf
 ** it with lx_ckpt_info_release. */
 int lx_model_load(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err);
 void lx_ckpt_info_release(struct lx_ckpt_info *info);
+
+/* The tokenizer a loaded model reads text with: the file `path` (a
+** --tokenizer or `tokenizer:` given, else the one found beside the model;
+** NULL: *out = NULL, the byte tokenizer). A model that records the tokenizer
+** it was trained on (info->tokenizer_sha256) refuses one with another hash,
+** and refuses bytes when its copy is not beside it. Errors name the file. */
+struct lx_tokenizer;
+int lx_ckpt_tokenizer(const struct lx_ckpt_info *info, const char *path, struct lx_tokenizer **out,
+                      struct lx_error *err);
 
 /* For loaders of other formats: info's format and dtype set, the strings lenx
 ** checkpoints carry made empty ("" key, "{}" training, no stack yet). */

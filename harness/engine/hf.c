@@ -36,6 +36,7 @@
 #include "harness/core/config.h"
 #include "harness/core/json.h"
 #include "harness/engine/safetensors.h"
+#include "harness/engine/tokenizer.h"
 
 #define HF_MAX_SHARDS 64
 
@@ -426,16 +427,11 @@ static void cfg_arch(const struct hf_config *c, struct lx_arch *a)
 
 static void fill_info(struct lx_ckpt_info *info, const char *dir, const struct hf_config *c, const char *dtype)
 {
-    struct lx_buf p = {0};
-    struct stat sb;
     lx_ckpt_info_native(info, "hf", dtype);
     info->train_len = c->max_pos;
     info->kv_heads = c->kv_heads;
     info->tied = c->tied;
-    lx_buf_printf(&p, "%s/tokenizer.json", dir);
-    if (stat(lx_buf_str(&p), &sb) == 0)
-        info->tokenizer = lx_xstrdup(lx_buf_str(&p));
-    lx_buf_free(&p);
+    info->tokenizer = lx_tokenizer_in_dir(dir);     /* tokenizer.json, else tokenizer.bin */
 }
 
 int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, struct lx_error *err)
@@ -529,7 +525,18 @@ static void deinterleave(float *dst, const float *src, long heads, long D, long 
         }
 }
 
-static void export_config(struct lx_buf *b, const struct lx_model *m, long train_len, double base)
+/* An id of config.json: the number, or null for -1 (a tokenizer without one). */
+static void put_id(struct lx_buf *b, const char *key, int id)
+{
+    lx_buf_printf(b, ",\n  \"%s\": ", key);
+    if (id >= 0)
+        lx_buf_printf(b, "%d", id);
+    else
+        lx_buf_puts(b, "null");
+}
+
+static void export_config(struct lx_buf *b, const struct lx_model *m, long train_len, double base,
+                          const struct lx_tokenizer *tok)
 {
     const struct lx_arch *a = &m->arch;
     lx_buf_printf(b, "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n"
@@ -543,8 +550,10 @@ static void export_config(struct lx_buf *b, const struct lx_model *m, long train
     lx_buf_puts(b, ",\n  \"rope_theta\": ");
     lx_buf_num(b, base);
     lx_buf_printf(b, ",\n  \"rope_scaling\": null,\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n"
-                  "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n"
-                  "  \"torch_dtype\": \"float32\"\n}\n", a->tie_head ? "true" : "false", 256, 257);
+                  "  \"tie_word_embeddings\": %s", a->tie_head ? "true" : "false");
+    put_id(b, "bos_token_id", tok->bos);
+    put_id(b, "eos_token_id", tok->eos);
+    lx_buf_puts(b, ",\n  \"torch_dtype\": \"float32\"\n}\n");
 }
 
 static int write_text(const char *path, const struct lx_buf *b, struct lx_error *err)
@@ -597,7 +606,11 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     const char *meta[] = {"format", "pt"};
     lx_buf_printf(&path, "%s/model.safetensors", dir);
     rc = lx_st_write(lx_buf_str(&path), st, k, meta, 1, NULL, err);
-    export_config(&cfg, m, info->train_len, base);
+    struct lx_tokenizer *tok = NULL;    /* the one a lenx model was trained on, copied into dir */
+    if (rc == LX_OK && info->tokenizer_sha256[0] && (rc = lx_ckpt_tokenizer(info, info->tokenizer, &tok, err)) == LX_OK)
+        rc = lx_tokenizer_copy(tok->path, tok->hash, dir, err);
+    export_config(&cfg, m, info->train_len, base, lx_tok_or_byte(tok));
+    lx_tokenizer_free(tok);
     lx_buf_reset(&path);
     lx_buf_printf(&path, "%s/config.json", dir);
     if (rc == LX_OK)

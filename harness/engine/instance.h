@@ -29,4 +29,23 @@ struct lx_instance {
 /* Free the tokens and zero the instance; NULL is fine. */
 void lx_instance_release(struct lx_instance *in);
 
+/* A task's instances in bytes: bytes(ctx, B, out, err) fills out with the
+** instance of B byte tokens ([BOS] + prompt + answer) for fixed draws, so
+** that only its filler grows with B (a retrieval task's generate or
+** train_sample hook bound to its key, sample and depth). */
+struct lx_instance_src {
+    const char *name;       /* the task, for messages */
+    int (*bytes)(void *ctx, long B, struct lx_instance *out, struct lx_error *err);
+    void *ctx;              /* what bytes reads */
+};
+
+/* The instance of exactly `length` tokens of tk (instance.c has how): for
+** the byte tokenizer src's own; for any other the byte instance re-encoded
+** as [begin] + enc(prompt) + enc(answer) at the byte length that gives
+** `length` tokens. LX_ERUN (err says so) when no byte length gives exactly
+** `length`; the task's own errors as they are. */
+struct lx_tokenizer;
+int lx_instance_fit(const struct lx_instance_src *src, const struct lx_tokenizer *tk, long length,
+                    struct lx_instance *out, struct lx_error *err);
+
 #endif

@@ -36,7 +36,7 @@ static const struct lx_param arch_rows[] = {
     LX_P_INT(struct lx_arch, d_mlp, "512", 8, 65536, 0, "MLP hidden width"),
     LX_P_ENUM(struct lx_arch, mlp, "gelu", "gelu|swiglu", 0, "MLP: GELU (tanh form) or SwiGLU"),
     LX_P_INT(struct lx_arch, vocab, "260", 2, 1000000, 0,
-             "vocabulary: 260 = 256 bytes + BOS, EOS, PAD, MASK (the corpus tasks need 260)"),
+             "vocabulary: 260 = 256 bytes + BOS, EOS, PAD, MASK; with a tokenizer, its vocabulary"),
     LX_P_FLOAT(struct lx_arch, norm_eps, "1e-5", 0, 1, LX_PF_MIN_OPEN, "RMSNorm epsilon"),
     LX_P_FLOAT(struct lx_arch, init_std, "0.02", 0, 10, LX_PF_MIN_OPEN,
                "initial N(0, std) of matrices; wo and w2 use std/sqrt(2*layers)"),

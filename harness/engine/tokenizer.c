@@ -6,6 +6,7 @@
 */
 #include "harness/engine/tokenizer.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,18 +121,107 @@ struct lx_tokenizer *lx_tokenizer_bytes(void)
 
 /* ---- opening a file ---- */
 
-/* PATH, or PATH/tokenizer.json when PATH is a directory, into out (n bytes). */
+char *lx_tokenizer_in_dir(const char *dir)
+{
+    static const char *const names[] = {"tokenizer.json", "tokenizer.bin"};
+    struct stat sb;
+    struct lx_buf p = {0};
+    for (int i = 0; i < 2; i++) {
+        lx_buf_reset(&p);
+        lx_buf_printf(&p, "%s/%s", dir, names[i]);
+        if (stat(lx_buf_str(&p), &sb) == 0 && S_ISREG(sb.st_mode)) {
+            char *out = lx_xstrdup(lx_buf_str(&p));
+            lx_buf_free(&p);
+            return out;
+        }
+    }
+    lx_buf_free(&p);
+    return NULL;
+}
+
+/* PATH, or the tokenizer file inside PATH when it is a directory, into out (n bytes). */
 static int resolve_path(const char *path, char *out, size_t n, struct lx_error *err)
 {
     struct stat sb;
     if (stat(path, &sb) != 0)
         return lx_err(err, LX_EIO, "%s: no such file or directory\n  hint: a tokenizer is a tokenizer.json, "
                       "a llama2.c tokenizer.bin or a directory holding tokenizer.json", path);
-    if ((size_t)snprintf(out, n, S_ISDIR(sb.st_mode) ? "%s/tokenizer.json" : "%s", path) >= n)
-        return lx_err(err, LX_EINVAL, "%s: path too long", path);
-    if (S_ISDIR(sb.st_mode) && stat(out, &sb) != 0)
+    char *in = S_ISDIR(sb.st_mode) ? lx_tokenizer_in_dir(path) : NULL;
+    if (S_ISDIR(sb.st_mode) && !in)
         return lx_err(err, LX_EIO, "%s: a directory without tokenizer.json\n  hint: name the tokenizer file", path);
+    int too_long = (size_t)snprintf(out, n, "%s", in ? in : path) >= n;
+    free(in);
+    return too_long ? lx_err(err, LX_EINVAL, "%s: path too long", path) : LX_OK;
+}
+
+/* A JSON file starts with '{' (after white space); a llama2.c file with a small int32. */
+static int is_json(const unsigned char *bytes, long n)
+{
+    long i = 0;
+    while (i < n && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t'))
+        i++;
+    return i < n && bytes[i] == '{';
+}
+
+static int write_bytes(const char *path, const unsigned char *b, long n, struct lx_error *err)
+{
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return lx_err(err, LX_EIO, "%s: cannot create: %s", path, strerror(errno));
+    int ok = fwrite(b, 1, (size_t)n, fp) == (size_t)n;
+    if (fclose(fp) != 0 || !ok)
+        return lx_err(err, LX_EIO, "%s: cannot write: %s", path, strerror(errno));
     return LX_OK;
+}
+
+/* tokenizer_config.json beside a tokenizer.json (its BOS/EOS when the
+** template gives none) into dir, when there is one. */
+static int copy_config(const char *file, const char *dir, struct lx_error *err)
+{
+    const char *slash = strrchr(file, '/');
+    struct lx_buf p = {0};
+    lx_buf_printf(&p, "%.*stokenizer_config.json", slash ? (int)(slash - file + 1) : 0, file);
+    unsigned char *b = NULL;
+    long n = 0;
+    struct lx_error sub;
+    int rc = LX_OK;
+    if (lx_read_file(lx_buf_str(&p), &b, &n, LX_TOK_MAX_BYTES, &sub) == LX_OK) {
+        lx_buf_reset(&p);
+        lx_buf_printf(&p, "%s/tokenizer_config.json", dir);
+        rc = write_bytes(lx_buf_str(&p), b, n, err);
+    }
+    free(b);
+    lx_buf_free(&p);
+    return rc;
+}
+
+int lx_tokenizer_copy(const char *file, const char *sha256, const char *dir, struct lx_error *err)
+{
+    unsigned char *b = NULL;
+    long n = 0;
+    int rc = lx_read_file(file, &b, &n, LX_TOK_MAX_BYTES, err);
+    char hash[65];
+    if (rc == LX_OK) {
+        struct lx_sha256 s;
+        lx_sha256_init(&s);
+        lx_sha256_update(&s, b, (size_t)n);
+        lx_sha256_final_hex(&s, hash);
+        if (strcmp(hash, sha256) != 0)
+            rc = lx_err(err, LX_EIO, "%s: the tokenizer changed since it was read (sha256 %.16s..., now %.16s...)\n"
+                        "  hint: run again with the file left as it is", file, sha256, hash);
+    }
+    if (rc == LX_OK && mkdir(dir, 0777) != 0 && errno != EEXIST)
+        rc = lx_err(err, LX_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
+    int json = rc == LX_OK && is_json(b, n);
+    struct lx_buf p = {0};
+    lx_buf_printf(&p, "%s/%s", dir, json ? "tokenizer.json" : "tokenizer.bin");
+    if (rc == LX_OK)
+        rc = write_bytes(lx_buf_str(&p), b, n, err);
+    if (rc == LX_OK && json)
+        rc = copy_config(file, dir, err);
+    lx_buf_free(&p);
+    free(b);
+    return rc;
 }
 
 int lx_tokenizer_open(struct lx_tokenizer **out, const char *path, struct lx_error *err)
@@ -148,11 +238,7 @@ int lx_tokenizer_open(struct lx_tokenizer **out, const char *path, struct lx_err
     struct lx_tokenizer *t = lx_xcalloc(1, sizeof *t);
     t->path = lx_xstrdup(file);
     t->bos = t->eos = t->pad = t->mask = -1;
-    long i = 0;
-    while (i < n && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t'))
-        i++;
-    /* JSON starts with '{'; a llama2.c file starts with a small int32. */
-    rc = i < n && bytes[i] == '{' ? lx_tok_hf_open(t, bytes, n, err) : lx_tok_llama2c_open(t, bytes, n, err);
+    rc = is_json(bytes, n) ? lx_tok_hf_open(t, bytes, n, err) : lx_tok_llama2c_open(t, bytes, n, err);
     if (rc == LX_OK) {
         struct lx_sha256 s;
         lx_sha256_init(&s);

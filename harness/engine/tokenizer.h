@@ -78,9 +78,20 @@ enum {
 };
 
 /* Open a tokenizer: PATH is a llama2.c tokenizer.bin, a tokenizer.json, or a
-** directory holding tokenizer.json. Errors name the file and, for JSON, the
+** directory holding tokenizer.json (else tokenizer.bin). Errors name the file and, for JSON, the
 ** field (an unsupported "model.type" such as WordPiece or Unigram, say). */
 int lx_tokenizer_open(struct lx_tokenizer **out, const char *path, struct lx_error *err);
+
+/* The tokenizer file in directory dir: dir/tokenizer.json, else
+** dir/tokenizer.bin (malloc'd), or NULL when it holds neither. */
+char *lx_tokenizer_in_dir(const char *dir);
+
+/* Copy a tokenizer file (a tokenizer's path) into directory dir (created
+** when missing) as tokenizer.json or tokenizer.bin, by its content, with a
+** tokenizer_config.json that lies beside a tokenizer.json; the bytes copied
+** must still hash to sha256 (the tokenizer's hash). What a checkpoint trained
+** on a tokenizer and `lenx export --hf` keep with the model. */
+int lx_tokenizer_copy(const char *file, const char *sha256, const char *dir, struct lx_error *err);
 
 /* The byte tokenizer of lenx's own models (ids as in corpus.h): a constant,
 ** never released; lx_tokenizer_bytes() returns a copy to free. */

@@ -11,6 +11,7 @@
 #include "harness/core/hash.h"
 #include "harness/core/rng.h"
 #include "harness/engine/instance.h"
+#include "harness/engine/tokenizer.h"
 
 static const struct lx_param train_rows[] = {
     LX_P_INT(struct lx_train_cfg, length, "128", 2, 1 << 20, LX_PF_SHOW, "training window: the training length L"),
@@ -44,7 +45,7 @@ double lx_train_lr(const struct lx_train_cfg *c, long s)
 }
 
 long lx_mlm_corrupt(int *tok, int *tgt, const int *src, long n, uint64_t key, uint64_t ctr0, double p,
-                    int all_mask)
+                    int all_mask, int mask, int n_random)
 {
     const uint32_t k[2] = {(uint32_t)key, (uint32_t)(key >> 32)};
     long picked = 0;
@@ -61,37 +62,45 @@ long lx_mlm_corrupt(int *tok, int *tgt, const int *src, long n, uint64_t key, ui
         picked++;
         tgt[i] = src[i];
         if (all_mask || w < 0.8)
-            tok[i] = LX_TOK_MASK;
+            tok[i] = mask;
         else if (w < 0.9)
-            tok[i] = (int)(r[2] % 256u);
+            tok[i] = (int)(r[2] % (uint32_t)n_random);
     }
     return picked;
 }
 
-/* The training stream: documents joined by EOS. */
-static int *build_stream(const struct lx_corpus *c, long *n)
+/* The training stream: the documents' tokens joined by EOS (the tokenizer's;
+** BOS when it has none). */
+static int *build_stream(const struct lx_corpus_tokens *c, const struct lx_tokenizer *tk, long *n)
 {
-    long total = c->n_bytes + c->n_docs;
-    int *s = lx_xmalloc(sizeof(int) * (size_t)total);
+    int n_docs = c->c->n_docs, sep = tk->eos >= 0 ? tk->eos : lx_tok_begin(tk);
+    int *s = lx_xmalloc(sizeof(int) * (size_t)(c->n_tokens + n_docs));
     long k = 0;
-    for (int d = 0; d < c->n_docs; d++) {
-        for (long i = 0; i < c->docs[d].n; i++)
-            s[k++] = c->docs[d].bytes[i];
-        s[k++] = LX_TOK_EOS;
+    for (int d = 0; d < n_docs; d++) {
+        for (long i = 0; i < c->n[d]; i++)
+            s[k++] = c->ids[d][i];
+        s[k++] = sep;
     }
     *n = k;
     return s;
 }
 
+/* How windows are made in the model's tokens. */
+struct window_ids {
+    int begin;          /* first input of a causal window: BOS (or EOS without one) */
+    int mask;           /* mlm: the [MASK] id */
+    int n_random;       /* mlm: a 10% replacement is drawn from ids 0 .. n_random-1 */
+};
+
 /* Fill window b of a batch from stream offset o. */
 static void fill_window(int *tok, int *tgt, const int *s, long o, int T, int mlm, double p, uint64_t mkey,
-                        uint64_t mctr)
+                        uint64_t mctr, const struct window_ids *ids)
 {
     if (mlm) {
-        lx_mlm_corrupt(tok, tgt, s + o, T, mkey, mctr, p, 0);
+        lx_mlm_corrupt(tok, tgt, s + o, T, mkey, mctr, p, 0, ids->mask, ids->n_random);
         return;
     }
-    tok[0] = LX_TOK_BOS;
+    tok[0] = ids->begin;
     for (int t = 1; t < T; t++)
         tok[t] = s[o + t - 1];
     for (int t = 0; t < T; t++)
@@ -123,7 +132,8 @@ void lx_pose_positions(int *pos, int T, const struct lx_pose *p, struct lx_rng *
 }
 
 static double val_loss(const struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c,
-                       struct lx_acts *a, int *tok, int *tgt, const int *s, long v0, long v1, uint64_t key)
+                       struct lx_acts *a, int *tok, int *tgt, const int *s, long v0, long v1, uint64_t key,
+                       const struct window_ids *ids)
 {
     int B = (int)c->batch, T = (int)c->length, mlm = m->arch.mode == LX_MODEL_MLM;
     long nw = c->eval_windows, span = v1 - v0 - T - 1;
@@ -133,7 +143,8 @@ static double val_loss(const struct lx_model *m, const struct lx_spec *spec, con
         for (int b = 0; b < B; b++) {
             long w = w0 + b < nw ? w0 + b : nw - 1;     /* a short last batch repeats, uncounted */
             long o = v0 + (nw > 1 ? span * w / (nw - 1) : 0);
-            fill_window(tok + (long)b * T, tgt + (long)b * T, s, o, T, mlm, c->mask_prob, key ^ 0x7661u, (uint64_t)o);
+            fill_window(tok + (long)b * T, tgt + (long)b * T, s, o, T, mlm, c->mask_prob, key ^ 0x7661u, (uint64_t)o,
+                        ids);
         }
         lx_model_forward(m, spec, tok, tgt, a);
         for (int b = 0; b < B && w0 + b < nw; b++)
@@ -246,6 +257,33 @@ static long mix_min_length(const struct lx_mix *x, long T)
     return lo;
 }
 
+/* A mixture task's training sample as a byte source for lx_instance_fit. */
+struct mix_at {
+    const struct lx_mix *x;
+    uint64_t key;
+    long sample;
+};
+
+static int mix_bytes(void *ctx, long B, struct lx_instance *out, struct lx_error *err)
+{
+    const struct mix_at *a = ctx;
+    return a->x->sample(a->x->params, a->key, B, a->sample, out, err);
+}
+
+/* The instance of at most len tokens (exactly len when the tokenizer allows
+** it; else the longest of the next few below that it fits): the window's
+** corpus head takes what is left. */
+static int mix_instance(const struct lx_mix *x, long len, long lo, uint64_t key, long sample,
+                        struct lx_instance *in, struct lx_error *err)
+{
+    struct mix_at a = {.x = x, .key = key ^ lx_hash64(x->name), .sample = sample};
+    struct lx_instance_src src = {.name = x->name, .bytes = mix_bytes, .ctx = &a};
+    int rc = LX_ERUN;
+    for (long l = len; rc == LX_ERUN && l >= lo && l > len - 8; l--)
+        rc = lx_instance_fit(&src, lx_tok_or_byte(x->tok), l, in, err);
+    return rc;
+}
+
 int lx_mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix, double u, double v,
                   uint64_t key, long sample, struct lx_error *err)
 {
@@ -257,15 +295,15 @@ int lx_mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix
         long lo = mix_min_length(&mix[j], T), len = lo + (long)(v * (double)(T - lo + 1));
         len = len > T ? T : len;
         struct lx_instance in = {0};
-        int rc = mix[j].sample(mix[j].params, key ^ lx_hash64(mix[j].name), len, sample, &in, err);
+        int rc = mix_instance(&mix[j], len, lo, key, sample, &in, err);
         if (rc == LX_OK) {
-            LX_ASSERT(in.n == len);
-            long off = T - len;     /* the corpus head stays as context, unscored: the window trains the task */
+            LX_ASSERT(in.n <= len && in.n > len - 8);
+            long off = T - in.n, n = in.n;  /* the corpus head stays as context, unscored: the window trains the task */
             for (long t = 0; t < off; t++)
                 tgt[t] = -1;
-            memcpy(tok + off, in.tok, sizeof(int) * (size_t)len);
-            for (long t = 0; t < len; t++)
-                tgt[off + t] = t + 1 < len && (!mix[j].answer_only || t + 1 >= in.answer_off) ? in.tok[t + 1] : -1;
+            memcpy(tok + off, in.tok, sizeof(int) * (size_t)n);
+            for (long t = 0; t < n; t++)
+                tgt[off + t] = t + 1 < n && (!mix[j].answer_only || t + 1 >= in.answer_off) ? in.tok[t + 1] : -1;
         }
         lx_instance_release(&in);
         return rc;
@@ -280,6 +318,7 @@ struct train_state {
     int B, T, mlm;      /* batch, length, masked-LM objective */
     int *tok, *tgt;     /* (B, T) inputs and targets */
     int *pos;           /* (B, T) PoSE positions, or NULL */
+    struct window_ids ids;  /* the tokenizer's ids windows use */
 };
 
 /* The batch of `step`: window b drawn from a Philox block (step, b) keyed on
@@ -294,7 +333,7 @@ static int train_batch(const struct train_state *t, const struct lx_spec *spec, 
         r.ctr[1] = (uint32_t)step;                     /* block (step, b): order fixed by the key */
         long o = (long)(lx_rng_uniform(&r) * (double)(t->n_train - T - 1));
         fill_window(t->tok + (long)b * T, t->tgt + (long)b * T, t->s, o, T, t->mlm, c->mask_prob,
-                    key ^ ((uint64_t)step << 20), (uint64_t)b * (uint64_t)T);
+                    key ^ ((uint64_t)step << 20), (uint64_t)b * (uint64_t)T, &t->ids);
         if (t->pos)
             lx_pose_positions(t->pos + (long)b * T, T, &spec->pose, &r);
         if (n_mix) {    /* drawn after the corpus offset: without a mixture nothing moves */
@@ -311,12 +350,15 @@ static int train_batch(const struct train_state *t, const struct lx_spec *spec, 
 /* The stream and buffers of a run, or an error when the corpus is too short
 ** for the length. */
 static int train_state_init(struct train_state *t, const struct lx_model *m, const struct lx_spec *spec,
-                            const struct lx_train_cfg *c, const struct lx_corpus *corpus, struct lx_error *err)
+                            const struct lx_train_cfg *c, const struct lx_corpus_tokens *text,
+                            const struct lx_tokenizer *tk, struct lx_error *err)
 {
     t->B = (int)c->batch;
     t->T = (int)c->length;
     t->mlm = m->arch.mode == LX_MODEL_MLM;
-    t->s = build_stream(corpus, &t->n);
+    t->ids = (struct window_ids){.begin = lx_tok_begin(tk), .mask = tk->mask,
+                                 .n_random = tk->is_byte ? 256 : (int)tk->n_vocab};
+    t->s = build_stream(text, tk, &t->n);
     t->n_train = (long)((double)t->n * (1.0 - VAL_FRAC));
     if (t->n_train - t->T - 1 < 1 || t->n - t->n_train - t->T - 1 < 1) {
         free(t->s);
@@ -338,15 +380,18 @@ static void train_state_release(struct train_state *t)
 }
 
 int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
-             const struct lx_corpus *corpus, const struct lx_mix *mix, int n_mix, lx_train_progress progress,
-             void *pctx, struct lx_train_report *rep, struct lx_error *err)
+             const struct lx_corpus_tokens *text, const struct lx_tokenizer *tok, const struct lx_mix *mix,
+             int n_mix, lx_train_progress progress, void *pctx, struct lx_train_report *rep, struct lx_error *err)
 {
     memset(rep, 0, sizeof *rep);
-    if (m->arch.vocab < LX_VOCAB)
-        return lx_err(err, LX_EINVAL, "training on the corpus needs a vocabulary of %d (bytes + BOS, EOS, "
-                      "PAD, MASK); the model has %ld", LX_VOCAB, m->arch.vocab);
+    if (m->arch.vocab < tok->n_vocab)
+        return lx_err(err, LX_EINVAL, "training on the corpus needs a vocabulary of %ld (the %s tokenizer's); "
+                      "the model has %ld", tok->n_vocab, tok->ops->kind, m->arch.vocab);
+    if (m->arch.mode == LX_MODEL_MLM && tok->mask < 0)
+        return lx_err(err, LX_EINVAL, "masked-LM training needs a [MASK] id and the %s tokenizer %s has none",
+                      tok->ops->kind, tok->path);
     struct train_state t = {0};
-    int rc = train_state_init(&t, m, spec, c, corpus, err);
+    int rc = train_state_init(&t, m, spec, c, text, tok, err);
     if (rc < 0)
         return rc;
     struct lx_acts a;
@@ -375,7 +420,7 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         double val = NAN;
         if ((step + 1) % c->eval_every == 0 || step + 1 == c->steps) {
             a.pos = NULL;       /* validation at the plain positions 0 … T−1 */
-            val = val_loss(m, spec, c, &a, t.tok, t.tgt, t.s, t.n_train, t.n, key);
+            val = val_loss(m, spec, c, &a, t.tok, t.tgt, t.s, t.n_train, t.n, key, &t.ids);
             rep->val_loss = val;
             rep->train_loss = run_loss / (double)run_n;
             run_loss = 0.0;
@@ -396,12 +441,4 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
     lx_acts_release(&a);
     train_state_release(&t);
     return rc;
-}
-
-void lx_instance_release(struct lx_instance *in)
-{
-    if (!in)
-        return;
-    free(in->tok);
-    memset(in, 0, sizeof *in);
 }

@@ -23,6 +23,8 @@
 #include "harness/engine/corpus.h"
 #include "harness/engine/model.h"
 
+struct lx_tokenizer;
+
 /* The `train:` mapping of a model in a sweep file. */
 struct lx_train_cfg {
     long length;            /* training window T: the model's training length */
@@ -77,7 +79,9 @@ void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_t
 ** window's loss is the task's alone (scored prose would outweigh the few
 ** answer tokens: with it, a passkey + line model learnt neither in 3000
 ** steps). Targets: every next token of the instance, or with answer_only
-** the answer's tokens alone. */
+** the answer's tokens alone. In a tokenizer's tokens an instance of exactly l
+** tokens may not exist (a merge jumps past it): then the longest of the
+** next seven below l is used and the corpus head grows by the difference. */
 struct lx_instance;
 struct lx_mix {
     const char *name;                   /* the task, for messages */
@@ -87,6 +91,8 @@ struct lx_mix {
                   struct lx_error *err);
     int (*check)(const void *params, long length, struct lx_error *err);   /* the task's, or NULL */
     int answer_only;                    /* score the answer tokens only (needle: not the haystack prose) */
+    const struct lx_tokenizer *tok;     /* the model's tokenizer: instances are re-encoded in its tokens
+                                        ** (lx_instance_fit); NULL = bytes */
 };
 
 /* Window b of a training batch: tok, tgt (T,) hold a corpus window; when the
@@ -100,10 +106,15 @@ int lx_mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix
 typedef void (*lx_train_progress)(void *ctx, long step, long steps, double loss, double val,
                                   double tok_per_s);
 
-/* Train m (already initialised) in place. */
+/* Train m (already initialised) in place on the `train` split in the
+** tokens of tok (text: lx_corpus_tokens of that split under tok; the byte
+** tokenizer for lenx's byte-level models). Windows begin with tok's BOS
+** (EOS without one), documents are joined by its EOS, and mlm masks with its
+** MASK id (refused when it has none); the model's vocabulary must hold
+** tok's ids. */
 int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
-             const struct lx_corpus *corpus, const struct lx_mix *mix, int n_mix, lx_train_progress progress,
-             void *pctx, struct lx_train_report *rep, struct lx_error *err);
+             const struct lx_corpus_tokens *text, const struct lx_tokenizer *tok, const struct lx_mix *mix,
+             int n_mix, lx_train_progress progress, void *pctx, struct lx_train_report *rep, struct lx_error *err);
 
 /* The learning rate at step s (0-based) of the schedule. */
 double lx_train_lr(const struct lx_train_cfg *c, long s);
@@ -111,10 +122,11 @@ double lx_train_lr(const struct lx_train_cfg *c, long s);
 /* BERT corruption of n positions: position i decides from the Philox block at
 ** counter ctr0 + i under key, so a (key, offset) pair always gets the same fate.
 ** Bernoulli(p) picks a position; it is scored (tgt = src) and its input is
-** MASK with probability 0.8, a random byte 0.1, itself 0.1 (all_mask: always
-** MASK). Unpicked positions keep their byte and tgt = -1. Returns the count. */
+** `mask` with probability 0.8, a random id below n_random 0.1 (a byte: 256
+** for the byte tokenizer), itself 0.1 (all_mask: always `mask`). Unpicked
+** positions keep their token and tgt = -1. Returns the count. */
 long lx_mlm_corrupt(int *tok, int *tgt, const int *src, long n, uint64_t key, uint64_t ctr0, double p,
-                    int all_mask);
+                    int all_mask, int mask, int n_random);
 
 /* PoSE position ids for one training window of T tokens (methods/pose.c):
 ** N chunks cut at uniform points, chunk i shifted by a skip u_i drawn
