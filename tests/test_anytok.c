@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "harness/engine/checkpoint.h"
+#include "harness/engine/tokenizer.h"
 #include "tests/shell.h"
 #include "tests/tokfile.h"
 
@@ -96,15 +97,65 @@ Test(anytok, tokenizer_mismatches_are_refused, .init = setup, .fini = teardown, 
     expect_refused("name: t\nmodels: {v: {checkpoint: v300.safetensors, tokenizer: tok.bin}}\nmethods: [rope]\n"
                    "tasks: [{ppl: {windows: 2}}]\nlengths: [64]\n",
                    "t.yaml:2:55: model 'v' has a vocabulary of 300, fewer than the 418 tokens of its tokenizer");
-    expect_refused("name: t\nmodels: {v: {arch: {layers: 1}, tokenizer: tok.bin}}\nmethods: [rope]\n"
+    /* a model lenx trains on a tokenizer takes its vocabulary; written, it must agree */
+    expect_refused("name: t\nmodels: {v: {arch: {layers: 1, vocab: 300}, tokenizer: tok.bin}}\nmethods: [rope]\n"
                    "tasks: [ppl]\nlengths: [64]\n",
-                   "t.yaml:2:44: model 'v': lenx trains byte-level models only; 'tokenizer' goes with 'checkpoint'");
+                   "t.yaml:2:39: model 'v' arch: vocab 300 disagrees with its tokenizer tok.bin, which has 418 tokens\n"
+                   "  hint: leave vocab out");
+    /* mlm training needs a [MASK] id, which no tokenizer file has */
+    expect_refused("name: t\nmodels: {v: {arch: {layers: 1, mode: mlm}, tokenizer: tok.bin}}\nmethods: [rope]\n"
+                   "tasks: [mlm]\nlengths: [64]\n",
+                   "t.yaml:2:38: model 'v': masked-LM training needs a [MASK] token, and its sentencepiece tokenizer "
+                   "tok.bin has none\n  hint: train mlm models on bytes");
     expect_refused("name: t\nmodels: {v: {checkpoint: v300.safetensors, tokenizer: nosuch.bin}}\nmethods: [rope]\n"
                    "tasks: [ppl]\nlengths: [64]\n", "t.yaml:2:55: model 'v': tokenizer: ");
     vocab_ckpt_of("mlm_logn", "m512.safetensors", 512);
     expect_refused("name: t\nmodels: {m: {checkpoint: m512.safetensors, tokenizer: tok.bin}}\nmethods: [[rope, logn]]\n"
                    "tasks: [mlm]\nlengths: [64]\n",
                    "t.yaml:4:9: task 'mlm' needs a mask token, and model 'm''s sentencepiece tokenizer");
+}
+
+/* A checkpoint saved as trained on tok.bin (418 ids) records its hash and a
+** copy beside it: loaded without `tokenizer:` it reads the copy; another
+** tokenizer (the tiny tokenizer.json, whose 269 ids fit) is refused by hash,
+** and so is a missing copy. */
+Test(anytok, trained_tokenizer_is_checked_on_load, .init = setup, .fini = teardown, .timeout = 60)
+{
+    tok_in_dir();
+    char src[4096], dst[256], tok[256];
+    snprintf(src, sizeof src, "%s/tests/ref/model_ckpt_causal_rope.safetensors", getenv("LENX_ROOT"));
+    snprintf(dst, sizeof dst, "%s/t418.safetensors", dir);
+    snprintf(tok, sizeof tok, "%s/tok.bin", dir);
+    struct lx_model m, big;
+    struct lx_ckpt_info info = {0};
+    struct lx_error err = {""};
+    struct lx_tokenizer *tk;
+    cr_assert_eq(lx_model_load(&m, src, &info, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_tokenizer_open(&tk, tok, &err), LX_OK, "%s", err.msg);
+    struct lx_arch a = m.arch;
+    a.vocab = 418;
+    lx_model_init(&big, &a, 7);
+    info.tokenizer = lx_xstrdup(tok);
+    memcpy(info.tokenizer_sha256, tk->hash, 65);
+    cr_assert_eq(lx_model_save(&big, dst, &info, &err), LX_OK, "%s", err.msg);
+    lx_ckpt_info_release(&info);
+    lx_tokenizer_free(tk);
+    lx_model_release(&m);
+    lx_model_release(&big);
+    char out[8192];
+    cr_expect_eq(sh(out, sizeof out, "cmp tok.bin t418.tokenizer/tokenizer.bin"), 0, "the copy: %s", out);
+    write_file("ok.yaml", "name: t\nmodels: {v: {checkpoint: t418.safetensors}}\nmethods: [rope]\n"
+               "tasks: [{ppl: {windows: 1}}]\nlengths: [32]\n");
+    cr_expect_eq(sh(out, sizeof out, "$L run ok.yaml --db ok.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sql_long("ok.db", "select count(*) from runs where status = 'ok' and key_json like '%_tokenizer_:_%'"),
+                 1, "run on the copy's ids");
+    expect_refused("name: t\nmodels: {v: {checkpoint: t418.safetensors, tokenizer: $R/tests/ref/tok_tiny.json}}\n"
+                   "methods: [rope]\ntasks: [ppl]\nlengths: [64]\n",
+                   "is not the tokenizer the model was trained on");
+    cr_assert_eq(sh(out, sizeof out, "rm -r t418.tokenizer"), 0, "%s", out);
+    expect_refused("name: t\nmodels: {v: {checkpoint: t418.safetensors}}\nmethods: [rope]\n"
+                   "tasks: [ppl]\nlengths: [64]\n",
+                   "t.yaml:2:26: model 'v': tokenizer: the model was trained on a tokenizer (sha256 ");
 }
 
 /* A 512-token checkpoint with the test tokenizer runs ppl, attn and retrieval:
@@ -447,4 +498,144 @@ Test(anytok, llama2c_and_hf_models, .init = setup, .fini = teardown, .timeout = 
                    "tasks: [ppl]\nlengths: [64]\n", "model 'h' has a vocabulary of 512 and no tokenizer");
     expect_refused("name: t\nmodels: {h: {hf: s.yaml}}\nmethods: [rope]\ntasks: [ppl]\nlengths: [64]\n",
                    "t.yaml:2:18: model 'h': 'hf' names a Hugging Face directory");
+}
+
+/* ---- models lenx trains on a tokenizer ---------------------------------------- */
+
+#include "harness/core/hash.h"
+#include "harness/engine/train.h"
+
+/* A mixture window in a tokenizer's tokens (train.c lx_mix_window): the
+** passkey instance fills the window's last len tokens, len = lo + ⌊v·(T −
+** lo + 1)⌋ with lo the shortest length the task accepts (found here by a
+** linear scan of its check), after an untouched, unscored corpus head; it
+** begins with BOS, decodes to the task's own training instance of that many
+** bytes, its answer decodes to the gold, and every next token is a target. */
+Test(anytok, mixture_windows_are_train_length_tokens, .timeout = 60)
+{
+    char path[256];
+    struct lx_tokenizer *tk = test_tokenizer(path, sizeof path);
+    const struct lx_task *t = lx_task_find("passkey");
+    void *p = calloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, p);
+    lx_params_finish(&t->schema, p);
+    struct lx_mix mix = {.name = "passkey", .weight = 0.5, .params = p, .sample = t->train_sample, .check = t->check,
+                         .tok = tk};
+    enum { T = 256 };
+    long lo = 2;
+    struct lx_error err = {""};
+    while (t->check(p, lo, &err) < 0)
+        lo++;
+    int tok[T], tgt[T];
+    char *text = malloc((size_t)lx_tok_decode_cap(tk, T));
+    for (long k = 0; k < 12; k++) {
+        double v = (double)k / 12.0;
+        long len = lo + (long)(v * (double)(T - lo + 1)), off = T - (len > T ? T : len);
+        for (int i = 0; i < T; i++)
+            tok[i] = 7, tgt[i] = 7;
+        cr_assert_eq(lx_mix_window(tok, tgt, T, &mix, 1, 0.25, v, 9, k, &err), LX_OK, "%s", err.msg);
+        for (long i = 0; i < off; i++)
+            cr_assert(tok[i] == 7 && tgt[i] == -1, "k=%ld: the corpus head [0, %ld) stays, unscored", k, off);
+        cr_expect_eq(tok[off], tk->bos, "k=%ld: the instance of %ld tokens begins with BOS at %ld", k, T - off, off);
+        for (long i = off; i + 1 < T; i++)
+            cr_assert_eq(tgt[i], tok[i + 1], "k=%ld: position %ld predicts the next token", k, i);
+        cr_expect_eq(tgt[T - 1], -1);
+        int stop;
+        long nb = lx_tok_decode(tk, tok + off + 1, T - off - 1, text, &stop);
+        struct lx_instance b;
+        cr_assert_eq(t->train_sample(p, 9 ^ lx_hash64("passkey"), nb + 1, k, &b, &err), LX_OK, "%s", err.msg);
+        int same = b.n == nb + 1;
+        for (long i = 1; same && i < b.n; i++)
+            same = b.tok[i] == (unsigned char)text[i - 1];
+        cr_expect(same, "k=%ld: the tokens decode to the task's %ld-byte training instance", k, nb + 1);
+        long na = (long)strlen(b.gold);
+        cr_expect(nb >= na && memcmp(text + nb - na, b.gold, (size_t)na) == 0, "k=%ld: ends with the gold %s", k,
+                  b.gold);
+        lx_instance_release(&b);
+    }
+    free(text);
+    free(p);
+    lx_tokenizer_free(tk);
+    remove(path);
+}
+
+/* The sweep of trained_on_tok512: b on bytes and s on tok512 alike but for
+** the tokenizer, m on tok512 with a passkey mixture. */
+#define TOK_MODEL(name, extra)                                                                                   \
+    "  " name ": {arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64, mlp: swiglu},\n"               \
+    "      train: {length: 96, batch: 4, steps: 12, warmup: 2, eval_every: 12, eval_windows: 4}" extra "}\n"
+
+/* A model trained on tok512 (docs/config.md#models): its vocabulary is the
+** tokenizer's and its model key is the byte model's but for that and the
+** tokenizer's hash (taken here with sha256sum); every training window is
+** 64 of its tokens; its checkpoint keeps a copy of the tokenizer, reloads as
+** a `checkpoint:` model to the same ppl bits, scores text in tok512's ids
+** (`lenx tokenize`'s) to the same NLL with the copy or the original, and
+** exports with the tokenizer to an HF directory that scores alike. Another
+** tokenizer, or none once the copy is gone, is refused. */
+Test(anytok, trained_on_tok512, .init = setup, .fini = teardown, .timeout = 120)
+{
+    const char *tok = tokfile_stories();
+    if (!tok)
+        cr_skip_test("stories260K's tok512.bin is not beside the checkout");
+    char out[16384], yaml[16384], sha[80], key[32], q[512];
+    snprintf(yaml, sizeof yaml, "name: t\nseed: 1\nmodels:\n" TOK_MODEL("b", "") TOK_MODEL("s", ",\n      tokenizer: %s")
+             TOK_MODEL("m", ",\n      tokenizer: %s, mixture: [{passkey: {template: short, weight: 0.5}}]")
+             "methods: [rope]\ntasks: [{ppl: {windows: 2}}, {passkey: {samples: 2, template: short}}]\n"
+             "lengths: [96, 192]\n", tok, tok);
+    write_file("t.yaml", yaml);
+    cr_assert_eq(sh(out, sizeof out, "$L run t.yaml --db t.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs where status = 'ok'"), 12, "2 tasks x 3 models x 2 lengths");
+    cr_assert_eq(sh(sha, sizeof sha, "sha256sum %s | cut -c1-64 | tr -d '\\n'", tok), 0);
+    snprintf(q, sizeof q, "select count(*) from models s, models b where s.name = 's' and b.name = 'b' and s.config = "
+             "replace(substr(b.config, 1, length(b.config) - 1), 'vocab' || char(34) || ':260,', 'vocab' || "
+             "char(34) || ':512,') || ',' || char(34) || 'tokenizer' || char(34) || ':' || char(34) || '%s' || "
+             "char(34) || '}'", sha);   /* no '\"' inside sql_long's quotes */
+    cr_expect_eq(sql_long("t.db", q), 1, "the key JSON of s is b's with vocab 512 and the tokenizer's hash");
+    cr_expect_eq(sql_long("t.db", "select count(distinct key) from models"), 3);
+    cr_expect_eq(sql_long("t.db", "select count(*) from models where tokens = 12 * 4 * 96"), 3,
+                 "12 steps of 4 windows of 96 tokens, bytes or tok512's");
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs r join metrics m on m.run_id = r.id where r.length = 192 "
+                                  "and m.name = 'n_tokens' and r.task like 'ppl%'"), 3);
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs r join metrics m on m.run_id = r.id join metrics n on "
+                                  "n.run_id = r.id where r.model != 'b' and m.name = 'n_bytes' and n.name = 'n_tokens' "
+                                  "and m.value > 1.5 * n.value"), 4, "tok512's tokens hold 1.8 bytes each");
+    sql_text(key, sizeof key, "t.db", "select key from models where name = 's'");
+    cr_expect_eq(sh(out, sizeof out, "cmp %s models/%s.tokenizer/tokenizer.bin", tok, key), 0, "the copy: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show model models/%s.safetensors | grep -c '\"tokenizer_sha256\": \"%s\"'", key,
+                    sha), 0, "%s", out);
+    /* reloaded as a checkpoint: the same ppl, to the last bit */
+    snprintf(yaml, sizeof yaml, "name: c\nmodels: {s: {checkpoint: models/%s.safetensors}}\nmethods: [rope]\n"
+             "tasks: [{ppl: {windows: 2}}]\nlengths: [96]\n", key);
+    write_file("c.yaml", yaml);
+    cr_assert_eq(sh(out, sizeof out, "$L run c.yaml --db t.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sql_long("t.db", "select count(distinct m.value) from runs r join metrics m on m.run_id = r.id "
+                                  "where r.model = 's' and r.length = 96 and m.name = 'nll'"), 1, "same nll");
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs where model = 's' and length = 96 and task like 'ppl%'"), 2);
+    /* lenx score: the copy, the original, the HF export */
+    /* score encodes the text as it is; tokenize puts llama2.c's dummy space first, and BOS */
+    write_file("f.txt", " Once upon a time, there was a little girl named Lily. She loved to play outside.");
+    write_file("g.txt", "Once upon a time, there was a little girl named Lily. She loved to play outside.");
+    char ids[1024], a[16384];
+    cr_assert_eq(sh(ids, sizeof ids, "$L tokenize --tokenizer %s --text g.txt | tr -d ' \\n'", tok), 0, "%s", ids);
+    cr_assert(strncmp(ids, "[1,", 3) == 0, "%s", ids);
+    cr_assert_eq(sh(a, sizeof a, "$L score --model models/%s.safetensors --text f.txt | grep -E 'mean_nll|\"tokens\"'",
+                    key), 0, "%s", a);
+    ids[0] = '[';
+    ids[2] = '[';
+    cr_expect(strstr(a, ids + 2) != NULL, "tok512's ids without BOS (%s) in %s", ids + 2, a);
+    cr_assert_eq(sh(out, sizeof out, "$L score --model models/%s.safetensors --tokenizer %s --text f.txt | "
+                    "grep -E 'mean_nll|\"tokens\"'", key, tok), 0, "%s", out);
+    cr_expect_str_eq(out, a, "the copy and the original score alike");
+    cr_assert_eq(sh(out, sizeof out, "$L export --hf hf --model models/%s.safetensors && cmp %s hf/tokenizer.bin && "
+                    "grep -c '\"bos_token_id\": 1,' hf/config.json", key, tok), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L score --model hf --text f.txt | grep mean_nll"), 0, "%s", out);
+    double na = strtod(strstr(a, "mean_nll\": ") + 11, NULL), nh = strtod(strstr(out, "mean_nll\": ") + 11, NULL);
+    cr_expect(na > 0 && fabs(na - nh) < 1e-5, "mean NLL %g (lenx) vs %g (HF export)", na, nh);
+    cr_expect_eq(sh(out, sizeof out, "$L score --model models/%s.safetensors --text f.txt --tokenizer "
+                    "$R/tests/ref/tok_tiny.json", key), 2, "%s", out);
+    cr_expect(strstr(out, "tok_tiny.json is not the tokenizer the model was trained on") != NULL, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "rm -r models/%s.tokenizer", key), 0);
+    cr_expect_eq(sh(out, sizeof out, "$L score --model models/%s.safetensors --text f.txt", key), 2, "%s", out);
+    cr_expect(strstr(out, "whose copy is not beside it") != NULL, "%s", out);
 }
