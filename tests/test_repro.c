@@ -1,11 +1,12 @@
 /*
 ** tests/test_repro.c - the sweeps on stories260K, the pretrained llama2.c
 ** model beside the checkout (../shared/models/stories260K; skipped when
-** absent): configs/repro/stories260K-extension.yaml and
-** configs/models/stories260K-every-method.yaml plan (every cell of the
-** latter runs in about 2 minutes on one core: docs/REPRODUCTIONS.md gives the
-** command and its time), and a training-time method on the checkpoint is
-** refused at plan time, naming the stack and the checkpoint's native one.
+** absent): configs/repro/stories260K-extension.yaml,
+** configs/models/stories260K-every-method.yaml (every cell of it runs in
+** about 2 minutes on one core: docs/REPRODUCTIONS.md gives the command and its
+** time) and configs/models/tok512-train.yaml (models trained on its
+** tok512.bin and on bytes) plan, and a training-time method on the checkpoint
+** is refused at plan time, naming the stack and the checkpoint's native one.
 */
 #define _POSIX_C_SOURCE 200809L
 #include "tests/shell.h"
@@ -31,6 +32,7 @@ Test(repro, stories260K_sweeps_plan, .init = setup, .fini = teardown, .timeout =
         cr_skip_test("stories260K is not beside the checkout");
     expect_plans("configs/repro/stories260K-extension.yaml", "sweep stories260K-extension: 80 cells");
     expect_plans("configs/models/stories260K-every-method.yaml", "sweep stories260K-every-method: 133 cells");
+    expect_plans("configs/models/tok512-train.yaml", "sweep tok512-train: 24 cells");
 }
 
 /* Each training-time method, put in place of PI in the every-method sweep. */
