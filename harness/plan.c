@@ -262,7 +262,8 @@ static int same_train_stack(const struct lx_stack *st, const char *ckpt, const s
 ** name its tokenizer (else its ids would be read as bytes: the silent
 ** nonsense of a 512-token model scoring 1e11 on the byte corpus), a
 ** tokenizer's ids must fit the model's vocabulary (it may be padded past
-** them), and mlm needs a mask token. */
+** them), windows need a first token (BOS, else EOS), and mlm needs a mask
+** token. */
 static int check_tokenizer(const struct lx_grid *g, int t, int m, struct lx_error *err)
 {
     const struct lx_model_use *mu = &g->models[m];
@@ -280,6 +281,11 @@ static int check_tokenizer(const struct lx_grid *g, int t, int m, struct lx_erro
         return lx_node_err(err, mu->tokenizer_where, "model '%s' has a vocabulary of %ld, fewer than the %ld tokens "
                            "of its tokenizer %s\n  hint: is it the tokenizer the model was trained with?", mu->name,
                            mu->arch.vocab, tk->n_vocab, mu->tokenizer);
+    if (lx_tok_begin(tk) < 0)
+        return lx_node_err(err, mu->tokenizer_where, "model '%s''s tokenizer %s has neither a BOS nor an EOS token, "
+                           "and every window and instance begins with one\n  hint: use a tokenizer that names <s> "
+                           "or </s> (a tokenizer.json's post_processor, or a tokenizer_config.json beside it)",
+                           mu->name, mu->tokenizer);
     if (tu->task->mode == LX_MODE_MLM && tk->mask < 0)
         return lx_node_err(err, tu->where, "task 'mlm' needs a mask token, and model '%s''s %s tokenizer (%s) has "
                            "none\n  hint: mlm runs on models with a [MASK] token, such as lenx's byte-level ones",

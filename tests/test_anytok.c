@@ -102,6 +102,12 @@ Test(anytok, tokenizer_mismatches_are_refused, .init = setup, .fini = teardown, 
                    "tasks: [ppl]\nlengths: [64]\n",
                    "t.yaml:2:39: model 'v' arch: vocab 300 disagrees with its tokenizer tok.bin, which has 418 tokens\n"
                    "  hint: leave vocab out");
+    /* a window begins with BOS (else EOS): a tokenizer.json with neither is refused, not run */
+    write_file("nobos.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": []}, "
+               "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"post_processor\": null}");
+    expect_refused("name: t\nmodels: {v: {arch: {layers: 1}, tokenizer: nobos.json}}\nmethods: [rope]\n"
+                   "tasks: [ppl]\nlengths: [64]\n",
+                   "t.yaml:2:44: model 'v''s tokenizer nobos.json has neither a BOS nor an EOS token");
     /* mlm training needs a [MASK] id, which no tokenizer file has */
     expect_refused("name: t\nmodels: {v: {arch: {layers: 1, mode: mlm}, tokenizer: tok.bin}}\nmethods: [rope]\n"
                    "tasks: [mlm]\nlengths: [64]\n",
