@@ -196,6 +196,12 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
         return rc;
     }
     lx_params_finish(&t->schema, p);
+    struct lx_error sub;
+    if (t->check && t->check(p, u->train.length, &sub) < 0) {   /* no instance fits the training window */
+        free(p);
+        return lx_node_err(err, k, "model '%s' mixture: the training length %ld is too short: %s", u->name,
+                           u->train.length, sub.msg);
+    }
     *x = (struct lx_mix){.name = t->name, .weight = weight, .params = p, .sample = t->train_sample,
                          .check = t->check, .answer_only = answer_only, .tok = u->tok};
     u->n_mix++;

@@ -291,9 +291,13 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.5, "
                    "score: answers}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:67",
                    "model 'c' mixture 'passkey': 'score' is all or answer");
-    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.7}}, "
-                   "{passkey: {weight: 0.6}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:35",
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.7, template: short}}, "
+                   "{passkey: {weight: 0.6, template: short}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:35",
                    "model 'c': the mixture's weights add up to 1.3, more than 1");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, train: {length: 32}, mixture: [{passkey: "
+                   "{template: short, weight: 0.5}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:58",
+                   "model 'c' mixture: the training length 32 is too short: passkey: length 32 is too short for "
+                   "template 'short'");
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {mode: mlm}, mixture: [{passkey: {weight: 0.5}}]}\n"
                    "methods: [rope]\ntasks: [mlm]\nlengths: [32]\n", "b.yaml:3:37",
                    "model 'c': task 'passkey' cannot be mixed into masked-LM training");
