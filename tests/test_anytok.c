@@ -6,8 +6,11 @@
 ** ids were bytes and gave a perplexity of 1e11 without a word), a tokenizer
 ** whose vocabulary outgrows the model's is refused, mlm refuses a tokenizer
 ** without a mask token, and the same checkpoint with its tokenizer runs ppl
-** (bits per byte), attn and every retrieval task. $LENX_BIN and $LENX_ROOT are
-** set by `make test`.
+** (bits per byte), attn and every retrieval task. Models lenx trains on a
+** tokenizer (docs/config.md#models): tok512's, end to end from training to
+** score and export; mixture windows in a tokenizer's tokens; a checkpoint's
+** recorded tokenizer checked on load; vocab, mlm and BOS refusals.
+** $LENX_BIN and $LENX_ROOT are set by `make test`.
 */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
