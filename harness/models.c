@@ -257,8 +257,8 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         if (!known) {
             const char *near = lx_closest(k, keys, 6);
             return lx_node_err(err, lx_map_key(v, i), "model '%s': unknown key '%s'\n"
-                               "  hint: %s%s%sa model has arch, train and mixture, or checkpoint (or hf) and "
-                               "tokenizer", u->name, k,
+                               "  hint: %s%s%sa model has arch, train, mixture and tokenizer, or checkpoint (or "
+                               "hf) and tokenizer", u->name, k,
                                near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
         }
     }

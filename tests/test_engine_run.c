@@ -276,8 +276,8 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
                    "b.yaml:4:26", "method 'rope' is always part of training; 'train: false' is not possible");
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arhc: {layers: 1}}\nmethods: [rope]\ntasks: [ppl]\n"
                    "lengths: [32]\n", "b.yaml:3:7",
-                   "model 'c': unknown key 'arhc'\n  hint: did you mean 'arch'? a model has arch, train and mixture, or "
-                   "checkpoint");
+                   "model 'c': unknown key 'arhc'\n  hint: did you mean 'arch'? a model has arch, train, mixture and "
+                   "tokenizer, or checkpoint");
     /* training mixtures (docs/config.md#models) */
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{ppl: {weight: 0.5}}]}\n"
                    "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:37",

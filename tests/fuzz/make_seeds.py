@@ -39,7 +39,7 @@ SMALL = {
 models:
   m:
     arch: {mode: causal, layers: 1, d_model: 16, heads: 2, d_head: 8, d_mlp: 32}
-    train: {length: 32, batch: 2, steps: 3, warmup: 1}
+    train: {length: 128, batch: 2, steps: 3, warmup: 1}
     mixture:
       - passkey: {template: short, weight: 0.5}
       - needle: {template: short, needles: 1, weight: 0.5, score: answer}
