@@ -117,7 +117,8 @@ static void gp_heat(struct lx_buf *b, const struct lx_plot *p, int id)
     lx_buf_puts(b, ":");
     gp_num(b, p->zmax);
     lx_buf_printf(b, "]\nset palette defined (0 \"#b2182b\", 0.5 \"#f7f7f7\", 1 \"#2166ac\")\n"
-                  "plot $p%d using 1:2:3 with image pixels, $p%d using 1:2:(sprintf(\"%%.2f\", $3)) "
+                  "plot $p%d using 1:2:(0.5):(0.5):3 with boxxyerror fillstyle solid 1.0 noborder fillcolor palette, "
+                  "$p%d using 1:2:(sprintf(\"%%.2f\", $3)) "
                   "with labels font \",9\"\n"
                   "set autoscale xy\nunset xrange\nunset yrange\nset xtics autofreq\nset ytics autofreq\n"
                   "set key\n", id, id);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "results/plot.h"
 #include "results/views.h"
 #include "tests/shell.h"
 
@@ -115,6 +116,44 @@ static char *read_all(const char *name)
     long n;
     cr_assert_eq(lx_read_file(path, &b, &n, 0, NULL), LX_OK, "%s", path);
     return (char *)b;
+}
+
+/* Cells a heat map's SVG fills: gnuplot polygons of at least 20 x 20 pixels
+** (the colour box beside it is drawn as thin strips). */
+static int filled_cells(const char *svg)
+{
+    int n = 0;
+    for (const char *p = svg; (p = strstr(p, "<polygon fill = 'rgb(")); p++) {
+        const char *pts = strstr(p, "points = '");
+        double x[4], y[4];
+        if (pts && sscanf(pts + 10, "%lf,%lf %lf,%lf %lf,%lf %lf,%lf", &x[0], &y[0], &x[1], &y[1], &x[2], &y[2],
+                          &x[3], &y[3]) == 8 && fabs(x[1] - x[0]) >= 20 && fabs(y[2] - y[1]) >= 20)
+            n++;
+    }
+    return n;
+}
+
+/* A heat map fills every stored cell whatever its shape: a task with one depth
+** (topic) gives one row, a sweep at one length one column. Reproduces a
+** report whose one-row heat maps were blank (gnuplot's `with image` needs a
+** grid of at least 2 x 2 and drew nothing, with only a warning). */
+Test(report, heat_maps_of_one_row_or_one_column_fill_every_cell)
+{
+    static const char *const xt[] = {"192", "768", "1536", "3072"}, *const yt[] = {"0", "0.5", "1"};
+    static const double z[] = {1, 0, 0.5, 0};
+    struct lx_plot p[3] = {
+        {.kind = LX_PLOT_HEAT, .title = "row", .nx = 4, .ny = 1, .xtics = xt, .ytics = yt, .z = z, .zmax = 1},
+        {.kind = LX_PLOT_HEAT, .title = "column", .nx = 1, .ny = 3, .xtics = xt, .ytics = yt, .z = z, .zmax = 1},
+        {.kind = LX_PLOT_HEAT, .title = "grid", .nx = 2, .ny = 2, .xtics = xt, .ytics = yt, .z = z, .zmax = 1},
+    };
+    char *svg[3] = {0};
+    struct lx_error err;
+    cr_assert_eq(lx_plot_svg(p, 3, svg, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(filled_cells(svg[0]), 4, "one row of 4: %d cells filled", filled_cells(svg[0]));
+    cr_expect_eq(filled_cells(svg[1]), 3, "one column of 3: %d cells filled", filled_cells(svg[1]));
+    cr_expect_eq(filled_cells(svg[2]), 4, "2 x 2: %d cells filled", filled_cells(svg[2]));
+    for (int i = 0; i < 3; i++)
+        free(svg[i]);
 }
 
 Test(report, panels_match_the_store, .init = setup, .fini = teardown, .timeout = 600)
