@@ -171,6 +171,53 @@ Test(tokenizer, llama2c_round_trips_any_bytes)
     lx_tokenizer_free(t);
 }
 
+/* Encode each text with the format's specials, decode the ids, expect the text. */
+static void expect_round_trips(const struct lx_tokenizer *t, const char *const *texts, int n_texts)
+{
+    for (int k = 0; k < n_texts; k++) {
+        struct lx_ids ids = {0};
+        struct lx_buf out = {0};
+        struct lx_error err = {{0}};
+        size_t n = strlen(texts[k]);
+        cr_assert_eq(lx_tokenizer_encode(t, texts[k], n, LX_ENC_SPECIALS, &ids, &err), LX_OK, "%s", err.msg);
+        for (long i = 0; i < ids.n; i++)
+            cr_expect(ids.id[i] >= 0 && ids.id[i] < t->n_vocab, "'%s': id %d", texts[k], ids.id[i]);
+        cr_assert_eq(lx_tokenizer_decode(t, ids.id, ids.n, &out, &err), LX_OK, "%s", err.msg);
+        cr_expect(same(&out, texts[k], n), "'%s' came back as '%s'", texts[k], lx_buf_str(&out));
+        lx_buf_free(&out);
+        lx_ids_free(&ids);
+    }
+}
+
+/* A tokenizer.bin of the 259 fixed tokens and the given pieces, opened. */
+static struct lx_tokenizer *open_pieces(const char *const *pieces, int n_pieces)
+{
+    char path[256];
+    tokfile_write_pieces(path, sizeof path, pieces, n_pieces);
+    struct lx_tokenizer *t = NULL;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_tokenizer_open(&t, path, &err), LX_OK, "%s", err.msg);
+    remove(path);
+    return t;
+}
+
+/* Found by fuzz_tokenizer_bin (tests/fuzz/regress/tokenizer_bin/no-space-token.bin):
+** without a " " token the dummy prefix is the byte token <0x20>, which
+** decoding kept, so every text came back with a space in front. */
+Test(tokenizer, llama2c_dummy_prefix_without_a_space_token)
+{
+    static const char *const pieces[] = {"a", "b", "ab"};
+    struct lx_tokenizer *t = open_pieces(pieces, 3);
+    struct lx_ids ids = {0};
+    cr_assert_eq(lx_tokenizer_encode(t, "ab", 2, LX_ENC_SPECIALS, &ids, NULL), LX_OK);
+    cr_assert_eq(ids.n, 3);
+    cr_expect_eq(ids.id[1], 3 + ' ', "the dummy prefix is <0x20>");
+    lx_ids_free(&ids);
+    static const char *const texts[] = {"ab", " ab", "  b a ", " "};
+    expect_round_trips(t, texts, 4);
+    lx_tokenizer_free(t);
+}
+
 /* ---- tokenizer.json against the Hugging Face library ---- */
 
 /* Every edge case: ids without and with the post-processor's specials, and

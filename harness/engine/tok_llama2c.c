@@ -13,7 +13,8 @@
 ** byte token per byte (id = byte + 3); then the adjacent pair whose
 ** concatenation is a token of the highest score merges, leftmost first, until
 ** none does. Decoding drops BOS/EOS, turns byte tokens back into bytes and
-** removes the dummy prefix, so decode(encode(s)) == s for any bytes s. A
+** removes the dummy prefix (the " " token or, in a vocabulary without one,
+** the byte token <0x20>), so decode(encode(s)) == s for any bytes s. A
 ** segment (LX_ENC_SEGMENT) gets no dummy prefix, and its pieces (the piece
 ** op) keep every space, so segments encoded apart concatenate exactly.
 */
@@ -41,10 +42,12 @@ static int l2c_encode(const struct lx_tokenizer *t, const char *text, size_t n, 
 static void l2c_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out)
 {
     const struct lx_bpe *b = t->impl;
+    /* without a " " token the dummy prefix is the byte token of a space (l2c_encode) */
+    int32_t byte_space = lx_bpe_find(b, " ", 1) < 0 ? L2C_BYTE0 + ' ' : -1;
     int first = 1;   /* the next piece starts a text: its leading space is the dummy prefix */
     for (long i = 0; i < n; i++) {
-        if (ids[i] == L2C_BOS || ids[i] == L2C_EOS) {
-            first = 1;
+        if (ids[i] == L2C_BOS || ids[i] == L2C_EOS || (first && ids[i] == byte_space)) {
+            first = ids[i] != byte_space;
             continue;
         }
         size_t len;
