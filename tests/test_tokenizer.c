@@ -218,6 +218,36 @@ Test(tokenizer, llama2c_dummy_prefix_without_a_space_token)
     lx_tokenizer_free(t);
 }
 
+/* Found by fuzz_tokenizer_bin (tests/fuzz/regress/tokenizer_bin/
+** byte-token-slots-hold-other-pieces.bin): decoding reads ids 3..258 as
+** bytes whatever their pieces, so a file with " " at id 253 encoded every
+** space as 253 and decoded it as byte 0xFA. Such a file is refused, naming
+** the id and the byte token it should hold. */
+Test(tokenizer, llama2c_byte_tokens_must_be_in_place)
+{
+    char path[256];
+    FILE *f = tokfile_begin(path, sizeof path);
+    fclose(f);
+    unsigned char *bytes;
+    long n;
+    cr_assert_eq(lx_read_file(path, &bytes, &n, 0, NULL), LX_OK);
+    long at = 0;
+    while (at + 6 <= n && memcmp(bytes + at, "<0x61>", 6) != 0)   /* id 100, byte 'a' */
+        at++;
+    cr_assert_leq(at + 6, n);
+    memcpy(bytes + at, "<0x5>6", 6);
+    f = fopen(path, "wb");
+    fwrite(bytes, 1, (size_t)n, f);
+    fclose(f);
+    free(bytes);
+    struct lx_tokenizer *t = NULL;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_tokenizer_open(&t, path, &err), LX_EINVAL);
+    cr_expect_null(t);
+    cr_expect(strstr(err.msg, path) && strstr(err.msg, "token 100") && strstr(err.msg, "<0x61>"), "%s", err.msg);
+    remove(path);
+}
+
 /* ---- tokenizer.json against the Hugging Face library ---- */
 
 /* Every edge case: ids without and with the post-processor's specials, and

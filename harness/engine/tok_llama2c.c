@@ -119,6 +119,22 @@ static long count_tokens(const unsigned char *bytes, long n, const char *path, s
     return k;
 }
 
+/* Ids 3 .. 258 must be the byte tokens <0x00> .. <0xFF> in order: decoding
+** turns them into bytes by id, so another piece there would encode text that
+** comes back as a different byte. */
+static int check_byte_tokens(const struct lx_bpe *b, const char *path, struct lx_error *err)
+{
+    for (int c = 0; c < 256; c++) {
+        size_t len;
+        const char *s = lx_bpe_str(b, L2C_BYTE0 + c, &len);
+        if (lx_tok_byte_token(s, len) != c)
+            return lx_err(err, LX_EINVAL, "%s: token %d is \"%.*s\", not the byte token <0x%02X>\n  hint: ids "
+                          "3..258 of a llama2.c tokenizer.bin are the byte tokens <0x00>..<0xFF> in order", path,
+                          L2C_BYTE0 + c, (int)(len < 16 ? len : 16), s, c);
+    }
+    return LX_OK;
+}
+
 int lx_tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, long n, struct lx_error *err)
 {
     long k = count_tokens(bytes, n, t->path, err);
@@ -133,6 +149,12 @@ int lx_tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, long
         int32_t len = read_i32(bytes + at + 4);
         lx_bpe_set(b, (int32_t)i, (const char *)bytes + at + 8, (size_t)len);
         at += 8 + len;
+    }
+    int rc = check_byte_tokens(b, t->path, err);
+    if (rc < 0) {
+        free(score);
+        l2c_free(b);
+        return rc;
     }
     lx_bpe_index(b);
     for (int c = 0; c < 256; c++)

@@ -43,6 +43,15 @@ void lx_buf_putn(struct lx_buf *b, const char *s, size_t n)
     b->s[b->len] = '\0';
 }
 
+int lx_tok_byte_token(const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>')
+        return -1;
+    const char *h = strchr(hex, s[3]), *l = strchr(hex, s[4]);
+    return h && l && s[3] && s[4] ? (int)((h - hex) * 16 + (l - hex)) : -1;
+}
+
 int lx_utf8_len(const unsigned char *s, size_t n)
 {
     if (n == 0)
