@@ -459,6 +459,31 @@ Test(tokenizer, errors_name_the_file_and_the_field)
     expect_open_error(junk, sizeof junk - 1, LX_EINVAL, "not a tokenizer.json", "llama2.c tokenizer.bin");
 }
 
+/* Found by fuzz_tokenizer_json (tests/fuzz/regress/tokenizer_json/id-near-2-30.json):
+** the tables are sized by the largest id, so one id of 999,999,999 in a
+** three-token file asked for gigabytes (and a minute of filling them). */
+Test(tokenizer, json_ids_far_past_the_tokens_refused)
+{
+    const char *far = JSON_MODEL("{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 999999999}, "
+                                 "\"merges\": [\"a b\"]}");
+    expect_open_error(far, strlen(far), LX_EINVAL, "model.vocab.ab: id 999999999", "3 tokens");
+    const char *added = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"added_tokens\": "
+                        "[{\"id\": 5000000, \"content\": \"<x>\"}]}";
+    expect_open_error(added, strlen(added), LX_EINVAL, "added_tokens[0].id: id 5000000", "2 tokens");
+    const char *gaps = JSON_MODEL("{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1000}, \"merges\": []}");
+    struct lx_tokenizer *t = NULL;
+    char path[] = "/tmp/lenx-tok-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, gaps, strlen(gaps)), (ssize_t)strlen(gaps));
+    close(fd);
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_tokenizer_open(&t, path, &err), LX_OK, "a small gap is fine: %s", err.msg);
+    cr_expect_eq(t ? t->n_vocab : 0, 1001);
+    lx_tokenizer_free(t);
+    unlink(path);
+}
+
 Test(tokenizer, bad_input_is_an_error_not_a_crash)
 {
     struct lx_tokenizer *t = open_hf("qwen3");

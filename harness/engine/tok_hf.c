@@ -595,19 +595,34 @@ static int has_bytelevel(const struct lx_jv *obj)
     return 0;
 }
 
-/* One past the largest id in model.vocab and added_tokens. */
-static long vocab_size(const struct lx_jv *vocab, const struct lx_jv *added)
+/* Id v (when it is an integer) into vocab_size's *n: one past the largest. */
+static int size_by(const struct lx_json *doc, const struct lx_jv *v, long count, long *n, struct lx_error *err)
 {
-    long n = 0;
     int64_t id;
-    for (void *it = lx_json_iter(vocab); it; it = lx_json_iter_next(vocab, it))
-        if (lx_json_int(NULL, lx_json_iter_value(it), &id, NULL) == LX_OK && id >= n && id < (1L << 30))
-            n = (long)id + 1;
-    for (long i = 0; i < lx_json_len(added); i++)
-        if (lx_json_int(NULL, lx_json_member(lx_json_at(added, i), "id"), &id, NULL) == LX_OK && id >= n &&
-            id < (1L << 30))
-            n = (long)id + 1;
-    return n;
+    if (lx_json_int(NULL, v, &id, NULL) < 0 || id < *n)
+        return LX_OK;   /* not an integer (refused by read_vocab / read_added), or not the largest */
+    if (id >= 2 * count + 1024)
+        return lx_json_err(err, doc, v, "id %lld is far past the %ld tokens of model.vocab and added_tokens\n"
+                           "  hint: ids run from 0 with few gaps", (long long)id, count);
+    *n = (long)id + 1;
+    return LX_OK;
+}
+
+/* One past the largest id in model.vocab and added_tokens into *n. The
+** tables are sized by it, so an id far past the count of tokens (more than
+** twice it, plus 1024) is refused: one id of 10^9 in a small file would ask
+** for gigabytes. */
+static int vocab_size(const struct lx_json *doc, const struct lx_jv *vocab, const struct lx_jv *added, long *n,
+                      struct lx_error *err)
+{
+    long count = (lx_json_type(vocab) == LX_JSON_OBJECT ? lx_json_len(vocab) : 0) + (added ? lx_json_len(added) : 0);
+    int rc = LX_OK;
+    *n = 0;
+    for (void *it = lx_json_iter(vocab); it && rc == LX_OK; it = lx_json_iter_next(vocab, it))
+        rc = size_by(doc, lx_json_iter_value(it), count, n, err);
+    for (long i = 0; i < lx_json_len(added) && rc == LX_OK; i++)
+        rc = size_by(doc, lx_json_member(lx_json_at(added, i), "id"), count, n, err);
+    return rc;
 }
 
 static int read_all(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, struct lx_error *err)
@@ -618,7 +633,10 @@ static int read_all(struct lx_tokenizer *t, struct hf *hf, const struct lx_json 
         return rc;
     hf->bytelevel = has_bytelevel(lx_json_member(obj, "pre_tokenizer")) || has_bytelevel(lx_json_member(obj, "decoder"));
     byte_alphabet(hf->alphabet);
-    lx_bpe_init(&hf->bpe, vocab_size(lx_json_member(model, "vocab"), added));
+    long n_vocab;
+    if ((rc = vocab_size(doc, lx_json_member(model, "vocab"), added, &n_vocab, err)) < 0)
+        return rc;
+    lx_bpe_init(&hf->bpe, n_vocab);
     hf->text = lx_xcalloc((size_t)hf->bpe.n_vocab + 1, sizeof *hf->text);
     if ((rc = read_model(hf, doc, model, err)) < 0 || (rc = read_added(hf, doc, added, err)) < 0 ||
         (rc = each_component(t, hf, doc, lx_json_member(obj, "normalizer"), "normalizers", normalizer_one, err)) < 0 ||
