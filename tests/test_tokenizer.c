@@ -484,6 +484,24 @@ Test(tokenizer, json_ids_far_past_the_tokens_refused)
     unlink(path);
 }
 
+/* Found by fuzz_tokenizer_json (tests/fuzz/regress/tokenizer_json/
+** template-bos-outside-vocab.json): a TemplateProcessing special token's id
+** was taken as BOS/EOS unchecked, so every encoding began with an id past
+** the vocabulary (an embedding row past the end of a model's table). */
+Test(tokenizer, json_template_ids_inside_the_vocabulary)
+{
+    static const char *const ids[] = {"7", "-1", "4294967297"};
+    for (int k = 0; k < 3; k++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": []}, "
+                 "\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"Sequence\": {\"id\": \"A\"}}, "
+                 "{\"SpecialToken\": {\"id\": \"</s>\"}}], \"special_tokens\": {\"</s>\": {\"ids\": [%s]}}}}", ids[k]);
+        char want[64];
+        snprintf(want, sizeof want, "id %s outside 0..1", ids[k]);
+        expect_open_error(text, strlen(text), LX_EINVAL, ".ids[0]", want);
+    }
+}
+
 Test(tokenizer, bad_input_is_an_error_not_a_crash)
 {
     struct lx_tokenizer *t = open_hf("qwen3");

@@ -445,9 +445,10 @@ static int decoder_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_js
 
 /* ---- BOS and EOS ---- */
 
-/* The id of a special token named in TemplateProcessing's special_tokens. */
-static int template_id(const struct lx_json *doc, const struct lx_jv *post, const struct lx_jv *item, int32_t *id,
-                       struct lx_error *err)
+/* The id of a special token named in TemplateProcessing's special_tokens
+** (inside the vocabulary of n_vocab ids). */
+static int template_id(const struct lx_json *doc, const struct lx_jv *post, const struct lx_jv *item, long n_vocab,
+                       int32_t *id, struct lx_error *err)
 {
     const struct lx_jv *obj = lx_json_member(item, "SpecialToken"), *v, *ids;
     const char *name;
@@ -465,6 +466,8 @@ static int template_id(const struct lx_json *doc, const struct lx_jv *post, cons
         return lx_json_err(err, doc, ids, "unsupported: a special token of %ld ids", lx_json_len(ids));
     if ((rc = lx_json_int(doc, lx_json_at(ids, 0), &x, err)) < 0)
         return rc;
+    if (x < 0 || x >= n_vocab)   /* it becomes BOS/EOS, put before or after every text */
+        return lx_json_err(err, doc, lx_json_at(ids, 0), "id %lld outside 0..%ld", (long long)x, n_vocab - 1);
     *id = (int32_t)x;
     return LX_OK;
 }
@@ -484,12 +487,12 @@ static int post_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_json 
         return rc;
     long n = lx_json_len(v);
     if (n > 0 && lx_json_member(lx_json_at(v, 0), "SpecialToken")) {
-        if ((rc = template_id(doc, obj, lx_json_at(v, 0), &t->bos, err)) < 0)
+        if ((rc = template_id(doc, obj, lx_json_at(v, 0), hf->bpe.n_vocab, &t->bos, err)) < 0)
             return rc;
         t->add_bos = 1;
     }
     if (n > 1 && lx_json_member(lx_json_at(v, n - 1), "SpecialToken")) {
-        if ((rc = template_id(doc, obj, lx_json_at(v, n - 1), &t->eos, err)) < 0)
+        if ((rc = template_id(doc, obj, lx_json_at(v, n - 1), hf->bpe.n_vocab, &t->eos, err)) < 0)
             return rc;
         t->add_eos = 1;
     }
