@@ -248,6 +248,21 @@ Test(tokenizer, llama2c_byte_tokens_must_be_in_place)
     remove(path);
 }
 
+/* Found with fuzz_tokenizer_bin (tests/fuzz/regress/tokenizer_bin/
+** bos-piece-is-a-space.bin): encoding looked text up among every piece, so
+** text spelling <unk>, BOS, EOS or a byte token's piece became that id, and
+** decoding dropped it (BOS, EOS) or turned it into one byte. Here "<s>" is
+** also an ordinary piece, as a SentencePiece user symbol would be. */
+Test(tokenizer, llama2c_text_never_becomes_a_control_token)
+{
+    static const char *const pieces[] = {" ", "<", "s", ">", "<s", "<s>", "0", "x", "4", "1", "<0", "<0x", "<0x4",
+                                         "1>", "<0x41>"};
+    struct lx_tokenizer *t = open_pieces(pieces, 15);
+    static const char *const texts[] = {"a<s>b", "<s>", " <s></s>", "<0x41>"};
+    expect_round_trips(t, texts, 4);
+    lx_tokenizer_free(t);
+}
+
 /* ---- tokenizer.json against the Hugging Face library ---- */
 
 /* Every edge case: ids without and with the post-processor's specials, and

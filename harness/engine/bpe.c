@@ -82,7 +82,7 @@ void lx_bpe_index(struct lx_bpe *b)
     b->slot = lx_xmalloc(cap * sizeof *b->slot);
     memset(b->slot, 0xff, cap * sizeof *b->slot);
     b->mask = cap - 1;
-    for (int32_t id = 0; id < b->n_vocab; id++) {
+    for (int32_t id = b->first_text; id < b->n_vocab; id++) {
         size_t n;
         const char *s = lx_bpe_str(b, id, &n);
         if (lx_bpe_find(b, s, n) >= 0)

@@ -14,7 +14,9 @@
 ** concatenation is a token of the highest score merges, leftmost first, until
 ** none does. Decoding drops BOS/EOS, turns byte tokens back into bytes and
 ** removes the dummy prefix (the " " token or, in a vocabulary without one,
-** the byte token <0x20>), so decode(encode(s)) == s for any bytes s. A
+** the byte token <0x20>), so decode(encode(s)) == s for any bytes s: text
+** is looked up and merged among the pieces from id 259 on only, never into
+** <unk>, BOS, EOS or a byte token (whose pieces a vocabulary may spell). A
 ** segment (LX_ENC_SEGMENT) gets no dummy prefix, and its pieces (the piece
 ** op) keep every space, so segments encoded apart concatenate exactly.
 */
@@ -156,15 +158,17 @@ int lx_tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, long
         l2c_free(b);
         return rc;
     }
+    b->first_text = L2C_BYTE0 + 256;
     lx_bpe_index(b);
     for (int c = 0; c < 256; c++)
         b->byte_id[c] = L2C_BYTE0 + c;
-    /* Every split of a token into two tokens is a merge, best score first. */
-    for (int32_t id = 0; id < k; id++) {
+    /* Every split of a token into two tokens is a merge, best score first
+    ** (a piece held twice merges into its first id, with that id's score). */
+    for (int32_t id = b->first_text; id < k; id++) {
         size_t len;
         const char *s = lx_bpe_str(b, id, &len);
         int32_t whole = lx_bpe_find(b, s, len);
-        for (size_t cut = 1; cut < len; cut++) {
+        for (size_t cut = 1; cut < len && whole == id; cut++) {
             int32_t l = lx_bpe_find(b, s, cut), r = lx_bpe_find(b, s + cut, len - cut);
             if (l >= 0 && r >= 0)
                 lx_bpe_add_pair(b, l, r, -(double)score[whole], whole);
