@@ -42,6 +42,7 @@ void lx_bpe_init(struct lx_bpe *b, long n_vocab)
     b->n_vocab = n_vocab;
     b->off = lx_xcalloc((size_t)n_vocab, sizeof *b->off);
     b->len = lx_xcalloc((size_t)n_vocab, sizeof *b->len);
+    b->arena = lx_xmalloc(b->cap_arena = 64);   /* never NULL: an id without bytes points here */
     for (int i = 0; i < 256; i++)
         b->byte_id[i] = -1;
     b->unk = -1;
