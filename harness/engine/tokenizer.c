@@ -230,6 +230,15 @@ long lx_tok_encode(const struct lx_tokenizer *t, const char *s, long n, int32_t 
     return v.n;
 }
 
+int lx_tok_check_begin(const struct lx_tokenizer *t, struct lx_error *err)
+{
+    if (lx_tok_begin(t) >= 0)
+        return LX_OK;
+    return lx_err(err, LX_EINVAL, "%s has neither BOS nor EOS, and every window a model reads begins with one\n"
+                  "  hint: put the tokenizer_config.json naming its bos_token or eos_token beside it",
+                  t->path[0] ? t->path : "the tokenizer");
+}
+
 const char *lx_tok_piece(const struct lx_tokenizer *t, int32_t id, size_t *len)
 {
     *len = 0;
