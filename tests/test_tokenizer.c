@@ -485,6 +485,10 @@ Test(tokenizer, json_ids_far_past_the_tokens_refused)
     const char *added = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"added_tokens\": "
                         "[{\"id\": 5000000, \"content\": \"<x>\"}]}";
     expect_open_error(added, strlen(added), LX_EINVAL, "added_tokens[0].id: id 5000000", "2 tokens");
+    /* found by fuzz_tokenizer_json too (tests/fuzz/regress/tokenizer_json/no-tokens.json):
+    ** a file with no token at all opened, a vocabulary of 0 */
+    const char *none = JSON_MODEL("{\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}");
+    expect_open_error(none, strlen(none), LX_EINVAL, "model.vocab: no token", NULL);
     const char *gaps = JSON_MODEL("{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1000}, \"merges\": []}");
     struct lx_tokenizer *t = NULL;
     char path[] = "/tmp/lenx-tok-XXXXXX";

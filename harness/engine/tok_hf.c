@@ -247,6 +247,9 @@ static int read_model(struct hf *hf, const struct lx_json *doc, const struct lx_
         (rc = NEED(LX_JSON_OBJECT, "vocab", &vocab)) < 0 || (rc = NEED(LX_JSON_ARRAY, "merges", &merges)) < 0 ||
         (rc = read_vocab(hf, doc, vocab, err)) < 0)
         return rc;
+    if (hf->bpe.n_vocab == 0)
+        return lx_json_err(err, doc, vocab, "no token (nor any in added_tokens)\n"
+                           "  hint: a tokenizer.json's model.vocab maps each token to its id");
     for (long k = 0; k < lx_json_len(merges); k++)
         if ((rc = read_merge(hf, doc, lx_json_at(merges, k), k, err)) < 0)
             return rc;
@@ -639,6 +642,7 @@ static int read_all(struct lx_tokenizer *t, struct hf *hf, const struct lx_json 
     long n_vocab;
     if ((rc = vocab_size(doc, lx_json_member(model, "vocab"), added, &n_vocab, err)) < 0)
         return rc;
+
     lx_bpe_init(&hf->bpe, n_vocab);
     hf->text = lx_xcalloc((size_t)hf->bpe.n_vocab + 1, sizeof *hf->text);
     if ((rc = read_model(hf, doc, model, err)) < 0 || (rc = read_added(hf, doc, added, err)) < 0 ||
