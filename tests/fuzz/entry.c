@@ -162,7 +162,7 @@ int lx_fuzz_feed_safetensors(const uint8_t *data, size_t n, struct lx_error *err
 /* What a tokenizer guarantees for a text (check_text). */
 enum {
     TEXT_ANY = 1,       /* encodes any bytes (llama2.c); else exactly the UTF-8 texts */
-    TEXT_DECODES = 2,   /* decode(encode(s)) == s, with the format's specials */
+    TEXT_DECODES = 2,   /* decode(encode(s)) == s (the BOS/EOS the format adds aside) */
     TEXT_PIECES = 4,    /* a segment's pieces (lx_tok_decode) concatenate to s */
 };
 
