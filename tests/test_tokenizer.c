@@ -226,7 +226,7 @@ Test(tokenizer, llama2c_dummy_prefix_without_a_space_token)
 Test(tokenizer, llama2c_byte_tokens_must_be_in_place)
 {
     char path[256];
-    FILE *f = tokfile_begin(path, sizeof path);
+    FILE *f = tokfile_begin(path, sizeof path, 16);
     fclose(f);
     unsigned char *bytes;
     long n;
@@ -261,6 +261,32 @@ Test(tokenizer, llama2c_text_never_becomes_a_control_token)
     static const char *const texts[] = {"a<s>b", "<s>", " <s></s>", "<0x41>"};
     expect_round_trips(t, texts, 4);
     lx_tokenizer_free(t);
+}
+
+/* Found while fuzzing the tokenizer readers (a file larger than the fuzzer's
+** 8 KB inputs, so no regression input): opening a tokenizer.bin looked up
+** both halves of every cut of every piece, hashing the whole piece per cut,
+** so a piece of n bytes cost n^2: 16 pieces of 64 KB (a 1 MB file) took
+** minutes. Cuts are hashed incrementally now; this opens in milliseconds. */
+Test(tokenizer, llama2c_long_pieces_open_in_linear_time, .timeout = 20)
+{
+    char path[256];
+    FILE *f = tokfile_begin(path, sizeof path, 65536);
+    static char piece[65537];
+    for (int k = 0; k < 16; k++) {
+        memset(piece, 'a' + k, 65536);
+        tokfile_put(f, piece, -1.0f);
+        tokfile_put(f, piece + 65535, -2.0f);   /* its letter alone */
+    }
+    fclose(f);
+    struct lx_tokenizer *t = NULL;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_tokenizer_open(&t, path, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(t->n_vocab, 259 + 32);
+    static const char *const texts[] = {"aaaab", "pq"};
+    expect_round_trips(t, texts, 2);
+    lx_tokenizer_free(t);
+    remove(path);
 }
 
 /* ---- tokenizer.json against the Hugging Face library ---- */

@@ -70,6 +70,11 @@ void lx_bpe_index(struct lx_bpe *b);
 /* The id (>= first_text) of bytes s[0, n), or -1. */
 int32_t lx_bpe_find(const struct lx_bpe *b, const char *s, size_t n);
 
+/* Every cut of s[0, n) into two tokens: left[k] + right[k] (both arrays of
+** n entries), k < the count returned. O(n) hashing (a string looked up per
+** cut would cost n^2 for a piece of n bytes). */
+long lx_bpe_splits(const struct lx_bpe *b, const char *s, size_t n, int32_t *left, int32_t *right);
+
 /* A token's bytes. */
 static inline const char *lx_bpe_str(const struct lx_bpe *b, int32_t id, size_t *n)
 {

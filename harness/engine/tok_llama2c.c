@@ -164,16 +164,17 @@ int lx_tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, long
         b->byte_id[c] = L2C_BYTE0 + c;
     /* Every split of a token into two tokens is a merge, best score first
     ** (a piece held twice merges into its first id, with that id's score). */
+    size_t max_len = (size_t)read_i32(bytes);   /* checked by count_tokens: every piece's length is <= it */
+    int32_t *left = lx_xmalloc(max_len * sizeof *left), *right = lx_xmalloc(max_len * sizeof *right);
     for (int32_t id = b->first_text; id < k; id++) {
         size_t len;
         const char *s = lx_bpe_str(b, id, &len);
-        int32_t whole = lx_bpe_find(b, s, len);
-        for (size_t cut = 1; cut < len && whole == id; cut++) {
-            int32_t l = lx_bpe_find(b, s, cut), r = lx_bpe_find(b, s + cut, len - cut);
-            if (l >= 0 && r >= 0)
-                lx_bpe_add_pair(b, l, r, -(double)score[whole], whole);
-        }
+        long n_cuts = lx_bpe_find(b, s, len) == id ? lx_bpe_splits(b, s, len, left, right) : 0;
+        for (long c = 0; c < n_cuts; c++)
+            lx_bpe_add_pair(b, left[c], right[c], -(double)score[id], id);
     }
+    free(left);
+    free(right);
     free(score);
     t->ops = &llama2c_ops;
     t->impl = b;
