@@ -113,6 +113,8 @@ static int gen_run(const struct gen_opts *o, struct lx_error *err)
         rc = lx_err(err, LX_EINVAL, "the tokenizer has %ld ids but %s has a vocabulary of %ld\n  hint: --tokenizer "
                     "the model's own", lx_tok_or_byte(tok)->n_vocab, path, m.arch.vocab);
     if (rc == LX_OK)
+        rc = lx_tok_check_begin(lx_tok_or_byte(tok), err);
+    if (rc == LX_OK)
         rc = lx_score_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
     if (rc == LX_OK && (np = gen_prompt(lx_tok_or_byte(tok), o->prompt, &ids, err)) < 0)
         rc = (int)np, np = 0;

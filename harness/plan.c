@@ -281,11 +281,10 @@ static int check_tokenizer(const struct lx_grid *g, int t, int m, struct lx_erro
         return lx_node_err(err, mu->tokenizer_where, "model '%s' has a vocabulary of %ld, fewer than the %ld tokens "
                            "of its tokenizer %s\n  hint: is it the tokenizer the model was trained with?", mu->name,
                            mu->arch.vocab, tk->n_vocab, mu->tokenizer);
-    if (lx_tok_begin(tk) < 0)
-        return lx_node_err(err, mu->tokenizer_where, "model '%s''s tokenizer %s has neither a BOS nor an EOS token, "
-                           "and every window and instance begins with one\n  hint: use a tokenizer that names <s> "
-                           "or </s> (a tokenizer.json's post_processor, or a tokenizer_config.json beside it)",
-                           mu->name, mu->tokenizer);
+    struct lx_error sub;
+    if (lx_tok_check_begin(tk, &sub) < 0)
+        return lx_node_err(err, mu->tokenizer_where ? mu->tokenizer_where : mu->where, "model '%s': %s", mu->name,
+                           sub.msg);
     if (tu->task->mode == LX_MODE_MLM && tk->mask < 0)
         return lx_node_err(err, tu->where, "task 'mlm' needs a mask token, and model '%s''s %s tokenizer (%s) has "
                            "none\n  hint: mlm runs on models with a [MASK] token, such as lenx's byte-level ones",

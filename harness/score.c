@@ -137,7 +137,7 @@ static int open_tokenizer(const struct lx_score_opts *o, const char *path, const
         return lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld, fewer than the %ld tokens of its tokenizer %s\n"
                       "  hint: is it the tokenizer the model was trained with?", path, m->arch.vocab, (*tk)->n_vocab,
                       file);
-    return LX_OK;
+    return lx_tok_check_begin(*tk, err);
 }
 
 /* The file's text in tk's tokens (bytes when tk is NULL) into *ids; the count,

@@ -110,7 +110,7 @@ Test(anytok, tokenizer_mismatches_are_refused, .init = setup, .fini = teardown, 
                "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"post_processor\": null}");
     expect_refused("name: t\nmodels: {v: {arch: {layers: 1}, tokenizer: nobos.json}}\nmethods: [rope]\n"
                    "tasks: [ppl]\nlengths: [64]\n",
-                   "t.yaml:2:44: model 'v''s tokenizer nobos.json has neither a BOS nor an EOS token");
+                   "t.yaml:2:44: model 'v': nobos.json has neither BOS nor EOS");
     /* mlm training needs a [MASK] id, which no tokenizer file has */
     expect_refused("name: t\nmodels: {v: {arch: {layers: 1, mode: mlm}, tokenizer: tok.bin}}\nmethods: [rope]\n"
                    "tasks: [mlm]\nlengths: [64]\n",
@@ -165,6 +165,28 @@ Test(anytok, trained_tokenizer_is_checked_on_load, .init = setup, .fini = teardo
     expect_refused("name: t\nmodels: {v: {checkpoint: t418.safetensors}}\nmethods: [rope]\n"
                    "tasks: [ppl]\nlengths: [64]\n",
                    "t.yaml:2:26: model 'v': tokenizer: the model was trained on a tokenizer (sha256 ");
+}
+
+/* A tokenizer.json with neither BOS nor EOS (no post-processor, no
+** tokenizer_config.json beside it) opens, but cannot begin a window: every
+** window began with id -1, an embedding row before the model's table (ASan:
+** a heap overflow in lx_model_forward under lenx score). Found while
+** fuzzing the tokenizer readers; refused by a sweep, lenx score and generate. */
+Test(anytok, tokenizer_without_bos_or_eos_is_refused, .init = setup, .fini = teardown, .timeout = 60)
+{
+    vocab_ckpt("v300.safetensors", 300);
+    write_file("nobos.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": []}}");
+    write_file("t.txt", "abba");
+    expect_refused("name: t\nmodels: {v: {checkpoint: v300.safetensors, tokenizer: nobos.json}}\nmethods: [rope]\n"
+                   "tasks: [{ppl: {windows: 2}}]\nlengths: [64]\n",
+                   "t.yaml:2:55: model 'v': nobos.json has neither BOS nor EOS");
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "$L score --model v300.safetensors --tokenizer nobos.json --text t.txt"), 2,
+                 "%s", out);
+    cr_expect(strstr(out, "nobos.json has neither BOS nor EOS") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model v300.safetensors --tokenizer nobos.json --prompt ab -n 2"),
+                 2, "%s", out);
+    cr_expect(strstr(out, "nobos.json has neither BOS nor EOS") != NULL, "%s", out);
 }
 
 /* A 512-token checkpoint with the test tokenizer runs ppl, attn and retrieval:

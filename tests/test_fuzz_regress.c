@@ -82,20 +82,41 @@ static const char *root_dir(void)
     return root;
 }
 
-Test(fuzz_regress, config, .timeout = 300)
+/* Every input of tests/fuzz/regress/<name>/, then the seeds of
+** tests/fuzz/corpus/<name>/; returns how many seeds came through LX_OK and
+** sets *n_seeds to how many there are. */
+static int replay_target(const char *name, feed_fn feed, int *n_seeds)
 {
-    int n_regress = 0, n_seeds = 0;
-    replay_dir(root_dir(), "tests/fuzz/regress/config", lx_fuzz_feed_config, &n_regress);
-    int planned = replay_dir(root_dir(), "tests/fuzz/corpus/config", lx_fuzz_feed_config, &n_seeds);
-    cr_expect_gt(n_seeds, 0, "no seeds in tests/fuzz/corpus/config");
-    cr_expect_eq(planned, n_seeds, "every seed config plans (%d of %d did)", planned, n_seeds);
+    char dir[256];
+    int n_regress = 0;
+    snprintf(dir, sizeof dir, "tests/fuzz/regress/%s", name);
+    replay_dir(root_dir(), dir, feed, &n_regress);
+    snprintf(dir, sizeof dir, "tests/fuzz/corpus/%s", name);
+    *n_seeds = 0;
+    int ok = replay_dir(root_dir(), dir, feed, n_seeds);
+    cr_expect_gt(*n_seeds, 0, "no seeds in %s", dir);
+    return ok;
 }
+
+/* replay_target, and every seed must come through LX_OK. */
+static void expect_every_seed(const char *name, feed_fn feed)
+{
+    int n_seeds;
+    int ok = replay_target(name, feed, &n_seeds);
+    cr_expect_eq(ok, n_seeds, "%s: %d of %d seeds came through (planned, opened, encoded)", name, ok, n_seeds);
+}
+
+Test(fuzz_regress, config, .timeout = 300) { expect_every_seed("config", lx_fuzz_feed_config); }
 
 Test(fuzz_regress, safetensors, .timeout = 300)
 {
-    int n_regress = 0, n_seeds = 0;
-    replay_dir(root_dir(), "tests/fuzz/regress/safetensors", lx_fuzz_feed_safetensors, &n_regress);
-    int loaded = replay_dir(root_dir(), "tests/fuzz/corpus/safetensors", lx_fuzz_feed_safetensors, &n_seeds);
+    int n_seeds;
+    int loaded = replay_target("safetensors", lx_fuzz_feed_safetensors, &n_seeds);
     /* the three tiny lenx checkpoints load; ref.safetensors has no lenx metadata */
     cr_expect_eq(loaded, n_seeds - 1, "%d of %d seeds loaded as models", loaded, n_seeds);
 }
+
+/* The tokenizer seeds all open and keep every promise of entry.c. */
+Test(fuzz_regress, tokenizer_bin, .timeout = 300) { expect_every_seed("tokenizer_bin", lx_fuzz_feed_tokenizer_bin); }
+Test(fuzz_regress, tokenizer_json, .timeout = 300) { expect_every_seed("tokenizer_json", lx_fuzz_feed_tokenizer_json); }
+Test(fuzz_regress, encode, .timeout = 300) { expect_every_seed("encode", lx_fuzz_feed_encode); }

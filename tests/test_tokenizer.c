@@ -171,6 +171,124 @@ Test(tokenizer, llama2c_round_trips_any_bytes)
     lx_tokenizer_free(t);
 }
 
+/* Encode each text with the format's specials, decode the ids, expect the text. */
+static void expect_round_trips(const struct lx_tokenizer *t, const char *const *texts, int n_texts)
+{
+    for (int k = 0; k < n_texts; k++) {
+        struct lx_ids ids = {0};
+        struct lx_buf out = {0};
+        struct lx_error err = {{0}};
+        size_t n = strlen(texts[k]);
+        cr_assert_eq(lx_tokenizer_encode(t, texts[k], n, LX_ENC_SPECIALS, &ids, &err), LX_OK, "%s", err.msg);
+        for (long i = 0; i < ids.n; i++)
+            cr_expect(ids.id[i] >= 0 && ids.id[i] < t->n_vocab, "'%s': id %d", texts[k], ids.id[i]);
+        cr_assert_eq(lx_tokenizer_decode(t, ids.id, ids.n, &out, &err), LX_OK, "%s", err.msg);
+        cr_expect(same(&out, texts[k], n), "'%s' came back as '%s'", texts[k], lx_buf_str(&out));
+        lx_buf_free(&out);
+        lx_ids_free(&ids);
+    }
+}
+
+/* A tokenizer.bin of the 259 fixed tokens and the given pieces, opened. */
+static struct lx_tokenizer *open_pieces(const char *const *pieces, int n_pieces)
+{
+    char path[256];
+    tokfile_write_pieces(path, sizeof path, pieces, n_pieces);
+    struct lx_tokenizer *t = NULL;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_tokenizer_open(&t, path, &err), LX_OK, "%s", err.msg);
+    remove(path);
+    return t;
+}
+
+/* Found by fuzz_tokenizer_bin (tests/fuzz/regress/tokenizer_bin/no-space-token.bin):
+** without a " " token the dummy prefix is the byte token <0x20>, which
+** decoding kept, so every text came back with a space in front. */
+Test(tokenizer, llama2c_dummy_prefix_without_a_space_token)
+{
+    static const char *const pieces[] = {"a", "b", "ab"};
+    struct lx_tokenizer *t = open_pieces(pieces, 3);
+    struct lx_ids ids = {0};
+    cr_assert_eq(lx_tokenizer_encode(t, "ab", 2, LX_ENC_SPECIALS, &ids, NULL), LX_OK);
+    cr_assert_eq(ids.n, 3);
+    cr_expect_eq(ids.id[1], 3 + ' ', "the dummy prefix is <0x20>");
+    lx_ids_free(&ids);
+    static const char *const texts[] = {"ab", " ab", "  b a ", " "};
+    expect_round_trips(t, texts, 4);
+    lx_tokenizer_free(t);
+}
+
+/* Found by fuzz_tokenizer_bin (tests/fuzz/regress/tokenizer_bin/
+** byte-token-slots-hold-other-pieces.bin): decoding reads ids 3..258 as
+** bytes whatever their pieces, so a file with " " at id 253 encoded every
+** space as 253 and decoded it as byte 0xFA. Such a file is refused, naming
+** the id and the byte token it should hold. */
+Test(tokenizer, llama2c_byte_tokens_must_be_in_place)
+{
+    char path[256];
+    FILE *f = tokfile_begin(path, sizeof path, 16);
+    fclose(f);
+    unsigned char *bytes;
+    long n;
+    cr_assert_eq(lx_read_file(path, &bytes, &n, 0, NULL), LX_OK);
+    long at = 0;
+    while (at + 6 <= n && memcmp(bytes + at, "<0x61>", 6) != 0)   /* id 100, byte 'a' */
+        at++;
+    cr_assert_leq(at + 6, n);
+    memcpy(bytes + at, "<0x5>6", 6);
+    f = fopen(path, "wb");
+    fwrite(bytes, 1, (size_t)n, f);
+    fclose(f);
+    free(bytes);
+    struct lx_tokenizer *t = NULL;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_tokenizer_open(&t, path, &err), LX_EINVAL);
+    cr_expect_null(t);
+    cr_expect(strstr(err.msg, path) && strstr(err.msg, "token 100") && strstr(err.msg, "<0x61>"), "%s", err.msg);
+    remove(path);
+}
+
+/* Found with fuzz_tokenizer_bin (tests/fuzz/regress/tokenizer_bin/
+** bos-piece-is-a-space.bin): encoding looked text up among every piece, so
+** text spelling <unk>, BOS, EOS or a byte token's piece became that id, and
+** decoding dropped it (BOS, EOS) or turned it into one byte. Here "<s>" is
+** also an ordinary piece, as a SentencePiece user symbol would be. */
+Test(tokenizer, llama2c_text_never_becomes_a_control_token)
+{
+    static const char *const pieces[] = {" ", "<", "s", ">", "<s", "<s>", "0", "x", "4", "1", "<0", "<0x", "<0x4",
+                                         "1>", "<0x41>"};
+    struct lx_tokenizer *t = open_pieces(pieces, 15);
+    static const char *const texts[] = {"a<s>b", "<s>", " <s></s>", "<0x41>"};
+    expect_round_trips(t, texts, 4);
+    lx_tokenizer_free(t);
+}
+
+/* Found while fuzzing the tokenizer readers (a file larger than the fuzzer's
+** 8 KB inputs, so no regression input): opening a tokenizer.bin looked up
+** both halves of every cut of every piece, hashing the whole piece per cut,
+** so a piece of n bytes cost n^2: 16 pieces of 64 KB (a 1 MB file) took
+** minutes. Cuts are hashed incrementally now; this opens in milliseconds. */
+Test(tokenizer, llama2c_long_pieces_open_in_linear_time, .timeout = 20)
+{
+    char path[256];
+    FILE *f = tokfile_begin(path, sizeof path, 65536);
+    static char piece[65537];
+    for (int k = 0; k < 16; k++) {
+        memset(piece, 'a' + k, 65536);
+        tokfile_put(f, piece, -1.0f);
+        tokfile_put(f, piece + 65535, -2.0f);   /* its letter alone */
+    }
+    fclose(f);
+    struct lx_tokenizer *t = NULL;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_tokenizer_open(&t, path, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(t->n_vocab, 259 + 32);
+    static const char *const texts[] = {"aaaab", "pq"};
+    expect_round_trips(t, texts, 2);
+    lx_tokenizer_free(t);
+    remove(path);
+}
+
 /* ---- tokenizer.json against the Hugging Face library ---- */
 
 /* Every edge case: ids without and with the post-processor's specials, and
@@ -380,6 +498,53 @@ Test(tokenizer, errors_name_the_file_and_the_field)
     expect_open_error(syn, strlen(syn), LX_EINVAL, ":2:9: invalid JSON", NULL);
     const char junk[] = "\x07\x00\x00\x00\x00\x00\x80\x3f\xff\xff\x00\x00ab";
     expect_open_error(junk, sizeof junk - 1, LX_EINVAL, "not a tokenizer.json", "llama2.c tokenizer.bin");
+}
+
+/* Found by fuzz_tokenizer_json (tests/fuzz/regress/tokenizer_json/id-near-2-30.json):
+** the tables are sized by the largest id, so one id of 999,999,999 in a
+** three-token file asked for gigabytes (and a minute of filling them). */
+Test(tokenizer, json_ids_far_past_the_tokens_refused)
+{
+    const char *far = JSON_MODEL("{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 999999999}, "
+                                 "\"merges\": [\"a b\"]}");
+    expect_open_error(far, strlen(far), LX_EINVAL, "model.vocab.ab: id 999999999", "3 tokens");
+    const char *added = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"added_tokens\": "
+                        "[{\"id\": 5000000, \"content\": \"<x>\"}]}";
+    expect_open_error(added, strlen(added), LX_EINVAL, "added_tokens[0].id: id 5000000", "2 tokens");
+    /* found by fuzz_tokenizer_json too (tests/fuzz/regress/tokenizer_json/no-tokens.json):
+    ** a file with no token at all opened, a vocabulary of 0 */
+    const char *none = JSON_MODEL("{\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}");
+    expect_open_error(none, strlen(none), LX_EINVAL, "model.vocab: no token", NULL);
+    const char *gaps = JSON_MODEL("{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1000}, \"merges\": []}");
+    struct lx_tokenizer *t = NULL;
+    char path[] = "/tmp/lenx-tok-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, gaps, strlen(gaps)), (ssize_t)strlen(gaps));
+    close(fd);
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_tokenizer_open(&t, path, &err), LX_OK, "a small gap is fine: %s", err.msg);
+    cr_expect_eq(t ? t->n_vocab : 0, 1001);
+    lx_tokenizer_free(t);
+    unlink(path);
+}
+
+/* Found by fuzz_tokenizer_json (tests/fuzz/regress/tokenizer_json/
+** template-bos-outside-vocab.json): a TemplateProcessing special token's id
+** was taken as BOS/EOS unchecked, so every encoding began with an id past
+** the vocabulary (an embedding row past the end of a model's table). */
+Test(tokenizer, json_template_ids_inside_the_vocabulary)
+{
+    static const char *const ids[] = {"7", "-1", "4294967297"};
+    for (int k = 0; k < 3; k++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": []}, "
+                 "\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"Sequence\": {\"id\": \"A\"}}, "
+                 "{\"SpecialToken\": {\"id\": \"</s>\"}}], \"special_tokens\": {\"</s>\": {\"ids\": [%s]}}}}", ids[k]);
+        char want[64];
+        snprintf(want, sizeof want, "id %s outside 0..1", ids[k]);
+        expect_open_error(text, strlen(text), LX_EINVAL, ".ids[0]", want);
+    }
 }
 
 Test(tokenizer, bad_input_is_an_error_not_a_crash)

@@ -7,6 +7,8 @@
 **
 **   char path[256];
 **   tokfile_write(path, sizeof path);   -> a file under /tmp, unique per process
+**   tokfile_write_pieces(path, sizeof path, pieces, n);   -> the same start, then
+**                                          only these pieces (fuzz findings' vocabularies)
 **
 ** And stories260K's own tok512.bin (llama2.c, read from the shared models
 ** folder beside the checkout, never copied): tokfile_stories() gives its path,
@@ -35,11 +37,13 @@ static void tokfile_put(FILE *f, const char *piece, float score)
     fwrite(piece, 1, (size_t)len, f);
 }
 
-static inline void tokfile_write(char *path, size_t n)
+/* A tokenizer.bin at path (/tmp, unique per process) whose pieces are at
+** most max_len bytes, holding <unk>, <s>, </s> and the byte fallbacks; the
+** caller writes the other tokens to the returned file and closes it. */
+static inline FILE *tokfile_begin(char *path, size_t n, int max_len)
 {
     snprintf(path, n, "/tmp/lenx-tokfile-%ld.bin", (long)getpid());
     FILE *f = fopen(path, "wb");
-    int max_len = 16;
     fwrite(&max_len, 4, 1, f);
     tokfile_put(f, "<unk>", 0.0f);
     tokfile_put(f, "<s>", 0.0f);
@@ -49,6 +53,21 @@ static inline void tokfile_write(char *path, size_t n)
         snprintf(p, sizeof p, "<0x%02X>", b);
         tokfile_put(f, p, 0.0f);
     }
+    return f;
+}
+
+/* tokfile_begin, then the pieces extra[0, n_extra), the first scored highest. */
+static inline void tokfile_write_pieces(char *path, size_t n, const char *const *extra, int n_extra)
+{
+    FILE *f = tokfile_begin(path, n, 16);
+    for (int i = 0; i < n_extra; i++)
+        tokfile_put(f, extra[i], (float)(n_extra - i));
+    fclose(f);
+}
+
+static inline void tokfile_write(char *path, size_t n)
+{
+    FILE *f = tokfile_begin(path, n, 16);
     for (int c = 0x20; c < 0x7f; c++) {
         char p[2] = {(char)c, 0};
         tokfile_put(f, p, -1000.0f);

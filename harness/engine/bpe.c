@@ -21,12 +21,23 @@ struct lx_bpe_cand {
     int32_t id;         /* the merged token */
 };
 
+/* Strings hash as a polynomial, h = sum (s[i] + 1) * P^(n-1-i) mod 2^64, so
+** that every prefix of a string hashes in O(1) from the one before, and a
+** suffix from the whole and its prefix (lx_bpe_splits); hash_key mixes the
+** result before it picks a slot. */
+#define HASH_P 0x100000001b3ULL
+
+static uint64_t hash_step(uint64_t h, char c)
+{
+    return h * HASH_P + (unsigned char)c + 1;
+}
+
 static uint64_t hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;   /* FNV-1a */
+    uint64_t h = 0;
     for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h ^ (h >> 29);
+        h = hash_step(h, s[i]);
+    return h;
 }
 
 static uint64_t hash_key(uint64_t k)
@@ -42,6 +53,7 @@ void lx_bpe_init(struct lx_bpe *b, long n_vocab)
     b->n_vocab = n_vocab;
     b->off = lx_xcalloc((size_t)n_vocab, sizeof *b->off);
     b->len = lx_xcalloc((size_t)n_vocab, sizeof *b->len);
+    b->arena = lx_xmalloc(b->cap_arena = 64);   /* never NULL: an id without bytes points here */
     for (int i = 0; i < 256; i++)
         b->byte_id[i] = -1;
     b->unk = -1;
@@ -82,27 +94,54 @@ void lx_bpe_index(struct lx_bpe *b)
     b->slot = lx_xmalloc(cap * sizeof *b->slot);
     memset(b->slot, 0xff, cap * sizeof *b->slot);
     b->mask = cap - 1;
-    for (int32_t id = 0; id < b->n_vocab; id++) {
+    for (int32_t id = b->first_text; id < b->n_vocab; id++) {
         size_t n;
         const char *s = lx_bpe_str(b, id, &n);
         if (lx_bpe_find(b, s, n) >= 0)
             continue;   /* the lower id keeps the string */
-        uint64_t h = hash_bytes(s, n) & b->mask;
+        uint64_t h = hash_key(hash_bytes(s, n)) & b->mask;
         while (b->slot[h] >= 0)
             h = (h + 1) & b->mask;
         b->slot[h] = id;
     }
 }
 
-int32_t lx_bpe_find(const struct lx_bpe *b, const char *s, size_t n)
+/* The id of s[0, n), whose hash_bytes is h, or -1. */
+static int32_t find_hashed(const struct lx_bpe *b, const char *s, size_t n, uint64_t h)
 {
-    for (uint64_t h = hash_bytes(s, n) & b->mask;; h = (h + 1) & b->mask) {
-        int32_t id = b->slot[h];
+    for (uint64_t at = hash_key(h) & b->mask;; at = (at + 1) & b->mask) {
+        int32_t id = b->slot[at];
         if (id < 0)
             return -1;
         if (b->len[id] == n && memcmp(b->arena + b->off[id], s, n) == 0)
             return id;
     }
+}
+
+int32_t lx_bpe_find(const struct lx_bpe *b, const char *s, size_t n)
+{
+    return find_hashed(b, s, n, hash_bytes(s, n));
+}
+
+long lx_bpe_splits(const struct lx_bpe *b, const char *s, size_t n, int32_t *left, int32_t *right)
+{
+    if (n < 2)
+        return 0;
+    uint64_t *pre = lx_xmalloc((n + 1) * sizeof *pre);   /* pre[k]: hash of s[0, k) */
+    pre[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        pre[i + 1] = hash_step(pre[i], s[i]);
+    long k = 0;
+    uint64_t pow = 1;   /* P^(n - cut) */
+    for (size_t cut = n - 1; cut >= 1; cut--) {
+        pow *= HASH_P;
+        int32_t l = find_hashed(b, s, cut, pre[cut]);
+        int32_t r = l >= 0 ? find_hashed(b, s + cut, n - cut, pre[n] - pre[cut] * pow) : -1;
+        if (r >= 0)
+            left[k] = l, right[k++] = r;
+    }
+    free(pre);
+    return k;
 }
 
 static struct lx_bpe_pair *pair_slot(struct lx_bpe_pair *tab, uint64_t mask, uint64_t key)

@@ -40,6 +40,8 @@ struct lx_bpe {
     long n_pairs;
     uint8_t *operand;       /* (n_vocab,) 1 when the token is part of some pair; a symbol that is
                             ** not never merges, so a word is cut there and each run merged alone */
+    int32_t first_text;     /* lx_bpe_find never returns a lower id: llama2.c's <unk>, BOS, EOS and
+                            ** byte tokens stand for no text, so text never becomes them (0 for tokenizer.json) */
     int32_t byte_id[256];   /* byte fallback token of each byte, -1 when none */
     int32_t unk;            /* the unknown token, -1 when none */
     int fuse_unk;           /* consecutive unknown symbols become one */
@@ -61,12 +63,17 @@ void lx_bpe_release(struct lx_bpe *b);
 /* Token id's bytes (before lx_bpe_index). */
 void lx_bpe_set(struct lx_bpe *b, int32_t id, const char *s, size_t n);
 
-/* Build the bytes -> id table once every token is set; a string held by two
-** ids maps to the lower id. */
+/* Build the bytes -> id table once every token is set (and first_text); a
+** string held by two ids maps to the lower id. */
 void lx_bpe_index(struct lx_bpe *b);
 
-/* The id of bytes s[0, n), or -1. */
+/* The id (>= first_text) of bytes s[0, n), or -1. */
 int32_t lx_bpe_find(const struct lx_bpe *b, const char *s, size_t n);
+
+/* Every cut of s[0, n) into two tokens: left[k] + right[k] (both arrays of
+** n entries), k < the count returned. O(n) hashing (a string looked up per
+** cut would cost n^2 for a piece of n bytes). */
+long lx_bpe_splits(const struct lx_bpe *b, const char *s, size_t n, int32_t *left, int32_t *right);
 
 /* A token's bytes. */
 static inline const char *lx_bpe_str(const struct lx_bpe *b, int32_t id, size_t *n)

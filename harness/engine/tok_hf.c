@@ -247,6 +247,9 @@ static int read_model(struct hf *hf, const struct lx_json *doc, const struct lx_
         (rc = NEED(LX_JSON_OBJECT, "vocab", &vocab)) < 0 || (rc = NEED(LX_JSON_ARRAY, "merges", &merges)) < 0 ||
         (rc = read_vocab(hf, doc, vocab, err)) < 0)
         return rc;
+    if (hf->bpe.n_vocab == 0)
+        return lx_json_err(err, doc, vocab, "no token (nor any in added_tokens)\n"
+                           "  hint: a tokenizer.json's model.vocab maps each token to its id");
     for (long k = 0; k < lx_json_len(merges); k++)
         if ((rc = read_merge(hf, doc, lx_json_at(merges, k), k, err)) < 0)
             return rc;
@@ -445,9 +448,10 @@ static int decoder_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_js
 
 /* ---- BOS and EOS ---- */
 
-/* The id of a special token named in TemplateProcessing's special_tokens. */
-static int template_id(const struct lx_json *doc, const struct lx_jv *post, const struct lx_jv *item, int32_t *id,
-                       struct lx_error *err)
+/* The id of a special token named in TemplateProcessing's special_tokens
+** (inside the vocabulary of n_vocab ids). */
+static int template_id(const struct lx_json *doc, const struct lx_jv *post, const struct lx_jv *item, long n_vocab,
+                       int32_t *id, struct lx_error *err)
 {
     const struct lx_jv *obj = lx_json_member(item, "SpecialToken"), *v, *ids;
     const char *name;
@@ -465,6 +469,8 @@ static int template_id(const struct lx_json *doc, const struct lx_jv *post, cons
         return lx_json_err(err, doc, ids, "unsupported: a special token of %ld ids", lx_json_len(ids));
     if ((rc = lx_json_int(doc, lx_json_at(ids, 0), &x, err)) < 0)
         return rc;
+    if (x < 0 || x >= n_vocab)   /* it becomes BOS/EOS, put before or after every text */
+        return lx_json_err(err, doc, lx_json_at(ids, 0), "id %lld outside 0..%ld", (long long)x, n_vocab - 1);
     *id = (int32_t)x;
     return LX_OK;
 }
@@ -484,12 +490,12 @@ static int post_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_json 
         return rc;
     long n = lx_json_len(v);
     if (n > 0 && lx_json_member(lx_json_at(v, 0), "SpecialToken")) {
-        if ((rc = template_id(doc, obj, lx_json_at(v, 0), &t->bos, err)) < 0)
+        if ((rc = template_id(doc, obj, lx_json_at(v, 0), hf->bpe.n_vocab, &t->bos, err)) < 0)
             return rc;
         t->add_bos = 1;
     }
     if (n > 1 && lx_json_member(lx_json_at(v, n - 1), "SpecialToken")) {
-        if ((rc = template_id(doc, obj, lx_json_at(v, n - 1), &t->eos, err)) < 0)
+        if ((rc = template_id(doc, obj, lx_json_at(v, n - 1), hf->bpe.n_vocab, &t->eos, err)) < 0)
             return rc;
         t->add_eos = 1;
     }
@@ -595,19 +601,34 @@ static int has_bytelevel(const struct lx_jv *obj)
     return 0;
 }
 
-/* One past the largest id in model.vocab and added_tokens. */
-static long vocab_size(const struct lx_jv *vocab, const struct lx_jv *added)
+/* Id v (when it is an integer) into vocab_size's *n: one past the largest. */
+static int size_by(const struct lx_json *doc, const struct lx_jv *v, long count, long *n, struct lx_error *err)
 {
-    long n = 0;
     int64_t id;
-    for (void *it = lx_json_iter(vocab); it; it = lx_json_iter_next(vocab, it))
-        if (lx_json_int(NULL, lx_json_iter_value(it), &id, NULL) == LX_OK && id >= n && id < (1L << 30))
-            n = (long)id + 1;
-    for (long i = 0; i < lx_json_len(added); i++)
-        if (lx_json_int(NULL, lx_json_member(lx_json_at(added, i), "id"), &id, NULL) == LX_OK && id >= n &&
-            id < (1L << 30))
-            n = (long)id + 1;
-    return n;
+    if (lx_json_int(NULL, v, &id, NULL) < 0 || id < *n)
+        return LX_OK;   /* not an integer (refused by read_vocab / read_added), or not the largest */
+    if (id >= 2 * count + 1024)
+        return lx_json_err(err, doc, v, "id %lld is far past the %ld tokens of model.vocab and added_tokens\n"
+                           "  hint: ids run from 0 with few gaps", (long long)id, count);
+    *n = (long)id + 1;
+    return LX_OK;
+}
+
+/* One past the largest id in model.vocab and added_tokens into *n. The
+** tables are sized by it, so an id far past the count of tokens (more than
+** twice it, plus 1024) is refused: one id of 10^9 in a small file would ask
+** for gigabytes. */
+static int vocab_size(const struct lx_json *doc, const struct lx_jv *vocab, const struct lx_jv *added, long *n,
+                      struct lx_error *err)
+{
+    long count = (lx_json_type(vocab) == LX_JSON_OBJECT ? lx_json_len(vocab) : 0) + (added ? lx_json_len(added) : 0);
+    int rc = LX_OK;
+    *n = 0;
+    for (void *it = lx_json_iter(vocab); it && rc == LX_OK; it = lx_json_iter_next(vocab, it))
+        rc = size_by(doc, lx_json_iter_value(it), count, n, err);
+    for (long i = 0; i < lx_json_len(added) && rc == LX_OK; i++)
+        rc = size_by(doc, lx_json_member(lx_json_at(added, i), "id"), count, n, err);
+    return rc;
 }
 
 static int read_all(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, struct lx_error *err)
@@ -618,7 +639,11 @@ static int read_all(struct lx_tokenizer *t, struct hf *hf, const struct lx_json 
         return rc;
     hf->bytelevel = has_bytelevel(lx_json_member(obj, "pre_tokenizer")) || has_bytelevel(lx_json_member(obj, "decoder"));
     byte_alphabet(hf->alphabet);
-    lx_bpe_init(&hf->bpe, vocab_size(lx_json_member(model, "vocab"), added));
+    long n_vocab;
+    if ((rc = vocab_size(doc, lx_json_member(model, "vocab"), added, &n_vocab, err)) < 0)
+        return rc;
+
+    lx_bpe_init(&hf->bpe, n_vocab);
     hf->text = lx_xcalloc((size_t)hf->bpe.n_vocab + 1, sizeof *hf->text);
     if ((rc = read_model(hf, doc, model, err)) < 0 || (rc = read_added(hf, doc, added, err)) < 0 ||
         (rc = each_component(t, hf, doc, lx_json_member(obj, "normalizer"), "normalizers", normalizer_one, err)) < 0 ||

@@ -175,16 +175,6 @@ int hf_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned
 
 /* ---- decoding ---- */
 
-/* A byte token's byte ("<0x41>" -> 0x41), or -1. */
-static int byte_token(const char *s, size_t n)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>')
-        return -1;
-    const char *h = strchr(hex, s[3]), *l = strchr(hex, s[4]);
-    return h && l && s[3] && s[4] ? (int)((h - hex) * 16 + (l - hex)) : -1;
-}
-
 static void put_replaced(const struct hf *hf, const char *s, size_t n, struct lx_buf *out)
 {
     if (hf->n_repl == 0) {
@@ -218,7 +208,7 @@ void hf_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct 
         } else {
             s = lx_bpe_str(&hf->bpe, ids[i], &len);
         }
-        int b = hf->dec_bytes ? byte_token(s, len) : -1;
+        int b = hf->dec_bytes ? lx_tok_byte_token(s, len) : -1;
         if (b >= 0) {
             char c = (char)b;
             lx_buf_putn(out, &c, 1);
@@ -266,7 +256,7 @@ void hf_pieces_build(struct hf *hf)
             continue;
         lx_buf_reset(&b);
         lx_buf_putn(&b, "", 0);
-        int byte = hf->dec_bytes ? byte_token(s, len) : -1;
+        int byte = hf->dec_bytes ? lx_tok_byte_token(s, len) : -1;
         if (byte >= 0)
             lx_buf_putn(&b, lx_tok_byte_table + byte, 1);
         else

@@ -13,7 +13,10 @@
 ** byte token per byte (id = byte + 3); then the adjacent pair whose
 ** concatenation is a token of the highest score merges, leftmost first, until
 ** none does. Decoding drops BOS/EOS, turns byte tokens back into bytes and
-** removes the dummy prefix, so decode(encode(s)) == s for any bytes s. A
+** removes the dummy prefix (the " " token or, in a vocabulary without one,
+** the byte token <0x20>), so decode(encode(s)) == s for any bytes s: text
+** is looked up and merged among the pieces from id 259 on only, never into
+** <unk>, BOS, EOS or a byte token (whose pieces a vocabulary may spell). A
 ** segment (LX_ENC_SEGMENT) gets no dummy prefix, and its pieces (the piece
 ** op) keep every space, so segments encoded apart concatenate exactly.
 */
@@ -41,10 +44,12 @@ static int l2c_encode(const struct lx_tokenizer *t, const char *text, size_t n, 
 static void l2c_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out)
 {
     const struct lx_bpe *b = t->impl;
+    /* without a " " token the dummy prefix is the byte token of a space (l2c_encode) */
+    int32_t byte_space = lx_bpe_find(b, " ", 1) < 0 ? L2C_BYTE0 + ' ' : -1;
     int first = 1;   /* the next piece starts a text: its leading space is the dummy prefix */
     for (long i = 0; i < n; i++) {
-        if (ids[i] == L2C_BOS || ids[i] == L2C_EOS) {
-            first = 1;
+        if (ids[i] == L2C_BOS || ids[i] == L2C_EOS || (first && ids[i] == byte_space)) {
+            first = ids[i] != byte_space;
             continue;
         }
         size_t len;
@@ -116,6 +121,22 @@ static long count_tokens(const unsigned char *bytes, long n, const char *path, s
     return k;
 }
 
+/* Ids 3 .. 258 must be the byte tokens <0x00> .. <0xFF> in order: decoding
+** turns them into bytes by id, so another piece there would encode text that
+** comes back as a different byte. */
+static int check_byte_tokens(const struct lx_bpe *b, const char *path, struct lx_error *err)
+{
+    for (int c = 0; c < 256; c++) {
+        size_t len;
+        const char *s = lx_bpe_str(b, L2C_BYTE0 + c, &len);
+        if (lx_tok_byte_token(s, len) != c)
+            return lx_err(err, LX_EINVAL, "%s: token %d is \"%.*s\", not the byte token <0x%02X>\n  hint: ids "
+                          "3..258 of a llama2.c tokenizer.bin are the byte tokens <0x00>..<0xFF> in order", path,
+                          L2C_BYTE0 + c, (int)(len < 16 ? len : 16), s, c);
+    }
+    return LX_OK;
+}
+
 int lx_tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, long n, struct lx_error *err)
 {
     long k = count_tokens(bytes, n, t->path, err);
@@ -131,20 +152,29 @@ int lx_tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, long
         lx_bpe_set(b, (int32_t)i, (const char *)bytes + at + 8, (size_t)len);
         at += 8 + len;
     }
+    int rc = check_byte_tokens(b, t->path, err);
+    if (rc < 0) {
+        free(score);
+        l2c_free(b);
+        return rc;
+    }
+    b->first_text = L2C_BYTE0 + 256;
     lx_bpe_index(b);
     for (int c = 0; c < 256; c++)
         b->byte_id[c] = L2C_BYTE0 + c;
-    /* Every split of a token into two tokens is a merge, best score first. */
-    for (int32_t id = 0; id < k; id++) {
+    /* Every split of a token into two tokens is a merge, best score first
+    ** (a piece held twice merges into its first id, with that id's score). */
+    size_t max_len = (size_t)read_i32(bytes);   /* checked by count_tokens: every piece's length is <= it */
+    int32_t *left = lx_xmalloc(max_len * sizeof *left), *right = lx_xmalloc(max_len * sizeof *right);
+    for (int32_t id = b->first_text; id < k; id++) {
         size_t len;
         const char *s = lx_bpe_str(b, id, &len);
-        int32_t whole = lx_bpe_find(b, s, len);
-        for (size_t cut = 1; cut < len; cut++) {
-            int32_t l = lx_bpe_find(b, s, cut), r = lx_bpe_find(b, s + cut, len - cut);
-            if (l >= 0 && r >= 0)
-                lx_bpe_add_pair(b, l, r, -(double)score[whole], whole);
-        }
+        long n_cuts = lx_bpe_find(b, s, len) == id ? lx_bpe_splits(b, s, len, left, right) : 0;
+        for (long c = 0; c < n_cuts; c++)
+            lx_bpe_add_pair(b, left[c], right[c], -(double)score[id], id);
     }
+    free(left);
+    free(right);
     free(score);
     t->ops = &llama2c_ops;
     t->impl = b;

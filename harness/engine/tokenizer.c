@@ -44,6 +44,15 @@ void lx_buf_putn(struct lx_buf *b, const char *s, size_t n)
     b->s[b->len] = '\0';
 }
 
+int lx_tok_byte_token(const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>')
+        return -1;
+    const char *h = strchr(hex, s[3]), *l = strchr(hex, s[4]);
+    return h && l && s[3] && s[4] ? (int)((h - hex) * 16 + (l - hex)) : -1;
+}
+
 int lx_utf8_len(const unsigned char *s, size_t n)
 {
     if (n == 0)
@@ -305,6 +314,15 @@ long lx_tok_encode(const struct lx_tokenizer *t, const char *s, long n, int32_t 
     }
     *ids = v.id;
     return v.n;
+}
+
+int lx_tok_check_begin(const struct lx_tokenizer *t, struct lx_error *err)
+{
+    if (lx_tok_begin(t) >= 0)
+        return LX_OK;
+    return lx_err(err, LX_EINVAL, "%s has neither BOS nor EOS, and every window a model reads begins with one\n"
+                  "  hint: put the tokenizer_config.json naming its bos_token or eos_token beside it",
+                  t->path[0] ? t->path : "the tokenizer");
 }
 
 const char *lx_tok_piece(const struct lx_tokenizer *t, int32_t id, size_t *len)

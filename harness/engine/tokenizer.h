@@ -127,6 +127,11 @@ static inline int lx_tok_begin(const struct lx_tokenizer *t)
     return t->bos >= 0 ? t->bos : t->eos;
 }
 
+/* LX_OK when t has an id to begin a window with (lx_tok_begin >= 0); else
+** LX_EINVAL naming the file: a tokenizer.json with neither BOS nor EOS opens
+** (lenx tokenize reads it) but cannot serve a model. */
+int lx_tok_check_begin(const struct lx_tokenizer *t, struct lx_error *err);
+
 /* Encode s[0, n) as a segment (LX_ENC_SEGMENT, no BOS/EOS) into a new array
 ** (*ids, malloc'd, NULL when empty); returns the count, or a negative code
 ** (text the tokenizer cannot take) with err filled. */
@@ -152,6 +157,9 @@ extern const char lx_tok_byte_table[256];
 
 /* Append n bytes (NUL included) to a buffer. */
 void lx_buf_putn(struct lx_buf *b, const char *s, size_t n);
+
+/* The byte a byte-fallback token's piece stands for ("<0x41>" -> 0x41), or -1. */
+int lx_tok_byte_token(const char *s, size_t n);
 
 /* Length of the UTF-8 sequence starting at s[0] (1..4) when s[0, n) starts with
 ** a valid one, else 0. */

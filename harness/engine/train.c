@@ -387,9 +387,8 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
     if (m->arch.vocab < tok->n_vocab)
         return lx_err(err, LX_EINVAL, "training on the corpus needs a vocabulary of %ld (the %s tokenizer's); "
                       "the model has %ld", tok->n_vocab, tok->ops->kind, m->arch.vocab);
-    if (lx_tok_begin(tok) < 0)
-        return lx_err(err, LX_EINVAL, "the %s tokenizer %s has neither BOS nor EOS to begin a window with",
-                      tok->ops->kind, tok->path);
+    if (lx_tok_check_begin(tok, err) < 0)
+        return LX_EINVAL;
     if (m->arch.mode == LX_MODEL_MLM && tok->mask < 0)
         return lx_err(err, LX_EINVAL, "masked-LM training needs a [MASK] id and the %s tokenizer %s has none",
                       tok->ops->kind, tok->path);

@@ -11,6 +11,8 @@
 
 #include "harness/engine/checkpoint.h"
 #include "harness/engine/safetensors.h"
+#include "harness/engine/tok_hf.h"
+#include "harness/engine/tokenizer.h"
 #include "harness/plan.h"
 
 int lx_fuzz_feed_config(const uint8_t *data, size_t n, struct lx_error *err)
@@ -30,39 +32,59 @@ int lx_fuzz_feed_config(const uint8_t *data, size_t n, struct lx_error *err)
     return rc;
 }
 
-/* ---- safetensors -------------------------------------------------------------- */
+/* ---- scratch files ---------------------------------------------------------- */
 
-static char scratch[4096];  /* this process's scratch file, removed at exit */
+/* This process's scratch directory (made on first use, removed at exit) and
+** the files written in it: the input under the name its reader expects. */
+static char scratch_dir[4096];
+static const char *const scratch_names[] = {"input", "tokenizer.bin", "tokenizer.json", "tokenizer_config.json"};
 
 static void scratch_remove(void)
 {
-    if (scratch[0])
-        unlink(scratch);
+    char path[4096 + 64];
+    for (size_t k = 0; k < sizeof scratch_names / sizeof *scratch_names; k++) {
+        snprintf(path, sizeof path, "%s/%s", scratch_dir, scratch_names[k]);
+        unlink(path);
+    }
+    rmdir(scratch_dir);
 }
 
-/* data[0, n) as the contents of the scratch file (made on first use). */
-static int scratch_write(const uint8_t *data, size_t n, struct lx_error *err)
+/* The path of scratch file name (one of scratch_names) into out (4096 + 64 bytes). */
+static int scratch_path(const char *name, char *out, struct lx_error *err)
 {
-    if (!scratch[0]) {
+    if (!scratch_dir[0]) {
         const char *dir = getenv("TMPDIR");
-        snprintf(scratch, sizeof scratch, "%s/lenx-fuzz-XXXXXX", dir && *dir ? dir : "/tmp");
-        int fd = mkstemp(scratch);
-        if (fd < 0) {
-            scratch[0] = '\0';
-            return lx_err(err, LX_EIO, "cannot make a scratch file in %s\n  hint: set TMPDIR", dir ? dir : "/tmp");
+        snprintf(scratch_dir, sizeof scratch_dir, "%s/lenx-fuzz-XXXXXX", dir && *dir ? dir : "/tmp");
+        if (!mkdtemp(scratch_dir)) {
+            scratch_dir[0] = '\0';
+            return lx_err(err, LX_EIO, "cannot make a scratch directory in %s\n  hint: set TMPDIR",
+                          dir && *dir ? dir : "/tmp");
         }
-        close(fd);
         atexit(scratch_remove);
     }
-    FILE *fp = fopen(scratch, "wb");
+    snprintf(out, 4096 + 64, "%s/%s", scratch_dir, name);
+    return LX_OK;
+}
+
+/* data[0, n) as the contents of scratch file name; its path into path. */
+static int scratch_write(const char *name, const uint8_t *data, size_t n, char *path, struct lx_error *err)
+{
+    int rc = scratch_path(name, path, err);
+    if (rc < 0)
+        return rc;
+    FILE *fp = fopen(path, "wb");
     if (!fp)
-        return lx_err(err, LX_EIO, "cannot write the scratch file %s", scratch);
+        return lx_err(err, LX_EIO, "cannot write the scratch file %s", path);
     size_t put = n ? fwrite(data, 1, n, fp) : 0;
     int closed = fclose(fp);
     if (put != n || closed != 0)
-        return lx_err(err, LX_EIO, "cannot write %zu bytes to the scratch file %s", n, scratch);
+        return lx_err(err, LX_EIO, "cannot write %zu bytes to the scratch file %s", n, path);
     return LX_OK;
 }
+
+/* ---- safetensors -------------------------------------------------------------- */
+
+static char st_path[4096 + 64];     /* the scratch checkpoint */
 
 /* Every tensor of an open file read back at its own shape, one name that is
 ** not there (the "did you mean" message), and the lenx metadata keys. */
@@ -95,7 +117,7 @@ static int plan_checkpoint(const char *stack, int mode, struct lx_error *err)
 {
     struct lx_buf yaml = {0};
     lx_buf_printf(&yaml, "name: fuzz\nmodels: {c: {checkpoint: '%s'}}\nmethods: [%s]\ntasks: [%s]\n"
-                  "lengths: [16]\n", scratch, stack, mode == LX_MODEL_MLM ? "mlm" : "ppl");
+                  "lengths: [16]\n", st_path, stack, mode == LX_MODEL_MLM ? "mlm" : "ppl");
     int rc = lx_fuzz_feed_config((const uint8_t *)lx_buf_str(&yaml), yaml.len, err);
     lx_buf_free(&yaml);
     return rc;
@@ -103,11 +125,11 @@ static int plan_checkpoint(const char *stack, int mode, struct lx_error *err)
 
 int lx_fuzz_feed_safetensors(const uint8_t *data, size_t n, struct lx_error *err)
 {
-    int rc = scratch_write(data, n, err);
+    int rc = scratch_write("input", data, n, st_path, err);
     if (rc < 0)
         return rc;
     struct lx_st_file f;
-    rc = lx_st_open(&f, scratch, err);
+    rc = lx_st_open(&f, st_path, err);
     if (rc == LX_OK)
         rc = read_everything(&f, err);
     lx_st_close(&f);
@@ -115,7 +137,7 @@ int lx_fuzz_feed_safetensors(const uint8_t *data, size_t n, struct lx_error *err
         return rc;
     struct lx_model m;
     struct lx_ckpt_info info;
-    rc = lx_model_load(&m, scratch, &info, err);
+    rc = lx_model_load(&m, st_path, &info, err);
     if (rc < 0)
         return rc;
     int mode = m.arch.mode;
@@ -123,4 +145,305 @@ int lx_fuzz_feed_safetensors(const uint8_t *data, size_t n, struct lx_error *err
     rc = plan_checkpoint(info.stack, mode, err);
     lx_ckpt_info_release(&info);
     return rc;
+}
+
+/* ---- tokenizers --------------------------------------------------------------- */
+
+/* A promise that must hold: on failure, say which and on what, then abort as
+** LX_ASSERT does (libFuzzer reports it as a crash). */
+#define PROMISE(cond, ...)                                                      \
+    do {                                                                        \
+        if (!(cond)) {                                                          \
+            fprintf(stderr, "fuzz: " __VA_ARGS__);                              \
+            fputc('\n', stderr);                                                \
+            lx_assert_fail(#cond, __FILE__, __LINE__);                          \
+        }                                                                       \
+    } while (0)
+
+/* What a tokenizer guarantees for a text (check_text). */
+enum {
+    TEXT_ANY = 1,       /* encodes any bytes (llama2.c); else exactly the UTF-8 texts */
+    TEXT_DECODES = 2,   /* decode(encode(s)) == s (the BOS/EOS the format adds aside) */
+    TEXT_PIECES = 4,    /* a segment's pieces (lx_tok_decode) concatenate to s */
+};
+
+static int is_utf8(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        int len = lx_utf8_len((const unsigned char *)s + i, n - i);
+        if (len == 0)
+            return 0;
+        i += (size_t)len;
+    }
+    return 1;
+}
+
+static void check_ids(const struct lx_tokenizer *t, const int32_t *ids, long n, const char *what)
+{
+    for (long i = 0; i < n; i++)
+        PROMISE(ids[i] >= 0 && ids[i] < t->n_vocab, "%s: id %ld at %ld is outside the vocabulary of %ld", what,
+                (long)ids[i], i, t->n_vocab);
+}
+
+/* s[0, n) encoded whole (with the format's specials) and as a segment, each
+** read back: the ids are in the vocabulary, the text is refused only when
+** the tokenizer cannot take it (with a message), decoding its ids succeeds,
+** the pieces fit lx_tok_decode_cap, and the round trips of `promises` hold. */
+static void check_text(const struct lx_tokenizer *t, const char *s, size_t n, unsigned promises)
+{
+    struct lx_error err = {{0}};
+    int takes = (promises & TEXT_ANY) || is_utf8(s, n);
+    struct lx_ids ids = {0};
+    int rc = lx_tokenizer_encode(t, s, n, LX_ENC_SPECIALS, &ids, &err);
+    PROMISE(takes ? rc == LX_OK : rc == LX_EINVAL && err.msg[0], "encode of %zu bytes: rc %d: %s", n, rc, err.msg);
+    check_ids(t, ids.id, ids.n, "encode");
+    struct lx_buf back = {0};
+    rc = lx_tokenizer_decode(t, ids.id, ids.n, &back, &err);
+    PROMISE(rc == LX_OK, "decode of its own %ld ids: %s", ids.n, err.msg);
+    /* the text's own ids: without the BOS and EOS the format's post-processing added */
+    long first = rc == LX_OK && t->add_bos && t->bos >= 0, end = ids.n - (rc == LX_OK && t->add_eos && t->eos >= 0);
+    PROMISE(!takes || (end >= first && (!first || ids.id[0] == t->bos) && (end == ids.n || ids.id[end] == t->eos)),
+            "encode did not add BOS %d / EOS %d as the format says", t->bos, t->eos);
+    if (takes && (promises & TEXT_DECODES)) {
+        lx_buf_reset(&back);
+        const int32_t *own = ids.id ? ids.id + first : NULL;   /* (NULL when encode gave nothing) */
+        PROMISE(lx_tokenizer_decode(t, own, end - first, &back, &err) == LX_OK, "%s", err.msg);
+        PROMISE(back.len == n && memcmp(lx_buf_str(&back), s, n) == 0,
+                "decode(encode(s)) != s: %zu bytes back for %zu: \"%.*s\"", back.len, n, (int)back.len,
+                lx_buf_str(&back));
+    }
+    lx_buf_free(&back);
+    lx_ids_free(&ids);
+
+    int32_t *seg;
+    long m = lx_tok_encode(t, s, (long)n, &seg, &err);
+    PROMISE(takes ? m >= 0 : m == LX_EINVAL && err.msg[0], "segment of %zu bytes: %ld: %s", n, m, err.msg);
+    if (m < 0)
+        return;
+    check_ids(t, seg, m, "segment");
+    long cap = lx_tok_decode_cap(t, m);
+    char *out = lx_xmalloc((size_t)cap);
+    int stop;
+    long k = lx_tok_decode(t, seg, m, out, &stop);
+    PROMISE(k >= 0 && k < cap, "lx_tok_decode wrote %ld bytes into %ld", k, cap);
+    if (promises & TEXT_PIECES)
+        PROMISE(stop == -1 && k == (long)n && memcmp(out, s, n) == 0,
+                "segment pieces != s: %ld bytes back for %zu (stop %d): \"%.*s\"", k, n, stop, (int)k, out);
+    free(out);
+    free(seg);
+}
+
+/* What every tokenizer that opens promises whatever the text: specials in the
+** vocabulary, every id (of the first 4096) decodes, ids outside are refused
+** with a message, and a piece is at most max_piece bytes. */
+static void check_vocab(const struct lx_tokenizer *t)
+{
+    PROMISE(t->n_vocab > 0, "an empty vocabulary opened");
+    const int32_t special[] = {t->bos, t->eos, t->pad, t->mask};
+    for (int k = 0; k < 4; k++)
+        PROMISE(special[k] >= -1 && special[k] < t->n_vocab, "%s id %d is outside the vocabulary of %ld",
+                lx_tok_special_name(t, special[k]), special[k], t->n_vocab);
+    long n = t->n_vocab < 4096 ? t->n_vocab : 4096;
+    int32_t *ids = lx_xmalloc((size_t)n * sizeof *ids);
+    for (long i = 0; i < n; i++) {
+        ids[i] = (int32_t)i;
+        PROMISE(lx_tok_bytes(t, ids[i]) <= t->max_piece, "id %ld: a piece longer than max_piece %ld", i,
+                t->max_piece);
+    }
+    struct lx_error err = {{0}};
+    struct lx_buf text = {0};
+    PROMISE(lx_tokenizer_decode(t, ids, n, &text, &err) == LX_OK, "decode of ids 0..%ld: %s", n - 1, err.msg);
+    lx_buf_free(&text);
+    char *out = lx_xmalloc((size_t)lx_tok_decode_cap(t, n));
+    int stop;
+    PROMISE(lx_tok_decode(t, ids, n, out, &stop) < lx_tok_decode_cap(t, n), "lx_tok_decode past its cap");
+    free(out);
+    int32_t outside[2] = {-1, (int32_t)t->n_vocab};
+    for (int k = 0; k < 2; k++) {
+        err.msg[0] = '\0';
+        PROMISE(lx_tokenizer_decode(t, outside + k, 1, &text, &err) == LX_EINVAL && err.msg[0],
+                "id %d decoded", outside[k]);
+    }
+    lx_buf_free(&text);
+    free(ids);
+}
+
+#define TEXT(s) {s, sizeof s - 1}
+
+/* Texts every opened tokenizer encodes: empty, plain, spaces and controls,
+** NUL, several scripts and a combining mark, invalid UTF-8 (an overlong,
+** a lone surrogate, a cut sequence), spellings of specials, byte tokens and
+** "▁", digits, a long run. */
+static const struct fixed_text {
+    const char *s;
+    size_t n;
+} fixed_texts[] = {
+    TEXT(""), TEXT("Once upon a time"), TEXT(" two  spaces,\ta tab\nand\r\n "), TEXT("a\0b\0"),
+    TEXT("caf\xc3\xa9 e\xcc\x81 \xd0\x9c\xd0\xb8\xd1\x80 \xe4\xb8\x96\xe7\x95\x8c \xf0\x9f\x8e\x89"),
+    TEXT("\xc0\xaf \xed\xa0\x80 \xff\xfe \xe4\xb8"), TEXT("<s>x</s><unk><0x41>\xe2\x96\x81y <|end|>[X]"),
+    TEXT("12345 6.78"), TEXT("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+};
+
+/* The round trips a tokenizer.json's tables guarantee for s (0 when none):
+** byte-level BPE, every byte a token, no decoder step but ByteLevel and Fuse,
+** splits that keep every piece (Isolated), no Replace normalizer, Unicode
+** normalizers that leave s as it is, and no added token in s or at an id the
+** model spells differently. Then a segment's pieces are s; without a
+** Prepend or a prefix space, decode(encode(s)) == s too. */
+static unsigned json_promises(const struct hf *hf, const char *s, size_t n)
+{
+    int whole = 1;
+    if (!hf->bytelevel || hf->dec_bytes || hf->n_repl || hf->strip_start || hf->strip_stop || !is_utf8(s, n))
+        return 0;
+    for (int c = 0; c < 256; c++) {
+        char b = (char)c;
+        if (lx_bpe_find(&hf->bpe, &b, 1) < 0)
+            return 0;
+    }
+    for (int k = 0; k < hf->n_split; k++) {
+        if (hf->split[k].behavior != HF_ISOLATED)
+            return 0;
+        whole &= !hf->split[k].prefix_space;
+    }
+    struct lx_buf norm = {0};
+    int same = 1;
+    for (int k = 0; k < hf->n_norm && same; k++) {
+        whole &= hf->norm[k].kind != HF_PREPEND;
+        same = hf->norm[k].kind != HF_REPLACE;
+        if (hf->norm[k].kind == HF_UNICODE) {
+            lx_buf_reset(&norm);
+            lx_buf_putn(&norm, "", 0);
+            lx_unicode_normalize(hf->norm[k].form, s, n, &norm);
+            same = norm.len == n && memcmp(norm.s, s, n) == 0;
+        }
+    }
+    lx_buf_free(&norm);
+    for (int k = 0; k < hf->n_added && same; k++) {
+        const struct hf_added *a = &hf->added[k];
+        size_t len;
+        const char *model = lx_bpe_str(&hf->bpe, a->id, &len);
+        same = memchr(a->s, '\0', a->n) == NULL && (len == 0 || (len == a->n && memcmp(model, a->s, len) == 0));
+        for (size_t i = 0; same && i + a->n <= n; i++)
+            same = memcmp(s + i, a->s, a->n) != 0;
+    }
+    return !same ? 0 : whole ? TEXT_DECODES | TEXT_PIECES : TEXT_PIECES;
+}
+
+/* path opened as a tokenizer; when it opens, every fixed text checked with
+** the promises of its kind: `promises` for a tokenizer.bin, json_promises
+** for a tokenizer.json. */
+static int open_and_check(const char *path, int json, unsigned promises, struct lx_error *err)
+{
+    struct lx_tokenizer *t;
+    int rc = lx_tokenizer_open(&t, path, err);
+    if (rc < 0)
+        return rc;
+    check_vocab(t);
+    for (size_t k = 0; k < sizeof fixed_texts / sizeof *fixed_texts; k++) {
+        const struct fixed_text *x = &fixed_texts[k];
+        check_text(t, x->s, x->n, json ? json_promises(t->impl, x->s, x->n) : promises);
+    }
+    lx_tokenizer_free(t);
+    return LX_OK;
+}
+
+int lx_fuzz_feed_tokenizer_bin(const uint8_t *data, size_t n, struct lx_error *err)
+{
+    char path[4096 + 64];
+    int rc = scratch_write("tokenizer.bin", data, n, path, err);
+    if (rc < 0)
+        return rc;
+    /* lx_tokenizer_open reads bytes that start with '{' as a tokenizer.json */
+    size_t i = 0;
+    while (i < n && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t'))
+        i++;
+    int json = i < n && data[i] == '{';
+    return open_and_check(path, json, TEXT_ANY | TEXT_DECODES | TEXT_PIECES, err);
+}
+
+int lx_fuzz_feed_tokenizer_json(const uint8_t *data, size_t n, struct lx_error *err)
+{
+    const uint8_t *nul = memchr(data, '\0', n);
+    size_t n_json = nul ? (size_t)(nul - data) : n;
+    char path[4096 + 64], config[4096 + 64];
+    int rc = scratch_write("tokenizer.json", data, n_json, path, err);
+    if (rc == LX_OK && nul)
+        rc = scratch_write("tokenizer_config.json", nul + 1, n - n_json - 1, config, err);
+    else if (rc == LX_OK && scratch_path("tokenizer_config.json", config, err) == LX_OK)
+        unlink(config);
+    return rc < 0 ? rc : open_and_check(path, 1, 0, err);
+}
+
+/* ---- one real tokenizer, fuzzed text ---------------------------------------------- */
+
+enum { ENC_TOK512, ENC_TWIN, ENC_TINY, N_ENC };
+
+/* The fixed tokenizers of lx_fuzz_feed_encode, opened on first use (NULL when
+** absent), relative to the checkout, where the fuzzer and the test run. */
+static struct lx_tokenizer *enc_tok[N_ENC];
+
+static const struct lx_tokenizer *enc_open(int which)
+{
+    static const char *const paths[N_ENC] = {"../shared/models/stories260K/tok512.bin", "tests/ref/stories260K-hf",
+                                            "tests/ref/tok_tiny.json"};
+    static int tried[N_ENC];
+    if (!tried[which]) {
+        struct lx_error err = {{0}};
+        tried[which] = 1;
+        if (lx_tokenizer_open(&enc_tok[which], paths[which], &err) < 0 && which != ENC_TOK512)
+            PROMISE(0, "%s", err.msg);   /* committed files: they must open */
+    }
+    return enc_tok[which];
+}
+
+static int contains(const char *s, size_t n, const char *word)
+{
+    size_t w = strlen(word);
+    for (size_t i = 0; i + w <= n; i++)
+        if (memcmp(s + i, word, w) == 0)
+            return 1;
+    return 0;
+}
+
+/* Whether s holds any of the NULL-terminated words. */
+static int contains_any(const char *s, size_t n, const char *const *words)
+{
+    for (; *words; words++)
+        if (contains(s, n, *words))
+            return 1;
+    return 0;
+}
+
+int lx_fuzz_feed_encode(const uint8_t *data, size_t n, struct lx_error *err)
+{
+    if (n == 0)
+        return LX_OK;
+    int which = data[0] % N_ENC;
+    const char *s = (const char *)data + 1;
+    const struct lx_tokenizer *t = enc_open(which);
+    if (!t)
+        return LX_OK;   /* tok512.bin is not beside the checkout */
+    n--;
+    /* what breaks each round trip: the twin's "▁" (it is its space) and added
+    ** tokens (split out of any text); tok_tiny's added tokens */
+    static const char *const twin_words[] = {"\xe2\x96\x81", "<s>", "</s>", "<unk>", NULL};
+    static const char *const tiny_words[] = {"<|end|>", "[X]", NULL};
+    unsigned promises = which == ENC_TOK512 ? TEXT_ANY | TEXT_DECODES | TEXT_PIECES
+                        : which == ENC_TWIN ? (contains_any(s, n, twin_words) ? 0 : TEXT_DECODES | TEXT_PIECES)
+                                            : (contains_any(s, n, tiny_words) ? 0 : TEXT_PIECES);
+    check_text(t, s, n, promises);
+    const struct lx_tokenizer *bin = which == ENC_TWIN && promises && is_utf8(s, n) ? enc_open(ENC_TOK512) : NULL;
+    if (bin) {   /* the twin gives tok512.bin's ids (tests/ref/llama2c_to_hf.py) */
+        struct lx_ids a = {0}, b = {0};
+        PROMISE(lx_tokenizer_encode(t, s, n, LX_ENC_SPECIALS, &a, err) == LX_OK, "%s", err->msg);
+        PROMISE(lx_tokenizer_encode(bin, s, n, LX_ENC_SPECIALS, &b, err) == LX_OK, "%s", err->msg);
+        long i = 0;
+        while (i < a.n && i < b.n && a.id[i] == b.id[i])
+            i++;
+        PROMISE(i == a.n && i == b.n, "the twin's ids differ from tok512.bin's at %ld (%d, %d)", i,
+                i < a.n ? a.id[i] : -1, i < b.n ? b.id[i] : -1);
+        lx_ids_free(&a);
+        lx_ids_free(&b);
+    }
+    return LX_OK;
 }

@@ -27,4 +27,28 @@ int lx_fuzz_feed_config(const uint8_t *data, size_t n, struct lx_error *err);
 ** it as a `checkpoint:` model with its own training stack as the method. */
 int lx_fuzz_feed_safetensors(const uint8_t *data, size_t n, struct lx_error *err);
 
+/* Bytes as a llama2.c tokenizer.bin -> lx_tokenizer_open (which sniffs the
+** kind: bytes starting with '{' are read as a tokenizer.json). When it opens,
+** fixed texts are encoded and decoded and what every tokenizer promises is
+** asserted (ids in the vocabulary, decoding its own ids succeeds); for a
+** tokenizer.bin also decode(encode(s)) == s for any bytes, and a segment's
+** pieces concatenate to s (docs/tokenizers.md#llama2c). */
+int lx_fuzz_feed_tokenizer_bin(const uint8_t *data, size_t n, struct lx_error *err);
+
+/* Bytes up to the first NUL as a tokenizer.json, the bytes after it (if
+** any) as the tokenizer_config.json beside it -> lx_tokenizer_open, then the
+** same texts and promises; text that is not UTF-8 is refused with a message,
+** and the round trips hold where the file's tables guarantee them (a
+** byte-level file with every byte a token and nothing lossy in its pipeline). */
+int lx_fuzz_feed_tokenizer_json(const uint8_t *data, size_t n, struct lx_error *err);
+
+/* data[0] picks a fixed real tokenizer (0: llama2.c's tok512.bin from
+** ../shared/models/stories260K, skipped when absent; 1: its tokenizer.json
+** twin tests/ref/stories260K-hf; 2: the byte-level tests/ref/tok_tiny.json),
+** the rest is the text. The promises above, plus the round trips each
+** guarantees (tok512.bin: any bytes; the twin: UTF-8 without U+2581 or its
+** added tokens, with tok512.bin's ids; tok_tiny: segments of UTF-8 without
+** its added tokens). */
+int lx_fuzz_feed_encode(const uint8_t *data, size_t n, struct lx_error *err);
+
 #endif

@@ -21,8 +21,23 @@ parameter, or a change of the checkpoint format):
                                   tasks need), each under 20 KB
   tests/fuzz/safetensors.dict     JSON tokens, dtypes, header and metadata
                                   keys, tensor names
+  tests/fuzz/corpus/tokenizer_bin/  llama2.c's tok512.bin (../shared/models/
+                                  stories260K/), the same cut to its first 300
+                                  tokens, and the smallest file that opens
+                                  (<unk>, BOS, EOS, 256 byte tokens, a few
+                                  merges), each under 8 KB
+  tests/fuzz/corpus/tokenizer_json/ small tokenizer.json files of each family:
+                                  tests/ref/stories260K-hf's (with its
+                                  tokenizer_config.json after a NUL), tests/ref/
+                                  tok_tiny.json, and Llama-2's and Qwen3's
+                                  (make tokenizers) cut to their first tokens and
+                                  the merges among them, each under 16 KB
+  tests/fuzz/corpus/encode/       a selector byte (0 tok512.bin, 1 its
+                                  tokenizer.json twin, 2 tok_tiny.json) and a text
+  tests/fuzz/tokenizer_*.dict, encode.dict  the formats' fields and words
 
-Standard library only:  python3 tests/fuzz/make_seeds.py
+Standard library only:  python3 tests/fuzz/make_seeds.py  (after `make
+tokenizers`, and with ../shared/models/stories260K/ beside the checkout)
 """
 import glob
 import json
@@ -170,10 +185,107 @@ def checkpoint(path, arch, stack, train_len):
         f.write(struct.pack("<Q", len(text)) + text + data)
 
 
+TOK512 = os.path.join(ROOT, "..", "shared", "models", "stories260K", "tok512.bin")
+HF_JSON = {"llama2": os.path.join(ROOT, "build", "tokenizers", "llama2", "models", "tokenizer.json"),
+           "qwen3": os.path.join(ROOT, "build", "tokenizers", "qwen3", "models", "tokenizer.json")}
+
+BIN_TOKENS = ["\x00\x00\x00\x00", "\x01\x00\x00\x00", "\x06\x00\x00\x00", "\xff\xff\xff\xff",
+              "\x00\x00\x01\x00", "\x00\x00\x80\xbf", "\x00\x00\x80\x7f", "\x00\x00\xc0\x7f",
+              "\x00\x00\x80\xff", "<unk>", "\n<s>\n", "\n</s>\n", "<0x", "<0x20>", "<0x41>", " ", " t", "\xe2\x96\x81"]
+JSON_TOKENS = ["{", "}", "[", "]", ":", ",", "\"", "null", "true", "false", "0", "-1", "1e9", "2147483648",
+               "9223372036854775807", "\\u0000", "\\u2581", "\\uD800", "\"model\"", "\"type\"", "\"BPE\"",
+               "\"WordPiece\"", "\"vocab\"", "\"merges\"", "\"byte_fallback\"", "\"fuse_unk\"",
+               "\"ignore_merges\"", "\"unk_token\"", "\"dropout\"", "\"continuing_subword_prefix\"",
+               "\"end_of_word_suffix\"", "\"added_tokens\"", "\"id\"", "\"content\"", "\"special\"",
+               "\"lstrip\"", "\"rstrip\"", "\"single_word\"", "\"normalized\"", "\"normalizer\"",
+               "\"normalizers\"", "\"Sequence\"", "\"Prepend\"", "\"prepend\"", "\"Replace\"", "\"NFC\"",
+               "\"NFD\"", "\"NFKC\"", "\"NFKD\"", "\"Lowercase\"", "\"pattern\"", "\"String\"", "\"Regex\"",
+               "\"pre_tokenizer\"", "\"pretokenizers\"", "\"Split\"", "\"behavior\"", "\"Isolated\"",
+               "\"Removed\"", "\"invert\"", "\"ByteLevel\"", "\"add_prefix_space\"", "\"use_regex\"",
+               "\"Digits\"", "\"individual_digits\"", "\"Metaspace\"", "\"decoder\"", "\"decoders\"",
+               "\"ByteFallback\"", "\"Fuse\"", "\"Strip\"", "\"start\"", "\"stop\"", "\"post_processor\"",
+               "\"processors\"", "\"TemplateProcessing\"", "\"single\"", "\"pair\"", "\"SpecialToken\"",
+               "\"special_tokens\"", "\"ids\"", "\"tokens\"", "\"bos_token\"", "\"eos_token\"",
+               "\"<0x41>\"", "\"<s>\"", "\"<unk>\"", "\"\u0120\"", "\"\u2581\"", "\\p{L}", "\\p{N}", "\\s+",
+               "(?!\\S)", "(?i:", "[^", "]+", "|", "{99999}", "(a+)+", "\\", "\x00"]
+ENC_TOKENS = ["\xe2\x96\x81", "<s>", "</s>", "<unk>", "<|end|>", "[X]", " the", " a", "\n", "\t", "  ", "\x00",
+              "\xc3\xa9", "e\xcc\x81", "\xf0\x9f\x8e\x89", "\xe2\x80\x8d", "\xed\xa0\x80", "\xc0\xaf", "\xff",
+              "123", "'s", "Once upon a time"]
+
+
+def tok_bin(path, tokens, max_len=None):
+    """tokens: [(score, bytes)] in id order, as llama2.c's tokenizer.py writes them."""
+    data = struct.pack("<i", max_len or max(len(t) for _, t in tokens))
+    for score, t in tokens:
+        data += struct.pack("<fi", score, len(t)) + t
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def read_tok_bin(path):
+    b = open(path, "rb").read()
+    at, out = 4, []
+    while at < len(b):
+        score, n = struct.unpack("<fi", b[at:at + 8])
+        out.append((score, b[at + 8:at + 8 + n]))
+        at += 8 + n
+    return out
+
+
+def small_json(src, n_keep, n_added_base):
+    """src's tokenizer.json cut to ids < n_keep and the merges among them; its
+    added tokens renumbered from n_keep (their first n_added_base)."""
+    d = json.load(open(src, encoding="utf-8"))
+    m = d["model"]
+    vocab = {t: i for t, i in m["vocab"].items() if i < n_keep}
+    merges = []
+    for mg in m["merges"]:
+        a, b = mg if isinstance(mg, list) else mg.split(" ", 1)
+        if a in vocab and b in vocab and a + b in vocab:
+            merges.append(mg)
+    m["vocab"], m["merges"] = vocab, merges
+    remap = {}
+    added = [a for a in d["added_tokens"] if a["id"] < n_keep] + \
+            [a for a in d["added_tokens"] if a["id"] >= n_keep][:n_added_base]
+    for k, a in enumerate(x for x in added if x["id"] >= n_keep):
+        remap[a["id"]] = n_keep + k
+        a["id"] = n_keep + k
+    d["added_tokens"] = added
+    post = d.get("post_processor") or {}
+    for tok in (post.get("special_tokens") or {}).values():
+        tok["ids"] = [remap.get(i, i) for i in tok["ids"]]
+    return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def tokenizer_seeds(tb, tj, enc):
+    real = read_tok_bin(TOK512)
+    shutil.copyfile(TOK512, os.path.join(tb, "tok512.bin"))
+    tok_bin(os.path.join(tb, "tok512-300.bin"), real[:300], 7)
+    base = [(0.0, b"<unk>"), (0.0, b"\n<s>\n"), (0.0, b"\n</s>\n")] + [(0.0, b"<0x%02X>" % i) for i in range(256)]
+    tok_bin(os.path.join(tb, "smallest.bin"), base + [(-1.0, b" "), (-2.0, b"a"), (-3.0, b"ab"), (-4.0, b" a"),
+                                                      (-5.0, b" ab"), (-6.0, b"b")])
+    twin = os.path.join(ROOT, "tests", "ref", "stories260K-hf")
+    with open(os.path.join(tj, "stories260K-hf.json"), "wb") as f:
+        f.write(open(os.path.join(twin, "tokenizer.json"), "rb").read() + b"\0" +
+                open(os.path.join(twin, "tokenizer_config.json"), "rb").read())
+    shutil.copy(os.path.join(ROOT, "tests", "ref", "tok_tiny.json"), os.path.join(tj, "tok_tiny.json"))
+    for name, keep, n_added in (("llama2", 400, 0), ("qwen3", 700, 4)):
+        with open(os.path.join(tj, name + "-small.json"), "wb") as f:
+            f.write(small_json(HF_JSON[name], keep, n_added))
+    texts = [b"Once upon a time, there was a little girl named Lily.", b"a\0b\0\0c", b"\xff\xfe\xc3 \xed\xa0\x80",
+             "caf\u00e9 e\u0301 \u4e16\u754c \U0001f389\u200d\U0001f466 12345".encode(), b"  \t\n\n  x  ",
+             "\u2581a <s></s><unk> <|end|>[X] <0x41>".encode(), b"z" * 300]
+    for i, text in enumerate(texts):
+        for sel in range(3):
+            with open(os.path.join(enc, f"text{i}-tok{sel}"), "wb") as f:
+                f.write(bytes([sel]) + text)
+
+
 def main():
     cfg = os.path.join(FUZZ, "corpus", "config")
     st = os.path.join(FUZZ, "corpus", "safetensors")
-    for d in (cfg, st):
+    tb, tj, enc = (os.path.join(FUZZ, "corpus", d) for d in ("tokenizer_bin", "tokenizer_json", "encode"))
+    for d in (cfg, st, tb, tj, enc):
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
     for p in sorted(glob.glob(os.path.join(ROOT, "configs", "*.yaml")) +
@@ -198,7 +310,14 @@ def main():
                '[{"rope":{"base":10000,"layout":"half"}}]', 16)
     write_dict(os.path.join(FUZZ, "safetensors.dict"), "JSON tokens, dtypes, header keys, lenx metadata",
                ST_TOKENS)
-    for d in (cfg, st):
+    tokenizer_seeds(tb, tj, enc)
+    write_dict(os.path.join(FUZZ, "tokenizer_bin.dict"), "int32 lengths, float32 scores, llama2.c pieces",
+               BIN_TOKENS)
+    write_dict(os.path.join(FUZZ, "tokenizer_json.dict"), "JSON tokens, tokenizer.json fields and component types",
+               JSON_TOKENS)
+    write_dict(os.path.join(FUZZ, "encode.dict"), "words and characters the fixed tokenizers treat apart",
+               ENC_TOKENS)
+    for d in (cfg, st, tb, tj, enc):
         print(f"{os.path.relpath(d, ROOT)}: {len(os.listdir(d))} files")
 
 
