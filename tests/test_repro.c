@@ -82,3 +82,34 @@ Test(repro, t5align_calibrates_in_model_tokens, .init = setup, .fini = teardown,
     cr_expect_eq(sql_long("t.db", "select count(*) from metrics where name = 'tau' and value > 0"), 1,
                  "the calibrated temperature is stored");
 }
+
+/* scripts/repro_check.sh, the drift check of a reproduction: a snapshot
+** written from a store (--update) is reproduced by a second call (the sweep
+** resumes, nothing is recomputed), a snapshot whose ppl values were changed
+** (a 9 put before their first digit) is caught with exit 1, naming the
+** metric and both values, and a missing config or snapshot is a clear error
+** (exit 2). The fixture sweep trains its tiny model in seconds. */
+Test(repro, repro_check_catches_a_moved_value, .init = setup, .fini = teardown, .timeout = 300)
+{
+    static char out[1 << 16];
+    const char *check = "LENX_BIN=$L bash $R/scripts/repro_check.sh";
+    cr_assert_eq(sh(out, sizeof out, "%s $R/tests/report_sweep.yaml --snapshot s.csv --db r.db --update 2>&1", check), 0,
+                 "%s", out);
+    cr_expect(strstr(out, "report-fixture: snapshot s.csv written") != NULL, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "%s $R/tests/report_sweep.yaml --snapshot s.csv --db r.db 2>&1", check), 0, "%s",
+                 out);
+    cr_expect(strstr(out, "report-fixture reproduces s.csv (rtol 1e-5, atol 1e-6") != NULL, "%s", out);
+    cr_expect(strstr(out, "18 already stored, 0 to run") != NULL, "the second call resumes: %s", out);
+    cr_assert_eq(sh(out, sizeof out, "sed 's/\\(,ppl(windows=2),128,1,ppl,\\)\\([0-9]\\)/\\19\\2/' s.csv > m.csv && "
+                    "grep -c ',ppl(windows=2),128,1,ppl,9' m.csv"), 0, "%s", out);
+    cr_assert_eq(atoi(out), 2, "two ppl values changed (one per method): %s", out);
+    cr_expect_eq(sh(out, sizeof out, "%s $R/tests/report_sweep.yaml --snapshot m.csv --db r.db 2>&1", check), 1, "%s",
+                 out);
+    cr_expect(strstr(out, "ppl") != NULL && strstr(out, "report-fixture moved from m.csv") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "%s no-such-repro 2>&1", check), 2, "%s", out);
+    cr_expect(strstr(out, "no reproduction config") && strstr(out, "hint: one of:") && strstr(out, "t5-alignment"),
+              "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "%s $R/tests/report_sweep.yaml --snapshot none.csv --db r.db 2>&1", check), 2,
+                 "%s", out);
+    cr_expect(strstr(out, "no snapshot none.csv") != NULL, "%s", out);
+}
