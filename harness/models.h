@@ -62,7 +62,6 @@ struct lx_model_use {
     char *mix_json;                 /* [{"name":..,"params":{..},"weight":w},..], or NULL without one */
     char *tokenizer;                /* path of the model's tokenizer (named, or found beside a checkpoint);
                                     ** NULL: the byte tokenizer */
-    char *found_tokenizer;          /* a tokenizer file the loader found beside the checkpoint, or NULL */
     const struct lx_node *tokenizer_where;  /* its YAML value, for messages; NULL without one */
     struct lx_tokenizer *tok;       /* loaded from `tokenizer`, owned; NULL: the byte tokenizer */
 };

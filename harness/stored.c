@@ -109,7 +109,7 @@ int lx_stored_show_sweep(const char *sweep, const char *db, struct lx_error *err
     lx_store_close(store);
     for (int i = 0; rc == LX_OK && i < n; i++) {
         printf("%s# sweep %s: %d cells from %s%s, %s ... %s, newest at commit %.12s\n", i ? "\n" : "", sweep,
-               v[i].n_cells, v[i].path, i ? " (an older text)" : "", v[i].first, v[i].last, v[i].commit);
+               v[i].n_cells, v[i].path, i ? " (an older text)" : "", v[i].first, v[i].last, v[i].commits[0].name);
         for (int k = 0; v[i].n_commits > 1 && k < v[i].n_commits; k++)
             printf("#   commit %.12s%s: %d cell%s\n", v[i].commits[k].name, v[i].commits[k].dirty ? " (dirty)" : "",
                    v[i].commits[k].n, v[i].commits[k].n == 1 ? "" : "s");

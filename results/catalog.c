@@ -79,13 +79,8 @@ static int config_row(void *ctx, const struct lx_value *c, int n_cols)
     w->text = c[0].type == LX_V_NULL ? NULL : txt(&c[0]);
     w->path = txt(&c[1]);
     w->n_cells = (int)num(&c[2], 0);
-    w->commit = txt(&c[3]);
-    w->last = txt(&c[4]);
-    w->first = txt(&c[6]);
-    w->dirty = (int)num(&c[7], 0);
-    w->host = txt(&c[8]);
-    w->blas = txt(&c[9]);
-    w->threads = (int)num(&c[10], 0);
+    w->last = txt(&c[3]);
+    w->first = txt(&c[4]);
     return 0;
 }
 
@@ -103,14 +98,13 @@ static int count_row(void *ctx, const struct lx_value *c, int n_cols)
 int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_sweep_config **out, int *n,
                            struct lx_error *err)
 {
-    /* the newest row of each text gives its path, commit and machine; the
-    ** span and count are the group's (one query per aggregate: SQLite's bare
-    ** columns come from the max() row only when max() is the sole aggregate) */
+    /* the newest row of each text gives its path; the span and count are the
+    ** group's (joined: SQLite's bare columns come from the max() row only when
+    ** max() is the sole aggregate); commits and machines, newest first, follow */
     static const char *sql =
-        "SELECT r.config_text, r.config, g.n, r.git_commit, g.last, r.id, g.first, r.git_dirty, r.host, r.blas,"
-        " r.threads FROM runs r JOIN (SELECT max(id) AS newest, count(*) AS n, min(started) AS first,"
-        " max(finished) AS last FROM runs WHERE sweep = ?1 GROUP BY config_text) g ON r.id = g.newest"
-        " ORDER BY r.id DESC";
+        "SELECT r.config_text, r.config, g.n, g.last, g.first FROM runs r JOIN (SELECT max(id) AS newest,"
+        " count(*) AS n, min(started) AS first, max(finished) AS last FROM runs WHERE sweep = ?1"
+        " GROUP BY config_text) g ON r.id = g.newest ORDER BY r.id DESC";
     static const char *const count_sql[2] = {
         "SELECT git_commit, git_dirty, 0, '', count(*) FROM runs WHERE sweep = ?1 AND config_text IS ?2"
         " GROUP BY git_commit, git_dirty ORDER BY max(id) DESC",

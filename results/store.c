@@ -696,8 +696,7 @@ static void prov_counts_free(struct lx_prov_count *v, int n)
 void lx_sweep_configs_free(struct lx_sweep_config *v, int n)
 {
     for (int i = 0; i < n; i++) {
-        free(v[i].text), free(v[i].path), free(v[i].commit), free(v[i].last), free(v[i].first), free(v[i].host),
-            free(v[i].blas);
+        free(v[i].text), free(v[i].path), free(v[i].last), free(v[i].first);
         prov_counts_free(v[i].commits, v[i].n_commits);
         prov_counts_free(v[i].machines, v[i].n_machines);
     }

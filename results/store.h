@@ -198,13 +198,10 @@ struct lx_sweep_config {
     char *text;                 /* the sweep's YAML, NULL when not stored */
     char *path;                 /* the sweep file as it was named by the newest row's command line */
     int n_cells;                /* rows made from this text */
-    char *commit;               /* git commit of the newest row (highest id) */
     char *last;                 /* ISO time the last of them finished */
     char *first;                /* ISO time the first of them started */
-    int dirty;                  /* the newest row was built from a tree with uncommitted changes */
-    char *host, *blas;          /* machine of the newest row: host name, BLAS core and threading */
-    int threads;                /* its OpenMP threads */
-    struct lx_prov_count *commits, *machines;   /* every (commit, dirty) and (host, threads, blas) */
+    struct lx_prov_count *commits, *machines;   /* every (commit, dirty) and (host, threads, blas), the
+                                                ** newest row's first; n_commits, n_machines >= 1 */
     int n_commits, n_machines;
 };
 int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_sweep_config **out, int *n,

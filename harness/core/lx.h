@@ -59,6 +59,10 @@ char *lx_xstrdup(const char *s);
 ** directory or a file over max_bytes (0 = no limit) is an LX_EIO error. */
 int lx_read_file(const char *path, unsigned char **bytes, long *n, long max_bytes, struct lx_error *err);
 
+/* Write n bytes as the whole file at path (created or truncated); LX_EIO
+** naming the file and the system's reason. */
+int lx_write_file(const char *path, const void *bytes, size_t n, struct lx_error *err);
+
 /* Create the folders above path's last component, as far as they are
 ** missing (errors are left to whoever then opens the file). */
 void lx_make_parent_dir(const char *path);

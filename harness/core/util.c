@@ -214,6 +214,17 @@ const char *lx_closest(const char *s, const char *const *names, int n)
     return best_d <= limit ? best : NULL;
 }
 
+int lx_write_file(const char *path, const void *bytes, size_t n, struct lx_error *err)
+{
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return lx_err(err, LX_EIO, "%s: cannot create: %s", path, strerror(errno));
+    int ok = fwrite(bytes, 1, n, fp) == n;
+    if (fclose(fp) != 0 || !ok)
+        return lx_err(err, LX_EIO, "%s: cannot write: %s", path, strerror(errno));
+    return LX_OK;
+}
+
 int lx_read_file(const char *path, unsigned char **bytes, long *n, long max_bytes, struct lx_error *err)
 {
     *bytes = NULL;

@@ -556,17 +556,6 @@ static void export_config(struct lx_buf *b, const struct lx_model *m, long train
     lx_buf_puts(b, ",\n  \"torch_dtype\": \"float32\"\n}\n");
 }
 
-static int write_text(const char *path, const struct lx_buf *b, struct lx_error *err)
-{
-    FILE *fp = fopen(path, "w");
-    if (!fp)
-        return lx_err(err, LX_EIO, "%s: cannot create: %s", path, strerror(errno));
-    int ok = fwrite(b->s, 1, b->len, fp) == b->len;
-    if (fclose(fp) != 0 || !ok)
-        return lx_err(err, LX_EIO, "%s: cannot write: %s", path, strerror(errno));
-    return LX_OK;
-}
-
 int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const char *dir, struct lx_error *err)
 {
     const struct lx_arch *a = &m->arch;
@@ -614,7 +603,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     lx_buf_reset(&path);
     lx_buf_printf(&path, "%s/config.json", dir);
     if (rc == LX_OK)
-        rc = write_text(lx_buf_str(&path), &cfg, err);
+        rc = lx_write_file(lx_buf_str(&path), cfg.s, cfg.len, err);
     lx_buf_free(&path);
     lx_buf_free(&cfg);
     free(perm);

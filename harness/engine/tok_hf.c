@@ -642,7 +642,6 @@ static int read_all(struct lx_tokenizer *t, struct hf *hf, const struct lx_json 
     long n_vocab;
     if ((rc = vocab_size(doc, lx_json_member(model, "vocab"), added, &n_vocab, err)) < 0)
         return rc;
-
     lx_bpe_init(&hf->bpe, n_vocab);
     hf->text = lx_xcalloc((size_t)hf->bpe.n_vocab + 1, sizeof *hf->text);
     if ((rc = read_model(hf, doc, model, err)) < 0 || (rc = read_added(hf, doc, added, err)) < 0 ||

@@ -172,17 +172,6 @@ static int is_json(const unsigned char *bytes, long n)
     return i < n && bytes[i] == '{';
 }
 
-static int write_bytes(const char *path, const unsigned char *b, long n, struct lx_error *err)
-{
-    FILE *fp = fopen(path, "wb");
-    if (!fp)
-        return lx_err(err, LX_EIO, "%s: cannot create: %s", path, strerror(errno));
-    int ok = fwrite(b, 1, (size_t)n, fp) == (size_t)n;
-    if (fclose(fp) != 0 || !ok)
-        return lx_err(err, LX_EIO, "%s: cannot write: %s", path, strerror(errno));
-    return LX_OK;
-}
-
 /* tokenizer_config.json beside a tokenizer.json (its BOS/EOS when the
 ** template gives none) into dir, when there is one. */
 static int copy_config(const char *file, const char *dir, struct lx_error *err)
@@ -197,7 +186,7 @@ static int copy_config(const char *file, const char *dir, struct lx_error *err)
     if (lx_read_file(lx_buf_str(&p), &b, &n, LX_TOK_MAX_BYTES, &sub) == LX_OK) {
         lx_buf_reset(&p);
         lx_buf_printf(&p, "%s/tokenizer_config.json", dir);
-        rc = write_bytes(lx_buf_str(&p), b, n, err);
+        rc = lx_write_file(lx_buf_str(&p), b, (size_t)n, err);
     }
     free(b);
     lx_buf_free(&p);
@@ -225,7 +214,7 @@ int lx_tokenizer_copy(const char *file, const char *sha256, const char *dir, str
     struct lx_buf p = {0};
     lx_buf_printf(&p, "%s/%s", dir, json ? "tokenizer.json" : "tokenizer.bin");
     if (rc == LX_OK)
-        rc = write_bytes(lx_buf_str(&p), b, n, err);
+        rc = lx_write_file(lx_buf_str(&p), b, (size_t)n, err);
     if (rc == LX_OK && json)
         rc = copy_config(file, dir, err);
     lx_buf_free(&p);
