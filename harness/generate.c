@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "harness/cli.h"
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/decode.h"
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/kernels/decode.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/grid.h"
 #include "harness/plan.h"
 #include "harness/score.h"

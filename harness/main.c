@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "harness/cli.h"
-#include "harness/engine/blas.h"
+#include "harness/engine/kernels/blas.h"
 #include "harness/plan.h"
 #include "harness/run.h"
 #include "harness/modelcmd.h"

@@ -10,8 +10,8 @@
 #include <time.h>
 
 #include "harness/cli.h"
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/hf.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/formats/hf_model.h"
 #include "harness/score.h"
 #include "results/store.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness/engine/checkpoint.h"
+#include "harness/engine/formats/checkpoint.h"
 #include "harness/registry.h"
 #include "tasks/task.h"
 

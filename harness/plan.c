@@ -21,9 +21,9 @@
 
 #include <omp.h>
 
-#include "harness/engine/corpus.h"
-#include "harness/engine/decode.h"
-#include "harness/engine/model.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/kernels/decode.h"
+#include "harness/engine/model/model.h"
 #include "harness/core/hash.h"
 
 static const char *cap_name(unsigned cap)

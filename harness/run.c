@@ -18,9 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/engine/calibrate.h"
-#include "harness/engine/blas.h"
-#include "harness/engine/checkpoint.h"
+#include "harness/engine/model/calibrate.h"
+#include "harness/engine/kernels/blas.h"
+#include "harness/engine/formats/checkpoint.h"
 #include "harness/core/hash.h"
 #include "harness/core/version.h"
 #include "tasks/retrieval.h"

@@ -10,7 +10,7 @@
 
 #include "harness/cli.h"
 #include "harness/modelcmd.h"
-#include "harness/engine/instance.h"
+#include "harness/engine/data/instance.h"
 #include "harness/plan.h"
 #include "tasks/retrieval.h"
 #include "harness/registry.h"

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
-#include "harness/engine/attention.h"
-#include "harness/engine/decode.h"
-#include "harness/engine/model.h"
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/decode.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
 

@@ -33,9 +33,9 @@
 #include <stdint.h>
 
 #include "harness/core/lx.h"
-#include "harness/engine/corpus.h"   /* the byte vocabulary: LX_TOK_BOS … */
-#include "harness/engine/decode.h"   /* enum lx_decode */
-#include "harness/engine/instance.h"
+#include "harness/engine/data/corpus.h"   /* the byte vocabulary: LX_TOK_BOS … */
+#include "harness/engine/kernels/decode.h"   /* enum lx_decode */
+#include "harness/engine/data/instance.h"
 
 #define LX_MAX_RETRIEVAL_LENGTH (1L << 20)  /* instance tokens at most, as ppl (docs/tasks.md) */
 

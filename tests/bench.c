@@ -31,8 +31,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "harness/engine/attention.h"
-#include "harness/engine/blas.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/blas.h"
 #include "harness/plan.h"
 #include "harness/core/rng.h"
 #include "harness/run.h"

@@ -25,9 +25,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "harness/engine/blas.h"
-#include "harness/engine/decode.h"
-#include "harness/engine/model.h"
+#include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/decode.h"
+#include "harness/engine/model/model.h"
 #include "harness/plan.h"
 #include "harness/registry.h"
 #include "tasks/retrieval.h"

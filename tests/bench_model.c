@@ -40,9 +40,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/engine/blas.h"
-#include "harness/engine/model.h"
-#include "harness/engine/train.h"
+#include "harness/engine/kernels/blas.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/model/train.h"
 #include "harness/core/rng.h"
 
 #define PYTHON "/usr/bin/python3"

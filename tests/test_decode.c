@@ -22,11 +22,11 @@
 #include <string.h>
 
 #include "harness/core/rng.h"
-#include "harness/engine/attention.h"
-#include "harness/engine/decode.h"
-#include "harness/engine/model.h"
-#include "harness/engine/tokenizer.h"
-#include "harness/engine/train.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/decode.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+#include "harness/engine/model/train.h"
 #include "harness/registry.h"
 #include "tasks/retrieval.h"
 #include "tasks/task.h"

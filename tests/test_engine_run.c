@@ -491,7 +491,7 @@ Test(engine_run, score_matches_the_ppl_task, .init = setup, .fini = teardown, .t
 
 /* ---- non-finite weights and logits fail their cells (issue 12) ---------------- */
 
-#include "harness/engine/checkpoint.h"
+#include "harness/engine/formats/checkpoint.h"
 
 /* The committed rope checkpoint with its tensor `name` edited: element k set to
 ** v (k < 0: every element; name NULL: no tensor) and, with a `stack`, its

@@ -12,9 +12,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/corpus.h"
-#include "harness/engine/decode.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/kernels/decode.h"
 #include "tests/shell.h"
 #include "tests/stack.h"
 #include "tests/tokfile.h"

@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/attention.h"
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/corpus.h"
-#include "harness/engine/model.h"
-#include "harness/engine/safetensors.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/formats/safetensors.h"
 #include "harness/plan.h"
 #include "tests/shell.h"
 #include "tests/stack.h"

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
+#include "harness/engine/data/corpus.h"
 #define FIXTURE_TASK "line"
 #include "tests/retrieval_fixture.h"
 

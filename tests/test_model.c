@@ -27,12 +27,12 @@
 #include <unistd.h>
 
 #include "harness/core/config.h"
-#include "harness/engine/corpus.h"
-#include "harness/engine/attention.h"
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/model.h"
-#include "harness/engine/ops.h"
-#include "harness/engine/safetensors.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/kernels/ops.h"
+#include "harness/engine/formats/safetensors.h"
 #include "harness/grid.h"
 #include "harness/plan.h"
 #include "harness/core/rng.h"

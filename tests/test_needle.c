@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
-#include "harness/engine/model.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/model/model.h"
 #include "harness/core/result.h"
 #include "tests/stack.h"
 #define FIXTURE_TASK "needle"

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
-#include "harness/engine/train.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/model/train.h"
 #include "harness/core/hash.h"
 #define FIXTURE_TASK "passkey"
 #include "tests/retrieval_fixture.h"

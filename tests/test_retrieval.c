@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
+#include "harness/engine/data/corpus.h"
 #include "harness/core/diag.h"
-#include "harness/engine/model.h"
+#include "harness/engine/model/model.h"
 #include "harness/registry.h"
 #include "tasks/retrieval.h"
 #include "tasks/task.h"

@@ -26,9 +26,9 @@
 #include "harness/core/hash.h"
 #include "harness/core/json.h"
 #include "harness/core/rng.h"
-#include "harness/engine/corpus.h"
-#include "harness/engine/tokenizer.h"
-#include "harness/engine/unicode.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+#include "harness/engine/tokenizers/unicode.h"
 #include "tests/tokfile.h"
 
 #define STORIES "/work/shared/models/stories260K"

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
+#include "harness/engine/data/corpus.h"
 #define FIXTURE_TASK "topic"
 #define FIXTURE_ONE_DEPTH
 #include "tests/retrieval_fixture.h"

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/safetensors.h"
-#include "harness/engine/tok_hf.h"
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/formats/safetensors.h"
+#include "harness/engine/tokenizers/tok_hf.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/plan.h"
 
 int lx_fuzz_feed_config(const uint8_t *data, size_t n, struct lx_error *err)

@@ -1,0 +1,76 @@
+/*
+** harness/engine/tok_hf.h - a Hugging Face tokenizer.json, as the tables its
+** pipeline runs on (docs/tokenizers.md#tokenizerjson). tok_hf.c reads the file
+** into them; tok_hf_run.c encodes and decodes with them.
+**
+**   text -> split out added tokens -> normalizer -> pre-tokenizer -> BPE per piece
+**   ids  -> tokens -> decoder (Replace, ByteFallback, Fuse, Strip; ByteLevel)
+*/
+#ifndef LX_TOK_HF_H
+#define LX_TOK_HF_H
+
+#include "harness/engine/tokenizers/bpe.h"
+#include "harness/engine/tokenizers/regex.h"
+#include "harness/engine/tokenizers/unicode.h"
+
+struct hf_added {
+    int32_t id;             /* its id */
+    char *s;                /* (n,) its content */
+    size_t n;
+    int special;            /* a special token (<s>, <|im_end|>) */
+    int lstrip, rstrip;     /* the match swallows whitespace on its left / right */
+    int single_word;        /* matches only between non-word characters */
+};
+
+enum hf_norm_kind { HF_PREPEND, HF_REPLACE, HF_UNICODE };
+
+struct hf_norm {
+    enum hf_norm_kind kind;         /* what the step does */
+    char *a, *b;                    /* PREPEND: a; REPLACE: a -> b */
+    size_t na, nb;
+    enum lx_unicode_form form;      /* UNICODE: the normalization form */
+};
+
+enum hf_behavior { HF_ISOLATED, HF_REMOVED };
+
+struct hf_split {
+    struct lx_regex *re;            /* what splits; NULL: nothing (a ByteLevel without its regex) */
+    enum hf_behavior behavior;      /* ISOLATED keeps matches and gaps as pieces, REMOVED drops matches */
+    int prefix_space;               /* ByteLevel add_prefix_space: each piece gets a leading ' ' */
+};
+
+struct hf_replace {
+    char *a, *b;                    /* decoder Replace: a -> b in each token */
+    size_t na, nb;
+};
+
+struct hf {
+    struct lx_bpe bpe;              /* the model: vocabulary (raw bytes for byte-level) and merges */
+    int bytelevel;                  /* byte-level BPE (tokens are bytes through GPT-2's byte map) */
+    int alphabet[324];              /* that map backwards: code point -> byte, -1 outside it */
+    struct hf_added *added;         /* (n_added,) added tokens, longest first */
+    int n_added;
+    uint8_t first[32];              /* bit set of the added tokens' first bytes */
+    struct hf_norm *norm;           /* (n_norm,) normalizer steps in order */
+    int n_norm;
+    struct hf_split *split;         /* (n_split,) pre-tokenizer steps in order */
+    int n_split;
+    struct hf_replace *repl;        /* (n_repl,) decoder Replace steps */
+    int n_repl;
+    int dec_bytes;                  /* decoder ByteFallback: <0xXX> tokens become bytes */
+    int strip_start, strip_stop;    /* decoder Strip: characters removed from the ends */
+    char strip_char;                /* ... when they are this one */
+    char **text;                    /* (n_vocab,) added tokens' content by id, NULL for model tokens */
+    char **piece;                   /* (n_vocab,) each id's text inside a text (hf_piece); NULL: none */
+    size_t *piece_len;              /* (n_vocab,) its bytes */
+};
+
+int hf_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags, struct lx_ids *out,
+              struct lx_error *err);
+void hf_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out);
+/* Fill piece/piece_len once the file is read: the decoder's Replace and
+** ByteFallback applied to one id, no Strip; special added tokens have none. */
+void hf_pieces_build(struct hf *hf);
+const char *hf_piece(const struct lx_tokenizer *t, int32_t id, size_t *len);
+
+#endif

@@ -1,0 +1,276 @@
+/*
+** harness/engine/tok_hf_run.c - encoding and decoding with a tokenizer.json's
+** tables (tok_hf.h, docs/tokenizers.md#tokenizerjson), in the order of the
+** Hugging Face tokenizers library:
+**   1. added tokens are split out of the raw text (leftmost, then longest);
+**   2. each stretch between them is normalized on its own (Prepend, Replace, NFC);
+**   3. the pre-tokenizer steps cut it into pieces, each step cutting the
+**      pieces of the one before;
+**   4. each piece is one BPE word (bpe.c).
+** A segment (LX_ENC_SEGMENT) skips the dummy prefix: a Prepend normalizer and
+** ByteLevel's add_prefix_space. hf_piece reads the text of one id.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/tokenizers/tok_hf.h"
+
+/* ---- 1. added tokens ---- */
+
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+static int is_word(unsigned char c) { return c >= 0x80 || c == '_' || (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z'); }
+
+/* The added token matching at text[i] (the longest; hf->added is sorted
+** longest first), or NULL. */
+static const struct hf_added *added_at(const struct hf *hf, const char *text, size_t n, size_t i)
+{
+    unsigned char c = (unsigned char)text[i];
+    if (!(hf->first[c >> 3] & (1u << (c & 7))))
+        return NULL;
+    for (int k = 0; k < hf->n_added; k++) {
+        const struct hf_added *a = &hf->added[k];
+        if (a->n > n - i || memcmp(text + i, a->s, a->n) != 0)
+            continue;
+        if (a->single_word && ((i > 0 && is_word((unsigned char)text[i - 1])) ||
+                               (i + a->n < n && is_word((unsigned char)text[i + a->n]))))
+            continue;
+        return a;
+    }
+    return NULL;
+}
+
+/* ---- 2-4. a stretch of text between added tokens ---- */
+
+struct piece_ctx {
+    const struct hf *hf;        /* the tables */
+    int step;                   /* the pre-tokenizer step about to cut */
+    const char *s;              /* the text being cut */
+    size_t done;                /* s[0, done) is already handed on */
+    struct lx_ids *out;         /* where ids go */
+    struct lx_bpe_work *work;   /* BPE scratch */
+    int segment;                /* LX_ENC_SEGMENT: no prefix space */
+};
+
+static void pieces(const struct hf *hf, int step, const char *s, size_t n, struct lx_ids *out,
+                   struct lx_bpe_work *work, int segment);
+
+/* A match [start, end) of step ctx->step: the gap before it, then (unless
+** REMOVED) the match, go on to the next step. */
+static void on_match(size_t start, size_t end, void *arg)
+{
+    struct piece_ctx *c = arg;
+    const struct hf_split *sp = &c->hf->split[c->step];
+    if (start > c->done)
+        pieces(c->hf, c->step + 1, c->s + c->done, start - c->done, c->out, c->work, c->segment);
+    if (sp->behavior == HF_ISOLATED)
+        pieces(c->hf, c->step + 1, c->s + start, end - start, c->out, c->work, c->segment);
+    c->done = end;
+}
+
+/* Cut s[0, n) with pre-tokenizer steps step.. and encode the pieces. */
+static void pieces(const struct hf *hf, int step, const char *s, size_t n, struct lx_ids *out,
+                   struct lx_bpe_work *work, int segment)
+{
+    if (n == 0)
+        return;
+    if (step == hf->n_split) {
+        lx_bpe_word(&hf->bpe, -1, s, n, out, work);
+        return;
+    }
+    const struct hf_split *sp = &hf->split[step];
+    char *copy = NULL;
+    if (sp->prefix_space && !segment && s[0] != ' ') {
+        copy = lx_xmalloc(n + 1);
+        copy[0] = ' ';
+        memcpy(copy + 1, s, n);
+        s = copy;
+        n++;
+    }
+    if (!sp->re) {
+        pieces(hf, step + 1, s, n, out, work, segment);
+    } else {
+        struct piece_ctx c = {hf, step, s, 0, out, work, segment};
+        lx_regex_each(sp->re, s, n, on_match, &c);
+        if (c.done < n)
+            pieces(hf, step + 1, s + c.done, n - c.done, out, work, segment);
+    }
+    free(copy);
+}
+
+/* Apply the normalizer steps to s[0, n); the result is in one of the two
+** buffers, returned. */
+static const struct lx_buf *normalize(const struct hf *hf, const char *s, size_t n, int segment,
+                                      struct lx_buf buf[2])
+{
+    int cur = 0;
+    lx_buf_reset(&buf[0]);
+    lx_buf_putn(&buf[0], s, n);
+    for (int k = 0; k < hf->n_norm; k++) {
+        const struct hf_norm *st = &hf->norm[k];
+        const struct lx_buf *in = &buf[cur];
+        struct lx_buf *to = &buf[!cur];
+        lx_buf_reset(to);
+        lx_buf_putn(to, "", 0);
+        if (st->kind == HF_UNICODE) {
+            lx_unicode_normalize(st->form, in->s, in->len, to);
+        } else if (st->kind == HF_PREPEND) {
+            if (in->len > 0 && !segment)
+                lx_buf_putn(to, st->a, st->na);
+            lx_buf_putn(to, in->s, in->len);
+        } else {
+            for (size_t i = 0; i < in->len;) {
+                if (st->na > 0 && i + st->na <= in->len && memcmp(in->s + i, st->a, st->na) == 0) {
+                    lx_buf_putn(to, st->b, st->nb);
+                    i += st->na;
+                } else {
+                    lx_buf_putn(to, in->s + i++, 1);
+                }
+            }
+        }
+        cur = !cur;
+    }
+    return &buf[cur];
+}
+
+int hf_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags, struct lx_ids *out,
+              struct lx_error *err)
+{
+    const struct hf *hf = t->impl;
+    int segment = (flags & LX_ENC_SEGMENT) != 0;
+    for (size_t i = 0; i < n;) {
+        int len = lx_utf8_len((const unsigned char *)text + i, n - i);
+        if (len == 0)
+            return lx_err(err, LX_EINVAL, "the text is not UTF-8 at byte %zu (0x%02x)\n  hint: %s takes UTF-8 text",
+                          i, (unsigned char)text[i], t->path);
+        i += (size_t)len;
+    }
+    struct lx_buf buf[2] = {{0}};
+    struct lx_bpe_work work = {0};
+    size_t from = 0;   /* text[from, i) waits to be encoded */
+    for (size_t i = 0; i <= n; i++) {
+        const struct hf_added *a = i < n && hf->n_added ? added_at(hf, text, n, i) : NULL;
+        if (!a && i < n)
+            continue;
+        size_t end = i, next = a ? i + a->n : n;
+        if (a && a->lstrip)
+            while (end > from && is_space(text[end - 1]))
+                end--;
+        if (a && a->rstrip)
+            while (next < n && is_space(text[next]))
+                next++;
+        const struct lx_buf *norm = normalize(hf, text + from, end - from, segment, buf);
+        pieces(hf, 0, norm->s, norm->len, out, &work, segment);
+        if (!a)
+            break;
+        lx_ids_push(out, a->id);
+        from = next;
+        i = next - 1;   /* the loop's i++ lands on next */
+    }
+    lx_bpe_work_free(&work);
+    lx_buf_free(&buf[0]);
+    lx_buf_free(&buf[1]);
+    return LX_OK;
+}
+
+/* ---- decoding ---- */
+
+static void put_replaced(const struct hf *hf, const char *s, size_t n, struct lx_buf *out)
+{
+    if (hf->n_repl == 0) {
+        lx_buf_putn(out, s, n);
+        return;
+    }
+    for (size_t i = 0; i < n;) {
+        int k = 0;
+        while (k < hf->n_repl && !(hf->repl[k].na > 0 && i + hf->repl[k].na <= n &&
+                                   memcmp(s + i, hf->repl[k].a, hf->repl[k].na) == 0))
+            k++;
+        if (k < hf->n_repl) {
+            lx_buf_putn(out, hf->repl[k].b, hf->repl[k].nb);
+            i += hf->repl[k].na;
+        } else {
+            lx_buf_putn(out, s + i++, 1);
+        }
+    }
+}
+
+void hf_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out)
+{
+    const struct hf *hf = t->impl;
+    size_t start = out->len;
+    for (long i = 0; i < n; i++) {
+        const char *s;
+        size_t len;
+        if (hf->text[ids[i]]) {
+            s = hf->text[ids[i]];
+            len = strlen(s);
+        } else {
+            s = lx_bpe_str(&hf->bpe, ids[i], &len);
+        }
+        int b = hf->dec_bytes ? lx_tok_byte_token(s, len) : -1;
+        if (b >= 0) {
+            char c = (char)b;
+            lx_buf_putn(out, &c, 1);
+        } else {
+            put_replaced(hf, s, len, out);
+        }
+    }
+    /* Strip works on the fused text. */
+    size_t k = 0;
+    while ((int)k < hf->strip_start && start + k < out->len && out->s[start + k] == hf->strip_char)
+        k++;
+    if (k > 0) {
+        memmove(out->s + start, out->s + start + k, out->len - start - k + 1);
+        out->len -= k;
+    }
+    for (int j = 0; j < hf->strip_stop && out->len > start && out->s[out->len - 1] == hf->strip_char; j++)
+        out->s[--out->len] = '\0';
+}
+
+/* ---- one id's text ---- */
+
+void hf_pieces_build(struct hf *hf)
+{
+    long V = hf->bpe.n_vocab;
+    hf->piece = lx_xcalloc((size_t)V + 1, sizeof *hf->piece);
+    hf->piece_len = lx_xcalloc((size_t)V + 1, sizeof *hf->piece_len);
+    for (int k = 0; k < hf->n_added; k++)
+        if (hf->added[k].special)
+            hf->piece_len[hf->added[k].id] = (size_t)-1;   /* no text of its own */
+    struct lx_buf b = {0};
+    for (long id = 0; id < V; id++) {
+        if (hf->piece_len[id] == (size_t)-1) {
+            hf->piece_len[id] = 0;
+            continue;
+        }
+        const char *s;
+        size_t len;
+        if (hf->text[id]) {
+            s = hf->text[id];
+            len = strlen(s);
+        } else {
+            s = lx_bpe_str(&hf->bpe, (int32_t)id, &len);
+        }
+        if (!s)
+            continue;
+        lx_buf_reset(&b);
+        lx_buf_putn(&b, "", 0);
+        int byte = hf->dec_bytes ? lx_tok_byte_token(s, len) : -1;
+        if (byte >= 0)
+            lx_buf_putn(&b, lx_tok_byte_table + byte, 1);
+        else
+            put_replaced(hf, s, len, &b);
+        hf->piece[id] = lx_xmalloc(b.len + 1);
+        memcpy(hf->piece[id], b.s, b.len + 1);
+        hf->piece_len[id] = b.len;
+    }
+    lx_buf_free(&b);
+}
+
+const char *hf_piece(const struct lx_tokenizer *t, int32_t id, size_t *len)
+{
+    const struct hf *hf = t->impl;
+    *len = hf->piece_len[id];
+    return hf->piece[id];
+}
