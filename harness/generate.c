@@ -16,7 +16,7 @@
 
 #include "harness/cli.h"
 #include "harness/engine/formats/checkpoint.h"
-#include "harness/engine/kernels/decode.h"
+#include "harness/engine/model/decoding.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/grid.h"
 #include "harness/plan.h"

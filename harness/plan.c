@@ -22,7 +22,7 @@
 #include <omp.h>
 
 #include "harness/engine/data/corpus.h"
-#include "harness/engine/kernels/decode.h"
+#include "harness/engine/model/decoding.h"
 #include "harness/engine/model/model.h"
 #include "harness/core/hash.h"
 

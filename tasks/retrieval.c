@@ -12,7 +12,7 @@
 
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/kernels/attention.h"
-#include "harness/engine/kernels/decode.h"
+#include "harness/engine/model/decoding.h"
 #include "harness/engine/model/model.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/core/rng.h"

@@ -34,7 +34,7 @@
 
 #include "harness/core/lx.h"
 #include "harness/engine/data/corpus.h"   /* the byte vocabulary: LX_TOK_BOS … */
-#include "harness/engine/kernels/decode.h"   /* enum lx_decode */
+#include "harness/engine/model/decoding.h"   /* enum lx_decode */
 #include "harness/engine/data/instance.h"
 
 #define LX_MAX_RETRIEVAL_LENGTH (1L << 20)  /* instance tokens at most, as ppl (docs/tasks.md) */

@@ -26,7 +26,7 @@
 #include <time.h>
 
 #include "harness/engine/kernels/blas.h"
-#include "harness/engine/kernels/decode.h"
+#include "harness/engine/model/decoding.h"
 #include "harness/engine/model/model.h"
 #include "harness/plan.h"
 #include "harness/registry.h"

@@ -23,7 +23,7 @@
 
 #include "harness/core/rng.h"
 #include "harness/engine/kernels/attention.h"
-#include "harness/engine/kernels/decode.h"
+#include "harness/engine/model/decoding.h"
 #include "harness/engine/model/model.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/engine/model/train.h"

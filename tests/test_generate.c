@@ -14,7 +14,7 @@
 
 #include "harness/engine/formats/checkpoint.h"
 #include "harness/engine/data/corpus.h"
-#include "harness/engine/kernels/decode.h"
+#include "harness/engine/model/decoding.h"
 #include "tests/shell.h"
 #include "tests/stack.h"
 #include "tests/tokfile.h"

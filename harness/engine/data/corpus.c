@@ -118,10 +118,7 @@ static int load_split(struct lx_corpus *c, const char *split, struct lx_error *e
             break;
         }
         char got[65];
-        struct lx_sha256 fh;
-        lx_sha256_init(&fh);
-        lx_sha256_update(&fh, d.bytes, (size_t)d.n);
-        lx_sha256_final_hex(&fh, got);
+        lx_sha256_hex_bytes(d.bytes, (size_t)d.n, got);
         if (strcmp(got, want) != 0 || d.n != bytes) {
             free(d.bytes);
             rc = lx_err(err, LX_EIO, "%s does not match its manifest hash (%s:%d)\n"

@@ -16,14 +16,7 @@
 #define LX_CORPUS_H
 
 #include "harness/core/lx.h"
-
-enum {
-    LX_TOK_BOS = 256,       /* begins every causal window */
-    LX_TOK_EOS = 257,       /* separates documents in the training stream */
-    LX_TOK_PAD = 258,       /* unused padding */
-    LX_TOK_MASK = 259,      /* masked-LM [MASK] */
-    LX_VOCAB = 260,         /* 256 bytes + 4 specials */
-};
+#include "harness/engine/tokenizers/tok_common.h"
 
 struct lx_corpus_doc {
     char *path;             /* as in the manifest, relative to the data dir's parent */

@@ -1,5 +1,7 @@
 /*
-** harness/engine/checkpoint.c - save and load models (see checkpoint.h).
+** harness/engine/formats/checkpoint.c - lenx's own checkpoints: save and load
+** (checkpoint.h), registered as the format `lenx`; and the tokenizer a loaded
+** model reads text with.
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/checkpoint.h"
@@ -8,11 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sys/stat.h>
-
 #include "harness/core/config.h"
-#include "harness/engine/formats/hf_model.h"
-#include "harness/engine/formats/llama2c.h"
 #include "harness/engine/formats/safetensors.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/core/hash.h"
@@ -207,85 +205,18 @@ static int load_lenx(struct lx_model *m, const char *path, struct lx_ckpt_info *
     return rc;
 }
 
-/* 1 when path starts like a llama2.c header: at least 9 bytes, not '{' at
-** byte 8 (where a safetensors header's JSON begins), and not named
-** .safetensors (a damaged checkpoint gets the safetensors reader's message). */
-static int looks_llama2c(const char *path)
+/* Any file the other formats do not take is read as a lenx checkpoint (a
+** damaged one gets the safetensors reader's message). */
+static int lenx_sniff(const char *path)
 {
-    unsigned char b[9];
-    size_t n = strlen(path);
-    if (n >= 12 && strcmp(path + n - 12, ".safetensors") == 0)
-        return 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return 0;
-    size_t got = fread(b, 1, sizeof b, fp);
-    fclose(fp);
-    return got == sizeof b && b[8] != '{';
+    return 1;
 }
 
-int lx_model_load(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
-{
-    struct stat sb;
-    if (info)
-        memset(info, 0, sizeof *info);
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return lx_hf_load(m, path, info, err);
-    if (looks_llama2c(path))
-        return lx_llama2c_load(m, path, info, err);
-    return load_lenx(m, path, info, err);
-}
-
-void lx_ckpt_info_native(struct lx_ckpt_info *info, const char *format, const char *dtype)
-{
-    snprintf(info->format, sizeof info->format, "%s", format);
-    snprintf(info->dtype, sizeof info->dtype, "%s", dtype);
-    info->model_key = lx_xstrdup("");
-    info->train_json = lx_xstrdup("{}");
-}
-
-void lx_sha256_hex_bytes(const void *data, size_t n, char out[65])
-{
-    struct lx_sha256 h;
-    lx_sha256_init(&h);
-    lx_sha256_update(&h, data, n);
-    lx_sha256_final_hex(&h, out);
-}
-
-void lx_model_weights_hash(const struct lx_model *m, char out[65])
-{
-    lx_sha256_hex_bytes(m->w, sizeof(float) * m->n_params, out);
-}
-
-int lx_ckpt_tokenizer(const struct lx_ckpt_info *info, const char *path, struct lx_tokenizer **out,
-                      struct lx_error *err)
-{
-    *out = NULL;
-    const char *sha = info->tokenizer_sha256;
-    if (!path && sha[0])
-        return lx_err(err, LX_EIO, "the model was trained on a tokenizer (sha256 %.16s...) whose copy is not "
-                      "beside it\n  hint: name the file it was trained with (--tokenizer, or tokenizer: in a "
-                      "sweep), or restore the <model>.tokenizer directory", sha);
-    if (!path)
-        return LX_OK;
-    int rc = lx_tokenizer_open(out, path, err);
-    if (rc == LX_OK && sha[0] && strcmp((*out)->hash, sha) != 0) {
-        rc = lx_err(err, LX_EINVAL, "%s is not the tokenizer the model was trained on: its sha256 is %.16s..., "
-                    "the model's %.16s...\n  hint: give the tokenizer it was trained with, or leave it out to "
-                    "use the copy beside the model", (*out)->path, (*out)->hash, sha);
-        lx_tokenizer_free(*out);
-        *out = NULL;
-    }
-    return rc;
-}
-
-void lx_ckpt_info_release(struct lx_ckpt_info *info)
-{
-    free(info->model_key);
-    free(info->stack);
-    free(info->train_json);
-    free(info->eval_stack);
-    free(info->scaling);
-    free(info->tokenizer);
-    info->model_key = info->stack = info->train_json = info->eval_stack = info->scaling = info->tokenizer = NULL;
-}
+const struct lx_format lx_format_lenx = {
+    .name = "lenx",
+    .summary = "lenx's own checkpoint: F32 safetensors with lenx_* metadata (docs/checkpoints.md)",
+    .key = NULL,
+    .dir = 0,
+    .sniff = lenx_sniff,
+    .load = load_lenx,
+};

@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 
 #include "harness/core/config.h"
+#include "harness/core/hash.h"
 #include "harness/core/json.h"
 #include "harness/engine/formats/safetensors.h"
 #include "harness/engine/tokenizers/tokenizer.h"
@@ -612,3 +613,19 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     free(ti);
     return rc;
 }
+
+/* A Hugging Face model is a directory (config.json and its shards). */
+static int hf_sniff(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+const struct lx_format lx_format_hf = {
+    .name = "hf",
+    .summary = "a Hugging Face directory: config.json (llama, mistral) and safetensors shards",
+    .key = "hf",
+    .dir = 1,
+    .sniff = hf_sniff,
+    .load = lx_hf_load,
+};

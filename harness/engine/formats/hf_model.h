@@ -6,7 +6,7 @@
 #ifndef LX_HF_H
 #define LX_HF_H
 
-#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/formats/format.h"
 
 /* Read directory dir: model_type llama or mistral (qwen2 is refused until the
 ** engine has q/k/v biases), F32/F16/BF16 tensors. info gets format "hf", the

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/core/hash.h"
 
 #define HEADER_BYTES 28
 
@@ -228,3 +229,29 @@ int lx_llama2c_load(struct lx_model *m, const char *path, struct lx_ckpt_info *i
         lx_model_release(m);
     return rc;
 }
+
+/* 1 when path starts like a llama2.c header: at least 9 bytes, not '{' at
+** byte 8 (where a safetensors header's JSON begins), and not named
+** .safetensors (a damaged checkpoint gets the safetensors reader's message). */
+static int looks_llama2c(const char *path)
+{
+    unsigned char b[9];
+    size_t n = strlen(path);
+    if (n >= 12 && strcmp(path + n - 12, ".safetensors") == 0)
+        return 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return 0;
+    size_t got = fread(b, 1, sizeof b, fp);
+    fclose(fp);
+    return got == sizeof b && b[8] != '{';
+}
+
+const struct lx_format lx_format_llama2c = {
+    .name = "llama2c",
+    .summary = "a llama2.c checkpoint (.bin): a 7-int header, then F32 weights",
+    .key = NULL,
+    .dir = 0,
+    .sniff = looks_llama2c,
+    .load = lx_llama2c_load,
+};

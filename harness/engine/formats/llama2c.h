@@ -6,7 +6,7 @@
 #ifndef LX_LLAMA2C_H
 #define LX_LLAMA2C_H
 
-#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/formats/format.h"
 
 /* Read path into m (allocated here) and info (format "llama2c", the native
 ** stack [rope interleaved base 10000], train_len = seq_len). Errors name the

@@ -367,16 +367,6 @@ static int read_header(const struct hctx *h, struct lx_st_file *f)
 ** Reading.
 */
 
-static void sha256_hex(const void *data, size_t n, struct lx_sha256 *s, char out[65])
-{
-    uint8_t d[32];
-    if (n)
-        lx_sha256_update(s, data, n);
-    lx_sha256_final(s, d);
-    for (int k = 0; k < 32; k++)
-        snprintf(out + 2 * k, 3, "%02x", d[k]);
-}
-
 /* The whole file mapped read-only at f->bytes (pages are read as tensors are
 ** converted, once). */
 static int load_file(struct lx_st_file *f, const char *path, struct lx_error *err)
@@ -391,7 +381,6 @@ static int load_file(struct lx_st_file *f, const char *path, struct lx_error *er
 /* Header length, header, data buffer of the loaded bytes. */
 static int parse_file(struct lx_st_file *f, const char *path, struct lx_error *err)
 {
-    struct lx_sha256 s;
     uint64_t n = 0;
     for (int k = 0; k < 8; k++)
         n |= (uint64_t)f->bytes[k] << (8 * k);
@@ -402,8 +391,7 @@ static int parse_file(struct lx_st_file *f, const char *path, struct lx_error *e
     if (n > f->n_bytes - 8)
         return lx_err(err, LX_EINVAL, "%s: header length %" PRIu64 " is larger than the %zu bytes after it\n"
                       "  hint: the file is truncated, or " HINT_DAMAGED, path, n, f->n_bytes - 8);
-    lx_sha256_init(&s);
-    sha256_hex(f->bytes, f->n_bytes, &s, f->sha256);
+    lx_sha256_hex_bytes(f->bytes, f->n_bytes, f->sha256);
     f->data = f->bytes + 8 + n;
     f->n_data = f->n_bytes - 8 - (size_t)n;
     struct lx_buf name = {0};
@@ -642,7 +630,7 @@ static int write_file(const char *path, const char *tmp, const struct lx_buf *h,
                       "file system?", path, tmp, strerror(saved));
     }
     if (sha256_out)
-        sha256_hex(NULL, 0, &s, sha256_out);
+        lx_sha256_final_hex(&s, sha256_out);
     return LX_OK;
 }
 

@@ -118,6 +118,11 @@ struct lx_tile_ws {
 };
 
 /* Per-thread scratch floats: S and far tiles, the output accumulator, row max and sum. */
+/* Tiles of the evaluation forward: queries × keys (see docs/PERFORMANCE.md,
+** "Tiled attention"). */
+#define LX_TILE_BQ 256
+#define LX_TILE_BK 256
+
 size_t lx_tile_thread_floats(int bq, int bk, int D);
 /* Rows of the distance tables a head needs (0 when no op depends on the distance). */
 int lx_tile_tab_rows(const struct lx_spec *spec);

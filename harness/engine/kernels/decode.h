@@ -1,7 +1,9 @@
 /*
-** harness/engine/decode.h - a KV cache and one-token decoding: greedy
-** generation at O(T) per new token instead of a full forward pass
-** (docs/tasks.md#how-answers-are-read, issue 14).
+** harness/engine/kernels/decode.h - the KV cache's rows and the one-row
+** attention: greedy generation at O(T) per new token instead of a full
+** forward pass (docs/tasks.md#how-answers-are-read). The cache is sized for a
+** model in model/kvcache.h, the token step and generation are
+** model/decoding.h; this kernel includes core only.
 **
 ** A forward pass run with a cache attached (struct lx_acts.kv) saves every
 ** layer's key and value rows, per key/value head, as attention read them:
@@ -37,21 +39,6 @@
 
 #include "harness/core/spec.h"
 
-struct lx_arch;
-struct lx_model;
-
-/* How greedy tokens after the first are produced. */
-enum lx_decode {
-    LX_DECODE_CACHE,    /* one row per token through the KV cache */
-    LX_DECODE_FULL,     /* a full forward pass per token: the reference */
-};
-
-/* How the next token is chosen from its logits. */
-struct lx_sampler {
-    double temperature; /* 0 = greedy (the first argmax); > 0: a draw from softmax(logits / temperature) */
-    uint64_t seed;      /* Philox key of the draws: generated token k uses stream k (LX_RNG_SAMPLE) */
-};
-
 struct lx_kvcache {
     int n_slots;        /* windows it holds (a batch's instances) */
     int L, T, KV, D;    /* layers, rows a window holds at most, key/value heads, head dimension */
@@ -74,14 +61,11 @@ int lx_argmax(const float *x, long n);
 /* 1 when the spec scores far keys from turned rows (a posmap on rotary positions). */
 int lx_decode_far(const struct lx_spec *spec);
 
-/* Bytes lx_kvcache_alloc takes for n_slots windows of T rows (far: kfar too). */
-double lx_kvcache_bytes(const struct lx_arch *a, int n_slots, int T, int far);
-
-/* Allocate a cache for n_slots windows of up to T rows of model arch a under
-** spec; LX_ENOMEM (with sizes) when it does not fit. Release accepts NULL. */
-int lx_kvcache_alloc(struct lx_kvcache *c, const struct lx_arch *a, const struct lx_spec *spec, int n_slots, int T,
-                     struct lx_error *err);
-void lx_kvcache_release(struct lx_kvcache *c);
+/* The rows of (slot, layer) in buf (c->k, c->v or c->kfar): (T, KV·D). */
+static inline float *lx_kvcache_rows(const struct lx_kvcache *c, float *buf, int slot, int layer)
+{
+    return buf + ((long)slot * c->L + layer) * c->T * c->KV * c->D;
+}
 
 /* Save layer l's key and value rows of a forward pass: qkv (B, T, (H + 2·KV)·D)
 ** after rope; windows b < n_slots go to slot b, rows [0, T), and len = T. */
@@ -99,26 +83,5 @@ void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, 
 ** (2(i + 1)) scratch. Causal. */
 void lx_attn_row_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
                          const struct lx_spec *spec, int head, float mult, long i, int D, float *s, double *tab);
-
-/* Token `token` at position pos of slot `slot`, whose rows [0, pos) are
-** cached (pos <= len, pos < T): its key and value rows enter the cache
-** (len = pos + 1) and logits (V) get its next-token logits. */
-void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spec *spec, struct lx_kvcache *c,
-                    int slot, long pos, int token);
-
-/* The token sampler s picks for generated token k from logits (V) (p (V) scratch):
-** the argmax at temperature 0, else the inverse CDF of softmax(logits / T) at
-** one uniform of Philox(seed, stream k), a pure function of (logits, s, k). */
-int lx_sample(const float *logits, long V, const struct lx_sampler *s, long k, double *p);
-
-/* Greedy generation: out[0, n) = the n tokens a causal model continues
-** prompt[0, n_prompt) with, by the KV cache or by one full forward pass
-** per token (LX_DECODE_FULL, the reference). LX_EINVAL for an mlm model or
-** an empty prompt; LX_ENOMEM when the passes do not fit. */
-int lx_generate(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
-                int *out, enum lx_decode mode, struct lx_error *err);
-/* The same with a sampler (NULL = greedy); mode as above. */
-int lx_generate_with(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
-                     int *out, enum lx_decode mode, const struct lx_sampler *s, struct lx_error *err);
 
 #endif

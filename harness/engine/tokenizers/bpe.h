@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "harness/engine/tokenizers/tokenizer.h"
+#include "harness/engine/tokenizers/tok_common.h"
 
 struct lx_bpe_pair {
     uint64_t key;           /* (left id << 32 | right id) + 1; 0 = empty slot */

@@ -653,7 +653,7 @@ static int read_all(struct lx_tokenizer *t, struct hf *hf, const struct lx_json 
     return read_config(t, hf, err);
 }
 
-int lx_tok_hf_open(struct lx_tokenizer *t, const unsigned char *bytes, long n, struct lx_error *err)
+static int tok_hf_open(struct lx_tokenizer *t, const unsigned char *bytes, long n, struct lx_error *err)
 {
     struct lx_json *doc;
     int rc = lx_json_parse(&doc, (const char *)bytes, (size_t)n, t->path, err);
@@ -672,3 +672,20 @@ int lx_tok_hf_open(struct lx_tokenizer *t, const unsigned char *bytes, long n, s
     t->n_vocab = hf->bpe.n_vocab;
     return LX_OK;
 }
+
+/* A JSON file starts with '{' (after white space); a llama2.c file with a small int32. */
+static int tok_hf_accept(const unsigned char *bytes, long n)
+{
+    long i = 0;
+    while (i < n && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t'))
+        i++;
+    return i < n && bytes[i] == '{';
+}
+
+const struct lx_tok_kind lx_tok_kind_hf = {
+    .name = "hf",
+    .file = "tokenizer.json",
+    .sidecar = "tokenizer_config.json",
+    .accept = tok_hf_accept,
+    .open = tok_hf_open,
+};

@@ -137,7 +137,7 @@ static int check_byte_tokens(const struct lx_bpe *b, const char *path, struct lx
     return LX_OK;
 }
 
-int lx_tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, long n, struct lx_error *err)
+static int tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, long n, struct lx_error *err)
 {
     long k = count_tokens(bytes, n, t->path, err);
     if (k < 0)
@@ -184,3 +184,18 @@ int lx_tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, long
     t->add_bos = 1;
     return LX_OK;
 }
+
+/* The fallback kind: any bytes no other kind accepted are read as a
+** tokenizer.bin, whose reader names what is wrong with them. */
+static int tok_llama2c_accept(const unsigned char *bytes, long n)
+{
+    return 1;
+}
+
+const struct lx_tok_kind lx_tok_kind_llama2c = {
+    .name = "llama2c",
+    .file = "tokenizer.bin",
+    .sidecar = NULL,
+    .accept = tok_llama2c_accept,
+    .open = tok_llama2c_open,
+};

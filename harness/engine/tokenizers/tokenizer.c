@@ -13,65 +13,12 @@
 #include <sys/stat.h>
 
 #include "harness/core/hash.h"
-#include "harness/engine/data/corpus.h"
+#include "harness/engine/tokenizers/kinds.h"
 
 /* A tokenizer file larger than this is not one (Qwen3's is 11 MB). */
 #define LX_TOK_MAX_BYTES (256L << 20)
 
-void lx_ids_push(struct lx_ids *v, int32_t id)
-{
-    if (v->n == v->cap) {
-        v->cap = v->cap ? 2 * v->cap : 256;
-        v->id = lx_xrealloc(v->id, (size_t)v->cap * sizeof *v->id);
-    }
-    v->id[v->n++] = id;
-}
-
-void lx_ids_free(struct lx_ids *v)
-{
-    free(v->id);
-    memset(v, 0, sizeof *v);
-}
-
-void lx_buf_putn(struct lx_buf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        b->cap = 2 * (b->len + n + 1);
-        b->s = lx_xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-int lx_tok_byte_token(const char *s, size_t n)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>')
-        return -1;
-    const char *h = strchr(hex, s[3]), *l = strchr(hex, s[4]);
-    return h && l && s[3] && s[4] ? (int)((h - hex) * 16 + (l - hex)) : -1;
-}
-
-int lx_utf8_len(const unsigned char *s, size_t n)
-{
-    if (n == 0)
-        return 0;
-    unsigned c = s[0];
-    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (len == 0 || (size_t)len > n)
-        return 0;
-    for (int i = 1; i < len; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    /* overlong forms, surrogates, past U+10FFFF */
-    if ((len == 2 && c < 0xc2) || (len == 3 && c == 0xe0 && s[1] < 0xa0) || (len == 3 && c == 0xed && s[1] >= 0xa0) ||
-        (len == 4 && c == 0xf0 && s[1] < 0x90) || (len == 4 && (c > 0xf4 || (c == 0xf4 && s[1] >= 0x90))))
-        return 0;
-    return len;
-}
-
-/* ---- bytes: lenx's own tokenizer (ids in corpus.h) ---- */
+/* ---- bytes: lenx's own tokenizer (ids in tok_common.h) ---- */
 
 static int bytes_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags,
                         struct lx_ids *out, struct lx_error *err)
@@ -90,12 +37,6 @@ static void bytes_decode(const struct lx_tokenizer *t, const int32_t *ids, long 
         if (ids[i] < 256)
             lx_buf_putn(out, lx_tok_byte_table + ids[i], 1);
 }
-
-/* Byte i is lx_tok_byte_table[i]: a constant table, safe from any thread. */
-#define B4(i) (char)(i), (char)((i) + 1), (char)((i) + 2), (char)((i) + 3)
-#define B16(i) B4(i), B4((i) + 4), B4((i) + 8), B4((i) + 12)
-#define B64(i) B16(i), B16((i) + 16), B16((i) + 32), B16((i) + 48)
-const char lx_tok_byte_table[256] = {B64(0), B64(64), B64(128), B64(192)};
 
 static const char *bytes_piece(const struct lx_tokenizer *t, int32_t id, size_t *len)
 {
@@ -132,12 +73,11 @@ struct lx_tokenizer *lx_tokenizer_bytes(void)
 
 char *lx_tokenizer_in_dir(const char *dir)
 {
-    static const char *const names[] = {"tokenizer.json", "tokenizer.bin"};
     struct stat sb;
     struct lx_buf p = {0};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; lx_tok_kinds[i]; i++) {
         lx_buf_reset(&p);
-        lx_buf_printf(&p, "%s/%s", dir, names[i]);
+        lx_buf_printf(&p, "%s/%s", dir, lx_tok_kinds[i]->file);
         if (stat(lx_buf_str(&p), &sb) == 0 && S_ISREG(sb.st_mode)) {
             char *out = lx_xstrdup(lx_buf_str(&p));
             lx_buf_free(&p);
@@ -163,29 +103,21 @@ static int resolve_path(const char *path, char *out, size_t n, struct lx_error *
     return too_long ? lx_err(err, LX_EINVAL, "%s: path too long", path) : LX_OK;
 }
 
-/* A JSON file starts with '{' (after white space); a llama2.c file with a small int32. */
-static int is_json(const unsigned char *bytes, long n)
-{
-    long i = 0;
-    while (i < n && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t'))
-        i++;
-    return i < n && bytes[i] == '{';
-}
-
-/* tokenizer_config.json beside a tokenizer.json (its BOS/EOS when the
-** template gives none) into dir, when there is one. */
-static int copy_config(const char *file, const char *dir, struct lx_error *err)
+/* The kind's sidecar file beside `file` (a tokenizer.json's
+** tokenizer_config.json: its BOS/EOS when the template gives none) into dir,
+** when there is one. */
+static int copy_sidecar(const char *file, const char *sidecar, const char *dir, struct lx_error *err)
 {
     const char *slash = strrchr(file, '/');
     struct lx_buf p = {0};
-    lx_buf_printf(&p, "%.*stokenizer_config.json", slash ? (int)(slash - file + 1) : 0, file);
+    lx_buf_printf(&p, "%.*s%s", slash ? (int)(slash - file + 1) : 0, file, sidecar);
     unsigned char *b = NULL;
     long n = 0;
     struct lx_error sub;
     int rc = LX_OK;
     if (lx_read_file(lx_buf_str(&p), &b, &n, LX_TOK_MAX_BYTES, &sub) == LX_OK) {
         lx_buf_reset(&p);
-        lx_buf_printf(&p, "%s/tokenizer_config.json", dir);
+        lx_buf_printf(&p, "%s/%s", dir, sidecar);
         rc = lx_write_file(lx_buf_str(&p), b, (size_t)n, err);
     }
     free(b);
@@ -200,23 +132,23 @@ int lx_tokenizer_copy(const char *file, const char *sha256, const char *dir, str
     int rc = lx_read_file(file, &b, &n, LX_TOK_MAX_BYTES, err);
     char hash[65];
     if (rc == LX_OK) {
-        struct lx_sha256 s;
-        lx_sha256_init(&s);
-        lx_sha256_update(&s, b, (size_t)n);
-        lx_sha256_final_hex(&s, hash);
+        lx_sha256_hex_bytes(b, (size_t)n, hash);
         if (strcmp(hash, sha256) != 0)
             rc = lx_err(err, LX_EIO, "%s: the tokenizer changed since it was read (sha256 %.16s..., now %.16s...)\n"
                         "  hint: run again with the file left as it is", file, sha256, hash);
     }
     if (rc == LX_OK && mkdir(dir, 0777) != 0 && errno != EEXIST)
         rc = lx_err(err, LX_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
-    int json = rc == LX_OK && is_json(b, n);
+    const struct lx_tok_kind *kind = rc == LX_OK ? lx_tok_kind_of(b, n) : NULL;
+    if (rc == LX_OK && !kind)
+        rc = lx_err(err, LX_EINVAL, "%s: not a tokenizer file of any kind lenx reads", file);
     struct lx_buf p = {0};
-    lx_buf_printf(&p, "%s/%s", dir, json ? "tokenizer.json" : "tokenizer.bin");
-    if (rc == LX_OK)
+    if (rc == LX_OK) {
+        lx_buf_printf(&p, "%s/%s", dir, kind->file);
         rc = lx_write_file(lx_buf_str(&p), b, (size_t)n, err);
-    if (rc == LX_OK && json)
-        rc = copy_config(file, dir, err);
+    }
+    if (rc == LX_OK && kind->sidecar)
+        rc = copy_sidecar(file, kind->sidecar, dir, err);
     lx_buf_free(&p);
     free(b);
     return rc;
@@ -236,12 +168,12 @@ int lx_tokenizer_open(struct lx_tokenizer **out, const char *path, struct lx_err
     struct lx_tokenizer *t = lx_xcalloc(1, sizeof *t);
     t->path = lx_xstrdup(file);
     t->bos = t->eos = t->pad = t->mask = -1;
-    rc = is_json(bytes, n) ? lx_tok_hf_open(t, bytes, n, err) : lx_tok_llama2c_open(t, bytes, n, err);
+    const struct lx_tok_kind *kind = lx_tok_kind_of(bytes, n);
+    rc = kind ? kind->open(t, bytes, n, err)
+              : lx_err(err, LX_EINVAL, "%s: not a tokenizer file of any kind lenx reads\n  hint: a tokenizer is a "
+                       "tokenizer.json or a llama2.c tokenizer.bin", file);
     if (rc == LX_OK) {
-        struct lx_sha256 s;
-        lx_sha256_init(&s);
-        lx_sha256_update(&s, bytes, (size_t)n);
-        lx_sha256_final_hex(&s, t->hash);
+        lx_sha256_hex_bytes(bytes, (size_t)n, t->hash);
         size_t len;
         for (int32_t id = 0; id < t->n_vocab; id++)
             if (t->ops->piece(t, id, &len) && (long)len > t->max_piece)

@@ -10,9 +10,11 @@
 **                  pre-tokenizer or decoder                    Llama-3)
 **
 ** lx_tokenizer_open reads a file (or a directory holding tokenizer.json) and
-** picks the kind; every later call goes through the ops of that kind. To add a
-** kind: a file harness/engine/tok_<kind>.c filling a struct lx_tokenizer with
-** its own const ops, and a branch in lx_tokenizer_open.
+** picks the kind from the table of tokenizers/kinds.def; every later call goes
+** through the ops of that kind. To add a kind: a file
+** harness/engine/tokenizers/tok_<kind>.c exporting one
+** `const struct lx_tok_kind lx_tok_kind_<kind>` (tok_common.h) that fills a
+** struct lx_tokenizer with its own const ops, and one line in kinds.def.
 **
 ** Segments. The tasks build a prompt from pieces of text (tasks/retrieval.h)
 ** and need its ids to decode to the pieces' concatenation exactly, so they
@@ -28,54 +30,7 @@
 
 #include <stdint.h>
 
-#include "harness/core/lx.h"
-
-/* A growable list of token ids. Zero-initialise, push, then free. */
-struct lx_ids {
-    int32_t *id;    /* (cap,) ids, the first n used */
-    long n;         /* ids held */
-    long cap;       /* ids allocated */
-};
-
-void lx_ids_push(struct lx_ids *v, int32_t id);
-void lx_ids_free(struct lx_ids *v);
-
-struct lx_tokenizer;
-
-struct lx_tok_ops {
-    const char *kind;   /* "bytes", "sentencepiece" or "bytelevel" */
-    /* Append the ids of text[0, n) (without BOS/EOS) to out; flags as for
-    ** lx_tokenizer_encode (only LX_ENC_SEGMENT concerns a kind). */
-    int (*encode)(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags, struct lx_ids *out,
-                  struct lx_error *err);
-    /* Append the text of ids[0, n) to out; every id is already checked < n_vocab. */
-    void (*decode)(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out);
-    /* The bytes (*len of them) id < n_vocab stands for inside a text; NULL
-    ** for an id with no text of its own (BOS, EOS, <unk>, a special added token). */
-    const char *(*piece)(const struct lx_tokenizer *t, int32_t id, size_t *len);
-    void (*free)(void *impl);   /* releases impl; NULL when there is nothing to free */
-};
-
-struct lx_tokenizer {
-    const struct lx_tok_ops *ops;   /* the kind's operations */
-    void *impl;                     /* the kind's own tables */
-    char *path;                     /* the file read ("" for bytes) */
-    long n_vocab;                   /* ids are 0 .. n_vocab-1 (added tokens included) */
-    int32_t bos, eos;               /* begin/end of sequence ids, -1 when the format has none */
-    int32_t pad, mask;              /* padding and [MASK] ids, -1 when the format has none */
-    int add_bos, add_eos;           /* whether the format's post-processing adds them */
-    int is_byte;                    /* 1 for bytes: a token is a byte, lengths are bytes */
-    long max_piece;                 /* bytes of the longest piece (the piece op), for decode buffers */
-    char hash[65];                  /* SHA-256 of the file's bytes (of a fixed text for bytes) */
-};
-
-/* Encode flags. */
-enum {
-    LX_ENC_BOS = 1,         /* prepend bos (when the tokenizer has one) */
-    LX_ENC_EOS = 2,         /* append eos (when the tokenizer has one) */
-    LX_ENC_SPECIALS = 4,    /* add what the format's post-processing adds (add_bos, add_eos) */
-    LX_ENC_SEGMENT = 8,     /* the text as given: no dummy prefix (see the top of this file) */
-};
+#include "harness/engine/tokenizers/tok_common.h"
 
 /* Open a tokenizer: PATH is a llama2.c tokenizer.bin, a tokenizer.json, or a
 ** directory holding tokenizer.json (else tokenizer.bin). Errors name the file and, for JSON, the
@@ -149,23 +104,5 @@ long lx_tok_bytes(const struct lx_tokenizer *t, int32_t id);
 /* "bos", "eos", "pad", "mask" for a special id of t, "unknown" for other ids
 ** without text, NULL for -1. */
 const char *lx_tok_special_name(const struct lx_tokenizer *t, int id);
-
-/* ---- for the kinds (tok_*.c) ---- */
-
-/* Byte i is lx_tok_byte_table[i]: the piece of a byte token. */
-extern const char lx_tok_byte_table[256];
-
-/* Append n bytes (NUL included) to a buffer. */
-void lx_buf_putn(struct lx_buf *b, const char *s, size_t n);
-
-/* The byte a byte-fallback token's piece stands for ("<0x41>" -> 0x41), or -1. */
-int lx_tok_byte_token(const char *s, size_t n);
-
-/* Length of the UTF-8 sequence starting at s[0] (1..4) when s[0, n) starts with
-** a valid one, else 0. */
-int lx_utf8_len(const unsigned char *s, size_t n);
-
-int lx_tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, long n, struct lx_error *err);
-int lx_tok_hf_open(struct lx_tokenizer *t, const unsigned char *bytes, long n, struct lx_error *err);
 
 #endif

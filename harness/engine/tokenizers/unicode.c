@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <utf8proc.h>
 
-#include "harness/engine/tokenizers/tokenizer.h"
+#include "harness/engine/tokenizers/tok_common.h"
 
 void lx_unicode_normalize(enum lx_unicode_form form, const char *s, size_t n, struct lx_buf *out)
 {
