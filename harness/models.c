@@ -152,7 +152,7 @@ static int train_tokenizer(struct lx_model_use *u, const struct lx_node *v, cons
 
 const struct lx_tokenizer *lx_model_use_tokenizer(const struct lx_model_use *u)
 {
-    return u->tok ? u->tok : &lx_tokenizer_byte;
+    return u->tok ? u->tok : &lx_byte_tokenizer;
 }
 
 /* One mixture entry: {task: {params…, weight: w}}. */

@@ -607,7 +607,7 @@ static int attach_prompts(const struct lx_plan *plan, const struct lx_cell *c, s
         if (rc == LX_OK) {
             char *bytes = lx_xmalloc((size_t)in.answer_off + 1);
             int stop;
-            long n = in.answer_off > 1 ? lx_tokens_bytes(in.tok + 1, in.answer_off - 1, bytes, &stop) : 0;
+            long n = in.answer_off > 1 ? lx_tok_decode(&lx_byte_tokenizer, in.tok + 1, in.answer_off - 1, bytes, &stop) : 0;
             lx_result_output_prompt(res, i, bytes, n);
             free(bytes);
         }

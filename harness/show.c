@@ -292,7 +292,7 @@ static int show_method(const struct lx_method *m, const struct lx_args *a, struc
 static void tokens_text(struct lx_buf *b, const int *tok, long n)
 {
     for (long i = 0; i < n; i++) {
-        const char *name = tok[i] < 256 ? NULL : lx_token_name(tok[i]);
+        const char *name = tok[i] < 256 ? NULL : lx_tok_special_name(&lx_byte_tokenizer, tok[i]);
         if (name)
             lx_buf_printf(b, "<%s>", name);
         else

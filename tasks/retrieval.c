@@ -130,27 +130,6 @@ int lx_score_distractor(const struct lx_task *task, const void *params, const st
     return -1;
 }
 
-long lx_tokens_bytes(const int *tok, long n, char *out, int *stop)
-{
-    long k = 0;
-    *stop = -1;
-    for (; k < n; k++) {
-        if (tok[k] < 0 || tok[k] > 255) {
-            *stop = tok[k];
-            break;
-        }
-        out[k] = (char)tok[k];
-    }
-    out[k] = '\0';
-    return k;
-}
-
-const char *lx_token_name(int tok)
-{
-    static const char *const special[] = {"bos", "eos", "pad", "mask"};
-    return tok >= LX_TOK_BOS && tok < LX_VOCAB ? special[tok - LX_TOK_BOS] : tok < 0 ? NULL : "unknown";
-}
-
 /* ---- prose ------------------------------------------------------------------ */
 
 int lx_prose_open(struct lx_prose *p, const char *split, double frac, struct lx_error *err)
@@ -231,35 +210,28 @@ struct greedy {
 };
 
 /* Greedy continuation of one instance from answer token k on, where the
-** teacher-forced argmax first differed from the gold token. The cache's
-** slot b holds the teacher-forced pass's rows, and rows before
-** answer_off + k are the greedy prefix's own, so each further token is one
-** decode step. The reference writes the greedy token into the buffer and
-** runs a full pass for the next one (causal attention never looks ahead, so
-** the rest of the buffer does not matter). */
+** teacher-forced argmax first differed from the gold token, through the one
+** decode loop (lx_decode_continue). The cache's slot b holds the
+** teacher-forced pass's rows, and rows before answer_off + k are the greedy
+** prefix's own, so each further token is one decode step. The reference
+** writes the greedy token into a copy of the instance and runs a full pass
+** for the next one (causal attention never looks ahead, so the rest of the
+** buffer does not matter). */
 static int continue_greedy(const struct lx_model *m, const struct lx_spec *spec, const struct lx_instance *in,
                            struct lx_answer *a, int k, struct greedy *g, int b, struct lx_error *err)
 {
-    long V = m->arch.vocab, na = in->n - in->answer_off;
-    if (g->mode == LX_DECODE_CACHE) {
-        for (; k + 1 < na; k++) {
-            lx_decode_step(g->lg, m, spec, &g->c, b, in->answer_off + k, a->out[k]);
-            a->decoded++;
-            a->out[k + 1] = lx_argmax(g->lg, V);
-        }
-        return LX_OK;
-    }
-    int rc = g->one.B ? LX_OK : lx_acts_alloc(&g->one, &m->arch, 1, (int)in->n, 0, err);
+    int rc = g->mode == LX_DECODE_CACHE || g->one.B ? LX_OK : lx_acts_alloc(&g->one, &m->arch, 1, (int)in->n, 0, err);
     if (rc < 0)
         return rc;
-    memcpy(g->buf, in->tok, sizeof(int) * (size_t)in->n);
-    for (; k + 1 < na; k++) {
-        g->buf[in->answer_off + k] = a->out[k];
-        lx_model_forward(m, spec, g->buf, NULL, &g->one);
-        a->forwards++;
-        a->out[k + 1] = lx_argmax(g->one.logits + (in->answer_off + k) * V, V);
-    }
-    return LX_OK;
+    struct lx_decoder d = {.mode = g->mode, .c = &g->c, .slot = b, .one = &g->one, .buf = g->buf, .lg = g->lg};
+    if (g->mode == LX_DECODE_FULL)
+        memcpy(g->buf, in->tok, sizeof(int) * (size_t)in->n);
+    rc = lx_decode_continue(m, spec, &d, in->answer_off, a->out, k, in->n - in->answer_off, err);
+    if (g->mode == LX_DECODE_CACHE)
+        a->decoded += (int)d.steps;
+    else
+        a->forwards += (int)d.steps;
+    return rc;
 }
 
 /* Window b of a teacher-forced pass (B windows, row statistics st): the

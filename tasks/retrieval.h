@@ -99,14 +99,6 @@ int lx_prose_boundary(const char *s, long i);
 ** earlier one of a tie). */
 long lx_prose_nearest(const char *s, long n, double x);
 
-/* An output's bytes: the byte tokens of tok[0, n) up to the first special
-** token, into out (n + 1 bytes; a 0 byte is a byte, a NUL follows for
-** printing); returns how many. *stop = the special token that ended it, or
-** -1 when every token was a byte. */
-long lx_tokens_bytes(const int *tok, long n, char *out, int *stop);
-/* "bos", "eos", "pad", "mask" for a special token ("unknown" past them), NULL for -1. */
-const char *lx_token_name(int tok);
-
 /* The run hook of a retrieval task (ctx->task has generate, trials, score):
 ** for every depth and sample, generate, answer (lx_answer_eval), score. Metrics:
 **   acc, acc_se      greedy exact answers (unparsable count as wrong)

@@ -48,7 +48,7 @@ struct lx_task_ctx {
     const struct lx_task *task; /* the task itself */
     const struct lx_spec *spec_train;   /* model tasks: the stack's training-time part compiled at the
                                         ** training length (the attention the model learnt); else NULL */
-    const struct lx_tokenizer *tok;     /* model tasks: the model's tokenizer (lx_tokenizer_byte unless
+    const struct lx_tokenizer *tok;     /* model tasks: the model's tokenizer (lx_byte_tokenizer unless
                                         ** the model names one); lengths are in its tokens */
 };
 

@@ -215,19 +215,19 @@ Test(retrieval, token_bytes)
     int tok[] = {'a', 0, '7', 0xC3, 0xA9, LX_TOK_EOS, 'x'};
     char out[8];
     int stop;
-    cr_expect_eq(lx_tokens_bytes(tok, 7, out, &stop), 5);
+    cr_expect_eq(lx_tok_decode(&lx_byte_tokenizer, tok, 7, out, &stop), 5);
     cr_expect_eq(memcmp(out, "a\0" "7\xC3\xA9", 5), 0);
     cr_expect_eq(stop, LX_TOK_EOS);
-    cr_expect_str_eq(lx_token_name(stop), "eos");
+    cr_expect_str_eq(lx_tok_special_name(&lx_byte_tokenizer, stop), "eos");
     /* the text "<eos>" written as bytes is text, ended by no special */
     int lit[] = {'<', 'e', 'o', 's', '>'};
-    cr_expect_eq(lx_tokens_bytes(lit, 5, out, &stop), 5);
+    cr_expect_eq(lx_tok_decode(&lx_byte_tokenizer, lit, 5, out, &stop), 5);
     cr_expect_eq(memcmp(out, "<eos>", 5), 0);
     cr_expect_eq(stop, -1);
-    cr_expect_null(lx_token_name(stop));
+    cr_expect_null(lx_tok_special_name(&lx_byte_tokenizer, stop));
     int bos[] = {LX_TOK_BOS, '1'};
-    cr_expect_eq(lx_tokens_bytes(bos, 2, out, &stop), 0);
-    cr_expect_str_eq(lx_token_name(stop), "bos");
+    cr_expect_eq(lx_tok_decode(&lx_byte_tokenizer, bos, 2, out, &stop), 0);
+    cr_expect_str_eq(lx_tok_special_name(&lx_byte_tokenizer, stop), "bos");
 }
 
 /* A 0 byte is a byte: the scorers read past it (a C string would end there). */

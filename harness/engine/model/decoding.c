@@ -97,61 +97,63 @@ int lx_sample(const float *logits, long V, const struct lx_sampler *s, long k, d
 }
 
 /* The prompt's pass with the cache attached, then one step per token. */
-static int generate_cached(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt,
-                           long n, int *out, const struct lx_sampler *smp, struct lx_error *err)
+int lx_decode_continue(const struct lx_model *m, const struct lx_spec *spec, struct lx_decoder *d, long pos0,
+                       int *out, long k, long n, struct lx_error *err)
 {
     long V = m->arch.vocab;
+    if (d->mode == LX_DECODE_CACHE) {
+        for (; k + 1 < n; k++) {
+            lx_decode_step(d->lg, m, spec, d->c, d->slot, pos0 + k, out[k]);
+            d->steps++;
+            out[k + 1] = lx_sample(d->lg, V, d->smp, k + 1, d->p);
+        }
+        return LX_OK;
+    }
+    for (; k + 1 < n; k++) {
+        d->buf[pos0 + k] = out[k];
+        lx_model_forward(m, spec, d->buf, NULL, d->one);
+        d->steps++;
+        int rc = lx_acts_check_finite(d->one, V, 1, NULL, err);
+        if (rc < 0)
+            return rc;
+        out[k + 1] = lx_sample(d->one->logits + (pos0 + k) * V, V, d->smp, k + 1, d->p);
+    }
+    return LX_OK;
+}
+
+/* The first token from a pass over the prompt (its last row), then the rest
+** by lx_decode_continue: the cache holds the prompt's rows, or the buffer the
+** prompt followed by the tokens so far (the positions after them hold token
+** 0: a causal model never reads them). */
+static int generate(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
+                    int *out, enum lx_decode mode, const struct lx_sampler *smp, struct lx_error *err)
+{
+    long V = m->arch.vocab, T = mode == LX_DECODE_CACHE ? n_prompt : n_prompt + n - 1;
     struct lx_acts a;
     struct lx_kvcache c = {0};
-    int rc = lx_acts_alloc(&a, &m->arch, 1, (int)n_prompt, 0, err);
-    if (rc == LX_OK)
+    struct lx_decoder d = {.mode = mode, .c = &c, .one = &a, .smp = smp};
+    int rc = lx_acts_alloc(&a, &m->arch, 1, (int)T, 0, err);
+    if (rc == LX_OK && mode == LX_DECODE_CACHE)
         rc = lx_kvcache_alloc(&c, &m->arch, spec, 1, (int)(n_prompt + n - 1), err);
     if (rc == LX_OK) {
-        a.kv = &c;
-        lx_model_forward(m, spec, prompt, NULL, &a);
+        d.buf = lx_xcalloc((size_t)T, sizeof *d.buf);
+        memcpy(d.buf, prompt, sizeof(int) * (size_t)n_prompt);
+        d.lg = lx_xmalloc(sizeof(float) * (size_t)V);
+        d.p = lx_xmalloc(sizeof(double) * (size_t)V);
+        a.kv = mode == LX_DECODE_CACHE ? &c : NULL;
+        lx_model_forward(m, spec, d.buf, NULL, &a);
         rc = lx_acts_check_finite(&a, V, 1, NULL, err);
     }
     if (rc == LX_OK) {
-        float *lg = lx_xmalloc(sizeof(float) * (size_t)V);
-        double *p = lx_xmalloc(sizeof(double) * (size_t)V);
-        out[0] = lx_sample(a.logits + (n_prompt - 1) * V, V, smp, 0, p);
-        for (long k = 1; k < n; k++) {
-            lx_decode_step(lg, m, spec, &c, 0, n_prompt + k - 1, out[k - 1]);
-            out[k] = lx_sample(lg, V, smp, k, p);
-        }
-        free(p);
-        free(lg);
+        out[0] = lx_sample(a.logits + (n_prompt - 1) * V, V, smp, 0, d.p);
+        a.kv = NULL;
+        rc = lx_decode_continue(m, spec, &d, n_prompt, out, 0, n, err);
     }
+    free(d.p);
+    free(d.lg);
+    free(d.buf);
     lx_acts_release(&a);
     lx_kvcache_release(&c);
-    return rc;
-}
-
-/* The reference: a full forward pass over prompt + the tokens so far per
-** token (the positions after them hold token 0: a causal model never reads
-** them). */
-static int generate_full(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt,
-                         long n, int *out, const struct lx_sampler *smp, struct lx_error *err)
-{
-    long V = m->arch.vocab, T = n_prompt + n - 1;
-    struct lx_acts a;
-    int rc = lx_acts_alloc(&a, &m->arch, 1, (int)T, 0, err);
-    if (rc < 0)
-        return rc;
-    int *buf = lx_xcalloc((size_t)T, sizeof *buf);
-    double *p = lx_xmalloc(sizeof(double) * (size_t)V);
-    memcpy(buf, prompt, sizeof(int) * (size_t)n_prompt);
-    for (long k = 0; k < n && rc == LX_OK; k++) {
-        lx_model_forward(m, spec, buf, NULL, &a);
-        if ((rc = lx_acts_check_finite(&a, V, 1, NULL, err)) < 0)
-            break;
-        out[k] = lx_sample(a.logits + (n_prompt - 1 + k) * V, V, smp, k, p);
-        if (k + 1 < n)
-            buf[n_prompt + k] = out[k];
-    }
-    free(p);
-    free(buf);
-    lx_acts_release(&a);
     return rc;
 }
 
@@ -180,6 +182,5 @@ int lx_generate_with(const struct lx_model *m, const struct lx_spec *spec, const
                           m->arch.vocab);
     if (n == 0)
         return LX_OK;
-    return mode == LX_DECODE_FULL ? generate_full(m, spec, prompt, n_prompt, n, out, s, err)
-                                  : generate_cached(m, spec, prompt, n_prompt, n, out, s, err);
+    return generate(m, spec, prompt, n_prompt, n, out, mode, s, err);
 }

@@ -36,6 +36,27 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
 ** one uniform of Philox(seed, stream k), a pure function of (logits, s, k). */
 int lx_sample(const float *logits, long V, const struct lx_sampler *s, long k, double *p);
 
+/* How the tokens after a known one are produced: the one decode loop, for
+** generation and for the answers the retrieval tasks read. */
+struct lx_decoder {
+    enum lx_decode mode;
+    struct lx_kvcache *c;       /* cache: the window's rows before pos0 + k are in slot `slot` */
+    int slot;
+    struct lx_acts *one;        /* full: activations of a pass over one window (B = 1) */
+    int *buf;                   /* full: (T) the window's tokens, rows past pos0 + k overwritten */
+    const struct lx_sampler *smp;   /* NULL = greedy */
+    float *lg;                  /* cache: (V) one step's logits */
+    double *p;                  /* (V) the sampler's scratch (unused when greedy) */
+    long steps;                 /* decode steps (cache) or full passes (full) run: added to */
+};
+
+/* out[k] is the token at position pos0 + k of the window; fill out[k+1, n)
+** with the tokens that follow, token j drawn by the sampler as generated
+** token j (lx_sample). Full mode checks every pass's logits are finite
+** (LX_ERUN otherwise). */
+int lx_decode_continue(const struct lx_model *m, const struct lx_spec *spec, struct lx_decoder *d, long pos0,
+                       int *out, long k, long n, struct lx_error *err);
+
 /* Greedy generation: out[0, n) = the n tokens a causal model continues
 ** prompt[0, n_prompt) with, by the KV cache or by one full forward pass
 ** per token (LX_DECODE_FULL, the reference). LX_EINVAL for an mlm model or

@@ -55,16 +55,16 @@ static const struct lx_tok_ops bytes_ops = {
 
 /* The hash is the SHA-256 of "lenx bytes tokenizer: ids 0-255 are bytes; 256
 ** BOS, 257 EOS, 258 PAD, 259 MASK" (a test recomputes it). */
-const struct lx_tokenizer lx_tokenizer_byte = {
+const struct lx_tokenizer lx_byte_tokenizer = {
     .ops = &bytes_ops, .path = "", .n_vocab = LX_VOCAB, .bos = LX_TOK_BOS, .eos = LX_TOK_EOS,
     .pad = LX_TOK_PAD, .mask = LX_TOK_MASK, .is_byte = 1, .max_piece = 1,
     .hash = "0f5bf15fc77364522e97f0ed04a65192dbb86494f80a765412257758b352e2b7",
 };
 
-struct lx_tokenizer *lx_tokenizer_bytes(void)
+struct lx_tokenizer *lx_tokenizer_bytes_new(void)
 {
     struct lx_tokenizer *t = lx_xmalloc(sizeof *t);
-    *t = lx_tokenizer_byte;
+    *t = lx_byte_tokenizer;
     t->path = lx_xstrdup("");
     return t;
 }
@@ -188,7 +188,7 @@ int lx_tokenizer_open(struct lx_tokenizer **out, const char *path, struct lx_err
 
 void lx_tokenizer_free(struct lx_tokenizer *t)
 {
-    if (!t || t == &lx_tokenizer_byte)
+    if (!t || t == &lx_byte_tokenizer)
         return;
     if (t->ops && t->ops->free)
         t->ops->free(t->impl);

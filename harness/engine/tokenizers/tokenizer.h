@@ -49,11 +49,11 @@ char *lx_tokenizer_in_dir(const char *dir);
 int lx_tokenizer_copy(const char *file, const char *sha256, const char *dir, struct lx_error *err);
 
 /* The byte tokenizer of lenx's own models (ids as in corpus.h): a constant,
-** never released; lx_tokenizer_bytes() returns a copy to free. */
-extern const struct lx_tokenizer lx_tokenizer_byte;
-struct lx_tokenizer *lx_tokenizer_bytes(void);
+** never released; lx_tokenizer_bytes_new() returns a copy to free. */
+extern const struct lx_tokenizer lx_byte_tokenizer;
+struct lx_tokenizer *lx_tokenizer_bytes_new(void);
 
-void lx_tokenizer_free(struct lx_tokenizer *t);     /* accepts NULL and &lx_tokenizer_byte */
+void lx_tokenizer_free(struct lx_tokenizer *t);     /* accepts NULL and &lx_byte_tokenizer */
 
 /* Append the ids of text[0, n) to out, with BOS/EOS as flags ask. Input a
 ** tokenizer.json tokenizer cannot take (invalid UTF-8) is LX_EINVAL naming
@@ -72,7 +72,7 @@ int lx_tokenizer_decode(const struct lx_tokenizer *t, const int32_t *ids, long n
 /* t, or the byte tokenizer when t is NULL (a task context built without one). */
 static inline const struct lx_tokenizer *lx_tok_or_byte(const struct lx_tokenizer *t)
 {
-    return t ? t : &lx_tokenizer_byte;
+    return t ? t : &lx_byte_tokenizer;
 }
 
 /* The id every window and instance begins with: BOS, or EOS for a tokenizer
