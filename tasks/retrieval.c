@@ -34,7 +34,7 @@ static long digit_run(const char *p, long left)
     return n;
 }
 
-int lx_score_first_int(const char *output, long n, const char *gold)
+int lx_answer_first_int(const char *output, long n, const char *gold)
 {
     long i = 0;
     while (i < n && !isdigit((unsigned char)output[i]))
@@ -44,7 +44,7 @@ int lx_score_first_int(const char *output, long n, const char *gold)
     return digits_are(output + i, digit_run(output + i, n - i), gold);
 }
 
-int lx_score_exact(const char *output, long n, const char *gold)
+int lx_answer_exact(const char *output, long n, const char *gold)
 {
     long i = 0;
     while (i < n && output[i] == ' ')
@@ -55,7 +55,7 @@ int lx_score_exact(const char *output, long n, const char *gold)
     return (size_t)(n - i) >= g && memcmp(output + i, gold, g) == 0;
 }
 
-int lx_score_last_int(const char *output, long n, const char *gold)
+int lx_answer_last_int(const char *output, long n, const char *gold)
 {
     long last = -1, len = 0;
     for (long i = 0; i < n;) {
@@ -99,7 +99,7 @@ static size_t normalize(const char *s, size_t n, char *out)
     return k;
 }
 
-int lx_score_contains(const char *output, long n, const char *gold)
+int lx_answer_contains(const char *output, long n, const char *gold)
 {
     long i = 0;
     while (i < n && isspace((unsigned char)output[i]))
@@ -116,7 +116,7 @@ int lx_score_contains(const char *output, long n, const char *gold)
     return sc;
 }
 
-int lx_score_distractor(const struct lx_task *task, const void *params, const struct lx_instance *in,
+int lx_answer_distractor(const struct lx_task *task, const void *params, const struct lx_instance *in,
                         const char *output, long n)
 {
     if (in->n_alt <= 0)
@@ -364,7 +364,7 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
             ok += sc == 1;
             nulls += sc < 0;
             with_alt += in[i].n_alt > 0;
-            confused += in[i].n_alt > 0 && sc != 1 && lx_score_distractor(task, ctx->params, &in[i], text, n_text) >= 0;
+            confused += in[i].n_alt > 0 && sc != 1 && lx_answer_distractor(task, ctx->params, &in[i], text, n_text) >= 0;
             lp += ans[i].logprob;
             ent += ans[i].entropy;
             d_ok += sc == 1;

@@ -63,19 +63,19 @@ int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const s
 
 /* Named scorers on the greedy output, n bytes (a 0 byte is an ordinary
 ** byte): 1 correct, 0 wrong, -1 unparsable (counted in null_rate). */
-int lx_score_first_int(const char *output, long n, const char *gold);  /* first run of digits == gold */
-int lx_score_exact(const char *output, long n, const char *gold);      /* starts with gold (after spaces) */
-int lx_score_last_int(const char *output, long n, const char *gold);   /* last run of digits == gold */
+int lx_answer_first_int(const char *output, long n, const char *gold);  /* first run of digits == gold */
+int lx_answer_exact(const char *output, long n, const char *gold);      /* starts with gold (after spaces) */
+int lx_answer_last_int(const char *output, long n, const char *gold);   /* last run of digits == gold */
 /* Normalized containment (lost-in-the-middle's best_subspan_em, one gold): the
 ** output from its first non-space byte up to its first newline, and the gold,
 ** each lowercased, without ASCII punctuation or the words a/an/the, spaces
 ** collapsed; correct when the gold's form is a substring of the output's,
 ** unparsable when the output's form is empty. */
-int lx_score_contains(const char *output, long n, const char *gold);
+int lx_answer_contains(const char *output, long n, const char *gold);
 /* The first distractor (in->alt) the task's scorer accepts output for, as if
 ** it were the gold; -1 when none. */
 struct lx_task;
-int lx_score_distractor(const struct lx_task *task, const void *params, const struct lx_instance *in,
+int lx_answer_distractor(const struct lx_task *task, const void *params, const struct lx_instance *in,
                         const char *output, long n);
 
 /* Prose for haystacks and passages: a corpus split's documents end to end,

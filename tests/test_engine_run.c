@@ -489,7 +489,7 @@ Test(engine_run, score_matches_the_ppl_task, .init = setup, .fini = teardown, .t
     cr_expect(strstr(out, "no model of that name or key") != NULL, "%s", out);
 }
 
-/* ---- non-finite weights and logits fail their cells (issue 12) ---------------- */
+/* ---- non-finite weights and logits fail their cells ---------------- */
 
 #include "harness/engine/formats/checkpoint.h"
 

@@ -871,7 +871,7 @@ Test(model, checkpoint_load_errors, .fini = remove_tmp)
     lx_buf_free(&arch);
 }
 
-/* ---- memory (issue 12): a header can declare a model no machine here can hold ---- */
+/* ---- memory: a header can declare a model no machine here can hold ---- */
 
 /* The architecture of the report: every value in bounds, 343 GB of parameters. */
 #define HUGE_ARCH "{layers: 64, d_model: 8192, d_mlp: 65536, vocab: 1000000}"

@@ -167,8 +167,8 @@ static double own_rows_entropy(const struct lx_model *m, const struct lx_spec *s
 }
 
 /* Instances whose answers start at different offsets, in one batch: each is
-** measured on its own answer rows (issue 12: the first instance's rows were
-** used for all). */
+** measured on its own answer rows (a bug once read the first instance's rows
+** for all). */
 Test(retrieval, answer_entropy_on_each_instance_s_own_rows)
 {
     struct lx_model m;
@@ -195,18 +195,18 @@ Test(retrieval, answer_entropy_on_each_instance_s_own_rows)
 
 Test(retrieval, scorers_on_hand_written_outputs)
 {
-    cr_expect_eq(lx_score_first_int(LIT(" 48213"), "48213"), 1);
-    cr_expect_eq(lx_score_first_int(LIT("48213 is the key"), "48213"), 1);
-    cr_expect_eq(lx_score_first_int(LIT("it is 48213."), "48213"), 1);
-    cr_expect_eq(lx_score_first_int(LIT(" 48214"), "48213"), 0);
-    cr_expect_eq(lx_score_first_int(LIT(" 482130"), "48213"), 0, "a longer number is wrong");
-    cr_expect_eq(lx_score_first_int(LIT(" 4821"), "48213"), 0, "a prefix is wrong");
-    cr_expect_eq(lx_score_first_int(LIT(" the pass"), "48213"), -1, "no digits: unparsable");
-    cr_expect_eq(lx_score_first_int(LIT(""), "48213"), -1);
-    cr_expect_eq(lx_score_exact(LIT("  blue"), "blue"), 1);
-    cr_expect_eq(lx_score_exact(LIT(" bluer"), "blue"), 1, "exact is a prefix match on the output");
-    cr_expect_eq(lx_score_exact(LIT(" red"), "blue"), 0);
-    cr_expect_eq(lx_score_exact(LIT("   "), "blue"), -1);
+    cr_expect_eq(lx_answer_first_int(LIT(" 48213"), "48213"), 1);
+    cr_expect_eq(lx_answer_first_int(LIT("48213 is the key"), "48213"), 1);
+    cr_expect_eq(lx_answer_first_int(LIT("it is 48213."), "48213"), 1);
+    cr_expect_eq(lx_answer_first_int(LIT(" 48214"), "48213"), 0);
+    cr_expect_eq(lx_answer_first_int(LIT(" 482130"), "48213"), 0, "a longer number is wrong");
+    cr_expect_eq(lx_answer_first_int(LIT(" 4821"), "48213"), 0, "a prefix is wrong");
+    cr_expect_eq(lx_answer_first_int(LIT(" the pass"), "48213"), -1, "no digits: unparsable");
+    cr_expect_eq(lx_answer_first_int(LIT(""), "48213"), -1);
+    cr_expect_eq(lx_answer_exact(LIT("  blue"), "blue"), 1);
+    cr_expect_eq(lx_answer_exact(LIT(" bluer"), "blue"), 1, "exact is a prefix match on the output");
+    cr_expect_eq(lx_answer_exact(LIT(" red"), "blue"), 0);
+    cr_expect_eq(lx_answer_exact(LIT("   "), "blue"), -1);
 }
 
 Test(retrieval, token_bytes)
@@ -233,13 +233,13 @@ Test(retrieval, token_bytes)
 /* A 0 byte is a byte: the scorers read past it (a C string would end there). */
 Test(retrieval, scorers_read_past_a_zero_byte)
 {
-    cr_expect_eq(lx_score_first_int(LIT("\0 48213"), "48213"), 1);
-    cr_expect_eq(lx_score_first_int(LIT("\0"), "48213"), -1);
-    cr_expect_eq(lx_score_last_int(LIT("1\0 48213"), "48213"), 1);
-    cr_expect_eq(lx_score_exact(LIT("blue\0"), "blue"), 1);
-    cr_expect_eq(lx_score_exact(LIT("\0blue"), "blue"), 0, "a 0 byte is not a space");
-    cr_expect_eq(lx_score_contains(LIT("pale\0 amber"), "amber"), 1);
-    cr_expect_eq(lx_score_contains(LIT("\0"), "amber"), 0, "a 0 byte is a word of its own, not nothing");
+    cr_expect_eq(lx_answer_first_int(LIT("\0 48213"), "48213"), 1);
+    cr_expect_eq(lx_answer_first_int(LIT("\0"), "48213"), -1);
+    cr_expect_eq(lx_answer_last_int(LIT("1\0 48213"), "48213"), 1);
+    cr_expect_eq(lx_answer_exact(LIT("blue\0"), "blue"), 1);
+    cr_expect_eq(lx_answer_exact(LIT("\0blue"), "blue"), 0, "a 0 byte is not a space");
+    cr_expect_eq(lx_answer_contains(LIT("pale\0 amber"), "amber"), 1);
+    cr_expect_eq(lx_answer_contains(LIT("\0"), "amber"), 0, "a 0 byte is a word of its own, not nothing");
 }
 
 Test(retrieval, prose_sentence_starts)

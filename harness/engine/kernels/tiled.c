@@ -153,7 +153,8 @@ typedef int32_t v8i __attribute__((vector_size(32)));
         (p) = q_ * (v8f)two_n_;                                                 \
     } while (0)
 
-/* s[c] = exp(s[c] − mx) (0 below EXP_FLOOR) over [0, n); returns their sum. */
+/* s[c] = exp(s[c] − mx) (0 below EXP_FLOOR) over [0, n), their sum left in
+** `sum` (the function around it returns it). */
 #define EXP_SUM_BODY                                                            \
     v8f acc = {0};                                                              \
     float sum = 0.0f;                                                           \
@@ -174,23 +175,21 @@ typedef int32_t v8i __attribute__((vector_size(32)));
         sum += s[c];                                                            \
     }                                                                           \
     for (int k = 0; k < 8; k++)                                                 \
-        sum += acc[k];                                                          \
-    return sum;
+        sum += acc[k];
 
-/* max(mx, s[0..n)). */
+/* mx = max(mx, s[0..n)) (the function around it returns it). */
 #define MAX_OF_BODY                                                             \
     _Pragma("omp simd reduction(max : mx)")                                     \
     for (long c = 0; c < n; c++)                                                \
-        mx = s[c] > mx ? s[c] : mx;                                             \
-    return mx;
+        mx = s[c] > mx ? s[c] : mx;
 
 /* The same code twice: for AVX2 + FMA, and for the SSE2 baseline the build
 ** targets; lx_attn_tiled_forward picks one by the CPU (GCC's target_clones
 ** would pick "arch=haswell" by CPU model only, so never on AMD). */
-__attribute__((target("avx2,fma"))) static float exp_sum_avx2(float *s, long n, float mx) { EXP_SUM_BODY }
-static float exp_sum_sse2(float *s, long n, float mx) { EXP_SUM_BODY }
-__attribute__((target("avx2,fma"))) static float max_of_avx2(const float *s, long n, float mx) { MAX_OF_BODY }
-static float max_of_sse2(const float *s, long n, float mx) { MAX_OF_BODY }
+__attribute__((target("avx2,fma"))) static float exp_sum_avx2(float *s, long n, float mx) { EXP_SUM_BODY return sum; }
+static float exp_sum_sse2(float *s, long n, float mx) { EXP_SUM_BODY return sum; }
+__attribute__((target("avx2,fma"))) static float max_of_avx2(const float *s, long n, float mx) { MAX_OF_BODY return mx; }
+static float max_of_sse2(const float *s, long n, float mx) { MAX_OF_BODY return mx; }
 
 /* ---- row statistics (attention.h, "Row statistics from the tiles") --------------- */
 
@@ -291,7 +290,8 @@ static void acc_finish(struct lx_diag *d, const struct rowacc *A, const struct l
 
 /* ---- one tile ------------------------------------------------------------------ */
 
-/* Rows [i0, i1) × keys [j0, j1) of rot part `which` (0 lower, 2 upper). */
+/* Row t of head h in part `which` of the far-key rows (D floats): 0 and 1 are
+** the queries and keys turned for the lower far part, 2 and 3 for the upper. */
 static const float *rot_at(const struct tiled *x, int which, int h, long t)
 {
     return x->ws->rot + (((long)which * x->H + h) * x->T + t) * x->D;

@@ -20,8 +20,6 @@
 #include "harness/core/json.h"
 #include "harness/engine/tokenizers/tok_hf.h"
 
-#define NEED(type, key, out) lx_json_need(doc, obj, key, type, out, err)
-
 /* GPT-2's pre-tokenizer pattern, used by ByteLevel with "use_regex": true. */
 static const char gpt2_pattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
@@ -67,7 +65,7 @@ static int pattern(const struct lx_json *doc, const struct lx_jv *obj, const cha
                    struct lx_error *err)
 {
     const struct lx_jv *p, *v;
-    int rc = NEED(LX_JSON_OBJECT, "pattern", &p);
+    int rc = lx_json_need(doc, obj, "pattern", LX_JSON_OBJECT, &p, err);
     if (rc < 0)
         return rc;
     *regex = lx_json_member(p, "Regex") != NULL;
@@ -81,7 +79,8 @@ static int replace_args(const struct lx_json *doc, const struct lx_jv *obj, cons
 {
     const struct lx_jv *v;
     int regex, rc;
-    if ((rc = pattern(doc, obj, a, na, &regex, err)) < 0 || (rc = NEED(LX_JSON_STRING, "content", &v)) < 0 ||
+    if ((rc = pattern(doc, obj, a, na, &regex, err)) < 0 ||
+        (rc = lx_json_need(doc, obj, "content", LX_JSON_STRING, &v, err)) < 0 ||
         (rc = lx_json_str(doc, v, b, nb, err)) < 0)
         return rc;
     if (regex)
@@ -124,7 +123,7 @@ static long from_alphabet(const int map[324], const char *s, size_t n, char *out
 /* ---- the model ---- */
 
 /* A token string as the model holds it (raw bytes for byte-level) into buf. */
-static int model_token(const struct hf *hf, const struct lx_json *doc, const struct lx_jv *where, const char *s,
+static int model_token(const struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *where, const char *s,
                        size_t n, char *buf, size_t *m, struct lx_error *err)
 {
     if (!hf->bytelevel) {
@@ -140,7 +139,7 @@ static int model_token(const struct hf *hf, const struct lx_json *doc, const str
     return LX_OK;
 }
 
-static int read_vocab(struct hf *hf, const struct lx_json *doc, const struct lx_jv *vocab, struct lx_error *err)
+static int read_vocab(struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *vocab, struct lx_error *err)
 {
     char *buf = NULL;
     size_t cap = 0;
@@ -169,7 +168,7 @@ static int read_vocab(struct hf *hf, const struct lx_json *doc, const struct lx_
 }
 
 /* The id of a merge's part, converted as the vocabulary was. */
-static int32_t part_id(const struct hf *hf, const struct lx_json *doc, const struct lx_jv *where, const char *s,
+static int32_t part_id(const struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *where, const char *s,
                        size_t n, char *buf, struct lx_error *err)
 {
     size_t m = 0;
@@ -182,7 +181,7 @@ static int32_t part_id(const struct hf *hf, const struct lx_json *doc, const str
 }
 
 /* One merge: "a b" or ["a", "b"]; rank k. */
-static int read_merge(struct hf *hf, const struct lx_json *doc, const struct lx_jv *m, long k, struct lx_error *err)
+static int read_merge(struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *m, long k, struct lx_error *err)
 {
     const char *a, *b;
     size_t na, nb;
@@ -217,7 +216,7 @@ static int read_merge(struct hf *hf, const struct lx_json *doc, const struct lx_
     return LX_OK;
 }
 
-static int read_model(struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj, struct lx_error *err)
+static int read_model(struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *obj, struct lx_error *err)
 {
     const char *type, *s;
     const struct lx_jv *vocab, *merges, *v;
@@ -244,7 +243,8 @@ static int read_model(struct hf *hf, const struct lx_json *doc, const struct lx_
     if ((rc = opt_bool(doc, obj, "byte_fallback", 0, &fallback, err)) < 0 ||
         (rc = opt_bool(doc, obj, "fuse_unk", 0, &hf->bpe.fuse_unk, err)) < 0 ||
         (rc = opt_bool(doc, obj, "ignore_merges", 0, &hf->bpe.ignore_merges, err)) < 0 ||
-        (rc = NEED(LX_JSON_OBJECT, "vocab", &vocab)) < 0 || (rc = NEED(LX_JSON_ARRAY, "merges", &merges)) < 0 ||
+        (rc = lx_json_need(doc, obj, "vocab", LX_JSON_OBJECT, &vocab, err)) < 0 ||
+        (rc = lx_json_need(doc, obj, "merges", LX_JSON_ARRAY, &merges, err)) < 0 ||
         (rc = read_vocab(hf, doc, vocab, err)) < 0)
         return rc;
     if (hf->bpe.n_vocab == 0)
@@ -274,7 +274,7 @@ static int added_cmp(const void *x, const void *y)
     return a->n != b->n ? (a->n < b->n ? 1 : -1) : (a->id > b->id) - (a->id < b->id);
 }
 
-static int read_added(struct hf *hf, const struct lx_json *doc, const struct lx_jv *list, struct lx_error *err)
+static int read_added(struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *list, struct lx_error *err)
 {
     long n = lx_json_len(list);
     hf->added = lx_xcalloc((size_t)(n > 0 ? n : 1), sizeof *hf->added);
@@ -284,8 +284,9 @@ static int read_added(struct hf *hf, const struct lx_json *doc, const struct lx_
         int64_t id;
         const char *s;
         int rc;
-        if ((rc = NEED(LX_JSON_INT, "id", &v)) < 0 || (rc = lx_json_int(doc, v, &id, err)) < 0 ||
-            (rc = NEED(LX_JSON_STRING, "content", &v)) < 0 || (rc = lx_json_str(doc, v, &s, &a->n, err)) < 0 ||
+        if ((rc = lx_json_need(doc, obj, "id", LX_JSON_INT, &v, err)) < 0 || (rc = lx_json_int(doc, v, &id, err)) < 0 ||
+            (rc = lx_json_need(doc, obj, "content", LX_JSON_STRING, &v, err)) < 0 ||
+            (rc = lx_json_str(doc, v, &s, &a->n, err)) < 0 ||
             (rc = opt_bool(doc, obj, "special", 0, &a->special, err)) < 0 ||
             (rc = opt_bool(doc, obj, "lstrip", 0, &a->lstrip, err)) < 0 ||
             (rc = opt_bool(doc, obj, "rstrip", 0, &a->rstrip, err)) < 0 ||
@@ -309,11 +310,11 @@ static int read_added(struct hf *hf, const struct lx_json *doc, const struct lx_
 /* ---- normalizer, pre-tokenizer, decoder ---- */
 
 /* One component that is not a Sequence: its type is read already. */
-typedef int (*component_fn)(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj,
+typedef int (*component_fn)(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *obj,
                             const char *type, struct lx_error *err);
 
 /* A component (null = none), or a {"type": "Sequence", list: [...]} of them in order. */
-static int each_component(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj,
+static int each_component(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *obj,
                           const char *list, component_fn one, struct lx_error *err)
 {
     const char *type;
@@ -325,14 +326,14 @@ static int each_component(struct lx_tokenizer *t, struct hf *hf, const struct lx
         return rc;
     if (strcmp(type, "Sequence") != 0)
         return one(t, hf, doc, obj, type, err);
-    if ((rc = NEED(LX_JSON_ARRAY, list, &v)) < 0)
+    if ((rc = lx_json_need(doc, obj, list, LX_JSON_ARRAY, &v, err)) < 0)
         return rc;
     for (long i = 0; i < lx_json_len(v) && rc == LX_OK; i++)
         rc = each_component(t, hf, doc, lx_json_at(v, i), list, one, err);
     return rc;
 }
 
-static int normalizer_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj,
+static int normalizer_one(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *obj,
                           const char *type, struct lx_error *err)
 {
     const char *a, *b = NULL;
@@ -342,7 +343,8 @@ static int normalizer_one(struct lx_tokenizer *t, struct hf *hf, const struct lx
     static const char *const forms[] = {[LX_NFC] = "NFC", [LX_NFD] = "NFD", [LX_NFKC] = "NFKC", [LX_NFKD] = "NFKD"};
     struct hf_norm st = {0};
     if (strcmp(type, "Prepend") == 0) {
-        if ((rc = NEED(LX_JSON_STRING, "prepend", &v)) < 0 || (rc = lx_json_str(doc, v, &a, &na, err)) < 0)
+        if ((rc = lx_json_need(doc, obj, "prepend", LX_JSON_STRING, &v, err)) < 0 ||
+            (rc = lx_json_str(doc, v, &a, &na, err)) < 0)
             return rc;
         st.kind = HF_PREPEND;
     } else if (strcmp(type, "Replace") == 0) {
@@ -364,7 +366,7 @@ static int normalizer_one(struct lx_tokenizer *t, struct hf *hf, const struct lx
     return LX_OK;
 }
 
-static int read_split(struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj, struct hf_split *sp,
+static int read_split(struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *obj, struct hf_split *sp,
                       struct lx_error *err)
 {
     const char *s, *behavior;
@@ -372,7 +374,8 @@ static int read_split(struct hf *hf, const struct lx_json *doc, const struct lx_
     int regex, invert, rc;
     const struct lx_jv *v;
     if ((rc = pattern(doc, obj, &s, &n, &regex, err)) < 0 || (rc = opt_bool(doc, obj, "invert", 0, &invert, err)) < 0 ||
-        (rc = NEED(LX_JSON_STRING, "behavior", &v)) < 0 || (rc = lx_json_str(doc, v, &behavior, NULL, err)) < 0)
+        (rc = lx_json_need(doc, obj, "behavior", LX_JSON_STRING, &v, err)) < 0 ||
+        (rc = lx_json_str(doc, v, &behavior, NULL, err)) < 0)
         return rc;
     if (invert)
         return lx_json_err(err, doc, lx_json_member(obj, "invert"), "unsupported: an inverted Split");
@@ -384,7 +387,7 @@ static int read_split(struct hf *hf, const struct lx_json *doc, const struct lx_
     return rc < 0 ? lx_json_err(err, doc, lx_json_member(obj, "pattern"), "%s", e2.msg) : LX_OK;
 }
 
-static int pretok_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj,
+static int pretok_one(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *obj,
                       const char *type, struct lx_error *err)
 {
     int rc;
@@ -413,7 +416,7 @@ static int pretok_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_jso
     return LX_OK;
 }
 
-static int decoder_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj,
+static int decoder_one(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *obj,
                        const char *type, struct lx_error *err)
 {
     const char *a, *b;
@@ -433,9 +436,12 @@ static int decoder_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_js
         r->a = lx_xmalloc(na + 1), memcpy(r->a, a, na), r->na = na;
         r->b = lx_xmalloc(nb + 1), memcpy(r->b, b, nb), r->nb = nb;
     } else if (strcmp(type, "Strip") == 0) {
-        if ((rc = NEED(LX_JSON_STRING, "content", &v)) < 0 || (rc = lx_json_str(doc, v, &a, &na, err)) < 0 ||
-            (rc = NEED(LX_JSON_INT, "start", &v)) < 0 || (rc = lx_json_int(doc, v, &start, err)) < 0 ||
-            (rc = NEED(LX_JSON_INT, "stop", &v)) < 0 || (rc = lx_json_int(doc, v, &stop, err)) < 0)
+        if ((rc = lx_json_need(doc, obj, "content", LX_JSON_STRING, &v, err)) < 0 ||
+            (rc = lx_json_str(doc, v, &a, &na, err)) < 0 ||
+            (rc = lx_json_need(doc, obj, "start", LX_JSON_INT, &v, err)) < 0 ||
+            (rc = lx_json_int(doc, v, &start, err)) < 0 ||
+            (rc = lx_json_need(doc, obj, "stop", LX_JSON_INT, &v, err)) < 0 ||
+            (rc = lx_json_int(doc, v, &stop, err)) < 0)
             return rc;
         if (na != 1 || start < 0 || stop < 0 || start > 64 || stop > 64)
             return lx_json_err(err, doc, obj, "unsupported Strip: content must be one byte, start/stop 0..64");
@@ -457,13 +463,14 @@ static int template_id(const struct lx_json *doc, const struct lx_jv *post, cons
     const char *name;
     int64_t x;
     int rc;
-    if ((rc = NEED(LX_JSON_STRING, "id", &v)) < 0 || (rc = lx_json_str(doc, v, &name, NULL, err)) < 0)
+    if ((rc = lx_json_need(doc, obj, "id", LX_JSON_STRING, &v, err)) < 0 ||
+        (rc = lx_json_str(doc, v, &name, NULL, err)) < 0)
         return rc;
     obj = lx_json_member(post, "special_tokens");
-    if ((rc = NEED(LX_JSON_OBJECT, name, &v)) < 0)
+    if ((rc = lx_json_need(doc, obj, name, LX_JSON_OBJECT, &v, err)) < 0)
         return rc;
     obj = v;
-    if ((rc = NEED(LX_JSON_ARRAY, "ids", &ids)) < 0)
+    if ((rc = lx_json_need(doc, obj, "ids", LX_JSON_ARRAY, &ids, err)) < 0)
         return rc;
     if (lx_json_len(ids) != 1)
         return lx_json_err(err, doc, ids, "unsupported: a special token of %ld ids", lx_json_len(ids));
@@ -477,7 +484,7 @@ static int template_id(const struct lx_json *doc, const struct lx_jv *post, cons
 
 /* post_processor: TemplateProcessing's single template [special, $A, special]
 ** gives BOS and EOS and says they are added; ByteLevel adds nothing. */
-static int post_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, const struct lx_jv *obj,
+static int post_one(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *obj,
                     const char *type, struct lx_error *err)
 {
     const struct lx_jv *v;
@@ -486,7 +493,7 @@ static int post_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_json 
         return LX_OK;
     if (strcmp(type, "TemplateProcessing") != 0)
         return unsupported(err, doc, obj, "post_processor", type);
-    if ((rc = NEED(LX_JSON_ARRAY, "single", &v)) < 0)
+    if ((rc = lx_json_need(doc, obj, "single", LX_JSON_ARRAY, &v, err)) < 0)
         return rc;
     long n = lx_json_len(v);
     if (n > 0 && lx_json_member(lx_json_at(v, 0), "SpecialToken")) {
@@ -503,7 +510,7 @@ static int post_one(struct lx_tokenizer *t, struct hf *hf, const struct lx_json 
 }
 
 /* The id of an added token by content, or -1. */
-static int32_t added_id(const struct hf *hf, const char *s)
+static int32_t added_id(const struct hf_tok *hf, const char *s)
 {
     for (int k = 0; k < hf->n_added; k++)
         if (strcmp(hf->added[k].s, s) == 0)
@@ -513,7 +520,7 @@ static int32_t added_id(const struct hf *hf, const char *s)
 
 /* BOS/EOS the template did not give, from tokenizer_config.json beside the
 ** file (its bos_token / eos_token: a string or {"content": ...}), if any. */
-static int read_config(struct lx_tokenizer *t, const struct hf *hf, struct lx_error *err)
+static int read_config(struct lx_tokenizer *t, const struct hf_tok *hf, struct lx_error *err)
 {
     char path[4096];
     const char *slash = strrchr(t->path, '/');
@@ -547,7 +554,7 @@ static int read_config(struct lx_tokenizer *t, const struct hf *hf, struct lx_er
 
 static void hf_free(void *impl)
 {
-    struct hf *hf = impl;
+    struct hf_tok *hf = impl;
     if (!hf)
         return;
     for (int i = 0; i < hf->n_added; i++)
@@ -570,17 +577,17 @@ static void hf_free(void *impl)
 
 static const struct lx_tok_ops sentencepiece_ops = {
     .kind = "sentencepiece",
-    .encode = hf_encode,
-    .decode = hf_decode,
-    .piece = hf_piece,
+    .encode = lx_hf_tok_encode,
+    .decode = lx_hf_tok_decode,
+    .piece = lx_hf_tok_piece,
     .free = hf_free,
 };
 
 static const struct lx_tok_ops bytelevel_ops = {
     .kind = "bytelevel",
-    .encode = hf_encode,
-    .decode = hf_decode,
-    .piece = hf_piece,
+    .encode = lx_hf_tok_encode,
+    .decode = lx_hf_tok_decode,
+    .piece = lx_hf_tok_piece,
     .free = hf_free,
 };
 
@@ -631,11 +638,12 @@ static int vocab_size(const struct lx_json *doc, const struct lx_jv *vocab, cons
     return rc;
 }
 
-static int read_all(struct lx_tokenizer *t, struct hf *hf, const struct lx_json *doc, struct lx_error *err)
+static int read_all(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx_json *doc, struct lx_error *err)
 {
     const struct lx_jv *obj = lx_json_root(doc), *model, *added;
     int rc;
-    if ((rc = NEED(LX_JSON_OBJECT, "model", &model)) < 0 || (rc = opt(doc, obj, "added_tokens", LX_JSON_ARRAY, &added, err)) < 0)
+    if ((rc = lx_json_need(doc, obj, "model", LX_JSON_OBJECT, &model, err)) < 0 ||
+        (rc = opt(doc, obj, "added_tokens", LX_JSON_ARRAY, &added, err)) < 0)
         return rc;
     hf->bytelevel = has_bytelevel(lx_json_member(obj, "pre_tokenizer")) || has_bytelevel(lx_json_member(obj, "decoder"));
     byte_alphabet(hf->alphabet);
@@ -659,14 +667,14 @@ static int tok_hf_open(struct lx_tokenizer *t, const unsigned char *bytes, long 
     int rc = lx_json_parse(&doc, (const char *)bytes, (size_t)n, t->path, err);
     if (rc < 0)
         return rc;
-    struct hf *hf = lx_xcalloc(1, sizeof *hf);
+    struct hf_tok *hf = lx_xcalloc(1, sizeof *hf);
     rc = read_all(t, hf, doc, err);
     lx_json_free(doc);
     if (rc < 0) {
         hf_free(hf);
         return rc;
     }
-    hf_pieces_build(hf);
+    lx_hf_tok_pieces_build(hf);
     t->ops = hf->bytelevel ? &bytelevel_ops : &sentencepiece_ops;
     t->impl = hf;
     t->n_vocab = hf->bpe.n_vocab;

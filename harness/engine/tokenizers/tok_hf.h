@@ -44,7 +44,7 @@ struct hf_replace {
     size_t na, nb;
 };
 
-struct hf {
+struct hf_tok {
     struct lx_bpe bpe;              /* the model: vocabulary (raw bytes for byte-level) and merges */
     int bytelevel;                  /* byte-level BPE (tokens are bytes through GPT-2's byte map) */
     int alphabet[324];              /* that map backwards: code point -> byte, -1 outside it */
@@ -61,16 +61,16 @@ struct hf {
     int strip_start, strip_stop;    /* decoder Strip: characters removed from the ends */
     char strip_char;                /* ... when they are this one */
     char **text;                    /* (n_vocab,) added tokens' content by id, NULL for model tokens */
-    char **piece;                   /* (n_vocab,) each id's text inside a text (hf_piece); NULL: none */
+    char **piece;                   /* (n_vocab,) each id's text inside a text (lx_hf_tok_piece); NULL: none */
     size_t *piece_len;              /* (n_vocab,) its bytes */
 };
 
-int hf_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags, struct lx_ids *out,
+int lx_hf_tok_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags, struct lx_ids *out,
               struct lx_error *err);
-void hf_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out);
+void lx_hf_tok_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out);
 /* Fill piece/piece_len once the file is read: the decoder's Replace and
 ** ByteFallback applied to one id, no Strip; special added tokens have none. */
-void hf_pieces_build(struct hf *hf);
-const char *hf_piece(const struct lx_tokenizer *t, int32_t id, size_t *len);
+void lx_hf_tok_pieces_build(struct hf_tok *hf);
+const char *lx_hf_tok_piece(const struct lx_tokenizer *t, int32_t id, size_t *len);
 
 #endif

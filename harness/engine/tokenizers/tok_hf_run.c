@@ -8,7 +8,7 @@
 **      pieces of the one before;
 **   4. each piece is one BPE word (bpe.c).
 ** A segment (LX_ENC_SEGMENT) skips the dummy prefix: a Prepend normalizer and
-** ByteLevel's add_prefix_space. hf_piece reads the text of one id.
+** ByteLevel's add_prefix_space. lx_hf_tok_piece reads the text of one id.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +23,7 @@ static int is_word(unsigned char c) { return c >= 0x80 || c == '_' || (c >= '0' 
 
 /* The added token matching at text[i] (the longest; hf->added is sorted
 ** longest first), or NULL. */
-static const struct hf_added *added_at(const struct hf *hf, const char *text, size_t n, size_t i)
+static const struct hf_added *added_at(const struct hf_tok *hf, const char *text, size_t n, size_t i)
 {
     unsigned char c = (unsigned char)text[i];
     if (!(hf->first[c >> 3] & (1u << (c & 7))))
@@ -43,7 +43,7 @@ static const struct hf_added *added_at(const struct hf *hf, const char *text, si
 /* ---- 2-4. a stretch of text between added tokens ---- */
 
 struct piece_ctx {
-    const struct hf *hf;        /* the tables */
+    const struct hf_tok *hf;        /* the tables */
     int step;                   /* the pre-tokenizer step about to cut */
     const char *s;              /* the text being cut */
     size_t done;                /* s[0, done) is already handed on */
@@ -52,7 +52,7 @@ struct piece_ctx {
     int segment;                /* LX_ENC_SEGMENT: no prefix space */
 };
 
-static void pieces(const struct hf *hf, int step, const char *s, size_t n, struct lx_ids *out,
+static void pieces(const struct hf_tok *hf, int step, const char *s, size_t n, struct lx_ids *out,
                    struct lx_bpe_work *work, int segment);
 
 /* A match [start, end) of step ctx->step: the gap before it, then (unless
@@ -69,7 +69,7 @@ static void on_match(size_t start, size_t end, void *arg)
 }
 
 /* Cut s[0, n) with pre-tokenizer steps step.. and encode the pieces. */
-static void pieces(const struct hf *hf, int step, const char *s, size_t n, struct lx_ids *out,
+static void pieces(const struct hf_tok *hf, int step, const char *s, size_t n, struct lx_ids *out,
                    struct lx_bpe_work *work, int segment)
 {
     if (n == 0)
@@ -100,7 +100,7 @@ static void pieces(const struct hf *hf, int step, const char *s, size_t n, struc
 
 /* Apply the normalizer steps to s[0, n); the result is in one of the two
 ** buffers, returned. */
-static const struct lx_buf *normalize(const struct hf *hf, const char *s, size_t n, int segment,
+static const struct lx_buf *normalize(const struct hf_tok *hf, const char *s, size_t n, int segment,
                                       struct lx_buf buf[2])
 {
     int cur = 0;
@@ -133,10 +133,10 @@ static const struct lx_buf *normalize(const struct hf *hf, const char *s, size_t
     return &buf[cur];
 }
 
-int hf_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags, struct lx_ids *out,
+int lx_hf_tok_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags, struct lx_ids *out,
               struct lx_error *err)
 {
-    const struct hf *hf = t->impl;
+    const struct hf_tok *hf = t->impl;
     int segment = (flags & LX_ENC_SEGMENT) != 0;
     for (size_t i = 0; i < n;) {
         int len = lx_utf8_len((const unsigned char *)text + i, n - i);
@@ -175,7 +175,7 @@ int hf_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned
 
 /* ---- decoding ---- */
 
-static void put_replaced(const struct hf *hf, const char *s, size_t n, struct lx_buf *out)
+static void put_replaced(const struct hf_tok *hf, const char *s, size_t n, struct lx_buf *out)
 {
     if (hf->n_repl == 0) {
         lx_buf_putn(out, s, n);
@@ -195,9 +195,9 @@ static void put_replaced(const struct hf *hf, const char *s, size_t n, struct lx
     }
 }
 
-void hf_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out)
+void lx_hf_tok_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out)
 {
-    const struct hf *hf = t->impl;
+    const struct hf_tok *hf = t->impl;
     size_t start = out->len;
     for (long i = 0; i < n; i++) {
         const char *s;
@@ -230,7 +230,7 @@ void hf_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct 
 
 /* ---- one id's text ---- */
 
-void hf_pieces_build(struct hf *hf)
+void lx_hf_tok_pieces_build(struct hf_tok *hf)
 {
     long V = hf->bpe.n_vocab;
     hf->piece = lx_xcalloc((size_t)V + 1, sizeof *hf->piece);
@@ -268,9 +268,9 @@ void hf_pieces_build(struct hf *hf)
     lx_buf_free(&b);
 }
 
-const char *hf_piece(const struct lx_tokenizer *t, int32_t id, size_t *len)
+const char *lx_hf_tok_piece(const struct lx_tokenizer *t, int32_t id, size_t *len)
 {
-    const struct hf *hf = t->impl;
+    const struct hf_tok *hf = t->impl;
     *len = hf->piece_len[id];
     return hf->piece[id];
 }
