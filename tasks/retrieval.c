@@ -515,7 +515,7 @@ const char *lx_retrieval_split(const void *params)
 
 /* ---- instances in any tokenizer's tokens ----------------------------------------
 ** The task's generate hook at (key, sample, depth), fitted to the tokenizer
-** by the engine (harness/engine/instance.c has how). */
+** by the engine (harness/engine/data/instance.c has how). */
 
 struct gen_at {
     const struct lx_task *task;

@@ -1,6 +1,6 @@
 /*
 ** tests/test_decode.c - the KV cache and one-token decoding
-** (harness/engine/decode.c):
+** (harness/engine/kernels/decode.c):
 **
 **   - the one-row attention against row i of the naive reference
 **     (lx_attention_forward) for every method that runs on a model, with

@@ -1,7 +1,7 @@
 /*
 ** tests/test_generate.c - `lenx generate` and the decode API's sampler
-** (harness/generate.c, harness/engine/decode.h), and the held-out stories
-** split (scripts/heldout.sh, harness/engine/corpus.h).
+** (harness/generate.c, harness/engine/kernels/decode.h), and the held-out stories
+** split (scripts/heldout.sh, harness/engine/data/corpus.h).
 **
 ** Greedy text is checked against llama2.c's run.c on stories260K (its
 ** expected/ outputs, read from ../shared/models/stories260K beside the

@@ -1,6 +1,6 @@
 /*
 ** tests/test_gqa.c - grouped-query attention and the architecture fields of
-** pretrained models (kv_heads, qkv_bias, tie_head; harness/engine/model.c).
+** pretrained models (kv_heads, qkv_bias, tie_head; harness/engine/model/model.c).
 **
 ** Suite `gqa`: a GQA model equals the multi-head model whose wk and wv rows
 ** (and biases) are the GQA ones repeated for each query head of a group, on

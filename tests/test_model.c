@@ -1,5 +1,5 @@
 /*
-** tests/test_model.c - the transformer end to end (harness/engine/model.c).
+** tests/test_model.c - the transformer end to end (harness/engine/model/model.c).
 **
 ** Suite `model_ref`: agreement with an independent PyTorch implementation
 ** (tests/ref/lenx_torch.py, written from docs/checkpoints.md, run in float64)

@@ -1,5 +1,5 @@
 /*
-** tests/test_tiled.c - the tiled online-softmax forward (harness/engine/tiled.c)
+** tests/test_tiled.c - the tiled online-softmax forward (harness/engine/kernels/tiled.c)
 ** against the naive reference (lx_attention_forward) and the per-head BLAS
 ** path, on every method of methods/methods.def that runs on a model, at sizes
 ** chosen around the tile edges: T below one block, T = block ± 1, T not a

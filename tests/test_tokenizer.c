@@ -1,5 +1,5 @@
 /*
-** tests/test_tokenizer.c - the tokenizer interface (harness/engine/tokenizer.h)
+** tests/test_tokenizer.c - the tokenizer interface (harness/engine/tokenizers/tokenizer.h)
 ** against ids nobody on this project computed:
 **   - llama2.c's own encoder on 10 strings (tok512.bin of stories260K, read from
 **     ../shared/models/stories260K; the tests skip, saying so, without it);

@@ -1,5 +1,5 @@
 /*
-** harness/engine/corpus.c - reading the manifest and the corpus files (see corpus.h).
+** harness/engine/data/corpus.c - reading the manifest and the corpus files (see corpus.h).
 */
 #define _DEFAULT_SOURCE     /* realpath, readlink */
 #include "harness/engine/data/corpus.h"

@@ -1,5 +1,5 @@
 /*
-** harness/engine/corpus.h - the byte-level tokenizer and the installed corpora.
+** harness/engine/data/corpus.h - the byte-level tokenizer and the installed corpora.
 **
 ** Tokens are bytes (0..255) plus four specials, so any text works and a length
 ** is exactly a number of bytes (docs/data.md). `make data` (scripts/data.sh)

@@ -1,5 +1,5 @@
 /*
-** harness/engine/instance.c - instances (instance.h): releasing one, and
+** harness/engine/data/instance.c - instances (instance.h): releasing one, and
 ** fitting a byte instance to exactly `length` tokens of another tokenizer.
 **
 ** A task writes its instance in bytes; for a tokenizer other than bytes the

@@ -1,5 +1,5 @@
 /*
-** harness/engine/instance.h - a token sequence whose answer span is known: what
+** harness/engine/data/instance.h - a token sequence whose answer span is known: what
 ** a retrieval task generates and what training mixtures and answer reading
 ** consume. It lives in the engine so the training loop can take instances
 ** from a task's generator without including anything above the engine.

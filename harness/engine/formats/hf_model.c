@@ -1,5 +1,5 @@
 /*
-** harness/engine/hf.c - Hugging Face model directories loaded into the one
+** harness/engine/formats/hf_model.c - Hugging Face model directories loaded into the one
 ** struct lx_model, and lenx models written as one (docs/checkpoints.md#hugging-face-directories).
 **
 ** A directory holds config.json (transformers' LlamaConfig / Qwen2Config /

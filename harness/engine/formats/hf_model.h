@@ -1,5 +1,5 @@
 /*
-** harness/engine/hf.h - Hugging Face model directories (config.json plus
+** harness/engine/formats/hf_model.h - Hugging Face model directories (config.json plus
 ** safetensors weights, one file or a sharded index) read into struct lx_model,
 ** and lenx models written as one (docs/checkpoints.md#hugging-face-directories).
 */

@@ -1,5 +1,5 @@
 /*
-** harness/engine/llama2c.c - llama2.c's legacy `.bin` checkpoints loaded into
+** harness/engine/formats/llama2c.c - llama2.c's legacy `.bin` checkpoints loaded into
 ** the one struct lx_model (docs/checkpoints.md#llama2c-bin).
 **
 ** The file (Karpathy's llama2.c, run.c's read_checkpoint) is a header of seven

@@ -1,5 +1,5 @@
 /*
-** harness/engine/llama2c.h - llama2.c legacy `.bin` checkpoints (Karpathy's
+** harness/engine/formats/llama2c.h - llama2.c legacy `.bin` checkpoints (Karpathy's
 ** llama2.c, run.c) loaded into struct lx_model; the format and its mapping are
 ** in llama2c.c and docs/checkpoints.md#llama2c-bin.
 */

@@ -1,5 +1,5 @@
 /*
-** harness/engine/safetensors.c - reading and writing safetensors files (see
+** harness/engine/formats/safetensors.c - reading and writing safetensors files (see
 ** safetensors.h for the layout).
 **
 ** The header is parsed by harness/core/json.h (jansson: strict UTF-8,

@@ -1,5 +1,5 @@
 /*
-** harness/engine/safetensors.h - checkpoints in the safetensors format
+** harness/engine/formats/safetensors.h - checkpoints in the safetensors format
 ** (https://github.com/huggingface/safetensors), so lenx weights open in
 ** PyTorch, numpy and the Hugging Face tools, and theirs open here.
 **

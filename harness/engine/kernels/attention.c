@@ -1,5 +1,5 @@
 /*
-** harness/engine/attention.c - attention forward and backward: the naive
+** harness/engine/kernels/attention.c - attention forward and backward: the naive
 ** reference and the per-head BLAS path (see attention.h).
 */
 #include "harness/engine/kernels/attention.h"

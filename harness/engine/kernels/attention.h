@@ -1,5 +1,5 @@
 /*
-** harness/engine/attention.h - the naive (materialised) attention path that
+** harness/engine/kernels/attention.h - the naive (materialised) attention path that
 ** reads the attention spec (harness/core/spec.h): for query i and key j,
 **
 **     S_ij = c · q_i · k_j,  c = 1/sqrt(D) (or CosScale's s; q, k then unit)

@@ -1,5 +1,5 @@
 /*
-** harness/engine/blas.c - OpenBLAS behind one seam, and the naive reference.
+** harness/engine/kernels/blas.c - OpenBLAS behind one seam, and the naive reference.
 */
 #include "harness/engine/kernels/blas.h"
 

@@ -1,5 +1,5 @@
 /*
-** harness/engine/blas.h - the one seam to OpenBLAS (docs/development.md#style).
+** harness/engine/kernels/blas.h - the one seam to OpenBLAS (docs/development.md#style).
 **
 ** lx_matmul is the only caller of cblas_sgemm; lx_matmul_naive is the
 ** reference beside it that the tests compare against.

@@ -1,5 +1,5 @@
 /*
-** harness/engine/ops.c - forward/backward of the engine's elementwise and
+** harness/engine/kernels/ops.c - forward/backward of the engine's elementwise and
 ** row-wise ops; matrix products go through lx_matmul (the BLAS seam).
 */
 #include "harness/engine/kernels/ops.h"

@@ -1,5 +1,5 @@
 /*
-** harness/engine/ops.h - the transformer's building blocks, forward and
+** harness/engine/kernels/ops.h - the transformer's building blocks, forward and
 ** backward, in llm.c's shape: X_forward(out, in, weights, sizes) and
 ** X_backward(d_in, d_weights, d_out, saved inputs, weights, sizes). Backward
 ** passes accumulate (+=) into parameter gradients and overwrite or accumulate

@@ -1,5 +1,5 @@
 /*
-** harness/engine/tiled.c - the tiled, online-softmax attention forward for
+** harness/engine/kernels/tiled.c - the tiled, online-softmax attention forward for
 ** evaluation (see attention.h, "the tiled forward").
 **
 ** For a block of query rows [i0, i1) and a tile of keys [j0, j1):

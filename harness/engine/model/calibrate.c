@@ -1,5 +1,5 @@
 /*
-** harness/engine/calibrate.c - attention statistics of a model on text, and the
+** harness/engine/model/calibrate.c - attention statistics of a model on text, and the
 ** probe built from them (see calibrate.h).
 */
 #include "harness/engine/model/calibrate.h"

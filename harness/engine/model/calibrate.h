@@ -1,5 +1,5 @@
 /*
-** harness/engine/calibrate.h - the probe a calibrating method (t5align) measures a
+** harness/engine/model/calibrate.h - the probe a calibrating method (t5align) measures a
 ** trained model through: the model runs on corpus text, in the model's own
 ** tokens (lx_corpus_tokens; the bytes for a byte model), at the training length
 ** and at the cell's length, and the attention rows of every layer and head

@@ -1,5 +1,5 @@
 /*
-** harness/engine/evaluate.c - batched evaluation over windows (see evaluate.h).
+** harness/engine/model/evaluate.c - batched evaluation over windows (see evaluate.h).
 */
 #include "harness/engine/model/evaluate.h"
 

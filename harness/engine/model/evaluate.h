@@ -1,5 +1,5 @@
 /*
-** harness/engine/evaluate.h - running a model over a list of windows in
+** harness/engine/model/evaluate.h - running a model over a list of windows in
 ** batches: the engine step between a task's generator and its scorer
 ** (the task contract is tasks/task.h).
 **

@@ -40,7 +40,7 @@ typedef void (*lx_att_probe)(void *ctx, int layer, int b, int h, const float *P,
 
 /* Activations of one forward pass over B windows of T tokens (N = B·T rows).
 ** With `train` every layer keeps what backward needs; without, buffers are
-** reused across layers and attention runs tiled (harness/engine/tiled.c), so
+** reused across layers and attention runs tiled (harness/engine/kernels/tiled.c), so
 ** memory grows as O(T·d), row statistics (stats, diag) summed from the tiles;
 ** a pass with a probe (or head_path) runs the head path instead and allocates
 ** one T × T probability buffer per thread. */
@@ -114,7 +114,7 @@ double lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train);
 ** only when `uses` has LX_RUN_PROBS: a probe, which runs the head path;
 ** every other evaluation (row statistics and calibrations included) runs
 ** tiled, in O(T·d). LX_RUN_KVCACHE counts a KV cache for the B windows
-** (greedy answers, harness/engine/decode.h), LX_RUN_KVFAR its far keys too
+** (greedy answers, harness/engine/kernels/decode.h), LX_RUN_KVFAR its far keys too
 ** (a posmap on rotary positions). */
 enum {
     LX_RUN_PROBS = 1 << 0,      /* the pass reads whole attention probability rows (a probe) */

@@ -1,5 +1,5 @@
 /*
-** harness/engine/train.c - the training loop (see train.h).
+** harness/engine/model/train.c - the training loop (see train.h).
 */
 #include "harness/engine/model/train.h"
 

@@ -1,5 +1,5 @@
 /*
-** harness/engine/train.h - training a model on the corpus (docs/config.md#models).
+** harness/engine/model/train.h - training a model on the corpus (docs/config.md#models).
 **
 ** AdamW (decoupled weight decay on matrices only), linear warmup then cosine
 ** decay to min_lr·lr, clipping of the global gradient norm, batch × length

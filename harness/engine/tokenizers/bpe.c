@@ -1,5 +1,5 @@
 /*
-** harness/engine/bpe.c - the shared BPE model: vocabulary tables and the merge
+** harness/engine/tokenizers/bpe.c - the shared BPE model: vocabulary tables and the merge
 ** loop (bpe.h, docs/tokenizers.md#bpe).
 */
 #include "harness/engine/tokenizers/bpe.h"

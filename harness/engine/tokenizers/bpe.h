@@ -1,5 +1,5 @@
 /*
-** harness/engine/bpe.h - the byte-pair-encoding model both BPE kinds share
+** harness/engine/tokenizers/bpe.h - the byte-pair-encoding model both BPE kinds share
 ** (docs/tokenizers.md#bpe): a vocabulary (id <-> bytes), a table of pair merges
 ** with priorities, and the merge loop.
 **

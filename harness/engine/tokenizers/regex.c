@@ -1,5 +1,5 @@
 /*
-** harness/engine/regex.c - the only file that includes <pcre2.h> (regex.h).
+** harness/engine/tokenizers/regex.c - the only file that includes <pcre2.h> (regex.h).
 */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "harness/engine/tokenizers/regex.h"

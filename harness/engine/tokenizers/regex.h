@@ -1,10 +1,10 @@
 /*
-** harness/engine/regex.h - Unicode regular expressions for tokenizer.json
+** harness/engine/tokenizers/regex.h - Unicode regular expressions for tokenizer.json
 ** pre-tokenizers (the `Split` pattern of each model family, GPT-2's ByteLevel
 ** pattern), so lenx runs the file's own pattern instead of hand-coding one
 ** per family (docs/tokenizers.md#tokenizerjson).
 **
-** harness/engine/regex.c is the only file that includes <pcre2.h> (Debian's
+** harness/engine/tokenizers/regex.c is the only file that includes <pcre2.h> (Debian's
 ** libpcre2: Perl-compatible patterns with \p{L}, \p{N}, look-ahead and
 ** case-insensitive groups, compiled to machine code by its JIT). Patterns are
 ** UTF-8 and matched with Unicode classes (\s, \d, \w by Unicode properties).

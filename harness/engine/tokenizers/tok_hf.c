@@ -1,5 +1,5 @@
 /*
-** harness/engine/tok_hf.c - reading a Hugging Face tokenizer.json with a BPE
+** harness/engine/tokenizers/tok_hf.c - reading a Hugging Face tokenizer.json with a BPE
 ** model into the tables of tok_hf.h (docs/tokenizers.md#tokenizerjson).
 **
 ** Two kinds come out of it:

@@ -1,5 +1,5 @@
 /*
-** harness/engine/tok_hf.h - a Hugging Face tokenizer.json, as the tables its
+** harness/engine/tokenizers/tok_hf.h - a Hugging Face tokenizer.json, as the tables its
 ** pipeline runs on (docs/tokenizers.md#tokenizerjson). tok_hf.c reads the file
 ** into them; tok_hf_run.c encodes and decodes with them.
 **

@@ -1,5 +1,5 @@
 /*
-** harness/engine/tok_hf_run.c - encoding and decoding with a tokenizer.json's
+** harness/engine/tokenizers/tok_hf_run.c - encoding and decoding with a tokenizer.json's
 ** tables (tok_hf.h, docs/tokenizers.md#tokenizerjson), in the order of the
 ** Hugging Face tokenizers library:
 **   1. added tokens are split out of the raw text (leftmost, then longest);

@@ -1,5 +1,5 @@
 /*
-** harness/engine/tok_llama2c.c - llama2.c's tokenizer.bin: SentencePiece-style
+** harness/engine/tokenizers/tok_llama2c.c - llama2.c's tokenizer.bin: SentencePiece-style
 ** BPE with byte fallback, merged by score (docs/tokenizers.md#llama2c).
 **
 ** The file (written by llama2.c's tokenizer.py) is

@@ -1,5 +1,5 @@
 /*
-** harness/engine/tokenizer.c - the tokenizer interface (tokenizer.h): opening a
+** harness/engine/tokenizers/tokenizer.c - the tokenizer interface (tokenizer.h): opening a
 ** file as the right kind, BOS/EOS, id checks, the byte tokenizer of lenx's
 ** own models (docs/tokenizers.md), and the helpers the tasks use: segments
 ** encoded as given, text read back one id at a time (docs/tasks.md#tokenizers).

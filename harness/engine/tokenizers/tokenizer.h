@@ -1,5 +1,5 @@
 /*
-** harness/engine/tokenizer.h - one tokenizer interface over three kinds
+** harness/engine/tokenizers/tokenizer.h - one tokenizer interface over three kinds
 ** (docs/tokenizers.md), and what the tasks need of it (docs/tasks.md#tokenizers):
 **
 **   kind           file                                     ids

@@ -1,5 +1,5 @@
 /*
-** harness/engine/unicode.c - the only file that includes <utf8proc.h> (unicode.h).
+** harness/engine/tokenizers/unicode.c - the only file that includes <utf8proc.h> (unicode.h).
 */
 #include "harness/engine/tokenizers/unicode.h"
 

@@ -1,8 +1,8 @@
 /*
-** harness/engine/unicode.h - Unicode normalization forms for tokenizer.json
+** harness/engine/tokenizers/unicode.h - Unicode normalization forms for tokenizer.json
 ** normalizers (NFC for Qwen2/3; NFD, NFKC, NFKD for others).
 **
-** harness/engine/unicode.c is the only file that includes <utf8proc.h>
+** harness/engine/tokenizers/unicode.c is the only file that includes <utf8proc.h>
 ** (Debian's libutf8proc, the Julia project's library: Unicode 15 tables,
 ** maintained with every Unicode release).
 */
