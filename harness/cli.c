@@ -16,6 +16,8 @@ int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc,
 {
     LX_ASSERT(n <= LX_MAX_OPTS);
     memset(a, 0, sizeof *a);
+    a->opts = opts;
+    a->n_opts = n;
     *help = 0;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
@@ -67,6 +69,11 @@ const char *lx_args_get(const struct lx_args *a, const struct lx_opt *opts, int 
             return a->value[j];
     LX_ASSERT(0 && "option not in the table");
     return NULL;
+}
+
+const char *lx_args_value(const struct lx_args *a, const char *name)
+{
+    return lx_args_get(a, a->opts, a->n_opts, name);
 }
 
 int lx_args_long(const char *text, const char *name, long lo, long hi, long *out, struct lx_error *err)
@@ -128,4 +135,15 @@ void lx_cli_usage(const char *text, const struct lx_opt *opts, int n)
         for (int i = 0; i < n; i++)
             printf("  --%-12s %s %s\n", opts[i].name, opts[i].has_arg ? "V" : " ", opts[i].help);
     }
+}
+
+int lx_cli_args(struct lx_args *a, const struct lx_opt *opts, int n, const char *usage, int argc, char **argv)
+{
+    struct lx_error err;
+    int help, rc = lx_args_parse(a, opts, n, argc, argv, &help, &err);
+    if (rc < 0)
+        return lx_cli_fail(&err, rc);
+    if (help)
+        return lx_cli_usage(usage, opts, n), 0;
+    return -1;
 }

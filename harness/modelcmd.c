@@ -1,6 +1,6 @@
 /*
-** harness/modelcmd.c - the model commands: `lenx score`, `lenx show model`,
-** `lenx export --hf` (see modelcmd.h).
+** harness/modelcmd.c - the model commands: `lenx show model` (parsed in
+** show.c), `lenx export --hf` (see modelcmd.h).
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/modelcmd.h"
@@ -82,4 +82,28 @@ int lx_modelcmd_export(const char *model, const char *db, const char *dir, struc
     }
     free(path);
     return rc;
+}
+
+/* ---------------------------------------------------------------- export */
+
+static const struct lx_opt export_opts[] = {
+    {"hf", 1, "directory to write (config.json, model.safetensors)"},
+    {"model", 1, "model: a path in any format lenx reads, or a model name / key prefix in the store"},
+    {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
+};
+
+int lx_cmd_export(int argc, char **argv)
+{
+    static const char use[] = "usage: lenx export --hf DIR --model M [--db FILE]\n\nWrite a causal SwiGLU rope "
+                              "model as a Hugging Face Llama directory (docs/checkpoints.md).";
+    struct lx_args a;
+    struct lx_error err;
+    int rc = lx_cli_args(&a, export_opts, LX_N_OPTS(export_opts), use, argc, argv);
+    if (rc >= 0)
+        return rc;
+    const char *dir = lx_args_value(&a, "hf"), *db = lx_args_value(&a, "db"), *model = lx_args_value(&a, "model");
+    if (!dir || !model || a.n_pos)
+        return lx_cli_usage(use, export_opts, LX_N_OPTS(export_opts)), 2;
+    rc = lx_modelcmd_export(model, db ? db : LX_DEFAULT_DB, dir, &err);
+    return rc < 0 ? lx_cli_fail(&err, rc) : (printf("%s\n", dir), 0);
 }

@@ -1,9 +1,8 @@
 /*
-** harness/modelcmd.h - the model commands: `lenx score` (its logic in
-** score.c), `lenx show model PATH` and `lenx export --hf DIR
-** --model M`: what a model file or directory of any format lenx reads holds,
-** and a lenx model written as a Hugging Face directory
-** (docs/checkpoints.md#other-formats).
+** harness/modelcmd.h - the model commands beside `lenx score` (score.c):
+** `lenx show model PATH` and `lenx export --hf DIR --model M`: what a model
+** file or directory of any format lenx reads holds, and a lenx model written
+** as a Hugging Face directory (docs/checkpoints.md#other-formats).
 */
 #ifndef LX_MODELCMD_H
 #define LX_MODELCMD_H

@@ -1,5 +1,6 @@
 /*
-** harness/score.c - scoring a text with a checkpoint (see score.h).
+** harness/score.c - scoring a text with a checkpoint (see score.h), and the
+** command `lenx score`.
 */
 #include "harness/score.h"
 
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/cli.h"
 #include "harness/engine/corpus.h"
 #include "harness/engine/checkpoint.h"
 #include "harness/engine/evaluate.h"
@@ -247,4 +249,52 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     lx_model_release(&m);
     free(path);
     return rc;
+}
+
+/* ---------------------------------------------------------------- the command */
+
+static const struct lx_opt score_opts[] = {
+    {"model", 1, "model: checkpoint, llama2.c .bin, Hugging Face directory, or a model name / key prefix in the store"},
+    {"text", 1, "file whose text is scored"},
+    {"tokenizer", 1, "tokenizer.bin, tokenizer.json or a directory (default: the one beside the model, else bytes)"},
+    {"method", 1, "evaluation-time stack to add, as YAML: logn, [logn, infoscale], {logn: {mode: qwen}}"},
+    {"length", 1, "window length (default: the model's training length)"},
+    {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
+};
+
+static const char score_usage[] =
+    "usage: lenx score --model NAME_OR_PATH --text FILE [--tokenizer PATH] [--method STACK] [--length L] [--db FILE]\n\n"
+    "Print JSON with the per-token NLL (nats) of the file's tokens under a causal model, windows of\n"
+    "`length` tokens each starting with BOS, as the ppl task scores them.";
+
+int lx_cmd_score(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int rc = lx_cli_args(&a, score_opts, LX_N_OPTS(score_opts), score_usage, argc, argv);
+    if (rc >= 0)
+        return rc;
+    struct lx_score_opts o = {
+        .model = lx_args_value(&a, "model"),
+        .text = lx_args_value(&a, "text"),
+        .method = lx_args_value(&a, "method"),
+        .db = lx_args_value(&a, "db"),
+        .tokenizer = lx_args_value(&a, "tokenizer"),
+    };
+    o.db = o.db ? o.db : LX_DEFAULT_DB;
+    if (!o.model || !o.text || a.n_pos) {
+        fprintf(stderr, "lenx: error: score needs --model and --text\n  hint: %s\n", score_usage);
+        return 2;
+    }
+    const char *len = lx_args_value(&a, "length");
+    if (len && (rc = lx_args_long(len, "length", 1, 1L << 20, &o.length, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    struct lx_buf out = {0};
+    if ((rc = lx_score(&o, &out, &err)) < 0) {
+        lx_buf_free(&out);
+        return lx_cli_fail(&err, rc);
+    }
+    fputs(lx_buf_str(&out), stdout);
+    lx_buf_free(&out);
+    return 0;
 }

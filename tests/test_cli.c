@@ -639,3 +639,25 @@ Test(cli, tokenize, .init = setup, .fini = teardown)
     cr_expect_eq(sh(out, sizeof out, "echo '[1, \"x\"]' | $L tokenize --tokenizer %s --decode", tok), 2, "%s", out);
     cr_expect(strstr(out, "<stdin>: [1]: expected an integer, found a string") != NULL, "%s", out);
 }
+
+/* The table of commands (harness/main.c): every command `lenx --help` lists
+** answers `--help` with its own usage and exit 0, `lenx help CMD` prints the
+** same text, and an unknown option is bad input (exit 2) named in the error.
+** The names are read from `lenx --help`, so a new row is covered as it is. */
+Test(cli, every_command_answers_help, .init = setup, .fini = teardown)
+{
+    char names[4096], usage[8192], again[8192], want[80];
+    cr_assert_eq(sh(names, sizeof names, "$L --help | sed -n '/^commands:$/,/^$/p' | awk 'NF > 1 {print $1}'"), 0);
+    int n = 0;
+    for (char *name = strtok(names, "\n"); name; name = strtok(NULL, "\n"), n++) {
+        cr_expect_eq(sh(usage, sizeof usage, "$L %s --help", name), 0, "%s --help: %s", name, usage);
+        snprintf(want, sizeof want, "usage: lenx %s ", name);
+        cr_expect(strncmp(usage, want, strlen(want)) == 0, "%s --help: %s", name, usage);
+        cr_expect_eq(sh(again, sizeof again, "$L help %s", name), 0, "help %s: %s", name, again);
+        cr_expect_str_eq(again, usage, "lenx help %s differs from lenx %s --help", name, name);
+        cr_expect_eq(sh(again, sizeof again, "$L %s --no-such-option", name), 2, "%s: %s", name, again);
+        cr_expect(strstr(again, "unknown option '--no-such-option'") != NULL, "%s: %s", name, again);
+    }
+    /* run, table, compare, score, tokenize, generate, report, export, show, list, rm, merge, slurm */
+    cr_expect_geq(n, 13, "only %d commands read from lenx --help", n);
+}
