@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L     /* setenv */
 #include "harness/cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -87,9 +88,16 @@ int lx_args_double(const char *text, const char *name, double *out, struct lx_er
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (!*text || *end || errno || !isfinite(v) || v < 0)
+    int range = errno == ERANGE;    /* set for overflow (+-HUGE_VAL) and for underflow (a tiny or zero value) */
+    if (!*text || *end || isspace((unsigned char)*text))
+        return lx_err(err, LX_EINVAL, "--%s must be a number, got '%s'", name, text);
+    if (isnan(v) || (isinf(v) && !range))
+        return lx_err(err, LX_EINVAL, "--%s must be a finite number, got '%s'", name, text);
+    if (isinf(v))
+        return lx_err(err, LX_EINVAL, "--%s = %s is too large for a double", name, text);
+    if (v < 0)  /* an underflow keeps its sign: -1e-320 is negative too */
         return lx_err(err, LX_EINVAL, "--%s must be a non-negative number, got '%s'", name, text);
-    *out = v;
+    *out = v;   /* an underflow is the nearest double (a subnormal, or 0 below 4.9e-324): a value, not an error */
     return LX_OK;
 }
 

@@ -738,6 +738,7 @@ static int cmd_score(int argc, char **argv)
 static const struct lx_opt export_opts[] = {
     {"hf", 1, "directory to write (config.json, model.safetensors)"},
     {"model", 1, "model: a path in any format lenx reads, or a model name / key prefix in the store"},
+    {"tokenizer", 1, "the model's tokenizer, copied into DIR (default: the one beside the model, else bytes)"},
     {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
 };
 
@@ -746,8 +747,9 @@ static int cmd_export(int argc, char **argv)
     struct lx_args a;
     struct lx_error err;
     int help, rc;
-    static const char use[] = "usage: lenx export --hf DIR --model M [--db FILE]\n\nWrite a causal SwiGLU rope "
-                              "model as a Hugging Face Llama directory (docs/checkpoints.md).";
+    static const char use[] = "usage: lenx export --hf DIR --model M [--tokenizer FILE] [--db FILE]\n\nWrite a causal "
+                              "SwiGLU rope model and its tokenizer as a Hugging Face Llama directory "
+                              "(docs/checkpoints.md).";
     if ((rc = lx_args_parse(&a, export_opts, N_OPTS(export_opts), argc, argv, &help, &err)) < 0)
         return lx_cli_fail(&err, rc);
     const char *dir = lx_args_get(&a, export_opts, N_OPTS(export_opts), "hf"), *db = lx_args_get(&a, export_opts,
@@ -755,7 +757,8 @@ static int cmd_export(int argc, char **argv)
     const char *model = lx_args_get(&a, export_opts, N_OPTS(export_opts), "model");
     if (help || !dir || !model || a.n_pos)
         return lx_cli_usage(use, export_opts, N_OPTS(export_opts)), help ? 0 : 2;
-    rc = lx_modelcmd_export(model, db ? db : LX_DEFAULT_DB, dir, &err);
+    rc = lx_modelcmd_export(model, db ? db : LX_DEFAULT_DB, lx_args_get(&a, export_opts, N_OPTS(export_opts),
+                            "tokenizer"), dir, &err);
     return rc < 0 ? lx_cli_fail(&err, rc) : (printf("%s\n", dir), 0);
 }
 

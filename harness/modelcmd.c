@@ -12,6 +12,7 @@
 #include "harness/cli.h"
 #include "harness/engine/checkpoint.h"
 #include "harness/engine/hf.h"
+#include "harness/engine/tokenizer.h"
 #include "harness/score.h"
 #include "results/store.h"
 
@@ -38,7 +39,7 @@ int lx_modelcmd_show(const char *model, const char *db, struct lx_buf *out, stru
     struct lx_ckpt_info info;
     int rc = lx_find_model(model, db, &path, err);
     double t0 = now();
-    if (rc == LX_OK && (rc = lx_model_load(&m, path, &info, err)) == LX_OK) {
+    if (rc == LX_OK && (rc = lx_score_load(path, NULL, &m, &info, NULL, err)) == LX_OK) {
         double secs = now() - t0;
         lx_buf_puts(out, "{\n  \"path\": ");
         lx_buf_json_str(out, path);
@@ -67,16 +68,19 @@ int lx_modelcmd_show(const char *model, const char *db, struct lx_buf *out, stru
     return rc;
 }
 
-int lx_modelcmd_export(const char *model, const char *db, const char *dir, struct lx_error *err)
+int lx_modelcmd_export(const char *model, const char *db, const char *tokenizer, const char *dir,
+                       struct lx_error *err)
 {
     char *path = NULL;
     struct lx_model m;
     struct lx_ckpt_info info;
+    struct lx_tokenizer *tok = NULL;
     int rc = lx_find_model(model, db, &path, err);
-    if (rc == LX_OK && (rc = lx_model_load(&m, path, &info, err)) == LX_OK) {
+    if (rc == LX_OK && (rc = lx_score_load(path, tokenizer, &m, &info, &tok, err)) == LX_OK) {
         struct lx_error sub;
-        if ((rc = lx_hf_export(&m, &info, dir, &sub)) < 0)
+        if ((rc = lx_hf_export(&m, &info, tok, dir, &sub)) < 0)
             lx_err(err, rc, "export %s: %s", path, sub.msg);
+        lx_tokenizer_free(tok);
         lx_ckpt_info_release(&info);
         lx_model_release(&m);
     }

@@ -469,7 +469,7 @@ Test(anytok, score_in_the_models_tokens, .init = setup, .fini = teardown, .timeo
               != NULL, "%s", w);
     free(w);
     cr_expect_null(score_json(hf, NULL, text, &err));
-    cr_expect(strstr(err.msg, "vocabulary of 512 tokens and no tokenizer") && strstr(err.msg, "--tokenizer"), "%s",
+    cr_expect(strstr(err.msg, "vocabulary of 512 and no tokenizer") && strstr(err.msg, "--tokenizer"), "%s",
               err.msg);
     char *b = score_json(hf, tok, text, &err);
     cr_assert_not_null(b, "%s", err.msg);
