@@ -75,10 +75,10 @@ int lx_args_long(const char *text, const char *name, long lo, long hi, long *out
     char *end;
     errno = 0;
     long v = strtol(text, &end, 10);
-    if (!*text || *end || errno)
+    if (!*text || *end || (errno && errno != ERANGE))
         return lx_err(err, LX_EINVAL, "--%s must be an integer, got '%s'", name, text);
-    if (v < lo || v > hi)
-        return lx_err(err, LX_EINVAL, "--%s = %ld is out of bounds [%ld, %ld]", name, v, lo, hi);
+    if (errno == ERANGE || v < lo || v > hi)    /* past a long: out of bounds too, not "not an integer" */
+        return lx_err(err, LX_EINVAL, "--%s = %s is out of bounds [%ld, %ld]", name, text, lo, hi);
     *out = v;
     return LX_OK;
 }

@@ -663,6 +663,9 @@ Test(cli, number_options_read_tiny_values_and_name_bad_ones, .init = setup, .fin
         cr_expect(strstr(err.msg, bad[i][1]) != NULL, "'%s': expected '%s' in: %s", bad[i][0], bad[i][1], err.msg);
         cr_expect(strstr(err.msg, "--depth") != NULL, "%s", err.msg);
     }
+    long n;
+    cr_expect_eq(lx_args_long("99999999999999999999", "n", 0, 100, &n, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "--n = 99999999999999999999 is out of bounds [0, 100]") != NULL, "%s", err.msg);
     char out[8192];
     cr_expect_eq(sh(out, sizeof out, "$L show task needle --length 200 --depth 1e-320"), 0, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L show task needle --length 200 --depth 1e400"), 2, "%s", out);
