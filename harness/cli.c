@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L     /* setenv */
 #include "harness/cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -81,10 +82,10 @@ int lx_args_long(const char *text, const char *name, long lo, long hi, long *out
     char *end;
     errno = 0;
     long v = strtol(text, &end, 10);
-    if (!*text || *end || errno)
+    if (!*text || *end || (errno && errno != ERANGE))
         return lx_err(err, LX_EINVAL, "--%s must be an integer, got '%s'", name, text);
-    if (v < lo || v > hi)
-        return lx_err(err, LX_EINVAL, "--%s = %ld is out of bounds [%ld, %ld]", name, v, lo, hi);
+    if (errno == ERANGE || v < lo || v > hi)    /* past a long: out of bounds too, not "not an integer" */
+        return lx_err(err, LX_EINVAL, "--%s = %s is out of bounds [%ld, %ld]", name, text, lo, hi);
     *out = v;
     return LX_OK;
 }
@@ -94,9 +95,16 @@ int lx_args_double(const char *text, const char *name, double *out, struct lx_er
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (!*text || *end || errno || !isfinite(v) || v < 0)
+    int range = errno == ERANGE;    /* set for overflow (+-HUGE_VAL) and for underflow (a tiny or zero value) */
+    if (!*text || *end || isspace((unsigned char)*text))
+        return lx_err(err, LX_EINVAL, "--%s must be a number, got '%s'", name, text);
+    if (isnan(v) || (isinf(v) && !range))
+        return lx_err(err, LX_EINVAL, "--%s must be a finite number, got '%s'", name, text);
+    if (isinf(v))
+        return lx_err(err, LX_EINVAL, "--%s = %s is too large for a double", name, text);
+    if (v < 0)  /* an underflow keeps its sign: -1e-320 is negative too */
         return lx_err(err, LX_EINVAL, "--%s must be a non-negative number, got '%s'", name, text);
-    *out = v;
+    *out = v;   /* an underflow is the nearest double (a subnormal, or 0 below 4.9e-324): a value, not an error */
     return LX_OK;
 }
 

@@ -11,11 +11,15 @@
 
 /* JSON: format, architecture, parameters on disk and in the engine, dtype on
 ** disk, native position stack (with rope_scaling as written), training length,
-** tokenizer, hashes, load time. model is a path or a store name (db). */
+** tokenizer, hashes, load time. model is a path or a store name (db); its own
+** stack is checked as score checks it (lx_score_native). */
 int lx_modelcmd_show(const char *model, const char *db, struct lx_buf *out, struct lx_error *err);
 
-/* Load model (any format) and write it to dir as a Hugging Face directory. */
-int lx_modelcmd_export(const char *model, const char *db, const char *dir, struct lx_error *err);
+/* Load model (any format) with its tokenizer (tokenizer: --tokenizer, else
+** the one found beside it; checked as score checks it) and write both to dir
+** as a Hugging Face directory. */
+int lx_modelcmd_export(const char *model, const char *db, const char *tokenizer, const char *dir,
+                       struct lx_error *err);
 
 
 #endif
