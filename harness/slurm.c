@@ -184,7 +184,7 @@ int lx_slurm_check(const struct lx_slurm_job *j, struct lx_error *err)
     if (rc == LX_OK)
         rc = job_path("--db", j->dir, 1, 1, err);
     if (rc == LX_OK && j->data)
-        rc = lx_slurm_check_path("LENX_DATA", j->data, err);
+        rc = lx_slurm_check_path("LENX_DATA (or --data)", j->data, err);
     const char *opt[] = {"partition", j->partition, "time", j->time, "mem", j->mem};
     for (int i = 0; i < 6 && rc == LX_OK; i += 2)
         if (opt[i + 1])
