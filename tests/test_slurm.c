@@ -252,14 +252,13 @@ static int one_case(int id, enum where w, const char *opt, const char *v)
         cr_assert_eq(symlink(data, hostile_dir), 0, "%s", what);
         snprintf(data, sizeof data, "%s", hostile_dir);
     }
-    char *argv[16] = {bin, "slurm", config, "--shards", "2", "--db", db};
+    char *argv[16] = {bin, "slurm", config, "--shards", "2", "--db", db}, flag[64];
     int argc = 7;
     if (w == W_OPTION && strcmp(opt, "shards") == 0)
         argv[4] = (char *)v;
     else if (w == W_OPTION) {
-        char flag[64];
         snprintf(flag, sizeof flag, "--%s", opt);
-        argv[argc++] = lx_xstrdup(flag);
+        argv[argc++] = flag;
         argv[argc++] = (char *)v;
     }
     argv[argc] = NULL;
