@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L     /* setenv */
 #include "harness/cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +17,8 @@ int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc,
 {
     LX_ASSERT(n <= LX_MAX_OPTS);
     memset(a, 0, sizeof *a);
+    a->opts = opts;
+    a->n_opts = n;
     *help = 0;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
@@ -69,15 +72,20 @@ const char *lx_args_get(const struct lx_args *a, const struct lx_opt *opts, int 
     return NULL;
 }
 
+const char *lx_args_value(const struct lx_args *a, const char *name)
+{
+    return lx_args_get(a, a->opts, a->n_opts, name);
+}
+
 int lx_args_long(const char *text, const char *name, long lo, long hi, long *out, struct lx_error *err)
 {
     char *end;
     errno = 0;
     long v = strtol(text, &end, 10);
-    if (!*text || *end || errno)
+    if (!*text || *end || (errno && errno != ERANGE))
         return lx_err(err, LX_EINVAL, "--%s must be an integer, got '%s'", name, text);
-    if (v < lo || v > hi)
-        return lx_err(err, LX_EINVAL, "--%s = %ld is out of bounds [%ld, %ld]", name, v, lo, hi);
+    if (errno == ERANGE || v < lo || v > hi)    /* past a long: out of bounds too, not "not an integer" */
+        return lx_err(err, LX_EINVAL, "--%s = %s is out of bounds [%ld, %ld]", name, text, lo, hi);
     *out = v;
     return LX_OK;
 }
@@ -87,9 +95,16 @@ int lx_args_double(const char *text, const char *name, double *out, struct lx_er
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (!*text || *end || errno || !isfinite(v) || v < 0)
+    int range = errno == ERANGE;    /* set for overflow (+-HUGE_VAL) and for underflow (a tiny or zero value) */
+    if (!*text || *end || isspace((unsigned char)*text))
+        return lx_err(err, LX_EINVAL, "--%s must be a number, got '%s'", name, text);
+    if (isnan(v) || (isinf(v) && !range))
+        return lx_err(err, LX_EINVAL, "--%s must be a finite number, got '%s'", name, text);
+    if (isinf(v))
+        return lx_err(err, LX_EINVAL, "--%s = %s is too large for a double", name, text);
+    if (v < 0)  /* an underflow keeps its sign: -1e-320 is negative too */
         return lx_err(err, LX_EINVAL, "--%s must be a non-negative number, got '%s'", name, text);
-    *out = v;
+    *out = v;   /* an underflow is the nearest double (a subnormal, or 0 below 4.9e-324): a value, not an error */
     return LX_OK;
 }
 
@@ -128,4 +143,15 @@ void lx_cli_usage(const char *text, const struct lx_opt *opts, int n)
         for (int i = 0; i < n; i++)
             printf("  --%-12s %s %s\n", opts[i].name, opts[i].has_arg ? "V" : " ", opts[i].help);
     }
+}
+
+int lx_cli_args(struct lx_args *a, const struct lx_opt *opts, int n, const char *usage, int argc, char **argv)
+{
+    struct lx_error err;
+    int help, rc = lx_args_parse(a, opts, n, argc, argv, &help, &err);
+    if (rc < 0)
+        return lx_cli_fail(&err, rc);
+    if (help)
+        return lx_cli_usage(usage, opts, n), 0;
+    return -1;
 }

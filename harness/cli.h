@@ -1,5 +1,6 @@
 /*
-** harness/cli.h - command-line parsing shared by every command.
+** harness/cli.h - command-line parsing shared by every command, and the
+** commands themselves.
 **
 ** A command declares its options in a table; lx_args_parse() splits argv into
 ** options and positionals and rejects anything unknown with a hint.
@@ -22,6 +23,8 @@ struct lx_args {
     const char *value[LX_MAX_OPTS];     /* per option row: its value, "1" for flags, NULL if absent */
     const char *pos[LX_MAX_POS];        /* positionals in order */
     int n_pos;
+    const struct lx_opt *opts;          /* the table parsed against (n_opts rows), for lx_args_value */
+    int n_opts;
 };
 
 /* Parse argv[0..argc) against opts (n rows). --help is always accepted and
@@ -31,6 +34,9 @@ int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc,
 
 /* The value of option `name`, or NULL. */
 const char *lx_args_get(const struct lx_args *a, const struct lx_opt *opts, int n, const char *name);
+
+/* The same, from the table a was parsed against. */
+const char *lx_args_value(const struct lx_args *a, const char *name);
 
 /* Parse a number option; err names the option. */
 int lx_args_long(const char *text, const char *name, long lo, long hi, long *out, struct lx_error *err);
@@ -50,11 +56,29 @@ int lx_cli_fail(const struct lx_error *err, int code);
 /* A command's usage text and its option table, on stdout. */
 void lx_cli_usage(const char *text, const struct lx_opt *opts, int n);
 
+/* A command's first step: parse argv against opts (lx_args_parse). -1 when
+** the command goes on; else the exit status to return at once: 0 after
+** printing usage and options for --help, 2 after printing a parse error. */
+int lx_cli_args(struct lx_args *a, const struct lx_opt *opts, int n, const char *usage, int argc, char **argv);
+
 #define LX_N_OPTS(t) ((int)(sizeof t / sizeof *t))
 
-/* The commands that live outside harness/main.c (harness/cluster.c). */
-int lx_cmd_merge(int argc, char **argv);
+/* The commands, one row each of harness/main.c's commands[]: each takes argv
+** after its name (argv[0] is its first argument), parses its own options and
+** returns the exit status (0 ok; 1 cells failed, moved or conflicted; 2 bad
+** input; 3 store or file error). Each sits in the file of its logic. */
+int lx_cmd_run(int argc, char **argv);          /* harness/runcmd.c */
+int lx_cmd_table(int argc, char **argv);        /* harness/stored.c */
+int lx_cmd_compare(int argc, char **argv);      /* harness/stored.c */
+int lx_cmd_report(int argc, char **argv);       /* harness/stored.c */
+int lx_cmd_list(int argc, char **argv);         /* harness/stored.c */
+int lx_cmd_rm(int argc, char **argv);           /* harness/stored.c */
+int lx_cmd_score(int argc, char **argv);        /* harness/score.c */
+int lx_cmd_export(int argc, char **argv);       /* harness/modelcmd.c */
+int lx_cmd_show(int argc, char **argv);         /* harness/show.c */
+int lx_cmd_tokenize(int argc, char **argv);     /* harness/tokenize.c */
 int lx_cmd_generate(int argc, char **argv);     /* harness/generate.c */
-int lx_cmd_slurm(int argc, char **argv);
+int lx_cmd_merge(int argc, char **argv);        /* harness/cluster.c */
+int lx_cmd_slurm(int argc, char **argv);        /* harness/cluster.c */
 
 #endif

@@ -1,7 +1,8 @@
 /*
 ** harness/cluster.c - `lenx merge` and `lenx slurm`: a sweep on a Slurm
-** cluster (docs/cluster.md). The merge itself is results/merge.c; this file
-** parses the commands and writes the job scripts.
+** cluster (docs/cluster.md). The merge itself is results/merge.c, the job
+** scripts' text harness/slurm.c; this file parses the commands, fills the
+** job from the command line and the config, and writes the files.
 **
 ** `lenx slurm CONFIG --shards N` writes, in <db dir>/<sweep>.slurm/:
 **   models.sbatch  an array of M <= N tasks, task K running `lenx run
@@ -24,6 +25,7 @@
 
 #include "harness/plan.h"
 #include "harness/shard.h"
+#include "harness/slurm.h"
 #include "results/merge.h"
 #include "results/store.h"
 
@@ -76,10 +78,10 @@ int lx_cmd_merge(int argc, char **argv)
 static const struct lx_opt slurm_opts[] = {
     {"shards", 1, "array tasks N (required): each runs the cells of one shard"},
     {"db", 1, "the merged store (default " LX_DEFAULT_DB "); shard stores and models go beside it"},
-    {"partition", 1, "#SBATCH --partition"},
-    {"time", 1, "#SBATCH --time of each job (e.g. 1:00:00)"},
-    {"cpus", 1, "#SBATCH --cpus-per-task, and lenx's --threads (default 1)"},
-    {"mem", 1, "#SBATCH --mem (e.g. 4G)"},
+    {"partition", 1, "#SBATCH --partition: names of [A-Za-z0-9_.-], comma-separated"},
+    {"time", 1, "#SBATCH --time of each job: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED"},
+    {"cpus", 1, "#SBATCH --cpus-per-task, and lenx's --threads (1..1024, default 1)"},
+    {"mem", 1, "#SBATCH --mem: megabytes, or with K, M, G or T (e.g. 4G)"},
 };
 
 static const char slurm_usage[] =
@@ -89,27 +91,14 @@ static const char slurm_usage[] =
     "<db dir>/<sweep>.shard-K.db), merge.sbatch (merges them into --db) and submit.sh,\n"
     "which submits the three with afterok dependencies. Prints how to submit.";
 
-/* s, single-quoted for the shell. */
-static void put_quoted(struct lx_buf *b, const char *s)
-{
-    lx_buf_puts(b, "'");
-    for (; *s; s++)
-        lx_buf_puts(b, *s == '\'' ? "'\\''" : (char[2]){*s, 0});
-    lx_buf_puts(b, "'");
-}
-
-/* Where the job runs and what it runs, all absolute. */
+/* Where the job runs and what it runs, all absolute: the storage behind job's paths. */
 struct slurm_job {
-    const char *sweep;          /* the sweep's name (owned by the grid) */
+    struct lx_slurm_job job;    /* what the scripts are written from (its strings point here or to argv/the grid) */
     char lenx[PATH_MAX];        /* this lenx binary */
     char config[PATH_MAX];      /* the sweep file */
     char cwd[PATH_MAX];         /* where the jobs run (#SBATCH --chdir) */
     char db[PATH_MAX + 256];    /* the merged store */
     char dir[PATH_MAX + 256];   /* <db dir>/<sweep>: the prefix of the shard stores and of <sweep>.slurm/ */
-    const char *partition, *time, *mem;     /* #SBATCH options as given, NULL when not */
-    long shards;                /* tasks of the cell array */
-    long cpus;                  /* --cpus-per-task and lenx's --threads */
-    long model_shards;          /* tasks of the models array: min(shards, root model keys), at least 1 */
 };
 
 /* An absolute path for a file that may not exist yet (its folder is made). */
@@ -128,62 +117,6 @@ static int absolute(const char *path, char *out, size_t n, struct lx_error *err)
                       "write", path, dir);
     snprintf(out, n, "%s/%s", real, slash ? slash + 1 : path);
     return LX_OK;
-}
-
-/* The #SBATCH header of one job. */
-static void header(struct lx_buf *b, const struct slurm_job *j, const char *what, const char *name,
-                   const char *log, long array)
-{
-    lx_buf_printf(b, "#!/bin/bash\n# %s of sweep '%s' (%s); written by `lenx slurm`, see docs/cluster.md\n"
-                  "#SBATCH --job-name=lenx-%s-%s\n#SBATCH --output=%s.slurm/logs/%s\n#SBATCH --chdir=%s\n"
-                  "#SBATCH --cpus-per-task=%ld\n#SBATCH --kill-on-invalid-dep=yes\n", what, j->sweep,
-                  j->config, j->sweep, name, j->dir, log, j->cwd, j->cpus);
-    const char *opt[] = {"partition", j->partition, "time", j->time, "mem", j->mem};
-    for (int i = 0; i < 6; i += 2)
-        if (opt[i + 1])
-            lx_buf_printf(b, "#SBATCH --%s=%s\n", opt[i], opt[i + 1]);
-    if (array)      /* before the first command: sbatch reads no #SBATCH line after it */
-        lx_buf_printf(b, "#SBATCH --array=0-%ld\n", array - 1);
-    lx_buf_puts(b, "set -euo pipefail\n");
-    const char *data = getenv("LENX_DATA");
-    if (data) {
-        lx_buf_puts(b, "export LENX_DATA=");
-        put_quoted(b, data);
-        lx_buf_puts(b, "\n");
-    }
-}
-
-/* The three job scripts and the submit script, as (file name, text) pairs. */
-static void scripts(const struct slurm_job *j, struct lx_buf out[4])
-{
-    struct lx_buf lenx = {0}, config = {0}, db = {0}, dir = {0};
-    put_quoted(&lenx, j->lenx), put_quoted(&config, j->config), put_quoted(&db, j->db), put_quoted(&dir, j->dir);
-    const char *L = lx_buf_str(&lenx), *C = lx_buf_str(&config), *D = lx_buf_str(&dir), *O = lx_buf_str(&db);
-    header(&out[0], j, "the models stage: array task K trains model shard K (from SLURM_ARRAY_TASK_ID)", "models",
-           "%x-%A_%a.out", j->model_shards);
-    lx_buf_printf(&out[0], "%s run %s --models-only --db %s.models-\"$SLURM_ARRAY_TASK_ID\".db --threads %ld\n", L, C,
-                  D, j->cpus);
-    header(&out[1], j, "the cells: array task K runs shard K (from SLURM_ARRAY_TASK_ID)", "cells", "%x-%A_%a.out", j->shards);
-    lx_buf_printf(&out[1], "%s run %s --db %s.shard-\"$SLURM_ARRAY_TASK_ID\".db --no-train --no-table --threads %ld\n",
-                  L, C, D, j->cpus);
-    header(&out[2], j, "the merge of the shard stores", "merge", "%x-%j.out", 0);
-    lx_buf_printf(&out[2], "%s merge", L);
-    for (long k = 0; k < j->model_shards; k++)
-        lx_buf_printf(&out[2], " %s.models-%ld.db", D, k);
-    for (long k = 0; k < j->shards; k++)
-        lx_buf_printf(&out[2], " %s.shard-%ld.db", D, k);
-    lx_buf_printf(&out[2], " --into %s\n%s table --db %s --sweep %s\n", O, L, O, j->sweep);
-    lx_buf_printf(&out[3], "#!/bin/sh\n# Submit sweep '%s': the models array, then the array of %ld shards after "
-                  "it, then the merge\n# after the array (afterok: a failed job cancels the ones after it). sbatch "
-                  "--parsable prints JOBID[;CLUSTER].\nset -eu\ncd \"$(dirname \"$0\")\"\n"
-                  "models=$(sbatch --parsable models.sbatch); models=${models%%%%;*}\n"
-                  "cells=$(sbatch --parsable --dependency=afterok:$models cells.sbatch); cells=${cells%%%%;*}\n"
-                  "merge=$(sbatch --parsable --dependency=afterok:$cells merge.sbatch); merge=${merge%%%%;*}\n"
-                  "echo \"lenx: submitted sweep '%s': models array $models (%ld tasks), cell array $cells (%ld "
-                  "tasks), merge job $merge\"\necho \"lenx: follow them with: squeue -j $models,$cells,$merge; the "
-                  "result: %s\"\necho \"JOBS $models $cells $merge\"\n", j->sweep, j->shards, j->sweep, j->model_shards,
-                  j->shards, j->db);
-    lx_buf_free(&lenx), lx_buf_free(&config), lx_buf_free(&db), lx_buf_free(&dir);
 }
 
 static int write_text(const char *path, const char *text, int exec, struct lx_error *err)
@@ -210,22 +143,39 @@ static long count_roots(const struct lx_plan *plan)
     return n;
 }
 
-/* Fill j from the options and the config (planned, so a bad one fails here). */
-static int slurm_job(const struct lx_args *a, struct slurm_job *j, struct lx_grid *g, struct lx_error *err)
+/* The option values alone, before anything is made: --shards, --cpus, and
+** what lx_slurm_check holds --partition, --time, --mem and --db's path to. */
+static int slurm_options(const struct lx_args *a, struct lx_slurm_job *job, const char **db, struct lx_error *err)
 {
     const struct lx_opt *o = slurm_opts;
     int n = LX_N_OPTS(slurm_opts);
     const char *shards = lx_args_get(a, o, n, "shards"), *cpus = lx_args_get(a, o, n, "cpus");
-    const char *db = lx_args_get(a, o, n, "db");
-    j->partition = lx_args_get(a, o, n, "partition");
-    j->time = lx_args_get(a, o, n, "time");
-    j->mem = lx_args_get(a, o, n, "mem");
-    j->cpus = 1;
+    *db = lx_args_get(a, o, n, "db");
+    job->partition = lx_args_get(a, o, n, "partition");
+    job->time = lx_args_get(a, o, n, "time");
+    job->mem = lx_args_get(a, o, n, "mem");
+    job->data = getenv("LENX_DATA");
+    job->cpus = 1;
     if (!shards)
         return lx_err(err, LX_EINVAL, "slurm needs --shards N\n  hint: lenx slurm %s --shards 8", a->pos[0]);
-    int rc = lx_args_long(shards, "shards", 1, LX_MAX_SHARDS, &j->shards, err);
+    int rc = lx_args_long(shards, "shards", 1, LX_MAX_SHARDS, &job->shards, err);
     if (rc == LX_OK && cpus)
-        rc = lx_args_long(cpus, "cpus", 1, 1024, &j->cpus, err);
+        rc = lx_args_long(cpus, "cpus", 1, LX_SLURM_MAX_CPUS, &job->cpus, err);
+    const char *opt[] = {"partition", job->partition, "time", job->time, "mem", job->mem};
+    for (int i = 0; i < 6 && rc == LX_OK; i += 2)
+        if (opt[i + 1])
+            rc = lx_slurm_check_option(opt[i], opt[i + 1], err);
+    if (rc == LX_OK && *db)
+        rc = lx_slurm_check_path("--db", *db, err);
+    return rc;
+}
+
+/* Fill j from the options and the config (planned, so a bad one fails here). */
+static int slurm_job(const struct lx_args *a, struct slurm_job *j, struct lx_grid *g, struct lx_error *err)
+{
+    struct lx_slurm_job *job = &j->job;
+    const char *db;
+    int rc = slurm_options(a, job, &db, err);
     if (rc == LX_OK && !realpath(a->pos[0], j->config))
         rc = lx_err(err, LX_EINVAL, "%s: no such config", a->pos[0]);
     ssize_t len = rc == LX_OK ? readlink("/proc/self/exe", j->lenx, sizeof j->lenx - 1) : 0;
@@ -235,17 +185,23 @@ static int slurm_job(const struct lx_args *a, struct slurm_job *j, struct lx_gri
     if (rc == LX_OK)
         rc = absolute(db ? db : LX_DEFAULT_DB, j->db, sizeof j->db, err);
     struct lx_plan plan = {0};
+    long n_roots = 0;
     if (rc == LX_OK && (rc = lx_grid_load(g, a->pos[0], err)) == LX_OK)
         rc = lx_plan_build(&plan, g, err);
     if (rc == LX_OK) {
-        j->sweep = g->name;
         const char *slash = strrchr(j->db, '/');
         snprintf(j->dir, sizeof j->dir, "%.*s/%s", (int)(slash - j->db), j->db, g->name);
-        long n_roots = count_roots(&plan);
-        j->model_shards = n_roots < 1 ? 1 : n_roots < j->shards ? n_roots : j->shards;
+        n_roots = count_roots(&plan);
+        *job = (struct lx_slurm_job){.sweep = g->name, .lenx = j->lenx, .config = j->config, .cwd = j->cwd,
+                                     .db = j->db, .dir = j->dir, .data = job->data, .partition = job->partition,
+                                     .time = job->time, .mem = job->mem, .shards = job->shards, .cpus = job->cpus,
+                                     .model_shards = n_roots < 1 ? 1 : n_roots < job->shards ? n_roots : job->shards};
+        rc = lx_slurm_check(job, err);
+    }
+    if (rc == LX_OK) {
         fprintf(stderr, "lenx: sweep '%s': %d cells in %ld shards; %ld models to train first, in %ld tasks\n",
-                g->name, plan.n_cells, j->shards, n_roots, j->model_shards);
-        if (j->shards > plan.n_cells)
+                g->name, plan.n_cells, job->shards, n_roots, job->model_shards);
+        if (job->shards > plan.n_cells)
             fprintf(stderr, "lenx: note: more shards than cells: some array tasks will have nothing to run\n");
     }
     lx_plan_release(&plan);
@@ -269,22 +225,22 @@ int lx_cmd_slurm(int argc, char **argv)
     struct slurm_job j = {0};
     struct lx_grid g = {0};
     rc = slurm_job(&a, &j, &g, &err);
-    struct lx_buf text[4] = {{0}}, path = {0};
-    static const char *names[4] = {"models.sbatch", "cells.sbatch", "merge.sbatch", "submit.sh"};
+    struct lx_buf text[LX_SLURM_N_FILES] = {{0}}, path = {0};
     if (rc == LX_OK)
-        scripts(&j, text);
-    for (int i = 0; i < 4 && rc == LX_OK; i++) {
+        rc = lx_slurm_scripts(&j.job, text, &err);
+    for (int i = 0; i < LX_SLURM_N_FILES && rc == LX_OK; i++) {
         lx_buf_reset(&path);
         lx_buf_printf(&path, "%s.slurm/logs/x", j.dir);
         lx_make_parent_dir(lx_buf_str(&path));
         lx_buf_reset(&path);
-        lx_buf_printf(&path, "%s.slurm/%s", j.dir, names[i]);
-        rc = write_text(lx_buf_str(&path), lx_buf_str(&text[i]), i == 3, &err);
+        lx_buf_printf(&path, "%s.slurm/%s", j.dir, lx_slurm_files[i]);
+        rc = write_text(lx_buf_str(&path), lx_buf_str(&text[i]), i == LX_SLURM_N_FILES - 1, &err);
     }
     if (rc == LX_OK)
         printf("wrote %s.slurm/models.sbatch (--array=0-%ld), cells.sbatch (--array=0-%ld), merge.sbatch and "
-               "submit.sh\nsubmit with:\n  sh %s.slurm/submit.sh\n", j.dir, j.model_shards - 1, j.shards - 1, j.dir);
-    for (int i = 0; i < 4; i++)
+               "submit.sh\nsubmit with:\n  sh %s.slurm/submit.sh\n", j.dir, j.job.model_shards - 1,
+               j.job.shards - 1, j.dir);
+    for (int i = 0; i < LX_SLURM_N_FILES; i++)
         lx_buf_free(&text[i]);
     lx_buf_free(&path);
     lx_grid_release(&g);

@@ -1,7 +1,7 @@
 /*
 ** harness/generate.c - `lenx generate`: a model continues a prompt, greedy
 ** through the KV cache by default, or sampled at a temperature from Philox
-** draws keyed on --seed (harness/engine/kernels/decode.h, lx_generate_with), and the
+** draws keyed on --seed (harness/engine/model/decoding.h, lx_generate_with), and the
 ** prompt plus its continuation is printed as text (docs/checkpoints.md#generating-text).
 **
 ** The prompt is read as llama2.c's run.c reads it, so that its outputs can be
@@ -32,16 +32,17 @@ static const struct lx_opt gen_opts[] = {
     {"n", 1, "tokens to generate (default 256)"},
     {"method", 1, "evaluation-time stack to add, as YAML: ntk, [yarn, logn], {window: {size: 256}}"},
     {"temperature", 1, "0 = greedy (default); > 0 samples from softmax(logits / T)"},
-    {"seed", 1, "key of the sampling draws (default 0)"},
+    {"seed", 1, "key of the sampling draws (default 0); only with --temperature > 0"},
     {"ids", 0, "print the token ids (prompt, then generated) on a first line"},
     {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
 };
 
 static const char gen_usage[] =
     "usage: lenx generate --model M [--tokenizer FILE] [--prompt TEXT] [-n N] [--method STACK]\n"
-    "                     [--temperature T --seed S] [--ids] [--db FILE]\n\n"
+    "                     [--temperature T [--seed S]] [--ids] [--db FILE]\n\n"
     "Continue the prompt with a causal model and print the text (prompt included). Greedy by default;\n"
-    "with a temperature, token k is drawn from Philox(seed, k): the same seed gives the same text.";
+    "with a temperature T > 0, token k is drawn from Philox(seed, k): the same seed gives the same text\n"
+    "(--seed without a temperature is refused: greedy decoding draws nothing).";
 
 struct gen_opts {
     const char *model, *tokenizer, *prompt, *method, *db;
@@ -49,14 +50,6 @@ struct gen_opts {
     struct lx_sampler smp;
     int ids;                /* print ids too */
 };
-
-/* The model's tokenizer: --tokenizer, else the one found beside it, else
-** bytes; one other than a lenx model was trained on is refused. */
-static int gen_tokenizer(struct lx_tokenizer **tok, const char *given, const struct lx_ckpt_info *info,
-                         struct lx_error *err)
-{
-    return lx_ckpt_tokenizer(info, given ? given : info->tokenizer, tok, err);
-}
 
 /* [BOS] + the prompt's ids, encoded as the format does it (run.c's dummy
 ** prefix for SentencePiece); < 0 on text the tokenizer refuses. */
@@ -105,15 +98,8 @@ static int gen_run(const struct gen_opts *o, struct lx_error *err)
     int *ids = NULL;
     long np = 0;
     int rc = lx_find_model(o->model, o->db, &path, err);
-    if (rc == LX_OK)
-        rc = lx_model_load(&m, path, &info, err);
-    if (rc == LX_OK)
-        rc = gen_tokenizer(&tok, o->tokenizer, &info, err);
-    if (rc == LX_OK && lx_tok_or_byte(tok)->n_vocab > m.arch.vocab)
-        rc = lx_err(err, LX_EINVAL, "the tokenizer has %ld ids but %s has a vocabulary of %ld\n  hint: --tokenizer "
-                    "the model's own", lx_tok_or_byte(tok)->n_vocab, path, m.arch.vocab);
-    if (rc == LX_OK)
-        rc = lx_tok_check_begin(lx_tok_or_byte(tok), err);
+    if (rc == LX_OK)     /* the checks score makes: a 512-token model is not read in the 260 byte tokens */
+        rc = lx_score_load(path, o->tokenizer, &m, &info, &tok, err);
     if (rc == LX_OK)
         rc = lx_score_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
     if (rc == LX_OK && (np = gen_prompt(lx_tok_or_byte(tok), o->prompt, &ids, err)) < 0)
@@ -158,6 +144,7 @@ int lx_cmd_generate(int argc, char **argv)
     o.db = o.db ? o.db : LX_DEFAULT_DB;
     o.prompt = o.prompt ? o.prompt : "";
     long seed = 0;
+    const char *seed_arg = GET("seed");
     if ((GET("n") && (rc = lx_args_long(GET("n"), "n", 0, 1L << 20, &o.n, &err)) < 0) ||
         (GET("temperature") && (rc = lx_args_double(GET("temperature"), "temperature", &o.smp.temperature, &err)) < 0) ||
         (GET("seed") && (rc = lx_args_long(GET("seed"), "seed", 0, INT64_MAX, &seed, &err)) < 0))
@@ -166,6 +153,11 @@ int lx_cmd_generate(int argc, char **argv)
     if (!(o.smp.temperature >= 0.0 && o.smp.temperature <= 1e6)) {
         fprintf(stderr, "lenx: error: --temperature %g is not in [0, 1e6]\n  hint: 0 is greedy, 0.8 a usual "
                 "sampling temperature\n", o.smp.temperature);
+        return 2;
+    }
+    if (seed_arg && o.smp.temperature == 0.0) {
+        fprintf(stderr, "lenx: error: --seed %ld has no effect: decoding is greedy at --temperature 0 (the "
+                "default)\n  hint: --seed only affects sampling; add --temperature T > 0, or drop --seed\n", seed);
         return 2;
     }
     o.smp.seed = (uint64_t)seed;

@@ -21,6 +21,7 @@
 
 #include <omp.h>
 
+#include "harness/engine/formats/checkpoint.h"
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/model/decoding.h"
 #include "harness/engine/model/model.h"
@@ -258,33 +259,28 @@ static int same_train_stack(const struct lx_stack *st, const char *ckpt, const s
 }
 
 /* The model's tokenizer against its vocabulary and the task (docs/config.md,
-** models): a checkpoint whose vocabulary is not the byte tokenizer's must
-** name its tokenizer (else its ids would be read as bytes: the silent
-** nonsense of a 512-token model scoring 1e11 on the byte corpus), a
-** tokenizer's ids must fit the model's vocabulary (it may be padded past
-** them), windows need a first token (BOS, else EOS), and mlm needs a mask
+** models): a checkpoint or a model with a tokenizer passes the check every
+** command loading a model makes (lx_ckpt_check_tokenizer: a vocabulary not
+** the byte tokenizer's needs its tokenizer, else its ids would be read as
+** bytes -- the silent nonsense of a 512-token model scoring 1e11 on the byte
+** corpus; a tokenizer's ids fit the vocabulary; windows need a first token),
+** a model lenx trains on bytes needs their 260 ids, and mlm needs a mask
 ** token. */
 static int check_tokenizer(const struct lx_grid *g, int t, int m, struct lx_error *err)
 {
     const struct lx_model_use *mu = &g->models[m];
     const struct lx_task_use *tu = &g->tasks[t];
     const struct lx_tokenizer *tk = lx_model_use_tokenizer(mu);
-    if (!mu->tok && mu->checkpoint && mu->arch.vocab != LX_VOCAB)
-        return lx_node_err(err, mu->where, "model '%s' has a vocabulary of %ld and no tokenizer; the byte tokenizer "
-                           "has %d (256 bytes + BOS, EOS, PAD, MASK), so its ids would be read as bytes\n"
-                           "  hint: name the tokenizer it was trained with: tokenizer: PATH (a llama2.c "
-                           "tokenizer.bin or a tokenizer.json)", mu->name, mu->arch.vocab, LX_VOCAB);
-    if (!mu->tok && mu->arch.vocab < LX_VOCAB)
+    if (!mu->tok && !mu->checkpoint && mu->arch.vocab < LX_VOCAB)
         return lx_node_err(err, mu->where, "model '%s' has a vocabulary of %ld; the corpus tasks need %d "
                            "(256 bytes + BOS, EOS, PAD, MASK)", mu->name, mu->arch.vocab, LX_VOCAB);
-    if (mu->arch.vocab < tk->n_vocab)
-        return lx_node_err(err, mu->tokenizer_where, "model '%s' has a vocabulary of %ld, fewer than the %ld tokens "
-                           "of its tokenizer %s\n  hint: is it the tokenizer the model was trained with?", mu->name,
-                           mu->arch.vocab, tk->n_vocab, mu->tokenizer);
+    char who[128];
+    int at_tok;
     struct lx_error sub;
-    if (lx_tok_check_begin(tk, &sub) < 0)
-        return lx_node_err(err, mu->tokenizer_where ? mu->tokenizer_where : mu->where, "model '%s': %s", mu->name,
-                           sub.msg);
+    snprintf(who, sizeof who, "model '%s'", mu->name);
+    if ((mu->checkpoint || mu->tok) &&
+        lx_ckpt_check_tokenizer(mu->arch.vocab, mu->tok, who, "tokenizer: PATH", &at_tok, &sub) < 0)
+        return lx_node_err(err, at_tok && mu->tokenizer_where ? mu->tokenizer_where : mu->where, "%s", sub.msg);
     if (tu->task->mode == LX_MODE_MLM && tk->mask < 0)
         return lx_node_err(err, tu->where, "task 'mlm' needs a mask token, and model '%s''s %s tokenizer (%s) has "
                            "none\n  hint: mlm runs on models with a [MASK] token, such as lenx's byte-level ones",

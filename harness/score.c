@@ -1,5 +1,6 @@
 /*
-** harness/score.c - scoring a text with a checkpoint (see score.h).
+** harness/score.c - scoring a text with a checkpoint (see score.h), and the
+** command `lenx score`.
 */
 #include "harness/score.h"
 
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/cli.h"
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/formats/checkpoint.h"
 #include "harness/engine/model/evaluate.h"
@@ -45,6 +47,68 @@ int lx_find_model(const char *model, const char *db, char **path, struct lx_erro
     lx_buf_free(&cached);
     free(key);
     return LX_OK;
+}
+
+/* Where a model's own stack came from, for messages. */
+static void native_source(const char *path, const struct lx_ckpt_info *info, struct lx_buf *out)
+{
+    if (strcmp(info->format, "hf") == 0)
+        lx_buf_printf(out, "%s/config.json: rope_scaling (with rope_theta)", path);
+    else
+        lx_buf_printf(out, "%s: its %s stack", path, strcmp(info->format, "lenx") == 0 ? "lenx_stack" : "native");
+}
+
+int lx_score_native(const char *path, const struct lx_ckpt_info *info, struct lx_error *err)
+{
+    const char *text[2] = {info->stack, info->eval_stack};
+    int rc = LX_OK;
+    for (int i = 0; i < 2 && rc == LX_OK; i++) {
+        struct lx_doc d = {0};
+        struct lx_stack st = {0};
+        struct lx_error sub;
+        const char *label = "the model's stack";
+        if (!text[i])
+            continue;
+        rc = lx_doc_load_text(&d, text[i], label, &sub);
+        if (rc == LX_OK && d.root && !(d.root->kind == LX_NODE_SEQ && d.root->n_items == 0))
+            rc = lx_stack_parse(&st, d.root, &sub);
+        if (rc < 0) {   /* the position in text lenx wrote means nothing to the reader: dropped */
+            const char *msg = sub.msg + (strncmp(sub.msg, label, strlen(label)) == 0 ? strlen(label) : 0);
+            msg += strspn(msg, ":0123456789 ");
+            struct lx_buf where = {0};
+            native_source(path, info, &where);
+            lx_err(err, rc, "%s gives the stack %s, which lenx refuses: %s", lx_buf_str(&where), text[i], msg);
+            lx_buf_free(&where);
+        }
+        lx_stack_release(&st);
+        lx_doc_release(&d);
+    }
+    return rc;
+}
+
+int lx_score_load(const char *path, const char *given, struct lx_model *m, struct lx_ckpt_info *info,
+                  struct lx_tokenizer **tk, struct lx_error *err)
+{
+    int rc = lx_model_load(m, path, info, err);
+    if (rc < 0)
+        return rc;
+    rc = lx_score_native(path, info, err);
+    if (rc == LX_OK && tk) {
+        struct lx_error sub;
+        if (lx_ckpt_tokenizer(info, given ? given : info->tokenizer, tk, &sub) < 0)     /* input: exit 2 */
+            rc = lx_err(err, LX_EINVAL, "%s%s", given ? "--tokenizer: " : "", sub.msg);
+    }
+    if (rc == LX_OK && tk)
+        rc = lx_ckpt_check_tokenizer(m->arch.vocab, *tk, path, "--tokenizer PATH", NULL, err);
+    if (rc < 0) {
+        if (tk) {
+            lx_tokenizer_free(*tk);
+            *tk = NULL;
+        }
+        lx_ckpt_info_release(info);
+        lx_model_release(m);
+    }
+    return rc;
 }
 
 int lx_score_stack(struct lx_stack *st, const char *ckpt_stack, const char *method, struct lx_doc *d1,
@@ -114,32 +178,6 @@ static void score_score(void *ctx, long w, const float *loss, const float *logit
     memcpy(r->nll + w * r->L, loss, sizeof(float) * (size_t)r->L);
 }
 
-/* The model's tokenizer into *tk: --tokenizer, else the file found beside a
-** model whose vocabulary is not the byte tokenizer's or that was trained on
-** it; NULL = bytes. Refused as the plan refuses: a foreign vocabulary without
-** a tokenizer, a tokenizer larger than the model's vocabulary, one other than
-** the tokenizer a lenx model was trained on. */
-static int open_tokenizer(const struct lx_score_opts *o, const char *path, const struct lx_model *m,
-                          const struct lx_ckpt_info *info, struct lx_tokenizer **tk, struct lx_error *err)
-{
-    int foreign = m->arch.vocab != LX_VOCAB || info->tokenizer_sha256[0];
-    const char *file = o->tokenizer ? o->tokenizer : foreign ? info->tokenizer : NULL;
-    if (!file && m->arch.vocab != LX_VOCAB && !info->tokenizer_sha256[0])
-        return lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld tokens and no tokenizer beside it; the byte "
-                      "tokenizer of lenx models has %d\n  hint: --tokenizer PATH (a llama2.c tokenizer.bin or a "
-                      "tokenizer.json)", path, m->arch.vocab, LX_VOCAB);
-    struct lx_error sub;
-    if (lx_ckpt_tokenizer(info, file, tk, &sub) < 0)
-        return lx_err(err, LX_EINVAL, "%s%s", o->tokenizer ? "--tokenizer: " : "", sub.msg);
-    if (!*tk)
-        return LX_OK;
-    if ((*tk)->n_vocab > m->arch.vocab)
-        return lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld, fewer than the %ld tokens of its tokenizer %s\n"
-                      "  hint: is it the tokenizer the model was trained with?", path, m->arch.vocab, (*tk)->n_vocab,
-                      file);
-    return lx_tok_check_begin(*tk, err);
-}
-
 /* The file's text in tk's tokens (bytes when tk is NULL) into *ids; the count,
 ** or a negative code. */
 static long read_tokens(const char *file, const struct lx_tokenizer *tk, int32_t **ids, struct lx_error *err)
@@ -182,13 +220,11 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     long n = 0;
     int rc = lx_find_model(o->model, o->db, &path, err);
     if (rc == LX_OK)
-        rc = lx_model_load(&m, path, &info, err);
+        rc = lx_score_load(path, o->tokenizer, &m, &info, &tk, err);
     if (rc == LX_OK)
         rc = check_finite(&m, path, err);
     if (rc == LX_OK && m.arch.mode != LX_MODEL_CAUSAL)
         rc = lx_err(err, LX_EINVAL, "%s is a masked-LM (mlm) model; score needs a causal one", path);
-    if (rc == LX_OK)
-        rc = open_tokenizer(o, path, &m, &info, &tk, err);
     if (rc == LX_OK)    /* a model's own evaluation-time scaling (HF dynamic NTK) unless --method replaces it */
         rc = lx_score_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
     if (rc == LX_OK && (n = read_tokens(o->text, tk, &ids, err)) < 0)
@@ -247,4 +283,52 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     lx_model_release(&m);
     free(path);
     return rc;
+}
+
+/* ---------------------------------------------------------------- the command */
+
+static const struct lx_opt score_opts[] = {
+    {"model", 1, "model: checkpoint, llama2.c .bin, Hugging Face directory, or a model name / key prefix in the store"},
+    {"text", 1, "file whose text is scored"},
+    {"tokenizer", 1, "tokenizer.bin, tokenizer.json or a directory (default: the one beside the model, else bytes)"},
+    {"method", 1, "evaluation-time stack to add, as YAML: logn, [logn, infoscale], {logn: {mode: qwen}}"},
+    {"length", 1, "window length (default: the model's training length)"},
+    {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
+};
+
+static const char score_usage[] =
+    "usage: lenx score --model NAME_OR_PATH --text FILE [--tokenizer PATH] [--method STACK] [--length L] [--db FILE]\n\n"
+    "Print JSON with the per-token NLL (nats) of the file's tokens under a causal model, windows of\n"
+    "`length` tokens each starting with BOS, as the ppl task scores them.";
+
+int lx_cmd_score(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int rc = lx_cli_args(&a, score_opts, LX_N_OPTS(score_opts), score_usage, argc, argv);
+    if (rc >= 0)
+        return rc;
+    struct lx_score_opts o = {
+        .model = lx_args_value(&a, "model"),
+        .text = lx_args_value(&a, "text"),
+        .method = lx_args_value(&a, "method"),
+        .db = lx_args_value(&a, "db"),
+        .tokenizer = lx_args_value(&a, "tokenizer"),
+    };
+    o.db = o.db ? o.db : LX_DEFAULT_DB;
+    if (!o.model || !o.text || a.n_pos) {
+        fprintf(stderr, "lenx: error: score needs --model and --text\n  hint: %s\n", score_usage);
+        return 2;
+    }
+    const char *len = lx_args_value(&a, "length");
+    if (len && (rc = lx_args_long(len, "length", 1, 1L << 20, &o.length, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    struct lx_buf out = {0};
+    if ((rc = lx_score(&o, &out, &err)) < 0) {
+        lx_buf_free(&out);
+        return lx_cli_fail(&err, rc);
+    }
+    fputs(lx_buf_str(&out), stdout);
+    lx_buf_free(&out);
+    return 0;
 }

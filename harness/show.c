@@ -14,7 +14,6 @@
 #include "harness/plan.h"
 #include "tasks/retrieval.h"
 #include "harness/registry.h"
-#include "harness/show.h"
 #include "harness/stored.h"
 
 #define N_OPTS(t) ((int)(sizeof t / sizeof *t))

@@ -1,14 +1,19 @@
 /*
-** harness/stored.c - commands on stored results beside the tables: the
-** checks every view makes (a --sweep or --metric that names nothing is bad
-** input, listed with the closest name), `lenx show sweep` (the YAML a
-** sweep's cells came from) and `lenx rm` (list, then delete chosen cells).
+** harness/stored.c - the commands on stored results: `lenx table`, `lenx
+** compare`, `lenx report`, `lenx list`, `lenx rm` (list, then delete chosen
+** cells) and `lenx show sweep` (the YAML a sweep's cells came from), over
+** the views of results/; and the checks every view makes (a --sweep or
+** --metric that names nothing is bad input, listed with the closest name).
 ** docs/results.md describes them.
 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "harness/cli.h"
+#include "harness/registry.h"
 #include "harness/stored.h"
 
 /* Open the store read-only for a view; say so on stderr when the open has a
@@ -243,4 +248,448 @@ void lx_stored_note_stale(const char *db, const struct lx_plan *plan, const char
     lx_cell_infos_free(cells, n);
     free(keys);
     lx_store_close(store);
+}
+
+/* ---------------------------------------------------------------- table */
+
+#define LX_SERIES_HINT "the tasks store nll_by_pos (ppl), acc_by_depth, logprob_by_depth, entropy_by_depth " \
+                       "(retrieval tasks), mass_by_distance and mass_by_distance_train (attn)"
+
+static const struct lx_opt table_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"sweep", 1, "only this sweep"},
+    {"commit", 1, "only rows made by this commit (prefix)"},
+    {"metric", 1, "metrics to show, comma-separated (range_mass also matches range_mass:10-100)"},
+    {"format", 1, "md (default), csv, latex or json"},
+    {"series", 1, "print this stored series instead (nll_by_pos, acc_by_depth, ...): tidy csv or json"},
+};
+
+static const char table_usage[] =
+    "usage: lenx table [options]\n\n"
+    "Print stored results. md and latex pivot methods (rows) x lengths (columns), one\n"
+    "table per sweep, task and metric; csv and json are tidy, one record per cell and\n"
+    "metric (CSV header: sweep,method,task,length,seed,metric,value,model_key,key). The\n"
+    "newest ok row of each cell is used. --series NAME prints a stored curve instead, one\n"
+    "record per point (sweep,method,task,length,seed,series,x,y,model_key,key).";
+
+int lx_cmd_table(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int rc = lx_cli_args(&a, table_opts, LX_N_OPTS(table_opts), table_usage, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (a.n_pos) {
+        fprintf(stderr, "lenx: error: unexpected argument '%s'\n  hint: use --sweep NAME\n", a.pos[0]);
+        return 2;
+    }
+    const char *fmt_s = lx_args_value(&a, "format");
+    int fmt = fmt_s ? lx_format_parse(fmt_s) : LX_FMT_MD;
+    if (fmt < 0) {
+        fprintf(stderr, "lenx: error: unknown format '%s'\n  hint: md, csv, latex or json\n", fmt_s);
+        return 2;
+    }
+    const char *db = lx_args_value(&a, "db");
+    const char *metrics = lx_args_value(&a, "metric");
+    const char *series = lx_args_value(&a, "series");
+    if (series && (fmt == LX_FMT_MD || fmt == LX_FMT_LATEX || metrics)) {
+        fprintf(stderr, "lenx: error: --series prints tidy records: it takes --format csv or json, and no --metric\n"
+                "  hint: lenx table --series nll_by_pos --format csv\n");
+        return 2;
+    }
+    struct lx_store *store;
+    if ((rc = lx_stored_open(&store, db, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    struct lx_rows rows = {0};
+    struct lx_filter f = {
+        .sweep = lx_args_value(&a, "sweep"),
+        .commit = lx_args_value(&a, "commit"),
+        .series = series,
+    };
+    int has_commit = 1;
+    rc = lx_stored_check_sweep(store, db, f.sweep, &err);
+    if (rc == LX_OK && f.commit)
+        rc = lx_store_has_commit(store, f.commit, &has_commit, &err);
+    if (rc == LX_OK && !has_commit)
+        rc = lx_err(&err, LX_EINVAL, "no stored row was made by a commit starting with '%s'\n"
+                    "  hint: `lenx table --format csv` has no commits; `sqlite3 DB 'select distinct git_commit "
+                    "from runs'` lists them", f.commit);
+    if (rc == LX_OK)
+        rc = lx_store_select(store, &f, &rows, &err);
+    lx_store_close(store);
+    if (rc == LX_OK && rows.n && metrics)
+        rc = lx_stored_check_metrics(&rows, metrics, &err);
+    if (rc < 0) {
+        lx_rows_release(&rows);
+        return lx_cli_fail(&err, rc);
+    }
+    if (rows.n == 0 && series) {
+        fprintf(stderr, "lenx: error: no points of series '%s' stored%s%s\n  hint: %s\n", series,
+                f.sweep ? " in sweep " : "", f.sweep ? f.sweep : "", LX_SERIES_HINT);
+        lx_rows_release(&rows);
+        return 2;
+    }
+    if (rows.n == 0)
+        fprintf(stderr, "lenx: no ok results stored%s%s\n", f.sweep ? " in sweep " : "", f.sweep ? f.sweep : "");
+    struct lx_buf out = {0};
+    if (series)
+        lx_render_series(&rows, (enum lx_format)fmt, &out);
+    else
+        lx_render(&rows, (enum lx_format)fmt, metrics, &out);
+    fputs(lx_buf_str(&out), stdout);
+    lx_buf_free(&out);
+    lx_rows_release(&rows);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- compare */
+
+static const struct lx_opt compare_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"rtol", 1, "relative tolerance (default 1e-6)"},
+    {"atol", 1, "absolute tolerance (default 1e-9)"},
+    {"sweep", 1, "with commits: only this sweep"},
+};
+
+static const char compare_usage[] =
+    "usage: lenx compare BASE HEAD [options]\n\n"
+    "BASE and HEAD are each a tidy CSV file (from `lenx table --format csv`), a sweep\n"
+    "name, or a git commit (prefix) of stored rows. Values are matched by cell (task,\n"
+    "method stack, model key, length, seed) and metric; those that moved beyond\n"
+    "atol + rtol*|base| are printed, then how many values in how many cells were\n"
+    "compared. Exit status 1 if any moved, 0 if none, 2 if the two share no cell,\n"
+    "a side holds nothing, or a side holds two configurations of one cell.";
+
+/* Resolve a compare side: CSV file, then sweep name, then commit prefix. */
+static int load_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows,
+                     struct lx_error *err)
+{
+    struct stat sb;
+    if (stat(what, &sb) == 0 && S_ISREG(sb.st_mode))
+        return lx_csv_read(what, rows, err);
+    struct lx_store *store;
+    int rc = lx_stored_open(&store, db, err);
+    if (rc < 0)
+        return rc;
+    struct lx_sweep_info *sw;
+    int n_sw, is_sweep = 0, is_commit = 0;
+    struct lx_buf hint = {0};
+    rc = lx_store_sweeps(store, &sw, &n_sw, err);
+    if (rc == LX_OK) {
+        const char **names = lx_xcalloc((size_t)n_sw + 1, sizeof *names);
+        for (int i = 0; i < n_sw; i++) {
+            is_sweep |= strcmp(sw[i].name, what) == 0;
+            names[i] = sw[i].name;
+        }
+        lx_stored_closest(&hint, what, names, n_sw);
+        free(names);
+        lx_sweep_infos_free(sw, n_sw);
+    }
+    if (rc == LX_OK && !is_sweep && strlen(what) >= 4)
+        rc = lx_store_has_commit(store, what, &is_commit, err);
+    if (rc == LX_OK && !is_sweep && !is_commit)
+        rc = lx_err(err, LX_EINVAL, "'%s' is not a file, a sweep in %s, or a commit with stored rows\n"
+                    "  hint: %s`lenx list sweeps` shows the sweeps; commit prefixes need 4+ characters",
+                    what, db, lx_buf_str(&hint));
+    lx_buf_free(&hint);
+    if (rc == LX_OK) {
+        struct lx_filter f = {.sweep = is_sweep ? what : sweep, .commit = is_sweep ? NULL : what};
+        rc = lx_store_select(store, &f, rows, err);
+    }
+    lx_store_close(store);
+    return rc;
+}
+
+/* Load a compare side; one that holds no value names nothing to compare. */
+static int load_nonempty_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows,
+                              struct lx_error *err)
+{
+    int rc = load_side(what, db, sweep, rows, err);
+    if (rc == LX_OK && rows->n == 0)
+        rc = lx_err(err, LX_EINVAL, "'%s' holds no values to compare%s%s\n  hint: a sweep or commit needs ok "
+                    "cells (`lenx list sweeps`); a CSV needs rows under its header", what,
+                    sweep ? " with --sweep " : "", sweep ? sweep : "");
+    return rc;
+}
+
+int lx_cmd_compare(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int rc = lx_cli_args(&a, compare_opts, LX_N_OPTS(compare_opts), compare_usage, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (a.n_pos != 2) {
+        fprintf(stderr, "lenx: error: compare takes BASE and HEAD\n  hint: lenx compare baseline.csv quick\n");
+        return 2;
+    }
+    struct lx_compare_opts o = {.rtol = 1e-6, .atol = 1e-9};
+    const char *v;
+    if ((v = lx_args_value(&a, "rtol")) &&
+        (rc = lx_args_double(v, "rtol", &o.rtol, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    if ((v = lx_args_value(&a, "atol")) &&
+        (rc = lx_args_double(v, "atol", &o.atol, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    const char *db = lx_args_value(&a, "db");
+    const char *sweep = lx_args_value(&a, "sweep");
+    db = db ? db : LX_DEFAULT_DB;
+    struct lx_rows base = {0}, head = {0};
+    rc = load_nonempty_side(a.pos[0], db, sweep, &base, &err);
+    if (rc == LX_OK)
+        rc = load_nonempty_side(a.pos[1], db, sweep, &head, &err);
+    struct lx_buf out = {0};
+    struct lx_compare_counts c;
+    o.base_name = a.pos[0];
+    o.head_name = a.pos[1];
+    if (rc == LX_OK)
+        rc = lx_compare(&base, &head, &o, &out, &c, &err);
+    lx_rows_release(&base);
+    lx_rows_release(&head);
+    if (rc < 0) {
+        lx_buf_free(&out);
+        return lx_cli_fail(&err, rc);
+    }
+    fputs(lx_buf_str(&out), stdout);
+    lx_buf_free(&out);
+    if (c.n_values == 0) {
+        fprintf(stderr, "lenx: error: '%s' and '%s' share no cell\n"
+                "  hint: compare results of the same sweep config\n", a.pos[0], a.pos[1]);
+        return 2;
+    }
+    return c.n_moved ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- report */
+
+static const struct lx_opt report_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"sweep", 1, "only these sweeps, comma-separated (default: every sweep)"},
+    {"metric", 1, "metrics to plot and table, comma-separated (default: each task's headline metrics)"},
+    {"threshold", 1, "effective length: fraction of the training-length score to keep (default 0.85)"},
+    {"output", 1, "the HTML file to write (also -o FILE)"},
+};
+
+static const char report_usage[] =
+    "usage: lenx report [--sweep S,...] [--db FILE] [--metric M,...] [--threshold T] -o report.html\n\n"
+    "Write one self-contained HTML page (inline SVG plots drawn by gnuplot, no script,\n"
+    "no network) of stored sweeps: per task and metric, value against length per method\n"
+    "(log-2 axis, training length dashed, error bars from the stored standard errors)\n"
+    "beside its table with an effective-length column; NLL by position and attention\n"
+    "mass by distance per length; depth x length heat maps of retrieval accuracy; and\n"
+    "each sweep's provenance (commit, dirty flag, machine, time, YAML).";
+
+/* The headline metrics of a stored task string ("ppl(windows=16)" -> ppl's). */
+static const char *task_headline(const char *task)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(task, "("), task);
+    const struct lx_task *t = lx_task_find(name);
+    return t ? t->headline : NULL;
+}
+
+/* Split "a,b" into names (pointers into buf). */
+static int split_list(char *buf, const char **names, int max)
+{
+    int n = 0;
+    for (char *p = strtok(buf, ","); p && n < max; p = strtok(NULL, ","))
+        names[n++] = p;
+    return n;
+}
+
+static int report_write(const char *db, const struct lx_report_opts *o, const char *path, struct lx_error *err)
+{
+    struct lx_store *store = NULL;
+    int rc = lx_stored_open(&store, db, err);
+    for (int i = 0; i < o->n_sweeps && rc == LX_OK; i++)
+        rc = lx_stored_check_sweep(store, db, o->sweeps[i], err);
+    struct lx_buf out = {0};
+    if (rc == LX_OK)
+        rc = lx_report(store, o, &out, err);
+    if (store)
+        lx_store_close(store);
+    FILE *f = rc == LX_OK ? fopen(path, "w") : NULL;
+    if (rc == LX_OK && (!f || fwrite(out.s, 1, out.len, f) != out.len))
+        rc = lx_err(err, LX_EIO, "cannot write %s\n  hint: check that its folder exists and is writable", path);
+    if (f && fclose(f) != 0 && rc == LX_OK)
+        rc = lx_err(err, LX_EIO, "cannot write %s\n  hint: is the disk full?", path);
+    lx_buf_free(&out);
+    return rc;
+}
+
+int lx_cmd_report(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int rc = lx_cli_args(&a, report_opts, LX_N_OPTS(report_opts), report_usage, argc, argv);
+    if (rc >= 0)
+        return rc;
+    const char *path = lx_args_value(&a, "output");
+    if (a.n_pos == 2 && strcmp(a.pos[0], "-o") == 0 && !path)
+        path = a.pos[1];
+    else if (a.n_pos) {
+        fprintf(stderr, "lenx: error: unexpected argument '%s'\n  hint: lenx report -o report.html\n", a.pos[0]);
+        return 2;
+    }
+    if (!path) {
+        fprintf(stderr, "lenx: error: report needs an output file\n  hint: lenx report -o report.html\n");
+        return 2;
+    }
+    struct lx_report_opts o = {.threshold = 0.85, .headline = task_headline, .metrics = lx_args_value(&a, "metric")};
+    const char *v = lx_args_value(&a, "threshold");
+    rc = v ? lx_args_double(v, "threshold", &o.threshold, &err) : LX_OK;
+    if (rc == LX_OK && !(o.threshold > 0 && o.threshold <= 1))
+        rc = lx_err(&err, LX_EINVAL, "--threshold %s is outside (0, 1]\n  hint: 0.85 keeps 85%% of the "
+                    "training-length score", v);
+    if (rc < 0)
+        return lx_cli_fail(&err, rc);
+    const char *db = lx_args_value(&a, "db"), *names[LX_MAX_POS];
+    char *sweeps = lx_xstrdup(lx_args_value(&a, "sweep") ? lx_args_value(&a, "sweep") : "");
+    o.n_sweeps = split_list(sweeps, names, LX_MAX_POS);
+    o.sweeps = names;
+    o.db = db ? db : LX_DEFAULT_DB;
+    rc = report_write(o.db, &o, path, &err);
+    free(sweeps);
+    return rc < 0 ? lx_cli_fail(&err, rc) : 0;
+}
+
+/* ---------------------------------------------------------------- list */
+
+static const struct lx_opt list_opts[] = {
+    {"db", 1, "result database for 'sweeps' and 'models' (default " LX_DEFAULT_DB ")"},
+};
+
+static const char list_usage[] = "usage: lenx list methods|tasks|sweeps|models [--db FILE]";
+
+/* `lenx list models`: the store's models table, and whether each checkpoint file is there. */
+static int list_models(const char *db, struct lx_error *err)
+{
+    struct lx_store *store;
+    struct lx_model_info *m;
+    int n, rc = lx_stored_open(&store, db, err);
+    if (rc < 0)
+        return rc;
+    rc = lx_store_models(store, &m, &n, err);
+    lx_store_close(store);
+    if (rc < 0)
+        return rc;
+    if (n)
+        printf("%-16s %-12s %-20s %-16s %6s %11s %8s  %s\n", "key", "name", "architecture", "trained with", "length",
+               "tokens", "time", "file");
+    for (int i = 0; i < n; i++) {
+        char t[32];
+        snprintf(t, sizeof t, m[i].steps ? "%.0f s" : "(file)", m[i].seconds);
+        printf("%-16s %-12s %-20s %-16s %6ld %11ld %8s  %s%s\n", m[i].key, m[i].name, m[i].arch, m[i].stack,
+               m[i].train_len, m[i].tokens, t, m[i].path, access(m[i].path, R_OK) == 0 ? "" : " (missing)");
+    }
+    if (n == 0)
+        fprintf(stderr, "lenx: no models in %s\n", db ? db : LX_DEFAULT_DB);
+    lx_model_infos_free(m, n);
+    return LX_OK;
+}
+
+static const char *kind_text(unsigned kind)
+{
+    if (kind == (LX_KIND_INFERENCE | LX_KIND_TRAINING))
+        return "inference or training";
+    return kind == LX_KIND_TRAINING ? "training" : "inference";
+}
+
+int lx_cmd_list(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int rc = lx_cli_args(&a, list_opts, LX_N_OPTS(list_opts), list_usage, argc, argv);
+    if (rc >= 0)
+        return rc;
+    const char *what = a.n_pos == 1 ? a.pos[0] : "";
+    if (strcmp(what, "methods") == 0) {
+        for (int i = 0; i < lx_method_count(); i++)
+            printf("%-10s %-22s %s\n", lx_method_at(i)->name, kind_text(lx_method_at(i)->kind),
+                   lx_method_at(i)->summary);
+        return 0;
+    }
+    if (strcmp(what, "tasks") == 0) {
+        static const char *modes[] = {"no model", "causal LM", "masked LM"};
+        for (int i = 0; i < lx_task_count(); i++)
+            printf("%-10s %-10s %s\n", lx_task_at(i)->name, modes[lx_task_at(i)->mode], lx_task_at(i)->summary);
+        return 0;
+    }
+    if (strcmp(what, "sweeps") == 0) {
+        const char *db = lx_args_value(&a, "db");
+        struct lx_store *store;
+        if ((rc = lx_stored_open(&store, db, &err)) < 0)
+            return lx_cli_fail(&err, rc);
+        struct lx_sweep_info *sw;
+        int n;
+        rc = lx_store_sweeps(store, &sw, &n, &err);
+        lx_store_close(store);
+        if (rc < 0)
+            return lx_cli_fail(&err, rc);
+        for (int i = 0; i < n; i++) {
+            printf("%-24s %5d ok %5d failed  last %s", sw[i].name, sw[i].n_ok, sw[i].n_failed, sw[i].last);
+            if (sw[i].n_texts > 1)      /* the config changed between runs: stale cells may be there */
+                printf("  from %d YAML texts (lenx show sweep %s)", sw[i].n_texts, sw[i].name);
+            printf("\n");
+        }
+        lx_sweep_infos_free(sw, n);
+        return 0;
+    }
+    if (strcmp(what, "models") == 0) {
+        rc = list_models(lx_args_value(&a, "db"), &err);
+        return rc < 0 ? lx_cli_fail(&err, rc) : 0;
+    }
+    fprintf(stderr, "lenx: error: list what? '%s'\n  hint: %s\n", what, list_usage);
+    return 2;
+}
+
+/* ---------------------------------------------------------------- rm */
+
+static const struct lx_opt rm_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"sweep", 1, "cells of this sweep"},
+    {"commit", 1, "cells made by this commit (prefix)"},
+    {"model", 1, "cells that ran on this model (name, or model key prefix)"},
+    {"method", 1, "cells of this canonical stack, exactly as stored (e.g. 'logn(mode=qwen)')"},
+    {"task", 1, "cells of this task (name, or canonical task string)"},
+    {"failed", 0, "failed cells only"},
+    {"not-in", 1, "cells of CONFIG's sweep whose run key CONFIG no longer plans (stale cells)"},
+    {"yes", 0, "delete; without it, only list what would be deleted"},
+};
+
+static const char rm_usage[] =
+    "usage: lenx rm FILTER... [--yes] [--db FILE]\n\n"
+    "Delete stored cells (every row of them, ok or failed, at any commit) with their\n"
+    "metrics, series and outputs. Every filter given must hold; at least one is\n"
+    "required. Lists the cells and their count per sweep; deletes them, in one\n"
+    "transaction, only with --yes. `lenx rm --not-in CONFIG --yes` removes what a\n"
+    "changed config no longer plans, e.g. cells of a model retrained under the same\n"
+    "name. Trained models (the checkpoint cache) are kept.";
+
+int lx_cmd_rm(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int rc = lx_cli_args(&a, rm_opts, LX_N_OPTS(rm_opts), rm_usage, argc, argv);
+    if (rc >= 0)
+        return rc;
+    struct lx_rm_filter f = {
+        .sweep = lx_args_value(&a, "sweep"),
+        .commit = lx_args_value(&a, "commit"),
+        .model = lx_args_value(&a, "model"),
+        .method = lx_args_value(&a, "method"),
+        .task = lx_args_value(&a, "task"),
+        .failed = lx_args_value(&a, "failed") != NULL,
+    };
+    const char *config = lx_args_value(&a, "not-in");
+    if (a.n_pos || !(f.sweep || f.commit || f.model || f.method || f.task || f.failed || config)) {
+        fprintf(stderr, "lenx: error: rm needs at least one filter%s%s\n  hint: lenx rm --sweep NAME "
+                "(lists the cells); add --yes to delete them\n", a.n_pos ? "; unexpected argument " : "",
+                a.n_pos ? a.pos[0] : "");
+        return 2;
+    }
+    const char *db = lx_args_value(&a, "db");
+    int yes = lx_args_value(&a, "yes") != NULL;
+    rc = lx_stored_rm(db ? db : LX_DEFAULT_DB, &f, config, yes, &err);
+    return rc < 0 ? lx_cli_fail(&err, rc) : 0;
 }

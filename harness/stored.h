@@ -1,6 +1,7 @@
 /*
-** harness/stored.h - commands on stored results beside the tables: the
-** checks views share, `lenx show sweep` and `lenx rm` (harness/stored.c).
+** harness/stored.h - the commands on stored results (harness/stored.c;
+** their lx_cmd_* in cli.h): the checks views share, `lenx show sweep` and
+** `lenx rm`.
 */
 #ifndef LX_STORED_H
 #define LX_STORED_H

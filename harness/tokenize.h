@@ -20,7 +20,4 @@ struct lx_tokenize_opts {
 /* The output (ids as JSON, or text) into out. */
 int lx_tokenize(const struct lx_tokenize_opts *o, struct lx_buf *out, struct lx_error *err);
 
-/* `lenx tokenize` (a row of harness/main.c's commands[]). */
-int lx_cmd_tokenize(int argc, char **argv);
-
 #endif

@@ -18,7 +18,7 @@
 ** token given the gold prefix, so greedy decoding equals the gold answer iff
 ** every teacher-forced argmax does. After the first mismatch the greedy token
 ** replaces the gold one and each further token is one decode step through
-** a KV cache (harness/engine/kernels/decode.h): the teacher-forced pass saved every
+** a KV cache (harness/engine/model/decoding.h): the teacher-forced pass saved every
 ** layer's keys and values, and its rows before the mismatch are the greedy
 ** prefix's own, because causal attention never looks ahead. A step costs
 ** O(T) against a full pass's O(T²) attention. LX_DECODE_FULL keeps the

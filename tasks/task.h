@@ -64,7 +64,7 @@ struct lx_task {
                                 ** per thread, and the plan's memory check counts it; 0 = every pass
                                 ** runs tiled, row statistics included, in O(T·d) memory */
     int decodes;                /* (model tasks) 1 when it decodes greedy tokens through a KV cache
-                                ** (harness/engine/kernels/decode.h): the plan's memory check counts one a window */
+                                ** (harness/engine/model/kvcache.h): the plan's memory check counts one a window */
 
     /* (logit tasks) facts for methods when there is no model */
     void (*facts)(const void *params, long length, struct lx_facts *f);

@@ -469,7 +469,7 @@ Test(anytok, score_in_the_models_tokens, .init = setup, .fini = teardown, .timeo
               != NULL, "%s", w);
     free(w);
     cr_expect_null(score_json(hf, NULL, text, &err));
-    cr_expect(strstr(err.msg, "vocabulary of 512 tokens and no tokenizer") && strstr(err.msg, "--tokenizer"), "%s",
+    cr_expect(strstr(err.msg, "vocabulary of 512 and no tokenizer") && strstr(err.msg, "--tokenizer"), "%s",
               err.msg);
     char *b = score_json(hf, tok, text, &err);
     cr_assert_not_null(b, "%s", err.msg);
@@ -529,6 +529,12 @@ Test(anytok, llama2c_and_hf_models, .init = setup, .fini = teardown, .timeout = 
                    "tasks: [ppl]\nlengths: [64]\n", "model 'h' has a vocabulary of 512 and no tokenizer");
     expect_refused("name: t\nmodels: {h: {hf: s.yaml}}\nmethods: [rope]\ntasks: [ppl]\nlengths: [64]\n",
                    "t.yaml:2:18: model 'h': 'hf' names a Hugging Face directory");
+    /* a rope_scaling lenx's method refuses: named by config.json at the entry, as score and show model name it */
+    cr_assert_eq(sh(out, sizeof out, "mkdir y && cp $R/tests/ref/stories260K-hf/* y/ && sed -i 's/\"rope_scaling\": "
+                    "*null/\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4, \"beta_fast\": -5}/' "
+                    "y/config.json && grep -q beta_fast y/config.json"), 0, "%s", out);
+    expect_refused("name: t\nmodels: {h: {hf: y}}\nmethods: [rope]\ntasks: [ppl]\nlengths: [64]\n",
+                   "t.yaml:2:18: model 'h': y/config.json: rope_scaling (with rope_theta) gives the stack");
 }
 
 /* ---- models lenx trains on a tokenizer ---------------------------------------- */

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/cli.h"
 #include "tests/shell.h"
 
 static void setup(void)
@@ -638,4 +639,57 @@ Test(cli, tokenize, .init = setup, .fini = teardown)
     cr_expect(strstr(out, "id 9999 (at index 1) is outside") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "echo '[1, \"x\"]' | $L tokenize --tokenizer %s --decode", tok), 2, "%s", out);
     cr_expect(strstr(out, "<stdin>: [1]: expected an integer, found a string") != NULL, "%s", out);
+}
+
+/* The table of commands (harness/main.c): every command `lenx --help` lists
+** answers `--help` with its own usage and exit 0, `lenx help CMD` prints the
+** same text, and an unknown option is bad input (exit 2) named in the error.
+** The names are read from `lenx --help`, so a new row is covered as it is. */
+Test(cli, every_command_answers_help, .init = setup, .fini = teardown)
+{
+    char names[4096], usage[8192], again[8192], want[80];
+    cr_assert_eq(sh(names, sizeof names, "$L --help | sed -n '/^commands:$/,/^$/p' | awk 'NF > 1 {print $1}'"), 0);
+    int n = 0;
+    for (char *name = strtok(names, "\n"); name; name = strtok(NULL, "\n"), n++) {
+        cr_expect_eq(sh(usage, sizeof usage, "$L %s --help", name), 0, "%s --help: %s", name, usage);
+        snprintf(want, sizeof want, "usage: lenx %s ", name);
+        cr_expect(strncmp(usage, want, strlen(want)) == 0, "%s --help: %s", name, usage);
+        cr_expect_eq(sh(again, sizeof again, "$L help %s", name), 0, "help %s: %s", name, again);
+        cr_expect_str_eq(again, usage, "lenx help %s differs from lenx %s --help", name, name);
+        cr_expect_eq(sh(again, sizeof again, "$L %s --no-such-option", name), 2, "%s: %s", name, again);
+        cr_expect(strstr(again, "unknown option '--no-such-option'") != NULL, "%s: %s", name, again);
+    }
+    /* run, table, compare, score, tokenize, generate, report, export, show, list, rm, merge, slurm */
+    cr_expect_geq(n, 13, "only %d commands read from lenx --help", n);
+}
+
+/* Number options: a tiny positive value (strtod's ERANGE underflow, a
+** subnormal) is a value, not a negative one; overflow, nan, inf and trailing
+** junk are refused, each for its own reason. */
+Test(cli, number_options_read_tiny_values_and_name_bad_ones, .init = setup, .fini = teardown, .timeout = 30)
+{
+    struct lx_error err = {""};
+    double v = -1;
+    cr_expect_eq(lx_args_double("1e-320", "depth", &v, &err), LX_OK, "%s", err.msg);
+    cr_expect(v > 0 && v < 1e-319, "1e-320 read as %g", v);
+    cr_expect_eq(lx_args_double("1e-400", "depth", &v, &err), LX_OK, "%s", err.msg);
+    cr_expect(v == 0.0, "1e-400 (below the smallest subnormal) read as %g", v);
+    static const char *const bad[][2] = {
+        {"-1e-320", "must be a non-negative number"}, {"-2", "must be a non-negative number"}, {"1e400", "too large"},
+        {"nan", "must be a finite number"}, {"inf", "must be a finite number"}, {"0.5x", "must be a number"},
+        {"", "must be a number"}, {" 0.5", "must be a number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err.msg[0] = '\0';
+        cr_expect_eq(lx_args_double(bad[i][0], "depth", &v, &err), LX_EINVAL, "'%s' accepted", bad[i][0]);
+        cr_expect(strstr(err.msg, bad[i][1]) != NULL, "'%s': expected '%s' in: %s", bad[i][0], bad[i][1], err.msg);
+        cr_expect(strstr(err.msg, "--depth") != NULL, "%s", err.msg);
+    }
+    long n;
+    cr_expect_eq(lx_args_long("99999999999999999999", "n", 0, 100, &n, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "--n = 99999999999999999999 is out of bounds [0, 100]") != NULL, "%s", err.msg);
+    char out[8192];
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --length 200 --depth 1e-320"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --length 200 --depth 1e400"), 2, "%s", out);
+    cr_expect(strstr(out, "--depth") != NULL && strstr(out, "too large") != NULL, "%s", out);
 }

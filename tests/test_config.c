@@ -161,6 +161,25 @@ Test(config, out_of_bounds)
                  "'lengths' entry 0 is out of bounds [1, 1e12]");
 }
 
+/* A value strtod underflows (ERANGE: a subnormal such as 1e-320) is the
+** nearest double, bounds-checked like any other: tiny and positive is in
+** (0, ...], tiny and negative out of it; an overflow is refused as too large,
+** not as "not a number". */
+Test(config, tiny_and_huge_numbers)
+{
+    struct lx_grid g;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_grid_load_text(&g, HEAD "methods:\n  - scaleinv: {tau: 1e-320}\ntasks: [gaussian]\nlengths: [10]\n",
+                                   "ok.yaml", &err), LX_OK, "%s", err.msg);
+    lx_grid_release(&g);
+    expect_error(HEAD "methods:\n  - scaleinv: {tau: -1e-320}\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:4:21", "'tau' = -1e-320 is out of bounds (0, ");
+    expect_error(HEAD "methods:\n  - scaleinv: {tau: 1e400}\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:4:21", "'tau' = 1e400 is too large for a double");
+    expect_error(HEAD "methods: [none]\ntasks:\n  - gaussian: {samples: 1e400}\nlengths: [10]\n",
+                 "bad.yaml:5:25", "'samples' = 1e400 is too large for a double");
+}
+
 Test(config, bad_enum)
 {
     expect_error(HEAD "methods:\n  - logn: {mode: ssmx}\ntasks: [gaussian]\nlengths: [10]\n",

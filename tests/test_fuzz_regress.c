@@ -120,3 +120,6 @@ Test(fuzz_regress, safetensors, .timeout = 300)
 Test(fuzz_regress, tokenizer_bin, .timeout = 300) { expect_every_seed("tokenizer_bin", lx_fuzz_feed_tokenizer_bin); }
 Test(fuzz_regress, tokenizer_json, .timeout = 300) { expect_every_seed("tokenizer_json", lx_fuzz_feed_tokenizer_json); }
 Test(fuzz_regress, encode, .timeout = 300) { expect_every_seed("encode", lx_fuzz_feed_encode); }
+
+/* The slurm seeds are jobs whose scripts are written and keep entry.c's promises. */
+Test(fuzz_regress, slurm, .timeout = 300) { expect_every_seed("slurm", lx_fuzz_feed_slurm); }

@@ -1,6 +1,6 @@
 /*
 ** tests/test_generate.c - `lenx generate` and the decode API's sampler
-** (harness/generate.c, harness/engine/kernels/decode.h), and the held-out stories
+** (harness/generate.c, harness/engine/model/decoding.h), and the held-out stories
 ** split (scripts/heldout.sh, harness/engine/data/corpus.h).
 **
 ** Greedy text is checked against llama2.c's run.c on stories260K (its
@@ -164,6 +164,74 @@ Test(generate, bad_input_is_refused, .init = setup, .fini = teardown, .timeout =
     cr_expect_eq(sh(out, sizeof out, "$L generate --model $R/tests/ref/model_ckpt_causal_rope.safetensors -n 5 "
                     "--method alibi"), 2, "%s", out);
     cr_expect(strstr(out, "'alibi' is a training-time method") != NULL, "%s", out);
+}
+
+/* cmd exits 2 with want in its output. */
+static void expect_refused(const char *cmd, const char *want)
+{
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "%s", cmd), 2, "%s\n%s", cmd, out);
+    cr_expect(strstr(out, want) != NULL, "expected '%s' from %s:\n%s", want, cmd, out);
+}
+
+/* --seed keys the sampling draws only: at temperature 0 (greedy, the default)
+** it would change nothing, so it is refused rather than ignored. */
+Test(generate, seed_without_sampling_is_refused, .init = setup, .fini = teardown, .timeout = 30)
+{
+    char out[4096];
+    const char *m = "$L generate --model $R/tests/ref/model_ckpt_causal_rope.safetensors -n 3";
+    snprintf(out, sizeof out, "%s --seed 5", m);
+    expect_refused(out, "hint: --seed only affects sampling; add --temperature T > 0");
+    snprintf(out, sizeof out, "%s --seed 5 --temperature 0", m);
+    expect_refused(out, "--seed only affects sampling");
+    cr_expect_eq(sh(out, sizeof out, "%s --seed 5 --temperature 0.5 > /dev/null", m), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "%s --temperature 0 > /dev/null", m), 0, "%s", out);
+}
+
+/* A 512-token model with no tokenizer beside it is refused, as score refuses
+** it, instead of reading its ids as the 260 byte tokens (which printed nothing
+** for ids 260-511). */
+Test(generate, foreign_vocabulary_without_tokenizer_is_refused, .init = setup, .fini = teardown, .timeout = 30)
+{
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "mkdir bare && cp $R/tests/ref/stories260K-hf/config.json "
+                    "$R/tests/ref/stories260K-hf/model.safetensors bare/"), 0, "%s", out);
+    expect_refused("$L generate --model bare -n 20", "bare has a vocabulary of 512 and no tokenizer");
+    expect_refused("$L generate --model bare -n 20", "hint: name the tokenizer it was trained with: --tokenizer PATH");
+    expect_refused("$L score --model bare --text $R/README.md", "bare has a vocabulary of 512 and no tokenizer");
+    expect_refused("$L export --hf out --model bare", "bare has a vocabulary of 512 and no tokenizer");
+    /* given, it reads: the tokenizer.json of the same directory */
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model bare -n 5 --tokenizer "
+                    "$R/tests/ref/stories260K-hf/tokenizer.json > /dev/null"), 0, "%s", out);
+}
+
+/* export --hf of stories260K.bin carries its tokenizer (tok512.bin beside
+** it) into the directory, with the ids its README gives (BOS 1, EOS 2) in
+** config.json, so the directory generates what the .bin does: greedy, the
+** start of llama2.c's own 200-step text; sampled, the same draws. */
+Test(generate, exported_directory_generates_as_the_bin, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!have_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[8192], bin[8192], want[8192];
+    cr_assert_eq(sh(out, sizeof out, "$L export --hf D --model $R/../shared/models/stories260K/stories260K.bin"),
+                 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "cmp D/tokenizer.bin $R/../shared/models/stories260K/tok512.bin"), 0, "%s",
+                 out);
+    cr_assert_eq(sh(out, sizeof out, "tr -d ' \n' < D/config.json"), 0);
+    cr_expect(strstr(out, "\"bos_token_id\":1,") != NULL, "%s", out);
+    cr_expect(strstr(out, "\"eos_token_id\":2,") != NULL, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L generate --model D -n 20 --temperature 0"), 0, "%s", out);
+    cr_assert_eq(sh(bin, sizeof bin, "$L generate --model $R/../shared/models/stories260K/stories260K.bin -n 20"),
+                 0, "%s", bin);
+    cr_expect_str_eq(out, bin);
+    cr_assert_eq(sh(want, sizeof want, "cat $R/../shared/models/stories260K/expected/greedy_empty_200.txt"), 0);
+    size_t n = strlen(out) - 1;     /* without the final newline */
+    cr_expect(n > 40 && strncmp(out, want, n) == 0, "20 greedy tokens are not the start of run.c's text:\n%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L generate --model D -n 30 --temperature 1 --seed 1 --ids"), 0, "%s", out);
+    cr_assert_eq(sh(bin, sizeof bin, "$L generate --model $R/../shared/models/stories260K/stories260K.bin -n 30 "
+                    "--temperature 1 --seed 1 --ids"), 0, "%s", bin);
+    cr_expect_str_eq(out, bin);
 }
 
 /* The stories split reads the manifest in $LENX_HELDOUT (what scripts/heldout.sh

@@ -313,7 +313,7 @@ Test(loaders, export_hf_round_trip)
     shared(path, "stories260K.bin");
     load(&m, &info, path);
     snprintf(out, sizeof out, "%s/exported", dir);
-    cr_assert_eq(lx_hf_export(&m, &info, out, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_hf_export(&m, &info, NULL, out, &err), LX_OK, "%s", err.msg);
     load(&back, &binfo, out);
     cr_expect_str_eq(binfo.dtype, "F32");
     cr_expect_str_eq(binfo.stack, "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}}]");
@@ -430,7 +430,7 @@ Test(loaders, hf_shape_and_missing_tensor)
     hf_cases(cases, 3);
 }
 
-Test(loaders, hf_truncated_shard_and_missing_file)
+Test(loaders, hf_truncated_shard_missing_file_empty_index)
 {
     char src[512], path[600], cmd[1400];
     in_repo(src, "tests/ref/stories260K-hf-f16-2shards");
@@ -442,6 +442,45 @@ Test(loaders, hf_truncated_shard_and_missing_file)
     snprintf(cmd, sizeof cmd, "rm %s/sh/model-00002-of-00002.safetensors", dir);
     cr_assert_eq(system(cmd), 0);
     expect_error(path, "model.safetensors.index.json: weight_map", "model-00002-of-00002.safetensors: cannot open");
+    /* an index naming no shard: the file and the field, not "no tensor ... ((null))" */
+    snprintf(cmd, sizeof cmd, "echo '{\"weight_map\": {}}' > %s/sh/model.safetensors.index.json", dir);
+    cr_assert_eq(system(cmd), 0);
+    expect_error(path, "sh/model.safetensors.index.json", "weight_map names no shard");
+    struct lx_model m;
+    struct lx_error err = {{0}};
+    cr_assert_lt(lx_model_load(&m, path, NULL, &err), 0);
+    cr_expect(strstr(err.msg, "(null)") == NULL, "%s", err.msg);
+}
+
+/* A config.json whose rope_scaling lenx's method refuses (yarn beta_fast < 0)
+** is refused by `show model` as by `score`, naming config.json and the
+** field, not "checkpoint lenx_stack". */
+Test(loaders, hf_bad_rope_scaling_named_by_show_and_score)
+{
+    char src[512], cmd[1600];
+    in_repo(src, "tests/ref/stories260K-hf");
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/y && cp %s/* %s/y/ && sed -i 's/\"rope_scaling\": *null/"
+             "\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4, \"beta_fast\": -5}/' %s/y/config.json && "
+             "grep -q beta_fast %s/y/config.json", dir, src, dir, dir, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    char path[600], want[700];
+    snprintf(path, sizeof path, "%s/y", dir);
+    snprintf(want, sizeof want, "%s/y/config.json: rope_scaling", dir);
+    struct lx_buf out = {0};
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_modelcmd_show(path, "none.db", &out, &err), LX_EINVAL, "show model accepted it:\n%s",
+                 lx_buf_str(&out));
+    cr_expect(strstr(err.msg, want) && strstr(err.msg, "beta_fast") && !strstr(err.msg, "lenx_stack"), "%s",
+              err.msg);
+    lx_buf_free(&out);
+    char text[512];
+    in_repo(text, "README.md");
+    struct lx_score_opts o = {.model = path, .db = "none.db", .text = text, .length = 64};
+    err.msg[0] = '\0';
+    cr_expect_eq(lx_score(&o, &out, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, want) && strstr(err.msg, "beta_fast") && !strstr(err.msg, "lenx_stack"), "%s",
+              err.msg);
+    lx_buf_free(&out);
 }
 
 /* F16 and BF16 bit patterns widen to the values IEEE 754 defines. */
@@ -473,7 +512,7 @@ Test(loaders, export_refuses)
         struct lx_error err = {{0}};
         in_repo(path, cases[i][0]);
         snprintf(out, sizeof out, "%s/x", dir);
-        cr_expect_lt(lx_modelcmd_export(path, "none.db", out, &err), 0);
+        cr_expect_lt(lx_modelcmd_export(path, "none.db", NULL, out, &err), 0);
         cr_expect(strstr(err.msg, cases[i][1]) != NULL, "%s: %s", cases[i][0], err.msg);
     }
 }
@@ -505,7 +544,7 @@ static void export_scores_the_same(const struct lx_model *m, const char *name, c
     cr_assert_eq(lx_model_save(m, ck, &info, &err), LX_OK, "%s", err.msg);
     const char *words = "It is a truth universally acknowledged, that a single man in possession of a good fortune";
     put_file("t.txt", words, strlen(words));
-    cr_assert_eq(lx_modelcmd_export(ck, "none.db", hf, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_modelcmd_export(ck, "none.db", NULL, hf, &err), LX_OK, "%s", err.msg);
     double a1 = mean_nll(ck, text), a2 = mean_nll(hf, text);
     cr_expect(fabs(a1 - a2) < 1e-6, "checkpoint %.9g, export %.9g", a1, a2);
     cr_expect_gt(a1, 1.0);

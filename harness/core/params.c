@@ -39,6 +39,9 @@ static int choice_at(const char *choices, int idx, char *out, size_t n)
     return 1;
 }
 
+/* 1 and *out for a number; 0 for text that is not one (nan and inf
+** included); -1 for one past a double's range. strtod's ERANGE is also set on
+** underflow (1e-320, a subnormal; 1e-400, 0): the nearest double is the value. */
 static int parse_number(const struct lx_node *v, double *out)
 {
     if (v->kind != LX_NODE_SCALAR || v->quoted || !v->text[0])
@@ -46,10 +49,17 @@ static int parse_number(const struct lx_node *v, double *out)
     char *end;
     errno = 0;
     double d = strtod(v->text, &end);
-    if (*end || errno == ERANGE || !isfinite(d))
+    if (*end || isnan(d) || (isinf(d) && errno != ERANGE))
         return 0;
+    if (isinf(d))
+        return -1;
     *out = d;
     return 1;
+}
+
+static int too_large(const struct lx_param *p, const struct lx_node *v, const char *what, struct lx_error *err)
+{
+    return lx_node_err(err, v, "%s: '%s' = %s is too large for a double\n  hint: %s", what, p->name, v->text, p->help);
 }
 
 static int check_bounds(const struct lx_param *p, const struct lx_node *v, double d,
@@ -71,7 +81,10 @@ static int parse_long(const struct lx_param *p, const struct lx_node *v, long *o
                       const char *what, struct lx_error *err)
 {
     double d;
-    if (!parse_number(v, &d) || d != floor(d) || fabs(d) > 9.0e15) {
+    int got_num = parse_number(v, &d);
+    if (got_num < 0)
+        return too_large(p, v, what, err);
+    if (!got_num || d != floor(d) || fabs(d) > 9.0e15) {
         const char *got = v->kind == LX_NODE_SCALAR ? v->text : lx_node_kind_name(v->kind);
         return lx_node_err(err, v, "%s: '%s' must be an integer, got %s%s%s\n  hint: %s",
                            what, p->name, v->quoted ? "the string \"" : "'", got,
@@ -131,7 +144,10 @@ static int param_parse(const struct lx_param *p, void *dst, const struct lx_node
         return parse_long(p, v, (long *)field, what, err);
     case LX_PT_FLOAT: {
         double d;
-        if (!parse_number(v, &d)) {
+        int got_num = parse_number(v, &d);
+        if (got_num < 0)
+            return too_large(p, v, what, err);
+        if (!got_num) {
             const char *got = v->kind == LX_NODE_SCALAR ? v->text : lx_node_kind_name(v->kind);
             return lx_node_err(err, v, "%s: '%s' must be a number, got %s%s%s\n  hint: %s",
                                what, p->name, v->quoted ? "the string \"" : "'", got,

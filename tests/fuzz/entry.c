@@ -14,6 +14,8 @@
 #include "harness/engine/tokenizers/tok_hf.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/plan.h"
+#include "harness/slurm.h"
+#include "tests/slurm_check.h"
 
 int lx_fuzz_feed_config(const uint8_t *data, size_t n, struct lx_error *err)
 {
@@ -446,4 +448,105 @@ int lx_fuzz_feed_encode(const uint8_t *data, size_t n, struct lx_error *err)
         lx_ids_free(&b);
     }
     return LX_OK;
+}
+
+/* ---- lenx slurm's job scripts -------------------------------------------------- */
+
+/* Expected "#SBATCH" options of one script, ticked off as sb_header meets them. */
+struct sb_expect {
+    const char *want[8];    /* options that must be there, "--name=value" (a prefix for --output) */
+    int n_want, seen[8];
+};
+
+static void sb_tick(void *ctx, const char *option)
+{
+    struct sb_expect *e = ctx;
+    for (int k = 0; k < e->n_want; k++)
+        e->seen[k] |= (k == 0 ? strncmp(option, e->want[0], strlen(e->want[0])) : strcmp(option, e->want[k])) == 0;
+}
+
+/* The strings of j replaced by plain ones, numbers and presence kept. */
+static struct lx_slurm_job plain_job(const struct lx_slurm_job *j)
+{
+    struct lx_slurm_job p = *j;
+    p.sweep = "s", p.lenx = "/l", p.config = "/c", p.cwd = "/w", p.db = "/d", p.dir = "/r";
+    p.data = j->data ? "a" : NULL, p.partition = j->partition ? "p" : NULL;
+    p.time = j->time ? "1" : NULL, p.mem = j->mem ? "1" : NULL;
+    return p;
+}
+
+/* The promises of one job's scripts (tests/slurm_check.h): sbatch reads one
+** option per #SBATCH line, with the values given; the shell's skeleton is the
+** plain job's (every value stays inside its single quotes or a comment). */
+static void check_scripts(const struct lx_slurm_job *j, struct lx_buf out[LX_SLURM_N_FILES])
+{
+    struct lx_buf plain[LX_SLURM_N_FILES] = {{0}}, v = {0};
+    struct lx_slurm_job p = plain_job(j);
+    struct lx_error err = {{0}};
+    PROMISE(lx_slurm_scripts(&p, plain, &err) == LX_OK, "the plain job was refused: %s", err.msg);
+    static const char *const stage[3] = {"models", "cells", "merge"};
+    for (int f = 0; f < LX_SLURM_N_FILES; f++) {
+        if (f < 3) {
+            struct sb_expect e = {{0}, 0, {0}};
+            char why[SB_ARG + 256];
+            lx_buf_reset(&v);
+            lx_buf_puts(&v, "--output=");
+            for (const char *s = j->dir; *s; s++)
+                lx_buf_puts(&v, *s == '%' ? "%%" : (char[2]){*s, 0});
+            lx_buf_printf(&v, ".slurm/logs/%c", 0);     /* one buffer, several strings */
+            lx_buf_printf(&v, "--job-name=lenx-%s-%s%c--chdir=%s%c", j->sweep, stage[f], 0, j->cwd, 0);
+            const char *opt[] = {"partition", j->partition, "time", j->time, "mem", j->mem};
+            for (int i = 0; i < 6; i += 2)
+                if (opt[i + 1])
+                    lx_buf_printf(&v, "--%s=%s%c", opt[i], opt[i + 1], 0);
+            for (const char *s = v.s; s < v.s + v.len; s += strlen(s) + 1)
+                e.want[e.n_want++] = s;
+            PROMISE(sb_header(lx_buf_str(&out[f]), sb_tick, &e, why, sizeof why) == 0, "%s: %s", lx_slurm_files[f],
+                    why);
+            for (int k = 0; k < e.n_want; k++)
+                PROMISE(e.seen[k], "%s: sbatch does not read %s", lx_slurm_files[f], e.want[k]);
+        }
+        size_t cap = out[f].len + plain[f].len + 2;
+        char *a = lx_xmalloc(cap), *b = lx_xmalloc(cap);
+        sh_skeleton(lx_buf_str(&out[f]), a, cap);
+        sh_skeleton(lx_buf_str(&plain[f]), b, cap);
+        PROMISE(strcmp(a, b) == 0, "%s: a value escaped its quotes: the shell reads\n%s\nwhere plain values give\n%s",
+                lx_slurm_files[f], a, b);
+        free(a), free(b);
+        lx_buf_free(&plain[f]);
+    }
+    lx_buf_free(&v);
+}
+
+int lx_fuzz_feed_slurm(const uint8_t *data, size_t n, struct lx_error *err)
+{
+    if (n < 4)
+        return LX_OK;
+    enum { N_FIELDS = 10 };
+    char *text = lx_xmalloc(n + N_FIELDS + 1), *field[N_FIELDS];
+    size_t k = 0, at = 4;
+    for (int f = 0; f < N_FIELDS; f++) {     /* NUL-separated; a path gets a leading '/' unless flag 0x10 */
+        field[f] = text + k;
+        if (f >= 1 && f <= 5 && !(data[0] & 0x10))
+            text[k++] = '/';
+        while (at < n && data[at])
+            text[k++] = (char)data[at++];
+        text[k++] = '\0';
+        at += at < n;
+    }
+    struct lx_slurm_job j = {
+        .sweep = field[0], .lenx = field[1], .config = field[2], .cwd = field[3], .db = field[4], .dir = field[5],
+        .data = data[0] & 1 ? field[6] : NULL, .partition = data[0] & 2 ? field[7] : NULL,
+        .time = data[0] & 4 ? field[8] : NULL, .mem = data[0] & 8 ? field[9] : NULL,
+        .shards = data[1], .cpus = 5L * data[2], .model_shards = data[3],
+    };
+    struct lx_buf out[LX_SLURM_N_FILES] = {{0}};
+    int rc = lx_slurm_scripts(&j, out, err);
+    PROMISE(rc == LX_OK || (rc == LX_EINVAL && err->msg[0]), "refused with %d without a message", rc);
+    if (rc == LX_OK)
+        check_scripts(&j, out);
+    for (int f = 0; f < LX_SLURM_N_FILES; f++)
+        lx_buf_free(&out[f]);
+    free(text);
+    return rc;
 }

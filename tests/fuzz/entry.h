@@ -51,4 +51,15 @@ int lx_fuzz_feed_tokenizer_json(const uint8_t *data, size_t n, struct lx_error *
 ** its added tokens). */
 int lx_fuzz_feed_encode(const uint8_t *data, size_t n, struct lx_error *err);
 
+/* Bytes as a job of `lenx slurm` -> lx_slurm_scripts (harness/slurm.h):
+** data[0] flags (1 LENX_DATA, 2 --partition, 4 --time, 8 --mem given; 0x10:
+** paths as they are, else each with a leading '/'), data[1] shards, data[2]
+** cpus / 5, data[3] model tasks; then NUL-separated: sweep name, lenx,
+** config, current folder, store, <db dir>/<sweep>, LENX_DATA, partition,
+** time, mem. Either a refusal with a message, or scripts where sbatch reads
+** exactly one option per #SBATCH line, with the values given, and the shell
+** reads what it reads with plain values (tests/slurm_check.h): no value
+** leaves its quotes. */
+int lx_fuzz_feed_slurm(const uint8_t *data, size_t n, struct lx_error *err);
+
 #endif

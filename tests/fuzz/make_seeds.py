@@ -35,6 +35,11 @@ parameter, or a change of the checkpoint format):
   tests/fuzz/corpus/encode/       a selector byte (0 tok512.bin, 1 its
                                   tokenizer.json twin, 2 tok_tiny.json) and a text
   tests/fuzz/tokenizer_*.dict, encode.dict  the formats' fields and words
+  tests/fuzz/corpus/slurm/        jobs of `lenx slurm` (tests/fuzz/entry.h's
+                                  layout) that are written: plain, every
+                                  option, paths with spaces, quotes and '%'
+  tests/fuzz/slurm.dict           what shells and sbatch read apart, and
+                                  Slurm's option syntax
 
 Standard library only:  python3 tests/fuzz/make_seeds.py  (after `make
 tokenizers`, and with ../shared/models/stories260K/ beside the checkout)
@@ -281,6 +286,30 @@ def tokenizer_seeds(tb, tj, enc):
                 f.write(bytes([sel]) + text)
 
 
+SLURM_TOKENS = ["\n", "'", '"', "\\", "#", "#SBATCH ", "$(", "`", ";", " ", "%", "%%", "'\\''", "--wrap=",
+                "--partition=", "hetjob", "packjob", ":", "-", ",", "UNLIMITED", "1-02:03:04", "4G", "/", "\t", "\r"]
+
+
+def slurm_job(flags, shards, cpus5, models, *fields):
+    """One input of fuzz_slurm: 4 bytes, then NUL-separated fields (entry.h)."""
+    return bytes([flags, shards, cpus5, models]) + b"\0".join(f.encode() for f in fields)
+
+
+def slurm_seeds(d):
+    plain = ("quick", "usr/bin/lenx", "home/u/configs/quick.yaml", "home/u", "scratch/u/lenx.db", "scratch/u/quick")
+    seeds = {
+        "plain": slurm_job(0, 8, 1, 4, *plain),
+        "every-option": slurm_job(15, 3, 1, 3, *plain, "/data", "debug,gpu_a-1.x", "1-02:03:04", "512M"),
+        "odd-paths": slurm_job(15, 2, 2, 1, "s.1_x", "opt/a b/lenx", "it's/\"q\".yaml", "w #1/$(x)",
+                               "d;`y`/x.db", "d 100%/s.1_x", "da'ta", "p", "UNLIMITED", "0"),
+    }
+    for name, data in seeds.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+    write_dict(os.path.join(FUZZ, "slurm.dict"), "what the shell and sbatch read apart, Slurm option syntax",
+               SLURM_TOKENS)
+
+
 def main():
     cfg = os.path.join(FUZZ, "corpus", "config")
     st = os.path.join(FUZZ, "corpus", "safetensors")
@@ -317,7 +346,11 @@ def main():
                JSON_TOKENS)
     write_dict(os.path.join(FUZZ, "encode.dict"), "words and characters the fixed tokenizers treat apart",
                ENC_TOKENS)
-    for d in (cfg, st, tb, tj, enc):
+    sl = os.path.join(FUZZ, "corpus", "slurm")
+    shutil.rmtree(sl, ignore_errors=True)
+    os.makedirs(sl)
+    slurm_seeds(sl)
+    for d in (cfg, st, tb, tj, enc, sl):
         print(f"{os.path.relpath(d, ROOT)}: {len(os.listdir(d))} files")
 
 

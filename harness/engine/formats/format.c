@@ -56,3 +56,23 @@ int lx_ckpt_tokenizer(const struct lx_ckpt_info *info, const char *path, struct 
     }
     return rc;
 }
+
+int lx_ckpt_check_tokenizer(long vocab, const struct lx_tokenizer *tk, const char *who, const char *how,
+                            int *at_tokenizer, struct lx_error *err)
+{
+    int dummy;
+    at_tokenizer = at_tokenizer ? at_tokenizer : &dummy;
+    *at_tokenizer = 0;
+    if (!tk && vocab != LX_VOCAB)
+        return lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld and no tokenizer; the byte tokenizer has %d (256 "
+                      "bytes + BOS, EOS, PAD, MASK), so its ids would be read as bytes\n  hint: name the tokenizer it "
+                      "was trained with: %s (a llama2.c tokenizer.bin or a tokenizer.json)", who, vocab, LX_VOCAB, how);
+    *at_tokenizer = 1;
+    if (tk && tk->n_vocab > vocab)
+        return lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld, fewer than the %ld tokens of its tokenizer %s\n"
+                      "  hint: is it the tokenizer the model was trained with?", who, vocab, tk->n_vocab, tk->path);
+    struct lx_error sub;
+    if (lx_tok_check_begin(lx_tok_or_byte(tk), &sub) < 0)
+        return lx_err(err, LX_EINVAL, "%s: %s", who, sub.msg);
+    return LX_OK;
+}

@@ -67,4 +67,16 @@ struct lx_tokenizer;
 int lx_ckpt_tokenizer(const struct lx_ckpt_info *info, const char *path, struct lx_tokenizer **out,
                       struct lx_error *err);
 
+/* The one check of a model against the tokenizer it reads text with (tk;
+** NULL = the byte tokenizer), shared by score, generate, export and the
+** plan's checkpoint entries: without a tokenizer the vocabulary must be the
+** byte tokenizer's (else ids 260 and up would be read as bytes, or printed as
+** nothing), the tokenizer's ids must fit the vocabulary (it may be padded past
+** them), and a window needs a first token (BOS, else EOS). who names the model
+** in the message ("model 'v'", a path); how is the hint's way of naming a
+** tokenizer ("--tokenizer PATH"). *at_tokenizer (may be NULL) is set when the
+** tokenizer, not the model, is at fault. */
+int lx_ckpt_check_tokenizer(long vocab, const struct lx_tokenizer *tk, const char *who, const char *how,
+                            int *at_tokenizer, struct lx_error *err);
+
 #endif

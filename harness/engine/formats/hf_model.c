@@ -312,6 +312,9 @@ static int open_weights(struct hf_weights *w, const char *dir, struct lx_error *
             rc = lx_json_err(err, doc, v, "%s", sub.msg);
         }
     }
+    if (rc == LX_OK && w->n_shard == 0)
+        rc = lx_json_err(err, doc, map, "weight_map names no shard (it is empty)\n  hint: it maps each tensor name "
+                         "to the .safetensors file holding it; without an index, lenx reads model.safetensors");
     lx_json_free(doc);
     return rc;
 }
@@ -557,7 +560,8 @@ static void export_config(struct lx_buf *b, const struct lx_model *m, long train
     lx_buf_puts(b, ",\n  \"torch_dtype\": \"float32\"\n}\n");
 }
 
-int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const char *dir, struct lx_error *err)
+int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const struct lx_tokenizer *tok,
+                 const char *dir, struct lx_error *err)
 {
     const struct lx_arch *a = &m->arch;
     double base;
@@ -596,11 +600,9 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     const char *meta[] = {"format", "pt"};
     lx_buf_printf(&path, "%s/model.safetensors", dir);
     rc = lx_st_write(lx_buf_str(&path), st, k, meta, 1, NULL, err);
-    struct lx_tokenizer *tok = NULL;    /* the one a lenx model was trained on, copied into dir */
-    if (rc == LX_OK && info->tokenizer_sha256[0] && (rc = lx_ckpt_tokenizer(info, info->tokenizer, &tok, err)) == LX_OK)
+    if (rc == LX_OK && tok)     /* its own tokenizer beside it, so that the ids read as they were trained */
         rc = lx_tokenizer_copy(tok->path, tok->hash, dir, err);
     export_config(&cfg, m, info->train_len, base, lx_tok_or_byte(tok));
-    lx_tokenizer_free(tok);
     lx_buf_reset(&path);
     lx_buf_printf(&path, "%s/config.json", dir);
     if (rc == LX_OK)

@@ -22,9 +22,12 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
 ** (F32, HF names; q and k rows permuted to half-split when the model was
 ** trained with interleaved pairs). Refuses models transformers' Llama cannot
 ** express: mlm mode, GELU MLP, learned logit scales, a stack other than [rope].
-** A lenx model trained on a tokenizer (info->tokenizer_sha256) gets a copy of
-** it (lx_tokenizer_copy: tokenizer.json, or a llama2.c tokenizer.bin as it is)
-** and its BOS/EOS ids in config.json; a byte-level one 256/257 and no file. */
-int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const char *dir, struct lx_error *err);
+** The model's tokenizer tok (the one it was trained on or found beside it;
+** NULL: the byte tokenizer) is copied into dir (lx_tokenizer_copy:
+** tokenizer.json with its tokenizer_config.json, or a llama2.c tokenizer.bin
+** as it is) and its BOS/EOS ids go into config.json; a byte-level model gets
+** 256/257 and no file. */
+int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const struct lx_tokenizer *tok,
+                 const char *dir, struct lx_error *err);
 
 #endif
