@@ -3,7 +3,7 @@
 ** attention: greedy generation at O(T) per new token instead of a full
 ** forward pass (docs/tasks.md#how-answers-are-read). The cache is sized for a
 ** model in model/kvcache.h, the token step and generation are
-** model/decoding.h; this kernel includes core only.
+** model/decoding.h; this kernel includes core and kernels only.
 **
 ** A forward pass run with a cache attached (struct lx_acts.kv) saves every
 ** layer's key and value rows, per key/value head, as attention read them:
