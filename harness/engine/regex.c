@@ -7,12 +7,37 @@
 #include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct lx_regex {
     pcre2_code *code;           /* compiled, with JIT code when the platform has it */
     pcre2_match_context *mc;    /* the limits of regex.h */
-    char shown[204];            /* the pattern for messages, cut at 200 bytes */
+    char shown[204];            /* the pattern for messages (show) */
 };
+
+/* pattern[0, n) for messages: its first 160 bytes, control bytes as \xHH
+** (a pattern may hold a NUL or a newline), "..." when cut. */
+static void show(char out[204], const char *pattern, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 5 < 200; i++) {
+        unsigned char c = (unsigned char)pattern[i];
+        if (c < 0x20 || c == 0x7f)
+            k += (size_t)snprintf(out + k, 204 - k, "\\x%02x", c);
+        else
+            out[k++] = (char)c;
+        if (i + 1 < n && k >= 160) {
+            while (i + 1 < n && ((unsigned char)pattern[i + 1] & 0xc0) == 0x80 && k + 1 < 200)
+                out[k++] = pattern[++i];   /* finish the character */
+            if (i + 1 < n) {
+                memcpy(out + k, "...", 3);
+                k += 3;
+            }
+            break;
+        }
+    }
+    out[k] = '\0';
+}
 
 static int compile(struct lx_regex **out, const char *pattern, size_t n, uint32_t options, struct lx_error *err)
 {
@@ -20,11 +45,13 @@ static int compile(struct lx_regex **out, const char *pattern, size_t n, uint32_
     int code;
     PCRE2_SIZE at;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, n, options | PCRE2_UTF | PCRE2_UCP, &code, &at, NULL);
+    char shown[204];
+    show(shown, pattern, n);
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof msg);
-        return lx_err(err, LX_EINVAL, "regular expression /%.*s/: at offset %zu: %s", (int)(n > 200 ? 200 : n),
-                      pattern, (size_t)at, (const char *)msg);
+        return lx_err(err, LX_EINVAL, "regular expression /%s/: at offset %zu: %s", shown, (size_t)at,
+                      (const char *)msg);
     }
     pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);   /* interpreted when JIT is unavailable */
     struct lx_regex *r = lx_xmalloc(sizeof *r);
@@ -33,7 +60,7 @@ static int compile(struct lx_regex **out, const char *pattern, size_t n, uint32_
     LX_ASSERT(r->mc);
     pcre2_set_match_limit(r->mc, LX_REGEX_MATCH_LIMIT);
     pcre2_set_heap_limit(r->mc, LX_REGEX_HEAP_KIB);
-    snprintf(r->shown, sizeof r->shown, "%.*s%s", (int)(n > 200 ? 200 : n), pattern, n > 200 ? "..." : "");
+    memcpy(r->shown, shown, sizeof shown);
     *out = r;
     return LX_OK;
 }

@@ -18,7 +18,7 @@
 ** lenx reads have at most 4; each step is a level of recursion when
 ** encoding), and the normalized text, and the pieces the pre-tokenizer hands
 ** to BPE, at most HF_GROWTH times the text plus HF_GROWTH_SLACK bytes each.
-** Unicode's largest expansion of UTF-8 is 11x (NFKC/NFKD, UAX #15), a
+** A Unicode normalizer grows UTF-8 at most 11x (U+FDFA under NFKC/NFKD), a
 ** SentencePiece Replace " " -> "\u2581" 3x, ByteLevel's prefix space one byte
 ** per piece: a real file stays far below 16x, a Replace "a" -> "aa" chained 30
 ** times (2^30) does not. */
