@@ -9,6 +9,9 @@
 **   4. each piece is one BPE word (bpe.c).
 ** A segment (LX_ENC_SEGMENT) skips the dummy prefix: a Prepend normalizer and
 ** ByteLevel's add_prefix_space. hf_piece reads the text of one id.
+** Steps 2-3 run within the limits of tok_hf.h (docs/tokenizers.md#limits): a
+** pattern that fails or a text grown past the cap stops the encoding with an
+** error naming the step, never a text cut another way.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +60,7 @@ struct enc {
     struct lx_error *err;           /* filled on failure */
 };
 
-/* A match [start, end) of step `step` in s: the gap before it, then (unless
-** REMOVED) the match, go on to the next step. */
+/* What on_match needs of the step cutting s. */
 struct piece_ctx {
     struct enc *e;              /* the encoding */
     int step;                   /* the pre-tokenizer step cutting */
@@ -70,6 +72,8 @@ struct piece_ctx {
 
 static int pieces(struct enc *e, int step, const char *s, size_t n, size_t base);
 
+/* A match [start, end) of step c->step in c->s: the gap before it, then
+** (unless REMOVED) the match, go on to the next step. */
 static int on_match(size_t start, size_t end, void *arg)
 {
     struct piece_ctx *c = arg;
