@@ -38,6 +38,8 @@ int lx_fuzz_feed_tokenizer_bin(const uint8_t *data, size_t n, struct lx_error *e
 /* Bytes up to the first NUL as a tokenizer.json, the bytes after it (if
 ** any) as the tokenizer_config.json beside it -> lx_tokenizer_open, then the
 ** same texts and promises; text that is not UTF-8 is refused with a message,
+** a text past the file's limits (a pattern past pcre2's match limit, growth
+** past the cap: docs/tokenizers.md#limits) may be, and any other text encodes
 ** and the round trips hold where the file's tables guarantee them (a
 ** byte-level file with every byte a token and nothing lossy in its pipeline). */
 int lx_fuzz_feed_tokenizer_json(const uint8_t *data, size_t n, struct lx_error *err);
