@@ -158,15 +158,17 @@ static int add_outputs_column(struct lx_store *s, const char *name, const char *
     return has ? LX_OK : exec(s, sql, err);
 }
 
-/* PRAGMA user_version, or -1 when it cannot be read. */
-static int read_version(struct lx_store *s)
+/* PRAGMA user_version into *v (any int: a file may hold a negative one);
+** -1 when it cannot be read. */
+static int read_version(struct lx_store *s, int *v)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
         return -1;
-    int v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    int got = sqlite3_step(st) == SQLITE_ROW;
+    *v = got ? sqlite3_column_int(st, 0) : 0;
     sqlite3_finalize(st);
-    return v;
+    return got ? 0 : -1;
 }
 
 /* Bring the schema to SCHEMA_VERSION in one immediate transaction, reading
@@ -176,7 +178,7 @@ static int migrate(struct lx_store *s, struct lx_error *err)
 {
     if (begin(s, err, "starting the schema migration") < 0)
         return LX_EIO;
-    int v = read_version(s), rc = v < 0 ? db_err(s, err, "reading the schema version") : LX_OK;
+    int v, rc = read_version(s, &v) < 0 ? db_err(s, err, "reading the schema version") : LX_OK;
     if (rc == LX_OK && v == 1)
         rc = exec(s, "ALTER TABLE runs ADD COLUMN max_rss_kb INTEGER; ALTER TABLE runs ADD COLUMN model TEXT", err);
     if (rc == LX_OK && v >= 1 && v < 4)
@@ -204,9 +206,13 @@ static int migrate(struct lx_store *s, struct lx_error *err)
 
 static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
 {
-    int v = read_version(s);
-    if (v < 0)
+    int v;
+    if (read_version(s, &v) < 0)
         return db_err(s, err, "reading the schema version");
+    if (v < 0)
+        return lx_err(err, LX_EIO, "%s: schema version %d is not one lenx wrote (it reads 1 to %d)\n"
+                      "  hint: the file was altered or made by another program; use --db another file",
+                      s->path, v, SCHEMA_VERSION);
     if (v > SCHEMA_VERSION)
         return lx_err(err, LX_EIO, "%s: schema version %d is newer than this lenx (%d)\n"
                       "  hint: use a newer lenx, or --db another file", s->path, v, SCHEMA_VERSION);
