@@ -269,6 +269,15 @@ Test(report, bad_input_and_a_missing_gnuplot_are_clear_errors, .init = setup, .f
     cr_expect_eq(sh(out, sizeof out, "LENX_GNUPLOT=/nonexistent/gnuplot $L report --db r.db -o x.html"), 3, "%s", out);
     cr_expect_not_null(strstr(out, "apt-get install gnuplot-nox"), "%s", out);
     cr_expect(!exists("x.html"), "nothing written");
+    /* --metric naming no stored metric: refused as `table --metric` does, not an empty page */
+    cr_expect_eq(sh(out, sizeof out, "$L report --db r.db --metric NOSUCH -o x.html"), 2, "%s", out);
+    cr_expect_not_null(strstr(out, "no metric 'NOSUCH'"), "%s", out);
+    cr_expect_not_null(strstr(out, "entropy"), "the stored metrics are listed: %s", out);
+    cr_expect(!exists("x.html"), "nothing written");
+    cr_expect_eq(sh(out, sizeof out, "$L report --db r.db --sweep g --metric entropy,NOSUCH -o x.html"), 2, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L report --db r.db --metric entropy -o x.html && grep -c 'data-kind=\"metric\"' "
+                    "x.html"), 0, "%s", out);
+    cr_expect_eq(atoi(out), 1, "one metric panel: %s", out);
     cr_expect_eq(sh(out, sizeof out, "$L report --db r.db -o x.html"), 0, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --series nll_by_pos --format md"), 2, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --series nosuch --format csv"), 2, "%s", out);
