@@ -551,6 +551,17 @@ int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_row
         if (id != last_id)      /* rows of one run are adjacent: hash once per run */
             config_hash(col_text(st, 12), config);
         last_id = id;
+        int bad = sqlite3_column_type(st, 9) == SQLITE_TEXT || sqlite3_column_type(st, 9) == SQLITE_BLOB ? 9 :
+                  sqlite3_column_type(st, 10) == SQLITE_TEXT || sqlite3_column_type(st, 10) == SQLITE_BLOB ? 10 : 0;
+        if (bad) {      /* never read as 0: a foreign or edited file (lenx merge refuses one) */
+            rc = lx_err(err, LX_EIO, "%s: run %ld (sweep '%s', %s, %s, length %lld): %s '%s' holds '%.40s' as its %s, "
+                        "not a number\n  hint: the file was edited or written by another program; `lenx rm` the "
+                        "cell and run it again", s->path, id, col_text(st, 1), col_text(st, 3), col_text(st, 2),
+                        (long long)sqlite3_column_int64(st, 6), f && f->series ? "series" : "metric", col_text(st, 8),
+                        col_text(st, bad), bad == 10 ? "x" : f && f->series ? "y" : "value");
+            sqlite3_finalize(st);
+            return rc;
+        }
         double v = sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 9);
         lx_rows_add(out, col_text(st, 1), col_text(st, 2), col_text(st, 3), col_text(st, 4),
                     col_text(st, 5), (long)sqlite3_column_int64(st, 6), (long)sqlite3_column_int64(st, 7),

@@ -544,3 +544,36 @@ Test(report, hostile_stored_strings_stay_in_their_context, .init = setup, .fini 
     lx_buf_free(&hex);
     lx_rows_release(&rows);
 }
+
+/* ---- a value that is not a number (issue 21) ---- */
+
+/* Reproduces a TEXT value in metrics.value (a hand-edited or foreign shard)
+** that `lenx merge` carried as it was and the tables showed as 0: the merge
+** refuses the input naming it, the run and the metric, and writes nothing; a
+** store that already holds one is refused when read, never shown as 0. */
+Test(merge, a_value_that_is_not_a_number_is_refused, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static char out[1 << 14];
+    write_file("g.yaml", gauss);
+    cr_assert_eq(sh(out, sizeof out, "$L run g.yaml --db a.db --quiet --no-table && cp a.db bad.db"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 bad.db \"update runs set sweep = 'h';"
+                    " update metrics set value = 'abc' where name = 'entropy' and run_id = (select min(id) from runs);"
+                    " update series set y = 'zz' where rowid = (select min(rowid) from series)\""), 0, "%s", out);
+    cr_assert_eq(sql_long("bad.db", "select count(*) from metrics where typeof(value) = 'text'"), 1);
+    char before[1 << 12], after[1 << 12];
+    sql_text(before, sizeof before, "a.db", "select group_concat(sweep || key || coalesce(m.value, 'null'), ';')"
+             " from runs join metrics m on m.run_id = runs.id");
+    cr_expect_eq(sh(out, sizeof out, "$L merge bad.db --into a.db"), 2, "%s", out);
+    cr_expect_not_null(strstr(out, "bad.db"), "%s", out);
+    cr_expect_not_null(strstr(out, "metric \"entropy\""), "names the metric: %s", out);
+    cr_expect_not_null(strstr(out, "abc"), "shows the value: %s", out);
+    sql_text(after, sizeof after, "a.db", "select group_concat(sweep || key || coalesce(m.value, 'null'), ';')"
+             " from runs join metrics m on m.run_id = runs.id");
+    cr_expect_str_eq(after, before, "a refused merge wrote something");
+    cr_expect_eq(sql_long("a.db", "select count(*) from runs where sweep = 'h'"), 0);
+    /* read in place: refused, not 0 */
+    cr_expect_eq(sh(out, sizeof out, "$L table --db bad.db --format csv"), 3, "%s", out);
+    cr_expect_not_null(strstr(out, "'entropy'") && strstr(out, "abc"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L report --db bad.db -o p.html"), 3, "%s", out);
+    cr_expect(!exists("p.html"));
+}
