@@ -158,8 +158,7 @@ static int add_outputs_column(struct lx_store *s, const char *name, const char *
     return has ? LX_OK : exec(s, sql, err);
 }
 
-/* PRAGMA user_version into *v (any int: a file may hold a negative one);
-** -1 when it cannot be read. */
+/* PRAGMA user_version into *v (a file may hold a negative one); -1 when unread. */
 static int read_version(struct lx_store *s, int *v)
 {
     sqlite3_stmt *st;
@@ -551,23 +550,22 @@ int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_row
         if (id != last_id)      /* rows of one run are adjacent: hash once per run */
             config_hash(col_text(st, 12), config);
         last_id = id;
-        int bad = sqlite3_column_type(st, 9) == SQLITE_TEXT || sqlite3_column_type(st, 9) == SQLITE_BLOB ? 9 :
-                  sqlite3_column_type(st, 10) == SQLITE_TEXT || sqlite3_column_type(st, 10) == SQLITE_BLOB ? 10 : 0;
-        if (bad) {      /* never read as 0: a foreign or edited file (lenx merge refuses one) */
+        int t9 = sqlite3_column_type(st, 9), t10 = sqlite3_column_type(st, 10);
+        int bad = t9 == SQLITE_TEXT || t9 == SQLITE_BLOB ? 9 : t10 == SQLITE_TEXT || t10 == SQLITE_BLOB ? 10 : 0;
+        if (bad) {      /* text or a blob, never read as 0: a foreign or edited file (lenx merge refuses one) */
             rc = lx_err(err, LX_EIO, "%s: run %ld (sweep '%s', %s, %s, length %lld): %s '%s' holds '%.40s' as its %s, "
-                        "not a number\n  hint: the file was edited or written by another program; `lenx rm` the "
-                        "cell and run it again", s->path, id, col_text(st, 1), col_text(st, 3), col_text(st, 2),
-                        (long long)sqlite3_column_int64(st, 6), f && f->series ? "series" : "metric", col_text(st, 8),
+                        "not a number\n  hint: the file was edited or written by another program; `lenx rm` the cell "
+                        "and run it again", s->path, id, col_text(st, 1), col_text(st, 3), col_text(st, 2),
+                        sqlite3_column_int64(st, 6), f && f->series ? "series" : "metric", col_text(st, 8),
                         col_text(st, bad), bad == 10 ? "x" : f && f->series ? "y" : "value");
-            sqlite3_finalize(st);
-            return rc;
+            return sqlite3_finalize(st), rc;
         }
-        double v = sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 9);
+        double v = t9 == SQLITE_NULL ? NAN : sqlite3_column_double(st, 9);
         lx_rows_add(out, col_text(st, 1), col_text(st, 2), col_text(st, 3), col_text(st, 4),
                     col_text(st, 5), (long)sqlite3_column_int64(st, 6), (long)sqlite3_column_int64(st, 7),
                     col_text(st, 8), v, id);
         lx_rows_set_origin(out, out->n - 1, col_text(st, 11), config);
-        if (sqlite3_column_type(st, 10) != SQLITE_NULL)
+        if (t10 != SQLITE_NULL)
             out->rows[out->n - 1].x = sqlite3_column_double(st, 10);
         out->rows[out->n - 1].train_len = (long)sqlite3_column_int64(st, 13);
     }
