@@ -64,4 +64,11 @@ int lx_fuzz_feed_encode(const uint8_t *data, size_t n, struct lx_error *err);
 ** leaves its quotes. */
 int lx_fuzz_feed_slurm(const uint8_t *data, size_t n, struct lx_error *err);
 
+/* Up to six strings (separated by NUL bytes), as a store may hold them,
+** through lx_esc_html, lx_esc_md, lx_esc_latex, lx_esc_csv and gnuplot's
+** script (lx_plot_script); each output is checked against its context's
+** grammar (tests/fuzz/fuzz_report.c says how) and LX_ASSERT aborts on a
+** string that escapes it. Always LX_OK otherwise. */
+int lx_fuzz_feed_report(const uint8_t *data, size_t n, struct lx_error *err);
+
 #endif
