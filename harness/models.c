@@ -90,7 +90,7 @@ static int open_tokenizer(struct lx_model_use *u, const struct lx_node *tk, cons
 
 /* A model read from a file or directory: `checkpoint:` (any format), or the
 ** key of a format of formats.def (`hf:`, fmt). */
-static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, const struct lx_format *fmt,
+static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, const struct lx_model_format *fmt,
                             const struct lx_node *tk, struct lx_error *err)
 {
     int dir = fmt && fmt->dir;
@@ -259,18 +259,18 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
     /* a model's own keys, then the keys of the formats that have one (formats.def) */
     const char *keys[32] = {"arch", "train", "checkpoint", "mixture", "tokenizer"};
     int n_keys = 5, n_formats;
-    const struct lx_format *const *formats = lx_formats(&n_formats);
+    const struct lx_model_format *const *formats = lx_model_formats(&n_formats);
     for (int j = 0; j < n_formats && n_keys < (int)(sizeof keys / sizeof *keys); j++)
         if (formats[j]->key)
             keys[n_keys++] = formats[j]->key;
-    const struct lx_format *fmt = NULL;
+    const struct lx_model_format *fmt = NULL;
     for (int i = 0; i < v->n_items; i++) {
         const char *k = lx_map_key(v, i)->text;
         int known = 0;
         for (int j = 0; j < n_keys; j++)
             known |= strcmp(k, keys[j]) == 0;
         if (!fmt)
-            fmt = lx_format_for_key(k);
+            fmt = lx_model_format_for_key(k);
         if (!known) {
             const char *near = lx_closest(k, keys, n_keys);
             return lx_node_err(err, lx_map_key(v, i), "model '%s': unknown key '%s'\n"

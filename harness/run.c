@@ -75,9 +75,7 @@ static int calibrate(const struct lx_stack *st, const struct lx_task_use *tu, co
 /* Prefix a model cell's failure with the model's name and key. */
 static void name_model(struct lx_error *err, const struct lx_model_use *mu, const struct lx_cell *c)
 {
-    char msg[LX_ERR_MAX];
-    snprintf(msg, sizeof msg, "%s", err->msg);
-    lx_err(err, LX_ERUN, "model '%s' [%s]: %s", mu->name, c->model_key, msg);
+    lx_err_prefix(err, LX_ERUN, "model '%s' [%s]: ", mu->name, c->model_key);
 }
 
 int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struct lx_model *model,

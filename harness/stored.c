@@ -503,6 +503,12 @@ static int report_write(const char *db, const struct lx_report_opts *o, const ch
     int rc = lx_stored_open(&store, db, err);
     for (int i = 0; i < o->n_sweeps && rc == LX_OK; i++)
         rc = lx_stored_check_sweep(store, db, o->sweeps[i], err);
+    struct lx_rows rows = {0};      /* --metric names metrics of the sweeps reported, as in `lenx table` */
+    for (int i = 0; i < (o->n_sweeps ? o->n_sweeps : 1) && rc == LX_OK && o->metrics; i++)
+        rc = lx_store_select(store, &(struct lx_filter){.sweep = o->n_sweeps ? o->sweeps[i] : NULL}, &rows, err);
+    if (rc == LX_OK && o->metrics)
+        rc = lx_stored_check_metrics(&rows, o->metrics, err);
+    lx_rows_release(&rows);
     struct lx_buf out = {0};
     if (rc == LX_OK)
         rc = lx_report(store, o, &out, err);

@@ -57,7 +57,7 @@ static int run(const struct lx_tokenize_opts *o, const struct lx_tokenizer *t, c
         rc = lx_tokenizer_encode(t, text, (size_t)n, o->no_specials ? 0 : LX_ENC_SPECIALS, &ids, err);
         double dt = omp_get_wtime() - t0;
         if (rc < 0)
-            rc = lx_err(err, rc, "%s: %s", name, err->msg);
+            rc = lx_err_prefix(err, rc, "%s: ", name);
         if (rc == LX_OK && o->stats)
             fprintf(stderr, "lenx tokenize: %ld bytes, encode %.4f s, %ld tokens, %.2f MB/s\n", n, dt, ids.n,
                     dt > 0 ? n / dt / 1e6 : 0.0);

@@ -45,10 +45,11 @@ static const struct child {
     const char *cols;           /* its columns but run_id, as SQL */
     const char *label;          /* the first word of its lines in a conflict report */
     int n_cols;                 /* columns in cols */
+    unsigned numeric;           /* bit k: column k holds a number or NULL, never text or a blob */
 } children[] = {
-    {"metrics", "name, value", "metric", 2},
-    {"series", "series, x, y", "series", 3},
-    {"outputs", "sample, depth, gold, text, score, logprob, stop", "output", 7},
+    {"metrics", "name, value", "metric", 2, 1u << 1},
+    {"series", "series, x, y", "series", 3, 1u << 1 | 1u << 2},
+    {"outputs", "sample, depth, gold, text, score, logprob, stop", "output", 7, 1u << 0 | 1u << 1 | 1u << 4 | 1u << 5},
 };
 #define N_CHILDREN ((int)(sizeof children / sizeof *children))
 
@@ -163,6 +164,14 @@ static int compare_runs(struct merge *m, const struct lx_value *cols, long long 
 
 /* ---- copying rows ------------------------------------------------------- */
 
+/* The k-th name of a column list "a, b, c" (up to its comma). */
+static const char *column_name(const char *cols, int k)
+{
+    for (; k > 0; k--)
+        cols = strchr(cols, ',') + 2;
+    return cols;
+}
+
 static int take_id(void *ctx, const struct lx_value *cols, int n)
 {
     *(long long *)ctx = n > 0 && cols[0].type == LX_V_INT ? cols[0].i : -1;
@@ -187,13 +196,46 @@ static int take_found(void *ctx, const struct lx_value *cols, int n)
 /* A child row of the input, into the output under the new run id. */
 struct child_copy {
     struct merge *m;
+    const struct child *child;  /* its table */
+    const struct lx_value *run; /* the input's run (RUN_COLS) */
+    long long in_id;            /* its id in the input */
     const char *insert;         /* INSERT ... VALUES (?1 = run id, ?2 ...) */
     long long id;               /* the run's id in the output */
 };
 
+/* A number column holding text or a blob (SQLite keeps what it is given in a
+** REAL column when it does not read as a number): refused, never carried on
+** to be read as 0. */
+static int check_numbers(const struct child_copy *cc, const struct lx_value *cols, int n)
+{
+    for (int k = 0; k < n; k++) {
+        if (!(cc->child->numeric >> k & 1u) || cols[k].type == LX_V_NULL || cols[k].type == LX_V_INT ||
+            cols[k].type == LX_V_REAL)
+            continue;
+        struct lx_buf name = {0}, v = {0};
+        put_value(&name, &cols[0]);
+        put_value(&v, &cols[k]);
+        const struct lx_value *r = cc->run;
+        int rc = lx_err(cc->m->err, LX_EINVAL, "%s: run %lld (sweep '%s', %s, %s, length %lld): %s %s holds %s in "
+                        "%s.%.*s, where a number belongs; nothing was merged into %s\n  hint: the file was edited "
+                        "or written by another program; fix or delete that row (`lenx rm` on the input) and merge "
+                        "again", cc->m->in_path, cc->in_id, as_text(&r[R_SWEEP]), as_text(&r[R_TASK]),
+                        as_text(&r[R_METHOD]), r[R_LENGTH].i, cc->child->label, lx_buf_str(&name), lx_buf_str(&v),
+                        cc->child->table, (int)strcspn(column_name(cc->child->cols, k), ","),
+                        column_name(cc->child->cols, k), cc->m->out_path);
+        lx_buf_free(&name);
+        lx_buf_free(&v);
+        return rc;
+    }
+    return LX_OK;
+}
+
 static int copy_child(void *ctx, const struct lx_value *cols, int n)
 {
     struct child_copy *cc = ctx;
+    int rc = check_numbers(cc, cols, n);
+    if (rc < 0)
+        return rc;
     struct lx_value args[LX_STORE_MAX_COLS];
     args[0] = int_value(cc->id);
     memcpy(args + 1, cols, (size_t)n * sizeof *cols);
@@ -217,7 +259,7 @@ static int add_run(struct merge *m, const struct lx_value *cols, long long in_id
                  children[t].table);
         snprintf(ins, sizeof ins, "INSERT INTO %s (run_id, %s) VALUES (%s)", children[t].table, children[t].cols,
                  marks);
-        struct child_copy cc = {.m = m, .insert = ins, .id = id};
+        struct child_copy cc = {.m = m, .child = &children[t], .run = cols, .in_id = in_id, .insert = ins, .id = id};
         rc = lx_store_query(m->in, select, &arg, 1, copy_child, &cc, m->err);
     }
     return rc;

@@ -20,20 +20,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* A string for a gnuplot double-quoted literal (labels are method stacks:
-** quotes, backslashes and gnuplot's enhanced-text markers are escaped). */
+/* A string as a gnuplot single-quoted literal, the one context where gnuplot
+** substitutes nothing: a double-quoted one runs `backquoted` text as a shell
+** command and reads backslash escapes. A quote is doubled; a control byte,
+** which could end the command line, becomes a space. Every text is drawn
+** noenhanced, so ^ _ @ { } are plain characters; gnuplot's svg terminal
+** writes & and < of the text as entities. */
 static void gp_str(struct lx_buf *b, const char *s)
 {
-    lx_buf_puts(b, "\"");
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            lx_buf_printf(b, "\\%c", *s);
-        else if (*s == '\n')
+    lx_buf_puts(b, "'");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\'')
+            lx_buf_puts(b, "''");
+        else if (*p < 0x20 || *p == 0x7f)
             lx_buf_puts(b, " ");
         else
-            lx_buf_printf(b, "%c", *s);
+            lx_buf_printf(b, "%c", *p);
     }
-    lx_buf_puts(b, "\"");
+    lx_buf_puts(b, "'");
 }
 
 static void gp_num(struct lx_buf *b, double v)
@@ -124,8 +128,7 @@ static void gp_heat(struct lx_buf *b, const struct lx_plot *p, int id)
                   "set key\n", id, id);
 }
 
-/* The whole script: one `plot` per plot, each an SVG document on stdout. */
-static void gp_script(struct lx_buf *b, const struct lx_plot *plots, int n)
+void lx_plot_script(const struct lx_plot *plots, int n, struct lx_buf *b)
 {
     for (int i = 0; i < n; i++) {
         const struct lx_plot *p = &plots[i];
@@ -144,14 +147,17 @@ static void gp_script(struct lx_buf *b, const struct lx_plot *plots, int n)
     }
 }
 
-/* One document with its ids (and references to them) prefixed "p<i>-". */
+/* One document with its ids (and references to them) prefixed "p<i>-";
+** inside tags only, not in text (gnuplot writes a text's "<" as "&lt;"). */
 static char *prefix_ids(const char *doc, size_t n, int i)
 {
     static const char *const marks[] = {"id='", "id=\"", "href='#", "href=\"#"};
     struct lx_buf b = {0};
+    int in_tag = 0;
     for (size_t k = 0; k < n;) {
         int hit = 0;
-        for (int m = 0; m < 4 && !hit; m++) {
+        in_tag = doc[k] == '<' ? 1 : doc[k] == '>' ? 0 : in_tag;
+        for (int m = 0; m < 4 && !hit && in_tag; m++) {
             size_t len = strlen(marks[m]);
             if (k + len <= n && strncmp(doc + k, marks[m], len) == 0) {
                 lx_buf_printf(&b, "%sp%d-", marks[m], i);
@@ -233,7 +239,7 @@ int lx_plot_svg(const struct lx_plot *plots, int n, char **svg, struct lx_error 
     }
     close(efd);
     struct lx_buf text = {0}, out = {0};
-    gp_script(&text, plots, n);
+    lx_plot_script(plots, n, &text);
     FILE *f = fdopen(fd, "w");
     int rc = f && fwrite(text.s, 1, text.len, f) == text.len ? LX_OK : LX_EIO;
     if (f ? fclose(f) != 0 : (close(fd), 1))

@@ -46,4 +46,9 @@ struct lx_plot {
 ** message included). The program is `gnuplot`, or $LENX_GNUPLOT when set. */
 int lx_plot_svg(const struct lx_plot *plots, int n, char **svg, struct lx_error *err);
 
+/* The gnuplot script lx_plot_svg runs, appended to b: one `plot` per plot,
+** each an SVG document on stdout. Every text of a plot is a single-quoted
+** literal (results/plot.c, gp_str): one line per command whatever it holds. */
+void lx_plot_script(const struct lx_plot *plots, int n, struct lx_buf *b);
+
 #endif

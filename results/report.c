@@ -64,22 +64,6 @@ static void add_plot(struct page *pg, const struct lx_plot *p)
     lx_buf_printf(&pg->html, "\1%d\1", pg->n_plots++);
 }
 
-static void html_esc(struct lx_buf *b, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '<')
-            lx_buf_puts(b, "&lt;");
-        else if (*s == '>')
-            lx_buf_puts(b, "&gt;");
-        else if (*s == '&')
-            lx_buf_puts(b, "&amp;");
-        else if (*s == '"')
-            lx_buf_puts(b, "&quot;");
-        else
-            lx_buf_printf(b, "%c", *s);
-    }
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -149,7 +133,7 @@ static void metric_table(struct page *pg, const struct lx_rows *rows, char *cons
                   "length\">eff. length (%g)</th></tr></thead><tbody>\n", threshold, threshold);
     for (int m = 0; m < n_m; m++) {
         lx_buf_puts(h, "<tr><td>");
-        html_esc(h, methods[m]);
+        lx_esc_html(h, methods[m]);
         lx_buf_puts(h, "</td>");
         for (int j = 0; j < n_len; j++) {
             struct lx_cell_stat st;
@@ -196,8 +180,10 @@ static void metric_panel(struct page *pg, const struct lx_rows *rows, char *cons
     char title[512];
     snprintf(title, sizeof title, "%s against length", metric);
     lx_buf_puts(&pg->html, "<div class=\"row\"><figure class=\"panel\" data-kind=\"metric\" data-task=\"");
-    html_esc(&pg->html, task);
-    lx_buf_printf(&pg->html, "\" data-metric=\"%s\" data-series=\"%d\">", metric, n_m);
+    lx_esc_html(&pg->html, task);
+    lx_buf_puts(&pg->html, "\" data-metric=\"");
+    lx_esc_html(&pg->html, metric);
+    lx_buf_printf(&pg->html, "\" data-series=\"%d\">", n_m);
     add_plot(pg, &(struct lx_plot){.kind = LX_PLOT_LINES, .title = own_str(pg, title), .xlabel = "length (tokens)",
                                    .ylabel = own_str(pg, metric), .log2x = 1, .mark_x = (double)train,
                                    .mark_label = "train", .lines = lines, .n_lines = n_m, .xtics_at = len,
@@ -265,7 +251,7 @@ static void curve_panels(struct page *pg, const struct lx_rows *pts, char *const
         char title[512];
         snprintf(title, sizeof title, "%s at length %ld", what[0], (long)len[j]);
         lx_buf_puts(&pg->html, "<figure class=\"panel\" data-kind=\"curve\" data-task=\"");
-        html_esc(&pg->html, task);
+        lx_esc_html(&pg->html, task);
         lx_buf_printf(&pg->html, "\" data-metric=\"%s\" data-series=\"%d\">", what[0], n_m);
         add_plot(pg, &(struct lx_plot){.kind = LX_PLOT_LINES, .title = own_str(pg, title), .xlabel = what[1],
                                        .ylabel = what[2], .log2x = 1, .mark_x = (double)train,
@@ -305,7 +291,7 @@ static void heat_panels(struct page *pg, const struct lx_rows *pts, char *const 
         char title[512];
         snprintf(title, sizeof title, "%s", methods[m]);
         lx_buf_puts(&pg->html, "<figure class=\"panel\" data-kind=\"heat\" data-task=\"");
-        html_esc(&pg->html, task);
+        lx_esc_html(&pg->html, task);
         lx_buf_printf(&pg->html, "\" data-metric=\"%s\" data-series=\"%d\">", what[0], nd * n_len);
         add_plot(pg, &(struct lx_plot){.kind = LX_PLOT_HEAT, .title = own_str(pg, title), .xlabel = "length (tokens)",
                                        .ylabel = "needle depth", .nx = n_len, .ny = nd, .xtics = (const char *const *)xt,
@@ -386,23 +372,26 @@ static void provenance(struct page *pg, struct lx_store *s, const char *sweep, s
         lx_buf_printf(h, "<table class=\"prov\"><tr><th>commit%s</th><td>", nc > 1 ? "s" : "");
         for (int k = 0; k < nc; k++) {
             lx_buf_printf(h, "%s<code>", k ? "<br>" : "");
-            html_esc(h, c[i].commits[k].name);
+            lx_esc_html(h, c[i].commits[k].name);
             lx_buf_printf(h, "</code>%s", c[i].commits[k].dirty ? " <b>(dirty: uncommitted changes)</b>" : "");
             cell_count(h, c[i].commits[k].n, nc > 1);
         }
         lx_buf_printf(h, "</td></tr>\n<tr><th>machine%s</th><td>", nm > 1 ? "s" : "");
         for (int k = 0; k < nm; k++) {
             lx_buf_puts(h, k ? "<br>" : "");
-            html_esc(h, c[i].machines[k].name);
+            lx_esc_html(h, c[i].machines[k].name);
             lx_buf_printf(h, ", %d threads, ", c[i].machines[k].threads);
-            html_esc(h, c[i].machines[k].blas);
+            lx_esc_html(h, c[i].machines[k].blas);
             cell_count(h, c[i].machines[k].n, nm > 1);
         }
-        lx_buf_printf(h, "</td></tr>\n<tr><th>time</th><td>%s … %s (UTC)</td></tr>\n<tr><th>cells</th><td>%d, from ",
-                      c[i].first, c[i].last, c[i].n_cells);
-        html_esc(h, c[i].path);
+        lx_buf_puts(h, "</td></tr>\n<tr><th>time</th><td>");
+        lx_esc_html(h, c[i].first);
+        lx_buf_puts(h, " … ");
+        lx_esc_html(h, c[i].last);
+        lx_buf_printf(h, " (UTC)</td></tr>\n<tr><th>cells</th><td>%d, from ", c[i].n_cells);
+        lx_esc_html(h, c[i].path);
         lx_buf_puts(h, "</td></tr></table>\n<details><summary>config</summary><pre>");
-        html_esc(h, c[i].text ? c[i].text : "(not stored: made before schema 4)");
+        lx_esc_html(h, c[i].text ? c[i].text : "(not stored: made before schema 4)");
         lx_buf_puts(h, "</pre></details>\n");
     }
     lx_sweep_configs_free(c, n);
@@ -443,7 +432,7 @@ static int sweep_section(struct page *pg, struct lx_store *s, const char *sweep,
     int rc = lx_store_select(s, &f, &rows, err), tagged = 0;
     char **label = rc == LX_OK ? lx_row_labels(&rows, &tagged) : NULL;
     lx_buf_puts(&pg->html, "<section class=\"sweep\"><h2>sweep ");
-    html_esc(&pg->html, sweep);
+    lx_esc_html(&pg->html, sweep);
     lx_buf_puts(&pg->html, "</h2>\n");
     provenance(pg, s, sweep, err);
     const char **tasks = lx_xmalloc((size_t)rows.n * sizeof *tasks + 1), **ms = lx_xmalloc((size_t)rows.n * sizeof *ms + 1);
@@ -457,7 +446,7 @@ static int sweep_section(struct page *pg, struct lx_store *s, const char *sweep,
     }
     for (int t = 0; t < n_t && rc == LX_OK; t++) {
         lx_buf_puts(&pg->html, "<h3>");
-        html_esc(&pg->html, tasks[t]);
+        lx_esc_html(&pg->html, tasks[t]);
         lx_buf_puts(&pg->html, "</h3>\n");
         int n_ms = 0;
         for (int i = 0; i < rows.n; i++) {
@@ -496,13 +485,15 @@ static const char style[] =
     "td:first-child,.prov th{text-align:left}td.eff{font-weight:bold}"
     "pre{background:#f4f4f4;padding:0.6em;font-size:12px;overflow:auto}";
 
-/* Put each plot's SVG where its placeholder stands. */
-static void splice(const struct lx_buf *html, char **svg, struct lx_buf *out)
+/* Put each plot's SVG where its placeholder stands (stored strings reach the
+** HTML through lx_esc_html, which writes no control byte: every \1 is ours). */
+static void splice(const struct lx_buf *html, char **svg, int n, struct lx_buf *out)
 {
     const char *p = lx_buf_str(html);
     for (const char *q; (q = strchr(p, '\1'));) {
         lx_buf_printf(out, "%.*s", (int)(q - p), p);
         int i = atoi(q + 1);
+        LX_ASSERT(i >= 0 && i < n && strchr(q + 1, '\1'));
         lx_buf_puts(out, svg[i]);
         p = strchr(q + 1, '\1') + 1;
     }
@@ -519,7 +510,7 @@ int lx_report(struct lx_store *s, const struct lx_report_opts *o, struct lx_buf 
     lx_buf_printf(&pg.html, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                   "<title>lenx report</title><style>%s</style></head><body>\n<h1>lenx report</h1>\n"
                   "<p>Store <code>", style);
-    html_esc(&pg.html, o->db ? o->db : "");
+    lx_esc_html(&pg.html, o->db ? o->db : "");
     lx_buf_printf(&pg.html, "</code>. Error bars: ± the stored standard error, or the standard deviation over "
                   "seeds. Effective length: the longest length whose score stays ≥ %g of the score at the "
                   "training length (lower-is-better metrics: the ratio inverted; docs/results.md#effective-length)."
@@ -532,7 +523,7 @@ int lx_report(struct lx_store *s, const struct lx_report_opts *o, struct lx_buf 
     if (rc == LX_OK)
         rc = lx_plot_svg(pg.plots, pg.n_plots, svg, err);
     if (rc == LX_OK)
-        splice(&pg.html, svg, out);
+        splice(&pg.html, svg, pg.n_plots, out);
     for (int i = 0; i < pg.n_plots; i++)
         free(svg[i]);
     for (int i = 0; i < pg.n_owned; i++)

@@ -141,12 +141,10 @@ static int exec(struct lx_store *s, const char *sql, struct lx_error *err)
     return LX_OK;
 }
 
-/* Columns of outputs that older stores lack (a fresh store's CREATE has
-** them), added by their own ALTER, guarded by the table's columns rather than
-** the version, so they merge with other migrations; old rows keep NULL. stop
-** (schema 5): the special token that ended an output ('eos', 'bos', 'pad',
-** 'mask'), NULL when none did. prompt (schema 6): the instance's prompt bytes
-** after BOS, kept by `lenx run --keep-prompts`. */
+/* Columns of outputs older stores lack (stop, schema 5; prompt, schema 6; a
+** fresh store's CREATE has them): each added by its own ALTER, guarded by the
+** table's columns rather than the version, so they merge with other
+** migrations; old rows keep NULL. */
 static int add_outputs_column(struct lx_store *s, const char *name, const char *type, struct lx_error *err)
 {
     sqlite3_stmt *st;
@@ -161,15 +159,16 @@ static int add_outputs_column(struct lx_store *s, const char *name, const char *
     return has ? LX_OK : exec(s, sql, err);
 }
 
-/* PRAGMA user_version, or -1 when it cannot be read. */
-static int read_version(struct lx_store *s)
+/* PRAGMA user_version into *v (a file may hold a negative one); -1 when unread. */
+static int read_version(struct lx_store *s, int *v)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
         return -1;
-    int v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    int got = sqlite3_step(st) == SQLITE_ROW;
+    *v = got ? sqlite3_column_int(st, 0) : 0;
     sqlite3_finalize(st);
-    return v;
+    return got ? 0 : -1;
 }
 
 /* Bring the schema to SCHEMA_VERSION in one immediate transaction, reading
@@ -179,7 +178,7 @@ static int migrate(struct lx_store *s, struct lx_error *err)
 {
     if (begin(s, err, "starting the schema migration") < 0)
         return LX_EIO;
-    int v = read_version(s), rc = v < 0 ? db_err(s, err, "reading the schema version") : LX_OK;
+    int v, rc = read_version(s, &v) < 0 ? db_err(s, err, "reading the schema version") : LX_OK;
     if (rc == LX_OK && v == 1)
         rc = exec(s, "ALTER TABLE runs ADD COLUMN max_rss_kb INTEGER; ALTER TABLE runs ADD COLUMN model TEXT", err);
     if (rc == LX_OK && v >= 1 && v < 4)
@@ -207,9 +206,13 @@ static int migrate(struct lx_store *s, struct lx_error *err)
 
 static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
 {
-    int v = read_version(s);
-    if (v < 0)
+    int v;
+    if (read_version(s, &v) < 0)
         return db_err(s, err, "reading the schema version");
+    if (v < 0)
+        return lx_err(err, LX_EIO, "%s: schema version %d is not one lenx wrote (it reads 1 to %d)\n"
+                      "  hint: the file was altered or made by another program; use --db another file",
+                      s->path, v, SCHEMA_VERSION);
     if (v > SCHEMA_VERSION)
         return lx_err(err, LX_EIO, "%s: schema version %d is newer than this lenx (%d)\n"
                       "  hint: use a newer lenx, or --db another file", s->path, v, SCHEMA_VERSION);
@@ -548,12 +551,22 @@ int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_row
         if (id != last_id)      /* rows of one run are adjacent: hash once per run */
             config_hash(col_text(st, 12), config);
         last_id = id;
-        double v = sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 9);
+        int t9 = sqlite3_column_type(st, 9), t10 = sqlite3_column_type(st, 10);
+        int bad = t9 == SQLITE_TEXT || t9 == SQLITE_BLOB ? 9 : t10 == SQLITE_TEXT || t10 == SQLITE_BLOB ? 10 : 0;
+        if (bad) {      /* text or a blob, never read as 0: a foreign or edited file (lenx merge refuses one) */
+            rc = lx_err(err, LX_EIO, "%s: run %ld (sweep '%s', %s, %s, length %lld): %s '%s' holds '%.40s' as its %s, "
+                        "not a number\n  hint: the file was edited or written by another program; `lenx rm` the cell "
+                        "and run it again", s->path, id, col_text(st, 1), col_text(st, 3), col_text(st, 2),
+                        sqlite3_column_int64(st, 6), f && f->series ? "series" : "metric", col_text(st, 8),
+                        col_text(st, bad), bad == 10 ? "x" : f && f->series ? "y" : "value");
+            return sqlite3_finalize(st), rc;
+        }
+        double v = t9 == SQLITE_NULL ? NAN : sqlite3_column_double(st, 9);
         lx_rows_add(out, col_text(st, 1), col_text(st, 2), col_text(st, 3), col_text(st, 4),
                     col_text(st, 5), (long)sqlite3_column_int64(st, 6), (long)sqlite3_column_int64(st, 7),
                     col_text(st, 8), v, id);
         lx_rows_set_origin(out, out->n - 1, col_text(st, 11), config);
-        if (sqlite3_column_type(st, 10) != SQLITE_NULL)
+        if (t10 != SQLITE_NULL)
             out->rows[out->n - 1].x = sqlite3_column_double(st, 10);
         out->rows[out->n - 1].train_len = (long)sqlite3_column_int64(st, 13);
     }

@@ -112,22 +112,6 @@ static void cell_text(const struct lx_rows *rows, char *const *label, const char
         lx_buf_printf(out, latex ? " (%d)" : " (n=%d)", st.n);
 }
 
-static void latex_escape(struct lx_buf *out, const char *s)
-{
-    for (; *s; s++) {
-        if (strchr("_%&#${}", *s))
-            lx_buf_printf(out, "\\%c", *s);
-        else if (*s == '^')
-            lx_buf_puts(out, "\\textasciicircum{}");
-        else if (*s == '~')
-            lx_buf_puts(out, "\\textasciitilde{}");
-        else if (*s == '\\')
-            lx_buf_puts(out, "\\textbackslash{}");
-        else
-            lx_buf_printf(out, "%c", *s);
-    }
-}
-
 static void pivot(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
                   const char *metric, int latex, struct lx_buf *out)
 {
@@ -147,8 +131,13 @@ static void pivot(const struct lx_rows *rows, char *const *label, const char *sw
     }
     qsort(lengths, (size_t)n_len, sizeof *lengths, cmp_long);
     if (latex) {
-        lx_buf_puts(out, "% ");
-        lx_buf_printf(out, "sweep %s, task %s, metric %s\n", sweep, task, metric);
+        lx_buf_puts(out, "% sweep ");
+        lx_esc_latex(out, sweep);
+        lx_buf_puts(out, ", task ");
+        lx_esc_latex(out, task);
+        lx_buf_puts(out, ", metric ");
+        lx_esc_latex(out, metric);
+        lx_buf_puts(out, "\n");
         lx_buf_puts(out, "\\begin{tabular}{l");
         for (int j = 0; j < n_len; j++)
             lx_buf_puts(out, "r");
@@ -157,7 +146,13 @@ static void pivot(const struct lx_rows *rows, char *const *label, const char *sw
             lx_buf_printf(out, " & %ld", lengths[j]);
         lx_buf_puts(out, " \\\\\n\\midrule\n");
     } else {
-        lx_buf_printf(out, "### %s · %s · %s\n\n| method |", sweep, task, metric);
+        lx_buf_puts(out, "### ");
+        lx_esc_md(out, sweep);
+        lx_buf_puts(out, " · ");
+        lx_esc_md(out, task);
+        lx_buf_puts(out, " · ");
+        lx_esc_md(out, metric);
+        lx_buf_puts(out, "\n\n| method |");
         for (int j = 0; j < n_len; j++)
             lx_buf_printf(out, " %ld |", lengths[j]);
         lx_buf_puts(out, "\n|---|");
@@ -166,10 +161,9 @@ static void pivot(const struct lx_rows *rows, char *const *label, const char *sw
         lx_buf_puts(out, "\n");
     }
     for (int m = 0; m < methods.n; m++) {
-        if (latex)
-            latex_escape(out, methods.v[m]);
-        else
-            lx_buf_printf(out, "| %s |", methods.v[m]);
+        lx_buf_puts(out, latex ? "" : "| ");
+        (latex ? lx_esc_latex : lx_esc_md)(out, methods.v[m]);
+        lx_buf_puts(out, latex ? "" : " |");
         for (int j = 0; j < n_len; j++) {
             lx_buf_puts(out, latex ? " & " : " ");
             cell_text(rows, label, sweep, task, methods.v[m], lengths[j], metric, latex, out);
@@ -390,18 +384,6 @@ static void render_pivots(const struct lx_rows *rows, const char *metrics, int l
     lx_row_labels_free(label, rows->n);
 }
 
-static void csv_field(struct lx_buf *out, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        lx_buf_puts(out, s);
-        return;
-    }
-    lx_buf_puts(out, "\"");
-    for (; *s; s++)
-        lx_buf_printf(out, *s == '"' ? "\"\"" : "%c", *s);
-    lx_buf_puts(out, "\"");
-}
-
 void lx_render(const struct lx_rows *rows, enum lx_format fmt, const char *metrics, struct lx_buf *out)
 {
     if (fmt == LX_FMT_MD || fmt == LX_FMT_LATEX) {
@@ -420,17 +402,17 @@ void lx_render(const struct lx_rows *rows, enum lx_format fmt, const char *metri
         char v[32];
         lx_fmt_num(v, r->value);
         if (fmt == LX_FMT_CSV) {
-            csv_field(out, r->sweep);
+            lx_esc_csv(out, r->sweep);
             lx_buf_puts(out, ",");
-            csv_field(out, r->method);
+            lx_esc_csv(out, r->method);
             lx_buf_puts(out, ",");
-            csv_field(out, r->task);
+            lx_esc_csv(out, r->task);
             lx_buf_printf(out, ",%ld,%ld,", r->length, r->seed);
-            csv_field(out, r->metric);
+            lx_esc_csv(out, r->metric);
             lx_buf_printf(out, ",%s,", v);
-            csv_field(out, r->model_key ? r->model_key : "");
+            lx_esc_csv(out, r->model_key ? r->model_key : "");
             lx_buf_puts(out, ",");
-            csv_field(out, r->key);
+            lx_esc_csv(out, r->key);
             lx_buf_puts(out, "\n");
             continue;
         }
@@ -471,7 +453,7 @@ void lx_render_series(const struct lx_rows *rows, enum lx_format fmt, struct lx_
         static const char *const names[] = {"sweep", "method", "task"};
         for (int k = 0; k < 3; k++) {
             if (csv) {
-                csv_field(out, text[k]);
+                lx_esc_csv(out, text[k]);
                 lx_buf_puts(out, ",");
             } else {
                 lx_buf_printf(out, "%s\"%s\": ", k ? ", " : i ? ",\n  {" : "\n  {", names[k]);
@@ -480,7 +462,7 @@ void lx_render_series(const struct lx_rows *rows, enum lx_format fmt, struct lx_
         }
         lx_buf_printf(out, csv ? "%ld,%ld," : ", \"length\": %ld, \"seed\": %ld, \"series\": ", r->length, r->seed);
         if (csv)
-            csv_field(out, r->metric);
+            lx_esc_csv(out, r->metric);
         else
             lx_buf_json_str(out, r->metric);
         char x[32], y[32];
@@ -496,14 +478,14 @@ void lx_render_series(const struct lx_rows *rows, enum lx_format fmt, struct lx_
         }
         lx_buf_puts(out, csv ? "" : ", \"model_key\": ");
         if (csv)
-            csv_field(out, r->model_key ? r->model_key : "");
+            lx_esc_csv(out, r->model_key ? r->model_key : "");
         else if (r->model_key && r->model_key[0])
             lx_buf_json_str(out, r->model_key);
         else
             lx_buf_puts(out, "null");
         lx_buf_puts(out, csv ? "," : ", \"key\": ");
         if (csv)
-            csv_field(out, r->key);
+            lx_esc_csv(out, r->key);
         else
             lx_buf_json_str(out, r->key);
         lx_buf_puts(out, csv ? "\n" : "}");

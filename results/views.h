@@ -18,6 +18,21 @@ int lx_format_parse(const char *s);
 ** "range_mass:10-100"). A NULL list matches everything. */
 int lx_metric_matches(const char *list, const char *name);
 
+/* Escaping, one function per context (results/escape.c,
+** docs/results.md#escaping); each appends s to b so that it cannot end the
+** context it is written into:
+**   html   element text and double-quoted attribute values: & < > " ' as
+**          entities, control bytes (but tab and newline) as U+FFFD;
+**   md     a Markdown table cell or heading: & < > as entities, \ | ` * and
+**          a "(" after "]" backslash-escaped, control bytes as spaces;
+**   latex  LaTeX's specials as commands, control bytes as spaces;
+**   csv    an RFC 4180 field, quoted when it holds , " CR or LF (read back
+**          exactly by lx_csv_read). */
+void lx_esc_html(struct lx_buf *b, const char *s);
+void lx_esc_md(struct lx_buf *b, const char *s);
+void lx_esc_latex(struct lx_buf *b, const char *s);
+void lx_esc_csv(struct lx_buf *b, const char *s);
+
 /* Render rows (already filtered by sweep/commit) in a format. md and latex
 ** pivot methods (rows) × lengths (columns), one table per sweep, task and
 ** metric; a metric's "<name>_se" companion is shown as ± and not tabled on

@@ -676,3 +676,47 @@ Test(anytok, trained_on_tok512, .init = setup, .fini = teardown, .timeout = 120)
     cr_expect_eq(sh(out, sizeof out, "$L score --model models/%s.safetensors --text f.txt", key), 2, "%s", out);
     cr_expect(strstr(out, "whose copy is not beside it") != NULL, "%s", out);
 }
+
+/* ---- a text the tokenizer cannot cut (issue 21) ---------------------------- */
+
+/* tok_tiny.json with a Split in front whose pattern passes pcre2's match
+** limit on any line of 40 characters or more ((.|..)+ has Fibonacci(n) ways
+** to fail on n characters without a NUL): every command that encodes stops
+** with the pattern's error and exit 2 (3 for a sweep's failed cells), and
+** none goes on with a text cut another way. Short texts still encode. */
+Test(anytok, encode_errors_reach_every_command, .init = setup, .fini = teardown, .timeout = 120)
+{
+    vocab_ckpt("v300.safetensors", 300);
+    char out[16384];
+    cr_assert_eq(sh(out, sizeof out, "sed 's/\"pretokenizers\": *\\[/\"pretokenizers\": [{\"type\": \"Split\", "
+                    "\"pattern\": {\"Regex\": \"(?:(.|..)+\\\\\\\\x00)|.\"}, \"behavior\": \"Isolated\"}, /' "
+                    "$R/tests/ref/tok_tiny.json > bad.json && grep -c 'x00' bad.json"), 0, "%s", out);
+    write_file("f.txt", "Once upon a time, there was a little girl named Lily. She loved to play outside.");
+    const char *why = "bad.json: pre_tokenizer.pretokenizers[0] (Split): regular expression /(?:(.|..)+\\x00)|./ "
+                      "failed matching from byte 0: match limit exceeded";
+    cr_expect_eq(sh(out, sizeof out, "printf 'Once upon a time' | $L tokenize --tokenizer bad.json"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L tokenize --tokenizer bad.json --text f.txt"), 2, "%s", out);
+    cr_expect(strstr(out, why) != NULL, "tokenize: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L score --model v300.safetensors --tokenizer bad.json --text f.txt"), 2, "%s", out);
+    cr_expect(strstr(out, why) != NULL, "score: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model v300.safetensors --tokenizer bad.json -n 2 --prompt \"$(cat "
+                    "f.txt)\""), 2, "%s", out);
+    cr_expect(strstr(out, why) != NULL, "generate: %s", out);
+    write_file("t.yaml", "name: t\nmodels: {v: {checkpoint: v300.safetensors, tokenizer: bad.json}}\nmethods: [rope]\n"
+               "tasks: [{ppl: {windows: 1}}, {passkey: {samples: 1, depths: 1, template: short}}]\nlengths: [128]\n");
+    /* a sweep records the failure in each cell and exits 1 (docs/config.md) */
+    cr_expect_eq(sh(out, sizeof out, "$L run t.yaml --db t.db --quiet --no-table"), 1, "%s", out);
+    char q[1024];
+    /* the offset is where the failing match began in the document or instance */
+    snprintf(q, sizeof q, "select count(*) from runs where status = 'failed' and instr(error, '%.*s') > 0 and "
+             "instr(error, 'match limit exceeded') > 0", (int)(strstr(why, "byte 0") - why), why);
+    cr_expect_eq(sql_long("t.db", q), 2, "ppl and passkey fail with the pattern's error");
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs where status = 'ok'"), 0, "no cell ran on other pieces");
+    write_file("m.yaml", "name: m\nmodels:\n  s: {arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64},\n"
+               "      train: {length: 64, batch: 2, steps: 2, warmup: 1, eval_every: 2, eval_windows: 1},\n"
+               "      tokenizer: bad.json}\nmethods: [rope]\ntasks: [{ppl: {windows: 1}}]\nlengths: [64]\n");
+    cr_expect_eq(sh(out, sizeof out, "$L run m.yaml --db m.db --quiet --no-table"), 1, "%s", out);
+    cr_expect_eq(sql_long("m.db", q), 1, "training's corpus windows fail with the pattern's error");
+    cr_expect_eq(sh(out, sizeof out, "ls models/*.safetensors 2>/dev/null | wc -l"), 0);
+    cr_expect_str_eq(out, "0\n", "no model trained on other pieces");
+}

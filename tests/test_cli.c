@@ -693,3 +693,34 @@ Test(cli, number_options_read_tiny_values_and_name_bad_ones, .init = setup, .fin
     cr_expect_eq(sh(out, sizeof out, "$L show task needle --length 200 --depth 1e400"), 2, "%s", out);
     cr_expect(strstr(out, "--depth") != NULL && strstr(out, "too large") != NULL, "%s", out);
 }
+
+/* Hostile tokenizer.json files and texts (issue 21) end in exit 2 naming
+** what was wrong: the file's error named once ("trunc.txt: the text is not
+** UTF-8", not "trunc.txt: trunc.txt: "), a regex past pcre2's match limit
+** with its pattern and byte offset (never fewer, longer pieces), a
+** normalizer that doubles the text 30 times at the step that passes the cap. */
+Test(cli, tokenize_hostile_json, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[4096];
+    const char *model = "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"!\": 2, \"aa\": 3}, "
+                        "\"merges\": [\"a a\"]}";
+    char text[4096];
+    snprintf(text, sizeof text, "{%s, \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": "
+             "\"(?:(a|aa)+b)|.\"}, \"behavior\": \"Isolated\"}}", model);
+    write_file("split.json", text);
+    cr_expect_eq(sh(out, sizeof out, "printf 'ab\\377' > trunc.txt && $L tokenize --tokenizer split.json "
+                    "--text trunc.txt"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: trunc.txt: the text is not UTF-8 at byte 2 (0xff)") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "printf 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!' | $L tokenize "
+                    "--tokenizer split.json"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: <stdin>: split.json: pre_tokenizer (Split): regular expression "
+                         "/(?:(a|aa)+b)|./ failed matching from byte 0: match limit exceeded") != NULL, "%s", out);
+    char norm[4096] = "";
+    for (int k = 0; k < 30; k++)
+        strcat(norm, k ? ", {\"type\": \"Replace\", \"pattern\": {\"String\": \"a\"}, \"content\": \"aa\"}"
+                       : "{\"type\": \"Replace\", \"pattern\": {\"String\": \"a\"}, \"content\": \"aa\"}");
+    snprintf(text, sizeof text, "{%s, \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [%s]}}", model, norm);
+    write_file("grow.json", text);
+    cr_expect_eq(sh(out, sizeof out, "printf a | $L tokenize --tokenizer grow.json"), 2, "%s", out);
+    cr_expect(strstr(out, "grow.json: normalizer.normalizers[10] (Replace)") != NULL, "%s", out);
+}

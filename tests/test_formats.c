@@ -6,7 +6,7 @@
 ** The throwaway format "rawf32" is this file's own: a header of six
 ** little-endian int32 (layers, d_model, heads, d_head, d_mlp, vocab), then
 ** every weight as F32 in lx_arch_tensors() order. Adding it takes its loader
-** and one registration call (lx_format_add); lx_model_load, the dispatcher,
+** and one registration call (lx_model_format_add); lx_model_load, the dispatcher,
 ** reads it unchanged.
 */
 #define _DEFAULT_SOURCE     /* mkdtemp */
@@ -55,7 +55,7 @@ static int rawf32_load(struct lx_model *m, const char *path, struct lx_ckpt_info
     return rc;
 }
 
-static const struct lx_format lx_format_rawf32 = {
+static const struct lx_model_format lx_model_format_rawf32 = {
     .name = "rawf32",
     .summary = "a test's throwaway format: six int32 of arch, then F32 weights",
     .key = NULL,
@@ -69,7 +69,7 @@ static const struct lx_format lx_format_rawf32 = {
 Test(formats, registry_contract)
 {
     int n;
-    const struct lx_format *const *f = lx_formats(&n);
+    const struct lx_model_format *const *f = lx_model_formats(&n);
     cr_assert_geq(n, 3);
     for (int i = 0; i < n; i++) {
         cr_expect(f[i]->name && f[i]->summary && f[i]->sniff && f[i]->load, "format %d lacks a field", i);
@@ -78,8 +78,8 @@ Test(formats, registry_contract)
     }
     /* the catch-all lenx format is last, so every other format is reachable */
     cr_expect_str_eq(f[n - 1]->name, "lenx");
-    cr_expect_eq(lx_format_for_key("hf"), f[0]);
-    cr_expect_null(lx_format_for_key("checkpoint"));
+    cr_expect_eq(lx_model_format_for_key("hf"), f[0]);
+    cr_expect_null(lx_model_format_for_key("checkpoint"));
 }
 
 Test(formats, tokenizer_kinds_contract)
@@ -122,8 +122,8 @@ Test(formats, a_format_added_without_editing_a_dispatcher)
     struct lx_ckpt_info info;
     cr_expect_lt(lx_model_load(&got, path, &info, &err), 0);
 
-    cr_assert_eq(lx_format_add(&lx_format_rawf32, &err), LX_OK, "%s", err.msg);
-    cr_expect_lt(lx_format_add(&lx_format_rawf32, &err), 0, "a second registration of one name is refused");
+    cr_assert_eq(lx_model_format_add(&lx_model_format_rawf32, &err), LX_OK, "%s", err.msg);
+    cr_expect_lt(lx_model_format_add(&lx_model_format_rawf32, &err), 0, "a second registration of one name is refused");
     cr_expect(strstr(err.msg, "already registered") != NULL, "%s", err.msg);
 
     cr_assert_eq(lx_model_load(&got, path, &info, &err), LX_OK, "%s", err.msg);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "results/plot.h"
 #include "results/views.h"
@@ -268,6 +269,15 @@ Test(report, bad_input_and_a_missing_gnuplot_are_clear_errors, .init = setup, .f
     cr_expect_eq(sh(out, sizeof out, "LENX_GNUPLOT=/nonexistent/gnuplot $L report --db r.db -o x.html"), 3, "%s", out);
     cr_expect_not_null(strstr(out, "apt-get install gnuplot-nox"), "%s", out);
     cr_expect(!exists("x.html"), "nothing written");
+    /* --metric naming no stored metric: refused as `table --metric` does, not an empty page */
+    cr_expect_eq(sh(out, sizeof out, "$L report --db r.db --metric NOSUCH -o x.html"), 2, "%s", out);
+    cr_expect_not_null(strstr(out, "no metric 'NOSUCH'"), "%s", out);
+    cr_expect_not_null(strstr(out, "entropy"), "the stored metrics are listed: %s", out);
+    cr_expect(!exists("x.html"), "nothing written");
+    cr_expect_eq(sh(out, sizeof out, "$L report --db r.db --sweep g --metric entropy,NOSUCH -o x.html"), 2, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L report --db r.db --metric entropy -o x.html && grep -c 'data-kind=\"metric\"' "
+                    "x.html"), 0, "%s", out);
+    cr_expect_eq(atoi(out), 1, "one metric panel: %s", out);
     cr_expect_eq(sh(out, sizeof out, "$L report --db r.db -o x.html"), 0, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --series nll_by_pos --format md"), 2, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --series nosuch --format csv"), 2, "%s", out);
@@ -375,4 +385,195 @@ Test(show_task, refuses_what_it_cannot_render, .init = setup, .fini = teardown)
     cr_expect_eq(sh(out, sizeof out, "$L show task needle --length 500 --depth 1.5"), 2, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L show task needle template=short --length 200"), 0, "%s", out);
     cr_expect_not_null(strstr(out, "needle(template=short)"), "%s", out);
+}
+
+/* ---- hostile stored strings: escaped for every context they land in ---- */
+
+/* The payload planted in every stored text column (after a column tag): an
+** HTML tag and attribute, a quote breaking out of an attribute, an entity
+** that must not be decoded, the end of an SVG and a CDATA section, a
+** gnuplot backquote (runs a shell command in a double-quoted string), a
+** newline then a gnuplot/LaTeX command, a macro, Markdown's cell bar, and
+** the report's own plot placeholder (bytes 1). */
+#define HOSTILE_SQL                                                                                         \
+    "'<pwn-tag pwnattr=1>\"pwnattr2=\"1'' &lt;pwn-amp </svg></figure>]]><![CDATA[ `touch pwned-bq` | '" \
+    " || char(10) || 'system(\"touch pwned-nl\") \\input{pwn-tex} @pwn % $ # _ ^ ~ {'"                     \
+    " || char(1) || '999' || char(1) || char(13) || char(10) || char(10) || 'pwn-line'"
+
+static const char *hostile_sql =
+    "update runs set sweep = 'S' || " HOSTILE_SQL ", method = 'M' || " HOSTILE_SQL ", task = 'T' || " HOSTILE_SQL
+    ", method_params = 'P' || " HOSTILE_SQL ", task_params = 'Q' || " HOSTILE_SQL ", model_key = 'K' || " HOSTILE_SQL
+    ", model = 'N' || " HOSTILE_SQL ", git_commit = 'C' || " HOSTILE_SQL ", version = 'V' || " HOSTILE_SQL
+    ", blas = 'B' || " HOSTILE_SQL ", host = 'H' || " HOSTILE_SQL ", config = 'F' || " HOSTILE_SQL
+    ", config_text = 'Y' || " HOSTILE_SQL ", started = 'A' || " HOSTILE_SQL ", finished = 'Z' || " HOSTILE_SQL
+    ", error = 'E' || " HOSTILE_SQL ", key = key || " HOSTILE_SQL ";\n"
+    "update metrics set name = 'X' || " HOSTILE_SQL " || name;\n"
+    "insert into series (run_id, series, x, y) select id, 'nll_by_pos', 1, 2.5 from runs;\n"
+    "insert into series (run_id, series, x, y) select id, 'nll_by_pos', 2, 2.0 from runs;\n"
+    "insert into series (run_id, series, x, y) select id, 'acc_by_depth', 0.5, 1 from runs;\n";
+
+/* Walk a page as an HTML parser would (tags with quoted or bare attribute
+** values, comments, CDATA sections of SVG, the raw text of <style>) and fail
+** on any tag or attribute the payload would have made; count the tags. */
+static int scan_markup(const char *page)
+{
+    int tags = 0;
+    for (const char *p = page; (p = strchr(p, '<'));) {
+        if (!strncmp(p, "<!--", 4) || !strncmp(p, "<![CDATA[", 9)) {
+            const char *end = strstr(p, p[2] == '-' ? "-->" : "]]>");
+            cr_assert_not_null(end, "unterminated comment or CDATA: %.80s", p);
+            p = end + 3;
+            continue;
+        }
+        const char *q = p + 1 + (p[1] == '/' || p[1] == '!');
+        if (!isalpha((unsigned char)*q)) {
+            p++;
+            continue;       /* "<" then no letter: text (the parser's rule) */
+        }
+        size_t n = strcspn(q, " \t\n\r\f/>");
+        cr_assert(strncmp(q, "pwn", 3) && strncasecmp(q, "script", 6), "an injected tag: %.80s", p);
+        int style = n == 5 && !strncmp(q, "style", 5) && p[1] != '/';
+        q += n;
+        tags++;
+        for (;;) {
+            q += strspn(q, " \t\n\r\f/");
+            if (!*q || *q == '>')
+                break;
+            size_t an = strcspn(q, " \t\n\r\f/>=");
+            cr_assert(strncmp(q, "pwn", 3) && strncasecmp(q, "on", 2), "an injected attribute: %.80s", q);
+            q += an;
+            q += strspn(q, " \t\n\r\f");
+            if (*q != '=')
+                continue;
+            q += 1 + strspn(q + 1, " \t\n\r\f");
+            if (*q == '"' || *q == '\'') {
+                const char *end = strchr(q + 1, *q);
+                cr_assert_not_null(end, "unterminated attribute value: %.80s", q);
+                q = end + 1;
+            } else {
+                q += strcspn(q, " \t\n\r\f>");
+            }
+        }
+        cr_assert_eq(*q, '>', "unterminated tag: %.80s", p);
+        p = q + 1;
+        if (style) {
+            p = strstr(p, "</style>");
+            cr_assert_not_null(p);
+        }
+    }
+    return tags;
+}
+
+/* Occurrences of pat in s. */
+static int count_all(const char *s, const char *pat)
+{
+    return count_in(s, s + strlen(s), pat);
+}
+
+/* Reproduces a metric name that broke out of data-metric (issue 21), and
+** the rest of its class: every stored string is escaped for its context in
+** the report (HTML text and attributes, gnuplot strings, the SVG gnuplot
+** writes) and in the md, latex and csv tables. */
+Test(report, hostile_stored_strings_stay_in_their_context, .init = setup, .fini = teardown, .timeout = 120)
+{
+    static char out[1 << 16];
+    write_file("g.yaml", gauss);
+    cr_assert_eq(sh(out, sizeof out, "$L run g.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    write_file("hostile.sql", hostile_sql);
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db < hostile.sql"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L report --db r.db -o page.html"), 0, "%s", out);
+    cr_expect(!exists("pwned-bq") && !exists("pwned-nl"), "a stored name ran a shell command through gnuplot");
+    char *html = read_all("page.html");
+    cr_expect_gt(scan_markup(html), 100);
+    cr_expect_null(strchr(html, '\1'), "a control byte reached the page");
+    cr_expect_eq(count_all(html, "lt;pwn-amp"), count_all(html, "&amp;lt;pwn-amp"), "an entity of a name decoded");
+    cr_expect_eq(count_all(html, "<svg"), count_all(html, "</svg>"));
+    /* each displayed column is there, escaped */
+    static const char *const shown[] = {"S", "M", "T", "X", "C", "H", "B", "F", "Y", "A", "Z"};
+    for (size_t i = 0; i < sizeof shown / sizeof *shown; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "%s&lt;pwn-tag", shown[i]);
+        cr_expect_not_null(strstr(html, want), "column %s not shown escaped", shown[i]);
+    }
+    char fig[64];
+    cr_expect_gt(count_all(html, "data-kind=\"curve\""), 0, "the series panels are drawn");
+    snprintf(fig, sizeof fig, "data-metric=\"X");
+    cr_expect_not_null(strstr(html, fig), "the metric panel is drawn");
+    free(html);
+
+    /* LaTeX: no payload command or line survives; braces balance */
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --format latex"), 0, "%s", out);
+    cr_expect_null(strstr(out, "\\input"), "%s", out);
+    cr_expect_null(strstr(out, "\nsystem("), "%s", out);
+    cr_expect_null(strstr(out, "\npwn-line"), "%s", out);
+    cr_expect_null(strstr(out, "\n\n\\"), "a blank line inside a tabular: %s", out);
+    int depth = 0;
+    for (const char *p = out; *p; p++)
+        if (*p == '\\' && p[1])
+            p++;
+        else
+            depth += (*p == '{') - (*p == '}');
+    cr_expect_eq(depth, 0, "unbalanced braces: %s", out);
+    /* Markdown: rows keep their cells, no HTML, no line of the payload */
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --format md"), 0, "%s", out);
+    cr_expect_null(strstr(out, "<pwn"), "%s", out);
+    cr_expect_null(strstr(out, "\nsystem("), "%s", out);
+    cr_expect_null(strstr(out, "\npwn-line"), "%s", out);
+    for (const char *line = out; *line; line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != 0))
+        if (*line == '|') {
+            int bars = 0;
+            for (const char *p = line; *p && *p != '\n'; p++)
+                bars += *p == '|' && (p == line || p[-1] != '\\');
+            cr_expect_eq(bars, 4, "a table row of 1 method and 2 lengths has 4 bars: %.*s",
+                         (int)strcspn(line, "\n"), line);
+        }
+    /* CSV: read back, the row label (method @model) is the stored one */
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --format csv > t.csv"), 0, "%s", out);
+    char path[256], method[4096];
+    snprintf(path, sizeof path, "%s/t.csv", dir);
+    struct lx_rows rows = {0};
+    struct lx_error err;
+    cr_assert_eq(lx_csv_read(path, &rows, &err), LX_OK, "%s", err.msg);
+    sql_text(method, sizeof method, "r.db", "select hex(method || ' @' || model) from runs limit 1");
+    cr_assert_gt(rows.n, 0);
+    struct lx_buf hex = {0};
+    for (const unsigned char *p = (const unsigned char *)rows.rows[0].method; *p; p++)
+        lx_buf_printf(&hex, "%02X", *p);
+    cr_expect_eq(strncmp(lx_buf_str(&hex), method, strlen(lx_buf_str(&hex))), 0, "%s\n%s", lx_buf_str(&hex), method);
+    cr_expect_eq(strlen(method), hex.len, "%s\n%s", lx_buf_str(&hex), method);
+    lx_buf_free(&hex);
+    lx_rows_release(&rows);
+}
+
+/* ---- a value that is not a number (issue 21) ---- */
+
+/* Reproduces a TEXT value in metrics.value (a hand-edited or foreign shard)
+** that `lenx merge` carried as it was and the tables showed as 0: the merge
+** refuses the input naming it, the run and the metric, and writes nothing; a
+** store that already holds one is refused when read, never shown as 0. */
+Test(merge, a_value_that_is_not_a_number_is_refused, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static char out[1 << 14];
+    write_file("g.yaml", gauss);
+    cr_assert_eq(sh(out, sizeof out, "$L run g.yaml --db a.db --quiet --no-table && cp a.db bad.db"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 bad.db \"update runs set sweep = 'h';"
+                    " update metrics set value = 'abc' where name = 'entropy' and run_id = (select min(id) from runs);"
+                    " update series set y = 'zz' where rowid = (select min(rowid) from series)\""), 0, "%s", out);
+    cr_assert_eq(sql_long("bad.db", "select count(*) from metrics where typeof(value) = 'text'"), 1);
+    char before[1 << 12], after[1 << 12];
+    sql_text(before, sizeof before, "a.db", "select group_concat(sweep || key || coalesce(m.value, 'null'), ';')"
+             " from runs join metrics m on m.run_id = runs.id");
+    cr_expect_eq(sh(out, sizeof out, "$L merge bad.db --into a.db"), 2, "%s", out);
+    cr_expect_not_null(strstr(out, "bad.db"), "%s", out);
+    cr_expect_not_null(strstr(out, "metric \"entropy\""), "names the metric: %s", out);
+    cr_expect_not_null(strstr(out, "abc"), "shows the value: %s", out);
+    sql_text(after, sizeof after, "a.db", "select group_concat(sweep || key || coalesce(m.value, 'null'), ';')"
+             " from runs join metrics m on m.run_id = runs.id");
+    cr_expect_str_eq(after, before, "a refused merge wrote something");
+    cr_expect_eq(sql_long("a.db", "select count(*) from runs where sweep = 'h'"), 0);
+    /* read in place: refused, not 0 */
+    cr_expect_eq(sh(out, sizeof out, "$L table --db bad.db --format csv"), 3, "%s", out);
+    cr_expect_not_null(strstr(out, "'entropy'") && strstr(out, "abc"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L report --db bad.db -o p.html"), 3, "%s", out);
+    cr_expect(!exists("p.html"));
 }

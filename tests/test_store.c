@@ -613,6 +613,29 @@ Test(store, newer_schema_is_refused)
     cr_expect_str_eq(v, "99");
 }
 
+/* Reproduces a store of schema version -1 refused as "...: not an error"
+** (issue 21): a version below 1 is named, with the versions this lenx reads. */
+Test(store, negative_schema_is_refused_by_its_version)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'CREATE TABLE runs (id); PRAGMA user_version=-1'", db_path);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    for (int readonly = 0; readonly < 2; readonly++) {
+        struct lx_store *s = NULL;
+        struct lx_error err = {{0}};
+        cr_expect_eq(lx_store_open(&s, db_path, readonly, &err), LX_EIO);
+        cr_expect_null(s);
+        cr_expect(strstr(err.msg, "schema version -1") != NULL, "message: %s", err.msg);
+        cr_expect(strstr(err.msg, "not an error") == NULL, "message: %s", err.msg);
+        char want[64];
+        snprintf(want, sizeof want, "1 to %d", LX_STORE_SCHEMA);
+        cr_expect(strstr(err.msg, want) != NULL, "message names the versions read: %s", err.msg);
+    }
+    char v[64];
+    sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
+    cr_expect_str_eq(v, "-1", "refused means untouched");
+}
+
 Test(store, readonly_foreign_database_is_refused)
 {
     char cmd[256];

@@ -563,6 +563,148 @@ Test(tokenizer, bad_input_is_an_error_not_a_crash)
     lx_tokenizer_free(t);
 }
 
+/* ---- hostile files (issue 21): an error, never a different segmentation ---- */
+
+/* Open a tokenizer.json given as text (written to a temp file). */
+static struct lx_tokenizer *open_json_text(const char *text)
+{
+    char path[] = "/tmp/lenx-tok-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    struct lx_tokenizer *t = NULL;
+    struct lx_error err = {{0}};
+    int rc = lx_tokenizer_open(&t, path, &err);
+    unlink(path);
+    cr_assert_eq(rc, LX_OK, "%s", err.msg);
+    return t;
+}
+
+/* A BPE over "a" (0), "b" (1), "!" (2), "aa" (3) with the merge "a a", and
+** the given normalizer and pre_tokenizer (JSON fragments). */
+static struct lx_tokenizer *open_ab(const char *normalizer, const char *pre_tokenizer)
+{
+    char text[16384];
+    snprintf(text, sizeof text, "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"!\": 2, \"aa\": 3}, "
+             "\"merges\": [\"a a\"]}, \"normalizer\": %s, \"pre_tokenizer\": %s}", normalizer, pre_tokenizer);
+    return open_json_text(text);
+}
+
+/* `(?:(a|aa)+b)|.` backtracks exponentially on a run of a's without a b
+** (the ways of writing n a's as 1s and 2s: Fibonacci(n), past pcre2's match
+** limit of 10^7 before n = 40). Where the first branch fails, `.` takes one
+** character, so every text of a's and a "!" is one piece per character: ids
+** 0 per a, then 2. Past the limit it used to be "no more matches", the rest
+** one piece, merged into 3s: 20 ids for 40 a's. */
+Test(tokenizer, json_regex_limit_is_an_error)
+{
+    struct lx_tokenizer *t = open_ab("null", "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(?:(a|aa)+b)|.\"}, "
+                                     "\"behavior\": \"Isolated\", \"invert\": false}");
+    char s[64];
+    int refused = 0;
+    for (int n = 1; n <= 40; n++) {
+        memset(s, 'a', (size_t)n);
+        s[n] = '!';
+        struct lx_ids ids = {0};
+        struct lx_error err = {{0}};
+        int rc = lx_tokenizer_encode(t, s, (size_t)n + 1, 0, &ids, &err);
+        if (rc < 0) {
+            refused++;
+            cr_expect_eq(rc, LX_EINVAL, "n=%d", n);
+            cr_expect(strstr(err.msg, "pre_tokenizer (Split): regular expression /(?:(a|aa)+b)|./") &&
+                      strstr(err.msg, "from byte 0: match limit exceeded"), "n=%d: %s", n, err.msg);
+        } else {
+            cr_expect_eq(ids.n, n + 1, "n=%d: one id per character", n);
+            for (long i = 0; i < ids.n; i++)
+                cr_expect_eq(ids.id[i], i < n ? 0 : 2, "n=%d, id %ld", n, i);
+        }
+        if (n == 30)
+            cr_expect_eq(rc, LX_OK, "Fibonacci(30) = 832,040 steps is inside the limit: %s", err.msg);
+        lx_ids_free(&ids);
+    }
+    cr_expect_gt(refused, 0, "40 a's pass pcre2's match limit");
+    lx_tokenizer_free(t);
+}
+
+/* 30 Replace "a" -> "aa" double the text 30 times. The normalized text is
+** capped at 16 times the input plus 1024 bytes: "a" becomes 2^k bytes after
+** step k (counting from 0 as 2^(k+1)), 1024 <= 1040 after normalizers[9],
+** 2048 > 1040 after normalizers[10], which is named. */
+Test(tokenizer, json_normalizer_growth_is_capped, .timeout = 20)
+{
+    char norm[4096] = "{\"type\": \"Sequence\", \"normalizers\": [";
+    for (int k = 0; k < 30; k++)
+        strcat(norm, k ? ", {\"type\": \"Replace\", \"pattern\": {\"String\": \"a\"}, \"content\": \"aa\"}"
+                       : "{\"type\": \"Replace\", \"pattern\": {\"String\": \"a\"}, \"content\": \"aa\"}");
+    strcat(norm, "]}");
+    struct lx_tokenizer *t = open_ab(norm, "null");
+    struct lx_ids ids = {0};
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_tokenizer_encode(t, "a", 1, 0, &ids, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "normalizer.normalizers[10]") && strstr(err.msg, "Replace") &&
+              strstr(err.msg, "1040"), "%s", err.msg);
+    lx_ids_free(&ids);
+    lx_tokenizer_free(t);
+    /* SentencePiece's Prepend "▁" and Replace " " -> "▁" on 100 spaces: 303
+    ** bytes, 300 "▁" after the first, inside the cap */
+    t = open_ab("{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\\u2581\"}, "
+                "{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\\u2581\"}]}", "null");
+    char spaces[101];
+    memset(spaces, ' ', 100);
+    cr_expect_eq(lx_tokenizer_encode(t, spaces, 100, 0, &ids, &err), LX_OK, "%s", err.msg);
+    lx_ids_free(&ids);
+    lx_tokenizer_free(t);
+}
+
+/* Pairs of Split(.) and ByteLevel(add_prefix_space, no regex) add a space
+** before each character per pair: after K pairs a character c is K pieces
+** " " and a " c", K + 1 bytes and ids. 100 a's take 1,100 ids with K = 10,
+** and with K = 40 would be 4,100 bytes, past 16 * 100 + 1024 = 2,624. */
+Test(tokenizer, json_pre_tokenizer_growth_is_capped)
+{
+    for (int K = 10; K <= 40; K += 30) {
+        char pre[8192] = "{\"type\": \"Sequence\", \"pretokenizers\": [";
+        for (int k = 0; k < K; k++)
+            strcat(pre, k ? ", " : ""), strcat(pre, "{\"type\": \"Split\", \"pattern\": {\"Regex\": \".\"}, "
+                   "\"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"use_regex\": false}");
+        strcat(pre, "]}");
+        char text[16384];
+        snprintf(text, sizeof text, "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"\\u0120\": 1}, "
+                 "\"merges\": []}, \"pre_tokenizer\": %s}", pre);
+        struct lx_tokenizer *t = open_json_text(text);
+        char s[100];
+        memset(s, 'a', sizeof s);
+        struct lx_ids ids = {0};
+        struct lx_error err = {{0}};
+        int rc = lx_tokenizer_encode(t, s, sizeof s, 0, &ids, &err);
+        if (K == 10) {
+            cr_expect_eq(rc, LX_OK, "%s", err.msg);
+            cr_expect_eq(ids.n, 100 * (K + 1));
+            for (long i = 0; i < ids.n; i++)
+                cr_expect_eq(ids.id[i], i % (K + 1) == K ? 0 : 1, "id %ld", i);
+        } else {
+            cr_expect_eq(rc, LX_EINVAL);
+            cr_expect(strstr(err.msg, "pre_tokenizer.pretokenizers[") && strstr(err.msg, "2624"), "%s", err.msg);
+        }
+        lx_ids_free(&ids);
+        lx_tokenizer_free(t);
+    }
+}
+
+/* Refusals name their own field: `true` is one shared value in the JSON
+** reader, so a search for it found the first true in the file. */
+Test(tokenizer, json_errors_on_booleans_name_their_field)
+{
+    const char *inv = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"fuse_unk\": true}, "
+                      "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \"a\"}, "
+                      "\"behavior\": \"Isolated\", \"invert\": true}}";
+    expect_open_error(inv, strlen(inv), LX_EINVAL, "pre_tokenizer.invert: unsupported: an inverted Split", NULL);
+    const char *beh = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"fuse_unk\": true}, "
+                      "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \"a\"}, \"behavior\": true}}";
+    expect_open_error(beh, strlen(beh), LX_EINVAL, "pre_tokenizer.behavior: expected a string, found a boolean", NULL);
+}
+
 /* ---- what the tasks use: segments, one id at a time ---- */
 
 static void round_trip(const struct lx_tokenizer *t, const char *s)

@@ -134,3 +134,52 @@ Test(blas, matmul_matches_naive)
     cr_expect(lx_blas_is_openmp(), "lenx must link the OpenMP build of OpenBLAS");
     free(A), free(B), free(C1), free(C2);
 }
+
+/* lx_err_prefix puts context in front of a message already in err (issue 21:
+** `lx_err(err, rc, "%s: %s", name, err->msg)` formatted err into itself and
+** printed "trunc.txt: trunc.txt:  not UTF-8 at byte 4"). */
+Test(error, prefix_goes_in_front_of_the_message_once)
+{
+    struct lx_error err;
+    cr_expect_eq(lx_err(&err, LX_EINVAL, "not UTF-8 at byte %d", 4), LX_EINVAL);
+    cr_expect_eq(lx_err_prefix(&err, LX_EIO, "%s: ", "trunc.txt"), LX_EIO);
+    cr_expect_str_eq(err.msg, "trunc.txt: not UTF-8 at byte 4");
+    cr_expect_eq(lx_err_prefix(&err, LX_EINVAL, "model '%s': ", "m"), LX_EINVAL);
+    cr_expect_str_eq(err.msg, "model 'm': trunc.txt: not UTF-8 at byte 4");
+    /* an empty message takes the prefix alone; NULL err only returns the code */
+    err.msg[0] = '\0';
+    lx_err_prefix(&err, LX_EINVAL, "x: ");
+    cr_expect_str_eq(err.msg, "x: ");
+    cr_expect_eq(lx_err_prefix(NULL, LX_ERUN, "x"), LX_ERUN);
+}
+
+/* A message near LX_ERR_MAX keeps its prefix whole and is cut at the end,
+** NUL-terminated inside the buffer. */
+Test(error, prefix_of_a_full_message_cuts_the_tail)
+{
+    struct lx_error err;
+    memset(err.msg, 'm', sizeof err.msg - 1);
+    err.msg[sizeof err.msg - 1] = '\0';
+    lx_err_prefix(&err, LX_EINVAL, "%s: ", "file.txt");
+    cr_expect_eq(strlen(err.msg), sizeof err.msg - 1);
+    cr_expect_eq(strncmp(err.msg, "file.txt: mmm", 13), 0, "%.20s", err.msg);
+    cr_expect_eq(err.msg[sizeof err.msg - 2], 'm');
+    /* a prefix longer than the buffer fills it, cut */
+    char big[LX_ERR_MAX + 100];
+    memset(big, 'p', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    lx_err(&err, LX_EINVAL, "tail");
+    lx_err_prefix(&err, LX_EINVAL, "%s", big);
+    cr_expect_eq(strlen(err.msg), sizeof err.msg - 1);
+    cr_expect_eq(err.msg[0], 'p');
+}
+
+/* lx_err formats apart and then copies, so err->msg as an argument reads the
+** message it held (the overlapping vsnprintf of issue 21 is undefined). */
+Test(error, err_may_format_its_own_message)
+{
+    struct lx_error err;
+    lx_err(&err, LX_EINVAL, "not UTF-8 at byte %d", 4);
+    cr_expect_eq(lx_err(&err, LX_EINVAL, "%s: %s", "trunc.txt", err.msg), LX_EINVAL);
+    cr_expect_str_eq(err.msg, "trunc.txt: not UTF-8 at byte 4");
+}

@@ -328,15 +328,14 @@ void lx_node_where(const struct lx_node *node, char *out, size_t n)
 int lx_node_err(struct lx_error *err, const struct lx_node *node, const char *fmt, ...)
 {
     if (err) {
-        char where[512];
+        /* formatted apart first, so that an argument may be err->msg itself */
+        char where[512], msg[LX_ERR_MAX];
         lx_node_where(node, where, sizeof where);
-        int k = snprintf(err->msg, sizeof err->msg, "%s: ", where);
-        if (k < 0 || (size_t)k >= sizeof err->msg)
-            k = 0;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg + k, sizeof err->msg - (size_t)k, fmt, ap);
+        vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
+        lx_err(err, LX_EINVAL, "%s: %s", where, msg);
     }
     return LX_EINVAL;
 }

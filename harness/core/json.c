@@ -200,6 +200,21 @@ int lx_json_err(struct lx_error *err, const struct lx_json *doc, const struct lx
     return lx_err(err, LX_EINVAL, "%s: %s: %s", doc->name, path[0] ? path : "(the document)", msg);
 }
 
+int lx_json_member_err(struct lx_error *err, const struct lx_json *doc, const struct lx_jv *obj, const char *key,
+                       const char *fmt, ...)
+{
+    if (!err)
+        return LX_EINVAL;
+    char path[256], msg[LX_ERR_MAX];
+    lx_json_path(doc, obj, path, sizeof path);
+    path_step(path, sizeof path, key, strlen(key), 0);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return lx_err(err, LX_EINVAL, "%s: %s: %s", doc->name, path, msg);
+}
+
 static int type_err(struct lx_error *err, const struct lx_json *doc, const struct lx_jv *v, enum lx_json_type want)
 {
     return lx_json_err(err, doc, v, "expected %s, found %s", lx_json_type_name(want),
@@ -260,16 +275,13 @@ int lx_json_need(const struct lx_json *doc, const struct lx_jv *obj, const char 
     if (!json_is_object(J(obj)))
         return type_err(err, doc, obj, LX_JSON_OBJECT);
     const struct lx_jv *v = lx_json_member(obj, key);
-    if (!v) {
-        char path[256] = "";
-        lx_json_path(doc, obj, path, sizeof path);
-        path_step(path, sizeof path, key, strlen(key), 0);
-        return lx_err(err, LX_EINVAL, "%s: %s: missing (expected %s)", doc->name, path, lx_json_type_name(t));
-    }
+    if (!v)
+        return lx_json_member_err(err, doc, obj, key, "missing (expected %s)", lx_json_type_name(t));
     enum lx_json_type vt = lx_json_type(v);
     int number = (t == LX_JSON_REAL || t == LX_JSON_INT) && (vt == LX_JSON_REAL || vt == LX_JSON_INT);
     if (vt != t && !number)
-        return type_err(err, doc, v, t);
+        return lx_json_member_err(err, doc, obj, key, "expected %s, found %s", lx_json_type_name(t),
+                                  lx_json_type_name(vt));
     *out = v;
     return LX_OK;
 }

@@ -89,4 +89,12 @@ void lx_json_path(const struct lx_json *doc, const struct lx_jv *v, char *out, s
 int lx_json_err(struct lx_error *err, const struct lx_json *doc, const struct lx_jv *v, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* The same for the member key of object obj ("<path of obj>.key"). The path
+** of a value is found by searching the document for it, and true, false and
+** null are one shared value each: lx_json_err on the `true` of
+** "invert": true names the first true in the file. Errors on a member's
+** value, whatever its type, go through here. */
+int lx_json_member_err(struct lx_error *err, const struct lx_json *doc, const struct lx_jv *obj, const char *key,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 #endif

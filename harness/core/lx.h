@@ -33,8 +33,16 @@ struct lx_error {
 };
 
 /* Fill err (which may be NULL) and return code, so callers can write
-** `return lx_err(err, LX_EINVAL, "...", ...);`. */
+** `return lx_err(err, LX_EINVAL, "...", ...);`. The message is formatted apart
+** and then copied, so an argument may be err->msg itself (lx_err_prefix says
+** that more plainly). */
 int lx_err(struct lx_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Put formatted context in front of the message err already holds and return
+** code: `return lx_err_prefix(err, rc, "%s: ", file);`. A message that no
+** longer fits is cut at its end. */
+int lx_err_prefix(struct lx_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #define LX_ASSERT(cond)                                                         \

@@ -18,10 +18,29 @@
 int lx_err(struct lx_error *err, int code, const char *fmt, ...)
 {
     if (err) {
+        /* through a copy: an argument pointing into err->msg reads the old message */
+        char msg[LX_ERR_MAX];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
+        memcpy(err->msg, msg, sizeof msg);
+    }
+    return code;
+}
+
+int lx_err_prefix(struct lx_error *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        char msg[LX_ERR_MAX];
+        memcpy(msg, err->msg, sizeof msg);
+        msg[sizeof msg - 1] = '\0';
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        if (k >= 0 && (size_t)k < sizeof err->msg)
+            snprintf(err->msg + k, sizeof err->msg - (size_t)k, "%s", msg);
     }
     return code;
 }

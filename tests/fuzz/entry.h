@@ -38,6 +38,8 @@ int lx_fuzz_feed_tokenizer_bin(const uint8_t *data, size_t n, struct lx_error *e
 /* Bytes up to the first NUL as a tokenizer.json, the bytes after it (if
 ** any) as the tokenizer_config.json beside it -> lx_tokenizer_open, then the
 ** same texts and promises; text that is not UTF-8 is refused with a message,
+** a text past the file's limits (a pattern past pcre2's match limit, growth
+** past the cap: docs/tokenizers.md#limits) may be, and any other text encodes
 ** and the round trips hold where the file's tables guarantee them (a
 ** byte-level file with every byte a token and nothing lossy in its pipeline). */
 int lx_fuzz_feed_tokenizer_json(const uint8_t *data, size_t n, struct lx_error *err);
@@ -61,5 +63,12 @@ int lx_fuzz_feed_encode(const uint8_t *data, size_t n, struct lx_error *err);
 ** reads what it reads with plain values (tests/slurm_check.h): no value
 ** leaves its quotes. */
 int lx_fuzz_feed_slurm(const uint8_t *data, size_t n, struct lx_error *err);
+
+/* Up to six strings (separated by NUL bytes), as a store may hold them,
+** through lx_esc_html, lx_esc_md, lx_esc_latex, lx_esc_csv and gnuplot's
+** script (lx_plot_script); each output is checked against its context's
+** grammar (tests/fuzz/fuzz_report.c says how) and LX_ASSERT aborts on a
+** string that escapes it. Always LX_OK otherwise. */
+int lx_fuzz_feed_report(const uint8_t *data, size_t n, struct lx_error *err);
 
 #endif

@@ -135,9 +135,12 @@ static long fit_bytes(const struct fit *f, long length, struct lx_error *err)
     }
     long best = t_lo == length ? lo : t_hi == length ? hi : -1;
     for (long d = 1; best < 0 && d <= 64; d++)      /* t jumped past length at hi: try the bytes around */
-        for (int sgn = -1; best < 0 && sgn <= 1; sgn += 2)
-            if (hi + sgn * d >= length && tokens_at(f, hi + sgn * d, NULL, err) == length)
-                best = hi + sgn * d;
+        for (int sgn = -1; best < 0 && sgn <= 1; sgn += 2) {
+            long t = hi + sgn * d >= length ? tokens_at(f, hi + sgn * d, NULL, err) : -1;
+            if (t == 0)
+                return 0;   /* an instance the tokenizer refused: its error, not "no prompt" */
+            best = t == length ? hi + sgn * d : best;
+        }
     if (best < 0)
         lx_err(err, LX_ERUN, "%s: no prompt of exactly %ld %s tokens: %ld bytes give %ld, %ld give %ld\n"
                "  hint: try a length one more or less", f->src->name, length, f->tk->ops->kind, hi - 1, t_lo, hi,

@@ -212,7 +212,7 @@ static int lenx_sniff(const char *path)
     return 1;
 }
 
-const struct lx_format lx_format_lenx = {
+const struct lx_model_format lx_model_format_lenx = {
     .name = "lenx",
     .summary = "lenx's own checkpoint: F32 safetensors with lenx_* metadata (docs/checkpoints.md)",
     .key = NULL,

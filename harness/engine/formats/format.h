@@ -1,7 +1,7 @@
 /*
 ** harness/engine/formats/format.h - what every model format and the dispatcher
 ** share, below both: the facts a load reports (struct lx_ckpt_info), the
-** descriptor a format registers with (struct lx_format, one line in
+** descriptor a format registers with (struct lx_model_format, one line in
 ** formats.def), and helpers for the loaders. Includes core and the model's
 ** public header.
 */
@@ -33,11 +33,11 @@ struct lx_ckpt_info {
     int threads;            /* OpenMP threads of the training run, lenx_threads (0 = unknown) */
 };
 
-/* A model format: one `const struct lx_format lx_format_<name>` in its own
+/* A model format: one `const struct lx_model_format lx_model_format_<name>` in its own
 ** file, one line LX_FORMAT(<name>) in formats.def. lx_model_load tries the
 ** formats in the .def's order and reads the path with the first whose sniff
 ** takes it. */
-struct lx_format {
+struct lx_model_format {
     const char *name;       /* "lenx", "llama2c", "hf": info->format and the symbol's suffix */
     const char *summary;    /* one line for docs and errors */
     const char *key;        /* the key naming such a path under a model in a sweep file ("hf"), or

@@ -7,17 +7,17 @@
 
 #include <string.h>
 
-#define LX_FORMAT(name) extern const struct lx_format lx_format_##name;
+#define LX_FORMAT(name) extern const struct lx_model_format lx_model_format_##name;
 #include "harness/engine/formats/formats.def"
 #undef LX_FORMAT
 
-static const struct lx_format *formats[LX_FORMAT_EXTRA + 16] = {
-#define LX_FORMAT(name) &lx_format_##name,
+static const struct lx_model_format *formats[LX_MODEL_FORMAT_EXTRA + 16] = {
+#define LX_FORMAT(name) &lx_model_format_##name,
 #include "harness/engine/formats/formats.def"
 #undef LX_FORMAT
 };
 
-static int n_extra;     /* formats[0, n_extra) were added by lx_format_add */
+static int n_extra;     /* formats[0, n_extra) were added by lx_model_format_add */
 
 static int n_formats(void)
 {
@@ -27,13 +27,13 @@ static int n_formats(void)
     return n;
 }
 
-const struct lx_format *const *lx_formats(int *n)
+const struct lx_model_format *const *lx_model_formats(int *n)
 {
     *n = n_formats();
     return formats;
 }
 
-int lx_format_add(const struct lx_format *f, struct lx_error *err)
+int lx_model_format_add(const struct lx_model_format *f, struct lx_error *err)
 {
     int n = n_formats();
     if (!f->name || !f->sniff || !f->load)
@@ -41,16 +41,16 @@ int lx_format_add(const struct lx_format *f, struct lx_error *err)
     for (int i = 0; i < n; i++)
         if (strcmp(formats[i]->name, f->name) == 0)
             return lx_err(err, LX_EINVAL, "format '%s' is already registered", f->name);
-    if (n_extra == LX_FORMAT_EXTRA || n == (int)(sizeof formats / sizeof *formats))
+    if (n_extra == LX_MODEL_FORMAT_EXTRA || n == (int)(sizeof formats / sizeof *formats))
         return lx_err(err, LX_EINVAL, "format '%s': no room for more than %d added formats", f->name,
-                      LX_FORMAT_EXTRA);
+                      LX_MODEL_FORMAT_EXTRA);
     memmove(formats + 1, formats, (size_t)n * sizeof *formats);
     formats[0] = f;
     n_extra++;
     return LX_OK;
 }
 
-const struct lx_format *lx_format_for_key(const char *key)
+const struct lx_model_format *lx_model_format_for_key(const char *key)
 {
     for (int i = 0, n = n_formats(); i < n; i++)
         if (formats[i]->key && strcmp(formats[i]->key, key) == 0)

@@ -623,7 +623,7 @@ static int hf_sniff(const char *path)
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-const struct lx_format lx_format_hf = {
+const struct lx_model_format lx_model_format_hf = {
     .name = "hf",
     .summary = "a Hugging Face directory: config.json (llama, mistral) and safetensors shards",
     .key = "hf",

@@ -247,7 +247,7 @@ static int looks_llama2c(const char *path)
     return got == sizeof b && b[8] != '{';
 }
 
-const struct lx_format lx_format_llama2c = {
+const struct lx_model_format lx_model_format_llama2c = {
     .name = "llama2c",
     .summary = "a llama2.c checkpoint (.bin): a 7-int header, then F32 weights",
     .key = NULL,

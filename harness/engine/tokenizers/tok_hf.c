@@ -56,8 +56,8 @@ static int type_of(const struct lx_json *doc, const struct lx_jv *obj, const cha
 static int unsupported(struct lx_error *err, const struct lx_json *doc, const struct lx_jv *obj, const char *what,
                        const char *type)
 {
-    return lx_json_err(err, doc, lx_json_member(obj, "type"), "unsupported %s type \"%s\"\n  hint: lenx reads %s",
-                       what, type, "docs/tokenizers.md lists the supported components");
+    return lx_json_member_err(err, doc, obj, "type", "unsupported %s type \"%s\"\n  hint: lenx reads %s",
+                              what, type, "docs/tokenizers.md lists the supported components");
 }
 
 /* A {"String": s} or {"Regex": r} pattern. */
@@ -84,7 +84,7 @@ static int replace_args(const struct lx_json *doc, const struct lx_jv *obj, cons
         (rc = lx_json_str(doc, v, b, nb, err)) < 0)
         return rc;
     if (regex)
-        return lx_json_err(err, doc, lx_json_member(obj, "pattern"), "unsupported: a Replace by regex");
+        return lx_json_member_err(err, doc, obj, "pattern", "unsupported: a Replace by regex");
     return LX_OK;
 }
 
@@ -224,8 +224,8 @@ static int read_model(struct hf_tok *hf, const struct lx_json *doc, const struct
     if (rc < 0)
         return rc;
     if (strcmp(type, "BPE") != 0)
-        return lx_json_err(err, doc, lx_json_member(obj, "type"), "unsupported model type \"%s\"\n  hint: lenx "
-                           "reads BPE models (SentencePiece-style with byte fallback, or byte-level)", type);
+        return lx_json_member_err(err, doc, obj, "type", "unsupported model type \"%s\"\n  hint: lenx "
+                                  "reads BPE models (SentencePiece-style with byte fallback, or byte-level)", type);
     static const char *const affixes[] = {"continuing_subword_prefix", "end_of_word_suffix"};
     for (int i = 0; i < 2; i++) {
         size_t n = 0;
@@ -333,6 +333,25 @@ static int each_component(struct lx_tokenizer *t, struct hf_tok *hf, const struc
     return rc;
 }
 
+/* "<path> (<type>)" of a step, for the messages of encoding, malloc'd. */
+static char *where_of(const struct lx_json *doc, const struct lx_jv *obj, const char *type)
+{
+    char path[256], out[320];
+    lx_json_path(doc, obj, path, sizeof path);
+    snprintf(out, sizeof out, "%s (%s)", path, type);
+    return lx_xstrdup(out);
+}
+
+/* LX_OK while a step list has room for one more step (HF_MAX_STEPS). */
+static int room_for_step(const struct lx_json *doc, const struct lx_jv *obj, int n, const char *what,
+                         struct lx_error *err)
+{
+    if (n < HF_MAX_STEPS)
+        return LX_OK;
+    return lx_json_err(err, doc, obj, "more than %d %s steps\n  hint: the families lenx reads have at most 4",
+                       HF_MAX_STEPS, what);
+}
+
 static int normalizer_one(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *obj,
                           const char *type, struct lx_error *err)
 {
@@ -342,6 +361,8 @@ static int normalizer_one(struct lx_tokenizer *t, struct hf_tok *hf, const struc
     const struct lx_jv *v;
     static const char *const forms[] = {[LX_NFC] = "NFC", [LX_NFD] = "NFD", [LX_NFKC] = "NFKC", [LX_NFKD] = "NFKD"};
     struct hf_norm st = {0};
+    if ((rc = room_for_step(doc, obj, hf->n_norm, "normalizer", err)) < 0)
+        return rc;
     if (strcmp(type, "Prepend") == 0) {
         if ((rc = lx_json_need(doc, obj, "prepend", LX_JSON_STRING, &v, err)) < 0 ||
             (rc = lx_json_str(doc, v, &a, &na, err)) < 0)
@@ -361,6 +382,7 @@ static int normalizer_one(struct lx_tokenizer *t, struct hf_tok *hf, const struc
     }
     st.a = lx_xmalloc(na + 1), memcpy(st.a, a, na), st.na = na;
     st.b = lx_xmalloc(nb + 1), memcpy(st.b, b ? b : "", nb), st.nb = nb;
+    st.where = where_of(doc, obj, type);
     hf->norm = lx_xrealloc(hf->norm, (size_t)(hf->n_norm + 1) * sizeof *hf->norm);
     hf->norm[hf->n_norm++] = st;
     return LX_OK;
@@ -378,13 +400,13 @@ static int read_split(struct hf_tok *hf, const struct lx_json *doc, const struct
         (rc = lx_json_str(doc, v, &behavior, NULL, err)) < 0)
         return rc;
     if (invert)
-        return lx_json_err(err, doc, lx_json_member(obj, "invert"), "unsupported: an inverted Split");
+        return lx_json_member_err(err, doc, obj, "invert", "unsupported: an inverted Split");
     if (strcmp(behavior, "Isolated") != 0 && strcmp(behavior, "Removed") != 0)
         return lx_json_err(err, doc, v, "unsupported Split behavior \"%s\" (lenx: Isolated, Removed)", behavior);
     sp->behavior = behavior[0] == 'I' ? HF_ISOLATED : HF_REMOVED;
     struct lx_error e2 = {{0}};
     rc = regex ? lx_regex_compile(&sp->re, s, n, &e2) : lx_regex_literal(&sp->re, s, n, &e2);
-    return rc < 0 ? lx_json_err(err, doc, lx_json_member(obj, "pattern"), "%s", e2.msg) : LX_OK;
+    return rc < 0 ? lx_json_member_err(err, doc, obj, "pattern", "%s", e2.msg) : LX_OK;
 }
 
 static int pretok_one(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *obj,
@@ -392,6 +414,8 @@ static int pretok_one(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx
 {
     int rc;
     struct hf_split sp = {0};
+    if ((rc = room_for_step(doc, obj, hf->n_split, "pre_tokenizer", err)) < 0)
+        return rc;
     if (strcmp(type, "Split") == 0) {
         rc = read_split(hf, doc, obj, &sp, err);
     } else if (strcmp(type, "ByteLevel") == 0) {
@@ -411,6 +435,7 @@ static int pretok_one(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx
     }
     if (rc < 0)
         return rc;
+    sp.where = where_of(doc, obj, type);
     hf->split = lx_xrealloc(hf->split, (size_t)(hf->n_split + 1) * sizeof *hf->split);
     hf->split[hf->n_split++] = sp;
     return LX_OK;
@@ -560,9 +585,9 @@ static void hf_free(void *impl)
     for (int i = 0; i < hf->n_added; i++)
         free(hf->added[i].s);
     for (int i = 0; i < hf->n_norm; i++)
-        free(hf->norm[i].a), free(hf->norm[i].b);
+        free(hf->norm[i].a), free(hf->norm[i].b), free(hf->norm[i].where);
     for (int i = 0; i < hf->n_split; i++)
-        lx_regex_free(hf->split[i].re);
+        lx_regex_free(hf->split[i].re), free(hf->split[i].where);
     for (int i = 0; i < hf->n_repl; i++)
         free(hf->repl[i].a), free(hf->repl[i].b);
     for (long i = 0; hf->text && i < hf->bpe.n_vocab; i++)

@@ -13,6 +13,19 @@
 #include "harness/engine/tokenizers/regex.h"
 #include "harness/engine/tokenizers/unicode.h"
 
+/* Limits on what a file may ask of encoding (docs/tokenizers.md#limits): at
+** most HF_MAX_STEPS normalizer and as many pre-tokenizer steps (the families
+** lenx reads have at most 4; each step is a level of recursion when
+** encoding), and the normalized text, and the pieces the pre-tokenizer hands
+** to BPE, at most HF_GROWTH times the text plus HF_GROWTH_SLACK bytes each.
+** A Unicode normalizer grows UTF-8 at most 11x (U+FDFA under NFKC/NFKD), a
+** SentencePiece Replace " " -> "\u2581" 3x, ByteLevel's prefix space one byte
+** per piece: a real file stays far below 16x, a Replace "a" -> "aa" chained 30
+** times (2^30) does not. */
+#define HF_MAX_STEPS 256
+#define HF_GROWTH 16
+#define HF_GROWTH_SLACK 1024
+
 struct hf_added {
     int32_t id;             /* its id */
     char *s;                /* (n,) its content */
@@ -29,6 +42,7 @@ struct hf_norm {
     char *a, *b;                    /* PREPEND: a; REPLACE: a -> b */
     size_t na, nb;
     enum lx_unicode_form form;      /* UNICODE: the normalization form */
+    char *where;                    /* its JSON path and type, for messages: "normalizer.normalizers[1] (Replace)" */
 };
 
 enum hf_behavior { HF_ISOLATED, HF_REMOVED };
@@ -37,6 +51,7 @@ struct hf_split {
     struct lx_regex *re;            /* what splits; NULL: nothing (a ByteLevel without its regex) */
     enum hf_behavior behavior;      /* ISOLATED keeps matches and gaps as pieces, REMOVED drops matches */
     int prefix_space;               /* ByteLevel add_prefix_space: each piece gets a leading ' ' */
+    char *where;                    /* its JSON path and type, for messages */
 };
 
 struct hf_replace {

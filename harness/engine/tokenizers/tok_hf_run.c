@@ -9,6 +9,9 @@
 **   4. each piece is one BPE word (bpe.c).
 ** A segment (LX_ENC_SEGMENT) skips the dummy prefix: a Prepend normalizer and
 ** ByteLevel's add_prefix_space. lx_hf_tok_piece reads the text of one id.
+** Steps 2-3 run within the limits of tok_hf.h (docs/tokenizers.md#limits): a
+** pattern that fails or a text grown past the cap stops the encoding with an
+** error naming the step, never a text cut another way.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -42,72 +45,115 @@ static const struct hf_added *added_at(const struct hf_tok *hf, const char *text
 
 /* ---- 2-4. a stretch of text between added tokens ---- */
 
-struct piece_ctx {
-    const struct hf_tok *hf;        /* the tables */
-    int step;                   /* the pre-tokenizer step about to cut */
-    const char *s;              /* the text being cut */
-    size_t done;                /* s[0, done) is already handed on */
-    struct lx_ids *out;         /* where ids go */
-    struct lx_bpe_work *work;   /* BPE scratch */
-    int segment;                /* LX_ENC_SEGMENT: no prefix space */
+/* One encoding: where ids go, and what it has spent of the limits of tok_hf.h. */
+struct enc {
+    const struct lx_tokenizer *t;   /* the tokenizer (its path names it in messages) */
+    const struct hf_tok *hf;            /* its tables */
+    struct lx_ids *out;             /* where ids go */
+    struct lx_bpe_work *work;       /* BPE scratch */
+    int segment;                    /* LX_ENC_SEGMENT: no dummy prefix */
+    size_t cap;                     /* bytes the normalized text, and the pieces, may reach (HF_GROWTH) */
+    size_t n_norm;                  /* bytes of normalized text so far (every stretch) */
+    size_t n_pieces;                /* bytes of pieces handed to BPE so far */
+    size_t from;                    /* the stretch's first byte in the text, for messages */
+    int grew;                       /* the last pre-tokenizer step that added a prefix space, or -1 */
+    struct lx_error *err;           /* filled on failure */
 };
 
-static void pieces(const struct hf_tok *hf, int step, const char *s, size_t n, struct lx_ids *out,
-                   struct lx_bpe_work *work, int segment);
+/* What on_match needs of the step cutting s. */
+struct piece_ctx {
+    struct enc *e;              /* the encoding */
+    int step;                   /* the pre-tokenizer step cutting */
+    const char *s;              /* the text being cut */
+    size_t base;                /* s's first byte in the stretch's normalized text */
+    size_t done;                /* s[0, done) is already handed on */
+    int inner;                  /* a later step failed (its message is complete) */
+};
 
-/* A match [start, end) of step ctx->step: the gap before it, then (unless
-** REMOVED) the match, go on to the next step. */
-static void on_match(size_t start, size_t end, void *arg)
+static int pieces(struct enc *e, int step, const char *s, size_t n, size_t base);
+
+/* A match [start, end) of step c->step in c->s: the gap before it, then
+** (unless REMOVED) the match, go on to the next step. */
+static int on_match(size_t start, size_t end, void *arg)
 {
     struct piece_ctx *c = arg;
-    const struct hf_split *sp = &c->hf->split[c->step];
+    int rc = LX_OK;
     if (start > c->done)
-        pieces(c->hf, c->step + 1, c->s + c->done, start - c->done, c->out, c->work, c->segment);
-    if (sp->behavior == HF_ISOLATED)
-        pieces(c->hf, c->step + 1, c->s + start, end - start, c->out, c->work, c->segment);
+        rc = pieces(c->e, c->step + 1, c->s + c->done, start - c->done, c->base + c->done);
+    if (rc == LX_OK && c->e->hf->split[c->step].behavior == HF_ISOLATED)
+        rc = pieces(c->e, c->step + 1, c->s + start, end - start, c->base + start);
     c->done = end;
+    c->inner = rc < 0;
+    return rc;
 }
 
-/* Cut s[0, n) with pre-tokenizer steps step.. and encode the pieces. */
-static void pieces(const struct hf_tok *hf, int step, const char *s, size_t n, struct lx_ids *out,
-                   struct lx_bpe_work *work, int segment)
+/* One piece for BPE, within the cap on pre-tokenized bytes. */
+static int to_bpe(struct enc *e, const char *s, size_t n)
+{
+    e->n_pieces += n;
+    if (e->n_pieces > e->cap)
+        return lx_err(e->err, LX_EINVAL, "%s: %s: the pieces pass %zu bytes, %d times the text plus %d\n"
+                      "  hint: lenx caps what pre-tokenizing may add (docs/tokenizers.md#limits)", e->t->path,
+                      e->grew >= 0 ? e->hf->split[e->grew].where : "pre_tokenizer", e->cap, HF_GROWTH,
+                      HF_GROWTH_SLACK);
+    lx_bpe_word(&e->hf->bpe, -1, s, n, e->out, e->work);
+    return LX_OK;
+}
+
+/* Cut s[0, n) (at base in the normalized stretch) with pre-tokenizer steps
+** step.. and encode the pieces. */
+static int pieces(struct enc *e, int step, const char *s, size_t n, size_t base)
 {
     if (n == 0)
-        return;
-    if (step == hf->n_split) {
-        lx_bpe_word(&hf->bpe, -1, s, n, out, work);
-        return;
-    }
-    const struct hf_split *sp = &hf->split[step];
+        return LX_OK;
+    if (step == e->hf->n_split)
+        return to_bpe(e, s, n);
+    const struct hf_split *sp = &e->hf->split[step];
     char *copy = NULL;
-    if (sp->prefix_space && !segment && s[0] != ' ') {
+    if (sp->prefix_space && !e->segment && s[0] != ' ') {
         copy = lx_xmalloc(n + 1);
         copy[0] = ' ';
         memcpy(copy + 1, s, n);
         s = copy;
         n++;
+        base = base ? base - 1 : 0;   /* the space stands just before the piece */
+        e->grew = step;
     }
+    int rc;
     if (!sp->re) {
-        pieces(hf, step + 1, s, n, out, work, segment);
+        rc = pieces(e, step + 1, s, n, base);
     } else {
-        struct piece_ctx c = {hf, step, s, 0, out, work, segment};
-        lx_regex_each(sp->re, s, n, on_match, &c);
-        if (c.done < n)
-            pieces(hf, step + 1, s + c.done, n - c.done, out, work, segment);
+        struct piece_ctx c = {e, step, s, base, 0, 0};
+        rc = lx_regex_each(sp->re, s, n, e->from + base, on_match, &c, e->err);
+        if (rc < 0 && !c.inner)   /* this step's pattern failed: say which step */
+            lx_err_prefix(e->err, rc, "%s: %s: ", e->t->path, sp->where);
+        if (rc == LX_OK && c.done < n)
+            rc = pieces(e, step + 1, s + c.done, n - c.done, base + c.done);
     }
     free(copy);
+    return rc;
+}
+
+/* The one check of a normalizer step's output: at most e->cap bytes of
+** normalized text over the whole encoding. */
+static int norm_cap(struct enc *e, const struct hf_norm *st, const struct lx_buf *to)
+{
+    if (e->n_norm + to->len <= e->cap)
+        return LX_OK;
+    return lx_err(e->err, LX_EINVAL, "%s: %s: the normalized text passes %zu bytes, %d times the text plus %d\n"
+                  "  hint: lenx caps what normalizing may add (docs/tokenizers.md#limits)", e->t->path, st->where,
+                  e->cap, HF_GROWTH, HF_GROWTH_SLACK);
 }
 
 /* Apply the normalizer steps to s[0, n); the result is in one of the two
-** buffers, returned. */
-static const struct lx_buf *normalize(const struct hf_tok *hf, const char *s, size_t n, int segment,
-                                      struct lx_buf buf[2])
+** buffers, *norm. */
+static int normalize(struct enc *e, const char *s, size_t n, struct lx_buf buf[2], const struct lx_buf **norm)
 {
-    int cur = 0;
+    int cur = 0, rc = LX_OK;
     lx_buf_reset(&buf[0]);
     lx_buf_putn(&buf[0], s, n);
-    for (int k = 0; k < hf->n_norm; k++) {
-        const struct hf_norm *st = &hf->norm[k];
+    for (int k = 0; k < e->hf->n_norm && rc == LX_OK; k++) {
+        const struct hf_norm *st = &e->hf->norm[k];
         const struct lx_buf *in = &buf[cur];
         struct lx_buf *to = &buf[!cur];
         lx_buf_reset(to);
@@ -115,11 +161,11 @@ static const struct lx_buf *normalize(const struct hf_tok *hf, const char *s, si
         if (st->kind == HF_UNICODE) {
             lx_unicode_normalize(st->form, in->s, in->len, to);
         } else if (st->kind == HF_PREPEND) {
-            if (in->len > 0 && !segment)
+            if (in->len > 0 && !e->segment)
                 lx_buf_putn(to, st->a, st->na);
             lx_buf_putn(to, in->s, in->len);
         } else {
-            for (size_t i = 0; i < in->len;) {
+            for (size_t i = 0; i < in->len && (rc = norm_cap(e, st, to)) == LX_OK;) {
                 if (st->na > 0 && i + st->na <= in->len && memcmp(in->s + i, st->a, st->na) == 0) {
                     lx_buf_putn(to, st->b, st->nb);
                     i += st->na;
@@ -128,16 +174,19 @@ static const struct lx_buf *normalize(const struct hf_tok *hf, const char *s, si
                 }
             }
         }
+        if (rc == LX_OK)
+            rc = norm_cap(e, st, to);
         cur = !cur;
     }
-    return &buf[cur];
+    e->n_norm += buf[cur].len;
+    *norm = &buf[cur];
+    return rc;
 }
 
 int lx_hf_tok_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags, struct lx_ids *out,
               struct lx_error *err)
 {
     const struct hf_tok *hf = t->impl;
-    int segment = (flags & LX_ENC_SEGMENT) != 0;
     for (size_t i = 0; i < n;) {
         int len = lx_utf8_len((const unsigned char *)text + i, n - i);
         if (len == 0)
@@ -147,8 +196,11 @@ int lx_hf_tok_encode(const struct lx_tokenizer *t, const char *text, size_t n, u
     }
     struct lx_buf buf[2] = {{0}};
     struct lx_bpe_work work = {0};
+    struct enc e = {.t = t, .hf = hf, .out = out, .work = &work, .segment = (flags & LX_ENC_SEGMENT) != 0,
+                    .cap = HF_GROWTH * n + HF_GROWTH_SLACK, .grew = -1, .err = err};
     size_t from = 0;   /* text[from, i) waits to be encoded */
-    for (size_t i = 0; i <= n; i++) {
+    int rc = LX_OK;
+    for (size_t i = 0; i <= n && rc == LX_OK; i++) {
         const struct hf_added *a = i < n && hf->n_added ? added_at(hf, text, n, i) : NULL;
         if (!a && i < n)
             continue;
@@ -159,9 +211,11 @@ int lx_hf_tok_encode(const struct lx_tokenizer *t, const char *text, size_t n, u
         if (a && a->rstrip)
             while (next < n && is_space(text[next]))
                 next++;
-        const struct lx_buf *norm = normalize(hf, text + from, end - from, segment, buf);
-        pieces(hf, 0, norm->s, norm->len, out, &work, segment);
-        if (!a)
+        const struct lx_buf *norm;
+        e.from = from;
+        if ((rc = normalize(&e, text + from, end - from, buf, &norm)) == LX_OK)
+            rc = pieces(&e, 0, norm->s, norm->len, 0);
+        if (!a || rc < 0)
             break;
         lx_ids_push(out, a->id);
         from = next;
@@ -170,7 +224,7 @@ int lx_hf_tok_encode(const struct lx_tokenizer *t, const char *text, size_t n, u
     lx_bpe_work_free(&work);
     lx_buf_free(&buf[0]);
     lx_buf_free(&buf[1]);
-    return LX_OK;
+    return rc;
 }
 
 /* ---- decoding ---- */
