@@ -131,7 +131,7 @@ int lx_args_global(int *argc, char ***argv, struct lx_error *err)
 
 int lx_cli_fail(const struct lx_error *err, int rc)
 {
-    fprintf(stderr, "lenx: error: %s\n", err->msg);
+    lx_term_printf(stderr, "lenx: error: %s\n", err->msg);
     return rc == LX_EINVAL ? 2 : rc == LX_EIO ? 3 : 1;
 }
 

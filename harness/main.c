@@ -63,7 +63,7 @@ int main(int argc, char **argv)
 {
     struct lx_error err;
     if (lx_registry_check(&err) < 0) {
-        fprintf(stderr, "lenx: internal error: %s\n", err.msg);
+        lx_term_printf(stderr, "lenx: internal error: %s\n", err.msg);
         return 70;
     }
     int rc = lx_args_global(&argc, &argv, &err);

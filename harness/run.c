@@ -164,13 +164,17 @@ static void train_progress(void *ctx, long step, long steps, double loss, double
     double left = tok_per_s > 0 ? (now() - p->t0) / (double)step * (double)(steps - step) : 0.0;
     char eta[32];
     snprintf(eta, sizeof eta, "%ld:%02ld", (long)left / 60, (long)left % 60);
-    if (p->mode == 2)
-        fprintf(stderr, "\r\033[Ktrain %s [%s] step %ld/%ld loss %.4f%s  %.0f tok/s  ETA %s%s", p->name,
-                p->key, step, steps, loss, "", tok_per_s, eta, step == steps ? "\n" : "");
-    if (is_val && (p->mode == 1 || step == steps))
-        fprintf(stderr, "%strain %s [%s] step %ld/%ld loss %.4f val %.4f  %.0f tok/s  ETA %s\n",
-                p->mode == 2 && step != steps ? "\r\033[K" : "", p->name, p->key, step, steps, loss, val,
-                tok_per_s, eta);
+    /* our own "\r\033[K" (rewrite the line) goes out as is; the names, through lx_term_printf */
+    if (p->mode == 2) {
+        fputs("\r\033[K", stderr);
+        lx_term_printf(stderr, "train %s [%s] step %ld/%ld loss %.4f  %.0f tok/s  ETA %s%s", p->name, p->key, step,
+                       steps, loss, tok_per_s, eta, step == steps ? "\n" : "");
+    }
+    if (is_val && (p->mode == 1 || step == steps)) {
+        fputs(p->mode == 2 && step != steps ? "\r\033[K" : "", stderr);
+        lx_term_printf(stderr, "train %s [%s] step %ld/%ld loss %.4f val %.4f  %.0f tok/s  ETA %s\n", p->name, p->key,
+                       step, steps, loss, val, tok_per_s, eta);
+    }
     fflush(stderr);
 }
 
@@ -469,12 +473,12 @@ static void progress(const struct lx_run_opts *o, const struct lx_plan *plan, co
     char eta[32];
     fmt_secs(eta, avg_s * (total - done));
     if (o->progress == 2) {
-        fprintf(stderr, "\r\033[K[%d/%d] ETA %s  last: %s %s %s N=%ld (%.2fs)%s", done, total, eta,
-                status, g->tasks[c->task].task->name, c->method, c->length, cell_s,
-                done == total ? "\n" : "");
+        fputs("\r\033[K", stderr);
+        lx_term_printf(stderr, "[%d/%d] ETA %s  last: %s %s %s N=%ld (%.2fs)%s", done, total, eta, status,
+                       g->tasks[c->task].task->name, c->method, c->length, cell_s, done == total ? "\n" : "");
     } else {
-        fprintf(stderr, "[%d/%d] %s %.2fs %s %s length=%ld seed=%ld  ETA %s\n", done, total, status, cell_s,
-                g->tasks[c->task].canon, c->method, c->length, c->seed, eta);
+        lx_term_printf(stderr, "[%d/%d] %s %.2fs %s %s length=%ld seed=%ld  ETA %s\n", done, total, status, cell_s,
+                       g->tasks[c->task].canon, c->method, c->length, c->seed, eta);
     }
     fflush(stderr);
 }
@@ -658,8 +662,8 @@ static int run_cell(struct runner *r, struct model_slot *slot, const struct lx_c
     else
         r->sum->n_failed++;
     if (!rec.ok && (r->o->progress || kept))
-        fprintf(stderr, "lenx: cell failed: %s%s\n", cell_err.msg,
-                kept ? "\n  (not stored: the ok row of this cell and commit is kept)" : "");
+        lx_term_printf(stderr, "lenx: cell failed: %s%s\n", cell_err.msg,
+                       kept ? "\n  (not stored: the ok row of this cell and commit is kept)" : "");
     return LX_OK;
 }
 
@@ -683,7 +687,7 @@ static int model_only(struct runner *r, struct model_slot *slot, const struct lx
     else
         r->sum->n_failed++;
     if (!busy && !*ok)
-        fprintf(stderr, "lenx: %s\n", why.msg);
+        lx_term_printf(stderr, "lenx: %s\n", why.msg);
     return LX_OK;
 }
 

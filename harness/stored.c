@@ -22,7 +22,7 @@ int lx_stored_open(struct lx_store **store, const char *db, struct lx_error *err
 {
     int rc = lx_store_open(store, db ? db : LX_DEFAULT_DB, 1, err);
     if (rc == LX_OK && lx_store_note(*store))
-        fprintf(stderr, "lenx: warning: %s\n", lx_store_note(*store));
+        lx_term_printf(stderr, "lenx: warning: %s\n", lx_store_note(*store));
     return rc;
 }
 
@@ -113,13 +113,15 @@ int lx_stored_show_sweep(const char *sweep, const char *db, struct lx_error *err
         rc = lx_store_sweep_configs(store, sweep, &v, &n, err);
     lx_store_close(store);
     for (int i = 0; rc == LX_OK && i < n; i++) {
-        printf("%s# sweep %s: %d cells from %s%s, %s ... %s, newest at commit %.12s\n", i ? "\n" : "", sweep,
-               v[i].n_cells, v[i].path, i ? " (an older text)" : "", v[i].first, v[i].last, v[i].commits[0].name);
+        lx_term_printf(stdout, "%s# sweep %s: %d cells from %s%s, %s ... %s, newest at commit %.12s\n", i ? "\n" : "",
+                       sweep, v[i].n_cells, v[i].path, i ? " (an older text)" : "", v[i].first, v[i].last,
+                       v[i].commits[0].name);
         for (int k = 0; v[i].n_commits > 1 && k < v[i].n_commits; k++)
-            printf("#   commit %.12s%s: %d cell%s\n", v[i].commits[k].name, v[i].commits[k].dirty ? " (dirty)" : "",
-                   v[i].commits[k].n, v[i].commits[k].n == 1 ? "" : "s");
+            lx_term_printf(stdout, "#   commit %.12s%s: %d cell%s\n", v[i].commits[k].name,
+                           v[i].commits[k].dirty ? " (dirty)" : "", v[i].commits[k].n,
+                           v[i].commits[k].n == 1 ? "" : "s");
         if (v[i].text)
-            fputs(v[i].text, stdout);
+            lx_term_printf(stdout, "%s", v[i].text);
         else
             printf("# (stored before lenx kept the sweep's YAML text)\n");
         if (v[i].text && v[i].text[0] && v[i].text[strlen(v[i].text) - 1] != '\n')
@@ -162,10 +164,10 @@ static int planned_keys(const char *config, char **sweep, char **keys_json, stru
 static void print_cells(const struct lx_cell_info *v, int n)
 {
     for (int i = 0; i < n; i++) {
-        printf("  %s  %s  %-6s  %s  %s  length=%ld seed=%ld", v[i].sweep, v[i].key, v[i].status, v[i].method,
-               v[i].task, v[i].length, v[i].seed);
+        lx_term_printf(stdout, "  %s  %s  %-6s  %s  %s  length=%ld seed=%ld", v[i].sweep, v[i].key, v[i].status,
+                       v[i].method, v[i].task, v[i].length, v[i].seed);
         if (v[i].model[0])
-            printf("  model=%s [%.8s]", v[i].model, v[i].model_key);
+            lx_term_printf(stdout, "  model=%s [%.8s]", v[i].model, v[i].model_key);
         printf("  commit %.10s\n", v[i].commit);
     }
     for (int i = 0; i < n; i++) {
@@ -175,7 +177,7 @@ static void print_cells(const struct lx_cell_info *v, int n)
         for (int j = i; j < n && first; j++)
             k += strcmp(v[j].sweep, v[i].sweep) == 0;
         if (first)
-            printf("%s: %d cells\n", v[i].sweep, k);
+            lx_term_printf(stdout, "%s: %d cells\n", v[i].sweep, k);
     }
 }
 
@@ -242,9 +244,11 @@ void lx_stored_note_stale(const char *db, const struct lx_plan *plan, const char
     struct lx_cell_info *cells = NULL;
     int n = 0;
     if (lx_store_rm_list(store, &f, &cells, &n, &err) == LX_OK && n > 0)
-        fprintf(stderr, "lenx: note: sweep '%s' also holds %d cells that %s no longer plans (an earlier "
-                "version of it); tables show them apart\n  hint: `lenx rm --not-in %s --db %s` lists them, "
-                "add --yes to delete them\n", plan->grid->name, n, config, config, db);
+        lx_term_printf(stderr,
+                       "lenx: note: sweep '%s' also holds %d cells that %s no longer plans (an earlier "
+                       "version of it); tables show them apart\n  hint: `lenx rm --not-in %s --db %s` lists them, "
+                       "add --yes to delete them\n",
+                       plan->grid->name, n, config, config, db);
     lx_cell_infos_free(cells, n);
     free(keys);
     lx_store_close(store);
@@ -450,7 +454,7 @@ int lx_cmd_compare(int argc, char **argv)
         lx_buf_free(&out);
         return lx_cli_fail(&err, rc);
     }
-    fputs(lx_buf_str(&out), stdout);
+    lx_term_printf(stdout, "%s", lx_buf_str(&out));
     lx_buf_free(&out);
     if (c.n_values == 0) {
         fprintf(stderr, "lenx: error: '%s' and '%s' share no cell\n"
@@ -585,8 +589,9 @@ static int list_models(const char *db, struct lx_error *err)
     for (int i = 0; i < n; i++) {
         char t[32];
         snprintf(t, sizeof t, m[i].steps ? "%.0f s" : "(file)", m[i].seconds);
-        printf("%-16s %-12s %-20s %-16s %6ld %11ld %8s  %s%s\n", m[i].key, m[i].name, m[i].arch, m[i].stack,
-               m[i].train_len, m[i].tokens, t, m[i].path, access(m[i].path, R_OK) == 0 ? "" : " (missing)");
+        lx_term_printf(stdout, "%-16s %-12s %-20s %-16s %6ld %11ld %8s  %s%s\n", m[i].key, m[i].name, m[i].arch,
+                       m[i].stack, m[i].train_len, m[i].tokens, t, m[i].path,
+                       access(m[i].path, R_OK) == 0 ? "" : " (missing)");
     }
     if (n == 0)
         fprintf(stderr, "lenx: no models in %s\n", db ? db : LX_DEFAULT_DB);
@@ -633,9 +638,10 @@ int lx_cmd_list(int argc, char **argv)
         if (rc < 0)
             return lx_cli_fail(&err, rc);
         for (int i = 0; i < n; i++) {
-            printf("%-24s %5d ok %5d failed  last %s", sw[i].name, sw[i].n_ok, sw[i].n_failed, sw[i].last);
+            lx_term_printf(stdout, "%-24s %5d ok %5d failed  last %s", sw[i].name, sw[i].n_ok, sw[i].n_failed,
+                           sw[i].last);
             if (sw[i].n_texts > 1)      /* the config changed between runs: stale cells may be there */
-                printf("  from %d YAML texts (lenx show sweep %s)", sw[i].n_texts, sw[i].name);
+                lx_term_printf(stdout, "  from %d YAML texts (lenx show sweep %s)", sw[i].n_texts, sw[i].name);
             printf("\n");
         }
         lx_sweep_infos_free(sw, n);

@@ -400,17 +400,20 @@ Test(show_task, refuses_what_it_cannot_render, .init = setup, .fini = teardown)
     " || char(10) || 'system(\"touch pwned-nl\") \\input{pwn-tex} @pwn % $ # _ ^ ~ {'"                     \
     " || char(1) || '999' || char(1) || char(13) || char(10) || char(10) || 'pwn-line'"
 
-static const char *hostile_sql =
-    "update runs set sweep = 'S' || " HOSTILE_SQL ", method = 'M' || " HOSTILE_SQL ", task = 'T' || " HOSTILE_SQL
-    ", method_params = 'P' || " HOSTILE_SQL ", task_params = 'Q' || " HOSTILE_SQL ", model_key = 'K' || " HOSTILE_SQL
-    ", model = 'N' || " HOSTILE_SQL ", git_commit = 'C' || " HOSTILE_SQL ", version = 'V' || " HOSTILE_SQL
-    ", blas = 'B' || " HOSTILE_SQL ", host = 'H' || " HOSTILE_SQL ", config = 'F' || " HOSTILE_SQL
-    ", config_text = 'Y' || " HOSTILE_SQL ", started = 'A' || " HOSTILE_SQL ", finished = 'Z' || " HOSTILE_SQL
-    ", error = 'E' || " HOSTILE_SQL ", key = key || " HOSTILE_SQL ";\n"
-    "update metrics set name = 'X' || " HOSTILE_SQL " || name;\n"
-    "insert into series (run_id, series, x, y) select id, 'nll_by_pos', 1, 2.5 from runs;\n"
-    "insert into series (run_id, series, x, y) select id, 'nll_by_pos', 2, 2.0 from runs;\n"
-    "insert into series (run_id, series, x, y) select id, 'acc_by_depth', 0.5, 1 from runs;\n";
+/* The SQL that plants payload P (an SQL expression) in every stored text
+** column of a store made by `lenx run` (after a column tag) and adds series. */
+#define HOSTILE_STORE(P)                                                                                          \
+    "update runs set sweep = 'S' || " P ", method = 'M' || " P ", task = 'T' || " P ", method_params = 'P' || " P \
+    ", task_params = 'Q' || " P ", model_key = 'K' || " P ", model = 'N' || " P ", git_commit = 'C' || " P         \
+    ", version = 'V' || " P ", blas = 'B' || " P ", host = 'H' || " P ", config = 'F' || " P                      \
+    ", config_text = 'Y' || " P ", started = 'A' || " P ", finished = 'Z' || " P ", error = 'E' || " P            \
+    ", key = key || " P ";\n"                                                                                      \
+    "update metrics set name = 'X' || " P " || name;\n"                                                           \
+    "insert into series (run_id, series, x, y) select id, 'nll_by_pos', 1, 2.5 from runs;\n"                     \
+    "insert into series (run_id, series, x, y) select id, 'nll_by_pos', 2, 2.0 from runs;\n"                     \
+    "insert into series (run_id, series, x, y) select id, 'acc_by_depth', 0.5, 1 from runs;\n"
+
+static const char *hostile_sql = HOSTILE_STORE(HOSTILE_SQL);
 
 /* Walk a page as an HTML parser would (tags with quoted or bare attribute
 ** values, comments, CDATA sections of SVG, the raw text of <style>) and fail
@@ -543,6 +546,86 @@ Test(report, hostile_stored_strings_stay_in_their_context, .init = setup, .fini 
     cr_expect_eq(strlen(method), hex.len, "%s\n%s", lx_buf_str(&hex), method);
     lx_buf_free(&hex);
     lx_rows_release(&rows);
+}
+
+/* Terminal control sequences planted after HOSTILE_SQL: a colour (CSI), an
+** OSC 8 hyperlink, an OSC 52 clipboard write, a carriage return that
+** overwrites the line, BEL, DEL, C1 CSI (U+009B, in UTF-8) and two bytes that
+** are not UTF-8 (a stray 0xFF, an overlong '/'). */
+#define TERMINAL_SQL                                                                                          \
+    HOSTILE_SQL " || char(27) || '[31mpwn-red' || char(27) || ']8;;http://pwn/' || char(7) || 'pwn-link'"   \
+    " || char(27) || ']8;;' || char(27) || '\\' || char(27) || ']52;c;cHdu' || char(7) || char(13)"         \
+    " || 'pwn-cr' || char(127) || char(155) || '2J' || cast(x'ff' as text) || cast(x'c0af' as text)"
+
+static const char *terminal_sql =
+    HOSTILE_STORE(TERMINAL_SQL)
+    "insert into models (key, name, config, path, sha256, steps, tokens, seconds, git_commit, created) values"
+    " ('0123456789abcdef' || " TERMINAL_SQL ", 'n' || " TERMINAL_SQL ", json_object('arch', json_object('mode',"
+    " 'm' || " TERMINAL_SQL ", 'layers', 1, 'd_model', 8, 'heads', 1), 'stack', json_array(json_object('s' || "
+    TERMINAL_SQL ", json_object())), 'train', json_object('length', 16)), 'p' || " TERMINAL_SQL ", 'h', 1, 16,"
+    " 1.0, 'c' || " TERMINAL_SQL ", 'd' || " TERMINAL_SQL ");\n";
+
+/* The first raw control byte (C0 but LF and tab, DEL, C1 in UTF-8) of s, or NULL. */
+static const char *raw_control(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+            return (const char *)p;
+    return NULL;
+}
+
+/* Issue 21: every stored string that reaches the terminal (views, dry runs,
+** errors quoting it) shows its control bytes, never sends them: no colour,
+** hyperlink, clipboard write or overwritten line from a store merged from
+** elsewhere. */
+Test(report, stored_strings_send_no_control_sequence_to_the_terminal, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+    static char out[1 << 16];
+    write_file("g.yaml", gauss);
+    cr_assert_eq(sh(out, sizeof out, "$L run g.yaml --db r.db --quiet --no-table && $L table --db r.db --format csv"
+                    " --sweep g > base.csv"), 0, "%s", out);
+    write_file("terminal.sql", terminal_sql);
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db < terminal.sql && cp r.db moved.db && sqlite3 moved.db"
+                    " 'update metrics set value = value + 1'"), 0, "%s", out);
+    static const char *const cmds[] = {
+        "$L list sweeps --db r.db",
+        "$L list models --db r.db",
+        "$L show sweep \"$(sqlite3 r.db 'select sweep from runs limit 1')\" --db r.db",
+        "$L show model 0123456789ab --db r.db",
+        "$L show sweep \"$(sqlite3 r.db 'select sweep from runs limit 1')x\" --db r.db",
+        "$L rm --db r.db --sweep \"$(sqlite3 r.db 'select sweep from runs limit 1')\"",
+        "$L table --db r.db --sweep nosuch",
+        "$L table --db r.db --format csv > t.csv && $L compare t.csv \"$(sqlite3 r.db 'select sweep from runs limit"
+        " 1')\" --db moved.db",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        sh(out, sizeof out, "%s", cmds[i]);
+        cr_expect(strstr(out, "pwn"), "%s: no stored string shown: %s", cmds[i], out);
+        const char *c = raw_control(out);
+        cr_expect_null(c, "%s: a raw control byte 0x%02x at %td of: %s", cmds[i], c ? (unsigned char)*c : 0,
+                       c ? c - out : 0, out);
+    }
+}
+
+/* Issue 21: `table --format json` is valid JSON (RFC 8259: UTF-8, no raw
+** control byte in a string) whatever bytes the store holds, as checked by
+** Python's strict parser; records and series alike. */
+Test(report, json_export_is_valid_json_for_any_stored_bytes, .init = setup, .fini = teardown, .timeout = 120)
+{
+    static char out[1 << 16];
+    write_file("g.yaml", gauss);
+    write_file("terminal.sql", terminal_sql);
+    cr_assert_eq(sh(out, sizeof out, "$L run g.yaml --db r.db --quiet --no-table && sqlite3 r.db < terminal.sql"), 0,
+                 "%s", out);
+    static const char *const cmds[] = {"$L table --db r.db --format json",
+                                       "$L table --db r.db --format json --series nll_by_pos"};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        cr_expect_eq(sh(out, sizeof out, "%s > t.json && /usr/bin/python3 -c 'import json, sys;"
+                        " r = json.loads(sys.stdin.buffer.read().decode(\"utf-8\"));"
+                        " assert len(r) > 0 and \"pwn-red\" in json.dumps(r)' < t.json", cmds[i]), 0, "%s: %s",
+                     cmds[i], out);
+    }
 }
 
 /* ---- a value that is not a number (issue 21) ---- */

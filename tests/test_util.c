@@ -111,6 +111,34 @@ Test(util, suggestions)
     cr_expect_null(lx_closest("yarn", names, 4));
 }
 
+/* The terminal and JSON escapes byte by byte (issue 21): what is sent is
+** printable, what is UTF-8 and printable stays as it is. */
+Test(util, terminal_and_json_escapes)
+{
+    static const struct {
+        const char *in, *term, *json;
+    } cases[] = {
+        {"a\tb\nc", "a\tb\nc", "\"a\\tb\\nc\""},
+        {"\x1b[31mred\r\a\x7f", "\\x1b[31mred\\x0d\\x07\\x7f", "\"\\u001b[31mred\\u000d\\u0007\x7f\""},
+        {"\xc2\x9b" "2J \xc2\xa0", "\\u009b2J \xc2\xa0", "\"\xc2\x9b" "2J \xc2\xa0\""},     /* C1 CSI; NBSP kept */
+        {"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",     /* é € 😀 */
+         "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\""},
+        {"\xff\xc0\xaf", "\\xff\\xc0\\xaf", "\"\\ufffd\\ufffd\\ufffd\""},                     /* not UTF-8, overlong */
+        {"\xed\xa0\x80\xf4\x90\x80\x80", "\\xed\\xa0\\x80\\xf4\\x90\\x80\\x80",               /* surrogate, > U+10FFFF */
+         "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\""},
+        {"\xe2\x82", "\\xe2\\x82", "\"\\ufffd\\ufffd\""},                                     /* cut short */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct lx_buf t = {0}, j = {0};
+        lx_esc_term(&t, cases[i].in);
+        lx_buf_json_str(&j, cases[i].in);
+        cr_expect_str_eq(lx_buf_str(&t), cases[i].term, "case %zu", i);
+        cr_expect_str_eq(lx_buf_str(&j), cases[i].json, "case %zu", i);
+        lx_buf_free(&t);
+        lx_buf_free(&j);
+    }
+}
+
 Test(blas, matmul_matches_naive)
 {
     int M = 7, N = 5, K = 9;

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define LX_VERSION "0.1.0"
 
@@ -91,11 +92,19 @@ void lx_buf_printf(struct lx_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void lx_buf_puts(struct lx_buf *b, const char *s);
 void lx_buf_putn(struct lx_buf *b, const char *s, size_t n);   /* n bytes, NUL included */
-void lx_buf_json_str(struct lx_buf *b, const char *s);   /* quoted, escaped */
+void lx_buf_json_str(struct lx_buf *b, const char *s);   /* quoted, escaped; always valid JSON (U+FFFD for bytes not UTF-8) */
 void lx_buf_num(struct lx_buf *b, double v);             /* shortest round-trip */
 void lx_buf_reset(struct lx_buf *b);
 void lx_buf_free(struct lx_buf *b);
 const char *lx_buf_str(const struct lx_buf *b);          /* "" when empty */
+
+/* The terminal (docs/results.md#escaping): append s with every control
+** byte shown, not sent -- C0 but LF and tab, DEL, and bytes not UTF-8 as
+** \xHH, C1 controls (U+0080-U+009F in UTF-8) as \u00HH -- so a stored string
+** holds no escape sequence, hyperlink, clipboard write, CR or BEL by the time
+** it is printed. lx_term_printf formats, then writes the text so to f. */
+void lx_esc_term(struct lx_buf *b, const char *s);
+void lx_term_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Shortest decimal text that reads back to exactly v ("0.4", "512", "1e-09");
 ** "nan", "inf", "-inf" for the non-finite. out must hold 32 bytes. */

@@ -122,10 +122,43 @@ void lx_buf_putn(struct lx_buf *b, const char *s, size_t n)
     b->s[b->len] = '\0';
 }
 
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+** form, no surrogate, nothing past U+10FFFF), or 0 when p starts none. */
+static int utf8_seq(const unsigned char *p)
+{
+    if (*p < 0x80)
+        return 1;
+    int n = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : 2;
+    unsigned lo = 0x80, hi = 0xbf;      /* the bounds of the second byte */
+    if (*p < 0xc2 || *p > 0xf4)
+        return 0;
+    if (*p == 0xe0)
+        lo = 0xa0;
+    else if (*p == 0xed)
+        hi = 0x9f;
+    else if (*p == 0xf0)
+        lo = 0x90;
+    else if (*p == 0xf4)
+        hi = 0x8f;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return n;
+}
+
+/* A C1 control (U+0080-U+009F) in UTF-8 at p. */
+static int utf8_c1(const unsigned char *p)
+{
+    return p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
+}
+
 void lx_buf_json_str(struct lx_buf *b, const char *s)
 {
     lx_buf_puts(b, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        int n = utf8_seq(p);
         if (*p == '"' || *p == '\\')
             lx_buf_printf(b, "\\%c", *p);
         else if (*p == '\n')
@@ -134,10 +167,47 @@ void lx_buf_json_str(struct lx_buf *b, const char *s)
             lx_buf_puts(b, "\\t");
         else if (*p < 0x20)
             lx_buf_printf(b, "\\u%04x", *p);
+        else if (n == 0)
+            lx_buf_puts(b, "\\ufffd");      /* not UTF-8: JSON text is UTF-8 (RFC 8259); DEL and C1 may stay */
         else
-            lx_buf_printf(b, "%c", *p);
+            lx_buf_printf(b, "%.*s", n, (const char *)p);
+        p += n ? n : 1;
     }
     lx_buf_puts(b, "\"");
+}
+
+void lx_esc_term(struct lx_buf *b, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        int n = utf8_seq(p);
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f)
+            lx_buf_printf(b, "\\x%02x", *p);
+        else if (utf8_c1(p))
+            lx_buf_printf(b, "\\u%04x", p[1]);
+        else if (n == 0)
+            lx_buf_printf(b, "\\x%02x", *p);        /* not UTF-8: a byte a terminal may take for C1 */
+        else
+            lx_buf_printf(b, "%.*s", n, (const char *)p);
+        p += n ? n : 1;
+    }
+}
+
+void lx_term_printf(FILE *f, const char *fmt, ...)
+{
+    struct lx_buf raw = {0}, shown = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    LX_ASSERT(n >= 0);
+    raw.s = lx_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(raw.s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    lx_esc_term(&shown, raw.s);
+    fputs(lx_buf_str(&shown), f);
+    free(raw.s);
+    lx_buf_free(&shown);
 }
 
 void lx_fmt_num(char out[32], double v)
