@@ -640,10 +640,11 @@ Test(model, attention_head_path_matches_naive)
             for (int h = 0; h < AH; h++) {
                 long off = (long)h * AD;
                 float *Ph = P + (long)h * AT * AT;
-                lx_attn_head_forward(o2 + off, AH * AD, Ph, q + off, k + off, v + off, AH * AD, &sp.spec, h, AT,
-                                     AD, causal, &ws);
-                lx_attn_head_backward(dq2 + off, dk2 + off, dv2 + off, AH * AD, dout + off, AH * AD, Ph, dP,
-                                      q + off, k + off, v + off, &sp.spec, h, AT, AD, causal, tab, 1.0f);
+                struct lx_attn_shape sh = {.T = AT, .H = AH, .KV = AH, .D = AD, .ld = AH * AD, .ldo = AH * AD,
+                                           .causal = causal};
+                lx_attn_head_forward(o2 + off, Ph, q + off, k + off, v + off, &sp.spec, h, &sh, &ws);
+                lx_attn_head_backward(dq2 + off, dk2 + off, dv2 + off, dout + off, Ph, dP, q + off, k + off, v + off,
+                                      &sp.spec, h, &sh, tab, 1.0f);
             }
             double d[5] = {max_diff(o1, o2, AN), max_diff(att, P, AH * AT * AT), max_diff(dq1, dq2, AN),
                            max_diff(dk1, dk2, AN), max_diff(dv1, dv2, AN)};

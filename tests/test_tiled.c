@@ -111,10 +111,10 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
     long row0 = T / 3, row1 = T > 3 ? T - 1 : 0;
     cr_assert_leq(H, 8);
     struct lx_attn_ws hw = {.tab = tab, .far = far, .stats_row0 = row0, .stats_row1 = row1};
+    struct lx_attn_shape sh = {.T = T, .H = H, .KV = H, .D = D, .ld = H * D, .ldo = H * D, .causal = causal};
     for (int h = 0; h < H; h++) {
         hw.stats = hst[h];
-        lx_attn_head_forward(o_head + h * D, H * D, P, q + h * D, k + h * D, v + h * D, H * D, &st.spec, h, T, D,
-                             causal, &hw);
+        lx_attn_head_forward(o_head + h * D, P, q + h * D, k + h * D, v + h * D, &st.spec, h, &sh, &hw);
     }
     hw.stats = NULL;
 
@@ -131,7 +131,7 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
     tw.stats = &ts;
     tw.acc = malloc(sizeof(double) * lx_tile_acc_doubles(bq) * (size_t)nthr);
     tw.part = malloc(sizeof(struct lx_diag) * (size_t)H * (size_t)((T + bq - 1) / bq));
-    lx_attn_tiled_forward(o_tile, H * D, q, k, v, H * D, &st.spec, NULL, T, H, H, D, causal, &tw);
+    lx_attn_tiled_forward(o_tile, q, k, v, &st.spec, NULL, &sh, &tw);
     tw.stats = NULL;
     for (int h = 0; causal && h < H; h++)   /* what the attn task summed from the head path's rows */
         for (long i = row0; i < (row1 ? row1 : T); i++)
@@ -148,10 +148,9 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
         float mult[8] = {0.5f, 1.7f, 1.1f, 0.9f, 2.0f, 0.3f, 1.0f, 1.3f};
         for (int h = 0; h < H; h++) {
             hw.mult = mult[h % 8];
-            lx_attn_head_forward(o_head + h * D, H * D, P, q + h * D, k + h * D, v + h * D, H * D, &st.spec, h, T,
-                                 D, causal, &hw);
+            lx_attn_head_forward(o_head + h * D, P, q + h * D, k + h * D, v + h * D, &st.spec, h, &sh, &hw);
         }
-        lx_attn_tiled_forward(o_tile, H * D, q, k, v, H * D, &st.spec, mult, T, H, H, D, causal, &tw);
+        lx_attn_tiled_forward(o_tile, q, k, v, &st.spec, mult, &sh, &tw);
         double e = rel_err(o_tile, o_head, N);
         cr_expect_leq(e, TOL, "%s learned scales: tiled vs head path %g", stack, e);
     }
@@ -239,8 +238,8 @@ static void compare_gqa(const char *stack, int T, int H, int KV, int D, int caus
     size_t nrot = lx_tile_rot_floats(&st.spec, T, H, D), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
     tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
     tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
-    lx_attn_tiled_forward(o_tile, H * D, qkv, qkv + H * D, qkv + (H + KV) * D, (int)ld, &st.spec, NULL, T, H, KV, D,
-                          causal, &tw);
+    struct lx_attn_shape sh = {.T = T, .H = H, .KV = KV, .D = D, .ld = (int)ld, .ldo = H * D, .causal = causal};
+    lx_attn_tiled_forward(o_tile, qkv, qkv + H * D, qkv + (H + KV) * D, &st.spec, NULL, &sh, &tw);
     double e = rel_err(o_tile, o_naive, N);
     cr_expect_leq(e, TOL, "%s T=%d H=%d KV=%d %s: tiled vs naive on repeated k, v %g", stack, T, H, KV,
                   causal ? "causal" : "bidirectional", e);

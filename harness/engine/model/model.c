@@ -40,6 +40,14 @@ static struct sizes sizes_of(const struct lx_arch *a, int B, int T)
     return s;
 }
 
+/* The shapes of every attention call over windows of T rows of a qkv buffer. */
+static struct lx_attn_shape shape_of(const struct lx_arch *a, int T)
+{
+    return (struct lx_attn_shape){.T = T, .H = (int)a->heads, .KV = (int)lx_arch_kv(a), .D = (int)a->d_head,
+                                  .ld = (int)lx_arch_qkv(a), .ldo = (int)(a->heads * a->d_head),
+                                  .causal = a->mode == LX_MODEL_CAUSAL};
+}
+
 /* ---- rope ------------------------------------------------------------------- */
 
 void lx_rope_table(double *cs, const struct lx_rotary *r, int T)
@@ -154,9 +162,9 @@ static void put_stats(double *stats, struct lx_diag *diag, const struct lx_diag 
 ** first use, like the head path's far scratch), row statistics summed from the tiles
 ** into stats (layers' slice: (B, H, LX_ATTN_NSTATS)) and diag ((B, H)). */
 static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
-                            double *stats, struct lx_diag *diag, const float *mult, int B, int T, int H, int KV,
-                            int D, int causal)
+                            double *stats, struct lx_diag *diag, const float *mult, const struct lx_attn_shape *sh)
 {
+    int B = a->B, T = sh->T, H = sh->H, KV = sh->KV, D = sh->D;
     long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD, nqb = (T + LX_TILE_BQ - 1) / LX_TILE_BQ;
     if (lx_tile_rot_floats(spec, T, H, D))
         lx_acts_lazy(a, &a->tile_rot);
@@ -172,8 +180,7 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
             memset(st.out, 0, sizeof(struct lx_diag) * (size_t)H);
             st.row0 = a->stats_row0 ? a->stats_row0[b] : 0;
         }
-        lx_attn_tiled_forward(ao + (long)b * T * HD, (int)HD, q, q + HD, q + HD + KD, (int)QKV, spec, mult, T,
-                              H, KV, D, causal, &ws);
+        lx_attn_tiled_forward(ao + (long)b * T * HD, q, q + HD, q + HD + KD, spec, mult, sh, &ws);
         if (want)
             put_stats(stats ? stats + (long)b * H * LX_ATTN_NSTATS : NULL, diag ? diag + (long)b * H : NULL, st.out,
                       H);
@@ -188,13 +195,14 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
 ** rows of retrieval tasks, t5align's calibration), unless the pass asks for
 ** whole probability rows (a probe) or for the head path (head_path: tests). */
 static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
-                          float *att, double *stats, struct lx_diag *diag, const float *mult, int layer, int B,
-                          int T, int H, int KV, int D, int causal)
+                          float *att, double *stats, struct lx_diag *diag, const float *mult, int layer,
+                          const struct lx_attn_shape *sh)
 {
     if (!a->train && !a->probe && !a->head_path) {
-        attention_tiled(a, spec, qkv, ao, stats, diag, mult, B, T, H, KV, D, causal);
+        attention_tiled(a, spec, qkv, ao, stats, diag, mult, sh);
         return;
     }
+    int B = a->B, T = sh->T, H = sh->H, KV = sh->KV, D = sh->D;
     long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
     size_t nfar = lx_attn_far_floats(T, D);
     if (!att)
@@ -212,8 +220,7 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
             .stats_row0 = a->stats_row0 ? a->stats_row0[b] : 0, .stats_row1 = a->stats_row1,
             .mult = mult ? mult[h] : 1.0f,
         };
-        lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, (int)HD, P, q, k, k + KD, (int)QKV, spec, h, T,
-                             D, causal, &ws);
+        lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, P, q, k, k + KD, spec, h, sh, &ws);
         if (a->probe)
             a->probe(a->probe_ctx, layer, b, h, P, T);
     }
@@ -247,9 +254,9 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *spec
                         (int)ar->d_head);
     if (a->kv)
         lx_kvcache_put(a->kv, (int)l, qkv, a->B, a->T, (int)s->H);
+    struct lx_attn_shape sh = shape_of(ar, a->T);
     attention_all(a, spec, qkv, ao, att, a->stats ? a->stats + l * a->B * s->H * LX_ATTN_NSTATS : NULL,
-                  a->diag ? a->diag + l * a->B * s->H : NULL, W->logit_scale, (int)l, a->B, a->T, (int)s->H,
-                  (int)s->KV, (int)ar->d_head, ar->mode == LX_MODEL_CAUSAL);
+                  a->diag ? a->diag + l * a->B * s->H : NULL, W->logit_scale, (int)l, &sh);
 }
 
 /* The MLP, xout = xm + W2·act(W1·n2(xm) [, W3·n2(xm)]) over all N rows; xout
@@ -349,9 +356,9 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
 ** and the sums do not depend on the thread count. dmult (H,) += the learned
 ** multipliers' gradient when mult is given. */
 static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, const float *att,
-                               const float *mult, float *dmult, int H, int KV, int D, int causal)
+                               const float *mult, float *dmult, const struct lx_attn_shape *sh)
 {
-    int B = a->B, T = a->T, G = H / KV;
+    int B = a->B, T = a->T, H = sh->H, KV = sh->KV, D = sh->D, G = H / KV;
     long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
     double *dm = mult ? lx_xcalloc((size_t)B * (size_t)H, sizeof *dm) : NULL;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -363,9 +370,9 @@ static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, co
             const float *q = qkv + row0 + (long)hh * D;
             float *dq = a->dqkv + row0 + (long)hh * D, *dk = a->dqkv + row0 + kof;
             float w = mult ? mult[hh] : 1.0f;
-            lx_attn_head_backward(dq, dk, dk + KD, (int)QKV, a->dao + (long)b * T * HD + (long)hh * D, (int)HD,
-                                  att + bh * T * T, a->dp + (long)thr * T * T, q, qkv + row0 + kof,
-                                  qkv + row0 + kof + KD, spec, hh, T, D, causal, a->tab + (long)thr * 2 * T, w);
+            lx_attn_head_backward(dq, dk, dk + KD, a->dao + (long)b * T * HD + (long)hh * D, att + bh * T * T,
+                                  a->dp + (long)thr * T * T, q, qkv + row0 + kof, qkv + row0 + kof + KD, spec, hh,
+                                  sh, a->tab + (long)thr * 2 * T, w);
             if (dm)     /* S = c·w·(q·k) and dq = dL/d(q·k)·K, so dL/dw = Σ_i q_i·dq_i / w */
                 for (int t = 0; t < T; t++)
                     for (int d = 0; d < D; d++)
@@ -383,7 +390,8 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
     LX_ASSERT(a->train);
     const struct lx_arch *ar = &m->arch;
     struct sizes s = sizes_of(ar, a->B, a->T);
-    int causal = ar->mode == LX_MODEL_CAUSAL, H = (int)s.H, D = (int)ar->d_head, T = a->T;
+    int H = (int)s.H, D = (int)ar->d_head, T = a->T;
+    struct lx_attn_shape sh = shape_of(ar, T);
     long n_scored = 0;
     for (long i = 0; i < s.N; i++)
         n_scored += targets[i] >= 0;
@@ -423,7 +431,7 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
         memset(a->dao, 0, sizeof(float) * (size_t)(s.N * HD));
         lx_linear_backward(a->dao, G->wo, NULL, a->dx, ao, W->wo, (int)s.N, (int)HD, (int)s.C);
         memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * s.QKV));
-        attention_backward(a, spec, qkv, att, W->logit_scale, G->logit_scale, H, (int)s.KV, D, causal);
+        attention_backward(a, spec, qkv, att, W->logit_scale, G->logit_scale, &sh);
         if (spec->cosine)
             lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, (int)s.KV, D);
         rope_rows(a, spec, a->dqkv, H, (int)s.KV, D, -1);
