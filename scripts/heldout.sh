@@ -24,7 +24,8 @@
 #   logits differ in their last bits between BLAS kernels and thread counts,
 #   and now and then a sampled token flips: a machine need not reproduce the
 #   text, which is why it is committed. Exit 0 all 8 documents equal, 1 some
-#   differ (listed), 2 bad arguments or no model.
+#   differ (listed), 2 bad arguments, no model or a failed
+#   `lenx generate`.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shipped="$root/configs/heldout"
@@ -85,7 +86,8 @@ for ((k = 0; k < docs; k++)); do
     f="$out/stories260K/doc_$k.txt"
     : > "$f"
     for ((i = 1; i <= per_doc; i++)); do
-        "$lenx" generate --model "$model" --temperature 1 --seed $((k * per_doc + i)) -n 512 >> "$f"
+        "$lenx" generate --model "$model" --temperature 1 --seed $((k * per_doc + i)) -n 512 >> "$f" ||
+            { echo "heldout: lenx generate failed (seed $((k * per_doc + i))); partial text in $out" >&2; exit 2; }
     done
     printf 'stories\tstories260K/doc_%d.txt\t%d\t%s\n' "$k" "$(stat -c %s "$f")" \
         "$(sha256sum "$f" | cut -d' ' -f1)" >> "$out/manifest.tsv"
