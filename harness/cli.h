@@ -45,7 +45,7 @@ int lx_args_double(const char *text, const char *name, double *out, struct lx_er
 /* The global options before the command, consumed from argv (*argc and
 ** *argv move past them, argv[0] kept): --data DIR (or --data=DIR) sets
 ** LENX_DATA for this process, so every later reader of the data directory
-** (harness/engine/corpus.c, docs/data.md#the-data-directory) sees one
+** (harness/engine/data/corpus.c, docs/data.md#the-data-directory) sees one
 ** setting. LX_EINVAL when DIR is not an existing directory. */
 int lx_args_global(int *argc, char ***argv, struct lx_error *err);
 

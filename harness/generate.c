@@ -1,7 +1,7 @@
 /*
 ** harness/generate.c - `lenx generate`: a model continues a prompt, greedy
 ** through the KV cache by default, or sampled at a temperature from Philox
-** draws keyed on --seed (harness/engine/decode.h, lx_generate_with), and the
+** draws keyed on --seed (harness/engine/model/decoding.h, lx_generate_with), and the
 ** prompt plus its continuation is printed as text (docs/checkpoints.md#generating-text).
 **
 ** The prompt is read as llama2.c's run.c reads it, so that its outputs can be
@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "harness/cli.h"
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/decode.h"
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/model/decoding.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/grid.h"
 #include "harness/plan.h"
 #include "harness/score.h"

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "harness/cli.h"
-#include "harness/engine/blas.h"
+#include "harness/engine/kernels/blas.h"
 #include "harness/registry.h"
 #include "harness/core/version.h"
 

@@ -10,9 +10,9 @@
 #include <time.h>
 
 #include "harness/cli.h"
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/hf.h"
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/formats/hf_model.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/score.h"
 #include "results/store.h"
 

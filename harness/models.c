@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness/engine/checkpoint.h"
+#include "harness/engine/formats/checkpoint.h"
 #include "harness/registry.h"
 #include "harness/score.h"
 #include "tasks/task.h"
@@ -88,18 +88,20 @@ static int open_tokenizer(struct lx_model_use *u, const struct lx_node *tk, cons
     return LX_OK;
 }
 
-static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, int hf, const struct lx_node *tk,
-                            struct lx_error *err)
+/* A model read from a file or directory: `checkpoint:` (any format), or the
+** key of a format of formats.def (`hf:`, fmt). */
+static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, const struct lx_model_format *fmt,
+                            const struct lx_node *tk, struct lx_error *err)
 {
+    int dir = fmt && fmt->dir;
     if (v->kind != LX_NODE_SCALAR)
-        return lx_node_err(err, v, "model '%s': '%s' must be a %s path", u->name, hf ? "hf" : "checkpoint",
-                           hf ? "directory" : "file");
+        return lx_node_err(err, v, "model '%s': '%s' must be a %s path", u->name, fmt ? fmt->key : "checkpoint",
+                           dir ? "directory" : "file");
     u->checkpoint = resolve_path(v);
     struct stat st;
-    if (hf && (stat(u->checkpoint, &st) != 0 || !S_ISDIR(st.st_mode)))
-        return lx_node_err(err, v, "model '%s': 'hf' names a Hugging Face directory (config.json, *.safetensors); "
-                           "%s is not a directory\n  hint: a single file goes under 'checkpoint'", u->name,
-                           u->checkpoint);
+    if (dir && (stat(u->checkpoint, &st) != 0 || !S_ISDIR(st.st_mode)))
+        return lx_node_err(err, v, "model '%s': '%s' names %s; %s is not a directory\n  hint: a single file goes "
+                           "under 'checkpoint'", u->name, fmt->key, fmt->summary, u->checkpoint);
     struct lx_model m;
     struct lx_ckpt_info info = {0};
     struct lx_error sub;
@@ -156,7 +158,7 @@ static int train_tokenizer(struct lx_model_use *u, const struct lx_node *v, cons
 
 const struct lx_tokenizer *lx_model_use_tokenizer(const struct lx_model_use *u)
 {
-    return u->tok ? u->tok : &lx_tokenizer_byte;
+    return u->tok ? u->tok : &lx_byte_tokenizer;
 }
 
 /* One mixture entry: {task: {params…, weight: w}}. */
@@ -254,26 +256,36 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         return lx_node_err(err, v, "model '%s' must be a mapping with arch and train, or checkpoint\n"
                            "  hint: e.g. %s: {arch: {layers: 2}, train: {length: 128, steps: 1000}}",
                            u->name, u->name);
-    static const char *const keys[] = {"arch", "train", "checkpoint", "mixture", "tokenizer", "hf"};
+    /* a model's own keys, then the keys of the formats that have one (formats.def) */
+    const char *keys[32] = {"arch", "train", "checkpoint", "mixture", "tokenizer"};
+    int n_keys = 5, n_formats;
+    const struct lx_model_format *const *formats = lx_model_formats(&n_formats);
+    for (int j = 0; j < n_formats && n_keys < (int)(sizeof keys / sizeof *keys); j++)
+        if (formats[j]->key)
+            keys[n_keys++] = formats[j]->key;
+    const struct lx_model_format *fmt = NULL;
     for (int i = 0; i < v->n_items; i++) {
         const char *k = lx_map_key(v, i)->text;
         int known = 0;
-        for (int j = 0; j < 6; j++)
+        for (int j = 0; j < n_keys; j++)
             known |= strcmp(k, keys[j]) == 0;
+        if (!fmt)
+            fmt = lx_model_format_for_key(k);
         if (!known) {
-            const char *near = lx_closest(k, keys, 6);
+            const char *near = lx_closest(k, keys, n_keys);
             return lx_node_err(err, lx_map_key(v, i), "model '%s': unknown key '%s'\n"
                                "  hint: %s%s%sa model has arch, train, mixture and tokenizer, or checkpoint (or "
                                "hf) and tokenizer", u->name, k,
                                near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
         }
     }
-    const struct lx_node *ck = lx_map_get(v, "checkpoint"), *hf = lx_map_get(v, "hf"), *tk = lx_map_get(v, "tokenizer");
-    if (ck || hf) {
+    const struct lx_node *ck = lx_map_get(v, "checkpoint"), *fk = fmt ? lx_map_get(v, fmt->key) : NULL;
+    const struct lx_node *tk = lx_map_get(v, "tokenizer");
+    if (ck || fk) {
         if (v->n_items > 1 + (tk != NULL))
             return lx_node_err(err, v, "model '%s': a checkpoint brings its own arch and training; "
-                               "give only 'checkpoint' or 'hf' (and 'tokenizer')", u->name);
-        return parse_checkpoint(u, ck ? ck : hf, hf != NULL, tk, err);
+                               "give only 'checkpoint' or '%s' (and 'tokenizer')", u->name, fmt ? fmt->key : "hf");
+        return parse_checkpoint(u, ck ? ck : fk, ck ? NULL : fmt, tk, err);
     }
     char what[160];
     snprintf(what, sizeof what, "model '%s' arch", u->name);

@@ -42,9 +42,9 @@
 #define LX_MODELS_H
 
 #include "harness/core/config.h"
-#include "harness/engine/model.h"
-#include "harness/engine/tokenizer.h"
-#include "harness/engine/train.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+#include "harness/engine/model/train.h"
 
 #define LX_MAX_MIX 4
 

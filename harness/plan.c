@@ -21,10 +21,10 @@
 
 #include <omp.h>
 
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/corpus.h"
-#include "harness/engine/decode.h"
-#include "harness/engine/model.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/model/decoding.h"
+#include "harness/engine/model/model.h"
 #include "harness/core/hash.h"
 
 static const char *cap_name(unsigned cap)

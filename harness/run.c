@@ -18,9 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/engine/calibrate.h"
-#include "harness/engine/blas.h"
-#include "harness/engine/checkpoint.h"
+#include "harness/engine/model/calibrate.h"
+#include "harness/engine/kernels/blas.h"
+#include "harness/engine/formats/checkpoint.h"
 #include "harness/core/hash.h"
 #include "harness/core/version.h"
 #include "tasks/retrieval.h"
@@ -609,7 +609,7 @@ static int attach_prompts(const struct lx_plan *plan, const struct lx_cell *c, s
         if (rc == LX_OK) {
             char *bytes = lx_xmalloc((size_t)in.answer_off + 1);
             int stop;
-            long n = in.answer_off > 1 ? lx_tokens_bytes(in.tok + 1, in.answer_off - 1, bytes, &stop) : 0;
+            long n = in.answer_off > 1 ? lx_tok_decode(&lx_byte_tokenizer, in.tok + 1, in.answer_off - 1, bytes, &stop) : 0;
             lx_result_output_prompt(res, i, bytes, n);
             free(bytes);
         }

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "harness/cli.h"
-#include "harness/engine/blas.h"
+#include "harness/engine/kernels/blas.h"
 #include "harness/run.h"
 #include "harness/stored.h"
 

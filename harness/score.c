@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 
 #include "harness/cli.h"
-#include "harness/engine/corpus.h"
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/evaluate.h"
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/model/evaluate.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/grid.h"
 #include "harness/plan.h"
 #include "harness/run.h"

@@ -10,7 +10,7 @@
 
 #include "harness/cli.h"
 #include "harness/modelcmd.h"
-#include "harness/engine/instance.h"
+#include "harness/engine/data/instance.h"
 #include "harness/plan.h"
 #include "tasks/retrieval.h"
 #include "harness/registry.h"
@@ -291,7 +291,7 @@ static int show_method(const struct lx_method *m, const struct lx_args *a, struc
 static void tokens_text(struct lx_buf *b, const int *tok, long n)
 {
     for (long i = 0; i < n; i++) {
-        const char *name = tok[i] < 256 ? NULL : lx_token_name(tok[i]);
+        const char *name = tok[i] < 256 ? NULL : lx_tok_special_name(&lx_byte_tokenizer, tok[i]);
         if (name)
             lx_buf_printf(b, "<%s>", name);
         else

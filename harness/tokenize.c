@@ -9,7 +9,7 @@
 
 #include "harness/cli.h"
 #include "harness/core/json.h"
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 
 static void info(const struct lx_tokenizer *t, struct lx_buf *out)
 {

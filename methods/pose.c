@@ -9,7 +9,7 @@
 ** every relative distance up to L_t − 1 is seen in training. The text stays
 ** contiguous (the paper's v_i = 0 ablation). The trainer draws the skips from
 ** the counter-based generator keyed on the model key, step and window
-** (harness/engine/train.c); evaluation uses the plain positions 0 … T−1, and
+** (harness/engine/model/train.c); evaluation uses the plain positions 0 … T−1, and
 ** a RoPE rescaling (pi, yarn) can be stacked on top as in the paper.
 ** Construction, parameters and tested properties: docs/methods.md#pose.
 */

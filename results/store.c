@@ -101,7 +101,9 @@ static const char *schema_sql =
     "  gold TEXT NOT NULL,"
     "  text TEXT NOT NULL,"             /* the greedy output, as bytes */
     "  score INTEGER NOT NULL CHECK (score IN (-1, 0, 1)),"
-    "  logprob REAL);"                  /* teacher-forced log p(gold) */
+    "  logprob REAL,"                   /* teacher-forced log p(gold) */
+    "  stop TEXT,"                      /* the special token that ended the output, NULL when none did */
+    "  prompt BLOB);"                   /* the prompt's bytes after BOS (lenx run --keep-prompts), or NULL */
     "CREATE INDEX IF NOT EXISTS outputs_by_run ON outputs (run_id);";
 
 static int db_err(struct lx_store *s, struct lx_error *err, const char *doing)
@@ -139,11 +141,10 @@ static int exec(struct lx_store *s, const char *sql, struct lx_error *err)
     return LX_OK;
 }
 
-/* Columns of outputs added by their own ALTER, guarded by the table's
-** columns rather than the version, so they merge with other migrations; old
-** rows keep NULL. stop (issue 12): the special token that ended an output
-** ('eos', 'bos', 'pad', 'mask'), NULL when none did. prompt (schema 6): the
-** instance's prompt bytes after BOS, kept by `lenx run --keep-prompts`. */
+/* Columns of outputs older stores lack (stop, schema 5; prompt, schema 6; a
+** fresh store's CREATE has them): each added by its own ALTER, guarded by the
+** table's columns rather than the version, so they merge with other
+** migrations; old rows keep NULL. */
 static int add_outputs_column(struct lx_store *s, const char *name, const char *type, struct lx_error *err)
 {
     sqlite3_stmt *st;

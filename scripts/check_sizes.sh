@@ -6,7 +6,8 @@
 # results/
 #   1. a function is longer than 80 lines (from the first line of its
 #      signature to its closing brace);
-#   2. a .c file is longer than 1,000 lines;
+#   2. a .c file is longer than 1,000 lines (800 under harness/engine/, whose
+#      rooms split a file at its seams before it grows past that);
 #   3. a method or task plugin (a file named in methods/methods.def or
 #      tasks/tasks.def) is longer than 300 lines.
 # Functions are found by the house layout: a signature starting in column 0,
@@ -20,7 +21,7 @@ set -euo pipefail
 export LC_ALL=C
 root=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$root"
-max_fn=80 max_file=1000 max_plugin=300
+max_fn=80 max_file=1000 max_engine=800 max_plugin=300
 
 mapfile -t files < <(find harness methods tasks results -name '*.c' -type f 2>/dev/null | sort)
 bad=0
@@ -81,7 +82,10 @@ fi
 # 2. files
 for f in "${files[@]}"; do
     n=$(wc -l < "$f")
-    if ((n > max_file)); then
+    if [[ $f == harness/engine/* ]] && ((n > max_engine)); then
+        echo "$f: $n lines (an engine file has at most $max_engine)"
+        bad=1
+    elif ((n > max_file)); then
         echo "$f: $n lines (a file has at most $max_file)"
         bad=1
     fi
@@ -106,4 +110,4 @@ if ((bad)); then
     echo "check_sizes: some pieces are too large (docs/development.md#size-limits)" >&2
     exit 1
 fi
-echo "ok: functions <= $max_fn lines, files <= $max_file, method/task files <= $max_plugin"
+echo "ok: functions <= $max_fn lines, files <= $max_file (engine $max_engine), method/task files <= $max_plugin"

@@ -5,7 +5,7 @@
 # The text is committed: configs/heldout/stories260K/doc_<k>.txt, listed with
 # bytes and SHA-256 in configs/heldout/manifest.tsv (split, path, bytes,
 # sha256, as data/manifest.tsv). lenx reads that directory and refuses any
-# other manifest for corpus: stories (harness/engine/corpus.c), so every
+# other manifest for corpus: stories (harness/engine/data/corpus.c), so every
 # machine evaluates the same bytes.
 #
 # scripts/heldout.sh [DIR]   (`make heldout`) checks every file of DIR
@@ -54,7 +54,7 @@ check() {
     got=$(tail -n +2 "$dir/manifest.tsv" | sha256sum | cut -c1-64)
     if [ "$got" != "$want" ]; then
         echo "heldout: $dir/manifest.tsv is not the committed manifest: its lines hash to $got," \
-             "lenx accepts ${want:-?} (LX_HELDOUT_SHA256, harness/engine/corpus.h)" >&2
+             "lenx accepts ${want:-?} (LX_HELDOUT_SHA256, harness/engine/data/corpus.h)" >&2
         bad=1
     fi
     return $bad

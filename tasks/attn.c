@@ -34,10 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/core/diag.h"
-#include "harness/engine/model.h"
+#include "harness/engine/model/model.h"
 #include "tasks/task.h"
 
 struct attn_params {

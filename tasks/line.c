@@ -265,7 +265,7 @@ static int line_make(const void *params, const struct lx_retrieval_at *at, struc
 static int line_score_by(const void *params, const struct lx_instance *in, const char *output, long n)
 {
     const struct line_params *p = params;
-    return p->scorer == SCORE_LAST ? lx_score_last_int(output, n, in->gold) : lx_score_first_int(output, n, in->gold);
+    return p->scorer == SCORE_LAST ? lx_answer_last_int(output, n, in->gold) : lx_answer_first_int(output, n, in->gold);
 }
 
 /* A training window draws its depth uniformly. */

@@ -45,7 +45,7 @@
 ** offsets and u depend on (key, sample) only (Philox, the sample as counter):
 ** the depths of a sample are the same documents with the gold moved.
 **
-** Scorer: LiTM's best_subspan_em with one gold (lx_score_contains).
+** Scorer: LiTM's best_subspan_em with one gold (lx_answer_contains).
 **
 ** Deviations: synthetic facts in Austen prose instead of NaturalQuestions;
 ** titles are the facts' names; passages are sized by the length, not ~100
@@ -239,7 +239,7 @@ static const struct lx_retrieval mdqa_r = {
     .depths_at = offsetof(struct mdqa_params, depths),
     .check = mdqa_check,
     .make = mdqa_make,
-    .scorer = lx_score_contains,
+    .scorer = lx_answer_contains,
     .train_salt = 0x6d64716164657074ULL,
     .train_frac = TRAIN_FRAC,
 };

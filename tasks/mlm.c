@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
-#include "harness/engine/evaluate.h"
-#include "harness/engine/train.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/model/evaluate.h"
+#include "harness/engine/model/train.h"
 #include "harness/core/hash.h"
 #include "tasks/task.h"
 

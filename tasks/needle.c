@@ -243,7 +243,7 @@ static const struct lx_retrieval needle_r = {
     .depths_at = offsetof(struct needle_params, depths),
     .check = needle_check,
     .make = needle_make,
-    .scorer = lx_score_first_int,
+    .scorer = lx_answer_first_int,
     .train_salt = 0x6e6565646c656470ULL,
     .train_frac = TRAIN_FRAC,
 };

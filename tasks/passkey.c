@@ -177,7 +177,7 @@ static const struct lx_retrieval passkey_r = {
     .depths_at = offsetof(struct passkey_params, depths),
     .check = passkey_check,
     .make = passkey_make,
-    .scorer = lx_score_first_int,
+    .scorer = lx_answer_first_int,
     .train_salt = 0x7061737364657074ULL,
 };
 LX_RETRIEVAL_HOOKS(passkey, passkey_r)

@@ -38,9 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
-#include "harness/engine/evaluate.h"
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/model/evaluate.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "tasks/task.h"
 
 

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
-#include "harness/engine/attention.h"
-#include "harness/engine/decode.h"
-#include "harness/engine/model.h"
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/model/decoding.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
 
@@ -34,7 +34,7 @@ static long digit_run(const char *p, long left)
     return n;
 }
 
-int lx_score_first_int(const char *output, long n, const char *gold)
+int lx_answer_first_int(const char *output, long n, const char *gold)
 {
     long i = 0;
     while (i < n && !isdigit((unsigned char)output[i]))
@@ -44,7 +44,7 @@ int lx_score_first_int(const char *output, long n, const char *gold)
     return digits_are(output + i, digit_run(output + i, n - i), gold);
 }
 
-int lx_score_exact(const char *output, long n, const char *gold)
+int lx_answer_exact(const char *output, long n, const char *gold)
 {
     long i = 0;
     while (i < n && output[i] == ' ')
@@ -55,7 +55,7 @@ int lx_score_exact(const char *output, long n, const char *gold)
     return (size_t)(n - i) >= g && memcmp(output + i, gold, g) == 0;
 }
 
-int lx_score_last_int(const char *output, long n, const char *gold)
+int lx_answer_last_int(const char *output, long n, const char *gold)
 {
     long last = -1, len = 0;
     for (long i = 0; i < n;) {
@@ -99,7 +99,7 @@ static size_t normalize(const char *s, size_t n, char *out)
     return k;
 }
 
-int lx_score_contains(const char *output, long n, const char *gold)
+int lx_answer_contains(const char *output, long n, const char *gold)
 {
     long i = 0;
     while (i < n && isspace((unsigned char)output[i]))
@@ -116,7 +116,7 @@ int lx_score_contains(const char *output, long n, const char *gold)
     return sc;
 }
 
-int lx_score_distractor(const struct lx_task *task, const void *params, const struct lx_instance *in,
+int lx_answer_distractor(const struct lx_task *task, const void *params, const struct lx_instance *in,
                         const char *output, long n)
 {
     if (in->n_alt <= 0)
@@ -128,27 +128,6 @@ int lx_score_distractor(const struct lx_task *task, const void *params, const st
             return j;
     }
     return -1;
-}
-
-long lx_tokens_bytes(const int *tok, long n, char *out, int *stop)
-{
-    long k = 0;
-    *stop = -1;
-    for (; k < n; k++) {
-        if (tok[k] < 0 || tok[k] > 255) {
-            *stop = tok[k];
-            break;
-        }
-        out[k] = (char)tok[k];
-    }
-    out[k] = '\0';
-    return k;
-}
-
-const char *lx_token_name(int tok)
-{
-    static const char *const special[] = {"bos", "eos", "pad", "mask"};
-    return tok >= LX_TOK_BOS && tok < LX_VOCAB ? special[tok - LX_TOK_BOS] : tok < 0 ? NULL : "unknown";
 }
 
 /* ---- prose ------------------------------------------------------------------ */
@@ -231,35 +210,28 @@ struct greedy {
 };
 
 /* Greedy continuation of one instance from answer token k on, where the
-** teacher-forced argmax first differed from the gold token. The cache's
-** slot b holds the teacher-forced pass's rows, and rows before
-** answer_off + k are the greedy prefix's own, so each further token is one
-** decode step. The reference writes the greedy token into the buffer and
-** runs a full pass for the next one (causal attention never looks ahead, so
-** the rest of the buffer does not matter). */
+** teacher-forced argmax first differed from the gold token, through the one
+** decode loop (lx_decode_continue). The cache's slot b holds the
+** teacher-forced pass's rows, and rows before answer_off + k are the greedy
+** prefix's own, so each further token is one decode step. The reference
+** writes the greedy token into a copy of the instance and runs a full pass
+** for the next one (causal attention never looks ahead, so the rest of the
+** buffer does not matter). */
 static int continue_greedy(const struct lx_model *m, const struct lx_spec *spec, const struct lx_instance *in,
                            struct lx_answer *a, int k, struct greedy *g, int b, struct lx_error *err)
 {
-    long V = m->arch.vocab, na = in->n - in->answer_off;
-    if (g->mode == LX_DECODE_CACHE) {
-        for (; k + 1 < na; k++) {
-            lx_decode_step(g->lg, m, spec, &g->c, b, in->answer_off + k, a->out[k]);
-            a->decoded++;
-            a->out[k + 1] = lx_argmax(g->lg, V);
-        }
-        return LX_OK;
-    }
-    int rc = g->one.B ? LX_OK : lx_acts_alloc(&g->one, &m->arch, 1, (int)in->n, 0, err);
+    int rc = g->mode == LX_DECODE_CACHE || g->one.B ? LX_OK : lx_acts_alloc(&g->one, &m->arch, 1, (int)in->n, 0, err);
     if (rc < 0)
         return rc;
-    memcpy(g->buf, in->tok, sizeof(int) * (size_t)in->n);
-    for (; k + 1 < na; k++) {
-        g->buf[in->answer_off + k] = a->out[k];
-        lx_model_forward(m, spec, g->buf, NULL, &g->one);
-        a->forwards++;
-        a->out[k + 1] = lx_argmax(g->one.logits + (in->answer_off + k) * V, V);
-    }
-    return LX_OK;
+    struct lx_decoder d = {.mode = g->mode, .c = &g->c, .slot = b, .one = &g->one, .buf = g->buf, .lg = g->lg};
+    if (g->mode == LX_DECODE_FULL)
+        memcpy(g->buf, in->tok, sizeof(int) * (size_t)in->n);
+    rc = lx_decode_continue(m, spec, &d, in->answer_off, a->out, k, in->n - in->answer_off, err);
+    if (g->mode == LX_DECODE_CACHE)
+        a->decoded += (int)d.steps;
+    else
+        a->forwards += (int)d.steps;
+    return rc;
 }
 
 /* Window b of a teacher-forced pass (B windows, row statistics st): the
@@ -392,7 +364,7 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
             ok += sc == 1;
             nulls += sc < 0;
             with_alt += in[i].n_alt > 0;
-            confused += in[i].n_alt > 0 && sc != 1 && lx_score_distractor(task, ctx->params, &in[i], text, n_text) >= 0;
+            confused += in[i].n_alt > 0 && sc != 1 && lx_answer_distractor(task, ctx->params, &in[i], text, n_text) >= 0;
             lp += ans[i].logprob;
             ent += ans[i].entropy;
             d_ok += sc == 1;
@@ -543,7 +515,7 @@ const char *lx_retrieval_split(const void *params)
 
 /* ---- instances in any tokenizer's tokens ----------------------------------------
 ** The task's generate hook at (key, sample, depth), fitted to the tokenizer
-** by the engine (harness/engine/instance.c has how). */
+** by the engine (harness/engine/data/instance.c has how). */
 
 struct gen_at {
     const struct lx_task *task;

@@ -18,7 +18,7 @@
 ** token given the gold prefix, so greedy decoding equals the gold answer iff
 ** every teacher-forced argmax does. After the first mismatch the greedy token
 ** replaces the gold one and each further token is one decode step through
-** a KV cache (harness/engine/decode.h): the teacher-forced pass saved every
+** a KV cache (harness/engine/model/decoding.h): the teacher-forced pass saved every
 ** layer's keys and values, and its rows before the mismatch are the greedy
 ** prefix's own, because causal attention never looks ahead. A step costs
 ** O(T) against a full pass's O(T²) attention. LX_DECODE_FULL keeps the
@@ -33,9 +33,9 @@
 #include <stdint.h>
 
 #include "harness/core/lx.h"
-#include "harness/engine/corpus.h"   /* the byte vocabulary: LX_TOK_BOS … */
-#include "harness/engine/decode.h"   /* enum lx_decode */
-#include "harness/engine/instance.h"
+#include "harness/engine/data/corpus.h"   /* the byte vocabulary: LX_TOK_BOS … */
+#include "harness/engine/model/decoding.h"   /* enum lx_decode */
+#include "harness/engine/data/instance.h"
 
 #define LX_MAX_RETRIEVAL_LENGTH (1L << 20)  /* instance tokens at most, as ppl (docs/tasks.md) */
 
@@ -63,19 +63,19 @@ int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const s
 
 /* Named scorers on the greedy output, n bytes (a 0 byte is an ordinary
 ** byte): 1 correct, 0 wrong, -1 unparsable (counted in null_rate). */
-int lx_score_first_int(const char *output, long n, const char *gold);  /* first run of digits == gold */
-int lx_score_exact(const char *output, long n, const char *gold);      /* starts with gold (after spaces) */
-int lx_score_last_int(const char *output, long n, const char *gold);   /* last run of digits == gold */
+int lx_answer_first_int(const char *output, long n, const char *gold);  /* first run of digits == gold */
+int lx_answer_exact(const char *output, long n, const char *gold);      /* starts with gold (after spaces) */
+int lx_answer_last_int(const char *output, long n, const char *gold);   /* last run of digits == gold */
 /* Normalized containment (lost-in-the-middle's best_subspan_em, one gold): the
 ** output from its first non-space byte up to its first newline, and the gold,
 ** each lowercased, without ASCII punctuation or the words a/an/the, spaces
 ** collapsed; correct when the gold's form is a substring of the output's,
 ** unparsable when the output's form is empty. */
-int lx_score_contains(const char *output, long n, const char *gold);
+int lx_answer_contains(const char *output, long n, const char *gold);
 /* The first distractor (in->alt) the task's scorer accepts output for, as if
 ** it were the gold; -1 when none. */
 struct lx_task;
-int lx_score_distractor(const struct lx_task *task, const void *params, const struct lx_instance *in,
+int lx_answer_distractor(const struct lx_task *task, const void *params, const struct lx_instance *in,
                         const char *output, long n);
 
 /* Prose for haystacks and passages: a corpus split's documents end to end,
@@ -98,14 +98,6 @@ int lx_prose_boundary(const char *s, long i);
 /* The split of s[0, n) nearest to x·n among 0, n and the sentence starts (the
 ** earlier one of a tie). */
 long lx_prose_nearest(const char *s, long n, double x);
-
-/* An output's bytes: the byte tokens of tok[0, n) up to the first special
-** token, into out (n + 1 bytes; a 0 byte is a byte, a NUL follows for
-** printing); returns how many. *stop = the special token that ended it, or
-** -1 when every token was a byte. */
-long lx_tokens_bytes(const int *tok, long n, char *out, int *stop);
-/* "bos", "eos", "pad", "mask" for a special token ("unknown" past them), NULL for -1. */
-const char *lx_token_name(int tok);
 
 /* The run hook of a retrieval task (ctx->task has generate, trials, score):
 ** for every depth and sample, generate, answer (lx_answer_eval), score. Metrics:

@@ -48,7 +48,7 @@ struct lx_task_ctx {
     const struct lx_task *task; /* the task itself */
     const struct lx_spec *spec_train;   /* model tasks: the stack's training-time part compiled at the
                                         ** training length (the attention the model learnt); else NULL */
-    const struct lx_tokenizer *tok;     /* model tasks: the model's tokenizer (lx_tokenizer_byte unless
+    const struct lx_tokenizer *tok;     /* model tasks: the model's tokenizer (lx_byte_tokenizer unless
                                         ** the model names one); lengths are in its tokens */
 };
 
@@ -64,7 +64,7 @@ struct lx_task {
                                 ** per thread, and the plan's memory check counts it; 0 = every pass
                                 ** runs tiled, row statistics included, in O(T·d) memory */
     int decodes;                /* (model tasks) 1 when it decodes greedy tokens through a KV cache
-                                ** (harness/engine/decode.h): the plan's memory check counts one a window */
+                                ** (harness/engine/model/kvcache.h): the plan's memory check counts one a window */
 
     /* (logit tasks) facts for methods when there is no model */
     void (*facts)(const void *params, long length, struct lx_facts *f);

@@ -64,7 +64,7 @@ static const char *const QUESTION[] = {
 static const char ENDING[] = "\n ASSISTANT: The first topic is";
 static const char *const TPL_NAME[] = {[TPL_LONGCHAT] = "longchat", [TPL_SHORT] = "short"};
 
-/* No topic's normal form (retrieval.h, lx_score_contains) contains another's. */
+/* No topic's normal form (retrieval.h, lx_answer_contains) contains another's. */
 static const char *const TOPICS[] = {
     "the history of jazz", "growing tomatoes at home", "training for a marathon", "the life of honeybees",
     "learning to play chess", "baking sourdough bread", "the rings of saturn", "saving money on groceries",
@@ -283,7 +283,7 @@ static const struct lx_retrieval topic_r = {
     .depths_at = LX_RETRIEVAL_ONE_DEPTH,
     .check = topic_check,
     .make = topic_make,
-    .scorer = lx_score_contains,
+    .scorer = lx_answer_contains,
 };
 LX_RETRIEVAL_HOOKS(topic, topic_r)
 

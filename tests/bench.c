@@ -31,8 +31,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "harness/engine/attention.h"
-#include "harness/engine/blas.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/blas.h"
 #include "harness/plan.h"
 #include "harness/core/rng.h"
 #include "harness/run.h"
@@ -200,7 +200,7 @@ static int bench_attention(void)
 
 /* ---- tiled attention ---- */
 
-#define LX_BENCH_BQ 256     /* the model's blocks (harness/engine/model.c) */
+#define LX_BENCH_BQ 256     /* the model's blocks (harness/engine/model/model.c) */
 #define LX_BENCH_BK 256
 
 /* One causal layer of attention, H = 4 heads × D = 64, q|k|v in one (T, 3HD)

@@ -1,6 +1,6 @@
 /*
 ** tests/bench_decode.c - `make bench BENCH=decode`: greedy decoding through the
-** KV cache (harness/engine/decode.c) against a full forward pass per token,
+** KV cache (harness/engine/kernels/decode.c) against a full forward pass per token,
 ** both timed in the same run (docs/PERFORMANCE.md, "Decoding with a KV cache").
 **
 **   answer   the 4 tokens after the first of a 5-token answer at T = 16384:
@@ -25,9 +25,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "harness/engine/blas.h"
-#include "harness/engine/decode.h"
-#include "harness/engine/model.h"
+#include "harness/engine/kernels/blas.h"
+#include "harness/engine/model/decoding.h"
+#include "harness/engine/model/model.h"
 #include "harness/plan.h"
 #include "harness/registry.h"
 #include "tasks/retrieval.h"

@@ -7,7 +7,7 @@
 ** vocab 256, RoPE (half layout, base 10000), no logit ops. Configurations:
 **
 **   train B x T   one optimizer step: forward + backward + global-norm clip +
-**                 AdamW, the step of harness/engine/train.c (lx_train itself
+**                 AdamW, the step of harness/engine/model/train.c (lx_train itself
 **                 cannot run here: its windows carry BOS/EOS, ids 256 and 257,
 **                 which a vocab of 256 does not have)
 **   eval  1 x T   one forward pass with targets (logits, softmax, loss): what
@@ -40,9 +40,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/engine/blas.h"
-#include "harness/engine/model.h"
-#include "harness/engine/train.h"
+#include "harness/engine/kernels/blas.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/model/train.h"
 #include "harness/core/rng.h"
 
 #define PYTHON "/usr/bin/python3"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tests/bench_torch.py - the PyTorch side of `make bench`'s model benchmark.
 
-What it is: the lenx transformer (harness/engine/model.h) written the usual
+What it is: the lenx transformer (harness/engine/model/model.h) written the usual
 PyTorch way - nn.Embedding, nn.Linear without bias (q|k|v in one Linear, as
 nanoGPT does and as lenx stores W_q|W_k|W_v), RMSNorm, rotary positions in the
 half-split layout with cos/sin tables built once, causal softmax attention by

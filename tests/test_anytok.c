@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "tests/shell.h"
 #include "tests/tokfile.h"
 
@@ -254,7 +254,7 @@ Test(anytok, tokenizer_json_models, .init = setup, .fini = teardown, .timeout = 
 
 /* ---- retrieval instances in SentencePiece tokens --------------------------- */
 
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/registry.h"
 #include "tasks/retrieval.h"
 #include "tasks/task.h"
@@ -540,7 +540,7 @@ Test(anytok, llama2c_and_hf_models, .init = setup, .fini = teardown, .timeout = 
 /* ---- models lenx trains on a tokenizer ---------------------------------------- */
 
 #include "harness/core/hash.h"
-#include "harness/engine/train.h"
+#include "harness/engine/model/train.h"
 
 /* A mixture window in a tokenizer's tokens (train.c lx_mix_window): the
 ** passkey instance fills the window's last len tokens, len = lo + ⌊v·(T −

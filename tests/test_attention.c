@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "harness/core/config.h"
-#include "harness/engine/attention.h"
+#include "harness/engine/kernels/attention.h"
 #include "harness/grid.h"
 #include "harness/plan.h"
 #include "harness/core/rng.h"

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
+#include "harness/engine/data/corpus.h"
 #include "harness/core/diag.h"
-#include "harness/engine/attention.h"
-#include "harness/engine/model.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/model/model.h"
 #include "harness/core/params.h"
 #include "harness/registry.h"
 #include "tasks/task.h"

@@ -220,7 +220,7 @@ Test(cli, gaussian_sweep_matches_committed_baseline, .init = setup, .fini = tear
     cr_expect(strstr(out, " 0 moved") != NULL, "%s", out);
 }
 
-/* ---- issue 12: stale cells, lenx rm, read-only stores, empty selections ---- */
+/* ---- stale cells, lenx rm, read-only stores, empty selections ---- */
 
 /* A tiny causal model (trains in well under a second), and the same sweep
 ** after its training steps changed: a second model key under the same name. */
@@ -445,7 +445,7 @@ Test(cli, immutable_read_warns_about_a_wal_file, .init = setup, .fini = teardown
     sh(out, sizeof out, "chmod 755 ro");
 }
 
-/* ---- hostile input (issue 12): each is refused with exit 2 or 3 and a message, never a
+/* ---- hostile input: each is refused with exit 2 or 3 and a message, never a
 ** signal; the run is bounded (timeout, 4 GB of memory) so that a regression fails
 ** the test instead of the machine, and nothing is written ---- */
 

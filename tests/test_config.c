@@ -289,7 +289,7 @@ Test(config, plan_runs_method_checks)
                  "bad.yaml:4:5", "mode qwen needs a training length >= 2");
 }
 
-/* ---- hostile YAML (issue 12): non-scalar keys, alias bombs, extra documents ---- */
+/* ---- hostile YAML: non-scalar keys, alias bombs, extra documents ---- */
 
 #define BODY "methods: [none]\ntasks: [ppl]\nlengths: [64]\n"
 
@@ -357,7 +357,7 @@ Test(config, one_document_per_file)
     lx_grid_release(&g);
 }
 
-/* ---- grids too big to plan, numbers too big to convert (issue 12) ---- */
+/* ---- grids too big to plan, numbers too big to convert ---- */
 
 /* A sweep file with the given axis sizes: distinct tasks, stacks, lengths, seeds. */
 static char *big_grid(int tasks, int stacks, int lengths, int seeds)

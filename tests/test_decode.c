@@ -1,6 +1,6 @@
 /*
 ** tests/test_decode.c - the KV cache and one-token decoding
-** (harness/engine/decode.c):
+** (harness/engine/kernels/decode.c):
 **
 **   - the one-row attention against row i of the naive reference
 **     (lx_attention_forward) for every method that runs on a model, with
@@ -22,11 +22,11 @@
 #include <string.h>
 
 #include "harness/core/rng.h"
-#include "harness/engine/attention.h"
-#include "harness/engine/decode.h"
-#include "harness/engine/model.h"
-#include "harness/engine/tokenizer.h"
-#include "harness/engine/train.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/model/decoding.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+#include "harness/engine/model/train.h"
 #include "harness/registry.h"
 #include "tasks/retrieval.h"
 #include "tasks/task.h"
@@ -350,14 +350,14 @@ static void *trained_passkey(struct lx_model *m, const struct lx_task **task)
     cfg.length = 128, cfg.batch = 8, cfg.steps = 150, cfg.warmup = 20, cfg.eval_every = 150, cfg.eval_windows = 2;
     lx_params_finish(&lx_train_schema, &cfg);
     const struct lx_corpus_tokens *corpus;
-    cr_assert_eq(lx_corpus_tokens(&corpus, "train", &lx_tokenizer_byte, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_corpus_tokens(&corpus, "train", &lx_byte_tokenizer, &err), LX_OK, "%s", err.msg);
     struct lx_mix mix = {.name = "passkey", .weight = 1.0, .params = p, .sample = t->train_sample, .check = t->check};
     struct tstack st;
     struct lx_facts f = tfacts(8, 128, 4, 128);
     f.training = 1;
     tstack_make(&st, "rope", &f);
     struct lx_train_report rep;
-    cr_assert_eq(lx_train(m, &st.spec, &cfg, 77, corpus, &lx_tokenizer_byte, &mix, 1, NULL, NULL, &rep, &err), LX_OK,
+    cr_assert_eq(lx_train(m, &st.spec, &cfg, 77, corpus, &lx_byte_tokenizer, &mix, 1, NULL, NULL, &rep, &err), LX_OK,
                  "%s", err.msg);
     cr_log_info("trained in %.2f s, loss %.3f", rep.seconds, rep.train_loss);
     tstack_free(&st);

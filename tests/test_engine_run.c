@@ -489,9 +489,9 @@ Test(engine_run, score_matches_the_ppl_task, .init = setup, .fini = teardown, .t
     cr_expect(strstr(out, "no model of that name or key") != NULL, "%s", out);
 }
 
-/* ---- non-finite weights and logits fail their cells (issue 12) ---------------- */
+/* ---- non-finite weights and logits fail their cells ---------------- */
 
-#include "harness/engine/checkpoint.h"
+#include "harness/engine/formats/checkpoint.h"
 
 /* The committed rope checkpoint with its tensor `name` edited: element k set to
 ** v (k < 0: every element; name NULL: no tensor) and, with a `stack`, its

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/attention.h"
-#include "harness/engine/model.h"
-#include "harness/engine/train.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/model/train.h"
 #include "harness/run.h"
 #include "harness/core/rng.h"
 #include "tests/stack.h"

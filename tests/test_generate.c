@@ -1,7 +1,7 @@
 /*
 ** tests/test_generate.c - `lenx generate` and the decode API's sampler
-** (harness/generate.c, harness/engine/decode.h), and the held-out stories
-** split (configs/heldout, scripts/heldout.sh, harness/engine/corpus.h).
+** (harness/generate.c, harness/engine/model/decoding.h), and the held-out stories
+** split (configs/heldout, scripts/heldout.sh, harness/engine/data/corpus.h).
 **
 ** Greedy text is checked against llama2.c's run.c on stories260K (its
 ** expected/ outputs, read from ../shared/models/stories260K beside the
@@ -12,9 +12,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/corpus.h"
-#include "harness/engine/decode.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/model/decoding.h"
 #include "tests/shell.h"
 #include "tests/stack.h"
 #include "tests/tokfile.h"

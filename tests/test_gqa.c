@@ -1,6 +1,6 @@
 /*
 ** tests/test_gqa.c - grouped-query attention and the architecture fields of
-** pretrained models (kv_heads, qkv_bias, tie_head; harness/engine/model.c).
+** pretrained models (kv_heads, qkv_bias, tie_head; harness/engine/model/model.c).
 **
 ** Suite `gqa`: a GQA model equals the multi-head model whose wk and wv rows
 ** (and biases) are the GQA ones repeated for each query head of a group, on
@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/attention.h"
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/corpus.h"
-#include "harness/engine/model.h"
-#include "harness/engine/safetensors.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/formats/safetensors.h"
 #include "harness/plan.h"
 #include "tests/shell.h"
 #include "tests/stack.h"

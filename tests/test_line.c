@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
+#include "harness/engine/data/corpus.h"
 #define FIXTURE_TASK "line"
 #include "tests/retrieval_fixture.h"
 
@@ -297,8 +297,8 @@ Test(line, scorer)
     cr_assert_eq(score(pl, &in, LIT("48213 or 7")), 0);
     cr_assert_eq(score(pl, &in, LIT("<48213>")), 1);
     cr_assert_eq(score(pl, &in, LIT("none>")), -1);
-    cr_assert_eq(lx_score_last_int(LIT("a1b22c333"), "333"), 1);
-    cr_assert_eq(lx_score_last_int(LIT("a1b22c333x"), "22"), 0);
+    cr_assert_eq(lx_answer_last_int(LIT("a1b22c333"), "333"), 1);
+    cr_assert_eq(lx_answer_last_int(LIT("a1b22c333x"), "22"), 0);
     free(pf), free(pl);
 }
 

@@ -20,10 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/hf.h"
-#include "harness/engine/safetensors.h"
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/formats/hf_model.h"
+#include "harness/engine/formats/safetensors.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/core/json.h"
 #include "harness/modelcmd.h"
 #include "harness/score.h"

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
+#include "harness/engine/data/corpus.h"
 #define FIXTURE_TASK "mdqa"
 #include "tests/retrieval_fixture.h"
 
@@ -301,17 +301,17 @@ Test(mdqa, distractors)
 {
     const struct lx_task *t = task();
     struct lx_instance in = {.gold = "amber", .alt = {"mauve", "teal"}, .n_alt = 2};
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" Teal.")), 1);
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" mauve")), 0);
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" amber")), -1, "the gold is no distractor");
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" ochre")), -1);
+    cr_assert_eq(lx_answer_distractor(t, NULL, &in, LIT(" Teal.")), 1);
+    cr_assert_eq(lx_answer_distractor(t, NULL, &in, LIT(" mauve")), 0);
+    cr_assert_eq(lx_answer_distractor(t, NULL, &in, LIT(" amber")), -1, "the gold is no distractor");
+    cr_assert_eq(lx_answer_distractor(t, NULL, &in, LIT(" ochre")), -1);
     /* a generated instance: its distractors are the other documents' colours */
     void *p = params("{template: short, documents: 4}");
     struct lx_instance g;
     gen(p, 3, 800, 0, 1.0, &g);
     char out[LX_MAX_ANSWER + 2];
     snprintf(out, sizeof out, " %s", g.alt[2]);
-    cr_assert_eq(lx_score_distractor(t, p, &g, out, (long)strlen(out)), 2);
+    cr_assert_eq(lx_answer_distractor(t, p, &g, out, (long)strlen(out)), 2);
     cr_assert_eq(t->score(p, &g, out, (long)strlen(out)), 0);
     lx_instance_release(&g);
     free(p);

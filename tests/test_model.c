@@ -1,5 +1,5 @@
 /*
-** tests/test_model.c - the transformer end to end (harness/engine/model.c).
+** tests/test_model.c - the transformer end to end (harness/engine/model/model.c).
 **
 ** Suite `model_ref`: agreement with an independent PyTorch implementation
 ** (tests/ref/lenx_torch.py, written from docs/checkpoints.md, run in float64)
@@ -27,12 +27,12 @@
 #include <unistd.h>
 
 #include "harness/core/config.h"
-#include "harness/engine/corpus.h"
-#include "harness/engine/attention.h"
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/model.h"
-#include "harness/engine/ops.h"
-#include "harness/engine/safetensors.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/kernels/ops.h"
+#include "harness/engine/formats/safetensors.h"
 #include "harness/grid.h"
 #include "harness/plan.h"
 #include "harness/core/rng.h"
@@ -871,7 +871,7 @@ Test(model, checkpoint_load_errors, .fini = remove_tmp)
     lx_buf_free(&arch);
 }
 
-/* ---- memory (issue 12): a header can declare a model no machine here can hold ---- */
+/* ---- memory: a header can declare a model no machine here can hold ---- */
 
 /* The architecture of the report: every value in bounds, 343 GB of parameters. */
 #define HUGE_ARCH "{layers: 64, d_model: 8192, d_mlp: 65536, vocab: 1000000}"

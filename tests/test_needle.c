@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
-#include "harness/engine/model.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/model/model.h"
 #include "harness/core/result.h"
 #include "tests/stack.h"
 #define FIXTURE_TASK "needle"
@@ -335,13 +335,13 @@ Test(needle, distractors_by_hand)
 {
     const struct lx_task *t = task();
     struct lx_instance in = {.gold = "4821306", .alt = {"1111111", "2222222"}, .n_alt = 2};
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" 2222222")), 1);
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" 1111111.")), 0);
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" 4821306")), -1, "the gold is no distractor");
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" 3333333")), -1);
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" magic")), -1);
+    cr_assert_eq(lx_answer_distractor(t, NULL, &in, LIT(" 2222222")), 1);
+    cr_assert_eq(lx_answer_distractor(t, NULL, &in, LIT(" 1111111.")), 0);
+    cr_assert_eq(lx_answer_distractor(t, NULL, &in, LIT(" 4821306")), -1, "the gold is no distractor");
+    cr_assert_eq(lx_answer_distractor(t, NULL, &in, LIT(" 3333333")), -1);
+    cr_assert_eq(lx_answer_distractor(t, NULL, &in, LIT(" magic")), -1);
     in.n_alt = 0;
-    cr_assert_eq(lx_score_distractor(t, NULL, &in, LIT(" 2222222")), -1, "no distractors, no hit");
+    cr_assert_eq(lx_answer_distractor(t, NULL, &in, LIT(" 2222222")), -1, "no distractors, no hit");
 }
 
 /* The cell runner on a tiny random model: distractor_rate with three needles

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/ops.h"
+#include "harness/engine/kernels/ops.h"
 #include "harness/core/rng.h"
 
 static void fill(float *x, int n, uint32_t stream, float scale)

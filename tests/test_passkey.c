@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
-#include "harness/engine/train.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/model/train.h"
 #include "harness/core/hash.h"
 #define FIXTURE_TASK "passkey"
 #include "tests/retrieval_fixture.h"
@@ -231,7 +231,7 @@ Test(passkey, train_sample)
     free(p);
 }
 
-/* A training window of the mixture (harness/engine/train.c lx_mix_window):
+/* A training window of the mixture (harness/engine/model/train.c lx_mix_window):
 ** the instance fills the window's tail at a length drawn between the task's
 ** minimum (found here by a linear scan of check) and T; the head keeps the
 ** corpus window as unscored context. */

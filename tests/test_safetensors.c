@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/engine/safetensors.h"
+#include "harness/engine/formats/safetensors.h"
 #include "harness/core/hash.h"
 #include "harness/core/lx.h"
 

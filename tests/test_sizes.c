@@ -59,18 +59,22 @@ Test(sizes, catches_each_limit)
 {
     char dir[] = "/tmp/lenx-sizes-XXXXXX", out[8192], cmd[4200];
     cr_assert_not_null(mkdtemp(dir));
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s/harness' '%s/tasks' && printf 'LX_TASK(big)\\n' > '%s/tasks/tasks.def'",
-             dir, dir, dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/harness/engine/model' '%s/tasks' && printf 'LX_TASK(big)\\n' > "
+             "'%s/tasks/tasks.def'", dir, dir, dir);
     cr_assert_eq(system(cmd), 0);
     write_c(dir, "harness/ok.c", 75, 0);        /* 2 + 1 + 75 + 2 = 80 lines: allowed */
     cr_assert_eq(check(dir, out, sizeof out), 0, "an 80-line function was refused:\n%s", out);
     write_c(dir, "harness/fn.c", 76, 0);        /* 81 lines */
     write_c(dir, "harness/file.c", 10, 1000);
     write_c(dir, "tasks/big.c", 10, 300);
+    write_c(dir, "harness/engine/model/big.c", 10, 790);   /* 806 lines: over the engine's 800 */
+    write_c(dir, "harness/engine/model/ok.c", 10, 784);    /* 800 lines: allowed */
     cr_assert_eq(check(dir, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "harness/fn.c:2: function long_one is 81 lines"), "%s", out);
     cr_assert(strstr(out, "harness/file.c: 1016 lines"), "%s", out);
     cr_assert(strstr(out, "tasks/big.c: 316 lines"), "%s", out);
+    cr_assert(strstr(out, "harness/engine/model/big.c: 806 lines (an engine file has at most 800)"), "%s", out);
+    cr_assert_null(strstr(out, "harness/engine/model/ok.c"), "%s", out);
     cr_assert_null(strstr(out, "harness/ok.c"), "%s", out);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);

@@ -561,6 +561,33 @@ Test(store, migrates_version_2)
     cr_expect_str_eq(v, "6");
 }
 
+/* The outputs table has the same columns in the same order whether the store
+** is fresh (its CREATE) or older and migrated (the ALTERs): the columns as
+** results/store.h's struct lx_output and docs/results.md list them. */
+Test(store, outputs_columns_fresh_and_migrated)
+{
+    static const char want[] = "run_id INTEGER,sample INTEGER,depth REAL,gold TEXT,text TEXT,score INTEGER,"
+                               "logprob REAL,stop TEXT,prompt BLOB";
+    static const char cols[] = "SELECT group_concat(name || ' ' || type, ',') FROM pragma_table_info('outputs')";
+    struct lx_store *s = open_rw(db_path);
+    lx_store_close(s);
+    char v[512], cmd[512];
+    sqlite_cli(db_path, cols, v, sizeof v);
+    cr_expect_str_eq(v, want, "a fresh store");
+    /* a version-5 store whose outputs lack both columns (the ALTERs look at the columns, not the version) */
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'ALTER TABLE outputs DROP COLUMN prompt; ALTER TABLE outputs DROP COLUMN"
+             " stop; PRAGMA user_version = 5'", db_path);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    sqlite_cli(db_path, cols, v, sizeof v);
+    cr_assert_str_eq(v, "run_id INTEGER,sample INTEGER,depth REAL,gold TEXT,text TEXT,score INTEGER,logprob REAL");
+    s = open_rw(db_path);
+    lx_store_close(s);
+    sqlite_cli(db_path, cols, v, sizeof v);
+    cr_expect_str_eq(v, want, "an older store migrated");
+    sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
+    cr_expect_str_eq(v, "6");
+}
+
 Test(store, newer_schema_is_refused)
 {
     char cmd[256];

@@ -1,5 +1,5 @@
 /*
-** tests/test_tiled.c - the tiled online-softmax forward (harness/engine/tiled.c)
+** tests/test_tiled.c - the tiled online-softmax forward (harness/engine/kernels/tiled.c)
 ** against the naive reference (lx_attention_forward) and the per-head BLAS
 ** path, on every method of methods/methods.def that runs on a model, at sizes
 ** chosen around the tile edges: T below one block, T = block ± 1, T not a
@@ -20,11 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/attention.h"
-#include "harness/engine/corpus.h"
-#include "harness/engine/model.h"
-#include "harness/engine/tokenizer.h"
-#include "harness/engine/train.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+#include "harness/engine/model/train.h"
 #include "harness/core/rng.h"
 #include "tasks/task.h"
 #include "tests/model_stacks.h"     /* stacks[], rel_err() */
@@ -331,8 +331,8 @@ static void trained_model(struct lx_model *m)
     const struct lx_corpus_tokens *text;
     struct lx_error err = {{0}};
     struct lx_train_report rep;
-    cr_assert_eq(lx_corpus_tokens(&text, "train", &lx_tokenizer_byte, &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(lx_train(m, &st.spec, &c, 77, text, &lx_tokenizer_byte, NULL, 0, NULL, NULL, &rep, &err), LX_OK,
+    cr_assert_eq(lx_corpus_tokens(&text, "train", &lx_byte_tokenizer, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_train(m, &st.spec, &c, 77, text, &lx_byte_tokenizer, NULL, 0, NULL, NULL, &rep, &err), LX_OK,
                  "%s", err.msg);
     tstack_free(&st);
 }

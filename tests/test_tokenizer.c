@@ -1,5 +1,5 @@
 /*
-** tests/test_tokenizer.c - the tokenizer interface (harness/engine/tokenizer.h)
+** tests/test_tokenizer.c - the tokenizer interface (harness/engine/tokenizers/tokenizer.h)
 ** against ids nobody on this project computed:
 **   - llama2.c's own encoder on 10 strings (tok512.bin of stories260K, read from
 **     ../shared/models/stories260K; the tests skip, saying so, without it);
@@ -26,9 +26,9 @@
 #include "harness/core/hash.h"
 #include "harness/core/json.h"
 #include "harness/core/rng.h"
-#include "harness/engine/corpus.h"
-#include "harness/engine/tokenizer.h"
-#include "harness/engine/unicode.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+#include "harness/engine/tokenizers/unicode.h"
 #include "tests/tokfile.h"
 
 #define STORIES "/work/shared/models/stories260K"
@@ -95,7 +95,7 @@ static void expect_ids(const struct lx_json *doc, const struct lx_jv *want, cons
 
 Test(tokenizer, bytes_are_their_own_ids)
 {
-    struct lx_tokenizer *t = lx_tokenizer_bytes();
+    struct lx_tokenizer *t = lx_tokenizer_bytes_new();
     struct lx_ids ids = {0};
     const char text[] = "a\0\xff\n";
     cr_assert_eq(lx_tokenizer_encode(t, text, 4, LX_ENC_BOS | LX_ENC_EOS, &ids, NULL), LX_OK);
@@ -109,7 +109,7 @@ Test(tokenizer, bytes_are_their_own_ids)
     cr_expect_eq(memcmp(out.s, text, 4), 0);
     cr_expect_eq(t->n_vocab, 260);
     cr_expect_str_eq(t->ops->kind, "bytes");
-    struct lx_tokenizer *u = lx_tokenizer_bytes();
+    struct lx_tokenizer *u = lx_tokenizer_bytes_new();
     cr_expect_str_eq(t->hash, u->hash);
     lx_buf_free(&out);
     lx_ids_free(&ids);
@@ -733,7 +733,7 @@ static const char *const TEXTS[] = {
 
 Test(tokenizer, seg_byte_is_identity)
 {
-    const struct lx_tokenizer *t = &lx_tokenizer_byte;
+    const struct lx_tokenizer *t = &lx_byte_tokenizer;
     cr_expect_eq(t->n_vocab, LX_VOCAB);
     cr_expect_eq(t->bos, LX_TOK_BOS);
     cr_expect_eq(t->mask, LX_TOK_MASK);

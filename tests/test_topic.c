@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/corpus.h"
+#include "harness/engine/data/corpus.h"
 #define FIXTURE_TASK "topic"
 #define FIXTURE_ONE_DEPTH
 #include "tests/retrieval_fixture.h"
@@ -307,9 +307,9 @@ Test(topic, scorer)
     cr_assert_eq(score(NULL, &in, LIT(" the")), -1);
     cr_assert_eq(score(NULL, &in, LIT(" ...!")), -1);
     cr_assert_eq(score(NULL, &in, LIT("")), -1);
-    cr_assert_eq(lx_score_contains(LIT("An apple, the pear"), "apple pear"), 1);
-    cr_assert_eq(lx_score_contains(LIT("Theatre!"), "the theatre"), 1);
-    cr_assert_eq(lx_score_contains(LIT("an apple"), "the pear"), 0);
+    cr_assert_eq(lx_answer_contains(LIT("An apple, the pear"), "apple pear"), 1);
+    cr_assert_eq(lx_answer_contains(LIT("Theatre!"), "the theatre"), 1);
+    cr_assert_eq(lx_answer_contains(LIT("an apple"), "the pear"), 0);
 }
 
 Test(topic, too_short)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/blas.h"
+#include "harness/engine/kernels/blas.h"
 #include "harness/core/hash.h"
 #include "harness/core/lx.h"
 #include "harness/core/rng.h"

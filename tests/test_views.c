@@ -672,7 +672,7 @@ Test(compare, model_keys_match_cells_when_both_sides_know_them)
     lx_rows_release(&h);
 }
 
-/* ---- one name, several configurations (issue 12) ------------------------- */
+/* ---- one name, several configurations ------------------------- */
 
 /* A row of method "rope @t" with a model key and a configuration hash. */
 static void add_origin(struct lx_rows *r, long seed, double v, const char *model_key, const char *config)

@@ -95,12 +95,17 @@ void lx_sha256_final_hex(struct lx_sha256 *s, char out[65])
         snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
+void lx_sha256_hex_bytes(const void *data, size_t n, char out[65])
+{
+    struct lx_sha256 h;
+    lx_sha256_init(&h);
+    lx_sha256_update(&h, data, n);
+    lx_sha256_final_hex(&h, out);
+}
+
 void lx_sha256_hex(const char *text, char out[65])
 {
-    struct lx_sha256 s;
-    lx_sha256_init(&s);
-    lx_sha256_update(&s, text, strlen(text));
-    lx_sha256_final_hex(&s, out);
+    lx_sha256_hex_bytes(text, strlen(text), out);
 }
 
 uint64_t lx_hash64(const char *text)

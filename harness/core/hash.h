@@ -25,6 +25,8 @@ void lx_sha256_final_hex(struct lx_sha256 *s, char out[65]);
 
 /* Hex digest of a NUL-terminated string; out holds 65 bytes. */
 void lx_sha256_hex(const char *text, char out[65]);
+/* Hex digest of data[0, n) (any bytes); out holds 65 bytes. */
+void lx_sha256_hex_bytes(const void *data, size_t n, char out[65]);
 
 /* The first 8 bytes of the digest of text, big-endian: a 64-bit stable key. */
 uint64_t lx_hash64(const char *text);

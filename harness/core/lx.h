@@ -91,6 +91,7 @@ struct lx_buf {
 void lx_buf_printf(struct lx_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void lx_buf_puts(struct lx_buf *b, const char *s);
+void lx_buf_putn(struct lx_buf *b, const char *s, size_t n);   /* n bytes, NUL included */
 void lx_buf_json_str(struct lx_buf *b, const char *s);   /* quoted, escaped; always valid JSON (U+FFFD for bytes not UTF-8) */
 void lx_buf_num(struct lx_buf *b, double v);             /* shortest round-trip */
 void lx_buf_reset(struct lx_buf *b);
@@ -114,5 +115,12 @@ int lx_edit_distance(const char *a, const char *b);
 
 /* The closest of n names to s, or NULL when none is close enough to suggest. */
 const char *lx_closest(const char *s, const char *const *names, int n);
+
+/* The bytes the machine has available (/proc/meminfo MemAvailable, else
+** sysconf; 1e18 when unknown, so that nothing is refused): what the memory
+** plans (model.h, kvcache.h) check against. */
+double lx_mem_available(void);
+/* "12.3 MB" or "341.5 GB" into out; returns out. */
+char *lx_fmt_bytes(char out[32], double bytes);
 
 #endif

@@ -2,7 +2,7 @@
 ** harness/core/spec.h - the attention spec: what a method stack compiles into.
 **
 ** Methods never run attention; they edit this declarative description, and the
-** kernels (the gaussian task's and the engine's, harness/engine/attention.c)
+** kernels (the gaussian task's and the engine's, harness/engine/kernels/attention.c)
 ** read it (docs/methods.md lists what each method sets). The spec says how
 ** logits are transformed:
 **

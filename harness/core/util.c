@@ -111,6 +111,17 @@ void lx_buf_puts(struct lx_buf *b, const char *s)
     b->len += n;
 }
 
+void lx_buf_putn(struct lx_buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = 2 * (b->len + n + 1);
+        b->s = lx_xrealloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
 /* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
 ** form, no surrogate, nothing past U+10FFFF), or 0 when p starts none. */
 static int utf8_seq(const unsigned char *p)
@@ -402,4 +413,31 @@ void lx_unmap_file(const unsigned char *bytes, size_t n)
 {
     if (bytes)
         munmap((void *)bytes, n);
+}
+
+/* ---- memory: what the machine has, for the plans that check before allocating ---- */
+
+double lx_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kb = -1.0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    if (kb >= 0.0)
+        return kb * 1024.0;
+    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (double)pages * (double)size : 1e18;   /* unknown: do not refuse */
+}
+
+char *lx_fmt_bytes(char out[32], double bytes)
+{
+    if (bytes < 1e9)
+        snprintf(out, 32, "%.1f MB", bytes / 1e6);
+    else
+        snprintf(out, 32, "%.1f GB", bytes / 1e9);
+    return out;
 }

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/engine/checkpoint.h"
-#include "harness/engine/safetensors.h"
-#include "harness/engine/tok_hf.h"
-#include "harness/engine/tokenizer.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/formats/safetensors.h"
+#include "harness/engine/tokenizers/tok_hf.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/plan.h"
 #include "harness/slurm.h"
 #include "tests/slurm_check.h"
@@ -310,7 +310,7 @@ static const struct fixed_text {
 ** normalizers that leave s as it is, and no added token in s or at an id the
 ** model spells differently. Then a segment's pieces are s; without a
 ** Prepend or a prefix space, decode(encode(s)) == s too. */
-static unsigned json_promises(const struct hf *hf, const char *s, size_t n)
+static unsigned json_promises(const struct hf_tok *hf, const char *s, size_t n)
 {
     int whole = 1;
     if (!hf->bytelevel || hf->dec_bytes || hf->n_repl || hf->strip_start || hf->strip_stop || !is_utf8(s, n))

@@ -5,7 +5,7 @@ What it is: the model of docs/checkpoints.md written from that page alone, in
 the usual PyTorch idioms (nn.Linear, nn.Embedding, Hugging Face's rotate_half
 for the `half` rope layout, Meta LLaMA's complex multiply for `interleaved`,
 F.gelu(approximate="tanh"), F.silu, F.cross_entropy) and sharing no code with
-the C engine (harness/engine/model.c). tests/ref/model_ref.py runs it in
+the C engine (harness/engine/model/model.c). tests/ref/model_ref.py runs it in
 float64 to make the reference logits, losses and gradients that
 tests/test_model.c compares lenx against. It also serves anyone who wants to
 run a lenx checkpoint in PyTorch:

@@ -3,7 +3,7 @@
 
 What it is: a safetensors file (https://github.com/huggingface/safetensors)
 written from the format description with only the standard library (struct,
-json), sharing no code with lenx's reader (harness/engine/safetensors.c). The
+json), sharing no code with lenx's reader (harness/engine/formats/safetensors.c). The
 output, tests/ref/safetensors_ref.safetensors, is committed; rerun this script
 only to regenerate it:
 

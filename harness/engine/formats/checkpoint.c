@@ -1,0 +1,222 @@
+/*
+** harness/engine/formats/checkpoint.c - lenx's own checkpoints: save and load
+** (checkpoint.h), registered as the format `lenx`; and the tokenizer a loaded
+** model reads text with.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "harness/engine/formats/checkpoint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/config.h"
+#include "harness/engine/formats/safetensors.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+#include "harness/core/hash.h"
+#include "harness/core/version.h"
+
+/* The copy of a checkpoint's tokenizer: <path without .safetensors>.tokenizer
+** into out; *name = its last component (what lenx_tokenizer records). */
+static void tokenizer_dir(const char *path, char *out, size_t n, char **name)
+{
+    size_t len = strlen(path);
+    int ext = len >= 12 && strcmp(path + len - 12, ".safetensors") == 0;
+    snprintf(out, n, "%.*s.tokenizer", (int)(ext ? len - 12 : len), path);
+    char *slash = strrchr(out, '/');
+    *name = slash ? slash + 1 : out;
+}
+
+int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
+{
+    int n = lx_arch_tensors(&m->arch, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    struct lx_st_tensor *st = lx_xcalloc((size_t)n, sizeof *st);
+    lx_arch_tensors(&m->arch, ti);
+    for (int i = 0; i < n; i++) {
+        st[i].name = ti[i].name;
+        st[i].ndim = ti[i].ndim;
+        st[i].shape[0] = ti[i].shape[0];
+        st[i].shape[1] = ti[i].shape[1];
+        st[i].data = m->w + ti[i].offset;
+    }
+    struct lx_buf arch = {0};
+    lx_params_json(&lx_arch_schema, &m->arch, &arch);
+    char len[32], threads[32];
+    snprintf(len, sizeof len, "%ld", info->train_len);
+    snprintf(threads, sizeof threads, "%d", info->threads);
+    /* the data buffer is the tensors back to back, in this order */
+    struct lx_sha256 h;
+    lx_sha256_init(&h);
+    for (int i = 0; i < n; i++) {
+        long count = ti[i].shape[0] * (ti[i].ndim > 1 ? ti[i].shape[1] : 1);
+        lx_sha256_update(&h, st[i].data, sizeof(float) * (size_t)count);
+    }
+    lx_sha256_final_hex(&h, info->weights_sha256);
+    char tok_dir[4096], *tok_name = tok_dir;
+    tokenizer_dir(path, tok_dir, sizeof tok_dir, &tok_name);
+    int with_tok = info->tokenizer && info->tokenizer_sha256[0];
+    const char *meta[] = {
+        "format", "pt",
+        "lenx_version", LX_VERSION,
+        "lenx_arch", lx_buf_str(&arch),
+        "lenx_train", info->train_json ? info->train_json : "{}",
+        "lenx_stack", info->stack ? info->stack : "[]",
+        "lenx_train_len", len,
+        "lenx_model_key", info->model_key ? info->model_key : "",
+        "lenx_weights_sha256", info->weights_sha256,
+        "lenx_threads", threads,
+        "lenx_tokenizer_sha256", info->tokenizer_sha256,    /* the last two only with a tokenizer */
+        "lenx_tokenizer", tok_name,
+    };
+    int n_meta = (int)(sizeof meta / sizeof *meta / 2) - (with_tok ? 0 : 2);
+    int rc = with_tok ? lx_tokenizer_copy(info->tokenizer, info->tokenizer_sha256, tok_dir, err) : LX_OK;
+    if (rc == LX_OK)
+        rc = lx_st_write(path, st, n, meta, n_meta, info->sha256, err);
+    lx_buf_free(&arch);
+    free(st);
+    free(ti);
+    return rc;
+}
+
+static int need_meta(const struct lx_st_file *f, const char *key, const char **out, struct lx_error *err)
+{
+    if (!(*out = lx_st_meta(f, key)))
+        return lx_err(err, LX_EINVAL, "%s: no '%s' in the safetensors __metadata__\n"
+                      "  hint: lenx checkpoints carry lenx_arch, lenx_stack and lenx_train_len "
+                      "(docs/checkpoints.md); add them to a checkpoint made elsewhere", f->path, key);
+    return LX_OK;
+}
+
+/* The sha256 of the data buffer into out, checked against the embedded
+** lenx_weights_sha256 when the file has one (older checkpoints do not). */
+static int check_weights(const struct lx_st_file *f, char out[65], struct lx_error *err)
+{
+    lx_sha256_hex_bytes(f->data, f->n_data, out);
+    const char *want = lx_st_meta(f, "lenx_weights_sha256");
+    if (want && strcmp(want, out) != 0)
+        return lx_err(err, LX_EIO, "%s: the weights do not match the checkpoint's embedded hash "
+                      "(lenx_weights_sha256 %.16s..., the data hashes to %.16s...): the file is damaged\n"
+                      "  hint: delete it and rerun the sweep to retrain it, or restore it from a copy",
+                      f->path, want, out);
+    return LX_OK;
+}
+
+/* The weights of the architecture a checkpoint's header declares, checked
+** against the machine's memory first: a 2 KB header can declare 343 GB. */
+static int alloc_declared(struct lx_model *m, const struct lx_arch *a, const char *path, struct lx_error *err)
+{
+    struct lx_error sub;
+    if (lx_model_alloc(m, a, &sub) == LX_OK)
+        return LX_OK;
+    return lx_err(err, LX_EINVAL, "%s: lenx_arch declares a model this machine cannot hold: %s", path, sub.msg);
+}
+
+/* The tokenizer a lenx model was trained on (lenx_tokenizer_sha256), and its
+** copy beside the file (lenx_tokenizer names it) when it is there. */
+static int recorded_tokenizer(const struct lx_st_file *f, const char *path, struct lx_ckpt_info *info,
+                              struct lx_error *err)
+{
+    const char *sha = lx_st_meta(f, "lenx_tokenizer_sha256"), *name = lx_st_meta(f, "lenx_tokenizer");
+    if (!sha)
+        return LX_OK;
+    if (strlen(sha) != 64 || !name || !*name || strchr(name, '/'))
+        return lx_err(err, LX_EINVAL, "%s: lenx_tokenizer_sha256 must be 64 hex digits and lenx_tokenizer the "
+                      "name of the tokenizer's copy beside the file", path);
+    memcpy(info->tokenizer_sha256, sha, 65);
+    const char *slash = strrchr(path, '/');
+    struct lx_buf dir = {0};
+    lx_buf_printf(&dir, "%.*s%s", slash ? (int)(slash - path + 1) : 0, path, name);
+    info->tokenizer = lx_tokenizer_in_dir(lx_buf_str(&dir));
+    lx_buf_free(&dir);
+    return LX_OK;
+}
+
+static int load_lenx(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (info)
+        memset(info, 0, sizeof *info);
+    struct lx_st_file f = {0};
+    int rc = lx_st_open(&f, path, err);
+    const char *arch_json = NULL, *stack = NULL, *len = NULL;
+    if (rc == LX_OK)
+        rc = need_meta(&f, "lenx_arch", &arch_json, err);
+    if (rc == LX_OK)
+        rc = need_meta(&f, "lenx_stack", &stack, err);
+    if (rc == LX_OK)
+        rc = need_meta(&f, "lenx_train_len", &len, err);
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    if (rc == LX_OK) {
+        struct lx_doc doc = {0};
+        char what[4200];
+        snprintf(what, sizeof what, "%s: lenx_arch", path);
+        rc = lx_doc_load_text(&doc, arch_json, what, err);
+        if (rc == LX_OK)
+            rc = lx_params_apply(&lx_arch_schema, &a, doc.root, "the architecture", err);
+        lx_doc_release(&doc);
+    }
+    if (rc == LX_OK) {
+        lx_params_finish(&lx_arch_schema, &a);
+        struct lx_error sub;
+        if (lx_arch_resolve(&a, &sub) < 0)
+            rc = lx_err(err, LX_EINVAL, "%s: lenx_arch: %s", path, sub.msg);
+    }
+    if (rc == LX_OK)
+        rc = alloc_declared(m, &a, path, err);
+    if (rc == LX_OK) {
+        int n = lx_arch_tensors(&a, NULL);
+        struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+        lx_arch_tensors(&a, ti);
+        for (int i = 0; i < n && rc == LX_OK; i++)
+            rc = lx_st_read(&f, ti[i].name, ti[i].ndim, ti[i].shape, m->w + ti[i].offset, err);
+        free(ti);
+    }
+    char weights[65];
+    if (rc == LX_OK)
+        rc = check_weights(&f, weights, err);
+    if (rc == LX_OK && info) {
+        const char *key = lx_st_meta(&f, "lenx_model_key"), *tj = lx_st_meta(&f, "lenx_train");
+        const char *thr = lx_st_meta(&f, "lenx_threads");
+        lx_ckpt_info_native(info, "lenx", "F32");
+        memcpy(info->weights_sha256, weights, sizeof weights);
+        info->embedded_hash = lx_st_meta(&f, "lenx_weights_sha256") != NULL;
+        info->threads = thr ? atoi(thr) : 0;
+        free(info->model_key);
+        free(info->train_json);
+        info->model_key = lx_xstrdup(key ? key : "");
+        info->stack = lx_xstrdup(stack);
+        info->train_json = lx_xstrdup(tj ? tj : "{}");
+        char *end;
+        info->train_len = strtol(len, &end, 10);
+        if (*end || info->train_len < 1)
+            rc = lx_err(err, LX_EINVAL, "%s: lenx_train_len '%s' is not a positive integer", path, len);
+        memcpy(info->sha256, f.sha256, sizeof info->sha256);
+        if (rc == LX_OK)
+            rc = recorded_tokenizer(&f, path, info, err);
+    }
+    lx_st_close(&f);
+    if (rc < 0) {
+        if (info)
+            lx_ckpt_info_release(info);
+        lx_model_release(m);
+    }
+    return rc;
+}
+
+/* Any file the other formats do not take is read as a lenx checkpoint (a
+** damaged one gets the safetensors reader's message). */
+static int lenx_sniff(const char *path)
+{
+    return 1;
+}
+
+const struct lx_model_format lx_model_format_lenx = {
+    .name = "lenx",
+    .summary = "lenx's own checkpoint: F32 safetensors with lenx_* metadata (docs/checkpoints.md)",
+    .key = NULL,
+    .dir = 0,
+    .sniff = lenx_sniff,
+    .load = load_lenx,
+};

@@ -1,0 +1,78 @@
+/*
+** harness/engine/formats/format.c - the helpers every model loader shares
+** (format.h).
+*/
+#include "harness/engine/formats/format.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/hash.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+
+void lx_ckpt_info_native(struct lx_ckpt_info *info, const char *format, const char *dtype)
+{
+    snprintf(info->format, sizeof info->format, "%s", format);
+    snprintf(info->dtype, sizeof info->dtype, "%s", dtype);
+    info->model_key = lx_xstrdup("");
+    info->train_json = lx_xstrdup("{}");
+}
+
+void lx_model_weights_hash(const struct lx_model *m, char out[65])
+{
+    lx_sha256_hex_bytes(m->w, sizeof(float) * m->n_params, out);
+}
+
+void lx_ckpt_info_release(struct lx_ckpt_info *info)
+{
+    free(info->model_key);
+    free(info->stack);
+    free(info->train_json);
+    free(info->eval_stack);
+    free(info->scaling);
+    free(info->tokenizer);
+    info->model_key = info->stack = info->train_json = info->eval_stack = info->scaling = info->tokenizer = NULL;
+}
+
+int lx_ckpt_tokenizer(const struct lx_ckpt_info *info, const char *path, struct lx_tokenizer **out,
+                      struct lx_error *err)
+{
+    *out = NULL;
+    const char *sha = info->tokenizer_sha256;
+    if (!path && sha[0])
+        return lx_err(err, LX_EIO, "the model was trained on a tokenizer (sha256 %.16s...) whose copy is not "
+                      "beside it\n  hint: name the file it was trained with (--tokenizer, or tokenizer: in a "
+                      "sweep), or restore the <model>.tokenizer directory", sha);
+    if (!path)
+        return LX_OK;
+    int rc = lx_tokenizer_open(out, path, err);
+    if (rc == LX_OK && sha[0] && strcmp((*out)->hash, sha) != 0) {
+        rc = lx_err(err, LX_EINVAL, "%s is not the tokenizer the model was trained on: its sha256 is %.16s..., "
+                    "the model's %.16s...\n  hint: give the tokenizer it was trained with, or leave it out to "
+                    "use the copy beside the model", (*out)->path, (*out)->hash, sha);
+        lx_tokenizer_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int lx_ckpt_check_tokenizer(long vocab, const struct lx_tokenizer *tk, const char *who, const char *how,
+                            int *at_tokenizer, struct lx_error *err)
+{
+    int dummy;
+    at_tokenizer = at_tokenizer ? at_tokenizer : &dummy;
+    *at_tokenizer = 0;
+    if (!tk && vocab != LX_VOCAB)
+        return lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld and no tokenizer; the byte tokenizer has %d (256 "
+                      "bytes + BOS, EOS, PAD, MASK), so its ids would be read as bytes\n  hint: name the tokenizer it "
+                      "was trained with: %s (a llama2.c tokenizer.bin or a tokenizer.json)", who, vocab, LX_VOCAB, how);
+    *at_tokenizer = 1;
+    if (tk && tk->n_vocab > vocab)
+        return lx_err(err, LX_EINVAL, "%s has a vocabulary of %ld, fewer than the %ld tokens of its tokenizer %s\n"
+                      "  hint: is it the tokenizer the model was trained with?", who, vocab, tk->n_vocab, tk->path);
+    struct lx_error sub;
+    if (lx_tok_check_begin(lx_tok_or_byte(tk), &sub) < 0)
+        return lx_err(err, LX_EINVAL, "%s: %s", who, sub.msg);
+    return LX_OK;
+}

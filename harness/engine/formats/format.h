@@ -1,0 +1,82 @@
+/*
+** harness/engine/formats/format.h - what every model format and the dispatcher
+** share, below both: the facts a load reports (struct lx_ckpt_info), the
+** descriptor a format registers with (struct lx_model_format, one line in
+** formats.def), and helpers for the loaders. Includes core and the model's
+** public header.
+*/
+#ifndef LX_FORMAT_H
+#define LX_FORMAT_H
+
+#include "harness/engine/model/model.h"
+
+struct lx_ckpt_info {
+    char format[16];        /* the format's name (formats.def): "lenx", "llama2c", "hf" */
+    char dtype[16];         /* of the weights on disk: "F32", "F16", "BF16" or "mixed" */
+    char *model_key;        /* "" for checkpoints lenx did not train */
+    char *stack;            /* training-time stack, YAML flow list ("[]" when none); for a model
+                            ** made elsewhere its native position scheme (docs/checkpoints.md#native-stacks) */
+    char *eval_stack;       /* evaluation-time part of a native scheme (HF rope_scaling dynamic), or NULL */
+    char *scaling;          /* HF: rope_scaling as the config writes it (JSON), or NULL */
+    char *tokenizer;        /* a tokenizer file found beside the model, or NULL; on save, the file of the
+                            ** tokenizer the model was trained on (copied beside it), NULL for bytes */
+    char tokenizer_sha256[65];  /* the hash of the tokenizer a lenx model was trained on
+                                ** (lenx_tokenizer_sha256); "" for bytes and other formats */
+    long kv_heads;          /* key/value heads on disk (= heads unless grouped-query) */
+    int tied;               /* the file ties the output head to the embedding */
+    char *train_json;       /* training config, JSON ("{}" when unknown) */
+    long train_len;         /* training length */
+    char sha256[65];        /* of the file */
+    char weights_sha256[65];/* of the weights as F32 in lenx's tensor order: for a lenx file its data
+                            ** buffer, embedded as lenx_weights_sha256 */
+    int embedded_hash;      /* on load: the file carried lenx_weights_sha256 (older ones do not) */
+    int threads;            /* OpenMP threads of the training run, lenx_threads (0 = unknown) */
+};
+
+/* A model format: one `const struct lx_model_format lx_model_format_<name>` in its own
+** file, one line LX_FORMAT(<name>) in formats.def. lx_model_load tries the
+** formats in the .def's order and reads the path with the first whose sniff
+** takes it. */
+struct lx_model_format {
+    const char *name;       /* "lenx", "llama2c", "hf": info->format and the symbol's suffix */
+    const char *summary;    /* one line for docs and errors */
+    const char *key;        /* the key naming such a path under a model in a sweep file ("hf"), or
+                            ** NULL when `checkpoint:` names it */
+    int dir;                /* 1: the path is a directory (a sweep's key checks it) */
+    /* 1 when path looks like this format (cheap: a stat or a few bytes) */
+    int (*sniff)(const char *path);
+    /* Read path into m (allocated here) and info (NULL: not wanted; zeroed
+    ** by the caller); on failure nothing is left allocated and err names the
+    ** file and what is wrong with it. */
+    int (*load)(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err);
+};
+
+/* For loaders of other formats: info's format and dtype set, the strings lenx
+** checkpoints carry made empty ("" key, "{}" training, no stack yet). */
+void lx_ckpt_info_native(struct lx_ckpt_info *info, const char *format, const char *dtype);
+void lx_ckpt_info_release(struct lx_ckpt_info *info);
+/* SHA-256 of m's weights as F32 in tensor order (= a lenx file's data buffer). */
+void lx_model_weights_hash(const struct lx_model *m, char out[65]);
+
+/* The tokenizer a loaded model reads text with: the file `path` (a
+** --tokenizer or `tokenizer:` given, else the one found beside the model;
+** NULL: *out = NULL, the byte tokenizer). A model that records the tokenizer
+** it was trained on (info->tokenizer_sha256) refuses one with another hash,
+** and refuses bytes when its copy is not beside it. Errors name the file. */
+struct lx_tokenizer;
+int lx_ckpt_tokenizer(const struct lx_ckpt_info *info, const char *path, struct lx_tokenizer **out,
+                      struct lx_error *err);
+
+/* The one check of a model against the tokenizer it reads text with (tk;
+** NULL = the byte tokenizer), shared by score, generate, export and the
+** plan's checkpoint entries: without a tokenizer the vocabulary must be the
+** byte tokenizer's (else ids 260 and up would be read as bytes, or printed as
+** nothing), the tokenizer's ids must fit the vocabulary (it may be padded past
+** them), and a window needs a first token (BOS, else EOS). who names the model
+** in the message ("model 'v'", a path); how is the hint's way of naming a
+** tokenizer ("--tokenizer PATH"). *at_tokenizer (may be NULL) is set when the
+** tokenizer, not the model, is at fault. */
+int lx_ckpt_check_tokenizer(long vocab, const struct lx_tokenizer *tk, const char *who, const char *how,
+                            int *at_tokenizer, struct lx_error *err);
+
+#endif

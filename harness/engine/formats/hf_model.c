@@ -1,0 +1,633 @@
+/*
+** harness/engine/formats/hf_model.c - Hugging Face model directories loaded into the one
+** struct lx_model, and lenx models written as one (docs/checkpoints.md#hugging-face-directories).
+**
+** A directory holds config.json (transformers' LlamaConfig / Qwen2Config /
+** MistralConfig fields) and the weights in model.safetensors or in shards
+** named by model.safetensors.index.json ({"weight_map": {tensor: file}}).
+** Tensors are F32, F16 or BF16, converted to F32 as they are copied out of the
+** memory-mapped files. HF names map onto lenx's tensors:
+**
+**   model.embed_tokens.weight                      tok_emb.weight
+**   model.layers.N.input_layernorm.weight          layers.N.attn_norm.weight
+**   model.layers.N.self_attn.{q,k,v,o}_proj.weight layers.N.attn.w{q,k,v,o}.weight
+**   model.layers.N.self_attn.{q,k,v}_proj.bias     layers.N.attn.w{q,k,v}.bias (Qwen2)
+**   model.layers.N.post_attention_layernorm.weight layers.N.mlp_norm.weight
+**   model.layers.N.mlp.{gate,up,down}_proj.weight  layers.N.mlp.w{1,3,2}.weight
+**   model.norm.weight                              norm.weight
+**   lm_head.weight (absent when tied)              lm_head.weight (absent: tie_head)
+**
+** HF's rotary embedding pairs (x[k], x[k + D/2]) (rotate_half): lenx's `half`
+** layout, so q and k rows are used as they are. Grouped-query attention
+** (num_key_value_heads), tied embeddings and Qwen2's q/k/v biases are the
+** engine's own: kv_heads, tie_head, qkv_bias. The native position stack is rope(base = rope_theta,
+** layout half) followed by rope_scaling's method (hf_scaling below).
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "harness/engine/formats/hf_model.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness/core/config.h"
+#include "harness/core/hash.h"
+#include "harness/core/json.h"
+#include "harness/engine/formats/safetensors.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+
+#define HF_MAX_SHARDS 64
+
+/* What config.json says, resolved with transformers' defaults. */
+struct hf_config {
+    char type[16];          /* model_type: llama, mistral or qwen2 */
+    int bias;               /* q/k/v projection biases (qwen2) */
+    long hidden, inter, layers, heads, kv_heads, head_dim, vocab, max_pos;
+    double eps, theta;      /* rms_norm_eps, rope_theta */
+    int tied;               /* tie_word_embeddings */
+};
+
+/* The open weight files and where each tensor lives. */
+struct hf_weights {
+    struct lx_st_file shard[HF_MAX_SHARDS];
+    int n_shard;
+    char dtype[16];         /* "F32", ... or "mixed" */
+};
+
+/* ---- config.json ----------------------------------------------------------- */
+
+/* An integer member (def < 0: required) within [lo, hi]. */
+static int cfg_int(const struct lx_json *doc, const struct lx_jv *root, const char *key, long def, long lo,
+                   long hi, long *out, struct lx_error *err)
+{
+    const struct lx_jv *v = lx_json_member(root, key);
+    int64_t x = def;
+    if (!v || lx_json_type(v) == LX_JSON_NULL) {
+        if (def < 0)
+            return lx_err(err, LX_EINVAL, "%s: no '%s'\n  hint: config.json of a transformers model names every "
+                          "architecture field", lx_json_name(doc), key);
+    } else if (lx_json_int(doc, v, &x, err) < 0) {
+        return LX_EINVAL;
+    }
+    if (x < lo || x > hi)
+        return lx_json_err(err, doc, v ? v : root, "%s is %lld, outside [%ld, %ld] (what lenx can hold)", key,
+                           (long long)x, lo, hi);
+    *out = (long)x;
+    return LX_OK;
+}
+
+static int cfg_num(const struct lx_json *doc, const struct lx_jv *root, const char *key, double def, double *out,
+                   struct lx_error *err)
+{
+    const struct lx_jv *v = lx_json_member(root, key);
+    *out = def;
+    if (!v || lx_json_type(v) == LX_JSON_NULL)
+        return LX_OK;
+    if (lx_json_num(doc, v, out, err) < 0)
+        return LX_EINVAL;
+    if (!(*out > 0) || !isfinite(*out))
+        return lx_json_err(err, doc, v, "%s must be a positive number", key);
+    return LX_OK;
+}
+
+/* A boolean member that must be `want` when present (features lenx lacks). */
+static int cfg_refuse(const struct lx_json *doc, const struct lx_jv *root, const char *key, const char *hint,
+                      struct lx_error *err)
+{
+    const struct lx_jv *v = lx_json_member(root, key);
+    int on = 0;
+    if (!v || lx_json_type(v) == LX_JSON_NULL)
+        return LX_OK;
+    if (lx_json_bool(doc, v, &on, err) < 0)
+        return LX_EINVAL;
+    return on ? lx_json_err(err, doc, v, "%s: true is not supported by lenx's engine\n  hint: %s", key, hint) : LX_OK;
+}
+
+static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
+{
+    static const char *const types[] = {"llama", "mistral", "qwen2"};
+    const struct lx_jv *v;
+    const char *s;
+    int rc = lx_json_need(doc, root, "model_type", LX_JSON_STRING, &v, err);
+    if (rc == LX_OK)
+        rc = lx_json_str(doc, v, &s, NULL, err);
+    if (rc < 0)
+        return rc;
+    for (int k = 0; k < 3; k++)
+        if (strcmp(s, types[k]) == 0) {
+            snprintf(c->type, sizeof c->type, "%s", s);
+            c->bias = k == 2;   /* Qwen2 always has q/k/v biases (and none on o_proj) */
+            return LX_OK;
+        }
+    return lx_json_err(err, doc, v, "model_type '%s' is not one lenx reads\n  hint: lenx reads llama, mistral "
+                       "and qwen2 (Llama-architecture decoders)", s);
+}
+
+/* hidden_act silu, no MLP or attention biases, no sliding window. */
+static int cfg_features(const struct lx_json *doc, const struct lx_jv *root, struct lx_error *err)
+{
+    const struct lx_jv *v = lx_json_member(root, "hidden_act");
+    const char *s = "silu";
+    if (v && lx_json_str(doc, v, &s, NULL, err) < 0)
+        return LX_EINVAL;
+    if (strcmp(s, "silu") != 0)
+        return lx_json_err(err, doc, v, "hidden_act '%s': lenx's SwiGLU uses silu", s);
+    int rc = cfg_refuse(doc, root, "attention_bias", "Llama's attention_bias adds an o_proj bias, which lenx's "
+                        "attention does not have (Qwen2's q/k/v biases load)", err);
+    if (rc == LX_OK)
+        rc = cfg_refuse(doc, root, "mlp_bias", "lenx's MLP has no biases", err);
+    v = lx_json_member(root, "sliding_window");
+    if (rc == LX_OK && v && lx_json_type(v) != LX_JSON_NULL)
+        rc = lx_json_err(err, doc, v, "a sliding window is not part of lenx's native stacks\n  hint: set it to "
+                         "null and evaluate with the `window` method instead");
+    return rc;
+}
+
+static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_error *err)
+{
+    const struct lx_jv *root = lx_json_root(doc);
+    const struct lx_jv *tie = lx_json_member(root, "tie_word_embeddings");
+    if (lx_json_type(root) != LX_JSON_OBJECT)
+        return lx_err(err, LX_EINVAL, "%s: not a JSON object", lx_json_name(doc));
+    int rc = cfg_type(doc, root, c, err);
+    if (rc == LX_OK)
+        rc = cfg_features(doc, root, err);
+    if (rc == LX_OK)
+        rc = cfg_int(doc, root, "hidden_size", -1, 8, 8192, &c->hidden, err);
+    if (rc == LX_OK)
+        rc = cfg_int(doc, root, "intermediate_size", -1, 8, 65536, &c->inter, err);
+    if (rc == LX_OK)
+        rc = cfg_int(doc, root, "num_hidden_layers", -1, 1, 64, &c->layers, err);
+    if (rc == LX_OK)
+        rc = cfg_int(doc, root, "num_attention_heads", -1, 1, 256, &c->heads, err);
+    if (rc == LX_OK)
+        rc = cfg_int(doc, root, "num_key_value_heads", c->heads, 1, c->heads, &c->kv_heads, err);
+    if (rc == LX_OK)
+        rc = cfg_int(doc, root, "head_dim", c->hidden / c->heads, 2, 512, &c->head_dim, err);
+    if (rc == LX_OK)
+        rc = cfg_int(doc, root, "vocab_size", -1, 2, 1000000, &c->vocab, err);
+    if (rc == LX_OK)
+        rc = cfg_int(doc, root, "max_position_embeddings", 2048, 1, 1L << 30, &c->max_pos, err);
+    if (rc == LX_OK)
+        rc = cfg_num(doc, root, "rms_norm_eps", 1e-6, &c->eps, err);
+    if (rc == LX_OK)
+        rc = cfg_num(doc, root, "rope_theta", 10000, &c->theta, err);
+    if (rc == LX_OK && tie && lx_json_type(tie) != LX_JSON_NULL)
+        rc = lx_json_bool(doc, tie, &c->tied, err);
+    if (rc == LX_OK && (c->heads % c->kv_heads || c->head_dim % 2))
+        rc = lx_err(err, LX_EINVAL, "%s: num_attention_heads %ld must be a multiple of num_key_value_heads %ld "
+                    "and head_dim %ld even", lx_json_name(doc), c->heads, c->kv_heads, c->head_dim);
+    return rc;
+}
+
+/* ---- rope_scaling -> the native stack -------------------------------------- */
+
+/* A number of rope_scaling, def when absent or not a number. */
+static double scaling_num(const struct lx_json *doc, const struct lx_jv *rs, const char *key, double def)
+{
+    const struct lx_jv *v = lx_json_member(rs, key);
+    struct lx_error sub;
+    double x = def;
+    if (v && lx_json_type(v) != LX_JSON_NULL && lx_json_num(doc, v, &x, &sub) < 0)
+        x = def;
+    return x;
+}
+
+/* The stack's YAML (JSON) for rope_theta and rope_scaling; dynamic NTK is an
+** evaluation-time method, so it goes to *eval instead. */
+static int hf_scaling(const struct lx_json *doc, const struct hf_config *c, struct lx_buf *stack, char **eval,
+                      char **raw, struct lx_error *err)
+{
+    const struct lx_jv *rs = lx_json_member(lx_json_root(doc), "rope_scaling"), *t;
+    const char *type;
+    lx_buf_puts(stack, "[{\"rope\":{\"base\":");
+    lx_buf_num(stack, c->theta);
+    lx_buf_puts(stack, ",\"layout\":\"half\"}}");
+    if (!rs || lx_json_type(rs) == LX_JSON_NULL) {
+        lx_buf_puts(stack, "]");
+        return LX_OK;
+    }
+    if (lx_json_type(rs) != LX_JSON_OBJECT)
+        return lx_json_err(err, doc, rs, "rope_scaling must be an object or null");
+    if (!(t = lx_json_member(rs, "rope_type")) && !(t = lx_json_member(rs, "type")))
+        return lx_json_err(err, doc, rs, "rope_scaling has no rope_type (or type)");
+    if (lx_json_str(doc, t, &type, NULL, err) < 0)
+        return LX_EINVAL;
+    double f = scaling_num(doc, rs, "factor", 1);
+    if (!(f >= 1) && strcmp(type, "default") != 0)
+        return lx_json_err(err, doc, rs, "rope_scaling factor %g: lenx needs a number >= 1", f);
+    if (strcmp(type, "linear") == 0) {
+        lx_buf_puts(stack, ",{\"pi\":{\"scale\":");
+        lx_buf_num(stack, f);
+        lx_buf_puts(stack, ",\"train\":true}}");
+    } else if (strcmp(type, "yarn") == 0) {
+        double orig = scaling_num(doc, rs, "original_max_position_embeddings", (double)c->max_pos);
+        double mscale = 0.1 * log(f) + 1, att = scaling_num(doc, rs, "attention_factor", mscale);
+        lx_buf_puts(stack, ",{\"yarn\":{\"scale\":");
+        lx_buf_num(stack, f);
+        lx_buf_printf(stack, ",\"original\":%ld,\"beta_fast\":", (long)orig);
+        lx_buf_num(stack, scaling_num(doc, rs, "beta_fast", 32));
+        lx_buf_puts(stack, ",\"beta_slow\":");
+        lx_buf_num(stack, scaling_num(doc, rs, "beta_slow", 1));
+        lx_buf_puts(stack, ",\"attn_factor\":");     /* HF's attention_factor is lenx's whole mscale */
+        lx_buf_num(stack, att / mscale);
+        lx_buf_puts(stack, ",\"train\":true}}");
+    } else if (strcmp(type, "llama3") == 0) {
+        double orig = scaling_num(doc, rs, "original_max_position_embeddings", (double)c->max_pos);
+        lx_buf_puts(stack, ",{\"llama3\":{\"scale\":");
+        lx_buf_num(stack, f);
+        lx_buf_printf(stack, ",\"original\":%ld,\"low_freq_factor\":", (long)orig);
+        lx_buf_num(stack, scaling_num(doc, rs, "low_freq_factor", 1));
+        lx_buf_puts(stack, ",\"high_freq_factor\":");
+        lx_buf_num(stack, scaling_num(doc, rs, "high_freq_factor", 4));
+        lx_buf_puts(stack, ",\"train\":true}}");
+    } else if (strcmp(type, "dynamic") == 0) {
+        struct lx_buf e = {0};
+        lx_buf_puts(&e, "[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":");
+        lx_buf_num(&e, f);
+        lx_buf_puts(&e, "}}]");
+        *eval = lx_xstrdup(lx_buf_str(&e));
+        lx_buf_free(&e);
+    } else if (strcmp(type, "default") != 0) {
+        return lx_json_err(err, doc, t, "rope_scaling type '%s' has no lenx method\n  hint: lenx maps linear (pi), "
+                           "dynamic (ntk mode dynamic), yarn (yarn) and llama3 (llama3); longrope is not implemented",
+                           type);
+    }
+    lx_buf_puts(stack, "]");
+    struct lx_buf r = {0};
+    lx_buf_printf(&r, "{\"type\":\"%s\",\"factor\":", type);
+    lx_buf_num(&r, f);
+    lx_buf_puts(&r, "}");
+    *raw = lx_xstrdup(lx_buf_str(&r));
+    lx_buf_free(&r);
+    return LX_OK;
+}
+
+/* ---- weights ---------------------------------------------------------------- */
+
+static int open_shard(struct hf_weights *w, const char *dir, const char *file, struct lx_error *err)
+{
+    struct lx_buf p = {0};
+    lx_buf_printf(&p, "%s/%s", dir, file);
+    for (int k = 0; k < w->n_shard; k++)
+        if (strcmp(w->shard[k].path, lx_buf_str(&p)) == 0) {
+            lx_buf_free(&p);
+            return LX_OK;
+        }
+    int rc = w->n_shard < HF_MAX_SHARDS ? lx_st_open(&w->shard[w->n_shard], lx_buf_str(&p), err)
+                                        : lx_err(err, LX_EINVAL, "%s: more than %d shards", dir, HF_MAX_SHARDS);
+    if (rc == LX_OK)
+        w->n_shard++;
+    lx_buf_free(&p);
+    return rc;
+}
+
+/* model.safetensors, or every file model.safetensors.index.json's weight_map names. */
+static int open_weights(struct hf_weights *w, const char *dir, struct lx_error *err)
+{
+    struct lx_buf p = {0};
+    struct stat sb;
+    lx_buf_printf(&p, "%s/model.safetensors.index.json", dir);
+    if (stat(lx_buf_str(&p), &sb) != 0) {
+        lx_buf_free(&p);
+        return open_shard(w, dir, "model.safetensors", err);
+    }
+    struct lx_json *doc;
+    const struct lx_jv *map;
+    int rc = lx_json_load(&doc, lx_buf_str(&p), 1L << 26, err);
+    lx_buf_free(&p);
+    if (rc == LX_OK)
+        rc = lx_json_need(doc, lx_json_root(doc), "weight_map", LX_JSON_OBJECT, &map, err);
+    for (void *it = rc == LX_OK ? lx_json_iter(map) : NULL; it && rc == LX_OK; it = lx_json_iter_next(map, it)) {
+        const char *file;
+        const struct lx_jv *v = lx_json_iter_value(it);
+        rc = lx_json_str(doc, v, &file, NULL, err);
+        if (rc == LX_OK && (strchr(file, '/') || !file[0]))
+            rc = lx_json_err(err, doc, v, "a shard must be a file name in the directory, not '%s'", file);
+        if (rc == LX_OK && (rc = open_shard(w, dir, file, err)) < 0) {
+            struct lx_error sub = *err;
+            rc = lx_json_err(err, doc, v, "%s", sub.msg);
+        }
+    }
+    if (rc == LX_OK && w->n_shard == 0)
+        rc = lx_json_err(err, doc, map, "weight_map names no shard (it is empty)\n  hint: it maps each tensor name "
+                         "to the .safetensors file holding it; without an index, lenx reads model.safetensors");
+    lx_json_free(doc);
+    return rc;
+}
+
+/* The shard that holds name, or NULL. */
+static const struct lx_st_file *find_tensor(const struct hf_weights *w, const char *name)
+{
+    for (int k = 0; k < w->n_shard; k++)
+        for (int i = 0; i < w->shard[k].n_entries; i++)
+            if (strcmp(w->shard[k].entries[i].name, name) == 0)
+                return &w->shard[k];
+    return NULL;
+}
+
+static void note_dtype(struct hf_weights *w, const struct lx_st_file *f, const char *name)
+{
+    for (int i = 0; i < f->n_entries; i++)
+        if (strcmp(f->entries[i].name, name) == 0) {
+            const char *d = lx_st_dtype_name(f->entries[i].dtype);
+            if (!w->dtype[0])
+                snprintf(w->dtype, sizeof w->dtype, "%s", d);
+            else if (strcmp(w->dtype, d) != 0)
+                snprintf(w->dtype, sizeof w->dtype, "mixed");
+        }
+}
+
+/* The HF name of lenx tensor `name` into out; 0 when HF has none (learned
+** logit scales). */
+static int hf_name(const char *name, char *out, size_t n)
+{
+    static const char *const map[][2] = {
+        {"attn_norm.weight", "input_layernorm.weight"}, {"attn.wq.weight", "self_attn.q_proj.weight"},
+        {"attn.wk.weight", "self_attn.k_proj.weight"}, {"attn.wv.weight", "self_attn.v_proj.weight"},
+        {"attn.wq.bias", "self_attn.q_proj.bias"}, {"attn.wk.bias", "self_attn.k_proj.bias"},
+        {"attn.wv.bias", "self_attn.v_proj.bias"}, {"attn.wo.weight", "self_attn.o_proj.weight"},
+        {"mlp_norm.weight", "post_attention_layernorm.weight"}, {"mlp.w1.weight", "mlp.gate_proj.weight"},
+        {"mlp.w3.weight", "mlp.up_proj.weight"}, {"mlp.w2.weight", "mlp.down_proj.weight"},
+    };
+    long l;
+    int at = 0;
+    if (strcmp(name, "tok_emb.weight") == 0)
+        return snprintf(out, n, "model.embed_tokens.weight"), 1;
+    if (strcmp(name, "norm.weight") == 0)
+        return snprintf(out, n, "model.norm.weight"), 1;
+    if (strcmp(name, "lm_head.weight") == 0)
+        return snprintf(out, n, "lm_head.weight"), 1;
+    if (sscanf(name, "layers.%ld.%n", &l, &at) == 1 && at > 0)
+        for (size_t k = 0; k < sizeof map / sizeof *map; k++)
+            if (strcmp(name + at, map[k][0]) == 0)
+                return snprintf(out, n, "model.layers.%ld.%s", l, map[k][1]), 1;
+    return 0;
+}
+
+/* One HF tensor of shape (rows, cols) (cols 0: a vector) into out. */
+static int read_tensor(struct hf_weights *w, const char *dir, const char *name, long rows, long cols, float *out,
+                       struct lx_error *err)
+{
+    const struct lx_st_file *f = find_tensor(w, name);
+    if (!f)
+        return lx_err(err, LX_EINVAL, "%s: no tensor '%s' in its weights (%s%s)\n  hint: the directory is "
+                      "incomplete, or config.json describes another model", dir, name, w->shard[0].path,
+                      w->n_shard > 1 ? " and the other shards" : "");
+    long shape[2] = {rows, cols};
+    note_dtype(w, f, name);
+    return lx_st_read(f, name, cols ? 2 : 1, shape, out, err);
+}
+
+/* Every lenx tensor from its HF name (see the top comment). */
+static int read_all(struct lx_model *m, struct hf_weights *w, const char *dir, struct lx_error *err)
+{
+    int n = lx_arch_tensors(&m->arch, NULL), rc = LX_OK;
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    lx_arch_tensors(&m->arch, ti);
+    char name[128];
+    for (int i = 0; i < n && rc == LX_OK; i++)
+        if (hf_name(ti[i].name, name, sizeof name))
+            rc = read_tensor(w, dir, name, ti[i].shape[0], ti[i].ndim > 1 ? ti[i].shape[1] : 0,
+                             m->w + ti[i].offset, err);
+    free(ti);
+    return rc;
+}
+
+/* ---- loading ----------------------------------------------------------------- */
+
+/* The identity of the directory: SHA-256 over config.json's and each shard's hashes. */
+static void dir_hash(const struct lx_json *doc, const char *cfg_sha, const struct hf_weights *w, char out[65])
+{
+    struct lx_buf b = {0};
+    (void)doc;
+    lx_buf_puts(&b, cfg_sha);
+    for (int k = 0; k < w->n_shard; k++)
+        lx_buf_printf(&b, " %s", w->shard[k].sha256);
+    lx_sha256_hex_bytes(lx_buf_str(&b), b.len, out);
+    lx_buf_free(&b);
+}
+
+static void cfg_arch(const struct hf_config *c, struct lx_arch *a)
+{
+    lx_params_defaults(&lx_arch_schema, a);
+    a->mode = LX_MODEL_CAUSAL;
+    a->layers = c->layers;
+    a->d_model = c->hidden;
+    a->heads = c->heads;
+    a->d_head = c->head_dim;
+    a->d_mlp = c->inter;
+    a->mlp = LX_MLP_SWIGLU;
+    a->vocab = c->vocab;
+    a->norm_eps = c->eps;
+    a->kv_heads = c->kv_heads == c->heads ? 0 : c->kv_heads;
+    a->tie_head = c->tied;
+    a->qkv_bias = c->bias;
+    lx_params_finish(&lx_arch_schema, a);
+}
+
+static void fill_info(struct lx_ckpt_info *info, const char *dir, const struct hf_config *c, const char *dtype)
+{
+    lx_ckpt_info_native(info, "hf", dtype);
+    info->train_len = c->max_pos;
+    info->kv_heads = c->kv_heads;
+    info->tied = c->tied;
+    info->tokenizer = lx_tokenizer_in_dir(dir);     /* tokenizer.json, else tokenizer.bin */
+}
+
+int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, struct lx_error *err)
+{
+    struct lx_json *doc = NULL;
+    struct hf_weights *w = lx_xcalloc(1, sizeof *w);
+    struct hf_config c = {0};
+    struct lx_buf path = {0}, stack = {0};
+    struct lx_arch a;
+    char *eval = NULL, *raw = NULL, cfg_sha[65] = "";
+    memset(m, 0, sizeof *m);
+    lx_buf_printf(&path, "%s/config.json", dir);
+    int rc = lx_json_load(&doc, lx_buf_str(&path), 1L << 22, err);
+    if (rc == LX_OK) {
+        unsigned char *bytes;
+        long n;
+        if (lx_read_file(lx_buf_str(&path), &bytes, &n, 1L << 22, err) == LX_OK) {
+            lx_sha256_hex_bytes(bytes, (size_t)n, cfg_sha);
+            free(bytes);
+        }
+        rc = cfg_read(doc, &c, err);
+    }
+    if (rc == LX_OK)
+        rc = hf_scaling(doc, &c, &stack, &eval, &raw, err);
+    if (rc == LX_OK)
+        rc = open_weights(w, dir, err);
+    if (rc == LX_OK) {
+        cfg_arch(&c, &a);
+        rc = lx_model_alloc(m, &a, err);
+    }
+    if (rc == LX_OK)
+        rc = read_all(m, w, dir, err);
+    if (rc == LX_OK && info) {
+        fill_info(info, dir, &c, w->dtype);
+        info->stack = lx_xstrdup(lx_buf_str(&stack));
+        info->eval_stack = eval, info->scaling = raw;
+        eval = raw = NULL;
+        dir_hash(doc, cfg_sha, w, info->sha256);
+        lx_model_weights_hash(m, info->weights_sha256);
+    }
+    for (int k = 0; k < w->n_shard; k++)
+        lx_st_close(&w->shard[k]);
+    free(w);
+    free(eval);
+    free(raw);
+    lx_buf_free(&path);
+    lx_buf_free(&stack);
+    lx_json_free(doc);
+    if (rc < 0)
+        lx_model_release(m);
+    return rc;
+}
+
+/* ---- export ------------------------------------------------------------------- */
+
+/* rope's base and layout from a stack that is exactly [rope] (YAML flow
+** list); anything else transformers' Llama cannot express. */
+static int export_rope(const char *stack, double *base, int *interleaved, struct lx_error *err)
+{
+    struct lx_doc d = {0};
+    int rc = lx_doc_load_text(&d, stack ? stack : "[]", "lenx_stack", err);
+    const struct lx_node *r = d.root, *one = r && r->kind == LX_NODE_SEQ && r->n_items == 1 ? r->items[0] : NULL;
+    const struct lx_node *p = NULL;
+    if (one && one->kind == LX_NODE_SCALAR && strcmp(one->text, "rope") == 0)
+        p = one;
+    else if (one && one->kind == LX_NODE_MAP && one->n_items == 1 && strcmp(lx_map_key(one, 0)->text, "rope") == 0)
+        p = lx_map_value(one, 0);
+    if (rc == LX_OK && !p)
+        rc = lx_err(err, LX_EINVAL, "the model was trained with the stack %s; transformers' Llama has rotary "
+                    "positions only (rope, any base and layout)\n  hint: export models trained with [rope]", stack);
+    *base = 10000;
+    *interleaved = 0;
+    const struct lx_node *b = p && p->kind == LX_NODE_MAP ? lx_map_get(p, "base") : NULL;
+    const struct lx_node *l = p && p->kind == LX_NODE_MAP ? lx_map_get(p, "layout") : NULL;
+    if (rc == LX_OK && b && b->kind == LX_NODE_SCALAR)
+        *base = strtod(b->text, NULL);
+    if (rc == LX_OK && l && l->kind == LX_NODE_SCALAR)
+        *interleaved = strcmp(l->text, "interleaved") == 0;
+    lx_doc_release(&d);
+    return rc;
+}
+
+/* Rows of each head from interleaved pairs (2k, 2k+1) to half-split (k,
+** k + D/2): transformers' convert_llama_weights_to_hf permute. */
+static void deinterleave(float *dst, const float *src, long heads, long D, long C)
+{
+    for (long h = 0; h < heads; h++)
+        for (long j = 0; j < D; j++) {
+            long from = j < D / 2 ? 2 * j : 2 * (j - D / 2) + 1;
+            memcpy(dst + (size_t)((h * D + j) * C), src + (size_t)((h * D + from) * C), sizeof(float) * (size_t)C);
+        }
+}
+
+/* An id of config.json: the number, or null for -1 (a tokenizer without one). */
+static void put_id(struct lx_buf *b, const char *key, int id)
+{
+    lx_buf_printf(b, ",\n  \"%s\": ", key);
+    if (id >= 0)
+        lx_buf_printf(b, "%d", id);
+    else
+        lx_buf_puts(b, "null");
+}
+
+static void export_config(struct lx_buf *b, const struct lx_model *m, long train_len, double base,
+                          const struct lx_tokenizer *tok)
+{
+    const struct lx_arch *a = &m->arch;
+    lx_buf_printf(b, "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n"
+                  "  \"hidden_size\": %ld,\n  \"intermediate_size\": %ld,\n  \"num_hidden_layers\": %ld,\n"
+                  "  \"num_attention_heads\": %ld,\n  \"num_key_value_heads\": %ld,\n  \"head_dim\": %ld,\n"
+                  "  \"vocab_size\": %ld,\n  \"max_position_embeddings\": %ld,\n  \"hidden_act\": \"silu\",\n"
+                  "  \"rms_norm_eps\": ", a->qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM",
+                  a->qkv_bias ? "qwen2" : "llama", a->d_model, a->d_mlp, a->layers, a->heads, lx_arch_kv(a), a->d_head,
+                  a->vocab, train_len);
+    lx_buf_num(b, a->norm_eps);
+    lx_buf_puts(b, ",\n  \"rope_theta\": ");
+    lx_buf_num(b, base);
+    lx_buf_printf(b, ",\n  \"rope_scaling\": null,\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n"
+                  "  \"tie_word_embeddings\": %s", a->tie_head ? "true" : "false");
+    put_id(b, "bos_token_id", tok->bos);
+    put_id(b, "eos_token_id", tok->eos);
+    lx_buf_puts(b, ",\n  \"torch_dtype\": \"float32\"\n}\n");
+}
+
+int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const struct lx_tokenizer *tok,
+                 const char *dir, struct lx_error *err)
+{
+    const struct lx_arch *a = &m->arch;
+    double base;
+    int inter, rc;
+    if (a->mode != LX_MODEL_CAUSAL || a->mlp != LX_MLP_SWIGLU || a->logit_scale)
+        return lx_err(err, LX_EINVAL, "transformers' Llama is a causal SwiGLU model without learned logit scales; "
+                      "this model is %s with a %s MLP%s\n  hint: export causal swiglu models",
+                      a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" : "GELU",
+                      a->logit_scale ? " and logit scales" : "");
+    if ((rc = export_rope(info->stack, &base, &inter, err)) < 0)
+        return rc;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return lx_err(err, LX_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
+    int n = lx_arch_tensors(a, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    struct lx_st_tensor *st = lx_xcalloc((size_t)n, sizeof *st);
+    char (*names)[96] = lx_xcalloc((size_t)n, sizeof *names);
+    float *perm = lx_xmalloc(sizeof(float) * (lx_arch_n_params(a) + 1));    /* q, k rows in HF's order */
+    lx_arch_tensors(a, ti);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!hf_name(ti[i].name, names[k], sizeof names[k]))
+            continue;   /* no HF tensor: only learned logit scales, refused above */
+        st[k] = (struct lx_st_tensor){.name = names[k], .ndim = ti[i].ndim,
+                                      .shape = {ti[i].shape[0], ti[i].shape[1]}, .data = m->w + ti[i].offset};
+        const char *w = strstr(ti[i].name, ".attn.w");
+        if (inter && w && (w[7] == 'q' || w[7] == 'k')) {   /* rows of q and k heads, weights and biases */
+            float *dst = perm + ti[i].offset;
+            long cols = ti[i].ndim > 1 ? ti[i].shape[1] : 1;
+            deinterleave(dst, m->w + ti[i].offset, ti[i].shape[0] / a->d_head, a->d_head, cols);
+            st[k].data = dst;
+        }
+        k++;
+    }
+    struct lx_buf path = {0}, cfg = {0};
+    const char *meta[] = {"format", "pt"};
+    lx_buf_printf(&path, "%s/model.safetensors", dir);
+    rc = lx_st_write(lx_buf_str(&path), st, k, meta, 1, NULL, err);
+    if (rc == LX_OK && tok)     /* its own tokenizer beside it, so that the ids read as they were trained */
+        rc = lx_tokenizer_copy(tok->path, tok->hash, dir, err);
+    export_config(&cfg, m, info->train_len, base, lx_tok_or_byte(tok));
+    lx_buf_reset(&path);
+    lx_buf_printf(&path, "%s/config.json", dir);
+    if (rc == LX_OK)
+        rc = lx_write_file(lx_buf_str(&path), cfg.s, cfg.len, err);
+    lx_buf_free(&path);
+    lx_buf_free(&cfg);
+    free(perm);
+    free(names);
+    free(st);
+    free(ti);
+    return rc;
+}
+
+/* A Hugging Face model is a directory (config.json and its shards). */
+static int hf_sniff(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+const struct lx_model_format lx_model_format_hf = {
+    .name = "hf",
+    .summary = "a Hugging Face directory: config.json (llama, mistral) and safetensors shards",
+    .key = "hf",
+    .dir = 1,
+    .sniff = hf_sniff,
+    .load = lx_hf_load,
+};

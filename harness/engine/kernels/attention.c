@@ -1,0 +1,316 @@
+/*
+** harness/engine/kernels/attention.c - attention forward and backward: the naive
+** reference and the per-head BLAS path (see attention.h).
+*/
+#include "harness/engine/kernels/attention.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IDX(t, h, d) (((long)(t) * H + (h)) * D + (d))
+
+/* Channels of rotary pair k in a head of D under the table's layout. */
+static void pair_of(const struct lx_rotary *r, int D, int k, int *i0, int *i1)
+{
+    int half = r->layout == LX_ROPE_HALF;
+    *i0 = half ? k : 2 * k;
+    *i1 = half ? k + D / 2 : 2 * k + 1;
+}
+
+void lx_rotary_turn(double *x, const struct lx_rotary *r, int D, double pos)
+{
+    for (int k = 0; k < r->n_pairs; k++) {
+        int i0, i1;
+        pair_of(r, D, k, &i0, &i1);
+        double phi = pos * r->inv_freq[k], c = cos(phi), s = sin(phi);
+        double a = x[i0], b = x[i1];
+        x[i0] = a * c - b * s;
+        x[i1] = a * s + b * c;
+    }
+}
+
+/* ---- the naive reference ---------------------------------------------------- */
+
+/* q_i · k_j at effective distance δ: q_i arrives turned by i, k_j by j, so q_i
+** turns by the extra δ − (i − j) before the dot product. */
+static double naive_score(const float *q, const float *k, int H, int D, int h, long i, long j,
+                          const struct lx_spec *spec)
+{
+    double x[2 * LX_SPEC_MAX_PAIRS + 2];
+    double extra = lx_spec_delta(spec, i, j) - (double)(i - j);
+    for (int d = 0; d < D; d++)
+        x[d] = q[IDX(i, h, d)];
+    if (extra != 0.0 && spec->rotary.n_pairs)
+        lx_rotary_turn(x, &spec->rotary, D, extra);
+    double s = 0.0;
+    for (int d = 0; d < D; d++)
+        s += x[d] * k[IDX(j, h, d)];
+    return s;
+}
+
+void lx_attention_forward(float *o, float *att, const float *q, const float *k, const float *v,
+                          const struct lx_spec *spec, int T, int H, int D, int causal)
+{
+    LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2);
+    double c = lx_spec_qk_scale(spec, D);
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < T; i++) {
+            long n = 0;
+            for (int j = 0; j < T; j++)
+                n += lx_spec_visible(spec, i, j, T, causal);
+            float *p = att + ((long)h * T + i) * T;
+            double mx = -INFINITY;
+            for (int j = 0; j < T; j++) {
+                if (!lx_spec_visible(spec, i, j, T, causal)) {
+                    p[j] = -INFINITY;
+                    continue;
+                }
+                double A, B;
+                lx_spec_affine(spec, h, n, fabs(lx_spec_delta(spec, i, j)), &A, &B);
+                double l = A * c * naive_score(q, k, H, D, h, i, j, spec) + B;
+                p[j] = (float)l;
+                mx = l > mx ? l : mx;
+            }
+            double z = 0.0;
+            for (int j = 0; j < T; j++)
+                z += p[j] == -INFINITY ? 0.0 : exp((double)p[j] - mx);
+            for (int j = 0; j < T; j++)
+                p[j] = p[j] == -INFINITY ? 0.0f : (float)(exp((double)p[j] - mx) / z);
+            for (int d = 0; d < D; d++) {
+                double acc = 0.0;
+                for (int j = 0; j < T; j++)
+                    acc += (double)p[j] * v[IDX(j, h, d)];
+                o[IDX(i, h, d)] = (float)acc;
+            }
+        }
+}
+
+void lx_attention_backward(float *dq, float *dk, float *dv, const float *do_, const float *att,
+                           const float *q, const float *k, const float *v, const struct lx_spec *spec,
+                           int T, int H, int D, int causal)
+{
+    LX_ASSERT(!spec->vis.window && !spec->posmap.method);
+    double *A = malloc(sizeof(double) * (size_t)T), *B = malloc(sizeof(double) * (size_t)T);
+    double *dp = malloc(sizeof(double) * (size_t)T);
+    LX_ASSERT(A && B && dp);
+    double inv = lx_spec_qk_scale(spec, D);
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < T; i++) {
+            /* A row's tables depend on (head, n): per row when causal, per head otherwise. */
+            int n_vis = causal ? i + 1 : T;
+            if (causal || i == 0)
+                lx_spec_row(spec, h, n_vis, 0, n_vis, A, B);
+            const float *p = att + ((long)h * T + i) * T;
+            double dot = 0.0;
+            for (int j = 0; j < n_vis; j++) {
+                double g = 0.0;
+                for (int d = 0; d < D; d++) {
+                    g += (double)do_[IDX(i, h, d)] * v[IDX(j, h, d)];
+                    dv[IDX(j, h, d)] += p[j] * do_[IDX(i, h, d)];
+                }
+                dp[j] = g;
+                dot += p[j] * g;
+            }
+            for (int j = 0; j < n_vis; j++) {
+                int t = i > j ? i - j : j - i;
+                /* dlogit = p (dp - Σ p dp); dS = A dlogit; S = c q·k */
+                float ds = (float)(p[j] * (dp[j] - dot) * A[t] * inv);
+                for (int d = 0; d < D; d++) {
+                    dq[IDX(i, h, d)] += ds * k[IDX(j, h, d)];
+                    dk[IDX(j, h, d)] += ds * q[IDX(i, h, d)];
+                }
+            }
+        }
+    free(A);
+    free(B);
+    free(dp);
+}
+
+/* ---- the BLAS path, one head at a time ---------------------------------- */
+
+size_t lx_attn_far_floats(int T, int D)
+{
+    return (size_t)T * (size_t)T + 2 * (size_t)T * (size_t)D;
+}
+
+/* dst (T, D) = rows of src (stride ld) each turned by the extra angle of
+** pos(row) − row, where pos(x) = min(scale·x + shift, cap) (capped) or scale·x. */
+static void rotate_rows(float *dst, const float *src, int ld, int T, int D, const struct lx_rotary *r,
+                        const struct lx_posmap *pm, int shifted)
+{
+    double x[2 * LX_SPEC_MAX_PAIRS + 2];
+    for (int t = 0; t < T; t++) {
+        double pos = pm->scale * t + (shifted ? pm->shift : 0.0);
+        if (shifted)
+            pos = fmin(pos, pm->cap);
+        for (int d = 0; d < D; d++)
+            x[d] = src[(long)t * ld + d];
+        lx_rotary_turn(x, r, D, pos - t);
+        for (int d = 0; d < D; d++)
+            dst[(long)t * D + d] = (float)x[d];
+    }
+}
+
+/* Replace the scores of far pairs by their scores at the posmap's distance:
+** lower triangle q at min(scale·i + shift, cap), k at scale·j; upper (when
+** bidirectional) the mirror. One extra GEMM per triangle. */
+static void far_scores(float *S, const float *q, const float *k, int ld, const struct lx_spec *spec, int T,
+                       int D, int causal, float c, float *ws)
+{
+    const struct lx_posmap *pm = &spec->posmap;
+    float *F = ws, *qr = ws + (long)T * T, *kr = qr + (long)T * D;
+    for (int upper = 0; upper <= !causal; upper++) {
+        rotate_rows(qr, q, ld, T, D, &spec->rotary, pm, !upper);
+        rotate_rows(kr, k, ld, T, D, &spec->rotary, pm, upper);
+        lx_gemm(F, T, qr, D, kr, D, T, T, D, 0, 1, c, 0.0f);
+        for (long i = 0; i < T; i++)
+            for (long j = upper ? i + pm->from : 0; upper ? j < T : j <= i - pm->from; j++)
+                S[i * T + j] = F[i * T + j];
+    }
+}
+
+/* exp(x − max) below e^−70 is flushed to 0: the row's sum is >= 1, so such
+** terms cannot change it in float, and their products would be denormal
+** floats, which cost ~100x (CosScale's s = 128 spreads logits by ±128). */
+#define EXP_FLOOR (-70.0f)
+
+/* Per-row logit tables, cached while (n, reach) allow. */
+struct rowtab {
+    double *A, *B;      /* (T,) each */
+    long n, reach;      /* the n they were built for, and the distances covered */
+    double A0, B0;      /* the constant map when no op depends on the distance */
+};
+
+static void rowtab_get(struct rowtab *rt, const struct lx_spec *spec, int head, long n, long reach)
+{
+    if (!spec->has_dist) {
+        if (rt->n != n)
+            lx_spec_affine(spec, head, n, 0.0, &rt->A0, &rt->B0);
+    } else if (rt->n != n || reach > rt->reach) {
+        lx_spec_row(spec, head, n, 0, reach + 1, rt->A, rt->B);
+        rt->reach = reach;
+    }
+    rt->n = n;
+}
+
+/* Add one row's statistics: max p, entropy, std of its n visible logits
+** (from their sum and sum of squares); p is the row after softmax, 0 where masked. */
+static void row_stats(double *stats, const float *p, int T, double sum, double sum2, long n)
+{
+    double pmax = 0.0, ent = 0.0, mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
+    for (long j = 0; j < T; j++)
+        if (p[j] > 0.0f) {
+            pmax = p[j] > pmax ? p[j] : pmax;
+            ent -= (double)p[j] * log((double)p[j]);
+        }
+    stats[LX_ST_PMAX] += pmax;
+    stats[LX_ST_ENTROPY] += ent;
+    stats[LX_ST_SIGMA] += sqrt(var > 0.0 ? var : 0.0);
+    stats[LX_ST_ROWS] += 1.0;
+}
+
+/* Turn scores S (T, T) into probabilities in place: logit = A·S + B by the
+** spec's tables (at |δ| for far pairs), softmax over the visible keys
+** [0, ns) ∪ [lo, hi) ∪ [hi, up), masked entries 0; optionally sum row statistics. */
+static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int T, int causal, double *tab,
+                            double *stats, long stats_row0, long stats_row1)
+{
+    struct rowtab rt = {.A = tab, .B = tab + T, .n = -1, .reach = -1};
+    long row1 = stats_row1 ? stats_row1 : T;
+    int plain = !spec->n_ops && spec->temperature == 1.0;
+    for (long i = 0; i < T; i++) {
+        long lo, hi, n = lx_spec_row_keys(spec, i, T, causal, &lo, &hi);
+        long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo;
+        long up = lx_spec_upper_sinks(spec, T, causal, hi);     /* sinks past the window: [hi, up) */
+        long reach = ns ? i : i - lo;
+        if (up - 1 - i > reach)
+            reach = up - 1 - i;
+        if (!plain)
+            rowtab_get(&rt, spec, head, n, reach);
+        float *s = S + i * T;
+        long r0[3] = {0, lo, hi}, r1[3] = {ns, hi, up};
+        float mx = -INFINITY;
+        double sum = 0.0, sum2 = 0.0;
+        for (int part = 0; part < 3; part++)
+            for (long j = r0[part]; j < r1[part]; j++) {
+                if (!plain) {
+                    long t = i > j ? i - j : j - i;
+                    double A, B;
+                    if (!spec->has_dist) {
+                        A = rt.A0, B = rt.B0;
+                    } else if (lx_spec_far(spec, i, j)) {
+                        lx_spec_affine(spec, head, n, fabs(lx_spec_delta(spec, i, j)), &A, &B);
+                    } else {
+                        A = rt.A[t], B = rt.B[t];
+                    }
+                    s[j] = (float)(A * s[j] + B);
+                }
+                mx = s[j] > mx ? s[j] : mx;
+                if (stats && i >= stats_row0 && i < row1) {
+                    sum += s[j];
+                    sum2 += (double)s[j] * s[j];
+                }
+            }
+        float z = 0.0f;
+        for (int part = 0; part < 3; part++)
+            for (long j = r0[part]; j < r1[part]; j++) {
+                float e = s[j] - mx;
+                s[j] = e > EXP_FLOOR ? expf(e) : 0.0f;
+                z += s[j];
+            }
+        float iz = 1.0f / z;
+        for (int part = 0; part < 3; part++)
+            for (long j = r0[part]; j < r1[part]; j++)
+                s[j] *= iz;
+        for (long j = ns; j < lo; j++)
+            s[j] = 0.0f;
+        for (long j = up; j < T; j++)
+            s[j] = 0.0f;
+        if (stats && i >= stats_row0 && i < row1)
+            row_stats(stats, s, T, sum, sum2, n);
+    }
+}
+
+void lx_attn_head_forward(float *o, int ldo, float *P, const float *q, const float *k, const float *v, int ld,
+                          const struct lx_spec *spec, int head, int T, int D, int causal,
+                          const struct lx_attn_ws *ws)
+{
+    float c = (float)lx_spec_qk_scale(spec, D) * (ws->mult != 0.0f ? ws->mult : 1.0f);
+    lx_gemm(P, T, q, ld, k, ld, T, T, D, 0, 1, c, 0.0f);
+    if (spec->posmap.method && spec->rotary.n_pairs)
+        far_scores(P, q, k, ld, spec, T, D, causal, c, ws->far);
+    scores_to_probs(P, spec, head, T, causal, ws->tab, ws->stats, ws->stats_row0, ws->stats_row1);
+    lx_gemm(o, ldo, P, T, v, ld, T, D, T, 0, 0, 1.0f, 0.0f);
+}
+
+void lx_attn_head_backward(float *dq, float *dk, float *dv, int ld, const float *do_, int ldo, const float *P,
+                           float *dP, const float *q, const float *k, const float *v,
+                           const struct lx_spec *spec, int head, int T, int D, int causal, double *tab,
+                           float mult)
+{
+    LX_ASSERT(!spec->vis.window && !spec->posmap.method);
+    float scale = (float)lx_spec_qk_scale(spec, D) * mult;
+    lx_gemm(dP, T, do_, ldo, v, ld, T, T, D, 0, 1, 1.0f, 0.0f);     /* dP = dO Vᵀ */
+    lx_gemm(dv, ld, P, T, do_, ldo, T, D, T, 1, 0, 1.0f, 1.0f);     /* dV += Pᵀ dO */
+    double *A = tab, *B = tab + T;
+    int ops = spec->n_ops > 0 || spec->temperature != 1.0;
+    for (int i = 0; i < T; i++) {
+        int n = causal ? i + 1 : T;
+        if (ops && (causal || i == 0))
+            lx_spec_row(spec, head, n, 0, n, A, B);
+        const float *p = P + (long)i * T;
+        float *g = dP + (long)i * T;
+        float dot = 0.0f;
+        for (int j = 0; j < n; j++)
+            dot += p[j] * g[j];
+        for (int j = 0; j < n; j++) {
+            float a = ops ? (float)A[i > j ? i - j : j - i] : 1.0f;
+            g[j] = p[j] * (g[j] - dot) * a * scale;     /* dS = P ∘ (dP − Σ P dP) ∘ A · c */
+        }
+        for (int j = n; j < T; j++)
+            g[j] = 0.0f;
+    }
+    lx_gemm(dq, ld, dP, T, k, ld, T, D, T, 0, 0, 1.0f, 1.0f);       /* dQ += dS K */
+    lx_gemm(dk, ld, dP, T, q, ld, T, D, T, 1, 0, 1.0f, 1.0f);       /* dK += dSᵀ Q */
+}

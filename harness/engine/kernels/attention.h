@@ -1,0 +1,142 @@
+/*
+** harness/engine/kernels/attention.h - the naive (materialised) attention path that
+** reads the attention spec (harness/core/spec.h): for query i and key j,
+**
+**     S_ij = c · q_i · k_j,  c = 1/sqrt(D) (or CosScale's s; q, k then unit)
+**     t = |δ_ij|, δ the effective rotary distance (i − j unless the spec's
+**         posmap remaps far keys), n = keys row i sees
+**     logit_ij = A(n, t) · S_ij + B(n, t)        (the spec's ops, in order, / τ)
+**     p_i = softmax over visible j,  o_i = Σ_j p_ij v_j
+**
+** Visible keys: j ≤ i when causal, all otherwise, further limited by the
+** spec's window and sinks. q and k arrive rotated by their window positions;
+** for a far pair the score is taken at δ instead, by turning q_i through the
+** extra angle (δ − (i − j))·θ_k (naive path) or by rotating whole rows of q
+** and k to the posmap's positions and one more GEMM (fast path). Both paths
+** store probabilities (0 where masked) and are meant for lengths up to a few
+** thousand; the fast path is tested against the naive one.
+**
+** Backward supports what training uses (rotary, logit ops, cosine); the
+** training-time part of a stack never has windows, posmaps or temperatures.
+*/
+#ifndef LX_ATTENTION_H
+#define LX_ATTENTION_H
+
+#include "harness/core/diag.h"
+#include "harness/core/spec.h"
+#include "harness/engine/kernels/blas.h"
+
+/* o (T, H, D); att (H, T, T) probabilities saved for backward (0 where masked);
+** q, k, v (T, H, D). */
+void lx_attention_forward(float *o, float *att, const float *q, const float *k, const float *v,
+                          const struct lx_spec *spec, int T, int H, int D, int causal);
+
+/* dq, dk, dv (T, H, D) are accumulated (+=); do_ (T, H, D); att from forward. */
+void lx_attention_backward(float *dq, float *dk, float *dv, const float *do_, const float *att,
+                           const float *q, const float *k, const float *v, const struct lx_spec *spec,
+                           int T, int H, int D, int causal);
+
+/* Scratch of one thread for the fast path. */
+struct lx_attn_ws {
+    double *tab;        /* (2T,) the spec's row tables A, B */
+    float *far;         /* (T·T + 2·T·D,) far scores and rotated q, k; needed only with a posmap */
+    double *stats;      /* (LX_ATTN_NSTATS,) sums this head adds to, or NULL */
+    long stats_row0;    /* only rows in [stats_row0, stats_row1) are summed; */
+    long stats_row1;    /* stats_row1 = 0 means up to the last row */
+    float mult;         /* the model's learned multiplier of S for this head (1 = none; 0 reads as 1) */
+};
+
+/* Row statistics the fast path can sum (for calibration and diagnostics):
+** max p, entropy −Σ p ln p, std of the visible logits, rows. */
+enum { LX_ST_PMAX, LX_ST_ENTROPY, LX_ST_SIGMA, LX_ST_ROWS, LX_ATTN_NSTATS };
+
+/* Floats of lx_attn_ws.far for T tokens of dimension D. */
+size_t lx_attn_far_floats(int T, int D);
+
+/* The fast path: one head through BLAS, on strided views. q, k, v are (T, D)
+** with row stride ld ((H + 2·KV)·D inside a qkv buffer), o (T, D) with stride ldo;
+** P (T, T) receives the probabilities (0 where masked). Tested against the
+** naive path above. */
+void lx_attn_head_forward(float *o, int ldo, float *P, const float *q, const float *k, const float *v, int ld,
+                          const struct lx_spec *spec, int head, int T, int D, int causal,
+                          const struct lx_attn_ws *ws);
+
+/* Backward of one head: dq, dk, dv (stride ld) accumulate (+=); do_ (stride
+** ldo); P from forward; dP is (T, T) scratch; tab (2T) doubles; mult as in
+** the forward's lx_attn_ws. */
+void lx_attn_head_backward(float *dq, float *dk, float *dv, int ld, const float *do_, int ldo, const float *P,
+                           float *dP, const float *q, const float *k, const float *v,
+                           const struct lx_spec *spec, int head, int T, int D, int causal, double *tab,
+                           float mult);
+
+/* x (D) turned by pos·θ_k in every rotary pair, in double precision. */
+void lx_rotary_turn(double *x, const struct lx_rotary *r, int D, double pos);
+
+/* ---- the tiled forward (evaluation) ----------------------------------------
+** FlashAttention's schedule (Dao et al. 2022, arXiv:2205.14135, Algorithm 1)
+** on the same spec: a block of bq queries against a tile of bk keys at a
+** time, two GEMMs per tile (S = c·Q Kᵀ, O += P V), a running max and sum per
+** row, and no T × T buffer. Tiles that no query of the block sees are never
+** visited: causal attention does about half the work, a window of W keys
+** O(T·W), sinks and a window O(T·(S + W)). OpenMP runs over (head, query
+** block); each thread has its own scratch. Tested against
+** lx_attention_forward (tests/test_tiled.c).
+**
+** Row statistics from the tiles. Every statistic a task or the calibration
+** reads (harness/core/diag.h) is a sum over a row's keys of e_j = exp(l_j − m)
+** or e_j·(l_j − m), with m the row's running max, plus sums of l and l²:
+** with Z = Σ e_j at the end,
+**
+**     pmax = 1/Z,  entropy = ln Z − Σ e (l − m) / Z,  mass in R = Σ_R e / Z,
+**     entropy inside R = ln Σ_R e − Σ_R e (l − m) / Σ_R e,
+**
+** and when m grows to m', every sum is rescaled like s and O:
+** Σ e' = α Σ e, Σ e'(l − m') = α (Σ e (l − m) + (m − m') Σ e), α = e^(m − m').
+** So they are summed in the one pass, per row of a block (lx_tile_acc_doubles),
+** into per-(head, block) partial sums added up per head in block order (the
+** thread count does not change them). Passes that need whole probability
+** rows (a probe) still use the head path above. */
+struct lx_tile_stats {
+    struct lx_diag *out;            /* (H,) per-head sums this call adds to: entropy, pmax, sigma, rows,
+                                    ** and on request buckets and ranges */
+    long row0, row1;                /* only query rows in [row0, row1) are summed; row1 = 0: to the last */
+    const struct lx_ranges *ranges; /* distance ranges [a, b) of range_mass/range_entropy, or NULL */
+    int buckets;                    /* 1: mass per distance bucket (lx_diag_bucket of |i − j|) */
+};
+
+struct lx_tile_ws {
+    int bq, bk;         /* queries per block, keys per tile */
+    int n_thr;          /* scratch slots; at least omp_get_max_threads() */
+    float *scratch;     /* (n_thr, lx_tile_thread_floats(bq, bk, D)) */
+    double *tab;        /* (H, lx_tile_tab_rows(spec), T) distance tables; NULL when that is 0 */
+    float *rot;         /* (lx_tile_rot_floats(spec, T, H, D),) q and k rotated to the posmap's
+                        ** positions; NULL when that is 0 */
+    int sse2_only;      /* 1: the softmax loops' SSE2 build even on an AVX2 CPU (tests) */
+    const struct lx_tile_stats *stats;  /* row statistics to sum, or NULL */
+    double *acc;        /* with stats: (n_thr, lx_tile_acc_doubles(bq)) per-row sums */
+    struct lx_diag *part;   /* with stats: (H · ceil(T / bq),) per-(head, block) sums */
+};
+
+/* Per-thread scratch floats: S and far tiles, the output accumulator, row max and sum. */
+/* Tiles of the evaluation forward: queries × keys (see docs/PERFORMANCE.md,
+** "Tiled attention"). */
+#define LX_TILE_BQ 256
+#define LX_TILE_BK 256
+
+size_t lx_tile_thread_floats(int bq, int bk, int D);
+/* Rows of the distance tables a head needs (0 when no op depends on the distance). */
+int lx_tile_tab_rows(const struct lx_spec *spec);
+/* Floats of rotated q and k rows (0 without a posmap on rotary positions). */
+size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int D);
+/* Doubles of one thread's per-row statistics sums for blocks of bq queries. */
+size_t lx_tile_acc_doubles(int bq);
+
+/* o (T, H·D view: row stride ldo, head h at h·D) from q (row stride ld,
+** head h at h·D) and k, v (row stride ld, KV heads: query head h reads head
+** h / (H / KV) at (h / (H / KV))·D; KV = H is multi-head), all heads; mult
+** (H,) learned multipliers of S or NULL. */
+void lx_attn_tiled_forward(float *o, int ldo, const float *q, const float *k, const float *v, int ld,
+                           const struct lx_spec *spec, const float *mult, int T, int H, int KV, int D, int causal,
+                           const struct lx_tile_ws *ws);
+
+#endif

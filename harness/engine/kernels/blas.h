@@ -1,0 +1,36 @@
+/*
+** harness/engine/kernels/blas.h - the one seam to OpenBLAS (docs/development.md#style).
+**
+** lx_matmul is the only caller of cblas_sgemm; lx_matmul_naive is the
+** reference beside it that the tests compare against.
+*/
+#ifndef LX_BLAS_H
+#define LX_BLAS_H
+
+#include <stddef.h>
+
+/* C (M, N) = alpha · op(A) · op(B) + beta · C, row-major; op(X) = X or Xᵀ.
+** A is (M, K) or (K, M) when trans_a, B is (K, N) or (N, K) when trans_b. */
+void lx_matmul(float *C, const float *A, const float *B, int M, int N, int K,
+               int trans_a, int trans_b, float alpha, float beta);
+void lx_matmul_naive(float *C, const float *A, const float *B, int M, int N, int K,
+                     int trans_a, int trans_b, float alpha, float beta);
+
+/* The same with leading dimensions, for strided views such as one head of a
+** (T, H, D) tensor: lda, ldb, ldc are the row strides of A, B, C as stored. */
+void lx_gemm(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N, int K,
+             int trans_a, int trans_b, float alpha, float beta);
+void lx_gemm_naive(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N,
+                   int K, int trans_a, int trans_b, float alpha, float beta);
+
+/* "core=Haswell threading=openmp" into out (size n), recorded with every run. */
+void lx_blas_describe(char *out, size_t n);
+
+/* 1 (and a message with a hint) when OpenBLAS's kernels use narrower vectors
+** than the CPU has, e.g. OPENBLAS_CORETYPE=Haswell on an AVX-512 machine. */
+int lx_blas_weaker_than_cpu(char *msg, size_t n);
+
+/* 1 when OpenBLAS runs on OpenMP threads (the build lenx must link). */
+int lx_blas_is_openmp(void);
+
+#endif

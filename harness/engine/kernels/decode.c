@@ -1,0 +1,147 @@
+/*
+** harness/engine/kernels/decode.c - the KV cache's rows and the one-row
+** attention over them (see decode.h).
+*/
+#include "harness/engine/kernels/decode.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/ops.h"
+
+/* exp(x − max) below e^−70 is 0, as on the other paths (attention.c says why). */
+#define EXP_FLOOR (-70.0f)
+
+int lx_decode_far(const struct lx_spec *spec)
+{
+    return spec->posmap.method && spec->rotary.n_pairs;
+}
+
+int lx_argmax(const float *x, long n)
+{
+    int best = 0;
+    for (long i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = (int)i;
+    return best;
+}
+
+/* ---- the cache -------------------------------------------------------------- */
+
+void lx_kvcache_put(struct lx_kvcache *c, int layer, const float *qkv, int B, int T, int H)
+{
+    LX_ASSERT(T <= c->T && layer >= 0 && layer < c->L);
+    long KD = (long)c->KV * c->D, QKV = (long)H * c->D + 2 * KD;
+    int nb = B < c->n_slots ? B : c->n_slots;
+    for (int b = 0; b < nb; b++) {
+        float *k = lx_kvcache_rows(c, c->k, b, layer), *v = lx_kvcache_rows(c, c->v, b, layer);
+        for (long t = 0; t < T; t++) {
+            const float *src = qkv + ((long)b * T + t) * QKV + (long)H * c->D;
+            memcpy(k + t * KD, src, sizeof(float) * (size_t)KD);
+            memcpy(v + t * KD, src + KD, sizeof(float) * (size_t)KD);
+        }
+        c->len[b] = T;
+        c->n_far[(long)b * c->L + layer] = 0;
+    }
+}
+
+/* Each key turned from its position j to the posmap's key position scale·j:
+** the tiled forward's far rows of a lower pair, which depend on the key alone. */
+void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, int layer, long upto)
+{
+    long *nf = &c->n_far[(long)slot * c->L + layer], KD = (long)c->KV * c->D;
+    const float *k = lx_kvcache_rows(c, c->k, slot, layer);
+    float *kf = lx_kvcache_rows(c, c->kfar, slot, layer);
+    double r[2 * LX_SPEC_MAX_PAIRS + 2];
+    for (long j = *nf; j < upto; j++)
+        for (int g = 0; g < c->KV; g++) {
+            const float *src = k + j * KD + (long)g * c->D;
+            float *dst = kf + j * KD + (long)g * c->D;
+            for (int d = 0; d < c->D; d++)
+                r[d] = src[d];
+            lx_rotary_turn(r, &spec->rotary, c->D, spec->posmap.scale * (double)j - (double)j);
+            for (int d = 0; d < c->D; d++)
+                dst[d] = (float)r[d];
+        }
+    if (upto > *nf)
+        *nf = upto;
+}
+
+/* ---- one query row ------------------------------------------------------------ */
+
+/* Logits of keys [j0, j1) of row i in place of their scores: A·S + B at
+** t = i − j, or at |δ| for far keys (A, B from lx_spec_row over t, or one
+** constant map in A[0], B[0] when no op depends on the distance). */
+static void row_logits(float *s, const struct lx_spec *spec, int head, long n, long i, long j0, long j1,
+                       const double *A, const double *B)
+{
+    for (long j = j0; j < j1; j++) {
+        double a = A[0], b = B[0];
+        if (spec->has_dist && lx_spec_far(spec, i, j))
+            lx_spec_affine(spec, head, n, fabs(lx_spec_delta(spec, i, j)), &a, &b);
+        else if (spec->has_dist)
+            a = A[i - j], b = B[i - j];
+        s[j] = (float)(a * s[j] + b);
+    }
+}
+
+void lx_attn_row_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
+                         const struct lx_spec *spec, int head, float mult, long i, int D, float *s, double *tab)
+{
+    LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && (kfar != NULL) == lx_decode_far(spec));
+    float c = (float)lx_spec_qk_scale(spec, D) * (mult != 0.0f ? mult : 1.0f);
+    long lo, hi, n = lx_spec_row_keys(spec, i, i + 1, 1, &lo, &hi);
+    long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo, j0s[2] = {0, lo}, j1s[2] = {ns, hi};
+    long far1 = kfar ? i - spec->posmap.from + 1 : 0;     /* keys j < far1 score from kfar */
+    float qf[2 * LX_SPEC_MAX_PAIRS + 2];
+    if (kfar) {     /* the query turned to the posmap's position of a lower pair's query */
+        const struct lx_posmap *pm = &spec->posmap;
+        double r[2 * LX_SPEC_MAX_PAIRS + 2];
+        for (int d = 0; d < D; d++)
+            r[d] = q[d];
+        lx_rotary_turn(r, &spec->rotary, D, fmin(pm->scale * (double)i + pm->shift, pm->cap) - (double)i);
+        for (int d = 0; d < D; d++)
+            qf[d] = (float)r[d];
+    }
+    int plain = !spec->n_ops && spec->temperature == 1.0;
+    double *A = tab, *B = tab + i + 1;
+    if (!plain && !spec->has_dist)
+        lx_spec_affine(spec, head, n, 0.0, A, B);
+    else if (!plain)
+        lx_spec_row(spec, head, n, 0, i + 1 - (ns ? 0 : lo), A, B);
+    float mx = -INFINITY;
+    for (int p = 0; p < 2; p++) {
+        long j0 = j0s[p], j1 = j1s[p], jf = far1 < j0 ? j0 : far1 > j1 ? j1 : far1;  /* [j0, jf) far */
+        if (jf > j0)
+            lx_gemm(s + j0, (int)(jf - j0), qf, D, kfar + j0 * ld, ld, 1, (int)(jf - j0), D, 0, 1, c, 0.0f);
+        if (j1 > jf)
+            lx_gemm(s + jf, (int)(j1 - jf), q, D, k + jf * ld, ld, 1, (int)(j1 - jf), D, 0, 1, c, 0.0f);
+        if (!plain)
+            row_logits(s, spec, head, n, i, j0, j1, A, B);
+        for (long j = j0; j < j1; j++)
+            mx = s[j] > mx ? s[j] : mx;
+    }
+    double z = 0.0;
+    for (int p = 0; p < 2; p++)
+        for (long j = j0s[p]; j < j1s[p]; j++) {
+            float e = s[j] - mx;
+            s[j] = e > EXP_FLOOR ? expf(e) : 0.0f;
+            z += s[j];
+        }
+    float beta = 0.0f;
+    for (int p = 0; p < 2; p++)
+        if (j1s[p] > j0s[p]) {
+            int nk = (int)(j1s[p] - j0s[p]);
+            lx_gemm(o, D, s + j0s[p], nk, v + j0s[p] * ld, ld, 1, D, nk, 0, 0, (float)(1.0 / z), beta);
+            beta = 1.0f;
+        }
+}
+
+/* ---- one token through the model --------------------------------------------- */
+
+/* Attention of the step's query row (c->qkv) over the cached rows [0, pos]
+** of (slot, layer), every head, into c->ao (on the step's one thread). */

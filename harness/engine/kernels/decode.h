@@ -1,0 +1,87 @@
+/*
+** harness/engine/kernels/decode.h - the KV cache's rows and the one-row
+** attention: greedy generation at O(T) per new token instead of a full
+** forward pass (docs/tasks.md#how-answers-are-read). The cache is sized for a
+** model in model/kvcache.h, the token step and generation are
+** model/decoding.h; this kernel includes core and kernels only.
+**
+** A forward pass run with a cache attached (struct lx_acts.kv) saves every
+** layer's key and value rows, per key/value head, as attention read them:
+** after rope, and unit length under CosScale's geometry. One more token at
+** position i then costs one row through every block: embedding, norm,
+** q|k|v, rope at i, attention of that one query over the cached keys
+** [0, i) and itself, the MLP, the head (lx_decode_step). Rows cached from a
+** teacher-forced pass are valid for every position before the first token
+** that changes, because causal attention never looks ahead: the answer
+** reader fills the cache from its teacher-forced pass and needs no prompt
+** pass of its own.
+**
+** The one-row attention (lx_attn_row_forward) reads the whole spec, as the
+** head path and the tiled forward do: rotary tables of any method, row
+** scales at n = the keys the row sees, distance ops at t = |δ|, far keys of
+** a posmap (ReRoPE, Leaky ReRoPE, LM-Infinite's global branch,
+** StreamingLLM's re-indexed sinks), windows and sinks, CosScale's geometry,
+** the temperature and learned logit scales. A far key's score is q turned to
+** the posmap's query position times k turned to its key position, as in the
+** tiled forward; the turned keys depend on the key alone, so the cache keeps
+** them too (kfar), filled on the first decode of a window. Its naive
+** reference is row i of lx_attention_forward (tests/test_decode.c).
+**
+** Every method of a causal model decodes incrementally. A bidirectional
+** (mlm) model cannot: a new token changes every row's attention, so
+** lx_generate refuses it. Memory: layers × T × kv_heads × d_head × 2 floats
+** a window (× 3 with a rotary posmap), lx_kvcache_bytes.
+*/
+#ifndef LX_DECODE_H
+#define LX_DECODE_H
+
+#include <stdint.h>
+
+#include "harness/core/spec.h"
+
+struct lx_kvcache {
+    int n_slots;        /* windows it holds (a batch's instances) */
+    int L, T, KV, D;    /* layers, rows a window holds at most, key/value heads, head dimension */
+    float *k, *v;       /* (n_slots, L, T, KV·D) keys (rotated, unit under cosine) and values */
+    float *kfar;        /* (n_slots, L, T, KV·D) keys turned to the posmap's key position, or NULL
+                        ** when the spec has no posmap on rotary positions */
+    long *len;          /* (n_slots,) rows [0, len) hold the window's tokens */
+    long *n_far;        /* (n_slots, L) rows [0, n_far) of kfar are filled */
+    /* one step's scratch */
+    float *x, *xn, *qkv, *ao, *xm, *h, *act;   /* (C), (C), (QKV), (H·D), (C), (F or 2F), (F) */
+    float *rstd;        /* (1) */
+    double *cs;         /* (n_pairs, 2) rope at the step's position */
+    float *s;           /* (T) one head's scores */
+    double *tab;        /* (2T) its logit tables A, B */
+};
+
+/* The first index of the largest of x[0, n). */
+int lx_argmax(const float *x, long n);
+
+/* 1 when the spec scores far keys from turned rows (a posmap on rotary positions). */
+int lx_decode_far(const struct lx_spec *spec);
+
+/* The rows of (slot, layer) in buf (c->k, c->v or c->kfar): (T, KV·D). */
+static inline float *lx_kvcache_rows(const struct lx_kvcache *c, float *buf, int slot, int layer)
+{
+    return buf + ((long)slot * c->L + layer) * c->T * c->KV * c->D;
+}
+
+/* Save layer l's key and value rows of a forward pass: qkv (B, T, (H + 2·KV)·D)
+** after rope; windows b < n_slots go to slot b, rows [0, T), and len = T. */
+void lx_kvcache_put(struct lx_kvcache *c, int layer, const float *qkv, int B, int T, int H);
+
+/* Fill kfar rows [n_far, upto) of (slot, layer) from the cached keys (rows
+** before upto must be cached); lx_decode_step calls it for the far keys it reads. */
+void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, int layer, long upto);
+
+/* One head of one query row against keys [0, i], the BLAS path's strided
+** views: o (D) from q (D, rotated to position i) and k, v, kfar (rows of
+** stride ld: the query head's key/value head; kfar as k turned by the
+** posmap's key positions, NULL unless lx_decode_far); mult the head's
+** learned multiplier of S (1 = none; 0 reads as 1); s (i + 1) and tab
+** (2(i + 1)) scratch. Causal. */
+void lx_attn_row_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
+                         const struct lx_spec *spec, int head, float mult, long i, int D, float *s, double *tab);
+
+#endif

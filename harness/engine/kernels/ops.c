@@ -1,0 +1,186 @@
+/*
+** harness/engine/kernels/ops.c - forward/backward of the engine's elementwise and
+** row-wise ops; matrix products go through lx_matmul (the BLAS seam).
+*/
+#include "harness/engine/kernels/ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/kernels/blas.h"
+#include "harness/core/lx.h"
+
+void lx_linear_forward(float *y, const float *x, const float *W, const float *b, int T, int C, int OC)
+{
+    lx_matmul(y, x, W, T, OC, C, 0, 1, 1.0f, 0.0f);
+    if (b)
+        for (int t = 0; t < T; t++)
+            for (int o = 0; o < OC; o++)
+                y[(long)t * OC + o] += b[o];
+}
+
+void lx_linear_backward(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W,
+                        int T, int C, int OC)
+{
+    lx_matmul(dx, dy, W, T, C, OC, 0, 0, 1.0f, 1.0f);    /* (T, OC) (OC, C) */
+    lx_matmul(dW, dy, x, OC, C, T, 1, 0, 1.0f, 1.0f);    /* (OC, T) (T, C) */
+    if (db)
+        for (int t = 0; t < T; t++)
+            for (int o = 0; o < OC; o++)
+                db[o] += dy[(long)t * OC + o];
+}
+
+void lx_rmsnorm_forward(float *y, float *rstd, const float *x, const float *g, int T, int C, float eps)
+{
+#pragma omp parallel for schedule(static) if ((long)T * C > 65536)
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (long)t * C;
+        double ss = 0.0;
+        for (int c = 0; c < C; c++)
+            ss += (double)xt[c] * xt[c];
+        float r = (float)(1.0 / sqrt(ss / C + eps));
+        rstd[t] = r;
+        for (int c = 0; c < C; c++)
+            y[(long)t * C + c] = xt[c] * r * g[c];
+    }
+}
+
+#define RMS_BLOCK 64    /* rows per partial dg: fixed, so the sum order never depends on threads */
+
+void lx_rmsnorm_backward(float *dx, float *dg, const float *dy, const float *x, const float *g,
+                         const float *rstd, int T, int C)
+{
+    /* y_c = x_c r g_c, r = (mean x^2 + eps)^(-1/2), dr/dx_c = -r^3 x_c / C:
+    ** dx_c = r g_c dy_c - r^3 x_c / C * sum_k dy_k g_k x_k */
+    int nb = (T + RMS_BLOCK - 1) / RMS_BLOCK;
+    float *part = lx_xcalloc((size_t)nb * (size_t)C, sizeof *part);
+#pragma omp parallel for schedule(static) if ((long)T * C > 65536)
+    for (int blk = 0; blk < nb; blk++) {
+        float *pg = part + (long)blk * C;
+        for (int t = blk * RMS_BLOCK; t < T && t < (blk + 1) * RMS_BLOCK; t++) {
+            const float *xt = x + (long)t * C, *dyt = dy + (long)t * C;
+            float r = rstd[t];
+            double dot = 0.0;
+            for (int c = 0; c < C; c++) {
+                dot += (double)dyt[c] * g[c] * xt[c];
+                pg[c] += dyt[c] * xt[c] * r;
+            }
+            float k = (float)(dot * r * r * r / C);
+            for (int c = 0; c < C; c++)
+                dx[(long)t * C + c] += r * g[c] * dyt[c] - k * xt[c];
+        }
+    }
+    for (int blk = 0; blk < nb; blk++)
+        for (int c = 0; c < C; c++)
+            dg[c] += part[(long)blk * C + c];
+    free(part);
+}
+
+#define GELU_K 0.7978845608028654f   /* sqrt(2/pi) */
+
+/* The tanh form 0.5·x·(1 + tanh(u)), u = sqrt(2/π)(x + 0.044715x³), written
+** with the identity 0.5(1 + tanh(u)) = σ(2u) so one expf does the work:
+**   gelu(x) = x·s,  gelu'(x) = s + 2x·s(1 − s)·u',  s = σ(2u). */
+static inline float gelu_sig(float v)
+{
+    float u = GELU_K * (v + 0.044715f * v * v * v);
+    return 1.0f / (1.0f + expf(-2.0f * u));
+}
+
+static inline float gelu_grad(float v, float sg)
+{
+    float du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
+    return sg + 2.0f * v * sg * (1.0f - sg) * du;
+}
+
+void lx_gelu_forward(float *y, const float *x, int N)
+{
+    lx_gelu_forward_s(y, NULL, x, N);
+}
+
+void lx_gelu_forward_s(float *y, float *s, const float *x, int N)
+{
+#pragma omp parallel for schedule(static) if (N > 65536)
+    for (int i = 0; i < N; i++) {
+        float sg = gelu_sig(x[i]);
+        y[i] = x[i] * sg;
+        if (s)
+            s[i] = sg;
+    }
+}
+
+void lx_gelu_backward(float *dx, const float *dy, const float *x, int N)
+{
+#pragma omp parallel for schedule(static) if (N > 65536)
+    for (int i = 0; i < N; i++)
+        dx[i] += dy[i] * gelu_grad(x[i], gelu_sig(x[i]));
+}
+
+void lx_gelu_backward_s(float *dx, const float *dy, const float *x, const float *s, int N)
+{
+#pragma omp parallel for schedule(static) if (N > 65536)
+    for (int i = 0; i < N; i++)
+        dx[i] += dy[i] * gelu_grad(x[i], s[i]);
+}
+
+void lx_crossentropy_forward(float *loss, float *probs, const float *logits, const int *targets, int T, int V)
+{
+#pragma omp parallel for schedule(static) if ((long)T * V > 65536)
+    for (int t = 0; t < T; t++) {
+        const float *lt = logits + (long)t * V;
+        float *pt = probs + (long)t * V;
+        float mx = lt[0];
+        for (int v = 1; v < V; v++)
+            mx = lt[v] > mx ? lt[v] : mx;
+        double z = 0.0;
+        for (int v = 0; v < V; v++)
+            z += exp((double)lt[v] - mx);
+        for (int v = 0; v < V; v++)
+            pt[v] = (float)(exp((double)lt[v] - mx) / z);
+        loss[t] = targets[t] < 0 ? 0.0f : (float)(log(z) + mx - lt[targets[t]]);
+    }
+}
+
+void lx_crossentropy_backward(float *dlogits, const float *probs, const int *targets, int T, int V, float scale)
+{
+#pragma omp parallel for schedule(static) if ((long)T * V > 65536)
+    for (int t = 0; t < T; t++) {
+        float *dt = dlogits + (long)t * V;
+        if (targets[t] < 0) {
+            memset(dt, 0, sizeof(float) * (size_t)V);
+            continue;
+        }
+        for (int v = 0; v < V; v++)
+            dt[v] = scale * probs[(long)t * V + v];
+        dt[targets[t]] -= scale;
+    }
+}
+
+/* silu(x) = x·σ(x); silu'(x) = σ(x)·(1 + x·(1 − σ(x))) */
+void lx_swiglu_forward(float *y, const float *h, int N, int F)
+{
+#pragma omp parallel for schedule(static) if ((long)N * F > 65536)
+    for (long t = 0; t < N; t++) {
+        const float *a = h + t * 2 * F, *b = a + F;
+        for (int i = 0; i < F; i++) {
+            float s = 1.0f / (1.0f + expf(-a[i]));
+            y[t * F + i] = a[i] * s * b[i];
+        }
+    }
+}
+
+void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F)
+{
+#pragma omp parallel for schedule(static) if ((long)N * F > 65536)
+    for (long t = 0; t < N; t++) {
+        const float *a = h + t * 2 * F, *b = a + F;
+        float *da = dh + t * 2 * F, *db = da + F;
+        for (int i = 0; i < F; i++) {
+            float s = 1.0f / (1.0f + expf(-a[i]));
+            float g = dy[t * F + i];
+            da[i] += g * b[i] * s * (1.0f + a[i] * (1.0f - s));
+            db[i] += g * a[i] * s;
+        }
+    }
+}

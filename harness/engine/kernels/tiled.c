@@ -1,0 +1,542 @@
+/*
+** harness/engine/kernels/tiled.c - the tiled, online-softmax attention forward for
+** evaluation (see attention.h, "the tiled forward").
+**
+** For a block of query rows [i0, i1) and a tile of keys [j0, j1):
+**
+**     S = c · Q[i0:i1] K[j0:j1]ᵀ            (one GEMM; far pairs from rotated rows)
+**     l_ij = A(n_i, t) · S_ij + B(n_i, t)    (the spec's ops; masked entries skipped)
+**     m_i' = max(m_i, max_j l_ij),  α = exp(m_i − m_i')
+**     P_ij = exp(l_ij − m_i'),  s_i = α s_i + Σ_j P_ij,  O_i = α O_i + P V[j0:j1]   (one GEMM)
+**
+** and o_i = O_i / s_i after the last tile. The keys a block can see are
+** [0, ns) ∪ [lo, up) of its last and first rows (lx_spec_row_keys), so only
+** tiles there are visited. The logit maps are the naive reference's
+** (lx_spec_affine) written as A = R(n)·X(t), B = Σ_k R_k(n)·G_k(t): per-head
+** tables of the distance ops over t, per-row products of the row scales.
+**
+** Row statistics (when ws->stats asks) ride along in the same pass: per row
+** Σ e·(l − m), Σ l, Σ l², and Σ e and Σ e·(l − m) per distance bucket and
+** range, rescaled with α like s_i and O_i; after the last tile they give the
+** row's entropy, max p (1/s_i), logit std and masses (attention.h, "Row
+** statistics from the tiles"). Only the rows asked for pay for it.
+*/
+#include "harness/engine/kernels/attention.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <string.h>
+
+/* exp(x − max) below e^−70 is 0, as on the head path (attention.c says why). */
+#define EXP_FLOOR (-70.0f)
+
+size_t lx_tile_thread_floats(int bq, int bk, int D)
+{
+    return 2 * (size_t)bq * (size_t)bk + (size_t)bq * (size_t)D + 2 * (size_t)bq;
+}
+
+static int n_dist_ops(const struct lx_spec *spec)
+{
+    int n = 0;
+    for (int k = 0; k < spec->n_ops; k++)
+        n += spec->ops[k].kind == LX_OP_DIST_AFFINE;
+    return n;
+}
+
+int lx_tile_tab_rows(const struct lx_spec *spec)
+{
+    return spec->has_dist ? 1 + n_dist_ops(spec) : 0;
+}
+
+size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int D)
+{
+    return spec->posmap.method && spec->rotary.n_pairs ? 4 * (size_t)T * (size_t)H * (size_t)D : 0;
+}
+
+/* What one call shares between its threads. */
+struct tiled {
+    const struct lx_spec *spec;
+    const float *q, *k, *v;     /* (T, ld) views: query head h at h·D, its key/value head at (h / G)·D */
+    float *o;                   /* (T, ldo) */
+    int ld, ldo, T, H, D, causal, n_tab;
+    int G;                      /* query heads per key/value head, H / KV */
+    int far;                    /* 1: far pairs take their scores from the rotated rows */
+    int avx2;                   /* 1: the CPU has AVX2 and FMA (the softmax loops' clone) */
+    const struct lx_tile_ws *ws;
+    const float *mult;          /* (H,) or NULL */
+    const struct lx_tile_stats *st;     /* row statistics to sum, or NULL */
+    long st_row1;               /* their rows end here (st->row1, or T) */
+    long nqb;                   /* query blocks per head */
+};
+
+/* ---- preparation: distance tables and far-key rows, once per call --------- */
+
+/* Per head h and distance t: X(t) = Π_k x_k(t) and G_k(t) = m_k(t)·Π_{k' > k} x_k'(t)
+** over the distance ops k in stack order. */
+static void dist_tables(const struct tiled *x)
+{
+    const struct lx_spec *spec = x->spec;
+#pragma omp parallel for schedule(static)
+    for (long ht = 0; ht < (long)x->H * x->T; ht++) {
+        int h = (int)(ht / x->T);
+        long t = ht % x->T;
+        double *tab = x->ws->tab + (long)h * x->n_tab * x->T;
+        double post = 1.0;
+        int row = x->n_tab - 1;
+        for (int k = spec->n_ops - 1; k >= 0; k--) {
+            const struct lx_logit_op *op = &spec->ops[k];
+            if (op->kind != LX_OP_DIST_AFFINE)
+                continue;
+            double a, m;
+            op->dist_affine(op->params, &spec->facts, h, (double)t, &a, &m);
+            tab[(long)row-- * x->T + t] = m * post;
+            post *= a;
+        }
+        tab[t] = post;
+    }
+}
+
+/* rot = [q lower, k lower, q upper, k upper], each (H, T, D): rows turned from
+** their window position t to the posmap's, min(scale·t + shift, cap) when
+** shifted (the query of a lower pair, the key of an upper one), else scale·t. */
+static void far_rows(const struct tiled *x)
+{
+    const struct lx_posmap *pm = &x->spec->posmap;
+    long HT = (long)x->H * x->T, parts = x->causal ? 2 : 4;     /* causal: no upper pairs */
+#pragma omp parallel for schedule(static)
+    for (long ht = 0; ht < parts * HT; ht++) {
+        int which = (int)(ht / HT), h = (int)(ht % HT / x->T), shifted = which == 0 || which == 3;
+        long t = ht % x->T;
+        const float *src = which % 2 ? x->k + t * x->ld + (long)(h / x->G) * x->D : x->q + t * x->ld + (long)h * x->D;
+        double pos = pm->scale * (double)t + (shifted ? pm->shift : 0.0), r[2 * LX_SPEC_MAX_PAIRS + 2];
+        if (shifted)
+            pos = fmin(pos, pm->cap);
+        for (int d = 0; d < x->D; d++)
+            r[d] = src[d];
+        lx_rotary_turn(r, &x->spec->rotary, x->D, pos - (double)t);
+        float *dst = x->ws->rot + ht * x->D;
+        for (int d = 0; d < x->D; d++)
+            dst[d] = (float)r[d];
+    }
+}
+
+/* ---- the softmax's inner loops, written to vectorise ----------------------------- */
+
+/* exp(x) for x <= 0, eight lanes at a time in GCC's vector extensions
+** (glibc's expf is a call per element, and a scalar loop of the polynomial
+** does not vectorise under -O2): x = n·ln 2 + r, |r| <= ln 2 / 2, Cephes'
+** degree-6 polynomial for e^r (relative error about 2e-7), 2^n built in the
+** exponent bits. Inputs below −87 are clamped (their e^x is flushed anyway).
+** The loops using it are compiled twice (AVX2 + FMA, and the SSE2 baseline)
+** and picked by the CPU at run time. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+#define SELECT8(mask, a, b) ((v8f)(((v8i)(a) & (mask)) | ((v8i)(b) & ~(mask))))
+
+/* p = e^x for x <= 0, both v8f lvalues (a macro: a function taking a 32-byte
+** vector draws GCC's ABI note on an SSE2 build). */
+#define EXP8_LE0(p, x)                                                          \
+    do {                                                                        \
+        v8f x_ = (x), lo_ = x_ * 0.0f - 87.0f;                                  \
+        x_ = SELECT8(x_ < lo_, lo_, x_);                                        \
+        v8f n_ = (x_ * 1.44269504088896341f + 12582912.0f) - 12582912.0f;       \
+        v8f r_ = x_ - n_ * 0.693359375f + n_ * 2.12194440e-4f;                  \
+        v8f q_ = r_ * 1.9875691500e-4f + 1.3981999507e-3f;                      \
+        q_ = q_ * r_ + 8.3334519073e-3f;                                        \
+        q_ = q_ * r_ + 4.1665795894e-2f;                                        \
+        q_ = q_ * r_ + 1.6666665459e-1f;                                        \
+        q_ = q_ * r_ + 5.0000001201e-1f;                                        \
+        q_ = q_ * r_ * r_ + r_ + 1.0f;                                          \
+        v8i two_n_ = (__builtin_convertvector(n_, v8i) + 127) << 23;            \
+        (p) = q_ * (v8f)two_n_;                                                 \
+    } while (0)
+
+/* s[c] = exp(s[c] − mx) (0 below EXP_FLOOR) over [0, n), their sum left in
+** `sum` (the function around it returns it). */
+#define EXP_SUM_BODY                                                            \
+    v8f acc = {0};                                                              \
+    float sum = 0.0f;                                                           \
+    long c = 0;                                                                 \
+    for (; c + 8 <= n; c += 8) {                                                \
+        v8f e;                                                                  \
+        memcpy(&e, s + c, sizeof e);                                            \
+        e -= mx;                                                                \
+        v8f p;                                                                  \
+        EXP8_LE0(p, e);                                                         \
+        p = SELECT8(e > EXP_FLOOR, p, e * 0.0f);                                \
+        memcpy(s + c, &p, sizeof p);                                            \
+        acc += p;                                                               \
+    }                                                                           \
+    for (; c < n; c++) {                                                        \
+        float e = s[c] - mx;                                                    \
+        s[c] = e > EXP_FLOOR ? expf(e) : 0.0f;                                  \
+        sum += s[c];                                                            \
+    }                                                                           \
+    for (int k = 0; k < 8; k++)                                                 \
+        sum += acc[k];
+
+/* mx = max(mx, s[0..n)) (the function around it returns it). */
+#define MAX_OF_BODY                                                             \
+    _Pragma("omp simd reduction(max : mx)")                                     \
+    for (long c = 0; c < n; c++)                                                \
+        mx = s[c] > mx ? s[c] : mx;
+
+/* The same code twice: for AVX2 + FMA, and for the SSE2 baseline the build
+** targets; lx_attn_tiled_forward picks one by the CPU (GCC's target_clones
+** would pick "arch=haswell" by CPU model only, so never on AMD). */
+__attribute__((target("avx2,fma"))) static float exp_sum_avx2(float *s, long n, float mx) { EXP_SUM_BODY return sum; }
+static float exp_sum_sse2(float *s, long n, float mx) { EXP_SUM_BODY return sum; }
+__attribute__((target("avx2,fma"))) static float max_of_avx2(const float *s, long n, float mx) { MAX_OF_BODY return mx; }
+static float max_of_sse2(const float *s, long n, float mx) { MAX_OF_BODY return mx; }
+
+/* ---- row statistics (attention.h, "Row statistics from the tiles") --------------- */
+
+/* One query row's sums, in e = exp(l − m) of its running max m. */
+struct rowacc {
+    double u;                                       /* Σ e (l − m) */
+    double sum, sum2;                               /* Σ l, Σ l² over the visible keys */
+    double bucket[LX_DIAG_BUCKETS];                 /* Σ e per distance bucket */
+    double mass[LX_MAX_RANGES], um[LX_MAX_RANGES];  /* Σ e, Σ e (l − m) per distance range */
+};
+
+size_t lx_tile_acc_doubles(int bq)
+{
+    return (size_t)bq * (sizeof(struct rowacc) / sizeof(double));
+}
+
+/* The running max moves by dm = m − m' < 0 (α = e^dm): rescale the sums in e;
+** l is the row's sum Σ e before the move. */
+static void acc_rescale(struct rowacc *A, const struct lx_tile_stats *st, double al, double dm, double l)
+{
+    int nr = st->ranges ? st->ranges->n : 0;
+    A->u = al > 0.0 ? al * (A->u + dm * l) : 0.0;
+    if (st->buckets)
+        for (int k = 0; k < LX_DIAG_BUCKETS; k++)
+            A->bucket[k] *= al;
+    for (int r = 0; r < nr; r++) {
+        A->um[r] = al > 0.0 ? al * (A->um[r] + dm * A->mass[r]) : 0.0;
+        A->mass[r] *= al;
+    }
+}
+
+/* Σ e and Σ e (lg − m) over the tile columns in [c0, c1) whose key is at a
+** distance in [lo, hi) from the row's (column d: key j0 + d is the query):
+** two runs of columns, before and after d. */
+static void dist_sums(const float *lg, const float *e, float m, long d, long c0, long c1, long lo, long hi,
+                      double *se, double *su)
+{
+    double a = 0.0, u = 0.0;
+    for (int side = 0; side < 2; side++) {
+        long r0 = side ? d + (lo > 1 ? lo : 1) : d - hi + 1, r1 = side ? d + hi : d - lo + 1;
+        r0 = r0 > c0 ? r0 : c0;
+        r1 = r1 < c1 ? r1 : c1;
+#pragma omp simd reduction(+ : a, u)
+        for (long c = r0; c < r1; c++) {
+            a += e[c];
+            u += e[c] * ((double)lg[c] - m);
+        }
+    }
+    *se += a;
+    if (su)
+        *su += u;
+}
+
+/* Add tile columns [c0, c1) of row i: lg the logits, e = exp(lg − m) (0 below
+** the floor); buckets and ranges as runs of columns at their distances. */
+static void acc_add(struct rowacc *A, const struct lx_tile_stats *st, const float *lg, const float *e, float m,
+                    long i, long j0, long c0, long c1)
+{
+    double su = 0.0, s1 = 0.0, s2 = 0.0;
+#pragma omp simd reduction(+ : su, s1, s2)
+    for (long c = c0; c < c1; c++) {
+        double g = lg[c];
+        s1 += g;
+        s2 += g * g;
+        su += (double)e[c] * (g - m);
+    }
+    A->sum += s1, A->sum2 += s2, A->u += su;
+    long d = i - j0, far = d - c0 > c1 - 1 - d ? d - c0 : c1 - 1 - d;     /* the farthest distance here */
+    for (int k = 0; st->buckets && k < LX_DIAG_BUCKETS && lx_diag_bucket_start(k) <= far; k++) {
+        long lo = lx_diag_bucket_start(k);
+        dist_sums(lg, e, m, d, c0, c1, lo, k ? 2 * lo : 1, &A->bucket[k], NULL);
+    }
+    for (int r = 0; st->ranges && r < st->ranges->n; r++)
+        dist_sums(lg, e, m, d, c0, c1, st->ranges->lo[r], st->ranges->hi[r], &A->mass[r], &A->um[r]);
+}
+
+/* Row i's statistics from its sums, Z = Σ e over all its n visible keys. */
+static void acc_finish(struct lx_diag *d, const struct rowacc *A, const struct lx_tile_stats *st, double Z,
+                       long n, long i)
+{
+    double mean = A->sum / (double)n, var = A->sum2 / (double)n - mean * mean;
+    d->pmax += 1.0 / Z;
+    d->entropy += log(Z) - A->u / Z;
+    d->sigma += sqrt(var > 0.0 ? var : 0.0);
+    d->rows += 1.0;
+    if (st->buckets)
+        for (int k = 0; k < LX_DIAG_BUCKETS; k++)
+            d->bucket[k] += A->bucket[k] / Z;
+    for (int r = 0; st->ranges && r < st->ranges->n; r++) {
+        if (i < st->ranges->hi[r] - 1)
+            continue;   /* as lx_diag_row: only rows the whole range fits in */
+        double M = A->mass[r];
+        d->range_mass[r] += M / Z;
+        d->range_entropy[r] += M > 0.0 ? log(M) - A->um[r] / M : 0.0;
+        d->range_rows[r] += 1.0;
+    }
+}
+
+/* ---- one tile ------------------------------------------------------------------ */
+
+/* Row t of head h in part `which` of the far-key rows (D floats): 0 and 1 are
+** the queries and keys turned for the lower far part, 2 and 3 for the upper. */
+static const float *rot_at(const struct tiled *x, int which, int h, long t)
+{
+    return x->ws->rot + (((long)which * x->H + h) * x->T + t) * x->D;
+}
+
+/* S (nr, nc; stride bk) = c·q·k over the tile, far pairs at the posmap's
+** distance: from rotated rows alone when the whole tile is far, else one more
+** GEMM into F and a copy of the far entries. */
+static void tile_scores(const struct tiled *x, float *S, float *F, int h, float c, long i0, long i1, long j0,
+                        long j1)
+{
+    int bk = x->ws->bk, nr = (int)(i1 - i0), nc = (int)(j1 - j0), D = x->D;
+    int far = x->far;
+    long from = x->spec->posmap.from;
+    int lower = far && i1 - 1 - j0 >= from, upper = far && !x->causal && j1 - 1 - i0 >= from;
+    if (far && i0 - (j1 - 1) >= from) {
+        lx_gemm(S, bk, rot_at(x, 0, h, i0), D, rot_at(x, 1, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
+        return;
+    }
+    if (far && !x->causal && j0 - (i1 - 1) >= from) {
+        lx_gemm(S, bk, rot_at(x, 2, h, i0), D, rot_at(x, 3, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
+        return;
+    }
+    lx_gemm(S, bk, x->q + i0 * x->ld + (long)h * D, x->ld, x->k + j0 * x->ld + (long)(h / x->G) * D, x->ld, nr,
+            nc, D, 0, 1, c, 0.0f);
+    for (int part = 0; part < 2; part++) {
+        if (!(part ? upper : lower))
+            continue;
+        lx_gemm(F, bk, rot_at(x, 2 * part, h, i0), D, rot_at(x, 2 * part + 1, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
+        for (long i = i0; i < i1; i++)
+            for (long j = j0; j < j1; j++)
+                if (part ? j - i >= from : i - j >= from)
+                    S[(i - i0) * bk + (j - j0)] = F[(i - i0) * bk + (j - j0)];
+    }
+}
+
+/* R(n)·X(t)·S + Σ_k R_k(n)·G_k(t) for one visible entry; far pairs at |δ|,
+** through the tables when |δ| is a whole distance inside them. */
+static float dist_logit(const struct tiled *x, const double *tab, const double *Rk, double R, int h, long n,
+                        long i, long j, float s)
+{
+    long T = x->T;
+    double t = (double)(i > j ? i - j : j - i);
+    if (lx_spec_far(x->spec, i, j)) {
+        t = fabs(lx_spec_delta(x->spec, i, j));
+        if (t != floor(t) || t >= (double)T) {
+            double A, B;
+            lx_spec_affine(x->spec, h, n, t, &A, &B);
+            return (float)(A * s + B);
+        }
+    }
+    long ti = (long)t;
+    double B = 0.0;
+    for (int r = 1; r < x->n_tab; r++)
+        B += Rk[r - 1] * tab[(long)r * T + ti];
+    return (float)(R * tab[ti] * s + B);
+}
+
+/* dist_logit over the tile columns [c0, c1) of row i: the near keys (no
+** posmap applies) in a loop without calls, one distance op unrolled. */
+static void dist_logits(const struct tiled *x, float *s, const double *tab, const double *Rk, double R, int h,
+                        long n, long i, long j0, long c0, long c1)
+{
+    const struct lx_posmap *pm = &x->spec->posmap;
+    long near0 = c0, near1 = c1;        /* columns with |i − j| < from */
+    if (pm->method) {
+        long a = i - pm->from + 1 - j0, b = i + pm->from - j0;      /* near: j in (i − from, i + from) */
+        near0 = a > c0 ? a : c0;
+        near1 = b < c1 ? b : c1;
+        near1 = near1 < near0 ? near0 : near1;
+        for (long c = c0; c < c1; c++)
+            if (c < near0 || c >= near1)
+                s[c] = dist_logit(x, tab, Rk, R, h, n, i, j0 + c, s[c]);
+    }
+    const double *X = tab, *G = tab + x->T;
+    if (x->n_tab == 2) {
+        double R1 = Rk[0];
+        for (long c = near0; c < near1; c++) {
+            long t = i - j0 - c;
+            t = t < 0 ? -t : t;
+            s[c] = (float)(R * X[t] * s[c] + R1 * G[t]);
+        }
+    } else {
+        for (long c = near0; c < near1; c++)
+            s[c] = dist_logit(x, tab, Rk, R, h, n, i, j0 + c, s[c]);
+    }
+}
+
+/* R(n) = Π row scales / τ and R_k(n) = Π row scales after distance op k / τ. */
+static double row_factors(const struct lx_spec *spec, long n, double *Rk, int n_dist)
+{
+    double acc = 1.0 / spec->temperature;
+    int k = n_dist - 1;
+    for (int o = spec->n_ops - 1; o >= 0; o--) {
+        const struct lx_logit_op *op = &spec->ops[o];
+        if (op->kind == LX_OP_ROW_SCALE)
+            acc *= op->row_scale(op->params, &spec->facts, n);
+        else
+            Rk[k--] = acc;
+    }
+    return acc;
+}
+
+/* Row i of the tile: logits of its visible keys [a0, a1) ∪ [b0, b1) (tile
+** columns), the online-softmax update of m, s and the accumulator O, and P
+** in place of S (0 elsewhere); with A, the row's statistics sums (keep: nc
+** floats of scratch for its logits). */
+static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, float *l, int h, long i, long j0,
+                     int nc, struct rowacc *A, float *keep)
+{
+    const struct lx_spec *spec = x->spec;
+    long lo, hi, n = lx_spec_row_keys(spec, i, x->T, x->causal, &lo, &hi);
+    long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo, up = lx_spec_upper_sinks(spec, x->T, x->causal, hi);
+    long c0[2] = {0, lo > j0 ? lo - j0 : 0}, c1[2] = {ns - j0, up - j0};
+    for (int p = 0; p < 2; p++) {
+        c0[p] = c0[p] > nc ? nc : c0[p];
+        c1[p] = c1[p] > nc ? nc : c1[p] < c0[p] ? c0[p] : c1[p];
+    }
+    int plain = !spec->n_ops && spec->temperature == 1.0;
+    double A0 = 1.0, B0 = 0.0, R = 1.0, Rk[LX_SPEC_MAX_OPS];
+    const double *tab = spec->has_dist ? x->ws->tab + (long)h * x->n_tab * x->T : NULL;
+    if (!plain && !spec->has_dist)
+        lx_spec_affine(spec, h, n, 0.0, &A0, &B0);
+    else if (!plain)
+        R = row_factors(spec, n, Rk, x->n_tab - 1);
+    float mt = -INFINITY, a0 = (float)A0, b0 = (float)B0;
+    for (int p = 0; p < 2; p++) {
+        if (tab)
+            dist_logits(x, s, tab, Rk, R, h, n, i, j0, c0[p], c1[p]);
+        else if (!plain)
+            for (long c = c0[p]; c < c1[p]; c++)
+                s[c] = a0 * s[c] + b0;
+        mt = x->avx2 ? max_of_avx2(s + c0[p], c1[p] - c0[p], mt) : max_of_sse2(s + c0[p], c1[p] - c0[p], mt);
+    }
+    long z0[3] = {0, c1[0], c1[1]}, z1[3] = {c0[0], c0[1], nc};
+    for (int p = 0; p < 3; p++)
+        for (long c = z0[p]; c < z1[p]; c++)
+            s[c] = 0.0f;
+    if (mt == -INFINITY)
+        return;     /* no key of this tile is visible to row i */
+    float mn = mt > *m ? mt : *m;
+    if (mn != *m) {
+        float al = *m - mn > EXP_FLOOR ? expf(*m - mn) : 0.0f;
+        if (A)
+            acc_rescale(A, x->st, al, (double)*m - mn, *l);
+        *l *= al;
+        for (int d = 0; d < x->D; d++)
+            Orow[d] *= al;
+        *m = mn;
+    }
+    for (int p = 0; A && p < 2; p++)
+        memcpy(keep + c0[p], s + c0[p], sizeof(float) * (size_t)(c1[p] - c0[p]));
+    for (int p = 0; p < 2; p++)
+        *l += x->avx2 ? exp_sum_avx2(s + c0[p], c1[p] - c0[p], mn) : exp_sum_sse2(s + c0[p], c1[p] - c0[p], mn);
+    for (int p = 0; A && p < 2; p++)
+        acc_add(A, x->st, keep, s, mn, i, j0, c0[p], c1[p]);
+}
+
+/* ---- one query block ------------------------------------------------------- */
+
+/* The block's rows [r0, r1) whose statistics are summed, zeroed sums for
+** them and the block's partial sums; 0 when none. */
+static int block_stats(const struct tiled *x, struct rowacc *acc, int h, long i0, long i1, long *r0, long *r1)
+{
+    if (!x->st)
+        return 0;
+    struct lx_diag *part = &x->ws->part[(long)h * x->nqb + i0 / x->ws->bq];
+    memset(part, 0, sizeof *part);
+    *r0 = x->st->row0 > i0 ? x->st->row0 - i0 : 0;
+    *r1 = (x->st_row1 < i1 ? x->st_row1 : i1) - i0;
+    if (*r1 <= *r0)
+        return 0;
+    memset(acc, 0, sizeof *acc * (size_t)(i1 - i0));
+    return 1;
+}
+
+/* Query rows [i0, i1) of head h: every key tile some row sees, then o = O / s
+** (and, with x->st, the rows' statistics into the block's partial sums). */
+static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc, int h, long i0, long i1)
+{
+    const struct lx_spec *spec = x->spec;
+    int bq = x->ws->bq, bk = x->ws->bk, D = x->D, nr = (int)(i1 - i0);
+    float *S = scr, *F = S + (size_t)bq * bk, *O = F + (size_t)bq * bk, *m = O + (size_t)bq * D, *l = m + bq;
+    float c = (float)lx_spec_qk_scale(spec, D) * (x->mult && x->mult[h] != 0.0f ? x->mult[h] : 1.0f);
+    memset(O, 0, sizeof(float) * (size_t)nr * D);
+    for (int r = 0; r < nr; r++)
+        m[r] = -INFINITY, l[r] = 0.0f;
+    /* the keys the block sees: [0, ns) of its last row, [lo, up) from its first row's lo */
+    long lo0, hi0, lo1, hi1;
+    lx_spec_row_keys(spec, i0, x->T, x->causal, &lo0, &hi0);
+    lx_spec_row_keys(spec, i1 - 1, x->T, x->causal, &lo1, &hi1);
+    long ns = spec->vis.sinks < lo1 ? spec->vis.sinks : lo1, up = lx_spec_upper_sinks(spec, x->T, x->causal, hi1);
+    long s0[2] = {0, ns >= lo0 ? 0 : lo0}, s1[2] = {ns >= lo0 ? 0 : ns, up}, r0 = 0, r1 = 0;
+    int stats = block_stats(x, acc, h, i0, i1, &r0, &r1);
+    for (int span = 0; span < 2; span++)
+        for (long j0 = s0[span]; j0 < s1[span]; j0 += bk) {
+            long j1 = j0 + bk < s1[span] ? j0 + bk : s1[span];
+            tile_scores(x, S, F, h, c, i0, i1, j0, j1);
+            for (int r = 0; r < nr; r++)
+                tile_row(x, S + (size_t)r * bk, O + (size_t)r * D, m + r, l + r, h, i0 + r, j0, (int)(j1 - j0),
+                         stats && r >= r0 && r < r1 ? acc + r : NULL, F + (size_t)r * bk);
+            lx_gemm(O, D, S, bk, x->v + j0 * x->ld + (long)(h / x->G) * D, x->ld, nr, D, (int)(j1 - j0), 0, 0, 1.0f,
+                    1.0f);
+        }
+    for (int r = 0; r < nr; r++) {
+        float *dst = x->o + (i0 + r) * x->ldo + (long)h * D, inv = 1.0f / l[r];
+        for (int d = 0; d < D; d++)
+            dst[d] = O[(size_t)r * D + d] * inv;
+    }
+    for (long r = r0; stats && r < r1; r++) {
+        long lo, hi, n = lx_spec_row_keys(spec, i0 + r, x->T, x->causal, &lo, &hi);
+        acc_finish(&x->ws->part[(long)h * x->nqb + i0 / bq], acc + r, x->st, l[r], n, i0 + r);
+    }
+}
+
+void lx_attn_tiled_forward(float *o, int ldo, const float *q, const float *k, const float *v, int ld,
+                           const struct lx_spec *spec, const float *mult, int T, int H, int KV, int D, int causal,
+                           const struct lx_tile_ws *ws)
+{
+    LX_ASSERT(omp_get_max_threads() <= ws->n_thr && ws->bq > 0 && ws->bk > 0);
+    LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && KV >= 1 && H % KV == 0);
+    struct tiled x = {.spec = spec, .q = q, .k = k, .v = v, .o = o, .ld = ld, .ldo = ldo, .T = T, .H = H, .D = D,
+                      .causal = causal, .G = H / KV, .n_tab = lx_tile_tab_rows(spec), .ws = ws, .mult = mult};
+    LX_ASSERT((!x.n_tab || ws->tab) && (!lx_tile_rot_floats(spec, T, H, D) || ws->rot));
+    if (x.n_tab)
+        dist_tables(&x);
+    x.far = lx_tile_rot_floats(spec, T, H, D) > 0;
+    __builtin_cpu_init();
+    x.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !ws->sse2_only;
+    if (x.far)
+        far_rows(&x);
+    x.st = ws->stats;
+    x.st_row1 = x.st && x.st->row1 ? x.st->row1 : T;
+    LX_ASSERT(!x.st || (ws->acc && ws->part && x.st->out && (!x.st->ranges || x.st->ranges->n <= LX_MAX_RANGES)));
+    size_t per = lx_tile_thread_floats(ws->bq, ws->bk, D), per_acc = lx_tile_acc_doubles(ws->bq);
+    long nqb = x.nqb = (T + ws->bq - 1) / ws->bq;
+    /* causal blocks cost more the later they are: hand out the costly ones first */
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long it = 0; it < (long)H * nqb; it++) {
+        int h = (int)(it % H), thr = omp_get_thread_num();
+        long qb = causal ? nqb - 1 - it / H : it / H, i0 = qb * ws->bq, i1 = i0 + ws->bq < T ? i0 + ws->bq : T;
+        block_forward(&x, ws->scratch + per * (size_t)thr,
+                      x.st ? (struct rowacc *)(ws->acc + per_acc * (size_t)thr) : NULL, h, i0, i1);
+    }
+    for (int h = 0; x.st && h < H; h++)     /* block order: the thread count does not change the sums */
+        for (long qb = 0; qb < nqb; qb++)
+            lx_diag_add(&x.st->out[h], &ws->part[(long)h * nqb + qb]);
+}

@@ -1,0 +1,96 @@
+/*
+** harness/engine/model/arch.h - the architecture (the `arch:` mapping of a
+** model), its tensor list, the weight buffer and its views, struct lx_model
+** (the layout model.h's header describes). Includes core only.
+*/
+#ifndef LX_ARCH_H
+#define LX_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/core/params.h"
+
+enum { LX_MODEL_CAUSAL, LX_MODEL_MLM };     /* lx_arch.mode */
+enum { LX_MLP_GELU, LX_MLP_SWIGLU };        /* lx_arch.mlp */
+
+/* The architecture: the `arch:` mapping of a model in a sweep file. */
+struct lx_arch {
+    int mode;           /* LX_MODEL_CAUSAL or LX_MODEL_MLM */
+    long layers;        /* blocks */
+    long d_model;       /* residual width C */
+    long heads;         /* attention (query) heads H */
+    long kv_heads;      /* key/value heads KV, dividing H; 0 = H (multi-head). Read it through
+                        ** lx_arch_kv(); stored only when it differs from H */
+    long d_head;        /* head dimension D */
+    long d_mlp;         /* MLP hidden width F */
+    int mlp;            /* LX_MLP_GELU or LX_MLP_SWIGLU */
+    long vocab;         /* V: 260 = bytes + BOS/EOS/PAD/MASK */
+    double norm_eps;    /* RMSNorm epsilon */
+    double init_std;    /* N(0, init_std) for matrices; output projections / sqrt(2·layers) */
+    int logit_scale;    /* 1: a learned multiplier of S per (layer, head), tensor layers.L.attn.logit_scale
+                        ** (H,), initialised to 1 (SSMax's learned s: logn learn: true) */
+    int qkv_bias;       /* 1: biases layers.L.attn.w{q,k,v}.bias added after the projections (Qwen2) */
+    int tie_head;       /* 1: the output head is tok_emb (no lm_head.weight tensor) */
+};
+
+extern const struct lx_schema lx_arch_schema;
+
+/* Key/value heads: kv_heads, or heads when 0. */
+long lx_arch_kv(const struct lx_arch *a);
+/* Floats of one qkv row: (heads + 2·kv_heads)·d_head. */
+long lx_arch_qkv(const struct lx_arch *a);
+/* The rule across fields the schema's bounds cannot say (kv_heads divides
+** heads, so at most heads); makes kv_heads == heads canonical (0), so that
+** writing it out does not change a model's key. LX_EINVAL with both numbers. */
+int lx_arch_resolve(struct lx_arch *a, struct lx_error *err);
+
+/* One named tensor of the weight buffer. */
+struct lx_tensor_info {
+    char name[64];      /* "layers.0.attn.wq.weight" */
+    int ndim;           /* 1 or 2 */
+    long shape[2];      /* (out, in) for matrices */
+    size_t offset;      /* in floats, into the weight buffer */
+    int decay;          /* 1 when AdamW applies weight decay (matrices) */
+    int out_proj;       /* 1 for wo and w2 (scaled init) */
+};
+
+/* The tensor list; returns its length. out (may be NULL) holds that many. */
+int lx_arch_tensors(const struct lx_arch *a, struct lx_tensor_info *out);
+size_t lx_arch_n_params(const struct lx_arch *a);
+
+/* Views of one buffer laid out as the tensor list: weights, gradients, moments. */
+struct lx_layer_w {
+    float *attn_norm;   /* (C) */
+    float *wqkv;        /* ((H + 2·KV)·D, C): wq (H·D, C), wk (KV·D, C), wv (KV·D, C) stacked */
+    float *bqkv;        /* ((H + 2·KV)·D) bq, bk, bv stacked, or NULL without qkv_bias */
+    float *wo;          /* (C, H·D) */
+    float *logit_scale; /* (H) learned multipliers of S, or NULL */
+    float *mlp_norm;    /* (C) */
+    float *w13;         /* (F, C) gelu, (2F, C) swiglu: w1 then w3 */
+    float *w2;          /* (C, F) */
+};
+
+struct lx_weights {
+    float *tok_emb;             /* (V, C) */
+    struct lx_layer_w *layer;   /* (layers,) owned */
+    float *norm;                /* (C) */
+    float *head;                /* (V, C); == tok_emb when tie_head */
+};
+
+void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base);
+void lx_weights_unmap(struct lx_weights *w);
+
+struct lx_model {
+    struct lx_arch arch;
+    float *w;                   /* (n_params,) */
+    size_t n_params;
+    struct lx_weights v;        /* views into w */
+};
+
+/* Allocate and initialise from the counter-based generator keyed on `key`:
+** the same key gives the same weights on any machine and thread count. */
+void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key);
+void lx_model_release(struct lx_model *m);
+
+#endif

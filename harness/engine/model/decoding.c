@@ -1,0 +1,186 @@
+/*
+** harness/engine/model/decoding.c - one token through the model against the
+** KV cache, the sampler, and generation (see decoding.h).
+*/
+#include "harness/engine/model/decoding.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/rng.h"
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/ops.h"
+
+static void attend(struct lx_kvcache *c, const struct lx_spec *spec, const float *mult, int slot, int layer, long pos,
+                   int H)
+{
+    int KV = c->KV, D = c->D, G = H / KV, ld = KV * D;
+    const float *k = lx_kvcache_rows(c, c->k, slot, layer), *v = lx_kvcache_rows(c, c->v, slot, layer);
+    const float *kf = c->kfar ? lx_kvcache_rows(c, c->kfar, slot, layer) : NULL;
+    for (int h = 0; h < H; h++) {
+        long g = h / G;
+        lx_attn_row_forward(c->ao + (long)h * D, c->qkv + (long)h * D, k + g * D, v + g * D, kf ? kf + g * D : NULL,
+                            ld, spec, h, mult ? mult[h] : 1.0f, pos, D, c->s, c->tab);
+    }
+}
+
+void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spec *spec, struct lx_kvcache *c,
+                    int slot, long pos, int token)
+{
+    const struct lx_arch *ar = &m->arch;
+    int C = (int)ar->d_model, H = (int)ar->heads, KV = c->KV, D = c->D, HD = H * D, QKV = (int)lx_arch_qkv(ar);
+    int F = (int)ar->d_mlp, F2 = ar->mlp == LX_MLP_SWIGLU ? 2 * F : F, V = (int)ar->vocab, ipos = (int)pos;
+    long KD = (long)KV * D;
+    float eps = (float)ar->norm_eps;
+    LX_ASSERT(slot >= 0 && slot < c->n_slots && pos >= 0 && pos <= c->len[slot] && pos < c->T);
+    LX_ASSERT(token >= 0 && token < V && c->L == ar->layers && KV == lx_arch_kv(ar) && D == ar->d_head);
+    /* One row is a few MFLOP even at 16k keys (attention O(T·D) a head, the
+    ** rest O(d²)): one thread, since handing such small pieces to the team
+    ** costs more than it saves, and far more on a loaded machine, where a
+    ** barrier waits for the other threads to be scheduled. */
+    int n_thr = omp_get_max_threads();
+    omp_set_num_threads(1);
+    memcpy(c->x, m->v.tok_emb + (long)token * C, sizeof(float) * (size_t)C);
+    lx_rope_table_pos(c->cs, &spec->rotary, &ipos, 1);
+    c->len[slot] = pos + 1;
+    for (int l = 0; l < c->L; l++) {
+        const struct lx_layer_w *W = &m->v.layer[l];
+        lx_rmsnorm_forward(c->xn, c->rstd, c->x, W->attn_norm, 1, C, eps);
+        lx_linear_forward(c->qkv, c->xn, W->wqkv, W->bqkv, 1, C, QKV);
+        lx_rope_apply(c->qkv, &spec->rotary, c->cs, 1, 1, H, KV, D, +1);
+        if (spec->cosine)
+            lx_qk_normalize(c->qkv, NULL, 1, H, KV, D);
+        memcpy(lx_kvcache_rows(c, c->k, slot, l) + pos * KD, c->qkv + HD, sizeof(float) * (size_t)KD);
+        memcpy(lx_kvcache_rows(c, c->v, slot, l) + pos * KD, c->qkv + HD + KD, sizeof(float) * (size_t)KD);
+        if (c->kfar) {
+            long *nf = &c->n_far[(long)slot * c->L + l];
+            *nf = *nf < pos ? *nf : pos;    /* rows from pos on were another token's */
+            lx_kvcache_far(c, spec, slot, l, pos - spec->posmap.from + 1);
+        }
+        attend(c, spec, W->logit_scale, slot, l, pos, H);
+        memcpy(c->xm, c->x, sizeof(float) * (size_t)C);
+        lx_matmul(c->xm, c->ao, W->wo, 1, C, HD, 0, 1, 1.0f, 1.0f);
+        lx_rmsnorm_forward(c->xn, c->rstd, c->xm, W->mlp_norm, 1, C, eps);
+        lx_matmul(c->h, c->xn, W->w13, 1, F2, C, 0, 1, 1.0f, 0.0f);
+        if (ar->mlp == LX_MLP_SWIGLU)
+            lx_swiglu_forward(c->act, c->h, 1, F);
+        else
+            lx_gelu_forward_s(c->act, NULL, c->h, F);
+        memcpy(c->x, c->xm, sizeof(float) * (size_t)C);
+        lx_matmul(c->x, c->act, W->w2, 1, C, F, 0, 1, 1.0f, 1.0f);
+    }
+    lx_rmsnorm_forward(c->xn, c->rstd, c->x, m->v.norm, 1, C, eps);
+    lx_matmul(logits, c->xn, m->v.head, 1, V, C, 0, 1, 1.0f, 0.0f);
+    omp_set_num_threads(n_thr);
+}
+
+/* ---- generation ---------------------------------------------------------------- */
+
+int lx_sample(const float *logits, long V, const struct lx_sampler *s, long k, double *p)
+{
+    if (!s || s->temperature <= 0.0)
+        return lx_argmax(logits, V);
+    int best = lx_argmax(logits, V);
+    double sum = 0.0;
+    for (long j = 0; j < V; j++)
+        sum += p[j] = exp(((double)logits[j] - logits[best]) / s->temperature);
+    struct lx_rng r;
+    lx_rng_init(&r, s->seed, (uint32_t)k, LX_RNG_SAMPLE);
+    double u = lx_rng_uniform(&r) * sum, acc = 0.0;
+    for (long j = 0; j < V; j++)
+        if ((acc += p[j]) > u && p[j] > 0.0)
+            return (int)j;
+    return best;    /* u within rounding of the total */
+}
+
+/* The prompt's pass with the cache attached, then one step per token. */
+int lx_decode_continue(const struct lx_model *m, const struct lx_spec *spec, struct lx_decoder *d, long pos0,
+                       int *out, long k, long n, struct lx_error *err)
+{
+    long V = m->arch.vocab;
+    if (d->mode == LX_DECODE_CACHE) {
+        for (; k + 1 < n; k++) {
+            lx_decode_step(d->lg, m, spec, d->c, d->slot, pos0 + k, out[k]);
+            d->steps++;
+            out[k + 1] = lx_sample(d->lg, V, d->smp, k + 1, d->p);
+        }
+        return LX_OK;
+    }
+    for (; k + 1 < n; k++) {
+        d->buf[pos0 + k] = out[k];
+        lx_model_forward(m, spec, d->buf, NULL, d->one);
+        d->steps++;
+        int rc = lx_acts_check_finite(d->one, V, 1, NULL, err);
+        if (rc < 0)
+            return rc;
+        out[k + 1] = lx_sample(d->one->logits + (pos0 + k) * V, V, d->smp, k + 1, d->p);
+    }
+    return LX_OK;
+}
+
+/* The first token from a pass over the prompt (its last row), then the rest
+** by lx_decode_continue: the cache holds the prompt's rows, or the buffer the
+** prompt followed by the tokens so far (the positions after them hold token
+** 0: a causal model never reads them). */
+static int generate(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
+                    int *out, enum lx_decode mode, const struct lx_sampler *smp, struct lx_error *err)
+{
+    long V = m->arch.vocab, T = mode == LX_DECODE_CACHE ? n_prompt : n_prompt + n - 1;
+    struct lx_acts a;
+    struct lx_kvcache c = {0};
+    struct lx_decoder d = {.mode = mode, .c = &c, .one = &a, .smp = smp};
+    int rc = lx_acts_alloc(&a, &m->arch, 1, (int)T, 0, err);
+    if (rc == LX_OK && mode == LX_DECODE_CACHE)
+        rc = lx_kvcache_alloc(&c, &m->arch, spec, 1, (int)(n_prompt + n - 1), err);
+    if (rc == LX_OK) {
+        d.buf = lx_xcalloc((size_t)T, sizeof *d.buf);
+        memcpy(d.buf, prompt, sizeof(int) * (size_t)n_prompt);
+        d.lg = lx_xmalloc(sizeof(float) * (size_t)V);
+        d.p = lx_xmalloc(sizeof(double) * (size_t)V);
+        a.kv = mode == LX_DECODE_CACHE ? &c : NULL;
+        lx_model_forward(m, spec, d.buf, NULL, &a);
+        rc = lx_acts_check_finite(&a, V, 1, NULL, err);
+    }
+    if (rc == LX_OK) {
+        out[0] = lx_sample(a.logits + (n_prompt - 1) * V, V, smp, 0, d.p);
+        a.kv = NULL;
+        rc = lx_decode_continue(m, spec, &d, n_prompt, out, 0, n, err);
+    }
+    free(d.p);
+    free(d.lg);
+    free(d.buf);
+    lx_acts_release(&a);
+    lx_kvcache_release(&c);
+    return rc;
+}
+
+int lx_generate(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
+                int *out, enum lx_decode mode, struct lx_error *err)
+{
+    return lx_generate_with(m, spec, prompt, n_prompt, n, out, mode, NULL, err);
+}
+
+int lx_generate_with(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
+                     int *out, enum lx_decode mode, const struct lx_sampler *s, struct lx_error *err)
+{
+    if (s && !(s->temperature >= 0.0 && s->temperature <= 1e6))
+        return lx_err(err, LX_EINVAL, "temperature %g is not in [0, 1e6]", s->temperature);
+    if (m->arch.mode != LX_MODEL_CAUSAL)
+        return lx_err(err, LX_EINVAL, "greedy generation needs a causal model; this one is a masked LM (mode mlm), "
+                      "whose every row changes with a new token\n  hint: use a model with mode: causal");
+    if (n_prompt < 1)
+        return lx_err(err, LX_EINVAL, "greedy generation needs a prompt of at least one token (BOS)");
+    if (n < 0 || n_prompt + n - 1 > (1L << 30))
+        return lx_err(err, LX_EINVAL, "cannot generate %ld tokens after a prompt of %ld\n"
+                      "  hint: prompt + tokens must stay within 2^30", n, n_prompt);
+    for (long t = 0; t < n_prompt; t++)
+        if (prompt[t] < 0 || prompt[t] >= m->arch.vocab)
+            return lx_err(err, LX_EINVAL, "prompt token %ld is %d, outside the vocabulary [0, %ld)", t, prompt[t],
+                          m->arch.vocab);
+    if (n == 0)
+        return LX_OK;
+    return generate(m, spec, prompt, n_prompt, n, out, mode, s, err);
+}

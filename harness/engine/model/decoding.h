@@ -1,0 +1,70 @@
+/*
+** harness/engine/model/decoding.h - one token at a time through a causal
+** model against its KV cache (the row kernel is kernels/decode.h), the
+** sampler, and generation by the cache or by full passes (the reference).
+** What the model and the cache share is kvcache.h; the forward pass saves its
+** rows through lx_kvcache_put, so the model never includes this file.
+*/
+#ifndef LX_DECODING_H
+#define LX_DECODING_H
+
+#include <stdint.h>
+
+#include "harness/engine/model/kvcache.h"
+#include "harness/engine/model/model.h"
+
+/* How greedy tokens after the first are produced. */
+enum lx_decode {
+    LX_DECODE_CACHE,    /* one row per token through the KV cache */
+    LX_DECODE_FULL,     /* a full forward pass per token: the reference */
+};
+
+/* How the next token is chosen from its logits. */
+struct lx_sampler {
+    double temperature; /* 0 = greedy (the first argmax); > 0: a draw from softmax(logits / temperature) */
+    uint64_t seed;      /* Philox key of the draws: generated token k uses stream k (LX_RNG_SAMPLE) */
+};
+
+/* Token `token` at position pos of slot `slot`, whose rows [0, pos) are
+** cached (pos <= len, pos < T): its key and value rows enter the cache
+** (len = pos + 1) and logits (V) get its next-token logits. */
+void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spec *spec, struct lx_kvcache *c,
+                    int slot, long pos, int token);
+
+/* The token sampler s picks for generated token k from logits (V) (p (V) scratch):
+** the argmax at temperature 0, else the inverse CDF of softmax(logits / T) at
+** one uniform of Philox(seed, stream k), a pure function of (logits, s, k). */
+int lx_sample(const float *logits, long V, const struct lx_sampler *s, long k, double *p);
+
+/* How the tokens after a known one are produced: the one decode loop, for
+** generation and for the answers the retrieval tasks read. */
+struct lx_decoder {
+    enum lx_decode mode;
+    struct lx_kvcache *c;       /* cache: the window's rows before pos0 + k are in slot `slot` */
+    int slot;
+    struct lx_acts *one;        /* full: activations of a pass over one window (B = 1) */
+    int *buf;                   /* full: (T) the window's tokens, rows past pos0 + k overwritten */
+    const struct lx_sampler *smp;   /* NULL = greedy */
+    float *lg;                  /* cache: (V) one step's logits */
+    double *p;                  /* (V) the sampler's scratch (unused when greedy) */
+    long steps;                 /* decode steps (cache) or full passes (full) run: added to */
+};
+
+/* out[k] is the token at position pos0 + k of the window; fill out[k+1, n)
+** with the tokens that follow, token j drawn by the sampler as generated
+** token j (lx_sample). Full mode checks every pass's logits are finite
+** (LX_ERUN otherwise). */
+int lx_decode_continue(const struct lx_model *m, const struct lx_spec *spec, struct lx_decoder *d, long pos0,
+                       int *out, long k, long n, struct lx_error *err);
+
+/* Greedy generation: out[0, n) = the n tokens a causal model continues
+** prompt[0, n_prompt) with, by the KV cache or by one full forward pass
+** per token (LX_DECODE_FULL, the reference). LX_EINVAL for an mlm model or
+** an empty prompt; LX_ENOMEM when the passes do not fit. */
+int lx_generate(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
+                int *out, enum lx_decode mode, struct lx_error *err);
+/* The same with a sampler (NULL = greedy); mode as above. */
+int lx_generate_with(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
+                     int *out, enum lx_decode mode, const struct lx_sampler *s, struct lx_error *err);
+
+#endif

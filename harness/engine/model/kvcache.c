@@ -1,0 +1,81 @@
+/*
+** harness/engine/model/kvcache.c - a KV cache sized for a model's
+** architecture: its buffers laid out once, for both the plan (bytes) and the
+** allocation (see kvcache.h).
+*/
+#include "harness/engine/model/kvcache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Every buffer of a cache with its element count (in double: hostile sizes
+** overflow long); `alloc` allocates them. Returns the bytes in all, or -1
+** when an allocation failed. */
+static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_slots, int T, int far, int alloc)
+{
+    double KD = (double)lx_arch_kv(a) * a->d_head, rows = (double)n_slots * a->layers * T, C = a->d_model,
+           F = a->d_mlp, F2 = a->mlp == LX_MLP_SWIGLU ? 2 * F : F;
+    struct { void **p; double n; size_t el; } b[] = {
+        {(void **)&c->k, rows * KD, 4},
+        {(void **)&c->v, rows * KD, 4},
+        {(void **)&c->kfar, far ? rows * KD : 0, 4},
+        {(void **)&c->len, n_slots, sizeof(long)},
+        {(void **)&c->n_far, (double)n_slots * a->layers, sizeof(long)},
+        {(void **)&c->x, C, 4},
+        {(void **)&c->xn, C, 4},
+        {(void **)&c->qkv, (double)lx_arch_qkv(a), 4},
+        {(void **)&c->ao, (double)a->heads * a->d_head, 4},
+        {(void **)&c->xm, C, 4},
+        {(void **)&c->h, F2, 4},
+        {(void **)&c->act, F, 4},
+        {(void **)&c->rstd, 1, 4},
+        {(void **)&c->cs, (double)a->d_head + 2, 8},
+        {(void **)&c->s, T, 4},
+        {(void **)&c->tab, 2.0 * T, 8},
+    };
+    double total = 0.0;
+    for (size_t i = 0; i < sizeof b / sizeof *b; i++) {
+        total += b[i].n * (double)b[i].el;
+        if (alloc && b[i].n > 0 && !(*b[i].p = calloc((size_t)b[i].n, b[i].el)))
+            return -1.0;
+    }
+    if (alloc) {
+        c->n_slots = n_slots;
+        c->L = (int)a->layers, c->T = T, c->KV = (int)lx_arch_kv(a), c->D = (int)a->d_head;
+    }
+    return total;
+}
+
+double lx_kvcache_bytes(const struct lx_arch *a, int n_slots, int T, int far)
+{
+    struct lx_kvcache c = {0};
+    return cache_layout(&c, a, n_slots, T, far, 0);
+}
+
+int lx_kvcache_alloc(struct lx_kvcache *c, const struct lx_arch *a, const struct lx_spec *spec, int n_slots, int T,
+                     struct lx_error *err)
+{
+    memset(c, 0, sizeof *c);
+    int far = lx_decode_far(spec);
+    double need = lx_kvcache_bytes(a, n_slots, T, far), avail = lx_mem_available();
+    if (n_slots >= 1 && T >= 1 && need <= avail && cache_layout(c, a, n_slots, T, far, 1) >= 0.0)
+        return LX_OK;
+    lx_kvcache_release(c);
+    char nb[32], ab[32];
+    return lx_err(err, LX_ENOMEM, "a KV cache for %d window(s) of %d tokens (%ld layers, %ld key/value heads of "
+                  "%ld) needs %s; %s of memory are available\n  hint: use a shorter length or a smaller arch",
+                  n_slots, T, a->layers, lx_arch_kv(a), a->d_head, lx_fmt_bytes(nb, need), lx_fmt_bytes(ab, avail));
+}
+
+void lx_kvcache_release(struct lx_kvcache *c)
+{
+    if (!c)
+        return;
+    void *p[] = {c->k, c->v, c->kfar, c->len, c->n_far, c->x, c->xn, c->qkv, c->ao, c->xm, c->h, c->act, c->rstd,
+                 c->cs, c->s, c->tab};
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+        free(p[i]);
+    memset(c, 0, sizeof *c);
+}
+
+/* Row 0 of (slot, layer) in one of the cache's (n_slots, L, T, KV·D) buffers. */

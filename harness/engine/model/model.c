@@ -1,0 +1,399 @@
+/*
+** harness/engine/model/model.c - forward and backward of the transformer
+** (see model.h): rope, the attention paths, the blocks. Matrix products go
+** through the BLAS seam; attention runs one (window, head) pair per OpenMP
+** iteration with per-thread scratch. The weights are laid out in arch.c, the
+** activations and the memory plan in acts.c.
+*/
+#include "harness/engine/model/model.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/blas.h"
+#include "harness/engine/model/kvcache.h"
+#include "harness/engine/kernels/ops.h"
+
+struct sizes {
+    long N, C, HD, F, F2, V, T, H, L;
+    long KV, QKV;       /* key/value heads; floats of a qkv row, (H + 2·KV)·D */
+};
+
+static struct sizes sizes_of(const struct lx_arch *a, int B, int T)
+{
+    struct sizes s;
+    s.N = (long)B * T;
+    s.C = a->d_model;
+    s.HD = a->heads * a->d_head;
+    s.F = a->d_mlp;
+    s.F2 = a->mlp == LX_MLP_SWIGLU ? 2 * s.F : s.F;
+    s.V = a->vocab;
+    s.T = T;
+    s.H = a->heads;
+    s.L = a->layers;
+    s.KV = lx_arch_kv(a);
+    s.QKV = lx_arch_qkv(a);
+    return s;
+}
+
+/* ---- rope ------------------------------------------------------------------- */
+
+void lx_rope_table(double *cs, const struct lx_rotary *r, int T)
+{
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < r->n_pairs; k++) {
+            double phi = (double)t * r->inv_freq[k];
+            cs[((long)t * r->n_pairs + k) * 2] = cos(phi);
+            cs[((long)t * r->n_pairs + k) * 2 + 1] = sin(phi);
+        }
+}
+
+void lx_rope_table_pos(double *cs, const struct lx_rotary *r, const int *pos, long n)
+{
+    for (long t = 0; t < n; t++)
+        for (int k = 0; k < r->n_pairs; k++) {
+            double phi = (double)pos[t] * r->inv_freq[k];
+            cs[(t * r->n_pairs + k) * 2] = cos(phi);
+            cs[(t * r->n_pairs + k) * 2 + 1] = sin(phi);
+        }
+}
+
+#define QK_EPS 1e-9     /* CosScale's q/(‖q‖ + 1e-9), as in the InfoScale code */
+
+void lx_qk_normalize(float *qkv, float *qkn, long N, int H, int KV, int D)
+{
+    long HD = (long)H * D, QKV = (long)(H + 2 * KV) * D;
+#pragma omp parallel for schedule(static)
+    for (long row = 0; row < N; row++)
+        for (int part = 0; part < 2; part++)
+            for (int h = 0; h < (part ? KV : H); h++) {
+                float *x = qkv + row * QKV + part * HD + (long)h * D;
+                double r = 0.0;
+                for (int d = 0; d < D; d++)
+                    r += (double)x[d] * x[d];
+                r = sqrt(r);
+                float inv = (float)(1.0 / (r + QK_EPS));
+                for (int d = 0; d < D; d++)
+                    x[d] *= inv;
+                if (qkn)
+                    qkn[(row * 2 + part) * H + h] = (float)r;
+            }
+}
+
+/* x̂ = x/(r + ε): dx = dx̂/(r + ε) − x̂ (x̂·dx̂)/r. */
+void lx_qk_normalize_backward(float *dqkv, const float *qkv, const float *qkn, long N, int H, int KV, int D)
+{
+    long HD = (long)H * D, QKV = (long)(H + 2 * KV) * D;
+#pragma omp parallel for schedule(static)
+    for (long row = 0; row < N; row++)
+        for (int part = 0; part < 2; part++)
+            for (int h = 0; h < (part ? KV : H); h++) {
+                const float *xh = qkv + row * QKV + part * HD + (long)h * D;
+                float *g = dqkv + row * QKV + part * HD + (long)h * D;
+                double r = qkn[(row * 2 + part) * H + h], dot = 0.0;
+                for (int d = 0; d < D; d++)
+                    dot += (double)xh[d] * g[d];
+                double a = 1.0 / (r + QK_EPS), b = r > 0.0 ? dot / r : 0.0;
+                for (int d = 0; d < D; d++)
+                    g[d] = (float)(a * g[d] - b * xh[d]);
+            }
+}
+
+void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int B, int T, int H, int KV, int D,
+                   int sign)
+{
+    if (!r->n_pairs)
+        return;
+    long HD = (long)H * D, QKV = (long)(H + 2 * KV) * D, P = r->n_pairs;
+    int half = r->layout == LX_ROPE_HALF;
+#pragma omp parallel for schedule(static)
+    for (long row = 0; row < (long)B * T; row++) {
+        const double *c = cs + (row % T) * P * 2;
+        for (int part = 0; part < 2; part++)            /* q (H heads), then k (KV heads) */
+            for (int h = 0; h < (part ? KV : H); h++) {
+                float *x = qkv + row * QKV + part * HD + (long)h * D;
+                for (long k = 0; k < P; k++) {
+                    long i0 = half ? k : 2 * k, i1 = half ? k + D / 2 : 2 * k + 1;
+                    double co = c[2 * k], si = sign * c[2 * k + 1];
+                    double a = x[i0], b = x[i1];
+                    x[i0] = (float)(a * co - b * si);
+                    x[i1] = (float)(a * si + b * co);
+                }
+            }
+    }
+}
+
+/* ---- forward / backward ------------------------------------------------------ */
+
+/* Layer-l slice of a per-layer buffer (eval mode keeps one slice). */
+#define LAY(a, buf, l, per) ((a)->train ? (buf) + (long)(l) * (per) : (buf))
+#define XIN(a, l, NC) ((a)->train ? (a)->x + (long)(l) * (NC) : (a)->x + (long)((l) % 2) * (NC))
+
+/* Window b's per-head statistics sums (H,) into the pass's LX_ST rows (H,
+** LX_ATTN_NSTATS) and diag (H,), either may be NULL. */
+static void put_stats(double *stats, struct lx_diag *diag, const struct lx_diag *d, int H)
+{
+    for (int h = 0; h < H; h++) {
+        if (stats) {
+            double *st = stats + (long)h * LX_ATTN_NSTATS;
+            st[LX_ST_PMAX] += d[h].pmax;
+            st[LX_ST_ENTROPY] += d[h].entropy;
+            st[LX_ST_SIGMA] += d[h].sigma;
+            st[LX_ST_ROWS] += d[h].rows;
+        }
+        if (diag)
+            lx_diag_add(&diag[h], &d[h]);
+    }
+}
+
+/* Evaluation without a probe: every window through the tiled forward, on
+** LX_TILE_BQ × LX_TILE_BK tiles (scratch and tables allocated on first use,
+** like the head path's far scratch), row statistics summed from the tiles
+** into stats (layers' slice: (B, H, LX_ATTN_NSTATS)) and diag ((B, H)). */
+static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
+                            double *stats, struct lx_diag *diag, const float *mult, int B, int T, int H, int KV,
+                            int D, int causal)
+{
+    long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD, nqb = (T + LX_TILE_BQ - 1) / LX_TILE_BQ;
+    size_t nrot = lx_tile_rot_floats(spec, T, H, D);
+    if (lx_tile_tab_rows(spec) && !a->tile_tab)
+        a->tile_tab = lx_xmalloc(sizeof(double) * (size_t)H * (1 + LX_SPEC_MAX_OPS) * (size_t)T);
+    if (nrot && !a->tile_rot)
+        a->tile_rot = lx_xmalloc(sizeof(float) * nrot);
+    int want = stats || diag;
+    if (want && !a->tile_acc) {
+        a->tile_acc = lx_xmalloc(sizeof(double) * lx_tile_acc_doubles(LX_TILE_BQ) * (size_t)a->n_thr);
+        a->tile_part = lx_xmalloc(sizeof(struct lx_diag) * (size_t)(H * (nqb + 1)));
+    }
+    struct lx_tile_stats st = {.out = a->tile_part ? a->tile_part + H * nqb : NULL, .row1 = a->stats_row1,
+                               .ranges = a->diag_ranges, .buckets = a->diag_buckets};
+    struct lx_tile_ws ws = {.bq = LX_TILE_BQ, .bk = LX_TILE_BK, .n_thr = a->n_thr, .scratch = a->tile,
+                            .tab = a->tile_tab, .rot = a->tile_rot, .stats = want ? &st : NULL,
+                            .acc = a->tile_acc, .part = a->tile_part};
+    for (int b = 0; b < B; b++) {
+        const float *q = qkv + (long)b * T * QKV;
+        if (want) {
+            memset(st.out, 0, sizeof(struct lx_diag) * (size_t)H);
+            st.row0 = a->stats_row0 ? a->stats_row0[b] : 0;
+        }
+        lx_attn_tiled_forward(ao + (long)b * T * HD, (int)HD, q, q + HD, q + HD + KD, (int)QKV, spec, mult, T,
+                              H, KV, D, causal, &ws);
+        if (want)
+            put_stats(stats ? stats + (long)b * H * LX_ATTN_NSTATS : NULL, diag ? diag + (long)b * H : NULL, st.out,
+                      H);
+    }
+}
+
+/* Attention of every (window, head). Training keeps the materialised head
+** path at every length: backward reads the probabilities it saved (layers ·
+** B · H · T² floats, which bounds training to a few thousand tokens anyway),
+** and at those lengths its two big GEMMs per head beat recomputing tiles.
+** Evaluation runs tiled, row statistics included (the `attn` task, answer
+** rows of retrieval tasks, t5align's calibration), unless the pass asks for
+** whole probability rows (a probe) or for the head path (head_path: tests). */
+static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
+                          float *att, double *stats, struct lx_diag *diag, const float *mult, int layer, int B,
+                          int T, int H, int KV, int D, int causal)
+{
+    if (!a->train && !a->probe && !a->head_path) {
+        attention_tiled(a, spec, qkv, ao, stats, diag, mult, B, T, H, KV, D, causal);
+        return;
+    }
+    long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
+    size_t nfar = lx_attn_far_floats(T, D);
+    if (!att)
+        att = a->att = lx_xmalloc(sizeof(float) * (size_t)T * (size_t)T * (size_t)a->n_thr);
+    if (spec->posmap.method && !a->far)
+        a->far = lx_xmalloc(sizeof(float) * nfar * (size_t)a->n_thr);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long bh = 0; bh < (long)B * H; bh++) {
+        int b = (int)(bh / H), h = (int)(bh % H), thr = omp_get_thread_num();
+        const float *q = qkv + (long)b * T * QKV + (long)h * D, *k = qkv + (long)b * T * QKV + HD + (long)(h / (H / KV)) * D;
+        float *P = a->train ? att + bh * T * T : att + (long)thr * T * T;
+        struct lx_attn_ws ws = {
+            .tab = a->tab + (long)thr * 2 * T, .far = a->far ? a->far + nfar * (size_t)thr : NULL,
+            .stats = stats ? stats + bh * LX_ATTN_NSTATS : NULL,
+            .stats_row0 = a->stats_row0 ? a->stats_row0[b] : 0, .stats_row1 = a->stats_row1,
+            .mult = mult ? mult[h] : 1.0f,
+        };
+        lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, (int)HD, P, q, k, k + KD, (int)QKV, spec, h, T,
+                             D, causal, &ws);
+        if (a->probe)
+            a->probe(a->probe_ctx, layer, b, h, P, T);
+    }
+}
+
+/* Positions into q and k: rotary by window position (or PoSE ids), then
+** CosScale's normalisation; sign −1 is the backward of the rotation. */
+static void rope_rows(struct lx_acts *a, const struct lx_spec *spec, float *qkv, int H, int KV, int D, int sign)
+{
+    if (a->pos)
+        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, 1, a->B * a->T, H, KV, D, sign);
+    else
+        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, a->B, a->T, H, KV, D, sign);
+}
+
+double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
+                        const int *targets, struct lx_acts *a)
+{
+    const struct lx_arch *ar = &m->arch;
+    struct sizes s = sizes_of(ar, a->B, a->T);
+    int causal = ar->mode == LX_MODEL_CAUSAL;
+    float eps = (float)ar->norm_eps;
+    if (a->pos)
+        lx_rope_table_pos(a->rope_cs, &spec->rotary, a->pos, s.N);
+    else
+        lx_rope_table(a->rope_cs, &spec->rotary, a->T);
+    if (spec->cosine && a->train && !a->qkn)
+        a->qkn = lx_xmalloc(sizeof(float) * (size_t)(s.L * s.N * 2 * s.H));
+    float *x = a->x;
+    for (long i = 0; i < s.N; i++)
+        memcpy(x + i * s.C, m->v.tok_emb + (long)tokens[i] * s.C, sizeof(float) * (size_t)s.C);
+    for (long l = 0; l < s.L; l++) {
+        const struct lx_layer_w *W = &m->v.layer[l];
+        float *xin = XIN(a, l, s.N * s.C), *xout = XIN(a, l + 1, s.N * s.C);
+        float *rstd1 = LAY(a, a->rstd1, l, s.N), *xn1 = LAY(a, a->xn1, l, s.N * s.C);
+        float *qkv = LAY(a, a->qkv, l, s.N * s.QKV), *ao = LAY(a, a->ao, l, s.N * s.HD);
+        float *att = LAY(a, a->att, l, (long)a->B * s.H * s.T * s.T);
+        float *xm = LAY(a, a->xm, l, s.N * s.C);
+        float *rstd2 = LAY(a, a->rstd2, l, s.N), *xn2 = LAY(a, a->xn2, l, s.N * s.C);
+        float *h = LAY(a, a->h, l, s.N * s.F2), *act = LAY(a, a->act, l, s.N * s.F);
+
+        lx_rmsnorm_forward(xn1, rstd1, xin, W->attn_norm, (int)s.N, (int)s.C, eps);
+        lx_linear_forward(qkv, xn1, W->wqkv, W->bqkv, (int)s.N, (int)s.C, (int)s.QKV);
+        rope_rows(a, spec, qkv, (int)s.H, (int)s.KV, (int)ar->d_head, +1);
+        if (spec->cosine)
+            lx_qk_normalize(qkv, a->train ? a->qkn + l * s.N * 2 * s.H : NULL, s.N, (int)s.H, (int)s.KV,
+                            (int)ar->d_head);
+        if (a->kv)
+            lx_kvcache_put(a->kv, (int)l, qkv, a->B, a->T, (int)s.H);
+        attention_all(a, spec, qkv, ao, att, a->stats ? a->stats + l * a->B * s.H * LX_ATTN_NSTATS : NULL,
+                      a->diag ? a->diag + l * a->B * s.H : NULL, W->logit_scale, (int)l, a->B, a->T, (int)s.H,
+                      (int)s.KV, (int)ar->d_head, causal);
+        memcpy(xm, xin, sizeof(float) * (size_t)(s.N * s.C));
+        lx_matmul(xm, ao, W->wo, (int)s.N, (int)s.C, (int)s.HD, 0, 1, 1.0f, 1.0f);
+
+        lx_rmsnorm_forward(xn2, rstd2, xm, W->mlp_norm, (int)s.N, (int)s.C, eps);
+        lx_matmul(h, xn2, W->w13, (int)s.N, (int)s.F2, (int)s.C, 0, 1, 1.0f, 0.0f);
+        if (ar->mlp == LX_MLP_SWIGLU)
+            lx_swiglu_forward(act, h, (int)s.N, (int)s.F);
+        else
+            lx_gelu_forward_s(act, a->sig ? a->sig + l * s.N * s.F : NULL, h, (int)(s.N * s.F));
+        memcpy(xout, xm, sizeof(float) * (size_t)(s.N * s.C));
+        lx_matmul(xout, act, W->w2, (int)s.N, (int)s.C, (int)s.F, 0, 1, 1.0f, 1.0f);
+    }
+    float *xl = XIN(a, s.L, s.N * s.C);
+    lx_rmsnorm_forward(a->xnf, a->rstdf, xl, m->v.norm, (int)s.N, (int)s.C, eps);
+    lx_matmul(a->logits, a->xnf, m->v.head, (int)s.N, (int)s.V, (int)s.C, 0, 1, 1.0f, 0.0f);
+    if (!targets)
+        return 0.0;
+    lx_crossentropy_forward(a->loss, a->probs, a->logits, targets, (int)s.N, (int)s.V);
+    double sum = 0.0;
+    long n = 0;
+    for (long i = 0; i < s.N; i++)
+        if (targets[i] >= 0) {
+            sum += a->loss[i];
+            n++;
+        }
+    return n ? sum / (double)n : 0.0;
+}
+
+/* Backward of every (window, head) of one layer into a->dqkv from a->dao.
+** Query heads of a group write the same dk, dv rows, so one iteration takes
+** a (window, key/value head) and its H / KV query heads in order: no races,
+** and the sums do not depend on the thread count. dmult (H,) += the learned
+** multipliers' gradient when mult is given. */
+static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, const float *att,
+                               const float *mult, float *dmult, int H, int KV, int D, int causal)
+{
+    int B = a->B, T = a->T, G = H / KV;
+    long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
+    double *dm = mult ? lx_xcalloc((size_t)B * (size_t)H, sizeof *dm) : NULL;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long bg = 0; bg < (long)B * KV; bg++) {
+        int b = (int)(bg / KV), g = (int)(bg % KV), thr = omp_get_thread_num();
+        long row0 = (long)b * T * QKV, kof = HD + (long)g * D;
+        for (int hh = g * G; hh < (g + 1) * G; hh++) {
+            long bh = (long)b * H + hh;
+            const float *q = qkv + row0 + (long)hh * D;
+            float *dq = a->dqkv + row0 + (long)hh * D, *dk = a->dqkv + row0 + kof;
+            float w = mult ? mult[hh] : 1.0f;
+            lx_attn_head_backward(dq, dk, dk + KD, (int)QKV, a->dao + (long)b * T * HD + (long)hh * D, (int)HD,
+                                  att + bh * T * T, a->dp + (long)thr * T * T, q, qkv + row0 + kof,
+                                  qkv + row0 + kof + KD, spec, hh, T, D, causal, a->tab + (long)thr * 2 * T, w);
+            if (dm)     /* S = c·w·(q·k) and dq = dL/d(q·k)·K, so dL/dw = Σ_i q_i·dq_i / w */
+                for (int t = 0; t < T; t++)
+                    for (int d = 0; d < D; d++)
+                        dm[bh] += (double)q[(long)t * QKV + d] * dq[(long)t * QKV + d] / w;
+        }
+    }
+    for (long bh = 0; dm && bh < (long)B * H; bh++)     /* in order: thread count free */
+        dmult[bh % H] += (float)dm[bh];
+    free(dm);
+}
+
+void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
+                       const int *targets, struct lx_acts *a, struct lx_weights *g)
+{
+    LX_ASSERT(a->train);
+    const struct lx_arch *ar = &m->arch;
+    struct sizes s = sizes_of(ar, a->B, a->T);
+    int causal = ar->mode == LX_MODEL_CAUSAL, H = (int)s.H, D = (int)ar->d_head, T = a->T;
+    long n_scored = 0;
+    for (long i = 0; i < s.N; i++)
+        n_scored += targets[i] >= 0;
+    if (!n_scored)
+        return;
+    lx_crossentropy_backward(a->dlogits, a->probs, targets, (int)s.N, (int)s.V, (float)(1.0 / (double)n_scored));
+    /* head and final norm */
+    memset(a->dxn, 0, sizeof(float) * (size_t)(s.N * s.C));
+    lx_linear_backward(a->dxn, g->head, NULL, a->dlogits, a->xnf, m->v.head, (int)s.N, (int)s.C, (int)s.V);
+    memset(a->dx, 0, sizeof(float) * (size_t)(s.N * s.C));
+    lx_rmsnorm_backward(a->dx, g->norm, a->dxn, a->x + s.L * s.N * s.C, m->v.norm, a->rstdf, (int)s.N, (int)s.C);
+    long HD = s.HD;
+    for (long l = s.L - 1; l >= 0; l--) {
+        const struct lx_layer_w *W = &m->v.layer[l];
+        struct lx_layer_w *G = &g->layer[l];
+        float *xin = a->x + l * s.N * s.C;
+        float *rstd1 = a->rstd1 + l * s.N, *xn1 = a->xn1 + l * s.N * s.C;
+        float *qkv = a->qkv + l * s.N * s.QKV, *ao = a->ao + l * s.N * HD;
+        float *att = a->att + l * (long)a->B * H * T * T;
+        float *xm = a->xm + l * s.N * s.C;
+        float *rstd2 = a->rstd2 + l * s.N, *xn2 = a->xn2 + l * s.N * s.C;
+        float *h = a->h + l * s.N * s.F2, *act = a->act + l * s.N * s.F;
+
+        /* MLP: dx holds d(xout); the residual passes it to xm unchanged */
+        memset(a->dact, 0, sizeof(float) * (size_t)(s.N * s.F));
+        lx_linear_backward(a->dact, G->w2, NULL, a->dx, act, W->w2, (int)s.N, (int)s.F, (int)s.C);
+        memset(a->dh, 0, sizeof(float) * (size_t)(s.N * s.F2));
+        if (ar->mlp == LX_MLP_SWIGLU)
+            lx_swiglu_backward(a->dh, a->dact, h, (int)s.N, (int)s.F);
+        else
+            lx_gelu_backward_s(a->dh, a->dact, h, a->sig + l * s.N * s.F, (int)(s.N * s.F));
+        memset(a->dxn, 0, sizeof(float) * (size_t)(s.N * s.C));
+        lx_linear_backward(a->dxn, G->w13, NULL, a->dh, xn2, W->w13, (int)s.N, (int)s.C, (int)s.F2);
+        lx_rmsnorm_backward(a->dx, G->mlp_norm, a->dxn, xm, W->mlp_norm, rstd2, (int)s.N, (int)s.C);
+
+        /* attention: dx now holds d(xm) */
+        memset(a->dao, 0, sizeof(float) * (size_t)(s.N * HD));
+        lx_linear_backward(a->dao, G->wo, NULL, a->dx, ao, W->wo, (int)s.N, (int)HD, (int)s.C);
+        memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * s.QKV));
+        attention_backward(a, spec, qkv, att, W->logit_scale, G->logit_scale, H, (int)s.KV, D, causal);
+        if (spec->cosine)
+            lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, (int)s.KV, D);
+        rope_rows(a, spec, a->dqkv, H, (int)s.KV, D, -1);
+        memset(a->dxn, 0, sizeof(float) * (size_t)(s.N * s.C));
+        lx_linear_backward(a->dxn, G->wqkv, G->bqkv, a->dqkv, xn1, W->wqkv, (int)s.N, (int)s.C, (int)s.QKV);
+        lx_rmsnorm_backward(a->dx, G->attn_norm, a->dxn, xin, W->attn_norm, rstd1, (int)s.N, (int)s.C);
+    }
+    for (long i = 0; i < s.N; i++) {
+        float *ge = g->tok_emb + (long)tokens[i] * s.C;
+        for (long c = 0; c < s.C; c++)
+            ge[c] += a->dx[i * s.C + c];
+    }
+}
+

@@ -1,0 +1,161 @@
+/*
+** harness/engine/model/model.h - the transformer lenx trains and evaluates
+** (docs/checkpoints.md#the-forward-pass).
+**
+**   tokens -> tok_emb -> [ x += Wo·attn(rope(Wq·n1(x) [+ bq]), rope(Wk·n1(x) [+ bk]), Wv·n1(x) [+ bv])
+**                          x += W2·act(W1·n2(x) [, W3·n2(x)]) ] × layers
+**          -> norm -> head (or tok_emb when tied) -> logits
+**
+** Pre-norm blocks with RMSNorm, a GELU (tanh) or SwiGLU MLP, grouped-query
+** attention (H query heads share KV key/value heads: query head h reads
+** key/value head h / (H / KV); KV = H is multi-head attention), optional q/k/v
+** biases (qkv_bias) and an optionally tied output head (tie_head: logits =
+** norm(x)·tok_embᵀ, no lm_head tensor). Two modes: `causal` (next-token LM: causal attention)
+** and `mlm` (bidirectional encoder; inputs carry LX_TOK_MASK). Positions and
+** logit transforms come from the attention spec (harness/core/spec.h): the rotary
+** table rotates q and k by their position in the window, the logit ops act on
+** q·k/sqrt(d).
+**
+** All weights live in one float buffer in the order of lx_arch_tensors(),
+** which is also the checkpoint's tensor list (docs/checkpoints.md). W_q, W_k,
+** W_v are adjacent, so one GEMM computes q|k|v (and b_q, b_k, b_v are adjacent,
+** so one bias row adds to it); likewise W1|W3 for SwiGLU. A qkv row of the
+** activations is (H + 2·KV)·D floats: q (H, D), then k (KV, D), then v (KV, D),
+** each (head, dim) row-major.
+*/
+#ifndef LX_MODEL_H
+#define LX_MODEL_H
+
+#include <stddef.h>
+
+#include "harness/core/diag.h"
+#include "harness/core/spec.h"
+#include "harness/engine/model/arch.h"
+
+/* A look at one head's attention probabilities P (T, T) (row i = query i, 0
+** where masked) of window b in layer l, right after the head is computed.
+** Called from the threads of the head loop, once per (l, b, h): a probe that
+** writes only to its own (l, b, h) slot needs no lock. */
+typedef void (*lx_att_probe)(void *ctx, int layer, int b, int h, const float *P, int T);
+
+/* Activations of one forward pass over B windows of T tokens (N = B·T rows).
+** With `train` every layer keeps what backward needs; without, buffers are
+** reused across layers and attention runs tiled (harness/engine/kernels/tiled.c), so
+** memory grows as O(T·d), row statistics (stats, diag) summed from the tiles;
+** a pass with a probe (or head_path) runs the head path instead and allocates
+** one T × T probability buffer per thread. */
+struct lx_kvcache;
+
+struct lx_acts {
+    int B, T, train;
+    int n_thr;                  /* attention scratch slots */
+    float *x;                   /* train: (layers+1, N, C) residual stream; eval: (2, N, C) */
+    float *rstd1, *xn1;         /* (·, N), (·, N, C) */
+    float *qkv;                 /* (·, N, (H + 2KV)·D) after rope */
+    float *att;                 /* train: (layers, B, H, T, T) probs; eval: (n_thr, T, T), allocated by
+                                ** the first pass that needs probabilities (a probe, or head_path) */
+    float *ao;                  /* (·, N, HD) attention output */
+    float *xm;                  /* (·, N, C) residual after attention */
+    float *rstd2, *xn2;         /* (·, N), (·, N, C) */
+    float *h;                   /* (·, N, F or 2F) MLP pre-activation */
+    float *act;                 /* (·, N, F) MLP activation */
+    float *sig;                 /* train: (layers, N, F) GELU's σ(2u), kept for backward */
+    float *rstdf, *xnf;         /* (N), (N, C) final norm */
+    float *logits;              /* (N, V) */
+    float *probs;               /* (N, V) softmax, when targets were given */
+    float *loss;                /* (N) per-token NLL (0 where no target) */
+    double *rope_cs;            /* (N, n_pairs, 2) cos, sin: per window position, or per row with pos */
+    double *tab;                /* (n_thr, 2T) spec row tables A, B */
+    float *far;                 /* (n_thr, lx_attn_far_floats) posmap scratch, allocated on first use */
+    float *tile;                /* eval: (n_thr, lx_tile_thread_floats) tiled-forward scratch */
+    double *tile_tab;           /* eval: (H, 1 + LX_SPEC_MAX_OPS, T) its distance tables, on first use */
+    float *tile_rot;            /* eval: (4, H, T, D) its far-key rows, on first use */
+    double *tile_acc;           /* eval with statistics: (n_thr, lx_tile_acc_doubles) per-row sums, on first use */
+    struct lx_diag *tile_part;  /* eval with statistics: (H·(H + ceil(T / bq))) per-(head, block) and
+                                ** per-head sums, on first use */
+    float *qkn;                 /* train with cosine: (layers, N, 2, H) norms of q, k before normalising
+                                ** (k uses the first KV of its H slots) */
+    const int *pos;             /* (B, T) position ids (PoSE training), or NULL = 0..T−1; not owned */
+    double *stats;              /* (layers, B, H, LX_ATTN_NSTATS) attention row sums, or NULL; not owned */
+    struct lx_diag *diag;       /* (layers, B, H) every row statistic of harness/core/diag.h, or NULL;
+                                ** summed from the tiles (not by the head path); not owned */
+    const struct lx_ranges *diag_ranges;    /* distance ranges of diag's range_*, or NULL; not owned */
+    int diag_buckets;           /* 1: diag's mass per distance bucket */
+    const long *stats_row0;     /* (B,) per window, only rows in [stats_row0[b], stats_row1) are summed
+                                ** into stats and diag (NULL: from row 0); not owned */
+    long stats_row1;            /* 0 = to the last row */
+    struct lx_kvcache *kv;      /* eval: every layer's key and value rows are saved here (decode.h), or
+                                ** NULL; not owned */
+    int head_path;              /* eval: 1 runs the T × T head path even without a probe (tests and
+                                ** benchmarks compare it with the tiles) */
+    lx_att_probe probe;         /* called with every head's probabilities, or NULL; not owned */
+    void *probe_ctx;
+    /* backward scratch (train only) */
+    float *dx, *dxn, *dqkv, *dao, *dh, *dact, *dlogits, *dp;   /* dp: (n_thr, T, T) */
+};
+
+/* Allocate activations; returns LX_ENOMEM (with sizes) when they do not fit. */
+int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train,
+                  struct lx_error *err);
+void lx_acts_release(struct lx_acts *a);
+/* Watch every head's attention probabilities in the forward passes that use
+** a (NULL removes the probe): how tasks look at attention without touching
+** the activations' fields. */
+void lx_acts_set_probe(struct lx_acts *a, lx_att_probe probe, void *ctx);
+/* Bytes lx_acts_alloc would take (a double: hostile sizes overflow size_t). */
+double lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train);
+
+/* Memory, checked before allocating (docs/config.md, "Memory"): the bytes the
+** machine has available (/proc/meminfo MemAvailable, else sysconf); a model's
+** weights, plus for training its gradient, AdamW moments and decay mask; and
+** everything one pass over (B, T) takes on the current thread count: model,
+** activations, per-thread attention scratch, token buffers. An evaluation
+** pass counts the T x T probabilities (and the head path's posmap scratch)
+** only when `uses` has LX_RUN_PROBS: a probe, which runs the head path;
+** every other evaluation (row statistics and calibrations included) runs
+** tiled, in O(T·d). LX_RUN_KVCACHE counts a KV cache for the B windows
+** (greedy answers, harness/engine/kernels/decode.h), LX_RUN_KVFAR its far keys too
+** (a posmap on rotary positions). */
+enum {
+    LX_RUN_PROBS = 1 << 0,      /* the pass reads whole attention probability rows (a probe) */
+    LX_RUN_KVCACHE = 1 << 1,    /* a KV cache of every window follows the pass */
+    LX_RUN_KVFAR = 1 << 2,      /* ... with its far keys (lx_decode_far) */
+};
+double lx_model_bytes(const struct lx_arch *a, int train);
+double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses);
+/* Zeroed weights for arch a, mapped; LX_ENOMEM with the sizes when they do not fit. */
+int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err);
+
+/* LX_OK when every weight is finite, else LX_ERUN naming the first
+** non-finite tensor and index (checked after loading and training). */
+int lx_model_check_finite(const struct lx_model *m, struct lx_error *err);
+/* LX_OK when the last forward's logits (V a row) and its loss at scored
+** targets (>= 0; targets may be NULL) are finite in the first nb windows. */
+int lx_acts_check_finite(const struct lx_acts *a, long V, int nb, const int *targets, struct lx_error *err);
+
+/* Forward over tokens (B, T). With targets (B, T; < 0 = not scored) fills
+** probs and loss and returns the mean NLL over scored tokens (0 when none). */
+double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
+                        const int *targets, struct lx_acts *a);
+
+/* Backward of the mean NLL of the last forward (which had targets); gradients
+** accumulate (+=) into g (views of a buffer shaped like the weights). */
+void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
+                       const int *targets, struct lx_acts *a, struct lx_weights *g);
+
+/* Rotate the q (H heads) and k (KV heads) parts of qkv rows (N = B·T, row
+** stride (H + 2KV)·D) by their window position (sign +1), or back (sign −1,
+** the backward of the rotation). */
+void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int B, int T, int H, int KV, int D,
+                   int sign);
+/* cs (T, n_pairs, 2) for positions 0..T−1, or (n, n_pairs, 2) for pos[0..n). */
+void lx_rope_table(double *cs, const struct lx_rotary *r, int T);
+void lx_rope_table_pos(double *cs, const struct lx_rotary *r, const int *pos, long n);
+
+/* CosScale: q (H heads) and k (KV heads) of every row to unit length (norms r
+** kept in qkn, (N, 2, H)), and the backward through it (dqkv in place, from
+** the normalised qkv). Rows are (H + 2KV)·D floats. */
+void lx_qk_normalize(float *qkv, float *qkn, long N, int H, int KV, int D);
+void lx_qk_normalize_backward(float *dqkv, const float *qkv, const float *qkn, long N, int H, int KV, int D);
+
+#endif

@@ -1,0 +1,446 @@
+/*
+** harness/engine/model/train.c - the training loop (see train.h).
+*/
+#include "harness/engine/model/train.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/hash.h"
+#include "harness/core/rng.h"
+#include "harness/engine/data/instance.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+
+static const struct lx_param train_rows[] = {
+    LX_P_INT(struct lx_train_cfg, length, "128", 2, 1 << 20, LX_PF_SHOW, "training window: the training length L"),
+    LX_P_INT(struct lx_train_cfg, batch, "16", 1, 1 << 16, 0, "windows per step"),
+    LX_P_INT(struct lx_train_cfg, steps, "1000", 1, 100000000, 0, "optimizer steps"),
+    LX_P_FLOAT(struct lx_train_cfg, lr, "3e-3", 0, 10, LX_PF_MIN_OPEN, "peak learning rate"),
+    LX_P_FLOAT(struct lx_train_cfg, min_lr, "0.1", 0, 1, 0, "final learning rate, as a fraction of lr"),
+    LX_P_INT(struct lx_train_cfg, warmup, "100", 0, 100000000, 0, "linear warmup steps"),
+    LX_P_FLOAT(struct lx_train_cfg, weight_decay, "0.1", 0, 10, 0, "AdamW decoupled weight decay (matrices)"),
+    LX_P_FLOAT(struct lx_train_cfg, beta1, "0.9", 0, 1, 0, "AdamW beta1"),
+    LX_P_FLOAT(struct lx_train_cfg, beta2, "0.99", 0, 1, 0, "AdamW beta2"),
+    LX_P_FLOAT(struct lx_train_cfg, clip, "1", 0, 1e6, 0, "max global gradient norm (0 = off)"),
+    LX_P_INT(struct lx_train_cfg, eval_every, "200", 1, 100000000, 0, "validation every K steps"),
+    LX_P_INT(struct lx_train_cfg, eval_windows, "32", 1, 1 << 20, 0, "validation windows"),
+    LX_P_FLOAT(struct lx_train_cfg, mask_prob, "0.15", 0, 1, LX_PF_MIN_OPEN, "mlm: fraction of positions masked"),
+};
+
+const struct lx_schema lx_train_schema = LX_SCHEMA(train_rows, struct lx_train_cfg, NULL);
+
+#define ADAM_EPS 1e-8
+#define VAL_FRAC 0.05
+
+double lx_train_lr(const struct lx_train_cfg *c, long s)
+{
+    if (s < c->warmup)
+        return c->lr * (double)(s + 1) / (double)c->warmup;
+    long span = c->steps - c->warmup;
+    double prog = span > 1 ? (double)(s - c->warmup) / (double)(span - 1) : 1.0;
+    double cosv = 0.5 * (1.0 + cos(3.14159265358979323846 * prog));
+    return c->lr * (c->min_lr + (1.0 - c->min_lr) * cosv);
+}
+
+long lx_mlm_corrupt(int *tok, int *tgt, const int *src, long n, uint64_t key, uint64_t ctr0, double p,
+                    int all_mask, int mask, int n_random)
+{
+    const uint32_t k[2] = {(uint32_t)key, (uint32_t)(key >> 32)};
+    long picked = 0;
+    for (long i = 0; i < n; i++) {
+        uint64_t c = ctr0 + (uint64_t)i;
+        const uint32_t ctr[4] = {(uint32_t)c, (uint32_t)(c >> 32), 0, LX_RNG_MASK};
+        uint32_t r[4];
+        lx_philox4x32(r, ctr, k);
+        double u = (r[0] + 0.5) / 4294967296.0, w = (r[1] + 0.5) / 4294967296.0;
+        tok[i] = src[i];
+        tgt[i] = -1;
+        if (u >= p)
+            continue;
+        picked++;
+        tgt[i] = src[i];
+        if (all_mask || w < 0.8)
+            tok[i] = mask;
+        else if (w < 0.9)
+            tok[i] = (int)(r[2] % (uint32_t)n_random);
+    }
+    return picked;
+}
+
+/* The training stream: the documents' tokens joined by EOS (the tokenizer's;
+** BOS when it has none). */
+static int *build_stream(const struct lx_corpus_tokens *c, const struct lx_tokenizer *tk, long *n)
+{
+    int n_docs = c->c->n_docs, sep = tk->eos >= 0 ? tk->eos : lx_tok_begin(tk);
+    int *s = lx_xmalloc(sizeof(int) * (size_t)(c->n_tokens + n_docs));
+    long k = 0;
+    for (int d = 0; d < n_docs; d++) {
+        for (long i = 0; i < c->n[d]; i++)
+            s[k++] = c->ids[d][i];
+        s[k++] = sep;
+    }
+    *n = k;
+    return s;
+}
+
+/* How windows are made in the model's tokens. */
+struct window_ids {
+    int begin;          /* first input of a causal window: BOS (or EOS without one) */
+    int mask;           /* mlm: the [MASK] id */
+    int n_random;       /* mlm: a 10% replacement is drawn from ids 0 .. n_random-1 */
+};
+
+/* Fill window b of a batch from stream offset o. */
+static void fill_window(int *tok, int *tgt, const int *s, long o, int T, int mlm, double p, uint64_t mkey,
+                        uint64_t mctr, const struct window_ids *ids)
+{
+    if (mlm) {
+        lx_mlm_corrupt(tok, tgt, s + o, T, mkey, mctr, p, 0, ids->mask, ids->n_random);
+        return;
+    }
+    tok[0] = ids->begin;
+    for (int t = 1; t < T; t++)
+        tok[t] = s[o + t - 1];
+    for (int t = 0; t < T; t++)
+        tgt[t] = s[o + t];
+}
+
+/* PoSE position ids: see train.h. */
+void lx_pose_positions(int *pos, int T, const struct lx_pose *p, struct lx_rng *r)
+{
+    long cut[65];
+    int N = p->chunks;
+    cut[0] = 0;
+    cut[N] = T;
+    for (int i = 1; i < N; i++)         /* N − 1 cut points in [1, T − 1] */
+        cut[i] = 1 + (long)(lx_rng_uniform(r) * (double)(T - 1));
+    for (int i = 2; i < N; i++)         /* insertion sort */
+        for (int j = i; j > 1 && cut[j - 1] > cut[j]; j--) {
+            long x = cut[j];
+            cut[j] = cut[j - 1];
+            cut[j - 1] = x;
+        }
+    long u = 0, room = p->target - T;
+    for (int i = 0; i < N; i++) {
+        if (i > 0)
+            u += (long)(lx_rng_uniform(r) * (double)(room - u + 1));
+        for (long t = cut[i]; t < cut[i + 1]; t++)
+            pos[t] = (int)(u + t);
+    }
+}
+
+static double val_loss(const struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c,
+                       struct lx_acts *a, int *tok, int *tgt, const int *s, long v0, long v1, uint64_t key,
+                       const struct window_ids *ids)
+{
+    int B = (int)c->batch, T = (int)c->length, mlm = m->arch.mode == LX_MODEL_MLM;
+    long nw = c->eval_windows, span = v1 - v0 - T - 1;
+    double sum = 0.0;
+    long cnt = 0;
+    for (long w0 = 0; w0 < nw; w0 += B) {
+        for (int b = 0; b < B; b++) {
+            long w = w0 + b < nw ? w0 + b : nw - 1;     /* a short last batch repeats, uncounted */
+            long o = v0 + (nw > 1 ? span * w / (nw - 1) : 0);
+            fill_window(tok + (long)b * T, tgt + (long)b * T, s, o, T, mlm, c->mask_prob, key ^ 0x7661u, (uint64_t)o,
+                        ids);
+        }
+        lx_model_forward(m, spec, tok, tgt, a);
+        for (int b = 0; b < B && w0 + b < nw; b++)
+            for (int t = 0; t < T; t++)
+                if (tgt[(long)b * T + t] >= 0) {
+                    sum += a->loss[(long)b * T + t];
+                    cnt++;
+                }
+    }
+    return cnt ? sum / (double)cnt : NAN;
+}
+
+/* Σ g² in fixed blocks summed in order: the same bits for any thread count. */
+#define NORM_BLOCK 65536
+
+static double grad_norm2(const float *g, size_t n)
+{
+    size_t nb = (n + NORM_BLOCK - 1) / NORM_BLOCK;
+    double *part = lx_xcalloc(nb, sizeof *part), total = 0.0;
+#pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < nb; b++) {
+        double acc = 0.0;
+        for (size_t i = b * NORM_BLOCK; i < n && i < (b + 1) * NORM_BLOCK; i++)
+            acc += (double)g[i] * g[i];
+        part[b] = acc;
+    }
+    for (size_t b = 0; b < nb; b++)
+        total += part[b];
+    free(part);
+    return total;
+}
+
+int lx_optim_alloc(struct lx_optim *o, const struct lx_model *model, struct lx_error *err)
+{
+    memset(o, 0, sizeof *o);
+    o->n = model->n_params;
+    o->grad = calloc(o->n, sizeof *o->grad);
+    o->m = calloc(o->n, sizeof *o->m);
+    o->v = calloc(o->n, sizeof *o->v);
+    o->decay = calloc(o->n, 1);
+    if (!o->grad || !o->m || !o->v || !o->decay) {
+        lx_optim_release(o);
+        return lx_err(err, LX_ENOMEM, "the gradient and AdamW moments of %zu parameters (%.1f GB) do not fit in "
+                      "memory\n  hint: a smaller arch", model->n_params, 13.0 * (double)model->n_params / 1e9);
+    }
+    int nt = lx_arch_tensors(&model->arch, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)nt, sizeof *ti);
+    lx_arch_tensors(&model->arch, ti);
+    for (int i = 0; i < nt; i++)
+        if (ti[i].decay)
+            memset(o->decay + ti[i].offset, 1, (size_t)(ti[i].shape[0] * ti[i].shape[1]));
+    free(ti);
+    lx_weights_map(&o->g, &model->arch, o->grad);
+    return LX_OK;
+}
+
+void lx_optim_init(struct lx_optim *o, const struct lx_model *model)
+{
+    struct lx_error err;
+    LX_ASSERT(lx_optim_alloc(o, model, &err) == LX_OK);
+}
+
+void lx_optim_release(struct lx_optim *o)
+{
+    lx_weights_unmap(&o->g);
+    free(o->grad);
+    free(o->m);
+    free(o->v);
+    free(o->decay);
+    memset(o, 0, sizeof *o);
+}
+
+void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_train_cfg *c, long s)
+{
+    double norm = sqrt(grad_norm2(o->grad, o->n)), gs = c->clip > 0 && norm > c->clip ? c->clip / norm : 1.0;
+    double lr = lx_train_lr(c, s);
+    double bc1 = 1.0 - pow(c->beta1, (double)(s + 1)), bc2 = 1.0 - pow(c->beta2, (double)(s + 1));
+    float b1 = (float)c->beta1, b2 = (float)c->beta2;
+    float step_size = (float)(lr / bc1), wdl = (float)(lr * c->weight_decay), ibc2 = (float)(1.0 / bc2);
+    float *w = model->w, *mo = o->m, *ve = o->v;
+    const float *grad = o->grad;
+    const unsigned char *decay = o->decay;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < o->n; i++) {
+        float gi = grad[i] * (float)gs;
+        mo[i] = b1 * mo[i] + (1.0f - b1) * gi;
+        ve[i] = b2 * ve[i] + (1.0f - b2) * gi * gi;
+        float wi = w[i];
+        if (decay[i])
+            wi -= wdl * wi;
+        w[i] = wi - step_size * mo[i] / (sqrtf(ve[i] * ibc2) + (float)ADAM_EPS);
+    }
+}
+
+/* The shortest length a mixture task accepts, at most T: bisection on its
+** check, which is monotone in the length. */
+static long mix_min_length(const struct lx_mix *x, long T)
+{
+    if (!x->check)
+        return 2;
+    long lo = 2, hi = T;
+    while (lo < hi) {
+        long mid = lo + (hi - lo) / 2;
+        struct lx_error e;
+        if (x->check(x->params, mid, &e) == LX_OK)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* A mixture task's training sample as a byte source for lx_instance_fit. */
+struct mix_at {
+    const struct lx_mix *x;
+    uint64_t key;
+    long sample;
+};
+
+static int mix_bytes(void *ctx, long B, struct lx_instance *out, struct lx_error *err)
+{
+    const struct mix_at *a = ctx;
+    return a->x->sample(a->x->params, a->key, B, a->sample, out, err);
+}
+
+/* The instance of at most len tokens (exactly len when the tokenizer allows
+** it; else the longest of the next few below that it fits): the window's
+** corpus head takes what is left. */
+static int mix_instance(const struct lx_mix *x, long len, long lo, uint64_t key, long sample,
+                        struct lx_instance *in, struct lx_error *err)
+{
+    struct mix_at a = {.x = x, .key = key ^ lx_hash64(x->name), .sample = sample};
+    struct lx_instance_src src = {.name = x->name, .bytes = mix_bytes, .ctx = &a};
+    int rc = LX_ERUN;
+    for (long l = len; rc == LX_ERUN && l >= lo && l > len - 8; l--)
+        rc = lx_instance_fit(&src, lx_tok_or_byte(x->tok), l, in, err);
+    return rc;
+}
+
+int lx_mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix, double u, double v,
+                  uint64_t key, long sample, struct lx_error *err)
+{
+    for (int j = 0; j < n_mix; j++) {
+        if (u >= mix[j].weight) {
+            u -= mix[j].weight;
+            continue;
+        }
+        long lo = mix_min_length(&mix[j], T), len = lo + (long)(v * (double)(T - lo + 1));
+        len = len > T ? T : len;
+        struct lx_instance in = {0};
+        int rc = mix_instance(&mix[j], len, lo, key, sample, &in, err);
+        if (rc == LX_OK) {
+            LX_ASSERT(in.n <= len && in.n > len - 8);
+            long off = T - in.n, n = in.n;  /* the corpus head stays as context, unscored: the window trains the task */
+            for (long t = 0; t < off; t++)
+                tgt[t] = -1;
+            memcpy(tok + off, in.tok, sizeof(int) * (size_t)n);
+            for (long t = 0; t < n; t++)
+                tgt[off + t] = t + 1 < n && (!mix[j].answer_only || t + 1 >= in.answer_off) ? in.tok[t + 1] : -1;
+        }
+        lx_instance_release(&in);
+        return rc;
+    }
+    return LX_OK;   /* corpus text */
+}
+
+/* One training run's corpus stream and batch buffers. */
+struct train_state {
+    int *s;             /* (n,) the corpus as one token stream */
+    long n, n_train;    /* its tokens; the first n_train are for training, the rest validation */
+    int B, T, mlm;      /* batch, length, masked-LM objective */
+    int *tok, *tgt;     /* (B, T) inputs and targets */
+    int *pos;           /* (B, T) PoSE positions, or NULL */
+    struct window_ids ids;  /* the tokenizer's ids windows use */
+};
+
+/* The batch of `step`: window b drawn from a Philox block (step, b) keyed on
+** key, then its PoSE positions and, with a mixture, its replacement. */
+static int train_batch(const struct train_state *t, const struct lx_spec *spec, const struct lx_train_cfg *c,
+                       uint64_t key, long step, const struct lx_mix *mix, int n_mix, struct lx_error *err)
+{
+    int B = t->B, T = t->T;
+    for (int b = 0; b < B; b++) {
+        struct lx_rng r;
+        lx_rng_init(&r, key, (uint32_t)b, LX_RNG_DATA);
+        r.ctr[1] = (uint32_t)step;                     /* block (step, b): order fixed by the key */
+        long o = (long)(lx_rng_uniform(&r) * (double)(t->n_train - T - 1));
+        fill_window(t->tok + (long)b * T, t->tgt + (long)b * T, t->s, o, T, t->mlm, c->mask_prob,
+                    key ^ ((uint64_t)step << 20), (uint64_t)b * (uint64_t)T, &t->ids);
+        if (t->pos)
+            lx_pose_positions(t->pos + (long)b * T, T, &spec->pose, &r);
+        if (n_mix) {    /* drawn after the corpus offset: without a mixture nothing moves */
+            double u = lx_rng_uniform(&r), v = lx_rng_uniform(&r);
+            int rc = lx_mix_window(t->tok + (long)b * T, t->tgt + (long)b * T, T, mix, n_mix, u, v, key,
+                                   step * B + b, err);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return LX_OK;
+}
+
+/* The stream and buffers of a run, or an error when the corpus is too short
+** for the length. */
+static int train_state_init(struct train_state *t, const struct lx_model *m, const struct lx_spec *spec,
+                            const struct lx_train_cfg *c, const struct lx_corpus_tokens *text,
+                            const struct lx_tokenizer *tk, struct lx_error *err)
+{
+    t->B = (int)c->batch;
+    t->T = (int)c->length;
+    t->mlm = m->arch.mode == LX_MODEL_MLM;
+    t->ids = (struct window_ids){.begin = lx_tok_begin(tk), .mask = tk->mask,
+                                 .n_random = tk->is_byte ? 256 : (int)tk->n_vocab};
+    t->s = build_stream(text, tk, &t->n);
+    t->n_train = (long)((double)t->n * (1.0 - VAL_FRAC));
+    if (t->n_train - t->T - 1 < 1 || t->n - t->n_train - t->T - 1 < 1) {
+        free(t->s);
+        return lx_err(err, LX_EINVAL, "training length %d is too long for a corpus of %ld tokens", t->T, t->n);
+    }
+    size_t bt = sizeof(int) * (size_t)t->B * (size_t)t->T;
+    t->tok = lx_xmalloc(bt);
+    t->tgt = lx_xmalloc(bt);
+    t->pos = spec->pose.chunks ? lx_xmalloc(bt) : NULL;
+    return LX_OK;
+}
+
+static void train_state_release(struct train_state *t)
+{
+    free(t->tok);
+    free(t->tgt);
+    free(t->pos);
+    free(t->s);
+}
+
+int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
+             const struct lx_corpus_tokens *text, const struct lx_tokenizer *tok, const struct lx_mix *mix,
+             int n_mix, lx_train_progress progress, void *pctx, struct lx_train_report *rep, struct lx_error *err)
+{
+    memset(rep, 0, sizeof *rep);
+    if (m->arch.vocab < tok->n_vocab)
+        return lx_err(err, LX_EINVAL, "training on the corpus needs a vocabulary of %ld (the %s tokenizer's); "
+                      "the model has %ld", tok->n_vocab, tok->ops->kind, m->arch.vocab);
+    if (lx_tok_check_begin(tok, err) < 0)
+        return LX_EINVAL;
+    if (m->arch.mode == LX_MODEL_MLM && tok->mask < 0)
+        return lx_err(err, LX_EINVAL, "masked-LM training needs a [MASK] id and the %s tokenizer %s has none",
+                      tok->ops->kind, tok->path);
+    struct train_state t = {0};
+    int rc = train_state_init(&t, m, spec, c, text, tok, err);
+    if (rc < 0)
+        return rc;
+    struct lx_acts a;
+    struct lx_optim opt;
+    if ((rc = lx_acts_alloc(&a, &m->arch, t.B, t.T, 1, err)) < 0) {
+        train_state_release(&t);
+        return rc;
+    }
+    if ((rc = lx_optim_alloc(&opt, m, err)) < 0) {
+        lx_acts_release(&a);
+        train_state_release(&t);
+        return rc;
+    }
+    double t0 = omp_get_wtime(), run_loss = 0.0;
+    long run_n = 0;
+    for (long step = 0; step < c->steps; step++) {
+        if ((rc = train_batch(&t, spec, c, key, step, mix, n_mix, err)) < 0)
+            break;
+        a.pos = t.pos;
+        memset(opt.grad, 0, sizeof(float) * opt.n);
+        double loss = lx_model_forward(m, spec, t.tok, t.tgt, &a);
+        lx_model_backward(m, spec, t.tok, t.tgt, &a, &opt.g);
+        lx_optim_step(&opt, m, c, step);
+        run_loss += loss;
+        run_n++;
+        double val = NAN;
+        if ((step + 1) % c->eval_every == 0 || step + 1 == c->steps) {
+            a.pos = NULL;       /* validation at the plain positions 0 … T−1 */
+            val = val_loss(m, spec, c, &a, t.tok, t.tgt, t.s, t.n_train, t.n, key, &t.ids);
+            rep->val_loss = val;
+            rep->train_loss = run_loss / (double)run_n;
+            run_loss = 0.0;
+            run_n = 0;
+        }
+        rep->steps = step + 1;
+        rep->tokens = rep->steps * t.B * t.T;
+        rep->seconds = omp_get_wtime() - t0;
+        if (progress)
+            progress(pctx, step + 1, c->steps, loss, val, (double)rep->tokens / rep->seconds);
+        if (!isfinite(loss)) {
+            rc = lx_err(err, LX_ERUN, "training diverged at step %ld (loss %g)\n"
+                        "  hint: lower lr or raise warmup", step + 1, loss);
+            break;
+        }
+    }
+    lx_optim_release(&opt);
+    lx_acts_release(&a);
+    train_state_release(&t);
+    return rc;
+}

@@ -1,0 +1,137 @@
+/*
+** harness/engine/model/train.h - training a model on the corpus (docs/config.md#models).
+**
+** AdamW (decoupled weight decay on matrices only), linear warmup then cosine
+** decay to min_lr·lr, clipping of the global gradient norm, batch × length
+** windows drawn from the training stream in an order fixed by the model key
+** (which includes the seed), validation loss every eval_every steps on fixed
+** windows from the held-out tail of the stream.
+**
+** The training stream is the `train` split's documents joined by EOS; its last
+** 5% (by tokens) is the validation tail and is never trained on.
+**
+** Windows:  causal  input [BOS, s[o] .. s[o+T−2]], targets s[o] .. s[o+T−1]
+**           mlm     input s[o .. o+T−1] with BERT 80/10/10 corruption of
+**                   Bernoulli(mask_prob) positions, targets at those positions
+** The same window shapes are what the `ppl` and `mlm` tasks evaluate.
+*/
+#ifndef LX_TRAIN_H
+#define LX_TRAIN_H
+
+#include <stdint.h>
+
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/model/model.h"
+
+struct lx_tokenizer;
+
+/* The `train:` mapping of a model in a sweep file. */
+struct lx_train_cfg {
+    long length;            /* training window T: the model's training length */
+    long batch;             /* windows per step */
+    long steps;             /* optimizer steps */
+    double lr;              /* peak learning rate */
+    double min_lr;          /* final lr as a fraction of lr */
+    long warmup;            /* linear warmup steps */
+    double weight_decay;    /* AdamW decoupled decay (matrices only) */
+    double beta1, beta2;    /* AdamW moments */
+    double clip;            /* max global gradient norm; 0 = no clipping */
+    long eval_every;        /* validation every K steps (and at the end) */
+    long eval_windows;      /* validation windows */
+    double mask_prob;       /* mlm: fraction of positions masked */
+};
+
+extern const struct lx_schema lx_train_schema;
+
+struct lx_train_report {
+    long steps;             /* optimizer steps taken */
+    long tokens;            /* training tokens seen (steps · batch · length) */
+    double train_loss;      /* mean loss of the last eval_every steps */
+    double val_loss;        /* validation loss at the end */
+    double seconds;         /* wall time */
+};
+
+/* AdamW state for one model: gradient buffer (with views), moments, and which
+** parameters decay (matrices). lx_train uses it; so does the benchmark. */
+struct lx_optim {
+    size_t n;                   /* parameters */
+    float *grad, *m, *v;        /* (n,) gradient, first and second moments */
+    unsigned char *decay;       /* (n,) 1 where weight decay applies */
+    struct lx_weights g;        /* views of grad shaped like the weights */
+};
+
+void lx_optim_init(struct lx_optim *o, const struct lx_model *model);
+/* The same, with LX_ENOMEM when the buffers do not fit (lx_train uses it). */
+int lx_optim_alloc(struct lx_optim *o, const struct lx_model *model, struct lx_error *err);
+void lx_optim_release(struct lx_optim *o);
+/* Clip the global gradient norm to c->clip, then one AdamW update at 0-based
+** step s of the schedule (lx_train_lr). */
+void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_train_cfg *c, long s);
+
+/* A source of training windows besides the corpus: a task's training
+** generator (a model's `mixture:`, harness/models.h). Each window is drawn
+** from it with probability `weight`. The instance's length l is drawn
+** uniformly from the task's shortest length (by bisection on its check) to
+** the window's T, and it fills the window's last l tokens, after T − l tokens
+** of the corpus window it replaces, which stay as context but are not
+** scored: the model meets the task at every distance up to its training
+** length, short instances first teaching it what to look for, and the
+** window's loss is the task's alone (scored prose would outweigh the few
+** answer tokens: with it, a passkey + line model learnt neither in 3000
+** steps). Targets: every next token of the instance, or with answer_only
+** the answer's tokens alone. In a tokenizer's tokens an instance of exactly l
+** tokens may not exist (a merge jumps past it): then the longest of the
+** next seven below l is used and the corpus head grows by the difference. */
+struct lx_instance;
+struct lx_mix {
+    const char *name;                   /* the task, for messages */
+    double weight;                      /* fraction of training windows */
+    const void *params;                 /* the task's resolved params */
+    int (*sample)(const void *params, uint64_t key, long length, long sample, struct lx_instance *out,
+                  struct lx_error *err);
+    int (*check)(const void *params, long length, struct lx_error *err);   /* the task's, or NULL */
+    int answer_only;                    /* score the answer tokens only (needle: not the haystack prose) */
+    const struct lx_tokenizer *tok;     /* the model's tokenizer: instances are re-encoded in its tokens
+                                        ** (lx_instance_fit); NULL = bytes */
+};
+
+/* Window b of a training batch: tok, tgt (T,) hold a corpus window; when the
+** draw u falls in a task's share, the tail becomes an instance of that task
+** whose length v picks (see struct lx_mix). Returns LX_OK or the task's error. */
+int lx_mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix, double u, double v,
+                  uint64_t key, long sample, struct lx_error *err);
+
+/* Progress callback: called after every step; `val` is NaN except on
+** validation steps. */
+typedef void (*lx_train_progress)(void *ctx, long step, long steps, double loss, double val,
+                                  double tok_per_s);
+
+/* Train m (already initialised) in place on the `train` split in the
+** tokens of tok (text: lx_corpus_tokens of that split under tok; the byte
+** tokenizer for lenx's byte-level models). Windows begin with tok's BOS
+** (EOS without one), documents are joined by its EOS, and mlm masks with its
+** MASK id (refused when it has none); the model's vocabulary must hold
+** tok's ids. */
+int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
+             const struct lx_corpus_tokens *text, const struct lx_tokenizer *tok, const struct lx_mix *mix,
+             int n_mix, lx_train_progress progress, void *pctx, struct lx_train_report *rep, struct lx_error *err);
+
+/* The learning rate at step s (0-based) of the schedule. */
+double lx_train_lr(const struct lx_train_cfg *c, long s);
+
+/* BERT corruption of n positions: position i decides from the Philox block at
+** counter ctr0 + i under key, so a (key, offset) pair always gets the same fate.
+** Bernoulli(p) picks a position; it is scored (tgt = src) and its input is
+** `mask` with probability 0.8, a random id below n_random 0.1 (a byte: 256
+** for the byte tokenizer), itself 0.1 (all_mask: always `mask`). Unpicked
+** positions keep their token and tgt = -1. Returns the count. */
+long lx_mlm_corrupt(int *tok, int *tgt, const int *src, long n, uint64_t key, uint64_t ctr0, double p,
+                    int all_mask, int mask, int n_random);
+
+/* PoSE position ids for one training window of T tokens (methods/pose.c):
+** N chunks cut at uniform points, chunk i shifted by a skip u_i drawn
+** uniformly from {u_{i−1} … L_t − T}, u_0 = 0; draws continue r. */
+struct lx_rng;
+void lx_pose_positions(int *pos, int T, const struct lx_pose *p, struct lx_rng *r);
+
+#endif
