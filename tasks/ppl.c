@@ -53,7 +53,7 @@ struct ppl_params {
 static const struct lx_param ppl_rows[] = {
     LX_P_ENUM(struct ppl_params, corpus, "austen", LX_CORPUS_CHOICES, 0,
               "austen: Persuasion, held out from training; sotu: State of the Union addresses (out of domain); "
-              "stories: stories sampled from stories260K (make heldout)"),
+              "stories: stories sampled from stories260K, committed in configs/heldout"),
     LX_P_INT(struct ppl_params, windows, "16", 0, 1e9, 0,
              "at most this many windows of `length` tokens, spread over the corpus (0 = all)"),
     LX_P_INT(struct ppl_params, tokens, "0", 0, 1e12, 0,

@@ -1,7 +1,7 @@
 /*
 ** tests/test_generate.c - `lenx generate` and the decode API's sampler
 ** (harness/generate.c, harness/engine/model/decoding.h), and the held-out stories
-** split (scripts/heldout.sh, harness/engine/data/corpus.h).
+** split (configs/heldout, scripts/heldout.sh, harness/engine/data/corpus.h).
 **
 ** Greedy text is checked against llama2.c's run.c on stories260K (its
 ** expected/ outputs, read from ../shared/models/stories260K beside the
@@ -234,10 +234,28 @@ Test(generate, exported_directory_generates_as_the_bin, .init = setup, .fini = t
     cr_expect_str_eq(out, bin);
 }
 
-/* The stories split reads the manifest in $LENX_HELDOUT (what scripts/heldout.sh
-** writes), checks each file's hash, and its hash follows the content; without
-** a manifest the error says how to make one. */
-Test(generate, heldout_split_reads_its_manifest, .init = setup, .fini = teardown)
+/* The committed held-out stories (configs/heldout, the CI check that the
+** corpus is the committed one): each file's size and SHA-256 as coreutils
+** compute them equal the manifest's, and the manifest's lines hash to the
+** LX_HELDOUT_SHA256 lenx accepts. */
+Test(generate, heldout_text_is_the_committed_one, .init = setup, .fini = teardown)
+{
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "cd $R/configs/heldout && tail -n +2 manifest.tsv | awk -F'\\t' "
+                    "'{ print $4 \"  \" $2 }' | sha256sum -c --quiet && tail -n +2 manifest.tsv | cut -f2,3 | "
+                    "while read p b; do [ $(stat -c %%s $p) = $b ] || echo size $p; done"), 0,
+                 "%s", out);
+    cr_expect_str_eq(out, "", "a committed held-out file differs from configs/heldout/manifest.tsv");
+    cr_assert_eq(sh(out, sizeof out, "tail -n +2 $R/configs/heldout/manifest.tsv | sha256sum | cut -c1-64"), 0);
+    cr_expect_str_eq(out, LX_HELDOUT_SHA256 "\n", "LX_HELDOUT_SHA256 is not the committed manifest's");
+    cr_assert_eq(sh(out, sizeof out, "tail -n +2 $R/configs/heldout/manifest.tsv | grep -c '^stories\tstories260K/'"), 0);
+    cr_expect_str_eq(out, "8\n");
+}
+
+/* The stories split reads the manifest in $LENX_HELDOUT (else the checkout's
+** configs/heldout) and takes only the committed text: without a manifest the
+** error says what to run, another text is refused naming its manifest. */
+Test(generate, heldout_split_reads_only_the_committed_manifest, .init = setup, .fini = teardown)
 {
     char out[4096];
     write_file("a.txt", "Once upon a time there was a cat.\n");
@@ -249,26 +267,46 @@ Test(generate, heldout_split_reads_its_manifest, .init = setup, .fini = teardown
     cr_expect_eq(lx_corpus_get(&c, "stories", &err), LX_EIO);
     cr_expect(strstr(err.msg, "make heldout") != NULL, "%s", err.msg);
     setenv("LENX_HELDOUT", dir, 1);
+    cr_expect_eq(lx_corpus_get(&c, "stories", &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "manifest.tsv is not the committed held-out stories manifest") != NULL, "%s", err.msg);
+    cr_expect(strstr(err.msg, "make heldout") != NULL, "%s", err.msg);
+    unsetenv("LENX_HELDOUT");       /* the test binary lies in the build tree: configs/heldout */
     cr_assert_eq(lx_corpus_get(&c, "stories", &err), LX_OK, "%s", err.msg);
-    cr_expect(exists("manifest.tsv"));
-    cr_expect_eq(c->n_docs, 1);
-    cr_expect_eq(c->n_bytes, 34);
+    cr_assert_eq(sh(out, sizeof out, "tail -n +2 $R/configs/heldout/manifest.tsv | awk '{ n += $3 } END { print n }'"),
+                 0);
+    cr_expect_eq(c->n_docs, 8);
+    cr_expect_eq(c->n_bytes, atol(out));
+    cr_expect_str_eq(c->hash, LX_HELDOUT_SHA256);
     cr_expect_str_eq(lx_corpus_split(2), "stories");
 }
 
-/* The stories split's hash is in the run key: new text, new cells. */
-Test(generate, heldout_text_enters_the_run_key, .init = setup, .fini = teardown, .timeout = 30)
+/* `lenx run` plans a stories cell on a copy of the committed text and
+** refuses (exit 2, naming the file, saying to run `make heldout`) a copy with
+** one byte changed, whether the manifest still lists the old hash (the
+** document is named) or was rewritten to match (the manifest is named);
+** `make heldout`'s check (scripts/heldout.sh DIR) fails on both likewise. */
+Test(generate, heldout_run_refuses_a_changed_text, .init = setup, .fini = teardown, .timeout = 30)
 {
-    char one[4096], two[4096];
-    const char *plan = "printf 'split\\tpath\\tbytes\\tsha256\\nstories\\ta.txt\\t%%s\\t%%s\\n' $(stat -c %%s a.txt) "
-                       "$(sha256sum a.txt | cut -d' ' -f1) > manifest.tsv && LENX_HELDOUT=$D $L run --dry-run "
-                       "--db x.db t.yaml | grep 'ppl(corpus=stories)'";
+    char out[4096];
+    const char *plan = "LENX_HELDOUT=$D/h $L run --dry-run --db x.db t.yaml";
     write_file("t.yaml", "name: t\nmodels: {b: {checkpoint: \"$R/tests/ref/model_ckpt_causal_rope.safetensors\"}}\n"
                "methods: [rope]\ntasks: [{ppl: {corpus: stories}}]\nlengths: [16]\n");
-    cr_assert_eq(sh(one, sizeof one, "sed -i \"s|\\$R|$R|\" t.yaml"), 0, "%s", one);
-    write_file("a.txt", "Once upon a time there was a cat.\n");
-    cr_assert_eq(sh(one, sizeof one, plan), 0, "%s", one);
-    write_file("a.txt", "Once upon a time there was a dog.\n");
-    cr_assert_eq(sh(two, sizeof two, plan), 0, "%s", two);
-    cr_expect(strlen(one) > 16 && strncmp(one, two, 18) != 0, "the same key for other text:\n%s%s", one, two);
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|\" t.yaml && cp -r $R/configs/heldout h"), 0, "%s", out);
+    cr_assert(exists("h/manifest.tsv"));
+    cr_assert_eq(sh(out, sizeof out, "%s | grep -c 'ppl(corpus=stories)'", plan), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "bash $R/scripts/heldout.sh h"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "sed -i '3s/a/e/' h/stories260K/doc_3.txt"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "%s", plan), 2, "%s", out);
+    cr_expect(strstr(out, "h/stories260K/doc_3.txt is not the committed held-out text") != NULL, "%s", out);
+    cr_expect(strstr(out, "make heldout") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "bash $R/scripts/heldout.sh h"), 1, "%s", out);
+    cr_expect(strstr(out, "h/stories260K/doc_3.txt differs") != NULL, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "f=h/stories260K/doc_3.txt && awk -F'\\t' -v OFS='\\t' -v b=$(stat -c %%s $f) "
+                    "-v s=$(sha256sum $f | cut -c1-64) '$2 ~ /doc_3/ { $3 = b; $4 = s } 1' h/manifest.tsv > m && "
+                    "mv m h/manifest.tsv"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "%s", plan), 2, "%s", out);
+    cr_expect(strstr(out, "h/manifest.tsv is not the committed held-out stories manifest") != NULL, "%s", out);
+    cr_expect(strstr(out, "make heldout") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "bash $R/scripts/heldout.sh h"), 1, "%s", out);
+    cr_expect(strstr(out, "h/manifest.tsv is not the committed manifest") != NULL, "%s", out);
 }

@@ -68,8 +68,13 @@ const char *lx_corpus_split(int corpus)
 
 const char *lx_heldout_dir(char *out, size_t n)
 {
-    return choose_dir(out, n, "LENX_HELDOUT", "LENX_HELDOUT", "build/heldout");
+    return choose_dir(out, n, "LENX_HELDOUT", "LENX_HELDOUT", "configs/heldout");
 }
+
+/* How to get the committed held-out stories back (docs/data.md#held-out-stories). */
+#define LX_HELDOUT_HINT "run `make heldout` in the lenx checkout: it checks configs/heldout, the committed text, " \
+    "against its manifest and names what differs (`git checkout -- configs/heldout` restores it); " \
+    "LENX_HELDOUT, when set, must name a copy of that directory"
 
 static int load_split(struct lx_corpus *c, const char *split, struct lx_error *err)
 {
@@ -80,9 +85,7 @@ static int load_split(struct lx_corpus *c, const char *split, struct lx_error *e
     FILE *fp = fopen(path, "r");
     if (!fp && heldout)
         return lx_err(err, LX_EIO, "no held-out stories manifest at %s (%s); the directory came from %s\n"
-                      "  hint: run `make heldout` in the lenx checkout (stories sampled from stories260K, "
-                      "docs/data.md#held-out-stories), or set LENX_HELDOUT to a directory holding one",
-                      path, strerror(errno), how);
+                      "  hint: " LX_HELDOUT_HINT, path, strerror(errno), how);
     if (!fp)
         return lx_err(err, LX_EIO, "no corpus manifest at %s (%s); the data directory came from %s\n"
                       "  tried: --data DIR / $LENX_DATA (%s), then the checkout's data/ when run from the "
@@ -114,15 +117,17 @@ static int load_split(struct lx_corpus *c, const char *split, struct lx_error *e
         snprintf(full, sizeof full, "%s/%s", dir, tail);
         struct lx_error sub;
         if ((rc = lx_read_file(full, &d.bytes, &d.n, 0, &sub)) < 0) {
-            lx_err(err, rc, "%s\n  hint: run `make data`", sub.msg);
+            lx_err(err, rc, "%s\n  hint: %s", sub.msg, heldout ? LX_HELDOUT_HINT : "run `make data`");
             break;
         }
         char got[65];
         lx_sha256_hex_bytes(d.bytes, (size_t)d.n, got);
-        if (strcmp(got, want) != 0 || d.n != bytes) {
+        if (strcmp(got, want) != 0 || d.n != bytes) {   /* the held-out text is input, the data a build product */
             free(d.bytes);
-            rc = lx_err(err, LX_EIO, "%s does not match its manifest hash (%s:%d)\n"
-                        "  hint: the corpus changed since `make data`; rerun `make data`", full, path, lineno);
+            rc = heldout ? lx_err(err, LX_EINVAL, "%s is not the committed held-out text: it does not match its "
+                                  "manifest hash (%s:%d)\n  hint: " LX_HELDOUT_HINT, full, path, lineno)
+                         : lx_err(err, LX_EIO, "%s does not match its manifest hash (%s:%d)\n  hint: the corpus "
+                                  "changed since `make data`; rerun `make data`", full, path, lineno);
             break;
         }
         d.path = lx_xstrdup(rel);
@@ -135,6 +140,10 @@ static int load_split(struct lx_corpus *c, const char *split, struct lx_error *e
         rc = lx_err(err, LX_EIO, "%s lists no documents of split '%s'\n  hint: rerun `make data`", path, split);
     lx_sha256_final_hex(&h, c->hash);
     c->split = split;
+    if (rc == LX_OK && heldout && strcmp(c->hash, LX_HELDOUT_SHA256) != 0)
+        rc = lx_err(err, LX_EINVAL, "%s is not the committed held-out stories manifest (its lines hash to %.12s, "
+                    "the committed ones to %.12s); the directory came from %s\n  hint: " LX_HELDOUT_HINT,
+                    path, c->hash, LX_HELDOUT_SHA256, how);
     return rc;
 }
 

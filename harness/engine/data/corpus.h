@@ -97,11 +97,17 @@ long lx_window_cap(long windows, long tokens, long L);
 #define LX_CORPUS_CHOICES "austen|sotu|stories"
 const char *lx_corpus_split(int corpus);
 
-/* The directory of the held-out stories (split "stories": text sampled from
-** stories260K by `make heldout`, docs/data.md#held-out-stories), whose
+/* The directory of the held-out stories (split "stories": text sampled once
+** from stories260K and committed, docs/data.md#held-out-stories), whose
 ** manifest.tsv lists them like the data directory's: $LENX_HELDOUT, else the
-** checkout's build/heldout when run from the build tree, else
+** checkout's configs/heldout when run from the build tree, else
 ** <prefix>/share/lenx/heldout. Returns how it was chosen. */
 const char *lx_heldout_dir(char *out, size_t n);
+
+/* The committed held-out text: the hash of configs/heldout/manifest.tsv's
+** lines after the header (the split hash lx_corpus_get gives "stories").
+** Split "stories" is refused (LX_EINVAL) under any other manifest, so cells
+** that read it are one experiment on every machine. */
+#define LX_HELDOUT_SHA256 "15ee8748dbc873367b8ae227bba3adaed17360bb02c6f7fd53044f9a9a0bb329"
 
 #endif
