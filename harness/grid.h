@@ -8,35 +8,7 @@
 
 #include "harness/core/config.h"
 #include "harness/models.h"
-#include "harness/registry.h"
-
-#define LX_MAX_STACK 8
-
-/* One method with its resolved parameters. */
-struct lx_method_use {
-    const struct lx_method *method;     /* registry entry */
-    void *params;                       /* (method->schema.size) resolved, owned */
-    const struct lx_node *where;        /* where it was written, for messages */
-    int train;                          /* `train: true`: used while training the model too */
-    long finetune;                      /* `finetune: N`: trained into the base model for N more steps */
-};
-
-/* A method stack: applied in order. */
-struct lx_stack {
-    int n;                                      /* methods in the stack */
-    struct lx_method_use items[LX_MAX_STACK];   /* (n,) */
-    char *canon;        /* "scaleinv(tau=10)+infoscale": the display and identity string */
-    char *json;         /* [{"name":..,"params":{..}},..]: stored and hashed */
-    const struct lx_node *where;
-};
-
-struct lx_task_use {
-    const struct lx_task *task;     /* registry entry */
-    void *params;                   /* (task->schema.size) resolved, owned */
-    char *canon;                    /* "gaussian(samples=500)" */
-    char *json;                     /* {"name":..,"params":{..}} */
-    const struct lx_node *where;
-};
+#include "harness/uses.h"
 
 struct lx_grid {
     char *name;                     /* sweep name */
@@ -61,34 +33,5 @@ int lx_grid_load(struct lx_grid *g, const char *path, struct lx_error *err);
 /* The same from YAML text (tests); `name` labels messages. */
 int lx_grid_load_text(struct lx_grid *g, const char *text, const char *name, struct lx_error *err);
 void lx_grid_release(struct lx_grid *g);
-
-/* A task's canonical string ("needle(template=short)") and JSON
-** ({"name":..,"params":{..}}) from its resolved params, appended to the buffers. */
-void lx_task_strings(const struct lx_task *t, const void *params, struct lx_buf *canon, struct lx_buf *json);
-
-/* Parse one stack entry (a name, {name: params} or a list of those). */
-int lx_stack_parse(struct lx_stack *st, const struct lx_node *node, struct lx_error *err);
-/* Build canon and json of a stack whose items are filled in. */
-void lx_stack_finish(struct lx_stack *st);
-void lx_stack_release(struct lx_stack *st);
-
-/* The canonical string and JSON of a stack with the values its compiled spec
-** resolved ("rope+yarn(scale=4)"): what a cell stores and shows. The rows
-** named are those of st->canon; the run key keeps st->json (auto as 0). */
-void lx_stack_resolved(const struct lx_stack *st, const struct lx_spec *spec, struct lx_buf *canon,
-                       struct lx_buf *json);
-
-
-/* Is this method part of training (a training-only method, `train: true`, or
-** `finetune: N`)? */
-int lx_method_use_trains(const struct lx_method_use *u);
-/* The fine-tuning steps of a stack: the largest `finetune:` (0 = none). */
-long lx_stack_finetune(const struct lx_stack *st);
-/* The training-time part of a stack as a YAML flow list, e.g.
-** [{"rope":{"base":10000,"layout":"half"}},{"logn":{"mode":"su","base":512,"train":true}}]:
-** hashed into the model key, stored in checkpoints, parsed back by lx_stack_parse. */
-void lx_stack_train_part(const struct lx_stack *st, struct lx_buf *yaml);
-/* The same without the fine-tuned methods: what the base model is trained with. */
-void lx_stack_base_part(const struct lx_stack *st, struct lx_buf *yaml);
 
 #endif

@@ -12,7 +12,7 @@
 /* JSON: format, architecture, parameters on disk and in the engine, dtype on
 ** disk, native position stack (with rope_scaling as written), training length,
 ** tokenizer, hashes, load time. model is a path or a store name (db); its own
-** stack is checked as score checks it (lx_score_native). */
+** stack is checked as score checks it (lx_stack_check_native). */
 int lx_modelcmd_show(const char *model, const char *db, struct lx_buf *out, struct lx_error *err);
 
 /* Load model (any format) with its tokenizer (tokenizer: --tokenizer, else

@@ -10,7 +10,7 @@
 
 #include "harness/engine/formats/checkpoint.h"
 #include "harness/registry.h"
-#include "harness/score.h"
+#include "harness/uses.h"
 #include "tasks/task.h"
 
 static int resolve(const struct lx_schema *s, void *dst, const struct lx_node *map, const char *what,
@@ -107,7 +107,7 @@ static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, con
     struct lx_error sub;
     if (lx_model_load(&m, u->checkpoint, &info, &sub) < 0)
         return lx_node_err(err, v, "model '%s': %s", u->name, sub.msg);
-    if (lx_score_native(u->checkpoint, &info, &sub) < 0) {     /* as score and show model check it */
+    if (lx_stack_check_native(u->checkpoint, &info, &sub) < 0) {     /* as score and show model check it */
         lx_ckpt_info_release(&info);
         lx_model_release(&m);
         return lx_node_err(err, v, "model '%s': %s", u->name, sub.msg);

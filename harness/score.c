@@ -49,50 +49,13 @@ int lx_find_model(const char *model, const char *db, char **path, struct lx_erro
     return LX_OK;
 }
 
-/* Where a model's own stack came from, for messages. */
-static void native_source(const char *path, const struct lx_ckpt_info *info, struct lx_buf *out)
-{
-    if (strcmp(info->format, "hf") == 0)
-        lx_buf_printf(out, "%s/config.json: rope_scaling (with rope_theta)", path);
-    else
-        lx_buf_printf(out, "%s: its %s stack", path, strcmp(info->format, "lenx") == 0 ? "lenx_stack" : "native");
-}
-
-int lx_score_native(const char *path, const struct lx_ckpt_info *info, struct lx_error *err)
-{
-    const char *text[2] = {info->stack, info->eval_stack};
-    int rc = LX_OK;
-    for (int i = 0; i < 2 && rc == LX_OK; i++) {
-        struct lx_doc d = {0};
-        struct lx_stack st = {0};
-        struct lx_error sub;
-        const char *label = "the model's stack";
-        if (!text[i])
-            continue;
-        rc = lx_doc_load_text(&d, text[i], label, &sub);
-        if (rc == LX_OK && d.root && !(d.root->kind == LX_NODE_SEQ && d.root->n_items == 0))
-            rc = lx_stack_parse(&st, d.root, &sub);
-        if (rc < 0) {   /* the position in text lenx wrote means nothing to the reader: dropped */
-            const char *msg = sub.msg + (strncmp(sub.msg, label, strlen(label)) == 0 ? strlen(label) : 0);
-            msg += strspn(msg, ":0123456789 ");
-            struct lx_buf where = {0};
-            native_source(path, info, &where);
-            lx_err(err, rc, "%s gives the stack %s, which lenx refuses: %s", lx_buf_str(&where), text[i], msg);
-            lx_buf_free(&where);
-        }
-        lx_stack_release(&st);
-        lx_doc_release(&d);
-    }
-    return rc;
-}
-
 int lx_score_load(const char *path, const char *given, struct lx_model *m, struct lx_ckpt_info *info,
                   struct lx_tokenizer **tk, struct lx_error *err)
 {
     int rc = lx_model_load(m, path, info, err);
     if (rc < 0)
         return rc;
-    rc = lx_score_native(path, info, err);
+    rc = lx_stack_check_native(path, info, err);
     if (rc == LX_OK && tk) {
         struct lx_error sub;
         if (lx_ckpt_tokenizer(info, given ? given : info->tokenizer, tk, &sub) < 0)     /* input: exit 2 */

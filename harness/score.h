@@ -30,19 +30,13 @@ struct lx_score_opts {
 ** recorded. *path is malloc'd. */
 int lx_find_model(const char *model, const char *db, char **path, struct lx_error *err);
 
-/* A loaded model's own stacks (info->stack and info->eval_stack) parsed
-** alone, so that one lenx refuses is reported against the file it came from
-** (a Hugging Face config.json's rope_theta and rope_scaling, a lenx file's
-** lenx_stack) rather than as a method's error in text the user never wrote. */
-struct lx_ckpt_info;
-int lx_score_native(const char *path, const struct lx_ckpt_info *info, struct lx_error *err);
-
 /* What every command that reads text with a model does after finding it
 ** (lx_find_model): the model loaded into m and info, its own stacks checked
-** (lx_score_native), and, when tk is not NULL, its tokenizer opened into *tk
+** (lx_stack_check_native), and, when tk is not NULL, its tokenizer opened into *tk
 ** (given: --tokenizer, else the one found beside the model; NULL = bytes) and
 ** checked against the vocabulary (lx_ckpt_check_tokenizer). On an error
 ** nothing is left to release. */
+struct lx_ckpt_info;
 struct lx_model;
 struct lx_tokenizer;
 int lx_score_load(const char *path, const char *given, struct lx_model *m, struct lx_ckpt_info *info,

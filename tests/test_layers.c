@@ -19,10 +19,9 @@
 **
 ** The cycle check: a .c file and the .h of the same name are one unit; unit
 ** A -> unit B when a file of A includes a file of B; any circle fails, named
-** unit by unit. It covers every layer below the application (core, the
-** engine's rooms, methods, tasks, results); the application, which may
-** include anything, is left out (its files meet in main.c's table, and
-** harness/models -> score -> grid -> models is such a circle today). The checker (check_tree) runs on any directory tree, so the
+** unit by unit. It covers every layer, the application's files too (its
+** one circle, models -> score -> grid -> models, was broken by moving the
+** stack parsing into harness/uses.c). The checker (check_tree) runs on any directory tree, so the
 ** tests below also plant an upward include and a cycle in a temporary tree
 ** and see it fail.
 */
@@ -138,7 +137,7 @@ static int check_file(const char *root, const char *rel, struct graph *g, char *
         size_t hl = strlen(header);
         if (strchr(header, '/') && hl > 2 && header[hl - 2] == '.' && (header[hl - 1] == 'h' || header[hl - 1] == 'c')) {
             int to = unit_of(g, header);
-            if (to != self && layer_of(rel) != APP && g->n_edges < MAX_EDGES) {
+            if (to != self && g->n_edges < MAX_EDGES) {
                 g->from[g->n_edges] = self;
                 g->to[g->n_edges++] = to;
             }

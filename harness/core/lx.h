@@ -105,6 +105,10 @@ const char *lx_buf_str(const struct lx_buf *b);          /* "" when empty */
 ** it is printed. lx_term_printf formats, then writes the text so to f. */
 void lx_esc_term(struct lx_buf *b, const char *s);
 void lx_term_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Length of the UTF-8 sequence starting at s[0] (1..4) when s[0, n) starts with
+** a well-formed one (RFC 3629: no overlong form, no surrogate, nothing past
+** U+10FFFF), else 0. */
+int lx_utf8_len(const unsigned char *s, size_t n);
 
 /* Shortest decimal text that reads back to exactly v ("0.4", "512", "1e-09");
 ** "nan", "inf", "-inf" for the non-finite. out must hold 32 bytes. */

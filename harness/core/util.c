@@ -122,30 +122,22 @@ void lx_buf_putn(struct lx_buf *b, const char *s, size_t n)
     b->s[b->len] = '\0';
 }
 
-/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
-** form, no surrogate, nothing past U+10FFFF), or 0 when p starts none. */
-static int utf8_seq(const unsigned char *p)
+int lx_utf8_len(const unsigned char *s, size_t n)
 {
-    if (*p < 0x80)
-        return 1;
-    int n = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : 2;
-    unsigned lo = 0x80, hi = 0xbf;      /* the bounds of the second byte */
-    if (*p < 0xc2 || *p > 0xf4)
+    if (n == 0)
         return 0;
-    if (*p == 0xe0)
-        lo = 0xa0;
-    else if (*p == 0xed)
-        hi = 0x9f;
-    else if (*p == 0xf0)
-        lo = 0x90;
-    else if (*p == 0xf4)
-        hi = 0x8f;
-    if (p[1] < lo || p[1] > hi)
+    unsigned c = s[0];
+    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (len == 0 || (size_t)len > n)
         return 0;
-    for (int i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xbf)
+    for (int i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
             return 0;
-    return n;
+    /* overlong forms, surrogates, past U+10FFFF */
+    if ((len == 2 && c < 0xc2) || (len == 3 && c == 0xe0 && s[1] < 0xa0) || (len == 3 && c == 0xed && s[1] >= 0xa0) ||
+        (len == 4 && c == 0xf0 && s[1] < 0x90) || (len == 4 && (c > 0xf4 || (c == 0xf4 && s[1] >= 0x90))))
+        return 0;
+    return len;
 }
 
 /* A C1 control (U+0080-U+009F) in UTF-8 at p. */
@@ -158,7 +150,7 @@ void lx_buf_json_str(struct lx_buf *b, const char *s)
 {
     lx_buf_puts(b, "\"");
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        int n = utf8_seq(p);
+        int n = lx_utf8_len(p, strnlen((const char *)p, 4));
         if (*p == '"' || *p == '\\')
             lx_buf_printf(b, "\\%c", *p);
         else if (*p == '\n')
@@ -179,7 +171,7 @@ void lx_buf_json_str(struct lx_buf *b, const char *s)
 void lx_esc_term(struct lx_buf *b, const char *s)
 {
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        int n = utf8_seq(p);
+        int n = lx_utf8_len(p, strnlen((const char *)p, 4));
         if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f)
             lx_buf_printf(b, "\\x%02x", *p);
         else if (utf8_c1(p))

@@ -32,24 +32,6 @@ int lx_tok_byte_token(const char *s, size_t n)
     return h && l && s[3] && s[4] ? (int)((h - hex) * 16 + (l - hex)) : -1;
 }
 
-int lx_utf8_len(const unsigned char *s, size_t n)
-{
-    if (n == 0)
-        return 0;
-    unsigned c = s[0];
-    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (len == 0 || (size_t)len > n)
-        return 0;
-    for (int i = 1; i < len; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    /* overlong forms, surrogates, past U+10FFFF */
-    if ((len == 2 && c < 0xc2) || (len == 3 && c == 0xe0 && s[1] < 0xa0) || (len == 3 && c == 0xed && s[1] >= 0xa0) ||
-        (len == 4 && c == 0xf0 && s[1] < 0x90) || (len == 4 && (c > 0xf4 || (c == 0xf4 && s[1] >= 0x90))))
-        return 0;
-    return len;
-}
-
 /* Byte i is lx_tok_byte_table[i]: a constant table, safe from any thread. */
 #define B4(i) (char)(i), (char)((i) + 1), (char)((i) + 2), (char)((i) + 3)
 #define B16(i) B4(i), B4((i) + 4), B4((i) + 8), B4((i) + 12)

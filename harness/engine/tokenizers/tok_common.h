@@ -91,8 +91,4 @@ extern const char lx_tok_byte_table[256];
 /* The byte a byte-fallback token's piece stands for ("<0x41>" -> 0x41), or -1. */
 int lx_tok_byte_token(const char *s, size_t n);
 
-/* Length of the UTF-8 sequence starting at s[0] (1..4) when s[0, n) starts with
-** a valid one, else 0. */
-int lx_utf8_len(const unsigned char *s, size_t n);
-
 #endif

@@ -1,0 +1,335 @@
+/*
+** harness/uses.c - one method stack and one task entry of a sweep file
+** parsed and resolved (their parameters through the plugins' schemas), the
+** strings a stack is shown, stored and hashed by, and a loaded model's own
+** stack checked alone. Below grid.c (the whole sweep) and models.c (model
+** entries), which both read stacks; it includes neither.
+*/
+#include "harness/uses.h"
+
+#include "harness/engine/formats/checkpoint.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Split an entry into name and parameter node: "x" or {x: params}. */
+static int entry_name(const struct lx_node *e, const char *what, const char **name,
+                      const struct lx_node **params, struct lx_error *err)
+{
+    if (e->kind == LX_NODE_SCALAR && !e->quoted && e->text[0]) {
+        *name = e->text;
+        *params = NULL;
+        return LX_OK;
+    }
+    if (e->kind == LX_NODE_MAP && e->n_items == 1 && lx_map_key(e, 0)->kind == LX_NODE_SCALAR) {
+        *name = lx_map_key(e, 0)->text;
+        *params = lx_map_value(e, 0);
+        return LX_OK;
+    }
+    return lx_node_err(err, e, "a %s entry must be a name or {name: {param: value}}, got %s\n"
+                       "  hint: e.g. '- logn: {mode: ssmax}'", what,
+                       e->kind == LX_NODE_MAP ? "a mapping with several keys" : lx_node_kind_name(e->kind));
+}
+
+/* The unknown-name message of the registry, at the entry's position. */
+static int unknown_plugin(struct lx_error *err, const struct lx_node *e, const char *kind, const char *name)
+{
+    struct lx_error sub;
+    lx_unknown_name(&sub, kind, name);
+    return lx_node_err(err, e, "%s", sub.msg);
+}
+
+/* Allocate a plugin's params, fill defaults, apply the overrides, resolve. */
+static int resolve_params(const struct lx_schema *s, void **params, const struct lx_node *pnode,
+                          const char *kind, const char *name, struct lx_error *err)
+{
+    *params = lx_xcalloc(1, s->size);
+    lx_params_defaults(s, *params);
+    char what[96];
+    snprintf(what, sizeof what, "%s '%s'", kind, name);
+    int rc = lx_params_apply(s, *params, pnode, what, err);
+    if (rc == LX_OK)
+        lx_params_finish(s, *params);
+    return rc;
+}
+
+static int method_use_parse(struct lx_method_use *u, const struct lx_node *e, struct lx_error *err)
+{
+    const char *name;
+    const struct lx_node *pnode;
+    int rc = entry_name(e, "method", &name, &pnode, err);
+    if (rc < 0)
+        return rc;
+    if (!(u->method = lx_method_find(name)))
+        return unknown_plugin(err, e, "method", name);
+    u->where = e;
+    /* `train:` and `finetune:` are the stack's, not the method's: take them out of the map */
+    const struct lx_node *tnode = pnode && pnode->kind == LX_NODE_MAP ? lx_map_get(pnode, "train") : NULL;
+    const struct lx_node *fnode = pnode && pnode->kind == LX_NODE_MAP ? lx_map_get(pnode, "finetune") : NULL;
+    struct lx_node rest;
+    struct lx_node *items[2 * 64];
+    unsigned kind = u->method->kind;
+    if (tnode) {
+        if (tnode->kind != LX_NODE_SCALAR || (strcmp(tnode->text, "true") && strcmp(tnode->text, "false")))
+            return lx_node_err(err, tnode, "method '%s': 'train' must be true or false", name);
+        u->train = strcmp(tnode->text, "true") == 0;
+        if (u->train && !(kind & LX_KIND_TRAINING))
+            return lx_node_err(err, tnode, "method '%s' acts at evaluation only and cannot be trained in\n"
+                               "  hint: drop 'train: true'", name);
+        if (!u->train && !(kind & LX_KIND_INFERENCE))
+            return lx_node_err(err, tnode, "method '%s' is always part of training; 'train: false' "
+                               "is not possible\n  hint: drop 'train: false'", name);
+    }
+    if (fnode) {
+        char *end = NULL;
+        long steps = fnode->kind == LX_NODE_SCALAR ? strtol(fnode->text, &end, 10) : -1;
+        if (!end || *end || steps < 1 || steps > 100000000L)
+            return lx_node_err(err, fnode, "method '%s': 'finetune' must be a number of steps >= 1, got '%s'\n"
+                               "  hint: e.g. finetune: 200", name, fnode->kind == LX_NODE_SCALAR ? fnode->text : "?");
+        if (!(kind & LX_KIND_TRAINING))
+            return lx_node_err(err, fnode, "method '%s' acts at evaluation only and cannot be fine-tuned in\n"
+                               "  hint: drop 'finetune'", name);
+        if (u->train)
+            return lx_node_err(err, fnode, "method '%s': 'train: true' trains it from scratch and 'finetune' "
+                               "trains it into the base model; choose one", name);
+        u->finetune = steps;
+    }
+    if (tnode || fnode) {
+        if (!(pnode = lx_map_except(pnode, tnode, fnode, &rest, items, 64)))
+            return lx_node_err(err, e, "method '%s': too many parameters", name);
+    }
+    return resolve_params(&u->method->schema, &u->params, pnode, "method", name, err);
+}
+
+int lx_method_use_trains(const struct lx_method_use *u)
+{
+    return u->method->kind == LX_KIND_TRAINING || u->train || u->finetune;
+}
+
+long lx_stack_finetune(const struct lx_stack *st)
+{
+    long steps = 0;
+    for (int i = 0; i < st->n; i++)
+        steps = st->items[i].finetune > steps ? st->items[i].finetune : steps;
+    return steps;
+}
+
+/* The stack keys of a method use after its params: ,"train":true or ,"finetune":N. */
+static void use_keys(const struct lx_method_use *u, struct lx_buf *out)
+{
+    if (u->train)
+        lx_buf_puts(out, ",\"train\":true");
+    if (u->finetune)
+        lx_buf_printf(out, ",\"finetune\":%ld", u->finetune);
+}
+
+static void train_part(const struct lx_stack *st, struct lx_buf *yaml, int with_finetune)
+{
+    lx_buf_puts(yaml, "[");
+    int first = 1;
+    for (int i = 0; i < st->n; i++) {
+        const struct lx_method_use *u = &st->items[i];
+        if (!lx_method_use_trains(u) || (u->finetune && !with_finetune))
+            continue;
+        lx_buf_puts(yaml, first ? "{" : ",{");
+        lx_buf_json_str(yaml, u->method->name);
+        lx_buf_puts(yaml, ":");
+        struct lx_buf p = {0}, keys = {0};
+        lx_params_json(&u->method->schema, u->params, &p);
+        use_keys(u, &keys);
+        if (keys.len) {     /* {"a":1} -> {"a":1,"train":true}; {} -> {"train":true} */
+            p.s[--p.len] = '\0';
+            lx_buf_puts(&p, p.len > 1 ? lx_buf_str(&keys) : lx_buf_str(&keys) + 1);
+            lx_buf_puts(&p, "}");
+        }
+        lx_buf_puts(yaml, lx_buf_str(&p));
+        lx_buf_free(&p);
+        lx_buf_free(&keys);
+        lx_buf_puts(yaml, "}");
+        first = 0;
+    }
+    lx_buf_puts(yaml, "]");
+}
+
+void lx_stack_train_part(const struct lx_stack *st, struct lx_buf *yaml)
+{
+    train_part(st, yaml, 1);
+}
+
+void lx_stack_base_part(const struct lx_stack *st, struct lx_buf *yaml)
+{
+    train_part(st, yaml, 0);
+}
+
+/* canon and json of st with every method's values from values[i] (its own
+** params, or the spec's resolved copy); the rows named follow st's params. */
+static void stack_strings(const struct lx_stack *st, const void *const *values, struct lx_buf *canon,
+                          struct lx_buf *json)
+{
+    lx_buf_puts(json, "[");
+    for (int i = 0; i < st->n; i++) {
+        const struct lx_method *m = st->items[i].method;
+        const struct lx_method_use *u = &st->items[i];
+        struct lx_buf ptext = {0}, pre = {0};
+        lx_params_text_resolved(&m->schema, u->params, values[i], &ptext);
+        lx_buf_printf(canon, "%s%s", i ? "+" : "", m->name);
+        if (u->train)
+            lx_buf_puts(&pre, "train=true");
+        if (u->finetune)
+            lx_buf_printf(&pre, "finetune=%ld", u->finetune);
+        if (ptext.len || pre.len)
+            lx_buf_printf(canon, "(%s%s%s)", lx_buf_str(&pre), pre.len && ptext.len ? "," : "",
+                          lx_buf_str(&ptext));
+        lx_buf_free(&ptext);
+        lx_buf_free(&pre);
+        lx_buf_puts(json, i ? ",{\"name\":" : "{\"name\":");
+        lx_buf_json_str(json, m->name);
+        lx_buf_puts(json, ",\"params\":");
+        lx_params_json(&m->schema, values[i], json);
+        use_keys(u, json);
+        lx_buf_puts(json, "}");
+    }
+    lx_buf_puts(json, "]");
+}
+
+void lx_stack_resolved(const struct lx_stack *st, const struct lx_spec *spec, struct lx_buf *canon,
+                       struct lx_buf *json)
+{
+    const void *values[LX_MAX_STACK];
+    LX_ASSERT(spec->n_methods == st->n);
+    for (int i = 0; i < st->n; i++)
+        values[i] = spec->params[i];
+    stack_strings(st, values, canon, json);
+}
+
+void lx_stack_finish(struct lx_stack *st)
+{
+    struct lx_buf canon = {0}, json = {0};
+    const void *values[LX_MAX_STACK];
+    for (int i = 0; i < st->n; i++)
+        values[i] = st->items[i].params;
+    stack_strings(st, values, &canon, &json);
+    free(st->canon);
+    free(st->json);
+    st->canon = lx_xstrdup(lx_buf_str(&canon));
+    st->json = lx_xstrdup(lx_buf_str(&json));
+    lx_buf_free(&canon);
+    lx_buf_free(&json);
+}
+
+int lx_stack_parse(struct lx_stack *st, const struct lx_node *node, struct lx_error *err)
+{
+    memset(st, 0, sizeof *st);
+    st->where = node;
+    int single = node->kind != LX_NODE_SEQ;
+    int n = single ? 1 : node->n_items;
+    if (n == 0)
+        return lx_node_err(err, node, "an empty method stack\n  hint: use 'none' for plain attention");
+    if (n > LX_MAX_STACK)
+        return lx_node_err(err, node, "a stack of %d methods; at most %d are allowed", n, LX_MAX_STACK);
+    for (int i = 0; i < n; i++) {
+        const struct lx_node *e = single ? node : node->items[i];
+        if (e->kind == LX_NODE_SEQ)
+            return lx_node_err(err, e, "a method stack cannot contain a list\n"
+                               "  hint: write a stack as one flat list, e.g. [scaleinv, infoscale]");
+        int rc = method_use_parse(&st->items[i], e, err);
+        st->n = i + 1;
+        if (rc < 0)
+            return rc;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (st->items[i].method == st->items[j].method)
+                return lx_node_err(err, st->items[i].where, "method '%s' appears twice in one stack",
+                                   st->items[i].method->name);
+    lx_stack_finish(st);
+    return LX_OK;
+}
+
+void lx_stack_release(struct lx_stack *st)
+{
+    if (!st)
+        return;
+    for (int i = 0; i < st->n; i++)
+        free(st->items[i].params);
+    free(st->canon);
+    free(st->json);
+    memset(st, 0, sizeof *st);
+}
+
+void lx_task_strings(const struct lx_task *t, const void *params, struct lx_buf *canon, struct lx_buf *json)
+{
+    struct lx_buf ptext = {0};
+    lx_params_text(&t->schema, params, &ptext);
+    lx_buf_puts(canon, t->name);
+    if (ptext.len)
+        lx_buf_printf(canon, "(%s)", lx_buf_str(&ptext));
+    lx_buf_puts(json, "{\"name\":");
+    lx_buf_json_str(json, t->name);
+    lx_buf_puts(json, ",\"params\":");
+    lx_params_json(&t->schema, params, json);
+    lx_buf_puts(json, "}");
+    lx_buf_free(&ptext);
+}
+
+int lx_task_use_parse(struct lx_task_use *u, const struct lx_node *e, struct lx_error *err)
+{
+    const char *name;
+    const struct lx_node *pnode;
+    int rc = entry_name(e, "task", &name, &pnode, err);
+    if (rc < 0)
+        return rc;
+    const struct lx_task *t = lx_task_find(name);
+    if (!t)
+        return unknown_plugin(err, e, "task", name);
+    u->task = t;
+    u->where = e;
+    if ((rc = resolve_params(&t->schema, &u->params, pnode, "task", name, err)) < 0)
+        return rc;
+    struct lx_buf canon = {0}, json = {0};
+    lx_task_strings(t, u->params, &canon, &json);
+    u->canon = lx_xstrdup(lx_buf_str(&canon));
+    u->json = lx_xstrdup(lx_buf_str(&json));
+    lx_buf_free(&canon);
+    lx_buf_free(&json);
+    return LX_OK;
+}
+
+/* Where a model's own stack came from, for messages. */
+static void native_source(const char *path, const struct lx_ckpt_info *info, struct lx_buf *out)
+{
+    if (strcmp(info->format, "hf") == 0)
+        lx_buf_printf(out, "%s/config.json: rope_scaling (with rope_theta)", path);
+    else
+        lx_buf_printf(out, "%s: its %s stack", path, strcmp(info->format, "lenx") == 0 ? "lenx_stack" : "native");
+}
+
+int lx_stack_check_native(const char *path, const struct lx_ckpt_info *info, struct lx_error *err)
+{
+    const char *text[2] = {info->stack, info->eval_stack};
+    int rc = LX_OK;
+    for (int i = 0; i < 2 && rc == LX_OK; i++) {
+        struct lx_doc d = {0};
+        struct lx_stack st = {0};
+        struct lx_error sub;
+        const char *label = "the model's stack";
+        if (!text[i])
+            continue;
+        rc = lx_doc_load_text(&d, text[i], label, &sub);
+        if (rc == LX_OK && d.root && !(d.root->kind == LX_NODE_SEQ && d.root->n_items == 0))
+            rc = lx_stack_parse(&st, d.root, &sub);
+        if (rc < 0) {   /* the position in text lenx wrote means nothing to the reader: dropped */
+            const char *msg = sub.msg + (strncmp(sub.msg, label, strlen(label)) == 0 ? strlen(label) : 0);
+            msg += strspn(msg, ":0123456789 ");
+            struct lx_buf where = {0};
+            native_source(path, info, &where);
+            lx_err(err, rc, "%s gives the stack %s, which lenx refuses: %s", lx_buf_str(&where), text[i], msg);
+            lx_buf_free(&where);
+        }
+        lx_stack_release(&st);
+        lx_doc_release(&d);
+    }
+    return rc;
+}
