@@ -320,7 +320,7 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
 ** statistics and t5align's calibration included, runs tiled, in O(T·d). A
 ** task that decodes greedy answers adds a KV cache of its batch
 ** (LX_RUN_KVCACHE). */
-static int check_memory(const struct lx_grid *g, int m, int l, unsigned uses, struct lx_error *err)
+static int check_memory(const struct lx_grid *g, int m, int l, unsigned uses, double *mem, struct lx_error *err)
 {
     const struct lx_model_use *mu = &g->models[m];
     long T = g->lengths[l], B = 8192 / T > 1 ? 8192 / T : 1;
@@ -335,7 +335,7 @@ static int check_memory(const struct lx_grid *g, int m, int l, unsigned uses, st
                            "smaller train batch or length, or fewer --threads", mu->name, lx_fmt_bytes(nb, need),
                            lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 1)), mu->train.batch, mu->train.length,
                            omp_get_max_threads(), ab);
-    if ((need = lx_run_bytes(&mu->arch, (int)B, (int)T, 0, uses)) > avail)
+    if ((need = *mem = lx_run_bytes(&mu->arch, (int)B, (int)T, 0, uses)) > avail)
         return lx_node_err(err, g->length_where[l], "model '%s' needs %s to evaluate length %ld (weights %s, "
                            "activations for %ld x %ld tokens on %d thread(s)); %s of memory are available\n"
                            "  hint: use a shorter length, fewer --threads or a smaller arch", mu->name,
@@ -348,7 +348,7 @@ static int check_memory(const struct lx_grid *g, int m, int l, unsigned uses, st
 ** could fail on before it runs, reported at the YAML position that caused it.
 ** The stack is resolved here, once: *canon and *json get its resolved strings. */
 static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, struct lx_buf *canon,
-                       struct lx_buf *json, struct lx_error *err)
+                       struct lx_buf *json, double *mem, struct lx_error *err)
 {
     const struct lx_task_use *tu = &g->tasks[t];
     struct lx_facts f;
@@ -371,8 +371,9 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
     if (m < 0)
         return rc;
     unsigned uses = (tu->task->needs_probs ? LX_RUN_PROBS : 0) |
-                    (tu->task->decodes ? LX_RUN_KVCACHE | (lx_decode_far(&spec) ? LX_RUN_KVFAR : 0) : 0);
-    if ((rc = check_memory(g, m, l, uses, err)) < 0)
+                    (tu->task->decodes ? LX_RUN_KVCACHE | (lx_decode_far(&spec) ? LX_RUN_KVFAR : 0) : 0) |
+                    lx_run_uses(&spec);
+    if ((rc = check_memory(g, m, l, uses, mem, err)) < 0)
         return rc;
     if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0)
         return rc;
@@ -447,7 +448,8 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
         for (int s = 0; s < g->n_stacks && rc == LX_OK; s++)
             for (int mi = 0; mi < nm && rc == LX_OK; mi++)
                 for (int l = 0; l < g->n_lengths && rc == LX_OK; l++) {
-                    if ((rc = check_combo(g, s, t, models[mi], l, &canon, &json, err)) < 0)
+                    double mem = 0.0;
+                    if ((rc = check_combo(g, s, t, models[mi], l, &canon, &json, &mem, err)) < 0)
                         break;
                     for (int k = 0; k < g->n_seeds && rc == LX_OK; k++) {
                         struct lx_cell *c = &plan->cells[plan->n_cells++];
@@ -456,6 +458,7 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
                         c->model = models[mi];
                         c->length = g->lengths[l];
                         c->seed = g->seeds[k];
+                        c->mem = mem;
                         c->method = lx_xstrdup(lx_buf_str(&canon));
                         c->method_json = lx_xstrdup(lx_buf_str(&json));
                         rc = cell_keys(c, g, err);

@@ -26,6 +26,7 @@ struct lx_cell {
                             ** for this cell ("rope+yarn(scale=4)"): stored and shown */
     char *method_json;      /* the stack's JSON, resolved likewise: stored (the key keeps auto as 0) */
     uint64_t data_key;      /* RNG key: task + params + length + seed, not the method */
+    double mem;             /* bytes its evaluation pass is planned to hold (lx_run_bytes); 0 without a model */
 };
 
 /* A sweep plans at most this many cells (docs/config.md): a bigger one is

@@ -64,12 +64,14 @@ static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *pla
         printf("shard %ld/%ld%s:\n", sh->k, sh->n, models_only ? " of the models" : "");
     for (int i = 0; i < plan->n_cells; i++) {
         const struct lx_cell *c = &plan->cells[i];
+        char mem[32];
         if ((models_only && c->model < 0) || !lx_shard_has(sh, models_only ? lx_cell_root_model(c) : c->key))
             continue;
         printf("  %s  %s  %s  length=%ld seed=%ld", c->key, grid->tasks[c->task].canon,
                c->method, c->length, c->seed);
         if (c->model >= 0)
-            printf("  model=%s [%s]", grid->models[c->model].name, c->model_key);
+            printf("  memory=%s  model=%s [%s]", lx_fmt_bytes(mem, c->mem), grid->models[c->model].name,
+                   c->model_key);
         printf("\n");
     }
 }

@@ -134,7 +134,8 @@ struct att_arg {
 static void att_fast(void *p)
 {
     struct att_arg *a = p;
-    lx_attn_head_forward(a->o, a->D, a->P, a->q, a->k, a->v, a->D, &a->spec, 0, a->T, a->D, 1, &a->ws);
+    struct lx_attn_shape sh = {.T = a->T, .H = 1, .KV = 1, .D = a->D, .ld = a->D, .ldo = a->D, .causal = 1};
+    lx_attn_head_forward(a->o, a->P, a->q, a->k, a->v, &a->spec, 0, &sh, &a->ws);
 }
 
 static void att_naive(void *p)
@@ -244,8 +245,9 @@ static void tile_fast(void *p)
 {
     struct tile_arg *a = p;
     int HD = a->H * a->D;
-    lx_attn_tiled_forward(a->o, HD, a->qkv, a->qkv + HD, a->qkv + 2 * HD, 3 * HD, &a->spec, NULL, a->T, a->H, a->H, a->D,
-                          a->causal, &a->tw);
+    struct lx_attn_shape sh = {.T = a->T, .H = a->H, .KV = a->H, .D = a->D, .ld = 3 * HD, .ldo = HD,
+                               .causal = a->causal};
+    lx_attn_tiled_forward(a->o, a->qkv, a->qkv + HD, a->qkv + 2 * HD, &a->spec, NULL, &sh, &a->tw);
 }
 
 /* Today's evaluation path before the tiled one: the heads in parallel, one
@@ -264,8 +266,10 @@ static void tile_head(void *p)
         int thr = omp_get_thread_num();
         struct lx_attn_ws ws = {.tab = a->tab + (size_t)thr * 2 * T, .far = a->far};
         const float *q = a->qkv + h * a->D;
-        lx_attn_head_forward(a->o + h * a->D, HD, a->P + (size_t)thr * T * T, q, q + HD, q + 2 * HD, 3 * HD,
-                             &a->spec, h, T, a->D, a->causal, &ws);
+        struct lx_attn_shape sh = {.T = T, .H = a->H, .KV = a->H, .D = a->D, .ld = 3 * HD, .ldo = HD,
+                                   .causal = a->causal};
+        lx_attn_head_forward(a->o + h * a->D, a->P + (size_t)thr * T * T, q, q + HD, q + 2 * HD, &a->spec, h, &sh,
+                             &ws);
     }
 }
 

@@ -43,8 +43,9 @@ static double fast_vs_naive(const struct lx_spec *spec, const float *q, const fl
     double worst = 0.0;
     for (int h = 0; h < XH; h++) {
         long off = (long)h * XD;
-        lx_attn_head_forward(o2 + off, XH * XD, P, q + off, k + off, v + off, XH * XD, spec, h, XT, XD, causal,
-                             &ws);
+        struct lx_attn_shape sh = {.T = XT, .H = XH, .KV = XH, .D = XD, .ld = XH * XD, .ldo = XH * XD,
+                                   .causal = causal};
+        lx_attn_head_forward(o2 + off, P, q + off, k + off, v + off, spec, h, &sh, &ws);
         for (long i = 0; i < (long)XT * XT; i++)
             worst = fmax(worst, fabs((double)P[i] - att[(long)h * XT * XT + i]));
     }

@@ -551,31 +551,35 @@ Test(model, fd_gradients_causal_pose_positions, .timeout = 60)
 
 /* ---- model: eval mode equals train mode ------------------------------------- */
 
-Test(model, eval_forward_equals_train_forward)
+/* Eval mode (one layer at a time, the residual updated in place, the MLP and
+** the head over row blocks) against train mode (every layer kept, every
+** product over all B·T rows) on B windows of T tokens, three layers. */
+static void eval_equals_train(int B, int T)
 {
-    /* three layers, so eval mode's two alternating residual buffers wrap */
     for (int mode = 0; mode < 2; mode++) {
         struct lx_error err = {""};
         struct lx_arch a = arch_of(mode, mode ? LX_MLP_SWIGLU : LX_MLP_GELU, 3, 32, 2, 16, 48, LX_VOCAB, 0.15);
         struct lx_model m;
         struct compiled sp;
         struct lx_acts tr, ev;
-        int tok[RB * RT], tgt[RB * RT];
+        long N = (long)B * T;
+        int *tok = malloc(sizeof(int) * (size_t)N), *tgt = malloc(sizeof(int) * (size_t)N);
         lx_model_init(&m, &a, 55);
-        compile(&sp, "[{rope: {layout: half}}, {logn: {mode: su}}]", 16, RT, 2, RT);
-        make_windows(tok, tgt, RB, RT, mode == LX_MODEL_CAUSAL, 256, LX_TOK_BOS, LX_TOK_MASK);
-        cr_assert_eq(lx_acts_alloc(&tr, &a, RB, RT, 1, &err), LX_OK, "%s", err.msg);
-        cr_assert_eq(lx_acts_alloc(&ev, &a, RB, RT, 0, &err), LX_OK, "%s", err.msg);
+        compile(&sp, "[{rope: {layout: half}}, {logn: {mode: su}}]", 16, T, 2, T);
+        make_windows(tok, tgt, B, T, mode == LX_MODEL_CAUSAL, 256, LX_TOK_BOS, LX_TOK_MASK);
+        cr_assert_eq(lx_acts_alloc(&tr, &a, B, T, 1, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_acts_alloc(&ev, &a, B, T, 0, &err), LX_OK, "%s", err.msg);
         /* eval on the head path, which train uses: bit-identical */
         ev.head_path = 1;
         double l_tr = lx_model_forward(&m, &sp.spec, tok, tgt, &tr);
         double l_ev = lx_model_forward(&m, &sp.spec, tok, tgt, &ev);
-        cr_expect_eq(memcmp(tr.logits, ev.logits, sizeof(float) * RB * RT * LX_VOCAB), 0,
-                     "mode %d: eval logits differ from train logits", mode);
+        cr_expect_eq(memcmp(tr.logits, ev.logits, sizeof(float) * (size_t)N * LX_VOCAB), 0,
+                     "mode %d, %d x %d: eval logits differ from train logits", mode, B, T);
+        cr_expect_eq(memcmp(tr.loss, ev.loss, sizeof(float) * (size_t)N), 0, "mode %d: per-token NLL", mode);
         cr_expect_eq(l_tr, l_ev, "mode %d: loss %.9g (train) vs %.9g (eval)", mode, l_tr, l_ev);
         /* no targets: logits only, the same again */
         lx_model_forward(&m, &sp.spec, tok, NULL, &ev);
-        cr_expect_eq(memcmp(tr.logits, ev.logits, sizeof(float) * RB * RT * LX_VOCAB), 0);
+        cr_expect_eq(memcmp(tr.logits, ev.logits, sizeof(float) * (size_t)N * LX_VOCAB), 0);
         /* without: the tiled forward (tests/test_tiled.c), equal within float rounding */
         ev.head_path = 0;
         double l_tiled = lx_model_forward(&m, &sp.spec, tok, tgt, &ev);
@@ -585,7 +589,21 @@ Test(model, eval_forward_equals_train_forward)
         lx_acts_release(&ev);
         compiled_release(&sp);
         lx_model_release(&m);
+        free(tok);
+        free(tgt);
     }
+}
+
+Test(model, eval_forward_equals_train_forward)
+{
+    eval_equals_train(RB, RT);
+}
+
+Test(model, eval_forward_over_row_blocks_equals_train_forward, .timeout = 120)
+{
+    /* 2 x 700 rows: one whole block of LX_EVAL_ROWS and a partial one */
+    cr_assert(2 * 700 > LX_EVAL_ROWS && 2 * 700 < 2 * LX_EVAL_ROWS);
+    eval_equals_train(2, 700);
 }
 
 /* ---- model: fast attention head path against the naive path ---------------- */
@@ -622,10 +640,11 @@ Test(model, attention_head_path_matches_naive)
             for (int h = 0; h < AH; h++) {
                 long off = (long)h * AD;
                 float *Ph = P + (long)h * AT * AT;
-                lx_attn_head_forward(o2 + off, AH * AD, Ph, q + off, k + off, v + off, AH * AD, &sp.spec, h, AT,
-                                     AD, causal, &ws);
-                lx_attn_head_backward(dq2 + off, dk2 + off, dv2 + off, AH * AD, dout + off, AH * AD, Ph, dP,
-                                      q + off, k + off, v + off, &sp.spec, h, AT, AD, causal, tab, 1.0f);
+                struct lx_attn_shape sh = {.T = AT, .H = AH, .KV = AH, .D = AD, .ld = AH * AD, .ldo = AH * AD,
+                                           .causal = causal};
+                lx_attn_head_forward(o2 + off, Ph, q + off, k + off, v + off, &sp.spec, h, &sh, &ws);
+                lx_attn_head_backward(dq2 + off, dk2 + off, dv2 + off, dout + off, Ph, dP, q + off, k + off, v + off,
+                                      &sp.spec, h, &sh, tab, 1.0f);
             }
             double d[5] = {max_diff(o1, o2, AN), max_diff(att, P, AH * AT * AT), max_diff(dq1, dq2, AN),
                            max_diff(dk1, dk2, AN), max_diff(dv1, dv2, AN)};
@@ -712,7 +731,7 @@ struct swi { float h[SN * 2 * SF], w[SN * SF]; };
 static double swiglu_f(struct swi *a)
 {
     float y[SN * SF];
-    lx_swiglu_forward(y, a->h, SN, SF);
+    lx_swiglu_forward(y, SF, a->h, SN, SF);
     double s = 0;
     for (int i = 0; i < SN * SF; i++)
         s += (double)y[i] * a->w[i];
@@ -740,7 +759,7 @@ Test(model, swiglu_gradients_and_values)
     }
     /* silu(1)·2 = 2/(1 + e^-1) = 1.4621172; silu(0)·5 = 0; a = −2, b = 1: −2σ(−2) = −0.2384058 */
     float h2[6] = {1, 0, -2, 2, 5, 1}, y2[3];
-    lx_swiglu_forward(y2, h2, 1, 3);
+    lx_swiglu_forward(y2, 3, h2, 1, 3);
     cr_expect(fabsf(y2[0] - 1.4621172f) < 1e-6f && y2[1] == 0.0f && fabsf(y2[2] + 0.2384058f) < 1e-6f,
               "%.7f %.7f %.7f", y2[0], y2[1], y2[2]);
 }

@@ -111,10 +111,10 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
     long row0 = T / 3, row1 = T > 3 ? T - 1 : 0;
     cr_assert_leq(H, 8);
     struct lx_attn_ws hw = {.tab = tab, .far = far, .stats_row0 = row0, .stats_row1 = row1};
+    struct lx_attn_shape sh = {.T = T, .H = H, .KV = H, .D = D, .ld = H * D, .ldo = H * D, .causal = causal};
     for (int h = 0; h < H; h++) {
         hw.stats = hst[h];
-        lx_attn_head_forward(o_head + h * D, H * D, P, q + h * D, k + h * D, v + h * D, H * D, &st.spec, h, T, D,
-                             causal, &hw);
+        lx_attn_head_forward(o_head + h * D, P, q + h * D, k + h * D, v + h * D, &st.spec, h, &sh, &hw);
     }
     hw.stats = NULL;
 
@@ -131,7 +131,7 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
     tw.stats = &ts;
     tw.acc = malloc(sizeof(double) * lx_tile_acc_doubles(bq) * (size_t)nthr);
     tw.part = malloc(sizeof(struct lx_diag) * (size_t)H * (size_t)((T + bq - 1) / bq));
-    lx_attn_tiled_forward(o_tile, H * D, q, k, v, H * D, &st.spec, NULL, T, H, H, D, causal, &tw);
+    lx_attn_tiled_forward(o_tile, q, k, v, &st.spec, NULL, &sh, &tw);
     tw.stats = NULL;
     for (int h = 0; causal && h < H; h++)   /* what the attn task summed from the head path's rows */
         for (long i = row0; i < (row1 ? row1 : T); i++)
@@ -148,10 +148,9 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
         float mult[8] = {0.5f, 1.7f, 1.1f, 0.9f, 2.0f, 0.3f, 1.0f, 1.3f};
         for (int h = 0; h < H; h++) {
             hw.mult = mult[h % 8];
-            lx_attn_head_forward(o_head + h * D, H * D, P, q + h * D, k + h * D, v + h * D, H * D, &st.spec, h, T,
-                                 D, causal, &hw);
+            lx_attn_head_forward(o_head + h * D, P, q + h * D, k + h * D, v + h * D, &st.spec, h, &sh, &hw);
         }
-        lx_attn_tiled_forward(o_tile, H * D, q, k, v, H * D, &st.spec, mult, T, H, H, D, causal, &tw);
+        lx_attn_tiled_forward(o_tile, q, k, v, &st.spec, mult, &sh, &tw);
         double e = rel_err(o_tile, o_head, N);
         cr_expect_leq(e, TOL, "%s learned scales: tiled vs head path %g", stack, e);
     }
@@ -239,8 +238,8 @@ static void compare_gqa(const char *stack, int T, int H, int KV, int D, int caus
     size_t nrot = lx_tile_rot_floats(&st.spec, T, H, D), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
     tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
     tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
-    lx_attn_tiled_forward(o_tile, H * D, qkv, qkv + H * D, qkv + (H + KV) * D, (int)ld, &st.spec, NULL, T, H, KV, D,
-                          causal, &tw);
+    struct lx_attn_shape sh = {.T = T, .H = H, .KV = KV, .D = D, .ld = (int)ld, .ldo = H * D, .causal = causal};
+    lx_attn_tiled_forward(o_tile, qkv, qkv + H * D, qkv + (H + KV) * D, &st.spec, NULL, &sh, &tw);
     double e = rel_err(o_tile, o_naive, N);
     cr_expect_leq(e, TOL, "%s T=%d H=%d KV=%d %s: tiled vs naive on repeated k, v %g", stack, T, H, KV,
                   causal ? "causal" : "bidirectional", e);
@@ -388,6 +387,29 @@ Test(tiled, model_statistics_equal_the_head_path_at_16x, .timeout = 300)
 
 extern const struct lx_task lx_task_ppl, lx_task_attn, lx_task_passkey;
 
+Test(tiled, evaluation_holds_one_layer_with_its_phases_overlaid)
+{
+    /* d_model 128, 4 heads of 32 (q|k|v 384 floats a row), GELU MLP 64,
+    ** vocab 256: per row, attention holds xn1, qkv, ao (128 + 384 + 128
+    ** floats), the MLP xn2 and h (128 + F; the activation overwrites h), the
+    ** head xnf and the logits (128 + V). The three overlay one region as
+    ** large as the largest; the loss's probabilities take one block of
+    ** LX_EVAL_ROWS rows; more layers add nothing */
+    struct lx_arch a = {.mode = LX_MODEL_CAUSAL, .layers = 2, .d_model = 128, .heads = 4, .d_head = 32,
+                        .d_mlp = 64, .mlp = LX_MLP_GELU, .vocab = 256, .norm_eps = 1e-5, .init_std = 0.02};
+    struct lx_arch wide = a, big_v = a, deep = a;
+    wide.d_mlp = 64 + 2048;     /* MLP phase 128 + 2112 floats a row, above attention's 640 */
+    big_v.vocab = 256 + 1024;   /* head phase 128 + 1280 */
+    deep.layers = 12;
+    for (int T = 4096; T <= 16384; T *= 2) {
+        double base = lx_acts_bytes(&a, 1, T, 0);
+        cr_expect_eq(lx_acts_bytes(&wide, 1, T, 0) - base, (2240.0 - 640) * T * 4, "T %d: MLP phase", T);
+        cr_expect_eq(lx_acts_bytes(&big_v, 1, T, 0) - base, (1408.0 - 640) * T * 4 + LX_EVAL_ROWS * 1024.0 * 4,
+                     "T %d: head phase and the loss's block", T);
+        cr_expect_eq(lx_acts_bytes(&deep, 1, T, 0), base, "T %d: one layer at a time", T);
+    }
+}
+
 Test(tiled, memory_plan_grows_linearly_without_probabilities, .timeout = 30)
 {
     /* the `make run` model (configs/quick.yaml), one window per pass */
@@ -395,8 +417,9 @@ Test(tiled, memory_plan_grows_linearly_without_probabilities, .timeout = 30)
                         .d_mlp = 512, .mlp = LX_MLP_GELU, .vocab = 260, .norm_eps = 1e-5, .init_std = 0.02};
     double w = lx_model_bytes(&a, 0), nthr = omp_get_max_threads();
     for (int T = 8192; T <= 32768; T *= 2) {
-        /* a ppl-like pass: activations grow 2x when T doubles, never 4x */
-        double r = (lx_run_bytes(&a, 1, 2 * T, 0, 0) - w) / (lx_run_bytes(&a, 1, T, 0, 0) - w);
+        /* a ppl-like pass: what doubling T adds doubles when T doubles (linear), never 4x */
+        double r = (lx_run_bytes(&a, 1, 4 * T, 0, 0) - lx_run_bytes(&a, 1, 2 * T, 0, 0)) /
+                   (lx_run_bytes(&a, 1, 2 * T, 0, 0) - lx_run_bytes(&a, 1, T, 0, 0));
         cr_expect(r > 1.9 && r < 2.1, "T %d -> %d: tiled plan grows %.3fx", T, 2 * T, r);
         cr_expect(lx_acts_bytes(&a, 1, T, 0) < 1e3 * (double)T * (a.d_model + a.vocab),
                   "T %d: evaluation activations are O(T·d)", T);

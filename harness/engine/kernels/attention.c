@@ -272,10 +272,11 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
     }
 }
 
-void lx_attn_head_forward(float *o, int ldo, float *P, const float *q, const float *k, const float *v, int ld,
-                          const struct lx_spec *spec, int head, int T, int D, int causal,
+void lx_attn_head_forward(float *o, float *P, const float *q, const float *k, const float *v,
+                          const struct lx_spec *spec, int head, const struct lx_attn_shape *sh,
                           const struct lx_attn_ws *ws)
 {
+    int T = sh->T, D = sh->D, ld = sh->ld, ldo = sh->ldo, causal = sh->causal;
     float c = (float)lx_spec_qk_scale(spec, D) * (ws->mult != 0.0f ? ws->mult : 1.0f);
     lx_gemm(P, T, q, ld, k, ld, T, T, D, 0, 1, c, 0.0f);
     if (spec->posmap.method && spec->rotary.n_pairs)
@@ -284,11 +285,11 @@ void lx_attn_head_forward(float *o, int ldo, float *P, const float *q, const flo
     lx_gemm(o, ldo, P, T, v, ld, T, D, T, 0, 0, 1.0f, 0.0f);
 }
 
-void lx_attn_head_backward(float *dq, float *dk, float *dv, int ld, const float *do_, int ldo, const float *P,
-                           float *dP, const float *q, const float *k, const float *v,
-                           const struct lx_spec *spec, int head, int T, int D, int causal, double *tab,
-                           float mult)
+void lx_attn_head_backward(float *dq, float *dk, float *dv, const float *do_, const float *P, float *dP,
+                           const float *q, const float *k, const float *v, const struct lx_spec *spec, int head,
+                           const struct lx_attn_shape *sh, double *tab, float mult)
 {
+    int T = sh->T, D = sh->D, ld = sh->ld, ldo = sh->ldo, causal = sh->causal;
     LX_ASSERT(!spec->vis.window && !spec->posmap.method);
     float scale = (float)lx_spec_qk_scale(spec, D) * mult;
     lx_gemm(dP, T, do_, ldo, v, ld, T, T, D, 0, 1, 1.0f, 0.0f);     /* dP = dO Vᵀ */

@@ -36,6 +36,17 @@ void lx_attention_backward(float *dq, float *dk, float *dv, const float *do_, co
                            const float *q, const float *k, const float *v, const struct lx_spec *spec,
                            int T, int H, int D, int causal);
 
+/* The shapes of one attention call, in one place instead of a run of ints:
+** T query (and key) rows; H query heads of D dimensions sharing KV key/value
+** heads (query head h reads head h / (H / KV); KV = H is multi-head); the
+** row strides of q, k, v (and dq, dk, dv) and of the output o (and do_);
+** causal: key j is visible to query i only when j <= i. */
+struct lx_attn_shape {
+    int T, H, KV, D;
+    int ld, ldo;
+    int causal;
+};
+
 /* Scratch of one thread for the fast path. */
 struct lx_attn_ws {
     double *tab;        /* (2T,) the spec's row tables A, B */
@@ -54,20 +65,19 @@ enum { LX_ST_PMAX, LX_ST_ENTROPY, LX_ST_SIGMA, LX_ST_ROWS, LX_ATTN_NSTATS };
 size_t lx_attn_far_floats(int T, int D);
 
 /* The fast path: one head through BLAS, on strided views. q, k, v are (T, D)
-** with row stride ld ((H + 2·KV)·D inside a qkv buffer), o (T, D) with stride ldo;
-** P (T, T) receives the probabilities (0 where masked). Tested against the
-** naive path above. */
-void lx_attn_head_forward(float *o, int ldo, float *P, const float *q, const float *k, const float *v, int ld,
-                          const struct lx_spec *spec, int head, int T, int D, int causal,
+** with row stride sh->ld ((H + 2·KV)·D inside a qkv buffer), o (T, D) with
+** stride sh->ldo; P (T, T) receives the probabilities (0 where masked); H and
+** KV are not read. Tested against the naive path above. */
+void lx_attn_head_forward(float *o, float *P, const float *q, const float *k, const float *v,
+                          const struct lx_spec *spec, int head, const struct lx_attn_shape *sh,
                           const struct lx_attn_ws *ws);
 
-/* Backward of one head: dq, dk, dv (stride ld) accumulate (+=); do_ (stride
-** ldo); P from forward; dP is (T, T) scratch; tab (2T) doubles; mult as in
-** the forward's lx_attn_ws. */
-void lx_attn_head_backward(float *dq, float *dk, float *dv, int ld, const float *do_, int ldo, const float *P,
-                           float *dP, const float *q, const float *k, const float *v,
-                           const struct lx_spec *spec, int head, int T, int D, int causal, double *tab,
-                           float mult);
+/* Backward of one head: dq, dk, dv (stride sh->ld) accumulate (+=); do_
+** (stride sh->ldo); P from forward; dP is (T, T) scratch; tab (2T) doubles;
+** mult as in the forward's lx_attn_ws. */
+void lx_attn_head_backward(float *dq, float *dk, float *dv, const float *do_, const float *P, float *dP,
+                           const float *q, const float *k, const float *v, const struct lx_spec *spec, int head,
+                           const struct lx_attn_shape *sh, double *tab, float mult);
 
 /* x (D) turned by pos·θ_k in every rotary pair, in double precision. */
 void lx_rotary_turn(double *x, const struct lx_rotary *r, int D, double pos);
@@ -131,12 +141,11 @@ size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int D);
 /* Doubles of one thread's per-row statistics sums for blocks of bq queries. */
 size_t lx_tile_acc_doubles(int bq);
 
-/* o (T, H·D view: row stride ldo, head h at h·D) from q (row stride ld,
-** head h at h·D) and k, v (row stride ld, KV heads: query head h reads head
-** h / (H / KV) at (h / (H / KV))·D; KV = H is multi-head), all heads; mult
-** (H,) learned multipliers of S or NULL. */
-void lx_attn_tiled_forward(float *o, int ldo, const float *q, const float *k, const float *v, int ld,
-                           const struct lx_spec *spec, const float *mult, int T, int H, int KV, int D, int causal,
-                           const struct lx_tile_ws *ws);
+/* o (T, H·D view: row stride sh->ldo, head h at h·D) from q (row stride
+** sh->ld, head h at h·D) and k, v (row stride sh->ld, KV heads: query head h
+** reads head h / (H / KV) at (h / (H / KV))·D), all heads; mult (H,) learned
+** multipliers of S or NULL. */
+void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float *v, const struct lx_spec *spec,
+                           const float *mult, const struct lx_attn_shape *sh, const struct lx_tile_ws *ws);
 
 #endif

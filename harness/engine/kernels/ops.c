@@ -158,14 +158,14 @@ void lx_crossentropy_backward(float *dlogits, const float *probs, const int *tar
 }
 
 /* silu(x) = x·σ(x); silu'(x) = σ(x)·(1 + x·(1 − σ(x))) */
-void lx_swiglu_forward(float *y, const float *h, int N, int F)
+void lx_swiglu_forward(float *y, int ldy, const float *h, int N, int F)
 {
 #pragma omp parallel for schedule(static) if ((long)N * F > 65536)
     for (long t = 0; t < N; t++) {
         const float *a = h + t * 2 * F, *b = a + F;
         for (int i = 0; i < F; i++) {
             float s = 1.0f / (1.0f + expf(-a[i]));
-            y[t * F + i] = a[i] * s * b[i];
+            y[t * ldy + i] = a[i] * s * b[i];   /* y may be h (ldy 2F): a[i] is read before it is written */
         }
     }
 }

@@ -31,8 +31,9 @@ void lx_gelu_backward(float *dx, const float *dy, const float *x, int N);
 void lx_gelu_forward_s(float *y, float *s, const float *x, int N);
 void lx_gelu_backward_s(float *dx, const float *dy, const float *x, const float *s, int N);
 
-/* SwiGLU: y = silu(a)·b for h = [a | b] per row.  y (N, F), h (N, 2F). */
-void lx_swiglu_forward(float *y, const float *h, int N, int F);
+/* SwiGLU: y = silu(a)·b for h = [a | b] per row.  y (N, F) with row stride
+** ldy (F; or y = h, ldy 2F: each row's result over its own a), h (N, 2F). */
+void lx_swiglu_forward(float *y, int ldy, const float *h, int N, int F);
 /* dh (N, 2F) += ... */
 void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F);
 

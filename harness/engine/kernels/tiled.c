@@ -507,10 +507,10 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
     }
 }
 
-void lx_attn_tiled_forward(float *o, int ldo, const float *q, const float *k, const float *v, int ld,
-                           const struct lx_spec *spec, const float *mult, int T, int H, int KV, int D, int causal,
-                           const struct lx_tile_ws *ws)
+void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float *v, const struct lx_spec *spec,
+                           const float *mult, const struct lx_attn_shape *sh, const struct lx_tile_ws *ws)
 {
+    int T = sh->T, H = sh->H, KV = sh->KV, D = sh->D, ld = sh->ld, ldo = sh->ldo, causal = sh->causal;
     LX_ASSERT(omp_get_max_threads() <= ws->n_thr && ws->bq > 0 && ws->bk > 0);
     LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && KV >= 1 && H % KV == 0);
     struct tiled x = {.spec = spec, .q = q, .k = k, .v = v, .o = o, .ld = ld, .ldo = ldo, .T = T, .H = H, .D = D,

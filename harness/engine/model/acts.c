@@ -2,11 +2,22 @@
 ** harness/engine/model/acts.c - the activations of a forward pass, and the
 ** memory plan: what a model and one pass over (B, T) take, checked before
 ** anything is allocated (model.h).
+**
+** One table (acts_table) lists every buffer of struct lx_acts with its size
+** as a function of the architecture, (B, T) and the mode. lx_acts_alloc
+** carves the rows every pass uses from one block: rows of phase 0 each have
+** their own place; the rows of phases 1, 2, 3 (evaluation's attention, MLP
+** and head, never live at once) overlay one region, as large as the largest
+** phase. The rows a spec or a task may need (a probe's probabilities, the
+** posmap's far rows, CosScale's norms) are allocated on first use
+** (lx_acts_lazy), with the size the same row gives. lx_acts_bytes and
+** lx_run_bytes add the same rows up, so a new buffer is one row.
 */
 #include "harness/engine/model/model.h"
 
 #include <math.h>
 #include <omp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,79 +32,161 @@ static int n_threads(void)
     return omp_get_max_threads();
 }
 
-/* Every buffer of lx_acts with its element count, counted in double (hostile
-** sizes overflow long); `alloc` allocates them. Returns the bytes in all, or
-** -1 when an allocation failed. */
-static double acts_layout(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train, int alloc)
+#define ALIGN 64            /* bytes: every row of the block starts on a cache line */
+#define MAX_ROWS 40
+#define N_PHASES 4
+
+/* One buffer: the field of struct lx_acts that points at it, its element
+** count (a double: hostile sizes overflow long) and size, its phase (0: a
+** place of its own), and whether it is allocated on first use (lazy),
+** counted by the plan when every flag of `when` (LX_RUN_*) is in its uses. */
+struct acts_row {
+    size_t field;
+    double n;
+    size_t el;
+    int phase;
+    int lazy;
+    unsigned when;
+};
+
+#define ROW(f, count, size) {offsetof(struct lx_acts, f), (count), (size), 0, 0, 0}
+#define PHASE(k, f, count) {offsetof(struct lx_acts, f), (count), 4, (k), 0, 0}
+#define LAZY(f, count, size, w) {offsetof(struct lx_acts, f), (count), (size), 0, 1, (w)}
+
+/* Every buffer of a pass over (B, T). Training keeps every layer's
+** activations for backward; evaluation holds one layer's (the residual
+** stream updated in place, the MLP's activation over its pre-activation),
+** its attention, MLP and head phases overlaid, and the probabilities of the
+** loss for one block of LX_EVAL_ROWS rows. Returns the number of rows. */
+static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int T, int train)
 {
     double N = (double)B * T, C = (double)arch->d_model, HD = (double)arch->heads * arch->d_head,
            F = (double)arch->d_mlp, F2 = arch->mlp == LX_MLP_SWIGLU ? 2 * F : F, V = (double)arch->vocab,
            TT = (double)T * T, H = (double)arch->heads, nthr = n_threads(), LL = (double)arch->layers,
-           QKV = (double)lx_arch_qkv(arch);
-    double L = train ? LL : 1, tr = train ? 1 : 0;
-    struct { void **p; double n; size_t el; } b[] = {
-        {(void **)&a->x, (train ? LL + 1 : 2) * N * C, 4},
-        {(void **)&a->rstd1, L * N, 4},
-        {(void **)&a->xn1, L * N * C, 4},
-        {(void **)&a->qkv, L * N * QKV, 4},
-        {(void **)&a->att, train ? LL * B * H * TT : 0, 4},     /* eval: on first use (attention_all) */
-        {(void **)&a->ao, L * N * HD, 4},
-        {(void **)&a->xm, L * N * C, 4},
-        {(void **)&a->rstd2, L * N, 4},
-        {(void **)&a->xn2, L * N * C, 4},
-        {(void **)&a->h, L * N * F2, 4},
-        {(void **)&a->act, L * N * F, 4},
-        {(void **)&a->sig, train && arch->mlp == LX_MLP_GELU ? L * N * F : 0, 4},
-        {(void **)&a->rstdf, N, 4},
-        {(void **)&a->xnf, N * C, 4},
-        {(void **)&a->logits, N * V, 4},
-        {(void **)&a->probs, N * V, 4},
-        {(void **)&a->loss, N, 4},
-        {(void **)&a->rope_cs, N * (double)arch->d_head, 8},
-        {(void **)&a->tab, nthr * 2 * T, 8},
-        {(void **)&a->tile, train ? 0 : nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK,
-                                                                                   (int)arch->d_head), 4},
-        {(void **)&a->dx, tr * N * C, 4},
-        {(void **)&a->dxn, tr * N * C, 4},
-        {(void **)&a->dqkv, tr * N * QKV, 4},
-        {(void **)&a->dao, tr * N * HD, 4},
-        {(void **)&a->dh, tr * N * F2, 4},
-        {(void **)&a->dact, tr * N * F, 4},
-        {(void **)&a->dlogits, tr * N * V, 4},
-        {(void **)&a->dp, tr * nthr * TT, 4},
-    };
+           QKV = (double)lx_arch_qkv(arch), D = (double)arch->d_head, nqb = (T + LX_TILE_BQ - 1) / LX_TILE_BQ;
+    double R = N < LX_EVAL_ROWS ? N : LX_EVAL_ROWS, far = nthr * (double)lx_attn_far_floats(T, (int)D);
+    int n = 0;
+    if (train) {
+        struct acts_row t[] = {
+            ROW(x, (LL + 1) * N * C, 4), ROW(rstd1, LL * N, 4), ROW(xn1, LL * N * C, 4),
+            ROW(qkv, LL * N * QKV, 4), ROW(att, LL * B * H * TT, 4), ROW(ao, LL * N * HD, 4),
+            ROW(xm, LL * N * C, 4), ROW(rstd2, LL * N, 4), ROW(xn2, LL * N * C, 4), ROW(h, LL * N * F2, 4),
+            ROW(act, LL * N * F, 4), ROW(sig, arch->mlp == LX_MLP_GELU ? LL * N * F : 0, 4),
+            ROW(rstdf, N, 4), ROW(xnf, N * C, 4), ROW(logits, N * V, 4), ROW(probs, N * V, 4), ROW(loss, N, 4),
+            ROW(rope_cs, N * D, 8), ROW(tab, nthr * 2 * T, 8),
+            ROW(dx, N * C, 4), ROW(dxn, N * C, 4), ROW(dqkv, N * QKV, 4), ROW(dao, N * HD, 4),
+            ROW(dh, N * F2, 4), ROW(dact, N * F, 4), ROW(dlogits, N * V, 4), ROW(dp, nthr * TT, 4),
+            LAZY(far, far, 4, 0), LAZY(qkn, LL * N * 2 * H, 4, 0),       /* posmap, CosScale: counted always */
+        };
+        memcpy(r, t, sizeof t);
+        n = (int)(sizeof t / sizeof *t);
+    } else {
+        struct acts_row e[] = {
+            ROW(x, N * C, 4), ROW(rstd1, N, 4), ROW(rstdf, N, 4), ROW(probs, R * V, 4), ROW(loss, N, 4),
+            PHASE(1, xn1, N * C), PHASE(1, qkv, N * QKV), PHASE(1, ao, N * HD),         /* attention */
+            PHASE(2, xn2, N * C), PHASE(2, h, N * F2),                                  /* MLP */
+            PHASE(3, xnf, N * C), PHASE(3, logits, N * V),                              /* head */
+            ROW(rope_cs, N * D, 8), ROW(tab, nthr * 2 * T, 8),
+            ROW(tile, nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, (int)D), 4),
+            ROW(tile_tab, H * (1 + LX_SPEC_MAX_OPS) * T, 8),
+            ROW(tile_acc, nthr * (double)lx_tile_acc_doubles(LX_TILE_BQ), 8),
+            ROW(tile_part, H * (nqb + 1), sizeof(struct lx_diag)),
+            LAZY(tile_rot, 4 * H * T * D, 4, LX_RUN_POSMAP),                /* the tiles' far-key rows */
+            LAZY(att, nthr * TT, 4, LX_RUN_PROBS),                          /* the head path (a probe) */
+            LAZY(far, far, 4, LX_RUN_PROBS | LX_RUN_POSMAP),
+        };
+        memcpy(r, e, sizeof e);
+        n = (int)(sizeof e / sizeof *e);
+    }
+    LX_ASSERT(n <= MAX_ROWS);
+    return n;
+}
+
+static double row_bytes(const struct acts_row *r)
+{
+    return ceil(r->n * (double)r->el / ALIGN) * ALIGN;
+}
+
+static void **row_ptr(struct lx_acts *a, const struct acts_row *r)
+{
+    return (void **)((char *)a + r->field);
+}
+
+/* The block's layout: each row's offset (lazy rows: -1), and its size. */
+static double block_layout(const struct acts_row *r, int n, double *off)
+{
+    double phase[N_PHASES] = {0}, region = 0.0;
+    for (int i = 0; i < n; i++)
+        if (!r[i].lazy) {
+            off[i] = phase[r[i].phase];
+            phase[r[i].phase] += row_bytes(&r[i]);
+        } else
+            off[i] = -1.0;
+    for (int k = 1; k < N_PHASES; k++)
+        region = phase[k] > region ? phase[k] : region;
+    for (int i = 0; i < n; i++)
+        if (!r[i].lazy && r[i].phase)
+            off[i] += phase[0];
+    return phase[0] + region;
+}
+
+/* Bytes of the block (lazy 0) or of the lazy rows `uses` counts (lazy 1). */
+static double table_bytes(const struct lx_arch *arch, int B, int T, int train, int lazy, unsigned uses)
+{
+    struct acts_row r[MAX_ROWS];
+    double off[MAX_ROWS];
+    int n = acts_table(r, arch, B, T, train);
+    if (!lazy)
+        return block_layout(r, n, off);
     double total = 0.0;
-    for (size_t i = 0; i < sizeof b / sizeof *b; i++) {
-        total += b[i].n * (double)b[i].el;
-        if (alloc && b[i].n > 0 && !(*b[i].p = malloc((size_t)b[i].n * b[i].el)))
-            return -1.0;
-    }
-    if (alloc) {
-        a->B = B;
-        a->T = T;
-        a->train = train;
-        a->n_thr = (int)nthr;
-    }
+    for (int i = 0; i < n; i++)
+        if (r[i].lazy && (r[i].when & uses) == r[i].when)
+            total += row_bytes(&r[i]);
     return total;
 }
 
 double lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train)
 {
-    struct lx_acts a = {0};
-    return acts_layout(&a, arch, B, T, train, 0);
+    return table_bytes(arch, B, T, train, 0, 0);
 }
 
 int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train, struct lx_error *err)
 {
     memset(a, 0, sizeof *a);
     double need = lx_acts_bytes(arch, B, T, train), avail = lx_mem_available();
-    if (need <= avail && acts_layout(a, arch, B, T, train, 1) >= 0.0)
+    if (need <= avail && need < (double)SIZE_MAX && (a->block = aligned_alloc(ALIGN, (size_t)need))) {
+        struct acts_row r[MAX_ROWS];
+        double off[MAX_ROWS];
+        int n = acts_table(r, arch, B, T, train);
+        block_layout(r, n, off);
+        for (int i = 0; i < n; i++)
+            if (!r[i].lazy && r[i].n > 0)
+                *row_ptr(a, &r[i]) = (char *)a->block + (size_t)off[i];
+        a->arch = *arch;
+        a->B = B;
+        a->T = T;
+        a->train = train;
+        a->n_thr = n_threads();
         return LX_OK;
-    lx_acts_release(a);
+    }
     char nb[32], ab[32];
     return lx_err(err, LX_ENOMEM, "activations for %d x %d tokens on %d threads need %s; %s of memory are "
                   "available\n  hint: use a shorter length, a smaller batch or fewer --threads",
                   B, T, n_threads(), lx_fmt_bytes(nb, need), lx_fmt_bytes(ab, avail));
+}
+
+void *lx_acts_lazy(struct lx_acts *a, void *field)
+{
+    void **f = field;
+    if (*f)
+        return *f;
+    struct acts_row r[MAX_ROWS];
+    int n = acts_table(r, &a->arch, a->B, a->T, a->train);
+    for (int i = 0; i < n; i++)
+        if (r[i].lazy && row_ptr(a, &r[i]) == f)
+            return *f = lx_xmalloc((size_t)row_bytes(&r[i]));
+    LX_ASSERT(!"a lazy row of acts_table");
+    return NULL;
 }
 
 /* ---- memory: what a model needs, checked before anything is allocated --------- */
@@ -105,25 +198,17 @@ double lx_model_bytes(const struct lx_arch *a, int train)
     return (double)lx_arch_n_params(a) * (train ? 4.0 * 4 + 1 : 4.0);
 }
 
+unsigned lx_run_uses(const struct lx_spec *spec)
+{
+    return spec->posmap.method ? LX_RUN_POSMAP : 0;
+}
+
 double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses)
 {
-    int probs = (uses & LX_RUN_PROBS) != 0;
-    double N = (double)B * T, nthr = n_threads();
-    /* the head path (training, or an evaluation pass that asks for
-    ** probabilities): per-thread posmap scratch and, in evaluation, the
-    ** probabilities (n_thr, T, T), both allocated on first use; a tiled pass
-    ** never allocates either, so its memory grows as O(T·d) */
-    int head = train || probs;
-    double far = head ? nthr * (double)lx_attn_far_floats(T, (int)a->d_head) * 4 : 0.0;
-    double qkn = train ? (double)a->layers * N * 2 * (double)a->heads * 4 : 0.0;   /* cosine norms */
-    double HT = (double)a->heads * T, P = !train && probs ? nthr * (double)T * T * 4 : 0.0;
-    /* eval: the tiled forward's tables and far rows, and its row statistics' sums */
-    double stat = nthr * (double)lx_tile_acc_doubles(LX_TILE_BQ) * 8 +
-                  (double)a->heads * ((double)T / LX_TILE_BQ + 2) * sizeof(struct lx_diag);
-    double tiled = train ? 0.0 : HT * (1 + LX_SPEC_MAX_OPS) * 8 + 4 * HT * (double)a->d_head * 4 + stat;
-    double ints = 3 * N * 4;                                                 /* tokens, targets, positions */
+    double ints = 3 * (double)B * T * 4;                                    /* tokens, targets, positions */
     double kv = !train && (uses & LX_RUN_KVCACHE) ? lx_kvcache_bytes(a, B, T, (uses & LX_RUN_KVFAR) != 0) : 0.0;
-    return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, train) + far + qkn + ints + P + tiled + kv;
+    return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, train) + table_bytes(a, B, T, train, 1, uses) + ints +
+           kv;
 }
 
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err)
@@ -152,12 +237,14 @@ void lx_acts_release(struct lx_acts *a)
 {
     if (!a)
         return;
-    void *p[] = {a->x, a->rstd1, a->xn1, a->qkv, a->att, a->ao, a->xm, a->rstd2, a->xn2, a->h, a->act, a->sig,
-                 a->rstdf, a->xnf, a->logits, a->probs, a->loss, a->rope_cs, a->tab, a->far, a->tile,
-                 a->tile_tab, a->tile_rot, a->tile_acc, a->tile_part, a->qkn, a->dx,
-                 a->dxn, a->dqkv, a->dao, a->dh, a->dact, a->dlogits, a->dp};
-    for (size_t i = 0; i < sizeof p / sizeof *p; i++)
-        free(p[i]);
+    if (a->block) {
+        struct acts_row r[MAX_ROWS];
+        int n = acts_table(r, &a->arch, a->B, a->T, a->train);
+        for (int i = 0; i < n; i++)
+            if (r[i].lazy)
+                free(*row_ptr(a, &r[i]));
+    }
+    free(a->block);
     memset(a, 0, sizeof *a);
 }
 

@@ -66,7 +66,7 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
         lx_rmsnorm_forward(c->xn, c->rstd, c->xm, W->mlp_norm, 1, C, eps);
         lx_matmul(c->h, c->xn, W->w13, 1, F2, C, 0, 1, 1.0f, 0.0f);
         if (ar->mlp == LX_MLP_SWIGLU)
-            lx_swiglu_forward(c->act, c->h, 1, F);
+            lx_swiglu_forward(c->act, F, c->h, 1, F);
         else
             lx_gelu_forward_s(c->act, NULL, c->h, F);
         memcpy(c->x, c->xm, sizeof(float) * (size_t)C);

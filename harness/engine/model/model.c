@@ -40,6 +40,14 @@ static struct sizes sizes_of(const struct lx_arch *a, int B, int T)
     return s;
 }
 
+/* The shapes of every attention call over windows of T rows of a qkv buffer. */
+static struct lx_attn_shape shape_of(const struct lx_arch *a, int T)
+{
+    return (struct lx_attn_shape){.T = T, .H = (int)a->heads, .KV = (int)lx_arch_kv(a), .D = (int)a->d_head,
+                                  .ld = (int)lx_arch_qkv(a), .ldo = (int)(a->heads * a->d_head),
+                                  .causal = a->mode == LX_MODEL_CAUSAL};
+}
+
 /* ---- rope ------------------------------------------------------------------- */
 
 void lx_rope_table(double *cs, const struct lx_rotary *r, int T)
@@ -131,7 +139,6 @@ void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int 
 
 /* Layer-l slice of a per-layer buffer (eval mode keeps one slice). */
 #define LAY(a, buf, l, per) ((a)->train ? (buf) + (long)(l) * (per) : (buf))
-#define XIN(a, l, NC) ((a)->train ? (a)->x + (long)(l) * (NC) : (a)->x + (long)((l) % 2) * (NC))
 
 /* Window b's per-head statistics sums (H,) into the pass's LX_ST rows (H,
 ** LX_ATTN_NSTATS) and diag (H,), either may be NULL. */
@@ -151,25 +158,18 @@ static void put_stats(double *stats, struct lx_diag *diag, const struct lx_diag 
 }
 
 /* Evaluation without a probe: every window through the tiled forward, on
-** LX_TILE_BQ × LX_TILE_BK tiles (scratch and tables allocated on first use,
-** like the head path's far scratch), row statistics summed from the tiles
+** LX_TILE_BQ × LX_TILE_BK tiles (the far-key rows of a posmap allocated on
+** first use, like the head path's far scratch), row statistics summed from the tiles
 ** into stats (layers' slice: (B, H, LX_ATTN_NSTATS)) and diag ((B, H)). */
 static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
-                            double *stats, struct lx_diag *diag, const float *mult, int B, int T, int H, int KV,
-                            int D, int causal)
+                            double *stats, struct lx_diag *diag, const float *mult, const struct lx_attn_shape *sh)
 {
+    int B = a->B, T = sh->T, H = sh->H, KV = sh->KV, D = sh->D;
     long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD, nqb = (T + LX_TILE_BQ - 1) / LX_TILE_BQ;
-    size_t nrot = lx_tile_rot_floats(spec, T, H, D);
-    if (lx_tile_tab_rows(spec) && !a->tile_tab)
-        a->tile_tab = lx_xmalloc(sizeof(double) * (size_t)H * (1 + LX_SPEC_MAX_OPS) * (size_t)T);
-    if (nrot && !a->tile_rot)
-        a->tile_rot = lx_xmalloc(sizeof(float) * nrot);
+    if (lx_tile_rot_floats(spec, T, H, D))
+        lx_acts_lazy(a, &a->tile_rot);
     int want = stats || diag;
-    if (want && !a->tile_acc) {
-        a->tile_acc = lx_xmalloc(sizeof(double) * lx_tile_acc_doubles(LX_TILE_BQ) * (size_t)a->n_thr);
-        a->tile_part = lx_xmalloc(sizeof(struct lx_diag) * (size_t)(H * (nqb + 1)));
-    }
-    struct lx_tile_stats st = {.out = a->tile_part ? a->tile_part + H * nqb : NULL, .row1 = a->stats_row1,
+    struct lx_tile_stats st = {.out = a->tile_part + H * nqb, .row1 = a->stats_row1,
                                .ranges = a->diag_ranges, .buckets = a->diag_buckets};
     struct lx_tile_ws ws = {.bq = LX_TILE_BQ, .bk = LX_TILE_BK, .n_thr = a->n_thr, .scratch = a->tile,
                             .tab = a->tile_tab, .rot = a->tile_rot, .stats = want ? &st : NULL,
@@ -180,8 +180,7 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
             memset(st.out, 0, sizeof(struct lx_diag) * (size_t)H);
             st.row0 = a->stats_row0 ? a->stats_row0[b] : 0;
         }
-        lx_attn_tiled_forward(ao + (long)b * T * HD, (int)HD, q, q + HD, q + HD + KD, (int)QKV, spec, mult, T,
-                              H, KV, D, causal, &ws);
+        lx_attn_tiled_forward(ao + (long)b * T * HD, q, q + HD, q + HD + KD, spec, mult, sh, &ws);
         if (want)
             put_stats(stats ? stats + (long)b * H * LX_ATTN_NSTATS : NULL, diag ? diag + (long)b * H : NULL, st.out,
                       H);
@@ -196,19 +195,20 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
 ** rows of retrieval tasks, t5align's calibration), unless the pass asks for
 ** whole probability rows (a probe) or for the head path (head_path: tests). */
 static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
-                          float *att, double *stats, struct lx_diag *diag, const float *mult, int layer, int B,
-                          int T, int H, int KV, int D, int causal)
+                          float *att, double *stats, struct lx_diag *diag, const float *mult, int layer,
+                          const struct lx_attn_shape *sh)
 {
     if (!a->train && !a->probe && !a->head_path) {
-        attention_tiled(a, spec, qkv, ao, stats, diag, mult, B, T, H, KV, D, causal);
+        attention_tiled(a, spec, qkv, ao, stats, diag, mult, sh);
         return;
     }
+    int B = a->B, T = sh->T, H = sh->H, KV = sh->KV, D = sh->D;
     long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
     size_t nfar = lx_attn_far_floats(T, D);
     if (!att)
-        att = a->att = lx_xmalloc(sizeof(float) * (size_t)T * (size_t)T * (size_t)a->n_thr);
-    if (spec->posmap.method && !a->far)
-        a->far = lx_xmalloc(sizeof(float) * nfar * (size_t)a->n_thr);
+        att = lx_acts_lazy(a, &a->att);
+    if (spec->posmap.method)
+        lx_acts_lazy(a, &a->far);
 #pragma omp parallel for schedule(dynamic, 1)
     for (long bh = 0; bh < (long)B * H; bh++) {
         int b = (int)(bh / H), h = (int)(bh % H), thr = omp_get_thread_num();
@@ -220,8 +220,7 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
             .stats_row0 = a->stats_row0 ? a->stats_row0[b] : 0, .stats_row1 = a->stats_row1,
             .mult = mult ? mult[h] : 1.0f,
         };
-        lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, (int)HD, P, q, k, k + KD, (int)QKV, spec, h, T,
-                             D, causal, &ws);
+        lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, P, q, k, k + KD, spec, h, sh, &ws);
         if (a->probe)
             a->probe(a->probe_ctx, layer, b, h, P, T);
     }
@@ -237,61 +236,110 @@ static void rope_rows(struct lx_acts *a, const struct lx_spec *spec, float *qkv,
         lx_rope_apply(qkv, &spec->rotary, a->rope_cs, a->B, a->T, H, KV, D, sign);
 }
 
+/* Norm, q|k|v, positions and attention of layer l: xin (N, C) to ao (N, HD),
+** the layer's activations in the slices LAY gives (one slice in evaluation). */
+static void attention_layer(const struct lx_model *m, const struct lx_spec *spec, struct lx_acts *a, long l,
+                            const float *xin, const struct sizes *s)
+{
+    const struct lx_arch *ar = &m->arch;
+    const struct lx_layer_w *W = &m->v.layer[l];
+    float *rstd1 = LAY(a, a->rstd1, l, s->N), *xn1 = LAY(a, a->xn1, l, s->N * s->C);
+    float *qkv = LAY(a, a->qkv, l, s->N * s->QKV), *ao = LAY(a, a->ao, l, s->N * s->HD);
+    float *att = a->train ? a->att + l * (long)a->B * s->H * s->T * s->T : a->att;
+    lx_rmsnorm_forward(xn1, rstd1, xin, W->attn_norm, (int)s->N, (int)s->C, (float)ar->norm_eps);
+    lx_linear_forward(qkv, xn1, W->wqkv, W->bqkv, (int)s->N, (int)s->C, (int)s->QKV);
+    rope_rows(a, spec, qkv, (int)s->H, (int)s->KV, (int)ar->d_head, +1);
+    if (spec->cosine)
+        lx_qk_normalize(qkv, a->train ? a->qkn + l * s->N * 2 * s->H : NULL, s->N, (int)s->H, (int)s->KV,
+                        (int)ar->d_head);
+    if (a->kv)
+        lx_kvcache_put(a->kv, (int)l, qkv, a->B, a->T, (int)s->H);
+    struct lx_attn_shape sh = shape_of(ar, a->T);
+    attention_all(a, spec, qkv, ao, att, a->stats ? a->stats + l * a->B * s->H * LX_ATTN_NSTATS : NULL,
+                  a->diag ? a->diag + l * a->B * s->H : NULL, W->logit_scale, (int)l, &sh);
+}
+
+/* The MLP, xout = xm + W2·act(W1·n2(xm) [, W3·n2(xm)]) over all N rows; xout
+** may be xm (in place); act (row stride ldact) may be h (ldact F2: the
+** activation over each row's first F values); sig (or NULL) keeps GELU's σ. */
+static void mlp(const struct lx_arch *ar, const struct lx_layer_w *W, float *xout, const float *xm, float *xn2,
+                float *rstd2, float *h, float *act, int ldact, float *sig, const struct sizes *s)
+{
+    lx_rmsnorm_forward(xn2, rstd2, xm, W->mlp_norm, (int)s->N, (int)s->C, (float)ar->norm_eps);
+    lx_matmul(h, xn2, W->w13, (int)s->N, (int)s->F2, (int)s->C, 0, 1, 1.0f, 0.0f);
+    if (ar->mlp == LX_MLP_SWIGLU)
+        lx_swiglu_forward(act, ldact, h, (int)s->N, (int)s->F);
+    else
+        lx_gelu_forward_s(act, sig, h, (int)(s->N * s->F));
+    if (xout != xm)
+        memcpy(xout, xm, sizeof(float) * (size_t)(s->N * s->C));
+    lx_gemm(xout, (int)s->C, act, ldact, W->w2, (int)s->F, (int)s->N, (int)s->C, (int)s->F, 0, 1, 1.0f, 1.0f);
+}
+
+/* The final norm and the head's logits of all N rows; with targets, the
+** per-token NLL over blocks of LX_EVAL_ROWS rows (probs holds one block). */
+static void head(const struct lx_model *m, struct lx_acts *a, const float *x, float *probs, int block,
+                 const int *targets, const struct sizes *s)
+{
+    lx_rmsnorm_forward(a->xnf, a->rstdf, x, m->v.norm, (int)s->N, (int)s->C, (float)m->arch.norm_eps);
+    lx_matmul(a->logits, a->xnf, m->v.head, (int)s->N, (int)s->V, (int)s->C, 0, 1, 1.0f, 0.0f);
+    for (long r0 = 0; targets && r0 < s->N; r0 += block)
+        lx_crossentropy_forward(a->loss + r0, probs, a->logits + r0 * s->V,
+                                targets + r0, (int)(s->N - r0 < block ? s->N - r0 : block), (int)s->V);
+}
+
+/* Training: every layer's activations kept for backward. */
+static void forward_train(const struct lx_model *m, const struct lx_spec *spec, const int *targets,
+                          struct lx_acts *a, const struct sizes *s)
+{
+    for (long l = 0; l < s->L; l++) {
+        const struct lx_layer_w *W = &m->v.layer[l];
+        float *xin = a->x + l * s->N * s->C, *xm = a->xm + l * s->N * s->C, *ao = a->ao + l * s->N * s->HD;
+        attention_layer(m, spec, a, l, xin, s);
+        memcpy(xm, xin, sizeof(float) * (size_t)(s->N * s->C));
+        lx_matmul(xm, ao, W->wo, (int)s->N, (int)s->C, (int)s->HD, 0, 1, 1.0f, 1.0f);
+        mlp(&m->arch, W, xin + s->N * s->C, xm, a->xn2 + l * s->N * s->C, a->rstd2 + l * s->N,
+            a->h + l * s->N * s->F2, a->act + l * s->N * s->F, (int)s->F, a->sig ? a->sig + l * s->N * s->F : NULL, s);
+    }
+    head(m, a, a->x + s->L * s->N * s->C, a->probs, (int)s->N, targets, s);
+}
+
+/* Evaluation: one layer's activations at a time, the residual stream x
+** updated in place, the MLP's activation over its pre-activation, and the
+** attention, MLP and head phases' buffers overlaid (acts.c). Every matrix
+** product is the same call over all N rows as in training: a row-blocked
+** GEMM changes which OpenBLAS kernel path a row takes, and with it the bits
+** (docs/PERFORMANCE.md, "Evaluation memory"). */
+static void forward_eval(const struct lx_model *m, const struct lx_spec *spec, const int *targets,
+                         struct lx_acts *a, const struct sizes *s)
+{
+    for (long l = 0; l < s->L; l++) {
+        const struct lx_layer_w *W = &m->v.layer[l];
+        attention_layer(m, spec, a, l, a->x, s);
+        lx_matmul(a->x, a->ao, W->wo, (int)s->N, (int)s->C, (int)s->HD, 0, 1, 1.0f, 1.0f);
+        mlp(&m->arch, W, a->x, a->x, a->xn2, a->rstd1, a->h, a->h, (int)s->F2, NULL, s);
+    }
+    head(m, a, a->x, a->probs, LX_EVAL_ROWS, targets, s);
+}
+
 double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
                         const int *targets, struct lx_acts *a)
 {
-    const struct lx_arch *ar = &m->arch;
-    struct sizes s = sizes_of(ar, a->B, a->T);
-    int causal = ar->mode == LX_MODEL_CAUSAL;
-    float eps = (float)ar->norm_eps;
+    struct sizes s = sizes_of(&m->arch, a->B, a->T);
     if (a->pos)
         lx_rope_table_pos(a->rope_cs, &spec->rotary, a->pos, s.N);
     else
         lx_rope_table(a->rope_cs, &spec->rotary, a->T);
-    if (spec->cosine && a->train && !a->qkn)
-        a->qkn = lx_xmalloc(sizeof(float) * (size_t)(s.L * s.N * 2 * s.H));
-    float *x = a->x;
+    if (spec->cosine && a->train)
+        lx_acts_lazy(a, &a->qkn);
     for (long i = 0; i < s.N; i++)
-        memcpy(x + i * s.C, m->v.tok_emb + (long)tokens[i] * s.C, sizeof(float) * (size_t)s.C);
-    for (long l = 0; l < s.L; l++) {
-        const struct lx_layer_w *W = &m->v.layer[l];
-        float *xin = XIN(a, l, s.N * s.C), *xout = XIN(a, l + 1, s.N * s.C);
-        float *rstd1 = LAY(a, a->rstd1, l, s.N), *xn1 = LAY(a, a->xn1, l, s.N * s.C);
-        float *qkv = LAY(a, a->qkv, l, s.N * s.QKV), *ao = LAY(a, a->ao, l, s.N * s.HD);
-        float *att = LAY(a, a->att, l, (long)a->B * s.H * s.T * s.T);
-        float *xm = LAY(a, a->xm, l, s.N * s.C);
-        float *rstd2 = LAY(a, a->rstd2, l, s.N), *xn2 = LAY(a, a->xn2, l, s.N * s.C);
-        float *h = LAY(a, a->h, l, s.N * s.F2), *act = LAY(a, a->act, l, s.N * s.F);
-
-        lx_rmsnorm_forward(xn1, rstd1, xin, W->attn_norm, (int)s.N, (int)s.C, eps);
-        lx_linear_forward(qkv, xn1, W->wqkv, W->bqkv, (int)s.N, (int)s.C, (int)s.QKV);
-        rope_rows(a, spec, qkv, (int)s.H, (int)s.KV, (int)ar->d_head, +1);
-        if (spec->cosine)
-            lx_qk_normalize(qkv, a->train ? a->qkn + l * s.N * 2 * s.H : NULL, s.N, (int)s.H, (int)s.KV,
-                            (int)ar->d_head);
-        if (a->kv)
-            lx_kvcache_put(a->kv, (int)l, qkv, a->B, a->T, (int)s.H);
-        attention_all(a, spec, qkv, ao, att, a->stats ? a->stats + l * a->B * s.H * LX_ATTN_NSTATS : NULL,
-                      a->diag ? a->diag + l * a->B * s.H : NULL, W->logit_scale, (int)l, a->B, a->T, (int)s.H,
-                      (int)s.KV, (int)ar->d_head, causal);
-        memcpy(xm, xin, sizeof(float) * (size_t)(s.N * s.C));
-        lx_matmul(xm, ao, W->wo, (int)s.N, (int)s.C, (int)s.HD, 0, 1, 1.0f, 1.0f);
-
-        lx_rmsnorm_forward(xn2, rstd2, xm, W->mlp_norm, (int)s.N, (int)s.C, eps);
-        lx_matmul(h, xn2, W->w13, (int)s.N, (int)s.F2, (int)s.C, 0, 1, 1.0f, 0.0f);
-        if (ar->mlp == LX_MLP_SWIGLU)
-            lx_swiglu_forward(act, h, (int)s.N, (int)s.F);
-        else
-            lx_gelu_forward_s(act, a->sig ? a->sig + l * s.N * s.F : NULL, h, (int)(s.N * s.F));
-        memcpy(xout, xm, sizeof(float) * (size_t)(s.N * s.C));
-        lx_matmul(xout, act, W->w2, (int)s.N, (int)s.C, (int)s.F, 0, 1, 1.0f, 1.0f);
-    }
-    float *xl = XIN(a, s.L, s.N * s.C);
-    lx_rmsnorm_forward(a->xnf, a->rstdf, xl, m->v.norm, (int)s.N, (int)s.C, eps);
-    lx_matmul(a->logits, a->xnf, m->v.head, (int)s.N, (int)s.V, (int)s.C, 0, 1, 1.0f, 0.0f);
+        memcpy(a->x + i * s.C, m->v.tok_emb + (long)tokens[i] * s.C, sizeof(float) * (size_t)s.C);
+    if (a->train)
+        forward_train(m, spec, targets, a, &s);
+    else
+        forward_eval(m, spec, targets, a, &s);
     if (!targets)
         return 0.0;
-    lx_crossentropy_forward(a->loss, a->probs, a->logits, targets, (int)s.N, (int)s.V);
     double sum = 0.0;
     long n = 0;
     for (long i = 0; i < s.N; i++)
@@ -308,9 +356,9 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
 ** and the sums do not depend on the thread count. dmult (H,) += the learned
 ** multipliers' gradient when mult is given. */
 static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, const float *att,
-                               const float *mult, float *dmult, int H, int KV, int D, int causal)
+                               const float *mult, float *dmult, const struct lx_attn_shape *sh)
 {
-    int B = a->B, T = a->T, G = H / KV;
+    int B = a->B, T = a->T, H = sh->H, KV = sh->KV, D = sh->D, G = H / KV;
     long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
     double *dm = mult ? lx_xcalloc((size_t)B * (size_t)H, sizeof *dm) : NULL;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -322,9 +370,9 @@ static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, co
             const float *q = qkv + row0 + (long)hh * D;
             float *dq = a->dqkv + row0 + (long)hh * D, *dk = a->dqkv + row0 + kof;
             float w = mult ? mult[hh] : 1.0f;
-            lx_attn_head_backward(dq, dk, dk + KD, (int)QKV, a->dao + (long)b * T * HD + (long)hh * D, (int)HD,
-                                  att + bh * T * T, a->dp + (long)thr * T * T, q, qkv + row0 + kof,
-                                  qkv + row0 + kof + KD, spec, hh, T, D, causal, a->tab + (long)thr * 2 * T, w);
+            lx_attn_head_backward(dq, dk, dk + KD, a->dao + (long)b * T * HD + (long)hh * D, att + bh * T * T,
+                                  a->dp + (long)thr * T * T, q, qkv + row0 + kof, qkv + row0 + kof + KD, spec, hh,
+                                  sh, a->tab + (long)thr * 2 * T, w);
             if (dm)     /* S = c·w·(q·k) and dq = dL/d(q·k)·K, so dL/dw = Σ_i q_i·dq_i / w */
                 for (int t = 0; t < T; t++)
                     for (int d = 0; d < D; d++)
@@ -342,7 +390,8 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
     LX_ASSERT(a->train);
     const struct lx_arch *ar = &m->arch;
     struct sizes s = sizes_of(ar, a->B, a->T);
-    int causal = ar->mode == LX_MODEL_CAUSAL, H = (int)s.H, D = (int)ar->d_head, T = a->T;
+    int H = (int)s.H, D = (int)ar->d_head, T = a->T;
+    struct lx_attn_shape sh = shape_of(ar, T);
     long n_scored = 0;
     for (long i = 0; i < s.N; i++)
         n_scored += targets[i] >= 0;
@@ -382,7 +431,7 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
         memset(a->dao, 0, sizeof(float) * (size_t)(s.N * HD));
         lx_linear_backward(a->dao, G->wo, NULL, a->dx, ao, W->wo, (int)s.N, (int)HD, (int)s.C);
         memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * s.QKV));
-        attention_backward(a, spec, qkv, att, W->logit_scale, G->logit_scale, H, (int)s.KV, D, causal);
+        attention_backward(a, spec, qkv, att, W->logit_scale, G->logit_scale, &sh);
         if (spec->cosine)
             lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, (int)s.KV, D);
         rope_rows(a, spec, a->dqkv, H, (int)s.KV, D, -1);

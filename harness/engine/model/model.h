@@ -38,41 +38,49 @@
 ** writes only to its own (l, b, h) slot needs no lock. */
 typedef void (*lx_att_probe)(void *ctx, int layer, int b, int h, const float *P, int T);
 
-/* Activations of one forward pass over B windows of T tokens (N = B·T rows).
-** With `train` every layer keeps what backward needs; without, buffers are
-** reused across layers and attention runs tiled (harness/engine/kernels/tiled.c), so
-** memory grows as O(T·d), row statistics (stats, diag) summed from the tiles;
-** a pass with a probe (or head_path) runs the head path instead and allocates
-** one T × T probability buffer per thread. */
+/* Activations of one forward pass over B windows of T tokens (N = B·T rows),
+** laid out by one table (acts.c) that both the allocation and the memory plan
+** read. With `train` every layer keeps what backward needs; without, the pass
+** holds one layer's activations at a time (the residual stream x updated in
+** place, the MLP's activation over its pre-activation h, the attention, MLP
+** and head phases overlaid), the loss's probabilities over blocks of
+** LX_EVAL_ROWS rows, and runs attention tiled
+** (harness/engine/kernels/tiled.c), so memory grows as O(T·d), row statistics
+** (stats, diag) summed from the tiles; a pass with a probe (or head_path)
+** runs the head path instead and allocates one T × T probability buffer per
+** thread. */
+#define LX_EVAL_ROWS 1024
 struct lx_kvcache;
 
 struct lx_acts {
     int B, T, train;
     int n_thr;                  /* attention scratch slots */
-    float *x;                   /* train: (layers+1, N, C) residual stream; eval: (2, N, C) */
+    struct lx_arch arch;        /* what the table was laid out for */
+    void *block;                /* every non-lazy buffer below, carved from this one allocation */
+    float *x;                   /* train: (layers+1, N, C) residual stream; eval: (N, C), in place */
     float *rstd1, *xn1;         /* (·, N), (·, N, C) */
     float *qkv;                 /* (·, N, (H + 2KV)·D) after rope */
     float *att;                 /* train: (layers, B, H, T, T) probs; eval: (n_thr, T, T), allocated by
                                 ** the first pass that needs probabilities (a probe, or head_path) */
     float *ao;                  /* (·, N, HD) attention output */
-    float *xm;                  /* (·, N, C) residual after attention */
-    float *rstd2, *xn2;         /* (·, N), (·, N, C) */
-    float *h;                   /* (·, N, F or 2F) MLP pre-activation */
-    float *act;                 /* (·, N, F) MLP activation */
+    float *xm;                  /* train: (layers, N, C) residual after attention */
+    float *rstd2, *xn2;         /* train: (layers, N), (·, N, C); eval: xn2 (N, C) */
+    float *h;                   /* (·, N, F or 2F) MLP pre-activation; eval: the activation over each row's
+                                ** first F */
+    float *act;                 /* train: (layers, N, F) MLP activation */
     float *sig;                 /* train: (layers, N, F) GELU's σ(2u), kept for backward */
     float *rstdf, *xnf;         /* (N), (N, C) final norm */
     float *logits;              /* (N, V) */
-    float *probs;               /* (N, V) softmax, when targets were given */
+    float *probs;               /* train: (N, V) softmax, when targets were given; eval: (LX_EVAL_ROWS, V) */
     float *loss;                /* (N) per-token NLL (0 where no target) */
     double *rope_cs;            /* (N, n_pairs, 2) cos, sin: per window position, or per row with pos */
     double *tab;                /* (n_thr, 2T) spec row tables A, B */
     float *far;                 /* (n_thr, lx_attn_far_floats) posmap scratch, allocated on first use */
     float *tile;                /* eval: (n_thr, lx_tile_thread_floats) tiled-forward scratch */
-    double *tile_tab;           /* eval: (H, 1 + LX_SPEC_MAX_OPS, T) its distance tables, on first use */
-    float *tile_rot;            /* eval: (4, H, T, D) its far-key rows, on first use */
-    double *tile_acc;           /* eval with statistics: (n_thr, lx_tile_acc_doubles) per-row sums, on first use */
-    struct lx_diag *tile_part;  /* eval with statistics: (H·(H + ceil(T / bq))) per-(head, block) and
-                                ** per-head sums, on first use */
+    double *tile_tab;           /* eval: (H, 1 + LX_SPEC_MAX_OPS, T) its distance tables */
+    float *tile_rot;            /* eval with a posmap: (4, H, T, D) its far-key rows, on first use */
+    double *tile_acc;           /* eval: (n_thr, lx_tile_acc_doubles) per-row sums of the statistics */
+    struct lx_diag *tile_part;  /* eval: (H·(ceil(T / bq) + 1)) per-(head, block) and per-head sums */
     float *qkn;                 /* train with cosine: (layers, N, 2, H) norms of q, k before normalising
                                 ** (k uses the first KV of its H slots) */
     const int *pos;             /* (B, T) position ids (PoSE training), or NULL = 0..T−1; not owned */
@@ -94,7 +102,7 @@ struct lx_acts {
     float *dx, *dxn, *dqkv, *dao, *dh, *dact, *dlogits, *dp;   /* dp: (n_thr, T, T) */
 };
 
-/* Allocate activations; returns LX_ENOMEM (with sizes) when they do not fit. */
+/* Allocate activations (one block); returns LX_ENOMEM (with sizes) when they do not fit. */
 int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train,
                   struct lx_error *err);
 void lx_acts_release(struct lx_acts *a);
@@ -104,6 +112,9 @@ void lx_acts_release(struct lx_acts *a);
 void lx_acts_set_probe(struct lx_acts *a, lx_att_probe probe, void *ctx);
 /* Bytes lx_acts_alloc would take (a double: hostile sizes overflow size_t). */
 double lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train);
+/* The buffer of a lazy row (field: &a->far, &a->att, ...), allocated on
+** first use with the size acts.c's table gives it. */
+void *lx_acts_lazy(struct lx_acts *a, void *field);
 
 /* Memory, checked before allocating (docs/config.md, "Memory"): the bytes the
 ** machine has available (/proc/meminfo MemAvailable, else sysconf); a model's
@@ -120,7 +131,10 @@ enum {
     LX_RUN_PROBS = 1 << 0,      /* the pass reads whole attention probability rows (a probe) */
     LX_RUN_KVCACHE = 1 << 1,    /* a KV cache of every window follows the pass */
     LX_RUN_KVFAR = 1 << 2,      /* ... with its far keys (lx_decode_far) */
+    LX_RUN_POSMAP = 1 << 3,     /* the spec maps far positions (lx_run_uses): far-key rows */
 };
+/* The LX_RUN_* flags a spec adds to a pass's memory. */
+unsigned lx_run_uses(const struct lx_spec *spec);
 double lx_model_bytes(const struct lx_arch *a, int train);
 double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses);
 /* Zeroed weights for arch a, mapped; LX_ENOMEM with the sizes when they do not fit. */
