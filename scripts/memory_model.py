@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write issue 26's memory test model in llama2.c's legacy .bin format.
+"""Write the evaluation-memory test model (docs/PERFORMANCE.md) in llama2.c's legacy .bin format.
 
 A Llama-architecture model with random weights: dim 512, hidden 1376, 8 layers,
 8 heads / 4 key-value heads, vocabulary 512 (stories260K's tok512.bin, copied

@@ -1,6 +1,6 @@
 #!/bin/sh
 # scripts/memory_recipe.sh - rerun the lenx side of docs/PERFORMANCE.md's
-# "Evaluation memory" table (issue 26): writes the random llama2.c model
+# "Evaluation memory" table: writes the random llama2.c model
 # (scripts/memory_model.py, seed 26), then measures peak RSS (/usr/bin/time -v,
 # "Maximum resident set size") of
 #   lenx score --length 16384 and --length 32768 on one window of Austen text

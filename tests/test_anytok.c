@@ -677,7 +677,7 @@ Test(anytok, trained_on_tok512, .init = setup, .fini = teardown, .timeout = 120)
     cr_expect(strstr(out, "whose copy is not beside it") != NULL, "%s", out);
 }
 
-/* ---- a text the tokenizer cannot cut (issue 21) ---------------------------- */
+/* ---- a text the tokenizer cannot cut ------------------------------------------- */
 
 /* tok_tiny.json with a Split in front whose pattern passes pcre2's match
 ** limit on any line of 40 characters or more ((.|..)+ has Fibonacci(n) ways

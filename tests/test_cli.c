@@ -694,7 +694,7 @@ Test(cli, number_options_read_tiny_values_and_name_bad_ones, .init = setup, .fin
     cr_expect(strstr(out, "--depth") != NULL && strstr(out, "too large") != NULL, "%s", out);
 }
 
-/* Hostile tokenizer.json files and texts (issue 21) end in exit 2 naming
+/* Hostile tokenizer.json files and texts end in exit 2 naming
 ** what was wrong: the file's error named once ("trunc.txt: the text is not
 ** UTF-8", not "trunc.txt: trunc.txt: "), a regex past pcre2's match limit
 ** with its pattern and byte offset (never fewer, longer pieces), a

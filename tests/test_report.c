@@ -473,7 +473,7 @@ static int count_all(const char *s, const char *pat)
     return count_in(s, s + strlen(s), pat);
 }
 
-/* Reproduces a metric name that broke out of data-metric (issue 21), and
+/* Reproduces a metric name that broke out of data-metric, and
 ** the rest of its class: every stored string is escaped for its context in
 ** the report (HTML text and attributes, gnuplot strings, the SVG gnuplot
 ** writes) and in the md, latex and csv tables. */
@@ -574,7 +574,7 @@ static const char *raw_control(const char *s)
     return NULL;
 }
 
-/* Issue 21: every stored string that reaches the terminal (views, dry runs,
+/* Every stored string that reaches the terminal (views, dry runs,
 ** errors quoting it) shows its control bytes, never sends them: no colour,
 ** hyperlink, clipboard write or overwritten line from a store merged from
 ** elsewhere. */
@@ -608,7 +608,7 @@ Test(report, stored_strings_send_no_control_sequence_to_the_terminal, .init = se
     }
 }
 
-/* Issue 21: `table --format json` is valid JSON (RFC 8259: UTF-8, no raw
+/* `table --format json` is valid JSON (RFC 8259: UTF-8, no raw
 ** control byte in a string) whatever bytes the store holds, as checked by
 ** Python's strict parser; records and series alike. */
 Test(report, json_export_is_valid_json_for_any_stored_bytes, .init = setup, .fini = teardown, .timeout = 120)
@@ -628,7 +628,7 @@ Test(report, json_export_is_valid_json_for_any_stored_bytes, .init = setup, .fin
     }
 }
 
-/* ---- a value that is not a number (issue 21) ---- */
+/* ---- a value that is not a number ---- */
 
 /* Reproduces a TEXT value in metrics.value (a hand-edited or foreign shard)
 ** that `lenx merge` carried as it was and the tables showed as 0: the merge

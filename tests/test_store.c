@@ -613,8 +613,8 @@ Test(store, newer_schema_is_refused)
     cr_expect_str_eq(v, "99");
 }
 
-/* Reproduces a store of schema version -1 refused as "...: not an error"
-** (issue 21): a version below 1 is named, with the versions this lenx reads. */
+/* Reproduces a store of schema version -1 refused as "...: not an error":
+** a version below 1 is named, with the versions this lenx reads. */
 Test(store, negative_schema_is_refused_by_its_version)
 {
     char cmd[256];

@@ -563,7 +563,7 @@ Test(tokenizer, bad_input_is_an_error_not_a_crash)
     lx_tokenizer_free(t);
 }
 
-/* ---- hostile files (issue 21): an error, never a different segmentation ---- */
+/* ---- hostile files: an error, never a different segmentation ---- */
 
 /* Open a tokenizer.json given as text (written to a temp file). */
 static struct lx_tokenizer *open_json_text(const char *text)

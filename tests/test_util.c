@@ -111,7 +111,7 @@ Test(util, suggestions)
     cr_expect_null(lx_closest("yarn", names, 4));
 }
 
-/* The terminal and JSON escapes byte by byte (issue 21): what is sent is
+/* The terminal and JSON escapes byte by byte: what is sent is
 ** printable, what is UTF-8 and printable stays as it is. */
 Test(util, terminal_and_json_escapes)
 {
@@ -163,7 +163,7 @@ Test(blas, matmul_matches_naive)
     free(A), free(B), free(C1), free(C2);
 }
 
-/* lx_err_prefix puts context in front of a message already in err (issue 21:
+/* lx_err_prefix puts context in front of a message already in err (the old
 ** `lx_err(err, rc, "%s: %s", name, err->msg)` formatted err into itself and
 ** printed "trunc.txt: trunc.txt:  not UTF-8 at byte 4"). */
 Test(error, prefix_goes_in_front_of_the_message_once)
@@ -203,7 +203,7 @@ Test(error, prefix_of_a_full_message_cuts_the_tail)
 }
 
 /* lx_err formats apart and then copies, so err->msg as an argument reads the
-** message it held (the overlapping vsnprintf of issue 21 is undefined). */
+** message it held (the overlapping vsnprintf it replaced is undefined). */
 Test(error, err_may_format_its_own_message)
 {
     struct lx_error err;
