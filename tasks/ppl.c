@@ -33,6 +33,23 @@
 **
 ** The windows depend on the length and the corpus only, so every method sees
 ** the same tokens.
+**
+** `protocol:` picks another peer's windows instead (docs/tasks.md#ppl-protocols):
+**   llamacpp       llama.cpp's `perplexity`: one stream [BOS, text...], chunks
+**                  of L with the first token overwritten by BOS, positions
+**                  L/2+1 .. L-1 of each chunk scored; nll_se per token as it
+**                  prints it
+**   hf_stride      Hugging Face's "Perplexity of fixed-length models": one
+**                  stream, no BOS, a window of at most L moving by `stride`,
+**                  the tokens no earlier window scored are scored, each
+**                  window's mean weighted by its count of labels less one
+**   yarn_truncate  YaRN's eval/perplexity.py --truncate: [BOS, the first L-1
+**                  tokens of each document], every one of them scored, the
+**                  mean of the documents' means
+**   longlora       LongLoRA's eval.py: one stream, no BOS, windows of L every
+**                  256 tokens (the last dropped), positions 1 .. L-1 scored,
+**                  the mean of the windows' means
+** `data:` reads a UTF-8 text file as the corpus instead (one document).
 */
 #include <math.h>
 #include <stdlib.h>
@@ -44,10 +61,20 @@
 #include "tasks/task.h"
 
 
+#define PPL_PROTOCOLS "lenx|llamacpp|hf_stride|yarn_truncate|longlora"
+enum { PPL_LENX, PPL_LLAMACPP, PPL_HF_STRIDE, PPL_YARN_TRUNCATE, PPL_LONGLORA };
+static const char *const protocol_names[] = {"lenx", "llamacpp", "hf_stride", "yarn_truncate", "longlora"};
+
+#define LONGLORA_STEP 256   /* eval.py's sliding_window */
+
 struct ppl_params {
     int corpus;     /* index into LX_CORPUS_CHOICES */
     long windows;   /* at most this many windows (0 = all) */
     long tokens;        /* token budget: windows = max(1, tokens / length); 0 = use windows */
+    int protocol;       /* index into PPL_PROTOCOLS */
+    long chunks;        /* (peer protocols) at most this many windows, the first ones (0 = all) */
+    long stride;        /* (hf_stride) tokens a window moves by; 0 = length / 2 */
+    char data[LX_PATH_CAP];     /* a UTF-8 text file as the corpus instead ("" = the corpus row) */
 };
 
 static const struct lx_param ppl_rows[] = {
@@ -58,55 +85,85 @@ static const struct lx_param ppl_rows[] = {
              "at most this many windows of `length` tokens, spread over the corpus (0 = all)"),
     LX_P_INT(struct ppl_params, tokens, "0", 0, 1e12, 0,
              "token budget instead of windows: max(1, tokens / length) windows at every length"),
+    LX_P_ENUM(struct ppl_params, protocol, "lenx", PPL_PROTOCOLS, 0,
+              "whose windows: lenx (disjoint per document, BOS prepended, all scored), llamacpp, hf_stride, "
+              "yarn_truncate, longlora (docs/tasks.md#ppl-protocols)"),
+    LX_P_INT(struct ppl_params, chunks, "0", 0, 1e9, 0,
+             "(peer protocols) at most this many windows, the first ones, as llama.cpp's --chunks or YaRN's "
+             "--samples (0 = all)"),
+    LX_P_INT(struct ppl_params, stride, "0", 0, 1e9, 0,
+             "(hf_stride) tokens the window moves by, at most the length (0 = length / 2)"),
+    LX_P_PATH(struct ppl_params, data, 0,
+              "a UTF-8 text file scored instead of the corpus, as one document, in the model's tokens; its "
+              "SHA-256 enters the run key"),
 };
 
 #define MAX_BUCKETS 40
 
+/* One window: the model's input is src[0, n) (lenx and yarn_truncate: [BOS,
+** src[0, n-1)]), padded to the length, and positions [lo, hi) are scored. */
+struct ppl_win {
+    const int *src;     /* the window's first token in a document or the stream */
+    long n;             /* input tokens, <= the length; the rest is padding, never scored */
+    long lo, hi;        /* scored positions */
+    double weight;      /* the weight of the window's mean NLL in nll (weighted protocols) */
+};
+
 struct ppl_run {
     const struct lx_corpus_tokens *c;   /* the split in the model's tokens */
     const struct lx_tokenizer *tk;      /* the model's tokenizer */
-    const struct lx_window *win;
+    const struct ppl_win *win;
     long L, train_len;
-    double sum, sum_in, sum_out, uni_sum;
+    int shift;              /* 1: position t predicts src[t] (BOS prepended); 0: src[t+1] */
+    int bos_first;          /* the input's first token is BOS (prepended, or overwriting src[0]) */
+    int by_window;          /* nll = Σ weight·window mean / Σ weight, not Σ NLL / tokens */
+    double sum, sum2, sum_in, sum_out, uni_sum;     /* sum2: Σ NLL² over tokens */
     long n, n_in, n_out, n_bytes;       /* n_bytes: UTF-8 bytes of the scored tokens' text */
     double win_sum, win_sum2;       /* per-window mean NLL: Σ, Σ² */
+    double wsum, wtot;              /* Σ weight·window mean, Σ weight */
     double bucket_sum[MAX_BUCKETS];
     long bucket_n[MAX_BUCKETS];
     double *unigram;                /* (K,) −log p(token), K = 256 for bytes, else the vocabulary */
 };
 
-/* `tokens` replaces `windows` when set; the unused one is reset and unstored. */
+/* `tokens` replaces `windows` when set; the unused one is reset and unstored.
+** The peer protocols take `chunks` instead, hf_stride its `stride`. */
 static const struct lx_param_rule ppl_rules[] = {
-    {"windows", "tokens=0"},
-    {"tokens", "tokens!=0"},
+    {"windows", "tokens=0&protocol=lenx"},
+    {"tokens", "tokens!=0&protocol=lenx"},
+    {"protocol", "protocol!=lenx"},
+    {"chunks", "protocol!=lenx"},
+    {"stride", "protocol=hf_stride"},
     {NULL, NULL},
 };
 
 static const char *ppl_split(const void *params)
 {
     const struct ppl_params *p = params;
-    return lx_corpus_split(p->corpus);
+    return p->data[0] ? lx_corpus_file_split(p->data) : lx_corpus_split(p->corpus);
 }
 
 static void ppl_fill(void *ctx, long w, int *tok, int *tgt)
 {
     struct ppl_run *r = ctx;
-    const int *s = r->c->ids[r->win[w].doc] + r->win[w].off;
-    tok[0] = lx_tok_begin(r->tk);
-    for (long t = 1; t < r->L; t++)
-        tok[t] = s[t - 1];
-    for (long t = 0; t < r->L; t++)
-        tgt[t] = s[t];
+    const struct ppl_win *v = &r->win[w];
+    int bos = lx_tok_begin(r->tk);
+    for (long t = 0; t < r->L; t++) {
+        tok[t] = t >= v->n || (t == 0 && r->bos_first) ? bos : v->src[t - r->shift];
+        tgt[t] = t >= v->lo && t < v->hi ? v->src[t + 1 - r->shift] : -1;
+    }
 }
 
 static void ppl_score(void *ctx, long w, const float *loss, const float *logits, const int *tgt)
 {
-    (void)w, (void)logits;
+    (void)logits;
     struct ppl_run *r = ctx;
+    const struct ppl_win *v = &r->win[w];
     double ws = 0.0;
-    for (long t = 0; t < r->L; t++) {
+    for (long t = v->lo; t < v->hi; t++) {
         double l = loss[t];
         ws += l;
+        r->sum2 += l * l;
         r->uni_sum += r->unigram[tgt[t]];
         r->n_bytes += lx_tok_bytes(r->tk, tgt[t]);
         if (t < r->train_len) {
@@ -122,10 +179,13 @@ static void ppl_score(void *ctx, long w, const float *loss, const float *logits,
         r->bucket_sum[k] += l;
         r->bucket_n[k]++;
     }
+    long n = v->hi - v->lo;
     r->sum += ws;
-    r->n += r->L;
-    r->win_sum += ws / (double)r->L;
-    r->win_sum2 += (ws / (double)r->L) * (ws / (double)r->L);
+    r->n += n;
+    r->win_sum += ws / (double)n;
+    r->win_sum2 += (ws / (double)n) * (ws / (double)n);
+    r->wsum += v->weight * (ws / (double)n);
+    r->wtot += v->weight;
 }
 
 /* The training split's token unigram, add-one smoothed over the K text ids
@@ -150,37 +210,177 @@ static int unigram(struct ppl_run *r, struct lx_error *err)
     return LX_OK;
 }
 
+/* The windows of a protocol, appended to *win (n of them, cap allocated). */
+struct ppl_plan {
+    struct ppl_win *win;
+    long n, cap;
+    long max;           /* at most this many (0 = all) */
+};
+
+static int add_win(struct ppl_plan *pl, const int *src, long n, long lo, long hi, double weight)
+{
+    if (pl->max > 0 && pl->n >= pl->max)
+        return 0;
+    if (pl->n == pl->cap) {
+        pl->cap = pl->cap ? 2 * pl->cap : 64;
+        pl->win = lx_xrealloc(pl->win, sizeof *pl->win * (size_t)pl->cap);
+    }
+    pl->win[pl->n++] = (struct ppl_win){.src = src, .n = n, .lo = lo, .hi = hi, .weight = weight};
+    return 1;
+}
+
+/* The documents' tokens back to back, after BOS when bos >= 0: the one
+** stream of the concatenating protocols; *n its length. */
+static int *stream_of(const struct lx_corpus_tokens *c, int bos, long *n)
+{
+    int *s = lx_xmalloc(sizeof *s * (size_t)(c->n_tokens + 1));
+    *n = 0;
+    if (bos >= 0)
+        s[(*n)++] = bos;
+    for (int d = 0; d < c->c->n_docs; d++) {
+        memcpy(s + *n, c->ids[d], sizeof *s * (size_t)c->n[d]);
+        *n += c->n[d];
+    }
+    return s;
+}
+
+/* llama.cpp perplexity: chunk i = stream[iL, (i+1)L), first token overwritten
+** by BOS, logits at L/2 .. L-2 score the tokens after them. */
+static void plan_llamacpp(struct ppl_plan *pl, const int *s, long ns, long L)
+{
+    for (long i = 0; i < ns / L; i++)
+        if (!add_win(pl, s + i * L, L, L / 2, L - 1, 0.0))
+            break;
+}
+
+/* Hugging Face's strided window: [begin, end = min(begin + L, ns)), trg =
+** end - the previous end labels at its tail, label j (j >= 1) scored at
+** position j - 1; the window's mean weighs trg - 1 (the guide's
+** num_loss_tokens). */
+static void plan_hf(struct ppl_plan *pl, const int *s, long ns, long L, long stride)
+{
+    for (long begin = 0, prev = 0; begin < ns; begin += stride) {
+        long end = begin + L < ns ? begin + L : ns, n = end - begin, trg = end - prev;
+        long lo = n - trg > 1 ? n - trg - 1 : 0;
+        if (n - 1 > lo && !add_win(pl, s + begin, n, lo, n - 1, (double)(trg - 1)))
+            break;
+        prev = end;
+        if (end == ns)
+            break;
+    }
+}
+
+/* YaRN --truncate: each document's first min(n, L-1) tokens after BOS, all scored. */
+static void plan_yarn(struct ppl_plan *pl, const struct lx_corpus_tokens *c, long L)
+{
+    for (int d = 0; d < c->c->n_docs; d++) {
+        long m = c->n[d] < L - 1 ? c->n[d] : L - 1;
+        if (m > 0 && !add_win(pl, c->ids[d], m, 0, m, 1.0))
+            break;
+    }
+}
+
+/* LongLoRA eval.py: starts 0, 256, ... below ns - L, the last dropped;
+** labels 1 .. L-1 of each window scored. */
+static void plan_longlora(struct ppl_plan *pl, const int *s, long ns, long L)
+{
+    long k = ns > L ? (ns - L + LONGLORA_STEP - 1) / LONGLORA_STEP - 1 : 0;
+    for (long i = 0; i < k; i++)
+        if (!add_win(pl, s + i * LONGLORA_STEP, L, 0, L - 1, 1.0))
+            break;
+}
+
+static void plan_lenx(struct ppl_plan *pl, const struct lx_corpus_tokens *c, const struct ppl_params *p, long L)
+{
+    long nw = lx_tokens_windows(c, L, lx_window_cap(p->windows, p->tokens, L), NULL);
+    struct lx_window *w = lx_xcalloc((size_t)(nw > 0 ? nw : 1), sizeof *w);
+    lx_tokens_windows(c, L, lx_window_cap(p->windows, p->tokens, L), w);
+    for (long i = 0; i < nw; i++)
+        add_win(pl, c->ids[w[i].doc] + w[i].off, L, 0, L, (double)L);
+    free(w);
+}
+
+/* The protocol's windows and input convention into r and pl; *stream (freed
+** by the caller) holds the concatenated tokens when the protocol reads one. */
+static int plan_windows(struct ppl_run *r, struct ppl_plan *pl, const struct ppl_params *p, int **stream,
+                        struct lx_error *err)
+{
+    long L = r->L, ns = 0, need = 0;
+    int bos = lx_tok_begin(r->tk);
+    const char *what = p->data[0] ? "the data file" : "split", *name = p->data[0] ? p->data : ppl_split(p);
+    pl->max = p->protocol == PPL_LENX ? 0 : p->chunks;
+    r->shift = r->bos_first = p->protocol == PPL_LENX || p->protocol == PPL_YARN_TRUNCATE;
+    r->bos_first |= p->protocol == PPL_LLAMACPP;
+    r->by_window = p->protocol != PPL_LENX && p->protocol != PPL_LLAMACPP;
+    if (p->protocol == PPL_LLAMACPP || p->protocol == PPL_HF_STRIDE || p->protocol == PPL_LONGLORA)
+        *stream = stream_of(r->c, p->protocol == PPL_LLAMACPP ? bos : -1, &ns);
+    switch (p->protocol) {
+    case PPL_LENX:
+        plan_lenx(pl, r->c, p, L);
+        break;
+    case PPL_LLAMACPP:     /* llama.cpp refuses fewer than 2 n_ctx tokens */
+        need = 2 * L;
+        if (ns >= need)
+            plan_llamacpp(pl, *stream, ns, L);
+        break;
+    case PPL_HF_STRIDE:
+        plan_hf(pl, *stream, ns, L, p->stride ? p->stride : L / 2);
+        break;
+    case PPL_YARN_TRUNCATE:
+        plan_yarn(pl, r->c, L);
+        break;
+    case PPL_LONGLORA:     /* two window starts below ns - L, one of them dropped */
+        need = L + LONGLORA_STEP + 1;
+        plan_longlora(pl, *stream, ns, L);
+        break;
+    }
+    if (pl->n > 0)
+        return LX_OK;
+    if (p->protocol == PPL_LENX)
+        return lx_err(err, LX_ERUN, "ppl: no document of %s '%s' has %ld %s tokens\n"
+                      "  hint: use a shorter length or the sotu corpus", what, name, L, r->tk->ops->kind);
+    return lx_err(err, LX_ERUN, "ppl: protocol %s scores no token of %s '%s' at length %ld (%ld %s tokens%s%ld)\n"
+                  "  hint: use a shorter length or a longer text", protocol_names[p->protocol], what,
+                  name, L, r->c->n_tokens, r->tk->ops->kind, need ? "; it needs " : "", need);
+}
+
 static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err)
 {
     const struct ppl_params *p = ctx->params;
     struct ppl_run r = {.L = ctx->length, .train_len = ctx->train_len, .tk = lx_tok_or_byte(ctx->tok)};
-    int rc = lx_corpus_tokens(&r.c, ppl_split(p), r.tk, err);
+    struct ppl_plan pl = {0};
+    int *stream = NULL;
+    /* lenx windows segments of the text; a peer's tokenizer reads each document whole */
+    int rc = lx_corpus_tokens_as(&r.c, ppl_split(p), r.tk, p->protocol == PPL_LENX ? LX_ENC_SEGMENT : 0, err);
     if (rc == LX_OK)
         rc = unigram(&r, err);
-    long nw = rc < 0 ? 0 : lx_tokens_windows(r.c, r.L, lx_window_cap(p->windows, p->tokens, r.L), NULL);
-    if (rc == LX_OK && nw == 0)
-        rc = lx_err(err, LX_ERUN, "ppl: no document of split '%s' has %ld %s tokens\n"
-                    "  hint: use a shorter length or the sotu corpus", lx_corpus_split(p->corpus), r.L,
-                    r.tk->ops->kind);
-    struct lx_window *win = lx_xcalloc((size_t)(nw > 0 ? nw : 1), sizeof *win);
-    if (nw > 0)
-        lx_tokens_windows(r.c, r.L, lx_window_cap(p->windows, p->tokens, r.L), win);
-    r.win = win;
+    if (rc == LX_OK)
+        rc = plan_windows(&r, &pl, p, &stream, err);
+    long nw = pl.n;
+    r.win = pl.win;
     if (rc == LX_OK)
         rc = lx_eval_windows(ctx->model, ctx->spec, nw, (int)r.L, ppl_fill, ppl_score, &r, err);
-    free(win);
+    free(pl.win);
+    free(stream);
     free(r.unigram);
     if (rc < 0)
         return rc;
-    double nll = r.sum / (double)r.n;
+    double nll = r.by_window ? r.wsum / r.wtot : r.sum / (double)r.n;
     double wm = r.win_sum / (double)nw, var = nw > 1 ? (r.win_sum2 / (double)nw - wm * wm) * (double)nw / (double)(nw - 1) : NAN;
+    double se = var > 0 ? sqrt(var / (double)nw) : (nw > 1 ? 0.0 : NAN);
+    if (p->protocol == PPL_LLAMACPP) {     /* per token, as llama.cpp prints PPL ± its error */
+        double m = r.sum / (double)r.n, v = r.sum2 / (double)r.n - m * m;
+        se = v > 0 && r.n > 1 ? sqrt(v / (double)(r.n - 1)) : NAN;
+    }
     lx_result_metric(out, "ppl", exp(nll));
     lx_result_metric(out, "nll", nll);
-    lx_result_metric(out, "nll_se", var > 0 ? sqrt(var / (double)nw) : (nw > 1 ? 0.0 : NAN));
+    lx_result_metric(out, "nll_se", se);
     lx_result_metric(out, "nll_in", r.n_in ? r.sum_in / (double)r.n_in : NAN);
     if (r.n_out)
         lx_result_metric(out, "nll_out", r.sum_out / (double)r.n_out);
     lx_result_metric(out, "n_tokens", (double)r.n);
+    if (p->protocol != PPL_LENX)
+        lx_result_metric(out, "n_windows", (double)nw);
     lx_result_metric(out, "unigram_ppl", exp(r.uni_sum / (double)r.n));
     lx_result_metric(out, "n_bytes", (double)r.n_bytes);
     lx_result_metric(out, "bpb", r.sum / log(2.0) / (double)r.n_bytes);
@@ -192,9 +392,13 @@ static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct 
 
 static int ppl_check(const void *params, long length, struct lx_error *err)
 {
-    (void)params;
+    const struct ppl_params *p = params;
     if (length < 2 || length > (1L << 20))
         return lx_err(err, LX_EINVAL, "ppl: length %ld is outside [2, %ld]", length, 1L << 20);
+    if (p->protocol == PPL_HF_STRIDE && p->stride > length)
+        return lx_err(err, LX_EINVAL, "ppl: stride %ld is longer than the length %ld, so tokens between windows "
+                      "would go unscored\n  hint: use a stride of at most the length (0 = length / 2)", p->stride,
+                      length);
     return LX_OK;
 }
 
