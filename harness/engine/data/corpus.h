@@ -54,7 +54,7 @@ const char *lx_data_dir(char *out, size_t n);
 ** directory is read on the first load (set --data before any). */
 int lx_corpus_get(const struct lx_corpus **out, const char *split, struct lx_error *err);
 
-/* A text file as a split (a task's `data:`, docs/config.md#ppl): the name
+/* A text file as a split (a task's `data:`, docs/config.md#text-files-as-data): the name
 ** "file:PATH" that lx_corpus_get reads as one document, the file's bytes,
 ** which must be non-empty UTF-8; its hash is the SHA-256 of those bytes, so a
 ** changed file is another cell. The name lives until exit. */
