@@ -34,22 +34,10 @@
 ** The windows depend on the length and the corpus only, so every method sees
 ** the same tokens.
 **
-** `protocol:` picks another peer's windows instead (docs/tasks.md#ppl-protocols):
-**   llamacpp       llama.cpp's `perplexity`: one stream [BOS, text...], chunks
-**                  of L with the first token overwritten by BOS, positions
-**                  L/2+1 .. L-1 of each chunk scored; nll_se per token as it
-**                  prints it
-**   hf_stride      Hugging Face's "Perplexity of fixed-length models": one
-**                  stream, no BOS, a window of at most L moving by `stride`,
-**                  the tokens no earlier window scored are scored, each
-**                  window's mean weighted by its count of labels less one
-**   yarn_truncate  YaRN's eval/perplexity.py --truncate: [BOS, the first L-1
-**                  tokens of each document], every one of them scored, the
-**                  mean of the documents' means
-**   longlora       LongLoRA's eval.py: one stream, no BOS, windows of L every
-**                  256 tokens (the last dropped), positions 1 .. L-1 scored,
-**                  the mean of the windows' means
-** `data:` reads a UTF-8 text file as the corpus instead (one document).
+** `protocol:` lays the windows out as a peer's evaluation does instead
+** (llamacpp, hf_stride, yarn_truncate, longlora: tasks/ppl_windows.h,
+** docs/tasks.md#ppl-protocols), and nll aggregates as the peer does; `data:`
+** reads a UTF-8 text file as the corpus instead (one document).
 */
 #include <math.h>
 #include <stdlib.h>
@@ -58,14 +46,13 @@
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/model/evaluate.h"
 #include "harness/engine/tokenizers/tokenizer.h"
+#include "tasks/ppl_windows.h"
 #include "tasks/task.h"
 
 
 #define PPL_PROTOCOLS "lenx|llamacpp|hf_stride|yarn_truncate|longlora"
 enum { PPL_LENX, PPL_LLAMACPP, PPL_HF_STRIDE, PPL_YARN_TRUNCATE, PPL_LONGLORA };
 static const char *const protocol_names[] = {"lenx", "llamacpp", "hf_stride", "yarn_truncate", "longlora"};
-
-#define LONGLORA_STEP 256   /* eval.py's sliding_window */
 
 struct ppl_params {
     int corpus;     /* index into LX_CORPUS_CHOICES */
@@ -100,19 +87,10 @@ static const struct lx_param ppl_rows[] = {
 
 #define MAX_BUCKETS 40
 
-/* One window: the model's input is src[0, n) (lenx and yarn_truncate: [BOS,
-** src[0, n-1)]), padded to the length, and positions [lo, hi) are scored. */
-struct ppl_win {
-    const int *src;     /* the window's first token in a document or the stream */
-    long n;             /* input tokens, <= the length; the rest is padding, never scored */
-    long lo, hi;        /* scored positions */
-    double weight;      /* the weight of the window's mean NLL in nll (weighted protocols) */
-};
-
 struct ppl_run {
     const struct lx_corpus_tokens *c;   /* the split in the model's tokens */
     const struct lx_tokenizer *tk;      /* the model's tokenizer */
-    const struct ppl_win *win;
+    const struct lx_ppl_win *win;
     long L, train_len;
     int shift;              /* 1: position t predicts src[t] (BOS prepended); 0: src[t+1] */
     int bos_first;          /* the input's first token is BOS (prepended, or overwriting src[0]) */
@@ -146,7 +124,7 @@ static const char *ppl_split(const void *params)
 static void ppl_fill(void *ctx, long w, int *tok, int *tgt)
 {
     struct ppl_run *r = ctx;
-    const struct ppl_win *v = &r->win[w];
+    const struct lx_ppl_win *v = &r->win[w];
     int bos = lx_tok_begin(r->tk);
     for (long t = 0; t < r->L; t++) {
         tok[t] = t >= v->n || (t == 0 && r->bos_first) ? bos : v->src[t - r->shift];
@@ -158,7 +136,7 @@ static void ppl_score(void *ctx, long w, const float *loss, const float *logits,
 {
     (void)logits;
     struct ppl_run *r = ctx;
-    const struct ppl_win *v = &r->win[w];
+    const struct lx_ppl_win *v = &r->win[w];
     double ws = 0.0;
     for (long t = v->lo; t < v->hi; t++) {
         double l = loss[t];
@@ -166,13 +144,10 @@ static void ppl_score(void *ctx, long w, const float *loss, const float *logits,
         r->sum2 += l * l;
         r->uni_sum += r->unigram[tgt[t]];
         r->n_bytes += lx_tok_bytes(r->tk, tgt[t]);
-        if (t < r->train_len) {
-            r->sum_in += l;
-            r->n_in++;
-        } else {
-            r->sum_out += l;
-            r->n_out++;
-        }
+        if (t < r->train_len)
+            r->sum_in += l, r->n_in++;
+        else
+            r->sum_out += l, r->n_out++;
         int k = 0;
         while ((2L << k) <= t + 1)
             k++;
@@ -210,102 +185,12 @@ static int unigram(struct ppl_run *r, struct lx_error *err)
     return LX_OK;
 }
 
-/* The windows of a protocol, appended to *win (n of them, cap allocated). */
-struct ppl_plan {
-    struct ppl_win *win;
-    long n, cap;
-    long max;           /* at most this many (0 = all) */
-};
-
-static int add_win(struct ppl_plan *pl, const int *src, long n, long lo, long hi, double weight)
-{
-    if (pl->max > 0 && pl->n >= pl->max)
-        return 0;
-    if (pl->n == pl->cap) {
-        pl->cap = pl->cap ? 2 * pl->cap : 64;
-        pl->win = lx_xrealloc(pl->win, sizeof *pl->win * (size_t)pl->cap);
-    }
-    pl->win[pl->n++] = (struct ppl_win){.src = src, .n = n, .lo = lo, .hi = hi, .weight = weight};
-    return 1;
-}
-
-/* The documents' tokens back to back, after BOS when bos >= 0: the one
-** stream of the concatenating protocols; *n its length. */
-static int *stream_of(const struct lx_corpus_tokens *c, int bos, long *n)
-{
-    int *s = lx_xmalloc(sizeof *s * (size_t)(c->n_tokens + 1));
-    *n = 0;
-    if (bos >= 0)
-        s[(*n)++] = bos;
-    for (int d = 0; d < c->c->n_docs; d++) {
-        memcpy(s + *n, c->ids[d], sizeof *s * (size_t)c->n[d]);
-        *n += c->n[d];
-    }
-    return s;
-}
-
-/* llama.cpp perplexity: chunk i = stream[iL, (i+1)L), first token overwritten
-** by BOS, logits at L/2 .. L-2 score the tokens after them. */
-static void plan_llamacpp(struct ppl_plan *pl, const int *s, long ns, long L)
-{
-    for (long i = 0; i < ns / L; i++)
-        if (!add_win(pl, s + i * L, L, L / 2, L - 1, 0.0))
-            break;
-}
-
-/* Hugging Face's strided window: [begin, end = min(begin + L, ns)), trg =
-** end - the previous end labels at its tail, label j (j >= 1) scored at
-** position j - 1; the window's mean weighs trg - 1 (the guide's
-** num_loss_tokens). */
-static void plan_hf(struct ppl_plan *pl, const int *s, long ns, long L, long stride)
-{
-    for (long begin = 0, prev = 0; begin < ns; begin += stride) {
-        long end = begin + L < ns ? begin + L : ns, n = end - begin, trg = end - prev;
-        long lo = n - trg > 1 ? n - trg - 1 : 0;
-        if (n - 1 > lo && !add_win(pl, s + begin, n, lo, n - 1, (double)(trg - 1)))
-            break;
-        prev = end;
-        if (end == ns)
-            break;
-    }
-}
-
-/* YaRN --truncate: each document's first min(n, L-1) tokens after BOS, all scored. */
-static void plan_yarn(struct ppl_plan *pl, const struct lx_corpus_tokens *c, long L)
-{
-    for (int d = 0; d < c->c->n_docs; d++) {
-        long m = c->n[d] < L - 1 ? c->n[d] : L - 1;
-        if (m > 0 && !add_win(pl, c->ids[d], m, 0, m, 1.0))
-            break;
-    }
-}
-
-/* LongLoRA eval.py: starts 0, 256, ... below ns - L, the last dropped;
-** labels 1 .. L-1 of each window scored. */
-static void plan_longlora(struct ppl_plan *pl, const int *s, long ns, long L)
-{
-    long k = ns > L ? (ns - L + LONGLORA_STEP - 1) / LONGLORA_STEP - 1 : 0;
-    for (long i = 0; i < k; i++)
-        if (!add_win(pl, s + i * LONGLORA_STEP, L, 0, L - 1, 1.0))
-            break;
-}
-
-static void plan_lenx(struct ppl_plan *pl, const struct lx_corpus_tokens *c, const struct ppl_params *p, long L)
-{
-    long nw = lx_tokens_windows(c, L, lx_window_cap(p->windows, p->tokens, L), NULL);
-    struct lx_window *w = lx_xcalloc((size_t)(nw > 0 ? nw : 1), sizeof *w);
-    lx_tokens_windows(c, L, lx_window_cap(p->windows, p->tokens, L), w);
-    for (long i = 0; i < nw; i++)
-        add_win(pl, c->ids[w[i].doc] + w[i].off, L, 0, L, (double)L);
-    free(w);
-}
-
 /* The protocol's windows and input convention into r and pl; *stream (freed
 ** by the caller) holds the concatenated tokens when the protocol reads one. */
-static int plan_windows(struct ppl_run *r, struct ppl_plan *pl, const struct ppl_params *p, int **stream,
+static int plan_windows(struct ppl_run *r, struct lx_ppl_plan *pl, const struct ppl_params *p, int **stream,
                         struct lx_error *err)
 {
-    long L = r->L, ns = 0, need = 0;
+    long L = r->L, ns = 0;
     int bos = lx_tok_begin(r->tk);
     const char *what = p->data[0] ? "the data file" : "split", *name = p->data[0] ? p->data : ppl_split(p);
     pl->max = p->protocol == PPL_LENX ? 0 : p->chunks;
@@ -313,25 +198,22 @@ static int plan_windows(struct ppl_run *r, struct ppl_plan *pl, const struct ppl
     r->bos_first |= p->protocol == PPL_LLAMACPP;
     r->by_window = p->protocol != PPL_LENX && p->protocol != PPL_LLAMACPP;
     if (p->protocol == PPL_LLAMACPP || p->protocol == PPL_HF_STRIDE || p->protocol == PPL_LONGLORA)
-        *stream = stream_of(r->c, p->protocol == PPL_LLAMACPP ? bos : -1, &ns);
+        *stream = lx_ppl_stream(r->c, p->protocol == PPL_LLAMACPP ? bos : -1, &ns);
     switch (p->protocol) {
     case PPL_LENX:
-        plan_lenx(pl, r->c, p, L);
+        lx_ppl_lenx(pl, r->c, lx_window_cap(p->windows, p->tokens, L), L);
         break;
-    case PPL_LLAMACPP:     /* llama.cpp refuses fewer than 2 n_ctx tokens */
-        need = 2 * L;
-        if (ns >= need)
-            plan_llamacpp(pl, *stream, ns, L);
+    case PPL_LLAMACPP:
+        lx_ppl_llamacpp(pl, *stream, ns, L);
         break;
     case PPL_HF_STRIDE:
-        plan_hf(pl, *stream, ns, L, p->stride ? p->stride : L / 2);
+        lx_ppl_hf_stride(pl, *stream, ns, L, p->stride ? p->stride : L / 2);
         break;
     case PPL_YARN_TRUNCATE:
-        plan_yarn(pl, r->c, L);
+        lx_ppl_yarn_truncate(pl, r->c, L);
         break;
-    case PPL_LONGLORA:     /* two window starts below ns - L, one of them dropped */
-        need = L + LONGLORA_STEP + 1;
-        plan_longlora(pl, *stream, ns, L);
+    case PPL_LONGLORA:
+        lx_ppl_longlora(pl, *stream, ns, L);
         break;
     }
     if (pl->n > 0)
@@ -339,6 +221,8 @@ static int plan_windows(struct ppl_run *r, struct ppl_plan *pl, const struct ppl
     if (p->protocol == PPL_LENX)
         return lx_err(err, LX_ERUN, "ppl: no document of %s '%s' has %ld %s tokens\n"
                       "  hint: use a shorter length or the sotu corpus", what, name, L, r->tk->ops->kind);
+    /* llama.cpp refuses fewer than 2 n_ctx tokens; LongLoRA needs two starts below N - L, one dropped */
+    long need = p->protocol == PPL_LLAMACPP ? 2 * L : p->protocol == PPL_LONGLORA ? L + LX_LONGLORA_STEP + 1 : 0;
     return lx_err(err, LX_ERUN, "ppl: protocol %s scores no token of %s '%s' at length %ld (%ld %s tokens%s%ld)\n"
                   "  hint: use a shorter length or a longer text", protocol_names[p->protocol], what,
                   name, L, r->c->n_tokens, r->tk->ops->kind, need ? "; it needs " : "", need);
@@ -348,7 +232,7 @@ static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct 
 {
     const struct ppl_params *p = ctx->params;
     struct ppl_run r = {.L = ctx->length, .train_len = ctx->train_len, .tk = lx_tok_or_byte(ctx->tok)};
-    struct ppl_plan pl = {0};
+    struct lx_ppl_plan pl = {0};
     int *stream = NULL;
     /* lenx windows segments of the text; a peer's tokenizer reads each document whole */
     int rc = lx_corpus_tokens_as(&r.c, ppl_split(p), r.tk, p->protocol == PPL_LENX ? LX_ENC_SEGMENT : 0, err);
@@ -404,7 +288,8 @@ static int ppl_check(const void *params, long length, struct lx_error *err)
 
 const struct lx_task lx_task_ppl = {
     .name = "ppl",
-    .summary = "causal-LM perplexity on non-overlapping held-out windows of exactly `length` tokens",
+    .summary = "causal-LM perplexity on non-overlapping held-out windows of exactly `length` tokens, or a "
+               "peer's windows (llama.cpp, Hugging Face strided, YaRN --truncate, LongLoRA)",
     .schema = LX_SCHEMA(ppl_rows, struct ppl_params, ppl_rules),
     .headline = "ppl,unigram_ppl",
     .mode = LX_MODE_CAUSAL,

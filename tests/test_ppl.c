@@ -117,6 +117,12 @@ Test(ppl_data, llamacpp_chunks_score_half_windows, .init = setup, .fini = teardo
     cr_assert_eq(sh(out, sizeof out, "$L run s.yaml --db c.db --quiet --no-table"), 0, "%s", out);
     cr_expect_eq(metric("c.db", "n_windows"), 3.0);
     cr_expect_eq(metric("c.db", "n_tokens"), 3.0 * (100 - 50 - 1));
+    /* 300 bytes are fewer than 2 × 128 tokens: llama.cpp refuses them, and so does the cell */
+    cr_assert_eq(sh(out, sizeof out, "head -c 300 $R/configs/heldout/stories260K/doc_0.txt > short.txt"), 0);
+    sweep("protocol: llamacpp, data: short.txt", 128);
+    cr_expect_eq(sh(out, sizeof out, "$L run s.yaml --db d.db --no-table"), 1, "%s", out);
+    cr_expect(strstr(out, "ppl: protocol llamacpp scores no token of the data file 'short.txt' at length 128") &&
+              strstr(out, "it needs 256"), "%s", out);
 }
 
 /* ---- against the PyTorch reference --------------------------------------------- */
