@@ -59,6 +59,7 @@ CASES = [
     ("llamacpp", 512, 0, DOC),
     ("hf_stride", 256, 96, DOC),
     ("yarn_truncate", 512, 0, "stories"),
+    ("yarn_truncate", 1024, 0, "../shared/models/stories260K/expected/story.txt"),   # 873 tokens: shorter than L-1
     ("longlora", 384, 0, DOC),
 ]
 
