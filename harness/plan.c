@@ -187,9 +187,11 @@ static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error
     struct lx_buf b = {0}, model = {0};
     const struct lx_corpus *data = NULL;
     if (c->model >= 0) {
+        const char *split = t->task->split(t->params);
         int rc = model_key(c, g, err);
-        if (rc == LX_OK)
-            rc = lx_corpus_get(&data, t->task->split(t->params), err);
+        if (rc == LX_OK && (rc = lx_corpus_get(&data, split, err)) < 0 && strncmp(split, "file:", 5) == 0)
+            lx_err_prefix(err, rc, "%s:%d:%d: task '%s': ", t->where->file, t->where->line, t->where->col,
+                          t->task->name);     /* a `data:` file: at the task that names it */
         if (rc < 0)
             return rc;
         lx_buf_printf(&model, "\"%s\",\"data\":\"%s\"", c->model_key, data->hash);
