@@ -120,6 +120,10 @@ int lx_stored_show_sweep(const char *sweep, const char *db, struct lx_error *err
             lx_term_printf(stdout, "#   commit %.12s%s: %d cell%s\n", v[i].commits[k].name,
                            v[i].commits[k].dirty ? " (dirty)" : "", v[i].commits[k].n,
                            v[i].commits[k].n == 1 ? "" : "s");
+        for (int k = 0; k < v[i].n_machines; k++)   /* where the arithmetic was done: it decides the last bits */
+            lx_term_printf(stdout, "#   machine %s, %d threads, %s, numerics %s: %d cell%s\n", v[i].machines[k].name,
+                           v[i].machines[k].threads, v[i].machines[k].blas, v[i].machines[k].numerics,
+                           v[i].machines[k].n, v[i].machines[k].n == 1 ? "" : "s");
         if (v[i].text)
             lx_term_printf(stdout, "%s", v[i].text);
         else
@@ -442,10 +446,11 @@ int lx_cmd_compare(int argc, char **argv)
     rc = load_nonempty_side(a.pos[0], db, sweep, &base, &err);
     if (rc == LX_OK)
         rc = load_nonempty_side(a.pos[1], db, sweep, &head, &err);
-    struct lx_buf out = {0};
+    struct lx_buf out = {0}, warn = {0};
     struct lx_compare_counts c;
     o.base_name = a.pos[0];
     o.head_name = a.pos[1];
+    o.warn = &warn;
     if (rc == LX_OK)
         rc = lx_compare(&base, &head, &o, &out, &c, &err);
     lx_rows_release(&base);
@@ -455,7 +460,10 @@ int lx_cmd_compare(int argc, char **argv)
         return lx_cli_fail(&err, rc);
     }
     lx_term_printf(stdout, "%s", lx_buf_str(&out));
+    fflush(stdout);
+    lx_term_printf(stderr, "%s", lx_buf_str(&warn));
     lx_buf_free(&out);
+    lx_buf_free(&warn);
     if (c.n_values == 0) {
         fprintf(stderr, "lenx: error: '%s' and '%s' share no cell\n"
                 "  hint: compare results of the same sweep config\n", a.pos[0], a.pos[1]);

@@ -121,6 +121,56 @@ static int moved(double b, double h, const struct lx_compare_opts *o)
     return fabs(h - b) > o->atol + o->rtol * fabs(b);
 }
 
+/* ---- the arithmetic of the two sides ------------------------------------
+** A value's last bits depend on the numerics mode and, in fast numerics, on
+** the BLAS kernels (docs/config.md#numerics). Each distinct pair of
+** (numerics, BLAS) the matched cells ran on that differs is one warning line:
+** not an error, since a tolerance can cover it; a reason when rtol 0 fails. */
+
+struct arith_pair {
+    const struct lx_row *b, *h;     /* the first cell of the pair, on each side */
+    int n_cells;
+};
+
+static int same_str(const char *x, const char *y)
+{
+    return strcmp(x ? x : "", y ? y : "") == 0;
+}
+
+/* Do two rows' arithmetics differ? Unknown (a CSV) never differs; in portable
+** numerics on both sides the BLAS does not decide the bits. */
+static int arith_differs(const struct lx_row *b, const struct lx_row *h)
+{
+    if (!b->numerics || !h->numerics)
+        return 0;
+    if (strcmp(b->numerics, h->numerics) != 0)
+        return 1;
+    return strcmp(b->numerics, "portable") != 0 && b->blas && h->blas && strcmp(b->blas, h->blas) != 0;
+}
+
+/* Count the cell (b, h) under its pair of arithmetics, when they differ. */
+static void note_arith(struct arith_pair **v, int *n, const struct lx_row *b, const struct lx_row *h)
+{
+    if (!arith_differs(b, h))
+        return;
+    for (int i = 0; i < *n; i++)
+        if (same_str((*v)[i].b->numerics, b->numerics) && same_str((*v)[i].b->blas, b->blas) &&
+            same_str((*v)[i].h->numerics, h->numerics) && same_str((*v)[i].h->blas, h->blas)) {
+            (*v)[i].n_cells++;
+            return;
+        }
+    *v = lx_xrealloc(*v, (size_t)(*n + 1) * sizeof **v);
+    (*v)[(*n)++] = (struct arith_pair){b, h, 1};
+}
+
+static void warn_arith(struct lx_buf *w, const struct arith_pair *v, int n, const char *bn, const char *hn)
+{
+    for (int i = 0; w && i < n; i++)
+        lx_buf_printf(w, "lenx: warning: %d cell%s ran in %s numerics (BLAS %s) in %s but %s numerics (BLAS %s) in %s: "
+                      "their last digits may differ\n", v[i].n_cells, v[i].n_cells == 1 ? "" : "s", v[i].b->numerics,
+                      v[i].b->blas, bn, v[i].h->numerics, v[i].h->blas, hn);
+}
+
 static void print_moved(struct lx_buf *out, const struct lx_row *b, const struct lx_row *h, int first)
 {
     if (first)
@@ -147,6 +197,8 @@ int lx_compare(const struct lx_rows *base, const struct lx_rows *head, const str
     if (rc == LX_OK)
         rc = index_rows(head, by_model, hn, &kh, &nh, err);
     const char *last_cell = "";
+    struct arith_pair *arith = NULL;
+    int n_arith = 0;
     for (int i = 0, j = 0; rc == LX_OK && (i < nb || j < nh);) {
         int d = i == nb ? 1 : j == nh ? -1 : cmp_keyed(&kb[i], &kh[j]);
         if (i < nb && j < nh && same_value_id(&kb[i], &kh[j]))
@@ -156,7 +208,10 @@ int lx_compare(const struct lx_rows *base, const struct lx_rows *head, const str
             continue;
         }
         c->n_values++;
-        c->n_cells += strcmp(last_cell, kb[i].cell) != 0;
+        if (strcmp(last_cell, kb[i].cell) != 0) {
+            c->n_cells++;
+            note_arith(&arith, &n_arith, kb[i].row, kh[j].row);
+        }
         last_cell = kb[i].cell;
         if (moved(kb[i].row->value, kh[j].row->value, o))
             print_moved(out, kb[i].row, kh[j].row, c->n_moved++ == 0);
@@ -169,7 +224,9 @@ int lx_compare(const struct lx_rows *base, const struct lx_rows *head, const str
         if (!by_model)
             lx_buf_printf(out, "(model keys unknown in %s, a CSV from an older lenx: cells matched without them)\n",
                           knows_model_keys(base) ? hn : bn);
+        warn_arith(o->warn, arith, n_arith, bn, hn);
     }
+    free(arith);
     free_index(kb, nb);
     free_index(kh, nh);
     return rc;

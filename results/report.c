@@ -382,6 +382,8 @@ static void provenance(struct page *pg, struct lx_store *s, const char *sweep, s
             lx_esc_html(h, c[i].machines[k].name);
             lx_buf_printf(h, ", %d threads, ", c[i].machines[k].threads);
             lx_esc_html(h, c[i].machines[k].blas);
+            lx_buf_puts(h, ", numerics ");
+            lx_esc_html(h, c[i].machines[k].numerics);
             cell_count(h, c[i].machines[k].n, nm > 1);
         }
         lx_buf_puts(h, "</td></tr>\n<tr><th>time</th><td>");

@@ -105,6 +105,8 @@ struct lx_compare_opts {
     double rtol, atol;          /* moved when |head - base| > atol + rtol·|base| */
     const char *base_name;      /* the sides as messages name them; NULL: "base", "head" */
     const char *head_name;
+    struct lx_buf *warn;        /* NULL, or where a line per pair of differing arithmetic goes: cells the
+                                ** two sides ran in different numerics, or fast with different BLAS kernels */
 };
 
 struct lx_compare_counts {
