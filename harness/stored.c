@@ -357,6 +357,7 @@ static const struct lx_opt compare_opts[] = {
     {"rtol", 1, "relative tolerance (default 1e-6)"},
     {"atol", 1, "absolute tolerance (default 1e-9)"},
     {"sweep", 1, "with commits: only this sweep"},
+    {"sigma", 1, "K > 0: pool each side's seeds per cell; flag a mean moved by more than K standard errors"},
 };
 
 static const char compare_usage[] =
@@ -365,7 +366,10 @@ static const char compare_usage[] =
     "name, or a git commit (prefix) of stored rows. Values are matched by cell (task,\n"
     "method stack, model key, length, seed) and metric; those that moved beyond\n"
     "atol + rtol*|base| are printed, then how many values in how many cells were\n"
-    "compared. Exit status 1 if any moved, 0 if none, 2 if the two share no cell,\n"
+    "compared. With --sigma K, each side's seeds are pooled per cell and a mean is\n"
+    "flagged only when it moved by more than K·sqrt(se_base² + se_head²), a side's\n"
+    "se that of its seed mean (one seed: its stored <metric>_se; neither: the\n"
+    "tolerances). Exit status 1 if any moved, 0 if none, 2 if the two share no cell,\n"
     "a side holds nothing, or a side holds two configurations of one cell.";
 
 /* Resolve a compare side: CSV file, then sweep name, then commit prefix. */
@@ -438,6 +442,13 @@ int lx_cmd_compare(int argc, char **argv)
         return lx_cli_fail(&err, rc);
     if ((v = lx_args_value(&a, "atol")) &&
         (rc = lx_args_double(v, "atol", &o.atol, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    rc = LX_OK;
+    if ((v = lx_args_value(&a, "sigma")) && (rc = lx_args_double(v, "sigma", &o.sigma, &err)) == LX_OK &&
+        !(o.sigma > 0))
+        rc = lx_err(&err, LX_EINVAL, "--sigma must be above 0, got '%s'\n  hint: --sigma 3 flags a mean only when "
+                    "it moved by more than 3 combined standard errors", v);
+    if (rc < 0)
         return lx_cli_fail(&err, rc);
     const char *db = lx_args_value(&a, "db");
     const char *sweep = lx_args_value(&a, "sweep");
