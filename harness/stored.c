@@ -135,18 +135,28 @@ int lx_stored_show_sweep(const char *sweep, const char *db, struct lx_error *err
     return rc;
 }
 
-/* --not-in CONFIG: the config's sweep name and a JSON array of its planned run keys. */
-/* The run keys of a plan as a JSON array. */
+/* The run keys of a plan as a JSON array, with those of the same grid in
+** the other numerics mode: the mode is a run setting (`lenx run --portable`),
+** not a change of the config, so cells run in either are not stale. */
 static char *plan_keys_json(const struct lx_plan *plan)
 {
+    struct lx_grid other = *plan->grid;     /* shallow: only numerics differs, and the plan only reads it */
+    other.numerics = other.numerics == LX_NUMERICS_FAST ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST;
+    struct lx_plan alt = {0};
+    struct lx_error err;
+    int with_alt = lx_plan_build(&alt, &other, &err) == LX_OK;
     struct lx_buf b = {0};
     lx_buf_puts(&b, "[");
     for (int i = 0; i < plan->n_cells; i++)
         lx_buf_printf(&b, "%s\"%s\"", i ? "," : "", plan->cells[i].key);
+    for (int i = 0; with_alt && i < alt.n_cells; i++)
+        lx_buf_printf(&b, ",\"%s\"", alt.cells[i].key);
     lx_buf_puts(&b, "]");
+    lx_plan_release(&alt);
     return b.s;
 }
 
+/* --not-in CONFIG: the config's sweep name and a JSON array of its planned run keys. */
 static int planned_keys(const char *config, char **sweep, char **keys_json, struct lx_error *err)
 {
     struct lx_grid grid;

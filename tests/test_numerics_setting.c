@@ -96,6 +96,26 @@ Test(numerics, command_line_beats_the_file_and_every_row_records_it, .init = set
     cr_expect(!exists("n.db"), "a refused run writes nothing");
 }
 
+/* The mode is a run setting, not a change of the config: cells run with
+** --portable on a fast file are not stale, nor are the fast ones. */
+Test(numerics, cells_of_either_mode_are_not_stale, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[8192];
+    write_gauss("f.yaml", "g", "");
+    cr_assert_eq(sh(out, sizeof out, "$L run f.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L run f.yaml --db r.db --quiet --no-table --portable"), 0, "%s", out);
+    cr_expect(strstr(out, "no longer plans") == NULL, "%s", out);
+    cr_expect_eq(sql_long("r.db", "SELECT count(*) FROM runs"), 8);
+    cr_expect_eq(sh(out, sizeof out, "$L rm --not-in f.yaml --db r.db --yes"), 0, "%s", out);
+    cr_expect(strstr(out, "no stored cell matches") != NULL, "%s", out);
+    cr_expect_eq(sql_long("r.db", "SELECT count(*) FROM runs"), 8, "nothing removed");
+    /* a changed config still leaves stale cells, in either mode */
+    write_gauss("f.yaml", "g", "");
+    cr_assert_eq(sh(out, sizeof out, "sed -i 's/\\[none, logn\\]/[none]/' f.yaml && "
+                    "$L run f.yaml --db r.db --quiet --no-table --portable"), 0, "%s", out);
+    cr_expect(strstr(out, "also holds 4 cells that f.yaml no longer plans") != NULL, "%s", out);
+}
+
 /* Lines of text that hold word. */
 static int count_lines(const char *text, const char *word)
 {
