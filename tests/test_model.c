@@ -553,7 +553,10 @@ Test(model, fd_gradients_causal_pose_positions, .timeout = 60)
 
 /* Eval mode (one layer at a time, the residual updated in place, the MLP and
 ** the head over row blocks) against train mode (every layer kept, every
-** product over all B·T rows) on B windows of T tokens, three layers. */
+** product over all B·T rows) on B windows of T tokens, three layers: on the
+** same attention path the bits agree (eval's tiles and training's tiled
+** path; eval's head path and training's materialised path), across paths
+** within float rounding. */
 static void eval_equals_train(int B, int T)
 {
     for (int mode = 0; mode < 2; mode++) {
@@ -561,31 +564,33 @@ static void eval_equals_train(int B, int T)
         struct lx_arch a = arch_of(mode, mode ? LX_MLP_SWIGLU : LX_MLP_GELU, 3, 32, 2, 16, 48, LX_VOCAB, 0.15);
         struct lx_model m;
         struct compiled sp;
-        struct lx_acts tr, ev;
+        struct lx_acts tr[2], ev;
         long N = (long)B * T;
         int *tok = malloc(sizeof(int) * (size_t)N), *tgt = malloc(sizeof(int) * (size_t)N);
         lx_model_init(&m, &a, 55);
         compile(&sp, "[{rope: {layout: half}}, {logn: {mode: su}}]", 16, T, 2, T);
         make_windows(tok, tgt, B, T, mode == LX_MODEL_CAUSAL, 256, LX_TOK_BOS, LX_TOK_MASK);
-        cr_assert_eq(lx_acts_alloc(&tr, &a, B, T, 1, &err), LX_OK, "%s", err.msg);
         cr_assert_eq(lx_acts_alloc(&ev, &a, B, T, 0, &err), LX_OK, "%s", err.msg);
-        /* eval on the head path, which train uses: bit-identical */
-        ev.head_path = 1;
-        double l_tr = lx_model_forward(&m, &sp.spec, tok, tgt, &tr);
-        double l_ev = lx_model_forward(&m, &sp.spec, tok, tgt, &ev);
-        cr_expect_eq(memcmp(tr.logits, ev.logits, sizeof(float) * (size_t)N * LX_VOCAB), 0,
-                     "mode %d, %d x %d: eval logits differ from train logits", mode, B, T);
-        cr_expect_eq(memcmp(tr.loss, ev.loss, sizeof(float) * (size_t)N), 0, "mode %d: per-token NLL", mode);
-        cr_expect_eq(l_tr, l_ev, "mode %d: loss %.9g (train) vs %.9g (eval)", mode, l_tr, l_ev);
-        /* no targets: logits only, the same again */
-        lx_model_forward(&m, &sp.spec, tok, NULL, &ev);
-        cr_expect_eq(memcmp(tr.logits, ev.logits, sizeof(float) * (size_t)N * LX_VOCAB), 0);
-        /* without: the tiled forward (tests/test_tiled.c), equal within float rounding */
-        ev.head_path = 0;
-        double l_tiled = lx_model_forward(&m, &sp.spec, tok, tgt, &ev);
-        cr_expect(fabs(l_tiled - l_tr) <= 1e-5 * fabs(l_tr), "mode %d: loss %.9g (train) vs %.9g (tiled eval)",
-                  mode, l_tr, l_tiled);
-        lx_acts_release(&tr);
+        double l_tr[2];
+        for (int mat = 0; mat < 2; mat++) {     /* the tiled path, then the materialised one */
+            cr_assert_eq(lx_acts_alloc(&tr[mat], &a, B, T, mat ? LX_ACTS_TRAIN_MATERIALISED : LX_ACTS_TRAIN_TILED,
+                                       &err), LX_OK, "%s", err.msg);
+            l_tr[mat] = lx_model_forward(&m, &sp.spec, tok, tgt, &tr[mat]);
+            ev.head_path = mat;
+            double l_ev = lx_model_forward(&m, &sp.spec, tok, tgt, &ev);
+            cr_expect_eq(memcmp(tr[mat].logits, ev.logits, sizeof(float) * (size_t)N * LX_VOCAB), 0,
+                         "mode %d, %d x %d, %s: eval logits differ from train logits", mode, B, T,
+                         mat ? "materialised" : "tiled");
+            cr_expect_eq(memcmp(tr[mat].loss, ev.loss, sizeof(float) * (size_t)N), 0, "mode %d: per-token NLL", mode);
+            cr_expect_eq(l_tr[mat], l_ev, "mode %d: loss %.9g (train) vs %.9g (eval)", mode, l_tr[mat], l_ev);
+            /* no targets: logits only, the same again */
+            lx_model_forward(&m, &sp.spec, tok, NULL, &ev);
+            cr_expect_eq(memcmp(tr[mat].logits, ev.logits, sizeof(float) * (size_t)N * LX_VOCAB), 0);
+        }
+        cr_expect(fabs(l_tr[0] - l_tr[1]) <= 1e-5 * fabs(l_tr[1]), "mode %d: loss %.9g (tiled) vs %.9g "
+                  "(materialised)", mode, l_tr[0], l_tr[1]);
+        lx_acts_release(&tr[0]);
+        lx_acts_release(&tr[1]);
         lx_acts_release(&ev);
         compiled_release(&sp);
         lx_model_release(&m);

@@ -7,8 +7,10 @@
 ** a_t·S + m_t, CosScale's geometry, NoPE, two distance ops at once; causal and
 ** bidirectional, multi-head and grouped-query heads in the model's fused qkv
 ** rows, at sizes around the tile edges (T below one tile, T a multiple plus
-** one, T past several tiles, unequal query and key tiles); and dq, dk, dv
-** against finite differences of the naive forward on a tiny case.
+** one, T past several tiles, unequal query and key tiles); dq, dk, dv
+** against finite differences of the naive forward on a tiny case; every
+** parameter's gradient of a whole model on both training paths; and 20
+** training steps at length 256 on both (the loss of every step).
 **
 ** Errors are normwise relative: max |tiled − ref| / max |ref| over each of
 ** dq, dk, dv.
@@ -20,7 +22,11 @@
 #include <string.h>
 
 #include "harness/core/rng.h"
+#include "harness/engine/data/corpus.h"
 #include "harness/engine/kernels/attention.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/model/train.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "tests/model_stacks.h"     /* stacks[], rel_err(), unit_qk_rows() */
 #include "tests/stack.h"
 
@@ -246,4 +252,139 @@ Test(tiled_bwd, finite_differences)
                 }
             tstack_free(&st);
         }
+}
+
+/* ---- whole-model gradients: the tiled path against the materialised one ------------ */
+
+enum { MT = 300, MB = 2, MV = 40 };    /* T past the forward's 256-row tile and two 128-row training tiles */
+
+/* Every parameter's gradient of the mean loss over MB windows of MT tokens
+** on the training path `path` (LX_ACTS_TRAIN_*); loss into *loss. */
+static float *model_grads(const struct lx_model *m, const struct lx_spec *spec, const int *tok, const int *tgt,
+                          const int *pos, int path, double *loss)
+{
+    struct lx_acts a;
+    struct lx_error err = {""};
+    cr_assert_eq(lx_acts_alloc(&a, &m->arch, MB, MT, path, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(a.tiled, path == LX_ACTS_TRAIN_TILED);
+    cr_assert_eq(a.att == NULL && a.dp == NULL, path == LX_ACTS_TRAIN_TILED, "T x T buffers only when materialised");
+    a.pos = pos;
+    float *g = calloc(m->n_params, sizeof *g);
+    struct lx_weights gv;
+    lx_weights_map(&gv, &m->arch, g);
+    *loss = lx_model_forward(m, spec, tok, tgt, &a);
+    lx_model_backward(m, spec, tok, tgt, &a, &gv);
+    lx_weights_unmap(&gv);
+    lx_acts_release(&a);
+    return g;
+}
+
+static void model_compare(const char *stack, int mode, long kv)
+{
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.mode = mode, a.layers = 2, a.d_model = 16, a.heads = 4, a.kv_heads = kv, a.d_head = 4, a.d_mlp = 24;
+    a.vocab = MV, a.init_std = 0.3;
+    struct lx_error err = {""};
+    cr_assert_eq(lx_arch_resolve(&a, &err), LX_OK, "%s", err.msg);
+    struct lx_facts f = tfacts(4, 64, 4, MT);
+    struct tstack st;
+    tstack_make(&st, stack, &f);
+    a.logit_scale = st.spec.learn_scale;
+    struct lx_model m;
+    lx_model_init(&m, &a, 31);
+    for (long l = 0; a.logit_scale && l < a.layers; l++)   /* away from 1 */
+        for (long h = 0; h < a.heads; h++)
+            m.v.layer[l].logit_scale[h] = (float)(0.7 + 0.2 * (double)(h + l));
+    int tok[MB * MT], tgt[MB * MT], pos[MB * MT];
+    for (int i = 0; i < MB * MT; i++) {
+        tok[i] = (i * 37 + 11) % 36;
+        tgt[i] = mode == LX_MODEL_CAUSAL || i % 5 == 1 ? (i * 53 + 5) % 36 : -1;
+        pos[i] = i % MT + (i % MT >= MT / 2 ? 700 : 0);     /* PoSE-like: two chunks with a skip */
+    }
+    double l_t, l_m;
+    const int *p = st.spec.pose.chunks ? pos : NULL;
+    float *gt = model_grads(&m, &st.spec, tok, tgt, p, LX_ACTS_TRAIN_TILED, &l_t);
+    float *gm = model_grads(&m, &st.spec, tok, tgt, p, LX_ACTS_TRAIN_MATERIALISED, &l_m);
+    cr_expect(fabs(l_t - l_m) <= 1e-6 * fabs(l_m), "%s: loss %.9g tiled vs %.9g materialised", stack, l_t, l_m);
+    int n = lx_arch_tensors(&a, NULL);
+    struct lx_tensor_info *ti = calloc((size_t)n, sizeof *ti);
+    lx_arch_tensors(&a, ti);
+    for (int t = 0; t < n; t++) {
+        long cnt = ti[t].shape[0] * (ti[t].ndim == 2 ? ti[t].shape[1] : 1);
+        double e = rel_err(gt + ti[t].offset, gm + ti[t].offset, cnt);
+        cr_expect_leq(e, TOL, "%s %s kv %ld: gradient of %s, tiled vs materialised %g", stack,
+                      mode == LX_MODEL_CAUSAL ? "causal" : "mlm", kv, ti[t].name, e);
+    }
+    free(ti), free(gt), free(gm);
+    lx_model_release(&m);
+    tstack_free(&st);
+}
+
+Test(tiled_bwd, model_gradients_equal_the_materialised_path, .timeout = 600)
+{
+    for (size_t s = 0; s < N_ALL; s++) {
+        struct tstack st;
+        const char *name;
+        if (!train_stack(s, &st, &name, 4, 4, MT))
+            continue;
+        tstack_free(&st);
+        for (int mode = 0; mode < 2; mode++) {
+            model_compare(name, mode, 4);       /* multi-head */
+            model_compare(name, mode, 2);       /* grouped-query */
+        }
+    }
+}
+
+/* ---- 20 training steps on both paths ---------------------------------------------- */
+
+enum { TS = 20 };
+
+static void record_loss(void *ctx, long step, long steps, double loss, double val, double tok_per_s)
+{
+    ((double *)ctx)[step - 1] = loss;
+}
+
+/* TS steps of a causal model at length 256 (two windows a step) on the Austen
+** windows with stack `stack`, on attention path `path`; the loss of each step into out. */
+static void train_losses(const char *stack, enum lx_train_attn path, double *out)
+{
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.d_model = 32, a.heads = 2, a.d_head = 16, a.d_mlp = 64;
+    lx_params_finish(&lx_arch_schema, &a);
+    struct lx_model m;
+    lx_model_init(&m, &a, 5);
+    struct lx_train_cfg c;
+    lx_params_defaults(&lx_train_schema, &c);
+    c.length = 256, c.batch = 2, c.steps = TS, c.warmup = 5, c.eval_every = TS, c.eval_windows = 2;
+    lx_params_finish(&lx_train_schema, &c);
+    struct lx_facts f = tfacts(16, 256, 2, 256);
+    f.training = 1;
+    struct tstack st;
+    tstack_make(&st, stack, &f);
+    const struct lx_corpus_tokens *text;
+    struct lx_error err = {{0}};
+    struct lx_train_report rep;
+    cr_assert_eq(lx_corpus_tokens(&text, "train", &lx_byte_tokenizer, &err), LX_OK, "%s", err.msg);
+    lx_train_attn_set(path);
+    int rc = lx_train(&m, &st.spec, &c, 77, text, &lx_byte_tokenizer, NULL, 0, record_loss, out, &rep, &err);
+    lx_train_attn_set(LX_TRAIN_TILED);
+    cr_assert_eq(rc, LX_OK, "%s", err.msg);
+    tstack_free(&st);
+    lx_model_release(&m);
+}
+
+Test(tiled_bwd, twenty_training_steps_match_the_materialised_path, .timeout = 300)
+{
+    static const char *const ms[] = {"rope", "[alibi, {logn: {mode: ssmax, learn: true, train: true}}]"};
+    for (size_t s = 0; s < sizeof ms / sizeof *ms; s++) {
+        double lt[TS], lm[TS];
+        train_losses(ms[s], LX_TRAIN_TILED, lt);
+        train_losses(ms[s], LX_TRAIN_MATERIALISED, lm);
+        cr_expect(lm[TS - 1] < lm[0] - 0.5, "%s: the loss falls (%.4f to %.4f)", ms[s], lm[0], lm[TS - 1]);
+        for (int i = 0; i < TS; i++)
+            cr_expect(fabs(lt[i] - lm[i]) <= 1e-4 * fabs(lm[i]), "%s step %d: loss %.8f tiled vs %.8f materialised",
+                      ms[s], i + 1, lt[i], lm[i]);
+    }
 }
