@@ -388,3 +388,89 @@ Test(tiled_bwd, twenty_training_steps_match_the_materialised_path, .timeout = 30
                       ms[s], i + 1, lt[i], lm[i]);
     }
 }
+
+/* ---- the memory plan of training ------------------------------------------------------- */
+
+/* The model of the long-context acceptance: 2 layers, d_model 128, 4 heads of 32. */
+static struct lx_arch long_arch(void)
+{
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.d_model = 128, a.heads = 4, a.d_head = 32, a.d_mlp = 512;
+    lx_params_finish(&lx_arch_schema, &a);
+    return a;
+}
+
+Test(tiled_bwd, training_plan_is_linear_on_the_tiled_path)
+{
+    struct lx_arch a = long_arch();
+    double nthr = omp_get_max_threads(), w = lx_model_bytes(&a, 1);
+    for (int T = 4096; T <= 16384; T *= 2) {
+        /* what doubling T adds doubles when T doubles: no T x T row */
+        double r = (lx_run_bytes(&a, 1, 4 * T, LX_ACTS_TRAIN_TILED, 0) - lx_run_bytes(&a, 1, 2 * T, LX_ACTS_TRAIN_TILED, 0)) /
+                   (lx_run_bytes(&a, 1, 2 * T, LX_ACTS_TRAIN_TILED, 0) - lx_run_bytes(&a, 1, T, LX_ACTS_TRAIN_TILED, 0));
+        cr_expect(r > 1.9 && r < 2.1, "T %d -> %d: the tiled training plan grows %.3fx", T, 2 * T, r);
+        /* the materialised path counts every layer's and head's probabilities and a thread's dP */
+        double tt = (double)(a.layers * a.heads + nthr) * T * T * 4;
+        cr_expect(lx_run_bytes(&a, 1, T, LX_ACTS_TRAIN_MATERIALISED, 0) - lx_run_bytes(&a, 1, T, LX_ACTS_TRAIN_TILED, 0) >= tt,
+                  "T %d: the materialised T x T rows (%.0f bytes) are counted", T, tt);
+        double rm = (lx_run_bytes(&a, 1, 2 * T, LX_ACTS_TRAIN_MATERIALISED, 0) - w) /
+                    (lx_run_bytes(&a, 1, T, LX_ACTS_TRAIN_MATERIALISED, 0) - w);
+        cr_expect(rm > 3.5, "T %d -> %d: the materialised plan grows %.3fx", T, 2 * T, rm);
+    }
+    /* the acceptance's budgets, as planned (the measured peaks are in docs/PERFORMANCE.md) */
+    cr_expect_lt(lx_run_bytes(&a, 1, 8192, LX_ACTS_TRAIN_TILED, 0), 1024.0 * 1024 * 1024);
+    cr_expect_lt(lx_run_bytes(&a, 1, 32768, LX_ACTS_TRAIN_TILED, 0), 2048.0 * 1024 * 1024);
+    /* the process's path by default: tiled */
+    cr_expect_eq(lx_run_bytes(&a, 1, 8192, LX_ACTS_TRAIN, 0), lx_run_bytes(&a, 1, 8192, LX_ACTS_TRAIN_TILED, 0));
+    lx_train_attn_set(LX_TRAIN_MATERIALISED);
+    cr_expect_eq(lx_run_bytes(&a, 1, 8192, LX_ACTS_TRAIN, 0), lx_run_bytes(&a, 1, 8192, LX_ACTS_TRAIN_MATERIALISED, 0));
+    lx_train_attn_set(LX_TRAIN_TILED);
+}
+
+Test(tiled_bwd, training_that_cannot_fit_is_refused_before_allocating)
+{
+    struct lx_arch a = long_arch();
+    struct lx_model m;
+    lx_model_init(&m, &a, 1);
+    struct lx_train_cfg c;
+    lx_params_defaults(&lx_train_schema, &c);
+    c.length = 65536, c.batch = 65536;      /* 2^32 rows: about 100 TB of activations */
+    lx_params_finish(&lx_train_schema, &c);
+    struct lx_facts f = tfacts(32, 65536, 4, 65536);
+    f.training = 1;
+    struct tstack st;
+    tstack_make(&st, "rope", &f);
+    const struct lx_corpus_tokens *text;
+    struct lx_error err = {{0}};
+    struct lx_train_report rep;
+    cr_assert_eq(lx_corpus_tokens(&text, "train", &lx_byte_tokenizer, &err), LX_OK, "%s", err.msg);
+    int rc = lx_train(&m, &st.spec, &c, 1, text, &lx_byte_tokenizer, NULL, 0, NULL, NULL, &rep, &err);
+    cr_expect_eq(rc, LX_ENOMEM, "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "training batch 65536 x length 65536 on"), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "tiled attention); "), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "of memory are available"), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "hint: use a shorter length, a smaller batch, fewer --threads"), "%s", err.msg);
+    cr_expect_eq(rep.steps, 0);
+    tstack_free(&st);
+    lx_model_release(&m);
+}
+
+Test(tiled_bwd, plan_refuses_a_training_length_that_cannot_fit)
+{
+    /* a wide model trained at 2^20 tokens: O(T·d) on the tiled path, but ~40 GB
+    ** a layer of a 2048-wide model with a 16384-wide MLP */
+    struct lx_grid g;
+    struct lx_plan plan;
+    struct lx_error err = {""};
+    const char *text = "name: h\nmethods: [rope]\ntasks: [ppl]\nlengths: [64]\n"
+                       "models: {m: {arch: {d_model: 2048, d_mlp: 16384}, train: {length: 1048576, batch: 1}}}\n";
+    cr_assert_eq(lx_grid_load_text(&g, text, "h.yaml", &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(lx_plan_build(&plan, &g, &err), LX_EINVAL);
+    cr_expect_not_null(strstr(err.msg, "model 'm' needs"), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "to train"), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "batch 1 x length 1048576"), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "of memory are available"), "%s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "a smaller train batch or length, or fewer --threads"), "%s", err.msg);
+    lx_grid_release(&g);
+}
