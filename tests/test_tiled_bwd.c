@@ -345,6 +345,22 @@ static void record_loss(void *ctx, long step, long steps, double loss, double va
     ((double *)ctx)[step - 1] = loss;
 }
 
+/* lx_train of m on the Austen training windows in bytes, under `stack`
+** compiled as trained in at c's length (progress and ctx as lx_train's). */
+static int train_austen(struct lx_model *m, const char *stack, const struct lx_train_cfg *c,
+                        lx_train_progress progress, void *ctx, struct lx_train_report *rep, struct lx_error *err)
+{
+    struct lx_facts f = tfacts((int)m->arch.d_head, c->length, (int)m->arch.heads, c->length);
+    f.training = 1;
+    struct tstack st;
+    tstack_make(&st, stack, &f);
+    const struct lx_corpus_tokens *text;
+    cr_assert_eq(lx_corpus_tokens(&text, "train", &lx_byte_tokenizer, err), LX_OK, "%s", err->msg);
+    int rc = lx_train(m, &st.spec, c, 77, text, &lx_byte_tokenizer, NULL, 0, progress, ctx, rep, err);
+    tstack_free(&st);
+    return rc;
+}
+
 /* TS steps of a causal model at length 256 (two windows a step) on the Austen
 ** windows with stack `stack`, on attention path `path`; the loss of each step into out. */
 static void train_losses(const char *stack, enum lx_train_attn path, double *out)
@@ -359,19 +375,12 @@ static void train_losses(const char *stack, enum lx_train_attn path, double *out
     lx_params_defaults(&lx_train_schema, &c);
     c.length = 256, c.batch = 2, c.steps = TS, c.warmup = 5, c.eval_every = TS, c.eval_windows = 2;
     lx_params_finish(&lx_train_schema, &c);
-    struct lx_facts f = tfacts(16, 256, 2, 256);
-    f.training = 1;
-    struct tstack st;
-    tstack_make(&st, stack, &f);
-    const struct lx_corpus_tokens *text;
     struct lx_error err = {{0}};
     struct lx_train_report rep;
-    cr_assert_eq(lx_corpus_tokens(&text, "train", &lx_byte_tokenizer, &err), LX_OK, "%s", err.msg);
     lx_train_attn_set(path);
-    int rc = lx_train(&m, &st.spec, &c, 77, text, &lx_byte_tokenizer, NULL, 0, record_loss, out, &rep, &err);
+    int rc = train_austen(&m, stack, &c, record_loss, out, &rep, &err);
     lx_train_attn_set(LX_TRAIN_TILED);
     cr_assert_eq(rc, LX_OK, "%s", err.msg);
-    tstack_free(&st);
     lx_model_release(&m);
 }
 
@@ -437,22 +446,15 @@ Test(tiled_bwd, training_that_cannot_fit_is_refused_before_allocating)
     lx_params_defaults(&lx_train_schema, &c);
     c.length = 65536, c.batch = 65536;      /* 2^32 rows: about 100 TB of activations */
     lx_params_finish(&lx_train_schema, &c);
-    struct lx_facts f = tfacts(32, 65536, 4, 65536);
-    f.training = 1;
-    struct tstack st;
-    tstack_make(&st, "rope", &f);
-    const struct lx_corpus_tokens *text;
     struct lx_error err = {{0}};
     struct lx_train_report rep;
-    cr_assert_eq(lx_corpus_tokens(&text, "train", &lx_byte_tokenizer, &err), LX_OK, "%s", err.msg);
-    int rc = lx_train(&m, &st.spec, &c, 1, text, &lx_byte_tokenizer, NULL, 0, NULL, NULL, &rep, &err);
+    int rc = train_austen(&m, "rope", &c, NULL, NULL, &rep, &err);
     cr_expect_eq(rc, LX_ENOMEM, "%s", err.msg);
     cr_expect_not_null(strstr(err.msg, "training batch 65536 x length 65536 on"), "%s", err.msg);
     cr_expect_not_null(strstr(err.msg, "tiled attention); "), "%s", err.msg);
     cr_expect_not_null(strstr(err.msg, "of memory are available"), "%s", err.msg);
     cr_expect_not_null(strstr(err.msg, "hint: use a shorter length, a smaller batch, fewer --threads"), "%s", err.msg);
     cr_expect_eq(rep.steps, 0);
-    tstack_free(&st);
     lx_model_release(&m);
 }
 
