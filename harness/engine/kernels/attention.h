@@ -18,6 +18,8 @@
 **
 ** Backward supports what training uses (rotary, logit ops, cosine); the
 ** training-time part of a stack never has windows, posmaps or temperatures.
+** The head path's backward is training's materialised path, the reference
+** of the tiled backward below (LENX_TRAIN_ATTENTION=materialised).
 */
 #ifndef LX_ATTENTION_H
 #define LX_ATTENTION_H
