@@ -158,10 +158,11 @@ repro-check: lenx data/manifest.tsv
 	bash scripts/repro_check.sh $(REPRO)
 
 # The model part (tests/bench_model.c) also runs tests/bench_torch.py;
-# BENCH=micro (all but the model part), BENCH=tiled, BENCH=decode,
-# BENCH=train or BENCH=model runs a part, BENCH_SECONDS sets the timed
+# BENCH=micro (all but the model part), BENCH=tiled, BENCH=decode or
+# BENCH=model runs a part, BENCH_SECONDS sets the timed
 # seconds per side and configuration (default 8). OPENBLAS_CORETYPE, when set,
 # reaches both lenx and PyTorch.
+# BENCH=train: the tiled attention backward and a training step (tests/bench_train.c).
 BENCH ?=
 BENCH_SECONDS ?= 8
 bench: lenx $(B)/lenx-bench
