@@ -30,12 +30,17 @@ size_t lx_tile_bwd_thread_floats(int bq, int bk, int T)
 
 /* What one call shares between its threads. */
 struct tbwd {
-    const struct lx_spec *spec;
-    const float *q, *k, *v, *o, *do_, *lse;
-    float *dq, *dk, *dv;
-    const float *mult;          /* (H,) or NULL */
-    const struct lx_tile_bwd_ws *ws;
-    int T, H, D, G, ld, ldo, causal, n_tab, avx2;
+    const struct lx_spec *spec;         /* the attention spec the forward read */
+    const float *q, *k, *v;             /* (T, ld) views: query head h at h·D, its key/value head at (h / G)·D */
+    const float *o, *do_;               /* (T, ldo) the forward's output and its gradient */
+    const float *lse;                   /* (H, T) each row's log-sum-exp from the forward */
+    float *dq, *dk, *dv;                /* (T, ld) views like q, k, v; accumulated */
+    const float *mult;                  /* (H,) learned multipliers of S, or NULL */
+    const struct lx_tile_bwd_ws *ws;    /* tiles, scratch, tables */
+    int T, H, D, ld, ldo, causal;       /* as in struct lx_attn_shape */
+    int G;                              /* query heads per key/value head, H / KV */
+    int n_tab;                          /* rows of a head's distance tables (0: no distance op) */
+    int avx2;                           /* 1: the AVX2 + FMA build of the exp loop */
 };
 
 /* Row i's logits over tile columns [0, nv) in place, and their slopes in a
