@@ -1,0 +1,217 @@
+/*
+** harness/engine/kernels/gemm.c - the fixed-order sgemm of portable numerics
+** (gemm.h says what is fixed).
+**
+** The usual shape of a fast GEMM, kept to what leaves each element's sum
+** alone: C is cut into blocks of MC × NC; one thread computes a block (an
+** OpenMP loop over blocks, so each element has exactly one owner). For each
+** slice of KC values of k, in order, the block's rows of op(A) are packed
+** into panels of MR rows and its columns of op(B) into panels of NR columns
+** (zero-padded at the edges), and an MR × NR register tile runs its FMA
+** chains over the slice, continuing from the running sums it stored after
+** the previous slice (a float stored and reloaded is the same float). Each
+** lane of the tile is one element's chain: the order over k never depends
+** on where the element sits, how far the block reaches or which thread runs
+** it. Padded lanes are computed and dropped. Last, C = alpha·sum + beta·C.
+**
+** The kernel is compiled for AVX2 + FMA (explicit _mm256_fmadd_ps, one
+** rounding per step, as fmaf) beside a plain C one (fmaf: the same single
+** rounding, in hardware or in libm's exact software fallback); the CPU picks
+** at run time. This file is compiled with -ffp-contract=off (Makefile), so
+** the compiler never fuses the epilogue's multiply and add either.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "harness/engine/kernels/gemm.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/lx.h"
+
+#define MR 6            /* register tile rows: 6 × 2 accumulators of 8 lanes */
+#define NR 16           /* register tile columns */
+#define MC 120          /* rows of C per block (a multiple of MR) */
+#define NC 384          /* columns of C per block (a multiple of NR) */
+#define KC 256          /* values of k per packed slice */
+#define PAR_FLOPS 262144.0      /* below this many multiply-adds, one thread */
+
+_Static_assert(MR == 6 && NR == 16, "tile_avx2 is written out for 6 x 16");
+_Static_assert(MC % MR == 0 && NC % NR == 0, "blocks are whole tiles");
+
+/* One call's operands. */
+struct gemm {
+    float *C;
+    const float *A, *B;
+    int ldc, lda, ldb, M, N, K, ta, tb;
+    float alpha, beta;
+    int avx2;           /* 1: the AVX2 + FMA kernel */
+};
+
+/* Per-thread scratch: packed A (MC × KC), packed B (KC × NC), and the block's
+** running sums, MR × NR tiles in (column panel, row panel) order. */
+struct scratch {
+    float *ap, *bp, *acc;
+};
+
+static _Thread_local struct scratch tls;
+
+static struct scratch *scratch_get(void)
+{
+    if (!tls.ap) {
+        tls.ap = aligned_alloc(64, sizeof(float) * MC * KC);
+        tls.bp = aligned_alloc(64, sizeof(float) * KC * NC);
+        tls.acc = aligned_alloc(64, sizeof(float) * MC * NC);
+        LX_ASSERT(tls.ap && tls.bp && tls.acc);
+    }
+    return &tls;
+}
+
+/* ---- the register tile: acc (MR × NR) += ap (kc × MR) · bp (kc × NR) ----- */
+
+/* One row r of the tile: two 8-lane chains, one FMA each per k. */
+#define ROW_FMA(r)                                                              \
+    do {                                                                        \
+        __m256 a_ = _mm256_broadcast_ss(ap + (r));                              \
+        c##r##0 = _mm256_fmadd_ps(a_, b0, c##r##0);                             \
+        c##r##1 = _mm256_fmadd_ps(a_, b1, c##r##1);                             \
+    } while (0)
+
+/* Twelve named accumulators, written out so they stay in registers at -O2. */
+__attribute__((target("avx2,fma"))) static void tile_avx2(float *acc, const float *ap, const float *bp, int kc,
+                                                          int first)
+{
+    __m256 z = _mm256_setzero_ps();
+#define LD(r, h) (first ? z : _mm256_load_ps(acc + (r) * NR + 8 * (h)))
+    __m256 c00 = LD(0, 0), c01 = LD(0, 1), c10 = LD(1, 0), c11 = LD(1, 1), c20 = LD(2, 0), c21 = LD(2, 1);
+    __m256 c30 = LD(3, 0), c31 = LD(3, 1), c40 = LD(4, 0), c41 = LD(4, 1), c50 = LD(5, 0), c51 = LD(5, 1);
+#undef LD
+    for (int k = 0; k < kc; k++, ap += MR, bp += NR) {
+        __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+        ROW_FMA(0);
+        ROW_FMA(1);
+        ROW_FMA(2);
+        ROW_FMA(3);
+        ROW_FMA(4);
+        ROW_FMA(5);
+    }
+    __m256 out[MR * 2] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+    for (int i = 0; i < MR * 2; i++)
+        _mm256_store_ps(acc + 8 * i, out[i]);
+}
+
+static void tile_plain(float *acc, const float *ap, const float *bp, int kc, int first)
+{
+    if (first)
+        memset(acc, 0, sizeof(float) * MR * NR);
+    for (int k = 0; k < kc; k++, ap += MR, bp += NR)
+        for (int r = 0; r < MR; r++)
+            for (int c = 0; c < NR; c++)
+                acc[r * NR + c] = fmaf(ap[r], bp[c], acc[r * NR + c]);
+}
+
+/* ---- packing ------------------------------------------------------------- */
+
+/* Rows [i0, i0 + mb) × k [p0, p0 + kc) of op(A) into panels of MR rows, each
+** kc × MR (row r of the panel at lane r), zeros past row mb. */
+static void pack_a(float *ap, const struct gemm *g, int i0, int mb, int p0, int kc)
+{
+    for (int ir = 0; ir < mb; ir += MR, ap += MR * kc) {
+        int mr = mb - ir < MR ? mb - ir : MR;
+        for (int k = 0; k < kc; k++)
+            for (int r = 0; r < MR; r++) {
+                long i = i0 + ir + r, kk = p0 + k;
+                ap[k * MR + r] = r >= mr ? 0.0f : g->ta ? g->A[kk * g->lda + i] : g->A[i * g->lda + kk];
+            }
+    }
+}
+
+/* k [p0, p0 + kc) × columns [j0, j0 + nb) of op(B) into panels of NR
+** columns, each kc × NR, zeros past column nb. */
+static void pack_b(float *bp, const struct gemm *g, int j0, int nb, int p0, int kc)
+{
+    for (int jr = 0; jr < nb; jr += NR, bp += NR * kc) {
+        int nr = nb - jr < NR ? nb - jr : NR;
+        if (!g->tb) {
+            for (int k = 0; k < kc; k++) {
+                const float *src = g->B + (long)(p0 + k) * g->ldb + j0 + jr;
+                memcpy(bp + k * NR, src, sizeof(float) * (size_t)nr);
+                for (int c = nr; c < NR; c++)
+                    bp[k * NR + c] = 0.0f;
+            }
+            continue;
+        }
+        for (int c = 0; c < NR; c++) {
+            const float *src = g->B + (long)(j0 + jr + c) * g->ldb + p0;
+            for (int k = 0; k < kc; k++)
+                bp[k * NR + c] = c < nr ? src[k] : 0.0f;
+        }
+    }
+}
+
+/* ---- one block of C --------------------------------------------------------- */
+
+static void block(const struct gemm *g, struct scratch *s, int i0, int mb, int j0, int nb)
+{
+    int nir = (mb + MR - 1) / MR, njr = (nb + NR - 1) / NR;
+    if (g->K == 0)
+        memset(s->acc, 0, sizeof(float) * (size_t)nir * njr * MR * NR);
+    for (int p0 = 0; p0 < g->K; p0 += KC) {
+        int kc = g->K - p0 < KC ? g->K - p0 : KC;
+        pack_a(s->ap, g, i0, mb, p0, kc);
+        pack_b(s->bp, g, j0, nb, p0, kc);
+        for (int jr = 0; jr < njr; jr++)
+            for (int ir = 0; ir < nir; ir++) {
+                float *acc = s->acc + ((long)jr * nir + ir) * MR * NR;
+                const float *ap = s->ap + (long)ir * MR * kc, *bp = s->bp + (long)jr * NR * kc;
+                if (g->avx2)
+                    tile_avx2(acc, ap, bp, kc, p0 == 0);
+                else
+                    tile_plain(acc, ap, bp, kc, p0 == 0);
+            }
+    }
+    for (int i = 0; i < mb; i++)
+        for (int j = 0; j < nb; j++) {
+            float sum = s->acc[(((long)(j / NR) * nir + i / MR) * MR + i % MR) * NR + j % NR];
+            float *c = g->C + (long)(i0 + i) * g->ldc + j0 + j;
+            float r = g->alpha * sum;
+            if (g->beta != 0.0f)
+                r = r + g->beta * *c;
+            *c = r;
+        }
+}
+
+static void run(struct gemm *g)
+{
+    if (g->M <= 0 || g->N <= 0)
+        return;
+    long nmb = (g->M + MC - 1) / MC, nnb = (g->N + NC - 1) / NC;
+    int par = (double)g->M * g->N * g->K >= PAR_FLOPS && !omp_in_parallel();
+#pragma omp parallel for schedule(dynamic, 1) if (par)
+    for (long b = 0; b < nmb * nnb; b++) {
+        int i0 = (int)(b / nnb) * MC, j0 = (int)(b % nnb) * NC;
+        block(g, scratch_get(), i0, g->M - i0 < MC ? g->M - i0 : MC, j0, g->N - j0 < NC ? g->N - j0 : NC);
+    }
+}
+
+static int cpu_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+void lx_gemm_portable(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N, int K,
+                      int trans_a, int trans_b, float alpha, float beta)
+{
+    struct gemm g = {C, A, B, ldc, lda, ldb, M, N, K, trans_a, trans_b, alpha, beta, cpu_avx2()};
+    run(&g);
+}
+
+void lx_gemm_portable_plain(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N,
+                            int K, int trans_a, int trans_b, float alpha, float beta)
+{
+    struct gemm g = {C, A, B, ldc, lda, ldb, M, N, K, trans_a, trans_b, alpha, beta, 0};
+    run(&g);
+}
