@@ -162,7 +162,7 @@ repro-check: lenx data/manifest.tsv
 	bash scripts/repro_check.sh $(REPRO)
 
 # The model part (tests/bench_model.c) also runs tests/bench_torch.py;
-# BENCH=micro (all but the model part), BENCH=tiled, BENCH=decode or
+# BENCH=micro (all but the model part), BENCH=tiled, BENCH=gemm, BENCH=decode or
 # BENCH=model runs a part, BENCH_SECONDS sets the timed
 # seconds per side and configuration (default 8). OPENBLAS_CORETYPE, when set,
 # reaches both lenx and PyTorch.

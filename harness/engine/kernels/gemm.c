@@ -33,9 +33,11 @@
 
 #define MR 6            /* register tile rows: 6 × 2 accumulators of 8 lanes */
 #define NR 16           /* register tile columns */
+#ifndef MC
 #define MC 120          /* rows of C per block (a multiple of MR) */
 #define NC 384          /* columns of C per block (a multiple of NR) */
 #define KC 256          /* values of k per packed slice */
+#endif
 #define PAR_FLOPS 262144.0      /* below this many multiply-adds, one thread */
 
 _Static_assert(MR == 6 && NR == 16, "tile_avx2 is written out for 6 x 16");
@@ -71,6 +73,25 @@ static struct scratch *scratch_get(void)
 
 /* ---- the register tile: acc (MR × NR) += ap (kc × MR) · bp (kc × NR) ----- */
 
+/* Where a tile's sums go after its last slice: C[i][j] = alpha·sum +
+** beta·C[i][j] over the mr × nr corner of the tile that lies inside C. */
+struct out {
+    float *C;
+    long ldc;
+    int mr, nr;
+    float alpha, beta;
+};
+
+/* The epilogue one element at a time (edge tiles, and the plain kernel). */
+static void out_plain(const struct out *o, const float *acc)
+{
+    for (int r = 0; r < o->mr; r++)
+        for (int c = 0; c < o->nr; c++) {
+            float v = o->alpha * acc[r * NR + c], *dst = o->C + r * o->ldc + c;
+            *dst = o->beta != 0.0f ? v + o->beta * *dst : v;
+        }
+}
+
 /* One row r of the tile: two 8-lane chains, one FMA each per k. */
 #define ROW_FMA(r)                                                              \
     do {                                                                        \
@@ -79,9 +100,24 @@ static struct scratch *scratch_get(void)
         c##r##1 = _mm256_fmadd_ps(a_, b1, c##r##1);                             \
     } while (0)
 
-/* Twelve named accumulators, written out so they stay in registers at -O2. */
+/* Row r of a whole tile into C: the same multiply and add as out_plain. */
+#define ROW_OUT(r)                                                              \
+    do {                                                                        \
+        float *d_ = o->C + (r) * o->ldc;                                        \
+        __m256 v0_ = _mm256_mul_ps(al, c##r##0), v1_ = _mm256_mul_ps(al, c##r##1); \
+        if (o->beta != 0.0f) {                                                  \
+            v0_ = _mm256_add_ps(v0_, _mm256_mul_ps(be, _mm256_loadu_ps(d_)));   \
+            v1_ = _mm256_add_ps(v1_, _mm256_mul_ps(be, _mm256_loadu_ps(d_ + 8))); \
+        }                                                                       \
+        _mm256_storeu_ps(d_, v0_);                                              \
+        _mm256_storeu_ps(d_ + 8, v1_);                                          \
+    } while (0)
+
+/* Twelve named accumulators, written out so they stay in registers at -O2.
+** first: the chains start at 0, else at acc; o: the last slice, written to
+** C (NULL: the sums go back to acc for the next slice). */
 __attribute__((target("avx2,fma"))) static void tile_avx2(float *acc, const float *ap, const float *bp, int kc,
-                                                          int first)
+                                                          int first, const struct out *o)
 {
     __m256 z = _mm256_setzero_ps();
 #define LD(r, h) (first ? z : _mm256_load_ps(acc + (r) * NR + 8 * (h)))
@@ -97,12 +133,25 @@ __attribute__((target("avx2,fma"))) static void tile_avx2(float *acc, const floa
         ROW_FMA(4);
         ROW_FMA(5);
     }
-    __m256 out[MR * 2] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
-    for (int i = 0; i < MR * 2; i++)
-        _mm256_store_ps(acc + 8 * i, out[i]);
+    if (o && o->mr == MR && o->nr == NR) {
+        __m256 al = _mm256_set1_ps(o->alpha), be = _mm256_set1_ps(o->beta);
+        ROW_OUT(0);
+        ROW_OUT(1);
+        ROW_OUT(2);
+        ROW_OUT(3);
+        ROW_OUT(4);
+        ROW_OUT(5);
+        return;
+    }
+    _mm256_store_ps(acc, c00), _mm256_store_ps(acc + 8, c01), _mm256_store_ps(acc + 16, c10);
+    _mm256_store_ps(acc + 24, c11), _mm256_store_ps(acc + 32, c20), _mm256_store_ps(acc + 40, c21);
+    _mm256_store_ps(acc + 48, c30), _mm256_store_ps(acc + 56, c31), _mm256_store_ps(acc + 64, c40);
+    _mm256_store_ps(acc + 72, c41), _mm256_store_ps(acc + 80, c50), _mm256_store_ps(acc + 88, c51);
+    if (o)
+        out_plain(o, acc);
 }
 
-static void tile_plain(float *acc, const float *ap, const float *bp, int kc, int first)
+static void tile_plain(float *acc, const float *ap, const float *bp, int kc, int first, const struct out *o)
 {
     if (first)
         memset(acc, 0, sizeof(float) * MR * NR);
@@ -110,6 +159,8 @@ static void tile_plain(float *acc, const float *ap, const float *bp, int kc, int
         for (int r = 0; r < MR; r++)
             for (int c = 0; c < NR; c++)
                 acc[r * NR + c] = fmaf(ap[r], bp[c], acc[r * NR + c]);
+    if (o)
+        out_plain(o, acc);
 }
 
 /* ---- packing ------------------------------------------------------------- */
@@ -120,10 +171,17 @@ static void pack_a(float *ap, const struct gemm *g, int i0, int mb, int p0, int 
 {
     for (int ir = 0; ir < mb; ir += MR, ap += MR * kc) {
         int mr = mb - ir < MR ? mb - ir : MR;
-        for (int k = 0; k < kc; k++)
-            for (int r = 0; r < MR; r++) {
-                long i = i0 + ir + r, kk = p0 + k;
-                ap[k * MR + r] = r >= mr ? 0.0f : g->ta ? g->A[kk * g->lda + i] : g->A[i * g->lda + kk];
+        long i = i0 + ir;
+        if (mr < MR)
+            memset(ap, 0, sizeof(float) * MR * (size_t)kc);
+        if (g->ta)
+            for (int k = 0; k < kc; k++)
+                memcpy(ap + k * MR, g->A + (long)(p0 + k) * g->lda + i, sizeof(float) * (size_t)mr);
+        else
+            for (int r = 0; r < mr; r++) {
+                const float *src = g->A + (i + r) * g->lda + p0;
+                for (int k = 0; k < kc; k++)
+                    ap[k * MR + r] = src[k];
             }
     }
 }
@@ -137,9 +195,12 @@ static void pack_b(float *bp, const struct gemm *g, int j0, int nb, int p0, int 
         if (!g->tb) {
             for (int k = 0; k < kc; k++) {
                 const float *src = g->B + (long)(p0 + k) * g->ldb + j0 + jr;
-                memcpy(bp + k * NR, src, sizeof(float) * (size_t)nr);
-                for (int c = nr; c < NR; c++)
-                    bp[k * NR + c] = 0.0f;
+                if (nr == NR) {
+                    memcpy(bp + k * NR, src, sizeof(float) * NR);
+                    continue;
+                }
+                for (int c = 0; c < NR; c++)
+                    bp[k * NR + c] = c < nr ? src[c] : 0.0f;
             }
             continue;
         }
@@ -153,34 +214,28 @@ static void pack_b(float *bp, const struct gemm *g, int j0, int nb, int p0, int 
 
 /* ---- one block of C --------------------------------------------------------- */
 
+/* Rows [i0, i0 + mb) × columns [j0, j0 + nb) of C, slice after slice of k
+** (one slice of none when K is 0: C = beta·C). */
 static void block(const struct gemm *g, struct scratch *s, int i0, int mb, int j0, int nb)
 {
     int nir = (mb + MR - 1) / MR, njr = (nb + NR - 1) / NR;
-    if (g->K == 0)
-        memset(s->acc, 0, sizeof(float) * (size_t)nir * njr * MR * NR);
-    for (int p0 = 0; p0 < g->K; p0 += KC) {
-        int kc = g->K - p0 < KC ? g->K - p0 : KC;
+    for (int p0 = 0, first = 1; first || p0 < g->K; p0 += KC, first = 0) {
+        int kc = g->K - p0 < KC ? g->K - p0 : KC, last = p0 + kc >= g->K;
         pack_a(s->ap, g, i0, mb, p0, kc);
         pack_b(s->bp, g, j0, nb, p0, kc);
         for (int jr = 0; jr < njr; jr++)
             for (int ir = 0; ir < nir; ir++) {
                 float *acc = s->acc + ((long)jr * nir + ir) * MR * NR;
                 const float *ap = s->ap + (long)ir * MR * kc, *bp = s->bp + (long)jr * NR * kc;
+                int mr = mb - ir * MR < MR ? mb - ir * MR : MR, nr = nb - jr * NR < NR ? nb - jr * NR : NR;
+                struct out o = {g->C + (long)(i0 + ir * MR) * g->ldc + j0 + jr * NR, g->ldc, mr, nr, g->alpha,
+                                g->beta};
                 if (g->avx2)
-                    tile_avx2(acc, ap, bp, kc, p0 == 0);
+                    tile_avx2(acc, ap, bp, kc, first, last ? &o : NULL);
                 else
-                    tile_plain(acc, ap, bp, kc, p0 == 0);
+                    tile_plain(acc, ap, bp, kc, first, last ? &o : NULL);
             }
     }
-    for (int i = 0; i < mb; i++)
-        for (int j = 0; j < nb; j++) {
-            float sum = s->acc[(((long)(j / NR) * nir + i / MR) * MR + i % MR) * NR + j % NR];
-            float *c = g->C + (long)(i0 + i) * g->ldc + j0 + j;
-            float r = g->alpha * sum;
-            if (g->beta != 0.0f)
-                r = r + g->beta * *c;
-            *c = r;
-        }
 }
 
 static void run(struct gemm *g)
