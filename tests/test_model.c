@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "harness/core/config.h"
+#include "harness/engine/kernels/numerics.h"
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/formats/checkpoint.h"
@@ -551,11 +552,13 @@ Test(model, fd_gradients_causal_pose_positions, .timeout = 60)
 
 /* ---- model: eval mode equals train mode ------------------------------------- */
 
-/* Eval mode (one layer at a time, the residual updated in place, the MLP and
-** the head over row blocks) against train mode (every layer kept, every
-** product over all B·T rows) on B windows of T tokens, three layers. */
-static void eval_equals_train(int B, int T)
+/* Eval mode (one layer at a time, the residual updated in place, the loss
+** over row blocks; in portable numerics the MLP and the head too) against
+** train mode (every layer kept, every product over all B·T rows) on B
+** windows of T tokens, three layers. */
+static void eval_equals_train(int B, int T, enum lx_numerics numerics)
 {
+    lx_numerics_set(numerics);
     for (int mode = 0; mode < 2; mode++) {
         struct lx_error err = {""};
         struct lx_arch a = arch_of(mode, mode ? LX_MLP_SWIGLU : LX_MLP_GELU, 3, 32, 2, 16, 48, LX_VOCAB, 0.15);
@@ -569,6 +572,7 @@ static void eval_equals_train(int B, int T)
         make_windows(tok, tgt, B, T, mode == LX_MODEL_CAUSAL, 256, LX_TOK_BOS, LX_TOK_MASK);
         cr_assert_eq(lx_acts_alloc(&tr, &a, B, T, 1, &err), LX_OK, "%s", err.msg);
         cr_assert_eq(lx_acts_alloc(&ev, &a, B, T, 0, &err), LX_OK, "%s", err.msg);
+        cr_expect_eq(ev.rows, numerics == LX_NUMERICS_PORTABLE && N > LX_EVAL_ROWS ? LX_EVAL_ROWS : N);
         /* eval on the head path, which train uses: bit-identical */
         ev.head_path = 1;
         double l_tr = lx_model_forward(&m, &sp.spec, tok, tgt, &tr);
@@ -596,14 +600,43 @@ static void eval_equals_train(int B, int T)
 
 Test(model, eval_forward_equals_train_forward)
 {
-    eval_equals_train(RB, RT);
+    eval_equals_train(RB, RT, LX_NUMERICS_FAST);
 }
 
 Test(model, eval_forward_over_row_blocks_equals_train_forward, .timeout = 120)
 {
     /* 2 x 700 rows: one whole block of LX_EVAL_ROWS and a partial one */
     cr_assert(2 * 700 > LX_EVAL_ROWS && 2 * 700 < 2 * LX_EVAL_ROWS);
-    eval_equals_train(2, 700);
+    eval_equals_train(2, 700, LX_NUMERICS_FAST);
+}
+
+/* Portable numerics: the MLP and the head run over blocks of LX_EVAL_ROWS
+** rows in evaluation, all rows in training, and still the same bits. */
+Test(model, portable_eval_with_mlp_and_head_over_row_blocks_equals_train_forward, .timeout = 120)
+{
+    eval_equals_train(2, 700, LX_NUMERICS_PORTABLE);
+}
+
+/* What the portable layout saves: the MLP's and the final norm's scratch
+** hold LX_EVAL_ROWS rows, not N. Medium-model widths (d_model 512, SwiGLU
+** 2 x 1376, 8 heads / 4 KV heads of 64, vocab 512): attention phase
+** 512 + 1024 + 512 = 2048 floats a row, MLP phase 512 + 2752 = 3264, head
+** 512 + 512 = 1024. Fast: the overlay is the MLP's 3264 N; portable: the
+** attention's 2048 N, with the MLP's 3264 R and the head's 512 R + 512 N
+** below it. */
+Test(model, portable_eval_layout_holds_one_block_of_mlp_rows)
+{
+    struct lx_arch a = arch_of(LX_MODEL_CAUSAL, LX_MLP_SWIGLU, 8, 512, 8, 64, 1376, 512, 0.02);
+    a.kv_heads = 4;
+    for (int T = 4096; T <= 32768; T *= 2) {
+        lx_numerics_set(LX_NUMERICS_FAST);
+        double fast = lx_acts_bytes(&a, 1, T, 0), fast_train = lx_acts_bytes(&a, 1, 1024, 1);
+        lx_numerics_set(LX_NUMERICS_PORTABLE);
+        double port = lx_acts_bytes(&a, 1, T, 0);
+        cr_expect_eq(fast - port, (3264.0 - 2048.0) * T * 4, "T %d: %.0f vs %.0f bytes", T, fast, port);
+        cr_expect_eq(lx_acts_bytes(&a, 1, 1024, 1), fast_train, "training keeps every row in both modes");
+    }
+    lx_numerics_set(LX_NUMERICS_FAST);
 }
 
 /* ---- model: fast attention head path against the naive path ---------------- */
