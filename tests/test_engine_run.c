@@ -256,14 +256,17 @@ Test(engine_run, portable_tiny_sweep_is_the_same_bytes_on_1_and_2_threads, .init
 }
 
 /* Large enough that OpenBLAS splits its products over threads (there, 1 and
-** 2 threads gave other checkpoints and 11 of 17 values moved at rtol 0). */
+** 2 threads gave other checkpoints and 50 of 67 values moved at rtol 0);
+** attention statistics and greedy answers too, and at 1536 tokens the
+** evaluation's MLP and head run over row blocks (2 windows: 3 blocks). */
 Test(engine_run, portable_training_is_the_same_bytes_on_1_and_2_threads, .init = setup, .fini = teardown,
      .timeout = 120)
 {
     write_file("p.yaml", "name: portable\nseed: 3\nmodels:\n  small:\n"
                "    arch: {mode: causal, layers: 2, d_model: 64, heads: 4, d_head: 16, d_mlp: 256, mlp: swiglu}\n"
                "    train: {length: 128, batch: 8, steps: 8, warmup: 2, eval_every: 4, eval_windows: 2}\n"
-               "methods: [rope]\ntasks: [{ppl: {windows: 2}}]\nlengths: [128, 512]\n");
+               "methods: [rope]\ntasks: [{ppl: {windows: 2}}, {attn: {windows: 1}},"
+               " {passkey: {samples: 2, depths: 2, template: short}}]\nlengths: [128, 1536]\n");
     portable_threads_pair("p.yaml");
 }
 
