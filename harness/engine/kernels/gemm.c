@@ -174,9 +174,13 @@ static void pack_a(float *ap, const struct gemm *g, int i0, int mb, int p0, int 
         long i = i0 + ir;
         if (mr < MR)
             memset(ap, 0, sizeof(float) * MR * (size_t)kc);
-        if (g->ta)
+        if (g->ta && mr == MR)
             for (int k = 0; k < kc; k++)
-                memcpy(ap + k * MR, g->A + (long)(p0 + k) * g->lda + i, sizeof(float) * (size_t)mr);
+                memcpy(ap + k * MR, g->A + (long)(p0 + k) * g->lda + i, sizeof(float) * MR);
+        else if (g->ta)
+            for (int k = 0; k < kc; k++)
+                for (int r = 0; r < mr; r++)
+                    ap[k * MR + r] = g->A[(long)(p0 + k) * g->lda + i + r];
         else
             for (int r = 0; r < mr; r++) {
                 const float *src = g->A + (i + r) * g->lda + p0;
