@@ -33,11 +33,9 @@
 
 #define MR 6            /* register tile rows: 6 × 2 accumulators of 8 lanes */
 #define NR 16           /* register tile columns */
-#ifndef MC
 #define MC 120          /* rows of C per block (a multiple of MR) */
 #define NC 384          /* columns of C per block (a multiple of NR) */
 #define KC 256          /* values of k per packed slice */
-#endif
 #define PAR_FLOPS 262144.0      /* below this many multiply-adds, one thread */
 
 _Static_assert(MR == 6 && NR == 16, "tile_avx2 is written out for 6 x 16");
@@ -63,7 +61,7 @@ static _Thread_local struct scratch tls;
 static struct scratch *scratch_get(void)
 {
     if (!tls.ap) {
-        tls.ap = aligned_alloc(64, sizeof(float) * MC * KC);
+        tls.ap = aligned_alloc(64, sizeof(float) * (MC * KC + 16));     /* + what tr8 spills */
         tls.bp = aligned_alloc(64, sizeof(float) * KC * NC);
         tls.acc = aligned_alloc(64, sizeof(float) * MC * NC);
         LX_ASSERT(tls.ap && tls.bp && tls.acc);
@@ -167,27 +165,71 @@ static void tile_plain(float *acc, const float *ap, const float *bp, int kc, int
 
 /* Rows [i0, i0 + mb) × k [p0, p0 + kc) of op(A) into panels of MR rows, each
 ** kc × MR (row r of the panel at lane r), zeros past row mb. */
+static int pack_rows_avx2(float *p, int w, const float *src, long ld, int kc);
+
 static void pack_a(float *ap, const struct gemm *g, int i0, int mb, int p0, int kc)
 {
+    if (g->ta) {        /* op(A) = Aᵀ: row k of A holds the block's rows, read once along it */
+        int full = mb / MR * MR;
+        for (int k = 0; k < kc; k++) {
+            const float *src = g->A + (long)(p0 + k) * g->lda + i0;
+            for (int ir = 0; ir < full; ir += MR)
+                memcpy(ap + (long)ir * kc + k * MR, src + ir, sizeof(float) * MR);
+            for (int r = 0; r < MR && full < mb; r++)
+                ap[(long)full * kc + k * MR + r] = full + r < mb ? src[full + r] : 0.0f;
+        }
+        return;
+    }
     for (int ir = 0; ir < mb; ir += MR, ap += MR * kc) {
         int mr = mb - ir < MR ? mb - ir : MR;
-        long i = i0 + ir;
+        const float *src = g->A + (long)(i0 + ir) * g->lda + p0;
         if (mr < MR)
             memset(ap, 0, sizeof(float) * MR * (size_t)kc);
-        if (g->ta && mr == MR)
-            for (int k = 0; k < kc; k++)
-                memcpy(ap + k * MR, g->A + (long)(p0 + k) * g->lda + i, sizeof(float) * MR);
-        else if (g->ta)
-            for (int k = 0; k < kc; k++)
-                for (int r = 0; r < mr; r++)
-                    ap[k * MR + r] = g->A[(long)(p0 + k) * g->lda + i + r];
-        else
-            for (int r = 0; r < mr; r++) {
-                const float *src = g->A + (i + r) * g->lda + p0;
-                for (int k = 0; k < kc; k++)
-                    ap[k * MR + r] = src[k];
-            }
+        int k0 = mr == MR && g->avx2 ? pack_rows_avx2(ap, MR, src, g->lda, kc) : 0;
+        for (int r = 0; r < mr; r++)
+            for (int k = k0; k < kc; k++)
+                ap[k * MR + r] = src[(long)r * g->lda + k];
     }
+}
+
+/* Eight k of `rows` (at most 8) rows of a row-major matrix s (stride ld),
+** transposed in registers: d[k·ds + r] = s[r·ld + k] for k < 8, r < rows,
+** written as 8 floats a k in increasing k (with ds < 8 each store's tail
+** is overwritten by the next; the last spills ds − 8 floats past d[7·ds +
+** 7]). A copy: no value changes. */
+__attribute__((target("avx2,fma"))) static void tr8(float *d, long ds, const float *s, long ld, int rows)
+{
+    __m256 r[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = i < rows ? _mm256_loadu_ps(s + i * ld) : _mm256_setzero_ps();
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(d + ds, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(d + 2 * ds, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(d + 3 * ds, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(d + 4 * ds, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(d + 5 * ds, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(d + 6 * ds, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(d + 7 * ds, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/* A whole panel of width w (MR of A, NR of Bᵀ) from rows of a row-major
+** matrix, eight k at a time (tr8, in 8-row bands); returns how many k it
+** packed. */
+static int pack_rows_avx2(float *p, int w, const float *src, long ld, int kc)
+{
+    int k0 = 0;
+    for (; k0 + 8 <= kc; k0 += 8)
+        for (int band = 0; band < w; band += 8)
+            tr8(p + (long)k0 * w + band, w, src + (long)band * ld + k0, ld, w - band < 8 ? w - band : 8);
+    return k0;
 }
 
 /* k [p0, p0 + kc) × columns [j0, j0 + nb) of op(B) into panels of NR
@@ -208,11 +250,11 @@ static void pack_b(float *bp, const struct gemm *g, int j0, int nb, int p0, int 
             }
             continue;
         }
-        for (int c = 0; c < NR; c++) {
-            const float *src = g->B + (long)(j0 + jr + c) * g->ldb + p0;
-            for (int k = 0; k < kc; k++)
-                bp[k * NR + c] = c < nr ? src[k] : 0.0f;
-        }
+        const float *src = g->B + (long)(j0 + jr) * g->ldb + p0;
+        int k0 = nr == NR && g->avx2 ? pack_rows_avx2(bp, NR, src, g->ldb, kc) : 0;
+        for (int c = 0; c < NR; c++)
+            for (int k = k0; k < kc; k++)
+                bp[k * NR + c] = c < nr ? src[(long)c * g->ldb + k] : 0.0f;
     }
 }
 
