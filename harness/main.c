@@ -14,12 +14,10 @@
 */
 #include <omp.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "harness/cli.h"
 #include "harness/engine/kernels/blas.h"
-#include "harness/engine/kernels/numerics.h"
 #include "harness/registry.h"
 #include "harness/core/version.h"
 
@@ -71,17 +69,6 @@ int main(int argc, char **argv)
     int rc = lx_args_global(&argc, &argv, &err);
     if (rc < 0)
         return lx_cli_fail(&err, rc);
-    /* LENX_NUMERICS=fast|portable: the process's numerics (numerics.h), read
-    ** once, before any pass. A stopgap until a sweep's `numerics:` and `lenx
-    ** run --portable` carry the mode into the run and model keys: this one is
-    ** recorded nowhere, so keep each mode's runs in a --db of their own. */
-    const char *numerics = getenv("LENX_NUMERICS");
-    enum lx_numerics nm;
-    if (numerics && lx_numerics_parse(numerics, &nm) < 0)
-        return lx_cli_fail(&err, lx_err(&err, LX_EINVAL, "LENX_NUMERICS is '%s', not 'fast' or 'portable'\n"
-                                         "  hint: unset it for the default, fast", numerics));
-    if (numerics)
-        lx_numerics_set(nm);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         if (argc >= 3 && strcmp(argv[1], "help") == 0)

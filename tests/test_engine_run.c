@@ -223,16 +223,15 @@ Test(engine_run, thread_count_does_not_move_ppl, .init = setup, .fini = teardown
     cr_expect(strstr(out, "12 cells compared, 0 moved") != NULL, "%s", out);
 }
 
-/* Portable numerics (LENX_NUMERICS=portable until the sweep's own switch):
-** the sweep in file `yaml` trained and evaluated on 1 thread and on 2 gives
-** the same checkpoint bytes, the same training losses and every stored
-** value equal at rtol 0. */
+/* Portable numerics (lenx run --portable): the sweep in file `yaml` trained
+** and evaluated on 1 thread and on 2 gives the same checkpoint bytes, the
+** same training losses and every stored value equal at rtol 0. */
 static void portable_threads_pair(const char *yaml)
 {
     char out[16384], a[4096], b[4096];
     cr_assert_eq(sh(out, sizeof out, "mkdir a b"), 0, "%s", out);
     for (int t = 1; t <= 2; t++)
-        cr_assert_eq(sh(out, sizeof out, "LENX_NUMERICS=portable OMP_NUM_THREADS=%d $L run %s --db %s/r.db --quiet"
+        cr_assert_eq(sh(out, sizeof out, "OMP_NUM_THREADS=%d $L run %s --portable --db %s/r.db --quiet"
                         " --no-table", t, yaml, t == 1 ? "a" : "b"), 0, "%s", out);
     cr_assert_eq(sh(a, sizeof a, "cd a/models && sha256sum *.safetensors"), 0, "%s", a);
     cr_assert_eq(sh(b, sizeof b, "cd b/models && sha256sum *.safetensors"), 0, "%s", b);
