@@ -269,9 +269,13 @@ static int train_stage(struct runner *r, const struct lx_cell *c, const struct s
         return rc;
     r->sum->n_trained++;
     r->sum->train_steps += rep.steps;
+    /* portable numerics: the weights do not depend on the thread count, so
+    ** the checkpoint's bytes must not either (lenx_threads 0) */
+    int portable = lx_numerics_get() == LX_NUMERICS_PORTABLE;
     struct lx_ckpt_info info = {.model_key = (char *)st->key, .stack = (char *)st->stack,
                                 .train_json = mu->train_json, .train_len = mu->train.length,
-                                .threads = omp_get_max_threads(), .tokenizer = mu->tok ? mu->tok->path : NULL};
+                                .threads = portable ? 0 : omp_get_max_threads(),
+                                .tokenizer = mu->tok ? mu->tok->path : NULL};
     snprintf(info.numerics, sizeof info.numerics, "%s", lx_numerics_name(lx_numerics_get()));
     if (mu->tok)    /* recorded, and copied beside the checkpoint (docs/checkpoints.md#tokenizers) */
         memcpy(info.tokenizer_sha256, mu->tok->hash, sizeof info.tokenizer_sha256);
@@ -282,7 +286,7 @@ static int train_stage(struct runner *r, const struct lx_cell *c, const struct s
         .key = st->key, .name = mu->name, .config = st->key_json, .path = path, .sha256 = info.sha256,
         .steps = rep.steps, .tokens = rep.tokens, .seconds = rep.seconds, .train_loss = rep.train_loss,
         .val_loss = rep.val_loss, .commit = lx_build_commit(), .weights_sha256 = info.weights_sha256,
-        .threads = info.threads,
+        .threads = omp_get_max_threads(),
     };
     if (o->progress)
         fprintf(stderr, "lenx: model '%s' [%s]: %ld tokens in %.1f s (%.0f tok/s), val loss %.4f -> %s\n",

@@ -15,6 +15,8 @@
 **               method features vs plain at 4k, a 256-key window vs full
 **               attention at 32k, vs the head path (1k … 16k) and the naive
 **               reference (1k), peak RSS
+**   gemm        the portable sgemm vs OpenBLAS, 2048³ and the model's
+**               shapes, 1 and all threads (tests/bench_gemm.c)
 **   decode      greedy tokens through the KV cache vs full passes at 16k, and a
 **               16x passkey cell end to end both ways (tests/bench_decode.c)
 **   model       training and evaluation tokens/s vs PyTorch (tests/bench_model.c)
@@ -22,9 +24,9 @@
 **               backward, a training step tiled vs materialised (tests/bench_train.c)
 **
 ** `lenx-bench micro` runs all but the model and train parts, `lenx-bench
-** tiled`, `lenx-bench decode`, `lenx-bench model` and `lenx-bench train` one
-** part each (`lenx-bench tiledstats` only the cost of row statistics from the
-** tiles).
+** tiled`, `lenx-bench gemm`, `lenx-bench decode`, `lenx-bench model` and
+** `lenx-bench train` one part each (`lenx-bench tiledstats` only the cost of
+** row statistics from the tiles).
 */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
@@ -500,6 +502,7 @@ double lx_bench_sgemm(void)
 int lx_bench_model(void);   /* tests/bench_model.c */
 int lx_bench_decode(void);  /* tests/bench_decode.c */
 int lx_bench_train(void);   /* tests/bench_train.c */
+int lx_bench_gemm(void);    /* tests/bench_gemm.c */
 
 int main(int argc, char **argv)
 {
@@ -514,6 +517,8 @@ int main(int argc, char **argv)
         return lx_bench_decode();
     if (!strcmp(only, "train"))
         return lx_bench_train();
+    if (!strcmp(only, "gemm"))
+        return lx_bench_gemm();
     int max_threads = omp_get_max_threads();
     char blas[128];
     lx_blas_describe(blas, sizeof blas);
@@ -559,7 +564,7 @@ int main(int argc, char **argv)
     report("matmul", "lx_matmul (OpenBLAS) 256^3", "lx_matmul_naive", best_of(20, mm_fast, &ma),
            best_of(3, mm_naive, &ma));
     free(ma.A), free(ma.B), free(ma.C), free(ra.A), free(ra.B);
-    if (bench_attention() || bench_tiled() || lx_bench_decode())
+    if (bench_attention() || bench_tiled() || lx_bench_gemm() || lx_bench_decode())
         return 1;
     lx_plan_release(&plan);
     lx_grid_release(&g);

@@ -1,5 +1,9 @@
 /*
 ** harness/engine/kernels/blas.c - OpenBLAS behind one seam, and the naive reference.
+**
+** In portable numerics (numerics.h) every product goes to lenx's own
+** fixed-order sgemm (gemm.c) instead: OpenBLAS's per-element result depends
+** on M, N, the thread count and the kernels the CPU gets.
 */
 #include "harness/engine/kernels/blas.h"
 
@@ -8,9 +12,16 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "harness/engine/kernels/gemm.h"
+#include "harness/engine/kernels/numerics.h"
+
 void lx_gemm(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N, int K,
              int trans_a, int trans_b, float alpha, float beta)
 {
+    if (lx_numerics_get() == LX_NUMERICS_PORTABLE) {
+        lx_gemm_portable(C, ldc, A, lda, B, ldb, M, N, K, trans_a, trans_b, alpha, beta);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
                 M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

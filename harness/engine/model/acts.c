@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/numerics.h"
 #include "harness/engine/model/kvcache.h"
 
 /* ---- activations ------------------------------------------------------------ */
@@ -53,12 +54,23 @@ struct acts_row {
 #define PHASE(k, f, count) {offsetof(struct lx_acts, f), (count), 4, (k), 0, 0}
 #define LAZY(f, count, size, w) {offsetof(struct lx_acts, f), (count), (size), 0, 1, (w)}
 
+/* Rows the evaluation pass runs its MLP and head over at a time: all of
+** them in fast numerics (a row block would change OpenBLAS's bits),
+** LX_EVAL_ROWS in portable numerics, where a block is the same bits as the
+** whole (harness/engine/kernels/gemm.h). */
+static double eval_block(double N, int portable)
+{
+    return portable && N > LX_EVAL_ROWS ? LX_EVAL_ROWS : N;
+}
+
 /* Every buffer of a pass over (B, T). Training keeps every layer's
 ** activations for backward; evaluation holds one layer's (the residual
 ** stream updated in place, the MLP's activation over its pre-activation),
-** its attention, MLP and head phases overlaid, and the probabilities of the
-** loss for one block of LX_EVAL_ROWS rows. Returns the number of rows. */
-static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int T, int train)
+** its attention, MLP and head phases overlaid, the MLP's and the final
+** norm's scratch for one block of eval_block rows, and the probabilities of
+** the loss for one block of LX_EVAL_ROWS rows. portable: the numerics the
+** pass runs in. Returns the number of rows. */
+static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int T, int train, int portable)
 {
     LX_ASSERT(train == LX_ACTS_EVAL || train == LX_ACTS_TRAIN_TILED || train == LX_ACTS_TRAIN_MATERIALISED);
     double N = (double)B * T, C = (double)arch->d_model, HD = (double)arch->heads * arch->d_head,
@@ -67,6 +79,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
            QKV = (double)lx_arch_qkv(arch), D = (double)arch->d_head, nqb = (T + LX_TILE_BQ - 1) / LX_TILE_BQ;
     double R = N < LX_EVAL_ROWS ? N : LX_EVAL_ROWS, far = nthr * (double)lx_attn_far_floats(T, (int)D);
     int n = 0, mat = train == LX_ACTS_TRAIN_MATERIALISED, gqa = lx_arch_kv(arch) < arch->heads;
+    double NB = eval_block(N, portable);
     if (train) {
         /* the materialised path keeps every head's T x T probabilities (att) and a
         ** thread's T x T backward scratch (dp); the tiled path a log-sum-exp per row
@@ -93,8 +106,8 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
         struct acts_row e[] = {
             ROW(x, N * C, 4), ROW(rstd1, N, 4), ROW(rstdf, N, 4), ROW(probs, R * V, 4), ROW(loss, N, 4),
             PHASE(1, xn1, N * C), PHASE(1, qkv, N * QKV), PHASE(1, ao, N * HD),         /* attention */
-            PHASE(2, xn2, N * C), PHASE(2, h, N * F2),                                  /* MLP */
-            PHASE(3, xnf, N * C), PHASE(3, logits, N * V),                              /* head */
+            PHASE(2, xn2, NB * C), PHASE(2, h, NB * F2),                                /* MLP */
+            PHASE(3, xnf, NB * C), PHASE(3, logits, N * V),                             /* head */
             ROW(rope_cs, N * D, 8), ROW(tab, nthr * 2 * T, 8),
             ROW(tile, nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, (int)D), 4),
             ROW(tile_tab, H * (1 + LX_SPEC_MAX_OPS) * T, 8),
@@ -158,7 +171,7 @@ static double table_bytes(const struct lx_arch *arch, int B, int T, int train, i
 {
     struct acts_row r[MAX_ROWS];
     double off[MAX_ROWS];
-    int n = acts_table(r, arch, B, T, acts_mode(train));
+    int n = acts_table(r, arch, B, T, acts_mode(train), lx_numerics_get() == LX_NUMERICS_PORTABLE);
     if (!lazy)
         return block_layout(r, n, off);
     double total = 0.0;
@@ -181,7 +194,8 @@ int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, i
     if (need <= avail && need < (double)SIZE_MAX && (a->block = aligned_alloc(ALIGN, (size_t)need))) {
         struct acts_row r[MAX_ROWS];
         double off[MAX_ROWS];
-        int n = acts_table(r, arch, B, T, train);
+        int portable = lx_numerics_get() == LX_NUMERICS_PORTABLE;
+        int n = acts_table(r, arch, B, T, train, portable);
         block_layout(r, n, off);
         for (int i = 0; i < n; i++)
             if (!r[i].lazy && r[i].n > 0)
@@ -191,6 +205,8 @@ int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, i
         a->T = T;
         a->train = train != LX_ACTS_EVAL;
         a->tiled = train == LX_ACTS_TRAIN_TILED;
+        a->portable = portable;
+        a->rows = a->train ? (long)B * T : (long)eval_block((double)B * T, portable);
         a->n_thr = n_threads();
         return LX_OK;
     }
@@ -206,7 +222,7 @@ void *lx_acts_lazy(struct lx_acts *a, void *field)
     if (*f)
         return *f;
     struct acts_row r[MAX_ROWS];
-    int n = acts_table(r, &a->arch, a->B, a->T, mode_of(a));
+    int n = acts_table(r, &a->arch, a->B, a->T, mode_of(a), a->portable);
     for (int i = 0; i < n; i++)
         if (r[i].lazy && row_ptr(a, &r[i]) == f)
             return *f = lx_xmalloc((size_t)row_bytes(&r[i]));
@@ -264,7 +280,7 @@ void lx_acts_release(struct lx_acts *a)
         return;
     if (a->block) {
         struct acts_row r[MAX_ROWS];
-        int n = acts_table(r, &a->arch, a->B, a->T, mode_of(a));
+        int n = acts_table(r, &a->arch, a->B, a->T, mode_of(a), a->portable);
         for (int i = 0; i < n; i++)
             if (r[i].lazy)
                 free(*row_ptr(a, &r[i]));

@@ -285,33 +285,39 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *spec
                   a->diag ? a->diag + l * a->B * s->H : NULL, W->logit_scale, (int)l, &sh);
 }
 
-/* The MLP, xout = xm + W2·act(W1·n2(xm) [, W3·n2(xm)]) over all N rows; xout
+/* The MLP, xout = xm + W2·act(W1·n2(xm) [, W3·n2(xm)]) over n rows; xout
 ** may be xm (in place); act (row stride ldact) may be h (ldact F2: the
 ** activation over each row's first F values); sig (or NULL) keeps GELU's σ. */
 static void mlp(const struct lx_arch *ar, const struct lx_layer_w *W, float *xout, const float *xm, float *xn2,
-                float *rstd2, float *h, float *act, int ldact, float *sig, const struct sizes *s)
+                float *rstd2, float *h, float *act, int ldact, float *sig, long n, const struct sizes *s)
 {
-    lx_rmsnorm_forward(xn2, rstd2, xm, W->mlp_norm, (int)s->N, (int)s->C, (float)ar->norm_eps);
-    lx_matmul(h, xn2, W->w13, (int)s->N, (int)s->F2, (int)s->C, 0, 1, 1.0f, 0.0f);
+    lx_rmsnorm_forward(xn2, rstd2, xm, W->mlp_norm, (int)n, (int)s->C, (float)ar->norm_eps);
+    lx_matmul(h, xn2, W->w13, (int)n, (int)s->F2, (int)s->C, 0, 1, 1.0f, 0.0f);
     if (ar->mlp == LX_MLP_SWIGLU)
-        lx_swiglu_forward(act, ldact, h, (int)s->N, (int)s->F);
+        lx_swiglu_forward(act, ldact, h, (int)n, (int)s->F);
     else
-        lx_gelu_forward_s(act, sig, h, (int)(s->N * s->F));
+        lx_gelu_forward_s(act, sig, h, (int)(n * s->F));
     if (xout != xm)
-        memcpy(xout, xm, sizeof(float) * (size_t)(s->N * s->C));
-    lx_gemm(xout, (int)s->C, act, ldact, W->w2, (int)s->F, (int)s->N, (int)s->C, (int)s->F, 0, 1, 1.0f, 1.0f);
+        memcpy(xout, xm, sizeof(float) * (size_t)(n * s->C));
+    lx_gemm(xout, (int)s->C, act, ldact, W->w2, (int)s->F, (int)n, (int)s->C, (int)s->F, 0, 1, 1.0f, 1.0f);
 }
 
-/* The final norm and the head's logits of all N rows; with targets, the
-** per-token NLL over blocks of LX_EVAL_ROWS rows (probs holds one block). */
-static void head(const struct lx_model *m, struct lx_acts *a, const float *x, float *probs, int block,
+/* The final norm and the head's logits of all N rows, a->rows at a time
+** (xnf holds one block); with targets, the per-token NLL over blocks of
+** ce_rows rows (probs holds one block). */
+static void head(const struct lx_model *m, struct lx_acts *a, const float *x, float *probs, long ce_rows,
                  const int *targets, const struct sizes *s)
 {
-    lx_rmsnorm_forward(a->xnf, a->rstdf, x, m->v.norm, (int)s->N, (int)s->C, (float)m->arch.norm_eps);
-    lx_matmul(a->logits, a->xnf, m->v.head, (int)s->N, (int)s->V, (int)s->C, 0, 1, 1.0f, 0.0f);
-    for (long r0 = 0; targets && r0 < s->N; r0 += block)
-        lx_crossentropy_forward(a->loss + r0, probs, a->logits + r0 * s->V,
-                                targets + r0, (int)(s->N - r0 < block ? s->N - r0 : block), (int)s->V);
+    long rows = a->rows > 0 ? a->rows : s->N;
+    for (long r0 = 0; r0 < s->N; r0 += rows) {
+        long n = s->N - r0 < rows ? s->N - r0 : rows;
+        lx_rmsnorm_forward(a->xnf, a->rstdf + r0, x + r0 * s->C, m->v.norm, (int)n, (int)s->C,
+                           (float)m->arch.norm_eps);
+        lx_matmul(a->logits + r0 * s->V, a->xnf, m->v.head, (int)n, (int)s->V, (int)s->C, 0, 1, 1.0f, 0.0f);
+        for (long c0 = r0; targets && c0 < r0 + n; c0 += ce_rows)
+            lx_crossentropy_forward(a->loss + c0, probs, a->logits + c0 * s->V, targets + c0,
+                                    (int)(r0 + n - c0 < ce_rows ? r0 + n - c0 : ce_rows), (int)s->V);
+    }
 }
 
 /* Training: every layer's activations kept for backward. */
@@ -325,25 +331,33 @@ static void forward_train(const struct lx_model *m, const struct lx_spec *spec, 
         memcpy(xm, xin, sizeof(float) * (size_t)(s->N * s->C));
         lx_matmul(xm, ao, W->wo, (int)s->N, (int)s->C, (int)s->HD, 0, 1, 1.0f, 1.0f);
         mlp(&m->arch, W, xin + s->N * s->C, xm, a->xn2 + l * s->N * s->C, a->rstd2 + l * s->N,
-            a->h + l * s->N * s->F2, a->act + l * s->N * s->F, (int)s->F, a->sig ? a->sig + l * s->N * s->F : NULL, s);
+            a->h + l * s->N * s->F2, a->act + l * s->N * s->F, (int)s->F, a->sig ? a->sig + l * s->N * s->F : NULL,
+            s->N, s);
     }
-    head(m, a, a->x + s->L * s->N * s->C, a->probs, (int)s->N, targets, s);
+    head(m, a, a->x + s->L * s->N * s->C, a->probs, s->N, targets, s);
 }
 
 /* Evaluation: one layer's activations at a time, the residual stream x
 ** updated in place, the MLP's activation over its pre-activation, and the
-** attention, MLP and head phases' buffers overlaid (acts.c). Every matrix
-** product is the same call over all N rows as in training: a row-blocked
-** GEMM changes which OpenBLAS kernel path a row takes, and with it the bits
-** (docs/PERFORMANCE.md, "Evaluation memory"). */
+** attention, MLP and head phases' buffers overlaid (acts.c). The MLP and the
+** head run over a->rows rows at a time: all N in fast numerics, where a
+** row-blocked GEMM would change which OpenBLAS kernel path a row takes and
+** with it the bits (docs/PERFORMANCE.md, "Evaluation memory"); LX_EVAL_ROWS
+** in portable numerics, whose products give a row block the bits of the
+** whole, so the scratch is O(LX_EVAL_ROWS × width). */
 static void forward_eval(const struct lx_model *m, const struct lx_spec *spec, const int *targets,
                          struct lx_acts *a, const struct sizes *s)
 {
+    long rows = a->rows > 0 ? a->rows : s->N;
     for (long l = 0; l < s->L; l++) {
         const struct lx_layer_w *W = &m->v.layer[l];
         attention_layer(m, spec, a, l, a->x, s);
         lx_matmul(a->x, a->ao, W->wo, (int)s->N, (int)s->C, (int)s->HD, 0, 1, 1.0f, 1.0f);
-        mlp(&m->arch, W, a->x, a->x, a->xn2, a->rstd1, a->h, a->h, (int)s->F2, NULL, s);
+        for (long r0 = 0; r0 < s->N; r0 += rows) {
+            float *x = a->x + r0 * s->C;
+            mlp(&m->arch, W, x, x, a->xn2, a->rstd1 + r0, a->h, a->h, (int)s->F2, NULL,
+                s->N - r0 < rows ? s->N - r0 : rows, s);
+        }
     }
     head(m, a, a->x, a->probs, LX_EVAL_ROWS, targets, s);
 }

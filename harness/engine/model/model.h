@@ -44,7 +44,8 @@ typedef void (*lx_att_probe)(void *ctx, int layer, int b, int h, const float *P,
 ** holds one layer's activations at a time (the residual stream x updated in
 ** place, the MLP's activation over its pre-activation h, the attention, MLP
 ** and head phases overlaid), the loss's probabilities over blocks of
-** LX_EVAL_ROWS rows, and runs attention tiled
+** LX_EVAL_ROWS rows (in portable numerics the MLP and the head too, so their
+** scratch is O(LX_EVAL_ROWS × width)), and runs attention tiled
 ** (harness/engine/kernels/tiled.c), so memory grows as O(T·d), row statistics
 ** (stats, diag) summed from the tiles; a pass with a probe (or head_path)
 ** runs the head path instead and allocates one T × T probability buffer per
@@ -68,6 +69,9 @@ int lx_train_attn_parse(const char *s, enum lx_train_attn *out);
 struct lx_acts {
     int B, T, train;
     int n_thr;                  /* attention scratch slots */
+    int portable;               /* 1: laid out in portable numerics (lx_numerics_get() at allocation) */
+    long rows;                  /* rows the MLP and the head run over at a time: N, or in a portable
+                                ** evaluation LX_EVAL_ROWS (xn2, h and xnf hold that many) */
     struct lx_arch arch;        /* what the table was laid out for */
     void *block;                /* every non-lazy buffer below, carved from this one allocation */
     float *x;                   /* train: (layers+1, N, C) residual stream; eval: (N, C), in place */
@@ -82,12 +86,12 @@ struct lx_acts {
     float *dkv;                 /* tiled train with kv_heads < heads: (H, T, 2·D) per-head dk | dv */
     float *ao;                  /* (·, N, HD) attention output */
     float *xm;                  /* train: (layers, N, C) residual after attention */
-    float *rstd2, *xn2;         /* train: (layers, N), (·, N, C); eval: xn2 (N, C) */
-    float *h;                   /* (·, N, F or 2F) MLP pre-activation; eval: the activation over each row's
-                                ** first F */
+    float *rstd2, *xn2;         /* train: (layers, N), (·, N, C); eval: xn2 (rows, C) */
+    float *h;                   /* (·, N, F or 2F) MLP pre-activation; eval: (rows, F or 2F), the activation
+                                ** over each row's first F */
     float *act;                 /* train: (layers, N, F) MLP activation */
     float *sig;                 /* train: (layers, N, F) GELU's σ(2u), kept for backward */
-    float *rstdf, *xnf;         /* (N), (N, C) final norm */
+    float *rstdf, *xnf;         /* (N), (rows, C) final norm */
     float *logits;              /* (N, V) */
     float *probs;               /* train: (N, V) softmax, when targets were given; eval: (LX_EVAL_ROWS, V) */
     float *loss;                /* (N) per-token NLL (0 where no target) */

@@ -1,0 +1,322 @@
+/*
+** harness/engine/kernels/gemm.c - the fixed-order sgemm of portable numerics
+** (gemm.h says what is fixed).
+**
+** The usual shape of a fast GEMM, kept to what leaves each element's sum
+** alone: C is cut into blocks of MC × NC; one thread computes a block (an
+** OpenMP loop over blocks, so each element has exactly one owner). For each
+** slice of KC values of k, in order, the block's rows of op(A) are packed
+** into panels of MR rows and its columns of op(B) into panels of NR columns
+** (zero-padded at the edges), and an MR × NR register tile runs its FMA
+** chains over the slice, continuing from the running sums it stored after
+** the previous slice (a float stored and reloaded is the same float). Each
+** lane of the tile is one element's chain: the order over k never depends
+** on where the element sits, how far the block reaches or which thread runs
+** it. Padded lanes are computed and dropped. Last, C = alpha·sum + beta·C.
+**
+** The kernel is compiled for AVX2 + FMA (explicit _mm256_fmadd_ps, one
+** rounding per step, as fmaf) beside a plain C one (fmaf: the same single
+** rounding, in hardware or in libm's exact software fallback); the CPU picks
+** at run time. This file is compiled with -ffp-contract=off (Makefile), so
+** the compiler never fuses the epilogue's multiply and add either.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "harness/engine/kernels/gemm.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/lx.h"
+
+#define MR 6            /* register tile rows: 6 × 2 accumulators of 8 lanes */
+#define NR 16           /* register tile columns */
+#define MC 120          /* rows of C per block (a multiple of MR) */
+#define NC 384          /* columns of C per block (a multiple of NR) */
+#define KC 256          /* values of k per packed slice */
+#define PAR_FLOPS 262144.0      /* below this many multiply-adds, one thread */
+
+_Static_assert(MR == 6 && NR == 16, "tile_avx2 is written out for 6 x 16");
+_Static_assert(MC % MR == 0 && NC % NR == 0, "blocks are whole tiles");
+
+/* One call's operands. */
+struct gemm {
+    float *C;
+    const float *A, *B;
+    int ldc, lda, ldb, M, N, K, ta, tb;
+    float alpha, beta;
+    int avx2;           /* 1: the AVX2 + FMA kernel */
+};
+
+/* Per-thread scratch: packed A (MC × KC), packed B (KC × NC), and the block's
+** running sums, MR × NR tiles in (column panel, row panel) order. */
+struct scratch {
+    float *ap, *bp, *acc;
+};
+
+static _Thread_local struct scratch tls;
+
+static struct scratch *scratch_get(void)
+{
+    if (!tls.ap) {
+        tls.ap = aligned_alloc(64, sizeof(float) * (MC * KC + 16));     /* + what tr8 spills */
+        tls.bp = aligned_alloc(64, sizeof(float) * KC * NC);
+        tls.acc = aligned_alloc(64, sizeof(float) * MC * NC);
+        LX_ASSERT(tls.ap && tls.bp && tls.acc);
+    }
+    return &tls;
+}
+
+/* ---- the register tile: acc (MR × NR) += ap (kc × MR) · bp (kc × NR) ----- */
+
+/* Where a tile's sums go after its last slice: C[i][j] = alpha·sum +
+** beta·C[i][j] over the mr × nr corner of the tile that lies inside C. */
+struct out {
+    float *C;
+    long ldc;
+    int mr, nr;
+    float alpha, beta;
+};
+
+/* The epilogue one element at a time (edge tiles, and the plain kernel). */
+static void out_plain(const struct out *o, const float *acc)
+{
+    for (int r = 0; r < o->mr; r++)
+        for (int c = 0; c < o->nr; c++) {
+            float v = o->alpha * acc[r * NR + c], *dst = o->C + r * o->ldc + c;
+            *dst = o->beta != 0.0f ? v + o->beta * *dst : v;
+        }
+}
+
+/* One row r of the tile: two 8-lane chains, one FMA each per k. */
+#define ROW_FMA(r)                                                              \
+    do {                                                                        \
+        __m256 a_ = _mm256_broadcast_ss(ap + (r));                              \
+        c##r##0 = _mm256_fmadd_ps(a_, b0, c##r##0);                             \
+        c##r##1 = _mm256_fmadd_ps(a_, b1, c##r##1);                             \
+    } while (0)
+
+/* Row r of a whole tile into C: the same multiply and add as out_plain. */
+#define ROW_OUT(r)                                                              \
+    do {                                                                        \
+        float *d_ = o->C + (r) * o->ldc;                                        \
+        __m256 v0_ = _mm256_mul_ps(al, c##r##0), v1_ = _mm256_mul_ps(al, c##r##1); \
+        if (o->beta != 0.0f) {                                                  \
+            v0_ = _mm256_add_ps(v0_, _mm256_mul_ps(be, _mm256_loadu_ps(d_)));   \
+            v1_ = _mm256_add_ps(v1_, _mm256_mul_ps(be, _mm256_loadu_ps(d_ + 8))); \
+        }                                                                       \
+        _mm256_storeu_ps(d_, v0_);                                              \
+        _mm256_storeu_ps(d_ + 8, v1_);                                          \
+    } while (0)
+
+/* Twelve named accumulators, written out so they stay in registers at -O2.
+** first: the chains start at 0, else at acc; o: the last slice, written to
+** C (NULL: the sums go back to acc for the next slice). */
+__attribute__((target("avx2,fma"))) static void tile_avx2(float *acc, const float *ap, const float *bp, int kc,
+                                                          int first, const struct out *o)
+{
+    __m256 z = _mm256_setzero_ps();
+#define LD(r, h) (first ? z : _mm256_load_ps(acc + (r) * NR + 8 * (h)))
+    __m256 c00 = LD(0, 0), c01 = LD(0, 1), c10 = LD(1, 0), c11 = LD(1, 1), c20 = LD(2, 0), c21 = LD(2, 1);
+    __m256 c30 = LD(3, 0), c31 = LD(3, 1), c40 = LD(4, 0), c41 = LD(4, 1), c50 = LD(5, 0), c51 = LD(5, 1);
+#undef LD
+    for (int k = 0; k < kc; k++, ap += MR, bp += NR) {
+        __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+        ROW_FMA(0);
+        ROW_FMA(1);
+        ROW_FMA(2);
+        ROW_FMA(3);
+        ROW_FMA(4);
+        ROW_FMA(5);
+    }
+    if (o && o->mr == MR && o->nr == NR) {
+        __m256 al = _mm256_set1_ps(o->alpha), be = _mm256_set1_ps(o->beta);
+        ROW_OUT(0);
+        ROW_OUT(1);
+        ROW_OUT(2);
+        ROW_OUT(3);
+        ROW_OUT(4);
+        ROW_OUT(5);
+        return;
+    }
+    _mm256_store_ps(acc, c00), _mm256_store_ps(acc + 8, c01), _mm256_store_ps(acc + 16, c10);
+    _mm256_store_ps(acc + 24, c11), _mm256_store_ps(acc + 32, c20), _mm256_store_ps(acc + 40, c21);
+    _mm256_store_ps(acc + 48, c30), _mm256_store_ps(acc + 56, c31), _mm256_store_ps(acc + 64, c40);
+    _mm256_store_ps(acc + 72, c41), _mm256_store_ps(acc + 80, c50), _mm256_store_ps(acc + 88, c51);
+    /* GCC 12 turns the call below into a tail jump without the vzeroupper it
+    ** puts before every return: the upper halves stayed dirty, and the SSE
+    ** code after the product (SwiGLU, expf) ran about 18 times slower */
+    _mm256_zeroupper();
+    if (o)
+        out_plain(o, acc);
+}
+
+static void tile_plain(float *acc, const float *ap, const float *bp, int kc, int first, const struct out *o)
+{
+    if (first)
+        memset(acc, 0, sizeof(float) * MR * NR);
+    for (int k = 0; k < kc; k++, ap += MR, bp += NR)
+        for (int r = 0; r < MR; r++)
+            for (int c = 0; c < NR; c++)
+                acc[r * NR + c] = fmaf(ap[r], bp[c], acc[r * NR + c]);
+    if (o)
+        out_plain(o, acc);
+}
+
+/* ---- packing ------------------------------------------------------------- */
+
+/* Rows [i0, i0 + mb) × k [p0, p0 + kc) of op(A) into panels of MR rows, each
+** kc × MR (row r of the panel at lane r), zeros past row mb. */
+static int pack_rows_avx2(float *p, int w, const float *src, long ld, int kc);
+
+static void pack_a(float *ap, const struct gemm *g, int i0, int mb, int p0, int kc)
+{
+    if (g->ta) {        /* op(A) = Aᵀ: row k of A holds the block's rows, read once along it */
+        int full = mb / MR * MR;
+        for (int k = 0; k < kc; k++) {
+            const float *src = g->A + (long)(p0 + k) * g->lda + i0;
+            for (int ir = 0; ir < full; ir += MR)
+                memcpy(ap + (long)ir * kc + k * MR, src + ir, sizeof(float) * MR);
+            for (int r = 0; r < MR && full < mb; r++)
+                ap[(long)full * kc + k * MR + r] = full + r < mb ? src[full + r] : 0.0f;
+        }
+        return;
+    }
+    for (int ir = 0; ir < mb; ir += MR, ap += MR * kc) {
+        int mr = mb - ir < MR ? mb - ir : MR;
+        const float *src = g->A + (long)(i0 + ir) * g->lda + p0;
+        if (mr < MR)
+            memset(ap, 0, sizeof(float) * MR * (size_t)kc);
+        int k0 = mr == MR && g->avx2 ? pack_rows_avx2(ap, MR, src, g->lda, kc) : 0;
+        for (int r = 0; r < mr; r++)
+            for (int k = k0; k < kc; k++)
+                ap[k * MR + r] = src[(long)r * g->lda + k];
+    }
+}
+
+/* Eight k of `rows` (at most 8) rows of a row-major matrix s (stride ld),
+** transposed in registers: d[k·ds + r] = s[r·ld + k] for k < 8, r < rows,
+** written as 8 floats a k in increasing k (with ds < 8 each store's tail
+** is overwritten by the next; the last spills ds − 8 floats past d[7·ds +
+** 7]). A copy: no value changes. */
+__attribute__((target("avx2,fma"))) static void tr8(float *d, long ds, const float *s, long ld, int rows)
+{
+    __m256 r[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = i < rows ? _mm256_loadu_ps(s + i * ld) : _mm256_setzero_ps();
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(d + ds, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(d + 2 * ds, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(d + 3 * ds, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(d + 4 * ds, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(d + 5 * ds, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(d + 6 * ds, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(d + 7 * ds, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/* A whole panel of width w (MR of A, NR of Bᵀ) from rows of a row-major
+** matrix, eight k at a time (tr8, in 8-row bands); returns how many k it
+** packed. */
+static int pack_rows_avx2(float *p, int w, const float *src, long ld, int kc)
+{
+    int k0 = 0;
+    for (; k0 + 8 <= kc; k0 += 8)
+        for (int band = 0; band < w; band += 8)
+            tr8(p + (long)k0 * w + band, w, src + (long)band * ld + k0, ld, w - band < 8 ? w - band : 8);
+    return k0;
+}
+
+/* k [p0, p0 + kc) × columns [j0, j0 + nb) of op(B) into panels of NR
+** columns, each kc × NR, zeros past column nb. */
+static void pack_b(float *bp, const struct gemm *g, int j0, int nb, int p0, int kc)
+{
+    for (int jr = 0; jr < nb; jr += NR, bp += NR * kc) {
+        int nr = nb - jr < NR ? nb - jr : NR;
+        if (!g->tb) {
+            for (int k = 0; k < kc; k++) {
+                const float *src = g->B + (long)(p0 + k) * g->ldb + j0 + jr;
+                if (nr == NR) {
+                    memcpy(bp + k * NR, src, sizeof(float) * NR);
+                    continue;
+                }
+                for (int c = 0; c < NR; c++)
+                    bp[k * NR + c] = c < nr ? src[c] : 0.0f;
+            }
+            continue;
+        }
+        const float *src = g->B + (long)(j0 + jr) * g->ldb + p0;
+        int k0 = nr == NR && g->avx2 ? pack_rows_avx2(bp, NR, src, g->ldb, kc) : 0;
+        for (int c = 0; c < NR; c++)
+            for (int k = k0; k < kc; k++)
+                bp[k * NR + c] = c < nr ? src[(long)c * g->ldb + k] : 0.0f;
+    }
+}
+
+/* ---- one block of C --------------------------------------------------------- */
+
+/* Rows [i0, i0 + mb) × columns [j0, j0 + nb) of C, slice after slice of k
+** (one slice of none when K is 0: C = beta·C). */
+static void block(const struct gemm *g, struct scratch *s, int i0, int mb, int j0, int nb)
+{
+    int nir = (mb + MR - 1) / MR, njr = (nb + NR - 1) / NR;
+    for (int p0 = 0, first = 1; first || p0 < g->K; p0 += KC, first = 0) {
+        int kc = g->K - p0 < KC ? g->K - p0 : KC, last = p0 + kc >= g->K;
+        pack_a(s->ap, g, i0, mb, p0, kc);
+        pack_b(s->bp, g, j0, nb, p0, kc);
+        for (int jr = 0; jr < njr; jr++)
+            for (int ir = 0; ir < nir; ir++) {
+                float *acc = s->acc + ((long)jr * nir + ir) * MR * NR;
+                const float *ap = s->ap + (long)ir * MR * kc, *bp = s->bp + (long)jr * NR * kc;
+                int mr = mb - ir * MR < MR ? mb - ir * MR : MR, nr = nb - jr * NR < NR ? nb - jr * NR : NR;
+                struct out o = {g->C + (long)(i0 + ir * MR) * g->ldc + j0 + jr * NR, g->ldc, mr, nr, g->alpha,
+                                g->beta};
+                if (g->avx2)
+                    tile_avx2(acc, ap, bp, kc, first, last ? &o : NULL);
+                else
+                    tile_plain(acc, ap, bp, kc, first, last ? &o : NULL);
+            }
+    }
+}
+
+static void run(struct gemm *g)
+{
+    if (g->M <= 0 || g->N <= 0)
+        return;
+    long nmb = (g->M + MC - 1) / MC, nnb = (g->N + NC - 1) / NC;
+    int par = (double)g->M * g->N * g->K >= PAR_FLOPS && !omp_in_parallel();
+#pragma omp parallel for schedule(dynamic, 1) if (par)
+    for (long b = 0; b < nmb * nnb; b++) {
+        int i0 = (int)(b / nnb) * MC, j0 = (int)(b % nnb) * NC;
+        block(g, scratch_get(), i0, g->M - i0 < MC ? g->M - i0 : MC, j0, g->N - j0 < NC ? g->N - j0 : NC);
+    }
+}
+
+static int cpu_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+void lx_gemm_portable(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N, int K,
+                      int trans_a, int trans_b, float alpha, float beta)
+{
+    struct gemm g = {C, A, B, ldc, lda, ldb, M, N, K, trans_a, trans_b, alpha, beta, cpu_avx2()};
+    run(&g);
+}
+
+void lx_gemm_portable_plain(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N,
+                            int K, int trans_a, int trans_b, float alpha, float beta)
+{
+    struct gemm g = {C, A, B, ldc, lda, ldb, M, N, K, trans_a, trans_b, alpha, beta, 0};
+    run(&g);
+}
