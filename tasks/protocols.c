@@ -1,0 +1,32 @@
+/*
+** tasks/protocols.c - the protocol presets' table (protocols.h).
+*/
+#include "tasks/protocols.h"
+
+#include <string.h>
+
+const struct lx_protocol lx_protocols[] = {
+    {.task = "passkey", .name = "landmark", .follows = "landmark-attention llama/run_test.py",
+     .scorer = "first_int"},
+    {.task = "passkey", .name = "longlora", .follows = "LongLoRA passkey_retrivial.py", .scorer = "token_exact"},
+    {.task = "line", .name = "longchat", .follows = "LongChat longeval/utils.py test_lines_one_sample",
+     .scorer = "last_int", .gold_field = "expected_number"},
+    {.task = "topic", .name = "longchat", .follows = "LongChat longeval/utils.py test_topics_one_sample",
+     .scorer = "topic_contains", .gold_field = "topics"},
+    {.task = "mdqa", .name = "litm", .follows = "lost-in-the-middle scripts/evaluate_qa_responses.py",
+     .scorer = "litm_subspan_em", .gold_field = "answers", .output_field = "model_answer"},
+    {.task = "needle", .name = "ruler", .follows = "RULER scripts/eval/evaluate.py (niah: string_match_all)",
+     .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred"},
+    {.task = "needle", .name = "kamradt", .follows = "LLMTest_NeedleInAHaystack (an LLM judge there)",
+     .scorer = "substring"},
+};
+
+const int lx_n_protocols = (int)(sizeof lx_protocols / sizeof *lx_protocols);
+
+const struct lx_protocol *lx_protocol_find(const char *task, const char *name)
+{
+    for (int i = 0; i < lx_n_protocols; i++)
+        if (strcmp(lx_protocols[i].task, task) == 0 && strcmp(lx_protocols[i].name, name) == 0)
+            return &lx_protocols[i];
+    return NULL;
+}
