@@ -11,6 +11,16 @@
 #define LX_PROTOCOLS_H
 
 #include "harness/core/lx.h"
+#include "tasks/peer.h"
+
+/* How a preset counts the cell's length L. */
+enum lx_length_rule {
+    LX_LEN_WINDOW,      /* lenx: the whole window, answer included, is L */
+    LX_LEN_PROMPT,      /* the prompt is L tokens and the budget comes on top */
+    LX_LEN_WITHIN,      /* RULER: prompt + budget <= L */
+    LX_LEN_MEASURED,    /* the peer's data fix the prompt; L is nominal (the length the
+                        ** methods are compiled for) and the prompt's tokens are measured */
+};
 
 struct lx_protocol {
     const char *task;           /* the task it is for */
@@ -19,6 +29,12 @@ struct lx_protocol {
     const char *scorer;         /* the named scorer (tasks/scorers.h) */
     const char *gold_field;     /* the peer's name for the gold in its prediction files, or NULL */
     const char *output_field;   /* the peer's name for the model's output, or NULL */
+    lx_peer_reader read;        /* the reader of the peer's data file (`data:`); NULL: grade only */
+    long max_new_tokens;        /* the answer budget: tokens generated after the prompt */
+    int stop_newline;           /* 1: the output ends before its first newline (EOS always ends it) */
+    const char *stop_text;      /* the output ends before the first occurrence of this, or NULL */
+    double temperature;         /* 0 = greedy; > 0 sampled, per-seed Philox draws (lenx generate's) */
+    enum lx_length_rule length; /* how L is counted */
 };
 
 extern const struct lx_protocol lx_protocols[];

@@ -17,6 +17,7 @@ static const char *type_name(enum lx_ptype t)
     case LX_PT_BOOL: return "boolean";
     case LX_PT_ENUM: return "choice";
     case LX_PT_RANGES: return "list of [start, end) pairs";
+    case LX_PT_STR: return "string";
     }
     return "?";
 }
@@ -191,6 +192,13 @@ static int param_parse(const struct lx_param *p, void *dst, const struct lx_node
     }
     case LX_PT_RANGES:
         return parse_ranges(p, v, (struct lx_ranges *)field, what, err);
+    case LX_PT_STR:
+        if (v->kind != LX_NODE_SCALAR || strlen(v->text) >= LX_PARAM_STR)
+            return lx_node_err(err, v, "%s: '%s' must be a string of fewer than %d bytes, got %s\n  hint: %s", what,
+                               p->name, LX_PARAM_STR, v->kind == LX_NODE_SCALAR ? "a longer one" :
+                               lx_node_kind_name(v->kind), p->help);
+        memcpy(field, v->text, strlen(v->text) + 1);
+        return LX_OK;
     }
     LX_ASSERT(0);
     return LX_EINVAL;
@@ -420,7 +428,26 @@ void lx_param_value_text(const struct lx_param *p, const void *src, struct lx_bu
         lx_buf_puts(out, "]");
         return;
     }
+    case LX_PT_STR:
+        lx_buf_puts(out, field);
+        return;
     }
+}
+
+/* Does row p of src hold its default? */
+static int at_default(const struct lx_param *p, const void *src)
+{
+    struct lx_error err;
+    char *def = lx_xcalloc(1, p->offset + (p->type == LX_PT_STR ? LX_PARAM_STR : sizeof(struct lx_ranges)));
+    LX_ASSERT(apply_default(p, def, &err) == LX_OK);
+    struct lx_buf a = {0}, b = {0};
+    lx_param_value_text(p, src, &a);
+    lx_param_value_text(p, def, &b);
+    int same = strcmp(lx_buf_str(&a), lx_buf_str(&b)) == 0;
+    lx_buf_free(&a);
+    lx_buf_free(&b);
+    free(def);
+    return same;
 }
 
 void lx_params_json(const struct lx_schema *s, const void *src, struct lx_buf *out)
@@ -429,13 +456,13 @@ void lx_params_json(const struct lx_schema *s, const void *src, struct lx_buf *o
     int first = 1;
     for (int i = 0; i < s->n_rows; i++) {
         const struct lx_param *p = &s->rows[i];
-        if (!row_active(s, src, i))
+        if (!row_active(s, src, i) || ((p->flags & LX_PF_UNKEYED_DEFAULT) && at_default(p, src)))
             continue;
         lx_buf_puts(out, first ? "" : ",");
         first = 0;
         lx_buf_json_str(out, p->name);
         lx_buf_puts(out, ":");
-        if (p->type == LX_PT_ENUM) {
+        if (p->type == LX_PT_ENUM || p->type == LX_PT_STR) {
             struct lx_buf v = {0};
             lx_param_value_text(p, src, &v);
             lx_buf_json_str(out, lx_buf_str(&v));

@@ -23,13 +23,18 @@ enum lx_ptype {
     LX_PT_BOOL,     /* int, 0 or 1 */
     LX_PT_ENUM,     /* int, index into the '|'-separated choices */
     LX_PT_RANGES,   /* struct lx_ranges: a list of [lo, hi) integer pairs */
+    LX_PT_STR,      /* char[LX_PARAM_STR]: a path or a name, NUL-terminated */
 };
+
+#define LX_PARAM_STR 512    /* bytes of a string parameter, its NUL included */
 
 enum {
     LX_PF_MIN_OPEN = 1 << 0,    /* the lower bound is exclusive */
     LX_PF_SHOW = 1 << 1,        /* always named in the canonical string, even at its default */
     LX_PF_AUTO = 1 << 2,        /* 0 = automatic, from the facts: YAML may write `auto`; the
                                 ** method's resolve hook replaces it per cell */
+    LX_PF_UNKEYED_DEFAULT = 1 << 3, /* left out of the stored, hashed JSON while at its default: a
+                                    ** row added after cells were stored keeps their run keys */
 };
 
 #define LX_MAX_RANGES 16
@@ -62,6 +67,8 @@ struct lx_param {
     { #f, LX_PT_ENUM, offsetof(S, f), def, 0, 0, choices, fl, help }
 #define LX_P_RANGES(S, f, def, lo, hi, fl, help) \
     { #f, LX_PT_RANGES, offsetof(S, f), def, lo, hi, NULL, fl, help }
+#define LX_P_STR(S, f, def, fl, help) \
+    { #f, LX_PT_STR, offsetof(S, f), def, 0, 0, NULL, fl, help }
 
 /* When a row matters: row `row` is active only while `when` holds, e.g.
 ** {"base", "mode=su"} or {"windows", "tokens=0"}. `when` is one or more terms

@@ -1,0 +1,223 @@
+/*
+** tests/test_presets.c - protocol presets on peers' own test cases
+** (tasks/preset.h): `lenx show task … --protocol P --data F --instance K
+** --text` prints the file's `prompt` byte for byte for every K (LongChat's
+** lines and topics files in ../shared/peers, read there and never copied, and
+** a file of tricky bytes made here); malformed files name their line; today's
+** run keys are unchanged; a longchat cell on stories260K stores, for every
+** test case, the continuation a full-pass greedy reference generates from the
+** same prompt tokens, scored by LongChat's rule.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/json.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/model/decoding.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+#include "tasks/scorers.h"
+#include "tests/shell.h"
+#include "tests/stack.h"
+#include "tests/tokfile.h"
+
+static char out[1 << 16];
+
+static void setup(void)
+{
+    shell_setup("presets");
+    (void)exists;
+    cr_assert_not_null(getenv("LENX_ROOT"), "LENX_ROOT must name the checkout (make test sets it)");
+}
+
+static int have_peers(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/../shared/peers/longchat/300_lines.jsonl", getenv("LENX_ROOT"));
+    FILE *f = fopen(path, "r");
+    return f ? fclose(f), 1 : 0;
+}
+
+/* The whole file at path (malloc'd, *n bytes). */
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    char *b = NULL;
+    size_t cap = 0, k;
+    *n = 0;
+    do {
+        b = realloc(b, cap += 1 << 16);
+        k = fread(b + *n, 1, cap - *n, f);
+        *n += k;
+    } while (k > 0);
+    fclose(f);
+    return b;
+}
+
+/* For every line of the JSON Lines file at path: `show task TASK --text` of
+** that instance equals the line's "prompt" byte for byte. Returns the cases. */
+static long expect_prompts(const char *task, const char *path)
+{
+    size_t n;
+    char *text = slurp(path, &n), *p = text, *end = text + n;
+    long k = 0;
+    for (; p < end; k++) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        struct lx_json *doc;
+        struct lx_error err;
+        cr_assert_eq(lx_json_parse(&doc, p, len, path, &err), LX_OK, "%s", err.msg);
+        const char *want;
+        size_t n_want;
+        cr_assert_eq(lx_json_str(doc, lx_json_member(lx_json_root(doc), "prompt"), &want, &n_want, &err), LX_OK);
+        cr_assert_eq(sh(out, sizeof out, "$L show task %s --protocol longchat --data '%s' --instance %ld --text > "
+                        "got.txt", task, path, k), 0, "%s", out);
+        size_t n_got;
+        char got_path[256];
+        snprintf(got_path, sizeof got_path, "%s/got.txt", dir);
+        char *got = slurp(got_path, &n_got);
+        cr_expect(n_got == n_want && memcmp(got, want, n_want) == 0, "%s instance %ld: %zu bytes printed, the "
+                  "file's prompt has %zu", task, k, n_got, n_want);
+        free(got);
+        lx_json_free(doc);
+        p += len + 1;
+    }
+    free(text);
+    return k;
+}
+
+Test(presets, longchat_lines_and_topics_print_the_files_prompts, .init = setup, .fini = teardown, .timeout = 120)
+{
+    if (!have_peers())
+        cr_skip_test("../shared/peers is not beside the checkout");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/../shared/peers/longchat/300_lines.jsonl", getenv("LENX_ROOT"));
+    cr_expect_eq(expect_prompts("line", path), 50);
+    snprintf(path, sizeof path, "%s/../shared/peers/longchat/1_topics.jsonl", getenv("LENX_ROOT"));
+    cr_expect_eq(expect_prompts("topic", path), 50);
+    cr_expect_eq(sh(out, sizeof out, "$L show task line --protocol longchat --data '%s' --instance 50 --text", path),
+                 2, "a topics file has no expected_number; and there is no instance 50: %s", out);
+}
+
+/* Another file of the same format: escapes, a 0 byte, CR LF, UTF-8, trailing spaces. */
+Test(presets, tricky_bytes_pass_through, .init = setup, .fini = teardown)
+{
+    write_file("t.jsonl",
+               "{\"expected_number\": 7, \"prompt\": \"a\\u0000b\\r\\n\\u00e9\\u4e2d\\t \\\"q\\\" \\\\ end  \"}\n"
+               "{\"expected_number\": 12, \"prompt\": \"\", \"token_size\": 3}\n"
+               "{\"expected_number\": 3, \"prompt\": \"line x: REGISTER_CONTENT is <3>\\n\\ud83d\\ude00\"}\n");
+    char path[256];
+    snprintf(path, sizeof path, "%s/t.jsonl", dir);
+    cr_expect_eq(expect_prompts("line", path), 3);
+    cr_assert_eq(sh(out, sizeof out, "$L show task line --protocol longchat --data t.jsonl --instance 2"), 0, "%s", out);
+    cr_expect(strstr(out, "gold \"3\"") != NULL, "%s", out);
+}
+
+Test(presets, malformed_data_names_the_line, .init = setup, .fini = teardown)
+{
+    write_file("bad.jsonl", "{\"expected_number\": 7, \"prompt\": \"x\"}\n{\"prompt\": \"y\"}\n");
+    cr_expect_eq(sh(out, sizeof out, "$L show task line --protocol longchat --data bad.jsonl --instance 0"), 2, "%s", out);
+    cr_expect(strstr(out, "bad.jsonl:2: ") && strstr(out, "expected_number"), "%s", out);
+    write_file("bad2.jsonl", "{\"topics\": [], \"prompt\": \"y\"}\n");
+    cr_expect_eq(sh(out, sizeof out, "$L show task topic --protocol longchat --data bad2.jsonl --text"), 2, "%s", out);
+    cr_expect(strstr(out, "bad2.jsonl:1: ") && strstr(out, "topics"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task line --protocol longchat --data missing.jsonl --text"), 3, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task line --protocol longchat --text"), 2, "no data: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task line --protocol lonchat --data bad.jsonl --text"), 2, "%s", out);
+    cr_expect(strstr(out, "did you mean 'longchat'"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task line data=bad.jsonl --length 400"), 2, "data without a preset: %s",
+                 out);
+}
+
+/* The params JSON (the run key's) of today's line and topic, as the binary
+** before presets printed it (`lenx show task line` at commit 9d11bb6). */
+Test(presets, todays_run_keys_are_unchanged, .init = setup, .fini = teardown)
+{
+    cr_assert_eq(sh(out, sizeof out, "$L show task line"), 0, "%s", out);
+    cr_expect(strstr(out, "\"params\": {\"template\":\"longchat\",\"digits\":5,\"lines\":0,\"scorer\":\"first\","
+                          "\"samples\":20,\"depths\":5}\n") != NULL, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L show task topic"), 0, "%s", out);
+    cr_expect(strstr(out, "\"params\": {\"template\":\"longchat\",\"topics\":0,\"replies\":2,\"samples\":50}\n") != NULL,
+              "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L show task line protocol=lenx"), 0, "%s", out);
+    cr_expect(strstr(out, "protocol") == NULL, "lenx is the default and stays out of the key: %s", out);
+}
+
+/* A run of protocol longchat on stories260K: every stored output is the
+** continuation lx_generate's full-pass reference greedy-decodes from [BOS] +
+** the prompt read as `lenx generate` reads it (100 tokens, cut at the first
+** special token), its score LongChat's last-integer rule, and prompt_tokens
+** the measured mean. */
+Test(presets, longchat_cell_generates_apart_from_the_gold, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    static const char *const prompts[] = {"Once upon a time, there was a", "Tom had 3 cats. One day", "Lily"};
+    static const char *const golds[] = {"2", "3", "4"};
+    char data[1024] = "";
+    for (int i = 0; i < 3; i++)
+        snprintf(data + strlen(data), sizeof data - strlen(data), "{\"expected_number\": %s, \"prompt\": \"%s\"}\n",
+                 golds[i], prompts[i]);
+    write_file("cases.jsonl", data);
+    write_file("s.yaml", "name: lc\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
+                         "  - [{rope: {layout: interleaved}}]\ntasks:\n"
+                         "  - line: {protocol: longchat, data: DATA}\nlengths: [512]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|; "
+                    "s|DATA|$D/cases.jsonl|\" s.yaml && $L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    struct lx_model m;
+    struct lx_ckpt_info info = {0};
+    struct lx_error err = {""};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/../shared/models/stories260K/stories260K.bin", getenv("LENX_ROOT"));
+    cr_assert_eq(lx_model_load(&m, path, &info, &err), LX_OK, "%s", err.msg);
+    struct lx_tokenizer *tk;
+    snprintf(path, sizeof path, "%s/../shared/models/stories260K/tok512.bin", getenv("LENX_ROOT"));
+    cr_assert_eq(lx_tokenizer_open(&tk, path, &err), LX_OK, "%s", err.msg);
+    struct tstack s;
+    struct lx_facts fa = tfacts((int)m.arch.d_head, 512, (int)m.arch.heads, 512);
+    tstack_make(&s, info.stack, &fa);
+    const struct lx_scorer *last = lx_scorer_find("last_int");
+    double tokens = 0.0;
+    for (int i = 0; i < 3; i++) {
+        struct lx_ids v = {0};
+        lx_ids_push(&v, lx_tok_begin(tk));
+        cr_assert_eq(lx_tokenizer_encode(tk, prompts[i], strlen(prompts[i]), 0, &v, &err), LX_OK, "%s", err.msg);
+        int ids[256], gen[100];
+        int32_t gen32[100];
+        for (long t = 0; t < v.n; t++)
+            ids[t] = v.id[t];
+        tokens += (double)v.n;
+        cr_assert_eq(lx_generate(&m, &s.spec, ids, v.n, 100, gen, LX_DECODE_FULL, &err), LX_OK, "%s", err.msg);
+        for (int t = 0; t < 100; t++)
+            gen32[t] = gen[t];
+        char text[4096];
+        int stop;
+        long n = lx_tok_decode(tk, gen32, 100, text, &stop);
+        char got[8192], q[160];
+        snprintf(q, sizeof q, "select hex(text) || ' ' || score from outputs where sample = %d", i);
+        sql_text(got, sizeof got, "r.db", q);
+        char want[8192] = "";
+        for (long b = 0; b < n; b++)
+            snprintf(want + 2 * b, 3, "%02X", (unsigned char)text[b]);
+        const char *gs[1] = {golds[i]};
+        size_t gl[1] = {strlen(golds[i])};
+        struct lx_golds g = {.n = 1, .s = gs, .len = gl};
+        int null;
+        double sc = last->score(text, (size_t)n, &g, &null);
+        snprintf(want + 2 * n, 32, " %d", sc == 1.0 ? 1 : null ? -1 : 0);
+        cr_expect_str_eq(got, want, "case %d: the stored output and score differ from the reference", i);
+        lx_ids_free(&v);
+    }
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs"), 3);
+    char q[256], got[64];
+    snprintf(q, sizeof q, "select value from metrics where name = 'prompt_tokens'");
+    sql_text(got, sizeof got, "r.db", q);
+    cr_expect_float_eq(strtod(got, NULL), tokens / 3.0, 1e-12, "%s", got);
+    tstack_free(&s);
+    lx_tokenizer_free(tk);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
