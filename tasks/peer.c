@@ -1,14 +1,14 @@
 /*
 ** tasks/peer.c - peers' test-case files (peer.h).
 */
-#define _POSIX_C_SOURCE 200809L
 #include "tasks/peer.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "harness/core/gz.h"
 
 static void add_gold(struct lx_peer_case *c, const char *s, size_t n)
 {
@@ -26,15 +26,17 @@ const char *lx_peer_gold(const struct lx_peer_case *c, long i)
     return g;
 }
 
+static int member_str(const struct lx_json *doc, const struct lx_jv *row, const char *key, const char **s, size_t *n,
+                      struct lx_error *err);
+
 /* row's string member key as the prompt. */
 static int read_prompt(const struct lx_json *doc, const struct lx_jv *row, const char *key, struct lx_peer_case *out,
                        struct lx_error *err)
 {
-    const struct lx_jv *v;
     const char *s;
     size_t n;
-    int rc = lx_json_need(doc, row, key, LX_JSON_STRING, &v, err);
-    if (rc == LX_OK && (rc = lx_json_str(doc, v, &s, &n, err)) == LX_OK)
+    int rc = member_str(doc, row, key, &s, &n, err);
+    if (rc == LX_OK)
         lx_buf_putn(&out->prompt, s, n);
     return rc;
 }
@@ -76,6 +78,51 @@ int lx_peer_longchat_topics(const struct lx_json *doc, const struct lx_jv *row, 
     return rc;
 }
 
+/* row's member key as a string into *s, *n. */
+static int member_str(const struct lx_json *doc, const struct lx_jv *row, const char *key, const char **s, size_t *n,
+                      struct lx_error *err)
+{
+    const struct lx_jv *v;
+    int rc = lx_json_need(doc, row, key, LX_JSON_STRING, &v, err);
+    return rc < 0 ? rc : lx_json_str(doc, v, s, n, err);
+}
+
+/* lost-in-the-middle qa_data/nq-open-*.jsonl(.gz), prompted as
+** src/lost_in_the_middle/prompting.py get_qa_prompt does with prompts/qa.prompt:
+** the documents in file order, "Document [i](Title: T) TEXT", joined by newlines. */
+int lx_peer_litm(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out, struct lx_error *err)
+{
+    const struct lx_jv *answers, *ctxs;
+    const char *q, *s;
+    size_t nq, n;
+    int rc = member_str(doc, row, "question", &q, &nq, err);
+    if (rc == LX_OK && (rc = lx_json_need(doc, row, "answers", LX_JSON_ARRAY, &answers, err)) == LX_OK)
+        rc = lx_json_need(doc, row, "ctxs", LX_JSON_ARRAY, &ctxs, err);
+    for (long i = 0; rc == LX_OK && i < lx_json_len(answers); i++)
+        if ((rc = lx_json_str(doc, lx_json_at(answers, i), &s, &n, err)) == LX_OK)
+            add_gold(out, s, n);
+    if (rc == LX_OK && (out->n_golds == 0 || lx_json_len(ctxs) == 0 || nq == 0))
+        return lx_err(err, LX_EINVAL, "a question, its answers and its documents (ctxs) must not be empty");
+    lx_buf_puts(&out->prompt, "Write a high-quality answer for the given question using only the provided search "
+                "results (some of which might be irrelevant).\n\n");
+    for (long i = 0; rc == LX_OK && i < lx_json_len(ctxs); i++) {
+        const struct lx_jv *d = lx_json_at(ctxs, i);
+        const char *title, *text;
+        size_t nt, nx;
+        if ((rc = member_str(doc, d, "title", &title, &nt, err)) == LX_OK &&
+            (rc = member_str(doc, d, "text", &text, &nx, err)) == LX_OK) {
+            lx_buf_printf(&out->prompt, "%sDocument [%ld](Title: ", i ? "\n" : "", i + 1);
+            lx_buf_putn(&out->prompt, title, nt);
+            lx_buf_puts(&out->prompt, ") ");
+            lx_buf_putn(&out->prompt, text, nx);
+        }
+    }
+    lx_buf_puts(&out->prompt, "\n\nQuestion: ");
+    lx_buf_putn(&out->prompt, q, nq);
+    lx_buf_puts(&out->prompt, "\nAnswer:");
+    return rc;
+}
+
 static int load_line(lx_peer_reader read, const char *text, size_t n, struct lx_peer_case *c, struct lx_error *err)
 {
     struct lx_json *doc = NULL;
@@ -93,29 +140,27 @@ static int load_line(lx_peer_reader read, const char *text, size_t n, struct lx_
 int lx_peer_load(lx_peer_reader read, const char *path, struct lx_peer_set *out, struct lx_error *err)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return lx_err(err, LX_EIO, "cannot read the peer data %s: %s\n  hint: `data:` names a peer's test-case "
-                      "file (docs/tasks.md#protocol-presets)", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t k;
-    int rc = LX_OK;
-    for (long lineno = 1; rc == LX_OK && (k = getline(&line, &cap, f)) >= 0; lineno++) {
-        if (k == 0 || (k == 1 && line[0] == '\n'))      /* a blank last line */
-            continue;
-        out->cases = lx_xrealloc(out->cases, sizeof *out->cases * (size_t)(out->n + 1));
-        rc = load_line(read, line, (size_t)k, &out->cases[out->n], err);
-        out->n++;
-        if (rc < 0)
-            lx_err_prefix(err, rc, "%s:%ld: ", path, lineno);
+    struct lx_buf text = {0};
+    int rc = lx_gz_read(path, &text, 0, err);
+    if (rc < 0) {
+        lx_buf_free(&text);
+        return lx_err_prefix(err, rc, "peer data: ");
     }
-    if (rc == LX_OK && ferror(f))
-        rc = lx_err(err, LX_EIO, "%s: read failed: %s", path, strerror(errno));
+    const char *p = lx_buf_str(&text), *end = p + text.len;
+    for (long lineno = 1; rc == LX_OK && p < end; lineno++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (n > 0) {    /* a blank line holds no case */
+            out->cases = lx_xrealloc(out->cases, sizeof *out->cases * (size_t)(out->n + 1));
+            rc = load_line(read, p, n, &out->cases[out->n++], err);
+            if (rc < 0)
+                lx_err_prefix(err, rc, "%s:%ld: ", path, lineno);
+        }
+        p += n + 1;
+    }
     if (rc == LX_OK && out->n == 0)
         rc = lx_err(err, LX_EINVAL, "%s: no test cases", path);
-    free(line);
-    fclose(f);
+    lx_buf_free(&text);
     if (rc < 0)
         lx_peer_release(out);
     return rc;

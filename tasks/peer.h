@@ -29,9 +29,9 @@ struct lx_peer_set {
 typedef int (*lx_peer_reader)(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
                               struct lx_error *err);
 
-/* Every line of the JSON Lines file at path through read; errors name
-** path:line. LX_EIO when the file cannot be read, LX_EINVAL when a line is
-** not what read expects or the file holds no case. */
+/* Every line of the JSON Lines file at path (plain, or gzip: a `.jsonl.gz`)
+** through read; errors name path:line. LX_EIO when the file cannot be read,
+** LX_EINVAL when a line is not what read expects or the file holds no case. */
 int lx_peer_load(lx_peer_reader read, const char *path, struct lx_peer_set *out, struct lx_error *err);
 void lx_peer_release(struct lx_peer_set *s);      /* accepts an empty set */
 
@@ -43,5 +43,7 @@ int lx_peer_longchat_lines(const struct lx_json *doc, const struct lx_jv *row, s
                            struct lx_error *err);   /* prompt, expected_number, token_size */
 int lx_peer_longchat_topics(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
                             struct lx_error *err);  /* prompt, topics (the gold first) */
+int lx_peer_litm(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
+                 struct lx_error *err);     /* question, answers, ctxs: lost in the middle's qa.prompt */
 
 #endif

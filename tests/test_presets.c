@@ -221,3 +221,49 @@ Test(presets, longchat_cell_generates_apart_from_the_gold, .init = setup, .fini 
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
 }
+
+/* lost in the middle's qa.prompt filled as its get_qa_prompt fills it, from a
+** plain file and from the same file gzipped; expected text written by hand. */
+Test(presets, litm_prompt_plain_and_gzip, .init = setup, .fini = teardown)
+{
+    write_file("q.jsonl", "{\"question\": \"who wrote {it}?\", \"answers\": [\"A. Author\", \"Author\"], \"ctxs\": ["
+                          "{\"title\": \"T1\", \"text\": \"x  y\", \"isgold\": false}, "
+                          "{\"title\": \"Gold\", \"text\": \"by A. Author.\\n\", \"isgold\": true}]}\n");
+    static const char want[] =
+        "Write a high-quality answer for the given question using only the provided search results (some of which "
+        "might be irrelevant).\n\nDocument [1](Title: T1) x  y\nDocument [2](Title: Gold) by A. Author.\n\n\n"
+        "Question: who wrote {it}?\nAnswer:";
+    for (int gz = 0; gz < 2; gz++) {
+        cr_assert_eq(sh(out, sizeof out, "%s$L show task mdqa --protocol litm --data q.jsonl%s --instance 0 --text",
+                        gz ? "gzip -kf q.jsonl && " : "", gz ? ".gz" : ""), 0, "%s", out);
+        cr_expect_str_eq(out, want, "%s", gz ? "from .gz" : "plain");
+    }
+    cr_assert_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data q.jsonl.gz"), 0, "%s", out);
+    cr_expect(strstr(out, "gold \"A. Author\"") != NULL, "%s", out);
+    cr_assert_eq(sh(NULL, 0, "head -c 40 q.jsonl.gz > cut.jsonl.gz"), 0);
+    cr_expect_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data cut.jsonl.gz --text"), 3, "%s", out);
+    cr_expect(strstr(out, "cut.jsonl.gz") != NULL, "%s", out);
+    write_file("noans.jsonl", "{\"question\": \"q\", \"answers\": [], \"ctxs\": [{\"title\": \"t\", \"text\": \"x\"}]}\n");
+    cr_expect_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data noans.jsonl --text"), 2, "%s", out);
+    cr_expect(strstr(out, "noans.jsonl:1: ") != NULL, "%s", out);
+}
+
+/* The oracle file lost in the middle ships: 2,655 questions, read gzipped. */
+Test(presets, litm_oracle_file, .init = setup, .fini = teardown)
+{
+    if (!have_peers())
+        cr_skip_test("../shared/peers is not beside the checkout");
+    const char *f = "$R/../shared/peers/lost-in-the-middle/nq-open-oracle.jsonl.gz";
+    cr_assert_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data %s --instance 0 --text", f), 0, "%s", out);
+    static const char head[] = "Write a high-quality answer for the given question using only the provided search "
+                               "results (some of which might be irrelevant).\n\nDocument [1](Title: List of Nobel "
+                               "laureates in Physics) The first Nobel Prize in Physics was awarded in 1901 to Wilhelm "
+                               "Conrad R\xc3\xb6ntgen, of Germany";
+    static const char tail[] = "\n\nQuestion: who got the first nobel prize in physics\nAnswer:";
+    cr_expect(strncmp(out, head, strlen(head)) == 0, "%s", out);
+    cr_expect(strlen(out) > strlen(tail) && strcmp(out + strlen(out) - strlen(tail), tail) == 0, "%s", out);
+    cr_expect(strstr(out, "Document [2]") == NULL, "the oracle setting has one document: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data %s --instance 2654 --text", f), 0);
+    cr_expect_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data %s --instance 2655 --text", f), 2);
+    cr_expect(strstr(out, "0 to 2654") != NULL, "%s", out);
+}
