@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness/core/gz.h"
+#include "harness/core/rng.h"
 
 static void add_gold(struct lx_peer_case *c, const char *s, size_t n)
 {
@@ -121,6 +122,32 @@ int lx_peer_litm(const struct lx_json *doc, const struct lx_jv *row, struct lx_p
     lx_buf_putn(&out->prompt, q, nq);
     lx_buf_puts(&out->prompt, "\nAnswer:");
     return rc;
+}
+
+int lx_peer_landmark(long length, uint64_t key, long sample, struct lx_peer_case *out, struct lx_error *err)
+{
+    static const char garbage[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back "
+                                  "again.";
+    const long unit = (long)sizeof garbage;      /* the sentence and the joining space */
+    if (length < 0 || length > unit * 2000 - 1)  /* the peer's " ".join([garbage] * 2000) */
+        return lx_err(err, LX_EINVAL, "landmark: %ld filler characters; the peer's filler holds at most %ld",
+                      length, unit * 2000 - 1);
+    struct lx_rng r;
+    lx_rng_init(&r, key ^ 0x6c616e646d61726bULL, (uint32_t)sample, LX_RNG_DATA);
+    long prefix = (long)(lx_rng_uniform(&r) * (double)(length + 1)), pass = 1 + (long)(lx_rng_uniform(&r) * 50000);
+    lx_buf_puts(&out->prompt, "There is an important info hidden inside a lot of irrelevant text. Find it and memorize "
+                "them. I will quiz you about the important information there.\n");
+    for (int part = 0; part < 2; part++) {
+        for (long i = 0, n = part ? length - prefix : prefix; i < n; i++)
+            lx_buf_putn(&out->prompt, i % unit == unit - 1 ? " " : garbage + i % unit, 1);
+        if (!part)
+            lx_buf_printf(&out->prompt, "\nThe pass key is %ld. Remember it. %ld is the pass key.\n", pass, pass);
+    }
+    lx_buf_puts(&out->prompt, "\nWhat is the pass key? The pass key is");
+    char num[32];
+    snprintf(num, sizeof num, "%ld", pass);
+    add_gold(out, num, strlen(num));
+    return LX_OK;
 }
 
 static int load_line(lx_peer_reader read, const char *text, size_t n, struct lx_peer_case *c, struct lx_error *err)

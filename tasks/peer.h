@@ -8,6 +8,8 @@
 #ifndef LX_PEER_H
 #define LX_PEER_H
 
+#include <stdint.h>
+
 #include "harness/core/json.h"
 #include "harness/core/lx.h"
 
@@ -29,6 +31,10 @@ struct lx_peer_set {
 typedef int (*lx_peer_reader)(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
                               struct lx_error *err);
 
+/* Makes test case `sample` of a cell of `length` from the peer's own template
+** and draws (Philox on key, the sample as counter). */
+typedef int (*lx_peer_maker)(long length, uint64_t key, long sample, struct lx_peer_case *out, struct lx_error *err);
+
 /* Every line of the JSON Lines file at path (plain, or gzip: a `.jsonl.gz`)
 ** through read; errors name path:line. LX_EIO when the file cannot be read,
 ** LX_EINVAL when a line is not what read expects or the file holds no case. */
@@ -43,6 +49,11 @@ int lx_peer_longchat_lines(const struct lx_json *doc, const struct lx_jv *row, s
                            struct lx_error *err);   /* prompt, expected_number, token_size */
 int lx_peer_longchat_topics(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
                             struct lx_error *err);  /* prompt, topics (the gold first) */
+/* landmark-attention llama/run_test.py generate_prompt(n_garbage = length):
+** the task description, a uniform share of the repeated filler's first
+** characters, the pass-key line (a key uniform in [1, 50000]), the rest of the
+** filler's characters, the question, joined by newlines. */
+int lx_peer_landmark(long length, uint64_t key, long sample, struct lx_peer_case *out, struct lx_error *err);
 int lx_peer_litm(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
                  struct lx_error *err);     /* question, answers, ctxs: lost in the middle's qa.prompt */
 

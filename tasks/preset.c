@@ -25,8 +25,14 @@ int lx_preset_check(const char *task, const char *protocol, const char *data, co
         return 0;
     }
     const struct lx_protocol *p = lx_protocol_find(task, protocol);
-    if (!p || !p->read)
+    if (!p || (!p->read && !p->make))
         return lx_err(err, LX_EINVAL, "%s: protocol '%s' has no reader of peer data here", task, protocol);
+    *out = p;
+    if (p->make && data[0])
+        return lx_err(err, LX_EINVAL, "%s: protocol %s makes its test cases from its peer's template; it reads no "
+                      "data ('%s')\n  hint: drop data", task, protocol, data);
+    if (p->make)
+        return 1;
     if (!data[0])
         return lx_err(err, LX_EINVAL, "%s: protocol %s reads its peer's test cases: name the file with data: PATH\n"
                       "  hint: %s (docs/tasks.md#protocol-presets)", task, protocol, p->follows);
@@ -35,18 +41,36 @@ int lx_preset_check(const char *task, const char *protocol, const char *data, co
     lx_peer_release(&s);
     if (rc < 0)
         return lx_err_prefix(err, rc, "%s (protocol %s): ", task, protocol);
-    *out = p;
     return 1;
 }
 
-int lx_preset_instance(const struct lx_protocol *p, const char *data, long sample, struct lx_instance *out,
-                       struct lx_error *err)
+/* The cell's test cases: the data file's, or p->samples made for (key, length). */
+static int preset_cases(const struct lx_protocol *p, const char *data, uint64_t key, long length,
+                        struct lx_peer_set *s, struct lx_error *err)
+{
+    if (p->read)
+        return lx_peer_load(p->read, data, s, err);
+    s->n = p->samples;
+    s->cases = lx_xcalloc((size_t)s->n, sizeof *s->cases);
+    int rc = LX_OK;
+    for (long i = 0; i < s->n && rc == LX_OK; i++) {
+        s->cases[i].peer_length = -1;
+        rc = p->make(length, key, i, &s->cases[i], err);
+    }
+    if (rc < 0)
+        lx_peer_release(s);
+    return rc;
+}
+
+int lx_preset_instance(const struct lx_protocol *p, const char *data, uint64_t key, long length, long sample,
+                       struct lx_instance *out, struct lx_error *err)
 {
     struct lx_peer_set s;
     memset(out, 0, sizeof *out);
-    int rc = lx_peer_load(p->read, data, &s, err);
+    int rc = preset_cases(p, data, key, length, &s, err);
     if (rc == LX_OK && (sample < 0 || sample >= s.n))
-        rc = lx_err(err, LX_EINVAL, "%s holds test cases 0 to %ld; there is no instance %ld", data, s.n - 1, sample);
+        rc = lx_err(err, LX_EINVAL, "%s holds test cases 0 to %ld; there is no instance %ld",
+                    p->read ? data : "the cell", s.n - 1, sample);
     if (rc == LX_OK) {
         const struct lx_peer_case *c = &s.cases[sample];
         out->n = (long)c->prompt.len + 1;
@@ -61,8 +85,7 @@ int lx_preset_instance(const struct lx_protocol *p, const char *data, long sampl
     return rc;
 }
 
-/* The output text after the preset's stop rules (EOS has ended the decode). */
-static long apply_stops(const struct lx_protocol *p, const char *text, long n)
+long lx_preset_cut(const struct lx_protocol *p, const char *text, long n)
 {
     const char *nl = p->stop_newline ? memchr(text, '\n', (size_t)n) : NULL;
     if (nl)
@@ -95,7 +118,7 @@ static int run_case(const struct lx_task_ctx *ctx, const struct lx_protocol *p, 
             gen[k] = gi[k];
         char *text = lx_xmalloc((size_t)lx_tok_decode_cap(tk, budget));
         int stop;
-        long n = lx_tok_decode(tk, gen, budget, text, &stop), cut = apply_stops(p, text, n);
+        long n = lx_tok_decode(tk, gen, budget, text, &stop), cut = lx_preset_cut(p, text, n);
         const char *why = cut < n ? "stop" : lx_tok_special_name(tk, stop);
         struct lx_golds g = {.n = c->n_golds};
         const char **gs = lx_xmalloc(sizeof(char *) * (size_t)c->n_golds);
@@ -115,9 +138,9 @@ int lx_preset_run(const struct lx_task_ctx *ctx, const struct lx_protocol *p, co
                   struct lx_result *out, struct lx_error *err)
 {
     const struct lx_scorer *sc = lx_scorer_find(p->scorer);
-    LX_ASSERT(sc && p->read && p->max_new_tokens > 0);
+    LX_ASSERT(sc && (p->read || p->make) && p->max_new_tokens > 0);
     struct lx_peer_set s;
-    int rc = lx_peer_load(p->read, data, &s, err);
+    int rc = preset_cases(p, data, ctx->data_key, ctx->length, &s, err);
     double sum = 0.0, tokens = 0.0;
     long nulls = 0, most = 0;
     for (long i = 0; i < s.n && rc == LX_OK; i++) {

@@ -7,7 +7,8 @@
 
 const struct lx_protocol lx_protocols[] = {
     {.task = "passkey", .name = "landmark", .follows = "landmark-attention llama/run_test.py",
-     .scorer = "first_int", .max_new_tokens = 10, .length = LX_LEN_MEASURED},
+     .scorer = "first_int", .make = lx_peer_landmark, .samples = 50, .max_new_tokens = 10,
+     .length = LX_LEN_MEASURED},
     {.task = "passkey", .name = "longlora", .follows = "LongLoRA passkey_retrivial.py", .scorer = "token_exact",
      .length = LX_LEN_PROMPT},
     {.task = "line", .name = "longchat", .follows = "LongChat longeval/utils.py test_lines_one_sample",

@@ -29,7 +29,10 @@ struct lx_protocol {
     const char *scorer;         /* the named scorer (tasks/scorers.h) */
     const char *gold_field;     /* the peer's name for the gold in its prediction files, or NULL */
     const char *output_field;   /* the peer's name for the model's output, or NULL */
-    lx_peer_reader read;        /* the reader of the peer's data file (`data:`); NULL: grade only */
+    lx_peer_reader read;        /* the reader of the peer's data file (`data:`), or NULL */
+    lx_peer_maker make;         /* or the maker of its test cases from its own template, or NULL
+                                ** (neither: the preset serves `lenx grade` only) */
+    long samples;               /* with make: the test cases of a cell (the peer's count) */
     long max_new_tokens;        /* the answer budget: tokens generated after the prompt */
     int stop_newline;           /* 1: the output ends before its first newline (EOS always ends it) */
     const char *stop_text;      /* the output ends before the first occurrence of this, or NULL */

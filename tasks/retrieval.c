@@ -508,7 +508,7 @@ int lx_retrieval_generate(const struct lx_retrieval *r, const void *params, uint
     const char *data;
     int rc = preset_of(r, params, &p, &data, err);
     if (rc != 0)    /* a preset's test case, whatever the length */
-        return rc < 0 ? rc : lx_preset_instance(p, data, sample, out, err);
+        return rc < 0 ? rc : lx_preset_instance(p, data, key, length, sample, out, err);
     struct lx_retrieval_at at = {.key = key, .length = length, .sample = sample, .depth = depth, .split = "test",
                                  .frac = 1.0};
     return make_instance(r, params, &at, out, err);

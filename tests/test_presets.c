@@ -18,6 +18,7 @@
 #include "harness/engine/formats/checkpoint.h"
 #include "harness/engine/model/decoding.h"
 #include "harness/engine/tokenizers/tokenizer.h"
+#include "tasks/preset.h"
 #include "tasks/scorers.h"
 #include "tests/shell.h"
 #include "tests/stack.h"
@@ -266,4 +267,94 @@ Test(presets, litm_oracle_file, .init = setup, .fini = teardown)
     cr_expect_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data %s --instance 2654 --text", f), 0);
     cr_expect_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data %s --instance 2655 --text", f), 2);
     cr_expect(strstr(out, "0 to 2654") != NULL, "%s", out);
+}
+
+/* landmark's generate_prompt, checked piece by piece on the printed text:
+** "\n".join([description, filler[:p], info line, filler[:n - p], question])
+** with filler = " ".join([garbage] * 2000), 0 <= p <= n, key in [1, 50000]. */
+Test(presets, landmark_prompt_is_the_peers_rule, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const char desc[] = "There is an important info hidden inside a lot of irrelevant text. Find it and "
+                               "memorize them. I will quiz you about the important information there.";
+    static const char garbage[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back "
+                                  "again.";
+    static const char question[] = "What is the pass key? The pass key is";
+    static char filler[8000];
+    for (size_t i = 0; i + 1 < sizeof filler; i++)
+        filler[i] = i % sizeof garbage == sizeof garbage - 1 ? ' ' : garbage[i % sizeof garbage];
+    static const long lengths[] = {1, 100, 1000, 7000};
+    long split_sum = 0;
+    for (int li = 0; li < 4; li++)
+        for (int k = 0; k < 5; k++) {
+            long n = lengths[li];
+            cr_assert_eq(sh(out, sizeof out, "$L show task passkey --protocol landmark --length %ld --instance %d | "
+                            "sed -n 's/.*gold \"\\([0-9]*\\)\"/\\1/p'", n, k), 0, "%s", out);
+            long key = strtol(out, NULL, 10);
+            cr_expect(key >= 1 && key <= 50000, "key %ld", key);
+            char info[128];
+            snprintf(info, sizeof info, "\nThe pass key is %ld. Remember it. %ld is the pass key.\n", key, key);
+            cr_assert_eq(sh(out, sizeof out, "$L show task passkey --protocol landmark --length %ld --instance %d "
+                            "--text", n, k), 0, "%s", out);
+            size_t len = strlen(out), fixed = strlen(desc) + strlen(info) + strlen(question) + 2;
+            cr_assert_eq(len, fixed + (size_t)n, "n %ld case %d: %zu bytes, the rule gives %zu", n, k, len,
+                         fixed + (size_t)n);
+            char *at = strstr(out, info);
+            cr_assert_not_null(at, "%s", out);
+            long p = (long)(at - out) - (long)strlen(desc) - 1;
+            cr_expect(p >= 0 && p <= n, "prefix %ld", p);
+            cr_expect(strncmp(out, desc, strlen(desc)) == 0 && out[strlen(desc)] == '\n');
+            cr_expect(memcmp(out + strlen(desc) + 1, filler, (size_t)p) == 0, "n %ld case %d: prefix", n, k);
+            cr_expect(memcmp(at + strlen(info), filler, (size_t)(n - p)) == 0, "n %ld case %d: suffix", n, k);
+            cr_expect_str_eq(at + strlen(info) + (n - p), "\nWhat is the pass key? The pass key is");
+            split_sum += p;
+        }
+    cr_expect_gt(split_sum, 0, "the needle is not always at the start");
+}
+
+/* configs/peers/landmark-stories260K.yaml's protocol at two short lengths on
+** stories260K: 50 cases a cell, 10 new tokens, and prompt_tokens = the mean
+** token count of the printed prompts as the peer counts them
+** (len(tokenizer.encode(prompt)), BOS included: `lenx tokenize`). */
+Test(presets, landmark_sweep_counts_tokens_as_the_peer, .init = setup, .fini = teardown, .timeout = 600)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    cr_assert_eq(sh(out, sizeof out, "sed 's|^lengths:.*|lengths: [100, 300]|; s|checkpoint: .*|checkpoint: "
+                    "'\"$R\"'/../shared/models/stories260K/stories260K.bin|' $R/configs/peers/landmark-stories260K.yaml "
+                    "> s.yaml && $L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    static const long lengths[] = {100, 300};
+    for (int i = 0; i < 2; i++) {
+        char q[256], got[64];
+        cr_assert_eq(sh(out, sizeof out, "for k in $(seq 0 49); do $L show task passkey --protocol landmark --length "
+                        "%ld --instance $k --text > p.txt && $L tokenize --tokenizer "
+                        "$R/../shared/models/stories260K/tok512.bin --text p.txt; done | "
+                        "awk -F, '{n += NF} END {printf \"%%.10g\", n / NR}'", lengths[i]), 0, "%s", out);
+        double want = strtod(out, NULL);
+        snprintf(q, sizeof q, "select m.value from metrics m join runs r on r.id = m.run_id where r.length = %ld and "
+                 "m.name = 'prompt_tokens'", lengths[i]);
+        sql_text(got, sizeof got, "r.db", q);
+        cr_expect_float_eq(strtod(got, NULL), want, 1e-9, "length %ld: stored %s, the peer's count %g", lengths[i],
+                           got, want);
+        snprintf(q, sizeof q, "select count(*) from outputs o join runs r on r.id = o.run_id where r.length = %ld",
+                 lengths[i]);
+        cr_expect_eq(sql_long("r.db", q), 50);
+    }
+    cr_expect_eq(sql_long("r.db", "select count(*) from metrics where name = 'max_new_tokens' and value = 10"), 2);
+}
+
+/* The stop rules: EOS has ended the decode; a newline and a stop string cut
+** the text before them, whichever comes first. */
+Test(presets, stop_rules_cut_the_output)
+{
+    struct lx_protocol p = {.stop_newline = 0};
+    cr_expect_eq(lx_preset_cut(&p, "ab\ncd", 5), 5);
+    p.stop_newline = 1;
+    cr_expect_eq(lx_preset_cut(&p, "ab\ncd", 5), 2);
+    cr_expect_eq(lx_preset_cut(&p, "\nab", 3), 0);
+    p.stop_text = "</s>";
+    cr_expect_eq(lx_preset_cut(&p, "42</s>\n", 7), 2);
+    cr_expect_eq(lx_preset_cut(&p, "4\n2</s>", 7), 1);
+    p.stop_newline = 0;
+    cr_expect_eq(lx_preset_cut(&p, "4\n2</s", 6), 6, "a stop string cut short is no stop");
+    cr_expect_eq(lx_preset_cut(&p, "a\0b</s>", 7), 3, "a 0 byte is a byte");
 }
