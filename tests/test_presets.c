@@ -167,7 +167,8 @@ Test(presets, longchat_cell_generates_apart_from_the_gold, .init = setup, .fini 
                          "  - [{rope: {layout: interleaved}}]\ntasks:\n"
                          "  - line: {protocol: longchat, data: DATA}\nlengths: [512]\n");
     cr_assert_eq(sh(out, sizeof out, "sed -i \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|; "
-                    "s|DATA|$D/cases.jsonl|\" s.yaml && $L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+                    "s|DATA|$D/cases.jsonl|\" s.yaml && $L run s.yaml --db r.db --quiet --no-table --keep-prompts"), 0,
+                 "%s", out);
     struct lx_model m;
     struct lx_ckpt_info info = {0};
     struct lx_error err = {""};
@@ -210,6 +211,9 @@ Test(presets, longchat_cell_generates_apart_from_the_gold, .init = setup, .fini 
         double sc = last->score(text, (size_t)n, &g, &null);
         snprintf(want + 2 * n, 32, " %d", sc == 1.0 ? 1 : null ? -1 : 0);
         cr_expect_str_eq(got, want, "case %d: the stored output and score differ from the reference", i);
+        snprintf(q, sizeof q, "select prompt from outputs where sample = %d", i);
+        sql_text(got, sizeof got, "r.db", q);
+        cr_expect_str_eq(got, prompts[i], "case %d: --keep-prompts stores the file's prompt", i);
         lx_ids_free(&v);
     }
     cr_expect_eq(sql_long("r.db", "select count(*) from outputs"), 3);
@@ -357,4 +361,19 @@ Test(presets, stop_rules_cut_the_output)
     p.stop_newline = 0;
     cr_expect_eq(lx_preset_cut(&p, "4\n2</s", 6), 6, "a stop string cut short is no stop");
     cr_expect_eq(lx_preset_cut(&p, "a\0b</s>", 7), 3, "a 0 byte is a byte");
+}
+
+/* --text for today's instances: the prompt section of `show task` without
+** its <bos>, byte for byte (the answer is not fed as a prompt). */
+Test(presets, text_of_a_lenx_instance, .init = setup, .fini = teardown)
+{
+    char full[1 << 15];
+    cr_assert_eq(sh(full, sizeof full, "$L show task passkey --length 300 --instance 2"), 0, "%s", full);
+    cr_assert_eq(sh(out, sizeof out, "$L show task passkey --length 300 --instance 2 --text"), 0, "%s", out);
+    const char *a = strstr(full, "--- prompt\n<bos>"), *b = strstr(full, "\n--- answer\n");
+    cr_assert(a && b, "%s", full);
+    a += strlen("--- prompt\n<bos>");
+    cr_expect_eq(strlen(out), (size_t)(b - a), "%s", out);
+    cr_expect(strncmp(out, a, (size_t)(b - a)) == 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task passkey --text"), 2, "today's instances need --length: %s", out);
 }
