@@ -32,8 +32,11 @@ typedef int (*lx_peer_reader)(const struct lx_json *doc, const struct lx_jv *row
                               struct lx_error *err);
 
 /* Makes test case `sample` of a cell of `length` from the peer's own template
-** and draws (Philox on key, the sample as counter). */
-typedef int (*lx_peer_maker)(long length, uint64_t key, long sample, struct lx_peer_case *out, struct lx_error *err);
+** and draws (Philox on key, the sample as counter); tk counts the length
+** where the peer counts it in the model's tokens. */
+struct lx_tokenizer;
+typedef int (*lx_peer_maker)(long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
+                             struct lx_peer_case *out, struct lx_error *err);
 
 /* Every line of the JSON Lines file at path (plain, or gzip: a `.jsonl.gz`)
 ** through read; errors name path:line. LX_EIO when the file cannot be read,
@@ -53,7 +56,16 @@ int lx_peer_longchat_topics(const struct lx_json *doc, const struct lx_jv *row, 
 ** the task description, a uniform share of the repeated filler's first
 ** characters, the pass-key line (a key uniform in [1, 50000]), the rest of the
 ** filler's characters, the question, joined by newlines. */
-int lx_peer_landmark(long length, uint64_t key, long sample, struct lx_peer_case *out, struct lx_error *err);
+int lx_peer_landmark(long length, uint64_t key, long sample, const struct lx_tokenizer *tk, struct lx_peer_case *out,
+                     struct lx_error *err);
+/* RULER scripts/data/synthetic/niah.py, niah_single_1 (scripts/synthetic.yaml):
+** noise haystack (landmark's filler sentence, one a line), one needle "One of
+** the special magic numbers for KEY is: VALUE." at a uniform line, KEY an
+** adjective-noun word, VALUE 7 digits; the single-needle template with its
+** answer prefix; as many haystack lines as keep tk's tokens of the text
+** (BOS not counted, as RULER's text_to_tokens) + 128 within length. */
+int lx_peer_ruler_niah(long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
+                       struct lx_peer_case *out, struct lx_error *err);
 int lx_peer_litm(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
                  struct lx_error *err);     /* question, answers, ctxs: lost in the middle's qa.prompt */
 

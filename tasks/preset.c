@@ -45,29 +45,29 @@ int lx_preset_check(const char *task, const char *protocol, const char *data, co
 }
 
 /* The cell's test cases: the data file's, or p->samples made for (key, length). */
-static int preset_cases(const struct lx_protocol *p, const char *data, uint64_t key, long length,
-                        struct lx_peer_set *s, struct lx_error *err)
+static int preset_cases(const struct lx_protocol *p, const char *data, uint64_t key, long length, long samples,
+                        const struct lx_tokenizer *tk, struct lx_peer_set *s, struct lx_error *err)
 {
     if (p->read)
         return lx_peer_load(p->read, data, s, err);
-    s->n = p->samples;
+    s->n = p->samples ? p->samples : samples;
     s->cases = lx_xcalloc((size_t)s->n, sizeof *s->cases);
     int rc = LX_OK;
     for (long i = 0; i < s->n && rc == LX_OK; i++) {
         s->cases[i].peer_length = -1;
-        rc = p->make(length, key, i, &s->cases[i], err);
+        rc = p->make(length, key, i, tk, &s->cases[i], err);
     }
     if (rc < 0)
         lx_peer_release(s);
     return rc;
 }
 
-int lx_preset_instance(const struct lx_protocol *p, const char *data, uint64_t key, long length, long sample,
-                       struct lx_instance *out, struct lx_error *err)
+int lx_preset_instance(const struct lx_protocol *p, const char *data, uint64_t key, long length, long samples,
+                       long sample, struct lx_instance *out, struct lx_error *err)
 {
     struct lx_peer_set s;
     memset(out, 0, sizeof *out);
-    int rc = preset_cases(p, data, key, length, &s, err);
+    int rc = preset_cases(p, data, key, length, samples, NULL, &s, err);
     if (rc == LX_OK && (sample < 0 || sample >= s.n))
         rc = lx_err(err, LX_EINVAL, "%s holds test cases 0 to %ld; there is no instance %ld",
                     p->read ? data : "the cell", s.n - 1, sample);
@@ -134,21 +134,22 @@ static int run_case(const struct lx_task_ctx *ctx, const struct lx_protocol *p, 
     return rc;
 }
 
-int lx_preset_run(const struct lx_task_ctx *ctx, const struct lx_protocol *p, const char *data,
+int lx_preset_run(const struct lx_task_ctx *ctx, const struct lx_protocol *p, const char *data, long samples,
                   struct lx_result *out, struct lx_error *err)
 {
     const struct lx_scorer *sc = lx_scorer_find(p->scorer);
     LX_ASSERT(sc && (p->read || p->make) && p->max_new_tokens > 0);
     struct lx_peer_set s;
-    int rc = preset_cases(p, data, ctx->data_key, ctx->length, &s, err);
+    int rc = preset_cases(p, data, ctx->data_key, ctx->length, samples, ctx->tok, &s, err);
     double sum = 0.0, tokens = 0.0;
-    long nulls = 0, most = 0;
+    long nulls = 0, most = 0, least = 0;
     for (long i = 0; i < s.n && rc == LX_OK; i++) {
         double score = 0.0;
         int null = 0;
         long np = 0;
         rc = run_case(ctx, p, sc, &s.cases[i], i, out, &score, &null, &np, err);
         sum += score, nulls += null, tokens += (double)np, most = np > most ? np : most;
+        least = i == 0 || np < least ? np : least;
     }
     if (rc == LX_OK) {
         double n = (double)s.n, acc = sum / n;
@@ -157,6 +158,7 @@ int lx_preset_run(const struct lx_task_ctx *ctx, const struct lx_protocol *p, co
         lx_result_metric(out, "null_rate", (double)nulls / n);
         lx_result_metric(out, "n_samples", n);
         lx_result_metric(out, "prompt_tokens", tokens / n);
+        lx_result_metric(out, "prompt_tokens_min", (double)least);
         lx_result_metric(out, "prompt_tokens_max", (double)most);
         lx_result_metric(out, "max_new_tokens", (double)p->max_new_tokens);
     }

@@ -471,6 +471,8 @@ static int make_instance(const struct lx_retrieval *r, const void *params, const
     return LX_OK;
 }
 
+static long param_long(const void *params, size_t at);
+
 /* The preset governing params (1, *p set), none (0), or an error. */
 static int preset_of(const struct lx_retrieval *r, const void *params, const struct lx_protocol **p,
                      const char **data, struct lx_error *err)
@@ -498,7 +500,8 @@ int lx_retrieval_run_with(const struct lx_retrieval *r, const struct lx_task_ctx
     const struct lx_protocol *p;
     const char *data;
     int rc = preset_of(r, ctx->params, &p, &data, err);
-    return rc < 0 ? rc : rc ? lx_preset_run(ctx, p, data, out, err) : lx_retrieval_run(ctx, out, err);
+    return rc < 0 ? rc : rc ? lx_preset_run(ctx, p, data, param_long(ctx->params, r->samples_at), out, err)
+                        : lx_retrieval_run(ctx, out, err);
 }
 
 int lx_retrieval_generate(const struct lx_retrieval *r, const void *params, uint64_t key, long length, long sample,
@@ -508,7 +511,8 @@ int lx_retrieval_generate(const struct lx_retrieval *r, const void *params, uint
     const char *data;
     int rc = preset_of(r, params, &p, &data, err);
     if (rc != 0)    /* a preset's test case, whatever the length */
-        return rc < 0 ? rc : lx_preset_instance(p, data, key, length, sample, out, err);
+        return rc < 0 ? rc : lx_preset_instance(p, data, key, length, param_long(params, r->samples_at), sample, out,
+                                                err);
     struct lx_retrieval_at at = {.key = key, .length = length, .sample = sample, .depth = depth, .split = "test",
                                  .frac = 1.0};
     return make_instance(r, params, &at, out, err);

@@ -273,6 +273,14 @@ Test(presets, litm_oracle_file, .init = setup, .fini = teardown)
     cr_expect(strstr(out, "0 to 2654") != NULL, "%s", out);
 }
 
+/* The numeric gold `show task` prints for a preset's instance k at length L. */
+static long shown_gold(const char *task, const char *protocol, long L, int k)
+{
+    cr_assert_eq(sh(out, sizeof out, "$L show task %s --protocol %s --length %ld --instance %d | "
+                    "sed -n 's/.*gold \"\\([0-9]*\\)\"/\\1/p'", task, protocol, L, k), 0, "%s", out);
+    return strtol(out, NULL, 10);
+}
+
 /* landmark's generate_prompt, checked piece by piece on the printed text:
 ** "\n".join([description, filler[:p], info line, filler[:n - p], question])
 ** with filler = " ".join([garbage] * 2000), 0 <= p <= n, key in [1, 50000]. */
@@ -291,9 +299,7 @@ Test(presets, landmark_prompt_is_the_peers_rule, .init = setup, .fini = teardown
     for (int li = 0; li < 4; li++)
         for (int k = 0; k < 5; k++) {
             long n = lengths[li];
-            cr_assert_eq(sh(out, sizeof out, "$L show task passkey --protocol landmark --length %ld --instance %d | "
-                            "sed -n 's/.*gold \"\\([0-9]*\\)\"/\\1/p'", n, k), 0, "%s", out);
-            long key = strtol(out, NULL, 10);
+            long key = shown_gold("passkey", "landmark", n, k);
             cr_expect(key >= 1 && key <= 50000, "key %ld", key);
             char info[128];
             snprintf(info, sizeof info, "\nThe pass key is %ld. Remember it. %ld is the pass key.\n", key, key);
@@ -376,4 +382,76 @@ Test(presets, text_of_a_lenx_instance, .init = setup, .fini = teardown)
     cr_expect_eq(strlen(out), (size_t)(b - a), "%s", out);
     cr_expect(strncmp(out, a, (size_t)(b - a)) == 0, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L show task passkey --text"), 2, "today's instances need --length: %s", out);
+}
+
+/* RULER's niah_single_1, in byte tokens (show): the template and its answer
+** prefix around a noise haystack, one needle line holding the gold (never
+** the last line), and as many haystack lines as keep text + 128 tokens to
+** generate within the length: one line more would not fit. */
+Test(presets, ruler_prompt_fills_the_length_less_the_budget, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const char head[] = "A special magic number is hidden within the following text. Make sure to memorize "
+                               "it. I will quiz you about the number afterwards.\n";
+    static const char line[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back "
+                               "again.";
+    static const long lengths[] = {700, 1000, 4096};
+    for (int li = 0; li < 3; li++)
+        for (int k = 0; k < 4; k++) {
+            long L = lengths[li];
+            long value = shown_gold("needle", "ruler", L, k);
+            cr_expect(value >= 1000000 && value <= 9999999, "%ld", value);
+            cr_assert_eq(sh(out, sizeof out, "$L show task needle --protocol ruler --length %ld --instance %d --text",
+                            L, k), 0, "%s", out);
+            size_t n = strlen(out);
+            cr_expect(n + 128 <= (size_t)L && n + strlen(line) + 1 + 128 > (size_t)L, "L %ld: %zu bytes", L, n);
+            cr_expect(strncmp(out, head, strlen(head)) == 0, "%s", out);
+            char *q = strstr(out, "\nWhat is the special magic number for ");
+            cr_assert_not_null(q, "%s", out);
+            char key[64];
+            cr_assert_eq(sscanf(q, "\nWhat is the special magic number for %63s", key), 1);
+            char tail[512], needle[160];
+            snprintf(tail, sizeof tail, "\nWhat is the special magic number for %s mentioned in the provided text? The "
+                     "special magic number for %s mentioned in the provided text is", key, key);
+            cr_expect_str_eq(q, tail);
+            snprintf(needle, sizeof needle, "One of the special magic numbers for %s is: %ld.", key, value);
+            long needles = 0, lines = 0;
+            for (char *p = out + strlen(head); p < q;) {
+                char *e = strchr(p, '\n');
+                size_t len = (size_t)(e - p);
+                int is_needle = len == strlen(needle) && strncmp(p, needle, len) == 0;
+                needles += is_needle;
+                lines += !is_needle;
+                cr_expect(is_needle || (len == strlen(line) && strncmp(p, line, len) == 0), "%.*s", (int)len, p);
+                cr_expect(!is_needle || e + 1 < q, "the needle is not the last line");
+                p = e + 1;
+            }
+            cr_expect_eq(needles, 1);
+            cr_expect_geq(lines, 1);
+        }
+}
+
+/* The same rule in the model's tokens (stories260K), from the stored counts:
+** the longest prompt's text (BOS not counted, as RULER's text_to_tokens) +
+** 128 fits 1024, and the shortest would not fit another haystack line. */
+Test(presets, ruler_cell_counts_in_model_tokens, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    write_file("s.yaml", "name: r\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
+                         "  - [{rope: {layout: interleaved}}]\ntasks:\n  - needle: {protocol: ruler, samples: 10}\n"
+                         "lengths: [1024]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" s.yaml && "
+                    "$L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    /* a haystack line after a newline, in tok512's tokens (lenx tokenize adds BOS) */
+    cr_assert_eq(sh(out, sizeof out, "printf '\\nThe grass is green. The sky is blue. The sun is yellow. Here we go. "
+                    "There and back again.' > l.txt && $L tokenize --tokenizer "
+                    "$R/../shared/models/stories260K/tok512.bin --text l.txt | awk -F, '{print NF - 1}'"), 0, "%s", out);
+    long line = strtol(out, NULL, 10);
+    cr_expect(line > 40 && line < 70, "%ld tokens a line", line);
+    long most = sql_long("r.db", "select cast(value as int) from metrics where name = 'prompt_tokens_max'"),
+         least = sql_long("r.db", "select cast(value as int) from metrics where name = 'prompt_tokens_min'");
+    cr_expect_leq(most - 1 + 128, 1024, "the longest prompt overflows: %ld tokens", most);
+    cr_expect_gt(least - 1 + 128 + line + 2, 1024, "the shortest prompt had room for another line: %ld", least);
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs"), 10);
+    cr_expect_eq(sql_long("r.db", "select cast(value as int) from metrics where name = 'max_new_tokens'"), 128);
 }
