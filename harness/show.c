@@ -4,6 +4,8 @@
 ** and one rendered instance, a stored sweep's YAML, what a model holds
 ** (harness/modelcmd.c).
 */
+#define _XOPEN_SOURCE 700   /* realpath */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,7 +367,8 @@ static int show_instance(const struct lx_task *t, const void *params, const stru
 }
 
 /* The k=v arguments, then --protocol P and --data F as protocol=P and
-** data="F" (F quoted for YAML; the strings after the k=v ones are malloc'd). */
+** data="F" (F made absolute and quoted for YAML; the strings after the k=v
+** ones are malloc'd). */
 static int preset_kv(const struct lx_args *a, const char **kv)
 {
     int n = 0;
@@ -379,10 +382,11 @@ static int preset_kv(const struct lx_args *a, const char **kv)
         kv[n++] = lx_xstrdup(lx_buf_str(&b));
         lx_buf_free(&b);
     }
-    if (d) {
+    if (d) {    /* absolute: a path row is read relative to the YAML text's name, here the argument */
         struct lx_buf b = {0};
+        char abs[PATH_MAX];
         lx_buf_puts(&b, "data=");
-        lx_buf_json_str(&b, d);     /* a JSON string is a YAML double-quoted scalar */
+        lx_buf_json_str(&b, realpath(d, abs) ? abs : d);    /* a JSON string is a YAML double-quoted scalar */
         kv[n++] = lx_xstrdup(lx_buf_str(&b));
         lx_buf_free(&b);
     }

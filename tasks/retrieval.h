@@ -141,18 +141,19 @@ int lx_retrieval_instance(const struct lx_task *task, const void *params, const 
 */
 
 /* The `protocol` and `data` rows a task with presets adds to its params
-** (LX_RETRIEVAL_PRESET_ROWS): both left out of the run key at their defaults,
-** so today's cells keep their keys. */
+** (LX_RETRIEVAL_PRESET_ROWS): both left out of the run key at their defaults
+** (lenx, and an unset path), so today's cells keep their keys; data is read
+** relative to the sweep file's directory, as a checkpoint is. */
 struct lx_preset_params {
     int protocol;               /* index into the task's protocols; 0 = lenx */
-    char data[LX_PARAM_STR];    /* the peer's test-case file; "" = none */
+    char data[LX_PATH_CAP];     /* the peer's test-case file; "" = none */
 };
 
 #define LX_RETRIEVAL_PRESET_ROWS(S, choices)                                                                  \
     {"protocol", LX_PT_ENUM, offsetof(S, preset.protocol), "lenx", 0, 0, choices, LX_PF_UNKEYED_DEFAULT,      \
      "lenx: today's instances; a peer's preset: its test cases, budget, stops, scorer "                      \
      "(docs/tasks.md#protocol-presets)"},                                                                    \
-    {"data", LX_PT_STR, offsetof(S, preset.data), "''", 0, 0, NULL, LX_PF_UNKEYED_DEFAULT,                    \
+    {"data", LX_PT_PATH, offsetof(S, preset.data), "\"\"", 0, 0, NULL, 0,                                      \
      "with a preset: the peer's test-case file (JSON Lines), read as the peer's code reads it"}
 
 /* What one instance is asked for. */
