@@ -96,6 +96,7 @@ int lx_cmd_export(int argc, char **argv);       /* harness/modelcmd.c */
 int lx_cmd_show(int argc, char **argv);         /* harness/show.c */
 int lx_cmd_tokenize(int argc, char **argv);     /* harness/tokenize.c */
 int lx_cmd_generate(int argc, char **argv);     /* harness/generate.c */
+int lx_cmd_grade(int argc, char **argv);        /* harness/grade.c */
 int lx_cmd_merge(int argc, char **argv);        /* harness/cluster.c */
 int lx_cmd_slurm(int argc, char **argv);        /* harness/cluster.c */
 

@@ -52,26 +52,6 @@ struct gen_opts {
     int ids;                /* print ids too */
 };
 
-/* [BOS] + the prompt's ids, encoded as the format does it (run.c's dummy
-** prefix for SentencePiece); < 0 on text the tokenizer refuses. */
-static long gen_prompt(const struct lx_tokenizer *t, const char *prompt, int **ids, struct lx_error *err)
-{
-    struct lx_ids v = {0};
-    lx_ids_push(&v, lx_tok_begin(t));
-    int rc = *prompt ? lx_tokenizer_encode(t, prompt, strlen(prompt), 0, &v, err) : LX_OK;
-    long n = v.n;
-    *ids = lx_xmalloc(sizeof(int) * (size_t)n);
-    for (long i = 0; i < n; i++)
-        (*ids)[i] = v.id[i];
-    lx_ids_free(&v);
-    if (rc < 0) {
-        free(*ids);
-        *ids = NULL;
-        return rc;
-    }
-    return n;
-}
-
 static void gen_print(const struct lx_tokenizer *t, const int *ids, long n, int show_ids)
 {
     if (show_ids) {
@@ -103,7 +83,7 @@ static int gen_run(const struct gen_opts *o, struct lx_error *err)
         rc = lx_score_load(path, o->tokenizer, &m, &info, &tok, err);
     if (rc == LX_OK)
         rc = lx_score_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
-    if (rc == LX_OK && (np = gen_prompt(lx_tok_or_byte(tok), o->prompt, &ids, err)) < 0)
+    if (rc == LX_OK && (np = lx_tok_prompt(lx_tok_or_byte(tok), o->prompt, strlen(o->prompt), &ids, err)) < 0)
         rc = (int)np, np = 0;
     struct lx_facts f = {.d_head = (int)m.arch.d_head, .train_len = info.train_len, .n_heads = (int)m.arch.heads,
                          .length = np + o->n, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};

@@ -4,6 +4,8 @@
 ** and one rendered instance, a stored sweep's YAML, what a model holds
 ** (harness/modelcmd.c).
 */
+#define _XOPEN_SOURCE 700   /* realpath */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +30,16 @@ static const struct lx_opt show_opts[] = {
     {"sample", 1, "task: which sample of the cell to render (default 0)"},
     {"depth", 1, "task: where the needle sits, 0 (start) ... 1 (end) (default 0.5)"},
     {"seed", 1, "task: the cell's seed, as in the sweep (default 1)"},
+    {"protocol", 1, "task: a protocol preset (protocol=P): longchat for line and topic (docs/tasks.md)"},
+    {"data", 1, "task: the preset's peer test-case file (data=F)"},
+    {"instance", 1, "task: which instance (test case) to render, as --sample"},
+    {"text", 0, "task: print only the text fed to the tokenizer for that instance, byte for byte"},
 };
 
 static const char show_usage[] =
     "usage: lenx show method NAME [k=v ...] [options]\n"
     "       lenx show task NAME [k=v ...] [--length L [--sample I] [--depth D] [--seed S]]\n"
+    "       lenx show task NAME --protocol P --data F [--instance K] [--text]\n"
     "       lenx show sweep NAME [--db FILE]\n"
     "       lenx show model PATH [--db FILE]   (lenx checkpoint, llama2.c .bin, Hugging Face directory)\n\n"
     "Print a method's resolved parameters and derived tables as JSON: row_scale for\n"
@@ -302,13 +309,13 @@ static void tokens_text(struct lx_buf *b, const int *tok, long n)
 /* The resolved options of `show task`: length, sample, depth, seed. */
 static int instance_opts(const struct lx_args *a, long *v, double *depth, struct lx_error *err)
 {
-    static const char *const names[] = {"length", "sample", "seed"};
-    static const long max[] = {LX_MAX_RETRIEVAL_LENGTH, 1000000000L, 1L << 62};
+    static const char *const names[] = {"length", "sample", "seed", "instance"};
+    static const long max[] = {LX_MAX_RETRIEVAL_LENGTH, 1000000000L, 1L << 62, 1000000000L};
     int rc = LX_OK;
     const char *arg;
-    for (int i = 0; i < 3 && rc == LX_OK; i++)
+    for (int i = 0; i < 4 && rc == LX_OK; i++)
         if ((arg = lx_args_get(a, show_opts, N_OPTS(show_opts), names[i])))
-            rc = lx_args_long(arg, names[i], i == 0, max[i], &v[i], err);
+            rc = lx_args_long(arg, names[i], i == 0, max[i], &v[i == 3 ? 1 : i], err);
     if (rc == LX_OK && (arg = lx_args_get(a, show_opts, N_OPTS(show_opts), "depth")) &&
         (rc = lx_args_double(arg, "depth", depth, err)) == LX_OK && !(*depth >= 0 && *depth <= 1))
         rc = lx_err(err, LX_EINVAL, "--depth %s is outside [0, 1]\n  hint: 0 is the start of the context, "
@@ -333,7 +340,11 @@ static int show_instance(const struct lx_task *t, const void *params, const stru
     struct lx_instance in = {0};
     if (rc == LX_OK)
         rc = t->generate(params, lx_plan_data_key(lx_buf_str(&json), v[0], v[2]), v[0], v[1], depth, &in, err);
-    if (rc == LX_OK) {
+    if (rc == LX_OK && lx_args_get(a, show_opts, N_OPTS(show_opts), "text")) {
+        for (long i = 1; i < in.answer_off; i++)    /* the bytes after BOS, as the tokenizer reads them */
+            lx_buf_putn(&out, (const char[]){(char)in.tok[i]}, 1);
+        fwrite(out.s ? out.s : "", 1, out.len, stdout);
+    } else if (rc == LX_OK) {
         lx_buf_puts(&out, "task:      ");
         lx_buf_puts(&out, lx_buf_str(&canon));
         lx_buf_printf(&out, "\nlength:    %ld tokens (byte tokens; seed %ld, sample %ld)\ndepth:     %g\n"
@@ -355,14 +366,47 @@ static int show_instance(const struct lx_task *t, const void *params, const stru
     return rc;
 }
 
+/* The k=v arguments, then --protocol P and --data F as protocol=P and
+** data="F" (F made absolute and quoted for YAML; the strings after the k=v
+** ones are malloc'd). */
+static int preset_kv(const struct lx_args *a, const char **kv)
+{
+    int n = 0;
+    for (int i = 2; i < a->n_pos; i++)
+        kv[n++] = a->pos[i];
+    const char *p = lx_args_get(a, show_opts, N_OPTS(show_opts), "protocol"),
+               *d = lx_args_get(a, show_opts, N_OPTS(show_opts), "data");
+    if (p) {
+        struct lx_buf b = {0};
+        lx_buf_printf(&b, "protocol=%s", p);
+        kv[n++] = lx_xstrdup(lx_buf_str(&b));
+        lx_buf_free(&b);
+    }
+    if (d) {    /* absolute: a path row is read relative to the YAML text's name, here the argument */
+        struct lx_buf b = {0};
+        char abs[PATH_MAX];
+        lx_buf_puts(&b, "data=");
+        lx_buf_json_str(&b, realpath(d, abs) ? abs : d);    /* a JSON string is a YAML double-quoted scalar */
+        kv[n++] = lx_xstrdup(lx_buf_str(&b));
+        lx_buf_free(&b);
+    }
+    return n;
+}
+
 static int show_task(const struct lx_task *t, const struct lx_args *a, struct lx_error *err)
 {
     void *params = lx_xcalloc(1, t->schema.size);
     lx_params_defaults(&t->schema, params);
     char what[96];
     snprintf(what, sizeof what, "task '%s'", t->name);
-    int rc = apply_kv(&t->schema, params, what, a->n_pos - 2, a->pos + 2, err);
-    if (rc == LX_OK && lx_args_get(a, show_opts, N_OPTS(show_opts), "length")) {
+    const char *kv[LX_MAX_POS + 2];
+    int n = preset_kv(a, kv);
+    int rc = apply_kv(&t->schema, params, what, n, kv, err);
+    for (int i = a->n_pos - 2; i < n; i++)
+        free((char *)kv[i]);
+    if (rc == LX_OK && (lx_args_get(a, show_opts, N_OPTS(show_opts), "length") ||
+                        lx_args_get(a, show_opts, N_OPTS(show_opts), "instance") ||
+                        lx_args_get(a, show_opts, N_OPTS(show_opts), "text") || n > a->n_pos - 2)) {
         rc = show_instance(t, params, a, err);
     } else if (rc == LX_OK) {
         struct lx_buf out = {0};

@@ -59,6 +59,7 @@ struct line_params {
     int scorer;         /* SCORE_FIRST or SCORE_LAST */
     long samples;       /* trials per depth */
     long depths;        /* evenly spaced depths in [0, 1]; 1 = the single depth 0.5 */
+    struct lx_preset_params preset;   /* protocol and data (tasks/retrieval.h) */
 };
 
 static const struct lx_param line_rows[] = {
@@ -73,6 +74,7 @@ static const struct lx_param line_rows[] = {
     LX_P_INT(struct line_params, depths, "5", 0, 1001, 0,
              "evenly spaced depths of the queried line 0, 1/(k-1), ..., 1 (1 = the single depth 0.5; "
              "0 = a uniform random depth per sample)"),
+    LX_RETRIEVAL_PRESET_ROWS(struct line_params, "lenx|longchat"),
 };
 
 static const char HEADER[] =
@@ -271,6 +273,8 @@ static int line_score_by(const void *params, const struct lx_instance *in, const
 /* A training window draws its depth uniformly. */
 static const struct lx_retrieval line_r = {
     .name = "line",
+    .preset_at = offsetof(struct line_params, preset),
+    .protocols = (const char *const[]){"lenx", "longchat"},
     .samples_at = offsetof(struct line_params, samples),
     .depths_at = offsetof(struct line_params, depths),
     .check = line_check,

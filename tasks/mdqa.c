@@ -73,6 +73,7 @@ struct mdqa_params {
     long documents;     /* k */
     long samples;       /* trials per depth */
     long depths;        /* evenly spaced gold depths in [0, 1]; 1 = the single depth 0.5 */
+    struct lx_preset_params preset;   /* protocol and data (tasks/retrieval.h) */
 };
 
 static const struct lx_param mdqa_rows[] = {
@@ -83,6 +84,7 @@ static const struct lx_param mdqa_rows[] = {
     LX_P_INT(struct mdqa_params, depths, "10", 0, 1001, 0,
              "gold at position round(d*(documents-1)) for d = 0, 1/(k-1), ..., 1 (k = documents: every "
              "position; 1 = the single depth 0.5; 0 = a uniform random depth per sample)"),
+    LX_RETRIEVAL_PRESET_ROWS(struct mdqa_params, "lenx|litm"),
 };
 
 static const char *const NAMES[] = {
@@ -235,6 +237,7 @@ static int mdqa_make(const void *params, const struct lx_retrieval_at *at, struc
 ** uniform. */
 static const struct lx_retrieval mdqa_r = {
     .name = "mdqa",
+    .preset_at = offsetof(struct mdqa_params, preset), .protocols = (const char *const[]){"lenx", "litm"},
     .samples_at = offsetof(struct mdqa_params, samples),
     .depths_at = offsetof(struct mdqa_params, depths),
     .check = mdqa_check,

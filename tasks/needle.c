@@ -76,6 +76,7 @@ struct needle_params {
     long needles;       /* needles in the haystack; the first is asked for */
     long samples;       /* trials per depth */
     long depths;        /* evenly spaced depths of the asked needle; 1 = the single depth 0.5 */
+    struct lx_preset_params preset;   /* protocol and data (tasks/retrieval.h) */
 };
 
 static const struct lx_param needle_rows[] = {
@@ -89,6 +90,7 @@ static const struct lx_param needle_rows[] = {
     LX_P_INT(struct needle_params, depths, "11", 0, 1001, 0,
              "evenly spaced depths of the asked needle 0, 1/(k-1), ..., 1 (11: every 10%; 1 = the single "
              "depth 0.5; 0 = a uniform random depth per sample)"),
+    LX_RETRIEVAL_PRESET_ROWS(struct needle_params, "lenx|ruler"),
 };
 
 /* Fifty cities, each once, none inside another's name. */
@@ -239,6 +241,7 @@ static int needle_make(const void *params, const struct lx_retrieval_at *at, str
 ** uniform. */
 static const struct lx_retrieval needle_r = {
     .name = "needle",
+    .preset_at = offsetof(struct needle_params, preset), .protocols = (const char *const[]){"lenx", "ruler"},
     .samples_at = offsetof(struct needle_params, samples),
     .depths_at = offsetof(struct needle_params, depths),
     .check = needle_check,

@@ -16,6 +16,7 @@
 #include "harness/engine/model/model.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/core/rng.h"
+#include "tasks/preset.h"
 #include "tasks/task.h"
 
 /* ---- scorers --------------------------------------------------------------- */
@@ -470,9 +471,48 @@ static int make_instance(const struct lx_retrieval *r, const void *params, const
     return LX_OK;
 }
 
+static long param_long(const void *params, size_t at);
+
+/* The preset governing params (1, *p set), none (0), or an error. */
+static int preset_of(const struct lx_retrieval *r, const void *params, const struct lx_protocol **p,
+                     const char **data, struct lx_error *err)
+{
+    const char *name = "lenx";
+    *data = "";
+    if (r->preset_at) {
+        const struct lx_preset_params *pp = (const void *)((const char *)params + r->preset_at);
+        name = r->protocols[pp->protocol];
+        *data = pp->data;
+    }
+    return lx_preset_check(r->name, name, *data, p, err);
+}
+
+int lx_retrieval_check_protocol(const struct lx_retrieval *r, const void *params, struct lx_error *err)
+{
+    const struct lx_protocol *p;
+    const char *data;
+    return preset_of(r, params, &p, &data, err);
+}
+
+int lx_retrieval_run_with(const struct lx_retrieval *r, const struct lx_task_ctx *ctx, struct lx_result *out,
+                          struct lx_error *err)
+{
+    const struct lx_protocol *p;
+    const char *data;
+    int rc = preset_of(r, ctx->params, &p, &data, err);
+    return rc < 0 ? rc : rc ? lx_preset_run(ctx, p, data, param_long(ctx->params, r->samples_at), out, err)
+                        : lx_retrieval_run(ctx, out, err);
+}
+
 int lx_retrieval_generate(const struct lx_retrieval *r, const void *params, uint64_t key, long length, long sample,
                           double depth, struct lx_instance *out, struct lx_error *err)
 {
+    const struct lx_protocol *p;
+    const char *data;
+    int rc = preset_of(r, params, &p, &data, err);
+    if (rc != 0)    /* a preset's test case, whatever the length */
+        return rc < 0 ? rc : lx_preset_instance(p, data, key, length, param_long(params, r->samples_at), sample, out,
+                                                err);
     struct lx_retrieval_at at = {.key = key, .length = length, .sample = sample, .depth = depth, .split = "test",
                                  .frac = 1.0};
     return make_instance(r, params, &at, out, err);

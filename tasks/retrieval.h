@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "harness/core/lx.h"
+#include "harness/core/params.h"
 #include "harness/engine/data/corpus.h"   /* the byte vocabulary: LX_TOK_BOS … */
 #include "harness/engine/model/decoding.h"   /* enum lx_decode */
 #include "harness/engine/data/instance.h"
@@ -139,6 +140,22 @@ int lx_retrieval_instance(const struct lx_task *task, const void *params, const 
 **   const struct lx_task lx_task_passkey = { ..., LX_RETRIEVAL_OPS(passkey) };
 */
 
+/* The `protocol` and `data` rows a task with presets adds to its params
+** (LX_RETRIEVAL_PRESET_ROWS): both left out of the run key at their defaults
+** (lenx, and an unset path), so today's cells keep their keys; data is read
+** relative to the sweep file's directory, as a checkpoint is. */
+struct lx_preset_params {
+    int protocol;               /* index into the task's protocols; 0 = lenx */
+    char data[LX_PATH_CAP];     /* the peer's test-case file; "" = none */
+};
+
+#define LX_RETRIEVAL_PRESET_ROWS(S, choices)                                                                  \
+    {"protocol", LX_PT_ENUM, offsetof(S, preset.protocol), "lenx", 0, 0, choices, LX_PF_UNKEYED_DEFAULT,      \
+     "lenx: today's instances; a peer's preset: its test cases, budget, stops, scorer "                      \
+     "(docs/tasks.md#protocol-presets)"},                                                                    \
+    {"data", LX_PT_PATH, offsetof(S, preset.data), "\"\"", 0, 0, NULL, 0,                                      \
+     "with a preset: the peer's test-case file (JSON Lines), read as the peer's code reads it"}
+
 /* What one instance is asked for. */
 struct lx_retrieval_at {
     uint64_t key;       /* the cell's data key */
@@ -164,6 +181,13 @@ struct lx_retrieval {
     /* the named scorer (lx_score_*); or NULL and `score` chooses by params */
     int (*scorer)(const char *output, long n, const char *gold);
     int (*score)(const void *params, const struct lx_instance *in, const char *output, long n);
+    /* (optional) protocol presets: offsetof the params' struct lx_preset_params
+    ** (0 = none: a task's params never start with it) and the names of its
+    ** `protocol` choices by index, "lenx" first. A preset that reads peer data
+    ** replaces the generator, the length check and the cell runner
+    ** (tasks/preset.h). */
+    size_t preset_at;
+    const char *const *protocols;
     uint64_t train_salt;    /* salt of a training window's uniform depth; 0 = depth 0, none drawn */
     double train_frac;      /* training windows read the first train_frac of "train"; 0 = no prose */
 };
@@ -180,6 +204,12 @@ int lx_retrieval_score(const struct lx_retrieval *r, const void *params, const s
 ** corpus text, so the run key carries the held-out hash as every model
 ** task's does. */
 const char *lx_retrieval_split(const void *params);
+/* The run hook: lx_retrieval_run, or lx_preset_run when a preset governs. */
+int lx_retrieval_run_with(const struct lx_retrieval *r, const struct lx_task_ctx *ctx, struct lx_result *out,
+                          struct lx_error *err);
+/* The task's check under its protocol: 1 when a preset with peer data
+** governs (no length to check), 0 for today's instances, < 0 on an error. */
+int lx_retrieval_check_protocol(const struct lx_retrieval *r, const void *params, struct lx_error *err);
 
 /* tok[pos, pos + n) = the bytes s[0, n); returns pos + n. */
 long lx_put_bytes(int *tok, long pos, const char *s, long n);
@@ -209,14 +239,24 @@ long lx_put_text(int *tok, long pos, const char *s);
     static int name##_score(const void *p, const struct lx_instance *in, const char *output, long n)         \
     {                                                                                                        \
         return lx_retrieval_score(&desc, p, in, output, n);                                                  \
+    }                                                                                                        \
+    static int name##_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err)         \
+    {                                                                                                        \
+        return lx_retrieval_run_with(&desc, ctx, out, err);                                                  \
+    }                                                                                                        \
+    static int name##_check_all(const void *p, long length, struct lx_error *err)                            \
+    {                                                                                                        \
+        int rc = lx_retrieval_check_protocol(&desc, p, err);                                                 \
+        return rc < 0 ? rc : rc ? LX_OK : desc.check(p, length, err);                                        \
     }
 
-/* The lx_task fields every retrieval task shares (its check is <name>_check). */
+/* The lx_task fields every retrieval task shares (its check is <name>_check,
+** run after the protocol's). */
 #define LX_RETRIEVAL_OPS(name)                                                                               \
-    .mode = LX_MODE_CAUSAL, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .check = name##_check,    \
+    .mode = LX_MODE_CAUSAL, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .check = name##_check_all,\
     .needs_probs = 0, /* answer-row statistics come from the tiles */                                      \
     .decodes = 1,     /* greedy answers after the first miss */                                              \
     .split = lx_retrieval_split, .generate = name##_generate, .train_sample = name##_train_sample,           \
-    .trials = name##_trials, .score = name##_score, .run = lx_retrieval_run
+    .trials = name##_trials, .score = name##_score, .run = name##_run
 
 #endif

@@ -27,6 +27,7 @@ struct topic_params {
     long topics;        /* conversations; 0 = as many as fit */
     long replies;       /* ASSISTANT replies per conversation before filling, with topics: 0 */
     long samples;       /* trials */
+    struct lx_preset_params preset;   /* protocol and data (tasks/retrieval.h) */
 };
 
 static const struct lx_param topic_rows[] = {
@@ -37,6 +38,7 @@ static const struct lx_param topic_rows[] = {
     LX_P_INT(struct topic_params, replies, "2", 0, 100, 0,
              "ASSISTANT replies per conversation with topics: 0, before the rest of the length is filled"),
     LX_P_INT(struct topic_params, samples, "50", 1, 1e6, 0, "trials"),
+    LX_RETRIEVAL_PRESET_ROWS(struct topic_params, "lenx|longchat"),
 };
 
 /* `replies` sizes conversations only when their count is free. */
@@ -275,10 +277,10 @@ static int topic_make(const void *params, const struct lx_retrieval_at *at, stru
     return LX_OK;
 }
 
-/* One depth (the question always asks for the first topic); normalized
-** containment; a training window is the same task, no depth to draw. */
+/* One depth (the question asks for the first topic); containment; training windows alike. */
 static const struct lx_retrieval topic_r = {
     .name = "topic",
+    .preset_at = offsetof(struct topic_params, preset), .protocols = (const char *const[]){"lenx", "longchat"},
     .samples_at = offsetof(struct topic_params, samples),
     .depths_at = LX_RETRIEVAL_ONE_DEPTH,
     .check = topic_check,

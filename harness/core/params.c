@@ -450,13 +450,29 @@ void lx_param_value_text(const struct lx_param *p, const void *src, struct lx_bu
     }
 }
 
+/* Does row p of src hold its default? */
+static int at_default(const struct lx_param *p, const void *src)
+{
+    struct lx_error err;
+    char *def = lx_xcalloc(1, p->offset + (p->type == LX_PT_PATH ? LX_PATH_CAP : sizeof(struct lx_ranges)));
+    LX_ASSERT(apply_default(p, def, &err) == LX_OK);
+    struct lx_buf a = {0}, b = {0};
+    lx_param_value_text(p, src, &a);
+    lx_param_value_text(p, def, &b);
+    int same = strcmp(lx_buf_str(&a), lx_buf_str(&b)) == 0;
+    lx_buf_free(&a);
+    lx_buf_free(&b);
+    free(def);
+    return same;
+}
+
 void lx_params_json(const struct lx_schema *s, const void *src, struct lx_buf *out)
 {
     lx_buf_puts(out, "{");
     int first = 1;
     for (int i = 0; i < s->n_rows; i++) {
         const struct lx_param *p = &s->rows[i];
-        if (!row_active(s, src, i))
+        if (!row_active(s, src, i) || ((p->flags & LX_PF_UNKEYED_DEFAULT) && at_default(p, src)))
             continue;
         lx_buf_puts(out, first ? "" : ",");
         first = 0;

@@ -34,6 +34,8 @@ enum {
     LX_PF_SHOW = 1 << 1,        /* always named in the canonical string, even at its default */
     LX_PF_AUTO = 1 << 2,        /* 0 = automatic, from the facts: YAML may write `auto`; the
                                 ** method's resolve hook replaces it per cell */
+    LX_PF_UNKEYED_DEFAULT = 1 << 3, /* left out of the stored, hashed JSON while at its default: a
+                                    ** row added after cells were stored keeps their run keys */
 };
 
 #define LX_MAX_RANGES 16

@@ -128,6 +128,7 @@ def schema_words():
         words.update(re.findall(r"LX_\w+\((\w+)\)", open(os.path.join(ROOT, d)).read()))
     words.update(["name", "description", "seed", "seeds", "methods", "tasks", "lengths", "models", "arch",
                   "train", "checkpoint", "mixture", "weight", "score", "answer", "finetune",
+                  "protocol", "data", "lenx", "litm", "landmark",  # LX_RETRIEVAL_PRESET_ROWS
                   "tests/ref/model_ckpt_causal_rope.safetensors", "tests/ref/safetensors_ref.safetensors"])
     return sorted(words)
 

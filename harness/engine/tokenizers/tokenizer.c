@@ -291,3 +291,21 @@ const char *lx_tok_special_name(const struct lx_tokenizer *t, int id)
         return NULL;
     return id == t->bos ? "bos" : id == t->eos ? "eos" : id == t->pad ? "pad" : id == t->mask ? "mask" : "unknown";
 }
+
+long lx_tok_prompt(const struct lx_tokenizer *t, const char *text, size_t n, int **ids, struct lx_error *err)
+{
+    struct lx_ids v = {0};
+    lx_ids_push(&v, lx_tok_begin(t));
+    int rc = n ? lx_tokenizer_encode(t, text, n, 0, &v, err) : LX_OK;
+    long k = v.n;
+    *ids = lx_xmalloc(sizeof(int) * (size_t)k);
+    for (long i = 0; i < k; i++)
+        (*ids)[i] = v.id[i];
+    lx_ids_free(&v);
+    if (rc < 0) {
+        free(*ids);
+        *ids = NULL;
+        return rc;
+    }
+    return k;
+}

@@ -91,6 +91,11 @@ int lx_tok_check_begin(const struct lx_tokenizer *t, struct lx_error *err);
 ** (*ids, malloc'd, NULL when empty); returns the count, or a negative code
 ** (text the tokenizer cannot take) with err filled. */
 long lx_tok_encode(const struct lx_tokenizer *t, const char *s, long n, int32_t **ids, struct lx_error *err);
+/* [begin] + the ids of text[0, n) read as a prompt, the way llama2.c's run.c
+** and Hugging Face tokenizers read one (a SentencePiece tokenizer's dummy
+** prefix included) into a new array (*ids, malloc'd); returns the count, or a
+** negative code (text the tokenizer cannot take, *ids NULL). */
+long lx_tok_prompt(const struct lx_tokenizer *t, const char *text, size_t n, int **ids, struct lx_error *err);
 /* The bytes id stands for inside a text (*len of them); NULL, *len = 0, for
 ** an id without text of its own or outside the vocabulary. */
 const char *lx_tok_piece(const struct lx_tokenizer *t, int32_t id, size_t *len);

@@ -1,0 +1,270 @@
+/*
+** tasks/peer.c - peers' test-case files (peer.h).
+*/
+#include "tasks/peer.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/gz.h"
+#include "harness/core/rng.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+
+static void add_gold(struct lx_peer_case *c, const char *s, size_t n)
+{
+    lx_buf_putn(&c->golds, s, n);
+    lx_buf_putn(&c->golds, "", 1);
+    c->n_golds++;
+}
+
+const char *lx_peer_gold(const struct lx_peer_case *c, long i)
+{
+    LX_ASSERT(i >= 0 && i < c->n_golds);
+    const char *g = c->golds.s;
+    while (i-- > 0)
+        g += strlen(g) + 1;
+    return g;
+}
+
+static int member_str(const struct lx_json *doc, const struct lx_jv *row, const char *key, const char **s, size_t *n,
+                      struct lx_error *err);
+
+/* row's string member key as the prompt. */
+static int read_prompt(const struct lx_json *doc, const struct lx_jv *row, const char *key, struct lx_peer_case *out,
+                       struct lx_error *err)
+{
+    const char *s;
+    size_t n;
+    int rc = member_str(doc, row, key, &s, &n, err);
+    if (rc == LX_OK)
+        lx_buf_putn(&out->prompt, s, n);
+    return rc;
+}
+
+/* LongChat longeval/evaluation/lines/testcases/<n>_lines.jsonl */
+int lx_peer_longchat_lines(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
+                           struct lx_error *err)
+{
+    const struct lx_jv *v;
+    int64_t x;
+    char num[32];
+    int rc = read_prompt(doc, row, "prompt", out, err);
+    if (rc == LX_OK && (rc = lx_json_need(doc, row, "expected_number", LX_JSON_INT, &v, err)) == LX_OK &&
+        (rc = lx_json_int(doc, v, &x, err)) == LX_OK) {
+        snprintf(num, sizeof num, "%" PRId64, x);
+        add_gold(out, num, strlen(num));
+    }
+    if (rc == LX_OK && (v = lx_json_member(row, "token_size")) && lx_json_int(doc, v, &x, err) == LX_OK)
+        out->peer_length = (long)x;
+    return rc;
+}
+
+/* LongChat longeval/evaluation/topics/testcases/<n>_topics.jsonl */
+int lx_peer_longchat_topics(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
+                            struct lx_error *err)
+{
+    const struct lx_jv *v;
+    int rc = read_prompt(doc, row, "prompt", out, err);
+    if (rc == LX_OK)
+        rc = lx_json_need(doc, row, "topics", LX_JSON_ARRAY, &v, err);
+    for (long i = 0; rc == LX_OK && i < lx_json_len(v); i++) {
+        const char *s;
+        size_t n;
+        if ((rc = lx_json_str(doc, lx_json_at(v, i), &s, &n, err)) == LX_OK)
+            add_gold(out, s, n);
+    }
+    if (rc == LX_OK && out->n_golds == 0)
+        rc = lx_json_member_err(err, doc, row, "topics", "an empty list: the first topic is the gold");
+    return rc;
+}
+
+/* row's member key as a string into *s, *n. */
+static int member_str(const struct lx_json *doc, const struct lx_jv *row, const char *key, const char **s, size_t *n,
+                      struct lx_error *err)
+{
+    const struct lx_jv *v;
+    int rc = lx_json_need(doc, row, key, LX_JSON_STRING, &v, err);
+    return rc < 0 ? rc : lx_json_str(doc, v, s, n, err);
+}
+
+/* lost-in-the-middle qa_data/nq-open-*.jsonl(.gz), prompted as
+** src/lost_in_the_middle/prompting.py get_qa_prompt does with prompts/qa.prompt:
+** the documents in file order, "Document [i](Title: T) TEXT", joined by newlines. */
+int lx_peer_litm(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out, struct lx_error *err)
+{
+    const struct lx_jv *answers, *ctxs;
+    const char *q, *s;
+    size_t nq, n;
+    int rc = member_str(doc, row, "question", &q, &nq, err);
+    if (rc == LX_OK && (rc = lx_json_need(doc, row, "answers", LX_JSON_ARRAY, &answers, err)) == LX_OK)
+        rc = lx_json_need(doc, row, "ctxs", LX_JSON_ARRAY, &ctxs, err);
+    for (long i = 0; rc == LX_OK && i < lx_json_len(answers); i++)
+        if ((rc = lx_json_str(doc, lx_json_at(answers, i), &s, &n, err)) == LX_OK)
+            add_gold(out, s, n);
+    if (rc == LX_OK && (out->n_golds == 0 || lx_json_len(ctxs) == 0 || nq == 0))
+        return lx_err(err, LX_EINVAL, "a question, its answers and its documents (ctxs) must not be empty");
+    lx_buf_puts(&out->prompt, "Write a high-quality answer for the given question using only the provided search "
+                "results (some of which might be irrelevant).\n\n");
+    for (long i = 0; rc == LX_OK && i < lx_json_len(ctxs); i++) {
+        const struct lx_jv *d = lx_json_at(ctxs, i);
+        const char *title, *text;
+        size_t nt, nx;
+        if ((rc = member_str(doc, d, "title", &title, &nt, err)) == LX_OK &&
+            (rc = member_str(doc, d, "text", &text, &nx, err)) == LX_OK) {
+            lx_buf_printf(&out->prompt, "%sDocument [%ld](Title: ", i ? "\n" : "", i + 1);
+            lx_buf_putn(&out->prompt, title, nt);
+            lx_buf_puts(&out->prompt, ") ");
+            lx_buf_putn(&out->prompt, text, nx);
+        }
+    }
+    lx_buf_puts(&out->prompt, "\n\nQuestion: ");
+    lx_buf_putn(&out->prompt, q, nq);
+    lx_buf_puts(&out->prompt, "\nAnswer:");
+    return rc;
+}
+
+int lx_peer_landmark(long length, uint64_t key, long sample, const struct lx_tokenizer *tk, struct lx_peer_case *out,
+                     struct lx_error *err)
+{
+    (void)tk;   /* landmark counts characters */
+    static const char garbage[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back "
+                                  "again.";
+    const long unit = (long)sizeof garbage;      /* the sentence and the joining space */
+    if (length < 0 || length > unit * 2000 - 1)  /* the peer's " ".join([garbage] * 2000) */
+        return lx_err(err, LX_EINVAL, "landmark: %ld filler characters; the peer's filler holds at most %ld",
+                      length, unit * 2000 - 1);
+    struct lx_rng r;
+    lx_rng_init(&r, key ^ 0x6c616e646d61726bULL, (uint32_t)sample, LX_RNG_DATA);
+    long prefix = (long)(lx_rng_uniform(&r) * (double)(length + 1)), pass = 1 + (long)(lx_rng_uniform(&r) * 50000);
+    lx_buf_puts(&out->prompt, "There is an important info hidden inside a lot of irrelevant text. Find it and memorize "
+                "them. I will quiz you about the important information there.\n");
+    for (int part = 0; part < 2; part++) {
+        for (long i = 0, n = part ? length - prefix : prefix; i < n; i++)
+            lx_buf_putn(&out->prompt, i % unit == unit - 1 ? " " : garbage + i % unit, 1);
+        if (!part)
+            lx_buf_printf(&out->prompt, "\nThe pass key is %ld. Remember it. %ld is the pass key.\n", pass, pass);
+    }
+    lx_buf_puts(&out->prompt, "\nWhat is the pass key? The pass key is");
+    char num[32];
+    snprintf(num, sizeof num, "%ld", pass);
+    add_gold(out, num, strlen(num));
+    return LX_OK;
+}
+
+/* RULER's single-needle prompt with n haystack lines, the needle before line at. */
+static void ruler_text(struct lx_buf *b, long n, long at, const char *needle, const char *key)
+{
+    lx_buf_reset(b);
+    lx_buf_puts(b, "A special magic number is hidden within the following text. Make sure to memorize it. I will "
+                "quiz you about the number afterwards.\n");
+    for (long i = 0; i <= n; i++) {
+        if (i == at)
+            lx_buf_printf(b, "%s%s", needle, i < n ? "\n" : "");
+        if (i < n)
+            lx_buf_printf(b, "%s%s", "The grass is green. The sky is blue. The sun is yellow. Here we go. There and "
+                          "back again.", i + 1 < n ? "\n" : "");
+    }
+    lx_buf_printf(b, "\nWhat is the special magic number for %s mentioned in the provided text? The special magic "
+                  "number for %s mentioned in the provided text is", key, key);
+}
+
+/* tk's tokens of text, BOS not counted; < 0 on text tk refuses. */
+static long ruler_tokens(const struct lx_tokenizer *tk, const struct lx_buf *b, struct lx_error *err)
+{
+    int *ids = NULL;
+    long n = lx_tok_prompt(lx_tok_or_byte(tk), lx_buf_str(b), b->len, &ids, err);
+    free(ids);
+    return n < 0 ? n : n - 1;
+}
+
+int lx_peer_ruler_niah(long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
+                       struct lx_peer_case *out, struct lx_error *err)
+{
+    static const char *const adj[] = {"able", "bold", "brave", "calm", "dark", "eager", "fair", "glad", "grand",
+                                      "happy", "keen", "kind", "loud", "mild", "neat", "odd", "pale", "proud",
+                                      "quick", "quiet", "rare", "shy", "tidy", "wild"};
+    static const char *const noun[] = {"ant", "bear", "bird", "boat", "cake", "cat", "cloud", "crow", "deer", "door",
+                                       "fish", "fox", "frog", "goat", "hill", "kite", "lake", "lamp", "lion", "moon",
+                                       "owl", "pear", "rose", "swan"};
+    struct lx_rng r;
+    lx_rng_init(&r, key ^ 0x72756c65726e6961ULL, (uint32_t)sample, LX_RNG_DATA);
+    char k[48], needle[160];
+    snprintf(k, sizeof k, "%s-%s", adj[(int)(lx_rng_uniform(&r) * 24)], noun[(int)(lx_rng_uniform(&r) * 24)]);
+    long value = 1000000 + (long)(lx_rng_uniform(&r) * 9000000);
+    double u = lx_rng_uniform(&r);      /* the needle's line: random.sample(range(n), 1) */
+    snprintf(needle, sizeof needle, "One of the special magic numbers for %s is: %ld.", k, value);
+    long lo = 0, hi = length, best = -1;    /* the most lines that fit, by bisection */
+    while (lo <= hi) {
+        long mid = lo + (hi - lo) / 2, t;
+        ruler_text(&out->prompt, mid, (long)(u * (double)mid), needle, k);
+        if ((t = ruler_tokens(tk, &out->prompt, err)) < 0)
+            return (int)t;
+        if (t + 128 <= length)
+            best = mid, lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    if (best < 1)
+        return lx_err(err, LX_EINVAL, "ruler: length %ld leaves no room for one haystack line beside the needle, "
+                      "the question and the 128 tokens to generate", length);
+    ruler_text(&out->prompt, best, (long)(u * (double)best), needle, k);
+    char num[32];
+    snprintf(num, sizeof num, "%ld", value);
+    add_gold(out, num, strlen(num));
+    return LX_OK;
+}
+
+static int load_line(lx_peer_reader read, const char *text, size_t n, struct lx_peer_case *c, struct lx_error *err)
+{
+    struct lx_json *doc = NULL;
+    int rc = lx_json_parse(&doc, text, n, "line", err);
+    if (rc == LX_OK && lx_json_type(lx_json_root(doc)) != LX_JSON_OBJECT)
+        rc = lx_err(err, LX_EINVAL, "not a JSON object");
+    memset(c, 0, sizeof *c);
+    c->peer_length = -1;
+    if (rc == LX_OK)
+        rc = read(doc, lx_json_root(doc), c, err);
+    lx_json_free(doc);
+    return rc;
+}
+
+int lx_peer_load(lx_peer_reader read, const char *path, struct lx_peer_set *out, struct lx_error *err)
+{
+    memset(out, 0, sizeof *out);
+    struct lx_buf text = {0};
+    int rc = lx_gz_read(path, &text, 0, err);
+    if (rc < 0) {
+        lx_buf_free(&text);
+        return lx_err_prefix(err, rc, "peer data: ");
+    }
+    const char *p = lx_buf_str(&text), *end = p + text.len;
+    for (long lineno = 1; rc == LX_OK && p < end; lineno++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (n > 0) {    /* a blank line holds no case */
+            out->cases = lx_xrealloc(out->cases, sizeof *out->cases * (size_t)(out->n + 1));
+            rc = load_line(read, p, n, &out->cases[out->n++], err);
+            if (rc < 0)
+                lx_err_prefix(err, rc, "%s:%ld: ", path, lineno);
+        }
+        p += n + 1;
+    }
+    if (rc == LX_OK && out->n == 0)
+        rc = lx_err(err, LX_EINVAL, "%s: no test cases", path);
+    lx_buf_free(&text);
+    if (rc < 0)
+        lx_peer_release(out);
+    return rc;
+}
+
+void lx_peer_release(struct lx_peer_set *s)
+{
+    for (long i = 0; i < s->n; i++) {
+        lx_buf_free(&s->cases[i].prompt);
+        lx_buf_free(&s->cases[i].golds);
+    }
+    free(s->cases);
+    memset(s, 0, sizeof *s);
+}

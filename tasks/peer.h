@@ -1,0 +1,72 @@
+/*
+** tasks/peer.h - a peer benchmark's own test cases, read from its files
+** (`data: PATH` on a task with a protocol preset, tasks/protocols.h): the
+** prompt exactly as the peer feeds it to its tokenizer, and its gold(s).
+** Each preset names the reader of one line of its peer's JSON Lines file
+** (docs/tasks.md#protocol-presets).
+*/
+#ifndef LX_PEER_H
+#define LX_PEER_H
+
+#include <stdint.h>
+
+#include "harness/core/json.h"
+#include "harness/core/lx.h"
+
+/* One test case. */
+struct lx_peer_case {
+    struct lx_buf prompt;   /* the text fed to the tokenizer, byte for byte */
+    struct lx_buf golds;    /* the golds, each followed by its NUL, n_golds of them */
+    long n_golds;
+    long peer_length;       /* the length the peer's file states (LongChat's token_size), -1 when none */
+};
+
+/* A file's test cases, in file order. */
+struct lx_peer_set {
+    struct lx_peer_case *cases;     /* (n,) */
+    long n;
+};
+
+/* Reads one line (row, an object of doc) of a peer's file into out. */
+typedef int (*lx_peer_reader)(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
+                              struct lx_error *err);
+
+/* Makes test case `sample` of a cell of `length` from the peer's own template
+** and draws (Philox on key, the sample as counter); tk counts the length
+** where the peer counts it in the model's tokens. */
+struct lx_tokenizer;
+typedef int (*lx_peer_maker)(long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
+                             struct lx_peer_case *out, struct lx_error *err);
+
+/* Every line of the JSON Lines file at path (plain, or gzip: a `.jsonl.gz`)
+** through read; errors name path:line. LX_EIO when the file cannot be read,
+** LX_EINVAL when a line is not what read expects or the file holds no case. */
+int lx_peer_load(lx_peer_reader read, const char *path, struct lx_peer_set *out, struct lx_error *err);
+void lx_peer_release(struct lx_peer_set *s);      /* accepts an empty set */
+
+/* The i-th gold of c (i < c->n_golds). */
+const char *lx_peer_gold(const struct lx_peer_case *c, long i);
+
+/* The readers, one per peer format. */
+int lx_peer_longchat_lines(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
+                           struct lx_error *err);   /* prompt, expected_number, token_size */
+int lx_peer_longchat_topics(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
+                            struct lx_error *err);  /* prompt, topics (the gold first) */
+/* landmark-attention llama/run_test.py generate_prompt(n_garbage = length):
+** the task description, a uniform share of the repeated filler's first
+** characters, the pass-key line (a key uniform in [1, 50000]), the rest of the
+** filler's characters, the question, joined by newlines. */
+int lx_peer_landmark(long length, uint64_t key, long sample, const struct lx_tokenizer *tk, struct lx_peer_case *out,
+                     struct lx_error *err);
+/* RULER scripts/data/synthetic/niah.py, niah_single_1 (scripts/synthetic.yaml):
+** noise haystack (landmark's filler sentence, one a line), one needle "One of
+** the special magic numbers for KEY is: VALUE." at a uniform line, KEY an
+** adjective-noun word, VALUE 7 digits; the single-needle template with its
+** answer prefix; as many haystack lines as keep tk's tokens of the text
+** (BOS not counted, as RULER's text_to_tokens) + 128 within length. */
+int lx_peer_ruler_niah(long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
+                       struct lx_peer_case *out, struct lx_error *err);
+int lx_peer_litm(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
+                 struct lx_error *err);     /* question, answers, ctxs: lost in the middle's qa.prompt */
+
+#endif

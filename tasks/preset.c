@@ -1,0 +1,167 @@
+/*
+** tasks/preset.c - retrieval cells run by a protocol preset on its peer's
+** test cases (preset.h).
+*/
+#include "tasks/preset.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/result.h"
+#include "harness/core/rng.h"
+#include "harness/engine/model/decoding.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+#include "tasks/scorers.h"
+#include "tasks/task.h"
+
+int lx_preset_check(const char *task, const char *protocol, const char *data, const struct lx_protocol **out,
+                    struct lx_error *err)
+{
+    if (strcmp(protocol, "lenx") == 0) {
+        if (data[0])
+            return lx_err(err, LX_EINVAL, "%s: data '%s' is read only by a protocol preset; protocol is lenx\n"
+                          "  hint: add protocol: NAME (docs/tasks.md#protocol-presets), or drop data", task, data);
+        return 0;
+    }
+    const struct lx_protocol *p = lx_protocol_find(task, protocol);
+    if (!p || (!p->read && !p->make))
+        return lx_err(err, LX_EINVAL, "%s: protocol '%s' has no reader of peer data here", task, protocol);
+    *out = p;
+    if (p->make && data[0])
+        return lx_err(err, LX_EINVAL, "%s: protocol %s makes its test cases from its peer's template; it reads no "
+                      "data ('%s')\n  hint: drop data", task, protocol, data);
+    if (p->make)
+        return 1;
+    if (!data[0])
+        return lx_err(err, LX_EINVAL, "%s: protocol %s reads its peer's test cases: name the file with data: PATH\n"
+                      "  hint: %s (docs/tasks.md#protocol-presets)", task, protocol, p->follows);
+    struct lx_peer_set s;
+    int rc = lx_peer_load(p->read, data, &s, err);
+    lx_peer_release(&s);
+    if (rc < 0)
+        return lx_err_prefix(err, rc, "%s (protocol %s): ", task, protocol);
+    return 1;
+}
+
+/* The cell's test cases: the data file's, or p->samples made for (key, length). */
+static int preset_cases(const struct lx_protocol *p, const char *data, uint64_t key, long length, long samples,
+                        const struct lx_tokenizer *tk, struct lx_peer_set *s, struct lx_error *err)
+{
+    if (p->read)
+        return lx_peer_load(p->read, data, s, err);
+    s->n = p->samples ? p->samples : samples;
+    s->cases = lx_xcalloc((size_t)s->n, sizeof *s->cases);
+    int rc = LX_OK;
+    for (long i = 0; i < s->n && rc == LX_OK; i++) {
+        s->cases[i].peer_length = -1;
+        rc = p->make(length, key, i, tk, &s->cases[i], err);
+    }
+    if (rc < 0)
+        lx_peer_release(s);
+    return rc;
+}
+
+int lx_preset_instance(const struct lx_protocol *p, const char *data, uint64_t key, long length, long samples,
+                       long sample, struct lx_instance *out, struct lx_error *err)
+{
+    struct lx_peer_set s;
+    memset(out, 0, sizeof *out);
+    int rc = preset_cases(p, data, key, length, samples, NULL, &s, err);
+    if (rc == LX_OK && (sample < 0 || sample >= s.n))
+        rc = lx_err(err, LX_EINVAL, "%s holds test cases 0 to %ld; there is no instance %ld",
+                    p->read ? data : "the cell", s.n - 1, sample);
+    if (rc == LX_OK) {
+        const struct lx_peer_case *c = &s.cases[sample];
+        out->n = (long)c->prompt.len + 1;
+        out->tok = lx_xmalloc(sizeof(int) * (size_t)out->n);
+        out->tok[0] = LX_TOK_BOS;
+        for (size_t i = 0; i < c->prompt.len; i++)
+            out->tok[i + 1] = (unsigned char)c->prompt.s[i];
+        out->answer_off = out->n;
+        snprintf(out->gold, sizeof out->gold, "%s", lx_peer_gold(c, 0));
+    }
+    lx_peer_release(&s);
+    return rc;
+}
+
+long lx_preset_cut(const struct lx_protocol *p, const char *text, long n)
+{
+    const char *nl = p->stop_newline ? memchr(text, '\n', (size_t)n) : NULL;
+    if (nl)
+        n = nl - text;
+    size_t k = p->stop_text ? strlen(p->stop_text) : 0;
+    for (long i = 0; k > 0 && i + (long)k <= n; i++)
+        if (memcmp(text + i, p->stop_text, k) == 0)
+            return i;
+    return n;
+}
+
+/* Case i: generate, stop, score; returns its score, *null and the prompt's tokens. */
+static int run_case(const struct lx_task_ctx *ctx, const struct lx_protocol *p, const struct lx_scorer *sc,
+                    const struct lx_peer_case *c, long i, struct lx_result *out, double *score, int *null,
+                    long *n_prompt, struct lx_error *err)
+{
+    const struct lx_tokenizer *tk = lx_tok_or_byte(ctx->tok);
+    int *ids = NULL;
+    long np = lx_tok_prompt(tk, c->prompt.s ? c->prompt.s : "", c->prompt.len, &ids, err),
+         budget = p->max_new_tokens;
+    if (np < 0)
+        return (int)np;
+    *n_prompt = np;
+    int32_t *gen = lx_xmalloc(sizeof(int32_t) * (size_t)budget);
+    int *gi = lx_xmalloc(sizeof(int) * (size_t)budget);
+    struct lx_sampler smp = {.temperature = p->temperature, .seed = ctx->data_key ^ (uint64_t)i};
+    int rc = lx_generate_with(ctx->model, ctx->spec, ids, np, budget, gi, LX_DECODE_CACHE, &smp, err);
+    if (rc == LX_OK) {
+        for (long k = 0; k < budget; k++)
+            gen[k] = gi[k];
+        char *text = lx_xmalloc((size_t)lx_tok_decode_cap(tk, budget));
+        int stop;
+        long n = lx_tok_decode(tk, gen, budget, text, &stop), cut = lx_preset_cut(p, text, n);
+        const char *why = cut < n ? "stop" : lx_tok_special_name(tk, stop);
+        struct lx_golds g = {.n = c->n_golds};
+        const char **gs = lx_xmalloc(sizeof(char *) * (size_t)c->n_golds);
+        size_t *gl = lx_xmalloc(sizeof(size_t) * (size_t)c->n_golds);
+        for (long j = 0; j < c->n_golds; j++)
+            gs[j] = lx_peer_gold(c, j), gl[j] = strlen(gs[j]);
+        g.s = gs, g.len = gl;
+        *score = sc->score(text, (size_t)cut, &g, null);
+        lx_result_output(out, i, NAN, gs[0], text, cut, why, *score == 1.0 ? 1 : *null ? -1 : 0, NAN);
+        free(gs), free(gl), free(text);
+    }
+    free(ids), free(gen), free(gi);
+    return rc;
+}
+
+int lx_preset_run(const struct lx_task_ctx *ctx, const struct lx_protocol *p, const char *data, long samples,
+                  struct lx_result *out, struct lx_error *err)
+{
+    const struct lx_scorer *sc = lx_scorer_find(p->scorer);
+    LX_ASSERT(sc && (p->read || p->make) && p->max_new_tokens > 0);
+    struct lx_peer_set s;
+    int rc = preset_cases(p, data, ctx->data_key, ctx->length, samples, ctx->tok, &s, err);
+    double sum = 0.0, tokens = 0.0;
+    long nulls = 0, most = 0, least = 0;
+    for (long i = 0; i < s.n && rc == LX_OK; i++) {
+        double score = 0.0;
+        int null = 0;
+        long np = 0;
+        rc = run_case(ctx, p, sc, &s.cases[i], i, out, &score, &null, &np, err);
+        sum += score, nulls += null, tokens += (double)np, most = np > most ? np : most;
+        least = i == 0 || np < least ? np : least;
+    }
+    if (rc == LX_OK) {
+        double n = (double)s.n, acc = sum / n;
+        lx_result_metric(out, "acc", acc);
+        lx_result_metric(out, "acc_se", sqrt(acc * (1.0 - acc) / n));
+        lx_result_metric(out, "null_rate", (double)nulls / n);
+        lx_result_metric(out, "n_samples", n);
+        lx_result_metric(out, "prompt_tokens", tokens / n);
+        lx_result_metric(out, "prompt_tokens_min", (double)least);
+        lx_result_metric(out, "prompt_tokens_max", (double)most);
+        lx_result_metric(out, "max_new_tokens", (double)p->max_new_tokens);
+    }
+    lx_peer_release(&s);
+    return rc;
+}

@@ -1,0 +1,40 @@
+/*
+** tasks/protocols.c - the protocol presets' table (protocols.h).
+*/
+#include "tasks/protocols.h"
+
+#include <string.h>
+
+const struct lx_protocol lx_protocols[] = {
+    {.task = "passkey", .name = "landmark", .follows = "landmark-attention llama/run_test.py",
+     .scorer = "first_int", .make = lx_peer_landmark, .samples = 50, .max_new_tokens = 10,
+     .length = LX_LEN_MEASURED},
+    {.task = "passkey", .name = "longlora", .follows = "LongLoRA passkey_retrivial.py", .scorer = "token_exact",
+     .length = LX_LEN_PROMPT},
+    {.task = "line", .name = "longchat", .follows = "LongChat longeval/utils.py test_lines_one_sample",
+     .scorer = "last_int", .gold_field = "expected_number", .read = lx_peer_longchat_lines, .max_new_tokens = 100,
+     .length = LX_LEN_MEASURED},
+    {.task = "topic", .name = "longchat", .follows = "LongChat longeval/utils.py test_topics_one_sample",
+     .scorer = "topic_contains", .gold_field = "topics", .read = lx_peer_longchat_topics, .max_new_tokens = 50,
+     .length = LX_LEN_MEASURED},
+    {.task = "mdqa", .name = "litm", .follows = "lost-in-the-middle scripts/evaluate_qa_responses.py",
+     .scorer = "litm_subspan_em", .gold_field = "answers", .output_field = "model_answer", .read = lx_peer_litm,
+     .max_new_tokens = 100,
+     .length = LX_LEN_MEASURED},
+    {.task = "needle", .name = "ruler", .follows = "RULER scripts/data/synthetic/niah.py (niah_single_1), scripts/eval/evaluate.py",
+     .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_niah,
+     .max_new_tokens = 128,
+     .length = LX_LEN_WITHIN},
+    {.task = "needle", .name = "kamradt", .follows = "LLMTest_NeedleInAHaystack (an LLM judge there)",
+     .scorer = "substring"},
+};
+
+const int lx_n_protocols = (int)(sizeof lx_protocols / sizeof *lx_protocols);
+
+const struct lx_protocol *lx_protocol_find(const char *task, const char *name)
+{
+    for (int i = 0; i < lx_n_protocols; i++)
+        if (strcmp(lx_protocols[i].task, task) == 0 && strcmp(lx_protocols[i].name, name) == 0)
+            return &lx_protocols[i];
+    return NULL;
+}

@@ -1,0 +1,50 @@
+/*
+** tasks/protocols.h - protocol presets: for a retrieval task, how a peer
+** benchmark's own code runs it (its scorer, its answer budget and stop rule,
+** how it counts the length, the names of its fields), one row each by
+** (task, name). `protocol: lenx`, today's behaviour, is every task's default
+** and has no row (docs/tasks.md#protocol-presets).
+**
+** To add a preset: one row in the table in protocols.c.
+*/
+#ifndef LX_PROTOCOLS_H
+#define LX_PROTOCOLS_H
+
+#include "harness/core/lx.h"
+#include "tasks/peer.h"
+
+/* How a preset counts the cell's length L. */
+enum lx_length_rule {
+    LX_LEN_WINDOW,      /* lenx: the whole window, answer included, is L */
+    LX_LEN_PROMPT,      /* the prompt is L tokens and the budget comes on top */
+    LX_LEN_WITHIN,      /* RULER: prompt + budget <= L */
+    LX_LEN_MEASURED,    /* the peer's data fix the prompt; L is nominal (the length the
+                        ** methods are compiled for) and the prompt's tokens are measured */
+};
+
+struct lx_protocol {
+    const char *task;           /* the task it is for */
+    const char *name;           /* the name in `protocol:` */
+    const char *follows;        /* the peer's file it follows, one line */
+    const char *scorer;         /* the named scorer (tasks/scorers.h) */
+    const char *gold_field;     /* the peer's name for the gold in its prediction files, or NULL */
+    const char *output_field;   /* the peer's name for the model's output, or NULL */
+    lx_peer_reader read;        /* the reader of the peer's data file (`data:`), or NULL */
+    lx_peer_maker make;         /* or the maker of its test cases from its own template, or NULL
+                                ** (neither: the preset serves `lenx grade` only) */
+    long samples;               /* with make: the test cases of a cell (the peer's count); 0 = the
+                                ** task's `samples` (the peer takes it as an argument) */
+    long max_new_tokens;        /* the answer budget: tokens generated after the prompt */
+    int stop_newline;           /* 1: the output ends before its first newline (EOS always ends it) */
+    const char *stop_text;      /* the output ends before the first occurrence of this, or NULL */
+    double temperature;         /* 0 = greedy; > 0 sampled, per-seed Philox draws (lenx generate's) */
+    enum lx_length_rule length; /* how L is counted */
+};
+
+extern const struct lx_protocol lx_protocols[];
+extern const int lx_n_protocols;
+
+/* The preset (task, name); NULL when there is none. */
+const struct lx_protocol *lx_protocol_find(const char *task, const char *name);
+
+#endif

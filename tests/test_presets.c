@@ -1,0 +1,457 @@
+/*
+** tests/test_presets.c - protocol presets on peers' own test cases
+** (tasks/preset.h): `lenx show task … --protocol P --data F --instance K
+** --text` prints the file's `prompt` byte for byte for every K (LongChat's
+** lines and topics files in ../shared/peers, read there and never copied, and
+** a file of tricky bytes made here); malformed files name their line; today's
+** run keys are unchanged; a longchat cell on stories260K stores, for every
+** test case, the continuation a full-pass greedy reference generates from the
+** same prompt tokens, scored by LongChat's rule.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/json.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/model/decoding.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+#include "tasks/preset.h"
+#include "tasks/scorers.h"
+#include "tests/shell.h"
+#include "tests/stack.h"
+#include "tests/tokfile.h"
+
+static char out[1 << 16];
+
+static void setup(void)
+{
+    shell_setup("presets");
+    (void)exists;
+    cr_assert_not_null(getenv("LENX_ROOT"), "LENX_ROOT must name the checkout (make test sets it)");
+}
+
+static int have_peers(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/../shared/peers/longchat/300_lines.jsonl", getenv("LENX_ROOT"));
+    FILE *f = fopen(path, "r");
+    return f ? fclose(f), 1 : 0;
+}
+
+/* The whole file at path (malloc'd, *n bytes). */
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    char *b = NULL;
+    size_t cap = 0, k;
+    *n = 0;
+    do {
+        b = realloc(b, cap += 1 << 16);
+        k = fread(b + *n, 1, cap - *n, f);
+        *n += k;
+    } while (k > 0);
+    fclose(f);
+    return b;
+}
+
+/* For every line of the JSON Lines file at path: `show task TASK --text` of
+** that instance equals the line's "prompt" byte for byte. Returns the cases. */
+static long expect_prompts(const char *task, const char *path)
+{
+    size_t n;
+    char *text = slurp(path, &n), *p = text, *end = text + n;
+    long k = 0;
+    for (; p < end; k++) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        struct lx_json *doc;
+        struct lx_error err;
+        cr_assert_eq(lx_json_parse(&doc, p, len, path, &err), LX_OK, "%s", err.msg);
+        const char *want;
+        size_t n_want;
+        cr_assert_eq(lx_json_str(doc, lx_json_member(lx_json_root(doc), "prompt"), &want, &n_want, &err), LX_OK);
+        cr_assert_eq(sh(out, sizeof out, "$L show task %s --protocol longchat --data '%s' --instance %ld --text > "
+                        "got.txt", task, path, k), 0, "%s", out);
+        size_t n_got;
+        char got_path[256];
+        snprintf(got_path, sizeof got_path, "%s/got.txt", dir);
+        char *got = slurp(got_path, &n_got);
+        cr_expect(n_got == n_want && memcmp(got, want, n_want) == 0, "%s instance %ld: %zu bytes printed, the "
+                  "file's prompt has %zu", task, k, n_got, n_want);
+        free(got);
+        lx_json_free(doc);
+        p += len + 1;
+    }
+    free(text);
+    return k;
+}
+
+Test(presets, longchat_lines_and_topics_print_the_files_prompts, .init = setup, .fini = teardown, .timeout = 120)
+{
+    if (!have_peers())
+        cr_skip_test("../shared/peers is not beside the checkout");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/../shared/peers/longchat/300_lines.jsonl", getenv("LENX_ROOT"));
+    cr_expect_eq(expect_prompts("line", path), 50);
+    snprintf(path, sizeof path, "%s/../shared/peers/longchat/1_topics.jsonl", getenv("LENX_ROOT"));
+    cr_expect_eq(expect_prompts("topic", path), 50);
+    cr_expect_eq(sh(out, sizeof out, "$L show task line --protocol longchat --data '%s' --instance 50 --text", path),
+                 2, "a topics file has no expected_number; and there is no instance 50: %s", out);
+}
+
+/* Another file of the same format: escapes, a 0 byte, CR LF, UTF-8, trailing spaces. */
+Test(presets, tricky_bytes_pass_through, .init = setup, .fini = teardown)
+{
+    write_file("t.jsonl",
+               "{\"expected_number\": 7, \"prompt\": \"a\\u0000b\\r\\n\\u00e9\\u4e2d\\t \\\"q\\\" \\\\ end  \"}\n"
+               "{\"expected_number\": 12, \"prompt\": \"\", \"token_size\": 3}\n"
+               "{\"expected_number\": 3, \"prompt\": \"line x: REGISTER_CONTENT is <3>\\n\\ud83d\\ude00\"}\n");
+    char path[256];
+    snprintf(path, sizeof path, "%s/t.jsonl", dir);
+    cr_expect_eq(expect_prompts("line", path), 3);
+    cr_assert_eq(sh(out, sizeof out, "$L show task line --protocol longchat --data t.jsonl --instance 2"), 0, "%s", out);
+    cr_expect(strstr(out, "gold \"3\"") != NULL, "%s", out);
+}
+
+Test(presets, malformed_data_names_the_line, .init = setup, .fini = teardown)
+{
+    write_file("bad.jsonl", "{\"expected_number\": 7, \"prompt\": \"x\"}\n{\"prompt\": \"y\"}\n");
+    cr_expect_eq(sh(out, sizeof out, "$L show task line --protocol longchat --data bad.jsonl --instance 0"), 2, "%s", out);
+    cr_expect(strstr(out, "bad.jsonl:2: ") && strstr(out, "expected_number"), "%s", out);
+    write_file("bad2.jsonl", "{\"topics\": [], \"prompt\": \"y\"}\n");
+    cr_expect_eq(sh(out, sizeof out, "$L show task topic --protocol longchat --data bad2.jsonl --text"), 2, "%s", out);
+    cr_expect(strstr(out, "bad2.jsonl:1: ") && strstr(out, "topics"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task line --protocol longchat --data missing.jsonl --text"), 3, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task line --protocol longchat --text"), 2, "no data: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task line --protocol lonchat --data bad.jsonl --text"), 2, "%s", out);
+    cr_expect(strstr(out, "did you mean 'longchat'"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task line data=bad.jsonl --length 400"), 2, "data without a preset: %s",
+                 out);
+}
+
+/* The params JSON (the run key's) of today's line and topic, as the binary
+** before presets printed it (`lenx show task line` at commit 9d11bb6). */
+Test(presets, todays_run_keys_are_unchanged, .init = setup, .fini = teardown)
+{
+    cr_assert_eq(sh(out, sizeof out, "$L show task line"), 0, "%s", out);
+    cr_expect(strstr(out, "\"params\": {\"template\":\"longchat\",\"digits\":5,\"lines\":0,\"scorer\":\"first\","
+                          "\"samples\":20,\"depths\":5}\n") != NULL, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L show task topic"), 0, "%s", out);
+    cr_expect(strstr(out, "\"params\": {\"template\":\"longchat\",\"topics\":0,\"replies\":2,\"samples\":50}\n") != NULL,
+              "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L show task line protocol=lenx"), 0, "%s", out);
+    cr_expect(strstr(out, "protocol") == NULL, "lenx is the default and stays out of the key: %s", out);
+}
+
+/* A run of protocol longchat on stories260K: every stored output is the
+** continuation lx_generate's full-pass reference greedy-decodes from [BOS] +
+** the prompt read as `lenx generate` reads it (100 tokens, cut at the first
+** special token), its score LongChat's last-integer rule, and prompt_tokens
+** the measured mean. */
+Test(presets, longchat_cell_generates_apart_from_the_gold, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    static const char *const prompts[] = {"Once upon a time, there was a", "Tom had 3 cats. One day", "Lily"};
+    static const char *const golds[] = {"2", "3", "4"};
+    char data[1024] = "";
+    for (int i = 0; i < 3; i++)
+        snprintf(data + strlen(data), sizeof data - strlen(data), "{\"expected_number\": %s, \"prompt\": \"%s\"}\n",
+                 golds[i], prompts[i]);
+    write_file("cases.jsonl", data);
+    write_file("s.yaml", "name: lc\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
+                         "  - [{rope: {layout: interleaved}}]\ntasks:\n"
+                         "  - line: {protocol: longchat, data: DATA}\nlengths: [512]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|; "
+                    "s|DATA|$D/cases.jsonl|\" s.yaml && $L run s.yaml --db r.db --quiet --no-table --keep-prompts"), 0,
+                 "%s", out);
+    struct lx_model m;
+    struct lx_ckpt_info info = {0};
+    struct lx_error err = {""};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/../shared/models/stories260K/stories260K.bin", getenv("LENX_ROOT"));
+    cr_assert_eq(lx_model_load(&m, path, &info, &err), LX_OK, "%s", err.msg);
+    struct lx_tokenizer *tk;
+    snprintf(path, sizeof path, "%s/../shared/models/stories260K/tok512.bin", getenv("LENX_ROOT"));
+    cr_assert_eq(lx_tokenizer_open(&tk, path, &err), LX_OK, "%s", err.msg);
+    struct tstack s;
+    struct lx_facts fa = tfacts((int)m.arch.d_head, 512, (int)m.arch.heads, 512);
+    tstack_make(&s, info.stack, &fa);
+    const struct lx_scorer *last = lx_scorer_find("last_int");
+    double tokens = 0.0;
+    for (int i = 0; i < 3; i++) {
+        struct lx_ids v = {0};
+        lx_ids_push(&v, lx_tok_begin(tk));
+        cr_assert_eq(lx_tokenizer_encode(tk, prompts[i], strlen(prompts[i]), 0, &v, &err), LX_OK, "%s", err.msg);
+        int ids[256], gen[100];
+        int32_t gen32[100];
+        for (long t = 0; t < v.n; t++)
+            ids[t] = v.id[t];
+        tokens += (double)v.n;
+        cr_assert_eq(lx_generate(&m, &s.spec, ids, v.n, 100, gen, LX_DECODE_FULL, &err), LX_OK, "%s", err.msg);
+        for (int t = 0; t < 100; t++)
+            gen32[t] = gen[t];
+        char text[4096];
+        int stop;
+        long n = lx_tok_decode(tk, gen32, 100, text, &stop);
+        char got[8192], q[160];
+        snprintf(q, sizeof q, "select hex(text) || ' ' || score from outputs where sample = %d", i);
+        sql_text(got, sizeof got, "r.db", q);
+        char want[8192] = "";
+        for (long b = 0; b < n; b++)
+            snprintf(want + 2 * b, 3, "%02X", (unsigned char)text[b]);
+        const char *gs[1] = {golds[i]};
+        size_t gl[1] = {strlen(golds[i])};
+        struct lx_golds g = {.n = 1, .s = gs, .len = gl};
+        int null;
+        double sc = last->score(text, (size_t)n, &g, &null);
+        snprintf(want + 2 * n, 32, " %d", sc == 1.0 ? 1 : null ? -1 : 0);
+        cr_expect_str_eq(got, want, "case %d: the stored output and score differ from the reference", i);
+        snprintf(q, sizeof q, "select prompt from outputs where sample = %d", i);
+        sql_text(got, sizeof got, "r.db", q);
+        cr_expect_str_eq(got, prompts[i], "case %d: --keep-prompts stores the file's prompt", i);
+        lx_ids_free(&v);
+    }
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs"), 3);
+    char q[256], got[64];
+    snprintf(q, sizeof q, "select value from metrics where name = 'prompt_tokens'");
+    sql_text(got, sizeof got, "r.db", q);
+    cr_expect_float_eq(strtod(got, NULL), tokens / 3.0, 1e-12, "%s", got);
+    tstack_free(&s);
+    lx_tokenizer_free(tk);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+/* lost in the middle's qa.prompt filled as its get_qa_prompt fills it, from a
+** plain file and from the same file gzipped; expected text written by hand. */
+Test(presets, litm_prompt_plain_and_gzip, .init = setup, .fini = teardown)
+{
+    write_file("q.jsonl", "{\"question\": \"who wrote {it}?\", \"answers\": [\"A. Author\", \"Author\"], \"ctxs\": ["
+                          "{\"title\": \"T1\", \"text\": \"x  y\", \"isgold\": false}, "
+                          "{\"title\": \"Gold\", \"text\": \"by A. Author.\\n\", \"isgold\": true}]}\n");
+    static const char want[] =
+        "Write a high-quality answer for the given question using only the provided search results (some of which "
+        "might be irrelevant).\n\nDocument [1](Title: T1) x  y\nDocument [2](Title: Gold) by A. Author.\n\n\n"
+        "Question: who wrote {it}?\nAnswer:";
+    for (int gz = 0; gz < 2; gz++) {
+        cr_assert_eq(sh(out, sizeof out, "%s$L show task mdqa --protocol litm --data q.jsonl%s --instance 0 --text",
+                        gz ? "gzip -kf q.jsonl && " : "", gz ? ".gz" : ""), 0, "%s", out);
+        cr_expect_str_eq(out, want, "%s", gz ? "from .gz" : "plain");
+    }
+    cr_assert_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data q.jsonl.gz"), 0, "%s", out);
+    cr_expect(strstr(out, "gold \"A. Author\"") != NULL, "%s", out);
+    cr_assert_eq(sh(NULL, 0, "head -c 40 q.jsonl.gz > cut.jsonl.gz"), 0);
+    cr_expect_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data cut.jsonl.gz --text"), 3, "%s", out);
+    cr_expect(strstr(out, "cut.jsonl.gz") != NULL, "%s", out);
+    write_file("noans.jsonl", "{\"question\": \"q\", \"answers\": [], \"ctxs\": [{\"title\": \"t\", \"text\": \"x\"}]}\n");
+    cr_expect_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data noans.jsonl --text"), 2, "%s", out);
+    cr_expect(strstr(out, "noans.jsonl:1: ") != NULL, "%s", out);
+}
+
+/* The oracle file lost in the middle ships: 2,655 questions, read gzipped. */
+Test(presets, litm_oracle_file, .init = setup, .fini = teardown)
+{
+    if (!have_peers())
+        cr_skip_test("../shared/peers is not beside the checkout");
+    const char *f = "$R/../shared/peers/lost-in-the-middle/nq-open-oracle.jsonl.gz";
+    cr_assert_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data %s --instance 0 --text", f), 0, "%s", out);
+    static const char head[] = "Write a high-quality answer for the given question using only the provided search "
+                               "results (some of which might be irrelevant).\n\nDocument [1](Title: List of Nobel "
+                               "laureates in Physics) The first Nobel Prize in Physics was awarded in 1901 to Wilhelm "
+                               "Conrad R\xc3\xb6ntgen, of Germany";
+    static const char tail[] = "\n\nQuestion: who got the first nobel prize in physics\nAnswer:";
+    cr_expect(strncmp(out, head, strlen(head)) == 0, "%s", out);
+    cr_expect(strlen(out) > strlen(tail) && strcmp(out + strlen(out) - strlen(tail), tail) == 0, "%s", out);
+    cr_expect(strstr(out, "Document [2]") == NULL, "the oracle setting has one document: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data %s --instance 2654 --text", f), 0);
+    cr_expect_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data %s --instance 2655 --text", f), 2);
+    cr_expect(strstr(out, "0 to 2654") != NULL, "%s", out);
+}
+
+/* The numeric gold `show task` prints for a preset's instance k at length L. */
+static long shown_gold(const char *task, const char *protocol, long L, int k)
+{
+    cr_assert_eq(sh(out, sizeof out, "$L show task %s --protocol %s --length %ld --instance %d | "
+                    "sed -n 's/.*gold \"\\([0-9]*\\)\"/\\1/p'", task, protocol, L, k), 0, "%s", out);
+    return strtol(out, NULL, 10);
+}
+
+/* landmark's generate_prompt, checked piece by piece on the printed text:
+** "\n".join([description, filler[:p], info line, filler[:n - p], question])
+** with filler = " ".join([garbage] * 2000), 0 <= p <= n, key in [1, 50000]. */
+Test(presets, landmark_prompt_is_the_peers_rule, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const char desc[] = "There is an important info hidden inside a lot of irrelevant text. Find it and "
+                               "memorize them. I will quiz you about the important information there.";
+    static const char garbage[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back "
+                                  "again.";
+    static const char question[] = "What is the pass key? The pass key is";
+    static char filler[8000];
+    for (size_t i = 0; i + 1 < sizeof filler; i++)
+        filler[i] = i % sizeof garbage == sizeof garbage - 1 ? ' ' : garbage[i % sizeof garbage];
+    static const long lengths[] = {1, 100, 1000, 7000};
+    long split_sum = 0;
+    for (int li = 0; li < 4; li++)
+        for (int k = 0; k < 5; k++) {
+            long n = lengths[li];
+            long key = shown_gold("passkey", "landmark", n, k);
+            cr_expect(key >= 1 && key <= 50000, "key %ld", key);
+            char info[128];
+            snprintf(info, sizeof info, "\nThe pass key is %ld. Remember it. %ld is the pass key.\n", key, key);
+            cr_assert_eq(sh(out, sizeof out, "$L show task passkey --protocol landmark --length %ld --instance %d "
+                            "--text", n, k), 0, "%s", out);
+            size_t len = strlen(out), fixed = strlen(desc) + strlen(info) + strlen(question) + 2;
+            cr_assert_eq(len, fixed + (size_t)n, "n %ld case %d: %zu bytes, the rule gives %zu", n, k, len,
+                         fixed + (size_t)n);
+            char *at = strstr(out, info);
+            cr_assert_not_null(at, "%s", out);
+            long p = (long)(at - out) - (long)strlen(desc) - 1;
+            cr_expect(p >= 0 && p <= n, "prefix %ld", p);
+            cr_expect(strncmp(out, desc, strlen(desc)) == 0 && out[strlen(desc)] == '\n');
+            cr_expect(memcmp(out + strlen(desc) + 1, filler, (size_t)p) == 0, "n %ld case %d: prefix", n, k);
+            cr_expect(memcmp(at + strlen(info), filler, (size_t)(n - p)) == 0, "n %ld case %d: suffix", n, k);
+            cr_expect_str_eq(at + strlen(info) + (n - p), "\nWhat is the pass key? The pass key is");
+            split_sum += p;
+        }
+    cr_expect_gt(split_sum, 0, "the needle is not always at the start");
+}
+
+/* configs/peers/landmark-stories260K.yaml's protocol at two short lengths on
+** stories260K: 50 cases a cell, 10 new tokens, and prompt_tokens = the mean
+** token count of the printed prompts as the peer counts them
+** (len(tokenizer.encode(prompt)), BOS included: `lenx tokenize`). */
+Test(presets, landmark_sweep_counts_tokens_as_the_peer, .init = setup, .fini = teardown, .timeout = 600)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    cr_assert_eq(sh(out, sizeof out, "sed 's|^lengths:.*|lengths: [100, 300]|; s|checkpoint: .*|checkpoint: "
+                    "'\"$R\"'/../shared/models/stories260K/stories260K.bin|' $R/configs/peers/landmark-stories260K.yaml "
+                    "> s.yaml && $L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    static const long lengths[] = {100, 300};
+    for (int i = 0; i < 2; i++) {
+        char q[256], got[64];
+        cr_assert_eq(sh(out, sizeof out, "for k in $(seq 0 49); do $L show task passkey --protocol landmark --length "
+                        "%ld --instance $k --text > p.txt && $L tokenize --tokenizer "
+                        "$R/../shared/models/stories260K/tok512.bin --text p.txt; done | "
+                        "awk -F, '{n += NF} END {printf \"%%.10g\", n / NR}'", lengths[i]), 0, "%s", out);
+        double want = strtod(out, NULL);
+        snprintf(q, sizeof q, "select m.value from metrics m join runs r on r.id = m.run_id where r.length = %ld and "
+                 "m.name = 'prompt_tokens'", lengths[i]);
+        sql_text(got, sizeof got, "r.db", q);
+        cr_expect_float_eq(strtod(got, NULL), want, 1e-9, "length %ld: stored %s, the peer's count %g", lengths[i],
+                           got, want);
+        snprintf(q, sizeof q, "select count(*) from outputs o join runs r on r.id = o.run_id where r.length = %ld",
+                 lengths[i]);
+        cr_expect_eq(sql_long("r.db", q), 50);
+    }
+    cr_expect_eq(sql_long("r.db", "select count(*) from metrics where name = 'max_new_tokens' and value = 10"), 2);
+}
+
+/* The stop rules: EOS has ended the decode; a newline and a stop string cut
+** the text before them, whichever comes first. */
+Test(presets, stop_rules_cut_the_output)
+{
+    struct lx_protocol p = {.stop_newline = 0};
+    cr_expect_eq(lx_preset_cut(&p, "ab\ncd", 5), 5);
+    p.stop_newline = 1;
+    cr_expect_eq(lx_preset_cut(&p, "ab\ncd", 5), 2);
+    cr_expect_eq(lx_preset_cut(&p, "\nab", 3), 0);
+    p.stop_text = "</s>";
+    cr_expect_eq(lx_preset_cut(&p, "42</s>\n", 7), 2);
+    cr_expect_eq(lx_preset_cut(&p, "4\n2</s>", 7), 1);
+    p.stop_newline = 0;
+    cr_expect_eq(lx_preset_cut(&p, "4\n2</s", 6), 6, "a stop string cut short is no stop");
+    cr_expect_eq(lx_preset_cut(&p, "a\0b</s>", 7), 3, "a 0 byte is a byte");
+}
+
+/* --text for today's instances: the prompt section of `show task` without
+** its <bos>, byte for byte (the answer is not fed as a prompt). */
+Test(presets, text_of_a_lenx_instance, .init = setup, .fini = teardown)
+{
+    char full[1 << 15];
+    cr_assert_eq(sh(full, sizeof full, "$L show task passkey --length 300 --instance 2"), 0, "%s", full);
+    cr_assert_eq(sh(out, sizeof out, "$L show task passkey --length 300 --instance 2 --text"), 0, "%s", out);
+    const char *a = strstr(full, "--- prompt\n<bos>"), *b = strstr(full, "\n--- answer\n");
+    cr_assert(a && b, "%s", full);
+    a += strlen("--- prompt\n<bos>");
+    cr_expect_eq(strlen(out), (size_t)(b - a), "%s", out);
+    cr_expect(strncmp(out, a, (size_t)(b - a)) == 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task passkey --text"), 2, "today's instances need --length: %s", out);
+}
+
+/* RULER's niah_single_1, in byte tokens (show): the template and its answer
+** prefix around a noise haystack, one needle line holding the gold (never
+** the last line), and as many haystack lines as keep text + 128 tokens to
+** generate within the length: one line more would not fit. */
+Test(presets, ruler_prompt_fills_the_length_less_the_budget, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const char head[] = "A special magic number is hidden within the following text. Make sure to memorize "
+                               "it. I will quiz you about the number afterwards.\n";
+    static const char line[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back "
+                               "again.";
+    static const long lengths[] = {700, 1000, 4096};
+    for (int li = 0; li < 3; li++)
+        for (int k = 0; k < 4; k++) {
+            long L = lengths[li];
+            long value = shown_gold("needle", "ruler", L, k);
+            cr_expect(value >= 1000000 && value <= 9999999, "%ld", value);
+            cr_assert_eq(sh(out, sizeof out, "$L show task needle --protocol ruler --length %ld --instance %d --text",
+                            L, k), 0, "%s", out);
+            size_t n = strlen(out);
+            cr_expect(n + 128 <= (size_t)L && n + strlen(line) + 1 + 128 > (size_t)L, "L %ld: %zu bytes", L, n);
+            cr_expect(strncmp(out, head, strlen(head)) == 0, "%s", out);
+            char *q = strstr(out, "\nWhat is the special magic number for ");
+            cr_assert_not_null(q, "%s", out);
+            char key[64];
+            cr_assert_eq(sscanf(q, "\nWhat is the special magic number for %63s", key), 1);
+            char tail[512], needle[160];
+            snprintf(tail, sizeof tail, "\nWhat is the special magic number for %s mentioned in the provided text? The "
+                     "special magic number for %s mentioned in the provided text is", key, key);
+            cr_expect_str_eq(q, tail);
+            snprintf(needle, sizeof needle, "One of the special magic numbers for %s is: %ld.", key, value);
+            long needles = 0, lines = 0;
+            for (char *p = out + strlen(head); p < q;) {
+                char *e = strchr(p, '\n');
+                size_t len = (size_t)(e - p);
+                int is_needle = len == strlen(needle) && strncmp(p, needle, len) == 0;
+                needles += is_needle;
+                lines += !is_needle;
+                cr_expect(is_needle || (len == strlen(line) && strncmp(p, line, len) == 0), "%.*s", (int)len, p);
+                cr_expect(!is_needle || e + 1 < q, "the needle is not the last line");
+                p = e + 1;
+            }
+            cr_expect_eq(needles, 1);
+            cr_expect_geq(lines, 1);
+        }
+}
+
+/* The same rule in the model's tokens (stories260K), from the stored counts:
+** the longest prompt's text (BOS not counted, as RULER's text_to_tokens) +
+** 128 fits 1024, and the shortest would not fit another haystack line. */
+Test(presets, ruler_cell_counts_in_model_tokens, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    write_file("s.yaml", "name: r\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
+                         "  - [{rope: {layout: interleaved}}]\ntasks:\n  - needle: {protocol: ruler, samples: 10}\n"
+                         "lengths: [1024]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" s.yaml && "
+                    "$L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    /* a haystack line after a newline, in tok512's tokens (lenx tokenize adds BOS) */
+    cr_assert_eq(sh(out, sizeof out, "printf '\\nThe grass is green. The sky is blue. The sun is yellow. Here we go. "
+                    "There and back again.' > l.txt && $L tokenize --tokenizer "
+                    "$R/../shared/models/stories260K/tok512.bin --text l.txt | awk -F, '{print NF - 1}'"), 0, "%s", out);
+    long line = strtol(out, NULL, 10);
+    cr_expect(line > 40 && line < 70, "%ld tokens a line", line);
+    long most = sql_long("r.db", "select cast(value as int) from metrics where name = 'prompt_tokens_max'"),
+         least = sql_long("r.db", "select cast(value as int) from metrics where name = 'prompt_tokens_min'");
+    cr_expect_leq(most - 1 + 128, 1024, "the longest prompt overflows: %ld tokens", most);
+    cr_expect_gt(least - 1 + 128 + line + 2, 1024, "the shortest prompt had room for another line: %ld", least);
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs"), 10);
+    cr_expect_eq(sql_long("r.db", "select cast(value as int) from metrics where name = 'max_new_tokens'"), 128);
+}
