@@ -8,10 +8,14 @@
 #     one full window and a short tail), and
 #   a ppl, an attn and a passkey cell at 32,768 tokens, each a sweep of its own,
 #     beside the memory the plan predicts for it (`lenx run --dry-run`).
-# usage: scripts/memory_recipe.sh [LENX] [OUT_DIR]     (defaults: ./lenx, build/memory)
+# With --portable after OUT_DIR, everything runs in portable numerics (the
+# MLP and the head over row blocks; docs/numerics.md), into OUT_DIR's own
+# stores.
+# usage: scripts/memory_recipe.sh [LENX] [OUT_DIR] [--portable]     (defaults: ./lenx, build/memory)
 set -eu
 LENX=${1:-./lenx}
 OUT=${2:-build/memory}
+MODE=${3:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
 [ -f "$OUT/model.bin" ] || /usr/bin/python3 "$ROOT/scripts/memory_model.py" "$OUT"
@@ -19,7 +23,7 @@ TEXT="$ROOT/data/corpus/austen/test/persuasion.txt"
 peak() { grep "Maximum resident set size" "$1" | awk '{printf "%.0f MiB", $NF / 1024}'; }
 for L in 16384 32768; do
     head -c $((L / 16384 * 30000)) "$TEXT" > "$OUT/text-$L.txt"
-    /usr/bin/time -v "$LENX" score --model "$OUT/model.bin" --text "$OUT/text-$L.txt" --length $L \
+    /usr/bin/time -v "$LENX" score --model "$OUT/model.bin" --text "$OUT/text-$L.txt" --length $L $MODE \
         > "$OUT/score-$L.json" 2> "$OUT/score-$L.time"
     echo "score --length $L: peak $(peak "$OUT/score-$L.time")"
 done
@@ -33,8 +37,8 @@ methods: [{rope: {layout: interleaved}}]
 tasks: [{$task}]
 lengths: [32768]
 YAML
-    plan=$("$LENX" run "$OUT/$name.yaml" --db "$OUT/$name.db" --dry-run | sed -n "s/.*memory=\(.* MB\|.* GB\)  model=.*/\1/p")
-    /usr/bin/time -v "$LENX" run "$OUT/$name.yaml" --db "$OUT/$name.db" --force --quiet \
+    plan=$("$LENX" run "$OUT/$name.yaml" --db "$OUT/$name.db" --dry-run $MODE | sed -n "s/.*memory=\(.* MB\|.* GB\)  model=.*/\1/p")
+    /usr/bin/time -v "$LENX" run "$OUT/$name.yaml" --db "$OUT/$name.db" --force --quiet $MODE \
         > "$OUT/$name.out" 2> "$OUT/$name.time"
     echo "$name cell at 32768: plan $plan, peak $(peak "$OUT/$name.time")"
 done

@@ -96,17 +96,15 @@ Test(engine_run, every_method_runs_at_64x_the_training_length, .init = setup, .f
 
 Test(engine_run, tiny_sweep_matches_committed_baseline, .init = setup, .fini = teardown, .timeout = 60)
 {
-    /* results/baselines/tiny.csv is made by `make baseline`. Unlike the
-    ** Gaussian baseline (rtol 1e-9, pure double arithmetic in our own code),
-    ** these numbers go through OpenBLAS float32 GEMMs whose kernels (and so
-    ** summation orders) are picked per CPU at run time, and 20 training steps
-    ** amplify the rounding: rtol 1e-5 passes any CPU yet still catches any
-    ** real change to the model, the training or the tasks. */
+    /* results/baselines/tiny.csv is made by `make baseline` in portable
+    ** numerics: every product in a fixed order (docs/numerics.md), so 20
+    ** training steps give the same bits on any AVX2 machine and thread count,
+    ** and the compare is exact. */
     char out[16384];
-    run_tiny(out, sizeof out, "", "r.db", "");
+    run_tiny(out, sizeof out, "", "r.db", "--portable");
     cr_expect(strstr(out, "12 run (12 ok, 0 failed), 0 already stored; 4 models trained (80 steps)") != NULL,
               "%s", out);
-    cr_expect_eq(sh(out, sizeof out, "$L compare \"$R/results/baselines/tiny.csv\" tiny --db r.db --rtol 1e-5 --atol 1e-7"),
+    cr_expect_eq(sh(out, sizeof out, "$L compare \"$R/results/baselines/tiny.csv\" tiny --db r.db --rtol 0 --atol 0"),
                  0, "%s", out);
     cr_expect(strstr(out, "90 values in 12 cells compared, 0 moved") != NULL, "%s", out);
     cr_expect(strstr(out, "0 values only in base, 0 only in head") != NULL, "%s", out);
