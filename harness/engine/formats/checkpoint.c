@@ -66,10 +66,17 @@ int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_inf
         "lenx_model_key", info->model_key ? info->model_key : "",
         "lenx_weights_sha256", info->weights_sha256,
         "lenx_threads", threads,
+        "lenx_lineage", info->lineage,                      /* only for a fine-tuned model */
         "lenx_tokenizer_sha256", info->tokenizer_sha256,    /* the last two only with a tokenizer */
         "lenx_tokenizer", tok_name,
     };
-    int n_meta = (int)(sizeof meta / sizeof *meta / 2) - (with_tok ? 0 : 2);
+    int n_meta = (int)(sizeof meta / sizeof *meta / 2) - (with_tok ? 0 : 2) - (info->lineage ? 0 : 1);
+    if (!info->lineage) {   /* the pairs after it move up one: files without a lineage are as they were */
+        meta[2 * 9] = meta[2 * 10];
+        meta[2 * 9 + 1] = meta[2 * 10 + 1];
+        meta[2 * 10] = meta[2 * 11];
+        meta[2 * 10 + 1] = meta[2 * 11 + 1];
+    }
     int rc = with_tok ? lx_tokenizer_copy(info->tokenizer, info->tokenizer_sha256, tok_dir, err) : LX_OK;
     if (rc == LX_OK)
         rc = lx_st_write(path, st, n, meta, n_meta, info->sha256, err);
@@ -188,6 +195,8 @@ static int load_lenx(struct lx_model *m, const char *path, struct lx_ckpt_info *
         info->model_key = lx_xstrdup(key ? key : "");
         info->stack = lx_xstrdup(stack);
         info->train_json = lx_xstrdup(tj ? tj : "{}");
+        const char *lineage = lx_st_meta(&f, "lenx_lineage");
+        info->lineage = lineage ? lx_xstrdup(lineage) : NULL;
         char *end;
         info->train_len = strtol(len, &end, 10);
         if (*end || info->train_len < 1)

@@ -31,6 +31,8 @@ struct lx_ckpt_info {
                             ** buffer, embedded as lenx_weights_sha256 */
     int embedded_hash;      /* on load: the file carried lenx_weights_sha256 (older ones do not) */
     int threads;            /* OpenMP threads of the training run, lenx_threads (0 = unknown) */
+    char *lineage;          /* a fine-tuned lenx model's lenx_lineage, JSON {"base":KEY,"length":L,
+                            ** "steps":N,"tokens":T}; NULL for every other model */
 };
 
 /* A model format: one `const struct lx_model_format lx_model_format_<name>` in its own
