@@ -188,6 +188,9 @@ void lx_finetune_cfg(const struct lx_finetune *ft, const struct lx_train_cfg *ba
     out->lr = ft->lr;
     out->warmup = ft->warmup;
     out->eval_every = base->eval_every < ft->steps ? base->eval_every : ft->steps;
+    /* validation on about as many tokens as the base model's: fewer windows when longer */
+    long w = base->eval_windows * base->length / (ft->length > 0 ? ft->length : 1);
+    out->eval_windows = ft->length > base->length ? (w > 1 ? w : 1) : base->eval_windows;
 }
 
 /* Is a resolved fine-tuning the one `finetune: N` always meant: the base
@@ -290,6 +293,27 @@ static void ft_suffix(const struct lx_stack *st, long ft_len, struct lx_buf *can
     lx_buf_free(&rest);
 }
 
+/* The stack JSON's keys of a method use after its params: ,"train":true,
+** ,"finetune":N in the run key (the model key holds the rest, resolved), and
+** in the stored resolved JSON (ft_len > 0) the map as written, with the
+** stack's steps and the resolved length. */
+static void ft_json(const struct lx_method_use *u, long steps, long ft_len, struct lx_buf *json)
+{
+    if (u->train)
+        lx_buf_puts(json, ",\"train\":true");
+    if (!u->ft.steps)
+        return;
+    if (!ft_len) {
+        lx_buf_printf(json, ",\"finetune\":%ld", u->ft.steps);
+        return;
+    }
+    struct lx_finetune v = u->ft;
+    v.steps = steps;
+    v.length = ft_len;
+    lx_buf_puts(json, ",\"finetune\":");
+    lx_params_json(&lx_finetune_schema, &v, json);
+}
+
 /* canon and json of st with every method's values from values[i] (its own
 ** params, or the spec's resolved copy); the rows named follow st's params.
 ** A method fine-tuned in that could also act at evaluation only is marked
@@ -317,7 +341,7 @@ static void stack_strings(const struct lx_stack *st, const void *const *values, 
         lx_buf_json_str(json, m->name);
         lx_buf_puts(json, ",\"params\":");
         lx_params_json(&m->schema, values[i], json);
-        use_keys(u, NULL, NULL, json);
+        ft_json(u, lx_stack_finetune(st), ft_len, json);
         lx_buf_puts(json, "}");
     }
     lx_buf_puts(json, "]");

@@ -80,7 +80,8 @@ long lx_stack_finetune(const struct lx_stack *st);
 ** settings: every field set (steps 0 when the stack fine-tunes nothing). */
 void lx_stack_ft_resolve(const struct lx_stack *st, const struct lx_train_cfg *base, struct lx_finetune *out);
 /* The training settings of that fine-tuning: the base's, with steps, length,
-** batch, lr and warmup from ft, and eval_every at most steps. */
+** batch, lr and warmup from ft, eval_every at most steps, and, at a longer
+** length, eval_windows cut so validation reads about as many tokens. */
 void lx_finetune_cfg(const struct lx_finetune *ft, const struct lx_train_cfg *base, struct lx_train_cfg *out);
 /* The training-time part of a stack as a YAML flow list, e.g.
 ** [{"rope":{"base":10000,"layout":"half"}},{"logn":{"mode":"su","base":512,"train":true}}]:
