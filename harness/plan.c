@@ -389,6 +389,24 @@ static int check_memory(const struct lx_grid *g, int s, int m, int l, unsigned u
     return LX_OK;
 }
 
+/* A fine-tuning's mixture: the base model's tasks make their instances at
+** the fine-tuning length, which must hold one (a length below the base's
+** may not). */
+static int check_ft_mixture(const struct lx_grid *g, int s, int m, struct lx_error *err)
+{
+    const struct lx_model_use *mu = &g->models[m];
+    struct lx_finetune ft;
+    lx_stack_ft_resolve(&g->stacks[s], &mu->train, &ft);
+    for (int i = 0; ft.steps && i < mu->n_mix; i++) {
+        struct lx_error sub;
+        if (mu->mix[i].check && mu->mix[i].check(mu->mix[i].params, ft.length, &sub) < 0)
+            return lx_node_err(err, g->stacks[s].where, "the stack '%s' fine-tunes model '%s' at length %ld, too "
+                               "short for its mixture task '%s': %s", g->stacks[s].canon, mu->name, ft.length,
+                               mu->mix[i].name, sub.msg);
+    }
+    return LX_OK;
+}
+
 /* Plan-time checks of one (stack, task, model, length): everything a cell
 ** could fail on before it runs, reported at the YAML position that caused it.
 ** The stack is resolved here, once: *canon and *json get its resolved strings. */
@@ -420,7 +438,7 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
                     lx_run_uses(&spec);
     if ((rc = check_memory(g, s, m, l, uses, mem, err)) < 0)
         return rc;
-    if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0)
+    if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0 || (rc = check_ft_mixture(g, s, m, err)) < 0)
         return rc;
     /* what training gives the model must be what evaluation reads */
     struct lx_spec tspec, bspec;

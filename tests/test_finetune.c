@@ -133,6 +133,15 @@ Test(finetune, bad_maps_are_refused_at_their_place, .init = setup, .fini = teard
     expect_refused("[rope, {ntk: {train: true}}]", "4:18", "ntk: trained in (train: true) it needs an explicit scale");
     expect_refused("[rope, {window: {finetune: {steps: 10, length: 64}}}]", "4:38",
                    "method 'window' acts at evaluation only and cannot be fine-tuned in");
+    /* a mixture's instances are made at the fine-tuning length: a needle (at least 97 bytes) needs room */
+    char out[4096];
+    write_file("m.yaml", "name: m\nmodels:\n  r:\n    arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}\n"
+               "    train: {length: 192, batch: 4, steps: 10, warmup: 2}\n"
+               "    mixture: [{needle: {template: short, weight: 0.9, score: answer}}]\n"
+               "methods:\n  - [{rope: {finetune: {steps: 3, length: 16}}}]\ntasks: [ppl]\nlengths: [192]\n");
+    cr_expect_eq(sh(out, sizeof out, "$L run m.yaml --db x.db"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: m.yaml:8:5: the stack 'rope ft@16\xc3\x97" "3' fine-tunes model 'r' at length "
+                     "16, too short for its mixture task 'needle': needle: length 16 is too short") != NULL, "%s", out);
 }
 
 /* A model trained at 32 tokens, fine-tuned with NTK (scale auto: 128 / 32 =
