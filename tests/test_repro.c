@@ -35,6 +35,17 @@ Test(repro, stories260K_sweeps_plan, .init = setup, .fini = teardown, .timeout =
     expect_plans("configs/models/tok512-train.yaml", "sweep tok512-train: 24 cells");
 }
 
+/* The fine-tuning reproductions plan: continual pretraining of the needle
+** model (no checkpoint needed) and PI/NTK/YaRN/RoPE fine-tuned at 4x and 8x
+** on stories260K and a byte model. */
+Test(repro, finetune_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
+{
+    expect_plans("configs/repro/continual-pretraining-length.yaml", "sweep continual-pretraining-length: 20 cells");
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    expect_plans("configs/repro/finetune-extension.yaml", "sweep finetune-extension: 100 cells");
+}
+
 /* Each training-time method, put in place of PI in the every-method sweep
 ** (a method fine-tuned in is not refused: the checkpoint is its base model,
 ** tests/test_finetune.c). */
