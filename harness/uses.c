@@ -160,23 +160,34 @@ long lx_stack_finetune(const struct lx_stack *st)
     return steps;
 }
 
-void lx_stack_ft_resolve(const struct lx_stack *st, const struct lx_train_cfg *base, struct lx_finetune *out)
+/* The stack's fine-tuning as written: the fields its fine-tuned methods
+** share (lx_stack_parse), with the largest steps; defaults without one. */
+static void ft_given(const struct lx_stack *st, struct lx_finetune *out)
 {
     lx_params_defaults(&lx_finetune_schema, out);
-    for (int i = 0; i < st->n; i++)     /* the fields agree (lx_stack_parse); steps: the largest */
+    for (int i = 0; i < st->n; i++)
         if (st->items[i].ft.steps) {
-            long steps = lx_stack_finetune(st);
             *out = st->items[i].ft;
-            out->steps = steps;
-            break;
+            out->steps = lx_stack_finetune(st);
+            return;
         }
-    if (!out->steps)
-        return;
-    out->length = out->length ? out->length : base->length;
-    out->batch = out->batch ? out->batch : base->batch;
-    out->lr = out->lr ? out->lr : base->lr;
-    if (out->warmup < 0)
-        out->warmup = base->warmup < out->steps / 10 ? base->warmup : out->steps / 10;
+}
+
+/* Fill the unset fields of a fine-tuning from the base model's settings. */
+static void ft_fill(struct lx_finetune *ft, const struct lx_train_cfg *base)
+{
+    ft->length = ft->length ? ft->length : base->length;
+    ft->batch = ft->batch ? ft->batch : base->batch;
+    ft->lr = ft->lr ? ft->lr : base->lr;
+    if (ft->warmup < 0)
+        ft->warmup = base->warmup < ft->steps / 10 ? base->warmup : ft->steps / 10;
+}
+
+void lx_stack_ft_resolve(const struct lx_stack *st, const struct lx_train_cfg *base, struct lx_finetune *out)
+{
+    ft_given(st, out);
+    if (out->steps)
+        ft_fill(out, base);
 }
 
 void lx_finetune_cfg(const struct lx_finetune *ft, const struct lx_train_cfg *base, struct lx_train_cfg *out)
@@ -197,10 +208,8 @@ void lx_finetune_cfg(const struct lx_finetune *ft, const struct lx_train_cfg *ba
 ** model's length, batch and lr, its warmup shortened to steps / 10? */
 static int ft_is_plain(const struct lx_finetune *ft, const struct lx_train_cfg *base)
 {
-    struct lx_finetune plain = {.steps = ft->steps, .length = 0, .batch = 0, .lr = 0, .warmup = -1};
-    struct lx_stack one = {.n = 1};
-    one.items[0].ft = plain;
-    lx_stack_ft_resolve(&one, base, &plain);
+    struct lx_finetune plain = {.steps = ft->steps, .warmup = -1};
+    ft_fill(&plain, base);
     return memcmp(&plain, ft, sizeof plain) == 0;
 }
 
@@ -278,7 +287,7 @@ static void ft_suffix(const struct lx_stack *st, long ft_len, struct lx_buf *can
     if (!steps)
         return;
     struct lx_finetune given;
-    lx_stack_ft_resolve(st, &(struct lx_train_cfg){.warmup = -1}, &given);  /* as written: nothing inherited */
+    ft_given(st, &given);
     ft_len = ft_len ? ft_len : given.length;
     lx_buf_puts(canon, " ft");
     if (ft_len)
