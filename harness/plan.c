@@ -117,10 +117,8 @@ void lx_model_facts(const struct lx_model_use *m, unsigned caps, long length, st
 void lx_model_stack_facts(const struct lx_model_use *m, const struct lx_stack *st, unsigned caps, long length,
                           struct lx_facts *f)
 {
-    struct lx_finetune ft;
     lx_model_facts(m, caps, length, f);
-    lx_stack_ft_resolve(st, &m->train, &ft);
-    f->ft_len = ft.length;
+    f->ft_len = lx_stack_ft_length(st, m->train.length);
 }
 
 int lx_task_fits_model(const struct lx_task *t, const struct lx_model_use *m)

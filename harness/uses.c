@@ -190,6 +190,13 @@ void lx_stack_ft_resolve(const struct lx_stack *st, const struct lx_train_cfg *b
         ft_fill(out, base);
 }
 
+long lx_stack_ft_length(const struct lx_stack *st, long L)
+{
+    struct lx_finetune ft;
+    lx_stack_ft_resolve(st, &(struct lx_train_cfg){.length = L}, &ft);
+    return ft.length;
+}
+
 void lx_finetune_cfg(const struct lx_finetune *ft, const struct lx_train_cfg *base, struct lx_train_cfg *out)
 {
     *out = *base;

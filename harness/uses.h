@@ -79,6 +79,10 @@ long lx_stack_finetune(const struct lx_stack *st);
 /* The stack's fine-tuning resolved against the base model's training
 ** settings: every field set (steps 0 when the stack fine-tunes nothing). */
 void lx_stack_ft_resolve(const struct lx_stack *st, const struct lx_train_cfg *base, struct lx_finetune *out);
+/* The length a stack is fine-tuned at, for a model of training length L
+** (a stored stack's map gives it, `finetune: N` means L); 0 when the stack
+** fine-tunes nothing. What lx_facts.ft_len holds. */
+long lx_stack_ft_length(const struct lx_stack *st, long L);
 /* The training settings of that fine-tuning: the base's, with steps, length,
 ** batch, lr and warmup from ft, eval_every at most steps, and, at a longer
 ** length, eval_windows cut so validation reads about as many tokens. */

@@ -183,6 +183,11 @@ Test(finetune, ntk_finetuned_at_4x_lowers_ppl_at_4x, .init = setup, .fini = tear
     cr_expect(strstr(out, want) != NULL, "expected '%s' in:\n%s", want, out);
     cr_assert_eq(sh(out, sizeof out, "$L show model %s --db t.db", base_key), 0, "%s", out);
     cr_expect(strstr(out, "\"lineage\": null") != NULL, "a model trained from scratch has no lineage:\n%s", out);
+    /* lenx score reads the fine-tuning length from the stored stack: at 64 tokens its NTK scale is still 4 */
+    cr_assert_eq(sh(out, sizeof out, "$L score --model %s --db t.db --text $R/README.md --length 64 | head -12", key), 0,
+                 "%s", out);
+    cr_expect(strstr(out, "\"methods\": \"rope+ntk(ft,mode=static,scale=4) ft@128\xc3\x97" "30[batch=4,") != NULL,
+              "%s", out);
 }
 
 /* stories260K (llama2.c, trained at 512 of its tok512 tokens) fine-tuned
