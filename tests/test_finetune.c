@@ -102,12 +102,14 @@ Test(finetune, automatic_scales_follow_the_finetuning_length, .init = setup, .fi
 }
 
 /* `lenx run file` exits 2 with "where: what" in its output and creates no database. */
+static char out_of_last[4096];   /* the output of the last expect_refused */
+
 static void expect_refused(const char *stack, const char *where, const char *what)
 {
-    char out[4096], yaml[1024], want[512];
+    char *out = out_of_last, yaml[1024], want[512];
     snprintf(yaml, sizeof yaml, "name: b\n" MODEL_32 "methods: [%s]\ntasks: [ppl]\nlengths: [32]\n", stack);
     write_file("b.yaml", yaml);
-    cr_expect_eq(sh(out, sizeof out, "$L run b.yaml --db x.db"), 2, "%s\n%s", yaml, out);
+    cr_expect_eq(sh(out, sizeof out_of_last, "$L run b.yaml --db x.db"), 2, "%s\n%s", yaml, out);
     snprintf(want, sizeof want, "lenx: error: b.yaml:%s: %s", where, what);
     cr_expect(strstr(out, want) != NULL, "expected '%s' in:\n%s", want, out);
     cr_expect(!exists("x.db"), "a refused sweep must not create the database");
@@ -133,6 +135,10 @@ Test(finetune, bad_maps_are_refused_at_their_place, .init = setup, .fini = teard
     expect_refused("[rope, {ntk: {train: true}}]", "4:18", "ntk: trained in (train: true) it needs an explicit scale");
     expect_refused("[rope, {window: {finetune: {steps: 10, length: 64}}}]", "4:38",
                    "method 'window' acts at evaluation only and cannot be fine-tuned in");
+    /* the plan counts the fine-tuning's batch x length like a training: 16 x 65536 tokens hold at least
+    ** 16 x 2 heads x 65536^2 attention probabilities, 550 GB in floats */
+    expect_refused("[{rope: {finetune: {steps: 2, length: 65536, batch: 16}}}]", "4:11", "model 'm' needs ");
+    cr_expect(strstr(out_of_last, "to fine-tune (weights") != NULL, "%s", out_of_last);
     /* a mixture's instances are made at the fine-tuning length: a needle (at least 97 bytes) needs room */
     char out[4096];
     write_file("m.yaml", "name: m\nmodels:\n  r:\n    arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}\n"
@@ -142,6 +148,23 @@ Test(finetune, bad_maps_are_refused_at_their_place, .init = setup, .fini = teard
     cr_expect_eq(sh(out, sizeof out, "$L run m.yaml --db x.db"), 2, "%s", out);
     cr_expect(strstr(out, "lenx: error: m.yaml:8:5: the stack 'rope ft@16\xc3\x97" "3' fine-tunes model 'r' at length "
                      "16, too short for its mixture task 'needle': needle: length 16 is too short") != NULL, "%s", out);
+}
+
+/* A base model with a needle mixture, trained at 192, continued at 384: the
+** mixture's instances are made at 384 (lx_mix_window draws their lengths
+** up to the window), and the model sees 3 x 4 x 384 = 4608 tokens. */
+Test(finetune, a_mixture_is_made_at_the_finetuning_length, .init = setup, .fini = teardown, .timeout = 120)
+{
+    char out[8192];
+    write_file("m.yaml", "name: m\nmodels:\n  r:\n    arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}\n"
+               "    train: {length: 192, batch: 4, steps: 10, warmup: 2}\n"
+               "    mixture: [{needle: {template: short, weight: 0.9, score: answer}}]\n"
+               "methods:\n  - [{rope: {finetune: {steps: 3, length: 384}}}]\ntasks: [{ppl: {windows: 1}}]\n"
+               "lengths: [384]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run m.yaml --db m.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sql_long("m.db", "select count(*) from models where steps = 3 and tokens = 4608 and config like "
+                                  "'%_mixture_:[{_name_:_needle_%'"), 1);
+    cr_expect_eq(sql_long("m.db", "select count(*) from runs where status = 'ok'"), 1);
 }
 
 /* A model trained at 32 tokens, fine-tuned with NTK (scale auto: 128 / 32 =
