@@ -81,7 +81,8 @@ Test(finetune, automatic_scales_follow_the_finetuning_length, .init = setup, .fi
 {
     static const char *const cases[][2] = {
         {"[rope, {yarn: {finetune: {steps: 400, length: 1024}}}]", "rope+yarn(ft,scale=8) ft@1024\xc3\x97" "400"},
-        {"[rope, {pi: {scale: auto, finetune: {steps: 400, length: 1024}}}]", "rope+pi(ft,scale=8) ft@1024\xc3\x97" "400"},
+        {"[rope, {pi: {scale: auto, finetune: {steps: 400, length: 1024}}}]",
+         "rope+pi(ft,scale=8) ft@1024\xc3\x97" "400"},
         {"[rope, {ntk: {finetune: {steps: 400, length: 1024}}}]",
          "rope+ntk(ft,mode=static,scale=8) ft@1024\xc3\x97" "400"},
         {"[{rope: {finetune: {steps: 400, length: 1024}}}]", "rope ft@1024\xc3\x97" "400"},
@@ -207,8 +208,8 @@ Test(finetune, ntk_finetuned_at_4x_lowers_ppl_at_4x, .init = setup, .fini = tear
     cr_assert_eq(sh(out, sizeof out, "$L show model %s --db t.db", base_key), 0, "%s", out);
     cr_expect(strstr(out, "\"lineage\": null") != NULL, "a model trained from scratch has no lineage:\n%s", out);
     /* lenx score reads the fine-tuning length from the stored stack: at 64 tokens its NTK scale is still 4 */
-    cr_assert_eq(sh(out, sizeof out, "$L score --model %s --db t.db --text $R/README.md --length 64 | head -12", key), 0,
-                 "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L score --model %s --db t.db --text $R/README.md --length 64 | head -12", key),
+                 0, "%s", out);
     cr_expect(strstr(out, "\"methods\": \"rope+ntk(ft,mode=static,scale=4) ft@128\xc3\x97" "30[batch=4,") != NULL,
               "%s", out);
 }
