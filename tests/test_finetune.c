@@ -212,6 +212,23 @@ Test(finetune, ntk_finetuned_at_4x_lowers_ppl_at_4x, .init = setup, .fini = tear
                  0, "%s", out);
     cr_expect(strstr(out, "\"methods\": \"rope+ntk(ft,mode=static,scale=4) ft@128\xc3\x97" "30[batch=4,") != NULL,
               "%s", out);
+    /* brought back as a checkpoint with the stack it was fine-tuned with, it is that model: nothing is
+    ** trained, and ppl at 128 is the sweep's to the last digit sqlite prints */
+    char yaml[512], again[64];
+    snprintf(yaml, sizeof yaml, "name: b\nmodels: {f: {checkpoint: models/%s.safetensors}}\nmethods: [[rope, {ntk: "
+             "{finetune: {steps: 30, length: 128, batch: 4}}}]]\ntasks: [{ppl: {windows: 8}}]\nlengths: [128]\n", key);
+    write_file("b.yaml", yaml);
+    cr_assert_eq(sh(out, sizeof out, "$L run b.yaml --db b.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sql_long("b.db", "select count(*) from models where steps > 0"), 0, "nothing trained");
+    sql_text(again, sizeof again, "b.db", "select value from metrics where name = 'ppl'");
+    cr_expect_str_eq(again, ft);
+    /* fine-tuning it once more is refused: the checkpoint is not that stack's base model */
+    write_file("c.yaml", "name: c\nmodels: {f: {checkpoint: b.safetensors}}\nmethods: [[rope, {ntk: {finetune: "
+               "{steps: 5, length: 256}}}]]\ntasks: [ppl]\nlengths: [128]\n");
+    snprintf(yaml, sizeof yaml, "cp models/%s.safetensors b.safetensors && $L run c.yaml --db c.db --dry-run", key);
+    cr_expect_eq(sh(out, sizeof out, "%s", yaml), 2, "%s", out);
+    cr_expect(strstr(out, "c.yaml:3:11: the stack 'rope+ntk(ft,mode=static,scale=0) ft@256\xc3\x97" "5' starts "
+                     "fine-tuning from a model trained differently from checkpoint model 'f'") != NULL, "%s", out);
 }
 
 /* stories260K (llama2.c, trained at 512 of its tok512 tokens) fine-tuned
