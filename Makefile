@@ -159,13 +159,16 @@ repro-check: lenx data/manifest.tsv
 
 # The model part (tests/bench_model.c) also runs tests/bench_torch.py;
 # BENCH=micro (all but the model part), BENCH=tiled, BENCH=decode or
-# BENCH=model runs a part, BENCH_SECONDS sets the timed
+# BENCH=model runs a part, BENCH=eval runs scripts/bench_eval.sh (the
+# evaluation forward at 4k/16k/32k before and after the one-layer pass, built
+# from git), BENCH_SECONDS sets the timed
 # seconds per side and configuration (default 8). OPENBLAS_CORETYPE, when set,
 # reaches both lenx and PyTorch.
 BENCH ?=
 BENCH_SECONDS ?= 8
 bench: lenx $(B)/lenx-bench
-	LENX_BENCH_SECONDS=$(BENCH_SECONDS) $(B)/lenx-bench $(BENCH)
+	if [ "$(BENCH)" = eval ]; then sh scripts/bench_eval.sh; \
+	else LENX_BENCH_SECONDS=$(BENCH_SECONDS) $(B)/lenx-bench $(BENCH); fi
 
 # -O0 and sanitizers in their own tree, so they never mix with release objects.
 debug: build/.deps

@@ -108,6 +108,30 @@ int lx_args_double(const char *text, const char *name, double *out, struct lx_er
     return LX_OK;
 }
 
+int lx_args_numerics(const struct lx_args *a, enum lx_numerics *out, int *given, struct lx_error *err)
+{
+    const char *flag = lx_args_value(a, "portable"), *v = lx_args_value(a, "numerics");
+    enum lx_numerics n = LX_NUMERICS_PORTABLE;
+    *given = flag || v;
+    if (v && lx_numerics_parse(v, &n) < 0)
+        return lx_err(err, LX_EINVAL, "--numerics must be fast or portable, got '%s'\n  hint: --numerics portable "
+                      "(or --portable) gives the same bits on any x86-64 machine with AVX2", v);
+    if (flag && n != LX_NUMERICS_PORTABLE)
+        return lx_err(err, LX_EINVAL, "--portable and --numerics %s contradict each other\n  hint: give one of them", v);
+    if (*given)
+        *out = n;
+    return LX_OK;
+}
+
+int lx_cli_numerics(const struct lx_args *a, struct lx_error *err)
+{
+    enum lx_numerics n = LX_NUMERICS_FAST;
+    int given, rc = lx_args_numerics(a, &n, &given, err);
+    if (rc == LX_OK)
+        lx_numerics_set(n);
+    return rc;
+}
+
 int lx_args_global(int *argc, char ***argv, struct lx_error *err)
 {
     while (*argc >= 2 && strncmp((*argv)[1], "--data", 6) == 0) {

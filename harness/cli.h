@@ -9,6 +9,7 @@
 #define LX_CLI_H
 
 #include "harness/core/lx.h"
+#include "harness/engine/kernels/numerics.h"
 
 struct lx_opt {
     const char *name;       /* long name without "--" */
@@ -41,6 +42,21 @@ const char *lx_args_value(const struct lx_args *a, const char *name);
 /* Parse a number option; err names the option. */
 int lx_args_long(const char *text, const char *name, long lo, long hi, long *out, struct lx_error *err);
 int lx_args_double(const char *text, const char *name, double *out, struct lx_error *err);
+
+/* The two rows of an option table that choose the arithmetic (`lenx run`,
+** `score`, `generate`), read by lx_args_numerics. */
+#define LX_NUMERICS_OPTS                                                                                     \
+    {"portable", 0, "portable numerics: the same bits on any x86-64 machine with AVX2 (= --numerics portable)"}, \
+    {"numerics", 1, "fast (default) or portable: the arithmetic (docs/config.md#numerics); beats the sweep file's"}
+
+/* The mode those options name into *out, *given = 1; *given = 0 (and *out
+** untouched) when neither is there. LX_EINVAL on a value other than fast or
+** portable, or on --portable with --numerics fast. */
+int lx_args_numerics(const struct lx_args *a, enum lx_numerics *out, int *given, struct lx_error *err);
+
+/* A command without a sweep file (score, generate): the mode those options
+** name (fast when neither) set for the process, before its first pass. */
+int lx_cli_numerics(const struct lx_args *a, struct lx_error *err);
 
 /* The global options before the command, consumed from argv (*argc and
 ** *argv move past them, argv[0] kept): --data DIR (or --data=DIR) sets

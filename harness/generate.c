@@ -35,11 +35,12 @@ static const struct lx_opt gen_opts[] = {
     {"seed", 1, "key of the sampling draws (default 0); only with --temperature > 0"},
     {"ids", 0, "print the token ids (prompt, then generated) on a first line"},
     {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
+    LX_NUMERICS_OPTS,
 };
 
 static const char gen_usage[] =
     "usage: lenx generate --model M [--tokenizer FILE] [--prompt TEXT] [-n N] [--method STACK]\n"
-    "                     [--temperature T [--seed S]] [--ids] [--db FILE]\n\n"
+    "                     [--temperature T [--seed S]] [--ids] [--db FILE] [--portable | --numerics fast|portable]\n\n"
     "Continue the prompt with a causal model and print the text (prompt included). Greedy by default;\n"
     "with a temperature T > 0, token k is drawn from Philox(seed, k): the same seed gives the same text\n"
     "(--seed without a temperature is refused: greedy decoding draws nothing).";
@@ -151,6 +152,8 @@ int lx_cmd_generate(int argc, char **argv)
         (GET("seed") && (rc = lx_args_long(GET("seed"), "seed", 0, INT64_MAX, &seed, &err)) < 0))
         return lx_cli_fail(&err, rc);
 #undef GET
+    if ((rc = lx_cli_numerics(&a, &err)) < 0)
+        return lx_cli_fail(&err, rc);
     if (!(o.smp.temperature >= 0.0 && o.smp.temperature <= 1e6)) {
         fprintf(stderr, "lenx: error: --temperature %g is not in [0, 1e6]\n  hint: 0 is greedy, 0.8 a usual "
                 "sampling temperature\n", o.smp.temperature);

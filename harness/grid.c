@@ -12,6 +12,7 @@
 **   lengths: [1000, 10000]        # required
 **   seeds: [1, 2]                 # optional, default [seed]
 **   description: free text        # optional
+**   numerics: portable            # optional: fast (default) or portable (docs/config.md#numerics)
 **   models:                       # needed by model tasks (ppl, mlm); see models.c
 **     small: {arch: {layers: 2}, train: {length: 128, steps: 1000}}
 **
@@ -26,7 +27,7 @@
 #include <string.h>
 
 static const char *const top_keys[] = {"name", "description", "seed", "seeds", "methods", "tasks", "lengths",
-                                       "models"};
+                                       "models", "numerics"};
 #define N_TOP_KEYS ((int)(sizeof top_keys / sizeof *top_keys))
 
 static int need_seq(const struct lx_node *v, const char *key, const char *example, struct lx_error *err)
@@ -119,6 +120,19 @@ static int parse_name(struct lx_grid *g, const struct lx_node *v, struct lx_erro
     return LX_OK;
 }
 
+/* `numerics: fast | portable`: the arithmetic every cell and model of the
+** sweep uses (harness/engine/kernels/numerics.h). */
+static int parse_numerics(struct lx_grid *g, const struct lx_node *v, struct lx_error *err)
+{
+    if (v->kind != LX_NODE_SCALAR || lx_numerics_parse(v->text, &g->numerics) < 0)
+        return lx_node_err(err, v, "'numerics' must be fast or portable, got %s%s%s\n"
+                           "  hint: numerics: portable gives the same bits on any x86-64 machine with AVX2 "
+                           "(docs/config.md#numerics)", v->kind == LX_NODE_SCALAR ? "'" : "",
+                           v->kind == LX_NODE_SCALAR ? v->text : lx_node_kind_name(v->kind),
+                           v->kind == LX_NODE_SCALAR ? "'" : "");
+    return LX_OK;
+}
+
 static int parse_top(struct lx_grid *g, const struct lx_node *root, struct lx_error *err)
 {
     if (!root || root->kind != LX_NODE_MAP)
@@ -134,7 +148,7 @@ static int parse_top(struct lx_grid *g, const struct lx_node *root, struct lx_er
         if (!known) {
             const char *near = k->kind == LX_NODE_SCALAR ? lx_closest(k->text, top_keys, N_TOP_KEYS) : NULL;
             return lx_node_err(err, k, "unknown key '%s' in the sweep file\n  hint: %s%s%s"
-                               "known keys are name, description, seed, seeds, methods, tasks, lengths, models",
+                               "known keys are name, description, seed, seeds, methods, tasks, lengths, models, numerics",
                                k->kind == LX_NODE_SCALAR ? k->text : "?", near ? "did you mean '" : "",
                                near ? near : "", near ? "'? " : "");
         }
@@ -157,6 +171,8 @@ static int parse_grid(struct lx_grid *g, struct lx_error *err)
     if (rc < 0 || (rc = parse_name(g, lx_map_get(root, "name"), err)) < 0)
         return rc;
     const struct lx_node *v;
+    if ((v = lx_map_get(root, "numerics")) && (rc = parse_numerics(g, v, err)) < 0)
+        return rc;
     if ((v = lx_map_get(root, "seed"))) {
         if (v->kind != LX_NODE_SCALAR)
             return lx_node_err(err, v, "'seed' must be one integer\n  hint: use 'seeds' for a list");

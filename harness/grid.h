@@ -7,6 +7,7 @@
 #define LX_GRID_H
 
 #include "harness/core/config.h"
+#include "harness/engine/kernels/numerics.h"
 #include "harness/models.h"
 #include "harness/uses.h"
 
@@ -25,6 +26,7 @@ struct lx_grid {
     int n_seeds;
     struct lx_model_use *models;    /* (n_models,) the `models:` axis */
     int n_models;
+    enum lx_numerics numerics;      /* `numerics:` (default fast); `lenx run --portable` overrides it */
     struct lx_doc doc;              /* keeps the nodes alive */
 };
 

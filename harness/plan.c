@@ -8,7 +8,10 @@
 ** training-time part of the stack, the training corpus hash and the seed (or,
 ** for a brought checkpoint, the file's hash and its tokenizer's). A model's
 ** tokenizer other than bytes enters both keys, whether the model was brought
-** or trained on it. The code version is stored with
+** or trained on it. Portable numerics (`numerics: portable`) enter the run
+** key and a trained model's key as "numerics":"portable"; the fast default
+** enters neither, so keys made before the mode existed stay as they were.
+** The code version is stored with
 ** every row but is not part of either key, so two commits produce cells that
 ** `lenx compare` can match.
 */
@@ -137,6 +140,14 @@ static char *key_of(struct lx_buf *b, char key[17])
     return lx_xstrdup(lx_buf_str(b));
 }
 
+/* Portable numerics as a key's last field; nothing for the fast default, so
+** fast keys are those of every lenx before the mode. */
+static void numerics_key(struct lx_buf *b, const struct lx_grid *g)
+{
+    if (g->numerics != LX_NUMERICS_FAST)
+        lx_buf_printf(b, ",\"numerics\":\"%s\"", lx_numerics_name(g->numerics));
+}
+
 /* The model key of (model, training part of the stack, seed); with methods
 ** fine-tuned in, also the key of the base model they start from. */
 static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error *err)
@@ -160,8 +171,10 @@ static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error
             c->base_json = key_of(&b, c->base_key);
             lx_stack_train_part(st, &ft, &m->train, &part);
             b.s[--b.len] = '\0';
-            lx_buf_printf(&b, ",\"finetune\":{\"stack\":%s,\"data\":\"%s\",\"seed\":%ld}}", lx_buf_str(&part),
+            lx_buf_printf(&b, ",\"finetune\":{\"stack\":%s,\"data\":\"%s\",\"seed\":%ld", lx_buf_str(&part),
                           train->hash, c->seed);
+            numerics_key(&b, g);    /* the arithmetic it was trained in, as a trained model's key */
+            lx_buf_puts(&b, "}}");
         }
         c->model_json = key_of(&b, c->model_key);
         lx_buf_free(&b);
@@ -181,6 +194,7 @@ static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error
             lx_buf_printf(&b, ",\"mixture\":%s", m->mix_json);
         if (m->tok)         /* trained on a tokenizer: byte-level keys stay as they were */
             lx_buf_printf(&b, ",\"tokenizer\":\"%s\"", m->tok->hash);
+        numerics_key(&b, g);
         lx_buf_puts(&b, "}");
         if (base)
             c->base_json = key_of(&b, c->base_key);
@@ -207,9 +221,11 @@ static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error
     struct lx_buf b = {0}, model = {0};
     const struct lx_corpus *data = NULL;
     if (c->model >= 0) {
+        const char *split = t->task->split(t->params);
         int rc = model_key(c, g, err);
-        if (rc == LX_OK)
-            rc = lx_corpus_get(&data, t->task->split(t->params), err);
+        if (rc == LX_OK && (rc = lx_corpus_get(&data, split, err)) < 0 && strncmp(split, "file:", 5) == 0)
+            lx_err_prefix(err, rc, "%s:%d:%d: task '%s': ", t->where->file, t->where->line, t->where->col,
+                          t->task->name);     /* a `data:` file: at the task that names it */
         if (rc < 0)
             return rc;
         lx_buf_printf(&model, "\"%s\",\"data\":\"%s\"", c->model_key, data->hash);
@@ -217,8 +233,10 @@ static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error
             lx_buf_printf(&model, ",\"tokenizer\":\"%s\"", g->models[c->model].tok->hash);
     }
     c->data_key = lx_plan_data_key(t->json, c->length, c->seed);
-    lx_buf_printf(&b, "{\"task\":%s,\"methods\":%s,\"length\":%ld,\"seed\":%ld,\"model\":%s}",
+    lx_buf_printf(&b, "{\"task\":%s,\"methods\":%s,\"length\":%ld,\"seed\":%ld,\"model\":%s",
                   t->json, g->stacks[c->stack].json, c->length, c->seed, model.len ? lx_buf_str(&model) : "null");
+    numerics_key(&b, g);
+    lx_buf_puts(&b, "}");
     char hex[65];
     lx_sha256_hex(lx_buf_str(&b), hex);
     memcpy(c->key, hex, 16);

@@ -20,6 +20,7 @@
 
 #include "harness/engine/model/calibrate.h"
 #include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/numerics.h"
 #include "harness/engine/formats/checkpoint.h"
 #include "harness/core/hash.h"
 #include "harness/core/version.h"
@@ -277,6 +278,7 @@ static int train_stage(struct runner *r, const struct lx_cell *c, const struct s
                                 .train_json = mu->train_json, .train_len = mu->train.length,
                                 .threads = omp_get_max_threads(), .tokenizer = mu->tok ? mu->tok->path : NULL,
                                 .lineage = st->base ? lineage.s : NULL};
+    snprintf(info.numerics, sizeof info.numerics, "%s", lx_numerics_name(lx_numerics_get()));
     if (mu->tok)    /* recorded, and copied beside the checkpoint (docs/checkpoints.md#tokenizers) */
         memcpy(info.tokenizer_sha256, mu->tok->hash, sizeof info.tokenizer_sha256);
     rc = lx_model_save(m, path, &info, err);
@@ -526,6 +528,7 @@ static void fill_record(struct lx_run_record *r, const struct runner *run, const
     r->version = LX_VERSION;
     r->threads = omp_get_max_threads();
     r->blas = run->blas;
+    r->numerics = lx_numerics_name(g->numerics);
     r->host = run->me.host;
     r->config = g->file;
     r->config_text = g->doc.text;
@@ -766,6 +769,7 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
                 sum->n_cells, o->shard ? " in this shard" : "", sum->n_skipped, n_todo,
                 o->models_only ? " (their models only)" : "");
     struct runner r = {.plan = plan, .store = store, .o = o, .sum = sum};
+    lx_numerics_set(plan->grid->numerics);     /* before any pass: the keys were made for this mode */
     owner_init(&r.me);
     lx_blas_describe(r.blas, sizeof r.blas);
     if ((rc = lx_store_reap(store, &r.me, err)) < 0) {

@@ -23,6 +23,7 @@ static const struct lx_opt run_opts[] = {
     {"keep-prompts", 0, "store every retrieval prompt with its output (bytes; about length bytes per instance)"},
     {"shard", 1, "K/N: run only shard K of N (0-based; default in a Slurm array job: from its task id)"},
     {"models-only", 0, "train (or find) the models the cells need and run no cell (a cluster's first stage)"},
+    LX_NUMERICS_OPTS,
 };
 
 static const char run_usage[] =
@@ -31,7 +32,8 @@ static const char run_usage[] =
     "stored, run the rest, store every cell, and print the sweep's table. The whole\n"
     "config is checked before anything runs; a bad config writes nothing. With --shard\n"
     "K/N (or inside a Slurm array job), only the cells whose run key falls in shard K\n"
-    "run (docs/cluster.md).";
+    "run (docs/cluster.md). --portable (or --numerics portable) runs the sweep in portable\n"
+    "numerics whatever its `numerics:` says (docs/config.md#numerics).";
 
 static int print_table(const char *db, const char *sweep, const char *metrics, enum lx_format fmt)
 {
@@ -59,7 +61,8 @@ static int print_table(const char *db, const char *sweep, const char *metrics, e
 static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *plan, const struct lx_shard *sh,
                            int models_only)
 {
-    printf("sweep %s: %d cells\n", grid->name, plan->n_cells);
+    printf("sweep %s: %d cells%s\n", grid->name, plan->n_cells,
+           grid->numerics == LX_NUMERICS_PORTABLE ? ", portable numerics" : "");
     if (sh)
         printf("shard %ld/%ld%s:\n", sh->k, sh->n, models_only ? " of the models" : "");
     for (int i = 0; i < plan->n_cells; i++) {
@@ -172,6 +175,10 @@ int lx_cmd_run(int argc, char **argv)
             return lx_cli_fail(&err, rc);
         omp_set_num_threads((int)t);
     }
+    enum lx_numerics numerics = LX_NUMERICS_FAST;
+    int numerics_given = 0;
+    if ((rc = lx_args_numerics(&a, &numerics, &numerics_given, &err)) < 0)
+        return lx_cli_fail(&err, rc);
     struct lx_shard shard;
     struct lx_buf note = {0};
     int sharded = 0;
@@ -184,6 +191,8 @@ int lx_cmd_run(int argc, char **argv)
     struct lx_grid grid;
     struct lx_plan plan = {0};
     rc = lx_grid_load(&grid, a.pos[0], &err);
+    if (rc == LX_OK && numerics_given)     /* the command line beats the file; resolved once, before the keys */
+        grid.numerics = numerics;
     if (rc == LX_OK)
         rc = lx_plan_build(&plan, &grid, &err);
     if (rc < 0) {

@@ -258,10 +258,12 @@ static const struct lx_opt score_opts[] = {
     {"method", 1, "evaluation-time stack to add, as YAML: logn, [logn, infoscale], {logn: {mode: qwen}}"},
     {"length", 1, "window length (default: the model's training length)"},
     {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
+    LX_NUMERICS_OPTS,
 };
 
 static const char score_usage[] =
-    "usage: lenx score --model NAME_OR_PATH --text FILE [--tokenizer PATH] [--method STACK] [--length L] [--db FILE]\n\n"
+    "usage: lenx score --model NAME_OR_PATH --text FILE [--tokenizer PATH] [--method STACK] [--length L] [--db FILE]\n"
+    "                  [--portable | --numerics fast|portable]\n\n"
     "Print JSON with the per-token NLL (nats) of the file's tokens under a causal model, windows of\n"
     "`length` tokens each starting with BOS, as the ppl task scores them.";
 
@@ -286,6 +288,8 @@ int lx_cmd_score(int argc, char **argv)
     }
     const char *len = lx_args_value(&a, "length");
     if (len && (rc = lx_args_long(len, "length", 1, 1L << 20, &o.length, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    if ((rc = lx_cli_numerics(&a, &err)) < 0)
         return lx_cli_fail(&err, rc);
     struct lx_buf out = {0};
     if ((rc = lx_score(&o, &out, &err)) < 0) {

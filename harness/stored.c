@@ -120,6 +120,10 @@ int lx_stored_show_sweep(const char *sweep, const char *db, struct lx_error *err
             lx_term_printf(stdout, "#   commit %.12s%s: %d cell%s\n", v[i].commits[k].name,
                            v[i].commits[k].dirty ? " (dirty)" : "", v[i].commits[k].n,
                            v[i].commits[k].n == 1 ? "" : "s");
+        for (int k = 0; k < v[i].n_machines; k++)   /* where the arithmetic was done: it decides the last bits */
+            lx_term_printf(stdout, "#   machine %s, %d threads, %s, numerics %s: %d cell%s\n", v[i].machines[k].name,
+                           v[i].machines[k].threads, v[i].machines[k].blas, v[i].machines[k].numerics,
+                           v[i].machines[k].n, v[i].machines[k].n == 1 ? "" : "s");
         if (v[i].text)
             lx_term_printf(stdout, "%s", v[i].text);
         else
@@ -131,18 +135,28 @@ int lx_stored_show_sweep(const char *sweep, const char *db, struct lx_error *err
     return rc;
 }
 
-/* --not-in CONFIG: the config's sweep name and a JSON array of its planned run keys. */
-/* The run keys of a plan as a JSON array. */
+/* The run keys of a plan as a JSON array, with those of the same grid in
+** the other numerics mode: the mode is a run setting (`lenx run --portable`),
+** not a change of the config, so cells run in either are not stale. */
 static char *plan_keys_json(const struct lx_plan *plan)
 {
+    struct lx_grid other = *plan->grid;     /* shallow: only numerics differs, and the plan only reads it */
+    other.numerics = other.numerics == LX_NUMERICS_FAST ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST;
+    struct lx_plan alt = {0};
+    struct lx_error err;
+    int with_alt = lx_plan_build(&alt, &other, &err) == LX_OK;
     struct lx_buf b = {0};
     lx_buf_puts(&b, "[");
     for (int i = 0; i < plan->n_cells; i++)
         lx_buf_printf(&b, "%s\"%s\"", i ? "," : "", plan->cells[i].key);
+    for (int i = 0; with_alt && i < alt.n_cells; i++)
+        lx_buf_printf(&b, ",\"%s\"", alt.cells[i].key);
     lx_buf_puts(&b, "]");
+    lx_plan_release(&alt);
     return b.s;
 }
 
+/* --not-in CONFIG: the config's sweep name and a JSON array of its planned run keys. */
 static int planned_keys(const char *config, char **sweep, char **keys_json, struct lx_error *err)
 {
     struct lx_grid grid;
@@ -353,6 +367,7 @@ static const struct lx_opt compare_opts[] = {
     {"rtol", 1, "relative tolerance (default 1e-6)"},
     {"atol", 1, "absolute tolerance (default 1e-9)"},
     {"sweep", 1, "with commits: only this sweep"},
+    {"sigma", 1, "K > 0: pool each side's seeds per cell; flag a mean moved by more than K standard errors"},
 };
 
 static const char compare_usage[] =
@@ -361,7 +376,10 @@ static const char compare_usage[] =
     "name, or a git commit (prefix) of stored rows. Values are matched by cell (task,\n"
     "method stack, model key, length, seed) and metric; those that moved beyond\n"
     "atol + rtol*|base| are printed, then how many values in how many cells were\n"
-    "compared. Exit status 1 if any moved, 0 if none, 2 if the two share no cell,\n"
+    "compared. With --sigma K, each side's seeds are pooled per cell and a mean is\n"
+    "flagged only when it moved by more than K·sqrt(se_base² + se_head²), a side's\n"
+    "se that of its seed mean (one seed: its stored <metric>_se; neither: the\n"
+    "tolerances). Exit status 1 if any moved, 0 if none, 2 if the two share no cell,\n"
     "a side holds nothing, or a side holds two configurations of one cell.";
 
 /* Resolve a compare side: CSV file, then sweep name, then commit prefix. */
@@ -435,6 +453,13 @@ int lx_cmd_compare(int argc, char **argv)
     if ((v = lx_args_value(&a, "atol")) &&
         (rc = lx_args_double(v, "atol", &o.atol, &err)) < 0)
         return lx_cli_fail(&err, rc);
+    rc = LX_OK;
+    if ((v = lx_args_value(&a, "sigma")) && (rc = lx_args_double(v, "sigma", &o.sigma, &err)) == LX_OK &&
+        !(o.sigma > 0))
+        rc = lx_err(&err, LX_EINVAL, "--sigma must be above 0, got '%s'\n  hint: --sigma 3 flags a mean only when "
+                    "it moved by more than 3 combined standard errors", v);
+    if (rc < 0)
+        return lx_cli_fail(&err, rc);
     const char *db = lx_args_value(&a, "db");
     const char *sweep = lx_args_value(&a, "sweep");
     db = db ? db : LX_DEFAULT_DB;
@@ -442,10 +467,11 @@ int lx_cmd_compare(int argc, char **argv)
     rc = load_nonempty_side(a.pos[0], db, sweep, &base, &err);
     if (rc == LX_OK)
         rc = load_nonempty_side(a.pos[1], db, sweep, &head, &err);
-    struct lx_buf out = {0};
+    struct lx_buf out = {0}, warn = {0};
     struct lx_compare_counts c;
     o.base_name = a.pos[0];
     o.head_name = a.pos[1];
+    o.warn = &warn;
     if (rc == LX_OK)
         rc = lx_compare(&base, &head, &o, &out, &c, &err);
     lx_rows_release(&base);
@@ -455,7 +481,10 @@ int lx_cmd_compare(int argc, char **argv)
         return lx_cli_fail(&err, rc);
     }
     lx_term_printf(stdout, "%s", lx_buf_str(&out));
+    fflush(stdout);
+    lx_term_printf(stderr, "%s", lx_buf_str(&warn));
     lx_buf_free(&out);
+    lx_buf_free(&warn);
     if (c.n_values == 0) {
         fprintf(stderr, "lenx: error: '%s' and '%s' share no cell\n"
                 "  hint: compare results of the same sweep config\n", a.pos[0], a.pos[1]);

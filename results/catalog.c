@@ -1,6 +1,6 @@
 /*
 ** results/catalog.c - the store's listings (sweeps, a sweep's configuration
-** texts, models), read through lx_store_query: SQL text and row copying
+** texts, models), read through lx_store_query: SQL text, row copying and freeing
 ** only; results/store.c stays the one file that talks to SQLite.
 */
 #include <math.h>
@@ -51,6 +51,41 @@ static void *grow_next(struct grow *g)
     return w;
 }
 
+/* ---- freeing what the listings return ---------------------------------- */
+
+void lx_sweep_infos_free(struct lx_sweep_info *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(v[i].name);
+        free(v[i].last);
+    }
+    free(v);
+}
+
+static void prov_counts_free(struct lx_prov_count *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(v[i].name), free(v[i].blas), free(v[i].numerics);
+    free(v);
+}
+
+void lx_sweep_configs_free(struct lx_sweep_config *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(v[i].text), free(v[i].path), free(v[i].last), free(v[i].first);
+        prov_counts_free(v[i].commits, v[i].n_commits);
+        prov_counts_free(v[i].machines, v[i].n_machines);
+    }
+    free(v);
+}
+
+void lx_model_infos_free(struct lx_model_info *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(v[i].key), free(v[i].name), free(v[i].arch), free(v[i].stack), free(v[i].path), free(v[i].created);
+    free(v);
+}
+
 static int sweep_row(void *ctx, const struct lx_value *c, int n_cols)
 {
     struct lx_sweep_info *w = grow_next(ctx);
@@ -92,6 +127,7 @@ static int count_row(void *ctx, const struct lx_value *c, int n_cols)
     w->threads = (int)num(&c[2], 0);
     w->blas = txt(&c[3]);
     w->n = (int)num(&c[4], 0);
+    w->numerics = txt(&c[5]);
     return 0;
 }
 
@@ -105,11 +141,14 @@ int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_swee
         "SELECT r.config_text, r.config, g.n, g.last, g.first FROM runs r JOIN (SELECT max(id) AS newest,"
         " count(*) AS n, min(started) AS first, max(finished) AS last FROM runs WHERE sweep = ?1"
         " GROUP BY config_text) g ON r.id = g.newest ORDER BY r.id DESC";
-    static const char *const count_sql[2] = {
-        "SELECT git_commit, git_dirty, 0, '', count(*) FROM runs WHERE sweep = ?1 AND config_text IS ?2"
+    char machines[320];
+    snprintf(machines, sizeof machines, "SELECT host, 0, threads, blas, count(*), %s AS num FROM runs"
+             " WHERE sweep = ?1 AND config_text IS ?2 GROUP BY host, threads, blas, num ORDER BY max(id) DESC",
+             lx_store_numerics_sql(s));
+    const char *const count_sql[2] = {
+        "SELECT git_commit, git_dirty, 0, '', count(*), '' FROM runs WHERE sweep = ?1 AND config_text IS ?2"
         " GROUP BY git_commit, git_dirty ORDER BY max(id) DESC",
-        "SELECT host, 0, threads, blas, count(*) FROM runs WHERE sweep = ?1 AND config_text IS ?2"
-        " GROUP BY host, threads, blas ORDER BY max(id) DESC",
+        machines,
     };
     *out = NULL;
     *n = 0;

@@ -141,6 +141,9 @@ static void metric_table(struct page *pg, const struct lx_rows *rows, char *cons
             v[j] = st.mean;
             if (st.n == 0)
                 lx_buf_puts(h, "<td>–</td>");
+            else if (st.n > 1 && !isnan(st.lo))     /* several seeds: their 95 % interval */
+                lx_buf_printf(h, "<td>%.4g <small title=\"95 %% interval over %d seeds\">[%.4g, %.4g] n=%d</small></td>",
+                              st.mean, st.n, st.lo, st.hi, st.n);
             else if (isnan(st.spread))
                 lx_buf_printf(h, "<td>%.4g</td>", st.mean);
             else
@@ -171,7 +174,7 @@ static void metric_panel(struct page *pg, const struct lx_rows *rows, char *cons
         for (int j = 0; j < n_len; j++) {
             struct lx_cell_stat st;
             lx_cell_stat(rows, label, sweep, task, methods[m], (long)len[j], metric, &st);
-            y[j] = st.mean, e[j] = st.spread;
+            y[j] = st.mean, e[j] = st.n > 1 && !isnan(st.lo) ? fmax(st.mean - st.lo, st.hi - st.mean) : st.spread;
         }
         lines[m] = (struct lx_plot_line){.label = own_str(pg, methods[m]), .n = n_len, .x = len, .y = y, .err = e};
     }
@@ -382,6 +385,8 @@ static void provenance(struct page *pg, struct lx_store *s, const char *sweep, s
             lx_esc_html(h, c[i].machines[k].name);
             lx_buf_printf(h, ", %d threads, ", c[i].machines[k].threads);
             lx_esc_html(h, c[i].machines[k].blas);
+            lx_buf_puts(h, ", numerics ");
+            lx_esc_html(h, c[i].machines[k].numerics);
             cell_count(h, c[i].machines[k].n, nm > 1);
         }
         lx_buf_puts(h, "</td></tr>\n<tr><th>time</th><td>");

@@ -30,6 +30,7 @@ void lx_rows_add(struct lx_rows *r, const char *sweep, const char *method, const
     w->value = value;
     w->x = NAN;
     w->run_id = run_id;
+    w->numerics = w->blas = NULL;
 }
 
 void lx_rows_release(struct lx_rows *r)
@@ -39,7 +40,7 @@ void lx_rows_release(struct lx_rows *r)
     for (int i = 0; i < r->n; i++) {
         struct lx_row *w = &r->rows[i];
         free(w->sweep), free(w->method), free(w->task), free(w->key), free(w->commit), free(w->metric);
-        free(w->model_key), free(w->config);
+        free(w->model_key), free(w->config), free(w->numerics), free(w->blas);
     }
     free(r->rows);
     memset(r, 0, sizeof *r);
@@ -53,4 +54,14 @@ void lx_rows_set_origin(struct lx_rows *r, int i, const char *model_key, const c
     free(w->config);
     w->model_key = model_key ? lx_xstrdup(model_key) : NULL;
     w->config = lx_xstrdup(config ? config : "");
+}
+
+void lx_rows_set_kernels(struct lx_rows *r, int i, const char *numerics, const char *blas)
+{
+    LX_ASSERT(i >= 0 && i < r->n);
+    struct lx_row *w = &r->rows[i];
+    free(w->numerics);
+    free(w->blas);
+    w->numerics = numerics ? lx_xstrdup(numerics) : NULL;
+    w->blas = blas ? lx_xstrdup(blas) : NULL;
 }

@@ -21,12 +21,13 @@
 #define SCHEMA_VERSION LX_STORE_SCHEMA  /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs;
                                             ** 4: runs.config_text and runs.weights_sha256;
                                             ** 5: claims, models.weights_sha256 and models.threads,
-                                            **    outputs.stop; 6: outputs.prompt */
+                                            **    outputs.stop; 6: outputs.prompt; 7: runs.numerics */
 
 struct lx_store {
     sqlite3 *db;        /* the connection */
     char *path;         /* the file, for messages */
     char *note;         /* a warning about the open (immutable beside a -wal file), or NULL */
+    int has_numerics;   /* runs has its numerics column (schema 7; an older store opened read-only has not) */
 };
 
 static const char *schema_sql =
@@ -50,6 +51,7 @@ static const char *schema_sql =
     "  version TEXT NOT NULL,"
     "  threads INTEGER NOT NULL,"
     "  blas TEXT,"
+    "  numerics TEXT,"                  /* 'fast' or 'portable'; NULL (rows before schema 7) reads as fast */
     "  host TEXT,"
     "  config TEXT,"
     "  started TEXT NOT NULL,"          /* ISO 8601, UTC */
@@ -141,22 +143,29 @@ static int exec(struct lx_store *s, const char *sql, struct lx_error *err)
     return LX_OK;
 }
 
-/* Columns of outputs older stores lack (stop, schema 5; prompt, schema 6; a
-** fresh store's CREATE has them): each added by its own ALTER, guarded by the
-** table's columns rather than the version, so they merge with other
-** migrations; old rows keep NULL. */
-static int add_outputs_column(struct lx_store *s, const char *name, const char *type, struct lx_error *err)
+/* Does table have the column name? */
+static int has_column(struct lx_store *s, const char *table, const char *name)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info('outputs') WHERE name = ?1", -1, &st,
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2", -1, &st,
                            NULL) != SQLITE_OK)
-        return db_err(s, err, "reading the outputs table's columns");
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        return 0;
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
     int has = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
     sqlite3_finalize(st);
+    return has;
+}
+
+/* Columns older stores lack (outputs.stop, schema 5; outputs.prompt, 6;
+** runs.numerics, 7; a fresh store's CREATE has them): each added by its own
+** ALTER, guarded by the table's columns rather than the version, so they
+** merge with other migrations; old rows keep NULL. */
+static int add_column(struct lx_store *s, const char *table, const char *name, const char *type, struct lx_error *err)
+{
     char sql[128];
-    snprintf(sql, sizeof sql, "ALTER TABLE outputs ADD COLUMN %s %s", name, type);
-    return has ? LX_OK : exec(s, sql, err);
+    snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN %s %s", table, name, type);
+    return has_column(s, table, name) ? LX_OK : exec(s, sql, err);
 }
 
 /* PRAGMA user_version into *v (a file may hold a negative one); -1 when unread. */
@@ -187,12 +196,14 @@ static int migrate(struct lx_store *s, struct lx_error *err)
     if (rc == LX_OK && v >= 2 && v < 5)
         rc = exec(s, "ALTER TABLE models ADD COLUMN weights_sha256 TEXT;"
                   " ALTER TABLE models ADD COLUMN threads INTEGER", err);
+    if (rc == LX_OK && v >= 1 && v < 7)     /* old rows keep NULL: they ran the fast default */
+        rc = add_column(s, "runs", "numerics", "TEXT", err);
     if (rc == LX_OK && v < SCHEMA_VERSION)
         rc = exec(s, schema_sql, err);
     if (rc == LX_OK && v < SCHEMA_VERSION)
-        rc = add_outputs_column(s, "stop", "TEXT", err);
+        rc = add_column(s, "outputs", "stop", "TEXT", err);
     if (rc == LX_OK && v < SCHEMA_VERSION)
-        rc = add_outputs_column(s, "prompt", "BLOB", err);
+        rc = add_column(s, "outputs", "prompt", "BLOB", err);
     if (rc == LX_OK && v < SCHEMA_VERSION) {
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SCHEMA_VERSION);
@@ -298,6 +309,8 @@ int lx_store_open(struct lx_store **out, const char *path, int readonly, struct 
                       : db_connect(s, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err);
     if (rc == LX_OK && !readonly)
         rc = check_version(s, 0, err);
+    if (rc == LX_OK)
+        s->has_numerics = has_column(s, "runs", "numerics");
     if (rc < 0) {
         lx_store_close(s);
         return rc;
@@ -361,9 +374,9 @@ static int insert_run(struct lx_store *s, const struct lx_run_record *r, sqlite3
     static const char *sql =
         "INSERT INTO runs (key, sweep, method, method_params, task, task_params, key_json, length,"
         " seed, model_key, status, error, git_commit, git_dirty, version, threads, blas, host,"
-        " config, started, finished, wall_s, max_rss_kb, model, config_text, weights_sha256)"
+        " config, started, finished, wall_s, max_rss_kb, model, config_text, weights_sha256, numerics)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-        " ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)";
+        " ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)";
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
         return SQLITE_ERROR;
@@ -393,6 +406,7 @@ static int insert_run(struct lx_store *s, const struct lx_run_record *r, sqlite3
     sqlite3_bind_text(st, 24, r->model, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 25, r->config_text, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 26, r->weights_sha256, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 27, r->numerics ? r->numerics : "fast", -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     *id = sqlite3_last_insert_rowid(s->db);
@@ -518,11 +532,12 @@ static void config_hash(const char *key_json_rest, char out[17])
 /* The newest ok row of each (sweep, key) that matches, joined to its metrics
 ** or to the points of one series (?3): VALUE names the value columns (name,
 ** value, x) and JOIN the table. */
-#define SELECT_ROWS(VALUE, JOIN)                                                                            \
+#define SELECT_ROWS(VALUE, JOIN, NUMERICS)                                                                  \
     "SELECT r.id, r.sweep, r.method || coalesce(' @' || r.model, ''), r.task, r.key, r.git_commit,"         \
     " r.length, r.seed, " VALUE ", coalesce(r.model_key, ''),"                                              \
     " json_remove(json_set(r.key_json, '$.model', coalesce(json_remove(mo.config, '$.seed'), r.model_key)),"\
-    "   '$.length', '$.seed'), coalesce(json_extract(mo.config, '$.train.length'), 0)"                       \
+    "   '$.length', '$.seed'), coalesce(json_extract(mo.config, '$.train.length'), 0), " NUMERICS ","        \
+    " coalesce(r.blas, '')"                                                                                  \
     " FROM runs r " JOIN " LEFT JOIN models mo ON mo.key = r.model_key"                                     \
     " WHERE r.id IN (SELECT max(id) FROM runs WHERE status = 'ok'"                                          \
     "   AND (?1 IS NULL OR sweep = ?1)"                                                                     \
@@ -533,11 +548,15 @@ static void config_hash(const char *key_json_rest, char out[17])
 int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_rows *out,
                     struct lx_error *err)
 {
-    static const char *metrics = SELECT_ROWS("m.name, m.value, NULL", "JOIN metrics m ON m.run_id = r.id");
-    static const char *series =
-        SELECT_ROWS("m.series, m.y, m.x", "JOIN series m ON m.run_id = r.id AND m.series = ?3");
+    /* [has the numerics column]: a store older than schema 7 opened read-only has not; its rows ran fast */
+#define METRICS(N) SELECT_ROWS("m.name, m.value, NULL", "JOIN metrics m ON m.run_id = r.id", N)
+#define SERIES(N) SELECT_ROWS("m.series, m.y, m.x", "JOIN series m ON m.run_id = r.id AND m.series = ?3", N)
+    static const char *metrics[2] = {METRICS("'fast'"), METRICS("coalesce(r.numerics, 'fast')")};
+    static const char *series[2] = {SERIES("'fast'"), SERIES("coalesce(r.numerics, 'fast')")};
+#undef METRICS
+#undef SERIES
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, f && f->series ? series : metrics, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, (f && f->series ? series : metrics)[s->has_numerics], -1, &st, NULL) != SQLITE_OK)
         return db_err(s, err, "reading results");
     sqlite3_bind_text(st, 1, f ? f->sweep : NULL, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, f ? f->commit : NULL, -1, SQLITE_STATIC);
@@ -569,6 +588,7 @@ int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_row
         if (t10 != SQLITE_NULL)
             out->rows[out->n - 1].x = sqlite3_column_double(st, 10);
         out->rows[out->n - 1].train_len = (long)sqlite3_column_int64(st, 13);
+        lx_rows_set_kernels(out, out->n - 1, col_text(st, 14), col_text(st, 15));
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "reading results");
@@ -583,15 +603,6 @@ static void *grow(void **v, int *n, int *cap, size_t size)
         *v = lx_xrealloc(*v, (size_t)*cap * size);
     }
     return (char *)*v + (size_t)(*n)++ * size;
-}
-
-void lx_sweep_infos_free(struct lx_sweep_info *v, int n)
-{
-    for (int i = 0; i < n; i++) {
-        free(v[i].name);
-        free(v[i].last);
-    }
-    free(v);
 }
 
 int lx_store_count(struct lx_store *s, const char *table, long *n, struct lx_error *err)
@@ -702,30 +713,6 @@ int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path
     return rc;
 }
 
-static void prov_counts_free(struct lx_prov_count *v, int n)
-{
-    for (int i = 0; i < n; i++)
-        free(v[i].name), free(v[i].blas);
-    free(v);
-}
-
-void lx_sweep_configs_free(struct lx_sweep_config *v, int n)
-{
-    for (int i = 0; i < n; i++) {
-        free(v[i].text), free(v[i].path), free(v[i].last), free(v[i].first);
-        prov_counts_free(v[i].commits, v[i].n_commits);
-        prov_counts_free(v[i].machines, v[i].n_machines);
-    }
-    free(v);
-}
-
-void lx_model_infos_free(struct lx_model_info *v, int n)
-{
-    for (int i = 0; i < n; i++)
-        free(v[i].key), free(v[i].name), free(v[i].arch), free(v[i].stack), free(v[i].path), free(v[i].created);
-    free(v);
-}
-
 /* ---- lenx rm: one WHERE clause for the listing and the delete ---- */
 
 #define RM_WHERE                                                                       \
@@ -826,6 +813,11 @@ int lx_store_rm(struct lx_store *s, const struct lx_rm_filter *f, long *n_delete
 const char *lx_store_path(const struct lx_store *s)
 {
     return s->path;
+}
+
+const char *lx_store_numerics_sql(const struct lx_store *s)
+{
+    return s->has_numerics ? "coalesce(numerics, 'fast')" : "'fast'";
 }
 
 /* Is the holder of a claim gone? */

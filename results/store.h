@@ -22,7 +22,7 @@
 struct lx_store;
 
 #define LX_DEFAULT_DB "results/lenx.db"
-#define LX_STORE_SCHEMA 6       /* PRAGMA user_version of the stores this lenx writes */
+#define LX_STORE_SCHEMA 7       /* PRAGMA user_version of the stores this lenx writes */
 
 /* Open (creating the file, its folder and the schema when absent). With
 ** readonly set, a missing file is an error and nothing is created or written;
@@ -59,6 +59,7 @@ struct lx_run_record {
     const char *version;        /* lenx version */
     int threads;                /* OpenMP threads */
     const char *blas;           /* BLAS core and threading */
+    const char *numerics;       /* "fast" or "portable" (harness/engine/kernels/numerics.h); NULL reads as fast */
     const char *host;           /* host name */
     const char *config;         /* the sweep file */
     const char *config_text;    /* the sweep's YAML text, NULL when unknown */
@@ -128,6 +129,9 @@ int lx_store_reap(struct lx_store *s, const struct lx_owner *me, struct lx_error
 int lx_store_heartbeat(struct lx_store *s, const char *owner, struct lx_error *err);
 /* The file, as opened. */
 const char *lx_store_path(const struct lx_store *s);
+/* An SQL expression for a runs row's numerics mode ("fast" or "portable"):
+** the column, or 'fast' for a store older than schema 7 opened read-only. */
+const char *lx_store_numerics_sql(const struct lx_store *s);
 
 /* One tidy record: a metric of a cell. `method` is the canonical stack, with
 ** " @model" appended for cells that ran on a model ("rope @small"). Two rows
@@ -144,6 +148,8 @@ struct lx_row {
     double x;                   /* a series row: its abscissa (position, depth, distance); NAN for a metric */
     long train_len;             /* the model's training length (0 without a model or when unknown) */
     long run_id;                /* order of insertion: later rows are newer */
+    char *numerics;             /* "fast" or "portable"; NULL when unknown (rows read from CSV) */
+    char *blas;                 /* the BLAS kernels as lx_blas_describe wrote them; NULL when unknown */
 };
 
 struct lx_rows {
@@ -158,6 +164,8 @@ void lx_rows_release(struct lx_rows *r);
 /* lx_rows_add gives a row no model ("") and no configuration hash (""); this
 ** sets row i's model key (NULL = unknown) and configuration hash (NULL = ""). */
 void lx_rows_set_origin(struct lx_rows *r, int i, const char *model_key, const char *config);
+/* Row i's arithmetic: numerics mode and BLAS kernels (NULL = unknown). */
+void lx_rows_set_kernels(struct lx_rows *r, int i, const char *numerics, const char *blas);
 
 /* Which rows: the newest ok row per (sweep, key) among those that match. */
 struct lx_filter {
@@ -180,13 +188,14 @@ struct lx_sweep_info {
 int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, struct lx_error *err);
 void lx_sweep_infos_free(struct lx_sweep_info *v, int n);
 
-/* One commit (name, dirty) or one machine (name = host, threads, blas) that
-** made some of a config text's rows, and how many. */
+/* One commit (name, dirty) or one machine (name = host, threads, blas,
+** numerics) that made some of a config text's rows, and how many. */
 struct lx_prov_count {
     char *name;
     int dirty;
     int threads;
     char *blas;
+    char *numerics;             /* "fast" or "portable" ("" for a commit) */
     int n;
 };
 

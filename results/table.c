@@ -67,49 +67,26 @@ static int cmp_long(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void lx_cell_stat(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
-                  const char *method, long length, const char *metric, struct lx_cell_stat *st)
-{
-    char se_name[256];
-    snprintf(se_name, sizeof se_name, "%s_se", metric);
-    double sum = 0, ss = 0, se = NAN;
-    int n = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < rows->n; i++) {
-            const struct lx_row *r = &rows->rows[i];
-            if (r->length != length || strcmp(r->sweep, sweep) || strcmp(r->task, task) ||
-                strcmp(label[i], method))
-                continue;
-            if (pass == 0 && strcmp(r->metric, metric) == 0) {
-                sum += r->value;
-                n++;
-            } else if (pass == 0 && strcmp(r->metric, se_name) == 0) {
-                se = r->value;
-            } else if (pass == 1 && strcmp(r->metric, metric) == 0) {
-                ss += (r->value - sum / n) * (r->value - sum / n);
-            }
-        }
-    st->n = n;
-    st->mean = n ? sum / n : NAN;
-    st->spread = n > 1 ? sqrt(ss / (n - 1)) : n ? se : NAN;
-}
-
-/* The value text of one pivot cell: seeds pooled, ± se or ± sd. `label`
-** holds each row's row label (its method, tagged when it needs telling apart). */
-static void cell_text(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
-                      const char *method, long length, const char *metric, int latex, struct lx_buf *out)
+/* The value text of one pivot cell: one seed ± its stored se; several
+** pooled, [95 % interval] and their count. `label` holds each row's row
+** label (its method, tagged when it needs telling apart). */
+static int cell_text(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
+                     const char *method, long length, const char *metric, int latex, struct lx_buf *out)
 {
     struct lx_cell_stat st;
     lx_cell_stat(rows, label, sweep, task, method, length, metric, &st);
     if (st.n == 0) {
         lx_buf_puts(out, latex ? "--" : "–");
-        return;
+        return 0;
     }
     lx_buf_printf(out, "%.4g", st.mean);
-    if (!isnan(st.spread))
+    if (st.n > 1 && !isnan(st.lo))
+        lx_buf_printf(out, " [%.4g, %.4g]", st.lo, st.hi);
+    else if (st.n == 1 && !isnan(st.spread))
         lx_buf_printf(out, latex ? " $\\pm$ %.2g" : " ± %.2g", st.spread);
     if (st.n > 1)
         lx_buf_printf(out, latex ? " (%d)" : " (n=%d)", st.n);
+    return st.n;
 }
 
 static void pivot(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
@@ -160,18 +137,23 @@ static void pivot(const struct lx_rows *rows, char *const *label, const char *sw
             lx_buf_puts(out, "---:|");
         lx_buf_puts(out, "\n");
     }
+    int pooled = 0;
     for (int m = 0; m < methods.n; m++) {
         lx_buf_puts(out, latex ? "" : "| ");
         (latex ? lx_esc_latex : lx_esc_md)(out, methods.v[m]);
         lx_buf_puts(out, latex ? "" : " |");
         for (int j = 0; j < n_len; j++) {
             lx_buf_puts(out, latex ? " & " : " ");
-            cell_text(rows, label, sweep, task, methods.v[m], lengths[j], metric, latex, out);
+            pooled |= cell_text(rows, label, sweep, task, methods.v[m], lengths[j], metric, latex, out) > 1;
             lx_buf_puts(out, latex ? "" : " |");
         }
         lx_buf_puts(out, latex ? " \\\\\n" : "\n");
     }
-    lx_buf_puts(out, latex ? "\\bottomrule\n\\end{tabular}\n\n" : "\n");
+    lx_buf_puts(out, latex ? "\\bottomrule\n\\end{tabular}\n" : "");
+    if (pooled)
+        lx_buf_puts(out, latex ? "% [lo, hi] (k): the 95 % interval of the mean over k seeds\n"
+                               : "\n[lo, hi] (n=k): the 95 % interval of the mean over k seeds\n");
+    lx_buf_puts(out, "\n");
     free(methods.v);
     free(lengths);
 }

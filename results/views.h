@@ -36,7 +36,8 @@ void lx_esc_csv(struct lx_buf *b, const char *s);
 /* Render rows (already filtered by sweep/commit) in a format. md and latex
 ** pivot methods (rows) × lengths (columns), one table per sweep, task and
 ** metric; a metric's "<name>_se" companion is shown as ± and not tabled on
-** its own; several seeds show mean ± standard deviation. Rows of one method
+** its own; several seeds show the mean and its 95 % interval
+** ("2.33 [-1.46, 6.13] (n=3)", results/seeds.c). Rows of one method
 ** name from different configurations (model key, resolved parameters) are
 ** never pooled: their labels get a tag ("rope @t [1d38c76d]"). csv and json
 ** are tidy, one record per cell and metric, with the cell's model key and
@@ -55,14 +56,34 @@ char **lx_row_labels(const struct lx_rows *rows, int *tagged);
 void lx_row_labels_free(char **label, int n);
 
 /* One table cell: the metric of the rows labelled `method` at `length`,
-** pooled over seeds. */
+** pooled over seeds, with a 95 % interval when it has two seeds or more
+** (results/seeds.c, docs/results.md#intervals-over-seeds). */
 struct lx_cell_stat {
     double mean;                /* NaN when no row */
     double spread;              /* sd over seeds (n > 1), else the stored <metric>_se, else NaN */
     int n;                      /* rows (seeds) pooled */
+    double lo, hi;              /* n >= 2: the 95 % t interval of the mean over seeds, widened for an accuracy
+                                ** with stored counts to hold the Wilson interval of its pooled instances;
+                                ** NaN when n < 2 */
+    long n_instances;           /* the pooled instance count of such an accuracy (every seed's), else 0 */
 };
 void lx_cell_stat(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
                   const char *method, long length, const char *metric, struct lx_cell_stat *st);
+
+/* Student's t distribution's 0.975 quantile with df degrees of freedom (NaN
+** for df < 1): the half-width of a 95 % interval of a mean of df + 1 values
+** is lx_t975(df) * sd / sqrt(df + 1). */
+double lx_t975(int df);
+
+/* The 95 % Wilson score interval of a proportion of k successes in n trials
+** (NaN, NaN unless 0 <= k <= n and n > 0). */
+void lx_wilson95(double k, double n, double *lo, double *hi);
+
+/* Is metric an accuracy whose run stores its instance count, and under which
+** name: with name NULL, the first such count's name (or NULL: not one); with
+** a name, that name when it counts metric's instances, else NULL. "acc" is
+** counted by n_samples (retrieval tasks) or n_masked (mlm). */
+const char *lx_metric_count(const char *metric, const char *name);
 
 /* Effective length (docs/results.md#effective-length): the longest stored
 ** length L, from the reference length on, such that the score stays at least
@@ -103,8 +124,12 @@ int lx_csv_read(const char *path, struct lx_rows *out, struct lx_error *err);
 ** LX_EINVAL error naming both. */
 struct lx_compare_opts {
     double rtol, atol;          /* moved when |head - base| > atol + rtol·|base| */
+    double sigma;               /* > 0: pool each side's seeds per cell and flag a mean only when it moved by more
+                                ** than sigma combined standard errors (lx_compare_pooled); 0: value by value */
     const char *base_name;      /* the sides as messages name them; NULL: "base", "head" */
     const char *head_name;
+    struct lx_buf *warn;        /* NULL, or where a line per pair of differing arithmetic goes: cells the
+                                ** two sides ran in different numerics, or fast with different BLAS kernels */
 };
 
 struct lx_compare_counts {
@@ -112,9 +137,20 @@ struct lx_compare_counts {
     int n_cells;                /* the cells those values belong to */
     int n_moved;                /* values moved beyond the tolerance */
     int only_base, only_head;   /* values on one side only */
+    int n_no_se;                /* --sigma: values with no standard error on either side (tolerances used) */
 };
 
 int lx_compare(const struct lx_rows *base, const struct lx_rows *head, const struct lx_compare_opts *o,
                struct lx_buf *out, struct lx_compare_counts *c, struct lx_error *err);
+
+/* `lenx compare --sigma K` (lx_compare calls it when o->sigma > 0): each
+** side's seeds pooled per cell (task, method, model configuration, length)
+** and metric; a side's standard error is that of its seed mean, sd/sqrt(n),
+** or with one seed the stored <metric>_se; a mean moved when |head - base| >
+** K·sqrt(se_base² + se_head²). A value neither side gives a standard error
+** for is compared with the tolerances. <metric>_se rows are uncertainties,
+** not values: not compared. Counts as lx_compare's, per pooled value. */
+int lx_compare_pooled(const struct lx_rows *base, const struct lx_rows *head, const struct lx_compare_opts *o,
+                      struct lx_buf *out, struct lx_compare_counts *c, struct lx_error *err);
 
 #endif

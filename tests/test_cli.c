@@ -300,7 +300,7 @@ Test(cli, seeds_of_one_configuration_still_pool, .init = setup, .fini = teardown
     cr_assert_eq(sql_count("r.db", "select count(distinct model_key) from runs"), 2);
     cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --metric ppl"), 0, "%s", out);
     cr_expect(strstr(out, "| rope @t | ") != NULL && strstr(out, "(n=2) | ") != NULL, "%s", out);
-    cr_expect(strstr(out, "[") == NULL, "seeds tagged as configurations:\n%s", out);
+    cr_expect(strstr(out, "@t [") == NULL && strstr(out, "[config") == NULL, "seeds tagged as configurations:\n%s", out);
 }
 
 Test(cli, rm_not_in_config_removes_stale_cells, .init = setup, .fini = teardown, .timeout = 60)

@@ -236,14 +236,15 @@ Test(claims, schema_4_migrates_to_5, .init = setup, .fini = teardown)
     lx_store_close(s);
     /* back to schema 4: no claims, no models.weights_sha256 or models.threads */
     cr_assert_eq(sh(NULL, 0, "sqlite3 m.db 'DROP TABLE claims; ALTER TABLE models DROP COLUMN weights_sha256;"
-                    " ALTER TABLE models DROP COLUMN threads; PRAGMA user_version = 4'"), 0);
+                    " ALTER TABLE models DROP COLUMN threads; ALTER TABLE runs DROP COLUMN numerics;"
+                    " PRAGMA user_version = 4'"), 0);
     /* two processes open it at once: one migrates, neither fails */
     cr_expect_eq(sh(NULL, 0, "$L table --db m.db > /dev/null"), 0, "a reader leaves it at 4");
     s = open_db("m.db");
     lx_store_close(s);
     s = open_db("m.db");
     lx_store_close(s);
-    cr_expect_eq(sql_long("m.db", "pragma user_version"), 6);
+    cr_expect_eq(sql_long("m.db", "pragma user_version"), LX_STORE_SCHEMA);
     cr_expect_eq(sql_long("m.db", "select count(*) from runs"), 1, "rows kept");
     cr_expect_eq(sql_long("m.db", "select count(*) from pragma_table_info('models') where name in"
                           " ('weights_sha256', 'threads')"), 2);

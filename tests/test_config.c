@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/core/hash.h"
 #include "harness/plan.h"
 
 /* Parse and plan `text`; expect failure at `where` with `what` in the message. */
@@ -496,4 +497,75 @@ Test(config, auto_values_resolved_per_cell_keys_keep_the_rule)
     /* trained in, no evaluation length exists to resolve a scale from */
     snprintf(a, sizeof a, HEAD "methods: [[rope, {pi: {scale: auto, train: true}}]]\n%s", model);
     expect_error(a, "bad.yaml:3:18", "explicit scale");
+}
+
+/* ---- numerics: the arithmetic, a top-level setting ---- */
+
+Test(config, numerics_parses_and_defaults_to_fast)
+{
+    struct lx_grid g;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_grid_load_text(&g, HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "f.yaml", &err),
+                 LX_OK, "%s", err.msg);
+    cr_expect_eq(g.numerics, LX_NUMERICS_FAST, "absent: fast");
+    lx_grid_release(&g);
+    static const char *const spelled[] = {"fast", "portable"};
+    for (int i = 0; i < 2; i++) {
+        char text[256];
+        snprintf(text, sizeof text, HEAD "numerics: %s\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n",
+                 spelled[i]);
+        cr_assert_eq(lx_grid_load_text(&g, text, "n.yaml", &err), LX_OK, "%s", err.msg);
+        cr_expect_eq(g.numerics, i ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST, "%s", spelled[i]);
+        lx_grid_release(&g);
+    }
+}
+
+Test(config, numerics_bad_values)
+{
+    expect_error(HEAD "numerics: slow\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:11",
+                 "'numerics' must be fast or portable, got 'slow'\n  hint: ");
+    expect_error(HEAD "numerics: [portable]\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:11",
+                 "'numerics' must be fast or portable, got a list");
+    expect_error(HEAD "numerics: Portable\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:11",
+                 "got 'Portable'");
+    expect_error(HEAD "numeric: portable\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:1",
+                 "did you mean 'numerics'?");
+}
+
+/* Fast keys hash what every lenx before the mode hashed (no "numerics"
+** field); a portable key is the SHA-256 of that JSON with
+** ,"numerics":"portable" before its closing brace, recomputed here. */
+Test(config, numerics_enters_the_run_key_only_when_portable)
+{
+    const char *body = "methods: [none, logn]\ntasks: [gaussian]\nlengths: [10, 100]\nseeds: [1, 2]\n";
+    char fast[256], portable[256];
+    snprintf(fast, sizeof fast, HEAD "%s", body);
+    snprintf(portable, sizeof portable, HEAD "numerics: portable\n%s", body);
+    struct lx_grid gf, gp;
+    struct lx_plan pf, pp;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_grid_load_text(&gf, fast, "f.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_grid_load_text(&gp, portable, "p.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_plan_build(&pf, &gf, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_plan_build(&pp, &gp, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(pf.n_cells, 8);
+    cr_assert_eq(pp.n_cells, pf.n_cells);
+    for (int i = 0; i < pf.n_cells; i++) {
+        const char *kj = pf.cells[i].key_json;
+        cr_expect_null(strstr(kj, "numerics"), "a fast key names no numerics: %s", kj);
+        char hex[65], want[1024];
+        lx_sha256_hex(kj, hex);
+        cr_expect(strncmp(pf.cells[i].key, hex, 16) == 0, "the fast key hashes its JSON");
+        snprintf(want, sizeof want, "%.*s,\"numerics\":\"portable\"}", (int)strlen(kj) - 1, kj);
+        cr_expect_str_eq(pp.cells[i].key_json, want);
+        lx_sha256_hex(want, hex);
+        cr_expect(strncmp(pp.cells[i].key, hex, 16) == 0, "cell %d: portable key %s, sha256 %.16s", i,
+                  pp.cells[i].key, hex);
+        cr_expect_str_neq(pp.cells[i].key, pf.cells[i].key);
+        cr_expect_eq(pp.cells[i].data_key, pf.cells[i].data_key, "the same instances either way");
+    }
+    lx_plan_release(&pf);
+    lx_plan_release(&pp);
+    lx_grid_release(&gf);
+    lx_grid_release(&gp);
 }

@@ -174,7 +174,7 @@ Test(store, open_creates_file_and_schema)
     lx_store_close(s);
     char v[64];
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "6");
+    cr_expect_str_eq(v, "7");
     /* Reopening an existing store keeps it. */
     s = open_rw(db_path);
     cr_expect_eq(count(s, "runs"), 0);
@@ -558,7 +558,59 @@ Test(store, migrates_version_2)
     cr_expect_eq(count(s, "outputs"), 1);
     lx_store_close(s);
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "6");
+    cr_expect_str_eq(v, "7");
+}
+
+/* The numerics of every row of a store, read through lx_store_select:
+** "key=numerics,..." in the order stored. */
+static void numerics_of(struct lx_store *s, char *out, size_t n)
+{
+    struct lx_rows rows = {0};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_select(s, NULL, &rows, &err), LX_OK, "%s", err.msg);
+    out[0] = '\0';
+    for (int i = 0; i < rows.n; i++)
+        if (strcmp(rows.rows[i].metric, "ppl") == 0)
+            snprintf(out + strlen(out), n - strlen(out), "%s%s=%s/%s", out[0] ? "," : "", rows.rows[i].key,
+                     rows.rows[i].numerics ? rows.rows[i].numerics : "(null)",
+                     rows.rows[i].blas ? rows.rows[i].blas : "(null)");
+    lx_rows_release(&rows);
+}
+
+/* A version-6 store (no runs.numerics) is read as it is (read-only: its rows
+** ran the fast default) and migrated in place when opened to write: the old
+** row reads fast, a new portable row reads portable. */
+Test(store, migrates_version_6_old_rows_read_fast)
+{
+    struct lx_store *s = open_rw(db_path);
+    struct lx_run_record r = record("sw", "k-old", "c0", 1);
+    r.numerics = "portable";    /* dropped with the column below: the old row's mode is unknown */
+    put_ppl(s, &r, 3.5);
+    lx_store_close(s);
+    char cmd[512], v[256];
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'ALTER TABLE runs DROP COLUMN numerics; PRAGMA user_version = 6'",
+             db_path);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    sqlite_cli(db_path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'numerics'", v, sizeof v);
+    cr_assert_str_eq(v, "0", "the test's v6 database has no numerics column");
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_open(&s, db_path, 1, &err), LX_OK, "%s", err.msg);
+    numerics_of(s, v, sizeof v);
+    cr_expect_str_eq(v, "k-old=fast/Haswell openmp", "read-only, not migrated");
+    lx_store_close(s);
+    sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
+    cr_expect_str_eq(v, "6", "a read-only open migrates nothing");
+    s = open_rw(db_path);
+    struct lx_run_record r2 = record("sw", "k-new", "c1", 1);
+    r2.numerics = "portable";
+    put_ppl(s, &r2, 3.25);
+    numerics_of(s, v, sizeof v);
+    cr_expect_str_eq(v, "k-old=fast/Haswell openmp,k-new=portable/Haswell openmp");
+    lx_store_close(s);
+    sqlite_cli(db_path, "SELECT group_concat(key || ':' || coalesce(numerics, 'NULL'), ' ') FROM runs", v, sizeof v);
+    cr_expect_str_eq(v, "k-old:NULL k-new:portable", "the old row keeps NULL: it is not rewritten");
+    sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
+    cr_expect_str_eq(v, "7");
 }
 
 /* The outputs table has the same columns in the same order whether the store
@@ -585,7 +637,7 @@ Test(store, outputs_columns_fresh_and_migrated)
     sqlite_cli(db_path, cols, v, sizeof v);
     cr_expect_str_eq(v, want, "an older store migrated");
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "6");
+    cr_expect_str_eq(v, "7");
 }
 
 Test(store, newer_schema_is_refused)

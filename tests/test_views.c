@@ -109,12 +109,16 @@ Test(views, md_metric_filter)
     lx_rows_release(&r);
 }
 
-Test(views, md_seeds_show_mean_sd_n)
+#define INTERVALS "[lo, hi] (n=k): the 95 % interval of the mean over k seeds\n\n"
+
+Test(views, md_seeds_show_mean_interval_n)
 {
     struct lx_rows r = {0};
     /* Seeds 1, 2, 4: mean 7/3 = 2.333; deviations -4/3, -1/3, 5/3; squares sum
-    ** to 42/9 = 14/3; / (n-1) = 7/3; sd = sqrt(7/3) = 1.5275 -> "1.5". The se of
-    ** one seed is not used once there are several. */
+    ** to 42/9 = 14/3; / (n-1) = 7/3; sd = sqrt(7/3) = 1.5275; the 95 % t
+    ** interval's half-width t(0.975; 2) sd / sqrt(3) = 4.30265 * 0.88192 = 3.7946
+    ** (t from a table): [-1.461, 6.128]. The se of one seed is not used once
+    ** there are several. */
     add(&r, "m", 10, 1, "x", 1);
     add(&r, "m", 10, 1, "x_se", 0.01);
     add(&r, "m", 10, 2, "x", 2);
@@ -130,7 +134,9 @@ Test(views, md_seeds_show_mean_sd_n)
                   "\n"
                   "| method | 10 | 20 | 30 |\n"
                   "|---|---:|---:|---:|\n"
-                  "| m | 2.333 ± 1.5 (n=3) | 7 ± 0.5 | 5 ± 0 (n=2) |\n"
+                  "| m | 2.333 [-1.461, 6.128] (n=3) | 7 ± 0.5 | 5 [5, 5] (n=2) |\n"
+                  "\n"
+                  "[lo, hi] (n=k): the 95 % interval of the mean over k seeds\n"
                   "\n");
     lx_rows_release(&r);
 }
@@ -162,7 +168,8 @@ Test(views, latex_pivot_escapes)
     struct lx_rows r = {0};
     add(&r, "logn_x(p=5%)", 100, 1, "acc", 0.5);
     add(&r, "logn_x(p=5%)", 100, 1, "acc_se", 0.1);
-    /* Seeds 0.75 and 0.25: mean 0.5, sd sqrt(2 * 0.0625) = 0.3536 -> "0.35". */
+    /* Seeds 0.75 and 0.25: mean 0.5, sd sqrt(2 * 0.0625) = 0.3536, the t
+    ** interval's half-width 12.706 * 0.3536 / sqrt(2) = 3.1766: [-2.677, 3.677]. */
     add(&r, "none", 200, 1, "acc", 0.75);
     add(&r, "none", 200, 2, "acc", 0.25);
     add(&r, "a&b#c$d{e}f^g~h\\i", 100, 1, "acc", 2);
@@ -173,10 +180,11 @@ Test(views, latex_pivot_escapes)
                   "Method & 100 & 200 \\\\\n"
                   "\\midrule\n"
                   "logn\\_x(p=5\\%) & 0.5 $\\pm$ 0.1 & -- \\\\\n"
-                  "none & -- & 0.5 $\\pm$ 0.35 (2) \\\\\n"
+                  "none & -- & 0.5 [-2.677, 3.677] (2) \\\\\n"
                   "a\\&b\\#c\\$d\\{e\\}f\\textasciicircum{}g\\textasciitilde{}h\\textbackslash{}i & 2 & -- \\\\\n"
                   "\\bottomrule\n"
                   "\\end{tabular}\n"
+                  "% [lo, hi] (k): the 95 % interval of the mean over k seeds\n"
                   "\n");
     lx_rows_release(&r);
 }
@@ -421,7 +429,7 @@ static void run_compare(const struct lx_rows *base, const struct lx_rows *head, 
                         struct lx_buf *out, int *n_moved, int *n_common)
 {
     struct lx_compare_opts o = {.rtol = rtol, .atol = atol};
-    struct lx_compare_counts c = {-1, -1, -1, -1, -1};
+    struct lx_compare_counts c = {-1, -1, -1, -1, -1, -1};
     struct lx_error err = {{0}};
     cr_assert_eq(lx_compare(base, head, &o, out, &c, &err), LX_OK, "%s", err.msg);
     *n_moved = c.n_moved;
@@ -696,17 +704,20 @@ Test(views, md_configurations_are_never_pooled)
                   "removes cells a config no longer plans.\n");
     lx_rows_release(&r);
     /* Seeds: one configuration, a model per seed. Pooled as seeds: mean 3,
-    ** sd sqrt(((2-3)^2 + (4-3)^2) / 1) = 1.4. */
+    ** sd sqrt(((2-3)^2 + (4-3)^2) / 1) = sqrt(2); the t interval's half-width
+    ** t(0.975; 1) sd / sqrt(2) = 12.706: [-9.706, 15.71]. */
     add_origin(&r, 1, 2, "aaaaaaaa11111111", "c1c1c1c1c1c1c1c1");
     add_origin(&r, 2, 4, "bbbbbbbb22222222", "c1c1c1c1c1c1c1c1");
-    expect_render(&r, LX_FMT_MD, NULL, "### s · t · ppl\n\n| method | 32 |\n|---|---:|\n| rope @t | 3 ± 1.4 (n=2) |\n\n");
+    expect_render(&r, LX_FMT_MD, NULL, "### s · t · ppl\n\n| method | 32 |\n|---|---:|\n| rope @t | 3 [-9.706, 15.71] (n=2) |\n\n"
+                  INTERVALS);
     /* A third configuration on model a's key (a changed default): the model
     ** keys no longer tell them apart, so every variant shows its config hash;
     ** the two seeds of c1 still pool. */
     add_origin(&r, 1, 8, "aaaaaaaa11111111", "c3c3c3c3c3c3c3c3");
     expect_render(&r, LX_FMT_MD, NULL,
                   "### s · t · ppl\n\n| method | 32 |\n|---|---:|\n"
-                  "| rope @t [config c1c1c1c1] | 3 ± 1.4 (n=2) |\n| rope @t [config c3c3c3c3] | 8 |\n\n"
+                  "| rope @t [config c1c1c1c1] | 3 [-9.706, 15.71] (n=2) |\n| rope @t [config c3c3c3c3] | 8 |\n\n"
+                  INTERVALS
                   "[…]: one method name, cells of several configurations (a model retrained under the same name, "
                   "or changed settings): the model key prefix, or a configuration hash. `lenx rm --not-in CONFIG` "
                   "removes cells a config no longer plans.\n");

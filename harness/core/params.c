@@ -17,6 +17,7 @@ static const char *type_name(enum lx_ptype t)
     case LX_PT_BOOL: return "boolean";
     case LX_PT_ENUM: return "choice";
     case LX_PT_RANGES: return "list of [start, end) pairs";
+    case LX_PT_PATH: return "file path";
     }
     return "?";
 }
@@ -125,6 +126,24 @@ static int parse_ranges(const struct lx_param *p, const struct lx_node *v, struc
     return LX_OK;
 }
 
+/* A path as written, or relative to the directory of the YAML file that
+** names it (as a model's checkpoint is); "" stays "" (unset). */
+static int parse_path(const struct lx_param *p, const struct lx_node *v, char *field, const char *what,
+                      struct lx_error *err)
+{
+    if (v->kind != LX_NODE_SCALAR)
+        return lx_node_err(err, v, "%s: '%s' must be a file path, got %s\n  hint: %s", what, p->name,
+                           lx_node_kind_name(v->kind), p->help);
+    const char *slash = v->file ? strrchr(v->file, '/') : NULL;
+    int dir = v->text[0] && v->text[0] != '/' && slash;
+    int n = snprintf(field, LX_PATH_CAP, "%.*s%s%s", dir ? (int)(slash - v->file) : 0, dir ? v->file : "",
+                     dir ? "/" : "", v->text);
+    if (n >= LX_PATH_CAP)
+        return lx_node_err(err, v, "%s: '%s' is a path of %d bytes; at most %d are allowed", what, p->name, n,
+                           LX_PATH_CAP - 1);
+    return LX_OK;
+}
+
 /* `auto` for a row flagged LX_PF_AUTO: stored as 0, resolved per cell. */
 static int is_auto(const struct lx_param *p, const struct lx_node *v)
 {
@@ -191,6 +210,8 @@ static int param_parse(const struct lx_param *p, void *dst, const struct lx_node
     }
     case LX_PT_RANGES:
         return parse_ranges(p, v, (struct lx_ranges *)field, what, err);
+    case LX_PT_PATH:
+        return parse_path(p, v, field, what, err);
     }
     LX_ASSERT(0);
     return LX_EINVAL;
@@ -254,6 +275,9 @@ static int rule_holds(const struct lx_schema *s, const void *src, const char *wh
 
 int lx_param_active(const struct lx_schema *s, const void *src, const char *name)
 {
+    const struct lx_param *p = lx_param_find(s, name);
+    if (p && p->type == LX_PT_PATH && ((const char *)src + p->offset)[0] == '\0')
+        return 0;
     for (const struct lx_param_rule *r = s->rules; r && r->row; r++)
         if (strcmp(r->row, name) == 0 && !rule_holds(s, src, r->when))
             return 0;
@@ -412,6 +436,9 @@ void lx_param_value_text(const struct lx_param *p, const void *src, struct lx_bu
         lx_buf_puts(out, c);
         return;
     }
+    case LX_PT_PATH:
+        lx_buf_puts(out, field);
+        return;
     case LX_PT_RANGES: {
         const struct lx_ranges *r = (const struct lx_ranges *)field;
         lx_buf_puts(out, "[");
@@ -435,7 +462,7 @@ void lx_params_json(const struct lx_schema *s, const void *src, struct lx_buf *o
         first = 0;
         lx_buf_json_str(out, p->name);
         lx_buf_puts(out, ":");
-        if (p->type == LX_PT_ENUM) {
+        if (p->type == LX_PT_ENUM || p->type == LX_PT_PATH) {
             struct lx_buf v = {0};
             lx_param_value_text(p, src, &v);
             lx_buf_json_str(out, lx_buf_str(&v));

@@ -23,7 +23,11 @@ enum lx_ptype {
     LX_PT_BOOL,     /* int, 0 or 1 */
     LX_PT_ENUM,     /* int, index into the '|'-separated choices */
     LX_PT_RANGES,   /* struct lx_ranges: a list of [lo, hi) integer pairs */
+    LX_PT_PATH,     /* char[LX_PATH_CAP]: a file path, resolved against the YAML file's directory;
+                    ** empty = unset, and an unset path row is inactive (stored nowhere) */
 };
+
+#define LX_PATH_CAP 1024    /* bytes of a LX_PT_PATH field, the final NUL included */
 
 enum {
     LX_PF_MIN_OPEN = 1 << 0,    /* the lower bound is exclusive */
@@ -62,6 +66,8 @@ struct lx_param {
     { #f, LX_PT_ENUM, offsetof(S, f), def, 0, 0, choices, fl, help }
 #define LX_P_RANGES(S, f, def, lo, hi, fl, help) \
     { #f, LX_PT_RANGES, offsetof(S, f), def, lo, hi, NULL, fl, help }
+#define LX_P_PATH(S, f, fl, help) \
+    { #f, LX_PT_PATH, offsetof(S, f), "\"\"", 0, 0, NULL, fl, help }
 
 /* When a row matters: row `row` is active only while `when` holds, e.g.
 ** {"base", "mode=su"} or {"windows", "tokens=0"}. `when` is one or more terms
@@ -92,7 +98,8 @@ struct lx_schema {
 ** in the registry contract (lx_schema_check covers the rules). */
 const struct lx_param *lx_param_find(const struct lx_schema *s, const char *name);
 
-/* Does the row named `name` matter under the values in src (its rules)? */
+/* Does the row named `name` matter under the values in src (its rules; an
+** empty LX_PT_PATH row never does)? */
 int lx_param_active(const struct lx_schema *s, const void *src, const char *name);
 
 /* Check a schema's own consistency (defaults parse and lie in bounds, names

@@ -172,12 +172,103 @@ static int cached_split(const struct lx_corpus **out, int i, const char *split, 
     return rc;
 }
 
+/* Where the text of a `data:` file breaks UTF-8: the offset of the first
+** byte that begins no well-formed sequence, its line and column (in
+** characters, 1-based) in *line, *col; -1 when the text is well-formed. */
+static long utf8_break(const unsigned char *s, long n, long *line, long *col)
+{
+    *line = 1, *col = 1;
+    for (long i = 0; i < n; (*col)++) {
+        int k = lx_utf8_len(s + i, (size_t)(n - i));
+        if (k == 0)
+            return i;
+        if (s[i] == '\n')
+            (*line)++, *col = 0;
+        i += k;
+    }
+    return -1;
+}
+
+/* A text file as a corpus of one document, hashed over its bytes. */
+static int load_file(struct lx_corpus *c, const char *path, struct lx_error *err)
+{
+    struct lx_corpus_doc d = {0};
+    struct lx_error sub;
+    long line, col, bad;
+    int rc = lx_read_file(path, &d.bytes, &d.n, 0, &sub);
+    if (rc < 0)
+        return lx_err(err, rc, "data file: %s (a `data:` path is relative to the sweep file's directory)", sub.msg);
+    if (d.n == 0)
+        rc = lx_err(err, LX_EINVAL, "data file %s is empty\n  hint: `data:` names a UTF-8 text file to score", path);
+    else if ((bad = utf8_break(d.bytes, d.n, &line, &col)) >= 0)
+        rc = lx_err(err, LX_EINVAL, "data file %s:%ld:%ld: not UTF-8 (byte 0x%02x at offset %ld begins no "
+                    "well-formed sequence)\n  hint: convert the text to UTF-8, e.g. with iconv -t UTF-8", path,
+                    line, col, d.bytes[bad], bad);
+    if (rc < 0) {
+        free(d.bytes);
+        return rc;
+    }
+    d.path = lx_xstrdup(path);
+    lx_sha256_hex_bytes(d.bytes, (size_t)d.n, c->hash);
+    c->docs = lx_xmalloc(sizeof *c->docs);
+    c->docs[0] = d;
+    c->n_docs = 1;
+    c->n_bytes = d.n;
+    return LX_OK;
+}
+
+/* The "file:PATH" splits: each file read once and kept until exit, like the
+** installed splits; the names handed out by lx_corpus_file_split live as long. */
+static struct lx_corpus **files;
+static int n_files;
+
+const char *lx_corpus_file_split(const char *path)
+{
+    const char *name = NULL;
+#pragma omp critical(lx_corpus_cache)
+    {
+        for (int i = 0; i < n_files && !name; i++)
+            if (strcmp(files[i]->split + 5, path) == 0)
+                name = files[i]->split;
+        if (!name) {
+            struct lx_corpus *c = lx_xcalloc(1, sizeof *c);
+            size_t n = strlen(path) + 6;
+            char *s = lx_xmalloc(n);
+            snprintf(s, n, "file:%s", path);
+            c->split = name = s;
+            files = lx_xrealloc(files, sizeof *files * (size_t)(n_files + 1));
+            files[n_files++] = c;
+        }
+    }
+    return name;
+}
+
+static int cached_file(const struct lx_corpus **out, const char *split, struct lx_error *err)
+{
+    int rc = LX_EINVAL, found = 0;
+#pragma omp critical(lx_corpus_cache)
+    for (int i = 0; i < n_files && !found; i++) {
+        struct lx_corpus *c = files[i];
+        if (strcmp(c->split, split) != 0)
+            continue;
+        found = 1;
+        rc = c->n_docs ? LX_OK : load_file(c, split + 5, err);
+        if (rc == LX_OK)
+            *out = c;
+    }
+    if (!found)     /* a name lx_corpus_file_split did not hand out */
+        rc = lx_err(err, LX_EINVAL, "no corpus split '%s'", split);
+    return rc;
+}
+
 int lx_corpus_get(const struct lx_corpus **out, const char *split, struct lx_error *err)
 {
     static const char *const splits[] = {"train", "test", "ood", "stories"};
     for (int i = 0; i < 4; i++)
         if (strcmp(split, splits[i]) == 0)
             return cached_split(out, i, splits[i], err);
+    if (strncmp(split, "file:", 5) == 0)
+        return cached_file(out, split, err);
     return lx_err(err, LX_EINVAL, "no corpus split '%s'; the splits are train, test, ood, stories", split);
 }
 
@@ -223,6 +314,12 @@ long lx_tokens_windows(const struct lx_corpus_tokens *ct, long n, long max, stru
 int lx_corpus_tokens(const struct lx_corpus_tokens **out, const char *split, const struct lx_tokenizer *t,
                      struct lx_error *err)
 {
+    return lx_corpus_tokens_as(out, split, t, LX_ENC_SEGMENT, err);
+}
+
+int lx_corpus_tokens_as(const struct lx_corpus_tokens **out, const char *split, const struct lx_tokenizer *t,
+                        unsigned flags, struct lx_error *err)
+{
     static struct lx_corpus_tokens cache[MAX_ENCODED];
     static int n_cache;
     const struct lx_corpus *c;
@@ -233,20 +330,24 @@ int lx_corpus_tokens(const struct lx_corpus_tokens **out, const char *split, con
 #pragma omp critical(lx_corpus_tokens)
     {
         for (int i = 0; i < n_cache && !*out; i++)
-            if (cache[i].c == c && strcmp(cache[i].hash, t->hash) == 0)
+            if (cache[i].c == c && strcmp(cache[i].hash, t->hash) == 0 && cache[i].flags == flags)
                 *out = &cache[i];
         if (!*out && n_cache < MAX_ENCODED) {
             struct lx_corpus_tokens *ct = &cache[n_cache++];
-            *ct = (struct lx_corpus_tokens){.c = c};
+            *ct = (struct lx_corpus_tokens){.c = c, .flags = flags};
             snprintf(ct->hash, sizeof ct->hash, "%s", t->hash);
             ct->ids = lx_xcalloc((size_t)c->n_docs, sizeof *ct->ids);
             ct->n = lx_xcalloc((size_t)c->n_docs, sizeof *ct->n);
             struct lx_error sub;
             for (int d = 0; d < c->n_docs && rc == LX_OK; d++) {
-                ct->n[d] = lx_tok_encode(t, (const char *)c->docs[d].bytes, c->docs[d].n, &ct->ids[d], &sub);
+                struct lx_ids v = {0};
+                int got = lx_tokenizer_encode(t, (const char *)c->docs[d].bytes, (size_t)c->docs[d].n, flags, &v,
+                                              &sub);
+                ct->ids[d] = v.id;
+                ct->n[d] = got < 0 ? 0 : v.n;
                 ct->n_tokens += ct->n[d];
-                if (ct->n[d] < 0)   /* text the tokenizer cannot take: the entry is dropped */
-                    rc = lx_err(err, (int)ct->n[d], "corpus split '%s', document %d: %s", split, d, sub.msg);
+                if (got < 0)    /* text the tokenizer cannot take: the entry is dropped */
+                    rc = lx_err(err, got, "corpus split '%s', document %d: %s", split, d, sub.msg);
             }
             if (rc == LX_OK) {
                 *out = ct;

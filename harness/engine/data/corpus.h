@@ -25,11 +25,11 @@ struct lx_corpus_doc {
 };
 
 struct lx_corpus {
-    const char *split;              /* "train", "test" or "ood" */
+    const char *split;              /* "train", "test", "ood", "stories" or "file:PATH" */
     struct lx_corpus_doc *docs;     /* (n_docs,) in manifest order */
     int n_docs;
     long n_bytes;                   /* sum of docs[i].n */
-    char hash[65];                  /* SHA-256 over the manifest lines of the split */
+    char hash[65];                  /* SHA-256 over the manifest lines of the split (a file: its bytes) */
 };
 
 /* The data directory (docs/data.md#the-data-directory) into out (n bytes):
@@ -54,6 +54,12 @@ const char *lx_data_dir(char *out, size_t n);
 ** directory is read on the first load (set --data before any). */
 int lx_corpus_get(const struct lx_corpus **out, const char *split, struct lx_error *err);
 
+/* A text file as a split (a task's `data:`, docs/config.md#text-files-as-data): the name
+** "file:PATH" that lx_corpus_get reads as one document, the file's bytes,
+** which must be non-empty UTF-8; its hash is the SHA-256 of those bytes, so a
+** changed file is another cell. The name lives until exit. */
+const char *lx_corpus_file_split(const char *path);
+
 /* A window of a document: tokens [off, off + n). */
 struct lx_window {
     int doc;
@@ -75,7 +81,8 @@ long lx_corpus_windows(const struct lx_corpus *c, long n, long max, struct lx_wi
 struct lx_tokenizer;
 struct lx_corpus_tokens {
     const struct lx_corpus *c;      /* the split's text */
-    char hash[65];                  /* the tokenizer's hash: the cache key with the split */
+    char hash[65];                  /* the tokenizer's hash: the cache key with the split and flags */
+    unsigned flags;                 /* how each document was encoded (LX_ENC_*) */
     int **ids;                      /* (n_docs,) each document's tokens */
     long *n;                        /* (n_docs,) how many */
     long n_tokens;                  /* sum of n */
@@ -83,6 +90,13 @@ struct lx_corpus_tokens {
 
 int lx_corpus_tokens(const struct lx_corpus_tokens **out, const char *split, const struct lx_tokenizer *t,
                      struct lx_error *err);
+
+/* The same with each document encoded as lx_tokenizer_encode does with
+** flags: lx_corpus_tokens is LX_ENC_SEGMENT; 0 encodes each document as a
+** whole text, with the dummy prefix its tokenizer puts in front (llama2.c's
+** leading space), as a peer's tokenizer reads a file (the ppl protocols). */
+int lx_corpus_tokens_as(const struct lx_corpus_tokens **out, const char *split, const struct lx_tokenizer *t,
+                        unsigned flags, struct lx_error *err);
 
 /* lx_corpus_windows over the documents' tokens: windows of n tokens. */
 long lx_tokens_windows(const struct lx_corpus_tokens *ct, long n, long max, struct lx_window *out);

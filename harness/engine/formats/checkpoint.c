@@ -56,7 +56,7 @@ int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_inf
     char tok_dir[4096], *tok_name = tok_dir;
     tokenizer_dir(path, tok_dir, sizeof tok_dir, &tok_name);
     int with_tok = info->tokenizer && info->tokenizer_sha256[0];
-    const char *meta[] = {
+    const char *meta[2 * 13] = {
         "format", "pt",
         "lenx_version", LX_VERSION,
         "lenx_arch", lx_buf_str(&arch),
@@ -66,17 +66,20 @@ int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_inf
         "lenx_model_key", info->model_key ? info->model_key : "",
         "lenx_weights_sha256", info->weights_sha256,
         "lenx_threads", threads,
-        "lenx_lineage", info->lineage,                      /* only for a fine-tuned model */
-        "lenx_tokenizer_sha256", info->tokenizer_sha256,    /* the last two only with a tokenizer */
-        "lenx_tokenizer", tok_name,
     };
-    int n_meta = (int)(sizeof meta / sizeof *meta / 2) - (with_tok ? 0 : 2) - (info->lineage ? 0 : 1);
-    if (!info->lineage) {   /* the pairs after it move up one: files without a lineage are as they were */
-        meta[2 * 9] = meta[2 * 10];
-        meta[2 * 9 + 1] = meta[2 * 10 + 1];
-        meta[2 * 10] = meta[2 * 11];
-        meta[2 * 10 + 1] = meta[2 * 11 + 1];
-    }
+    int n_meta = 9;
+    const char *extra[] = {     /* each only when it applies: files without it stay as they were */
+        with_tok ? "lenx_tokenizer_sha256" : NULL, info->tokenizer_sha256,
+        with_tok ? "lenx_tokenizer" : NULL, tok_name,
+        info->numerics[0] && strcmp(info->numerics, "fast") != 0 ? "lenx_numerics" : NULL, info->numerics,
+        info->lineage ? "lenx_lineage" : NULL, info->lineage,   /* a fine-tuned model's */
+    };
+    for (int i = 0; i < (int)(sizeof extra / sizeof *extra); i += 2)
+        if (extra[i]) {
+            meta[2 * n_meta] = extra[i];
+            meta[2 * n_meta + 1] = extra[i + 1];
+            n_meta++;
+        }
     int rc = with_tok ? lx_tokenizer_copy(info->tokenizer, info->tokenizer_sha256, tok_dir, err) : LX_OK;
     if (rc == LX_OK)
         rc = lx_st_write(path, st, n, meta, n_meta, info->sha256, err);
@@ -190,6 +193,8 @@ static int load_lenx(struct lx_model *m, const char *path, struct lx_ckpt_info *
         memcpy(info->weights_sha256, weights, sizeof weights);
         info->embedded_hash = lx_st_meta(&f, "lenx_weights_sha256") != NULL;
         info->threads = thr ? atoi(thr) : 0;
+        const char *num = lx_st_meta(&f, "lenx_numerics");
+        snprintf(info->numerics, sizeof info->numerics, "%s", num ? num : "fast");
         free(info->model_key);
         free(info->train_json);
         info->model_key = lx_xstrdup(key ? key : "");

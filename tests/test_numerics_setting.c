@@ -1,0 +1,195 @@
+/*
+** tests/test_numerics_setting.c - the numerics mode as a run setting
+** (docs/config.md#numerics): the command line beats the sweep file, fast keys
+** are those the committed reproduction snapshots hold, portable keys differ,
+** every stored row and a trained checkpoint record the mode, and `lenx
+** compare` warns (without failing) when the sides ran different arithmetic.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "tests/shell.h"
+
+#include <unistd.h>
+
+#include "harness/engine/formats/checkpoint.h"
+
+static void setup(void)
+{
+    shell_setup("numerics");
+}
+
+static const char *gauss = "name: %s\nseed: 1\n%smethods: [none, logn]\ntasks: [{gaussian: {samples: 200}}]\n"
+                           "lengths: [100, 1000]\n";
+
+/* A small gaussian sweep named name, with the line extra (a numerics: line, or ""). */
+static void write_gauss(const char *file, const char *name, const char *extra)
+{
+    char text[512];
+    snprintf(text, sizeof text, gauss, name, extra);
+    write_file(file, text);
+}
+
+/* The run keys a snapshot holds (its last column) all in the plan of its
+** config in fast numerics, and none of them in portable numerics. */
+Test(numerics, fast_keys_are_the_snapshots_portable_keys_are_not, .init = setup, .fini = teardown, .timeout = 120)
+{
+    static const char *const repro[] = {"scale-invariant-gaussian", "t5-alignment", "rope-extensions-attention",
+                                        "su-entropy-invariance", "stories260K-extension"};
+    char out[8192];
+    int checked = 0;
+    for (size_t i = 0; i < sizeof repro / sizeof *repro; i++) {
+        cr_assert_eq(sh(out, sizeof out, "tail -n +2 $R/results/repro/%s.csv | awk -F, '{print $NF}' | sort -u > keys"
+                        " && wc -l < keys", repro[i]), 0, "%s", out);
+        long n = atol(out);
+        cr_assert_gt(n, 0, "%s: no keys read", repro[i]);
+        if (sh(out, sizeof out, "$L run --dry-run --db x.db $R/configs/repro/%s.yaml > fast", repro[i]) != 0) {
+            cr_log_warn("%s does not plan here (its model is not beside the checkout): %s", repro[i], out);
+            continue;
+        }
+        checked++;
+        sh(out, sizeof out, "grep -cFf keys fast");
+        cr_expect_eq(atol(out), n, "%s: %ld snapshot keys, %s of them planned in fast numerics", repro[i], n, out);
+        cr_expect_eq(sh(out, sizeof out, "$L run --dry-run --db x.db --numerics fast $R/configs/repro/%s.yaml | "
+                        "cmp - fast", repro[i]), 0, "--numerics fast is the default: %s", out);
+        cr_assert_eq(sh(out, sizeof out, "$L run --dry-run --db x.db --portable $R/configs/repro/%s.yaml > portable",
+                        repro[i]), 0, "%s", out);
+        sh(out, sizeof out, "grep -cFf keys portable");
+        cr_expect_eq(atol(out), 0, "%s: portable numerics planned %s snapshot keys", repro[i], out);
+        sh(out, sizeof out, "head -1 portable");
+        cr_expect(strstr(out, "cells, portable numerics") != NULL, "%s", out);
+    }
+    cr_expect_gt(checked, 0);
+    /* a trained model's key moves with the mode: t5-alignment's retriever, in its snapshot */
+    cr_expect_eq(sh(out, sizeof out, "$L run --dry-run --db x.db $R/configs/repro/t5-alignment.yaml | "
+                    "grep -c '\\[cbe3d9d92bfc9510\\]'"), 0, "%s", out);
+    cr_expect_str_eq(out, "64\n");
+    cr_expect_eq(sh(out, sizeof out, "$L run --dry-run --db x.db --portable $R/configs/repro/t5-alignment.yaml | "
+                    "grep -c '\\[cbe3d9d92bfc9510\\]'"), 1, "%s", out);
+    cr_expect_str_eq(out, "0\n");
+}
+
+Test(numerics, command_line_beats_the_file_and_every_row_records_it, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[8192];
+    write_gauss("p.yaml", "g", "numerics: portable\n");
+    write_gauss("f.yaml", "g", "");
+    cr_assert_eq(sh(out, sizeof out, "$L run p.yaml --db p.db --quiet --no-table --numerics fast"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L run f.yaml --db f.db --quiet --no-table"), 0, "%s", out);
+    char a[512], b[512];
+    sql_text(a, sizeof a, "p.db", "SELECT group_concat(key || numerics, ' ') FROM (SELECT * FROM runs ORDER BY key)");
+    sql_text(b, sizeof b, "f.db", "SELECT group_concat(key || numerics, ' ') FROM (SELECT * FROM runs ORDER BY key)");
+    cr_expect_str_eq(a, b, "--numerics fast on a portable file runs the fast cells");
+    cr_expect(strstr(b, "fast") != NULL && strstr(b, "portable") == NULL, "%s", b);
+    cr_assert_eq(sh(out, sizeof out, "$L run f.yaml --db f.db --quiet --no-table --portable"), 0, "%s", out);
+    cr_expect_eq(sql_long("f.db", "SELECT count(*) FROM runs WHERE numerics = 'portable'"), 4,
+                 "--portable on a fast file: 4 new cells (other keys)");
+    cr_expect_eq(sql_long("f.db", "SELECT count(*) FROM runs WHERE numerics = 'portable' AND key_json LIKE "
+                          "'%numerics%:%portable%}'"), 4, "the key JSON names the mode");
+    cr_expect_eq(sql_long("f.db", "SELECT count(*) FROM runs WHERE numerics IS NULL"), 0);
+    cr_expect_eq(sh(out, sizeof out, "$L show sweep g --db f.db | grep -c '^#   machine .*numerics portable: 4 cells'"),
+                 0, "%s", out);
+    /* bad values: exit 2, nothing written */
+    cr_expect_eq(sh(out, sizeof out, "$L run f.yaml --db n.db --numerics exact"), 2, "%s", out);
+    cr_expect(strstr(out, "--numerics must be fast or portable, got 'exact'\n  hint:") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L run p.yaml --db n.db --portable --numerics fast"), 2, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L score --model nothing --text f.yaml --numerics 1"), 2, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model nothing --numerics fastest"), 2, "%s", out);
+    cr_expect(!exists("n.db"), "a refused run writes nothing");
+}
+
+/* The mode is a run setting, not a change of the config: cells run with
+** --portable on a fast file are not stale, nor are the fast ones. */
+Test(numerics, cells_of_either_mode_are_not_stale, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[8192];
+    write_gauss("f.yaml", "g", "");
+    cr_assert_eq(sh(out, sizeof out, "$L run f.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L run f.yaml --db r.db --quiet --no-table --portable"), 0, "%s", out);
+    cr_expect(strstr(out, "no longer plans") == NULL, "%s", out);
+    cr_expect_eq(sql_long("r.db", "SELECT count(*) FROM runs"), 8);
+    cr_expect_eq(sh(out, sizeof out, "$L rm --not-in f.yaml --db r.db --yes"), 0, "%s", out);
+    cr_expect(strstr(out, "no stored cell matches") != NULL, "%s", out);
+    cr_expect_eq(sql_long("r.db", "SELECT count(*) FROM runs"), 8, "nothing removed");
+    /* a changed config still leaves stale cells, in either mode */
+    write_gauss("f.yaml", "g", "");
+    cr_assert_eq(sh(out, sizeof out, "sed -i 's/\\[none, logn\\]/[none]/' f.yaml && "
+                    "$L run f.yaml --db r.db --quiet --no-table --portable"), 0, "%s", out);
+    cr_expect(strstr(out, "also holds 4 cells that f.yaml no longer plans") != NULL, "%s", out);
+}
+
+/* Lines of text that hold word. */
+static int count_lines(const char *text, const char *word)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, word)); p += strlen(word))
+        n++;
+    return n;
+}
+
+Test(numerics, compare_warns_when_the_arithmetic_differs, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[8192];
+    write_gauss("f1.yaml", "f1", "");
+    write_gauss("f2.yaml", "f2", "");
+    write_gauss("p1.yaml", "p1", "numerics: portable\n");
+    write_gauss("p2.yaml", "p2", "numerics: portable\n");
+    cr_assert_eq(sh(out, sizeof out, "for s in f1 f2 p1 p2; do $L run $s.yaml --db r.db --quiet --no-table || exit 1; "
+                    "done"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare f1 f2 --db r.db 2>&1 >/dev/null"), 0, "%s", out);
+    cr_expect_str_eq(out, "", "same numerics, same BLAS: no warning");
+    cr_expect_eq(sh(out, sizeof out, "$L compare f1 p1 --db r.db --rtol 1 2>&1 >/dev/null"), 0, "a warning is no error");
+    cr_expect_eq(count_lines(out, "lenx: warning: "), 1, "one line for the one pair: %s", out);
+    cr_expect(strstr(out, "4 cells ran in fast numerics (BLAS core=") != NULL && strstr(out, ") in f1 but portable "
+              "numerics (BLAS core=") != NULL && strstr(out, ") in p1: their last digits may differ\n") != NULL, "%s", out);
+    /* fast with other BLAS kernels on 2 of the cells of f2: one line for them */
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"UPDATE runs SET blas = 'core=Other threading=openmp' WHERE sweep"
+                    " IN ('f2', 'p2') AND length = 100\""), 0, "%s", out);
+    sh(out, sizeof out, "$L compare f1 f2 --db r.db --rtol 1 2>&1 >/dev/null");
+    cr_expect_eq(count_lines(out, "lenx: warning: "), 1, "%s", out);
+    cr_expect(strstr(out, "2 cells ran in fast numerics (BLAS core=") != NULL &&
+              strstr(out, "but fast numerics (BLAS core=Other threading=openmp) in f2") != NULL, "%s", out);
+    /* both portable: the BLAS does not decide the bits */
+    cr_expect_eq(sh(out, sizeof out, "$L compare p1 p2 --db r.db 2>&1 >/dev/null"), 0, "%s", out);
+    cr_expect_str_eq(out, "");
+    /* f2 against p2: two pairs (other BLAS on 2 cells, the machine's on 2), a line each */
+    sh(out, sizeof out, "$L compare f2 p2 --db r.db --rtol 1 2>&1 >/dev/null");
+    cr_expect_eq(count_lines(out, "lenx: warning: "), 2, "%s", out);
+    /* a CSV side knows no arithmetic: no warning */
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --sweep p1 --format csv > p1.csv"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare p1.csv f1 --db r.db --rtol 1 2>&1 >/dev/null"), 0, "%s", out);
+    cr_expect_str_eq(out, "");
+}
+
+/* A checkpoint trained in portable numerics says so (lenx_numerics, shown by
+** `lenx show model`); one trained fast is the file it always was. */
+Test(numerics, checkpoint_records_portable_numerics, .init = setup, .fini = teardown, .timeout = 60)
+{
+    struct lx_error err = {{0}};
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 1, a.d_model = 16, a.heads = 2, a.d_head = 8, a.d_mlp = 32, a.vocab = 260;
+    cr_assert_eq(lx_arch_resolve(&a, &err), LX_OK, "%s", err.msg);
+    struct lx_model m;
+    lx_model_init(&m, &a, 3);
+    static const char *const modes[] = {"", "fast", "portable"};
+    for (int i = 0; i < 3; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/m%d.safetensors", dir, i);
+        struct lx_ckpt_info save = {.train_len = 16, .stack = "[]", .model_key = "k", .train_json = "{}"};
+        snprintf(save.numerics, sizeof save.numerics, "%s", modes[i]);
+        cr_assert_eq(lx_model_save(&m, path, &save, &err), LX_OK, "%s", err.msg);
+        struct lx_model got;
+        struct lx_ckpt_info info = {0};
+        cr_assert_eq(lx_model_load(&got, path, &info, &err), LX_OK, "%s", err.msg);
+        cr_expect_str_eq(info.numerics, i == 2 ? "portable" : "fast", "saved as '%s'", modes[i]);
+        lx_ckpt_info_release(&info);
+        lx_model_release(&got);
+    }
+    lx_model_release(&m);
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "cmp m0.safetensors m1.safetensors && grep -c lenx_numerics m1.safetensors"), 1,
+                 "fast writes no lenx_numerics: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show model m2.safetensors --db x.db | grep '\"numerics\"'"), 0, "%s", out);
+    cr_expect_str_eq(out, "  \"numerics\": \"portable\",\n");
+    cr_expect_eq(sh(out, sizeof out, "$L show model m1.safetensors --db x.db | grep '\"numerics\"'"), 0, "%s", out);
+    cr_expect_str_eq(out, "  \"numerics\": \"fast\",\n");
+}

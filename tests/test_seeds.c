@@ -1,0 +1,277 @@
+/*
+** tests/test_seeds.c - verdicts over seeds (results/seeds.c, `lenx compare
+** --sigma`): the t quantile against the t distribution's integral, Wilson
+** bounds against their defining equation, a cell's interval by hand, pooled
+** comparison by hand, and end to end: a 3-seed gaussian sweep against the
+** same sweep with 3 other seeds flags nothing at --sigma 3; a baseline with
+** one value moved by 10 standard errors flags that value alone.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "tests/shell.h"
+
+#include <math.h>
+
+#include "results/views.h"
+
+#define Z975 1.959963984540054
+
+/* The t density with nu degrees of freedom. */
+static double t_density(double x, double nu)
+{
+    return exp(lgamma((nu + 1) / 2) - lgamma(nu / 2) - 0.5 * log(nu * acos(-1.0)) - (nu + 1) / 2 * log1p(x * x / nu));
+}
+
+/* P(T <= t) for t >= 0: 1/2 plus Simpson's rule over [0, t]. */
+static double t_cdf(double t, double nu)
+{
+    int n = 20000;
+    double h = t / n, s = t_density(0, nu) + t_density(t, nu);
+    for (int i = 1; i < n; i++)
+        s += (i % 2 ? 4 : 2) * t_density(i * h, nu);
+    return 0.5 + s * h / 3;
+}
+
+Test(seeds, t975_is_the_t_distributions_quantile)
+{
+    static const int df[] = {1, 2, 3, 4, 5, 7, 10, 15, 20, 29, 30, 31, 35, 40, 60, 100, 1000};
+    for (size_t i = 0; i < sizeof df / sizeof *df; i++) {
+        double t = lx_t975(df[i]), p = t_cdf(t, df[i]);
+        cr_expect(fabs(p - 0.975) < 1e-5, "df %d: t %.6f has P %.7f", df[i], t, p);
+    }
+    cr_expect(isnan(lx_t975(0)));
+}
+
+/* Wilson's bounds are the roots p of (k/n - p)^2 = z^2 p (1 - p) / n. */
+Test(seeds, wilson_bounds_solve_their_equation)
+{
+    static const double kn[][2] = {{19, 30}, {1, 10}, {500, 1000}, {3, 4}};
+    for (size_t i = 0; i < sizeof kn / sizeof *kn; i++) {
+        double k = kn[i][0], n = kn[i][1], lo, hi;
+        lx_wilson95(k, n, &lo, &hi);
+        cr_expect(lo < k / n && k / n < hi, "%g/%g: [%g, %g]", k, n, lo, hi);
+        for (int b = 0; b < 2; b++) {
+            double p = b ? hi : lo, lhs = (k / n - p) * (k / n - p), rhs = Z975 * Z975 * p * (1 - p) / n;
+            cr_expect(fabs(lhs - rhs) < 1e-12, "%g/%g bound %g: %g vs %g", k, n, p, lhs, rhs);
+        }
+    }
+    double lo, hi;
+    lx_wilson95(30, 30, &lo, &hi);  /* all right: the lower root of (1 - p)^2 = z^2 p (1 - p) / n */
+    cr_expect(fabs(lo - 30 / (30 + Z975 * Z975)) < 1e-12, "%g", lo);
+    cr_expect_eq(hi, 1.0);
+    lx_wilson95(0, 30, &lo, &hi);
+    cr_expect_eq(lo, 0.0);
+    cr_expect(fabs(hi - Z975 * Z975 / (30 + Z975 * Z975)) < 1e-12, "%g", hi);
+    lx_wilson95(1, 0, &lo, &hi);
+    cr_expect(isnan(lo) && isnan(hi));
+}
+
+static void add_acc(struct lx_rows *r, long seed, double acc, double count)
+{
+    char key[17];
+    snprintf(key, sizeof key, "k%ld", seed);
+    lx_rows_add(r, "s", "m", "passkey", key, NULL, 64, seed, "acc", acc, r->n + 1);
+    if (count > 0)
+        lx_rows_add(r, "s", "m", "passkey", key, NULL, 64, seed, "n_samples", count, r->n + 1);
+}
+
+static void stat_of(const struct lx_rows *r, struct lx_cell_stat *st)
+{
+    char **label = lx_xcalloc((size_t)r->n, sizeof *label);
+    for (int i = 0; i < r->n; i++)
+        label[i] = "m";
+    lx_cell_stat(r, label, "s", "passkey", "m", 64, "acc", st);
+    free(label);
+}
+
+Test(seeds, cell_interval_t_and_wilson)
+{
+    struct lx_rows r = {0};
+    struct lx_cell_stat st;
+    /* 0.5, 0.6, 0.7 of 10 each: mean 0.6, sd 0.1, t half-width 4.30265 * 0.1 /
+    ** sqrt(3) = 0.248414; Wilson of 18/30 is narrower and inside it. */
+    add_acc(&r, 1, 0.5, 10), add_acc(&r, 2, 0.6, 10), add_acc(&r, 3, 0.7, 10);
+    stat_of(&r, &st);
+    cr_expect_eq(st.n, 3);
+    cr_expect_eq(st.n_instances, 30);
+    cr_expect(fabs(st.lo - (0.6 - 0.248414)) < 1e-5 && fabs(st.hi - (0.6 + 0.248414)) < 1e-5, "[%g, %g]", st.lo,
+              st.hi);
+    lx_rows_release(&r);
+    /* 30/30 on every seed: sd 0, the t interval is [1, 1]; Wilson's of 30/30
+    ** widens it to [30 / (30 + z^2), 1] = [0.886487, 1]. */
+    add_acc(&r, 1, 1, 10), add_acc(&r, 2, 1, 10), add_acc(&r, 3, 1, 10);
+    stat_of(&r, &st);
+    cr_expect(fabs(st.lo - 0.886487) < 1e-6 && st.hi == 1.0, "[%g, %g]", st.lo, st.hi);
+    lx_rows_release(&r);
+    /* a seed without its count: no pooled instances, the t interval alone */
+    add_acc(&r, 1, 1, 10), add_acc(&r, 2, 1, 0);
+    stat_of(&r, &st);
+    cr_expect_eq(st.n_instances, 0);
+    cr_expect(st.lo == 1.0 && st.hi == 1.0, "[%g, %g]", st.lo, st.hi);
+    lx_rows_release(&r);
+    /* one seed: no interval */
+    add_acc(&r, 1, 0.5, 10);
+    stat_of(&r, &st);
+    cr_expect(isnan(st.lo) && isnan(st.hi));
+    lx_rows_release(&r);
+}
+
+/* ---- lx_compare_pooled ---- */
+
+static void add_x(struct lx_rows *r, long seed, const char *metric, double v)
+{
+    char key[17];
+    snprintf(key, sizeof key, "k%ld", seed);
+    lx_rows_add(r, "s", "m", "t", key, NULL, 100, seed, metric, v, r->n + 1);
+}
+
+static int pooled(const struct lx_rows *b, const struct lx_rows *h, double sigma, struct lx_compare_counts *c,
+                  struct lx_buf *out)
+{
+    struct lx_compare_opts o = {.rtol = 1e-6, .atol = 1e-9, .sigma = sigma};
+    struct lx_error err = {{0}};
+    lx_buf_reset(out);
+    return lx_compare(b, h, &o, out, c, &err);
+}
+
+Test(seeds, pooled_compare_by_hand)
+{
+    struct lx_rows b = {0}, h = {0};
+    struct lx_compare_counts c;
+    struct lx_buf out = {0};
+    /* base seeds 1-3: 1, 2, 3 (mean 2, sd 1, se 1/sqrt 3); head seeds 4-6: 2,
+    ** 3, 4 (mean 3, se 1/sqrt 3): diff 1, combined se sqrt(2/3) = 0.8165,
+    ** 1.2247 standard errors */
+    for (int s = 1; s <= 3; s++) {
+        add_x(&b, s, "x", s), add_x(&b, s, "x_se", 0.1);
+        add_x(&h, s + 3, "x", s + 1), add_x(&h, s + 3, "x_se", 0.1);
+    }
+    cr_assert_eq(pooled(&b, &h, 1.2, &c, &out), LX_OK);
+    cr_expect_eq(c.n_values, 1, "x_se is an uncertainty, not a value");
+    cr_expect_eq(c.n_cells, 1);
+    cr_expect_eq(c.n_moved, 1, "%s", lx_buf_str(&out));
+    cr_expect(strstr(lx_buf_str(&out), "| t | m | 100 | 3/3 | x | 2 | 3 | +1 | +1.22 |") != NULL, "%s",
+              lx_buf_str(&out));
+    cr_assert_eq(pooled(&b, &h, 1.25, &c, &out), LX_OK);
+    cr_expect_eq(c.n_moved, 0, "%s", lx_buf_str(&out));
+    lx_rows_release(&b);
+    lx_rows_release(&h);
+    /* the same with stored se 3 on every seed: the floor sqrt(mean se² / n) =
+    ** sqrt(3) beats the spread's 1/sqrt 3; combined sqrt 6 = 2.449, 0.408 se */
+    for (int s = 1; s <= 3; s++) {
+        add_x(&b, s, "x", s), add_x(&b, s, "x_se", 3);
+        add_x(&h, s + 3, "x", s + 1), add_x(&h, s + 3, "x_se", 3);
+    }
+    cr_assert_eq(pooled(&b, &h, 0.4, &c, &out), LX_OK);
+    cr_expect_eq(c.n_moved, 1, "%s", lx_buf_str(&out));
+    cr_assert_eq(pooled(&b, &h, 0.41, &c, &out), LX_OK);
+    cr_expect_eq(c.n_moved, 0, "%s", lx_buf_str(&out));
+    lx_rows_release(&b);
+    lx_rows_release(&h);
+    /* one seed a side: the stored se; 10 ± 1 against 13 ± 1: 3 / sqrt 2 = 2.1213 se.
+    ** y has no se on either side: compared with the tolerances, and counted */
+    add_x(&b, 1, "x", 10), add_x(&b, 1, "x_se", 1), add_x(&b, 1, "y", 1);
+    add_x(&h, 2, "x", 13), add_x(&h, 2, "x_se", 1), add_x(&h, 2, "y", 1.5);
+    cr_assert_eq(pooled(&b, &h, 2.12, &c, &out), LX_OK);
+    cr_expect_eq(c.n_moved, 2, "x at 2.12, y beyond the tolerance: %s", lx_buf_str(&out));
+    cr_expect_eq(c.n_no_se, 1);
+    cr_assert_eq(pooled(&b, &h, 2.13, &c, &out), LX_OK);
+    cr_expect_eq(c.n_moved, 1, "y only: %s", lx_buf_str(&out));
+    cr_expect(strstr(lx_buf_str(&out), "| y | 1 | 1.5 | +0.5 | – |") != NULL, "%s", lx_buf_str(&out));
+    /* one seed twice under two run keys: two configurations, refused */
+    lx_rows_add(&h, "s", "m", "t", "other", NULL, 100, 2, "x", 12, h.n + 1);
+    struct lx_compare_opts o = {.rtol = 1e-6, .atol = 1e-9, .sigma = 3, .head_name = "H"};
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_compare(&b, &h, &o, &out, &c, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "H holds two configurations of one cell") != NULL, "%s", err.msg);
+    lx_rows_release(&b);
+    lx_rows_release(&h);
+    lx_buf_free(&out);
+}
+
+/* ---- end to end ---- */
+
+static void setup(void)
+{
+    shell_setup("seeds");
+}
+
+/* configs/gaussian.yaml (4 methods, lengths 100 to 10,000) as sweep `name`
+** with the seeds `seeds`. */
+static void write_sweep(const char *name, const char *seeds)
+{
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "sed 's/^name: gaussian$/name: %s/; s/^seed: 1$/seeds: [%s]/' "
+                    "$R/configs/gaussian.yaml > %s.yaml && grep -c '^seeds: \\[%s\\]$' %s.yaml", name, seeds, name,
+                    seeds, name), 0, "%s", out);
+}
+
+/* The CSV at path with every row of (method, length, metric) moved down by 10
+** combined standard errors, written to out_name; the se computed here from
+** the rows as docs/results.md defines it; out_name in the test's folder: the larger of sd/sqrt(k) and
+** sqrt(mean(<metric>_se²)/k) over the k seeds, two equal sides combined
+** (sqrt 2). */
+static void shift_by_10_se(const char *path, const char *out_name, const char *method, long length,
+                           const char *metric)
+{
+    struct lx_rows r = {0};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_csv_read(path, &r, &err), LX_OK, "%s", err.msg);
+    char se_name[64];
+    snprintf(se_name, sizeof se_name, "%s_se", metric);
+    double sum = 0, ss = 0, se2 = 0;
+    int k = 0, k_se = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < r.n; i++) {
+            const struct lx_row *w = &r.rows[i];
+            if (strcmp(w->method, method) || w->length != length)
+                continue;
+            if (pass == 0 && !strcmp(w->metric, metric))
+                sum += w->value, k++;
+            else if (pass == 0 && !strcmp(w->metric, se_name))
+                se2 += w->value * w->value, k_se++;
+            else if (pass == 1 && !strcmp(w->metric, metric))
+                ss += (w->value - sum / k) * (w->value - sum / k);
+        }
+    cr_assert(k == 3 && k_se == 3, "%d seeds, %d se", k, k_se);
+    double spread = sqrt(ss / (k - 1) / k), own = sqrt(se2 / k / k), shift = 10 * sqrt(2) * fmax(spread, own);
+    cr_assert_gt(shift, 0);
+    for (int i = 0; i < r.n; i++)
+        if (!strcmp(r.rows[i].method, method) && r.rows[i].length == length && !strcmp(r.rows[i].metric, metric))
+            r.rows[i].value -= shift;
+    struct lx_buf csv = {0};
+    lx_render(&r, LX_FMT_CSV, NULL, &csv);
+    write_file(out_name, lx_buf_str(&csv));
+    lx_buf_free(&csv);
+    lx_rows_release(&r);
+}
+
+Test(seeds, three_seeds_against_three_others_flag_nothing_a_10_se_shift_is_flagged, .init = setup,
+     .fini = teardown, .timeout = 180)
+{
+    char out[16384];
+    write_sweep("a", "1, 2, 3");
+    write_sweep("b", "10, 11, 12");
+    cr_assert_eq(sh(out, sizeof out, "$L run a.yaml --db r.db --quiet --no-table && "
+                    "$L run b.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_assert(exists("r.db"));
+    cr_assert_eq(sql_long("r.db", "SELECT count(*) FROM runs WHERE status = 'ok'"), 2 * 4 * 3 * 3, "2 sweeps of 36 cells");
+    cr_expect_eq(sh(out, sizeof out, "$L compare a b --db r.db --sigma 3"), 0, "%s", out);
+    cr_expect(strstr(out, " in 12 cells compared, 0 moved beyond 3 combined standard errors; 0 values only in base, "
+                     "0 only in head") != NULL && strstr(out, "without a standard error") == NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare a b --db r.db"), 2, "seeds differ: no cell in common: %s", out);
+    /* the baseline: a's CSV with one value (none at 1000, entropy) 10 standard errors higher */
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --sweep a --format csv > a.csv"), 0, "%s", out);
+    char a_csv[128];
+    snprintf(a_csv, sizeof a_csv, "%s/a.csv", dir);
+    shift_by_10_se(a_csv, "shifted.csv", "none", 1000, "entropy");
+    cr_expect_eq(sh(out, sizeof out, "$L compare shifted.csv a --db r.db --sigma 3"), 1, "%s", out);
+    cr_expect(strstr(out, " 1 moved beyond 3 combined standard errors") != NULL, "%s", out);
+    cr_expect(strstr(out, "| none | 1000 | 3/3 | entropy |") != NULL, "%s", out);
+    cr_expect(strstr(out, " | +10 |\n") != NULL, "10 standard errors up from the baseline: %s", out);
+    /* the plain tolerance compare is still the default: a against its own CSV */
+    cr_expect_eq(sh(out, sizeof out, "$L compare a.csv a --db r.db --rtol 0 --atol 0"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare a b --db r.db --sigma -1"), 2, "%s", out);
+    cr_expect(strstr(out, "--sigma must be a non-negative number") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare a b --db r.db --sigma 0"), 2, "%s", out);
+    cr_expect(strstr(out, "--sigma must be above 0, got '0'\n  hint:") != NULL, "%s", out);
+}
