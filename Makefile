@@ -164,6 +164,7 @@ repro-check: lenx data/manifest.tsv
 # from git), BENCH_SECONDS sets the timed
 # seconds per side and configuration (default 8). OPENBLAS_CORETYPE, when set,
 # reaches both lenx and PyTorch.
+# BENCH=train: the tiled attention backward and a training step (tests/bench_train.c).
 BENCH ?=
 BENCH_SECONDS ?= 8
 bench: lenx $(B)/lenx-bench

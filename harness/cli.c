@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/engine/model/model.h"
+
 int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc, char **argv,
                   int *help, struct lx_error *err)
 {
@@ -150,6 +152,12 @@ int lx_args_global(int *argc, char ***argv, struct lx_error *err)
         *argv += used;
         *argc -= used;
     }
+    const char *ta = getenv("LENX_TRAIN_ATTENTION");
+    enum lx_train_attn mode = LX_TRAIN_TILED;
+    if (ta && *ta && lx_train_attn_parse(ta, &mode) < 0)
+        return lx_err(err, LX_EINVAL, "LENX_TRAIN_ATTENTION is '%s', not an attention path for training\n"
+                      "  hint: tiled (the default) or materialised (docs/PERFORMANCE.md, \"Training attention\")", ta);
+    lx_train_attn_set(mode);
     return LX_OK;
 }
 

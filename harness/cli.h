@@ -62,7 +62,9 @@ int lx_cli_numerics(const struct lx_args *a, struct lx_error *err);
 ** *argv move past them, argv[0] kept): --data DIR (or --data=DIR) sets
 ** LENX_DATA for this process, so every later reader of the data directory
 ** (harness/engine/data/corpus.c, docs/data.md#the-data-directory) sees one
-** setting. LX_EINVAL when DIR is not an existing directory. */
+** setting. LX_EINVAL when DIR is not an existing directory. The
+** environment's LENX_TRAIN_ATTENTION (tiled or materialised) is read here,
+** once, into lx_train_attn_set; LX_EINVAL on another value. */
 int lx_args_global(int *argc, char ***argv, struct lx_error *err);
 
 /* A command's failure: "lenx: error: MSG" on stderr; the exit status of

@@ -18,10 +18,13 @@
 **   decode      greedy tokens through the KV cache vs full passes at 16k, and a
 **               16x passkey cell end to end both ways (tests/bench_decode.c)
 **   model       training and evaluation tokens/s vs PyTorch (tests/bench_model.c)
+**   train       the tiled attention backward vs sgemm and vs the materialised
+**               backward, a training step tiled vs materialised (tests/bench_train.c)
 **
-** `lenx-bench micro` runs all but the model part, `lenx-bench tiled`,
-** `lenx-bench decode` and `lenx-bench model` one part each (`lenx-bench
-** tiledstats` only the cost of row statistics from the tiles).
+** `lenx-bench micro` runs all but the model and train parts, `lenx-bench
+** tiled`, `lenx-bench decode`, `lenx-bench model` and `lenx-bench train` one
+** part each (`lenx-bench tiledstats` only the cost of row statistics from the
+** tiles).
 */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
@@ -481,8 +484,22 @@ static int bench_tiled(void)
     return 0;
 }
 
+/* For the other bench files: best_of, and sgemm 2048³ GFLOP/s. */
+double lx_bench_best(int reps, void (*fn)(void *), void *arg)
+{
+    return best_of(reps, fn, arg);
+}
+
+double lx_bench_sgemm(void)
+{
+    double g[3];
+    sgemm_rates(g);
+    return g[0];
+}
+
 int lx_bench_model(void);   /* tests/bench_model.c */
 int lx_bench_decode(void);  /* tests/bench_decode.c */
+int lx_bench_train(void);   /* tests/bench_train.c */
 
 int main(int argc, char **argv)
 {
@@ -495,6 +512,8 @@ int main(int argc, char **argv)
         return bench_tiled();
     if (!strcmp(only, "decode"))
         return lx_bench_decode();
+    if (!strcmp(only, "train"))
+        return lx_bench_train();
     int max_threads = omp_get_max_threads();
     char blas[128];
     lx_blas_describe(blas, sizeof blas);

@@ -5,6 +5,8 @@
 ** (tests/test_tiled.c, tests/test_decode.c). Rows of 4 to 37 keys reach
 ** every window, sink and far-key edge. rel_err() is the error they are
 ** compared by: normwise relative, max |got − ref| / max |ref|.
+** (tests/test_tiled_bwd.c takes the ones training can run: no window, sinks,
+** far keys or calibration.)
 */
 #ifndef LX_TEST_MODEL_STACKS_H
 #define LX_TEST_MODEL_STACKS_H
@@ -19,6 +21,21 @@ static inline double rel_err(const float *a, const float *ref, long n)
         den = fmax(den, fabs((double)ref[i]));
     }
     return num / (den > 0.0 ? den : 1.0);
+}
+
+/* q (H heads) and k (KV heads) of every fused qkv row ((H + 2·KV)·D floats)
+** to unit length, as the model hands them to attention under CosScale. */
+static inline void unit_qk_rows(float *qkv, int T, int H, int KV, int D)
+{
+    long ld = (long)(H + 2 * KV) * D;
+    for (long r = 0; r < (long)T * (H + KV); r++) {
+        float *x = qkv + (r / (H + KV)) * ld + (r % (H + KV)) * D;
+        double nn = 0.0;
+        for (int d = 0; d < D; d++)
+            nn += (double)x[d] * x[d];
+        for (int d = 0; d < D; d++)
+            x[d] = (float)(x[d] / sqrt(nn));
+    }
 }
 
 static const char *const stacks[] = {

@@ -136,9 +136,9 @@ Test(finetune, bad_maps_are_refused_at_their_place, .init = setup, .fini = teard
     expect_refused("[rope, {ntk: {train: true}}]", "4:18", "ntk: trained in (train: true) it needs an explicit scale");
     expect_refused("[rope, {window: {finetune: {steps: 10, length: 64}}}]", "4:38",
                    "method 'window' acts at evaluation only and cannot be fine-tuned in");
-    /* the plan counts the fine-tuning's batch x length like a training: 16 x 65536 tokens hold at least
-    ** 16 x 2 heads x 65536^2 attention probabilities, 550 GB in floats */
-    expect_refused("[{rope: {finetune: {steps: 2, length: 65536, batch: 16}}}]", "4:11", "model 'm' needs ");
+    /* the plan counts the fine-tuning's batch x length like a training: 100,000 windows of 2^20 tokens
+    ** hold 1e11 tokens' activations, far beyond any machine's memory */
+    expect_refused("[{rope: {finetune: {steps: 2, length: 1048576, batch: 100000}}}]", "4:11", "model 'm' needs ");
     cr_expect(strstr(out_of_last, "to fine-tune (weights") != NULL, "%s", out_of_last);
     /* a mixture's instances are made at the fine-tuning length: a needle (at least 97 bytes) needs room */
     char out[4096];

@@ -157,7 +157,12 @@ Test(gqa, memory_plan_counts_the_smaller_qkv_rows)
     struct lx_arch g = arch(LX_MODEL_CAUSAL, 4, 1, 0, 0), m = arch(LX_MODEL_CAUSAL, 4, 0, 0, 0);
     double N = 3.0 * 40;
     cr_expect_eq(lx_acts_bytes(&m, 3, 40, 0) - lx_acts_bytes(&g, 3, 40, 0), N * 48 * 4);
-    cr_expect_eq(lx_acts_bytes(&m, 3, 40, 1) - lx_acts_bytes(&g, 3, 40, 1), (2 + 1) * N * 48 * 4);
+    cr_expect_eq(lx_acts_bytes(&m, 3, 40, LX_ACTS_TRAIN_MATERIALISED) - lx_acts_bytes(&g, 3, 40, LX_ACTS_TRAIN_MATERIALISED),
+                 (2 + 1) * N * 48 * 4);
+    /* the tiled training path adds each query head's dk | dv of one window
+    ** (4 × 40 × 2·8 floats) to sum them per group */
+    cr_expect_eq(lx_acts_bytes(&m, 3, 40, LX_ACTS_TRAIN_TILED) - lx_acts_bytes(&g, 3, 40, LX_ACTS_TRAIN_TILED),
+                 (2 + 1) * N * 48 * 4 - 4 * 40 * 2 * 8 * 4);
     /* weights: wk and wv lose 2·(4 − 1)·8 rows of 32 per layer; a tied head drops V·C; biases add (4 + 2)·8 */
     cr_expect_eq(lx_arch_n_params(&m) - lx_arch_n_params(&g), (size_t)(2 * 2 * 3 * 8 * 32));
     struct lx_arch gt = arch(LX_MODEL_CAUSAL, 4, 1, 1, 1);

@@ -177,16 +177,24 @@ static const struct ref_case {
     uint64_t key;           /* lx_model_init key */
     long heads, kv_heads;   /* 0, 0: the default 2 heads, multi-head */
     int qkv_bias, tie_head; /* arch flags */
+    int B, T;               /* its windows; 0, 0: RB windows of RT */
 } ref_cases[] = {
-    {"causal_rope", LX_MODEL_CAUSAL, LX_MLP_GELU, "[{rope: {layout: half}}]", 101, 0, 0, 0, 0},
+    {"causal_rope", LX_MODEL_CAUSAL, LX_MLP_GELU, "[{rope: {layout: half}}]", 101, 0, 0, 0, 0, 0, 0},
     {"mlm_logn", LX_MODEL_MLM, LX_MLP_SWIGLU,
-     "[{rope: {layout: interleaved}}, {logn: {mode: su, base: 512, train: true}}]", 102, 0, 0, 0, 0},
-    {"causal_ssmax", LX_MODEL_CAUSAL, LX_MLP_GELU, "[nope, {logn: {mode: ssmax, s: 0.4, train: true}}]", 103, 0, 0, 0, 0},
+     "[{rope: {layout: interleaved}}, {logn: {mode: su, base: 512, train: true}}]", 102, 0, 0, 0, 0, 0, 0},
+    {"causal_ssmax", LX_MODEL_CAUSAL, LX_MLP_GELU, "[nope, {logn: {mode: ssmax, s: 0.4, train: true}}]", 103, 0, 0, 0, 0, 0, 0},
     /* grouped-query: 4 query heads of dimension 8 on 2 key/value heads, biases (filled away from 0), tied head */
-    {"causal_gqa", LX_MODEL_CAUSAL, LX_MLP_SWIGLU, "[{rope: {layout: half}}]", 104, 4, 2, 1, 1},
+    {"causal_gqa", LX_MODEL_CAUSAL, LX_MLP_SWIGLU, "[{rope: {layout: half}}]", 104, 4, 2, 1, 1, 0, 0},
+    /* one window past the tiles of training's tiled attention (LX_TILE_BQ forward rows, two
+    ** LX_TILE_TRAIN_BQ backward blocks and a part), grouped-query heads, SSMax's row scale */
+    {"causal_long", LX_MODEL_CAUSAL, LX_MLP_GELU, "[{rope: {layout: half}}, {logn: {mode: ssmax, s: 0.4, train: true}}]",
+     105, 4, 2, 0, 0, 1, 300},
 };
 
 enum { N_REF = sizeof ref_cases / sizeof *ref_cases };
+
+static int case_B(const struct ref_case *c) { return c->B ? c->B : RB; }
+static int case_T(const struct ref_case *c) { return c->T ? c->T : RT; }
 
 /* layers 2, d_model 32, heads 2, d_head 16, d_mlp 64, vocab 260 (the GQA
 ** case: heads 4, d_head 8). init_std 0.15 (not the default 0.02) so attention
@@ -216,12 +224,12 @@ static void save_case(const struct ref_case *c, const char *path, char sha[65])
     struct lx_error err = {""};
     lx_model_init(&m, &a, c->key);
     fill_biases(&m, 300);
-    compile(&sp, c->stack, (int)a.d_head, RT, (int)a.heads, RT);
+    compile(&sp, c->stack, (int)a.d_head, case_T(c), (int)a.heads, case_T(c));
     lx_stack_train_part(&sp.st, NULL, NULL, &stack);
     char key[64];
     snprintf(key, sizeof key, "model_ref_%s", c->name);
     struct lx_ckpt_info info = {.model_key = key, .stack = (char *)lx_buf_str(&stack),
-                                .train_json = "{}", .train_len = RT};
+                                .train_json = "{}", .train_len = case_T(c)};
     cr_assert_eq(lx_model_save(&m, path, &info, &err), LX_OK, "%s", err.msg);
     memcpy(sha, info.sha256, 65);
     lx_buf_free(&stack);
@@ -284,12 +292,13 @@ static void check_case(const struct ref_case *c)
               a->tie_head == want.tie_head, "%s: the checkpoint's arch is not the case's", c->name);
     /* run the model the way its checkpoint says: the stored training stack */
     struct compiled sp;
-    compile(&sp, info.stack, (int)a->d_head, info.train_len, (int)a->heads, RT);
+    int B = case_B(c), T = case_T(c);
+    compile(&sp, info.stack, (int)a->d_head, info.train_len, (int)a->heads, T);
 
-    int tok[RB * RT], tgt[RB * RT];
-    make_windows(tok, tgt, RB, RT, a->mode == LX_MODEL_CAUSAL, 256, LX_TOK_BOS, LX_TOK_MASK);
+    int *tok = malloc(sizeof(int) * (size_t)(B * T)), *tgt = malloc(sizeof(int) * (size_t)(B * T));
+    make_windows(tok, tgt, B, T, a->mode == LX_MODEL_CAUSAL, 256, LX_TOK_BOS, LX_TOK_MASK);
     struct lx_acts acts;
-    cr_assert_eq(lx_acts_alloc(&acts, a, RB, RT, 1, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_acts_alloc(&acts, a, B, T, 1, &err), LX_OK, "%s", err.msg);
     float *g = calloc(m.n_params, sizeof *g);
     struct lx_weights gv;
     lx_weights_map(&gv, a, g);
@@ -302,14 +311,14 @@ static void check_case(const struct ref_case *c)
     cr_assert_eq(lx_st_open(&f, path, &err), LX_OK, "%s\n  (regenerate with tests/ref/model_ref.sh)", err.msg);
 
     /* the reference ran the same windows */
-    const long shp_bt[2] = {RB, RT}, shp_l[3] = {RB, RT, a->vocab}, shp_1[1] = {1};
-    float *rtok = ref_tensor(&f, "tokens", 2, shp_bt, RB * RT), *rtgt = ref_tensor(&f, "targets", 2, shp_bt, RB * RT);
-    for (int i = 0; i < RB * RT; i++)
+    const long shp_bt[2] = {B, T}, shp_l[3] = {B, T, a->vocab}, shp_1[1] = {1};
+    float *rtok = ref_tensor(&f, "tokens", 2, shp_bt, B * T), *rtgt = ref_tensor(&f, "targets", 2, shp_bt, B * T);
+    for (int i = 0; i < B * T; i++)
         cr_assert(rtok[i] == (float)tok[i] && rtgt[i] == (float)tgt[i],
                   "%s: window entry %d: tokens %d/%g, targets %d/%g (C/reference)", c->name, i, tok[i],
                   rtok[i], tgt[i], rtgt[i]);
 
-    long nl = RB * RT * a->vocab;
+    long nl = (long)B * T * a->vocab;
     float *rl = ref_tensor(&f, "logits", 3, shp_l, nl), *rloss = ref_tensor(&f, "loss", 1, shp_1, 1);
     double dl = 0;
     for (long i = 0; i < nl; i++)
@@ -347,6 +356,8 @@ static void check_case(const struct ref_case *c)
                   worst_at, worst);
 
     free(ti);
+    free(tok);
+    free(tgt);
     free(rtok);
     free(rtgt);
     free(rl);
@@ -364,6 +375,7 @@ Test(model_ref, causal_rope) { check_case(&ref_cases[0]); }
 Test(model_ref, mlm_logn) { check_case(&ref_cases[1]); }
 Test(model_ref, causal_ssmax) { check_case(&ref_cases[2]); }
 Test(model_ref, causal_gqa) { check_case(&ref_cases[3]); }
+Test(model_ref, causal_long) { check_case(&ref_cases[4]); }
 
 /* ---- model: whole-model finite differences --------------------------------- */
 
@@ -553,7 +565,10 @@ Test(model, fd_gradients_causal_pose_positions, .timeout = 60)
 
 /* Eval mode (one layer at a time, the residual updated in place, the MLP and
 ** the head over row blocks) against train mode (every layer kept, every
-** product over all B·T rows) on B windows of T tokens, three layers. */
+** product over all B·T rows) on B windows of T tokens, three layers: on the
+** same attention path the bits agree (eval's tiles and training's tiled
+** path; eval's head path and training's materialised path), across paths
+** within float rounding. */
 static void eval_equals_train(int B, int T)
 {
     for (int mode = 0; mode < 2; mode++) {
@@ -561,31 +576,33 @@ static void eval_equals_train(int B, int T)
         struct lx_arch a = arch_of(mode, mode ? LX_MLP_SWIGLU : LX_MLP_GELU, 3, 32, 2, 16, 48, LX_VOCAB, 0.15);
         struct lx_model m;
         struct compiled sp;
-        struct lx_acts tr, ev;
+        struct lx_acts tr[2], ev;
         long N = (long)B * T;
         int *tok = malloc(sizeof(int) * (size_t)N), *tgt = malloc(sizeof(int) * (size_t)N);
         lx_model_init(&m, &a, 55);
         compile(&sp, "[{rope: {layout: half}}, {logn: {mode: su}}]", 16, T, 2, T);
         make_windows(tok, tgt, B, T, mode == LX_MODEL_CAUSAL, 256, LX_TOK_BOS, LX_TOK_MASK);
-        cr_assert_eq(lx_acts_alloc(&tr, &a, B, T, 1, &err), LX_OK, "%s", err.msg);
         cr_assert_eq(lx_acts_alloc(&ev, &a, B, T, 0, &err), LX_OK, "%s", err.msg);
-        /* eval on the head path, which train uses: bit-identical */
-        ev.head_path = 1;
-        double l_tr = lx_model_forward(&m, &sp.spec, tok, tgt, &tr);
-        double l_ev = lx_model_forward(&m, &sp.spec, tok, tgt, &ev);
-        cr_expect_eq(memcmp(tr.logits, ev.logits, sizeof(float) * (size_t)N * LX_VOCAB), 0,
-                     "mode %d, %d x %d: eval logits differ from train logits", mode, B, T);
-        cr_expect_eq(memcmp(tr.loss, ev.loss, sizeof(float) * (size_t)N), 0, "mode %d: per-token NLL", mode);
-        cr_expect_eq(l_tr, l_ev, "mode %d: loss %.9g (train) vs %.9g (eval)", mode, l_tr, l_ev);
-        /* no targets: logits only, the same again */
-        lx_model_forward(&m, &sp.spec, tok, NULL, &ev);
-        cr_expect_eq(memcmp(tr.logits, ev.logits, sizeof(float) * (size_t)N * LX_VOCAB), 0);
-        /* without: the tiled forward (tests/test_tiled.c), equal within float rounding */
-        ev.head_path = 0;
-        double l_tiled = lx_model_forward(&m, &sp.spec, tok, tgt, &ev);
-        cr_expect(fabs(l_tiled - l_tr) <= 1e-5 * fabs(l_tr), "mode %d: loss %.9g (train) vs %.9g (tiled eval)",
-                  mode, l_tr, l_tiled);
-        lx_acts_release(&tr);
+        double l_tr[2];
+        for (int mat = 0; mat < 2; mat++) {     /* the tiled path, then the materialised one */
+            cr_assert_eq(lx_acts_alloc(&tr[mat], &a, B, T, mat ? LX_ACTS_TRAIN_MATERIALISED : LX_ACTS_TRAIN_TILED,
+                                       &err), LX_OK, "%s", err.msg);
+            l_tr[mat] = lx_model_forward(&m, &sp.spec, tok, tgt, &tr[mat]);
+            ev.head_path = mat;
+            double l_ev = lx_model_forward(&m, &sp.spec, tok, tgt, &ev);
+            cr_expect_eq(memcmp(tr[mat].logits, ev.logits, sizeof(float) * (size_t)N * LX_VOCAB), 0,
+                         "mode %d, %d x %d, %s: eval logits differ from train logits", mode, B, T,
+                         mat ? "materialised" : "tiled");
+            cr_expect_eq(memcmp(tr[mat].loss, ev.loss, sizeof(float) * (size_t)N), 0, "mode %d: per-token NLL", mode);
+            cr_expect_eq(l_tr[mat], l_ev, "mode %d: loss %.9g (train) vs %.9g (eval)", mode, l_tr[mat], l_ev);
+            /* no targets: logits only, the same again */
+            lx_model_forward(&m, &sp.spec, tok, NULL, &ev);
+            cr_expect_eq(memcmp(tr[mat].logits, ev.logits, sizeof(float) * (size_t)N * LX_VOCAB), 0);
+        }
+        cr_expect(fabs(l_tr[0] - l_tr[1]) <= 1e-5 * fabs(l_tr[1]), "mode %d: loss %.9g (tiled) vs %.9g "
+                  "(materialised)", mode, l_tr[0], l_tr[1]);
+        lx_acts_release(&tr[0]);
+        lx_acts_release(&tr[1]);
         lx_acts_release(&ev);
         compiled_release(&sp);
         lx_model_release(&m);

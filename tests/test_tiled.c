@@ -215,14 +215,7 @@ static void compare_gqa(const char *stack, int T, int H, int KV, int D, int caus
     float *att = malloc(sizeof(float) * (size_t)H * T * T);
     fill(qkv, T * ld, 4);
     if (st.spec.cosine)     /* unit q and k rows, as the model gives them */
-        for (long r = 0; r < (long)T * (H + KV); r++) {
-            float *x = qkv + (r / (H + KV)) * ld + (r % (H + KV)) * D;
-            double nn = 0.0;
-            for (int d = 0; d < D; d++)
-                nn += (double)x[d] * x[d];
-            for (int d = 0; d < D; d++)
-                x[d] = (float)(x[d] / sqrt(nn));
-        }
+        unit_qk_rows(qkv, T, H, KV, D);
     for (long t = 0; t < T; t++)
         for (int h = 0; h < H; h++)
             for (int d = 0; d < D; d++) {

@@ -17,7 +17,8 @@ and backward against these. Run through tests/ref/model_ref.sh, which first
 writes the checkpoints; the test suite itself never needs Python.
 
 Windows (the same formula is in tests/test_model.c, make_windows): B = 2,
-T = 16, byte stream s_b[i] = (37*(T*b + i) + 11) % 256.
+T = 16 (causal_long: B = 1, T = 300, past the tiles of lenx's tiled training
+attention), byte stream s_b[i] = (37*(T*b + i) + 11) % 256.
   causal: input [BOS, s_0 .. s_{T-2}], targets s_0 .. s_{T-1}
   mlm:    input s with MASK where (7i + 3b) % 5 == 1, targets only there
 """
@@ -31,11 +32,11 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lenx_torch import BOS, MASK, load_lenx, write_safetensors  # noqa: E402
 
-B, T = 2, 16
-CASES = [("causal_rope", "causal"), ("mlm_logn", "mlm"), ("causal_ssmax", "causal"), ("causal_gqa", "causal")]
+CASES = [("causal_rope", "causal", 2, 16), ("mlm_logn", "mlm", 2, 16), ("causal_ssmax", "causal", 2, 16),
+         ("causal_gqa", "causal", 2, 16), ("causal_long", "causal", 1, 300)]
 
 
-def windows(causal):
+def windows(causal, B, T):
     tok = torch.zeros(B, T, dtype=torch.long)
     tgt = torch.full((B, T), -1, dtype=torch.long)
     for b in range(B):
@@ -51,13 +52,19 @@ def windows(causal):
     return tok, tgt
 
 
-def main():
+def main(only):
+    """Write every case's reference, or only the cases named in `only`."""
     here = os.path.dirname(os.path.abspath(__file__))
-    for case, mode in CASES:
+    unknown = set(only) - {c[0] for c in CASES}
+    if unknown:
+        sys.exit(f"model_ref.py: no case {', '.join(sorted(unknown))}; cases: {', '.join(c[0] for c in CASES)}")
+    for case, mode, B, T in CASES:
+        if only and case not in only:
+            continue
         ckpt = os.path.join(here, f"model_ckpt_{case}.safetensors")
         model, meta = load_lenx(ckpt, dtype=torch.float64)
         assert model.arch["mode"] == mode, (case, model.arch["mode"])
-        tok, tgt = windows(model.causal)
+        tok, tgt = windows(model.causal, B, T)
         logits = model(tok)
         loss = model.loss(tok, tgt)
         loss.backward()
@@ -78,4 +85,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -18,6 +18,8 @@
 **
 ** Backward supports what training uses (rotary, logit ops, cosine); the
 ** training-time part of a stack never has windows, posmaps or temperatures.
+** The head path's backward is training's materialised path, the reference
+** of the tiled backward below (LENX_TRAIN_ATTENTION=materialised).
 */
 #ifndef LX_ATTENTION_H
 #define LX_ATTENTION_H
@@ -125,6 +127,8 @@ struct lx_tile_ws {
     const struct lx_tile_stats *stats;  /* row statistics to sum, or NULL */
     double *acc;        /* with stats: (n_thr, lx_tile_acc_doubles(bq)) per-row sums */
     struct lx_diag *part;   /* with stats: (H · ceil(T / bq),) per-(head, block) sums */
+    float *lse;         /* (H, T) each row's log-sum-exp m + ln s of its logits, for the tiled
+                        ** backward (training), or NULL */
 };
 
 /* Per-thread scratch floats: S and far tiles, the output accumulator, row max and sum. */
@@ -147,5 +151,58 @@ size_t lx_tile_acc_doubles(int bq);
 ** multipliers of S or NULL. */
 void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float *v, const struct lx_spec *spec,
                            const float *mult, const struct lx_attn_shape *sh, const struct lx_tile_ws *ws);
+
+/* Pieces of the tiled forward the backward shares (tiled.c): the per-head
+** distance tables over t (tab (H, n_tab, T), n_tab = lx_tile_tab_rows), a
+** row's factors R(n) (returned) and R_k(n) (Rk, n_dist of them) by which
+** logit = R·X(t)·S + Σ_k R_k·G_k(t), and e^(s − mx) in place over n floats
+** (0 below e^−70; their sum returned) on the AVX2 + FMA build or the SSE2 one. */
+void lx_tile_dist_tables(double *tab, const struct lx_spec *spec, int H, int T);
+double lx_tile_row_factors(const struct lx_spec *spec, long n, double *Rk, int n_dist);
+float lx_tile_exp_sum(float *s, long n, float mx, int avx2);
+/* 1 when this CPU runs the AVX2 + FMA build of the softmax loops. */
+int lx_tile_avx2(void);
+
+/* ---- the tiled backward (training) ----------------------------------------
+** FlashAttention-2's backward (Dao 2023, arXiv:2307.08691, Algorithm 2) on
+** the same spec, in O(T·d) memory: the forward (lx_attn_tiled_forward with
+** ws->lse) keeps each row's log-sum-exp L_i; backward recomputes the
+** probabilities tile by tile from Q, K and L,
+**
+**     S = c·Q Kᵀ,  l = A(n_i, t)·S + B(n_i, t),  P = exp(l − L_i),  dP = dO Vᵀ,
+**     D_i = dO_i · O_i,  dS = P ∘ (dP − D_i) ∘ A · c,
+**     dV += Pᵀ dO,  dK += dSᵀ Q,  dQ += dS K,
+**
+** visiting only the query blocks that see a key tile (causal: the blocks at
+** and below its diagonal). Each head is one OpenMP iteration, key tiles in
+** order: its dq rows are its own, and with grouped-query heads (KV < H) each
+** query head's dk, dv go to ws->dkv first and are added per group in head
+** order, so no thread count changes a sum. What training's spec can hold:
+** rotary positions (applied to q and k before attention), logit ops, the
+** learned multipliers, cosine geometry (q, k arrive unit; c is its scale), a
+** temperature; no window, sinks or posmap. Tested against the materialised
+** head path (lx_attn_head_backward) and finite differences
+** (tests/test_tiled_bwd.c). */
+#define LX_TILE_TRAIN_BQ 128
+#define LX_TILE_TRAIN_BK 128
+
+struct lx_tile_bwd_ws {
+    int bq, bk;         /* queries per block, keys per tile */
+    int n_thr;          /* scratch slots; at least omp_get_max_threads() */
+    float *scratch;     /* (n_thr, lx_tile_bwd_thread_floats(bq, bk, T)) */
+    double *tab;        /* (H, lx_tile_tab_rows(spec), T) distance tables; NULL when that is 0 */
+    float *dkv;         /* with KV < H: (H, T, 2·D) each query head's dk | dv; else unused */
+};
+
+/* Per-thread scratch floats: the P and dS tiles, a row of slopes A, and D_i of T rows. */
+size_t lx_tile_bwd_thread_floats(int bq, int bk, int T);
+
+/* dq (row stride sh->ld, head h at h·D), dk, dv (row stride sh->ld, KV heads
+** as in the forward) accumulate (+=) the gradients of one window; do_ and o
+** (row stride sh->ldo) the output's gradient and the output; lse (H, T) from
+** the forward; q, k, v and mult (H,) or NULL as the forward had them. */
+void lx_attn_tiled_backward(float *dq, float *dk, float *dv, const float *do_, const float *o, const float *lse,
+                            const float *q, const float *k, const float *v, const struct lx_spec *spec,
+                            const float *mult, const struct lx_attn_shape *sh, const struct lx_tile_bwd_ws *ws);
 
 #endif

@@ -74,23 +74,23 @@ struct tiled {
 
 /* Per head h and distance t: X(t) = Π_k x_k(t) and G_k(t) = m_k(t)·Π_{k' > k} x_k'(t)
 ** over the distance ops k in stack order. */
-static void dist_tables(const struct tiled *x)
+void lx_tile_dist_tables(double *tab_all, const struct lx_spec *spec, int H, int T)
 {
-    const struct lx_spec *spec = x->spec;
+    int n_tab = lx_tile_tab_rows(spec);
 #pragma omp parallel for schedule(static)
-    for (long ht = 0; ht < (long)x->H * x->T; ht++) {
-        int h = (int)(ht / x->T);
-        long t = ht % x->T;
-        double *tab = x->ws->tab + (long)h * x->n_tab * x->T;
+    for (long ht = 0; ht < (long)H * T; ht++) {
+        int h = (int)(ht / T);
+        long t = ht % T;
+        double *tab = tab_all + (long)h * n_tab * T;
         double post = 1.0;
-        int row = x->n_tab - 1;
+        int row = n_tab - 1;
         for (int k = spec->n_ops - 1; k >= 0; k--) {
             const struct lx_logit_op *op = &spec->ops[k];
             if (op->kind != LX_OP_DIST_AFFINE)
                 continue;
             double a, m;
             op->dist_affine(op->params, &spec->facts, h, (double)t, &a, &m);
-            tab[(long)row-- * x->T + t] = m * post;
+            tab[(long)row-- * T + t] = m * post;
             post *= a;
         }
         tab[t] = post;
@@ -190,6 +190,17 @@ __attribute__((target("avx2,fma"))) static float exp_sum_avx2(float *s, long n, 
 static float exp_sum_sse2(float *s, long n, float mx) { EXP_SUM_BODY return sum; }
 __attribute__((target("avx2,fma"))) static float max_of_avx2(const float *s, long n, float mx) { MAX_OF_BODY return mx; }
 static float max_of_sse2(const float *s, long n, float mx) { MAX_OF_BODY return mx; }
+
+float lx_tile_exp_sum(float *s, long n, float mx, int avx2)
+{
+    return avx2 ? exp_sum_avx2(s, n, mx) : exp_sum_sse2(s, n, mx);
+}
+
+int lx_tile_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
 
 /* ---- row statistics (attention.h, "Row statistics from the tiles") --------------- */
 
@@ -381,7 +392,7 @@ static void dist_logits(const struct tiled *x, float *s, const double *tab, cons
 }
 
 /* R(n) = Π row scales / τ and R_k(n) = Π row scales after distance op k / τ. */
-static double row_factors(const struct lx_spec *spec, long n, double *Rk, int n_dist)
+double lx_tile_row_factors(const struct lx_spec *spec, long n, double *Rk, int n_dist)
 {
     double acc = 1.0 / spec->temperature;
     int k = n_dist - 1;
@@ -416,7 +427,7 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
     if (!plain && !spec->has_dist)
         lx_spec_affine(spec, h, n, 0.0, &A0, &B0);
     else if (!plain)
-        R = row_factors(spec, n, Rk, x->n_tab - 1);
+        R = lx_tile_row_factors(spec, n, Rk, x->n_tab - 1);
     float mt = -INFINITY, a0 = (float)A0, b0 = (float)B0;
     for (int p = 0; p < 2; p++) {
         if (tab)
@@ -500,6 +511,8 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
         float *dst = x->o + (i0 + r) * x->ldo + (long)h * D, inv = 1.0f / l[r];
         for (int d = 0; d < D; d++)
             dst[d] = O[(size_t)r * D + d] * inv;
+        if (x->ws->lse)
+            x->ws->lse[(long)h * x->T + i0 + r] = m[r] + logf(l[r]);
     }
     for (long r = r0; stats && r < r1; r++) {
         long lo, hi, n = lx_spec_row_keys(spec, i0 + r, x->T, x->causal, &lo, &hi);
@@ -517,10 +530,9 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
                       .causal = causal, .G = H / KV, .n_tab = lx_tile_tab_rows(spec), .ws = ws, .mult = mult};
     LX_ASSERT((!x.n_tab || ws->tab) && (!lx_tile_rot_floats(spec, T, H, D) || ws->rot));
     if (x.n_tab)
-        dist_tables(&x);
+        lx_tile_dist_tables(ws->tab, spec, H, T);
     x.far = lx_tile_rot_floats(spec, T, H, D) > 0;
-    __builtin_cpu_init();
-    x.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !ws->sse2_only;
+    x.avx2 = lx_tile_avx2() && !ws->sse2_only;
     if (x.far)
         far_rows(&x);
     x.st = ws->stats;

@@ -60,23 +60,32 @@ struct acts_row {
 ** loss for one block of LX_EVAL_ROWS rows. Returns the number of rows. */
 static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int T, int train)
 {
+    LX_ASSERT(train == LX_ACTS_EVAL || train == LX_ACTS_TRAIN_TILED || train == LX_ACTS_TRAIN_MATERIALISED);
     double N = (double)B * T, C = (double)arch->d_model, HD = (double)arch->heads * arch->d_head,
            F = (double)arch->d_mlp, F2 = arch->mlp == LX_MLP_SWIGLU ? 2 * F : F, V = (double)arch->vocab,
            TT = (double)T * T, H = (double)arch->heads, nthr = n_threads(), LL = (double)arch->layers,
            QKV = (double)lx_arch_qkv(arch), D = (double)arch->d_head, nqb = (T + LX_TILE_BQ - 1) / LX_TILE_BQ;
     double R = N < LX_EVAL_ROWS ? N : LX_EVAL_ROWS, far = nthr * (double)lx_attn_far_floats(T, (int)D);
-    int n = 0;
+    int n = 0, mat = train == LX_ACTS_TRAIN_MATERIALISED, gqa = lx_arch_kv(arch) < arch->heads;
     if (train) {
+        /* the materialised path keeps every head's T x T probabilities (att) and a
+        ** thread's T x T backward scratch (dp); the tiled path a log-sum-exp per row
+        ** (lse), the tiles' scratch, and with grouped-query heads each head's dk, dv */
         struct acts_row t[] = {
             ROW(x, (LL + 1) * N * C, 4), ROW(rstd1, LL * N, 4), ROW(xn1, LL * N * C, 4),
-            ROW(qkv, LL * N * QKV, 4), ROW(att, LL * B * H * TT, 4), ROW(ao, LL * N * HD, 4),
+            ROW(qkv, LL * N * QKV, 4), ROW(att, mat ? LL * B * H * TT : 0, 4), ROW(ao, LL * N * HD, 4),
             ROW(xm, LL * N * C, 4), ROW(rstd2, LL * N, 4), ROW(xn2, LL * N * C, 4), ROW(h, LL * N * F2, 4),
             ROW(act, LL * N * F, 4), ROW(sig, arch->mlp == LX_MLP_GELU ? LL * N * F : 0, 4),
             ROW(rstdf, N, 4), ROW(xnf, N * C, 4), ROW(logits, N * V, 4), ROW(probs, N * V, 4), ROW(loss, N, 4),
-            ROW(rope_cs, N * D, 8), ROW(tab, nthr * 2 * T, 8),
+            ROW(rope_cs, N * D, 8), ROW(tab, mat ? nthr * 2 * T : 0, 8),
             ROW(dx, N * C, 4), ROW(dxn, N * C, 4), ROW(dqkv, N * QKV, 4), ROW(dao, N * HD, 4),
-            ROW(dh, N * F2, 4), ROW(dact, N * F, 4), ROW(dlogits, N * V, 4), ROW(dp, nthr * TT, 4),
-            LAZY(far, far, 4, 0), LAZY(qkn, LL * N * 2 * H, 4, 0),       /* posmap, CosScale: counted always */
+            ROW(dh, N * F2, 4), ROW(dact, N * F, 4), ROW(dlogits, N * V, 4), ROW(dp, mat ? nthr * TT : 0, 4),
+            ROW(lse, mat ? 0 : LL * N * H, 4),
+            ROW(tile, mat ? 0 : nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, (int)D), 4),
+            ROW(tile_tab, mat ? 0 : H * (1 + LX_SPEC_MAX_OPS) * T, 8),
+            ROW(tile_bwd, mat ? 0 : nthr * (double)lx_tile_bwd_thread_floats(LX_TILE_TRAIN_BQ, LX_TILE_TRAIN_BK, T), 4),
+            ROW(dkv, mat || !gqa ? 0 : H * T * 2 * D, 4),
+            LAZY(far, mat ? far : 0, 4, 0), LAZY(qkn, LL * N * 2 * H, 4, 0),   /* posmap, CosScale: counted always */
         };
         memcpy(r, t, sizeof t);
         n = (int)(sizeof t / sizeof *t);
@@ -100,6 +109,20 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
     }
     LX_ASSERT(n <= MAX_ROWS);
     return n;
+}
+
+/* `train` with LX_ACTS_TRAIN resolved to the process's attention path. */
+static int acts_mode(int train)
+{
+    if (train != LX_ACTS_TRAIN)
+        return train;
+    return lx_train_attn_get() == LX_TRAIN_MATERIALISED ? LX_ACTS_TRAIN_MATERIALISED : LX_ACTS_TRAIN_TILED;
+}
+
+/* The mode an allocation was laid out in. */
+static int mode_of(const struct lx_acts *a)
+{
+    return !a->train ? LX_ACTS_EVAL : a->tiled ? LX_ACTS_TRAIN_TILED : LX_ACTS_TRAIN_MATERIALISED;
 }
 
 static double row_bytes(const struct acts_row *r)
@@ -135,7 +158,7 @@ static double table_bytes(const struct lx_arch *arch, int B, int T, int train, i
 {
     struct acts_row r[MAX_ROWS];
     double off[MAX_ROWS];
-    int n = acts_table(r, arch, B, T, train);
+    int n = acts_table(r, arch, B, T, acts_mode(train));
     if (!lazy)
         return block_layout(r, n, off);
     double total = 0.0;
@@ -153,6 +176,7 @@ double lx_acts_bytes(const struct lx_arch *arch, int B, int T, int train)
 int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train, struct lx_error *err)
 {
     memset(a, 0, sizeof *a);
+    train = acts_mode(train);
     double need = lx_acts_bytes(arch, B, T, train), avail = lx_mem_available();
     if (need <= avail && need < (double)SIZE_MAX && (a->block = aligned_alloc(ALIGN, (size_t)need))) {
         struct acts_row r[MAX_ROWS];
@@ -165,7 +189,8 @@ int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, i
         a->arch = *arch;
         a->B = B;
         a->T = T;
-        a->train = train;
+        a->train = train != LX_ACTS_EVAL;
+        a->tiled = train == LX_ACTS_TRAIN_TILED;
         a->n_thr = n_threads();
         return LX_OK;
     }
@@ -181,7 +206,7 @@ void *lx_acts_lazy(struct lx_acts *a, void *field)
     if (*f)
         return *f;
     struct acts_row r[MAX_ROWS];
-    int n = acts_table(r, &a->arch, a->B, a->T, a->train);
+    int n = acts_table(r, &a->arch, a->B, a->T, mode_of(a));
     for (int i = 0; i < n; i++)
         if (r[i].lazy && row_ptr(a, &r[i]) == f)
             return *f = lx_xmalloc((size_t)row_bytes(&r[i]));
@@ -239,7 +264,7 @@ void lx_acts_release(struct lx_acts *a)
         return;
     if (a->block) {
         struct acts_row r[MAX_ROWS];
-        int n = acts_table(r, &a->arch, a->B, a->T, a->train);
+        int n = acts_table(r, &a->arch, a->B, a->T, mode_of(a));
         for (int i = 0; i < n; i++)
             if (r[i].lazy)
                 free(*row_ptr(a, &r[i]));

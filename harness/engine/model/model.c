@@ -162,7 +162,8 @@ static void put_stats(double *stats, struct lx_diag *diag, const struct lx_diag 
 ** first use, like the head path's far scratch), row statistics summed from the tiles
 ** into stats (layers' slice: (B, H, LX_ATTN_NSTATS)) and diag ((B, H)). */
 static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
-                            double *stats, struct lx_diag *diag, const float *mult, const struct lx_attn_shape *sh)
+                            double *stats, struct lx_diag *diag, const float *mult, float *lse,
+                            const struct lx_attn_shape *sh)
 {
     int B = a->B, T = sh->T, H = sh->H, KV = sh->KV, D = sh->D;
     long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD, nqb = (T + LX_TILE_BQ - 1) / LX_TILE_BQ;
@@ -180,6 +181,7 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
             memset(st.out, 0, sizeof(struct lx_diag) * (size_t)H);
             st.row0 = a->stats_row0 ? a->stats_row0[b] : 0;
         }
+        ws.lse = lse ? lse + (long)b * H * T : NULL;
         lx_attn_tiled_forward(ao + (long)b * T * HD, q, q + HD, q + HD + KD, spec, mult, sh, &ws);
         if (want)
             put_stats(stats ? stats + (long)b * H * LX_ATTN_NSTATS : NULL, diag ? diag + (long)b * H : NULL, st.out,
@@ -187,19 +189,42 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
     }
 }
 
-/* Attention of every (window, head). Training keeps the materialised head
-** path at every length: backward reads the probabilities it saved (layers ·
-** B · H · T² floats, which bounds training to a few thousand tokens anyway),
-** and at those lengths its two big GEMMs per head beat recomputing tiles.
+static enum lx_train_attn train_attn = LX_TRAIN_TILED;
+
+void lx_train_attn_set(enum lx_train_attn m)
+{
+    train_attn = m;
+}
+
+enum lx_train_attn lx_train_attn_get(void)
+{
+    return train_attn;
+}
+
+int lx_train_attn_parse(const char *s, enum lx_train_attn *out)
+{
+    if (s && !strcmp(s, "tiled"))
+        *out = LX_TRAIN_TILED;
+    else if (s && (!strcmp(s, "materialised") || !strcmp(s, "materialized")))
+        *out = LX_TRAIN_MATERIALISED;
+    else
+        return -1;
+    return 0;
+}
+
+/* Attention of every (window, head). Training runs tiled (a->tiled), the
+** forward keeping each row's log-sum-exp in lse for the tiled backward;
+** forced materialised (LENX_TRAIN_ATTENTION=materialised) it runs the head
+** path and keeps every head's probabilities (layers · B · H · T² floats).
 ** Evaluation runs tiled, row statistics included (the `attn` task, answer
 ** rows of retrieval tasks, t5align's calibration), unless the pass asks for
 ** whole probability rows (a probe) or for the head path (head_path: tests). */
 static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
-                          float *att, double *stats, struct lx_diag *diag, const float *mult, int layer,
+                          float *att, float *lse, double *stats, struct lx_diag *diag, const float *mult, int layer,
                           const struct lx_attn_shape *sh)
 {
-    if (!a->train && !a->probe && !a->head_path) {
-        attention_tiled(a, spec, qkv, ao, stats, diag, mult, sh);
+    if (a->train ? a->tiled : !a->probe && !a->head_path) {
+        attention_tiled(a, spec, qkv, ao, stats, diag, mult, lse, sh);
         return;
     }
     int B = a->B, T = sh->T, H = sh->H, KV = sh->KV, D = sh->D;
@@ -245,7 +270,8 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *spec
     const struct lx_layer_w *W = &m->v.layer[l];
     float *rstd1 = LAY(a, a->rstd1, l, s->N), *xn1 = LAY(a, a->xn1, l, s->N * s->C);
     float *qkv = LAY(a, a->qkv, l, s->N * s->QKV), *ao = LAY(a, a->ao, l, s->N * s->HD);
-    float *att = a->train ? a->att + l * (long)a->B * s->H * s->T * s->T : a->att;
+    float *att = a->train && !a->tiled ? a->att + l * (long)a->B * s->H * s->T * s->T : a->att;
+    float *lse = a->train && a->tiled ? a->lse + l * (long)a->B * s->H * s->T : NULL;
     lx_rmsnorm_forward(xn1, rstd1, xin, W->attn_norm, (int)s->N, (int)s->C, (float)ar->norm_eps);
     lx_linear_forward(qkv, xn1, W->wqkv, W->bqkv, (int)s->N, (int)s->C, (int)s->QKV);
     rope_rows(a, spec, qkv, (int)s->H, (int)s->KV, (int)ar->d_head, +1);
@@ -255,7 +281,7 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *spec
     if (a->kv)
         lx_kvcache_put(a->kv, (int)l, qkv, a->B, a->T, (int)s->H);
     struct lx_attn_shape sh = shape_of(ar, a->T);
-    attention_all(a, spec, qkv, ao, att, a->stats ? a->stats + l * a->B * s->H * LX_ATTN_NSTATS : NULL,
+    attention_all(a, spec, qkv, ao, att, lse, a->stats ? a->stats + l * a->B * s->H * LX_ATTN_NSTATS : NULL,
                   a->diag ? a->diag + l * a->B * s->H : NULL, W->logit_scale, (int)l, &sh);
 }
 
@@ -350,17 +376,29 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
     return n ? sum / (double)n : 0.0;
 }
 
-/* Backward of every (window, head) of one layer into a->dqkv from a->dao.
-** Query heads of a group write the same dk, dv rows, so one iteration takes
-** a (window, key/value head) and its H / KV query heads in order: no races,
-** and the sums do not depend on the thread count. dmult (H,) += the learned
-** multipliers' gradient when mult is given. */
-static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, const float *att,
-                               const float *mult, float *dmult, const struct lx_attn_shape *sh)
+/* dL/dw of a head's learned multiplier from its q rows and their gradient
+** dq (T rows of stride ld): S = c·w·(q·k) and dq = dL/d(q·k)·K, so
+** dL/dw = Σ_i q_i·dq_i / w. */
+static double dmult_of(const float *q, const float *dq, long ld, int T, int D, float w)
+{
+    double s = 0.0;
+    for (int t = 0; t < T; t++)
+        for (int d = 0; d < D; d++)
+            s += (double)q[(long)t * ld + d] * dq[(long)t * ld + d] / w;
+    return s;
+}
+
+/* The materialised backward of every (window, head) of one layer into
+** a->dqkv from a->dao. Query heads of a group write the same dk, dv rows, so
+** one iteration takes a (window, key/value head) and its H / KV query heads
+** in order: no races, and the sums do not depend on the thread count. dm
+** (B·H) gets the learned multipliers' gradients when mult is given. */
+static void attention_backward_materialised(struct lx_acts *a, const struct lx_spec *spec, const float *qkv,
+                                            const float *att, const float *mult, double *dm,
+                                            const struct lx_attn_shape *sh)
 {
     int B = a->B, T = a->T, H = sh->H, KV = sh->KV, D = sh->D, G = H / KV;
     long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
-    double *dm = mult ? lx_xcalloc((size_t)B * (size_t)H, sizeof *dm) : NULL;
 #pragma omp parallel for schedule(dynamic, 1)
     for (long bg = 0; bg < (long)B * KV; bg++) {
         int b = (int)(bg / KV), g = (int)(bg % KV), thr = omp_get_thread_num();
@@ -373,13 +411,46 @@ static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, co
             lx_attn_head_backward(dq, dk, dk + KD, a->dao + (long)b * T * HD + (long)hh * D, att + bh * T * T,
                                   a->dp + (long)thr * T * T, q, qkv + row0 + kof, qkv + row0 + kof + KD, spec, hh,
                                   sh, a->tab + (long)thr * 2 * T, w);
-            if (dm)     /* S = c·w·(q·k) and dq = dL/d(q·k)·K, so dL/dw = Σ_i q_i·dq_i / w */
-                for (int t = 0; t < T; t++)
-                    for (int d = 0; d < D; d++)
-                        dm[bh] += (double)q[(long)t * QKV + d] * dq[(long)t * QKV + d] / w;
+            if (dm)
+                dm[bh] = dmult_of(q, dq, QKV, T, D, w);
         }
     }
-    for (long bh = 0; dm && bh < (long)B * H; bh++)     /* in order: thread count free */
+}
+
+/* The tiled backward of one layer, a window at a time (its heads in
+** parallel): ao and lse are the layer's outputs and log-sum-exps. */
+static void attention_backward_tiled(struct lx_acts *a, const struct lx_spec *spec, const float *qkv,
+                                     const float *ao, const float *lse, const float *mult, double *dm,
+                                     const struct lx_attn_shape *sh)
+{
+    int B = a->B, T = a->T, H = sh->H, KV = sh->KV, D = sh->D;
+    long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
+    struct lx_tile_bwd_ws ws = {.bq = LX_TILE_TRAIN_BQ, .bk = LX_TILE_TRAIN_BK, .n_thr = a->n_thr,
+                                .scratch = a->tile_bwd, .tab = a->tile_tab, .dkv = a->dkv};
+    for (int b = 0; b < B; b++) {
+        const float *q = qkv + (long)b * T * QKV;
+        float *dq = a->dqkv + (long)b * T * QKV;
+        lx_attn_tiled_backward(dq, dq + HD, dq + HD + KD, a->dao + (long)b * T * HD, ao + (long)b * T * HD,
+                               lse + (long)b * H * T, q, q + HD, q + HD + KD, spec, mult, sh, &ws);
+        for (int h = 0; dm && h < H; h++)
+            dm[(long)b * H + h] = dmult_of(q + (long)h * D, dq + (long)h * D, QKV, T, D, mult[h]);
+    }
+}
+
+/* Backward of every (window, head) of one layer into a->dqkv from a->dao, on
+** the path the forward took; dmult (H,) += the learned multipliers' gradient
+** when mult is given, summed over windows in order (thread count free). */
+static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, const float *ao,
+                               const float *att, const float *lse, const float *mult, float *dmult,
+                               const struct lx_attn_shape *sh)
+{
+    int B = a->B, H = sh->H;
+    double *dm = mult ? lx_xcalloc((size_t)B * (size_t)H, sizeof *dm) : NULL;
+    if (a->tiled)
+        attention_backward_tiled(a, spec, qkv, ao, lse, mult, dm, sh);
+    else
+        attention_backward_materialised(a, spec, qkv, att, mult, dm, sh);
+    for (long bh = 0; dm && bh < (long)B * H; bh++)
         dmult[bh % H] += (float)dm[bh];
     free(dm);
 }
@@ -410,7 +481,8 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
         float *xin = a->x + l * s.N * s.C;
         float *rstd1 = a->rstd1 + l * s.N, *xn1 = a->xn1 + l * s.N * s.C;
         float *qkv = a->qkv + l * s.N * s.QKV, *ao = a->ao + l * s.N * HD;
-        float *att = a->att + l * (long)a->B * H * T * T;
+        float *att = a->tiled ? NULL : a->att + l * (long)a->B * H * T * T;
+        float *lse = a->tiled ? a->lse + l * (long)a->B * H * T : NULL;
         float *xm = a->xm + l * s.N * s.C;
         float *rstd2 = a->rstd2 + l * s.N, *xn2 = a->xn2 + l * s.N * s.C;
         float *h = a->h + l * s.N * s.F2, *act = a->act + l * s.N * s.F;
@@ -431,7 +503,7 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
         memset(a->dao, 0, sizeof(float) * (size_t)(s.N * HD));
         lx_linear_backward(a->dao, G->wo, NULL, a->dx, ao, W->wo, (int)s.N, (int)HD, (int)s.C);
         memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * s.QKV));
-        attention_backward(a, spec, qkv, att, W->logit_scale, G->logit_scale, &sh);
+        attention_backward(a, spec, qkv, ao, att, lse, W->logit_scale, G->logit_scale, &sh);
         if (spec->cosine)
             lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, (int)s.KV, D);
         rope_rows(a, spec, a->dqkv, H, (int)s.KV, D, -1);

@@ -52,6 +52,19 @@ typedef void (*lx_att_probe)(void *ctx, int layer, int b, int h, const float *P,
 #define LX_EVAL_ROWS 1024
 struct lx_kvcache;
 
+/* Which attention training runs (docs/PERFORMANCE.md, "Tiled attention"):
+** tiled, the default (the forward keeps each row's log-sum-exp, the backward
+** recomputes probabilities tile by tile: O(T·d) memory), or materialised
+** (every head's T × T probabilities saved for the backward: the reference,
+** forced by LENX_TRAIN_ATTENTION=materialised, which the command line reads
+** once at start-up). Set once per process, before the first pass; tests and
+** the benchmark set it to compare the two. */
+enum lx_train_attn { LX_TRAIN_TILED = 0, LX_TRAIN_MATERIALISED = 1 };
+void lx_train_attn_set(enum lx_train_attn m);
+enum lx_train_attn lx_train_attn_get(void);
+/* 0 and *out on "tiled" or "materialised" (or "materialized"), -1 on anything else. */
+int lx_train_attn_parse(const char *s, enum lx_train_attn *out);
+
 struct lx_acts {
     int B, T, train;
     int n_thr;                  /* attention scratch slots */
@@ -60,8 +73,13 @@ struct lx_acts {
     float *x;                   /* train: (layers+1, N, C) residual stream; eval: (N, C), in place */
     float *rstd1, *xn1;         /* (·, N), (·, N, C) */
     float *qkv;                 /* (·, N, (H + 2KV)·D) after rope */
-    float *att;                 /* train: (layers, B, H, T, T) probs; eval: (n_thr, T, T), allocated by
-                                ** the first pass that needs probabilities (a probe, or head_path) */
+    int tiled;                  /* train: 1 runs attention tiled (lx_train_attn_get at allocation) */
+    float *att;                 /* materialised train: (layers, B, H, T, T) probs; eval: (n_thr, T, T),
+                                ** allocated by the first pass that needs probabilities (a probe, or
+                                ** head_path); tiled train: NULL */
+    float *lse;                 /* tiled train: (layers, B, H, T) each row's log-sum-exp */
+    float *tile_bwd;            /* tiled train: (n_thr, lx_tile_bwd_thread_floats) backward scratch */
+    float *dkv;                 /* tiled train with kv_heads < heads: (H, T, 2·D) per-head dk | dv */
     float *ao;                  /* (·, N, HD) attention output */
     float *xm;                  /* train: (layers, N, C) residual after attention */
     float *rstd2, *xn2;         /* train: (layers, N), (·, N, C); eval: xn2 (N, C) */
@@ -76,8 +94,8 @@ struct lx_acts {
     double *rope_cs;            /* (N, n_pairs, 2) cos, sin: per window position, or per row with pos */
     double *tab;                /* (n_thr, 2T) spec row tables A, B */
     float *far;                 /* (n_thr, lx_attn_far_floats) posmap scratch, allocated on first use */
-    float *tile;                /* eval: (n_thr, lx_tile_thread_floats) tiled-forward scratch */
-    double *tile_tab;           /* eval: (H, 1 + LX_SPEC_MAX_OPS, T) its distance tables */
+    float *tile;                /* eval, tiled train: (n_thr, lx_tile_thread_floats) tiled-forward scratch */
+    double *tile_tab;           /* eval, tiled train: (H, 1 + LX_SPEC_MAX_OPS, T) its distance tables */
     float *tile_rot;            /* eval with a posmap: (4, H, T, D) its far-key rows, on first use */
     double *tile_acc;           /* eval: (n_thr, lx_tile_acc_doubles) per-row sums of the statistics */
     struct lx_diag *tile_part;  /* eval: (H·(ceil(T / bq) + 1)) per-(head, block) and per-head sums */
@@ -99,8 +117,13 @@ struct lx_acts {
     lx_att_probe probe;         /* called with every head's probabilities, or NULL; not owned */
     void *probe_ctx;
     /* backward scratch (train only) */
-    float *dx, *dxn, *dqkv, *dao, *dh, *dact, *dlogits, *dp;   /* dp: (n_thr, T, T) */
+    float *dx, *dxn, *dqkv, *dao, *dh, *dact, *dlogits, *dp;   /* dp: materialised (n_thr, T, T) */
 };
+
+/* `train` of lx_acts_alloc, lx_acts_bytes and lx_run_bytes: evaluation (0),
+** training on the process's attention path (1, lx_train_attn_get), or
+** training on the path named (tests and the benchmark compare the two). */
+enum { LX_ACTS_EVAL = 0, LX_ACTS_TRAIN = 1, LX_ACTS_TRAIN_TILED = 2, LX_ACTS_TRAIN_MATERIALISED = 3 };
 
 /* Allocate activations (one block); returns LX_ENOMEM (with sizes) when they do not fit. */
 int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train,

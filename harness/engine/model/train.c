@@ -379,6 +379,28 @@ static void train_state_release(struct train_state *t)
     free(t->s);
 }
 
+/* Before anything is allocated: what a step holds besides the weights m
+** already has (gradient, AdamW moments, activations of the attention path
+** the process trains on, token buffers; lx_run_bytes) must fit in the
+** memory available now. */
+static int check_memory(const struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c,
+                        struct lx_error *err)
+{
+    const struct lx_arch *a = &m->arch;
+    double need = lx_run_bytes(a, (int)c->batch, (int)c->length, LX_ACTS_TRAIN, lx_run_uses(spec)) -
+                  lx_model_bytes(a, 0), avail = lx_mem_available();
+    if (need <= avail)
+        return LX_OK;
+    char nb[32], ob[32], ab[32], vb[32];
+    return lx_err(err, LX_ENOMEM, "training batch %ld x length %ld on %d thread(s) needs %s (gradients and AdamW "
+                  "moments %s, activations %s, %s attention); %s of memory are available\n  hint: use a shorter "
+                  "length, a smaller batch, fewer --threads or a smaller arch", c->batch, c->length,
+                  omp_get_max_threads(), lx_fmt_bytes(nb, need), lx_fmt_bytes(ob, lx_model_bytes(a, 1) -
+                  lx_model_bytes(a, 0)), lx_fmt_bytes(vb, lx_acts_bytes(a, (int)c->batch, (int)c->length,
+                  LX_ACTS_TRAIN)), lx_train_attn_get() == LX_TRAIN_TILED ? "tiled" : "materialised",
+                  lx_fmt_bytes(ab, avail));
+}
+
 int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
              const struct lx_corpus_tokens *text, const struct lx_tokenizer *tok, const struct lx_mix *mix,
              int n_mix, lx_train_progress progress, void *pctx, struct lx_train_report *rep, struct lx_error *err)
@@ -392,8 +414,11 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
     if (m->arch.mode == LX_MODEL_MLM && tok->mask < 0)
         return lx_err(err, LX_EINVAL, "masked-LM training needs a [MASK] id and the %s tokenizer %s has none",
                       tok->ops->kind, tok->path);
+    int rc = check_memory(m, spec, c, err);
+    if (rc < 0)
+        return rc;
     struct train_state t = {0};
-    int rc = train_state_init(&t, m, spec, c, text, tok, err);
+    rc = train_state_init(&t, m, spec, c, text, tok, err);
     if (rc < 0)
         return rc;
     struct lx_acts a;
