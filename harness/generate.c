@@ -87,6 +87,7 @@ static int gen_run(const struct gen_opts *o, struct lx_error *err)
         rc = (int)np, np = 0;
     struct lx_facts f = {.d_head = (int)m.arch.d_head, .train_len = info.train_len, .n_heads = (int)m.arch.heads,
                          .length = np + o->n, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+    f.ft_len = lx_stack_ft_length(&st, info.train_len);     /* a fine-tuned model's auto scales */
     struct lx_spec spec;
     if (rc == LX_OK)
         rc = lx_stack_compile(&st, &f, &spec, err);

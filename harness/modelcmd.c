@@ -57,6 +57,8 @@ int lx_modelcmd_show(const char *model, const char *db, struct lx_buf *out, stru
         key_str(out, "tokenizer_sha256", info.tokenizer_sha256[0] ? info.tokenizer_sha256 : NULL);
         key_str(out, "model_key", info.model_key[0] ? info.model_key : NULL);
         key_str(out, "numerics", info.numerics[0] ? info.numerics : NULL);     /* of its training; null: not lenx's */
+        /* a fine-tuned model's base key, fine-tuning length, steps and tokens seen */
+        lx_buf_printf(out, ",\n  \"lineage\": %s", info.lineage ? info.lineage : "null");
         key_str(out, "weights_sha256", info.weights_sha256);
         key_str(out, "sha256", info.sha256);
         lx_buf_puts(out, ",\n  \"load_seconds\": ");

@@ -69,11 +69,13 @@ int lx_stack_compile(const struct lx_stack *st, const struct lx_facts *f, struct
         memcpy(p, u->params, u->method->schema.size);
         spec->n_methods = i + 1;
         struct lx_error sub;
-        int rc = u->method->resolve ? u->method->resolve(p, f, &sub) : LX_OK;
+        struct lx_facts fm = *f;    /* only a method fine-tuned in sees the fine-tuning length */
+        fm.ft_len = u->ft.steps ? f->ft_len : 0;
+        int rc = u->method->resolve ? u->method->resolve(p, &fm, &sub) : LX_OK;
         if (rc == LX_OK && u->method->check)
-            rc = u->method->check(p, f, &sub);
+            rc = u->method->check(p, &fm, &sub);
         if (rc == LX_OK)
-            rc = u->method->apply(p, f, spec, &sub);
+            rc = u->method->apply(p, &fm, spec, &sub);
         if (rc < 0)
             return u->where ? lx_node_err(err, u->where, "%s", sub.msg) : lx_err(err, rc, "%s", sub.msg);
     }
@@ -86,7 +88,7 @@ static int compile_part(const struct lx_stack *st, const struct lx_facts *f, str
 {
     struct lx_stack part = {.where = st->where};
     for (int i = 0; i < st->n; i++)
-        if (lx_method_use_trains(&st->items[i]) && (with_finetune || !st->items[i].finetune))
+        if (with_finetune ? lx_method_use_trains(&st->items[i]) : lx_method_use_in_base(&st->items[i]))
             part.items[part.n++] = st->items[i];     /* shallow: params stay owned by st */
     struct lx_facts ft = *f;
     ft.training = 1;
@@ -113,6 +115,13 @@ void lx_model_facts(const struct lx_model_use *m, unsigned caps, long length, st
     f->n_heads = (int)m->arch.heads;
     f->length = length;
     f->caps = caps;
+}
+
+void lx_model_stack_facts(const struct lx_model_use *m, const struct lx_stack *st, unsigned caps, long length,
+                          struct lx_facts *f)
+{
+    lx_model_facts(m, caps, length, f);
+    f->ft_len = lx_stack_ft_length(st, m->train.length);
 }
 
 int lx_task_fits_model(const struct lx_task *t, const struct lx_model_use *m)
@@ -146,26 +155,39 @@ static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error
     const struct lx_model_use *m = &g->models[c->model];
     const struct lx_stack *st = &g->stacks[c->stack];
     struct lx_buf b = {0}, part = {0};
+    struct lx_finetune ft;
+    lx_stack_ft_resolve(st, &m->train, &ft);
+    const struct lx_corpus *train;
+    int rc = lx_corpus_get(&train, "train", err);
+    if (rc < 0)
+        return rc;
     if (m->checkpoint) {
         lx_buf_printf(&b, "{\"checkpoint\":\"%s\"", m->ckpt_sha);
         if (m->tok)     /* only with one: byte-level keys stay as they were */
             lx_buf_printf(&b, ",\"tokenizer\":\"%s\"", m->tok->hash);
         lx_buf_puts(&b, "}");
+        if (ft.steps && lx_plan_ckpt_finetunes(st, m)) {
+            /* fine-tuned from the checkpoint: its key, then what was trained on it */
+            c->base_json = key_of(&b, c->base_key);
+            lx_stack_train_part(st, &ft, &m->train, &part);
+            b.s[--b.len] = '\0';
+            lx_buf_printf(&b, ",\"finetune\":{\"stack\":%s,\"data\":\"%s\",\"seed\":%ld", lx_buf_str(&part),
+                          train->hash, c->seed);
+            numerics_key(&b, g);    /* the arithmetic it was trained in, as a trained model's key */
+            lx_buf_puts(&b, "}}");
+        }
         c->model_json = key_of(&b, c->model_key);
         lx_buf_free(&b);
+        lx_buf_free(&part);
         return LX_OK;
     }
-    const struct lx_corpus *train;
-    int rc = lx_corpus_get(&train, "train", err);
-    if (rc < 0)
-        return rc;
-    for (int base = 0; base <= (lx_stack_finetune(st) > 0); base++) {
+    for (int base = 0; base <= (ft.steps > 0); base++) {
         lx_buf_reset(&b);
         lx_buf_reset(&part);
         if (base)
             lx_stack_base_part(st, &part);
         else
-            lx_stack_train_part(st, &part);
+            lx_stack_train_part(st, &ft, &m->train, &part);
         lx_buf_printf(&b, "{\"arch\":%s,\"train\":%s,\"stack\":%s,\"data\":\"%s\",\"seed\":%ld",
                       m->arch_json, m->train_json, lx_buf_str(&part), train->hash, c->seed);
         if (m->mix_json)    /* only when there is one: older keys stay as they were */
@@ -239,9 +261,10 @@ static void resolved_json(const struct lx_method_use *u, const struct lx_facts *
 }
 
 /* Does the checkpoint's training stack (as written: any JSON or YAML
-** spelling, key order or number form) hold the training-time methods of st,
-** in order, with the same train/finetune keys and equal resolved values? */
-static int same_train_stack(const struct lx_stack *st, const char *ckpt, const struct lx_facts *f)
+** spelling, key order or number form) hold the training-time methods of st
+** (base: only those of its base model), in order, with the same train keys,
+** fine-tuning steps and length (base: none) and equal resolved values? */
+static int same_train_stack(const struct lx_stack *st, const char *ckpt, const struct lx_facts *f, int base)
 {
     struct lx_doc doc;
     struct lx_stack cs = {0};
@@ -253,11 +276,14 @@ static int same_train_stack(const struct lx_stack *st, const char *ckpt, const s
     struct lx_facts ft = *f;
     ft.training = 1;
     ft.length = f->train_len;
+    ft.ft_len = 0;
     for (int i = 0; same && i < st->n; i++) {
         const struct lx_method_use *a = &st->items[i], *b = &cs.items[n];
-        if (!lx_method_use_trains(a))
+        if (base ? !lx_method_use_in_base(a) : !lx_method_use_trains(a))
             continue;
-        if (n++ >= cs.n || a->method != b->method || a->train != b->train || a->finetune != b->finetune)
+        long la = a->ft.length ? a->ft.length : f->train_len, lb = b->ft.length ? b->ft.length : f->train_len;
+        if (n++ >= cs.n || a->method != b->method || a->train != b->train ||
+            (base ? b->ft.steps != 0 : a->ft.steps != b->ft.steps || (a->ft.steps && la != lb)))
             same = 0;
         struct lx_buf ja = {0}, jb = {0};
         if (same) {
@@ -272,6 +298,13 @@ static int same_train_stack(const struct lx_stack *st, const char *ckpt, const s
     lx_stack_release(&cs);
     lx_doc_release(&doc);
     return same;
+}
+
+int lx_plan_ckpt_finetunes(const struct lx_stack *st, const struct lx_model_use *m)
+{
+    struct lx_facts f;
+    lx_model_facts(m, ~0u, m->train.length, &f);
+    return m->checkpoint && lx_stack_finetune(st) && !same_train_stack(st, m->ckpt_stack, &f, 0);
 }
 
 /* The model's tokenizer against its vocabulary and the task (docs/config.md,
@@ -320,25 +353,31 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
         return rc;
     if (!mu->checkpoint)
         return LX_OK;
-    if (!same_train_stack(st, mu->ckpt_stack, &spec->facts))
-        return lx_node_err(err, st->where, "the stack '%s' trains differently from checkpoint model '%s', "
+    int ft = lx_plan_ckpt_finetunes(st, mu);
+    if (!same_train_stack(st, mu->ckpt_stack, &spec->facts, ft))
+        return lx_node_err(err, st->where, "the stack '%s' %s differently from checkpoint model '%s', "
                            "which was trained with %s\n  hint: a stack on a checkpoint must contain exactly "
-                           "its training-time methods, plus any evaluation-time ones", st->canon, mu->name,
+                           "its training-time methods, plus any evaluation-time ones and methods fine-tuned in",
+                           st->canon, ft ? "starts fine-tuning from a model trained" : "trains", mu->name,
                            mu->ckpt_stack);
     return LX_OK;
 }
 
-/* Memory (docs/config.md, "Memory"): training a model (its batch and length)
-** and evaluating it at this length (lx_eval_windows's batch of up to 8192
+/* Memory (docs/config.md, "Memory"): training a model (its batch and length), fine-tuning it (the stack's
+** finetune batch and length) and evaluating it at this length (lx_eval_windows's batch of up to 8192
 ** tokens) must fit in the memory the machine has now, on this thread count.
 ** The T x T probabilities count only when the cell reads whole probability
 ** rows (LX_RUN_PROBS: a task with needs_probs); every other evaluation, row
 ** statistics and t5align's calibration included, runs tiled, in O(T·d). A
 ** task that decodes greedy answers adds a KV cache of its batch
 ** (LX_RUN_KVCACHE). */
-static int check_memory(const struct lx_grid *g, int m, int l, unsigned uses, double *mem, struct lx_error *err)
+static int check_memory(const struct lx_grid *g, int s, int m, int l, unsigned uses, double *mem,
+                        struct lx_error *err)
 {
     const struct lx_model_use *mu = &g->models[m];
+    const struct lx_node *where = g->stacks[s].where;
+    struct lx_finetune ftv, *ft = &ftv;     /* fine-tuning trains too, at its batch and length */
+    lx_stack_ft_resolve(&g->stacks[s], &mu->train, ft);
     long T = g->lengths[l], B = 8192 / T > 1 ? 8192 / T : 1;
     double avail = lx_mem_available(), need;
     char nb[32], wb[32], ab[32];
@@ -351,12 +390,36 @@ static int check_memory(const struct lx_grid *g, int m, int l, unsigned uses, do
                            "smaller train batch or length, or fewer --threads", mu->name, lx_fmt_bytes(nb, need),
                            lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 1)), mu->train.batch, mu->train.length,
                            omp_get_max_threads(), ab);
+    if (ft->steps && (need = lx_run_bytes(&mu->arch, (int)ft->batch, (int)ft->length, 1, 0)) > avail)
+        return lx_node_err(err, where, "model '%s' needs %s to fine-tune (weights %s with gradients and AdamW "
+                           "moments, activations for batch %ld x length %ld on %d thread(s)); %s of memory are "
+                           "available\n  hint: a smaller finetune batch or length, or fewer --threads", mu->name,
+                           lx_fmt_bytes(nb, need), lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 1)), ft->batch,
+                           ft->length, omp_get_max_threads(), ab);
     if ((need = *mem = lx_run_bytes(&mu->arch, (int)B, (int)T, 0, uses)) > avail)
         return lx_node_err(err, g->length_where[l], "model '%s' needs %s to evaluate length %ld (weights %s, "
                            "activations for %ld x %ld tokens on %d thread(s)); %s of memory are available\n"
                            "  hint: use a shorter length, fewer --threads or a smaller arch", mu->name,
                            lx_fmt_bytes(nb, need), T, lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 0)), B, T,
                            omp_get_max_threads(), ab);
+    return LX_OK;
+}
+
+/* A fine-tuning's mixture: the base model's tasks make their instances at
+** the fine-tuning length, which must hold one (a length below the base's
+** may not). */
+static int check_ft_mixture(const struct lx_grid *g, int s, int m, struct lx_error *err)
+{
+    const struct lx_model_use *mu = &g->models[m];
+    struct lx_finetune ft;
+    lx_stack_ft_resolve(&g->stacks[s], &mu->train, &ft);
+    for (int i = 0; ft.steps && i < mu->n_mix; i++) {
+        struct lx_error sub;
+        if (mu->mix[i].check && mu->mix[i].check(mu->mix[i].params, ft.length, &sub) < 0)
+            return lx_node_err(err, g->stacks[s].where, "the stack '%s' fine-tunes model '%s' at length %ld, too "
+                               "short for its mixture task '%s': %s", g->stacks[s].canon, mu->name, ft.length,
+                               mu->mix[i].name, sub.msg);
+    }
     return LX_OK;
 }
 
@@ -369,7 +432,7 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
     const struct lx_task_use *tu = &g->tasks[t];
     struct lx_facts f;
     if (m >= 0)
-        lx_model_facts(&g->models[m], tu->task->caps, g->lengths[l], &f);
+        lx_model_stack_facts(&g->models[m], &g->stacks[s], tu->task->caps, g->lengths[l], &f);
     else
         tu->task->facts(tu->params, g->lengths[l], &f);
     struct lx_error sub;
@@ -389,16 +452,18 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
     unsigned uses = (tu->task->needs_probs ? LX_RUN_PROBS : 0) |
                     (tu->task->decodes ? LX_RUN_KVCACHE | (lx_decode_far(&spec) ? LX_RUN_KVFAR : 0) : 0) |
                     lx_run_uses(&spec);
-    if ((rc = check_memory(g, m, l, uses, mem, err)) < 0)
+    if ((rc = check_memory(g, s, m, l, uses, mem, err)) < 0)
         return rc;
-    if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0)
+    if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0 || (rc = check_ft_mixture(g, s, m, err)) < 0)
         return rc;
     /* what training gives the model must be what evaluation reads */
     struct lx_spec tspec, bspec;
     int learn = spec.learn_scale;
     f.length = f.train_len;
-    if ((rc = lx_stack_compile_train(&g->stacks[s], &f, &tspec, err)) < 0 ||
-        (rc = lx_stack_compile_base(&g->stacks[s], &f, &bspec, err)) < 0)
+    if ((rc = lx_stack_compile_base(&g->stacks[s], &f, &bspec, err)) < 0)
+        return rc;
+    f.length = f.ft_len ? f.ft_len : f.train_len;     /* fine-tuning runs at its own length */
+    if ((rc = lx_stack_compile_train(&g->stacks[s], &f, &tspec, err)) < 0)
         return rc;
     if (learn && !tspec.learn_scale)
         return lx_node_err(err, g->stacks[s].where, "the stack '%s' learns the logit scale (logn learn: true) "

@@ -65,6 +65,16 @@ int lx_stack_compile_base(const struct lx_stack *st, const struct lx_facts *f, s
 /* The facts a model offers a method stack at one evaluation length. */
 void lx_model_facts(const struct lx_model_use *m, unsigned caps, long length, struct lx_facts *f);
 
+/* The same with the stack's fine-tuning length (ft_len), resolved against
+** the model's training settings: how every cell of a model compiles a stack. */
+void lx_model_stack_facts(const struct lx_model_use *m, const struct lx_stack *st, unsigned caps, long length,
+                          struct lx_facts *f);
+
+/* Does a fine-tuned stack on a checkpoint model fine-tune it (the
+** checkpoint's training stack is the stack's base part), rather than name
+** the fine-tuned model the checkpoint already is? 0 for other models. */
+int lx_plan_ckpt_finetunes(const struct lx_stack *st, const struct lx_model_use *m);
+
 /* Does the task run on this model (causal tasks on causal models, mlm on mlm)? */
 int lx_task_fits_model(const struct lx_task *t, const struct lx_model_use *m);
 

@@ -86,7 +86,7 @@ int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struc
     const struct lx_task_use *tu = &g->tasks[c->task];
     struct lx_facts f;
     if (c->model >= 0)
-        lx_model_facts(&g->models[c->model], tu->task->caps, c->length, &f);
+        lx_model_stack_facts(&g->models[c->model], &g->stacks[c->stack], tu->task->caps, c->length, &f);
     else
         tu->task->facts(tu->params, c->length, &f);
     struct lx_spec spec;
@@ -244,6 +244,7 @@ struct stage {
     const struct lx_spec *spec;
     const struct lx_train_cfg *cfg;
     const char *what;       /* "training" or "fine-tuning" */
+    const char *base;       /* fine-tuning: the key of the model it starts from; NULL otherwise */
 };
 
 static int train_stage(struct runner *r, const struct lx_cell *c, const struct stage *st, struct lx_model *m,
@@ -272,14 +273,20 @@ static int train_stage(struct runner *r, const struct lx_cell *c, const struct s
     /* portable numerics: the weights do not depend on the thread count, so
     ** the checkpoint's bytes must not either (lenx_threads 0) */
     int portable = lx_numerics_get() == LX_NUMERICS_PORTABLE;
+    struct lx_buf lineage = {0};    /* where a fine-tuned model comes from (lenx show model) */
+    if (st->base)
+        lx_buf_printf(&lineage, "{\"base\":\"%s\",\"length\":%ld,\"steps\":%ld,\"tokens\":%ld}", st->base,
+                      st->cfg->length, rep.steps, rep.tokens);
     struct lx_ckpt_info info = {.model_key = (char *)st->key, .stack = (char *)st->stack,
                                 .train_json = mu->train_json, .train_len = mu->train.length,
                                 .threads = portable ? 0 : omp_get_max_threads(),
-                                .tokenizer = mu->tok ? mu->tok->path : NULL};
+                                .tokenizer = mu->tok ? mu->tok->path : NULL, .lineage = st->base ? lineage.s : NULL};
     snprintf(info.numerics, sizeof info.numerics, "%s", lx_numerics_name(lx_numerics_get()));
     if (mu->tok)    /* recorded, and copied beside the checkpoint (docs/checkpoints.md#tokenizers) */
         memcpy(info.tokenizer_sha256, mu->tok->hash, sizeof info.tokenizer_sha256);
-    if ((rc = lx_model_save(m, path, &info, err)) < 0)
+    rc = lx_model_save(m, path, &info, err);
+    lx_buf_free(&lineage);
+    if (rc < 0)
         return rc;
     memcpy(weights, info.weights_sha256, 65);
     struct lx_model_record rec = {
@@ -332,7 +339,7 @@ static const struct lx_model_use *train_facts(const struct runner *r, const stru
 {
     const struct lx_grid *g = r->plan->grid;
     const struct lx_model_use *mu = &g->models[c->model];
-    lx_model_facts(mu, g->tasks[c->task].task->caps, mu->train.length, f);
+    lx_model_stack_facts(mu, &g->stacks[c->stack], g->tasks[c->task].task->caps, mu->train.length, f);
     return mu;
 }
 
@@ -357,45 +364,6 @@ static int train_base(struct runner *r, const struct lx_cell *c, struct lx_model
     return rc;
 }
 
-/* Train the cell's model: from scratch with the training-time stack, or, when
-** methods are fine-tuned in, from the base model (cached under its own key,
-** obtained first under its own claim) for the `finetune` steps with the whole
-** stack. */
-static int train_model(struct runner *r, const struct lx_cell *c, struct lx_model *m, char weights[65], int *busy,
-                       struct lx_error *err)
-{
-    const struct lx_stack *st = &r->plan->grid->stacks[c->stack];
-    long ft = lx_stack_finetune(st);
-    struct lx_facts f;
-    const struct lx_model_use *mu = train_facts(r, c, &f);
-    struct lx_spec spec;
-    struct lx_arch arch = mu->arch;
-    int rc = LX_OK;
-    if (ft) {
-        struct model_id base_id = {.key = c->base_key, .key_json = c->base_json, .name = mu->name};
-        struct trainer t = {.train = train_base, .r = r, .c = c};
-        if ((rc = obtain(&t, &base_id, m, weights, busy, err)) < 0 || *busy)
-            return rc;
-    } else if ((rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK) {
-        arch.logit_scale |= spec.learn_scale;     /* SSMax's learned s: a tensor of its own */
-        lx_model_init(m, &arch, lx_hash64(c->model_json));
-    }
-    struct lx_train_cfg cfg = mu->train;
-    if (ft) {   /* the same schedule, compressed to the fine-tuning steps */
-        cfg.steps = ft;
-        cfg.warmup = cfg.warmup < ft / 10 ? cfg.warmup : ft / 10;
-        cfg.eval_every = cfg.eval_every < ft ? cfg.eval_every : ft;
-    }
-    struct lx_buf part = {0};
-    lx_stack_train_part(st, &part);
-    struct stage full = {.key = c->model_key, .key_json = c->model_json, .stack = lx_buf_str(&part),
-                         .spec = &spec, .cfg = &cfg, .what = ft ? "fine-tuning" : "training"};
-    if (rc == LX_OK && (rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK)
-        rc = train_stage(r, c, &full, m, weights, err);
-    lx_buf_free(&part);
-    return rc;
-}
-
 /* The cell's model from a checkpoint: model: {checkpoint: FILE}. */
 static int brought_model(struct model_slot *slot, const char *path, struct lx_error *err)
 {
@@ -404,6 +372,60 @@ static int brought_model(struct model_slot *slot, const char *path, struct lx_er
     if (rc == LX_OK)
         memcpy(slot->weights, info.weights_sha256, sizeof slot->weights);
     lx_ckpt_info_release(&info);
+    return rc;
+}
+
+/* The base of a fine-tuned stack on a checkpoint model: the checkpoint. */
+static int load_base(struct runner *r, const struct lx_cell *c, struct lx_model *m, char weights[65], int *busy,
+                     struct lx_error *err)
+{
+    struct lx_ckpt_info info = {0};
+    (void)busy;
+    int rc = lx_model_load(m, r->plan->grid->models[c->model].checkpoint, &info, err);
+    if (rc == LX_OK)
+        memcpy(weights, info.weights_sha256, 65);
+    lx_ckpt_info_release(&info);
+    return rc;
+}
+
+/* Train the cell's model: from scratch with the training-time stack, or, when
+** methods are fine-tuned in, from the base model (a lenx model cached under
+** its own key and obtained first under its own claim, or the checkpoint) for
+** the `finetune` steps with the whole stack, at its length, batch and lr. */
+static int train_model(struct runner *r, const struct lx_cell *c, struct lx_model *m, char weights[65], int *busy,
+                       struct lx_error *err)
+{
+    const struct lx_stack *st = &r->plan->grid->stacks[c->stack];
+    struct lx_facts f;
+    const struct lx_model_use *mu = train_facts(r, c, &f);
+    struct lx_finetune ft;
+    lx_stack_ft_resolve(st, &mu->train, &ft);
+    struct lx_spec spec;
+    struct lx_arch arch = mu->arch;
+    int rc = LX_OK;
+    if (ft.steps) {
+        struct model_id base_id = {.key = c->base_key, .key_json = c->base_json, .name = mu->name};
+        struct trainer t = {.train = train_base, .r = r, .c = c};
+        if (mu->checkpoint)
+            rc = load_base(r, c, m, weights, busy, err);
+        else if ((rc = obtain(&t, &base_id, m, weights, busy, err)) < 0 || *busy)
+            return rc;
+        f.length = ft.length;
+    } else if ((rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK) {
+        arch.logit_scale |= spec.learn_scale;     /* SSMax's learned s: a tensor of its own */
+        lx_model_init(m, &arch, lx_hash64(c->model_json));
+    }
+    struct lx_train_cfg cfg = mu->train;
+    if (ft.steps)
+        lx_finetune_cfg(&ft, &mu->train, &cfg);
+    struct lx_buf part = {0};
+    lx_stack_train_part(st, &ft, &mu->train, &part);
+    struct stage full = {.key = c->model_key, .key_json = c->model_json, .stack = lx_buf_str(&part),
+                         .spec = &spec, .cfg = &cfg, .what = ft.steps ? "fine-tuning" : "training",
+                         .base = ft.steps ? c->base_key : NULL};
+    if (rc == LX_OK && (rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK)
+        rc = train_stage(r, c, &full, m, weights, err);
+    lx_buf_free(&part);
     return rc;
 }
 
@@ -423,8 +445,8 @@ static int ensure_model(struct model_slot *slot, struct runner *r, const struct 
     struct model_id id = {.key = c->model_key, .key_json = c->model_json, .name = mu->name};
     struct trainer t = {.train = train_model, .r = r, .c = c};
     struct lx_error sub = {{0}};
-    int rc = mu->checkpoint ? brought_model(slot, mu->checkpoint, &sub)
-                            : obtain(&t, &id, &slot->m, slot->weights, busy, &sub);
+    int rc = mu->checkpoint && !c->base_key[0] ? brought_model(slot, mu->checkpoint, &sub)
+                                               : obtain(&t, &id, &slot->m, slot->weights, busy, &sub);
     if (*busy && rc == LX_OK) {
         lx_model_release(&slot->m);
         return LX_OK;

@@ -195,6 +195,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     long L = o->length > 0 ? o->length : info.train_len;
     struct lx_facts f = {.d_head = (int)m.arch.d_head, .train_len = info.train_len, .n_heads = (int)m.arch.heads,
                          .length = L, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+    f.ft_len = lx_stack_ft_length(&st, info.train_len);     /* a fine-tuned model's auto scales */
     struct lx_spec spec;
     if (rc == LX_OK)
         rc = lx_stack_compile(&st, &f, &spec, err);

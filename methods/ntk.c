@@ -21,7 +21,9 @@
 ** one long forward pass where every token uses the base for the final length
 ** (HF's growth-only cache and Qwen's prefill-time α agree on that). log2 is
 ** exact at powers of two, where Qwen's math.log(x, 2) may be off by an ulp.
-** Training-free. Formulas, parameters and golden values: docs/methods.md#ntk.
+** Training-free, or fine-tuned in (`finetune:`, docs/config.md#fine-tuning),
+** as the continual-pretraining experiments of Zhong et al. 2024 (arXiv
+** 2406.13282, §4) do. Formulas, parameters and golden values: docs/methods.md#ntk.
 */
 #include <math.h>
 
@@ -51,16 +53,18 @@ static const struct lx_param_rule ntk_rules[] = {
     {NULL, NULL},
 };
 
-/* Static mode's scale auto: max(1, length / L) (left 0 without a training
+/* Static mode's scale auto: max(1, length / L), or max(1, ft_len / L) at
+** every length when fine-tuned in at ft_len (left 0 without a training
 ** length, which ntk_check refuses). */
 static int ntk_resolve(void *params, const struct lx_facts *f, struct lx_error *err)
 {
     struct ntk_params *p = params;
-    (void)err;
+    if (f->training && !f->ft_len && p->mode == NTK_STATIC && p->scale == 0)
+        return lx_err(err, LX_EINVAL, "ntk: trained in (train: true) it needs an explicit scale\n"
+                      "  hint: e.g. ntk: {scale: 4, train: true}, or fine-tune it in at a length");
     if (p->mode == NTK_STATIC && p->scale == 0 && f->train_len >= 1) {
-        double L = (double)f->train_len;
-        double n = f->length > f->train_len ? (double)f->length : L;
-        p->scale = n / L;
+        double L = (double)f->train_len, n = (double)(f->ft_len ? f->ft_len : f->length);
+        p->scale = n > L ? n / L : 1.0;
     }
     return LX_OK;
 }
@@ -110,7 +114,7 @@ const struct lx_method lx_method_ntk = {
     .name = "ntk",
     .summary = "NTK-aware rotary base b*s^(d/(d-2)): bloc97 2023, HF dynamic, Qwen-1 (YaRN arXiv 2309.00071 §3)",
     .schema = LX_SCHEMA(ntk_rows, struct ntk_params, ntk_rules),
-    .kind = LX_KIND_INFERENCE,
+    .kind = LX_KIND_INFERENCE | LX_KIND_TRAINING,   /* fine-tuned in: `finetune:` */
     .needs = LX_CAP_MODEL,
     .resolve = ntk_resolve,
     .check = ntk_check,

@@ -303,7 +303,8 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
                    "method 'infoscale' acts at evaluation only and cannot be trained in\n  hint: drop 'train: true'");
     /* fine-tuning and the composition rules (docs/methods.md) */
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {pi: {scale: 4, finetune: 0}}]]\ntasks: [ppl]\n"
-                   "lengths: [32]\n", "b.yaml:4:44", "method 'pi': 'finetune' must be a number of steps >= 1, got '0'");
+                   "lengths: [32]\n", "b.yaml:4:44",
+                   "method 'pi': 'finetune' must be a number of steps >= 1 or a map, got '0'");
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {window: {finetune: 10}}]]\ntasks: [ppl]\n"
                    "lengths: [32]\n", "b.yaml:4:38", "method 'window' acts at evaluation only and cannot be fine-tuned in");
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {pi: {scale: 4, train: true, finetune: 10}}]]\n"

@@ -226,7 +226,7 @@ static void save_case(const struct ref_case *c, const char *path, char sha[65])
     lx_model_init(&m, &a, c->key);
     fill_biases(&m, 300);
     compile(&sp, c->stack, (int)a.d_head, case_T(c), (int)a.heads, case_T(c));
-    lx_stack_train_part(&sp.st, &stack);
+    lx_stack_train_part(&sp.st, NULL, NULL, &stack);
     char key[64];
     snprintf(key, sizeof key, "model_ref_%s", c->name);
     struct lx_ckpt_info info = {.model_key = key, .stack = (char *)lx_buf_str(&stack),

@@ -61,14 +61,15 @@ int lx_spec_claim_frequencies(struct lx_spec *spec, const char *method, struct l
 int lx_spec_resolve_scale(const char *method, double *scale, long *original, const struct lx_facts *f,
                           struct lx_error *err)
 {
-    if (f->training && *scale == 0)
+    if (f->training && !f->ft_len && *scale == 0)
         return lx_err(err, LX_EINVAL, "%s: trained in (train: true) it needs an explicit scale\n"
                       "  hint: e.g. %s: {scale: 4, train: true}", method, method);
     if (original && *original == 0)
         *original = f->train_len;
     long L = original ? *original : f->train_len;
+    long n = f->ft_len ? f->ft_len : f->length;
     if (*scale == 0)
-        *scale = L > 0 && f->length > L ? (double)f->length / L : 1.0;
+        *scale = L > 0 && n > L ? (double)n / L : 1.0;
     return LX_OK;
 }
 

@@ -60,6 +60,9 @@ struct lx_facts {
     long length;        /* evaluation length of the cell */
     unsigned caps;      /* LX_CAP_* offered */
     int training;       /* 1 while compiling the training-time part of a stack */
+    long ft_len;        /* the stack's fine-tuning length (0 = not fine-tuned); a method fine-tuned in
+                        ** sees it, and its automatic scale is ft_len / train_len, in training and
+                        ** at evaluation (docs/config.md#fine-tuning) */
 };
 
 enum lx_op_kind {
@@ -195,8 +198,10 @@ int lx_spec_claim_frequencies(struct lx_spec *spec, const char *method, struct l
 
 /* The context scale of a frequency method (PI, YaRN, llama3), in its resolve
 ** hook: *original 0 becomes the training length (original NULL: L is always
-** the training length), then *scale 0 becomes max(1, length / L). Trained in
-** (f->training) a scale of 0 is refused: training has no evaluation length. */
+** the training length), then *scale 0 becomes max(1, length / L), or, for a
+** method fine-tuned in at f->ft_len, max(1, ft_len / L) at every length (the
+** PI and YaRN recipe). Trained in from scratch (f->training without ft_len) a
+** scale of 0 is refused: training has no evaluation length. */
 int lx_spec_resolve_scale(const char *method, double *scale, long *original, const struct lx_facts *f,
                           struct lx_error *err);
 

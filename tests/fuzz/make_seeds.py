@@ -81,7 +81,8 @@ models:
   m:
     arch: {mode: mlm, layers: 1, d_model: 8, heads: 1, d_head: 8, d_mlp: 8, mlp: swiglu}
     train: {length: 16, batch: 1, steps: 2, warmup: 0, mask_prob: 0.2}
-methods: [rope, [rope, {pi: {scale: 2, finetune: 5}}], [nope, {window: {size: 4}}]]
+methods: [rope, [rope, {pi: {scale: 2, finetune: 5}}], [rope, {ntk: {finetune: {steps: 2, length: 32, batch: 1}}}],
+          [{nope: {finetune: {steps: 2, length: 32}}}, {window: {size: 4}}]]
 tasks: [{mlm: {windows: 1}}]
 lengths: [16, 32]
 """,

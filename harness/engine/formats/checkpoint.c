@@ -56,7 +56,7 @@ int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_inf
     char tok_dir[4096], *tok_name = tok_dir;
     tokenizer_dir(path, tok_dir, sizeof tok_dir, &tok_name);
     int with_tok = info->tokenizer && info->tokenizer_sha256[0];
-    const char *meta[2 * 12] = {
+    const char *meta[2 * 13] = {
         "format", "pt",
         "lenx_version", LX_VERSION,
         "lenx_arch", lx_buf_str(&arch),
@@ -72,6 +72,7 @@ int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_inf
         with_tok ? "lenx_tokenizer_sha256" : NULL, info->tokenizer_sha256,
         with_tok ? "lenx_tokenizer" : NULL, tok_name,
         info->numerics[0] && strcmp(info->numerics, "fast") != 0 ? "lenx_numerics" : NULL, info->numerics,
+        info->lineage ? "lenx_lineage" : NULL, info->lineage,   /* a fine-tuned model's */
     };
     for (int i = 0; i < (int)(sizeof extra / sizeof *extra); i += 2)
         if (extra[i]) {
@@ -199,6 +200,8 @@ static int load_lenx(struct lx_model *m, const char *path, struct lx_ckpt_info *
         info->model_key = lx_xstrdup(key ? key : "");
         info->stack = lx_xstrdup(stack);
         info->train_json = lx_xstrdup(tj ? tj : "{}");
+        const char *lineage = lx_st_meta(&f, "lenx_lineage");
+        info->lineage = lineage ? lx_xstrdup(lineage) : NULL;
         char *end;
         info->train_len = strtol(len, &end, 10);
         if (*end || info->train_len < 1)

@@ -32,7 +32,9 @@ void lx_ckpt_info_release(struct lx_ckpt_info *info)
     free(info->eval_stack);
     free(info->scaling);
     free(info->tokenizer);
+    free(info->lineage);
     info->model_key = info->stack = info->train_json = info->eval_stack = info->scaling = info->tokenizer = NULL;
+    info->lineage = NULL;
 }
 
 int lx_ckpt_tokenizer(const struct lx_ckpt_info *info, const char *path, struct lx_tokenizer **out,

@@ -33,6 +33,8 @@ struct lx_ckpt_info {
     int threads;            /* OpenMP threads of the training run, lenx_threads (0 = unknown) */
     char numerics[16];      /* the arithmetic of the training run: "portable" is written as lenx_numerics, "fast"
                             ** (the default) is not; on load "fast" for a lenx file without it, "" for other formats */
+    char *lineage;          /* a fine-tuned lenx model's lenx_lineage, JSON {"base":KEY,"length":L,
+                            ** "steps":N,"tokens":T}; NULL for every other model */
 };
 
 /* A model format: one `const struct lx_model_format lx_model_format_<name>` in its own
