@@ -516,6 +516,7 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
 {
     memset(plan, 0, sizeof *plan);
     plan->grid = g;
+    lx_numerics_set(g->numerics);   /* each cell's memory is laid out for the sweep's numerics */
     int n_models = g->n_models > 0 ? g->n_models : 1, n = 0;
     int rc0 = count_cells(g, n_models, &n, err);
     if (rc0 < 0)

@@ -8,6 +8,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tests/shell.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "harness/engine/formats/checkpoint.h"
@@ -192,4 +194,31 @@ Test(numerics, checkpoint_records_portable_numerics, .init = setup, .fini = tear
     cr_expect_str_eq(out, "  \"numerics\": \"portable\",\n");
     cr_expect_eq(sh(out, sizeof out, "$L show model m1.safetensors --db x.db | grep '\"numerics\"'"), 0, "%s", out);
     cr_expect_str_eq(out, "  \"numerics\": \"fast\",\n");
+}
+
+/* The plan lays a cell out for the sweep's numerics: in portable numerics
+** the evaluation pass runs the MLP and the head over 1,024-row blocks, so at
+** 8,192 tokens the largest phase is the attention's, not the MLP's. By hand
+** (float rows, 2 layers, d_model 64, 2 heads of 32, GELU d_mlp 1024, 260
+** tokens): fast, the MLP phase is 8192 · (64 + 1024) · 4 = 35,651,584 bytes;
+** portable, the attention phase is 8192 · (64 + 192 + 64) · 4 = 10,485,760
+** (the MLP's 1024 · 1088 · 4 and the head's 1024 · 64 · 4 + 8192 · 260 · 4
+** are smaller): 25,165,824 bytes = 25.2 MB less. */
+Test(numerics, plan_counts_the_portable_layout, .init = setup, .fini = teardown, .timeout = 60)
+{
+    write_file("m.yaml", "name: m\n"
+               "models:\n"
+               "  m: {arch: {layers: 2, d_model: 64, heads: 2, d_head: 32, d_mlp: 1024},\n"
+               "      train: {length: 64, steps: 2, batch: 1, warmup: 1}}\n"
+               "methods: [rope]\n"
+               "tasks: [{ppl: {windows: 1}}]\n"
+               "lengths: [8192]\n");
+    char fast[8192], port[8192];
+    cr_assert_eq(sh(fast, sizeof fast, "$L run m.yaml --db m.db --dry-run | sed -n 's/.*memory=\\([0-9.]*\\) MB.*/\\1/p'"),
+                 0, "%s", fast);
+    cr_assert_eq(sh(port, sizeof port, "$L run m.yaml --db m.db --dry-run --portable | "
+                    "sed -n 's/.*memory=\\([0-9.]*\\) MB.*/\\1/p'"), 0, "%s", port);
+    double f = atof(fast), p = atof(port);
+    cr_expect(f > 0 && fabs((f - p) - 25.165824) < 0.11, "fast %s MB, portable %s MB: the difference is not 25.2 MB",
+              fast, port);
 }
