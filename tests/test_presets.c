@@ -455,3 +455,91 @@ Test(presets, ruler_cell_counts_in_model_tokens, .init = setup, .fini = teardown
     cr_expect_eq(sql_long("r.db", "select count(*) from outputs"), 10);
     cr_expect_eq(sql_long("r.db", "select cast(value as int) from metrics where name = 'max_new_tokens'"), 128);
 }
+
+/* Kamradt's prompt (needlehaystack/providers/Anthropic_prompt.txt with run.py's
+** question) and needle (run.py), in byte tokens (show), built here from
+** llm_needle_haystack_tester.py's description: the fixture's .txt files
+** joined in name order, repeated, cut to L, then to L - 200 - the needle; the
+** needle at int(n * d / 100) moved back to just after a '.', d =
+** round(100 K / 34) (35 linear depths); at the end for d = 100. */
+static const char kam_head[] = "You are a helpful AI bot that answers questions for a user. Keep your response short "
+                               "and direct\n\nHuman: <context>\n";
+static const char kam_tail[] = "\n</context>\n\nWhat is the best thing to do in San Francisco? Don't give information "
+                               "outside the document or repeat your findings\n\nAssistant: Here is the most relevant "
+                               "sentence in the context:";
+static const char kam_needle[] = "\nThe best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on "
+                                 "a sunny day.\n";
+
+Test(presets, kamradt_prompt_is_the_peers_rule, .init = setup, .fini = teardown, .timeout = 120)
+{
+    static const char *const files[] = {"01_northanger.txt", "02_emma.txt", "10_pride.txt"};
+    static const long lengths[] = {600, 2000, 9000};
+    static const int ks[] = {0, 1, 5, 17, 20, 33, 34};
+    char *hay = NULL;
+    size_t nhay = 0;
+    for (int i = 0; i < 3; i++) {
+        char path[4096];
+        size_t n;
+        snprintf(path, sizeof path, "%s/tests/haystack/%s", getenv("LENX_ROOT"), files[i]);
+        char *b = slurp(path, &n);
+        hay = realloc(hay, nhay + n);
+        memcpy(hay + nhay, b, n);
+        nhay += n;
+        free(b);
+    }
+    const size_t nn = strlen(kam_needle);
+    for (int li = 0; li < 3; li++)
+        for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+            long L = lengths[li];
+            int k = ks[ki], d = (int)(100.0 * k / 34 + 0.5);
+            char *ctx = malloc((size_t)L);
+            for (long j = 0; j < L; j++)
+                ctx[j] = hay[(size_t)j % nhay];
+            long n = L - 200 - (long)nn;     /* L + needle > L - 200 always here */
+            long at = d == 100 ? n : (long)((double)n * (d / 100.0));
+            while (d < 100 && at > 0 && ctx[at - 1] != '.')
+                at--;
+            size_t cap = strlen(kam_head) + (size_t)L + strlen(kam_tail) + 1, w = 0;
+            char *want = malloc(cap);
+            w += (size_t)snprintf(want + w, cap - w, "%s%.*s", kam_head, (int)at, ctx);
+            w += (size_t)snprintf(want + w, cap - w, "%s%.*s%s", kam_needle, (int)(n - at), ctx + at, kam_tail);
+            cr_assert_eq(sh(out, sizeof out, "$L show task needle --protocol kamradt --data $R/tests/haystack "
+                            "--length %ld --instance %d --text", L, k), 0, "%s", out);
+            cr_expect_str_eq(out, want, "L %ld, instance %d (depth %d%%)", L, k, d);
+            /* the rule in tokens: the context (haystack and needle) is L - 200 */
+            cr_expect_eq(strlen(out), strlen(kam_head) + (size_t)(L - 200) + strlen(kam_tail), "L %ld", L);
+            if (d > 0 && d < 100) {
+                const char *p = strstr(out, kam_needle);
+                cr_assert_not_null(p);
+                cr_expect(p[-1] == '.' || p == out + strlen(kam_head), "the needle follows a full stop or starts the "
+                          "context (L %ld, instance %d)", L, k);
+            }
+            free(ctx), free(want);
+        }
+    free(hay);
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --protocol kamradt --data $R/tests/haystack --length 600 "
+                    "--instance 35 --text"), 2, "35 depths, 0 to 34: %s", out);
+}
+
+/* A haystack that is not there, holds no .txt file, or one not UTF-8:
+** refused naming the path, with a hint. */
+Test(presets, kamradt_haystack_errors, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const char show[] = "$L show task needle --protocol kamradt --length 600 --instance 0 --text --data";
+    int rc = sh(out, sizeof out, "%s nowhere 2>&1", show);
+    cr_expect(rc == 2 || rc == 3, "%d: %s", rc, out);
+    cr_expect(strstr(out, "nowhere") && strstr(out, "hint:"), "%s", out);
+    rc = sh(out, sizeof out, "mkdir -p empty && touch empty/notes.md && %s empty 2>&1", show);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "empty'") && strstr(out, "no .txt file") && strstr(out, "hint:"), "%s", out);
+    rc = sh(out, sizeof out, "mkdir -p blank && touch blank/a.txt && %s blank 2>&1", show);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "blank'") && strstr(out, "only empty"), "%s", out);
+    rc = sh(out, sizeof out, "mkdir -p bad && printf 'Fine.' > bad/a.txt && printf 'Caf\\351.' > bad/b.txt && "
+            "%s bad 2>&1", show);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "bad/b.txt") && strstr(out, "not UTF-8 at byte 3") && strstr(out, "hint:"), "%s", out);
+    rc = sh(out, sizeof out, "$L show task needle --protocol kamradt --length 600 --instance 0 --text 2>&1");
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "data: DIR") && strstr(out, "hint:"), "%s", out);
+}
