@@ -543,3 +543,34 @@ Test(presets, kamradt_haystack_errors, .init = setup, .fini = teardown, .timeout
     cr_expect_eq(rc, 2, "%s", out);
     cr_expect(strstr(out, "data: DIR") && strstr(out, "hint:"), "%s", out);
 }
+
+/* The length rule in the model's tokens (stories260K, L 512): every one of the
+** 35 prompts is the template's tokens (head and tail counted apart by lenx
+** tokenize) + L - 200 for haystack and needle + BOS, within 2 tokens that
+** merge across the joins; 300 new tokens each. */
+Test(presets, kamradt_cell_counts_in_model_tokens, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    write_file("s.yaml", "name: k\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
+                         "  - [{rope: {layout: interleaved}}]\ntasks:\n  - needle: {protocol: kamradt, data: HAY}\n"
+                         "lengths: [512]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i -e \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" "
+                    "-e \"s|HAY|$R/tests/haystack|\" s.yaml && $L run s.yaml --db r.db --quiet --no-table"), 0, "%s",
+                 out);
+    write_file("h.txt", kam_head);
+    write_file("t.txt", kam_tail);
+    long tpl = 0;
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(sh(out, sizeof out, "$L tokenize --tokenizer $R/../shared/models/stories260K/tok512.bin --text "
+                        "%s | awk -F, '{print NF - 1}'", i ? "t.txt" : "h.txt"), 0, "%s", out);
+        tpl += strtol(out, NULL, 10);
+    }
+    cr_expect(tpl > 100 && tpl < 300, "%ld template tokens", tpl);
+    long most = sql_long("r.db", "select cast(value as int) from metrics where name = 'prompt_tokens_max'"),
+         least = sql_long("r.db", "select cast(value as int) from metrics where name = 'prompt_tokens_min'"),
+         want = 1 + tpl + 512 - 200;
+    cr_expect(most <= want + 2 && least >= want - 2, "prompts of %ld to %ld tokens; the rule: %ld", least, most, want);
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs"), 35);
+    cr_expect_eq(sql_long("r.db", "select cast(value as int) from metrics where name = 'max_new_tokens'"), 300);
+}
