@@ -430,6 +430,19 @@ Test(presets, ruler_prompt_fills_the_length_less_the_budget, .init = setup, .fin
         }
 }
 
+/* A needle cell with params (HAY: tests/haystack) on stories260K at length,
+** stored in r.db. */
+static void run_stories_needle(const char *params, long length)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "name: r\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
+             "  - [{rope: {layout: interleaved}}]\ntasks:\n  - needle: %s\nlengths: [%ld]\n", params, length);
+    write_file("s.yaml", yaml);
+    cr_assert_eq(sh(out, sizeof out, "sed -i -e \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" "
+                    "-e \"s|HAY|$R/tests/haystack|\" s.yaml && $L run s.yaml --db r.db --quiet --no-table"), 0, "%s",
+                 out);
+}
+
 /* The same rule in the model's tokens (stories260K), from the stored counts:
 ** the longest prompt's text (BOS not counted, as RULER's text_to_tokens) +
 ** 128 fits 1024, and the shortest would not fit another haystack line. */
@@ -437,11 +450,7 @@ Test(presets, ruler_cell_counts_in_model_tokens, .init = setup, .fini = teardown
 {
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
-    write_file("s.yaml", "name: r\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
-                         "  - [{rope: {layout: interleaved}}]\ntasks:\n  - needle: {protocol: ruler, samples: 10}\n"
-                         "lengths: [1024]\n");
-    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" s.yaml && "
-                    "$L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    run_stories_needle("{protocol: ruler, samples: 10}", 1024);
     /* a haystack line after a newline, in tok512's tokens (lenx tokenize adds BOS) */
     cr_assert_eq(sh(out, sizeof out, "printf '\\nThe grass is green. The sky is blue. The sun is yellow. Here we go. "
                     "There and back again.' > l.txt && $L tokenize --tokenizer "
@@ -552,12 +561,7 @@ Test(presets, kamradt_cell_counts_in_model_tokens, .init = setup, .fini = teardo
 {
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
-    write_file("s.yaml", "name: k\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
-                         "  - [{rope: {layout: interleaved}}]\ntasks:\n  - needle: {protocol: kamradt, data: HAY}\n"
-                         "lengths: [512]\n");
-    cr_assert_eq(sh(out, sizeof out, "sed -i -e \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" "
-                    "-e \"s|HAY|$R/tests/haystack|\" s.yaml && $L run s.yaml --db r.db --quiet --no-table"), 0, "%s",
-                 out);
+    run_stories_needle("{protocol: kamradt, data: HAY}", 512);
     write_file("h.txt", kam_head);
     write_file("t.txt", kam_tail);
     long tpl = 0;
