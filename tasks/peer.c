@@ -295,6 +295,11 @@ static long hay_tokens(const struct lx_tokenizer *tk, const struct lx_buf *hay, 
         n = lx_tok_encode(tk, text.s, (long)cut, ids, err);
         if (n < 0 || n >= want)
             break;
+        if (cap > (size_t)want * 256) {     /* a token a byte at least, bar text the tokenizer drops */
+            n = lx_err(err, LX_EINVAL, "kamradt: %zu bytes of the haystack make only %ld tokens, fewer than the "
+                       "length %ld", cut, n, want);
+            break;
+        }
     }
     lx_buf_free(&text);
     return n < 0 ? n : want;
