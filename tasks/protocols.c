@@ -25,8 +25,10 @@ const struct lx_protocol lx_protocols[] = {
      .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_niah,
      .max_new_tokens = 128,
      .length = LX_LEN_WITHIN},
-    {.task = "needle", .name = "kamradt", .follows = "LLMTest_NeedleInAHaystack (an LLM judge there)",
-     .scorer = "substring"},
+    {.task = "needle", .name = "kamradt", .follows = "LLMTest_NeedleInAHaystack needlehaystack/llm_needle_haystack_tester.py, "
+     "run.py, providers/Anthropic_prompt.txt (an LLM judge there)",
+     .scorer = "substring", .make = lx_peer_kamradt, .haystack = 1, .samples = 35, .max_new_tokens = 300,
+     .length = LX_LEN_MEASURED},
 };
 
 const int lx_n_protocols = (int)(sizeof lx_protocols / sizeof *lx_protocols);

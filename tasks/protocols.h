@@ -32,6 +32,7 @@ struct lx_protocol {
     lx_peer_reader read;        /* the reader of the peer's data file (`data:`), or NULL */
     lx_peer_maker make;         /* or the maker of its test cases from its own template, or NULL
                                 ** (neither: the preset serves `lenx grade` only) */
+    int haystack;               /* with make: 1 when it reads `data:`, a directory of .txt files */
     long samples;               /* with make: the test cases of a cell (the peer's count); 0 = the
                                 ** task's `samples` (the peer takes it as an argument) */
     long max_new_tokens;        /* the answer budget: tokens generated after the prompt */

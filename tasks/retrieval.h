@@ -154,7 +154,8 @@ struct lx_preset_params {
      "lenx: today's instances; a peer's preset: its test cases, budget, stops, scorer "                      \
      "(docs/tasks.md#protocol-presets)"},                                                                    \
     {"data", LX_PT_PATH, offsetof(S, preset.data), "\"\"", 0, 0, NULL, 0,                                      \
-     "with a preset: the peer's test-case file (JSON Lines), read as the peer's code reads it"}
+     "with a preset: the peer's test-case file (JSON Lines), or kamradt's haystack directory of .txt "          \
+     "files, read as the peer's code reads it"}
 
 /* What one instance is asked for. */
 struct lx_retrieval_at {

@@ -430,6 +430,19 @@ Test(presets, ruler_prompt_fills_the_length_less_the_budget, .init = setup, .fin
         }
 }
 
+/* A needle cell with params (HAY: tests/haystack) on stories260K at length,
+** stored in r.db. */
+static void run_stories_needle(const char *params, long length)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "name: r\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
+             "  - [{rope: {layout: interleaved}}]\ntasks:\n  - needle: %s\nlengths: [%ld]\n", params, length);
+    write_file("s.yaml", yaml);
+    cr_assert_eq(sh(out, sizeof out, "sed -i -e \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" "
+                    "-e \"s|HAY|$R/tests/haystack|\" s.yaml && $L run s.yaml --db r.db --quiet --no-table"), 0, "%s",
+                 out);
+}
+
 /* The same rule in the model's tokens (stories260K), from the stored counts:
 ** the longest prompt's text (BOS not counted, as RULER's text_to_tokens) +
 ** 128 fits 1024, and the shortest would not fit another haystack line. */
@@ -437,11 +450,7 @@ Test(presets, ruler_cell_counts_in_model_tokens, .init = setup, .fini = teardown
 {
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
-    write_file("s.yaml", "name: r\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
-                         "  - [{rope: {layout: interleaved}}]\ntasks:\n  - needle: {protocol: ruler, samples: 10}\n"
-                         "lengths: [1024]\n");
-    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" s.yaml && "
-                    "$L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    run_stories_needle("{protocol: ruler, samples: 10}", 1024);
     /* a haystack line after a newline, in tok512's tokens (lenx tokenize adds BOS) */
     cr_assert_eq(sh(out, sizeof out, "printf '\\nThe grass is green. The sky is blue. The sun is yellow. Here we go. "
                     "There and back again.' > l.txt && $L tokenize --tokenizer "
@@ -454,4 +463,118 @@ Test(presets, ruler_cell_counts_in_model_tokens, .init = setup, .fini = teardown
     cr_expect_gt(least - 1 + 128 + line + 2, 1024, "the shortest prompt had room for another line: %ld", least);
     cr_expect_eq(sql_long("r.db", "select count(*) from outputs"), 10);
     cr_expect_eq(sql_long("r.db", "select cast(value as int) from metrics where name = 'max_new_tokens'"), 128);
+}
+
+/* Kamradt's prompt (needlehaystack/providers/Anthropic_prompt.txt with run.py's
+** question) and needle (run.py), in byte tokens (show), built here from
+** llm_needle_haystack_tester.py's description: the fixture's .txt files
+** joined in name order, repeated, cut to L, then to L - 200 - the needle; the
+** needle at int(n * d / 100) moved back to just after a '.', d =
+** round(100 K / 34) (35 linear depths); at the end for d = 100. */
+static const char kam_head[] = "You are a helpful AI bot that answers questions for a user. Keep your response short "
+                               "and direct\n\nHuman: <context>\n";
+static const char kam_tail[] = "\n</context>\n\nWhat is the best thing to do in San Francisco? Don't give information "
+                               "outside the document or repeat your findings\n\nAssistant: Here is the most relevant "
+                               "sentence in the context:";
+static const char kam_needle[] = "\nThe best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on "
+                                 "a sunny day.\n";
+
+Test(presets, kamradt_prompt_is_the_peers_rule, .init = setup, .fini = teardown, .timeout = 120)
+{
+    static const char *const files[] = {"01_northanger.txt", "02_emma.txt", "10_pride.txt"};
+    static const long lengths[] = {600, 2000, 9000};
+    static const int ks[] = {0, 1, 5, 17, 20, 33, 34};
+    char *hay = NULL;
+    size_t nhay = 0;
+    for (int i = 0; i < 3; i++) {
+        char path[4096];
+        size_t n;
+        snprintf(path, sizeof path, "%s/tests/haystack/%s", getenv("LENX_ROOT"), files[i]);
+        char *b = slurp(path, &n);
+        hay = realloc(hay, nhay + n);
+        memcpy(hay + nhay, b, n);
+        nhay += n;
+        free(b);
+    }
+    const size_t nn = strlen(kam_needle);
+    for (int li = 0; li < 3; li++)
+        for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+            long L = lengths[li];
+            int k = ks[ki], d = (int)(100.0 * k / 34 + 0.5);
+            char *ctx = malloc((size_t)L);
+            for (long j = 0; j < L; j++)
+                ctx[j] = hay[(size_t)j % nhay];
+            long n = L - 200 - (long)nn;     /* L + needle > L - 200 always here */
+            long at = d == 100 ? n : (long)((double)n * (d / 100.0));
+            while (d < 100 && at > 0 && ctx[at - 1] != '.')
+                at--;
+            size_t cap = strlen(kam_head) + (size_t)L + strlen(kam_tail) + 1, w = 0;
+            char *want = malloc(cap);
+            w += (size_t)snprintf(want + w, cap - w, "%s%.*s", kam_head, (int)at, ctx);
+            w += (size_t)snprintf(want + w, cap - w, "%s%.*s%s", kam_needle, (int)(n - at), ctx + at, kam_tail);
+            cr_assert_eq(sh(out, sizeof out, "$L show task needle --protocol kamradt --data $R/tests/haystack "
+                            "--length %ld --instance %d --text", L, k), 0, "%s", out);
+            cr_expect_str_eq(out, want, "L %ld, instance %d (depth %d%%)", L, k, d);
+            /* the rule in tokens: the context (haystack and needle) is L - 200 */
+            cr_expect_eq(strlen(out), strlen(kam_head) + (size_t)(L - 200) + strlen(kam_tail), "L %ld", L);
+            if (d > 0 && d < 100) {
+                const char *p = strstr(out, kam_needle);
+                cr_assert_not_null(p);
+                cr_expect(p[-1] == '.' || p == out + strlen(kam_head), "the needle follows a full stop or starts the "
+                          "context (L %ld, instance %d)", L, k);
+            }
+            free(ctx), free(want);
+        }
+    free(hay);
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --protocol kamradt --data $R/tests/haystack --length 600 "
+                    "--instance 35 --text"), 2, "35 depths, 0 to 34: %s", out);
+}
+
+/* A haystack that is not there, holds no .txt file, or one not UTF-8:
+** refused naming the path, with a hint. */
+Test(presets, kamradt_haystack_errors, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const char show[] = "$L show task needle --protocol kamradt --length 600 --instance 0 --text --data";
+    int rc = sh(out, sizeof out, "%s nowhere 2>&1", show);
+    cr_expect(rc == 2 || rc == 3, "%d: %s", rc, out);
+    cr_expect(strstr(out, "nowhere") && strstr(out, "hint:"), "%s", out);
+    rc = sh(out, sizeof out, "mkdir -p empty && touch empty/notes.md && %s empty 2>&1", show);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "empty'") && strstr(out, "no .txt file") && strstr(out, "hint:"), "%s", out);
+    rc = sh(out, sizeof out, "mkdir -p blank && touch blank/a.txt && %s blank 2>&1", show);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "blank'") && strstr(out, "only empty"), "%s", out);
+    rc = sh(out, sizeof out, "mkdir -p bad && printf 'Fine.' > bad/a.txt && printf 'Caf\\351.' > bad/b.txt && "
+            "%s bad 2>&1", show);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "bad/b.txt") && strstr(out, "not UTF-8 at byte 3") && strstr(out, "hint:"), "%s", out);
+    rc = sh(out, sizeof out, "$L show task needle --protocol kamradt --length 600 --instance 0 --text 2>&1");
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "data: DIR") && strstr(out, "hint:"), "%s", out);
+}
+
+/* The length rule in the model's tokens (stories260K, L 512): every one of the
+** 35 prompts is the template's tokens (head and tail counted apart by lenx
+** tokenize) + L - 200 for haystack and needle + BOS, within 2 tokens that
+** merge across the joins; 300 new tokens each. */
+Test(presets, kamradt_cell_counts_in_model_tokens, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    run_stories_needle("{protocol: kamradt, data: HAY}", 512);
+    write_file("h.txt", kam_head);
+    write_file("t.txt", kam_tail);
+    long tpl = 0;
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(sh(out, sizeof out, "$L tokenize --tokenizer $R/../shared/models/stories260K/tok512.bin --text "
+                        "%s | awk -F, '{print NF - 1}'", i ? "t.txt" : "h.txt"), 0, "%s", out);
+        tpl += strtol(out, NULL, 10);
+    }
+    cr_expect(tpl > 100 && tpl < 300, "%ld template tokens", tpl);
+    long most = sql_long("r.db", "select cast(value as int) from metrics where name = 'prompt_tokens_max'"),
+         least = sql_long("r.db", "select cast(value as int) from metrics where name = 'prompt_tokens_min'"),
+         want = 1 + tpl + 512 - 200;
+    cr_expect(most <= want + 2 && least >= want - 2, "prompts of %ld to %ld tokens; the rule: %ld", least, most, want);
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs"), 35);
+    cr_expect_eq(sql_long("r.db", "select cast(value as int) from metrics where name = 'max_new_tokens'"), 300);
 }
