@@ -25,7 +25,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 lenx=${LENX_BIN:-$root/lenx}
 slices=$root/configs/repro/smoke
 snapshots=$root/results/repro/smoke
-out=$root/build/repro-smoke
+out=${REPRO_SMOKE_OUT:-$root/build/repro-smoke}   # where the fresh stores go
 update=0 names=()
 for a in "$@"; do
     case $a in
