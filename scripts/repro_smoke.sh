@@ -18,13 +18,16 @@
 #   NAME      only these slices (default: every configs/repro/smoke/*.yaml)
 #   --update  write the snapshots instead of checking them (after a deliberate
 #             change of numbers: say so in the commit)
+# Environment: LENX_BIN (default ./lenx), REPRO_SMOKE_OUT (the stores'
+# directory), REPRO_SMOKE_SNAPSHOTS (the snapshots' directory: a copy with a
+# planted change shows the check failing).
 # Exit: 0 every slice gave its snapshot's values; 1 some slice moved (named
 # with its values); 2 bad arguments, a failed run, or no snapshot.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 lenx=${LENX_BIN:-$root/lenx}
 slices=$root/configs/repro/smoke
-snapshots=$root/results/repro/smoke
+snapshots=${REPRO_SMOKE_SNAPSHOTS:-$root/results/repro/smoke}   # a copy, to try a planted change
 out=${REPRO_SMOKE_OUT:-$root/build/repro-smoke}   # where the fresh stores go
 update=0 names=()
 for a in "$@"; do
