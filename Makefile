@@ -7,6 +7,7 @@
 #   make test-slurm lenx slurm against a real one-node Slurm started here (root; installs slurm-wlm, munge)
 #   make baseline   regenerate results/baselines/gaussian.csv and tiny.csv
 #   make repro-check REPRO=NAME  rerun configs/repro/NAME.yaml and compare it with its snapshot results/repro/NAME.csv
+#   make repro-smoke  rerun a small portable slice of every reproduction (configs/repro/smoke/) and compare at rtol 0
 #   make data       install and convert the corpora (Austen, State of the Union) into data/
 #   make heldout    check the committed held-out stories (configs/heldout) against their manifest
 #   make tokenizers fetch two tokenizer.json files for the tokenizer tests into build/tokenizers/
@@ -47,7 +48,7 @@ LIB_OBJ   = $(LIB_SRC:%.c=$(B)/%.o)
 TEST_OBJ  = $(TEST_SRC:%.c=$(B)/%.o)
 BENCH_OBJ = $(BENCH_SRC:%.c=$(B)/%.o)
 
-.PHONY: all run test heldout test-report test-slurm repro-check bench baseline data tokenizers debug fuzz install clean deps FORCE
+.PHONY: all run test heldout test-report test-slurm repro-check repro-smoke bench baseline data tokenizers debug fuzz install clean deps FORCE
 
 all: lenx
 
@@ -161,6 +162,13 @@ repro-check: lenx data/manifest.tsv
 	@[ -n "$(REPRO)" ] || { echo "usage: make repro-check REPRO=NAME, NAME one of:" \
 	    $$(ls configs/repro | sed 's/\.yaml$$//') >&2; exit 2; }
 	bash scripts/repro_check.sh $(REPRO)
+
+# CI-sized: each reproduction's slice configs/repro/smoke/NAME.yaml rerun in
+# portable numerics into a fresh store under build/repro-smoke/ and compared
+# with results/repro/smoke/NAME.csv at rtol 0, atol 0 (scripts/repro_smoke.sh;
+# --update rewrites the snapshots).
+repro-smoke: lenx data/manifest.tsv
+	bash scripts/repro_smoke.sh
 
 # The model part (tests/bench_model.c) also runs tests/bench_torch.py;
 # BENCH=micro (all but the model part), BENCH=tiled, BENCH=gemm, BENCH=decode or
