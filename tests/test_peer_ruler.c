@@ -1,0 +1,389 @@
+/*
+** tests/test_peer_ruler.c - RULER's essay-haystack needle tests
+** (tasks/peer_ruler.c: niah_single_2 and _3 as `protocol:
+** ruler_niah_single_2|3` on needle). The prompt is rebuilt here from
+** niah.py's description, on a fixture of public-domain Austen sentences
+** written by the test (white space of every kind, files joined in name
+** order, repeated when short): whitespace runs made one space, split into
+** words, the first n joined and stripped, split into sentences, the needle
+** between sentences at int(sentences * depth / 100) for a depth of RULER's
+** 40, the template around it; n the most words that keep the text's tokens
+** + 128 within L. Then the fit in stories260K's tokens, the sentence rule,
+** scoring with ruler_all, and the refusals.
+*/
+#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE     /* strcasestr */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tasks/peer.h"
+#include "tests/shell.h"
+#include "tests/tokfile.h"
+
+#define RULER_DEPTHS_TEST 40    /* niah.py: np.linspace(0, 100, num=40) */
+
+static char out[1 << 17];
+
+static void setup(void)
+{
+    shell_setup("ruler");
+    (void)exists, (void)sql_long;
+    cr_assert_not_null(getenv("LENX_ROOT"), "LENX_ROOT must name the checkout (make test sets it)");
+}
+
+/* Pride and Prejudice, chapter 1 (public domain), in three files: a leading
+** newline, a blank line, tabs, CR LF, double spaces, a no-break space
+** (U+00A0), quotes around '?', '!' -- and no abbreviation, number or
+** initial, so that a sentence ends exactly at a word ending in '.', '?' or
+** '!' (closing quotes after it). */
+static const char *const essay_files[][2] = {
+    {"01_a.txt", "\nIt is a truth universally acknowledged, that a single man in possession of a good fortune, must "
+                 "be in want of a wife.  However little known the feelings or views of such a man may be on his first "
+                 "entering a neighbourhood, this truth is so well fixed in the minds of the surrounding families, "
+                 "that he is considered the rightful property of some one or other of their daughters.\n\n"},
+    {"02_b.txt", "\"My dear,\" said his lady to him one day, \"have you heard that Netherfield Park is let at "
+                 "last?\"\tHe replied that he had not.\n\"Do you not want to know who has taken it?\" cried his wife "
+                 "impatiently.\r\n\"You want to tell me, and I have no objection to hearing it.\"\nThis was "
+                 "invitation enough.\n"},
+    {"03_c.txt", "What is his name?\xc2\xa0" "Bingley!  Is he married or single?\nOh! Single, my dear, to be sure! A "
+                 "single man of large fortune; four or five thousand a year. What a fine thing for our girls!\n"},
+};
+#define N_FILES 3
+
+static void write_essays(const char *sub)
+{
+    char path[256];
+    cr_assert_eq(sh(out, sizeof out, "mkdir -p %s", sub), 0);
+    for (int i = 0; i < N_FILES; i++) {
+        snprintf(path, sizeof path, "%s/%s", sub, essay_files[i][0]);
+        write_file(path, essay_files[i][1]);
+    }
+}
+
+/* The fixture's words: the files joined, each white-space run (ASCII or
+** U+00A0) one space, split at the spaces (empty words at the ends kept). */
+static long fixture_words(char ***words)
+{
+    char text[4096] = "";
+    for (int i = 0; i < N_FILES; i++)
+        strcat(text, essay_files[i][1]);
+    long n = 0;
+    *words = NULL;
+    for (char *p = text;;) {
+        char *e = p;
+        while (*e && !strchr(" \t\r\n", *e) && strncmp(e, "\xc2\xa0", 2) != 0)
+            e++;
+        *words = realloc(*words, sizeof **words * (size_t)(n + 1));
+        (*words)[n++] = strndup(p, (size_t)(e - p));
+        if (!*e)
+            break;
+        while (*e && (strchr(" \t\r\n", *e) || strncmp(e, "\xc2\xa0", 2) == 0))
+            e += *e == '\xc2' ? 2 : 1;
+        p = e;
+    }
+    return n;
+}
+
+static int sentence_end(const char *w, size_t n)
+{
+    while (n > 0 && strchr("\"')", w[n - 1]))
+        n--;
+    return n > 0 && strchr(".?!", w[n - 1]);
+}
+
+/* RULER's prompt with the first n words (cyclic) and the needle at depth d. */
+static void expected_prompt(char *buf, size_t cap, char **words, long n_words, long n, int d, int uuid,
+                            const char *key, const char *needle)
+{
+    static char text[1 << 16];
+    static long tok_at[1 << 13], tok_end[1 << 13], sent_first[1 << 13], sent_last[1 << 13];
+    text[0] = 0;
+    for (long i = 0; i < n; i++) {
+        if (i)
+            strcat(text, " ");
+        strcat(text, words[i % n_words]);
+    }
+    char *t = text;     /* strip */
+    while (*t == ' ')
+        t++;
+    size_t len = strlen(t);
+    while (len > 0 && t[len - 1] == ' ')
+        t[--len] = 0;
+    long nt = 0, ns = 0;    /* tokens between spaces, then sentences of tokens */
+    for (long i = 0; i < (long)len;) {
+        if (t[i] == ' ') {
+            i++;
+            continue;
+        }
+        tok_at[nt] = i;
+        while (i < (long)len && t[i] != ' ')
+            i++;
+        tok_end[nt++] = i;
+    }
+    for (long k = 0, first = 0; k < nt; k++)
+        if (k == nt - 1 || sentence_end(t + tok_at[k], (size_t)(tok_end[k] - tok_at[k]))) {
+            sent_first[ns] = first, sent_last[ns++] = k;
+            first = k + 1;
+        }
+    long at = (long)((double)ns * (d / 100.0));
+    const char *type = uuid ? "uuid" : "number";
+    size_t w = (size_t)snprintf(buf, cap, "A special magic %s is hidden within the following text. Make sure to "
+                                "memorize it. I will quiz you about the %s afterwards.\n", type, type);
+    char *parts[3];     /* " ".join([" ".join(sents[:at]), needle, " ".join(sents[at:])]) */
+    for (int p = 0; p < 3; p += 2) {
+        parts[p] = calloc(len + 2, 1);
+        for (long s = p ? at : 0, e = p ? ns : at, k = s; k < e; k++)
+            snprintf(parts[p] + strlen(parts[p]), len + 2 - strlen(parts[p]), "%s%.*s", k > s ? " " : "",
+                     (int)(tok_end[sent_last[k]] - tok_at[sent_first[k]]), t + tok_at[sent_first[k]]);
+    }
+    w += (size_t)snprintf(buf + w, cap - w, "%s %s %s", parts[0], needle, parts[2]);
+    snprintf(buf + w, cap - w, "\nWhat is the special magic %s for %s mentioned in the provided text? The special "
+             "magic %s for %s mentioned in the provided text is", type, key, type, key);
+    free(parts[0]), free(parts[2]);
+}
+
+/* show's gold and depth of instance k. */
+static void shown_case(const char *protocol, const char *data, long L, int k, char *gold, size_t n, double *depth)
+{
+    cr_assert_eq(sh(out, sizeof out, "$L show task needle --protocol %s --data %s --length %ld --instance %d",
+                    protocol, data, L, k), 0, "%s", out);
+    const char *g = strstr(out, "gold \""), *d = strstr(out, "depth:");
+    cr_assert(g && d, "%s", out);
+    g += strlen("gold \"");
+    snprintf(gold, n, "%.*s", (int)strcspn(g, "\""), g);
+    *depth = strtod(d + strlen("depth:"), NULL);
+}
+
+static int is_uuid4(const char *s)
+{
+    if (strlen(s) != 36)
+        return 0;
+    for (int i = 0; i < 36; i++)
+        if ((i == 8 || i == 13 || i == 18 || i == 23) ? s[i] != '-' : !strchr("0123456789abcdef", s[i]))
+            return 0;
+    return s[14] == '4' && strchr("89ab", s[19]) != NULL;
+}
+
+/* Instance k of the cell (protocol, data, L): the printed text is RULER's
+** prompt for the shown depth with n words, where n + 1 words would not fit;
+** the value is 7 digits or a version-4 UUID; the depth is on RULER's grid.
+** Returns the depth's index in the grid. */
+static int expect_case(const char *protocol, const char *data, int uuid, long L, int k, char **words, long n_words)
+{
+    static char want[1 << 17], next[1 << 17];
+    char value[64], key[64], needle[200];
+    double depth;
+    shown_case(protocol, data, L, k, value, sizeof value, &depth);
+    cr_expect(uuid ? is_uuid4(value) : strlen(value) == 7 && value[0] >= '1', "%s", value);
+    int d = (int)lround(depth * 100), grid = -1;
+    for (int i = 0; i < RULER_DEPTHS_TEST; i++)  /* np.round(np.linspace(0, 100, 40)) */
+        grid = (int)lround(100.0 * i / 39) == d ? i : grid;
+    cr_assert(grid >= 0 && fabs(depth * 100 - d) < 1e-9, "depth %g is not on RULER's grid", depth);
+    cr_assert_eq(sh(out, sizeof out, "$L show task needle --protocol %s --data %s --length %ld --instance %d --text",
+                    protocol, data, L, k), 0, "%s", out);
+    const char *q = strstr(out, uuid ? "\nWhat is the special magic uuid for " : "\nWhat is the special magic number for ");
+    cr_assert_not_null(q, "%s", out);
+    cr_assert_eq(sscanf(strstr(q, " for ") + 5, "%63s", key), 1);
+    snprintf(needle, sizeof needle, "One of the special magic %s for %s is: %s.", uuid ? "uuids" : "numbers", key,
+             value);
+    long n = 0;     /* the most words that fit, in byte tokens (BOS not counted) */
+    for (;; n++) {
+        expected_prompt(next, sizeof next, words, n_words, n + 1, d, uuid, key, needle);
+        if (strlen(next) + 128 > (size_t)L)
+            break;
+    }
+    cr_assert_gt(n, 0, "L %ld", L);
+    expected_prompt(want, sizeof want, words, n_words, n, d, uuid, key, needle);
+    cr_expect_str_eq(out, want, "%s L %ld instance %d (depth %d, %ld words)", protocol, L, k, d, n);
+    return grid;
+}
+
+static void free_words(char **words, long n)
+{
+    for (long i = 0; i < n; i++)
+        free(words[i]);
+    free(words);
+}
+
+/* Both variants at three lengths (the last repeating the fixture several
+** times), six instances each; the 36 cases draw several of the 40 depths. */
+Test(peer_ruler, essay_prompt_is_the_peers_rule, .init = setup, .fini = teardown, .timeout = 120)
+{
+    static const long lengths[] = {700, 2000, 6000};
+    char **words;
+    long n_words = fixture_words(&words);
+    cr_assert_gt(n_words, 100);
+    write_essays("ess");
+    int seen[RULER_DEPTHS_TEST] = {0}, distinct = 0;
+    for (int uuid = 0; uuid < 2; uuid++)
+        for (int li = 0; li < 3; li++)
+            for (int k = 0; k < 6; k++)
+                seen[expect_case(uuid ? "ruler_niah_single_3" : "ruler_niah_single_2", "ess", uuid, lengths[li], k,
+                                 words, n_words)] = 1;
+    for (int i = 0; i < RULER_DEPTHS_TEST; i++)
+        distinct += seen[i];
+    cr_expect_geq(distinct, 8, "36 cases drew only %d of the 40 depths", distinct);
+    free_words(words, n_words);
+}
+
+/* RULER's own download, PaulGrahamEssays.json ({"text": the files joined}),
+** reads as the directory does (the draws differ: data is in the cell's key). */
+Test(peer_ruler, essay_json_reads_as_the_directory, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char **words;
+    long n_words = fixture_words(&words);
+    write_essays("ess");
+    cr_assert_eq(sh(out, sizeof out, "cat ess/*.txt | /usr/bin/python3 -c 'import json, sys; "
+                    "json.dump({\"text\": sys.stdin.buffer.read().decode()}, open(\"e.json\", \"w\"))'"), 0,
+                 "%s", out);
+    for (int k = 0; k < 4; k++)
+        expect_case("ruler_niah_single_3", "e.json", 1, 1500, k, words, n_words);
+    free_words(words, n_words);
+}
+
+/* Punkt's rule on hand-made cases (what nltk's English sent_tokenize splits). */
+Test(peer_ruler, sentences_follow_punkt)
+{
+    static const struct {
+        const char *text;
+        int n;
+        const char *first;  /* the first sentence */
+    } cases[] = {
+        {"Hello there. How are you? Fine! Thanks.", 4, "Hello there."},
+        {"Mr. Smith met Dr. Watson. They talked.", 2, "Mr. Smith met Dr. Watson."},
+        {"He said \"Stop.\" Then he left.", 2, "He said \"Stop.\""},
+        {"\"Why?\" she asked. Nobody knew.", 3, "\"Why?\""},
+        {"It was 5 p.m. on Monday. Next day came.", 2, "It was 5 p.m. on Monday."},
+        {"J. R. Tolkien wrote. Yes.", 2, "J. R. Tolkien wrote."},
+        {"The year was 1990. It rained.", 2, "The year was 1990."},
+        {"See chapter 3. and so on.", 1, "See chapter 3. and so on."},
+        {"Wait... what happened? Nothing... Then it rained.", 3, "Wait... what happened?"},
+        {"A self-styled gen. of note. He came (late.) Then left", 3, "A self-styled gen. of note."},
+        {"no end here", 1, "no end here"},
+        {"one.  two", 2, "one."},
+        {"", 0, NULL},
+    };
+    long span[64][2];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *t = cases[i].text;
+        long ns = lx_peer_sentences(t, (long)strlen(t), span);
+        cr_expect_eq(ns, cases[i].n, "'%s': %ld sentences", t, ns);
+        if (ns > 0 && cases[i].first)
+            cr_expect(strlen(cases[i].first) == (size_t)(span[0][1] - span[0][0]) &&
+                      strncmp(t + span[0][0], cases[i].first, strlen(cases[i].first)) == 0,
+                      "'%s': the first sentence is '%.*s'", t, (int)(span[0][1] - span[0][0]), t + span[0][0]);
+    }
+}
+
+/* On stories260K (tok512) at 512 and 1024: every prompt's tokens (BOS not
+** counted) + 128 fit L, and no prompt is shorter than one more word could
+** make it (the longest fixture word's bytes + the space, each a token at
+** worst, + 4 for the needle's seams, which may merge differently once the
+** needle moves a sentence); stored depths on RULER's grid; outputs scored
+** with ruler_all (the gold inside the output, case folded). */
+Test(peer_ruler, essay_cell_fits_model_tokens, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    write_essays("ess");
+    write_file("s.yaml", "name: r\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
+                         "  - [{rope: {layout: interleaved}}]\ntasks:\n"
+                         "  - needle: {protocol: ruler_niah_single_2, data: ess, samples: 4}\n"
+                         "  - needle: {protocol: ruler_niah_single_3, data: ess, samples: 4}\nlengths: [512, 1024]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i -e \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" s.yaml "
+                    "&& $L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    char **words;
+    long n_words = fixture_words(&words), longest = 0;
+    for (long i = 0; i < n_words; i++)
+        longest = (long)strlen(words[i]) > longest ? (long)strlen(words[i]) : longest;
+    free_words(words, n_words);
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"select r.length, max(case when m.name = 'prompt_tokens_max' "
+                    "then m.value end), max(case when m.name = 'prompt_tokens_min' then m.value end), max(case when "
+                    "m.name = 'max_new_tokens' then m.value end) from runs r join metrics m on m.run_id = r.id group "
+                    "by r.id order by r.length\""), 0, "%s", out);
+    int cells = 0;
+    for (char *p = out; *p; cells++) {
+        long L;
+        double most, least, budget;
+        cr_assert_eq(sscanf(p, "%ld|%lf|%lf|%lf", &L, &most, &least, &budget), 4, "%s", out);
+        cr_expect_eq(budget, 128);
+        cr_expect_leq((long)most - 1 + 128, L, "L %ld: the longest prompt overflows (%g tokens)", L, most);
+        cr_expect_gt((long)least - 1 + 128 + longest + 1 + 4, L, "L %ld: the shortest prompt (%g tokens) had room "
+                     "for another word", L, least);
+        p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p);
+    }
+    cr_expect_eq(cells, 4);
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"select count(*) from outputs where depth is null\""), 0);
+    cr_expect_eq(atol(out), 0, "every output has its depth");
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"select distinct round(depth * 100, 6) from outputs\""), 0);
+    for (char *p = out; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+        double d = strtod(p, NULL);
+        int on = 0;
+        for (int i = 0; i < RULER_DEPTHS_TEST; i++)
+            on |= fabs(d - (double)lround(100.0 * i / 39)) < 1e-6;
+        cr_expect(on, "stored depth %g%% is not on RULER's grid", d);
+    }
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 -separator '\t' r.db \"select gold, score, replace(text, char(10), ' ') "
+                    "from outputs\""), 0);
+    int rows = 0;
+    for (char *p = out; *p; rows++) {
+        char *nl = strchr(p, '\n');
+        if (nl)
+            *nl = 0;
+        char *t1 = strchr(p, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        cr_assert(t1 && t2, "%s", p);
+        *t1 = *t2 = 0;
+        cr_expect_eq(atoi(t1 + 1), strcasestr(t2 + 1, p) != NULL, "gold %s in '%s'", p, t2 + 1);
+        p = nl ? nl + 1 : p + strlen(p);
+    }
+    cr_expect_eq(rows, 16);
+}
+
+/* ruler_all through lenx grade with the presets' fields (RULER's prediction
+** files: outputs, pred): a UUID found whatever its case, a number missed. */
+Test(peer_ruler, essay_presets_grade_with_ruler_all, .init = setup, .fini = teardown)
+{
+    write_file("p.jsonl", "{\"outputs\": [\"0f8c43a1-96b2-4c1e-8d3b-0a1b2c3d4e5f\"], \"pred\": \" 0F8C43A1-96B2-4C1E-"
+                          "8D3B-0A1B2C3D4E5F.\"}\n{\"outputs\": [\"0f8c43a1-96b2-4c1e-8d3b-0a1b2c3d4e5f\"], \"pred\": "
+                          "\"0f8c43a1\"}\n");
+    cr_assert_eq(sh(out, sizeof out, "$L grade --task needle --protocol ruler_niah_single_3 --predictions p.jsonl"), 0,
+                 "%s", out);
+    cr_expect(strstr(out, "\"scores\": [1, 0]") && strstr(out, "\"mean\": 0.5"), "%s", out);
+    write_file("q.jsonl", "{\"outputs\": [\"4821307\"], \"pred\": \"is 4821307\"}\n");
+    cr_assert_eq(sh(out, sizeof out, "$L grade --task needle --protocol ruler_niah_single_2 --predictions q.jsonl"), 0,
+                 "%s", out);
+    cr_expect(strstr(out, "\"mean\": 1"), "%s", out);
+}
+
+/* No data, a path that is not there (exit 3, as an unreadable file), a
+** directory without .txt files, essays of white space only, a JSON without
+** "text", a length with no room (exit 2): each with the path and a hint. */
+Test(peer_ruler, essay_errors, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const char show[] = "$L show task needle --protocol ruler_niah_single_2 --instance 0 --text";
+    int rc = sh(out, sizeof out, "%s --length 1000", show);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "data: DIR") && strstr(out, "PaulGrahamEssays.json") && strstr(out, "hint:"), "%s", out);
+    rc = sh(out, sizeof out, "%s --length 1000 --data nowhere", show);
+    cr_expect_eq(rc, 3, "a path that cannot be read, as any file lenx cannot read: %s", out);
+    cr_expect(strstr(out, "nowhere") && strstr(out, "PaulGrahamEssays.json") && strstr(out, "hint:"), "%s", out);
+    rc = sh(out, sizeof out, "mkdir -p empty && touch empty/notes.md && %s --length 1000 --data empty", show);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "empty'") && strstr(out, "no .txt file") && strstr(out, "hint:"), "%s", out);
+    rc = sh(out, sizeof out, "mkdir -p blank && printf ' \\n\\t\\r\\n' > blank/a.txt && %s --length 1000 --data blank",
+            show);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "blank") && strstr(out, "only white space") && strstr(out, "hint:"), "%s", out);
+    write_file("bad.json", "{\"txt\": \"An essay.\"}");
+    rc = sh(out, sizeof out, "%s --length 1000 --data bad.json", show);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "bad.json") && strstr(out, "text") && strstr(out, "hint:"), "%s", out);
+    write_essays("ess");
+    rc = sh(out, sizeof out, "%s --length 200 --data ess", show);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "length 200") && strstr(out, "no room") && strstr(out, "hint:"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "%s --length 1000 --data ess", show), 0, "%s", out);
+}
