@@ -3,7 +3,7 @@
 ** 2024, "RULER: What's the real context size of your long-context language
 ** models?", arXiv 2404.06654), made as its scripts/data/synthetic/niah.py
 ** makes them for three tasks of scripts/synthetic.yaml (peer.h,
-** docs/tasks.md#needle-ruler):
+** docs/tasks.md#needle-ruler, docs/tasks.md#needle-ruler-essays):
 **
 **   niah_single_1   noise haystack (one filler line a unit), number values
 **   niah_single_2   essay haystack (one word a unit), number values
@@ -19,7 +19,8 @@
 ** at int(sentences * depth / 100), depth one of its 40 rounded linspace
 ** points, the pieces joined by spaces.
 **
-** To add RULER's other niah variants: a row of ruler_variants and a maker.
+** To add RULER's other niah variants: a struct ruler_variant, its maker
+** here, and a row in tasks/protocols.c.
 */
 #include "tasks/peer.h"
 
