@@ -859,9 +859,9 @@ static void cell_outputs(char *got, size_t n, const char *db, long seed, long L)
 
 /* Sampled as LongChat samples its base model (pipeline(..., max_new_tokens=15,
 ** do_sample=True): temperature 1, top-k 50): on stories260K the same seed gives
-** the same outputs in another sweep of other cells in another order, another
-** seed other outputs; 15 new tokens; prompt_tokens is the mean count of the
-** printed prompts, ending included. */
+** the same outputs in another sweep of other cells in another order and in a
+** shard of the sweep, another seed other outputs; 15 new tokens;
+** prompt_tokens is the mean count of the printed prompts, ending included. */
 Test(presets, longchat_base_samples_per_seed, .init = setup, .fini = teardown, .timeout = 300)
 {
     if (!tokfile_stories())
@@ -883,12 +883,17 @@ Test(presets, longchat_base_samples_per_seed, .init = setup, .fini = teardown, .
     cr_assert_eq(sh(out, sizeof out, "sed -i \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" a.yaml "
                     "b.yaml && $L run a.yaml --db a.db --quiet --no-table && $L run b.yaml --db b.db --quiet "
                     "--no-table"), 0, "%s", out);
-    static char s1[8192], s1b[8192], s2[8192];
+    cr_assert_eq(sh(out, sizeof out, "for k in 0 1; do $L run a.yaml --db s$k.db --shard $k/2 --quiet --no-table || "
+                    "exit 1; done"), 0, "%s", out);
+    static char s1[8192], s1b[8192], s2[8192], sh0[8192], sh1[8192];
     cell_outputs(s1, sizeof s1, "a.db", 1, 512);
     cell_outputs(s1b, sizeof s1b, "b.db", 1, 512);
     cell_outputs(s2, sizeof s2, "a.db", 2, 512);
+    cell_outputs(sh0, sizeof sh0, "s0.db", 1, 512);
+    cell_outputs(sh1, sizeof sh1, "s1.db", 1, 512);
     cr_expect(strlen(s1) > 2, "%s", s1);
     cr_expect_str_eq(s1, s1b, "seed 1 in two sweeps");
+    cr_expect(strcmp(s1, sh0[0] ? sh0 : sh1) == 0 && (!sh0[0] || !sh1[0]), "seed 1 in one of two shards");
     cr_expect_str_neq(s1, s2, "seeds 1 and 2");
     cr_expect_eq(sql_long("a.db", "select count(*) from outputs"), 3 * 4 + 4);
     cr_expect_eq(sql_long("a.db", "select count(*) from metrics where name = 'max_new_tokens' and value = 15"), 8);
