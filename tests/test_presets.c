@@ -16,11 +16,13 @@
 #include <string.h>
 
 #include "harness/core/json.h"
+#include "harness/core/result.h"
 #include "harness/engine/formats/checkpoint.h"
 #include "harness/engine/model/decoding.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "tasks/preset.h"
 #include "tasks/scorers.h"
+#include "tasks/task.h"
 #include "tests/shell.h"
 #include "tests/stack.h"
 #include "tests/tokfile.h"
@@ -184,6 +186,35 @@ Test(presets, todays_run_keys_are_unchanged, .init = setup, .fini = teardown)
     cr_expect(strstr(out, "protocol") == NULL, "lenx is the default and stays out of the key: %s", out);
 }
 
+/* stories260K, its tok512 and its stack compiled at length 512. */
+struct stories {
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    struct lx_tokenizer *tk;
+    struct tstack s;
+};
+
+static void load_stories(struct stories *st)
+{
+    struct lx_error err = {""};
+    char path[4096];
+    memset(st, 0, sizeof *st);
+    snprintf(path, sizeof path, "%s/../shared/models/stories260K/stories260K.bin", getenv("LENX_ROOT"));
+    cr_assert_eq(lx_model_load(&st->m, path, &st->info, &err), LX_OK, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/../shared/models/stories260K/tok512.bin", getenv("LENX_ROOT"));
+    cr_assert_eq(lx_tokenizer_open(&st->tk, path, &err), LX_OK, "%s", err.msg);
+    struct lx_facts fa = tfacts((int)st->m.arch.d_head, 512, (int)st->m.arch.heads, 512);
+    tstack_make(&st->s, st->info.stack, &fa);
+}
+
+static void free_stories(struct stories *st)
+{
+    tstack_free(&st->s);
+    lx_tokenizer_free(st->tk);
+    lx_ckpt_info_release(&st->info);
+    lx_model_release(&st->m);
+}
+
 /* A run of protocol longchat on stories260K: every stored output is the
 ** continuation lx_generate's full-pass reference greedy-decodes from [BOS] +
 ** the prompt read as `lenx generate` reads it (100 tokens, cut at the first
@@ -206,18 +237,10 @@ Test(presets, longchat_cell_generates_apart_from_the_gold, .init = setup, .fini 
     cr_assert_eq(sh(out, sizeof out, "sed -i \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|; "
                     "s|DATA|$D/cases.jsonl|\" s.yaml && $L run s.yaml --db r.db --quiet --no-table --keep-prompts"), 0,
                  "%s", out);
-    struct lx_model m;
-    struct lx_ckpt_info info = {0};
     struct lx_error err = {""};
-    char path[4096];
-    snprintf(path, sizeof path, "%s/../shared/models/stories260K/stories260K.bin", getenv("LENX_ROOT"));
-    cr_assert_eq(lx_model_load(&m, path, &info, &err), LX_OK, "%s", err.msg);
-    struct lx_tokenizer *tk;
-    snprintf(path, sizeof path, "%s/../shared/models/stories260K/tok512.bin", getenv("LENX_ROOT"));
-    cr_assert_eq(lx_tokenizer_open(&tk, path, &err), LX_OK, "%s", err.msg);
-    struct tstack s;
-    struct lx_facts fa = tfacts((int)m.arch.d_head, 512, (int)m.arch.heads, 512);
-    tstack_make(&s, info.stack, &fa);
+    struct stories st;
+    load_stories(&st);
+    struct lx_tokenizer *tk = st.tk;
     const struct lx_scorer *last = lx_scorer_find("last_int");
     double tokens = 0.0;
     for (int i = 0; i < 3; i++) {
@@ -229,7 +252,7 @@ Test(presets, longchat_cell_generates_apart_from_the_gold, .init = setup, .fini 
         for (long t = 0; t < v.n; t++)
             ids[t] = v.id[t];
         tokens += (double)v.n;
-        cr_assert_eq(lx_generate(&m, &s.spec, ids, v.n, 100, gen, LX_DECODE_FULL, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_generate(&st.m, &st.s.spec, ids, v.n, 100, gen, LX_DECODE_FULL, &err), LX_OK, "%s", err.msg);
         for (int t = 0; t < 100; t++)
             gen32[t] = gen[t];
         char text[4096];
@@ -258,10 +281,7 @@ Test(presets, longchat_cell_generates_apart_from_the_gold, .init = setup, .fini 
     snprintf(q, sizeof q, "select value from metrics where name = 'prompt_tokens'");
     sql_text(got, sizeof got, "r.db", q);
     cr_expect_float_eq(strtod(got, NULL), tokens / 3.0, 1e-12, "%s", got);
-    tstack_free(&s);
-    lx_tokenizer_free(tk);
-    lx_ckpt_info_release(&info);
-    lx_model_release(&m);
+    free_stories(&st);
 }
 
 /* lost in the middle's qa.prompt filled as its get_qa_prompt fills it, from a
@@ -911,4 +931,57 @@ Test(presets, longchat_base_samples_per_seed, .init = setup, .fini = teardown, .
              "and m.name = 'prompt_tokens' and m.value = %ld",
              stories_tokens("topic --protocol longchat_base --data t.jsonl --instance 0"));
     cr_expect_eq(sql_long("a.db", q), 4, "every topic cell counts the prompt and its ending");
+}
+
+/* LongLoRA's rule, the budget being the gold's own tokens and the score their
+** equality with the generated ids, on a preset row like longlora's that reads
+** its gold from a file (the topic reader): the gold is the text stories260K
+** greedily continues "Once upon a time, there" with (4 tokens), its leading space
+** left to the dummy prefix, so its ids are the generated ones and it scores 1;
+** the same gold with its last letter changed scores 0. max_new_tokens is the
+** mean of the two budgets. */
+Test(presets, budget_of_the_gold_scores_on_token_ids, .init = setup, .fini = teardown, .timeout = 120)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    struct lx_error err = {""};
+    struct stories st;
+    load_stories(&st);
+    struct lx_tokenizer *tk = st.tk;
+    static const char prompt[] = "Once upon a time, there";
+    int *ids = NULL, *gold_ids = NULL, gen[4];
+    long np = lx_tok_prompt(tk, prompt, strlen(prompt), &ids, &err);
+    cr_assert_gt(np, 1, "%s", err.msg);
+    cr_assert_eq(lx_generate(&st.m, &st.s.spec, ids, np, 4, gen, LX_DECODE_FULL, &err), LX_OK, "%s", err.msg);
+    int32_t gen32[4] = {gen[0], gen[1], gen[2], gen[3]};
+    char text[256], bad[256];
+    int stop;
+    long n = lx_tok_decode(tk, gen32, 4, text, &stop);
+    cr_assert(n > 2 && text[0] == ' ' && strspn(text, " abcdefghijklmnopqrstuvwxyz") == (size_t)n, "'%s'", text);
+    long ng = lx_tok_prompt(tk, text + 1, (size_t)(n - 1), &gold_ids, &err);
+    cr_assert_eq(ng, 5, "the gold reads back as [begin] + 4 ids: %ld", ng);
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(gold_ids[k + 1], gen[k], "the premise: the gold's id %d is the generated one", k);
+    snprintf(bad, sizeof bad, "%s", text + 1);
+    bad[n - 2] = bad[n - 2] == 'q' ? 'x' : 'q';
+    char data[1024], path[512];
+    snprintf(data, sizeof data, "{\"topics\": [\"%s\"], \"prompt\": \"%s\"}\n{\"topics\": [\"%s\"], \"prompt\": "
+             "\"%s\"}\n", text + 1, prompt, bad, prompt);
+    write_file("g.jsonl", data);
+    snprintf(path, sizeof path, "%s/g.jsonl", dir);
+    struct lx_protocol p = {.task = "topic", .name = "gold_ids", .scorer = "token_exact",
+                            .read = lx_peer_longchat_topics, .budget_gold = 1};
+    struct lx_task_ctx ctx = {.spec = &st.s.spec, .length = 512, .data_key = 7, .model = &st.m, .tok = tk};
+    struct lx_result r = {0};
+    cr_assert_eq(lx_preset_run(&ctx, &p, path, 1, &r, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(r.n_outputs, 2);
+    cr_expect_eq(r.outputs[0].score, 1, "'%s' for gold '%s'", r.outputs[0].text, text + 1);
+    cr_expect_eq(r.outputs[1].score, 0, "'%s' for gold '%s'", r.outputs[1].text, bad);
+    free(gold_ids);
+    ng = lx_tok_prompt(tk, bad, strlen(bad), &gold_ids, &err);
+    cr_expect_float_eq(lx_result_find(&r, "max_new_tokens")->value, (4.0 + (double)(ng - 1)) / 2.0, 1e-12);
+    cr_expect_float_eq(lx_result_find(&r, "acc")->value, 0.5, 1e-12);
+    lx_result_release(&r);
+    free(ids), free(gold_ids);
+    free_stories(&st);
 }
