@@ -74,7 +74,7 @@ static const struct lx_param line_rows[] = {
     LX_P_INT(struct line_params, depths, "5", 0, 1001, 0,
              "evenly spaced depths of the queried line 0, 1/(k-1), ..., 1 (1 = the single depth 0.5; "
              "0 = a uniform random depth per sample)"),
-    LX_RETRIEVAL_PRESET_ROWS(struct line_params, "lenx|longchat"),
+    LX_RETRIEVAL_PRESET_ROWS(struct line_params, "lenx|longchat|longchat_base"),
 };
 
 static const char HEADER[] =
@@ -274,7 +274,7 @@ static int line_score_by(const void *params, const struct lx_instance *in, const
 static const struct lx_retrieval line_r = {
     .name = "line",
     .preset_at = offsetof(struct line_params, preset),
-    .protocols = (const char *const[]){"lenx", "longchat"},
+    .protocols = (const char *const[]){"lenx", "longchat", "longchat_base"},
     .samples_at = offsetof(struct line_params, samples),
     .depths_at = offsetof(struct line_params, depths),
     .check = line_check,

@@ -62,7 +62,7 @@ static const struct lx_param passkey_rows[] = {
     LX_P_INT(struct passkey_params, depths, "5", 0, 1001, 0,
              "evenly spaced key depths 0, 1/(k-1), ..., 1 (1 = the single depth 0.5; "
              "0 = a uniform random depth per sample)"),
-    LX_RETRIEVAL_PRESET_ROWS(struct passkey_params, "lenx|landmark"),
+    LX_RETRIEVAL_PRESET_ROWS(struct passkey_params, "lenx|landmark|yarn|longlora"),
 };
 
 static const char DESC[] = "There is an important info hidden inside a lot of irrelevant text. "
@@ -175,7 +175,7 @@ static int passkey_make(const void *params, const struct lx_retrieval_at *at, st
 ** depth uniformly. */
 static const struct lx_retrieval passkey_r = {
     .name = "passkey",
-    .preset_at = offsetof(struct passkey_params, preset), .protocols = (const char *const[]){"lenx", "landmark"},
+    .preset_at = offsetof(struct passkey_params, preset), .protocols = (const char *const[]){"lenx", "landmark", "yarn", "longlora"},
     .samples_at = offsetof(struct passkey_params, samples),
     .depths_at = offsetof(struct passkey_params, depths),
     .check = passkey_check,

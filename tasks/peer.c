@@ -15,7 +15,7 @@
 #include "harness/core/rng.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 
-static void add_gold(struct lx_peer_case *c, const char *s, size_t n)
+void lx_peer_add_gold(struct lx_peer_case *c, const char *s, size_t n)
 {
     lx_buf_putn(&c->golds, s, n);
     lx_buf_putn(&c->golds, "", 1);
@@ -57,7 +57,7 @@ int lx_peer_longchat_lines(const struct lx_json *doc, const struct lx_jv *row, s
     if (rc == LX_OK && (rc = lx_json_need(doc, row, "expected_number", LX_JSON_INT, &v, err)) == LX_OK &&
         (rc = lx_json_int(doc, v, &x, err)) == LX_OK) {
         snprintf(num, sizeof num, "%" PRId64, x);
-        add_gold(out, num, strlen(num));
+        lx_peer_add_gold(out, num, strlen(num));
     }
     if (rc == LX_OK && (v = lx_json_member(row, "token_size")) && lx_json_int(doc, v, &x, err) == LX_OK)
         out->peer_length = (long)x;
@@ -76,10 +76,43 @@ int lx_peer_longchat_topics(const struct lx_json *doc, const struct lx_jv *row, 
         const char *s;
         size_t n;
         if ((rc = lx_json_str(doc, lx_json_at(v, i), &s, &n, err)) == LX_OK)
-            add_gold(out, s, n);
+            lx_peer_add_gold(out, s, n);
     }
     if (rc == LX_OK && out->n_golds == 0)
         rc = lx_json_member_err(err, doc, row, "topics", "an empty list: the first topic is the gold");
+    return rc;
+}
+
+/* LongChat's path for its base model (mosaicml/mpt-7b-storywriter): the
+** prompt with f'Line <{random_idx[0]}>: <REGISTER_CONTENT> is' appended. */
+int lx_peer_longchat_lines_base(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
+                                struct lx_error *err)
+{
+    const struct lx_jv *v, *idx = NULL;
+    int rc = lx_peer_longchat_lines(doc, row, out, err);
+    if (rc == LX_OK && (rc = lx_json_need(doc, row, "random_idx", LX_JSON_ARRAY, &v, err)) == LX_OK &&
+        !(idx = lx_json_at(v, 0)))
+        rc = lx_json_member_err(err, doc, row, "random_idx", "an empty list: its first item names the line asked for");
+    const char *s;
+    size_t n;
+    int64_t x;
+    if (rc == LX_OK && lx_json_type(idx) == LX_JSON_STRING && (rc = lx_json_str(doc, idx, &s, &n, err)) == LX_OK) {
+        lx_buf_puts(&out->prompt, "Line <");
+        lx_buf_putn(&out->prompt, s, n);
+    } else if (rc == LX_OK && (rc = lx_json_int(doc, idx, &x, err)) == LX_OK)
+        lx_buf_printf(&out->prompt, "Line <%" PRId64, x);
+    if (rc == LX_OK)
+        lx_buf_puts(&out->prompt, ">: <REGISTER_CONTENT> is");
+    return rc;
+}
+
+/* The same path for topics: the prompt with '\n ASSISTANT: The first topic is' appended. */
+int lx_peer_longchat_topics_base(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
+                                 struct lx_error *err)
+{
+    int rc = lx_peer_longchat_topics(doc, row, out, err);
+    if (rc == LX_OK)
+        lx_buf_puts(&out->prompt, "\n ASSISTANT: The first topic is");
     return rc;
 }
 
@@ -105,7 +138,7 @@ int lx_peer_litm(const struct lx_json *doc, const struct lx_jv *row, struct lx_p
         rc = lx_json_need(doc, row, "ctxs", LX_JSON_ARRAY, &ctxs, err);
     for (long i = 0; rc == LX_OK && i < lx_json_len(answers); i++)
         if ((rc = lx_json_str(doc, lx_json_at(answers, i), &s, &n, err)) == LX_OK)
-            add_gold(out, s, n);
+            lx_peer_add_gold(out, s, n);
     if (rc == LX_OK && (out->n_golds == 0 || lx_json_len(ctxs) == 0 || nq == 0))
         return lx_err(err, LX_EINVAL, "a question, its answers and its documents (ctxs) must not be empty");
     lx_buf_puts(&out->prompt, "Write a high-quality answer for the given question using only the provided search "
@@ -126,34 +159,6 @@ int lx_peer_litm(const struct lx_json *doc, const struct lx_jv *row, struct lx_p
     lx_buf_putn(&out->prompt, q, nq);
     lx_buf_puts(&out->prompt, "\nAnswer:");
     return rc;
-}
-
-int lx_peer_landmark(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk, struct lx_peer_case *out,
-                     struct lx_error *err)
-{
-    (void)tk, (void)data;   /* landmark counts characters */
-    static const char garbage[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back "
-                                  "again.";
-    const long unit = (long)sizeof garbage;      /* the sentence and the joining space */
-    if (length < 0 || length > unit * 2000 - 1)  /* the peer's " ".join([garbage] * 2000) */
-        return lx_err(err, LX_EINVAL, "landmark: %ld filler characters; the peer's filler holds at most %ld",
-                      length, unit * 2000 - 1);
-    struct lx_rng r;
-    lx_rng_init(&r, key ^ 0x6c616e646d61726bULL, (uint32_t)sample, LX_RNG_DATA);
-    long prefix = (long)(lx_rng_uniform(&r) * (double)(length + 1)), pass = 1 + (long)(lx_rng_uniform(&r) * 50000);
-    lx_buf_puts(&out->prompt, "There is an important info hidden inside a lot of irrelevant text. Find it and memorize "
-                "them. I will quiz you about the important information there.\n");
-    for (int part = 0; part < 2; part++) {
-        for (long i = 0, n = part ? length - prefix : prefix; i < n; i++)
-            lx_buf_putn(&out->prompt, i % unit == unit - 1 ? " " : garbage + i % unit, 1);
-        if (!part)
-            lx_buf_printf(&out->prompt, "\nThe pass key is %ld. Remember it. %ld is the pass key.\n", pass, pass);
-    }
-    lx_buf_puts(&out->prompt, "\nWhat is the pass key? The pass key is");
-    char num[32];
-    snprintf(num, sizeof num, "%ld", pass);
-    add_gold(out, num, strlen(num));
-    return LX_OK;
 }
 
 static int by_name(const void *a, const void *b)
@@ -299,7 +304,7 @@ int lx_peer_kamradt(const char *data, long length, uint64_t key, long sample, co
         lx_buf_puts(&out->prompt, "\n</context>\n\nWhat is the best thing to do in San Francisco? Don't give "
                     "information outside the document or repeat your findings\n\nAssistant: Here is the most relevant "
                     "sentence in the context:");
-        add_gold(out, "eat a sandwich and sit in Dolores Park on a sunny day",
+        lx_peer_add_gold(out, "eat a sandwich and sit in Dolores Park on a sunny day",
                  strlen("eat a sandwich and sit in Dolores Park on a sunny day"));
     }
     lx_buf_free(&hay), lx_buf_free(&ctx);

@@ -58,12 +58,34 @@ int lx_peer_longchat_lines(const struct lx_json *doc, const struct lx_jv *row, s
                            struct lx_error *err);   /* prompt, expected_number, token_size */
 int lx_peer_longchat_topics(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
                             struct lx_error *err);  /* prompt, topics (the gold first) */
-/* landmark-attention llama/run_test.py generate_prompt(n_garbage = length):
-** the task description, a uniform share of the repeated filler's first
-** characters, the pass-key line (a key uniform in [1, 50000]), the rest of the
-** filler's characters, the question, joined by newlines. */
+/* The same readers on LongChat's path for its base model: the line prompt with
+** "Line <{random_idx[0]}>: <REGISTER_CONTENT> is" appended, the topic prompt
+** with "\n ASSISTANT: The first topic is" (completion style, sampled there). */
+int lx_peer_longchat_lines_base(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
+                                struct lx_error *err);
+int lx_peer_longchat_topics_base(const struct lx_json *doc, const struct lx_jv *row, struct lx_peer_case *out,
+                                 struct lx_error *err);
+/* Appends the gold s[0, n) to c's golds. */
+void lx_peer_add_gold(struct lx_peer_case *c, const char *s, size_t n);
+
+/* The pass-key makers (tasks/peer_passkey.c), all landmark attention's
+** generate_prompt: the task description, the first p characters of the
+** repeated filler, the pass-key line, the first n - p characters of the filler
+** again, the question, joined by newlines. They differ in n and the draws:
+** landmark-attention llama/run_test.py: n = length, p uniform in [0, n], the
+** key in [1, 50000]. */
 int lx_peer_landmark(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk, struct lx_peer_case *out,
                      struct lx_error *err);
+/* YaRN eval/passkey.py: n = the multiple of 128 before the first whose
+** prompt (one draw of the cell) reaches `length` tokens of tk (BOS counted),
+** p uniform in [0, n], the key in [1, 50000]. */
+int lx_peer_yarn(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
+                 struct lx_peer_case *out, struct lx_error *err);
+/* LongLoRA passkey_retrivial.py: n = int(3.75 * length // 1024 * 1024), p
+** uniform in [0, n - 1], the key in [1, 49999] (numpy's randint excludes its
+** upper bound). */
+int lx_peer_longlora(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
+                     struct lx_peer_case *out, struct lx_error *err);
 /* RULER scripts/data/synthetic/niah.py (tasks/peer_ruler.c), niah_single_1
 ** (scripts/synthetic.yaml): noise haystack (landmark's filler sentence, one a
 ** line), one needle "One of the special magic numbers for KEY is: VALUE." at

@@ -354,8 +354,7 @@ static int ruler_make(const struct ruler_variant *v, const char *data, long leng
     if (rc == LX_OK) {
         ruler_prompt(&out->prompt, v, &d, &e, best, &scratch);
         out->depth = v->essay ? d.depth / 100.0 : NAN;
-        lx_buf_putn(&out->golds, d.value, strlen(d.value) + 1);
-        out->n_golds++;
+        lx_peer_add_gold(out, d.value, strlen(d.value));
     }
     lx_buf_free(&e.text), lx_buf_free(&scratch);
     free(e.word);

@@ -108,25 +108,49 @@ long lx_preset_cut(const struct lx_protocol *p, const char *text, long n)
     return n;
 }
 
-/* Case i: generate, stop, score; returns its score, *null and the prompt's tokens. */
+/* The budget of case c: the preset's, or (budget_gold) the first gold's
+** tokens, *gold (malloc'd) = tk's prompt ids of it with the begin dropped,
+** as LongLoRA's tokenizer(answer).input_ids[:, 1:]. */
+static long case_budget(const struct lx_tokenizer *tk, const struct lx_protocol *p, const struct lx_peer_case *c,
+                        int **gold, struct lx_error *err)
+{
+    *gold = NULL;
+    if (!p->budget_gold)
+        return p->max_new_tokens;
+    const char *g = lx_peer_gold(c, 0);
+    long n = lx_tok_prompt(tk, g, strlen(g), gold, err);
+    if (n >= 0 && n < 2)
+        n = lx_err(err, LX_EINVAL, "the gold '%s' encodes to no token: there is no budget to generate", g);
+    if (n < 0)
+        return n;
+    memmove(*gold, *gold + 1, sizeof(int) * (size_t)(n - 1));
+    return n - 1;
+}
+
+/* Case i: generate, stop, score; returns its score, *null, the prompt's
+** tokens and the budget. With gold ids, the score is their equality with the
+** generated ids. */
 static int run_case(const struct lx_task_ctx *ctx, const struct lx_protocol *p, const struct lx_scorer *sc,
                     const struct lx_peer_case *c, long i, struct lx_result *out, double *score, int *null,
-                    long *n_prompt, struct lx_error *err)
+                    long *n_prompt, long *n_new, struct lx_error *err)
 {
     const struct lx_tokenizer *tk = lx_tok_or_byte(ctx->tok);
-    int *ids = NULL;
+    int *ids = NULL, *gold = NULL;
     long np = lx_tok_prompt(tk, c->prompt.s ? c->prompt.s : "", c->prompt.len, &ids, err),
-         budget = p->max_new_tokens;
-    if (np < 0)
-        return (int)np;
-    *n_prompt = np;
+         budget = np < 0 ? np : case_budget(tk, p, c, &gold, err);
+    if (np < 0 || budget < 0) {
+        free(ids);
+        return (int)(np < 0 ? np : budget);
+    }
+    *n_prompt = np, *n_new = budget;
     int32_t *gen = lx_xmalloc(sizeof(int32_t) * (size_t)budget);
     int *gi = lx_xmalloc(sizeof(int) * (size_t)budget);
-    struct lx_sampler smp = {.temperature = p->temperature, .seed = ctx->data_key ^ (uint64_t)i};
+    struct lx_sampler smp = {.temperature = p->temperature, .top_k = p->top_k, .seed = ctx->data_key ^ (uint64_t)i};
     int rc = lx_generate_with(ctx->model, ctx->spec, ids, np, budget, gi, LX_DECODE_CACHE, &smp, err);
     if (rc == LX_OK) {
+        int same = 1;
         for (long k = 0; k < budget; k++)
-            gen[k] = gi[k];
+            gen[k] = gi[k], same &= !gold || gi[k] == gold[k];
         char *text = lx_xmalloc((size_t)lx_tok_decode_cap(tk, budget));
         int stop;
         long n = lx_tok_decode(tk, gen, budget, text, &stop), cut = lx_preset_cut(p, text, n);
@@ -138,10 +162,12 @@ static int run_case(const struct lx_task_ctx *ctx, const struct lx_protocol *p, 
             gs[j] = lx_peer_gold(c, j), gl[j] = strlen(gs[j]);
         g.s = gs, g.len = gl;
         *score = sc->score(text, (size_t)cut, &g, null);
+        if (gold)
+            *score = same;
         lx_result_output(out, i, c->depth, gs[0], text, cut, why, *score == 1.0 ? 1 : *null ? -1 : 0, NAN);
         free(gs), free(gl), free(text);
     }
-    free(ids), free(gen), free(gi);
+    free(ids), free(gold), free(gen), free(gi);
     return rc;
 }
 
@@ -149,17 +175,17 @@ int lx_preset_run(const struct lx_task_ctx *ctx, const struct lx_protocol *p, co
                   struct lx_result *out, struct lx_error *err)
 {
     const struct lx_scorer *sc = lx_scorer_find(p->scorer);
-    LX_ASSERT(sc && (p->read || p->make) && p->max_new_tokens > 0);
+    LX_ASSERT(sc && (p->read || p->make) && (p->max_new_tokens > 0 || p->budget_gold));
     struct lx_peer_set s;
     int rc = preset_cases(p, data, ctx->data_key, ctx->length, samples, ctx->tok, &s, err);
-    double sum = 0.0, tokens = 0.0;
+    double sum = 0.0, tokens = 0.0, budgets = 0.0;
     long nulls = 0, most = 0, least = 0;
     for (long i = 0; i < s.n && rc == LX_OK; i++) {
         double score = 0.0;
         int null = 0;
-        long np = 0;
-        rc = run_case(ctx, p, sc, &s.cases[i], i, out, &score, &null, &np, err);
-        sum += score, nulls += null, tokens += (double)np, most = np > most ? np : most;
+        long np = 0, nn = 0;
+        rc = run_case(ctx, p, sc, &s.cases[i], i, out, &score, &null, &np, &nn, err);
+        sum += score, nulls += null, tokens += (double)np, budgets += (double)nn, most = np > most ? np : most;
         least = i == 0 || np < least ? np : least;
     }
     if (rc == LX_OK) {
@@ -171,7 +197,7 @@ int lx_preset_run(const struct lx_task_ctx *ctx, const struct lx_protocol *p, co
         lx_result_metric(out, "prompt_tokens", tokens / n);
         lx_result_metric(out, "prompt_tokens_min", (double)least);
         lx_result_metric(out, "prompt_tokens_max", (double)most);
-        lx_result_metric(out, "max_new_tokens", (double)p->max_new_tokens);
+        lx_result_metric(out, "max_new_tokens", budgets / n);    /* the mean, where the gold sets it */
     }
     lx_peer_release(&s);
     return rc;

@@ -20,6 +20,10 @@ enum lx_length_rule {
     LX_LEN_WITHIN,      /* RULER: prompt + budget <= L */
     LX_LEN_MEASURED,    /* the peer's data fix the prompt; L is nominal (the length the
                         ** methods are compiled for) and the prompt's tokens are measured */
+    LX_LEN_UNDER,       /* YaRN: the most filler, in steps of 128 characters, that keeps the
+                        ** prompt under L tokens; the budget comes on top */
+    LX_LEN_RATIO,       /* LongLoRA: L tokens make int(3.75 L // 1024 * 1024) filler characters;
+                        ** the prompt's tokens are measured */
 };
 
 struct lx_protocol {
@@ -37,9 +41,12 @@ struct lx_protocol {
     long samples;               /* with make: the test cases of a cell (the peer's count); 0 = the
                                 ** task's `samples` (the peer takes it as an argument) */
     long max_new_tokens;        /* the answer budget: tokens generated after the prompt */
+    int budget_gold;            /* 1: the budget is instead the gold's own tokens (encoded as a prompt,
+                                ** its begin dropped), and the score compares token ids (LongLoRA) */
     int stop_newline;           /* 1: the output ends before its first newline (EOS always ends it) */
     const char *stop_text;      /* the output ends before the first occurrence of this, or NULL */
     double temperature;         /* 0 = greedy; > 0 sampled, per-seed Philox draws (lenx generate's) */
+    long top_k;                 /* sampled: among the top_k largest logits only (0 = all) */
     enum lx_length_rule length; /* how L is counted */
 };
 

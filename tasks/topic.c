@@ -38,7 +38,7 @@ static const struct lx_param topic_rows[] = {
     LX_P_INT(struct topic_params, replies, "2", 0, 100, 0,
              "ASSISTANT replies per conversation with topics: 0, before the rest of the length is filled"),
     LX_P_INT(struct topic_params, samples, "50", 1, 1e6, 0, "trials"),
-    LX_RETRIEVAL_PRESET_ROWS(struct topic_params, "lenx|longchat"),
+    LX_RETRIEVAL_PRESET_ROWS(struct topic_params, "lenx|longchat|longchat_base"),
 };
 
 /* `replies` sizes conversations only when their count is free. */
@@ -280,7 +280,7 @@ static int topic_make(const void *params, const struct lx_retrieval_at *at, stru
 /* One depth (the question asks for the first topic); containment; training windows alike. */
 static const struct lx_retrieval topic_r = {
     .name = "topic",
-    .preset_at = offsetof(struct topic_params, preset), .protocols = (const char *const[]){"lenx", "longchat"},
+    .preset_at = offsetof(struct topic_params, preset), .protocols = (const char *const[]){"lenx", "longchat", "longchat_base"},
     .samples_at = offsetof(struct topic_params, samples),
     .depths_at = LX_RETRIEVAL_ONE_DEPTH,
     .check = topic_check,

@@ -115,6 +115,38 @@ Test(generate, sampler_follows_softmax_of_logits_over_t)
     }
 }
 
+/* Top-k (Hugging Face's TopKLogitsWarper: logits below the k-th largest
+** removed, ties kept): with logits ln 1, ln 2, ln 3, ln 6 and k = 2 only tokens
+** 2 and 3 are drawn, in the ratio 3 : 6; k = 1 is the argmax; k = 3 with a tie
+** for third keeps both tied tokens; k = 0 or k >= V is no cut (the same draws
+** as without); temperature 0 stays the argmax whatever k. */
+Test(generate, sampler_top_k_keeps_the_k_largest)
+{
+    const float lg[4] = {0.0f, logf(2.0f), logf(3.0f), logf(6.0f)}, tie[4] = {1.0f, 1.0f, 2.0f, 3.0f};
+    double p[4];
+    struct lx_sampler s = {.temperature = 1.0, .seed = 5, .top_k = 2}, all = {.temperature = 1.0, .seed = 5};
+    long cnt[4] = {0}, n = 30000, tied[4] = {0};
+    for (long k = 0; k < n; k++)
+        cnt[lx_sample(lg, 4, &s, k, p)]++;
+    double q = 3.0 / 9.0, se = sqrt(q * (1 - q) / (double)n);
+    cr_expect(cnt[0] == 0 && cnt[1] == 0, "%ld %ld drawn outside the top 2", cnt[0], cnt[1]);
+    cr_expect(fabs((double)cnt[2] / (double)n - q) < 4.5 * se, "token 2: %ld of %ld", cnt[2], n);
+    s.top_k = 3;
+    for (long k = 0; k < n; k++)
+        tied[lx_sample(tie, 4, &s, k, p)]++;
+    cr_expect(tied[0] > 0 && tied[1] > 0, "both tokens tied for third are kept: %ld %ld", tied[0], tied[1]);
+    s.top_k = 1;
+    for (long k = 0; k < 200; k++)
+        cr_expect_eq(lx_sample(lg, 4, &s, k, p), 3);
+    for (long top = 0; top <= 5; top += 4) {
+        s.top_k = top;
+        for (long k = 0; k < 200; k++)
+            cr_expect_eq(lx_sample(lg, 4, &s, k, p), lx_sample(lg, 4, &all, k, p), "top_k %ld, draw %ld", top, k);
+    }
+    struct lx_sampler greedy = {.temperature = 0.0, .seed = 5, .top_k = 2};
+    cr_expect_eq(lx_sample(lg, 4, &greedy, 0, p), 3);
+}
+
 /* Sampling is a pure function of the seed: the same text twice, another seed
 ** another text, the same tokens through the cache as through full passes. */
 Test(generate, sampling_is_deterministic_per_seed, .init = setup, .fini = teardown, .timeout = 60)

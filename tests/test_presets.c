@@ -10,16 +10,19 @@
 */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/core/json.h"
+#include "harness/core/result.h"
 #include "harness/engine/formats/checkpoint.h"
 #include "harness/engine/model/decoding.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "tasks/preset.h"
 #include "tasks/scorers.h"
+#include "tasks/task.h"
 #include "tests/shell.h"
 #include "tests/stack.h"
 #include "tests/tokfile.h"
@@ -58,9 +61,37 @@ static char *slurp(const char *path, size_t *n)
     return b;
 }
 
+/* What LongChat appends to a case's prompt on its base-model path
+** (longeval/utils.py, the mosaicml/mpt-7b-storywriter branches): for lines
+** f'Line <{test_case["random_idx"][0]}>: <REGISTER_CONTENT> is', for topics
+** '\n ASSISTANT: The first topic is'; nothing under protocol longchat. */
+static void peer_suffix(const char *task, const char *protocol, struct lx_json *doc, char *suf, size_t n)
+{
+    suf[0] = '\0';
+    if (strcmp(protocol, "longchat_base") != 0)
+        return;
+    if (strcmp(task, "topic") == 0) {
+        snprintf(suf, n, "\n ASSISTANT: The first topic is");
+        return;
+    }
+    const struct lx_jv *idx = lx_json_at(lx_json_member(lx_json_root(doc), "random_idx"), 0);
+    struct lx_error err;
+    const char *s;
+    size_t len;
+    int64_t x;
+    if (lx_json_type(idx) == LX_JSON_STRING) {
+        cr_assert_eq(lx_json_str(doc, idx, &s, &len, &err), LX_OK);
+        snprintf(suf, n, "Line <%.*s>: <REGISTER_CONTENT> is", (int)len, s);
+    } else {
+        cr_assert_eq(lx_json_int(doc, idx, &x, &err), LX_OK, "%s", err.msg);
+        snprintf(suf, n, "Line <%lld>: <REGISTER_CONTENT> is", (long long)x);
+    }
+}
+
 /* For every line of the JSON Lines file at path: `show task TASK --text` of
-** that instance equals the line's "prompt" byte for byte. Returns the cases. */
-static long expect_prompts(const char *task, const char *path)
+** that instance under the protocol equals the line's "prompt" byte for byte,
+** followed by what the protocol appends (peer_suffix). Returns the cases. */
+static long expect_prompts_of(const char *task, const char *protocol, const char *path)
 {
     size_t n;
     char *text = slurp(path, &n), *p = text, *end = text + n;
@@ -73,21 +104,29 @@ static long expect_prompts(const char *task, const char *path)
         cr_assert_eq(lx_json_parse(&doc, p, len, path, &err), LX_OK, "%s", err.msg);
         const char *want;
         size_t n_want;
+        char suf[256];
         cr_assert_eq(lx_json_str(doc, lx_json_member(lx_json_root(doc), "prompt"), &want, &n_want, &err), LX_OK);
-        cr_assert_eq(sh(out, sizeof out, "$L show task %s --protocol longchat --data '%s' --instance %ld --text > "
-                        "got.txt", task, path, k), 0, "%s", out);
-        size_t n_got;
+        peer_suffix(task, protocol, doc, suf, sizeof suf);
+        cr_assert_eq(sh(out, sizeof out, "$L show task %s --protocol %s --data '%s' --instance %ld --text > "
+                        "got.txt", task, protocol, path, k), 0, "%s", out);
+        size_t n_got, n_suf = strlen(suf);
         char got_path[256];
         snprintf(got_path, sizeof got_path, "%s/got.txt", dir);
         char *got = slurp(got_path, &n_got);
-        cr_expect(n_got == n_want && memcmp(got, want, n_want) == 0, "%s instance %ld: %zu bytes printed, the "
-                  "file's prompt has %zu", task, k, n_got, n_want);
+        cr_expect(n_got == n_want + n_suf && memcmp(got, want, n_want) == 0 && memcmp(got + n_want, suf, n_suf) == 0,
+                  "%s %s instance %ld: %zu bytes printed, the file's prompt and the suffix have %zu", task, protocol,
+                  k, n_got, n_want + n_suf);
         free(got);
         lx_json_free(doc);
         p += len + 1;
     }
     free(text);
     return k;
+}
+
+static long expect_prompts(const char *task, const char *path)
+{
+    return expect_prompts_of(task, "longchat", path);
 }
 
 Test(presets, longchat_lines_and_topics_print_the_files_prompts, .init = setup, .fini = teardown, .timeout = 120)
@@ -147,6 +186,35 @@ Test(presets, todays_run_keys_are_unchanged, .init = setup, .fini = teardown)
     cr_expect(strstr(out, "protocol") == NULL, "lenx is the default and stays out of the key: %s", out);
 }
 
+/* stories260K, its tok512 and its stack compiled at length 512. */
+struct stories {
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    struct lx_tokenizer *tk;
+    struct tstack s;
+};
+
+static void load_stories(struct stories *st)
+{
+    struct lx_error err = {""};
+    char path[4096];
+    memset(st, 0, sizeof *st);
+    snprintf(path, sizeof path, "%s/../shared/models/stories260K/stories260K.bin", getenv("LENX_ROOT"));
+    cr_assert_eq(lx_model_load(&st->m, path, &st->info, &err), LX_OK, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/../shared/models/stories260K/tok512.bin", getenv("LENX_ROOT"));
+    cr_assert_eq(lx_tokenizer_open(&st->tk, path, &err), LX_OK, "%s", err.msg);
+    struct lx_facts fa = tfacts((int)st->m.arch.d_head, 512, (int)st->m.arch.heads, 512);
+    tstack_make(&st->s, st->info.stack, &fa);
+}
+
+static void free_stories(struct stories *st)
+{
+    tstack_free(&st->s);
+    lx_tokenizer_free(st->tk);
+    lx_ckpt_info_release(&st->info);
+    lx_model_release(&st->m);
+}
+
 /* A run of protocol longchat on stories260K: every stored output is the
 ** continuation lx_generate's full-pass reference greedy-decodes from [BOS] +
 ** the prompt read as `lenx generate` reads it (100 tokens, cut at the first
@@ -169,18 +237,10 @@ Test(presets, longchat_cell_generates_apart_from_the_gold, .init = setup, .fini 
     cr_assert_eq(sh(out, sizeof out, "sed -i \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|; "
                     "s|DATA|$D/cases.jsonl|\" s.yaml && $L run s.yaml --db r.db --quiet --no-table --keep-prompts"), 0,
                  "%s", out);
-    struct lx_model m;
-    struct lx_ckpt_info info = {0};
     struct lx_error err = {""};
-    char path[4096];
-    snprintf(path, sizeof path, "%s/../shared/models/stories260K/stories260K.bin", getenv("LENX_ROOT"));
-    cr_assert_eq(lx_model_load(&m, path, &info, &err), LX_OK, "%s", err.msg);
-    struct lx_tokenizer *tk;
-    snprintf(path, sizeof path, "%s/../shared/models/stories260K/tok512.bin", getenv("LENX_ROOT"));
-    cr_assert_eq(lx_tokenizer_open(&tk, path, &err), LX_OK, "%s", err.msg);
-    struct tstack s;
-    struct lx_facts fa = tfacts((int)m.arch.d_head, 512, (int)m.arch.heads, 512);
-    tstack_make(&s, info.stack, &fa);
+    struct stories st;
+    load_stories(&st);
+    struct lx_tokenizer *tk = st.tk;
     const struct lx_scorer *last = lx_scorer_find("last_int");
     double tokens = 0.0;
     for (int i = 0; i < 3; i++) {
@@ -192,7 +252,7 @@ Test(presets, longchat_cell_generates_apart_from_the_gold, .init = setup, .fini 
         for (long t = 0; t < v.n; t++)
             ids[t] = v.id[t];
         tokens += (double)v.n;
-        cr_assert_eq(lx_generate(&m, &s.spec, ids, v.n, 100, gen, LX_DECODE_FULL, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_generate(&st.m, &st.s.spec, ids, v.n, 100, gen, LX_DECODE_FULL, &err), LX_OK, "%s", err.msg);
         for (int t = 0; t < 100; t++)
             gen32[t] = gen[t];
         char text[4096];
@@ -221,10 +281,7 @@ Test(presets, longchat_cell_generates_apart_from_the_gold, .init = setup, .fini 
     snprintf(q, sizeof q, "select value from metrics where name = 'prompt_tokens'");
     sql_text(got, sizeof got, "r.db", q);
     cr_expect_float_eq(strtod(got, NULL), tokens / 3.0, 1e-12, "%s", got);
-    tstack_free(&s);
-    lx_tokenizer_free(tk);
-    lx_ckpt_info_release(&info);
-    lx_model_release(&m);
+    free_stories(&st);
 }
 
 /* lost in the middle's qa.prompt filled as its get_qa_prompt fills it, from a
@@ -577,4 +634,354 @@ Test(presets, kamradt_cell_counts_in_model_tokens, .init = setup, .fini = teardo
     cr_expect(most <= want + 2 && least >= want - 2, "prompts of %ld to %ld tokens; the rule: %ld", least, most, want);
     cr_expect_eq(sql_long("r.db", "select count(*) from outputs"), 35);
     cr_expect_eq(sql_long("r.db", "select cast(value as int) from metrics where name = 'max_new_tokens'"), 300);
+}
+
+/* ---- passkey yarn and longlora, line and topic longchat_base ------------------ */
+
+static const char pk_desc[] = "There is an important info hidden inside a lot of irrelevant text. Find it and memorize "
+                              "them. I will quiz you about the important information there.";
+static const char pk_question[] = "What is the pass key? The pass key is";
+
+/* generate_prompt's text (landmark's, YaRN's and LongLoRA's alike) checked on
+** the printed prompt of a case with key `key`: "\n".join([description,
+** filler[:p], info line, filler[:n - p], question]), filler = " ".join([garbage]
+** * reps); returns n and sets *p. */
+static long expect_passkey_text(const char *text, long key, long *p)
+{
+    static const char garbage[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and "
+                                  "back again.";
+    static char filler[1 << 16];
+    for (size_t i = 0; i + 1 < sizeof filler; i++)
+        filler[i] = i % sizeof garbage == sizeof garbage - 1 ? ' ' : garbage[i % sizeof garbage];
+    char info[128];
+    snprintf(info, sizeof info, "\nThe pass key is %ld. Remember it. %ld is the pass key.\n", key, key);
+    size_t len = strlen(text), fixed = strlen(pk_desc) + strlen(info) + strlen(pk_question) + 2;
+    cr_assert_geq(len, fixed, "%s", text);
+    long n = (long)(len - fixed);
+    const char *at = strstr(text, info);
+    cr_assert_not_null(at, "%s", text);
+    *p = (long)(at - text) - (long)strlen(pk_desc) - 1;
+    cr_assert(*p >= 0 && *p <= n && n < (long)sizeof filler, "prefix %ld of %ld", *p, n);
+    cr_expect(strncmp(text, pk_desc, strlen(pk_desc)) == 0 && text[strlen(pk_desc)] == '\n', "%s", text);
+    cr_expect(memcmp(text + strlen(pk_desc) + 1, filler, (size_t)*p) == 0, "the prefix is the filler's start");
+    cr_expect(memcmp(at + strlen(info), filler, (size_t)(n - *p)) == 0, "the suffix is the filler's start");
+    cr_expect_str_eq(at + strlen(info) + (n - *p), "\nWhat is the pass key? The pass key is");
+    return n;
+}
+
+static int digits_of(long k)
+{
+    int d = 1;
+    while (k >= 10)
+        k /= 10, d++;
+    return d;
+}
+
+/* YaRN's eval/passkey.py in byte tokens (show, BOS counted): the filler is a
+** multiple of 128 characters, the same for every case of a cell, and the step
+** before the first whose prompt reaches L tokens; the cell's fitting draw has
+** a key of 1 to 5 digits, so for some d in 1..5 the prompt is under L with n
+** and reaches it with n + 128. Keys in [1, 50000], the split in [0, n]. */
+Test(presets, yarn_prompt_is_the_peers_rule, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const long lengths[] = {400, 1000, 5000};
+    long splits = 0;
+    for (int li = 0; li < 3; li++) {
+        long L = lengths[li], n0 = -1;
+        for (int k = 0; k < 5; k++) {
+            long key = shown_gold("passkey", "yarn", L, k), p;
+            cr_expect(key >= 1 && key <= 50000, "key %ld", key);
+            cr_assert_eq(sh(out, sizeof out, "$L show task passkey --protocol yarn --length %ld --instance %d --text",
+                            L, k), 0, "%s", out);
+            long n = expect_passkey_text(out, key, &p);
+            cr_expect_eq(n % 128, 0, "L %ld: %ld filler characters", L, n);
+            cr_expect(n0 < 0 || n == n0, "L %ld: every case has the cell's filler (%ld, %ld)", L, n0, n);
+            n0 = n, splits += p;
+            long bare = 1 + (long)strlen(out) - n - 2 * digits_of(key);     /* BOS + the text, no key, no filler */
+            int fits = 0;
+            for (int d = 1; d <= 5; d++)
+                fits |= bare + 2 * d + n < L && L <= bare + 2 * d + n + 128;
+            cr_expect(fits, "L %ld: %ld filler characters is not the step under L (%ld tokens without them)", L, n,
+                      bare);
+        }
+    }
+    cr_expect_gt(splits, 0, "the key is not always at the start");
+    cr_expect_eq(sh(out, sizeof out, "$L show task passkey --protocol yarn --length 200 --instance 0 --text"), 2,
+                 "%s", out);
+    cr_expect(strstr(out, "without filler") && strstr(out, "hint: use a length over"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task passkey --protocol yarn --data x.jsonl --length 900 --text"), 2,
+                 "%s", out);
+    cr_expect(strstr(out, "drop data"), "%s", out);
+}
+
+/* LongLoRA's passkey_retrivial.py in byte tokens (show): n_garbage =
+** int(3.75 * L // 1024 * 1024) filler characters whatever the tokenizer, the
+** split in [0, n - 1] and the key in [1, 49999] (numpy's randint excludes the
+** upper bound); a length that gives 0 (under 274) or more than the peer's 5000
+** sentences is refused with a hint. */
+Test(presets, longlora_prompt_is_the_peers_rule, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const long lengths[] = {274, 1000, 2000, 8000};
+    static const long want[] = {1024, 3072, 7168, 29696};   /* 3.75 L // 1024 * 1024 by hand */
+    for (int li = 0; li < 4; li++)
+        for (int k = 0; k < 4; k++) {
+            long key = shown_gold("passkey", "longlora", lengths[li], k), p;
+            cr_expect(key >= 1 && key <= 49999, "key %ld", key);
+            cr_assert_eq(sh(out, sizeof out, "$L show task passkey --protocol longlora --length %ld --instance %d "
+                            "--text", lengths[li], k), 0, "%s", out);
+            cr_expect_eq(expect_passkey_text(out, key, &p), want[li], "L %ld", lengths[li]);
+            cr_expect_lt(p, want[li], "the split is below n_garbage");
+        }
+    cr_expect_eq(sh(out, sizeof out, "$L show task passkey --protocol longlora --length 273 --text"), 2, "%s", out);
+    cr_expect(strstr(out, "n_garbage") && strstr(out, "hint: use a length of at least 274"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task passkey --protocol longlora --length 120150 --text"), 2, "%s", out);
+    cr_expect(strstr(out, "holds at most 449999") && strstr(out, "hint:"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task passkey --protocol longlora --length 120149 --instance 9 --text | "
+                    "wc -c"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task passkey --protocol longlora --length 1000 --instance 10 --text"), 2,
+                 "10 test cases (num_tests), 0 to 9: %s", out);
+}
+
+/* A passkey cell of `protocol` on stories260K at each of lengths, in r.db. */
+static void run_stories_passkey(const char *protocol, const char *lengths)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "name: pk\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
+             "  - [{rope: {layout: interleaved}}]\ntasks:\n  - passkey: {protocol: %s}\nlengths: %s\n", protocol,
+             lengths);
+    write_file("s.yaml", yaml);
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" s.yaml && "
+                    "$L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+}
+
+/* One metric of the cell at length L. */
+static double cell_metric(long L, const char *name)
+{
+    char q[256], got[64];
+    snprintf(q, sizeof q, "select m.value from metrics m join runs r on r.id = m.run_id where r.length = %ld and "
+             "m.name = '%s'", L, name);
+    sql_text(got, sizeof got, "r.db", q);
+    cr_assert(got[0], "no %s at length %ld", name, L);
+    return strtod(got, NULL);
+}
+
+/* tok512's count of the text show prints (`show ... --text` appended to
+** show_args), BOS included, as `lenx tokenize` counts: len(tokenizer.encode()). */
+static long stories_tokens(const char *show_args)
+{
+    cr_assert_eq(sh(out, sizeof out, "$L show task %s --text > p.txt && $L tokenize --tokenizer "
+                    "$R/../shared/models/stories260K/tok512.bin --text p.txt | awk -F, '{print NF}'", show_args), 0,
+                 "%s", out);
+    return strtol(out, NULL, 10);
+}
+
+/* The same rule in stories260K's tokens (the cell fits in the model's
+** tokenizer): every prompt is under L give or take the tokens the cases' keys
+** and splits move (the fit is one draw of the cell), and 128 more filler
+** characters would reach L; 20 cases (--iterations), 10 new tokens. */
+Test(presets, yarn_cell_counts_in_model_tokens, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    run_stories_passkey("yarn", "[300, 600]");
+    static const char garbage[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back "
+                                  "again. The grass is green. The sky is blue. The sun is yellow.";
+    cr_assert_eq(sh(out, sizeof out, "printf '%%.128s' '%s' > step.txt && $L tokenize --tokenizer "
+                    "$R/../shared/models/stories260K/tok512.bin --text step.txt | awk -F, '{print NF - 1}'", garbage),
+                 0, "%s", out);
+    long step = strtol(out, NULL, 10);
+    cr_expect(step > 20 && step < 128, "%ld tokens in 128 filler characters", step);
+    static const long lengths[] = {300, 600};
+    for (int i = 0; i < 2; i++) {
+        long L = lengths[i], most = lround(cell_metric(L, "prompt_tokens_max")),
+             least = lround(cell_metric(L, "prompt_tokens_min"));
+        cr_expect(most < L + 8 && least + step > L - 8, "L %ld: prompts of %ld to %ld tokens, a step %ld", L, least,
+                  most, step);
+        cr_expect_eq(cell_metric(L, "n_samples"), 20);
+        cr_expect_eq(cell_metric(L, "max_new_tokens"), 10);
+        cr_expect(cell_metric(L, "acc") >= 0.0 && cell_metric(L, "acc") <= 1.0);
+    }
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs"), 40);
+}
+
+/* LongLoRA's cell on stories260K: the prompts are the printed ones (the
+** filler follows from L alone), prompt_tokens their mean count as the peer's
+** input_ids.shape[-1]; the budget of each case the key's own tokens
+** (tokenizer(answer).input_ids[:, 1:], `lenx tokenize` of the key less BOS),
+** max_new_tokens their mean; 10 cases (num_tests). */
+Test(presets, longlora_cell_budget_is_the_keys_tokens, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    run_stories_passkey("longlora", "[300, 600]");
+    static const long lengths[] = {300, 600};
+    for (int i = 0; i < 2; i++) {
+        long L = lengths[i];
+        double prompt = 0.0, budget = 0.0;
+        for (int k = 0; k < 10; k++) {
+            char args[128];
+            snprintf(args, sizeof args, "passkey --protocol longlora --length %ld --instance %d", L, k);
+            prompt += (double)stories_tokens(args);
+            long key = shown_gold("passkey", "longlora", L, k);
+            cr_assert_eq(sh(out, sizeof out, "printf %ld > k.txt && $L tokenize --tokenizer "
+                            "$R/../shared/models/stories260K/tok512.bin --text k.txt | awk -F, '{print NF - 1}'", key),
+                         0, "%s", out);
+            budget += strtod(out, NULL);
+        }
+        cr_expect_float_eq(cell_metric(L, "prompt_tokens"), prompt / 10, 1e-9, "L %ld", L);
+        cr_expect_float_eq(cell_metric(L, "max_new_tokens"), budget / 10, 1e-9, "L %ld", L);
+        cr_expect_geq(budget / 10, 1.0);
+        cr_expect_eq(cell_metric(L, "n_samples"), 10);
+        cr_expect(cell_metric(L, "acc") >= 0.0 && cell_metric(L, "acc") <= 1.0);
+    }
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs"), 20);
+}
+
+/* LongChat's base-model path: the file's prompt and the ending its
+** mpt-7b-storywriter branch appends, for an integer and a string line index
+** (hand-written), for LongChat's own files, and a missing random_idx named
+** with its line. */
+Test(presets, longchat_base_appends_the_peers_ending, .init = setup, .fini = teardown, .timeout = 120)
+{
+    write_file("b.jsonl", "{\"random_idx\": [17, 16], \"expected_number\": 5, \"prompt\": \"line 17: REGISTER_CONTENT "
+                          "is <5>\\n\"}\n{\"random_idx\": [\"calm-fox\", 0], \"expected_number\": 9, \"prompt\": \"x\"}\n");
+    cr_assert_eq(sh(out, sizeof out, "$L show task line --protocol longchat_base --data b.jsonl --instance 0 --text"),
+                 0, "%s", out);
+    cr_expect_str_eq(out, "line 17: REGISTER_CONTENT is <5>\nLine <17>: <REGISTER_CONTENT> is");
+    cr_assert_eq(sh(out, sizeof out, "$L show task line --protocol longchat_base --data b.jsonl --instance 1 --text"),
+                 0, "%s", out);
+    cr_expect_str_eq(out, "xLine <calm-fox>: <REGISTER_CONTENT> is");
+    write_file("t.jsonl", "{\"topics\": [\"jazz\", \"tea\"], \"prompt\": \"T\"}\n");
+    cr_assert_eq(sh(out, sizeof out, "$L show task topic --protocol longchat_base --data t.jsonl --text"), 0, "%s", out);
+    cr_expect_str_eq(out, "T\n ASSISTANT: The first topic is");
+    write_file("nob.jsonl", "{\"expected_number\": 5, \"prompt\": \"p\"}\n");
+    cr_expect_eq(sh(out, sizeof out, "$L show task line --protocol longchat_base --data nob.jsonl --text"), 2, "%s",
+                 out);
+    cr_expect(strstr(out, "nob.jsonl:1: ") && strstr(out, "random_idx"), "%s", out);
+    if (!have_peers())
+        cr_skip_test("../shared/peers is not beside the checkout");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/../shared/peers/longchat/300_lines.jsonl", getenv("LENX_ROOT"));
+    cr_expect_eq(expect_prompts_of("line", "longchat_base", path), 50);
+    snprintf(path, sizeof path, "%s/../shared/peers/longchat/1_topics.jsonl", getenv("LENX_ROOT"));
+    cr_expect_eq(expect_prompts_of("topic", "longchat_base", path), 50);
+}
+
+/* The outputs of the line cell (seed, length) in db, hex, in sample order. */
+static void cell_outputs(char *got, size_t n, const char *db, long seed, long L)
+{
+    char q[512];
+    snprintf(q, sizeof q, "select group_concat(h, ',') from (select hex(o.text) as h from outputs o join runs r on "
+             "r.id = o.run_id where r.seed = %ld and r.length = %ld and r.task like 'line%%' order by o.sample)",
+             seed, L);
+    sql_text(got, n, db, q);
+}
+
+/* Sampled as LongChat samples its base model (pipeline(..., max_new_tokens=15,
+** do_sample=True): temperature 1, top-k 50): on stories260K the same seed gives
+** the same outputs in another sweep of other cells in another order and in a
+** shard of the sweep, another seed other outputs; 15 new tokens;
+** prompt_tokens is the mean count of the printed prompts, ending included. */
+Test(presets, longchat_base_samples_per_seed, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    write_file("l.jsonl", "{\"random_idx\": [\"calm-fox\", 1], \"expected_number\": 4, \"prompt\": \"line red-cat: "
+                          "REGISTER_CONTENT is <7>\\nline calm-fox: REGISTER_CONTENT is <4>\\n\"}\n"
+                          "{\"random_idx\": [2, 1], \"expected_number\": 12, \"prompt\": \"Once upon a time\"}\n"
+                          "{\"random_idx\": [1, 0], \"expected_number\": 3, \"prompt\": \"Lily had 3 cats.\"}\n");
+    write_file("t.jsonl", "{\"topics\": [\"the park\", \"cats\"], \"prompt\": \"USER: I would like to discuss the "
+                          "topic of the park.\"}\n");
+    static const char yaml[] = "name: b\nseeds: %s\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
+                               "  - [{rope: {layout: interleaved}}]\ntasks:\n%s  - line: {protocol: longchat_base, "
+                               "data: l.jsonl}\nlengths: %s\n";
+    char y[1024];
+    snprintf(y, sizeof y, yaml, "[1, 2]", "  - topic: {protocol: longchat_base, data: t.jsonl}\n", "[256, 512]");
+    write_file("a.yaml", y);
+    snprintf(y, sizeof y, yaml, "[1]", "", "[512]");
+    write_file("b.yaml", y);
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" a.yaml "
+                    "b.yaml && $L run a.yaml --db a.db --quiet --no-table && $L run b.yaml --db b.db --quiet "
+                    "--no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "for k in 0 1; do $L run a.yaml --db s$k.db --shard $k/2 --quiet --no-table || "
+                    "exit 1; done"), 0, "%s", out);
+    static char s1[8192], s1b[8192], s2[8192], sh0[8192], sh1[8192];
+    cell_outputs(s1, sizeof s1, "a.db", 1, 512);
+    cell_outputs(s1b, sizeof s1b, "b.db", 1, 512);
+    cell_outputs(s2, sizeof s2, "a.db", 2, 512);
+    cell_outputs(sh0, sizeof sh0, "s0.db", 1, 512);
+    cell_outputs(sh1, sizeof sh1, "s1.db", 1, 512);
+    cr_expect(strlen(s1) > 2, "%s", s1);
+    cr_expect_str_eq(s1, s1b, "seed 1 in two sweeps");
+    cr_expect(strcmp(s1, sh0[0] ? sh0 : sh1) == 0 && (!sh0[0] || !sh1[0]), "seed 1 in one of two shards");
+    cr_expect_str_neq(s1, s2, "seeds 1 and 2");
+    cr_expect_eq(sql_long("a.db", "select count(*) from outputs"), 3 * 4 + 4);
+    cr_expect_eq(sql_long("a.db", "select count(*) from metrics where name = 'max_new_tokens' and value = 15"), 8);
+    double want = 0.0;
+    for (int k = 0; k < 3; k++) {
+        char args[128];
+        snprintf(args, sizeof args, "line --protocol longchat_base --data l.jsonl --instance %d", k);
+        want += (double)stories_tokens(args);
+    }
+    char got[64];
+    sql_text(got, sizeof got, "b.db", "select value from metrics where name = 'prompt_tokens'");
+    cr_expect_float_eq(strtod(got, NULL), want / 3, 1e-9, "%s", got);
+    char q[256];
+    snprintf(q, sizeof q, "select count(*) from metrics m join runs r on r.id = m.run_id where r.task like 'topic%%' "
+             "and m.name = 'prompt_tokens' and m.value = %ld",
+             stories_tokens("topic --protocol longchat_base --data t.jsonl --instance 0"));
+    cr_expect_eq(sql_long("a.db", q), 4, "every topic cell counts the prompt and its ending");
+}
+
+/* LongLoRA's rule, the budget being the gold's own tokens and the score their
+** equality with the generated ids, on a preset row like longlora's that reads
+** its gold from a file (the topic reader): the gold is the text stories260K
+** greedily continues "Once upon a time, there" with (4 tokens), its leading space
+** left to the dummy prefix, so its ids are the generated ones and it scores 1;
+** the same gold with its last letter changed scores 0. max_new_tokens is the
+** mean of the two budgets. */
+Test(presets, budget_of_the_gold_scores_on_token_ids, .init = setup, .fini = teardown, .timeout = 120)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    struct lx_error err = {""};
+    struct stories st;
+    load_stories(&st);
+    struct lx_tokenizer *tk = st.tk;
+    static const char prompt[] = "Once upon a time, there";
+    int *ids = NULL, *gold_ids = NULL, gen[4];
+    long np = lx_tok_prompt(tk, prompt, strlen(prompt), &ids, &err);
+    cr_assert_gt(np, 1, "%s", err.msg);
+    cr_assert_eq(lx_generate(&st.m, &st.s.spec, ids, np, 4, gen, LX_DECODE_FULL, &err), LX_OK, "%s", err.msg);
+    int32_t gen32[4] = {gen[0], gen[1], gen[2], gen[3]};
+    char text[256], bad[256];
+    int stop;
+    long n = lx_tok_decode(tk, gen32, 4, text, &stop);
+    cr_assert(n > 2 && text[0] == ' ' && strspn(text, " abcdefghijklmnopqrstuvwxyz") == (size_t)n, "'%s'", text);
+    long ng = lx_tok_prompt(tk, text + 1, (size_t)(n - 1), &gold_ids, &err);
+    cr_assert_eq(ng, 5, "the gold reads back as [begin] + 4 ids: %ld", ng);
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(gold_ids[k + 1], gen[k], "the premise: the gold's id %d is the generated one", k);
+    snprintf(bad, sizeof bad, "%s", text + 1);
+    bad[n - 2] = bad[n - 2] == 'q' ? 'x' : 'q';
+    char data[1024], path[512];
+    snprintf(data, sizeof data, "{\"topics\": [\"%s\"], \"prompt\": \"%s\"}\n{\"topics\": [\"%s\"], \"prompt\": "
+             "\"%s\"}\n", text + 1, prompt, bad, prompt);
+    write_file("g.jsonl", data);
+    snprintf(path, sizeof path, "%s/g.jsonl", dir);
+    struct lx_protocol p = {.task = "topic", .name = "gold_ids", .scorer = "token_exact",
+                            .read = lx_peer_longchat_topics, .budget_gold = 1};
+    struct lx_task_ctx ctx = {.spec = &st.s.spec, .length = 512, .data_key = 7, .model = &st.m, .tok = tk};
+    struct lx_result r = {0};
+    cr_assert_eq(lx_preset_run(&ctx, &p, path, 1, &r, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(r.n_outputs, 2);
+    cr_expect_eq(r.outputs[0].score, 1, "'%s' for gold '%s'", r.outputs[0].text, text + 1);
+    cr_expect_eq(r.outputs[1].score, 0, "'%s' for gold '%s'", r.outputs[1].text, bad);
+    free(gold_ids);
+    ng = lx_tok_prompt(tk, bad, strlen(bad), &gold_ids, &err);
+    cr_expect_float_eq(lx_result_find(&r, "max_new_tokens")->value, (4.0 + (double)(ng - 1)) / 2.0, 1e-12);
+    cr_expect_float_eq(lx_result_find(&r, "acc")->value, 0.5, 1e-12);
+    lx_result_release(&r);
+    free(ids), free(gold_ids);
+    free_stories(&st);
 }

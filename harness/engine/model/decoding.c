@@ -79,14 +79,31 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
 
 /* ---- generation ---------------------------------------------------------------- */
 
+static int by_value_down(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+/* The k-th largest of logits (V), sorted in p (V) scratch; -inf when k is 0 or >= V. */
+static double kth_largest(const float *logits, long V, long k, double *p)
+{
+    if (k <= 0 || k >= V)
+        return -INFINITY;
+    for (long j = 0; j < V; j++)
+        p[j] = logits[j];
+    qsort(p, (size_t)V, sizeof *p, by_value_down);
+    return p[k - 1];
+}
+
 int lx_sample(const float *logits, long V, const struct lx_sampler *s, long k, double *p)
 {
     if (!s || s->temperature <= 0.0)
         return lx_argmax(logits, V);
     int best = lx_argmax(logits, V);
-    double sum = 0.0;
+    double sum = 0.0, least = kth_largest(logits, V, s->top_k, p);
     for (long j = 0; j < V; j++)
-        sum += p[j] = exp(((double)logits[j] - logits[best]) / s->temperature);
+        sum += p[j] = logits[j] < least ? 0.0 : exp(((double)logits[j] - logits[best]) / s->temperature);
     struct lx_rng r;
     lx_rng_init(&r, s->seed, (uint32_t)k, LX_RNG_SAMPLE);
     double u = lx_rng_uniform(&r) * sum, acc = 0.0;

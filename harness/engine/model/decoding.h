@@ -23,6 +23,8 @@ enum lx_decode {
 struct lx_sampler {
     double temperature; /* 0 = greedy (the first argmax); > 0: a draw from softmax(logits / temperature) */
     uint64_t seed;      /* Philox key of the draws: generated token k uses stream k (LX_RNG_SAMPLE) */
+    long top_k;         /* > 0: draw only among the logits >= the top_k-th largest (Hugging Face's
+                        ** top-k warper); 0 = all */
 };
 
 /* Token `token` at position pos of slot `slot`, whose rows [0, pos) are
@@ -32,8 +34,9 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
                     int slot, long pos, int token);
 
 /* The token sampler s picks for generated token k from logits (V) (p (V) scratch):
-** the argmax at temperature 0, else the inverse CDF of softmax(logits / T) at
-** one uniform of Philox(seed, stream k), a pure function of (logits, s, k). */
+** the argmax at temperature 0, else the inverse CDF of softmax(logits / T),
+** over the top_k largest logits (ties kept) when top_k > 0, at one uniform of
+** Philox(seed, stream k): a pure function of (logits, s, k). */
 int lx_sample(const float *logits, long V, const struct lx_sampler *s, long k, double *p);
 
 /* How the tokens after a known one are produced: the one decode loop, for

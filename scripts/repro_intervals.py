@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""scripts/repro_intervals.py - within-cell 95 % intervals of a tidy snapshot.
+
+Reads a tidy CSV (`lenx table --format csv`, e.g. results/repro/NAME.csv) and
+prints, per (method, task, length, seed, metric), the value, the count behind
+it and its 95 % interval, as one Markdown table:
+
+* an accuracy whose cell stores its instance count (`acc` with `n_samples`,
+  or with `n_masked` on mlm): the Wilson score interval of round(acc*n)
+  correct out of n (the interval results/seeds.c widens a seed interval to);
+* a metric with a finite `<metric>_se` row: value +- 1.96 se;
+* `ppl` with a finite `nll_se` (its se across windows): exp(nll +- 1.96 nll_se);
+* anything else: no interval ("none stored", e.g. answer_logprob, js_train,
+  or nll_se = nan for a cell of one window).
+
+These are within-cell intervals: what the instances or windows of ONE run say
+about that trained model. They say nothing about another training seed; with
+several seeds `lenx table` shows the interval across seeds
+(docs/results.md#intervals-over-seeds). lenx itself prints one seed's stored
+`+- se`, not a Wilson interval, and reads a store, not a CSV; hence this script.
+
+--against METHOD adds, for every other method's cell at the same task, length,
+seed and metric, the difference from METHOD's cell, its 95 % interval and z:
+value - base with se sqrt(se1^2 + se2^2) (for an accuracy, the binomial
+sqrt(p(1-p)/n) of each side), and for ppl the ratio ppl/base with interval
+exp(dnll +- 1.96 sqrt(se1^2 + se2^2)). The two sides are taken as independent;
+the methods of a sweep usually read the same windows or instances, for which
+a paired interval would be narrower, so this one is conservative. "holds"
+needs the interval of the difference to exclude 0 (ratio: 1).
+
+    /usr/bin/python3 scripts/repro_intervals.py results/repro/NAME.csv \
+        [--metric acc,nll] [--method rope,yarn] [--task needle] [--length 768] \
+        [--against 'rope @needler']
+
+--metric, --method and --task take comma-separated lists; a metric matches
+itself and its ':'-suffixed variants (range_mass matches range_mass:10-100),
+a method or task matches by substring; --length takes exact lengths.
+Standard library only; reads the CSV, writes stdout. Exit 2 on bad input.
+"""
+import argparse
+import csv
+import math
+import sys
+
+Z = 1.959963984540054       # the standard normal's 0.975 quantile
+HEADER = ["sweep", "method", "task", "length", "seed", "metric", "value"]
+COUNTS = ("n_samples", "n_masked")      # the instance counts of an accuracy
+SIZES = COUNTS + ("n_tokens", "rows")   # shown in the n column when stored
+
+
+def fail(msg, hint=None):
+    sys.stderr.write(f"repro_intervals: {msg}\n" + (f"  hint: {hint}\n" if hint else ""))
+    sys.exit(2)
+
+
+def number(text, where):
+    try:
+        return float(text)
+    except ValueError:
+        fail(f"{where}: value '{text}' is not a number")
+
+
+def read_cells(path):
+    """{(method, task, length, seed): {metric: value}} in file order, and the sweep names."""
+    try:
+        f = open(path, newline="", encoding="utf-8")
+    except OSError as e:
+        fail(f"cannot read {path}: {e.strerror}", "give a tidy CSV such as results/repro/t5-alignment.csv")
+    cells, sweeps = {}, set()
+    with f:
+        rows = csv.reader(f)
+        head = next(rows, [])
+        if head[:len(HEADER)] != HEADER:
+            fail(f"{path}:1: header is '{','.join(head)}'",
+                 "expected the tidy header of lenx table --format csv: " + ",".join(HEADER) + ",model_key,key")
+        for i, r in enumerate(rows, start=2):
+            if len(r) < len(HEADER):
+                fail(f"{path}:{i}: {len(r)} fields, expected at least {len(HEADER)}")
+            sweep, method, task, length, seed, metric, value = r[:len(HEADER)]
+            sweeps.add(sweep)
+            key = (method, task, int(number(length, f"{path}:{i}")), seed)
+            cells.setdefault(key, {})[metric] = number(value, f"{path}:{i}")
+    if not cells:
+        fail(f"{path} holds no rows")
+    return cells, sweeps
+
+
+def finite(x):
+    return x is not None and math.isfinite(x)
+
+
+def wilson(k, n):
+    p, z2 = k / n, Z * Z
+    d = 1 + z2 / n
+    centre, half = (p + z2 / (2 * n)) / d, Z / d * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return (0.0 if k == 0 else max(0.0, centre - half)), (1.0 if k == n else min(1.0, centre + half))
+
+
+def interval(m, metric):
+    """(lo, hi, basis, se, scale) of one metric of a cell: scale 'add' or 'log' (se on ln value)."""
+    v = m[metric]
+    count = next((c for c in COUNTS if metric == "acc" and finite(m.get(c))), None)
+    if count and m[count] > 0:
+        n = m[count]
+        k = round(v * n)
+        lo, hi = wilson(k, n)
+        return lo, hi, f"Wilson {k}/{n:g}", math.sqrt(v * (1 - v) / n), "add"
+    se = m.get(metric + "_se")
+    if finite(se):
+        return v - Z * se, v + Z * se, "±1.96 se", se, "add"
+    if metric == "ppl" and finite(m.get("nll_se")) and finite(m.get("nll")):
+        se = m["nll_se"]
+        return math.exp(m["nll"] - Z * se), math.exp(m["nll"] + Z * se), "exp(nll ± 1.96 nll_se)", se, "log"
+    return None, None, "none stored", None, None
+
+
+def fmt(x):
+    if x is None:
+        return "—"
+    if not math.isfinite(x):
+        return str(x)
+    return f"{x:.4g}" if abs(x) < 1e4 else f"{x:.6g}"
+
+
+def size(m, metric):
+    names = COUNTS if metric == "acc" else SIZES
+    return next((f"{m[s]:g} {s}" for s in names if finite(m.get(s))), "")
+
+
+def wanted(items, pick, match):
+    return not pick or any(match(item, p) for item in items for p in pick)
+
+
+def select(cells, args):
+    metric_ok = lambda name, p: name == p or name.startswith(p + ":")
+    out = []
+    for (method, task, length, seed), m in cells.items():
+        if not (wanted([method], args.method, lambda a, p: p in a) and wanted([task], args.task, lambda a, p: p in a)
+                and (not args.length or length in args.length)):
+            continue
+        for metric in m:
+            if metric.endswith("_se") or metric in SIZES or not wanted([metric], args.metric, metric_ok):
+                continue
+            out.append(((method, task, length, seed), metric))
+    return out
+
+
+def check_filters(cells, args, picked):
+    if picked:
+        return
+    methods = sorted({k[0] for k in cells})
+    metrics = sorted({x for m in cells.values() for x in m if not x.endswith("_se")})
+    fail("the filters select nothing",
+         "methods: " + "; ".join(methods) + "\n  metrics: " + ", ".join(metrics))
+
+
+def base_of(cells, against, key, metric):
+    """The --against method's cell at the same task, length and seed, or None."""
+    hits = [k for k in cells if against in k[0] and k[1:] == key[1:] and metric in cells[k]]
+    if len(hits) > 1:
+        fail(f"--against '{against}' matches {len(hits)} methods at {key[1]}, length {key[2]}",
+             "give more of the method label: " + "; ".join(k[0] for k in hits))
+    return hits[0] if hits else None
+
+
+def difference(cells, key, base, metric):
+    """(diff, lo, hi, z) of key's cell against base's: additive, or a ratio for ppl."""
+    a, b = interval(cells[key], metric), interval(cells[base], metric)
+    if a[3] is None or b[3] is None:
+        return None
+    se = math.sqrt(a[3] ** 2 + b[3] ** 2)
+    if a[4] == "log":
+        d = cells[key]["nll"] - cells[base]["nll"]
+        return math.exp(d), math.exp(d - Z * se), math.exp(d + Z * se), (d / se if se > 0 else math.nan)
+    d = cells[key][metric] - cells[base][metric]
+    return d, d - Z * se, d + Z * se, (d / se if se > 0 else math.nan)
+
+
+def table_row(cells, key, metric, against):
+    """The printed fields of one metric of one cell (and its difference from --against)."""
+    m = cells[key]
+    lo, hi, basis, _, scale = interval(m, metric)
+    row = [key[0], key[1], str(key[2]), key[3], metric, fmt(m[metric]), size(m, metric),
+           f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None else "—", basis]
+    if against:
+        base = base_of(cells, against, key, metric)
+        d = difference(cells, key, base, metric) if base and base != key else None
+        row += [("×" if scale == "log" else "") + fmt(d[0]), f"[{fmt(d[1])}, {fmt(d[2])}]", f"{d[3]:.2f}"] \
+            if d else ["", "", ""]
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("csv", help="a tidy CSV: results/repro/NAME.csv or lenx table --format csv")
+    split = lambda s: [x for x in s.split(",") if x]
+    ap.add_argument("--metric", type=split, default=[], help="metrics, comma-separated")
+    ap.add_argument("--method", type=split, default=[], help="method substrings, comma-separated")
+    ap.add_argument("--task", type=split, default=[], help="task substrings, comma-separated")
+    ap.add_argument("--length", type=lambda s: [int(x) for x in split(s)], default=[], help="lengths")
+    ap.add_argument("--against", help="a method substring: print differences from its cells")
+    args = ap.parse_args()
+    cells, sweeps = read_cells(args.csv)
+    picked = select(cells, args)
+    check_filters(cells, args, picked)
+    rows = [table_row(cells, key, metric, args.against) for key, metric in picked]
+    seeds = sorted({k[3] for k, _ in picked})
+    print(f"{', '.join(sorted(sweeps))}: seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)}; "
+          "95 % intervals within each cell (not across seeds)\n")
+    cols = ["method", "task", "length", "seed", "metric", "value", "n", "95 % interval", "from"]
+    if args.against:
+        cols += ["vs " + args.against, "95 % interval", "z"]
+    print("| " + " | ".join(cols) + " |\n|" + "---|" * 5 + "---:|" * (len(cols) - 5))
+    for row in rows:
+        print("| " + " | ".join(x.replace("|", "\\|") for x in row) + " |")
+
+
+if __name__ == "__main__":
+    main()
