@@ -38,6 +38,7 @@
 
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/gemm.h"
 #include "harness/plan.h"
 #include "harness/core/rng.h"
 #include "harness/run.h"
@@ -206,8 +207,8 @@ static int bench_attention(void)
 
 /* ---- tiled attention ---- */
 
-#define LX_BENCH_BQ 256     /* the model's blocks (harness/engine/model/model.c) */
-#define LX_BENCH_BK 256
+#define LX_BENCH_BQ LX_TILE_BQ     /* the model's blocks (harness/engine/kernels/attention.h) */
+#define LX_BENCH_BK LX_TILE_BK
 
 /* One causal layer of attention, H = 4 heads × D = 64, q|k|v in one (T, 3HD)
 ** buffer as in the model. */
@@ -238,11 +239,12 @@ static int tile_init(struct tile_arg *a, const char *stack, int T, struct lx_err
     lx_rng_init(&r, 3, 0, LX_RNG_INIT);
     for (size_t i = 0; i < n; i++)
         a->qkv[i] = (float)lx_rng_normal(&r);
-    a->tw = (struct lx_tile_ws){.bq = 256, .bk = 256, .n_thr = (int)nthr};
-    a->tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(256, 256, a->D) * nthr);
+    a->tw = (struct lx_tile_ws){.bq = LX_TILE_BQ, .bk = LX_TILE_BK, .n_thr = (int)nthr};
+    a->tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, a->D) * nthr);
     size_t ntab = (size_t)lx_tile_tab_rows(&a->spec) * a->H * T, nrot = lx_tile_rot_floats(&a->spec, T, a->H, a->D);
     a->tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
     a->tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
+    a->tw.kpack = malloc(sizeof(float) * lx_gemm_bt_floats(T, a->D) * (size_t)a->H);     /* as the model */
     return rc;
 }
 
@@ -281,6 +283,7 @@ static void tile_head(void *p)
 static void tile_free(struct tile_arg *a)
 {
     free(a->qkv), free(a->o), free(a->tw.scratch), free(a->tw.tab), free(a->tw.rot), free(a->P), free(a->far);
+    free(a->tw.kpack);
     free(a->tab);
 }
 
@@ -406,7 +409,7 @@ static int bench_tile_stats(void)
     struct lx_ranges rg = {.n = 3, .lo = {1, 16, 256}, .hi = {16, 256, 4096}};
     struct lx_tile_stats st[2] = {{.out = out}, {.out = out, .ranges = &rg, .buckets = 1}};
     a.tw.acc = malloc(sizeof(double) * lx_tile_acc_doubles(a.tw.bq) * (size_t)a.tw.n_thr);
-    a.tw.part = malloc(sizeof(struct lx_diag) * 4 * (size_t)(4096 / a.tw.bq));
+    a.tw.part = malloc(sizeof(struct lx_diag) * 4 * (size_t)lx_tile_stat_units(a.tw.bq, 4096));
     static const char *const what[2] = {"stats: entropy, pmax, sigma T=4096", "+ buckets, 3 ranges T=4096"};
     for (int i = 0; i < 2; i++) {
         a.tw.stats = NULL;

@@ -213,6 +213,46 @@ Test(gemm, the_plain_kernel_gives_the_bits_of_the_avx2_one, .timeout = 60)
     each_shape(12, check_plain);
 }
 
+/* lx_gemm_rows (the tiled attention's products): A read in place, B as
+** panels, either Bᵀ packed by lx_gemm_pack_bt or a row-major B whose N is a
+** whole number of panels; each element is the same fmaf chain as above, on the
+** AVX2 kernel and the plain one. */
+static void check_rows(const struct prod *p, struct lx_rng *r)
+{
+    float *c = c_copy(p), *plain = c_copy(p), *want = c_copy(p), *bt = NULL;
+    const float *B = p->B;
+    long ldb = p->ldb, ps = LX_GEMM_NR;
+    if (p->tb) {
+        bt = malloc(sizeof(float) * (lx_gemm_bt_floats(p->N, p->K) + 1));
+        lx_gemm_pack_bt(bt, p->B, p->ldb, p->N, p->K);
+        B = bt, ldb = LX_GEMM_NR, ps = (long)p->K * LX_GEMM_NR;
+    }
+    lx_gemm_rows(c, p->ldc, p->A, p->lda, B, ldb, ps, p->M, p->N, p->K, p->alpha, p->beta);
+    lx_gemm_rows_plain(plain, p->ldc, p->A, p->lda, B, ldb, ps, p->M, p->N, p->K, p->alpha, p->beta);
+    for (int i = 0; i < p->M; i++)
+        for (int j = 0; j < p->N; j++)
+            want[(long)i * p->ldc + j] = chain(p, i, j);
+    cr_expect(bits_eq(c, want, p, "rows: fmaf chain"));
+    cr_expect(bits_eq(plain, want, p, "rows, plain C: fmaf chain"));
+    free(c), free(plain), free(want), free(bt);
+}
+
+Test(gemm, rows_and_panels_give_the_chain_over_k, .timeout = 60)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, 26, 0, LX_RNG_INIT);
+    static const float ab[][2] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {0.37f, -1.5f}, {0.125f, 0.0f}};
+    for (int c = 0; c < 24; c++) {
+        int tb = c & 1, big = c % 4 == 3;
+        int N = tb ? rnd(&r, 1, big ? 300 : 40) : LX_GEMM_NR * rnd(&r, 1, big ? 18 : 3);
+        struct prod p;
+        prod_init(&p, &r, rnd(&r, 1, big ? 530 : 40), N, rnd(&r, 0, big ? 600 : 70), 0, tb, ab[c % 4][0],
+                  ab[c % 4][1]);
+        check_rows(&p, &r);
+        prod_free(&p);
+    }
+}
+
 /* beta 0 never reads C: NaN there stays out of the result. */
 Test(gemm, beta_zero_ignores_what_c_held)
 {

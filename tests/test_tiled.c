@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/gemm.h"
+#include "harness/engine/kernels/numerics.h"
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/model/model.h"
 #include "harness/engine/tokenizers/tokenizer.h"
@@ -124,13 +126,14 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
     size_t nrot = lx_tile_rot_floats(&st.spec, T, H, D), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
     tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
     tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
+    tw.kpack = malloc(sizeof(float) * lx_gemm_bt_floats(T, D) * (size_t)H);   /* used when D is whole panels */
     struct lx_diag td[8] = {{0}}, ref[8] = {{0}};
     struct lx_ranges rg = {.n = 3, .lo = {0, 1, 3}, .hi = {2, 5, 9}};
     struct lx_tile_stats ts = {.out = td, .row0 = row0, .row1 = row1, .ranges = causal ? &rg : NULL,
                                .buckets = causal};
     tw.stats = &ts;
     tw.acc = malloc(sizeof(double) * lx_tile_acc_doubles(bq) * (size_t)nthr);
-    tw.part = malloc(sizeof(struct lx_diag) * (size_t)H * (size_t)((T + bq - 1) / bq));
+    tw.part = malloc(sizeof(struct lx_diag) * (size_t)H * (size_t)lx_tile_stat_units(bq, T));
     lx_attn_tiled_forward(o_tile, q, k, v, &st.spec, NULL, &sh, &tw);
     tw.stats = NULL;
     for (int h = 0; causal && h < H; h++)   /* what the attn task summed from the head path's rows */
@@ -155,7 +158,7 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
         cr_expect_leq(e, TOL, "%s learned scales: tiled vs head path %g", stack, e);
     }
     free(q), free(k), free(v), free(o_naive), free(o_head), free(o_tile), free(att), free(P), free(far), free(tab);
-    free(tw.scratch), free(tw.rot), free(tw.tab), free(tw.acc), free(tw.part);
+    free(tw.scratch), free(tw.rot), free(tw.tab), free(tw.acc), free(tw.part), free(tw.kpack);
     tstack_free(&st);
 }
 
@@ -195,6 +198,70 @@ Test(tiled, threads_agree_with_the_reference, .timeout = 60)
     compare("[rope, {streaming: {sinks: 3, recent: 7}}]", 61, 4, 16, 1, 8, 8);
     compare("[rope, {rerope: {window: 9}}, infoscale]", 61, 4, 16, 0, 8, 8);
     omp_set_num_threads(1);
+}
+
+/* Row statistics (entropy, pmax, sigma, buckets, ranges) of heads × T rows
+** and the output o (T, H·D) of the tiled forward with blocks of bq queries,
+** on 2 threads. */
+static void stats_with_blocks(struct lx_diag *out, float *o, const char *stack, int T, int H, int D, int bq)
+{
+    struct lx_facts f = tfacts(D, 6, H, T);
+    struct tstack st;
+    tstack_make(&st, stack, &f);
+    long N = (long)T * H * D;
+    float *q = malloc(sizeof(float) * N), *k = malloc(sizeof(float) * N), *v = malloc(sizeof(float) * N);
+    fill(q, N, 1), fill(k, N, 2), fill(v, N, 3);
+    omp_set_num_threads(2);
+    int nthr = omp_get_max_threads();
+    struct lx_ranges rg = {.n = 2, .lo = {1, 16}, .hi = {16, 300}};
+    struct lx_tile_stats ts = {.out = out, .row0 = 5, .ranges = &rg, .buckets = 1};
+    struct lx_tile_ws tw = {.bq = bq, .bk = 256, .n_thr = nthr, .stats = &ts};
+    tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(bq, 256, D) * (size_t)nthr);
+    size_t ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
+    tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
+    tw.kpack = malloc(sizeof(float) * lx_gemm_bt_floats(T, D) * (size_t)H);
+    tw.acc = malloc(sizeof(double) * lx_tile_acc_doubles(bq) * (size_t)nthr);
+    tw.part = malloc(sizeof(struct lx_diag) * (size_t)H * (size_t)lx_tile_stat_units(bq, T));
+    struct lx_attn_shape sh = {.T = T, .H = H, .KV = H, .D = D, .ld = H * D, .ldo = H * D, .causal = 1};
+    memset(out, 0, sizeof *out * (size_t)H);
+    lx_attn_tiled_forward(o, q, k, v, &st.spec, NULL, &sh, &tw);
+    omp_set_num_threads(1);
+    free(q), free(k), free(v), free(tw.scratch), free(tw.tab), free(tw.acc), free(tw.part), free(tw.kpack);
+    tstack_free(&st);
+}
+
+/* The stored attention statistics are sums over rows in units of
+** LX_TILE_STAT_ROWS: growing the query block (a speed setting) must not move
+** them, nor the output, by a bit in portable numerics (whose products do not
+** depend on the rows a call covers), at a length that is not a multiple of a
+** unit. (In fast numerics OpenBLAS may round a row differently in a taller
+** product; the sums' order is still the units'.) */
+Test(tiled, statistics_do_not_depend_on_the_query_block, .timeout = 60)
+{
+    static const char *const stacks_[] = {"[rope, {logn: {mode: su}}]", "alibi", "[rope, {window: {size: 100}}]"};
+    enum { T = 1100, H = 2, D = 16 };
+    for (size_t s = 0; s < 3; s++) {
+        struct lx_diag a[H], b[H], c[H];
+        float *o[3];
+        for (int i = 0; i < 3; i++)
+            o[i] = malloc(sizeof(float) * T * H * D);
+        lx_numerics_set(LX_NUMERICS_PORTABLE);
+        stats_with_blocks(a, o[0], stacks_[s], T, H, D, 256);
+        stats_with_blocks(b, o[1], stacks_[s], T, H, D, 512);
+        stats_with_blocks(c, o[2], stacks_[s], T, H, D, 768);
+        lx_numerics_set(LX_NUMERICS_FAST);
+        cr_expect(memcmp(o[0], o[1], sizeof(float) * T * H * D) == 0 &&
+                      memcmp(o[0], o[2], sizeof(float) * T * H * D) == 0,
+                  "%s: outputs with blocks of 256, 512, 768 rows differ", stacks_[s]);
+        for (int i = 0; i < 3; i++)
+            free(o[i]);
+        for (int h = 0; h < H; h++) {
+            cr_expect(a[h].rows == T - 5, "%s head %d: %g rows", stacks_[s], h, a[h].rows);
+            cr_expect(memcmp(&a[h], &b[h], sizeof a[h]) == 0 && memcmp(&a[h], &c[h], sizeof a[h]) == 0,
+                      "%s head %d: statistics with blocks of 256, 512, 768 rows differ (entropy %.17g %.17g "
+                      "%.17g)", stacks_[s], h, a[h].entropy, b[h].entropy, c[h].entropy);
+        }
+    }
 }
 
 /* ---- grouped-query attention ---------------------------------------------------- */
@@ -383,21 +450,21 @@ extern const struct lx_task lx_task_ppl, lx_task_attn, lx_task_passkey;
 Test(tiled, evaluation_holds_one_layer_with_its_phases_overlaid)
 {
     /* d_model 128, 4 heads of 32 (q|k|v 384 floats a row), GELU MLP 64,
-    ** vocab 256: per row, attention holds xn1, qkv, ao (128 + 384 + 128
-    ** floats), the MLP xn2 and h (128 + F; the activation overwrites h), the
+    ** vocab 256: per row, attention holds xn1, qkv, ao and the tiles' packed
+    ** keys (128 + 384 + 128 + 128 floats), the MLP xn2 and h (128 + F; the activation overwrites h), the
     ** head xnf and the logits (128 + V). The three overlay one region as
     ** large as the largest; the loss's probabilities take one block of
     ** LX_EVAL_ROWS rows; more layers add nothing */
     struct lx_arch a = {.mode = LX_MODEL_CAUSAL, .layers = 2, .d_model = 128, .heads = 4, .d_head = 32,
                         .d_mlp = 64, .mlp = LX_MLP_GELU, .vocab = 256, .norm_eps = 1e-5, .init_std = 0.02};
     struct lx_arch wide = a, big_v = a, deep = a;
-    wide.d_mlp = 64 + 2048;     /* MLP phase 128 + 2112 floats a row, above attention's 640 */
+    wide.d_mlp = 64 + 2048;     /* MLP phase 128 + 2112 floats a row, above attention's 768 */
     big_v.vocab = 256 + 1024;   /* head phase 128 + 1280 */
     deep.layers = 12;
     for (int T = 4096; T <= 16384; T *= 2) {
         double base = lx_acts_bytes(&a, 1, T, 0);
-        cr_expect_eq(lx_acts_bytes(&wide, 1, T, 0) - base, (2240.0 - 640) * T * 4, "T %d: MLP phase", T);
-        cr_expect_eq(lx_acts_bytes(&big_v, 1, T, 0) - base, (1408.0 - 640) * T * 4 + LX_EVAL_ROWS * 1024.0 * 4,
+        cr_expect_eq(lx_acts_bytes(&wide, 1, T, 0) - base, (2240.0 - 768) * T * 4, "T %d: MLP phase", T);
+        cr_expect_eq(lx_acts_bytes(&big_v, 1, T, 0) - base, (1408.0 - 768) * T * 4 + LX_EVAL_ROWS * 1024.0 * 4,
                      "T %d: head phase and the loss's block", T);
         cr_expect_eq(lx_acts_bytes(&deep, 1, T, 0), base, "T %d: one layer at a time", T);
     }

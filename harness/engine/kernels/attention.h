@@ -105,8 +105,9 @@ void lx_rotary_turn(double *x, const struct lx_rotary *r, int D, double pos);
 ** and when m grows to m', every sum is rescaled like s and O:
 ** Σ e' = α Σ e, Σ e'(l − m') = α (Σ e (l − m) + (m − m') Σ e), α = e^(m − m').
 ** So they are summed in the one pass, per row of a block (lx_tile_acc_doubles),
-** into per-(head, block) partial sums added up per head in block order (the
-** thread count does not change them). Passes that need whole probability
+** into per-(head, unit) partial sums added up per head in unit order: a unit is
+** LX_TILE_STAT_ROWS rows whenever the query block holds whole units (else one
+** block), so neither the thread count nor the query block size changes them. Passes that need whole probability
 ** rows (a probe) still use the head path above. */
 struct lx_tile_stats {
     struct lx_diag *out;            /* (H,) per-head sums this call adds to: entropy, pmax, sigma, rows,
@@ -126,16 +127,22 @@ struct lx_tile_ws {
     int sse2_only;      /* 1: the softmax loops' SSE2 build even on an AVX2 CPU (tests) */
     const struct lx_tile_stats *stats;  /* row statistics to sum, or NULL */
     double *acc;        /* with stats: (n_thr, lx_tile_acc_doubles(bq)) per-row sums */
-    struct lx_diag *part;   /* with stats: (H · ceil(T / bq),) per-(head, block) sums */
+    struct lx_diag *part;   /* with stats: (H · lx_tile_stat_units(bq, T),) per-(head, unit) sums */
     float *lse;         /* (H, T) each row's log-sum-exp m + ln s of its logits, for the tiled
                         ** backward (training), or NULL */
+    float *kpack;       /* (KV, lx_gemm_bt_floats(T, D)) the keys packed once for the tiles' products
+                        ** (gemm.h, lx_gemm_rows), or NULL: every tile through lx_gemm */
 };
 
 /* Per-thread scratch floats: S and far tiles, the output accumulator, row max and sum. */
 /* Tiles of the evaluation forward: queries × keys (see docs/PERFORMANCE.md,
 ** "Tiled attention"). */
-#define LX_TILE_BQ 256
+#define LX_TILE_BQ 512
 #define LX_TILE_BK 256
+/* Rows whose statistics are summed together before the units are added in
+** order (see "Row statistics from the tiles"): fixed, so the query block can
+** grow without moving a stored value. */
+#define LX_TILE_STAT_ROWS 256
 
 size_t lx_tile_thread_floats(int bq, int bk, int D);
 /* Rows of the distance tables a head needs (0 when no op depends on the distance). */
@@ -144,6 +151,10 @@ int lx_tile_tab_rows(const struct lx_spec *spec);
 size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int D);
 /* Doubles of one thread's per-row statistics sums for blocks of bq queries. */
 size_t lx_tile_acc_doubles(int bq);
+/* Rows of one statistics unit with blocks of bq queries (LX_TILE_STAT_ROWS when
+** bq is a multiple of it, else bq), and the units of T rows per head. */
+long lx_tile_stat_rows(int bq);
+long lx_tile_stat_units(int bq, long T);
 
 /* o (T, H·D view: row stride sh->ldo, head h at h·D) from q (row stride
 ** sh->ld, head h at h·D) and k, v (row stride sh->ld, KV heads: query head h

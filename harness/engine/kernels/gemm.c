@@ -111,6 +111,33 @@ static void out_plain(const struct out *o, const float *acc)
         _mm256_storeu_ps(d_ + 8, v1_);                                          \
     } while (0)
 
+/* After the FMAs (o: where the sums go, or NULL): a whole tile with o goes
+** straight to C; else the twelve accumulators are stored to acc, and with o
+** written out from there by out_plain. */
+#define TILE_EPILOGUE(acc)                                                      \
+    do {                                                                        \
+        if (o && o->mr == MR && o->nr == NR) {                                  \
+            __m256 al = _mm256_set1_ps(o->alpha), be = _mm256_set1_ps(o->beta); \
+            ROW_OUT(0);                                                         \
+            ROW_OUT(1);                                                         \
+            ROW_OUT(2);                                                         \
+            ROW_OUT(3);                                                         \
+            ROW_OUT(4);                                                         \
+            ROW_OUT(5);                                                         \
+            return;                                                             \
+        }                                                                       \
+        _mm256_store_ps(acc, c00), _mm256_store_ps(acc + 8, c01), _mm256_store_ps(acc + 16, c10); \
+        _mm256_store_ps(acc + 24, c11), _mm256_store_ps(acc + 32, c20), _mm256_store_ps(acc + 40, c21); \
+        _mm256_store_ps(acc + 48, c30), _mm256_store_ps(acc + 56, c31), _mm256_store_ps(acc + 64, c40); \
+        _mm256_store_ps(acc + 72, c41), _mm256_store_ps(acc + 80, c50), _mm256_store_ps(acc + 88, c51); \
+        /* GCC 12 turns the call below into a tail jump without the vzeroupper it \
+        ** puts before every return: the upper halves stayed dirty, and the SSE \
+        ** code after the product (SwiGLU, expf) ran about 18 times slower */ \
+        _mm256_zeroupper();                                                     \
+        if (o)                                                                  \
+            out_plain(o, acc);                                                  \
+    } while (0)
+
 /* Twelve named accumulators, written out so they stay in registers at -O2.
 ** first: the chains start at 0, else at acc; o: the last slice, written to
 ** C (NULL: the sums go back to acc for the next slice). */
@@ -131,26 +158,7 @@ __attribute__((target("avx2,fma"))) static void tile_avx2(float *acc, const floa
         ROW_FMA(4);
         ROW_FMA(5);
     }
-    if (o && o->mr == MR && o->nr == NR) {
-        __m256 al = _mm256_set1_ps(o->alpha), be = _mm256_set1_ps(o->beta);
-        ROW_OUT(0);
-        ROW_OUT(1);
-        ROW_OUT(2);
-        ROW_OUT(3);
-        ROW_OUT(4);
-        ROW_OUT(5);
-        return;
-    }
-    _mm256_store_ps(acc, c00), _mm256_store_ps(acc + 8, c01), _mm256_store_ps(acc + 16, c10);
-    _mm256_store_ps(acc + 24, c11), _mm256_store_ps(acc + 32, c20), _mm256_store_ps(acc + 40, c21);
-    _mm256_store_ps(acc + 48, c30), _mm256_store_ps(acc + 56, c31), _mm256_store_ps(acc + 64, c40);
-    _mm256_store_ps(acc + 72, c41), _mm256_store_ps(acc + 80, c50), _mm256_store_ps(acc + 88, c51);
-    /* GCC 12 turns the call below into a tail jump without the vzeroupper it
-    ** puts before every return: the upper halves stayed dirty, and the SSE
-    ** code after the product (SwiGLU, expf) ran about 18 times slower */
-    _mm256_zeroupper();
-    if (o)
-        out_plain(o, acc);
+    TILE_EPILOGUE(acc);
 }
 
 static void tile_plain(float *acc, const float *ap, const float *bp, int kc, int first, const struct out *o)
@@ -299,6 +307,85 @@ static void run(struct gemm *g)
         int i0 = (int)(b / nnb) * MC, j0 = (int)(b % nnb) * NC;
         block(g, scratch_get(), i0, g->M - i0 < MC ? g->M - i0 : MC, j0, g->N - j0 < NC ? g->N - j0 : NC);
     }
+}
+
+/* ---- products for the tiled attention (gemm.h) ------------------------------ */
+
+_Static_assert(LX_GEMM_NR == NR, "the panels are the register tile's columns");
+
+/* One MR × NR tile of C over all K: rows of A from a[r] (the lanes past mr
+** repeat row 0 and are dropped), B's rows at b + k·ldb; the same FMA chains
+** and epilogue as tile_avx2 with first = 1 and the whole K in one slice. */
+__attribute__((target("avx2,fma"))) static void rows_avx2(const float *const *a, const float *b, long ldb, int K,
+                                                          const struct out *o)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+    for (int k = 0; k < K; k++, b += ldb) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), t;
+        t = _mm256_broadcast_ss(a0 + k), c00 = _mm256_fmadd_ps(t, b0, c00), c01 = _mm256_fmadd_ps(t, b1, c01);
+        t = _mm256_broadcast_ss(a1 + k), c10 = _mm256_fmadd_ps(t, b0, c10), c11 = _mm256_fmadd_ps(t, b1, c11);
+        t = _mm256_broadcast_ss(a2 + k), c20 = _mm256_fmadd_ps(t, b0, c20), c21 = _mm256_fmadd_ps(t, b1, c21);
+        t = _mm256_broadcast_ss(a3 + k), c30 = _mm256_fmadd_ps(t, b0, c30), c31 = _mm256_fmadd_ps(t, b1, c31);
+        t = _mm256_broadcast_ss(a4 + k), c40 = _mm256_fmadd_ps(t, b0, c40), c41 = _mm256_fmadd_ps(t, b1, c41);
+        t = _mm256_broadcast_ss(a5 + k), c50 = _mm256_fmadd_ps(t, b0, c50), c51 = _mm256_fmadd_ps(t, b1, c51);
+    }
+    float acc[MR * NR] __attribute__((aligned(32)));
+    TILE_EPILOGUE(acc);
+}
+
+static void rows_plain(const float *const *a, const float *b, long ldb, int K, const struct out *o)
+{
+    float acc[MR * NR] = {0};
+    for (int k = 0; k < K; k++, b += ldb)
+        for (int r = 0; r < MR; r++)
+            for (int c = 0; c < NR; c++)
+                acc[r * NR + c] = fmaf(a[r][k], b[c], acc[r * NR + c]);
+    out_plain(o, acc);
+}
+
+static int cpu_avx2(void);
+
+static void rows_run(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M, int N,
+                     int K, float alpha, float beta, int avx2)
+{
+    for (int i0 = 0; i0 < M; i0 += MR) {
+        const float *a[MR];
+        int mr = M - i0 < MR ? M - i0 : MR;
+        for (int r = 0; r < MR; r++)
+            a[r] = A + (long)(i0 + (r < mr ? r : 0)) * lda;
+        for (int p = 0; p * NR < N; p++) {
+            struct out o = {C + (long)i0 * ldc + p * NR, ldc, mr, N - p * NR < NR ? N - p * NR : NR, alpha, beta};
+            if (avx2)
+                rows_avx2(a, B + p * pstride, ldb, K, &o);
+            else
+                rows_plain(a, B + p * pstride, ldb, K, &o);
+        }
+    }
+}
+
+void lx_gemm_rows(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M, int N,
+                  int K, float alpha, float beta)
+{
+    rows_run(C, ldc, A, lda, B, ldb, pstride, M, N, K, alpha, beta, cpu_avx2());
+}
+
+void lx_gemm_rows_plain(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M,
+                        int N, int K, float alpha, float beta)
+{
+    rows_run(C, ldc, A, lda, B, ldb, pstride, M, N, K, alpha, beta, 0);
+}
+
+size_t lx_gemm_bt_floats(int N, int K)
+{
+    return (size_t)((N + NR - 1) / NR) * NR * (size_t)K;
+}
+
+void lx_gemm_pack_bt(float *P, const float *B, int ldb, int N, int K)
+{
+    struct gemm g = {.B = B, .ldb = ldb, .K = K, .tb = 1, .avx2 = cpu_avx2()};
+    pack_b(P, &g, 0, N, 0, K);
 }
 
 static int cpu_avx2(void)

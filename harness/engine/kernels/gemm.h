@@ -13,6 +13,8 @@
 #ifndef LX_GEMM_H
 #define LX_GEMM_H
 
+#include <stddef.h>
+
 /* C (M, N) = alpha · op(A) · op(B) + beta · C, row-major with row strides
 ** lda, ldb, ldc, as lx_gemm (blas.h); beta 0 never reads C. */
 void lx_gemm_portable(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N, int K,
@@ -22,5 +24,29 @@ void lx_gemm_portable(float *C, int ldc, const float *A, int lda, const float *B
 ** AVX2 + FMA; tests compare the two bit for bit). */
 void lx_gemm_portable_plain(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N,
                             int K, int trans_a, int trans_b, float alpha, float beta);
+
+/* ---- products for the tiled attention ---------------------------------------
+** C (M, N) = alpha · A · B + beta · C with the same chains as lx_gemm_portable,
+** so the same bits, but nothing packed per call: A row-major (M × K, row
+** stride lda) is read in place, and B is given as column panels of
+** LX_GEMM_NR columns, panel p's row k (LX_GEMM_NR floats) at B + p·pstride +
+** k·ldb. A row-major B is its own panels (pstride LX_GEMM_NR, ldb its row
+** stride) when N is a multiple of LX_GEMM_NR; lx_gemm_pack_bt packs Bᵀ's. The
+** last panel is read whole (LX_GEMM_NR columns; those past N are dropped).
+** One thread (the caller's): these are the tiles of an OpenMP loop. */
+#define LX_GEMM_NR 16
+
+void lx_gemm_rows(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M, int N,
+                  int K, float alpha, float beta);
+/* The same with the plain C kernel only (tests compare the two bit for bit). */
+void lx_gemm_rows_plain(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M,
+                        int N, int K, float alpha, float beta);
+
+/* Floats of lx_gemm_pack_bt's panels for N columns of K values. */
+size_t lx_gemm_bt_floats(int N, int K);
+/* The panels of op(B) = Bᵀ (K × N) from B (N × K, row stride ldb): panel p
+** (K × LX_GEMM_NR, pstride K·LX_GEMM_NR, ldb LX_GEMM_NR) holds
+** p[k·LX_GEMM_NR + c] = B[(LX_GEMM_NR·p + c)·ldb + k], zeros past column N. */
+void lx_gemm_pack_bt(float *P, const float *B, int ldb, int N, int K);
 
 #endif

@@ -20,8 +20,19 @@
 ** range, rescaled with α like s_i and O_i; after the last tile they give the
 ** row's entropy, max p (1/s_i), logit std and masses (attention.h, "Row
 ** statistics from the tiles"). Only the rows asked for pay for it.
+**
+** The two GEMMs of a tile run on lenx's fixed-order kernel with nothing
+** packed per tile (gemm.h, lx_gemm_rows): Q's and P's rows are read in place,
+** V's rows are its own column panels, and the keys are packed into panels
+** once per call (ws->kpack), so the packing that a general GEMM repeats for
+** every tile is gone. The chains are the portable GEMM's, so in portable
+** numerics the bits are those of lx_gemm, and fast numerics computes the
+** tiles the same way (the same bits on every machine). Tiles the fast path
+** cannot take (far keys, keys not starting on a panel, a head size not a
+** multiple of LX_GEMM_NR, no ws->kpack) go through lx_gemm.
 */
 #include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/gemm.h"
 
 #include <math.h>
 #include <omp.h>
@@ -67,7 +78,11 @@ struct tiled {
     const float *mult;          /* (H,) or NULL */
     const struct lx_tile_stats *st;     /* row statistics to sum, or NULL */
     long st_row1;               /* their rows end here (st->row1, or T) */
+    int bq;                     /* queries per block (ws->bq, or fewer: see lx_attn_tiled_forward) */
     long nqb;                   /* query blocks per head */
+    long su, nsu;               /* rows of a statistics unit, units per head */
+    const float *kp;            /* ws->kpack when the tiles' products run on it, else NULL */
+    size_t kp_head;             /* its floats per key/value head */
 };
 
 /* ---- preparation: distance tables and far-key rows, once per call --------- */
@@ -217,6 +232,17 @@ size_t lx_tile_acc_doubles(int bq)
     return (size_t)bq * (sizeof(struct rowacc) / sizeof(double));
 }
 
+long lx_tile_stat_rows(int bq)
+{
+    return bq % LX_TILE_STAT_ROWS == 0 ? LX_TILE_STAT_ROWS : bq;
+}
+
+long lx_tile_stat_units(int bq, long T)
+{
+    long u = lx_tile_stat_rows(bq);
+    return (T + u - 1) / u;
+}
+
 /* The running max moves by dm = m − m' < 0 (α = e^dm): rescale the sums in e;
 ** l is the row's sum Σ e before the move. */
 static void acc_rescale(struct rowacc *A, const struct lx_tile_stats *st, double al, double dm, double l)
@@ -326,8 +352,13 @@ static void tile_scores(const struct tiled *x, float *S, float *F, int h, float 
         lx_gemm(S, bk, rot_at(x, 2, h, i0), D, rot_at(x, 3, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
         return;
     }
-    lx_gemm(S, bk, x->q + i0 * x->ld + (long)h * D, x->ld, x->k + j0 * x->ld + (long)(h / x->G) * D, x->ld, nr,
-            nc, D, 0, 1, c, 0.0f);
+    if (x->kp && j0 % LX_GEMM_NR == 0)
+        lx_gemm_rows(S, bk, x->q + i0 * x->ld + (long)h * D, x->ld,
+                     x->kp + (size_t)(h / x->G) * x->kp_head + (size_t)j0 * D, LX_GEMM_NR, (long)D * LX_GEMM_NR, nr,
+                     nc, D, c, 0.0f);
+    else
+        lx_gemm(S, bk, x->q + i0 * x->ld + (long)h * D, x->ld, x->k + j0 * x->ld + (long)(h / x->G) * D, x->ld,
+                nr, nc, D, 0, 1, c, 0.0f);
     for (int part = 0; part < 2; part++) {
         if (!(part ? upper : lower))
             continue;
@@ -463,14 +494,12 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
 
 /* ---- one query block ------------------------------------------------------- */
 
-/* The block's rows [r0, r1) whose statistics are summed, zeroed sums for
-** them and the block's partial sums; 0 when none. */
-static int block_stats(const struct tiled *x, struct rowacc *acc, int h, long i0, long i1, long *r0, long *r1)
+/* The block's rows [r0, r1) whose statistics are summed and zeroed sums for
+** them; 0 when none. */
+static int block_stats(const struct tiled *x, struct rowacc *acc, long i0, long i1, long *r0, long *r1)
 {
     if (!x->st)
         return 0;
-    struct lx_diag *part = &x->ws->part[(long)h * x->nqb + i0 / x->ws->bq];
-    memset(part, 0, sizeof *part);
     *r0 = x->st->row0 > i0 ? x->st->row0 - i0 : 0;
     *r1 = (x->st_row1 < i1 ? x->st_row1 : i1) - i0;
     if (*r1 <= *r0)
@@ -484,7 +513,7 @@ static int block_stats(const struct tiled *x, struct rowacc *acc, int h, long i0
 static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc, int h, long i0, long i1)
 {
     const struct lx_spec *spec = x->spec;
-    int bq = x->ws->bq, bk = x->ws->bk, D = x->D, nr = (int)(i1 - i0);
+    int bq = x->bq, bk = x->ws->bk, D = x->D, nr = (int)(i1 - i0);
     float *S = scr, *F = S + (size_t)bq * bk, *O = F + (size_t)bq * bk, *m = O + (size_t)bq * D, *l = m + bq;
     float c = (float)lx_spec_qk_scale(spec, D) * (x->mult && x->mult[h] != 0.0f ? x->mult[h] : 1.0f);
     memset(O, 0, sizeof(float) * (size_t)nr * D);
@@ -496,16 +525,25 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
     lx_spec_row_keys(spec, i1 - 1, x->T, x->causal, &lo1, &hi1);
     long ns = spec->vis.sinks < lo1 ? spec->vis.sinks : lo1, up = lx_spec_upper_sinks(spec, x->T, x->causal, hi1);
     long s0[2] = {0, ns >= lo0 ? 0 : lo0}, s1[2] = {ns >= lo0 ? 0 : ns, up}, r0 = 0, r1 = 0;
-    int stats = block_stats(x, acc, h, i0, i1, &r0, &r1);
+    int stats = block_stats(x, acc, i0, i1, &r0, &r1);
     for (int span = 0; span < 2; span++)
         for (long j0 = s0[span]; j0 < s1[span]; j0 += bk) {
             long j1 = j0 + bk < s1[span] ? j0 + bk : s1[span];
-            tile_scores(x, S, F, h, c, i0, i1, j0, j1);
-            for (int r = 0; r < nr; r++)
+            /* causal rows above the tile's first key see none of it (sinks aside):
+            ** on lenx's kernel, whose rows do not depend on each other, they are
+            ** skipped (tile_row would only zero them, and P V would add 0) */
+            int ra = x->kp && x->causal && j0 > i0 && j0 >= spec->vis.sinks ? (int)(j0 - i0) : 0;
+            size_t off = (size_t)ra * bk;
+            tile_scores(x, S + off, F + off, h, c, i0 + ra, i1, j0, j1);
+            for (int r = ra; r < nr; r++)
                 tile_row(x, S + (size_t)r * bk, O + (size_t)r * D, m + r, l + r, h, i0 + r, j0, (int)(j1 - j0),
                          stats && r >= r0 && r < r1 ? acc + r : NULL, F + (size_t)r * bk);
-            lx_gemm(O, D, S, bk, x->v + j0 * x->ld + (long)(h / x->G) * D, x->ld, nr, D, (int)(j1 - j0), 0, 0, 1.0f,
-                    1.0f);
+            const float *vt = x->v + j0 * x->ld + (long)(h / x->G) * D;
+            if (x->kp)      /* V's rows are its own panels (D is a multiple of LX_GEMM_NR) */
+                lx_gemm_rows(O + (size_t)ra * D, D, S + off, bk, vt, x->ld, LX_GEMM_NR, nr - ra, D, (int)(j1 - j0),
+                             1.0f, 1.0f);
+            else
+                lx_gemm(O, D, S, bk, vt, x->ld, nr, D, (int)(j1 - j0), 0, 0, 1.0f, 1.0f);
         }
     for (int r = 0; r < nr; r++) {
         float *dst = x->o + (i0 + r) * x->ldo + (long)h * D, inv = 1.0f / l[r];
@@ -516,7 +554,7 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
     }
     for (long r = r0; stats && r < r1; r++) {
         long lo, hi, n = lx_spec_row_keys(spec, i0 + r, x->T, x->causal, &lo, &hi);
-        acc_finish(&x->ws->part[(long)h * x->nqb + i0 / bq], acc + r, x->st, l[r], n, i0 + r);
+        acc_finish(&x->ws->part[(long)h * x->nsu + (i0 + r) / x->su], acc + r, x->st, l[r], n, i0 + r);
     }
 }
 
@@ -535,20 +573,35 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
     x.avx2 = lx_tile_avx2() && !ws->sse2_only;
     if (x.far)
         far_rows(&x);
+    if (ws->kpack && D % LX_GEMM_NR == 0) {
+        x.kp = ws->kpack, x.kp_head = lx_gemm_bt_floats(T, D);
+#pragma omp parallel for schedule(static)
+        for (int g = 0; g < KV; g++)
+            lx_gemm_pack_bt(ws->kpack + (size_t)g * x.kp_head, k + (long)g * D, ld, T, D);
+    }
     x.st = ws->stats;
     x.st_row1 = x.st && x.st->row1 ? x.st->row1 : T;
     LX_ASSERT(!x.st || (ws->acc && ws->part && x.st->out && (!x.st->ranges || x.st->ranges->n <= LX_MAX_RANGES)));
     size_t per = lx_tile_thread_floats(ws->bq, ws->bk, D), per_acc = lx_tile_acc_doubles(ws->bq);
-    long nqb = x.nqb = (T + ws->bq - 1) / ws->bq;
+    /* With a window, a block's key tiles start at its first row's window, so
+    ** the block size decides where each row's tiles begin, and with it the
+    ** last bits of its online softmax: windowed stacks keep blocks of
+    ** LX_TILE_STAT_ROWS (their values do not move when ws->bq grows; they
+    ** visit few tiles, so a taller block would gain little anyway). */
+    int bq = x.bq = spec->vis.window && ws->bq % LX_TILE_STAT_ROWS == 0 ? LX_TILE_STAT_ROWS : ws->bq;
+    long nqb = x.nqb = (T + bq - 1) / bq;
+    x.su = lx_tile_stat_rows(bq), x.nsu = lx_tile_stat_units(bq, T);
+    if (x.st)
+        memset(ws->part, 0, sizeof *ws->part * (size_t)H * (size_t)x.nsu);
     /* causal blocks cost more the later they are: hand out the costly ones first */
 #pragma omp parallel for schedule(dynamic, 1)
     for (long it = 0; it < (long)H * nqb; it++) {
         int h = (int)(it % H), thr = omp_get_thread_num();
-        long qb = causal ? nqb - 1 - it / H : it / H, i0 = qb * ws->bq, i1 = i0 + ws->bq < T ? i0 + ws->bq : T;
+        long qb = causal ? nqb - 1 - it / H : it / H, i0 = qb * bq, i1 = i0 + bq < T ? i0 + bq : T;
         block_forward(&x, ws->scratch + per * (size_t)thr,
                       x.st ? (struct rowacc *)(ws->acc + per_acc * (size_t)thr) : NULL, h, i0, i1);
     }
-    for (int h = 0; x.st && h < H; h++)     /* block order: the thread count does not change the sums */
-        for (long qb = 0; qb < nqb; qb++)
-            lx_diag_add(&x.st->out[h], &ws->part[(long)h * nqb + qb]);
+    for (int h = 0; x.st && h < H; h++)     /* unit order: neither threads nor blocks change the sums */
+        for (long u = 0; u < x.nsu; u++)
+            lx_diag_add(&x.st->out[h], &ws->part[(long)h * x.nsu + u]);
 }

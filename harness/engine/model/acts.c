@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/gemm.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/model/kvcache.h"
 
@@ -76,7 +77,9 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
     double N = (double)B * T, C = (double)arch->d_model, HD = (double)arch->heads * arch->d_head,
            F = (double)arch->d_mlp, F2 = arch->mlp == LX_MLP_SWIGLU ? 2 * F : F, V = (double)arch->vocab,
            TT = (double)T * T, H = (double)arch->heads, nthr = n_threads(), LL = (double)arch->layers,
-           QKV = (double)lx_arch_qkv(arch), D = (double)arch->d_head, nqb = (T + LX_TILE_BQ - 1) / LX_TILE_BQ;
+           QKV = (double)lx_arch_qkv(arch), D = (double)arch->d_head, nsu = (double)lx_tile_stat_units(LX_TILE_BQ, T);
+    /* the tiles' packed keys (tiled.c packs them when d_head is whole panels) */
+    double KVp = arch->d_head % LX_GEMM_NR ? 0.0 : lx_arch_kv(arch) * (double)lx_gemm_bt_floats(T, arch->d_head);
     double R = N < LX_EVAL_ROWS ? N : LX_EVAL_ROWS, far = nthr * (double)lx_attn_far_floats(T, (int)D);
     int n = 0, mat = train == LX_ACTS_TRAIN_MATERIALISED, gqa = lx_arch_kv(arch) < arch->heads;
     double NB = eval_block(N, portable);
@@ -96,6 +99,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             ROW(lse, mat ? 0 : LL * N * H, 4),
             ROW(tile, mat ? 0 : nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, (int)D), 4),
             ROW(tile_tab, mat ? 0 : H * (1 + LX_SPEC_MAX_OPS) * T, 8),
+            ROW(tile_kpack, mat ? 0 : KVp, 4),
             ROW(tile_bwd, mat ? 0 : nthr * (double)lx_tile_bwd_thread_floats(LX_TILE_TRAIN_BQ, LX_TILE_TRAIN_BK, T), 4),
             ROW(dkv, mat || !gqa ? 0 : H * T * 2 * D, 4),
             LAZY(far, mat ? far : 0, 4, 0), LAZY(qkn, LL * N * 2 * H, 4, 0),   /* posmap, CosScale: counted always */
@@ -106,13 +110,14 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
         struct acts_row e[] = {
             ROW(x, N * C, 4), ROW(rstd1, N, 4), ROW(rstdf, N, 4), ROW(probs, R * V, 4), ROW(loss, N, 4),
             PHASE(1, xn1, N * C), PHASE(1, qkv, N * QKV), PHASE(1, ao, N * HD),         /* attention */
+            PHASE(1, tile_kpack, KVp),
             PHASE(2, xn2, NB * C), PHASE(2, h, NB * F2),                                /* MLP */
             PHASE(3, xnf, NB * C), PHASE(3, logits, N * V),                             /* head */
             ROW(rope_cs, N * D, 8), ROW(tab, nthr * 2 * T, 8),
             ROW(tile, nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, (int)D), 4),
             ROW(tile_tab, H * (1 + LX_SPEC_MAX_OPS) * T, 8),
             ROW(tile_acc, nthr * (double)lx_tile_acc_doubles(LX_TILE_BQ), 8),
-            ROW(tile_part, H * (nqb + 1), sizeof(struct lx_diag)),
+            ROW(tile_part, H * (nsu + 1), sizeof(struct lx_diag)),
             LAZY(tile_rot, 4 * H * T * D, 4, LX_RUN_POSMAP),                /* the tiles' far-key rows */
             LAZY(att, nthr * TT, 4, LX_RUN_PROBS),                          /* the head path (a probe) */
             LAZY(far, far, 4, LX_RUN_PROBS | LX_RUN_POSMAP),

@@ -166,15 +166,15 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
                             const struct lx_attn_shape *sh)
 {
     int B = a->B, T = sh->T, H = sh->H, KV = sh->KV, D = sh->D;
-    long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD, nqb = (T + LX_TILE_BQ - 1) / LX_TILE_BQ;
+    long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD, nsu = lx_tile_stat_units(LX_TILE_BQ, T);
     if (lx_tile_rot_floats(spec, T, H, D))
         lx_acts_lazy(a, &a->tile_rot);
     int want = stats || diag;
-    struct lx_tile_stats st = {.out = a->tile_part + H * nqb, .row1 = a->stats_row1,
+    struct lx_tile_stats st = {.out = a->tile_part + H * nsu, .row1 = a->stats_row1,
                                .ranges = a->diag_ranges, .buckets = a->diag_buckets};
     struct lx_tile_ws ws = {.bq = LX_TILE_BQ, .bk = LX_TILE_BK, .n_thr = a->n_thr, .scratch = a->tile,
                             .tab = a->tile_tab, .rot = a->tile_rot, .stats = want ? &st : NULL,
-                            .acc = a->tile_acc, .part = a->tile_part};
+                            .acc = a->tile_acc, .part = a->tile_part, .kpack = a->tile_kpack};
     for (int b = 0; b < B; b++) {
         const float *q = qkv + (long)b * T * QKV;
         if (want) {
