@@ -119,4 +119,8 @@ void lx_cell_stat(const struct lx_rows *rows, char *const *label, const char *sw
         st->lo = fmin(st->lo, wlo);
         st->hi = fmax(st->hi, whi);
     }
+    if (lx_metric_count(metric, NULL)) {    /* a share of instances: the t interval may reach past 0 or 1 */
+        st->lo = fmax(0.0, st->lo);
+        st->hi = fmin(1.0, st->hi);
+    }
 }

@@ -63,8 +63,8 @@ struct lx_cell_stat {
     double spread;              /* sd over seeds (n > 1), else the stored <metric>_se, else NaN */
     int n;                      /* rows (seeds) pooled */
     double lo, hi;              /* n >= 2: the 95 % t interval of the mean over seeds, widened for an accuracy
-                                ** with stored counts to hold the Wilson interval of its pooled instances;
-                                ** NaN when n < 2 */
+                                ** with stored counts to hold the Wilson interval of its pooled instances,
+                                ** and a share of instances (acc) kept inside [0, 1]; NaN when n < 2 */
     long n_instances;           /* the pooled instance count of such an accuracy (every seed's), else 0 */
 };
 void lx_cell_stat(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,

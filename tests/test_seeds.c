@@ -108,6 +108,17 @@ Test(seeds, cell_interval_t_and_wilson)
     cr_expect_eq(st.n_instances, 0);
     cr_expect(st.lo == 1.0 && st.hi == 1.0, "[%g, %g]", st.lo, st.hi);
     lx_rows_release(&r);
+    /* 0, 0 and 5 of 10: mean 1/6, sd 0.288675, t half-width 4.30265 *
+    ** 0.288675 / sqrt(3) = 0.717108 reaches below 0; an accuracy's interval
+    ** stops at 0 (and at 1) */
+    add_acc(&r, 1, 0, 10), add_acc(&r, 2, 0, 10), add_acc(&r, 3, 0.5, 10);
+    stat_of(&r, &st);
+    cr_expect(st.lo == 0.0 && fabs(st.hi - (1.0 / 6 + 0.717108)) < 1e-5, "[%g, %g]", st.lo, st.hi);
+    lx_rows_release(&r);
+    add_acc(&r, 1, 1, 10), add_acc(&r, 2, 1, 10), add_acc(&r, 3, 0.5, 10);
+    stat_of(&r, &st);
+    cr_expect(st.hi == 1.0 && fabs(st.lo - (5.0 / 6 - 0.717108)) < 1e-5, "[%g, %g]", st.lo, st.hi);
+    lx_rows_release(&r);
     /* one seed: no interval */
     add_acc(&r, 1, 0.5, 10);
     stat_of(&r, &st);
