@@ -37,12 +37,12 @@ Test(repro, stories260K_sweeps_plan, .init = setup, .fini = teardown, .timeout =
 
 /* The fine-tuning reproductions plan: continual pretraining of the needle
 ** model (5 stacks x 4 lengths x 3 seeds; no checkpoint needed), its
-** fine-tunings for retrieval (5 stacks x 3 lengths, one seed) and
+** fine-tunings for retrieval (5 stacks x 3 lengths x 3 seeds) and
 ** PI/NTK/YaRN/RoPE fine-tuned at 4x and 8x on stories260K and a byte model. */
 Test(repro, finetune_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
 {
     expect_plans("configs/repro/continual-pretraining-length.yaml", "sweep continual-pretraining-length: 60 cells");
-    expect_plans("configs/repro/finetune-retrieval.yaml", "sweep finetune-retrieval: 15 cells");
+    expect_plans("configs/repro/finetune-retrieval.yaml", "sweep finetune-retrieval: 45 cells");
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
     expect_plans("configs/repro/finetune-extension.yaml", "sweep finetune-extension: 100 cells");
