@@ -13,7 +13,14 @@ Past the training length accuracy is often 0 at every point, so it also prints
 the correlation between entropy and the teacher-forced log-probability of the
 gold answer (series logprob_by_depth), which keeps its signal there.
 
-    python3 scripts/repro_correlation.py [results/repro.db] [sweep]
+    python3 scripts/repro_correlation.py [results/repro.db] [sweep] [--seed S]
+
+With several training seeds in the sweep, the heat map shows the mean over the
+seeds, the correlations are printed for each seed and then pooled over every
+seed's points (a point is one method, length, depth and seed), and the JS
+table compares each seed's cells with the same seed's reference cell (its own
+model) and shows the mean over seeds, then each seed's value. --seed S keeps
+one seed's cells only.
 
 Last, for the attn cells of the sweep, the Jensen-Shannon divergence between
 each cell's mean attention over distance buckets (series mass_by_distance) and
@@ -22,8 +29,10 @@ training length in the repro config): one reference for every method, also for
 fine-tuned models, whose own js_train compares with their own training-time
 attention. For a method without fine-tuning it equals the cell's js_train.
 
-Standard library only (sqlite3); reads the store, writes nothing.
+Standard library only (sqlite3); reads the store, writes nothing. Exit 2 on a
+store it cannot read or a sweep (seed) with no needle cells.
 """
+import argparse
 import math
 import sqlite3
 import sys
@@ -40,24 +49,28 @@ def pearson(xs, ys):
     return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else float("nan")
 
 
-def newest_runs(con, sweep, task, order):
-    """(id, method, length) of the newest ok run of every cell of one task in a sweep."""
+def fail(msg, hint):
+    sys.stderr.write(f"repro_correlation: {msg}\n  hint: {hint}\n")
+    sys.exit(2)
+
+
+def mean(v):
+    return sum(v) / len(v) if v else float("nan")
+
+
+def newest_runs(con, sweep, task, order, seed=None):
+    """(id, method, length, seed) of the newest ok run of every cell of one task in a sweep (one seed's, if given)."""
     return con.execute(
-        "SELECT r.id, r.method, r.length FROM runs r WHERE r.sweep = ? AND r.status = 'ok' "
-        "AND r.task LIKE ? AND r.id = (SELECT MAX(id) FROM runs q WHERE q.sweep = r.sweep "
-        f"AND q.key = r.key AND q.status = 'ok') ORDER BY {order}", (sweep, task + "%")).fetchall()
+        "SELECT r.id, r.method, r.length, r.seed FROM runs r WHERE r.sweep = ? AND r.status = 'ok' "
+        "AND r.task LIKE ? AND (? IS NULL OR r.seed = ?) AND r.id = (SELECT MAX(id) FROM runs q "
+        f"WHERE q.sweep = r.sweep AND q.key = r.key AND q.status = 'ok') ORDER BY {order}",
+        (sweep, task + "%", seed, seed)).fetchall()
 
 
-def main():
-    db = sys.argv[1] if len(sys.argv) > 1 else "results/repro.db"
-    sweep = sys.argv[2] if len(sys.argv) > 2 else "rope-extensions-attention"
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    runs = newest_runs(con, sweep, "needle", "r.method, r.length")
-    if not runs:
-        sys.exit(f"repro_correlation: no needle cells of sweep '{sweep}' in {db}\n"
-                 f"  hint: ./lenx run configs/repro/{sweep}.yaml --db {db}")
-    points = []     # (method, length, depth, acc, entropy, log p(gold))
-    for rid, method, length in runs:
+def needle_points(con, runs):
+    """(method, length, depth, seed, acc, entropy, log p(gold)) of every depth point of the runs."""
+    points = []
+    for rid, method, length, seed in runs:
         s = {}
         for name, x, y in con.execute("SELECT series, x, y FROM series WHERE run_id = ?", (rid,)):
             s.setdefault(name, {})[x] = y
@@ -65,33 +78,64 @@ def main():
             ent = s.get("entropy_by_depth", {}).get(d)
             lp = s.get("logprob_by_depth", {}).get(d, float("nan"))
             if ent is not None:
-                points.append((method, length, d, acc, ent, lp))
-    methods = sorted({p[0] for p in points}, key=lambda m: [r[1] for r in runs].index(m))
-    lengths = sorted({p[1] for p in points})
-    depths = sorted({p[2] for p in points})
+                points.append((method, length, d, seed, acc, ent, lp))
+    return points
+
+
+def heat_maps(points, methods, lengths, depths):
     for m in methods:
-        print(f"\n{m}: accuracy (mean answer entropy) by depth")
+        print(f"\n{m}: accuracy (mean answer entropy) by depth, mean over seeds")
         print("| length | " + " | ".join(f"{d:.0%}" for d in depths) + " |")
         print("|---:|" + "---:|" * len(depths))
         for L in lengths:
-            row = {p[2]: p for p in points if p[0] == m and p[1] == L}
-            cells = [f"{row[d][3]:.1f} ({row[d][4]:.2f})" if d in row else "" for d in depths]
+            cells = []
+            for d in depths:
+                at = [p for p in points if p[0] == m and p[1] == L and p[2] == d]
+                cells.append(f"{mean([p[4] for p in at]):.2f} ({mean([p[5] for p in at]):.2f})" if at else "")
             print(f"| {L} | " + " | ".join(cells) + " |")
-    fail = [1.0 - p[3] for p in points]
-    ent = [p[4] for p in points]
-    print(f"\npooled: r(failure rate, answer entropy) = {pearson(fail, ent):+.3f}, "
-          f"r(log p(gold), answer entropy) = {pearson([p[5] for p in points], ent):+.3f} over {len(points)} points")
+
+
+def correlations(points, lengths, label):
+    """r(failure, entropy) and r(log p, entropy) over the points, and within each length."""
+    fail = [1.0 - p[4] for p in points]
+    ent = [p[5] for p in points]
+    print(f"\n{label}: r(failure rate, answer entropy) = {pearson(fail, ent):+.3f}, "
+          f"r(log p(gold), answer entropy) = {pearson([p[6] for p in points], ent):+.3f} over {len(points)} points")
     for L in lengths:
         sub = [p for p in points if p[1] == L]
-        r = pearson([1.0 - p[3] for p in sub], [p[4] for p in sub])
-        ok = [p[4] for p in sub if p[3] >= 0.5]
-        bad = [p[4] for p in sub if p[3] < 0.5]
-        mean = lambda v: sum(v) / len(v) if v else float("nan")
-        rl = pearson([p[5] for p in sub], [p[4] for p in sub])
-        print(f"length {L}: r(failure, entropy) = {r:+.3f}, r(log p, entropy) = {rl:+.3f} over {len(sub)} points; "
+        r = pearson([1.0 - p[4] for p in sub], [p[5] for p in sub])
+        ok = [p[5] for p in sub if p[4] >= 0.5]
+        bad = [p[5] for p in sub if p[4] < 0.5]
+        rl = pearson([p[6] for p in sub], [p[5] for p in sub])
+        print(f"  length {L}: r(failure, entropy) = {r:+.3f}, r(log p, entropy) = {rl:+.3f} over {len(sub)} points; "
               f"mean entropy where acc >= 0.5: {mean(ok):.3f} ({len(ok)}), where acc < 0.5: {mean(bad):.3f} ({len(bad)})")
 
-    js_table(con, sweep)
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("db", nargs="?", default="results/repro.db", help="the store (default results/repro.db)")
+    ap.add_argument("sweep", nargs="?", default="rope-extensions-attention", help="the sweep's name")
+    ap.add_argument("--seed", type=int, help="one seed's cells only (default: each seed, then pooled)")
+    args = ap.parse_args()
+    try:
+        con = sqlite3.connect(f"file:{args.db}?mode=ro", uri=True)
+        runs = newest_runs(con, args.sweep, "needle", "r.method, r.length, r.seed", args.seed)
+    except sqlite3.Error as e:
+        fail(f"cannot read {args.db}: {e}", "give a lenx store (a .db file)")
+    if not runs:
+        fail(f"no needle cells of sweep '{args.sweep}'" + (f" with seed {args.seed}" if args.seed is not None else "")
+             + f" in {args.db}", f"./lenx run configs/repro/{args.sweep}.yaml --db {args.db}")
+    points = needle_points(con, runs)
+    methods = sorted({p[0] for p in points}, key=lambda m: [r[1] for r in runs].index(m))
+    lengths = sorted({p[1] for p in points})
+    seeds = sorted({p[3] for p in points})
+    heat_maps(points, methods, lengths, sorted({p[2] for p in points}))
+    if len(seeds) > 1:
+        for sd in seeds:
+            correlations([p for p in points if p[3] == sd], lengths, f"seed {sd}")
+    correlations(points, lengths, "pooled over seeds " + ", ".join(map(str, seeds)) if len(seeds) > 1
+                 else f"seed {seeds[0]}")
+    js_table(con, args.sweep, args.seed)
 
 
 def js(p, q):
@@ -106,24 +150,28 @@ def js(p, q):
     return out
 
 
-def js_table(con, sweep):
-    runs = newest_runs(con, sweep, "attn", "r.id")
+def js_table(con, sweep, seed):
+    runs = newest_runs(con, sweep, "attn", "r.id", seed)
     if not runs:
         return
     mass = {}
-    for rid, method, length in runs:
-        mass[(method, length)] = {x: y for x, y in con.execute(
+    for rid, method, length, sd in runs:
+        mass[(method, length, sd)] = {x: y for x, y in con.execute(
             "SELECT x, y FROM series WHERE run_id = ? AND series = 'mass_by_distance'", (rid,))}
     methods = list(dict.fromkeys(r[1] for r in runs))
     lengths = sorted({r[2] for r in runs})
-    ref = mass.get((methods[0], lengths[0]))
-    if not ref:
-        return
-    print(f"\nJS divergence (nats) of the mean attention over distance from {methods[0]} at {lengths[0]}")
+    seeds = sorted({r[3] for r in runs})
+    refs = {sd: mass.get((methods[0], lengths[0], sd)) for sd in seeds}
+    print(f"\nJS divergence (nats) of the mean attention over distance from {methods[0]} at {lengths[0]}"
+          + (" of the same seed: mean over seeds (seed " + " / ".join(map(str, seeds)) + ")" if len(seeds) > 1 else ""))
     print("| method | " + " | ".join(str(L) for L in lengths) + " |")
     print("|---|" + "---:|" * len(lengths))
     for m in methods:
-        cells = [f"{js(mass[(m, L)], ref):.4f}" if mass.get((m, L)) else "" for L in lengths]
+        cells = []
+        for L in lengths:
+            v = [js(mass[(m, L, sd)], refs[sd]) for sd in seeds if mass.get((m, L, sd)) and refs[sd]]
+            each = " (" + " / ".join(f"{x:.4f}" for x in v) + ")" if len(v) > 1 else ""
+            cells.append(f"{mean(v):.4f}{each}" if v else "")
         print(f"| {m} | " + " | ".join(cells) + " |")
 
 

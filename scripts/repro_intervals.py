@@ -28,9 +28,19 @@ the methods of a sweep usually read the same windows or instances, for which
 a paired interval would be narrower, so this one is conservative. "holds"
 needs the interval of the difference to exclude 0 (ratio: 1).
 
+--seeds pools each (method, task, length, metric) over the seeds the snapshot
+holds, as `lenx table` does (docs/results.md#intervals-over-seeds): the mean
+of the k per-seed values, the values themselves, and the t interval across
+seeds, mean +- t(0.975; k - 1) sd / sqrt(k); for an accuracy with its
+instance count, also the Wilson interval of the instances pooled over the
+seeds (sum of correct of sum of n). With --against, the difference is paired
+by seed (each seed's value minus the same seed's --against value; ppl: the
+ratio, from the nll differences) and gets the t interval of the k
+differences, and how many of them are > 0.
+
     /usr/bin/python3 scripts/repro_intervals.py results/repro/NAME.csv \
         [--metric acc,nll] [--method rope,yarn] [--task needle] [--length 768] \
-        [--against 'rope @needler']
+        [--against 'rope @needler'] [--seeds]
 
 --metric, --method and --task take comma-separated lists; a metric matches
 itself and its ':'-suffixed variants (range_mass matches range_mass:10-100),
@@ -43,6 +53,10 @@ import math
 import sys
 
 Z = 1.959963984540054       # the standard normal's 0.975 quantile
+T975 = [math.nan, 12.7062, 4.30265, 3.18245, 2.77645, 2.57058, 2.44691, 2.36462, 2.30600, 2.26216,
+        2.22814, 2.20099, 2.17881, 2.16037, 2.14479, 2.13145, 2.11991, 2.10982, 2.10092, 2.09302,
+        2.08596, 2.07961, 2.07387, 2.06866, 2.06390, 2.05954, 2.05553, 2.05183, 2.04841, 2.04523,
+        2.04227]                # Student's t 0.975 quantiles, 1..30 degrees of freedom (results/seeds.c)
 HEADER = ["sweep", "method", "task", "length", "seed", "metric", "value"]
 COUNTS = ("n_samples", "n_masked")      # the instance counts of an accuracy
 SIZES = COUNTS + ("n_tokens", "rows")   # shown in the n column when stored
@@ -190,6 +204,78 @@ def table_row(cells, key, metric, against):
     return row
 
 
+def t975(df):
+    """Student's t 0.975 quantile: the table to 30 degrees of freedom, the normal's beyond (off by < 0.05)."""
+    return T975[df] if df < len(T975) else Z + (Z ** 3 + Z) / (4 * df)
+
+
+def across(values):
+    """(mean, lo, hi) of values: the t interval of their mean, (mean, None, None) for one value."""
+    k = len(values)
+    mean = sum(values) / k
+    if k < 2:
+        return mean, None, None
+    half = t975(k - 1) * math.sqrt(sum((v - mean) ** 2 for v in values) / (k - 1) / k)
+    return mean, mean - half, mean + half
+
+
+def by_seed(cells, key, metric):
+    """{seed: cell} of the cells at key's method, task and length that store metric."""
+    return {k[3]: m for k, m in cells.items() if k[:3] == key[:3] and metric in m}
+
+
+def seed_order(seed):
+    return (0, int(seed), "") if seed.lstrip("-").isdigit() else (1, 0, seed)
+
+
+def seeds_row(cells, key, metric, against):
+    """The printed fields of one metric pooled over the seeds of key's cell (and its paired difference)."""
+    group = by_seed(cells, key, metric)
+    seeds = sorted(group, key=seed_order)
+    mean, lo, hi = across([group[s][metric] for s in seeds])
+    count = next((c for c in COUNTS if metric == "acc" and all(finite(group[s].get(c)) for s in seeds)), None)
+    pooled = ""
+    if count:
+        k = sum(round(group[s][metric] * group[s][count]) for s in seeds)
+        n = sum(group[s][count] for s in seeds)
+        wlo, whi = wilson(k, n)
+        pooled = f"{k}/{n:g} [{fmt(wlo)}, {fmt(whi)}]"
+    row = [key[0], key[1], str(key[2]), metric, fmt(mean), " / ".join(fmt(group[s][metric]) for s in seeds),
+           f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None else "—", pooled]
+    if against:
+        base = base_of(cells, against, key, metric)
+        row += paired(group, by_seed(cells, base, metric), metric) if base and base[0] != key[0] else ["", "", "", ""]
+    return row
+
+
+def paired(group, base, metric):
+    """Mean, per-seed values, t interval and sign count of the per-seed differences group - base."""
+    seeds = sorted(set(group) & set(base), key=seed_order)
+    if not seeds:
+        return ["", "", "", ""]
+    log = metric == "ppl" and all(finite(group[s].get("nll")) and finite(base[s].get("nll")) for s in seeds)
+    d = [group[s]["nll"] - base[s]["nll"] if log else group[s][metric] - base[s][metric] for s in seeds]
+    mean, lo, hi = across(d)
+    show = (lambda x: "×" + fmt(math.exp(x))) if log else fmt
+    interval = f"[{show(lo)}, {show(hi)}]" if lo is not None else "—"
+    return [show(mean), " / ".join(show(x) for x in d), interval, f"{sum(x > 0 for x in d)} of {len(d)}"]
+
+
+def print_seeds(cells, picked, against):
+    seeds = sorted({k[3] for k, _ in picked}, key=seed_order)
+    print(f"seeds {', '.join(seeds)}: mean over seeds, 95 % t interval across seeds"
+          "; accuracies also pooled over the seeds' instances (Wilson)\n")
+    cols = ["method", "task", "length", "metric", "mean", "per seed", "95 % across seeds", "pooled (Wilson)"]
+    if against:
+        cols += ["vs " + against + " (paired)", "per seed", "95 % across seeds", "> 0"]
+    print("| " + " | ".join(cols) + " |\n|" + "---|" * 4 + "---:|" * (len(cols) - 4))
+    done = set()
+    for key, metric in picked:
+        if (key[:3], metric) not in done:
+            done.add((key[:3], metric))
+            print("| " + " | ".join(x.replace("|", "\\|") for x in seeds_row(cells, key, metric, against)) + " |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv", help="a tidy CSV: results/repro/NAME.csv or lenx table --format csv")
@@ -199,10 +285,14 @@ def main():
     ap.add_argument("--task", type=split, default=[], help="task substrings, comma-separated")
     ap.add_argument("--length", type=lambda s: [int(x) for x in split(s)], default=[], help="lengths")
     ap.add_argument("--against", help="a method substring: print differences from its cells")
+    ap.add_argument("--seeds", action="store_true", help="pool each cell over its seeds: t interval across seeds")
     args = ap.parse_args()
     cells, sweeps = read_cells(args.csv)
     picked = select(cells, args)
     check_filters(cells, args, picked)
+    if args.seeds:
+        print(f"{', '.join(sorted(sweeps))}: ", end="")
+        return print_seeds(cells, picked, args.against)
     rows = [table_row(cells, key, metric, args.against) for key, metric in picked]
     seeds = sorted({k[3] for k, _ in picked})
     print(f"{', '.join(sorted(sweeps))}: seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)}; "
