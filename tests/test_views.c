@@ -169,7 +169,8 @@ Test(views, latex_pivot_escapes)
     add(&r, "logn_x(p=5%)", 100, 1, "acc", 0.5);
     add(&r, "logn_x(p=5%)", 100, 1, "acc_se", 0.1);
     /* Seeds 0.75 and 0.25: mean 0.5, sd sqrt(2 * 0.0625) = 0.3536, the t
-    ** interval's half-width 12.706 * 0.3536 / sqrt(2) = 3.1766: [-2.677, 3.677]. */
+    ** interval's half-width 12.706 * 0.3536 / sqrt(2) = 3.1766: [-2.677, 3.677],
+    ** kept inside [0, 1] for an accuracy. */
     add(&r, "none", 200, 1, "acc", 0.75);
     add(&r, "none", 200, 2, "acc", 0.25);
     add(&r, "a&b#c$d{e}f^g~h\\i", 100, 1, "acc", 2);
@@ -180,7 +181,7 @@ Test(views, latex_pivot_escapes)
                   "Method & 100 & 200 \\\\\n"
                   "\\midrule\n"
                   "logn\\_x(p=5\\%) & 0.5 $\\pm$ 0.1 & -- \\\\\n"
-                  "none & -- & 0.5 [-2.677, 3.677] (2) \\\\\n"
+                  "none & -- & 0.5 [0, 1] (2) \\\\\n"
                   "a\\&b\\#c\\$d\\{e\\}f\\textasciicircum{}g\\textasciitilde{}h\\textbackslash{}i & 2 & -- \\\\\n"
                   "\\bottomrule\n"
                   "\\end{tabular}\n"
