@@ -38,7 +38,6 @@
 
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/blas.h"
-#include "harness/engine/kernels/gemm.h"
 #include "harness/plan.h"
 #include "harness/core/rng.h"
 #include "harness/run.h"
@@ -244,7 +243,7 @@ static int tile_init(struct tile_arg *a, const char *stack, int T, struct lx_err
     size_t ntab = (size_t)lx_tile_tab_rows(&a->spec) * a->H * T, nrot = lx_tile_rot_floats(&a->spec, T, a->H, a->D);
     a->tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
     a->tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
-    a->tw.kpack = malloc(sizeof(float) * lx_gemm_bt_floats(T, a->D) * (size_t)a->H);     /* as the model */
+    a->tw.kpack = malloc(sizeof(float) * lx_tile_kpack_floats(T, a->H, a->D));     /* as the model */
     return rc;
 }
 

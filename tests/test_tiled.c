@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include "harness/engine/kernels/attention.h"
-#include "harness/engine/kernels/gemm.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/model/model.h"
@@ -126,7 +125,7 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
     size_t nrot = lx_tile_rot_floats(&st.spec, T, H, D), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
     tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
     tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
-    tw.kpack = malloc(sizeof(float) * lx_gemm_bt_floats(T, D) * (size_t)H);   /* used when D is whole panels */
+    tw.kpack = malloc(sizeof(float) * (lx_tile_kpack_floats(T, H, D) + 1));  /* used when D is whole panels */
     struct lx_diag td[8] = {{0}}, ref[8] = {{0}};
     struct lx_ranges rg = {.n = 3, .lo = {0, 1, 3}, .hi = {2, 5, 9}};
     struct lx_tile_stats ts = {.out = td, .row0 = row0, .row1 = row1, .ranges = causal ? &rg : NULL,
@@ -219,7 +218,7 @@ static void stats_with_blocks(struct lx_diag *out, float *o, const char *stack, 
     tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(bq, 256, D) * (size_t)nthr);
     size_t ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
     tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
-    tw.kpack = malloc(sizeof(float) * lx_gemm_bt_floats(T, D) * (size_t)H);
+    tw.kpack = malloc(sizeof(float) * lx_tile_kpack_floats(T, H, D));
     tw.acc = malloc(sizeof(double) * lx_tile_acc_doubles(bq) * (size_t)nthr);
     tw.part = malloc(sizeof(struct lx_diag) * (size_t)H * (size_t)lx_tile_stat_units(bq, T));
     struct lx_attn_shape sh = {.T = T, .H = H, .KV = H, .D = D, .ld = H * D, .ldo = H * D, .causal = 1};

@@ -130,8 +130,8 @@ struct lx_tile_ws {
     struct lx_diag *part;   /* with stats: (H · lx_tile_stat_units(bq, T),) per-(head, unit) sums */
     float *lse;         /* (H, T) each row's log-sum-exp m + ln s of its logits, for the tiled
                         ** backward (training), or NULL */
-    float *kpack;       /* (KV, lx_gemm_bt_floats(T, D)) the keys packed once for the tiles' products
-                        ** (gemm.h, lx_gemm_rows), or NULL: every tile through lx_gemm */
+    float *kpack;       /* (lx_tile_kpack_floats(T, KV, D),) the keys packed once for the tiles'
+                        ** products (gemm.h, lx_gemm_rows), or NULL: every tile through lx_gemm */
 };
 
 /* Per-thread scratch floats: S and far tiles, the output accumulator, row max and sum. */
@@ -151,6 +151,9 @@ int lx_tile_tab_rows(const struct lx_spec *spec);
 size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int D);
 /* Doubles of one thread's per-row statistics sums for blocks of bq queries. */
 size_t lx_tile_acc_doubles(int bq);
+/* Floats of ws->kpack for T keys of KV heads of D: 0 when D is not whole
+** panels of LX_GEMM_NR (the tiles then go through lx_gemm). */
+size_t lx_tile_kpack_floats(int T, int KV, int D);
 /* Rows of one statistics unit with blocks of bq queries (LX_TILE_STAT_ROWS when
 ** bq is a multiple of it, else bq), and the units of T rows per head. */
 long lx_tile_stat_rows(int bq);

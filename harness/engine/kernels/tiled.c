@@ -79,7 +79,6 @@ struct tiled {
     const struct lx_tile_stats *st;     /* row statistics to sum, or NULL */
     long st_row1;               /* their rows end here (st->row1, or T) */
     int bq;                     /* queries per block (ws->bq, or fewer: see lx_attn_tiled_forward) */
-    long nqb;                   /* query blocks per head */
     long su, nsu;               /* rows of a statistics unit, units per head */
     const float *kp;            /* ws->kpack when the tiles' products run on it, else NULL */
     size_t kp_head;             /* its floats per key/value head */
@@ -230,6 +229,11 @@ struct rowacc {
 size_t lx_tile_acc_doubles(int bq)
 {
     return (size_t)bq * (sizeof(struct rowacc) / sizeof(double));
+}
+
+size_t lx_tile_kpack_floats(int T, int KV, int D)
+{
+    return D % LX_GEMM_NR ? 0 : (size_t)KV * lx_gemm_bt_floats(T, D);
 }
 
 long lx_tile_stat_rows(int bq)
@@ -573,8 +577,8 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
     x.avx2 = lx_tile_avx2() && !ws->sse2_only;
     if (x.far)
         far_rows(&x);
-    if (ws->kpack && D % LX_GEMM_NR == 0) {
-        x.kp = ws->kpack, x.kp_head = lx_gemm_bt_floats(T, D);
+    if (ws->kpack && lx_tile_kpack_floats(T, KV, D)) {
+        x.kp = ws->kpack, x.kp_head = lx_tile_kpack_floats(T, 1, D);
 #pragma omp parallel for schedule(static)
         for (int g = 0; g < KV; g++)
             lx_gemm_pack_bt(ws->kpack + (size_t)g * x.kp_head, k + (long)g * D, ld, T, D);
@@ -589,7 +593,7 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
     ** LX_TILE_STAT_ROWS (their values do not move when ws->bq grows; they
     ** visit few tiles, so a taller block would gain little anyway). */
     int bq = x.bq = spec->vis.window && ws->bq % LX_TILE_STAT_ROWS == 0 ? LX_TILE_STAT_ROWS : ws->bq;
-    long nqb = x.nqb = (T + bq - 1) / bq;
+    long nqb = (T + bq - 1) / bq;
     x.su = lx_tile_stat_rows(bq), x.nsu = lx_tile_stat_units(bq, T);
     if (x.st)
         memset(ws->part, 0, sizeof *ws->part * (size_t)H * (size_t)x.nsu);

@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "harness/engine/kernels/attention.h"
-#include "harness/engine/kernels/gemm.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/model/kvcache.h"
 
@@ -78,8 +77,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
            F = (double)arch->d_mlp, F2 = arch->mlp == LX_MLP_SWIGLU ? 2 * F : F, V = (double)arch->vocab,
            TT = (double)T * T, H = (double)arch->heads, nthr = n_threads(), LL = (double)arch->layers,
            QKV = (double)lx_arch_qkv(arch), D = (double)arch->d_head, nsu = (double)lx_tile_stat_units(LX_TILE_BQ, T);
-    /* the tiles' packed keys (tiled.c packs them when d_head is whole panels) */
-    double KVp = arch->d_head % LX_GEMM_NR ? 0.0 : lx_arch_kv(arch) * (double)lx_gemm_bt_floats(T, arch->d_head);
+    double KVp = (double)lx_tile_kpack_floats(T, lx_arch_kv(arch), arch->d_head);  /* the tiles' packed keys */
     double R = N < LX_EVAL_ROWS ? N : LX_EVAL_ROWS, far = nthr * (double)lx_attn_far_floats(T, (int)D);
     int n = 0, mat = train == LX_ACTS_TRAIN_MATERIALISED, gqa = lx_arch_kv(arch) < arch->heads;
     double NB = eval_block(N, portable);

@@ -103,7 +103,7 @@ struct lx_acts {
     float *tile_rot;            /* eval with a posmap: (4, H, T, D) its far-key rows, on first use */
     double *tile_acc;           /* eval: (n_thr, lx_tile_acc_doubles) per-row sums of the statistics */
     struct lx_diag *tile_part;  /* eval: (H·(lx_tile_stat_units + 1)) per-(head, unit) and per-head sums */
-    float *tile_kpack;          /* eval, tiled train: (KV, lx_gemm_bt_floats(T, D)) keys packed for the tiles */
+    float *tile_kpack;          /* eval, tiled train: (lx_tile_kpack_floats) keys packed for the tiles */
     float *qkn;                 /* train with cosine: (layers, N, 2, H) norms of q, k before normalising
                                 ** (k uses the first KV of its H slots) */
     const int *pos;             /* (B, T) position ids (PoSE training), or NULL = 0..T−1; not owned */
