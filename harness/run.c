@@ -47,13 +47,63 @@ static int task_stats(void *ctx, int at_train, double tau, int layer0, struct lx
     return tp->task->probe(tp->ctx, at_train, tau, out, err);
 }
 
+/* ---- calibrated temperatures of the loaded model ------------------------ */
+
+struct lx_calib_entry {
+    int stack;
+    long length;
+    unsigned caps;
+    char *split;
+    double tau;
+};
+
+int lx_calib_memo_get(const struct lx_calib_memo *m, int stack, long length, unsigned caps, const char *split,
+                      double *tau)
+{
+    for (int i = 0; m && i < m->n; i++) {
+        const struct lx_calib_entry *e = &m->e[i];
+        if (e->stack == stack && e->length == length && e->caps == caps && strcmp(e->split, split) == 0) {
+            *tau = e->tau;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void lx_calib_memo_put(struct lx_calib_memo *m, int stack, long length, unsigned caps, const char *split,
+                       double tau)
+{
+    if (m->n == m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 8;
+        m->e = lx_xrealloc(m->e, sizeof *m->e * (size_t)m->cap);
+    }
+    m->e[m->n++] = (struct lx_calib_entry){.stack = stack, .length = length, .caps = caps,
+                                           .split = lx_xstrdup(split), .tau = tau};
+}
+
+void lx_calib_memo_clear(struct lx_calib_memo *m)
+{
+    for (int i = 0; i < m->n; i++)
+        free(m->e[i].split);
+    free(m->e);
+    *m = (struct lx_calib_memo){0};
+}
+
 /* Set the temperature of a calibrating stack (t5align) for this cell: on the
-** model, against the same stack at the training length, or through the
-** task's probe. */
-static int calibrate(const struct lx_stack *st, const struct lx_task_use *tu, const struct lx_facts *f,
-                     const struct lx_task_ctx *ctx, struct lx_spec *spec, struct lx_error *err)
+** model, against the same stack at the training length (or from the memo,
+** when another task of this stack and length read the same split), or
+** through the task's probe. */
+static int calibrate(const struct lx_stack *st, int stack, const struct lx_task_use *tu, const struct lx_facts *f,
+                     const struct lx_task_ctx *ctx, struct lx_calib_memo *memo, struct lx_spec *spec,
+                     struct lx_error *err)
 {
     if (ctx->model) {
+        const char *split = tu->task->split(tu->params);
+        unsigned caps = tu->task->caps;
+        if (lx_calib_memo_get(memo, stack, f->length, caps, split, &spec->temperature)) {
+            memo->hits++;
+            return LX_OK;
+        }
         struct lx_facts ft = *f;
         ft.length = f->train_len;
         struct lx_spec spec_train;
@@ -61,8 +111,12 @@ static int calibrate(const struct lx_stack *st, const struct lx_task_use *tu, co
         const struct lx_tokenizer *tok = lx_tok_or_byte(ctx->tok);
         int rc = lx_stack_compile(st, &ft, &spec_train, err);
         if (rc == LX_OK)
-            rc = lx_corpus_tokens(&text, tu->task->split(tu->params), tok, err);
-        return rc < 0 ? rc : lx_calibrate_model(spec, &spec_train, ctx->model, text, lx_tok_begin(tok), err);
+            rc = lx_corpus_tokens(&text, split, tok, err);
+        if (rc == LX_OK)
+            rc = lx_calibrate_model(spec, &spec_train, ctx->model, text, lx_tok_begin(tok), err);
+        if (rc == LX_OK && memo)
+            lx_calib_memo_put(memo, stack, f->length, caps, split, spec->temperature);
+        return rc;
     }
     if (!tu->task->probe)
         return lx_err(err, LX_EINVAL, "method '%s' calibrates on a model or a task with a probe, and task '%s' "
@@ -80,7 +134,7 @@ static void name_model(struct lx_error *err, const struct lx_model_use *mu, cons
 }
 
 int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struct lx_model *model,
-                struct lx_result *res, struct lx_error *err)
+                struct lx_calib_memo *memo, struct lx_result *res, struct lx_error *err)
 {
     const struct lx_grid *g = plan->grid;
     const struct lx_task_use *tu = &g->tasks[c->task];
@@ -107,7 +161,8 @@ int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struc
         .tok = model ? lx_model_use_tokenizer(&g->models[c->model]) : NULL,
     };
     LX_ASSERT((c->model >= 0) == (model != NULL));
-    if (spec.calibrate && (rc = calibrate(&g->stacks[c->stack], tu, &f, &ctx, &spec, err)) < 0)
+    if (spec.calibrate && (rc = calibrate(&g->stacks[c->stack], c->stack, tu, &f, &ctx, model ? memo : NULL, &spec,
+                                          err)) < 0)
         return rc;
     rc = tu->task->run(&ctx, res, err);
     if (rc < 0 && model)
@@ -141,6 +196,7 @@ struct model_slot {
     char weights[65];           /* sha256 of its tensor data */
     int ok;                     /* 1 loaded, 0 failed with msg */
     struct lx_error why;        /* the failure, when ok is 0 */
+    struct lx_calib_memo calib; /* temperatures calibrated on m */
 };
 
 /* One model to obtain: its key, what the key hashes, its name in the sweep. */
@@ -440,6 +496,7 @@ static int ensure_model(struct model_slot *slot, struct runner *r, const struct 
     if (strcmp(slot->key, c->model_key) == 0)
         return slot->ok ? LX_OK : lx_err(err, LX_ERUN, "%s", slot->why.msg);
     lx_model_release(&slot->m);
+    lx_calib_memo_clear(&slot->calib);
     slot->key[0] = '\0';
     const struct lx_model_use *mu = &r->plan->grid->models[c->model];
     struct model_id id = {.key = c->model_key, .key_json = c->model_json, .name = mu->name};
@@ -668,7 +725,7 @@ static int run_cell(struct runner *r, struct model_slot *slot, const struct lx_c
     rec.weights_sha256 = c->model >= 0 && rc == LX_OK ? slot->weights : NULL;
     rec.started = now();
     if (rc == LX_OK)
-        rc = lx_cell_run(plan, c, c->model >= 0 ? &slot->m : NULL, &res, &cell_err);
+        rc = lx_cell_run(plan, c, c->model >= 0 ? &slot->m : NULL, &slot->calib, &res, &cell_err);
     if (rc == LX_OK && r->o->keep_prompts)
         rc = attach_prompts(plan, c, &res, &cell_err);
     rec.finished = now();
@@ -822,6 +879,7 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
     lx_store_unclaim(store, NULL, NULL, r.me.id, &ignored);
     heartbeat_stop(&hb);
     lx_model_release(&slot.m);
+    lx_calib_memo_clear(&slot.calib);
     free(todo);
     return rc;
 }

@@ -29,10 +29,30 @@ struct lx_run_summary {
     long train_steps;       /* optimizer steps taken now (0 when every model was cached) */
 };
 
+/* The temperatures a calibrating stack (t5align) found on one loaded model.
+** The calibration reads the model on a task's text split at the cell's
+** length, so every task of a (stack, length) with the same split and
+** capabilities gets the same temperature: the first cell calibrates, the
+** others look it up. Holds entries of one model only; clear it when the
+** model changes. */
+struct lx_calib_memo {
+    struct lx_calib_entry *e;
+    int n, cap;
+    long hits;              /* lookups answered from the memo (counted for tests) */
+};
+
+/* Look up (stack, length, caps, split): 1 and *tau when stored, else 0. */
+int lx_calib_memo_get(const struct lx_calib_memo *m, int stack, long length, unsigned caps, const char *split,
+                      double *tau);
+void lx_calib_memo_put(struct lx_calib_memo *m, int stack, long length, unsigned caps, const char *split,
+                       double tau);
+void lx_calib_memo_clear(struct lx_calib_memo *m);
+
 /* Run one cell into res (no store): what `lenx run` does per cell, and what
-** tests call directly. model is the cell's model (NULL for logit tasks). */
+** tests call directly. model is the cell's model (NULL for logit tasks);
+** memo (may be NULL) holds the calibrated temperatures of that model. */
 int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struct lx_model *model,
-                struct lx_result *res, struct lx_error *err);
+                struct lx_calib_memo *memo, struct lx_result *res, struct lx_error *err);
 
 /* Run the plan. Cells that fail are stored as failed and the run goes on
 ** (a failed cell never replaces an ok row of the same commit); a store

@@ -103,7 +103,7 @@ static void cell_run(void *p)
     omp_set_num_threads(a->threads);
     struct lx_result res = {0};
     struct lx_error err;
-    if (lx_cell_run(a->plan, &a->plan->cells[0], NULL, &res, &err) < 0)
+    if (lx_cell_run(a->plan, &a->plan->cells[0], NULL, NULL, &res, &err) < 0)
         fprintf(stderr, "bench: %s\n", err.msg);
     lx_result_release(&res);
 }

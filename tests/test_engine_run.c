@@ -92,6 +92,45 @@ Test(engine_run, every_method_runs_at_64x_the_training_length, .init = setup, .f
                  "at the training length tau stays 1");
 }
 
+/* A calibrated temperature is one per (model, stack, length, text split):
+** the runner calibrates once and reuses it for the sweep's other tasks on
+** that split. It must be the bits a sweep of that one cell calibrates. */
+Test(engine_run, calibrated_temperature_is_shared_by_tasks_and_is_that_of_one_cell_alone, .init = setup,
+     .fini = teardown, .timeout = 120)
+{
+    static const char *sweep = "name: %s\nseed: 1\nmodels:\n" TINY_CAUSAL "methods: [%s]\ntasks: [%s]\nlengths: [%s]\n";
+    static const char *const stacks[] = {"[rope, {t5align: {closed_form: prop2}}]", "[rope, {t5align: {mode: entropy}}]"};
+    static const char *const lengths[] = {"128", "256"};
+    char text[2048], out[16384];
+    snprintf(text, sizeof text, sweep, "both", "[rope, {t5align: {closed_form: prop2}}], [rope, {t5align: {mode: "
+             "entropy}}]", "{passkey: {template: short, samples: 1, depths: 1}}, {ppl: {windows: 1}}", "128, 256");
+    write_file("both.yaml", text);
+    cr_assert_eq(sh(out, sizeof out, "$L run both.yaml --db t.db --quiet --no-table"), 0, "%s", out);
+    for (int s = 0; s < 2; s++)     /* each (stack, length) alone in a process: nothing to reuse */
+        for (int l = 0; l < 2; l++) {
+            char name[16];
+            snprintf(name, sizeof name, "alone%d%d", s, l);
+            snprintf(text, sizeof text, sweep, name, stacks[s], "{ppl: {windows: 1}}", lengths[l]);
+            write_file("alone.yaml", text);
+            cr_assert_eq(sh(out, sizeof out, "$L run alone.yaml --db t.db --quiet --no-table"), 0, "%s", out);
+        }
+    /* every (stack, length) of both has one tau over its two tasks */
+    cr_expect_eq(sql_long("t.db", "select count(*) from (select method, length, count(distinct m.value) n, count(*) c "
+                          "from runs r join metrics m on m.run_id = r.id where m.name = 'tau' and r.sweep = 'both' "
+                          "group by 1, 2) where n = 1 and c = 2"), 4, "2 stacks x 2 lengths, one tau for both tasks");
+    /* and it is the bits of the cell alone */
+    static const char *taus = "select group_concat(x, ' ') from (select r.method || '@' || r.length || '=' || "
+                              "printf('%%.17g', m.value) x from runs r join metrics m on m.run_id = r.id where "
+                              "m.name = 'tau' and r.sweep like '%s' and r.task like 'ppl%%' order by 1)";
+    char q[1024], a[4096], b[4096];
+    snprintf(q, sizeof q, taus, "both");
+    sql_text(a, sizeof a, "t.db", q);
+    snprintf(q, sizeof q, taus, "alone%");
+    sql_text(b, sizeof b, "t.db", q);
+    cr_expect_str_eq(a, b);
+    cr_expect(strstr(a, "=0.") != NULL, "some tau below 1 past the training length: %s", a);
+}
+
 /* ---- the committed baseline ---------------------------------------------- */
 
 Test(engine_run, tiny_sweep_matches_committed_baseline, .init = setup, .fini = teardown, .timeout = 60)

@@ -420,7 +420,7 @@ Test(t5align, gaussian_algorithm1_lands_near_proposition2, .timeout = 60)
     for (int i = 0; i < plan.n_cells; i++) {
         const struct lx_cell *c = &plan.cells[i];
         struct lx_result res = {0};
-        cr_assert_eq(lx_cell_run(&plan, c, NULL, &res, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_cell_run(&plan, c, NULL, NULL, &res, &err), LX_OK, "%s", err.msg);
         const struct lx_metric *tau = lx_result_find(&res, "tau");
         cr_assert_not_null(tau, "the calibrated temperature is stored as 'tau'");
         double want = 1.0 / sqrt(1.0 + 2.0 * log((double)c->length / 64.0));

@@ -81,7 +81,7 @@ static void run_cell(const struct lx_plan *plan, int i, struct lx_result *res)
 {
     struct lx_error err = {{0}};
     memset(res, 0, sizeof *res);
-    int rc = lx_cell_run(plan, &plan->cells[i], NULL, res, &err);
+    int rc = lx_cell_run(plan, &plan->cells[i], NULL, NULL, res, &err);
     cr_assert_eq(rc, LX_OK, "cell %d: %s", i, err.msg);
 }
 

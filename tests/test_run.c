@@ -122,10 +122,10 @@ Test(run, cell_numbers_do_not_depend_on_order)
     cr_assert_eq(cb->length, 300);
     cr_expect_str_eq(pa.cells[0].key, cb->key);
     struct lx_result ra = {0}, rb = {0};
-    cr_assert_eq(lx_cell_run(&pb, &pb.cells[0], NULL, &rb, &err), LX_OK);   /* run another cell first */
+    cr_assert_eq(lx_cell_run(&pb, &pb.cells[0], NULL, NULL, &rb, &err), LX_OK);   /* run another cell first */
     lx_result_release(&rb);
-    cr_assert_eq(lx_cell_run(&pa, &pa.cells[0], NULL, &ra, &err), LX_OK);
-    cr_assert_eq(lx_cell_run(&pb, cb, NULL, &rb, &err), LX_OK);
+    cr_assert_eq(lx_cell_run(&pa, &pa.cells[0], NULL, NULL, &ra, &err), LX_OK);
+    cr_assert_eq(lx_cell_run(&pb, cb, NULL, NULL, &rb, &err), LX_OK);
     cr_assert_eq(ra.n_metrics, rb.n_metrics);
     for (int i = 0; i < ra.n_metrics; i++)
         cr_expect_eq(memcmp(&ra.metrics[i].value, &rb.metrics[i].value, sizeof(double)), 0, "%s",
@@ -136,4 +136,30 @@ Test(run, cell_numbers_do_not_depend_on_order)
     lx_plan_release(&pb);
     lx_grid_release(&ga);
     lx_grid_release(&gb);
+}
+
+/* The calibration memo answers only the (stack, length, caps, split) it
+** holds: another stack, length, task capability or text split calibrates
+** anew; clearing it (a new model) forgets everything. */
+Test(run, calibration_memo_keys_on_stack_length_caps_and_split)
+{
+    struct lx_calib_memo m = {0};
+    double tau = -1;
+    cr_expect_eq(lx_calib_memo_get(&m, 0, 768, 1u, "test", &tau), 0, "empty");
+    cr_expect_eq(lx_calib_memo_get(NULL, 0, 768, 1u, "test", &tau), 0, "no memo");
+    for (int i = 0; i < 20; i++)        /* past the first allocation */
+        lx_calib_memo_put(&m, i, 768, 1u, "test", 0.5 + 0.01 * i);
+    cr_expect_eq(lx_calib_memo_get(&m, 3, 768, 1u, "test", &tau), 1);
+    cr_expect_eq(tau, 0.5 + 0.01 * 3);
+    cr_expect_eq(lx_calib_memo_get(&m, 19, 768, 1u, "test", &tau), 1);
+    cr_expect_eq(tau, 0.5 + 0.01 * 19);
+    tau = -1;
+    cr_expect_eq(lx_calib_memo_get(&m, 20, 768, 1u, "test", &tau), 0, "another stack");
+    cr_expect_eq(lx_calib_memo_get(&m, 3, 1536, 1u, "test", &tau), 0, "another length");
+    cr_expect_eq(lx_calib_memo_get(&m, 3, 768, 3u, "test", &tau), 0, "other capabilities");
+    cr_expect_eq(lx_calib_memo_get(&m, 3, 768, 1u, "train", &tau), 0, "another split");
+    cr_expect_eq(tau, -1, "a miss leaves tau alone");
+    lx_calib_memo_clear(&m);
+    cr_expect_eq(m.n, 0);
+    cr_expect_eq(lx_calib_memo_get(&m, 3, 768, 1u, "test", &tau), 0, "cleared");
 }
