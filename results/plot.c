@@ -57,7 +57,10 @@ static void gp_lines(struct lx_buf *b, const struct lx_plot *p, int id)
             lx_buf_puts(b, " ");
             gp_num(b, ln->y[i]);
             lx_buf_puts(b, " ");
-            gp_num(b, ln->err && !isnan(ln->err[i]) ? ln->err[i] : 0.0);
+            int bar = ln->lo && ln->hi && !isnan(ln->lo[i]) && !isnan(ln->hi[i]);
+            gp_num(b, bar ? ln->lo[i] : ln->y[i]);
+            lx_buf_puts(b, " ");
+            gp_num(b, bar ? ln->hi[i] : ln->y[i]);
             lx_buf_puts(b, "\n");
         }
         lx_buf_puts(b, "EOD\n");
@@ -88,7 +91,7 @@ static void gp_lines(struct lx_buf *b, const struct lx_plot *p, int id)
     }
     lx_buf_puts(b, "plot ");
     for (int l = 0; l < p->n_lines; l++) {
-        lx_buf_printf(b, "%s$p%d_%d using 1:2:3 with yerrorlines linewidth 1.5 pointtype 7 pointsize 0.6 title ",
+        lx_buf_printf(b, "%s$p%d_%d using 1:2:3:4 with yerrorlines linewidth 1.5 pointtype 7 pointsize 0.6 title ",
                       l ? ", \\\n  " : "", id, l);
         gp_str(b, p->lines[l].label);
     }

@@ -16,7 +16,7 @@ struct lx_plot_line {
     const char *label;          /* legend entry */
     int n;                      /* points */
     const double *x, *y;        /* (n,) in x order; y NaN: no point */
-    const double *err;          /* (n,) half-height of the error bar (NaN: none), or NULL */
+    const double *lo, *hi;      /* (n,) the ends of the error bar (NaN: none), or NULL */
 };
 
 enum lx_plot_kind { LX_PLOT_LINES, LX_PLOT_HEAT };

@@ -170,13 +170,15 @@ static void metric_panel(struct page *pg, const struct lx_rows *rows, char *cons
     int n_m = labels_of(rows, label, sweep, task, metric, methods), n_len = distinct(rows, sweep, task, metric, 0, len);
     struct lx_plot_line *lines = own(pg, lx_xcalloc((size_t)n_m, sizeof *lines));
     for (int m = 0; m < n_m; m++) {
-        double *y = own(pg, lx_xmalloc((size_t)n_len * sizeof *y)), *e = own(pg, lx_xmalloc((size_t)n_len * sizeof *e));
+        double *y = own(pg, lx_xmalloc((size_t)n_len * sizeof *y)), *lo = own(pg, lx_xmalloc((size_t)n_len * sizeof *lo)),
+               *hi = own(pg, lx_xmalloc((size_t)n_len * sizeof *hi));
         for (int j = 0; j < n_len; j++) {
             struct lx_cell_stat st;
             lx_cell_stat(rows, label, sweep, task, methods[m], (long)len[j], metric, &st);
-            y[j] = st.mean, e[j] = st.n > 1 && !isnan(st.lo) ? fmax(st.mean - st.lo, st.hi - st.mean) : st.spread;
+            y[j] = st.mean, lo[j] = st.bar_lo, hi[j] = st.bar_hi;
         }
-        lines[m] = (struct lx_plot_line){.label = own_str(pg, methods[m]), .n = n_len, .x = len, .y = y, .err = e};
+        lines[m] = (struct lx_plot_line){.label = own_str(pg, methods[m]), .n = n_len, .x = len, .y = y, .lo = lo,
+                                         .hi = hi};
     }
     own(pg, len);
     long train = train_len_of(rows, sweep, task);
@@ -516,8 +518,8 @@ int lx_report(struct lx_store *s, const struct lx_report_opts *o, struct lx_buf 
                   "<title>lenx report</title><style>%s</style></head><body>\n<h1>lenx report</h1>\n"
                   "<p>Store <code>", style);
     lx_esc_html(&pg.html, o->db ? o->db : "");
-    lx_buf_printf(&pg.html, "</code>. Error bars: ± the stored standard error, or the standard deviation over "
-                  "seeds. Effective length: the longest length whose score stays ≥ %g of the score at the "
+    lx_buf_printf(&pg.html, "</code>. Error bars: the 95 %% interval over seeds, or ± the stored standard error "
+                  "with one seed (an accuracy's inside [0, 1]). Effective length: the longest length whose score stays ≥ %g of the score at the "
                   "training length (lower-is-better metrics: the ratio inverted; docs/results.md#effective-length)."
                   "</p>\n", o->threshold);
     int n = o->n_sweeps ? o->n_sweeps : n_sw;

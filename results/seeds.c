@@ -108,8 +108,15 @@ void lx_cell_stat(const struct lx_rows *rows, char *const *label, const char *sw
     st->spread = n > 1 ? sqrt(ss / (n - 1)) : n ? se : NAN;
     st->lo = st->hi = NAN;
     st->n_instances = counted == n ? (long)total : 0;
-    if (n < 2)
+    int share = lx_metric_count(metric, NULL) != NULL;    /* a share of instances: stays inside [0, 1] */
+    st->bar_lo = st->bar_hi = NAN;
+    if (n < 2) {                    /* mean -/+ the stored standard error, when there is one */
+        if (!isnan(st->mean) && !isnan(st->spread)) {
+            st->bar_lo = share ? fmax(0.0, st->mean - st->spread) : st->mean - st->spread;
+            st->bar_hi = share ? fmin(1.0, st->mean + st->spread) : st->mean + st->spread;
+        }
         return;
+    }
     double half = lx_t975(n - 1) * st->spread / sqrt((double)n);
     st->lo = st->mean - half;
     st->hi = st->mean + half;
@@ -119,8 +126,9 @@ void lx_cell_stat(const struct lx_rows *rows, char *const *label, const char *sw
         st->lo = fmin(st->lo, wlo);
         st->hi = fmax(st->hi, whi);
     }
-    if (lx_metric_count(metric, NULL)) {    /* a share of instances: the t interval may reach past 0 or 1 */
+    if (share) {                    /* the t interval may reach past 0 or 1 */
         st->lo = fmax(0.0, st->lo);
         st->hi = fmin(1.0, st->hi);
     }
+    st->bar_lo = st->lo, st->bar_hi = st->hi;
 }

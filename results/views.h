@@ -66,6 +66,8 @@ struct lx_cell_stat {
                                 ** with stored counts to hold the Wilson interval of its pooled instances,
                                 ** and a share of instances (acc) kept inside [0, 1]; NaN when n < 2 */
     long n_instances;           /* the pooled instance count of such an accuracy (every seed's), else 0 */
+    double bar_lo, bar_hi;      /* the error bar a plot draws: [lo, hi] when n >= 2, else mean -/+ the stored
+                                ** <metric>_se; a share of instances kept inside [0, 1]; NaN when neither */
 };
 void lx_cell_stat(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
                   const char *method, long length, const char *metric, struct lx_cell_stat *st);

@@ -660,3 +660,19 @@ Test(merge, a_value_that_is_not_a_number_is_refused, .init = setup, .fini = tear
     cr_expect_eq(sh(out, sizeof out, "$L report --db bad.db -o p.html"), 3, "%s", out);
     cr_expect(!exists("p.html"));
 }
+
+/* A line's error bar is drawn from its two ends (x y lo hi rows, gnuplot's
+** yerrorlines with 4 columns), so an interval need not be symmetric; a point
+** without ends gets a bar of zero height. */
+Test(report, error_bars_are_drawn_from_their_two_ends)
+{
+    static const double x[] = {192, 768}, y[] = {0.25, 0}, lo[] = {0, NAN}, hi[] = {0.75, NAN};
+    struct lx_plot_line line = {.label = "m", .n = 2, .x = x, .y = y, .lo = lo, .hi = hi};
+    struct lx_plot p = {.kind = LX_PLOT_LINES, .title = "t", .lines = &line, .n_lines = 1};
+    struct lx_buf b = {0};
+    lx_plot_script(&p, 1, &b);
+    const char *s = lx_buf_str(&b);
+    cr_expect(strstr(s, "\n192 0.25 0 0.75\n768 0 0 0\n") != NULL, "%s", s);
+    cr_expect(strstr(s, "using 1:2:3:4 with yerrorlines") != NULL, "%s", s);
+    lx_buf_free(&b);
+}

@@ -126,6 +126,37 @@ Test(seeds, cell_interval_t_and_wilson)
     lx_rows_release(&r);
 }
 
+/* The error bar a plot draws: the interval over seeds, else mean -/+ the
+** stored se; an accuracy's stops at 0 and 1 (a report drew 0, 0 and 5 of 10
+** with a bar down to -0.55), any other metric's does not. */
+Test(seeds, error_bars_are_the_interval_and_an_accuracys_stays_in_0_1)
+{
+    struct lx_rows r = {0};
+    struct lx_cell_stat st;
+    add_acc(&r, 1, 0, 10), add_acc(&r, 2, 0, 10), add_acc(&r, 3, 0.5, 10);
+    stat_of(&r, &st);
+    cr_expect(st.bar_lo == 0.0 && st.bar_hi == st.hi, "[%g, %g] against [%g, %g]", st.bar_lo, st.bar_hi, st.lo, st.hi);
+    lx_rows_release(&r);
+    /* one seed, 0.95 with se 0.07: [0.88, 1], not 1.02 */
+    add_acc(&r, 1, 0.95, 10);
+    lx_rows_add(&r, "s", "m", "passkey", "k1", NULL, 64, 1, "acc_se", 0.07, r.n + 1);
+    stat_of(&r, &st);
+    cr_expect(fabs(st.bar_lo - 0.88) < 1e-12 && st.bar_hi == 1.0, "[%g, %g]", st.bar_lo, st.bar_hi);
+    lx_rows_release(&r);
+    /* one seed without a stored se: no bar */
+    add_acc(&r, 1, 0.5, 10);
+    stat_of(&r, &st);
+    cr_expect(isnan(st.bar_lo) && isnan(st.bar_hi));
+    lx_rows_release(&r);
+    /* a log-probability is not a share: its bar goes where the se says */
+    lx_rows_add(&r, "s", "m", "passkey", "k1", NULL, 64, 1, "answer_logprob", 0.5, 1);
+    lx_rows_add(&r, "s", "m", "passkey", "k1", NULL, 64, 1, "answer_logprob_se", 0.7, 2);
+    char *label[2] = {"m", "m"};
+    lx_cell_stat(&r, label, "s", "passkey", "m", 64, "answer_logprob", &st);
+    cr_expect(fabs(st.bar_lo + 0.2) < 1e-12 && fabs(st.bar_hi - 1.2) < 1e-12, "[%g, %g]", st.bar_lo, st.bar_hi);
+    lx_rows_release(&r);
+}
+
 /* ---- lx_compare_pooled ---- */
 
 static void add_x(struct lx_rows *r, long seed, const char *metric, double v)
