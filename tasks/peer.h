@@ -35,10 +35,17 @@ typedef int (*lx_peer_reader)(const struct lx_json *doc, const struct lx_jv *row
 /* Makes test case `sample` of a cell of `length` from the peer's own template
 ** and draws (Philox on key, the sample as counter); tk counts the length
 ** where the peer counts it in the model's tokens. data is the preset's `data:`
-** path for a maker that reads one (kamradt's haystack directory), else "". */
+** path for a maker that reads one (kamradt's haystack directory), else "".
+** For a preset with a fit (lx_peer_fit), length is what the fit made of the
+** cell's length. */
 struct lx_tokenizer;
 typedef int (*lx_peer_maker)(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
                              struct lx_peer_case *out, struct lx_error *err);
+
+/* What a cell's length is to a maker that counts it another way (YaRN: the
+** filler characters that keep the prompt under `length` tokens of tk), found
+** once per cell from the cell's key; < 0 with err when none fits. */
+typedef long (*lx_peer_fit)(long length, uint64_t key, const struct lx_tokenizer *tk, struct lx_error *err);
 
 /* Reads the haystack a maker reads from `data:` (a directory, a file) into
 ** out, to check it before a run; errors name the path with a hint. */
@@ -78,7 +85,9 @@ int lx_peer_landmark(const char *data, long length, uint64_t key, long sample, c
                      struct lx_error *err);
 /* YaRN eval/passkey.py: n = the multiple of 128 before the first whose
 ** prompt (one draw of the cell) reaches `length` tokens of tk (BOS counted),
-** p uniform in [0, n], the key in [1, 50000]. */
+** found by lx_peer_yarn_fit (the preset's fit: once a cell); lx_peer_yarn
+** takes that n as its length, p uniform in [0, n], the key in [1, 50000]. */
+long lx_peer_yarn_fit(long length, uint64_t key, const struct lx_tokenizer *tk, struct lx_error *err);
 int lx_peer_yarn(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
                  struct lx_peer_case *out, struct lx_error *err);
 /* LongLoRA passkey_retrivial.py: n = int(3.75 * length // 1024 * 1024), p

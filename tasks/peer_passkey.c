@@ -89,7 +89,7 @@ static long yarn_tokens(const struct lx_tokenizer *tk, long n, double u, long pa
 ** 128, 256, ... with a fresh draw each; here an exponential then a binary
 ** search on the same grid, which finds the same step wherever the count
 ** grows with n. */
-static long yarn_fit(long length, uint64_t key, const struct lx_tokenizer *tk, struct lx_error *err)
+long lx_peer_yarn_fit(long length, uint64_t key, const struct lx_tokenizer *tk, struct lx_error *err)
 {
     struct lx_rng r;
     lx_rng_init(&r, key ^ 0x7961726e66697421ULL, 0, LX_RNG_DATA);
@@ -114,13 +114,10 @@ static long yarn_fit(long length, uint64_t key, const struct lx_tokenizer *tk, s
     return t < 0 ? t : lo * YARN_STEP;
 }
 
-int lx_peer_yarn(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
+int lx_peer_yarn(const char *data, long n, uint64_t key, long sample, const struct lx_tokenizer *tk,
                  struct lx_peer_case *out, struct lx_error *err)
 {
-    (void)data;
-    long n = yarn_fit(length, key, tk, err);
-    if (n < 0)
-        return (int)n;
+    (void)data, (void)tk, (void)err;    /* n, the filler characters, comes from lx_peer_yarn_fit */
     struct lx_rng r;
     lx_rng_init(&r, key ^ 0x7961726e70617373ULL, (uint32_t)sample, LX_RNG_DATA);
     long prefix = (long)(lx_rng_uniform(&r) * (double)(n + 1)), pass = 1 + (long)(lx_rng_uniform(&r) * 50000);

@@ -59,13 +59,17 @@ static int preset_cases(const struct lx_protocol *p, const char *data, uint64_t 
 {
     if (p->read)
         return lx_peer_load(p->read, data, s, err);
+    *s = (struct lx_peer_set){0};
+    long at = p->fit ? p->fit(length, key, tk, err) : length;    /* once a cell, not once a case */
+    if (at < 0)
+        return (int)at;
     s->n = p->samples ? p->samples : samples;
     s->cases = lx_xcalloc((size_t)s->n, sizeof *s->cases);
     int rc = LX_OK;
     for (long i = 0; i < s->n && rc == LX_OK; i++) {
         s->cases[i].peer_length = -1;
         s->cases[i].depth = NAN;
-        rc = p->make(data, length, key, i, tk, &s->cases[i], err);
+        rc = p->make(data, at, key, i, tk, &s->cases[i], err);
     }
     if (rc < 0)
         lx_peer_release(s);

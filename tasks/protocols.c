@@ -15,7 +15,7 @@ const struct lx_protocol lx_protocols[] = {
      .scorer = "first_int", .make = lx_peer_landmark, .samples = 50, .max_new_tokens = 10,
      .length = LX_LEN_MEASURED},
     {.task = "passkey", .name = "yarn", .follows = "YaRN eval/passkey.py", .scorer = "first_int",
-     .make = lx_peer_yarn, .samples = 20, .max_new_tokens = 10, .length = LX_LEN_UNDER},
+     .make = lx_peer_yarn, .fit = lx_peer_yarn_fit, .samples = 20, .max_new_tokens = 10, .length = LX_LEN_UNDER},
     {.task = "passkey", .name = "longlora", .follows = "LongLoRA passkey_retrivial.py", .scorer = "token_exact",
      .make = lx_peer_longlora, .samples = 10, .budget_gold = 1, .length = LX_LEN_RATIO},
     {.task = "line", .name = "longchat", .follows = "LongChat longeval/utils.py test_lines_one_sample",

@@ -36,6 +36,8 @@ struct lx_protocol {
     lx_peer_reader read;        /* the reader of the peer's data file (`data:`), or NULL */
     lx_peer_maker make;         /* or the maker of its test cases from its own template, or NULL
                                 ** (neither: the preset serves `lenx grade` only) */
+    lx_peer_fit fit;            /* with make: what the cell's length is to the maker, found once per cell
+                                ** (YaRN's filler characters), or NULL: the maker gets the length */
     lx_peer_hay haystack;       /* with make: the reader of its haystack when it reads `data:`, or NULL */
     const char *data_hint;      /* with haystack: where the haystack comes from, for the hint of an error */
     long samples;               /* with make: the test cases of a cell (the peer's count); 0 = the
