@@ -233,6 +233,8 @@ def seeds_row(cells, key, metric, against):
     group = by_seed(cells, key, metric)
     seeds = sorted(group, key=seed_order)
     mean, lo, hi = across([group[s][metric] for s in seeds])
+    if metric == "acc" and lo is not None:     # a share of instances: the t interval stops at 0 and 1, as lenx's
+        lo, hi = max(0.0, lo), min(1.0, hi)
     count = next((c for c in COUNTS if metric == "acc" and all(finite(group[s].get(c)) for s in seeds)), None)
     pooled = ""
     if count:

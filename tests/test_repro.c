@@ -131,7 +131,8 @@ Test(repro, repro_check_catches_a_moved_value, .init = setup, .fini = teardown, 
 /* scripts/repro_intervals.py --seeds, a cell pooled over its seeds, on a
 ** fixture whose numbers are worked by hand: method a's acc 1, 0.5, 0 of 10
 ** instances on seeds 1-3 has mean 0.5, sd 0.5 and t interval 0.5 ± 4.30265 ·
-** 0.5/√3 = [-0.7421, 1.742]; pooled 15/30, Wilson [0.3315, 0.6685]. Paired
+** 0.5/√3 = [-0.7421, 1.742], which an accuracy keeps inside [0, 1] (as `lenx
+** table` does); pooled 15/30, Wilson [0.3315, 0.6685]. Paired
 ** with b (acc 0.5 on each seed) the differences 0.5, 0, -0.5 give 0 [-1.242,
 ** 1.242], one of three > 0; metric x (1, 2, 3 against 0) gives 2 [-0.4841,
 ** 4.484], three of three. */
@@ -150,7 +151,7 @@ Test(repro, repro_intervals_pools_seeds, .init = setup, .fini = teardown, .timeo
     cr_assert_eq(sh(out, sizeof out, "/usr/bin/python3 $R/scripts/repro_intervals.py s.csv --seeds --method a "
                     "--against b 2>&1"), 0, "%s", out);
     cr_expect(strstr(out, "seeds 1, 2, 3: mean over seeds") != NULL, "%s", out);
-    cr_expect(strstr(out, "| a | t | 64 | acc | 0.5 | 1 / 0.5 / 0 | [-0.7421, 1.742] | 15/30 [0.3315, 0.6685] | "
+    cr_expect(strstr(out, "| a | t | 64 | acc | 0.5 | 1 / 0.5 / 0 | [0, 1] | 15/30 [0.3315, 0.6685] | "
                           "0 | 0.5 / 0 / -0.5 | [-1.242, 1.242] | 1 of 3 |") != NULL, "%s", out);
     cr_expect(strstr(out, "| a | t | 64 | x | 2 | 1 / 2 / 3 | [-0.4841, 4.484] |  | 2 | 1 / 2 / 3 | [-0.4841, 4.484] | "
                           "3 of 3 |") != NULL, "%s", out);
