@@ -45,7 +45,7 @@ Test(repro, finetune_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60
     expect_plans("configs/repro/finetune-retrieval.yaml", "sweep finetune-retrieval: 45 cells");
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
-    expect_plans("configs/repro/finetune-extension.yaml", "sweep finetune-extension: 100 cells");
+    expect_plans("configs/repro/finetune-extension.yaml", "sweep finetune-extension: 300 cells");
 }
 
 /* Each training-time method, put in place of PI in the every-method sweep
