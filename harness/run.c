@@ -100,10 +100,8 @@ static int calibrate(const struct lx_stack *st, int stack, const struct lx_task_
     if (ctx->model) {
         const char *split = tu->task->split(tu->params);
         unsigned caps = tu->task->caps;
-        if (lx_calib_memo_get(memo, stack, f->length, caps, split, &spec->temperature)) {
-            memo->hits++;
+        if (lx_calib_memo_get(memo, stack, f->length, caps, split, &spec->temperature))
             return LX_OK;
-        }
         struct lx_facts ft = *f;
         ft.length = f->train_len;
         struct lx_spec spec_train;

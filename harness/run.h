@@ -38,7 +38,6 @@ struct lx_run_summary {
 struct lx_calib_memo {
     struct lx_calib_entry *e;
     int n, cap;
-    long hits;              /* lookups answered from the memo (counted for tests) */
 };
 
 /* Look up (stack, length, caps, split): 1 and *tau when stored, else 0. */

@@ -170,8 +170,8 @@ static void metric_panel(struct page *pg, const struct lx_rows *rows, char *cons
     int n_m = labels_of(rows, label, sweep, task, metric, methods), n_len = distinct(rows, sweep, task, metric, 0, len);
     struct lx_plot_line *lines = own(pg, lx_xcalloc((size_t)n_m, sizeof *lines));
     for (int m = 0; m < n_m; m++) {
-        double *y = own(pg, lx_xmalloc((size_t)n_len * sizeof *y)), *lo = own(pg, lx_xmalloc((size_t)n_len * sizeof *lo)),
-               *hi = own(pg, lx_xmalloc((size_t)n_len * sizeof *hi));
+        size_t bytes = (size_t)n_len * sizeof(double);
+        double *y = own(pg, lx_xmalloc(bytes)), *lo = own(pg, lx_xmalloc(bytes)), *hi = own(pg, lx_xmalloc(bytes));
         for (int j = 0; j < n_len; j++) {
             struct lx_cell_stat st;
             lx_cell_stat(rows, label, sweep, task, methods[m], (long)len[j], metric, &st);
@@ -519,9 +519,9 @@ int lx_report(struct lx_store *s, const struct lx_report_opts *o, struct lx_buf 
                   "<p>Store <code>", style);
     lx_esc_html(&pg.html, o->db ? o->db : "");
     lx_buf_printf(&pg.html, "</code>. Error bars: the 95 %% interval over seeds, or ± the stored standard error "
-                  "with one seed (an accuracy's inside [0, 1]). Effective length: the longest length whose score stays ≥ %g of the score at the "
-                  "training length (lower-is-better metrics: the ratio inverted; docs/results.md#effective-length)."
-                  "</p>\n", o->threshold);
+                  "with one seed (an accuracy's inside [0, 1]). Effective length: the longest length whose score "
+                  "stays ≥ %g of the score at the training length (lower-is-better metrics: the ratio inverted; "
+                  "docs/results.md#effective-length).</p>\n", o->threshold);
     int n = o->n_sweeps ? o->n_sweeps : n_sw;
     for (int i = 0; i < n && rc == LX_OK; i++)
         rc = sweep_section(&pg, s, o->n_sweeps ? o->sweeps[i] : sw[i].name, o, err);

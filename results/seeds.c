@@ -75,6 +75,15 @@ static double count_of(const struct lx_rows *rows, int i)
     return NAN;
 }
 
+/* [lo, hi] kept inside [0, 1]; a NaN end stays NaN. */
+static void clip01(double *lo, double *hi)
+{
+    if (!isnan(*lo))
+        *lo = fmax(0.0, *lo);
+    if (!isnan(*hi))
+        *hi = fmin(1.0, *hi);
+}
+
 void lx_cell_stat(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
                   const char *method, long length, const char *metric, struct lx_cell_stat *st)
 {
@@ -109,12 +118,10 @@ void lx_cell_stat(const struct lx_rows *rows, char *const *label, const char *sw
     st->lo = st->hi = NAN;
     st->n_instances = counted == n ? (long)total : 0;
     int share = lx_metric_count(metric, NULL) != NULL;    /* a share of instances: stays inside [0, 1] */
-    st->bar_lo = st->bar_hi = NAN;
-    if (n < 2) {                    /* mean -/+ the stored standard error, when there is one */
-        if (!isnan(st->mean) && !isnan(st->spread)) {
-            st->bar_lo = share ? fmax(0.0, st->mean - st->spread) : st->mean - st->spread;
-            st->bar_hi = share ? fmin(1.0, st->mean + st->spread) : st->mean + st->spread;
-        }
+    if (n < 2) {                    /* mean -/+ the stored standard error (NaN when there is none) */
+        st->bar_lo = st->mean - st->spread, st->bar_hi = st->mean + st->spread;
+        if (share)
+            clip01(&st->bar_lo, &st->bar_hi);
         return;
     }
     double half = lx_t975(n - 1) * st->spread / sqrt((double)n);
@@ -126,9 +133,7 @@ void lx_cell_stat(const struct lx_rows *rows, char *const *label, const char *sw
         st->lo = fmin(st->lo, wlo);
         st->hi = fmax(st->hi, whi);
     }
-    if (share) {                    /* the t interval may reach past 0 or 1 */
-        st->lo = fmax(0.0, st->lo);
-        st->hi = fmin(1.0, st->hi);
-    }
+    if (share)                      /* the t interval may reach past 0 or 1 */
+        clip01(&st->lo, &st->hi);
     st->bar_lo = st->lo, st->bar_hi = st->hi;
 }
