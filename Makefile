@@ -3,6 +3,7 @@
 #   make            build ./lenx (installs missing Debian packages first)
 #   make run        the main job: run configs/quick.yaml and print its table
 #   make test       build and run the Criterion suite
+#   make test-kernels  the suite again under other OpenBLAS kernel sets (KERNELS="Prescott unknown-cpu")
 #   make test-report  `lenx report` rendered in headless Chromium and checked (tests/browser_report.sh)
 #   make test-slurm lenx slurm against a real one-node Slurm started here (root; installs slurm-wlm, munge)
 #   make baseline   regenerate results/baselines/gaussian.csv and tiny.csv
@@ -48,7 +49,7 @@ LIB_OBJ   = $(LIB_SRC:%.c=$(B)/%.o)
 TEST_OBJ  = $(TEST_SRC:%.c=$(B)/%.o)
 BENCH_OBJ = $(BENCH_SRC:%.c=$(B)/%.o)
 
-.PHONY: all run test heldout test-report test-slurm repro-check repro-smoke bench baseline data tokenizers debug fuzz install clean deps FORCE
+.PHONY: all run test test-kernels heldout test-report test-slurm repro-check repro-smoke bench baseline data tokenizers debug fuzz install clean deps FORCE
 
 all: lenx
 
@@ -94,6 +95,14 @@ run: lenx data/manifest.tsv
 # file fails the suite before it starts.
 test: lenx $(B)/lenx-tests data/manifest.tsv build/tokenizers/.done heldout
 	OMP_NUM_THREADS=1 LENX_BIN=$(CURDIR)/lenx LENX_ROOT=$(CURDIR) $(B)/lenx-tests --jobs 2
+
+# A fast-numerics test must hold on every kernel set, not on this machine's
+# only: the suite again with OPENBLAS_CORETYPE set to each of KERNELS (a core
+# type the CPU cannot run is skipped; unknown-cpu: unset, and lenx sees a CPU
+# OpenBLAS does not know; scripts/test_kernels.sh).
+KERNELS ?= Prescott unknown-cpu
+test-kernels: lenx $(B)/lenx-tests data/manifest.tsv build/tokenizers/.done heldout
+	KERNELS="$(KERNELS)" sh scripts/test_kernels.sh
 
 # The report in a real browser: tests/browser_report.sh runs a tiny sweep
 # (tests/report_sweep.yaml), writes its report, screenshots it in headless
@@ -178,10 +187,13 @@ repro-smoke: lenx data/manifest.tsv
 # seconds per side and configuration (default 8). OPENBLAS_CORETYPE, when set,
 # reaches both lenx and PyTorch.
 # BENCH=train: the tiled attention backward and a training step (tests/bench_train.c).
+# BENCH=core: `lenx score` with OPENBLAS_CORETYPE unset against the same kernels
+# set by hand, and against Prescott's (scripts/bench_core.sh).
 BENCH ?=
 BENCH_SECONDS ?= 8
 bench: lenx $(B)/lenx-bench
 	if [ "$(BENCH)" = eval ]; then sh scripts/bench_eval.sh; \
+	elif [ "$(BENCH)" = core ]; then sh scripts/bench_core.sh; \
 	else LENX_BENCH_SECONDS=$(BENCH_SECONDS) $(B)/lenx-bench $(BENCH); fi
 
 # -O0 and sanitizers in their own tree, so they never mix with release objects.

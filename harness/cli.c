@@ -3,6 +3,7 @@
 */
 #define _POSIX_C_SOURCE 200809L     /* setenv */
 #include "harness/cli.h"
+#include "harness/engine/kernels/blas.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -131,7 +132,16 @@ int lx_cli_numerics(const struct lx_args *a, struct lx_error *err)
     int given, rc = lx_args_numerics(a, &n, &given, err);
     if (rc == LX_OK)
         lx_numerics_set(n);
+    if (rc == LX_OK && n == LX_NUMERICS_FAST)
+        lx_cli_blas_notice();
     return rc;
+}
+
+void lx_cli_blas_notice(void)
+{
+    char msg[512];
+    if (lx_blas_notice(msg, sizeof msg))
+        fprintf(stderr, "lenx: %s\n", msg);
 }
 
 int lx_args_global(int *argc, char ***argv, struct lx_error *err)

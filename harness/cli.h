@@ -57,6 +57,9 @@ int lx_args_numerics(const struct lx_args *a, enum lx_numerics *out, int *given,
 /* A command without a sweep file (score, generate): the mode those options
 ** name (fast when neither) set for the process, before its first pass. */
 int lx_cli_numerics(const struct lx_args *a, struct lx_error *err);
+/* The kernels' note on stderr, when there is one (lx_blas_notice): which
+** OpenBLAS kernels lenx chose, or that they are narrower than the CPU's. */
+void lx_cli_blas_notice(void);
 
 /* The global options before the command, consumed from argv (*argc and
 ** *argv move past them, argv[0] kept): --data DIR (or --data=DIR) sets

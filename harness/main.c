@@ -12,9 +12,11 @@
 ** (compare) or conflicted (merge); 2 bad input (config, arguments) with nothing written; 3 the store
 ** or a file could not be read or written.
 */
+#define _POSIX_C_SOURCE 200809L
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/cli.h"
 #include "harness/engine/kernels/blas.h"
@@ -62,6 +64,13 @@ static void main_usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* OpenBLAS chose its kernels when it was loaded, before main: to give it
+    ** better ones on a CPU it does not know, lenx sets OPENBLAS_CORETYPE and
+    ** runs itself again, once (blas.h; docs/numerics.md). */
+    if (lx_blas_choose_core()) {
+        execv("/proc/self/exe", argv);
+        lx_blas_choice_failed();
+    }
     struct lx_error err;
     if (lx_registry_check(&err) < 0) {
         lx_term_printf(stderr, "lenx: internal error: %s\n", err.msg);

@@ -99,7 +99,7 @@ static int run_print_table(const char *db, const struct lx_grid *grid)
 }
 
 /* The checks before a sweep: OpenBLAS must be the OpenMP build (exit status
-** 3 otherwise); a CPU wider than BLAS's kernels is only a warning. */
+** 3 otherwise); the kernels lenx chose, or a CPU wider than them, is a note. */
 static int run_check_blas(void)
 {
     if (!lx_blas_is_openmp()) {
@@ -109,9 +109,7 @@ static int run_check_blas(void)
                 "  hint: rebuild with `make`; it links the openblas-openmp library with an rpath\n", blas);
         return 3;
     }
-    char weak[512];
-    if (lx_blas_weaker_than_cpu(weak, sizeof weak))
-        fprintf(stderr, "lenx: warning: %s\n", weak);
+    lx_cli_blas_notice();
     return 0;
 }
 

@@ -12,6 +12,8 @@
 #include "harness/cli.h"
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/numerics.h"
 #include "harness/engine/model/evaluate.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/grid.h"
@@ -157,6 +159,15 @@ static long read_tokens(const char *file, const struct lx_tokenizer *tk, int32_t
 }
 
 /* The JSON's closing lists: "tokens" and "nll", n of each. */
+/* Provenance, as a stored cell has it: the arithmetic and the kernels that ran. */
+static void put_provenance(struct lx_buf *json)
+{
+    char blas[128];
+    lx_blas_describe(blas, sizeof blas);
+    lx_buf_printf(json, ",\n  \"numerics\": \"%s\",\n  \"blas\": ", lx_numerics_name(lx_numerics_get()));
+    lx_buf_json_str(json, blas);
+}
+
 static void put_lists(struct lx_buf *json, const int32_t *ids, const float *nll, long n)
 {
     lx_buf_puts(json, ",\n  \"tokens\": [");
@@ -232,6 +243,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         lx_buf_json_str(json, lx_buf_str(&canon));
         lx_buf_free(&canon);
         lx_buf_free(&sjson);
+        put_provenance(json);
         lx_buf_printf(json, ",\n  \"train_len\": %ld,\n  \"length\": %ld,\n  \"n_tokens\": %ld,\n  \"mean_nll\": ",
                       info.train_len, L, n);
         lx_buf_num(json, sum / (double)n);

@@ -47,8 +47,8 @@ static void load_stories(struct lx_model *m, struct lx_ckpt_info *info, struct t
 static void expect_same_as(const char *args, const char *expected)
 {
     char out[8192], want[8192];
-    cr_assert_eq(sh(out, sizeof out, "S=$R/../shared/models/stories260K && $L generate --model $S/stories260K.bin %s",
-                    args), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "S=$R/../shared/models/stories260K && $L generate --model $S/stories260K.bin %s "
+                    "2>gen.err || { cat gen.err; exit 1; }", args), 0, "%s", out);
     cr_assert_eq(sh(want, sizeof want, "cat $R/../shared/models/stories260K/expected/%s", expected), 0);
     cr_expect_str_eq(out, want, "lenx generate %s", args);
 }
@@ -70,7 +70,7 @@ Test(generate, greedy_ids_are_the_full_pass_argmax, .init = setup, .fini = teard
         cr_skip_test("stories260K is not beside the checkout");
     char out[8192];
     cr_assert_eq(sh(out, sizeof out, "$L generate --model $R/../shared/models/stories260K/stories260K.bin -n 200 "
-                    "--ids | head -1"), 0, "%s", out);
+                    "--ids 2>/dev/null | head -1"), 0, "%s", out);
     struct lx_model m;
     struct lx_ckpt_info info = {0};
     struct lx_error err = {""};
@@ -253,16 +253,16 @@ Test(generate, exported_directory_generates_as_the_bin, .init = setup, .fini = t
     cr_assert_eq(sh(out, sizeof out, "tr -d ' \n' < D/config.json"), 0);
     cr_expect(strstr(out, "\"bos_token_id\":1,") != NULL, "%s", out);
     cr_expect(strstr(out, "\"eos_token_id\":2,") != NULL, "%s", out);
-    cr_assert_eq(sh(out, sizeof out, "$L generate --model D -n 20 --temperature 0"), 0, "%s", out);
-    cr_assert_eq(sh(bin, sizeof bin, "$L generate --model $R/../shared/models/stories260K/stories260K.bin -n 20"),
+    cr_assert_eq(sh(out, sizeof out, "$L generate --model D -n 20 --temperature 0 2>gen.err"), 0, "%s", out);
+    cr_assert_eq(sh(bin, sizeof bin, "$L generate --model $R/../shared/models/stories260K/stories260K.bin -n 20 2>gen.err"),
                  0, "%s", bin);
     cr_expect_str_eq(out, bin);
     cr_assert_eq(sh(want, sizeof want, "cat $R/../shared/models/stories260K/expected/greedy_empty_200.txt"), 0);
     size_t n = strlen(out) - 1;     /* without the final newline */
     cr_expect(n > 40 && strncmp(out, want, n) == 0, "20 greedy tokens are not the start of run.c's text:\n%s", out);
-    cr_assert_eq(sh(out, sizeof out, "$L generate --model D -n 30 --temperature 1 --seed 1 --ids"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L generate --model D -n 30 --temperature 1 --seed 1 --ids 2>gen.err"), 0, "%s", out);
     cr_assert_eq(sh(bin, sizeof bin, "$L generate --model $R/../shared/models/stories260K/stories260K.bin -n 30 "
-                    "--temperature 1 --seed 1 --ids"), 0, "%s", bin);
+                    "--temperature 1 --seed 1 --ids 2>gen.err"), 0, "%s", bin);
     cr_expect_str_eq(out, bin);
 }
 

@@ -5,11 +5,13 @@
 ** fixed-order sgemm (gemm.c) instead: OpenBLAS's per-element result depends
 ** on M, N, the thread count and the kernels the CPU gets.
 */
+#define _POSIX_C_SOURCE 200809L
 #include "harness/engine/kernels/blas.h"
 
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "harness/engine/kernels/gemm.h"
@@ -66,7 +68,7 @@ void lx_blas_describe(char *out, size_t n)
     snprintf(out, n, "core=%s threading=%s", openblas_get_corename(), p >= 0 && p <= 2 ? par[p] : "?");
 }
 
-/* Kernel families by the widest vector unit they use. */
+/* Kernel families by the widest vector unit they use: 3 AVX-512, 2 AVX2, 1 older. */
 static int core_level(const char *core)
 {
     static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids", "Zen4"};
@@ -80,17 +82,82 @@ static int core_level(const char *core)
     return 1;
 }
 
-int lx_blas_weaker_than_cpu(char *msg, size_t n)
+/* The widest vectors this CPU has, as a core level, and the core type of
+** OpenBLAS 0.3.21's DYNAMIC_ARCH list that uses them all: Cooperlake (the
+** SkylakeX kernels plus bf16 ones) where AVX512-BF16 is there, SkylakeX for
+** AVX-512 F/BW/VL/DQ/CD, Haswell for AVX2 + FMA; NULL below that. */
+static int cpu_level(const char **best)
 {
     __builtin_cpu_init();
-    int cpu = __builtin_cpu_supports("avx512f") ? 3 : __builtin_cpu_supports("avx2") ? 2 : 1;
-    const char *core = openblas_get_corename();
+    int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                 __builtin_cpu_supports("avx512cd");
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    *best = avx512 ? (__builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX") : avx2 ? "Haswell" : NULL;
+    return avx512 ? 3 : avx2 ? 2 : 1;
+}
+
+/* The kernels OpenBLAS picked, or what LENX_TEST_OPENBLAS_CORE pretends it
+** picked: the one way a test can make lenx see a CPU that OpenBLAS does not
+** know (docs/numerics.md#a-cpu-that-openblas-does-not-know). */
+static const char *picked_core(void)
+{
+    const char *pretend = getenv("LENX_TEST_OPENBLAS_CORE");
+    return pretend && *pretend ? pretend : openblas_get_corename();
+}
+
+/* What OpenBLAS picked before lenx re-ran itself with better kernels; empty
+** when it did not (set from LENX_OPENBLAS_PICKED by lx_blas_choose_core). */
+static char chosen_over[64];
+
+int lx_blas_choose_core(void)
+{
+    const char *picked = getenv("LENX_OPENBLAS_PICKED");
+    if (picked) {
+        snprintf(chosen_over, sizeof chosen_over, "%s", picked);
+        unsetenv("LENX_OPENBLAS_PICKED");   /* once: not again in a lenx this one starts */
+        return 0;
+    }
+    const char *best;
+    if (getenv("OPENBLAS_CORETYPE") || core_level(picked_core()) >= cpu_level(&best) || !best)
+        return 0;
+    setenv("LENX_OPENBLAS_PICKED", picked_core(), 1);
+    setenv("OPENBLAS_CORETYPE", best, 1);
+    return 1;
+}
+
+void lx_blas_choice_failed(void)
+{
+    unsetenv("LENX_OPENBLAS_PICKED");
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
+int lx_blas_notice(char *msg, size_t n)
+{
+    const char *best, *core = openblas_get_corename();
+    int cpu = cpu_level(&best);
+    const char *width = cpu == 3 ? "AVX-512" : "AVX2";
+    if (chosen_over[0] && core_level(core) >= cpu) {
+        snprintf(msg, n, "note: OpenBLAS picked its %s kernels on this CPU, which it does not know; lenx "
+                 "ran itself again with OPENBLAS_CORETYPE=%s and runs its %s kernels (%s)\n"
+                 "  hint: set OPENBLAS_CORETYPE yourself to choose other kernels", chosen_over,
+                 getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "?", core, width);
+        return 1;
+    }
     if (core_level(core) >= cpu)
         return 0;
     const char *forced = getenv("OPENBLAS_CORETYPE");
-    snprintf(msg, n, "OpenBLAS runs its %s kernels on a CPU with %s%s%s%s; matrix products are slower "
-             "than they could be\n  hint: %s", core, cpu == 3 ? "AVX-512" : "AVX2",
-             forced ? " (OPENBLAS_CORETYPE=" : "", forced ? forced : "", forced ? ")" : "",
-             forced ? "unset OPENBLAS_CORETYPE to let OpenBLAS pick" : "update OpenBLAS");
+    if (chosen_over[0])
+        snprintf(msg, n, "warning: OpenBLAS runs its %s kernels on a CPU with %s although lenx asked for "
+                 "OPENBLAS_CORETYPE=%s; matrix products are slower than they could be\n"
+                 "  hint: this OpenBLAS build lacks those kernels; Debian's libopenblas0-openmp has them",
+                 core, width, forced ? forced : "?");
+    else if (forced)
+        snprintf(msg, n, "warning: OpenBLAS runs its %s kernels on a CPU with %s (OPENBLAS_CORETYPE=%s); "
+                 "matrix products are slower than they could be\n"
+                 "  hint: unset OPENBLAS_CORETYPE and lenx picks %s", core, width, forced, best);
+    else
+        snprintf(msg, n, "warning: OpenBLAS runs its %s kernels on a CPU with %s; matrix products are slower "
+                 "than they could be\n  hint: set OPENBLAS_CORETYPE=%s", core, width, best);
     return 1;
 }

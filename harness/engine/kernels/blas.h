@@ -26,9 +26,23 @@ void lx_gemm_naive(float *C, int ldc, const float *A, int lda, const float *B, i
 /* "core=Haswell threading=openmp" into out (size n), recorded with every run. */
 void lx_blas_describe(char *out, size_t n);
 
-/* 1 (and a message with a hint) when OpenBLAS's kernels use narrower vectors
-** than the CPU has, e.g. OPENBLAS_CORETYPE=Haswell on an AVX-512 machine. */
-int lx_blas_weaker_than_cpu(char *msg, size_t n);
+/* OpenBLAS reads OPENBLAS_CORETYPE once, when it is loaded, and Debian 12's
+** 0.3.21 falls back to its SSE3 (Prescott) kernels on a CPU it does not know.
+** Called first thing in main(): when OpenBLAS picked kernels narrower than
+** the CPU's widest vectors and the user did not set OPENBLAS_CORETYPE, sets it
+** to the best core type for the CPU (and LENX_OPENBLAS_PICKED to what
+** OpenBLAS picked) and returns 1: the caller then re-executes the program.
+** In the re-executed process it takes that note (for lx_blas_notice, once)
+** and returns 0. The user's own OPENBLAS_CORETYPE is always kept. */
+int lx_blas_choose_core(void);
+/* The re-execution failed: undo lx_blas_choose_core's variables. */
+void lx_blas_choice_failed(void);
+
+/* 1 and a "note: ..." or "warning: ..." line with a hint in msg (size n) when
+** the kernels deserve a word on stderr: lenx chose them (lx_blas_choose_core),
+** or they are narrower than the CPU's, e.g. OPENBLAS_CORETYPE=Haswell on an
+** AVX-512 machine. */
+int lx_blas_notice(char *msg, size_t n);
 
 /* 1 when OpenBLAS runs on OpenMP threads (the build lenx must link). */
 int lx_blas_is_openmp(void);

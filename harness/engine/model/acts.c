@@ -294,6 +294,15 @@ void lx_acts_release(struct lx_acts *a)
 
 /* ---- finiteness: a NaN or Inf must fail the cell, never be stored as a number ---- */
 
+/* A non-finite float by name: "inf", "-inf" or "nan". Whether a sum of huge
+** products of both signs ends as inf or NaN, and a NaN's sign, depend on the
+** order the BLAS kernel sums in; an error names the kind, never the sign of a
+** NaN (which "%g" would print as "-nan" on one machine and "nan" on another). */
+static const char *nonfinite_name(float x)
+{
+    return isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
+}
+
 int lx_model_check_finite(const struct lx_model *m, struct lx_error *err)
 {
     int n = lx_arch_tensors(&m->arch, NULL);
@@ -305,9 +314,9 @@ int lx_model_check_finite(const struct lx_model *m, struct lx_error *err)
         long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1);
         for (long j = 0; j < cnt; j++)
             if (!isfinite(p[j])) {
-                rc = lx_err(err, LX_ERUN, "tensor '%s' holds a non-finite value (%g) at index %ld\n"
+                rc = lx_err(err, LX_ERUN, "tensor '%s' holds a non-finite value (%s) at index %ld\n"
                             "  hint: the checkpoint is damaged or training diverged (a lower lr, or clip); "
-                            "retrain it", t[i].name, (double)p[j], j);
+                            "retrain it", t[i].name, nonfinite_name(p[j]), j);
                 break;
             }
     }
@@ -320,14 +329,14 @@ int lx_acts_check_finite(const struct lx_acts *a, long V, int nb, const int *tar
     long T = a->T;
     for (long i = 0; i < (long)nb * T; i++) {
         if (targets && targets[i] >= 0 && !isfinite(a->loss[i]))
-            return lx_err(err, LX_ERUN, "a non-finite loss (%g) at window %ld, position %ld\n"
+            return lx_err(err, LX_ERUN, "a non-finite loss (%s) at window %ld, position %ld\n"
                           "  hint: the weights or the stack's parameters overflow; check the model's val loss",
-                          (double)a->loss[i], i / T, i % T);
+                          nonfinite_name(a->loss[i]), i / T, i % T);
         for (long v = 0; v < V; v++)
             if (!isfinite(a->logits[i * V + v]))
-                return lx_err(err, LX_ERUN, "a non-finite logit (%g) at window %ld, position %ld, token %ld\n"
+                return lx_err(err, LX_ERUN, "a non-finite logit (%s) at window %ld, position %ld, token %ld\n"
                               "  hint: the weights or the stack's parameters overflow; check the model's val "
-                              "loss", (double)a->logits[i * V + v], i / T, i % T, v);
+                              "loss", nonfinite_name(a->logits[i * V + v]), i / T, i % T, v);
     }
     return LX_OK;
 }
