@@ -39,7 +39,7 @@ WARN      = -std=c11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CFLAGS_ALL = $(OPT) $(WARN) -fopenmp -I. -Ibuild/gen -DLX_SOURCE_DIR=\"$(CURDIR)\" $(PKG_CFLAGS) -MMD -MP
 LDLIBS_ALL = $(PKG_LIBS) -fopenmp -lm
 
-SRC       := $(wildcard harness/*.c harness/core/*.c harness/engine/*.c harness/engine/*/*.c methods/*.c tasks/*.c results/*.c)
+SRC       := $(wildcard harness/*.c harness/*/*.c harness/engine/*/*.c methods/*.c tasks/*.c results/*.c)
 LIB_SRC   := $(filter-out harness/main.c,$(SRC))
 TEST_SRC  := $(wildcard tests/test_*.c) tests/fuzz/entry.c
 BENCH_SRC := $(wildcard tests/bench*.c)

@@ -88,19 +88,19 @@ int lx_cli_args(struct lx_args *a, const struct lx_opt *opts, int n, const char 
 ** after its name (argv[0] is its first argument), parses its own options and
 ** returns the exit status (0 ok; 1 cells failed, moved or conflicted; 2 bad
 ** input; 3 store or file error). Each sits in the file of its logic. */
-int lx_cmd_run(int argc, char **argv);          /* harness/runcmd.c */
-int lx_cmd_table(int argc, char **argv);        /* harness/stored.c */
-int lx_cmd_compare(int argc, char **argv);      /* harness/stored.c */
-int lx_cmd_report(int argc, char **argv);       /* harness/stored.c */
-int lx_cmd_list(int argc, char **argv);         /* harness/stored.c */
-int lx_cmd_rm(int argc, char **argv);           /* harness/stored.c */
-int lx_cmd_score(int argc, char **argv);        /* harness/score.c */
-int lx_cmd_export(int argc, char **argv);       /* harness/modelcmd.c */
-int lx_cmd_show(int argc, char **argv);         /* harness/show.c */
-int lx_cmd_tokenize(int argc, char **argv);     /* harness/tokenize.c */
-int lx_cmd_generate(int argc, char **argv);     /* harness/generate.c */
-int lx_cmd_grade(int argc, char **argv);        /* harness/grade.c */
-int lx_cmd_merge(int argc, char **argv);        /* harness/cluster.c */
-int lx_cmd_slurm(int argc, char **argv);        /* harness/cluster.c */
+int lx_cmd_run(int argc, char **argv);          /* harness/commands/run.c */
+int lx_cmd_table(int argc, char **argv);        /* harness/commands/stored.c */
+int lx_cmd_compare(int argc, char **argv);      /* harness/commands/stored.c */
+int lx_cmd_report(int argc, char **argv);       /* harness/commands/stored.c */
+int lx_cmd_list(int argc, char **argv);         /* harness/commands/stored.c */
+int lx_cmd_rm(int argc, char **argv);           /* harness/commands/stored.c */
+int lx_cmd_score(int argc, char **argv);        /* harness/commands/score.c */
+int lx_cmd_export(int argc, char **argv);       /* harness/commands/export.c */
+int lx_cmd_show(int argc, char **argv);         /* harness/commands/show.c */
+int lx_cmd_tokenize(int argc, char **argv);     /* harness/commands/tokenize.c */
+int lx_cmd_generate(int argc, char **argv);     /* harness/commands/generate.c */
+int lx_cmd_grade(int argc, char **argv);        /* harness/commands/grade.c */
+int lx_cmd_merge(int argc, char **argv);        /* harness/commands/slurm.c */
+int lx_cmd_slurm(int argc, char **argv);        /* harness/commands/slurm.c */
 
 #endif

@@ -20,7 +20,7 @@
 
 #include "harness/cli.h"
 #include "harness/engine/kernels/blas.h"
-#include "harness/registry.h"
+#include "harness/sweep/registry.h"
 #include "harness/core/version.h"
 
 /* One command: its name, its function, the line `lenx --help` prints. */

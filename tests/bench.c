@@ -38,9 +38,9 @@
 
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/blas.h"
-#include "harness/plan.h"
+#include "harness/sweep/plan.h"
 #include "harness/core/rng.h"
-#include "harness/run.h"
+#include "harness/sweep/run.h"
 
 static double now(void)
 {

@@ -28,8 +28,8 @@
 #include "harness/engine/kernels/blas.h"
 #include "harness/engine/model/decoding.h"
 #include "harness/engine/model/model.h"
-#include "harness/plan.h"
-#include "harness/registry.h"
+#include "harness/sweep/plan.h"
+#include "harness/sweep/registry.h"
 #include "tasks/retrieval.h"
 #include "tasks/task.h"
 

@@ -12,8 +12,8 @@
 
 #include "harness/core/config.h"
 #include "harness/engine/model/model.h"
-#include "harness/grid.h"
-#include "harness/plan.h"
+#include "harness/sweep/grid.h"
+#include "harness/sweep/plan.h"
 
 /* A method stack compiled into a spec; the spec points into the stack. */
 struct compiled {

@@ -19,7 +19,7 @@
 
 #include "harness/core/config.h"
 #include "harness/core/params.h"
-#include "harness/registry.h"
+#include "harness/sweep/registry.h"
 #include "tasks/retrieval.h"
 #include "tasks/task.h"
 

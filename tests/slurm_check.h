@@ -1,7 +1,7 @@
 /*
 ** tests/slurm_check.h - what a job script of `lenx slurm` must look like to
 ** sbatch and to the shell, checked independently of the writer
-** (harness/slurm.c), by tests/test_slurm.c and the fuzz target
+** (harness/scaleout/slurm.c), by tests/test_slurm.c and the fuzz target
 ** tests/fuzz/fuzz_slurm.c. Header-only (static functions), no Criterion.
 **
 ** sbatch reads options from the "#SBATCH" lines before the script's first

@@ -14,8 +14,8 @@
 
 #include <criterion/criterion.h>
 
-#include "harness/grid.h"
-#include "harness/plan.h"
+#include "harness/sweep/grid.h"
+#include "harness/sweep/plan.h"
 
 struct tstack {
     struct lx_doc doc;

@@ -255,7 +255,7 @@ Test(anytok, tokenizer_json_models, .init = setup, .fini = teardown, .timeout = 
 /* ---- retrieval instances in SentencePiece tokens --------------------------- */
 
 #include "harness/engine/tokenizers/tokenizer.h"
-#include "harness/registry.h"
+#include "harness/sweep/registry.h"
 #include "tasks/retrieval.h"
 #include "tasks/task.h"
 
@@ -421,7 +421,7 @@ Test(anytok, retrieval_instances_exact_in_qwen3, .timeout = 300)
 ** tokenizer.json (converted from tok512.bin) and scores the same ids; its
 ** config and weights alone are refused until --tokenizer names one, then
 ** score within the BF16 conversion's error of the .bin. */
-#include "harness/score.h"
+#include "harness/commands/score.h"
 
 static char *score_json(const char *model, const char *tok, const char *text, struct lx_error *err)
 {

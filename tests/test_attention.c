@@ -11,8 +11,8 @@
 
 #include "harness/core/config.h"
 #include "harness/engine/kernels/attention.h"
-#include "harness/grid.h"
-#include "harness/plan.h"
+#include "harness/sweep/grid.h"
+#include "harness/sweep/plan.h"
 #include "harness/core/rng.h"
 
 enum { T = 5, H = 2, D = 4, N = T * H * D };

@@ -15,7 +15,7 @@
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/model/model.h"
 #include "harness/core/params.h"
-#include "harness/registry.h"
+#include "harness/sweep/registry.h"
 #include "tasks/task.h"
 #include "stack.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "harness/core/hash.h"
-#include "harness/plan.h"
+#include "harness/sweep/plan.h"
 
 /* Parse and plan `text`; expect failure at `where` with `what` in the message. */
 static void expect_error(const char *text, const char *where, const char *what)

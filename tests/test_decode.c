@@ -28,7 +28,7 @@
 #include "harness/engine/model/model.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/engine/model/train.h"
-#include "harness/registry.h"
+#include "harness/sweep/registry.h"
 #include "tasks/retrieval.h"
 #include "tasks/task.h"
 #include "tests/model_stacks.h"     /* stacks[]: every method that runs on a model; rel_err() */

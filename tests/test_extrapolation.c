@@ -16,7 +16,7 @@
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/model/model.h"
 #include "harness/engine/model/train.h"
-#include "harness/run.h"
+#include "harness/sweep/run.h"
 #include "harness/core/rng.h"
 #include "tests/stack.h"
 

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/grid.h"
-#include "harness/plan.h"
-#include "harness/run.h"
+#include "harness/sweep/grid.h"
+#include "harness/sweep/plan.h"
+#include "harness/sweep/run.h"
 
 /* The paper's formulas, written out here independently of the methods/ sources. */
 #define TAU 10.0

@@ -1,6 +1,6 @@
 /*
 ** tests/test_generate.c - `lenx generate` and the decode API's sampler
-** (harness/generate.c, harness/engine/model/decoding.h), and the held-out stories
+** (harness/commands/generate.c, harness/engine/model/decoding.h), and the held-out stories
 ** split (configs/heldout, scripts/heldout.sh, harness/engine/data/corpus.h).
 **
 ** Greedy text is checked against llama2.c's run.c on stories260K (its

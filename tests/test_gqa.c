@@ -27,7 +27,7 @@
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/model/model.h"
 #include "harness/engine/formats/safetensors.h"
-#include "harness/plan.h"
+#include "harness/sweep/plan.h"
 #include "tests/shell.h"
 #include "tests/stack.h"
 

@@ -25,8 +25,9 @@
 #include "harness/engine/formats/safetensors.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/core/json.h"
-#include "harness/modelcmd.h"
-#include "harness/score.h"
+#include "harness/commands/export.h"
+#include "harness/commands/show.h"
+#include "harness/commands/score.h"
 #include "tests/stack.h"
 
 #define N_POS 512       /* records in logits_story.bin */
@@ -468,7 +469,7 @@ Test(loaders, hf_bad_rope_scaling_named_by_show_and_score)
     snprintf(want, sizeof want, "%s/y/config.json: rope_scaling", dir);
     struct lx_buf out = {0};
     struct lx_error err = {{0}};
-    cr_expect_eq(lx_modelcmd_show(path, "none.db", &out, &err), LX_EINVAL, "show model accepted it:\n%s",
+    cr_expect_eq(lx_show_model(path, "none.db", &out, &err), LX_EINVAL, "show model accepted it:\n%s",
                  lx_buf_str(&out));
     cr_expect(strstr(err.msg, want) && strstr(err.msg, "beta_fast") && !strstr(err.msg, "lenx_stack"), "%s",
               err.msg);
@@ -512,7 +513,7 @@ Test(loaders, export_refuses)
         struct lx_error err = {{0}};
         in_repo(path, cases[i][0]);
         snprintf(out, sizeof out, "%s/x", dir);
-        cr_expect_lt(lx_modelcmd_export(path, "none.db", NULL, out, &err), 0);
+        cr_expect_lt(lx_export_model(path, "none.db", NULL, out, &err), 0);
         cr_expect(strstr(err.msg, cases[i][1]) != NULL, "%s: %s", cases[i][0], err.msg);
     }
 }
@@ -544,7 +545,7 @@ static void export_scores_the_same(const struct lx_model *m, const char *name, c
     cr_assert_eq(lx_model_save(m, ck, &info, &err), LX_OK, "%s", err.msg);
     const char *words = "It is a truth universally acknowledged, that a single man in possession of a good fortune";
     put_file("t.txt", words, strlen(words));
-    cr_assert_eq(lx_modelcmd_export(ck, "none.db", NULL, hf, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_export_model(ck, "none.db", NULL, hf, &err), LX_OK, "%s", err.msg);
     double a1 = mean_nll(ck, text), a2 = mean_nll(hf, text);
     /* the export permutes q and k rows: each rotary dot product sums its 16
     ** terms in another order (16 · 6e-8 = 1e-6 of a logit at most), and the

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness/grid.h"
-#include "harness/plan.h"
-#include "harness/registry.h"
+#include "harness/sweep/grid.h"
+#include "harness/sweep/plan.h"
+#include "harness/sweep/registry.h"
 
 Test(registry, contract)
 {

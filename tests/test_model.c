@@ -35,8 +35,8 @@
 #include "harness/engine/model/model.h"
 #include "harness/engine/kernels/ops.h"
 #include "harness/engine/formats/safetensors.h"
-#include "harness/grid.h"
-#include "harness/plan.h"
+#include "harness/sweep/grid.h"
+#include "harness/sweep/plan.h"
 #include "harness/core/rng.h"
 #include "tests/model_fixture.h"
 

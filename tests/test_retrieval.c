@@ -13,7 +13,7 @@
 #include "harness/engine/data/corpus.h"
 #include "harness/core/diag.h"
 #include "harness/engine/model/model.h"
-#include "harness/registry.h"
+#include "harness/sweep/registry.h"
 #include "tasks/retrieval.h"
 #include "tasks/task.h"
 #include "tests/stack.h"

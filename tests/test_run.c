@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/run.h"
+#include "harness/sweep/run.h"
 
 static char db[64];
 

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/shard.h"
+#include "harness/scaleout/shard.h"
 #include "tests/shell.h"
 
 #define N_CELLS 24

@@ -53,7 +53,7 @@ int lx_fuzz_feed_tokenizer_json(const uint8_t *data, size_t n, struct lx_error *
 ** its added tokens). */
 int lx_fuzz_feed_encode(const uint8_t *data, size_t n, struct lx_error *err);
 
-/* Bytes as a job of `lenx slurm` -> lx_slurm_scripts (harness/slurm.h):
+/* Bytes as a job of `lenx slurm` -> lx_slurm_scripts (harness/scaleout/slurm.h):
 ** data[0] flags (1 LENX_DATA, 2 --partition, 4 --time, 8 --mem given; 0x10:
 ** paths as they are, else each with a leading '/'), data[1] shards, data[2]
 ** cpus / 5, data[3] model tasks; then NUL-separated: sweep name, lenx,

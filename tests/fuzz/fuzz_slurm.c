@@ -1,6 +1,6 @@
 /*
 ** tests/fuzz/fuzz_slurm.c - libFuzzer target: random option values and paths
-** -> the job scripts of `lenx slurm` (tests/fuzz/entry.h, harness/slurm.h).
+** -> the job scripts of `lenx slurm` (tests/fuzz/entry.h, harness/scaleout/slurm.h).
 ** Aborts when a header line is not a comment or an #SBATCH line with one
 ** option, or when a value escapes its quotes in the shell's reading. Built
 ** and run by `make fuzz`, with the seed corpus tests/fuzz/corpus/slurm/ and

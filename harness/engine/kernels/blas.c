@@ -155,7 +155,8 @@ int lx_blas_notice(char *msg, size_t n)
     else if (forced)
         snprintf(msg, n, "warning: OpenBLAS runs its %s kernels on a CPU with %s (OPENBLAS_CORETYPE=%s); "
                  "matrix products are slower than they could be\n"
-                 "  hint: unset OPENBLAS_CORETYPE and lenx picks %s", core, width, forced, best);
+                 "  hint: unset OPENBLAS_CORETYPE to run the %s kernels (lenx sets them where OpenBLAS "
+                 "would pick narrower ones)", core, width, forced, best);
     else
         snprintf(msg, n, "warning: OpenBLAS runs its %s kernels on a CPU with %s; matrix products are slower "
                  "than they could be\n  hint: set OPENBLAS_CORETYPE=%s", core, width, best);

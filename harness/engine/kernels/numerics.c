@@ -1,5 +1,6 @@
 /*
-** harness/engine/kernels/numerics.c - the process's numerics mode (numerics.h).
+** harness/engine/kernels/numerics.c - the process's settings (numerics.h): the
+** numerics mode and the attention path of training passes.
 */
 #include "harness/engine/kernels/numerics.h"
 
@@ -28,6 +29,29 @@ int lx_numerics_parse(const char *s, enum lx_numerics *out)
         *out = LX_NUMERICS_FAST;
     else if (s && !strcmp(s, "portable"))
         *out = LX_NUMERICS_PORTABLE;
+    else
+        return -1;
+    return 0;
+}
+
+static enum lx_train_attn train_attn = LX_TRAIN_TILED;
+
+void lx_train_attn_set(enum lx_train_attn m)
+{
+    train_attn = m;
+}
+
+enum lx_train_attn lx_train_attn_get(void)
+{
+    return train_attn;
+}
+
+int lx_train_attn_parse(const char *s, enum lx_train_attn *out)
+{
+    if (s && !strcmp(s, "tiled"))
+        *out = LX_TRAIN_TILED;
+    else if (s && (!strcmp(s, "materialised") || !strcmp(s, "materialized")))
+        *out = LX_TRAIN_MATERIALISED;
     else
         return -1;
     return 0;

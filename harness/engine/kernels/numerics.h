@@ -1,5 +1,7 @@
 /*
-** harness/engine/kernels/numerics.h - which arithmetic a run uses.
+** harness/engine/kernels/numerics.h - the process's settings the kernels and
+** the model read: which arithmetic a run uses, and the attention path of
+** training passes (below).
 **
 ** fast: OpenBLAS as the machine picks it (its kernels, blockings and thread
 ** split decide the last bits). portable: every product and every sum in a
@@ -21,5 +23,20 @@ const char *lx_numerics_name(enum lx_numerics n);
 
 /* 0 and *out on "fast" or "portable", -1 on anything else. */
 int lx_numerics_parse(const char *s, enum lx_numerics *out);
+
+/* ---- the attention path of training passes ---- */
+
+/* Which attention training runs (docs/PERFORMANCE.md, "Tiled attention"):
+** tiled, the default (the forward keeps each row's log-sum-exp, the backward
+** recomputes probabilities tile by tile: O(T·d) memory), or materialised
+** (every head's T × T probabilities saved for the backward: the reference,
+** forced by LENX_TRAIN_ATTENTION=materialised, which the command line reads
+** once at start-up). Set once per process, before the first pass; tests and
+** the benchmark set it to compare the two. */
+enum lx_train_attn { LX_TRAIN_TILED = 0, LX_TRAIN_MATERIALISED = 1 };
+void lx_train_attn_set(enum lx_train_attn m);
+enum lx_train_attn lx_train_attn_get(void);
+/* 0 and *out on "tiled" or "materialised" (or "materialized"), -1 on anything else. */
+int lx_train_attn_parse(const char *s, enum lx_train_attn *out);
 
 #endif

@@ -189,29 +189,6 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
     }
 }
 
-static enum lx_train_attn train_attn = LX_TRAIN_TILED;
-
-void lx_train_attn_set(enum lx_train_attn m)
-{
-    train_attn = m;
-}
-
-enum lx_train_attn lx_train_attn_get(void)
-{
-    return train_attn;
-}
-
-int lx_train_attn_parse(const char *s, enum lx_train_attn *out)
-{
-    if (s && !strcmp(s, "tiled"))
-        *out = LX_TRAIN_TILED;
-    else if (s && (!strcmp(s, "materialised") || !strcmp(s, "materialized")))
-        *out = LX_TRAIN_MATERIALISED;
-    else
-        return -1;
-    return 0;
-}
-
 /* Attention of every (window, head). Training runs tiled (a->tiled), the
 ** forward keeping each row's log-sum-exp in lse for the tiled backward;
 ** forced materialised (LENX_TRAIN_ATTENTION=materialised) it runs the head

@@ -30,6 +30,7 @@
 
 #include "harness/core/diag.h"
 #include "harness/core/spec.h"
+#include "harness/engine/kernels/numerics.h"    /* the attention path of training passes */
 #include "harness/engine/model/arch.h"
 
 /* A look at one head's attention probabilities P (T, T) (row i = query i, 0
@@ -53,18 +54,8 @@ typedef void (*lx_att_probe)(void *ctx, int layer, int b, int h, const float *P,
 #define LX_EVAL_ROWS 1024
 struct lx_kvcache;
 
-/* Which attention training runs (docs/PERFORMANCE.md, "Tiled attention"):
-** tiled, the default (the forward keeps each row's log-sum-exp, the backward
-** recomputes probabilities tile by tile: O(T·d) memory), or materialised
-** (every head's T × T probabilities saved for the backward: the reference,
-** forced by LENX_TRAIN_ATTENTION=materialised, which the command line reads
-** once at start-up). Set once per process, before the first pass; tests and
-** the benchmark set it to compare the two. */
-enum lx_train_attn { LX_TRAIN_TILED = 0, LX_TRAIN_MATERIALISED = 1 };
-void lx_train_attn_set(enum lx_train_attn m);
-enum lx_train_attn lx_train_attn_get(void);
-/* 0 and *out on "tiled" or "materialised" (or "materialized"), -1 on anything else. */
-int lx_train_attn_parse(const char *s, enum lx_train_attn *out);
+/* The attention path of training passes: lx_train_attn_get, with the
+** process's other settings in harness/engine/kernels/numerics.h. */
 
 struct lx_acts {
     int B, T, train;

@@ -69,7 +69,7 @@ void lx_optim_release(struct lx_optim *o);
 void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_train_cfg *c, long s);
 
 /* A source of training windows besides the corpus: a task's training
-** generator (a model's `mixture:`, harness/models.h). Each window is drawn
+** generator (a model's `mixture:`, harness/sweep/models.h). Each window is drawn
 ** from it with probability `weight`. The instance's length l is drawn
 ** uniformly from the task's shortest length (by bisection on its check) to
 ** the window's T, and it fills the window's last l tokens, after T − l tokens

@@ -1,0 +1,107 @@
+/*
+** harness/backends/local.c - the local engine as the commands reach it: a
+** model found by path or stored name, loaded with its tokenizer, its stacks
+** checked (local.h).
+*/
+#include "harness/backends/local.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "harness/core/config.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+#include "harness/sweep/plan.h"
+#include "harness/sweep/run.h"
+#include "harness/sweep/uses.h"
+#include "results/store.h"
+
+int lx_local_find(const char *model, const char *db, char **path, struct lx_error *err)
+{
+    struct stat sb;
+    if (stat(model, &sb) == 0) {
+        *path = lx_xstrdup(model);
+        return LX_OK;
+    }
+    struct lx_store *s;
+    struct lx_error sub;
+    int rc = lx_store_open(&s, db, 1, &sub);
+    if (rc < 0)
+        return lx_err(err, LX_EINVAL, "no file '%s', and no store to look it up as a model name in: %s",
+                      model, sub.msg);
+    char *key = NULL, dir[4096];
+    rc = lx_store_model_find(s, model, path, &key, err);
+    lx_store_close(s);
+    if (rc < 0)
+        return rc;
+    struct lx_buf cached = {0};
+    lx_run_models_dir(db, dir, sizeof dir);
+    lx_buf_printf(&cached, "%s/%s.safetensors", dir, key);
+    if (stat(lx_buf_str(&cached), &sb) == 0) {
+        free(*path);
+        *path = lx_xstrdup(lx_buf_str(&cached));
+    }
+    lx_buf_free(&cached);
+    free(key);
+    return LX_OK;
+}
+
+int lx_local_load(const char *path, const char *given, struct lx_model *m, struct lx_ckpt_info *info,
+                  struct lx_tokenizer **tk, struct lx_error *err)
+{
+    int rc = lx_model_load(m, path, info, err);
+    if (rc < 0)
+        return rc;
+    rc = lx_stack_check_native(path, info, err);
+    if (rc == LX_OK && tk) {
+        struct lx_error sub;
+        if (lx_ckpt_tokenizer(info, given ? given : info->tokenizer, tk, &sub) < 0)     /* input: exit 2 */
+            rc = lx_err(err, LX_EINVAL, "%s%s", given ? "--tokenizer: " : "", sub.msg);
+    }
+    if (rc == LX_OK && tk)
+        rc = lx_ckpt_check_tokenizer(m->arch.vocab, *tk, path, "--tokenizer PATH", NULL, err);
+    if (rc < 0) {
+        if (tk) {
+            lx_tokenizer_free(*tk);
+            *tk = NULL;
+        }
+        lx_ckpt_info_release(info);
+        lx_model_release(m);
+    }
+    return rc;
+}
+
+int lx_local_stack(struct lx_stack *st, const char *ckpt_stack, const char *method, struct lx_doc *d1,
+                       struct lx_doc *d2, struct lx_error *err)
+{
+    int rc = lx_doc_load_text(d1, ckpt_stack, "checkpoint lenx_stack", err);
+    if (rc == LX_OK && method)
+        rc = lx_doc_load_text(d2, method, "--method", err);
+    if (rc < 0)
+        return rc;
+    struct lx_node *items[2 * LX_MAX_STACK];
+    struct lx_node all = {.kind = LX_NODE_SEQ, .file = "--method", .line = 1, .col = 1, .items = items};
+    const struct lx_node *parts[2] = {d1->root, method ? d2->root : NULL};
+    for (int p = 0; p < 2; p++) {
+        const struct lx_node *n = parts[p];
+        if (!n)
+            continue;
+        int k = n->kind == LX_NODE_SEQ ? n->n_items : 1;
+        for (int i = 0; i < k && all.n_items < 2 * LX_MAX_STACK; i++)
+            items[all.n_items++] = n->kind == LX_NODE_SEQ ? n->items[i] : (struct lx_node *)n;
+    }
+    if (all.n_items == 0)
+        return lx_err(err, LX_EINVAL, "the checkpoint has no training-time methods and no --method was given\n"
+                      "  hint: --method nope (or the method it was trained with)");
+    if ((rc = lx_stack_parse(st, &all, err)) < 0)
+        return rc;
+    for (int i = 0; i < st->n; i++)
+        if (i >= (d1->root && d1->root->kind == LX_NODE_SEQ ? d1->root->n_items : 0) &&
+            lx_method_use_trains(&st->items[i]))
+            return lx_err(err, LX_EINVAL, "--method: '%s' is a training-time method; the checkpoint was "
+                          "trained with %s\n  hint: --method adds evaluation-time methods only (logn, "
+                          "infoscale, ...)", st->items[i].method->name, ckpt_stack);
+    return LX_OK;
+}
+
+/* A model with a NaN or Inf weight scores nothing (LX_ERUN, the tensor named). */

@@ -1,0 +1,543 @@
+/*
+** harness/commands/show.c - `lenx show method|task|sweep NAME | model PATH`: what a
+** method computes (resolved parameters, derived tables), a task's parameters
+** and one rendered instance, a stored sweep's YAML, what a model holds
+** (show.h).
+*/
+#define _XOPEN_SOURCE 700   /* realpath; clock_gettime */
+#include "harness/commands/show.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness/backends/local.h"
+#include "harness/cli.h"
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/data/instance.h"
+#include "harness/sweep/plan.h"
+#include "tasks/retrieval.h"
+#include "harness/sweep/registry.h"
+#include "harness/commands/stored.h"
+
+#define N_OPTS(t) ((int)(sizeof t / sizeof *t))
+
+
+static const struct lx_opt show_opts[] = {
+    {"length", 1, "tables for N = 1..length, the sample row is query N-1 (default 16)"},
+    {"d-head", 1, "head dimension d (default 64)"},
+    {"train-len", 1, "training length L (default 64)"},
+    {"heads", 1, "attention heads H: per-head tables for ALiBi-like methods (default 1)"},
+    {"db", 1, "result database for 'sweep' and model names (default " LX_DEFAULT_DB ")"},
+    {"sample", 1, "task: which sample of the cell to render (default 0)"},
+    {"depth", 1, "task: where the needle sits, 0 (start) ... 1 (end) (default 0.5)"},
+    {"seed", 1, "task: the cell's seed, as in the sweep (default 1)"},
+    {"protocol", 1, "task: a protocol preset (protocol=P): longchat or longchat_base for line and topic, litm "
+                    "for mdqa, landmark, yarn or longlora for passkey, ruler or kamradt for needle (docs/tasks.md)"},
+    {"data", 1, "task: the preset's peer test-case file (data=F)"},
+    {"instance", 1, "task: which instance (test case) to render, as --sample"},
+    {"text", 0, "task: print only the text fed to the tokenizer for that instance, byte for byte"},
+};
+
+static const char show_usage[] =
+    "usage: lenx show method NAME [k=v ...] [options]\n"
+    "       lenx show task NAME [k=v ...] [--length L [--sample I] [--depth D] [--seed S]]\n"
+    "       lenx show task NAME --protocol P --data F [--instance K] [--text]\n"
+    "       lenx show sweep NAME [--db FILE]\n"
+    "       lenx show model PATH [--db FILE]   (lenx checkpoint, llama2.c .bin, Hugging Face directory)\n\n"
+    "Print a method's resolved parameters and derived tables as JSON: row_scale for\n"
+    "n = 1..N (per-row logit scales), a and m for t = 0..N-1 (per-distance affine\n"
+    "maps, t = 0 is the query itself; a[h], m[h] per head when they differ),\n"
+    "inv_freq (rotary frequencies), and for windows and position maps the keys the\n"
+    "last query of a causal window of N sees with their effective distances.\n"
+    "A method that needs rotary positions is shown on top of rope (\"stack\" says\n"
+    "so). Model facts come from the flags. For a task, print its resolved\n"
+    "parameters; with --length, one rendered instance of a retrieval task (the one\n"
+    "a sweep's cell of that length and seed generates for that sample and depth):\n"
+    "its prompt, answer and answer span, in byte tokens. Run with --help after NAME\n"
+    "to list the parameters. For a stored\n"
+    "sweep, print the YAML its cells were made from, newest first (one text per\n"
+    "version of the file, with its cell count and newest commit).";
+
+/* Apply k=v arguments to a schema'd params struct. */
+/* Set one parameter from "k=v" (the value parsed as YAML). */
+static int set_kv(const struct lx_schema *s, void *params, const char *what, const char *kv, struct lx_error *err)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv)
+        return lx_err(err, LX_EINVAL, "argument '%s' is not k=v\n  hint: e.g. tau=10", kv);
+    char key[64], name[160];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - kv < 63 ? eq - kv : 63), kv);
+    snprintf(name, sizeof name, "argument '%s'", kv);
+    struct lx_doc doc;
+    int rc = lx_doc_load_text(&doc, eq + 1, name, err);
+    if (rc == LX_OK && !doc.root)
+        rc = lx_err(err, LX_EINVAL, "%s: empty value", name);
+    if (rc == LX_OK)
+        rc = lx_params_set(s, params, key, doc.root, what, err);
+    lx_doc_release(&doc);
+    return rc;
+}
+
+static int apply_kv(const struct lx_schema *s, void *params, const char *what, int n, const char *const *kv,
+                    struct lx_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        int rc = set_kv(s, params, what, kv[i], err);
+        if (rc < 0)
+            return rc;
+    }
+    lx_params_finish(s, params);
+    return LX_OK;
+}
+
+static void json_table(struct lx_buf *out, const char *name, const double *v, long n, int *first)
+{
+    lx_buf_printf(out, "%s\n    ", *first ? "" : ",");
+    lx_buf_json_str(out, name);
+    lx_buf_puts(out, ": [");
+    for (long i = 0; i < n; i++) {
+        lx_buf_puts(out, i ? ", " : "");
+        lx_buf_num(out, v[i]);
+    }
+    lx_buf_puts(out, "]");
+    *first = 0;
+}
+
+/* The logit-op tables: row scales over n, distance maps over t (per head
+** when the heads differ). */
+static void show_ops(struct lx_buf *out, const struct lx_spec *spec, long length, int *first)
+{
+    double *x = lx_xcalloc((size_t)length, sizeof *x), *y = lx_xcalloc((size_t)length, sizeof *y);
+    for (int k = 0; k < spec->n_ops; k++) {
+        const struct lx_logit_op *op = &spec->ops[k];
+        if (op->kind == LX_OP_ROW_SCALE) {
+            for (long n = 1; n <= length; n++)
+                x[n - 1] = op->row_scale(op->params, &spec->facts, n);
+            json_table(out, "row_scale", x, length, first);
+            continue;
+        }
+        for (int h = 0; h < spec->facts.n_heads; h++) {
+            char an[32] = "a", mn[32] = "m";
+            if (spec->facts.n_heads > 1)
+                snprintf(an, sizeof an, "a[%d]", h), snprintf(mn, sizeof mn, "m[%d]", h);
+            for (long t = 0; t < length; t++)
+                op->dist_affine(op->params, &spec->facts, h, (double)t, &x[t], &y[t]);
+            json_table(out, an, x, length, first);
+            json_table(out, mn, y, length, first);
+        }
+    }
+    free(x);
+    free(y);
+}
+
+/* Everything else the spec says: rotary table, geometry, visibility and
+** effective distances of a sample row, PoSE, calibration. */
+static void show_spec(struct lx_buf *out, const struct lx_spec *spec, long length, int *first)
+{
+    if (spec->rotary.n_pairs) {
+        json_table(out, "inv_freq", spec->rotary.inv_freq, spec->rotary.n_pairs, first);
+        lx_buf_printf(out, ",\n    \"layout\": \"%s\"", spec->rotary.layout == LX_ROPE_HALF ? "half" : "interleaved");
+    }
+    if (spec->cosine) {
+        lx_buf_printf(out, "%s\n    \"cosine_scale\": ", *first ? "" : ",");
+        lx_buf_num(out, spec->cos_scale);
+        *first = 0;
+    }
+    if (spec->vis.method || spec->posmap.method) {
+        long i = length - 1, n = 0;
+        double *keys = lx_xcalloc((size_t)length, sizeof *keys), *delta = lx_xcalloc((size_t)length, sizeof *delta);
+        for (long j = 0; j <= i; j++)
+            if (lx_spec_visible(spec, i, j, length, 1)) {
+                keys[n] = (double)j;
+                delta[n++] = lx_spec_delta(spec, i, j);
+            }
+        lx_buf_printf(out, "%s\n    \"query\": %ld", *first ? "" : ",", i);
+        *first = 0;
+        json_table(out, "visible_keys", keys, n, first);
+        json_table(out, "distance", delta, n, first);
+        free(keys);
+        free(delta);
+    }
+    if (spec->pose.chunks) {
+        lx_buf_printf(out, "%s\n    \"pose\": {\"chunks\": %d, \"target\": %ld}", *first ? "" : ",", spec->pose.chunks,
+                      spec->pose.target);
+        *first = 0;
+    }
+    if (spec->calibrate) {
+        lx_buf_printf(out, "%s\n    \"temperature\": \"calibrated per (model, length) by %s\"", *first ? "" : ",",
+                      spec->calib_method);
+        *first = 0;
+    }
+}
+
+/* The facts of `show method`: the flags, or a small default model. */
+static int show_facts(const struct lx_args *a, struct lx_facts *f, struct lx_error *err)
+{
+    static const char *const names[] = {"length", "d-head", "train-len", "heads"};
+    static const long max[] = {10000000, 65536, 1000000000000L, 256};
+    long v[] = {16, 64, 64, 1};
+    const char *arg;
+    for (int i = 0; i < 4; i++) {
+        int rc = LX_OK;
+        if ((arg = lx_args_get(a, show_opts, N_OPTS(show_opts), names[i])))
+            rc = lx_args_long(arg, names[i], 1, max[i], &v[i], err);
+        if (rc < 0)
+            return rc;
+    }
+    *f = (struct lx_facts){.length = v[0], .d_head = (int)v[1], .train_len = v[2], .n_heads = (int)v[3],
+                           .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+    return LX_OK;
+}
+
+/* One k=v argument of `show method M` on the stack [rope, M]: `k` sets M's
+** parameter, `rope.k` (or `M.k`) that method's; a `rope.` key puts M on rope. */
+static int show_arg(struct lx_stack *st, const char *kv, int *on_rope, struct lx_error *err)
+{
+    const char *eq = strchr(kv, '='), *dot = strchr(kv, '.');
+    if (!eq || eq == kv)
+        return lx_err(err, LX_EINVAL, "argument '%s' is not k=v\n  hint: e.g. tau=10", kv);
+    int item = 1;
+    if (dot && dot < eq) {
+        size_t n = (size_t)(dot - kv);
+        while (item >= 0 && !(strlen(st->items[item].method->name) == n &&
+                              strncmp(st->items[item].method->name, kv, n) == 0))
+            item--;
+        if (item < 0)
+            return lx_err(err, LX_EINVAL, "argument '%s': '%.*s' is not a method of the stack %s+%s\n"
+                          "  hint: name the shown method's parameters plainly (e.g. scale=4) and rope's as "
+                          "rope.base=500000", kv, (int)n, kv, st->items[0].method->name,
+                          st->items[1].method->name);
+        *on_rope |= item == 0;
+        kv = dot + 1;
+    }
+    const struct lx_method *m = st->items[item].method;
+    char what[96];
+    snprintf(what, sizeof what, "method '%s'", m->name);
+    return set_kv(&m->schema, st->items[item].params, what, kv, err);
+}
+
+/* "name(k=v,...)" of one method with its resolved values. */
+static void resolved_canon(const struct lx_method_use *u, const void *resolved, struct lx_buf *out)
+{
+    struct lx_buf t = {0};
+    lx_params_text_resolved(&u->method->schema, u->params, resolved, &t);
+    lx_buf_puts(out, u->method->name);
+    if (t.len)
+        lx_buf_printf(out, "(%s)", lx_buf_str(&t));
+    lx_buf_free(&t);
+}
+
+/* Compile M alone, or on rope when it needs rotary positions (or a rope.
+** parameter was given); *on_rope says which. M's own complaint is reported. */
+static int show_compile(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec, int *on_rope,
+                        struct lx_error *err)
+{
+    struct lx_stack alone = {.n = 1, .items = {st->items[1]}};
+    struct lx_error first_err = {{0}};
+    if (!*on_rope && lx_stack_compile(&alone, f, spec, &first_err) == LX_OK)
+        return LX_OK;
+    int rc = *on_rope ? LX_EINVAL : LX_OK;
+    *on_rope = st->items[1].method != st->items[0].method;
+    if (*on_rope && lx_stack_compile(st, f, spec, err) == LX_OK)
+        return LX_OK;
+    return rc == LX_EINVAL ? rc : lx_err(err, LX_EINVAL, "%s", first_err.msg);
+}
+
+static void show_print(const struct lx_stack *st, const struct lx_spec *spec, const struct lx_facts *f, int on_rope)
+{
+    const struct lx_method_use *u = &st->items[1];
+    const void *resolved = spec->params[on_rope ? 1 : 0];
+    struct lx_buf out = {0};
+    lx_buf_puts(&out, "{\n  \"method\": ");
+    lx_buf_json_str(&out, u->method->name);
+    lx_buf_puts(&out, ",\n  \"canonical\": \"");
+    resolved_canon(u, resolved, &out);
+    if (on_rope) {
+        lx_buf_puts(&out, "\",\n  \"stack\": \"");
+        resolved_canon(&st->items[0], spec->params[0], &out);
+        lx_buf_puts(&out, "+");
+        resolved_canon(u, resolved, &out);
+    }
+    lx_buf_printf(&out, "\",\n  \"facts\": {\"d_head\": %d, \"train_len\": %ld, \"length\": %ld, \"heads\": %d},"
+                  "\n  \"params\": ", f->d_head, f->train_len, f->length, f->n_heads);
+    lx_params_json(&u->method->schema, resolved, &out);
+    lx_buf_puts(&out, ",\n  \"tables\": {");
+    int first = 1;
+    show_ops(&out, spec, f->length, &first);
+    show_spec(&out, spec, f->length, &first);
+    lx_buf_puts(&out, first ? "}\n}\n" : "\n  }\n}\n");
+    fputs(lx_buf_str(&out), stdout);
+    lx_buf_free(&out);
+}
+
+/* `lenx show method M [k=v | rope.k=v ...]`: M's resolved parameters and
+** tables, alone or on top of rope. */
+static int show_method(const struct lx_method *m, const struct lx_args *a, struct lx_error *err)
+{
+    struct lx_facts f;
+    int rc = show_facts(a, &f, err), on_rope = 0;
+    struct lx_stack st = {.n = 2};
+    st.items[0].method = lx_method_find("rope");
+    st.items[1].method = m;
+    for (int i = 0; i < 2; i++) {
+        st.items[i].params = lx_xcalloc(1, st.items[i].method->schema.size);
+        lx_params_defaults(&st.items[i].method->schema, st.items[i].params);
+    }
+    for (int i = 2; i < a->n_pos && rc == LX_OK; i++)
+        rc = show_arg(&st, a->pos[i], &on_rope, err);
+    for (int i = 0; i < 2; i++)
+        lx_params_finish(&st.items[i].method->schema, st.items[i].params);
+    struct lx_spec spec;
+    if (rc == LX_OK && (rc = show_compile(&st, &f, &spec, &on_rope, err)) == LX_OK)
+        show_print(&st, &spec, &f, on_rope);
+    lx_stack_release(&st);
+    return rc;
+}
+
+/* Tokens as text: bytes as they are, special tokens by name ("<bos>"). The
+** one place `show task` turns tokens into text: a --tokenizer flag would
+** decode here. */
+static void tokens_text(struct lx_buf *b, const int *tok, long n)
+{
+    for (long i = 0; i < n; i++) {
+        const char *name = tok[i] < 256 ? NULL : lx_tok_special_name(&lx_byte_tokenizer, tok[i]);
+        if (name)
+            lx_buf_printf(b, "<%s>", name);
+        else
+            lx_buf_printf(b, "%c", tok[i] ? (char)tok[i] : ' ');
+    }
+}
+
+/* The resolved options of `show task`: length, sample, depth, seed. */
+static int instance_opts(const struct lx_args *a, long *v, double *depth, struct lx_error *err)
+{
+    static const char *const names[] = {"length", "sample", "seed", "instance"};
+    static const long max[] = {LX_MAX_RETRIEVAL_LENGTH, 1000000000L, 1L << 62, 1000000000L};
+    int rc = LX_OK;
+    const char *arg;
+    for (int i = 0; i < 4 && rc == LX_OK; i++)
+        if ((arg = lx_args_get(a, show_opts, N_OPTS(show_opts), names[i])))
+            rc = lx_args_long(arg, names[i], i == 0, max[i], &v[i == 3 ? 1 : i], err);
+    if (rc == LX_OK && (arg = lx_args_get(a, show_opts, N_OPTS(show_opts), "depth")) &&
+        (rc = lx_args_double(arg, "depth", depth, err)) == LX_OK && !(*depth >= 0 && *depth <= 1))
+        rc = lx_err(err, LX_EINVAL, "--depth %s is outside [0, 1]\n  hint: 0 is the start of the context, "
+                    "1 its end", arg);
+    return rc;
+}
+
+/* `lenx show task NAME [k=v ...] --length L`: one rendered instance, the one
+** a sweep's cell of that task, length and seed generates for that sample. */
+static int show_instance(const struct lx_task *t, const void *params, const struct lx_args *a, struct lx_error *err)
+{
+    long v[3] = {0, 0, 1};
+    double depth = 0.5;
+    int rc = instance_opts(a, v, &depth, err);
+    if (rc == LX_OK && !t->generate)
+        rc = lx_err(err, LX_EINVAL, "task '%s' has no instances to show: only retrieval tasks generate one\n"
+                    "  hint: lenx show task needle --length 1021", t->name);
+    if (rc == LX_OK && t->check)
+        rc = t->check(params, v[0], err);
+    struct lx_buf canon = {0}, json = {0}, out = {0};
+    lx_task_strings(t, params, &canon, &json);
+    struct lx_instance in = {0};
+    if (rc == LX_OK)
+        rc = t->generate(params, lx_plan_data_key(lx_buf_str(&json), v[0], v[2]), v[0], v[1], depth, &in, err);
+    if (rc == LX_OK && lx_args_get(a, show_opts, N_OPTS(show_opts), "text")) {
+        for (long i = 1; i < in.answer_off; i++)    /* the bytes after BOS, as the tokenizer reads them */
+            lx_buf_putn(&out, (const char[]){(char)in.tok[i]}, 1);
+        fwrite(out.s ? out.s : "", 1, out.len, stdout);
+    } else if (rc == LX_OK) {
+        lx_buf_puts(&out, "task:      ");
+        lx_buf_puts(&out, lx_buf_str(&canon));
+        lx_buf_printf(&out, "\nlength:    %ld tokens (byte tokens; seed %ld, sample %ld)\ndepth:     %g\n"
+                      "answer:    tokens [%ld, %ld), gold \"%s\"\n", in.n, v[2], v[1], in.depth, in.answer_off,
+                      in.n, in.gold);
+        for (int i = 0; i < in.n_alt; i++)
+            lx_buf_printf(&out, "%s\"%s\" at depth %g", i ? ", " : "others:    ", in.alt[i], in.alt_depth[i]);
+        lx_buf_puts(&out, in.n_alt ? "\n--- prompt\n" : "--- prompt\n");
+        tokens_text(&out, in.tok, in.answer_off);
+        lx_buf_puts(&out, "\n--- answer\n");
+        tokens_text(&out, in.tok + in.answer_off, in.n - in.answer_off);
+        lx_buf_puts(&out, "\n");
+        fwrite(out.s, 1, out.len, stdout);
+    }
+    lx_instance_release(&in);
+    lx_buf_free(&canon);
+    lx_buf_free(&json);
+    lx_buf_free(&out);
+    return rc;
+}
+
+/* The k=v arguments, then --protocol P and --data F as protocol=P and
+** data="F" (F made absolute and quoted for YAML; the strings after the k=v
+** ones are malloc'd). */
+static int preset_kv(const struct lx_args *a, const char **kv)
+{
+    int n = 0;
+    for (int i = 2; i < a->n_pos; i++)
+        kv[n++] = a->pos[i];
+    const char *p = lx_args_get(a, show_opts, N_OPTS(show_opts), "protocol"),
+               *d = lx_args_get(a, show_opts, N_OPTS(show_opts), "data");
+    if (p) {
+        struct lx_buf b = {0};
+        lx_buf_printf(&b, "protocol=%s", p);
+        kv[n++] = lx_xstrdup(lx_buf_str(&b));
+        lx_buf_free(&b);
+    }
+    if (d) {    /* absolute: a path row is read relative to the YAML text's name, here the argument */
+        struct lx_buf b = {0};
+        char abs[PATH_MAX];
+        lx_buf_puts(&b, "data=");
+        lx_buf_json_str(&b, realpath(d, abs) ? abs : d);    /* a JSON string is a YAML double-quoted scalar */
+        kv[n++] = lx_xstrdup(lx_buf_str(&b));
+        lx_buf_free(&b);
+    }
+    return n;
+}
+
+static int show_task(const struct lx_task *t, const struct lx_args *a, struct lx_error *err)
+{
+    void *params = lx_xcalloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, params);
+    char what[96];
+    snprintf(what, sizeof what, "task '%s'", t->name);
+    const char *kv[LX_MAX_POS + 2];
+    int n = preset_kv(a, kv);
+    int rc = apply_kv(&t->schema, params, what, n, kv, err);
+    for (int i = a->n_pos - 2; i < n; i++)
+        free((char *)kv[i]);
+    if (rc == LX_OK && (lx_args_get(a, show_opts, N_OPTS(show_opts), "length") ||
+                        lx_args_get(a, show_opts, N_OPTS(show_opts), "instance") ||
+                        lx_args_get(a, show_opts, N_OPTS(show_opts), "text") || n > a->n_pos - 2)) {
+        rc = show_instance(t, params, a, err);
+    } else if (rc == LX_OK) {
+        struct lx_buf out = {0};
+        lx_buf_puts(&out, "{\n  \"task\": ");
+        lx_buf_json_str(&out, t->name);
+        lx_buf_puts(&out, ",\n  \"params\": ");
+        lx_params_json(&t->schema, params, &out);
+        lx_buf_puts(&out, "\n}\n");
+        fputs(lx_buf_str(&out), stdout);
+        lx_buf_free(&out);
+    }
+    free(params);
+    return rc;
+}
+
+static void describe(const char *kind, const char *name, const char *summary, const struct lx_schema *s)
+{
+    struct lx_buf b = {0};
+    lx_schema_describe(s, &b, "  ");
+    printf("%s %s: %s\n\nparameters:\n%s", kind, name, summary, b.len ? lx_buf_str(&b) : "  (none)\n");
+    lx_buf_free(&b);
+}
+
+/* ---- show model ---- */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void key_str(struct lx_buf *out, const char *key, const char *v)
+{
+    lx_buf_printf(out, ",\n  \"%s\": ", key);
+    if (v)
+        lx_buf_json_str(out, v);
+    else
+        lx_buf_puts(out, "null");
+}
+
+int lx_show_model(const char *model, const char *db, struct lx_buf *out, struct lx_error *err)
+{
+    char *path = NULL;
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    int rc = lx_local_find(model, db, &path, err);
+    double t0 = now();
+    if (rc == LX_OK && (rc = lx_local_load(path, NULL, &m, &info, NULL, err)) == LX_OK) {
+        double secs = now() - t0;
+        lx_buf_puts(out, "{\n  \"path\": ");
+        lx_buf_json_str(out, path);
+        key_str(out, "format", info.format);
+        key_str(out, "dtype", info.dtype);
+        lx_buf_puts(out, ",\n  \"arch\": ");
+        lx_params_json(&lx_arch_schema, &m.arch, out);
+        lx_buf_printf(out, ",\n  \"kv_heads\": %ld,\n  \"tied_head\": %s,\n  \"parameters\": %zu,\n"
+                      "  \"train_len\": %ld,\n  \"native_stack\": %s",
+                      info.kv_heads ? info.kv_heads : m.arch.heads, info.tied ? "true" : "false",
+                      m.n_params, info.train_len, info.stack);
+        lx_buf_printf(out, ",\n  \"eval_stack\": %s,\n  \"rope_scaling\": %s", info.eval_stack ? info.eval_stack : "[]",
+                      info.scaling ? info.scaling : "null");
+        key_str(out, "tokenizer", info.tokenizer ? info.tokenizer : m.arch.vocab == 260 ? "bytes" : NULL);
+        key_str(out, "tokenizer_sha256", info.tokenizer_sha256[0] ? info.tokenizer_sha256 : NULL);
+        key_str(out, "model_key", info.model_key[0] ? info.model_key : NULL);
+        key_str(out, "numerics", info.numerics[0] ? info.numerics : NULL);     /* of its training; null: not lenx's */
+        /* a fine-tuned model's base key, fine-tuning length, steps and tokens seen */
+        lx_buf_printf(out, ",\n  \"lineage\": %s", info.lineage ? info.lineage : "null");
+        key_str(out, "weights_sha256", info.weights_sha256);
+        key_str(out, "sha256", info.sha256);
+        lx_buf_puts(out, ",\n  \"load_seconds\": ");
+        lx_buf_num(out, secs);
+        lx_buf_puts(out, "\n}\n");
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+    }
+    free(path);
+    return rc;
+}
+
+int lx_cmd_show(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int help, rc;
+    if ((rc = lx_args_parse(&a, show_opts, N_OPTS(show_opts), argc, argv, &help, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    if (a.n_pos < 2 || (strcmp(a.pos[0], "method") && strcmp(a.pos[0], "task") && strcmp(a.pos[0], "sweep") &&
+                        strcmp(a.pos[0], "model"))) {
+        if (help)
+            return lx_cli_usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
+        fprintf(stderr, "lenx: error: show takes 'method NAME', 'task NAME', 'sweep NAME' or 'model PATH'\n"
+                "  hint: lenx show method scaleinv tau=10 --length 8\n");
+        return 2;
+    }
+    if (strcmp(a.pos[0], "sweep") == 0) {
+        if (help)
+            return lx_cli_usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
+        rc = lx_stored_show_sweep(a.pos[1], lx_args_get(&a, show_opts, N_OPTS(show_opts), "db"), &err);
+        return rc < 0 ? lx_cli_fail(&err, rc) : 0;
+    }
+    if (strcmp(a.pos[0], "model") == 0) {
+        if (help)
+            return lx_cli_usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
+        const char *db = lx_args_get(&a, show_opts, N_OPTS(show_opts), "db");
+        struct lx_buf out = {0};
+        rc = lx_show_model(a.pos[1], db ? db : LX_DEFAULT_DB, &out, &err);
+        fputs(lx_buf_str(&out), stdout);
+        lx_buf_free(&out);
+        return rc < 0 ? lx_cli_fail(&err, rc) : 0;
+    }
+    if (strcmp(a.pos[0], "method") == 0) {
+        const struct lx_method *m = lx_method_find(a.pos[1]);
+        if (!m)
+            return lx_cli_fail(&err, lx_unknown_name(&err, "method", a.pos[1]));
+        if (help)
+            return describe("method", m->name, m->summary, &m->schema), 0;
+        rc = show_method(m, &a, &err);
+    } else {
+        const struct lx_task *t = lx_task_find(a.pos[1]);
+        if (!t)
+            return lx_cli_fail(&err, lx_unknown_name(&err, "task", a.pos[1]));
+        if (help)
+            return describe("task", t->name, t->summary, &t->schema), 0;
+        rc = show_task(t, &a, &err);
+    }
+    return rc < 0 ? lx_cli_fail(&err, rc) : 0;
+}
+

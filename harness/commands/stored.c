@@ -1,0 +1,736 @@
+/*
+** harness/commands/stored.c - the commands on stored results: `lenx table`, `lenx
+** compare`, `lenx report`, `lenx list`, `lenx rm` (list, then delete chosen
+** cells) and `lenx show sweep` (the YAML a sweep's cells came from), over
+** the views of results/; and the checks every view makes (a --sweep or
+** --metric that names nothing is bad input, listed with the closest name).
+** docs/results.md describes them.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness/cli.h"
+#include "harness/sweep/registry.h"
+#include "harness/commands/stored.h"
+
+/* Open the store read-only for a view; say so on stderr when the open has a
+** caveat (an immutable read beside a -wal file). */
+int lx_stored_open(struct lx_store **store, const char *db, struct lx_error *err)
+{
+    int rc = lx_store_open(store, db ? db : LX_DEFAULT_DB, 1, err);
+    if (rc == LX_OK && lx_store_note(*store))
+        lx_term_printf(stderr, "lenx: warning: %s\n", lx_store_note(*store));
+    return rc;
+}
+
+/* "did you mean 'X'? " for the closest of names, or "". */
+void lx_stored_closest(struct lx_buf *b, const char *s, const char *const *names, int n)
+{
+    const char *near = lx_closest(s, names, n);
+    if (near)
+        lx_buf_printf(b, "did you mean '%s'? ", near);
+}
+
+/* A --sweep that names no stored sweep is bad input: the error lists the
+** sweeps, the closest first as a hint. NULL passes. */
+int lx_stored_check_sweep(struct lx_store *store, const char *db, const char *sweep, struct lx_error *err)
+{
+    struct lx_sweep_info *sw;
+    int n, found = 0;
+    if (!sweep)
+        return LX_OK;
+    int rc = lx_store_sweeps(store, &sw, &n, err);
+    if (rc < 0)
+        return rc;
+    const char **names = lx_xcalloc((size_t)n + 1, sizeof *names);
+    struct lx_buf list = {0}, hint = {0};
+    for (int i = 0; i < n; i++) {
+        names[i] = sw[i].name;
+        found |= strcmp(sw[i].name, sweep) == 0;
+        lx_buf_printf(&list, "%s%s", i ? ", " : "", sw[i].name);
+    }
+    lx_stored_closest(&hint, sweep, names, n);
+    if (!found)
+        rc = lx_err(err, LX_EINVAL, "no sweep '%s' in %s (its sweeps: %s)\n  hint: %s`lenx list sweeps` lists them",
+                    sweep, db ? db : LX_DEFAULT_DB, n ? lx_buf_str(&list) : "none", lx_buf_str(&hint));
+    lx_buf_free(&list);
+    lx_buf_free(&hint);
+    free(names);
+    lx_sweep_infos_free(sw, n);
+    return rc;
+}
+
+/* Every word of a --metric list must name a metric of the rows (or its
+** ranged forms): the error lists the metrics there, the closest as a hint. */
+int lx_stored_check_metrics(const struct lx_rows *rows, const char *metrics, struct lx_error *err)
+{
+    const char **names = lx_xcalloc((size_t)rows->n + 1, sizeof *names);
+    int n = 0, rc = LX_OK;
+    for (int i = 0; i < rows->n; i++) {
+        int seen = 0;
+        for (int j = n - 1; j >= 0 && !seen; j--)
+            seen = strcmp(names[j], rows->rows[i].metric) == 0;
+        if (!seen)
+            names[n++] = rows->rows[i].metric;
+    }
+    for (const char *p = metrics; rc == LX_OK && p && *p;) {
+        size_t w = strcspn(p, ",");
+        char word[256];
+        snprintf(word, sizeof word, "%.*s", (int)w, p);
+        int found = 0;
+        for (int j = 0; j < n && !found; j++)
+            found = lx_metric_matches(word, names[j]);
+        if (!found) {
+            struct lx_buf list = {0}, hint = {0};
+            for (int j = 0; j < n; j++)
+                lx_buf_printf(&list, "%s%s", j ? ", " : "", names[j]);
+            lx_stored_closest(&hint, word, names, n);
+            rc = lx_err(err, LX_EINVAL, "no metric '%s' in the results selected\n  hint: %s--metric takes a "
+                        "comma-separated list of: %s", word, lx_buf_str(&hint), lx_buf_str(&list));
+            lx_buf_free(&list);
+            lx_buf_free(&hint);
+        }
+        p += w + (p[w] == ',');
+    }
+    free(names);
+    return rc;
+}
+
+/* Provenance: the YAML texts a stored sweep's cells were made from. */
+int lx_stored_show_sweep(const char *sweep, const char *db, struct lx_error *err)
+{
+    struct lx_store *store;
+    int rc = lx_stored_open(&store, db, err);
+    if (rc < 0)
+        return rc;
+    struct lx_sweep_config *v = NULL;
+    int n = 0;
+    rc = lx_stored_check_sweep(store, db, sweep, err);
+    if (rc == LX_OK)
+        rc = lx_store_sweep_configs(store, sweep, &v, &n, err);
+    lx_store_close(store);
+    for (int i = 0; rc == LX_OK && i < n; i++) {
+        lx_term_printf(stdout, "%s# sweep %s: %d cells from %s%s, %s ... %s, newest at commit %.12s\n", i ? "\n" : "",
+                       sweep, v[i].n_cells, v[i].path, i ? " (an older text)" : "", v[i].first, v[i].last,
+                       v[i].commits[0].name);
+        for (int k = 0; v[i].n_commits > 1 && k < v[i].n_commits; k++)
+            lx_term_printf(stdout, "#   commit %.12s%s: %d cell%s\n", v[i].commits[k].name,
+                           v[i].commits[k].dirty ? " (dirty)" : "", v[i].commits[k].n,
+                           v[i].commits[k].n == 1 ? "" : "s");
+        for (int k = 0; k < v[i].n_machines; k++)   /* where the arithmetic was done: it decides the last bits */
+            lx_term_printf(stdout, "#   machine %s, %d threads, %s, numerics %s: %d cell%s\n", v[i].machines[k].name,
+                           v[i].machines[k].threads, v[i].machines[k].blas, v[i].machines[k].numerics,
+                           v[i].machines[k].n, v[i].machines[k].n == 1 ? "" : "s");
+        if (v[i].text)
+            lx_term_printf(stdout, "%s", v[i].text);
+        else
+            printf("# (stored before lenx kept the sweep's YAML text)\n");
+        if (v[i].text && v[i].text[0] && v[i].text[strlen(v[i].text) - 1] != '\n')
+            printf("\n");
+    }
+    lx_sweep_configs_free(v, n);
+    return rc;
+}
+
+/* The run keys of a plan as a JSON array, with those of the same grid in
+** the other numerics mode: the mode is a run setting (`lenx run --portable`),
+** not a change of the config, so cells run in either are not stale. */
+static char *plan_keys_json(const struct lx_plan *plan)
+{
+    struct lx_grid other = *plan->grid;     /* shallow: only numerics differs, and the plan only reads it */
+    other.numerics = other.numerics == LX_NUMERICS_FAST ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST;
+    struct lx_plan alt = {0};
+    struct lx_error err;
+    int with_alt = lx_plan_build(&alt, &other, &err) == LX_OK;
+    struct lx_buf b = {0};
+    lx_buf_puts(&b, "[");
+    for (int i = 0; i < plan->n_cells; i++)
+        lx_buf_printf(&b, "%s\"%s\"", i ? "," : "", plan->cells[i].key);
+    for (int i = 0; with_alt && i < alt.n_cells; i++)
+        lx_buf_printf(&b, ",\"%s\"", alt.cells[i].key);
+    lx_buf_puts(&b, "]");
+    lx_plan_release(&alt);
+    return b.s;
+}
+
+/* --not-in CONFIG: the config's sweep name and a JSON array of its planned run keys. */
+static int planned_keys(const char *config, char **sweep, char **keys_json, struct lx_error *err)
+{
+    struct lx_grid grid;
+    struct lx_plan plan = {0};
+    int rc = lx_grid_load(&grid, config, err);
+    if (rc < 0)
+        return rc;
+    rc = lx_plan_build(&plan, &grid, err);
+    if (rc == LX_OK) {
+        *keys_json = plan_keys_json(&plan);
+        *sweep = lx_xstrdup(grid.name);
+    }
+    lx_plan_release(&plan);
+    lx_grid_release(&grid);
+    return rc;
+}
+
+/* Print the cells a filter selects, then their count per sweep. */
+static void print_cells(const struct lx_cell_info *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        lx_term_printf(stdout, "  %s  %s  %-6s  %s  %s  length=%ld seed=%ld", v[i].sweep, v[i].key, v[i].status,
+                       v[i].method, v[i].task, v[i].length, v[i].seed);
+        if (v[i].model[0])
+            lx_term_printf(stdout, "  model=%s [%.8s]", v[i].model, v[i].model_key);
+        printf("  commit %.10s\n", v[i].commit);
+    }
+    for (int i = 0; i < n; i++) {
+        int first = 1, k = 0;
+        for (int j = 0; j < i && first; j++)
+            first = strcmp(v[j].sweep, v[i].sweep) != 0;
+        for (int j = i; j < n && first; j++)
+            k += strcmp(v[j].sweep, v[i].sweep) == 0;
+        if (first)
+            lx_term_printf(stdout, "%s: %d cells\n", v[i].sweep, k);
+    }
+}
+
+/* List, then (with --yes) delete, the cells f selects. */
+static int rm_cells(const char *db, const struct lx_rm_filter *f, int yes, struct lx_error *err)
+{
+    struct lx_store *store;
+    int rc = yes ? lx_store_open(&store, db, 0, err) : lx_stored_open(&store, db, err);
+    if (rc < 0)
+        return rc;
+    struct lx_cell_info *cells = NULL;
+    int n = 0;
+    long n_deleted = 0;
+    rc = lx_stored_check_sweep(store, db, f->sweep, err);
+    if (rc == LX_OK)
+        rc = lx_store_rm_list(store, f, &cells, &n, err);
+    if (rc == LX_OK && n == 0)
+        printf("no stored cell matches\n");
+    else if (rc == LX_OK)
+        print_cells(cells, n);
+    if (rc == LX_OK && n && !yes)
+        printf("%d cells would be deleted, with their metrics, series and outputs; run again with --yes to "
+               "delete them\n", n);
+    if (rc == LX_OK && n && yes)
+        rc = lx_store_rm(store, f, &n_deleted, err);
+    if (rc == LX_OK && n && yes)
+        printf("deleted %ld cells, with their metrics, series and outputs\n", n_deleted);
+    lx_cell_infos_free(cells, n);
+    lx_store_close(store);
+    return rc;
+}
+
+/* Everything `lenx rm` does after parsing: with `config`, the sweep and run
+** keys of its plan restrict f (a --sweep that names another sweep is an
+** error); then list, and with `yes` delete. */
+int lx_stored_rm(const char *db, const struct lx_rm_filter *filter, const char *config, int yes,
+                 struct lx_error *err)
+{
+    struct lx_rm_filter f = *filter;
+    char *sweep = NULL, *keys = NULL;
+    int rc = config ? planned_keys(config, &sweep, &keys, err) : LX_OK;
+    if (rc == LX_OK && config && f.sweep && strcmp(f.sweep, sweep) != 0)
+        rc = lx_err(err, LX_EINVAL, "--sweep %s and --not-in %s (sweep '%s') name different sweeps\n"
+                    "  hint: drop --sweep; --not-in works on its config's sweep", f.sweep, config, sweep);
+    if (config) {
+        f.sweep = sweep;
+        f.not_in = keys;
+    }
+    if (rc == LX_OK)
+        rc = rm_cells(db, &f, yes, err);
+    free(sweep);
+    free(keys);
+    return rc;
+}
+
+void lx_stored_note_stale(const char *db, const struct lx_plan *plan, const char *config)
+{
+    struct lx_store *store;
+    struct lx_error err;
+    if (lx_store_open(&store, db, 1, &err) < 0)
+        return;
+    char *keys = plan_keys_json(plan);
+    struct lx_rm_filter f = {.sweep = plan->grid->name, .not_in = keys};
+    struct lx_cell_info *cells = NULL;
+    int n = 0;
+    if (lx_store_rm_list(store, &f, &cells, &n, &err) == LX_OK && n > 0)
+        lx_term_printf(stderr,
+                       "lenx: note: sweep '%s' also holds %d cells that %s no longer plans (an earlier "
+                       "version of it); tables show them apart\n  hint: `lenx rm --not-in %s --db %s` lists them, "
+                       "add --yes to delete them\n",
+                       plan->grid->name, n, config, config, db);
+    lx_cell_infos_free(cells, n);
+    free(keys);
+    lx_store_close(store);
+}
+
+/* ---------------------------------------------------------------- table */
+
+#define LX_SERIES_HINT "the tasks store nll_by_pos (ppl), acc_by_depth, logprob_by_depth, entropy_by_depth " \
+                       "(retrieval tasks), mass_by_distance and mass_by_distance_train (attn)"
+
+static const struct lx_opt table_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"sweep", 1, "only this sweep"},
+    {"commit", 1, "only rows made by this commit (prefix)"},
+    {"metric", 1, "metrics to show, comma-separated (range_mass also matches range_mass:10-100)"},
+    {"format", 1, "md (default), csv, latex or json"},
+    {"series", 1, "print this stored series instead (nll_by_pos, acc_by_depth, ...): tidy csv or json"},
+};
+
+static const char table_usage[] =
+    "usage: lenx table [options]\n\n"
+    "Print stored results. md and latex pivot methods (rows) x lengths (columns), one\n"
+    "table per sweep, task and metric; csv and json are tidy, one record per cell and\n"
+    "metric (CSV header: sweep,method,task,length,seed,metric,value,model_key,key). The\n"
+    "newest ok row of each cell is used. --series NAME prints a stored curve instead, one\n"
+    "record per point (sweep,method,task,length,seed,series,x,y,model_key,key).";
+
+int lx_cmd_table(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int rc = lx_cli_args(&a, table_opts, LX_N_OPTS(table_opts), table_usage, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (a.n_pos) {
+        fprintf(stderr, "lenx: error: unexpected argument '%s'\n  hint: use --sweep NAME\n", a.pos[0]);
+        return 2;
+    }
+    const char *fmt_s = lx_args_value(&a, "format");
+    int fmt = fmt_s ? lx_format_parse(fmt_s) : LX_FMT_MD;
+    if (fmt < 0) {
+        fprintf(stderr, "lenx: error: unknown format '%s'\n  hint: md, csv, latex or json\n", fmt_s);
+        return 2;
+    }
+    const char *db = lx_args_value(&a, "db");
+    const char *metrics = lx_args_value(&a, "metric");
+    const char *series = lx_args_value(&a, "series");
+    if (series && (fmt == LX_FMT_MD || fmt == LX_FMT_LATEX || metrics)) {
+        fprintf(stderr, "lenx: error: --series prints tidy records: it takes --format csv or json, and no --metric\n"
+                "  hint: lenx table --series nll_by_pos --format csv\n");
+        return 2;
+    }
+    struct lx_store *store;
+    if ((rc = lx_stored_open(&store, db, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    struct lx_rows rows = {0};
+    struct lx_filter f = {
+        .sweep = lx_args_value(&a, "sweep"),
+        .commit = lx_args_value(&a, "commit"),
+        .series = series,
+    };
+    int has_commit = 1;
+    rc = lx_stored_check_sweep(store, db, f.sweep, &err);
+    if (rc == LX_OK && f.commit)
+        rc = lx_store_has_commit(store, f.commit, &has_commit, &err);
+    if (rc == LX_OK && !has_commit)
+        rc = lx_err(&err, LX_EINVAL, "no stored row was made by a commit starting with '%s'\n"
+                    "  hint: `lenx table --format csv` has no commits; `sqlite3 DB 'select distinct git_commit "
+                    "from runs'` lists them", f.commit);
+    if (rc == LX_OK)
+        rc = lx_store_select(store, &f, &rows, &err);
+    lx_store_close(store);
+    if (rc == LX_OK && rows.n && metrics)
+        rc = lx_stored_check_metrics(&rows, metrics, &err);
+    if (rc < 0) {
+        lx_rows_release(&rows);
+        return lx_cli_fail(&err, rc);
+    }
+    if (rows.n == 0 && series) {
+        fprintf(stderr, "lenx: error: no points of series '%s' stored%s%s\n  hint: %s\n", series,
+                f.sweep ? " in sweep " : "", f.sweep ? f.sweep : "", LX_SERIES_HINT);
+        lx_rows_release(&rows);
+        return 2;
+    }
+    if (rows.n == 0)
+        fprintf(stderr, "lenx: no ok results stored%s%s\n", f.sweep ? " in sweep " : "", f.sweep ? f.sweep : "");
+    struct lx_buf out = {0};
+    if (series)
+        lx_render_series(&rows, (enum lx_format)fmt, &out);
+    else
+        lx_render(&rows, (enum lx_format)fmt, metrics, &out);
+    fputs(lx_buf_str(&out), stdout);
+    lx_buf_free(&out);
+    lx_rows_release(&rows);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- compare */
+
+static const struct lx_opt compare_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"rtol", 1, "relative tolerance (default 1e-6)"},
+    {"atol", 1, "absolute tolerance (default 1e-9)"},
+    {"sweep", 1, "with commits: only this sweep"},
+    {"sigma", 1, "K > 0: pool each side's seeds per cell; flag a mean moved by more than K standard errors"},
+};
+
+static const char compare_usage[] =
+    "usage: lenx compare BASE HEAD [options]\n\n"
+    "BASE and HEAD are each a tidy CSV file (from `lenx table --format csv`), a sweep\n"
+    "name, or a git commit (prefix) of stored rows. Values are matched by cell (task,\n"
+    "method stack, model key, length, seed) and metric; those that moved beyond\n"
+    "atol + rtol*|base| are printed, then how many values in how many cells were\n"
+    "compared. With --sigma K, each side's seeds are pooled per cell and a mean is\n"
+    "flagged only when it moved by more than K·sqrt(se_base² + se_head²), a side's\n"
+    "se that of its seed mean (one seed: its stored <metric>_se; neither: the\n"
+    "tolerances). Exit status 1 if any moved, 0 if none, 2 if the two share no cell,\n"
+    "a side holds nothing, or a side holds two configurations of one cell.";
+
+/* Resolve a compare side: CSV file, then sweep name, then commit prefix. */
+static int load_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows,
+                     struct lx_error *err)
+{
+    struct stat sb;
+    if (stat(what, &sb) == 0 && S_ISREG(sb.st_mode))
+        return lx_csv_read(what, rows, err);
+    struct lx_store *store;
+    int rc = lx_stored_open(&store, db, err);
+    if (rc < 0)
+        return rc;
+    struct lx_sweep_info *sw;
+    int n_sw, is_sweep = 0, is_commit = 0;
+    struct lx_buf hint = {0};
+    rc = lx_store_sweeps(store, &sw, &n_sw, err);
+    if (rc == LX_OK) {
+        const char **names = lx_xcalloc((size_t)n_sw + 1, sizeof *names);
+        for (int i = 0; i < n_sw; i++) {
+            is_sweep |= strcmp(sw[i].name, what) == 0;
+            names[i] = sw[i].name;
+        }
+        lx_stored_closest(&hint, what, names, n_sw);
+        free(names);
+        lx_sweep_infos_free(sw, n_sw);
+    }
+    if (rc == LX_OK && !is_sweep && strlen(what) >= 4)
+        rc = lx_store_has_commit(store, what, &is_commit, err);
+    if (rc == LX_OK && !is_sweep && !is_commit)
+        rc = lx_err(err, LX_EINVAL, "'%s' is not a file, a sweep in %s, or a commit with stored rows\n"
+                    "  hint: %s`lenx list sweeps` shows the sweeps; commit prefixes need 4+ characters",
+                    what, db, lx_buf_str(&hint));
+    lx_buf_free(&hint);
+    if (rc == LX_OK) {
+        struct lx_filter f = {.sweep = is_sweep ? what : sweep, .commit = is_sweep ? NULL : what};
+        rc = lx_store_select(store, &f, rows, err);
+    }
+    lx_store_close(store);
+    return rc;
+}
+
+/* Load a compare side; one that holds no value names nothing to compare. */
+static int load_nonempty_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows,
+                              struct lx_error *err)
+{
+    int rc = load_side(what, db, sweep, rows, err);
+    if (rc == LX_OK && rows->n == 0)
+        rc = lx_err(err, LX_EINVAL, "'%s' holds no values to compare%s%s\n  hint: a sweep or commit needs ok "
+                    "cells (`lenx list sweeps`); a CSV needs rows under its header", what,
+                    sweep ? " with --sweep " : "", sweep ? sweep : "");
+    return rc;
+}
+
+int lx_cmd_compare(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int rc = lx_cli_args(&a, compare_opts, LX_N_OPTS(compare_opts), compare_usage, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (a.n_pos != 2) {
+        fprintf(stderr, "lenx: error: compare takes BASE and HEAD\n  hint: lenx compare baseline.csv quick\n");
+        return 2;
+    }
+    struct lx_compare_opts o = {.rtol = 1e-6, .atol = 1e-9};
+    const char *v;
+    if ((v = lx_args_value(&a, "rtol")) &&
+        (rc = lx_args_double(v, "rtol", &o.rtol, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    if ((v = lx_args_value(&a, "atol")) &&
+        (rc = lx_args_double(v, "atol", &o.atol, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    rc = LX_OK;
+    if ((v = lx_args_value(&a, "sigma")) && (rc = lx_args_double(v, "sigma", &o.sigma, &err)) == LX_OK &&
+        !(o.sigma > 0))
+        rc = lx_err(&err, LX_EINVAL, "--sigma must be above 0, got '%s'\n  hint: --sigma 3 flags a mean only when "
+                    "it moved by more than 3 combined standard errors", v);
+    if (rc < 0)
+        return lx_cli_fail(&err, rc);
+    const char *db = lx_args_value(&a, "db");
+    const char *sweep = lx_args_value(&a, "sweep");
+    db = db ? db : LX_DEFAULT_DB;
+    struct lx_rows base = {0}, head = {0};
+    rc = load_nonempty_side(a.pos[0], db, sweep, &base, &err);
+    if (rc == LX_OK)
+        rc = load_nonempty_side(a.pos[1], db, sweep, &head, &err);
+    struct lx_buf out = {0}, warn = {0};
+    struct lx_compare_counts c;
+    o.base_name = a.pos[0];
+    o.head_name = a.pos[1];
+    o.warn = &warn;
+    if (rc == LX_OK)
+        rc = lx_compare(&base, &head, &o, &out, &c, &err);
+    lx_rows_release(&base);
+    lx_rows_release(&head);
+    if (rc < 0) {
+        lx_buf_free(&out);
+        return lx_cli_fail(&err, rc);
+    }
+    lx_term_printf(stdout, "%s", lx_buf_str(&out));
+    fflush(stdout);
+    lx_term_printf(stderr, "%s", lx_buf_str(&warn));
+    lx_buf_free(&out);
+    lx_buf_free(&warn);
+    if (c.n_values == 0) {
+        fprintf(stderr, "lenx: error: '%s' and '%s' share no cell\n"
+                "  hint: compare results of the same sweep config\n", a.pos[0], a.pos[1]);
+        return 2;
+    }
+    return c.n_moved ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- report */
+
+static const struct lx_opt report_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"sweep", 1, "only these sweeps, comma-separated (default: every sweep)"},
+    {"metric", 1, "metrics to plot and table, comma-separated (default: each task's headline metrics)"},
+    {"threshold", 1, "effective length: fraction of the training-length score to keep (default 0.85)"},
+    {"output", 1, "the HTML file to write (also -o FILE)"},
+};
+
+static const char report_usage[] =
+    "usage: lenx report [--sweep S,...] [--db FILE] [--metric M,...] [--threshold T] -o report.html\n\n"
+    "Write one self-contained HTML page (inline SVG plots drawn by gnuplot, no script,\n"
+    "no network) of stored sweeps: per task and metric, value against length per method\n"
+    "(log-2 axis, training length dashed, error bars from the stored standard errors)\n"
+    "beside its table with an effective-length column; NLL by position and attention\n"
+    "mass by distance per length; depth x length heat maps of retrieval accuracy; and\n"
+    "each sweep's provenance (commit, dirty flag, machine, time, YAML).";
+
+/* The headline metrics of a stored task string ("ppl(windows=16)" -> ppl's). */
+static const char *task_headline(const char *task)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(task, "("), task);
+    const struct lx_task *t = lx_task_find(name);
+    return t ? t->headline : NULL;
+}
+
+/* Split "a,b" into names (pointers into buf). */
+static int split_list(char *buf, const char **names, int max)
+{
+    int n = 0;
+    for (char *p = strtok(buf, ","); p && n < max; p = strtok(NULL, ","))
+        names[n++] = p;
+    return n;
+}
+
+static int report_write(const char *db, const struct lx_report_opts *o, const char *path, struct lx_error *err)
+{
+    struct lx_store *store = NULL;
+    int rc = lx_stored_open(&store, db, err);
+    for (int i = 0; i < o->n_sweeps && rc == LX_OK; i++)
+        rc = lx_stored_check_sweep(store, db, o->sweeps[i], err);
+    struct lx_rows rows = {0};      /* --metric names metrics of the sweeps reported, as in `lenx table` */
+    for (int i = 0; i < (o->n_sweeps ? o->n_sweeps : 1) && rc == LX_OK && o->metrics; i++)
+        rc = lx_store_select(store, &(struct lx_filter){.sweep = o->n_sweeps ? o->sweeps[i] : NULL}, &rows, err);
+    if (rc == LX_OK && o->metrics)
+        rc = lx_stored_check_metrics(&rows, o->metrics, err);
+    lx_rows_release(&rows);
+    struct lx_buf out = {0};
+    if (rc == LX_OK)
+        rc = lx_report(store, o, &out, err);
+    if (store)
+        lx_store_close(store);
+    FILE *f = rc == LX_OK ? fopen(path, "w") : NULL;
+    if (rc == LX_OK && (!f || fwrite(out.s, 1, out.len, f) != out.len))
+        rc = lx_err(err, LX_EIO, "cannot write %s\n  hint: check that its folder exists and is writable", path);
+    if (f && fclose(f) != 0 && rc == LX_OK)
+        rc = lx_err(err, LX_EIO, "cannot write %s\n  hint: is the disk full?", path);
+    lx_buf_free(&out);
+    return rc;
+}
+
+int lx_cmd_report(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int rc = lx_cli_args(&a, report_opts, LX_N_OPTS(report_opts), report_usage, argc, argv);
+    if (rc >= 0)
+        return rc;
+    const char *path = lx_args_value(&a, "output");
+    if (a.n_pos == 2 && strcmp(a.pos[0], "-o") == 0 && !path)
+        path = a.pos[1];
+    else if (a.n_pos) {
+        fprintf(stderr, "lenx: error: unexpected argument '%s'\n  hint: lenx report -o report.html\n", a.pos[0]);
+        return 2;
+    }
+    if (!path) {
+        fprintf(stderr, "lenx: error: report needs an output file\n  hint: lenx report -o report.html\n");
+        return 2;
+    }
+    struct lx_report_opts o = {.threshold = 0.85, .headline = task_headline, .metrics = lx_args_value(&a, "metric")};
+    const char *v = lx_args_value(&a, "threshold");
+    rc = v ? lx_args_double(v, "threshold", &o.threshold, &err) : LX_OK;
+    if (rc == LX_OK && !(o.threshold > 0 && o.threshold <= 1))
+        rc = lx_err(&err, LX_EINVAL, "--threshold %s is outside (0, 1]\n  hint: 0.85 keeps 85%% of the "
+                    "training-length score", v);
+    if (rc < 0)
+        return lx_cli_fail(&err, rc);
+    const char *db = lx_args_value(&a, "db"), *names[LX_MAX_POS];
+    char *sweeps = lx_xstrdup(lx_args_value(&a, "sweep") ? lx_args_value(&a, "sweep") : "");
+    o.n_sweeps = split_list(sweeps, names, LX_MAX_POS);
+    o.sweeps = names;
+    o.db = db ? db : LX_DEFAULT_DB;
+    rc = report_write(o.db, &o, path, &err);
+    free(sweeps);
+    return rc < 0 ? lx_cli_fail(&err, rc) : 0;
+}
+
+/* ---------------------------------------------------------------- list */
+
+static const struct lx_opt list_opts[] = {
+    {"db", 1, "result database for 'sweeps' and 'models' (default " LX_DEFAULT_DB ")"},
+};
+
+static const char list_usage[] = "usage: lenx list methods|tasks|sweeps|models [--db FILE]";
+
+/* `lenx list models`: the store's models table, and whether each checkpoint file is there. */
+static int list_models(const char *db, struct lx_error *err)
+{
+    struct lx_store *store;
+    struct lx_model_info *m;
+    int n, rc = lx_stored_open(&store, db, err);
+    if (rc < 0)
+        return rc;
+    rc = lx_store_models(store, &m, &n, err);
+    lx_store_close(store);
+    if (rc < 0)
+        return rc;
+    if (n)
+        printf("%-16s %-12s %-20s %-16s %6s %11s %8s  %s\n", "key", "name", "architecture", "trained with", "length",
+               "tokens", "time", "file");
+    for (int i = 0; i < n; i++) {
+        char t[32];
+        snprintf(t, sizeof t, m[i].steps ? "%.0f s" : "(file)", m[i].seconds);
+        lx_term_printf(stdout, "%-16s %-12s %-20s %-16s %6ld %11ld %8s  %s%s\n", m[i].key, m[i].name, m[i].arch,
+                       m[i].stack, m[i].train_len, m[i].tokens, t, m[i].path,
+                       access(m[i].path, R_OK) == 0 ? "" : " (missing)");
+    }
+    if (n == 0)
+        fprintf(stderr, "lenx: no models in %s\n", db ? db : LX_DEFAULT_DB);
+    lx_model_infos_free(m, n);
+    return LX_OK;
+}
+
+static const char *kind_text(unsigned kind)
+{
+    if (kind == (LX_KIND_INFERENCE | LX_KIND_TRAINING))
+        return "inference or training";
+    return kind == LX_KIND_TRAINING ? "training" : "inference";
+}
+
+int lx_cmd_list(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int rc = lx_cli_args(&a, list_opts, LX_N_OPTS(list_opts), list_usage, argc, argv);
+    if (rc >= 0)
+        return rc;
+    const char *what = a.n_pos == 1 ? a.pos[0] : "";
+    if (strcmp(what, "methods") == 0) {
+        for (int i = 0; i < lx_method_count(); i++)
+            printf("%-10s %-22s %s\n", lx_method_at(i)->name, kind_text(lx_method_at(i)->kind),
+                   lx_method_at(i)->summary);
+        return 0;
+    }
+    if (strcmp(what, "tasks") == 0) {
+        static const char *modes[] = {"no model", "causal LM", "masked LM"};
+        for (int i = 0; i < lx_task_count(); i++)
+            printf("%-10s %-10s %s\n", lx_task_at(i)->name, modes[lx_task_at(i)->mode], lx_task_at(i)->summary);
+        return 0;
+    }
+    if (strcmp(what, "sweeps") == 0) {
+        const char *db = lx_args_value(&a, "db");
+        struct lx_store *store;
+        if ((rc = lx_stored_open(&store, db, &err)) < 0)
+            return lx_cli_fail(&err, rc);
+        struct lx_sweep_info *sw;
+        int n;
+        rc = lx_store_sweeps(store, &sw, &n, &err);
+        lx_store_close(store);
+        if (rc < 0)
+            return lx_cli_fail(&err, rc);
+        for (int i = 0; i < n; i++) {
+            lx_term_printf(stdout, "%-24s %5d ok %5d failed  last %s", sw[i].name, sw[i].n_ok, sw[i].n_failed,
+                           sw[i].last);
+            if (sw[i].n_texts > 1)      /* the config changed between runs: stale cells may be there */
+                lx_term_printf(stdout, "  from %d YAML texts (lenx show sweep %s)", sw[i].n_texts, sw[i].name);
+            printf("\n");
+        }
+        lx_sweep_infos_free(sw, n);
+        return 0;
+    }
+    if (strcmp(what, "models") == 0) {
+        rc = list_models(lx_args_value(&a, "db"), &err);
+        return rc < 0 ? lx_cli_fail(&err, rc) : 0;
+    }
+    fprintf(stderr, "lenx: error: list what? '%s'\n  hint: %s\n", what, list_usage);
+    return 2;
+}
+
+/* ---------------------------------------------------------------- rm */
+
+static const struct lx_opt rm_opts[] = {
+    {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
+    {"sweep", 1, "cells of this sweep"},
+    {"commit", 1, "cells made by this commit (prefix)"},
+    {"model", 1, "cells that ran on this model (name, or model key prefix)"},
+    {"method", 1, "cells of this canonical stack, exactly as stored (e.g. 'logn(mode=qwen)')"},
+    {"task", 1, "cells of this task (name, or canonical task string)"},
+    {"failed", 0, "failed cells only"},
+    {"not-in", 1, "cells of CONFIG's sweep whose run key CONFIG no longer plans (stale cells)"},
+    {"yes", 0, "delete; without it, only list what would be deleted"},
+};
+
+static const char rm_usage[] =
+    "usage: lenx rm FILTER... [--yes] [--db FILE]\n\n"
+    "Delete stored cells (every row of them, ok or failed, at any commit) with their\n"
+    "metrics, series and outputs. Every filter given must hold; at least one is\n"
+    "required. Lists the cells and their count per sweep; deletes them, in one\n"
+    "transaction, only with --yes. `lenx rm --not-in CONFIG --yes` removes what a\n"
+    "changed config no longer plans, e.g. cells of a model retrained under the same\n"
+    "name. Trained models (the checkpoint cache) are kept.";
+
+int lx_cmd_rm(int argc, char **argv)
+{
+    struct lx_args a;
+    struct lx_error err;
+    int rc = lx_cli_args(&a, rm_opts, LX_N_OPTS(rm_opts), rm_usage, argc, argv);
+    if (rc >= 0)
+        return rc;
+    struct lx_rm_filter f = {
+        .sweep = lx_args_value(&a, "sweep"),
+        .commit = lx_args_value(&a, "commit"),
+        .model = lx_args_value(&a, "model"),
+        .method = lx_args_value(&a, "method"),
+        .task = lx_args_value(&a, "task"),
+        .failed = lx_args_value(&a, "failed") != NULL,
+    };
+    const char *config = lx_args_value(&a, "not-in");
+    if (a.n_pos || !(f.sweep || f.commit || f.model || f.method || f.task || f.failed || config)) {
+        fprintf(stderr, "lenx: error: rm needs at least one filter%s%s\n  hint: lenx rm --sweep NAME "
+                "(lists the cells); add --yes to delete them\n", a.n_pos ? "; unexpected argument " : "",
+                a.n_pos ? a.pos[0] : "");
+        return 2;
+    }
+    const char *db = lx_args_value(&a, "db");
+    int yes = lx_args_value(&a, "yes") != NULL;
+    rc = lx_stored_rm(db ? db : LX_DEFAULT_DB, &f, config, yes, &err);
+    return rc < 0 ? lx_cli_fail(&err, rc) : 0;
+}

@@ -1,0 +1,52 @@
+/*
+** harness/scaleout/slurm.h - the text of `lenx slurm`'s job scripts (docs/cluster.md#slurm):
+** a job description in, four scripts out, nothing read or written. Every
+** value is checked first for what Slurm and the shell can carry
+** (lx_slurm_check); harness/commands/slurm.c fills the job from the command line and
+** writes the files, tests/fuzz/fuzz_slurm.c feeds it random jobs.
+*/
+#ifndef LX_SLURM_H
+#define LX_SLURM_H
+
+#include "harness/core/lx.h"
+
+#define LX_SLURM_N_FILES 4
+
+/* The scripts' file names, in the order lx_slurm_scripts writes them:
+** models.sbatch, cells.sbatch, merge.sbatch, submit.sh. */
+extern const char *const lx_slurm_files[LX_SLURM_N_FILES];
+
+/* One sweep on Slurm. Paths are absolute; strings are borrowed. */
+struct lx_slurm_job {
+    const char *sweep;          /* the sweep's name: letters, digits, '-', '_', '.' */
+    const char *lenx;           /* the lenx binary the jobs run */
+    const char *config;         /* the sweep file */
+    const char *cwd;            /* where the jobs run (#SBATCH --chdir) */
+    const char *db;             /* the merged store */
+    const char *dir;            /* <db dir>/<sweep>: prefix of the shard stores and of <sweep>.slurm/ */
+    const char *data;           /* LENX_DATA to export, or NULL */
+    const char *partition;      /* #SBATCH --partition, or NULL */
+    const char *time;           /* #SBATCH --time, or NULL */
+    const char *mem;            /* #SBATCH --mem, or NULL */
+    long shards;                /* tasks of the cell array, 1..LX_MAX_SHARDS */
+    long cpus;                  /* --cpus-per-task and lenx's --threads, 1..LX_SLURM_MAX_CPUS */
+    long model_shards;          /* tasks of the models array, 1..shards */
+};
+
+#define LX_SLURM_MAX_CPUS 1024
+
+/* LX_OK when every value of j can be written into the scripts, else
+** LX_EINVAL with err naming the option (or the path's source) and what is
+** accepted. */
+int lx_slurm_check(const struct lx_slurm_job *j, struct lx_error *err);
+
+/* One option value alone ("partition", "time" or "mem"): as lx_slurm_check. */
+int lx_slurm_check_option(const char *name, const char *value, struct lx_error *err);
+
+/* A path from source (e.g. "--db") alone: no control character (as lx_slurm_check). */
+int lx_slurm_check_path(const char *source, const char *path, struct lx_error *err);
+
+/* The four scripts of j into out[] (appended), after lx_slurm_check. */
+int lx_slurm_scripts(const struct lx_slurm_job *j, struct lx_buf out[LX_SLURM_N_FILES], struct lx_error *err);
+
+#endif

@@ -1,0 +1,344 @@
+/*
+** harness/sweep/models.c - parsing the models axis (see models.h).
+*/
+#include "harness/sweep/models.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/sweep/registry.h"
+#include "harness/sweep/uses.h"
+#include "tasks/task.h"
+
+static int resolve(const struct lx_schema *s, void *dst, const struct lx_node *map, const char *what,
+                   char **json, struct lx_error *err)
+{
+    lx_params_defaults(s, dst);
+    int rc = lx_params_apply(s, dst, map, what, err);
+    if (rc < 0)
+        return rc;
+    lx_params_finish(s, dst);
+    struct lx_buf b = {0};
+    lx_params_json(s, dst, &b);
+    *json = lx_xstrdup(lx_buf_str(&b));
+    lx_buf_free(&b);
+    return LX_OK;
+}
+
+/* The arch's rules across fields (kv_heads divides heads), reported at the
+** key that breaks them; the stored JSON is rewritten in the canonical form. */
+static int resolve_arch(struct lx_model_use *u, const struct lx_node *arch, struct lx_error *err)
+{
+    const struct lx_node *kv = arch ? lx_map_get(arch, "kv_heads") : NULL;
+    struct lx_error sub;
+    if (kv && u->arch.kv_heads < 1)
+        return lx_node_err(err, kv, "model '%s' arch: kv_heads must be at least 1 (got %ld)\n"
+                           "  hint: leave it out for multi-head attention (kv_heads = heads = %ld)", u->name,
+                           u->arch.kv_heads, u->arch.heads);
+    if (lx_arch_resolve(&u->arch, &sub) < 0)
+        return lx_node_err(err, kv ? kv : arch, "model '%s' arch: %s", u->name, sub.msg);
+    struct lx_buf b = {0};
+    lx_params_json(&lx_arch_schema, &u->arch, &b);
+    free(u->arch_json);
+    u->arch_json = lx_xstrdup(lx_buf_str(&b));
+    lx_buf_free(&b);
+    return LX_OK;
+}
+
+/* A checkpoint path relative to the sweep file's directory. */
+static char *resolve_path(const struct lx_node *v)
+{
+    if (v->text[0] == '/' || !v->file || !strchr(v->file, '/'))
+        return lx_xstrdup(v->text);
+    const char *slash = strrchr(v->file, '/');
+    struct lx_buf b = {0};
+    lx_buf_printf(&b, "%.*s/%s", (int)(slash - v->file), v->file, v->text);
+    char *out = lx_xstrdup(lx_buf_str(&b));
+    lx_buf_free(&b);
+    return out;
+}
+
+/* The model's tokenizer, read now so a bad file is refused at its YAML
+** position: the one `tokenizer:` names (tk: a llama2.c tokenizer.bin, a
+** tokenizer.json or a directory holding one), else the one the loader found
+** beside a checkpoint (info: a llama2.c tokenizer.bin or tok<V>.bin, a Hugging
+** Face directory's tokenizer.json, the copy beside a lenx model trained on a
+** tokenizer), else none (bytes). A checkpoint that records the tokenizer it
+** was trained on refuses any other (lx_ckpt_tokenizer); at is where a
+** missing one is reported. */
+static int open_tokenizer(struct lx_model_use *u, const struct lx_node *tk, const struct lx_node *at,
+                          const struct lx_ckpt_info *info, struct lx_error *err)
+{
+    if (tk && tk->kind != LX_NODE_SCALAR)
+        return lx_node_err(err, tk, "model '%s': 'tokenizer' must be a file path", u->name);
+    struct lx_ckpt_info none = {0};
+    char *path = tk ? resolve_path(tk) : info && info->tokenizer ? lx_xstrdup(info->tokenizer) : NULL;
+    struct lx_error sub;
+    if (lx_ckpt_tokenizer(info ? info : &none, path, &u->tok, &sub) < 0) {
+        free(path);
+        return lx_node_err(err, tk ? tk : at, "model '%s': tokenizer: %s%s", u->name, sub.msg,
+                           strstr(sub.msg, "hint:") ? "" : "\n  hint: 'tokenizer' names a llama2.c tokenizer.bin, "
+                           "a tokenizer.json or a directory holding one");
+    }
+    u->tokenizer = path;
+    u->tokenizer_where = path ? (tk ? tk : at) : NULL;
+    return LX_OK;
+}
+
+/* A model read from a file or directory: `checkpoint:` (any format), or the
+** key of a format of formats.def (`hf:`, fmt). */
+static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, const struct lx_model_format *fmt,
+                            const struct lx_node *tk, struct lx_error *err)
+{
+    int dir = fmt && fmt->dir;
+    if (v->kind != LX_NODE_SCALAR)
+        return lx_node_err(err, v, "model '%s': '%s' must be a %s path", u->name, fmt ? fmt->key : "checkpoint",
+                           dir ? "directory" : "file");
+    u->checkpoint = resolve_path(v);
+    struct stat st;
+    if (dir && (stat(u->checkpoint, &st) != 0 || !S_ISDIR(st.st_mode)))
+        return lx_node_err(err, v, "model '%s': '%s' names %s; %s is not a directory\n  hint: a single file goes "
+                           "under 'checkpoint'", u->name, fmt->key, fmt->summary, u->checkpoint);
+    struct lx_model m;
+    struct lx_ckpt_info info = {0};
+    struct lx_error sub;
+    if (lx_model_load(&m, u->checkpoint, &info, &sub) < 0)
+        return lx_node_err(err, v, "model '%s': %s", u->name, sub.msg);
+    if (lx_stack_check_native(u->checkpoint, &info, &sub) < 0) {     /* as score and show model check it */
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+        return lx_node_err(err, v, "model '%s': %s", u->name, sub.msg);
+    }
+    u->arch = m.arch;
+    lx_params_defaults(&lx_train_schema, &u->train);
+    u->train.length = info.train_len;
+    struct lx_buf b = {0};
+    lx_params_json(&lx_arch_schema, &u->arch, &b);
+    u->arch_json = lx_xstrdup(lx_buf_str(&b));
+    lx_buf_free(&b);
+    u->train_json = lx_xstrdup(info.train_json);
+    u->ckpt_stack = lx_xstrdup(info.stack);
+    memcpy(u->ckpt_sha, info.sha256, sizeof u->ckpt_sha);
+    int rc = open_tokenizer(u, tk, v, &info, err);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+    return rc;
+}
+
+/* A model lenx trains on a tokenizer (docs/config.md#models): the arch's
+** vocab is the tokenizer's (derived when not written; written, it must
+** agree), and mlm needs a [MASK] id. Reported at the key that disagrees. */
+static int train_tokenizer(struct lx_model_use *u, const struct lx_node *v, const struct lx_node *tk,
+                           struct lx_error *err)
+{
+    int rc = open_tokenizer(u, tk, tk, NULL, err);
+    if (rc < 0)
+        return rc;
+    const struct lx_node *arch = lx_map_get(v, "arch"), *vocab = arch ? lx_map_get(arch, "vocab") : NULL,
+                         *mode = arch ? lx_map_get(arch, "mode") : NULL;
+    if (vocab && u->arch.vocab != u->tok->n_vocab)
+        return lx_node_err(err, vocab, "model '%s' arch: vocab %ld disagrees with its tokenizer %s, which has %ld "
+                           "tokens\n  hint: leave vocab out: a model trained on a tokenizer takes its vocabulary",
+                           u->name, u->arch.vocab, u->tokenizer, u->tok->n_vocab);
+    if (u->arch.mode == LX_MODEL_MLM && u->tok->mask < 0)
+        return lx_node_err(err, mode ? mode : tk, "model '%s': masked-LM training needs a [MASK] token, and its %s "
+                           "tokenizer %s has none\n  hint: train mlm models on bytes (drop 'tokenizer'), or use "
+                           "mode: causal", u->name, u->tok->ops->kind, u->tokenizer);
+    u->arch.vocab = u->tok->n_vocab;
+    struct lx_buf b = {0};
+    lx_params_json(&lx_arch_schema, &u->arch, &b);
+    free(u->arch_json);
+    u->arch_json = lx_xstrdup(lx_buf_str(&b));
+    lx_buf_free(&b);
+    return LX_OK;
+}
+
+const struct lx_tokenizer *lx_model_use_tokenizer(const struct lx_model_use *u)
+{
+    return u->tok ? u->tok : &lx_byte_tokenizer;
+}
+
+/* One mixture entry: {task: {params…, weight: w}}. */
+static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_buf *json, struct lx_error *err)
+{
+    if (e->kind != LX_NODE_MAP || e->n_items != 1)
+        return lx_node_err(err, e, "model '%s': a mixture entry is {task: {params, weight: w}}\n"
+                           "  hint: e.g. mixture: [{passkey: {template: short, weight: 0.5}}]", u->name);
+    const struct lx_node *k = lx_map_key(e, 0), *pnode = lx_map_value(e, 0);
+    const struct lx_task *t = lx_task_find(k->text);
+    if (!t) {
+        struct lx_error sub;
+        lx_unknown_name(&sub, "task", k->text);
+        return lx_node_err(err, k, "model '%s' mixture: %s", u->name, sub.msg);
+    }
+    if (!t->train_sample || t->mode != LX_MODE_CAUSAL || u->arch.mode != LX_MODEL_CAUSAL)
+        return lx_node_err(err, k, "model '%s': task '%s' cannot be mixed into %s training\n"
+                           "  hint: mixtures take retrieval tasks (passkey, ...) on causal models", u->name,
+                           t->name, u->arch.mode == LX_MODEL_CAUSAL ? "this model's" : "masked-LM");
+    const struct lx_node *w = lx_map_get(pnode, "weight"), *sc = lx_map_get(pnode, "score"), *params = pnode,
+                         *items[2 * 64];
+    int answer_only = sc && sc->kind == LX_NODE_SCALAR && !strcmp(sc->text, "answer");
+    if (sc && !answer_only && !(sc->kind == LX_NODE_SCALAR && !strcmp(sc->text, "all")))
+        return lx_node_err(err, sc, "model '%s' mixture '%s': 'score' is all or answer\n"
+                           "  hint: answer trains on the answer tokens only (e.g. not needle's haystack prose)",
+                           u->name, t->name);
+    struct lx_node rest;
+    char *end = NULL;
+    double weight = w && w->kind == LX_NODE_SCALAR ? strtod(w->text, &end) : 0.0;
+    if (!w || !end || *end || !(weight > 0.0 && weight <= 1.0))
+        return lx_node_err(err, w ? w : k, "model '%s' mixture '%s': 'weight' must be a fraction in (0, 1]\n"
+                           "  hint: the fraction of training windows drawn from the task", u->name, t->name);
+    if (!(params = lx_map_except(pnode, w, sc, &rest, (struct lx_node **)items, 64)))
+        return lx_node_err(err, pnode, "model '%s' mixture '%s': too many parameters", u->name, t->name);
+    struct lx_mix *x = &u->mix[u->n_mix];
+    void *p = lx_xcalloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, p);
+    char what[160];
+    snprintf(what, sizeof what, "model '%s' mixture task '%s'", u->name, t->name);
+    int rc = lx_params_apply(&t->schema, p, params, what, err);
+    if (rc < 0) {
+        free(p);
+        return rc;
+    }
+    lx_params_finish(&t->schema, p);
+    struct lx_error sub;
+    if (t->check && t->check(p, u->train.length, &sub) < 0) {   /* no instance fits the training window */
+        free(p);
+        return lx_node_err(err, k, "model '%s' mixture: the training length %ld is too short: %s", u->name,
+                           u->train.length, sub.msg);
+    }
+    *x = (struct lx_mix){.name = t->name, .weight = weight, .params = p, .sample = t->train_sample,
+                         .check = t->check, .answer_only = answer_only, .tok = u->tok};
+    u->n_mix++;
+    lx_buf_printf(json, "%s{\"name\":", u->n_mix > 1 ? "," : "");
+    lx_buf_json_str(json, t->name);
+    lx_buf_puts(json, ",\"params\":");
+    lx_params_json(&t->schema, p, json);
+    lx_buf_puts(json, ",\"weight\":");
+    lx_buf_num(json, weight);
+    lx_buf_puts(json, ",\"length\":\"uniform-tail-unscored-head\"");   /* how lx_mix_window places it */
+    if (answer_only)        /* only when set: models without it keep their keys */
+        lx_buf_puts(json, ",\"score\":\"answer\"");
+    lx_buf_puts(json, "}");
+    return LX_OK;
+}
+
+static int parse_mixture(struct lx_model_use *u, const struct lx_node *v, struct lx_error *err)
+{
+    if (v->kind != LX_NODE_SEQ || v->n_items < 1 || v->n_items > LX_MAX_MIX)
+        return lx_node_err(err, v, "model '%s': 'mixture' must be a list of 1 to %d tasks\n"
+                           "  hint: mixture: [{passkey: {weight: 0.5}}]", u->name, LX_MAX_MIX);
+    struct lx_buf json = {0};
+    double total = 0.0;
+    int rc = LX_OK;
+    lx_buf_puts(&json, "[");
+    for (int i = 0; i < v->n_items && rc == LX_OK; i++) {
+        rc = parse_mix(u, v->items[i], &json, err);
+        total += rc == LX_OK ? u->mix[u->n_mix - 1].weight : 0.0;
+    }
+    if (rc == LX_OK && total > 1.0 + 1e-12)
+        rc = lx_node_err(err, v, "model '%s': the mixture's weights add up to %g, more than 1", u->name, total);
+    lx_buf_puts(&json, "]");
+    u->mix_json = rc == LX_OK ? lx_xstrdup(lx_buf_str(&json)) : NULL;
+    lx_buf_free(&json);
+    return rc;
+}
+
+static int parse_one(struct lx_model_use *u, const struct lx_node *key, const struct lx_node *v,
+                     struct lx_error *err)
+{
+    u->name = lx_xstrdup(key->text);
+    u->where = key;
+    if (v->kind != LX_NODE_MAP)
+        return lx_node_err(err, v, "model '%s' must be a mapping with arch and train, or checkpoint\n"
+                           "  hint: e.g. %s: {arch: {layers: 2}, train: {length: 128, steps: 1000}}",
+                           u->name, u->name);
+    /* a model's own keys, then the keys of the formats that have one (formats.def) */
+    const char *keys[32] = {"arch", "train", "checkpoint", "mixture", "tokenizer"};
+    int n_keys = 5, n_formats;
+    const struct lx_model_format *const *formats = lx_model_formats(&n_formats);
+    for (int j = 0; j < n_formats && n_keys < (int)(sizeof keys / sizeof *keys); j++)
+        if (formats[j]->key)
+            keys[n_keys++] = formats[j]->key;
+    const struct lx_model_format *fmt = NULL;
+    for (int i = 0; i < v->n_items; i++) {
+        const char *k = lx_map_key(v, i)->text;
+        int known = 0;
+        for (int j = 0; j < n_keys; j++)
+            known |= strcmp(k, keys[j]) == 0;
+        if (!fmt)
+            fmt = lx_model_format_for_key(k);
+        if (!known) {
+            const char *near = lx_closest(k, keys, n_keys);
+            return lx_node_err(err, lx_map_key(v, i), "model '%s': unknown key '%s'\n"
+                               "  hint: %s%s%sa model has arch, train, mixture and tokenizer, or checkpoint (or "
+                               "hf) and tokenizer", u->name, k,
+                               near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+        }
+    }
+    const struct lx_node *ck = lx_map_get(v, "checkpoint"), *fk = fmt ? lx_map_get(v, fmt->key) : NULL;
+    const struct lx_node *tk = lx_map_get(v, "tokenizer");
+    if (ck || fk) {
+        if (v->n_items > 1 + (tk != NULL))
+            return lx_node_err(err, v, "model '%s': a checkpoint brings its own arch and training; "
+                               "give only 'checkpoint' or '%s' (and 'tokenizer')", u->name, fmt ? fmt->key : "hf");
+        return parse_checkpoint(u, ck ? ck : fk, ck ? NULL : fmt, tk, err);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "model '%s' arch", u->name);
+    int rc = resolve(&lx_arch_schema, &u->arch, lx_map_get(v, "arch"), what, &u->arch_json, err);
+    if (rc < 0 || (rc = resolve_arch(u, lx_map_get(v, "arch"), err)) < 0)
+        return rc;
+    snprintf(what, sizeof what, "model '%s' train", u->name);
+    if ((rc = resolve(&lx_train_schema, &u->train, lx_map_get(v, "train"), what, &u->train_json, err)) < 0)
+        return rc;
+    if (tk && (rc = train_tokenizer(u, v, tk, err)) < 0)
+        return rc;
+    if (u->train.warmup >= u->train.steps)
+        return lx_node_err(err, lx_map_get(v, "train") ? lx_map_get(v, "train") : v,
+                           "model '%s': warmup (%ld) must be below steps (%ld)", u->name, u->train.warmup,
+                           u->train.steps);
+    const struct lx_node *mix = lx_map_get(v, "mixture");
+    return mix ? parse_mixture(u, mix, err) : LX_OK;
+}
+
+int lx_models_parse(struct lx_model_use **out, int *n, const struct lx_node *map, struct lx_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (map->kind != LX_NODE_MAP || map->n_items == 0)
+        return lx_node_err(err, map, "'models' must be a mapping of names to models\n"
+                           "  hint: models: {small: {arch: {layers: 2}, train: {length: 128}}}");
+    *out = lx_xcalloc((size_t)map->n_items, sizeof **out);
+    for (int i = 0; i < map->n_items; i++) {
+        const struct lx_node *k = lx_map_key(map, i);
+        *n = i + 1;
+        for (int j = 0; j < i; j++)
+            if (strcmp(lx_map_key(map, j)->text, k->text) == 0)
+                return lx_node_err(err, k, "model '%s' is defined twice", k->text);
+        int rc = parse_one(&(*out)[i], k, lx_map_value(map, i), err);
+        if (rc < 0)
+            return rc;
+    }
+    return LX_OK;
+}
+
+void lx_models_release(struct lx_model_use *m, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(m[i].name);
+        free(m[i].arch_json);
+        free(m[i].train_json);
+        free(m[i].checkpoint);
+        free(m[i].ckpt_stack);
+        free(m[i].mix_json);
+        free(m[i].tokenizer);
+        lx_tokenizer_free(m[i].tok);
+        for (int j = 0; j < m[i].n_mix; j++)
+            free((void *)m[i].mix[j].params);
+    }
+    free(m);
+}

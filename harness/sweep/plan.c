@@ -1,0 +1,576 @@
+/*
+** harness/sweep/plan.c - cells, run keys and plan-time checks.
+**
+** The run key hashes the canonical JSON of the task (name + resolved params),
+** the method stack (names + resolved params), the length, the seed and, for
+** model tasks, the model key and the content hash of the evaluation corpus.
+** The model key hashes the architecture, the training config, the
+** training-time part of the stack, the training corpus hash and the seed (or,
+** for a brought checkpoint, the file's hash and its tokenizer's). A model's
+** tokenizer other than bytes enters both keys, whether the model was brought
+** or trained on it. Portable numerics (`numerics: portable`) enter the run
+** key and a trained model's key as "numerics":"portable"; the fast default
+** enters neither, so keys made before the mode existed stay as they were.
+** The code version is stored with
+** every row but is not part of either key, so two commits produce cells that
+** `lenx compare` can match.
+*/
+#include "harness/sweep/plan.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/model/decoding.h"
+#include "harness/engine/model/model.h"
+#include "harness/core/hash.h"
+
+static const char *cap_name(unsigned cap)
+{
+    switch (cap) {
+    case LX_CAP_LOGITS: return "attention logits";
+    case LX_CAP_ROTARY: return "rotary positions";
+    case LX_CAP_MODEL: return "a trained model";
+    }
+    return "?";
+}
+
+int lx_stack_fits_task(const struct lx_stack *st, const struct lx_task_use *t,
+                       const struct lx_facts *f, struct lx_error *err)
+{
+    for (int i = 0; i < st->n; i++) {
+        const struct lx_method *m = st->items[i].method;
+        unsigned missing = m->needs & ~f->caps;
+        if (!missing)
+            continue;
+        unsigned cap = missing & (~missing + 1u);   /* lowest missing capability */
+        return lx_node_err(err, st->items[i].where, "method '%s' cannot apply to task '%s': "
+                           "the method needs %s, which the task does not offer\n"
+                           "  hint: drop one of them from this sweep or give them separate sweeps",
+                           m->name, t->task->name, cap_name(cap));
+    }
+    return LX_OK;
+}
+
+int lx_stack_compile(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
+                     struct lx_error *err)
+{
+    lx_spec_init(spec, f);
+    LX_ASSERT(st->n <= LX_SPEC_MAX_METHODS);
+    for (int i = 0; i < st->n; i++) {
+        const struct lx_method_use *u = &st->items[i];
+        void *p = spec->params[i];      /* the spec's copy, resolved for f */
+        LX_ASSERT(u->method->schema.size <= sizeof spec->params[i]);
+        memcpy(p, u->params, u->method->schema.size);
+        spec->n_methods = i + 1;
+        struct lx_error sub;
+        struct lx_facts fm = *f;    /* only a method fine-tuned in sees the fine-tuning length */
+        fm.ft_len = u->ft.steps ? f->ft_len : 0;
+        int rc = u->method->resolve ? u->method->resolve(p, &fm, &sub) : LX_OK;
+        if (rc == LX_OK && u->method->check)
+            rc = u->method->check(p, &fm, &sub);
+        if (rc == LX_OK)
+            rc = u->method->apply(p, &fm, spec, &sub);
+        if (rc < 0)
+            return u->where ? lx_node_err(err, u->where, "%s", sub.msg) : lx_err(err, rc, "%s", sub.msg);
+    }
+    return LX_OK;
+}
+
+/* Compile the training-time methods, with or without those fine-tuned in. */
+static int compile_part(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec, int with_finetune,
+                        struct lx_error *err)
+{
+    struct lx_stack part = {.where = st->where};
+    for (int i = 0; i < st->n; i++)
+        if (with_finetune ? lx_method_use_trains(&st->items[i]) : lx_method_use_in_base(&st->items[i]))
+            part.items[part.n++] = st->items[i];     /* shallow: params stay owned by st */
+    struct lx_facts ft = *f;
+    ft.training = 1;
+    return lx_stack_compile(&part, &ft, spec, err);
+}
+
+int lx_stack_compile_train(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
+                           struct lx_error *err)
+{
+    return compile_part(st, f, spec, 1, err);
+}
+
+int lx_stack_compile_base(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
+                          struct lx_error *err)
+{
+    return compile_part(st, f, spec, 0, err);
+}
+
+void lx_model_facts(const struct lx_model_use *m, unsigned caps, long length, struct lx_facts *f)
+{
+    memset(f, 0, sizeof *f);
+    f->d_head = (int)m->arch.d_head;
+    f->train_len = m->train.length;
+    f->n_heads = (int)m->arch.heads;
+    f->length = length;
+    f->caps = caps;
+}
+
+void lx_model_stack_facts(const struct lx_model_use *m, const struct lx_stack *st, unsigned caps, long length,
+                          struct lx_facts *f)
+{
+    lx_model_facts(m, caps, length, f);
+    f->ft_len = lx_stack_ft_length(st, m->train.length);
+}
+
+int lx_task_fits_model(const struct lx_task *t, const struct lx_model_use *m)
+{
+    return (t->mode == LX_MODE_CAUSAL && m->arch.mode == LX_MODEL_CAUSAL) ||
+           (t->mode == LX_MODE_MLM && m->arch.mode == LX_MODEL_MLM);
+}
+
+/* A model key: 16 hex digits of SHA-256 over its JSON (returned, owned). */
+static char *key_of(struct lx_buf *b, char key[17])
+{
+    char hex[65];
+    lx_sha256_hex(lx_buf_str(b), hex);
+    memcpy(key, hex, 16);
+    key[16] = '\0';
+    return lx_xstrdup(lx_buf_str(b));
+}
+
+/* Portable numerics as a key's last field; nothing for the fast default, so
+** fast keys are those of every lenx before the mode. */
+static void numerics_key(struct lx_buf *b, const struct lx_grid *g)
+{
+    if (g->numerics != LX_NUMERICS_FAST)
+        lx_buf_printf(b, ",\"numerics\":\"%s\"", lx_numerics_name(g->numerics));
+}
+
+/* The model key of (model, training part of the stack, seed); with methods
+** fine-tuned in, also the key of the base model they start from. */
+static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error *err)
+{
+    const struct lx_model_use *m = &g->models[c->model];
+    const struct lx_stack *st = &g->stacks[c->stack];
+    struct lx_buf b = {0}, part = {0};
+    struct lx_finetune ft;
+    lx_stack_ft_resolve(st, &m->train, &ft);
+    const struct lx_corpus *train;
+    int rc = lx_corpus_get(&train, "train", err);
+    if (rc < 0)
+        return rc;
+    if (m->checkpoint) {
+        lx_buf_printf(&b, "{\"checkpoint\":\"%s\"", m->ckpt_sha);
+        if (m->tok)     /* only with one: byte-level keys stay as they were */
+            lx_buf_printf(&b, ",\"tokenizer\":\"%s\"", m->tok->hash);
+        lx_buf_puts(&b, "}");
+        if (ft.steps && lx_plan_ckpt_finetunes(st, m)) {
+            /* fine-tuned from the checkpoint: its key, then what was trained on it */
+            c->base_json = key_of(&b, c->base_key);
+            lx_stack_train_part(st, &ft, &m->train, &part);
+            b.s[--b.len] = '\0';
+            lx_buf_printf(&b, ",\"finetune\":{\"stack\":%s,\"data\":\"%s\",\"seed\":%ld", lx_buf_str(&part),
+                          train->hash, c->seed);
+            numerics_key(&b, g);    /* the arithmetic it was trained in, as a trained model's key */
+            lx_buf_puts(&b, "}}");
+        }
+        c->model_json = key_of(&b, c->model_key);
+        lx_buf_free(&b);
+        lx_buf_free(&part);
+        return LX_OK;
+    }
+    for (int base = 0; base <= (ft.steps > 0); base++) {
+        lx_buf_reset(&b);
+        lx_buf_reset(&part);
+        if (base)
+            lx_stack_base_part(st, &part);
+        else
+            lx_stack_train_part(st, &ft, &m->train, &part);
+        lx_buf_printf(&b, "{\"arch\":%s,\"train\":%s,\"stack\":%s,\"data\":\"%s\",\"seed\":%ld",
+                      m->arch_json, m->train_json, lx_buf_str(&part), train->hash, c->seed);
+        if (m->mix_json)    /* only when there is one: older keys stay as they were */
+            lx_buf_printf(&b, ",\"mixture\":%s", m->mix_json);
+        if (m->tok)         /* trained on a tokenizer: byte-level keys stay as they were */
+            lx_buf_printf(&b, ",\"tokenizer\":\"%s\"", m->tok->hash);
+        numerics_key(&b, g);
+        lx_buf_puts(&b, "}");
+        if (base)
+            c->base_json = key_of(&b, c->base_key);
+        else
+            c->model_json = key_of(&b, c->model_key);
+    }
+    lx_buf_free(&b);
+    lx_buf_free(&part);
+    return LX_OK;
+}
+
+uint64_t lx_plan_data_key(const char *task_json, long length, long seed)
+{
+    struct lx_buf b = {0};
+    lx_buf_printf(&b, "{\"task\":%s,\"length\":%ld,\"seed\":%ld}", task_json, length, seed);
+    uint64_t key = lx_hash64(lx_buf_str(&b));
+    lx_buf_free(&b);
+    return key;
+}
+
+static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error *err)
+{
+    const struct lx_task_use *t = &g->tasks[c->task];
+    struct lx_buf b = {0}, model = {0};
+    const struct lx_corpus *data = NULL;
+    if (c->model >= 0) {
+        const char *split = t->task->split(t->params);
+        int rc = model_key(c, g, err);
+        if (rc == LX_OK && (rc = lx_corpus_get(&data, split, err)) < 0 && strncmp(split, "file:", 5) == 0)
+            lx_err_prefix(err, rc, "%s:%d:%d: task '%s': ", t->where->file, t->where->line, t->where->col,
+                          t->task->name);     /* a `data:` file: at the task that names it */
+        if (rc < 0)
+            return rc;
+        lx_buf_printf(&model, "\"%s\",\"data\":\"%s\"", c->model_key, data->hash);
+        if (g->models[c->model].tok)    /* the text is read in its tokens; bytes enter no key */
+            lx_buf_printf(&model, ",\"tokenizer\":\"%s\"", g->models[c->model].tok->hash);
+    }
+    c->data_key = lx_plan_data_key(t->json, c->length, c->seed);
+    lx_buf_printf(&b, "{\"task\":%s,\"methods\":%s,\"length\":%ld,\"seed\":%ld,\"model\":%s",
+                  t->json, g->stacks[c->stack].json, c->length, c->seed, model.len ? lx_buf_str(&model) : "null");
+    numerics_key(&b, g);
+    lx_buf_puts(&b, "}");
+    char hex[65];
+    lx_sha256_hex(lx_buf_str(&b), hex);
+    memcpy(c->key, hex, 16);
+    c->key[16] = '\0';
+    c->key_json = lx_xstrdup(lx_buf_str(&b));
+    lx_buf_free(&b);
+    lx_buf_free(&model);
+    return LX_OK;
+}
+
+/* One method use's parameters resolved for f, as JSON (unresolved when its
+** resolve hook refuses: the compile reports that). */
+static void resolved_json(const struct lx_method_use *u, const struct lx_facts *f, struct lx_buf *out)
+{
+    double p[LX_SPEC_PARAM_WORDS];
+    struct lx_error sub;
+    LX_ASSERT(u->method->schema.size <= sizeof p);
+    memcpy(p, u->params, u->method->schema.size);
+    if (u->method->resolve && u->method->resolve(p, f, &sub) < 0)
+        memcpy(p, u->params, u->method->schema.size);
+    lx_params_json(&u->method->schema, p, out);
+}
+
+/* Does the checkpoint's training stack (as written: any JSON or YAML
+** spelling, key order or number form) hold the training-time methods of st
+** (base: only those of its base model), in order, with the same train keys,
+** fine-tuning steps and length (base: none) and equal resolved values? */
+static int same_train_stack(const struct lx_stack *st, const char *ckpt, const struct lx_facts *f, int base)
+{
+    struct lx_doc doc;
+    struct lx_stack cs = {0};
+    struct lx_error sub;
+    int n = 0, same = lx_doc_load_text(&doc, ckpt, "checkpoint lenx_stack", &sub) == LX_OK;
+    int empty = same && (!doc.root || (doc.root->kind == LX_NODE_SEQ && doc.root->n_items == 0));
+    if (same && !empty)
+        same = lx_stack_parse(&cs, doc.root, &sub) == LX_OK;
+    struct lx_facts ft = *f;
+    ft.training = 1;
+    ft.length = f->train_len;
+    ft.ft_len = 0;
+    for (int i = 0; same && i < st->n; i++) {
+        const struct lx_method_use *a = &st->items[i], *b = &cs.items[n];
+        if (base ? !lx_method_use_in_base(a) : !lx_method_use_trains(a))
+            continue;
+        long la = a->ft.length ? a->ft.length : f->train_len, lb = b->ft.length ? b->ft.length : f->train_len;
+        if (n++ >= cs.n || a->method != b->method || a->train != b->train ||
+            (base ? b->ft.steps != 0 : a->ft.steps != b->ft.steps || (a->ft.steps && la != lb)))
+            same = 0;
+        struct lx_buf ja = {0}, jb = {0};
+        if (same) {
+            resolved_json(a, &ft, &ja);
+            resolved_json(b, &ft, &jb);
+            same = strcmp(lx_buf_str(&ja), lx_buf_str(&jb)) == 0;
+        }
+        lx_buf_free(&ja);
+        lx_buf_free(&jb);
+    }
+    same = same && n == cs.n;
+    lx_stack_release(&cs);
+    lx_doc_release(&doc);
+    return same;
+}
+
+int lx_plan_ckpt_finetunes(const struct lx_stack *st, const struct lx_model_use *m)
+{
+    struct lx_facts f;
+    lx_model_facts(m, ~0u, m->train.length, &f);
+    return m->checkpoint && lx_stack_finetune(st) && !same_train_stack(st, m->ckpt_stack, &f, 0);
+}
+
+/* The model's tokenizer against its vocabulary and the task (docs/config.md,
+** models): a checkpoint or a model with a tokenizer passes the check every
+** command loading a model makes (lx_ckpt_check_tokenizer: a vocabulary not
+** the byte tokenizer's needs its tokenizer, else its ids would be read as
+** bytes -- the silent nonsense of a 512-token model scoring 1e11 on the byte
+** corpus; a tokenizer's ids fit the vocabulary; windows need a first token),
+** a model lenx trains on bytes needs their 260 ids, and mlm needs a mask
+** token. */
+static int check_tokenizer(const struct lx_grid *g, int t, int m, struct lx_error *err)
+{
+    const struct lx_model_use *mu = &g->models[m];
+    const struct lx_task_use *tu = &g->tasks[t];
+    const struct lx_tokenizer *tk = lx_model_use_tokenizer(mu);
+    if (!mu->tok && !mu->checkpoint && mu->arch.vocab < LX_VOCAB)
+        return lx_node_err(err, mu->where, "model '%s' has a vocabulary of %ld; the corpus tasks need %d "
+                           "(256 bytes + BOS, EOS, PAD, MASK)", mu->name, mu->arch.vocab, LX_VOCAB);
+    char who[128];
+    int at_tok;
+    struct lx_error sub;
+    snprintf(who, sizeof who, "model '%s'", mu->name);
+    if ((mu->checkpoint || mu->tok) &&
+        lx_ckpt_check_tokenizer(mu->arch.vocab, mu->tok, who, "tokenizer: PATH", &at_tok, &sub) < 0)
+        return lx_node_err(err, at_tok && mu->tokenizer_where ? mu->tokenizer_where : mu->where, "%s", sub.msg);
+    if (tu->task->mode == LX_MODE_MLM && tk->mask < 0)
+        return lx_node_err(err, tu->where, "task 'mlm' needs a mask token, and model '%s''s %s tokenizer (%s) has "
+                           "none\n  hint: mlm runs on models with a [MASK] token, such as lenx's byte-level ones",
+                           mu->name, tk->ops->kind, mu->tokenizer);
+    return LX_OK;
+}
+
+/* Model-only checks: a position scheme, the checkpoint's training stack
+** (compared by resolved value, not by spelling). */
+static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const struct lx_spec *spec,
+                             struct lx_error *err)
+{
+    const struct lx_stack *st = &g->stacks[s];
+    const struct lx_model_use *mu = &g->models[m];
+    if (!spec->positions)
+        return lx_node_err(err, st->where, "the stack '%s' sets no position scheme, which task '%s' on "
+                           "model '%s' needs\n  hint: add rope or nope to the stack, e.g. - [rope, logn]", st->canon,
+                           g->tasks[t].task->name, mu->name);
+    int rc = check_tokenizer(g, t, m, err);
+    if (rc < 0)
+        return rc;
+    if (!mu->checkpoint)
+        return LX_OK;
+    int ft = lx_plan_ckpt_finetunes(st, mu);
+    if (!same_train_stack(st, mu->ckpt_stack, &spec->facts, ft))
+        return lx_node_err(err, st->where, "the stack '%s' %s differently from checkpoint model '%s', "
+                           "which was trained with %s\n  hint: a stack on a checkpoint must contain exactly "
+                           "its training-time methods, plus any evaluation-time ones and methods fine-tuned in",
+                           st->canon, ft ? "starts fine-tuning from a model trained" : "trains", mu->name,
+                           mu->ckpt_stack);
+    return LX_OK;
+}
+
+/* Memory (docs/config.md, "Memory"): training a model (its batch and length), fine-tuning it (the stack's
+** finetune batch and length) and evaluating it at this length (lx_eval_windows's batch of up to 8192
+** tokens) must fit in the memory the machine has now, on this thread count.
+** The T x T probabilities count only when the cell reads whole probability
+** rows (LX_RUN_PROBS: a task with needs_probs); every other evaluation, row
+** statistics and t5align's calibration included, runs tiled, in O(T·d). A
+** task that decodes greedy answers adds a KV cache of its batch
+** (LX_RUN_KVCACHE). */
+static int check_memory(const struct lx_grid *g, int s, int m, int l, unsigned uses, double *mem,
+                        struct lx_error *err)
+{
+    const struct lx_model_use *mu = &g->models[m];
+    const struct lx_node *where = g->stacks[s].where;
+    struct lx_finetune ftv, *ft = &ftv;     /* fine-tuning trains too, at its batch and length */
+    lx_stack_ft_resolve(&g->stacks[s], &mu->train, ft);
+    long T = g->lengths[l], B = 8192 / T > 1 ? 8192 / T : 1;
+    double avail = lx_mem_available(), need;
+    char nb[32], wb[32], ab[32];
+    lx_fmt_bytes(ab, avail);
+    if (!mu->checkpoint &&
+        (need = lx_run_bytes(&mu->arch, (int)mu->train.batch, (int)mu->train.length, 1, 0)) > avail)
+        return lx_node_err(err, mu->where, "model '%s' needs %s to train (weights %s with gradients and AdamW "
+                           "moments, activations for batch %ld x length %ld on %d thread(s)); %s of memory are "
+                           "available\n  hint: use a smaller arch (layers, d_model, d_mlp, heads, vocab), a "
+                           "smaller train batch or length, or fewer --threads", mu->name, lx_fmt_bytes(nb, need),
+                           lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 1)), mu->train.batch, mu->train.length,
+                           omp_get_max_threads(), ab);
+    if (ft->steps && (need = lx_run_bytes(&mu->arch, (int)ft->batch, (int)ft->length, 1, 0)) > avail)
+        return lx_node_err(err, where, "model '%s' needs %s to fine-tune (weights %s with gradients and AdamW "
+                           "moments, activations for batch %ld x length %ld on %d thread(s)); %s of memory are "
+                           "available\n  hint: a smaller finetune batch or length, or fewer --threads", mu->name,
+                           lx_fmt_bytes(nb, need), lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 1)), ft->batch,
+                           ft->length, omp_get_max_threads(), ab);
+    if ((need = *mem = lx_run_bytes(&mu->arch, (int)B, (int)T, 0, uses)) > avail)
+        return lx_node_err(err, g->length_where[l], "model '%s' needs %s to evaluate length %ld (weights %s, "
+                           "activations for %ld x %ld tokens on %d thread(s)); %s of memory are available\n"
+                           "  hint: use a shorter length, fewer --threads or a smaller arch", mu->name,
+                           lx_fmt_bytes(nb, need), T, lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 0)), B, T,
+                           omp_get_max_threads(), ab);
+    return LX_OK;
+}
+
+/* A fine-tuning's mixture: the base model's tasks make their instances at
+** the fine-tuning length, which must hold one (a length below the base's
+** may not). */
+static int check_ft_mixture(const struct lx_grid *g, int s, int m, struct lx_error *err)
+{
+    const struct lx_model_use *mu = &g->models[m];
+    struct lx_finetune ft;
+    lx_stack_ft_resolve(&g->stacks[s], &mu->train, &ft);
+    for (int i = 0; ft.steps && i < mu->n_mix; i++) {
+        struct lx_error sub;
+        if (mu->mix[i].check && mu->mix[i].check(mu->mix[i].params, ft.length, &sub) < 0)
+            return lx_node_err(err, g->stacks[s].where, "the stack '%s' fine-tunes model '%s' at length %ld, too "
+                               "short for its mixture task '%s': %s", g->stacks[s].canon, mu->name, ft.length,
+                               mu->mix[i].name, sub.msg);
+    }
+    return LX_OK;
+}
+
+/* Plan-time checks of one (stack, task, model, length): everything a cell
+** could fail on before it runs, reported at the YAML position that caused it.
+** The stack is resolved here, once: *canon and *json get its resolved strings. */
+static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, struct lx_buf *canon,
+                       struct lx_buf *json, double *mem, struct lx_error *err)
+{
+    const struct lx_task_use *tu = &g->tasks[t];
+    struct lx_facts f;
+    if (m >= 0)
+        lx_model_stack_facts(&g->models[m], &g->stacks[s], tu->task->caps, g->lengths[l], &f);
+    else
+        tu->task->facts(tu->params, g->lengths[l], &f);
+    struct lx_error sub;
+    if (tu->task->check && tu->task->check(tu->params, g->lengths[l], &sub) < 0)
+        return lx_node_err(err, g->length_where[l], "%s", sub.msg);
+    int rc = lx_stack_fits_task(&g->stacks[s], tu, &f, err);
+    if (rc < 0)
+        return rc;
+    struct lx_spec spec;
+    if ((rc = lx_stack_compile(&g->stacks[s], &f, &spec, err)) < 0)
+        return rc;
+    lx_buf_reset(canon);
+    lx_buf_reset(json);
+    lx_stack_resolved(&g->stacks[s], &spec, canon, json);
+    if (m < 0)
+        return rc;
+    unsigned uses = (tu->task->needs_probs ? LX_RUN_PROBS : 0) |
+                    (tu->task->decodes ? LX_RUN_KVCACHE | (lx_decode_far(&spec) ? LX_RUN_KVFAR : 0) : 0) |
+                    lx_run_uses(&spec);
+    if ((rc = check_memory(g, s, m, l, uses, mem, err)) < 0)
+        return rc;
+    if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0 || (rc = check_ft_mixture(g, s, m, err)) < 0)
+        return rc;
+    /* what training gives the model must be what evaluation reads */
+    struct lx_spec tspec, bspec;
+    int learn = spec.learn_scale;
+    f.length = f.train_len;
+    if ((rc = lx_stack_compile_base(&g->stacks[s], &f, &bspec, err)) < 0)
+        return rc;
+    f.length = f.ft_len ? f.ft_len : f.train_len;     /* fine-tuning runs at its own length */
+    if ((rc = lx_stack_compile_train(&g->stacks[s], &f, &tspec, err)) < 0)
+        return rc;
+    if (learn && !tspec.learn_scale)
+        return lx_node_err(err, g->stacks[s].where, "the stack '%s' learns the logit scale (logn learn: true) "
+                           "but does not train it in\n  hint: add train: true to that logn", g->stacks[s].canon);
+    if (tspec.learn_scale != bspec.learn_scale && !g->models[m].checkpoint)
+        return lx_node_err(err, g->stacks[s].where, "the stack '%s' fine-tunes a learned logit scale into a "
+                           "model that has none\n  hint: use train: true for logn learn: true", g->stacks[s].canon);
+    return LX_OK;
+}
+
+/* The models a task runs on: every model of its mode; -1 alone for logit tasks. */
+static int task_models(const struct lx_grid *g, int t, int *out, int *n, struct lx_error *err)
+{
+    const struct lx_task *task = g->tasks[t].task;
+    *n = 0;
+    if (task->mode == LX_MODE_LOGITS) {
+        out[(*n)++] = -1;
+        return LX_OK;
+    }
+    const char *want = task->mode == LX_MODE_CAUSAL ? "causal" : "mlm";
+    if (!g->n_models)
+        return lx_node_err(err, g->tasks[t].where, "task '%s' needs a trained model and the sweep has no "
+                           "'models'\n  hint: add e.g. models: {small: {arch: {mode: %s}, train: "
+                           "{length: 128}}}", task->name, want);
+    for (int m = 0; m < g->n_models; m++)
+        if (lx_task_fits_model(task, &g->models[m]))
+            out[(*n)++] = m;
+    if (!*n)
+        return lx_node_err(err, g->tasks[t].where, "task '%s' needs a model in %s mode and the sweep has none\n"
+                           "  hint: add a model with arch: {mode: %s}", task->name, want, want);
+    return LX_OK;
+}
+
+/* The cell count of a grid, in 64 bits (the product of five axes overflows
+** int), checked against LX_MAX_CELLS before anything is allocated. */
+static int count_cells(const struct lx_grid *g, int n_models, int *n, struct lx_error *err)
+{
+    int64_t total = (int64_t)g->n_tasks * g->n_stacks * n_models * g->n_lengths * g->n_seeds;
+    if (total > LX_MAX_CELLS)
+        return lx_err(err, LX_EINVAL, "%s: the sweep has %lld cells (%d tasks x %d method stacks x %d models x "
+                      "%d lengths x %d seeds); at most %d are allowed\n"
+                      "  hint: split the sweep into several files, e.g. one per task or per group of "
+                      "lengths (they can share a database)", g->file, (long long)total, g->n_tasks,
+                      g->n_stacks, n_models, g->n_lengths, g->n_seeds, LX_MAX_CELLS);
+    *n = (int)total;
+    return LX_OK;
+}
+
+int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error *err)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->grid = g;
+    lx_numerics_set(g->numerics);   /* each cell's memory is laid out for the sweep's numerics */
+    int n_models = g->n_models > 0 ? g->n_models : 1, n = 0;
+    int rc0 = count_cells(g, n_models, &n, err);
+    if (rc0 < 0)
+        return rc0;
+    plan->cells = lx_xcalloc((size_t)n, sizeof *plan->cells);
+    int *models = lx_xcalloc((size_t)n_models, sizeof *models), nm, rc = LX_OK;
+    struct lx_buf canon = {0}, json = {0};
+    for (int t = 0; t < g->n_tasks && rc == LX_OK; t++) {
+        if ((rc = task_models(g, t, models, &nm, err)) < 0)
+            break;
+        for (int s = 0; s < g->n_stacks && rc == LX_OK; s++)
+            for (int mi = 0; mi < nm && rc == LX_OK; mi++)
+                for (int l = 0; l < g->n_lengths && rc == LX_OK; l++) {
+                    double mem = 0.0;
+                    if ((rc = check_combo(g, s, t, models[mi], l, &canon, &json, &mem, err)) < 0)
+                        break;
+                    for (int k = 0; k < g->n_seeds && rc == LX_OK; k++) {
+                        struct lx_cell *c = &plan->cells[plan->n_cells++];
+                        c->stack = s;
+                        c->task = t;
+                        c->model = models[mi];
+                        c->length = g->lengths[l];
+                        c->seed = g->seeds[k];
+                        c->mem = mem;
+                        c->method = lx_xstrdup(lx_buf_str(&canon));
+                        c->method_json = lx_xstrdup(lx_buf_str(&json));
+                        rc = cell_keys(c, g, err);
+                    }
+                }
+    }
+    free(models);
+    lx_buf_free(&canon);
+    lx_buf_free(&json);
+    if (rc < 0)
+        lx_plan_release(plan);
+    return rc;
+}
+
+const char *lx_cell_root_model(const struct lx_cell *c)
+{
+    return c->base_key[0] ? c->base_key : c->model_key;
+}
+
+void lx_plan_release(struct lx_plan *plan)
+{
+    if (!plan)
+        return;
+    for (int i = 0; i < plan->n_cells; i++) {
+        free(plan->cells[i].key_json);
+        free(plan->cells[i].model_json);
+        free(plan->cells[i].base_json);
+        free(plan->cells[i].method);
+        free(plan->cells[i].method_json);
+    }
+    free(plan->cells);
+    memset(plan, 0, sizeof *plan);
+}
