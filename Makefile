@@ -30,8 +30,8 @@ BLAS_DIR  := /usr/lib/$(MULTIARCH)/openblas-openmp
 export PKG_CONFIG_PATH := $(BLAS_DIR)/pkgconfig
 
 # Recursively expanded on purpose: pkg-config runs after scripts/deps.sh.
-PKG_CFLAGS = $(shell pkg-config --cflags yaml-0.1 sqlite3 openblas jansson libpcre2-8 libutf8proc zlib)
-PKG_LIBS   = $(shell pkg-config --libs yaml-0.1 sqlite3 openblas jansson libpcre2-8 libutf8proc zlib) -Wl,-rpath,$(BLAS_DIR)
+PKG_CFLAGS = $(shell pkg-config --cflags yaml-0.1 sqlite3 openblas jansson libpcre2-8 libutf8proc zlib libcrypto)
+PKG_LIBS   = $(shell pkg-config --libs yaml-0.1 sqlite3 openblas jansson libpcre2-8 libutf8proc zlib libcrypto) -Wl,-rpath,$(BLAS_DIR)
 TEST_LIBS  = $(shell pkg-config --libs criterion)
 
 OPT      ?= -O2 -g
@@ -94,7 +94,7 @@ run: lenx data/manifest.tsv
 # The committed held-out stories are checked first (make heldout): a changed
 # file fails the suite before it starts.
 test: lenx $(B)/lenx-tests data/manifest.tsv build/tokenizers/.done heldout
-	OMP_NUM_THREADS=1 LENX_BIN=$(CURDIR)/lenx LENX_ROOT=$(CURDIR) $(B)/lenx-tests --jobs 2
+	OMP_NUM_THREADS=1 LENX_CACHE=$(CURDIR)/build/cache LENX_BIN=$(CURDIR)/lenx LENX_ROOT=$(CURDIR) $(B)/lenx-tests --jobs 2
 
 # A fast-numerics test must hold on every kernel set, not on this machine's
 # only: the suite again with OPENBLAS_CORETYPE set to each of KERNELS (a core

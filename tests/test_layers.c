@@ -553,3 +553,32 @@ Test(layers, the_application_lives_in_rooms_with_readmes)
     cr_expect_leq(atoi(out), 4, "%d .c files at harness/'s root", atoi(out));
     cr_expect_null(strstr(out, "no README"), "%s", out);
 }
+
+/* Each external library behind one file (docs/development.md#style): its
+** header is included by exactly that file and no other. */
+Test(layers, each_library_is_touched_by_one_file)
+{
+    static const struct {
+        const char *header, *file;
+    } seams[] = {
+        {"cblas.h", "harness/engine/kernels/blas.c"}, {"yaml.h", "harness/core/config.c"},
+        {"sqlite3.h", "results/store.c"},             {"jansson.h", "harness/core/json.c"},
+        {"zlib.h", "harness/core/gz.c"},              {"openssl/", "harness/core/hash.c"},
+        {"pcre2.h", "harness/engine/tokenizers/regex.c"}, {"utf8proc.h", "harness/engine/tokenizers/unicode.c"},
+    };
+    const char *root = getenv("LENX_ROOT");
+    cr_assert_not_null(root, "LENX_ROOT is not set (make test sets it)");
+    for (size_t i = 0; i < sizeof seams / sizeof *seams; i++) {
+        char cmd[4400], out[4096];
+        snprintf(cmd, sizeof cmd, "cd '%s' && grep -rl '^#include <%s' harness methods tasks results | sort", root,
+                 seams[i].header);
+        FILE *p = popen(cmd, "r");
+        cr_assert_not_null(p);
+        size_t n = fread(out, 1, sizeof out - 1, p);
+        out[n] = '\0';
+        pclose(p);
+        char want[512];
+        snprintf(want, sizeof want, "%s\n", seams[i].file);
+        cr_expect_str_eq(out, want, "<%s> is included by:\n%s(only %s may)", seams[i].header, out, seams[i].file);
+    }
+}

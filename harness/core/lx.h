@@ -81,6 +81,15 @@ void lx_make_parent_dir(const char *path);
 int lx_map_file(const char *path, const unsigned char **bytes, size_t *n, struct lx_error *err);
 void lx_unmap_file(const unsigned char *bytes, size_t n);
 
+/* A zeroed block of bytes for a model's weights: from LX_BIG_BYTES on its own
+** anonymous mapping asking for transparent huge pages (a 4 GB model faults
+** in 2 MiB at a time, not 4 KiB: docs/checkpoints.md#what-a-load-costs),
+** below that calloc. NULL when out of memory. lx_big_free takes the same
+** byte count back and accepts NULL. */
+#define LX_BIG_BYTES ((size_t)64 << 20)
+void *lx_big_calloc(size_t bytes);
+void lx_big_free(void *p, size_t bytes);
+
 /* A growable NUL-terminated string. Zero-initialise, append, then free. */
 struct lx_buf {
     char *s;        /* (cap,) NUL-terminated text, NULL until the first append */

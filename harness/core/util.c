@@ -3,9 +3,11 @@
 ** name suggestions shared by every module.
 */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE     /* madvise */
 #include "harness/core/lx.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -399,6 +401,27 @@ int lx_map_file(const char *path, const unsigned char **bytes, size_t *n, struct
     }
     close(fd);
     return rc;
+}
+
+void *lx_big_calloc(size_t bytes)
+{
+    if (bytes < LX_BIG_BYTES)
+        return calloc(1, bytes ? bytes : 1);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    madvise(p, bytes, MADV_HUGEPAGE);   /* a hint: where huge pages are off, 4 KiB pages as before */
+    return p;
+}
+
+void lx_big_free(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    if (bytes < LX_BIG_BYTES)
+        free(p);
+    else
+        munmap(p, bytes);
 }
 
 void lx_unmap_file(const unsigned char *bytes, size_t n)

@@ -14,6 +14,7 @@
 #include "harness/engine/formats/safetensors.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/core/hash.h"
+#include "harness/core/hashcache.h"
 #include "harness/core/version.h"
 
 /* The copy of a checkpoint's tokenizer: <path without .safetensors>.tokenizer
@@ -102,7 +103,13 @@ static int need_meta(const struct lx_st_file *f, const char *key, const char **o
 ** lenx_weights_sha256 when the file has one (older checkpoints do not). */
 static int check_weights(const struct lx_st_file *f, char out[65], struct lx_error *err)
 {
-    lx_sha256_hex_bytes(f->data, f->n_data, out);
+    char key[8192];     /* remembered by the file's identity, as the file's own hash */
+    int keyed = lx_hashcache_file_key(f->path, "lenx-data", key, sizeof key) == 0;
+    if (!(keyed && lx_hashcache_get(key, out))) {
+        lx_sha256_hex_bytes(f->data, f->n_data, out);
+        if (keyed)
+            lx_hashcache_put(key, out);
+    }
     const char *want = lx_st_meta(f, "lenx_weights_sha256");
     if (want && strcmp(want, out) != 0)
         return lx_err(err, LX_EIO, "%s: the weights do not match the checkpoint's embedded hash "

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "harness/core/hash.h"
+#include "harness/core/hashcache.h"
+#include "harness/core/version.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 
 void lx_ckpt_info_native(struct lx_ckpt_info *info, const char *format, const char *dtype)
@@ -22,6 +24,16 @@ void lx_ckpt_info_native(struct lx_ckpt_info *info, const char *format, const ch
 void lx_model_weights_hash(const struct lx_model *m, char out[65])
 {
     lx_sha256_hex_bytes(m->w, sizeof(float) * m->n_params, out);
+}
+
+void lx_model_weights_hash_of(const struct lx_model *m, const char *format, const char *content, char out[65])
+{
+    char key[256];     /* the conversion is this build's: another commit hashes again */
+    snprintf(key, sizeof key, "lenx-hashcache 1\nweights:%s\n%s\n%s", format, lx_build_commit(), content);
+    if (lx_hashcache_get(key, out))
+        return;
+    lx_model_weights_hash(m, out);
+    lx_hashcache_put(key, out);
 }
 
 void lx_ckpt_info_release(struct lx_ckpt_info *info)

@@ -62,6 +62,11 @@ void lx_ckpt_info_release(struct lx_ckpt_info *info);
 /* SHA-256 of m's weights as F32 in tensor order (= a lenx file's data buffer). */
 void lx_model_weights_hash(const struct lx_model *m, char out[65]);
 
+/* lx_model_weights_hash of m loaded by format from files whose content hash
+** is content: remembered under that content hash (the engine's weights are
+** a function of the file's bytes), computed on a miss. */
+void lx_model_weights_hash_of(const struct lx_model *m, const char *format, const char *content, char out[65]);
+
 /* The tokenizer a loaded model reads text with: the file `path` (a
 ** --tokenizer or `tokenizer:` given, else the one found beside the model;
 ** NULL: *out = NULL, the byte tokenizer). A model that records the tokenizer

@@ -474,7 +474,7 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
         info->eval_stack = eval, info->scaling = raw;
         eval = raw = NULL;
         dir_hash(doc, cfg_sha, w, info->sha256);
-        lx_model_weights_hash(m, info->weights_sha256);
+        lx_model_weights_hash_of(m, "hf", info->sha256, info->weights_sha256);
     }
     for (int k = 0; k < w->n_shard; k++)
         lx_st_close(&w->shard[k]);

@@ -26,7 +26,11 @@
 ** (key/value head g serves query heads g·(H/KV) … (g+1)·(H/KV)−1, as in
 ** run.c) and tie_head.
 */
+#define _POSIX_C_SOURCE 200809L     /* pread */
 #include "harness/engine/formats/llama2c.h"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +38,7 @@
 #include <string.h>
 
 #include "harness/core/hash.h"
+#include "harness/core/hashcache.h"
 
 #define HEADER_BYTES 28
 
@@ -106,13 +111,31 @@ static uint64_t file_floats(const struct l2c_header *h, const struct lx_arch *a)
 
 /* A cursor over the file's floats. */
 struct l2c_cursor {
-    const unsigned char *p;     /* next float */
+    const unsigned char *p;     /* next float, in the mapping */
+    const unsigned char *base;  /* the mapping's first byte (file offset 0) */
+    int fd;                     /* the file, read with pread (-1: copy from the mapping) */
+    int failed;                 /* a read came back short: the file shrank or failed under us */
 };
 
+/* n floats at the cursor into out. From the file with pread: the kernel
+** copies from the page cache in bulk, where copying from the mapping would
+** fault each 4 KiB page in (and keep it resident beside the weights); a read
+** that comes back short marks the cursor failed instead of the SIGBUS a
+** mapping of a shrunk file would raise. */
 static void take(struct l2c_cursor *c, float *out, size_t n)
 {
-    memcpy(out, c->p, sizeof(float) * n);
-    c->p += sizeof(float) * n;
+    size_t want = sizeof(float) * n, got = 0;
+    off_t at = (off_t)(c->p - c->base);
+    while (c->fd >= 0 && !c->failed && got < want) {
+        ssize_t k = pread(c->fd, (char *)out + got, want - got, at + (off_t)got);
+        if (k <= 0)
+            c->failed = 1;
+        else
+            got += (size_t)k;
+    }
+    if (c->fd < 0)
+        memcpy(out, c->p, want);
+    c->p += want;
 }
 
 /* The offset of tensor `what` of layer l (l < 0: a model tensor) in the weights. */
@@ -137,8 +160,11 @@ static void take_layers(struct l2c_cursor *c, float *w, const struct lx_tensor_i
         take(c, w + offset_of(ti, n, l, what), floats);
 }
 
-/* The weights in llama2.c's order into lenx's tensors (see the top comment). */
-static void read_weights(struct lx_model *m, const struct l2c_header *h, const unsigned char *data)
+/* The weights in llama2.c's order into lenx's tensors (see the top comment),
+** read from the file at path (fd) whose mapping is bytes; an error names the
+** file when it cannot be read whole. */
+static int read_weights(struct lx_model *m, const struct l2c_header *h, const char *path,
+                        const unsigned char *bytes, struct lx_error *err)
 {
     const struct lx_arch *a = &m->arch;
     int n = lx_arch_tensors(a, NULL);
@@ -146,7 +172,7 @@ static void read_weights(struct lx_model *m, const struct l2c_header *h, const u
     lx_arch_tensors(a, ti);
     size_t L = (size_t)a->layers, C = (size_t)a->d_model, F = (size_t)a->d_mlp;
     size_t KD = (size_t)h->kv_heads * (size_t)a->d_head, V = (size_t)a->vocab;
-    struct l2c_cursor c = {data};
+    struct l2c_cursor c = {.p = bytes + HEADER_BYTES, .base = bytes, .fd = open(path, O_RDONLY)};
     take(&c, m->w + offset_of(ti, n, -1, "tok_emb.weight"), V * C);
     take_layers(&c, m->w, ti, n, (long)L, "attn_norm.weight", C);     /* rms_att */
     take_layers(&c, m->w, ti, n, (long)L, "attn.wq.weight", C * C);
@@ -162,6 +188,12 @@ static void read_weights(struct lx_model *m, const struct l2c_header *h, const u
     if (h->vocab < 0)
         take(&c, m->w + offset_of(ti, n, -1, "lm_head.weight"), V * C);
     free(ti);
+    if (c.fd >= 0)
+        close(c.fd);
+    if (c.failed)
+        return lx_err(err, LX_EIO, "%s: the weights could not be read whole (the file shrank or failed while "
+                      "loading)\n  hint: load it again once nothing writes it", path);
+    return LX_OK;
 }
 
 /* llama2.c keeps the vocabulary apart: tokenizer.bin, or tok<V>.bin as for
@@ -211,7 +243,7 @@ int lx_llama2c_load(struct lx_model *m, const char *path, struct lx_ckpt_info *i
                     "  hint: the file is %s", path, n, h.dim, h.hidden, h.layers, h.heads, h.kv_heads, h.vocab,
                     h.seq_len, (unsigned long long)want, n < want ? "truncated" : "damaged, or not a legacy .bin");
     if (rc == LX_OK && (rc = lx_model_alloc(m, &a, err)) == LX_OK)
-        read_weights(m, &h, bytes + HEADER_BYTES);
+        rc = read_weights(m, &h, path, bytes, err);
     if (rc == LX_OK && info) {
         lx_ckpt_info_native(info, "llama2c", "F32");
         char stack[128];
@@ -221,8 +253,10 @@ int lx_llama2c_load(struct lx_model *m, const char *path, struct lx_ckpt_info *i
         info->kv_heads = h.kv_heads;
         info->tied = h.vocab > 0;
         info->tokenizer = find_tokenizer(path, a.vocab);
-        lx_sha256_hex_bytes(bytes, n, info->sha256);
-        lx_model_weights_hash(m, info->weights_sha256);
+        if (lx_hashcache_file_sha256(path, n, info->sha256) < 0)
+            rc = lx_err(err, LX_EIO, "%s: the file changed while it was loaded (it is no longer %zu bytes)\n"
+                        "  hint: load it again once nothing writes it", path, n);
+        lx_model_weights_hash_of(m, "llama2c", info->sha256, info->weights_sha256);
     }
     lx_unmap_file(bytes, n);
     if (rc < 0)

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "harness/core/hash.h"
+#include "harness/core/hashcache.h"
 #include "harness/core/json.h"
 
 #define ST_MAX_HEADER 100000000u    /* bytes; the reference implementation's limit */
@@ -391,7 +392,9 @@ static int parse_file(struct lx_st_file *f, const char *path, struct lx_error *e
     if (n > f->n_bytes - 8)
         return lx_err(err, LX_EINVAL, "%s: header length %" PRIu64 " is larger than the %zu bytes after it\n"
                       "  hint: the file is truncated, or " HINT_DAMAGED, path, n, f->n_bytes - 8);
-    lx_sha256_hex_bytes(f->bytes, f->n_bytes, f->sha256);
+    if (lx_hashcache_file_sha256(path, f->n_bytes, f->sha256) < 0)     /* remembered: docs/checkpoints.md */
+        return lx_err(err, LX_EIO, "%s: the file changed while it was read (it is no longer %zu bytes)\n"
+                      "  hint: read it again once nothing writes it", path, f->n_bytes);
     f->data = f->bytes + 8 + n;
     f->n_data = f->n_bytes - 8 - (size_t)n;
     struct lx_buf name = {0};

@@ -261,7 +261,7 @@ int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error 
     double need = lx_model_bytes(a, 0), avail = lx_mem_available();
     size_t n = lx_arch_n_params(a);
     char nb[32], ab[32];
-    if (need > avail || !(m->w = calloc(n, sizeof *m->w)))
+    if (need > avail || !(m->w = lx_big_calloc(n * sizeof *m->w)))
         return lx_err(err, LX_ENOMEM, "the architecture has %zu parameters (%s); %s of memory are available\n"
                       "  hint: a smaller arch (layers, d_model, d_mlp, heads, vocab)", n, lx_fmt_bytes(nb, need),
                       lx_fmt_bytes(ab, avail));

@@ -176,7 +176,8 @@ void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key)
 {
     m->arch = *a;
     m->n_params = lx_arch_n_params(a);
-    m->w = lx_xcalloc(m->n_params, sizeof *m->w);
+    m->w = lx_big_calloc(m->n_params * sizeof *m->w);
+    LX_ASSERT(m->w);
     lx_weights_map(&m->v, a, m->w);
     int n = lx_arch_tensors(a, NULL);
     struct lx_tensor_info *t = lx_xcalloc((size_t)n, sizeof *t);
@@ -210,6 +211,6 @@ void lx_model_release(struct lx_model *m)
     if (!m)
         return;
     lx_weights_unmap(&m->v);
-    free(m->w);
+    lx_big_free(m->w, m->n_params * sizeof *m->w);
     memset(m, 0, sizeof *m);
 }
