@@ -517,3 +517,34 @@ Test(safetensors, close_is_safe)
     lx_st_close(&f);
     lx_st_close(NULL);
 }
+
+/* A file truncated after it was opened (another process rewriting it): the
+** tensors read before are whole, the one past the new end is an error naming
+** file and tensor, and nothing touches the mapping's missing pages (a SIGBUS
+** would kill the test). A tensor of several 8 MiB pieces reads whole (the
+** F16/BF16 ones, widened piece by piece, are test_loaders.c's). */
+Test(safetensors, a_file_that_shrinks_after_open_is_an_error_not_a_signal)
+{
+    static float big[3 << 20];      /* 12 MiB: read in more than one piece */
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++)
+        big[i] = (float)(i % 1000) * 0.5f;
+    static const float small[4] = {1, 2, 3, 4};
+    const struct lx_st_tensor t[2] = {{"small", 1, {4}, small}, {"big", 1, {3 << 20}, big}};
+    char path[256];
+    struct lx_error err = {""};
+    in_dir(path, "shrinks.safetensors");
+    cr_assert_eq(lx_st_write(path, t, 2, NULL, 0, NULL, &err), LX_OK, "%s", err.msg);
+    struct lx_st_file f;
+    cr_assert_eq(lx_st_open(&f, path, &err), LX_OK, "%s", err.msg);
+    static float back[3 << 20];
+    cr_assert_eq(lx_st_read(&f, "big", 1, t[1].shape, back, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(memcmp(back, big, sizeof big), 0, "a tensor of several pieces reads whole");
+    cr_assert_eq(truncate(path, (off_t)(f.n_bytes / 2)), 0);
+    float s2[4];
+    cr_expect_eq(lx_st_read(&f, "small", 1, t[0].shape, s2, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(memcmp(s2, small, sizeof small), 0);
+    cr_expect_eq(lx_st_read(&f, "big", 1, t[1].shape, back, &err), LX_EIO);
+    cr_expect(strstr(err.msg, "tensor 'big' in ") != NULL && strstr(err.msg, "could not be read") != NULL &&
+              strstr(err.msg, path) != NULL, "%s", err.msg);
+    lx_st_close(&f);
+}

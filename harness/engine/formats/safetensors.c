@@ -20,6 +20,7 @@
 #include "harness/engine/formats/safetensors.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -368,11 +369,17 @@ static int read_header(const struct hctx *h, struct lx_st_file *f)
 ** Reading.
 */
 
-/* The whole file mapped read-only at f->bytes (pages are read as tensors are
-** converted, once). */
+/* The whole file mapped read-only at f->bytes (its header is parsed there),
+** and open for lx_st_read, which reads tensors with pread: from the page
+** cache in bulk, none of it left resident beside the converted weights, and
+** a file that shrank after it was opened is a short read, not a SIGBUS. */
 static int load_file(struct lx_st_file *f, const char *path, struct lx_error *err)
 {
     int rc = lx_map_file(path, &f->bytes, &f->n_bytes, err);
+    if (rc == LX_OK && (f->fd = open(path, O_RDONLY)) >= 0)
+        f->has_fd = 1;
+    else if (rc == LX_OK)
+        rc = lx_err(err, LX_EIO, "%s: cannot open: %s\n  hint: check the path", path, strerror(errno));
     if (rc == LX_OK && f->n_bytes < 8)
         rc = lx_err(err, LX_EINVAL, "%s: the file is %zu bytes, too short for the 8-byte header length\n"
                     "  hint: the file is empty or truncated, or not a safetensors file", path, f->n_bytes);
@@ -452,6 +459,40 @@ static int no_such_tensor(const struct lx_st_file *f, const char *name, struct l
     return rc;
 }
 
+/* The bytes of a tensor read and widened to F32 at a time. */
+#define ST_READ_PIECE ((size_t)8 << 20)
+
+/* Tensor e's data into out as F32, read from the file in pieces (F32 straight
+** into out; F16/BF16 through a buffer, widened). A short read names the file
+** and the tensor. */
+static int read_tensor(const struct lx_st_file *f, const struct lx_st_entry *e, float *out, struct lx_error *err)
+{
+    size_t esize = (size_t)lx_st_dtype_size(e->dtype), n = (e->end - e->begin) / esize;
+    off_t at = (off_t)((size_t)(f->data - f->bytes) + e->begin);
+    size_t piece = ST_READ_PIECE / esize, done = 0;
+    unsigned char *buf = esize == 4 || n == 0 ? NULL : lx_xmalloc((piece < n ? piece : n) * esize);
+    int rc = LX_OK;
+    while (done < n && rc == LX_OK) {
+        size_t k = n - done < piece ? n - done : piece, want = k * esize, got = 0;
+        unsigned char *dst = buf ? buf : (unsigned char *)(out + done);
+        while (got < want) {
+            ssize_t r = f->has_fd ? pread(f->fd, dst + got, want - got, at + (off_t)(done * esize + got)) : -1;
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+        }
+        if (got < want)
+            rc = lx_err(err, LX_EIO, "tensor '%s' in %s: %zu of its %zu bytes could not be read (the file shrank "
+                        "or failed after it was opened)\n  hint: load it again once nothing writes it",
+                        e->name, f->path, done * esize + got, n * esize);
+        else if (buf)
+            lx_st_to_f32(out + done, buf, e->dtype, k);
+        done += k;
+    }
+    free(buf);
+    return rc;
+}
+
 int lx_st_read(const struct lx_st_file *f, const char *name, int ndim, const long *shape, float *out,
                struct lx_error *err)
 {
@@ -467,9 +508,7 @@ int lx_st_read(const struct lx_st_file *f, const char *name, int ndim, const lon
         return lx_err(err, LX_EINVAL, "tensor '%s' in %s has shape %s, expected %s\n"
                       "  hint: the checkpoint was written for a different model configuration",
                       name, f->path, fmt_shape(have, e->ndim, e->shape), fmt_shape(want, ndim, shape));
-    if (e->end > e->begin)
-        lx_st_to_f32(out, f->data + e->begin, e->dtype, (e->end - e->begin) / (size_t)lx_st_dtype_size(e->dtype));
-    return LX_OK;
+    return read_tensor(f, e, out, err);
 }
 
 const char *lx_st_meta(const struct lx_st_file *f, const char *key)
@@ -491,6 +530,8 @@ void lx_st_close(struct lx_st_file *f)
         free(f->meta[k]);
     free(f->meta);
     lx_unmap_file(f->bytes, f->n_bytes);
+    if (f->has_fd)
+        close(f->fd);
     free(f->path);
     memset(f, 0, sizeof *f);
 }

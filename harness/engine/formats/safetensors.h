@@ -65,6 +65,8 @@ struct lx_st_file {
     char **meta; int n_meta;                /* meta[2i] key, meta[2i+1] value */
     char sha256[65];                        /* of the whole file */
     char *path;                             /* as given to lx_st_open, for messages */
+    int fd;                                 /* the file open for reading tensors (lx_st_read) */
+    int has_fd;                             /* 1 when fd is open */
 };
 
 /* Map and validate a file: header length sane (<= 100 MB and <= file size - 8), JSON well-formed,
