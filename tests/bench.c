@@ -38,6 +38,7 @@
 
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/gemm.h"
 #include "harness/sweep/plan.h"
 #include "harness/core/rng.h"
 #include "harness/sweep/run.h"
@@ -336,6 +337,55 @@ static void sgemm_rates(double gf[3])
     free(ma.A), free(ma.B), free(ma.C);
 }
 
+/* The tiled forward's two products on its own kernel (lx_gemm_rows), on every
+** thread a 256-query × 256-key tile `n` times over: S = Q Kᵀ (256 × 256 × 64,
+** Kᵀ packed once) then O += P V (256 × 64 × 256); the kernel the CPU's width
+** picks (AVX-512 where it has it) or the AVX2 one (the same bits). */
+struct width_arg {
+    float *q, *kt, *v, *s, *o;  /* per thread: (256, 64), packed Kᵀ, (256, 64), (256, 256), (256, 64) */
+    int n, avx2;
+};
+
+static void rows_shapes(void *p)
+{
+    struct width_arg *a = p;
+    void (*rows)(float *, int, const float *, int, const float *, long, long, int, int, int, float, float) =
+        a->avx2 ? lx_gemm_rows_avx2 : lx_gemm_rows;
+    size_t ktf = lx_gemm_bt_floats(256, 64);
+#pragma omp parallel for schedule(static)
+    for (int it = 0; it < a->n; it++) {
+        size_t t = (size_t)omp_get_thread_num();
+        float *sm = a->s + t * 256 * 256, *o = a->o + t * 256 * 64;
+        rows(sm, 256, a->q + t * 256 * 64, 64, a->kt + t * ktf, LX_GEMM_NR, 64L * LX_GEMM_NR, 256, 256, 64,
+             0.125f, 0.0f);
+        rows(o, 64, sm, 256, a->v + t * 256 * 64, 64, LX_GEMM_NR, 256, 64, 256, 1e-3f, 1.0f);
+    }
+}
+
+/* The tile products at the CPU's width against the AVX2 kernel, one run. */
+static void bench_rows_width(void)
+{
+    size_t nthr = (size_t)omp_get_max_threads(), ktf = lx_gemm_bt_floats(256, 64);
+    struct width_arg a = {.n = 64 * (int)nthr};
+    a.q = calloc(nthr * 256 * 64, sizeof(float)), a.v = calloc(nthr * 256 * 64, sizeof(float));
+    a.kt = calloc(nthr * ktf, sizeof(float)), a.s = calloc(nthr * 256 * 256, sizeof(float));
+    a.o = calloc(nthr * 256 * 64, sizeof(float));
+    for (size_t i = 0; i < nthr * 256 * 64; i++)
+        a.q[i] = (float)(i % 7) * 0.1f, a.v[i] = (float)(i % 5) * 0.1f;
+    for (size_t t = 0; t < nthr; t++)
+        lx_gemm_pack_bt(a.kt + t * ktf, a.v + t * 256 * 64, 64, 256, 64);
+    __builtin_cpu_init();
+    double t_wide = best_of(5, rows_shapes, &a);
+    a.avx2 = 1;
+    double t_avx2 = best_of(5, rows_shapes, &a);
+    double gf = 4.0 * 256 * 256 * 64 * a.n / 1e9;
+    char what[64];
+    snprintf(what, sizeof what, "tile products %s, %.0f GFLOP/s",
+             __builtin_cpu_supports("avx512f") ? "AVX-512" : "(no AVX-512)", gf / t_wide);
+    report("tiled", what, "the AVX2 kernel", t_wide, t_avx2);
+    free(a.q), free(a.v), free(a.kt), free(a.s), free(a.o);
+}
+
 /* Blocks of bq queries × bk keys for a's tiled runs. */
 static void tile_blocks(struct tile_arg *a, int bq, int bk)
 {
@@ -463,6 +513,7 @@ static int bench_tiled(void)
     printf("\n| %-10s | %-34s | %-22s | %9s | %9s | %8s |\n", "bench", "fast path", "baseline", "fast s", "base s",
            "speedup");
     printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
+    bench_rows_width();
     double t_full = tiled_time("rope", 32768, 2, LX_BENCH_BQ, LX_BENCH_BK);
     double t_win = tiled_time("[rope, {window: {size: 256}}]", 32768, 3, LX_BENCH_BQ, LX_BENCH_BK);
     report("tiled", "window 256, T=32768", "full causal, T=32768", t_win, t_full);
@@ -513,6 +564,8 @@ int main(int argc, char **argv)
         return lx_bench_model();
     if (!strcmp(only, "tiledstats"))
         return bench_tile_stats();
+    if (!strcmp(only, "tilewidth"))
+        return bench_rows_width(), 0;
     if (!strcmp(only, "tiled"))
         return bench_tiled();
     if (!strcmp(only, "decode"))

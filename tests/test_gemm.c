@@ -229,12 +229,15 @@ static void check_rows(const struct prod *p, struct lx_rng *r)
     }
     lx_gemm_rows(c, p->ldc, p->A, p->lda, B, ldb, ps, p->M, p->N, p->K, p->alpha, p->beta);
     lx_gemm_rows_plain(plain, p->ldc, p->A, p->lda, B, ldb, ps, p->M, p->N, p->K, p->alpha, p->beta);
+    float *avx2 = c_copy(p);
+    lx_gemm_rows_avx2(avx2, p->ldc, p->A, p->lda, B, ldb, ps, p->M, p->N, p->K, p->alpha, p->beta);
     for (int i = 0; i < p->M; i++)
         for (int j = 0; j < p->N; j++)
             want[(long)i * p->ldc + j] = chain(p, i, j);
-    cr_expect(bits_eq(c, want, p, "rows: fmaf chain"));
+    cr_expect(bits_eq(c, want, p, "rows (AVX-512 where the CPU has it): fmaf chain"));
+    cr_expect(bits_eq(avx2, want, p, "rows, AVX2: fmaf chain"));
     cr_expect(bits_eq(plain, want, p, "rows, plain C: fmaf chain"));
-    free(c), free(plain), free(want), free(bt);
+    free(c), free(plain), free(want), free(bt), free(avx2);
 }
 
 Test(gemm, rows_and_panels_give_the_chain_over_k, .timeout = 60)
@@ -251,6 +254,23 @@ Test(gemm, rows_and_panels_give_the_chain_over_k, .timeout = 60)
         check_rows(&p, &r);
         prod_free(&p);
     }
+}
+
+/* Every row count from 1 to 26: the AVX-512 kernel takes 12 rows at a time
+** while more than 6 are left (two tiles, the second partial from 7 to 11),
+** the AVX2 one the last 6 or fewer; every partial column panel too. */
+Test(gemm, rows_of_every_count_take_every_kernel_path)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, 27, 0, LX_RNG_INIT);
+    for (int M = 1; M <= 26; M++)
+        for (int tb = 0; tb < 2; tb++) {
+            struct prod p;
+            prod_init(&p, &r, M, tb ? 1 + M % 20 : LX_GEMM_NR * (1 + M % 2), 1 + M % 9 * 7, 0, tb,
+                      M % 3 ? 1.0f : 0.5f, M % 2 ? 0.0f : -0.75f);
+            check_rows(&p, &r);
+            prod_free(&p);
+        }
 }
 
 /* beta 0 never reads C: NaN there stays out of the result. */

@@ -18,7 +18,10 @@
 ** rounding per step, as fmaf) beside a plain C one (fmaf: the same single
 ** rounding, in hardware or in libm's exact software fallback); the CPU picks
 ** at run time. This file is compiled with -ffp-contract=off (Makefile), so
-** the compiler never fuses the epilogue's multiply and add either.
+** the compiler never fuses the epilogue's multiply and add either. The tiled
+** attention's products (lx_gemm_rows) also have an AVX-512 kernel, two tiles
+** at once with one 16-lane chain per row: a lane is its own chain whatever
+** the vector's width, so it gives the AVX2 kernel's bits, only faster.
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/kernels/gemm.h"
@@ -345,36 +348,91 @@ static void rows_plain(const float *const *a, const float *b, long ldb, int K, c
     out_plain(o, acc);
 }
 
-static int cpu_avx2(void);
-
-static void rows_run(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M, int N,
-                     int K, float alpha, float beta, int avx2)
+/* Two MR × NR tiles at once with AVX-512, one 16-lane chain per row: rows of
+** A from a[0 .. 2·MR) (o[0] takes the first MR, o[1] the next), the element
+** C[i][j] the same fmaf chain over k as rows_avx2 and rows_plain (every lane
+** is its own chain whatever the vector's width), so the three give the same
+** bits, and the same multiply and add after it as out_plain. */
+#define R512_FMA(r) c##r = _mm512_fmadd_ps(_mm512_set1_ps(a[r][k]), bv, c##r)
+__attribute__((target("avx512f"))) static void rows_avx512(const float *const *a, const float *b, long ldb, int K,
+                                                           const struct out *o)
 {
-    for (int i0 = 0; i0 < M; i0 += MR) {
-        const float *a[MR];
-        int mr = M - i0 < MR ? M - i0 : MR;
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+    __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
+    for (int k = 0; k < K; k++, b += ldb) {
+        __m512 bv = _mm512_loadu_ps(b);
+        R512_FMA(0), R512_FMA(1), R512_FMA(2), R512_FMA(3), R512_FMA(4), R512_FMA(5);
+        R512_FMA(6), R512_FMA(7), R512_FMA(8), R512_FMA(9), R512_FMA(10), R512_FMA(11);
+    }
+    float acc[2 * MR * NR] __attribute__((aligned(64)));
+    __m512 c[2 * MR] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
+    for (int h = 0; h < 2; h++) {
+        const struct out *oh = &o[h];
+        if (oh->mr == MR && oh->nr == NR) {
+            __m512 al = _mm512_set1_ps(oh->alpha), be = _mm512_set1_ps(oh->beta);
+            for (int r = 0; r < MR; r++) {
+                float *d = oh->C + r * oh->ldc;
+                __m512 v = _mm512_mul_ps(al, c[h * MR + r]);
+                if (oh->beta != 0.0f)
+                    v = _mm512_add_ps(v, _mm512_mul_ps(be, _mm512_loadu_ps(d)));
+                _mm512_storeu_ps(d, v);
+            }
+            continue;
+        }
         for (int r = 0; r < MR; r++)
+            _mm512_store_ps(acc + (h * MR + r) * NR, c[h * MR + r]);
+        if (oh->mr > 0)
+            out_plain(oh, acc + h * MR * NR);
+    }
+    _mm256_zeroupper();     /* as TILE_EPILOGUE: the SSE code after must not pay for dirty upper halves */
+}
+#undef R512_FMA
+
+static int cpu_avx2(void);
+static int cpu_avx512(void);
+
+/* The kernels lx_gemm_rows may take: 0 plain, 1 AVX2, 2 AVX-512 where at
+** least MR + 1 rows are left (AVX2 for the last MR). */
+static void rows_run(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M, int N,
+                     int K, float alpha, float beta, int isa)
+{
+    for (int i0 = 0; i0 < M;) {
+        int wide = isa == 2 && M - i0 > MR, rows = wide ? 2 * MR : MR;
+        const float *a[2 * MR];
+        int mr = M - i0 < rows ? M - i0 : rows;
+        for (int r = 0; r < rows; r++)
             a[r] = A + (long)(i0 + (r < mr ? r : 0)) * lda;
         for (int p = 0; p * NR < N; p++) {
-            struct out o = {C + (long)i0 * ldc + p * NR, ldc, mr, N - p * NR < NR ? N - p * NR : NR, alpha, beta};
-            if (avx2)
-                rows_avx2(a, B + p * pstride, ldb, K, &o);
+            int nr = N - p * NR < NR ? N - p * NR : NR;
+            struct out o[2] = {{C + (long)i0 * ldc + p * NR, ldc, mr < MR ? mr : MR, nr, alpha, beta},
+                               {C + (long)(i0 + MR) * ldc + p * NR, ldc, mr - MR, nr, alpha, beta}};
+            if (wide)
+                rows_avx512(a, B + p * pstride, ldb, K, o);
+            else if (isa)
+                rows_avx2(a, B + p * pstride, ldb, K, &o[0]);
             else
-                rows_plain(a, B + p * pstride, ldb, K, &o);
+                rows_plain(a, B + p * pstride, ldb, K, &o[0]);
         }
+        i0 += rows;
     }
 }
 
 void lx_gemm_rows(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M, int N,
                   int K, float alpha, float beta)
 {
-    rows_run(C, ldc, A, lda, B, ldb, pstride, M, N, K, alpha, beta, cpu_avx2());
+    rows_run(C, ldc, A, lda, B, ldb, pstride, M, N, K, alpha, beta, cpu_avx512() ? 2 : cpu_avx2());
 }
 
 void lx_gemm_rows_plain(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M,
                         int N, int K, float alpha, float beta)
 {
     rows_run(C, ldc, A, lda, B, ldb, pstride, M, N, K, alpha, beta, 0);
+}
+
+void lx_gemm_rows_avx2(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M,
+                       int N, int K, float alpha, float beta)
+{
+    rows_run(C, ldc, A, lda, B, ldb, pstride, M, N, K, alpha, beta, cpu_avx2());
 }
 
 size_t lx_gemm_bt_floats(int N, int K)
@@ -392,6 +450,13 @@ static int cpu_avx2(void)
 {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* AVX-512 F (with AVX2 and FMA, which the other kernels need). */
+static int cpu_avx512(void)
+{
+    __builtin_cpu_init();
+    return cpu_avx2() && __builtin_cpu_supports("avx512f");
 }
 
 void lx_gemm_portable(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N, int K,

@@ -41,6 +41,10 @@ void lx_gemm_rows(float *C, int ldc, const float *A, int lda, const float *B, lo
 /* The same with the plain C kernel only (tests compare the two bit for bit). */
 void lx_gemm_rows_plain(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M,
                         int N, int K, float alpha, float beta);
+/* The same with the AVX2 kernel only (never the AVX-512 one): the same bits,
+** the benchmark's baseline for the wider kernel. */
+void lx_gemm_rows_avx2(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M,
+                       int N, int K, float alpha, float beta);
 
 /* Floats of lx_gemm_pack_bt's panels for N columns of K values. */
 size_t lx_gemm_bt_floats(int N, int K);
