@@ -110,11 +110,12 @@ int lx_hashcache_file_sha256(const char *path, size_t n, char out[65])
     int fd = open(path, O_RDONLY);
     if (fd < 0)
         return -1;
-    unsigned char *buf = lx_xmalloc(HASH_PIECE);
+    size_t piece = n < HASH_PIECE ? n + 1 : HASH_PIECE;    /* + 1: a file that grew reads past n */
+    unsigned char *buf = lx_xmalloc(piece);
     struct lx_sha256_long *h = lx_sha256_long_new();
     size_t at = 0;
     for (;;) {
-        ssize_t k = pread(fd, buf, HASH_PIECE, (off_t)at);
+        ssize_t k = pread(fd, buf, piece, (off_t)at);
         if (k <= 0)
             break;
         lx_sha256_long_add(h, buf, (size_t)k);
