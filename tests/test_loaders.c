@@ -856,3 +856,29 @@ Test(loaders, score_hf_with_its_tokenizer)
     lx_buf_free(&out[0]);
     lx_buf_free(&out[1]);
 }
+
+/* `lenx show model`'s memory plan for stories260K (5 layers, 4 key/value
+** heads of 8, 260,032 parameters): weights 4 bytes a parameter, a cached
+** token its keys and values in every layer (5 · 2 · 4 · 8 · 4 = 1,280 bytes)
+** and at most a few bytes of bookkeeping, and scoring a window more than the
+** weights. */
+Test(loaders, show_model_prints_the_memory_plan)
+{
+    char path[600];
+    shared(path, "stories260K.bin");
+    struct lx_buf out = {0};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_show_model(path, "none.db", &out, &err), LX_OK, "%s", err.msg);
+    const char *mem = strstr(lx_buf_str(&out), "\"memory\": {");
+    cr_assert_not_null(mem, "%s", lx_buf_str(&out));
+    double weights = 0, kv = 0, score = 0;
+    long window = 0;
+    cr_assert_eq(sscanf(mem, "\"memory\": {\"weights_dtype\": \"F32\", \"weights_bytes\": %lf, "
+                        "\"kv_cache_bytes_per_token\": %lf, \"score_window\": %ld, \"score_bytes\": %lf}",
+                        &weights, &kv, &window, &score), 4, "%s", mem);
+    cr_expect_eq(weights, 4.0 * 260032);
+    cr_expect(kv >= 1280 && kv < 1280 + 64, "%g bytes per cached token", kv);
+    cr_expect_eq(window, 512);
+    cr_expect_gt(score, weights);
+    lx_buf_free(&out);
+}

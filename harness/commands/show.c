@@ -16,6 +16,7 @@
 #include "harness/backends/local.h"
 #include "harness/cli.h"
 #include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/model/kvcache.h"
 #include "harness/engine/data/instance.h"
 #include "harness/sweep/plan.h"
 #include "tasks/retrieval.h"
@@ -453,6 +454,20 @@ static void key_str(struct lx_buf *out, const char *key, const char *v)
         lx_buf_puts(out, "null");
 }
 
+/* The memory plan of a model as lenx holds it (docs/checkpoints.md#what-a-load-costs):
+** its weights as loaded (F32, held once), a KV cache's bytes per token, and
+** what scoring one window of its training length takes in all (weights,
+** activations, attention scratch on this run's threads), the numbers a run
+** checks against the machine before it allocates. */
+static void put_memory(struct lx_buf *out, const struct lx_arch *a, long train_len)
+{
+    double weights = lx_model_bytes(a, 0), kv = (lx_kvcache_bytes(a, 1, 1025, 0) - lx_kvcache_bytes(a, 1, 1, 0)) / 1024;
+    double score = lx_run_bytes(a, 1, (int)(train_len > 0 ? train_len : 1), 0, 0);
+    lx_buf_printf(out, ",\n  \"memory\": {\"weights_dtype\": \"F32\", \"weights_bytes\": %.0f, "
+                  "\"kv_cache_bytes_per_token\": %.0f, \"score_window\": %ld, \"score_bytes\": %.0f}",
+                  weights, kv, train_len, score);
+}
+
 int lx_show_model(const char *model, const char *db, struct lx_buf *out, struct lx_error *err)
 {
     char *path = NULL;
@@ -482,6 +497,7 @@ int lx_show_model(const char *model, const char *db, struct lx_buf *out, struct 
         lx_buf_printf(out, ",\n  \"lineage\": %s", info.lineage ? info.lineage : "null");
         key_str(out, "weights_sha256", info.weights_sha256);
         key_str(out, "sha256", info.sha256);
+        put_memory(out, &m.arch, info.train_len);
         lx_buf_puts(out, ",\n  \"load_seconds\": ");
         lx_buf_num(out, secs);
         lx_buf_puts(out, "\n}\n");
