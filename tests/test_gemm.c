@@ -201,16 +201,30 @@ Test(gemm, one_and_two_threads_give_the_same_bits, .timeout = 60)
 
 static void check_plain(const struct prod *p, struct lx_rng *r)
 {
-    float *vec = c_copy(p), *plain = c_copy(p);
+    float *vec = c_copy(p), *plain = c_copy(p), *avx2 = c_copy(p);
     part(vec, p, 0, p->M, 0, p->N, lx_gemm_portable);
     part(plain, p, 0, p->M, 0, p->N, lx_gemm_portable_plain);
-    cr_expect(bits_eq(vec, plain, p, "AVX2 vs plain C"));
-    free(vec), free(plain);
+    part(avx2, p, 0, p->M, 0, p->N, lx_gemm_portable_avx2);
+    cr_expect(bits_eq(vec, plain, p, "the CPU's widest kernel (AVX-512 where it has it) vs plain C"));
+    cr_expect(bits_eq(avx2, plain, p, "AVX2 vs plain C"));
+    free(vec), free(plain), free(avx2);
 }
 
+/* The plain, AVX2 and AVX-512 kernels (two row panels at a time, the last
+** one alone when their count is odd) give the same bits. */
 Test(gemm, the_plain_kernel_gives_the_bits_of_the_avx2_one, .timeout = 60)
 {
     each_shape(12, check_plain);
+    struct lx_rng r;
+    lx_rng_init(&r, 28, 0, LX_RNG_INIT);
+    for (int M = 1; M <= 26; M += 1)        /* 1 to 5 row panels, full and partial; K past one 256-value slice */
+        for (int ta = 0; ta < 2; ta++) {
+            struct prod p;
+            prod_init(&p, &r, M, 1 + (M * 7) % 40, 1 + M % 5 * 130, ta, M % 2, M % 3 ? 1.0f : 0.5f,
+                      M % 2 ? 0.0f : -0.75f);
+            check_plain(&p, &r);
+            prod_free(&p);
+        }
 }
 
 /* lx_gemm_rows (the tiled attention's products): A read in place, B as

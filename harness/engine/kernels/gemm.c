@@ -18,10 +18,11 @@
 ** rounding per step, as fmaf) beside a plain C one (fmaf: the same single
 ** rounding, in hardware or in libm's exact software fallback); the CPU picks
 ** at run time. This file is compiled with -ffp-contract=off (Makefile), so
-** the compiler never fuses the epilogue's multiply and add either. The tiled
-** attention's products (lx_gemm_rows) also have an AVX-512 kernel, two tiles
-** at once with one 16-lane chain per row: a lane is its own chain whatever
-** the vector's width, so it gives the AVX2 kernel's bits, only faster.
+** the compiler never fuses the epilogue's multiply and add either. Where the
+** CPU has AVX-512, the packed product (two row panels at a time) and the
+** tiled attention's products (lx_gemm_rows) run AVX-512 kernels: two tiles at
+** once, one 16-lane chain per row. A lane is its own chain whatever the
+** vector's width, so they give the AVX2 kernel's bits, only faster.
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/kernels/gemm.h"
@@ -51,6 +52,7 @@ struct gemm {
     int ldc, lda, ldb, M, N, K, ta, tb;
     float alpha, beta;
     int avx2;           /* 1: the AVX2 + FMA kernel */
+    int avx512;         /* 1: two row panels at a time on the AVX-512 kernel (the same bits) */
 };
 
 /* Per-thread scratch: packed A (MC × KC), packed B (KC × NC), and the block's
@@ -163,6 +165,46 @@ __attribute__((target("avx2,fma"))) static void tile_avx2(float *acc, const floa
     }
     TILE_EPILOGUE(acc);
 }
+
+/* Two MR × NR tiles (row panels ap and ap + MR·kc, sums at acc and acc + MR·NR,
+** o[0] and o[1]) with AVX-512: one 16-lane chain per row, each lane the same
+** fmaf chain as tile_avx2's, so the same bits; the same epilogue as out_plain. */
+#define T512_FMA(r) c##r = _mm512_fmadd_ps(_mm512_set1_ps(ap[(r) < MR ? (r) : MR * kc + (r) - MR]), bv, c##r)
+__attribute__((target("avx512f"))) static void tile_avx512(float *acc, const float *ap, const float *bp, int kc,
+                                                           int first, const struct out *o)
+{
+    __m512 c[2 * MR];
+    for (int r = 0; r < 2 * MR; r++)
+        c[r] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + r * NR);
+    __m512 c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3], c4 = c[4], c5 = c[5];
+    __m512 c6 = c[6], c7 = c[7], c8 = c[8], c9 = c[9], c10 = c[10], c11 = c[11];
+    for (int k = 0; k < kc; k++, ap += MR, bp += NR) {
+        __m512 bv = _mm512_load_ps(bp);
+        T512_FMA(0), T512_FMA(1), T512_FMA(2), T512_FMA(3), T512_FMA(4), T512_FMA(5);
+        T512_FMA(6), T512_FMA(7), T512_FMA(8), T512_FMA(9), T512_FMA(10), T512_FMA(11);
+    }
+    c[0] = c0, c[1] = c1, c[2] = c2, c[3] = c3, c[4] = c4, c[5] = c5;
+    c[6] = c6, c[7] = c7, c[8] = c8, c[9] = c9, c[10] = c10, c[11] = c11;
+    for (int h = 0; h < 2; h++) {
+        if (o && o[h].mr == MR && o[h].nr == NR) {
+            __m512 al = _mm512_set1_ps(o[h].alpha), be = _mm512_set1_ps(o[h].beta);
+            for (int r = 0; r < MR; r++) {
+                float *d = o[h].C + r * o[h].ldc;
+                __m512 v = _mm512_mul_ps(al, c[h * MR + r]);
+                if (o[h].beta != 0.0f)
+                    v = _mm512_add_ps(v, _mm512_mul_ps(be, _mm512_loadu_ps(d)));
+                _mm512_storeu_ps(d, v);
+            }
+            continue;
+        }
+        for (int r = 0; r < MR; r++)
+            _mm512_store_ps(acc + (h * MR + r) * NR, c[h * MR + r]);
+        if (o && o[h].mr > 0)
+            out_plain(&o[h], acc + h * MR * NR);
+    }
+    _mm256_zeroupper();
+}
+#undef T512_FMA
 
 static void tile_plain(float *acc, const float *ap, const float *bp, int kc, int first, const struct out *o)
 {
@@ -285,16 +327,24 @@ static void block(const struct gemm *g, struct scratch *s, int i0, int mb, int j
         pack_a(s->ap, g, i0, mb, p0, kc);
         pack_b(s->bp, g, j0, nb, p0, kc);
         for (int jr = 0; jr < njr; jr++)
-            for (int ir = 0; ir < nir; ir++) {
+            for (int ir = 0; ir < nir;) {
+                int two = g->avx512 && ir + 1 < nir;    /* two row panels at once (their sums are adjacent) */
                 float *acc = s->acc + ((long)jr * nir + ir) * MR * NR;
                 const float *ap = s->ap + (long)ir * MR * kc, *bp = s->bp + (long)jr * NR * kc;
-                int mr = mb - ir * MR < MR ? mb - ir * MR : MR, nr = nb - jr * NR < NR ? nb - jr * NR : NR;
-                struct out o = {g->C + (long)(i0 + ir * MR) * g->ldc + j0 + jr * NR, g->ldc, mr, nr, g->alpha,
-                                g->beta};
-                if (g->avx2)
-                    tile_avx2(acc, ap, bp, kc, first, last ? &o : NULL);
+                int nr = nb - jr * NR < NR ? nb - jr * NR : NR;
+                struct out o[2];
+                for (int h = 0; h < 1 + two; h++) {
+                    int left = mb - (ir + h) * MR;
+                    o[h] = (struct out){g->C + (long)(i0 + (ir + h) * MR) * g->ldc + j0 + jr * NR, g->ldc,
+                                        left < MR ? left : MR, nr, g->alpha, g->beta};
+                }
+                if (two)
+                    tile_avx512(acc, ap, bp, kc, first, last ? o : NULL);
+                else if (g->avx2)
+                    tile_avx2(acc, ap, bp, kc, first, last ? &o[0] : NULL);
                 else
-                    tile_plain(acc, ap, bp, kc, first, last ? &o : NULL);
+                    tile_plain(acc, ap, bp, kc, first, last ? &o[0] : NULL);
+                ir += 1 + two;
             }
     }
 }
@@ -462,13 +512,20 @@ static int cpu_avx512(void)
 void lx_gemm_portable(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N, int K,
                       int trans_a, int trans_b, float alpha, float beta)
 {
-    struct gemm g = {C, A, B, ldc, lda, ldb, M, N, K, trans_a, trans_b, alpha, beta, cpu_avx2()};
+    struct gemm g = {C, A, B, ldc, lda, ldb, M, N, K, trans_a, trans_b, alpha, beta, cpu_avx2(), cpu_avx512()};
+    run(&g);
+}
+
+void lx_gemm_portable_avx2(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N, int K,
+                           int trans_a, int trans_b, float alpha, float beta)
+{
+    struct gemm g = {C, A, B, ldc, lda, ldb, M, N, K, trans_a, trans_b, alpha, beta, cpu_avx2(), 0};
     run(&g);
 }
 
 void lx_gemm_portable_plain(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N,
                             int K, int trans_a, int trans_b, float alpha, float beta)
 {
-    struct gemm g = {C, A, B, ldc, lda, ldb, M, N, K, trans_a, trans_b, alpha, beta, 0};
+    struct gemm g = {C, A, B, ldc, lda, ldb, M, N, K, trans_a, trans_b, alpha, beta, 0, 0};
     run(&g);
 }

@@ -24,6 +24,11 @@ void lx_gemm_portable(float *C, int ldc, const float *A, int lda, const float *B
 ** AVX2 + FMA; tests compare the two bit for bit). */
 void lx_gemm_portable_plain(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N,
                             int K, int trans_a, int trans_b, float alpha, float beta);
+/* The same on the AVX2 kernel only, never the AVX-512 one that lx_gemm_portable
+** takes where the CPU has it (two row panels at a time): the same bits, the
+** benchmark's baseline. */
+void lx_gemm_portable_avx2(float *C, int ldc, const float *A, int lda, const float *B, int ldb, int M, int N, int K,
+                           int trans_a, int trans_b, float alpha, float beta);
 
 /* ---- products for the tiled attention ---------------------------------------
 ** C (M, N) = alpha · A · B + beta · C with the same chains as lx_gemm_portable,
