@@ -96,12 +96,18 @@ void lx_sha256_final(struct lx_sha256 *s, uint8_t out[32])
     }
 }
 
+/* A 32-byte digest as 64 hex digits + NUL. */
+static void to_hex(const unsigned char d[32], char out[65])
+{
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
 void lx_sha256_final_hex(struct lx_sha256 *s, char out[65])
 {
     uint8_t d[32];
     lx_sha256_final(s, d);
-    for (int i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", d[i]);
+    to_hex(d, out);
 }
 
 void lx_sha256_ref_hex_bytes(const void *data, size_t n, char out[65])
@@ -121,8 +127,7 @@ void lx_sha256_hex_bytes(const void *data, size_t n, char out[65])
     unsigned char d[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     LX_ASSERT(EVP_Digest(data, n, d, &len, EVP_sha256(), NULL) == 1 && len == 32);
-    for (int i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", d[i]);
+    to_hex(d, out);
 }
 
 void lx_sha256_hex(const char *text, char out[65])
@@ -167,8 +172,7 @@ void lx_sha256_long_end(struct lx_sha256_long *h, char out[65])
     unsigned char d[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     LX_ASSERT(EVP_DigestFinal_ex(h->ctx, d, &len) == 1 && len == 32);
-    for (int i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", d[i]);
+    to_hex(d, out);
     EVP_MD_CTX_free(h->ctx);
     free(h);
 }

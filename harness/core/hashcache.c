@@ -114,13 +114,8 @@ int lx_hashcache_file_sha256(const char *path, size_t n, char out[65])
     unsigned char *buf = lx_xmalloc(piece);
     struct lx_sha256_long *h = lx_sha256_long_new();
     size_t at = 0;
-    for (;;) {
-        ssize_t k = pread(fd, buf, piece, (off_t)at);
-        if (k <= 0)
-            break;
-        lx_sha256_long_add(h, buf, (size_t)k);
-        at += (size_t)k;
-    }
+    for (size_t k; (k = lx_pread_all(fd, buf, piece, (long long)at)) > 0; at += k)
+        lx_sha256_long_add(h, buf, k);
     close(fd);
     free(buf);
     lx_sha256_long_end(h, out);

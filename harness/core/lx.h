@@ -81,6 +81,10 @@ void lx_make_parent_dir(const char *path);
 int lx_map_file(const char *path, const unsigned char **bytes, size_t *n, struct lx_error *err);
 void lx_unmap_file(const unsigned char *bytes, size_t n);
 
+/* Up to n bytes of the file fd from offset at into buf, through pread until
+** they are all read or the file ends or fails: the bytes read (n when whole). */
+size_t lx_pread_all(int fd, void *buf, size_t n, long long at);
+
 /* A zeroed block of bytes for a model's weights: from LX_BIG_BYTES on its own
 ** anonymous mapping asking for transparent huge pages (a 4 GB model faults
 ** in 2 MiB at a time, not 4 KiB: docs/checkpoints.md#what-a-load-costs),

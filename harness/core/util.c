@@ -7,7 +7,6 @@
 #include "harness/core/lx.h"
 
 #include <errno.h>
-#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -401,6 +400,18 @@ int lx_map_file(const char *path, const unsigned char **bytes, size_t *n, struct
     }
     close(fd);
     return rc;
+}
+
+size_t lx_pread_all(int fd, void *buf, size_t n, long long at)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = pread(fd, (char *)buf + got, n - got, (off_t)(at + (long long)got));
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    return got;
 }
 
 void *lx_big_calloc(size_t bytes)

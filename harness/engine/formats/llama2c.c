@@ -113,8 +113,8 @@ static uint64_t file_floats(const struct l2c_header *h, const struct lx_arch *a)
 struct l2c_cursor {
     const unsigned char *p;     /* next float, in the mapping */
     const unsigned char *base;  /* the mapping's first byte (file offset 0) */
-    int fd;                     /* the file, read with pread (-1: copy from the mapping) */
-    int failed;                 /* a read came back short: the file shrank or failed under us */
+    int fd;                     /* the file, read with pread */
+    int failed;                 /* a read came back short (or the file would not open): it shrank or failed */
 };
 
 /* n floats at the cursor into out. From the file with pread: the kernel
@@ -124,17 +124,9 @@ struct l2c_cursor {
 ** mapping of a shrunk file would raise. */
 static void take(struct l2c_cursor *c, float *out, size_t n)
 {
-    size_t want = sizeof(float) * n, got = 0;
-    off_t at = (off_t)(c->p - c->base);
-    while (c->fd >= 0 && !c->failed && got < want) {
-        ssize_t k = pread(c->fd, (char *)out + got, want - got, at + (off_t)got);
-        if (k <= 0)
-            c->failed = 1;
-        else
-            got += (size_t)k;
-    }
-    if (c->fd < 0)
-        memcpy(out, c->p, want);
+    size_t want = sizeof(float) * n;
+    if (!c->failed && lx_pread_all(c->fd, out, want, (long long)(c->p - c->base)) < want)
+        c->failed = 1;
     c->p += want;
 }
 
@@ -173,6 +165,7 @@ static int read_weights(struct lx_model *m, const struct l2c_header *h, const ch
     size_t L = (size_t)a->layers, C = (size_t)a->d_model, F = (size_t)a->d_mlp;
     size_t KD = (size_t)h->kv_heads * (size_t)a->d_head, V = (size_t)a->vocab;
     struct l2c_cursor c = {.p = bytes + HEADER_BYTES, .base = bytes, .fd = open(path, O_RDONLY)};
+    c.failed = c.fd < 0;
     take(&c, m->w + offset_of(ti, n, -1, "tok_emb.weight"), V * C);
     take_layers(&c, m->w, ti, n, (long)L, "attn_norm.weight", C);     /* rms_att */
     take_layers(&c, m->w, ti, n, (long)L, "attn.wq.weight", C * C);

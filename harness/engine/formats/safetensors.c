@@ -473,14 +473,9 @@ static int read_tensor(const struct lx_st_file *f, const struct lx_st_entry *e, 
     unsigned char *buf = esize == 4 || n == 0 ? NULL : lx_xmalloc((piece < n ? piece : n) * esize);
     int rc = LX_OK;
     while (done < n && rc == LX_OK) {
-        size_t k = n - done < piece ? n - done : piece, want = k * esize, got = 0;
+        size_t k = n - done < piece ? n - done : piece, want = k * esize;
         unsigned char *dst = buf ? buf : (unsigned char *)(out + done);
-        while (got < want) {
-            ssize_t r = f->has_fd ? pread(f->fd, dst + got, want - got, at + (off_t)(done * esize + got)) : -1;
-            if (r <= 0)
-                break;
-            got += (size_t)r;
-        }
+        size_t got = f->has_fd ? lx_pread_all(f->fd, dst, want, (long long)at + (long long)(done * esize)) : 0;
         if (got < want)
             rc = lx_err(err, LX_EIO, "tensor '%s' in %s: %zu of its %zu bytes could not be read (the file shrank "
                         "or failed after it was opened)\n  hint: load it again once nothing writes it",

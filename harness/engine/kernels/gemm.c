@@ -166,25 +166,12 @@ __attribute__((target("avx2,fma"))) static void tile_avx2(float *acc, const floa
     TILE_EPILOGUE(acc);
 }
 
-/* Two MR × NR tiles (row panels ap and ap + MR·kc, sums at acc and acc + MR·NR,
-** o[0] and o[1]) with AVX-512: one 16-lane chain per row, each lane the same
-** fmaf chain as tile_avx2's, so the same bits; the same epilogue as out_plain. */
-#define T512_FMA(r) c##r = _mm512_fmadd_ps(_mm512_set1_ps(ap[(r) < MR ? (r) : MR * kc + (r) - MR]), bv, c##r)
-__attribute__((target("avx512f"))) static void tile_avx512(float *acc, const float *ap, const float *bp, int kc,
-                                                           int first, const struct out *o)
+/* After an AVX-512 kernel's FMAs: the twelve accumulators c of two MR × NR
+** tiles to o[0] (rows 0 .. MR) and o[1] (the next MR), each straight from the
+** registers when whole, else through acc and out_plain (the same multiply
+** and add); o NULL: the sums go back to acc (two tiles) for the next slice. */
+__attribute__((target("avx512f"))) static void epilogue512(const __m512 *c, float *acc, const struct out *o)
 {
-    __m512 c[2 * MR];
-    for (int r = 0; r < 2 * MR; r++)
-        c[r] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + r * NR);
-    __m512 c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3], c4 = c[4], c5 = c[5];
-    __m512 c6 = c[6], c7 = c[7], c8 = c[8], c9 = c[9], c10 = c[10], c11 = c[11];
-    for (int k = 0; k < kc; k++, ap += MR, bp += NR) {
-        __m512 bv = _mm512_load_ps(bp);
-        T512_FMA(0), T512_FMA(1), T512_FMA(2), T512_FMA(3), T512_FMA(4), T512_FMA(5);
-        T512_FMA(6), T512_FMA(7), T512_FMA(8), T512_FMA(9), T512_FMA(10), T512_FMA(11);
-    }
-    c[0] = c0, c[1] = c1, c[2] = c2, c[3] = c3, c[4] = c4, c[5] = c5;
-    c[6] = c6, c[7] = c7, c[8] = c8, c[9] = c9, c[10] = c10, c[11] = c11;
     for (int h = 0; h < 2; h++) {
         if (o && o[h].mr == MR && o[h].nr == NR) {
             __m512 al = _mm512_set1_ps(o[h].alpha), be = _mm512_set1_ps(o[h].beta);
@@ -202,7 +189,27 @@ __attribute__((target("avx512f"))) static void tile_avx512(float *acc, const flo
         if (o && o[h].mr > 0)
             out_plain(&o[h], acc + h * MR * NR);
     }
-    _mm256_zeroupper();
+    _mm256_zeroupper();     /* as TILE_EPILOGUE: the SSE code after must not pay for dirty upper halves */
+}
+
+/* Two MR × NR tiles (row panels ap and ap + MR·kc, sums at acc and acc + MR·NR,
+** o[0] and o[1]) with AVX-512: one 16-lane chain per row, each lane the same
+** fmaf chain as tile_avx2's, so the same bits; the same epilogue as out_plain. */
+#define T512_FMA(r) c##r = _mm512_fmadd_ps(_mm512_set1_ps(ap[(r) < MR ? (r) : MR * kc + (r) - MR]), bv, c##r)
+__attribute__((target("avx512f"))) static void tile_avx512(float *acc, const float *ap, const float *bp, int kc,
+                                                           int first, const struct out *o)
+{
+#define LD(r) (first ? _mm512_setzero_ps() : _mm512_load_ps(acc + (r) * NR))
+    __m512 c0 = LD(0), c1 = LD(1), c2 = LD(2), c3 = LD(3), c4 = LD(4), c5 = LD(5);
+    __m512 c6 = LD(6), c7 = LD(7), c8 = LD(8), c9 = LD(9), c10 = LD(10), c11 = LD(11);
+#undef LD
+    for (int k = 0; k < kc; k++, ap += MR, bp += NR) {
+        __m512 bv = _mm512_load_ps(bp);
+        T512_FMA(0), T512_FMA(1), T512_FMA(2), T512_FMA(3), T512_FMA(4), T512_FMA(5);
+        T512_FMA(6), T512_FMA(7), T512_FMA(8), T512_FMA(9), T512_FMA(10), T512_FMA(11);
+    }
+    __m512 cs[2 * MR] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
+    epilogue512(cs, acc, o);
 }
 #undef T512_FMA
 
@@ -416,25 +423,7 @@ __attribute__((target("avx512f"))) static void rows_avx512(const float *const *a
     }
     float acc[2 * MR * NR] __attribute__((aligned(64)));
     __m512 c[2 * MR] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
-    for (int h = 0; h < 2; h++) {
-        const struct out *oh = &o[h];
-        if (oh->mr == MR && oh->nr == NR) {
-            __m512 al = _mm512_set1_ps(oh->alpha), be = _mm512_set1_ps(oh->beta);
-            for (int r = 0; r < MR; r++) {
-                float *d = oh->C + r * oh->ldc;
-                __m512 v = _mm512_mul_ps(al, c[h * MR + r]);
-                if (oh->beta != 0.0f)
-                    v = _mm512_add_ps(v, _mm512_mul_ps(be, _mm512_loadu_ps(d)));
-                _mm512_storeu_ps(d, v);
-            }
-            continue;
-        }
-        for (int r = 0; r < MR; r++)
-            _mm512_store_ps(acc + (h * MR + r) * NR, c[h * MR + r]);
-        if (oh->mr > 0)
-            out_plain(oh, acc + h * MR * NR);
-    }
-    _mm256_zeroupper();     /* as TILE_EPILOGUE: the SSE code after must not pay for dirty upper halves */
+    epilogue512(c, acc, o);
 }
 #undef R512_FMA
 
