@@ -565,6 +565,7 @@ Test(layers, each_library_is_touched_by_one_file)
         {"sqlite3.h", "results/store.c"},             {"jansson.h", "harness/core/json.c"},
         {"zlib.h", "harness/core/gz.c"},              {"openssl/", "harness/core/hash.c"},
         {"pcre2.h", "harness/engine/tokenizers/regex.c"}, {"utf8proc.h", "harness/engine/tokenizers/unicode.c"},
+        {"dnnl", "harness/engine/kernels/dnnl.c"},
     };
     const char *root = getenv("LENX_ROOT");
     cr_assert_not_null(root, "LENX_ROOT is not set (make test sets it)");

@@ -23,7 +23,29 @@ void lx_ckpt_info_native(struct lx_ckpt_info *info, const char *format, const ch
 
 void lx_model_weights_hash(const struct lx_model *m, char out[65])
 {
-    lx_sha256_hex_bytes(m->w, sizeof(float) * m->n_params, out);
+    if (m->w) {
+        lx_sha256_hex_bytes(m->w, sizeof(float) * m->n_params, out);
+        return;
+    }
+    /* held: the same bytes, each tensor widened to F32 a piece at a time */
+    int n = lx_arch_tensors(&m->arch, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    struct lx_sha256_long *h = lx_sha256_long_new();
+    enum { PIECE = 1 << 20 };
+    float *buf = lx_xmalloc(sizeof(float) * PIECE);
+    lx_arch_tensors(&m->arch, ti);
+    for (int i = 0; i < n; i++) {
+        const struct lx_wmat t = m->held->t[i];
+        size_t cnt = (size_t)(ti[i].shape[0] * (ti[i].ndim == 2 ? ti[i].shape[1] : 1));
+        for (size_t k = 0; k < cnt; k += PIECE) {
+            size_t len = cnt - k < PIECE ? cnt - k : PIECE;
+            lx_half_to_f32(buf, (const char *)t.p + k * lx_dtype_size(t.type), t.type, len);
+            lx_sha256_long_add(h, buf, sizeof(float) * len);
+        }
+    }
+    lx_sha256_long_end(h, out);
+    free(buf);
+    free(ti);
 }
 
 void lx_model_weights_hash_of(const struct lx_model *m, const char *format, const char *content, char out[65])

@@ -5,8 +5,10 @@
 ** A directory holds config.json (transformers' LlamaConfig / Qwen2Config /
 ** MistralConfig fields) and the weights in model.safetensors or in shards
 ** named by model.safetensors.index.json ({"weight_map": {tensor: file}}).
-** Tensors are F32, F16 or BF16, converted to F32 as they are copied out of the
-** memory-mapped files. HF names map onto lenx's tensors:
+** Tensors are F32, F16 or BF16, used in place: the matrices are multiplied
+** from the read-only mappings of the shards in their own type (no fp32 copy,
+** kernels/wprod.h), the vectors copied as fp32 (lx_model_hold). HF names map
+** onto lenx's tensors:
 **
 **   model.embed_tokens.weight                      tok_emb.weight
 **   model.layers.N.input_layernorm.weight          layers.N.attn_norm.weight
@@ -31,11 +33,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "harness/core/config.h"
 #include "harness/core/hash.h"
 #include "harness/core/json.h"
+#include "harness/core/mapguard.h"
 #include "harness/engine/formats/safetensors.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 
@@ -368,31 +372,69 @@ static int hf_name(const char *name, char *out, size_t n)
     return 0;
 }
 
-/* One HF tensor of shape (rows, cols) (cols 0: a vector) into out. */
-static int read_tensor(struct hf_weights *w, const char *dir, const char *name, long rows, long cols, float *out,
-                       struct lx_error *err)
+/* The engine's type of a safetensors dtype. */
+static int dt_of(int st)
 {
-    const struct lx_st_file *f = find_tensor(w, name);
-    if (!f)
-        return lx_err(err, LX_EINVAL, "%s: no tensor '%s' in its weights (%s%s)\n  hint: the directory is "
-                      "incomplete, or config.json describes another model", dir, name, w->shard[0].path,
-                      w->n_shard > 1 ? " and the other shards" : "");
-    long shape[2] = {rows, cols};
-    note_dtype(w, f, name);
-    return lx_st_read(f, name, cols ? 2 : 1, shape, out, err);
+    return st == LX_ST_BF16 ? LX_DT_BF16 : st == LX_ST_F16 ? LX_DT_F16 : LX_DT_F32;
 }
 
-/* Every lenx tensor from its HF name (see the top comment). */
-static int read_all(struct lx_model *m, struct hf_weights *w, const char *dir, struct lx_error *err)
+/* A tensor whose data is not aligned to its type (safetensors does not
+** promise it) is copied into a buffer of its own, counted with the maps. */
+static const void *aligned(struct lx_held *h, const unsigned char *p, size_t n, int type)
 {
-    int n = lx_arch_tensors(&m->arch, NULL), rc = LX_OK;
+    if ((uintptr_t)p % lx_dtype_size(type) == 0)
+        return p;
+    void *c = lx_big_calloc(n);
+    LX_ASSERT(c);
+    memcpy(c, p, n);
+    h->maps[h->n_maps] = c, h->map_len[h->n_maps] = n, h->owned[h->n_maps++] = 1;
+    return c;
+}
+
+/* Every lenx tensor from its HF name (see the top comment), used in place:
+** m holds the shards' mappings, each tensor where its shard has it. */
+static int hold_all(struct lx_model *m, const struct lx_arch *a, struct hf_weights *w, const char *dir,
+                    struct lx_error *err)
+{
+    int n = lx_arch_tensors(a, NULL), rc = LX_OK;
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
-    lx_arch_tensors(&m->arch, ti);
+    struct lx_held *h = lx_xcalloc(1, sizeof *h);
+    lx_arch_tensors(a, ti);
+    h->t = lx_xcalloc((size_t)n, sizeof *h->t);
+    h->maps = lx_xcalloc((size_t)(n + w->n_shard), sizeof *h->maps);
+    h->map_len = lx_xcalloc((size_t)(n + w->n_shard), sizeof *h->map_len);
+    h->owned = lx_xcalloc((size_t)(n + w->n_shard), sizeof *h->owned);
     char name[128];
-    for (int i = 0; i < n && rc == LX_OK; i++)
-        if (hf_name(ti[i].name, name, sizeof name))
-            rc = read_tensor(w, dir, name, ti[i].shape[0], ti[i].ndim > 1 ? ti[i].shape[1] : 0,
-                             m->w + ti[i].offset, err);
+    for (int i = 0; i < n && rc == LX_OK; i++) {
+        const struct lx_st_file *f = hf_name(ti[i].name, name, sizeof name) ? find_tensor(w, name) : NULL;
+        long shape[2] = {ti[i].shape[0], ti[i].ndim > 1 ? ti[i].shape[1] : 0};
+        const struct lx_st_entry *e;
+        if (!f) {
+            rc = lx_err(err, LX_EINVAL, "%s: no tensor '%s' in its weights (%s%s)\n  hint: the directory is "
+                        "incomplete, or config.json describes another model", dir, name, w->shard[0].path,
+                        w->n_shard > 1 ? " and the other shards" : "");
+        } else if ((e = lx_st_entry_of(f, name, ti[i].ndim, shape, err)) == NULL) {
+            rc = LX_EINVAL;
+        } else {
+            note_dtype(w, f, name);
+            lx_mapguard_add(f->data + e->begin, e->end - e->begin, f->path, name);
+            h->t[i] = (struct lx_wmat){aligned(h, f->data + e->begin, e->end - e->begin, dt_of(e->dtype)),
+                                       dt_of(e->dtype)};
+        }
+    }
+    if (rc == LX_OK) {
+        for (int k = 0; k < w->n_shard; k++) {
+            h->maps[h->n_maps] = lx_st_take_map(&w->shard[k], &h->map_len[h->n_maps]);
+            h->owned[h->n_maps++] = 0;
+        }
+        lx_model_hold(m, a, h);
+    } else {
+        for (int k = 0; k < h->n_maps; k++)
+            lx_big_free(h->maps[k], h->map_len[k]);
+        for (int k = 0; k < w->n_shard; k++)
+            lx_mapguard_remove(w->shard[k].bytes, w->shard[k].n_bytes);
+        free(h->maps), free(h->map_len), free(h->owned), free(h->t), free(h);
+    }
     free(ti);
     return rc;
 }
@@ -464,10 +506,8 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
         rc = open_weights(w, dir, err);
     if (rc == LX_OK) {
         cfg_arch(&c, &a);
-        rc = lx_model_alloc(m, &a, err);
+        rc = hold_all(m, &a, w, dir, err);
     }
-    if (rc == LX_OK)
-        rc = read_all(m, w, dir, err);
     if (rc == LX_OK && info) {
         fill_info(info, dir, &c, w->dtype);
         info->stack = lx_xstrdup(lx_buf_str(&stack));

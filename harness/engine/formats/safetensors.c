@@ -488,22 +488,37 @@ static int read_tensor(const struct lx_st_file *f, const struct lx_st_entry *e, 
     return rc;
 }
 
-int lx_st_read(const struct lx_st_file *f, const char *name, int ndim, const long *shape, float *out,
-               struct lx_error *err)
+const struct lx_st_entry *lx_st_entry_of(const struct lx_st_file *f, const char *name, int ndim, const long *shape,
+                                         struct lx_error *err)
 {
     char want[128], have[128];
     LX_ASSERT(ndim >= 0 && ndim <= LX_ST_MAX_DIMS);
     const struct lx_st_entry *e = find_entry(f, name);
     if (!e)
-        return no_such_tensor(f, name, err);
+        return no_such_tensor(f, name, err), NULL;
     int same = e->ndim == ndim;
     for (int d = 0; d < ndim && same; d++)
         same = e->shape[d] == shape[d];
     if (!same)
         return lx_err(err, LX_EINVAL, "tensor '%s' in %s has shape %s, expected %s\n"
                       "  hint: the checkpoint was written for a different model configuration",
-                      name, f->path, fmt_shape(have, e->ndim, e->shape), fmt_shape(want, ndim, shape));
-    return read_tensor(f, e, out, err);
+                      name, f->path, fmt_shape(have, e->ndim, e->shape), fmt_shape(want, ndim, shape)), NULL;
+    return e;
+}
+
+int lx_st_read(const struct lx_st_file *f, const char *name, int ndim, const long *shape, float *out,
+               struct lx_error *err)
+{
+    const struct lx_st_entry *e = lx_st_entry_of(f, name, ndim, shape, err);
+    return e ? read_tensor(f, e, out, err) : LX_EINVAL;
+}
+
+void *lx_st_take_map(struct lx_st_file *f, size_t *n)
+{
+    void *p = (void *)f->bytes;
+    *n = f->n_bytes;
+    f->bytes = NULL;
+    return p;
 }
 
 const char *lx_st_meta(const struct lx_st_file *f, const char *key)

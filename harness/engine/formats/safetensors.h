@@ -13,8 +13,9 @@
 ** (little-endian; the host must be little-endian too, asserted), pads the
 ** header with spaces so 8 + N is a multiple of 8, and reads any valid N.
 ** It reads F32, F16 and BF16 tensors (Hugging Face checkpoints are mostly
-** half precision), converting to F32 as it copies out of the file, which is
-** memory-mapped, not read into a buffer.
+** half precision): lx_st_read converts to F32 as it reads, and a model used in
+** place (hf_model.c) takes the file's read-only mapping (lx_st_take_map) and
+** multiplies the tensors in their own type.
 ** Reading is strict: a malformed or surprising file is an error that names
 ** the file, what is wrong and where, never a guess.
 */
@@ -81,6 +82,15 @@ int lx_st_open(struct lx_st_file *f, const char *path, struct lx_error *err);
 ** shape is (ndim,); out holds prod(shape) floats. */
 int lx_st_read(const struct lx_st_file *f, const char *name, int ndim, const long *shape, float *out,
                struct lx_error *err);
+
+/* The entry of tensor name, checked against the expected shape as lx_st_read
+** checks it; NULL and err when it is missing or shaped otherwise. */
+const struct lx_st_entry *lx_st_entry_of(const struct lx_st_file *f, const char *name, int ndim, const long *shape,
+                                         struct lx_error *err);
+/* The whole file's read-only mapping, handed to the caller (munmap(p, *n)
+** gives it back; lx_st_close leaves it mapped). Weights used in place point
+** into it: f->data + entry->begin. */
+void *lx_st_take_map(struct lx_st_file *f, size_t *n);
 
 const char *lx_st_meta(const struct lx_st_file *f, const char *key);   /* NULL when absent */
 

@@ -20,7 +20,7 @@ enum lx_numerics lx_numerics_get(void)
 
 const char *lx_numerics_name(enum lx_numerics n)
 {
-    return n == LX_NUMERICS_PORTABLE ? "portable" : "fast";
+    return n == LX_NUMERICS_PORTABLE ? "portable" : n == LX_NUMERICS_BF16 ? "bf16" : "fast";
 }
 
 int lx_numerics_parse(const char *s, enum lx_numerics *out)
@@ -29,6 +29,8 @@ int lx_numerics_parse(const char *s, enum lx_numerics *out)
         *out = LX_NUMERICS_FAST;
     else if (s && !strcmp(s, "portable"))
         *out = LX_NUMERICS_PORTABLE;
+    else if (s && !strcmp(s, "bf16"))
+        *out = LX_NUMERICS_BF16;
     else
         return -1;
     return 0;

@@ -6,22 +6,26 @@
 ** fast: OpenBLAS as the machine picks it (its kernels, blockings and thread
 ** split decide the last bits). portable: every product and every sum in a
 ** fixed order, so a result is the same bits on any x86-64 machine with AVX2,
-** for any thread count and any OPENBLAS_CORETYPE. Set once per process,
+** for any thread count and any OPENBLAS_CORETYPE. bf16: every weight product
+** and both products of the tiled attention take bf16 operands and sum in
+** fp32 (oneDNN for the weights, kernels/dnnl.h); norms, softmax statistics,
+** the residual stream and the logits stay fp32. Set once per process,
 ** before the first pass (a run resolves it from the sweep or the command
 ** line); the kernels read it.
 */
 #ifndef LX_NUMERICS_H
 #define LX_NUMERICS_H
 
-enum lx_numerics { LX_NUMERICS_FAST = 0, LX_NUMERICS_PORTABLE = 1 };
+enum lx_numerics { LX_NUMERICS_FAST = 0, LX_NUMERICS_PORTABLE = 1, LX_NUMERICS_BF16 = 2 };
+#define LX_NUMERICS_N 3
 
 void lx_numerics_set(enum lx_numerics n);
 enum lx_numerics lx_numerics_get(void);
 
-/* "fast" or "portable". */
+/* "fast", "portable" or "bf16". */
 const char *lx_numerics_name(enum lx_numerics n);
 
-/* 0 and *out on "fast" or "portable", -1 on anything else. */
+/* 0 and *out on "fast", "portable" or "bf16", -1 on anything else. */
 int lx_numerics_parse(const char *s, enum lx_numerics *out);
 
 /* ---- the attention path of training passes ---- */

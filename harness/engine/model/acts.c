@@ -303,6 +303,21 @@ static const char *nonfinite_name(float x)
     return isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
 }
 
+/* The first non-finite value of n values of type t at p, or -1: chunks in parallel. */
+static long first_nonfinite(const void *p, int t, long n)
+{
+    enum { CHUNK = 1 << 18 };
+    long first = n;
+#pragma omp parallel for schedule(dynamic, 1) reduction(min : first)
+    for (long c = 0; c < n; c += CHUNK) {
+        long k = lx_half_first_nonfinite((const char *)p + (size_t)c * lx_dtype_size(t), t,
+                                         (size_t)(n - c < CHUNK ? n - c : CHUNK));
+        if (k >= 0 && c + k < first)
+            first = c + k;
+    }
+    return first < n ? first : -1;
+}
+
 int lx_model_check_finite(const struct lx_model *m, struct lx_error *err)
 {
     int n = lx_arch_tensors(&m->arch, NULL);
@@ -310,15 +325,15 @@ int lx_model_check_finite(const struct lx_model *m, struct lx_error *err)
     lx_arch_tensors(&m->arch, t);
     int rc = LX_OK;
     for (int i = 0; i < n && rc == LX_OK; i++) {
-        const float *p = m->w + t[i].offset;
-        long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1);
-        for (long j = 0; j < cnt; j++)
-            if (!isfinite(p[j])) {
-                rc = lx_err(err, LX_ERUN, "tensor '%s' holds a non-finite value (%s) at index %ld\n"
-                            "  hint: the checkpoint is damaged or training diverged (a lower lr, or clip); "
-                            "retrain it", t[i].name, nonfinite_name(p[j]), j);
-                break;
-            }
+        struct lx_wmat w = m->held ? m->held->t[i] : (struct lx_wmat){m->w + t[i].offset, LX_DT_F32};
+        long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1), j = first_nonfinite(w.p, w.type, cnt);
+        float x;
+        if (j >= 0) {
+            lx_half_to_f32(&x, (const char *)w.p + (size_t)j * lx_dtype_size(w.type), w.type, 1);
+            rc = lx_err(err, LX_ERUN, "tensor '%s' holds a non-finite value (%s) at index %ld\n"
+                        "  hint: the checkpoint is damaged or training diverged (a lower lr, or clip); "
+                        "retrain it", t[i].name, nonfinite_name(x), j);
+        }
     }
     free(t);
     return rc;

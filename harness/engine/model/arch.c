@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
+#include "harness/core/mapguard.h"
 #include "harness/core/rng.h"
 
 static const struct lx_param arch_rows[] = {
@@ -137,33 +139,187 @@ size_t lx_arch_n_params(const struct lx_arch *a)
     return total;
 }
 
+/* The views of w from where each tensor is (t, in tensor order): fused
+** (one buffer in tensor order) gives q|k|v and w1|w3 one part each and every
+** float view; otherwise the matrices are their own parts and only the
+** vectors (fp32 wherever they are) get float views. */
+static void map_views(struct lx_weights *w, const struct lx_arch *a, const struct lx_wmat *t, int fused)
+{
+    int n = lx_arch_tensors(a, NULL), i = 0, swiglu = a->mlp == LX_MLP_SWIGLU;
+#define F(k) (fused ? (float *)t[k].p : NULL)
+    w->layer = lx_xcalloc((size_t)a->layers, sizeof *w->layer);
+    w->memb = t[i];
+    w->tok_emb = F(i);
+    i++;
+    for (long l = 0; l < a->layers; l++) {
+        struct lx_layer_w *L = &w->layer[l];
+        L->attn_norm = (float *)t[i++].p;
+        L->wqkv = F(i);
+        L->n_qkv = fused ? 1 : 3;
+        for (int k = 0; k < L->n_qkv; k++)
+            L->mqkv[k] = t[i + k];
+        i += 3;
+        L->bqkv = a->qkv_bias ? (float *)t[i].p : NULL;
+        i += a->qkv_bias ? 3 : 0;
+        L->mo = t[i];
+        L->wo = F(i);
+        i++;
+        L->logit_scale = a->logit_scale ? (float *)t[i++].p : NULL;
+        L->mlp_norm = (float *)t[i++].p;
+        L->w13 = F(i);
+        L->n_w13 = fused || !swiglu ? 1 : 2;
+        for (int k = 0; k < L->n_w13; k++)
+            L->mw13[k] = t[i + k];
+        i += swiglu ? 2 : 1;
+        L->mw2 = t[i];
+        L->w2 = F(i);
+        i++;
+    }
+    w->norm = (float *)t[i++].p;
+    w->mhead = a->tie_head ? w->memb : t[i];
+    w->head = a->tie_head ? w->tok_emb : F(i);
+    i += !a->tie_head;
+#undef F
+    LX_ASSERT(i == n);
+}
+
 void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base)
 {
     int n = lx_arch_tensors(a, NULL);
-    struct lx_tensor_info *t = lx_xcalloc((size_t)n, sizeof *t);
-    lx_arch_tensors(a, t);
-    w->layer = lx_xcalloc((size_t)a->layers, sizeof *w->layer);
-    int i = 0;
-    w->tok_emb = base + t[i++].offset;
-    for (long l = 0; l < a->layers; l++) {
-        struct lx_layer_w *L = &w->layer[l];
-        L->attn_norm = base + t[i++].offset;
-        L->wqkv = base + t[i].offset;
-        i += 3;
-        L->bqkv = a->qkv_bias ? base + t[i].offset : NULL;
-        i += a->qkv_bias ? 3 : 0;
-        L->wo = base + t[i++].offset;
-        L->logit_scale = a->logit_scale ? base + t[i++].offset : NULL;
-        L->mlp_norm = base + t[i++].offset;
-        L->w13 = base + t[i++].offset;
-        if (a->mlp == LX_MLP_SWIGLU)
-            i++;
-        L->w2 = base + t[i++].offset;
-    }
-    w->norm = base + t[i++].offset;
-    w->head = a->tie_head ? w->tok_emb : base + t[i++].offset;
-    LX_ASSERT(i == n);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    struct lx_wmat *t = lx_xcalloc((size_t)n, sizeof *t);
+    lx_arch_tensors(a, ti);
+    for (int i = 0; i < n; i++)
+        t[i] = (struct lx_wmat){base + ti[i].offset, LX_DT_F32};
+    map_views(w, a, t, 1);
     free(t);
+    free(ti);
+}
+
+static long count_of(const struct lx_tensor_info *t)
+{
+    return t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1);
+}
+
+void lx_model_hold(struct lx_model *m, const struct lx_arch *a, struct lx_held *h)
+{
+    int n = lx_arch_tensors(a, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    lx_arch_tensors(a, ti);
+    memset(m, 0, sizeof *m);
+    m->arch = *a;
+    m->n_params = lx_arch_n_params(a);
+    h->n_small = 0;
+    for (int i = 0; i < n; i++)
+        h->n_small += ti[i].ndim == 1 ? (size_t)count_of(&ti[i]) : 0;
+    h->small = lx_xmalloc(sizeof(float) * (h->n_small + 1));
+    h->bytes = sizeof(float) * (double)h->n_small;
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        size_t cnt = (size_t)count_of(&ti[i]);
+        if (ti[i].ndim == 2) {
+            h->bytes += (double)cnt * (double)lx_dtype_size(h->t[i].type);
+            continue;
+        }
+        lx_half_to_f32(h->small + off, h->t[i].p, h->t[i].type, cnt);
+        h->t[i] = (struct lx_wmat){h->small + off, LX_DT_F32};
+        off += cnt;
+    }
+    m->held = h;
+    map_views(&m->v, a, h->t, 0);
+    free(ti);
+}
+
+static void held_release(struct lx_held *h)
+{
+    for (int k = 0; k < h->n_maps; k++)
+        if (h->owned[k])
+            lx_big_free(h->maps[k], h->map_len[k]);
+        else
+            lx_mapguard_remove(h->maps[k], h->map_len[k]), munmap(h->maps[k], h->map_len[k]);
+    free(h->maps);
+    free(h->map_len);
+    free(h->owned);
+    free(h->small);
+    free(h->t);
+    free(h);
+}
+
+/* Copy every tensor of m (in w or held) into a buffer laid out by tensor order, as type t. */
+static void convert_all(const struct lx_model *m, void *dst, int type, const struct lx_tensor_info *ti, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct lx_wmat src = m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32};
+        long rows = ti[i].shape[0], cols = ti[i].ndim == 2 ? ti[i].shape[1] : 1;
+        char *d = (char *)dst + ti[i].offset * lx_dtype_size(type);
+#pragma omp parallel for schedule(static)
+        for (long r = 0; r < rows; r++) {
+            const char *s = (const char *)src.p + (size_t)(r * cols) * lx_dtype_size(src.type);
+            if (type == LX_DT_F32)
+                lx_half_to_f32((float *)d + r * cols, s, src.type, (size_t)cols);
+            else
+                lx_to_bf16((uint16_t *)d + r * cols, s, src.type, (size_t)cols);
+        }
+    }
+}
+
+void lx_model_own(struct lx_model *m)
+{
+    if (!m->held)
+        return;
+    int n = lx_arch_tensors(&m->arch, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    lx_arch_tensors(&m->arch, ti);
+    float *w = lx_big_calloc(m->n_params * sizeof *w);
+    LX_ASSERT(w);
+    convert_all(m, w, LX_DT_F32, ti, n);
+    lx_weights_unmap(&m->v);
+    held_release(m->held);
+    m->held = NULL;
+    m->w = w;
+    lx_weights_map(&m->v, &m->arch, w);
+    free(ti);
+}
+
+void lx_model_to_bf16(struct lx_model *m)
+{
+    if (m->held && lx_model_dtype(m) == LX_DT_BF16)
+        return;
+    int n = lx_arch_tensors(&m->arch, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    lx_arch_tensors(&m->arch, ti);
+    size_t bytes = m->n_params * sizeof(uint16_t);
+    uint16_t *b = lx_big_calloc(bytes);
+    LX_ASSERT(b);
+    convert_all(m, b, LX_DT_BF16, ti, n);
+    struct lx_held *h = lx_xcalloc(1, sizeof *h);
+    h->t = lx_xcalloc((size_t)n, sizeof *h->t);
+    for (int i = 0; i < n; i++)    /* the vectors go back to fp32 in lx_model_hold, from m's own values */
+        h->t[i] = ti[i].ndim == 2 ? (struct lx_wmat){b + ti[i].offset, LX_DT_BF16}
+                                  : (m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32});
+    h->maps = lx_xmalloc(sizeof *h->maps);
+    h->map_len = lx_xmalloc(sizeof *h->map_len);
+    h->owned = lx_xmalloc(sizeof *h->owned);
+    h->maps[0] = b, h->map_len[0] = bytes, h->owned[0] = 1, h->n_maps = 1;
+    struct lx_arch a = m->arch;
+    struct lx_model old = *m;
+    lx_model_hold(m, &a, h);    /* copies the vectors out of old before old is released */
+    lx_weights_unmap(&old.v);
+    if (old.held)
+        held_release(old.held);
+    else
+        lx_big_free(old.w, old.n_params * sizeof *old.w);
+    free(ti);
+}
+
+double lx_model_held_bytes(const struct lx_model *m)
+{
+    return m->held ? m->held->bytes : sizeof(float) * (double)m->n_params;
+}
+
+int lx_model_dtype(const struct lx_model *m)
+{
+    return m->held ? m->v.memb.type : LX_DT_F32;
 }
 
 void lx_weights_unmap(struct lx_weights *w)
@@ -174,6 +330,7 @@ void lx_weights_unmap(struct lx_weights *w)
 
 void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key)
 {
+    memset(m, 0, sizeof *m);
     m->arch = *a;
     m->n_params = lx_arch_n_params(a);
     m->w = lx_big_calloc(m->n_params * sizeof *m->w);
@@ -211,6 +368,9 @@ void lx_model_release(struct lx_model *m)
     if (!m)
         return;
     lx_weights_unmap(&m->v);
-    lx_big_free(m->w, m->n_params * sizeof *m->w);
+    if (m->held)
+        held_release(m->held);
+    else
+        lx_big_free(m->w, m->n_params * sizeof *m->w);
     memset(m, 0, sizeof *m);
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "harness/core/params.h"
+#include "harness/engine/kernels/wprod.h"
 
 enum { LX_MODEL_CAUSAL, LX_MODEL_MLM };     /* lx_arch.mode */
 enum { LX_MLP_GELU, LX_MLP_SWIGLU };        /* lx_arch.mlp */
@@ -69,6 +70,11 @@ struct lx_layer_w {
     float *mlp_norm;    /* (C) */
     float *w13;         /* (F, C) gelu, (2F, C) swiglu: w1 then w3 */
     float *w2;          /* (C, F) */
+    /* The matrices as the forward multiplies them (wprod.h): in a weight
+    ** buffer q|k|v and w1|w3 are one part each (mqkv[0], mw13[0]); used in
+    ** place from a checkpoint (lx_model_hold) they are the file's own tensors. */
+    struct lx_wmat mqkv[3], mw13[2], mo, mw2;
+    int n_qkv, n_w13;   /* parts: 1, or 3 and 2 (1 for a GELU MLP) */
 };
 
 struct lx_weights {
@@ -76,17 +82,48 @@ struct lx_weights {
     struct lx_layer_w *layer;   /* (layers,) owned */
     float *norm;                /* (C) */
     float *head;                /* (V, C); == tok_emb when tie_head */
+    struct lx_wmat memb, mhead; /* tok_emb and head as the forward reads them */
 };
 
 void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base);
 void lx_weights_unmap(struct lx_weights *w);
 
+/* Weights used in place (docs/checkpoints.md#what-a-load-costs): the
+** matrices where a mapped checkpoint holds them, in its type (or rounded to
+** bf16 once, `numerics: bf16`), the vectors copied as fp32. */
+struct lx_held {
+    struct lx_wmat *t;          /* (n_tensors,) each tensor of lx_arch_tensors: where, which type */
+    float *small;               /* (n_small,) the vectors (norms, biases, logit scales) as fp32 */
+    size_t n_small;
+    void **maps;                /* (n_maps,) what release gives back: mappings, or (owned[k]) buffers */
+    size_t *map_len;
+    int *owned;                 /* 1: a buffer of lx_big_calloc, 0: a mapping (munmap) */
+    int n_maps;
+    double bytes;               /* the weights as held: matrices in their type, plus small */
+};
+
 struct lx_model {
     struct lx_arch arch;
-    float *w;                   /* (n_params,) */
+    float *w;                   /* (n_params,) the weights as fp32, or NULL when held */
     size_t n_params;
-    struct lx_weights v;        /* views into w */
+    struct lx_weights v;        /* views: into w, or (held) the vectors into small, the matrices' float views NULL */
+    struct lx_held *held;       /* weights used in place, or NULL */
 };
+
+/* Make m a model of arch a whose tensors are where h->t says (a loader
+** fills t, maps and map_len): the vectors are converted into h->small, the
+** matrices used as they are. m takes h (and its mappings). */
+void lx_model_hold(struct lx_model *m, const struct lx_arch *a, struct lx_held *h);
+/* A held model's weights as fp32 in w (training and the writers need them):
+** one copy, then the mappings are given back. Nothing for a model in w. */
+void lx_model_own(struct lx_model *m);
+/* Every matrix rounded to bf16 once (numerics bf16 at load): into one
+** buffer, the fp32 weights or the mappings given back. */
+void lx_model_to_bf16(struct lx_model *m);
+/* The bytes m's weights take as held (in w: 4 per parameter). */
+double lx_model_held_bytes(const struct lx_model *m);
+/* The type of m's matrices: LX_DT_F32 in w, else the held one (the first matrix's). */
+int lx_model_dtype(const struct lx_model *m);
 
 /* Allocate and initialise from the counter-based generator keyed on `key`:
 ** the same key gives the same weights on any machine and thread count. */

@@ -31,8 +31,8 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
                     int slot, long pos, int token)
 {
     const struct lx_arch *ar = &m->arch;
-    int C = (int)ar->d_model, H = (int)ar->heads, KV = c->KV, D = c->D, HD = H * D, QKV = (int)lx_arch_qkv(ar);
-    int F = (int)ar->d_mlp, F2 = ar->mlp == LX_MLP_SWIGLU ? 2 * F : F, V = (int)ar->vocab, ipos = (int)pos;
+    int C = (int)ar->d_model, H = (int)ar->heads, KV = c->KV, D = c->D, HD = H * D;
+    int F = (int)ar->d_mlp, V = (int)ar->vocab, ipos = (int)pos;
     long KD = (long)KV * D;
     float eps = (float)ar->norm_eps;
     LX_ASSERT(slot >= 0 && slot < c->n_slots && pos >= 0 && pos <= c->len[slot] && pos < c->T);
@@ -43,13 +43,13 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
     ** barrier waits for the other threads to be scheduled. */
     int n_thr = omp_get_max_threads();
     omp_set_num_threads(1);
-    memcpy(c->x, m->v.tok_emb + (long)token * C, sizeof(float) * (size_t)C);
+    lx_embed(c->x, m, &token, 1);
     lx_rope_table_pos(c->cs, &spec->rotary, &ipos, 1);
     c->len[slot] = pos + 1;
     for (int l = 0; l < c->L; l++) {
         const struct lx_layer_w *W = &m->v.layer[l];
         lx_rmsnorm_forward(c->xn, c->rstd, c->x, W->attn_norm, 1, C, eps);
-        lx_linear_forward(c->qkv, c->xn, W->wqkv, W->bqkv, 1, C, QKV);
+        lx_layer_qkv(c->qkv, c->xn, W, ar, 1);
         lx_rope_apply(c->qkv, &spec->rotary, c->cs, 1, 1, H, KV, D, +1);
         if (spec->cosine)
             lx_qk_normalize(c->qkv, NULL, 1, H, KV, D);
@@ -62,18 +62,18 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
         }
         attend(c, spec, W->logit_scale, slot, l, pos, H);
         memcpy(c->xm, c->x, sizeof(float) * (size_t)C);
-        lx_matmul(c->xm, c->ao, W->wo, 1, C, HD, 0, 1, 1.0f, 1.0f);
+        lx_wlinear(c->xm, C, c->ao, HD, W->mo, 1, HD, C, 1.0f);
         lx_rmsnorm_forward(c->xn, c->rstd, c->xm, W->mlp_norm, 1, C, eps);
-        lx_matmul(c->h, c->xn, W->w13, 1, F2, C, 0, 1, 1.0f, 0.0f);
+        lx_layer_w13(c->h, c->xn, W, ar, 1);
         if (ar->mlp == LX_MLP_SWIGLU)
             lx_swiglu_forward(c->act, F, c->h, 1, F);
         else
             lx_gelu_forward_s(c->act, NULL, c->h, F);
         memcpy(c->x, c->xm, sizeof(float) * (size_t)C);
-        lx_matmul(c->x, c->act, W->w2, 1, C, F, 0, 1, 1.0f, 1.0f);
+        lx_wlinear(c->x, C, c->act, F, W->mw2, 1, F, C, 1.0f);
     }
     lx_rmsnorm_forward(c->xn, c->rstd, c->x, m->v.norm, 1, C, eps);
-    lx_matmul(logits, c->xn, m->v.head, 1, V, C, 0, 1, 1.0f, 0.0f);
+    lx_wlinear(logits, V, c->xn, C, m->v.mhead, 1, C, V, 0.0f);
     omp_set_num_threads(n_thr);
 }
 

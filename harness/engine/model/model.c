@@ -48,6 +48,39 @@ static struct lx_attn_shape shape_of(const struct lx_arch *a, int T)
                                   .causal = a->mode == LX_MODEL_CAUSAL};
 }
 
+/* ---- weight products ----------------------------------------------------------- */
+
+/* y (n, Σ rows) = x · [parts]ᵀ + beta·y, each part's rows after the previous part's. */
+static void linear_parts(float *y, long ldy, const float *x, long C, const struct lx_wmat *p, int np,
+                         const long *rows, long n, float beta)
+{
+    for (int k = 0, o = 0; k < np; o += (int)rows[k], k++)
+        lx_wlinear(y + o, ldy, x, C, p[k], n, C, rows[k], beta);
+}
+
+void lx_layer_qkv(float *qkv, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n)
+{
+    long HD = a->heads * a->d_head, KD = lx_arch_kv(a) * a->d_head, QKV = HD + 2 * KD;
+    long rows[3] = {HD, KD, KD}, all = QKV;
+    linear_parts(qkv, QKV, x, a->d_model, W->mqkv, W->n_qkv, W->n_qkv == 1 ? &all : rows, n, 0.0f);
+    if (W->bqkv)
+        for (long t = 0; t < n; t++)
+            for (long o = 0; o < QKV; o++)
+                qkv[t * QKV + o] += W->bqkv[o];
+}
+
+void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n)
+{
+    long F = a->d_mlp, F2 = a->mlp == LX_MLP_SWIGLU ? 2 * F : F, rows[2] = {F, F};
+    linear_parts(h, F2, x, a->d_model, W->mw13, W->n_w13, W->n_w13 == 1 ? &F2 : rows, n, 0.0f);
+}
+
+void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n)
+{
+    for (long i = 0; i < n; i++)
+        lx_wmat_row(x + i * m->arch.d_model, m->v.memb, tokens[i], m->arch.d_model);
+}
+
 /* ---- rope ------------------------------------------------------------------- */
 
 void lx_rope_table(double *cs, const struct lx_rotary *r, int T)
@@ -250,7 +283,7 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *spec
     float *att = a->train && !a->tiled ? a->att + l * (long)a->B * s->H * s->T * s->T : a->att;
     float *lse = a->train && a->tiled ? a->lse + l * (long)a->B * s->H * s->T : NULL;
     lx_rmsnorm_forward(xn1, rstd1, xin, W->attn_norm, (int)s->N, (int)s->C, (float)ar->norm_eps);
-    lx_linear_forward(qkv, xn1, W->wqkv, W->bqkv, (int)s->N, (int)s->C, (int)s->QKV);
+    lx_layer_qkv(qkv, xn1, W, ar, s->N);
     rope_rows(a, spec, qkv, (int)s->H, (int)s->KV, (int)ar->d_head, +1);
     if (spec->cosine)
         lx_qk_normalize(qkv, a->train ? a->qkn + l * s->N * 2 * s->H : NULL, s->N, (int)s->H, (int)s->KV,
@@ -269,14 +302,14 @@ static void mlp(const struct lx_arch *ar, const struct lx_layer_w *W, float *xou
                 float *rstd2, float *h, float *act, int ldact, float *sig, long n, const struct sizes *s)
 {
     lx_rmsnorm_forward(xn2, rstd2, xm, W->mlp_norm, (int)n, (int)s->C, (float)ar->norm_eps);
-    lx_matmul(h, xn2, W->w13, (int)n, (int)s->F2, (int)s->C, 0, 1, 1.0f, 0.0f);
+    lx_layer_w13(h, xn2, W, ar, n);
     if (ar->mlp == LX_MLP_SWIGLU)
         lx_swiglu_forward(act, ldact, h, (int)n, (int)s->F);
     else
         lx_gelu_forward_s(act, sig, h, (int)(n * s->F));
     if (xout != xm)
         memcpy(xout, xm, sizeof(float) * (size_t)(n * s->C));
-    lx_gemm(xout, (int)s->C, act, ldact, W->w2, (int)s->F, (int)n, (int)s->C, (int)s->F, 0, 1, 1.0f, 1.0f);
+    lx_wlinear(xout, s->C, act, ldact, W->mw2, n, s->F, s->C, 1.0f);
 }
 
 /* The final norm and the head's logits of all N rows, a->rows at a time
@@ -290,7 +323,7 @@ static void head(const struct lx_model *m, struct lx_acts *a, const float *x, fl
         long n = s->N - r0 < rows ? s->N - r0 : rows;
         lx_rmsnorm_forward(a->xnf, a->rstdf + r0, x + r0 * s->C, m->v.norm, (int)n, (int)s->C,
                            (float)m->arch.norm_eps);
-        lx_matmul(a->logits + r0 * s->V, a->xnf, m->v.head, (int)n, (int)s->V, (int)s->C, 0, 1, 1.0f, 0.0f);
+        lx_wlinear(a->logits + r0 * s->V, s->V, a->xnf, s->C, m->v.mhead, n, s->C, s->V, 0.0f);
         for (long c0 = r0; targets && c0 < r0 + n; c0 += ce_rows)
             lx_crossentropy_forward(a->loss + c0, probs, a->logits + c0 * s->V, targets + c0,
                                     (int)(r0 + n - c0 < ce_rows ? r0 + n - c0 : ce_rows), (int)s->V);
@@ -306,7 +339,7 @@ static void forward_train(const struct lx_model *m, const struct lx_spec *spec, 
         float *xin = a->x + l * s->N * s->C, *xm = a->xm + l * s->N * s->C, *ao = a->ao + l * s->N * s->HD;
         attention_layer(m, spec, a, l, xin, s);
         memcpy(xm, xin, sizeof(float) * (size_t)(s->N * s->C));
-        lx_matmul(xm, ao, W->wo, (int)s->N, (int)s->C, (int)s->HD, 0, 1, 1.0f, 1.0f);
+        lx_wlinear(xm, s->C, ao, s->HD, W->mo, s->N, s->HD, s->C, 1.0f);
         mlp(&m->arch, W, xin + s->N * s->C, xm, a->xn2 + l * s->N * s->C, a->rstd2 + l * s->N,
             a->h + l * s->N * s->F2, a->act + l * s->N * s->F, (int)s->F, a->sig ? a->sig + l * s->N * s->F : NULL,
             s->N, s);
@@ -329,7 +362,7 @@ static void forward_eval(const struct lx_model *m, const struct lx_spec *spec, c
     for (long l = 0; l < s->L; l++) {
         const struct lx_layer_w *W = &m->v.layer[l];
         attention_layer(m, spec, a, l, a->x, s);
-        lx_matmul(a->x, a->ao, W->wo, (int)s->N, (int)s->C, (int)s->HD, 0, 1, 1.0f, 1.0f);
+        lx_wlinear(a->x, s->C, a->ao, s->HD, W->mo, s->N, s->HD, s->C, 1.0f);
         for (long r0 = 0; r0 < s->N; r0 += rows) {
             float *x = a->x + r0 * s->C;
             mlp(&m->arch, W, x, x, a->xn2, a->rstd1 + r0, a->h, a->h, (int)s->F2, NULL,
@@ -349,8 +382,7 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
         lx_rope_table(a->rope_cs, &spec->rotary, a->T);
     if (spec->cosine && a->train)
         lx_acts_lazy(a, &a->qkn);
-    for (long i = 0; i < s.N; i++)
-        memcpy(a->x + i * s.C, m->v.tok_emb + (long)tokens[i] * s.C, sizeof(float) * (size_t)s.C);
+    lx_embed(a->x, m, tokens, s.N);
     if (a->train)
         forward_train(m, spec, targets, a, &s);
     else

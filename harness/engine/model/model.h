@@ -176,6 +176,14 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, co
 void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
                        const int *targets, struct lx_acts *a, struct lx_weights *g);
 
+/* The weight products a forward shares with decoding (docs/numerics.md#half-precision):
+** q|k|v (+ biases) of n rows of x (n, C) into qkv (n, (H + 2·KV)·D); the
+** MLP's pre-activation w1|w3 (or w1) into h (n, F2); n tokens' embeddings
+** into x (n, C). */
+void lx_layer_qkv(float *qkv, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n);
+void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n);
+void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n);
+
 /* Rotate the q (H heads) and k (KV heads) parts of qkv rows (N = B·T, row
 ** stride (H + 2KV)·D) by their window position (sign +1), or back (sign −1,
 ** the backward of the rotation). */

@@ -406,6 +406,11 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
              int n_mix, lx_train_progress progress, void *pctx, struct lx_train_report *rep, struct lx_error *err)
 {
     memset(rep, 0, sizeof *rep);
+    if (lx_numerics_get() == LX_NUMERICS_BF16)
+        return lx_err(err, LX_EINVAL, "training in numerics bf16 is not implemented yet (its products would need "
+                      "fp32 master weights and a bf16 backward)\n  hint: train in numerics fast or portable, then "
+                      "score the checkpoint with --numerics bf16");
+    lx_model_own(m);    /* weights used in place become fp32 master weights */
     if (m->arch.vocab < tok->n_vocab)
         return lx_err(err, LX_EINVAL, "training on the corpus needs a vocabulary of %ld (the %s tokenizer's); "
                       "the model has %ld", tok->n_vocab, tok->ops->kind, m->arch.vocab);

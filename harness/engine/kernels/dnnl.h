@@ -1,0 +1,31 @@
+/*
+** harness/engine/kernels/dnnl.h - the one seam to oneDNN (Debian's
+** libdnnl-dev): bf16 × bf16 → fp32 matrix products for `numerics: bf16`
+** (docs/numerics.md#bf16). oneDNN picks its implementation for the CPU: AMX
+** tiles where the CPU has them, AVX512-BF16's dot products where it has only
+** those, a slower emulation on plain AVX-512, and its reference loops
+** elsewhere; lx_dnnl_describe names the one it runs.
+*/
+#ifndef LX_DNNL_H
+#define LX_DNNL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* C (M, N) = A · Bᵀ + beta · C: A (M, K) bf16 with row stride lda, B (N, K)
+** bf16 with row stride ldb (a weight matrix as stored: out × in), C fp32
+** with row stride ldc; each product of two bf16 values exact, the sums in
+** fp32 in oneDNN's order. beta 0 never reads C. Returns 0, or -1 when oneDNN
+** refuses (the message in lx_dnnl_error). Call from one thread at a time. */
+int lx_dnnl_gemm_bf16(float *C, long ldc, const uint16_t *A, long lda, const uint16_t *B, long ldb, long M, long N,
+                      long K, float beta);
+
+/* The implementation oneDNN runs a bf16 product with ("brg:avx512_core_amx_bf16"),
+** and the library's version, into out (size n). */
+void lx_dnnl_describe(char *out, size_t n);
+/* 1 when the CPU has native bf16 products (AVX512-BF16 or AMX-BF16). */
+int lx_dnnl_native_bf16(void);
+
+const char *lx_dnnl_error(void);
+
+#endif

@@ -1,0 +1,123 @@
+/*
+** harness/engine/kernels/half.c - bf16 and f16 conversions (half.h): scalar
+** definitions, and AVX-512 loops that give the same values.
+*/
+#include "harness/engine/kernels/half.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+float lx_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 31, m = h & 0x3ff, bits;
+    float f;
+    if (e == 0) {       /* zero or subnormal: m · 2^-24, exact */
+        f = ldexpf((float)m, -24);
+        return sign ? -f : f;
+    }
+    bits = e == 31 ? sign | 0x7F800000u | m << 13 : sign | (e - 15 + 127) << 23 | m << 13;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static int has_avx512(void)
+{
+    static int v = -1;
+    if (v < 0)
+        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    return v;
+}
+
+__attribute__((target("avx512f,avx512bw")))
+static size_t bf16_to_f32_avx512(float *out, const uint16_t *s, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(s + i)));
+        _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+    }
+    return i;
+}
+
+/* _mm512_cvtph_ps converts f16 exactly (subnormals too), as lx_f16_to_f32. */
+__attribute__((target("avx512f,avx512bw")))
+static size_t f16_to_f32_avx512(float *out, const uint16_t *s, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + i))));
+    return i;
+}
+
+void lx_half_to_f32(float *out, const void *src, int t, size_t n)
+{
+    const uint16_t *s = src;
+    size_t i = 0;
+    if (t == LX_DT_F32) {
+        memcpy(out, src, 4 * n);
+        return;
+    }
+    if (has_avx512())
+        i = t == LX_DT_BF16 ? bf16_to_f32_avx512(out, s, n) : f16_to_f32_avx512(out, s, n);
+    for (; i < n; i++)
+        out[i] = t == LX_DT_BF16 ? lx_bf16_to_f32(s[i]) : lx_f16_to_f32(s[i]);
+}
+
+/* Round to nearest even in integers, as lx_f32_to_bf16 (NaNs by the scalar loop's rule). */
+__attribute__((target("avx512f,avx512bw")))
+static size_t f32_to_bf16_avx512(uint16_t *out, const float *x, size_t n)
+{
+    size_t i = 0;
+    const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x400000);
+    for (; i + 16 <= n; i += 16) {
+        __m512 f = _mm512_loadu_ps(x + i);
+        __m512i u = _mm512_castps_si512(f);
+        __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
+        __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+        r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, quiet));
+        _mm256_storeu_si256((__m256i *)(out + i), _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16)));
+    }
+    return i;
+}
+
+void lx_f32_to_bf16_n(uint16_t *out, const float *src, size_t n)
+{
+    size_t i = has_avx512() ? f32_to_bf16_avx512(out, src, n) : 0;
+    for (; i < n; i++)
+        out[i] = lx_f32_to_bf16(src[i]);
+}
+
+void lx_to_bf16(uint16_t *out, const void *src, int t, size_t n)
+{
+    if (t == LX_DT_BF16) {
+        memcpy(out, src, 2 * n);
+    } else if (t == LX_DT_F32) {
+        lx_f32_to_bf16_n(out, src, n);
+    } else {
+        float buf[256];
+        for (size_t i = 0; i < n; i += 256) {
+            size_t k = n - i < 256 ? n - i : 256;
+            lx_half_to_f32(buf, (const uint16_t *)src + i, t, k);
+            lx_f32_to_bf16_n(out + i, buf, k);
+        }
+    }
+}
+
+void lx_round_bf16_n(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = lx_round_bf16(x[i]);
+}
+
+long lx_half_first_nonfinite(const void *src, int t, size_t n)
+{
+    const uint16_t *h = src;
+    const uint32_t *f = src;
+    for (size_t i = 0; i < n; i++) {
+        int bad = t == LX_DT_F32 ? (f[i] & 0x7f800000u) == 0x7f800000u
+                                 : t == LX_DT_BF16 ? (h[i] & 0x7f80) == 0x7f80 : (h[i] & 0x7c00) == 0x7c00;
+        if (bad)
+            return (long)i;
+    }
+    return -1;
+}

@@ -1,0 +1,66 @@
+/*
+** harness/engine/kernels/half.h - half-precision numbers: bf16 and IEEE f16
+** to and from fp32 (docs/numerics.md#half-precision).
+**
+** bf16 is fp32's upper 16 bits (8 exponent bits, 7 mantissa bits): to fp32
+** exactly by a shift; from fp32 rounded to nearest, ties to even, a NaN kept
+** a (quiet) NaN of its sign. f16 (5 exponent, 10 mantissa bits) converts to
+** fp32 exactly, subnormals included. Values are little-endian uint16_t, as in
+** safetensors and GGUF files. The vector loops use AVX-512 or F16C where the
+** CPU has them and give the same values as the scalar ones.
+*/
+#ifndef LX_HALF_H
+#define LX_HALF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The number type of a tensor as held: weights used in place from a mapped
+** file keep their file's type. */
+enum lx_dtype { LX_DT_F32 = 0, LX_DT_BF16 = 1, LX_DT_F16 = 2 };
+
+static inline size_t lx_dtype_size(int t)
+{
+    return t == LX_DT_F32 ? 4 : 2;
+}
+
+static inline float lx_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint16_t lx_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);    /* NaN: quiet, sign kept */
+    u += 0x7fffu + ((u >> 16) & 1);             /* to nearest, ties to even (overflow rounds to inf) */
+    return (uint16_t)(u >> 16);
+}
+
+/* f in bf16's precision, as a float (rounded as lx_f32_to_bf16). */
+static inline float lx_round_bf16(float f)
+{
+    return lx_bf16_to_f32(lx_f32_to_bf16(f));
+}
+
+float lx_f16_to_f32(uint16_t h);
+
+/* n values of type t at src to floats (exact). */
+void lx_half_to_f32(float *out, const void *src, int t, size_t n);
+/* n floats to bf16, rounded to nearest even. */
+void lx_f32_to_bf16_n(uint16_t *out, const float *src, size_t n);
+/* n values of type t at src to bf16: a copy for bf16, else rounded once. */
+void lx_to_bf16(uint16_t *out, const void *src, int t, size_t n);
+/* Every value of x (n floats) rounded to bf16's precision in place. */
+void lx_round_bf16_n(float *x, size_t n);
+
+/* The index of the first non-finite value of n values of type t, or -1. */
+long lx_half_first_nonfinite(const void *src, int t, size_t n);
+
+#endif

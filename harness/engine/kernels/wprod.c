@@ -1,0 +1,154 @@
+/*
+** harness/engine/kernels/wprod.c - products with weight matrices of any type
+** (wprod.h). Called from the main thread (the products thread themselves):
+** the conversion buffers are the process's, grown as needed and kept.
+*/
+#include "harness/engine/kernels/wprod.h"
+
+#include <immintrin.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "harness/core/lx.h"
+#include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/dnnl.h"
+#include "harness/engine/kernels/numerics.h"
+
+#define XROWS 512       /* rows of x rounded to bf16 at a time in bf16 numerics */
+#define GEMV_ROWS 4     /* products of at most this many rows read half weights directly (fast numerics) */
+
+static void *scratch(int which, size_t bytes)
+{
+    static void *buf[2];
+    static size_t cap[2];
+    LX_ASSERT(!omp_in_parallel());
+    if (bytes > cap[which]) {
+        free(buf[which]);
+        buf[which] = lx_xmalloc(bytes);
+        cap[which] = bytes;
+    }
+    return buf[which];
+}
+
+static const char *row_of(struct lx_wmat W, long r, long C)
+{
+    return (const char *)W.p + (size_t)r * (size_t)C * lx_dtype_size(W.type);
+}
+
+void lx_wmat_row(float *out, struct lx_wmat W, long r, long C)
+{
+    lx_half_to_f32(out, row_of(W, r, C), W.type, (size_t)C);
+}
+
+/* ---- fast and portable numerics -------------------------------------------- */
+
+__attribute__((target("avx512f,avx512bw")))
+static float dot_half_avx512(const float *x, const uint16_t *w, int type, long C)
+{
+    __m512 acc = _mm512_setzero_ps();
+    long c = 0;
+    for (; c + 16 <= C; c += 16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)(w + c));
+        __m512 wf = type == LX_DT_BF16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+                                       : _mm512_cvtph_ps(h);
+        acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + c), wf, acc);
+    }
+    float s = _mm512_reduce_add_ps(acc);
+    for (; c < C; c++)
+        s += x[c] * (type == LX_DT_BF16 ? lx_bf16_to_f32(w[c]) : lx_f16_to_f32(w[c]));
+    return s;
+}
+
+/* y = x · Wᵀ + beta · y for a few rows of x, W half-precision, read in place. */
+static void gemv_half(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
+                      float beta)
+{
+#pragma omp parallel for schedule(static)
+    for (long o = 0; o < OC; o++)
+        for (long t = 0; t < T; t++) {
+            float s = dot_half_avx512(x + t * ldx, (const uint16_t *)row_of(W, o, C), W.type, C);
+            y[t * ldy + o] = beta == 0.0f ? s : s + beta * y[t * ldy + o];
+        }
+}
+
+/* A half-precision W to fp32 a block of rows at a time, each block one sgemm. */
+static void linear_blocks(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
+                          float beta)
+{
+    long nb = OC < LX_WPROD_BLOCK ? OC : LX_WPROD_BLOCK;
+    float *w = scratch(0, sizeof(float) * (size_t)(nb * C));
+    for (long o0 = 0; o0 < OC; o0 += nb) {
+        long n = OC - o0 < nb ? OC - o0 : nb;
+#pragma omp parallel for schedule(static)
+        for (long r = 0; r < n; r++)
+            lx_wmat_row(w + r * C, W, o0 + r, C);
+        lx_gemm(y + o0, (int)ldy, x, (int)ldx, w, (int)C, (int)T, (int)n, (int)C, 0, 1, 1.0f, beta);
+    }
+}
+
+/* ---- bf16 numerics ------------------------------------------------------------ */
+
+static void dnnl_or_die(int rc)
+{
+    if (rc < 0) {   /* the shapes are the model's own: oneDNN refusing one is a bug or a broken install */
+        fprintf(stderr, "lenx: %s\n  hint: numerics bf16 needs oneDNN (libdnnl2); numerics fast runs without it\n",
+                lx_dnnl_error());
+        exit(3);
+    }
+}
+
+static void linear_bf16(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
+                        float beta)
+{
+    long xr = T < XROWS ? T : XROWS, nb = OC < LX_WPROD_BLOCK ? OC : LX_WPROD_BLOCK;
+    uint16_t *xb = scratch(1, sizeof(uint16_t) * (size_t)(xr * C));
+    uint16_t *wb = W.type == LX_DT_BF16 ? NULL : scratch(0, sizeof(uint16_t) * (size_t)(nb * C));
+    for (long t0 = 0; t0 < T; t0 += xr) {
+        long m = T - t0 < xr ? T - t0 : xr;
+#pragma omp parallel for schedule(static)
+        for (long t = 0; t < m; t++)
+            lx_f32_to_bf16_n(xb + t * C, x + (t0 + t) * ldx, (size_t)C);
+        if (!wb) {
+            dnnl_or_die(lx_dnnl_gemm_bf16(y + t0 * ldy, ldy, xb, C, W.p, C, m, OC, C, beta));
+            continue;
+        }
+        for (long o0 = 0; o0 < OC; o0 += nb) {
+            long n = OC - o0 < nb ? OC - o0 : nb;
+#pragma omp parallel for schedule(static)
+            for (long r = 0; r < n; r++)
+                lx_to_bf16(wb + r * C, row_of(W, o0 + r, C), W.type, (size_t)C);
+            dnnl_or_die(lx_dnnl_gemm_bf16(y + t0 * ldy + o0, ldy, xb, C, wb, C, m, n, C, beta));
+        }
+    }
+}
+
+void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC, float beta)
+{
+    enum lx_numerics nm = lx_numerics_get();
+    if (nm == LX_NUMERICS_BF16)
+        linear_bf16(y, ldy, x, ldx, W, T, C, OC, beta);
+    else if (W.type == LX_DT_F32)
+        lx_gemm(y, (int)ldy, x, (int)ldx, W.p, (int)C, (int)T, (int)OC, (int)C, 0, 1, 1.0f, beta);
+    else if (nm == LX_NUMERICS_FAST && T <= GEMV_ROWS && __builtin_cpu_supports("avx512f"))
+        gemv_half(y, ldy, x, ldx, W, T, C, OC, beta);
+    else
+        linear_blocks(y, ldy, x, ldx, W, T, C, OC, beta);
+}
+
+void lx_wlinear_naive(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
+                      float beta)
+{
+    int bf = lx_numerics_get() == LX_NUMERICS_BF16;
+    float *w = lx_xmalloc(sizeof(float) * (size_t)C);
+    for (long o = 0; o < OC; o++) {
+        lx_wmat_row(w, W, o, C);
+        for (long t = 0; t < T; t++) {
+            double s = 0.0;
+            for (long c = 0; c < C; c++)
+                s += bf ? (double)lx_round_bf16(x[t * ldx + c]) * lx_round_bf16(w[c]) : (double)x[t * ldx + c] * w[c];
+            y[t * ldy + o] = beta == 0.0f ? (float)s : (float)s + beta * y[t * ldy + o];
+        }
+    }
+    free(w);
+}

@@ -1,0 +1,37 @@
+/*
+** harness/engine/kernels/wprod.h - products with a weight matrix of any type:
+** y = x · Wᵀ for W (out × in) held as fp32, or as bf16 or f16 values used in
+** place from a mapped checkpoint (docs/numerics.md#half-precision).
+**
+** In fast and portable numerics a half-precision W is converted exactly to
+** fp32 a block of rows at a time and multiplied by the mode's sgemm (gemm.h:
+** portable gives the bits of the same weights held as fp32). A product of a
+** few rows (decoding) reads the half values directly in fast numerics. In
+** bf16 numerics x is rounded to bf16, W taken as bf16 (rounded a block at a
+** time unless it is bf16 already) and the product runs on oneDNN (dnnl.h),
+** fp32 sums. The naive reference beside it sums in double.
+*/
+#ifndef LX_WPROD_H
+#define LX_WPROD_H
+
+#include "harness/engine/kernels/half.h"
+
+/* A weight matrix (rows = out, cols = in) row-major as held. */
+struct lx_wmat {
+    const void *p;
+    int type;           /* LX_DT_F32, LX_DT_BF16 or LX_DT_F16 */
+};
+
+/* y (T, OC), row stride ldy, = x (T, C), row stride ldx, · Wᵀ + beta · y. */
+void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC, float beta);
+/* The reference: each value of y a double sum (operands rounded to bf16 first in bf16 numerics). */
+void lx_wlinear_naive(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
+                      float beta);
+
+/* Row r of W (C values) as floats. */
+void lx_wmat_row(float *out, struct lx_wmat W, long r, long C);
+
+/* Rows of a half-precision W converted per block (a multiple of 16). */
+#define LX_WPROD_BLOCK 256
+
+#endif

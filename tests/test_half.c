@@ -1,0 +1,336 @@
+/*
+** tests/test_half.c - half-precision weights used in place and `numerics:
+** bf16` (docs/numerics.md#half-precision): bf16/f16 conversions against their
+** definitions on every 16-bit pattern, the typed weight product against its
+** naive reference in each numerics, and the random-weight bf16 Llama of
+** tests/ref/hf-bf16-tiny (made by tests/ref/hf_bf16_ref.py) against torch's
+** fp32 and bf16 forwards; hostile files (truncated, lying offsets, shrunk
+** while mapped).
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/core/json.h"
+#include "harness/core/rng.h"
+#include "harness/engine/formats/formats.h"
+#include "harness/engine/kernels/half.h"
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/wprod.h"
+#include "tests/stack.h"
+
+#define TINY "tests/ref/hf-bf16-tiny"
+#define V 512
+#define T 64
+
+static void restore(void)
+{
+    lx_numerics_set(LX_NUMERICS_FAST);
+}
+
+TestSuite(half, .fini = restore, .timeout = 120);
+
+static void repo(char out[512], const char *rel)
+{
+    const char *root = getenv("LENX_ROOT");
+    snprintf(out, 512, "%s/%s", root ? root : ".", rel);
+}
+
+/* ---- conversions ---------------------------------------------------------- */
+
+/* bf16 to fp32 is the upper half; f16 by its definition: (-1)^s · 2^(e-15) · (1 + m/1024), subnormals m · 2^-24. */
+Test(half, every_16_bit_pattern_converts_by_definition)
+{
+    static uint16_t all[65536];
+    static float got[65536];
+    for (int i = 0; i < 65536; i++)
+        all[i] = (uint16_t)i;
+    lx_half_to_f32(got, all, LX_DT_F16, 65536);
+    for (int i = 0; i < 65536; i++) {
+        int s = i >> 15, e = (i >> 10) & 31, m = i & 1023;
+        double want = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+        want = s ? -want : want;
+        if (isnan(want))
+            cr_assert(isnan(got[i]), "f16 %04x", i);
+        else
+            cr_assert_eq((double)got[i], want, "f16 %04x: %g, want %g", i, got[i], want);
+    }
+    lx_half_to_f32(got, all, LX_DT_BF16, 65536);
+    for (int i = 0; i < 65536; i++) {
+        uint32_t u = (uint32_t)i << 16, back;
+        memcpy(&back, &got[i], 4);
+        cr_assert_eq(back, u, "bf16 %04x", i);
+    }
+}
+
+/* Round to nearest, ties to even, checked against the two bf16 neighbours in double. */
+Test(half, f32_to_bf16_rounds_to_nearest_even)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, 7, 0, 0);
+    enum { N = 100003 };
+    static float x[N];
+    static uint16_t fast[N];
+    for (int i = 0; i < N; i++) {
+        uint32_t u = (uint32_t)(lx_rng_uniform(&r) * 4294967296.0);
+        if (i % 7 == 0)
+            u = (u & 0xffff0000u) | 0x8000u;    /* exact ties */
+        memcpy(&x[i], &u, 4);
+    }
+    x[0] = INFINITY, x[1] = -INFINITY, x[2] = NAN, x[3] = 3.3895314e38f;  /* rounds up to inf */
+    lx_f32_to_bf16_n(fast, x, N);
+    for (int i = 0; i < N; i++) {
+        uint16_t h = lx_f32_to_bf16(x[i]);
+        cr_assert_eq(fast[i], h, "vector and scalar differ at %d (%a)", i, x[i]);
+        if (isnan(x[i])) {
+            cr_assert(isnan(lx_bf16_to_f32(h)));
+            continue;
+        }
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        double lo = lx_bf16_to_f32((uint16_t)(u >> 16)), got = lx_bf16_to_f32(h);
+        double hi = isinf(lo) ? lo : lx_bf16_to_f32((uint16_t)((u >> 16) + 1));
+        /* past the largest bf16, infinity stands where 2^128 would be */
+        double d_lo = fabs((double)x[i] - lo), d_hi = fabs((isinf(hi) && !isinf(lo) ? copysign(0x1p128, hi) : hi) - x[i]);
+        double want = d_lo < d_hi ? lo : d_hi < d_lo ? hi : (((u >> 16) & 1) ? hi : lo);
+        cr_assert(got == want || (isnan(got) && isnan(want)), "%a rounded to %a, want %a", x[i], got, want);
+    }
+}
+
+/* ---- the typed product ---------------------------------------------------------- */
+
+/* y = x·Wᵀ for W in fp32, bf16 and f16 against the double-sum reference: in
+** fast numerics each value within K·2^-23·Σ|x·w| (fp32 sums of exact
+** products: K roundings of at most 2^-24 relative each, doubled for the
+** BLAS's blocked order), in bf16 the same bound on the bf16-rounded operands. */
+static void product_case(enum lx_numerics nm, int type, long M, long K, long N)
+{
+    lx_numerics_set(nm);
+    struct lx_rng r;
+    lx_rng_init(&r, 11, (uint32_t)(M * 31 + type), 0);
+    float *x = lx_xmalloc(sizeof(float) * (size_t)(M * K)), *w = lx_xmalloc(sizeof(float) * (size_t)(N * K));
+    uint16_t *h = lx_xmalloc(sizeof(uint16_t) * (size_t)(N * K));
+    float *y = lx_xcalloc((size_t)(M * N), sizeof(float)), *ref = lx_xcalloc((size_t)(M * N), sizeof(float));
+    for (long i = 0; i < M * K; i++)
+        x[i] = (float)(lx_rng_uniform(&r) * 2 - 1);
+    for (long i = 0; i < N * K; i++) {
+        w[i] = (float)(lx_rng_uniform(&r) - 0.5);
+        h[i] = type == LX_DT_BF16 ? lx_f32_to_bf16(w[i]) : 0;
+    }
+    if (type == LX_DT_F16)
+        for (long i = 0; i < N * K; i++)        /* f16 patterns of exponents 8..14 (|w| in [2^-7, 1)), any sign */
+            h[i] = (uint16_t)((lx_rng_uniform(&r) < 0.5 ? 0x8000 : 0) | (8 + (int)(lx_rng_uniform(&r) * 7)) << 10 |
+                              (int)(lx_rng_uniform(&r) * 1024));
+    struct lx_wmat W = {type == LX_DT_F32 ? (const void *)w : h, type};
+    for (long i = 0; i < M * N; i++)
+        y[i] = ref[i] = 0.5f;
+    lx_wlinear(y, N, x, K, W, M, K, N, 1.0f);
+    lx_wlinear_naive(ref, N, x, K, W, M, K, N, 1.0f);
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++) {
+            double mag = 0.5;
+            float wj[1];
+            for (long k = 0; k < K; k++) {
+                lx_wmat_row(wj, (struct lx_wmat){(const char *)W.p + (size_t)(j * K + k) * lx_dtype_size(type), type},
+                            0, 1);
+                mag += fabs((double)x[i * K + k] * wj[0]);
+            }
+            double tol = (double)K * 0x1p-22 * mag;
+            cr_assert(fabs((double)y[i * N + j] - ref[i * N + j]) <= tol, "%s type %d (%ld x %ld x %ld) [%ld,%ld]: "
+                      "%.9g vs %.9g (tol %.3g)", lx_numerics_name(nm), type, M, K, N, i, j, y[i * N + j],
+                      ref[i * N + j], tol);
+        }
+    free(x), free(w), free(h), free(y), free(ref);
+}
+
+Test(half, typed_products_match_the_reference)
+{
+    const long shapes[][3] = {{1, 48, 40}, {3, 64, 300}, {37, 96, 513}, {600, 40, 24}};
+    const enum lx_numerics modes[] = {LX_NUMERICS_FAST, LX_NUMERICS_PORTABLE, LX_NUMERICS_BF16};
+    for (int m = 0; m < 3; m++)
+        for (int t = 0; t < 3; t++)
+            for (int s = 0; s < 4; s++)
+                product_case(modes[m], t, shapes[s][0], shapes[s][1], shapes[s][2]);
+}
+
+/* Portable numerics on bf16 weights gives the bits of the same weights as fp32. */
+Test(half, portable_half_product_is_the_fp32_bits)
+{
+    lx_numerics_set(LX_NUMERICS_PORTABLE);
+    enum { M = 9, K = 77, N = 600 };
+    static float x[M * K], w[N * K], a[M * N], b[M * N];
+    static uint16_t h[N * K];
+    for (int i = 0; i < M * K; i++)
+        x[i] = sinf((float)i);
+    for (int i = 0; i < N * K; i++) {
+        h[i] = lx_f32_to_bf16(cosf((float)i * 0.37f));
+        w[i] = lx_bf16_to_f32(h[i]);
+    }
+    lx_wlinear(a, N, x, K, (struct lx_wmat){w, LX_DT_F32}, M, K, N, 0.0f);
+    lx_wlinear(b, N, x, K, (struct lx_wmat){h, LX_DT_BF16}, M, K, N, 0.0f);
+    cr_assert_eq(memcmp(a, b, sizeof a), 0);
+}
+
+/* ---- the bf16 Llama against torch ------------------------------------------------ */
+
+struct ref {
+    int ids[2][T];
+    double nll[2][2][T - 1];      /* [fp32, bf16][window][position] */
+    double last[2][2][V];
+};
+
+static void read_ref(struct ref *r)
+{
+    char path[512];
+    struct lx_json *doc;
+    struct lx_error err = {{0}};
+    repo(path, TINY "/ref.json");
+    cr_assert_eq(lx_json_load(&doc, path, 1 << 24, &err), LX_OK, "%s", err.msg);
+    const struct lx_jv *root = lx_json_root(doc), *ids = lx_json_member(root, "ids");
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < T; t++) {
+            int64_t v;
+            cr_assert_eq(lx_json_int(doc, lx_json_at(lx_json_at(ids, b), t), &v, &err), LX_OK);
+            r->ids[b][t] = (int)v;
+        }
+    const char *names[2] = {"fp32", "bf16"};
+    for (int k = 0; k < 2; k++) {
+        const struct lx_jv *o = lx_json_member(root, names[k]);
+        for (int b = 0; b < 2; b++) {
+            for (int t = 0; t < T - 1; t++)
+                cr_assert_eq(lx_json_num(doc, lx_json_at(lx_json_at(lx_json_member(o, "nll"), b), t),
+                                         &r->nll[k][b][t], &err), LX_OK);
+            for (int v = 0; v < V; v++)
+                cr_assert_eq(lx_json_num(doc, lx_json_at(lx_json_at(lx_json_member(o, "last_logits"), b), v),
+                                         &r->last[k][b][v], &err), LX_OK);
+        }
+    }
+    lx_json_free(doc);
+}
+
+struct got {
+    double mean_nll, ref_mean, max_dlogit, max_dnll;
+};
+
+/* lenx's forward of both windows under the model's native stack, against reference k. */
+static struct got run_tiny(const struct lx_model *m, const char *stack, const struct ref *r, int k, float *logits)
+{
+    struct tstack s;
+    struct lx_facts f = tfacts((int)m->arch.d_head, 256, (int)m->arch.heads, T);
+    tstack_make(&s, stack, &f);
+    struct lx_acts a;
+    struct lx_error err = {{0}};
+    int tok[2 * T], tgt[2 * T];
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < T; t++) {
+            tok[b * T + t] = r->ids[b][t];
+            tgt[b * T + t] = t + 1 < T ? r->ids[b][t + 1] : -1;
+        }
+    cr_assert_eq(lx_acts_alloc(&a, &m->arch, 2, T, 0, &err), LX_OK, "%s", err.msg);
+    struct got g = {0};
+    g.mean_nll = lx_model_forward(m, &s.spec, tok, tgt, &a);
+    for (int b = 0; b < 2; b++) {
+        for (int t = 0; t < T - 1; t++) {
+            g.ref_mean += r->nll[k][b][t] / (2.0 * (T - 1));
+            g.max_dnll = fmax(g.max_dnll, fabs(a.loss[b * T + t] - r->nll[k][b][t]));
+        }
+        for (int v = 0; v < V; v++)
+            g.max_dlogit = fmax(g.max_dlogit, fabs(a.logits[((long)b * T + T - 1) * V + v] - r->last[k][b][v]));
+    }
+    if (logits)
+        memcpy(logits, a.logits, sizeof(float) * 2 * T * V);
+    lx_acts_release(&a);
+    tstack_free(&s);
+    return g;
+}
+
+static void load_tiny(struct lx_model *m, struct lx_ckpt_info *info)
+{
+    char path[512];
+    struct lx_error err = {{0}};
+    repo(path, TINY);
+    cr_assert_eq(lx_model_load(m, path, info, &err), LX_OK, "%s", err.msg);
+}
+
+/* Fast numerics on the bf16 weights, used in place, against torch's fp32
+** forward on the upcast weights: 1e-5 in mean NLL (the issue's bound; both
+** sum fp32 products of the same values, in different orders). */
+Test(half, fast_numerics_on_bf16_weights_match_torch_fp32)
+{
+    struct ref r;
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    read_ref(&r);
+    load_tiny(&m, &info);
+    cr_assert_not_null(m.held, "the bf16 matrices are used in place");
+    cr_assert_eq(lx_model_dtype(&m), LX_DT_BF16);
+    cr_assert_null(m.w, "no fp32 copy of the weights");
+    struct got g = run_tiny(&m, info.stack, &r, 0, NULL);
+    cr_log_info("fast vs torch fp32: mean NLL %.9f vs %.9f, max |dlogit| %.3g, max |dnll| %.3g", g.mean_nll,
+                g.ref_mean, g.max_dlogit, g.max_dnll);
+    cr_assert(fabs(g.mean_nll - g.ref_mean) < 1e-5, "mean NLL %.9f vs torch %.9f", g.mean_nll, g.ref_mean);
+    cr_assert(g.max_dlogit < 1e-4, "max |dlogit| %g", g.max_dlogit);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+/* Portable numerics: the held bf16 model and its own fp32 copy give the same bits. */
+Test(half, portable_held_model_is_the_fp32_bits)
+{
+    struct ref r;
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    static float a[2 * T * V], b[2 * T * V];
+    read_ref(&r);
+    lx_numerics_set(LX_NUMERICS_PORTABLE);
+    load_tiny(&m, &info);
+    struct got g1 = run_tiny(&m, info.stack, &r, 0, a);
+    lx_model_own(&m);
+    cr_assert_null(m.held);
+    struct got g2 = run_tiny(&m, info.stack, &r, 0, b);
+    cr_assert_eq(memcmp(a, b, sizeof a), 0, "held and owned logits differ");
+    cr_assert_eq(g1.mean_nll, g2.mean_nll);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+/* numerics bf16 against torch's bf16 forward. The two round different things:
+** lenx rounds only the products' operands (weights are bf16 already;
+** activations and attention's q, k, p and v) and keeps the residual stream,
+** norms and softmax in fp32; torch rounds every activation tensor to bf16
+** (8 significant bits: 2^-9 relative), each residual add and norm output
+** included. The bound: what torch's own bf16 run differs from its fp32 run
+** by (computed here from the reference, both in ref.json), times 2, plus
+** lenx's own difference from fp32 of the same order. */
+Test(half, bf16_numerics_match_torch_bf16_within_its_own_rounding)
+{
+    struct ref r;
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    read_ref(&r);
+    lx_numerics_set(LX_NUMERICS_BF16);
+    load_tiny(&m, &info);
+    struct got g = run_tiny(&m, info.stack, &r, 1, NULL), f = run_tiny(&m, info.stack, &r, 0, NULL);
+    double torch_dmean = 0, torch_dlogit = 0;
+    for (int b = 0; b < 2; b++) {
+        for (int t = 0; t < T - 1; t++)
+            torch_dmean += (r.nll[1][b][t] - r.nll[0][b][t]) / (2.0 * (T - 1));
+        for (int v = 0; v < V; v++)
+            torch_dlogit = fmax(torch_dlogit, fabs(r.last[1][b][v] - r.last[0][b][v]));
+    }
+    cr_log_info("bf16 vs torch bf16: mean NLL %.7f vs %.7f (torch bf16-fp32 %.3g), max |dlogit| %.4f (torch's own "
+                "bf16-fp32 %.4f); vs torch fp32: d mean %.3g, max |dlogit| %.4f", g.mean_nll, g.ref_mean,
+                torch_dmean, g.max_dlogit, torch_dlogit, f.mean_nll - f.ref_mean, f.max_dlogit);
+    cr_assert(fabs(g.mean_nll - g.ref_mean) < 2e-3, "mean NLL %.7f vs torch bf16 %.7f", g.mean_nll, g.ref_mean);
+    cr_assert(g.max_dlogit < 3 * torch_dlogit, "max |dlogit| %.4f against torch bf16, whose own rounding moves "
+              "logits by %.4f", g.max_dlogit, torch_dlogit);
+    cr_assert(f.max_dlogit > 0, "bf16 numerics must round something");
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
