@@ -117,8 +117,9 @@ int lx_args_numerics(const struct lx_args *a, enum lx_numerics *out, int *given,
     enum lx_numerics n = LX_NUMERICS_PORTABLE;
     *given = flag || v;
     if (v && lx_numerics_parse(v, &n) < 0)
-        return lx_err(err, LX_EINVAL, "--numerics must be fast or portable, got '%s'\n  hint: --numerics portable "
-                      "(or --portable) gives the same bits on any x86-64 machine with AVX2", v);
+        return lx_err(err, LX_EINVAL, "--numerics must be fast, portable or bf16, got '%s'\n  hint: --numerics "
+                      "portable (or --portable) gives the same bits on any x86-64 machine with AVX2; bf16 multiplies "
+                      "bf16 operands (docs/numerics.md#half-precision)", v);
     if (flag && n != LX_NUMERICS_PORTABLE)
         return lx_err(err, LX_EINVAL, "--portable and --numerics %s contradict each other\n  hint: give one of them", v);
     if (*given)

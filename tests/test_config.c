@@ -523,9 +523,9 @@ Test(config, numerics_parses_and_defaults_to_fast)
 Test(config, numerics_bad_values)
 {
     expect_error(HEAD "numerics: slow\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:11",
-                 "'numerics' must be fast or portable, got 'slow'\n  hint: ");
+                 "'numerics' must be fast, portable or bf16, got 'slow'\n  hint: ");
     expect_error(HEAD "numerics: [portable]\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:11",
-                 "'numerics' must be fast or portable, got a list");
+                 "'numerics' must be fast, portable or bf16, got a list");
     expect_error(HEAD "numerics: Portable\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:11",
                  "got 'Portable'");
     expect_error(HEAD "numeric: portable\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:1",

@@ -873,7 +873,9 @@ Test(loaders, show_model_prints_the_memory_plan)
     cr_assert_not_null(mem, "%s", lx_buf_str(&out));
     double weights = 0, kv = 0, score = 0;
     long window = 0;
-    cr_assert_eq(sscanf(mem, "\"memory\": {\"weights_dtype\": \"F32\", \"weights_bytes\": %lf, "
+    cr_assert_eq(sscanf(mem, "\"memory\": {\"weights_dtype\": \"F32\", \"weights_held\": \"fp32 copy\", "
+                        "\"dtypes\": {\"embedding\": \"F32\", \"attention\": \"F32\", \"mlp\": \"F32\", \"head\": "
+                        "\"tied\", \"norms\": \"F32\"}, \"weights_bytes\": %lf, "
                         "\"kv_cache_bytes_per_token\": %lf, \"score_window\": %ld, \"score_bytes\": %lf}",
                         &weights, &kv, &window, &score), 4, "%s", mem);
     cr_expect_eq(weights, 4.0 * 260032);

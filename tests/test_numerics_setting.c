@@ -90,7 +90,7 @@ Test(numerics, command_line_beats_the_file_and_every_row_records_it, .init = set
                  0, "%s", out);
     /* bad values: exit 2, nothing written */
     cr_expect_eq(sh(out, sizeof out, "$L run f.yaml --db n.db --numerics exact"), 2, "%s", out);
-    cr_expect(strstr(out, "--numerics must be fast or portable, got 'exact'\n  hint:") != NULL, "%s", out);
+    cr_expect(strstr(out, "--numerics must be fast, portable or bf16, got 'exact'\n  hint:") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L run p.yaml --db n.db --portable --numerics fast"), 2, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L score --model nothing --text f.yaml --numerics 1"), 2, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L generate --model nothing --numerics fastest"), 2, "%s", out);

@@ -13,7 +13,8 @@
 #include "harness/cli.h"
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/formats/checkpoint.h"
-#include "harness/engine/kernels/blas.h"
+#include "harness/core/mapguard.h"
+#include "harness/engine/kernels/wprod.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/model/evaluate.h"
 #include "harness/engine/tokenizers/tokenizer.h"
@@ -74,8 +75,8 @@ static long read_tokens(const char *file, const struct lx_tokenizer *tk, int32_t
 /* Provenance, as a stored cell has it: the arithmetic and the kernels that ran. */
 static void put_provenance(struct lx_buf *json)
 {
-    char blas[128];
-    lx_blas_describe(blas, sizeof blas);
+    char blas[256];
+    lx_products_describe(blas, sizeof blas);
     lx_buf_printf(json, ",\n  \"numerics\": \"%s\",\n  \"blas\": ", lx_numerics_name(lx_numerics_get()));
     lx_buf_json_str(json, blas);
 }
@@ -103,7 +104,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     struct lx_tokenizer *tk = NULL;
     int32_t *ids = NULL;
     float *nll = NULL;
-    long n = 0;
+    long n = 0;     /* below: weights read in place from a file changed meanwhile give no numbers */
     int rc = lx_local_find(o->model, o->db, &path, err);
     if (rc == LX_OK)
         rc = lx_local_load(path, o->tokenizer, &m, &info, &tk, err);
@@ -135,6 +136,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
                                      .nll = nll + full * L};
             rc = lx_eval_windows(&m, &spec, 1, (int)(n % L), score_fill, score_score, &tail, err);
         }
+        rc = rc == LX_OK ? lx_mapguard_check(err) : rc;
     }
     if (rc == LX_OK) {
         struct lx_buf canon = {0}, sjson = {0};

@@ -459,13 +459,25 @@ static void key_str(struct lx_buf *out, const char *key, const char *v)
 ** what scoring one window of its training length takes in all (weights,
 ** activations, attention scratch on this run's threads), the numbers a run
 ** checks against the machine before it allocates. */
-static void put_memory(struct lx_buf *out, const struct lx_arch *a, long train_len)
+static const char *dtype_name(int t)
 {
-    double weights = lx_model_bytes(a, 0), kv = (lx_kvcache_bytes(a, 1, 1025, 0) - lx_kvcache_bytes(a, 1, 1, 0)) / 1024;
-    double score = lx_run_bytes(a, 1, (int)(train_len > 0 ? train_len : 1), 0, 0);
-    lx_buf_printf(out, ",\n  \"memory\": {\"weights_dtype\": \"F32\", \"weights_bytes\": %.0f, "
-                  "\"kv_cache_bytes_per_token\": %.0f, \"score_window\": %ld, \"score_bytes\": %.0f}",
-                  weights, kv, train_len, score);
+    return t == LX_DT_BF16 ? "BF16" : t == LX_DT_F16 ? "F16" : "F32";
+}
+
+static void put_memory(struct lx_buf *out, const struct lx_model *m, long train_len)
+{
+    const struct lx_arch *a = &m->arch;
+    const struct lx_layer_w *L = &m->v.layer[0];
+    int bf16 = lx_numerics_get() == LX_NUMERICS_BF16, T = (int)(train_len > 0 ? train_len : 1);
+    double weights = lx_model_held_bytes(m), kv = (lx_kvcache_bytes(a, 1, 1025, 0) - lx_kvcache_bytes(a, 1, 1, 0)) / 1024;
+    double score = m->held || bf16 ? lx_eval_bytes(a, weights, bf16, 1, T, 0) : lx_run_bytes(a, 1, T, 0, 0);
+    lx_buf_printf(out, ",\n  \"memory\": {\"weights_dtype\": \"%s\", \"weights_held\": \"%s\", "
+                  "\"dtypes\": {\"embedding\": \"%s\", \"attention\": \"%s\", \"mlp\": \"%s\", \"head\": \"%s\", "
+                  "\"norms\": \"F32\"}, \"weights_bytes\": %.0f, \"kv_cache_bytes_per_token\": %.0f, "
+                  "\"score_window\": %ld, \"score_bytes\": %.0f}",
+                  dtype_name(lx_model_dtype(m)), m->held ? "in place" : "fp32 copy", dtype_name(m->v.memb.type),
+                  dtype_name(L->mqkv[0].type), dtype_name(L->mw13[0].type),
+                  a->tie_head ? "tied" : dtype_name(m->v.mhead.type), weights, kv, train_len, score);
 }
 
 int lx_show_model(const char *model, const char *db, struct lx_buf *out, struct lx_error *err)
@@ -497,7 +509,7 @@ int lx_show_model(const char *model, const char *db, struct lx_buf *out, struct 
         lx_buf_printf(out, ",\n  \"lineage\": %s", info.lineage ? info.lineage : "null");
         key_str(out, "weights_sha256", info.weights_sha256);
         key_str(out, "sha256", info.sha256);
-        put_memory(out, &m.arch, info.train_len);
+        put_memory(out, &m, info.train_len);
         lx_buf_puts(out, ",\n  \"load_seconds\": ");
         lx_buf_num(out, secs);
         lx_buf_puts(out, "\n}\n");

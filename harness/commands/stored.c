@@ -136,23 +136,26 @@ int lx_stored_show_sweep(const char *sweep, const char *db, struct lx_error *err
 }
 
 /* The run keys of a plan as a JSON array, with those of the same grid in
-** the other numerics mode: the mode is a run setting (`lenx run --portable`),
-** not a change of the config, so cells run in either are not stale. */
+** the other numerics modes: the mode is a run setting (`lenx run --portable`),
+** not a change of the config, so cells run in any of them are not stale. */
 static char *plan_keys_json(const struct lx_plan *plan)
 {
-    struct lx_grid other = *plan->grid;     /* shallow: only numerics differs, and the plan only reads it */
-    other.numerics = other.numerics == LX_NUMERICS_FAST ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST;
-    struct lx_plan alt = {0};
-    struct lx_error err;
-    int with_alt = lx_plan_build(&alt, &other, &err) == LX_OK;
     struct lx_buf b = {0};
     lx_buf_puts(&b, "[");
     for (int i = 0; i < plan->n_cells; i++)
         lx_buf_printf(&b, "%s\"%s\"", i ? "," : "", plan->cells[i].key);
-    for (int i = 0; with_alt && i < alt.n_cells; i++)
-        lx_buf_printf(&b, ",\"%s\"", alt.cells[i].key);
+    for (int nm = 0; nm < LX_NUMERICS_N; nm++) {
+        struct lx_grid other = *plan->grid;     /* shallow: only numerics differs, and the plan only reads it */
+        struct lx_plan alt = {0};
+        struct lx_error err;
+        other.numerics = (enum lx_numerics)nm;
+        if (nm == (int)plan->grid->numerics || lx_plan_build(&alt, &other, &err) < 0)
+            continue;
+        for (int i = 0; i < alt.n_cells; i++)
+            lx_buf_printf(&b, ",\"%s\"", alt.cells[i].key);
+        lx_plan_release(&alt);
+    }
     lx_buf_puts(&b, "]");
-    lx_plan_release(&alt);
     return b.s;
 }
 

@@ -120,12 +120,12 @@ static int parse_name(struct lx_grid *g, const struct lx_node *v, struct lx_erro
     return LX_OK;
 }
 
-/* `numerics: fast | portable`: the arithmetic every cell and model of the
+/* `numerics: fast | portable | bf16`: the arithmetic every cell and model of the
 ** sweep uses (harness/engine/kernels/numerics.h). */
 static int parse_numerics(struct lx_grid *g, const struct lx_node *v, struct lx_error *err)
 {
     if (v->kind != LX_NODE_SCALAR || lx_numerics_parse(v->text, &g->numerics) < 0)
-        return lx_node_err(err, v, "'numerics' must be fast or portable, got %s%s%s\n"
+        return lx_node_err(err, v, "'numerics' must be fast, portable or bf16, got %s%s%s\n"
                            "  hint: numerics: portable gives the same bits on any x86-64 machine with AVX2 "
                            "(docs/config.md#numerics)", v->kind == LX_NODE_SCALAR ? "'" : "",
                            v->kind == LX_NODE_SCALAR ? v->text : lx_node_kind_name(v->kind),

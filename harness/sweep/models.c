@@ -122,6 +122,7 @@ static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, con
     u->train_json = lx_xstrdup(info.train_json);
     u->ckpt_stack = lx_xstrdup(info.stack);
     memcpy(u->ckpt_sha, info.sha256, sizeof u->ckpt_sha);
+    u->ckpt_bytes = lx_model_held_bytes(&m);
     int rc = open_tokenizer(u, tk, v, &info, err);
     lx_ckpt_info_release(&info);
     lx_model_release(&m);

@@ -57,6 +57,7 @@ struct lx_model_use {
     char *checkpoint;               /* path of a brought checkpoint, NULL when lenx trains */
     char *ckpt_stack;               /* its training-time stack (YAML flow list) */
     char ckpt_sha[65];              /* its SHA-256 */
+    double ckpt_bytes;              /* its weights as held (lx_model_held_bytes: used in place, or fp32) */
     struct lx_mix mix[LX_MAX_MIX];  /* (n_mix,) the training mixture; params owned */
     int n_mix;
     char *mix_json;                 /* [{"name":..,"params":{..},"weight":w},..], or NULL without one */

@@ -19,7 +19,8 @@
 #include <unistd.h>
 
 #include "harness/engine/model/calibrate.h"
-#include "harness/engine/kernels/blas.h"
+#include "harness/core/mapguard.h"
+#include "harness/engine/kernels/wprod.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/formats/checkpoint.h"
 #include "harness/core/hash.h"
@@ -185,7 +186,7 @@ struct runner {
     const struct lx_run_opts *o;
     struct lx_owner me;         /* our claims' owner; its host is also each record's host */
     struct lx_run_summary *sum;
-    char blas[128];             /* the BLAS library and its threading, recorded with each cell */
+    char blas[256];             /* the BLAS library and its threading, recorded with each cell */
 };
 
 struct model_slot {
@@ -726,6 +727,8 @@ static int run_cell(struct runner *r, struct model_slot *slot, const struct lx_c
         rc = lx_cell_run(plan, c, c->model >= 0 ? &slot->m : NULL, &slot->calib, &res, &cell_err);
     if (rc == LX_OK && r->o->keep_prompts)
         rc = attach_prompts(plan, c, &res, &cell_err);
+    if (rc == LX_OK)    /* weights read in place from a file that changed meanwhile: the cell fails, named */
+        rc = lx_mapguard_check(&cell_err);
     rec.finished = now();
     rec.max_rss_kb = max_rss_kb();
     rec.ok = rc == LX_OK;
@@ -829,7 +832,7 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
     struct runner r = {.plan = plan, .store = store, .o = o, .sum = sum};
     lx_numerics_set(plan->grid->numerics);     /* before any pass: the keys were made for this mode */
     owner_init(&r.me);
-    lx_blas_describe(r.blas, sizeof r.blas);
+    lx_products_describe(r.blas, sizeof r.blas);
     if ((rc = lx_store_reap(store, &r.me, err)) < 0) {
         free(todo);
         return rc;

@@ -3,7 +3,8 @@
 
     hf_bf16_ref.py tiny DIR          the test model: DIR/{config.json, model.safetensors, ref.json}
     hf_bf16_ref.py 1b DIR TOKENIZER  Llama-3.2-1B's shape for `make bench BENCH=bf16` (2.5 GB; no ref.json),
-                                     with TOKENIZER (a Llama-3 tokenizer.json) copied beside it
+                                     with TOKENIZER (a Llama-3 tokenizer.json) copied beside it and a
+                                     tokenizer_config.json naming its BOS and EOS
 
 The shapes are transformers' LlamaConfig fields: tied embeddings, grouped-query
 attention, rope_theta 500,000 with `llama3` rope scaling. Weights are drawn
@@ -50,6 +51,8 @@ def config_of(shape):
              rope_theta=500000.0, tie_word_embeddings=True, attention_bias=False, mlp_bias=False,
              bos_token_id=1, eos_token_id=2, torch_dtype="bfloat16")
     c.update(SHAPES[shape])
+    if shape == "1b":   # Llama-3's <|begin_of_text|> and <|end_of_text|>
+        c.update(bos_token_id=128000, eos_token_id=128001)
     c["head_dim"] = c["hidden_size"] // c["num_attention_heads"]
     return c
 
@@ -173,6 +176,9 @@ def main():
     w = write_safetensors(os.path.join(out, "model.safetensors"), c, gen)
     if shape == "1b":
         shutil.copy(sys.argv[3], os.path.join(out, "tokenizer.json"))
+        with open(os.path.join(out, "tokenizer_config.json"), "w") as f:   # Llama-3's, as transformers reads it
+            json.dump({"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>", "add_bos_token": True}, f)
+            f.write("\n")
         return
     torch.set_num_threads(1)
     windows = [torch.randint(0, c["vocab_size"], (64,), generator=gen) for _ in range(2)]

@@ -63,7 +63,11 @@ int lx_model_load(struct lx_model *m, const char *path, struct lx_ckpt_info *inf
     if (info)
         memset(info, 0, sizeof *info);
     for (int i = 0, n = n_formats(); i < n; i++)
-        if (formats[i]->sniff(path))
-            return formats[i]->load(m, path, info, err);
+        if (formats[i]->sniff(path)) {
+            int rc = formats[i]->load(m, path, info, err);
+            if (rc == LX_OK)
+                lx_model_fit_numerics(m);   /* the hashes above are of the file's weights */
+            return rc;
+        }
     return lx_err(err, LX_EINVAL, "%s: not a model in any format lenx reads", path);
 }

@@ -1,7 +1,7 @@
 /*
 ** harness/engine/kernels/dnnl.h - the one seam to oneDNN (Debian's
 ** libdnnl-dev): bf16 × bf16 → fp32 matrix products for `numerics: bf16`
-** (docs/numerics.md#bf16). oneDNN picks its implementation for the CPU: AMX
+** (docs/numerics.md#half-precision). oneDNN picks its implementation for the CPU: AMX
 ** tiles where the CPU has them, AVX512-BF16's dot products where it has only
 ** those, a slower emulation on plain AVX-512, and its reference loops
 ** elsewhere; lx_dnnl_describe names the one it runs.

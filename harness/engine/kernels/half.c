@@ -109,11 +109,24 @@ void lx_round_bf16_n(float *x, size_t n)
         x[i] = lx_round_bf16(x[i]);
 }
 
+/* The first i >= 0 of 32 values at a time whose exponent bits (mask) are all set, or n rounded down. */
+__attribute__((target("avx512f,avx512bw")))
+static size_t scan_half_avx512(const uint16_t *h, size_t n, uint16_t mask)
+{
+    const __m512i m = _mm512_set1_epi16((short)mask);
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        if (_mm512_cmpeq_epi16_mask(_mm512_and_si512(_mm512_loadu_si512(h + i), m), m))
+            break;
+    return i;
+}
+
 long lx_half_first_nonfinite(const void *src, int t, size_t n)
 {
     const uint16_t *h = src;
     const uint32_t *f = src;
-    for (size_t i = 0; i < n; i++) {
+    size_t i0 = t != LX_DT_F32 && has_avx512() ? scan_half_avx512(h, n, t == LX_DT_BF16 ? 0x7f80 : 0x7c00) : 0;
+    for (size_t i = i0; i < n; i++) {
         int bad = t == LX_DT_F32 ? (f[i] & 0x7f800000u) == 0x7f800000u
                                  : t == LX_DT_BF16 ? (h[i] & 0x7f80) == 0x7f80 : (h[i] & 0x7c00) == 0x7c00;
         if (bad)

@@ -33,6 +33,8 @@
 */
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/gemm.h"
+#include "harness/engine/kernels/half.h"
+#include "harness/engine/kernels/numerics.h"
 
 #include <math.h>
 #include <omp.h>
@@ -74,6 +76,7 @@ struct tiled {
     int G;                      /* query heads per key/value head, H / KV */
     int far;                    /* 1: far pairs take their scores from the rotated rows */
     int avx2;                   /* 1: the CPU has AVX2 and FMA (the softmax loops' clone) */
+    int bf16;                   /* 1: numerics bf16, P rounded to bf16 before P·V (q, k, v come rounded) */
     const struct lx_tile_ws *ws;
     const float *mult;          /* (H,) or NULL */
     const struct lx_tile_stats *st;     /* row statistics to sum, or NULL */
@@ -542,6 +545,8 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
             for (int r = ra; r < nr; r++)
                 tile_row(x, S + (size_t)r * bk, O + (size_t)r * D, m + r, l + r, h, i0 + r, j0, (int)(j1 - j0),
                          stats && r >= r0 && r < r1 ? acc + r : NULL, F + (size_t)r * bk);
+            for (int r = ra; x->bf16 && r < nr; r++)
+                lx_round_bf16_n(S + (size_t)r * bk, (size_t)(j1 - j0));
             const float *vt = x->v + j0 * x->ld + (long)(h / x->G) * D;
             if (x->kp)      /* V's rows are its own panels (D is a multiple of LX_GEMM_NR) */
                 lx_gemm_rows(O + (size_t)ra * D, D, S + off, bk, vt, x->ld, LX_GEMM_NR, nr - ra, D, (int)(j1 - j0),
@@ -570,6 +575,7 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
     LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && KV >= 1 && H % KV == 0);
     struct tiled x = {.spec = spec, .q = q, .k = k, .v = v, .o = o, .ld = ld, .ldo = ldo, .T = T, .H = H, .D = D,
                       .causal = causal, .G = H / KV, .n_tab = lx_tile_tab_rows(spec), .ws = ws, .mult = mult};
+    x.bf16 = lx_numerics_get() == LX_NUMERICS_BF16;
     LX_ASSERT((!x.n_tab || ws->tab) && (!lx_tile_rot_floats(spec, T, H, D) || ws->rot));
     if (x.n_tab)
         lx_tile_dist_tables(ws->tab, spec, H, T);

@@ -16,7 +16,8 @@
 #include "harness/engine/kernels/numerics.h"
 
 #define XROWS 512       /* rows of x rounded to bf16 at a time in bf16 numerics */
-#define GEMV_ROWS 4     /* products of at most this many rows read half weights directly (fast numerics) */
+#define GEMV_ROWS 32    /* products of at most this many rows read half weights directly (fast numerics) */
+#define GEMV_GROUP 8    /* rows of x per pass over a weight row (one accumulator each) */
 
 static void *scratch(int which, size_t bytes)
 {
@@ -43,21 +44,33 @@ void lx_wmat_row(float *out, struct lx_wmat W, long r, long C)
 
 /* ---- fast and portable numerics -------------------------------------------- */
 
-__attribute__((target("avx512f,avx512bw")))
-static float dot_half_avx512(const float *x, const uint16_t *w, int type, long C)
+static inline float half_at(const uint16_t *w, long c, int type)
 {
-    __m512 acc = _mm512_setzero_ps();
+    return type == LX_DT_BF16 ? lx_bf16_to_f32(w[c]) : lx_f16_to_f32(w[c]);
+}
+
+/* out[t] = x_t · w for up to GEMV_GROUP rows x_t (stride ldx): one pass over
+** the weight row, widened 16 values at a time, one accumulator per row. */
+__attribute__((target("avx512f,avx512bw")))
+static void dots_half_avx512(float *out, const float *x, long ldx, int n, const uint16_t *w, int type, long C)
+{
+    __m512 acc[GEMV_GROUP];
     long c = 0;
+    for (int t = 0; t < n; t++)
+        acc[t] = _mm512_setzero_ps();
     for (; c + 16 <= C; c += 16) {
         __m256i h = _mm256_loadu_si256((const __m256i *)(w + c));
         __m512 wf = type == LX_DT_BF16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
                                        : _mm512_cvtph_ps(h);
-        acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + c), wf, acc);
+        for (int t = 0; t < n; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_loadu_ps(x + t * ldx + c), wf, acc[t]);
     }
-    float s = _mm512_reduce_add_ps(acc);
-    for (; c < C; c++)
-        s += x[c] * (type == LX_DT_BF16 ? lx_bf16_to_f32(w[c]) : lx_f16_to_f32(w[c]));
-    return s;
+    for (int t = 0; t < n; t++) {
+        float s = _mm512_reduce_add_ps(acc[t]);
+        for (long k = c; k < C; k++)
+            s += x[t * ldx + k] * half_at(w, k, type);
+        out[t] = s;
+    }
 }
 
 /* y = x · Wᵀ + beta · y for a few rows of x, W half-precision, read in place. */
@@ -66,9 +79,14 @@ static void gemv_half(float *y, long ldy, const float *x, long ldx, struct lx_wm
 {
 #pragma omp parallel for schedule(static)
     for (long o = 0; o < OC; o++)
-        for (long t = 0; t < T; t++) {
-            float s = dot_half_avx512(x + t * ldx, (const uint16_t *)row_of(W, o, C), W.type, C);
-            y[t * ldy + o] = beta == 0.0f ? s : s + beta * y[t * ldy + o];
+        for (long t0 = 0; t0 < T; t0 += GEMV_GROUP) {
+            float s[GEMV_GROUP];
+            int n = (int)(T - t0 < GEMV_GROUP ? T - t0 : GEMV_GROUP);
+            dots_half_avx512(s, x + t0 * ldx, ldx, n, (const uint16_t *)row_of(W, o, C), W.type, C);
+            for (int t = 0; t < n; t++) {
+                float *yo = y + (t0 + t) * ldy + o;
+                *yo = beta == 0.0f ? s[t] : s[t] + beta * *yo;
+            }
         }
 }
 
@@ -134,6 +152,23 @@ void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, 
         gemv_half(y, ldy, x, ldx, W, T, C, OC, beta);
     else
         linear_blocks(y, ldy, x, ldx, W, T, C, OC, beta);
+}
+
+double lx_wprod_scratch_bytes(long width)
+{
+    return (double)width * (LX_WPROD_BLOCK * sizeof(float) + XROWS * sizeof(uint16_t));
+}
+
+void lx_products_describe(char *out, size_t n)
+{
+    char blas[128], dnnl[128];
+    lx_blas_describe(blas, sizeof blas);
+    if (lx_numerics_get() != LX_NUMERICS_BF16) {
+        snprintf(out, n, "%s", blas);
+        return;
+    }
+    lx_dnnl_describe(dnnl, sizeof dnnl);
+    snprintf(out, n, "%s bf16=%s", blas, dnnl);
 }
 
 void lx_wlinear_naive(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,

@@ -14,6 +14,8 @@
 #ifndef LX_WPROD_H
 #define LX_WPROD_H
 
+#include <stddef.h>
+
 #include "harness/engine/kernels/half.h"
 
 /* A weight matrix (rows = out, cols = in) row-major as held. */
@@ -30,6 +32,13 @@ void lx_wlinear_naive(float *y, long ldy, const float *x, long ldx, struct lx_wm
 
 /* Row r of W (C values) as floats. */
 void lx_wmat_row(float *out, struct lx_wmat W, long r, long C);
+
+/* What runs the products, recorded with every cell: the BLAS (blas.h), and in
+** bf16 numerics oneDNN's implementation ("... bf16=brg:avx512_core_bf16 onednn=2.6.3"). */
+void lx_products_describe(char *out, size_t n);
+
+/* Bytes of the conversion buffers the products keep for rows of up to width values. */
+double lx_wprod_scratch_bytes(long width);
 
 /* Rows of a half-precision W converted per block (a multiple of 16). */
 #define LX_WPROD_BLOCK 256

@@ -255,6 +255,21 @@ double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned u
            kv;
 }
 
+void lx_model_fit_numerics(struct lx_model *m)
+{
+    if (lx_numerics_get() == LX_NUMERICS_BF16)
+        lx_model_to_bf16(m);
+}
+
+double lx_eval_bytes(const struct lx_arch *a, double weights, int bf16, int B, int T, unsigned uses)
+{
+    double w = bf16 ? 2.0 * (double)lx_arch_n_params(a) : weights;
+    long width = a->d_model > a->d_mlp ? a->d_model : a->d_mlp;
+    if (width < a->heads * a->d_head)
+        width = a->heads * a->d_head;
+    return lx_run_bytes(a, B, T, 0, uses) - lx_model_bytes(a, 0) + w + lx_wprod_scratch_bytes(width);
+}
+
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err)
 {
     memset(m, 0, sizeof *m);

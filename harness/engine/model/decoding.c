@@ -53,6 +53,8 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
         lx_rope_apply(c->qkv, &spec->rotary, c->cs, 1, 1, H, KV, D, +1);
         if (spec->cosine)
             lx_qk_normalize(c->qkv, NULL, 1, H, KV, D);
+        if (lx_numerics_get() == LX_NUMERICS_BF16)     /* as the forward's (model.c) */
+            lx_round_bf16_n(c->qkv, (size_t)(HD + 2 * KD));
         memcpy(lx_kvcache_rows(c, c->k, slot, l) + pos * KD, c->qkv + HD, sizeof(float) * (size_t)KD);
         memcpy(lx_kvcache_rows(c, c->v, slot, l) + pos * KD, c->qkv + HD + KD, sizeof(float) * (size_t)KD);
         if (c->kfar) {

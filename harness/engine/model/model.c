@@ -288,6 +288,8 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *spec
     if (spec->cosine)
         lx_qk_normalize(qkv, a->train ? a->qkn + l * s->N * 2 * s->H : NULL, s->N, (int)s->H, (int)s->KV,
                         (int)ar->d_head);
+    if (lx_numerics_get() == LX_NUMERICS_BF16)     /* the attention's products read bf16 q, k, v */
+        lx_round_bf16_n(qkv, (size_t)(s->N * s->QKV));
     if (a->kv)
         lx_kvcache_put(a->kv, (int)l, qkv, a->B, a->T, (int)s->H);
     struct lx_attn_shape sh = shape_of(ar, a->T);
