@@ -127,12 +127,24 @@ int lx_args_numerics(const struct lx_args *a, enum lx_numerics *out, int *given,
     return LX_OK;
 }
 
+int lx_args_kv_cache(const struct lx_args *a, int *bf16, int *given, struct lx_error *err)
+{
+    const char *v = lx_args_value(a, "kv-cache");
+    *given = v != NULL;
+    if (v && lx_kv_parse(v, bf16) < 0)
+        return lx_err(err, LX_EINVAL, "--kv-cache must be fp32 or bf16, got '%s'\n  hint: bf16 halves the KV cache "
+                      "(docs/config.md#numerics)", v);
+    return LX_OK;
+}
+
 int lx_cli_numerics(const struct lx_args *a, struct lx_error *err)
 {
     enum lx_numerics n = LX_NUMERICS_FAST;
-    int given, rc = lx_args_numerics(a, &n, &given, err);
+    int given, kv = 0, rc = lx_args_numerics(a, &n, &given, err);
     if (rc == LX_OK)
-        lx_numerics_set(n);
+        rc = lx_args_kv_cache(a, &kv, &given, err);
+    if (rc == LX_OK)
+        lx_numerics_set(n), lx_kv_bf16_set(kv);
     if (rc == LX_OK && n == LX_NUMERICS_FAST)
         lx_cli_blas_notice();
     return rc;

@@ -47,12 +47,16 @@ int lx_args_double(const char *text, const char *name, double *out, struct lx_er
 ** `score`, `generate`), read by lx_args_numerics. */
 #define LX_NUMERICS_OPTS                                                                                     \
     {"portable", 0, "portable numerics: the same bits on any x86-64 machine with AVX2 (= --numerics portable)"}, \
-    {"numerics", 1, "fast (default) or portable: the arithmetic (docs/config.md#numerics); beats the sweep file's"}
+    {"numerics", 1, "fast (default), portable or bf16: the arithmetic (docs/config.md#numerics); beats the sweep "  \
+                    "file's"},                                                                                           \
+    {"kv-cache", 1, "fp32 (default) or bf16: the KV cache's numbers (docs/config.md#numerics); beats the sweep file's"}
 
 /* The mode those options name into *out, *given = 1; *given = 0 (and *out
 ** untouched) when neither is there. LX_EINVAL on a value other than fast or
 ** portable, or on --portable with --numerics fast. */
 int lx_args_numerics(const struct lx_args *a, enum lx_numerics *out, int *given, struct lx_error *err);
+/* --kv-cache into *bf16, *given = 1; *given = 0 when absent. */
+int lx_args_kv_cache(const struct lx_args *a, int *bf16, int *given, struct lx_error *err);
 
 /* A command without a sweep file (score, generate): the mode those options
 ** name (fast when neither) set for the process, before its first pass. */

@@ -175,7 +175,9 @@ int lx_cmd_run(int argc, char **argv)
     }
     enum lx_numerics numerics = LX_NUMERICS_FAST;
     int numerics_given = 0;
-    if ((rc = lx_args_numerics(&a, &numerics, &numerics_given, &err)) < 0)
+    int kv_bf16 = 0, kv_given = 0;
+    if ((rc = lx_args_numerics(&a, &numerics, &numerics_given, &err)) < 0 ||
+        (rc = lx_args_kv_cache(&a, &kv_bf16, &kv_given, &err)) < 0)
         return lx_cli_fail(&err, rc);
     struct lx_shard shard;
     struct lx_buf note = {0};
@@ -191,6 +193,8 @@ int lx_cmd_run(int argc, char **argv)
     rc = lx_grid_load(&grid, a.pos[0], &err);
     if (rc == LX_OK && numerics_given)     /* the command line beats the file; resolved once, before the keys */
         grid.numerics = numerics;
+    if (rc == LX_OK && kv_given)
+        grid.kv_bf16 = kv_bf16;
     if (rc == LX_OK)
         rc = lx_plan_build(&plan, &grid, &err);
     if (rc < 0) {

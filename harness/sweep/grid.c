@@ -27,7 +27,7 @@
 #include <string.h>
 
 static const char *const top_keys[] = {"name", "description", "seed", "seeds", "methods", "tasks", "lengths",
-                                       "models", "numerics"};
+                                       "models", "numerics", "kv_cache"};
 #define N_TOP_KEYS ((int)(sizeof top_keys / sizeof *top_keys))
 
 static int need_seq(const struct lx_node *v, const char *key, const char *example, struct lx_error *err)
@@ -148,7 +148,8 @@ static int parse_top(struct lx_grid *g, const struct lx_node *root, struct lx_er
         if (!known) {
             const char *near = k->kind == LX_NODE_SCALAR ? lx_closest(k->text, top_keys, N_TOP_KEYS) : NULL;
             return lx_node_err(err, k, "unknown key '%s' in the sweep file\n  hint: %s%s%s"
-                               "known keys are name, description, seed, seeds, methods, tasks, lengths, models, numerics",
+                               "known keys are name, description, seed, seeds, methods, tasks, lengths, models, numerics, "
+                               "kv_cache",
                                k->kind == LX_NODE_SCALAR ? k->text : "?", near ? "did you mean '" : "",
                                near ? near : "", near ? "'? " : "");
         }
@@ -173,6 +174,9 @@ static int parse_grid(struct lx_grid *g, struct lx_error *err)
     const struct lx_node *v;
     if ((v = lx_map_get(root, "numerics")) && (rc = parse_numerics(g, v, err)) < 0)
         return rc;
+    if ((v = lx_map_get(root, "kv_cache")) && (v->kind != LX_NODE_SCALAR || lx_kv_parse(v->text, &g->kv_bf16) < 0))
+        return lx_node_err(err, v, "'kv_cache' must be fp32 or bf16\n  hint: kv_cache: bf16 halves the KV cache of "
+                           "the tasks that decode (docs/config.md#numerics)");
     if ((v = lx_map_get(root, "seed"))) {
         if (v->kind != LX_NODE_SCALAR)
             return lx_node_err(err, v, "'seed' must be one integer\n  hint: use 'seeds' for a list");

@@ -27,6 +27,7 @@ struct lx_grid {
     struct lx_model_use *models;    /* (n_models,) the `models:` axis */
     int n_models;
     enum lx_numerics numerics;      /* `numerics:` (default fast); `lenx run --portable` overrides it */
+    int kv_bf16;                    /* `kv_cache: bf16` (default fp32); `lenx run --kv-cache` overrides it */
     struct lx_doc doc;              /* keeps the nodes alive */
 };
 

@@ -146,6 +146,8 @@ static void numerics_key(struct lx_buf *b, const struct lx_grid *g)
 {
     if (g->numerics != LX_NUMERICS_FAST)
         lx_buf_printf(b, ",\"numerics\":\"%s\"", lx_numerics_name(g->numerics));
+    if (g->kv_bf16)
+        lx_buf_puts(b, ",\"kv_cache\":\"bf16\"");
 }
 
 /* The model key of (model, training part of the stack, seed); with methods

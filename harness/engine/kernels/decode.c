@@ -11,6 +11,7 @@
 
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/half.h"
 #include "harness/engine/kernels/ops.h"
 
 /* exp(x − max) below e^−70 is 0, as on the other paths (attention.c says why). */
@@ -32,17 +33,47 @@ int lx_argmax(const float *x, long n)
 
 /* ---- the cache -------------------------------------------------------------- */
 
+/* The offset of row pos of (slot, layer) in the cache's (n_slots, L, T, KV·D) buffers. */
+static long row_at(const struct lx_kvcache *c, int slot, int layer, long pos)
+{
+    return (((long)slot * c->L + layer) * c->T + pos) * c->KV * c->D;
+}
+
+void lx_kvcache_store(struct lx_kvcache *c, int slot, int layer, long pos, const float *k, const float *v)
+{
+    long KD = (long)c->KV * c->D, at = row_at(c, slot, layer, pos);
+    if (c->bf16) {
+        lx_f32_to_bf16_n(c->kh + at, k, (size_t)KD);
+        lx_f32_to_bf16_n(c->vh + at, v, (size_t)KD);
+    } else {
+        memcpy(c->k + at, k, sizeof(float) * (size_t)KD);
+        memcpy(c->v + at, v, sizeof(float) * (size_t)KD);
+    }
+}
+
+void lx_kvcache_head(const struct lx_kvcache *c, int slot, int layer, int g, long n, float *kout, float *vout)
+{
+    long KD = (long)c->KV * c->D, at = row_at(c, slot, layer, 0) + (long)g * c->D;
+    for (long j = 0; j < n; j++, at += KD) {
+        if (c->bf16) {
+            lx_half_to_f32(kout + j * c->D, c->kh + at, LX_DT_BF16, (size_t)c->D);
+            lx_half_to_f32(vout + j * c->D, c->vh + at, LX_DT_BF16, (size_t)c->D);
+        } else {
+            memcpy(kout + j * c->D, c->k + at, sizeof(float) * (size_t)c->D);
+            memcpy(vout + j * c->D, c->v + at, sizeof(float) * (size_t)c->D);
+        }
+    }
+}
+
 void lx_kvcache_put(struct lx_kvcache *c, int layer, const float *qkv, int B, int T, int H)
 {
     LX_ASSERT(T <= c->T && layer >= 0 && layer < c->L);
     long KD = (long)c->KV * c->D, QKV = (long)H * c->D + 2 * KD;
     int nb = B < c->n_slots ? B : c->n_slots;
     for (int b = 0; b < nb; b++) {
-        float *k = lx_kvcache_rows(c, c->k, b, layer), *v = lx_kvcache_rows(c, c->v, b, layer);
         for (long t = 0; t < T; t++) {
             const float *src = qkv + ((long)b * T + t) * QKV + (long)H * c->D;
-            memcpy(k + t * KD, src, sizeof(float) * (size_t)KD);
-            memcpy(v + t * KD, src + KD, sizeof(float) * (size_t)KD);
+            lx_kvcache_store(c, b, layer, t, src, src + KD);
         }
         c->len[b] = T;
         c->n_far[(long)b * c->L + layer] = 0;
@@ -54,15 +85,14 @@ void lx_kvcache_put(struct lx_kvcache *c, int layer, const float *qkv, int B, in
 void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, int layer, long upto)
 {
     long *nf = &c->n_far[(long)slot * c->L + layer], KD = (long)c->KV * c->D;
-    const float *k = lx_kvcache_rows(c, c->k, slot, layer);
     float *kf = lx_kvcache_rows(c, c->kfar, slot, layer);
     double r[2 * LX_SPEC_MAX_PAIRS + 2];
     for (long j = *nf; j < upto; j++)
         for (int g = 0; g < c->KV; g++) {
-            const float *src = k + j * KD + (long)g * c->D;
+            long at = row_at(c, slot, layer, j) + (long)g * c->D;
             float *dst = kf + j * KD + (long)g * c->D;
             for (int d = 0; d < c->D; d++)
-                r[d] = src[d];
+                r[d] = c->bf16 ? lx_bf16_to_f32(c->kh[at + d]) : c->k[at + d];
             lx_rotary_turn(r, &spec->rotary, c->D, spec->posmap.scale * (double)j - (double)j);
             for (int d = 0; d < c->D; d++)
                 dst[d] = (float)r[d];

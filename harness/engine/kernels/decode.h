@@ -42,7 +42,10 @@
 struct lx_kvcache {
     int n_slots;        /* windows it holds (a batch's instances) */
     int L, T, KV, D;    /* layers, rows a window holds at most, key/value heads, head dimension */
-    float *k, *v;       /* (n_slots, L, T, KV·D) keys (rotated, unit under cosine) and values */
+    float *k, *v;       /* (n_slots, L, T, KV·D) keys (rotated, unit under cosine) and values; NULL when bf16 */
+    int bf16;           /* 1: kh, vh hold them as bf16 (numerics.h, lx_kv_bf16_get at allocation) */
+    uint16_t *kh, *vh;  /* (n_slots, L, T, KV·D) the same as bf16, or NULL */
+    float *wide;        /* bf16: (3, T, D) one key/value head's keys, values and far keys widened for a step */
     float *kfar;        /* (n_slots, L, T, KV·D) keys turned to the posmap's key position, or NULL
                         ** when the spec has no posmap on rotary positions */
     long *len;          /* (n_slots,) rows [0, len) hold the window's tokens */
@@ -60,6 +63,12 @@ int lx_argmax(const float *x, long n);
 
 /* 1 when the spec scores far keys from turned rows (a posmap on rotary positions). */
 int lx_decode_far(const struct lx_spec *spec);
+
+/* Row pos of (slot, layer): its KV·D key and value values stored (rounded to bf16 in a bf16 cache). */
+void lx_kvcache_store(struct lx_kvcache *c, int slot, int layer, long pos, const float *k, const float *v);
+/* Rows [0, n) of key/value head g of (slot, layer) as floats, D apiece: keys into kout, values into vout
+** (from a bf16 cache widened, else copied). */
+void lx_kvcache_head(const struct lx_kvcache *c, int slot, int layer, int g, long n, float *kout, float *vout);
 
 /* The rows of (slot, layer) in buf (c->k, c->v or c->kfar): (T, KV·D). */
 static inline float *lx_kvcache_rows(const struct lx_kvcache *c, float *buf, int slot, int layer)

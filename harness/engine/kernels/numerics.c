@@ -36,6 +36,27 @@ int lx_numerics_parse(const char *s, enum lx_numerics *out)
     return 0;
 }
 
+static int kv_bf16;
+
+void lx_kv_bf16_set(int on)
+{
+    kv_bf16 = on;
+}
+
+int lx_kv_bf16_get(void)
+{
+    return kv_bf16;
+}
+
+int lx_kv_parse(const char *s, int *on)
+{
+    if (s && (!strcmp(s, "fp32") || !strcmp(s, "bf16"))) {
+        *on = !strcmp(s, "bf16");
+        return 0;
+    }
+    return -1;
+}
+
 static enum lx_train_attn train_attn = LX_TRAIN_TILED;
 
 void lx_train_attn_set(enum lx_train_attn m)

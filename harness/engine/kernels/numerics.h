@@ -28,6 +28,17 @@ const char *lx_numerics_name(enum lx_numerics n);
 /* 0 and *out on "fast", "portable" or "bf16", -1 on anything else. */
 int lx_numerics_parse(const char *s, enum lx_numerics *out);
 
+/* ---- the KV cache's number type ---- */
+
+/* `kv_cache: bf16` (--kv-cache bf16, any numerics): the cache keeps keys and
+** values as bf16, half the bytes, widened as decoding reads them; fp32 (0,
+** the default) keeps them as computed. Set once per process, before a cache
+** is allocated. */
+void lx_kv_bf16_set(int on);
+int lx_kv_bf16_get(void);
+/* 0 and *on on "fp32" or "bf16", -1 on anything else. */
+int lx_kv_parse(const char *s, int *on);
+
 /* ---- the attention path of training passes ---- */
 
 /* Which attention training runs (docs/PERFORMANCE.md, "Tiled attention"):

@@ -14,16 +14,30 @@
 #include "harness/engine/kernels/blas.h"
 #include "harness/engine/kernels/ops.h"
 
+/* Attention of the step's query row (c->qkv) over the cached rows [0, pos]
+** of (slot, layer), every head, into c->ao (on the step's one thread). A
+** bf16 cache's rows of a key/value head are widened once for its G query
+** heads (c->wide, row stride D). */
 static void attend(struct lx_kvcache *c, const struct lx_spec *spec, const float *mult, int slot, int layer, long pos,
                    int H)
 {
     int KV = c->KV, D = c->D, G = H / KV, ld = KV * D;
-    const float *k = lx_kvcache_rows(c, c->k, slot, layer), *v = lx_kvcache_rows(c, c->v, slot, layer);
     const float *kf = c->kfar ? lx_kvcache_rows(c, c->kfar, slot, layer) : NULL;
-    for (int h = 0; h < H; h++) {
-        long g = h / G;
-        lx_attn_row_forward(c->ao + (long)h * D, c->qkv + (long)h * D, k + g * D, v + g * D, kf ? kf + g * D : NULL,
-                            ld, spec, h, mult ? mult[h] : 1.0f, pos, D, c->s, c->tab);
+    for (int g = 0; g < KV; g++) {
+        const float *k, *v, *f = kf ? kf + (long)g * D : NULL;
+        int ldh = ld;
+        if (c->bf16) {
+            float *wk = c->wide, *wv = wk + (long)c->T * D, *wf = wv + (long)c->T * D;
+            lx_kvcache_head(c, slot, layer, g, pos + 1, wk, wv);
+            for (long j = 0; f && j <= pos; j++)
+                memcpy(wf + j * D, f + j * ld, sizeof(float) * (size_t)D);
+            k = wk, v = wv, f = f ? wf : NULL, ldh = D;
+        } else {
+            k = lx_kvcache_rows(c, c->k, slot, layer) + (long)g * D, v = lx_kvcache_rows(c, c->v, slot, layer) + (long)g * D;
+        }
+        for (int h = g * G; h < (g + 1) * G; h++)
+            lx_attn_row_forward(c->ao + (long)h * D, c->qkv + (long)h * D, k, v, f, ldh, spec, h,
+                                mult ? mult[h] : 1.0f, pos, D, c->s, c->tab);
     }
 }
 
@@ -55,8 +69,7 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
             lx_qk_normalize(c->qkv, NULL, 1, H, KV, D);
         if (lx_numerics_get() == LX_NUMERICS_BF16)     /* as the forward's (model.c) */
             lx_round_bf16_n(c->qkv, (size_t)(HD + 2 * KD));
-        memcpy(lx_kvcache_rows(c, c->k, slot, l) + pos * KD, c->qkv + HD, sizeof(float) * (size_t)KD);
-        memcpy(lx_kvcache_rows(c, c->v, slot, l) + pos * KD, c->qkv + HD + KD, sizeof(float) * (size_t)KD);
+        lx_kvcache_store(c, slot, l, pos, c->qkv + HD, c->qkv + HD + KD);
         if (c->kfar) {
             long *nf = &c->n_far[(long)slot * c->L + l];
             *nf = *nf < pos ? *nf : pos;    /* rows from pos on were another token's */

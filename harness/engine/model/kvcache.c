@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/engine/kernels/numerics.h"
+
 /* Every buffer of a cache with its element count (in double: hostile sizes
 ** overflow long); `alloc` allocates them. Returns the bytes in all, or -1
 ** when an allocation failed. */
@@ -15,9 +17,13 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
 {
     double KD = (double)lx_arch_kv(a) * a->d_head, rows = (double)n_slots * a->layers * T, C = a->d_model,
            F = a->d_mlp, F2 = a->mlp == LX_MLP_SWIGLU ? 2 * F : F;
+    int bf16 = lx_kv_bf16_get();
     struct { void **p; double n; size_t el; } b[] = {
-        {(void **)&c->k, rows * KD, 4},
-        {(void **)&c->v, rows * KD, 4},
+        {(void **)&c->k, bf16 ? 0 : rows * KD, 4},
+        {(void **)&c->v, bf16 ? 0 : rows * KD, 4},
+        {(void **)&c->kh, bf16 ? rows * KD : 0, 2},
+        {(void **)&c->vh, bf16 ? rows * KD : 0, 2},
+        {(void **)&c->wide, bf16 ? 3.0 * T * a->d_head : 0, 4},
         {(void **)&c->kfar, far ? rows * KD : 0, 4},
         {(void **)&c->len, n_slots, sizeof(long)},
         {(void **)&c->n_far, (double)n_slots * a->layers, sizeof(long)},
@@ -41,6 +47,7 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
     }
     if (alloc) {
         c->n_slots = n_slots;
+        c->bf16 = bf16;
         c->L = (int)a->layers, c->T = T, c->KV = (int)lx_arch_kv(a), c->D = (int)a->d_head;
     }
     return total;
@@ -71,7 +78,7 @@ void lx_kvcache_release(struct lx_kvcache *c)
 {
     if (!c)
         return;
-    void *p[] = {c->k, c->v, c->kfar, c->len, c->n_far, c->x, c->xn, c->qkv, c->ao, c->xm, c->h, c->act, c->rstd,
+    void *p[] = {c->k, c->v, c->kh, c->vh, c->wide, c->kfar, c->len, c->n_far, c->x, c->xn, c->qkv, c->ao, c->xm, c->h, c->act, c->rstd,
                  c->cs, c->s, c->tab};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         free(p[i]);
