@@ -187,6 +187,7 @@ repro-smoke: lenx data/manifest.tsv
 # seconds per side and configuration (default 8). OPENBLAS_CORETYPE, when set,
 # reaches both lenx and PyTorch.
 # BENCH=train: the tiled attention backward and a training step (tests/bench_train.c).
+# BENCH=bf16: the 1B shape's weight products and whole scores in fp32 and bf16 (scripts/bench_bf16.sh).
 # BENCH=core: `lenx score` with OPENBLAS_CORETYPE unset against the same kernels
 # set by hand, and against Prescott's (scripts/bench_core.sh).
 BENCH ?=
@@ -194,6 +195,7 @@ BENCH_SECONDS ?= 8
 bench: lenx $(B)/lenx-bench
 	if [ "$(BENCH)" = eval ]; then sh scripts/bench_eval.sh; \
 	elif [ "$(BENCH)" = core ]; then sh scripts/bench_core.sh; \
+	elif [ "$(BENCH)" = bf16 ]; then sh scripts/bench_bf16.sh; \
 	else LENX_BENCH_SECONDS=$(BENCH_SECONDS) $(B)/lenx-bench $(BENCH); fi
 
 # -O0 and sanitizers in their own tree, so they never mix with release objects.

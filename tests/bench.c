@@ -485,7 +485,11 @@ static int bench_tiled(void)
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     printf("\ntiled attention: OpenBLAS %s, OPENBLAS_CORETYPE=%s, softmax loops %s, %d threads\n", blas,
-           ct ? ct : "(unset)", avx2 ? "AVX2+FMA" : "SSE2", omp_get_max_threads());
+           ct ? ct : "(unset)",
+           avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
+               ? "AVX-512 exp sums (fast numerics), AVX2+FMA max"
+               : avx2 ? "AVX2+FMA" : "SSE2",
+           omp_get_max_threads());
     static const int Ts[] = {1024, 4096, 16384, 32768};
     double t_tile[4], g[4][3];
     printf("\n| T | tiled s | attention GFLOP/s | sgemm 2048^3 | tile-shaped | Q K^T 4096^2x64 | of 2048^3 "
@@ -556,6 +560,7 @@ int lx_bench_model(void);   /* tests/bench_model.c */
 int lx_bench_decode(void);  /* tests/bench_decode.c */
 int lx_bench_train(void);   /* tests/bench_train.c */
 int lx_bench_gemm(void);    /* tests/bench_gemm.c */
+int lx_bench_bf16(void);    /* tests/bench_bf16.c */
 
 int main(int argc, char **argv)
 {
@@ -574,6 +579,8 @@ int main(int argc, char **argv)
         return lx_bench_train();
     if (!strcmp(only, "gemm"))
         return lx_bench_gemm();
+    if (!strcmp(only, "bf16"))
+        return lx_bench_bf16();
     int max_threads = omp_get_max_threads();
     char blas[128];
     lx_blas_describe(blas, sizeof blas);

@@ -469,7 +469,7 @@ Test(loaders, hf_bad_rope_scaling_named_by_show_and_score)
     snprintf(want, sizeof want, "%s/y/config.json: rope_scaling", dir);
     struct lx_buf out = {0};
     struct lx_error err = {{0}};
-    cr_expect_eq(lx_show_model(path, "none.db", &out, &err), LX_EINVAL, "show model accepted it:\n%s",
+    cr_expect_eq(lx_show_model(path, "none.db", 0, &out, &err), LX_EINVAL, "show model accepted it:\n%s",
                  lx_buf_str(&out));
     cr_expect(strstr(err.msg, want) && strstr(err.msg, "beta_fast") && !strstr(err.msg, "lenx_stack"), "%s",
               err.msg);
@@ -868,12 +868,12 @@ Test(loaders, show_model_prints_the_memory_plan)
     shared(path, "stories260K.bin");
     struct lx_buf out = {0};
     struct lx_error err = {{0}};
-    cr_assert_eq(lx_show_model(path, "none.db", &out, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_show_model(path, "none.db", 0, &out, &err), LX_OK, "%s", err.msg);
     const char *mem = strstr(lx_buf_str(&out), "\"memory\": {");
     cr_assert_not_null(mem, "%s", lx_buf_str(&out));
     double weights = 0, kv = 0, score = 0;
     long window = 0;
-    cr_assert_eq(sscanf(mem, "\"memory\": {\"weights_dtype\": \"F32\", \"weights_held\": \"fp32 copy\", "
+    cr_assert_eq(sscanf(mem, "\"memory\": {\"weights_dtype\": \"F32\", \"weights_held\": \"in place\", "
                         "\"dtypes\": {\"embedding\": \"F32\", \"attention\": \"F32\", \"mlp\": \"F32\", \"head\": "
                         "\"tied\", \"norms\": \"F32\"}, \"weights_bytes\": %lf, "
                         "\"kv_cache_bytes_per_token\": %lf, \"score_window\": %ld, \"score_bytes\": %lf}",

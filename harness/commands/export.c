@@ -25,7 +25,6 @@ int lx_export_model(const char *model, const char *db, const char *tokenizer, co
     int rc = lx_local_find(model, db, &path, err);
     if (rc == LX_OK && (rc = lx_local_load(path, tokenizer, &m, &info, &tok, err)) == LX_OK) {
         struct lx_error sub;
-        lx_model_own(&m);   /* the writer reads fp32 weights (a held model's one copy) */
         if ((rc = lx_hf_export(&m, &info, tok, dir, &sub)) < 0)
             lx_err(err, rc, "export %s: %s", path, sub.msg);
         lx_tokenizer_free(tok);

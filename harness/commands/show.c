@@ -27,7 +27,8 @@
 
 
 static const struct lx_opt show_opts[] = {
-    {"length", 1, "tables for N = 1..length, the sample row is query N-1 (default 16)"},
+    {"length", 1, "show method: tables for N = 1..length, the sample row is query N-1 (default 16); show model: the "
+                  "window its memory plan scores (default its training length)"},
     {"d-head", 1, "head dimension d (default 64)"},
     {"train-len", 1, "training length L (default 64)"},
     {"heads", 1, "attention heads H: per-head tables for ALiBi-like methods (default 1)"},
@@ -480,7 +481,7 @@ static void put_memory(struct lx_buf *out, const struct lx_model *m, long train_
                   a->tie_head ? "tied" : dtype_name(m->v.mhead.type), weights, kv, train_len, score);
 }
 
-int lx_show_model(const char *model, const char *db, struct lx_buf *out, struct lx_error *err)
+int lx_show_model(const char *model, const char *db, long window, struct lx_buf *out, struct lx_error *err)
 {
     char *path = NULL;
     struct lx_model m;
@@ -509,7 +510,7 @@ int lx_show_model(const char *model, const char *db, struct lx_buf *out, struct 
         lx_buf_printf(out, ",\n  \"lineage\": %s", info.lineage ? info.lineage : "null");
         key_str(out, "weights_sha256", info.weights_sha256);
         key_str(out, "sha256", info.sha256);
-        put_memory(out, &m, info.train_len);
+        put_memory(out, &m, window > 0 ? window : info.train_len);
         lx_buf_puts(out, ",\n  \"load_seconds\": ");
         lx_buf_num(out, secs);
         lx_buf_puts(out, "\n}\n");
@@ -545,8 +546,12 @@ int lx_cmd_show(int argc, char **argv)
         if (help)
             return lx_cli_usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
         const char *db = lx_args_get(&a, show_opts, N_OPTS(show_opts), "db");
+        const char *len = lx_args_get(&a, show_opts, N_OPTS(show_opts), "length");
+        long window = 0;
         struct lx_buf out = {0};
-        rc = lx_show_model(a.pos[1], db ? db : LX_DEFAULT_DB, &out, &err);
+        if (len && (rc = lx_args_long(len, "length", 1, 1L << 24, &window, &err)) < 0)
+            return lx_cli_fail(&err, rc);
+        rc = lx_show_model(a.pos[1], db ? db : LX_DEFAULT_DB, window, &out, &err);
         fputs(lx_buf_str(&out), stdout);
         lx_buf_free(&out);
         return rc < 0 ? lx_cli_fail(&err, rc) : 0;

@@ -11,6 +11,6 @@
 ** disk, native position stack (with rope_scaling as written), training length,
 ** tokenizer, hashes, load time. model is a path or a store name (db); its own
 ** stack is checked as score checks it (lx_stack_check_native). */
-int lx_show_model(const char *model, const char *db, struct lx_buf *out, struct lx_error *err);
+int lx_show_model(const char *model, const char *db, long window, struct lx_buf *out, struct lx_error *err);
 
 #endif

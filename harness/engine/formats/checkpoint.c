@@ -34,12 +34,13 @@ int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_inf
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
     struct lx_st_tensor *st = lx_xcalloc((size_t)n, sizeof *st);
     lx_arch_tensors(&m->arch, ti);
+    float *w32 = lx_model_f32(m);
     for (int i = 0; i < n; i++) {
         st[i].name = ti[i].name;
         st[i].ndim = ti[i].ndim;
         st[i].shape[0] = ti[i].shape[0];
         st[i].shape[1] = ti[i].shape[1];
-        st[i].data = m->w + ti[i].offset;
+        st[i].data = w32 + ti[i].offset;
     }
     struct lx_buf arch = {0};
     lx_params_json(&lx_arch_schema, &m->arch, &arch);
@@ -85,6 +86,7 @@ int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_inf
     if (rc == LX_OK)
         rc = lx_st_write(path, st, n, meta, n_meta, info->sha256, err);
     lx_buf_free(&arch);
+    lx_model_f32_free(m, w32);
     free(st);
     free(ti);
     return rc;

@@ -621,17 +621,18 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     char (*names)[96] = lx_xcalloc((size_t)n, sizeof *names);
     float *perm = lx_xmalloc(sizeof(float) * (lx_arch_n_params(a) + 1));    /* q, k rows in HF's order */
     lx_arch_tensors(a, ti);
+    float *w32 = lx_model_f32(m);   /* a held model's one fp32 copy, for the writer */
     int k = 0;
     for (int i = 0; i < n; i++) {
         if (!hf_name(ti[i].name, names[k], sizeof names[k]))
             continue;   /* no HF tensor: only learned logit scales, refused above */
         st[k] = (struct lx_st_tensor){.name = names[k], .ndim = ti[i].ndim,
-                                      .shape = {ti[i].shape[0], ti[i].shape[1]}, .data = m->w + ti[i].offset};
+                                      .shape = {ti[i].shape[0], ti[i].shape[1]}, .data = w32 + ti[i].offset};
         const char *w = strstr(ti[i].name, ".attn.w");
         if (inter && w && (w[7] == 'q' || w[7] == 'k')) {   /* rows of q and k heads, weights and biases */
             float *dst = perm + ti[i].offset;
             long cols = ti[i].ndim > 1 ? ti[i].shape[1] : 1;
-            deinterleave(dst, m->w + ti[i].offset, ti[i].shape[0] / a->d_head, a->d_head, cols);
+            deinterleave(dst, w32 + ti[i].offset, ti[i].shape[0] / a->d_head, a->d_head, cols);
             st[k].data = dst;
         }
         k++;
@@ -650,6 +651,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     lx_buf_free(&path);
     lx_buf_free(&cfg);
     free(perm);
+    lx_model_f32_free(m, w32);
     free(names);
     free(st);
     free(ti);

@@ -24,13 +24,11 @@
 **
 ** Grouped-query attention and the tied head are the engine's own: kv_heads
 ** (key/value head g serves query heads g·(H/KV) … (g+1)·(H/KV)−1, as in
-** run.c) and tie_head.
+** run.c) and tie_head. Each layer's slice of a stacked tensor is one
+** contiguous run of floats, so the weights are used in place from the file's
+** read-only mapping (docs/checkpoints.md#weights-used-in-place): no copy.
 */
-#define _POSIX_C_SOURCE 200809L     /* pread */
 #include "harness/engine/formats/llama2c.h"
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +37,7 @@
 
 #include "harness/core/hash.h"
 #include "harness/core/hashcache.h"
+#include "harness/core/mapguard.h"
 
 #define HEADER_BYTES 28
 
@@ -109,29 +108,8 @@ static uint64_t file_floats(const struct l2c_header *h, const struct lx_arch *a)
     return n + (h->vocab < 0 ? V * C : 0);
 }
 
-/* A cursor over the file's floats. */
-struct l2c_cursor {
-    const unsigned char *p;     /* next float, in the mapping */
-    const unsigned char *base;  /* the mapping's first byte (file offset 0) */
-    int fd;                     /* the file, read with pread */
-    int failed;                 /* a read came back short (or the file would not open): it shrank or failed */
-};
-
-/* n floats at the cursor into out. From the file with pread: the kernel
-** copies from the page cache in bulk, where copying from the mapping would
-** fault each 4 KiB page in (and keep it resident beside the weights); a read
-** that comes back short marks the cursor failed instead of the SIGBUS a
-** mapping of a shrunk file would raise. */
-static void take(struct l2c_cursor *c, float *out, size_t n)
-{
-    size_t want = sizeof(float) * n;
-    if (!c->failed && lx_pread_all(c->fd, out, want, (long long)(c->p - c->base)) < want)
-        c->failed = 1;
-    c->p += want;
-}
-
-/* The offset of tensor `what` of layer l (l < 0: a model tensor) in the weights. */
-static size_t offset_of(const struct lx_tensor_info *ti, int n, long l, const char *what)
+/* The index of tensor `what` of layer l (l < 0: a model tensor) in the tensor list. */
+static int index_of(const struct lx_tensor_info *ti, int n, long l, const char *what)
 {
     char name[64];
     if (l >= 0)
@@ -140,53 +118,66 @@ static size_t offset_of(const struct lx_tensor_info *ti, int n, long l, const ch
         snprintf(name, sizeof name, "%s", what);
     for (int i = 0; i < n; i++)
         if (strcmp(ti[i].name, name) == 0)
-            return ti[i].offset;
-    return (size_t)-1;  /* not reached: the architecture has every tensor the file has */
+            return i;
+    LX_ASSERT(0);   /* not reached: the architecture has every tensor the file has */
+    return -1;
 }
 
-/* One stacked tensor (layers, n floats each) into each layer's tensor `what`. */
-static void take_layers(struct l2c_cursor *c, float *w, const struct lx_tensor_info *ti, int n, long layers,
-                        const char *what, size_t floats)
+/* Where the file's tensors are, in its order, for lx_model_hold. */
+struct l2c_at {
+    const unsigned char *p;     /* the next float in the mapping */
+    struct lx_held *h;
+    const struct lx_tensor_info *ti;
+    int n;
+    const char *path;
+};
+
+/* The next `floats` floats are tensor `what` of layer l (or of each layer in turn, layers > 0). */
+static void at(struct l2c_at *c, long layers, const char *what, size_t floats)
 {
-    for (long l = 0; l < layers; l++)
-        take(c, w + offset_of(ti, n, l, what), floats);
+    for (long l = layers ? 0 : -1; l < (layers ? layers : 0); l++) {
+        int i = index_of(c->ti, c->n, l, what);
+        c->h->t[i] = (struct lx_wmat){c->p, LX_DT_F32};
+        lx_mapguard_add(c->p, sizeof(float) * floats, c->path, c->ti[i].name);
+        c->p += sizeof(float) * floats;
+    }
 }
 
-/* The weights in llama2.c's order into lenx's tensors (see the top comment),
-** read from the file at path (fd) whose mapping is bytes; an error names the
-** file when it cannot be read whole. */
-static int read_weights(struct lx_model *m, const struct l2c_header *h, const char *path,
-                        const unsigned char *bytes, struct lx_error *err)
+/* The weights in llama2.c's order (see the top comment), used in place: the
+** file's mapping (bytes, n) becomes m's, each tensor where the file has it
+** (floats at byte 28 on: aligned). A file that shrinks later is the mapping
+** guard's error (harness/core/mapguard.h), not a SIGBUS. */
+static void hold_weights(struct lx_model *m, const struct lx_arch *a, const struct l2c_header *h, const char *path,
+                         const unsigned char *bytes, size_t n)
 {
-    const struct lx_arch *a = &m->arch;
-    int n = lx_arch_tensors(a, NULL);
-    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    int nt = lx_arch_tensors(a, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)nt, sizeof *ti);
+    struct lx_held *held = lx_xcalloc(1, sizeof *held);
     lx_arch_tensors(a, ti);
+    held->t = lx_xcalloc((size_t)nt, sizeof *held->t);
     size_t L = (size_t)a->layers, C = (size_t)a->d_model, F = (size_t)a->d_mlp;
     size_t KD = (size_t)h->kv_heads * (size_t)a->d_head, V = (size_t)a->vocab;
-    struct l2c_cursor c = {.p = bytes + HEADER_BYTES, .base = bytes, .fd = open(path, O_RDONLY)};
-    c.failed = c.fd < 0;
-    take(&c, m->w + offset_of(ti, n, -1, "tok_emb.weight"), V * C);
-    take_layers(&c, m->w, ti, n, (long)L, "attn_norm.weight", C);     /* rms_att */
-    take_layers(&c, m->w, ti, n, (long)L, "attn.wq.weight", C * C);
-    take_layers(&c, m->w, ti, n, (long)L, "attn.wk.weight", KD * C);
-    take_layers(&c, m->w, ti, n, (long)L, "attn.wv.weight", KD * C);
-    take_layers(&c, m->w, ti, n, (long)L, "attn.wo.weight", C * C);
-    take_layers(&c, m->w, ti, n, (long)L, "mlp_norm.weight", C);      /* rms_ffn */
-    take_layers(&c, m->w, ti, n, (long)L, "mlp.w1.weight", F * C);
-    take_layers(&c, m->w, ti, n, (long)L, "mlp.w2.weight", C * F);
-    take_layers(&c, m->w, ti, n, (long)L, "mlp.w3.weight", F * C);
-    take(&c, m->w + offset_of(ti, n, -1, "norm.weight"), C);          /* rms_final */
+    struct l2c_at c = {.p = bytes + HEADER_BYTES, .h = held, .ti = ti, .n = nt, .path = path};
+    at(&c, 0, "tok_emb.weight", V * C);
+    at(&c, (long)L, "attn_norm.weight", C);     /* rms_att */
+    at(&c, (long)L, "attn.wq.weight", C * C);
+    at(&c, (long)L, "attn.wk.weight", KD * C);
+    at(&c, (long)L, "attn.wv.weight", KD * C);
+    at(&c, (long)L, "attn.wo.weight", C * C);
+    at(&c, (long)L, "mlp_norm.weight", C);      /* rms_ffn */
+    at(&c, (long)L, "mlp.w1.weight", F * C);
+    at(&c, (long)L, "mlp.w2.weight", C * F);
+    at(&c, (long)L, "mlp.w3.weight", F * C);
+    at(&c, 0, "norm.weight", C);                /* rms_final */
     c.p += sizeof(float) * (size_t)h->seq_len * (size_t)a->d_head;   /* freq_cis_real, freq_cis_imag */
     if (h->vocab < 0)
-        take(&c, m->w + offset_of(ti, n, -1, "lm_head.weight"), V * C);
+        at(&c, 0, "lm_head.weight", V * C);
+    held->maps = lx_xmalloc(sizeof *held->maps);
+    held->map_len = lx_xmalloc(sizeof *held->map_len);
+    held->owned = lx_xcalloc(1, sizeof *held->owned);
+    held->maps[0] = (void *)bytes, held->map_len[0] = n, held->n_maps = 1;
+    lx_model_hold(m, a, held);
     free(ti);
-    if (c.fd >= 0)
-        close(c.fd);
-    if (c.failed)
-        return lx_err(err, LX_EIO, "%s: the weights could not be read whole (the file shrank or failed while "
-                      "loading)\n  hint: load it again once nothing writes it", path);
-    return LX_OK;
 }
 
 /* llama2.c keeps the vocabulary apart: tokenizer.bin, or tok<V>.bin as for
@@ -235,8 +226,10 @@ int lx_llama2c_load(struct lx_model *m, const char *path, struct lx_ckpt_info *i
                     "n_layers %d, n_heads %d, n_kv_heads %d, vocab_size %d, seq_len %d) says %llu\n"
                     "  hint: the file is %s", path, n, h.dim, h.hidden, h.layers, h.heads, h.kv_heads, h.vocab,
                     h.seq_len, (unsigned long long)want, n < want ? "truncated" : "damaged, or not a legacy .bin");
-    if (rc == LX_OK && (rc = lx_model_alloc(m, &a, err)) == LX_OK)
-        rc = read_weights(m, &h, path, bytes, err);
+    if (rc == LX_OK) {
+        hold_weights(m, &a, &h, path, bytes, n);
+        bytes = NULL;   /* m's now */
+    }
     if (rc == LX_OK && info) {
         lx_ckpt_info_native(info, "llama2c", "F32");
         char stack[128];

@@ -76,6 +76,7 @@ struct tiled {
     int G;                      /* query heads per key/value head, H / KV */
     int far;                    /* 1: far pairs take their scores from the rotated rows */
     int avx2;                   /* 1: the CPU has AVX2 and FMA (the softmax loops' clone) */
+    int avx512;                 /* 1: fast numerics on an AVX-512 CPU: the sixteen-lane exp sums */
     int bf16;                   /* 1: numerics bf16, P rounded to bf16 before P·V (q, k, v come rounded) */
     const struct lx_tile_ws *ws;
     const float *mult;          /* (H,) or NULL */
@@ -149,40 +150,42 @@ static void far_rows(const struct tiled *x)
 ** and picked by the CPU at run time. */
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
 
-#define SELECT8(mask, a, b) ((v8f)(((v8i)(a) & (mask)) | ((v8i)(b) & ~(mask))))
+#define SELECTV(VI, mask, a, b) ((__typeof__(a))(((VI)(a) & (mask)) | ((VI)(b) & ~(mask))))
 
-/* p = e^x for x <= 0, both v8f lvalues (a macro: a function taking a 32-byte
-** vector draws GCC's ABI note on an SSE2 build). */
-#define EXP8_LE0(p, x)                                                          \
+/* p = e^x for x <= 0, both VF lvalues of VI lanes (a macro: a function taking
+** a 32-byte vector draws GCC's ABI note on an SSE2 build). */
+#define EXPV_LE0(VF, VI, p, x)                                                  \
     do {                                                                        \
-        v8f x_ = (x), lo_ = x_ * 0.0f - 87.0f;                                  \
-        x_ = SELECT8(x_ < lo_, lo_, x_);                                        \
-        v8f n_ = (x_ * 1.44269504088896341f + 12582912.0f) - 12582912.0f;       \
-        v8f r_ = x_ - n_ * 0.693359375f + n_ * 2.12194440e-4f;                  \
-        v8f q_ = r_ * 1.9875691500e-4f + 1.3981999507e-3f;                      \
+        VF x_ = (x), lo_ = x_ * 0.0f - 87.0f;                                   \
+        x_ = SELECTV(VI, x_ < lo_, lo_, x_);                                    \
+        VF n_ = (x_ * 1.44269504088896341f + 12582912.0f) - 12582912.0f;        \
+        VF r_ = x_ - n_ * 0.693359375f + n_ * 2.12194440e-4f;                   \
+        VF q_ = r_ * 1.9875691500e-4f + 1.3981999507e-3f;                       \
         q_ = q_ * r_ + 8.3334519073e-3f;                                        \
         q_ = q_ * r_ + 4.1665795894e-2f;                                        \
         q_ = q_ * r_ + 1.6666665459e-1f;                                        \
         q_ = q_ * r_ + 5.0000001201e-1f;                                        \
         q_ = q_ * r_ * r_ + r_ + 1.0f;                                          \
-        v8i two_n_ = (__builtin_convertvector(n_, v8i) + 127) << 23;            \
-        (p) = q_ * (v8f)two_n_;                                                 \
+        VI two_n_ = (__builtin_convertvector(n_, VI) + 127) << 23;              \
+        (p) = q_ * (VF)two_n_;                                                  \
     } while (0)
 
-/* s[c] = exp(s[c] − mx) (0 below EXP_FLOOR) over [0, n), their sum left in
-** `sum` (the function around it returns it). */
-#define EXP_SUM_BODY                                                            \
-    v8f acc = {0};                                                              \
+/* s[c] = exp(s[c] − mx) (0 below EXP_FLOOR) over [0, n), W lanes at a time,
+** their sum left in `sum` (the function around it returns it). */
+#define EXP_SUM_BODY(VF, VI, W)                                                 \
+    VF acc = {0};                                                               \
     float sum = 0.0f;                                                           \
     long c = 0;                                                                 \
-    for (; c + 8 <= n; c += 8) {                                                \
-        v8f e;                                                                  \
+    for (; c + W <= n; c += W) {                                                \
+        VF e;                                                                   \
         memcpy(&e, s + c, sizeof e);                                            \
         e -= mx;                                                                \
-        v8f p;                                                                  \
-        EXP8_LE0(p, e);                                                         \
-        p = SELECT8(e > EXP_FLOOR, p, e * 0.0f);                                \
+        VF p;                                                                   \
+        EXPV_LE0(VF, VI, p, e);                                                 \
+        p = SELECTV(VI, e > EXP_FLOOR, p, e * 0.0f);                            \
         memcpy(s + c, &p, sizeof p);                                            \
         acc += p;                                                               \
     }                                                                           \
@@ -191,7 +194,7 @@ typedef int32_t v8i __attribute__((vector_size(32)));
         s[c] = e > EXP_FLOOR ? expf(e) : 0.0f;                                  \
         sum += s[c];                                                            \
     }                                                                           \
-    for (int k = 0; k < 8; k++)                                                 \
+    for (int k = 0; k < W; k++)                                                 \
         sum += acc[k];
 
 /* mx = max(mx, s[0..n)) (the function around it returns it). */
@@ -200,11 +203,23 @@ typedef int32_t v8i __attribute__((vector_size(32)));
     for (long c = 0; c < n; c++)                                                \
         mx = s[c] > mx ? s[c] : mx;
 
-/* The same code twice: for AVX2 + FMA, and for the SSE2 baseline the build
-** targets; lx_attn_tiled_forward picks one by the CPU (GCC's target_clones
+/* The same code three times: for AVX2 + FMA, and for the SSE2 baseline the
+** build targets, eight lanes (portable numerics: the same bits on both); and
+** in fast numerics on an AVX-512 CPU sixteen lanes (another order of the
+** sum). lx_attn_tiled_forward picks one by the CPU (GCC's target_clones
 ** would pick "arch=haswell" by CPU model only, so never on AMD). */
-__attribute__((target("avx2,fma"))) static float exp_sum_avx2(float *s, long n, float mx) { EXP_SUM_BODY return sum; }
-static float exp_sum_sse2(float *s, long n, float mx) { EXP_SUM_BODY return sum; }
+__attribute__((target("avx2,fma"))) static float exp_sum_avx2(float *s, long n, float mx)
+{
+    EXP_SUM_BODY(v8f, v8i, 8) return sum;
+}
+static float exp_sum_sse2(float *s, long n, float mx)
+{
+    EXP_SUM_BODY(v8f, v8i, 8) return sum;
+}
+__attribute__((target("avx512f,avx512dq,fma"))) static float exp_sum_avx512(float *s, long n, float mx)
+{
+    EXP_SUM_BODY(v16f, v16i, 16) return sum;
+}
 __attribute__((target("avx2,fma"))) static float max_of_avx2(const float *s, long n, float mx) { MAX_OF_BODY return mx; }
 static float max_of_sse2(const float *s, long n, float mx) { MAX_OF_BODY return mx; }
 
@@ -494,7 +509,8 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
     for (int p = 0; A && p < 2; p++)
         memcpy(keep + c0[p], s + c0[p], sizeof(float) * (size_t)(c1[p] - c0[p]));
     for (int p = 0; p < 2; p++)
-        *l += x->avx2 ? exp_sum_avx2(s + c0[p], c1[p] - c0[p], mn) : exp_sum_sse2(s + c0[p], c1[p] - c0[p], mn);
+        *l += x->avx512 ? exp_sum_avx512(s + c0[p], c1[p] - c0[p], mn)
+              : x->avx2 ? exp_sum_avx2(s + c0[p], c1[p] - c0[p], mn) : exp_sum_sse2(s + c0[p], c1[p] - c0[p], mn);
     for (int p = 0; A && p < 2; p++)
         acc_add(A, x->st, keep, s, mn, i, j0, c0[p], c1[p]);
 }
@@ -581,6 +597,8 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
         lx_tile_dist_tables(ws->tab, spec, H, T);
     x.far = lx_tile_rot_floats(spec, T, H, D) > 0;
     x.avx2 = lx_tile_avx2() && !ws->sse2_only;
+    x.avx512 = x.avx2 && lx_numerics_get() != LX_NUMERICS_PORTABLE && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512dq");
     if (x.far)
         far_rows(&x);
     if (ws->kpack && lx_tile_kpack_floats(T, KV, D)) {

@@ -41,6 +41,6 @@ void lx_products_describe(char *out, size_t n);
 double lx_wprod_scratch_bytes(long width);
 
 /* Rows of a half-precision W converted per block (a multiple of 16). */
-#define LX_WPROD_BLOCK 256
+#define LX_WPROD_BLOCK 1024
 
 #endif

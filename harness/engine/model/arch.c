@@ -2,9 +2,11 @@
 ** harness/engine/model/arch.c - the architecture's schema, the tensor list
 ** and the weight buffer laid out by it, initialisation (see arch.h).
 */
+#define _DEFAULT_SOURCE     /* madvise */
 #include "harness/engine/model/arch.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,8 +247,20 @@ static void held_release(struct lx_held *h)
     free(h);
 }
 
-/* Copy every tensor of m (in w or held) into a buffer laid out by tensor order, as type t. */
-static void convert_all(const struct lx_model *m, void *dst, int type, const struct lx_tensor_info *ti, int n)
+/* The whole pages inside [p, p + n) given back to the kernel (their values
+** are not read again: the source of a conversion that replaces it), so that a
+** conversion's peak is its destination and one tensor, not both copies. */
+static void drop_pages(const void *p, size_t n)
+{
+    uintptr_t page = 4096, lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + n) & ~(page - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* Copy every tensor of m (in w or held) into a buffer laid out by tensor order,
+** as type t; with drop, each matrix's source pages are given back once copied. */
+static void convert_all(const struct lx_model *m, void *dst, int type, const struct lx_tensor_info *ti, int n,
+                        int drop)
 {
     for (int i = 0; i < n; i++) {
         struct lx_wmat src = m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32};
@@ -260,25 +274,41 @@ static void convert_all(const struct lx_model *m, void *dst, int type, const str
             else
                 lx_to_bf16((uint16_t *)d + r * cols, s, src.type, (size_t)cols);
         }
+        if (drop && ti[i].ndim == 2)
+            drop_pages(src.p, (size_t)(rows * cols) * lx_dtype_size(src.type));
     }
+}
+
+float *lx_model_f32(const struct lx_model *m)
+{
+    if (!m->held)
+        return m->w;
+    int n = lx_arch_tensors(&m->arch, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    lx_arch_tensors(&m->arch, ti);
+    float *w = lx_big_calloc(m->n_params * sizeof *w);
+    LX_ASSERT(w);
+    convert_all(m, w, LX_DT_F32, ti, n, 0);
+    free(ti);
+    return w;
+}
+
+void lx_model_f32_free(const struct lx_model *m, float *w)
+{
+    if (w != m->w)
+        lx_big_free(w, m->n_params * sizeof *w);
 }
 
 void lx_model_own(struct lx_model *m)
 {
     if (!m->held)
         return;
-    int n = lx_arch_tensors(&m->arch, NULL);
-    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
-    lx_arch_tensors(&m->arch, ti);
-    float *w = lx_big_calloc(m->n_params * sizeof *w);
-    LX_ASSERT(w);
-    convert_all(m, w, LX_DT_F32, ti, n);
+    float *w = lx_model_f32(m);
     lx_weights_unmap(&m->v);
     held_release(m->held);
     m->held = NULL;
     m->w = w;
     lx_weights_map(&m->v, &m->arch, w);
-    free(ti);
 }
 
 void lx_model_to_bf16(struct lx_model *m)
@@ -291,7 +321,7 @@ void lx_model_to_bf16(struct lx_model *m)
     size_t bytes = m->n_params * sizeof(uint16_t);
     uint16_t *b = lx_big_calloc(bytes);
     LX_ASSERT(b);
-    convert_all(m, b, LX_DT_BF16, ti, n);
+    convert_all(m, b, LX_DT_BF16, ti, n, 1);
     struct lx_held *h = lx_xcalloc(1, sizeof *h);
     h->t = lx_xcalloc((size_t)n, sizeof *h->t);
     for (int i = 0; i < n; i++)    /* the vectors go back to fp32 in lx_model_hold, from m's own values */

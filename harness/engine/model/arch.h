@@ -117,6 +117,10 @@ void lx_model_hold(struct lx_model *m, const struct lx_arch *a, struct lx_held *
 /* A held model's weights as fp32 in w (training and the writers need them):
 ** one copy, then the mappings are given back. Nothing for a model in w. */
 void lx_model_own(struct lx_model *m);
+/* m's weights as fp32 in tensor order: m->w, or for a held model a new
+** buffer (the caller gives it back with lx_model_f32_free). */
+float *lx_model_f32(const struct lx_model *m);
+void lx_model_f32_free(const struct lx_model *m, float *w);
 /* Every matrix rounded to bf16 once (numerics bf16 at load): into one
 ** buffer, the fp32 weights or the mappings given back. */
 void lx_model_to_bf16(struct lx_model *m);

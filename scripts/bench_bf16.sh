@@ -1,0 +1,73 @@
+#!/bin/sh
+# scripts/bench_bf16.sh - `make bench BENCH=bf16` (docs/PERFORMANCE.md,
+# "bf16"): the weight products of Llama-3.2-1B's shape at 4,096 rows in fp32,
+# from bf16 weights and in numerics bf16 (lenx-bench bf16), then whole
+# `lenx score` runs of a random-weight bf16 Llama of that shape
+# (tests/ref/hf_bf16_ref.py 1b: 1.24B parameters, 2.47 GB, written once into
+# build/bench-bf16/, Debian's python3-torch installed if missing) on one
+# 4,096-token window of Austen text, alternating, REPS times a side
+# (default 2):
+#   fast   fp32 products on the bf16 weights used in place (lenx's fp32)
+#   bf16   --numerics bf16 (oneDNN)
+# and a 4-token score (the load). Prints wall time, tokens per second, the
+# ratio bf16 / fast, peak RSS against `lenx show model --length 4096`'s plan
+# (file + activations), and whether both sides scored the same tokens.
+# Timings mean something only on a quiet machine (the load average is printed).
+# usage: scripts/bench_bf16.sh [REPS] [OUT_DIR]
+set -eu
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+REPS=${1:-2}
+OUT=${2:-$ROOT/build/bench-bf16}
+LENX="$ROOT/lenx"
+MODEL="$OUT/llama-1b"
+mkdir -p "$OUT"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$ROOT/build/lenx-bench" bf16
+echo
+if [ ! -f "$MODEL/model.safetensors" ]; then
+    /usr/bin/python3 -c "import torch" 2>/dev/null || {
+        sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+        $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends python3-torch >&2; }
+    tok=$(sh "$ROOT/scripts/tokenizers.sh" | awk '$1 == "llama3" {print $2}')
+    /usr/bin/python3 "$ROOT/tests/ref/hf_bf16_ref.py" 1b "$MODEL" "$ROOT/$tok"
+fi
+TEXT="$ROOT/data/corpus/austen/test/persuasion.txt"
+[ -f "$TEXT" ] || make -C "$ROOT" -s data
+head -c 17500 "$TEXT" > "$OUT/text.txt"     # a little over 4,096 Llama-3 tokens
+head -c 20 "$TEXT" > "$OUT/four.txt"
+field() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+score() {   # side, numerics, text
+    /usr/bin/time -f "%e %M" -o "$OUT/$1.t" "$LENX" score --model "$MODEL" --text "$3" --length 4096 \
+        --numerics "$2" > "$OUT/$1.json" 2> "$OUT/$1.err" || { cat "$OUT/$1.err" >&2; exit 1; }
+    cat "$OUT/$1.t" >> "$OUT/$1.runs"
+}
+for side in load fast bf16; do : > "$OUT/$side.runs"; done
+score load fast "$OUT/four.txt"     # warms the page cache and the hash cache
+r=0
+while [ $r -lt "$REPS" ]; do
+    score load fast "$OUT/four.txt"
+    score fast fast "$OUT/text.txt"
+    score bf16 bf16 "$OUT/text.txt"
+    r=$((r + 1))
+done
+n=$(field "$OUT/fast.json" n_tokens)
+plan=$("$LENX" show model "$MODEL" --length 4096 | /usr/bin/python3 -c "import json,sys; m=json.load(sys.stdin)['memory']; print(m['score_bytes'])")
+/usr/bin/python3 - "$OUT" "$n" "$plan" <<'PY'
+import json, sys
+out, n, plan = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+def runs(side):
+    return [tuple(map(float, l.split())) for l in open(f"{out}/{side}.runs") if l.strip()]
+best = {s: min(r[0] for r in runs(s)) for s in ("load", "fast", "bf16")}
+rss = {s: max(r[1] for r in runs(s)) * 1024 for s in ("load", "fast", "bf16")}
+f, b = (json.load(open(f"{out}/{s}.json")) for s in ("fast", "bf16"))
+print(f"lenx score, random bf16 Llama of Llama-3.2-1B's shape, {n} tokens, windows of 4,096; best of the runs")
+print(f"  blas: {b['blas']}")
+print("| side | wall s | tokens/s | peak RSS GiB | of plan | mean NLL |")
+print("|---|---:|---:|---:|---:|---:|")
+print(f"| load: 4 tokens | {best['load']:.2f} | | {rss['load']/2**30:.2f} | | |")
+for s, d in (("fast", f), ("bf16", b)):
+    print(f"| {s} | {best[s]:.2f} | {n/best[s]:.0f} | {rss[s]/2**30:.2f} | {rss[s]/plan:.2f} | {d['mean_nll']:.4f} |")
+print(f"bf16 / fast: {best['fast']/best['bf16']:.2f}x; plan (file + activations, show model --length 4096): "
+      f"{plan/2**30:.2f} GiB; same tokens: {f['tokens'] == b['tokens']}")
+PY
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,97 @@
+/*
+** tests/bench_bf16.c - `lenx-bench bf16`, the products part of `make bench
+** BENCH=bf16` (scripts/bench_bf16.sh runs it, then whole scores): the weight
+** products of Llama-3.2-1B's shape (hidden 2048, intermediate 8192, 32/8
+** heads of 64) at 4,096 rows, three ways in the same run, alternating:
+**
+**   fp32        lx_wlinear on fp32 weights in fast numerics (OpenBLAS sgemm)
+**   bf16 W fast the same weights held as bf16 (a checkpoint used in place),
+**               fast numerics: widened 256 rows at a time, then sgemm
+**   bf16        numerics bf16: bf16 × bf16 → fp32 on oneDNN
+**
+** as GFLOP/s (best of REPS) and bf16 / fp32. The load average is printed:
+** under load a ratio is a hint, not a result.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/dnnl.h"
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/wprod.h"
+
+double lx_bench_best(int reps, void (*fn)(void *), void *arg);
+
+struct prod {
+    const char *name;
+    long N, K;          /* out, in */
+    float *x, *y, *w;
+    uint16_t *h;
+    int side;
+};
+
+#define M 4096
+
+static void run(void *arg)
+{
+    struct prod *p = arg;
+    lx_numerics_set(p->side == 2 ? LX_NUMERICS_BF16 : LX_NUMERICS_FAST);
+    struct lx_wmat W = p->side == 0 ? (struct lx_wmat){p->w, LX_DT_F32} : (struct lx_wmat){p->h, LX_DT_BF16};
+    lx_wlinear(p->y, p->N, p->x, p->K, W, M, p->K, p->N, 0.0f);
+}
+
+int lx_bench_bf16(void)
+{
+    struct prod shapes[] = {
+        {.name = "q (and o) 2048x2048", .N = 2048, .K = 2048}, {.name = "k, v 512x2048", .N = 512, .K = 2048},
+        {.name = "gate, up 8192x2048", .N = 8192, .K = 2048},  {.name = "down 2048x8192", .N = 2048, .K = 8192},
+    };
+    char blas[256], dnnl[128];
+    double load[3] = {0};
+    FILE *la = fopen("/proc/loadavg", "r");
+    if (la && fscanf(la, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
+        load[0] = -1;
+    if (la)
+        fclose(la);
+    lx_blas_describe(blas, sizeof blas);
+    lx_dnnl_describe(dnnl, sizeof dnnl);
+    printf("lenx bench bf16: %d threads, %s, oneDNN %s, load %.2f; %d rows, GFLOP/s best of 3\n\n",
+           omp_get_max_threads(), blas, dnnl, load[0], M);
+    printf("| product | fp32 | bf16 W, fast | bf16 numerics | bf16 / fp32 |\n|---|---:|---:|---:|---:|\n");
+    double tot[3] = {0};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        struct prod *p = &shapes[s];
+        size_t nx = (size_t)M * p->K, nw = (size_t)p->N * p->K;
+        p->x = malloc(sizeof(float) * nx), p->y = malloc(sizeof(float) * (size_t)M * p->N);
+        p->w = malloc(sizeof(float) * nw), p->h = malloc(sizeof(uint16_t) * nw);
+        for (size_t i = 0; i < nx; i++)
+            p->x[i] = (float)((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+        for (size_t i = 0; i < nw; i++)
+            p->w[i] = lx_round_bf16((float)((i * 40503u) % 997) * 1e-4f - 0.05f);
+        lx_f32_to_bf16_n(p->h, p->w, nw);
+        double flop = 2.0 * M * p->N * p->K, g[3];
+        for (int side = 0; side < 3; side++) {
+            p->side = side;
+            run(p);     /* warm: page faults, oneDNN's primitive */
+        }
+        double best[3] = {1e30, 1e30, 1e30};
+        for (int r = 0; r < 3; r++)
+            for (int side = 0; side < 3; side++) {
+                p->side = side;
+                double t = lx_bench_best(1, run, p);
+                best[side] = t < best[side] ? t : best[side];
+            }
+        for (int side = 0; side < 3; side++) {
+            g[side] = flop / best[side] * 1e-9;
+            tot[side] += best[side];
+        }
+        printf("| %s | %.0f | %.0f | %.0f | %.2fx |\n", p->name, g[0], g[1], g[2], g[2] / g[0]);
+        free(p->x), free(p->y), free(p->w), free(p->h);
+    }
+    printf("| all four (time) | %.3f s | %.3f s | %.3f s | %.2fx |\n", tot[0], tot[1], tot[2], tot[0] / tot[2]);
+    lx_numerics_set(LX_NUMERICS_FAST);
+    return 0;
+}
