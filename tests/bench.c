@@ -487,7 +487,7 @@ static int bench_tiled(void)
     printf("\ntiled attention: OpenBLAS %s, OPENBLAS_CORETYPE=%s, softmax loops %s, %d threads\n", blas,
            ct ? ct : "(unset)",
            avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
-               ? "AVX-512 exp sums (fast numerics), AVX2+FMA max"
+               ? "AVX-512 exp sums and max (fast numerics)"
                : avx2 ? "AVX2+FMA" : "SSE2",
            omp_get_max_threads());
     static const int Ts[] = {1024, 4096, 16384, 32768};

@@ -157,8 +157,3 @@ void lx_dnnl_describe(char *out, size_t n)
     if (pd)
         dnnl_primitive_desc_destroy(pd);
 }
-
-int lx_dnnl_native_bf16(void)
-{
-    return !!__builtin_cpu_supports("avx512bf16") || !!__builtin_cpu_supports("amx-bf16");
-}

@@ -23,9 +23,6 @@ int lx_dnnl_gemm_bf16(float *C, long ldc, const uint16_t *A, long lda, const uin
 /* The implementation oneDNN runs a bf16 product with ("brg:avx512_core_amx_bf16"),
 ** and the library's version, into out (size n). */
 void lx_dnnl_describe(char *out, size_t n);
-/* 1 when the CPU has native bf16 products (AVX512-BF16 or AMX-BF16). */
-int lx_dnnl_native_bf16(void);
-
 const char *lx_dnnl_error(void);
 
 #endif

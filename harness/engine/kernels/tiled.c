@@ -206,7 +206,7 @@ typedef int32_t v16i __attribute__((vector_size(64)));
 /* The same code three times: for AVX2 + FMA, and for the SSE2 baseline the
 ** build targets, eight lanes (portable numerics: the same bits on both); and
 ** in fast numerics on an AVX-512 CPU sixteen lanes (another order of the
-** sum). lx_attn_tiled_forward picks one by the CPU (GCC's target_clones
+** sum; the max is exact, but which of +0 and −0 it keeps depends on the order). lx_attn_tiled_forward picks one by the CPU (GCC's target_clones
 ** would pick "arch=haswell" by CPU model only, so never on AMD). */
 __attribute__((target("avx2,fma"))) static float exp_sum_avx2(float *s, long n, float mx)
 {
@@ -221,6 +221,10 @@ __attribute__((target("avx512f,avx512dq,fma"))) static float exp_sum_avx512(floa
     EXP_SUM_BODY(v16f, v16i, 16) return sum;
 }
 __attribute__((target("avx2,fma"))) static float max_of_avx2(const float *s, long n, float mx) { MAX_OF_BODY return mx; }
+__attribute__((target("avx512f,avx512dq,fma"))) static float max_of_avx512(const float *s, long n, float mx)
+{
+    MAX_OF_BODY return mx;
+}
 static float max_of_sse2(const float *s, long n, float mx) { MAX_OF_BODY return mx; }
 
 float lx_tile_exp_sum(float *s, long n, float mx, int avx2)
@@ -488,7 +492,8 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
         else if (!plain)
             for (long c = c0[p]; c < c1[p]; c++)
                 s[c] = a0 * s[c] + b0;
-        mt = x->avx2 ? max_of_avx2(s + c0[p], c1[p] - c0[p], mt) : max_of_sse2(s + c0[p], c1[p] - c0[p], mt);
+        mt = x->avx512 ? max_of_avx512(s + c0[p], c1[p] - c0[p], mt)
+             : x->avx2 ? max_of_avx2(s + c0[p], c1[p] - c0[p], mt) : max_of_sse2(s + c0[p], c1[p] - c0[p], mt);
     }
     long z0[3] = {0, c1[0], c1[1]}, z1[3] = {c0[0], c0[1], nc};
     for (int p = 0; p < 3; p++)
