@@ -86,7 +86,9 @@ void lx_mapguard_add(const void *p, size_t n, const char *path, const char *tens
     r->hi = (uintptr_t)p + n;
     snprintf(r->path, sizeof r->path, "%s", path);
     snprintf(r->tensor, sizeof r->tensor, "%s", tensor);
-    if (stat(path, &r->st) != 0)
+    if (n_ranges && strcmp(ranges[n_ranges - 1].path, r->path) == 0)
+        r->st = ranges[n_ranges - 1].st;    /* a file's tensors come in a row: stat it once */
+    else if (stat(path, &r->st) != 0)
         memset(&r->st, 0, sizeof r->st);
     n_ranges = n_ranges + 1;
 }

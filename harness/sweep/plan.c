@@ -398,11 +398,9 @@ static int check_memory(const struct lx_grid *g, int s, int m, int l, unsigned u
                            "available\n  hint: a smaller finetune batch or length, or fewer --threads", mu->name,
                            lx_fmt_bytes(nb, need), lx_fmt_bytes(wb, lx_model_bytes(&mu->arch, 1)), ft->batch,
                            ft->length, omp_get_max_threads(), ab);
-    int bf16 = g->numerics == LX_NUMERICS_BF16, held = mu->checkpoint && mu->ckpt_bytes > 0;
-    double weights = bf16 || held ? (bf16 ? 2.0 * (double)lx_arch_n_params(&mu->arch) : mu->ckpt_bytes)
-                                  : lx_model_bytes(&mu->arch, 0);
-    need = *mem = bf16 || held ? lx_eval_bytes(&mu->arch, mu->ckpt_bytes, bf16, (int)B, (int)T, uses)
-                               : lx_run_bytes(&mu->arch, (int)B, (int)T, 0, uses);
+    int bf16 = g->numerics == LX_NUMERICS_BF16;
+    double held = mu->checkpoint ? mu->ckpt_bytes : 0, weights = lx_eval_weight_bytes(&mu->arch, held, bf16);
+    need = *mem = lx_eval_bytes(&mu->arch, held, bf16, (int)B, (int)T, uses);
     if (need > avail)
         return lx_node_err(err, g->length_where[l], "model '%s' needs %s to evaluate length %ld (weights %s, "
                            "activations for %ld x %ld tokens on %d thread(s)); %s of memory are available\n"

@@ -372,12 +372,6 @@ static int hf_name(const char *name, char *out, size_t n)
     return 0;
 }
 
-/* The engine's type of a safetensors dtype. */
-static int dt_of(int st)
-{
-    return st == LX_ST_BF16 ? LX_DT_BF16 : st == LX_ST_F16 ? LX_DT_F16 : LX_DT_F32;
-}
-
 /* A tensor whose data is not aligned to its type (safetensors does not
 ** promise it) is copied into a buffer of its own, counted with the maps. */
 static const void *aligned(struct lx_held *h, const unsigned char *p, size_t n, int type)
@@ -418,8 +412,8 @@ static int hold_all(struct lx_model *m, const struct lx_arch *a, struct hf_weigh
         } else {
             note_dtype(w, f, name);
             lx_mapguard_add(f->data + e->begin, e->end - e->begin, f->path, name);
-            h->t[i] = (struct lx_wmat){aligned(h, f->data + e->begin, e->end - e->begin, dt_of(e->dtype)),
-                                       dt_of(e->dtype)};
+            h->t[i] = (struct lx_wmat){aligned(h, f->data + e->begin, e->end - e->begin, lx_st_dt(e->dtype)),
+                                       lx_st_dt(e->dtype)};
         }
     }
     if (rc == LX_OK) {

@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -112,37 +111,14 @@ int lx_st_dtype_size(int dtype)
     return dtype == LX_ST_F32 ? 4 : 2;
 }
 
-/* binary16 bits to float: sign, 5-bit exponent (bias 15), 10-bit fraction;
-** subnormals scaled by 2^-24, exponent 31 is Inf or NaN. */
-static float half_to_float(uint16_t h)
+int lx_st_dt(int dtype)
 {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, e = h >> 10 & 0x1F, m = h & 0x3FF, bits;
-    float f;
-    if (e == 0) {
-        f = ldexpf((float)m, -24);
-        return sign ? -f : f;
-    }
-    bits = e == 31 ? sign | 0x7F800000u | m << 13 : sign | (e - 15 + 127) << 23 | m << 13;
-    memcpy(&f, &bits, 4);
-    return f;
+    return dtype == LX_ST_BF16 ? LX_DT_BF16 : dtype == LX_ST_F16 ? LX_DT_F16 : LX_DT_F32;
 }
 
 void lx_st_to_f32(float *out, const void *src, int dtype, size_t n)
 {
-    const unsigned char *b = src;
-    if (dtype == LX_ST_F32) {
-        memcpy(out, src, 4 * n);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint16_t h = (uint16_t)(b[2 * i] | b[2 * i + 1] << 8);
-        if (dtype == LX_ST_F16) {
-            out[i] = half_to_float(h);
-        } else {
-            uint32_t bits = (uint32_t)h << 16;
-            memcpy(&out[i], &bits, 4);
-        }
-    }
+    lx_half_to_f32(out, src, lx_st_dt(dtype), n);
 }
 
 /* ---------------------------------------------------------------------------

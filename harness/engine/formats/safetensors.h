@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 
+#include "harness/core/half.h"
 #include "harness/core/lx.h"
 
 #define LX_ST_MAX_DIMS 4
@@ -48,7 +49,9 @@ int lx_st_dtype_of(const char *s);
 const char *lx_st_dtype_name(int dtype);        /* "F32", "F16", "BF16" */
 int lx_st_dtype_size(int dtype);                /* bytes per value */
 
-/* n values of dtype at src (little-endian) as floats; exact for all three. */
+/* The number type (harness/core/half.h, LX_DT_*) of an LX_ST_* dtype. */
+int lx_st_dt(int dtype);
+/* n values of dtype at src (little-endian) as floats; exact for all three (lx_half_to_f32). */
 void lx_st_to_f32(float *out, const void *src, int dtype, size_t n);
 
 struct lx_st_entry {            /* one tensor found in a file */

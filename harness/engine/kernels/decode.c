@@ -11,7 +11,7 @@
 
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/blas.h"
-#include "harness/engine/kernels/half.h"
+#include "harness/core/half.h"
 #include "harness/engine/kernels/ops.h"
 
 /* exp(x − max) below e^−70 is 0, as on the other paths (attention.c says why). */

@@ -11,13 +11,18 @@
 #include "harness/engine/kernels/blas.h"
 #include "harness/core/lx.h"
 
+void lx_bias_add(float *y, const float *b, long T, long OC)
+{
+    for (long t = 0; t < T; t++)
+        for (long o = 0; o < OC; o++)
+            y[t * OC + o] += b[o];
+}
+
 void lx_linear_forward(float *y, const float *x, const float *W, const float *b, int T, int C, int OC)
 {
     lx_matmul(y, x, W, T, OC, C, 0, 1, 1.0f, 0.0f);
     if (b)
-        for (int t = 0; t < T; t++)
-            for (int o = 0; o < OC; o++)
-                y[(long)t * OC + o] += b[o];
+        lx_bias_add(y, b, T, OC);
 }
 
 void lx_linear_backward(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W,

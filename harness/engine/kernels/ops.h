@@ -11,6 +11,8 @@
 #ifndef LX_OPS_H
 #define LX_OPS_H
 
+/* y (T, OC) += b (OC) on every row. */
+void lx_bias_add(float *y, const float *b, long T, long OC);
 /* y = x W^T + b.  y (T, OC), x (T, C), W (OC, C), b (OC) or NULL. */
 void lx_linear_forward(float *y, const float *x, const float *W, const float *b, int T, int C, int OC);
 /* dx (T, C) += dy W; dW (OC, C) += dy^T x; db (OC) += sum_t dy (db may be NULL). */

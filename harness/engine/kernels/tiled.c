@@ -33,7 +33,7 @@
 */
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/gemm.h"
-#include "harness/engine/kernels/half.h"
+#include "harness/core/half.h"
 #include "harness/engine/kernels/numerics.h"
 
 #include <math.h>

@@ -51,7 +51,7 @@ static inline float half_at(const uint16_t *w, long c, int type)
 
 /* out[t] = x_t · w for up to GEMV_GROUP rows x_t (stride ldx): one pass over
 ** the weight row, widened 16 values at a time, one accumulator per row. */
-__attribute__((target("avx512f,avx512bw")))
+__attribute__((target("avx512f")))
 static void dots_half_avx512(float *out, const float *x, long ldx, int n, const uint16_t *w, int type, long C)
 {
     __m512 acc[GEMV_GROUP];

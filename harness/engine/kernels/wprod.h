@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "harness/engine/kernels/half.h"
+#include "harness/core/half.h"
 
 /* A weight matrix (rows = out, cols = in) row-major as held. */
 struct lx_wmat {

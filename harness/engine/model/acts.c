@@ -255,19 +255,20 @@ double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned u
            kv;
 }
 
-void lx_model_fit_numerics(struct lx_model *m)
+double lx_eval_weight_bytes(const struct lx_arch *a, double held, int bf16)
 {
-    if (lx_numerics_get() == LX_NUMERICS_BF16)
-        lx_model_to_bf16(m);
+    return bf16 ? 2.0 * (double)lx_arch_n_params(a) : held > 0 ? held : lx_model_bytes(a, 0);
 }
 
-double lx_eval_bytes(const struct lx_arch *a, double weights, int bf16, int B, int T, unsigned uses)
+double lx_eval_bytes(const struct lx_arch *a, double held, int bf16, int B, int T, unsigned uses)
 {
-    double w = bf16 ? 2.0 * (double)lx_arch_n_params(a) : weights;
+    double run = lx_run_bytes(a, B, T, 0, uses);
+    if (held <= 0 && !bf16)
+        return run;     /* fp32 in lenx's own buffer: products straight from it */
     long width = a->d_model > a->d_mlp ? a->d_model : a->d_mlp;
     if (width < a->heads * a->d_head)
         width = a->heads * a->d_head;
-    return lx_run_bytes(a, B, T, 0, uses) - lx_model_bytes(a, 0) + w + lx_wprod_scratch_bytes(width);
+    return run - lx_model_bytes(a, 0) + lx_eval_weight_bytes(a, held, bf16) + lx_wprod_scratch_bytes(width);
 }
 
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err)

@@ -14,6 +14,7 @@
 
 #include "harness/core/mapguard.h"
 #include "harness/core/rng.h"
+#include "harness/engine/kernels/numerics.h"
 
 static const struct lx_param arch_rows[] = {
     LX_P_ENUM(struct lx_arch, mode, "causal", "causal|mlm", LX_PF_SHOW,
@@ -313,11 +314,15 @@ void lx_model_own(struct lx_model *m)
 
 void lx_model_to_bf16(struct lx_model *m)
 {
-    if (m->held && lx_model_dtype(m) == LX_DT_BF16)
-        return;
-    int n = lx_arch_tensors(&m->arch, NULL);
+    int n = lx_arch_tensors(&m->arch, NULL), all_bf16 = m->held != NULL;
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
     lx_arch_tensors(&m->arch, ti);
+    for (int i = 0; i < n && all_bf16; i++)     /* a file of mixed types converts its other matrices too */
+        all_bf16 = ti[i].ndim == 1 || m->held->t[i].type == LX_DT_BF16;
+    if (all_bf16) {
+        free(ti);
+        return;
+    }
     size_t bytes = m->n_params * sizeof(uint16_t);
     uint16_t *b = lx_big_calloc(bytes);
     LX_ASSERT(b);
@@ -340,6 +345,12 @@ void lx_model_to_bf16(struct lx_model *m)
     else
         lx_big_free(old.w, old.n_params * sizeof *old.w);
     free(ti);
+}
+
+void lx_model_fit_numerics(struct lx_model *m)
+{
+    if (lx_numerics_get() == LX_NUMERICS_BF16)
+        lx_model_to_bf16(m);
 }
 
 double lx_model_held_bytes(const struct lx_model *m)

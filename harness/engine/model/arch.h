@@ -124,6 +124,9 @@ void lx_model_f32_free(const struct lx_model *m, float *w);
 /* Every matrix rounded to bf16 once (numerics bf16 at load): into one
 ** buffer, the fp32 weights or the mappings given back. */
 void lx_model_to_bf16(struct lx_model *m);
+/* The weights as the process's numerics multiply them: in bf16 numerics every
+** matrix rounded to bf16 once (lx_model_to_bf16); otherwise as loaded. */
+void lx_model_fit_numerics(struct lx_model *m);
 /* The bytes m's weights take as held (in w: 4 per parameter). */
 double lx_model_held_bytes(const struct lx_model *m);
 /* The type of m's matrices: LX_DT_F32 in w, else the held one (the first matrix's). */

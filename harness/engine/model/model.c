@@ -64,9 +64,7 @@ void lx_layer_qkv(float *qkv, const float *x, const struct lx_layer_w *W, const 
     long rows[3] = {HD, KD, KD}, all = QKV;
     linear_parts(qkv, QKV, x, a->d_model, W->mqkv, W->n_qkv, W->n_qkv == 1 ? &all : rows, n, 0.0f);
     if (W->bqkv)
-        for (long t = 0; t < n; t++)
-            for (long o = 0; o < QKV; o++)
-                qkv[t * QKV + o] += W->bqkv[o];
+        lx_bias_add(qkv, W->bqkv, n, QKV);
 }
 
 void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n)

@@ -156,13 +156,13 @@ enum {
 unsigned lx_run_uses(const struct lx_spec *spec);
 double lx_model_bytes(const struct lx_arch *a, int train);
 double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses);
-/* An evaluation pass's bytes when the weights take `weights` bytes as held
-** (lx_model_held_bytes; all matrices bf16 when bf16: numerics bf16 rounds
-** them at load), plus the weight products' conversion buffers. */
-double lx_eval_bytes(const struct lx_arch *a, double weights, int bf16, int B, int T, unsigned uses);
-/* The weights as the process's numerics multiply them: in bf16 numerics every
-** matrix rounded to bf16 once (lx_model_to_bf16); otherwise as loaded. */
-void lx_model_fit_numerics(struct lx_model *m);
+/* The weights' bytes in an evaluation: all matrices bf16 under bf16
+** (numerics bf16 rounds them at load), else `held` bytes as held
+** (lx_model_held_bytes; 0: fp32 in lenx's own buffer). */
+double lx_eval_weight_bytes(const struct lx_arch *a, double held, int bf16);
+/* An evaluation pass's bytes with those weights: lx_run_bytes for fp32 in
+** lenx's own buffer; otherwise with the weight products' conversion buffers. */
+double lx_eval_bytes(const struct lx_arch *a, double held, int bf16, int B, int T, unsigned uses);
 /* Zeroed weights for arch a, mapped; LX_ENOMEM with the sizes when they do not fit. */
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err);
 

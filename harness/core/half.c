@@ -1,8 +1,8 @@
 /*
-** harness/engine/kernels/half.c - bf16 and f16 conversions (half.h): scalar
+** harness/core/half.c - bf16 and f16 conversions (half.h): scalar
 ** definitions, and AVX-512 loops that give the same values.
 */
-#include "harness/engine/kernels/half.h"
+#include "harness/core/half.h"
 
 #include <immintrin.h>
 #include <math.h>

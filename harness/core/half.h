@@ -1,5 +1,5 @@
 /*
-** harness/engine/kernels/half.h - half-precision numbers: bf16 and IEEE f16
+** harness/core/half.h - half-precision numbers: bf16 and IEEE f16
 ** to and from fp32 (docs/numerics.md#half-precision).
 **
 ** bf16 is fp32's upper 16 bits (8 exponent bits, 7 mantissa bits): to fp32
