@@ -30,8 +30,8 @@ BLAS_DIR  := /usr/lib/$(MULTIARCH)/openblas-openmp
 export PKG_CONFIG_PATH := $(BLAS_DIR)/pkgconfig
 
 # Recursively expanded on purpose: pkg-config runs after scripts/deps.sh.
-PKG_CFLAGS = $(shell pkg-config --cflags yaml-0.1 sqlite3 openblas jansson libpcre2-8 libutf8proc zlib libcrypto)
-PKG_LIBS   = $(shell pkg-config --libs yaml-0.1 sqlite3 openblas jansson libpcre2-8 libutf8proc zlib libcrypto) -ldnnl -Wl,-rpath,$(BLAS_DIR)
+PKG_CFLAGS = $(shell pkg-config --cflags yaml-0.1 sqlite3 openblas jansson libpcre2-8 libutf8proc zlib libcrypto libmicrohttpd libcurl)
+PKG_LIBS   = $(shell pkg-config --libs yaml-0.1 sqlite3 openblas jansson libpcre2-8 libutf8proc zlib libcrypto libmicrohttpd libcurl) -ldnnl -Wl,-rpath,$(BLAS_DIR)
 TEST_LIBS  = $(shell pkg-config --libs criterion)
 
 OPT      ?= -O2 -g

@@ -18,7 +18,7 @@ struct lx_opt {
 };
 
 #define LX_MAX_POS 64
-#define LX_MAX_OPTS 16
+#define LX_MAX_OPTS 24
 
 struct lx_args {
     const char *value[LX_MAX_OPTS];     /* per option row: its value, "1" for flags, NULL if absent */
@@ -106,5 +106,6 @@ int lx_cmd_generate(int argc, char **argv);     /* harness/commands/generate.c *
 int lx_cmd_grade(int argc, char **argv);        /* harness/commands/grade.c */
 int lx_cmd_merge(int argc, char **argv);        /* harness/commands/slurm.c */
 int lx_cmd_slurm(int argc, char **argv);        /* harness/commands/slurm.c */
+int lx_cmd_serve(int argc, char **argv);        /* harness/commands/serve.c */
 
 #endif

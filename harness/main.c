@@ -37,6 +37,7 @@ static const struct command commands[] = {
     {"score", lx_cmd_score, "per-token NLL of a text under a checkpoint, as JSON"},
     {"tokenize", lx_cmd_tokenize, "a text's token ids under a tokenizer file as JSON, or --decode ids to text"},
     {"generate", lx_cmd_generate, "continue a prompt with a model: greedy (KV cache) or sampled with a seed"},
+    {"serve", lx_cmd_serve, "serve a model under a method stack over an OpenAI-compatible HTTP API"},
     {"grade", lx_cmd_grade, "score predictions made elsewhere (JSON Lines of gold and output) with a named scorer"},
     {"report", lx_cmd_report, "write an HTML page of stored sweeps: plots, tables, effective length, provenance"},
     {"export", lx_cmd_export, "write a model as a Hugging Face directory"},

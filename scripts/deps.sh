@@ -8,7 +8,7 @@
 # and python3-pil, which check `lenx report` in a real browser.
 set -euo pipefail
 
-pkgs=(gcc make pkg-config libopenblas-openmp-dev libyaml-dev libsqlite3-dev sqlite3 libjansson-dev libpcre2-dev libutf8proc-dev zlib1g-dev libssl-dev libdnnl-dev libcriterion-dev gnuplot-nox)
+pkgs=(gcc make pkg-config libopenblas-openmp-dev libyaml-dev libsqlite3-dev sqlite3 libjansson-dev libpcre2-dev libutf8proc-dev zlib1g-dev libssl-dev libdnnl-dev libmicrohttpd-dev libcurl4-openssl-dev libcriterion-dev gnuplot-nox)
 if [ "${1:-}" = fuzz ]; then
     pkgs+=(clang libclang-rt-14-dev libomp-14-dev)
 elif [ "${1:-}" = browser ]; then

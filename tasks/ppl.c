@@ -44,7 +44,7 @@
 #include <string.h>
 
 #include "harness/engine/data/corpus.h"
-#include "harness/engine/model/evaluate.h"
+#include "harness/engine/lm/lm.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "tasks/ppl_windows.h"
 #include "tasks/task.h"
@@ -233,6 +233,7 @@ static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct 
     const struct ppl_params *p = ctx->params;
     struct ppl_run r = {.L = ctx->length, .train_len = ctx->train_len, .tk = lx_tok_or_byte(ctx->tok)};
     struct lx_ppl_plan pl = {0};
+    struct lx_lm local;
     int *stream = NULL;
     /* lenx windows segments of the text; a peer's tokenizer reads each document whole */
     int rc = lx_corpus_tokens_as(&r.c, ppl_split(p), r.tk, p->protocol == PPL_LENX ? LX_ENC_SEGMENT : 0, err);
@@ -243,7 +244,7 @@ static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct 
     long nw = pl.n;
     r.win = pl.win;
     if (rc == LX_OK)
-        rc = lx_eval_windows(ctx->model, ctx->spec, nw, (int)r.L, ppl_fill, ppl_score, &r, err);
+        rc = lx_lm_eval_windows(lx_lm_or_local(ctx->lm, &local, ctx->model, ctx->spec), nw, (int)r.L, ppl_fill, ppl_score, &r, err);
     free(pl.win);
     free(stream);
     free(r.unigram);
@@ -294,6 +295,7 @@ const struct lx_task lx_task_ppl = {
     .headline = "ppl,unigram_ppl",
     .mode = LX_MODE_CAUSAL,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
+    .lm_needs = LX_LM_LOGPROBS,
     .split = ppl_split,
     .check = ppl_check,
     .run = ppl_run,

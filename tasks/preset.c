@@ -10,7 +10,7 @@
 
 #include "harness/core/result.h"
 #include "harness/core/rng.h"
-#include "harness/engine/model/decoding.h"
+#include "harness/engine/lm/lm.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "tasks/scorers.h"
 #include "tasks/task.h"
@@ -149,15 +149,17 @@ static int run_case(const struct lx_task_ctx *ctx, const struct lx_protocol *p, 
     *n_prompt = np, *n_new = budget;
     int32_t *gen = lx_xmalloc(sizeof(int32_t) * (size_t)budget);
     int *gi = lx_xmalloc(sizeof(int) * (size_t)budget);
-    struct lx_sampler smp = {.temperature = p->temperature, .top_k = p->top_k, .seed = ctx->data_key ^ (uint64_t)i};
-    int rc = lx_generate_with(ctx->model, ctx->spec, ids, np, budget, gi, LX_DECODE_CACHE, &smp, err);
+    struct lx_lm_sampling smp = {.temperature = p->temperature, .top_k = p->top_k, .seed = ctx->data_key ^ (uint64_t)i};
+    long n_gen = 0;
+    struct lx_lm local;
+    int rc = lx_lm_generate(lx_lm_or_local(ctx->lm, &local, ctx->model, ctx->spec), ids, np, budget, &smp, gi, &n_gen, err);
     if (rc == LX_OK) {
-        int same = 1;
-        for (long k = 0; k < budget; k++)
+        int same = n_gen == budget || !gold;
+        for (long k = 0; k < n_gen; k++)
             gen[k] = gi[k], same &= !gold || gi[k] == gold[k];
         char *text = lx_xmalloc((size_t)lx_tok_decode_cap(tk, budget));
         int stop;
-        long n = lx_tok_decode(tk, gen, budget, text, &stop), cut = lx_preset_cut(p, text, n);
+        long n = lx_tok_decode(tk, gen, n_gen, text, &stop), cut = lx_preset_cut(p, text, n);
         const char *why = cut < n ? "stop" : lx_tok_special_name(tk, stop);
         struct lx_golds g = {.n = c->n_golds};
         const char **gs = lx_xmalloc(sizeof(char *) * (size_t)c->n_golds);

@@ -324,6 +324,56 @@ int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const s
     return rc;
 }
 
+/* One group of instances on a backend that is not the engine: a scored
+** window and a continuation each. */
+static int answers_group(struct lx_lm *lm, const struct lx_instance *in, long n, struct lx_answer *out,
+                         struct lx_error *err)
+{
+    int scored = (lm->caps & LX_LM_LOGPROBS) != 0, attn = (lm->caps & LX_LM_ATTN) != 0;
+    struct lx_lm_score *w = lx_xcalloc((size_t)n, sizeof *w);
+    struct lx_lm_gen *g = lx_xcalloc((size_t)n, sizeof *g);
+    long T = in[0].n;
+    float *loss = lx_xmalloc(sizeof(float) * (size_t)(n * T));
+    for (long i = 0; i < n; i++) {
+        const struct lx_instance *x = &in[i];
+        LX_ASSERT(x->n == T && x->n - x->answer_off <= LX_MAX_ANSWER && x->answer_off >= 1);
+        memset(&out[i], 0, sizeof out[i]);
+        w[i] = (struct lx_lm_score){.tok = x->tok, .n = T, .attn_row0 = attn ? x->answer_off - 1 : -1,
+                                    .loss = loss + i * T};
+        g[i] = (struct lx_lm_gen){.prompt = x->tok, .n_prompt = x->answer_off, .max_tokens = T - x->answer_off,
+                                  .out = out[i].out};
+    }
+    int rc = scored ? lm->ops->score(lm, w, n, err) : LX_OK;
+    if (rc == LX_OK)
+        rc = lm->ops->generate(lm, g, n, err);
+    for (long i = 0; i < n && rc == LX_OK; i++) {
+        const struct lx_instance *x = &in[i];
+        struct lx_answer *a = &out[i];
+        a->n_out = (int)g[i].n_out;
+        a->logprob = scored ? 0.0 : NAN;
+        a->correct_tf = scored;
+        for (long k = 0; scored && k < T - x->answer_off; k++) {
+            a->logprob -= w[i].loss[x->answer_off - 1 + k];
+            a->correct_tf &= k < a->n_out && a->out[k] == x->tok[x->answer_off + k];
+        }
+        a->entropy = attn && w[i].attn_rows > 0 ? w[i].attn_entropy / w[i].attn_rows : NAN;
+    }
+    free(w), free(g), free(loss);
+    return rc;
+}
+
+int lx_answer_lm(struct lx_lm *lm, const struct lx_instance *in, long n, struct lx_answer *out,
+                 struct lx_error *err)
+{
+    if (lm->caps & LX_LM_ENGINE)
+        return lx_answer_eval(lm->model, lm->spec, in, n, LX_DECODE_CACHE, out, err);
+    enum { GROUP = 64 };    /* instances in flight at once: a server's concurrent requests */
+    int rc = LX_OK;
+    for (long i0 = 0; i0 < n && rc == LX_OK; i0 += GROUP)
+        rc = answers_group(lm, in + i0, n - i0 < GROUP ? n - i0 : GROUP, out + i0, err);
+    return rc;
+}
+
 /* ---- the cell runner ------------------------------------------------------------ */
 
 int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err)
@@ -351,7 +401,10 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
                                    &in[i], err);
     }
     if (rc == LX_OK)
-        rc = lx_answer_eval(ctx->model, ctx->spec, in, n, LX_DECODE_CACHE, ans, err);
+        {
+        struct lx_lm local;
+        rc = lx_answer_lm(lx_lm_or_local(ctx->lm, &local, ctx->model, ctx->spec), in, n, ans, err);
+    }
     if (rc == LX_OK) {
         long ok = 0, nulls = 0, with_alt = 0, confused = 0;
         double lp = 0.0, ent = 0.0, d_ok = 0.0, d_lp = 0.0, d_ent = 0.0;
@@ -373,8 +426,10 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
             d_ent += ans[i].entropy;
             if (!uniform && (i + 1) % samples == 0) {   /* the end of one depth's samples */
                 lx_result_point(out, "acc_by_depth", in[i].depth, d_ok / (double)samples);
-                lx_result_point(out, "logprob_by_depth", in[i].depth, d_lp / (double)samples);
-                lx_result_point(out, "entropy_by_depth", in[i].depth, d_ent / (double)samples);
+                if (!isnan(d_lp))   /* a backend without prompt log-probs or attention: not stored */
+                    lx_result_point(out, "logprob_by_depth", in[i].depth, d_lp / (double)samples);
+                if (!isnan(d_ent))
+                    lx_result_point(out, "entropy_by_depth", in[i].depth, d_ent / (double)samples);
                 d_ok = d_lp = d_ent = 0.0;
             }
         }
@@ -384,8 +439,10 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
         lx_result_metric(out, "null_rate", (double)nulls / (double)n);
         if (with_alt > 0)
             lx_result_metric(out, "distractor_rate", (double)confused / (double)with_alt);
-        lx_result_metric(out, "answer_logprob", lp / (double)n);
-        lx_result_metric(out, "answer_entropy", ent / (double)n);
+        if (!isnan(lp))
+            lx_result_metric(out, "answer_logprob", lp / (double)n);
+        if (!isnan(ent))
+            lx_result_metric(out, "answer_entropy", ent / (double)n);
         lx_result_metric(out, "n_samples", (double)n);
         free(text);
     }

@@ -37,6 +37,7 @@
 #include "harness/engine/data/corpus.h"   /* the byte vocabulary: LX_TOK_BOS … */
 #include "harness/engine/model/decoding.h"   /* enum lx_decode */
 #include "harness/engine/data/instance.h"
+#include "harness/engine/lm/lm.h"
 
 #define LX_MAX_RETRIEVAL_LENGTH (1L << 20)  /* instance tokens at most, as ppl (docs/tasks.md) */
 
@@ -61,6 +62,15 @@ struct lx_spec;
 ** by full passes (LX_DECODE_FULL, the reference). */
 int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const struct lx_instance *in, long n,
                    enum lx_decode mode, struct lx_answer *out, struct lx_error *err);
+
+/* The same through any backend (harness/engine/lm/lm.h): on lenx's engine
+** lx_answer_eval; elsewhere each answer is a continuation of its prompt
+** (greedy, as many tokens as the gold), and, where the backend gives prompt
+** log-probabilities, the whole instance is scored for the gold's log p
+** (NAN otherwise) and, where it gives attention statistics, their entropy
+** (NAN otherwise). */
+int lx_answer_lm(struct lx_lm *lm, const struct lx_instance *in, long n, struct lx_answer *out,
+                 struct lx_error *err);
 
 /* Named scorers on the greedy output, n bytes (a 0 byte is an ordinary
 ** byte): 1 correct, 0 wrong, -1 unparsable (counted in null_rate). */
@@ -257,6 +267,7 @@ long lx_put_text(int *tok, long pos, const char *s);
     .mode = LX_MODE_CAUSAL, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .check = name##_check_all,\
     .needs_probs = 0, /* answer-row statistics come from the tiles */                                      \
     .decodes = 1,     /* greedy answers after the first miss */                                              \
+    .lm_needs = LX_LM_GENERATE, /* answer log-probs and entropy too where the backend gives them */        \
     .split = lx_retrieval_split, .generate = name##_generate, .train_sample = name##_train_sample,           \
     .trials = name##_trials, .score = name##_score, .run = name##_run
 

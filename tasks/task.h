@@ -28,6 +28,7 @@
 #include "harness/core/spec.h"
 
 struct lx_model;
+struct lx_lm;
 struct lx_instance;
 struct lx_tokenizer;
 
@@ -43,7 +44,9 @@ struct lx_task_ctx {
     long length;                /* N: the cell's evaluation length */
     long seed;                  /* the cell's seed */
     uint64_t data_key;          /* key for every random draw of this cell */
-    const struct lx_model *model;   /* model tasks: the cell's model; NULL otherwise */
+    const struct lx_model *model;   /* model tasks on lenx's engine: the cell's model; NULL otherwise */
+    struct lx_lm *lm;           /* model tasks: the cell's model whoever runs it (harness/engine/lm/lm.h):
+                                ** the engine (lm->model == model) or an inference server (model NULL) */
     long train_len;             /* model tasks: the model's training length */
     const struct lx_task *task; /* the task itself */
     const struct lx_spec *spec_train;   /* model tasks: the stack's training-time part compiled at the
@@ -63,6 +66,9 @@ struct lx_task {
                                 ** rows (a probe): they run the head path, which holds a T x T buffer
                                 ** per thread, and the plan's memory check counts it; 0 = every pass
                                 ** runs tiled, row statistics included, in O(T·d) memory */
+    unsigned lm_needs;          /* (model tasks) the LX_LM_* caps its run asks of ctx->lm
+                                ** (harness/engine/lm/lm.h); 0 = lenx's engine itself (LX_LM_ENGINE):
+                                ** a backend without them is refused at plan time */
     int decodes;                /* (model tasks) 1 when it decodes greedy tokens through a KV cache
                                 ** (harness/engine/model/kvcache.h): the plan's memory check counts one a window */
 

@@ -147,11 +147,12 @@ static int utf8_c1(const unsigned char *p)
     return p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
 }
 
-void lx_buf_json_str(struct lx_buf *b, const char *s)
+void lx_buf_json_strn(struct lx_buf *b, const char *s, size_t len)
 {
     lx_buf_puts(b, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        int n = lx_utf8_len(p, strnlen((const char *)p, 4));
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    while (p < end) {
+        int n = lx_utf8_len(p, (size_t)(end - p) < 4 ? (size_t)(end - p) : 4);
         if (*p == '"' || *p == '\\')
             lx_buf_printf(b, "\\%c", *p);
         else if (*p == '\n')
@@ -161,12 +162,17 @@ void lx_buf_json_str(struct lx_buf *b, const char *s)
         else if (*p < 0x20)
             lx_buf_printf(b, "\\u%04x", *p);
         else if (n == 0)
-            lx_buf_puts(b, "\\ufffd");      /* not UTF-8: JSON text is UTF-8 (RFC 8259); DEL and C1 may stay */
+            lx_buf_puts(b, "\\ufffd");     /* not UTF-8: JSON text is UTF-8 (RFC 8259); DEL and C1 may stay */
         else
             lx_buf_printf(b, "%.*s", n, (const char *)p);
         p += n ? n : 1;
     }
     lx_buf_puts(b, "\"");
+}
+
+void lx_buf_json_str(struct lx_buf *b, const char *s)
+{
+    lx_buf_json_strn(b, s, strlen(s));
 }
 
 void lx_esc_term(struct lx_buf *b, const char *s)

@@ -1,0 +1,269 @@
+/*
+** harness/backends/httpd.c - the HTTP server of `lenx serve` on libmicrohttpd
+** (see httpd.h).
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "harness/backends/httpd.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* A request waiting for, or being answered by, the serving thread. Freed by
+** whichever of the two (connection, server) lets go of it last. */
+struct job {
+    char method[16], *path;
+    struct lx_buf body, out;
+    int status;
+    int done, abandoned, refs;
+    struct job *next;
+};
+
+struct lx_httpd {
+    struct MHD_Daemon *d;
+    struct lx_httpd_limits lim;
+    lx_httpd_fn fn;
+    void *ctx;
+    pthread_mutex_t mu;
+    pthread_cond_t queued, answered;
+    struct job *head, *tail;
+    int n_queued;
+    int port;
+};
+
+/* A connection's request as it arrives. */
+struct conn {
+    struct lx_buf body;
+    long bytes;
+    int too_big;
+};
+
+static void job_unref(struct job *j)
+{
+    if (--j->refs == 0) {
+        free(j->path);
+        lx_buf_free(&j->body);
+        lx_buf_free(&j->out);
+        free(j);
+    }
+}
+
+static enum MHD_Result respond(struct MHD_Connection *c, int status, const struct lx_buf *b)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(b->len, b->s ? b->s : (char *)"",
+                                                             MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *c, int status, const char *type, const char *msg)
+{
+    struct lx_buf b = {0};
+    lx_buf_puts(&b, "{\"error\":{\"message\":");
+    lx_buf_json_str(&b, msg);
+    lx_buf_printf(&b, ",\"type\":\"%s\",\"param\":null,\"code\":%d}}\n", type, status);
+    enum MHD_Result ok = respond(c, status, &b);
+    lx_buf_free(&b);
+    return ok;
+}
+
+/* Queue the request and wait for its answer (or the time limit). */
+static enum MHD_Result through_queue(struct lx_httpd *h, struct MHD_Connection *c, const char *method,
+                                     const char *url, struct conn *cn)
+{
+    pthread_mutex_lock(&h->mu);
+    if (h->n_queued >= h->lim.max_queue) {
+        int n = h->n_queued;
+        pthread_mutex_unlock(&h->mu);
+        char msg[160];
+        snprintf(msg, sizeof msg, "the server is busy: %d requests are waiting\n  hint: retry later, or send fewer "
+                 "at once (lenx serve --max-queue)", n);
+        return respond_error(c, 503, "ServiceUnavailable", msg);
+    }
+    struct job *j = lx_xcalloc(1, sizeof *j);
+    snprintf(j->method, sizeof j->method, "%s", method);
+    j->path = lx_xstrdup(url);
+    j->body = cn->body;
+    cn->body = (struct lx_buf){0};
+    j->refs = 2;
+    if (h->tail)
+        h->tail->next = j;
+    else
+        h->head = j;
+    h->tail = j;
+    h->n_queued++;
+    pthread_cond_signal(&h->queued);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    double t = (double)until.tv_sec + 1e-9 * (double)until.tv_nsec + h->lim.request_timeout;
+    until.tv_sec = (time_t)t;
+    until.tv_nsec = (long)((t - (double)(time_t)t) * 1e9);
+    while (!j->done && pthread_cond_timedwait(&h->answered, &h->mu, &until) != ETIMEDOUT)
+        ;
+    int done = j->done;
+    j->abandoned = !done;
+    enum MHD_Result ok;
+    if (done) {
+        pthread_mutex_unlock(&h->mu);
+        ok = respond(c, j->status, &j->out);
+        pthread_mutex_lock(&h->mu);
+    }
+    job_unref(j);
+    pthread_mutex_unlock(&h->mu);
+    if (!done) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "no answer within %g s\n  hint: a shorter prompt or budget, or lenx serve "
+                 "--timeout", h->lim.request_timeout);
+        ok = respond_error(c, 503, "ServiceUnavailable", msg);
+    }
+    return ok;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    struct lx_httpd *h = cls;
+    struct conn *cn = *con_cls;
+    (void)version;
+    if (!cn) {
+        *con_cls = lx_xcalloc(1, sizeof(struct conn));
+        return MHD_YES;
+    }
+    if (*upload_size) {     /* more of the body: kept up to max_body, then read and dropped */
+        cn->bytes += (long)*upload_size;
+        if (cn->bytes > h->lim.max_body) {
+            cn->too_big = 1;
+            lx_buf_free(&cn->body);
+        } else {
+            lx_buf_putn(&cn->body, upload, *upload_size);
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (cn->too_big) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the body has more than %ld bytes\n  hint: lenx serve --max-body", h->lim.max_body);
+        return respond_error(c, 413, "RequestTooLarge", msg);
+    }
+    if (strcmp(url, "/health") == 0 && strcmp(method, "GET") == 0) {
+        struct lx_buf b = {0};
+        lx_buf_puts(&b, "{\"status\":\"ok\"}\n");
+        enum MHD_Result ok = respond(c, 200, &b);
+        lx_buf_free(&b);
+        return ok;
+    }
+    return through_queue(h, c, method, url, cn);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why)
+{
+    (void)cls, (void)c, (void)why;
+    struct conn *cn = *con_cls;
+    if (cn) {
+        lx_buf_free(&cn->body);
+        free(cn);
+        *con_cls = NULL;
+    }
+}
+
+int lx_httpd_start(struct lx_httpd **out, const char *host, int port, const struct lx_httpd_limits *lim,
+                   lx_httpd_fn fn, void *ctx, struct lx_error *err)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return lx_err(err, LX_EINVAL, "--host '%s' is not an IPv4 address\n  hint: 127.0.0.1 (this machine only, the "
+                      "default) or 0.0.0.0 (every interface)", host);
+    struct lx_httpd *h = lx_xcalloc(1, sizeof *h);
+    h->lim = *lim;
+    h->fn = fn;
+    h->ctx = ctx;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->queued, NULL);
+    pthread_cond_init(&h->answered, NULL);
+    h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL,
+                            (uint16_t)port, NULL, NULL, on_request, h,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)lim->max_connections,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)lim->idle_timeout,
+                            MHD_OPTION_THREAD_STACK_SIZE, (size_t)256 * 1024,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                            MHD_OPTION_END);
+    if (!h->d) {
+        int e = errno;
+        pthread_mutex_destroy(&h->mu);
+        pthread_cond_destroy(&h->queued);
+        pthread_cond_destroy(&h->answered);
+        free(h);
+        return lx_err(err, LX_EIO, "cannot listen on %s:%d: %s\n  hint: is another server on that port? --port 0 "
+                      "picks a free one", host, port, e ? strerror(e) : "libmicrohttpd refused");
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : port;
+    *out = h;
+    return LX_OK;
+}
+
+int lx_httpd_port(const struct lx_httpd *h)
+{
+    return h->port;
+}
+
+void lx_httpd_serve(struct lx_httpd *h, volatile sig_atomic_t *stop)
+{
+    pthread_mutex_lock(&h->mu);
+    while (!*stop) {
+        if (!h->head) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 200 * 1000 * 1000;     /* look at *stop five times a second */
+            if (until.tv_nsec >= 1000000000L)
+                until.tv_sec++, until.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&h->queued, &h->mu, &until);
+            continue;
+        }
+        struct job *j = h->head;
+        h->head = j->next;
+        if (!h->head)
+            h->tail = NULL;
+        h->n_queued--;
+        if (j->abandoned) {     /* its client was answered 503 while it waited */
+            job_unref(j);
+            continue;
+        }
+        pthread_mutex_unlock(&h->mu);
+        int status = h->fn(h->ctx, j->method, j->path, j->body.s ? j->body.s : "", j->body.len, &j->out);
+        pthread_mutex_lock(&h->mu);
+        j->status = status;
+        j->done = 1;
+        pthread_cond_broadcast(&h->answered);
+        job_unref(j);
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+void lx_httpd_stop(struct lx_httpd *h)
+{
+    if (!h)
+        return;
+    MHD_stop_daemon(h->d);
+    while (h->head) {   /* no connection is left to wait for these */
+        struct job *j = h->head;
+        h->head = j->next;
+        j->refs = 1;
+        job_unref(j);
+    }
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->queued);
+    pthread_cond_destroy(&h->answered);
+    free(h);
+}

@@ -1,0 +1,48 @@
+/*
+** harness/backends/httpd.h - an HTTP server for `lenx serve`, the only file that
+** includes libmicrohttpd (Debian's libmicrohttpd12: a well-kept C server
+** with thread-per-connection, connection limits and timeouts built in).
+**
+** Each connection has its own thread, which reads the request (a body over
+** max_body bytes is a 413, read and dropped) and queues it; the caller's
+** thread (lx_httpd_serve) answers queued requests one at a time with the
+** handler, so the model is only ever used from one thread. A full queue is a
+** 503 at once; a request not answered within request_timeout seconds is a
+** 503 (answered later, its answer dropped). GET /health is answered by the
+** connection's thread at once, even while a long request runs.
+**
+** Memory: at most max_connections connections, each holding at most
+** max_body bytes of body, its answer, and a thread stack of 256 KiB.
+*/
+#ifndef LX_HTTPD_H
+#define LX_HTTPD_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "harness/core/lx.h"
+
+struct lx_httpd_limits {
+    long max_body;          /* bytes of a request body */
+    int max_connections;    /* open at once; more are refused by the listening socket */
+    int max_queue;          /* requests waiting for the model */
+    int idle_timeout;       /* seconds a connection may stay silent (a client that stops reading or sending) */
+    double request_timeout; /* seconds a request may wait and run before its client gets a 503 */
+};
+
+/* The answer to one request: status code, JSON body in out. */
+typedef int (*lx_httpd_fn)(void *ctx, const char *method, const char *path, const char *body, size_t n,
+                           struct lx_buf *out);
+
+struct lx_httpd;
+
+/* Listen on host:port (port 0: a free port, see lx_httpd_port). */
+int lx_httpd_start(struct lx_httpd **out, const char *host, int port, const struct lx_httpd_limits *lim,
+                   lx_httpd_fn fn, void *ctx, struct lx_error *err);
+int lx_httpd_port(const struct lx_httpd *h);
+/* Answer queued requests on this thread until *stop is set (a signal handler sets it). */
+void lx_httpd_serve(struct lx_httpd *h, volatile sig_atomic_t *stop);
+/* Close the listening socket and every connection; free h. */
+void lx_httpd_stop(struct lx_httpd *h);
+
+#endif

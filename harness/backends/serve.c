@@ -1,0 +1,444 @@
+/*
+** harness/backends/serve.c - the answers of `lenx serve` (see serve.h): the
+** OpenAI completions API, the tokenizer endpoints, /v1/models and /health,
+** on lenx's engine through the language-model interface (harness/engine/lm).
+*/
+#include "harness/backends/serve.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/tokenizers/tokenizer.h"
+
+static int answer_error(struct lx_buf *out, int status, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int answer_error(struct lx_buf *out, int status, const char *param, const char *fmt, ...)
+{
+    struct lx_oai_err e = {.status = status};
+    snprintf(e.param, sizeof e.param, "%s", param);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+    va_end(ap);
+    lx_buf_reset(out);
+    lx_oai_error_json(out, &e);
+    return status;
+}
+
+static int refused(struct lx_buf *out, const struct lx_oai_err *e)
+{
+    lx_buf_reset(out);
+    lx_oai_error_json(out, e);
+    return e->status;
+}
+
+/* ---- tokens as text ---------------------------------------------------------- */
+
+/* The text a special id stands for in token lists: the names SentencePiece
+** models use, which /tokenize reads back as the id. */
+static const char *special_text(const struct lx_tokenizer *tk, int id)
+{
+    return id == tk->bos ? "<s>" : id == tk->eos ? "</s>" : id == tk->pad ? "<pad>" : "<unk>";
+}
+
+/* The bytes of id inside a text (nothing for a special id). */
+static const char *piece(const struct lx_tokenizer *tk, int id, size_t *len)
+{
+    const char *p = lx_tok_piece(tk, id, len);
+    if (!p)
+        *len = 0;
+    return p ? p : "";
+}
+
+/* ids[0, n) as text: their pieces, specials left out. */
+static void put_pieces(struct lx_buf *b, const struct lx_tokenizer *tk, const int *ids, long n)
+{
+    for (long i = 0; i < n; i++) {
+        size_t len;
+        const char *p = piece(tk, ids[i], &len);
+        lx_buf_putn(b, p, len);
+    }
+}
+
+/* A token as the JSON string clients read: its piece, a special's name, or
+** "token_id:N" (vLLM's return_tokens_as_token_ids). */
+static void put_token(struct lx_buf *b, const struct lx_tokenizer *tk, int id, int as_id)
+{
+    size_t len;
+    const char *p = lx_tok_piece(tk, id, &len);
+    if (as_id)
+        lx_buf_printf(b, "\"token_id:%d\"", id);
+    else if (p)
+        lx_buf_json_strn(b, p, len);
+    else
+        lx_buf_json_str(b, special_text(tk, id));
+}
+
+/* ---- completions ------------------------------------------------------------- */
+
+/* One choice's tokens: the prompt, then what was generated and kept. */
+struct choice {
+    int *seq;           /* (n_prompt + n_gen) */
+    long n_prompt, n_gen;
+    const char *finish; /* "length" or "stop" */
+    struct lx_lm_score sc;  /* when scored: the whole sequence */
+    int scored;
+};
+
+/* Generate for prompt ids (seq[0, n_prompt)), cut at the first special id
+** or stop string. */
+static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, struct choice *c, struct lx_error *err)
+{
+    c->finish = "length";
+    if (r->max_tokens == 0)
+        return LX_OK;
+    struct lx_lm_sampling s = {.temperature = r->temperature, .top_k = r->top_k > 0 ? r->top_k : 0,
+                               .seed = r->seed};
+    long n_out = 0;
+    int rc = lx_lm_generate(sv->lm, c->seq, c->n_prompt, r->max_tokens, &s, c->seq + c->n_prompt, &n_out, err);
+    if (rc < 0)
+        return rc;
+    const int *g = c->seq + c->n_prompt;
+    long keep = 0;
+    size_t len;
+    while (keep < n_out && lx_tok_piece(sv->tok, g[keep], &len))
+        keep++;
+    if (keep < n_out)
+        c->finish = "stop";     /* the model's end of text (or another special id) */
+    struct lx_buf text = {0};
+    put_pieces(&text, sv->tok, g, keep);
+    size_t cut = text.len;
+    for (int i = 0; i < r->n_stop; i++)     /* the earliest stop string */
+        for (size_t at = 0; at + r->stop_len[i] <= cut; at++)
+            if (memcmp(text.s + at, r->stop[i], r->stop_len[i]) == 0) {
+                cut = at;
+                break;
+            }
+    if (cut < text.len) {   /* tokens that begin before the stop string stay */
+        size_t off = 0;
+        long k = 0;
+        while (k < keep && off < cut)
+            piece(sv->tok, g[k], &len), off += len, k++;
+        keep = k;
+        c->finish = "stop";
+    }
+    lx_buf_free(&text);
+    c->n_gen = keep;
+    return LX_OK;
+}
+
+/* The choice's text: the prompt's when echoed, then the continuation's (cut
+** at a stop string: the pieces up to it). */
+static void put_text(struct lx_buf *b, struct lx_serve *sv, const struct lx_oai_completion *r, const struct choice *c)
+{
+    struct lx_buf t = {0};
+    if (r->echo)
+        put_pieces(&t, sv->tok, c->seq, c->n_prompt);
+    size_t start = t.len;
+    put_pieces(&t, sv->tok, c->seq + c->n_prompt, c->n_gen);
+    size_t cut = t.len;
+    for (int i = 0; i < r->n_stop; i++)
+        for (size_t at = start; at + r->stop_len[i] <= cut; at++)
+            if (memcmp(t.s + at, r->stop[i], r->stop_len[i]) == 0) {
+                cut = at;
+                break;
+            }
+    lx_buf_json_strn(b, t.s ? t.s : "", cut);
+    lx_buf_free(&t);
+}
+
+/* logprobs: {tokens, token_logprobs, top_logprobs, text_offset} of the
+** echoed prompt (its first token has null: nothing predicts it) and the
+** continuation. */
+static void put_logprobs(struct lx_buf *b, struct lx_serve *sv, const struct lx_oai_completion *r,
+                         const struct choice *c)
+{
+    long j0 = r->echo ? 0 : c->n_prompt, n = c->n_prompt + c->n_gen, k = c->sc.top_k;
+    size_t off = 0, len;
+    for (long j = 0; j < j0; j++)
+        piece(sv->tok, c->seq[j], &len), off += len;
+    lx_buf_puts(b, "{\"tokens\":[");
+    for (long j = j0; j < n; j++) {
+        lx_buf_puts(b, j > j0 ? "," : "");
+        put_token(b, sv->tok, c->seq[j], r->token_ids);
+    }
+    lx_buf_puts(b, "],\"token_logprobs\":[");
+    for (long j = j0; j < n; j++) {
+        lx_buf_puts(b, j > j0 ? "," : "");
+        if (j == 0)
+            lx_buf_puts(b, "null");
+        else
+            lx_buf_num(b, -(double)c->sc.loss[j - 1]);
+    }
+    lx_buf_puts(b, "],\"top_logprobs\":[");
+    for (long j = j0; j < n; j++) {
+        lx_buf_puts(b, j > j0 ? "," : "");
+        if (j == 0) {
+            lx_buf_puts(b, "null");
+            continue;
+        }
+        /* the token itself first, then the top k others (a JSON object: one key each) */
+        lx_buf_puts(b, "{");
+        put_token(b, sv->tok, c->seq[j], r->token_ids);
+        lx_buf_puts(b, ":");
+        lx_buf_num(b, -(double)c->sc.loss[j - 1]);
+        for (long q = 0; q < k && q < r->logprobs; q++) {
+            int id = c->sc.top_id[(j - 1) * k + q];
+            struct lx_buf a = {0}, o = {0};
+            put_token(&a, sv->tok, id, r->token_ids);
+            put_token(&o, sv->tok, c->seq[j], r->token_ids);
+            if (strcmp(a.s, o.s) != 0) {    /* another id with the same text keeps the first */
+                lx_buf_printf(b, ",%s:", a.s);
+                lx_buf_num(b, (double)c->sc.top_lp[(j - 1) * k + q]);
+            }
+            lx_buf_free(&a), lx_buf_free(&o);
+        }
+        lx_buf_puts(b, "}");
+    }
+    lx_buf_puts(b, "],\"text_offset\":[");
+    for (long j = j0; j < n; j++) {
+        lx_buf_printf(b, "%s%zu", j > j0 ? "," : "", off);
+        piece(sv->tok, c->seq[j], &len), off += len;
+    }
+    lx_buf_puts(b, "]}");
+}
+
+/* Prompt i's ids into c->seq (room for max_tokens after them). */
+static int prompt_ids(struct lx_serve *sv, const struct lx_oai_completion *r, int i, struct choice *c,
+                      struct lx_oai_err *e)
+{
+    const struct lx_oai_prompt *p = &r->prompt[i];
+    int *ids = p->ids;
+    long n = p->n;
+    struct lx_error err;
+    if (!ids && (n = lx_tok_prompt(sv->tok, p->text, p->len, &ids, &err)) < 0)
+        return lx_oai_fail(e, 400, "prompt", "prompt %d cannot be tokenized: %s", i, err.msg);
+    if (n + r->max_tokens > sv->lim.max_len) {
+        if (ids != p->ids)
+            free(ids);
+        return lx_oai_fail(e, 400, "prompt", "prompt %d has %ld tokens and max_tokens is %ld: together more than the "
+                           "%ld tokens this server holds", i, n, r->max_tokens, sv->lim.max_len);
+    }
+    c->seq = lx_xmalloc(sizeof(int) * (size_t)(n + r->max_tokens + 1));
+    memcpy(c->seq, ids, sizeof(int) * (size_t)n);
+    if (ids != p->ids)
+        free(ids);
+    c->n_prompt = n;
+    return LX_OK;
+}
+
+/* Score the choice's whole sequence: its log-probs, the top alternatives,
+** the attention entropy asked for. */
+static int score(struct lx_serve *sv, const struct lx_oai_completion *r, struct choice *c, struct lx_oai_err *e,
+                 struct lx_error *err)
+{
+    long n = c->n_prompt + c->n_gen;
+    int k = r->logprobs > 0 ? r->logprobs : 0;
+    if (r->attn_from >= 0 && r->attn_from >= n - 1)
+        return lx_oai_fail(e, 400, "lenx_attention_from", "lenx_attention_from is %ld; the sequence has %ld tokens, "
+                           "so its rows end at %ld", r->attn_from, n, n - 2);
+    c->sc = (struct lx_lm_score){.tok = c->seq, .n = n, .attn_row0 = r->attn_from, .top_k = k,
+                                 .loss = lx_xcalloc((size_t)n, sizeof(float)),
+                                 .top_id = lx_xcalloc((size_t)(n * k + 1), sizeof(int)),
+                                 .top_lp = lx_xcalloc((size_t)(n * k + 1), sizeof(float))};
+    c->scored = 1;
+    if (n < 2)
+        return LX_OK;
+    int rc = sv->lm->ops->score(sv->lm, &c->sc, 1, err);
+    return rc < 0 ? lx_oai_fail(e, 500, "", "scoring failed: %s", err->msg) : LX_OK;
+}
+
+static void choice_release(struct choice *c)
+{
+    free(c->seq);
+    if (c->scored)
+        free(c->sc.loss), free(c->sc.top_id), free(c->sc.top_lp);
+    memset(c, 0, sizeof *c);
+}
+
+static int completions(struct lx_serve *sv, const char *body, size_t n, struct lx_buf *out)
+{
+    struct lx_oai_completion r;
+    struct lx_oai_err e = {0};
+    struct lx_error err;
+    if (lx_oai_completion_parse(&r, body, n, &sv->lim, &e) < 0)
+        return refused(out, &e);
+    if (r.model && strcmp(r.model, sv->name) != 0) {
+        lx_oai_fail(&e, 404, "model", "model '%s' is not served here; this server serves '%s'", r.model, sv->name);
+        lx_oai_completion_release(&r);
+        return refused(out, &e);
+    }
+    struct lx_buf choices = {0};
+    long used_prompt = 0, used_gen = 0;
+    int rc = LX_OK;
+    for (int i = 0; i < r.n_prompts && rc == LX_OK; i++) {
+        struct choice c = {0};
+        rc = prompt_ids(sv, &r, i, &c, &e);
+        if (rc == LX_OK && generate(sv, &r, &c, &err) < 0)
+            rc = lx_oai_fail(&e, 500, "", "generation failed: %s", err.msg);
+        if (rc == LX_OK && (r.logprobs >= 0 || r.attn_from >= 0))
+            rc = score(sv, &r, &c, &e, &err);
+        if (rc == LX_OK) {
+            lx_buf_printf(&choices, "%s{\"index\":%d,\"text\":", i ? "," : "", i);
+            put_text(&choices, sv, &r, &c);
+            lx_buf_printf(&choices, ",\"finish_reason\":\"%s\",\"logprobs\":", c.finish);
+            if (r.logprobs >= 0)
+                put_logprobs(&choices, sv, &r, &c);
+            else
+                lx_buf_puts(&choices, "null");
+            if (r.attn_from >= 0) {     /* lenx's own: the attention entropy of the rows asked for */
+                lx_buf_puts(&choices, ",\"lenx\":{\"attention_entropy\":");
+                lx_buf_num(&choices, c.sc.attn_entropy);
+                lx_buf_puts(&choices, ",\"attention_rows\":");
+                lx_buf_num(&choices, c.sc.attn_rows);
+                lx_buf_puts(&choices, "}");
+            }
+            lx_buf_puts(&choices, "}");
+            used_prompt += c.n_prompt;
+            used_gen += c.n_gen;
+        }
+        choice_release(&c);
+    }
+    lx_oai_completion_release(&r);
+    if (rc < 0) {
+        lx_buf_free(&choices);
+        return refused(out, &e);
+    }
+    lx_buf_reset(out);
+    lx_buf_printf(out, "{\"id\":\"cmpl-lenx-%lu\",\"object\":\"text_completion\",\"created\":%ld,\"model\":",
+                  ++sv->n_served, sv->created);
+    lx_buf_json_str(out, sv->name);
+    lx_buf_printf(out, ",\"choices\":[%s],\"usage\":{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,"
+                  "\"total_tokens\":%ld}}\n", choices.s ? choices.s : "", used_prompt, used_gen, used_prompt + used_gen);
+    lx_buf_free(&choices);
+    return 200;
+}
+
+/* ---- the tokenizer ----------------------------------------------------------- */
+
+static int tokenize(struct lx_serve *sv, const char *body, size_t n, struct lx_buf *out)
+{
+    void *doc;
+    const char *text;
+    size_t len;
+    int special;
+    struct lx_oai_err e = {0};
+    struct lx_error err;
+    if (lx_oai_tokenize_parse(&doc, body, n, &text, &len, &special, &e) < 0)
+        return refused(out, &e);
+    int *ids = NULL;
+    long k = -1;
+    /* a special token's own text (what /tokenizer_info names) reads as its id */
+    const int specials[] = {sv->tok->bos, sv->tok->eos};
+    for (int i = 0; i < 2 && k < 0; i++)
+        if (specials[i] >= 0 && len == strlen(special_text(sv->tok, specials[i])) &&
+            memcmp(text, special_text(sv->tok, specials[i]), len) == 0) {
+            ids = lx_xmalloc(2 * sizeof(int));
+            k = 0;
+            if (special && sv->tok->bos >= 0 && specials[i] != sv->tok->bos)
+                ids[k++] = sv->tok->bos;
+            ids[k++] = specials[i];
+        }
+    if (k < 0 && (k = lx_tok_prompt(sv->tok, text, len, &ids, &err)) > 0 && !special)
+        memmove(ids, ids + 1, sizeof(int) * (size_t)--k);   /* read as a prompt (a SentencePiece dummy prefix
+                                                            ** included), as vLLM and llama-server do, BOS dropped */
+    lx_oai_doc_free(doc);
+    if (k < 0)
+        return answer_error(out, 400, "prompt", "the text cannot be tokenized: %s", err.msg);
+    lx_buf_reset(out);
+    lx_buf_puts(out, "{\"tokens\":[");
+    for (long i = 0; i < k; i++)
+        lx_buf_printf(out, "%s%d", i ? "," : "", ids[i]);
+    lx_buf_printf(out, "],\"count\":%ld,\"max_model_len\":%ld}\n", k, sv->lim.max_len);
+    free(ids);
+    return 200;
+}
+
+static int detokenize(struct lx_serve *sv, const char *body, size_t n, struct lx_buf *out)
+{
+    int *ids;
+    long k;
+    struct lx_oai_err e = {0};
+    if (lx_oai_detokenize_parse(body, n, &sv->lim, &ids, &k, &e) < 0)
+        return refused(out, &e);
+    struct lx_buf t = {0};
+    put_pieces(&t, sv->tok, ids, k);
+    lx_buf_reset(out);
+    lx_buf_puts(out, "{\"prompt\":");
+    lx_buf_json_strn(out, t.s ? t.s : "", t.len);
+    lx_buf_puts(out, "}\n");
+    lx_buf_free(&t);
+    free(ids);
+    return 200;
+}
+
+static int tokenizer_info(struct lx_serve *sv, struct lx_buf *out)
+{
+    const struct lx_tokenizer *tk = sv->tok;
+    lx_buf_reset(out);
+    lx_buf_puts(out, "{\"eos_token\":");
+    if (tk->eos >= 0)
+        lx_buf_json_str(out, special_text(tk, tk->eos));
+    else
+        lx_buf_puts(out, "null");
+    lx_buf_puts(out, ",\"bos_token\":");
+    if (tk->bos >= 0)
+        lx_buf_json_str(out, special_text(tk, tk->bos));
+    else
+        lx_buf_puts(out, "null");
+    lx_buf_printf(out, ",\"tokenizer_class\":\"lenx-%s\",\"vocab_size\":%ld,\"model_max_length\":%ld}\n",
+                  tk->ops->kind, tk->n_vocab, sv->lim.max_len);
+    return 200;
+}
+
+static int models(struct lx_serve *sv, struct lx_buf *out)
+{
+    lx_buf_reset(out);
+    lx_buf_puts(out, "{\"object\":\"list\",\"data\":[{\"id\":");
+    lx_buf_json_str(out, sv->name);
+    lx_buf_printf(out, ",\"object\":\"model\",\"created\":%ld,\"owned_by\":\"lenx\",\"max_model_len\":%ld,\"lenx\":%s}]}\n",
+                  sv->created, sv->lim.max_len, sv->info ? sv->info : "{}");
+    return 200;
+}
+
+/* ---- routes ------------------------------------------------------------------ */
+
+int lx_serve_handle(struct lx_serve *sv, const char *method, const char *path, const char *body, size_t n,
+                    struct lx_buf *out)
+{
+    static const struct {
+        const char *path, *method;
+    } routes[] = {
+        {"/v1/completions", "POST"}, {"/completions", "POST"}, {"/v1/models", "GET"}, {"/tokenize", "POST"},
+        {"/detokenize", "POST"}, {"/tokenizer_info", "GET"}, {"/health", "GET"},
+    };
+    int r = -1;
+    for (int i = 0; i < (int)(sizeof routes / sizeof *routes) && r < 0; i++)
+        if (strcmp(path, routes[i].path) == 0)
+            r = i;
+    if (r < 0)
+        return answer_error(out, 404, "", "no such endpoint: %.200s\n  hint: POST /v1/completions, GET /v1/models, "
+                            "POST /tokenize, POST /detokenize, GET /tokenizer_info, GET /health", path);
+    if (strcmp(method, routes[r].method) != 0)
+        return answer_error(out, 405, "", "%s takes %s, not %.20s", routes[r].path, routes[r].method, method);
+    switch (r) {
+    case 0:
+    case 1:
+        return completions(sv, body, n, out);
+    case 2:
+        return models(sv, out);
+    case 3:
+        return tokenize(sv, body, n, out);
+    case 4:
+        return detokenize(sv, body, n, out);
+    case 5:
+        return tokenizer_info(sv, out);
+    default:
+        lx_buf_reset(out);
+        lx_buf_puts(out, "{\"status\":\"ok\"}\n");
+        return 200;
+    }
+}

@@ -1,0 +1,37 @@
+/*
+** harness/backends/serve.h - the answers of `lenx serve`: one model under one
+** compiled method stack behind an OpenAI-compatible API (docs/servers.md).
+** lx_serve_handle turns one request (method, path, body) into a status and a
+** JSON body; harness/backends/httpd.c carries them over HTTP. The handler
+** runs on one thread at a time (the server's worker); requests are served
+** in turn.
+**
+** Routes: POST /v1/completions (and /completions); GET /v1/models; POST
+** /tokenize, /detokenize; GET /tokenizer_info; GET /health. Anything else is
+** a 404 (405 for a known path with another method), as JSON.
+*/
+#ifndef LX_SERVE_H
+#define LX_SERVE_H
+
+#include "harness/backends/openai.h"
+#include "harness/engine/lm/lm.h"
+
+struct lx_tokenizer;
+
+struct lx_serve {
+    struct lx_lm *lm;                   /* the model (lenx's engine) */
+    const struct lx_tokenizer *tok;     /* its tokenizer (bytes when it has none) */
+    const char *name;                   /* the model id clients name ("model" of requests and /v1/models) */
+    struct lx_oai_limits lim;           /* vocabulary and the longest sequence the memory plan holds */
+    long length;                        /* the length the stack was compiled for */
+    const char *info;                   /* JSON object: what /v1/models says of the model under "lenx"
+                                        ** (methods, model key, numerics, ...) */
+    long created;                       /* when it started (seconds since 1970) */
+    unsigned long n_served;             /* completions answered: their ids */
+};
+
+/* Status code of the answer, body in out (JSON, newline-terminated). */
+int lx_serve_handle(struct lx_serve *sv, const char *method, const char *path, const char *body, size_t n,
+                    struct lx_buf *out);
+
+#endif
