@@ -56,6 +56,8 @@ struct lx_oai_completion {
     int logprobs;           /* -1: none; k >= 0: each token's log-prob and the top k */
     int echo;               /* the prompt is returned (and scored) before the continuation */
     int token_ids;          /* return_tokens_as_token_ids (vLLM): tokens as "token_id:N" */
+    int return_ids;         /* return_token_ids (vLLM): each choice's "token_ids" (the continuation's,
+                            ** a special id that ended it included) and "prompt_token_ids" */
     long attn_from;         /* lenx_attention_from: sum attention entropy from this row on; -1 = not asked */
     const char *model;      /* as sent, or NULL */
     void *doc;              /* the parsed body (owns the strings above) */

@@ -83,6 +83,7 @@ static void put_token(struct lx_buf *b, const struct lx_tokenizer *tk, int id, i
 struct choice {
     int *seq;           /* (n_prompt + n_gen) */
     long n_prompt, n_gen;
+    int stop_id;        /* the special id that ended the continuation, or -1 */
     const char *finish; /* "length" or "stop" */
     struct lx_lm_score sc;  /* when scored: the whole sequence */
     int scored;
@@ -106,6 +107,7 @@ static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, stru
     size_t len;
     while (keep < n_out && lx_tok_piece(sv->tok, g[keep], &len))
         keep++;
+    c->stop_id = keep < n_out ? g[keep] : -1;
     if (keep < n_out)
         c->finish = "stop";     /* the model's end of text (or another special id) */
     struct lx_buf text = {0};
@@ -124,6 +126,7 @@ static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, stru
             piece(sv->tok, g[k], &len), off += len, k++;
         keep = k;
         c->finish = "stop";
+        c->stop_id = -1;
     }
     lx_buf_free(&text);
     c->n_gen = keep;
@@ -275,7 +278,7 @@ static int completions(struct lx_serve *sv, const char *body, size_t n, struct l
     long used_prompt = 0, used_gen = 0;
     int rc = LX_OK;
     for (int i = 0; i < r.n_prompts && rc == LX_OK; i++) {
-        struct choice c = {0};
+        struct choice c = {.stop_id = -1};
         rc = prompt_ids(sv, &r, i, &c, &e);
         if (rc == LX_OK && generate(sv, &r, &c, &err) < 0)
             rc = lx_oai_fail(&e, 500, "", "generation failed: %s", err.msg);
@@ -284,7 +287,23 @@ static int completions(struct lx_serve *sv, const char *body, size_t n, struct l
         if (rc == LX_OK) {
             lx_buf_printf(&choices, "%s{\"index\":%d,\"text\":", i ? "," : "", i);
             put_text(&choices, sv, &r, &c);
-            lx_buf_printf(&choices, ",\"finish_reason\":\"%s\",\"logprobs\":", c.finish);
+            lx_buf_printf(&choices, ",\"finish_reason\":\"%s\",\"stop_reason\":", c.finish);
+            if (c.stop_id >= 0)     /* vLLM's field: the token id that stopped it */
+                lx_buf_printf(&choices, "%d", c.stop_id);
+            else
+                lx_buf_puts(&choices, "null");
+            if (r.return_ids) {
+                lx_buf_puts(&choices, ",\"prompt_token_ids\":[");
+                for (long j = 0; j < c.n_prompt; j++)
+                    lx_buf_printf(&choices, "%s%d", j ? "," : "", c.seq[j]);
+                lx_buf_puts(&choices, "],\"token_ids\":[");
+                for (long j = 0; j < c.n_gen; j++)
+                    lx_buf_printf(&choices, "%s%d", j ? "," : "", c.seq[c.n_prompt + j]);
+                if (c.stop_id >= 0)
+                    lx_buf_printf(&choices, "%s%d", c.n_gen ? "," : "", c.stop_id);
+                lx_buf_puts(&choices, "]");
+            }
+            lx_buf_puts(&choices, ",\"logprobs\":");
             if (r.logprobs >= 0)
                 put_logprobs(&choices, sv, &r, &c);
             else

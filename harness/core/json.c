@@ -285,3 +285,15 @@ int lx_json_need(const struct lx_json *doc, const struct lx_jv *obj, const char 
     *out = v;
     return LX_OK;
 }
+
+void lx_json_canon(const struct lx_json *doc, const struct lx_jv *v, const char *skip, struct lx_buf *out)
+{
+    (void)doc;
+    json_t *c = json_deep_copy(J(v));
+    if (c && skip && json_is_object(c))
+        json_object_del(c, skip);
+    char *s = c ? json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+    lx_buf_puts(out, s ? s : "null");
+    free(s);
+    json_decref(c);
+}

@@ -84,6 +84,9 @@ int lx_json_need(const struct lx_json *doc, const struct lx_jv *obj, const char 
 ** (n bytes); keys that are not plain identifiers are quoted. */
 void lx_json_path(const struct lx_json *doc, const struct lx_jv *v, char *out, size_t n);
 
+/* v as canonical JSON (compact, keys sorted) appended to out; when v is an
+** object, its member `skip` (may be NULL) left out. */
+void lx_json_canon(const struct lx_json *doc, const struct lx_jv *v, const char *skip, struct lx_buf *out);
 /* Fill err with "<name>: <path>: <message>" and return LX_EINVAL: for checks
 ** the caller makes on a value (an unsupported "type", a bad id). */
 int lx_json_err(struct lx_error *err, const struct lx_json *doc, const struct lx_jv *v, const char *fmt, ...)

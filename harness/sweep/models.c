@@ -3,6 +3,7 @@
 */
 #include "harness/sweep/models.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,84 @@ const struct lx_tokenizer *lx_model_use_tokenizer(const struct lx_model_use *u)
     return u->tok ? u->tok : &lx_byte_tokenizer;
 }
 
+/* A number of a server entry in [lo, hi] (default def). */
+static int server_num(const struct lx_model_use *u, const struct lx_node *v, const char *key, double lo, double hi,
+                      double def, double *out, struct lx_error *err)
+{
+    const struct lx_node *x = lx_map_get(v, key);
+    char *end = NULL;
+    *out = def;
+    if (!x)
+        return LX_OK;
+    *out = x->kind == LX_NODE_SCALAR ? strtod(x->text, &end) : NAN;
+    if (!end || *end || !(*out >= lo && *out <= hi))
+        return lx_node_err(err, x, "model '%s' server: '%s' must be a number in [%g, %g]", u->name, key, lo, hi);
+    return LX_OK;
+}
+
+/* server: {url, model, tokenizer, served, concurrency, timeout, retries}: the
+** server is asked who it is and what it can give now, so that the model key
+** holds its identity and a task it cannot run is refused at plan time. */
+static int parse_server(struct lx_model_use *u, const struct lx_node *v, struct lx_error *err)
+{
+    static const char *keys[] = {"url", "model", "tokenizer", "served", "concurrency", "timeout", "retries"};
+    if (v->kind != LX_NODE_MAP)
+        return lx_node_err(err, v, "model '%s': 'server' is a mapping\n  hint: server: {url: "
+                           "http://127.0.0.1:8000/v1, model: NAME, tokenizer: PATH}", u->name);
+    for (int i = 0; i < v->n_items; i++) {
+        const char *k = lx_map_key(v, i)->text;
+        int known = 0;
+        for (int j = 0; j < 7; j++)
+            known |= strcmp(k, keys[j]) == 0;
+        if (!known) {
+            const char *near = lx_closest(k, keys, 7);
+            return lx_node_err(err, lx_map_key(v, i), "model '%s' server: unknown key '%s'\n  hint: %s%s%sa server "
+                               "has url, model, tokenizer, served, concurrency, timeout and retries", u->name, k,
+                               near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+        }
+    }
+    const struct lx_node *url = lx_map_get(v, "url"), *model = lx_map_get(v, "model"), *sv = lx_map_get(v, "served");
+    if (!url || url->kind != LX_NODE_SCALAR || (strncmp(url->text, "http://", 7) && strncmp(url->text, "https://", 8)))
+        return lx_node_err(err, url ? url : v, "model '%s' server: 'url' is the API's base, http://HOST:PORT/v1",
+                           u->name);
+    if (model && model->kind != LX_NODE_SCALAR)
+        return lx_node_err(err, model, "model '%s' server: 'model' is the model id the server lists", u->name);
+    double conc, timeout, retries;
+    int rc = server_num(u, v, "concurrency", 1, 256, 4, &conc, err);
+    if (rc == LX_OK)
+        rc = server_num(u, v, "timeout", 1, 86400, 600, &timeout, err);
+    if (rc == LX_OK)
+        rc = server_num(u, v, "retries", 0, 20, 3, &retries, err);
+    if (rc == LX_OK)
+        rc = open_tokenizer(u, lx_map_get(v, "tokenizer"), v, NULL, err);
+    struct lx_stack st = {0};
+    if (rc == LX_OK && sv && (rc = lx_stack_parse(&st, sv, err)) == LX_OK)
+        u->served_where = sv;
+    if (rc < 0)
+        return rc;
+    u->served_json = lx_xstrdup(sv ? st.json : "[]");
+    u->served_canon = lx_xstrdup(sv ? st.canon : "none");
+    lx_stack_release(&st);
+    const struct lx_tokenizer *tk = lx_model_use_tokenizer(u);
+    struct lx_server_cfg cfg = {.url = url->text, .model = model ? model->text : NULL, .concurrency = (int)conc,
+                                .timeout = timeout, .retries = (int)retries};
+    u->lm = lx_xcalloc(1, sizeof *u->lm);
+    struct lx_error sub;
+    if (lx_lm_server_open(u->lm, &cfg, tk, u->name, &sub) < 0) {
+        free(u->lm);
+        u->lm = NULL;
+        return lx_node_err(err, url, "model '%s': %s", u->name, sub.msg);
+    }
+    lx_params_defaults(&lx_arch_schema, &u->arch);      /* what the plan reads of a model: its mode, vocab */
+    u->arch.mode = LX_MODEL_CAUSAL;
+    u->arch.vocab = tk->is_byte ? LX_VOCAB : tk->n_vocab;
+    lx_params_defaults(&lx_train_schema, &u->train);
+    u->train.length = u->lm->train_len;
+    u->arch_json = lx_xstrdup("{}");
+    u->train_json = lx_xstrdup("{}");
+    return LX_OK;
+}
+
 /* One mixture entry: {task: {params…, weight: w}}. */
 static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_buf *json, struct lx_error *err)
 {
@@ -258,8 +337,8 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
                            "  hint: e.g. %s: {arch: {layers: 2}, train: {length: 128, steps: 1000}}",
                            u->name, u->name);
     /* a model's own keys, then the keys of the formats that have one (formats.def) */
-    const char *keys[32] = {"arch", "train", "checkpoint", "mixture", "tokenizer"};
-    int n_keys = 5, n_formats;
+    const char *keys[32] = {"arch", "train", "checkpoint", "mixture", "tokenizer", "server"};
+    int n_keys = 6, n_formats;
     const struct lx_model_format *const *formats = lx_model_formats(&n_formats);
     for (int j = 0; j < n_formats && n_keys < (int)(sizeof keys / sizeof *keys); j++)
         if (formats[j]->key)
@@ -280,6 +359,12 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
                                near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
         }
     }
+    const struct lx_node *server = lx_map_get(v, "server");
+    if (server && v->n_items > 1)
+        return lx_node_err(err, v, "model '%s': a server model has only 'server' (with its url, model, tokenizer "
+                           "and served stack inside)", u->name);
+    if (server)
+        return parse_server(u, server, err);
     const struct lx_node *ck = lx_map_get(v, "checkpoint"), *fk = fmt ? lx_map_get(v, fmt->key) : NULL;
     const struct lx_node *tk = lx_map_get(v, "tokenizer");
     if (ck || fk) {
@@ -338,6 +423,11 @@ void lx_models_release(struct lx_model_use *m, int n)
         free(m[i].mix_json);
         free(m[i].tokenizer);
         lx_tokenizer_free(m[i].tok);
+        if (m[i].lm)
+            lx_lm_server_close(m[i].lm);
+        free(m[i].lm);
+        free(m[i].served_json);
+        free(m[i].served_canon);
         for (int j = 0; j < m[i].n_mix; j++)
             free((void *)m[i].mix[j].params);
     }

@@ -17,6 +17,9 @@
 **       arch: {layers: 2}                        # vocab: the tokenizer's
 **       train: {length: 128}
 **       tokenizer: tok512.bin                    # trained in its tokens
+**     vllm:
+**       server: {url: http://127.0.0.1:8000/v1, model: NAME, tokenizer: tok.json,
+**                served: {yarn: {scale: 4}}, concurrency: 8}   # docs/servers.md
 **     retriever:
 **       arch: {mode: causal}
 **       train: {length: 256, steps: 2000}
@@ -45,6 +48,7 @@
 #include "harness/engine/model/model.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/engine/model/train.h"
+#include "harness/engine/lm/server.h"
 
 #define LX_MAX_MIX 4
 
@@ -65,6 +69,11 @@ struct lx_model_use {
                                     ** NULL: the byte tokenizer */
     const struct lx_node *tokenizer_where;  /* its YAML value, for messages; NULL without one */
     struct lx_tokenizer *tok;       /* loaded from `tokenizer`, owned; NULL: the byte tokenizer */
+    /* server: a model behind an inference server (docs/servers.md); lm is NULL for every other model */
+    struct lx_lm *lm;               /* the backend, opened (the server asked) when the sweep is read; owned */
+    char *served_json;              /* the stack the server was started with, as declared (JSON) */
+    char *served_canon;             /* ... and as shown ("[]" spelled "none") */
+    const struct lx_node *served_where;
 };
 
 /* The tokenizer the model's tasks read text with: its own, or the byte one. */

@@ -163,6 +163,15 @@ static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error
     int rc = lx_corpus_get(&train, "train", err);
     if (rc < 0)
         return rc;
+    if (m->lm) {    /* a server: what it says it is, the tokenizer prompts are made with, what it runs */
+        lx_buf_printf(&b, "{\"server\":%s,\"served\":%s", lx_lm_server_identity(m->lm), m->served_json);
+        if (m->tok)
+            lx_buf_printf(&b, ",\"tokenizer\":\"%s\"", m->tok->hash);
+        lx_buf_puts(&b, "}");
+        c->model_json = key_of(&b, c->model_key);
+        lx_buf_free(&b);
+        return LX_OK;
+    }
     if (m->checkpoint) {
         lx_buf_printf(&b, "{\"checkpoint\":\"%s\"", m->ckpt_sha);
         if (m->tok)     /* only with one: byte-level keys stay as they were */
@@ -427,6 +436,31 @@ static int check_ft_mixture(const struct lx_grid *g, int s, int m, struct lx_err
     return LX_OK;
 }
 
+/* A server model's cell: the task asks only what the server gives, and the
+** stack is the one it was started with (served:), which lenx cannot change. */
+static int check_server(const struct lx_grid *g, int s, int t, int m, struct lx_buf *canon, struct lx_buf *json,
+                        struct lx_error *err)
+{
+    const struct lx_model_use *mu = &g->models[m];
+    const struct lx_task_use *tu = &g->tasks[t];
+    const struct lx_stack *st = &g->stacks[s];
+    struct lx_error sub;
+    char who[160];
+    snprintf(who, sizeof who, "task '%s' on model '%s'", tu->task->name, mu->name);
+    if (lx_lm_require(mu->lm, tu->task->lm_needs ? tu->task->lm_needs : LX_LM_ENGINE, who, &sub) < 0)
+        return lx_node_err(err, tu->where, "%s", sub.msg);
+    if (strcmp(st->json, mu->served_json) != 0)
+        return lx_node_err(err, st->where, "the stack '%s' would need lenx's engine: model '%s' is a server, which "
+                           "runs what it was started with (served: %s)\n  hint: start the server with the method "
+                           "and declare it (server: {served: ...}), or give the server a sweep whose methods are "
+                           "[%s]", st->canon, mu->name, mu->served_canon, mu->served_canon);
+    lx_buf_reset(canon);
+    lx_buf_reset(json);
+    lx_buf_puts(canon, st->canon);
+    lx_buf_puts(json, st->json);
+    return check_tokenizer(g, t, m, err);
+}
+
 /* Plan-time checks of one (stack, task, model, length): everything a cell
 ** could fail on before it runs, reported at the YAML position that caused it.
 ** The stack is resolved here, once: *canon and *json get its resolved strings. */
@@ -442,6 +476,8 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
     struct lx_error sub;
     if (tu->task->check && tu->task->check(tu->params, g->lengths[l], &sub) < 0)
         return lx_node_err(err, g->length_where[l], "%s", sub.msg);
+    if (m >= 0 && g->models[m].lm)
+        return check_server(g, s, t, m, canon, json, err);
     int rc = lx_stack_fits_task(&g->stacks[s], tu, &f, err);
     if (rc < 0)
         return rc;

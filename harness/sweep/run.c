@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "harness/engine/model/calibrate.h"
+#include "harness/engine/lm/lm.h"
 #include "harness/core/mapguard.h"
 #include "harness/engine/kernels/wprod.h"
 #include "harness/engine/kernels/numerics.h"
@@ -137,6 +138,19 @@ int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struc
 {
     const struct lx_grid *g = plan->grid;
     const struct lx_task_use *tu = &g->tasks[c->task];
+    const struct lx_model_use *mu = c->model >= 0 ? &g->models[c->model] : NULL;
+    if (mu && mu->lm) {     /* a server runs its own stack: nothing to compile, only questions to ask */
+        struct lx_spec none;
+        memset(&none, 0, sizeof none);
+        struct lx_task_ctx ctx = {
+            .params = tu->params, .spec = &none, .length = c->length, .seed = c->seed, .data_key = c->data_key,
+            .lm = mu->lm, .train_len = mu->train.length, .task = tu->task, .tok = lx_model_use_tokenizer(mu),
+        };
+        int rc = tu->task->run(&ctx, res, err);
+        if (rc < 0)
+            name_model(err, mu, c);
+        return rc;
+    }
     struct lx_facts f;
     if (c->model >= 0)
         lx_model_stack_facts(&g->models[c->model], &g->stacks[c->stack], tu->task->caps, c->length, &f);
@@ -153,10 +167,13 @@ int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struc
         if ((rc = lx_stack_compile_train(&g->stacks[c->stack], &ft, &spec_train, err)) < 0)
             return rc;
     }
+    struct lx_lm lm;
+    if (model)
+        lx_lm_local(&lm, model, &spec);
     struct lx_task_ctx ctx = {
         .params = tu->params, .spec = &spec, .length = c->length, .seed = c->seed,
-        .data_key = c->data_key, .model = model, .train_len = f.train_len, .task = tu->task,
-        .spec_train = model ? &spec_train : NULL,
+        .data_key = c->data_key, .model = model, .lm = model ? &lm : NULL, .train_len = f.train_len,
+        .task = tu->task, .spec_train = model ? &spec_train : NULL,
         .tok = model ? lx_model_use_tokenizer(&g->models[c->model]) : NULL,
     };
     LX_ASSERT((c->model >= 0) == (model != NULL));
@@ -671,6 +688,27 @@ static void heartbeat_stop(struct heartbeat *hb)
 
 /* ---- the sweep ------------------------------------------------------------- */
 
+/* A server model: recorded in the store's models table once per pass, its
+** identity (what the server said it is) as the model's config. */
+static int server_model(struct runner *r, struct model_slot *slot, const struct lx_cell *c, struct lx_error *err)
+{
+    if (strcmp(slot->key, c->model_key) == 0)
+        return LX_OK;
+    lx_model_release(&slot->m);
+    lx_calib_memo_clear(&slot->calib);
+    const struct lx_model_use *mu = &r->plan->grid->models[c->model];
+    struct lx_model_record rec = {
+        .key = c->model_key, .name = mu->name, .config = c->model_json, .path = mu->lm->what, .sha256 = "",
+        .train_loss = NAN, .val_loss = NAN, .commit = lx_build_commit(), .weights_sha256 = "", .from_file = 1,
+    };
+    int rc = lx_store_model_put(r->store, &rec, err);
+    if (rc == LX_OK) {
+        memcpy(slot->key, c->model_key, sizeof slot->key);
+        slot->ok = 1;
+    }
+    return rc;
+}
+
 /* Run one cell if we can claim it: *state says DONE (stored by now, by anyone),
 ** BUSY (another process holds it or is training its model: try again later)
 ** or GOT (run and stored here). */
@@ -716,12 +754,20 @@ static int run_cell(struct runner *r, struct model_slot *slot, const struct lx_c
     struct lx_error cell_err = {{0}}, ignored;
     int busy = 0;
     fill_record(&rec, r, c);
-    rc = c->model >= 0 ? ensure_model(slot, r, c, &busy, &cell_err) : LX_OK;
+    const struct lx_model_use *mu = c->model >= 0 ? &plan->grid->models[c->model] : NULL;
+    char blas[sizeof r->blas];
+    if (mu && mu->lm) {     /* provenance: the server that answered, not this process's kernels */
+        snprintf(blas, sizeof blas, "%s", mu->lm->what);
+        rec.blas = blas;
+        rc = server_model(r, slot, c, &cell_err);
+    } else {
+        rc = c->model >= 0 ? ensure_model(slot, r, c, &busy, &cell_err) : LX_OK;
+    }
     if (busy) {
         *state = LX_CLAIM_BUSY;
         return lx_store_unclaim(r->store, sweep, c->key, r->me.id, err);
     }
-    rec.weights_sha256 = c->model >= 0 && rc == LX_OK ? slot->weights : NULL;
+    rec.weights_sha256 = c->model >= 0 && !mu->lm && rc == LX_OK ? slot->weights : NULL;
     rec.started = now();
     if (rc == LX_OK)
         rc = lx_cell_run(plan, c, c->model >= 0 ? &slot->m : NULL, &slot->calib, &res, &cell_err);
@@ -793,7 +839,7 @@ static int plan_todo(const struct lx_plan *plan, struct lx_store *store, const s
     for (int i = 0; i < plan->n_cells; i++) {
         const struct lx_cell *c = &plan->cells[i];
         if (!lx_shard_has(o->shard, o->models_only ? lx_cell_root_model(c) : c->key) ||
-            (o->models_only && (c->model < 0 || plan->grid->models[c->model].checkpoint)))
+            (o->models_only && (c->model < 0 || plan->grid->models[c->model].checkpoint || plan->grid->models[c->model].lm)))
             continue;
         sum->n_cells++;
         int done = 0;

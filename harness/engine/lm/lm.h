@@ -73,6 +73,7 @@ struct lx_lm {
     const struct lx_lm_ops *ops;
     unsigned caps;                  /* LX_LM_* */
     char what[256];                 /* "lenx's engine", "server 'NAME' (URL)": for messages */
+    long train_len;                 /* the model's training length where the backend knows it, else 0 */
     const struct lx_model *model;   /* LX_LM_ENGINE: the model and the compiled stack */
     const struct lx_spec *spec;
     void *impl;                     /* the backend's own state */

@@ -1,0 +1,148 @@
+/*
+** harness/engine/lm/http.c - HTTP requests on libcurl's multi interface (see http.h).
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "harness/engine/lm/http.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static void global_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One request on its way. */
+struct xfer {
+    struct lx_http_req *r;
+    CURL *h;
+    const struct lx_http_opts *o;
+    int too_long;
+    double not_before;  /* a retry waits until then */
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *ud)
+{
+    struct xfer *x = ud;
+    size_t k = size * n;
+    if ((long)(x->r->resp.len + k) > x->o->max_resp) {
+        x->too_long = 1;
+        return 0;       /* stops the transfer */
+    }
+    lx_buf_putn(&x->r->resp, p, k);
+    return k;
+}
+
+static CURL *make_handle(struct xfer *x, struct curl_slist *hdr)
+{
+    CURL *h = curl_easy_init();
+    if (!h)
+        return NULL;
+    curl_easy_setopt(h, CURLOPT_URL, x->r->url);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(x->o->timeout * 1000.0));
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(x->o->timeout < 10.0 ? x->o->timeout * 1000.0 : 10000.0));
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, x);
+    if (x->r->body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, x->r->body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->r->body_len);
+    }
+    return h;
+}
+
+int lx_http_run(struct lx_http_req *reqs, long n, const struct lx_http_opts *o, struct lx_error *err)
+{
+    pthread_once(&once, global_init);
+    CURLM *m = curl_multi_init();
+    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    if (!m || !hdr) {
+        if (m)
+            curl_multi_cleanup(m);
+        curl_slist_free_all(hdr);
+        return lx_err(err, LX_ENOMEM, "libcurl cannot start");
+    }
+    struct xfer *x = lx_xcalloc((size_t)n + 1, sizeof *x);
+    long next = 0, running = 0, done = 0;
+    long *retry = lx_xcalloc((size_t)n + 1, sizeof *retry), n_retry = 0;   /* waiting to be tried again */
+    for (long i = 0; i < n; i++) {
+        x[i] = (struct xfer){.r = &reqs[i], .o = o};
+        reqs[i].status = 0, reqs[i].error[0] = '\0', reqs[i].tries = 0;
+        reqs[i].resp = (struct lx_buf){0};
+    }
+    while (done < n) {
+        double t = now();
+        for (long k = 0; k < n_retry && running < o->concurrency;) {    /* retries whose pause is over */
+            struct xfer *y = &x[retry[k]];
+            if (y->not_before > t) {
+                k++;
+                continue;
+            }
+            retry[k] = retry[--n_retry];
+            if ((y->h = make_handle(y, hdr)))
+                curl_multi_add_handle(m, y->h), running++, y->r->tries++;
+        }
+        while (next < n && running < o->concurrency) {
+            struct xfer *y = &x[next++];
+            if ((y->h = make_handle(y, hdr))) {
+                curl_multi_add_handle(m, y->h), running++, y->r->tries++;
+            } else {
+                snprintf(y->r->error, sizeof y->r->error, "libcurl cannot make a request");
+                done++;
+            }
+        }
+        int still;
+        curl_multi_perform(m, &still);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            struct xfer *y;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&y);
+            CURLcode res = msg->data.result;
+            long status = 0;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+            curl_multi_remove_handle(m, msg->easy_handle);
+            curl_easy_cleanup(msg->easy_handle);
+            y->h = NULL;
+            running--;
+            int failed = res != CURLE_OK || status >= 500;
+            if (y->too_long)
+                snprintf(y->r->error, sizeof y->r->error, "the answer has more than %ld bytes", o->max_resp);
+            else if (res != CURLE_OK)
+                snprintf(y->r->error, sizeof y->r->error, "%s", curl_easy_strerror(res));
+            else
+                y->r->error[0] = '\0';
+            y->r->status = res == CURLE_OK && !y->too_long ? status : 0;
+            if (failed && !y->too_long && y->r->tries <= o->retries) {
+                lx_buf_free(&y->r->resp);
+                y->not_before = now() + 0.5 * (double)(1L << (y->r->tries - 1 < 6 ? y->r->tries - 1 : 6));
+                retry[n_retry++] = y - x;
+                continue;
+            }
+            done++;
+        }
+        if (done < n)
+            curl_multi_poll(m, NULL, 0, running ? 100 : 50, NULL);
+    }
+    free(retry);
+    free(x);
+    curl_slist_free_all(hdr);
+    curl_multi_cleanup(m);
+    return LX_OK;
+}

@@ -1,0 +1,514 @@
+/*
+** harness/engine/lm/server.c - the server backend (see server.h): requests
+** composed and answers read here, HTTP in http.c, JSON through core/json.c.
+*/
+#include "harness/engine/lm/server.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/json.h"
+#include "harness/engine/lm/http.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+
+struct server {
+    char *base;         /* ".../v1" */
+    char *root;         /* base without a trailing /v1: where /tokenize lives */
+    char *model;        /* the model id asked for */
+    char *identity;
+    int is_lenx;        /* `lenx serve`: max_tokens 0 for scoring, token ids without logprobs */
+    const struct lx_tokenizer *tk;
+    struct lx_http_opts http;
+};
+
+/* Text a sample of the tokenizer is checked on: words, digits, punctuation. */
+static const char sample[] = "Once upon a time, 12 foxes jumped over 3456 lazy dogs: \"quick!\" they said.";
+
+/* The message of an error answer: error.message, message, or error (a string). */
+static void answer_message(const struct lx_buf *b, char *out, size_t n)
+{
+    struct lx_json *doc;
+    struct lx_error err;
+    snprintf(out, n, "%.200s", b->s ? b->s : "(no body)");
+    if (!b->s || lx_json_parse(&doc, b->s, b->len, "answer", &err) < 0)
+        return;
+    const struct lx_jv *r = lx_json_root(doc), *e = lx_json_member(r, "error"), *m = lx_json_member(e, "message");
+    const char *s = NULL;
+    if (!m)
+        m = lx_json_member(r, "message");
+    if (!m && lx_json_type(e) == LX_JSON_STRING)
+        m = e;
+    if (m && lx_json_str(doc, m, &s, NULL, &err) == LX_OK)
+        snprintf(out, n, "%.300s", s);
+    lx_json_free(doc);
+}
+
+/* Send reqs; LX_ERUN naming the first that failed (what was asked, the
+** status or the connection error, the server's message). */
+static int send_all(const struct lx_lm *lm, struct lx_http_req *reqs, long n, const char *what, struct lx_error *err)
+{
+    const struct server *s = lm->impl;
+    int rc = lx_http_run(reqs, n, &s->http, err);
+    for (long i = 0; i < n && rc == LX_OK; i++) {
+        if (reqs[i].status == 200)
+            continue;
+        char msg[400];
+        if (reqs[i].status)
+            answer_message(&reqs[i].resp, msg, sizeof msg);
+        rc = reqs[i].status
+                 ? lx_err(err, LX_ERUN, "%s: %s %ld of %ld: HTTP %ld: %s", lm->what, what, i + 1, n, reqs[i].status, msg)
+                 : lx_err(err, LX_ERUN, "%s: %s %ld of %ld: no answer after %d tries: %s\n  hint: is the server "
+                          "running? A rerun completes the cells that failed", lm->what, what, i + 1, n, reqs[i].tries,
+                          reqs[i].error);
+    }
+    return rc;
+}
+
+static void release_all(struct lx_http_req *reqs, long n)
+{
+    for (long i = 0; i < n; i++) {
+        lx_buf_free(&reqs[i].resp);
+        free((char *)reqs[i].body);
+    }
+    free(reqs);
+}
+
+/* The first choice of a completion answer, parsed into *doc. */
+static int first_choice(const struct lx_lm *lm, const struct lx_http_req *r, struct lx_json **doc,
+                        const struct lx_jv **choice, struct lx_error *err)
+{
+    struct lx_error sub;
+    if (lx_json_parse(doc, r->resp.s ? r->resp.s : "", r->resp.len, "answer", &sub) < 0)
+        return lx_err(err, LX_ERUN, "%s: the answer is not JSON: %s", lm->what, sub.msg);
+    *choice = lx_json_at(lx_json_member(lx_json_root(*doc), "choices"), 0);
+    if (lx_json_type(*choice) != LX_JSON_OBJECT) {
+        lx_json_free(*doc);
+        return lx_err(err, LX_ERUN, "%s: the answer has no choices[0]", lm->what);
+    }
+    return LX_OK;
+}
+
+static void put_ids(struct lx_buf *b, const int *ids, long n)
+{
+    lx_buf_puts(b, "[");
+    for (long i = 0; i < n; i++)
+        lx_buf_printf(b, "%s%d", i ? "," : "", ids[i]);
+    lx_buf_puts(b, "]");
+}
+
+/* The common head of a completion request. */
+static void request_head(struct lx_buf *b, const struct server *s, const int *ids, long n)
+{
+    lx_buf_puts(b, "{\"model\":");
+    lx_buf_json_str(b, s->model);
+    lx_buf_puts(b, ",\"prompt\":");
+    put_ids(b, ids, n);
+    lx_buf_puts(b, ",\"cache_prompt\":false,\"stream\":false");     /* llama-server reuses its cache unless told */
+}
+
+static char *url_of(const char *base, const char *path)
+{
+    size_t n = strlen(base) + strlen(path) + 1;
+    char *u = lx_xmalloc(n);
+    snprintf(u, n, "%s%s", base, path);
+    return u;
+}
+
+/* ---- scoring: echo with logprobs ------------------------------------------------ */
+
+static int server_score(struct lx_lm *lm, struct lx_lm_score *w, long n, struct lx_error *err)
+{
+    struct server *s = lm->impl;
+    struct lx_http_req *reqs = lx_xcalloc((size_t)n + 1, sizeof *reqs);
+    char *url = url_of(s->base, "/completions");
+    for (long i = 0; i < n; i++) {
+        struct lx_buf b = {0};
+        request_head(&b, s, w[i].tok, w[i].n);
+        lx_buf_printf(&b, ",\"max_tokens\":%d,\"temperature\":0,\"echo\":true,\"logprobs\":1", s->is_lenx ? 0 : 1);
+        if (w[i].attn_row0 >= 0 && (lm->caps & LX_LM_ATTN))
+            lx_buf_printf(&b, ",\"lenx_attention_from\":%ld", w[i].attn_row0);
+        lx_buf_puts(&b, "}");
+        reqs[i] = (struct lx_http_req){.url = url, .body = b.s, .body_len = b.len};
+    }
+    int rc = send_all(lm, reqs, n, "scoring window", err);
+    for (long i = 0; i < n && rc == LX_OK; i++) {
+        struct lx_json *doc;
+        const struct lx_jv *c;
+        if ((rc = first_choice(lm, &reqs[i], &doc, &c, err)) < 0)
+            break;
+        const struct lx_jv *lp = lx_json_member(lx_json_member(c, "logprobs"), "token_logprobs");
+        if (lx_json_len(lp) < w[i].n)
+            rc = lx_err(err, LX_ERUN, "%s: the echo of a window of %ld tokens has %ld log-probabilities\n  hint: "
+                        "the server does not echo prompts", lm->what, w[i].n, lx_json_len(lp));
+        for (long t = 1; t < w[i].n && rc == LX_OK; t++) {
+            double v;
+            struct lx_error sub;
+            if (lx_json_num(doc, lx_json_at(lp, t), &v, &sub) < 0)
+                rc = lx_err(err, LX_ERUN, "%s: token %ld of an echoed window has no log-probability", lm->what, t);
+            w[i].loss[t - 1] = (float)-v;
+        }
+        w[i].loss[w[i].n - 1] = 0.0f;
+        const struct lx_jv *x = lx_json_member(c, "lenx");
+        w[i].attn_entropy = w[i].attn_rows = 0.0;
+        if (rc == LX_OK && w[i].attn_row0 >= 0 && (lm->caps & LX_LM_ATTN)) {
+            struct lx_error sub;
+            if (lx_json_num(doc, lx_json_member(x, "attention_entropy"), &w[i].attn_entropy, &sub) < 0 ||
+                lx_json_num(doc, lx_json_member(x, "attention_rows"), &w[i].attn_rows, &sub) < 0)
+                rc = lx_err(err, LX_ERUN, "%s: the answer has no lenx.attention_entropy", lm->what);
+        }
+        lx_json_free(doc);
+    }
+    release_all(reqs, n);
+    free(url);
+    return rc;
+}
+
+/* ---- continuations ------------------------------------------------------------- */
+
+/* The generated ids of a choice: token_ids (vLLM's return_token_ids, lenx
+** serve), logprobs.tokens as "token_id:N" (vLLM), logprobs.content[].id
+** (llama-server), else the text read back by the tokenizer. */
+static long choice_ids(const struct server *s, const struct lx_json *doc, const struct lx_jv *c, int *out, long max)
+{
+    struct lx_error sub;
+    int64_t v;
+    const struct lx_jv *ids = lx_json_member(c, "token_ids"), *lp = lx_json_member(c, "logprobs");
+    const struct lx_jv *toks = lx_json_member(lp, "tokens"), *content = lx_json_member(lp, "content");
+    long n = 0;
+    if (lx_json_type(ids) == LX_JSON_ARRAY) {
+        for (long i = 0; i < lx_json_len(ids) && n < max; i++)
+            if (lx_json_int(doc, lx_json_at(ids, i), &v, &sub) == LX_OK)
+                out[n++] = (int)v;
+        return n;
+    }
+    if (lx_json_type(toks) == LX_JSON_ARRAY) {
+        for (long i = 0; i < lx_json_len(toks) && n < max; i++) {
+            const char *t;
+            if (lx_json_str(doc, lx_json_at(toks, i), &t, NULL, &sub) < 0 || strncmp(t, "token_id:", 9) != 0)
+                return -1;
+            out[n++] = atoi(t + 9);
+        }
+        return n;
+    }
+    if (lx_json_type(content) == LX_JSON_ARRAY) {
+        for (long i = 0; i < lx_json_len(content) && n < max; i++)
+            if (lx_json_int(doc, lx_json_member(lx_json_at(content, i), "id"), &v, &sub) == LX_OK)
+                out[n++] = (int)v;
+        return n;
+    }
+    return -1;
+}
+
+static int server_generate(struct lx_lm *lm, struct lx_lm_gen *g, long n, struct lx_error *err)
+{
+    struct server *s = lm->impl;
+    struct lx_http_req *reqs = lx_xcalloc((size_t)n + 1, sizeof *reqs);
+    char *url = url_of(s->base, "/completions");
+    for (long i = 0; i < n; i++) {
+        struct lx_buf b = {0};
+        request_head(&b, s, g[i].prompt, g[i].n_prompt);
+        lx_buf_printf(&b, ",\"max_tokens\":%ld,\"temperature\":", g[i].max_tokens);
+        lx_buf_num(&b, g[i].smp.temperature);
+        lx_buf_printf(&b, ",\"seed\":%lld,\"return_token_ids\":true", (long long)g[i].smp.seed);
+        if (g[i].smp.top_k > 0)
+            lx_buf_printf(&b, ",\"top_k\":%ld", g[i].smp.top_k);
+        if (!s->is_lenx)    /* ids through the log-probs for servers without return_token_ids */
+            lx_buf_puts(&b, ",\"logprobs\":1,\"return_tokens_as_token_ids\":true");
+        lx_buf_puts(&b, "}");
+        reqs[i] = (struct lx_http_req){.url = url, .body = b.s, .body_len = b.len};
+    }
+    int rc = send_all(lm, reqs, n, "continuation", err);
+    for (long i = 0; i < n && rc == LX_OK; i++) {
+        struct lx_json *doc;
+        const struct lx_jv *c;
+        if ((rc = first_choice(lm, &reqs[i], &doc, &c, err)) < 0)
+            break;
+        long k = choice_ids(s, doc, c, g[i].out, g[i].max_tokens);
+        if (k < 0) {    /* text only: read back by the tokenizer */
+            const char *t = "";
+            size_t len = 0;
+            struct lx_error sub;
+            int32_t *ids = NULL;
+            lx_json_str(doc, lx_json_member(c, "text"), &t, &len, &sub);
+            k = lx_tok_encode(s->tk, t, (long)len, &ids, &sub);
+            k = k < 0 ? 0 : k < g[i].max_tokens ? k : g[i].max_tokens;
+            memcpy(g[i].out, ids, sizeof(int) * (size_t)k);
+            free(ids);
+        }
+        const char *fin = NULL;
+        struct lx_error sub;
+        lx_json_str(doc, lx_json_member(c, "finish_reason"), &fin, NULL, &sub);
+        int ended = fin && strcmp(fin, "stop") == 0;
+        size_t len;
+        if (ended && k < g[i].max_tokens && (k == 0 || lx_tok_piece(s->tk, g[i].out[k - 1], &len))) {
+            /* the model's end of text, left out of the answer: the special id it stopped at */
+            int64_t id;
+            const struct lx_jv *why = lx_json_member(c, "stop_reason");
+            g[i].out[k++] = lx_json_type(why) == LX_JSON_INT && lx_json_int(doc, why, &id, &sub) == LX_OK ? (int)id
+                            : s->tk->eos >= 0 ? s->tk->eos : s->tk->bos;
+        }
+        g[i].n_out = k;
+        lx_json_free(doc);
+    }
+    release_all(reqs, n);
+    free(url);
+    return rc;
+}
+
+static const struct lx_lm_ops server_ops = {.score = server_score, .generate = server_generate};
+
+/* ---- opening: who the server is, what it can give -------------------------------- */
+
+/* GET or POST one request (no retries beyond the configured ones). */
+static int one(struct lx_lm *lm, const char *url, const char *body, struct lx_http_req *r, struct lx_error *err)
+{
+    struct server *s = lm->impl;
+    *r = (struct lx_http_req){.url = url, .body = body, .body_len = body ? strlen(body) : 0};
+    return lx_http_run(r, 1, &s->http, err);
+}
+
+/* The model id and its metadata from GET /models into the identity. */
+static int ask_models(struct lx_lm *lm, const struct lx_server_cfg *cfg, struct lx_buf *id, struct lx_error *err)
+{
+    struct server *s = lm->impl;
+    char *url = url_of(s->base, "/models");
+    struct lx_http_req r;
+    int rc = one(lm, url, NULL, &r, err);
+    free(url);
+    if (rc == LX_OK && r.status != 200) {
+        char msg[400];
+        if (r.status)
+            answer_message(&r.resp, msg, sizeof msg);
+        rc = r.status ? lx_err(err, LX_EINVAL, "%s: GET %s/models: HTTP %ld: %s", lm->what, s->base, r.status, msg)
+                      : lx_err(err, LX_EINVAL, "%s: GET %s/models: no answer: %s\n  hint: start the server first, "
+                               "and give url as its API's base (http://HOST:PORT/v1)", lm->what, s->base, r.error);
+    }
+    struct lx_json *doc = NULL;
+    struct lx_error sub;
+    const struct lx_jv *data = NULL, *m = NULL;
+    if (rc == LX_OK && lx_json_parse(&doc, r.resp.s ? r.resp.s : "", r.resp.len, "models", &sub) < 0)
+        rc = lx_err(err, LX_EINVAL, "%s: GET /models is not JSON: %s", lm->what, sub.msg);
+    if (rc == LX_OK)
+        data = lx_json_member(lx_json_root(doc), "data");
+    struct lx_buf ids = {0};
+    for (long i = 0; rc == LX_OK && i < lx_json_len(data) && !m; i++) {
+        const char *mid;
+        if (lx_json_str(doc, lx_json_member(lx_json_at(data, i), "id"), &mid, NULL, &sub) < 0)
+            continue;
+        lx_buf_printf(&ids, "%s'%s'", ids.len ? ", " : "", mid);
+        if (!cfg->model || strcmp(mid, cfg->model) == 0)
+            m = lx_json_at(data, i), s->model = lx_xstrdup(mid);
+    }
+    if (rc == LX_OK && !m)
+        rc = lx_err(err, LX_EINVAL, "%s serves %s, not '%s'\n  hint: model: one of those", lm->what,
+                    ids.len ? ids.s : "no model", cfg->model ? cfg->model : "");
+    if (rc == LX_OK) {  /* what it says of the model, less what changes when it restarts */
+        lx_buf_puts(id, "{\"id\":");
+        lx_buf_json_str(id, s->model);
+        static const char *keys[] = {"owned_by", "root", "lenx"};    /* not max_model_len: it follows free memory */
+        for (int k = 0; k < 3; k++) {
+            const struct lx_jv *v = lx_json_member(m, keys[k]);
+            const char *str;
+            double x;
+            if (!v)
+                continue;
+            lx_buf_printf(id, ",\"%s\":", keys[k]);
+            if (lx_json_str(doc, v, &str, NULL, &sub) == LX_OK)
+                lx_buf_json_str(id, str);
+            else if (lx_json_num(doc, v, &x, &sub) == LX_OK)
+                lx_buf_num(id, x);
+            else    /* lenx serve's object: kept as the server wrote it, less its path */
+                lx_json_canon(doc, v, "model_path", id);
+        }
+        lx_buf_puts(id, "}");
+        s->is_lenx = lx_json_member(m, "lenx") != NULL;
+        int64_t tl;     /* lenx serve says what the model was trained at; other servers do not */
+        if (lx_json_int(doc, lx_json_member(lx_json_member(m, "lenx"), "train_len"), &tl, &sub) == LX_OK)
+            lm->train_len = (long)tl;
+    }
+    lx_buf_free(&ids);
+    lx_json_free(doc);
+    lx_buf_free(&r.resp);
+    return rc;
+}
+
+/* llama-server's GET /props (build, model file) and vLLM's GET /version join
+** the identity where the server has them. */
+static void ask_build(struct lx_lm *lm, struct lx_buf *id)
+{
+    struct server *s = lm->impl;
+    static const char *paths[] = {"/props", "/version"};
+    for (int p = 0; p < 2; p++) {
+        char *url = url_of(s->root, paths[p]);
+        struct lx_http_req r;
+        struct lx_error sub;
+        struct lx_json *doc;
+        if (one(lm, url, NULL, &r, &sub) == LX_OK && r.status == 200 &&
+            lx_json_parse(&doc, r.resp.s ? r.resp.s : "", r.resp.len, "props", &sub) == LX_OK) {
+            const struct lx_jv *root = lx_json_root(doc);
+            static const char *keys[] = {"build_info", "model_path", "version"};
+            for (int k = 0; k < 3; k++) {
+                const char *v;
+                if (lx_json_str(doc, lx_json_member(root, keys[k]), &v, NULL, &sub) == LX_OK) {
+                    lx_buf_printf(id, ",\"%s\":", keys[k]);
+                    lx_buf_json_str(id, v);
+                }
+            }
+            lx_json_free(doc);
+        }
+        lx_buf_free(&r.resp);
+        free(url);
+    }
+}
+
+/* The sample's ids under our tokenizer against the server's /tokenize
+** (vLLM's "prompt", llama-server's "content"); a server without one is
+** taken on trust (said in the identity). */
+static int check_tokenizer(struct lx_lm *lm, struct lx_buf *id, struct lx_error *err)
+{
+    struct server *s = lm->impl;
+    int *ours = NULL;
+    long n = lx_tok_prompt(s->tk, sample, strlen(sample), &ours, err);
+    if (n < 0)
+        return (int)n;
+    int has_bos = s->tk->bos >= 0 && n > 0 && ours[0] == s->tk->bos;
+    struct lx_buf body = {0};
+    lx_buf_puts(&body, "{\"prompt\":");
+    lx_buf_json_str(&body, sample);
+    lx_buf_puts(&body, ",\"content\":");
+    lx_buf_json_str(&body, sample);
+    lx_buf_puts(&body, ",\"add_special_tokens\":false,\"add_special\":false}");
+    char *url = url_of(s->root, "/tokenize");
+    struct lx_http_req r;
+    struct lx_json *doc = NULL;
+    struct lx_error sub;
+    int rc = one(lm, url, body.s, &r, err), checked = 0;
+    if (rc == LX_OK && r.status == 200 && lx_json_parse(&doc, r.resp.s, r.resp.len, "tokenize", &sub) == LX_OK) {
+        const struct lx_jv *t = lx_json_member(lx_json_root(doc), "tokens");
+        long k = lx_json_len(t), same = k == n - has_bos;
+        for (long i = 0; i < k && same; i++) {
+            int64_t v;
+            same = lx_json_int(doc, lx_json_at(t, i), &v, &sub) == LX_OK && v == ours[i + has_bos];
+        }
+        checked = 1;
+        if (!same) {
+            struct lx_buf mine = {0};
+            put_ids(&mine, ours + has_bos, n - has_bos);
+            rc = lx_err(err, LX_EINVAL, "%s: its /tokenize reads the sample \"%s\" as %.300s, the tokenizer %s as "
+                        "%.300s: prompts made here would not be the model's tokens\n  hint: name the model's own "
+                        "tokenizer (tokenizer: PATH)", lm->what, sample, r.resp.s, s->tk->path[0] ? s->tk->path
+                        : "(bytes)", mine.s);
+            lx_buf_free(&mine);
+        }
+    }
+    lx_buf_printf(id, ",\"tokenizer_checked\":%s", checked ? "true" : "false");
+    lx_json_free(doc);
+    lx_buf_free(&r.resp);
+    lx_buf_free(&body);
+    free(url);
+    free(ours);
+    return rc;
+}
+
+/* One echo request on a short prompt: does the server return the prompt's
+** log-probabilities (and lenx serve's attention statistics)? */
+static int ask_caps(struct lx_lm *lm, struct lx_error *err)
+{
+    struct server *s = lm->impl;
+    int *ids = NULL;
+    long n = lx_tok_prompt(s->tk, "Once upon a time", 16, &ids, err);
+    if (n < 0)
+        return (int)n;
+    if (n > 4)
+        n = 4;
+    struct lx_buf b = {0};
+    request_head(&b, s, ids, n);
+    lx_buf_puts(&b, ",\"max_tokens\":1,\"temperature\":0,\"echo\":true,\"logprobs\":1");
+    if (s->is_lenx)
+        lx_buf_puts(&b, ",\"lenx_attention_from\":0");
+    lx_buf_puts(&b, "}");
+    char *url = url_of(s->base, "/completions");
+    struct lx_http_req r;
+    int rc = one(lm, url, b.s, &r, err);
+    lm->caps = 0;
+    if (rc == LX_OK && r.status == 200) {
+        struct lx_json *doc;
+        const struct lx_jv *c;
+        struct lx_error sub;
+        lm->caps = LX_LM_GENERATE;
+        if (first_choice(lm, &r, &doc, &c, &sub) == LX_OK) {
+            const struct lx_jv *lp = lx_json_member(lx_json_member(c, "logprobs"), "token_logprobs");
+            double v;
+            if (lx_json_len(lp) >= n && lx_json_num(doc, lx_json_at(lp, n - 1), &v, &sub) == LX_OK)
+                lm->caps |= LX_LM_LOGPROBS;
+            if (lx_json_member(lx_json_member(c, "lenx"), "attention_entropy"))
+                lm->caps |= LX_LM_ATTN;
+            lx_json_free(doc);
+        }
+    } else if (rc == LX_OK) {
+        char msg[400];
+        answer_message(&r.resp, msg, sizeof msg);
+        rc = lx_err(err, LX_EINVAL, "%s: a completion of a %ld-token prompt: %s %s", lm->what, n,
+                    r.status ? "HTTP" : "no answer:", r.status ? msg : r.error);
+    }
+    lx_buf_free(&r.resp);
+    lx_buf_free(&b);
+    free(url);
+    free(ids);
+    return rc;
+}
+
+int lx_lm_server_open(struct lx_lm *lm, const struct lx_server_cfg *cfg, const struct lx_tokenizer *tk,
+                      const char *name, struct lx_error *err)
+{
+    memset(lm, 0, sizeof *lm);
+    struct server *s = lx_xcalloc(1, sizeof *s);
+    size_t n = strlen(cfg->url);
+    while (n > 0 && cfg->url[n - 1] == '/')
+        n--;
+    s->base = lx_xmalloc(n + 1);
+    memcpy(s->base, cfg->url, n);
+    s->base[n] = '\0';
+    s->root = lx_xstrdup(s->base);
+    if (n >= 3 && strcmp(s->root + n - 3, "/v1") == 0)
+        s->root[n - 3] = '\0';
+    s->tk = lx_tok_or_byte(tk);
+    s->http = (struct lx_http_opts){.concurrency = cfg->concurrency, .timeout = cfg->timeout,
+                                    .retries = cfg->retries, .max_resp = 256L << 20};
+    lm->ops = &server_ops;
+    lm->impl = s;
+    snprintf(lm->what, sizeof lm->what, "server '%s' (%s)", name, s->base);
+    struct lx_buf id = {0};
+    lx_buf_puts(&id, "{\"model\":");
+    int rc = ask_models(lm, cfg, &id, err);
+    if (rc == LX_OK) {
+        ask_build(lm, &id);
+        rc = check_tokenizer(lm, &id, err);
+    }
+    if (rc == LX_OK)
+        rc = ask_caps(lm, err);
+    lx_buf_puts(&id, "}");
+    s->identity = lx_xstrdup(lx_buf_str(&id));
+    lx_buf_free(&id);
+    if (rc < 0)
+        lx_lm_server_close(lm);
+    return rc;
+}
+
+void lx_lm_server_close(struct lx_lm *lm)
+{
+    struct server *s = lm->impl;
+    if (s) {
+        free(s->base), free(s->root), free(s->model), free(s->identity);
+        free(s);
+    }
+    memset(lm, 0, sizeof *lm);
+}
+
+const char *lx_lm_server_identity(const struct lx_lm *lm)
+{
+    const struct server *s = lm->impl;
+    return s ? s->identity : "";
+}
