@@ -93,7 +93,7 @@ run: lenx data/manifest.tsv
 # tests drive the binary named by LENX_BIN.
 # The committed held-out stories are checked first (make heldout): a changed
 # file fails the suite before it starts.
-test: lenx $(B)/lenx-tests data/manifest.tsv build/tokenizers/.done heldout
+test: lenx $(B)/lenx-tests data/manifest.tsv build/tokenizers/.done build/node/.done heldout
 	OMP_NUM_THREADS=1 LENX_CACHE=$(CURDIR)/build/cache LENX_BIN=$(CURDIR)/lenx LENX_ROOT=$(CURDIR) $(B)/lenx-tests --jobs 2
 
 # A fast-numerics test must hold on every kernel set, not on this machine's
@@ -101,7 +101,7 @@ test: lenx $(B)/lenx-tests data/manifest.tsv build/tokenizers/.done heldout
 # type the CPU cannot run is skipped; unknown-cpu: unset, and lenx sees a CPU
 # OpenBLAS does not know; scripts/test_kernels.sh).
 KERNELS ?= Prescott unknown-cpu
-test-kernels: lenx $(B)/lenx-tests data/manifest.tsv build/tokenizers/.done heldout
+test-kernels: lenx $(B)/lenx-tests data/manifest.tsv build/tokenizers/.done build/node/.done heldout
 	KERNELS="$(KERNELS)" sh scripts/test_kernels.sh
 
 # The report in a real browser: tests/browser_report.sh runs a tiny sweep
@@ -134,6 +134,11 @@ data/manifest.tsv: scripts/data.sh
 # `make tokenizers` prints where they are.
 tokenizers:
 	bash scripts/tokenizers.sh
+
+# Node.js and the OpenAI SDK for Node: the third-party client of the lenx
+# serve tests (tests/node/openai_sdk.cjs), from Debian and npm (scripts/node.sh).
+build/node/.done: scripts/node.sh
+	bash scripts/node.sh
 
 build/tokenizers/.done: scripts/tokenizers.sh
 	bash scripts/tokenizers.sh >/dev/null

@@ -119,6 +119,7 @@ Test(fuzz_regress, safetensors, .timeout = 300)
 /* The tokenizer seeds all open and keep every promise of entry.c. */
 Test(fuzz_regress, tokenizer_bin, .timeout = 300) { expect_every_seed("tokenizer_bin", lx_fuzz_feed_tokenizer_bin); }
 Test(fuzz_regress, report, .timeout = 300) { expect_every_seed("report", lx_fuzz_feed_report); }
+Test(fuzz_regress, serve, .timeout = 300) { expect_every_seed("serve", lx_fuzz_feed_serve); }
 Test(fuzz_regress, tokenizer_json, .timeout = 300) { expect_every_seed("tokenizer_json", lx_fuzz_feed_tokenizer_json); }
 Test(fuzz_regress, encode, .timeout = 300) { expect_every_seed("encode", lx_fuzz_feed_encode); }
 

@@ -52,11 +52,11 @@ static int parse_object(struct lx_json **doc, const struct lx_jv **root, const c
     if (lx_json_parse(doc, body, n, "request", &err) < 0)
         return lx_oai_fail(e, 400, "", "the body is not JSON: %s", err.msg);
     *root = lx_json_root(*doc);
-    if (lx_json_type(*root) != LX_JSON_OBJECT) {
+    enum lx_json_type t = lx_json_type(*root);
+    if (t != LX_JSON_OBJECT) {
         lx_json_free(*doc);
         *doc = NULL;
-        return lx_oai_fail(e, 400, "", "the body must be a JSON object, not %s",
-                           lx_json_type_name(lx_json_type(*root)));
+        return lx_oai_fail(e, 400, "", "the body must be a JSON object, not %s", lx_json_type_name(t));
     }
     return LX_OK;
 }

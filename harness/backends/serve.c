@@ -63,18 +63,31 @@ static void put_pieces(struct lx_buf *b, const struct lx_tokenizer *tk, const in
     }
 }
 
-/* A token as the JSON string clients read: its piece, a special's name, or
-** "token_id:N" (vLLM's return_tokens_as_token_ids). */
+/* A token as the JSON string clients read: its piece, a special's name,
+** "bytes:\\xNN..." for a piece that is not UTF-8 text, or "token_id:N"
+** (vLLM's return_tokens_as_token_ids). */
 static void put_token(struct lx_buf *b, const struct lx_tokenizer *tk, int id, int as_id)
 {
     size_t len;
     const char *p = lx_tok_piece(tk, id, &len);
-    if (as_id)
+    int text = p != NULL;   /* a piece that is not UTF-8 text, or holds a NUL, is spelled as its bytes */
+    for (size_t i = 0; text && i < len;) {
+        int k = lx_utf8_len((const unsigned char *)p + i, len - i < 4 ? len - i : 4);
+        text = k > 0 && p[i] != '\0';
+        i += k > 0 ? (size_t)k : 1;
+    }
+    if (as_id) {
         lx_buf_printf(b, "\"token_id:%d\"", id);
-    else if (p)
+    } else if (text) {
         lx_buf_json_strn(b, p, len);
-    else
+    } else if (p) {     /* vLLM's spelling: "bytes:\\xe2\\x80" */
+        lx_buf_puts(b, "\"bytes:");
+        for (size_t i = 0; i < len; i++)
+            lx_buf_printf(b, "\\\\x%02x", (unsigned char)p[i]);
+        lx_buf_puts(b, "\"");
+    } else {
         lx_buf_json_str(b, special_text(tk, id));
+    }
 }
 
 /* ---- completions ------------------------------------------------------------- */
@@ -183,22 +196,27 @@ static void put_logprobs(struct lx_buf *b, struct lx_serve *sv, const struct lx_
             lx_buf_puts(b, "null");
             continue;
         }
-        /* the token itself first, then the top k others (a JSON object: one key each) */
+        /* the token itself first, then the top k others; a JSON object has one of each key, and two
+        ** ids may read the same (pieces not UTF-8 are U+FFFD): the first stays */
+        struct lx_buf keys[LX_OAI_MAX_LOGPROBS + 1] = {{0}};
+        int n_keys = 0;
         lx_buf_puts(b, "{");
-        put_token(b, sv->tok, c->seq[j], r->token_ids);
-        lx_buf_puts(b, ":");
-        lx_buf_num(b, -(double)c->sc.loss[j - 1]);
-        for (long q = 0; q < k && q < r->logprobs; q++) {
-            int id = c->sc.top_id[(j - 1) * k + q];
-            struct lx_buf a = {0}, o = {0};
-            put_token(&a, sv->tok, id, r->token_ids);
-            put_token(&o, sv->tok, c->seq[j], r->token_ids);
-            if (strcmp(a.s, o.s) != 0) {    /* another id with the same text keeps the first */
-                lx_buf_printf(b, ",%s:", a.s);
-                lx_buf_num(b, (double)c->sc.top_lp[(j - 1) * k + q]);
+        for (long q = -1; q < k && q < r->logprobs; q++) {
+            int id = q < 0 ? c->seq[j] : c->sc.top_id[(j - 1) * k + q];
+            put_token(&keys[n_keys], sv->tok, id, r->token_ids);
+            int seen = 0;
+            for (int i = 0; i < n_keys && !seen; i++)
+                seen = strcmp(keys[i].s, keys[n_keys].s) == 0;
+            if (seen) {
+                lx_buf_free(&keys[n_keys]);
+                continue;
             }
-            lx_buf_free(&a), lx_buf_free(&o);
+            lx_buf_printf(b, "%s%s:", n_keys ? "," : "", keys[n_keys].s);
+            lx_buf_num(b, q < 0 ? -(double)c->sc.loss[j - 1] : (double)c->sc.top_lp[(j - 1) * k + q]);
+            n_keys++;
         }
+        for (int i = 0; i < n_keys; i++)
+            lx_buf_free(&keys[i]);
         lx_buf_puts(b, "}");
     }
     lx_buf_puts(b, "],\"text_offset\":[");

@@ -5,11 +5,13 @@
 ** process; requests are answered in turn on the main thread.
 */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness/backends/httpd.h"
 #include "harness/backends/local.h"
@@ -38,6 +40,7 @@ static const struct lx_opt serve_opts[] = {
     {"max-connections", 1, "connections open at once (default 256)"},
     {"max-queue", 1, "requests waiting for the model before a 503 (default 64)"},
     {"timeout", 1, "seconds a request may wait and run before a 503 (default 600)"},
+    {"crash-after", 1, "exit at once, unanswered, on completion request N+1: a server dying mid-sweep, for tests"},
     {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
     LX_NUMERICS_OPTS,
 };
@@ -45,7 +48,8 @@ static const struct lx_opt serve_opts[] = {
 static const char serve_usage[] =
     "usage: lenx serve --model NAME_OR_PATH [--tokenizer PATH] [--method STACK] [--length L] [--name ID]\n"
     "                  [--host ADDR] [--port P] [--port-file F] [--max-len N] [--max-body BYTES]\n"
-    "                  [--max-connections N] [--max-queue N] [--timeout S] [--db FILE] [--numerics fast|portable|bf16]\n\n"
+    "                  [--max-connections N] [--max-queue N] [--timeout S] [--crash-after N] [--db FILE]\n"
+    "                  [--numerics fast|portable|bf16] [--kv-cache fp32|bf16]\n\n"
     "Serve a model under a method stack over HTTP, in the shape of OpenAI's completions API:\n"
     "POST /v1/completions (prompt as text or token ids, max_tokens, temperature, top_k, seed, stop,\n"
     "logprobs, echo), GET /v1/models, POST /tokenize, POST /detokenize, GET /tokenizer_info,\n"
@@ -63,12 +67,17 @@ static void on_signal(int sig)
 
 struct serve_cfg {
     const char *model, *tokenizer, *method, *name, *host, *port_file, *db;
-    long length, port, max_len;
+    long length, port, max_len, crash_after;
     struct lx_httpd_limits lim;
 };
 
+static long crash_after;    /* --crash-after: completions answered before the process dies (0 = never) */
+
 static int handle(void *ctx, const char *method, const char *path, const char *body, size_t n, struct lx_buf *out)
 {
+    struct lx_serve *sv = ctx;
+    if (crash_after > 0 && (long)sv->n_served >= crash_after && strstr(path, "completions"))
+        _exit(70);      /* as a killed server: the request and every connection dropped unanswered */
     return lx_serve_handle(ctx, method, path, body, n, out);
 }
 
@@ -166,6 +175,7 @@ static int serve_run(const struct serve_cfg *o, struct lx_error *err)
     if (rc == LX_OK && o->port_file && (!(pf = fopen(o->port_file, "w")) ||
                                         fprintf(pf, "%d\n", lx_httpd_port(h)) < 0 || fclose(pf) != 0))
         rc = lx_err(err, LX_EIO, "--port-file %s cannot be written", o->port_file);
+    crash_after = o->crash_after;
     if (rc == LX_OK) {
         struct sigaction sa = {.sa_handler = on_signal};
         sigaction(SIGINT, &sa, NULL);
@@ -214,7 +224,9 @@ int lx_cmd_serve(int argc, char **argv)
         (GET("max-connections") &&
          (rc = lx_args_long(GET("max-connections"), "max-connections", 1, 4096, &conns, &err)) < 0) ||
         (GET("max-queue") && (rc = lx_args_long(GET("max-queue"), "max-queue", 1, 100000, &queue, &err)) < 0) ||
-        (GET("timeout") && (rc = lx_args_long(GET("timeout"), "timeout", 1, 86400 * 7, &timeout, &err)) < 0))
+        (GET("timeout") && (rc = lx_args_long(GET("timeout"), "timeout", 1, 86400 * 7, &timeout, &err)) < 0) ||
+        (GET("crash-after") && (rc = lx_args_long(GET("crash-after"), "crash-after", 1, LONG_MAX, &o.crash_after,
+                                                  &err)) < 0))
         return lx_cli_fail(&err, rc);
 #undef GET
     o.lim.max_body = body, o.lim.max_connections = (int)conns, o.lim.max_queue = (int)queue;

@@ -9,11 +9,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/backends/serve.h"
+#include "harness/core/json.h"
 #include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/model/model.h"
 #include "harness/engine/formats/safetensors.h"
 #include "harness/engine/tokenizers/tok_hf.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/sweep/plan.h"
+#include "harness/sweep/uses.h"
 #include "harness/scaleout/slurm.h"
 #include "tests/slurm_check.h"
 #include "results/plot.h"
@@ -738,5 +742,63 @@ int lx_fuzz_feed_report(const uint8_t *data, size_t n, struct lx_error *err)
     }
     check_gnuplot(s);
     free(text);
+    return LX_OK;
+}
+
+/* ---- serve: requests to lenx serve ---------------------------------------------- */
+
+int lx_fuzz_feed_serve(const uint8_t *data, size_t n, struct lx_error *err)
+{
+    static struct lx_model m;
+    static struct lx_spec spec;
+    static struct lx_lm lm;
+    static int ready;
+    if (!ready) {   /* one tiny model for every input: 1 layer, d_model 16, the byte vocabulary */
+        struct lx_arch a;
+        lx_params_defaults(&lx_arch_schema, &a);
+        a.layers = 1, a.d_model = 16, a.heads = 2, a.d_head = 8, a.d_mlp = 32, a.vocab = LX_VOCAB;
+        struct lx_error sub;
+        PROMISE(lx_arch_resolve(&a, &sub) == LX_OK, "the fuzz model's arch: %s", sub.msg);
+        lx_model_init(&m, &a, 7);
+        static struct lx_doc doc;   /* the stack's parameters live as long as the spec */
+        static struct lx_stack st;
+        struct lx_facts f = {.d_head = 8, .train_len = 48, .n_heads = 2, .length = 48,
+                             .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+        PROMISE(lx_doc_load_text(&doc, "rope", "stack", &sub) == LX_OK && lx_stack_parse(&st, doc.root, &sub) == LX_OK &&
+                lx_stack_compile(&st, &f, &spec, &sub) == LX_OK, "the fuzz model's stack: %s", sub.msg);
+        lx_lm_local(&lm, &m, &spec);
+        ready = 1;
+    }
+    if (n < 1)
+        return LX_OK;
+    static const char *paths[] = {"/v1/completions", "/tokenize", "/detokenize", "/v1/models", "/tokenizer_info",
+                                  "/health", "/nowhere"};
+    int route = data[0] % 7;
+    struct lx_serve sv = {.lm = &lm, .tok = &lx_byte_tokenizer, .name = "fuzz", .lim = {LX_VOCAB, 48},
+                          .length = 48, .info = "{}"};
+    struct lx_buf out = {0};
+    /* the body as the parsers alone see it */
+    struct lx_oai_completion r;
+    struct lx_oai_err e = {0};
+    if (lx_oai_completion_parse(&r, (const char *)data + 1, n - 1, &sv.lim, &e) == LX_OK) {
+        for (int i = 0; i < r.n_prompts; i++)
+            PROMISE(!r.prompt[i].ids || (r.prompt[i].n + r.max_tokens <= 48), "an accepted prompt is too long");
+        lx_oai_completion_release(&r);
+    } else {
+        PROMISE(e.status >= 400 && e.status < 500 && e.msg[0], "a refusal without a status or message");
+    }
+    int status = lx_serve_handle(&sv, data[0] & 0x80 ? "GET" : "POST", paths[route], (const char *)data + 1, n - 1,
+                                 &out);
+    PROMISE(status == 200 || status == 400 || status == 404 || status == 405 || status == 500,
+            "status %d", status);
+    struct lx_json *doc;
+    struct lx_error sub;
+    PROMISE(lx_json_parse(&doc, out.s ? out.s : "", out.len, "answer", &sub) == LX_OK, "the answer is not JSON: %s",
+            sub.msg);
+    PROMISE(status == 200 || lx_json_member(lx_json_member(lx_json_root(doc), "error"), "message"),
+            "an error answer without error.message");
+    lx_json_free(doc);
+    lx_buf_free(&out);
+    (void)err;
     return LX_OK;
 }

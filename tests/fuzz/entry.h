@@ -71,4 +71,10 @@ int lx_fuzz_feed_slurm(const uint8_t *data, size_t n, struct lx_error *err);
 ** string that escapes it. Always LX_OK otherwise. */
 int lx_fuzz_feed_report(const uint8_t *data, size_t n, struct lx_error *err);
 
+/* Bytes as a request to `lenx serve` -> the request parsers
+** (harness/backends/openai.c), then the whole answer (lx_serve_handle) on a
+** tiny random byte-level model: the first byte picks the endpoint, the rest
+** is the body. Every answer must be JSON with a status it may have. */
+int lx_fuzz_feed_serve(const uint8_t *data, size_t n, struct lx_error *err);
+
 #endif

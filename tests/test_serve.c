@@ -1,0 +1,381 @@
+/*
+** tests/test_serve.c - `lenx serve` and the server backend (docs/servers.md):
+** the request parser on good and hostile bodies; a sweep through lenx serve
+** storing the same bits as in-process; malformed, huge, long, concurrent
+** and stalled clients; a server that dies mid-sweep; a real third-party
+** client (the OpenAI SDK for Node, tests/node/openai_sdk.mjs).
+*/
+#include "tests/serve_fixture.h"
+
+#include "harness/backends/openai.h"
+
+/* ---- the parser ---------------------------------------------------------------- */
+
+static int parse(const char *body, struct lx_oai_completion *r, struct lx_oai_err *e)
+{
+    struct lx_oai_limits lim = {.vocab = 512, .max_len = 1000};
+    memset(e, 0, sizeof *e);
+    return lx_oai_completion_parse(r, body, strlen(body), &lim, e);
+}
+
+Test(serve_parse, prompt_shapes)
+{
+    struct lx_oai_completion r;
+    struct lx_oai_err e;
+    cr_assert_eq(parse("{\"prompt\":\"hi\"}", &r, &e), LX_OK, "%s", e.msg);
+    cr_expect_eq(r.n_prompts, 1);
+    cr_expect_eq(r.prompt[0].len, 2);
+    cr_expect_eq(r.max_tokens, 16);     /* OpenAI's defaults */
+    cr_expect_eq(r.temperature, 1.0);
+    cr_expect_eq(r.logprobs, -1);
+    lx_oai_completion_release(&r);
+    /* lm-eval's local-completions: a list of one list of ids, echo, logprobs, max_tokens 1, a seed */
+    cr_assert_eq(parse("{\"model\":\"m\",\"prompt\":[[1,2,3]],\"echo\":true,\"logprobs\":1,\"max_tokens\":1,"
+                       "\"temperature\":0,\"seed\":1234}", &r, &e), LX_OK, "%s", e.msg);
+    cr_expect_eq(r.n_prompts, 1);
+    cr_expect_eq(r.prompt[0].n, 3);
+    cr_expect_eq(r.prompt[0].ids[2], 3);
+    cr_expect(r.echo && r.logprobs == 1 && r.max_tokens == 1 && r.temperature == 0.0 && r.seed == 1234);
+    lx_oai_completion_release(&r);
+    cr_assert_eq(parse("{\"prompt\":[5,6],\"seed\":-1,\"stop\":[\"\\n\",\"Q:\"]}", &r, &e), LX_OK, "%s", e.msg);
+    cr_expect_eq(r.seed, UINT64_MAX);   /* a negative seed: its 64 bits */
+    cr_expect_eq(r.n_stop, 2);
+    lx_oai_completion_release(&r);
+    cr_assert_eq(parse("{\"prompt\":[\"a\",\"b\",\"c\"]}", &r, &e), LX_OK, "%s", e.msg);
+    cr_expect_eq(r.n_prompts, 3);
+    lx_oai_completion_release(&r);
+}
+
+Test(serve_parse, refusals_name_the_field)
+{
+    static const struct {
+        const char *body, *param, *says;
+        int status;
+    } bad[] = {
+        {"{\"prompt\":[1,2", "", "not JSON", 400},
+        {"[1,2,3]", "", "JSON object", 400},
+        {"{}", "prompt", "required", 400},
+        {"{\"prompt\":[]}", "prompt", "empty list", 400},
+        {"{\"prompt\":[1,512]}", "prompt", "[0, 512)", 400},
+        {"{\"prompt\":[1,-3]}", "prompt", "[0, 512)", 400},
+        {"{\"prompt\":[1,2.5]}", "prompt", "a number", 400},
+        {"{\"prompt\":[[1],\"x\"]}", "prompt", "prompt[1]", 400},
+        {"{\"prompt\":\"x\",\"max_tokens\":-5}", "max_tokens", "-5", 400},
+        {"{\"prompt\":\"x\",\"max_tokens\":\"8\"}", "max_tokens", "integer", 400},
+        {"{\"prompt\":[1,2],\"max_tokens\":999}", "max_tokens", "more than the 1000", 400},
+        {"{\"prompt\":\"x\",\"temperature\":-1}", "temperature", "[0, 100]", 400},
+        {"{\"prompt\":\"x\",\"logprobs\":21}", "logprobs", "[0, 20]", 400},
+        {"{\"prompt\":\"x\",\"n\":2}", "n", "[1, 1]", 400},
+        {"{\"prompt\":\"x\",\"stream\":true}", "stream", "not supported", 400},
+        {"{\"prompt\":\"x\",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop", "at most 4", 400},
+        {"{\"prompt\":\"x\",\"stop\":\"\"}", "stop", "1 to 256", 400},
+        {"{\"prompt\":\"x\",\"echo\":1}", "echo", "true or false", 400},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct lx_oai_completion r;
+        struct lx_oai_err e;
+        cr_expect_eq(parse(bad[i].body, &r, &e), LX_EINVAL, "%s was accepted", bad[i].body);
+        cr_expect_eq(e.status, bad[i].status, "%s: status %d", bad[i].body, e.status);
+        cr_expect_str_eq(e.param, bad[i].param, "%s: param '%s'", bad[i].body, e.param);
+        cr_expect(strstr(e.msg, bad[i].says), "%s: '%s' does not say '%s'", bad[i].body, e.msg, bad[i].says);
+    }
+    /* 65 prompts: more than a request may hold */
+    char body[1024] = "{\"prompt\":[";
+    for (int i = 0; i < 65; i++)
+        strcat(body, i ? ",\"a\"" : "\"a\"");
+    strcat(body, "]}");
+    struct lx_oai_completion r;
+    struct lx_oai_err e;
+    cr_expect_eq(parse(body, &r, &e), LX_EINVAL);
+    cr_expect(strstr(e.msg, "at most 64"), "%s", e.msg);
+}
+
+/* ---- a sweep through lenx serve --------------------------------------------------- */
+
+/* The sweep of the acceptance check: ppl (through echo), passkey, needle,
+** line and one peer preset (landmark's passkey) on stories260K at length
+** 256, in portable numerics; MODEL is replaced by a checkpoint or a server. */
+static const char sweep[] =
+    "name: srv\nseed: 1\nnumerics: portable\nmodels:\n  s:\n    MODEL\n"
+    "methods:\n  - [{rope: {layout: interleaved}}]\n"
+    "tasks:\n  - ppl: {corpus: stories, windows: 2}\n  - passkey: {samples: 3}\n  - needle: {samples: 2}\n"
+    "  - line: {samples: 2, template: short}\n  - passkey: {protocol: landmark, samples: 3}\n"
+    "lengths: [256]\n";
+
+/* Every metric, series point and output of two stores, as text with every
+** bit of each number (%!.17g), by task, length and seed: "same" three times. */
+static const char compare[] =
+    "m=\"SELECT r.task, r.length, r.seed, m.name, printf('%!.17g', m.value) FROM metrics m JOIN runs r ON "
+    "r.id = m.run_id ORDER BY 1,2,3,4\"; "
+    "o=\"SELECT r.task, r.length, o.sample, printf('%!.17g', o.depth), o.gold, hex(o.text), o.score, "
+    "printf('%!.17g', o.logprob), o.stop FROM outputs o JOIN runs r ON r.id = o.run_id ORDER BY 1,2,3\"; "
+    "s=\"SELECT r.task, r.length, s.series, printf('%!.17g', s.x), printf('%!.17g', s.y) FROM series s JOIN runs r "
+    "ON r.id = s.run_id ORDER BY 1,2,3,4,5\"; "
+    "for q in \"$m\" \"$o\" \"$s\"; do sqlite3 A.db \"$q\" > a.txt; sqlite3 B.db \"$q\" > b.txt; "
+    "test -s a.txt && diff a.txt b.txt && echo same; done";
+
+static void write_sweeps(int port, const char *server_extra)
+{
+    char local[2048], server[2048], model[700];
+    snprintf(model, sizeof model, "checkpoint: %s/../shared/models/stories260K/stories260K.bin",
+             getenv("LENX_ROOT"));
+    const char *at = strstr(sweep, "MODEL");
+    snprintf(local, sizeof local, "%.*s%s%s", (int)(at - sweep), sweep, model, at + 5);
+    snprintf(model, sizeof model, "server: {url: \"http://127.0.0.1:%d/v1\", tokenizer: "
+             "%s/../shared/models/stories260K/tok512.bin, served: [{rope: {layout: interleaved}}]%s}", port,
+             getenv("LENX_ROOT"), server_extra);
+    snprintf(server, sizeof server, "%.*s%s%s", (int)(at - sweep), sweep, model, at + 5);
+    write_file("local.yaml", local);
+    write_file("server.yaml", server);
+}
+
+Test(serve_sweep, stores_what_the_engine_stores, .fini = teardown)
+{
+    shell_setup("serve");
+    struct server s;
+    server_start(&s, "");
+    write_sweeps(s.port, "");
+    char out[8192];
+    cr_assert_eq(sh(out, sizeof out, "$L run local.yaml --db A.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L run server.yaml --db B.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "%s", compare), 0, "%s", out);
+    cr_expect_str_eq(out, "same\nsame\nsame\n");
+    cr_expect_eq(sql_long("B.db", "SELECT count(*) FROM runs WHERE status = 'ok'"), 5);
+    /* the server's identity is the model's config in the store: what it serves and with what */
+    char cfg[4096];
+    sql_text(cfg, sizeof cfg, "B.db", "SELECT config FROM models");
+    cr_expect(strstr(cfg, "\\\"methods\\\":\\\"rope(layout=interleaved)\\\"") || strstr(cfg, "\"methods\":\"rope(layout=interleaved)\""),
+              "%s", cfg);
+    cr_expect(strstr(cfg, "a6942a27539975cffc70f3c296248789e3f903cc22f708676a5b5971d61bc36e"), "%s", cfg);
+    /* a stack the server was not started with is refused at plan time */
+    cr_assert_eq(sh(out, sizeof out, "sed 's/- \\[{rope: {layout: interleaved}}\\]/- [{rope: {layout: "
+                    "interleaved}}, yarn]/' server.yaml > yarn.yaml && $L run yarn.yaml --db C.db"), 2, "%s", out);
+    cr_expect(strstr(out, "would need lenx's engine") && strstr(out, "served: rope(layout=interleaved)"), "%s", out);
+    /* so is a task that needs the engine itself */
+    cr_assert_eq(sh(out, sizeof out, "sed 's/  - ppl: {corpus: stories, windows: 2}/  - attn: {}/' server.yaml > "
+                    "attn.yaml && $L run attn.yaml --db C.db"), 2, "%s", out);
+    cr_expect(strstr(out, "task 'attn' on model 's' needs lenx's engine"), "%s", out);
+    cr_expect_eq(server_stop(&s), 0);
+}
+
+/* The server dies (--crash-after: exits at once, unanswered, as a killed
+** process) in the middle of the sweep: the cells it did not answer are stored
+** as failed with the cause, none half-written; a rerun against a restarted
+** server completes them, with the same bits as in-process. */
+Test(serve_sweep, server_dies_mid_sweep, .fini = teardown)
+{
+    shell_setup("serve-kill");
+    struct server s;
+    server_start(&s, "--crash-after 5");
+    write_sweeps(s.port, ", retries: 1, timeout: 20");
+    char out[8192];
+    cr_assert_eq(sh(out, sizeof out, "$L run local.yaml --db A.db --quiet --no-table"), 0, "%s", out);
+    int rc = sh(out, sizeof out, "$L run server.yaml --db B.db --no-table");
+    cr_expect_neq(rc, 0, "a sweep with failed cells exits non-zero: %s", out);
+    cr_assert(exists("B.db"));
+    int st;
+    cr_assert_eq(waitpid(s.pid, &st, 0), s.pid);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 70, "the server died by --crash-after");
+    long failed = sql_long("B.db", "SELECT count(*) FROM runs WHERE status = 'failed'"),
+         ok = sql_long("B.db", "SELECT count(*) FROM runs WHERE status = 'ok'");
+    cr_expect(failed >= 3 && ok + failed == 5, "%ld ok, %ld failed", ok, failed);
+    cr_expect_eq(sql_long("B.db", "SELECT count(*) FROM runs WHERE status = 'failed' AND error NOT LIKE "
+                                  "'%server ''s''%no answer%'"), 0, "every failure names the server and the cause");
+    cr_expect_eq(sql_long("B.db", "SELECT count(*) FROM metrics m JOIN runs r ON r.id = m.run_id "
+                                  "WHERE r.status = 'failed'"), 0, "a failed cell stores no metric");
+    cr_expect_eq(sql_long("B.db", "SELECT count(*) FROM outputs o JOIN runs r ON r.id = o.run_id "
+                                  "WHERE r.status = 'failed'"), 0, "... and no output");
+    /* restarted (on another port: the address is not part of the model key) */
+    server_start(&s, "");
+    write_sweeps(s.port, "");
+    cr_assert_eq(sh(out, sizeof out, "$L run server.yaml --db B.db --no-table"), 0, "%s", out);
+    cr_expect(strstr(out, "already stored"), "%s", out);
+    cr_expect_eq(sql_long("B.db", "SELECT count(DISTINCT key) FROM runs WHERE status = 'ok'"), 5);
+    cr_expect_eq(sh(out, sizeof out, "%s", compare), 0, "%s", out);
+    cr_expect_str_eq(out, "same\nsame\nsame\n");
+    cr_expect_eq(server_stop(&s), 0);
+}
+
+/* ---- hostile clients ----------------------------------------------------------- */
+
+static void expect_error(int status, const char *body, int want, const char *says)
+{
+    cr_expect_eq(status, want, "status %d, not %d: %s", status, want, body);
+    cr_expect(strstr(body, "{\"error\":{\"message\":") == body, "not a JSON error: %s", body);
+    cr_expect(strstr(body, says), "'%s' does not say '%s'", body, says);
+}
+
+/* One request whose answer must be the error `want`, its message saying `says`. */
+static void expect_refusal(int port, const char *method, const char *path, const char *req, int want,
+                           const char *says)
+{
+    char *body;
+    int status = http(port, method, path, req, &body);
+    expect_error(status, body, want, says);
+    free(body);
+}
+
+
+/* The server's peak resident memory (VmHWM), kB. */
+static long peak_kb(pid_t pid)
+{
+    char path[64], line[256];
+    long kb = -1;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+Test(serve_hostile, malformed_huge_and_long, .fini = teardown)
+{
+    shell_setup("serve-hostile");
+    struct server s;
+    server_start(&s, "--max-body 1048576");
+    char *b;
+    expect_refusal(s.port, "POST", "/v1/completions", "{\"prompt\": [1, 2", 400, "not JSON");
+    expect_refusal(s.port, "POST", "/v1/completions", "\xff\xfe{}", 400, "not JSON");
+    expect_refusal(s.port, "GET", "/v1/completions", NULL, 405, "takes POST");
+    expect_refusal(s.port, "GET", "/nowhere", NULL, 404, "no such endpoint");
+    expect_refusal(s.port, "POST", "/v1/completions", "{\"prompt\":[1,2],\"max_tokens\":-1}", 400, "max_tokens");
+    expect_refusal(s.port, "POST", "/v1/completions", "{\"prompt\":[1,2],\"logprobs\":-2}", 400, "logprobs");
+    expect_refusal(s.port, "POST", "/v1/completions", "{\"prompt\":[1,99999]}", 400, "[0, 512)");
+    expect_refusal(s.port, "POST", "/v1/completions", "{\"prompt\":\"x\",\"model\":\"other\"}", 404, "not served here");
+    /* 5 MiB of body: read, dropped, 413 */
+    size_t big = 5u << 20;
+    char *huge = malloc(big + 32);
+    strcpy(huge, "{\"prompt\":\"");
+    memset(huge + 11, 'a', big);
+    strcpy(huge + 11 + big, "\"}");
+    expect_refusal(s.port, "POST", "/v1/completions", huge, 413, "more than 1048576 bytes");
+    free(huge);
+    /* 10,000 ids: a long prompt, answered */
+    struct lx_buf p = {0};
+    lx_buf_puts(&p, "{\"prompt\":[1");
+    for (int i = 1; i < 10000; i++)
+        lx_buf_printf(&p, ",%d", 300 + i % 200);
+    lx_buf_puts(&p, "],\"max_tokens\":2,\"temperature\":0}");
+    int st1 = http(s.port, "POST", "/v1/completions", p.s, &b);
+    cr_expect_eq(st1, 200, "%s", b);
+    cr_expect(strstr(b, "\"prompt_tokens\":10000"), "%s", b);
+    free(b);
+    lx_buf_free(&p);
+    /* bytes that are not HTTP, and a body shorter than its Content-Length, then silence */
+    int fd = connect_to(s.port);
+    send_all(fd, "\x16\x03\x01 garbage\r\n\r\n", 16);
+    read_answer(fd, &b, 5.0);     /* whatever it says: it must not fall over */
+    free(b);
+    close(fd);
+    fd = connect_to(s.port);
+    const char *cut = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"pro";
+    send_all(fd, cut, strlen(cut));
+    close(fd);
+    int st2 = http(s.port, "GET", "/health", NULL, &b);
+    cr_expect_eq(st2, 200, "%s", b);
+    free(b);
+    cr_expect_eq(server_stop(&s), 0, "the server stops cleanly after all that");
+}
+
+/* 200 clients at once: every one answered, 200 or a 503 (the queue holds
+** 64), as JSON; the server alive after. */
+Test(serve_hostile, two_hundred_connections, .fini = teardown)
+{
+    shell_setup("serve-conn");
+    struct server s;
+    server_start(&s, "");
+    enum { N = 200 };
+    int fds[N];
+    const char *body = "{\"prompt\":[1,403,407,261],\"max_tokens\":8,\"temperature\":0}";
+    char req[512];
+    snprintf(req, sizeof req, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: "
+             "%zu\r\n\r\n%s", strlen(body), body);
+    for (int i = 0; i < N; i++)
+        fds[i] = connect_to(s.port);
+    for (int i = 0; i < N; i++)
+        send_all(fds[i], req, strlen(req));
+    int ok = 0, busy = 0;
+    char *first = NULL;
+    for (int i = 0; i < N; i++) {
+        char *b;
+        int st = read_answer(fds[i], &b, 60.0);
+        close(fds[i]);
+        ok += st == 200;
+        busy += st == 503;
+        if (st == 200 && !first)
+            first = strdup(b);
+        cr_expect(st == 200 || (st == 503 && strstr(b, "busy")), "client %d: %d %s", i, st, b);
+        if (st == 200 && first)
+            cr_expect_str_eq(b + strcspn(b, ","), first + strcspn(first, ","), "the same greedy answer");
+        free(b);
+    }
+    free(first);
+    cr_expect_eq(ok + busy, N);
+    cr_expect_geq(ok, 64, "%d answered", ok);
+    char *b;
+    int st3 = http(s.port, "GET", "/health", NULL, &b);
+    cr_expect_eq(st3, 200);
+    free(b);
+    cr_expect_eq(server_stop(&s), 0);
+}
+
+/* A client that asks for a large answer and never reads it holds one
+** connection, not the server: others are answered meanwhile, and memory
+** stays within the stated bound (docs/servers.md: the model and its passes,
+** plus per connection its body and its answer). */
+Test(serve_hostile, client_that_stops_reading, .fini = teardown)
+{
+    shell_setup("serve-stall");
+    struct server s;
+    server_start(&s, "");
+    struct lx_buf p = {0};
+    lx_buf_puts(&p, "{\"prompt\":[1");
+    for (int i = 1; i < 6000; i++)
+        lx_buf_printf(&p, ",%d", 300 + i % 200);
+    lx_buf_puts(&p, "],\"max_tokens\":0,\"echo\":true,\"logprobs\":20}");   /* about 3 MB of answer */
+    char head[256];
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", p.len);
+    int stalled[3];
+    for (int k = 0; k < 3; k++) {
+        stalled[k] = connect_to(s.port);
+        int small = 4096;   /* a tiny receive window: the answer cannot drain */
+        setsockopt(stalled[k], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        send_all(stalled[k], head, strlen(head));
+        send_all(stalled[k], p.s, p.len);
+    }
+    lx_buf_free(&p);
+    sleep(2);
+    for (int i = 0; i < 5; i++) {
+        char *b;
+        int st4 = http(s.port, "POST", "/v1/completions", "{\"prompt\":[1,403],\"max_tokens\":4,"
+                          "\"temperature\":0}", &b);
+        cr_expect_eq(st4, 200, "%s", b);
+        free(b);
+    }
+    long kb = peak_kb(s.pid);
+    cr_expect(kb > 0 && kb < 512 * 1024, "peak resident memory %ld kB", kb);
+    for (int k = 0; k < 3; k++)
+        close(stalled[k]);
+    cr_expect_eq(server_stop(&s), 0);
+}
+
+/* ---- a real third-party client --------------------------------------------------- */
+
+Test(serve_client, openai_sdk_for_node, .fini = teardown)
+{
+    shell_setup("serve-sdk");
+    struct server s;
+    server_start(&s, "--name stories260K");
+    write_file("text.txt", "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+               "park with her friends. One day, she saw a big red ball.");
+    char out[8192];
+    cr_assert_eq(sh(out, sizeof out, "$L score --model $R/../shared/models/stories260K/stories260K.bin --text "
+                    "text.txt --portable --length 256 > score.json"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "node $R/tests/node/openai_sdk.cjs %d stories260K score.json $R/build/node",
+                    s.port), 0, "%s", out);
+    cr_expect(strstr(out, "all checks hold"), "%s", out);
+    cr_expect_eq(server_stop(&s), 0);
+}
