@@ -234,9 +234,8 @@ static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct 
     struct ppl_run r = {.L = ctx->length, .train_len = ctx->train_len, .tk = lx_tok_or_byte(ctx->tok)};
     struct lx_ppl_plan pl = {0};
     struct lx_lm local;
-    int *stream = NULL;
     /* lenx windows segments of the text; a peer's tokenizer reads each document whole */
-    int rc = lx_corpus_tokens_as(&r.c, ppl_split(p), r.tk, p->protocol == PPL_LENX ? LX_ENC_SEGMENT : 0, err);
+    int *stream = NULL, rc = lx_corpus_tokens_as(&r.c, ppl_split(p), r.tk, p->protocol == PPL_LENX ? LX_ENC_SEGMENT : 0, err);
     if (rc == LX_OK)
         rc = unigram(&r, err);
     if (rc == LX_OK)
@@ -293,9 +292,8 @@ const struct lx_task lx_task_ppl = {
                "peer's windows (llama.cpp, Hugging Face strided, YaRN --truncate, LongLoRA)",
     .schema = LX_SCHEMA(ppl_rows, struct ppl_params, ppl_rules),
     .headline = "ppl,unigram_ppl",
-    .mode = LX_MODE_CAUSAL,
+    .mode = LX_MODE_CAUSAL, .lm_needs = LX_LM_LOGPROBS,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
-    .lm_needs = LX_LM_LOGPROBS,
     .split = ppl_split,
     .check = ppl_check,
     .run = ppl_run,

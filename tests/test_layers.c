@@ -8,6 +8,7 @@
 **   harness/engine/data/        core, tokenizers, data
 **   harness/engine/model/       core, kernels, tokenizers, data, model
 **   harness/engine/formats/     core, tokenizers, model, formats
+**   harness/engine/lm/          core, kernels, tokenizers, data, model, lm (what a task asks of a model)
 **   methods/                    core, methods/
 **   tasks/                      core, every engine room, tasks/
 **   results/                    core, results/
@@ -45,10 +46,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum layer { CORE, KERNELS, TOKENIZERS, DATA, MODEL, FORMATS, STRAY, METHODS, TASKS, RESULTS, SCALEOUT, SWEEP,
+enum layer { CORE, KERNELS, TOKENIZERS, DATA, MODEL, FORMATS, LM, STRAY, METHODS, TASKS, RESULTS, SCALEOUT, SWEEP,
              BACKENDS, CLI, COMMANDS, ENTRY, LOOSE, OTHER };
 
-static const char *const layer_names[] = {"core", "kernels", "tokenizers", "data", "model", "formats",
+static const char *const layer_names[] = {"core", "kernels", "tokenizers", "data", "model", "formats", "lm",
                                           "loose engine", "methods", "tasks", "results", "scaleout", "sweep",
                                           "backends", "cli", "commands", "entry", "loose application", "other"};
 
@@ -61,6 +62,7 @@ static enum layer layer_of(const char *path)
         {"harness/core/", CORE},       {"harness/engine/kernels/", KERNELS},
         {"harness/engine/tokenizers/", TOKENIZERS}, {"harness/engine/data/", DATA},
         {"harness/engine/model/", MODEL}, {"harness/engine/formats/", FORMATS},
+        {"harness/engine/lm/", LM},
         {"harness/engine/", STRAY},    {"methods/", METHODS},
         {"tasks/", TASKS},             {"results/", RESULTS},
         {"harness/scaleout/", SCALEOUT}, {"harness/sweep/", SWEEP},
@@ -75,7 +77,7 @@ static enum layer layer_of(const char *path)
 }
 
 #define BIT(l) (1u << (l))
-#define ENGINE (BIT(KERNELS) | BIT(TOKENIZERS) | BIT(DATA) | BIT(MODEL) | BIT(FORMATS))
+#define ENGINE (BIT(KERNELS) | BIT(TOKENIZERS) | BIT(DATA) | BIT(MODEL) | BIT(FORMATS) | BIT(LM))
 #define BELOW_APP (BIT(CORE) | ENGINE | BIT(METHODS) | BIT(TASKS) | BIT(RESULTS))
 
 /* May a file of layer `from` include a header of layer `to`? */
@@ -88,6 +90,7 @@ static int allowed(enum layer from, enum layer to)
         [DATA] = BIT(CORE) | BIT(TOKENIZERS) | BIT(DATA),
         [MODEL] = BIT(CORE) | BIT(KERNELS) | BIT(TOKENIZERS) | BIT(DATA) | BIT(MODEL),
         [FORMATS] = BIT(CORE) | BIT(TOKENIZERS) | BIT(MODEL) | BIT(FORMATS),
+        [LM] = BIT(CORE) | BIT(KERNELS) | BIT(TOKENIZERS) | BIT(DATA) | BIT(MODEL) | BIT(LM),
         [METHODS] = BIT(CORE) | BIT(METHODS),
         [TASKS] = BIT(CORE) | ENGINE | BIT(TASKS),
         [RESULTS] = BIT(CORE) | BIT(RESULTS),
@@ -284,6 +287,10 @@ Test(layers, the_rule_itself)
     cr_expect(!include_ok("harness/engine/model/model.c", "harness/engine/formats/checkpoint.h"));
     cr_expect(!include_ok("harness/engine/kernels/ops.c", "harness/engine/tokenizers/tokenizer.h"));
     cr_expect(!include_ok("harness/engine/model/train.c", "tasks/retrieval.h"));
+    cr_expect(include_ok("tasks/ppl.c", "harness/engine/lm/lm.h"));
+    cr_expect(include_ok("harness/engine/lm/lm.c", "harness/engine/model/decoding.h"));
+    cr_expect(!include_ok("harness/engine/model/model.c", "harness/engine/lm/lm.h"));
+    cr_expect(!include_ok("harness/engine/lm/server.c", "harness/sweep/grid.h"));
     cr_expect(!include_ok("harness/core/params.c", "harness/engine/model/model.h"));
     cr_expect(!include_ok("methods/yarn.c", "harness/engine/model/model.h"));
     cr_expect(!include_ok("methods/yarn.c", "tasks/task.h"));

@@ -111,6 +111,31 @@ static const char *base_name(const char *path)
     return s;
 }
 
+/* What /v1/models says of the model under "lenx": the served stack, the
+** length it was compiled for, the model's hashes, the numerics and the build. */
+static void describe(struct lx_buf *b, const struct lx_stack *st, const struct lx_spec *spec,
+                     const struct lx_ckpt_info *info, const struct lx_tokenizer *tk, const char *path, long L)
+{
+    struct lx_buf canon = {0}, sjson = {0};
+    char blas[256];
+    lx_stack_resolved(st, spec, &canon, &sjson);
+    lx_products_describe(blas, sizeof blas);
+    lx_buf_puts(b, "{\"methods\":");
+    lx_buf_json_str(b, lx_buf_str(&canon));
+    lx_buf_printf(b, ",\"methods_json\":%s,\"length\":%ld,\"train_len\":%ld,\"model_path\":",
+                  sjson.s ? sjson.s : "null", L, info->train_len);
+    lx_buf_json_str(b, path);
+    lx_buf_printf(b, ",\"model_key\":\"%s\",\"weights_sha256\":\"%s\",\"tokenizer_sha256\":\"%s\","
+                  "\"numerics\":\"%s\",\"kv_cache\":\"%s\",\"version\":\"%s\",\"commit\":\"%s\",\"blas\":",
+                  info->model_key, info->weights_sha256, lx_tok_or_byte(tk)->hash,
+                  lx_numerics_name(lx_numerics_get()), lx_kv_bf16_get() ? "bf16" : "fp32", LX_VERSION,
+                  lx_build_commit());
+    lx_buf_json_str(b, blas);
+    lx_buf_puts(b, "}");
+    lx_buf_free(&canon);
+    lx_buf_free(&sjson);
+}
+
 static int serve_run(const struct serve_cfg *o, struct lx_error *err)
 {
     char *path = NULL, name[256];
@@ -149,23 +174,7 @@ static int serve_run(const struct serve_cfg *o, struct lx_error *err)
     if (rc == LX_OK) {
         lx_lm_local(&lm, &m, &spec);
         snprintf(name, sizeof name, "%s", o->name ? o->name : base_name(path));
-        struct lx_buf canon = {0}, sjson = {0};
-        char blas[256];
-        lx_stack_resolved(&st, &spec, &canon, &sjson);
-        lx_products_describe(blas, sizeof blas);
-        lx_buf_puts(&infos, "{\"methods\":");
-        lx_buf_json_str(&infos, lx_buf_str(&canon));
-        lx_buf_printf(&infos, ",\"methods_json\":%s,\"length\":%ld,\"train_len\":%ld,\"model_path\":",
-                      sjson.s ? sjson.s : "null", L, info.train_len);
-        lx_buf_json_str(&infos, path);
-        lx_buf_printf(&infos, ",\"model_key\":\"%s\",\"weights_sha256\":\"%s\",\"tokenizer_sha256\":\"%s\","
-                      "\"numerics\":\"%s\",\"kv_cache\":\"%s\",\"version\":\"%s\",\"commit\":\"%s\",\"blas\":",
-                      info.model_key, info.weights_sha256, lx_tok_or_byte(tk)->hash,
-                      lx_numerics_name(lx_numerics_get()), lx_kv_bf16_get() ? "bf16" : "fp32", LX_VERSION,
-                      lx_build_commit());
-        lx_buf_json_str(&infos, blas);
-        lx_buf_puts(&infos, "}");
-        lx_buf_free(&canon), lx_buf_free(&sjson);
+        describe(&infos, &st, &spec, &info, tk, path, L);
     }
     struct lx_serve sv = {.lm = &lm, .tok = lx_tok_or_byte(tk), .name = name, .lim = {m.arch.vocab, max_len},
                           .length = L, .info = infos.s, .created = (long)time(NULL)};

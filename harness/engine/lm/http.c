@@ -65,6 +65,35 @@ static CURL *make_handle(struct xfer *x, struct curl_slist *hdr)
     return h;
 }
 
+/* A transfer that ended: its status, body or error; 0 when it is to be
+** tried again (queued in retry after its pause), 1 when it is done. */
+static int finished(CURLM *m, CURLMsg *msg, struct xfer *x, long *retry, long *n_retry)
+{
+    struct xfer *y;
+    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&y);
+    CURLcode res = msg->data.result;
+    long status = 0;
+    curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+    curl_multi_remove_handle(m, msg->easy_handle);
+    curl_easy_cleanup(msg->easy_handle);
+    y->h = NULL;
+    int failed = res != CURLE_OK || status >= 500;
+    if (y->too_long)
+        snprintf(y->r->error, sizeof y->r->error, "the answer has more than %ld bytes", y->o->max_resp);
+    else if (res != CURLE_OK)
+        snprintf(y->r->error, sizeof y->r->error, "%s", curl_easy_strerror(res));
+    else
+        y->r->error[0] = '\0';
+    y->r->status = res == CURLE_OK && !y->too_long ? status : 0;
+    if (failed && !y->too_long && y->r->tries <= y->o->retries) {
+        lx_buf_free(&y->r->resp);
+        y->not_before = now() + 0.5 * (double)(1L << (y->r->tries - 1 < 6 ? y->r->tries - 1 : 6));
+        retry[(*n_retry)++] = y - x;
+        return 0;
+    }
+    return 1;
+}
+
 int lx_http_run(struct lx_http_req *reqs, long n, const struct lx_http_opts *o, struct lx_error *err)
 {
     pthread_once(&once, global_init);
@@ -95,6 +124,8 @@ int lx_http_run(struct lx_http_req *reqs, long n, const struct lx_http_opts *o, 
             retry[k] = retry[--n_retry];
             if ((y->h = make_handle(y, hdr)))
                 curl_multi_add_handle(m, y->h), running++, y->r->tries++;
+            else
+                done++;     /* its last answer (or error) stands */
         }
         while (next < n && running < o->concurrency) {
             struct xfer *y = &x[next++];
@@ -109,34 +140,12 @@ int lx_http_run(struct lx_http_req *reqs, long n, const struct lx_http_opts *o, 
         curl_multi_perform(m, &still);
         CURLMsg *msg;
         int left;
-        while ((msg = curl_multi_info_read(m, &left))) {
-            if (msg->msg != CURLMSG_DONE)
-                continue;
-            struct xfer *y;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&y);
-            CURLcode res = msg->data.result;
-            long status = 0;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
-            curl_multi_remove_handle(m, msg->easy_handle);
-            curl_easy_cleanup(msg->easy_handle);
-            y->h = NULL;
-            running--;
-            int failed = res != CURLE_OK || status >= 500;
-            if (y->too_long)
-                snprintf(y->r->error, sizeof y->r->error, "the answer has more than %ld bytes", o->max_resp);
-            else if (res != CURLE_OK)
-                snprintf(y->r->error, sizeof y->r->error, "%s", curl_easy_strerror(res));
-            else
-                y->r->error[0] = '\0';
-            y->r->status = res == CURLE_OK && !y->too_long ? status : 0;
-            if (failed && !y->too_long && y->r->tries <= o->retries) {
-                lx_buf_free(&y->r->resp);
-                y->not_before = now() + 0.5 * (double)(1L << (y->r->tries - 1 < 6 ? y->r->tries - 1 : 6));
-                retry[n_retry++] = y - x;
-                continue;
+        while ((msg = curl_multi_info_read(m, &left)))
+            if (msg->msg == CURLMSG_DONE) {
+                running--;
+                if (finished(m, msg, x, retry, &n_retry))
+                    done++;
             }
-            done++;
-        }
         if (done < n)
             curl_multi_poll(m, NULL, 0, running ? 100 : 50, NULL);
     }
