@@ -120,6 +120,13 @@ Test(fuzz_regress, safetensors, .timeout = 300)
 Test(fuzz_regress, tokenizer_bin, .timeout = 300) { expect_every_seed("tokenizer_bin", lx_fuzz_feed_tokenizer_bin); }
 Test(fuzz_regress, report, .timeout = 300) { expect_every_seed("report", lx_fuzz_feed_report); }
 Test(fuzz_regress, serve, .timeout = 300) { expect_every_seed("serve", lx_fuzz_feed_serve); }
+/* The GGUF seeds: tiny.gguf (tests/ref/gguf/tiny_gguf.py) parses; the head of a real file does not. */
+Test(fuzz_regress, gguf, .timeout = 300)
+{
+    int n_seeds;
+    int parsed = replay_target("gguf", lx_fuzz_feed_gguf, &n_seeds);
+    cr_expect_eq(parsed, n_seeds - 1, "%d of %d seeds parsed", parsed, n_seeds);
+}
 Test(fuzz_regress, tokenizer_json, .timeout = 300) { expect_every_seed("tokenizer_json", lx_fuzz_feed_tokenizer_json); }
 Test(fuzz_regress, encode, .timeout = 300) { expect_every_seed("encode", lx_fuzz_feed_encode); }
 

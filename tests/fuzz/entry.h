@@ -71,6 +71,11 @@ int lx_fuzz_feed_slurm(const uint8_t *data, size_t n, struct lx_error *err);
 ** string that escapes it. Always LX_OK otherwise. */
 int lx_fuzz_feed_report(const uint8_t *data, size_t n, struct lx_error *err);
 
+/* Bytes as a GGUF file -> lx_gguf_parse (every tensor's first and last byte
+** read, every key looked up), then lx_model_load from a scratch file: the
+** container's checks and the model's. */
+int lx_fuzz_feed_gguf(const uint8_t *data, size_t n, struct lx_error *err);
+
 /* Bytes as a request to `lenx serve` -> the request parsers
 ** (harness/backends/openai.c), then the whole answer (lx_serve_handle) on a
 ** tiny random byte-level model: the first byte picks the endpoint, the rest

@@ -112,3 +112,13 @@ int lx_ckpt_check_tokenizer(long vocab, const struct lx_tokenizer *tk, const cha
         return lx_err(err, LX_EINVAL, "%s: %s", who, sub.msg);
     return LX_OK;
 }
+
+void lx_model_hold_map(struct lx_model *m, const struct lx_arch *a, struct lx_held *held, const unsigned char *bytes,
+                       size_t n)
+{
+    held->maps = lx_xmalloc(sizeof *held->maps);
+    held->map_len = lx_xmalloc(sizeof *held->map_len);
+    held->owned = lx_xcalloc(1, sizeof *held->owned);
+    held->maps[0] = (void *)bytes, held->map_len[0] = n, held->n_maps = 1;
+    lx_model_hold(m, a, held);
+}

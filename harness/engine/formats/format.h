@@ -55,6 +55,12 @@ struct lx_model_format {
     int (*load)(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err);
 };
 
+/* For loaders that use one file's mapping (bytes, n) in place: m holds
+** arch a with its tensors where held->t says, and takes the mapping. */
+struct lx_held;
+void lx_model_hold_map(struct lx_model *m, const struct lx_arch *a, struct lx_held *held, const unsigned char *bytes,
+                       size_t n);
+
 /* For loaders of other formats: info's format and dtype set, the strings lenx
 ** checkpoints carry made empty ("" key, "{}" training, no stack yet). */
 void lx_ckpt_info_native(struct lx_ckpt_info *info, const char *format, const char *dtype);

@@ -172,11 +172,7 @@ static void hold_weights(struct lx_model *m, const struct lx_arch *a, const stru
     c.p += sizeof(float) * (size_t)h->seq_len * (size_t)a->d_head;   /* freq_cis_real, freq_cis_imag */
     if (h->vocab < 0)
         at(&c, 0, "lm_head.weight", V * C);
-    held->maps = lx_xmalloc(sizeof *held->maps);
-    held->map_len = lx_xmalloc(sizeof *held->map_len);
-    held->owned = lx_xcalloc(1, sizeof *held->owned);
-    held->maps[0] = (void *)bytes, held->map_len[0] = n, held->n_maps = 1;
-    lx_model_hold(m, a, held);
+    lx_model_hold_map(m, a, held, bytes, n);
     free(ti);
 }
 

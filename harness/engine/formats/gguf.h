@@ -1,0 +1,91 @@
+/*
+** harness/engine/formats/gguf.h - the GGUF container (llama.cpp's model files):
+** its header, metadata and tensor table, read from a mapped file and checked
+** before anything is used (docs/checkpoints.md#gguf).
+**
+** The file, little-endian, versions 2 and 3:
+**
+**     magic "GGUF", u32 version, u64 n_tensors, u64 n_kv,
+**     n_kv x (string key, u32 type, value),
+**     n_tensors x (string name, u32 n_dims, n_dims x u64 ne, u32 type, u64 offset),
+**     padding to general.alignment (32 unless set), then the tensor data;
+**
+** a string is a u64 length and its bytes; a value is a scalar of its type,
+** a string, or an array (u32 element type, u64 count, the elements). Every
+** length, count and offset is checked against the bytes that are there, and
+** every size product against overflow; an error names the file and the field
+** (the key, or the tensor and what about it is wrong).
+*/
+#ifndef LX_GGUF_H
+#define LX_GGUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/core/lx.h"
+
+enum lx_gguf_vtype {
+    LX_GGUF_U8, LX_GGUF_I8, LX_GGUF_U16, LX_GGUF_I16, LX_GGUF_U32, LX_GGUF_I32, LX_GGUF_F32, LX_GGUF_BOOL,
+    LX_GGUF_STRING, LX_GGUF_ARRAY, LX_GGUF_U64, LX_GGUF_I64, LX_GGUF_F64, LX_GGUF_NVTYPES
+};
+
+/* Tensor types lenx knows the layout of (ggml's numbering). */
+enum lx_gguf_ttype {
+    LX_GGML_F32 = 0, LX_GGML_F16 = 1, LX_GGML_Q4_0 = 2, LX_GGML_Q8_0 = 8, LX_GGML_Q4_K = 12, LX_GGML_Q5_K = 13,
+    LX_GGML_Q6_K = 14, LX_GGML_BF16 = 30,
+};
+
+struct lx_gguf_kv {
+    const char *key;            /* NUL-terminated copy */
+    enum lx_gguf_vtype type;
+    union {
+        uint64_t u;
+        int64_t i;
+        double f;
+    } v;                        /* a scalar (bool as u) */
+    const char *str;            /* a string: its bytes in the mapping (not NUL-terminated) */
+    uint64_t str_len;
+    enum lx_gguf_vtype arr_type;    /* an array: its elements' type, count and first byte */
+    uint64_t arr_n;
+    const unsigned char *arr;
+};
+
+struct lx_gguf_tensor {
+    const char *name;           /* NUL-terminated copy */
+    int n_dims;
+    uint64_t ne[4];             /* ne[0] varies fastest: a (rows, cols) matrix has ne = {cols, rows} */
+    int type;                   /* enum lx_gguf_ttype */
+    uint64_t n_elems, bytes;
+    const unsigned char *data;  /* in the mapping */
+};
+
+struct lx_gguf {
+    const char *name;           /* the file, for messages */
+    const unsigned char *bytes; /* the whole file */
+    size_t size;
+    uint32_t version;
+    struct lx_gguf_kv *kv;
+    long n_kv;
+    struct lx_gguf_tensor *t;
+    long n_t;
+    uint64_t alignment;
+    char *strings;              /* the keys' and names' NUL-terminated copies */
+};
+
+/* Parse n bytes (kept by the caller while g is used); name is for messages. */
+int lx_gguf_parse(struct lx_gguf *g, const unsigned char *bytes, size_t n, const char *name, struct lx_error *err);
+void lx_gguf_release(struct lx_gguf *g);
+/* The tensor types' names ("F32", "Q4_K"), NULL for a type lenx does not know. */
+const char *lx_gguf_ttype_name(int type);
+
+const struct lx_gguf_kv *lx_gguf_find(const struct lx_gguf *g, const char *key);
+const struct lx_gguf_tensor *lx_gguf_tensor(const struct lx_gguf *g, const char *name);
+/* A key's value as an integer (any integer type) or a number (also floats);
+** LX_EINVAL naming the file and key when absent (required) or of another kind.
+** *out is left as is when the key is absent and not required. */
+int lx_gguf_get_int(const struct lx_gguf *g, const char *key, int required, int64_t *out, struct lx_error *err);
+int lx_gguf_get_num(const struct lx_gguf *g, const char *key, int required, double *out, struct lx_error *err);
+/* A string key into out (n bytes, NUL-terminated, cut); "" when absent. */
+void lx_gguf_get_str(const struct lx_gguf *g, const char *key, char *out, size_t n);
+
+#endif

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# tests/ref/gguf/make.sh - the GGUF files of stories260K under tests/ref/gguf/ and llama.cpp's
+# perplexity on text.txt for each, made with llama.cpp's own tools. Not run by the test suite
+# (which must not need llama.cpp): run by hand, with LLAMA_BIN naming the bin/ directory of a
+# llama.cpp build made outside the repository from its source. The files committed here were
+# made with llama.cpp commit 34af94cd9ab277632e27caeec2d41de2fd091b31 (ggml 0.20.1):
+#   cmake -B build -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF && cmake --build build -j2
+# Usage: LLAMA_BIN=/path/to/llama.cpp/build/bin tests/ref/gguf/make.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+bin=${LLAMA_BIN:?set LLAMA_BIN to the bin directory of a llama.cpp build}
+src=../../../../shared/models/stories260K
+"$bin/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$src/tok512.bin" \
+    --llama2c-model "$src/stories260K.bin" --llama2c-output-model stories260K-f32.gguf >/dev/null 2>&1
+# F16 and BF16 only: stories260K's MLP rows of 172 are not whole 32-element blocks, so llama.cpp
+# cannot quantize it (Q8_0, Q4_K ... need a model of other widths)
+for t in F16 BF16; do
+    "$bin/llama-quantize" stories260K-f32.gguf "stories260K-$(echo $t | tr A-Z a-z).gguf" $t >/dev/null 2>&1
+done
+# llama.cpp's perplexity on text.txt, 128-token chunks (the converter writes context_length 128)
+: > llamacpp-ppl.tsv
+for f in stories260K-*.gguf; do
+    ppl=$("$bin/llama-perplexity" -m "$f" -f text.txt -c 128 -b 128 -t 1 2>&1 | sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
+    printf '%s\t%s\n' "$f" "$ppl" >> llamacpp-ppl.tsv
+done
+sha256sum stories260K-*.gguf > SHA256SUMS

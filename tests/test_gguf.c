@@ -1,0 +1,185 @@
+/*
+** tests/test_gguf.c - llama.cpp's GGUF files (harness/engine/formats/gguf.c,
+** gguf_model.c): stories260K converted by llama.cpp's own tools
+** (tests/ref/gguf/make.sh) gives the llama2.c file's NLLs bit for bit in F32
+** and llama.cpp's perplexity in F32, F16 and BF16; hostile containers are
+** refused naming the file and the field.
+*/
+#define _GNU_SOURCE     /* memmem */
+#include <math.h>
+
+#include "tests/shell.h"
+
+#include "harness/engine/formats/gguf.h"
+
+/* ---- the real files ------------------------------------------------------------- */
+
+/* The "nll" list of a `lenx score` JSON (from its opening bracket). */
+static const char *nll_list(const char *json)
+{
+    const char *p = strstr(json, "\"nll\": [");
+    cr_assert_not_null(p, "%s", json);
+    return p;
+}
+
+Test(gguf, f32_is_the_llama2c_file, .fini = teardown)
+{
+    shell_setup("gguf");
+    static char a[1 << 16], b[1 << 16];
+    const char *text = "$R/tests/ref/gguf/text.txt", *tok = "$R/../shared/models/stories260K/tok512.bin";
+    cr_assert_eq(sh(a, sizeof a, "$L score --model $R/tests/ref/gguf/stories260K-f32.gguf --tokenizer %s --text %s "
+                    "--length 128 --portable", tok, text), 0, "%s", a);
+    cr_assert_eq(sh(b, sizeof b, "$L score --model $R/../shared/models/stories260K/stories260K.bin --text %s "
+                    "--length 128 --portable", text), 0, "%s", b);
+    /* the same weights in the same order of products: the same bits (the acceptance asks 1e-6) */
+    cr_expect_str_eq(nll_list(a), nll_list(b));
+    char out[8192];
+    cr_assert_eq(sh(out, sizeof out, "$L show model $R/tests/ref/gguf/stories260K-bf16.gguf"), 0, "%s", out);
+    cr_expect(strstr(out, "\"format\": \"gguf\"") && strstr(out, "\"dtype\": \"BF16\"") &&
+              strstr(out, "\"layout\":\"interleaved\"") && strstr(out, "\"kv_heads\": 4"), "%s", out);
+}
+
+/* llama.cpp's own perplexity (llama-perplexity -c 128, tests/ref/gguf/llamacpp-ppl.tsv, printed to four
+** decimals: +-5e-5) against the llamacpp protocol of ppl on the same text. F32 and F16: 1e-4 relative plus
+** that rounding. BF16: 3e-4, because llama.cpp rounds the activations to bf16 for its BF16 products
+** (ggml's BF16 dot product takes two bf16 vectors) while lenx multiplies the bf16 weights with fp32
+** activations; measured 1.9e-4. */
+Test(gguf, perplexity_as_llama_cpp_prints_it, .fini = teardown)
+{
+    shell_setup("gguf-ppl");
+    static const struct {
+        const char *type;
+        double tol;
+    } files[] = {{"f32", 1e-4}, {"f16", 1e-4}, {"bf16", 3e-4}};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char out[8192], want[64];
+        cr_assert_eq(sh(want, sizeof want, "awk -F'\\t' '$1 == \"stories260K-%s.gguf\" {print $2}' "
+                        "$R/tests/ref/gguf/llamacpp-ppl.tsv", files[i].type), 0);
+        double ref = atof(want);
+        cr_assert_gt(ref, 1.0, "no reference for %s", files[i].type);
+        char yaml[1024], file[32];
+        snprintf(yaml, sizeof yaml, "name: g\nnumerics: portable\nmodels:\n  s:\n    checkpoint: %s/tests/ref/gguf/"
+                 "stories260K-%s.gguf\n    tokenizer: %s/../shared/models/stories260K/tok512.bin\nmethods:\n"
+                 "  - [{rope: {layout: interleaved}}]\ntasks:\n  - ppl: {protocol: llamacpp, data: %s/tests/ref/gguf/"
+                 "text.txt}\nlengths: [128]\n", getenv("LENX_ROOT"), files[i].type, getenv("LENX_ROOT"),
+                 getenv("LENX_ROOT"));
+        snprintf(file, sizeof file, "%s.yaml", files[i].type);
+        write_file(file, yaml);
+        cr_assert_eq(sh(out, sizeof out, "$L run %s.yaml --db %s.db --quiet --no-table", files[i].type, files[i].type),
+                     0, "%s", out);
+        char db[32];
+        snprintf(db, sizeof db, "%s.db", files[i].type);
+        char got[64];
+        sql_text(got, sizeof got, db, "SELECT printf('%.9f', value) FROM metrics WHERE name = 'ppl'");
+        cr_expect_eq(sql_long(db, "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+        double ppl = atof(got), rel = fabs(ppl - ref) / ref, bound = files[i].tol + 5e-5 / ref;
+        cr_expect(rel <= bound, "%s: lenx %.7f, llama.cpp %.4f: %.2g relative, more than %.2g", files[i].type, ppl, ref,
+                  rel, bound);
+    }
+}
+
+/* ---- hostile containers ---------------------------------------------------------- */
+
+static unsigned char *tiny(size_t *n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/fuzz/corpus/gguf/tiny.gguf", getenv("LENX_ROOT"));
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    static unsigned char buf[4096];
+    *n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    unsigned char *copy = malloc(*n);
+    memcpy(copy, buf, *n);
+    return copy;
+}
+
+/* Parse b (n bytes): must fail with a message naming the file and saying `says`. */
+static void refused(const unsigned char *b, size_t n, const char *says)
+{
+    struct lx_gguf g;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_gguf_parse(&g, b, n, "hostile.gguf", &err), LX_EINVAL, "accepted (%s)", says);
+    cr_expect(strstr(err.msg, "hostile.gguf") && strstr(err.msg, says), "'%s' does not say '%s'", err.msg, says);
+}
+
+/* Where the bytes `what` begin in b. */
+static size_t at(const unsigned char *b, size_t n, const char *what)
+{
+    const unsigned char *p = memmem(b, n, what, strlen(what));
+    cr_assert_not_null(p, "%s", what);
+    return (size_t)(p - b);
+}
+
+Test(gguf, hostile_containers)
+{
+    size_t n;
+    unsigned char *b = tiny(&n);
+    struct lx_gguf g;
+    struct lx_error err;
+    cr_assert_eq(lx_gguf_parse(&g, b, n, "tiny.gguf", &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(g.n_t, 3);
+    cr_expect_eq(g.n_kv, 9);
+    int64_t i = 0;
+    cr_expect(lx_gguf_get_int(&g, "general.big", 1, &i, &err) == LX_OK && i == -5);
+    double f = 0;
+    cr_expect(lx_gguf_get_num(&g, "llama.rope.freq_base", 1, &f, &err) == LX_OK && f == 10000.0);
+    cr_expect_eq(lx_gguf_tensor(&g, "b.weight")->type, LX_GGML_F16);
+    cr_expect_eq(lx_gguf_get_int(&g, "llama.nothing", 1, &i, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "'llama.nothing' is missing"), "%s", err.msg);
+    size_t end = (size_t)(g.t[2].data - b) + g.t[2].bytes;     /* the last tensor's last byte: padding may go */
+    lx_gguf_release(&g);
+    /* every truncation refused, none read past the end (the fuzz target runs this under ASan) */
+    for (size_t k = 0; k < end; k += 7)
+        refused(b, k, k < 4 ? "the magic" : "");
+    unsigned char *c = malloc(n);
+#define PATCH(off, val, sz) (memcpy(c, b, n), memcpy(c + (off), &(val), (sz)))
+    uint32_t one = 1;
+    PATCH(4, one, 4);
+    refused(c, n, "GGUF version 1");
+    size_t a = at(b, n, "a.weight") + 8;    /* n_dims, ne[0], ne[1], type, offset */
+    uint32_t t99 = 99;
+    PATCH(a + 4 + 16, t99, 4);
+    refused(c, n, "type 99, which lenx does not read");
+    uint64_t huge = 1ULL << 41;
+    PATCH(a + 4, huge, 8);
+    refused(c, n, "dimension 0 is 2199023255552");
+    uint64_t far = 1ULL << 40;
+    PATCH(a + 4 + 16 + 4, far, 8);
+    refused(c, n, "ends past the end of the file");
+    uint64_t odd = 3;
+    PATCH(a + 4 + 16 + 4, odd, 8);
+    refused(c, n, "not a multiple of the alignment");
+    size_t key = at(b, n, "general.architecture") - 8;
+    PATCH(key, huge, 8);
+    refused(c, n, "longer than the");
+    size_t arr = at(b, n, "tokenizer.ggml.scores") + strlen("tokenizer.ggml.scores") + 4;
+    uint32_t nested = LX_GGUF_ARRAY;
+    PATCH(arr, nested, 4);
+    refused(c, n, "an array of arrays");
+    uint64_t many = 1ULL << 60;
+    PATCH(arr + 4, many, 8);
+    refused(c, n, "claims 1152921504606846976 elements");
+    uint32_t vt = 77;
+    PATCH(at(b, n, "general.flag") + 12, vt, 4);
+    refused(c, n, "value type 77");
+    memcpy(c, b, n);
+    memcpy(c + at(b, n, "c.weight"), "a.weight", 8);
+    refused(c, n, "tensor 'a.weight' is in the file twice");
+#undef PATCH
+    free(c);
+    free(b);
+}
+
+Test(gguf, a_truncated_model_names_the_tensor, .fini = teardown)
+{
+    shell_setup("gguf-cut");
+    char out[8192];
+    cr_assert_eq(sh(out, sizeof out, "head -c 900000 $R/tests/ref/gguf/stories260K-f32.gguf > cut.gguf && "
+                    "$L show model cut.gguf"), 2, "%s", out);
+    cr_expect(exists("cut.gguf"));
+    cr_expect(strstr(out, "cut.gguf: tensor 'blk.") && strstr(out, "ends past the end of the file"), "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L score --model $R/tests/ref/gguf/stories260K-f32.gguf --text "
+                    "$R/tests/ref/gguf/text.txt"), 2, "%s", out);
+    cr_expect(strstr(out, "tokenizer"), "a 512-token model without its tokenizer is refused: %s", out);
+}
