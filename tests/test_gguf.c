@@ -179,7 +179,24 @@ Test(gguf, a_truncated_model_names_the_tensor, .fini = teardown)
                     "$L show model cut.gguf"), 2, "%s", out);
     cr_expect(exists("cut.gguf"));
     cr_expect(strstr(out, "cut.gguf: tensor 'blk.") && strstr(out, "ends past the end of the file"), "%s", out);
-    cr_assert_eq(sh(out, sizeof out, "$L score --model $R/tests/ref/gguf/stories260K-f32.gguf --text "
-                    "$R/tests/ref/gguf/text.txt"), 2, "%s", out);
-    cr_expect(strstr(out, "tokenizer"), "a 512-token model without its tokenizer is refused: %s", out);
+}
+
+/* The tokenizer inside the file (tokenizers/tok_gguf.c): llama.cpp's llama-tokenize ids of text.txt
+** (tests/ref/gguf/text.ids), and what `score` finds without --tokenizer. */
+Test(gguf, its_own_tokenizer, .fini = teardown)
+{
+    shell_setup("gguf-tok");
+    static char out[1 << 16], ref[1 << 16];
+    cr_assert_eq(sh(out, sizeof out, "$L tokenize --tokenizer $R/tests/ref/gguf/stories260K-f16.gguf --text "
+                    "$R/tests/ref/gguf/text.txt | tr -d ' \n'"), 0, "%s", out);
+    cr_assert_eq(sh(ref, sizeof ref, "tr -d ' \n' < $R/tests/ref/gguf/text.ids"), 0);
+    cr_expect_gt(strlen(ref), 1000);
+    cr_expect_str_eq(out, ref);
+    static char a[1 << 16], b[1 << 16];
+    cr_assert_eq(sh(a, sizeof a, "$L score --model $R/tests/ref/gguf/stories260K-f32.gguf --text "
+                    "$R/tests/ref/gguf/text.txt --length 128 --portable"), 0, "%s", a);
+    cr_assert_eq(sh(b, sizeof b, "$L score --model $R/../shared/models/stories260K/stories260K.bin --text "
+                    "$R/tests/ref/gguf/text.txt --length 128 --portable"), 0, "%s", b);
+    cr_expect_str_eq(nll_list(a), nll_list(b));
+    cr_expect(strstr(a, "\"tokenizer\": \"") && strstr(a, "stories260K-f32.gguf\",\n  \"tokenizer_sha256\""), "%s", a);
 }

@@ -207,6 +207,9 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
         info->train_len = train_len;
         info->kv_heads = lx_arch_kv(&a);
         info->tied = a.tie_head;
+        char tk[32];    /* its own tokenizer, read from the file itself (tokenizers/tok_gguf.c) */
+        lx_gguf_get_str(&g, "tokenizer.ggml.model", tk, sizeof tk);
+        info->tokenizer = strcmp(tk, "llama") == 0 ? lx_xstrdup(path) : NULL;
         if (lx_hashcache_file_sha256(path, n, info->sha256) < 0)
             rc = lx_err(err, LX_EIO, "%s: the file changed while it was loaded (it is no longer %zu bytes)\n"
                         "  hint: load it again once nothing writes it", path, n);

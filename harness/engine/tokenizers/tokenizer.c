@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "harness/core/hash.h"
+#include "harness/core/hashcache.h"
 #include "harness/engine/tokenizers/kinds.h"
 
 /* A tokenizer file larger than this is not one (Qwen3's is 11 MB). */
@@ -160,9 +161,20 @@ int lx_tokenizer_open(struct lx_tokenizer **out, const char *path, struct lx_err
     char file[4096];
     int rc = resolve_path(path, file, sizeof file, err);
     unsigned char *bytes = NULL;
+    const unsigned char *mapped = NULL;
+    size_t n_mapped = 0;
     long n = 0;
-    if (rc == LX_OK)
+    char magic[4] = {0};
+    FILE *fp = rc == LX_OK ? fopen(file, "rb") : NULL;
+    int gguf = fp && fread(magic, 1, 4, fp) == 4 && memcmp(magic, "GGUF", 4) == 0;
+    if (fp)
+        fclose(fp);
+    if (rc == LX_OK && gguf) {  /* a model file (GBs): mapped, not read; its tokenizer is a small part of it */
+        rc = lx_map_file(file, &mapped, &n_mapped, err);
+        bytes = (unsigned char *)mapped, n = (long)n_mapped;
+    } else if (rc == LX_OK) {
         rc = lx_read_file(file, &bytes, &n, LX_TOK_MAX_BYTES, err);
+    }
     if (rc < 0)
         return rc;
     struct lx_tokenizer *t = lx_xcalloc(1, sizeof *t);
@@ -172,8 +184,11 @@ int lx_tokenizer_open(struct lx_tokenizer **out, const char *path, struct lx_err
     rc = kind ? kind->open(t, bytes, n, err)
               : lx_err(err, LX_EINVAL, "%s: not a tokenizer file of any kind lenx reads\n  hint: a tokenizer is a "
                        "tokenizer.json or a llama2.c tokenizer.bin", file);
-    if (rc == LX_OK) {
+    if (rc == LX_OK && gguf && lx_hashcache_file_sha256(file, n_mapped, t->hash) < 0)
+        rc = lx_err(err, LX_EIO, "%s: the file changed while its tokenizer was read", file);
+    else if (rc == LX_OK && !gguf)
         lx_sha256_hex_bytes(bytes, (size_t)n, t->hash);
+    if (rc == LX_OK) {
         size_t len;
         for (int32_t id = 0; id < t->n_vocab; id++)
             if (t->ops->piece(t, id, &len) && (long)len > t->max_piece)
@@ -182,7 +197,10 @@ int lx_tokenizer_open(struct lx_tokenizer **out, const char *path, struct lx_err
     } else {
         lx_tokenizer_free(t);
     }
-    free(bytes);
+    if (gguf)
+        lx_unmap_file(mapped, n_mapped);
+    else
+        free(bytes);
     return rc;
 }
 

@@ -23,4 +23,6 @@ for f in stories260K-*.gguf; do
     ppl=$("$bin/llama-perplexity" -m "$f" -f text.txt -c 128 -b 128 -t 1 2>&1 | sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
     printf '%s\t%s\n' "$f" "$ppl" >> llamacpp-ppl.tsv
 done
+# llama.cpp's token ids of text.txt under the file's own tokenizer (BOS first, as llama-tokenize adds it)
+"$bin/llama-tokenize" -m stories260K-f32.gguf -f text.txt --ids --log-disable 2>/dev/null > text.ids
 sha256sum stories260K-*.gguf > SHA256SUMS
