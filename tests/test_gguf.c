@@ -1,5 +1,5 @@
 /*
-** tests/test_gguf.c - llama.cpp's GGUF files (harness/engine/formats/gguf.c,
+** tests/test_gguf.c - llama.cpp's GGUF files (harness/core/gguf.c,
 ** gguf_model.c): stories260K converted by llama.cpp's own tools
 ** (tests/ref/gguf/make.sh) gives the llama2.c file's NLLs bit for bit in F32
 ** and llama.cpp's perplexity in F32, F16 and BF16; hostile containers are
@@ -10,7 +10,7 @@
 
 #include "tests/shell.h"
 
-#include "harness/engine/formats/gguf.h"
+#include "harness/core/gguf.h"
 
 /* ---- the real files ------------------------------------------------------------- */
 

@@ -12,7 +12,7 @@
 #include "harness/backends/serve.h"
 #include "harness/core/json.h"
 #include "harness/engine/formats/checkpoint.h"
-#include "harness/engine/formats/gguf.h"
+#include "harness/core/gguf.h"
 #include "harness/engine/model/model.h"
 #include "harness/engine/formats/safetensors.h"
 #include "harness/engine/tokenizers/tok_hf.h"

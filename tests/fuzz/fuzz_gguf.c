@@ -1,7 +1,7 @@
 /*
 ** tests/fuzz/fuzz_gguf.c - libFuzzer target: random bytes as a GGUF file ->
 ** the container reader and the model loader (tests/fuzz/entry.h,
-** harness/engine/formats/gguf.h). Aborts when a tensor's data lies outside
+** harness/core/gguf.h). Aborts when a tensor's data lies outside
 ** the file, a name does not find its tensor, or a refusal has no message.
 ** Built and run by `make fuzz`, with the seed corpus tests/fuzz/corpus/gguf/
 ** and the dictionary tests/fuzz/gguf.dict.

@@ -33,7 +33,7 @@
 #include "harness/core/half.h"
 #include "harness/core/mapguard.h"
 #include "harness/engine/formats/format.h"
-#include "harness/engine/formats/gguf.h"
+#include "harness/core/gguf.h"
 #include "harness/engine/model/arch.h"
 
 /* The arch from the metadata: LX_EINVAL naming the file and key. */

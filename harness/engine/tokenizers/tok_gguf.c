@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/formats/gguf.h"
+#include "harness/core/gguf.h"
 #include "harness/engine/tokenizers/tok_common.h"
 
 extern const struct lx_tok_kind lx_tok_kind_llama2c;

@@ -1,7 +1,7 @@
 /*
-** harness/engine/formats/gguf.c - reading the GGUF container (see gguf.h).
+** harness/core/gguf.c - reading the GGUF container (see gguf.h).
 */
-#include "harness/engine/formats/gguf.h"
+#include "harness/core/gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
-** harness/engine/formats/gguf.h - the GGUF container (llama.cpp's model files):
+** harness/core/gguf.h - the GGUF container (llama.cpp's model files):
 ** its header, metadata and tensor table, read from a mapped file and checked
 ** before anything is used (docs/checkpoints.md#gguf).
 **
