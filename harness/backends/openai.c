@@ -49,8 +49,13 @@ static int parse_object(struct lx_json **doc, const struct lx_jv **root, const c
                         struct lx_oai_err *e)
 {
     struct lx_error err;
-    if (lx_json_parse(doc, body, n, "request", &err) < 0)
-        return lx_oai_fail(e, 400, "", "the body is not JSON: %s", err.msg);
+    if (lx_json_parse(doc, body, n, "request", &err) < 0) {
+        char *hint = strstr(err.msg, "\n  hint:");     /* the parser's hint is about files */
+        if (hint)
+            *hint = '\0';
+        return lx_oai_fail(e, 400, "", "the body is not JSON: %s\n  hint: send one JSON object, UTF-8, with "
+                           "Content-Type: application/json", err.msg);
+    }
     *root = lx_json_root(*doc);
     enum lx_json_type t = lx_json_type(*root);
     if (t != LX_JSON_OBJECT) {
