@@ -11,6 +11,7 @@
 #include "tests/shell.h"
 
 #include "harness/core/gguf.h"
+#include "harness/core/half.h"
 
 /* ---- the real files ------------------------------------------------------------- */
 
@@ -43,23 +44,26 @@ Test(gguf, f32_is_the_llama2c_file, .fini = teardown)
 ** decimals: +-5e-5) against the llamacpp protocol of ppl on the same text. F32 and F16: 1e-4 relative plus
 ** that rounding. BF16: 3e-4, because llama.cpp rounds the activations to bf16 for its BF16 products
 ** (ggml's BF16 dot product takes two bf16 vectors) while lenx multiplies the bf16 weights with fp32
-** activations; measured 1.9e-4. */
+** activations; measured 1.9e-4. Q8_0: 5e-4, because llama.cpp quantizes the activations too (to 8 bits
+** per block of 32, an error of up to 1/254 of the block's largest value) while lenx dequantizes the
+** weights exactly and keeps fp32 activations; measured 7.1e-5 (and the random model's F32 file 1.0e-6). */
 Test(gguf, perplexity_as_llama_cpp_prints_it, .fini = teardown)
 {
     shell_setup("gguf-ppl");
     static const struct {
         const char *type;
         double tol;
-    } files[] = {{"f32", 1e-4}, {"f16", 1e-4}, {"bf16", 3e-4}};
+    } files[] = {{"stories260K-f32", 1e-4}, {"stories260K-f16", 1e-4}, {"stories260K-bf16", 3e-4},
+                 {"random-f32", 1e-4}, {"random-q8_0", 5e-4}};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char out[8192], want[64];
-        cr_assert_eq(sh(want, sizeof want, "awk -F'\\t' '$1 == \"stories260K-%s.gguf\" {print $2}' "
+        cr_assert_eq(sh(want, sizeof want, "awk -F'\\t' '$1 == \"%s.gguf\" {print $2}' "
                         "$R/tests/ref/gguf/llamacpp-ppl.tsv", files[i].type), 0);
         double ref = atof(want);
         cr_assert_gt(ref, 1.0, "no reference for %s", files[i].type);
-        char yaml[1024], file[32];
+        char yaml[1024], file[64];
         snprintf(yaml, sizeof yaml, "name: g\nnumerics: portable\nmodels:\n  s:\n    checkpoint: %s/tests/ref/gguf/"
-                 "stories260K-%s.gguf\n    tokenizer: %s/../shared/models/stories260K/tok512.bin\nmethods:\n"
+                 "%s.gguf\n    tokenizer: %s/../shared/models/stories260K/tok512.bin\nmethods:\n"
                  "  - [{rope: {layout: interleaved}}]\ntasks:\n  - ppl: {protocol: llamacpp, data: %s/tests/ref/gguf/"
                  "text.txt}\nlengths: [128]\n", getenv("LENX_ROOT"), files[i].type, getenv("LENX_ROOT"),
                  getenv("LENX_ROOT"));
@@ -67,7 +71,7 @@ Test(gguf, perplexity_as_llama_cpp_prints_it, .fini = teardown)
         write_file(file, yaml);
         cr_assert_eq(sh(out, sizeof out, "$L run %s.yaml --db %s.db --quiet --no-table", files[i].type, files[i].type),
                      0, "%s", out);
-        char db[32];
+        char db[64];
         snprintf(db, sizeof db, "%s.db", files[i].type);
         char got[64];
         sql_text(got, sizeof got, db, "SELECT printf('%.9f', value) FROM metrics WHERE name = 'ppl'");
@@ -76,6 +80,27 @@ Test(gguf, perplexity_as_llama_cpp_prints_it, .fini = teardown)
         cr_expect(rel <= bound, "%s: lenx %.7f, llama.cpp %.4f: %.2g relative, more than %.2g", files[i].type, ppl, ref,
                   rel, bound);
     }
+}
+
+/* Q8_0 as llama.cpp defines it: each value the block's f16 scale times its int8, one float product. */
+Test(gguf, q8_0_dequantizes_exactly)
+{
+    unsigned char blk[2 * LX_Q8_0_BYTES];
+    uint16_t d0 = 0x3800, d1 = 0x2e66;  /* 0.5 and 0.0999755859375 in f16 */
+    memcpy(blk, &d0, 2), memcpy(blk + LX_Q8_0_BYTES, &d1, 2);
+    for (int j = 0; j < 32; j++)
+        blk[2 + j] = (unsigned char)(int8_t)(j * 8 - 128), blk[LX_Q8_0_BYTES + 2 + j] = (unsigned char)(int8_t)(127 - j);
+    float out[64];
+    lx_half_to_f32(out, blk, LX_DT_Q8_0, 64);
+    for (int j = 0; j < 32; j++) {
+        cr_expect_eq(out[j], (float)(j * 8 - 128) * 0.5f, "value %d", j);
+        cr_expect_eq(out[32 + j], (float)(127 - j) * 0.0999755859375f, "value %d", 32 + j);
+    }
+    cr_expect_eq(lx_dtype_bytes(LX_DT_Q8_0, 64), 68);
+    cr_expect_eq(lx_half_first_nonfinite(blk, LX_DT_Q8_0, 64), -1);
+    uint16_t inf = 0x7c00;
+    memcpy(blk + LX_Q8_0_BYTES, &inf, 2);
+    cr_expect_eq(lx_half_first_nonfinite(blk, LX_DT_Q8_0, 64), 32, "a non-finite scale names its block");
 }
 
 /* ---- hostile containers ---------------------------------------------------------- */

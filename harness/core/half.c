@@ -49,12 +49,30 @@ static size_t f16_to_f32_avx512(float *out, const uint16_t *s, size_t n)
     return i;
 }
 
+/* Q8_0 blocks to fp32, exactly as llama.cpp dequantizes them: each value its
+** int8 times the block's f16 scale, one float product. */
+static void q8_0_to_f32(float *out, const unsigned char *b, size_t n)
+{
+    for (size_t k = 0; k < n; k += LX_Q8_0_VALUES, b += LX_Q8_0_BYTES) {
+        uint16_t dh;
+        memcpy(&dh, b, 2);
+        float d = lx_f16_to_f32(dh);
+        const int8_t *q = (const int8_t *)(b + 2);
+        for (size_t j = 0; j < LX_Q8_0_VALUES && k + j < n; j++)
+            out[k + j] = (float)q[j] * d;
+    }
+}
+
 void lx_half_to_f32(float *out, const void *src, int t, size_t n)
 {
     const uint16_t *s = src;
     size_t i = 0;
     if (t == LX_DT_F32) {
         memcpy(out, src, 4 * n);
+        return;
+    }
+    if (t == LX_DT_Q8_0) {
+        q8_0_to_f32(out, src, n);
         return;
     }
     if (has_avx512())
@@ -97,7 +115,7 @@ void lx_to_bf16(uint16_t *out, const void *src, int t, size_t n)
         float buf[256];
         for (size_t i = 0; i < n; i += 256) {
             size_t k = n - i < 256 ? n - i : 256;
-            lx_half_to_f32(buf, (const uint16_t *)src + i, t, k);
+            lx_half_to_f32(buf, (const char *)src + lx_dtype_bytes(t, i), t, k);
             lx_f32_to_bf16_n(out + i, buf, k);
         }
     }
@@ -123,6 +141,16 @@ static size_t scan_half_avx512(const uint16_t *h, size_t n, uint16_t mask)
 
 long lx_half_first_nonfinite(const void *src, int t, size_t n)
 {
+    if (t == LX_DT_Q8_0) {  /* the scales: the int8 values are always finite */
+        const unsigned char *b = src;
+        for (size_t k = 0; k < n; k += LX_Q8_0_VALUES, b += LX_Q8_0_BYTES) {
+            uint16_t dh;
+            memcpy(&dh, b, 2);
+            if ((dh & 0x7c00) == 0x7c00)
+                return (long)k;
+        }
+        return -1;
+    }
     const uint16_t *h = src;
     const uint32_t *f = src;
     size_t i0 = t != LX_DT_F32 && has_avx512() ? scan_half_avx512(h, n, t == LX_DT_BF16 ? 0x7f80 : 0x7c00) : 0;

@@ -17,12 +17,24 @@
 #include <string.h>
 
 /* The number type of a tensor as held: weights used in place from a mapped
-** file keep their file's type. */
-enum lx_dtype { LX_DT_F32 = 0, LX_DT_BF16 = 1, LX_DT_F16 = 2 };
+** file keep their file's type. LX_DT_Q8_0 is llama.cpp's Q8_0: blocks of 32
+** values, each an f16 scale d and 32 int8 q, the value d·q (a row holds
+** whole blocks). */
+enum lx_dtype { LX_DT_F32 = 0, LX_DT_BF16 = 1, LX_DT_F16 = 2, LX_DT_Q8_0 = 3 };
 
+#define LX_Q8_0_VALUES 32   /* values of a Q8_0 block */
+#define LX_Q8_0_BYTES 34    /* its bytes: the f16 scale, then 32 int8 */
+
+/* Bytes of one value of a float type (F32, BF16, F16). */
 static inline size_t lx_dtype_size(int t)
 {
     return t == LX_DT_F32 ? 4 : 2;
+}
+
+/* Bytes of n values of type t (for Q8_0, n a multiple of 32): where value n begins. */
+static inline size_t lx_dtype_bytes(int t, size_t n)
+{
+    return t == LX_DT_Q8_0 ? n / LX_Q8_0_VALUES * LX_Q8_0_BYTES : n * lx_dtype_size(t);
 }
 
 static inline float lx_bf16_to_f32(uint16_t h)

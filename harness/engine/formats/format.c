@@ -39,7 +39,7 @@ void lx_model_weights_hash(const struct lx_model *m, char out[65])
         size_t cnt = (size_t)(ti[i].shape[0] * (ti[i].ndim == 2 ? ti[i].shape[1] : 1));
         for (size_t k = 0; k < cnt; k += PIECE) {
             size_t len = cnt - k < PIECE ? cnt - k : PIECE;
-            lx_half_to_f32(buf, (const char *)t.p + k * lx_dtype_size(t.type), t.type, len);
+            lx_half_to_f32(buf, (const char *)t.p + lx_dtype_bytes(t.type, k), t.type, len);
             lx_sha256_long_add(h, buf, sizeof(float) * len);
         }
     }

@@ -326,7 +326,7 @@ static long first_nonfinite(const void *p, int t, long n)
     long first = n;
 #pragma omp parallel for schedule(dynamic, 1) reduction(min : first)
     for (long c = 0; c < n; c += CHUNK) {
-        long k = lx_half_first_nonfinite((const char *)p + (size_t)c * lx_dtype_size(t), t,
+        long k = lx_half_first_nonfinite((const char *)p + lx_dtype_bytes(t, (size_t)c), t,
                                          (size_t)(n - c < CHUNK ? n - c : CHUNK));
         if (k >= 0 && c + k < first)
             first = c + k;
@@ -343,9 +343,11 @@ int lx_model_check_finite(const struct lx_model *m, struct lx_error *err)
     for (int i = 0; i < n && rc == LX_OK; i++) {
         struct lx_wmat w = m->held ? m->held->t[i] : (struct lx_wmat){m->w + t[i].offset, LX_DT_F32};
         long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1), j = first_nonfinite(w.p, w.type, cnt);
-        float x;
-        if (j >= 0) {
-            lx_half_to_f32(&x, (const char *)w.p + (size_t)j * lx_dtype_size(w.type), w.type, 1);
+        float x, blk[LX_Q8_0_VALUES];
+        if (j >= 0) {   /* the value: a Q8_0 one is its block's first (j is where the block begins) */
+            lx_half_to_f32(blk, (const char *)w.p + lx_dtype_bytes(w.type, (size_t)j), w.type,
+                           w.type == LX_DT_Q8_0 ? LX_Q8_0_VALUES : 1);
+            x = blk[0];
             rc = lx_err(err, LX_ERUN, "tensor '%s' holds a non-finite value (%s) at index %ld\n"
                         "  hint: the checkpoint is damaged or training diverged (a lower lr, or clip); "
                         "retrain it", t[i].name, nonfinite_name(x), j);

@@ -221,7 +221,7 @@ void lx_model_hold(struct lx_model *m, const struct lx_arch *a, struct lx_held *
     for (int i = 0; i < n; i++) {
         size_t cnt = (size_t)count_of(&ti[i]);
         if (ti[i].ndim == 2) {
-            h->bytes += (double)cnt * (double)lx_dtype_size(h->t[i].type);
+            h->bytes += (double)lx_dtype_bytes(h->t[i].type, cnt);
             continue;
         }
         lx_half_to_f32(h->small + off, h->t[i].p, h->t[i].type, cnt);
@@ -269,14 +269,14 @@ static void convert_all(const struct lx_model *m, void *dst, int type, const str
         char *d = (char *)dst + ti[i].offset * lx_dtype_size(type);
 #pragma omp parallel for schedule(static)
         for (long r = 0; r < rows; r++) {
-            const char *s = (const char *)src.p + (size_t)(r * cols) * lx_dtype_size(src.type);
+            const char *s = (const char *)src.p + lx_dtype_bytes(src.type, (size_t)(r * cols));
             if (type == LX_DT_F32)
                 lx_half_to_f32((float *)d + r * cols, s, src.type, (size_t)cols);
             else
                 lx_to_bf16((uint16_t *)d + r * cols, s, src.type, (size_t)cols);
         }
         if (drop && ti[i].ndim == 2)
-            drop_pages(src.p, (size_t)(rows * cols) * lx_dtype_size(src.type));
+            drop_pages(src.p, lx_dtype_bytes(src.type, (size_t)(rows * cols)));
     }
 }
 

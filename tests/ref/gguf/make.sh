@@ -17,12 +17,18 @@ src=../../../../shared/models/stories260K
 for t in F16 BF16; do
     "$bin/llama-quantize" stories260K-f32.gguf "stories260K-$(echo $t | tr A-Z a-z).gguf" $t >/dev/null 2>&1
 done
+# a random-weight model whose widths are whole blocks (random_l2c.py), in F32 and Q8_0
+/usr/bin/python3 random_l2c.py random.bin 7
+"$bin/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$src/tok512.bin" \
+    --llama2c-model random.bin --llama2c-output-model random-f32.gguf >/dev/null 2>&1
+"$bin/llama-quantize" random-f32.gguf random-q8_0.gguf Q8_0 >/dev/null 2>&1
+rm -f random.bin
 # llama.cpp's perplexity on text.txt, 128-token chunks (the converter writes context_length 128)
 : > llamacpp-ppl.tsv
-for f in stories260K-*.gguf; do
+for f in stories260K-*.gguf random-*.gguf; do
     ppl=$("$bin/llama-perplexity" -m "$f" -f text.txt -c 128 -b 128 -t 1 2>&1 | sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
     printf '%s\t%s\n' "$f" "$ppl" >> llamacpp-ppl.tsv
 done
 # llama.cpp's token ids of text.txt under the file's own tokenizer (BOS first, as llama-tokenize adds it)
 "$bin/llama-tokenize" -m stories260K-f32.gguf -f text.txt --ids --log-disable 2>/dev/null > text.ids
-sha256sum stories260K-*.gguf > SHA256SUMS
+sha256sum stories260K-*.gguf random-*.gguf > SHA256SUMS
