@@ -44,9 +44,12 @@ Test(gguf, f32_is_the_llama2c_file, .fini = teardown)
 ** decimals: +-5e-5) against the llamacpp protocol of ppl on the same text. F32 and F16: 1e-4 relative plus
 ** that rounding. BF16: 3e-4, because llama.cpp rounds the activations to bf16 for its BF16 products
 ** (ggml's BF16 dot product takes two bf16 vectors) while lenx multiplies the bf16 weights with fp32
-** activations; measured 1.9e-4. Q8_0: 5e-4, because llama.cpp quantizes the activations too (to 8 bits
-** per block of 32, an error of up to 1/254 of the block's largest value) while lenx dequantizes the
-** weights exactly and keeps fp32 activations; measured 7.1e-5 (and the random model's F32 file 1.0e-6). */
+** activations; measured 1.9e-4. The quantized types: llama.cpp quantizes the activations too (Q8_0 and
+** Q4_0 products take them as Q8_0, 8 bits per block of 32; the K-quants' as Q8_K, 8 bits per block of 256,
+** an error of up to 1/254 of the block's largest value) while lenx dequantizes the weights exactly
+** (quantized_weights_are_llama_cpps below) and keeps fp32 activations: 5e-4 for Q8_0 and Q4_0 (measured
+** 7.1e-5 and 5.2e-5), 5e-3 for the Q4_K_M and Q5_K_M mixes (measured 1.8e-3 and 3.3e-3 on a random
+** model, whose near-uniform predictions move most), and the random model's F32 file 1e-4 (measured 1.0e-6). */
 Test(gguf, perplexity_as_llama_cpp_prints_it, .fini = teardown)
 {
     shell_setup("gguf-ppl");
@@ -54,7 +57,8 @@ Test(gguf, perplexity_as_llama_cpp_prints_it, .fini = teardown)
         const char *type;
         double tol;
     } files[] = {{"stories260K-f32", 1e-4}, {"stories260K-f16", 1e-4}, {"stories260K-bf16", 3e-4},
-                 {"random-f32", 1e-4}, {"random-q8_0", 5e-4}};
+                 {"random-f32", 1e-4},      {"random-q8_0", 5e-4},     {"random-q4_0", 5e-4},
+                 {"random256-q4_k_m", 5e-3}, {"random256-q5_k_m", 5e-3}};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char out[8192], want[64];
         cr_assert_eq(sh(want, sizeof want, "awk -F'\\t' '$1 == \"%s.gguf\" {print $2}' "
@@ -79,6 +83,23 @@ Test(gguf, perplexity_as_llama_cpp_prints_it, .fini = teardown)
         double ppl = atof(got), rel = fabs(ppl - ref) / ref, bound = files[i].tol + 5e-5 / ref;
         cr_expect(rel <= bound, "%s: lenx %.7f, llama.cpp %.4f: %.2g relative, more than %.2g", files[i].type, ppl, ref,
                   rel, bound);
+    }
+}
+
+/* Every quantized file's weights, dequantized by lenx, hash as llama.cpp's own dequantization of the
+** same file does (tests/ref/gguf/dequantized.tsv: llama-quantize --allow-requantize to F32, hashed as
+** F32): Q8_0, Q4_0, and the Q4_K, Q5_K and Q6_K of the K-quant mixes, bit for bit. */
+Test(gguf, quantized_weights_are_llama_cpps, .fini = teardown)
+{
+    shell_setup("gguf-deq");
+    static const char *const files[] = {"random-q8_0", "random-q4_0", "random256-q4_k_m", "random256-q5_k_m"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char want[128], got[8192];
+        cr_assert_eq(sh(want, sizeof want, "awk -F'\\t' '$1 == \"%s.gguf\" {printf \"%%s\", $2}' "
+                        "$R/tests/ref/gguf/dequantized.tsv", files[i]), 0);
+        cr_assert_eq(strlen(want), 64, "no reference for %s: '%s'", files[i], want);
+        cr_assert_eq(sh(got, sizeof got, "$L show model $R/tests/ref/gguf/%s.gguf", files[i]), 0, "%s", got);
+        cr_expect(strstr(got, want), "%s: lenx's weights do not hash %s:\n%s", files[i], want, got);
     }
 }
 

@@ -63,6 +63,82 @@ static void q8_0_to_f32(float *out, const unsigned char *b, size_t n)
     }
 }
 
+static float f16_at(const unsigned char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return lx_f16_to_f32(h);
+}
+
+/* Q4_0: an f16 scale d, 16 bytes of nibbles; value j is (low nibble of byte
+** j) - 8, value 16 + j its high nibble - 8, each times d. */
+static void q4_0_to_f32(float *out, const unsigned char *b, size_t n)
+{
+    for (size_t k = 0; k < n; k += 32, b += 18, out += 32) {
+        float d = f16_at(b);
+        for (int j = 0; j < 16; j++) {
+            out[j] = (float)((b[2 + j] & 0x0f) - 8) * d;
+            out[16 + j] = (float)((b[2 + j] >> 4) - 8) * d;
+        }
+    }
+}
+
+/* The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (12 bytes s). */
+static void scale_min_k(int j, const unsigned char *s, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = s[j] & 63, *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+/* Q4_K and Q5_K super-blocks of 256: f16 d and dmin, 12 bytes of 6-bit
+** scales and mins, (Q5_K: 32 bytes of fifth bits,) 128 bytes of nibbles; the
+** 8 sub-blocks of 32 are d·scale·q - dmin·min. */
+static void qk_4_5_to_f32(float *out, const unsigned char *b, size_t n, int five)
+{
+    for (size_t k = 0; k < n; k += 256, b += five ? 176 : 144) {
+        float d = f16_at(b), dmin = f16_at(b + 2);
+        const unsigned char *sc = b + 4, *qh = b + 16, *q = b + (five ? 48 : 16);
+        for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
+            int s1, m1, s2, m2;
+            scale_min_k(is, sc, &s1, &m1);
+            scale_min_k(is + 1, sc, &s2, &m2);
+            float d1 = d * (float)s1, n1 = dmin * (float)m1, d2 = d * (float)s2, n2 = dmin * (float)m2;
+            int u1 = 1 << is, u2 = 2 << is;
+            for (int l = 0; l < 32; l++)
+                *out++ = d1 * (float)((q[l] & 0x0f) + (five && (qh[l] & u1) ? 16 : 0)) - n1;
+            for (int l = 0; l < 32; l++)
+                *out++ = d2 * (float)((q[l] >> 4) + (five && (qh[l] & u2) ? 16 : 0)) - n2;
+        }
+    }
+}
+
+/* Q6_K super-blocks of 256: 128 bytes of low nibbles, 64 of high 2-bit
+** pairs, 16 int8 scales, an f16 d; value = d·scale·(6-bit q - 32). */
+static void q6_k_to_f32(float *out, const unsigned char *b, size_t n)
+{
+    for (size_t k = 0; k < n; k += 256, b += 210) {
+        const unsigned char *ql = b, *qh = b + 128;
+        const int8_t *sc = (const int8_t *)(b + 192);
+        float d = f16_at(b + 208);
+        for (int half = 0; half < 2; half++, out += 128, ql += 64, qh += 32, sc += 8)
+            for (int l = 0; l < 32; l++) {
+                int is = l / 16;
+                int q1 = ((ql[l] & 0x0f) | ((qh[l] & 3) << 4)) - 32;
+                int q2 = ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                out[l] = d * (float)sc[is] * (float)q1;
+                out[l + 32] = d * (float)sc[is + 2] * (float)q2;
+                out[l + 64] = d * (float)sc[is + 4] * (float)q3;
+                out[l + 96] = d * (float)sc[is + 6] * (float)q4;
+            }
+    }
+}
+
 void lx_half_to_f32(float *out, const void *src, int t, size_t n)
 {
     const uint16_t *s = src;
@@ -71,8 +147,15 @@ void lx_half_to_f32(float *out, const void *src, int t, size_t n)
         memcpy(out, src, 4 * n);
         return;
     }
-    if (t == LX_DT_Q8_0) {
-        q8_0_to_f32(out, src, n);
+    if (t >= LX_DT_Q8_0) {  /* blocks, dequantized as llama.cpp's formats define them */
+        if (t == LX_DT_Q8_0)
+            q8_0_to_f32(out, src, n);
+        else if (t == LX_DT_Q4_0)
+            q4_0_to_f32(out, src, n);
+        else if (t == LX_DT_Q6_K)
+            q6_k_to_f32(out, src, n);
+        else
+            qk_4_5_to_f32(out, src, n, t == LX_DT_Q5_K);
         return;
     }
     if (has_avx512())
@@ -141,12 +224,16 @@ static size_t scan_half_avx512(const uint16_t *h, size_t n, uint16_t mask)
 
 long lx_half_first_nonfinite(const void *src, int t, size_t n)
 {
-    if (t == LX_DT_Q8_0) {  /* the scales: the int8 values are always finite */
+    if (t >= LX_DT_Q8_0) {  /* the f16 scales (d, and dmin for Q4_K/Q5_K): the integers are finite */
         const unsigned char *b = src;
-        for (size_t k = 0; k < n; k += LX_Q8_0_VALUES, b += LX_Q8_0_BYTES) {
-            uint16_t dh;
-            memcpy(&dh, b, 2);
-            if ((dh & 0x7c00) == 0x7c00)
+        size_t at = t == LX_DT_Q6_K ? 208 : 0, nb = lx_dtype_block_bytes(t), bv = lx_dtype_block(t);
+        int two = t == LX_DT_Q4_K || t == LX_DT_Q5_K;
+        for (size_t k = 0; k < n; k += bv, b += nb) {
+            uint16_t d0, d1 = 0;
+            memcpy(&d0, b + at, 2);
+            if (two)
+                memcpy(&d1, b + 2, 2);
+            if ((d0 & 0x7c00) == 0x7c00 || (d1 & 0x7c00) == 0x7c00)
                 return (long)k;
         }
         return -1;

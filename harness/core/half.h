@@ -17,13 +17,30 @@
 #include <string.h>
 
 /* The number type of a tensor as held: weights used in place from a mapped
-** file keep their file's type. LX_DT_Q8_0 is llama.cpp's Q8_0: blocks of 32
-** values, each an f16 scale d and 32 int8 q, the value d·q (a row holds
-** whole blocks). */
-enum lx_dtype { LX_DT_F32 = 0, LX_DT_BF16 = 1, LX_DT_F16 = 2, LX_DT_Q8_0 = 3 };
+** file keep their file's type. LX_DT_Q8_0 … LX_DT_Q6_K are llama.cpp's
+** quantized blocks (a row holds whole blocks), dequantized by lx_half_to_f32
+** exactly as the formats define them: Q8_0 (32 values: an f16 scale d, 32
+** int8 q; d·q), Q4_0 (32: d, nibbles; d·(q − 8)), Q4_K and Q5_K (256: d,
+** dmin, 6-bit scales and mins per 32; d·sc·q − dmin·m), Q6_K (256: d, int8
+** scales per 16; d·sc·(q − 32)). */
+enum lx_dtype { LX_DT_F32 = 0, LX_DT_BF16 = 1, LX_DT_F16 = 2, LX_DT_Q8_0 = 3, LX_DT_Q4_0 = 4, LX_DT_Q4_K = 5,
+                LX_DT_Q5_K = 6, LX_DT_Q6_K = 7 };
 
 #define LX_Q8_0_VALUES 32   /* values of a Q8_0 block */
 #define LX_Q8_0_BYTES 34    /* its bytes: the f16 scale, then 32 int8 */
+
+/* Values and bytes of one block of a quantized type (1 and the value's bytes
+** for the float types): Q8_0 and Q4_0 hold 32 values, the K-quants 256. */
+static inline size_t lx_dtype_block(int t)
+{
+    return t == LX_DT_Q8_0 || t == LX_DT_Q4_0 ? 32 : t >= LX_DT_Q4_K ? 256 : 1;
+}
+
+static inline size_t lx_dtype_block_bytes(int t)
+{
+    static const unsigned char bytes[] = {4, 2, 2, 34, 18, 144, 176, 210};
+    return bytes[t];
+}
 
 /* Bytes of one value of a float type (F32, BF16, F16). */
 static inline size_t lx_dtype_size(int t)
@@ -31,10 +48,10 @@ static inline size_t lx_dtype_size(int t)
     return t == LX_DT_F32 ? 4 : 2;
 }
 
-/* Bytes of n values of type t (for Q8_0, n a multiple of 32): where value n begins. */
+/* Bytes of n values of type t (n a multiple of its block): where value n begins. */
 static inline size_t lx_dtype_bytes(int t, size_t n)
 {
-    return t == LX_DT_Q8_0 ? n / LX_Q8_0_VALUES * LX_Q8_0_BYTES : n * lx_dtype_size(t);
+    return n / lx_dtype_block(t) * lx_dtype_block_bytes(t);
 }
 
 static inline float lx_bf16_to_f32(uint16_t h)

@@ -18,12 +18,12 @@
 **     blk.N.ffn_{gate,up,down}.weight   layers.N.mlp.w{1,3,2}.weight
 **
 ** A matrix of ne = {in, out} is laid out as PyTorch's (out, in), so F32, F16,
-** BF16 and Q8_0 weights are used in place from the file's mapping, in their
-** own type (Q8_0 rows are dequantized exactly as products read them). llama.cpp's converter permutes a `llama` model's q and k rows into
+** BF16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K weights are used in place from the
+** file's mapping, in their own type (quantized rows are dequantized exactly,
+** harness/core/half.c, as products read them). llama.cpp's converter permutes a `llama` model's q and k rows into
 ** interleaved rotary pairs (its "normal" rope), so such a file's native stack
 ** is rope with layout interleaved; `qwen2` keeps Hugging Face's halves
-** (llama.cpp's "neox" rope): layout half. The other quantized types are read
-** by the container and refused here, by name, until their products exist.
+** (llama.cpp's "neox" rope): layout half.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +118,19 @@ static void gguf_name(const char *lenx, char *out, size_t n)
     snprintf(out, n, "%s", lenx);
 }
 
+/* The engine's type of a GGUF tensor type, -1 for none. */
+static int dtype_of(int ggml)
+{
+    static const int map[][2] = {
+        {LX_GGML_F32, LX_DT_F32},   {LX_GGML_F16, LX_DT_F16},   {LX_GGML_BF16, LX_DT_BF16}, {LX_GGML_Q8_0, LX_DT_Q8_0},
+        {LX_GGML_Q4_0, LX_DT_Q4_0}, {LX_GGML_Q4_K, LX_DT_Q4_K}, {LX_GGML_Q5_K, LX_DT_Q5_K}, {LX_GGML_Q6_K, LX_DT_Q6_K},
+    };
+    for (size_t k = 0; k < sizeof map / sizeof *map; k++)
+        if (map[k][0] == ggml)
+            return map[k][1];
+    return -1;
+}
+
 /* Every tensor lenx's arch has, found, shaped and typed as it must be, used in place. */
 static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_gguf *g, const char *path,
                 const unsigned char *bytes, size_t n, char dtype[16], struct lx_error *err)
@@ -140,14 +153,11 @@ static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_ggu
                         "(%llu rows, %llu columns)\n  hint: the file is damaged", path, name,
                         (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
                         (unsigned long long)t->ne[3], (unsigned long long)rows, (unsigned long long)cols);
-        } else if (t->type != LX_GGML_F32 && t->type != LX_GGML_F16 && t->type != LX_GGML_BF16 &&
-                   t->type != LX_GGML_Q8_0) {
-            rc = lx_err(err, LX_EINVAL, "%s: tensor '%s' is %s; lenx loads F32, F16, BF16 and Q8_0 GGUF weights so "
-                        "far\n  hint: convert it with llama.cpp's llama-quantize to Q8_0 or F16 (or load the model's "
-                        "F16/BF16 file)", path, name, lx_gguf_ttype_name(t->type));
+        } else if (dtype_of(t->type) < 0) {
+            rc = lx_err(err, LX_EINVAL, "%s: tensor '%s' is %s, which lenx does not multiply", path, name,
+                        lx_gguf_ttype_name(t->type));
         } else {
-            enum lx_dtype dt = t->type == LX_GGML_F32 ? LX_DT_F32 : t->type == LX_GGML_F16 ? LX_DT_F16
-                             : t->type == LX_GGML_Q8_0 ? LX_DT_Q8_0 : LX_DT_BF16;
+            enum lx_dtype dt = (enum lx_dtype)dtype_of(t->type);
             held->t[i] = (struct lx_wmat){t->data, dt};
             lx_mapguard_add(t->data, (size_t)t->bytes, path, name);
             if (ti[i].ndim == 2)
@@ -240,7 +250,7 @@ static int looks_gguf(const char *path)
 
 const struct lx_model_format lx_model_format_gguf = {
     .name = "gguf",
-    .summary = "a llama.cpp GGUF file (llama, qwen2; F32, F16, BF16 or Q8_0 weights)",
+    .summary = "a llama.cpp GGUF file (llama, qwen2; F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K weights)",
     .key = NULL,
     .dir = 0,
     .sniff = looks_gguf,

@@ -148,7 +148,7 @@ void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, 
         linear_bf16(y, ldy, x, ldx, W, T, C, OC, beta);
     else if (W.type == LX_DT_F32)
         lx_gemm(y, (int)ldy, x, (int)ldx, W.p, (int)C, (int)T, (int)OC, (int)C, 0, 1, 1.0f, beta);
-    else if (nm == LX_NUMERICS_FAST && T <= GEMV_ROWS && W.type != LX_DT_Q8_0 && __builtin_cpu_supports("avx512f"))
+    else if (nm == LX_NUMERICS_FAST && T <= GEMV_ROWS && W.type < LX_DT_Q8_0 && __builtin_cpu_supports("avx512f"))
         gemv_half(y, ldy, x, ldx, W, T, C, OC, beta);
     else
         linear_blocks(y, ldy, x, ldx, W, T, C, OC, beta);

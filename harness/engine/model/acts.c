@@ -343,10 +343,10 @@ int lx_model_check_finite(const struct lx_model *m, struct lx_error *err)
     for (int i = 0; i < n && rc == LX_OK; i++) {
         struct lx_wmat w = m->held ? m->held->t[i] : (struct lx_wmat){m->w + t[i].offset, LX_DT_F32};
         long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1), j = first_nonfinite(w.p, w.type, cnt);
-        float x, blk[LX_Q8_0_VALUES];
-        if (j >= 0) {   /* the value: a Q8_0 one is its block's first (j is where the block begins) */
+        float x, blk[256];
+        if (j >= 0) {   /* the value: a quantized one is its block's first (j is where the block begins) */
             lx_half_to_f32(blk, (const char *)w.p + lx_dtype_bytes(w.type, (size_t)j), w.type,
-                           w.type == LX_DT_Q8_0 ? LX_Q8_0_VALUES : 1);
+                           lx_dtype_block(w.type));
             x = blk[0];
             rc = lx_err(err, LX_ERUN, "tensor '%s' holds a non-finite value (%s) at index %ld\n"
                         "  hint: the checkpoint is damaged or training diverged (a lower lr, or clip); "

@@ -5,7 +5,7 @@
 # llama.cpp build made outside the repository from its source. The files committed here were
 # made with llama.cpp commit 34af94cd9ab277632e27caeec2d41de2fd091b31 (ggml 0.20.1):
 #   cmake -B build -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF && cmake --build build -j2
-# Usage: LLAMA_BIN=/path/to/llama.cpp/build/bin tests/ref/gguf/make.sh
+# Usage: LLAMA_BIN=/path/to/llama.cpp/build/bin [LENX=./lenx] tests/ref/gguf/make.sh
 set -euo pipefail
 cd "$(dirname "$0")"
 bin=${LLAMA_BIN:?set LLAMA_BIN to the bin directory of a llama.cpp build}
@@ -22,13 +22,34 @@ done
 "$bin/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$src/tok512.bin" \
     --llama2c-model random.bin --llama2c-output-model random-f32.gguf >/dev/null 2>&1
 "$bin/llama-quantize" random-f32.gguf random-q8_0.gguf Q8_0 >/dev/null 2>&1
-rm -f random.bin
+"$bin/llama-quantize" random-f32.gguf random-q4_0.gguf Q4_0 >/dev/null 2>&1
+# and one whose widths are whole K-quant super-blocks of 256, as llama.cpp's Q4_K_M and Q5_K_M mix them
+/usr/bin/python3 random_l2c.py random.bin 11 256 512
+"$bin/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$src/tok512.bin" \
+    --llama2c-model random.bin --llama2c-output-model random256-f32.gguf >/dev/null 2>&1
+"$bin/llama-quantize" random256-f32.gguf random256-q4_k_m.gguf Q4_K_M >/dev/null 2>&1
+"$bin/llama-quantize" random256-f32.gguf random256-q5_k_m.gguf Q5_K_M >/dev/null 2>&1
+rm -f random.bin random256-f32.gguf
+# llama.cpp's own dequantization of every quantized file (llama-quantize --allow-requantize to F32),
+# as the SHA-256 of its F32 weights in lenx's tensor order (lenx show model's weights_sha256, which
+# for an F32 file is a copy of its bytes): lenx's dequantized weights must hash the same
+lenx=${LENX:-../../../lenx}
+: > dequantized.tsv
+for f in random-q8_0 random-q4_0 random256-q4_k_m random256-q5_k_m; do
+    "$bin/llama-quantize" --allow-requantize $f.gguf deq.gguf F32 >/dev/null 2>&1
+    printf '%s.gguf\t%s\n' $f "$("$lenx" show model deq.gguf | sed -n 's/.*"weights_sha256": "\([0-9a-f]*\)".*/\1/p')" >> dequantized.tsv
+    rm -f deq.gguf
+done
 # llama.cpp's perplexity on text.txt, 128-token chunks (the converter writes context_length 128)
 : > llamacpp-ppl.tsv
-for f in stories260K-*.gguf random-*.gguf; do
-    ppl=$("$bin/llama-perplexity" -m "$f" -f text.txt -c 128 -b 128 -t 1 2>&1 | sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
+for f in stories260K-*.gguf random-*.gguf random256-*.gguf; do
+    for try in 1 2 3; do    # its log lines interleave now and then: read the line again
+        ppl=$("$bin/llama-perplexity" -m "$f" -f text.txt -c 128 -b 128 -t 1 2>&1 |
+              sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
+        [ -n "$ppl" ] && break
+    done
     printf '%s\t%s\n' "$f" "$ppl" >> llamacpp-ppl.tsv
 done
 # llama.cpp's token ids of text.txt under the file's own tokenizer (BOS first, as llama-tokenize adds it)
 "$bin/llama-tokenize" -m stories260K-f32.gguf -f text.txt --ids --log-disable 2>/dev/null > text.ids
-sha256sum stories260K-*.gguf random-*.gguf > SHA256SUMS
+sha256sum stories260K-*.gguf random-*.gguf random256-*.gguf > SHA256SUMS
