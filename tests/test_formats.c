@@ -93,9 +93,10 @@ Test(formats, tokenizer_kinds_contract)
             cr_expect_str_neq(k->file, lx_tok_kinds[j]->file);
         }
     }
-    cr_expect_eq(n, 2);
-    /* JSON goes to the tokenizer.json kind, anything else to the catch-all tokenizer.bin */
+    cr_expect_eq(n, 3);
+    /* JSON goes to the tokenizer.json kind, a GGUF file to its own, anything else to the catch-all tokenizer.bin */
     cr_expect_str_eq(lx_tok_kind_of((const unsigned char *)" \n{\"model\": {}}", 15)->file, "tokenizer.json");
+    cr_expect_str_eq(lx_tok_kind_of((const unsigned char *)"GGUF\3\0\0\0", 8)->file, "tokenizer.gguf");
     cr_expect_str_eq(lx_tok_kind_of((const unsigned char *)"\x10\0\0\0", 4)->file, "tokenizer.bin");
 }
 
