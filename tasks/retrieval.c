@@ -367,10 +367,9 @@ int lx_answer_lm(struct lx_lm *lm, const struct lx_instance *in, long n, struct 
 {
     if (lm->caps & LX_LM_ENGINE)
         return lx_answer_eval(lm->model, lm->spec, in, n, LX_DECODE_CACHE, out, err);
-    enum { GROUP = 64 };    /* instances in flight at once: a server's concurrent requests */
     int rc = LX_OK;
-    for (long i0 = 0; i0 < n && rc == LX_OK; i0 += GROUP)
-        rc = answers_group(lm, in + i0, n - i0 < GROUP ? n - i0 : GROUP, out + i0, err);
+    for (long i0 = 0; i0 < n && rc == LX_OK; i0 += LX_LM_GROUP)
+        rc = answers_group(lm, in + i0, n - i0 < LX_LM_GROUP ? n - i0 : LX_LM_GROUP, out + i0, err);
     return rc;
 }
 

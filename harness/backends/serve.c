@@ -102,6 +102,19 @@ struct choice {
     int scored;
 };
 
+/* Where the earliest stop string begins in text[from, n), else n. */
+static size_t first_stop(const struct lx_oai_completion *r, const char *text, size_t from, size_t n)
+{
+    size_t cut = n;
+    for (int i = 0; i < r->n_stop; i++)
+        for (size_t at = from; at + r->stop_len[i] <= cut; at++)
+            if (memcmp(text + at, r->stop[i], r->stop_len[i]) == 0) {
+                cut = at;
+                break;
+            }
+    return cut;
+}
+
 /* Generate for prompt ids (seq[0, n_prompt)), cut at the first special id
 ** or stop string. */
 static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, struct choice *c, struct lx_error *err)
@@ -125,13 +138,7 @@ static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, stru
         c->finish = "stop";     /* the model's end of text (or another special id) */
     struct lx_buf text = {0};
     put_pieces(&text, sv->tok, g, keep);
-    size_t cut = text.len;
-    for (int i = 0; i < r->n_stop; i++)     /* the earliest stop string */
-        for (size_t at = 0; at + r->stop_len[i] <= cut; at++)
-            if (memcmp(text.s + at, r->stop[i], r->stop_len[i]) == 0) {
-                cut = at;
-                break;
-            }
+    size_t cut = first_stop(r, text.s, 0, text.len);
     if (cut < text.len) {   /* tokens that begin before the stop string stay */
         size_t off = 0;
         long k = 0;
@@ -155,13 +162,7 @@ static void put_text(struct lx_buf *b, struct lx_serve *sv, const struct lx_oai_
         put_pieces(&t, sv->tok, c->seq, c->n_prompt);
     size_t start = t.len;
     put_pieces(&t, sv->tok, c->seq + c->n_prompt, c->n_gen);
-    size_t cut = t.len;
-    for (int i = 0; i < r->n_stop; i++)
-        for (size_t at = start; at + r->stop_len[i] <= cut; at++)
-            if (memcmp(t.s + at, r->stop[i], r->stop_len[i]) == 0) {
-                cut = at;
-                break;
-            }
+    size_t cut = first_stop(r, t.s, start, t.len);
     lx_buf_json_strn(b, t.s ? t.s : "", cut);
     lx_buf_free(&t);
 }

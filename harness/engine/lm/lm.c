@@ -150,10 +150,6 @@ int lx_lm_require(const struct lx_lm *lm, unsigned caps, const char *task, struc
     return LX_OK;
 }
 
-/* Windows a backend scores at a time: enough to keep a server's concurrent
-** requests busy, few enough to hold. */
-#define LX_LM_GROUP 64
-
 int lx_lm_eval_windows(struct lx_lm *lm, long n_windows, int T, lx_eval_fill fill, lx_eval_score score, void *ctx,
                        struct lx_error *err)
 {

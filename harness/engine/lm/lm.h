@@ -93,6 +93,10 @@ int lx_lm_require(const struct lx_lm *lm, unsigned caps, const char *task, struc
 /* Names of the caps in caps ("prompt log-probabilities", ...), for messages. */
 const char *lx_lm_cap_name(unsigned cap);
 
+/* Windows or prompts a backend other than the engine is given at a time:
+** enough to keep a server's concurrent requests busy, few enough to hold. */
+#define LX_LM_GROUP 64
+
 /* lx_eval_windows through any backend: on the engine, the batched pass (its
 ** logits given to score); elsewhere, windows scored through ops->score in
 ** groups (logits NULL). A target tgt[t] >= 0 must then be the window's next

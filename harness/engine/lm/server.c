@@ -170,7 +170,7 @@ static int server_score(struct lx_lm *lm, struct lx_lm_score *w, long n, struct 
 /* The generated ids of a choice: token_ids (vLLM's return_token_ids, lenx
 ** serve), logprobs.tokens as "token_id:N" (vLLM), logprobs.content[].id
 ** (llama-server), else the text read back by the tokenizer. */
-static long choice_ids(const struct server *s, const struct lx_json *doc, const struct lx_jv *c, int *out, long max)
+static long choice_ids(const struct lx_json *doc, const struct lx_jv *c, int *out, long max)
 {
     struct lx_error sub;
     int64_t v;
@@ -225,7 +225,7 @@ static int server_generate(struct lx_lm *lm, struct lx_lm_gen *g, long n, struct
         const struct lx_jv *c;
         if ((rc = first_choice(lm, &reqs[i], &doc, &c, err)) < 0)
             break;
-        long k = choice_ids(s, doc, c, g[i].out, g[i].max_tokens);
+        long k = choice_ids(doc, c, g[i].out, g[i].max_tokens);
         if (k < 0) {    /* text only: read back by the tokenizer */
             const char *t = "";
             size_t len = 0;
