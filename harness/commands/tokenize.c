@@ -100,10 +100,25 @@ static const struct lx_opt tok_opts[] = {
     {"no-specials", 0, "do not add the BOS/EOS the tokenizer's post-processing adds"},
     {"info", 0, "print the tokenizer's kind, vocabulary size, BOS/EOS and SHA-256 as JSON"},
     {"stats", 0, "time the encoding; one line on stderr"},
+    {"gguf", 1, "write the tokenizer (without --tokenizer: lenx's byte tokenizer) as a vocabulary-only GGUF file"},
 };
 
-static const char tok_usage[] = "usage: lenx tokenize --tokenizer PATH [--text FILE] [--decode] [--no-specials]\n\n"
-                                "Print the input's token ids as a JSON list, or the text of a JSON id list.";
+static const char tok_usage[] = "usage: lenx tokenize --tokenizer PATH [--text FILE] [--decode] [--no-specials]\n"
+                                "       lenx tokenize [--tokenizer PATH] --gguf OUT\n\n"
+                                "Print the input's token ids as a JSON list, or the text of a JSON id list; or\n"
+                                "write the tokenizer as a vocabulary-only GGUF file llama.cpp's llama-tokenize\n"
+                                "reads (docs/tokenizers.md#gguf).";
+
+/* --gguf OUT: the tokenizer (NULL: the byte tokenizer) as a vocabulary-only GGUF file. */
+static int write_gguf(const char *tokenizer, const char *out, struct lx_error *err)
+{
+    struct lx_tokenizer *t = NULL;
+    int rc = tokenizer ? lx_tokenizer_open(&t, tokenizer, err) : LX_OK;
+    if (rc == LX_OK)
+        rc = lx_tokenizer_write_gguf(t, out, err);
+    lx_tokenizer_free(t);
+    return rc;
+}
 
 int lx_cmd_tokenize(int argc, char **argv)
 {
@@ -117,7 +132,10 @@ int lx_cmd_tokenize(int argc, char **argv)
 #define TOK_OPT(name) lx_args_get(&a, tok_opts, LX_N_OPTS(tok_opts), name)
     struct lx_tokenize_opts o = {TOK_OPT("tokenizer"), TOK_OPT("text"), TOK_OPT("decode") != NULL,
                                  TOK_OPT("no-specials") != NULL, TOK_OPT("info") != NULL, TOK_OPT("stats") != NULL};
+    const char *gguf = TOK_OPT("gguf");
 #undef TOK_OPT
+    if (gguf && !a.n_pos)
+        return (rc = write_gguf(o.tokenizer, gguf, &err)) < 0 ? lx_cli_fail(&err, rc) : 0;
     if (!o.tokenizer || a.n_pos)
         return fprintf(stderr, "lenx: error: tokenize needs --tokenizer PATH\n  hint: %s\n", tok_usage), 2;
     struct lx_buf out = {0};

@@ -178,7 +178,24 @@ void lx_bpe_add_pair(struct lx_bpe *b, int32_t left, int32_t right, double prio,
     }
 }
 
-static const struct lx_bpe_pair *pair_find(const struct lx_bpe *b, int32_t left, int32_t right)
+void lx_bpe_add_score_merges(struct lx_bpe *b, const float *score)
+{
+    size_t max_len = 1;
+    for (int32_t id = b->first_text; id < b->n_vocab; id++)
+        max_len = b->len[id] > max_len ? b->len[id] : max_len;
+    int32_t *left = lx_xmalloc(max_len * sizeof *left), *right = lx_xmalloc(max_len * sizeof *right);
+    for (int32_t id = b->first_text; id < b->n_vocab; id++) {
+        size_t len;
+        const char *s = lx_bpe_str(b, id, &len);
+        long n_cuts = lx_bpe_find(b, s, len) == id ? lx_bpe_splits(b, s, len, left, right) : 0;
+        for (long c = 0; c < n_cuts; c++)
+            lx_bpe_add_pair(b, left[c], right[c], -(double)score[id], id);
+    }
+    free(left);
+    free(right);
+}
+
+const struct lx_bpe_pair *lx_bpe_pair_find(const struct lx_bpe *b, int32_t left, int32_t right)
 {
     if (!b->pair)
         return NULL;
@@ -234,7 +251,7 @@ static void consider(const struct lx_bpe *b, struct lx_bpe_work *w, int32_t left
     if (left < 0 || w->sym[left].next < 0)
         return;
     int32_t right = w->sym[left].next;
-    const struct lx_bpe_pair *p = pair_find(b, w->sym[left].id, w->sym[right].id);
+    const struct lx_bpe_pair *p = lx_bpe_pair_find(b, w->sym[left].id, w->sym[right].id);
     if (p)
         heap_push(w, (struct lx_bpe_cand){p->prio, left, right, w->sym[left].id, w->sym[right].id, p->id});
 }

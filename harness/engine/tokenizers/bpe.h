@@ -86,6 +86,14 @@ static inline const char *lx_bpe_str(const struct lx_bpe *b, int32_t id, size_t 
 ** twice keeps the lower priority. */
 void lx_bpe_add_pair(struct lx_bpe *b, int32_t left, int32_t right, double prio, int32_t id);
 
+/* The merge of left and right, or NULL. */
+const struct lx_bpe_pair *lx_bpe_pair_find(const struct lx_bpe *b, int32_t left, int32_t right);
+
+/* SentencePiece's merges: every cut of a token id >= first_text into two
+** tokens merges into it with priority -score[id] (best score first); a text
+** held by two ids merges into the lower one, with its score. */
+void lx_bpe_add_score_merges(struct lx_bpe *b, const float *score);
+
 /* Append the ids of one word w[0, n) to out; lead >= 0 is a symbol put before
 ** the word's own (llama2.c's dummy prefix, which is never part of the first
 ** character). */

@@ -32,6 +32,7 @@ void lx_ids_push(struct lx_ids *v, int32_t id);
 void lx_ids_free(struct lx_ids *v);
 
 struct lx_tokenizer;
+struct lx_gguf_out;
 
 struct lx_tok_ops {
     const char *kind;   /* "bytes", "sentencepiece" or "bytelevel" */
@@ -45,6 +46,10 @@ struct lx_tok_ops {
     ** for an id with no text of its own (BOS, EOS, <unk>, a special added token). */
     const char *(*piece)(const struct lx_tokenizer *t, int32_t id, size_t *len);
     void (*free)(void *impl);   /* releases impl; NULL when there is nothing to free */
+    /* Optional: put the tokenizer.ggml.* keys that make llama.cpp encode as t
+    ** does into o (gguf_vocab.h, docs/tokenizers.md#gguf); an error names t's
+    ** file and what a GGUF vocabulary cannot say. NULL: the kind cannot. */
+    int (*to_gguf)(const struct lx_tokenizer *t, struct lx_gguf_out *o, struct lx_error *err);
 };
 
 struct lx_tokenizer {
@@ -90,5 +95,17 @@ extern const char lx_tok_byte_table[256];
 
 /* The byte a byte-fallback token's piece stands for ("<0x41>" -> 0x41), or -1. */
 int lx_tok_byte_token(const char *s, size_t n);
+
+/* GPT-2's pre-tokenizer pattern (a ByteLevel pre-tokenizer with "use_regex"). */
+extern const char lx_tok_gpt2_pattern[];
+
+/* GPT-2's byte-to-unicode alphabet, in which byte-level BPE tokens are
+** written (tokenizer.json, GGUF): the printable Latin-1 bytes stand for
+** themselves, the other 68 for U+0100 onwards in byte order.
+** lx_tok_to_alphabet appends the text of bytes s[0, n) to out;
+** lx_tok_from_alphabet writes the bytes text s[0, n) stands for into out (n
+** bytes at most) and returns their count, or -1 at a character outside it. */
+void lx_tok_to_alphabet(const char *s, size_t n, struct lx_buf *out);
+long lx_tok_from_alphabet(const char *s, size_t n, char *out);
 
 #endif

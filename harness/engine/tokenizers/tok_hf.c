@@ -20,10 +20,6 @@
 #include "harness/core/json.h"
 #include "harness/engine/tokenizers/tok_hf.h"
 
-/* GPT-2's pre-tokenizer pattern, used by ByteLevel with "use_regex": true. */
-static const char gpt2_pattern[] =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-
 /* An optional member: the default when absent or null, else of type t. */
 static int opt(const struct lx_json *doc, const struct lx_jv *obj, const char *key, enum lx_json_type t,
                const struct lx_jv **out, struct lx_error *err)
@@ -88,38 +84,6 @@ static int replace_args(const struct lx_json *doc, const struct lx_jv *obj, cons
     return LX_OK;
 }
 
-/* ---- byte-level alphabet ---- */
-
-/* GPT-2's map: printable Latin-1 bytes stand for themselves, the other 68
-** bytes for U+0100 onwards, in byte order. */
-static void byte_alphabet(int unicode_to_byte[324])
-{
-    for (int i = 0; i < 324; i++)
-        unicode_to_byte[i] = -1;
-    int k = 0;
-    for (int b = 0; b < 256; b++) {
-        int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-        unicode_to_byte[printable ? b : 256 + k++] = b;
-    }
-}
-
-/* s[0, n) over the byte alphabet back to raw bytes in out (n bytes at most);
-** returns the byte count, or -1 at a character outside the alphabet. */
-static long from_alphabet(const int map[324], const char *s, size_t n, char *out)
-{
-    long k = 0;
-    for (size_t i = 0; i < n;) {
-        const unsigned char *u = (const unsigned char *)s + i;
-        int len = lx_utf8_len(u, n - i);
-        int cp = len == 1 ? u[0] : len == 2 ? (u[0] & 0x1f) << 6 | (u[1] & 0x3f) : -1;
-        if (cp < 0 || cp >= 324 || map[cp] < 0)
-            return -1;
-        out[k++] = (char)map[cp];
-        i += (size_t)len;
-    }
-    return k;
-}
-
 /* ---- the model ---- */
 
 /* A token string as the model holds it (raw bytes for byte-level) into buf. */
@@ -131,7 +95,7 @@ static int model_token(const struct hf_tok *hf, const struct lx_json *doc, const
         *m = n;
         return LX_OK;
     }
-    long k = from_alphabet(hf->alphabet, s, n, buf);
+    long k = lx_tok_from_alphabet(s, n, buf);
     if (k < 0)
         return lx_json_err(err, doc, where, "token \"%.*s\" has a character outside the byte-level alphabet",
                            (int)(n > 40 ? 40 : n), s);
@@ -167,17 +131,33 @@ static int read_vocab(struct hf_tok *hf, const struct lx_json *doc, const struct
     return rc;
 }
 
-/* The id of a merge's part, converted as the vocabulary was. */
-static int32_t part_id(const struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *where, const char *s,
-                       size_t n, char *buf, struct lx_error *err)
+/* The id of a merge's part (converted as the vocabulary was), or -1. */
+static int32_t part_id(const struct hf_tok *hf, const char *s, size_t n, char *buf)
 {
-    size_t m = 0;
-    if (model_token(hf, doc, where, s, n, buf, &m, err) < 0)
-        return -1;
-    int32_t id = lx_bpe_find(&hf->bpe, buf, m);
+    long m = (long)n;
+    if (hf->bytelevel)
+        m = lx_tok_from_alphabet(s, n, buf);
+    else
+        memcpy(buf, s, n);
+    return m < 0 ? -1 : lx_bpe_find(&hf->bpe, buf, (size_t)m);
+}
+
+int lx_hf_tok_merge(struct hf_tok *hf, const char *a, size_t na, const char *b, size_t nb, double prio)
+{
+    char *buf = lx_xmalloc(na + nb + 1);
+    int32_t l = part_id(hf, a, na, buf), r = l >= 0 ? part_id(hf, b, nb, buf) : -1, id = -1;
+    if (r >= 0) {
+        size_t ln, rn;
+        const char *ls = lx_bpe_str(&hf->bpe, l, &ln), *rs = lx_bpe_str(&hf->bpe, r, &rn);
+        memcpy(buf, ls, ln);
+        memcpy(buf + ln, rs, rn);
+        id = lx_bpe_find(&hf->bpe, buf, ln + rn);
+    }
+    free(buf);
     if (id < 0)
-        lx_json_err(err, doc, where, "\"%.*s\" is not in model.vocab", (int)(n > 40 ? 40 : n), s);
-    return id;
+        return l < 0 ? HF_MISS_LEFT : r < 0 ? HF_MISS_RIGHT : HF_MISS_MERGED;
+    lx_bpe_add_pair(&hf->bpe, l, r, prio, id);
+    return LX_OK;
 }
 
 /* One merge: "a b" or ["a", "b"]; rank k. */
@@ -197,22 +177,14 @@ static int read_merge(struct hf_tok *hf, const struct lx_json *doc, const struct
             return lx_json_err(err, doc, m, "expected two tokens separated by a space");
         na = (size_t)(sp - a), b = sp + 1, nb = n - na - 1;
     }
-    char *buf = lx_xmalloc(na + nb + 1);
-    int32_t l = part_id(hf, doc, m, a, na, buf, err), r = l >= 0 ? part_id(hf, doc, m, b, nb, buf, err) : -1;
-    int32_t id = -1;
-    if (r >= 0) {
-        size_t ln, rn;
-        const char *ls = lx_bpe_str(&hf->bpe, l, &ln), *rs = lx_bpe_str(&hf->bpe, r, &rn);
-        memcpy(buf, ls, ln);
-        memcpy(buf + ln, rs, rn);
-        id = lx_bpe_find(&hf->bpe, buf, ln + rn);
-        if (id < 0)
-            lx_json_err(err, doc, m, "the merged token is not in model.vocab");
+    int miss = lx_hf_tok_merge(hf, a, na, b, nb, (double)k);
+    if (miss == HF_MISS_MERGED)
+        return lx_json_err(err, doc, m, "the merged token is not in model.vocab");
+    if (miss != LX_OK) {
+        const char *part = miss == HF_MISS_LEFT ? a : b;
+        size_t n = miss == HF_MISS_LEFT ? na : nb;
+        return lx_json_err(err, doc, m, "\"%.*s\" is not in model.vocab", (int)(n > 40 ? 40 : n), part);
     }
-    free(buf);
-    if (id < 0)
-        return LX_EINVAL;
-    lx_bpe_add_pair(&hf->bpe, l, r, (double)k, id);
     return LX_OK;
 }
 
@@ -388,6 +360,15 @@ static int normalizer_one(struct lx_tokenizer *t, struct hf_tok *hf, const struc
     return LX_OK;
 }
 
+/* Keep a step's regular expression as written (to_gguf names it). */
+static void split_source(struct hf_split *sp, const char *s, size_t n)
+{
+    sp->pattern = lx_xmalloc(n + 1);
+    memcpy(sp->pattern, s, n);
+    sp->pattern[n] = '\0';
+    sp->n_pattern = n;
+}
+
 static int read_split(struct hf_tok *hf, const struct lx_json *doc, const struct lx_jv *obj, struct hf_split *sp,
                       struct lx_error *err)
 {
@@ -406,6 +387,8 @@ static int read_split(struct hf_tok *hf, const struct lx_json *doc, const struct
     sp->behavior = behavior[0] == 'I' ? HF_ISOLATED : HF_REMOVED;
     struct lx_error e2 = {{0}};
     rc = regex ? lx_regex_compile(&sp->re, s, n, &e2) : lx_regex_literal(&sp->re, s, n, &e2);
+    if (rc == LX_OK && regex)
+        split_source(sp, s, n);
     return rc < 0 ? lx_json_member_err(err, doc, obj, "pattern", "%s", e2.msg) : LX_OK;
 }
 
@@ -423,13 +406,16 @@ static int pretok_one(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx
         if ((rc = opt_bool(doc, obj, "add_prefix_space", 0, &sp.prefix_space, err)) < 0 ||
             (rc = opt_bool(doc, obj, "use_regex", 1, &use_regex, err)) < 0)
             return rc;
-        if (use_regex)
-            rc = lx_regex_compile(&sp.re, gpt2_pattern, strlen(gpt2_pattern), err);
+        size_t n = strlen(lx_tok_gpt2_pattern);
+        if (use_regex && (rc = lx_regex_compile(&sp.re, lx_tok_gpt2_pattern, n, err)) == LX_OK)
+            split_source(&sp, lx_tok_gpt2_pattern, n);
     } else if (strcmp(type, "Digits") == 0) {
         int each;
         if ((rc = opt_bool(doc, obj, "individual_digits", 0, &each, err)) < 0)
             return rc;
-        rc = lx_regex_compile(&sp.re, each ? "\\p{N}" : "\\p{N}+", each ? 5 : 6, err);
+        const char *digits = each ? "\\p{N}" : "\\p{N}+";
+        if ((rc = lx_regex_compile(&sp.re, digits, strlen(digits), err)) == LX_OK)
+            split_source(&sp, digits, strlen(digits));
     } else {
         return unsupported(err, doc, obj, "pre_tokenizer", type);
     }
@@ -587,7 +573,7 @@ static void hf_free(void *impl)
     for (int i = 0; i < hf->n_norm; i++)
         free(hf->norm[i].a), free(hf->norm[i].b), free(hf->norm[i].where);
     for (int i = 0; i < hf->n_split; i++)
-        lx_regex_free(hf->split[i].re), free(hf->split[i].where);
+        lx_regex_free(hf->split[i].re), free(hf->split[i].where), free(hf->split[i].pattern);
     for (int i = 0; i < hf->n_repl; i++)
         free(hf->repl[i].a), free(hf->repl[i].b);
     for (long i = 0; hf->text && i < hf->bpe.n_vocab; i++)
@@ -606,6 +592,7 @@ static const struct lx_tok_ops sentencepiece_ops = {
     .decode = lx_hf_tok_decode,
     .piece = lx_hf_tok_piece,
     .free = hf_free,
+    .to_gguf = lx_hf_tok_to_gguf,
 };
 
 static const struct lx_tok_ops bytelevel_ops = {
@@ -614,6 +601,7 @@ static const struct lx_tok_ops bytelevel_ops = {
     .decode = lx_hf_tok_decode,
     .piece = lx_hf_tok_piece,
     .free = hf_free,
+    .to_gguf = lx_hf_tok_to_gguf,
 };
 
 /* Whether a component or any in its Sequence has type ByteLevel. */
@@ -663,7 +651,8 @@ static int vocab_size(const struct lx_json *doc, const struct lx_jv *vocab, cons
     return rc;
 }
 
-static int read_all(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx_json *doc, struct lx_error *err)
+static int read_all(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx_json *doc, int config,
+                    struct lx_error *err)
 {
     const struct lx_jv *obj = lx_json_root(doc), *model, *added;
     int rc;
@@ -671,7 +660,6 @@ static int read_all(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx_j
         (rc = opt(doc, obj, "added_tokens", LX_JSON_ARRAY, &added, err)) < 0)
         return rc;
     hf->bytelevel = has_bytelevel(lx_json_member(obj, "pre_tokenizer")) || has_bytelevel(lx_json_member(obj, "decoder"));
-    byte_alphabet(hf->alphabet);
     long n_vocab;
     if ((rc = vocab_size(doc, lx_json_member(model, "vocab"), added, &n_vocab, err)) < 0)
         return rc;
@@ -683,17 +671,17 @@ static int read_all(struct lx_tokenizer *t, struct hf_tok *hf, const struct lx_j
         (rc = each_component(t, hf, doc, lx_json_member(obj, "decoder"), "decoders", decoder_one, err)) < 0 ||
         (rc = each_component(t, hf, doc, lx_json_member(obj, "post_processor"), "processors", post_one, err)) < 0)
         return rc;
-    return read_config(t, hf, err);
+    return config ? read_config(t, hf, err) : LX_OK;
 }
 
-static int tok_hf_open(struct lx_tokenizer *t, const unsigned char *bytes, long n, struct lx_error *err)
+int lx_hf_tok_open_json(struct lx_tokenizer *t, const char *text, size_t n, int config, struct lx_error *err)
 {
     struct lx_json *doc;
-    int rc = lx_json_parse(&doc, (const char *)bytes, (size_t)n, t->path, err);
+    int rc = lx_json_parse(&doc, text, n, t->path, err);
     if (rc < 0)
         return rc;
     struct hf_tok *hf = lx_xcalloc(1, sizeof *hf);
-    rc = read_all(t, hf, doc, err);
+    rc = read_all(t, hf, doc, config, err);
     lx_json_free(doc);
     if (rc < 0) {
         hf_free(hf);
@@ -704,6 +692,11 @@ static int tok_hf_open(struct lx_tokenizer *t, const unsigned char *bytes, long 
     t->impl = hf;
     t->n_vocab = hf->bpe.n_vocab;
     return LX_OK;
+}
+
+static int tok_hf_open(struct lx_tokenizer *t, const unsigned char *bytes, long n, struct lx_error *err)
+{
+    return lx_hf_tok_open_json(t, (const char *)bytes, (size_t)n, 1, err);
 }
 
 /* A JSON file starts with '{' (after white space); a llama2.c file with a small int32. */

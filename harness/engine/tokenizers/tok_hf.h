@@ -51,6 +51,8 @@ struct hf_split {
     struct lx_regex *re;            /* what splits; NULL: nothing (a ByteLevel without its regex) */
     enum hf_behavior behavior;      /* ISOLATED keeps matches and gaps as pieces, REMOVED drops matches */
     int prefix_space;               /* ByteLevel add_prefix_space: each piece gets a leading ' ' */
+    char *pattern;                  /* re's regular expression as written (n_pattern bytes); NULL for a literal */
+    size_t n_pattern;
     char *where;                    /* its JSON path and type, for messages */
 };
 
@@ -62,7 +64,6 @@ struct hf_replace {
 struct hf_tok {
     struct lx_bpe bpe;              /* the model: vocabulary (raw bytes for byte-level) and merges */
     int bytelevel;                  /* byte-level BPE (tokens are bytes through GPT-2's byte map) */
-    int alphabet[324];              /* that map backwards: code point -> byte, -1 outside it */
     struct hf_added *added;         /* (n_added,) added tokens, longest first */
     int n_added;
     uint8_t first[32];              /* bit set of the added tokens' first bytes */
@@ -80,6 +81,16 @@ struct hf_tok {
     size_t *piece_len;              /* (n_vocab,) its bytes */
 };
 
+/* Declare the merge a + b (token strings as the file writes them: GPT-2's
+** alphabet for byte-level) at priority prio: LX_OK, or which string is not a
+** token (enum hf_miss). What model.merges and a GGUF's merges are read with. */
+enum hf_miss { HF_MISS_LEFT = 1, HF_MISS_RIGHT, HF_MISS_MERGED };
+int lx_hf_tok_merge(struct hf_tok *hf, const char *a, size_t na, const char *b, size_t nb, double prio);
+
+/* Fill t from the tokenizer.json text[0, n) (t->path names it in messages);
+** config: also read BOS/EOS from a tokenizer_config.json beside t->path. */
+int lx_hf_tok_open_json(struct lx_tokenizer *t, const char *text, size_t n, int config, struct lx_error *err);
+
 int lx_hf_tok_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags, struct lx_ids *out,
               struct lx_error *err);
 void lx_hf_tok_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out);
@@ -87,5 +98,7 @@ void lx_hf_tok_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, 
 ** ByteFallback applied to one id, no Strip; special added tokens have none. */
 void lx_hf_tok_pieces_build(struct hf_tok *hf);
 const char *lx_hf_tok_piece(const struct lx_tokenizer *t, int32_t id, size_t *len);
+/* The to_gguf op (tok_hf_gguf.c). */
+int lx_hf_tok_to_gguf(const struct lx_tokenizer *t, struct lx_gguf_out *o, struct lx_error *err);
 
 #endif

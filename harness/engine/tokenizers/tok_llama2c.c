@@ -24,14 +24,25 @@
 #include <string.h>
 
 #include "harness/engine/tokenizers/bpe.h"
+#include "harness/engine/tokenizers/gguf_vocab.h"
 
 enum { L2C_UNK = 0, L2C_BOS = 1, L2C_EOS = 2, L2C_BYTE0 = 3 };
+
+struct l2c {
+    struct lx_bpe bpe;      /* the pieces and their merges */
+    float *score;           /* (n_vocab,) the file's scores (what to_gguf writes) */
+};
+
+static const struct lx_bpe *bpe_of(const struct lx_tokenizer *t)
+{
+    return &((const struct l2c *)t->impl)->bpe;
+}
 
 static int l2c_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags,
                       struct lx_ids *out, struct lx_error *err)
 {
     (void)err;
-    const struct lx_bpe *b = t->impl;
+    const struct lx_bpe *b = bpe_of(t);
     if (n == 0)
         return LX_OK;
     struct lx_bpe_work work = {0};
@@ -43,7 +54,7 @@ static int l2c_encode(const struct lx_tokenizer *t, const char *text, size_t n, 
 
 static void l2c_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out)
 {
-    const struct lx_bpe *b = t->impl;
+    const struct lx_bpe *b = bpe_of(t);
     /* without a " " token the dummy prefix is the byte token of a space (l2c_encode) */
     int32_t byte_space = lx_bpe_find(b, " ", 1) < 0 ? L2C_BYTE0 + ' ' : -1;
     int first = 1;   /* the next piece starts a text: its leading space is the dummy prefix */
@@ -74,13 +85,50 @@ static const char *l2c_piece(const struct lx_tokenizer *t, int32_t id, size_t *l
         *len = 1;
         return lx_tok_byte_table + (id - L2C_BYTE0);
     }
-    return lx_bpe_str(t->impl, id, len);
+    return lx_bpe_str(bpe_of(t), id, len);
 }
 
 static void l2c_free(void *impl)
 {
-    lx_bpe_release(impl);
-    free(impl);
+    struct l2c *l = impl;
+    if (!l)
+        return;
+    lx_bpe_release(&l->bpe);
+    free(l->score);
+    free(l);
+}
+
+/* The GGUF 'llama' vocabulary it is (docs/tokenizers.md#gguf): each piece
+** with U+2581 for a space, its score, and ids 0-2 named <unk>, <s>, </s> as
+** llama.cpp's convert-llama2c-to-ggml names them (the file's are "\n<s>\n"). */
+static int l2c_to_gguf(const struct lx_tokenizer *t, struct lx_gguf_out *o, struct lx_error *err)
+{
+    const struct l2c *l = t->impl;
+    static const char *const names[] = {"<unk>", "<s>", "</s>"};
+    static const int types[] = {LX_TT_UNKNOWN, LX_TT_CONTROL, LX_TT_CONTROL};
+    struct lx_gguf_vocab v;
+    lx_gguf_vocab_init(&v, "llama", t->n_vocab);
+    v.score = lx_xmalloc((size_t)t->n_vocab * sizeof *v.score);
+    memcpy(v.score, l->score, (size_t)t->n_vocab * sizeof *v.score);
+    struct lx_buf piece = {0};
+    for (int32_t id = 0; id < t->n_vocab; id++) {
+        if (id < L2C_BYTE0) {
+            lx_gguf_vocab_set(&v, id, names[id], strlen(names[id]), types[id]);
+            continue;
+        }
+        size_t len;
+        const char *s = lx_bpe_str(&l->bpe, id, &len);
+        lx_buf_reset(&piece);
+        for (size_t i = 0; i < len; i++)
+            lx_buf_putn(&piece, s[i] == ' ' ? "\xe2\x96\x81" : s + i, s[i] == ' ' ? 3 : 1);
+        lx_gguf_vocab_set(&v, id, lx_buf_str(&piece), piece.len, id < L2C_BYTE0 + 256 ? LX_TT_BYTE : LX_TT_NORMAL);
+    }
+    lx_buf_free(&piece);
+    v.unk = L2C_UNK, v.bos = L2C_BOS, v.eos = L2C_EOS;
+    v.add_bos = 1, v.add_eos = 0, v.add_space_prefix = 1;
+    int rc = lx_gguf_vocab_put(&v, o, t->path, err);
+    lx_gguf_vocab_release(&v);
+    return rc;
 }
 
 static const struct lx_tok_ops llama2c_ops = {
@@ -89,6 +137,7 @@ static const struct lx_tok_ops llama2c_ops = {
     .decode = l2c_decode,
     .piece = l2c_piece,
     .free = l2c_free,
+    .to_gguf = l2c_to_gguf,
 };
 
 static int32_t read_i32(const unsigned char *p)
@@ -142,7 +191,8 @@ static int tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, 
     long k = count_tokens(bytes, n, t->path, err);
     if (k < 0)
         return (int)k;
-    struct lx_bpe *b = lx_xmalloc(sizeof *b);
+    struct l2c *l = lx_xcalloc(1, sizeof *l);
+    struct lx_bpe *b = &l->bpe;
     lx_bpe_init(b, k);
     float *score = lx_xmalloc((size_t)k * sizeof *score);
     for (long i = 0, at = 4; i < k; i++) {
@@ -153,31 +203,18 @@ static int tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, 
         at += 8 + len;
     }
     int rc = check_byte_tokens(b, t->path, err);
+    l->score = score;
     if (rc < 0) {
-        free(score);
-        l2c_free(b);
+        l2c_free(l);
         return rc;
     }
     b->first_text = L2C_BYTE0 + 256;
     lx_bpe_index(b);
     for (int c = 0; c < 256; c++)
         b->byte_id[c] = L2C_BYTE0 + c;
-    /* Every split of a token into two tokens is a merge, best score first
-    ** (a piece held twice merges into its first id, with that id's score). */
-    size_t max_len = (size_t)read_i32(bytes);   /* checked by count_tokens: every piece's length is <= it */
-    int32_t *left = lx_xmalloc(max_len * sizeof *left), *right = lx_xmalloc(max_len * sizeof *right);
-    for (int32_t id = b->first_text; id < k; id++) {
-        size_t len;
-        const char *s = lx_bpe_str(b, id, &len);
-        long n_cuts = lx_bpe_find(b, s, len) == id ? lx_bpe_splits(b, s, len, left, right) : 0;
-        for (long c = 0; c < n_cuts; c++)
-            lx_bpe_add_pair(b, left[c], right[c], -(double)score[id], id);
-    }
-    free(left);
-    free(right);
-    free(score);
+    lx_bpe_add_score_merges(b, score);
     t->ops = &llama2c_ops;
-    t->impl = b;
+    t->impl = l;
     t->n_vocab = k;
     t->bos = L2C_BOS;
     t->eos = L2C_EOS;

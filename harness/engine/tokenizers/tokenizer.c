@@ -1,7 +1,7 @@
 /*
 ** harness/engine/tokenizers/tokenizer.c - the tokenizer interface (tokenizer.h): opening a
-** file as the right kind, BOS/EOS, id checks, the byte tokenizer of lenx's
-** own models (docs/tokenizers.md), and the helpers the tasks use: segments
+** file as the right kind, BOS/EOS, id checks, GGUF keys (docs/tokenizers.md),
+** and the helpers the tasks use: segments
 ** encoded as given, text read back one id at a time (docs/tasks.md#tokenizers).
 */
 #include "harness/engine/tokenizers/tokenizer.h"
@@ -12,63 +12,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/core/gguf.h"
 #include "harness/core/hash.h"
 #include "harness/core/hashcache.h"
 #include "harness/engine/tokenizers/kinds.h"
 
 /* A tokenizer file larger than this is not one (Qwen3's is 11 MB). */
 #define LX_TOK_MAX_BYTES (256L << 20)
-
-/* ---- bytes: lenx's own tokenizer (ids in tok_common.h) ---- */
-
-static int bytes_encode(const struct lx_tokenizer *t, const char *text, size_t n, unsigned flags,
-                        struct lx_ids *out, struct lx_error *err)
-{
-    (void)t, (void)flags, (void)err;
-    for (size_t i = 0; i < n; i++)
-        lx_ids_push(out, (unsigned char)text[i]);
-    return LX_OK;
-}
-
-/* Bytes come back as they were; the specials have no text. */
-static void bytes_decode(const struct lx_tokenizer *t, const int32_t *ids, long n, struct lx_buf *out)
-{
-    (void)t;
-    for (long i = 0; i < n; i++)
-        if (ids[i] < 256)
-            lx_buf_putn(out, lx_tok_byte_table + ids[i], 1);
-}
-
-static const char *bytes_piece(const struct lx_tokenizer *t, int32_t id, size_t *len)
-{
-    (void)t;
-    *len = id >= 0 && id < 256;
-    return *len ? lx_tok_byte_table + id : NULL;
-}
-
-static const struct lx_tok_ops bytes_ops = {
-    .kind = "bytes",
-    .encode = bytes_encode,
-    .decode = bytes_decode,
-    .piece = bytes_piece,
-    .free = NULL,
-};
-
-/* The hash is the SHA-256 of "lenx bytes tokenizer: ids 0-255 are bytes; 256
-** BOS, 257 EOS, 258 PAD, 259 MASK" (a test recomputes it). */
-const struct lx_tokenizer lx_byte_tokenizer = {
-    .ops = &bytes_ops, .path = "", .n_vocab = LX_VOCAB, .bos = LX_TOK_BOS, .eos = LX_TOK_EOS,
-    .pad = LX_TOK_PAD, .mask = LX_TOK_MASK, .is_byte = 1, .max_piece = 1,
-    .hash = "0f5bf15fc77364522e97f0ed04a65192dbb86494f80a765412257758b352e2b7",
-};
-
-struct lx_tokenizer *lx_tokenizer_bytes_new(void)
-{
-    struct lx_tokenizer *t = lx_xmalloc(sizeof *t);
-    *t = lx_byte_tokenizer;
-    t->path = lx_xstrdup("");
-    return t;
-}
 
 /* ---- opening a file ---- */
 
@@ -212,6 +162,37 @@ void lx_tokenizer_free(struct lx_tokenizer *t)
         t->ops->free(t->impl);
     free(t->path);
     free(t);
+}
+
+/* ---- GGUF ---- */
+
+int lx_tokenizer_to_gguf(const struct lx_tokenizer *t, struct lx_gguf_out *o, struct lx_error *err)
+{
+    t = lx_tok_or_byte(t);
+    if (!t->ops->to_gguf)
+        return lx_err(err, LX_EINVAL, "%s: a %s tokenizer cannot be written into a GGUF file", t->path, t->ops->kind);
+    return t->ops->to_gguf(t, o, err);
+}
+
+int lx_tokenizer_write_gguf(const struct lx_tokenizer *t, const char *path, struct lx_error *err)
+{
+    struct lx_gguf_out o;
+    lx_gguf_out_init(&o);
+    lx_gguf_put_str(&o, "general.architecture", "llama");
+    lx_gguf_put_str(&o, "general.name", "lenx vocabulary");
+    static const char *const keys[] = {"block_count", "context_length", "embedding_length", "feed_forward_length",
+                                       "attention.head_count"};
+    for (int i = 0; i < 5; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "llama.%s", keys[i]);
+        lx_gguf_put_u32(&o, key, 1);
+    }
+    lx_gguf_put_f32(&o, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    int rc = lx_tokenizer_to_gguf(t, &o, err);
+    if (rc == LX_OK)
+        rc = lx_gguf_out_write(&o, path, err);
+    lx_gguf_out_free(&o);
+    return rc;
 }
 
 /* ---- encode, decode ---- */

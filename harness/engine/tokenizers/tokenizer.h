@@ -8,6 +8,8 @@
 **                  with a BPE model and byte_fallback         fallback (Llama-2, Mistral, TinyLlama)
 **   bytelevel      tokenizer.json with a ByteLevel            byte-level BPE (GPT-2, SmolLM, Qwen2/3,
 **                  pre-tokenizer or decoder                    Llama-3)
+** and a GGUF file's tokenizer.ggml.* keys: "llama" is sentencepiece, "gpt2"
+** bytelevel, a file lenx wrote for its own models bytes (docs/tokenizers.md#gguf).
 **
 ** lx_tokenizer_open reads a file (or a directory holding tokenizer.json) and
 ** picks the kind from the table of tokenizers/kinds.def; every later call goes
@@ -54,6 +56,22 @@ extern const struct lx_tokenizer lx_byte_tokenizer;
 struct lx_tokenizer *lx_tokenizer_bytes_new(void);
 
 void lx_tokenizer_free(struct lx_tokenizer *t);     /* accepts NULL and &lx_byte_tokenizer */
+
+/* Put the tokenizer.ggml.* keys of t (NULL: the byte tokenizer) into o, such
+** that llama.cpp's llama-tokenize on the file encodes as
+** lx_tokenizer_encode(LX_ENC_SPECIALS) does, and lx_tokenizer_open reads it
+** back to the same ids (docs/tokenizers.md#gguf): a byte-level tokenizer.json
+** as "gpt2", a SentencePiece one (tokenizer.bin, tokenizer.json, GGUF) as
+** "llama", the byte tokenizer as "gpt2" with lenx.tokenizer = "bytes".
+** LX_EINVAL naming the file and what a GGUF vocabulary cannot say (a
+** pre-tokenizer llama.cpp has no name for, say). */
+int lx_tokenizer_to_gguf(const struct lx_tokenizer *t, struct lx_gguf_out *o, struct lx_error *err);
+
+/* A vocabulary-only GGUF file at path (general.architecture "llama" with the
+** few hyper-parameters llama.cpp reads when it opens one vocab-only, no
+** tensor), as llama.cpp's models/ggml-vocab-*.gguf: what `lenx tokenize
+** --gguf` writes for llama-tokenize. */
+int lx_tokenizer_write_gguf(const struct lx_tokenizer *t, const char *path, struct lx_error *err);
 
 /* Append the ids of text[0, n) to out, with BOS/EOS as flags ask. Input a
 ** tokenizer.json tokenizer cannot take (invalid UTF-8) is LX_EINVAL naming
