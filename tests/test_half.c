@@ -21,6 +21,8 @@
 #include "harness/core/json.h"
 #include "harness/core/mapguard.h"
 #include "harness/core/rng.h"
+
+#include <immintrin.h>
 #include "harness/engine/formats/formats.h"
 #include "harness/core/half.h"
 #include "harness/engine/kernels/numerics.h"
@@ -538,3 +540,76 @@ Test(half, bf16_kv_cache_decodes_within_its_rounding)
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
 }
+
+/* lx_f32_to_f16 against two independent references: the CPU's own F16C conversion
+** (vcvtps2ph, round to nearest even) on random bit patterns and exact ties, and its
+** definition: the nearest f16 by value (lx_f16_to_f32 of the two neighbours), ties to the even one. */
+__attribute__((target("f16c"))) static uint16_t f16c(float f)
+{
+    return (uint16_t)_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0);
+}
+
+Test(half, f32_to_f16_rounds_to_nearest_even)
+{
+    cr_assert(__builtin_cpu_supports("f16c"), "every x86-64 machine lenx runs on has F16C");
+    struct lx_rng r;
+    lx_rng_init(&r, 11, 0, 0);
+    for (int i = 0; i < 2000003; i++) {
+        uint32_t u = (uint32_t)(lx_rng_uniform(&r) * 4294967296.0);
+        if (i % 5 == 0)     /* an exact tie between two f16 normals, or near the subnormal and overflow edges */
+            u = (u & 0xffffe000u) | 0x1000u;
+        if (i % 11 == 0)
+            u = (u & 0x8000ffffu) | (uint32_t)(0x33 + i % 0x15) << 23;
+        float f;
+        memcpy(&f, &u, 4);
+        uint16_t h = lx_f32_to_f16(f);
+        if (isnan(f)) {
+            cr_assert(isnan(lx_f16_to_f32(h)));
+            continue;
+        }
+        cr_assert_eq(h, f16c(f), "%a: lenx %04x, F16C %04x", f, h, f16c(f));
+    }
+    for (uint32_t h = 0; h < 0x7c00; h++) {     /* every finite positive f16 and the midpoint above it */
+        float v = lx_f16_to_f32((uint16_t)h), up = lx_f16_to_f32((uint16_t)(h + 1));
+        cr_assert_eq(lx_f32_to_f16(v), h);
+        float mid = (float)(((double)v + (double)up) / 2);   /* exact: f16 has 11 bits, f32 24 */
+        if (h + 1 < 0x7c00)
+            cr_assert_eq(lx_f32_to_f16(mid), h % 2 ? h + 1 : h, "tie above %04x", h);
+    }
+}
+
+/* Q8_0 blocks as the format defines them (gguf.h's reader dequantizes them): each value within
+** half a step d of its float, d = max|x|/127 rounded to f16, the largest value +-127, and a
+** block of zeros all zero. Bit agreement with llama-quantize is checked on whole models
+** (tests/test_gguf_export.c). */
+Test(half, f32_to_q8_0_is_the_format)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, 12, 0, 0);
+    enum { N = 32 * 64 };
+    static float x[N], back[N];
+    static unsigned char q[N / 32 * LX_Q8_0_BYTES];
+    for (int i = 0; i < N; i++)
+        x[i] = (float)((lx_rng_uniform(&r) - 0.5) * pow(10, (i / 32) % 9 - 4));
+    for (int i = 0; i < 32; i++)
+        x[N - 32 + i] = 0;
+    lx_f32_to_q8_0(q, x, N);
+    lx_half_to_f32(back, q, LX_DT_Q8_0, N);
+    for (int b = 0; b < N / 32; b++) {
+        uint16_t d16;
+        memcpy(&d16, q + b * LX_Q8_0_BYTES, 2);
+        double d = lx_f16_to_f32(d16), amax = 0;
+        int top = 0;
+        for (int j = 0; j < 32; j++)
+            amax = fmax(amax, fabs(x[32 * b + j]));
+        double exact = (float)amax / 127.0f, slack = 0.5 * exact + 127 * fabs(d - exact);   /* rounding, and d's f16 */
+        for (int j = 0; j < 32; j++) {
+            int8_t v = (int8_t)q[b * LX_Q8_0_BYTES + 2 + j];
+            top |= v == 127 || v == -127;
+            cr_assert_leq(fabs(back[32 * b + j] - x[32 * b + j]), slack * (1 + 1e-6) + 1e-30, "block %d value %d", b, j);
+        }
+        cr_assert_eq(top || amax == 0, 1, "block %d: no value at +-127", b);
+        cr_assert_eq(d16, lx_f32_to_f16((float)exact), "block %d", b);
+    }
+}
+

@@ -499,7 +499,7 @@ int lx_show_model(const char *model, const char *db, long window, struct lx_buf 
         lx_params_json(&lx_arch_schema, &m.arch, out);
         lx_buf_printf(out, ",\n  \"kv_heads\": %ld,\n  \"tied_head\": %s,\n  \"parameters\": %zu,\n"
                       "  \"train_len\": %ld,\n  \"native_stack\": %s",
-                      info.kv_heads ? info.kv_heads : m.arch.heads, info.tied ? "true" : "false",
+                      info.kv_heads ? info.kv_heads : lx_arch_kv(&m.arch), info.tied ? "true" : "false",
                       m.n_params, info.train_len, info.stack);
         lx_buf_printf(out, ",\n  \"eval_stack\": %s,\n  \"rope_scaling\": %s", info.eval_stack ? info.eval_stack : "[]",
                       info.scaling ? info.scaling : "null");

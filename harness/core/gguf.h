@@ -88,4 +88,39 @@ int lx_gguf_get_num(const struct lx_gguf *g, const char *key, int required, doub
 /* A string key into out (n bytes, NUL-terminated, cut); "" when absent. */
 void lx_gguf_get_str(const struct lx_gguf *g, const char *key, char *out, size_t n);
 
+/* ---- writing ----------------------------------------------------------- */
+
+/* A GGUF v3 file being put together: metadata in the order given, then
+** tensors, each converted from floats to its type as the file is written
+** (the floats must stay valid until lx_gguf_out_write). Alignment 32. */
+struct lx_gguf_out {
+    struct lx_buf kv, ti;       /* the metadata and tensor-table bytes so far */
+    uint64_t n_kv, n_t, data_bytes;
+    struct lx_gguf_src {
+        const float *src;       /* values, ne[0] fastest */
+        uint64_t n;
+        int dtype;              /* enum lx_dtype to write them as */
+    } *src;                     /* (n_t,) */
+};
+
+void lx_gguf_out_init(struct lx_gguf_out *o);
+void lx_gguf_out_free(struct lx_gguf_out *o);
+void lx_gguf_put_str(struct lx_gguf_out *o, const char *key, const char *s);
+void lx_gguf_put_u32(struct lx_gguf_out *o, const char *key, uint32_t v);
+void lx_gguf_put_i32(struct lx_gguf_out *o, const char *key, int32_t v);
+void lx_gguf_put_f32(struct lx_gguf_out *o, const char *key, float v);
+void lx_gguf_put_bool(struct lx_gguf_out *o, const char *key, int v);
+/* An array of n scalars of type t (not STRING or ARRAY), packed at v. */
+void lx_gguf_put_arr(struct lx_gguf_out *o, const char *key, enum lx_gguf_vtype t, uint64_t n, const void *v);
+/* An array of n strings: s[i] of len[i] bytes (len NULL: NUL-terminated). */
+void lx_gguf_put_strs(struct lx_gguf_out *o, const char *key, uint64_t n, const char *const *s, const size_t *len);
+/* A tensor of n_dims (1 or 2) sizes ne (ne[0] varies fastest) from the floats
+** at src, written as dtype (enum lx_dtype: F32, F16, BF16, Q8_0; ne[0] a whole
+** number of its blocks). */
+void lx_gguf_put_tensor(struct lx_gguf_out *o, const char *name, int n_dims, const uint64_t *ne, const float *src,
+                        int dtype);
+/* The file, written to a temporary beside path and renamed over it (never
+** half a file at path); errors name path and what failed. */
+int lx_gguf_out_write(const struct lx_gguf_out *o, const char *path, struct lx_error *err);
+
 #endif

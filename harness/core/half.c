@@ -20,6 +20,50 @@ float lx_f16_to_f32(uint16_t h)
     return f;
 }
 
+uint16_t lx_f32_to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    u &= 0x7fffffffu;
+    if (u > 0x7f800000u)
+        return sign | 0x7e00;                   /* NaN */
+    if (u >= 0x477ff000u)
+        return sign | 0x7c00;                   /* 65520 and up round to infinity */
+    if (u < 0x38800000u)                        /* below 2^-14: a multiple of 2^-24, rounded (exact in double) */
+        return sign | (uint16_t)nearbyint((double)fabsf(f) * 16777216.0);
+    u -= 112u << 23;                            /* exponent bias 127 -> 15 */
+    u += 0xfffu + ((u >> 13) & 1);              /* to nearest, ties to even; a carry moves the exponent */
+    return sign | (uint16_t)(u >> 13);
+}
+
+void lx_f32_to_q8_0(unsigned char *out, const float *src, size_t n)
+{
+    for (size_t b = 0; b < n / 32; b++, src += 32, out += LX_Q8_0_BYTES) {
+        float amax = 0;
+        for (int j = 0; j < 32; j++)
+            amax = fabsf(src[j]) > amax ? fabsf(src[j]) : amax;
+        float d = amax / 127, id = d != 0 ? 1.0f / d : 0.0f;
+        uint16_t d16 = lx_f32_to_f16(d);
+        memcpy(out, &d16, 2);
+        for (int j = 0; j < 32; j++)
+            out[2 + j] = (unsigned char)(int8_t)roundf(src[j] * id);
+    }
+}
+
+void lx_f32_to_type(void *out, const float *src, int t, size_t n)
+{
+    if (t == LX_DT_F32)
+        memcpy(out, src, 4 * n);
+    else if (t == LX_DT_BF16)
+        lx_f32_to_bf16_n(out, src, n);
+    else if (t == LX_DT_Q8_0)
+        lx_f32_to_q8_0(out, src, n);
+    else
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)out)[i] = lx_f32_to_f16(src[i]);
+}
+
 static int has_avx512(void)
 {
     static int v = -1;

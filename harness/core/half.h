@@ -80,6 +80,16 @@ static inline float lx_round_bf16(float f)
 
 float lx_f16_to_f32(uint16_t h);
 
+/* f to IEEE f16, rounded to nearest, ties to even (as F16C's vcvtps2ph):
+** past 65504 to infinity, below 2^-14 to a subnormal, a NaN to a quiet NaN. */
+uint16_t lx_f32_to_f16(float f);
+/* n floats (a multiple of 32) to Q8_0 blocks, as llama.cpp's reference
+** quantizer makes them: per block d = max|x| / 127 (stored as f16), each
+** value round(x / d) half away from zero. */
+void lx_f32_to_q8_0(unsigned char *out, const float *src, size_t n);
+/* n floats to type t (F32, F16, BF16 or Q8_0; n a multiple of its block). */
+void lx_f32_to_type(void *out, const float *src, int t, size_t n);
+
 /* n values of type t at src to floats (exact). */
 void lx_half_to_f32(float *out, const void *src, int t, size_t n);
 /* n floats to bf16, rounded to nearest even. */

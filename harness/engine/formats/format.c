@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/core/config.h"
 #include "harness/core/hash.h"
 #include "harness/core/hashcache.h"
 #include "harness/core/version.h"
@@ -121,4 +122,80 @@ void lx_model_hold_map(struct lx_model *m, const struct lx_arch *a, struct lx_he
     held->owned = lx_xcalloc(1, sizeof *held->owned);
     held->maps[0] = (void *)bytes, held->map_len[0] = n, held->n_maps = 1;
     lx_model_hold(m, a, held);
+}
+
+/* ---- for exporters ---- */
+
+/* A number of a method's parameter map (absent: def). */
+static double param_num(const struct lx_node *p, const char *key, double def)
+{
+    const struct lx_node *v = p && p->kind == LX_NODE_MAP ? lx_map_get(p, key) : NULL;
+    return v && v->kind == LX_NODE_SCALAR ? strtod(v->text, NULL) : def;
+}
+
+/* Item i of the stack as (name, parameters or NULL); NULL name when it is neither a name nor a one-key map. */
+static const char *stack_item(const struct lx_node *r, int i, const struct lx_node **params)
+{
+    const struct lx_node *one = r->items[i];
+    *params = NULL;
+    if (one->kind == LX_NODE_SCALAR)
+        return one->text;
+    if (one->kind != LX_NODE_MAP || one->n_items != 1)
+        return NULL;
+    *params = lx_map_value(one, 0);
+    return lx_map_key(one, 0)->text;
+}
+
+/* The rescaling after rope (pi, yarn) into r: LX_EINVAL when it has no fixed scale. */
+static int stack_scaling(const char *name, const struct lx_node *p, struct lx_stack_rope *r, struct lx_error *err)
+{
+    snprintf(r->scaling, sizeof r->scaling, "%s", strcmp(name, "pi") == 0 ? "linear" : "yarn");
+    r->factor = param_num(p, "scale", 0);
+    r->original = (long)param_num(p, "original", 0);
+    r->beta_fast = param_num(p, "beta_fast", 32), r->beta_slow = param_num(p, "beta_slow", 1);
+    r->attn_factor = param_num(p, "attn_factor", 1);
+    const struct lx_node *t = p && p->kind == LX_NODE_MAP ? lx_map_get(p, "truncate") : NULL;
+    r->truncate = !(t && t->kind == LX_NODE_SCALAR && strcmp(t->text, "false") == 0);
+    if (!(r->factor >= 1) || (r->scaling[0] == 'y' && r->original < 1))
+        return lx_err(err, LX_EINVAL, "the model's %s has %s; a file holds a fixed rescaling\n  hint: train it "
+                      "with a fixed scale%s", name, !(r->factor >= 1) ? "no fixed scale (auto)" : "original auto",
+                      r->scaling[0] == 'y' ? " and original" : "");
+    return LX_OK;
+}
+
+int lx_stack_rope_of(const char *stack, int scaled, const char *target, struct lx_stack_rope *r,
+                     struct lx_error *err)
+{
+    struct lx_doc d = {0};
+    memset(r, 0, sizeof *r);
+    r->base = 10000;
+    int rc = lx_doc_load_text(&d, stack ? stack : "[]", "lenx_stack", err);
+    const struct lx_node *root = d.root, *p = NULL, *q = NULL;
+    int n = rc == LX_OK && root && root->kind == LX_NODE_SEQ ? root->n_items : 0;
+    const char *first = n >= 1 ? stack_item(root, 0, &p) : NULL, *second = n == 2 ? stack_item(root, 1, &q) : NULL;
+    int ok = first && strcmp(first, "rope") == 0 &&
+             (n == 1 || (n == 2 && scaled && second && (strcmp(second, "pi") == 0 || strcmp(second, "yarn") == 0)));
+    if (rc == LX_OK && !ok)
+        rc = lx_err(err, LX_EINVAL, "the model was trained with the stack %s; %s holds rotary positions (rope, any "
+                    "base and layout)%s only\n  hint: export models trained with [rope]%s", stack, target,
+                    scaled ? " with a trained-in pi or yarn rescaling" : "", scaled ? ", [rope, pi] or [rope, yarn]" : "");
+    if (rc == LX_OK) {
+        r->base = param_num(p, "base", 10000);
+        const struct lx_node *l = p && p->kind == LX_NODE_MAP ? lx_map_get(p, "layout") : NULL;
+        r->interleaved = l && l->kind == LX_NODE_SCALAR && strcmp(l->text, "interleaved") == 0;
+        if (n == 2)
+            rc = stack_scaling(second, q, r, err);
+    }
+    lx_doc_release(&d);
+    return rc;
+}
+
+void lx_rows_relayout(float *dst, const float *src, long heads, long D, long C, int to_half)
+{
+    for (long h = 0; h < heads; h++)
+        for (long j = 0; j < D; j++) {
+            long other = j < D / 2 ? 2 * j : 2 * (j - D / 2) + 1;   /* half row j is interleaved row `other` */
+            long to = to_half ? j : other, from = to_half ? other : j;
+            memcpy(dst + (size_t)((h * D + to) * C), src + (size_t)((h * D + from) * C), sizeof(float) * (size_t)C);
+        }
 }

@@ -94,4 +94,32 @@ int lx_ckpt_tokenizer(const struct lx_ckpt_info *info, const char *path, struct 
 int lx_ckpt_check_tokenizer(long vocab, const struct lx_tokenizer *tk, const char *who, const char *how,
                             int *at_tokenizer, struct lx_error *err);
 
+/* ---- for exporters ---- */
+
+/* The positions of a model's training stack that another format can hold:
+** exactly [rope] (any base and layout), or, when the format can say so,
+** rope followed by a trained-in rescaling with a fixed scale (pi: "linear";
+** yarn: "yarn"). */
+struct lx_stack_rope {
+    double base;
+    int interleaved;        /* rope layout interleaved (else half) */
+    char scaling[8];        /* "", "linear" or "yarn" */
+    double factor;          /* the rescaling's s */
+    long original;          /* yarn's L */
+    double beta_fast, beta_slow, attn_factor;
+    int truncate;           /* yarn's floor/ceil of the ramp */
+};
+
+/* stack (YAML flow list) as a struct lx_stack_rope; `scaled` allows pi and
+** yarn after rope. Anything else is LX_EINVAL naming target (the format,
+** "transformers' Llama") and what it can hold. */
+int lx_stack_rope_of(const char *stack, int scaled, const char *target, struct lx_stack_rope *r,
+                     struct lx_error *err);
+
+/* Each head's rows (heads × D rows of C columns) from one rotary layout to
+** the other: to_half 1 takes interleaved pairs (2k, 2k+1) to halves (k, k +
+** D/2) (transformers' convert_llama_weights_to_hf permute), 0 the inverse
+** (llama.cpp's converter's permute of q and k). */
+void lx_rows_relayout(float *dst, const float *src, long heads, long D, long C, int to_half);
+
 #endif

@@ -25,16 +25,18 @@
 ** is rope with layout interleaved; `qwen2` keeps Hugging Face's halves
 ** (llama.cpp's "neox" rope): layout half.
 */
+#include "harness/engine/formats/gguf_model.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/core/hashcache.h"
-#include "harness/core/half.h"
-#include "harness/core/mapguard.h"
-#include "harness/engine/formats/format.h"
 #include "harness/core/gguf.h"
+#include "harness/core/half.h"
+#include "harness/core/hashcache.h"
+#include "harness/core/mapguard.h"
 #include "harness/engine/model/arch.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 
 /* The arch from the metadata: LX_EINVAL naming the file and key. */
 static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *a, long *train_len, double *base,
@@ -64,8 +66,6 @@ static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *
     rope_dims = H > 0 ? C / H : 0;
     if (rc == LX_OK)
         rc = lx_gguf_get_int(g, KEY("rope.dimension_count"), 0, &rope_dims, err);
-    char scaling[32];
-    lx_gguf_get_str(g, KEY("rope.scaling.type"), scaling, sizeof scaling);
 #undef KEY
     if (rc < 0)
         return rc;
@@ -79,15 +79,70 @@ static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *
     if (rope_dims != C / H)
         return lx_err(err, LX_EINVAL, "%s: %s.rope.dimension_count is %lld, not the head size %lld: partial rotary "
                       "embeddings are not supported", g->name, arch, (long long)rope_dims, (long long)(C / H));
-    if (scaling[0] && strcmp(scaling, "none") != 0)
-        return lx_err(err, LX_EINVAL, "%s: %s.rope.scaling.type is '%s'; lenx reads GGUF models without rope "
-                      "scaling so far\n  hint: add the scaling as a method (--method pi, yarn, ...) on the unscaled "
-                      "model", g->name, arch, scaling);
     lx_params_defaults(&lx_arch_schema, a);
     a->mode = LX_MODEL_CAUSAL, a->layers = layers, a->d_model = C, a->heads = H, a->d_head = C / H;
     a->d_mlp = F, a->mlp = LX_MLP_SWIGLU, a->norm_eps = eps, a->kv_heads = KV == H ? 0 : KV;
     a->qkv_bias = strcmp(arch, "qwen2") == 0;
     *train_len = (long)ctx;
+    return LX_OK;
+}
+
+/* The native stack: rope at the file's base, in llama.cpp's layout for the
+** architecture, then rope.scaling as the method it is (linear: pi, yarn:
+** yarn, both trained in; llama.cpp reads a missing type as linear). */
+static int read_stack(const struct lx_gguf *g, const char *arch, const struct lx_arch *a, double base,
+                      long train_len, struct lx_buf *stack, struct lx_error *err)
+{
+    char key[128], type[32] = "";
+    double factor = 1, attn = 1, fast = 32, slow = 1;
+    int64_t orig = train_len;
+#define KEY(s) (snprintf(key, sizeof key, "%s.%s", arch, s), key)
+    lx_gguf_get_str(g, KEY("rope.scaling.type"), type, sizeof type);
+    int rc = lx_gguf_get_num(g, KEY("rope.scaling.factor"), 0, &factor, err);
+    if (rc == LX_OK && !lx_gguf_find(g, key))
+        rc = lx_gguf_get_num(g, KEY("rope.scale_linear"), 0, &factor, err);
+    if (rc == LX_OK)
+        rc = lx_gguf_get_int(g, KEY("rope.scaling.original_context_length"), 0, &orig, err);
+    if (rc == LX_OK)
+        rc = lx_gguf_get_num(g, KEY("rope.scaling.attn_factor"), 0, &attn, err);
+    if (rc == LX_OK)
+        rc = lx_gguf_get_num(g, KEY("rope.scaling.yarn_beta_fast"), 0, &fast, err);
+    if (rc == LX_OK)
+        rc = lx_gguf_get_num(g, KEY("rope.scaling.yarn_beta_slow"), 0, &slow, err);
+#undef KEY
+    if (rc < 0)
+        return rc;
+    if (strcmp(type, "none") != 0 && strcmp(type, "linear") != 0 && strcmp(type, "yarn") != 0 && type[0])
+        return lx_err(err, LX_EINVAL, "%s: %s.rope.scaling.type is '%s'; lenx reads none, linear (pi) and yarn\n"
+                      "  hint: longrope has no lenx method", g->name, arch, type);
+    if (lx_gguf_tensor(g, "rope_freqs.weight"))
+        return lx_err(err, LX_EINVAL, "%s: tensor 'rope_freqs.weight' (per-pair rotary factors, as llama.cpp writes "
+                      "Llama 3.1's rope_scaling) is not read by lenx yet\n  hint: load the model's Hugging Face "
+                      "directory, whose rope_type llama3 lenx maps to the llama3 method", g->name);
+    if (strcmp(type, "none") != 0 && factor != 0 && factor != 1 && !(factor > 1 && factor < 1e6 && orig >= 1 &&
+                                                                     attn > 0 && fast > 0 && slow > 0))
+        return lx_err(err, LX_EINVAL, "%s: %s.rope.scaling (factor %g, original_context_length %lld, attn_factor %g) "
+                      "is not a rescaling lenx can run\n  hint: the file is damaged", g->name, arch, factor,
+                      (long long)orig, attn);
+    lx_buf_puts(stack, "[{\"rope\":{\"base\":");
+    lx_buf_num(stack, base);
+    lx_buf_printf(stack, ",\"layout\":\"%s\"}}", a->qkv_bias ? "half" : "interleaved");
+    if (strcmp(type, "none") != 0 && factor > 1 && strcmp(type, "yarn") != 0) {
+        lx_buf_puts(stack, ",{\"pi\":{\"scale\":");
+        lx_buf_num(stack, factor);
+        lx_buf_puts(stack, ",\"train\":true}}");
+    } else if (strcmp(type, "yarn") == 0 && factor > 1) {
+        lx_buf_puts(stack, ",{\"yarn\":{\"scale\":");
+        lx_buf_num(stack, factor);
+        lx_buf_printf(stack, ",\"original\":%lld,\"beta_fast\":", (long long)orig);
+        lx_buf_num(stack, fast);
+        lx_buf_puts(stack, ",\"beta_slow\":");
+        lx_buf_num(stack, slow);
+        lx_buf_puts(stack, ",\"attn_factor\":");
+        lx_buf_num(stack, attn);
+        lx_buf_puts(stack, ",\"train\":true}}");
+    }
+    lx_buf_puts(stack, "]");
     return LX_OK;
 }
 
@@ -202,6 +257,9 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
     if (rc == LX_OK && (!emb || emb->n_dims != 2 || emb->ne[0] != (uint64_t)a.d_model || emb->ne[1] < 2 ||
                         emb->ne[1] > 1000000))
         rc = lx_err(err, LX_EINVAL, "%s: token_embd.weight is missing, or not (vocab, %ld)", path, a.d_model);
+    struct lx_buf stack = {0};
+    if (rc == LX_OK)
+        rc = read_stack(&g, arch, &a, base, train_len, &stack, err);
     if (rc == LX_OK) {
         a.vocab = (long)emb->ne[1];
         a.tie_head = lx_gguf_tensor(&g, "output.weight") == NULL;
@@ -212,16 +270,14 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
         bytes = NULL;   /* m's now */
     if (rc == LX_OK && info) {
         lx_ckpt_info_native(info, "gguf", dtype);
-        char stack[160];
-        snprintf(stack, sizeof stack, "[{\"rope\":{\"base\":%.17g,\"layout\":\"%s\"}}]", base,
-                 a.qkv_bias ? "half" : "interleaved");
-        info->stack = lx_xstrdup(stack);
+        info->stack = lx_xstrdup(lx_buf_str(&stack));
         info->train_len = train_len;
         info->kv_heads = lx_arch_kv(&a);
         info->tied = a.tie_head;
-        char tk[32];    /* its own tokenizer, read from the file itself (tokenizers/tok_gguf.c) */
-        lx_gguf_get_str(&g, "tokenizer.ggml.model", tk, sizeof tk);
-        info->tokenizer = strcmp(tk, "llama") == 0 ? lx_xstrdup(path) : NULL;
+        char tk[32], lenx_tk[16];   /* its own tokenizer, read from the file itself (tokenizers/tok_gguf.c), */
+        lx_gguf_get_str(&g, "tokenizer.ggml.model", tk, sizeof tk);     /* or lenx's byte tokenizer */
+        lx_gguf_get_str(&g, "lenx.tokenizer", lenx_tk, sizeof lenx_tk);
+        info->tokenizer = tk[0] && strcmp(lenx_tk, "bytes") != 0 ? lx_xstrdup(path) : NULL;
         if (lx_hashcache_file_sha256(path, n, info->sha256) < 0)
             rc = lx_err(err, LX_EIO, "%s: the file changed while it was loaded (it is no longer %zu bytes)\n"
                         "  hint: load it again once nothing writes it", path, n);
@@ -229,6 +285,7 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
             lx_model_weights_hash_of(m, "gguf", info->sha256, info->weights_sha256);
     }
     lx_gguf_release(&g);
+    lx_buf_free(&stack);
     if (bytes)
         lx_unmap_file(bytes, n);
     if (rc < 0)
@@ -256,3 +313,121 @@ const struct lx_model_format lx_model_format_gguf = {
     .sniff = looks_gguf,
     .load = load_gguf,
 };
+
+
+/* ---- export ------------------------------------------------------------------- */
+
+/* llama.cpp's general.file_type of a whole-model type (LLAMA_FTYPE_*). */
+static uint32_t file_type(int dtype)
+{
+    return dtype == LX_DT_F32 ? 0 : dtype == LX_DT_F16 ? 1 : dtype == LX_DT_Q8_0 ? 7 : 32;
+}
+
+/* What lenx refuses to write: a model llama.cpp would run differently. */
+static int export_check(const struct lx_model *m, const struct lx_ckpt_info *info, struct lx_stack_rope *rope,
+                        struct lx_error *err)
+{
+    const struct lx_arch *a = &m->arch;
+    if (a->mode != LX_MODEL_CAUSAL || a->mlp != LX_MLP_SWIGLU || a->logit_scale || a->d_head * a->heads != a->d_model)
+        return lx_err(err, LX_EINVAL, "llama.cpp's llama is a causal SwiGLU model with head size dim/heads and no "
+                      "learned logit scales; this model is %s with a %s MLP%s%s\n  hint: export causal swiglu models",
+                      a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" : "GELU",
+                      a->logit_scale ? " and logit scales" : "", a->d_head * a->heads != a->d_model ? " and head size "
+                      "other than dim/heads" : "");
+    int rc = lx_stack_rope_of(info->stack, 1, "GGUF", rope, err);
+    if (rc == LX_OK && rope->scaling[0] == 'y' && (rope->beta_fast != 32 || rope->beta_slow != 1 || !rope->truncate))
+        rc = lx_err(err, LX_EINVAL, "the model's yarn has beta_fast %g, beta_slow %g%s; llama.cpp's llama and qwen2 "
+                    "read no beta keys and run 32, 1 with a truncated ramp\n  hint: export yarn models trained with "
+                    "the default betas", rope->beta_fast, rope->beta_slow, rope->truncate ? "" : ", truncate false");
+    return rc;
+}
+
+static void export_meta(struct lx_gguf_out *o, const struct lx_model *m, const struct lx_ckpt_info *info,
+                        const struct lx_stack_rope *rope, int dtype)
+{
+    const struct lx_arch *a = &m->arch;
+    const char *arch = a->qkv_bias ? "qwen2" : "llama";
+    char key[128];
+#define KEY(s) (snprintf(key, sizeof key, "%s.%s", arch, s), key)
+    lx_gguf_put_str(o, "general.architecture", arch);
+    lx_gguf_put_str(o, "general.name", info->model_key && info->model_key[0] ? info->model_key : "lenx model");
+    lx_gguf_put_u32(o, "general.file_type", file_type(dtype));
+    lx_gguf_put_u32(o, KEY("context_length"), (uint32_t)info->train_len);
+    lx_gguf_put_u32(o, KEY("embedding_length"), (uint32_t)a->d_model);
+    lx_gguf_put_u32(o, KEY("block_count"), (uint32_t)a->layers);
+    lx_gguf_put_u32(o, KEY("feed_forward_length"), (uint32_t)a->d_mlp);
+    lx_gguf_put_u32(o, KEY("attention.head_count"), (uint32_t)a->heads);
+    lx_gguf_put_u32(o, KEY("attention.head_count_kv"), (uint32_t)lx_arch_kv(a));
+    lx_gguf_put_f32(o, KEY("attention.layer_norm_rms_epsilon"), (float)a->norm_eps);
+    lx_gguf_put_f32(o, KEY("rope.freq_base"), (float)rope->base);
+    lx_gguf_put_u32(o, KEY("rope.dimension_count"), (uint32_t)a->d_head);
+    lx_gguf_put_str(o, KEY("rope.scaling.type"), rope->scaling[0] ? rope->scaling : "none");
+    if (rope->scaling[0]) {
+        lx_gguf_put_f32(o, KEY("rope.scaling.factor"), (float)rope->factor);
+        lx_gguf_put_bool(o, KEY("rope.scaling.finetuned"), 1);
+    }
+    if (rope->scaling[0] == 'y') {
+        lx_gguf_put_u32(o, KEY("rope.scaling.original_context_length"), (uint32_t)rope->original);
+        lx_gguf_put_f32(o, KEY("rope.scaling.attn_factor"), (float)rope->attn_factor);
+    }
+#undef KEY
+    if (info->model_key && info->model_key[0])
+        lx_gguf_put_str(o, "lenx.model_key", info->model_key);
+    lx_gguf_put_str(o, "lenx.stack", info->stack ? info->stack : "[]");
+    lx_gguf_put_str(o, "lenx.weights_sha256", info->weights_sha256);
+}
+
+/* The type tensor i is written as: norms F32; matrices dtype, F16 when their rows are not whole blocks. */
+static int tensor_type(const struct lx_tensor_info *t, int dtype)
+{
+    if (t->ndim == 1)
+        return LX_DT_F32;
+    return t->shape[1] % (long)lx_dtype_block(dtype) ? LX_DT_F16 : dtype;
+}
+
+int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const struct lx_tokenizer *tok,
+                   const char *path, int dtype, int n_by_type[8], struct lx_error *err)
+{
+    const struct lx_arch *a = &m->arch;
+    struct lx_stack_rope rope;
+    int rc = export_check(m, info, &rope, err);
+    if (rc < 0)
+        return rc;
+    struct lx_gguf_out o;
+    lx_gguf_out_init(&o);
+    export_meta(&o, m, info, &rope, dtype);
+    rc = lx_tokenizer_to_gguf(tok, &o, err);
+    int n = lx_arch_tensors(a, NULL), relayout = rope.interleaved == a->qkv_bias;  /* llama: interleaved; qwen2: half */
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    float **own = lx_xcalloc((size_t)n, sizeof *own);  /* q and k tensors in the other layout */
+    lx_arch_tensors(a, ti);
+    float *w32 = lx_model_f32(m);
+    for (int i = 0; i < n && rc == LX_OK; i++) {
+        char name[96];
+        gguf_name(ti[i].name, name, sizeof name);
+        long rows = ti[i].shape[0], cols = ti[i].ndim == 2 ? ti[i].shape[1] : 1;
+        const float *src = w32 + ti[i].offset;
+        const char *w = strstr(ti[i].name, ".attn.w");
+        if (relayout && w && (w[7] == 'q' || w[7] == 'k')) {
+            own[i] = lx_xmalloc(sizeof(float) * (size_t)(rows * cols));
+            lx_rows_relayout(own[i], src, rows / a->d_head, a->d_head, cols, a->qkv_bias);
+            src = own[i];
+        }
+        uint64_t ne[2] = {(uint64_t)cols, (uint64_t)rows};
+        if (ti[i].ndim == 1)
+            ne[0] = (uint64_t)rows;
+        int t = tensor_type(&ti[i], dtype);
+        lx_gguf_put_tensor(&o, name, ti[i].ndim, ne, src, t);
+        if (n_by_type)
+            n_by_type[t]++;
+    }
+    if (rc == LX_OK)
+        rc = lx_gguf_out_write(&o, path, err);
+    for (int i = 0; i < n; i++)
+        free(own[i]);
+    free(own);
+    lx_model_f32_free(m, w32);
+    free(ti);
+    lx_gguf_out_free(&o);
+    return rc;
+}

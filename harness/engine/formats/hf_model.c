@@ -525,44 +525,6 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
 
 /* ---- export ------------------------------------------------------------------- */
 
-/* rope's base and layout from a stack that is exactly [rope] (YAML flow
-** list); anything else transformers' Llama cannot express. */
-static int export_rope(const char *stack, double *base, int *interleaved, struct lx_error *err)
-{
-    struct lx_doc d = {0};
-    int rc = lx_doc_load_text(&d, stack ? stack : "[]", "lenx_stack", err);
-    const struct lx_node *r = d.root, *one = r && r->kind == LX_NODE_SEQ && r->n_items == 1 ? r->items[0] : NULL;
-    const struct lx_node *p = NULL;
-    if (one && one->kind == LX_NODE_SCALAR && strcmp(one->text, "rope") == 0)
-        p = one;
-    else if (one && one->kind == LX_NODE_MAP && one->n_items == 1 && strcmp(lx_map_key(one, 0)->text, "rope") == 0)
-        p = lx_map_value(one, 0);
-    if (rc == LX_OK && !p)
-        rc = lx_err(err, LX_EINVAL, "the model was trained with the stack %s; transformers' Llama has rotary "
-                    "positions only (rope, any base and layout)\n  hint: export models trained with [rope]", stack);
-    *base = 10000;
-    *interleaved = 0;
-    const struct lx_node *b = p && p->kind == LX_NODE_MAP ? lx_map_get(p, "base") : NULL;
-    const struct lx_node *l = p && p->kind == LX_NODE_MAP ? lx_map_get(p, "layout") : NULL;
-    if (rc == LX_OK && b && b->kind == LX_NODE_SCALAR)
-        *base = strtod(b->text, NULL);
-    if (rc == LX_OK && l && l->kind == LX_NODE_SCALAR)
-        *interleaved = strcmp(l->text, "interleaved") == 0;
-    lx_doc_release(&d);
-    return rc;
-}
-
-/* Rows of each head from interleaved pairs (2k, 2k+1) to half-split (k,
-** k + D/2): transformers' convert_llama_weights_to_hf permute. */
-static void deinterleave(float *dst, const float *src, long heads, long D, long C)
-{
-    for (long h = 0; h < heads; h++)
-        for (long j = 0; j < D; j++) {
-            long from = j < D / 2 ? 2 * j : 2 * (j - D / 2) + 1;
-            memcpy(dst + (size_t)((h * D + j) * C), src + (size_t)((h * D + from) * C), sizeof(float) * (size_t)C);
-        }
-}
-
 /* An id of config.json: the number, or null for -1 (a tokenizer without one). */
 static void put_id(struct lx_buf *b, const char *key, int id)
 {
@@ -598,14 +560,14 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
                  const char *dir, struct lx_error *err)
 {
     const struct lx_arch *a = &m->arch;
-    double base;
-    int inter, rc;
+    struct lx_stack_rope rope;
+    int rc;
     if (a->mode != LX_MODEL_CAUSAL || a->mlp != LX_MLP_SWIGLU || a->logit_scale)
         return lx_err(err, LX_EINVAL, "transformers' Llama is a causal SwiGLU model without learned logit scales; "
                       "this model is %s with a %s MLP%s\n  hint: export causal swiglu models",
                       a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" : "GELU",
                       a->logit_scale ? " and logit scales" : "");
-    if ((rc = export_rope(info->stack, &base, &inter, err)) < 0)
+    if ((rc = lx_stack_rope_of(info->stack, 0, "transformers' Llama", &rope, err)) < 0)
         return rc;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return lx_err(err, LX_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
@@ -623,10 +585,10 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
         st[k] = (struct lx_st_tensor){.name = names[k], .ndim = ti[i].ndim,
                                       .shape = {ti[i].shape[0], ti[i].shape[1]}, .data = w32 + ti[i].offset};
         const char *w = strstr(ti[i].name, ".attn.w");
-        if (inter && w && (w[7] == 'q' || w[7] == 'k')) {   /* rows of q and k heads, weights and biases */
+        if (rope.interleaved && w && (w[7] == 'q' || w[7] == 'k')) {   /* rows of q and k heads, weights and biases */
             float *dst = perm + ti[i].offset;
             long cols = ti[i].ndim > 1 ? ti[i].shape[1] : 1;
-            deinterleave(dst, w32 + ti[i].offset, ti[i].shape[0] / a->d_head, a->d_head, cols);
+            lx_rows_relayout(dst, w32 + ti[i].offset, ti[i].shape[0] / a->d_head, a->d_head, cols, 1);
             st[k].data = dst;
         }
         k++;
@@ -637,7 +599,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     rc = lx_st_write(lx_buf_str(&path), st, k, meta, 1, NULL, err);
     if (rc == LX_OK && tok)     /* its own tokenizer beside it, so that the ids read as they were trained */
         rc = lx_tokenizer_copy(tok->path, tok->hash, dir, err);
-    export_config(&cfg, m, info->train_len, base, lx_tok_or_byte(tok));
+    export_config(&cfg, m, info->train_len, rope.base, lx_tok_or_byte(tok));
     lx_buf_reset(&path);
     lx_buf_printf(&path, "%s/config.json", dir);
     if (rc == LX_OK)

@@ -53,3 +53,38 @@ done
 # llama.cpp's token ids of text.txt under the file's own tokenizer (BOS first, as llama-tokenize adds it)
 "$bin/llama-tokenize" -m stories260K-f32.gguf -f text.txt --ids --log-disable 2>/dev/null > text.ids
 sha256sum stories260K-*.gguf random-*.gguf random256-*.gguf > SHA256SUMS
+# lenx's own models exported: lenx-models.yaml's six checkpoints (lenx-*.safetensors), each written by
+# `lenx export --gguf` as F32, F16, BF16 and Q8_0. For each file, llama.cpp's perplexity on text.txt
+# in 64-token chunks (the models' training length) and, for F16, BF16 and Q8_0, the weights_sha256 of
+# llama-quantize's own conversion of the F32 export to that type: lenx's conversion must hash the same.
+: > export.tsv
+for m in lenx-*.safetensors; do
+    b=${m%.safetensors}
+    for t in f32 f16 bf16 q8_0; do
+        "$lenx" export --gguf "$b-$t.gguf" --type $t --model "$m" >/dev/null
+        for try in 1 2 3; do
+            ppl=$("$bin/llama-perplexity" -m "$b-$t.gguf" -f text.txt -c 64 -b 64 -t 1 2>&1 |
+                  sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
+            [ -n "$ppl" ] && break
+        done
+        sha=-
+        if [ $t != f32 ]; then
+            "$bin/llama-quantize" "$b-f32.gguf" deq.gguf "$(echo $t | tr a-z A-Z)" >/dev/null 2>&1
+            sha=$("$lenx" show model deq.gguf | sed -n 's/.*"weights_sha256": "\([0-9a-f]*\)".*/\1/p')
+            rm -f deq.gguf
+        fi
+        printf '%s\t%s\t%s\n' "$b-$t" "$ppl" "$sha" >> export.tsv
+    done
+done
+rm -f lenx-*-f32.gguf lenx-*-f16.gguf lenx-*-bf16.gguf lenx-*-q8_0.gguf
+# The same two rope models through llama.cpp's Hugging Face converter: `lenx export --hf`, then
+# convert_hf_to_gguf.py (run by convert_novocab.py: its vocabulary step needs transformers, which Debian
+# does not package; a byte-level model needs no vocabulary in the file) with LLAMA_SRC the llama.cpp
+# source tree. llama.cpp's own q/k permutation of the llama model is then what lenx reads.
+src=${LLAMA_SRC:-$bin/../..}
+for a in llama qwen2; do
+    rm -rf hf.tmp
+    "$lenx" export --hf hf.tmp --model "lenx-$a-rope.safetensors" >/dev/null
+    /usr/bin/python3 convert_novocab.py "$src" hf.tmp --outfile "lenx-$a-rope-hf.gguf" --outtype f32 >/dev/null 2>&1
+    rm -rf hf.tmp
+done

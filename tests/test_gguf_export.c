@@ -1,0 +1,169 @@
+/*
+** tests/test_gguf_export.c - `lenx export --gguf` (harness/engine/formats/gguf_model.c,
+** harness/core/gguf_write.c): six lenx-trained models (tests/ref/gguf/lenx-models.yaml:
+** Llama- and Qwen2-shaped, rope, PI and YaRN trained in) written as F32, F16, BF16 and Q8_0
+** run in llama.cpp as in lenx — llama.cpp's perplexity (tests/ref/gguf/export.tsv, made by
+** tests/ref/gguf/make.sh) against lenx's on the written file, and llama-quantize's own
+** F16/BF16/Q8_0 conversion of the F32 export against lenx's, bit for bit; the F32 file scores
+** as the checkpoint does; what llama.cpp cannot run the same is refused.
+*/
+#define _GNU_SOURCE     /* mkdtemp */
+#include <math.h>
+
+#include "tests/shell.h"
+
+static const char *const models[] = {"llama-rope", "llama-pi", "llama-yarn", "qwen2-rope", "qwen2-pi", "qwen2-yarn"};
+static const char *const types[] = {"f32", "f16", "bf16", "q8_0"};
+
+/* Field (1-based) of export.tsv's row for name. */
+static void reference(char *out, size_t n, const char *name, int field)
+{
+    cr_assert_eq(sh(out, n, "awk -F'\\t' '$1 == \"%s\" {printf \"%%s\", $%d}' $R/tests/ref/gguf/export.tsv", name,
+                    field), 0);
+    cr_assert(out[0], "no reference for %s", name);
+}
+
+/* The tolerance of lenx's perplexity against llama.cpp's, derived in tests/test_gguf.c
+** (perplexity_as_llama_cpp_prints_it): F32 and F16 1e-4; BF16 3e-4 (llama.cpp rounds the
+** activations to bf16); Q8_0 5e-4 (llama.cpp quantizes the activations to Q8_0). Measured here at
+** most 7.7e-6, 1.2e-5, 8.7e-5 and 1.7e-4 (docs/checkpoints.md#gguf). */
+static double tolerance(const char *type)
+{
+    return strcmp(type, "bf16") == 0 ? 3e-4 : strcmp(type, "q8_0") == 0 ? 5e-4 : 1e-4;
+}
+
+/* The "nll" lists of two `lenx score` JSONs agree within tol, token by token; returns their length. */
+static long nll_close(const char *a, const char *b, double tol, const char *what)
+{
+    const char *p = strstr(a, "\"nll\": ["), *q = strstr(b, "\"nll\": [");
+    cr_assert(p && q, "%s", what);
+    p += 8, q += 8;
+    long n = 0;
+    while (*p && *p != ']') {
+        char *e1, *e2;
+        double x = strtod(p, &e1), y = strtod(q, &e2);
+        cr_assert(e1 != p && e2 != q, "%s: lists differ in length at %ld", what, n);
+        cr_expect_leq(fabs(x - y), tol, "%s token %ld: %.9g vs %.9g", what, n, x, y);
+        p = e1 + strspn(e1, ", \n"), q = e2 + strspn(e2, ", \n");
+        n++;
+    }
+    cr_assert_eq(*q, ']', "%s: lists differ in length", what);
+    return n;
+}
+
+/* lenx's llamacpp perplexity of file (its own native stack) on text.txt at length 64. */
+static double lenx_ppl(const char *file)
+{
+    char stack[1024], yaml[2048], db[128], got[64], out[4096];
+    cr_assert_eq(sh(stack, sizeof stack, "$L show model %s | sed -n 's/.*\"native_stack\": \\(.*\\),$/\\1/p'", file),
+                 0);
+    stack[strcspn(stack, "\n")] = 0;
+    snprintf(yaml, sizeof yaml, "name: e\nnumerics: portable\nmodels:\n  s:\n    checkpoint: %s\nmethods:\n  - %s\n"
+             "tasks:\n  - ppl: {protocol: llamacpp, data: %s/tests/ref/gguf/text.txt}\nlengths: [64]\n", file, stack,
+             getenv("LENX_ROOT"));
+    write_file("e.yaml", yaml);
+    snprintf(db, sizeof db, "%s.db", file);
+    cr_assert_eq(sh(out, sizeof out, "$L run e.yaml --db %s --quiet --no-table", db), 0, "%s", out);
+    sql_text(got, sizeof got, db, "SELECT printf('%.9f', value) FROM metrics WHERE name = 'ppl'");
+    return atof(got);
+}
+
+Test(gguf_export, llama_cpp_runs_lenx_models_as_lenx_does, .fini = teardown, .timeout = 600)
+{
+    shell_setup("gguf-export");
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++)
+        for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+            char name[64], file[80], out[4096], want[80], ref[32];
+            snprintf(name, sizeof name, "lenx-%s-%s", models[i], types[t]);
+            snprintf(file, sizeof file, "%s.gguf", name);
+            cr_assert_eq(sh(out, sizeof out, "$L export --gguf %s --type %s --model $R/tests/ref/gguf/lenx-%s."
+                            "safetensors", file, types[t], models[i]), 0, "%s", out);
+            if (t > 0) {    /* the same bytes as llama-quantize makes of the F32 file */
+                reference(want, sizeof want, name, 3);
+                cr_assert_eq(sh(out, sizeof out, "$L show model %s | grep -c '\"weights_sha256\": \"%s\"'", file, want),
+                             0, "%s: weights differ from llama-quantize's %s", name, types[t]);
+            }
+            reference(ref, sizeof ref, name, 2);
+            double want_ppl = atof(ref), ppl = lenx_ppl(file), rel = fabs(ppl - want_ppl) / want_ppl;
+            double bound = tolerance(types[t]) + 5e-5 / want_ppl;   /* llama.cpp prints four decimals */
+            cr_expect(rel <= bound, "%s: lenx %.7f, llama.cpp %s: %.2g relative, more than %.2g", name, ppl, ref, rel,
+                      bound);
+        }
+}
+
+/* The F32 file is the checkpoint: in portable numerics the same per-token NLLs, bit for bit for the
+** Qwen2-shaped models, whose rows the file keeps as they are; the Llama-shaped ones' q and k rows are
+** permuted to llama.cpp's interleaved pairs, so each q.k sums its 16 products in another order:
+** within 1e-5 (measured 2.6e-6). The stack it reads back is the one the model was trained with, in the
+** file's layout. */
+Test(gguf_export, f32_file_scores_as_the_checkpoint, .fini = teardown)
+{
+    shell_setup("gguf-export-f32");
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+        static char a[1 << 17], b[1 << 17];
+        char out[4096];
+        cr_assert_eq(sh(out, sizeof out, "$L export --gguf m.gguf --model $R/tests/ref/gguf/lenx-%s.safetensors",
+                        models[i]), 0, "%s", out);
+        cr_assert_eq(sh(a, sizeof a, "$L score --portable --model m.gguf --text $R/tests/ref/gguf/text.txt "
+                        "--length 64"), 0, "%s", a);
+        cr_assert_eq(sh(b, sizeof b, "$L score --portable --model $R/tests/ref/gguf/lenx-%s.safetensors --text "
+                        "$R/tests/ref/gguf/text.txt --length 64", models[i]), 0, "%s", b);
+        cr_assert_gt(nll_close(a, b, models[i][0] == 'q' ? 0 : 1e-5, models[i]), 2900, "%s", models[i]);
+        (void)sql_long;
+        cr_assert_eq(sh(out, sizeof out, "$L show model m.gguf"), 0, "%s", out);
+        int qwen = models[i][0] == 'q', pi = strstr(models[i], "-pi") != NULL, yarn = strstr(models[i], "yarn") != NULL;
+        cr_expect(strstr(out, qwen ? "\"layout\":\"half\"" : "\"layout\":\"interleaved\"") &&
+                  (!pi || strstr(out, "{\"pi\":{\"scale\":2,\"train\":true}}")) &&
+                  (!yarn || strstr(out, "{\"yarn\":{\"scale\":2,\"original\":32,\"beta_fast\":32,\"beta_slow\":1,"
+                                   "\"attn_factor\":1,\"train\":true}}")) &&
+                  strstr(out, "\"tokenizer\": \"bytes\"") && strstr(out, qwen ? "\"kv_heads\": 1" : "\"kv_heads\": 2"),
+                  "%s: %s", models[i], out);
+    }
+}
+
+Test(gguf_export, refuses_what_llama_cpp_runs_otherwise, .fini = teardown)
+{
+    shell_setup("gguf-export-refuse");
+    char out[4096];
+    /* a GELU model: llama.cpp's llama is SwiGLU */
+    cr_assert_neq(sh(out, sizeof out, "$L export --gguf g.gguf --model $R/tests/ref/model_ckpt_causal_rope.safetensors"),
+                  0);
+    cr_expect(strstr(out, "GELU MLP") && strstr(out, "hint:") && !exists("g.gguf"), "%s", out);
+    /* a type lenx does not write */
+    cr_assert_neq(sh(out, sizeof out, "$L export --gguf g.gguf --type q4_k --model "
+                     "$R/tests/ref/gguf/lenx-llama-rope.safetensors"), 0);
+    cr_expect(strstr(out, "--type q4_k") && strstr(out, "llama-quantize") && !exists("g.gguf"), "%s", out);
+    /* a directory that is not there: nothing half-written left behind */
+    cr_assert_neq(sh(out, sizeof out, "$L export --gguf no/such/g.gguf --model "
+                     "$R/tests/ref/gguf/lenx-llama-rope.safetensors"), 0);
+    cr_expect(strstr(out, "no/such/g.gguf") && strstr(out, "cannot create"), "%s", out);
+    /* --type without --gguf, and both outputs at once */
+    cr_expect_eq(sh(out, sizeof out, "$L export --hf d --type f16 --model x"), 2, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L export --hf d --gguf g.gguf --model x"), 2, "%s", out);
+}
+
+/* llama.cpp's own Hugging Face converter (tests/ref/gguf/lenx-*-rope-hf.gguf: `lenx export --hf`, then
+** convert_hf_to_gguf.py) and lenx agree on a model read both ways: the GGUF llama.cpp wrote scores as the
+** Hugging Face directory does, in portable numerics. Qwen2 keeps its rows: bit for bit. Llama: the
+** converter permutes q and k rows to interleaved pairs, which lenx reads as `layout: interleaved`; the
+** q.k sums then run in another order (within 1e-5, measured 2.6e-6) - and a wrong reading of the
+** permutation would move them by whole nats. */
+Test(gguf_export, hf_converter_files_score_as_the_hf_directory, .fini = teardown)
+{
+    shell_setup("gguf-hfconv");
+    static const char *const arch[] = {"qwen2", "llama"};
+    for (int i = 0; i < 2; i++) {
+        static char a[1 << 17], b[1 << 17];
+        char out[4096];
+        cr_assert_eq(sh(out, sizeof out, "rm -rf hf && $L export --hf hf --model $R/tests/ref/gguf/lenx-%s-rope."
+                        "safetensors", arch[i]), 0, "%s", out);
+        cr_assert_eq(sh(a, sizeof a, "$L score --portable --model $R/tests/ref/gguf/lenx-%s-rope-hf.gguf --text "
+                        "$R/tests/ref/gguf/text.txt --length 64", arch[i]), 0, "%s", a);
+        cr_assert_eq(sh(b, sizeof b, "$L score --portable --model hf --text $R/tests/ref/gguf/text.txt --length 64"),
+                     0, "%s", b);
+        cr_assert_eq(sh(out, sizeof out, "$L show model $R/tests/ref/gguf/lenx-%s-rope-hf.gguf", arch[i]), 0, "%s",
+                     out);
+        cr_expect(strstr(out, i == 0 ? "\"layout\":\"half\"" : "\"layout\":\"interleaved\""), "%s", out);
+        cr_expect_gt(nll_close(a, b, i == 0 ? 0 : 1e-5, arch[i]), 2900);
+    }
+}
