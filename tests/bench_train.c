@@ -14,6 +14,11 @@
 **             configs/quick.yaml model (2 layers, d_model 128, 4 heads x 32)
 **             on one window of 1024 and of 4096 tokens, tiled vs
 **             materialised, timed alternately
+**   bf16      one training step of the 25M-parameter shape (8 layers, d_model
+**             512, 8 heads x 64, SwiGLU 1376, byte vocabulary) on 8 windows of
+**             256 tokens in numerics fast (fp32) and bf16 (bf16 weight and
+**             backward products on oneDNN, fp32 master weights and AdamW),
+**             timed alternately, with the implementation oneDNN runs
 **
 ** Ratios only: on a shared machine the seconds say little (the load is
 ** printed).
@@ -25,6 +30,8 @@
 #include <string.h>
 
 #include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/wprod.h"
 #include "harness/engine/model/model.h"
 #include "harness/engine/model/train.h"
 #include "harness/core/rng.h"
@@ -206,6 +213,51 @@ static int bench_steps(void)
     return 0;
 }
 
+/* One step of the 25M shape in fast and bf16 numerics, alternately. */
+static int bench_bf16_step(void)
+{
+    struct lx_arch ar;
+    lx_params_defaults(&lx_arch_schema, &ar);
+    ar.layers = 8, ar.d_model = 512, ar.heads = 8, ar.d_head = 64, ar.d_mlp = 1376, ar.mlp = LX_MLP_SWIGLU;
+    lx_params_finish(&lx_arch_schema, &ar);
+    struct lx_train_cfg c;
+    lx_params_defaults(&lx_train_schema, &c);
+    lx_params_finish(&lx_train_schema, &c);
+    enum { B = 8, T = 256 };
+    struct lx_model m;
+    lx_model_init(&m, &ar, 9);
+    struct lx_facts f = {.d_head = 64, .train_len = T, .n_heads = 8, .length = T,
+                         .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .training = 1};
+    struct lx_spec spec;
+    lx_spec_init(&spec, &f);
+    struct lx_optim opt;
+    lx_optim_init(&opt, &m);
+    int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
+    for (int t = 0; t < B * T; t++)
+        tok[t] = (t * 37 + 11) % 256, tgt[t] = (t * 53 + 5) % 256;
+    struct lx_error err;
+    struct step_arg s = {.m = &m, .spec = &spec, .opt = &opt, .c = &c, .tok = tok, .tgt = tgt};
+    if (lx_acts_alloc(&s.a, &ar, B, T, LX_ACTS_TRAIN, &err) < 0)
+        return fprintf(stderr, "bench: %s\n", err.msg), 1;
+    double best[2] = {1e300, 1e300};
+    for (int rep = 0; rep < 3; rep++)
+        for (int k = 0; k < 2; k++) {
+            lx_numerics_set(k ? LX_NUMERICS_BF16 : LX_NUMERICS_FAST);
+            double t = lx_bench_best(1, step_run, &s);
+            best[k] = t < best[k] ? t : best[k];
+        }
+    char what[256];
+    lx_products_describe(what, sizeof what);    /* still in bf16: names oneDNN's implementation too */
+    lx_numerics_set(LX_NUMERICS_FAST);
+    printf("\ntraining step, %zu parameters, %d x %d tokens (%s)\n\n| fp32 step s | bf16 step s | bf16 vs fp32 |\n"
+           "|---:|---:|---:|\n| %.3f | %.3f | %.2fx |\n", m.n_params, B, T, what, best[0], best[1], best[0] / best[1]);
+    lx_acts_release(&s.a);
+    lx_optim_release(&opt);
+    lx_model_release(&m);
+    free(tok), free(tgt);
+    return 0;
+}
+
 int lx_bench_train(void)
 {
     char cpu[128], l0[32], l1[32];
@@ -214,6 +266,8 @@ int lx_bench_train(void)
     printf("training attention: %s, %d threads, load average %s at the start\n", cpu, omp_get_max_threads(), l0);
     bench_backward();
     int rc = bench_steps();
+    if (rc == 0)
+        rc = bench_bf16_step();
     load(l1, sizeof l1);
     printf("\nload average %s at the end\n", l1);
     return rc;

@@ -358,7 +358,7 @@ static void *trained_passkey(struct lx_model *m, const struct lx_task **task)
     f.training = 1;
     tstack_make(&st, "rope", &f);
     struct lx_train_report rep;
-    cr_assert_eq(lx_train(m, &st.spec, &cfg, 77, corpus, &lx_byte_tokenizer, &mix, 1, NULL, NULL, &rep, &err), LX_OK,
+    cr_assert_eq(lx_train(m, &st.spec, &cfg, 77, corpus, &lx_byte_tokenizer, &mix, 1, NULL, NULL, NULL, &rep, &err), LX_OK,
                  "%s", err.msg);
     cr_log_info("trained in %.2f s, loss %.3f", rep.seconds, rep.train_loss);
     tstack_free(&st);

@@ -613,3 +613,40 @@ Test(half, f32_to_q8_0_is_the_format)
     }
 }
 
+/* The backward's bf16 products (lx_matmul_bf16) against a double sum of the same bf16-rounded
+** operands, in all four transpositions and with beta 0 and 1: each product of two bf16 values is
+** exact in fp32, so only the fp32 sums differ, by at most K·2^-23 of the sum of |terms| (with room). */
+Test(half, bf16_backward_products_match_the_reference)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, 21, 0, 0);
+    const long shapes[][3] = {{1, 7, 5}, {33, 65, 17}, {128, 40, 300}, {5, 260, 64}};
+    for (int s = 0; s < 4; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                long M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+                float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
+                float *C = malloc(sizeof(float) * M * N);
+                for (long i = 0; i < M * K; i++)
+                    A[i] = (float)(lx_rng_uniform(&r) - 0.5);
+                for (long i = 0; i < K * N; i++)
+                    B[i] = (float)(lx_rng_uniform(&r) - 0.5) * 3;
+                float beta = (float)((s + ta + tb) % 2);
+                for (long i = 0; i < M * N; i++)
+                    C[i] = 0.25f;
+                lx_matmul_bf16(C, A, B, M, N, K, ta, tb, beta);
+                for (long i = 0; i < M; i++)
+                    for (long j = 0; j < N; j++) {
+                        double sum = beta * 0.25, mag = fabs(sum);
+                        for (long k = 0; k < K; k++) {
+                            double a = lx_round_bf16(ta ? A[k * M + i] : A[i * K + k]);
+                            double b = lx_round_bf16(tb ? B[j * K + k] : B[k * N + j]);
+                            sum += a * b, mag += fabs(a * b);
+                        }
+                        cr_assert_leq(fabs(C[i * N + j] - sum), (double)(K + 1) * 0x1p-22 * mag + 1e-30,
+                                      "(%ld x %ld x %ld, trans %d %d) [%ld,%ld]: %.9g vs %.9g", M, N, K, ta, tb, i, j,
+                                      C[i * N + j], sum);
+                    }
+                free(A), free(B), free(C);
+            }
+}

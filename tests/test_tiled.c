@@ -390,7 +390,7 @@ static void trained_model(struct lx_model *m)
     struct lx_error err = {{0}};
     struct lx_train_report rep;
     cr_assert_eq(lx_corpus_tokens(&text, "train", &lx_byte_tokenizer, &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(lx_train(m, &st.spec, &c, 77, text, &lx_byte_tokenizer, NULL, 0, NULL, NULL, &rep, &err), LX_OK,
+    cr_assert_eq(lx_train(m, &st.spec, &c, 77, text, &lx_byte_tokenizer, NULL, 0, NULL, NULL, NULL, &rep, &err), LX_OK,
                  "%s", err.msg);
     tstack_free(&st);
 }

@@ -357,7 +357,7 @@ static int train_austen(struct lx_model *m, const char *stack, const struct lx_t
     tstack_make(&st, stack, &f);
     const struct lx_corpus_tokens *text;
     cr_assert_eq(lx_corpus_tokens(&text, "train", &lx_byte_tokenizer, err), LX_OK, "%s", err->msg);
-    int rc = lx_train(m, &st.spec, c, 77, text, &lx_byte_tokenizer, NULL, 0, progress, ctx, rep, err);
+    int rc = lx_train(m, &st.spec, c, 77, text, &lx_byte_tokenizer, NULL, 0, progress, ctx, NULL, rep, err);
     tstack_free(&st);
     return rc;
 }

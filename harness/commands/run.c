@@ -5,6 +5,8 @@
 */
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "harness/cli.h"
@@ -23,6 +25,8 @@ static const struct lx_opt run_opts[] = {
     {"keep-prompts", 0, "store every retrieval prompt with its output (bytes; about length bytes per instance)"},
     {"shard", 1, "K/N: run only shard K of N (0-based; default in a Slurm array job: from its task id)"},
     {"models-only", 0, "train (or find) the models the cells need and run no cell (a cluster's first stage)"},
+    {"save-every", 1, "seconds between saves of a training run's resumable state (default 300; 0: every step; "
+                      "off: never); a killed run resumes from it"},
     LX_NUMERICS_OPTS,
 };
 
@@ -133,7 +137,17 @@ static int run_sweep(const struct lx_args *a, const char *db, const struct lx_gr
         .keep_prompts = lx_args_value(a, "keep-prompts") != NULL,
         .shard = shard,
         .models_only = lx_args_value(a, "models-only") != NULL,
+        .save_every = 300,
     };
+    const char *every = lx_args_value(a, "save-every");
+    char *end = NULL;
+    if (every && strcmp(every, "off") == 0)
+        o.save_every = -1;
+    else if (every && (o.save_every = strtod(every, &end), end == every || *end || !(o.save_every >= 0))) {
+        lx_store_close(store);
+        fprintf(stderr, "lenx: error: --save-every %s: give seconds (0: after every step) or off\n", every);
+        return 2;
+    }
     struct lx_run_summary sum;
     rc = lx_run_plan(plan, store, &o, &sum, &err);
     lx_store_close(store);

@@ -24,6 +24,7 @@
 #include "harness/engine/kernels/wprod.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/formats/checkpoint.h"
+#include "harness/sweep/resume.h"
 #include "harness/core/hash.h"
 #include "harness/core/version.h"
 #include "tasks/retrieval.h"
@@ -224,6 +225,7 @@ struct train_progress {
     const char *name, *key;
     int mode;                   /* lx_run_opts.progress */
     double t0;
+    long first;                 /* the step this process began at (a resumed run's is not 0) */
 };
 
 static void train_progress(void *ctx, long step, long steps, double loss, double val, double tok_per_s)
@@ -234,7 +236,8 @@ static void train_progress(void *ctx, long step, long steps, double loss, double
     int is_val = val == val;
     if (p->mode == 1 && !is_val)
         return;
-    double left = tok_per_s > 0 ? (now() - p->t0) / (double)step * (double)(steps - step) : 0.0;
+    double left = tok_per_s > 0 && step > p->first ? (now() - p->t0) / (double)(step - p->first) *
+                                                     (double)(steps - step) : 0.0;
     char eta[32];
     snprintf(eta, sizeof eta, "%ld:%02ld", (long)left / 60, (long)left % 60);
     /* our own "\r\033[K" (rewrite the line) goes out as is; the names, through lx_term_printf */
@@ -337,8 +340,25 @@ static int train_stage(struct runner *r, const struct lx_cell *c, const struct s
                 mu->name, st->key, m->n_params, st->cfg->steps, st->cfg->batch, st->cfg->length);
     struct train_progress tp = {.name = mu->name, .key = st->key, .mode = o->progress, .t0 = now()};
     struct lx_train_report rep;
-    if ((rc = lx_train(m, st->spec, st->cfg, lx_hash64(st->key_json), text, tok, mu->mix, mu->n_mix, train_progress,
-                       &tp, &rep, err)) < 0)
+    char state[4096];
+    snprintf(state, sizeof state, "%s/%s.state.safetensors", models_dir(o), st->key);
+    lx_resume_clear_debris(state);
+    lx_resume_clear_debris(path);
+    const char *numerics = lx_numerics_name(lx_numerics_get());
+    struct lx_train_snap from;
+    int resumed = lx_resume_from(state, st->key, m, st->cfg, numerics, &from);
+    tp.first = resumed ? from.step : 0;
+    if (resumed && o->progress)
+        fprintf(stderr, "lenx: resuming model '%s' [%s] at step %ld of %ld (%s)\n", mu->name, st->key, from.step,
+                st->cfg->steps, state);
+    struct lx_resume_ctx sc = {state, st->key, numerics};
+    struct lx_train_resume res = {.from = resumed ? &from : NULL, .save = o->save_every >= 0 ? lx_resume_save : NULL,
+                                  .ctx = &sc, .every_steps = o->save_every == 0, .every_seconds = o->save_every};
+    rc = lx_train(m, st->spec, st->cfg, lx_hash64(st->key_json), text, tok, mu->mix, mu->n_mix, train_progress, &tp,
+                  &res, &rep, err);
+    if (resumed)
+        lx_train_snap_free(&from);
+    if (rc < 0)
         return rc;
     r->sum->n_trained++;
     r->sum->train_steps += rep.steps;
@@ -360,6 +380,7 @@ static int train_stage(struct runner *r, const struct lx_cell *c, const struct s
     lx_buf_free(&lineage);
     if (rc < 0)
         return rc;
+    remove(state);  /* the checkpoint is saved: the run will not be resumed */
     memcpy(weights, info.weights_sha256, 65);
     struct lx_model_record rec = {
         .key = st->key, .name = mu->name, .config = st->key_json, .path = path, .sha256 = info.sha256,

@@ -19,6 +19,8 @@ struct lx_run_opts {
     const struct lx_shard *shard;   /* run only the cells of this shard (NULL = all; docs/cluster.md) */
     int models_only;        /* obtain (train) the models of the cells to run, and run no cell; the
                             ** shard then selects root model keys (lx_cell_root_model) */
+    double save_every;      /* a model in training saves its resumable state every so many seconds
+                            ** (0: after every step; < 0: never); docs/config.md#resuming */
 };
 
 struct lx_run_summary {

@@ -243,3 +243,72 @@ const struct lx_model_format lx_model_format_lenx = {
     .sniff = lenx_sniff,
     .load = load_lenx,
 };
+
+/* ---- a training run's resumable state ---------------------------------------- */
+
+int lx_train_snap_save(const char *path, const struct lx_train_snap *s, const char *model_key, const char *numerics,
+                       struct lx_error *err)
+{
+    char step[32], run_n[32], nums[4][40];
+    snprintf(step, sizeof step, "%ld", s->step);
+    snprintf(run_n, sizeof run_n, "%ld", s->run_n);
+    const double v[4] = {s->run_loss, s->train_loss, s->val_loss, s->seconds};
+    for (int k = 0; k < 4; k++)
+        snprintf(nums[k], sizeof nums[k], "%a", v[k]);     /* exact: the sums go on bit for bit */
+    const char *meta[] = {"lenx_state_of", model_key, "lenx_numerics", numerics, "step", step, "run_n", run_n,
+                          "run_loss", nums[0], "train_loss", nums[1], "val_loss", nums[2], "seconds", nums[3]};
+    struct lx_st_tensor t[3] = {{"weights", 1, {(long)s->n}, s->w}, {"adam_m", 1, {(long)s->n}, s->m},
+                                {"adam_v", 1, {(long)s->n}, s->v}};
+    return lx_st_write(path, t, 3, meta, (int)(sizeof meta / sizeof *meta / 2), NULL, err);
+}
+
+/* A number of the state's metadata: LX_EIO naming the key when absent or not a number. */
+static int snap_num(const struct lx_st_file *f, const char *key, double *out, struct lx_error *err)
+{
+    const char *v = lx_st_meta(f, key);
+    char *end = NULL;
+    *out = v ? strtod(v, &end) : 0;
+    if (!v || end == v || *end)
+        return lx_err(err, LX_EIO, "%s: metadata '%s' is %s\n  hint: the state is damaged; delete it to train "
+                      "from step 0", f->path, key, v ? "not a number" : "missing");
+    return LX_OK;
+}
+
+int lx_train_snap_load(const char *path, const char *model_key, size_t n, const char *numerics,
+                       struct lx_train_snap *s, struct lx_error *err)
+{
+    struct lx_st_file f;
+    memset(s, 0, sizeof *s);
+    int rc = lx_st_open(&f, path, err);
+    if (rc < 0)
+        return rc;
+    const char *of = lx_st_meta(&f, "lenx_state_of"), *num = lx_st_meta(&f, "lenx_numerics");
+    if (!of || strcmp(of, model_key) != 0 || !num || strcmp(num, numerics) != 0)
+        rc = lx_err(err, LX_EIO, "%s: the state of model '%s' in numerics %s, not of '%s' in %s\n  hint: delete it "
+                    "to train from step 0", path, of ? of : "?", num ? num : "?", model_key, numerics);
+    double d[6];
+    const char *keys[] = {"step", "run_n", "run_loss", "train_loss", "val_loss", "seconds"};
+    for (int k = 0; k < 6 && rc == LX_OK; k++)
+        rc = snap_num(&f, keys[k], &d[k], err);
+    s->n = n, s->step = (long)d[0], s->run_n = (long)d[1], s->run_loss = d[2], s->train_loss = d[3];
+    s->val_loss = d[4], s->seconds = d[5];
+    long shape[1] = {(long)n};
+    float **dst[3] = {&s->w, &s->m, &s->v};
+    const char *names[3] = {"weights", "adam_m", "adam_v"};
+    for (int k = 0; k < 3 && rc == LX_OK; k++) {
+        *dst[k] = lx_xmalloc(sizeof(float) * n);
+        rc = lx_st_read(&f, names[k], 1, shape, *dst[k], err);
+    }
+    lx_st_close(&f);
+    if (rc < 0)
+        lx_train_snap_free(s);
+    return rc;
+}
+
+void lx_train_snap_free(struct lx_train_snap *s)
+{
+    free(s->w);
+    free(s->m);
+    free(s->v);
+    s->w = s->m = s->v = NULL;
+}

@@ -16,6 +16,7 @@
 #define LX_CHECKPOINT_H
 
 #include "harness/engine/formats/formats.h"
+#include "harness/engine/model/train.h"
 
 /* Write m and its info (sha256 and weights_sha256 are filled in; threads is
 ** written as given). A model trained on a tokenizer (info->tokenizer and
@@ -23,5 +24,19 @@
 ** the file: <path without .safetensors>.tokenizer/, holding tokenizer.json
 ** (with its tokenizer_config.json) or tokenizer.bin. */
 int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err);
+
+/* ---- a training run's resumable state (docs/config.md#resuming) ---- */
+
+/* Write s as a safetensors file (weights, adam_m, adam_v; the step, the loss
+** sums as exact hexadecimal floats, model_key and numerics in the metadata),
+** atomically: a kill leaves the previous state or this one, never half. */
+int lx_train_snap_save(const char *path, const struct lx_train_snap *s, const char *model_key, const char *numerics,
+                       struct lx_error *err);
+/* Read the state of model_key (n parameters, trained in numerics) from path
+** into s (w, m, v allocated; lx_train_snap_free). An error names the file and
+** what does not match (another model, size, numerics, a damaged file). */
+int lx_train_snap_load(const char *path, const char *model_key, size_t n, const char *numerics,
+                       struct lx_train_snap *s, struct lx_error *err);
+void lx_train_snap_free(struct lx_train_snap *s);
 
 #endif

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/kernels/blas.h"
 #include "harness/core/lx.h"
+#include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/wprod.h"
 
 void lx_bias_add(float *y, const float *b, long T, long OC)
 {
@@ -28,8 +30,13 @@ void lx_linear_forward(float *y, const float *x, const float *W, const float *b,
 void lx_linear_backward(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W,
                         int T, int C, int OC)
 {
-    lx_matmul(dx, dy, W, T, C, OC, 0, 0, 1.0f, 1.0f);    /* (T, OC) (OC, C) */
-    lx_matmul(dW, dy, x, OC, C, T, 1, 0, 1.0f, 1.0f);    /* (OC, T) (T, C) */
+    if (lx_numerics_get() == LX_NUMERICS_BF16) {        /* bf16 operands, fp32 sums (wprod.h) */
+        lx_matmul_bf16(dx, dy, W, T, C, OC, 0, 0, 1.0f);
+        lx_matmul_bf16(dW, dy, x, OC, C, T, 1, 0, 1.0f);
+    } else {
+        lx_matmul(dx, dy, W, T, C, OC, 0, 0, 1.0f, 1.0f);    /* (T, OC) (OC, C) */
+        lx_matmul(dW, dy, x, OC, C, T, 1, 0, 1.0f, 1.0f);    /* (OC, T) (T, C) */
+    }
     if (db)
         for (int t = 0; t < T; t++)
             for (int o = 0; o < OC; o++)

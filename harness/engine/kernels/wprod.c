@@ -21,8 +21,8 @@
 
 static void *scratch(int which, size_t bytes)
 {
-    static void *buf[2];
-    static size_t cap[2];
+    static void *buf[4];
+    static size_t cap[4];
     LX_ASSERT(!omp_in_parallel());
     if (bytes > cap[which]) {
         free(buf[which]);
@@ -139,6 +139,29 @@ static void linear_bf16(float *y, long ldy, const float *x, long ldx, struct lx_
             dnnl_or_die(lx_dnnl_gemm_bf16(y + t0 * ldy + o0, ldy, xb, C, wb, C, m, n, C, beta));
         }
     }
+}
+
+/* (rows, cols) bf16 row-major from src: src[r * ld + c], or transposed src[c * ld + r]. */
+static void to_bf16_rows(uint16_t *dst, const float *src, long ld, long rows, long cols, int transposed)
+{
+#pragma omp parallel for schedule(static) if (rows * cols > 65536)
+    for (long r = 0; r < rows; r++) {
+        if (!transposed) {
+            lx_f32_to_bf16_n(dst + r * cols, src + r * ld, (size_t)cols);
+            continue;
+        }
+        for (long c = 0; c < cols; c++)
+            dst[r * cols + c] = lx_f32_to_bf16(src[c * ld + r]);
+    }
+}
+
+void lx_matmul_bf16(float *C, const float *A, const float *B, long M, long N, long K, int trans_a, int trans_b,
+                    float beta)
+{
+    uint16_t *ab = scratch(2, sizeof(uint16_t) * (size_t)(M * K)), *bb = scratch(3, sizeof(uint16_t) * (size_t)(N * K));
+    to_bf16_rows(ab, A, trans_a ? M : K, M, K, trans_a);    /* A (M, K) */
+    to_bf16_rows(bb, B, trans_b ? K : N, N, K, !trans_b);   /* Bᵀ (N, K) */
+    dnnl_or_die(lx_dnnl_gemm_bf16(C, N, ab, K, bb, K, M, N, K, beta));
 }
 
 void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC, float beta)

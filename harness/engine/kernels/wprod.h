@@ -30,6 +30,12 @@ void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, 
 void lx_wlinear_naive(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
                       float beta);
 
+/* C (M, N) = op(A) · op(B) + beta · C with bf16 operands (A, B rounded,
+** transposed as asked into row-major scratch) and fp32 sums on oneDNN: the
+** products of a backward pass in bf16 numerics. A is (M, K), or (K, M) with
+** trans_a; B is (K, N), or (N, K) with trans_b; all dense. */
+void lx_matmul_bf16(float *C, const float *A, const float *B, long M, long N, long K, int trans_a, int trans_b,
+                    float beta);
 /* Row r of W (C values) as floats. */
 void lx_wmat_row(float *out, struct lx_wmat W, long r, long C);
 

@@ -401,16 +401,12 @@ static int check_memory(const struct lx_model *m, const struct lx_spec *spec, co
                   lx_fmt_bytes(ab, avail));
 }
 
-int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
-             const struct lx_corpus_tokens *text, const struct lx_tokenizer *tok, const struct lx_mix *mix,
-             int n_mix, lx_train_progress progress, void *pctx, struct lx_train_report *rep, struct lx_error *err)
+/* Before the first step: the checks, then the stream, activations and optimizer. */
+static int train_setup(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c,
+                       const struct lx_corpus_tokens *text, const struct lx_tokenizer *tok, struct train_state *t,
+                       struct lx_acts *a, struct lx_optim *opt, struct lx_error *err)
 {
-    memset(rep, 0, sizeof *rep);
-    if (lx_numerics_get() == LX_NUMERICS_BF16)
-        return lx_err(err, LX_EINVAL, "training in numerics bf16 is not implemented yet (its products would need "
-                      "fp32 master weights and a bf16 backward)\n  hint: train in numerics fast or portable, then "
-                      "score the checkpoint with --numerics bf16");
-    lx_model_own(m);    /* weights used in place become fp32 master weights */
+    lx_model_own(m);    /* weights used in place become fp32 master weights (bf16 numerics rounds them per product) */
     if (m->arch.vocab < tok->n_vocab)
         return lx_err(err, LX_EINVAL, "training on the corpus needs a vocabulary of %ld (the %s tokenizer's); "
                       "the model has %ld", tok->n_vocab, tok->ops->kind, m->arch.vocab);
@@ -420,26 +416,65 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         return lx_err(err, LX_EINVAL, "masked-LM training needs a [MASK] id and the %s tokenizer %s has none",
                       tok->ops->kind, tok->path);
     int rc = check_memory(m, spec, c, err);
+    if (rc == LX_OK)
+        rc = train_state_init(t, m, spec, c, text, tok, err);
     if (rc < 0)
         return rc;
+    if ((rc = lx_acts_alloc(a, &m->arch, t->B, t->T, 1, err)) < 0) {
+        train_state_release(t);
+        return rc;
+    }
+    if ((rc = lx_optim_alloc(opt, m, err)) < 0) {
+        lx_acts_release(a);
+        train_state_release(t);
+    }
+    return rc;
+}
+
+/* The snapshot of the run after `step` steps, pointing at the live buffers. */
+static struct lx_train_snap snap_of(const struct lx_model *m, const struct lx_optim *opt, long step,
+                                    double run_loss, long run_n, const struct lx_train_report *rep)
+{
+    return (struct lx_train_snap){.step = step, .n = opt->n, .w = m->w, .m = opt->m, .v = opt->v,
+                                  .run_loss = run_loss, .run_n = run_n, .train_loss = rep->train_loss,
+                                  .val_loss = rep->val_loss, .seconds = rep->seconds};
+}
+
+/* Whether to save after `done` steps: by the step count or by the clock. */
+static int save_due(const struct lx_train_resume *res, long done, long steps, double since)
+{
+    if (!res || !res->save || done >= steps)
+        return 0;
+    return (res->every_steps > 0 && done % res->every_steps == 0) ||
+           (res->every_seconds > 0 && since >= res->every_seconds);
+}
+
+int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
+             const struct lx_corpus_tokens *text, const struct lx_tokenizer *tok, const struct lx_mix *mix,
+             int n_mix, lx_train_progress progress, void *pctx, const struct lx_train_resume *res,
+             struct lx_train_report *rep, struct lx_error *err)
+{
+    memset(rep, 0, sizeof *rep);
     struct train_state t = {0};
-    rc = train_state_init(&t, m, spec, c, text, tok, err);
-    if (rc < 0)
-        return rc;
     struct lx_acts a;
     struct lx_optim opt;
-    if ((rc = lx_acts_alloc(&a, &m->arch, t.B, t.T, 1, err)) < 0) {
-        train_state_release(&t);
+    int rc = train_setup(m, spec, c, text, tok, &t, &a, &opt, err);
+    if (rc < 0)
         return rc;
+    double run_loss = 0.0, before = 0.0;
+    long run_n = 0, first = 0;
+    const struct lx_train_snap *from = res ? res->from : NULL;
+    if (from) {
+        LX_ASSERT(from->n == opt.n && from->step >= 0 && from->step <= c->steps);
+        memcpy(m->w, from->w, sizeof(float) * opt.n);
+        memcpy(opt.m, from->m, sizeof(float) * opt.n);
+        memcpy(opt.v, from->v, sizeof(float) * opt.n);
+        first = rep->steps = from->step, run_loss = from->run_loss, run_n = from->run_n;
+        rep->train_loss = from->train_loss, rep->val_loss = from->val_loss, before = from->seconds;
+        rep->tokens = rep->steps * t.B * t.T;
     }
-    if ((rc = lx_optim_alloc(&opt, m, err)) < 0) {
-        lx_acts_release(&a);
-        train_state_release(&t);
-        return rc;
-    }
-    double t0 = omp_get_wtime(), run_loss = 0.0;
-    long run_n = 0;
-    for (long step = 0; step < c->steps; step++) {
+    double t0 = omp_get_wtime(), saved = t0;
+    for (long step = first; step < c->steps; step++) {
         if ((rc = train_batch(&t, spec, c, key, step, mix, n_mix, err)) < 0)
             break;
         a.pos = t.pos;
@@ -460,13 +495,20 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         }
         rep->steps = step + 1;
         rep->tokens = rep->steps * t.B * t.T;
-        rep->seconds = omp_get_wtime() - t0;
+        double now = omp_get_wtime();
+        rep->seconds = before + (now - t0);
         if (progress)
-            progress(pctx, step + 1, c->steps, loss, val, (double)rep->tokens / rep->seconds);
+            progress(pctx, step + 1, c->steps, loss, val, (double)(rep->steps - first) * t.B * t.T / (now - t0));
         if (!isfinite(loss)) {
             rc = lx_err(err, LX_ERUN, "training diverged at step %ld (loss %g)\n"
                         "  hint: lower lr or raise warmup", step + 1, loss);
             break;
+        }
+        if (save_due(res, step + 1, c->steps, now - saved)) {
+            struct lx_train_snap s = snap_of(m, &opt, step + 1, run_loss, run_n, rep);
+            if ((rc = res->save(res->ctx, &s, err)) < 0)
+                break;
+            saved = omp_get_wtime();
         }
     }
     lx_optim_release(&opt);

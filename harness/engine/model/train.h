@@ -101,6 +101,34 @@ struct lx_mix {
 int lx_mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix, double u, double v,
                   uint64_t key, long sample, struct lx_error *err);
 
+/* A training run's state after `step` steps (docs/config.md#resuming): with
+** the model key and the config, what the rest of the run depends on. The
+** windows of a step are a function of (key, step) alone, so weights, AdamW
+** moments and these sums are all there is to save. */
+struct lx_train_snap {
+    long step;                  /* optimizer steps taken */
+    size_t n;                   /* parameters */
+    float *w, *m, *v;           /* (n,) weights and AdamW moments */
+    double run_loss;            /* sum of the training losses since the last validation */
+    long run_n;                 /* how many */
+    double train_loss, val_loss;    /* the last validation's report */
+    double seconds;             /* wall time so far */
+};
+
+/* Saving and resuming (NULL: neither). lx_train copies `from` in and goes on
+** at from->step; after a step it calls save with the live state (its
+** pointers valid during the call) every `every_steps` steps and whenever
+** `every_seconds` of wall time have passed since the last save (0: that
+** clock is off), never after the last step. A save that fails ends the run
+** with its error: the callback decides what is fatal. */
+struct lx_train_resume {
+    const struct lx_train_snap *from;
+    int (*save)(void *ctx, const struct lx_train_snap *s, struct lx_error *err);
+    void *ctx;
+    long every_steps;
+    double every_seconds;
+};
+
 /* Progress callback: called after every step; `val` is NaN except on
 ** validation steps. */
 typedef void (*lx_train_progress)(void *ctx, long step, long steps, double loss, double val,
@@ -111,10 +139,13 @@ typedef void (*lx_train_progress)(void *ctx, long step, long steps, double loss,
 ** tokenizer for lenx's byte-level models). Windows begin with tok's BOS
 ** (EOS without one), documents are joined by its EOS, and mlm masks with its
 ** MASK id (refused when it has none); the model's vocabulary must hold
-** tok's ids. */
+** tok's ids. res (may be NULL) resumes from and saves snapshots; a resumed
+** run ends with the weights an uninterrupted one has (bit for bit in
+** portable numerics). */
 int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c, uint64_t key,
              const struct lx_corpus_tokens *text, const struct lx_tokenizer *tok, const struct lx_mix *mix,
-             int n_mix, lx_train_progress progress, void *pctx, struct lx_train_report *rep, struct lx_error *err);
+             int n_mix, lx_train_progress progress, void *pctx, const struct lx_train_resume *res,
+             struct lx_train_report *rep, struct lx_error *err);
 
 /* The learning rate at step s (0-based) of the schedule. */
 double lx_train_lr(const struct lx_train_cfg *c, long s);
