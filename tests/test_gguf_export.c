@@ -12,6 +12,8 @@
 
 #include "tests/shell.h"
 
+#include "harness/core/gguf.h"
+
 static const char *const models[] = {"llama-rope", "llama-pi", "llama-yarn", "qwen2-rope", "qwen2-pi", "qwen2-yarn"};
 static const char *const types[] = {"f32", "f16", "bf16", "q8_0"};
 
@@ -142,28 +144,73 @@ Test(gguf_export, refuses_what_llama_cpp_runs_otherwise, .fini = teardown)
     cr_expect_eq(sh(out, sizeof out, "$L export --hf d --gguf g.gguf --model x"), 2, "%s", out);
 }
 
-/* llama.cpp's own Hugging Face converter (tests/ref/gguf/lenx-*-rope-hf.gguf: `lenx export --hf`, then
+/* llama.cpp's own Hugging Face converter (tests/ref/gguf/lenx-*-hf.gguf: `lenx export --hf`, then
 ** convert_hf_to_gguf.py) and lenx agree on a model read both ways: the GGUF llama.cpp wrote scores as the
 ** Hugging Face directory does, in portable numerics. Qwen2 keeps its rows: bit for bit. Llama: the
 ** converter permutes q and k rows to interleaved pairs, which lenx reads as `layout: interleaved`; the
 ** q.k sums then run in another order (within 1e-5, measured 2.6e-6) - and a wrong reading of the
-** permutation would move them by whole nats. */
+** permutation would move them by whole nats. The third file has Llama 3.1's rope_scaling in its
+** config.json, which the converter writes as per-pair factors (rope_freqs.weight): lenx reads them
+** back as the llama3 method (the unscaled model differs by up to 2.1 nats per token). */
 Test(gguf_export, hf_converter_files_score_as_the_hf_directory, .fini = teardown)
 {
     shell_setup("gguf-hfconv");
-    static const char *const arch[] = {"qwen2", "llama"};
-    for (int i = 0; i < 2; i++) {
+    static const struct {
+        const char *model, *gguf, *layout, *config;
+        double tol;
+    } cases[] = {
+        {"qwen2-rope", "qwen2-rope-hf", "\"layout\":\"half\"", NULL, 0},
+        {"llama-rope", "llama-rope-hf", "\"layout\":\"interleaved\"", NULL, 1e-5},
+        {"llama-rope", "llama-llama3-hf", "{\"llama3\":{\"scale\":2,\"original\":64,",
+         "{\"rope_type\": \"llama3\", \"factor\": 2.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 8.0, "
+         "\"original_max_position_embeddings\": 64}", 1e-5},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         static char a[1 << 17], b[1 << 17];
         char out[4096];
-        cr_assert_eq(sh(out, sizeof out, "rm -rf hf && $L export --hf hf --model $R/tests/ref/gguf/lenx-%s-rope."
-                        "safetensors", arch[i]), 0, "%s", out);
-        cr_assert_eq(sh(a, sizeof a, "$L score --portable --model $R/tests/ref/gguf/lenx-%s-rope-hf.gguf --text "
-                        "$R/tests/ref/gguf/text.txt --length 64", arch[i]), 0, "%s", a);
+        cr_assert_eq(sh(out, sizeof out, "rm -rf hf && $L export --hf hf --model $R/tests/ref/gguf/lenx-%s."
+                        "safetensors", cases[i].model), 0, "%s", out);
+        if (cases[i].config)
+            cr_assert_eq(sh(out, sizeof out, "sed -i 's/\"rope_scaling\": null/\"rope_scaling\": %s/' hf/config.json",
+                            cases[i].config), 0, "%s", out);
+        cr_assert_eq(sh(a, sizeof a, "$L score --portable --model $R/tests/ref/gguf/lenx-%s.gguf --text "
+                        "$R/tests/ref/gguf/text.txt --length 64", cases[i].gguf), 0, "%s", a);
         cr_assert_eq(sh(b, sizeof b, "$L score --portable --model hf --text $R/tests/ref/gguf/text.txt --length 64"),
                      0, "%s", b);
-        cr_assert_eq(sh(out, sizeof out, "$L show model $R/tests/ref/gguf/lenx-%s-rope-hf.gguf", arch[i]), 0, "%s",
+        cr_assert_eq(sh(out, sizeof out, "$L show model $R/tests/ref/gguf/lenx-%s.gguf", cases[i].gguf), 0, "%s",
                      out);
-        cr_expect(strstr(out, i == 0 ? "\"layout\":\"half\"" : "\"layout\":\"interleaved\""), "%s", out);
-        cr_expect_gt(nll_close(a, b, i == 0 ? 0 : 1e-5, arch[i]), 2900);
+        cr_expect(strstr(out, cases[i].layout), "%s", out);
+        cr_expect_gt(nll_close(a, b, cases[i].tol, cases[i].gguf), 2900);
     }
+}
+
+/* Per-pair factors that are not Llama 3's rescaling are refused naming the tensor, not read as
+** something else. */
+Test(gguf_export, rope_freqs_other_than_llama3_are_refused, .fini = teardown)
+{
+    shell_setup("gguf-freqs");
+    char path[512], out[4096];
+    snprintf(path, sizeof path, "%s/tests/ref/gguf/lenx-llama-llama3-hf.gguf", getenv("LENX_ROOT"));
+    FILE *fp = fopen(path, "rb");
+    cr_assert_not_null(fp);
+    static unsigned char buf[1 << 18];
+    size_t n = fread(buf, 1, sizeof buf, fp);
+    fclose(fp);
+    struct lx_gguf g;
+    struct lx_error err;
+    cr_assert_eq(lx_gguf_parse(&g, buf, n, path, &err), LX_OK, "%s", err.msg);
+    const struct lx_gguf_tensor *t = lx_gguf_tensor(&g, "rope_freqs.weight");
+    cr_assert(t && t->n_elems == 8);
+    size_t at = (size_t)(t->data - buf);
+    lx_gguf_release(&g);
+    const float bad[8] = {1, 3, 1.5f, 2, 2, 1, 2, 2};     /* not 1s, a ramp, then the scale */
+    memcpy(buf + at, bad, sizeof bad);
+    char bad_path[256];
+    snprintf(bad_path, sizeof bad_path, "%s/bad.gguf", dir);
+    fp = fopen(bad_path, "wb");
+    cr_assert_eq(fwrite(buf, 1, n, fp), n);
+    fclose(fp);
+    cr_assert_neq(sh(out, sizeof out, "$L show model bad.gguf"), 0);
+    cr_expect(strstr(out, "bad.gguf: tensor 'rope_freqs.weight'") && strstr(out, "not Llama 3's") &&
+              strstr(out, "hint:"), "%s", out);
 }

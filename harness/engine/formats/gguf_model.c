@@ -27,6 +27,7 @@
 */
 #include "harness/engine/formats/gguf_model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,68 @@ static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *
     return LX_OK;
 }
 
+/* The llama3 method whose frequencies rope_freqs.weight divides by (llama.cpp's converter
+** writes Llama 3.1's rope_scaling so): its scale is the largest factor; the pairs strictly
+** between 1 and it lie on llama3's ramp, sm = (1/f − 1/s)/(1 − 1/s) = L/λ/(hf − lf) − lf/(hf
+** − lf), a line in 1/λ fitted by least squares; L is orig (any L gives the same bands), and
+** every factor recomputed must be the file's to 1e-5. *has = 0 when every factor is 1. */
+struct llama3_fit {
+    double scale, low, high;
+    long original;
+};
+
+static int fit_llama3(const struct lx_gguf *g, const struct lx_gguf_tensor *t, double base, long D, long orig,
+                      struct llama3_fit *fit, int *has, struct lx_error *err)
+{
+    long n = D / 2, m = 0;
+    *has = 0;
+    if (t->type != LX_GGML_F32 || t->n_elems != (uint64_t)n)
+        return lx_err(err, LX_EINVAL, "%s: tensor 'rope_freqs.weight' must be %ld F32 factors (one per rotary pair)",
+                      g->name, n);
+    double f[512], lam[512], s = 1, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (long k = 0; k < n && k < 512; k++) {
+        float v;
+        memcpy(&v, t->data + 4 * k, 4);
+        f[k] = v, lam[k] = 2 * acos(-1.0) * pow(base, 2.0 * (double)k / (double)D), s = f[k] > s ? f[k] : s;
+    }
+    if (n > 512 || !(s < 1e6))
+        return lx_err(err, LX_EINVAL, "%s: tensor 'rope_freqs.weight' is not a rescaling lenx reads", g->name);
+    if (s <= 1 + 1e-6)
+        return LX_OK;
+    double lo_keep = 0, hi_scaled = 1e300;  /* the longest kept and the shortest fully scaled wavelength */
+    for (long k = 0; k < n; k++) {
+        if (f[k] <= 1 + 1e-6) {
+            lo_keep = lam[k] > lo_keep ? lam[k] : lo_keep;
+        } else if (f[k] >= s * (1 - 1e-6)) {
+            hi_scaled = lam[k] < hi_scaled ? lam[k] : hi_scaled;
+        } else {
+            double x = 1 / lam[k], y = (1 / f[k] - 1 / s) / (1 - 1 / s);
+            sx += x, sy += y, sxx += x * x, sxy += x * y, m++;
+        }
+    }
+    double a, b;    /* sm = a/λ − b */
+    if (m >= 2) {
+        a = (m * sxy - sx * sy) / (m * sxx - sx * sx), b = (a * sx - sy) / m;
+    } else {    /* no ramp between: its ends at the kept and scaled wavelengths, a step */
+        double w1 = lo_keep > 0 ? lo_keep * 1.0001 : hi_scaled * 0.5, w0 = hi_scaled * 0.9999;
+        a = 1 / (1 / w1 - 1 / w0), b = a / w0;
+    }
+    fit->scale = s, fit->original = orig;
+    fit->low = b * (double)orig / a, fit->high = fit->low + (double)orig / a;
+    for (long k = 0; k < n && m != 1; k++) {
+        double w = lam[k], want = w < orig / fit->high ? 1 : w > orig / fit->low ? s : 1 / ((1 - (orig / w - fit->low) /
+                   (fit->high - fit->low)) / s + (orig / w - fit->low) / (fit->high - fit->low));
+        if (fabs(want - f[k]) > 1e-5 * f[k])
+            m = 1;
+    }
+    if (m == 1 || !(a > 0) || !(fit->low > 0))
+        return lx_err(err, LX_EINVAL, "%s: tensor 'rope_freqs.weight' holds per-pair factors that are not Llama 3's "
+                      "rescaling (llama3: 1, a ramp, then the scale)\n  hint: lenx reads the factors llama.cpp's "
+                      "converter writes for rope_type llama3", g->name);
+    *has = 1;
+    return LX_OK;
+}
+
 /* The native stack: rope at the file's base, in llama.cpp's layout for the
 ** architecture, then rope.scaling as the method it is (linear: pi, yarn:
 ** yarn, both trained in; llama.cpp reads a missing type as linear). */
@@ -115,15 +178,16 @@ static int read_stack(const struct lx_gguf *g, const char *arch, const struct lx
     if (strcmp(type, "none") != 0 && strcmp(type, "linear") != 0 && strcmp(type, "yarn") != 0 && type[0])
         return lx_err(err, LX_EINVAL, "%s: %s.rope.scaling.type is '%s'; lenx reads none, linear (pi) and yarn\n"
                       "  hint: longrope has no lenx method", g->name, arch, type);
-    if (lx_gguf_tensor(g, "rope_freqs.weight"))
-        return lx_err(err, LX_EINVAL, "%s: tensor 'rope_freqs.weight' (per-pair rotary factors, as llama.cpp writes "
-                      "Llama 3.1's rope_scaling) is not read by lenx yet\n  hint: load the model's Hugging Face "
-                      "directory, whose rope_type llama3 lenx maps to the llama3 method", g->name);
     if (strcmp(type, "none") != 0 && factor != 0 && factor != 1 && !(factor > 1 && factor < 1e6 && orig >= 1 &&
                                                                      attn > 0 && fast > 0 && slow > 0))
         return lx_err(err, LX_EINVAL, "%s: %s.rope.scaling (factor %g, original_context_length %lld, attn_factor %g) "
                       "is not a rescaling lenx can run\n  hint: the file is damaged", g->name, arch, factor,
                       (long long)orig, attn);
+    const struct lx_gguf_tensor *freqs = lx_gguf_tensor(g, "rope_freqs.weight");
+    struct llama3_fit fit;
+    int l3 = 0;
+    if (freqs && (rc = fit_llama3(g, freqs, base, a->d_head, (long)orig, &fit, &l3, err)) < 0)
+        return rc;
     lx_buf_puts(stack, "[{\"rope\":{\"base\":");
     lx_buf_num(stack, base);
     lx_buf_printf(stack, ",\"layout\":\"%s\"}}", a->qkv_bias ? "half" : "interleaved");
@@ -140,6 +204,15 @@ static int read_stack(const struct lx_gguf *g, const char *arch, const struct lx
         lx_buf_num(stack, slow);
         lx_buf_puts(stack, ",\"attn_factor\":");
         lx_buf_num(stack, attn);
+        lx_buf_puts(stack, ",\"train\":true}}");
+    }
+    if (l3) {
+        lx_buf_puts(stack, ",{\"llama3\":{\"scale\":");
+        lx_buf_num(stack, fit.scale);
+        lx_buf_printf(stack, ",\"original\":%ld,\"low_freq_factor\":", fit.original);
+        lx_buf_num(stack, fit.low);
+        lx_buf_puts(stack, ",\"high_freq_factor\":");
+        lx_buf_num(stack, fit.high);
         lx_buf_puts(stack, ",\"train\":true}}");
     }
     lx_buf_puts(stack, "]");

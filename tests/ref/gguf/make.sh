@@ -88,3 +88,10 @@ for a in llama qwen2; do
     /usr/bin/python3 convert_novocab.py "$src" hf.tmp --outfile "lenx-$a-rope-hf.gguf" --outtype f32 >/dev/null 2>&1
     rm -rf hf.tmp
 done
+# and the llama one with Llama 3.1's rope_scaling (factor 2, low/high_freq_factor 1/8, original 64) put in its
+# config.json: llama.cpp's converter writes it as per-pair factors, the tensor rope_freqs.weight
+rm -rf hf.tmp
+"$lenx" export --hf hf.tmp --model lenx-llama-rope.safetensors >/dev/null
+sed -i 's/"rope_scaling": null/"rope_scaling": {"rope_type": "llama3", "factor": 2.0, "low_freq_factor": 1.0, "high_freq_factor": 8.0, "original_max_position_embeddings": 64}/' hf.tmp/config.json
+/usr/bin/python3 convert_novocab.py "$src" hf.tmp --outfile lenx-llama-llama3-hf.gguf --outtype f32 >/dev/null 2>&1
+rm -rf hf.tmp
