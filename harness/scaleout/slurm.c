@@ -242,14 +242,23 @@ static void header(struct lx_buf *b, const struct lx_slurm_job *j, const char *w
         if (opt[i + 1])
             put_sbatch(b, opt[i], opt[i + 1]);
     if (array)      /* before the first command: sbatch reads no #SBATCH line after it */
-        lx_buf_printf(b, "#SBATCH --array=0-%ld\n", array - 1);
+        lx_buf_printf(b, "#SBATCH --array=0-%ld\n#SBATCH --requeue\n#SBATCH --signal=B:USR1@%d\n", array - 1,
+                      LX_SLURM_REQUEUE_S);
     lx_buf_puts(b, "set -euo pipefail\n");
+    if (array)      /* near the time limit: back in the queue; the rerun resumes (docs/cluster.md#time-limits) */
+        lx_buf_printf(b, "trap '[ \"${SLURM_RESTART_COUNT:-0}\" -lt %d ] && scontrol requeue "
+                      "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"' USR1\n", LX_SLURM_MAX_REQUEUES);
     if (j->data) {
         lx_buf_puts(b, "export LENX_DATA=");
         put_shell(b, j->data);
         lx_buf_puts(b, "\n");
     }
 }
+
+/* The array jobs run lenx in the background and wait for it, so that the shell takes Slurm's USR1
+** (its trap requeues the task) while lenx runs; a wait the signal cut short waits again, and the
+** job's status is lenx's. */
+#define WAIT "pid=$!\nwhile :; do wait \"$pid\" && exit 0 || rc=$?; kill -0 \"$pid\" 2>/dev/null || exit \"$rc\"; done\n"
 
 int lx_slurm_scripts(const struct lx_slurm_job *j, struct lx_buf out[LX_SLURM_N_FILES], struct lx_error *err)
 {
@@ -264,12 +273,12 @@ int lx_slurm_scripts(const struct lx_slurm_job *j, struct lx_buf out[LX_SLURM_N_
                *S = lx_buf_str(&q[4]);
     header(&out[0], j, "the models stage: array task K trains model shard K (from SLURM_ARRAY_TASK_ID)", "models",
            "%x-%A_%a.out", j->model_shards);
-    lx_buf_printf(&out[0], "%s run %s --models-only --db %s.models-\"$SLURM_ARRAY_TASK_ID\".db --threads %ld\n", L, C,
-                  D, j->cpus);
+    lx_buf_printf(&out[0], "%s run %s --models-only --db %s.models-\"$SLURM_ARRAY_TASK_ID\".db --threads %ld "
+                  "--save-every %d &\n%s", L, C, D, j->cpus, LX_SLURM_SAVE_S, WAIT);
     header(&out[1], j, "the cells: array task K runs shard K (from SLURM_ARRAY_TASK_ID)", "cells", "%x-%A_%a.out",
            j->shards);
-    lx_buf_printf(&out[1], "%s run %s --db %s.shard-\"$SLURM_ARRAY_TASK_ID\".db --no-train --no-table --threads %ld\n",
-                  L, C, D, j->cpus);
+    lx_buf_printf(&out[1], "%s run %s --db %s.shard-\"$SLURM_ARRAY_TASK_ID\".db --no-train --no-table --threads %ld "
+                  "&\n%s", L, C, D, j->cpus, WAIT);
     header(&out[2], j, "the merge of the shard stores", "merge", "%x-%j.out", 0);
     lx_buf_printf(&out[2], "%s merge", L);
     for (long k = 0; k < j->model_shards; k++)

@@ -35,6 +35,17 @@ struct lx_slurm_job {
 
 #define LX_SLURM_MAX_CPUS 1024
 
+/* Time limits (docs/cluster.md#time-limits): the array jobs ask Slurm for
+** SIGUSR1 this many seconds before their limit (#SBATCH --signal=B:USR1@...),
+** and their shell then requeues the task (#SBATCH --requeue); the rerun
+** resumes, a model in training from the state it saves every
+** LX_SLURM_SAVE_S seconds (lenx run --save-every), cells from the store. */
+#define LX_SLURM_REQUEUE_S 180
+#define LX_SLURM_SAVE_S 120
+/* A task requeues itself at most this many times (SLURM_RESTART_COUNT): a
+** --time under the signal's lead would otherwise requeue it forever. */
+#define LX_SLURM_MAX_REQUEUES 20
+
 /* LX_OK when every value of j can be written into the scripts, else
 ** LX_EINVAL with err naming the option (or the path's source) and what is
 ** accepted. */
