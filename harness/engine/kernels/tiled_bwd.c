@@ -16,12 +16,21 @@
 ** learned multiplier. S is overwritten by P and dP by dS, so a thread holds
 ** two tiles. Nothing T × T is stored: per head the rows' L and D (T floats
 ** each), and per thread the tiles.
+**
+** In numerics bf16 the products read bf16 values, as the forward's do: q, k,
+** v come rounded from the forward and dO from the model (model.c), and P and
+** dS are rounded before the three products that read them; the fp32 tile
+** kernel then multiplies exact bf16 values with fp32 sums (the arithmetic of
+** a bf16 kernel, without its speed).
 */
 #include "harness/engine/kernels/attention.h"
 
 #include <math.h>
 #include <omp.h>
 #include <string.h>
+
+#include "harness/core/half.h"
+#include "harness/engine/kernels/numerics.h"
 
 size_t lx_tile_bwd_thread_floats(int bq, int bk, int T)
 {
@@ -41,6 +50,7 @@ struct tbwd {
     int G;                              /* query heads per key/value head, H / KV */
     int n_tab;                          /* rows of a head's distance tables (0: no distance op) */
     int avx2;                           /* 1: the AVX2 + FMA build of the exp loop */
+    int bf16;                           /* 1: numerics bf16, P and dS rounded to bf16 */
 };
 
 /* Row i's logits over tile columns [0, nv) in place, and their slopes in a
@@ -135,6 +145,10 @@ static void head_backward(const struct tbwd *x, float *scr, int h)
                 long i = i0 + r, nv = x->causal ? (i - j0 + 1 < nc ? i - j0 + 1 : nc) : nc;
                 nv = nv < 0 ? 0 : nv;
                 row_grad(x, P + (size_t)r * bk, dS + (size_t)r * bk, a, h, i, j0, nv, nc, L[i], Drow[i], c);
+                if (x->bf16) {
+                    lx_round_bf16_n(P + (size_t)r * bk, (size_t)nc);
+                    lx_round_bf16_n(dS + (size_t)r * bk, (size_t)nc);
+                }
             }
             lx_gemm(dv + j0 * ldk, ldk, P, bk, do_ + i0 * ldo, ldo, nc, D, nr, 1, 0, 1.0f, 1.0f);
             lx_gemm(dk + j0 * ldk, ldk, dS, bk, q + i0 * ld, ld, nc, D, nr, 1, 0, 1.0f, 1.0f);
@@ -152,7 +166,8 @@ void lx_attn_tiled_backward(float *dq, float *dk, float *dv, const float *do_, c
     LX_ASSERT(!spec->vis.window && !spec->vis.sinks && !spec->posmap.method);
     struct tbwd x = {.spec = spec, .q = q, .k = k, .v = v, .o = o, .do_ = do_, .lse = lse, .dq = dq, .dk = dk,
                      .dv = dv, .mult = mult, .ws = ws, .T = T, .H = H, .D = D, .G = H / KV, .ld = sh->ld,
-                     .ldo = sh->ldo, .causal = sh->causal, .n_tab = lx_tile_tab_rows(spec), .avx2 = lx_tile_avx2()};
+                     .ldo = sh->ldo, .causal = sh->causal, .n_tab = lx_tile_tab_rows(spec), .avx2 = lx_tile_avx2(),
+                     .bf16 = lx_numerics_get() == LX_NUMERICS_BF16};
     LX_ASSERT((!x.n_tab || ws->tab) && (x.G == 1 || ws->dkv));
     if (x.n_tab)
         lx_tile_dist_tables(ws->tab, spec, H, T);

@@ -469,6 +469,8 @@ static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, co
 {
     int B = a->B, H = sh->H;
     double *dm = mult ? lx_xcalloc((size_t)B * (size_t)H, sizeof *dm) : NULL;
+    if (a->tiled && lx_numerics_get() == LX_NUMERICS_BF16)     /* the tiled products read bf16 dO (tiled_bwd.c) */
+        lx_round_bf16_n(a->dao, (size_t)((long)B * sh->T * sh->H * sh->D));
     if (a->tiled)
         attention_backward_tiled(a, spec, qkv, ao, lse, mult, dm, sh);
     else
