@@ -21,7 +21,9 @@
 **               16x passkey cell end to end both ways (tests/bench_decode.c)
 **   model       training and evaluation tokens/s vs PyTorch (tests/bench_model.c)
 **   train       the tiled attention backward vs sgemm and vs the materialised
-**               backward, a training step tiled vs materialised (tests/bench_train.c)
+**               backward, a training step tiled vs materialised, and a bf16 step
+**               of the 25M shape vs fp32 (tests/bench_train.c; `trainbf16`
+**               the last alone)
 **
 ** `lenx-bench micro` runs all but the model and train parts, `lenx-bench
 ** tiled`, `lenx-bench gemm`, `lenx-bench decode`, `lenx-bench model` and
@@ -559,6 +561,7 @@ double lx_bench_sgemm(void)
 int lx_bench_model(void);   /* tests/bench_model.c */
 int lx_bench_decode(void);  /* tests/bench_decode.c */
 int lx_bench_train(void);   /* tests/bench_train.c */
+int lx_bench_train_bf16(void);
 int lx_bench_gemm(void);    /* tests/bench_gemm.c */
 int lx_bench_bf16(void);    /* tests/bench_bf16.c */
 
@@ -577,6 +580,8 @@ int main(int argc, char **argv)
         return lx_bench_decode();
     if (!strcmp(only, "train"))
         return lx_bench_train();
+    if (!strcmp(only, "trainbf16"))
+        return lx_bench_train_bf16();
     if (!strcmp(only, "gemm"))
         return lx_bench_gemm();
     if (!strcmp(only, "bf16"))

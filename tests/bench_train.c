@@ -258,6 +258,18 @@ static int bench_bf16_step(void)
     return 0;
 }
 
+int lx_bench_train_bf16(void)
+{
+    char cpu[128], l0[32], l1[32];
+    lx_bench_cpu(cpu, sizeof cpu);
+    load(l0, sizeof l0);
+    printf("bf16 training step: %s, %d threads, load average %s at the start\n", cpu, omp_get_max_threads(), l0);
+    int rc = bench_bf16_step();
+    load(l1, sizeof l1);
+    printf("\nload average %s at the end\n", l1);
+    return rc;
+}
+
 int lx_bench_train(void)
 {
     char cpu[128], l0[32], l1[32];
