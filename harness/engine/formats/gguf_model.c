@@ -136,13 +136,13 @@ static int fit_llama3(const struct lx_gguf *g, const struct lx_gguf_tensor *t, d
     }
     fit->scale = s, fit->original = orig;
     fit->low = b * (double)orig / a, fit->high = fit->low + (double)orig / a;
-    for (long k = 0; k < n && m != 1; k++) {
-        double w = lam[k], want = w < orig / fit->high ? 1 : w > orig / fit->low ? s : 1 / ((1 - (orig / w - fit->low) /
-                   (fit->high - fit->low)) / s + (orig / w - fit->low) / (fit->high - fit->low));
-        if (fabs(want - f[k]) > 1e-5 * f[k])
-            m = 1;
+    int bad = m == 1;   /* one pair on the ramp does not fix it */
+    for (long k = 0; k < n && !bad; k++) {
+        double w = lam[k], sm = (orig / w - fit->low) / (fit->high - fit->low);
+        double want = w < orig / fit->high ? 1 : w > orig / fit->low ? s : 1 / ((1 - sm) / s + sm);
+        bad = fabs(want - f[k]) > 1e-5 * f[k];
     }
-    if (m == 1 || !(a > 0) || !(fit->low > 0))
+    if (bad || !(a > 0) || !(fit->low > 0))
         return lx_err(err, LX_EINVAL, "%s: tensor 'rope_freqs.weight' holds per-pair factors that are not Llama 3's "
                       "rescaling (llama3: 1, a ramp, then the scale)\n  hint: lenx reads the factors llama.cpp's "
                       "converter writes for rope_type llama3", g->name);
