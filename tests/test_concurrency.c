@@ -55,10 +55,14 @@ static long run_concurrently(int n, const char *const *cfg, int n_cfg, const cha
                                 cfg[i % n_cfg], db, i, i);
     len += (size_t)snprintf(cmd + len, sizeof cmd - len, "s=0; ");
     for (int i = 0; i < n; i++)
-        len += (size_t)snprintf(cmd + len, sizeof cmd - len, "wait $p%d || s=$?; ", i);
+        len += (size_t)snprintf(cmd + len, sizeof cmd - len, "wait $p%d || { s=$?; echo \"process %d: exit $s\"; }; ", i, i);
     snprintf(cmd + len, sizeof cmd - len, "exit $s");
     int rc = sh(out, sizeof out, "%s", cmd);
-    cr_expect_eq(rc, 0, "a process failed: %s", out);
+    if (rc != 0) {  /* which process, and everything each one printed */
+        char said[8192];
+        sh(said, sizeof said, "for f in out*.txt; do echo \"== $f\"; cat $f; done");
+        cr_expect_eq(rc, 0, "a process failed: %s\n%s", out, said);
+    }
     cr_assert_eq(sh(out, sizeof out, "cat out*.txt"), 0);
     long trained = 0;
     for (const char *p = out; (p = strstr(p, " models trained")) != NULL; p++) {
