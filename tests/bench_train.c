@@ -167,37 +167,65 @@ static void step_run(void *p)
     lx_optim_step(s->opt, s->m, s->c, 0);
 }
 
+/* A model of shape ar (finished), its spec, optimizer and B x T synthetic
+** tokens: what step_run needs but the activations. */
+struct step_bench {
+    struct lx_arch ar;
+    struct lx_train_cfg c;
+    struct lx_model m;
+    struct lx_spec spec;
+    struct lx_optim opt;
+    int *tok, *tgt;
+};
+
+static void step_bench_init(struct step_bench *b, const struct lx_arch *ar, int B, int T)
+{
+    b->ar = *ar;
+    lx_params_defaults(&lx_train_schema, &b->c);
+    lx_params_finish(&lx_train_schema, &b->c);
+    lx_model_init(&b->m, &b->ar, 9);
+    struct lx_facts f = {.d_head = ar->d_head, .train_len = T, .n_heads = ar->heads, .length = T,
+                         .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .training = 1};
+    lx_spec_init(&b->spec, &f);
+    lx_optim_init(&b->opt, &b->m);
+    b->tok = malloc(sizeof(int) * (size_t)B * (size_t)T), b->tgt = malloc(sizeof(int) * (size_t)B * (size_t)T);
+    for (long t = 0; t < (long)B * T; t++)
+        b->tok[t] = (int)((t * 37 + 11) % 256), b->tgt[t] = (int)((t * 53 + 5) % 256);
+}
+
+/* step_run's argument over b, its activations allocated for B x T in mode. */
+static int step_bench_arg(struct step_bench *b, int B, int T, int mode, struct step_arg *s)
+{
+    struct lx_error err;
+    *s = (struct step_arg){.m = &b->m, .spec = &b->spec, .opt = &b->opt, .c = &b->c, .tok = b->tok, .tgt = b->tgt};
+    if (lx_acts_alloc(&s->a, &b->ar, B, T, mode, &err) < 0)
+        return fprintf(stderr, "bench: %s\n", err.msg), -1;
+    return 0;
+}
+
+static void step_bench_release(struct step_bench *b)
+{
+    lx_optim_release(&b->opt);
+    lx_model_release(&b->m);
+    free(b->tok), free(b->tgt);
+}
+
 static int bench_steps(void)
 {
     struct lx_arch ar;
     lx_params_defaults(&lx_arch_schema, &ar);
     ar.layers = 2, ar.d_model = 128, ar.heads = 4, ar.d_head = 32, ar.d_mlp = 512;
     lx_params_finish(&lx_arch_schema, &ar);
-    struct lx_train_cfg c;
-    lx_params_defaults(&lx_train_schema, &c);
-    lx_params_finish(&lx_train_schema, &c);
     printf("\n| tokens | tiled step s | materialised step s | tiled vs materialised |\n|---:|---:|---:|---:|\n");
     static const int Ts[] = {1024, 4096};
     for (int i = 0; i < 2; i++) {
         int T = Ts[i];
-        struct lx_model m;
-        lx_model_init(&m, &ar, 9);
-        struct lx_facts f = {.d_head = 32, .train_len = T, .n_heads = 4, .length = T,
-                             .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .training = 1};
-        struct lx_spec spec;
-        lx_spec_init(&spec, &f);
-        struct lx_optim opt;
-        lx_optim_init(&opt, &m);
-        int *tok = malloc(sizeof(int) * (size_t)T), *tgt = malloc(sizeof(int) * (size_t)T);
-        for (int t = 0; t < T; t++)
-            tok[t] = (t * 37 + 11) % 256, tgt[t] = (t * 53 + 5) % 256;
+        struct step_bench b;
+        step_bench_init(&b, &ar, 1, T);
         struct step_arg s[2];
-        struct lx_error err;
-        for (int k = 0; k < 2; k++) {
-            s[k] = (struct step_arg){.m = &m, .spec = &spec, .opt = &opt, .c = &c, .tok = tok, .tgt = tgt};
-            if (lx_acts_alloc(&s[k].a, &ar, 1, T, k ? LX_ACTS_TRAIN_MATERIALISED : LX_ACTS_TRAIN_TILED, &err) < 0)
-                return fprintf(stderr, "bench: %s\n", err.msg), 1;
-        }
+        for (int k = 0; k < 2; k++)
+            if (step_bench_arg(&b, 1, T, k ? LX_ACTS_TRAIN_MATERIALISED : LX_ACTS_TRAIN_TILED, &s[k]) < 0)
+                return 1;
         double best[2] = {1e300, 1e300};
         for (int rep = 0; rep < 3; rep++)   /* alternately, so a busy spell hits both */
             for (int k = 0; k < 2; k++) {
@@ -206,9 +234,7 @@ static int bench_steps(void)
             }
         printf("| %d | %.4f | %.4f | %.2fx |\n", T, best[0], best[1], best[1] / best[0]);
         lx_acts_release(&s[0].a), lx_acts_release(&s[1].a);
-        lx_optim_release(&opt);
-        lx_model_release(&m);
-        free(tok), free(tgt);
+        step_bench_release(&b);
     }
     return 0;
 }
@@ -220,25 +246,12 @@ static int bench_bf16_step(void)
     lx_params_defaults(&lx_arch_schema, &ar);
     ar.layers = 8, ar.d_model = 512, ar.heads = 8, ar.d_head = 64, ar.d_mlp = 1376, ar.mlp = LX_MLP_SWIGLU;
     lx_params_finish(&lx_arch_schema, &ar);
-    struct lx_train_cfg c;
-    lx_params_defaults(&lx_train_schema, &c);
-    lx_params_finish(&lx_train_schema, &c);
     enum { B = 8, T = 256 };
-    struct lx_model m;
-    lx_model_init(&m, &ar, 9);
-    struct lx_facts f = {.d_head = 64, .train_len = T, .n_heads = 8, .length = T,
-                         .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .training = 1};
-    struct lx_spec spec;
-    lx_spec_init(&spec, &f);
-    struct lx_optim opt;
-    lx_optim_init(&opt, &m);
-    int *tok = malloc(sizeof(int) * B * T), *tgt = malloc(sizeof(int) * B * T);
-    for (int t = 0; t < B * T; t++)
-        tok[t] = (t * 37 + 11) % 256, tgt[t] = (t * 53 + 5) % 256;
-    struct lx_error err;
-    struct step_arg s = {.m = &m, .spec = &spec, .opt = &opt, .c = &c, .tok = tok, .tgt = tgt};
-    if (lx_acts_alloc(&s.a, &ar, B, T, LX_ACTS_TRAIN, &err) < 0)
-        return fprintf(stderr, "bench: %s\n", err.msg), 1;
+    struct step_bench b;
+    step_bench_init(&b, &ar, B, T);
+    struct step_arg s;
+    if (step_bench_arg(&b, B, T, LX_ACTS_TRAIN, &s) < 0)
+        return 1;
     double best[2] = {1e300, 1e300};
     for (int rep = 0; rep < 3; rep++)
         for (int k = 0; k < 2; k++) {
@@ -250,11 +263,9 @@ static int bench_bf16_step(void)
     lx_products_describe(what, sizeof what);    /* still in bf16: names oneDNN's implementation too */
     lx_numerics_set(LX_NUMERICS_FAST);
     printf("\ntraining step, %zu parameters, %d x %d tokens (%s)\n\n| fp32 step s | bf16 step s | bf16 vs fp32 |\n"
-           "|---:|---:|---:|\n| %.3f | %.3f | %.2fx |\n", m.n_params, B, T, what, best[0], best[1], best[0] / best[1]);
+           "|---:|---:|---:|\n| %.3f | %.3f | %.2fx |\n", b.m.n_params, B, T, what, best[0], best[1], best[0] / best[1]);
     lx_acts_release(&s.a);
-    lx_optim_release(&opt);
-    lx_model_release(&m);
-    free(tok), free(tgt);
+    step_bench_release(&b);
     return 0;
 }
 

@@ -13,6 +13,7 @@
 */
 #define _POSIX_C_SOURCE 200809L
 #include "tests/shell.h"
+#include "tests/tok_open.h"
 
 #include "harness/core/gguf.h"
 #include "harness/core/hash.h"
@@ -25,26 +26,14 @@ static void setup(void)
     (void)sql_long;     /* shell.h's; this suite reads no store */
 }
 
-static const char *root(void)
-{
-    const char *r = getenv("LENX_ROOT");
-    return r ? r : ".";
-}
-
-/* The tokenizer at root/rel, or skip saying what is missing; "bytes": the byte tokenizer. */
+/* The tokenizer at the checkout's rel, or skip saying what is missing; "bytes": the byte tokenizer. */
 static struct lx_tokenizer *open_or_skip(const char *rel, const char *how)
 {
     if (strcmp(rel, "bytes") == 0)
         return lx_tokenizer_bytes_new();
     char path[4096];
-    struct stat sb;
-    snprintf(path, sizeof path, "%s/%s", root(), rel);
-    if (stat(path, &sb) != 0)
-        cr_skip_test("%s is absent (%s)", path, how);
-    struct lx_tokenizer *t = NULL;
-    struct lx_error err = {{0}};
-    cr_assert_eq(lx_tokenizer_open(&t, path, &err), LX_OK, "%s", err.msg);
-    return t;
+    snprintf(path, sizeof path, "%s/%s", tok_root(), rel);
+    return tok_open_or_skip(path, how);
 }
 
 static char *read_text(const char *rel, long *n)
@@ -52,7 +41,7 @@ static char *read_text(const char *rel, long *n)
     char path[4096];
     unsigned char *b = NULL;
     struct lx_error err = {{0}};
-    snprintf(path, sizeof path, "%s/%s", root(), rel);
+    snprintf(path, sizeof path, "%s/%s", tok_root(), rel);
     cr_assert_eq(lx_read_file(path, &b, n, 0, &err), LX_OK, "%s", err.msg);
     return (char *)b;
 }
@@ -261,7 +250,7 @@ Test(gguf_tok, hf_reads_qwen3_eos_as_text)
     char path[4096];
     struct lx_json *doc = NULL;
     struct lx_error err = {{0}};
-    snprintf(path, sizeof path, "%s/tests/ref/tok_qwen3_edge.json", root());
+    snprintf(path, sizeof path, "%s/tests/ref/tok_qwen3_edge.json", tok_root());
     cr_assert_eq(lx_json_load(&doc, path, 0, &err), LX_OK, "%s", err.msg);
     const struct lx_jv *list = lx_json_root(doc), *found = NULL;
     for (long i = 0; i < lx_json_len(list) && !found; i++) {

@@ -29,39 +29,22 @@
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/engine/tokenizers/unicode.h"
+#include "tests/tok_open.h"
 #include "tests/tokfile.h"
 
 #define STORIES "/work/shared/models/stories260K"
 
-static const char *root(void)
-{
-    const char *r = getenv("LENX_ROOT");
-    return r ? r : ".";
-}
-
-/* A tokenizer from a path, or skip the test saying what is missing and how to get it. */
-static struct lx_tokenizer *open_or_skip(const char *path, const char *how)
-{
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        cr_skip_test("%s is absent (%s)", path, how);
-    struct lx_tokenizer *t = NULL;
-    struct lx_error err = {{0}};
-    cr_assert_eq(lx_tokenizer_open(&t, path, &err), LX_OK, "%s", err.msg);
-    return t;
-}
-
 static struct lx_tokenizer *open_hf(const char *name)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/build/tokenizers/%s/models/tokenizer.json", root(), name);
-    return open_or_skip(path, "make tokenizers fetches it");
+    snprintf(path, sizeof path, "%s/build/tokenizers/%s/models/tokenizer.json", tok_root(), name);
+    return tok_open_or_skip(path, "make tokenizers fetches it");
 }
 
 static struct lx_json *load_ref(const char *file)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", root(), file);
+    snprintf(path, sizeof path, "%s/%s", tok_root(), file);
     struct lx_json *doc = NULL;
     struct lx_error err = {{0}};
     cr_assert_eq(lx_json_load(&doc, path, 0, &err), LX_OK, "%s", err.msg);
@@ -121,7 +104,7 @@ Test(tokenizer, bytes_are_their_own_ids)
 
 Test(tokenizer, llama2c_matches_run_c)
 {
-    struct lx_tokenizer *t = open_or_skip(STORIES "/tok512.bin", "the shared stories260K test data");
+    struct lx_tokenizer *t = tok_open_or_skip(STORIES "/tok512.bin", "the shared stories260K test data");
     cr_expect_str_eq(t->ops->kind, "sentencepiece");
     cr_expect_eq(t->n_vocab, 512);
     cr_expect_eq(t->bos, 1);
@@ -152,7 +135,7 @@ Test(tokenizer, llama2c_matches_run_c)
 
 Test(tokenizer, llama2c_round_trips_any_bytes)
 {
-    struct lx_tokenizer *t = open_or_skip(STORIES "/tok512.bin", "the shared stories260K test data");
+    struct lx_tokenizer *t = tok_open_or_skip(STORIES "/tok512.bin", "the shared stories260K test data");
     struct lx_rng r;
     lx_rng_init(&r, 7, 1, LX_RNG_DATA);
     for (int k = 0; k < 200; k++) {
@@ -334,8 +317,8 @@ Test(tokenizer, bytelevel_json_edge_cases) { edge_cases_of(open_hf("qwen3"), "qw
 Test(tokenizer, tiny_json_edge_cases)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/tests/ref/tok_tiny.json", root());
-    struct lx_tokenizer *t = open_or_skip(path, "committed with the tests");
+    snprintf(path, sizeof path, "%s/tests/ref/tok_tiny.json", tok_root());
+    struct lx_tokenizer *t = tok_open_or_skip(path, "committed with the tests");
     cr_expect_eq(t->bos, -1);
     cr_expect_eq(t->eos, 267);
     cr_expect(!t->add_bos && t->add_eos);
@@ -363,7 +346,7 @@ static void corpus_chunks(const char *name)
                   lx_json_int(doc, lx_json_member(e, "n_ids"), &n_ids, &err) == LX_OK &&
                   lx_json_str(doc, lx_json_member(e, "sha256"), &sha, NULL, &err) == LX_OK, "%s", err.msg);
         char full[4096];
-        snprintf(full, sizeof full, "%s/%s", root(), path);
+        snprintf(full, sizeof full, "%s/%s", tok_root(), path);
         unsigned char *text;
         long len;
         if (lx_read_file(full, &text, &len, 0, &err) < 0)
@@ -884,6 +867,6 @@ Test(tokenizer, seg_sentencepiece_json) { json_segments(open_hf("llama2")); }
 Test(tokenizer, seg_tiny_json)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/tests/ref/tok_tiny.json", root());
-    json_segments(open_or_skip(path, "committed with the tests"));
+    snprintf(path, sizeof path, "%s/tests/ref/tok_tiny.json", tok_root());
+    json_segments(tok_open_or_skip(path, "committed with the tests"));
 }

@@ -150,36 +150,19 @@ static int put_data(FILE *fp, const struct lx_gguf_out *o)
     return ok;
 }
 
-int lx_gguf_out_write(const struct lx_gguf_out *o, const char *path, struct lx_error *err)
+/* The whole file, for lx_write_atomic. */
+static int put_file(FILE *fp, void *ctx)
 {
-    struct lx_buf tmp = {0};
-    lx_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *fp = fopen(lx_buf_str(&tmp), "wb");
-    if (!fp) {
-        int rc = lx_err(err, LX_EIO, "%s: cannot create %s: %s\n  hint: does the directory exist, and is it "
-                        "writable?", path, lx_buf_str(&tmp), strerror(errno));
-        lx_buf_free(&tmp);
-        return rc;
-    }
+    const struct lx_gguf_out *o = ctx;
     uint32_t version = 3;
     uint64_t head_bytes = 4 + 4 + 8 + 8 + o->kv.len + o->ti.len;
-    errno = 0;
-    int ok = fwrite("GGUF", 1, 4, fp) == 4 && fwrite(&version, 4, 1, fp) == 1 && fwrite(&o->n_t, 8, 1, fp) == 1 &&
-             fwrite(&o->n_kv, 8, 1, fp) == 1 && fwrite(o->kv.s ? o->kv.s : "", 1, o->kv.len, fp) == o->kv.len &&
-             fwrite(o->ti.s ? o->ti.s : "", 1, o->ti.len, fp) == o->ti.len &&
-             put_zeros(fp, (size_t)((ALIGN - head_bytes % ALIGN) % ALIGN)) && put_data(fp, o);
-    int saved = errno;
-    if (fclose(fp) != 0 && ok)
-        ok = 0, saved = errno;
-    int rc = LX_OK;
-    if (!ok)
-        rc = lx_err(err, LX_EIO, "%s: cannot write %s: %s\n  hint: is the disk full?", path, lx_buf_str(&tmp),
-                    saved ? strerror(saved) : "short write");
-    else if (rename(lx_buf_str(&tmp), path) != 0)
-        rc = lx_err(err, LX_EIO, "%s: cannot rename %s to it: %s\n  hint: is path a directory?", path,
-                    lx_buf_str(&tmp), strerror(errno));
-    if (rc < 0)
-        remove(lx_buf_str(&tmp));
-    lx_buf_free(&tmp);
-    return rc;
+    return fwrite("GGUF", 1, 4, fp) == 4 && fwrite(&version, 4, 1, fp) == 1 && fwrite(&o->n_t, 8, 1, fp) == 1 &&
+           fwrite(&o->n_kv, 8, 1, fp) == 1 && fwrite(o->kv.s ? o->kv.s : "", 1, o->kv.len, fp) == o->kv.len &&
+           fwrite(o->ti.s ? o->ti.s : "", 1, o->ti.len, fp) == o->ti.len &&
+           put_zeros(fp, (size_t)((ALIGN - head_bytes % ALIGN) % ALIGN)) && put_data(fp, o);
+}
+
+int lx_gguf_out_write(const struct lx_gguf_out *o, const char *path, struct lx_error *err)
+{
+    return lx_write_atomic(path, put_file, (void *)o, err);
 }

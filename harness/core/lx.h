@@ -72,6 +72,14 @@ int lx_read_file(const char *path, unsigned char **bytes, long *n, long max_byte
 ** naming the file and the system's reason. */
 int lx_write_file(const char *path, const void *bytes, size_t n, struct lx_error *err);
 
+/* Write the file at path all or nothing: body(fp, ctx) writes it into
+** path.tmp.<host>.<pid> (one temporary per writer, so processes saving the
+** same path never share one; lenx run clears a killed writer's by that
+** name), which is then renamed over path. body returns 1 when every write
+** succeeded, else 0 with errno set (or 0 for a short write). LX_EIO naming
+** path, the temporary and the reason; the temporary never survives a failure. */
+int lx_write_atomic(const char *path, int (*body)(FILE *fp, void *ctx), void *ctx, struct lx_error *err);
+
 /* Create the folders above path's last component, as far as they are
 ** missing (errors are left to whoever then opens the file). */
 void lx_make_parent_dir(const char *path);

@@ -324,6 +324,39 @@ int lx_write_file(const char *path, const void *bytes, size_t n, struct lx_error
     return LX_OK;
 }
 
+int lx_write_atomic(const char *path, int (*body)(FILE *fp, void *ctx), void *ctx, struct lx_error *err)
+{
+    char host[256] = "unknown";
+    if (gethostname(host, sizeof host - 1) != 0)
+        strcpy(host, "unknown");
+    host[sizeof host - 1] = '\0';
+    struct lx_buf tmp = {0};
+    lx_buf_printf(&tmp, "%s.tmp.%s.%ld", path, host, (long)getpid());
+    const char *t = lx_buf_str(&tmp);
+    int rc = LX_OK;
+    FILE *fp = fopen(t, "wb");
+    if (!fp) {
+        rc = lx_err(err, LX_EIO, "%s: cannot create %s: %s\n  hint: does the directory exist, and is it "
+                    "writable?", path, t, strerror(errno));
+        lx_buf_free(&tmp);
+        return rc;
+    }
+    errno = 0;
+    int ok = body(fp, ctx), saved = errno;
+    if (fclose(fp) != 0 && ok)
+        ok = 0, saved = errno;
+    if (!ok)
+        rc = lx_err(err, LX_EIO, "%s: cannot write %s: %s\n  hint: is the disk full?", path, t,
+                    saved ? strerror(saved) : "short write");
+    else if (rename(t, path) != 0)
+        rc = lx_err(err, LX_EIO, "%s: cannot rename %s to it: %s\n  hint: is path a directory, or on another "
+                    "file system?", path, t, strerror(errno));
+    if (rc < 0)
+        remove(t);
+    lx_buf_free(&tmp);
+    return rc;
+}
+
 int lx_read_file(const char *path, unsigned char **bytes, long *n, long max_bytes, struct lx_error *err)
 {
     *bytes = NULL;

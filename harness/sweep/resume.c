@@ -23,7 +23,7 @@ int lx_resume_save(void *ctx, const struct lx_train_snap *s, struct lx_error *er
 }
 
 /* Temporary files a killed writer of path left (path.tmp.<host>.<pid>,
-** lx_st_write's): the caller holds the claim on the model, so no live
+** lx_write_atomic's): the caller holds the claim on the model, so no live
 ** process is writing them. */
 void lx_resume_clear_debris(const char *path)
 {

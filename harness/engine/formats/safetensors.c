@@ -10,8 +10,9 @@
 **
 ** The writer builds the header text in a struct lx_buf, pads it with spaces so
 ** the data buffer starts 8-byte aligned, and streams header and tensors into
-** path + ".tmp", hashing the same bytes as it goes, then renames the temporary
-** over path: a reader sees the old file or the new one, never half of one.
+** a temporary beside path, hashing the same bytes as it goes, then renames it
+** over path (lx_write_atomic): a reader sees the old file or the new one,
+** never half of one.
 **
 ** Floats are stored little-endian and copied with memcpy; the host is asserted
 ** little-endian (every machine lenx targets is).
@@ -628,40 +629,24 @@ static int put(FILE *fp, struct lx_sha256 *s, const void *data, size_t n)
     return fwrite(data, 1, n, fp) == n;
 }
 
-/* Header and data into tmp, then rename over path; tmp never survives a failure. */
-static int write_file(const char *path, const char *tmp, const struct lx_buf *h, const struct lx_st_tensor *t,
-                      int n, char *sha256_out, struct lx_error *err)
-{
+/* What write_body writes: the header, then each tensor's data, hashed as written. */
+struct st_out {
+    const struct lx_buf *h;
+    const struct lx_st_tensor *t;
+    int n;
     struct lx_sha256 s;
+};
+
+static int write_body(FILE *fp, void *ctx)
+{
+    struct st_out *o = ctx;
     unsigned char len8[8];
-    FILE *fp = fopen(tmp, "wb");
-    if (!fp)
-        return lx_err(err, LX_EIO, "%s: cannot create %s: %s\n  hint: does the directory exist, and is it "
-                      "writable?", path, tmp, strerror(errno));
-    lx_sha256_init(&s);
     for (int k = 0; k < 8; k++)
-        len8[k] = (unsigned char)((uint64_t)h->len >> (8 * k));
-    errno = 0;
-    int ok = put(fp, &s, len8, 8) && put(fp, &s, h->s, h->len);
-    for (int i = 0; i < n && ok; i++)
-        ok = put(fp, &s, t[i].data, 4 * (size_t)tensor_count(&t[i]));
-    int saved = errno;
-    if (fclose(fp) != 0 && ok)
-        ok = 0, saved = errno;
-    if (!ok) {
-        remove(tmp);
-        return lx_err(err, LX_EIO, "%s: cannot write %s: %s\n  hint: is the disk full?", path, tmp,
-                      saved ? strerror(saved) : "short write");
-    }
-    if (rename(tmp, path) != 0) {
-        saved = errno;
-        remove(tmp);
-        return lx_err(err, LX_EIO, "%s: cannot rename %s to it: %s\n  hint: is path a directory, or on another "
-                      "file system?", path, tmp, strerror(saved));
-    }
-    if (sha256_out)
-        lx_sha256_final_hex(&s, sha256_out);
-    return LX_OK;
+        len8[k] = (unsigned char)((uint64_t)o->h->len >> (8 * k));
+    int ok = put(fp, &o->s, len8, 8) && put(fp, &o->s, o->h->s, o->h->len);
+    for (int i = 0; i < o->n && ok; i++)
+        ok = put(fp, &o->s, o->t[i].data, 4 * (size_t)tensor_count(&o->t[i]));
+    return ok;
 }
 
 int lx_st_write(const char *path, const struct lx_st_tensor *t, int n, const char *const *meta, int n_meta,
@@ -674,16 +659,13 @@ int lx_st_write(const char *path, const struct lx_st_tensor *t, int n, const cha
         rc = check_meta(path, meta, n_meta, err);
     if (rc < 0)
         return rc;
-    struct lx_buf h = {0}, tmp = {0};
+    struct lx_buf h = {0};
     build_header(&h, t, n, meta, n_meta);
-    /* one temporary file per writer: processes saving the same path never share it */
-    char host[256] = "unknown";
-    if (gethostname(host, sizeof host - 1) != 0)
-        strcpy(host, "unknown");
-    host[sizeof host - 1] = '\0';
-    lx_buf_printf(&tmp, "%s.tmp.%s.%ld", path, host, (long)getpid());
-    rc = write_file(path, lx_buf_str(&tmp), &h, t, n, sha256_hex_out, err);
+    struct st_out o = {.h = &h, .t = t, .n = n};
+    lx_sha256_init(&o.s);
+    rc = lx_write_atomic(path, write_body, &o, err);
+    if (rc == LX_OK && sha256_hex_out)
+        lx_sha256_final_hex(&o.s, sha256_hex_out);
     lx_buf_free(&h);
-    lx_buf_free(&tmp);
     return rc;
 }
