@@ -48,6 +48,28 @@ Test(repro, finetune_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60
     expect_plans("configs/repro/finetune-extension.yaml", "sweep finetune-extension: 300 cells");
 }
 
+/* The scaled reproductions plan: InfoScale/CosScale (3 families x {none,
+** C.S.} x {none, I.S.} x 7 lengths x 3 seeds; one model per training-time
+** stack and seed: 6 x 3) and scale-invariant attention (4 stacks x 2 tasks x
+** 3 lengths x 3 seeds; dynamic NTK shares RoPE's model: 3 x 3). */
+Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const struct {
+        const char *config, *cells;
+        int models;
+    } want[] = {
+        {"configs/repro/infoscale-scaled.yaml", "sweep infoscale-scaled: 252 cells", 18},
+        {"configs/repro/scale-invariant-needles-scaled.yaml", "sweep scale-invariant-needles-scaled: 72 cells", 9},
+    };
+    char out[256];
+    for (int i = 0; i < 2; i++) {
+        expect_plans(want[i].config, want[i].cells);
+        cr_assert_eq(sh(out, sizeof out, "$L run --dry-run --db x.db $R/%s | grep -o 'model=[a-z0-9]* \\[[0-9a-f]*\\]'"
+                        " | sort -u | wc -l", want[i].config), 0, "%s", out);
+        cr_expect_eq(atoi(out), want[i].models, "%s: %s trained models", want[i].config, out);
+    }
+}
+
 /* Each training-time method, put in place of PI in the every-method sweep
 ** (a method fine-tuned in is not refused: the checkpoint is its base model,
 ** tests/test_finetune.c). */
