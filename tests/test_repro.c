@@ -18,12 +18,17 @@ static void setup(void)
     cr_assert_not_null(getenv("LENX_ROOT"), "LENX_ROOT must name the checkout (make test sets it)");
 }
 
-static void expect_plans(const char *config, const char *cells)
+/* Dry-runs CONFIG once (its plan kept in plan.txt), expects the header CELLS
+** and that nothing was written; returns how many distinct models it plans. */
+static int expect_plans(const char *config, const char *cells)
 {
-    char out[65536];
-    cr_expect_eq(sh(out, sizeof out, "$L run --dry-run --db x.db $R/%s", config), 0, "%s", out);
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "$L run --dry-run --db x.db $R/%s > plan.txt 2>&1; rc=$?; head -c 2048 plan.txt; exit $rc",
+                    config), 0, "%s", out);
     cr_expect(strstr(out, cells) != NULL, "expected '%s' in:\n%s", cells, out);
     cr_expect(!exists("x.db"), "a dry run writes nothing");
+    cr_assert_eq(sh(out, sizeof out, "grep -o 'model=[a-z0-9]* \\[[0-9a-f]*\\]' plan.txt | sort -u | wc -l"), 0, "%s", out);
+    return atoi(out);
 }
 
 Test(repro, stories260K_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
@@ -51,7 +56,9 @@ Test(repro, finetune_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60
 /* The scaled reproductions plan: InfoScale/CosScale (3 families x {none,
 ** C.S.} x {none, I.S.} x 7 lengths x 3 seeds; one model per training-time
 ** stack and seed: 6 x 3) and scale-invariant attention (4 stacks x 2 tasks x
-** 3 lengths x 3 seeds; dynamic NTK shares RoPE's model: 3 x 3). */
+** 3 lengths x 3 seeds; dynamic NTK shares RoPE's model: 3 x 3) and the
+** RoPE extensions (11 stacks x 2 tasks x 4 lengths x 3 seeds; a base model
+** and four fine-tunings a seed: 5 x 3). */
 Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
 {
     static const struct {
@@ -60,13 +67,11 @@ Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
     } want[] = {
         {"configs/repro/infoscale-scaled.yaml", "sweep infoscale-scaled: 252 cells", 18},
         {"configs/repro/scale-invariant-needles-scaled.yaml", "sweep scale-invariant-needles-scaled: 72 cells", 9},
+        {"configs/repro/rope-extensions-scaled.yaml", "sweep rope-extensions-scaled: 264 cells", 15},
     };
-    char out[256];
-    for (int i = 0; i < 2; i++) {
-        expect_plans(want[i].config, want[i].cells);
-        cr_assert_eq(sh(out, sizeof out, "$L run --dry-run --db x.db $R/%s | grep -o 'model=[a-z0-9]* \\[[0-9a-f]*\\]'"
-                        " | sort -u | wc -l", want[i].config), 0, "%s", out);
-        cr_expect_eq(atoi(out), want[i].models, "%s: %s trained models", want[i].config, out);
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        int models = expect_plans(want[i].config, want[i].cells);
+        cr_expect_eq(models, want[i].models, "%s: %d trained models", want[i].config, models);
     }
 }
 
