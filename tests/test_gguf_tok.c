@@ -32,7 +32,7 @@ static struct lx_tokenizer *open_or_skip(const char *rel, const char *how)
     if (strcmp(rel, "bytes") == 0)
         return lx_tokenizer_bytes_new();
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", tok_root(), rel);
+    tok_path(path, sizeof path, "%s", rel);
     return tok_open_or_skip(path, how);
 }
 
@@ -41,7 +41,7 @@ static char *read_text(const char *rel, long *n)
     char path[4096];
     unsigned char *b = NULL;
     struct lx_error err = {{0}};
-    snprintf(path, sizeof path, "%s/%s", tok_root(), rel);
+    tok_path(path, sizeof path, "%s", rel);
     cr_assert_eq(lx_read_file(path, &b, n, 0, &err), LX_OK, "%s", err.msg);
     return (char *)b;
 }
@@ -250,7 +250,7 @@ Test(gguf_tok, hf_reads_qwen3_eos_as_text)
     char path[4096];
     struct lx_json *doc = NULL;
     struct lx_error err = {{0}};
-    snprintf(path, sizeof path, "%s/tests/ref/tok_qwen3_edge.json", tok_root());
+    tok_path(path, sizeof path, "tests/ref/tok_qwen3_edge.json");
     cr_assert_eq(lx_json_load(&doc, path, 0, &err), LX_OK, "%s", err.msg);
     const struct lx_jv *list = lx_json_root(doc), *found = NULL;
     for (long i = 0; i < lx_json_len(list) && !found; i++) {

@@ -37,14 +37,14 @@
 static struct lx_tokenizer *open_hf(const char *name)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/build/tokenizers/%s/models/tokenizer.json", tok_root(), name);
+    tok_path(path, sizeof path, "build/tokenizers/%s/models/tokenizer.json", name);
     return tok_open_or_skip(path, "make tokenizers fetches it");
 }
 
 static struct lx_json *load_ref(const char *file)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", tok_root(), file);
+    tok_path(path, sizeof path, "%s", file);
     struct lx_json *doc = NULL;
     struct lx_error err = {{0}};
     cr_assert_eq(lx_json_load(&doc, path, 0, &err), LX_OK, "%s", err.msg);
@@ -317,7 +317,7 @@ Test(tokenizer, bytelevel_json_edge_cases) { edge_cases_of(open_hf("qwen3"), "qw
 Test(tokenizer, tiny_json_edge_cases)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/tests/ref/tok_tiny.json", tok_root());
+    tok_path(path, sizeof path, "tests/ref/tok_tiny.json");
     struct lx_tokenizer *t = tok_open_or_skip(path, "committed with the tests");
     cr_expect_eq(t->bos, -1);
     cr_expect_eq(t->eos, 267);
@@ -346,7 +346,7 @@ static void corpus_chunks(const char *name)
                   lx_json_int(doc, lx_json_member(e, "n_ids"), &n_ids, &err) == LX_OK &&
                   lx_json_str(doc, lx_json_member(e, "sha256"), &sha, NULL, &err) == LX_OK, "%s", err.msg);
         char full[4096];
-        snprintf(full, sizeof full, "%s/%s", tok_root(), path);
+        tok_path(full, sizeof full, "%s", path);
         unsigned char *text;
         long len;
         if (lx_read_file(full, &text, &len, 0, &err) < 0)
@@ -867,6 +867,6 @@ Test(tokenizer, seg_sentencepiece_json) { json_segments(open_hf("llama2")); }
 Test(tokenizer, seg_tiny_json)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/tests/ref/tok_tiny.json", tok_root());
+    tok_path(path, sizeof path, "tests/ref/tok_tiny.json");
     json_segments(tok_open_or_skip(path, "committed with the tests"));
 }
