@@ -13,7 +13,7 @@ Past the training length accuracy is often 0 at every point, so it also prints
 the correlation between entropy and the teacher-forced log-probability of the
 gold answer (series logprob_by_depth), which keeps its signal there.
 
-    python3 scripts/repro_correlation.py [results/repro.db] [sweep] [--seed S]
+    python3 scripts/repro_correlation.py [results/repro.db] [sweep] [--seed S] [--reference M]
 
 With several training seeds in the sweep, the heat map shows the mean over the
 seeds, the correlations are printed for each seed and then pooled over every
@@ -22,20 +22,33 @@ table compares each seed's cells with the same seed's reference cell (its own
 model) and shows the mean over seeds, then each seed's value. --seed S keeps
 one seed's cells only.
 
+With several seeds it also prints, for each length and over all points, the
+mean of the per-seed r and its 95 % t-interval across the seeds (the same
+formula as scripts/repro_intervals.py --seeds; a seed whose r is undefined,
+no point succeeding or none failing, is left out and the count says so).
+
 Last, for the attn cells of the sweep, the Jensen-Shannon divergence between
 each cell's mean attention over distance buckets (series mass_by_distance) and
-that of the sweep's first method at its shortest length (plain RoPE at the
-training length in the repro config): one reference for every method, also for
-fine-tuned models, whose own js_train compares with their own training-time
-attention. For a method without fine-tuning it equals the cell's js_train.
+that of a reference method at the sweep's shortest length: --reference M, by
+default plain `rope` when the sweep has it (RoPE at the training length in the
+repro configs), else the method of the sweep's first stored attn cell. One
+reference for every method, also for fine-tuned models, whose own js_train
+compares with their own training-time attention. For a method without
+fine-tuning it equals the cell's js_train. The reference is named, never
+taken from the order in which processes happened to store cells.
 
 Standard library only (sqlite3); reads the store, writes nothing. Exit 2 on a
 store it cannot read or a sweep (seed) with no needle cells.
 """
 import argparse
 import math
+import os
 import sqlite3
+import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from repro_intervals import t975  # noqa: E402  (one t table for every script)
 
 
 def pearson(xs, ys):
@@ -96,19 +109,38 @@ def heat_maps(points, methods, lengths, depths):
 
 
 def correlations(points, lengths, label):
-    """r(failure, entropy) and r(log p, entropy) over the points, and within each length."""
+    """r(failure, entropy) and r(log p, entropy) over the points, and within each length.
+    Returns {length or 'all': (r failure, r log p)}."""
     fail = [1.0 - p[4] for p in points]
     ent = [p[5] for p in points]
-    print(f"\n{label}: r(failure rate, answer entropy) = {pearson(fail, ent):+.3f}, "
-          f"r(log p(gold), answer entropy) = {pearson([p[6] for p in points], ent):+.3f} over {len(points)} points")
+    out = {"all": (pearson(fail, ent), pearson([p[6] for p in points], ent))}
+    print(f"\n{label}: r(failure rate, answer entropy) = {out['all'][0]:+.3f}, "
+          f"r(log p(gold), answer entropy) = {out['all'][1]:+.3f} over {len(points)} points")
     for L in lengths:
         sub = [p for p in points if p[1] == L]
         r = pearson([1.0 - p[4] for p in sub], [p[5] for p in sub])
         ok = [p[5] for p in sub if p[4] >= 0.5]
         bad = [p[5] for p in sub if p[4] < 0.5]
         rl = pearson([p[6] for p in sub], [p[5] for p in sub])
+        out[L] = (r, rl)
         print(f"  length {L}: r(failure, entropy) = {r:+.3f}, r(log p, entropy) = {rl:+.3f} over {len(sub)} points; "
               f"mean entropy where acc >= 0.5: {mean(ok):.3f} ({len(ok)}), where acc < 0.5: {mean(bad):.3f} ({len(bad)})")
+    return out
+
+
+def across_seeds(per_seed, lengths):
+    """Mean of the per-seed r and its t-interval across the seeds, for all points and each length."""
+    def summary(rs):
+        rs = [r for r in rs if not math.isnan(r)]
+        if len(rs) < 2:
+            return f"n/a ({len(rs)} seed{'s' if len(rs) != 1 else ''} with an r)"
+        m, h = statistics.mean(rs), t975(len(rs) - 1) * statistics.stdev(rs) / math.sqrt(len(rs))
+        return f"{m:+.2f} [{m - h:+.2f}, {m + h:+.2f}] ({len(rs)} seeds)"
+    print("\nacross seeds (mean of the per-seed r [95 % t-interval]):")
+    for key in ["all"] + lengths:
+        name = "all points" if key == "all" else f"length {key}"
+        print(f"  {name}: r(failure, entropy) {summary([d[key][0] for d in per_seed])}; "
+              f"r(log p, entropy) {summary([d[key][1] for d in per_seed])}")
 
 
 def main():
@@ -116,6 +148,7 @@ def main():
     ap.add_argument("db", nargs="?", default="results/repro.db", help="the store (default results/repro.db)")
     ap.add_argument("sweep", nargs="?", default="rope-extensions-attention", help="the sweep's name")
     ap.add_argument("--seed", type=int, help="one seed's cells only (default: each seed, then pooled)")
+    ap.add_argument("--reference", help="the JS table's reference method (default: rope if present)")
     args = ap.parse_args()
     try:
         con = sqlite3.connect(f"file:{args.db}?mode=ro", uri=True)
@@ -131,11 +164,11 @@ def main():
     seeds = sorted({p[3] for p in points})
     heat_maps(points, methods, lengths, sorted({p[2] for p in points}))
     if len(seeds) > 1:
-        for sd in seeds:
-            correlations([p for p in points if p[3] == sd], lengths, f"seed {sd}")
+        per_seed = [correlations([p for p in points if p[3] == sd], lengths, f"seed {sd}") for sd in seeds]
+        across_seeds(per_seed, lengths)
     correlations(points, lengths, "pooled over seeds " + ", ".join(map(str, seeds)) if len(seeds) > 1
                  else f"seed {seeds[0]}")
-    js_table(con, args.sweep, args.seed)
+    js_table(con, args.sweep, args.seed, args.reference)
 
 
 def js(p, q):
@@ -150,7 +183,7 @@ def js(p, q):
     return out
 
 
-def js_table(con, sweep, seed):
+def js_table(con, sweep, seed, reference=None):
     runs = newest_runs(con, sweep, "attn", "r.id", seed)
     if not runs:
         return
@@ -159,10 +192,16 @@ def js_table(con, sweep, seed):
         mass[(method, length, sd)] = {x: y for x, y in con.execute(
             "SELECT x, y FROM series WHERE run_id = ? AND series = 'mass_by_distance'", (rid,))}
     methods = list(dict.fromkeys(r[1] for r in runs))
+    if reference is None:
+        reference = "rope" if "rope" in methods else methods[0]
+    elif reference not in methods:
+        fail(f"--reference '{reference}' has no attn cell in sweep '{sweep}'", "one of: " + ", ".join(methods))
+    methods.remove(reference)
+    methods.insert(0, reference)
     lengths = sorted({r[2] for r in runs})
     seeds = sorted({r[3] for r in runs})
-    refs = {sd: mass.get((methods[0], lengths[0], sd)) for sd in seeds}
-    print(f"\nJS divergence (nats) of the mean attention over distance from {methods[0]} at {lengths[0]}"
+    refs = {sd: mass.get((reference, lengths[0], sd)) for sd in seeds}
+    print(f"\nJS divergence (nats) of the mean attention over distance from {reference} at {lengths[0]}"
           + (" of the same seed: mean over seeds (seed " + " / ".join(map(str, seeds)) + ")" if len(seeds) > 1 else ""))
     print("| method | " + " | ".join(str(L) for L in lengths) + " |")
     print("|---|" + "---:|" * len(lengths))

@@ -183,3 +183,47 @@ Test(repro, repro_intervals_pools_seeds, .init = setup, .fini = teardown, .timeo
     cr_expect(strstr(out, "| a | t | 64 | x | 2 | 1 / 2 / 3 | [-0.4841, 4.484] |  | 2 | 1 / 2 / 3 | [-0.4841, 4.484] | "
                           "3 of 3 |") != NULL, "%s", out);
 }
+
+/* scripts/repro_correlation.py on a store worked by hand. Needle: one method,
+** three depths a seed; failure 0, 0.5, 1 against entropy 1, 2, 3 on seeds 1
+** and 2 (r = +1) and 3, 2, 1 on seed 3 (r = -1): across seeds 1/3, sd
+** 1.1547, interval 1/3 ± 4.30265 · 1.1547/√3 = [-2.54, +3.20]; no log p
+** series, so no r there. JS: x's attention mass {0: 1, 1: 0} against rope's
+** {0: 1, 1: 1} is 0.5·(0.5 ln(0.5/0.75) + 0.5 ln(0.5/0.25)) + 0.5 ln(1/0.75)
+** = 0.2158; x is stored first, and the reference is still rope (before, it
+** was whichever method two processes happened to store first). */
+Test(repro, repro_correlation_worked_by_hand, .init = setup, .fini = teardown, .timeout = 30)
+{
+    static char out[1 << 14];
+    static const char sql[] =
+        "CREATE TABLE runs (id INTEGER PRIMARY KEY, key TEXT, sweep TEXT, method TEXT, task TEXT, length INT, "
+        "seed INT, status TEXT);\n"
+        "CREATE TABLE series (run_id INT, series TEXT, x REAL, y REAL);\n"
+        "INSERT INTO runs VALUES (1, 'a1', 's', 'x', 'attn(windows=1)', 64, 1, 'ok'), "
+        "(2, 'a2', 's', 'rope', 'attn(windows=1)', 64, 1, 'ok'), "
+        "(3, 'n1', 's', 'rope', 'needle(samples=1)', 64, 1, 'ok'), "
+        "(4, 'n2', 's', 'rope', 'needle(samples=1)', 64, 2, 'ok'), "
+        "(5, 'n3', 's', 'rope', 'needle(samples=1)', 64, 3, 'ok');\n"
+        "INSERT INTO series VALUES (1, 'mass_by_distance', 0, 1), (1, 'mass_by_distance', 1, 0), "
+        "(2, 'mass_by_distance', 0, 1), (2, 'mass_by_distance', 1, 1);\n";
+    write_file("fixture.sql", sql);
+    char ins[2048], *p = ins;
+    for (int run = 3; run <= 5; run++)
+        for (int d = 0; d < 3; d++)
+            p += snprintf(p, sizeof ins - (size_t)(p - ins),
+                          "INSERT INTO series VALUES (%d, 'acc_by_depth', %g, %g), (%d, 'entropy_by_depth', %g, %d);\n",
+                          run, d / 2.0, 1 - d / 2.0, run, d / 2.0, run == 5 ? 3 - d : 1 + d);
+    write_file("points.sql", ins);
+    cr_assert_eq(sh(out, sizeof out, "cat fixture.sql points.sql | sqlite3 s.db"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "/usr/bin/python3 $R/scripts/repro_correlation.py s.db s 2>&1"), 0, "%s", out);
+    cr_expect(strstr(out, "seed 1: r(failure rate, answer entropy) = +1.000") != NULL, "%s", out);
+    cr_expect(strstr(out, "seed 3: r(failure rate, answer entropy) = -1.000") != NULL, "%s", out);
+    cr_expect(strstr(out, "all points: r(failure, entropy) +0.33 [-2.54, +3.20] (3 seeds); "
+                          "r(log p, entropy) n/a (0 seeds with an r)") != NULL, "%s", out);
+    cr_expect(strstr(out, "from rope at 64") != NULL, "%s", out);
+    cr_expect(strstr(out, "| x | 0.2158 |") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "/usr/bin/python3 $R/scripts/repro_correlation.py s.db s --reference y 2>&1"), 2,
+                 "%s", out);
+    cr_expect(strstr(out, "--reference 'y' has no attn cell") && strstr(out, "hint: one of: x, rope"), "%s", out);
+}
+
