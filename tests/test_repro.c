@@ -58,7 +58,8 @@ Test(repro, finetune_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60
 ** stack and seed: 6 x 3) and scale-invariant attention (4 stacks x 2 tasks x
 ** 3 lengths x 3 seeds; dynamic NTK shares RoPE's model: 3 x 3) and the
 ** RoPE extensions (11 stacks x 2 tasks x 4 lengths x 3 seeds; a base model
-** and four fine-tunings a seed: 5 x 3). */
+** and four fine-tunings a seed: 5 x 3) and T5 alignment on NoPE (4 stacks x 3
+** tasks x 4 lengths x 3 seeds; one model a seed). */
 Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
 {
     static const struct {
@@ -68,6 +69,7 @@ Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
         {"configs/repro/infoscale-scaled.yaml", "sweep infoscale-scaled: 252 cells", 18},
         {"configs/repro/scale-invariant-needles-scaled.yaml", "sweep scale-invariant-needles-scaled: 72 cells", 9},
         {"configs/repro/rope-extensions-scaled.yaml", "sweep rope-extensions-scaled: 264 cells", 15},
+        {"configs/repro/t5-alignment-nope.yaml", "sweep t5-alignment-nope: 144 cells", 3},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         int models = expect_plans(want[i].config, want[i].cells);
