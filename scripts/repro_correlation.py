@@ -31,7 +31,7 @@ Last, for the attn cells of the sweep, the Jensen-Shannon divergence between
 each cell's mean attention over distance buckets (series mass_by_distance) and
 that of a reference method at the sweep's shortest length: --reference M, by
 default plain `rope` when the sweep has it (RoPE at the training length in the
-repro configs), else the method of the sweep's first stored attn cell. One
+repro configs), else the first of the sweep's attn methods by name. One
 reference for every method, also for fine-tuned models, whose own js_train
 compares with their own training-time attention. For a method without
 fine-tuning it equals the cell's js_train. The reference is named, never
@@ -193,7 +193,7 @@ def js_table(con, sweep, seed, reference=None):
             "SELECT x, y FROM series WHERE run_id = ? AND series = 'mass_by_distance'", (rid,))}
     methods = list(dict.fromkeys(r[1] for r in runs))
     if reference is None:
-        reference = "rope" if "rope" in methods else methods[0]
+        reference = "rope" if "rope" in methods else min(methods)
     elif reference not in methods:
         fail(f"--reference '{reference}' has no attn cell in sweep '{sweep}'", "one of: " + ", ".join(methods))
     methods.remove(reference)
