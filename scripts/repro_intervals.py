@@ -26,7 +26,11 @@ sqrt(p(1-p)/n) of each side), and for ppl the ratio ppl/base with interval
 exp(dnll +- 1.96 sqrt(se1^2 + se2^2)). The two sides are taken as independent;
 the methods of a sweep usually read the same windows or instances, for which
 a paired interval would be narrower, so this one is conservative. "holds"
-needs the interval of the difference to exclude 0 (ratio: 1).
+needs the interval of the difference to exclude 0 (ratio: 1). METHOD is a
+part of a method label ('rope @needler' or 'rope'); where it is a part of
+several labels, the one that is exactly METHOD, with or without its ' @model',
+is meant (`--against nope` beside `nope+t5align(...)`), and otherwise the
+labels are listed.
 
 --seeds pools each (method, task, length, metric) over the seeds the snapshot
 holds, as `lenx table` does (docs/results.md#intervals-over-seeds): the mean
@@ -171,6 +175,9 @@ def check_filters(cells, args, picked):
 def base_of(cells, against, key, metric):
     """The --against method's cell at the same task, length and seed, or None."""
     hits = [k for k in cells if against in k[0] and k[1:] == key[1:] and metric in cells[k]]
+    exact = [k for k in hits if against in (k[0], k[0].split(" @")[0])]
+    if len(hits) > 1 and len(exact) == 1:   # `nope` beside `nope+t5align(...)`: the label that is the name
+        hits = exact
     if len(hits) > 1:
         fail(f"--against '{against}' matches {len(hits)} methods at {key[1]}, length {key[2]}",
              "give more of the method label: " + "; ".join(k[0] for k in hits))

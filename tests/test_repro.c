@@ -186,6 +186,31 @@ Test(repro, repro_intervals_pools_seeds, .init = setup, .fini = teardown, .timeo
                           "3 of 3 |") != NULL, "%s", out);
 }
 
+/* scripts/repro_intervals.py --against names a method that is a prefix of
+** the others' labels (`nope` beside `nope+t5align(mode=pmax)`, as in
+** t5-alignment-nope): the label that is exactly the name, with or without its
+** " @model", is the one meant; a name that is only a part of several labels
+** stays an error that lists them. The difference is worked by hand: 0.75 -
+** 0.25 = 0.5, se sqrt(0.1^2 + 0.1^2) = 0.1414, 0.5 +- 1.96 se = [0.2228,
+** 0.7772], z = 3.54. */
+Test(repro, repro_intervals_against_exact_label, .init = setup, .fini = teardown, .timeout = 30)
+{
+    static char out[1 << 14];
+    write_file("s.csv", "sweep,method,task,length,seed,metric,value,model_key,key\n"
+                        "f,nope @m,t,64,1,x,0.25,,k1\nf,nope @m,t,64,1,x_se,0.1,,k1\n"
+                        "f,nope+t5align(mode=pmax) @m,t,64,1,x,0.75,,k2\nf,nope+t5align(mode=pmax) @m,t,64,1,x_se,0.1,,k2\n"
+                        "f,nope+logn @m,t,64,1,x,1,,k3\nf,nope+logn @m,t,64,1,x_se,0.1,,k3\n");
+    cr_assert_eq(sh(out, sizeof out, "/usr/bin/python3 $R/scripts/repro_intervals.py s.csv --against nope 2>&1"), 0,
+                 "%s", out);
+    cr_expect(strstr(out, "| nope+t5align(mode=pmax) @m | t | 64 | 1 | x | 0.75 |") &&
+                  strstr(out, "| 0.5 | [0.2228, 0.7772] | 3.54 |"), "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "/usr/bin/python3 $R/scripts/repro_intervals.py s.csv --against 'nope @m' 2>&1"),
+                 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "/usr/bin/python3 $R/scripts/repro_intervals.py s.csv --against nope+ 2>&1"), 2,
+                 "%s", out);
+    cr_expect(strstr(out, "matches 2 methods") && strstr(out, "nope+logn @m"), "%s", out);
+}
+
 /* scripts/repro_correlation.py on a store worked by hand. Needle: one method,
 ** three depths a seed; failure 0, 0.5, 1 against entropy 1, 2, 3 on seeds 1
 ** and 2 (r = +1) and 3, 2, 1 on seed 3 (r = -1): across seeds 1/3, sd
