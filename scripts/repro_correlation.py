@@ -44,11 +44,10 @@ import argparse
 import math
 import os
 import sqlite3
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from repro_intervals import t975  # noqa: E402  (one t table for every script)
+from repro_intervals import across  # noqa: E402  (one t interval for every script)
 
 
 def pearson(xs, ys):
@@ -134,8 +133,8 @@ def across_seeds(per_seed, lengths):
         rs = [r for r in rs if not math.isnan(r)]
         if len(rs) < 2:
             return f"n/a ({len(rs)} seed{'s' if len(rs) != 1 else ''} with an r)"
-        m, h = statistics.mean(rs), t975(len(rs) - 1) * statistics.stdev(rs) / math.sqrt(len(rs))
-        return f"{m:+.2f} [{m - h:+.2f}, {m + h:+.2f}] ({len(rs)} seeds)"
+        m, lo, hi = across(rs)
+        return f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}] ({len(rs)} seeds)"
     print("\nacross seeds (mean of the per-seed r [95 % t-interval]):")
     for key in ["all"] + lengths:
         name = "all points" if key == "all" else f"length {key}"

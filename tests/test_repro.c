@@ -58,7 +58,7 @@ Test(repro, finetune_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60
 ** stack and seed: 6 x 3) and scale-invariant attention (4 stacks x 2 tasks x
 ** 3 lengths x 3 seeds; dynamic NTK shares RoPE's model: 3 x 3) and the
 ** RoPE extensions (11 stacks x 2 tasks x 4 lengths x 3 seeds; a base model
-** and four fine-tunings a seed: 5 x 3) and T5 alignment on NoPE (4 stacks x 3
+** and four fine-tunings a seed: 5 x 3) and T5 alignment on NoPE (6 stacks x 2
 ** tasks x 4 lengths x 3 seeds; one model a seed). */
 Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
 {
