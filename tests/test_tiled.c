@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/gemm.h"
+#include "harness/core/half.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/model/model.h"
@@ -265,6 +267,21 @@ Test(tiled, statistics_do_not_depend_on_the_query_block, .timeout = 60)
 
 /* ---- grouped-query attention ---------------------------------------------------- */
 
+/* (T, H, D) copies q, k, v of a fused (T, (H + 2KV)·D) qkv buffer: key/value
+** head h of the copies is the fused buffer's head h / (H / KV). */
+static void split_qkv(float *q, float *k, float *v, const float *qkv, long T, int H, int KV, int D)
+{
+    long ld = (long)(H + 2 * KV) * D;
+    for (long t = 0; t < T; t++)
+        for (int h = 0; h < H; h++)
+            for (int d = 0; d < D; d++) {
+                long g = h / (H / KV);
+                q[(t * H + h) * D + d] = qkv[t * ld + h * D + d];
+                k[(t * H + h) * D + d] = qkv[t * ld + (H + g) * D + d];
+                v[(t * H + h) * D + d] = qkv[t * ld + (H + KV + g) * D + d];
+            }
+}
+
 /* Tiled with KV key/value heads in one fused (T, (H + 2KV)·D) qkv buffer, as
 ** the model lays it out, against the naive reference on (T, H, D) copies
 ** whose key/value head h is the fused buffer's head h / (H / KV). */
@@ -282,14 +299,7 @@ static void compare_gqa(const char *stack, int T, int H, int KV, int D, int caus
     fill(qkv, T * ld, 4);
     if (st.spec.cosine)     /* unit q and k rows, as the model gives them */
         unit_qk_rows(qkv, T, H, KV, D);
-    for (long t = 0; t < T; t++)
-        for (int h = 0; h < H; h++)
-            for (int d = 0; d < D; d++) {
-                long g = h / (H / KV);
-                q[(t * H + h) * D + d] = qkv[t * ld + h * D + d];
-                k[(t * H + h) * D + d] = qkv[t * ld + (H + g) * D + d];
-                v[(t * H + h) * D + d] = qkv[t * ld + (H + KV + g) * D + d];
-            }
+    split_qkv(q, k, v, qkv, T, H, KV, D);
     lx_attention_forward(o_naive, att, q, k, v, &st.spec, T, H, D, causal);
     int nthr = omp_get_max_threads();
     struct lx_tile_ws tw = {.bq = 4, .bk = 4, .n_thr = nthr};
@@ -314,6 +324,94 @@ Test(tiled, grouped_query_heads_match_naive_on_repeated_kv, .timeout = 120)
             compare_gqa(stacks[s], 13, 4, 2, 8, causal);
             compare_gqa(stacks[s], 7, 4, 1, 8, causal);
         }
+}
+
+/* ---- numerics bf16: the tiles' products on the bf16 kernel ---------------------- */
+
+/* The tiled forward of one stack in numerics bf16 (fused qkv rows rounded to
+** bf16 as the model gives them, KV < H, blocks of bq × bk), on the kernel the
+** CPU runs and on the plain C one: the same bits where the CPU has
+** AVX512-BF16 (elsewhere the first runs the fp32 kernel on the bf16 values).
+** Against the naive reference in double on the same values, per element:
+** P is rounded to bf16 before P·V, each entry within 2^-8 of itself, so
+** |o − o_ref| <= 2^-8 Σ_j p_j |v_j| plus the fp32 path's own error (TOL of
+** max |o_ref|, twice over). Stacks with far keys (the posmap's rows are
+** rotated, then rounded to bf16: their scores move by more) only the first
+** check. Returns max |o − o_fp32| over the output (the tiled forward in fast
+** numerics): 0 would mean nothing ran in bf16. */
+static double compare_bf16(const char *stack, int T, int H, int KV, int D, int causal, int bq, int bk)
+{
+    struct lx_facts f = tfacts(D, 6, H, T);
+    struct tstack st;
+    tstack_make(&st, stack, &f);
+    if (st.spec.calibrate)
+        st.spec.temperature = 0.7;
+    long N = (long)T * H * D, ld = (long)(H + 2 * KV) * D;
+    float *qkv = malloc(sizeof(float) * T * ld), *q = malloc(sizeof(float) * N), *k = malloc(sizeof(float) * N);
+    float *v = malloc(sizeof(float) * N), *o_naive = malloc(sizeof(float) * N);
+    float *att = malloc(sizeof(float) * H * T * T), *o_cpu = malloc(sizeof(float) * N);
+    float *o_plain = malloc(sizeof(float) * N), *o_32 = malloc(sizeof(float) * N);
+    fill(qkv, T * ld, 5);
+    if (st.spec.cosine)
+        unit_qk_rows(qkv, T, H, KV, D);
+    lx_round_bf16_n(qkv, (size_t)(T * ld));
+    split_qkv(q, k, v, qkv, T, H, KV, D);
+    lx_attention_forward(o_naive, att, q, k, v, &st.spec, T, H, D, causal);
+    int nthr = omp_get_max_threads();
+    struct lx_tile_ws tw = {.bq = bq, .bk = bk, .n_thr = nthr};
+    tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(bq, bk, D) * (size_t)nthr);
+    size_t nrot = lx_tile_rot_floats(&st.spec, T, H, D), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
+    tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
+    tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
+    tw.kpack = malloc(sizeof(float) * lx_tile_kpack_floats(T, KV, D));
+    struct lx_attn_shape sh = {.T = T, .H = H, .KV = KV, .D = D, .ld = (int)ld, .ldo = H * D, .causal = causal};
+    const float *Q = qkv, *K = qkv + H * D, *V = qkv + (H + KV) * D;
+    lx_attn_tiled_forward(o_32, Q, K, V, &st.spec, NULL, &sh, &tw);
+    lx_numerics_set(LX_NUMERICS_BF16);
+    lx_attn_tiled_forward(o_cpu, Q, K, V, &st.spec, NULL, &sh, &tw);
+    tw.bf16_plain = 1;
+    lx_attn_tiled_forward(o_plain, Q, K, V, &st.spec, NULL, &sh, &tw);
+    lx_numerics_set(LX_NUMERICS_FAST);
+    const char *how = causal ? "causal" : "bidirectional";
+    if (lx_gemm_bf16_native())
+        cr_expect(!memcmp(o_cpu, o_plain, sizeof(float) * N), "%s T=%d %s: AVX512-BF16 and plain kernels differ",
+                  stack, T, how);
+    double top = 0.0, worst = 0.0, moved = 0.0;
+    for (long i = 0; i < N; i++) {
+        top = fmax(top, fabs(o_naive[i]));
+        moved = fmax(moved, fabs((double)o_plain[i] - o_32[i]));
+    }
+    for (long t = 0; nrot == 0 && t < T; t++)
+        for (int h = 0; h < H; h++)
+            for (int d = 0; d < D; d++) {
+                double pv = 0.0;
+                const float *p = att + ((long)h * T + t) * T;
+                for (long j = 0; j < T; j++)
+                    pv += p[j] * fabs(v[(j * H + h) * D + d]);
+                long i = (t * H + h) * D + d;
+                double e = fabs((double)o_plain[i] - o_naive[i]) / (ldexp(pv, -8) + 2 * TOL * top);
+                worst = fmax(worst, e);
+            }
+    cr_expect_leq(worst, 1.0, "%s T=%d %s: bf16 tiled vs naive at %.3g of the bound", stack, T, how, worst);
+    free(qkv), free(q), free(k), free(v), free(o_naive), free(att), free(o_cpu), free(o_plain), free(o_32);
+    free(tw.scratch), free(tw.rot), free(tw.tab), free(tw.kpack);
+    tstack_free(&st);
+    return moved;
+}
+
+/* Every method, at a length and blocks that leave partial tiles, odd key
+** counts and windows whose first key is not on a panel (the spans then start
+** on one), 2 threads. */
+Test(tiled, bf16_numerics_run_bf16_products_within_the_rounding_of_p, .timeout = 300)
+{
+    omp_set_num_threads(2);
+    double moved = 0.0;
+    for (size_t s = 0; s < sizeof stacks / sizeof *stacks; s++)
+        for (int causal = 0; causal < 2; causal++)
+            moved = fmax(moved, compare_bf16(stacks[s], 75, 4, 2, 32, causal, 24, 32));
+    moved = fmax(moved, compare_bf16("[rope, {streaming: {sinks: 3, recent: 40}}]", 203, 2, 1, 64, 1, 32, 48));
+    omp_set_num_threads(1);
+    cr_expect_gt(moved, 0.0, "numerics bf16 gave the fp32 values: the tiles did not round P");
 }
 
 /* ---- a model's loss through both evaluation paths ----------------------------- */

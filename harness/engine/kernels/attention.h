@@ -131,10 +131,15 @@ struct lx_tile_ws {
     float *lse;         /* (H, T) each row's log-sum-exp m + ln s of its logits, for the tiled
                         ** backward (training), or NULL */
     float *kpack;       /* (lx_tile_kpack_floats(T, KV, D),) the keys packed once for the tiles'
-                        ** products (gemm.h, lx_gemm_rows), or NULL: every tile through lx_gemm */
+                        ** products (gemm.h, lx_gemm_rows), or NULL: every tile through lx_gemm.
+                        ** In numerics bf16 on a CPU with AVX512-BF16 it holds the keys and the
+                        ** values in bf16 for lx_gemm_rows_bf16 instead (the same bytes) */
+    int bf16_plain;     /* 1: numerics bf16 runs the tiles' bf16 products on the plain C kernel,
+                        ** with or without AVX512-BF16 (tests) */
 };
 
-/* Per-thread scratch floats: S and far tiles, the output accumulator, row max and sum. */
+/* Per-thread scratch floats: S and far tiles, the output accumulator, row max
+** and sum, and the block's query rows in bf16 (numerics bf16). */
 /* Tiles of the evaluation forward: queries × keys (see docs/PERFORMANCE.md,
 ** "Tiled attention"). */
 #define LX_TILE_BQ 512

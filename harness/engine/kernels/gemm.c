@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/core/half.h"
 #include "harness/core/lx.h"
 
 #define MR 6            /* register tile rows: 6 × 2 accumulators of 8 lanes */
@@ -472,6 +473,149 @@ void lx_gemm_rows_avx2(float *C, int ldc, const float *A, int lda, const float *
                        int N, int K, float alpha, float beta)
 {
     rows_run(C, ldc, A, lda, B, ldb, pstride, M, N, K, alpha, beta, cpu_avx2());
+}
+
+/* ---- bf16 products for the tiled attention (gemm.h) ------------------------ */
+
+/* The two bf16 values at x as one 32-bit word, x[0] in the low half. */
+static inline uint32_t word_at(const uint16_t *x)
+{
+    uint32_t w;
+    memcpy(&w, x, sizeof w);
+    return w;
+}
+
+/* Row r's pair p of A as the 32-bit word the kernels broadcast; with K odd
+** the last pair's upper half (a value past the row) is 0. */
+static inline uint32_t pair_at(const uint16_t *row, int p, int K)
+{
+    uint32_t w = word_at(row + 2 * p);
+    return 2 * p + 1 < K ? w : w & 0xffffu;
+}
+
+/* bf16 h as vdpbf16ps reads it: a subnormal is 0 of its sign. */
+static float daz_bf16(uint16_t h)
+{
+    return h & 0x7f80u ? lx_bf16_to_f32(h) : lx_bf16_to_f32(h & 0x8000u);
+}
+
+/* s with a subnormal flushed to 0 of its sign. */
+static float ftz(float s)
+{
+    return fpclassify(s) == FP_SUBNORMAL ? copysignf(0.0f, s) : s;
+}
+
+/* One MR × NR tile over K values, plain C: the chains gemm.h defines. */
+static void rows_bf16_plain(const uint16_t *const *a, const uint16_t *b, int K, const struct out *o)
+{
+    float acc[MR * NR] = {0};
+    for (int p = 0; 2 * p < K; p++, b += 2 * NR)
+        for (int r = 0; r < MR; r++) {
+            uint32_t w = pair_at(a[r], p, K);
+            float a0 = daz_bf16((uint16_t)w), a1 = daz_bf16((uint16_t)(w >> 16));
+            for (int c = 0; c < NR; c++) {
+                float b0 = daz_bf16(b[2 * c]), b1 = daz_bf16(2 * p + 1 < K ? b[2 * c + 1] : 0);
+                float s = ftz(fmaf(a1, b1, acc[r * NR + c]));
+                acc[r * NR + c] = ftz(fmaf(a0, b0, s));
+            }
+        }
+    out_plain(o, acc);
+}
+
+/* Two MR × NR tiles at once on AVX512-BF16: one vdpbf16ps per row and pair,
+** rows of A from a[0 .. 2·MR) as rows_avx512; the last pair of an odd K with
+** B's upper halves masked to 0 (A's are, by pair_at). */
+#define RBF_DP(r, w) c##r = _mm512_dpbf16_ps(c##r, (__m512bh)_mm512_set1_epi32((int)(w)), bv)
+#define RBF_ROWS(W)                                                             \
+    RBF_DP(0, W(0)), RBF_DP(1, W(1)), RBF_DP(2, W(2)), RBF_DP(3, W(3)), RBF_DP(4, W(4)), RBF_DP(5, W(5)); \
+    RBF_DP(6, W(6)), RBF_DP(7, W(7)), RBF_DP(8, W(8)), RBF_DP(9, W(9)), RBF_DP(10, W(10)), RBF_DP(11, W(11))
+__attribute__((target("avx512f,avx512bf16"))) static void rows_bf16_512(const uint16_t *const *a, const uint16_t *b,
+                                                                       int K, const struct out *o)
+{
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+    __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
+    int p = 0;
+    for (; 2 * p + 1 < K; p++, b += 2 * NR) {      /* whole pairs: each row's word broadcast from memory */
+        __m512bh bv = (__m512bh)_mm512_loadu_si512(b);
+#define W_FULL(r) word_at(a[r] + 2 * p)
+        RBF_ROWS(W_FULL);
+#undef W_FULL
+    }
+    if (2 * p < K) {        /* odd K: (a[K−1], 0)·(b[K−1], 0) */
+        __m512bh bv = (__m512bh)_mm512_and_si512(_mm512_loadu_si512(b), _mm512_set1_epi32(0xffff));
+#define W_LAST(r) pair_at(a[r], p, K)
+        RBF_ROWS(W_LAST);
+#undef W_LAST
+    }
+    float acc[2 * MR * NR] __attribute__((aligned(64)));
+    __m512 c[2 * MR] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
+    epilogue512(c, acc, o);
+}
+#undef RBF_ROWS
+#undef RBF_DP
+
+int lx_gemm_bf16_native(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+}
+
+/* As rows_run, on the bf16 kernels: 2·MR rows at a time on AVX512-BF16 (rows
+** past M repeat row 0 and are dropped), MR on the plain one. */
+static void rows_bf16_run(float *C, int ldc, const uint16_t *A, int lda, const uint16_t *B, long pstride, int M,
+                          int N, int K, float alpha, float beta, int native)
+{
+    int rows = native ? 2 * MR : MR;
+    for (int i0 = 0; i0 < M; i0 += rows) {
+        const uint16_t *a[2 * MR];
+        int mr = M - i0 < rows ? M - i0 : rows;
+        for (int r = 0; r < rows; r++)
+            a[r] = A + (long)(i0 + (r < mr ? r : 0)) * lda;
+        for (int q = 0; q * NR < N; q++) {
+            int nr = N - q * NR < NR ? N - q * NR : NR;
+            struct out o[2] = {{C + (long)i0 * ldc + q * NR, ldc, mr < MR ? mr : MR, nr, alpha, beta},
+                               {C + (long)(i0 + MR) * ldc + q * NR, ldc, mr - MR, nr, alpha, beta}};
+            if (native)
+                rows_bf16_512(a, B + q * pstride, K, o);
+            else
+                rows_bf16_plain(a, B + q * pstride, K, &o[0]);
+        }
+    }
+}
+
+void lx_gemm_rows_bf16(float *C, int ldc, const uint16_t *A, int lda, const uint16_t *B, long pstride, int M, int N,
+                       int K, float alpha, float beta)
+{
+    rows_bf16_run(C, ldc, A, lda, B, pstride, M, N, K, alpha, beta, lx_gemm_bf16_native());
+}
+
+void lx_gemm_rows_bf16_plain(float *C, int ldc, const uint16_t *A, int lda, const uint16_t *B, long pstride, int M,
+                             int N, int K, float alpha, float beta)
+{
+    rows_bf16_run(C, ldc, A, lda, B, pstride, M, N, K, alpha, beta, 0);
+}
+
+void lx_gemm_bf16_pack_bt(uint16_t *P, const float *B, int ldb, int N, int K)
+{
+    LX_ASSERT(K % 2 == 0);
+    for (int q = 0; q * NR < N; q++, P += (size_t)K * NR)
+        for (int c = 0; c < NR; c++) {
+            const float *row = B + (long)(q * NR + c) * ldb;
+            for (int k = 0; k < K; k++)
+                P[(k / 2) * 2 * NR + 2 * c + k % 2] = q * NR + c < N ? lx_f32_to_bf16(row[k]) : 0;
+        }
+}
+
+void lx_gemm_bf16_pack_b(uint16_t *P, const float *B, int ldb, int K, int N)
+{
+    LX_ASSERT(N % NR == 0);
+    long Kp = (K + NR - 1) / NR * NR;
+    for (int k = 0; k < Kp; k++)
+        for (int q = 0; q * NR < N; q++) {
+            uint16_t *d = P + q * Kp * NR + (k / 2) * 2 * NR + k % 2;
+            for (int c = 0; c < NR; c++)
+                d[2 * c] = k < K ? lx_f32_to_bf16(B[(long)k * ldb + q * NR + c]) : 0;
+        }
 }
 
 size_t lx_gemm_bt_floats(int N, int K)

@@ -14,6 +14,7 @@
 #define LX_GEMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* C (M, N) = alpha · op(A) · op(B) + beta · C, row-major with row strides
 ** lda, ldb, ldc, as lx_gemm (blas.h); beta 0 never reads C. */
@@ -57,5 +58,41 @@ size_t lx_gemm_bt_floats(int N, int K);
 ** (K × LX_GEMM_NR, pstride K·LX_GEMM_NR, ldb LX_GEMM_NR) holds
 ** p[k·LX_GEMM_NR + c] = B[(LX_GEMM_NR·p + c)·ldb + k], zeros past column N. */
 void lx_gemm_pack_bt(float *P, const float *B, int ldb, int N, int K);
+
+/* ---- bf16 products for the tiled attention (numerics bf16) ------------------
+** C (M, N) = alpha · A · B + beta · C with bf16 operands and fp32 sums, the
+** arithmetic of AVX512-BF16's dot product of pairs (vdpbf16ps): each element
+** is one chain over the pairs k = (2p, 2p + 1), p = 0, 1, …, taking
+** sum += a[2p+1]·b[2p+1], then sum += a[2p]·b[2p], each step one fused
+** multiply-add rounded to nearest (a product of two bf16 values is exact in
+** fp32), bf16 subnormal inputs read as 0 and subnormal sums flushed to 0;
+** with K odd the last pair is (a[K−1], 0)·(b[K−1], 0). Then alpha·sum +
+** beta·C as lx_gemm_rows.
+**
+** A is row-major bf16 (M × K, row stride lda, even), read in place; row r's
+** pair p is one 32-bit word at A + r·lda + 2p (with K odd, A[r·lda + K] is
+** read and ignored). B is given in column panels of LX_GEMM_NR columns, pairs
+** interleaved: panel q's pair p is LX_GEMM_NR words at B + q·pstride + 2·NR·p,
+** word c holding (b[2p][c], b[2p+1][c]) low half first. The two packers below
+** write them: the keys of Q·Kᵀ from K's rows, the values of P·V from V's rows.
+** One thread (the caller's). lx_gemm_rows_bf16 runs the AVX512-BF16 kernel
+** where the CPU has it and the plain C one elsewhere; the plain one is the
+** reference the tests compare it with bit for bit. */
+void lx_gemm_rows_bf16(float *C, int ldc, const uint16_t *A, int lda, const uint16_t *B, long pstride, int M, int N,
+                       int K, float alpha, float beta);
+void lx_gemm_rows_bf16_plain(float *C, int ldc, const uint16_t *A, int lda, const uint16_t *B, long pstride, int M,
+                             int N, int K, float alpha, float beta);
+/* 1: the CPU has AVX512-BF16 (lx_gemm_rows_bf16 runs its kernel). */
+int lx_gemm_bf16_native(void);
+
+/* bf16 values of the panels of op(B) = Bᵀ (K × N, K even) from the N rows of
+** B (row stride ldb, K floats each, rounded to bf16): lx_gemm_bt_floats(N, K)
+** values, panel q at P + q·K·LX_GEMM_NR, zeros past row N. */
+void lx_gemm_bf16_pack_bt(uint16_t *P, const float *B, int ldb, int N, int K);
+/* bf16 values of the panels of B (K × N, N a multiple of LX_GEMM_NR; row
+** stride ldb, rounded) with K rounded up to whole panels: pstride
+** lx_gemm_bt_floats(K, LX_GEMM_NR), lx_gemm_bt_floats(K, N) values, zeros
+** past row K. */
+void lx_gemm_bf16_pack_b(uint16_t *P, const float *B, int ldb, int K, int N);
 
 #endif

@@ -46,7 +46,8 @@
 
 size_t lx_tile_thread_floats(int bq, int bk, int D)
 {
-    return 2 * (size_t)bq * (size_t)bk + (size_t)bq * (size_t)D + 2 * (size_t)bq;
+    /* S, F (P in bf16 rows of bk + 2 on the bf16 kernel), O, m, l, Q's rows in bf16 */
+    return 2 * (size_t)bq * (size_t)bk + (size_t)bq * (size_t)D + 2 * (size_t)bq + ((size_t)bq * (size_t)D + 1) / 2;
 }
 
 static int n_dist_ops(const struct lx_spec *spec)
@@ -86,6 +87,13 @@ struct tiled {
     long su, nsu;               /* rows of a statistics unit, units per head */
     const float *kp;            /* ws->kpack when the tiles' products run on it, else NULL */
     size_t kp_head;             /* its floats per key/value head */
+    /* numerics bf16 on an AVX512-BF16 CPU: both products on the bf16 kernel
+    ** (lx_gemm_rows_bf16), keys and values packed in bf16 in ws->kpack */
+    int bf16k;
+    const uint16_t *kb, *vb;    /* the keys' and the values' panels (kp is NULL then) */
+    size_t kvb_head;            /* bf16 values of each per key/value head */
+    long vb_ps;                 /* the values' panel stride */
+    void (*bf16prod)(float *, int, const uint16_t *, int, const uint16_t *, long, int, int, int, float, float);
 };
 
 /* ---- preparation: distance tables and far-key rows, once per call --------- */
@@ -136,6 +144,8 @@ static void far_rows(const struct tiled *x)
         float *dst = x->ws->rot + ht * x->D;
         for (int d = 0; d < x->D; d++)
             dst[d] = (float)r[d];
+        if (x->bf16)        /* the far products read bf16 values as the near ones */
+            lx_round_bf16_n(dst, (size_t)x->D);
     }
 }
 
@@ -362,9 +372,10 @@ static const float *rot_at(const struct tiled *x, int which, int h, long t)
 
 /* S (nr, nc; stride bk) = c·q·k over the tile, far pairs at the posmap's
 ** distance: from rotated rows alone when the whole tile is far, else one more
-** GEMM into F and a copy of the far entries. */
-static void tile_scores(const struct tiled *x, float *S, float *F, int h, float c, long i0, long i1, long j0,
-                        long j1)
+** GEMM into F and a copy of the far entries. qb: on the bf16 kernel, row i0's
+** query in bf16 (rows D apart). */
+static void tile_scores(const struct tiled *x, float *S, float *F, const uint16_t *qb, int h, float c, long i0,
+                        long i1, long j0, long j1)
 {
     int bk = x->ws->bk, nr = (int)(i1 - i0), nc = (int)(j1 - j0), D = x->D;
     int far = x->far;
@@ -378,7 +389,11 @@ static void tile_scores(const struct tiled *x, float *S, float *F, int h, float 
         lx_gemm(S, bk, rot_at(x, 2, h, i0), D, rot_at(x, 3, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
         return;
     }
-    if (x->kp && j0 % LX_GEMM_NR == 0)
+    if (x->bf16k) {
+        LX_ASSERT(j0 % LX_GEMM_NR == 0);   /* block_forward starts every span on a panel */
+        x->bf16prod(S, bk, qb, D, x->kb + (size_t)(h / x->G) * x->kvb_head + (size_t)j0 * D,
+                          (long)D * LX_GEMM_NR, nr, nc, D, c, 0.0f);
+    } else if (x->kp && j0 % LX_GEMM_NR == 0)
         lx_gemm_rows(S, bk, x->q + i0 * x->ld + (long)h * D, x->ld,
                      x->kp + (size_t)(h / x->G) * x->kp_head + (size_t)j0 * D, LX_GEMM_NR, (long)D * LX_GEMM_NR, nr,
                      nc, D, c, 0.0f);
@@ -543,6 +558,8 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
     const struct lx_spec *spec = x->spec;
     int bq = x->bq, bk = x->ws->bk, D = x->D, nr = (int)(i1 - i0);
     float *S = scr, *F = S + (size_t)bq * bk, *O = F + (size_t)bq * bk, *m = O + (size_t)bq * D, *l = m + bq;
+    uint16_t *qb = (uint16_t *)(l + bq), *pb = (uint16_t *)F;
+    int pbs = bk + 2;   /* pb's row stride: nc values and the 0 an odd nc pairs with */
     float c = (float)lx_spec_qk_scale(spec, D) * (x->mult && x->mult[h] != 0.0f ? x->mult[h] : 1.0f);
     memset(O, 0, sizeof(float) * (size_t)nr * D);
     for (int r = 0; r < nr; r++)
@@ -552,6 +569,11 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
     lx_spec_row_keys(spec, i0, x->T, x->causal, &lo0, &hi0);
     lx_spec_row_keys(spec, i1 - 1, x->T, x->causal, &lo1, &hi1);
     long ns = spec->vis.sinks < lo1 ? spec->vis.sinks : lo1, up = lx_spec_upper_sinks(spec, x->T, x->causal, hi1);
+    if (x->bf16k) {     /* the bf16 kernel's tiles start on a key panel (tile_row masks the keys before lo) */
+        lo0 -= lo0 % LX_GEMM_NR;
+        for (int r = 0; r < nr; r++)
+            lx_f32_to_bf16_n(qb + (size_t)r * D, x->q + (i0 + r) * x->ld + (long)h * D, (size_t)D);
+    }
     long s0[2] = {0, ns >= lo0 ? 0 : lo0}, s1[2] = {ns >= lo0 ? 0 : ns, up}, r0 = 0, r1 = 0;
     int stats = block_stats(x, acc, i0, i1, &r0, &r1);
     for (int span = 0; span < 2; span++)
@@ -560,14 +582,25 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
             /* causal rows above the tile's first key see none of it (sinks aside):
             ** on lenx's kernel, whose rows do not depend on each other, they are
             ** skipped (tile_row would only zero them, and P V would add 0) */
-            int ra = x->kp && x->causal && j0 > i0 && j0 >= spec->vis.sinks ? (int)(j0 - i0) : 0;
+            int ra = (x->kp || x->bf16k) && x->causal && j0 > i0 && j0 >= spec->vis.sinks ? (int)(j0 - i0) : 0;
             size_t off = (size_t)ra * bk;
-            tile_scores(x, S + off, F + off, h, c, i0 + ra, i1, j0, j1);
+            tile_scores(x, S + off, F + off, qb + (size_t)ra * D, h, c, i0 + ra, i1, j0, j1);
             for (int r = ra; r < nr; r++)
                 tile_row(x, S + (size_t)r * bk, O + (size_t)r * D, m + r, l + r, h, i0 + r, j0, (int)(j1 - j0),
                          stats && r >= r0 && r < r1 ? acc + r : NULL, F + (size_t)r * bk);
+            int nc = (int)(j1 - j0);
+            if (x->bf16k) {     /* P in bf16 rows, then P·V on the bf16 kernel */
+                for (int r = ra; r < nr; r++) {
+                    lx_f32_to_bf16_n(pb + (size_t)r * pbs, S + (size_t)r * bk, (size_t)nc);
+                    pb[(size_t)r * pbs + nc] = 0;
+                }
+                x->bf16prod(O + (size_t)ra * D, D, pb + (size_t)ra * pbs, pbs,
+                                  x->vb + (size_t)(h / x->G) * x->kvb_head + (size_t)j0 * LX_GEMM_NR, x->vb_ps,
+                                  nr - ra, D, nc, 1.0f, 1.0f);
+                continue;
+            }
             for (int r = ra; x->bf16 && r < nr; r++)
-                lx_round_bf16_n(S + (size_t)r * bk, (size_t)(j1 - j0));
+                lx_round_bf16_n(S + (size_t)r * bk, (size_t)nc);
             const float *vt = x->v + j0 * x->ld + (long)(h / x->G) * D;
             if (x->kp)      /* V's rows are its own panels (D is a multiple of LX_GEMM_NR) */
                 lx_gemm_rows(O + (size_t)ra * D, D, S + off, bk, vt, x->ld, LX_GEMM_NR, nr - ra, D, (int)(j1 - j0),
@@ -606,7 +639,20 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
                __builtin_cpu_supports("avx512dq");
     if (x.far)
         far_rows(&x);
-    if (ws->kpack && lx_tile_kpack_floats(T, KV, D)) {
+    x.bf16k = x.bf16 && ws->kpack && lx_tile_kpack_floats(T, KV, D) && ws->bk % LX_GEMM_NR == 0 &&
+              (ws->bf16_plain || lx_gemm_bf16_native());
+    x.bf16prod = ws->bf16_plain ? lx_gemm_rows_bf16_plain : lx_gemm_rows_bf16;
+    if (x.bf16k) {      /* keys then values, each KV heads of lx_gemm_bt_floats(T, D) bf16 values: ws->kpack's size */
+        x.kvb_head = lx_gemm_bt_floats(T, D), x.vb_ps = (long)lx_gemm_bt_floats(T, LX_GEMM_NR);
+        x.kb = (const uint16_t *)ws->kpack, x.vb = x.kb + (size_t)KV * x.kvb_head;
+#pragma omp parallel for schedule(static)
+        for (int g = 0; g < 2 * KV; g++)
+            if (g < KV)
+                lx_gemm_bf16_pack_bt((uint16_t *)x.kb + (size_t)g * x.kvb_head, k + (long)g * D, ld, T, D);
+            else
+                lx_gemm_bf16_pack_b((uint16_t *)x.vb + (size_t)(g - KV) * x.kvb_head, v + (long)(g - KV) * D, ld, T,
+                                    D);
+    } else if (ws->kpack && lx_tile_kpack_floats(T, KV, D)) {
         x.kp = ws->kpack, x.kp_head = lx_tile_kpack_floats(T, 1, D);
 #pragma omp parallel for schedule(static)
         for (int g = 0; g < KV; g++)
