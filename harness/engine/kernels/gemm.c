@@ -428,6 +428,36 @@ __attribute__((target("avx512f"))) static void rows_avx512(const float *const *a
 }
 #undef R512_FMA
 
+/* rows_avx512 over two adjacent column panels (b and b + pstride) at once:
+** 24 chains, each B row's two loads and each A value's broadcast shared by
+** twice the FMAs (the same chains, so the same bits); o[0], o[1] the first
+** panel's two tiles, o[2], o[3] the second's. */
+#define R2_FMA(r)                                                               \
+    do {                                                                        \
+        __m512 a_ = _mm512_set1_ps(a[r][k]);                                    \
+        c##r = _mm512_fmadd_ps(a_, bv, c##r);                                   \
+        d##r = _mm512_fmadd_ps(a_, bw, d##r);                                   \
+    } while (0)
+__attribute__((target("avx512f"))) static void rows_avx512_2p(const float *const *a, const float *b, long ldb,
+                                                              long pstride, int K, const struct out *o)
+{
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+    __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
+    __m512 d0 = c0, d1 = c0, d2 = c0, d3 = c0, d4 = c0, d5 = c0;
+    __m512 d6 = c0, d7 = c0, d8 = c0, d9 = c0, d10 = c0, d11 = c0;
+    for (int k = 0; k < K; k++, b += ldb) {
+        __m512 bv = _mm512_loadu_ps(b), bw = _mm512_loadu_ps(b + pstride);
+        R2_FMA(0); R2_FMA(1); R2_FMA(2); R2_FMA(3); R2_FMA(4); R2_FMA(5);
+        R2_FMA(6); R2_FMA(7); R2_FMA(8); R2_FMA(9); R2_FMA(10); R2_FMA(11);
+    }
+    float acc[2 * MR * NR] __attribute__((aligned(64)));
+    __m512 c[2 * MR] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
+    __m512 d[2 * MR] = {d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11};
+    epilogue512(c, acc, o);
+    epilogue512(d, acc, o + 2);
+}
+#undef R2_FMA
+
 static int cpu_avx2(void);
 static int cpu_avx512(void);
 
@@ -444,9 +474,15 @@ static void rows_run(float *C, int ldc, const float *A, int lda, const float *B,
             a[r] = A + (long)(i0 + (r < mr ? r : 0)) * lda;
         for (int p = 0; p * NR < N; p++) {
             int nr = N - p * NR < NR ? N - p * NR : NR;
-            struct out o[2] = {{C + (long)i0 * ldc + p * NR, ldc, mr < MR ? mr : MR, nr, alpha, beta},
+            struct out o[4] = {{C + (long)i0 * ldc + p * NR, ldc, mr < MR ? mr : MR, nr, alpha, beta},
                                {C + (long)(i0 + MR) * ldc + p * NR, ldc, mr - MR, nr, alpha, beta}};
-            if (wide)
+            if (wide && N - p * NR > NR) {      /* two panels */
+                int nr2 = N - (p + 1) * NR < NR ? N - (p + 1) * NR : NR;
+                o[2] = o[0], o[3] = o[1];
+                o[2].C += NR, o[3].C += NR, o[2].nr = o[3].nr = nr2;
+                rows_avx512_2p(a, B + p * pstride, ldb, pstride, K, o);
+                p++;
+            } else if (wide)
                 rows_avx512(a, B + p * pstride, ldb, K, o);
             else if (isa)
                 rows_avx2(a, B + p * pstride, ldb, K, &o[0]);
@@ -522,27 +558,38 @@ static void rows_bf16_plain(const uint16_t *const *a, const uint16_t *b, int K, 
     out_plain(o, acc);
 }
 
-/* Two MR × NR tiles at once on AVX512-BF16: one vdpbf16ps per row and pair,
-** rows of A from a[0 .. 2·MR) as rows_avx512; the last pair of an odd K with
-** B's upper halves masked to 0 (A's are, by pair_at). */
-#define RBF_DP(r, w) c##r = _mm512_dpbf16_ps(c##r, (__m512bh)_mm512_set1_epi32((int)(w)), bv)
+/* Two MR × NR tiles at once on AVX512-BF16, over one column panel (b) or two
+** (b and b + pstride: o[2], o[3] the second's tiles): one vdpbf16ps per row,
+** pair and panel, rows of A from a[0 .. 2·MR) as rows_avx512; the last pair
+** of an odd K with B's upper halves masked to 0 (A's are, by pair_at). */
+#define RBF_DP(r, w)                                                            \
+    do {                                                                        \
+        __m512bh a_ = (__m512bh)_mm512_set1_epi32((int)(w));                    \
+        c##r = _mm512_dpbf16_ps(c##r, a_, bv);                                  \
+        if (two)                                                                \
+            d##r = _mm512_dpbf16_ps(d##r, a_, bw);                              \
+    } while (0)
 #define RBF_ROWS(W)                                                             \
-    RBF_DP(0, W(0)), RBF_DP(1, W(1)), RBF_DP(2, W(2)), RBF_DP(3, W(3)), RBF_DP(4, W(4)), RBF_DP(5, W(5)); \
-    RBF_DP(6, W(6)), RBF_DP(7, W(7)), RBF_DP(8, W(8)), RBF_DP(9, W(9)), RBF_DP(10, W(10)), RBF_DP(11, W(11))
-__attribute__((target("avx512f,avx512bf16"))) static void rows_bf16_512(const uint16_t *const *a, const uint16_t *b,
-                                                                       int K, const struct out *o)
+    RBF_DP(0, W(0)); RBF_DP(1, W(1)); RBF_DP(2, W(2)); RBF_DP(3, W(3)); RBF_DP(4, W(4)); RBF_DP(5, W(5)); \
+    RBF_DP(6, W(6)); RBF_DP(7, W(7)); RBF_DP(8, W(8)); RBF_DP(9, W(9)); RBF_DP(10, W(10)); RBF_DP(11, W(11))
+__attribute__((target("avx512f,avx512bf16"), always_inline)) static inline void
+rows_bf16_512_body(const uint16_t *const *a, const uint16_t *b, long pstride, int K, const struct out *o, int two)
 {
     __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
     __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
+    __m512 d0 = c0, d1 = c0, d2 = c0, d3 = c0, d4 = c0, d5 = c0;
+    __m512 d6 = c0, d7 = c0, d8 = c0, d9 = c0, d10 = c0, d11 = c0;
     int p = 0;
     for (; 2 * p + 1 < K; p++, b += 2 * NR) {      /* whole pairs: each row's word broadcast from memory */
-        __m512bh bv = (__m512bh)_mm512_loadu_si512(b);
+        __m512bh bv = (__m512bh)_mm512_loadu_si512(b), bw = two ? (__m512bh)_mm512_loadu_si512(b + pstride) : bv;
 #define W_FULL(r) word_at(a[r] + 2 * p)
         RBF_ROWS(W_FULL);
 #undef W_FULL
     }
     if (2 * p < K) {        /* odd K: (a[K−1], 0)·(b[K−1], 0) */
-        __m512bh bv = (__m512bh)_mm512_and_si512(_mm512_loadu_si512(b), _mm512_set1_epi32(0xffff));
+        __m512i lo = _mm512_set1_epi32(0xffff);
+        __m512bh bv = (__m512bh)_mm512_and_si512(_mm512_loadu_si512(b), lo);
+        __m512bh bw = two ? (__m512bh)_mm512_and_si512(_mm512_loadu_si512(b + pstride), lo) : bv;
 #define W_LAST(r) pair_at(a[r], p, K)
         RBF_ROWS(W_LAST);
 #undef W_LAST
@@ -550,6 +597,23 @@ __attribute__((target("avx512f,avx512bf16"))) static void rows_bf16_512(const ui
     float acc[2 * MR * NR] __attribute__((aligned(64)));
     __m512 c[2 * MR] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
     epilogue512(c, acc, o);
+    if (two) {
+        __m512 d[2 * MR] = {d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11};
+        epilogue512(d, acc, o + 2);
+    }
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static void rows_bf16_512(const uint16_t *const *a, const uint16_t *b,
+                                                                       int K, const struct out *o)
+{
+    rows_bf16_512_body(a, b, 0, K, o, 0);
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static void rows_bf16_512_2p(const uint16_t *const *a,
+                                                                          const uint16_t *b, long pstride, int K,
+                                                                          const struct out *o)
+{
+    rows_bf16_512_body(a, b, pstride, K, o, 1);
 }
 #undef RBF_ROWS
 #undef RBF_DP
@@ -573,9 +637,15 @@ static void rows_bf16_run(float *C, int ldc, const uint16_t *A, int lda, const u
             a[r] = A + (long)(i0 + (r < mr ? r : 0)) * lda;
         for (int q = 0; q * NR < N; q++) {
             int nr = N - q * NR < NR ? N - q * NR : NR;
-            struct out o[2] = {{C + (long)i0 * ldc + q * NR, ldc, mr < MR ? mr : MR, nr, alpha, beta},
+            struct out o[4] = {{C + (long)i0 * ldc + q * NR, ldc, mr < MR ? mr : MR, nr, alpha, beta},
                                {C + (long)(i0 + MR) * ldc + q * NR, ldc, mr - MR, nr, alpha, beta}};
-            if (native)
+            if (native && N - q * NR > NR) {        /* two panels */
+                o[2] = o[0], o[3] = o[1];
+                o[2].C += NR, o[3].C += NR;
+                o[2].nr = o[3].nr = N - (q + 1) * NR < NR ? N - (q + 1) * NR : NR;
+                rows_bf16_512_2p(a, B + q * pstride, pstride, K, o);
+                q++;
+            } else if (native)
                 rows_bf16_512(a, B + q * pstride, K, o);
             else
                 rows_bf16_plain(a, B + q * pstride, K, &o[0]);
