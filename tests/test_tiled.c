@@ -367,15 +367,27 @@ static double compare_bf16(const char *stack, int T, int H, int KV, int D, int c
     struct lx_attn_shape sh = {.T = T, .H = H, .KV = KV, .D = D, .ld = (int)ld, .ldo = H * D, .causal = causal};
     const float *Q = qkv, *K = qkv + H * D, *V = qkv + (H + KV) * D;
     lx_attn_tiled_forward(o_32, Q, K, V, &st.spec, NULL, &sh, &tw);
+    /* row statistics ride along (on AVX512-BF16 tile_row then writes P in bf16 and keeps e for them) */
+    struct lx_diag td[2][8] = {{{0}}};
+    struct lx_ranges rg = {.n = 2, .lo = {0, 3}, .hi = {2, 9}};
+    struct lx_tile_stats ts[2] = {{.out = td[0], .ranges = &rg, .buckets = 1},
+                                  {.out = td[1], .ranges = &rg, .buckets = 1}};
+    tw.acc = malloc(sizeof(double) * lx_tile_acc_doubles(bq) * (size_t)nthr);
+    tw.part = malloc(sizeof(struct lx_diag) * (size_t)H * (size_t)lx_tile_stat_units(bq, T));
+    cr_assert_leq(H, 8);
     lx_numerics_set(LX_NUMERICS_BF16);
+    tw.stats = &ts[0];
     lx_attn_tiled_forward(o_cpu, Q, K, V, &st.spec, NULL, &sh, &tw);
-    tw.bf16_plain = 1;
+    tw.bf16_plain = 1, tw.stats = &ts[1];
     lx_attn_tiled_forward(o_plain, Q, K, V, &st.spec, NULL, &sh, &tw);
     lx_numerics_set(LX_NUMERICS_FAST);
     const char *how = causal ? "causal" : "bidirectional";
-    if (lx_gemm_bf16_native())
+    if (lx_gemm_bf16_native()) {
         cr_expect(!memcmp(o_cpu, o_plain, sizeof(float) * N), "%s T=%d %s: AVX512-BF16 and plain kernels differ",
                   stack, T, how);
+        cr_expect(!memcmp(td[0], td[1], sizeof td[0]), "%s T=%d %s: statistics differ between the kernels", stack,
+                  T, how);
+    }
     double top = 0.0, worst = 0.0, moved = 0.0;
     for (long i = 0; i < N; i++) {
         top = fmax(top, fabs(o_naive[i]));
@@ -394,7 +406,7 @@ static double compare_bf16(const char *stack, int T, int H, int KV, int D, int c
             }
     cr_expect_leq(worst, 1.0, "%s T=%d %s: bf16 tiled vs naive at %.3g of the bound", stack, T, how, worst);
     free(qkv), free(q), free(k), free(v), free(o_naive), free(att), free(o_cpu), free(o_plain), free(o_32);
-    free(tw.scratch), free(tw.rot), free(tw.tab), free(tw.kpack);
+    free(tw.scratch), free(tw.rot), free(tw.tab), free(tw.kpack), free(tw.acc), free(tw.part);
     tstack_free(&st);
     return moved;
 }

@@ -36,6 +36,7 @@
 #include "harness/core/half.h"
 #include "harness/engine/kernels/numerics.h"
 
+#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -90,6 +91,7 @@ struct tiled {
     /* numerics bf16 on an AVX512-BF16 CPU: both products on the bf16 kernel
     ** (lx_gemm_rows_bf16), keys and values packed in bf16 in ws->kpack */
     int bf16k;
+    int pfused;                 /* 1: with bf16k, on AVX512-BF16: tile_row writes P in bf16 as it takes e^x */
     const uint16_t *kb, *vb;    /* the keys' and the values' panels (kp is NULL then) */
     size_t kvb_head;            /* bf16 values of each per key/value head */
     long vb_ps;                 /* the values' panel stride */
@@ -213,11 +215,13 @@ typedef int32_t v16i __attribute__((vector_size(64)));
     for (long c = 0; c < n; c++)                                                \
         mx = s[c] > mx ? s[c] : mx;
 
-/* The same code three times: for AVX2 + FMA, and for the SSE2 baseline the
-** build targets, eight lanes (portable numerics: the same bits on both); and
-** in fast numerics on an AVX-512 CPU sixteen lanes (another order of the
-** sum; the max is exact, but which of +0 and −0 it keeps depends on the order). lx_attn_tiled_forward picks one by the CPU (GCC's target_clones
-** would pick "arch=haswell" by CPU model only, so never on AMD). */
+/* The same code for AVX2 + FMA and for the SSE2 baseline the build targets,
+** eight lanes (portable numerics: the same bits on both); the max also in
+** sixteen lanes, and e^x in the AVX-512 loop below, in fast numerics on an
+** AVX-512 CPU (another order of the sum; the max is exact, but which of +0
+** and −0 it keeps depends on the order). lx_attn_tiled_forward picks one by
+** the CPU (GCC's target_clones would pick "arch=haswell" by CPU model only,
+** so never on AMD). */
 __attribute__((target("avx2,fma"))) static float exp_sum_avx2(float *s, long n, float mx)
 {
     EXP_SUM_BODY(v8f, v8i, 8) return sum;
@@ -226,10 +230,74 @@ static float exp_sum_sse2(float *s, long n, float mx)
 {
     EXP_SUM_BODY(v8f, v8i, 8) return sum;
 }
+
+/* In fast numerics on AVX-512, sixteen lanes written with the instructions
+** that do each step at once: the same reduction, polynomial and 2^n as
+** EXPV_LE0, but n rounded by vrndscaleps, the steps fused (vfmadd: one
+** rounding each, so other last bits), 2^n·q by vscalefps (exact, and 0 far
+** below e^−87, so no clamp), the floor as a zero-mask. About half the
+** instructions of the vector-extension loop. With pb (numerics bf16 on
+** AVX512-BF16) each e also goes to pb in bf16 (vcvtneps2bf16: to nearest, ties
+** to even, as lx_f32_to_bf16), and to s only when keep_s. */
+#define EXP512_STEP(e, p, keep)                                                 \
+    do {                                                                        \
+        keep = _mm512_cmp_ps_mask(e, _mm512_set1_ps(EXP_FLOOR), _CMP_GT_OQ);    \
+        __m512 n_ = _mm512_roundscale_ps(_mm512_mul_ps(e, _mm512_set1_ps(1.44269504088896341f)), \
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); \
+        __m512 r_ = _mm512_fnmadd_ps(n_, _mm512_set1_ps(0.693359375f), e);     \
+        r_ = _mm512_fmadd_ps(n_, _mm512_set1_ps(2.12194440e-4f), r_);           \
+        __m512 q_ = _mm512_fmadd_ps(r_, _mm512_set1_ps(1.9875691500e-4f), _mm512_set1_ps(1.3981999507e-3f)); \
+        q_ = _mm512_fmadd_ps(q_, r_, _mm512_set1_ps(8.3334519073e-3f));        \
+        q_ = _mm512_fmadd_ps(q_, r_, _mm512_set1_ps(4.1665795894e-2f));        \
+        q_ = _mm512_fmadd_ps(q_, r_, _mm512_set1_ps(1.6666665459e-1f));        \
+        q_ = _mm512_fmadd_ps(q_, r_, _mm512_set1_ps(5.0000001201e-1f));        \
+        q_ = _mm512_add_ps(_mm512_fmadd_ps(q_, _mm512_mul_ps(r_, r_), r_), _mm512_set1_ps(1.0f)); \
+        p = _mm512_maskz_scalef_ps(keep, q_, n_);                               \
+    } while (0)
+
+/* The sixteen-lane loop and its scalar tail, STORE(p) and TAIL(c) writing
+** each P (the function around it returns the sum). */
+#define EXP512_SUM_BODY(STORE, TAIL)                                            \
+    __m512 acc = _mm512_setzero_ps(), m = _mm512_set1_ps(mx), p;                \
+    __mmask16 keep;                                                             \
+    long c = 0;                                                                 \
+    for (; c + 16 <= n; c += 16) {                                              \
+        __m512 e = _mm512_sub_ps(_mm512_loadu_ps(s + c), m);                    \
+        EXP512_STEP(e, p, keep);                                                \
+        STORE(p);                                                               \
+        acc = _mm512_add_ps(acc, p);                                            \
+    }                                                                           \
+    float sum = 0.0f;                                                           \
+    for (; c < n; c++) {                                                        \
+        float e = s[c] - mx;                                                    \
+        s[c] = e > EXP_FLOOR ? expf(e) : 0.0f;                                  \
+        TAIL(c);                                                                \
+        sum += s[c];                                                            \
+    }                                                                           \
+    return sum + _mm512_reduce_add_ps(acc);
+
+#define STORE_S(p) _mm512_storeu_ps(s + c, p)
+#define STORE_S_PB(p)                                                           \
+    do {                                                                        \
+        if (keep_s)                                                             \
+            STORE_S(p);                                                         \
+        _mm256_storeu_si256((__m256i *)(pb + c), (__m256i)_mm512_cvtneps_pbh(p)); \
+    } while (0)
+#define TAIL_NONE(c) (void)0
+#define TAIL_PB(c) (pb[c] = lx_f32_to_bf16(s[c]))
+
 __attribute__((target("avx512f,avx512dq,fma"))) static float exp_sum_avx512(float *s, long n, float mx)
 {
-    EXP_SUM_BODY(v16f, v16i, 16) return sum;
+    EXP512_SUM_BODY(STORE_S, TAIL_NONE)
 }
+
+__attribute__((target("avx512f,avx512dq,fma,avx512bf16"))) static float exp_sum_avx512_bf16(float *s, uint16_t *pb,
+                                                                                          long n, float mx,
+                                                                                          int keep_s)
+{
+    EXP512_SUM_BODY(STORE_S_PB, TAIL_PB)
+}
+
 __attribute__((target("avx2,fma"))) static float max_of_avx2(const float *s, long n, float mx) { MAX_OF_BODY return mx; }
 __attribute__((target("avx512f,avx512dq,fma"))) static float max_of_avx512(const float *s, long n, float mx)
 {
@@ -481,9 +549,10 @@ double lx_tile_row_factors(const struct lx_spec *spec, long n, double *Rk, int n
 /* Row i of the tile: logits of its visible keys [a0, a1) ∪ [b0, b1) (tile
 ** columns), the online-softmax update of m, s and the accumulator O, and P
 ** in place of S (0 elsewhere); with A, the row's statistics sums (keep: nc
-** floats of scratch for its logits). */
+** floats of scratch for its logits). With pb (x->pfused), P goes to pb in
+** bf16 instead (to S as well only when A needs it), nc values and a 0. */
 static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, float *l, int h, long i, long j0,
-                     int nc, struct rowacc *A, float *keep)
+                     int nc, struct rowacc *A, float *keep, uint16_t *pb)
 {
     const struct lx_spec *spec = x->spec;
     long lo, hi, n = lx_spec_row_keys(spec, i, x->T, x->causal, &lo, &hi);
@@ -514,6 +583,13 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
     for (int p = 0; p < 3; p++)
         for (long c = z0[p]; c < z1[p]; c++)
             s[c] = 0.0f;
+    if (pb) {
+        for (int p = 0; p < 3; p++)
+            memset(pb + z0[p], 0, sizeof *pb * (size_t)(z1[p] - z0[p]));
+        pb[nc] = 0;
+        if (mt == -INFINITY)
+            memset(pb, 0, sizeof *pb * (size_t)nc);
+    }
     if (mt == -INFINITY)
         return;     /* no key of this tile is visible to row i */
     float mn = mt > *m ? mt : *m;
@@ -529,7 +605,8 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
     for (int p = 0; A && p < 2; p++)
         memcpy(keep + c0[p], s + c0[p], sizeof(float) * (size_t)(c1[p] - c0[p]));
     for (int p = 0; p < 2; p++)
-        *l += x->avx512 ? exp_sum_avx512(s + c0[p], c1[p] - c0[p], mn)
+        *l += pb ? exp_sum_avx512_bf16(s + c0[p], pb + c0[p], c1[p] - c0[p], mn, A != NULL)
+              : x->avx512 ? exp_sum_avx512(s + c0[p], c1[p] - c0[p], mn)
               : x->avx2 ? exp_sum_avx2(s + c0[p], c1[p] - c0[p], mn) : exp_sum_sse2(s + c0[p], c1[p] - c0[p], mn);
     for (int p = 0; A && p < 2; p++)
         acc_add(A, x->st, keep, s, mn, i, j0, c0[p], c1[p]);
@@ -560,6 +637,8 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
     float *S = scr, *F = S + (size_t)bq * bk, *O = F + (size_t)bq * bk, *m = O + (size_t)bq * D, *l = m + bq;
     uint16_t *qb = (uint16_t *)(l + bq), *pb = (uint16_t *)F;
     int pbs = bk + 2;   /* pb's row stride: nc values and the 0 an odd nc pairs with */
+    /* with P written in bf16 by tile_row, its logits' scratch is one row for all, F's last (past pb's rows) */
+    float *FK = F + (size_t)(bq - 1) * bk;
     float c = (float)lx_spec_qk_scale(spec, D) * (x->mult && x->mult[h] != 0.0f ? x->mult[h] : 1.0f);
     memset(O, 0, sizeof(float) * (size_t)nr * D);
     for (int r = 0; r < nr; r++)
@@ -587,10 +666,11 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
             tile_scores(x, S + off, F + off, qb + (size_t)ra * D, h, c, i0 + ra, i1, j0, j1);
             for (int r = ra; r < nr; r++)
                 tile_row(x, S + (size_t)r * bk, O + (size_t)r * D, m + r, l + r, h, i0 + r, j0, (int)(j1 - j0),
-                         stats && r >= r0 && r < r1 ? acc + r : NULL, F + (size_t)r * bk);
+                         stats && r >= r0 && r < r1 ? acc + r : NULL, x->pfused ? FK : F + (size_t)r * bk,
+                         x->pfused ? pb + (size_t)r * pbs : NULL);
             int nc = (int)(j1 - j0);
-            if (x->bf16k) {     /* P in bf16 rows, then P·V on the bf16 kernel */
-                for (int r = ra; r < nr; r++) {
+            if (x->bf16k) {     /* P in bf16 rows (unless tile_row wrote them), then P·V on the bf16 kernel */
+                for (int r = ra; !x->pfused && r < nr; r++) {
                     lx_f32_to_bf16_n(pb + (size_t)r * pbs, S + (size_t)r * bk, (size_t)nc);
                     pb[(size_t)r * pbs + nc] = 0;
                 }
@@ -642,6 +722,7 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
     x.bf16k = x.bf16 && ws->kpack && lx_tile_kpack_floats(T, KV, D) && ws->bk % LX_GEMM_NR == 0 &&
               (ws->bf16_plain || lx_gemm_bf16_native());
     x.bf16prod = ws->bf16_plain ? lx_gemm_rows_bf16_plain : lx_gemm_rows_bf16;
+    x.pfused = x.bf16k && x.avx512 && !ws->bf16_plain;
     if (x.bf16k) {      /* keys then values, each KV heads of lx_gemm_bt_floats(T, D) bf16 values: ws->kpack's size */
         x.kvb_head = lx_gemm_bt_floats(T, D), x.vb_ps = (long)lx_gemm_bt_floats(T, LX_GEMM_NR);
         x.kb = (const uint16_t *)ws->kpack, x.vb = x.kb + (size_t)KV * x.kvb_head;
