@@ -129,7 +129,7 @@ static int mlm_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct 
     lx_corpus_windows(r.c, r.L, lx_window_cap(p->windows, p->tokens, r.L), win);
     r.win = win;
     r.src = lx_xmalloc(sizeof(int) * (size_t)r.L);
-    rc = lx_eval_windows(ctx->model, ctx->spec, nw, (int)r.L, mlm_fill, mlm_score, &r, err);
+    rc = lx_eval_windows(ctx->model, ctx->spec, nw, (int)r.L, 1, mlm_fill, mlm_score, &r, err);
     free(win);
     free(r.src);
     if (rc < 0)

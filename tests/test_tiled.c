@@ -463,6 +463,85 @@ Test(tiled, model_loss_equals_the_head_path, .timeout = 60)
     }
 }
 
+/* ---- evaluation that reads losses only ------------------------------------------ */
+
+/* Per-token losses of a 2-layer model over 2 windows of 700 tokens (1,400
+** rows: the head's logits in two blocks when held LX_EVAL_ROWS rows at a
+** time), its acts laid out as `mode` (LX_ACTS_EVAL or LX_ACTS_EVAL_LOSS).
+** With msg: token 5's head row at 3e38 (its logit overflows on every row)
+** and no target scored, lx_acts_check_finite's error into msg. */
+static float *eval_losses(int mode, int V, char *msg)
+{
+    enum { EB = 2, ET = 700 };
+    struct lx_arch a = {.mode = LX_MODEL_CAUSAL, .layers = 2, .d_model = 32, .heads = 2, .d_head = 16,
+                        .d_mlp = 64, .mlp = LX_MLP_GELU, .vocab = V, .norm_eps = 1e-5, .init_std = 0.3};
+    struct lx_model m;
+    lx_model_init(&m, &a, 7);
+    int n = lx_arch_tensors(&a, NULL);
+    struct lx_tensor_info *ti = calloc((size_t)n, sizeof *ti);
+    lx_arch_tensors(&a, ti);
+    for (int i = 0; msg && i < n; i++)
+        for (long c = 0; !strcmp(ti[i].name, "lm_head.weight") && c < a.d_model; c++)
+            m.w[ti[i].offset + 5 * a.d_model + c] = 3e38f;
+    free(ti);
+    struct lx_facts f = tfacts(16, 16, 2, ET);
+    struct tstack st;
+    tstack_make(&st, "rope", &f);
+    struct lx_acts acts;
+    struct lx_error err;
+    cr_assert_eq(lx_acts_alloc(&acts, &a, EB, ET, mode, &err), LX_OK, "%s", err.msg);
+    int *tok = malloc(sizeof(int) * EB * ET), *tgt = malloc(sizeof(int) * EB * ET);
+    for (int i = 0; i < EB * ET; i++)
+        tok[i] = (i * 37 + 11) % V, tgt[i] = msg ? -1 : (i * 53 + 5) % V;
+    lx_model_forward(&m, &st.spec, tok, tgt, &acts);
+    int rc = lx_acts_check_finite(&acts, V, EB, tgt, &err);
+    if (msg)
+        snprintf(msg, sizeof err.msg, "%s", rc < 0 ? err.msg : "no error");
+    else
+        cr_expect_eq(rc, LX_OK, "%s", err.msg);
+    float *loss = malloc(sizeof(float) * EB * ET);
+    memcpy(loss, acts.loss, sizeof(float) * EB * ET);
+    free(tok), free(tgt);
+    lx_acts_release(&acts);
+    tstack_free(&st);
+    lx_model_release(&m);
+    return loss;
+}
+
+/* Losses only: the same losses (bits in portable numerics, whose products give
+** a block of rows the bits of the whole; fast numerics within the fp32
+** rounding of a 32-term logit), with (N − LX_EVAL_ROWS)·V fewer floats held. */
+Test(tiled, losses_only_hold_one_block_of_logits, .timeout = 60)
+{
+    enum { V = 2048 };
+    struct lx_arch a = {.mode = LX_MODEL_CAUSAL, .layers = 2, .d_model = 32, .heads = 2, .d_head = 16,
+                        .d_mlp = 64, .mlp = LX_MLP_GELU, .vocab = V};
+    for (int portable = 0; portable < 2; portable++) {
+        lx_numerics_set(portable ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST);
+        double saved = lx_acts_bytes(&a, 2, 700, LX_ACTS_EVAL) - lx_acts_bytes(&a, 2, 700, LX_ACTS_EVAL_LOSS);
+        cr_expect_eq(saved, (1400.0 - LX_EVAL_ROWS) * V * 4, "%s: %.0f bytes fewer", portable ? "portable" : "fast",
+                     saved);
+        saved = lx_eval_bytes(&a, 0, 0, 2, 700, 0) - lx_eval_bytes(&a, 0, 0, 2, 700, LX_RUN_LOSS);
+        cr_expect_eq(saved, (1400.0 - LX_EVAL_ROWS) * V * 4, "%s: the plan %.0f bytes fewer",
+                     portable ? "portable" : "fast", saved);
+        float *whole = eval_losses(LX_ACTS_EVAL, V, NULL), *blocks = eval_losses(LX_ACTS_EVAL_LOSS, V, NULL);
+        double worst = 0.0;
+        for (int i = 0; i < 1400; i++)
+            worst = fmax(worst, fabs((double)whole[i] - blocks[i]));
+        if (portable)
+            cr_expect(!memcmp(whole, blocks, sizeof(float) * 1400), "portable: losses differ by %g", worst);
+        else
+            cr_expect_leq(worst, 1e-5, "fast: losses differ by %g", worst);
+        free(whole), free(blocks);
+    }
+    lx_numerics_set(LX_NUMERICS_FAST);
+    /* the first non-finite logit is named as when every logit is held: row 0, token 5 */
+    char m1[sizeof ((struct lx_error *)0)->msg], m2[sizeof m1];
+    free(eval_losses(LX_ACTS_EVAL, V, m1)), free(eval_losses(LX_ACTS_EVAL_LOSS, V, m2));
+    cr_expect(strstr(m1, "at window 0, position 0, token 5") != NULL, "%s", m1);
+    cr_expect_str_eq(m2, m1);
+}
+
 /* ---- row statistics of a trained model at 16x its training length ------------- */
 
 enum { ST_TRAIN = 16, ST_T = 256, ST_L = 2, ST_H = 2 };

@@ -130,11 +130,11 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         int begin = lx_tok_begin(lx_tok_or_byte(tk));
         struct score_run r = {.ids = ids, .n = n, .L = L, .begin = begin, .nll = nll};
         long full = n / L;
-        rc = lx_eval_windows(&m, &spec, full, (int)L, score_fill, score_score, &r, err);
+        rc = lx_eval_windows(&m, &spec, full, (int)L, 0, score_fill, score_score, &r, err);
         if (rc == LX_OK && n % L) {     /* the tail: one shorter window, same spec (resolved for L) */
             struct score_run tail = {.ids = ids + full * L, .n = n % L, .L = n % L, .begin = begin,
                                      .nll = nll + full * L};
-            rc = lx_eval_windows(&m, &spec, 1, (int)(n % L), score_fill, score_score, &tail, err);
+            rc = lx_eval_windows(&m, &spec, 1, (int)(n % L), 0, score_fill, score_score, &tail, err);
         }
         rc = rc == LX_OK ? lx_mapguard_check(err) : rc;
     }

@@ -154,7 +154,7 @@ int lx_lm_eval_windows(struct lx_lm *lm, long n_windows, int T, lx_eval_fill fil
                        struct lx_error *err)
 {
     if (lm->caps & LX_LM_ENGINE)
-        return lx_eval_windows(lm->model, lm->spec, n_windows, T, fill, score, ctx, err);
+        return lx_eval_windows(lm->model, lm->spec, n_windows, T, 0, fill, score, ctx, err);
     int rc = lx_lm_require(lm, LX_LM_LOGPROBS, "scoring a window", err);
     long G = n_windows < LX_LM_GROUP ? n_windows : LX_LM_GROUP;
     int *tok = lx_xmalloc(sizeof(int) * (size_t)(G * (T + 1))), *tgt = lx_xmalloc(sizeof(int) * (size_t)(G * T));

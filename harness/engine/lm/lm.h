@@ -97,10 +97,11 @@ const char *lx_lm_cap_name(unsigned cap);
 ** enough to keep a server's concurrent requests busy, few enough to hold. */
 #define LX_LM_GROUP 64
 
-/* lx_eval_windows through any backend: on the engine, the batched pass (its
-** logits given to score); elsewhere, windows scored through ops->score in
-** groups (logits NULL). A target tgt[t] >= 0 must then be the window's next
-** token tok[t + 1], or, at the last row, a token the window is extended by. */
+/* lx_eval_windows through any backend, losses only (score's logits are
+** NULL): on the engine, the batched pass holding the head's logits a block of
+** rows at a time; elsewhere, windows scored through ops->score in groups. A
+** target tgt[t] >= 0 must then be the window's next token tok[t + 1], or, at
+** the last row, a token the window is extended by. */
 int lx_lm_eval_windows(struct lx_lm *lm, long n_windows, int T, lx_eval_fill fill, lx_eval_score score, void *ctx,
                        struct lx_error *err);
 

@@ -72,7 +72,10 @@ static double eval_block(double N, int portable)
 ** pass runs in. Returns the number of rows. */
 static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int T, int train, int portable)
 {
-    LX_ASSERT(train == LX_ACTS_EVAL || train == LX_ACTS_TRAIN_TILED || train == LX_ACTS_TRAIN_MATERIALISED);
+    LX_ASSERT(train == LX_ACTS_EVAL || train == LX_ACTS_EVAL_LOSS || train == LX_ACTS_TRAIN_TILED ||
+              train == LX_ACTS_TRAIN_MATERIALISED);
+    int loss_only = train == LX_ACTS_EVAL_LOSS;
+    train = loss_only ? LX_ACTS_EVAL : train;
     double N = (double)B * T, C = (double)arch->d_model, HD = (double)arch->heads * arch->d_head,
            F = (double)arch->d_mlp, F2 = arch->mlp == LX_MLP_SWIGLU ? 2 * F : F, V = (double)arch->vocab,
            TT = (double)T * T, H = (double)arch->heads, nthr = n_threads(), LL = (double)arch->layers,
@@ -110,7 +113,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             PHASE(1, xn1, N * C), PHASE(1, qkv, N * QKV), PHASE(1, ao, N * HD),         /* attention */
             PHASE(1, tile_kpack, KVp),
             PHASE(2, xn2, NB * C), PHASE(2, h, NB * F2),                                /* MLP */
-            PHASE(3, xnf, NB * C), PHASE(3, logits, N * V),                             /* head */
+            PHASE(3, xnf, NB * C), PHASE(3, logits, (loss_only ? R : N) * V),           /* head */
             ROW(rope_cs, N * D, 8), ROW(tab, nthr * 2 * T, 8),
             ROW(tile, nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, (int)D), 4),
             ROW(tile_tab, H * (1 + LX_SPEC_MAX_OPS) * T, 8),
@@ -138,7 +141,8 @@ static int acts_mode(int train)
 /* The mode an allocation was laid out in. */
 static int mode_of(const struct lx_acts *a)
 {
-    return !a->train ? LX_ACTS_EVAL : a->tiled ? LX_ACTS_TRAIN_TILED : LX_ACTS_TRAIN_MATERIALISED;
+    return a->loss_only ? LX_ACTS_EVAL_LOSS : !a->train ? LX_ACTS_EVAL
+           : a->tiled ? LX_ACTS_TRAIN_TILED : LX_ACTS_TRAIN_MATERIALISED;
 }
 
 static double row_bytes(const struct acts_row *r)
@@ -206,7 +210,9 @@ int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, i
         a->arch = *arch;
         a->B = B;
         a->T = T;
-        a->train = train != LX_ACTS_EVAL;
+        a->train = train != LX_ACTS_EVAL && train != LX_ACTS_EVAL_LOSS;
+        a->loss_only = train == LX_ACTS_EVAL_LOSS;
+        a->bad_logit = -1;
         a->tiled = train == LX_ACTS_TRAIN_TILED;
         a->portable = portable;
         a->rows = a->train ? (long)B * T : (long)eval_block((double)B * T, portable);
@@ -251,8 +257,8 @@ double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned u
 {
     double ints = 3 * (double)B * T * 4;                                    /* tokens, targets, positions */
     double kv = !train && (uses & LX_RUN_KVCACHE) ? lx_kvcache_bytes(a, B, T, (uses & LX_RUN_KVFAR) != 0) : 0.0;
-    return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, train) + table_bytes(a, B, T, train, 1, uses) + ints +
-           kv;
+    int acts = !train && (uses & LX_RUN_LOSS) ? LX_ACTS_EVAL_LOSS : train;
+    return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, acts) + table_bytes(a, B, T, acts, 1, uses) + ints + kv;
 }
 
 double lx_eval_weight_bytes(const struct lx_arch *a, double held, int bf16)
@@ -365,11 +371,17 @@ int lx_acts_check_finite(const struct lx_acts *a, long V, int nb, const int *tar
             return lx_err(err, LX_ERUN, "a non-finite loss (%s) at window %ld, position %ld\n"
                           "  hint: the weights or the stack's parameters overflow; check the model's val loss",
                           nonfinite_name(a->loss[i]), i / T, i % T);
-        for (long v = 0; v < V; v++)
+        long bad = -1;
+        float x = 0.0f;
+        if (a->loss_only && a->bad_logit >= 0 && a->bad_logit / V == i)
+            bad = a->bad_logit % V, x = a->bad_value;
+        for (long v = 0; !a->loss_only && bad < 0 && v < V; v++)
             if (!isfinite(a->logits[i * V + v]))
-                return lx_err(err, LX_ERUN, "a non-finite logit (%s) at window %ld, position %ld, token %ld\n"
-                              "  hint: the weights or the stack's parameters overflow; check the model's val "
-                              "loss", nonfinite_name(a->logits[i * V + v]), i / T, i % T, v);
+                bad = v, x = a->logits[i * V + v];
+        if (bad >= 0)
+            return lx_err(err, LX_ERUN, "a non-finite logit (%s) at window %ld, position %ld, token %ld\n"
+                          "  hint: the weights or the stack's parameters overflow; check the model's val "
+                          "loss", nonfinite_name(x), i / T, i % T, bad);
     }
     return LX_OK;
 }

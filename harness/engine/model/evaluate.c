@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-int lx_eval_windows(const struct lx_model *m, const struct lx_spec *spec, long n_windows, int T,
+int lx_eval_windows(const struct lx_model *m, const struct lx_spec *spec, long n_windows, int T, int logits,
                     lx_eval_fill fill, lx_eval_score score, void *ctx, struct lx_error *err)
 {
     long per = 8192 / T > 1 ? 8192 / T : 1;
@@ -13,7 +13,7 @@ int lx_eval_windows(const struct lx_model *m, const struct lx_spec *spec, long n
     if (B < 1)
         return LX_OK;
     struct lx_acts a;
-    int rc = lx_acts_alloc(&a, &m->arch, B, T, 0, err);
+    int rc = lx_acts_alloc(&a, &m->arch, B, T, logits ? LX_ACTS_EVAL : LX_ACTS_EVAL_LOSS, err);
     if (rc < 0)
         return rc;
     int *tok = lx_xmalloc(sizeof(int) * (size_t)B * (size_t)T), *tgt = lx_xmalloc(sizeof(int) * (size_t)B * (size_t)T);
@@ -26,7 +26,7 @@ int lx_eval_windows(const struct lx_model *m, const struct lx_spec *spec, long n
         if ((rc = lx_acts_check_finite(&a, V, nb, tgt, err)) < 0)
             break;
         for (int b = 0; b < nb; b++)
-            score(ctx, w0 + b, a.loss + (long)b * T, a.logits + (long)b * T * V, tgt + (long)b * T);
+            score(ctx, w0 + b, a.loss + (long)b * T, logits ? a.logits + (long)b * T * V : NULL, tgt + (long)b * T);
     }
     free(tok);
     free(tgt);

@@ -312,20 +312,38 @@ static void mlp(const struct lx_arch *ar, const struct lx_layer_w *W, float *xou
     lx_wlinear(xout, s->C, act, ldact, W->mw2, n, s->F, s->C, 1.0f);
 }
 
+/* The first non-finite value of n logit rows starting at row r0, into
+** a->bad_logit unless one is there already. */
+static void note_nonfinite(struct lx_acts *a, const float *logits, long r0, long n, long V)
+{
+    for (long i = 0; a->bad_logit < 0 && i < n * V; i++)
+        if (!isfinite(logits[i]))
+            a->bad_logit = r0 * V + i, a->bad_value = logits[i];
+}
+
 /* The final norm and the head's logits of all N rows, a->rows at a time
 ** (xnf holds one block); with targets, the per-token NLL over blocks of
-** ce_rows rows (probs holds one block). */
+** ce_rows rows (probs holds one block). loss_only: the logits of a block of
+** at most LX_EVAL_ROWS rows at a time, in place of the last, each checked. */
 static void head(const struct lx_model *m, struct lx_acts *a, const float *x, float *probs, long ce_rows,
                  const int *targets, const struct sizes *s)
 {
     long rows = a->rows > 0 ? a->rows : s->N;
+    LX_ASSERT(!a->loss_only || targets);
+    if (a->loss_only) {
+        rows = rows < LX_EVAL_ROWS ? rows : LX_EVAL_ROWS;
+        a->bad_logit = -1;
+    }
     for (long r0 = 0; r0 < s->N; r0 += rows) {
         long n = s->N - r0 < rows ? s->N - r0 : rows;
+        float *blk = a->loss_only ? a->logits : a->logits + r0 * s->V;     /* row r0's logits */
         lx_rmsnorm_forward(a->xnf, a->rstdf + r0, x + r0 * s->C, m->v.norm, (int)n, (int)s->C,
                            (float)m->arch.norm_eps);
-        lx_wlinear(a->logits + r0 * s->V, s->V, a->xnf, s->C, m->v.mhead, n, s->C, s->V, 0.0f);
+        lx_wlinear(blk, s->V, a->xnf, s->C, m->v.mhead, n, s->C, s->V, 0.0f);
+        if (a->loss_only)
+            note_nonfinite(a, blk, r0, n, s->V);
         for (long c0 = r0; targets && c0 < r0 + n; c0 += ce_rows)
-            lx_crossentropy_forward(a->loss + c0, probs, a->logits + c0 * s->V, targets + c0,
+            lx_crossentropy_forward(a->loss + c0, probs, blk + (c0 - r0) * s->V, targets + c0,
                                     (int)(r0 + n - c0 < ce_rows ? r0 + n - c0 : ce_rows), (int)s->V);
     }
 }

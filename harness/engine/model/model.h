@@ -59,6 +59,9 @@ struct lx_kvcache;
 
 struct lx_acts {
     int B, T, train;
+    int loss_only;              /* eval: laid out as LX_ACTS_EVAL_LOSS, logits (LX_EVAL_ROWS, V) */
+    long bad_logit;             /* loss_only: row·V + token of the first non-finite logit, or −1 */
+    float bad_value;            /* ... and its value */
     int n_thr;                  /* attention scratch slots */
     int portable;               /* 1: laid out in portable numerics (lx_numerics_get() at allocation) */
     long rows;                  /* rows the MLP and the head run over at a time: N, or in a portable
@@ -83,7 +86,7 @@ struct lx_acts {
     float *act;                 /* train: (layers, N, F) MLP activation */
     float *sig;                 /* train: (layers, N, F) GELU's σ(2u), kept for backward */
     float *rstdf, *xnf;         /* (N), (rows, C) final norm */
-    float *logits;              /* (N, V) */
+    float *logits;              /* (N, V); loss_only: (LX_EVAL_ROWS, V), one block of rows */
     float *probs;               /* train: (N, V) softmax, when targets were given; eval: (LX_EVAL_ROWS, V) */
     float *loss;                /* (N) per-token NLL (0 where no target) */
     double *rope_cs;            /* (N, n_pairs, 2) cos, sin: per window position, or per row with pos */
@@ -120,6 +123,11 @@ struct lx_acts {
 ** training on the process's attention path (1, lx_train_attn_get), or
 ** training on the path named (tests and the benchmark compare the two). */
 enum { LX_ACTS_EVAL = 0, LX_ACTS_TRAIN = 1, LX_ACTS_TRAIN_TILED = 2, LX_ACTS_TRAIN_MATERIALISED = 3 };
+/* Evaluation whose caller reads the per-token losses only (a score, ppl): the
+** head's logits are held LX_EVAL_ROWS rows at a time, not (N, V) — at 32k
+** tokens and Llama-3's 128,256-token vocabulary 16.8 GB fewer. The pass
+** still checks every logit (lx_acts_check_finite names the first non-finite). */
+#define LX_ACTS_EVAL_LOSS 4
 
 /* Allocate activations (one block); returns LX_ENOMEM (with sizes) when they do not fit. */
 int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train,
@@ -151,6 +159,7 @@ enum {
     LX_RUN_KVCACHE = 1 << 1,    /* a KV cache of every window follows the pass */
     LX_RUN_KVFAR = 1 << 2,      /* ... with its far keys (lx_decode_far) */
     LX_RUN_POSMAP = 1 << 3,     /* the spec maps far positions (lx_run_uses): far-key rows */
+    LX_RUN_LOSS = 1 << 4,       /* lx_eval_bytes: the pass's caller reads losses only (LX_ACTS_EVAL_LOSS) */
 };
 /* The LX_RUN_* flags a spec adds to a pass's memory. */
 unsigned lx_run_uses(const struct lx_spec *spec);
