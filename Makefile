@@ -193,7 +193,7 @@ repro-smoke: lenx data/manifest.tsv
 # reaches both lenx and PyTorch.
 # BENCH=train: the tiled attention backward, a training step, and a bf16 training step of the
 # 25M shape against fp32 (tests/bench_train.c); BENCH=trainbf16 the last alone.
-# BENCH=bf16: the 1B shape's weight products and whole scores in fp32 and bf16 (scripts/bench_bf16.sh).
+# BENCH=bf16: the 1B shape's weight products, tiled attention and whole scores in fp32 and bf16 (scripts/bench_bf16.sh).
 # BENCH=core: `lenx score` with OPENBLAS_CORETYPE unset against the same kernels
 # set by hand, and against Prescott's (scripts/bench_core.sh).
 BENCH ?=

@@ -1,7 +1,8 @@
 #!/bin/sh
 # scripts/bench_bf16.sh - `make bench BENCH=bf16` (docs/PERFORMANCE.md,
 # "bf16"): the weight products of Llama-3.2-1B's shape at 4,096 rows in fp32,
-# from bf16 weights and in numerics bf16 (lenx-bench bf16), then whole
+# from bf16 weights and in numerics bf16, and its tiled attention at 4k and
+# 16k tokens in fp32 and bf16 (lenx-bench bf16), then whole
 # `lenx score` runs of a random-weight bf16 Llama of that shape
 # (tests/ref/hf_bf16_ref.py 1b: 1.24B parameters, 2.47 GB, written once into
 # build/bench-bf16/, Debian's python3-torch installed if missing) on one

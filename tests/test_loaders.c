@@ -25,6 +25,7 @@
 #include "harness/engine/formats/safetensors.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/core/json.h"
+#include "harness/engine/kernels/numerics.h"
 #include "harness/commands/export.h"
 #include "harness/commands/show.h"
 #include "harness/commands/score.h"
@@ -883,4 +884,18 @@ Test(loaders, show_model_prints_the_memory_plan)
     cr_expect_eq(window, 512);
     cr_expect_gt(score, weights);
     lx_buf_free(&out);
+    /* in numerics bf16 (`--numerics bf16`) the fp32 matrices are held rounded to bf16, 2 bytes a parameter,
+    ** the norms (11 vectors of dim 64: two a layer and the final one) stay fp32 */
+    lx_numerics_set(LX_NUMERICS_BF16);
+    struct lx_buf o16 = {0};
+    cr_assert_eq(lx_show_model(path, "none.db", 0, &o16, &err), LX_OK, "%s", err.msg);
+    lx_numerics_set(LX_NUMERICS_FAST);
+    const char *m16 = strstr(lx_buf_str(&o16), "\"weights_bytes\": ");
+    double w16 = 0, s16 = 0;
+    cr_assert(m16 && sscanf(m16, "\"weights_bytes\": %lf", &w16) == 1, "%s", lx_buf_str(&o16));
+    cr_assert(sscanf(strstr(m16, "\"score_bytes\": "), "\"score_bytes\": %lf", &s16) == 1, "%s", m16);
+    cr_expect(strstr(lx_buf_str(&o16), "\"weights_dtype\": \"BF16\"") != NULL, "%s", lx_buf_str(&o16));
+    cr_expect_eq(w16, 2.0 * (260032 - 11 * 64) + 4.0 * 11 * 64);
+    cr_expect_lt(s16, score, "bf16 plan %g, fp32 %g", s16, score);
+    lx_buf_free(&o16);
 }

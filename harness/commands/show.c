@@ -41,6 +41,9 @@ static const struct lx_opt show_opts[] = {
     {"data", 1, "task: the preset's peer test-case file (data=F)"},
     {"instance", 1, "task: which instance (test case) to render, as --sample"},
     {"text", 0, "task: print only the text fed to the tokenizer for that instance, byte for byte"},
+    {"numerics", 1, "model: the numerics its memory plan is for, fast (default), portable or bf16 (bf16 holds fp32 "
+                    "weights rounded to bf16)"},
+    {"portable", 0, "model: as --numerics portable"},
 };
 
 static const char show_usage[] =
@@ -550,8 +553,12 @@ int lx_cmd_show(int argc, char **argv)
         const char *len = lx_args_get(&a, show_opts, N_OPTS(show_opts), "length");
         long window = 0;
         struct lx_buf out = {0};
-        if (len && (rc = lx_args_long(len, "length", 1, 1L << 24, &window, &err)) < 0)
+        enum lx_numerics nm = LX_NUMERICS_FAST;
+        int given;
+        if ((len && (rc = lx_args_long(len, "length", 1, 1L << 24, &window, &err)) < 0) ||
+            (rc = lx_args_numerics(&a, &nm, &given, &err)) < 0)
             return lx_cli_fail(&err, rc);
+        lx_numerics_set(nm);
         rc = lx_show_model(a.pos[1], db ? db : LX_DEFAULT_DB, window, &out, &err);
         fputs(lx_buf_str(&out), stdout);
         lx_buf_free(&out);
