@@ -30,6 +30,12 @@
 ** tiles the same way (the same bits on every machine). Tiles the fast path
 ** cannot take (far keys, keys not starting on a panel, a head size not a
 ** multiple of LX_GEMM_NR, no ws->kpack) go through lx_gemm.
+**
+** In numerics bf16 on a CPU with AVX512-BF16 both products run on the bf16
+** kernel (gemm.h, lx_gemm_rows_bf16): ws->kpack then holds the keys and the
+** values packed in bf16 pairs, a block's query rows are converted once, P is
+** written in bf16 by the softmax pass, and every span of tiles starts on a
+** key panel (the keys before a row's window are masked like any other).
 */
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/gemm.h"
