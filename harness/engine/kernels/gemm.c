@@ -461,6 +461,23 @@ __attribute__((target("avx512f"))) static void rows_avx512_2p(const float *const
 static int cpu_avx2(void);
 static int cpu_avx512(void);
 
+/* Where the tiles of rows [i0, i0 + mr) × column panel p go (o[0] its first MR
+** rows, o[1] the next); with two, the next panel's as well (o[2], o[3]).
+** Returns 1 when that next panel exists (N reaches past panel p). */
+static int panel_outs(struct out *o, float *C, int ldc, int i0, int p, int mr, int N, float alpha, float beta,
+                      int two)
+{
+    int nr = N - p * NR < NR ? N - p * NR : NR;
+    o[0] = (struct out){C + (long)i0 * ldc + p * NR, ldc, mr < MR ? mr : MR, nr, alpha, beta};
+    o[1] = (struct out){C + (long)(i0 + MR) * ldc + p * NR, ldc, mr - MR, nr, alpha, beta};
+    if (!two || N - p * NR <= NR)
+        return 0;
+    o[2] = o[0], o[3] = o[1];
+    o[2].C += NR, o[3].C += NR;
+    o[2].nr = o[3].nr = N - (p + 1) * NR < NR ? N - (p + 1) * NR : NR;
+    return 1;
+}
+
 /* The kernels lx_gemm_rows may take: 0 plain, 1 AVX2, 2 AVX-512 where at
 ** least MR + 1 rows are left (AVX2 for the last MR). */
 static void rows_run(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M, int N,
@@ -473,13 +490,8 @@ static void rows_run(float *C, int ldc, const float *A, int lda, const float *B,
         for (int r = 0; r < rows; r++)
             a[r] = A + (long)(i0 + (r < mr ? r : 0)) * lda;
         for (int p = 0; p * NR < N; p++) {
-            int nr = N - p * NR < NR ? N - p * NR : NR;
-            struct out o[4] = {{C + (long)i0 * ldc + p * NR, ldc, mr < MR ? mr : MR, nr, alpha, beta},
-                               {C + (long)(i0 + MR) * ldc + p * NR, ldc, mr - MR, nr, alpha, beta}};
-            if (wide && N - p * NR > NR) {      /* two panels */
-                int nr2 = N - (p + 1) * NR < NR ? N - (p + 1) * NR : NR;
-                o[2] = o[0], o[3] = o[1];
-                o[2].C += NR, o[3].C += NR, o[2].nr = o[3].nr = nr2;
+            struct out o[4];
+            if (panel_outs(o, C, ldc, i0, p, mr, N, alpha, beta, wide)) {     /* two panels */
                 rows_avx512_2p(a, B + p * pstride, ldb, pstride, K, o);
                 p++;
             } else if (wide)
@@ -636,13 +648,8 @@ static void rows_bf16_run(float *C, int ldc, const uint16_t *A, int lda, const u
         for (int r = 0; r < rows; r++)
             a[r] = A + (long)(i0 + (r < mr ? r : 0)) * lda;
         for (int q = 0; q * NR < N; q++) {
-            int nr = N - q * NR < NR ? N - q * NR : NR;
-            struct out o[4] = {{C + (long)i0 * ldc + q * NR, ldc, mr < MR ? mr : MR, nr, alpha, beta},
-                               {C + (long)(i0 + MR) * ldc + q * NR, ldc, mr - MR, nr, alpha, beta}};
-            if (native && N - q * NR > NR) {        /* two panels */
-                o[2] = o[0], o[3] = o[1];
-                o[2].C += NR, o[3].C += NR;
-                o[2].nr = o[3].nr = N - (q + 1) * NR < NR ? N - (q + 1) * NR : NR;
+            struct out o[4];
+            if (panel_outs(o, C, ldc, i0, q, mr, N, alpha, beta, native)) {   /* two panels */
                 rows_bf16_512_2p(a, B + q * pstride, pstride, K, o);
                 q++;
             } else if (native)
