@@ -17,6 +17,7 @@ static char last_error[256];
 #define CACHE 64
 struct entry {
     long M, N, K, lda, ldb, ldc;
+    int ta, tb;
     float beta;
     dnnl_primitive_t prim;
     unsigned long used;
@@ -47,14 +48,25 @@ static int start(void)
     return 0;
 }
 
-/* The primitive descriptor of one shape (the caller destroys it). */
-static int describe(dnnl_primitive_desc_t *pd, long M, long N, long K, long lda, long ldb, long ldc, float beta)
+/* The strides of a (rows, cols) operand held row-major with row stride ld,
+** or transposed (held as (cols, rows)). */
+static void strides(dnnl_dims_t s, long ld, int trans)
 {
+    s[0] = trans ? 1 : ld;
+    s[1] = trans ? ld : 1;
+}
+
+/* The primitive descriptor of one shape (the caller destroys it). */
+static int describe(dnnl_primitive_desc_t *pd, const struct entry *e)
+{
+    long M = e->M, N = e->N, K = e->K;
+    float beta = e->beta;
     dnnl_memory_desc_t a, b, c;
     dnnl_matmul_desc_t md;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
-    dnnl_dims_t da = {M, K}, sa = {lda, 1}, db = {K, N}, sb = {1, ldb}, dc = {M, N}, sc = {ldc, 1};
+    dnnl_dims_t da = {M, K}, sa, db = {K, N}, sb, dc = {M, N}, sc = {e->ldc, 1};
+    strides(sa, e->lda, e->ta), strides(sb, e->ldb, e->tb);
     dnnl_status_t s = dnnl_memory_desc_init_by_strides(&a, 2, da, dnnl_bf16, sa);
     if (s == dnnl_success)
         s = dnnl_memory_desc_init_by_strides(&b, 2, db, dnnl_bf16, sb);
@@ -80,13 +92,14 @@ static int describe(dnnl_primitive_desc_t *pd, long M, long N, long K, long lda,
     return s == dnnl_success ? 0 : fail("creating a bf16 matmul", s);
 }
 
-static dnnl_primitive_t primitive(long M, long N, long K, long lda, long ldb, long ldc, float beta)
+static dnnl_primitive_t primitive(const struct entry *want)
 {
     struct entry *old = &cache[0];
     for (int i = 0; i < CACHE; i++) {
         struct entry *e = &cache[i];
-        if (e->prim && e->M == M && e->N == N && e->K == K && e->lda == lda && e->ldb == ldb && e->ldc == ldc &&
-            e->beta == beta) {
+        if (e->prim && e->M == want->M && e->N == want->N && e->K == want->K && e->lda == want->lda &&
+            e->ldb == want->ldb && e->ldc == want->ldc && e->ta == want->ta && e->tb == want->tb &&
+            e->beta == want->beta) {
             e->used = ++clock_;
             return e->prim;
         }
@@ -95,7 +108,7 @@ static dnnl_primitive_t primitive(long M, long N, long K, long lda, long ldb, lo
     }
     dnnl_primitive_desc_t pd;
     dnnl_primitive_t p = NULL;
-    if (describe(&pd, M, N, K, lda, ldb, ldc, beta) < 0)
+    if (describe(&pd, want) < 0)
         return NULL;
     dnnl_status_t s = dnnl_primitive_create(&p, pd);
     dnnl_primitive_desc_destroy(pd);
@@ -103,33 +116,36 @@ static dnnl_primitive_t primitive(long M, long N, long K, long lda, long ldb, lo
         return fail("dnnl_primitive_create", s), NULL;
     if (old->prim)
         dnnl_primitive_destroy(old->prim);
-    *old = (struct entry){M, N, K, lda, ldb, ldc, beta, p, ++clock_};
+    *old = *want;
+    old->prim = p, old->used = ++clock_;
     return p;
 }
 
 /* A memory object over caller-owned data of 2-D dims and strides. */
-static dnnl_status_t wrap(dnnl_memory_t *m, long r, long c, long s0, long s1, dnnl_data_type_t t, const void *p)
+static dnnl_status_t wrap(dnnl_memory_t *m, long r, long c, long ld, int trans, dnnl_data_type_t t, const void *p)
 {
     dnnl_memory_desc_t d;
-    dnnl_dims_t dims = {r, c}, strides = {s0, s1};
-    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&d, 2, dims, t, strides);
+    dnnl_dims_t dims = {r, c}, st;
+    strides(st, ld, trans);
+    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&d, 2, dims, t, st);
     return s == dnnl_success ? dnnl_memory_create(m, &d, engine, (void *)p) : s;
 }
 
-int lx_dnnl_gemm_bf16(float *C, long ldc, const uint16_t *A, long lda, const uint16_t *B, long ldb, long M, long N,
-                      long K, float beta)
+int lx_dnnl_gemm_bf16(float *C, long ldc, const uint16_t *A, long lda, int trans_a, const uint16_t *B, long ldb,
+                      int trans_b, long M, long N, long K, float beta)
 {
     if (start() < 0)
         return -1;
-    dnnl_primitive_t p = primitive(M, N, K, lda, ldb, ldc, beta);
+    struct entry want = {M, N, K, lda, ldb, ldc, !!trans_a, !!trans_b, beta, NULL, 0};
+    dnnl_primitive_t p = primitive(&want);
     if (!p)
         return -1;
     dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
-    dnnl_status_t s = wrap(&ma, M, K, lda, 1, dnnl_bf16, A);
+    dnnl_status_t s = wrap(&ma, M, K, lda, want.ta, dnnl_bf16, A);
     if (s == dnnl_success)
-        s = wrap(&mb, K, N, 1, ldb, dnnl_bf16, B);
+        s = wrap(&mb, K, N, ldb, want.tb, dnnl_bf16, B);
     if (s == dnnl_success)
-        s = wrap(&mc, M, N, ldc, 1, dnnl_f32, C);
+        s = wrap(&mc, M, N, ldc, 0, dnnl_f32, C);
     if (s == dnnl_success) {
         dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
         s = dnnl_primitive_execute(p, stream, 3, args);
@@ -150,7 +166,8 @@ void lx_dnnl_describe(char *out, size_t n)
     const dnnl_version_t *v = dnnl_version();
     const char *impl = "unavailable";
     dnnl_primitive_desc_t pd = NULL;
-    if (start() == 0 && describe(&pd, 256, 256, 256, 256, 256, 256, 0.0f) == 0 &&
+    struct entry e = {256, 256, 256, 256, 256, 256, 0, 1, 0.0f, NULL, 0};
+    if (start() == 0 && describe(&pd, &e) == 0 &&
         dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success)
         impl = "unknown";
     snprintf(out, n, "%s onednn=%d.%d.%d", impl, v->major, v->minor, v->patch);

@@ -128,7 +128,7 @@ static void linear_bf16(float *y, long ldy, const float *x, long ldx, struct lx_
         for (long t = 0; t < m; t++)
             lx_f32_to_bf16_n(xb + t * C, x + (t0 + t) * ldx, (size_t)C);
         if (!wb) {
-            dnnl_or_die(lx_dnnl_gemm_bf16(y + t0 * ldy, ldy, xb, C, W.p, C, m, OC, C, beta));
+            dnnl_or_die(lx_dnnl_gemm_bf16(y + t0 * ldy, ldy, xb, C, 0, W.p, C, 1, m, OC, C, beta));
             continue;
         }
         for (long o0 = 0; o0 < OC; o0 += nb) {
@@ -136,22 +136,20 @@ static void linear_bf16(float *y, long ldy, const float *x, long ldx, struct lx_
 #pragma omp parallel for schedule(static)
             for (long r = 0; r < n; r++)
                 lx_to_bf16(wb + r * C, row_of(W, o0 + r, C), W.type, (size_t)C);
-            dnnl_or_die(lx_dnnl_gemm_bf16(y + t0 * ldy + o0, ldy, xb, C, wb, C, m, n, C, beta));
+            dnnl_or_die(lx_dnnl_gemm_bf16(y + t0 * ldy + o0, ldy, xb, C, 0, wb, C, 1, m, n, C, beta));
         }
     }
 }
 
-/* (rows, cols) bf16 row-major from src: src[r * ld + c], or transposed src[c * ld + r]. */
-static void to_bf16_rows(uint16_t *dst, const float *src, long ld, long rows, long cols, int transposed)
+/* n dense floats to bf16, in parallel blocks. */
+static void to_bf16_dense(uint16_t *dst, const float *src, size_t n)
 {
-#pragma omp parallel for schedule(static) if (rows * cols > 65536)
-    for (long r = 0; r < rows; r++) {
-        if (!transposed) {
-            lx_f32_to_bf16_n(dst + r * cols, src + r * ld, (size_t)cols);
-            continue;
-        }
-        for (long c = 0; c < cols; c++)
-            dst[r * cols + c] = lx_f32_to_bf16(src[c * ld + r]);
+    enum { BLOCK = 16384 };
+    long nb = (long)((n + BLOCK - 1) / BLOCK);
+#pragma omp parallel for schedule(static) if (nb > 4)
+    for (long b = 0; b < nb; b++) {
+        size_t i = (size_t)b * BLOCK;
+        lx_f32_to_bf16_n(dst + i, src + i, n - i < BLOCK ? n - i : BLOCK);
     }
 }
 
@@ -159,9 +157,9 @@ void lx_matmul_bf16(float *C, const float *A, const float *B, long M, long N, lo
                     float beta)
 {
     uint16_t *ab = scratch(2, sizeof(uint16_t) * (size_t)(M * K)), *bb = scratch(3, sizeof(uint16_t) * (size_t)(N * K));
-    to_bf16_rows(ab, A, trans_a ? M : K, M, K, trans_a);    /* A (M, K) */
-    to_bf16_rows(bb, B, trans_b ? K : N, N, K, !trans_b);   /* Bᵀ (N, K) */
-    dnnl_or_die(lx_dnnl_gemm_bf16(C, N, ab, K, bb, K, M, N, K, beta));
+    to_bf16_dense(ab, A, (size_t)(M * K));    /* rounded as held; oneDNN reads either layout in place */
+    to_bf16_dense(bb, B, (size_t)(N * K));
+    dnnl_or_die(lx_dnnl_gemm_bf16(C, N, ab, trans_a ? M : K, trans_a, bb, trans_b ? K : N, trans_b, M, N, K, beta));
 }
 
 void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC, float beta)
