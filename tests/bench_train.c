@@ -10,6 +10,10 @@
 **             5·2·(T²/2)·D·H), next to sgemm 2048³ measured right before and
 **             after (the better of the two); and against the materialised
 **             backward (lx_attn_head_backward on the saved probabilities)
+**             and on lenx's fp32 tile kernel (ws->products); in portable
+**             numerics the tile kernel against lx_gemm_portable; and in
+**             numerics bf16 the bf16 tile kernel against the same bf16
+**             values through sgemm and against the fp32 backward
 **   step      one whole training step (forward, backward, AdamW) of the
 **             configs/quick.yaml model (2 layers, d_model 128, 4 heads x 32)
 **             on one window of 1024 and of 4096 tokens, tiled vs
@@ -30,6 +34,7 @@
 #include <string.h>
 
 #include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/gemm.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/wprod.h"
 #include "harness/engine/model/model.h"
@@ -109,7 +114,7 @@ static void bwd_init(struct bwd_arg *a, int T)
     lx_attn_tiled_forward(a->o, a->qkv, a->qkv + HD, a->qkv + 2 * HD, &a->spec, NULL, &a->sh, &fw);
     free(fw.scratch);
     a->bw = (struct lx_tile_bwd_ws){.bq = LX_TILE_TRAIN_BQ, .bk = LX_TILE_TRAIN_BK, .n_thr = (int)nthr};
-    a->bw.scratch = malloc(sizeof(float) * lx_tile_bwd_thread_floats(LX_TILE_TRAIN_BQ, LX_TILE_TRAIN_BK, T) *
+    a->bw.scratch = malloc(sizeof(float) * lx_tile_bwd_thread_floats(LX_TILE_TRAIN_BQ, LX_TILE_TRAIN_BK, BD, T) *
                            (size_t)nthr);
     /* the materialised side: every head's probabilities, a dP a thread */
     a->P = malloc(sizeof(float) * (size_t)BH * T * T), a->dP = malloc(sizeof(float) * (size_t)nthr * T * T);
@@ -129,22 +134,53 @@ static void bwd_free(struct bwd_arg *a)
     free(a->tab);
 }
 
+/* The tiled backward in numerics nm, its tiles multiplied as products says (LX_BWD_PRODUCTS_*). */
+static double bwd_time(struct bwd_arg *a, enum lx_numerics nm, int products)
+{
+    lx_numerics_set(nm);
+    a->bw.products = products;
+    double t = lx_bench_best(5, bwd_tiled, a);
+    a->bw.products = LX_BWD_PRODUCTS_AUTO;
+    lx_numerics_set(LX_NUMERICS_FAST);
+    return t;
+}
+
 static void bench_backward(void)
 {
-    printf("\n| T | tiled backward s | GFLOP/s | sgemm 2048^3 GFLOP/s | of sgemm | materialised backward s | "
-           "tiled vs materialised |\n|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("\n| T | tiled backward s | GFLOP/s | sgemm 2048^3 GFLOP/s | of sgemm | on the fp32 tile kernel s | "
+           "kernel vs default | materialised backward s | tiled vs materialised |\n"
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     static const int Ts[] = {2048, 4096};
+    double more[2][5];  /* portable on the kernel, portable through lx_gemm; bf16, bf16 through sgemm, fp32 */
     for (int i = 0; i < 2; i++) {
         struct bwd_arg a;
         bwd_init(&a, Ts[i]);
         double g0 = lx_bench_sgemm();
-        double t = lx_bench_best(5, bwd_tiled, &a);
+        double t = bwd_time(&a, LX_NUMERICS_FAST, LX_BWD_PRODUCTS_AUTO);
         double g1 = lx_bench_sgemm(), g = g0 > g1 ? g0 : g1;
+        double tk = bwd_time(&a, LX_NUMERICS_FAST, LX_BWD_PRODUCTS_KERNELS);
         double tm = lx_bench_best(3, bwd_materialised, &a);
         double T = Ts[i], gf = 5.0 * 2.0 * (T * T / 2) * BD * BH / t / 1e9;
-        printf("| %d | %.4f | %.1f | %.1f | %.0f%% | %.4f | %.2fx |\n", Ts[i], t, gf, g, 100.0 * gf / g, tm, tm / t);
+        printf("| %d | %.4f | %.1f | %.1f | %.0f%% | %.4f | %.2fx | %.4f | %.2fx |\n", Ts[i], t, gf, g,
+               100.0 * gf / g, tk, t / tk, tm, tm / t);
+        more[i][0] = bwd_time(&a, LX_NUMERICS_PORTABLE, LX_BWD_PRODUCTS_KERNELS);
+        more[i][1] = bwd_time(&a, LX_NUMERICS_PORTABLE, LX_BWD_PRODUCTS_GEMM);
+        more[i][2] = bwd_time(&a, LX_NUMERICS_BF16, LX_BWD_PRODUCTS_AUTO);
+        more[i][3] = bwd_time(&a, LX_NUMERICS_BF16, LX_BWD_PRODUCTS_GEMM);
+        double t2 = bwd_time(&a, LX_NUMERICS_FAST, LX_BWD_PRODUCTS_AUTO);
+        more[i][4] = t < t2 ? t : t2;
         bwd_free(&a);
     }
+    printf("\nportable numerics (the same bits both ways):\n\n| T | on the fp32 tile kernel s | through lx_gemm s | "
+           "kernel vs lx_gemm |\n|---:|---:|---:|---:|\n");
+    for (int i = 0; i < 2; i++)
+        printf("| %d | %.4f | %.4f | %.2fx |\n", Ts[i], more[i][0], more[i][1], more[i][1] / more[i][0]);
+    printf("\nnumerics bf16 (%s):\n\n| T | bf16 backward s | bf16 through sgemm s | fp32 backward s | "
+           "bf16 vs fp32 | bf16 vs through sgemm |\n|---:|---:|---:|---:|---:|---:|\n",
+           lx_gemm_bf16_native() ? "the AVX512-BF16 tile kernel" : "no AVX512-BF16: bf16 values through sgemm");
+    for (int i = 0; i < 2; i++)
+        printf("| %d | %.4f | %.4f | %.4f | %.2fx | %.2fx |\n", Ts[i], more[i][2], more[i][3], more[i][4],
+               more[i][4] / more[i][2], more[i][3] / more[i][2]);
 }
 
 /* ---- one whole training step ---- */

@@ -230,7 +230,8 @@ Test(gemm, the_plain_kernel_gives_the_bits_of_the_avx2_one, .timeout = 60)
 /* lx_gemm_rows (the tiled attention's products): A read in place, B as
 ** panels, either Bᵀ packed by lx_gemm_pack_bt or a row-major B whose N is a
 ** whole number of panels; each element is the same fmaf chain as above, on the
-** AVX2 kernel and the plain one. */
+** AVX2 kernel and the plain one, and with A given transposed (lx_gemm_rows_t,
+** the backward's Pᵀ and dSᵀ). */
 static void check_rows(const struct prod *p, struct lx_rng *r)
 {
     float *c = c_copy(p), *plain = c_copy(p), *want = c_copy(p), *bt = NULL;
@@ -243,15 +244,23 @@ static void check_rows(const struct prod *p, struct lx_rng *r)
     }
     lx_gemm_rows(c, p->ldc, p->A, p->lda, B, ldb, ps, p->M, p->N, p->K, p->alpha, p->beta);
     lx_gemm_rows_plain(plain, p->ldc, p->A, p->lda, B, ldb, ps, p->M, p->N, p->K, p->alpha, p->beta);
-    float *avx2 = c_copy(p);
+    float *avx2 = c_copy(p), *tr = c_copy(p);
     lx_gemm_rows_avx2(avx2, p->ldc, p->A, p->lda, B, ldb, ps, p->M, p->N, p->K, p->alpha, p->beta);
+    /* A given transposed (K × M, rows M + 3 apart), read in place by lx_gemm_rows_t */
+    int ldt = p->M + 3;
+    float *At = malloc(sizeof(float) * (size_t)(p->K > 0 ? p->K : 1) * ldt);
+    for (int k = 0; k < p->K; k++)
+        for (int i = 0; i < ldt; i++)
+            At[(long)k * ldt + i] = i < p->M ? p->A[(long)i * p->lda + k] : NAN;     /* past M: never read */
+    lx_gemm_rows_t(tr, p->ldc, At, ldt, B, ldb, ps, p->M, p->N, p->K, p->alpha, p->beta);
     for (int i = 0; i < p->M; i++)
         for (int j = 0; j < p->N; j++)
             want[(long)i * p->ldc + j] = chain(p, i, j);
     cr_expect(bits_eq(c, want, p, "rows (AVX-512 where the CPU has it): fmaf chain"));
     cr_expect(bits_eq(avx2, want, p, "rows, AVX2: fmaf chain"));
     cr_expect(bits_eq(plain, want, p, "rows, plain C: fmaf chain"));
-    free(c), free(plain), free(want), free(bt), free(avx2);
+    cr_expect(bits_eq(tr, want, p, "rows of a transposed A: fmaf chain"));
+    free(c), free(plain), free(want), free(bt), free(avx2), free(tr), free(At);
 }
 
 Test(gemm, rows_and_panels_give_the_chain_over_k, .timeout = 60)

@@ -109,14 +109,29 @@ static int bits_eq(const float *x, const float *want, const struct prod *p, cons
 static void check(const struct prod *p)
 {
     float *c = c_copy(p), *plain = c_copy(p), *want = c_copy(p);
-    lx_gemm_rows_bf16(c, p->ldc, p->Ah, p->lda, p->Bp, p->pstride, p->M, p->N, p->K, p->alpha, p->beta);
-    lx_gemm_rows_bf16_plain(plain, p->ldc, p->Ah, p->lda, p->Bp, p->pstride, p->M, p->N, p->K, p->alpha, p->beta);
+    lx_gemm_rows_bf16(c, p->ldc, p->Ah, p->lda, 2, p->Bp, p->pstride, p->M, p->N, p->K, p->alpha, p->beta);
+    lx_gemm_rows_bf16_plain(plain, p->ldc, p->Ah, p->lda, 2, p->Bp, p->pstride, p->M, p->N, p->K, p->alpha, p->beta);
     for (int i = 0; i < p->M; i++)
         for (int j = 0; j < p->N; j++)
             want[(long)i * p->ldc + j] = chain(p, i, j);
     cr_expect(bits_eq(plain, want, p, "plain C"));
     cr_expect(bits_eq(c, want, p, lx_gemm_bf16_native() ? "AVX512-BF16" : "plain C (no AVX512-BF16 here)"));
-    free(c), free(plain), free(want);
+    /* the same A as pairs of columns (the backward's Pᵀ, dSᵀ): word (r, p) at 2r + p·apair; with K
+    ** odd the last pair's upper half is a NaN that must be ignored */
+    long np = (p->K + 1) / 2, apair = 2 * (long)(p->M + 1);
+    uint16_t *Ap = malloc(sizeof(uint16_t) * (size_t)(np > 0 ? np : 1) * apair);
+    for (long q = 0; q < np; q++)
+        for (int r = 0; r <= p->M; r++) {
+            uint16_t *w = Ap + q * apair + 2 * r;
+            w[0] = r < p->M ? p->Ah[(long)r * p->lda + 2 * q] : 0x7fc0;
+            w[1] = r < p->M && 2 * q + 1 < p->K ? p->Ah[(long)r * p->lda + 2 * q + 1] : 0x7fc0;
+        }
+    float *pc = c_copy(p), *pp = c_copy(p);
+    lx_gemm_rows_bf16(pc, p->ldc, Ap, 2, apair, p->Bp, p->pstride, p->M, p->N, p->K, p->alpha, p->beta);
+    lx_gemm_rows_bf16_plain(pp, p->ldc, Ap, 2, apair, p->Bp, p->pstride, p->M, p->N, p->K, p->alpha, p->beta);
+    cr_expect(bits_eq(pp, want, p, "plain C, A in column pairs"));
+    cr_expect(bits_eq(pc, want, p, "A in column pairs"));
+    free(c), free(plain), free(want), free(Ap), free(pc), free(pp);
 }
 
 static int rnd(struct lx_rng *r, int lo, int hi)
@@ -167,7 +182,7 @@ Test(gemm_bf16, is_the_product_within_the_summation_bound)
     struct prod p;
     prod_init(&p, &r, 37, 48, 257, 0, 1.0f, 0.0f);
     float *c = c_copy(&p);
-    lx_gemm_rows_bf16(c, p.ldc, p.Ah, p.lda, p.Bp, p.pstride, p.M, p.N, p.K, 1.0f, 0.0f);
+    lx_gemm_rows_bf16(c, p.ldc, p.Ah, p.lda, 2, p.Bp, p.pstride, p.M, p.N, p.K, 1.0f, 0.0f);
     double u = ldexp(1.0, -24), g = p.K * u / (1 - p.K * u), worst = 0.0;
     for (int i = 0; i < p.M; i++)
         for (int j = 0; j < p.N; j++) {
@@ -197,8 +212,8 @@ Test(gemm_bf16, subnormal_operands_read_as_zero_and_sums_flush)
     A[16] = lx_f32_to_bf16(ldexpf(1.0f, -70));
     for (int c = 0; c < LX_GEMM_NR; c++)
         B[2 * c] = c == 1 ? lx_f32_to_bf16(ldexpf(1.0f, -70)) : lx_f32_to_bf16(1.0f), B[2 * c + 1] = 0x3f80;
-    lx_gemm_rows_bf16(C, LX_GEMM_NR, A, 16, B, 2 * LX_GEMM_NR, 2, LX_GEMM_NR, 2, 1.0f, 0.0f);
-    lx_gemm_rows_bf16_plain(P, LX_GEMM_NR, A, 16, B, 2 * LX_GEMM_NR, 2, LX_GEMM_NR, 2, 1.0f, 0.0f);
+    lx_gemm_rows_bf16(C, LX_GEMM_NR, A, 16, 2, B, 2 * LX_GEMM_NR, 2, LX_GEMM_NR, 2, 1.0f, 0.0f);
+    lx_gemm_rows_bf16_plain(P, LX_GEMM_NR, A, 16, 2, B, 2 * LX_GEMM_NR, 2, LX_GEMM_NR, 2, 1.0f, 0.0f);
     for (int k = 0; k < 2; k++) {
         const float *X = k ? P : C;
         cr_expect(X[0] == 1.0f, "%s: row 0 = %g, want 1", k ? "plain" : "kernel", (double)X[0]);

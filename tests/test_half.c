@@ -92,9 +92,14 @@ Test(half, f32_to_bf16_rounds_to_nearest_even)
     }
     x[0] = INFINITY, x[1] = -INFINITY, x[2] = NAN, x[3] = 3.3895314e38f;  /* rounds up to inf */
     lx_f32_to_bf16_n(fast, x, N);
+    static float y[N];
+    memcpy(y, x, sizeof x);
+    lx_round_bf16_n(y, N);      /* in place, as floats: the same rounding */
     for (int i = 0; i < N; i++) {
         uint16_t h = lx_f32_to_bf16(x[i]);
         cr_assert_eq(fast[i], h, "vector and scalar differ at %d (%a)", i, x[i]);
+        float back = lx_bf16_to_f32(h);
+        cr_assert_eq(memcmp(&y[i], &back, 4), 0, "lx_round_bf16_n differs at %d (%a)", i, x[i]);
         if (isnan(x[i])) {
             cr_assert(isnan(lx_bf16_to_f32(h)));
             continue;
@@ -107,6 +112,32 @@ Test(half, f32_to_bf16_rounds_to_nearest_even)
         double d_lo = fabs((double)x[i] - lo), d_hi = fabs((isinf(hi) && !isinf(lo) ? copysign(0x1p128, hi) : hi) - x[i]);
         double want = d_lo < d_hi ? lo : d_hi < d_lo ? hi : (((u >> 16) & 1) ? hi : lo);
         cr_assert(got == want || (isnan(got) && isnan(want)), "%a rounded to %a, want %a", x[i], got, want);
+    }
+}
+
+/* Two rows to interleaved bf16 pairs: each value as lx_f32_to_bf16 rounds it (ties, NaN,
+** overflow), the second row 0 when absent, on the vector loop and its scalar tail. */
+Test(half, f32_to_bf16_pairs_interleave_two_rounded_rows)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, 8, 0, 0);
+    enum { N = 1003 };
+    static float a[N], b[N];
+    static uint16_t out[2 * N], none[2 * N];
+    for (int i = 0; i < N; i++) {
+        uint32_t u = (uint32_t)(lx_rng_uniform(&r) * 4294967296.0), v = u * 2654435761u;
+        if (i % 5 == 0)
+            u = (u & 0xffff0000u) | 0x8000u;
+        memcpy(&a[i], &u, 4), memcpy(&b[i], &v, 4);
+    }
+    a[0] = NAN, b[1] = -INFINITY, a[2] = 3.3895314e38f, b[3] = -0.0f;
+    lx_f32_to_bf16_pairs(out, a, b, N);
+    lx_f32_to_bf16_pairs(none, a, NULL, N);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(out[2 * i], lx_f32_to_bf16(a[i]), "a[%d] = %a", i, a[i]);
+        cr_assert_eq(out[2 * i + 1], lx_f32_to_bf16(b[i]), "b[%d] = %a", i, b[i]);
+        cr_assert_eq(none[2 * i], out[2 * i], "a[%d] without b", i);
+        cr_assert_eq(none[2 * i + 1], 0, "the missing row at %d", i);
     }
 }
 

@@ -209,20 +209,45 @@ void lx_half_to_f32(float *out, const void *src, int t, size_t n)
 }
 
 /* Round to nearest even in integers, as lx_f32_to_bf16 (NaNs by the scalar loop's rule). */
+__attribute__((target("avx512f,avx512bw"), always_inline)) static inline __m512i bf16_lanes(const float *x)
+{
+    const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x400000);
+    __m512 f = _mm512_loadu_ps(x);
+    __m512i u = _mm512_castps_si512(f);
+    __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+    return _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, quiet));
+}
+
 __attribute__((target("avx512f,avx512bw")))
 static size_t f32_to_bf16_avx512(uint16_t *out, const float *x, size_t n)
 {
     size_t i = 0;
-    const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x400000);
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(out + i), _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16_lanes(x + i), 16)));
+    return i;
+}
+
+__attribute__((target("avx512f,avx512bw")))
+static size_t f32_to_bf16_pairs_avx512(uint16_t *out, const float *a, const float *b, size_t n)
+{
+    size_t i = 0;
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
     for (; i + 16 <= n; i += 16) {
-        __m512 f = _mm512_loadu_ps(x + i);
-        __m512i u = _mm512_castps_si512(f);
-        __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
-        __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
-        r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, quiet));
-        _mm256_storeu_si256((__m256i *)(out + i), _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16)));
+        __m512i lo = _mm512_srli_epi32(bf16_lanes(a + i), 16);
+        __m512i w = b ? _mm512_or_si512(lo, _mm512_and_si512(bf16_lanes(b + i), hi)) : lo;
+        _mm512_storeu_si512(out + 2 * i, w);
     }
     return i;
+}
+
+void lx_f32_to_bf16_pairs(uint16_t *out, const float *a, const float *b, size_t n)
+{
+    size_t i = has_avx512() ? f32_to_bf16_pairs_avx512(out, a, b, n) : 0;
+    for (; i < n; i++) {
+        out[2 * i] = lx_f32_to_bf16(a[i]);
+        out[2 * i + 1] = b ? lx_f32_to_bf16(b[i]) : 0;
+    }
 }
 
 void lx_f32_to_bf16_n(uint16_t *out, const float *src, size_t n)
@@ -248,9 +273,19 @@ void lx_to_bf16(uint16_t *out, const void *src, int t, size_t n)
     }
 }
 
+__attribute__((target("avx512f,avx512bw"))) static size_t round_bf16_avx512(float *x, size_t n)
+{
+    size_t i = 0;
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_si512(x + i, _mm512_and_si512(bf16_lanes(x + i), hi));
+    return i;
+}
+
 void lx_round_bf16_n(float *x, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    size_t i = has_avx512() ? round_bf16_avx512(x, n) : 0;
+    for (; i < n; i++)
         x[i] = lx_round_bf16(x[i]);
 }
 

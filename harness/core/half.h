@@ -94,6 +94,9 @@ void lx_f32_to_type(void *out, const float *src, int t, size_t n);
 void lx_half_to_f32(float *out, const void *src, int t, size_t n);
 /* n floats to bf16, rounded to nearest even. */
 void lx_f32_to_bf16_n(uint16_t *out, const float *src, size_t n);
+/* Two rows of n floats to bf16 pairs, interleaved: out[2i] = a[i], out[2i + 1]
+** = b[i] (0 when b is NULL), each rounded as lx_f32_to_bf16. */
+void lx_f32_to_bf16_pairs(uint16_t *out, const float *a, const float *b, size_t n);
 /* n values of type t at src to bf16: a copy for bf16, else rounded once. */
 void lx_to_bf16(uint16_t *out, const void *src, int t, size_t n);
 /* Every value of x (n floats) rounded to bf16's precision in place. */

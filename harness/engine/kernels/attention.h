@@ -175,12 +175,14 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
 ** distance tables over t (tab (H, n_tab, T), n_tab = lx_tile_tab_rows), a
 ** row's factors R(n) (returned) and R_k(n) (Rk, n_dist of them) by which
 ** logit = R·X(t)·S + Σ_k R_k·G_k(t), and e^(s − mx) in place over n floats
-** (0 below e^−70; their sum returned) on the AVX2 + FMA build or the SSE2 one. */
+** (0 below e^−70; their sum returned) at a level of lx_tile_exp_level. */
 void lx_tile_dist_tables(double *tab, const struct lx_spec *spec, int H, int T);
 double lx_tile_row_factors(const struct lx_spec *spec, long n, double *Rk, int n_dist);
-float lx_tile_exp_sum(float *s, long n, float mx, int avx2);
-/* 1 when this CPU runs the AVX2 + FMA build of the softmax loops. */
-int lx_tile_avx2(void);
+float lx_tile_exp_sum(float *s, long n, float mx, int level);
+/* The softmax loops this CPU and the numerics run: 0 the SSE2 build, 1 the
+** AVX2 + FMA one (the same bits), 2 the AVX-512 e^x (fast and bf16
+** numerics on an AVX-512 CPU: other last bits); sse2_only: 0. */
+int lx_tile_exp_level(int sse2_only);
 
 /* ---- the tiled backward (training) ----------------------------------------
 ** FlashAttention-2's backward (Dao 2023, arXiv:2307.08691, Algorithm 2) on
@@ -208,13 +210,25 @@ int lx_tile_avx2(void);
 struct lx_tile_bwd_ws {
     int bq, bk;         /* queries per block, keys per tile */
     int n_thr;          /* scratch slots; at least omp_get_max_threads() */
-    float *scratch;     /* (n_thr, lx_tile_bwd_thread_floats(bq, bk, T)) */
+    float *scratch;     /* (n_thr, lx_tile_bwd_thread_floats(bq, bk, D, T)) */
     double *tab;        /* (H, lx_tile_tab_rows(spec), T) distance tables; NULL when that is 0 */
     float *dkv;         /* with KV < H: (H, T, 2·D) each query head's dk | dv; else unused */
+    int products;       /* LX_BWD_PRODUCTS_*: which code multiplies the tiles */
+    int bf16_plain;     /* 1: numerics bf16 runs the bf16 tile products on the plain C kernel,
+                        ** the reference of the AVX512-BF16 one (the same bits) */
 };
 
-/* Per-thread scratch floats: the P and dS tiles, a row of slopes A, and D_i of T rows. */
-size_t lx_tile_bwd_thread_floats(int bq, int bk, int T);
+/* The tiles' products: AUTO picks by numerics and CPU (portable: lenx's fp32
+** tile kernel, the bits of lx_gemm and faster; bf16 on AVX512-BF16: the bf16
+** tile kernel; fast, and bf16 elsewhere: lx_gemm, whose OpenBLAS beat the
+** fp32 tile kernel on these tiles where measured, docs/PERFORMANCE.md); GEMM
+** every tile through lx_gemm; KERNELS lenx's tile kernels (D a multiple of
+** LX_GEMM_NR; else lx_gemm). The tests and `make bench BENCH=train` compare them. */
+enum { LX_BWD_PRODUCTS_AUTO, LX_BWD_PRODUCTS_GEMM, LX_BWD_PRODUCTS_KERNELS };
+
+/* Per-thread scratch floats: the P and dS tiles, a row of slopes A, D_i of T
+** rows, and (D a multiple of LX_GEMM_NR) the tile kernels' packed operands. */
+size_t lx_tile_bwd_thread_floats(int bq, int bk, int D, int T);
 
 /* dq (row stride sh->ld, head h at h·D), dk, dv (row stride sh->ld, KV heads
 ** as in the forward) accumulate (+=) the gradients of one window; do_ and o

@@ -377,32 +377,32 @@ _Static_assert(LX_GEMM_NR == NR, "the panels are the register tile's columns");
 /* One MR × NR tile of C over all K: rows of A from a[r] (the lanes past mr
 ** repeat row 0 and are dropped), B's rows at b + k·ldb; the same FMA chains
 ** and epilogue as tile_avx2 with first = 1 and the whole K in one slice. */
-__attribute__((target("avx2,fma"))) static void rows_avx2(const float *const *a, const float *b, long ldb, int K,
-                                                          const struct out *o)
+__attribute__((target("avx2,fma"))) static void rows_avx2(const float *const *a, long ak, const float *b, long ldb,
+                                                          int K, const struct out *o)
 {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
-    for (int k = 0; k < K; k++, b += ldb) {
+    for (long k = 0, ko = 0; k < K; k++, ko += ak, b += ldb) {
         __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), t;
-        t = _mm256_broadcast_ss(a0 + k), c00 = _mm256_fmadd_ps(t, b0, c00), c01 = _mm256_fmadd_ps(t, b1, c01);
-        t = _mm256_broadcast_ss(a1 + k), c10 = _mm256_fmadd_ps(t, b0, c10), c11 = _mm256_fmadd_ps(t, b1, c11);
-        t = _mm256_broadcast_ss(a2 + k), c20 = _mm256_fmadd_ps(t, b0, c20), c21 = _mm256_fmadd_ps(t, b1, c21);
-        t = _mm256_broadcast_ss(a3 + k), c30 = _mm256_fmadd_ps(t, b0, c30), c31 = _mm256_fmadd_ps(t, b1, c31);
-        t = _mm256_broadcast_ss(a4 + k), c40 = _mm256_fmadd_ps(t, b0, c40), c41 = _mm256_fmadd_ps(t, b1, c41);
-        t = _mm256_broadcast_ss(a5 + k), c50 = _mm256_fmadd_ps(t, b0, c50), c51 = _mm256_fmadd_ps(t, b1, c51);
+        t = _mm256_broadcast_ss(a0 + ko), c00 = _mm256_fmadd_ps(t, b0, c00), c01 = _mm256_fmadd_ps(t, b1, c01);
+        t = _mm256_broadcast_ss(a1 + ko), c10 = _mm256_fmadd_ps(t, b0, c10), c11 = _mm256_fmadd_ps(t, b1, c11);
+        t = _mm256_broadcast_ss(a2 + ko), c20 = _mm256_fmadd_ps(t, b0, c20), c21 = _mm256_fmadd_ps(t, b1, c21);
+        t = _mm256_broadcast_ss(a3 + ko), c30 = _mm256_fmadd_ps(t, b0, c30), c31 = _mm256_fmadd_ps(t, b1, c31);
+        t = _mm256_broadcast_ss(a4 + ko), c40 = _mm256_fmadd_ps(t, b0, c40), c41 = _mm256_fmadd_ps(t, b1, c41);
+        t = _mm256_broadcast_ss(a5 + ko), c50 = _mm256_fmadd_ps(t, b0, c50), c51 = _mm256_fmadd_ps(t, b1, c51);
     }
     float acc[MR * NR] __attribute__((aligned(32)));
     TILE_EPILOGUE(acc);
 }
 
-static void rows_plain(const float *const *a, const float *b, long ldb, int K, const struct out *o)
+static void rows_plain(const float *const *a, long ak, const float *b, long ldb, int K, const struct out *o)
 {
     float acc[MR * NR] = {0};
-    for (int k = 0; k < K; k++, b += ldb)
+    for (long k = 0; k < K; k++, b += ldb)
         for (int r = 0; r < MR; r++)
             for (int c = 0; c < NR; c++)
-                acc[r * NR + c] = fmaf(a[r][k], b[c], acc[r * NR + c]);
+                acc[r * NR + c] = fmaf(a[r][k * ak], b[c], acc[r * NR + c]);
     out_plain(o, acc);
 }
 
@@ -411,13 +411,13 @@ static void rows_plain(const float *const *a, const float *b, long ldb, int K, c
 ** C[i][j] the same fmaf chain over k as rows_avx2 and rows_plain (every lane
 ** is its own chain whatever the vector's width), so the three give the same
 ** bits, and the same multiply and add after it as out_plain. */
-#define R512_FMA(r) c##r = _mm512_fmadd_ps(_mm512_set1_ps(a[r][k]), bv, c##r)
-__attribute__((target("avx512f"))) static void rows_avx512(const float *const *a, const float *b, long ldb, int K,
-                                                           const struct out *o)
+#define R512_FMA(r) c##r = _mm512_fmadd_ps(_mm512_set1_ps(a[r][ko]), bv, c##r)
+__attribute__((target("avx512f"))) static void rows_avx512(const float *const *a, long ak, const float *b, long ldb,
+                                                           int K, const struct out *o)
 {
     __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
     __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
-    for (int k = 0; k < K; k++, b += ldb) {
+    for (long k = 0, ko = 0; k < K; k++, ko += ak, b += ldb) {
         __m512 bv = _mm512_loadu_ps(b);
         R512_FMA(0), R512_FMA(1), R512_FMA(2), R512_FMA(3), R512_FMA(4), R512_FMA(5);
         R512_FMA(6), R512_FMA(7), R512_FMA(8), R512_FMA(9), R512_FMA(10), R512_FMA(11);
@@ -431,31 +431,46 @@ __attribute__((target("avx512f"))) static void rows_avx512(const float *const *a
 /* rows_avx512 over two adjacent column panels (b and b + pstride) at once:
 ** 24 chains, each B row's two loads and each A value's broadcast shared by
 ** twice the FMAs (the same chains, so the same bits); o[0], o[1] the first
-** panel's two tiles, o[2], o[3] the second's. */
+** panel's two tiles, o[2], o[3] the second's. Row r's k-th value is AV(r):
+** a[r][ko] from the rows' pointers, or at[ko + r] when the 2·MR rows are
+** adjacent columns of a transposed A (one pointer, the offsets immediate). */
 #define R2_FMA(r)                                                               \
     do {                                                                        \
-        __m512 a_ = _mm512_set1_ps(a[r][k]);                                    \
+        __m512 a_ = _mm512_set1_ps(AV(r));                                      \
         c##r = _mm512_fmadd_ps(a_, bv, c##r);                                   \
         d##r = _mm512_fmadd_ps(a_, bw, d##r);                                   \
     } while (0)
-__attribute__((target("avx512f"))) static void rows_avx512_2p(const float *const *a, const float *b, long ldb,
-                                                              long pstride, int K, const struct out *o)
-{
-    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
-    __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
-    __m512 d0 = c0, d1 = c0, d2 = c0, d3 = c0, d4 = c0, d5 = c0;
-    __m512 d6 = c0, d7 = c0, d8 = c0, d9 = c0, d10 = c0, d11 = c0;
-    for (int k = 0; k < K; k++, b += ldb) {
-        __m512 bv = _mm512_loadu_ps(b), bw = _mm512_loadu_ps(b + pstride);
-        R2_FMA(0); R2_FMA(1); R2_FMA(2); R2_FMA(3); R2_FMA(4); R2_FMA(5);
-        R2_FMA(6); R2_FMA(7); R2_FMA(8); R2_FMA(9); R2_FMA(10); R2_FMA(11);
-    }
-    float acc[2 * MR * NR] __attribute__((aligned(64)));
-    __m512 c[2 * MR] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
-    __m512 d[2 * MR] = {d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11};
-    epilogue512(c, acc, o);
+#define R2_BODY                                                                 \
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0; \
+    __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;             \
+    __m512 d0 = c0, d1 = c0, d2 = c0, d3 = c0, d4 = c0, d5 = c0;               \
+    __m512 d6 = c0, d7 = c0, d8 = c0, d9 = c0, d10 = c0, d11 = c0;             \
+    for (long k = 0, ko = 0; k < K; k++, ko += ak, b += ldb) {                  \
+        __m512 bv = _mm512_loadu_ps(b), bw = _mm512_loadu_ps(b + pstride);      \
+        R2_FMA(0); R2_FMA(1); R2_FMA(2); R2_FMA(3); R2_FMA(4); R2_FMA(5);       \
+        R2_FMA(6); R2_FMA(7); R2_FMA(8); R2_FMA(9); R2_FMA(10); R2_FMA(11);     \
+    }                                                                           \
+    float acc[2 * MR * NR] __attribute__((aligned(64)));                        \
+    __m512 c[2 * MR] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};      \
+    __m512 d[2 * MR] = {d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11};      \
+    epilogue512(c, acc, o);                                                     \
     epilogue512(d, acc, o + 2);
+__attribute__((target("avx512f"))) static void rows_avx512_2p(const float *const *a, long ak, const float *b,
+                                                              long ldb, long pstride, int K, const struct out *o)
+{
+#define AV(r) a[r][ko]
+    R2_BODY
+#undef AV
 }
+
+__attribute__((target("avx512f"))) static void rows_avx512_2p_t(const float *at, long ak, const float *b, long ldb,
+                                                                long pstride, int K, const struct out *o)
+{
+#define AV(r) at[ko + (r)]
+    R2_BODY
+#undef AV
+}
+#undef R2_BODY
 #undef R2_FMA
 
 static int cpu_avx2(void);
@@ -480,26 +495,29 @@ static int panel_outs(struct out *o, float *C, int ldc, int i0, int p, int mr, i
 
 /* The kernels lx_gemm_rows may take: 0 plain, 1 AVX2, 2 AVX-512 where at
 ** least MR + 1 rows are left (AVX2 for the last MR). */
-static void rows_run(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M, int N,
-                     int K, float alpha, float beta, int isa)
+static void rows_run(float *C, int ldc, const float *A, long ar, long ak, const float *B, long ldb, long pstride, int M,
+                     int N, int K, float alpha, float beta, int isa)
 {
     for (int i0 = 0; i0 < M;) {
         int wide = isa == 2 && M - i0 > MR, rows = wide ? 2 * MR : MR;
         const float *a[2 * MR];
         int mr = M - i0 < rows ? M - i0 : rows;
         for (int r = 0; r < rows; r++)
-            a[r] = A + (long)(i0 + (r < mr ? r : 0)) * lda;
+            a[r] = A + (long)(i0 + (r < mr ? r : 0)) * ar;
         for (int p = 0; p * NR < N; p++) {
             struct out o[4];
             if (panel_outs(o, C, ldc, i0, p, mr, N, alpha, beta, wide)) {     /* two panels */
-                rows_avx512_2p(a, B + p * pstride, ldb, pstride, K, o);
+                if (ar == 1 && mr == 2 * MR)    /* a transposed A's 2·MR adjacent values */
+                    rows_avx512_2p_t(a[0], ak, B + p * pstride, ldb, pstride, K, o);
+                else
+                    rows_avx512_2p(a, ak, B + p * pstride, ldb, pstride, K, o);
                 p++;
             } else if (wide)
-                rows_avx512(a, B + p * pstride, ldb, K, o);
+                rows_avx512(a, ak, B + p * pstride, ldb, K, o);
             else if (isa)
-                rows_avx2(a, B + p * pstride, ldb, K, &o[0]);
+                rows_avx2(a, ak, B + p * pstride, ldb, K, &o[0]);
             else
-                rows_plain(a, B + p * pstride, ldb, K, &o[0]);
+                rows_plain(a, ak, B + p * pstride, ldb, K, &o[0]);
         }
         i0 += rows;
     }
@@ -508,19 +526,25 @@ static void rows_run(float *C, int ldc, const float *A, int lda, const float *B,
 void lx_gemm_rows(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M, int N,
                   int K, float alpha, float beta)
 {
-    rows_run(C, ldc, A, lda, B, ldb, pstride, M, N, K, alpha, beta, cpu_avx512() ? 2 : cpu_avx2());
+    rows_run(C, ldc, A, lda, 1, B, ldb, pstride, M, N, K, alpha, beta, cpu_avx512() ? 2 : cpu_avx2());
+}
+
+void lx_gemm_rows_t(float *C, int ldc, const float *At, int lda, const float *B, long ldb, long pstride, int M, int N,
+                    int K, float alpha, float beta)
+{
+    rows_run(C, ldc, At, 1, lda, B, ldb, pstride, M, N, K, alpha, beta, cpu_avx512() ? 2 : cpu_avx2());
 }
 
 void lx_gemm_rows_plain(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M,
                         int N, int K, float alpha, float beta)
 {
-    rows_run(C, ldc, A, lda, B, ldb, pstride, M, N, K, alpha, beta, 0);
+    rows_run(C, ldc, A, lda, 1, B, ldb, pstride, M, N, K, alpha, beta, 0);
 }
 
 void lx_gemm_rows_avx2(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M,
                        int N, int K, float alpha, float beta)
 {
-    rows_run(C, ldc, A, lda, B, ldb, pstride, M, N, K, alpha, beta, cpu_avx2());
+    rows_run(C, ldc, A, lda, 1, B, ldb, pstride, M, N, K, alpha, beta, cpu_avx2());
 }
 
 /* ---- bf16 products for the tiled attention (gemm.h) ------------------------ */
@@ -533,11 +557,12 @@ static inline uint32_t word_at(const uint16_t *x)
     return w;
 }
 
-/* Row r's pair p of A as the 32-bit word the kernels broadcast; with K odd
-** the last pair's upper half (a value past the row) is 0. */
-static inline uint32_t pair_at(const uint16_t *row, int p, int K)
+/* Row r's pair p of A (ap halves past pair p − 1) as the 32-bit word the
+** kernels broadcast; with K odd the last pair's upper half (a value past the
+** row) is 0. */
+static inline uint32_t pair_at(const uint16_t *row, int p, long ap, int K)
 {
-    uint32_t w = word_at(row + 2 * p);
+    uint32_t w = word_at(row + p * ap);
     return 2 * p + 1 < K ? w : w & 0xffffu;
 }
 
@@ -554,12 +579,12 @@ static float ftz(float s)
 }
 
 /* One MR × NR tile over K values, plain C: the chains gemm.h defines. */
-static void rows_bf16_plain(const uint16_t *const *a, const uint16_t *b, int K, const struct out *o)
+static void rows_bf16_plain(const uint16_t *const *a, long ap, const uint16_t *b, int K, const struct out *o)
 {
     float acc[MR * NR] = {0};
     for (int p = 0; 2 * p < K; p++, b += 2 * NR)
         for (int r = 0; r < MR; r++) {
-            uint32_t w = pair_at(a[r], p, K);
+            uint32_t w = pair_at(a[r], p, ap, K);
             float a0 = daz_bf16((uint16_t)w), a1 = daz_bf16((uint16_t)(w >> 16));
             for (int c = 0; c < NR; c++) {
                 float b0 = daz_bf16(b[2 * c]), b1 = daz_bf16(2 * p + 1 < K ? b[2 * c + 1] : 0);
@@ -585,16 +610,17 @@ static void rows_bf16_plain(const uint16_t *const *a, const uint16_t *b, int K, 
     RBF_DP(0, W(0)); RBF_DP(1, W(1)); RBF_DP(2, W(2)); RBF_DP(3, W(3)); RBF_DP(4, W(4)); RBF_DP(5, W(5)); \
     RBF_DP(6, W(6)); RBF_DP(7, W(7)); RBF_DP(8, W(8)); RBF_DP(9, W(9)); RBF_DP(10, W(10)); RBF_DP(11, W(11))
 __attribute__((target("avx512f,avx512bf16"), always_inline)) static inline void
-rows_bf16_512_body(const uint16_t *const *a, const uint16_t *b, long pstride, int K, const struct out *o, int two)
+rows_bf16_512_body(const uint16_t *const *a, long ap, const uint16_t *b, long pstride, int K, const struct out *o,
+                   int two)
 {
     __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
     __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
     __m512 d0 = c0, d1 = c0, d2 = c0, d3 = c0, d4 = c0, d5 = c0;
     __m512 d6 = c0, d7 = c0, d8 = c0, d9 = c0, d10 = c0, d11 = c0;
     int p = 0;
-    for (; 2 * p + 1 < K; p++, b += 2 * NR) {      /* whole pairs: each row's word broadcast from memory */
+    for (long po = 0; 2 * p + 1 < K; p++, po += ap, b += 2 * NR) {    /* whole pairs: each row's word broadcast */
         __m512bh bv = (__m512bh)_mm512_loadu_si512(b), bw = two ? (__m512bh)_mm512_loadu_si512(b + pstride) : bv;
-#define W_FULL(r) word_at(a[r] + 2 * p)
+#define W_FULL(r) word_at(a[r] + po)
         RBF_ROWS(W_FULL);
 #undef W_FULL
     }
@@ -602,7 +628,7 @@ rows_bf16_512_body(const uint16_t *const *a, const uint16_t *b, long pstride, in
         __m512i lo = _mm512_set1_epi32(0xffff);
         __m512bh bv = (__m512bh)_mm512_and_si512(_mm512_loadu_si512(b), lo);
         __m512bh bw = two ? (__m512bh)_mm512_and_si512(_mm512_loadu_si512(b + pstride), lo) : bv;
-#define W_LAST(r) pair_at(a[r], p, K)
+#define W_LAST(r) pair_at(a[r], p, ap, K)
         RBF_ROWS(W_LAST);
 #undef W_LAST
     }
@@ -615,17 +641,17 @@ rows_bf16_512_body(const uint16_t *const *a, const uint16_t *b, long pstride, in
     }
 }
 
-__attribute__((target("avx512f,avx512bf16"))) static void rows_bf16_512(const uint16_t *const *a, const uint16_t *b,
-                                                                       int K, const struct out *o)
+__attribute__((target("avx512f,avx512bf16"))) static void rows_bf16_512(const uint16_t *const *a, long ap,
+                                                                       const uint16_t *b, int K, const struct out *o)
 {
-    rows_bf16_512_body(a, b, 0, K, o, 0);
+    rows_bf16_512_body(a, ap, b, 0, K, o, 0);
 }
 
-__attribute__((target("avx512f,avx512bf16"))) static void rows_bf16_512_2p(const uint16_t *const *a,
+__attribute__((target("avx512f,avx512bf16"))) static void rows_bf16_512_2p(const uint16_t *const *a, long ap,
                                                                           const uint16_t *b, long pstride, int K,
                                                                           const struct out *o)
 {
-    rows_bf16_512_body(a, b, pstride, K, o, 1);
+    rows_bf16_512_body(a, ap, b, pstride, K, o, 1);
 }
 #undef RBF_ROWS
 #undef RBF_DP
@@ -638,8 +664,8 @@ int lx_gemm_bf16_native(void)
 
 /* As rows_run, on the bf16 kernels: 2·MR rows at a time on AVX512-BF16 (rows
 ** past M repeat row 0 and are dropped), MR on the plain one. */
-static void rows_bf16_run(float *C, int ldc, const uint16_t *A, int lda, const uint16_t *B, long pstride, int M,
-                          int N, int K, float alpha, float beta, int native)
+static void rows_bf16_run(float *C, int ldc, const uint16_t *A, long lda, long ap, const uint16_t *B, long pstride,
+                          int M, int N, int K, float alpha, float beta, int native)
 {
     int rows = native ? 2 * MR : MR;
     for (int i0 = 0; i0 < M; i0 += rows) {
@@ -650,48 +676,57 @@ static void rows_bf16_run(float *C, int ldc, const uint16_t *A, int lda, const u
         for (int q = 0; q * NR < N; q++) {
             struct out o[4];
             if (panel_outs(o, C, ldc, i0, q, mr, N, alpha, beta, native)) {   /* two panels */
-                rows_bf16_512_2p(a, B + q * pstride, pstride, K, o);
+                rows_bf16_512_2p(a, ap, B + q * pstride, pstride, K, o);
                 q++;
             } else if (native)
-                rows_bf16_512(a, B + q * pstride, K, o);
+                rows_bf16_512(a, ap, B + q * pstride, K, o);
             else
-                rows_bf16_plain(a, B + q * pstride, K, &o[0]);
+                rows_bf16_plain(a, ap, B + q * pstride, K, &o[0]);
         }
     }
 }
 
-void lx_gemm_rows_bf16(float *C, int ldc, const uint16_t *A, int lda, const uint16_t *B, long pstride, int M, int N,
-                       int K, float alpha, float beta)
+void lx_gemm_rows_bf16(float *C, int ldc, const uint16_t *A, long lda, long apair, const uint16_t *B, long pstride,
+                       int M, int N, int K, float alpha, float beta)
 {
-    rows_bf16_run(C, ldc, A, lda, B, pstride, M, N, K, alpha, beta, lx_gemm_bf16_native());
+    rows_bf16_run(C, ldc, A, lda, apair, B, pstride, M, N, K, alpha, beta, lx_gemm_bf16_native());
 }
 
-void lx_gemm_rows_bf16_plain(float *C, int ldc, const uint16_t *A, int lda, const uint16_t *B, long pstride, int M,
-                             int N, int K, float alpha, float beta)
+void lx_gemm_rows_bf16_plain(float *C, int ldc, const uint16_t *A, long lda, long apair, const uint16_t *B,
+                             long pstride, int M, int N, int K, float alpha, float beta)
 {
-    rows_bf16_run(C, ldc, A, lda, B, pstride, M, N, K, alpha, beta, 0);
+    rows_bf16_run(C, ldc, A, lda, apair, B, pstride, M, N, K, alpha, beta, 0);
 }
 
 void lx_gemm_bf16_pack_bt(uint16_t *P, const float *B, int ldb, int N, int K)
 {
     LX_ASSERT(K % 2 == 0);
+    uint16_t row[512];
     for (int q = 0; q * NR < N; q++, P += (size_t)K * NR)
-        for (int c = 0; c < NR; c++) {
-            const float *row = B + (long)(q * NR + c) * ldb;
-            for (int k = 0; k < K; k++)
-                P[(k / 2) * 2 * NR + 2 * c + k % 2] = q * NR + c < N ? lx_f32_to_bf16(row[k]) : 0;
-        }
+        for (int c = 0; c < NR; c++)
+            for (int k0 = 0; k0 < K; k0 += 512) {    /* a row's pairs are adjacent in B: convert, then place each word */
+                int n = K - k0 < 512 ? K - k0 : 512;
+                if (q * NR + c < N)
+                    lx_f32_to_bf16_n(row, B + (long)(q * NR + c) * ldb + k0, (size_t)n);
+                else
+                    memset(row, 0, sizeof(uint16_t) * (size_t)n);
+                for (int p = 0; 2 * p < n; p++)
+                    memcpy(P + (size_t)(k0 / 2 + p) * 2 * NR + 2 * c, row + 2 * p, 2 * sizeof(uint16_t));
+            }
 }
 
 void lx_gemm_bf16_pack_b(uint16_t *P, const float *B, int ldb, int K, int N)
 {
     LX_ASSERT(N % NR == 0);
     long Kp = (K + NR - 1) / NR * NR;
-    for (int k = 0; k < Kp; k++)
-        for (int q = 0; q * NR < N; q++) {
-            uint16_t *d = P + q * Kp * NR + (k / 2) * 2 * NR + k % 2;
-            for (int c = 0; c < NR; c++)
-                d[2 * c] = k < K ? lx_f32_to_bf16(B[(long)k * ldb + q * NR + c]) : 0;
+    for (int q = 0; q * NR < N; q++)
+        for (int k = 0; k < Kp; k += 2) {   /* rows k and k + 1 interleaved: pair k / 2 of the panel */
+            uint16_t *d = P + q * Kp * NR + (long)k * NR;
+            if (k >= K)
+                memset(d, 0, sizeof(uint16_t) * 2 * NR);
+            else
+                lx_f32_to_bf16_pairs(d, B + (long)k * ldb + q * NR, k + 1 < K ? B + (long)(k + 1) * ldb + q * NR : NULL,
+                                     NR);
         }
 }
 

@@ -44,6 +44,11 @@ void lx_gemm_portable_avx2(float *C, int ldc, const float *A, int lda, const flo
 
 void lx_gemm_rows(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M, int N,
                   int K, float alpha, float beta);
+/* The same with A given transposed: At row-major (K × M, row stride lda),
+** A[i][k] = At[k·lda + i] (the same chains, so the same bits as lx_gemm_rows
+** on the transpose written out). */
+void lx_gemm_rows_t(float *C, int ldc, const float *At, int lda, const float *B, long ldb, long pstride, int M, int N,
+                    int K, float alpha, float beta);
 /* The same with the plain C kernel only (tests compare the two bit for bit). */
 void lx_gemm_rows_plain(float *C, int ldc, const float *A, int lda, const float *B, long ldb, long pstride, int M,
                         int N, int K, float alpha, float beta);
@@ -69,19 +74,23 @@ void lx_gemm_pack_bt(float *P, const float *B, int ldb, int N, int K);
 ** with K odd the last pair is (a[K−1], 0)·(b[K−1], 0). Then alpha·sum +
 ** beta·C as lx_gemm_rows.
 **
-** A is row-major bf16 (M × K, row stride lda, even), read in place; row r's
-** pair p is one 32-bit word at A + r·lda + 2p (with K odd, A[r·lda + K] is
-** read and ignored). B is given in column panels of LX_GEMM_NR columns, pairs
-** interleaved: panel q's pair p is LX_GEMM_NR words at B + q·pstride + 2·NR·p,
-** word c holding (b[2p][c], b[2p+1][c]) low half first. The two packers below
-** write them: the keys of Q·Kᵀ from K's rows, the values of P·V from V's rows.
-** One thread (the caller's). lx_gemm_rows_bf16 runs the AVX512-BF16 kernel
-** where the CPU has it and the plain C one elsewhere; the plain one is the
-** reference the tests compare it with bit for bit. */
-void lx_gemm_rows_bf16(float *C, int ldc, const uint16_t *A, int lda, const uint16_t *B, long pstride, int M, int N,
-                       int K, float alpha, float beta);
-void lx_gemm_rows_bf16_plain(float *C, int ldc, const uint16_t *A, int lda, const uint16_t *B, long pstride, int M,
-                             int N, int K, float alpha, float beta);
+** A is bf16, read in place: row r's pair p is one 32-bit word at A + r·lda +
+** p·apair (in bf16 values; with K odd its upper half is read and ignored).
+** Row-major A (M × K, row stride lda, even) has apair 2; the transpose of a
+** row-major X (K × M) in pairs, word (r, p) = (X[2p][r], X[2p + 1][r]) as
+** lx_f32_to_bf16_pairs writes rows 2p and 2p + 1 of X, has lda 2 and apair
+** twice the words between pairs. B is given in column panels of LX_GEMM_NR
+** columns, pairs interleaved: panel q's pair p is LX_GEMM_NR words at B +
+** q·pstride + 2·NR·p, word c holding (b[2p][c], b[2p+1][c]) low half first.
+** The two packers below write them: the keys of Q·Kᵀ from K's rows, the
+** values of P·V from V's rows. One thread (the caller's).
+** lx_gemm_rows_bf16 runs the AVX512-BF16 kernel where the CPU has it and the
+** plain C one elsewhere; the plain one is the reference the tests compare it
+** with bit for bit. */
+void lx_gemm_rows_bf16(float *C, int ldc, const uint16_t *A, long lda, long apair, const uint16_t *B, long pstride,
+                       int M, int N, int K, float alpha, float beta);
+void lx_gemm_rows_bf16_plain(float *C, int ldc, const uint16_t *A, long lda, long apair, const uint16_t *B,
+                             long pstride, int M, int N, int K, float alpha, float beta);
 /* 1: the CPU has AVX512-BF16 (lx_gemm_rows_bf16 runs its kernel). */
 int lx_gemm_bf16_native(void);
 

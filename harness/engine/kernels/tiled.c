@@ -101,7 +101,7 @@ struct tiled {
     const uint16_t *kb, *vb;    /* the keys' and the values' panels (kp is NULL then) */
     size_t kvb_head;            /* bf16 values of each per key/value head */
     long vb_ps;                 /* the values' panel stride */
-    void (*bf16prod)(float *, int, const uint16_t *, int, const uint16_t *, long, int, int, int, float, float);
+    void (*bf16prod)(float *, int, const uint16_t *, long, long, const uint16_t *, long, int, int, int, float, float);
 };
 
 /* ---- preparation: distance tables and far-key rows, once per call --------- */
@@ -311,15 +311,20 @@ __attribute__((target("avx512f,avx512dq,fma"))) static float max_of_avx512(const
 }
 static float max_of_sse2(const float *s, long n, float mx) { MAX_OF_BODY return mx; }
 
-float lx_tile_exp_sum(float *s, long n, float mx, int avx2)
+float lx_tile_exp_sum(float *s, long n, float mx, int level)
 {
-    return avx2 ? exp_sum_avx2(s, n, mx) : exp_sum_sse2(s, n, mx);
+    return level == 2 ? exp_sum_avx512(s, n, mx) : level ? exp_sum_avx2(s, n, mx) : exp_sum_sse2(s, n, mx);
 }
 
-int lx_tile_avx2(void)
+int lx_tile_exp_level(int sse2_only)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (sse2_only || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+        return 0;
+    return lx_numerics_get() != LX_NUMERICS_PORTABLE && __builtin_cpu_supports("avx512f") &&
+                   __builtin_cpu_supports("avx512dq")
+               ? 2
+               : 1;
 }
 
 /* ---- row statistics (attention.h, "Row statistics from the tiles") --------------- */
@@ -465,7 +470,7 @@ static void tile_scores(const struct tiled *x, float *S, float *F, const uint16_
     }
     if (x->bf16k) {
         LX_ASSERT(j0 % LX_GEMM_NR == 0);   /* block_forward starts every span on a panel */
-        x->bf16prod(S, bk, qb, D, x->kb + (size_t)(h / x->G) * x->kvb_head + (size_t)j0 * D,
+        x->bf16prod(S, bk, qb, D, 2, x->kb + (size_t)(h / x->G) * x->kvb_head + (size_t)j0 * D,
                           (long)D * LX_GEMM_NR, nr, nc, D, c, 0.0f);
     } else if (x->kp && j0 % LX_GEMM_NR == 0)
         lx_gemm_rows(S, bk, x->q + i0 * x->ld + (long)h * D, x->ld,
@@ -680,7 +685,7 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
                     lx_f32_to_bf16_n(pb + (size_t)r * pbs, S + (size_t)r * bk, (size_t)nc);
                     pb[(size_t)r * pbs + nc] = 0;
                 }
-                x->bf16prod(O + (size_t)ra * D, D, pb + (size_t)ra * pbs, pbs,
+                x->bf16prod(O + (size_t)ra * D, D, pb + (size_t)ra * pbs, pbs, 2,
                                   x->vb + (size_t)(h / x->G) * x->kvb_head + (size_t)j0 * LX_GEMM_NR, x->vb_ps,
                                   nr - ra, D, nc, 1.0f, 1.0f);
                 continue;
@@ -720,9 +725,8 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
     if (x.n_tab)
         lx_tile_dist_tables(ws->tab, spec, H, T);
     x.far = lx_tile_rot_floats(spec, T, H, D) > 0;
-    x.avx2 = lx_tile_avx2() && !ws->sse2_only;
-    x.avx512 = x.avx2 && lx_numerics_get() != LX_NUMERICS_PORTABLE && __builtin_cpu_supports("avx512f") &&
-               __builtin_cpu_supports("avx512dq");
+    int level = lx_tile_exp_level(ws->sse2_only);
+    x.avx2 = level >= 1, x.avx512 = level == 2;
     if (x.far)
         far_rows(&x);
     x.bf16k = x.bf16 && ws->kpack && lx_tile_kpack_floats(T, KV, D) && ws->bk % LX_GEMM_NR == 0 &&

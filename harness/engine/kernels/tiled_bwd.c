@@ -17,11 +17,24 @@
 ** two tiles. Nothing T × T is stored: per head the rows' L and D (T floats
 ** each), and per thread the tiles.
 **
+** The five products run through lx_gemm or on lenx's tile kernels (gemm.h;
+** D a multiple of LX_GEMM_NR), as ws->products says (attention.h). On the
+** fp32 kernel a key tile's Kᵀ and Vᵀ are packed once for all the query
+** blocks that see it, Q, dO and K are read in place as panels, and P and dS
+** are read in place as Pᵀ and dSᵀ (lx_gemm_rows_t). Their chains are
+** lx_gemm_portable's, so in portable numerics the two give the same bits
+** (the tests compare them) and the kernel is the faster. Causal rows above a
+** key tile's first key skip S and dP on the kernels (their P and dS are 0,
+** as row_grad writes them), as in the forward.
+**
 ** In numerics bf16 the products read bf16 values, as the forward's do: q, k,
 ** v come rounded from the forward and dO from the model (model.c), and P and
-** dS are rounded before the three products that read them; the fp32 tile
-** kernel then multiplies exact bf16 values with fp32 sums (the arithmetic of
-** a bf16 kernel, without its speed).
+** dS are rounded before the three products that read them. On a CPU with
+** AVX512-BF16 all five run on the bf16 tile kernel (lx_gemm_rows_bf16; its
+** plain C twin with ws->bf16_plain): the key tile packed in bf16 pairs three
+** ways (Kᵀ, Vᵀ, K), the query block's Q and dO as rows and as pairs, P and dS
+** written in bf16 (Pᵀ, dSᵀ, dS). Elsewhere the fp32 tile kernel multiplies
+** the same bf16 values with fp32 sums.
 */
 #include "harness/engine/kernels/attention.h"
 
@@ -30,11 +43,37 @@
 #include <string.h>
 
 #include "harness/core/half.h"
+#include "harness/engine/kernels/gemm.h"
 #include "harness/engine/kernels/numerics.h"
 
-size_t lx_tile_bwd_thread_floats(int bq, int bk, int T)
+/* Round n up to even: the row stride of a bf16 A operand (an odd K reads one value past). */
+static long even(long n)
 {
-    return 2 * (size_t)bq * (size_t)bk + (size_t)bk + (size_t)T;
+    return n + (n & 1);
+}
+
+/* bf16 values of the bf16 kernel's operands: Q and dO rows, the key tile
+** packed three ways, Q and dO in pairs, Pᵀ and dSᵀ (pairs of query rows,
+** 2·bk values each), dS (bq rows). */
+static size_t bf16_values(int bq, int bk, int D)
+{
+    return 2 * (size_t)bq * D + 3 * lx_gemm_bt_floats(bk, D) + 2 * lx_gemm_bt_floats(bq, D) +
+           2 * (size_t)even(bq) * bk + (size_t)bq * even(bk);
+}
+
+/* Floats of the fp32 kernel's operands: Kᵀ and Vᵀ panels. */
+static size_t f32_floats(int bk, int D)
+{
+    return 2 * lx_gemm_bt_floats(bk, D);
+}
+
+size_t lx_tile_bwd_thread_floats(int bq, int bk, int D, int T)
+{
+    size_t base = 2 * (size_t)bq * (size_t)bk + (size_t)bk + (size_t)T;
+    if (D % LX_GEMM_NR)
+        return base;
+    size_t f = f32_floats(bk, D), b = (bf16_values(bq, bk, D) + 1) / 2;
+    return base + (f > b ? f : b);
 }
 
 /* What one call shares between its threads. */
@@ -49,8 +88,10 @@ struct tbwd {
     int T, H, D, ld, ldo, causal;       /* as in struct lx_attn_shape */
     int G;                              /* query heads per key/value head, H / KV */
     int n_tab;                          /* rows of a head's distance tables (0: no distance op) */
-    int avx2;                           /* 1: the AVX2 + FMA build of the exp loop */
+    int exp_level;                      /* the exp loop's build (lx_tile_exp_level) */
     int bf16;                           /* 1: numerics bf16, P and dS rounded to bf16 */
+    int kern;                           /* the products: 0 lx_gemm, 1 the fp32 tile kernel, 2 the bf16 one */
+    void (*bf16prod)(float *, int, const uint16_t *, long, long, const uint16_t *, long, int, int, int, float, float);
 };
 
 /* Row i's logits over tile columns [0, nv) in place, and their slopes in a
@@ -92,7 +133,7 @@ static void row_grad(const struct tbwd *x, float *s, float *g, float *a, int h, 
                      float L, float Di, float c)
 {
     int same = row_logits(x, s, a, h, i, j0, nv);
-    lx_tile_exp_sum(s, nv, L, x->avx2);
+    lx_tile_exp_sum(s, nv, L, x->exp_level);
     if (same) {
         float ac = a[0] * c;
 #pragma omp simd
@@ -107,52 +148,187 @@ static void row_grad(const struct tbwd *x, float *s, float *g, float *a, int h, 
         s[col] = g[col] = 0.0f;
 }
 
+/* A head's view of one call: its rows of q, k, v, o, dO, L and gradients. */
+struct hview {
+    const float *q, *k, *v, *o, *do_, *L;
+    float *dq, *dk, *dv;
+    int ldk;                            /* row stride of dk, dv */
+    float c;                            /* the q·k scale times the head's multiplier */
+};
+
+/* S (scaled by c) and dP of tile rows [ra, nr) through lx_gemm (rows before ra are 0). */
+static void scores_gemm(const struct tbwd *x, const struct hview *v, float *P, float *dS, long i0, long j0, int ra,
+                        int nr, int nc)
+{
+    int bk = x->ws->bk, D = x->D, ld = x->ld, ldo = x->ldo;
+    i0 += ra, P += (size_t)ra * bk, dS += (size_t)ra * bk, nr -= ra;
+    lx_gemm(P, bk, v->q + i0 * ld, ld, v->k + j0 * ld, ld, nr, nc, D, 0, 1, v->c, 0.0f);
+    lx_gemm(dS, bk, v->do_ + i0 * ldo, ldo, v->v + j0 * ld, ld, nr, nc, D, 0, 1, 1.0f, 0.0f);
+}
+
+/* dV, dK, dQ of one tile through lx_gemm (P, dS rounded to bf16 first in numerics bf16). */
+static void grads_gemm(const struct tbwd *x, const struct hview *v, float *P, float *dS, long i0, long j0, int nr,
+                       int nc)
+{
+    int bk = x->ws->bk, D = x->D, ld = x->ld, ldo = x->ldo, ldk = v->ldk;
+    for (int r = 0; x->bf16 && r < nr; r++) {
+        lx_round_bf16_n(P + (size_t)r * bk, (size_t)nc);
+        lx_round_bf16_n(dS + (size_t)r * bk, (size_t)nc);
+    }
+    lx_gemm(v->dv + j0 * ldk, ldk, P, bk, v->do_ + i0 * ldo, ldo, nc, D, nr, 1, 0, 1.0f, 1.0f);
+    lx_gemm(v->dk + j0 * ldk, ldk, dS, bk, v->q + i0 * ld, ld, nc, D, nr, 1, 0, 1.0f, 1.0f);
+    lx_gemm(v->dq + i0 * ld, ld, dS, bk, v->k + j0 * ld, ld, nr, D, nc, 0, 0, 1.0f, 1.0f);
+}
+
+/* ---- the fp32 tile kernel: Kᵀ, Vᵀ packed per key tile --------------------- */
+
+struct f32ops {
+    float *kt, *vt;             /* the key tile's Kᵀ and Vᵀ panels */
+};
+
+static void pack_f32(const struct tbwd *x, const struct hview *v, const struct f32ops *w, long j0, int nc)
+{
+    lx_gemm_pack_bt(w->kt, v->k + j0 * x->ld, x->ld, nc, x->D);
+    lx_gemm_pack_bt(w->vt, v->v + j0 * x->ld, x->ld, nc, x->D);
+}
+
+static void scores_f32(const struct tbwd *x, const struct hview *v, const struct f32ops *w, float *P, float *dS,
+                       long i0, int ra, int nr, int nc)
+{
+    int bk = x->ws->bk, D = x->D;
+    long ps = (long)D * LX_GEMM_NR;
+    i0 += ra, P += (size_t)ra * bk, dS += (size_t)ra * bk, nr -= ra;
+    lx_gemm_rows(P, bk, v->q + i0 * x->ld, x->ld, w->kt, LX_GEMM_NR, ps, nr, nc, D, v->c, 0.0f);
+    lx_gemm_rows(dS, bk, v->do_ + i0 * x->ldo, x->ldo, w->vt, LX_GEMM_NR, ps, nr, nc, D, 1.0f, 0.0f);
+}
+
+static void grads_f32(const struct tbwd *x, const struct hview *v, const struct f32ops *w, float *P, float *dS,
+                      long i0, long j0, int nr, int nc)
+{
+    int bk = x->ws->bk, D = x->D, ld = x->ld, ldo = x->ldo, ldk = v->ldk;
+    for (int r = 0; x->bf16 && r < nr; r++)
+        lx_round_bf16_n(P + (size_t)r * bk, (size_t)nc), lx_round_bf16_n(dS + (size_t)r * bk, (size_t)nc);
+    /* Pᵀ and dSᵀ read in place (lx_gemm_rows_t); Q's, dO's and K's rows are their own panels (D is a
+    ** multiple of LX_GEMM_NR) */
+    lx_gemm_rows_t(v->dv + j0 * ldk, ldk, P, bk, v->do_ + i0 * ldo, ldo, LX_GEMM_NR, nc, D, nr, 1.0f, 1.0f);
+    lx_gemm_rows_t(v->dk + j0 * ldk, ldk, dS, bk, v->q + i0 * ld, ld, LX_GEMM_NR, nc, D, nr, 1.0f, 1.0f);
+    lx_gemm_rows(v->dq + i0 * ld, ld, dS, bk, v->k + j0 * ld, ld, LX_GEMM_NR, nr, D, nc, 1.0f, 1.0f);
+}
+
+/* ---- the bf16 tile kernel ------------------------------------------------------ */
+
+struct bf16ops {
+    uint16_t *qb, *dob;         /* the block's Q and dO rows (D apart) */
+    uint16_t *kt, *vt, *kb;     /* the key tile: Kᵀ, Vᵀ panels; K in pairs (as B) */
+    uint16_t *qp, *dop;         /* the block's Q and dO in pairs (as B) */
+    uint16_t *pt, *dst, *ds;    /* Pᵀ, dSᵀ (query rows in pairs, 2·bk values a pair), dS (rows even(bk) apart) */
+};
+
+static void pack_bf16(const struct tbwd *x, const struct hview *v, const struct bf16ops *w, long j0, int nc)
+{
+    lx_gemm_bf16_pack_bt(w->kt, v->k + j0 * x->ld, x->ld, nc, x->D);
+    lx_gemm_bf16_pack_bt(w->vt, v->v + j0 * x->ld, x->ld, nc, x->D);
+    lx_gemm_bf16_pack_b(w->kb, v->k + j0 * x->ld, x->ld, nc, x->D);
+}
+
+static void scores_bf16(const struct tbwd *x, const struct hview *v, const struct bf16ops *w, float *P, float *dS,
+                        long i0, int ra, int nr, int nc)
+{
+    int bk = x->ws->bk, D = x->D;
+    long ps = (long)D * LX_GEMM_NR;
+    for (int r = 0; r < nr; r++) {
+        lx_f32_to_bf16_n(w->qb + (size_t)r * D, v->q + (i0 + r) * x->ld, (size_t)D);
+        lx_f32_to_bf16_n(w->dob + (size_t)r * D, v->do_ + (i0 + r) * x->ldo, (size_t)D);
+    }
+    lx_gemm_bf16_pack_b(w->qp, v->q + i0 * x->ld, x->ld, nr, D);
+    lx_gemm_bf16_pack_b(w->dop, v->do_ + i0 * x->ldo, x->ldo, nr, D);
+    size_t a = (size_t)ra * D, t = (size_t)ra * bk;
+    x->bf16prod(P + t, bk, w->qb + a, D, 2, w->kt, ps, nr - ra, nc, D, v->c, 0.0f);
+    x->bf16prod(dS + t, bk, w->dob + a, D, 2, w->vt, ps, nr - ra, nc, D, 1.0f, 0.0f);
+}
+
+static void grads_bf16(const struct tbwd *x, const struct hview *v, const struct bf16ops *w, const float *P,
+                       const float *dS, long i0, long j0, int nr, int nc)
+{
+    int bk = x->ws->bk, D = x->D, ldk = v->ldk;
+    long ls = even(bk), pw = 2 * (long)bk;     /* dS's row stride; Pᵀ's and dSᵀ's values per pair */
+    for (int r = 0; r < nr; r++) {
+        lx_f32_to_bf16_n(w->ds + r * ls, dS + (size_t)r * bk, (size_t)nc);
+        if (nc & 1)
+            w->ds[r * ls + nc] = 0;     /* what an odd nc pairs with (ls > nc then) */
+    }
+    /* Pᵀ and dSᵀ as pairs of query rows (gemm.h: lda 2, apair pw): rows 2p, 2p + 1 interleaved */
+    for (int r = 0; r < nr; r += 2) {
+        const float *p1 = r + 1 < nr ? P + (size_t)(r + 1) * bk : NULL, *g1 = r + 1 < nr ? dS + (size_t)(r + 1) * bk : NULL;
+        lx_f32_to_bf16_pairs(w->pt + (r / 2) * pw, P + (size_t)r * bk, p1, (size_t)nc);
+        lx_f32_to_bf16_pairs(w->dst + (r / 2) * pw, dS + (size_t)r * bk, g1, (size_t)nc);
+    }
+    long pq = (long)lx_gemm_bt_floats(nr, LX_GEMM_NR), pk = (long)lx_gemm_bt_floats(nc, LX_GEMM_NR);
+    x->bf16prod(v->dv + j0 * ldk, ldk, w->pt, 2, pw, w->dop, pq, nc, D, nr, 1.0f, 1.0f);
+    x->bf16prod(v->dk + j0 * ldk, ldk, w->dst, 2, pw, w->qp, pq, nc, D, nr, 1.0f, 1.0f);
+    x->bf16prod(v->dq + i0 * x->ld, x->ld, w->ds, ls, 2, w->kb, pk, nr, D, nc, 1.0f, 1.0f);
+}
+
 /* Head h: every key tile in order, against the query blocks that see it. */
 static void head_backward(const struct tbwd *x, float *scr, int h)
 {
     const struct lx_tile_bwd_ws *ws = x->ws;
-    int bq = ws->bq, bk = ws->bk, T = x->T, D = x->D, ld = x->ld, ldo = x->ldo;
-    float *P = scr, *dS = P + (size_t)bq * bk, *a = dS + (size_t)bq * bk, *Drow = a + bk;
-    float c = (float)lx_spec_qk_scale(x->spec, D) * (x->mult && x->mult[h] != 0.0f ? x->mult[h] : 1.0f);
-    const float *q = x->q + (long)h * D, *k = x->k + (long)(h / x->G) * D, *v = x->v + (long)(h / x->G) * D;
-    const float *o = x->o + (long)h * D, *do_ = x->do_ + (long)h * D, *L = x->lse + (long)h * T;
-    float *dq = x->dq + (long)h * D, *dk, *dv;
-    int ldk = ld;
+    int bq = ws->bq, bk = ws->bk, T = x->T, D = x->D;
+    float *P = scr, *dS = P + (size_t)bq * bk, *a = dS + (size_t)bq * bk, *Drow = a + bk, *ops = Drow + T;
+    struct hview v = {.q = x->q + (long)h * D, .k = x->k + (long)(h / x->G) * D, .v = x->v + (long)(h / x->G) * D,
+                      .o = x->o + (long)h * D, .do_ = x->do_ + (long)h * D, .L = x->lse + (long)h * T,
+                      .dq = x->dq + (long)h * D, .ldk = x->ld,
+                      .c = (float)lx_spec_qk_scale(x->spec, D) * (x->mult && x->mult[h] != 0.0f ? x->mult[h] : 1.0f)};
     if (x->G > 1) {     /* this query head's dk | dv, added per group afterwards */
-        dk = ws->dkv + (long)h * T * 2 * D;
-        dv = dk + D;
-        ldk = 2 * D;
-        memset(dk, 0, sizeof(float) * (size_t)T * 2 * (size_t)D);
+        v.dk = ws->dkv + (long)h * T * 2 * D;
+        v.dv = v.dk + D;
+        v.ldk = 2 * D;
+        memset(v.dk, 0, sizeof(float) * (size_t)T * 2 * (size_t)D);
     } else {
-        dk = x->dk + (long)h * D;
-        dv = x->dv + (long)h * D;
+        v.dk = x->dk + (long)h * D;
+        v.dv = x->dv + (long)h * D;
     }
+    struct f32ops f = {.kt = ops, .vt = ops + lx_gemm_bt_floats(bk, D)};
+    struct bf16ops b = {.qb = (uint16_t *)ops};
+    b.dob = b.qb + (size_t)bq * D, b.kt = b.dob + (size_t)bq * D, b.vt = b.kt + lx_gemm_bt_floats(bk, D);
+    b.kb = b.vt + lx_gemm_bt_floats(bk, D), b.qp = b.kb + lx_gemm_bt_floats(bk, D);
+    b.dop = b.qp + lx_gemm_bt_floats(bq, D), b.pt = b.dop + lx_gemm_bt_floats(bq, D);
+    b.dst = b.pt + (size_t)bk * even(bq), b.ds = b.dst + (size_t)bk * even(bq);     /* even(bq) / 2 pairs of 2·bk */
     for (long i = 0; i < T; i++) {
         double s = 0.0;
         for (int d = 0; d < D; d++)
-            s += (double)do_[i * ldo + d] * o[i * ldo + d];
+            s += (double)v.do_[i * x->ldo + d] * v.o[i * x->ldo + d];
         Drow[i] = (float)s;
     }
     for (long j0 = 0; j0 < T; j0 += bk) {
         long j1 = j0 + bk < T ? j0 + bk : T;
         int nc = (int)(j1 - j0);
+        if (x->kern == 1)
+            pack_f32(x, &v, &f, j0, nc);
+        else if (x->kern == 2)
+            pack_bf16(x, &v, &b, j0, nc);
         for (long i0 = x->causal ? j0 / bq * bq : 0; i0 < T; i0 += bq) {
             long i1 = i0 + bq < T ? i0 + bq : T;
             int nr = (int)(i1 - i0);
-            lx_gemm(P, bk, q + i0 * ld, ld, k + j0 * ld, ld, nr, nc, D, 0, 1, c, 0.0f);
-            lx_gemm(dS, bk, do_ + i0 * ldo, ldo, v + j0 * ld, ld, nr, nc, D, 0, 1, 1.0f, 0.0f);
+            /* causal rows above the tile's first key see none of it: no S, dP (row_grad zeroes them) */
+            int ra = x->kern && x->causal && j0 > i0 ? (int)(j0 - i0) : 0;
+            if (x->kern == 1)
+                scores_f32(x, &v, &f, P, dS, i0, ra, nr, nc);
+            else if (x->kern == 2)
+                scores_bf16(x, &v, &b, P, dS, i0, ra, nr, nc);
+            else
+                scores_gemm(x, &v, P, dS, i0, j0, ra, nr, nc);
             for (int r = 0; r < nr; r++) {
                 long i = i0 + r, nv = x->causal ? (i - j0 + 1 < nc ? i - j0 + 1 : nc) : nc;
                 nv = nv < 0 ? 0 : nv;
-                row_grad(x, P + (size_t)r * bk, dS + (size_t)r * bk, a, h, i, j0, nv, nc, L[i], Drow[i], c);
-                if (x->bf16) {
-                    lx_round_bf16_n(P + (size_t)r * bk, (size_t)nc);
-                    lx_round_bf16_n(dS + (size_t)r * bk, (size_t)nc);
-                }
+                row_grad(x, P + (size_t)r * bk, dS + (size_t)r * bk, a, h, i, j0, nv, nc, v.L[i], Drow[i], v.c);
             }
-            lx_gemm(dv + j0 * ldk, ldk, P, bk, do_ + i0 * ldo, ldo, nc, D, nr, 1, 0, 1.0f, 1.0f);
-            lx_gemm(dk + j0 * ldk, ldk, dS, bk, q + i0 * ld, ld, nc, D, nr, 1, 0, 1.0f, 1.0f);
-            lx_gemm(dq + i0 * ld, ld, dS, bk, k + j0 * ld, ld, nr, D, nc, 0, 0, 1.0f, 1.0f);
+            if (x->kern == 1)
+                grads_f32(x, &v, &f, P, dS, i0, j0, nr, nc);
+            else if (x->kern == 2)
+                grads_bf16(x, &v, &b, P, dS, i0, j0, nr, nc);
+            else
+                grads_gemm(x, &v, P, dS, i0, j0, nr, nc);
         }
     }
 }
@@ -166,12 +342,18 @@ void lx_attn_tiled_backward(float *dq, float *dk, float *dv, const float *do_, c
     LX_ASSERT(!spec->vis.window && !spec->vis.sinks && !spec->posmap.method);
     struct tbwd x = {.spec = spec, .q = q, .k = k, .v = v, .o = o, .do_ = do_, .lse = lse, .dq = dq, .dk = dk,
                      .dv = dv, .mult = mult, .ws = ws, .T = T, .H = H, .D = D, .G = H / KV, .ld = sh->ld,
-                     .ldo = sh->ldo, .causal = sh->causal, .n_tab = lx_tile_tab_rows(spec), .avx2 = lx_tile_avx2(),
-                     .bf16 = lx_numerics_get() == LX_NUMERICS_BF16};
+                     .ldo = sh->ldo, .causal = sh->causal, .n_tab = lx_tile_tab_rows(spec), .exp_level = lx_tile_exp_level(0),
+                     .bf16 = lx_numerics_get() == LX_NUMERICS_BF16,
+                     .bf16prod = ws->bf16_plain ? lx_gemm_rows_bf16_plain : lx_gemm_rows_bf16};
+    int bf16k = x.bf16 && (ws->bf16_plain || lx_gemm_bf16_native()), pr = ws->products;
+    if (pr == LX_BWD_PRODUCTS_AUTO)
+        pr = lx_numerics_get() == LX_NUMERICS_PORTABLE || bf16k ? LX_BWD_PRODUCTS_KERNELS : LX_BWD_PRODUCTS_GEMM;
+    if (pr == LX_BWD_PRODUCTS_KERNELS && D % LX_GEMM_NR == 0)
+        x.kern = bf16k ? 2 : 1;
     LX_ASSERT((!x.n_tab || ws->tab) && (x.G == 1 || ws->dkv));
     if (x.n_tab)
         lx_tile_dist_tables(ws->tab, spec, H, T);
-    size_t per = lx_tile_bwd_thread_floats(ws->bq, ws->bk, T);
+    size_t per = lx_tile_bwd_thread_floats(ws->bq, ws->bk, D, T);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int h = 0; h < H; h++)
         head_backward(&x, ws->scratch + per * (size_t)omp_get_thread_num(), h);

@@ -101,7 +101,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             ROW(tile, mat ? 0 : nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, (int)D), 4),
             ROW(tile_tab, mat ? 0 : H * (1 + LX_SPEC_MAX_OPS) * T, 8),
             ROW(tile_kpack, mat ? 0 : KVp, 4),
-            ROW(tile_bwd, mat ? 0 : nthr * (double)lx_tile_bwd_thread_floats(LX_TILE_TRAIN_BQ, LX_TILE_TRAIN_BK, T), 4),
+            ROW(tile_bwd, mat ? 0 : nthr * (double)lx_tile_bwd_thread_floats(LX_TILE_TRAIN_BQ, LX_TILE_TRAIN_BK, (int)D, T), 4),
             ROW(dkv, mat || !gqa ? 0 : H * T * 2 * D, 4),
             LAZY(far, mat ? far : 0, 4, 0), LAZY(qkn, LL * N * 2 * H, 4, 0),   /* posmap, CosScale: counted always */
         };
