@@ -71,6 +71,9 @@ struct lx_task {
                                 ** a backend without them is refused at plan time */
     int decodes;                /* (model tasks) 1 when it decodes greedy tokens through a KV cache
                                 ** (harness/engine/model/kvcache.h): the plan's memory check counts one a window */
+    int losses_only;            /* (model tasks) 1 when its passes read each row's loss alone
+                                ** (lx_eval_windows with logits 0): they hold one block of
+                                ** LX_EVAL_ROWS rows of logits, and the plan's memory check counts that */
 
     /* (logit tasks) facts for methods when there is no model */
     void (*facts)(const void *params, long length, struct lx_facts *f);

@@ -29,6 +29,8 @@
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/engine/model/train.h"
 #include "harness/core/rng.h"
+#include "harness/sweep/grid.h"
+#include "harness/sweep/plan.h"
 #include "tasks/task.h"
 #include "tests/model_stacks.h"     /* stacks[], rel_err() */
 #include "tests/stack.h"
@@ -693,4 +695,35 @@ Test(tiled, memory_plan_grows_linearly_without_probabilities, .timeout = 30)
     /* attention statistics come from the tiles: no task reads whole rows now */
     cr_expect_eq(lx_task_attn.needs_probs, 0);
     cr_expect_eq(lx_task_passkey.needs_probs, 0);
+}
+
+/* The plan's per-cell memory (what `lenx run --dry-run` prints and checks against the memory
+** available) follows what the cell's pass holds: a ppl cell reads losses only, so its logits
+** are one block of LX_EVAL_ROWS rows (LX_RUN_LOSS), not its whole batch's (8192 tokens × the
+** vocabulary); a passkey cell decodes through a KV cache and keeps its logits whole. */
+Test(tiled, plan_counts_one_block_of_logits_for_a_ppl_cell)
+{
+    struct lx_grid g;
+    struct lx_plan plan;
+    struct lx_error err = {""};
+    const char *text = "name: h\nmethods: [rope]\ntasks: [ppl, passkey]\nlengths: [4096]\n"
+                       "models: {m: {arch: {d_model: 64, heads: 2, d_head: 32, d_mlp: 128, vocab: 4096}}}\n";
+    cr_assert_eq(lx_grid_load_text(&g, text, "h.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_plan_build(&plan, &g, &err), LX_OK, "%s", err.msg);
+    const struct lx_arch *a = &g.models[0].arch;
+    int B = 8192 / 4096, seen = 0;
+    double loss = lx_run_bytes(a, B, 4096, 0, LX_RUN_LOSS), whole = lx_run_bytes(a, B, 4096, 0, 0);
+    cr_assert_gt(whole - loss, 4.0 * (B * 4096 - LX_EVAL_ROWS) * a->vocab * 0.99, "the logits are most of it");
+    for (int i = 0; i < plan.n_cells; i++) {
+        const struct lx_cell *c = &plan.cells[i];
+        const char *task = g.tasks[c->task].task->name;
+        if (!strcmp(task, "ppl"))
+            cr_expect_eq(c->mem, loss, "ppl cell: %.0f bytes planned, a losses-only pass holds %.0f", c->mem, loss);
+        else
+            cr_expect_geq(c->mem, whole, "%s cell: %.0f bytes planned, whole logits %.0f", task, c->mem, whole);
+        seen++;
+    }
+    cr_expect_eq(seen, 2);
+    lx_plan_release(&plan);
+    lx_grid_release(&g);
 }
