@@ -29,7 +29,7 @@ if [ ! -f "$MODEL/model.safetensors" ]; then
     /usr/bin/python3 -c "import torch" 2>/dev/null || {
         sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
         $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends python3-torch >&2; }
-    tok=$(sh "$ROOT/scripts/tokenizers.sh" | awk '$1 == "llama3" {print $2}')
+    tok=$(bash "$ROOT/scripts/tokenizers.sh" | awk '$1 == "llama3" {print $2}')
     /usr/bin/python3 "$ROOT/tests/ref/hf_bf16_ref.py" 1b "$MODEL" "$ROOT/$tok"
 fi
 TEXT="$ROOT/data/corpus/austen/test/persuasion.txt"
