@@ -138,4 +138,8 @@ Test(ops, crossentropy_gradients_and_values)
     int tg[1] = {3};
     lx_crossentropy_forward(l1, p1, u, tg, 1, V);
     cr_expect(fabsf(l1[0] - logf((float)V)) < 1e-6f);
+    /* Without probs (evaluation reads losses only): the same losses, bit for bit. */
+    float l2[T];
+    lx_crossentropy_forward(l2, NULL, a.logits, a.targets, T, V);
+    cr_expect_eq(memcmp(l2, loss, sizeof loss), 0, "losses without probs differ");
 }

@@ -141,14 +141,14 @@ void lx_crossentropy_forward(float *loss, float *probs, const float *logits, con
 #pragma omp parallel for schedule(static) if ((long)T * V > 65536)
     for (int t = 0; t < T; t++) {
         const float *lt = logits + (long)t * V;
-        float *pt = probs + (long)t * V;
+        float *pt = probs ? probs + (long)t * V : NULL;
         float mx = lt[0];
         for (int v = 1; v < V; v++)
             mx = lt[v] > mx ? lt[v] : mx;
         double z = 0.0;
         for (int v = 0; v < V; v++)
             z += exp((double)lt[v] - mx);
-        for (int v = 0; v < V; v++)
+        for (int v = 0; probs && v < V; v++)
             pt[v] = (float)(exp((double)lt[v] - mx) / z);
         loss[t] = targets[t] < 0 ? 0.0f : (float)(log(z) + mx - lt[targets[t]]);
     }

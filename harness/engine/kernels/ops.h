@@ -40,7 +40,8 @@ void lx_swiglu_forward(float *y, int ldy, const float *h, int N, int F);
 void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F);
 
 /* Softmax cross-entropy per row: loss (T) = logsumexp(logits) - logits[target];
-** probs (T, V) saved. Targets < 0 are ignored (loss 0). */
+** probs (T, V) saved for the backward, or NULL (evaluation: the losses alone,
+** the same bits, half the exponentials). Targets < 0 are ignored (loss 0). */
 void lx_crossentropy_forward(float *loss, float *probs, const float *logits, const int *targets, int T, int V);
 /* dlogits (T, V) = scale * (probs - onehot(target)) for rows with a target, 0 otherwise. */
 void lx_crossentropy_backward(float *dlogits, const float *probs, const int *targets, int T, int V, float scale);

@@ -109,7 +109,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
         n = (int)(sizeof t / sizeof *t);
     } else {
         struct acts_row e[] = {
-            ROW(x, N * C, 4), ROW(rstd1, N, 4), ROW(rstdf, N, 4), ROW(probs, R * V, 4), ROW(loss, N, 4),
+            ROW(x, N * C, 4), ROW(rstd1, N, 4), ROW(rstdf, N, 4), ROW(loss, N, 4),     /* no probs: no backward */
             PHASE(1, xn1, N * C), PHASE(1, qkv, N * QKV), PHASE(1, ao, N * HD),         /* attention */
             PHASE(1, tile_kpack, KVp),
             PHASE(2, xn2, NB * C), PHASE(2, h, NB * F2),                                /* MLP */

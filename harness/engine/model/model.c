@@ -323,7 +323,7 @@ static void note_nonfinite(struct lx_acts *a, const float *logits, long r0, long
 
 /* The final norm and the head's logits of all N rows, a->rows at a time
 ** (xnf holds one block); with targets, the per-token NLL over blocks of
-** ce_rows rows (probs holds one block). loss_only: the logits of a block of
+** ce_rows rows (and their softmax into probs, one block, unless NULL). loss_only: the logits of a block of
 ** at most LX_EVAL_ROWS rows at a time, in place of the last, each checked. */
 static void head(const struct lx_model *m, struct lx_acts *a, const float *x, float *probs, long ce_rows,
                  const int *targets, const struct sizes *s)
@@ -387,7 +387,7 @@ static void forward_eval(const struct lx_model *m, const struct lx_spec *spec, c
                 s->N - r0 < rows ? s->N - r0 : rows, s);
         }
     }
-    head(m, a, a->x, a->probs, LX_EVAL_ROWS, targets, s);
+    head(m, a, a->x, NULL, LX_EVAL_ROWS, targets, s);     /* losses only: no softmax rows (no backward) */
 }
 
 double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,

@@ -87,7 +87,7 @@ struct lx_acts {
     float *sig;                 /* train: (layers, N, F) GELU's σ(2u), kept for backward */
     float *rstdf, *xnf;         /* (N), (rows, C) final norm */
     float *logits;              /* (N, V); loss_only: (LX_EVAL_ROWS, V), one block of rows */
-    float *probs;               /* train: (N, V) softmax, when targets were given; eval: (LX_EVAL_ROWS, V) */
+    float *probs;               /* train: (N, V) softmax, when targets were given; eval: NULL (losses only) */
     float *loss;                /* (N) per-token NLL (0 where no target) */
     double *rope_cs;            /* (N, n_pairs, 2) cos, sin: per window position, or per row with pos */
     double *tab;                /* (n_thr, 2T) spec row tables A, B */
