@@ -472,7 +472,16 @@ Test(tiled, model_loss_equals_the_head_path, .timeout = 60)
 ** time), its acts laid out as `mode` (LX_ACTS_EVAL or LX_ACTS_EVAL_LOSS).
 ** With msg: token 5's head row at 3e38 (its logit overflows on every row)
 ** and no target scored, lx_acts_check_finite's error into msg. */
+static float *eval_losses_at(int mode, int V, char *msg, int one);
+
 static float *eval_losses(int mode, int V, char *msg)
+{
+    return eval_losses_at(mode, V, msg, 0);
+}
+
+/* As eval_losses; with msg, lm_head's row 5 is 3e38 in every column, or with one 1.7e38 in its
+** first column alone (so that only the rows whose first normalised value passes about 2 overflow). */
+static float *eval_losses_at(int mode, int V, char *msg, int one)
 {
     enum { EB = 2, ET = 700 };
     struct lx_arch a = {.mode = LX_MODEL_CAUSAL, .layers = 2, .d_model = 32, .heads = 2, .d_head = 16,
@@ -483,8 +492,8 @@ static float *eval_losses(int mode, int V, char *msg)
     struct lx_tensor_info *ti = calloc((size_t)n, sizeof *ti);
     lx_arch_tensors(&a, ti);
     for (int i = 0; msg && i < n; i++)
-        for (long c = 0; !strcmp(ti[i].name, "lm_head.weight") && c < a.d_model; c++)
-            m.w[ti[i].offset + 5 * a.d_model + c] = 3e38f;
+        for (long c = 0; !strcmp(ti[i].name, "lm_head.weight") && c < (one ? 1 : a.d_model); c++)
+            m.w[ti[i].offset + 5 * a.d_model + c] = one ? 1.7e38f : 3e38f;
     free(ti);
     struct lx_facts f = tfacts(16, 16, 2, ET);
     struct tstack st;
@@ -542,6 +551,13 @@ Test(tiled, losses_only_hold_one_block_of_logits, .timeout = 60)
     free(eval_losses(LX_ACTS_EVAL, V, m1)), free(eval_losses(LX_ACTS_EVAL_LOSS, V, m2));
     cr_expect(strstr(m1, "at window 0, position 0, token 5") != NULL, "%s", m1);
     cr_expect_str_eq(m2, m1);
+    /* only some rows overflow: the first of them is named, whichever thread scans it */
+    omp_set_num_threads(2);
+    free(eval_losses_at(LX_ACTS_EVAL, V, m1, 1)), free(eval_losses_at(LX_ACTS_EVAL_LOSS, V, m2, 1));
+    omp_set_num_threads(1);
+    cr_expect(strstr(m1, "token 5") != NULL && strstr(m1, "position 0,") == NULL, "%s", m1);
+    cr_expect_str_eq(m2, m1);
+    cr_log_info("one overflowing column: %s", m1);
 }
 
 /* ---- row statistics of a trained model at 16x its training length ------------- */
