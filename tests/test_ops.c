@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <omp.h>
 #include <string.h>
 
 #include "harness/engine/kernels/ops.h"
@@ -140,6 +141,25 @@ Test(ops, crossentropy_gradients_and_values)
     cr_expect(fabsf(l1[0] - logf((float)V)) < 1e-6f);
     /* Without probs (evaluation reads losses only): the same losses, bit for bit. */
     float l2[T];
-    lx_crossentropy_forward(l2, NULL, a.logits, a.targets, T, V);
+    cr_expect_eq(lx_crossentropy_forward(l2, NULL, a.logits, a.targets, T, V), T, "no row is non-finite");
     cr_expect_eq(memcmp(l2, loss, sizeof loss), 0, "losses without probs differ");
+}
+
+/* The cross-entropy names the first row holding a non-finite logit (the evaluation's check reads
+** it instead of scanning the logits again): −inf (which leaves the loss finite), +inf, NaN. */
+Test(ops, crossentropy_returns_the_first_row_with_a_non_finite_logit)
+{
+    enum { R = 40, W = 300 };   /* past the parallel threshold: 12,000 values */
+    static float lg[R * W], l[R];
+    static int tg[R];
+    fill(lg, R * W, 11, 1);
+    const float bad[3] = {-INFINITY, INFINITY, NAN};
+    for (int k = 0; k < 3; k++) {
+        fill(lg, R * W, 11, 1);
+        lg[17 * W + 123] = bad[k], lg[33 * W + 5] = NAN;
+        omp_set_num_threads(2);
+        cr_expect_eq(lx_crossentropy_forward(l, NULL, lg, tg, R, W), 17, "%g", (double)bad[k]);
+        omp_set_num_threads(1);
+        cr_expect_eq(lx_crossentropy_forward(l, NULL, lg, tg, R, W), 17, "%g, one thread", (double)bad[k]);
+    }
 }

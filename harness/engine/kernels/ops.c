@@ -4,6 +4,7 @@
 */
 #include "harness/engine/kernels/ops.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,15 +137,24 @@ void lx_gelu_backward_s(float *dx, const float *dy, const float *x, const float 
         dx[i] += dy[i] * gelu_grad(x[i], s[i]);
 }
 
-void lx_crossentropy_forward(float *loss, float *probs, const float *logits, const int *targets, int T, int V)
+int lx_crossentropy_forward(float *loss, float *probs, const float *logits, const int *targets, int T, int V)
 {
-#pragma omp parallel for schedule(static) if ((long)T * V > 65536)
+    int first = T;
+#pragma omp parallel for schedule(static) reduction(min : first) if ((long)T * V > 65536)
     for (int t = 0; t < T; t++) {
         const float *lt = logits + (long)t * V;
         float *pt = probs ? probs + (long)t * V : NULL;
+        /* the max in sixteen lanes (exact: any order gives it), and whether any value is
+        ** non-finite (|x| <= FLT_MAX fails for infinities and NaNs) */
         float mx = lt[0];
-        for (int v = 1; v < V; v++)
+        int bad = 0;
+#pragma omp simd reduction(max : mx) reduction(| : bad)
+        for (int v = 0; v < V; v++) {
             mx = lt[v] > mx ? lt[v] : mx;
+            bad |= !(fabsf(lt[v]) <= FLT_MAX);
+        }
+        if (bad && t < first)
+            first = t;
         double z = 0.0;
         for (int v = 0; v < V; v++)
             z += exp((double)lt[v] - mx);
@@ -152,6 +162,7 @@ void lx_crossentropy_forward(float *loss, float *probs, const float *logits, con
             pt[v] = (float)(exp((double)lt[v] - mx) / z);
         loss[t] = targets[t] < 0 ? 0.0f : (float)(log(z) + mx - lt[targets[t]]);
     }
+    return first;
 }
 
 void lx_crossentropy_backward(float *dlogits, const float *probs, const int *targets, int T, int V, float scale)

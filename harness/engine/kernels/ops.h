@@ -41,8 +41,10 @@ void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F
 
 /* Softmax cross-entropy per row: loss (T) = logsumexp(logits) - logits[target];
 ** probs (T, V) saved for the backward, or NULL (evaluation: the losses alone,
-** the same bits, half the exponentials). Targets < 0 are ignored (loss 0). */
-void lx_crossentropy_forward(float *loss, float *probs, const float *logits, const int *targets, int T, int V);
+** the same bits, half the exponentials). Targets < 0 are ignored (loss 0).
+** Returns the first row holding a non-finite logit (T when none): −inf
+** leaves a loss finite, so a caller that must refuse it reads this. */
+int lx_crossentropy_forward(float *loss, float *probs, const float *logits, const int *targets, int T, int V);
 /* dlogits (T, V) = scale * (probs - onehot(target)) for rows with a target, 0 otherwise. */
 void lx_crossentropy_backward(float *dlogits, const float *probs, const int *targets, int T, int V, float scale);
 

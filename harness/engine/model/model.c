@@ -7,7 +7,6 @@
 */
 #include "harness/engine/model/model.h"
 
-#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -313,26 +312,11 @@ static void mlp(const struct lx_arch *ar, const struct lx_layer_w *W, float *xou
     lx_wlinear(xout, s->C, act, ldact, W->mw2, n, s->F, s->C, 1.0f);
 }
 
-/* The first non-finite value of n logit rows starting at row r0, into
-** a->bad_logit unless one is there already: the rows scanned in parallel,
-** sixteen lanes at a time (|x| <= FLT_MAX fails for infinities and NaNs),
-** then the first bad row's values in order. */
+/* The first non-finite value of n logit rows starting at row r0 (the
+** cross-entropy names the row), into a->bad_logit unless one is there already. */
 static void note_nonfinite(struct lx_acts *a, const float *logits, long r0, long n, long V)
 {
-    if (a->bad_logit >= 0)
-        return;
-    long first = n;
-#pragma omp parallel for schedule(static) reduction(min : first) if (n * V > 65536)
-    for (long r = 0; r < n; r++) {
-        const float *row = logits + r * V;
-        int bad = 0;
-#pragma omp simd reduction(| : bad)
-        for (long v = 0; v < V; v++)
-            bad |= !(fabsf(row[v]) <= FLT_MAX);
-        if (bad && r < first)
-            first = r;
-    }
-    for (long i = first * V; first < n && a->bad_logit < 0; i++)
+    for (long i = 0; a->bad_logit < 0 && i < n * V; i++)
         if (!isfinite(logits[i]))
             a->bad_logit = r0 * V + i, a->bad_value = logits[i];
 }
@@ -356,11 +340,13 @@ static void head(const struct lx_model *m, struct lx_acts *a, const float *x, fl
         lx_rmsnorm_forward(a->xnf, a->rstdf + r0, x + r0 * s->C, m->v.norm, (int)n, (int)s->C,
                            (float)m->arch.norm_eps);
         lx_wlinear(blk, s->V, a->xnf, s->C, m->v.mhead, n, s->C, s->V, 0.0f);
-        if (a->loss_only)
-            note_nonfinite(a, blk, r0, n, s->V);
-        for (long c0 = r0; targets && c0 < r0 + n; c0 += ce_rows)
-            lx_crossentropy_forward(a->loss + c0, probs, blk + (c0 - r0) * s->V, targets + c0,
-                                    (int)(r0 + n - c0 < ce_rows ? r0 + n - c0 : ce_rows), (int)s->V);
+        for (long c0 = r0; targets && c0 < r0 + n; c0 += ce_rows) {
+            int nc = (int)(r0 + n - c0 < ce_rows ? r0 + n - c0 : ce_rows);
+            const float *lg = blk + (c0 - r0) * s->V;
+            int bad = lx_crossentropy_forward(a->loss + c0, probs, lg, targets + c0, nc, (int)s->V);
+            if (a->loss_only && bad < nc)   /* the cross-entropy saw the block's first bad row */
+                note_nonfinite(a, lg + (long)bad * s->V, c0 + bad, nc - bad, s->V);
+        }
     }
 }
 
