@@ -159,7 +159,7 @@ static void mbench_release(struct mbench *mb)
 static void train_step(struct mbench *mb)
 {
     long off = (mb->step % N_BATCHES) * mb->a.B * mb->a.T;
-    memset(mb->opt.grad, 0, sizeof(float) * mb->opt.n);
+    lx_optim_zero_grad(&mb->opt);
     double loss = lx_model_forward(&mb->m, &mb->spec, mb->tok + off, mb->tgt + off, &mb->a);
     lx_model_backward(&mb->m, &mb->spec, mb->tok + off, mb->tgt + off, &mb->a, &mb->opt.g);
     lx_optim_step(&mb->opt, &mb->m, &mb->tc, mb->step);

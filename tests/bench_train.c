@@ -197,7 +197,7 @@ struct step_arg {
 static void step_run(void *p)
 {
     struct step_arg *s = p;
-    memset(s->opt->grad, 0, sizeof(float) * s->opt->n);
+    lx_optim_zero_grad(s->opt);
     lx_model_forward(s->m, s->spec, s->tok, s->tgt, &s->a);
     lx_model_backward(s->m, s->spec, s->tok, s->tgt, &s->a, &s->opt->g);
     lx_optim_step(s->opt, s->m, s->c, 0);
@@ -291,8 +291,12 @@ static int bench_bf16_step(void)
     double best[2] = {1e300, 1e300};
     for (int rep = 0; rep < 3; rep++)
         for (int k = 0; k < 2; k++) {
+            struct lx_error err;
             lx_numerics_set(k ? LX_NUMERICS_BF16 : LX_NUMERICS_FAST);
+            if (k && lx_optim_shadow(&b.opt, &b.m, &err) < 0)     /* as lx_train: products read the bf16 copy */
+                return fprintf(stderr, "bench: %s\n", err.msg), 1;
             double t = lx_bench_best(1, step_run, &s);
+            lx_optim_unshadow(&b.opt, &b.m);
             best[k] = t < best[k] ? t : best[k];
         }
     char what[256];

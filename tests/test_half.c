@@ -644,40 +644,64 @@ Test(half, f32_to_q8_0_is_the_format)
     }
 }
 
-/* The backward's bf16 products (lx_matmul_bf16) against a double sum of the same bf16-rounded
-** operands, in all four transpositions and with beta 0 and 1: each product of two bf16 values is
-** exact in fp32, so only the fp32 sums differ, by at most K·2^-23 of the sum of |terms| (with room). */
+/* A double sum of n terms a[i·sa]·b[i·sb] rounded to bf16 first, plus c; *mag the sum of |terms|. */
+static double bf16_dot(const float *a, long sa, const float *b, long sb, long n, double c, double *mag)
+{
+    double sum = c;
+    *mag = fabs(c);
+    for (long k = 0; k < n; k++) {
+        double t = (double)lx_round_bf16(a[k * sa]) * lx_round_bf16(b[k * sb]);
+        sum += t, *mag += fabs(t);
+    }
+    return sum;
+}
+
+/* The backward's bf16 products (lx_linear_backward_bf16: dx = dy·W, dW += dyᵀ·x) against a
+** double sum of the same bf16-rounded operands: each product of two bf16 values is exact in
+** fp32, so only the fp32 sums differ, by at most n·2^-23 of the sum of |terms| over n terms
+** (with room). W given as fp32 and as its bf16 rounding (training's copy) gives the same bits. */
 Test(half, bf16_backward_products_match_the_reference)
 {
     struct lx_rng r;
     lx_rng_init(&r, 21, 0, 0);
-    const long shapes[][3] = {{1, 7, 5}, {33, 65, 17}, {128, 40, 300}, {5, 260, 64}};
-    for (int s = 0; s < 4; s++)
-        for (int ta = 0; ta < 2; ta++)
-            for (int tb = 0; tb < 2; tb++) {
-                long M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-                float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
-                float *C = malloc(sizeof(float) * M * N);
-                for (long i = 0; i < M * K; i++)
-                    A[i] = (float)(lx_rng_uniform(&r) - 0.5);
-                for (long i = 0; i < K * N; i++)
-                    B[i] = (float)(lx_rng_uniform(&r) - 0.5) * 3;
-                float beta = (float)((s + ta + tb) % 2);
-                for (long i = 0; i < M * N; i++)
-                    C[i] = 0.25f;
-                lx_matmul_bf16(C, A, B, M, N, K, ta, tb, beta);
-                for (long i = 0; i < M; i++)
-                    for (long j = 0; j < N; j++) {
-                        double sum = beta * 0.25, mag = fabs(sum);
-                        for (long k = 0; k < K; k++) {
-                            double a = lx_round_bf16(ta ? A[k * M + i] : A[i * K + k]);
-                            double b = lx_round_bf16(tb ? B[j * K + k] : B[k * N + j]);
-                            sum += a * b, mag += fabs(a * b);
-                        }
-                        cr_assert_leq(fabs(C[i * N + j] - sum), (double)(K + 1) * 0x1p-22 * mag + 1e-30,
-                                      "(%ld x %ld x %ld, trans %d %d) [%ld,%ld]: %.9g vs %.9g", M, N, K, ta, tb, i, j,
-                                      C[i * N + j], sum);
-                    }
-                free(A), free(B), free(C);
+    const long shapes[][3] = {{1, 7, 5}, {33, 65, 17}, {128, 40, 300}, {5, 260, 64}};   /* rows, in, out */
+    for (int s = 0; s < 4; s++) {
+        long R = shapes[s][0], K = shapes[s][1], O = shapes[s][2];
+        float *dy = malloc(sizeof(float) * R * O), *x = malloc(sizeof(float) * R * K), *W = malloc(sizeof(float) * O * K);
+        float *dx[2], *dW[2];
+        uint16_t *Wb = malloc(sizeof(uint16_t) * O * K);
+        for (long i = 0; i < R * O; i++)
+            dy[i] = (float)(lx_rng_uniform(&r) - 0.5);
+        for (long i = 0; i < R * K; i++)
+            x[i] = (float)(lx_rng_uniform(&r) - 0.5) * 3;
+        for (long i = 0; i < O * K; i++)
+            W[i] = (float)(lx_rng_uniform(&r) - 0.5) * 2, Wb[i] = lx_f32_to_bf16(W[i]);
+        for (int k = 0; k < 2; k++) {
+            dx[k] = malloc(sizeof(float) * R * K), dW[k] = malloc(sizeof(float) * O * K);
+            for (long i = 0; i < R * K; i++)
+                dx[k][i] = NAN;     /* overwritten */
+            for (long i = 0; i < O * K; i++)
+                dW[k][i] = -0.5f;
+            lx_linear_backward_bf16(dx[k], dW[k], dy, x, k ? (struct lx_wmat){Wb, LX_DT_BF16} : (struct lx_wmat){W, LX_DT_F32},
+                                    R, K, O);
+        }
+        double mag;
+        for (long t = 0; t < R; t++)
+            for (long c = 0; c < K; c++) {
+                double want = bf16_dot(dy + t * O, 1, W + c, K, O, 0.0, &mag);
+                cr_assert_leq(fabs(dx[0][t * K + c] - want), (double)(O + 1) * 0x1p-22 * mag + 1e-30,
+                              "dx (%ld, %ld, %ld) [%ld,%ld]: %.9g vs %.9g", R, K, O, t, c, dx[0][t * K + c], want);
             }
+        for (long o = 0; o < O; o++)
+            for (long c = 0; c < K; c++) {
+                double want = bf16_dot(dy + o, O, x + c, K, R, -0.5, &mag);
+                cr_assert_leq(fabs(dW[0][o * K + c] - want), (double)(R + 1) * 0x1p-22 * mag + 1e-30,
+                              "dW (%ld, %ld, %ld) [%ld,%ld]: %.9g vs %.9g", R, K, O, o, c, dW[0][o * K + c], want);
+            }
+        cr_assert_arr_eq(dx[0], dx[1], sizeof(float) * R * K, "dx with W as bf16 (%ld, %ld, %ld)", R, K, O);
+        cr_assert_arr_eq(dW[0], dW[1], sizeof(float) * O * K, "dW with W as bf16 (%ld, %ld, %ld)", R, K, O);
+        for (int k = 0; k < 2; k++)
+            free(dx[k]), free(dW[k]);
+        free(dy), free(x), free(W), free(Wb);
+    }
 }

@@ -629,7 +629,9 @@ Test(model, swiglu_gradients_and_values)
 {
     struct swi a;
     fill(a.h, SN * 2 * SF, 21, 2), fill(a.w, SN * SF, 22, 1);
-    float dh[SN * 2 * SF] = {0};
+    float dh[SN * 2 * SF];
+    for (int i = 0; i < SN * 2 * SF; i++)
+        dh[i] = NAN;    /* overwritten, not accumulated into */
     lx_swiglu_backward(dh, a.w, a.h, SN, SF);
     /* h = 1e-2 on O(1) inputs: truncation ~h²·|f'''|/6 ≈ 1e-5, float noise
     ** ~1e-7/h ≈ 1e-5; 2e-3 + 2e-3·|num| as in tests/test_ops.c. */

@@ -59,8 +59,10 @@ Test(ops, linear_gradients)
 {
     struct lin a;
     fill(a.x, T * C, 1, 1), fill(a.W, OC * C, 2, 1), fill(a.b, OC, 3, 1), fill(a.w, T * OC, 4, 1);
-    float dx[T * C] = {0}, dW[OC * C] = {0}, db[OC] = {0};
-    lx_linear_backward(dx, dW, db, a.w, a.x, a.W, T, C, OC);
+    float dx[T * C], dW[OC * C] = {0}, db[OC] = {0};
+    for (int i = 0; i < T * C; i++)
+        dx[i] = NAN;    /* overwritten, not accumulated into */
+    lx_linear_backward(dx, dW, db, a.w, a.x, (struct lx_wmat){a.W, LX_DT_F32}, T, C, OC);
     check_grad("linear dx", lin_f, &a, a.x, dx, T * C);
     check_grad("linear dW", lin_f, &a, a.W, dW, OC * C);
     check_grad("linear db", lin_f, &a, a.b, db, OC);

@@ -9,6 +9,9 @@
 #define _GNU_SOURCE     /* mkdtemp */
 #include <math.h>
 
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/model/model.h"
+#include "harness/engine/model/train.h"
 #include "tests/shell.h"
 
 static const char config[] =
@@ -41,4 +44,80 @@ Test(train_bf16, loss_follows_the_fp32_run, .fini = teardown, .timeout = 300)
     cr_expect(strstr(out, "\"numerics\": \"bf16\""), "%s", out);
     (void)sql_long;
     (void)exists;
+}
+
+/* One model of the small shape above, its spec, optimizer, activations and tokens. */
+struct run {
+    struct lx_arch ar;
+    struct lx_model m;
+    struct lx_spec spec;
+    struct lx_optim opt;
+    struct lx_acts a;
+    int tok[2 * 32], tgt[2 * 32];
+};
+
+static void run_init(struct run *r)
+{
+    struct lx_error err;
+    lx_params_defaults(&lx_arch_schema, &r->ar);
+    r->ar.layers = 2, r->ar.d_model = 64, r->ar.heads = 4, r->ar.d_head = 16, r->ar.d_mlp = 192;
+    r->ar.mlp = LX_MLP_SWIGLU;
+    lx_params_finish(&lx_arch_schema, &r->ar);
+    lx_model_init(&r->m, &r->ar, 5);
+    struct lx_facts f = {.d_head = 16, .train_len = 32, .n_heads = 4, .length = 32,
+                         .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .training = 1};
+    lx_spec_init(&r->spec, &f);
+    lx_optim_init(&r->opt, &r->m);
+    cr_assert_eq(lx_acts_alloc(&r->a, &r->ar, 2, 32, LX_ACTS_TRAIN, &err), 0, "%s", err.msg);
+    for (int t = 0; t < 2 * 32; t++)
+        r->tok[t] = (t * 37 + 11) % 256, r->tgt[t] = (t * 53 + 5) % 256;
+}
+
+static void run_step(struct run *r, const struct lx_train_cfg *c, long s)
+{
+    lx_optim_zero_grad(&r->opt);
+    lx_model_forward(&r->m, &r->spec, r->tok, r->tgt, &r->a);
+    lx_model_backward(&r->m, &r->spec, r->tok, r->tgt, &r->a, &r->opt.g);
+    lx_optim_step(&r->opt, &r->m, c, s);
+}
+
+/* lx_optim_shadow: training's products read the weights rounded to bf16 once per update. After
+** every update the copy is the rounding of the fp32 weights (so a missed refresh fails here),
+** the products read it, and a step on it gives the bits of a step that rounds the weights in
+** every product (the same oneDNN calls on the same values; shapes below one product block). */
+Test(train_bf16, the_weight_copy_follows_every_update)
+{
+    struct lx_train_cfg c;
+    struct lx_error err;
+    lx_params_defaults(&lx_train_schema, &c);
+    c.lr = 3e-2, c.warmup = 0;      /* large steps: every bf16 value moves */
+    lx_params_finish(&lx_train_schema, &c);
+    enum lx_numerics was = lx_numerics_get();
+    lx_numerics_set(LX_NUMERICS_BF16);
+    struct run r[2];
+    for (int k = 0; k < 2; k++)
+        run_init(&r[k]);
+    cr_assert_eq(lx_optim_shadow(&r[1].opt, &r[1].m, &err), 0, "%s", err.msg);
+    const struct lx_layer_w *L = &r[1].m.v.layer[1];
+    cr_assert(L->mw2.type == LX_DT_BF16 && (const uint16_t *)L->mw2.p == r[1].opt.wb + (L->w2 - r[1].m.w));
+    cr_assert(r[1].m.v.memb.type == LX_DT_F32, "the embedding's rows are read as fp32");
+    size_t moved = 0;
+    for (long s = 0; s < 4; s++) {
+        uint16_t before = r[1].opt.wb[r[1].opt.n / 2];
+        for (int k = 0; k < 2; k++)
+            run_step(&r[k], &c, s);
+        moved += r[1].opt.wb[r[1].opt.n / 2] != before;
+        for (size_t i = 0; i < r[1].opt.n; i++)
+            cr_assert_eq(r[1].opt.wb[i], lx_f32_to_bf16(r[1].m.w[i]), "step %ld: copy of weight %zu stale", s, i);
+        cr_assert_arr_eq(r[0].m.w, r[1].m.w, sizeof(float) * r[0].opt.n, "step %ld: weights differ", s);
+    }
+    cr_expect_gt(moved, 0, "the probed weight's bf16 value never moved: the test sees no update");
+    lx_optim_unshadow(&r[1].opt, &r[1].m);
+    cr_assert(L->mw2.type == LX_DT_F32 && L->mw2.p == L->w2 && r[1].m.v.mhead.p == r[1].m.v.head);
+    lx_numerics_set(was);
+    for (int k = 0; k < 2; k++) {
+        lx_acts_release(&r[k].a);
+        lx_optim_release(&r[k].opt);
+        lx_model_release(&r[k].m);
+    }
 }

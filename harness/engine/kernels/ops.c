@@ -28,15 +28,15 @@ void lx_linear_forward(float *y, const float *x, const float *W, const float *b,
         lx_bias_add(y, b, T, OC);
 }
 
-void lx_linear_backward(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W,
+void lx_linear_backward(float *dx, float *dW, float *db, const float *dy, const float *x, struct lx_wmat W,
                         int T, int C, int OC)
 {
     if (lx_numerics_get() == LX_NUMERICS_BF16) {        /* bf16 operands, fp32 sums (wprod.h) */
-        lx_matmul_bf16(dx, dy, W, T, C, OC, 0, 0, 1.0f);
-        lx_matmul_bf16(dW, dy, x, OC, C, T, 1, 0, 1.0f);
+        lx_linear_backward_bf16(dx, dW, dy, x, W, T, C, OC);
     } else {
-        lx_matmul(dx, dy, W, T, C, OC, 0, 0, 1.0f, 1.0f);    /* (T, OC) (OC, C) */
-        lx_matmul(dW, dy, x, OC, C, T, 1, 0, 1.0f, 1.0f);    /* (OC, T) (T, C) */
+        LX_ASSERT(W.type == LX_DT_F32);
+        lx_matmul(dx, dy, W.p, T, C, OC, 0, 0, 1.0f, 0.0f);    /* (T, OC) (OC, C) */
+        lx_matmul(dW, dy, x, OC, C, T, 1, 0, 1.0f, 1.0f);      /* (OC, T) (T, C) */
     }
     if (db)
         for (int t = 0; t < T; t++)
@@ -202,8 +202,8 @@ void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F
         for (int i = 0; i < F; i++) {
             float s = 1.0f / (1.0f + expf(-a[i]));
             float g = dy[t * F + i];
-            da[i] += g * b[i] * s * (1.0f + a[i] * (1.0f - s));
-            db[i] += g * a[i] * s;
+            da[i] = g * b[i] * s * (1.0f + a[i] * (1.0f - s));
+            db[i] = g * a[i] * s;
         }
     }
 }

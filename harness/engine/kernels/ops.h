@@ -11,12 +11,15 @@
 #ifndef LX_OPS_H
 #define LX_OPS_H
 
+#include "harness/engine/kernels/wprod.h"
+
 /* y (T, OC) += b (OC) on every row. */
 void lx_bias_add(float *y, const float *b, long T, long OC);
 /* y = x W^T + b.  y (T, OC), x (T, C), W (OC, C), b (OC) or NULL. */
 void lx_linear_forward(float *y, const float *x, const float *W, const float *b, int T, int C, int OC);
-/* dx (T, C) += dy W; dW (OC, C) += dy^T x; db (OC) += sum_t dy (db may be NULL). */
-void lx_linear_backward(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W,
+/* dx (T, C) = dy W; dW (OC, C) += dy^T x; db (OC) += sum_t dy (db may be NULL). W is
+** fp32, or in bf16 numerics also bf16 (training's copy of the weights, train.h). */
+void lx_linear_backward(float *dx, float *dW, float *db, const float *dy, const float *x, struct lx_wmat W,
                         int T, int C, int OC);
 
 /* RMSNorm: y = x / sqrt(mean(x^2) + eps) * g.  y, x (T, C), g (C), rstd (T) saved for backward. */
@@ -36,7 +39,7 @@ void lx_gelu_backward_s(float *dx, const float *dy, const float *x, const float 
 /* SwiGLU: y = silu(a)·b for h = [a | b] per row.  y (N, F) with row stride
 ** ldy (F; or y = h, ldy 2F: each row's result over its own a), h (N, 2F). */
 void lx_swiglu_forward(float *y, int ldy, const float *h, int N, int F);
-/* dh (N, 2F) += ... */
+/* dh (N, 2F) = ... (overwritten) */
 void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F);
 
 /* Softmax cross-entropy per row: loss (T) = logsumexp(logits) - logits[target];

@@ -153,13 +153,23 @@ static void to_bf16_dense(uint16_t *dst, const float *src, size_t n)
     }
 }
 
-void lx_matmul_bf16(float *C, const float *A, const float *B, long M, long N, long K, int trans_a, int trans_b,
-                    float beta)
+void lx_linear_backward_bf16(float *dx, float *dW, const float *dy, const float *x, struct lx_wmat W, long T,
+                             long C, long OC)
 {
-    uint16_t *ab = scratch(2, sizeof(uint16_t) * (size_t)(M * K)), *bb = scratch(3, sizeof(uint16_t) * (size_t)(N * K));
-    to_bf16_dense(ab, A, (size_t)(M * K));    /* rounded as held; oneDNN reads either layout in place */
-    to_bf16_dense(bb, B, (size_t)(N * K));
-    dnnl_or_die(lx_dnnl_gemm_bf16(C, N, ab, trans_a ? M : K, trans_a, bb, trans_b ? K : N, trans_b, M, N, K, beta));
+    /* dy is rounded once for both products (oneDNN reads it transposed for
+    ** dW), W only when it is not bf16 already (training's copy, train.h) */
+    uint16_t *dyb = scratch(2, sizeof(uint16_t) * (size_t)(T * OC)), *xb = scratch(3, sizeof(uint16_t) * (size_t)(T * C));
+    const uint16_t *wb = W.p;
+    to_bf16_dense(dyb, dy, (size_t)(T * OC));
+    to_bf16_dense(xb, x, (size_t)(T * C));
+    if (W.type != LX_DT_BF16) {
+        LX_ASSERT(W.type == LX_DT_F32);
+        uint16_t *w = scratch(0, sizeof(uint16_t) * (size_t)(OC * C));
+        to_bf16_dense(w, W.p, (size_t)(OC * C));
+        wb = w;
+    }
+    dnnl_or_die(lx_dnnl_gemm_bf16(dx, C, dyb, OC, 0, wb, C, 0, T, C, OC, 0.0f));     /* (T, OC) (OC, C) */
+    dnnl_or_die(lx_dnnl_gemm_bf16(dW, C, dyb, OC, 1, xb, C, 0, OC, C, T, 1.0f));     /* (OC, T) (T, C) */
 }
 
 void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC, float beta)

@@ -30,12 +30,11 @@ void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, 
 void lx_wlinear_naive(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
                       float beta);
 
-/* C (M, N) = op(A) · op(B) + beta · C with bf16 operands (A, B rounded,
-** transposed as asked into row-major scratch) and fp32 sums on oneDNN: the
-** products of a backward pass in bf16 numerics. A is (M, K), or (K, M) with
-** trans_a; B is (K, N), or (N, K) with trans_b; all dense. */
-void lx_matmul_bf16(float *C, const float *A, const float *B, long M, long N, long K, int trans_a, int trans_b,
-                    float beta);
+/* The backward of y = x · Wᵀ in bf16 numerics: dx (T, C) = dy · W and
+** dW (OC, C) += dyᵀ · x, all dense, with bf16 operands (dy, x rounded; W
+** rounded unless it is bf16 already) and fp32 sums on oneDNN. */
+void lx_linear_backward_bf16(float *dx, float *dW, const float *dy, const float *x, struct lx_wmat W, long T,
+                             long C, long OC);
 /* Row r of W (C values) as floats. */
 void lx_wmat_row(float *out, struct lx_wmat W, long r, long C);
 

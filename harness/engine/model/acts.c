@@ -244,8 +244,10 @@ void *lx_acts_lazy(struct lx_acts *a, void *field)
 double lx_model_bytes(const struct lx_arch *a, int train)
 {
     /* weights (float); training adds the gradient and AdamW's two moments
-    ** (float each) and the weight-decay mask (a byte each) */
-    return (double)lx_arch_n_params(a) * (train ? 4.0 * 4 + 1 : 4.0);
+    ** (float each) and the weight-decay mask (a byte each), and in bf16
+    ** numerics the weights' bf16 copy the products read (train.h) */
+    double bf16 = lx_numerics_get() == LX_NUMERICS_BF16 ? 2.0 : 0.0;
+    return (double)lx_arch_n_params(a) * (train ? 4.0 * 4 + 1 + bf16 : 4.0);
 }
 
 unsigned lx_run_uses(const struct lx_spec *spec)

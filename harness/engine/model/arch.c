@@ -199,6 +199,25 @@ void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base)
     free(ti);
 }
 
+/* p's place in w as a matrix view: into wb (bf16, laid out as w) or, without it, p itself. */
+static struct lx_wmat matrix_at(const float *p, const float *w, const uint16_t *wb)
+{
+    return wb ? (struct lx_wmat){wb + (p - w), LX_DT_BF16} : (struct lx_wmat){p, LX_DT_F32};
+}
+
+void lx_weights_matrices_at(struct lx_weights *v, const struct lx_arch *a, const float *w, const uint16_t *wb)
+{
+    for (long l = 0; l < a->layers; l++) {
+        struct lx_layer_w *L = &v->layer[l];
+        LX_ASSERT(L->n_qkv == 1 && L->n_w13 == 1 && L->wqkv);
+        L->mqkv[0] = matrix_at(L->wqkv, w, wb);
+        L->mo = matrix_at(L->wo, w, wb);
+        L->mw13[0] = matrix_at(L->w13, w, wb);
+        L->mw2 = matrix_at(L->w2, w, wb);
+    }
+    v->mhead = matrix_at(v->head, w, wb);
+}
+
 static long count_of(const struct lx_tensor_info *t)
 {
     return t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1);

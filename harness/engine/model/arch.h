@@ -87,6 +87,10 @@ struct lx_weights {
 
 void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base);
 void lx_weights_unmap(struct lx_weights *w);
+/* Views w's (a buffer of lx_weights_map) give the products of the matrices
+** (mqkv, mo, mw13, mw2, mhead): into wb, a bf16 copy of w laid out as w, or
+** with wb NULL back into w. The embedding keeps reading w's fp32 rows. */
+void lx_weights_matrices_at(struct lx_weights *v, const struct lx_arch *a, const float *w, const uint16_t *wb);
 
 /* Weights used in place (docs/checkpoints.md#what-a-load-costs): the
 ** matrices where a mapped checkpoint holds them, in its type (or rounded to

@@ -515,14 +515,14 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
         return;
     lx_crossentropy_backward(a->dlogits, a->probs, targets, (int)s.N, (int)s.V, (float)(1.0 / (double)n_scored));
     /* head and final norm */
-    memset(a->dxn, 0, sizeof(float) * (size_t)(s.N * s.C));
-    lx_linear_backward(a->dxn, g->head, NULL, a->dlogits, a->xnf, m->v.head, (int)s.N, (int)s.C, (int)s.V);
+    lx_linear_backward(a->dxn, g->head, NULL, a->dlogits, a->xnf, m->v.mhead, (int)s.N, (int)s.C, (int)s.V);
     memset(a->dx, 0, sizeof(float) * (size_t)(s.N * s.C));
     lx_rmsnorm_backward(a->dx, g->norm, a->dxn, a->x + s.L * s.N * s.C, m->v.norm, a->rstdf, (int)s.N, (int)s.C);
     long HD = s.HD;
     for (long l = s.L - 1; l >= 0; l--) {
         const struct lx_layer_w *W = &m->v.layer[l];
         struct lx_layer_w *G = &g->layer[l];
+        LX_ASSERT(W->n_qkv == 1 && W->n_w13 == 1);     /* a model that trains is in its weight buffer */
         float *xin = a->x + l * s.N * s.C;
         float *rstd1 = a->rstd1 + l * s.N, *xn1 = a->xn1 + l * s.N * s.C;
         float *qkv = a->qkv + l * s.N * s.QKV, *ao = a->ao + l * s.N * HD;
@@ -533,27 +533,24 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
         float *h = a->h + l * s.N * s.F2, *act = a->act + l * s.N * s.F;
 
         /* MLP: dx holds d(xout); the residual passes it to xm unchanged */
-        memset(a->dact, 0, sizeof(float) * (size_t)(s.N * s.F));
-        lx_linear_backward(a->dact, G->w2, NULL, a->dx, act, W->w2, (int)s.N, (int)s.F, (int)s.C);
-        memset(a->dh, 0, sizeof(float) * (size_t)(s.N * s.F2));
-        if (ar->mlp == LX_MLP_SWIGLU)
+        lx_linear_backward(a->dact, G->w2, NULL, a->dx, act, W->mw2, (int)s.N, (int)s.F, (int)s.C);
+        if (ar->mlp == LX_MLP_SWIGLU) {
             lx_swiglu_backward(a->dh, a->dact, h, (int)s.N, (int)s.F);
-        else
+        } else {
+            memset(a->dh, 0, sizeof(float) * (size_t)(s.N * s.F2));
             lx_gelu_backward_s(a->dh, a->dact, h, a->sig + l * s.N * s.F, (int)(s.N * s.F));
-        memset(a->dxn, 0, sizeof(float) * (size_t)(s.N * s.C));
-        lx_linear_backward(a->dxn, G->w13, NULL, a->dh, xn2, W->w13, (int)s.N, (int)s.C, (int)s.F2);
+        }
+        lx_linear_backward(a->dxn, G->w13, NULL, a->dh, xn2, W->mw13[0], (int)s.N, (int)s.C, (int)s.F2);
         lx_rmsnorm_backward(a->dx, G->mlp_norm, a->dxn, xm, W->mlp_norm, rstd2, (int)s.N, (int)s.C);
 
         /* attention: dx now holds d(xm) */
-        memset(a->dao, 0, sizeof(float) * (size_t)(s.N * HD));
-        lx_linear_backward(a->dao, G->wo, NULL, a->dx, ao, W->wo, (int)s.N, (int)HD, (int)s.C);
+        lx_linear_backward(a->dao, G->wo, NULL, a->dx, ao, W->mo, (int)s.N, (int)HD, (int)s.C);
         memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * s.QKV));
         attention_backward(a, spec, qkv, ao, att, lse, W->logit_scale, G->logit_scale, &sh);
         if (spec->cosine)
             lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, (int)s.KV, D);
         rope_rows(a, spec, a->dqkv, H, (int)s.KV, D, -1);
-        memset(a->dxn, 0, sizeof(float) * (size_t)(s.N * s.C));
-        lx_linear_backward(a->dxn, G->wqkv, G->bqkv, a->dqkv, xn1, W->wqkv, (int)s.N, (int)s.C, (int)s.QKV);
+        lx_linear_backward(a->dxn, G->wqkv, G->bqkv, a->dqkv, xn1, W->mqkv[0], (int)s.N, (int)s.C, (int)s.QKV);
         lx_rmsnorm_backward(a->dx, G->attn_norm, a->dxn, xin, W->attn_norm, rstd1, (int)s.N, (int)s.C);
     }
     for (long i = 0; i < s.N; i++) {

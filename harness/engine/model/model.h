@@ -163,6 +163,8 @@ enum {
 };
 /* The LX_RUN_* flags a spec adds to a pass's memory. */
 unsigned lx_run_uses(const struct lx_spec *spec);
+/* The weights as fp32; with train, also the gradient, AdamW's moments, the
+** decay mask and (bf16 numerics) the weights' bf16 copy: 4, 17 or 19 bytes a parameter. */
 double lx_model_bytes(const struct lx_arch *a, int train);
 double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses);
 /* The weights' bytes in an evaluation: all matrices bf16 under bf16

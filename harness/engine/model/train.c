@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/core/half.h"
 #include "harness/core/hash.h"
 #include "harness/core/rng.h"
 #include "harness/engine/data/instance.h"
+#include "harness/engine/kernels/numerics.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 
 static const struct lx_param train_rows[] = {
@@ -32,6 +34,7 @@ static const struct lx_param train_rows[] = {
 const struct lx_schema lx_train_schema = LX_SCHEMA(train_rows, struct lx_train_cfg, NULL);
 
 #define ADAM_EPS 1e-8
+#define OPT_BLOCK 4096  /* parameters an update takes at a time (then their bf16 copy) */
 #define VAL_FRAC 0.05
 
 double lx_train_lr(const struct lx_train_cfg *c, long s)
@@ -209,12 +212,43 @@ void lx_optim_init(struct lx_optim *o, const struct lx_model *model)
 
 void lx_optim_release(struct lx_optim *o)
 {
+    LX_ASSERT(!o->wb);      /* the model's products still read it: lx_optim_unshadow first */
     lx_weights_unmap(&o->g);
     free(o->grad);
     free(o->m);
     free(o->v);
     free(o->decay);
     memset(o, 0, sizeof *o);
+}
+
+void lx_optim_zero_grad(struct lx_optim *o)
+{
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < o->n; i += OPT_BLOCK)
+        memset(o->grad + i, 0, sizeof(float) * (o->n - i < OPT_BLOCK ? o->n - i : OPT_BLOCK));
+}
+
+int lx_optim_shadow(struct lx_optim *o, struct lx_model *model, struct lx_error *err)
+{
+    LX_ASSERT(!o->wb && model->w && o->n == model->n_params);
+    if (!(o->wb = malloc(sizeof *o->wb * o->n)))
+        return lx_err(err, LX_ENOMEM, "the bf16 copy of %zu weights (%.1f GB) does not fit in memory\n"
+                      "  hint: numerics fast trains without it", o->n, 2.0 * (double)o->n / 1e9);
+    const float *w = model->w;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < o->n; i += OPT_BLOCK)
+        lx_f32_to_bf16_n(o->wb + i, w + i, o->n - i < OPT_BLOCK ? o->n - i : OPT_BLOCK);
+    lx_weights_matrices_at(&model->v, &model->arch, model->w, o->wb);
+    return LX_OK;
+}
+
+void lx_optim_unshadow(struct lx_optim *o, struct lx_model *model)
+{
+    if (!o->wb)
+        return;
+    lx_weights_matrices_at(&model->v, &model->arch, model->w, NULL);
+    free(o->wb);
+    o->wb = NULL;
 }
 
 void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_train_cfg *c, long s)
@@ -227,15 +261,21 @@ void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_t
     float *w = model->w, *mo = o->m, *ve = o->v;
     const float *grad = o->grad;
     const unsigned char *decay = o->decay;
+    /* a block at a time, so the bf16 copy is rounded from values still in cache */
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < o->n; i++) {
-        float gi = grad[i] * (float)gs;
-        mo[i] = b1 * mo[i] + (1.0f - b1) * gi;
-        ve[i] = b2 * ve[i] + (1.0f - b2) * gi * gi;
-        float wi = w[i];
-        if (decay[i])
-            wi -= wdl * wi;
-        w[i] = wi - step_size * mo[i] / (sqrtf(ve[i] * ibc2) + (float)ADAM_EPS);
+    for (size_t i0 = 0; i0 < o->n; i0 += OPT_BLOCK) {
+        size_t end = o->n - i0 < OPT_BLOCK ? o->n : i0 + OPT_BLOCK;
+        for (size_t i = i0; i < end; i++) {
+            float gi = grad[i] * (float)gs;
+            mo[i] = b1 * mo[i] + (1.0f - b1) * gi;
+            ve[i] = b2 * ve[i] + (1.0f - b2) * gi * gi;
+            float wi = w[i];
+            if (decay[i])
+                wi -= wdl * wi;
+            w[i] = wi - step_size * mo[i] / (sqrtf(ve[i] * ibc2) + (float)ADAM_EPS);
+        }
+        if (o->wb)
+            lx_f32_to_bf16_n(o->wb + i0, w + i0, end - i0);
     }
 }
 
@@ -473,12 +513,14 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         rep->train_loss = from->train_loss, rep->val_loss = from->val_loss, before = from->seconds;
         rep->tokens = rep->steps * t.B * t.T;
     }
+    if (lx_numerics_get() == LX_NUMERICS_BF16)
+        rc = lx_optim_shadow(&opt, m, err);
     double t0 = omp_get_wtime(), saved = t0;
-    for (long step = first; step < c->steps; step++) {
+    for (long step = first; rc >= 0 && step < c->steps; step++) {
         if ((rc = train_batch(&t, spec, c, key, step, mix, n_mix, err)) < 0)
             break;
         a.pos = t.pos;
-        memset(opt.grad, 0, sizeof(float) * opt.n);
+        lx_optim_zero_grad(&opt);
         double loss = lx_model_forward(m, spec, t.tok, t.tgt, &a);
         lx_model_backward(m, spec, t.tok, t.tgt, &a, &opt.g);
         lx_optim_step(&opt, m, c, step);
@@ -511,6 +553,7 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
             saved = omp_get_wtime();
         }
     }
+    lx_optim_unshadow(&opt, m);
     lx_optim_release(&opt);
     lx_acts_release(&a);
     train_state_release(&t);

@@ -58,12 +58,25 @@ struct lx_optim {
     float *grad, *m, *v;        /* (n,) gradient, first and second moments */
     unsigned char *decay;       /* (n,) 1 where weight decay applies */
     struct lx_weights g;        /* views of grad shaped like the weights */
+    uint16_t *wb;               /* (n,) the weights rounded to bf16 by every update, which the
+                                ** products read (lx_optim_shadow), or NULL */
 };
 
 void lx_optim_init(struct lx_optim *o, const struct lx_model *model);
 /* The same, with LX_ENOMEM when the buffers do not fit (lx_train uses it). */
 int lx_optim_alloc(struct lx_optim *o, const struct lx_model *model, struct lx_error *err);
 void lx_optim_release(struct lx_optim *o);
+/* The gradient set to zero (in parallel: it is as large as the weights). */
+void lx_optim_zero_grad(struct lx_optim *o);
+/* bf16 numerics: the forward's and backward's weight products read the
+** weights rounded to bf16 once per update (into o->wb, by lx_optim_step) instead
+** of rounding them in every product (docs/numerics.md#training-in-bf16). It
+** rounds model->w as it is now, so it comes after the last write to the
+** weights that is not an update (a resumed state). LX_ENOMEM when the copy, 2
+** bytes a parameter, does not fit. lx_optim_unshadow points the products back
+** at the fp32 weights and frees the copy; it comes before lx_optim_release. */
+int lx_optim_shadow(struct lx_optim *o, struct lx_model *model, struct lx_error *err);
+void lx_optim_unshadow(struct lx_optim *o, struct lx_model *model);
 /* Clip the global gradient norm to c->clip, then one AdamW update at 0-based
 ** step s of the schedule (lx_train_lr). */
 void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_train_cfg *c, long s);
