@@ -275,7 +275,7 @@ static int bench_steps(void)
     return 0;
 }
 
-/* One step of the 25M shape in fast and bf16 numerics, alternately. */
+/* One step of the 25M shape in fast and bf16 numerics, alternately, best of five each. */
 static int bench_bf16_step(void)
 {
     struct lx_arch ar;
@@ -289,7 +289,7 @@ static int bench_bf16_step(void)
     if (step_bench_arg(&b, B, T, LX_ACTS_TRAIN, &s) < 0)
         return 1;
     double best[2] = {1e300, 1e300};
-    for (int rep = 0; rep < 3; rep++)
+    for (int rep = 0; rep < 5; rep++)
         for (int k = 0; k < 2; k++) {
             struct lx_error err;
             lx_numerics_set(k ? LX_NUMERICS_BF16 : LX_NUMERICS_FAST);

@@ -51,6 +51,9 @@ static void fill(float *x, long n, uint32_t stream, float scale)
 }
 
 /* The error of one part (0 q, 1 k, 2 v) of fused gradient rows. */
+/* The learned multipliers of a stack that has them, one per head (at most 8). */
+static const float mults[8] = {0.5f, 1.7f, 1.1f, 0.9f, 2.0f, 0.3f, 1.0f, 1.3f};
+
 static double part_err(const float *got, const float *ref, int T, int H, int KV, int D, int part)
 {
     long ld = (long)(H + 2 * KV) * D, off = part == 0 ? 0 : part == 1 ? (long)H * D : (long)(H + KV) * D;
@@ -65,6 +68,45 @@ static double part_err(const float *got, const float *ref, int T, int H, int KV,
     return e;
 }
 
+/* One window's tiled forward and backward of fused qkv rows (filled from streams 1 and 2, q
+** and k rows made unit for a cosine stack; with round, qkv and dO rounded to bf16 first, as
+** the model hands them over in numerics bf16), the backward's tiles multiplied as products and
+** bf16_plain say: the gradients (T rows of (H + 2·KV)·D, to free) and, into the buffers given,
+** its inputs qkv and dO and the forward's output o. */
+static float *tiled_grads(const struct tstack *st, int T, int H, int KV, int D, int causal, int bq, int bk,
+                          int products, int bf16_plain, int round, float *qkv_out, float *dO_out, float *o_out)
+{
+    long ld = (long)(H + 2 * KV) * D, HD = (long)H * D, KD = (long)KV * D, nqkv = T * ld;
+    float *qkv = malloc(sizeof(float) * nqkv), *dO = malloc(sizeof(float) * T * HD), *o = malloc(sizeof(float) * T * HD);
+    float *g = calloc((size_t)nqkv, sizeof(float)), *lse = malloc(sizeof(float) * (size_t)H * T);
+    fill(qkv, nqkv, 1, 1.0f), fill(dO, T * HD, 2, 1.0f);
+    if (st->spec.cosine)
+        unit_qk_rows(qkv, T, H, KV, D);
+    if (round)
+        lx_round_bf16_n(qkv, (size_t)nqkv), lx_round_bf16_n(dO, (size_t)(T * HD));
+    const float *mu = st->spec.learn_scale ? mults : NULL;
+    struct lx_attn_shape sh = {.T = T, .H = H, .KV = KV, .D = D, .ld = (int)ld, .ldo = (int)HD, .causal = causal};
+    int nthr = omp_get_max_threads();
+    size_t ntab = (size_t)lx_tile_tab_rows(&st->spec) * H * T;
+    struct lx_tile_ws fw = {.bq = bq, .bk = bk, .n_thr = nthr, .lse = lse, .bf16_plain = bf16_plain};
+    fw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(bq, bk, D) * (size_t)nthr);
+    fw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
+    lx_attn_tiled_forward(o, qkv, qkv + HD, qkv + HD + KD, &st->spec, mu, &sh, &fw);
+    struct lx_tile_bwd_ws bw = {.bq = bq, .bk = bk, .n_thr = nthr, .tab = fw.tab, .products = products,
+                                .bf16_plain = bf16_plain};
+    bw.scratch = malloc(sizeof(float) * lx_tile_bwd_thread_floats(bq, bk, D, T) * (size_t)nthr);
+    bw.dkv = H > KV ? malloc(sizeof(float) * (size_t)H * T * 2 * D) : NULL;
+    lx_attn_tiled_backward(g, g + HD, g + HD + KD, dO, o, lse, qkv, qkv + HD, qkv + HD + KD, &st->spec, mu, &sh, &bw);
+    if (qkv_out)
+        memcpy(qkv_out, qkv, sizeof(float) * nqkv);
+    if (dO_out)
+        memcpy(dO_out, dO, sizeof(float) * T * HD);
+    if (o_out)
+        memcpy(o_out, o, sizeof(float) * T * HD);
+    free(qkv), free(dO), free(o), free(lse), free(fw.scratch), free(fw.tab), free(bw.scratch), free(bw.dkv);
+    return g;
+}
+
 /* Tiled forward + backward (blocks bq × bk) against the materialised head
 ** path on one window of fused qkv rows, H query heads on KV key/value heads. */
 static void compare(const char *stack, int T, int H, int KV, int D, int causal, int bq, int bk)
@@ -76,15 +118,12 @@ static void compare(const char *stack, int T, int H, int KV, int D, int causal, 
     long ld = (long)(H + 2 * KV) * D, HD = (long)H * D, KD = (long)KV * D, nqkv = T * ld;
     float *qkv = malloc(sizeof(float) * nqkv), *dO = malloc(sizeof(float) * T * HD);
     float *o_ref = malloc(sizeof(float) * T * HD), *o_t = malloc(sizeof(float) * T * HD);
-    float *g_ref = calloc((size_t)nqkv, sizeof(float)), *g_t = calloc((size_t)nqkv, sizeof(float));
+    float *g_ref = calloc((size_t)nqkv, sizeof(float));
     float *P = malloc(sizeof(float) * (size_t)H * T * T), *dP = malloc(sizeof(float) * (size_t)T * T);
     double *tab = malloc(sizeof(double) * 2 * (size_t)T);
-    fill(qkv, nqkv, 1, 1.0f), fill(dO, T * HD, 2, 1.0f);
-    if (st.spec.cosine)
-        unit_qk_rows(qkv, T, H, KV, D);
-    float mult[8] = {0.5f, 1.7f, 1.1f, 0.9f, 2.0f, 0.3f, 1.0f, 1.3f};
-    const float *mu = st.spec.learn_scale ? mult : NULL;
     cr_assert_leq(H, 8);
+    float *g_t = tiled_grads(&st, T, H, KV, D, causal, bq, bk, LX_BWD_PRODUCTS_AUTO, 0, 0, qkv, dO, o_t);
+    const float *mu = st.spec.learn_scale ? mults : NULL;
     struct lx_attn_shape sh = {.T = T, .H = H, .KV = KV, .D = D, .ld = (int)ld, .ldo = (int)HD, .causal = causal};
 
     /* the materialised path, as training ran it: a group's heads in order */
@@ -97,20 +136,6 @@ static void compare(const char *stack, int T, int H, int KV, int D, int causal, 
                               qkv + h * D, qkv + kof, qkv + kof + KD, &st.spec, h, &sh, tab, mu ? mu[h] : 1.0f);
     }
 
-    /* the tiles */
-    int nthr = omp_get_max_threads();
-    size_t ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
-    float *lse = malloc(sizeof(float) * (size_t)H * T);
-    struct lx_tile_ws fw = {.bq = bq, .bk = bk, .n_thr = nthr, .lse = lse};
-    fw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(bq, bk, D) * (size_t)nthr);
-    fw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
-    lx_attn_tiled_forward(o_t, qkv, qkv + HD, qkv + HD + KD, &st.spec, mu, &sh, &fw);
-    struct lx_tile_bwd_ws bw = {.bq = bq, .bk = bk, .n_thr = nthr, .tab = fw.tab};
-    bw.scratch = malloc(sizeof(float) * lx_tile_bwd_thread_floats(bq, bk, D, T) * (size_t)nthr);
-    bw.dkv = G > 1 ? malloc(sizeof(float) * (size_t)H * T * 2 * D) : NULL;
-    lx_attn_tiled_backward(g_t, g_t + HD, g_t + HD + KD, dO, o_t, lse, qkv, qkv + HD, qkv + HD + KD, &st.spec, mu,
-                           &sh, &bw);
-
     const char *name[3] = {"dq", "dk", "dv"};
     double eo = rel_err(o_t, o_ref, T * HD);
     cr_expect_leq(eo, TOL, "%s T=%d H=%d KV=%d %s blocks %dx%d: output %g", stack, T, H, KV,
@@ -120,8 +145,7 @@ static void compare(const char *stack, int T, int H, int KV, int D, int causal, 
         cr_expect_leq(e, TOL, "%s T=%d H=%d KV=%d %s blocks %dx%d: %s tiled vs materialised %g", stack, T, H, KV,
                       causal ? "causal" : "bidirectional", bq, bk, name[part], e);
     }
-    free(qkv), free(dO), free(o_ref), free(o_t), free(g_ref), free(g_t), free(P), free(dP), free(tab), free(lse);
-    free(fw.scratch), free(fw.tab), free(bw.scratch), free(bw.dkv);
+    free(qkv), free(dO), free(o_ref), free(o_t), free(g_ref), free(g_t), free(P), free(dP), free(tab);
     tstack_free(&st);
 }
 
@@ -533,43 +557,6 @@ Test(tiled_bwd, bf16_gradients_follow_fp32, .timeout = 120)
 
 /* ---- the backward's tile kernels ------------------------------------------------- */
 
-/* One window's tiled forward and backward of fused qkv rows (filled as in compare(); with
-** round, qkv and dO rounded to bf16 first, as the model hands them over in numerics bf16),
-** the backward's tiles multiplied as products and bf16_plain say: the gradients (T rows of
-** (H + 2·KV)·D, to free) and, in o and lse when given, the forward's output and log-sum-exp. */
-static float *tiled_grads(const struct tstack *st, int T, int H, int KV, int D, int causal, int bq, int bk,
-                          int products, int bf16_plain, int round, float *qkv_out, float *dO_out)
-{
-    long ld = (long)(H + 2 * KV) * D, HD = (long)H * D, KD = (long)KV * D, nqkv = T * ld;
-    float *qkv = malloc(sizeof(float) * nqkv), *dO = malloc(sizeof(float) * T * HD), *o = malloc(sizeof(float) * T * HD);
-    float *g = calloc((size_t)nqkv, sizeof(float)), *lse = malloc(sizeof(float) * (size_t)H * T);
-    fill(qkv, nqkv, 1, 1.0f), fill(dO, T * HD, 2, 1.0f);
-    if (st->spec.cosine)
-        unit_qk_rows(qkv, T, H, KV, D);
-    if (round)
-        lx_round_bf16_n(qkv, (size_t)nqkv), lx_round_bf16_n(dO, (size_t)(T * HD));
-    float mult[8] = {0.5f, 1.7f, 1.1f, 0.9f, 2.0f, 0.3f, 1.0f, 1.3f};
-    const float *mu = st->spec.learn_scale ? mult : NULL;
-    struct lx_attn_shape sh = {.T = T, .H = H, .KV = KV, .D = D, .ld = (int)ld, .ldo = (int)HD, .causal = causal};
-    int nthr = omp_get_max_threads();
-    size_t ntab = (size_t)lx_tile_tab_rows(&st->spec) * H * T;
-    struct lx_tile_ws fw = {.bq = bq, .bk = bk, .n_thr = nthr, .lse = lse, .bf16_plain = bf16_plain};
-    fw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(bq, bk, D) * (size_t)nthr);
-    fw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
-    lx_attn_tiled_forward(o, qkv, qkv + HD, qkv + HD + KD, &st->spec, mu, &sh, &fw);
-    struct lx_tile_bwd_ws bw = {.bq = bq, .bk = bk, .n_thr = nthr, .tab = fw.tab, .products = products,
-                                .bf16_plain = bf16_plain};
-    bw.scratch = malloc(sizeof(float) * lx_tile_bwd_thread_floats(bq, bk, D, T) * (size_t)nthr);
-    bw.dkv = H > KV ? malloc(sizeof(float) * (size_t)H * T * 2 * D) : NULL;
-    lx_attn_tiled_backward(g, g + HD, g + HD + KD, dO, o, lse, qkv, qkv + HD, qkv + HD + KD, &st->spec, mu, &sh, &bw);
-    if (qkv_out)
-        memcpy(qkv_out, qkv, sizeof(float) * nqkv);
-    if (dO_out)
-        memcpy(dO_out, dO, sizeof(float) * T * HD);
-    free(qkv), free(dO), free(o), free(lse), free(fw.scratch), free(fw.tab), free(bw.scratch), free(bw.dkv);
-    return g;
-}
-
 /* The shapes the kernel tests run: tile edges (T below, at and past a tile; tiles unequal,
 ** odd, not multiples of the kernels' 16 columns), grouped-query and multi-query heads, the
 ** training tiles with T past one block and not a multiple; D a multiple of LX_GEMM_NR (the
@@ -604,9 +591,9 @@ Test(tiled_bwd, portable_tile_kernel_gives_the_bits_of_lx_gemm, .timeout = 300)
                 tstack_make(&st, name, &f);
                 long n = (long)z->T * (z->H + 2 * z->KV) * z->D;
                 float *a = tiled_grads(&st, z->T, z->H, z->KV, z->D, causal, z->bq, z->bk, LX_BWD_PRODUCTS_KERNELS, 0,
-                                       0, NULL, NULL);
+                                       0, NULL, NULL, NULL);
                 float *b = tiled_grads(&st, z->T, z->H, z->KV, z->D, causal, z->bq, z->bk, LX_BWD_PRODUCTS_GEMM, 0,
-                                       0, NULL, NULL);
+                                       0, NULL, NULL, NULL);
                 long diff = 0;
                 for (long i = 0; i < n; i++)
                     diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
@@ -652,10 +639,10 @@ Test(tiled_bwd, bf16_tile_kernel_within_the_rounding_of_p_and_ds, .timeout = 300
                 long ld = (long)(H + 2 * KV) * D, HD = (long)H * D, KD = (long)KV * D, n = T * ld;
                 float *qkv = malloc(sizeof(float) * n), *dO = malloc(sizeof(float) * T * HD);
                 lx_numerics_set(LX_NUMERICS_BF16);
-                float *gp = tiled_grads(&st, T, H, KV, D, causal, z->bq, z->bk, LX_BWD_PRODUCTS_KERNELS, 1, 1, qkv, dO);
+                float *gp = tiled_grads(&st, T, H, KV, D, causal, z->bq, z->bk, LX_BWD_PRODUCTS_KERNELS, 1, 1, qkv, dO, NULL);
                 if (native) {
                     float *gn = tiled_grads(&st, T, H, KV, D, causal, z->bq, z->bk, LX_BWD_PRODUCTS_KERNELS, 0, 1,
-                                            NULL, NULL);
+                                            NULL, NULL, NULL);
                     cr_expect_eq(memcmp(gn, gp, sizeof(float) * n), 0,
                                  "%s T=%d %s: AVX512-BF16 kernel and plain twin differ", names[s], T,
                                  causal ? "causal" : "bidirectional");

@@ -12,6 +12,7 @@
 #include "harness/core/lx.h"
 #include "harness/engine/kernels/blas.h"
 #include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/vexp.h"
 #include "harness/engine/kernels/wprod.h"
 
 void lx_bias_add(float *y, const float *b, long T, long OC)
@@ -181,12 +182,57 @@ void lx_crossentropy_backward(float *dlogits, const float *probs, const int *tar
 }
 
 /* silu(x) = x·σ(x); silu'(x) = σ(x)·(1 + x·(1 − σ(x))) */
+/* SwiGLU in fast and bf16 numerics on an AVX-512 CPU: sixteen lanes, the
+** sigmoid from e = e^-|a| (vexp.h, never above 1): 1/(1 + e) for a >= 0,
+** e/(1 + e) below. Within a few ulps of the loops below, which use libm's expf
+** and stay the reference and portable numerics' code (tests/test_model.c). */
+__attribute__((target("avx512f,avx512dq,fma"), always_inline)) static inline __m512 sigmoid16(__m512 a)
+{
+    __m512 e, one = _mm512_set1_ps(1.0f);
+    __mmask16 keep;
+    __m512 na = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(a));
+    LX_EXP512_LE0(na, e, keep, -87.0f);
+    (void)keep;
+    __m512 r = _mm512_div_ps(one, _mm512_add_ps(one, e));
+    return _mm512_mask_mul_ps(r, _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_LT_OQ), r, e);
+}
+
+/* Row t of the forward (dy NULL) or of the backward, sixteen values at a time; the
+** tail, if any, is left to the caller: returns where the lanes stopped. */
+__attribute__((target("avx512f,avx512dq,fma"))) static int swiglu_row_avx512(float *y, const float *a,
+                                                                             const float *b, const float *dy,
+                                                                             float *da, float *db, int F)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    int i = 0;
+    for (; i + 16 <= F; i += 16) {
+        __m512 va = _mm512_loadu_ps(a + i), vb = _mm512_loadu_ps(b + i), s = sigmoid16(va);
+        if (!dy) {
+            _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_mul_ps(va, s), vb));
+            continue;
+        }
+        __m512 g = _mm512_loadu_ps(dy + i), gs = _mm512_mul_ps(g, s);
+        __m512 t = _mm512_fmadd_ps(va, _mm512_sub_ps(one, s), one);
+        _mm512_storeu_ps(da + i, _mm512_mul_ps(_mm512_mul_ps(gs, vb), t));
+        _mm512_storeu_ps(db + i, _mm512_mul_ps(gs, va));
+    }
+    return i;
+}
+
+static int swiglu_wide(void)
+{
+    return lx_numerics_get() != LX_NUMERICS_PORTABLE && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512dq");
+}
+
 void lx_swiglu_forward(float *y, int ldy, const float *h, int N, int F)
 {
+    int wide = swiglu_wide();
 #pragma omp parallel for schedule(static) if ((long)N * F > 65536)
     for (long t = 0; t < N; t++) {
         const float *a = h + t * 2 * F, *b = a + F;
-        for (int i = 0; i < F; i++) {
+        int i = wide ? swiglu_row_avx512(y + t * ldy, a, b, NULL, NULL, NULL, F) : 0;
+        for (; i < F; i++) {
             float s = 1.0f / (1.0f + expf(-a[i]));
             y[t * ldy + i] = a[i] * s * b[i];   /* y may be h (ldy 2F): a[i] is read before it is written */
         }
@@ -195,11 +241,13 @@ void lx_swiglu_forward(float *y, int ldy, const float *h, int N, int F)
 
 void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F)
 {
+    int wide = swiglu_wide();
 #pragma omp parallel for schedule(static) if ((long)N * F > 65536)
     for (long t = 0; t < N; t++) {
         const float *a = h + t * 2 * F, *b = a + F;
         float *da = dh + t * 2 * F, *db = da + F;
-        for (int i = 0; i < F; i++) {
+        int i = wide ? swiglu_row_avx512(NULL, a, b, dy + t * F, da, db, F) : 0;
+        for (; i < F; i++) {
             float s = 1.0f / (1.0f + expf(-a[i]));
             float g = dy[t * F + i];
             da[i] = g * b[i] * s * (1.0f + a[i] * (1.0f - s));

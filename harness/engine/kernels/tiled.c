@@ -41,6 +41,7 @@
 #include "harness/engine/kernels/gemm.h"
 #include "harness/core/half.h"
 #include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/vexp.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -238,28 +239,12 @@ static float exp_sum_sse2(float *s, long n, float mx)
 }
 
 /* In fast numerics on AVX-512, sixteen lanes written with the instructions
-** that do each step at once: the same reduction, polynomial and 2^n as
-** EXPV_LE0, but n rounded by vrndscaleps, the steps fused (vfmadd: one
-** rounding each, so other last bits), 2^n·q by vscalefps (exact, and 0 far
-** below e^−87, so no clamp), the floor as a zero-mask. About half the
-** instructions of the vector-extension loop. With pb (numerics bf16 on
-** AVX512-BF16) each e also goes to pb in bf16 (vcvtneps2bf16: to nearest, ties
-** to even, as lx_f32_to_bf16), and to s only when keep_s. */
-#define EXP512_STEP(e, p, keep)                                                 \
-    do {                                                                        \
-        keep = _mm512_cmp_ps_mask(e, _mm512_set1_ps(EXP_FLOOR), _CMP_GT_OQ);    \
-        __m512 n_ = _mm512_roundscale_ps(_mm512_mul_ps(e, _mm512_set1_ps(1.44269504088896341f)), \
-                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); \
-        __m512 r_ = _mm512_fnmadd_ps(n_, _mm512_set1_ps(0.693359375f), e);     \
-        r_ = _mm512_fmadd_ps(n_, _mm512_set1_ps(2.12194440e-4f), r_);           \
-        __m512 q_ = _mm512_fmadd_ps(r_, _mm512_set1_ps(1.9875691500e-4f), _mm512_set1_ps(1.3981999507e-3f)); \
-        q_ = _mm512_fmadd_ps(q_, r_, _mm512_set1_ps(8.3334519073e-3f));        \
-        q_ = _mm512_fmadd_ps(q_, r_, _mm512_set1_ps(4.1665795894e-2f));        \
-        q_ = _mm512_fmadd_ps(q_, r_, _mm512_set1_ps(1.6666665459e-1f));        \
-        q_ = _mm512_fmadd_ps(q_, r_, _mm512_set1_ps(5.0000001201e-1f));        \
-        q_ = _mm512_add_ps(_mm512_fmadd_ps(q_, _mm512_mul_ps(r_, r_), r_), _mm512_set1_ps(1.0f)); \
-        p = _mm512_maskz_scalef_ps(keep, q_, n_);                               \
-    } while (0)
+** that do each step at once (vexp.h): the same reduction and polynomial as
+** EXPV_LE0, about half the instructions of the vector-extension loop. With pb
+** (numerics bf16 on AVX512-BF16) each e also goes to pb in bf16
+** (vcvtneps2bf16: to nearest, ties to even, as lx_f32_to_bf16), and to s only
+** when keep_s. */
+#define EXP512_STEP(e, p, keep) LX_EXP512_LE0(e, p, keep, EXP_FLOOR)
 
 /* The sixteen-lane loop and its scalar tail, STORE(p) and TAIL(c) writing
 ** each P (the function around it returns the sum). */
