@@ -181,7 +181,6 @@ void lx_crossentropy_backward(float *dlogits, const float *probs, const int *tar
     }
 }
 
-/* silu(x) = x·σ(x); silu'(x) = σ(x)·(1 + x·(1 − σ(x))) */
 /* SwiGLU in fast and bf16 numerics on an AVX-512 CPU: sixteen lanes, the
 ** sigmoid from e = e^-|a| (vexp.h, never above 1): 1/(1 + e) for a >= 0,
 ** e/(1 + e) below. Within a few ulps of the loops below, which use libm's expf
@@ -225,6 +224,7 @@ static int swiglu_wide(void)
            __builtin_cpu_supports("avx512dq");
 }
 
+/* silu(x) = x·σ(x); silu'(x) = σ(x)·(1 + x·(1 − σ(x))) */
 void lx_swiglu_forward(float *y, int ldy, const float *h, int N, int F)
 {
     int wide = swiglu_wide();
