@@ -141,8 +141,7 @@ static void linear_bf16(float *y, long ldy, const float *x, long ldx, struct lx_
     }
 }
 
-/* n dense floats to bf16, in parallel blocks. */
-static void to_bf16_dense(uint16_t *dst, const float *src, size_t n)
+void lx_to_bf16_dense(uint16_t *dst, const float *src, size_t n)
 {
     enum { BLOCK = 16384 };
     long nb = (long)((n + BLOCK - 1) / BLOCK);
@@ -160,12 +159,12 @@ void lx_linear_backward_bf16(float *dx, float *dW, const float *dy, const float 
     ** dW), W only when it is not bf16 already (training's copy, train.h) */
     uint16_t *dyb = scratch(2, sizeof(uint16_t) * (size_t)(T * OC)), *xb = scratch(3, sizeof(uint16_t) * (size_t)(T * C));
     const uint16_t *wb = W.p;
-    to_bf16_dense(dyb, dy, (size_t)(T * OC));
-    to_bf16_dense(xb, x, (size_t)(T * C));
+    lx_to_bf16_dense(dyb, dy, (size_t)(T * OC));
+    lx_to_bf16_dense(xb, x, (size_t)(T * C));
     if (W.type != LX_DT_BF16) {
         LX_ASSERT(W.type == LX_DT_F32);
         uint16_t *w = scratch(0, sizeof(uint16_t) * (size_t)(OC * C));
-        to_bf16_dense(w, W.p, (size_t)(OC * C));
+        lx_to_bf16_dense(w, W.p, (size_t)(OC * C));
         wb = w;
     }
     dnnl_or_die(lx_dnnl_gemm_bf16(dx, C, dyb, OC, 0, wb, C, 0, T, C, OC, 0.0f));     /* (T, OC) (OC, C) */

@@ -35,6 +35,8 @@ void lx_wlinear_naive(float *y, long ldy, const float *x, long ldx, struct lx_wm
 ** rounded unless it is bf16 already) and fp32 sums on oneDNN. */
 void lx_linear_backward_bf16(float *dx, float *dW, const float *dy, const float *x, struct lx_wmat W, long T,
                              long C, long OC);
+/* n dense floats to bf16 (lx_f32_to_bf16_n), in parallel blocks; not from inside a parallel region. */
+void lx_to_bf16_dense(uint16_t *dst, const float *src, size_t n);
 /* Row r of W (C values) as floats. */
 void lx_wmat_row(float *out, struct lx_wmat W, long r, long C);
 

@@ -234,10 +234,7 @@ int lx_optim_shadow(struct lx_optim *o, struct lx_model *model, struct lx_error 
     if (!(o->wb = malloc(sizeof *o->wb * o->n)))
         return lx_err(err, LX_ENOMEM, "the bf16 copy of %zu weights (%.1f GB) does not fit in memory\n"
                       "  hint: numerics fast trains without it", o->n, 2.0 * (double)o->n / 1e9);
-    const float *w = model->w;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < o->n; i += OPT_BLOCK)
-        lx_f32_to_bf16_n(o->wb + i, w + i, o->n - i < OPT_BLOCK ? o->n - i : OPT_BLOCK);
+    lx_to_bf16_dense(o->wb, model->w, o->n);
     lx_weights_matrices_at(&model->v, &model->arch, model->w, o->wb);
     return LX_OK;
 }
