@@ -10,7 +10,8 @@
 # (default 2):
 #   fast   fp32 products on the bf16 weights used in place (lenx's fp32)
 #   bf16   --numerics bf16 (oneDNN)
-# and a 4-token score (the load). Prints wall time, tokens per second, the
+# and 4-token scores (the load; in numerics bf16 it packs the weights into
+# oneDNN's layout, docs/numerics.md#packed-weights). Prints wall time, tokens per second, the
 # ratio bf16 / fast, peak RSS against `lenx show model --length 4096`'s plan
 # (file + activations), and whether both sides scored the same tokens.
 # Timings mean something only on a quiet machine (the load average is printed).
@@ -42,11 +43,12 @@ score() {   # side, numerics, text
         --numerics "$2" > "$OUT/$1.json" 2> "$OUT/$1.err" || { cat "$OUT/$1.err" >&2; exit 1; }
     cat "$OUT/$1.t" >> "$OUT/$1.runs"
 }
-for side in load fast bf16; do : > "$OUT/$side.runs"; done
+for side in load load16 fast bf16; do : > "$OUT/$side.runs"; done
 score load fast "$OUT/four.txt"     # warms the page cache and the hash cache
 r=0
 while [ $r -lt "$REPS" ]; do
     score load fast "$OUT/four.txt"
+    score load16 bf16 "$OUT/four.txt"
     score fast fast "$OUT/text.txt"
     score bf16 bf16 "$OUT/text.txt"
     r=$((r + 1))
@@ -58,14 +60,16 @@ import json, sys
 out, n, plan = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 def runs(side):
     return [tuple(map(float, l.split())) for l in open(f"{out}/{side}.runs") if l.strip()]
-best = {s: min(r[0] for r in runs(s)) for s in ("load", "fast", "bf16")}
-rss = {s: max(r[1] for r in runs(s)) * 1024 for s in ("load", "fast", "bf16")}
+sides = ("load", "load16", "fast", "bf16")
+best = {s: min(r[0] for r in runs(s)) for s in sides}
+rss = {s: max(r[1] for r in runs(s)) * 1024 for s in sides}
 f, b = (json.load(open(f"{out}/{s}.json")) for s in ("fast", "bf16"))
 print(f"lenx score, random bf16 Llama of Llama-3.2-1B's shape, {n} tokens, windows of 4,096; best of the runs")
 print(f"  blas: {b['blas']}")
 print("| side | wall s | tokens/s | peak RSS GiB | of plan | mean NLL |")
 print("|---|---:|---:|---:|---:|---:|")
 print(f"| load: 4 tokens | {best['load']:.2f} | | {rss['load']/2**30:.2f} | | |")
+print(f"| load in bf16 (packing): 4 tokens | {best['load16']:.2f} | | {rss['load16']/2**30:.2f} | | |")
 for s, d in (("fast", f), ("bf16", b)):
     print(f"| {s} | {best[s]:.2f} | {n/best[s]:.0f} | {rss[s]/2**30:.2f} | {rss[s]/plan:.2f} | {d['mean_nll']:.4f} |")
 print(f"bf16 / fast: {best['fast']/best['bf16']:.2f}x; plan (file + activations, show model --length 4096): "

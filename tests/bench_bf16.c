@@ -7,7 +7,10 @@
 **   fp32        lx_wlinear on fp32 weights in fast numerics (OpenBLAS sgemm)
 **   bf16 W fast the same weights held as bf16 (a checkpoint used in place),
 **               fast numerics: widened 256 rows at a time, then sgemm
-**   bf16        numerics bf16: bf16 × bf16 → fp32 on oneDNN
+**   bf16        numerics bf16: bf16 × bf16 → fp32 on oneDNN, W row-major
+**               (copied into oneDNN's layout inside every call)
+**   packed      the same with W packed once into that layout, as a model
+**               loaded in numerics bf16 holds it (lx_model_pack)
 **
 ** as GFLOP/s (best of REPS) and bf16 / fp32; then the tiled attention of the
 ** same shape (32 query heads, 8 key/value heads of 64, causal RoPE) at 4k and
@@ -37,16 +40,21 @@ struct prod {
     long N, K;          /* out, in */
     float *x, *y, *w;
     uint16_t *h;
+    void *pk;           /* h packed, or NULL where oneDNN has no layout for it */
     int side;
 };
+
+enum { SIDES = 4 };
 
 #define M 4096
 
 static void run(void *arg)
 {
     struct prod *p = arg;
-    lx_numerics_set(p->side == 2 ? LX_NUMERICS_BF16 : LX_NUMERICS_FAST);
-    struct lx_wmat W = p->side == 0 ? (struct lx_wmat){p->w, LX_DT_F32} : (struct lx_wmat){p->h, LX_DT_BF16};
+    lx_numerics_set(p->side >= 2 ? LX_NUMERICS_BF16 : LX_NUMERICS_FAST);
+    struct lx_wmat W = p->side == 0 ? (struct lx_wmat){p->w, LX_DT_F32, 0}
+                     : p->side == 3 && p->pk ? (struct lx_wmat){p->pk, LX_DT_BF16, p->N}
+                                             : (struct lx_wmat){p->h, LX_DT_BF16, 0};
     lx_wlinear(p->y, p->N, p->x, p->K, W, M, p->K, p->N, 0.0f);
 }
 
@@ -127,8 +135,9 @@ int lx_bench_bf16(void)
     lx_dnnl_describe(dnnl, sizeof dnnl);
     printf("lenx bench bf16: %d threads, %s, oneDNN %s, load %.2f; %d rows, GFLOP/s best of 3\n\n",
            omp_get_max_threads(), blas, dnnl, load[0], M);
-    printf("| product | fp32 | bf16 W, fast | bf16 numerics | bf16 / fp32 |\n|---|---:|---:|---:|---:|\n");
-    double tot[3] = {0};
+    printf("| product | fp32 | bf16 W, fast | bf16 numerics | packed | bf16 / fp32 | packed / fp32 |\n"
+           "|---|---:|---:|---:|---:|---:|---:|\n");
+    double tot[SIDES] = {0};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         struct prod *p = &shapes[s];
         size_t nx = (size_t)M * p->K, nw = (size_t)p->N * p->K;
@@ -139,26 +148,33 @@ int lx_bench_bf16(void)
         for (size_t i = 0; i < nw; i++)
             p->w[i] = lx_round_bf16((float)((i * 40503u) % 997) * 1e-4f - 0.05f);
         lx_f32_to_bf16_n(p->h, p->w, nw);
-        double flop = 2.0 * M * p->N * p->K, g[3];
-        for (int side = 0; side < 3; side++) {
+        lx_numerics_set(LX_NUMERICS_BF16);
+        size_t pb = lx_wmat_packed_bytes(p->N, p->K);
+        p->pk = pb ? calloc(1, pb) : NULL;
+        if (p->pk)
+            lx_wmat_pack(p->pk, (struct lx_wmat){p->h, LX_DT_BF16, 0}, p->N, p->K);
+        double flop = 2.0 * M * p->N * p->K, g[SIDES];
+        for (int side = 0; side < SIDES; side++) {
             p->side = side;
             run(p);     /* warm: page faults, oneDNN's primitive */
         }
-        double best[3] = {1e30, 1e30, 1e30};
+        double best[SIDES] = {1e30, 1e30, 1e30, 1e30};
         for (int r = 0; r < 3; r++)
-            for (int side = 0; side < 3; side++) {
+            for (int side = 0; side < SIDES; side++) {
                 p->side = side;
                 double t = lx_bench_best(1, run, p);
                 best[side] = t < best[side] ? t : best[side];
             }
-        for (int side = 0; side < 3; side++) {
+        for (int side = 0; side < SIDES; side++) {
             g[side] = flop / best[side] * 1e-9;
             tot[side] += best[side];
         }
-        printf("| %s | %.0f | %.0f | %.0f | %.2fx |\n", p->name, g[0], g[1], g[2], g[2] / g[0]);
-        free(p->x), free(p->y), free(p->w), free(p->h);
+        printf("| %s | %.0f | %.0f | %.0f | %.0f%s | %.2fx | %.2fx |\n", p->name, g[0], g[1], g[2], g[3],
+               p->pk ? "" : " (row-major: no layout)", g[2] / g[0], g[3] / g[0]);
+        free(p->x), free(p->y), free(p->w), free(p->h), free(p->pk);
     }
-    printf("| all four (time) | %.3f s | %.3f s | %.3f s | %.2fx |\n", tot[0], tot[1], tot[2], tot[0] / tot[2]);
+    printf("| all four (time) | %.3f s | %.3f s | %.3f s | %.3f s | %.2fx | %.2fx |\n", tot[0], tot[1], tot[2], tot[3],
+           tot[0] / tot[2], tot[0] / tot[3]);
     lx_numerics_set(LX_NUMERICS_FAST);
     bench_attention();
     return 0;

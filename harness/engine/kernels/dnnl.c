@@ -8,7 +8,11 @@
 
 #include <dnnl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "harness/core/half.h"
+#include "harness/core/lx.h"
 
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
@@ -19,7 +23,9 @@ struct entry {
     long M, N, K, lda, ldb, ldc;
     int ta, tb;
     float beta;
+    int packed;             /* B is a weight in oneDNN's layout (lx_dnnl_pack_rows), not strided */
     dnnl_primitive_t prim;
+    int refused;            /* packed: oneDNN offers only its reference loops for it */
     unsigned long used;
 };
 static struct entry cache[CACHE];
@@ -56,6 +62,78 @@ static void strides(dnnl_dims_t s, long ld, int trans)
     s[1] = trans ? ld : 1;
 }
 
+/* ---- the layout of packed weights -------------------------------------------- */
+
+/* Rows of activations the layout is asked for: wprod.c's products take x 512 rows at a time. */
+#define PACK_M 512
+#define LAYOUTS 64
+struct layout {
+    long N, K;
+    dnnl_memory_desc_t md;      /* of B (K, N) = Wᵀ as the matmul wants it */
+    long nblk;                  /* N's extent in its inner blocks: rows of W a chunk must be made of */
+    int ok;
+};
+static struct layout layouts[LAYOUTS];
+static int n_layouts;
+static int refuse_packed;
+
+static dnnl_status_t plain_desc(dnnl_memory_desc_t *d, long r, long c, long ld, int trans, dnnl_data_type_t t)
+{
+    dnnl_dims_t dims = {r, c}, st;
+    strides(st, ld, trans);
+    return dnnl_memory_desc_init_by_strides(d, 2, dims, t, st);
+}
+
+/* The weights' layout oneDNN picks for (N, K) with format_tag_any: usable
+** when it is a blocked layout and the implementation is not the reference. */
+static void ask_layout(struct layout *l)
+{
+    dnnl_memory_desc_t a, b, c;
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_dims_t db = {l->K, l->N};
+    const char *impl = "ref";
+    l->ok = 0;
+    if (plain_desc(&a, PACK_M, l->K, l->K, 0, dnnl_bf16) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&b, 2, db, dnnl_bf16, dnnl_format_tag_any) != dnnl_success ||
+        plain_desc(&c, PACK_M, l->N, l->N, 0, dnnl_f32) != dnnl_success ||
+        dnnl_matmul_desc_init(&md, &a, &b, NULL, &c) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &md, NULL, engine, NULL) != dnnl_success)
+        return;
+    l->md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    l->nblk = 1;
+    for (int i = 0; i < l->md.format_desc.blocking.inner_nblks; i++)
+        if (l->md.format_desc.blocking.inner_idxs[i] == 1)
+            l->nblk *= l->md.format_desc.blocking.inner_blks[i];
+    l->ok = l->md.format_kind == dnnl_blocked && strncmp(impl, "ref", 3) != 0;
+    dnnl_primitive_desc_destroy(pd);
+}
+
+/* The layout of (N, K), asked once and kept (the last LAYOUTS shapes; a
+** model has a handful). A copy: rows are read from inside parallel loops. */
+static struct layout layout_of(long N, long K)
+{
+    struct layout got;
+#pragma omp critical(lx_dnnl_layouts)
+    {
+        static unsigned next;
+        int i = 0;
+        while (i < n_layouts && (layouts[i].N != N || layouts[i].K != K))
+            i++;
+        if (i == n_layouts) {
+            i = n_layouts < LAYOUTS ? n_layouts++ : (int)(next++ % LAYOUTS);
+            layouts[i].N = N, layouts[i].K = K;
+            if (start() < 0)
+                layouts[i].ok = 0;
+            else
+                ask_layout(&layouts[i]);
+        }
+        got = layouts[i];
+    }
+    return got;
+}
+
 /* The primitive descriptor of one shape (the caller destroys it). */
 static int describe(dnnl_primitive_desc_t *pd, const struct entry *e)
 {
@@ -68,7 +146,9 @@ static int describe(dnnl_primitive_desc_t *pd, const struct entry *e)
     dnnl_dims_t da = {M, K}, sa, db = {K, N}, sb, dc = {M, N}, sc = {e->ldc, 1};
     strides(sa, e->lda, e->ta), strides(sb, e->ldb, e->tb);
     dnnl_status_t s = dnnl_memory_desc_init_by_strides(&a, 2, da, dnnl_bf16, sa);
-    if (s == dnnl_success)
+    if (s == dnnl_success && e->packed)
+        b = layout_of(N, K).md;
+    else if (s == dnnl_success)
         s = dnnl_memory_desc_init_by_strides(&b, 2, db, dnnl_bf16, sb);
     if (s == dnnl_success)
         s = dnnl_memory_desc_init_by_strides(&c, 2, dc, dnnl_f32, sc);
@@ -92,15 +172,20 @@ static int describe(dnnl_primitive_desc_t *pd, const struct entry *e)
     return s == dnnl_success ? 0 : fail("creating a bf16 matmul", s);
 }
 
-static dnnl_primitive_t primitive(const struct entry *want)
+/* The primitive of a shape, from the cache or made; NULL when oneDNN fails
+** (lx_dnnl_error says why) or, for packed weights, when it would run its
+** reference loops (*refused set; nothing in last_error). */
+static dnnl_primitive_t primitive(const struct entry *want, int *refused)
 {
     struct entry *old = &cache[0];
+    *refused = 0;
     for (int i = 0; i < CACHE; i++) {
         struct entry *e = &cache[i];
-        if (e->prim && e->M == want->M && e->N == want->N && e->K == want->K && e->lda == want->lda &&
-            e->ldb == want->ldb && e->ldc == want->ldc && e->ta == want->ta && e->tb == want->tb &&
-            e->beta == want->beta) {
+        if ((e->prim || e->refused) && e->M == want->M && e->N == want->N && e->K == want->K &&
+            e->lda == want->lda && e->ldb == want->ldb && e->ldc == want->ldc && e->ta == want->ta &&
+            e->tb == want->tb && e->beta == want->beta && e->packed == want->packed) {
             e->used = ++clock_;
+            *refused = e->refused;
             return e->prim;
         }
         if (e->used < old->used)
@@ -108,16 +193,19 @@ static dnnl_primitive_t primitive(const struct entry *want)
     }
     dnnl_primitive_desc_t pd;
     dnnl_primitive_t p = NULL;
+    const char *impl = "";
     if (describe(&pd, want) < 0)
         return NULL;
-    dnnl_status_t s = dnnl_primitive_create(&p, pd);
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    *refused = want->packed && (refuse_packed || strncmp(impl, "ref", 3) == 0);
+    dnnl_status_t s = *refused ? dnnl_success : dnnl_primitive_create(&p, pd);
     dnnl_primitive_desc_destroy(pd);
     if (s != dnnl_success)
         return fail("dnnl_primitive_create", s), NULL;
     if (old->prim)
         dnnl_primitive_destroy(old->prim);
     *old = *want;
-    old->prim = p, old->used = ++clock_;
+    old->prim = p, old->refused = *refused, old->used = ++clock_;
     return p;
 }
 
@@ -125,27 +213,175 @@ static dnnl_primitive_t primitive(const struct entry *want)
 static dnnl_status_t wrap(dnnl_memory_t *m, long r, long c, long ld, int trans, dnnl_data_type_t t, const void *p)
 {
     dnnl_memory_desc_t d;
-    dnnl_dims_t dims = {r, c}, st;
-    strides(st, ld, trans);
-    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&d, 2, dims, t, st);
+    dnnl_status_t s = plain_desc(&d, r, c, ld, trans, t);
     return s == dnnl_success ? dnnl_memory_create(m, &d, engine, (void *)p) : s;
 }
+
+/* dst (layout to) = src (layout from), one reorder primitive made for it. */
+static int reorder(void *dst, const dnnl_memory_desc_t *to, const void *src, const dnnl_memory_desc_t *from)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t p = NULL;
+    dnnl_memory_t mf = NULL, mt = NULL;
+    dnnl_status_t s = dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, NULL);
+    if (s == dnnl_success)
+        s = dnnl_primitive_create(&p, pd);
+    if (s == dnnl_success)
+        s = dnnl_memory_create(&mf, from, engine, (void *)src);
+    if (s == dnnl_success)
+        s = dnnl_memory_create(&mt, to, engine, dst);
+    if (s == dnnl_success) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, mf}, {DNNL_ARG_TO, mt}};
+        s = dnnl_primitive_execute(p, stream, 2, args);
+        if (s == dnnl_success)
+            s = dnnl_stream_wait(stream);
+    }
+    if (mf)
+        dnnl_memory_destroy(mf);
+    if (mt)
+        dnnl_memory_destroy(mt);
+    if (p)
+        dnnl_primitive_destroy(p);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return s == dnnl_success ? 0 : fail("a reorder of packed weights", s);
+}
+
+size_t lx_dnnl_packed_bytes(long N, long K)
+{
+    const struct layout L = layout_of(N, K), *l = &L;
+    return l->ok ? dnnl_memory_desc_get_size(&l->md) : 0;
+}
+
+long lx_dnnl_pack_block(long N, long K)
+{
+    const struct layout L = layout_of(N, K), *l = &L;
+    return l->ok ? l->nblk : 0;
+}
+
+int lx_dnnl_pack_rows(void *Wp, const uint16_t *rows, long n0, long n, long N, long K)
+{
+    const struct layout L = layout_of(N, K), *l = &L;
+    dnnl_memory_desc_t from, to;
+    dnnl_dims_t dims = {K, n}, offs = {0, n0};
+    LX_ASSERT(l->ok && n0 % l->nblk == 0 && (n % l->nblk == 0 || n0 + n == N));
+    dnnl_status_t s = plain_desc(&from, K, n, K, 1, dnnl_bf16);     /* n rows of K: (K, n) transposed */
+    if (s == dnnl_success)
+        s = n == N ? (to = l->md, dnnl_success) : dnnl_memory_desc_init_submemory(&to, &l->md, dims, offs);
+    return s == dnnl_success ? reorder(Wp, &to, rows, &from) : fail("a sub-block of packed weights", s);
+}
+
+int lx_dnnl_unpack(uint16_t *W, const void *Wp, long N, long K)
+{
+    const struct layout L = layout_of(N, K), *l = &L;
+    dnnl_memory_desc_t to;
+    LX_ASSERT(l->ok);
+    dnnl_status_t s = plain_desc(&to, K, N, K, 1, dnnl_bf16);
+    return s == dnnl_success ? reorder(W, &to, Wp, &l->md) : fail("unpacking weights", s);
+}
+
+void lx_dnnl_packed_row(float *out, const void *Wp, long r, long N, long K)
+{
+    const struct layout L = layout_of(N, K), *l = &L;
+    const dnnl_blocking_desc_t *b = &l->md.format_desc.blocking;
+    const uint16_t *w = (const uint16_t *)Wp + l->md.offset0;
+    long blk[2] = {1, 1};
+    LX_ASSERT(l->ok && r >= 0 && r < N);
+    for (int i = 0; i < b->inner_nblks; i++)
+        blk[b->inner_idxs[i]] *= b->inner_blks[i];
+    for (long k = 0; k < K; k++) {
+        /* outer blocks by the strides; inside, the blocks nest in the order
+        ** listed, the last innermost (BA16a64b2a: k = 2·i16 + i2, n = i64) */
+        long rem[2] = {k % blk[0], r % blk[1]}, off = (k / blk[0]) * b->strides[0] + (r / blk[1]) * b->strides[1];
+        long step = 1;
+        for (int i = b->inner_nblks - 1; i >= 0; i--) {
+            int d = b->inner_idxs[i];
+            off += rem[d] % b->inner_blks[i] * step;
+            rem[d] /= b->inner_blks[i];
+            step *= b->inner_blks[i];
+        }
+        out[k] = lx_bf16_to_f32(w[off]);
+    }
+}
+
+void lx_dnnl_refuse_packed(int on)
+{
+    refuse_packed = on;
+    for (int i = 0; i < CACHE; i++)
+        if (cache[i].packed) {
+            if (cache[i].prim)
+                dnnl_primitive_destroy(cache[i].prim);
+            memset(&cache[i], 0, sizeof cache[i]);
+        }
+}
+
+static int run(dnnl_primitive_t p, const struct entry *e, float *C, const uint16_t *A, const void *B);
 
 int lx_dnnl_gemm_bf16(float *C, long ldc, const uint16_t *A, long lda, int trans_a, const uint16_t *B, long ldb,
                       int trans_b, long M, long N, long K, float beta)
 {
+    int refused;
     if (start() < 0)
         return -1;
-    struct entry want = {M, N, K, lda, ldb, ldc, !!trans_a, !!trans_b, beta, NULL, 0};
-    dnnl_primitive_t p = primitive(&want);
-    if (!p)
+    struct entry want = {.M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc, .ta = !!trans_a,
+                         .tb = !!trans_b, .beta = beta};
+    dnnl_primitive_t p = primitive(&want, &refused);
+    return p ? run(p, &want, C, A, B) : -1;
+}
+
+int lx_dnnl_gemm_bf16_packed(float *C, long ldc, const uint16_t *A, long lda, const void *Wp, long M, long N, long K,
+                             float beta)
+{
+    static uint16_t *plain;
+    static float *dense;
+    static size_t cap, dcap;
+    int refused;
+    if (start() < 0)
         return -1;
+    if (ldc != N) {
+        /* oneDNN 2.6 multiplies packed weights only into a dense C (a strided
+        ** one gets its reference loops): a dense product, then C's rows */
+        if ((size_t)(M * N) > dcap) {
+            free(dense);
+            dcap = (size_t)(M * N);
+            dense = lx_xmalloc(dcap * sizeof *dense);
+        }
+        if (lx_dnnl_gemm_bf16_packed(dense, N, A, lda, Wp, M, N, K, 0.0f) < 0)
+            return -1;
+#pragma omp parallel for schedule(static) if (M * N > 65536)
+        for (long i = 0; i < M; i++)
+            for (long j = 0; j < N; j++)
+                C[i * ldc + j] = beta == 0.0f ? dense[i * N + j] : dense[i * N + j] + beta * C[i * ldc + j];
+        return 0;
+    }
+    struct entry want = {.M = M, .N = N, .K = K, .lda = lda, .ldc = ldc, .tb = 1, .beta = beta, .packed = 1};
+    dnnl_primitive_t p = primitive(&want, &refused);
+    if (p)
+        return run(p, &want, C, A, Wp);
+    if (!refused)
+        return -1;
+    /* oneDNN would run its reference loops on this layout at this M: the
+    ** weights unpacked for this call, then the strided product */
+    if ((size_t)(N * K) > cap) {
+        free(plain);
+        cap = (size_t)(N * K);
+        plain = lx_xmalloc(cap * sizeof *plain);
+    }
+    return lx_dnnl_unpack(plain, Wp, N, K) < 0 ? -1 : lx_dnnl_gemm_bf16(C, ldc, A, lda, 0, plain, K, 1, M, N, K, beta);
+}
+
+/* Execute p, made for the shape e, on the operands. */
+static int run(dnnl_primitive_t p, const struct entry *e, float *C, const uint16_t *A, const void *B)
+{
     dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
-    dnnl_status_t s = wrap(&ma, M, K, lda, want.ta, dnnl_bf16, A);
+    dnnl_status_t s = wrap(&ma, e->M, e->K, e->lda, e->ta, dnnl_bf16, A);
+    struct layout l = e->packed ? layout_of(e->N, e->K) : (struct layout){0};
+    if (s == dnnl_success && e->packed)
+        s = dnnl_memory_create(&mb, &l.md, engine, (void *)B);
+    else if (s == dnnl_success)
+        s = wrap(&mb, e->K, e->N, e->ldb, e->tb, dnnl_bf16, B);
     if (s == dnnl_success)
-        s = wrap(&mb, K, N, ldb, want.tb, dnnl_bf16, B);
-    if (s == dnnl_success)
-        s = wrap(&mc, M, N, ldc, 0, dnnl_f32, C);
+        s = wrap(&mc, e->M, e->N, e->ldc, 0, dnnl_f32, C);
     if (s == dnnl_success) {
         dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
         s = dnnl_primitive_execute(p, stream, 3, args);
@@ -166,7 +402,7 @@ void lx_dnnl_describe(char *out, size_t n)
     const dnnl_version_t *v = dnnl_version();
     const char *impl = "unavailable";
     dnnl_primitive_desc_t pd = NULL;
-    struct entry e = {256, 256, 256, 256, 256, 256, 0, 1, 0.0f, NULL, 0};
+    struct entry e = {.M = 256, .N = 256, .K = 256, .lda = 256, .ldb = 256, .ldc = 256, .tb = 1};
     if (start() == 0 && describe(&pd, &e) == 0 &&
         dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success)
         impl = "unknown";

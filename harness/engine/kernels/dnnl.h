@@ -23,6 +23,35 @@
 int lx_dnnl_gemm_bf16(float *C, long ldc, const uint16_t *A, long lda, int trans_a, const uint16_t *B, long ldb,
                       int trans_b, long M, long N, long K, float beta);
 
+/* ---- weights packed once in oneDNN's layout ------------------------------------
+** A weight W (N rows of K, used as B = Wᵀ) held in the blocked layout
+** oneDNN's matmul picks for it (format_tag_any, asked for products of 512
+** rows), so that a product does not copy W into that layout on every call
+** (docs/numerics.md#packed-weights). The layout depends on the CPU (AMX tiles
+** or AVX512-BF16 pairs) and on (N, K) only. */
+
+/* Bytes of W packed (padding included), or 0 when oneDNN offers no packed
+** layout for it here (no blocked layout, or only its reference loops). */
+size_t lx_dnnl_packed_bytes(long N, long K);
+/* Rows of W a packed block is made of: lx_dnnl_pack_rows takes n0 a multiple. */
+long lx_dnnl_pack_block(long N, long K);
+/* Rows n0 .. n0 + n of W (row-major, n × K) into their place in Wp (zeroed
+** before the first call: the padding stays 0); n a multiple of the block
+** unless the rows end W. Returns 0 or -1 (lx_dnnl_error). */
+int lx_dnnl_pack_rows(void *Wp, const uint16_t *rows, long n0, long n, long N, long K);
+/* W (N × K, row-major) from its packed form. */
+int lx_dnnl_unpack(uint16_t *W, const void *Wp, long N, long K);
+/* Row r of a packed W (K values, widened exactly), read through the layout's blocking. */
+void lx_dnnl_packed_row(float *out, const void *Wp, long r, long N, long K);
+/* C (M, N) = A (M, K), row stride lda, · Wᵀ + beta · C, W packed. Where
+** oneDNN would multiply this layout only with its reference loops (a CPU or
+** a row count the layout was not asked for), W is unpacked for the call and
+** the strided product runs instead: the same values, slower. */
+int lx_dnnl_gemm_bf16_packed(float *C, long ldc, const uint16_t *A, long lda, const void *Wp, long M, long N, long K,
+                             float beta);
+/* Tests: with on, every packed product takes the unpacking path. */
+void lx_dnnl_refuse_packed(int on);
+
 /* The implementation oneDNN runs a bf16 product with ("brg:avx512_core_amx_bf16"),
 ** and the library's version, into out (size n). */
 void lx_dnnl_describe(char *out, size_t n);

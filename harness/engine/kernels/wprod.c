@@ -39,7 +39,10 @@ static const char *row_of(struct lx_wmat W, long r, long C)
 
 void lx_wmat_row(float *out, struct lx_wmat W, long r, long C)
 {
-    lx_half_to_f32(out, row_of(W, r, C), W.type, (size_t)C);
+    if (W.packed_rows)
+        lx_dnnl_packed_row(out, W.p, r, W.packed_rows, C);
+    else
+        lx_half_to_f32(out, row_of(W, r, C), W.type, (size_t)C);
 }
 
 /* ---- fast and portable numerics -------------------------------------------- */
@@ -127,6 +130,11 @@ static void linear_bf16(float *y, long ldy, const float *x, long ldx, struct lx_
 #pragma omp parallel for schedule(static)
         for (long t = 0; t < m; t++)
             lx_f32_to_bf16_n(xb + t * C, x + (t0 + t) * ldx, (size_t)C);
+        if (W.packed_rows) {
+            LX_ASSERT(W.packed_rows == OC);
+            dnnl_or_die(lx_dnnl_gemm_bf16_packed(y + t0 * ldy, ldy, xb, C, W.p, m, OC, C, beta));
+            continue;
+        }
         if (!wb) {
             dnnl_or_die(lx_dnnl_gemm_bf16(y + t0 * ldy, ldy, xb, C, 0, W.p, C, 1, m, OC, C, beta));
             continue;
@@ -139,6 +147,28 @@ static void linear_bf16(float *y, long ldy, const float *x, long ldx, struct lx_
             dnnl_or_die(lx_dnnl_gemm_bf16(y + t0 * ldy + o0, ldy, xb, C, 0, wb, C, 1, m, n, C, beta));
         }
     }
+}
+
+size_t lx_wmat_packed_bytes(long OC, long C)
+{
+    return lx_numerics_get() == LX_NUMERICS_BF16 ? lx_dnnl_packed_bytes(OC, C) : 0;
+}
+
+struct lx_wmat lx_wmat_pack(void *dst, struct lx_wmat W, long OC, long C)
+{
+    long blk = lx_dnnl_pack_block(OC, C), nb = blk * ((LX_WPROD_BLOCK + blk - 1) / blk);
+    LX_ASSERT(blk > 0 && !W.packed_rows);
+    uint16_t *wb = W.type == LX_DT_BF16 ? NULL : scratch(0, sizeof(uint16_t) * (size_t)(nb * C));
+    for (long o0 = 0; o0 < OC; o0 += nb) {
+        long n = OC - o0 < nb ? OC - o0 : nb;
+        if (wb) {
+#pragma omp parallel for schedule(static)
+            for (long r = 0; r < n; r++)
+                lx_to_bf16(wb + r * C, row_of(W, o0 + r, C), W.type, (size_t)C);
+        }
+        dnnl_or_die(lx_dnnl_pack_rows(dst, wb ? wb : (const uint16_t *)row_of(W, o0, C), o0, n, OC, C));
+    }
+    return (struct lx_wmat){dst, LX_DT_BF16, OC};
 }
 
 void lx_to_bf16_dense(uint16_t *dst, const float *src, size_t n)
@@ -159,6 +189,7 @@ void lx_linear_backward_bf16(float *dx, float *dW, const float *dy, const float 
     ** dW), W only when it is not bf16 already (training's copy, train.h) */
     uint16_t *dyb = scratch(2, sizeof(uint16_t) * (size_t)(T * OC)), *xb = scratch(3, sizeof(uint16_t) * (size_t)(T * C));
     const uint16_t *wb = W.p;
+    LX_ASSERT(!W.packed_rows);     /* training's weights are its own bf16 copy, row-major */
     lx_to_bf16_dense(dyb, dy, (size_t)(T * OC));
     lx_to_bf16_dense(xb, x, (size_t)(T * C));
     if (W.type != LX_DT_BF16) {
@@ -174,6 +205,7 @@ void lx_linear_backward_bf16(float *dx, float *dW, const float *dy, const float 
 void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC, float beta)
 {
     enum lx_numerics nm = lx_numerics_get();
+    LX_ASSERT(!W.packed_rows || nm == LX_NUMERICS_BF16);   /* packed at load for bf16 numerics only */
     if (nm == LX_NUMERICS_BF16)
         linear_bf16(y, ldy, x, ldx, W, T, C, OC, beta);
     else if (W.type == LX_DT_F32)
@@ -186,7 +218,8 @@ void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, 
 
 double lx_wprod_scratch_bytes(long width)
 {
-    return (double)width * (LX_WPROD_BLOCK * sizeof(float) + XROWS * sizeof(uint16_t));
+    /* a block of widened rows; x's rows rounded; a packed product's dense result (dnnl.c) */
+    return (double)width * (LX_WPROD_BLOCK * sizeof(float) + XROWS * (sizeof(uint16_t) + sizeof(float)));
 }
 
 void lx_products_describe(char *out, size_t n)

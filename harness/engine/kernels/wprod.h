@@ -18,10 +18,12 @@
 
 #include "harness/core/half.h"
 
-/* A weight matrix (rows = out, cols = in) row-major as held. */
+/* A weight matrix (rows = out, cols = in), row-major as held or, in bf16
+** numerics, packed once into oneDNN's layout (lx_wmat_pack). */
 struct lx_wmat {
     const void *p;
-    int type;           /* LX_DT_F32, LX_DT_BF16 or LX_DT_F16 */
+    int type;           /* LX_DT_F32, LX_DT_BF16 or LX_DT_F16 (quantized types: formats that hold them) */
+    long packed_rows;   /* 0: row-major; else packed bf16 (dnnl.h) of this many rows */
 };
 
 /* y (T, OC), row stride ldy, = x (T, C), row stride ldx, · Wᵀ + beta · y. */
@@ -35,6 +37,12 @@ void lx_wlinear_naive(float *y, long ldy, const float *x, long ldx, struct lx_wm
 ** rounded unless it is bf16 already) and fp32 sums on oneDNN. */
 void lx_linear_backward_bf16(float *dx, float *dW, const float *dy, const float *x, struct lx_wmat W, long T,
                              long C, long OC);
+/* Packing, in bf16 numerics: the bytes of an OC × C weight packed, or 0
+** when it cannot be (other numerics, or no layout of oneDNN's here); W
+** (any type, row-major) rounded to bf16 and packed into dst (that many
+** zeroed bytes), a block of rows at a time; returns dst's view. */
+size_t lx_wmat_packed_bytes(long OC, long C);
+struct lx_wmat lx_wmat_pack(void *dst, struct lx_wmat W, long OC, long C);
 /* n dense floats to bf16 (lx_f32_to_bf16_n), in parallel blocks; not from inside a parallel region. */
 void lx_to_bf16_dense(uint16_t *dst, const float *src, size_t n);
 /* Row r of W (C values) as floats. */

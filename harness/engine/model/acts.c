@@ -24,6 +24,7 @@
 
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/wprod.h"
 #include "harness/engine/model/kvcache.h"
 
 /* ---- activations ------------------------------------------------------------ */
@@ -265,7 +266,7 @@ double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned u
 
 double lx_eval_weight_bytes(const struct lx_arch *a, double held, int bf16)
 {
-    return bf16 ? 2.0 * (double)lx_arch_n_params(a) : held > 0 ? held : lx_model_bytes(a, 0);
+    return bf16 ? lx_arch_bf16_bytes(a) : held > 0 ? held : lx_model_bytes(a, 0);
 }
 
 double lx_eval_bytes(const struct lx_arch *a, double held, int bf16, int B, int T, unsigned uses)
@@ -342,6 +343,23 @@ static long first_nonfinite(const void *p, int t, long n)
     return first < n ? first : -1;
 }
 
+/* The first non-finite value of a packed matrix in row-major order (*x its value), or -1. */
+static long packed_first_nonfinite(struct lx_wmat w, long rows, long cols, float *x)
+{
+    float *row = lx_xmalloc(sizeof(float) * (size_t)cols);
+    for (long r = 0; r < rows; r++) {
+        lx_wmat_row(row, w, r, cols);
+        for (long c = 0; c < cols; c++)
+            if (!isfinite(row[c])) {
+                *x = row[c];
+                free(row);
+                return r * cols + c;
+            }
+    }
+    free(row);
+    return -1;
+}
+
 int lx_model_check_finite(const struct lx_model *m, struct lx_error *err)
 {
     int n = lx_arch_tensors(&m->arch, NULL);
@@ -349,13 +367,19 @@ int lx_model_check_finite(const struct lx_model *m, struct lx_error *err)
     lx_arch_tensors(&m->arch, t);
     int rc = LX_OK;
     for (int i = 0; i < n && rc == LX_OK; i++) {
-        struct lx_wmat w = m->held ? m->held->t[i] : (struct lx_wmat){m->w + t[i].offset, LX_DT_F32};
-        long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1), j = first_nonfinite(w.p, w.type, cnt);
+        struct lx_wmat w = m->held ? m->held->t[i] : (struct lx_wmat){m->w + t[i].offset, LX_DT_F32, 0};
+        long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1), j;
         float x, blk[256];
-        if (j >= 0) {   /* the value: a quantized one is its block's first (j is where the block begins) */
+        if (w.packed_rows)  /* packed: its padding is 0; a hit is then found row by row */
+            j = first_nonfinite(w.p, w.type, (long)(lx_wmat_packed_bytes(w.packed_rows, t[i].shape[1]) / 2)) < 0
+                ? -1 : packed_first_nonfinite(w, t[i].shape[0], t[i].shape[1], &x);
+        else if ((j = first_nonfinite(w.p, w.type, cnt)) >= 0) {
+            /* the value: a quantized one is its block's first (j is where the block begins) */
             lx_half_to_f32(blk, (const char *)w.p + lx_dtype_bytes(w.type, (size_t)j), w.type,
                            lx_dtype_block(w.type));
             x = blk[0];
+        }
+        if (j >= 0) {
             rc = lx_err(err, LX_ERUN, "tensor '%s' holds a non-finite value (%s) at index %ld\n"
                         "  hint: the checkpoint is damaged or training diverged (a lower lr, or clip); "
                         "retrain it", t[i].name, nonfinite_name(x), j);

@@ -193,7 +193,7 @@ void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base)
     struct lx_wmat *t = lx_xcalloc((size_t)n, sizeof *t);
     lx_arch_tensors(a, ti);
     for (int i = 0; i < n; i++)
-        t[i] = (struct lx_wmat){base + ti[i].offset, LX_DT_F32};
+        t[i] = (struct lx_wmat){base + ti[i].offset, LX_DT_F32, 0};
     map_views(w, a, t, 1);
     free(t);
     free(ti);
@@ -202,7 +202,7 @@ void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base)
 /* p's place in w as a matrix view: into wb (bf16, laid out as w) or, without it, p itself. */
 static struct lx_wmat matrix_at(const float *p, const float *w, const uint16_t *wb)
 {
-    return wb ? (struct lx_wmat){wb + (p - w), LX_DT_BF16} : (struct lx_wmat){p, LX_DT_F32};
+    return wb ? (struct lx_wmat){wb + (p - w), LX_DT_BF16, 0} : (struct lx_wmat){p, LX_DT_F32, 0};
 }
 
 void lx_weights_matrices_at(struct lx_weights *v, const struct lx_arch *a, const float *w, const uint16_t *wb)
@@ -244,7 +244,7 @@ void lx_model_hold(struct lx_model *m, const struct lx_arch *a, struct lx_held *
             continue;
         }
         lx_half_to_f32(h->small + off, h->t[i].p, h->t[i].type, cnt);
-        h->t[i] = (struct lx_wmat){h->small + off, LX_DT_F32};
+        h->t[i] = (struct lx_wmat){h->small + off, LX_DT_F32, 0};
         off += cnt;
     }
     m->held = h;
@@ -283,9 +283,16 @@ static void convert_all(const struct lx_model *m, void *dst, int type, const str
                         int drop)
 {
     for (int i = 0; i < n; i++) {
-        struct lx_wmat src = m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32};
+        struct lx_wmat src = m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32, 0};
         long rows = ti[i].shape[0], cols = ti[i].ndim == 2 ? ti[i].shape[1] : 1;
         char *d = (char *)dst + ti[i].offset * lx_dtype_size(type);
+        if (src.packed_rows) {  /* packed bf16 (lx_model_pack): rows through its layout, widened, exact */
+            LX_ASSERT(type == LX_DT_F32);
+#pragma omp parallel for schedule(static)
+            for (long r = 0; r < rows; r++)
+                lx_wmat_row((float *)d + r * cols, src, r, cols);
+            continue;
+        }
 #pragma omp parallel for schedule(static)
         for (long r = 0; r < rows; r++) {
             const char *s = (const char *)src.p + lx_dtype_bytes(src.type, (size_t)(r * cols));
@@ -349,8 +356,8 @@ void lx_model_to_bf16(struct lx_model *m)
     struct lx_held *h = lx_xcalloc(1, sizeof *h);
     h->t = lx_xcalloc((size_t)n, sizeof *h->t);
     for (int i = 0; i < n; i++)    /* the vectors go back to fp32 in lx_model_hold, from m's own values */
-        h->t[i] = ti[i].ndim == 2 ? (struct lx_wmat){b + ti[i].offset, LX_DT_BF16}
-                                  : (m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32});
+        h->t[i] = ti[i].ndim == 2 ? (struct lx_wmat){b + ti[i].offset, LX_DT_BF16, 0}
+                                  : (m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32, 0});
     h->maps = lx_xmalloc(sizeof *h->maps);
     h->map_len = lx_xmalloc(sizeof *h->map_len);
     h->owned = lx_xmalloc(sizeof *h->owned);
@@ -366,10 +373,79 @@ void lx_model_to_bf16(struct lx_model *m)
     free(ti);
 }
 
+/* A buffer of the held model's, given back with it. */
+static void held_add_map(struct lx_held *h, void *p, size_t len, int owned)
+{
+    h->maps = lx_xrealloc(h->maps, sizeof *h->maps * (size_t)(h->n_maps + 1));
+    h->map_len = lx_xrealloc(h->map_len, sizeof *h->map_len * (size_t)(h->n_maps + 1));
+    h->owned = lx_xrealloc(h->owned, sizeof *h->owned * (size_t)(h->n_maps + 1));
+    h->maps[h->n_maps] = p, h->map_len[h->n_maps] = len, h->owned[h->n_maps] = owned;
+    h->n_maps++;
+}
+
+/* Whether tensor i of a is a matrix a product reads (all but an untied embedding). */
+static int multiplied(const struct lx_arch *a, const struct lx_tensor_info *t, int i)
+{
+    return t->ndim == 2 && (i > 0 || a->tie_head);
+}
+
+double lx_arch_bf16_bytes(const struct lx_arch *a)
+{
+    int n = lx_arch_tensors(a, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    double bytes = 0, packed = 0;
+    int all = 1;
+    lx_arch_tensors(a, ti);
+    for (int i = 0; i < n; i++) {
+        size_t b = multiplied(a, &ti[i], i) ? lx_wmat_packed_bytes(ti[i].shape[0], ti[i].shape[1]) : 0;
+        all = all && (b > 0 || !multiplied(a, &ti[i], i));
+        bytes += (ti[i].ndim == 2 ? 2.0 : 4.0) * (double)count_of(&ti[i]);
+        packed += b ? (double)b : (ti[i].ndim == 2 ? 2.0 : 4.0) * (double)count_of(&ti[i]);
+    }
+    free(ti);
+    return all ? packed : bytes;
+}
+
+void lx_model_pack(struct lx_model *m)
+{
+    struct lx_held *h = m->held;
+    int n = lx_arch_tensors(&m->arch, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    size_t *at = lx_xcalloc((size_t)n, sizeof *at), total = 0;
+    lx_arch_tensors(&m->arch, ti);
+    for (int i = 0; h && i < n; i++) {
+        /* every matrix a product reads: all but an untied embedding (rows looked up only) */
+        size_t b = multiplied(&m->arch, &ti[i], i) ? lx_wmat_packed_bytes(ti[i].shape[0], ti[i].shape[1]) : 0;
+        if (multiplied(&m->arch, &ti[i], i) && b == 0)
+            h = NULL;   /* a shape oneDNN offers no layout for: nothing is packed */
+        at[i] = total;
+        total += (b + 4095) & ~(size_t)4095;
+    }
+    char *buf = h && total ? lx_big_calloc(total) : NULL;
+    for (int i = 0; buf && i < n; i++) {
+        if (!multiplied(&m->arch, &ti[i], i))
+            continue;
+        struct lx_wmat src = h->t[i];
+        h->t[i] = lx_wmat_pack(buf + at[i], src, ti[i].shape[0], ti[i].shape[1]);
+        size_t plain = lx_dtype_bytes(src.type, (size_t)count_of(&ti[i]));
+        drop_pages(src.p, plain);  /* read again from the file if ever (a mapping), never (lenx's own copy) */
+        h->bytes += (double)lx_wmat_packed_bytes(ti[i].shape[0], ti[i].shape[1]) - (double)plain;
+    }
+    if (buf) {
+        held_add_map(h, buf, total, 1);
+        lx_weights_unmap(&m->v);
+        map_views(&m->v, &m->arch, h->t, 0);
+    }
+    free(at);
+    free(ti);
+}
+
 void lx_model_fit_numerics(struct lx_model *m)
 {
-    if (lx_numerics_get() == LX_NUMERICS_BF16)
-        lx_model_to_bf16(m);
+    if (lx_numerics_get() != LX_NUMERICS_BF16)
+        return;
+    lx_model_to_bf16(m);
+    lx_model_pack(m);
 }
 
 double lx_model_held_bytes(const struct lx_model *m)

@@ -128,6 +128,16 @@ void lx_model_f32_free(const struct lx_model *m, float *w);
 /* Every matrix rounded to bf16 once (numerics bf16 at load): into one
 ** buffer, the fp32 weights or the mappings given back. */
 void lx_model_to_bf16(struct lx_model *m);
+/* Numerics bf16, after lx_model_to_bf16: every matrix a product reads packed
+** once into oneDNN's layout (dnnl.h), one buffer replacing the row-major
+** pages (given back to the kernel: a mapping's are read again from the file
+** if ever needed, lenx's own copy's never are). Nothing changes when oneDNN
+** has no layout for one of them. */
+void lx_model_pack(struct lx_model *m);
+/* The bytes a model of a holds in numerics bf16 once packed: the matrices
+** packed (padding included; 2 bytes a value where nothing can be packed or
+** for an untied embedding), the vectors fp32. */
+double lx_arch_bf16_bytes(const struct lx_arch *a);
 /* The weights as the process's numerics multiply them: in bf16 numerics every
 ** matrix rounded to bf16 once (lx_model_to_bf16); otherwise as loaded. */
 void lx_model_fit_numerics(struct lx_model *m);

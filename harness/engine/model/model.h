@@ -167,8 +167,8 @@ unsigned lx_run_uses(const struct lx_spec *spec);
 ** decay mask and (bf16 numerics) the weights' bf16 copy: 4, 17 or 19 bytes a parameter. */
 double lx_model_bytes(const struct lx_arch *a, int train);
 double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses);
-/* The weights' bytes in an evaluation: all matrices bf16 under bf16
-** (numerics bf16 rounds them at load), else `held` bytes as held
+/* The weights' bytes in an evaluation: under bf16 the matrices rounded and
+** packed at load (lx_arch_bf16_bytes), else `held` bytes as held
 ** (lx_model_held_bytes; 0: fp32 in lenx's own buffer). */
 double lx_eval_weight_bytes(const struct lx_arch *a, double held, int bf16);
 /* An evaluation pass's bytes with those weights: lx_run_bytes for fp32 in

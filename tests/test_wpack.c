@@ -1,0 +1,266 @@
+/*
+** tests/test_wpack.c - weights packed once into oneDNN's layout in numerics
+** bf16 (harness/engine/kernels/dnnl.h, wprod.h lx_wmat_pack, arch.h
+** lx_model_pack; docs/numerics.md#packed-weights). The layout is the CPU's
+** (AMX tiles, AVX512-BF16 pairs), so nothing here assumes one: a packed matrix
+** reads back, row by row and unpacked, as the bf16 rounding of its source
+** bit for bit; its products are the matrix product within the bound of K
+** rounded sums; a layout oneDNN refuses runs the unpacked product with its
+** bits; a model packed at load scores as unpacked, names a non-finite weight
+** at its row-major index, and counts what it holds. Where oneDNN offers no
+** packed layout (no AVX512-BF16, say) the tests check that nothing is packed.
+*/
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/half.h"
+#include "harness/core/lx.h"
+#include "harness/core/rng.h"
+#include "harness/engine/kernels/dnnl.h"
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/wprod.h"
+#include "harness/engine/model/model.h"
+
+static void restore(void)
+{
+    lx_dnnl_refuse_packed(0);
+    lx_numerics_set(LX_NUMERICS_FAST);
+}
+
+TestSuite(wpack, .init = restore, .fini = restore, .timeout = 120);
+
+/* N × K weights of type t (f32, bf16 or f16) from r; *ref the bf16 rounding of each, as floats. */
+static void *weights(struct lx_rng *r, int t, long N, long K, float **ref)
+{
+    float *w = lx_xmalloc(sizeof(float) * (size_t)(N * K));
+    uint16_t *h = lx_xmalloc(sizeof(uint16_t) * (size_t)(N * K));
+    *ref = lx_xmalloc(sizeof(float) * (size_t)(N * K));
+    for (long i = 0; i < N * K; i++) {
+        w[i] = (float)(lx_rng_normal(r) * 0.3);
+        h[i] = t == LX_DT_F16 ? lx_f32_to_f16(w[i]) : lx_f32_to_bf16(w[i]);
+        if (t == LX_DT_F16)
+            w[i] = lx_f16_to_f32(h[i]);
+        (*ref)[i] = lx_round_bf16(w[i]);
+    }
+    if (t == LX_DT_F32)
+        return free(h), w;
+    return free(w), h;
+}
+
+/* The shapes: one block, rows past a block and a chunk (ending mid-block), K odd and not a multiple of 32. */
+static const long shapes[][2] = {{64, 64}, {1000, 64}, {260, 48}, {2048 + 37, 96}, {300, 131}};
+
+Test(wpack, packed_rows_read_back_as_the_rounded_source)
+{
+    lx_numerics_set(LX_NUMERICS_BF16);
+    if (lx_wmat_packed_bytes(64, 64) == 0) {
+        cr_log_info("oneDNN offers no packed bf16 layout on this CPU: nothing is packed");
+        for (int s = 0; s < 5; s++)
+            cr_assert_eq(lx_wmat_packed_bytes(shapes[s][0], shapes[s][1]), 0);
+        return;
+    }
+    struct lx_rng r;
+    for (int t = 0; t < 3; t++)
+        for (int s = 0; s < 5; s++) {
+            long N = shapes[s][0], K = shapes[s][1];
+            float *ref, *row = lx_xmalloc(sizeof(float) * (size_t)K);
+            lx_rng_init(&r, 7, (uint32_t)(s * 3 + t), 0);
+            void *w = weights(&r, t, N, K, &ref);
+            size_t bytes = lx_wmat_packed_bytes(N, K);
+            cr_assert_geq(bytes, sizeof(uint16_t) * (size_t)(N * K), "(%ld, %ld): %zu bytes", N, K, bytes);
+            void *pk = lx_xcalloc(1, bytes);
+            struct lx_wmat P = lx_wmat_pack(pk, (struct lx_wmat){w, t, 0}, N, K);
+            cr_assert(P.p == pk && P.type == LX_DT_BF16 && P.packed_rows == N);
+            for (long n = 0; n < N; n++) {
+                lx_wmat_row(row, P, n, K);
+                cr_assert_eq(memcmp(row, ref + n * K, sizeof(float) * (size_t)K), 0, "type %d (%ld, %ld) row %ld",
+                             t, N, K, n);
+            }
+            uint16_t *plain = lx_xmalloc(sizeof(uint16_t) * (size_t)(N * K));
+            cr_assert_eq(lx_dnnl_unpack(plain, pk, N, K), 0, "%s", lx_dnnl_error());
+            for (long i = 0; i < N * K; i++)
+                cr_assert_eq(lx_bf16_to_f32(plain[i]), ref[i], "type %d (%ld, %ld) unpacked [%ld]", t, N, K, i);
+            free(plain), free(pk), free(w), free(ref), free(row);
+        }
+}
+
+/* y = x · Wᵀ (+ 0.25 where beta is 1) through the packed W, and through the same
+** bf16 W row-major, into rows of ldy = N + pad (the parts of q|k|v and w1|w3 write
+** into a wider row). */
+static void both_products(long M, long N, long K, long pad, float *yp, float *yr, float **naive)
+{
+    long ldy = N + pad;
+    struct lx_rng r;
+    float *ref;
+    lx_rng_init(&r, 9, (uint32_t)(M * 7 + N), 0);
+    uint16_t *w = weights(&r, LX_DT_BF16, N, K, &ref);
+    float *x = lx_xmalloc(sizeof(float) * (size_t)(M * K));
+    for (long i = 0; i < M * K; i++)
+        x[i] = (float)lx_rng_normal(&r);
+    void *pk = lx_xcalloc(1, lx_wmat_packed_bytes(N, K));
+    struct lx_wmat P = lx_wmat_pack(pk, (struct lx_wmat){w, LX_DT_BF16, 0}, N, K), W = {w, LX_DT_BF16, 0};
+    float beta = pad % 2 ? 0.0f : 1.0f;
+    for (long i = 0; i < M * ldy; i++)
+        yp[i] = yr[i] = 0.25f;
+    lx_wlinear(yp, ldy, x, K, P, M, K, N, beta);
+    lx_wlinear(yr, ldy, x, K, W, M, K, N, beta);
+    for (long i = 0; i < M; i++)
+        for (long j = N; j < ldy; j++)
+            cr_assert(yp[i * ldy + j] == 0.25f && yr[i * ldy + j] == 0.25f, "written past the row's N values");
+    if (naive) {
+        *naive = lx_xmalloc(sizeof(float) * (size_t)(M * ldy));
+        for (long i = 0; i < M * ldy; i++)
+            (*naive)[i] = 0.25f;
+        lx_wlinear_naive(*naive, ldy, x, K, W, M, K, N, beta);
+        /* the bound: K rounded fp32 sums of exact products of bf16 values, on the sum of magnitudes */
+        for (long i = 0; i < M; i++)
+            for (long j = 0; j < N; j++) {
+                double mag = beta * 0.25;
+                for (long k = 0; k < K; k++)
+                    mag += fabs((double)lx_round_bf16(x[i * K + k]) * ref[j * K + k]);
+                double tol = (double)(K + 1) * 0x1p-24 * mag;
+                cr_assert(fabs((double)yp[i * ldy + j] - (*naive)[i * ldy + j]) <= tol,
+                          "(%ld x %ld x %ld, ldy %ld) [%ld,%ld]: %.9g vs %.9g (tol %.3g)", M, K, N, ldy, i, j,
+                          yp[i * ldy + j], (*naive)[i * ldy + j], tol);
+            }
+    }
+    free(w), free(ref), free(x), free(pk);
+}
+
+Test(wpack, packed_products_are_the_product)
+{
+    lx_numerics_set(LX_NUMERICS_BF16);
+    if (lx_wmat_packed_bytes(64, 64) == 0)
+        return;
+    const long rows[] = {1, 7, 33, 512, 600};
+    int same = 0;
+    for (int s = 0; s < 5; s++)
+        for (int m = 0; m < 5; m++)
+            for (long pad = 0; pad < 3; pad++) {    /* dense rows; wider ones, beta 0 and 1 */
+                long M = rows[m], N = shapes[s][0], K = shapes[s][1], n = M * (N + pad);
+                float *yp = lx_xmalloc(sizeof(float) * (size_t)n), *yr = lx_xmalloc(sizeof(float) * (size_t)n);
+                float *naive;
+                both_products(M, N, K, pad, yp, yr, &naive);
+                same += memcmp(yp, yr, sizeof(float) * (size_t)n) == 0;
+                free(yp), free(yr), free(naive);
+            }
+    cr_log_info("packed and row-major products with the same bits: %d of 75 cases", same);
+}
+
+/* Where oneDNN would run its reference loops on the layout, the weights are
+** unpacked for the call: the row-major product's bits. */
+Test(wpack, a_refused_layout_runs_the_row_major_product)
+{
+    lx_numerics_set(LX_NUMERICS_BF16);
+    if (lx_wmat_packed_bytes(64, 64) == 0)
+        return;
+    lx_dnnl_refuse_packed(1);
+    for (int s = 0; s < 5; s++)
+        for (long pad = 0; pad < 3; pad++) {
+            long M = 40, N = shapes[s][0], K = shapes[s][1], n = M * (N + pad);
+            float *yp = lx_xmalloc(sizeof(float) * (size_t)n), *yr = lx_xmalloc(sizeof(float) * (size_t)n);
+            both_products(M, N, K, pad, yp, yr, NULL);
+            cr_assert_eq(memcmp(yp, yr, sizeof(float) * (size_t)n), 0, "(%ld, %ld) pad %ld", N, K, pad);
+            free(yp), free(yr);
+        }
+}
+
+/* ---- a model packed at load ------------------------------------------------------ */
+
+static void small_model(struct lx_model *m, int tie)
+{
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.d_model = 64, a.heads = 4, a.d_head = 16, a.d_mlp = 96, a.vocab = 300, a.tie_head = tie;
+    a.mlp = LX_MLP_SWIGLU;
+    lx_params_finish(&lx_arch_schema, &a);
+    lx_model_init(m, &a, 21);
+}
+
+/* Mean NLL of one forward of 2 × 48 tokens under plain RoPE. */
+static double forward(const struct lx_model *m, float *logits)
+{
+    struct lx_facts f = {.d_head = 16, .train_len = 48, .n_heads = 4, .length = 48,
+                         .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+    struct lx_spec spec;
+    struct lx_acts a;
+    struct lx_error err = {{0}};
+    int tok[96], tgt[96];
+    for (int t = 0; t < 96; t++)
+        tok[t] = (t * 37 + 11) % 300, tgt[t] = (t * 53 + 5) % 300;
+    lx_spec_init(&spec, &f);
+    cr_assert_eq(lx_acts_alloc(&a, &m->arch, 2, 48, 0, &err), LX_OK, "%s", err.msg);
+    double nll = lx_model_forward(m, &spec, tok, tgt, &a);
+    memcpy(logits, a.logits, sizeof(float) * 96 * 300);
+    lx_acts_release(&a);
+    return nll;
+}
+
+Test(wpack, a_model_packed_at_load_scores_as_unpacked)
+{
+    lx_numerics_set(LX_NUMERICS_BF16);
+    int can = lx_wmat_packed_bytes(64, 64) > 0;
+    for (int tie = 0; tie < 2; tie++) {
+        struct lx_model a, b;
+        small_model(&a, tie), small_model(&b, tie);
+        lx_model_to_bf16(&a);           /* a: row-major bf16 */
+        lx_model_fit_numerics(&b);      /* b: rounded and packed */
+        int n = lx_arch_tensors(&b.arch, NULL), packed = 0;
+        struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+        lx_arch_tensors(&b.arch, ti);
+        double expect = 0;
+        for (int i = 0; i < n; i++) {
+            long cnt = ti[i].shape[0] * (ti[i].ndim == 2 ? ti[i].shape[1] : 1);
+            int want = can && ti[i].ndim == 2 && (i > 0 || tie);
+            cr_assert_eq(b.held->t[i].packed_rows != 0, want, "tie %d tensor %s", tie, ti[i].name);
+            packed += want;
+            expect += want ? (double)lx_wmat_packed_bytes(ti[i].shape[0], ti[i].shape[1])
+                           : ti[i].ndim == 2 ? 2.0 * (double)cnt : 4.0 * (double)cnt;
+        }
+        cr_assert_eq(lx_model_held_bytes(&b), expect, "held %.0f, counted %.0f", lx_model_held_bytes(&b), expect);
+        static float la[96 * 300], lb[96 * 300];
+        double na = forward(&a, la), nb = forward(&b, lb), worst = 0;
+        for (int i = 0; i < 96 * 300; i++)
+            worst = fmax(worst, fabs((double)la[i] - lb[i]));
+        cr_log_info("tie %d: %d matrices packed; mean NLL %.9f row-major, %.9f packed; max |dlogit| %.3g", tie,
+                    packed, na, nb, worst);
+        /* the same bf16 operands summed in fp32 in oneDNN's order either way: logits of this
+        ** size (|z| < 4 here) agree far inside one bf16 rounding of an activation (2^-9) */
+        cr_assert_lt(worst, 1e-4, "tie %d", tie);
+        cr_assert_lt(fabs(na - nb), 1e-5, "tie %d", tie);
+        /* the embedding's rows (tied: through the packed head) and what training would copy out */
+        float *wa = lx_model_f32(&a), *wb = lx_model_f32(&b);
+        cr_assert_eq(memcmp(wa, wb, sizeof(float) * a.n_params), 0, "tie %d: the weights as fp32", tie);
+        lx_model_f32_free(&a, wa), lx_model_f32_free(&b, wb);
+        free(ti);
+        lx_model_release(&a), lx_model_release(&b);
+    }
+}
+
+/* A non-finite weight of a packed matrix is named at its row-major index. */
+Test(wpack, a_non_finite_packed_weight_is_named_at_its_index)
+{
+    lx_numerics_set(LX_NUMERICS_BF16);
+    struct lx_model m;
+    struct lx_error err = {{0}};
+    small_model(&m, 1);
+    int n = lx_arch_tensors(&m.arch, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    lx_arch_tensors(&m.arch, ti);
+    int k = -1;
+    for (int i = 0; i < n && k < 0; i++)
+        if (strstr(ti[i].name, "layers.1.") && ti[i].ndim == 2 && ti[i].shape[0] > 17)
+            k = i;
+    cr_assert_geq(k, 0);
+    long at = 17 * ti[k].shape[1] + 5;  /* row 17, column 5 */
+    m.w[ti[k].offset + at] = -INFINITY;
+    lx_model_fit_numerics(&m);
+    cr_assert_eq(lx_model_check_finite(&m, &err), LX_ERUN);
+    char want[256];
+    snprintf(want, sizeof want, "tensor '%s' holds a non-finite value (-inf) at index %ld", ti[k].name, at);
+    cr_assert(strstr(err.msg, want), "%s\nwanted: %s", err.msg, want);
+    free(ti);
+    lx_model_release(&m);
+}
