@@ -293,7 +293,7 @@ static int bench_bf16_step(void)
         for (int k = 0; k < 2; k++) {
             struct lx_error err;
             lx_numerics_set(k ? LX_NUMERICS_BF16 : LX_NUMERICS_FAST);
-            if (k && lx_optim_shadow(&b.opt, &b.m, &err) < 0)     /* as lx_train: products read the bf16 copy */
+            if (k && lx_optim_shadow(&b.opt, &b.m, 1, &err) < 0)     /* as lx_train: products read the bf16 copy */
                 return fprintf(stderr, "bench: %s\n", err.msg), 1;
             double t = lx_bench_best(1, step_run, &s);
             lx_optim_unshadow(&b.opt, &b.m);

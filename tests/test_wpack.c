@@ -71,7 +71,7 @@ Test(wpack, packed_rows_read_back_as_the_rounded_source)
             size_t bytes = lx_wmat_packed_bytes(N, K);
             cr_assert_geq(bytes, sizeof(uint16_t) * (size_t)(N * K), "(%ld, %ld): %zu bytes", N, K, bytes);
             void *pk = lx_xcalloc(1, bytes);
-            struct lx_wmat P = lx_wmat_pack(pk, (struct lx_wmat){w, t, 0}, N, K);
+            struct lx_wmat P = lx_wmat_pack(pk, (struct lx_wmat){w, t, 0, NULL}, N, K);
             cr_assert(P.p == pk && P.type == LX_DT_BF16 && P.packed_rows == N);
             for (long n = 0; n < N; n++) {
                 lx_wmat_row(row, P, n, K);
@@ -100,7 +100,7 @@ static void both_products(long M, long N, long K, long pad, float *yp, float *yr
     for (long i = 0; i < M * K; i++)
         x[i] = (float)lx_rng_normal(&r);
     void *pk = lx_xcalloc(1, lx_wmat_packed_bytes(N, K));
-    struct lx_wmat P = lx_wmat_pack(pk, (struct lx_wmat){w, LX_DT_BF16, 0}, N, K), W = {w, LX_DT_BF16, 0};
+    struct lx_wmat P = lx_wmat_pack(pk, (struct lx_wmat){w, LX_DT_BF16, 0, NULL}, N, K), W = {w, LX_DT_BF16, 0, NULL};
     float beta = pad % 2 ? 0.0f : 1.0f;
     for (long i = 0; i < M * ldy; i++)
         yp[i] = yr[i] = 0.25f;

@@ -271,6 +271,15 @@ int lx_dnnl_pack_rows(void *Wp, const uint16_t *rows, long n0, long n, long N, l
     return s == dnnl_success ? reorder(Wp, &to, rows, &from) : fail("a sub-block of packed weights", s);
 }
 
+int lx_dnnl_pack_b(void *Bp, const uint16_t *B, long ldb, int trans_b, long N, long K)
+{
+    const struct layout L = layout_of(N, K), *l = &L;
+    dnnl_memory_desc_t from;
+    LX_ASSERT(l->ok);
+    dnnl_status_t s = plain_desc(&from, K, N, ldb, trans_b, dnnl_bf16);
+    return s == dnnl_success ? reorder(Bp, &l->md, B, &from) : fail("packing weights", s);
+}
+
 int lx_dnnl_unpack(uint16_t *W, const void *Wp, long N, long K)
 {
     const struct layout L = layout_of(N, K), *l = &L;

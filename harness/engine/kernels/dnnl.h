@@ -39,6 +39,11 @@ long lx_dnnl_pack_block(long N, long K);
 ** before the first call: the padding stays 0); n a multiple of the block
 ** unless the rows end W. Returns 0 or -1 (lx_dnnl_error). */
 int lx_dnnl_pack_rows(void *Wp, const uint16_t *rows, long n0, long n, long N, long K);
+/* B (K × N) held with row stride ldb, or transposed (N rows of K) with
+** trans_b, packed whole into Bp as the layout of (N, K): training packs its
+** weights' bf16 copy this way after every update, W as Wᵀ for the forward and
+** as W for the backward's dx = dy · W. */
+int lx_dnnl_pack_b(void *Bp, const uint16_t *B, long ldb, int trans_b, long N, long K);
 /* W (N × K, row-major) from its packed form. */
 int lx_dnnl_unpack(uint16_t *W, const void *Wp, long N, long K);
 /* Row r of a packed W (K values, widened exactly), read through the layout's blocking. */

@@ -168,7 +168,7 @@ struct lx_wmat lx_wmat_pack(void *dst, struct lx_wmat W, long OC, long C)
         }
         dnnl_or_die(lx_dnnl_pack_rows(dst, wb ? wb : (const uint16_t *)row_of(W, o0, C), o0, n, OC, C));
     }
-    return (struct lx_wmat){dst, LX_DT_BF16, OC};
+    return (struct lx_wmat){dst, LX_DT_BF16, OC, NULL};
 }
 
 void lx_to_bf16_dense(uint16_t *dst, const float *src, size_t n)
@@ -189,9 +189,14 @@ void lx_linear_backward_bf16(float *dx, float *dW, const float *dy, const float 
     ** dW), W only when it is not bf16 already (training's copy, train.h) */
     uint16_t *dyb = scratch(2, sizeof(uint16_t) * (size_t)(T * OC)), *xb = scratch(3, sizeof(uint16_t) * (size_t)(T * C));
     const uint16_t *wb = W.p;
-    LX_ASSERT(!W.packed_rows);     /* training's weights are its own bf16 copy, row-major */
+    LX_ASSERT(!W.packed_rows || W.pt);     /* packed for inference only (lx_model_pack): no backward */
     lx_to_bf16_dense(dyb, dy, (size_t)(T * OC));
     lx_to_bf16_dense(xb, x, (size_t)(T * C));
+    if (W.pt) {
+        dnnl_or_die(lx_dnnl_gemm_bf16_packed(dx, C, dyb, OC, W.pt, T, C, OC, 0.0f));
+        dnnl_or_die(lx_dnnl_gemm_bf16(dW, C, dyb, OC, 1, xb, C, 0, OC, C, T, 1.0f));
+        return;
+    }
     if (W.type != LX_DT_BF16) {
         LX_ASSERT(W.type == LX_DT_F32);
         uint16_t *w = scratch(0, sizeof(uint16_t) * (size_t)(OC * C));

@@ -24,6 +24,7 @@ struct lx_wmat {
     const void *p;
     int type;           /* LX_DT_F32, LX_DT_BF16 or LX_DT_F16 (quantized types: formats that hold them) */
     long packed_rows;   /* 0: row-major; else packed bf16 (dnnl.h) of this many rows */
+    const void *pt;     /* training (train.h): W also packed as the backward's B (dx = dy · W), or NULL */
 };
 
 /* y (T, OC), row stride ldy, = x (T, C), row stride ldx, · Wᵀ + beta · y. */
@@ -34,7 +35,7 @@ void lx_wlinear_naive(float *y, long ldy, const float *x, long ldx, struct lx_wm
 
 /* The backward of y = x · Wᵀ in bf16 numerics: dx (T, C) = dy · W and
 ** dW (OC, C) += dyᵀ · x, all dense, with bf16 operands (dy, x rounded; W
-** rounded unless it is bf16 already) and fp32 sums on oneDNN. */
+** rounded unless it is bf16 already, or its packed W.pt) and fp32 sums on oneDNN. */
 void lx_linear_backward_bf16(float *dx, float *dW, const float *dy, const float *x, struct lx_wmat W, long T,
                              long C, long OC);
 /* Packing, in bf16 numerics: the bytes of an OC × C weight packed, or 0

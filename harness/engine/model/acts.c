@@ -246,9 +246,11 @@ double lx_model_bytes(const struct lx_arch *a, int train)
 {
     /* weights (float); training adds the gradient and AdamW's two moments
     ** (float each) and the weight-decay mask (a byte each), and in bf16
-    ** numerics the weights' bf16 copy the products read (train.h) */
-    double bf16 = lx_numerics_get() == LX_NUMERICS_BF16 ? 2.0 : 0.0;
-    return (double)lx_arch_n_params(a) * (train ? 4.0 * 4 + 1 + bf16 : 4.0);
+    ** numerics the weights' bf16 copy and its matrices packed both ways,
+    ** which the products read (train.h) */
+    int bf16 = train && lx_numerics_get() == LX_NUMERICS_BF16;
+    double n = (double)lx_arch_n_params(a);
+    return n * (train ? 4.0 * 4 + 1 + (bf16 ? 2.0 : 0.0) : 4.0) + (bf16 ? lx_arch_train_packed_bytes(a) : 0.0);
 }
 
 unsigned lx_run_uses(const struct lx_spec *spec)
@@ -367,7 +369,7 @@ int lx_model_check_finite(const struct lx_model *m, struct lx_error *err)
     lx_arch_tensors(&m->arch, t);
     int rc = LX_OK;
     for (int i = 0; i < n && rc == LX_OK; i++) {
-        struct lx_wmat w = m->held ? m->held->t[i] : (struct lx_wmat){m->w + t[i].offset, LX_DT_F32, 0};
+        struct lx_wmat w = m->held ? m->held->t[i] : (struct lx_wmat){m->w + t[i].offset, LX_DT_F32, 0, NULL};
         long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1), j;
         float x, blk[256];
         if (w.packed_rows)  /* packed: its padding is 0; a hit is then found row by row */

@@ -193,7 +193,7 @@ void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base)
     struct lx_wmat *t = lx_xcalloc((size_t)n, sizeof *t);
     lx_arch_tensors(a, ti);
     for (int i = 0; i < n; i++)
-        t[i] = (struct lx_wmat){base + ti[i].offset, LX_DT_F32, 0};
+        t[i] = (struct lx_wmat){base + ti[i].offset, LX_DT_F32, 0, NULL};
     map_views(w, a, t, 1);
     free(t);
     free(ti);
@@ -202,7 +202,7 @@ void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base)
 /* p's place in w as a matrix view: into wb (bf16, laid out as w) or, without it, p itself. */
 static struct lx_wmat matrix_at(const float *p, const float *w, const uint16_t *wb)
 {
-    return wb ? (struct lx_wmat){wb + (p - w), LX_DT_BF16, 0} : (struct lx_wmat){p, LX_DT_F32, 0};
+    return wb ? (struct lx_wmat){wb + (p - w), LX_DT_BF16, 0, NULL} : (struct lx_wmat){p, LX_DT_F32, 0, NULL};
 }
 
 void lx_weights_matrices_at(struct lx_weights *v, const struct lx_arch *a, const float *w, const uint16_t *wb)
@@ -244,7 +244,7 @@ void lx_model_hold(struct lx_model *m, const struct lx_arch *a, struct lx_held *
             continue;
         }
         lx_half_to_f32(h->small + off, h->t[i].p, h->t[i].type, cnt);
-        h->t[i] = (struct lx_wmat){h->small + off, LX_DT_F32, 0};
+        h->t[i] = (struct lx_wmat){h->small + off, LX_DT_F32, 0, NULL};
         off += cnt;
     }
     m->held = h;
@@ -283,7 +283,7 @@ static void convert_all(const struct lx_model *m, void *dst, int type, const str
                         int drop)
 {
     for (int i = 0; i < n; i++) {
-        struct lx_wmat src = m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32, 0};
+        struct lx_wmat src = m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32, 0, NULL};
         long rows = ti[i].shape[0], cols = ti[i].ndim == 2 ? ti[i].shape[1] : 1;
         char *d = (char *)dst + ti[i].offset * lx_dtype_size(type);
         if (src.packed_rows) {  /* packed bf16 (lx_model_pack): rows through its layout, widened, exact */
@@ -356,8 +356,8 @@ void lx_model_to_bf16(struct lx_model *m)
     struct lx_held *h = lx_xcalloc(1, sizeof *h);
     h->t = lx_xcalloc((size_t)n, sizeof *h->t);
     for (int i = 0; i < n; i++)    /* the vectors go back to fp32 in lx_model_hold, from m's own values */
-        h->t[i] = ti[i].ndim == 2 ? (struct lx_wmat){b + ti[i].offset, LX_DT_BF16, 0}
-                                  : (m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32, 0});
+        h->t[i] = ti[i].ndim == 2 ? (struct lx_wmat){b + ti[i].offset, LX_DT_BF16, 0, NULL}
+                                  : (m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32, 0, NULL});
     h->maps = lx_xmalloc(sizeof *h->maps);
     h->map_len = lx_xmalloc(sizeof *h->map_len);
     h->owned = lx_xmalloc(sizeof *h->owned);
@@ -438,6 +438,46 @@ void lx_model_pack(struct lx_model *m)
     }
     free(at);
     free(ti);
+}
+
+/* ---- the matrices the products read, and training's packed copies of them ---- */
+
+int lx_model_matrices(const struct lx_arch *a, struct lx_model *m, struct lx_matrix_at *out)
+{
+    long C = a->d_model, HD = a->heads * a->d_head, F = a->d_mlp * (a->mlp == LX_MLP_SWIGLU ? 2 : 1);
+    int n = 0;
+#define ADD(v_, w_, oc_, c_) (out ? (void)(out[n] = (struct lx_matrix_at){(v_), (w_), (oc_), (c_)}) : (void)0, n++)
+    for (long l = 0; l < a->layers; l++) {
+        struct lx_layer_w *L = m ? &m->v.layer[l] : NULL;
+        ADD(L ? &L->mqkv[0] : NULL, L ? L->wqkv : NULL, lx_arch_qkv(a), C);
+        ADD(L ? &L->mo : NULL, L ? L->wo : NULL, C, HD);
+        ADD(L ? &L->mw13[0] : NULL, L ? L->w13 : NULL, F, C);
+        ADD(L ? &L->mw2 : NULL, L ? L->w2 : NULL, C, a->d_mlp);
+    }
+    ADD(m ? &m->v.mhead : NULL, m ? m->v.head : NULL, a->vocab, C);
+#undef ADD
+    return n;
+}
+
+size_t lx_packed_both_bytes(long oc, long c, size_t *fwd)
+{
+    size_t f = lx_wmat_packed_bytes(oc, c), b = lx_wmat_packed_bytes(c, oc);
+    *fwd = (f + 4095) & ~(size_t)4095;
+    return f && b ? *fwd + ((b + 4095) & ~(size_t)4095) : 0;
+}
+
+double lx_arch_train_packed_bytes(const struct lx_arch *a)
+{
+    int n = lx_model_matrices(a, NULL, NULL);
+    struct lx_matrix_at *t = lx_xcalloc((size_t)n, sizeof *t);
+    size_t total = 0, f;
+    lx_model_matrices(a, NULL, t);
+    for (int k = 0; k < n && total != SIZE_MAX; k++) {
+        size_t b = lx_packed_both_bytes(t[k].oc, t[k].c, &f);
+        total = b ? total + b : SIZE_MAX;
+    }
+    free(t);
+    return total == SIZE_MAX ? 0 : (double)total;
 }
 
 void lx_model_fit_numerics(struct lx_model *m)

@@ -138,6 +138,22 @@ void lx_model_pack(struct lx_model *m);
 ** packed (padding included; 2 bytes a value where nothing can be packed or
 ** for an untied embedding), the vectors fp32. */
 double lx_arch_bf16_bytes(const struct lx_arch *a);
+
+/* The matrices the products read, in a fixed order (q|k|v, o, w1|w3, w2 a
+** layer, then the head), out × in; with m (weights in m->w), their views
+** and places. Returns how many (4 · layers + 1); out (may be NULL) holds them. */
+struct lx_matrix_at {
+    struct lx_wmat *view;
+    const float *w;
+    long oc, c;
+};
+int lx_model_matrices(const struct lx_arch *a, struct lx_model *m, struct lx_matrix_at *out);
+/* Bytes of an oc × c matrix packed twice for oneDNN, as the forward's Wᵀ
+** (*fwd of them) and the backward's W, each rounded up to 4 KiB; 0 when
+** there is no layout for one (dnnl.h). */
+size_t lx_packed_both_bytes(long oc, long c, size_t *fwd);
+/* What training's packed copies take (train.h lx_optim_shadow): 0 when none. */
+double lx_arch_train_packed_bytes(const struct lx_arch *a);
 /* The weights as the process's numerics multiply them: in bf16 numerics every
 ** matrix rounded to bf16 once (lx_model_to_bf16); otherwise as loaded. */
 void lx_model_fit_numerics(struct lx_model *m);

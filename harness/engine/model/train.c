@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,9 @@
 #include "harness/core/hash.h"
 #include "harness/core/rng.h"
 #include "harness/engine/data/instance.h"
+#include "harness/engine/kernels/dnnl.h"
 #include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/wprod.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 
 static const struct lx_param train_rows[] = {
@@ -228,14 +231,45 @@ void lx_optim_zero_grad(struct lx_optim *o)
         memset(o->grad + i, 0, sizeof(float) * (o->n - i < OPT_BLOCK ? o->n - i : OPT_BLOCK));
 }
 
-int lx_optim_shadow(struct lx_optim *o, struct lx_model *model, struct lx_error *err)
+/* ---- the weights' bf16 copy, row-major and packed ------------------------------ */
+
+/* Every matrix of the bf16 copy packed both ways into o->pk, and the views at them. */
+static void repack(struct lx_optim *o, struct lx_model *model)
+{
+    int n = lx_model_matrices(&model->arch, model, NULL);
+    struct lx_matrix_at *t = lx_xcalloc((size_t)n, sizeof *t);
+    size_t at = 0, f;
+    lx_model_matrices(&model->arch, model, t);
+    for (int k = 0; k < n; k++) {
+        const struct lx_matrix_at *x = &t[k];
+        const uint16_t *src = o->wb + (x->w - model->w);
+        size_t pair = lx_packed_both_bytes(x->oc, x->c, &f);
+        char *fwd = (char *)o->pk + at, *bwd = fwd + f;
+        if (lx_dnnl_pack_b(fwd, src, x->c, 1, x->oc, x->c) < 0 || lx_dnnl_pack_b(bwd, src, x->c, 0, x->c, x->oc) < 0) {
+            fprintf(stderr, "lenx: %s\n", lx_dnnl_error());   /* layouts it offered at lx_optim_shadow */
+            exit(3);
+        }
+        *x->view = (struct lx_wmat){fwd, LX_DT_BF16, x->oc, bwd};
+        at += pair;
+    }
+    free(t);
+}
+
+int lx_optim_shadow(struct lx_optim *o, struct lx_model *model, int pack, struct lx_error *err)
 {
     LX_ASSERT(!o->wb && model->w && o->n == model->n_params);
-    if (!(o->wb = malloc(sizeof *o->wb * o->n)))
-        return lx_err(err, LX_ENOMEM, "the bf16 copy of %zu weights (%.1f GB) does not fit in memory\n"
-                      "  hint: numerics fast trains without it", o->n, 2.0 * (double)o->n / 1e9);
+    double pk = pack ? lx_arch_train_packed_bytes(&model->arch) : 0;
+    if (!(o->wb = malloc(sizeof *o->wb * o->n)) || (pk > 0 && !(o->pk = lx_big_calloc((size_t)pk)))) {
+        free(o->wb);
+        o->wb = NULL;
+        return lx_err(err, LX_ENOMEM, "the bf16 copies of %zu weights (%.1f GB) do not fit in memory\n"
+                      "  hint: numerics fast trains without them", o->n, (2.0 * (double)o->n + pk) / 1e9);
+    }
+    o->pk_bytes = (size_t)pk;
     lx_to_bf16_dense(o->wb, model->w, o->n);
     lx_weights_matrices_at(&model->v, &model->arch, model->w, o->wb);
+    if (o->pk)
+        repack(o, model);
     return LX_OK;
 }
 
@@ -245,7 +279,8 @@ void lx_optim_unshadow(struct lx_optim *o, struct lx_model *model)
         return;
     lx_weights_matrices_at(&model->v, &model->arch, model->w, NULL);
     free(o->wb);
-    o->wb = NULL;
+    lx_big_free(o->pk, o->pk_bytes);
+    o->wb = NULL, o->pk = NULL, o->pk_bytes = 0;
 }
 
 void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_train_cfg *c, long s)
@@ -274,6 +309,8 @@ void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_t
         if (o->wb)
             lx_f32_to_bf16_n(o->wb + i0, w + i0, end - i0);
     }
+    if (o->pk)
+        repack(o, model);
 }
 
 /* The shortest length a mixture task accepts, at most T: bisection on its
@@ -511,7 +548,7 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         rep->tokens = rep->steps * t.B * t.T;
     }
     if (lx_numerics_get() == LX_NUMERICS_BF16)
-        rc = lx_optim_shadow(&opt, m, err);
+        rc = lx_optim_shadow(&opt, m, 1, err);
     double t0 = omp_get_wtime(), saved = t0;
     for (long step = first; rc >= 0 && step < c->steps; step++) {
         if ((rc = train_batch(&t, spec, c, key, step, mix, n_mix, err)) < 0)

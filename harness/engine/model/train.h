@@ -60,6 +60,8 @@ struct lx_optim {
     struct lx_weights g;        /* views of grad shaped like the weights */
     uint16_t *wb;               /* (n,) the weights rounded to bf16 by every update, which the
                                 ** products read (lx_optim_shadow), or NULL */
+    void *pk;                   /* the matrices of wb packed for oneDNN both ways, or NULL */
+    size_t pk_bytes;
 };
 
 void lx_optim_init(struct lx_optim *o, const struct lx_model *model);
@@ -73,9 +75,13 @@ void lx_optim_zero_grad(struct lx_optim *o);
 ** of rounding them in every product (docs/numerics.md#training-in-bf16). It
 ** rounds model->w as it is now, so it comes after the last write to the
 ** weights that is not an update (a resumed state). LX_ENOMEM when the copy, 2
-** bytes a parameter, does not fit. lx_optim_unshadow points the products back
-** at the fp32 weights and frees the copy; it comes before lx_optim_release. */
-int lx_optim_shadow(struct lx_optim *o, struct lx_model *model, struct lx_error *err);
+** bytes a parameter, does not fit. With pack (where oneDNN has layouts for
+** them) every update also packs each matrix of the copy twice into oneDNN's
+** layout, as the forward's Wᵀ and the backward's W (docs/numerics.md#packed-weights;
+** lx_arch_train_packed_bytes more), and the products read those.
+** lx_optim_unshadow points the products back at the fp32 weights and frees
+** the copies; it comes before lx_optim_release. */
+int lx_optim_shadow(struct lx_optim *o, struct lx_model *model, int pack, struct lx_error *err);
 void lx_optim_unshadow(struct lx_optim *o, struct lx_model *model);
 /* Clip the global gradient norm to c->clip, then one AdamW update at 0-based
 ** step s of the schedule (lx_train_lr). */
