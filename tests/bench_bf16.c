@@ -52,9 +52,9 @@ static void run(void *arg)
 {
     struct prod *p = arg;
     lx_numerics_set(p->side >= 2 ? LX_NUMERICS_BF16 : LX_NUMERICS_FAST);
-    struct lx_wmat W = p->side == 0 ? (struct lx_wmat){p->w, LX_DT_F32, 0, NULL}
-                     : p->side == 3 && p->pk ? (struct lx_wmat){p->pk, LX_DT_BF16, p->N, NULL}
-                                             : (struct lx_wmat){p->h, LX_DT_BF16, 0, NULL};
+    struct lx_wmat W = p->side == 0 ? (struct lx_wmat){p->w, LX_DT_F32, 0, NULL, 0}
+                     : p->side == 3 && p->pk ? (struct lx_wmat){p->pk, LX_DT_BF16, p->N, NULL, 0}
+                                             : (struct lx_wmat){p->h, LX_DT_BF16, 0, NULL, 0};
     lx_wlinear(p->y, p->N, p->x, p->K, W, M, p->K, p->N, 0.0f);
 }
 
@@ -152,7 +152,7 @@ int lx_bench_bf16(void)
         size_t pb = lx_wmat_packed_bytes(p->N, p->K);
         p->pk = pb ? calloc(1, pb) : NULL;
         if (p->pk)
-            lx_wmat_pack(p->pk, (struct lx_wmat){p->h, LX_DT_BF16, 0, NULL}, p->N, p->K);
+            lx_wmat_pack(p->pk, (struct lx_wmat){p->h, LX_DT_BF16, 0, NULL, 0}, p->N, p->K);
         double flop = 2.0 * M * p->N * p->K, g[SIDES];
         for (int side = 0; side < SIDES; side++) {
             p->side = side;

@@ -165,7 +165,7 @@ static void product_case(enum lx_numerics nm, int type, long M, long K, long N)
         for (long i = 0; i < N * K; i++)        /* f16 patterns of exponents 8..14 (|w| in [2^-7, 1)), any sign */
             h[i] = (uint16_t)((lx_rng_uniform(&r) < 0.5 ? 0x8000 : 0) | (8 + (int)(lx_rng_uniform(&r) * 7)) << 10 |
                               (int)(lx_rng_uniform(&r) * 1024));
-    struct lx_wmat W = {type == LX_DT_F32 ? (const void *)w : h, type, 0, NULL};
+    struct lx_wmat W = {type == LX_DT_F32 ? (const void *)w : h, type, 0, NULL, 0};
     for (long i = 0; i < M * N; i++)
         y[i] = ref[i] = 0.5f;
     lx_wlinear(y, N, x, K, W, M, K, N, 1.0f);
@@ -175,7 +175,7 @@ static void product_case(enum lx_numerics nm, int type, long M, long K, long N)
             double mag = 0.5;
             float wj[1];
             for (long k = 0; k < K; k++) {
-                lx_wmat_row(wj, (struct lx_wmat){(const char *)W.p + (size_t)(j * K + k) * lx_dtype_size(type), type, 0, NULL},
+                lx_wmat_row(wj, (struct lx_wmat){(const char *)W.p + (size_t)(j * K + k) * lx_dtype_size(type), type, 0, NULL, 0},
                             0, 1);
                 mag += fabs((double)x[i * K + k] * wj[0]);
             }
@@ -210,8 +210,8 @@ Test(half, portable_half_product_is_the_fp32_bits)
         h[i] = lx_f32_to_bf16(cosf((float)i * 0.37f));
         w[i] = lx_bf16_to_f32(h[i]);
     }
-    lx_wlinear(a, N, x, K, (struct lx_wmat){w, LX_DT_F32, 0, NULL}, M, K, N, 0.0f);
-    lx_wlinear(b, N, x, K, (struct lx_wmat){h, LX_DT_BF16, 0, NULL}, M, K, N, 0.0f);
+    lx_wlinear(a, N, x, K, (struct lx_wmat){w, LX_DT_F32, 0, NULL, 0}, M, K, N, 0.0f);
+    lx_wlinear(b, N, x, K, (struct lx_wmat){h, LX_DT_BF16, 0, NULL, 0}, M, K, N, 0.0f);
     cr_assert_eq(memcmp(a, b, sizeof a), 0);
 }
 
@@ -682,7 +682,7 @@ Test(half, bf16_backward_products_match_the_reference)
                 dx[k][i] = NAN;     /* overwritten */
             for (long i = 0; i < O * K; i++)
                 dW[k][i] = -0.5f;
-            lx_linear_backward_bf16(dx[k], dW[k], dy, x, k ? (struct lx_wmat){Wb, LX_DT_BF16, 0, NULL} : (struct lx_wmat){W, LX_DT_F32, 0, NULL},
+            lx_linear_backward_bf16(dx[k], dW[k], dy, x, k ? (struct lx_wmat){Wb, LX_DT_BF16, 0, NULL, 0} : (struct lx_wmat){W, LX_DT_F32, 0, NULL, 0},
                                     R, K, O);
         }
         double mag;

@@ -62,7 +62,7 @@ Test(ops, linear_gradients)
     float dx[T * C], dW[OC * C] = {0}, db[OC] = {0};
     for (int i = 0; i < T * C; i++)
         dx[i] = NAN;    /* overwritten, not accumulated into */
-    lx_linear_backward(dx, dW, db, a.w, a.x, (struct lx_wmat){a.W, LX_DT_F32, 0, NULL}, T, C, OC);
+    lx_linear_backward(dx, dW, db, a.w, a.x, (struct lx_wmat){a.W, LX_DT_F32, 0, NULL, 0}, T, C, OC);
     check_grad("linear dx", lin_f, &a, a.x, dx, T * C);
     check_grad("linear dW", lin_f, &a, a.W, dW, OC * C);
     check_grad("linear db", lin_f, &a, a.b, db, OC);

@@ -71,7 +71,7 @@ Test(wpack, packed_rows_read_back_as_the_rounded_source)
             size_t bytes = lx_wmat_packed_bytes(N, K);
             cr_assert_geq(bytes, sizeof(uint16_t) * (size_t)(N * K), "(%ld, %ld): %zu bytes", N, K, bytes);
             void *pk = lx_xcalloc(1, bytes);
-            struct lx_wmat P = lx_wmat_pack(pk, (struct lx_wmat){w, t, 0, NULL}, N, K);
+            struct lx_wmat P = lx_wmat_pack(pk, (struct lx_wmat){w, t, 0, NULL, 0}, N, K);
             cr_assert(P.p == pk && P.type == LX_DT_BF16 && P.packed_rows == N);
             for (long n = 0; n < N; n++) {
                 lx_wmat_row(row, P, n, K);
@@ -100,7 +100,7 @@ static void both_products(long M, long N, long K, long pad, float *yp, float *yr
     for (long i = 0; i < M * K; i++)
         x[i] = (float)lx_rng_normal(&r);
     void *pk = lx_xcalloc(1, lx_wmat_packed_bytes(N, K));
-    struct lx_wmat P = lx_wmat_pack(pk, (struct lx_wmat){w, LX_DT_BF16, 0, NULL}, N, K), W = {w, LX_DT_BF16, 0, NULL};
+    struct lx_wmat P = lx_wmat_pack(pk, (struct lx_wmat){w, LX_DT_BF16, 0, NULL, 0}, N, K), W = {w, LX_DT_BF16, 0, NULL, 0};
     float beta = pad % 2 ? 0.0f : 1.0f;
     for (long i = 0; i < M * ldy; i++)
         yp[i] = yr[i] = 0.25f;
@@ -169,11 +169,14 @@ Test(wpack, a_refused_layout_runs_the_row_major_product)
 
 /* ---- a model packed at load ------------------------------------------------------ */
 
+/* Untied: 4 key/value heads and d_mlp 128, so that q|k|v's and w1|w3's parts start on 64-row
+** blocks; tied: 2 key/value heads (k's 32 rows) and d_mlp 96, parts that do not. */
 static void small_model(struct lx_model *m, int tie)
 {
     struct lx_arch a;
     lx_params_defaults(&lx_arch_schema, &a);
-    a.layers = 2, a.d_model = 64, a.heads = 4, a.d_head = 16, a.d_mlp = 96, a.vocab = 300, a.tie_head = tie;
+    a.layers = 2, a.d_model = 64, a.heads = 4, a.d_head = 16, a.d_mlp = tie ? 96 : 128, a.vocab = 300;
+    a.kv_heads = tie ? 2 : 0, a.tie_head = tie;
     a.mlp = LX_MLP_SWIGLU;
     lx_params_finish(&lx_arch_schema, &a);
     lx_model_init(m, &a, 21);
@@ -220,6 +223,20 @@ Test(wpack, a_model_packed_at_load_scores_as_unpacked)
                            : ti[i].ndim == 2 ? 2.0 * (double)cnt : 4.0 * (double)cnt;
         }
         cr_assert_eq(lx_model_held_bytes(&b), expect, "held %.0f, counted %.0f", lx_model_held_bytes(&b), expect);
+        /* q|k|v and w1|w3 packed as one matrix (one product) where every part starts on a block
+        ** of the whole's layout, else as parts */
+        const struct lx_arch *ar = &b.arch;
+        long HD = ar->heads * ar->d_head, KD = lx_arch_kv(ar) * ar->d_head, F = ar->d_mlp, C = ar->d_model;
+        long bq = lx_wmat_pack_block(HD + 2 * KD, C), bw = lx_wmat_pack_block(2 * F, C);
+        int fq = can && HD % bq == 0 && (HD + KD) % bq == 0, fw = can && F % bw == 0;
+        for (long l = 0; l < ar->layers; l++) {
+            const struct lx_layer_w *L = &b.v.layer[l];
+            cr_assert_eq(L->n_qkv, fq ? 1 : 3, "tie %d layer %ld", tie, l);
+            cr_assert_eq(L->n_w13, fw ? 1 : 2, "tie %d layer %ld", tie, l);
+            if (fq)
+                cr_assert_eq(L->mqkv[0].packed_rows, HD + 2 * KD);
+        }
+        cr_log_info("tie %d: q|k|v %s, w1|w3 %s", tie, fq ? "one matrix" : "parts", fw ? "one matrix" : "parts");
         static float la[96 * 300], lb[96 * 300];
         double na = forward(&a, la), nb = forward(&b, lb), worst = 0;
         for (int i = 0; i < 96 * 300; i++)
@@ -239,19 +256,20 @@ Test(wpack, a_model_packed_at_load_scores_as_unpacked)
     }
 }
 
-/* A non-finite weight of a packed matrix is named at its row-major index. */
-Test(wpack, a_non_finite_packed_weight_is_named_at_its_index)
+/* A non-finite weight of a packed matrix is named at its row-major index: in a matrix packed
+** alone (w2) and in a part packed with others (v, after q and k, where they are one matrix). */
+static void non_finite_at(const char *tensor)
 {
     lx_numerics_set(LX_NUMERICS_BF16);
     struct lx_model m;
     struct lx_error err = {{0}};
-    small_model(&m, 1);
+    small_model(&m, 0);
     int n = lx_arch_tensors(&m.arch, NULL);
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
     lx_arch_tensors(&m.arch, ti);
     int k = -1;
     for (int i = 0; i < n && k < 0; i++)
-        if (strstr(ti[i].name, "layers.1.") && ti[i].ndim == 2 && ti[i].shape[0] > 17)
+        if (strcmp(ti[i].name, tensor) == 0)
             k = i;
     cr_assert_geq(k, 0);
     long at = 17 * ti[k].shape[1] + 5;  /* row 17, column 5 */
@@ -263,4 +281,10 @@ Test(wpack, a_non_finite_packed_weight_is_named_at_its_index)
     cr_assert(strstr(err.msg, want), "%s\nwanted: %s", err.msg, want);
     free(ti);
     lx_model_release(&m);
+}
+
+Test(wpack, a_non_finite_packed_weight_is_named_at_its_index)
+{
+    non_finite_at("layers.1.mlp.w2.weight");
+    non_finite_at("layers.1.attn.wv.weight");
 }

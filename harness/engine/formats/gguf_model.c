@@ -286,7 +286,7 @@ static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_ggu
                         lx_gguf_ttype_name(t->type));
         } else {
             enum lx_dtype dt = (enum lx_dtype)dtype_of(t->type);
-            held->t[i] = (struct lx_wmat){t->data, dt, 0, NULL};
+            held->t[i] = (struct lx_wmat){t->data, dt, 0, NULL, 0};
             lx_mapguard_add(t->data, (size_t)t->bytes, path, name);
             if (ti[i].ndim == 2)
                 mixed |= first >= 0 && first != t->type, first = first < 0 ? t->type : first;

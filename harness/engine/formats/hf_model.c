@@ -413,7 +413,7 @@ static int hold_all(struct lx_model *m, const struct lx_arch *a, struct hf_weigh
             note_dtype(w, f, name);
             lx_mapguard_add(f->data + e->begin, e->end - e->begin, f->path, name);
             h->t[i] = (struct lx_wmat){aligned(h, f->data + e->begin, e->end - e->begin, lx_st_dt(e->dtype)),
-                                       lx_st_dt(e->dtype), 0, NULL};
+                                       lx_st_dt(e->dtype), 0, NULL, 0};
         }
     }
     if (rc == LX_OK) {

@@ -137,7 +137,7 @@ static void at(struct l2c_at *c, long layers, const char *what, size_t floats)
 {
     for (long l = layers ? 0 : -1; l < (layers ? layers : 0); l++) {
         int i = index_of(c->ti, c->n, l, what);
-        c->h->t[i] = (struct lx_wmat){c->p, LX_DT_F32, 0, NULL};
+        c->h->t[i] = (struct lx_wmat){c->p, LX_DT_F32, 0, NULL, 0};
         lx_mapguard_add(c->p, sizeof(float) * floats, c->path, c->ti[i].name);
         c->p += sizeof(float) * floats;
     }

@@ -40,7 +40,7 @@ static const char *row_of(struct lx_wmat W, long r, long C)
 void lx_wmat_row(float *out, struct lx_wmat W, long r, long C)
 {
     if (W.packed_rows)
-        lx_dnnl_packed_row(out, W.p, r, W.packed_rows, C);
+        lx_dnnl_packed_row(out, W.p, W.row0 + r, W.packed_rows, C);
     else
         lx_half_to_f32(out, row_of(W, r, C), W.type, (size_t)C);
 }
@@ -131,7 +131,7 @@ static void linear_bf16(float *y, long ldy, const float *x, long ldx, struct lx_
         for (long t = 0; t < m; t++)
             lx_f32_to_bf16_n(xb + t * C, x + (t0 + t) * ldx, (size_t)C);
         if (W.packed_rows) {
-            LX_ASSERT(W.packed_rows == OC);
+            LX_ASSERT(W.packed_rows == OC && W.row0 == 0);   /* a whole packed matrix, not a part */
             dnnl_or_die(lx_dnnl_gemm_bf16_packed(y + t0 * ldy, ldy, xb, C, W.p, m, OC, C, beta));
             continue;
         }
@@ -154,10 +154,15 @@ size_t lx_wmat_packed_bytes(long OC, long C)
     return lx_numerics_get() == LX_NUMERICS_BF16 ? lx_dnnl_packed_bytes(OC, C) : 0;
 }
 
-struct lx_wmat lx_wmat_pack(void *dst, struct lx_wmat W, long OC, long C)
+long lx_wmat_pack_block(long OC, long C)
 {
-    long blk = lx_dnnl_pack_block(OC, C), nb = blk * ((LX_WPROD_BLOCK + blk - 1) / blk);
-    LX_ASSERT(blk > 0 && !W.packed_rows);
+    return lx_wmat_packed_bytes(OC, C) ? lx_dnnl_pack_block(OC, C) : 0;
+}
+
+struct lx_wmat lx_wmat_pack_part(void *dst, struct lx_wmat W, long row0, long OC, long N, long C)
+{
+    long blk = lx_dnnl_pack_block(N, C), nb = blk * ((LX_WPROD_BLOCK + blk - 1) / blk);
+    LX_ASSERT(blk > 0 && !W.packed_rows && row0 % blk == 0 && row0 + OC <= N);
     uint16_t *wb = W.type == LX_DT_BF16 ? NULL : scratch(0, sizeof(uint16_t) * (size_t)(nb * C));
     for (long o0 = 0; o0 < OC; o0 += nb) {
         long n = OC - o0 < nb ? OC - o0 : nb;
@@ -166,9 +171,14 @@ struct lx_wmat lx_wmat_pack(void *dst, struct lx_wmat W, long OC, long C)
             for (long r = 0; r < n; r++)
                 lx_to_bf16(wb + r * C, row_of(W, o0 + r, C), W.type, (size_t)C);
         }
-        dnnl_or_die(lx_dnnl_pack_rows(dst, wb ? wb : (const uint16_t *)row_of(W, o0, C), o0, n, OC, C));
+        dnnl_or_die(lx_dnnl_pack_rows(dst, wb ? wb : (const uint16_t *)row_of(W, o0, C), row0 + o0, n, N, C));
     }
-    return (struct lx_wmat){dst, LX_DT_BF16, OC, NULL};
+    return (struct lx_wmat){dst, LX_DT_BF16, N, NULL, row0};
+}
+
+struct lx_wmat lx_wmat_pack(void *dst, struct lx_wmat W, long OC, long C)
+{
+    return lx_wmat_pack_part(dst, W, 0, OC, OC, C);
 }
 
 void lx_to_bf16_dense(uint16_t *dst, const float *src, size_t n)

@@ -25,6 +25,8 @@ struct lx_wmat {
     int type;           /* LX_DT_F32, LX_DT_BF16 or LX_DT_F16 (quantized types: formats that hold them) */
     long packed_rows;   /* 0: row-major; else packed bf16 (dnnl.h) of this many rows */
     const void *pt;     /* training (train.h): W also packed as the backward's B (dx = dy · W), or NULL */
+    long row0;          /* packed: this tensor's first row in the packed matrix (q|k|v and w1|w3
+                        ** packed as one, lx_model_pack); only a whole matrix (0) is multiplied */
 };
 
 /* y (T, OC), row stride ldy, = x (T, C), row stride ldx, · Wᵀ + beta · y. */
@@ -44,6 +46,11 @@ void lx_linear_backward_bf16(float *dx, float *dW, const float *dy, const float 
 ** zeroed bytes), a block of rows at a time; returns dst's view. */
 size_t lx_wmat_packed_bytes(long OC, long C);
 struct lx_wmat lx_wmat_pack(void *dst, struct lx_wmat W, long OC, long C);
+/* Rows a part must start at a multiple of in an OC × C packed matrix (0: none). */
+long lx_wmat_pack_block(long OC, long C);
+/* W's OC rows into rows row0 .. row0 + OC of an N × C packed matrix at dst
+** (row0 a multiple of lx_wmat_pack_block(N, C)); returns W's view in it. */
+struct lx_wmat lx_wmat_pack_part(void *dst, struct lx_wmat W, long row0, long OC, long N, long C);
 /* n dense floats to bf16 (lx_f32_to_bf16_n), in parallel blocks; not from inside a parallel region. */
 void lx_to_bf16_dense(uint16_t *dst, const float *src, size_t n);
 /* Row r of W (C values) as floats. */

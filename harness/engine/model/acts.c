@@ -369,7 +369,7 @@ int lx_model_check_finite(const struct lx_model *m, struct lx_error *err)
     lx_arch_tensors(&m->arch, t);
     int rc = LX_OK;
     for (int i = 0; i < n && rc == LX_OK; i++) {
-        struct lx_wmat w = m->held ? m->held->t[i] : (struct lx_wmat){m->w + t[i].offset, LX_DT_F32, 0, NULL};
+        struct lx_wmat w = m->held ? m->held->t[i] : (struct lx_wmat){m->w + t[i].offset, LX_DT_F32, 0, NULL, 0};
         long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1), j;
         float x, blk[256];
         if (w.packed_rows)  /* packed: its padding is 0; a hit is then found row by row */

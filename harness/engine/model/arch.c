@@ -193,7 +193,7 @@ void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base)
     struct lx_wmat *t = lx_xcalloc((size_t)n, sizeof *t);
     lx_arch_tensors(a, ti);
     for (int i = 0; i < n; i++)
-        t[i] = (struct lx_wmat){base + ti[i].offset, LX_DT_F32, 0, NULL};
+        t[i] = (struct lx_wmat){base + ti[i].offset, LX_DT_F32, 0, NULL, 0};
     map_views(w, a, t, 1);
     free(t);
     free(ti);
@@ -202,7 +202,7 @@ void lx_weights_map(struct lx_weights *w, const struct lx_arch *a, float *base)
 /* p's place in w as a matrix view: into wb (bf16, laid out as w) or, without it, p itself. */
 static struct lx_wmat matrix_at(const float *p, const float *w, const uint16_t *wb)
 {
-    return wb ? (struct lx_wmat){wb + (p - w), LX_DT_BF16, 0, NULL} : (struct lx_wmat){p, LX_DT_F32, 0, NULL};
+    return wb ? (struct lx_wmat){wb + (p - w), LX_DT_BF16, 0, NULL, 0} : (struct lx_wmat){p, LX_DT_F32, 0, NULL, 0};
 }
 
 void lx_weights_matrices_at(struct lx_weights *v, const struct lx_arch *a, const float *w, const uint16_t *wb)
@@ -244,7 +244,7 @@ void lx_model_hold(struct lx_model *m, const struct lx_arch *a, struct lx_held *
             continue;
         }
         lx_half_to_f32(h->small + off, h->t[i].p, h->t[i].type, cnt);
-        h->t[i] = (struct lx_wmat){h->small + off, LX_DT_F32, 0, NULL};
+        h->t[i] = (struct lx_wmat){h->small + off, LX_DT_F32, 0, NULL, 0};
         off += cnt;
     }
     m->held = h;
@@ -283,7 +283,7 @@ static void convert_all(const struct lx_model *m, void *dst, int type, const str
                         int drop)
 {
     for (int i = 0; i < n; i++) {
-        struct lx_wmat src = m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32, 0, NULL};
+        struct lx_wmat src = m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32, 0, NULL, 0};
         long rows = ti[i].shape[0], cols = ti[i].ndim == 2 ? ti[i].shape[1] : 1;
         char *d = (char *)dst + ti[i].offset * lx_dtype_size(type);
         if (src.packed_rows) {  /* packed bf16 (lx_model_pack): rows through its layout, widened, exact */
@@ -356,8 +356,8 @@ void lx_model_to_bf16(struct lx_model *m)
     struct lx_held *h = lx_xcalloc(1, sizeof *h);
     h->t = lx_xcalloc((size_t)n, sizeof *h->t);
     for (int i = 0; i < n; i++)    /* the vectors go back to fp32 in lx_model_hold, from m's own values */
-        h->t[i] = ti[i].ndim == 2 ? (struct lx_wmat){b + ti[i].offset, LX_DT_BF16, 0, NULL}
-                                  : (m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32, 0, NULL});
+        h->t[i] = ti[i].ndim == 2 ? (struct lx_wmat){b + ti[i].offset, LX_DT_BF16, 0, NULL, 0}
+                                  : (m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32, 0, NULL, 0});
     h->maps = lx_xmalloc(sizeof *h->maps);
     h->map_len = lx_xmalloc(sizeof *h->map_len);
     h->owned = lx_xmalloc(sizeof *h->owned);
@@ -406,6 +406,27 @@ double lx_arch_bf16_bytes(const struct lx_arch *a)
     return all ? packed : bytes;
 }
 
+/* The tensors packed as one matrix with tensor i: q|k|v and w1|w3 (SwiGLU)
+** held as parts, when each part starts on a block of the whole's layout; else
+** i alone. Returns how many (their rows in *rows). */
+static int pack_group(const struct lx_arch *a, const struct lx_tensor_info *ti, int i, long *rows)
+{
+    int k = strstr(ti[i].name, "attn.wq.weight") ? 3 : strstr(ti[i].name, "mlp.w1.weight") && a->mlp == LX_MLP_SWIGLU ? 2 : 1;
+    long C = ti[i].shape[1], N = 0, blk;
+    for (int j = 0; j < k; j++)
+        N += ti[i + j].shape[0];
+    if (k > 1 && (blk = lx_wmat_pack_block(N, C)) > 0) {
+        long at = 0;
+        for (int j = 0; j < k && k > 1; j++) {
+            k = at % blk == 0 ? k : 1;
+            at += ti[i + j].shape[0];
+        }
+    }
+    k = k > 1 && lx_wmat_packed_bytes(N, C) > 0 ? k : 1;
+    *rows = k > 1 ? N : ti[i].shape[0];
+    return k;
+}
+
 void lx_model_pack(struct lx_model *m)
 {
     struct lx_held *h = m->held;
@@ -413,28 +434,43 @@ void lx_model_pack(struct lx_model *m)
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
     size_t *at = lx_xcalloc((size_t)n, sizeof *at), total = 0;
     lx_arch_tensors(&m->arch, ti);
-    for (int i = 0; h && i < n; i++) {
+    for (int i = 0, k; h && i < n; i += k) {
         /* every matrix a product reads: all but an untied embedding (rows looked up only) */
-        size_t b = multiplied(&m->arch, &ti[i], i) ? lx_wmat_packed_bytes(ti[i].shape[0], ti[i].shape[1]) : 0;
+        long N;
+        k = multiplied(&m->arch, &ti[i], i) ? pack_group(&m->arch, ti, i, &N) : 1;
+        size_t b = multiplied(&m->arch, &ti[i], i) ? lx_wmat_packed_bytes(N, ti[i].shape[1]) : 0;
         if (multiplied(&m->arch, &ti[i], i) && b == 0)
             h = NULL;   /* a shape oneDNN offers no layout for: nothing is packed */
         at[i] = total;
         total += (b + 4095) & ~(size_t)4095;
     }
     char *buf = h && total ? lx_big_calloc(total) : NULL;
-    for (int i = 0; buf && i < n; i++) {
+    for (int i = 0, k = 1; buf && i < n; i += k) {
+        long N, row0 = 0;
+        k = 1;
         if (!multiplied(&m->arch, &ti[i], i))
             continue;
-        struct lx_wmat src = h->t[i];
-        h->t[i] = lx_wmat_pack(buf + at[i], src, ti[i].shape[0], ti[i].shape[1]);
-        size_t plain = lx_dtype_bytes(src.type, (size_t)count_of(&ti[i]));
-        drop_pages(src.p, plain);  /* read again from the file if ever (a mapping), never (lenx's own copy) */
-        h->bytes += (double)lx_wmat_packed_bytes(ti[i].shape[0], ti[i].shape[1]) - (double)plain;
+        k = pack_group(&m->arch, ti, i, &N);
+        for (int j = i; j < i + k; row0 += ti[j].shape[0], j++) {
+            struct lx_wmat src = h->t[j];
+            size_t plain = lx_dtype_bytes(src.type, (size_t)count_of(&ti[j]));
+            h->t[j] = lx_wmat_pack_part(buf + at[i], src, row0, ti[j].shape[0], N, ti[j].shape[1]);
+            drop_pages(src.p, plain);  /* read again from the file if ever (a mapping), never (lenx's own copy) */
+            h->bytes -= (double)plain;
+        }
+        h->bytes += (double)lx_wmat_packed_bytes(N, ti[i].shape[1]);
     }
     if (buf) {
         held_add_map(h, buf, total, 1);
         lx_weights_unmap(&m->v);
         map_views(&m->v, &m->arch, h->t, 0);
+        for (long l = 0; l < m->arch.layers; l++) {     /* parts packed as one: one product */
+            struct lx_layer_w *L = &m->v.layer[l];
+            if (L->n_qkv > 1 && L->mqkv[1].row0 > 0)    /* mqkv[0] is the whole: its packed_rows */
+                L->n_qkv = 1;
+            if (L->n_w13 > 1 && L->mw13[1].row0 > 0)
+                L->n_w13 = 1;
+        }
     }
     free(at);
     free(ti);

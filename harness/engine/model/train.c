@@ -249,7 +249,7 @@ static void repack(struct lx_optim *o, struct lx_model *model)
             fprintf(stderr, "lenx: %s\n", lx_dnnl_error());   /* layouts it offered at lx_optim_shadow */
             exit(3);
         }
-        *x->view = (struct lx_wmat){fwd, LX_DT_BF16, x->oc, bwd};
+        *x->view = (struct lx_wmat){fwd, LX_DT_BF16, x->oc, bwd, 0};
         at += pair;
     }
     free(t);
