@@ -75,6 +75,7 @@ $(B)/harness/core/version.o: build/gen/lx_build.h
 # The portable GEMM's sums are a fixed order of roundings: no fused multiply-add
 # the source does not spell out (harness/engine/kernels/gemm.c).
 $(B)/harness/engine/kernels/gemm.o: CFLAGS_ALL += -ffp-contract=off
+$(B)/harness/engine/kernels/amx.o: CFLAGS_ALL += -ffp-contract=off
 
 lenx: $(LIB_OBJ) $(B)/harness/main.o
 	$(CC) $(OPT) -o $@ $^ $(LDLIBS_ALL)

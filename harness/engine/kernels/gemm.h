@@ -93,6 +93,34 @@ void lx_gemm_rows_bf16_plain(float *C, int ldc, const uint16_t *A, long lda, lon
                              long pstride, int M, int N, int K, float alpha, float beta);
 /* 1: the CPU has AVX512-BF16 (lx_gemm_rows_bf16 runs its kernel). */
 int lx_gemm_bf16_native(void);
+/* The same on the AVX512-BF16 kernel only, never AMX's (the plain one on a
+** CPU without AVX512-BF16): the benchmark's baseline for the tiles. */
+void lx_gemm_rows_bf16_avx512(float *C, int ldc, const uint16_t *A, long lda, long apair, const uint16_t *B,
+                              long pstride, int M, int N, int K, float alpha, float beta);
+
+/* ---- the same on AMX (amx.c) ------------------------------------------------
+** Where the CPU has AMX-BF16 and Linux grants the process its tile state,
+** lx_gemm_rows_bf16 runs on AMX's tile registers: the same chains over the
+** pairs, in 32 × 32 blocks of C, the rounding inside each step the
+** hardware's own (docs/numerics.md). lx_gemm_rows_bf16_amx runs it, or with
+** emulate on emulated tiles on any CPU: the instructions' definitions, each
+** step rounded as lx_gemm_rows_bf16_plain, so the same bits as the plain
+** kernel (what the tests check everywhere). It returns 0, or −1 (nothing
+** written) when AMX is not there or its buffers cannot be had. */
+int lx_gemm_rows_bf16_amx(float *C, int ldc, const uint16_t *A, long lda, long apair, const uint16_t *B,
+                          long pstride, int M, int N, int K, float alpha, float beta, int emulate);
+/* 1: lx_gemm_rows_bf16 runs on AMX (the CPU has it, Linux grants it, and it
+** is not turned off by LENX_AMX=0 in the environment or by the call below). */
+int lx_gemm_amx_native(void);
+/* What lx_gemm_amx_native says, in words: "on", or why not ("not on this
+** CPU", "not granted by the OS", "off (LENX_AMX=0)", "off: failed its
+** self-check" — on first use the hardware's products of small integers, exact
+** in any order, must give the emulation's bits, else AMX stays off with a
+** warning on stderr). */
+const char *lx_gemm_amx_status(void);
+/* Turn AMX off (1) or on again (0) for lx_gemm_rows_bf16, process-wide: the
+** benchmark's comparison. */
+void lx_gemm_amx_disable(int off);
 
 /* bf16 values of the panels of op(B) = Bᵀ (K × N, K even) from the N rows of
 ** B (row stride ldb, K floats each, rounded to bf16): lx_gemm_bt_floats(N, K)
