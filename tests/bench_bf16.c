@@ -15,8 +15,9 @@
 ** as GFLOP/s (best of REPS) and bf16 / fp32; then the tiled attention of the
 ** same shape (32 query heads, 8 key/value heads of 64, causal RoPE) at 4k and
 ** 16k tokens, fp32 (fast numerics) against numerics bf16 (the tiles' products
-** on AVX512-BF16's kernel where the CPU has it, else the fp32 kernel on bf16
-** values), alternating. The load average is printed: under load a ratio is a
+** on AMX's tiles where the CPU has them, and then also on AVX512-BF16's
+** kernel beside them; on AVX512-BF16's kernel where it has only that; else
+** the fp32 kernel on bf16 values), alternating. The load average is printed: under load a ratio is a
 ** hint, not a result.
 */
 #define _POSIX_C_SOURCE 200809L
@@ -73,15 +74,17 @@ static void att_run(void *arg)
 {
     struct att *a = arg;
     lx_numerics_set(a->bf16 ? LX_NUMERICS_BF16 : LX_NUMERICS_FAST);
+    lx_gemm_amx_disable(a->bf16 == 2);      /* side 2: AVX512-BF16's tiles where AMX would run */
     int ld = (AH + 2 * AKV) * AD;
     struct lx_attn_shape sh = {.T = a->T, .H = AH, .KV = AKV, .D = AD, .ld = ld, .ldo = AH * AD, .causal = 1};
     lx_attn_tiled_forward(a->o, a->qkv, a->qkv + AH * AD, a->qkv + (AH + AKV) * AD, &a->spec, NULL, &sh, &a->tw);
 }
 
-/* Seconds (best of reps, the two sides alternating) of one layer's attention
-** at T in fp32 and in bf16 into t[0], t[1]. q|k|v are bf16 values (as the
-** model gives them in numerics bf16; rotated already, so the spec is plain). */
-static void att_times(int T, int reps, double *t)
+/* Seconds (best of reps, the sides alternating) of one layer's attention at
+** T in fp32 and in bf16 into t[0], t[1], and with AMX on, in bf16 on the
+** AVX512-BF16 tiles into t[2]. q|k|v are bf16 values (as the model gives them
+** in numerics bf16; rotated already, so the spec is plain). */
+static void att_times(int T, int reps, int sides, double *t)
 {
     struct att a = {.T = T};
     long ld = (AH + 2 * AKV) * AD, n = (long)T * ld;
@@ -94,26 +97,35 @@ static void att_times(int T, int reps, double *t)
     a.tw = (struct lx_tile_ws){.bq = LX_TILE_BQ, .bk = LX_TILE_BK, .n_thr = nthr};
     a.tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, AD) * (size_t)nthr);
     a.tw.kpack = malloc(sizeof(float) * lx_tile_kpack_floats(T, AKV, AD));
-    t[0] = t[1] = 1e30;
+    t[0] = t[1] = t[2] = 1e30;
     for (int r = 0; r < reps; r++)
-        for (a.bf16 = 0; a.bf16 < 2; a.bf16++) {
+        for (a.bf16 = 0; a.bf16 < sides; a.bf16++) {
             double s = lx_bench_best(1, att_run, &a);
             t[a.bf16] = s < t[a.bf16] ? s : t[a.bf16];
         }
     free(a.qkv), free(a.o), free(a.tw.scratch), free(a.tw.kpack);
+    lx_gemm_amx_disable(0);
 }
 
 static void bench_attention(void)
 {
-    printf("\ntiled attention, 32/8 heads of 64, causal, blocks %d x %d; tile products in bf16: %s\n\n", LX_TILE_BQ,
-           LX_TILE_BK, lx_gemm_bf16_native() ? "AVX512-BF16 kernel" : "fp32 kernel on bf16 values (no AVX512-BF16)");
-    printf("| T | fp32 s | fp32 GFLOP/s | bf16 s | bf16 GFLOP/s | bf16 / fp32 |\n|---:|---:|---:|---:|---:|---:|\n");
+    int amx = lx_gemm_amx_native(), sides = amx ? 3 : 2;
+    printf("\ntiled attention, 32/8 heads of 64, causal, blocks %d x %d; tile products in bf16: %s; AMX: %s\n\n",
+           LX_TILE_BQ, LX_TILE_BK,
+           amx ? "AMX tiles" : lx_gemm_bf16_native() ? "AVX512-BF16 kernel"
+                                                     : "fp32 kernel on bf16 values (no AVX512-BF16)",
+           lx_gemm_amx_status());
+    printf("| T | fp32 s | fp32 GFLOP/s | bf16 s | bf16 GFLOP/s | bf16 / fp32 |%s\n|---:|---:|---:|---:|---:|---:|%s\n",
+           amx ? " bf16 on AVX512-BF16 s | AMX / AVX512-BF16 |" : "", amx ? "---:|---:|" : "");
     static const int Ts[] = {4096, 16384};
     for (int i = 0; i < 2; i++) {
-        double t[2], flop = 2.0 * 2.0 * ((double)Ts[i] * Ts[i] / 2) * AD * AH;
-        att_times(Ts[i], Ts[i] > 4096 ? 2 : 3, t);
-        printf("| %d | %.3f | %.0f | %.3f | %.0f | %.2fx |\n", Ts[i], t[0], flop / t[0] * 1e-9, t[1],
+        double t[3], flop = 2.0 * 2.0 * ((double)Ts[i] * Ts[i] / 2) * AD * AH;
+        att_times(Ts[i], Ts[i] > 4096 ? 2 : 3, sides, t);
+        printf("| %d | %.3f | %.0f | %.3f | %.0f | %.2fx |", Ts[i], t[0], flop / t[0] * 1e-9, t[1],
                flop / t[1] * 1e-9, t[0] / t[1]);
+        if (amx)
+            printf(" %.3f | %.2fx |", t[2], t[2] / t[1]);
+        printf("\n");
     }
     lx_numerics_set(LX_NUMERICS_FAST);
 }

@@ -177,7 +177,9 @@ static void bench_backward(void)
         printf("| %d | %.4f | %.4f | %.2fx |\n", Ts[i], more[i][0], more[i][1], more[i][1] / more[i][0]);
     printf("\nnumerics bf16 (%s):\n\n| T | bf16 backward s | bf16 through sgemm s | fp32 backward s | "
            "bf16 vs fp32 | bf16 vs through sgemm |\n|---:|---:|---:|---:|---:|---:|\n",
-           lx_gemm_bf16_native() ? "the AVX512-BF16 tile kernel" : "no AVX512-BF16: bf16 values through sgemm");
+           lx_gemm_amx_native()    ? "AMX's tiles"
+           : lx_gemm_bf16_native() ? "the AVX512-BF16 tile kernel"
+                                   : "no AVX512-BF16: bf16 values through sgemm");
     for (int i = 0; i < 2; i++)
         printf("| %d | %.4f | %.4f | %.4f | %.2fx | %.2fx |\n", Ts[i], more[i][2], more[i][3], more[i][4],
                more[i][4] / more[i][2], more[i][3] / more[i][2]);
