@@ -259,16 +259,33 @@ long lx_dnnl_pack_block(long N, long K)
     return l->ok ? l->nblk : 0;
 }
 
-int lx_dnnl_pack_rows(void *Wp, const uint16_t *rows, long n0, long n, long N, long K)
+/* Rows n0 .. n0 + n of the packed W as a submemory of its layout (*sub) and
+** as n plain rows of K (*plain); 0, or oneDNN's status. */
+static dnnl_status_t row_block(dnnl_memory_desc_t *sub, dnnl_memory_desc_t *plain, const struct layout *l, long n0,
+                               long n, long N, long K)
 {
-    const struct layout L = layout_of(N, K), *l = &L;
-    dnnl_memory_desc_t from, to;
     dnnl_dims_t dims = {K, n}, offs = {0, n0};
     LX_ASSERT(l->ok && n0 % l->nblk == 0 && (n % l->nblk == 0 || n0 + n == N));
-    dnnl_status_t s = plain_desc(&from, K, n, K, 1, dnnl_bf16);     /* n rows of K: (K, n) transposed */
+    dnnl_status_t s = plain_desc(plain, K, n, K, 1, dnnl_bf16);     /* n rows of K: (K, n) transposed */
     if (s == dnnl_success)
-        s = n == N ? (to = l->md, dnnl_success) : dnnl_memory_desc_init_submemory(&to, &l->md, dims, offs);
+        s = n == N ? (*sub = l->md, dnnl_success) : dnnl_memory_desc_init_submemory(sub, &l->md, dims, offs);
+    return s;
+}
+
+int lx_dnnl_pack_rows(void *Wp, const uint16_t *rows, long n0, long n, long N, long K)
+{
+    const struct layout L = layout_of(N, K);
+    dnnl_memory_desc_t from, to;
+    dnnl_status_t s = row_block(&to, &from, &L, n0, n, N, K);
     return s == dnnl_success ? reorder(Wp, &to, rows, &from) : fail("a sub-block of packed weights", s);
+}
+
+int lx_dnnl_unpack_rows(uint16_t *rows, const void *Wp, long n0, long n, long N, long K)
+{
+    const struct layout L = layout_of(N, K);
+    dnnl_memory_desc_t from, to;
+    dnnl_status_t s = row_block(&from, &to, &L, n0, n, N, K);
+    return s == dnnl_success ? reorder(rows, &to, Wp, &from) : fail("reading rows of packed weights", s);
 }
 
 int lx_dnnl_pack_b(void *Bp, const uint16_t *B, long ldb, int trans_b, long N, long K)

@@ -46,6 +46,11 @@ int lx_dnnl_pack_rows(void *Wp, const uint16_t *rows, long n0, long n, long N, l
 int lx_dnnl_pack_b(void *Bp, const uint16_t *B, long ldb, int trans_b, long N, long K);
 /* W (N × K, row-major) from its packed form. */
 int lx_dnnl_unpack(uint16_t *W, const void *Wp, long N, long K);
+/* Rows n0 .. n0 + n of a packed W (N × K) into rows (n rows of K, bf16), one
+** reorder: the inverse of lx_dnnl_pack_rows, on the same conditions (n0 a
+** multiple of lx_dnnl_pack_block, n too unless the rows end W). Returns 0 or
+** -1 (lx_dnnl_error). */
+int lx_dnnl_unpack_rows(uint16_t *rows, const void *Wp, long n0, long n, long N, long K);
 /* Row r of a packed W (K values, widened exactly), read through the layout's blocking. */
 void lx_dnnl_packed_row(float *out, const void *Wp, long r, long N, long K);
 /* C (M, N) = A (M, K), row stride lda, · Wᵀ + beta · C, W packed. Where

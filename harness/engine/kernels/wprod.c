@@ -45,6 +45,30 @@ void lx_wmat_row(float *out, struct lx_wmat W, long r, long C)
         lx_half_to_f32(out, row_of(W, r, C), W.type, (size_t)C);
 }
 
+long lx_wmat_rows_step(struct lx_wmat W, long C)
+{
+    long b = W.packed_rows ? lx_dnnl_pack_block(W.packed_rows, C) : 0;
+    return b > 0 ? (256 + b - 1) / b * b : 256;
+}
+
+void lx_wmat_rows(float *out, struct lx_wmat W, long r0, long n, long C)
+{
+    if (W.packed_rows) {
+        long b = lx_dnnl_pack_block(W.packed_rows, C), a0 = W.row0 + r0;
+        uint16_t *h = b > 0 && a0 % b == 0 && (n % b == 0 || a0 + n == W.packed_rows)
+                          ? malloc(sizeof(uint16_t) * (size_t)(n * C))
+                          : NULL;
+        int ok = h && lx_dnnl_unpack_rows(h, W.p, a0, n, W.packed_rows, C) == 0;
+        if (ok)
+            lx_half_to_f32(out, h, LX_DT_BF16, (size_t)(n * C));
+        free(h);
+        if (ok)
+            return;
+    }
+    for (long r = 0; r < n; r++)
+        lx_wmat_row(out + r * C, W, r0 + r, C);
+}
+
 /* ---- fast and portable numerics -------------------------------------------- */
 
 static inline float half_at(const uint16_t *w, long c, int type)

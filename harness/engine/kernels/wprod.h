@@ -55,6 +55,12 @@ struct lx_wmat lx_wmat_pack_part(void *dst, struct lx_wmat W, long row0, long OC
 void lx_to_bf16_dense(uint16_t *dst, const float *src, size_t n);
 /* Row r of W (C values) as floats. */
 void lx_wmat_row(float *out, struct lx_wmat W, long r, long C);
+/* Rows r0 .. r0 + n of W (C values each) as floats: for packed W one reorder
+** of the block (rows through the layout one value at a time only where the
+** block does not start on the layout's blocks); one thread, so callers run
+** blocks of lx_wmat_rows_step(W, C) rows in parallel. */
+void lx_wmat_rows(float *out, struct lx_wmat W, long r0, long n, long C);
+long lx_wmat_rows_step(struct lx_wmat W, long C);
 
 /* What runs the products, recorded with every cell: the BLAS (blas.h), and in
 ** bf16 numerics oneDNN's implementation ("... bf16=brg:avx512_core_bf16 onednn=2.6.3"). */

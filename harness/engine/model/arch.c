@@ -286,11 +286,12 @@ static void convert_all(const struct lx_model *m, void *dst, int type, const str
         struct lx_wmat src = m->held ? m->held->t[i] : (struct lx_wmat){m->w + ti[i].offset, LX_DT_F32, 0, NULL, 0};
         long rows = ti[i].shape[0], cols = ti[i].ndim == 2 ? ti[i].shape[1] : 1;
         char *d = (char *)dst + ti[i].offset * lx_dtype_size(type);
-        if (src.packed_rows) {  /* packed bf16 (lx_model_pack): rows through its layout, widened, exact */
+        if (src.packed_rows) {  /* packed bf16 (lx_model_pack): blocks of rows out of its layout, widened, exact */
             LX_ASSERT(type == LX_DT_F32);
-#pragma omp parallel for schedule(static)
-            for (long r = 0; r < rows; r++)
-                lx_wmat_row((float *)d + r * cols, src, r, cols);
+            long step = lx_wmat_rows_step(src, cols);
+#pragma omp parallel for schedule(dynamic)
+            for (long r = 0; r < rows; r += step)
+                lx_wmat_rows((float *)d + r * cols, src, r, rows - r < step ? rows - r : step, cols);
             continue;
         }
 #pragma omp parallel for schedule(static)
