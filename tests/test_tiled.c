@@ -391,6 +391,12 @@ static double compare_bf16(const char *stack, int T, int H, int KV, int D, int c
     lx_gemm_amx_disable(0);
     tw.bf16_plain = 1, tw.stats = &ts[1];
     lx_attn_tiled_forward(o_plain, Q, K, V, &st.spec, NULL, &sh, &tw);
+    /* AMX's path on emulated tiles, through the whole pass: the plain kernel's bits */
+    float *o_emu = malloc(sizeof(float) * N);
+    lx_gemm_amx_emulate(1);
+    tw.bf16_plain = 0, tw.stats = NULL;
+    lx_attn_tiled_forward(o_emu, Q, K, V, &st.spec, NULL, &sh, &tw);
+    lx_gemm_amx_emulate(0);
     lx_numerics_set(LX_NUMERICS_FAST);
     const char *how = causal ? "causal" : "bidirectional";
     if (lx_gemm_bf16_native()) {
@@ -398,7 +404,10 @@ static double compare_bf16(const char *stack, int T, int H, int KV, int D, int c
                   stack, T, how);
         cr_expect(!memcmp(td[0], td[1], sizeof td[0]), "%s T=%d %s: statistics differ between the kernels", stack,
                   T, how);
+        cr_expect(!memcmp(o_emu, o_plain, sizeof(float) * N), "%s T=%d %s: AMX's path (emulated) and plain differ",
+                  stack, T, how);
     }
+    free(o_emu);
     double top = 0.0, worst = 0.0, moved = 0.0;
     for (long i = 0; i < N; i++) {
         top = fmax(top, fabs(o_naive[i]));

@@ -650,6 +650,15 @@ Test(tiled_bwd, bf16_tile_kernel_within_the_rounding_of_p_and_ds, .timeout = 300
                                  causal ? "causal" : "bidirectional");
                     free(gn);
                 }
+                if (native) {   /* AMX's path on emulated tiles, through the whole backward: the plain bits */
+                    lx_gemm_amx_emulate(1);
+                    float *ge = tiled_grads(&st, T, H, KV, D, causal, z->bq, z->bk, LX_BWD_PRODUCTS_KERNELS, 0, 1,
+                                            NULL, NULL, NULL);
+                    lx_gemm_amx_emulate(0);
+                    cr_expect_eq(memcmp(ge, gp, sizeof(float) * n), 0, "%s T=%d %s: AMX's path (emulated) and plain differ",
+                                 names[s], T, causal ? "causal" : "bidirectional");
+                    free(ge);
+                }
                 /* AMX's tiles, where the CPU has them: held to the same bound */
                 float *ga = lx_gemm_amx_native() ? tiled_grads(&st, T, H, KV, D, causal, z->bq, z->bk,
                                                                LX_BWD_PRODUCTS_KERNELS, 0, 1, NULL, NULL, NULL)

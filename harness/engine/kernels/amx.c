@@ -382,7 +382,7 @@ static int probe(void)
 }
 
 static atomic_int amx_state = AMX_UNPROBED;
-static atomic_int amx_off;
+static atomic_int amx_off, amx_emulated;
 
 static int state(void)
 {
@@ -410,6 +410,16 @@ const char *lx_gemm_amx_status(void)
 void lx_gemm_amx_disable(int off)
 {
     atomic_store(&amx_off, off);
+}
+
+void lx_gemm_amx_emulate(int on)
+{
+    atomic_store(&amx_emulated, on);
+}
+
+int lx_gemm_amx_emulated(void)
+{
+    return atomic_load(&amx_emulated);
 }
 
 int lx_gemm_rows_bf16_amx(float *C, int ldc, const uint16_t *A, long lda, long apair, const uint16_t *B,

@@ -689,7 +689,9 @@ static void rows_bf16_run(float *C, int ldc, const uint16_t *A, long lda, long a
 void lx_gemm_rows_bf16(float *C, int ldc, const uint16_t *A, long lda, long apair, const uint16_t *B, long pstride,
                        int M, int N, int K, float alpha, float beta)
 {
-    if (lx_gemm_amx_native() && lx_gemm_rows_bf16_amx(C, ldc, A, lda, apair, B, pstride, M, N, K, alpha, beta, 0) == 0)
+    int emu = lx_gemm_amx_emulated();
+    if ((emu || lx_gemm_amx_native()) &&
+        lx_gemm_rows_bf16_amx(C, ldc, A, lda, apair, B, pstride, M, N, K, alpha, beta, emu) == 0)
         return;
     rows_bf16_run(C, ldc, A, lda, apair, B, pstride, M, N, K, alpha, beta, lx_gemm_bf16_native());
 }

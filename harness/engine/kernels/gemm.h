@@ -121,6 +121,11 @@ const char *lx_gemm_amx_status(void);
 /* Turn AMX off (1) or on again (0) for lx_gemm_rows_bf16, process-wide: the
 ** benchmark's comparison. */
 void lx_gemm_amx_disable(int off);
+/* Tests: with on, lx_gemm_rows_bf16 runs AMX's path on emulated tiles on any
+** CPU (the plain kernel's bits, slowly), so whole tiled passes can be checked
+** through it; lx_gemm_amx_emulated says whether it does. */
+void lx_gemm_amx_emulate(int on);
+int lx_gemm_amx_emulated(void);
 
 /* bf16 values of the panels of op(B) = Bᵀ (K × N, K even) from the N rows of
 ** B (row stride ldb, K floats each, rounded to bf16): lx_gemm_bt_floats(N, K)
