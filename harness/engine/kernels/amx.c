@@ -44,6 +44,7 @@
 #include <cpuid.h>
 #include <immintrin.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -381,17 +382,21 @@ static int probe(void)
     return AMX_ON;
 }
 
-static atomic_int amx_state = AMX_UNPROBED;
+static int amx_state = AMX_UNPROBED;
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
 static atomic_int amx_off, amx_emulated;
 
+static void probe_once(void)
+{
+    amx_state = probe();
+}
+
+/* Probed once per process (the first products often come from every thread
+** of an OpenMP loop at once; the self-check's buffers are static). */
 static int state(void)
 {
-    int s = atomic_load(&amx_state);
-    if (s == AMX_UNPROBED) {    /* two threads may both probe: the same answer */
-        s = probe();
-        atomic_store(&amx_state, s);
-    }
-    return s;
+    pthread_once(&amx_once, probe_once);
+    return amx_state;
 }
 
 int lx_gemm_amx_native(void)
