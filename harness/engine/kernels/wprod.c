@@ -13,6 +13,7 @@
 #include "harness/core/lx.h"
 #include "harness/engine/kernels/blas.h"
 #include "harness/engine/kernels/dnnl.h"
+#include "harness/engine/kernels/gemm.h"
 #include "harness/engine/kernels/numerics.h"
 
 #define XROWS 512       /* rows of x rounded to bf16 at a time in bf16 numerics */
@@ -270,7 +271,9 @@ void lx_products_describe(char *out, size_t n)
         return;
     }
     lx_dnnl_describe(dnnl, sizeof dnnl);
-    snprintf(out, n, "%s bf16=%s", blas, dnnl);
+    /* the attention's tile products too: AMX and AVX512-BF16 round inside a step differently */
+    snprintf(out, n, "%s bf16=%s tiles=%s", blas, dnnl,
+             lx_gemm_amx_native() ? "amx" : lx_gemm_bf16_native() ? "avx512bf16" : "fp32");
 }
 
 void lx_wlinear_naive(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
