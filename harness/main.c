@@ -20,6 +20,8 @@
 
 #include "harness/cli.h"
 #include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/dnnl.h"
+#include "harness/engine/kernels/gemm.h"
 #include "harness/sweep/registry.h"
 #include "harness/core/version.h"
 
@@ -92,10 +94,14 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-        char blas[128];
+        char blas[128], dnnl[128];
         lx_blas_describe(blas, sizeof blas);
+        lx_dnnl_describe(dnnl, sizeof dnnl);
         printf("lenx %s (commit %.12s%s; %s; %d threads)\n", LX_VERSION, lx_build_commit(),
                lx_build_dirty() ? ", dirty" : "", blas, omp_get_max_threads());
+        /* what numerics bf16 would run on: the weight products, the attention's tiles */
+        printf("numerics bf16: products %s; attention tiles %s (AMX: %s)\n", dnnl,
+               lx_gemm_amx_native() ? "amx" : lx_gemm_bf16_native() ? "avx512bf16" : "fp32", lx_gemm_amx_status());
         return 0;
     }
     for (int i = 0; i < N_COMMANDS; i++)

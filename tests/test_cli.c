@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "harness/cli.h"
+#include "harness/engine/kernels/gemm.h"
 #include "tests/shell.h"
 
 static void setup(void)
@@ -198,6 +199,9 @@ Test(cli, show_and_list, .init = setup, .fini = teardown)
     cr_expect(strstr(out, "gaussian") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L --version"), 0, "%s", out);
     cr_expect(strncmp(out, "lenx 0.", 7) == 0, "%s", out);
+    cr_expect(strstr(out, "\nnumerics bf16: products ") && strstr(out, "; attention tiles ") &&
+                  strstr(out, lx_gemm_amx_status()),
+              "the kernels bf16 runs on, and AMX's status (%s): %s", lx_gemm_amx_status(), out);
     const char *cmds[] = {"run", "table", "compare", "show", "list", "rm"};
     for (int i = 0; i < 6; i++) {
         cr_expect_eq(sh(out, sizeof out, "$L %s --help", cmds[i]), 0, "%s", out);
