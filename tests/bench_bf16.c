@@ -17,10 +17,13 @@
 ** 16k tokens, fp32 (fast numerics) against numerics bf16 (the tiles' products
 ** on AMX's tiles where the CPU has them, and then also on AVX512-BF16's
 ** kernel beside them; on AVX512-BF16's kernel where it has only that; else
-** the fp32 kernel on bf16 values), alternating. The load average is printed: under load a ratio is a
-** hint, not a result.
+** the fp32 kernel on bf16 values), alternating; then the tile products
+** alone, one thread, at the forward's block sizes, on each kernel the CPU
+** has. The load average is printed: under load a ratio is a hint, not a
+** result.
 */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +133,91 @@ static void bench_attention(void)
     lx_numerics_set(LX_NUMERICS_FAST);
 }
 
+/* ---- the attention's tile products alone ---- */
+
+struct tprod {
+    int m, n, k, bt, kernel;    /* kernel: 0 fp32 tiles, 1 AVX512-BF16, 2 AMX */
+    float *A, *B, *Bp, *C;
+    uint16_t *Ah, *Bh;
+    long pstride, ldb32, ps32;  /* the bf16 panels' stride; the fp32 kernel's B row stride and panel stride */
+};
+
+static void tprod_run(void *arg)
+{
+    struct tprod *t = arg;
+    for (int rep = 0; rep < 20; rep++)
+        if (t->kernel == 0)
+            lx_gemm_rows(t->C, t->n, t->A, t->k, t->Bp, t->ldb32, t->ps32, t->m, t->n, t->k, 1.0f, 1.0f);
+        else if (t->kernel == 1)
+            lx_gemm_rows_bf16_avx512(t->C, t->n, t->Ah, t->k, 2, t->Bh, t->pstride, t->m, t->n, t->k, 1.0f, 1.0f);
+        else
+            lx_gemm_rows_bf16_amx(t->C, t->n, t->Ah, t->k, 2, t->Bh, t->pstride, t->m, t->n, t->k, 1.0f, 1.0f, 0);
+}
+
+/* One thread's tile products at the forward's block sizes (the tiled
+** attention runs one per thread): Q·Kᵀ (512 queries × 256 keys × 64) and
+** P·V (512 × 64 × 256), 20 calls each, on the fp32 tile kernel, the
+** AVX512-BF16 one and, where the CPU has it, AMX's. */
+static void bench_tile_products(void)
+{
+    int amx = lx_gemm_amx_native(), bf = lx_gemm_bf16_native();
+    printf("\ntile products, one thread, GFLOP/s (best of 3 x 20 calls); last column: the bf16 kernels' largest "
+           "distance from the fp32 kernel's product, over its largest value\n\n| product | fp32 tiles | AVX512-BF16 "
+           "|%s max dist |\n|---|---:|---:|%s---:|\n",
+           amx ? " AMX | AMX / AVX512-BF16 |" : "", amx ? "---:|---:|" : "");
+    static const int shapes[2][4] = {{LX_TILE_BQ, LX_TILE_BK, AD, 1}, {LX_TILE_BQ, AD, LX_TILE_BK, 0}};
+    for (int i = 0; i < 2; i++) {
+        struct tprod t = {.m = shapes[i][0], .n = shapes[i][1], .k = shapes[i][2], .bt = shapes[i][3]};
+        size_t na = (size_t)t.m * t.k, nb = (size_t)t.n * t.k;
+        t.A = malloc(sizeof(float) * na), t.B = malloc(sizeof(float) * nb), t.C = calloc((size_t)t.m * t.n, 4);
+        t.Ah = malloc(2 * na), t.Bh = malloc(2 * lx_gemm_bt_floats(t.bt ? t.n : t.k, t.bt ? t.k : t.n));
+        t.Bp = malloc(sizeof(float) * lx_gemm_bt_floats(t.n, t.k));
+        for (size_t e = 0; e < na; e++)
+            t.A[e] = lx_round_bf16((float)((e * 2654435761u) % 2001) * 1e-3f - 1.0f);
+        for (size_t e = 0; e < nb; e++)
+            t.B[e] = lx_round_bf16((float)((e * 40503u) % 997) * 1e-3f - 0.5f);
+        lx_f32_to_bf16_n(t.Ah, t.A, na);
+        if (t.bt) {     /* B: the keys (N rows of K) */
+            lx_gemm_pack_bt(t.Bp, t.B, t.k, t.n, t.k);
+            lx_gemm_bf16_pack_bt(t.Bh, t.B, t.k, t.n, t.k);
+            t.pstride = t.ps32 = (long)t.k * LX_GEMM_NR, t.ldb32 = LX_GEMM_NR;
+        } else {        /* B: the values (K rows of N, their own fp32 panels) */
+            free(t.Bp), t.Bp = t.B, t.B = NULL;
+            lx_gemm_bf16_pack_b(t.Bh, t.Bp, t.n, t.k, t.n);
+            t.pstride = (long)lx_gemm_bt_floats(t.k, LX_GEMM_NR), t.ldb32 = t.n, t.ps32 = LX_GEMM_NR;
+        }
+        /* first, one call of each into its own C (beta 0): the same product, up to the sums' rounding */
+        size_t nc = (size_t)t.m * t.n;
+        float *ref = malloc(sizeof(float) * nc), *got = malloc(sizeof(float) * nc);
+        double dev[3] = {0}, top = 0;
+        lx_gemm_rows(ref, t.n, t.A, t.k, t.Bp, t.ldb32, t.ps32, t.m, t.n, t.k, 1.0f, 0.0f);
+        for (size_t e = 0; e < nc; e++)
+            top = fmax(top, fabs(ref[e]));
+        for (int kn = 1; kn < (amx ? 3 : 2); kn++) {
+            if (kn == 1)
+                lx_gemm_rows_bf16_avx512(got, t.n, t.Ah, t.k, 2, t.Bh, t.pstride, t.m, t.n, t.k, 1.0f, 0.0f);
+            else
+                lx_gemm_rows_bf16_amx(got, t.n, t.Ah, t.k, 2, t.Bh, t.pstride, t.m, t.n, t.k, 1.0f, 0.0f, 0);
+            for (size_t e = 0; e < nc; e++)
+                dev[kn] = fmax(dev[kn], fabs((double)got[e] - ref[e]) / top);
+        }
+        free(ref), free(got);
+        double flop = 20 * 2.0 * t.m * t.n * t.k, g[3] = {0};
+        for (int r = 0; r < 3; r++)
+            for (t.kernel = 0; t.kernel < (amx ? 3 : 2); t.kernel++) {
+                double sec = lx_bench_best(1, tprod_run, &t), v = flop / sec * 1e-9;
+                g[t.kernel] = v > g[t.kernel] ? v : g[t.kernel];
+            }
+        printf("| %s %dx%dx%d | %.0f | %.0f%s |", t.bt ? "Q.K^T" : "P.V", t.m, t.n, t.k, g[0], g[1],
+               bf ? "" : " (plain C: no AVX512-BF16)");
+        if (amx)
+            printf(" %.0f | %.2fx |", g[2], g[2] / g[1]);
+        printf(" %.1e |", amx ? fmax(dev[1], dev[2]) : dev[1]);
+        printf("\n");
+        free(t.A), free(t.B), free(t.Bp), free(t.C), free(t.Ah), free(t.Bh);
+    }
+}
+
 int lx_bench_bf16(void)
 {
     struct prod shapes[] = {
@@ -189,5 +277,6 @@ int lx_bench_bf16(void)
            tot[0] / tot[2], tot[0] / tot[3]);
     lx_numerics_set(LX_NUMERICS_FAST);
     bench_attention();
+    bench_tile_products();
     return 0;
 }
