@@ -612,6 +612,7 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
         if (A)
             acc_rescale(A, x->st, al, (double)*m - mn, *l);
         *l *= al;
+#pragma omp simd
         for (int d = 0; d < x->D; d++)
             Orow[d] *= al;
         *m = mn;
@@ -704,6 +705,7 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
         }
     for (int r = 0; r < nr; r++) {
         float *dst = x->o + (i0 + r) * x->ldo + (long)h * D, inv = 1.0f / l[r];
+#pragma omp simd    /* one product per value: the same bits in any width */
         for (int d = 0; d < D; d++)
             dst[d] = O[(size_t)r * D + d] * inv;
         if (x->ws->lse)
