@@ -1,6 +1,7 @@
 /*
 ** harness/engine/kernels/vexp.h - e^x for x <= 0 in sixteen AVX-512 lanes, for
-** fast numerics' loops (the tiled attention's softmax, SwiGLU's sigmoid).
+** fast numerics' loops (the tiled attention's softmax, SwiGLU's sigmoid, the
+** cross-entropy's sum).
 ** Include it in functions compiled with target("avx512f,avx512dq,fma").
 **
 ** x = n·ln 2 + r, |r| <= ln 2 / 2, with n rounded by vrndscaleps and ln 2
