@@ -43,7 +43,6 @@
 
 #include <cpuid.h>
 #include <immintrin.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -99,31 +98,19 @@ static void emu_store(const struct emu *e, int t, void *p, long stride)
         memcpy((char *)p + r * stride, e->reg[t][r], 64);
 }
 
-/* bf16 h as the products read it: a subnormal is 0 of its sign. */
-static float daz(uint16_t h)
-{
-    return h & 0x7f80u ? lx_bf16_to_f32(h) : lx_bf16_to_f32(h & 0x8000u);
-}
-
-static float ftz(float s)
-{
-    return fpclassify(s) == FP_SUBNORMAL ? copysignf(0.0f, s) : s;
-}
-
 /* TDPBF16PS: for each row m, pair k and column n, sum(m, n) += odd product,
-** then += even product. */
+** then += even product (lx_gemm_bf16_step). */
 static void emu_dp(struct emu *e, int c, int a, int b)
 {
     for (int m = 0; m < TR; m++)
         for (int k = 0; k < TR; k++) {
-            uint16_t av[2], bv[2];
-            memcpy(av, e->reg[a][m] + 4 * k, 4);
+            uint32_t aw, bw;
+            memcpy(&aw, e->reg[a][m] + 4 * k, 4);
             for (int n = 0; n < TR; n++) {
                 float s;
-                memcpy(bv, e->reg[b][k] + 4 * n, 4);
+                memcpy(&bw, e->reg[b][k] + 4 * n, 4);
                 memcpy(&s, e->reg[c][m] + 4 * n, 4);
-                s = ftz(fmaf(daz(av[1]), daz(bv[1]), s));
-                s = ftz(fmaf(daz(av[0]), daz(bv[0]), s));
+                s = lx_gemm_bf16_step(s, aw, bw);
                 memcpy(e->reg[c][m] + 4 * n, &s, 4);
             }
         }

@@ -299,11 +299,7 @@ int lx_dnnl_pack_b(void *Bp, const uint16_t *B, long ldb, int trans_b, long N, l
 
 int lx_dnnl_unpack(uint16_t *W, const void *Wp, long N, long K)
 {
-    const struct layout L = layout_of(N, K), *l = &L;
-    dnnl_memory_desc_t to;
-    LX_ASSERT(l->ok);
-    dnnl_status_t s = plain_desc(&to, K, N, K, 1, dnnl_bf16);
-    return s == dnnl_success ? reorder(W, &to, Wp, &l->md) : fail("unpacking weights", s);
+    return lx_dnnl_unpack_rows(W, Wp, 0, N, N, K);
 }
 
 void lx_dnnl_packed_row(float *out, const void *Wp, long r, long N, long K)

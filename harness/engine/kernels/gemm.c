@@ -578,6 +578,12 @@ static float ftz(float s)
     return fpclassify(s) == FP_SUBNORMAL ? copysignf(0.0f, s) : s;
 }
 
+float lx_gemm_bf16_step(float sum, uint32_t a, uint32_t b)
+{
+    float s = ftz(fmaf(daz_bf16((uint16_t)(a >> 16)), daz_bf16((uint16_t)(b >> 16)), sum));
+    return ftz(fmaf(daz_bf16((uint16_t)a), daz_bf16((uint16_t)b), s));
+}
+
 /* One MR × NR tile over K values, plain C: the chains gemm.h defines. */
 static void rows_bf16_plain(const uint16_t *const *a, long ap, const uint16_t *b, int K, const struct out *o)
 {
@@ -585,11 +591,9 @@ static void rows_bf16_plain(const uint16_t *const *a, long ap, const uint16_t *b
     for (int p = 0; 2 * p < K; p++, b += 2 * NR)
         for (int r = 0; r < MR; r++) {
             uint32_t w = pair_at(a[r], p, ap, K);
-            float a0 = daz_bf16((uint16_t)w), a1 = daz_bf16((uint16_t)(w >> 16));
             for (int c = 0; c < NR; c++) {
-                float b0 = daz_bf16(b[2 * c]), b1 = daz_bf16(2 * p + 1 < K ? b[2 * c + 1] : 0);
-                float s = ftz(fmaf(a1, b1, acc[r * NR + c]));
-                acc[r * NR + c] = ftz(fmaf(a0, b0, s));
+                uint32_t bw = b[2 * c] | (uint32_t)(2 * p + 1 < K ? b[2 * c + 1] : 0) << 16;
+                acc[r * NR + c] = lx_gemm_bf16_step(acc[r * NR + c], w, bw);
             }
         }
     out_plain(o, acc);
@@ -693,7 +697,7 @@ void lx_gemm_rows_bf16(float *C, int ldc, const uint16_t *A, long lda, long apai
     if ((emu || lx_gemm_amx_native()) &&
         lx_gemm_rows_bf16_amx(C, ldc, A, lda, apair, B, pstride, M, N, K, alpha, beta, emu) == 0)
         return;
-    rows_bf16_run(C, ldc, A, lda, apair, B, pstride, M, N, K, alpha, beta, lx_gemm_bf16_native());
+    lx_gemm_rows_bf16_avx512(C, ldc, A, lda, apair, B, pstride, M, N, K, alpha, beta);
 }
 
 void lx_gemm_rows_bf16_avx512(float *C, int ldc, const uint16_t *A, long lda, long apair, const uint16_t *B,

@@ -91,6 +91,10 @@ void lx_gemm_rows_bf16(float *C, int ldc, const uint16_t *A, long lda, long apai
                        int M, int N, int K, float alpha, float beta);
 void lx_gemm_rows_bf16_plain(float *C, int ldc, const uint16_t *A, long lda, long apair, const uint16_t *B,
                              long pstride, int M, int N, int K, float alpha, float beta);
+/* One step of those chains: sum + a1·b1, then + a0·b0, for the pairs a =
+** (a0, a1) and b = (b0, b1) as 32-bit words, low half first (the plain
+** kernel's arithmetic, and the emulated AMX tiles', amx.c). */
+float lx_gemm_bf16_step(float sum, uint32_t a, uint32_t b);
 /* 1: the CPU has AVX512-BF16 (lx_gemm_rows_bf16 runs its kernel). */
 int lx_gemm_bf16_native(void);
 /* The same on the AVX512-BF16 kernel only, never AMX's (the plain one on a

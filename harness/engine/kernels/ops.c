@@ -138,7 +138,12 @@ void lx_gelu_backward_s(float *dx, const float *dy, const float *x, const float 
         dx[i] += dy[i] * gelu_grad(x[i], s[i]);
 }
 
-static int wide_lanes(void);
+/* Fast or bf16 numerics on an AVX-512 CPU: the sixteen-lane loops of this file. */
+static int wide_lanes(void)
+{
+    return lx_numerics_get() != LX_NUMERICS_PORTABLE && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512dq");
+}
 
 /* Σ_v e^(x_v − mx) of a row of logits in fast and bf16 numerics on AVX-512:
 ** sixteen lanes of vexp.h (relative error about 2e-7 a term, the argument
@@ -241,13 +246,6 @@ __attribute__((target("avx512f,avx512dq,fma"))) static int swiglu_row_avx512(flo
         _mm512_storeu_ps(db + i, _mm512_mul_ps(gs, va));
     }
     return i;
-}
-
-/* Fast or bf16 numerics on an AVX-512 CPU: the sixteen-lane loops of this file. */
-static int wide_lanes(void)
-{
-    return lx_numerics_get() != LX_NUMERICS_PORTABLE && __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512dq");
 }
 
 /* silu(x) = x·σ(x); silu'(x) = σ(x)·(1 + x·(1 − σ(x))) */

@@ -384,6 +384,12 @@ static void held_add_map(struct lx_held *h, void *p, size_t len, int owned)
     h->n_maps++;
 }
 
+/* n bytes rounded up to whole pages: each packed matrix starts on a page. */
+static size_t whole_pages(size_t n)
+{
+    return (n + 4095) & ~(size_t)4095;
+}
+
 /* Whether tensor i of a is a matrix a product reads (all but an untied embedding). */
 static int multiplied(const struct lx_arch *a, const struct lx_tensor_info *t, int i)
 {
@@ -443,7 +449,7 @@ void lx_model_pack(struct lx_model *m)
         if (multiplied(&m->arch, &ti[i], i) && b == 0)
             h = NULL;   /* a shape oneDNN offers no layout for: nothing is packed */
         at[i] = total;
-        total += (b + 4095) & ~(size_t)4095;
+        total += whole_pages(b);
     }
     char *buf = h && total ? lx_big_calloc(total) : NULL;
     for (int i = 0, k = 1; buf && i < n; i += k) {
@@ -499,8 +505,8 @@ int lx_model_matrices(const struct lx_arch *a, struct lx_model *m, struct lx_mat
 size_t lx_packed_both_bytes(long oc, long c, size_t *fwd)
 {
     size_t f = lx_wmat_packed_bytes(oc, c), b = lx_wmat_packed_bytes(c, oc);
-    *fwd = (f + 4095) & ~(size_t)4095;
-    return f && b ? *fwd + ((b + 4095) & ~(size_t)4095) : 0;
+    *fwd = whole_pages(f);
+    return f && b ? *fwd + whole_pages(b) : 0;
 }
 
 double lx_arch_train_packed_bytes(const struct lx_arch *a)
