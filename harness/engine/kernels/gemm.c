@@ -566,24 +566,6 @@ static inline uint32_t pair_at(const uint16_t *row, int p, long ap, int K)
     return 2 * p + 1 < K ? w : w & 0xffffu;
 }
 
-/* bf16 h as vdpbf16ps reads it: a subnormal is 0 of its sign. */
-static float daz_bf16(uint16_t h)
-{
-    return h & 0x7f80u ? lx_bf16_to_f32(h) : lx_bf16_to_f32(h & 0x8000u);
-}
-
-/* s with a subnormal flushed to 0 of its sign. */
-static float ftz(float s)
-{
-    return fpclassify(s) == FP_SUBNORMAL ? copysignf(0.0f, s) : s;
-}
-
-float lx_gemm_bf16_step(float sum, uint32_t a, uint32_t b)
-{
-    float s = ftz(fmaf(daz_bf16((uint16_t)(a >> 16)), daz_bf16((uint16_t)(b >> 16)), sum));
-    return ftz(fmaf(daz_bf16((uint16_t)a), daz_bf16((uint16_t)b), s));
-}
-
 /* One MR × NR tile over K values, plain C: the chains gemm.h defines. */
 static void rows_bf16_plain(const uint16_t *const *a, long ap, const uint16_t *b, int K, const struct out *o)
 {

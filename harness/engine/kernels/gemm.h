@@ -13,8 +13,11 @@
 #ifndef LX_GEMM_H
 #define LX_GEMM_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "harness/core/half.h"
 
 /* C (M, N) = alpha · op(A) · op(B) + beta · C, row-major with row strides
 ** lda, ldb, ldc, as lx_gemm (blas.h); beta 0 never reads C. */
@@ -93,8 +96,25 @@ void lx_gemm_rows_bf16_plain(float *C, int ldc, const uint16_t *A, long lda, lon
                              long pstride, int M, int N, int K, float alpha, float beta);
 /* One step of those chains: sum + a1·b1, then + a0·b0, for the pairs a =
 ** (a0, a1) and b = (b0, b1) as 32-bit words, low half first (the plain
-** kernel's arithmetic, and the emulated AMX tiles', amx.c). */
-float lx_gemm_bf16_step(float sum, uint32_t a, uint32_t b);
+** kernel's arithmetic, and the emulated AMX tiles', amx.c; inline here so
+** that neither object needs the other's). A bf16 subnormal reads as 0 of
+** its sign, as vdpbf16ps reads it; a subnormal sum is flushed to 0. */
+static inline float lx_gemm_bf16_daz(uint16_t h)
+{
+    return h & 0x7f80u ? lx_bf16_to_f32(h) : lx_bf16_to_f32(h & 0x8000u);
+}
+
+static inline float lx_gemm_bf16_ftz(float s)
+{
+    return fpclassify(s) == FP_SUBNORMAL ? copysignf(0.0f, s) : s;
+}
+
+static inline float lx_gemm_bf16_step(float sum, uint32_t a, uint32_t b)
+{
+    float s = lx_gemm_bf16_ftz(
+        fmaf(lx_gemm_bf16_daz((uint16_t)(a >> 16)), lx_gemm_bf16_daz((uint16_t)(b >> 16)), sum));
+    return lx_gemm_bf16_ftz(fmaf(lx_gemm_bf16_daz((uint16_t)a), lx_gemm_bf16_daz((uint16_t)b), s));
+}
 /* 1: the CPU has AVX512-BF16 (lx_gemm_rows_bf16 runs its kernel). */
 int lx_gemm_bf16_native(void);
 /* The same on the AVX512-BF16 kernel only, never AMX's (the plain one on a
