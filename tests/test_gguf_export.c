@@ -184,6 +184,26 @@ Test(gguf_export, hf_converter_files_score_as_the_hf_directory, .fini = teardown
     }
 }
 
+/* The GGUF file at path read into buf (cap bytes), its length; *at the offset of its
+** rope_freqs.weight (8 F32 factors) and, when type is given, its llama.rope.scaling.type. */
+static size_t read_freqs(const char *path, unsigned char *buf, size_t cap, size_t *at, char *type, size_t tn)
+{
+    FILE *fp = fopen(path, "rb");
+    cr_assert_not_null(fp, "%s", path);
+    size_t n = fread(buf, 1, cap, fp);
+    fclose(fp);
+    struct lx_gguf g;
+    struct lx_error err;
+    cr_assert_eq(lx_gguf_parse(&g, buf, n, path, &err), LX_OK, "%s", err.msg);
+    const struct lx_gguf_tensor *t = lx_gguf_tensor(&g, "rope_freqs.weight");
+    cr_assert(t && t->n_elems == 8 && t->type == LX_GGML_F32, "%s: rope_freqs.weight", path);
+    *at = (size_t)(t->data - buf);
+    if (type)
+        lx_gguf_get_str(&g, "llama.rope.scaling.type", type, tn);
+    lx_gguf_release(&g);
+    return n;
+}
+
 /* Per-pair factors that are not Llama 3's rescaling are refused naming the tensor, not read as
 ** something else. */
 Test(gguf_export, rope_freqs_other_than_llama3_are_refused, .fini = teardown)
@@ -191,18 +211,9 @@ Test(gguf_export, rope_freqs_other_than_llama3_are_refused, .fini = teardown)
     shell_setup("gguf-freqs");
     char path[512], out[4096];
     snprintf(path, sizeof path, "%s/tests/ref/gguf/lenx-llama-llama3-hf.gguf", getenv("LENX_ROOT"));
-    FILE *fp = fopen(path, "rb");
-    cr_assert_not_null(fp);
     static unsigned char buf[1 << 18];
-    size_t n = fread(buf, 1, sizeof buf, fp);
-    fclose(fp);
-    struct lx_gguf g;
-    struct lx_error err;
-    cr_assert_eq(lx_gguf_parse(&g, buf, n, path, &err), LX_OK, "%s", err.msg);
-    const struct lx_gguf_tensor *t = lx_gguf_tensor(&g, "rope_freqs.weight");
-    cr_assert(t && t->n_elems == 8);
-    size_t at = (size_t)(t->data - buf);
-    lx_gguf_release(&g);
+    size_t at, n = read_freqs(path, buf, sizeof buf, &at, NULL, 0);
+    FILE *fp;
     const float bad[8] = {1, 3, 1.5f, 2, 2, 1, 2, 2};     /* not 1s, a ramp, then the scale */
     memcpy(buf + at, bad, sizeof bad);
     char bad_path[256];
@@ -213,4 +224,81 @@ Test(gguf_export, rope_freqs_other_than_llama3_are_refused, .fini = teardown)
     cr_assert_neq(sh(out, sizeof out, "$L show model bad.gguf"), 0);
     cr_expect(strstr(out, "bad.gguf: tensor 'rope_freqs.weight'") && strstr(out, "not Llama 3's") &&
               strstr(out, "hint:"), "%s", out);
+}
+
+/* Llama 3.1's rescaling written by lenx as llama.cpp's converter writes it: the HF directory with
+** rope_scaling llama3 (factor 2, low/high_freq_factor 1/8, original 64, as make.sh gave the converter)
+** exported to GGUF holds rope_freqs.weight with the type left none, and its factors are the
+** converter's (tests/ref/gguf/lenx-llama-llama3-hf.gguf). The converter takes the frequencies in
+** float32 (torch) where lenx takes them in double: a frequency's relative error up to 2^-22 moves the
+** ramp's sm by at most (L/λ)·2^-22/(high − low) <= high·2^-22/(high − low), and a factor f = 1/((1 −
+** sm)/s + sm) by f²(1 − 1/s)·|Δsm|, relative f·(1 − 1/s)·|Δsm| <= s·high/(high − low)·2^-22 = 5.5e-7
+** here, plus float32's rounding (6e-8): 1e-6 relative. The file scores as the directory does
+** (portable; q and k permuted to interleaved pairs, so within 1e-5 as above). */
+Test(gguf_export, llama3_models_export_as_the_converter_writes_them, .fini = teardown)
+{
+    shell_setup("gguf-llama3");
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "$L export --hf hf --model $R/tests/ref/gguf/lenx-llama-rope.safetensors && "
+                    "sed -i 's/\"rope_scaling\": null/\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 2.0, "
+                    "\"low_freq_factor\": 1.0, \"high_freq_factor\": 8.0, \"original_max_position_embeddings\": 64}/' "
+                    "hf/config.json && $L export --gguf l3.gguf --model hf"), 0, "%s", out);
+    char path[512];
+    float mine[8], conv[8];
+    for (int k = 0; k < 2; k++) {
+        if (k == 0)
+            snprintf(path, sizeof path, "%s/l3.gguf", dir);
+        else
+            snprintf(path, sizeof path, "%s/tests/ref/gguf/lenx-llama-llama3-hf.gguf", getenv("LENX_ROOT"));
+        static unsigned char buf[1 << 18];
+        char type[32] = "";
+        size_t at;
+        read_freqs(path, buf, sizeof buf, &at, type, sizeof type);
+        memcpy(k == 0 ? mine : conv, buf + at, sizeof mine);
+        cr_expect(k == 1 || strcmp(type, "none") == 0, "lenx wrote rope.scaling.type '%s'", type);
+    }
+    for (int k = 0; k < 8; k++)
+        cr_expect_leq(fabsf(mine[k] - conv[k]), 1e-6f * conv[k], "pair %d: lenx %.9g, llama.cpp's converter %.9g", k,
+                      (double)mine[k], (double)conv[k]);
+    cr_expect(mine[0] == 1 && mine[7] == 2 && mine[1] > 1 && mine[1] < 2, "a ramp from 1 to 2");
+    static char a[1 << 17], b[1 << 17];
+    cr_assert_eq(sh(a, sizeof a, "$L score --portable --model l3.gguf --text $R/tests/ref/gguf/text.txt --length 64"), 0,
+                 "%s", a);
+    cr_assert_eq(sh(b, sizeof b, "$L score --portable --model hf --text $R/tests/ref/gguf/text.txt --length 64"), 0,
+                 "%s", b);
+    cr_expect_gt(nll_close(a, b, 1e-5, "l3.gguf"), 2900);
+}
+
+/* `lenx export --hf` writes a trained-in pi, yarn or llama3 as the rope_scaling transformers reads
+** (linear; yarn with HF's attention_factor, the whole mscale; llama3), and lenx reads the directory
+** back to the model's own stack and NLLs, in portable numerics. */
+Test(gguf_export, hf_export_writes_the_rescaling, .fini = teardown)
+{
+    shell_setup("hf-scaling");
+    static const struct {
+        const char *model, *scaling, *stack;
+    } cases[] = {
+        {"$R/tests/ref/gguf/lenx-llama-pi.safetensors", "{\"rope_type\": \"linear\", \"factor\": 2}",
+         "{\"pi\":{\"scale\":2,\"train\":true}}"},
+        {"$R/tests/ref/gguf/lenx-qwen2-yarn.safetensors", "{\"rope_type\": \"yarn\", \"factor\": 2, "
+         "\"original_max_position_embeddings\": 32, \"beta_fast\": 32, \"beta_slow\": 1, \"attention_factor\": 1.06931",
+         "{\"yarn\":{\"scale\":2,\"original\":32,\"beta_fast\":32,\"beta_slow\":1,\"attn_factor\":1,\"train\":true}}"},
+        {"$R/tests/ref/gguf/lenx-llama-llama3-hf.gguf", "{\"rope_type\": \"llama3\", \"factor\": 2, "
+         "\"original_max_position_embeddings\": 64, \"low_freq_factor\": 0.99999", "{\"llama3\":{\"scale\":2,"
+         "\"original\":64,\"low_freq_factor\":0.99999"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        static char a[1 << 17], b[1 << 17], cfg[1 << 12];
+        char out[4096];
+        cr_assert_eq(sh(out, sizeof out, "rm -rf hf && $L export --hf hf --model %s", cases[i].model), 0, "%s", out);
+        cr_assert_eq(sh(cfg, sizeof cfg, "cat hf/config.json"), 0);
+        cr_expect(strstr(cfg, cases[i].scaling), "%s: %s", cases[i].model, cfg);
+        cr_assert_eq(sh(out, sizeof out, "$L show model hf"), 0, "%s", out);
+        cr_expect(strstr(out, cases[i].stack), "%s: %s", cases[i].model, out);
+        cr_assert_eq(sh(a, sizeof a, "$L score --portable --model hf --text $R/tests/ref/gguf/text.txt --length 64"),
+                     0, "%s", a);
+        cr_assert_eq(sh(b, sizeof b, "$L score --portable --model %s --text $R/tests/ref/gguf/text.txt --length 64",
+                        cases[i].model), 0, "%s", b);
+        cr_expect_gt(nll_close(a, b, 1e-5, cases[i].model), 2900);
+    }
 }

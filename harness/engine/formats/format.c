@@ -146,21 +146,33 @@ static const char *stack_item(const struct lx_node *r, int i, const struct lx_no
     return lx_map_key(one, 0)->text;
 }
 
-/* The rescaling after rope (pi, yarn) into r: LX_EINVAL when it has no fixed scale. */
+/* The rescaling after rope (pi, yarn, llama3) into r: LX_EINVAL when it has no fixed scale. */
 static int stack_scaling(const char *name, const struct lx_node *p, struct lx_stack_rope *r, struct lx_error *err)
 {
-    snprintf(r->scaling, sizeof r->scaling, "%s", strcmp(name, "pi") == 0 ? "linear" : "yarn");
+    snprintf(r->scaling, sizeof r->scaling, "%s", strcmp(name, "pi") == 0 ? "linear" : name);
     r->factor = param_num(p, "scale", 0);
     r->original = (long)param_num(p, "original", 0);
     r->beta_fast = param_num(p, "beta_fast", 32), r->beta_slow = param_num(p, "beta_slow", 1);
     r->attn_factor = param_num(p, "attn_factor", 1);
+    r->low = param_num(p, "low_freq_factor", 1), r->high = param_num(p, "high_freq_factor", 4);
     const struct lx_node *t = p && p->kind == LX_NODE_MAP ? lx_map_get(p, "truncate") : NULL;
     r->truncate = !(t && t->kind == LX_NODE_SCALAR && strcmp(t->text, "false") == 0);
-    if (!(r->factor >= 1) || (r->scaling[0] == 'y' && r->original < 1))
+    int needs_l = strcmp(r->scaling, "linear") != 0;    /* yarn and llama3 have an L */
+    if (!(r->factor >= 1) || (needs_l && r->original < 1))
         return lx_err(err, LX_EINVAL, "the model's %s has %s; a file holds a fixed rescaling\n  hint: train it "
                       "with a fixed scale%s", name, !(r->factor >= 1) ? "no fixed scale (auto)" : "original auto",
-                      r->scaling[0] == 'y' ? " and original" : "");
+                      needs_l ? " and original" : "");
     return LX_OK;
+}
+
+double lx_llama3_factor(double s, double L, double low, double high, double wavelength)
+{
+    if (wavelength < L / high)
+        return 1;
+    if (wavelength > L / low)
+        return s;
+    double sm = (L / wavelength - low) / (high - low);
+    return 1 / ((1 - sm) / s + sm);
 }
 
 int lx_stack_rope_of(const char *stack, int scaled, const char *target, struct lx_stack_rope *r,
@@ -174,11 +186,13 @@ int lx_stack_rope_of(const char *stack, int scaled, const char *target, struct l
     int n = rc == LX_OK && root && root->kind == LX_NODE_SEQ ? root->n_items : 0;
     const char *first = n >= 1 ? stack_item(root, 0, &p) : NULL, *second = n == 2 ? stack_item(root, 1, &q) : NULL;
     int ok = first && strcmp(first, "rope") == 0 &&
-             (n == 1 || (n == 2 && scaled && second && (strcmp(second, "pi") == 0 || strcmp(second, "yarn") == 0)));
+             (n == 1 || (n == 2 && scaled && second && (strcmp(second, "pi") == 0 || strcmp(second, "yarn") == 0 ||
+                                                          strcmp(second, "llama3") == 0)));
     if (rc == LX_OK && !ok)
         rc = lx_err(err, LX_EINVAL, "the model was trained with the stack %s; %s holds rotary positions (rope, any "
                     "base and layout)%s only\n  hint: export models trained with [rope]%s", stack, target,
-                    scaled ? " with a trained-in pi or yarn rescaling" : "", scaled ? ", [rope, pi] or [rope, yarn]" : "");
+                    scaled ? " with a trained-in pi, yarn or llama3 rescaling" : "",
+                    scaled ? ", [rope, pi], [rope, yarn] or [rope, llama3]" : "");
     if (rc == LX_OK) {
         r->base = param_num(p, "base", 10000);
         const struct lx_node *l = p && p->kind == LX_NODE_MAP ? lx_map_get(p, "layout") : NULL;

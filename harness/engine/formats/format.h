@@ -99,22 +99,29 @@ int lx_ckpt_check_tokenizer(long vocab, const struct lx_tokenizer *tk, const cha
 /* The positions of a model's training stack that another format can hold:
 ** exactly [rope] (any base and layout), or, when the format can say so,
 ** rope followed by a trained-in rescaling with a fixed scale (pi: "linear";
-** yarn: "yarn"). */
+** yarn: "yarn"; llama3: "llama3"). */
 struct lx_stack_rope {
     double base;
     int interleaved;        /* rope layout interleaved (else half) */
-    char scaling[8];        /* "", "linear" or "yarn" */
+    char scaling[8];        /* "", "linear", "yarn" or "llama3" */
     double factor;          /* the rescaling's s */
-    long original;          /* yarn's L */
+    long original;          /* yarn's and llama3's L */
     double beta_fast, beta_slow, attn_factor;
     int truncate;           /* yarn's floor/ceil of the ramp */
+    double low, high;       /* llama3's low_freq_factor and high_freq_factor */
 };
 
-/* stack (YAML flow list) as a struct lx_stack_rope; `scaled` allows pi and
-** yarn after rope. Anything else is LX_EINVAL naming target (the format,
-** "transformers' Llama") and what it can hold. */
+/* stack (YAML flow list) as a struct lx_stack_rope; `scaled` allows pi,
+** yarn and llama3 after rope. Anything else is LX_EINVAL naming target (the
+** format, "transformers' Llama") and what it can hold. */
 int lx_stack_rope_of(const char *stack, int scaled, const char *target, struct lx_stack_rope *r,
                      struct lx_error *err);
+
+/* Llama 3.1's factor for the rotary pair of wavelength λ = 2π/θ (the
+** frequency becomes θ/factor): 1 below L/high, s above L/low, and on the ramp
+** between 1/((1 − sm)/s + sm), sm = (L/λ − low)/(high − low) — as methods/llama3.c
+** applies it and as llama.cpp's rope_freqs.weight holds it (docs/methods.md#llama3). */
+double lx_llama3_factor(double s, double L, double low, double high, double wavelength);
 
 /* Each head's rows (heads × D rows of C columns) from one rotary layout to
 ** the other: to_half 1 takes interleaved pairs (2k, 2k+1) to halves (k, k +

@@ -138,8 +138,7 @@ static int fit_llama3(const struct lx_gguf *g, const struct lx_gguf_tensor *t, d
     fit->low = b * (double)orig / a, fit->high = fit->low + (double)orig / a;
     int bad = m == 1;   /* one pair on the ramp does not fix it */
     for (long k = 0; k < n && !bad; k++) {
-        double w = lam[k], sm = (orig / w - fit->low) / (fit->high - fit->low);
-        double want = w < orig / fit->high ? 1 : w > orig / fit->low ? s : 1 / ((1 - sm) / s + sm);
+        double want = lx_llama3_factor(s, (double)orig, fit->low, fit->high, lam[k]);
         bad = fabs(want - f[k]) > 1e-5 * f[k];
     }
     if (bad || !(a > 0) || !(fit->low > 0))
@@ -434,8 +433,9 @@ static void export_meta(struct lx_gguf_out *o, const struct lx_model *m, const s
     lx_gguf_put_f32(o, KEY("attention.layer_norm_rms_epsilon"), (float)a->norm_eps);
     lx_gguf_put_f32(o, KEY("rope.freq_base"), (float)rope->base);
     lx_gguf_put_u32(o, KEY("rope.dimension_count"), (uint32_t)a->d_head);
-    lx_gguf_put_str(o, KEY("rope.scaling.type"), rope->scaling[0] ? rope->scaling : "none");
-    if (rope->scaling[0]) {
+    int freqs = strcmp(rope->scaling, "llama3") == 0;  /* llama3 is rope_freqs.weight, the type left none */
+    lx_gguf_put_str(o, KEY("rope.scaling.type"), rope->scaling[0] && !freqs ? rope->scaling : "none");
+    if (rope->scaling[0] && !freqs) {
         lx_gguf_put_f32(o, KEY("rope.scaling.factor"), (float)rope->factor);
         lx_gguf_put_bool(o, KEY("rope.scaling.finetuned"), 1);
     }
@@ -494,8 +494,21 @@ int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, co
         if (n_by_type)
             n_by_type[t]++;
     }
+    float *freqs = NULL;    /* llama3: its factor per rotary pair, as llama.cpp's converter writes them */
+    if (rc == LX_OK && strcmp(rope.scaling, "llama3") == 0) {
+        long pairs = a->d_head / 2;
+        freqs = lx_xmalloc(sizeof(float) * (size_t)pairs);
+        for (long k = 0; k < pairs; k++)
+            freqs[k] = (float)lx_llama3_factor(rope.factor, (double)rope.original, rope.low, rope.high,
+                                               2 * acos(-1.0) * pow(rope.base, 2.0 * (double)k / (double)a->d_head));
+        uint64_t ne[1] = {(uint64_t)pairs};
+        lx_gguf_put_tensor(&o, "rope_freqs.weight", 1, ne, freqs, LX_DT_F32);
+        if (n_by_type)
+            n_by_type[LX_DT_F32]++;
+    }
     if (rc == LX_OK)
         rc = lx_gguf_out_write(&o, path, err);
+    free(freqs);
     for (int i = 0; i < n; i++)
         free(own[i]);
     free(own);

@@ -535,7 +535,34 @@ static void put_id(struct lx_buf *b, const char *key, int id)
         lx_buf_puts(b, "null");
 }
 
-static void export_config(struct lx_buf *b, const struct lx_model *m, long train_len, double base,
+/* rope_scaling as hf_scaling reads it back: null, linear (pi), yarn or llama3, with the stack's numbers. */
+static void export_scaling(struct lx_buf *b, const struct lx_stack_rope *r)
+{
+    if (!r->scaling[0]) {
+        lx_buf_puts(b, "null");
+        return;
+    }
+    lx_buf_printf(b, "{\"rope_type\": \"%s\", \"factor\": ", r->scaling);
+    lx_buf_num(b, r->factor);
+    if (strcmp(r->scaling, "linear") != 0)
+        lx_buf_printf(b, ", \"original_max_position_embeddings\": %ld", r->original);
+    if (strcmp(r->scaling, "yarn") == 0) {
+        lx_buf_puts(b, ", \"beta_fast\": ");
+        lx_buf_num(b, r->beta_fast);
+        lx_buf_puts(b, ", \"beta_slow\": ");
+        lx_buf_num(b, r->beta_slow);
+        lx_buf_puts(b, ", \"attention_factor\": ");   /* HF's is the whole mscale: lenx's attn_factor times 0.1 ln s + 1 */
+        lx_buf_num(b, r->attn_factor * (0.1 * log(r->factor) + 1));
+    } else if (strcmp(r->scaling, "llama3") == 0) {
+        lx_buf_puts(b, ", \"low_freq_factor\": ");
+        lx_buf_num(b, r->low);
+        lx_buf_puts(b, ", \"high_freq_factor\": ");
+        lx_buf_num(b, r->high);
+    }
+    lx_buf_puts(b, "}");
+}
+
+static void export_config(struct lx_buf *b, const struct lx_model *m, long train_len, const struct lx_stack_rope *rope,
                           const struct lx_tokenizer *tok)
 {
     const struct lx_arch *a = &m->arch;
@@ -548,9 +575,11 @@ static void export_config(struct lx_buf *b, const struct lx_model *m, long train
                   a->vocab, train_len);
     lx_buf_num(b, a->norm_eps);
     lx_buf_puts(b, ",\n  \"rope_theta\": ");
-    lx_buf_num(b, base);
-    lx_buf_printf(b, ",\n  \"rope_scaling\": null,\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n"
-                  "  \"tie_word_embeddings\": %s", a->tie_head ? "true" : "false");
+    lx_buf_num(b, rope->base);
+    lx_buf_puts(b, ",\n  \"rope_scaling\": ");
+    export_scaling(b, rope);
+    lx_buf_printf(b, ",\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n  \"tie_word_embeddings\": %s",
+                  a->tie_head ? "true" : "false");
     put_id(b, "bos_token_id", tok->bos);
     put_id(b, "eos_token_id", tok->eos);
     lx_buf_puts(b, ",\n  \"torch_dtype\": \"float32\"\n}\n");
@@ -567,8 +596,11 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
                       "this model is %s with a %s MLP%s\n  hint: export causal swiglu models",
                       a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" : "GELU",
                       a->logit_scale ? " and logit scales" : "");
-    if ((rc = lx_stack_rope_of(info->stack, 0, "transformers' Llama", &rope, err)) < 0)
+    if ((rc = lx_stack_rope_of(info->stack, 1, "transformers' Llama", &rope, err)) < 0)
         return rc;
+    if (strcmp(rope.scaling, "yarn") == 0 && !rope.truncate)
+        return lx_err(err, LX_EINVAL, "the model's yarn has truncate false; transformers' rope_scaling yarn rounds "
+                      "the ramp's ends (truncate true)\n  hint: export yarn models trained with truncate true");
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return lx_err(err, LX_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
     int n = lx_arch_tensors(a, NULL);
@@ -599,7 +631,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     rc = lx_st_write(lx_buf_str(&path), st, k, meta, 1, NULL, err);
     if (rc == LX_OK && tok)     /* its own tokenizer beside it, so that the ids read as they were trained */
         rc = lx_tokenizer_copy(tok->path, tok->hash, dir, err);
-    export_config(&cfg, m, info->train_len, rope.base, lx_tok_or_byte(tok));
+    export_config(&cfg, m, info->train_len, &rope, lx_tok_or_byte(tok));
     lx_buf_reset(&path);
     lx_buf_printf(&path, "%s/config.json", dir);
     if (rc == LX_OK)
