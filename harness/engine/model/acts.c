@@ -199,7 +199,8 @@ int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, i
     memset(a, 0, sizeof *a);
     train = acts_mode(train);
     double need = lx_acts_bytes(arch, B, T, train), avail = lx_mem_available();
-    if (need <= avail && need < (double)SIZE_MAX && (a->block = aligned_alloc(ALIGN, (size_t)need))) {
+    if (need <= avail && need < (double)SIZE_MAX && (a->block = lx_big_calloc((size_t)need))) {
+        a->block_bytes = (size_t)need;
         struct acts_row r[MAX_ROWS];
         double off[MAX_ROWS];
         int portable = lx_numerics_get() == LX_NUMERICS_PORTABLE;
@@ -315,7 +316,7 @@ void lx_acts_release(struct lx_acts *a)
             if (r[i].lazy)
                 free(*row_ptr(a, &r[i]));
     }
-    free(a->block);
+    lx_big_free(a->block, a->block_bytes);
     memset(a, 0, sizeof *a);
 }
 

@@ -67,7 +67,10 @@ struct lx_acts {
     long rows;                  /* rows the MLP and the head run over at a time: N, or in a portable
                                 ** evaluation LX_EVAL_ROWS (xn2, h and xnf hold that many) */
     struct lx_arch arch;        /* what the table was laid out for */
-    void *block;                /* every non-lazy buffer below, carved from this one allocation */
+    void *block;                /* every non-lazy buffer below, carved from this one allocation (lx_big_calloc:
+                                ** huge pages where the kernel gives them, so a window's first touch of
+                                ** hundreds of MB is hundreds of faults, not a hundred thousand) */
+    size_t block_bytes;
     float *x;                   /* train: (layers+1, N, C) residual stream; eval: (N, C), in place */
     float *rstd1, *xn1;         /* (·, N), (·, N, C) */
     float *qkv;                 /* (·, N, (H + 2KV)·D) after rope */
