@@ -11,6 +11,11 @@ windows this script lays out itself from each peer's own evaluation code:
                  BOS; the logits at first = n_ctx//2 .. n_ctx-2 score the next
                  token; nll and nll2 summed over tokens; the error printed is
                  sqrt((nll2/count - (nll/count)^2) / (count - 1))
+  llamacpp-nobos the same for a vocabulary whose add_bos is false (llama.cpp
+                 adds BOS only when llama_vocab_get_add_bos says so): no BOS
+                 before the text, none written over a chunk's first token;
+                 lenx runs it on stories260K's Hugging Face directory with
+                 the BOS taken out of its tokenizer.json's template
   hf_stride      transformers docs/source/en/perplexity.md: no BOS; windows
                  [begin, min(begin + max_length, seq_len)) for begin = 0,
                  stride, ...; labels before the last trg_len = end - prev_end
@@ -57,6 +62,7 @@ DOC = "configs/heldout/stories260K/doc_0.txt"   # a text file, as `data:`
 CASES = [
     ("llamacpp", 128, 0, DOC),
     ("llamacpp", 512, 0, DOC),
+    ("llamacpp-nobos", 128, 0, DOC),
     ("hf_stride", 256, 96, DOC),
     ("yarn_truncate", 512, 0, "stories"),
     ("yarn_truncate", 1024, 0, "../shared/models/stories260K/expected/story.txt"),   # 873 tokens: shorter than L-1
@@ -109,13 +115,14 @@ def hf_loss(model, inp, labels):
     return F.cross_entropy(logits[:-1], torch.tensor(labels[1:]), ignore_index=-100).item()
 
 
-def llamacpp(model, toks, n_ctx):
-    tokens = [BOS] + toks
+def llamacpp(model, toks, n_ctx, add_bos=True):
+    tokens = [BOS] + toks if add_bos else list(toks)
     first, nll, nll2, count = n_ctx // 2, 0.0, 0.0, 0
     assert len(tokens) >= 2 * n_ctx
     for i in range(len(tokens) // n_ctx):
         start = i * n_ctx
-        lp = log_probs(model, [BOS] + tokens[start + 1:start + n_ctx])
+        head = [BOS] if add_bos else tokens[start:start + 1]
+        lp = log_probs(model, head + tokens[start + 1:start + n_ctx])
         for j in range(first, n_ctx - 1):   # logits j score the original tokens[start + j + 1]
             x = -lp[j, tokens[start + j + 1]].item()
             nll, nll2, count = nll + x, nll2 + x * x, count + 1
@@ -166,8 +173,8 @@ def main():
     for protocol, length, stride, source in CASES:
         docs = documents(source)
         flat = [t for d in docs for t in d]
-        if protocol == "llamacpp":
-            r = llamacpp(model, flat, length)
+        if protocol.startswith("llamacpp"):
+            r = llamacpp(model, flat, length, add_bos=protocol == "llamacpp")
         elif protocol == "hf_stride":
             r = hf_stride(model, flat, length, stride)
         elif protocol == "yarn_truncate":

@@ -100,6 +100,16 @@ static inline int lx_tok_begin(const struct lx_tokenizer *t)
     return t->bos >= 0 ? t->bos : t->eos;
 }
 
+/* 1 when llama.cpp puts BOS before a text in t's vocabulary (its add_bos, as
+** lenx writes it to a GGUF file or read it from one): the byte tokenizer's
+** files say so; a Hugging Face tokenizer adds it when its template does
+** (GPT-2-style ones, Qwen's, a Llama 3 tokenizer.json without the template,
+** do not). */
+static inline int lx_tok_llamacpp_bos(const struct lx_tokenizer *t)
+{
+    return t->is_byte || t->add_bos;
+}
+
 /* LX_OK when t has an id to begin a window with (lx_tok_begin >= 0); else
 ** LX_EINVAL naming the file: a tokenizer.json with neither BOS nor EOS opens
 ** (lenx tokenize reads it) but cannot serve a model. */
