@@ -194,12 +194,11 @@ static int plan_windows(struct ppl_run *r, struct lx_ppl_plan *pl, const struct 
     int bos = lx_tok_begin(r->tk);
     const char *what = p->data[0] ? "the data file" : "split", *name = p->data[0] ? p->data : ppl_split(p);
     pl->max = p->protocol == PPL_LENX ? 0 : p->chunks;
-    r->shift = r->bos_first = p->protocol == PPL_LENX || p->protocol == PPL_YARN_TRUNCATE;
-    int llamacpp_bos = p->protocol == PPL_LLAMACPP && lx_tok_llamacpp_bos(r->tk);   /* as llama.cpp: add_bos */
-    r->bos_first |= llamacpp_bos;
+    r->shift = p->protocol == PPL_LENX || p->protocol == PPL_YARN_TRUNCATE;     /* llamacpp: BOS as add_bos says */
+    r->bos_first = r->shift || (p->protocol == PPL_LLAMACPP && lx_tok_llamacpp_bos(r->tk));
     r->by_window = p->protocol != PPL_LENX && p->protocol != PPL_LLAMACPP;
     if (p->protocol == PPL_LLAMACPP || p->protocol == PPL_HF_STRIDE || p->protocol == PPL_LONGLORA)
-        *stream = lx_ppl_stream(r->c, llamacpp_bos ? bos : -1, &ns);
+        *stream = lx_ppl_stream(r->c, p->protocol == PPL_LLAMACPP && r->bos_first ? bos : -1, &ns);
     switch (p->protocol) {
     case PPL_LENX:
         lx_ppl_lenx(pl, r->c, lx_window_cap(p->windows, p->tokens, L), L);
