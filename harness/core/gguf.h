@@ -97,9 +97,11 @@ struct lx_gguf_out {
     struct lx_buf kv, ti;       /* the metadata and tensor-table bytes so far */
     uint64_t n_kv, n_t, data_bytes;
     struct lx_gguf_src {
-        const float *src;       /* values, ne[0] fastest */
+        const float *src;       /* values, ne[0] fastest; NULL: read gives them */
         uint64_t n;
         int dtype;              /* enum lx_dtype to write them as */
+        void (*read)(void *ctx, uint64_t at, size_t k, float *out);
+        void *ctx;
     } *src;                     /* (n_t,) */
 };
 
@@ -119,6 +121,12 @@ void lx_gguf_put_strs(struct lx_gguf_out *o, const char *key, uint64_t n, const 
 ** number of its blocks). */
 void lx_gguf_put_tensor(struct lx_gguf_out *o, const char *name, int n_dims, const uint64_t *ne, const float *src,
                         int dtype);
+/* The same with the values given by read(ctx, at, k, out) while the file is
+** written, k <= LX_GGUF_CHUNK at a time from value `at`: no copy of the
+** tensor is held (ctx must stay valid until lx_gguf_out_write). */
+#define LX_GGUF_CHUNK (1 << 16)     /* values converted at a time: a whole number of every type's blocks */
+void lx_gguf_put_tensor_fn(struct lx_gguf_out *o, const char *name, int n_dims, const uint64_t *ne,
+                           void (*read)(void *ctx, uint64_t at, size_t k, float *out), void *ctx, int dtype);
 /* The file, written to a temporary beside path and renamed over it (never
 ** half a file at path); errors name path and what failed. */
 int lx_gguf_out_write(const struct lx_gguf_out *o, const char *path, struct lx_error *err);

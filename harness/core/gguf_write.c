@@ -110,6 +110,13 @@ static int ggml_type(int dtype)
 void lx_gguf_put_tensor(struct lx_gguf_out *o, const char *name, int n_dims, const uint64_t *ne, const float *src,
                         int dtype)
 {
+    lx_gguf_put_tensor_fn(o, name, n_dims, ne, NULL, NULL, dtype);
+    o->src[o->n_t - 1].src = src;
+}
+
+void lx_gguf_put_tensor_fn(struct lx_gguf_out *o, const char *name, int n_dims, const uint64_t *ne,
+                           void (*read)(void *ctx, uint64_t at, size_t k, float *out), void *ctx, int dtype)
+{
     LX_ASSERT(n_dims >= 1 && n_dims <= 2 && ne[0] % lx_dtype_block(dtype) == 0);
     LX_ASSERT(dtype == LX_DT_F32 || dtype == LX_DT_F16 || dtype == LX_DT_BF16 || dtype == LX_DT_Q8_0);
     uint64_t n = ne[0] * (n_dims == 2 ? ne[1] : 1);
@@ -120,7 +127,7 @@ void lx_gguf_put_tensor(struct lx_gguf_out *o, const char *name, int n_dims, con
     put_raw(&o->ti, &t, 4);
     put_raw(&o->ti, &o->data_bytes, 8);
     o->src = lx_xrealloc(o->src, sizeof *o->src * (size_t)(o->n_t + 1));
-    o->src[o->n_t++] = (struct lx_gguf_src){src, n, dtype};
+    o->src[o->n_t++] = (struct lx_gguf_src){NULL, n, dtype, read, ctx};
     o->data_bytes += (lx_dtype_bytes(dtype, (size_t)n) + ALIGN - 1) / ALIGN * ALIGN;
 }
 
@@ -133,19 +140,23 @@ static int put_zeros(FILE *fp, size_t n)
 /* Everything after the header: the tensors' bytes, each padded to ALIGN. */
 static int put_data(FILE *fp, const struct lx_gguf_out *o)
 {
-    enum { CHUNK = 1 << 16 };   /* values converted at a time: a whole number of every type's blocks */
+    enum { CHUNK = LX_GGUF_CHUNK };
     unsigned char *buf = lx_xmalloc(4 * CHUNK);
+    float *vals = lx_xmalloc(sizeof(float) * CHUNK);    /* a read tensor's values */
     int ok = 1;
     for (uint64_t i = 0; i < o->n_t && ok; i++) {
         const struct lx_gguf_src *s = &o->src[i];
         for (uint64_t at = 0; at < s->n && ok; at += CHUNK) {
             size_t k = (size_t)(s->n - at < CHUNK ? s->n - at : CHUNK);
-            lx_f32_to_type(buf, s->src + at, s->dtype, k);
+            if (s->read)
+                s->read(s->ctx, at, k, vals);
+            lx_f32_to_type(buf, s->read ? vals : s->src + at, s->dtype, k);
             ok = fwrite(buf, 1, lx_dtype_bytes(s->dtype, k), fp) == lx_dtype_bytes(s->dtype, k);
         }
         size_t bytes = lx_dtype_bytes(s->dtype, (size_t)s->n);
         ok = ok && put_zeros(fp, (ALIGN - bytes % ALIGN) % ALIGN);
     }
+    free(vals);
     free(buf);
     return ok;
 }

@@ -458,6 +458,38 @@ static int tensor_type(const struct lx_tensor_info *t, int dtype)
     return t->shape[1] % (long)lx_dtype_block(dtype) ? LX_DT_F16 : dtype;
 }
 
+/* One tensor read from the model while the file is written, a chunk at a time (no fp32 copy
+** of the model: a held bf16 model of 8B parameters exports in the memory of its mapping). */
+struct tensor_reader {
+    const struct lx_model *m;
+    const struct lx_tensor_info *t;
+    int i, to_half;         /* to_half: q/k rows permuted (lx_rows_relayout's direction); -1 none */
+    long cols, D;
+    float *rows;            /* (CHUNK / cols + 2) rows */
+};
+
+/* The model's row behind row r of the written tensor (lx_rows_relayout's map, inverted for to_half 0). */
+static long source_row(const struct tensor_reader *r, long row)
+{
+    if (r->to_half < 0)
+        return row;
+    long h = row / r->D, q = row % r->D, half = r->D / 2;
+    long j = r->to_half ? (q < half ? 2 * q : 2 * (q - half) + 1) : (q % 2 == 0 ? q / 2 : q / 2 + half);
+    return h * r->D + j;
+}
+
+static void read_tensor(void *ctx, uint64_t at, size_t k, float *out)
+{
+    struct tensor_reader *r = ctx;
+    long first = (long)(at / (uint64_t)r->cols), last = (long)((at + k - 1) / (uint64_t)r->cols);
+    if (r->to_half < 0)
+        lx_model_rows_f32(r->m, r->t, r->i, first, last - first + 1, r->rows);
+    else
+        for (long row = first; row <= last; row++)
+            lx_model_rows_f32(r->m, r->t, r->i, source_row(r, row), 1, r->rows + (row - first) * r->cols);
+    memcpy(out, r->rows + (at - (uint64_t)first * (uint64_t)r->cols), sizeof(float) * k);
+}
+
 int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const struct lx_tokenizer *tok,
                    const char *path, int dtype, int n_by_type[8], struct lx_error *err)
 {
@@ -472,25 +504,21 @@ int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, co
     rc = lx_tokenizer_to_gguf(tok, &o, err);
     int n = lx_arch_tensors(a, NULL), relayout = rope.interleaved == a->qkv_bias;  /* llama: interleaved; qwen2: half */
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
-    float **own = lx_xcalloc((size_t)n, sizeof *own);  /* q and k tensors in the other layout */
+    struct tensor_reader *rd = lx_xcalloc((size_t)n, sizeof *rd);
     lx_arch_tensors(a, ti);
-    float *w32 = lx_model_f32(m);
     for (int i = 0; i < n && rc == LX_OK; i++) {
         char name[96];
         gguf_name(ti[i].name, name, sizeof name);
         long rows = ti[i].shape[0], cols = ti[i].ndim == 2 ? ti[i].shape[1] : 1;
-        const float *src = w32 + ti[i].offset;
         const char *w = strstr(ti[i].name, ".attn.w");
-        if (relayout && w && (w[7] == 'q' || w[7] == 'k')) {
-            own[i] = lx_xmalloc(sizeof(float) * (size_t)(rows * cols));
-            lx_rows_relayout(own[i], src, rows / a->d_head, a->d_head, cols, a->qkv_bias);
-            src = own[i];
-        }
+        int qk = relayout && w && (w[7] == 'q' || w[7] == 'k');     /* q and k rows in the other layout */
+        rd[i] = (struct tensor_reader){m, &ti[i], i, qk ? a->qkv_bias : -1, cols, a->d_head,
+                                       lx_xmalloc(sizeof(float) * (size_t)((LX_GGUF_CHUNK / cols + 2) * cols))};
         uint64_t ne[2] = {(uint64_t)cols, (uint64_t)rows};
         if (ti[i].ndim == 1)
             ne[0] = (uint64_t)rows;
         int t = tensor_type(&ti[i], dtype);
-        lx_gguf_put_tensor(&o, name, ti[i].ndim, ne, src, t);
+        lx_gguf_put_tensor_fn(&o, name, ti[i].ndim, ne, read_tensor, &rd[i], t);
         if (n_by_type)
             n_by_type[t]++;
     }
@@ -510,9 +538,8 @@ int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, co
         rc = lx_gguf_out_write(&o, path, err);
     free(freqs);
     for (int i = 0; i < n; i++)
-        free(own[i]);
-    free(own);
-    lx_model_f32_free(m, w32);
+        free(rd[i].rows);
+    free(rd);
     free(ti);
     lx_gguf_out_free(&o);
     return rc;

@@ -307,6 +307,17 @@ static void convert_all(const struct lx_model *m, void *dst, int type, const str
     }
 }
 
+void lx_model_rows_f32(const struct lx_model *m, const struct lx_tensor_info *t, int i, long r0, long n, float *out)
+{
+    long cols = t->ndim == 2 ? t->shape[1] : 1;
+    struct lx_wmat src = m->held ? m->held->t[i] : (struct lx_wmat){m->w + t->offset, LX_DT_F32, 0, NULL, 0};
+    if (src.packed_rows)
+        lx_wmat_rows(out, src, r0, n, cols);
+    else
+        lx_half_to_f32(out, (const char *)src.p + lx_dtype_bytes(src.type, (size_t)(r0 * cols)), src.type,
+                       (size_t)(n * cols));
+}
+
 float *lx_model_f32(const struct lx_model *m)
 {
     if (!m->held)

@@ -125,6 +125,10 @@ void lx_model_own(struct lx_model *m);
 ** buffer (the caller gives it back with lx_model_f32_free). */
 float *lx_model_f32(const struct lx_model *m);
 void lx_model_f32_free(const struct lx_model *m, float *w);
+/* Rows r0 .. r0 + n of tensor i (t its entry of lx_arch_tensors) as fp32 in
+** out, from wherever m holds it (its own floats, a mapping of any type,
+** packed bf16): what a writer reads a piece at a time instead of a copy. */
+void lx_model_rows_f32(const struct lx_model *m, const struct lx_tensor_info *t, int i, long r0, long n, float *out);
 /* Every matrix rounded to bf16 once (numerics bf16 at load): into one
 ** buffer, the fp32 weights or the mappings given back. */
 void lx_model_to_bf16(struct lx_model *m);
