@@ -12,6 +12,7 @@
 #include "harness/core/hash.h"
 #include "harness/core/hashcache.h"
 #include "harness/core/version.h"
+#include "harness/engine/model/arch.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 
 void lx_ckpt_info_native(struct lx_ckpt_info *info, const char *format, const char *dtype)
@@ -202,6 +203,37 @@ int lx_stack_rope_of(const char *stack, int scaled, const char *target, struct l
     }
     lx_doc_release(&d);
     return rc;
+}
+
+void lx_tensor_reader_init(struct lx_tensor_reader *r, const struct lx_model *m, const struct lx_tensor_info *t,
+                           int i, int to_half, long chunk)
+{
+    long cols = t->ndim == 2 ? t->shape[1] : 1;
+    *r = (struct lx_tensor_reader){m, t, i, to_half, cols, m->arch.d_head,
+                                   lx_xmalloc(sizeof(float) * (size_t)((chunk / cols + 2) * cols))};
+}
+
+/* The model's row behind row `row` of the written tensor: lx_rows_relayout's map (dst[to] = src[from]),
+** inverted for to_half 0. */
+static long source_row(const struct lx_tensor_reader *r, long row)
+{
+    if (r->to_half < 0)
+        return row;
+    long h = row / r->D, q = row % r->D, half = r->D / 2;
+    long j = r->to_half ? (q < half ? 2 * q : 2 * (q - half) + 1) : (q % 2 == 0 ? q / 2 : q / 2 + half);
+    return h * r->D + j;
+}
+
+void lx_tensor_read(void *ctx, uint64_t at, size_t k, float *out)
+{
+    struct lx_tensor_reader *r = ctx;
+    long first = (long)(at / (uint64_t)r->cols), last = (long)((at + k - 1) / (uint64_t)r->cols);
+    if (r->to_half < 0)
+        lx_model_rows_f32(r->m, r->t, r->i, first, last - first + 1, r->rows);
+    else
+        for (long row = first; row <= last; row++)
+            lx_model_rows_f32(r->m, r->t, r->i, source_row(r, row), 1, r->rows + (row - first) * r->cols);
+    memcpy(out, r->rows + (at - (uint64_t)first * (uint64_t)r->cols), sizeof(float) * k);
 }
 
 void lx_rows_relayout(float *dst, const float *src, long heads, long D, long C, int to_half)

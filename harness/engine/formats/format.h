@@ -123,6 +123,22 @@ int lx_stack_rope_of(const char *stack, int scaled, const char *target, struct l
 ** applies it and as llama.cpp's rope_freqs.weight holds it (docs/methods.md#llama3). */
 double lx_llama3_factor(double s, double L, double low, double high, double wavelength);
 
+/* One tensor of a model read a chunk at a time while a writer writes it
+** (lenx export: no fp32 copy of the model; a held bf16 model of 8B
+** parameters exports in the memory of its mapping). */
+struct lx_tensor_reader {
+    const struct lx_model *m;
+    const struct lx_tensor_info *t;
+    int i, to_half;         /* to_half: q/k rows permuted as lx_rows_relayout(.., to_half) does; -1 none */
+    long cols, D;
+    float *rows;            /* (chunk / cols + 2) rows; the caller frees it */
+};
+/* r for tensor i of m (t its entry of lx_arch_tensors), read at most chunk values at a time. */
+void lx_tensor_reader_init(struct lx_tensor_reader *r, const struct lx_model *m, const struct lx_tensor_info *t,
+                           int i, int to_half, long chunk);
+/* k values of the tensor from value `at` (row-major) into out: a writer's read callback, ctx a reader. */
+void lx_tensor_read(void *ctx, uint64_t at, size_t k, float *out);
+
 /* Each head's rows (heads × D rows of C columns) from one rotary layout to
 ** the other: to_half 1 takes interleaved pairs (2k, 2k+1) to halves (k, k +
 ** D/2) (transformers' convert_llama_weights_to_hf permute), 0 the inverse

@@ -458,38 +458,6 @@ static int tensor_type(const struct lx_tensor_info *t, int dtype)
     return t->shape[1] % (long)lx_dtype_block(dtype) ? LX_DT_F16 : dtype;
 }
 
-/* One tensor read from the model while the file is written, a chunk at a time (no fp32 copy
-** of the model: a held bf16 model of 8B parameters exports in the memory of its mapping). */
-struct tensor_reader {
-    const struct lx_model *m;
-    const struct lx_tensor_info *t;
-    int i, to_half;         /* to_half: q/k rows permuted (lx_rows_relayout's direction); -1 none */
-    long cols, D;
-    float *rows;            /* (CHUNK / cols + 2) rows */
-};
-
-/* The model's row behind row r of the written tensor (lx_rows_relayout's map, inverted for to_half 0). */
-static long source_row(const struct tensor_reader *r, long row)
-{
-    if (r->to_half < 0)
-        return row;
-    long h = row / r->D, q = row % r->D, half = r->D / 2;
-    long j = r->to_half ? (q < half ? 2 * q : 2 * (q - half) + 1) : (q % 2 == 0 ? q / 2 : q / 2 + half);
-    return h * r->D + j;
-}
-
-static void read_tensor(void *ctx, uint64_t at, size_t k, float *out)
-{
-    struct tensor_reader *r = ctx;
-    long first = (long)(at / (uint64_t)r->cols), last = (long)((at + k - 1) / (uint64_t)r->cols);
-    if (r->to_half < 0)
-        lx_model_rows_f32(r->m, r->t, r->i, first, last - first + 1, r->rows);
-    else
-        for (long row = first; row <= last; row++)
-            lx_model_rows_f32(r->m, r->t, r->i, source_row(r, row), 1, r->rows + (row - first) * r->cols);
-    memcpy(out, r->rows + (at - (uint64_t)first * (uint64_t)r->cols), sizeof(float) * k);
-}
-
 int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const struct lx_tokenizer *tok,
                    const char *path, int dtype, int n_by_type[8], struct lx_error *err)
 {
@@ -504,7 +472,7 @@ int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, co
     rc = lx_tokenizer_to_gguf(tok, &o, err);
     int n = lx_arch_tensors(a, NULL), relayout = rope.interleaved == a->qkv_bias;  /* llama: interleaved; qwen2: half */
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
-    struct tensor_reader *rd = lx_xcalloc((size_t)n, sizeof *rd);
+    struct lx_tensor_reader *rd = lx_xcalloc((size_t)n, sizeof *rd);
     lx_arch_tensors(a, ti);
     for (int i = 0; i < n && rc == LX_OK; i++) {
         char name[96];
@@ -512,13 +480,12 @@ int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, co
         long rows = ti[i].shape[0], cols = ti[i].ndim == 2 ? ti[i].shape[1] : 1;
         const char *w = strstr(ti[i].name, ".attn.w");
         int qk = relayout && w && (w[7] == 'q' || w[7] == 'k');     /* q and k rows in the other layout */
-        rd[i] = (struct tensor_reader){m, &ti[i], i, qk ? a->qkv_bias : -1, cols, a->d_head,
-                                       lx_xmalloc(sizeof(float) * (size_t)((LX_GGUF_CHUNK / cols + 2) * cols))};
+        lx_tensor_reader_init(&rd[i], m, &ti[i], i, qk ? a->qkv_bias : -1, LX_GGUF_CHUNK);
         uint64_t ne[2] = {(uint64_t)cols, (uint64_t)rows};
         if (ti[i].ndim == 1)
             ne[0] = (uint64_t)rows;
         int t = tensor_type(&ti[i], dtype);
-        lx_gguf_put_tensor_fn(&o, name, ti[i].ndim, ne, read_tensor, &rd[i], t);
+        lx_gguf_put_tensor_fn(&o, name, ti[i].ndim, ne, lx_tensor_read, &rd[i], t);
         if (n_by_type)
             n_by_type[t]++;
     }

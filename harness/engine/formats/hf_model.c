@@ -606,29 +606,25 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     int n = lx_arch_tensors(a, NULL);
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
     struct lx_st_tensor *st = lx_xcalloc((size_t)n, sizeof *st);
+    struct lx_tensor_reader *rd = lx_xcalloc((size_t)n, sizeof *rd);   /* read while written: no fp32 copy */
+    struct lx_st_reader *sr = lx_xcalloc((size_t)n, sizeof *sr);
     char (*names)[96] = lx_xcalloc((size_t)n, sizeof *names);
-    float *perm = lx_xmalloc(sizeof(float) * (lx_arch_n_params(a) + 1));    /* q, k rows in HF's order */
     lx_arch_tensors(a, ti);
-    float *w32 = lx_model_f32(m);   /* a held model's one fp32 copy, for the writer */
     int k = 0;
     for (int i = 0; i < n; i++) {
         if (!hf_name(ti[i].name, names[k], sizeof names[k]))
             continue;   /* no HF tensor: only learned logit scales, refused above */
-        st[k] = (struct lx_st_tensor){.name = names[k], .ndim = ti[i].ndim,
-                                      .shape = {ti[i].shape[0], ti[i].shape[1]}, .data = w32 + ti[i].offset};
         const char *w = strstr(ti[i].name, ".attn.w");
-        if (rope.interleaved && w && (w[7] == 'q' || w[7] == 'k')) {   /* rows of q and k heads, weights and biases */
-            float *dst = perm + ti[i].offset;
-            long cols = ti[i].ndim > 1 ? ti[i].shape[1] : 1;
-            lx_rows_relayout(dst, w32 + ti[i].offset, ti[i].shape[0] / a->d_head, a->d_head, cols, 1);
-            st[k].data = dst;
-        }
+        int qk = rope.interleaved && w && (w[7] == 'q' || w[7] == 'k');  /* q and k heads' rows in HF's order */
+        lx_tensor_reader_init(&rd[k], m, &ti[i], i, qk ? 1 : -1, LX_ST_CHUNK);
+        st[k] = (struct lx_st_tensor){.name = names[k], .ndim = ti[i].ndim, .shape = {ti[i].shape[0], ti[i].shape[1]}};
+        sr[k] = (struct lx_st_reader){lx_tensor_read, &rd[k]};
         k++;
     }
     struct lx_buf path = {0}, cfg = {0};
     const char *meta[] = {"format", "pt"};
     lx_buf_printf(&path, "%s/model.safetensors", dir);
-    rc = lx_st_write(lx_buf_str(&path), st, k, meta, 1, NULL, err);
+    rc = lx_st_write_read(lx_buf_str(&path), st, sr, k, meta, 1, err);
     if (rc == LX_OK && tok)     /* its own tokenizer beside it, so that the ids read as they were trained */
         rc = lx_tokenizer_copy(tok->path, tok->hash, dir, err);
     export_config(&cfg, m, info->train_len, &rope, lx_tok_or_byte(tok));
@@ -638,8 +634,10 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
         rc = lx_write_file(lx_buf_str(&path), cfg.s, cfg.len, err);
     lx_buf_free(&path);
     lx_buf_free(&cfg);
-    free(perm);
-    lx_model_f32_free(m, w32);
+    for (int i = 0; i < k; i++)
+        free(rd[i].rows);
+    free(rd);
+    free(sr);
     free(names);
     free(st);
     free(ti);

@@ -554,7 +554,7 @@ static int good_text(const char *s)
     return s && utf8_valid((const unsigned char *)s, strlen(s), &bad);
 }
 
-static int check_tensors(const char *path, const struct lx_st_tensor *t, int n, struct lx_error *err)
+static int check_tensors(const char *path, const struct lx_st_tensor *t, int n, int has_reader, struct lx_error *err)
 {
     for (int i = 0; i < n; i++) {
         int64_t count = tensor_count(&t[i]);
@@ -564,7 +564,7 @@ static int check_tensors(const char *path, const struct lx_st_tensor *t, int n, 
         if (count < 0)
             return lx_err(err, LX_EINVAL, "%s: tensor '%s' has an invalid shape (ndim %d, at most %d, sizes >= 0)\n"
                           "  hint: this is a bug in the caller", path, t[i].name, t[i].ndim, LX_ST_MAX_DIMS);
-        if (count > 0 && !t[i].data)
+        if (count > 0 && !t[i].data && !has_reader)
             return lx_err(err, LX_EINVAL, "%s: tensor '%s' has no data\n  hint: this is a bug in the caller",
                           path, t[i].name);
         for (int j = 0; j < i; j++)
@@ -633,6 +633,7 @@ static int put(FILE *fp, struct lx_sha256 *s, const void *data, size_t n)
 struct st_out {
     const struct lx_buf *h;
     const struct lx_st_tensor *t;
+    const struct lx_st_reader *rd;  /* NULL: the tensors' data */
     int n;
     struct lx_sha256 s;
 };
@@ -644,28 +645,54 @@ static int write_body(FILE *fp, void *ctx)
     for (int k = 0; k < 8; k++)
         len8[k] = (unsigned char)((uint64_t)o->h->len >> (8 * k));
     int ok = put(fp, &o->s, len8, 8) && put(fp, &o->s, o->h->s, o->h->len);
-    for (int i = 0; i < o->n && ok; i++)
-        ok = put(fp, &o->s, o->t[i].data, 4 * (size_t)tensor_count(&o->t[i]));
+    float *vals = NULL;
+    for (int i = 0; i < o->n && ok; i++) {
+        size_t count = (size_t)tensor_count(&o->t[i]);
+        if (!o->rd) {
+            ok = put(fp, &o->s, o->t[i].data, 4 * count);
+            continue;
+        }
+        if (!vals)
+            vals = lx_xmalloc(sizeof(float) * LX_ST_CHUNK);
+        for (size_t at = 0; at < count && ok; at += LX_ST_CHUNK) {
+            size_t k = count - at < LX_ST_CHUNK ? count - at : LX_ST_CHUNK;
+            o->rd[i].read(o->rd[i].ctx, at, k, vals);
+            ok = put(fp, &o->s, vals, 4 * k);
+        }
+    }
+    free(vals);
     return ok;
 }
 
-int lx_st_write(const char *path, const struct lx_st_tensor *t, int n, const char *const *meta, int n_meta,
-                char *sha256_hex_out, struct lx_error *err)
+static int st_write(const char *path, const struct lx_st_tensor *t, const struct lx_st_reader *rd, int n,
+                    const char *const *meta, int n_meta, char *sha256_hex_out, struct lx_error *err)
 {
     LX_ASSERT(host_is_little_endian());
     LX_ASSERT(n >= 0 && n_meta >= 0 && (t || n == 0) && (meta || n_meta == 0));
-    int rc = check_tensors(path, t, n, err);
+    int rc = check_tensors(path, t, n, rd != NULL, err);
     if (rc == LX_OK)
         rc = check_meta(path, meta, n_meta, err);
     if (rc < 0)
         return rc;
     struct lx_buf h = {0};
     build_header(&h, t, n, meta, n_meta);
-    struct st_out o = {.h = &h, .t = t, .n = n};
+    struct st_out o = {.h = &h, .t = t, .rd = rd, .n = n};
     lx_sha256_init(&o.s);
     rc = lx_write_atomic(path, write_body, &o, err);
     if (rc == LX_OK && sha256_hex_out)
         lx_sha256_final_hex(&o.s, sha256_hex_out);
     lx_buf_free(&h);
     return rc;
+}
+
+int lx_st_write(const char *path, const struct lx_st_tensor *t, int n, const char *const *meta, int n_meta,
+                char *sha256_hex_out, struct lx_error *err)
+{
+    return st_write(path, t, NULL, n, meta, n_meta, sha256_hex_out, err);
+}
+
+int lx_st_write_read(const char *path, const struct lx_st_tensor *t, const struct lx_st_reader *rd, int n,
+                     const char *const *meta, int n_meta, struct lx_error *err)
+{
+    return st_write(path, t, rd, n, meta, n_meta, NULL, err);
 }

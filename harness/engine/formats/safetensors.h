@@ -42,6 +42,17 @@ struct lx_st_tensor {           /* one tensor to write */
 int lx_st_write(const char *path, const struct lx_st_tensor *t, int n, const char *const *meta, int n_meta,
                 char *sha256_hex, struct lx_error *err);
 
+/* The same with tensor i's values given by rd[i].read(rd[i].ctx, at, k, out)
+** while the file is written (t[i].data unused), k <= LX_ST_CHUNK at a time
+** from value `at`: the caller holds no copy of them. */
+#define LX_ST_CHUNK (1 << 16)
+struct lx_st_reader {
+    void (*read)(void *ctx, uint64_t at, size_t k, float *out);
+    void *ctx;
+};
+int lx_st_write_read(const char *path, const struct lx_st_tensor *t, const struct lx_st_reader *rd, int n,
+                     const char *const *meta, int n_meta, struct lx_error *err);
+
 enum { LX_ST_F32, LX_ST_F16, LX_ST_BF16 };     /* the dtypes lenx reads */
 
 /* LX_ST_* for a header's dtype string, -1 for one lenx does not read. */
