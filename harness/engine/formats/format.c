@@ -213,8 +213,9 @@ void lx_tensor_reader_init(struct lx_tensor_reader *r, const struct lx_model *m,
                                    lx_xmalloc(sizeof(float) * (size_t)((chunk / cols + 2) * cols))};
 }
 
-/* The model's row behind row `row` of the written tensor: lx_rows_relayout's map (dst[to] = src[from]),
-** inverted for to_half 0. */
+/* The model's row behind row `row` of the written tensor. Half row k is interleaved row 2k, half row
+** k + D/2 interleaved row 2k + 1: to_half 1 reads the interleaved row of half row q, to_half 0 the
+** half row of interleaved row q. */
 static long source_row(const struct lx_tensor_reader *r, long row)
 {
     if (r->to_half < 0)
@@ -234,14 +235,4 @@ void lx_tensor_read(void *ctx, uint64_t at, size_t k, float *out)
         for (long row = first; row <= last; row++)
             lx_model_rows_f32(r->m, r->t, r->i, source_row(r, row), 1, r->rows + (row - first) * r->cols);
     memcpy(out, r->rows + (at - (uint64_t)first * (uint64_t)r->cols), sizeof(float) * k);
-}
-
-void lx_rows_relayout(float *dst, const float *src, long heads, long D, long C, int to_half)
-{
-    for (long h = 0; h < heads; h++)
-        for (long j = 0; j < D; j++) {
-            long other = j < D / 2 ? 2 * j : 2 * (j - D / 2) + 1;   /* half row j is interleaved row `other` */
-            long to = to_half ? j : other, from = to_half ? other : j;
-            memcpy(dst + (size_t)((h * D + to) * C), src + (size_t)((h * D + from) * C), sizeof(float) * (size_t)C);
-        }
 }

@@ -129,7 +129,9 @@ double lx_llama3_factor(double s, double L, double low, double high, double wave
 struct lx_tensor_reader {
     const struct lx_model *m;
     const struct lx_tensor_info *t;
-    int i, to_half;         /* to_half: q/k rows permuted as lx_rows_relayout(.., to_half) does; -1 none */
+    int i, to_half;         /* q/k rows of each head in the other rotary layout: 1 interleaved pairs
+                            ** (2k, 2k+1) to halves (k, k + D/2), transformers' convert_llama_weights_to_hf
+                            ** permute; 0 the inverse, llama.cpp's converter's permute; -1 as they are */
     long cols, D;
     float *rows;            /* (chunk / cols + 2) rows; the caller frees it */
 };
@@ -139,10 +141,5 @@ void lx_tensor_reader_init(struct lx_tensor_reader *r, const struct lx_model *m,
 /* k values of the tensor from value `at` (row-major) into out: a writer's read callback, ctx a reader. */
 void lx_tensor_read(void *ctx, uint64_t at, size_t k, float *out);
 
-/* Each head's rows (heads × D rows of C columns) from one rotary layout to
-** the other: to_half 1 takes interleaved pairs (2k, 2k+1) to halves (k, k +
-** D/2) (transformers' convert_llama_weights_to_hf permute), 0 the inverse
-** (llama.cpp's converter's permute of q and k). */
-void lx_rows_relayout(float *dst, const float *src, long heads, long D, long C, int to_half);
 
 #endif
