@@ -96,7 +96,8 @@ size_t lx_pread_all(int fd, void *buf, size_t n, long long at);
 /* A zeroed block of bytes for a model's weights: from LX_BIG_BYTES on its own
 ** anonymous mapping asking for transparent huge pages (a 4 GB model faults
 ** in 2 MiB at a time, not 4 KiB: docs/checkpoints.md#what-a-load-costs),
-** below that calloc. NULL when out of memory. lx_big_free takes the same
+** below that zeroed from aligned_alloc; either way 64-byte aligned (a cache
+** line: activation rows are laid out from it). NULL when out of memory. lx_big_free takes the same
 ** byte count back and accepts NULL. */
 #define LX_BIG_BYTES ((size_t)64 << 20)
 void *lx_big_calloc(size_t bytes);

@@ -455,8 +455,11 @@ size_t lx_pread_all(int fd, void *buf, size_t n, long long at)
 
 void *lx_big_calloc(size_t bytes)
 {
-    if (bytes < LX_BIG_BYTES)
-        return calloc(1, bytes ? bytes : 1);
+    if (bytes < LX_BIG_BYTES) {     /* 64-byte aligned, as a mapping is page-aligned */
+        size_t whole = (bytes + 63) & ~(size_t)63;
+        void *p = aligned_alloc(64, whole ? whole : 64);
+        return p ? memset(p, 0, whole ? whole : 64) : NULL;
+    }
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;

@@ -199,10 +199,8 @@ int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, i
     memset(a, 0, sizeof *a);
     train = acts_mode(train);
     double need = lx_acts_bytes(arch, B, T, train), avail = lx_mem_available();
-    size_t bytes = (size_t)need;     /* a mapping (page-aligned) from LX_BIG_BYTES on, else ALIGN-aligned */
-    if (need <= avail && need < (double)SIZE_MAX &&
-        (a->block = bytes >= LX_BIG_BYTES ? lx_big_calloc(bytes) : aligned_alloc(ALIGN, bytes))) {
-        a->block_bytes = bytes;
+    if (need <= avail && need < (double)SIZE_MAX && (a->block = lx_big_calloc((size_t)need))) {
+        a->block_bytes = (size_t)need;
         struct acts_row r[MAX_ROWS];
         double off[MAX_ROWS];
         int portable = lx_numerics_get() == LX_NUMERICS_PORTABLE;

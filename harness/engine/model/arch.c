@@ -291,16 +291,16 @@ static void convert_all(const struct lx_model *m, void *dst, int type, const str
             long step = lx_wmat_rows_step(src, cols);
 #pragma omp parallel for schedule(dynamic)
             for (long r = 0; r < rows; r += step)
-                lx_wmat_rows((float *)d + r * cols, src, r, rows - r < step ? rows - r : step, cols);
+                lx_model_rows_f32(m, &ti[i], i, r, rows - r < step ? rows - r : step, (float *)d + r * cols);
             continue;
         }
 #pragma omp parallel for schedule(static)
         for (long r = 0; r < rows; r++) {
-            const char *s = (const char *)src.p + lx_dtype_bytes(src.type, (size_t)(r * cols));
             if (type == LX_DT_F32)
-                lx_half_to_f32((float *)d + r * cols, s, src.type, (size_t)cols);
+                lx_model_rows_f32(m, &ti[i], i, r, 1, (float *)d + r * cols);
             else
-                lx_to_bf16((uint16_t *)d + r * cols, s, src.type, (size_t)cols);
+                lx_to_bf16((uint16_t *)d + r * cols, (const char *)src.p + lx_dtype_bytes(src.type, (size_t)(r * cols)),
+                           src.type, (size_t)cols);
         }
         if (drop && ti[i].ndim == 2)
             drop_pages(src.p, lx_dtype_bytes(src.type, (size_t)(rows * cols)));

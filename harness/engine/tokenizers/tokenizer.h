@@ -101,7 +101,7 @@ static inline int lx_tok_begin(const struct lx_tokenizer *t)
 }
 
 /* 1 when llama.cpp puts BOS before a text in t's vocabulary (its add_bos, as
-** lenx writes it to a GGUF file or read it from one): the byte tokenizer's
+** lenx writes it to a GGUF file or reads it from one): the byte tokenizer's
 ** files say so; a Hugging Face tokenizer adds it when its template does
 ** (GPT-2-style ones, Qwen's, a Llama 3 tokenizer.json without the template,
 ** do not). */
