@@ -10,7 +10,9 @@
 ** at its row-major index, and counts what it holds. Where oneDNN offers no
 ** packed layout (no AVX512-BF16, say) the tests check that nothing is packed.
 */
+#define _DEFAULT_SOURCE     /* mkdtemp, setenv */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include "harness/core/half.h"
 #include "harness/core/lx.h"
 #include "harness/core/rng.h"
+#include "harness/engine/formats/format.h"
 #include "harness/engine/kernels/dnnl.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/wprod.h"
@@ -275,7 +278,7 @@ static void non_finite_at(const char *tensor)
     long at = 17 * ti[k].shape[1] + 5;  /* row 17, column 5 */
     m.w[ti[k].offset + at] = -INFINITY;
     lx_model_fit_numerics(&m);
-    cr_assert_eq(lx_model_check_finite(&m, &err), LX_ERUN);
+    cr_assert_eq(lx_model_check_finite(&m, NULL, &err), LX_ERUN);
     char want[256];
     snprintf(want, sizeof want, "tensor '%s' holds a non-finite value (-inf) at index %ld", ti[k].name, at);
     cr_assert(strstr(err.msg, want), "%s\nwanted: %s", err.msg, want);
@@ -287,4 +290,46 @@ Test(wpack, a_non_finite_packed_weight_is_named_at_its_index)
 {
     non_finite_at("layers.1.mlp.w2.weight");
     non_finite_at("layers.1.attn.wv.weight");
+}
+
+/* A pass of the finite check is remembered in the hash cache under the
+** weights' hash and how each matrix is held: the same hash and holding are
+** not scanned again (a value poisoned since is then not seen, which is how the
+** test knows), while another hash, no hash, or the same weights packed in bf16
+** (rounding can make an inf) are scanned; a failure is never remembered. */
+Test(wpack, a_finite_check_is_remembered_under_the_weights_hash_and_holding)
+{
+    char dir[] = "/tmp/lenx-finite-XXXXXX", cmd[64];
+    cr_assert_not_null(mkdtemp(dir));
+    char *old = getenv("LENX_CACHE") ? lx_xstrdup(getenv("LENX_CACHE")) : NULL;
+    setenv("LENX_CACHE", dir, 1);
+    lx_numerics_set(LX_NUMERICS_FAST);
+    struct lx_model m;
+    struct lx_error err = {{0}};
+    small_model(&m, 0);
+    char h[65], other[65];
+    lx_model_weights_hash(&m, h);
+    memcpy(other, h, sizeof other);
+    other[0] = other[0] == 'a' ? 'b' : 'a';
+    cr_assert_eq(lx_model_check_finite(&m, h, &err), LX_OK, "%s", err.msg);
+    m.w[m.v.layer[1].w2 - m.w + 3] = NAN;
+    cr_expect_eq(lx_model_check_finite(&m, h, &err), LX_OK, "remembered: not scanned again");
+    cr_expect_eq(lx_model_check_finite(&m, NULL, &err), LX_ERUN);
+    cr_expect(strstr(err.msg, "tensor 'layers.1.mlp.w2.weight' holds a non-finite value (nan) at index 3"), "%s",
+              err.msg);
+    cr_expect_eq(lx_model_check_finite(&m, other, &err), LX_ERUN, "another hash is scanned");
+    cr_expect_eq(lx_model_check_finite(&m, other, &err), LX_ERUN, "and its failure was not remembered");
+    lx_numerics_set(LX_NUMERICS_BF16);
+    lx_model_fit_numerics(&m);
+    cr_assert_not_null(m.held, "rounded to bf16: held");
+    cr_expect_eq(lx_model_check_finite(&m, h, &err), LX_ERUN, "held otherwise: scanned");
+    lx_model_release(&m);
+    small_model(&m, 0);     /* the same weights, finite, packed */
+    lx_model_fit_numerics(&m);
+    cr_expect_eq(lx_model_check_finite(&m, h, &err), LX_OK, "%s", err.msg);
+    lx_model_release(&m);
+    old ? setenv("LENX_CACHE", old, 1) : unsetenv("LENX_CACHE");
+    free(old);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
 }

@@ -23,10 +23,10 @@
 #include "harness/sweep/run.h"
 #include "results/store.h"
 
-static int check_finite(const struct lx_model *m, const char *path, struct lx_error *err)
+static int check_finite(const struct lx_model *m, const char *weights_sha256, const char *path, struct lx_error *err)
 {
     struct lx_error sub;
-    if (lx_model_check_finite(m, &sub) == LX_OK)
+    if (lx_model_check_finite(m, weights_sha256, &sub) == LX_OK)
         return LX_OK;
     return lx_err(err, LX_ERUN, "model %s: %s", path, sub.msg);
 }
@@ -109,7 +109,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     if (rc == LX_OK)
         rc = lx_local_load(path, o->tokenizer, &m, &info, &tk, err);
     if (rc == LX_OK)
-        rc = check_finite(&m, path, err);
+        rc = check_finite(&m, info.weights_sha256, path, err);
     if (rc == LX_OK && m.arch.mode != LX_MODEL_CAUSAL)
         rc = lx_err(err, LX_EINVAL, "%s is a masked-LM (mlm) model; score needs a causal one", path);
     if (rc == LX_OK)    /* a model's own evaluation-time scaling (HF dynamic NTK) unless --method replaces it */

@@ -546,7 +546,7 @@ static int ensure_model(struct model_slot *slot, struct runner *r, const struct 
         return LX_OK;
     }
     if (rc == LX_OK)    /* loaded or trained: a NaN weight fails its cells, named */
-        rc = lx_model_check_finite(&slot->m, &sub);
+        rc = lx_model_check_finite(&slot->m, slot->weights, &sub);
     memcpy(slot->key, c->model_key, sizeof slot->key);
     slot->ok = rc == LX_OK;
     if (rc < 0) {

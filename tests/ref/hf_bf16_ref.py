@@ -5,6 +5,8 @@
     hf_bf16_ref.py 1b DIR TOKENIZER  Llama-3.2-1B's shape for `make bench BENCH=bf16` (2.5 GB; no ref.json),
                                      with TOKENIZER (a Llama-3 tokenizer.json) copied beside it and a
                                      tokenizer_config.json naming its BOS and EOS
+    hf_bf16_ref.py 8b DIR TOKENIZER  Llama-3.1-8B's shape the same way (16.1 GB, untied head, in four
+                                     shards named by model.safetensors.index.json, as the Hub has it)
 
 The shapes are transformers' LlamaConfig fields: tied embeddings, grouped-query
 attention, rope_theta 500,000 with `llama3` rope scaling. Weights are drawn
@@ -43,7 +45,12 @@ SHAPES = {
                num_key_value_heads=8, vocab_size=128256, max_position_embeddings=131072,
                rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                              "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+    "8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+               num_key_value_heads=8, vocab_size=128256, max_position_embeddings=131072, tie_word_embeddings=False,
+               rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                             "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
 }
+SHARDS = {"8b": 4}      # the Hub's Llama-3.1-8B: model-0000k-of-00004.safetensors
 
 
 def config_of(shape):
@@ -51,58 +58,82 @@ def config_of(shape):
              rope_theta=500000.0, tie_word_embeddings=True, attention_bias=False, mlp_bias=False,
              bos_token_id=1, eos_token_id=2, torch_dtype="bfloat16")
     c.update(SHAPES[shape])
-    if shape == "1b":   # Llama-3's <|begin_of_text|> and <|end_of_text|>
+    if shape != "tiny":     # Llama-3's <|begin_of_text|> and <|end_of_text|>
         c.update(bos_token_id=128000, eos_token_id=128001)
     c["head_dim"] = c["hidden_size"] // c["num_attention_heads"]
     return c
 
 
-def tensors_of(c, gen):
-    """(name, bf16 tensor) in the order written, std 1/sqrt(fan_in) (embedding 0.1: logits of about one unit; norms 1 ± 0.1)."""
+def shapes_of(c):
+    """(name, shape, std) in the order written and drawn, std 1/sqrt(fan_in) (embedding 0.1: logits of
+    about one unit); std None is a norm, 1 ± 0.1."""
     H, D, KV, C, F = c["num_attention_heads"], c["head_dim"], c["num_key_value_heads"], c["hidden_size"], \
         c["intermediate_size"]
-
-    def mat(rows, cols, std):
-        return (torch.randn(rows, cols, generator=gen) * std).to(torch.bfloat16)
-
-    def norm(n):
-        return (1 + 0.1 * torch.randn(n, generator=gen)).to(torch.bfloat16)
-
-    yield "model.embed_tokens.weight", mat(c["vocab_size"], C, 0.1)
+    yield "model.embed_tokens.weight", (c["vocab_size"], C), 0.1
     for l in range(c["num_hidden_layers"]):
         p = f"model.layers.{l}."
-        yield p + "input_layernorm.weight", norm(C)
-        yield p + "self_attn.q_proj.weight", mat(H * D, C, C ** -0.5)
-        yield p + "self_attn.k_proj.weight", mat(KV * D, C, C ** -0.5)
-        yield p + "self_attn.v_proj.weight", mat(KV * D, C, C ** -0.5)
-        yield p + "self_attn.o_proj.weight", mat(C, H * D, (H * D) ** -0.5)
-        yield p + "post_attention_layernorm.weight", norm(C)
-        yield p + "mlp.gate_proj.weight", mat(F, C, C ** -0.5)
-        yield p + "mlp.up_proj.weight", mat(F, C, C ** -0.5)
-        yield p + "mlp.down_proj.weight", mat(C, F, F ** -0.5)
-    yield "model.norm.weight", norm(C)
+        yield p + "input_layernorm.weight", (C,), None
+        yield p + "self_attn.q_proj.weight", (H * D, C), C ** -0.5
+        yield p + "self_attn.k_proj.weight", (KV * D, C), C ** -0.5
+        yield p + "self_attn.v_proj.weight", (KV * D, C), C ** -0.5
+        yield p + "self_attn.o_proj.weight", (C, H * D), (H * D) ** -0.5
+        yield p + "post_attention_layernorm.weight", (C,), None
+        yield p + "mlp.gate_proj.weight", (F, C), C ** -0.5
+        yield p + "mlp.up_proj.weight", (F, C), C ** -0.5
+        yield p + "mlp.down_proj.weight", (C, F), F ** -0.5
+    yield "model.norm.weight", (C,), None
+    if not c["tie_word_embeddings"]:
+        yield "lm_head.weight", (c["vocab_size"], C), C ** -0.5
 
 
-def write_safetensors(path, c, gen):
-    """Two passes over the same generator state: the header needs every size first."""
-    state = gen.get_state()
-    header, off = {}, 0
-    for name, t in tensors_of(c, gen):
-        n = t.numel() * 2
-        header[name] = {"dtype": "BF16", "shape": list(t.shape), "data_offsets": [off, off + n]}
-        off += n
-    header["__metadata__"] = {"format": "pt"}
-    h = json.dumps(header).encode()
-    h += b" " * (-(8 + len(h)) % 8)
-    gen.set_state(state)
-    with open(path + ".tmp", "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h)
-        weights = {}
-        for name, t in tensors_of(c, gen):
-            f.write(t.view(torch.int16).numpy().tobytes())
-            if c["vocab_size"] < 10000:
-                weights[name] = t
-    os.replace(path + ".tmp", path)
+def tensors_of(c, gen):
+    """(name, bf16 tensor) in the order written."""
+    for name, shape, std in shapes_of(c):
+        if std is None:
+            yield name, (1 + 0.1 * torch.randn(*shape, generator=gen)).to(torch.bfloat16)
+        else:
+            yield name, (torch.randn(*shape, generator=gen) * std).to(torch.bfloat16)
+
+
+def write_safetensors(out, c, gen, shards=1):
+    """The header needs every size first: from the shapes, before anything is drawn. With shards > 1,
+    the tensors in order over that many files of about equal size and the index naming them."""
+    sizes = [(name, shape, math.prod(shape) * 2) for name, shape, _ in shapes_of(c)]
+    total = sum(n for _, _, n in sizes)
+    files, at = [], 0
+    for name, shape, n in sizes:
+        k = min(at * shards // total, shards - 1)
+        if len(files) <= k:
+            files.append([])
+        files[-1].append((name, shape, n))
+        at += n
+    names = ["model.safetensors"] if shards == 1 else \
+        [f"model-{k + 1:05d}-of-{len(files):05d}.safetensors" for k in range(len(files))]
+    weights, draw = {}, tensors_of(c, gen)
+    for fname, part in zip(names, files):
+        header, off = {}, 0
+        for name, shape, n in part:
+            header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [off, off + n]}
+            off += n
+        header["__metadata__"] = {"format": "pt"}
+        h = json.dumps(header).encode()
+        h += b" " * (-(8 + len(h)) % 8)
+        path = os.path.join(out, fname)
+        with open(path + ".tmp", "wb") as f:
+            f.write(struct.pack("<Q", len(h)) + h)
+            for name, _, _ in part:
+                got, t = next(draw)
+                assert got == name
+                f.write(t.view(torch.int16).numpy().tobytes())
+                if c["vocab_size"] < 10000:
+                    weights[name] = t
+        os.replace(path + ".tmp", path)
+    if shards > 1:
+        index = {"metadata": {"total_size": total},
+                 "weight_map": {name: fname for fname, part in zip(names, files) for name, _, _ in part}}
+        with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
+            json.dump(index, f, indent=2)
+            f.write("\n")
     return weights
 
 
@@ -164,7 +195,7 @@ def forward(c, w, ids, dt):
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in SHAPES or (sys.argv[1] == "1b" and len(sys.argv) < 4):
+    if len(sys.argv) < 3 or sys.argv[1] not in SHAPES or (sys.argv[1] != "tiny" and len(sys.argv) < 4):
         sys.exit(__doc__)
     shape, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
@@ -173,8 +204,8 @@ def main():
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(c, f, indent=2)
         f.write("\n")
-    w = write_safetensors(os.path.join(out, "model.safetensors"), c, gen)
-    if shape == "1b":
+    w = write_safetensors(out, c, gen, SHARDS.get(shape, 1))
+    if shape != "tiny":
         shutil.copy(sys.argv[3], os.path.join(out, "tokenizer.json"))
         with open(os.path.join(out, "tokenizer_config.json"), "w") as f:   # Llama-3's, as transformers reads it
             json.dump({"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>", "add_bos_token": True}, f)

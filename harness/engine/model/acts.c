@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/core/hashcache.h"
+#include "harness/core/version.h"
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/wprod.h"
@@ -363,31 +365,60 @@ static long packed_first_nonfinite(struct lx_wmat w, long rows, long cols, float
     return -1;
 }
 
-int lx_model_check_finite(const struct lx_model *m, struct lx_error *err)
+/* The hash-cache key of a finite check: the weights' hash, how each matrix
+** is held (rounding fp32 to bf16 can make an inf of a finite value) and the build. */
+static void finite_key(const struct lx_model *m, const char *weights_sha256, const struct lx_tensor_info *t, int n,
+                       struct lx_buf *key)
+{
+    lx_buf_printf(key, "lenx-hashcache 1\nfinite\n%s\n%s\n", lx_build_commit(), weights_sha256);
+    for (int i = 0; i < n; i++) {
+        const struct lx_wmat *w = m->held ? &m->held->t[i] : NULL;
+        lx_buf_printf(key, "%d%c", w ? w->type : LX_DT_F32, w && w->packed_rows ? 'p' : '.');
+    }
+}
+
+/* The first non-finite value of tensor i (*x its value), or -1. */
+static long tensor_first_nonfinite(const struct lx_model *m, const struct lx_tensor_info *t, int i, float *x)
+{
+    struct lx_wmat w = m->held ? m->held->t[i] : (struct lx_wmat){m->w + t->offset, LX_DT_F32, 0, NULL, 0};
+    long cnt = t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1), j;
+    float blk[256];
+    if (w.packed_rows)  /* packed: its padding is 0; a hit is then found row by row */
+        return first_nonfinite(w.p, w.type, (long)(lx_wmat_packed_bytes(w.packed_rows, t->shape[1]) / 2)) < 0
+               ? -1 : packed_first_nonfinite(w, t->shape[0], t->shape[1], x);
+    if ((j = first_nonfinite(w.p, w.type, cnt)) >= 0) {
+        /* the value: a quantized one is its block's first (j is where the block begins) */
+        lx_half_to_f32(blk, (const char *)w.p + lx_dtype_bytes(w.type, (size_t)j), w.type, lx_dtype_block(w.type));
+        *x = blk[0];
+    }
+    return j;
+}
+
+int lx_model_check_finite(const struct lx_model *m, const char *weights_sha256, struct lx_error *err)
 {
     int n = lx_arch_tensors(&m->arch, NULL);
     struct lx_tensor_info *t = lx_xcalloc((size_t)n, sizeof *t);
     lx_arch_tensors(&m->arch, t);
-    int rc = LX_OK;
-    for (int i = 0; i < n && rc == LX_OK; i++) {
-        struct lx_wmat w = m->held ? m->held->t[i] : (struct lx_wmat){m->w + t[i].offset, LX_DT_F32, 0, NULL, 0};
-        long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1), j;
-        float x, blk[256];
-        if (w.packed_rows)  /* packed: its padding is 0; a hit is then found row by row */
-            j = first_nonfinite(w.p, w.type, (long)(lx_wmat_packed_bytes(w.packed_rows, t[i].shape[1]) / 2)) < 0
-                ? -1 : packed_first_nonfinite(w, t[i].shape[0], t[i].shape[1], &x);
-        else if ((j = first_nonfinite(w.p, w.type, cnt)) >= 0) {
-            /* the value: a quantized one is its block's first (j is where the block begins) */
-            lx_half_to_f32(blk, (const char *)w.p + lx_dtype_bytes(w.type, (size_t)j), w.type,
-                           lx_dtype_block(w.type));
-            x = blk[0];
-        }
-        if (j >= 0) {
-            rc = lx_err(err, LX_ERUN, "tensor '%s' holds a non-finite value (%s) at index %ld\n"
-                        "  hint: the checkpoint is damaged or training diverged (a lower lr, or clip); "
-                        "retrain it", t[i].name, nonfinite_name(x), j);
+    struct lx_buf key = {0};
+    char got[65];
+    int keyed = weights_sha256 && strlen(weights_sha256) == 64, rc = LX_OK;
+    if (keyed)
+        finite_key(m, weights_sha256, t, n, &key);
+    if (keyed && lx_hashcache_get(lx_buf_str(&key), got) && strcmp(got, weights_sha256) == 0)
+        keyed = 0;      /* checked before: nothing to scan or remember */
+    else {
+        for (int i = 0; i < n && rc == LX_OK; i++) {
+            float x = 0.0f;
+            long j = tensor_first_nonfinite(m, &t[i], i, &x);
+            if (j >= 0)
+                rc = lx_err(err, LX_ERUN, "tensor '%s' holds a non-finite value (%s) at index %ld\n"
+                            "  hint: the checkpoint is damaged or training diverged (a lower lr, or clip); "
+                            "retrain it", t[i].name, nonfinite_name(x), j);
         }
     }
+    if (keyed && rc == LX_OK)
+        lx_hashcache_put(lx_buf_str(&key), weights_sha256);
+    lx_buf_free(&key);
     free(t);
     return rc;
 }

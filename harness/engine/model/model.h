@@ -181,8 +181,12 @@ double lx_eval_bytes(const struct lx_arch *a, double held, int bf16, int B, int 
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err);
 
 /* LX_OK when every weight is finite, else LX_ERUN naming the first
-** non-finite tensor and index (checked after loading and training). */
-int lx_model_check_finite(const struct lx_model *m, struct lx_error *err);
+** non-finite tensor and index (checked after loading and training). With
+** weights_sha256 (the weights' hash as loaded, or NULL) a pass is remembered
+** in the hash cache under that hash, how each matrix is held (its type, packed
+** or not) and the build, and a remembered pass is not scanned again
+** (docs/checkpoints.md#what-a-load-costs). */
+int lx_model_check_finite(const struct lx_model *m, const char *weights_sha256, struct lx_error *err);
 /* LX_OK when the last forward's logits (V a row) and its loss at scored
 ** targets (>= 0; targets may be NULL) are finite in the first nb windows. */
 int lx_acts_check_finite(const struct lx_acts *a, long V, int nb, const int *targets, struct lx_error *err);
