@@ -15,23 +15,30 @@
 # ratio bf16 / fast, peak RSS against `lenx show model --length 4096`'s plan
 # (file + activations), and whether both sides scored the same tokens.
 # Timings mean something only on a quiet machine (the load average is printed).
-# usage: scripts/bench_bf16.sh [REPS] [OUT_DIR]
+# SHAPE 8b (`make bench BENCH=bf16-8b`: REPS 1, build/bench-8b) runs the whole
+# scores alone on Llama-3.1-8B's shape instead (8.03B parameters, 16.1 GB in
+# four shards, about 8 minutes to write; needs about 17 GB of memory and
+# 33 GB of disk with its GGUF beside it, docs/PERFORMANCE.md "An 8B shape").
+# usage: scripts/bench_bf16.sh [REPS] [OUT_DIR] [SHAPE]
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SHAPE=${3:-1b}
 REPS=${1:-2}
 OUT=${2:-$ROOT/build/bench-bf16}
 LENX="$ROOT/lenx"
-MODEL="$OUT/llama-1b"
+MODEL="$OUT/llama-$SHAPE"
 mkdir -p "$OUT"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$ROOT/build/lenx-bench" bf16
-echo
-if [ ! -f "$MODEL/model.safetensors" ]; then
+if [ "$SHAPE" = 1b ]; then
+    "$ROOT/build/lenx-bench" bf16
+    echo
+fi
+if [ ! -f "$MODEL/model.safetensors" ] && [ ! -f "$MODEL/model.safetensors.index.json" ]; then
     /usr/bin/python3 -c "import torch" 2>/dev/null || {
         sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
         $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends python3-torch >&2; }
     tok=$(bash "$ROOT/scripts/tokenizers.sh" | awk '$1 == "llama3" {print $2}')
-    /usr/bin/python3 "$ROOT/tests/ref/hf_bf16_ref.py" 1b "$MODEL" "$ROOT/$tok"
+    /usr/bin/python3 "$ROOT/tests/ref/hf_bf16_ref.py" "$SHAPE" "$MODEL" "$ROOT/$tok"
 fi
 TEXT="$ROOT/data/corpus/austen/test/persuasion.txt"
 [ -f "$TEXT" ] || make -C "$ROOT" -s data
@@ -54,25 +61,28 @@ while [ $r -lt "$REPS" ]; do
     r=$((r + 1))
 done
 n=$(field "$OUT/fast.json" n_tokens)
-plan=$("$LENX" show model "$MODEL" --length 4096 | /usr/bin/python3 -c "import json,sys; m=json.load(sys.stdin)['memory']; print(m['score_bytes'])")
-/usr/bin/python3 - "$OUT" "$n" "$plan" <<'PY'
+plan_of() { "$LENX" show model "$MODEL" --length 4096 --numerics "$1" |
+    /usr/bin/python3 -c "import json,sys; m=json.load(sys.stdin)['memory']; print(m['score_bytes'])"; }
+/usr/bin/python3 - "$OUT" "$n" "$(plan_of fast)" "$(plan_of bf16)" "$SHAPE" <<'PY'
 import json, sys
-out, n, plan = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+out, n, plans, shape = sys.argv[1], int(sys.argv[2]), dict(fast=float(sys.argv[3]), bf16=float(sys.argv[4])), sys.argv[5]
 def runs(side):
     return [tuple(map(float, l.split())) for l in open(f"{out}/{side}.runs") if l.strip()]
 sides = ("load", "load16", "fast", "bf16")
 best = {s: min(r[0] for r in runs(s)) for s in sides}
 rss = {s: max(r[1] for r in runs(s)) * 1024 for s in sides}
 f, b = (json.load(open(f"{out}/{s}.json")) for s in ("fast", "bf16"))
-print(f"lenx score, random bf16 Llama of Llama-3.2-1B's shape, {n} tokens, windows of 4,096; best of the runs")
+name = {"1b": "Llama-3.2-1B", "8b": "Llama-3.1-8B"}[shape]
+print(f"lenx score, random bf16 Llama of {name}'s shape, {n} tokens, windows of 4,096; best of the runs")
 print(f"  blas: {b['blas']}")
 print("| side | wall s | tokens/s | peak RSS GiB | of plan | mean NLL |")
 print("|---|---:|---:|---:|---:|---:|")
 print(f"| load: 4 tokens | {best['load']:.2f} | | {rss['load']/2**30:.2f} | | |")
 print(f"| load in bf16 (packing): 4 tokens | {best['load16']:.2f} | | {rss['load16']/2**30:.2f} | | |")
 for s, d in (("fast", f), ("bf16", b)):
-    print(f"| {s} | {best[s]:.2f} | {n/best[s]:.0f} | {rss[s]/2**30:.2f} | {rss[s]/plan:.2f} | {d['mean_nll']:.4f} |")
-print(f"bf16 / fast: {best['fast']/best['bf16']:.2f}x; plan (file + activations, show model --length 4096): "
-      f"{plan/2**30:.2f} GiB; same tokens: {f['tokens'] == b['tokens']}")
+    print(f"| {s} | {best[s]:.2f} | {n/best[s]:.0f} | {rss[s]/2**30:.2f} | {rss[s]/plans[s]:.2f} | {d['mean_nll']:.4f} |")
+print(f"bf16 / fast: {best['fast']/best['bf16']:.2f}x; plans (weights + activations, show model --length 4096 "
+      f"--numerics fast|bf16): {plans['fast']/2**30:.2f} and {plans['bf16']/2**30:.2f} GiB; "
+      f"same tokens: {f['tokens'] == b['tokens']}")
 PY
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -899,6 +899,9 @@ Test(loaders, show_model_prints_the_memory_plan)
     cr_assert(sscanf(strstr(m16, "\"score_bytes\": "), "\"score_bytes\": %lf", &s16) == 1, "%s", m16);
     cr_expect(strstr(lx_buf_str(&o16), "\"weights_dtype\": \"BF16\"") != NULL, "%s", lx_buf_str(&o16));
     lx_numerics_set(LX_NUMERICS_BF16);
+    cr_expect(strstr(lx_buf_str(&o16), lx_wmat_packed_bytes(64, 64) > 0 ? "\"weights_held\": \"packed at load\""
+                                                                     : "\"weights_held\": \"in place\"") != NULL,
+              "%s", lx_buf_str(&o16));
     double matrices = 0;     /* each matrix packed as lx_wmat_packed_bytes says, else 2 bytes a value */
     struct lx_model m;
     struct lx_ckpt_info info;

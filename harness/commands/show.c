@@ -480,7 +480,9 @@ static void put_memory(struct lx_buf *out, const struct lx_model *m, long train_
                   "\"dtypes\": {\"embedding\": \"%s\", \"attention\": \"%s\", \"mlp\": \"%s\", \"head\": \"%s\", "
                   "\"norms\": \"F32\"}, \"weights_bytes\": %.0f, \"kv_cache_bytes_per_token\": %.0f, "
                   "\"score_window\": %ld, \"score_bytes\": %.0f}",
-                  dtype_name(lx_model_dtype(m)), m->held ? "in place" : "fp32 copy", dtype_name(m->v.memb.type),
+                  dtype_name(lx_model_dtype(m)),
+                  L->mqkv[0].packed_rows ? "packed at load" : m->held ? "in place" : "fp32 copy",
+                  dtype_name(m->v.memb.type),
                   dtype_name(L->mqkv[0].type), dtype_name(L->mw13[0].type),
                   a->tie_head ? "tied" : dtype_name(m->v.mhead.type), weights, kv, train_len, score);
 }
