@@ -197,6 +197,36 @@ Test(half, typed_products_match_the_reference)
                 product_case(modes[m], t, shapes[s][0], shapes[s][1], shapes[s][2]);
 }
 
+/* Fast numerics reads a few rows' half weights directly (wprod.c, dots_half_avx512): each row's
+** sum in the same order however many rows share the pass, so a decoding step's one row is the
+** same bits as that row in a short forward. K = 4117 takes every part of a row: 128 steps of 32
+** values, one of 16, 5 values alone. */
+Test(half, a_few_rows_products_do_not_depend_on_the_rows_beside_them)
+{
+    if (!__builtin_cpu_supports("avx512f"))
+        cr_skip_test("no AVX-512: a few rows go through sgemm, whose bits may depend on the rows");
+    enum { M = 20, K = 4117, N = 37 };
+    lx_numerics_set(LX_NUMERICS_FAST);
+    struct lx_rng r;
+    lx_rng_init(&r, 5, 0, 0);
+    float *x = lx_xmalloc(sizeof(float) * M * K), *all = lx_xmalloc(sizeof(float) * M * N), one[N];
+    uint16_t *h = lx_xmalloc(sizeof(uint16_t) * N * K);
+    for (long i = 0; i < (long)M * K; i++)
+        x[i] = (float)(lx_rng_uniform(&r) * 2 - 1);
+    for (int type = LX_DT_BF16; type <= LX_DT_F16; type++) {
+        for (long i = 0; i < (long)N * K; i++)
+            h[i] = type == LX_DT_BF16 ? lx_f32_to_bf16((float)(lx_rng_uniform(&r) - 0.5))
+                                      : lx_f32_to_f16((float)(lx_rng_uniform(&r) - 0.5));
+        struct lx_wmat W = {h, type, 0, NULL, 0};
+        lx_wlinear(all, N, x, K, W, M, K, N, 0.0f);
+        for (long t = 0; t < M; t++) {
+            lx_wlinear(one, N, x + t * K, K, W, 1, K, N, 0.0f);
+            cr_assert_eq(memcmp(one, all + t * N, sizeof one), 0, "type %d row %ld alone differs", type, t);
+        }
+    }
+    free(x), free(all), free(h);
+}
+
 /* Portable numerics on bf16 weights gives the bits of the same weights as fp32. */
 Test(half, portable_half_product_is_the_fp32_bits)
 {

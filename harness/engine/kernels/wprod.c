@@ -18,7 +18,7 @@
 
 #define XROWS 512       /* rows of x rounded to bf16 at a time in bf16 numerics */
 #define GEMV_ROWS 32    /* products of at most this many rows read half weights directly (fast numerics) */
-#define GEMV_GROUP 8    /* rows of x per pass over a weight row (one accumulator each) */
+#define GEMV_GROUP 8    /* rows of x per pass over a weight row (two accumulators each) */
 
 static void *scratch(int which, size_t bytes)
 {
@@ -77,27 +77,68 @@ static inline float half_at(const uint16_t *w, long c, int type)
     return type == LX_DT_BF16 ? lx_bf16_to_f32(w[c]) : lx_f16_to_f32(w[c]);
 }
 
-/* out[t] = x_t · w for up to GEMV_GROUP rows x_t (stride ldx): one pass over
-** the weight row, widened 16 values at a time, one accumulator per row. */
-__attribute__((target("avx512f")))
-static void dots_half_avx512(float *out, const float *x, long ldx, int n, const uint16_t *w, int type, long C)
+/* 16 half values at w widened exactly to fp32. */
+__attribute__((target("avx512f"), always_inline)) static inline __m512 widen16(const uint16_t *w, int type)
 {
-    __m512 acc[GEMV_GROUP];
+    __m256i h = _mm256_loadu_si256((const __m256i *)w);
+    return type == LX_DT_BF16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+                              : _mm512_cvtph_ps(h);
+}
+
+/* out[t] = x_t · w for n (a constant in each instance, at most GEMV_GROUP)
+** rows x_t (stride ldx): one pass over the weight row, widened 32 values at a
+** time. Each row's sum is two chains of 16 lanes (values c ≡ 0–15 and 16–31
+** mod 32, the last 16 of a row of C ≡ 16 mod 32 on the first), added and
+** reduced, then the last C mod 16 values in order: the same order whatever
+** n, so a row's bits do not depend on the rows beside it (a decoding step's
+** one row and the same row in a short forward agree). Two chains, not one:
+** a single chain of dependent multiply-adds, in memory when n was not a
+** constant, held a decoding step to a few GB/s of weights. */
+__attribute__((target("avx512f"), always_inline)) static inline void dots_n(float *out, const float *x, long ldx,
+                                                                           const int n, const uint16_t *w, int type,
+                                                                           long C)
+{
+    __m512 a0[GEMV_GROUP], a1[GEMV_GROUP];
     long c = 0;
+#pragma GCC unroll 8
     for (int t = 0; t < n; t++)
-        acc[t] = _mm512_setzero_ps();
-    for (; c + 16 <= C; c += 16) {
-        __m256i h = _mm256_loadu_si256((const __m256i *)(w + c));
-        __m512 wf = type == LX_DT_BF16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
-                                       : _mm512_cvtph_ps(h);
-        for (int t = 0; t < n; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_loadu_ps(x + t * ldx + c), wf, acc[t]);
+        a0[t] = a1[t] = _mm512_setzero_ps();
+    for (; c + 32 <= C; c += 32) {
+        __m512 w0 = widen16(w + c, type), w1 = widen16(w + c + 16, type);
+#pragma GCC unroll 8
+        for (int t = 0; t < n; t++) {
+            a0[t] = _mm512_fmadd_ps(_mm512_loadu_ps(x + t * ldx + c), w0, a0[t]);
+            a1[t] = _mm512_fmadd_ps(_mm512_loadu_ps(x + t * ldx + c + 16), w1, a1[t]);
+        }
     }
+    if (c + 16 <= C) {
+        __m512 w0 = widen16(w + c, type);
+#pragma GCC unroll 8
+        for (int t = 0; t < n; t++)
+            a0[t] = _mm512_fmadd_ps(_mm512_loadu_ps(x + t * ldx + c), w0, a0[t]);
+        c += 16;
+    }
+#pragma GCC unroll 8
     for (int t = 0; t < n; t++) {
-        float s = _mm512_reduce_add_ps(acc[t]);
+        float s = _mm512_reduce_add_ps(_mm512_add_ps(a0[t], a1[t]));
         for (long k = c; k < C; k++)
             s += x[t * ldx + k] * half_at(w, k, type);
         out[t] = s;
+    }
+}
+
+__attribute__((target("avx512f")))
+static void dots_half_avx512(float *out, const float *x, long ldx, int n, const uint16_t *w, int type, long C)
+{
+    switch (n) {    /* n a constant in each: the sums stay in registers */
+    case 1: dots_n(out, x, ldx, 1, w, type, C); break;
+    case 2: dots_n(out, x, ldx, 2, w, type, C); break;
+    case 3: dots_n(out, x, ldx, 3, w, type, C); break;
+    case 4: dots_n(out, x, ldx, 4, w, type, C); break;
+    case 5: dots_n(out, x, ldx, 5, w, type, C); break;
+    case 6: dots_n(out, x, ldx, 6, w, type, C); break;
+    case 7: dots_n(out, x, ldx, 7, w, type, C); break;
+    default: dots_n(out, x, ldx, GEMV_GROUP, w, type, C); break;
     }
 }
 

@@ -54,9 +54,14 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
     /* One row is a few MFLOP even at 16k keys (attention O(T·D) a head, the
     ** rest O(d²)): one thread, since handing such small pieces to the team
     ** costs more than it saves, and far more on a loaded machine, where a
-    ** barrier waits for the other threads to be scheduled. */
+    ** barrier waits for the other threads to be scheduled. Past
+    ** LX_DECODE_TEAM_BYTES of weights a step is a read of all of them, which
+    ** one core's share of the memory bandwidth limits: the team reads them
+    ** (an output of a product is one thread's sum in lenx's kernels and in
+    ** sgemm, so the team changes no bit there). */
     int n_thr = omp_get_max_threads();
-    omp_set_num_threads(1);
+    if (lx_model_held_bytes(m) < LX_DECODE_TEAM_BYTES)
+        omp_set_num_threads(1);
     lx_embed(c->x, m, &token, 1);
     lx_rope_table_pos(c->cs, &spec->rotary, &ipos, 1);
     c->len[slot] = pos + 1;

@@ -27,6 +27,9 @@ struct lx_sampler {
                         ** top-k warper); 0 = all */
 };
 
+/* Weights from which a decoding step runs on the OpenMP team instead of one thread (512 MiB). */
+#define LX_DECODE_TEAM_BYTES (512.0 * 1024 * 1024)
+
 /* Token `token` at position pos of slot `slot`, whose rows [0, pos) are
 ** cached (pos <= len, pos < T): its key and value rows enter the cache
 ** (len = pos + 1) and logits (V) get its next-token logits. */
