@@ -404,19 +404,16 @@ int lx_model_check_finite(const struct lx_model *m, const char *weights_sha256, 
     int keyed = weights_sha256 && strlen(weights_sha256) == 64, rc = LX_OK;
     if (keyed)
         finite_key(m, weights_sha256, t, n, &key);
-    if (keyed && lx_hashcache_get(lx_buf_str(&key), got) && strcmp(got, weights_sha256) == 0)
-        keyed = 0;      /* checked before: nothing to scan or remember */
-    else {
-        for (int i = 0; i < n && rc == LX_OK; i++) {
-            float x = 0.0f;
-            long j = tensor_first_nonfinite(m, &t[i], i, &x);
-            if (j >= 0)
-                rc = lx_err(err, LX_ERUN, "tensor '%s' holds a non-finite value (%s) at index %ld\n"
-                            "  hint: the checkpoint is damaged or training diverged (a lower lr, or clip); "
-                            "retrain it", t[i].name, nonfinite_name(x), j);
-        }
+    int known = keyed && lx_hashcache_get(lx_buf_str(&key), got) && strcmp(got, weights_sha256) == 0;
+    for (int i = 0; !known && i < n && rc == LX_OK; i++) {
+        float x = 0.0f;
+        long j = tensor_first_nonfinite(m, &t[i], i, &x);
+        if (j >= 0)
+            rc = lx_err(err, LX_ERUN, "tensor '%s' holds a non-finite value (%s) at index %ld\n"
+                        "  hint: the checkpoint is damaged or training diverged (a lower lr, or clip); "
+                        "retrain it", t[i].name, nonfinite_name(x), j);
     }
-    if (keyed && rc == LX_OK)
+    if (keyed && !known && rc == LX_OK)
         lx_hashcache_put(lx_buf_str(&key), weights_sha256);
     lx_buf_free(&key);
     free(t);
