@@ -249,7 +249,7 @@ static int read_answer(const struct lx_model *m, const struct lx_acts *a, const 
     for (int k = 0; k < ans->n_out; k++) {
         long pos = (long)b * T + x->answer_off - 1 + k;
         ans->logprob -= a->loss[pos];
-        ans->out[k] = lx_argmax(a->logits + pos * V, V);
+        ans->out[k] = lx_argmax(lx_acts_logits(a, pos), V);
         if (ans->out[k] != x->tok[x->answer_off + k] && first_miss < 0)
             first_miss = k;
     }
@@ -264,6 +264,8 @@ static int read_answer(const struct lx_model *m, const struct lx_acts *a, const 
     ans->entropy = rows > 0 ? ent / rows : NAN;
     return first_miss;
 }
+
+_Static_assert(LX_MAX_ANSWER <= LX_ACTS_ANSWER_ROWS, "an answer pass keeps every answer row's logits");
 
 /* Batch rows: tokens, targets (the answer only) and each window's first answer row. */
 static void fill_batch(const struct lx_instance *in, int nb, int B, int T, int *tok, int *tgt, long *row0)
@@ -289,7 +291,7 @@ int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const s
     int B = (int)(n < per ? n : per);
     struct lx_acts a;
     struct greedy g = {.mode = mode};
-    int rc = lx_acts_alloc(&a, &m->arch, B, T, 0, err);
+    int rc = lx_acts_alloc(&a, &m->arch, B, T, LX_ACTS_EVAL_ANSWER, err);
     if (rc < 0)
         return rc;
     struct lx_error sub;    /* a cache that does not fit: the full passes instead */

@@ -488,6 +488,23 @@ Test(tiled, model_loss_equals_the_head_path, .timeout = 60)
 
 /* ---- evaluation that reads losses only ------------------------------------------ */
 
+/* A 2-layer model of vocabulary V (d_model 32) from seed, lm_head's row 5
+** at value in its first cols columns. */
+static const struct lx_arch *head_model(struct lx_model *m, int V, int seed, int cols, float value)
+{
+    struct lx_arch a = {.mode = LX_MODEL_CAUSAL, .layers = 2, .d_model = 32, .heads = 2, .d_head = 16,
+                        .d_mlp = 64, .mlp = LX_MLP_GELU, .vocab = V, .norm_eps = 1e-5, .init_std = 0.3};
+    lx_model_init(m, &a, seed);
+    int n = lx_arch_tensors(&a, NULL);
+    struct lx_tensor_info *ti = calloc((size_t)n, sizeof *ti);
+    lx_arch_tensors(&a, ti);
+    for (int i = 0; i < n; i++)
+        for (long c = 0; !strcmp(ti[i].name, "lm_head.weight") && c < cols; c++)
+            m->w[ti[i].offset + 5 * a.d_model + c] = value;
+    free(ti);
+    return &m->arch;
+}
+
 /* Per-token losses of a 2-layer model over 2 windows of 700 tokens (1,400
 ** rows: the head's logits in two blocks when held LX_EVAL_ROWS rows at a
 ** time), its acts laid out as `mode` (LX_ACTS_EVAL or LX_ACTS_EVAL_LOSS).
@@ -505,17 +522,8 @@ static float *eval_losses(int mode, int V, char *msg)
 static float *eval_losses_at(int mode, int V, char *msg, int one)
 {
     enum { EB = 2, ET = 700 };
-    struct lx_arch a = {.mode = LX_MODEL_CAUSAL, .layers = 2, .d_model = 32, .heads = 2, .d_head = 16,
-                        .d_mlp = 64, .mlp = LX_MLP_GELU, .vocab = V, .norm_eps = 1e-5, .init_std = 0.3};
     struct lx_model m;
-    lx_model_init(&m, &a, 7);
-    int n = lx_arch_tensors(&a, NULL);
-    struct lx_tensor_info *ti = calloc((size_t)n, sizeof *ti);
-    lx_arch_tensors(&a, ti);
-    for (int i = 0; msg && i < n; i++)
-        for (long c = 0; !strcmp(ti[i].name, "lm_head.weight") && c < (one ? 1 : a.d_model); c++)
-            m.w[ti[i].offset + 5 * a.d_model + c] = one ? 1.7e38f : 3e38f;
-    free(ti);
+    const struct lx_arch *ap = head_model(&m, V, 7, !msg ? 0 : one ? 1 : 32, one ? 1.7e38f : 3e38f), a = *ap;
     struct lx_facts f = tfacts(16, 16, 2, ET);
     struct tstack st;
     tstack_make(&st, "rope", &f);
@@ -579,6 +587,109 @@ Test(tiled, losses_only_hold_one_block_of_logits, .timeout = 60)
     cr_expect(strstr(m1, "token 5") != NULL && strstr(m1, "position 0,") == NULL, "%s", m1);
     cr_expect_str_eq(m2, m1);
     cr_log_info("one overflowing column: %s", m1);
+}
+
+/* ---- evaluation that reads the answers' logits only ------------------------------ */
+
+enum { AB = 2, AT = 700, AV = 8192 };
+
+/* Window b's scored rows: an answer's, the last n_b before its end (7 and
+** LX_ACTS_ANSWER_ROWS, the most a window may score). */
+static int answer_scored(long i)
+{
+    long b = i / AT, t = i % AT, na = b ? LX_ACTS_ANSWER_ROWS : 7;
+    return t >= AT - 1 - na && t < AT - 1;
+}
+
+/* A 2-layer model's forward over AB windows of AT tokens, acts as `mode`;
+** the kept logits of the scored rows into lg (rows in order, AV each), the
+** losses of every row into loss. poison: lm_head's row 5 at 3e38 (every
+** logit of token 5 overflows); lx_acts_check_finite's message into msg. */
+static void answer_pass(int mode, float *lg, float *loss, int poison, char *msg)
+{
+    struct lx_model m;
+    const struct lx_arch *ap = head_model(&m, AV, 11, poison ? 32 : 0, 3e38f), a = *ap;
+    struct lx_facts f = tfacts(16, 16, 2, AT);
+    struct tstack st;
+    tstack_make(&st, "rope", &f);
+    struct lx_acts acts;
+    struct lx_error err;
+    cr_assert_eq(lx_acts_alloc(&acts, &a, AB, AT, mode, &err), LX_OK, "%s", err.msg);
+    int *tok = malloc(sizeof(int) * AB * AT), *tgt = malloc(sizeof(int) * AB * AT);
+    for (int i = 0; i < AB * AT; i++)
+        tok[i] = (i * 37 + 11) % AV, tgt[i] = answer_scored(i) ? (i * 53 + 5) % AV : -1;
+    lx_model_forward(&m, &st.spec, tok, tgt, &acts);
+    int rc = lx_acts_check_finite(&acts, AV, AB, tgt, &err);
+    snprintf(msg, sizeof err.msg, "%s", rc < 0 ? err.msg : "no error");
+    for (long i = 0, k = 0; lg && i < AB * AT; i++) {
+        const float *row = lx_acts_logits(&acts, i);
+        if (mode == LX_ACTS_EVAL_ANSWER)
+            cr_expect_eq(row == NULL, !answer_scored(i), "row %ld: logits %s", i, row ? "kept" : "not kept");
+        if (answer_scored(i) && row)
+            memcpy(lg + k++ * AV, row, sizeof(float) * AV);
+    }
+    if (loss)
+        memcpy(loss, acts.loss, sizeof(float) * AB * AT);
+    free(tok), free(tgt);
+    lx_acts_release(&acts);
+    tstack_free(&st);
+    lx_model_release(&m);
+}
+
+static double bytes64(double n)
+{
+    return ceil(n / 64) * 64;
+}
+
+/* An answer pass keeps the scored rows' logits alone, and they are the whole
+** pass's: the same bits in portable numerics (a product gives a row block the
+** bits of the whole), within the fp32 rounding of a 32-term logit in fast;
+** the same losses; (N − its rows)·V fewer floats held, in the plan too; a
+** non-finite value on a row it computes is named. */
+Test(tiled, answer_passes_keep_the_answers_logits_alone, .timeout = 60)
+{
+    struct lx_arch a = {.mode = LX_MODEL_CAUSAL, .layers = 2, .d_model = 32, .heads = 2, .d_head = 16,
+                        .d_mlp = 64, .mlp = LX_MLP_GELU, .vocab = AV};
+    long N = AB * AT, NA = 7 + LX_ACTS_ANSWER_ROWS, keep = AB * LX_ACTS_ANSWER_ROWS;
+    float *l1 = malloc(sizeof(float) * NA * AV), *l2 = malloc(sizeof(float) * NA * AV);
+    float *s1 = malloc(sizeof(float) * N), *s2 = malloc(sizeof(float) * N);
+    char m1[sizeof ((struct lx_error *)0)->msg], m2[sizeof m1];
+    for (int portable = 0; portable < 2; portable++) {
+        const char *mode = portable ? "portable" : "fast";
+        lx_numerics_set(portable ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST);
+        double nb = portable ? LX_EVAL_ROWS : N;    /* the final norm's rows held */
+        double want = bytes64(nb * 32 * 4) + bytes64(N * AV * 4.0) - bytes64(keep * 32 * 4.0) -
+                      bytes64(keep * AV * 4.0) - bytes64(N * 4.0);
+        double saved = lx_acts_bytes(&a, AB, AT, LX_ACTS_EVAL) - lx_acts_bytes(&a, AB, AT, LX_ACTS_EVAL_ANSWER);
+        cr_expect_eq(saved, want, "%s: %.0f bytes fewer, want %.0f", mode, saved, want);
+        saved = lx_eval_bytes(&a, 0, 0, AB, AT, LX_RUN_KVCACHE) -
+                lx_eval_bytes(&a, 0, 0, AB, AT, LX_RUN_KVCACHE | LX_RUN_ANSWER);
+        cr_expect_eq(saved, want, "%s: the plan %.0f bytes fewer, want %.0f", mode, saved, want);
+        answer_pass(LX_ACTS_EVAL, l1, s1, 0, m1);
+        answer_pass(LX_ACTS_EVAL_ANSWER, l2, s2, 0, m2);
+        cr_expect_str_eq(m2, "no error");
+        double worst = 0.0, worst_loss = 0.0;
+        for (long i = 0; i < NA * AV; i++)
+            worst = fmax(worst, fabs((double)l1[i] - l2[i]));
+        for (long i = 0; i < N; i++)
+            worst_loss = fmax(worst_loss, fabs((double)s1[i] - s2[i]));
+        if (portable) {
+            cr_expect(!memcmp(l1, l2, sizeof(float) * NA * AV), "portable: logits differ by %g", worst);
+            cr_expect(!memcmp(s1, s2, sizeof(float) * N), "portable: losses differ by %g", worst_loss);
+        } else {
+            cr_expect_leq(worst, 1e-5, "fast: logits differ by %g", worst);
+            cr_expect_leq(worst_loss, 1e-5, "fast: losses differ by %g", worst_loss);
+        }
+    }
+    lx_numerics_set(LX_NUMERICS_FAST);
+    /* token 5 overflows on every row (to inf, -inf or NaN as the kernel's order
+    ** sums it): the whole pass names row 0's logit, the answer pass the first
+    ** row it computes, the first scored */
+    answer_pass(LX_ACTS_EVAL, NULL, NULL, 1, m1);
+    answer_pass(LX_ACTS_EVAL_ANSWER, NULL, NULL, 1, m2);
+    cr_expect(strstr(m1, "non-finite logit (") && strstr(m1, ") at window 0, position 0, token 5\n"), "%s", m1);
+    cr_expect(strstr(m2, "non-finite logit (") && strstr(m2, ") at window 0, position 692, token 5\n"), "%s", m2);
+    free(l1), free(l2), free(s1), free(s2);
 }
 
 /* ---- row statistics of a trained model at 16x its training length ------------- */
@@ -736,7 +847,8 @@ Test(tiled, memory_plan_grows_linearly_without_probabilities, .timeout = 30)
 /* The plan's per-cell memory (what `lenx run --dry-run` prints and checks against the memory
 ** available) follows what the cell's pass holds: a ppl cell reads losses only, so its logits
 ** are one block of LX_EVAL_ROWS rows (LX_RUN_LOSS), not its whole batch's (8192 tokens × the
-** vocabulary); a passkey cell decodes through a KV cache and keeps its logits whole. */
+** vocabulary); a passkey cell decodes through a KV cache and keeps its answers' logits alone
+** (LX_RUN_ANSWER: LX_ACTS_ANSWER_ROWS rows a window). */
 Test(tiled, plan_counts_one_block_of_logits_for_a_ppl_cell)
 {
     struct lx_grid g;
@@ -749,14 +861,19 @@ Test(tiled, plan_counts_one_block_of_logits_for_a_ppl_cell)
     const struct lx_arch *a = &g.models[0].arch;
     int B = 8192 / 4096, seen = 0;
     double loss = lx_run_bytes(a, B, 4096, 0, LX_RUN_LOSS), whole = lx_run_bytes(a, B, 4096, 0, 0);
+    double answer = lx_run_bytes(a, B, 4096, 0, LX_RUN_KVCACHE | LX_RUN_ANSWER);
     cr_assert_gt(whole - loss, 4.0 * (B * 4096 - LX_EVAL_ROWS) * a->vocab * 0.99, "the logits are most of it");
+    cr_assert_lt(answer, whole + lx_run_bytes(a, B, 4096, 0, LX_RUN_KVCACHE) - lx_run_bytes(a, B, 4096, 0, 0) -
+                             4.0 * (B * 4096 - B * LX_ACTS_ANSWER_ROWS) * a->vocab * 0.9,
+                 "an answer pass holds its answers' logits alone (the attention's phase is the largest then)");
     for (int i = 0; i < plan.n_cells; i++) {
         const struct lx_cell *c = &plan.cells[i];
         const char *task = g.tasks[c->task].task->name;
         if (!strcmp(task, "ppl"))
             cr_expect_eq(c->mem, loss, "ppl cell: %.0f bytes planned, a losses-only pass holds %.0f", c->mem, loss);
         else
-            cr_expect_geq(c->mem, whole, "%s cell: %.0f bytes planned, whole logits %.0f", task, c->mem, whole);
+            cr_expect_eq(c->mem, answer, "%s cell: %.0f bytes planned, an answer pass holds %.0f", task, c->mem,
+                         answer);
         seen++;
     }
     cr_expect_eq(seen, 2);

@@ -75,10 +75,10 @@ static double eval_block(double N, int portable)
 ** pass runs in. Returns the number of rows. */
 static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int T, int train, int portable)
 {
-    LX_ASSERT(train == LX_ACTS_EVAL || train == LX_ACTS_EVAL_LOSS || train == LX_ACTS_TRAIN_TILED ||
-              train == LX_ACTS_TRAIN_MATERIALISED);
-    int loss_only = train == LX_ACTS_EVAL_LOSS;
-    train = loss_only ? LX_ACTS_EVAL : train;
+    LX_ASSERT(train == LX_ACTS_EVAL || train == LX_ACTS_EVAL_LOSS || train == LX_ACTS_EVAL_ANSWER ||
+              train == LX_ACTS_TRAIN_TILED || train == LX_ACTS_TRAIN_MATERIALISED);
+    int loss_only = train == LX_ACTS_EVAL_LOSS, answer = train == LX_ACTS_EVAL_ANSWER;
+    train = loss_only || answer ? LX_ACTS_EVAL : train;
     double N = (double)B * T, C = (double)arch->d_model, HD = (double)arch->heads * arch->d_head,
            F = (double)arch->d_mlp, F2 = arch->mlp == LX_MLP_SWIGLU ? 2 * F : F, V = (double)arch->vocab,
            TT = (double)T * T, H = (double)arch->heads, nthr = n_threads(), LL = (double)arch->layers,
@@ -87,6 +87,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
     double R = N < LX_EVAL_ROWS ? N : LX_EVAL_ROWS, far = nthr * (double)lx_attn_far_floats(T, (int)D);
     int n = 0, mat = train == LX_ACTS_TRAIN_MATERIALISED, gqa = lx_arch_kv(arch) < arch->heads;
     double NB = eval_block(N, portable);
+    double NA = (double)B * LX_ACTS_ANSWER_ROWS < N ? (double)B * LX_ACTS_ANSWER_ROWS : N;   /* answer rows */
     if (train) {
         /* the materialised path keeps every head's T x T probabilities (att) and a
         ** thread's T x T backward scratch (dp); the tiled path a log-sum-exp per row
@@ -116,7 +117,8 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             PHASE(1, xn1, N * C), PHASE(1, qkv, N * QKV), PHASE(1, ao, N * HD),         /* attention */
             PHASE(1, tile_kpack, KVp),
             PHASE(2, xn2, NB * C), PHASE(2, h, NB * F2),                                /* MLP */
-            PHASE(3, xnf, NB * C), PHASE(3, logits, (loss_only ? R : N) * V),           /* head */
+            PHASE(3, xnf, (answer && NA < NB ? NA : NB) * C),                          /* head */
+            PHASE(3, logits, (loss_only ? R : answer ? NA : N) * V), ROW(hrow, answer ? N : 0, 4),
             ROW(rope_cs, N * D, 8), ROW(tab, nthr * 2 * T, 8),
             ROW(tile, nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, (int)D), 4),
             ROW(tile_tab, H * (1 + LX_SPEC_MAX_OPS) * T, 8),
@@ -144,7 +146,7 @@ static int acts_mode(int train)
 /* The mode an allocation was laid out in. */
 static int mode_of(const struct lx_acts *a)
 {
-    return a->loss_only ? LX_ACTS_EVAL_LOSS : !a->train ? LX_ACTS_EVAL
+    return a->loss_only ? LX_ACTS_EVAL_LOSS : a->answer ? LX_ACTS_EVAL_ANSWER : !a->train ? LX_ACTS_EVAL
            : a->tiled ? LX_ACTS_TRAIN_TILED : LX_ACTS_TRAIN_MATERIALISED;
 }
 
@@ -214,8 +216,9 @@ int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, i
         a->arch = *arch;
         a->B = B;
         a->T = T;
-        a->train = train != LX_ACTS_EVAL && train != LX_ACTS_EVAL_LOSS;
+        a->train = train != LX_ACTS_EVAL && train != LX_ACTS_EVAL_LOSS && train != LX_ACTS_EVAL_ANSWER;
         a->loss_only = train == LX_ACTS_EVAL_LOSS;
+        a->answer = train == LX_ACTS_EVAL_ANSWER;
         a->bad_logit = -1;
         a->tiled = train == LX_ACTS_TRAIN_TILED;
         a->portable = portable;
@@ -265,7 +268,10 @@ double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned u
 {
     double ints = 3 * (double)B * T * 4;                                    /* tokens, targets, positions */
     double kv = !train && (uses & LX_RUN_KVCACHE) ? lx_kvcache_bytes(a, B, T, (uses & LX_RUN_KVFAR) != 0) : 0.0;
-    int acts = !train && (uses & LX_RUN_LOSS) ? LX_ACTS_EVAL_LOSS : train;
+    int acts = train                  ? train
+               : uses & LX_RUN_LOSS   ? LX_ACTS_EVAL_LOSS
+               : uses & LX_RUN_ANSWER ? LX_ACTS_EVAL_ANSWER
+                                      : LX_ACTS_EVAL;
     return lx_model_bytes(a, train) + lx_acts_bytes(a, B, T, acts) + table_bytes(a, B, T, acts, 1, uses) + ints + kv;
 }
 
@@ -424,17 +430,19 @@ int lx_acts_check_finite(const struct lx_acts *a, long V, int nb, const int *tar
 {
     long T = a->T;
     for (long i = 0; i < (long)nb * T; i++) {
-        if (targets && targets[i] >= 0 && !isfinite(a->loss[i]))
+        /* a row's kept logits first: their error names the token */
+        const float *lg = lx_acts_logits(a, i);
+        long bad = -1;
+        float x = 0.0f;
+        for (long v = 0; lg && bad < 0 && v < V; v++)
+            if (!isfinite(lg[v]))
+                bad = v, x = lg[v];
+        if (bad < 0 && targets && targets[i] >= 0 && !isfinite(a->loss[i]))
             return lx_err(err, LX_ERUN, "a non-finite loss (%s) at window %ld, position %ld\n"
                           "  hint: the weights or the stack's parameters overflow; check the model's val loss",
                           nonfinite_name(a->loss[i]), i / T, i % T);
-        long bad = -1;
-        float x = 0.0f;
         if (a->loss_only && a->bad_logit >= 0 && a->bad_logit / V == i)
             bad = a->bad_logit % V, x = a->bad_value;
-        for (long v = 0; !a->loss_only && bad < 0 && v < V; v++)
-            if (!isfinite(a->logits[i * V + v]))
-                bad = v, x = a->logits[i * V + v];
         if (bad >= 0)
             return lx_err(err, LX_ERUN, "a non-finite logit (%s) at window %ld, position %ld, token %ld\n"
                           "  hint: the weights or the stack's parameters overflow; check the model's val "
@@ -443,3 +451,11 @@ int lx_acts_check_finite(const struct lx_acts *a, long V, int nb, const int *tar
     return LX_OK;
 }
 
+const float *lx_acts_logits(const struct lx_acts *a, long r)
+{
+    LX_ASSERT(r >= 0 && r < (long)a->B * a->T);
+    if (a->loss_only)
+        return NULL;
+    long k = a->answer ? a->hrow[r] : r;
+    return k < 0 ? NULL : a->logits + k * a->arch.vocab;
+}

@@ -350,6 +350,44 @@ static void head(const struct lx_model *m, struct lx_acts *a, const float *x, fl
     }
 }
 
+/* The head of an answer pass (LX_ACTS_EVAL_ANSWER): the final norm, the
+** logits and their loss of the scored rows only, gathered in row order up to
+** a block at a time (xnf's rows), the logits kept in that order (a->hrow says
+** where). Each step is row by row, as in head: in portable numerics a
+** product gives a row the bits of the whole, so the kept rows are the bits an
+** (N, V) pass gives them (tested). */
+static void head_answer(const struct lx_model *m, struct lx_acts *a, const float *x, const int *targets,
+                        const struct sizes *s)
+{
+    LX_ASSERT(targets);
+    long cap = a->rows < (long)a->B * LX_ACTS_ANSWER_ROWS ? a->rows : (long)a->B * LX_ACTS_ANSWER_ROWS, k = 0;
+    long *src = lx_xmalloc(sizeof(long) * (size_t)cap);
+    int *tg = lx_xmalloc(sizeof(int) * (size_t)cap);
+    float *ls = lx_xmalloc(sizeof(float) * (size_t)cap), *rs = lx_xmalloc(sizeof(float) * (size_t)cap);
+    for (long r = 0; r < s->N;) {
+        long n = 0;
+        for (; r < s->N && n < cap; r++) {
+            a->loss[r] = 0.0f;
+            a->hrow[r] = targets[r] < 0 ? -1 : (int)(k + n);
+            if (targets[r] >= 0) {
+                LX_ASSERT(k + n < (long)a->B * LX_ACTS_ANSWER_ROWS);
+                memcpy(a->xnf + n * s->C, x + r * s->C, sizeof(float) * (size_t)s->C);
+                src[n] = r, tg[n++] = targets[r];
+            }
+        }
+        if (!n)
+            break;
+        float *lg = a->logits + k * s->V;
+        lx_rmsnorm_forward(a->xnf, rs, a->xnf, m->v.norm, (int)n, (int)s->C, (float)m->arch.norm_eps);
+        lx_wlinear(lg, s->V, a->xnf, s->C, m->v.mhead, n, s->C, s->V, 0.0f);
+        lx_crossentropy_forward(ls, NULL, lg, tg, (int)n, (int)s->V);
+        for (long i = 0; i < n; i++)
+            a->loss[src[i]] = ls[i], a->rstdf[src[i]] = rs[i];
+        k += n;
+    }
+    free(src), free(tg), free(ls), free(rs);
+}
+
 /* Training: every layer's activations kept for backward. */
 static void forward_train(const struct lx_model *m, const struct lx_spec *spec, const int *targets,
                           struct lx_acts *a, const struct sizes *s)
@@ -389,7 +427,10 @@ static void forward_eval(const struct lx_model *m, const struct lx_spec *spec, c
                 s->N - r0 < rows ? s->N - r0 : rows, s);
         }
     }
-    head(m, a, a->x, NULL, LX_EVAL_ROWS, targets, s);     /* losses only: no softmax rows (no backward) */
+    if (a->answer)
+        head_answer(m, a, a->x, targets, s);
+    else
+        head(m, a, a->x, NULL, LX_EVAL_ROWS, targets, s);     /* losses only: no softmax rows (no backward) */
 }
 
 double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,

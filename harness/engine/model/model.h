@@ -60,6 +60,7 @@ struct lx_kvcache;
 struct lx_acts {
     int B, T, train;
     int loss_only;              /* eval: laid out as LX_ACTS_EVAL_LOSS, logits (LX_EVAL_ROWS, V) */
+    int answer;                 /* eval: laid out as LX_ACTS_EVAL_ANSWER, logits of the scored rows only */
     long bad_logit;             /* loss_only: row·V + token of the first non-finite logit, or −1 */
     float bad_value;            /* ... and its value */
     int n_thr;                  /* attention scratch slots */
@@ -89,7 +90,9 @@ struct lx_acts {
     float *act;                 /* train: (layers, N, F) MLP activation */
     float *sig;                 /* train: (layers, N, F) GELU's σ(2u), kept for backward */
     float *rstdf, *xnf;         /* (N), (rows, C) final norm */
-    float *logits;              /* (N, V); loss_only: (LX_EVAL_ROWS, V), one block of rows */
+    float *logits;              /* (N, V); loss_only: (LX_EVAL_ROWS, V), one block of rows; answer: the
+                                ** scored rows', in row order (lx_acts_logits finds a row's) */
+    int *hrow;                  /* answer: (N) each row's place in logits, or −1 (not scored) */
     float *probs;               /* train: (N, V) softmax, when targets were given; eval: NULL (losses only) */
     float *loss;                /* (N) per-token NLL (0 where no target) */
     double *rope_cs;            /* (N, n_pairs, 2) cos, sin: per window position, or per row with pos */
@@ -131,6 +134,15 @@ enum { LX_ACTS_EVAL = 0, LX_ACTS_TRAIN = 1, LX_ACTS_TRAIN_TILED = 2, LX_ACTS_TRA
 ** tokens and Llama-3's 128,256-token vocabulary 16.8 GB fewer. The pass
 ** still checks every logit (lx_acts_check_finite names the first non-finite). */
 #define LX_ACTS_EVAL_LOSS 4
+/* Evaluation whose caller reads the logits of the scored rows only (targets
+** >= 0), at most LX_ACTS_ANSWER_ROWS of each window: a retrieval pass reads
+** an answer's few rows of (B·T, V) logits, and the head (final norm, product,
+** cross-entropy) runs over those rows alone. At Llama-3's vocabulary a pass
+** of 8,192 rows held 4.2 GB of logits and spent a fifth of a 1B model's
+** products on rows nobody reads. lx_acts_logits gives a row's logits. The
+** pass checks the logits it computes. */
+#define LX_ACTS_EVAL_ANSWER 5
+#define LX_ACTS_ANSWER_ROWS 64
 
 /* Allocate activations (one block); returns LX_ENOMEM (with sizes) when they do not fit. */
 int lx_acts_alloc(struct lx_acts *a, const struct lx_arch *arch, int B, int T, int train,
@@ -163,6 +175,7 @@ enum {
     LX_RUN_KVFAR = 1 << 2,      /* ... with its far keys (lx_decode_far) */
     LX_RUN_POSMAP = 1 << 3,     /* the spec maps far positions (lx_run_uses): far-key rows */
     LX_RUN_LOSS = 1 << 4,       /* lx_eval_bytes: the pass's caller reads losses only (LX_ACTS_EVAL_LOSS) */
+    LX_RUN_ANSWER = 1 << 5,     /* ... the scored rows' logits only (LX_ACTS_EVAL_ANSWER) */
 };
 /* The LX_RUN_* flags a spec adds to a pass's memory. */
 unsigned lx_run_uses(const struct lx_spec *spec);
@@ -187,9 +200,14 @@ int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error 
 ** or not) and the build, and a remembered pass is not scanned again
 ** (docs/checkpoints.md#what-a-load-costs). */
 int lx_model_check_finite(const struct lx_model *m, const char *weights_sha256, struct lx_error *err);
-/* LX_OK when the last forward's logits (V a row) and its loss at scored
-** targets (>= 0; targets may be NULL) are finite in the first nb windows. */
+/* LX_OK when the last forward's logits (V a row; those it computed) and its
+** loss at scored targets (>= 0; targets may be NULL) are finite in the first
+** nb windows; else LX_ERUN naming the first row, a kept row's logit before
+** its loss. */
 int lx_acts_check_finite(const struct lx_acts *a, long V, int nb, const int *targets, struct lx_error *err);
+/* Row r's logits (V) after the last forward, or NULL where the pass did not
+** keep them (an answer pass's unscored rows, a losses-only pass). */
+const float *lx_acts_logits(const struct lx_acts *a, long r);
 
 /* Forward over tokens (B, T). With targets (B, T; < 0 = not scored) fills
 ** probs and loss and returns the mean NLL over scored tokens (0 when none). */
