@@ -109,6 +109,60 @@ Test(repro, training_time_methods_refused_on_stories260K, .init = setup, .fini =
     }
 }
 
+/* `native` in a stack is the checkpoint's training stack: a sweep with it
+** plans the cells (keys included) of the same sweep with the stack spelled
+** out as `lenx show model` prints it; without a checkpoint, with checkpoints
+** trained differently, or beside a method of that stack it is refused at
+** the entry, and nothing is written. */
+Test(repro, native_is_the_checkpoints_training_stack, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[16384], spelled[2048];
+    const char *head = "name: t\nmodels:\n  h: {hf: $R/tests/ref/hf-bf16-tiny, tokenizer: "
+                       "$R/../shared/models/stories260K/tok512.bin}\n";
+    const char *tail = "tasks: [{ppl: {windows: 1}}, {passkey: {samples: 1, depths: 1, template: short}}]\n"
+                       "lengths: [128, 256]\n";
+    cr_assert_eq(sh(spelled, sizeof spelled, "$L show model $R/tests/ref/hf-bf16-tiny | "
+                    "sed -n 's/^  \"native_stack\": \\(.*\\),$/\\1/p'"), 0, "%s", spelled);
+    spelled[strcspn(spelled, "\n")] = '\0';
+    cr_assert(strstr(spelled, "{\"llama3\":") != NULL, "the tiny model is trained with llama3 scaling: %s", spelled);
+    char *inner = strdup(spelled + 1);      /* the list's items, to put a method after */
+    inner[strlen(inner) - 1] = '\0';
+    char a[4096], b[4096];
+    snprintf(a, sizeof a, "%smethods: [native, [native, streaming], [{logn: {mode: su}}, native]]\n%s", head, tail);
+    snprintf(b, sizeof b, "%smethods: [%s, [%s, streaming], [{logn: {mode: su}}, %s]]\n%s", head, spelled, inner,
+             inner, tail);
+    write_file("a.yaml", a);
+    write_file("b.yaml", b);
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|g\" a.yaml b.yaml && $L run --dry-run --db x.db a.yaml > a.txt "
+                    "2>&1 && $L run --dry-run --db x.db b.yaml > b.txt 2>&1; rc=$?; cat a.txt b.txt; exit $rc"),
+                 0, "%s", out);
+    cr_expect(strstr(out, "sweep t: 12 cells") != NULL, "%s", out);
+    cr_expect(strstr(out, "+llama3(train=true,scale=4,original=64)+streaming(") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "cmp a.txt b.txt"), 0, "native against the stack spelled out: %s", out);
+    static const char *const bad[][3] = {
+        {"models: {m: {arch: {layers: 1}}}\n", "[native]", "t.yaml:3:11: 'native' is the training stack of the "
+         "sweep's checkpoint models, and this sweep has none"},
+        {"models:\n  h: {hf: $R/tests/ref/hf-bf16-tiny, tokenizer: $R/../shared/models/stories260K/tok512.bin}\n"
+         "  s: {checkpoint: $R/../shared/models/stories260K/stories260K.bin}\n", "[rope, native]",
+         "t.yaml:5:17: 'native' is the training stack of the sweep's checkpoint models, and they differ: 'h' was "
+         "trained with [{\"rope\":{\"base\":500000"},
+        {"models:\n  h: {hf: $R/tests/ref/hf-bf16-tiny, tokenizer: $R/../shared/models/stories260K/tok512.bin}\n",
+         "[[native, rope]]", "t.yaml:4:20: method 'rope' appears twice in one stack"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, "name: t\n%smethods: %s\ntasks: [ppl]\nlengths: [128]\n", bad[i][0], bad[i][1]);
+        write_file("t.yaml", text);
+        cr_expect_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|g\" t.yaml && $L run --dry-run --db y.db t.yaml"), 2,
+                     "%s", out);
+        cr_expect(strstr(out, bad[i][2]) != NULL, "expected '%s' in:\n%s", bad[i][2], out);
+        cr_expect(!exists("y.db"), "a refused sweep writes nothing");
+    }
+    free(inner);
+}
+
 /* T5 alignment calibrates on held-out text in the model's own tokens: on
 ** stories260K (tok512) it runs, and its temperature is stored. */
 Test(repro, t5align_calibrates_in_model_tokens, .init = setup, .fini = teardown, .timeout = 120)

@@ -16,6 +16,12 @@
 **   models:                       # needed by model tasks (ppl, mlm); see models.c
 **     small: {arch: {layers: 2}, train: {length: 128, steps: 1000}}
 **
+** `native` in a stack (- native, - [native, streaming]) stands for the
+** training stack of the sweep's checkpoint models, which must share one: a
+** Llama-3 checkpoint's rope with its llama3 scaling, say, without spelling
+** them out. It is replaced before the stack is parsed, so the stack is the
+** one spelled out, key and all.
+**
 ** A method that can be trained in (kind LX_KIND_TRAINING | LX_KIND_INFERENCE)
 ** takes `train: true` beside its parameters: - logn: {mode: su, train: true}.
 */
@@ -165,6 +171,70 @@ static int parse_top(struct lx_grid *g, const struct lx_node *root, struct lx_er
     return LX_OK;
 }
 
+/* A scalar `native`. */
+static int is_native(const struct lx_node *n)
+{
+    return n->kind == LX_NODE_SCALAR && !strcmp(n->text, "native");
+}
+
+/* The training stack the sweep's checkpoint models share, parsed once into
+** g->native; an error at `at` when there is no checkpoint or they differ. */
+static int native_stack(struct lx_grid *g, const struct lx_node *at, struct lx_error *err)
+{
+    if (g->native.file)
+        return LX_OK;
+    const struct lx_model_use *first = NULL;
+    for (int m = 0; m < g->n_models; m++) {
+        const struct lx_model_use *mu = &g->models[m];
+        if (!mu->checkpoint)
+            continue;
+        if (first && strcmp(first->ckpt_stack, mu->ckpt_stack))
+            return lx_node_err(err, at, "'native' is the training stack of the sweep's checkpoint models, and they "
+                               "differ: '%s' was trained with %s, '%s' with %s\n  hint: write each model's stack "
+                               "out, or put the models in separate sweeps", first->name, first->ckpt_stack, mu->name,
+                               mu->ckpt_stack);
+        first = first ? first : mu;
+    }
+    if (!first)
+        return lx_node_err(err, at, "'native' is the training stack of the sweep's checkpoint models, and this sweep "
+                           "has none\n  hint: name the methods, e.g. - rope; models: {m: {hf: DIR}} brings a "
+                           "checkpoint");
+    char label[256];
+    snprintf(label, sizeof label, "model '%s' training stack", first->name);
+    return lx_doc_load_text(&g->native, first->ckpt_stack, label, err);
+}
+
+/* Stack entry i with every `native` replaced by the checkpoints' training
+** stack: *entry becomes a list kept in the grid, placed where the entry was
+** written (messages about the stack point there). Untouched without `native`. */
+static int splice_native(struct lx_grid *g, int i, const struct lx_node **entry, struct lx_error *err)
+{
+    const struct lx_node *e = *entry;
+    int seq = e->kind == LX_NODE_SEQ, n = seq ? e->n_items : 1, found = 0;
+    for (int k = 0; k < n; k++)
+        found |= is_native(seq ? e->items[k] : e);
+    if (!found)
+        return LX_OK;
+    int rc = native_stack(g, e, err);
+    if (rc < 0)
+        return rc;
+    struct lx_node *out = &g->spliced[i], **items = g->spliced_items + (size_t)i * 2 * LX_MAX_STACK;
+    *out = (struct lx_node){.kind = LX_NODE_SEQ, .file = e->file, .line = e->line, .col = e->col, .items = items};
+    const struct lx_node *nat = g->native.root;
+    for (int k = 0; k < n; k++) {
+        const struct lx_node *x = seq ? e->items[k] : e;
+        int native = is_native(x), m = !native ? 1 : !nat ? 0 : nat->kind == LX_NODE_SEQ ? nat->n_items : 1;
+        for (int j = 0; j < m; j++) {
+            if (out->n_items == 2 * LX_MAX_STACK)
+                return lx_node_err(err, e, "a stack of more than %d methods once 'native' is spelled out",
+                                   LX_MAX_STACK);
+            items[out->n_items++] = (struct lx_node *)(!native ? x : nat->kind == LX_NODE_SEQ ? nat->items[j] : nat);
+        }
+    }
+    *entry = out;
+    return LX_OK;
+}
+
 static int parse_grid(struct lx_grid *g, struct lx_error *err)
 {
     const struct lx_node *root = g->doc.root;
@@ -184,13 +254,18 @@ static int parse_grid(struct lx_grid *g, struct lx_error *err)
         if ((rc = parse_longs(&one, "seed", 0, &g->seed, NULL, err)) < 0)
             return rc;
     }
+    if ((v = lx_map_get(root, "models")) && (rc = lx_models_parse(&g->models, &g->n_models, v, err)) < 0)
+        return rc;
     v = lx_map_get(root, "methods");
     if ((rc = need_seq(v, "methods", "[none, logn]", err)) < 0)
         return rc;
     g->stacks = lx_xcalloc((size_t)v->n_items, sizeof *g->stacks);
+    g->spliced = lx_xcalloc((size_t)v->n_items, sizeof *g->spliced);
+    g->spliced_items = lx_xcalloc((size_t)v->n_items * 2 * LX_MAX_STACK, sizeof *g->spliced_items);
     for (int i = 0; i < v->n_items; i++) {
         g->n_stacks = i + 1;
-        if ((rc = lx_stack_parse(&g->stacks[i], v->items[i], err)) < 0)
+        const struct lx_node *entry = v->items[i];
+        if ((rc = splice_native(g, i, &entry, err)) < 0 || (rc = lx_stack_parse(&g->stacks[i], entry, err)) < 0)
             return rc;
         for (int j = 0; j < i; j++)
             if (strcmp(g->stacks[j].canon, g->stacks[i].canon) == 0)
@@ -215,8 +290,6 @@ static int parse_grid(struct lx_grid *g, struct lx_error *err)
     g->length_where = lx_xcalloc((size_t)v->n_items, sizeof *g->length_where);
     g->n_lengths = v->n_items;
     if ((rc = parse_longs(v, "lengths", 1, g->lengths, g->length_where, err)) < 0)
-        return rc;
-    if ((v = lx_map_get(root, "models")) && (rc = lx_models_parse(&g->models, &g->n_models, v, err)) < 0)
         return rc;
     if ((v = lx_map_get(root, "seeds"))) {
         if ((rc = need_seq(v, "seeds", "[1, 2, 3]", err)) < 0)
@@ -271,5 +344,8 @@ void lx_grid_release(struct lx_grid *g)
     free(g->name);
     free(g->file);
     lx_doc_release(&g->doc);
+    lx_doc_release(&g->native);
+    free(g->spliced);
+    free(g->spliced_items);
     memset(g, 0, sizeof *g);
 }

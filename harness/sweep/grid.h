@@ -29,6 +29,9 @@ struct lx_grid {
     enum lx_numerics numerics;      /* `numerics:` (default fast); `lenx run --portable` overrides it */
     int kv_bf16;                    /* `kv_cache: bf16` (default fp32); `lenx run --kv-cache` overrides it */
     struct lx_doc doc;              /* keeps the nodes alive */
+    struct lx_doc native;           /* the checkpoints' training stack, when a stack names `native` */
+    struct lx_node *spliced;        /* (n_stacks,) stacks with `native` replaced by it, kept for messages */
+    struct lx_node **spliced_items; /* (n_stacks, 2·LX_MAX_STACK) their entries */
 };
 
 /* Load and resolve a sweep file. Errors carry file:line:column. */
