@@ -93,7 +93,7 @@ static int measure(const struct lx_task_ctx *ctx, const struct lx_spec *spec, lo
     struct lx_window *win = lx_xcalloc((size_t)nw, sizeof *win);
     lx_tokens_windows(c, L, cap, win);
     struct lx_acts a;
-    if ((rc = lx_acts_alloc(&a, &ctx->model->arch, 1, (int)L, 0, err)) < 0) {
+    if ((rc = lx_acts_alloc(&a, &ctx->model->arch, 1, (int)L, LX_ACTS_EVAL_ANSWER, err)) < 0) {
         free(win);
         return rc;
     }
@@ -145,6 +145,11 @@ static void put_series(struct lx_result *out, const char *name, const double *m)
             lx_result_point(out, name, (double)lx_diag_bucket_start(k), m[k]);
 }
 
+/* The longest window measured: the distance ranges and buckets are checked up
+** to it. A model trained at more (Llama 3.x: 131,072) has no training
+** reference: its cells store no *_train metrics (docs/tasks.md#attn). */
+#define MAX_LEN (1L << 16)
+
 static int attn_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err)
 {
     const struct attn_params *p = ctx->params;
@@ -161,7 +166,7 @@ static int attn_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct
     if (row0 >= L)
         row0 = L - 1;
     int rc = measure(ctx, ctx->spec, L, row0, &rg, slot, err);
-    if (rc == LX_OK && p->reference && ctx->spec_train) {
+    if (rc == LX_OK && p->reference && ctx->spec_train && ctx->train_len <= MAX_LEN) {
         long Lt = ctx->train_len, r0 = (long)ceil(p->from * (double)Lt);
         struct lx_ranges none = {0};
         struct lx_diag *rs = lx_xcalloc((size_t)(nl * H), sizeof *rs);
@@ -207,7 +212,7 @@ static int attn_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct
 static int attn_check(const void *params, long length, struct lx_error *err)
 {
     (void)params;
-    if (length < 2 || length > (1L << 16))
+    if (length < 2 || length > MAX_LEN)
         return lx_err(err, LX_EINVAL, "attn: length %ld is outside [2, 65536]\n"
                       "  hint: the distance ranges and buckets are checked up to 65536 tokens", length);
     return LX_OK;
@@ -223,6 +228,7 @@ const struct lx_task lx_task_attn = {
     .mode = LX_MODE_CAUSAL,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
     .needs_probs = 0,   /* its statistics are summed from the tiles (O(T·d)) */
+    .answers_only = 1,  /* no logits: its passes have no targets, so no head runs */
     .split = attn_split,
     .check = attn_check,
     .run = attn_run,

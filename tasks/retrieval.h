@@ -267,6 +267,7 @@ long lx_put_text(int *tok, long pos, const char *s);
     .mode = LX_MODE_CAUSAL, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .check = name##_check_all,\
     .needs_probs = 0, /* answer-row statistics come from the tiles */                                      \
     .decodes = 1,     /* greedy answers after the first miss */                                              \
+    .answers_only = 1, /* the answer's rows' logits */                                                       \
     .lm_needs = LX_LM_GENERATE, /* answer log-probs and entropy too where the backend gives them */        \
     .split = lx_retrieval_split, .generate = name##_generate, .train_sample = name##_train_sample,           \
     .trials = name##_trials, .score = name##_score, .run = name##_run

@@ -74,6 +74,9 @@ struct lx_task {
     int losses_only;            /* (model tasks) 1 when its passes read each row's loss alone
                                 ** (lx_eval_windows with logits 0): they hold one block of
                                 ** LX_EVAL_ROWS rows of logits, and the plan's memory check counts that */
+    int answers_only;           /* (model tasks) 1 when its passes read the logits of their scored rows
+                                ** alone, or none (LX_ACTS_EVAL_ANSWER): they hold at most
+                                ** LX_ACTS_ANSWER_ROWS rows of logits a window, and the plan counts that */
 
     /* (logit tasks) facts for methods when there is no model */
     void (*facts)(const void *params, long length, struct lx_facts *f);

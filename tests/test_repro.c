@@ -163,6 +163,30 @@ Test(repro, native_is_the_checkpoints_training_stack, .init = setup, .fini = tea
     free(inner);
 }
 
+/* The attn task on a model trained at more than the 65,536 tokens it measures
+** (Llama 3.x: 131,072) stores the cell's statistics without the training
+** reference, which no corpus window or memory would hold; it failed the cell
+** after its pass before ("no document of corpus 'austen' has 131072 ...
+** tokens"). */
+Test(repro, attn_on_a_model_trained_past_its_limit_skips_the_reference, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[16384];
+    cr_assert_eq(sh(out, sizeof out, "mkdir long && cp $R/tests/ref/hf-bf16-tiny/model.safetensors long/ && "
+                    "sed 's/\"max_position_embeddings\": *[0-9]*/\"max_position_embeddings\": 131072/' "
+                    "$R/tests/ref/hf-bf16-tiny/config.json > long/config.json && grep -c 131072 long/config.json"),
+                 0, "%s", out);
+    write_file("t.yaml", "name: t\nmodels: {h: {hf: long, tokenizer: $R/../shared/models/stories260K/tok512.bin}}\n"
+               "methods: [native]\ntasks: [{attn: {windows: 1}}]\nlengths: [128]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|g\" t.yaml && $L run t.yaml --db t.db --quiet --no-table"),
+                 0, "%s", out);
+    cr_expect_eq(sql_long("t.db", "select count(*) from runs where status = 'ok'"), 1, "%s", out);
+    cr_expect_eq(sql_long("t.db", "select count(*) from metrics where name in ('entropy', 'pmax', 'rows')"), 3);
+    cr_expect_eq(sql_long("t.db", "select count(*) from metrics where name like '%_train'"), 0);
+}
+
 /* T5 alignment calibrates on held-out text in the model's own tokens: on
 ** stories260K (tok512) it runs, and its temperature is stored. */
 Test(repro, t5align_calibrates_in_model_tokens, .init = setup, .fini = teardown, .timeout = 120)

@@ -689,6 +689,36 @@ Test(tiled, answer_passes_keep_the_answers_logits_alone, .timeout = 60)
     answer_pass(LX_ACTS_EVAL_ANSWER, NULL, NULL, 1, m2);
     cr_expect(strstr(m1, "non-finite logit (") && strstr(m1, ") at window 0, position 0, token 5\n"), "%s", m1);
     cr_expect(strstr(m2, "non-finite logit (") && strstr(m2, ") at window 0, position 692, token 5\n"), "%s", m2);
+    /* without targets (a pass for attention statistics) no head runs: no logits kept, every loss 0, the
+    ** statistics a whole pass sums */
+    double st[2][2 * AB * 2 * LX_ATTN_NSTATS];
+    for (int k = 0; k < 2; k++) {
+        struct lx_model m;
+        struct lx_acts acts;
+        struct lx_error err;
+        const struct lx_arch *ap = head_model(&m, AV, 11, 0, 0.0f);
+        struct lx_facts f = tfacts(16, 16, 2, AT);
+        struct tstack tst;
+        tstack_make(&tst, "rope", &f);
+        cr_assert_eq(lx_acts_alloc(&acts, ap, AB, AT, k ? LX_ACTS_EVAL_ANSWER : LX_ACTS_EVAL, &err), LX_OK, "%s",
+                     err.msg);
+        int *tok = malloc(sizeof(int) * AB * AT);
+        for (int i = 0; i < AB * AT; i++)
+            tok[i] = (i * 37 + 11) % AV;
+        memset(st[k], 0, sizeof st[k]);
+        acts.stats = st[k];
+        lx_model_forward(&m, &tst.spec, tok, NULL, &acts);
+        for (long i = 0; k && i < AB * AT; i++)
+            if (lx_acts_logits(&acts, i) || acts.loss[i] != 0.0f) {
+                cr_expect(0, "row %ld: logits kept or a loss without targets", i);
+                break;
+            }
+        free(tok);
+        lx_acts_release(&acts);
+        tstack_free(&tst);
+        lx_model_release(&m);
+    }
+    cr_expect(!memcmp(st[0], st[1], sizeof st[0]), "the attention statistics differ without a head");
     free(l1), free(l2), free(s1), free(s2);
 }
 
@@ -854,7 +884,7 @@ Test(tiled, plan_counts_one_block_of_logits_for_a_ppl_cell)
     struct lx_grid g;
     struct lx_plan plan;
     struct lx_error err = {""};
-    const char *text = "name: h\nmethods: [rope]\ntasks: [ppl, passkey]\nlengths: [4096]\n"
+    const char *text = "name: h\nmethods: [rope]\ntasks: [ppl, passkey, attn]\nlengths: [4096]\n"
                        "models: {m: {arch: {d_model: 64, heads: 2, d_head: 32, d_mlp: 128, vocab: 4096}}}\n";
     cr_assert_eq(lx_grid_load_text(&g, text, "h.yaml", &err), LX_OK, "%s", err.msg);
     cr_assert_eq(lx_plan_build(&plan, &g, &err), LX_OK, "%s", err.msg);
@@ -871,12 +901,14 @@ Test(tiled, plan_counts_one_block_of_logits_for_a_ppl_cell)
         const char *task = g.tasks[c->task].task->name;
         if (!strcmp(task, "ppl"))
             cr_expect_eq(c->mem, loss, "ppl cell: %.0f bytes planned, a losses-only pass holds %.0f", c->mem, loss);
+        else if (!strcmp(task, "attn"))     /* no targets: no head, at most an answer pass's rows held */
+            cr_expect_eq(c->mem, lx_run_bytes(a, B, 4096, 0, LX_RUN_ANSWER), "attn cell: %.0f bytes planned", c->mem);
         else
             cr_expect_eq(c->mem, answer, "%s cell: %.0f bytes planned, an answer pass holds %.0f", task, c->mem,
                          answer);
         seen++;
     }
-    cr_expect_eq(seen, 2);
+    cr_expect_eq(seen, 3);
     lx_plan_release(&plan);
     lx_grid_release(&g);
 }

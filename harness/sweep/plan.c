@@ -381,8 +381,9 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
 ** rows (LX_RUN_PROBS: a task with needs_probs); every other evaluation, row
 ** statistics and t5align's calibration included, runs tiled, in O(T·d). A
 ** task that decodes greedy answers adds a KV cache of its batch
-** (LX_RUN_KVCACHE) and holds its answers' logits only (LX_RUN_ANSWER); one
-** that reads losses only (ppl) holds one block of logits (LX_RUN_LOSS). */
+** (LX_RUN_KVCACHE); one that reads its answers' logits only (the retrieval
+** tasks) or none (attn) holds those (LX_RUN_ANSWER), and one that reads
+** losses only (ppl) holds one block of logits (LX_RUN_LOSS). */
 static int check_memory(const struct lx_grid *g, int s, int m, int l, unsigned uses, double *mem,
                         struct lx_error *err)
 {
@@ -491,8 +492,8 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
     if (m < 0)
         return rc;
     unsigned uses = (tu->task->needs_probs ? LX_RUN_PROBS : 0) | (tu->task->losses_only ? LX_RUN_LOSS : 0) |
-                    (tu->task->decodes ? LX_RUN_KVCACHE | LX_RUN_ANSWER | (lx_decode_far(&spec) ? LX_RUN_KVFAR : 0)
-                                       : 0) |
+                    (tu->task->answers_only ? LX_RUN_ANSWER : 0) |
+                    (tu->task->decodes ? LX_RUN_KVCACHE | (lx_decode_far(&spec) ? LX_RUN_KVFAR : 0) : 0) |
                     lx_run_uses(&spec);
     if ((rc = check_memory(g, s, m, l, uses, mem, err)) < 0)
         return rc;

@@ -29,7 +29,7 @@ int lx_attn_probe(const struct lx_model *m, const struct lx_spec *spec, const st
                       "  hint: use a shorter length", text->c->split, T);
     }
     struct lx_acts a;
-    int rc = lx_acts_alloc(&a, &m->arch, B, T, 0, err);
+    int rc = lx_acts_alloc(&a, &m->arch, B, T, LX_ACTS_EVAL_ANSWER, err);     /* no targets: no head */
     if (rc < 0) {
         free(win);
         return rc;

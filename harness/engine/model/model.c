@@ -353,13 +353,18 @@ static void head(const struct lx_model *m, struct lx_acts *a, const float *x, fl
 /* The head of an answer pass (LX_ACTS_EVAL_ANSWER): the final norm, the
 ** logits and their loss of the scored rows only, gathered in row order up to
 ** a block at a time (xnf's rows), the logits kept in that order (a->hrow says
-** where). Each step is row by row, as in head: in portable numerics a
-** product gives a row the bits of the whole, so the kept rows are the bits an
-** (N, V) pass gives them (tested). */
+** where); without targets none (a pass for its attention statistics). Each
+** step is row by row, as in head: in portable numerics a product gives a
+** row the bits of the whole, so the kept rows are the bits an (N, V) pass
+** gives them (tested). */
 static void head_answer(const struct lx_model *m, struct lx_acts *a, const float *x, const int *targets,
                         const struct sizes *s)
 {
-    LX_ASSERT(targets);
+    if (!targets) {
+        for (long r = 0; r < s->N; r++)
+            a->loss[r] = 0.0f, a->hrow[r] = -1;
+        return;
+    }
     long cap = a->rows < (long)a->B * LX_ACTS_ANSWER_ROWS ? a->rows : (long)a->B * LX_ACTS_ANSWER_ROWS, k = 0;
     long *src = lx_xmalloc(sizeof(long) * (size_t)cap);
     int *tg = lx_xmalloc(sizeof(int) * (size_t)cap);

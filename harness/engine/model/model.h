@@ -140,7 +140,8 @@ enum { LX_ACTS_EVAL = 0, LX_ACTS_TRAIN = 1, LX_ACTS_TRAIN_TILED = 2, LX_ACTS_TRA
 ** cross-entropy) runs over those rows alone. At Llama-3's vocabulary a pass
 ** of 8,192 rows held 4.2 GB of logits and spent a fifth of a 1B model's
 ** products on rows nobody reads. lx_acts_logits gives a row's logits. The
-** pass checks the logits it computes. */
+** pass checks the logits it computes. A pass without targets runs no head:
+** what the attn task and the calibrations read are attention statistics. */
 #define LX_ACTS_EVAL_ANSWER 5
 #define LX_ACTS_ANSWER_ROWS 64
 
