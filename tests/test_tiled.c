@@ -604,8 +604,11 @@ static int answer_scored(long i)
 /* A 2-layer model's forward over AB windows of AT tokens, acts as `mode`;
 ** the kept logits of the scored rows into lg (rows in order, AV each), the
 ** losses of every row into loss. poison: lm_head's row 5 at 3e38 (every
-** logit of token 5 overflows); lx_acts_check_finite's message into msg. */
-static void answer_pass(int mode, float *lg, float *loss, int poison, char *msg)
+** logit of token 5 overflows); lx_acts_check_finite's message into msg.
+** With stats: no targets (a pass for its attention statistics, summed into
+** stats: layers × AB × heads × LX_ATTN_NSTATS), and an answer pass keeps no
+** logits and no loss. */
+static void answer_pass(int mode, float *lg, float *loss, int poison, char *msg, double *stats)
 {
     struct lx_model m;
     const struct lx_arch *ap = head_model(&m, AV, 11, poison ? 32 : 0, 3e38f), a = *ap;
@@ -618,9 +621,15 @@ static void answer_pass(int mode, float *lg, float *loss, int poison, char *msg)
     int *tok = malloc(sizeof(int) * AB * AT), *tgt = malloc(sizeof(int) * AB * AT);
     for (int i = 0; i < AB * AT; i++)
         tok[i] = (i * 37 + 11) % AV, tgt[i] = answer_scored(i) ? (i * 53 + 5) % AV : -1;
-    lx_model_forward(&m, &st.spec, tok, tgt, &acts);
-    int rc = lx_acts_check_finite(&acts, AV, AB, tgt, &err);
+    acts.stats = stats;
+    lx_model_forward(&m, &st.spec, tok, stats ? NULL : tgt, &acts);
+    int rc = lx_acts_check_finite(&acts, AV, AB, stats ? NULL : tgt, &err);
     snprintf(msg, sizeof err.msg, "%s", rc < 0 ? err.msg : "no error");
+    for (long i = 0; stats && mode == LX_ACTS_EVAL_ANSWER && i < AB * AT; i++)
+        if (lx_acts_logits(&acts, i) || acts.loss[i] != 0.0f) {
+            cr_expect(0, "row %ld: logits kept or a loss without targets", i);
+            break;
+        }
     for (long i = 0, k = 0; lg && i < AB * AT; i++) {
         const float *row = lx_acts_logits(&acts, i);
         if (mode == LX_ACTS_EVAL_ANSWER)
@@ -665,8 +674,8 @@ Test(tiled, answer_passes_keep_the_answers_logits_alone, .timeout = 60)
         saved = lx_eval_bytes(&a, 0, 0, AB, AT, LX_RUN_KVCACHE) -
                 lx_eval_bytes(&a, 0, 0, AB, AT, LX_RUN_KVCACHE | LX_RUN_ANSWER);
         cr_expect_eq(saved, want, "%s: the plan %.0f bytes fewer, want %.0f", mode, saved, want);
-        answer_pass(LX_ACTS_EVAL, l1, s1, 0, m1);
-        answer_pass(LX_ACTS_EVAL_ANSWER, l2, s2, 0, m2);
+        answer_pass(LX_ACTS_EVAL, l1, s1, 0, m1, NULL);
+        answer_pass(LX_ACTS_EVAL_ANSWER, l2, s2, 0, m2, NULL);
         cr_expect_str_eq(m2, "no error");
         double worst = 0.0, worst_loss = 0.0;
         for (long i = 0; i < NA * AV; i++)
@@ -685,39 +694,15 @@ Test(tiled, answer_passes_keep_the_answers_logits_alone, .timeout = 60)
     /* token 5 overflows on every row (to inf, -inf or NaN as the kernel's order
     ** sums it): the whole pass names row 0's logit, the answer pass the first
     ** row it computes, the first scored */
-    answer_pass(LX_ACTS_EVAL, NULL, NULL, 1, m1);
-    answer_pass(LX_ACTS_EVAL_ANSWER, NULL, NULL, 1, m2);
+    answer_pass(LX_ACTS_EVAL, NULL, NULL, 1, m1, NULL);
+    answer_pass(LX_ACTS_EVAL_ANSWER, NULL, NULL, 1, m2, NULL);
     cr_expect(strstr(m1, "non-finite logit (") && strstr(m1, ") at window 0, position 0, token 5\n"), "%s", m1);
     cr_expect(strstr(m2, "non-finite logit (") && strstr(m2, ") at window 0, position 692, token 5\n"), "%s", m2);
     /* without targets (a pass for attention statistics) no head runs: no logits kept, every loss 0, the
     ** statistics a whole pass sums */
-    double st[2][2 * AB * 2 * LX_ATTN_NSTATS];
-    for (int k = 0; k < 2; k++) {
-        struct lx_model m;
-        struct lx_acts acts;
-        struct lx_error err;
-        const struct lx_arch *ap = head_model(&m, AV, 11, 0, 0.0f);
-        struct lx_facts f = tfacts(16, 16, 2, AT);
-        struct tstack tst;
-        tstack_make(&tst, "rope", &f);
-        cr_assert_eq(lx_acts_alloc(&acts, ap, AB, AT, k ? LX_ACTS_EVAL_ANSWER : LX_ACTS_EVAL, &err), LX_OK, "%s",
-                     err.msg);
-        int *tok = malloc(sizeof(int) * AB * AT);
-        for (int i = 0; i < AB * AT; i++)
-            tok[i] = (i * 37 + 11) % AV;
-        memset(st[k], 0, sizeof st[k]);
-        acts.stats = st[k];
-        lx_model_forward(&m, &tst.spec, tok, NULL, &acts);
-        for (long i = 0; k && i < AB * AT; i++)
-            if (lx_acts_logits(&acts, i) || acts.loss[i] != 0.0f) {
-                cr_expect(0, "row %ld: logits kept or a loss without targets", i);
-                break;
-            }
-        free(tok);
-        lx_acts_release(&acts);
-        tstack_free(&tst);
-        lx_model_release(&m);
-    }
+    static double st[2][2 * AB * 2 * LX_ATTN_NSTATS];
+    answer_pass(LX_ACTS_EVAL, NULL, NULL, 0, m1, st[0]);
+    answer_pass(LX_ACTS_EVAL_ANSWER, NULL, NULL, 0, m2, st[1]);
     cr_expect(!memcmp(st[0], st[1], sizeof st[0]), "the attention statistics differ without a head");
     free(l1), free(l2), free(s1), free(s2);
 }
