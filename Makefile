@@ -196,6 +196,7 @@ repro-smoke: lenx data/manifest.tsv
 # 25M shape against fp32 (tests/bench_train.c); BENCH=trainbf16 the last alone.
 # BENCH=bf16: the 1B shape's weight products, tiled attention and whole scores in fp32 and bf16 (scripts/bench_bf16.sh);
 # BENCH=bf16-8b: the whole scores alone on Llama-3.1-8B's shape (16 GB, written once into build/bench-8b).
+# BENCH=serve: `lenx serve` scoring and continuing a 4,096-token prompt on the 1B shape against `lenx score` (scripts/bench_serve.sh).
 # BENCH=core: `lenx score` with OPENBLAS_CORETYPE unset against the same kernels
 # set by hand, and against Prescott's (scripts/bench_core.sh).
 BENCH ?=
@@ -204,6 +205,7 @@ bench: lenx $(B)/lenx-bench
 	if [ "$(BENCH)" = eval ]; then sh scripts/bench_eval.sh; \
 	elif [ "$(BENCH)" = core ]; then sh scripts/bench_core.sh; \
 	elif [ "$(BENCH)" = bf16 ]; then sh scripts/bench_bf16.sh; \
+	elif [ "$(BENCH)" = serve ]; then sh scripts/bench_serve.sh; \
 	elif [ "$(BENCH)" = bf16-8b ]; then sh scripts/bench_bf16.sh 1 $(B)/bench-8b 8b; \
 	else LENX_BENCH_SECONDS=$(BENCH_SECONDS) $(B)/lenx-bench $(BENCH); fi
 

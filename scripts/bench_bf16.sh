@@ -4,8 +4,8 @@
 # from bf16 weights and in numerics bf16, and its tiled attention at 4k and
 # 16k tokens in fp32 and bf16 (lenx-bench bf16), then whole
 # `lenx score` runs of a random-weight bf16 Llama of that shape
-# (tests/ref/hf_bf16_ref.py 1b: 1.24B parameters, 2.47 GB, written once into
-# build/bench-bf16/, Debian's python3-torch installed if missing) on one
+# (scripts/bench_model.sh 1b: 1.24B parameters, 2.47 GB, written once into
+# build/bench-bf16/) on one
 # 4,096-token window of Austen text, alternating, REPS times a side
 # (default 2):
 #   fast   fp32 products on the bf16 weights used in place (lenx's fp32)
@@ -26,23 +26,15 @@ SHAPE=${3:-1b}
 REPS=${1:-2}
 OUT=${2:-$ROOT/build/bench-bf16}
 LENX="$ROOT/lenx"
-MODEL="$OUT/llama-$SHAPE"
-mkdir -p "$OUT"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ "$SHAPE" = 1b ]; then
     "$ROOT/build/lenx-bench" bf16
     echo
 fi
-if [ ! -f "$MODEL/model.safetensors" ] && [ ! -f "$MODEL/model.safetensors.index.json" ]; then
-    /usr/bin/python3 -c "import torch" 2>/dev/null || {
-        sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-        $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends python3-torch >&2; }
-    tok=$(bash "$ROOT/scripts/tokenizers.sh" | awk '$1 == "llama3" {print $2}')
-    /usr/bin/python3 "$ROOT/tests/ref/hf_bf16_ref.py" "$SHAPE" "$MODEL" "$ROOT/$tok"
-fi
+MODEL=$(sh "$ROOT/scripts/bench_model.sh" "$SHAPE" "$OUT")
 TEXT="$ROOT/data/corpus/austen/test/persuasion.txt"
 [ -f "$TEXT" ] || make -C "$ROOT" -s data
-head -c 17500 "$TEXT" > "$OUT/text.txt"     # a little over 4,096 Llama-3 tokens
+head -c 19069 "$TEXT" > "$OUT/text.txt"     # 4,095 Llama-3 tokens (lenx tokenize): with BOS one window of 4,096
 head -c 20 "$TEXT" > "$OUT/four.txt"
 field() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 score() {   # side, numerics, text

@@ -7,14 +7,18 @@
 ** expected/ outputs, read from ../shared/models/stories260K beside the
 ** checkout and skipped when absent); greedy ids against a full forward pass
 ** per token; the sampler against the probabilities of softmax(logits / T)
-** computed here, and for determinism per seed.
+** computed here, and for determinism per seed. The engine's scoring
+** (harness/engine/lm/lm.c) against a full pass's losses and logits.
 */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE     /* qsort_r */
 #include <math.h>
 
 #include "harness/engine/formats/checkpoint.h"
 #include "harness/engine/data/corpus.h"
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/lm/lm.h"
 #include "harness/engine/model/decoding.h"
+#include "harness/engine/model/model.h"
 #include "tests/shell.h"
 #include "tests/stack.h"
 #include "tests/tokfile.h"
@@ -341,4 +345,83 @@ Test(generate, heldout_run_refuses_a_changed_text, .init = setup, .fini = teardo
     cr_expect(strstr(out, "make heldout") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "bash $R/scripts/heldout.sh h"), 1, "%s", out);
     cr_expect(strstr(out, "h/manifest.tsv is not the committed manifest") != NULL, "%s", out);
+}
+
+/* ---- the engine's scoring (harness/engine/lm/lm.c) -------------------------------- */
+
+/* A window scored on the engine (what `lenx serve` answers an echo with
+** logprobs from) reads losses only and takes each row's top tokens from
+** every block of logits in turn. On 2,500 tokens of stories260K (three
+** blocks of LX_EVAL_ROWS rows) in portable numerics: each loss has the bits
+** of a full (n, V) pass's; each row's 5 top ids are the full pass's 5
+** largest logits, found here by sorting (ties: the lower id); their
+** log-probabilities are logit − logsumexp within 1e-6, the window's own next
+** token's exactly −loss. The last row has no next token: loss 0. */
+static int by_logit_then_id(const void *x, const void *y, void *z)
+{
+    const float *lg = z;
+    int a = *(const int *)x, b = *(const int *)y;
+    return lg[a] != lg[b] ? (lg[a] < lg[b]) - (lg[a] > lg[b]) : (a > b) - (a < b);
+}
+
+Test(generate, engine_scores_rows_and_top_tokens_block_by_block, .init = setup, .fini = teardown, .timeout = 120)
+{
+    if (!have_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    enum { N = 2500, K = 5 };
+    cr_assert_gt(N, 2 * LX_EVAL_ROWS);
+    lx_numerics_set(LX_NUMERICS_PORTABLE);
+    struct lx_model m;
+    struct lx_ckpt_info info = {0};
+    struct lx_error err = {""};
+    struct tstack s;
+    load_stories(&m, &info, &s, N);
+    long V = m.arch.vocab;
+    static int tok[N], tgt[N], id[N * K], order[512];
+    static float loss[N], lp[N * K];
+    uint64_t x = 12345;
+    for (int t = 0; t < N; t++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        tok[t] = t ? (int)((x >> 33) % (uint64_t)V) : 1;
+    }
+    for (int t = 0; t < N; t++)
+        tgt[t] = t + 1 < N ? tok[t + 1] : -1;
+    struct lx_lm lm;
+    lx_lm_local(&lm, &m, &s.spec);
+    struct lx_lm_score w = {.tok = tok, .n = N, .attn_row0 = -1, .loss = loss, .top_k = K, .top_id = id,
+                            .top_lp = lp};
+    cr_assert_eq(lm.ops->score(&lm, &w, 1, &err), LX_OK, "%s", err.msg);
+    struct lx_acts a;
+    cr_assert_eq(lx_acts_alloc(&a, &m.arch, 1, N, LX_ACTS_EVAL, &err), LX_OK, "%s", err.msg);
+    lx_model_forward(&m, &s.spec, tok, tgt, &a);
+    cr_assert_leq(V, 512);
+    int bad = 0;
+    for (long t = 0; t < N && bad < 5; t++) {
+        if (memcmp(&loss[t], t + 1 < N ? &a.loss[t] : &(float){0.0f}, sizeof(float))) {
+            bad++;
+            cr_expect_fail("row %ld: loss %.9g, the full pass's %.9g", t, loss[t], a.loss[t]);
+        }
+        if (t + 1 == N)
+            break;
+        const float *lg = a.logits + t * V;
+        double mx = lg[0], sum = 0.0;
+        for (long v = 0; v < V; v++)
+            order[v] = (int)v, mx = lg[v] > mx ? lg[v] : mx;
+        for (long v = 0; v < V; v++)
+            sum += exp((double)lg[v] - mx);
+        qsort_r(order, (size_t)V, sizeof *order, by_logit_then_id, (void *)lg);
+        for (int j = 0; j < K; j++) {
+            double want = (double)lg[order[j]] - mx - log(sum);
+            if (id[t * K + j] != order[j] || fabs(lp[t * K + j] - want) > 1e-6 ||
+                (order[j] == tok[t + 1] && lp[t * K + j] != -loss[t])) {
+                bad++;
+                cr_expect_fail("row %ld, top %d: id %d lp %.9g; the full pass's id %d lp %.9g (own token %d, loss "
+                               "%.9g)", t, j, id[t * K + j], lp[t * K + j], order[j], want, tok[t + 1], loss[t]);
+            }
+        }
+    }
+    lx_acts_release(&a);
+    tstack_free(&s);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
 }

@@ -41,7 +41,8 @@ static const struct lx_opt gen_opts[] = {
 
 static const char gen_usage[] =
     "usage: lenx generate --model M [--tokenizer FILE] [--prompt TEXT] [-n N] [--method STACK]\n"
-    "                     [--temperature T [--seed S]] [--ids] [--db FILE] [--portable | --numerics fast|portable]\n\n"
+    "                     [--temperature T [--seed S]] [--ids] [--db FILE]\n"
+    "                     [--portable | --numerics fast|portable|bf16] [--kv-cache fp32|bf16]\n\n"
     "Continue the prompt with a causal model and print the text (prompt included). Greedy by default;\n"
     "with a temperature T > 0, token k is drawn from Philox(seed, k): the same seed gives the same text\n"
     "(--seed without a temperature is refused: greedy decoding draws nothing).";

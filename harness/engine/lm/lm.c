@@ -40,14 +40,28 @@ static void top_tokens(const float *z, long V, int k, int own, float own_loss, i
         lp[j] = id[j] == own ? -own_loss : (float)((double)z[id[j]] - lse);
 }
 
+/* Each row's top tokens from a block of logits as the head leaves it. */
+static void top_block(void *ctx, const struct lx_acts *a, long r0, long n, const float *logits)
+{
+    struct lx_lm_score *w = ctx;
+    long V = a->arch.vocab;
+    int k = w->top_k < V ? w->top_k : (int)V;
+    for (long t = r0; t < r0 + n && t + 1 < w->n; t++)
+        top_tokens(logits + (t - r0) * V, V, k, w->tok[t + 1], a->loss[t], w->top_id + t * w->top_k,
+                   w->top_lp + t * w->top_k);
+}
+
 /* One window on the engine: a pass of B = 1 over its n tokens, targets the
-** next tokens, and the attention statistics of rows [attn_row0, n - 1). */
+** next tokens, and the attention statistics of rows [attn_row0, n - 1). The
+** pass reads losses only (LX_ACTS_EVAL_LOSS): the top tokens come from each
+** block of logits in turn, so a window of n tokens holds LX_EVAL_ROWS rows
+** of logits, not n (at Llama-3's vocabulary 0.5 MB a token). */
 static int local_score_one(const struct lx_model *m, const struct lx_spec *spec, struct lx_lm_score *w,
                            struct lx_error *err)
 {
     long L = m->arch.layers, H = m->arch.heads, n = w->n;
     struct lx_acts a;
-    int rc = lx_acts_alloc(&a, &m->arch, 1, (int)n, 0, err);
+    int rc = lx_acts_alloc(&a, &m->arch, 1, (int)n, LX_ACTS_EVAL_LOSS, err);
     if (rc < 0)
         return rc;
     int *tgt = lx_xmalloc(sizeof(int) * (size_t)n);
@@ -58,16 +72,13 @@ static int local_score_one(const struct lx_model *m, const struct lx_spec *spec,
     a.stats = st;
     a.stats_row0 = st ? &row0 : NULL;
     a.stats_row1 = st ? n - 1 : 0;
+    a.on_logits = w->top_k > 0 ? top_block : NULL;
+    a.on_logits_ctx = w;
     lx_model_forward(m, spec, w->tok, tgt, &a);
     rc = lx_acts_check_finite(&a, m->arch.vocab, 1, tgt, err);
     if (rc == LX_OK) {
         memcpy(w->loss, a.loss, sizeof(float) * (size_t)n);
         w->loss[n - 1] = 0.0f;
-        long V = m->arch.vocab;
-        int k = w->top_k < V ? w->top_k : (int)V;
-        for (long t = 0; k > 0 && t + 1 < n; t++)
-            top_tokens(a.logits + t * V, V, k, w->tok[t + 1], w->loss[t], w->top_id + t * w->top_k,
-                       w->top_lp + t * w->top_k);
         w->attn_entropy = w->attn_rows = 0.0;
         for (long l = 0; st && l < L; l++)      /* layers, then heads: the order retrieval.c sums in */
             for (long h = 0; h < H; h++) {

@@ -161,15 +161,20 @@ int lx_decode_continue(const struct lx_model *m, const struct lx_spec *spec, str
 /* The first token from a pass over the prompt (its last row), then the rest
 ** by lx_decode_continue: the cache holds the prompt's rows, or the buffer the
 ** prompt followed by the tokens so far (the positions after them hold token
-** 0: a causal model never reads them). */
+** 0: a causal model never reads them). With the cache the pass is an answer
+** pass (LX_ACTS_EVAL_ANSWER) whose one scored row is the prompt's last: the
+** head runs on that row alone and the pass holds its logits, not the
+** prompt's (n_prompt, V); its loss against token 0 is computed and unread. */
 static int generate(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
                     int *out, enum lx_decode mode, const struct lx_sampler *smp, struct lx_error *err)
 {
-    long V = m->arch.vocab, T = mode == LX_DECODE_CACHE ? n_prompt : n_prompt + n - 1;
+    int cached = mode == LX_DECODE_CACHE;
+    long V = m->arch.vocab, T = cached ? n_prompt : n_prompt + n - 1;
     struct lx_acts a;
     struct lx_kvcache c = {0};
     struct lx_decoder d = {.mode = mode, .c = &c, .one = &a, .smp = smp};
-    int rc = lx_acts_alloc(&a, &m->arch, 1, (int)T, 0, err);
+    int *last = NULL;
+    int rc = lx_acts_alloc(&a, &m->arch, 1, (int)T, cached ? LX_ACTS_EVAL_ANSWER : LX_ACTS_EVAL, err);
     if (rc == LX_OK && mode == LX_DECODE_CACHE)
         rc = lx_kvcache_alloc(&c, &m->arch, spec, 1, (int)(n_prompt + n - 1), err);
     if (rc == LX_OK) {
@@ -177,15 +182,21 @@ static int generate(const struct lx_model *m, const struct lx_spec *spec, const 
         memcpy(d.buf, prompt, sizeof(int) * (size_t)n_prompt);
         d.lg = lx_xmalloc(sizeof(float) * (size_t)V);
         d.p = lx_xmalloc(sizeof(double) * (size_t)V);
-        a.kv = mode == LX_DECODE_CACHE ? &c : NULL;
-        lx_model_forward(m, spec, d.buf, NULL, &a);
-        rc = lx_acts_check_finite(&a, V, 1, NULL, err);
+        a.kv = cached ? &c : NULL;
+        if (cached) {
+            last = lx_xmalloc(sizeof(int) * (size_t)T);
+            for (long t = 0; t < T; t++)
+                last[t] = t + 1 < T ? -1 : 0;
+        }
+        lx_model_forward(m, spec, d.buf, last, &a);
+        rc = lx_acts_check_finite(&a, V, 1, last, err);
     }
     if (rc == LX_OK) {
-        out[0] = lx_sample(a.logits + (n_prompt - 1) * V, V, smp, 0, d.p);
+        out[0] = lx_sample(lx_acts_logits(&a, n_prompt - 1), V, smp, 0, d.p);
         a.kv = NULL;
         rc = lx_decode_continue(m, spec, &d, n_prompt, out, 0, n, err);
     }
+    free(last);
     free(d.p);
     free(d.lg);
     free(d.buf);

@@ -324,7 +324,7 @@ static void note_nonfinite(struct lx_acts *a, const float *logits, long r0, long
 /* The final norm and the head's logits of all N rows, a->rows at a time
 ** (xnf holds one block); with targets, the per-token NLL over blocks of
 ** ce_rows rows (and their softmax into probs, one block, unless NULL). loss_only: the logits of a block of
-** at most LX_EVAL_ROWS rows at a time, in place of the last, each checked. */
+** at most LX_EVAL_ROWS rows at a time, in place of the last, each checked, and handed to a->on_logits. */
 static void head(const struct lx_model *m, struct lx_acts *a, const float *x, float *probs, long ce_rows,
                  const int *targets, const struct sizes *s)
 {
@@ -347,6 +347,8 @@ static void head(const struct lx_model *m, struct lx_acts *a, const float *x, fl
             if (a->loss_only && bad < nc)   /* the cross-entropy saw the block's first bad row */
                 note_nonfinite(a, lg + (long)bad * s->V, c0 + bad, nc - bad, s->V);
         }
+        if (a->loss_only && a->on_logits)
+            a->on_logits(a->on_logits_ctx, a, r0, n, blk);
     }
 }
 

@@ -38,6 +38,10 @@
 ** Called from the threads of the head loop, once per (l, b, h): a probe that
 ** writes only to its own (l, b, h) slot needs no lock. */
 typedef void (*lx_att_probe)(void *ctx, int layer, int b, int h, const float *P, int T);
+struct lx_acts;
+/* A loss-only pass's block of n logit rows from row r0 (n, V), after the
+** head has computed their losses (a->loss[r0 .. r0 + n)); read in place. */
+typedef void (*lx_logits_hook)(void *ctx, const struct lx_acts *a, long r0, long n, const float *logits);
 
 /* Activations of one forward pass over B windows of T tokens (N = B·T rows),
 ** laid out by one table (acts.c) that both the allocation and the memory plan
@@ -121,6 +125,9 @@ struct lx_acts {
                                 ** benchmarks compare it with the tiles) */
     lx_att_probe probe;         /* called with every head's probabilities, or NULL; not owned */
     void *probe_ctx;
+    lx_logits_hook on_logits;   /* loss_only: called with each block of logits before the next overwrites
+                                ** it (what a caller reads of every row, a top-k), or NULL; not owned */
+    void *on_logits_ctx;
     /* backward scratch (train only) */
     float *dx, *dxn, *dqkv, *dao, *dh, *dact, *dlogits, *dp;   /* dp: materialised (n_thr, T, T) */
 };
