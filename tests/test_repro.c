@@ -122,7 +122,7 @@ Test(repro, native_is_the_checkpoints_training_stack, .init = setup, .fini = tea
     const char *head = "name: t\nmodels:\n  h: {hf: $R/tests/ref/hf-bf16-tiny, tokenizer: "
                        "$R/../shared/models/stories260K/tok512.bin}\n";
     const char *tail = "tasks: [{ppl: {windows: 1}}, {passkey: {samples: 1, depths: 1, template: short}}]\n"
-                       "lengths: [128, 256]\n";
+                       "lengths: [128, 512]\n";     /* streaming reaches a key at 512 (no warning) */
     cr_assert_eq(sh(spelled, sizeof spelled, "$L show model $R/tests/ref/hf-bf16-tiny | "
                     "sed -n 's/^  \"native_stack\": \\(.*\\),$/\\1/p'"), 0, "%s", spelled);
     spelled[strcspn(spelled, "\n")] = '\0';
@@ -163,6 +163,17 @@ Test(repro, native_is_the_checkpoints_training_stack, .init = setup, .fini = tea
     free(inner);
 }
 
+/* long/: the tiny bf16 model with a config that says it was trained at
+** 131,072 tokens, as Llama 3.x. */
+static void long_copy(void)
+{
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "mkdir long && cp $R/tests/ref/hf-bf16-tiny/model.safetensors long/ && "
+                    "sed 's/\"max_position_embeddings\": *[0-9]*/\"max_position_embeddings\": 131072/' "
+                    "$R/tests/ref/hf-bf16-tiny/config.json > long/config.json && grep -c 131072 long/config.json"),
+                 0, "%s", out);
+}
+
 /* The attn task on a model trained at more than the 65,536 tokens it measures
 ** (Llama 3.x: 131,072) stores the cell's statistics without the training
 ** reference, which no corpus window or memory would hold; it failed the cell
@@ -174,10 +185,7 @@ Test(repro, attn_on_a_model_trained_past_its_limit_skips_the_reference, .init = 
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
     char out[16384];
-    cr_assert_eq(sh(out, sizeof out, "mkdir long && cp $R/tests/ref/hf-bf16-tiny/model.safetensors long/ && "
-                    "sed 's/\"max_position_embeddings\": *[0-9]*/\"max_position_embeddings\": 131072/' "
-                    "$R/tests/ref/hf-bf16-tiny/config.json > long/config.json && grep -c 131072 long/config.json"),
-                 0, "%s", out);
+    long_copy();
     write_file("t.yaml", "name: t\nmodels: {h: {hf: long, tokenizer: $R/../shared/models/stories260K/tok512.bin}}\n"
                "methods: [native]\ntasks: [{attn: {windows: 1}}]\nlengths: [128]\n");
     cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|g\" t.yaml && $L run t.yaml --db t.db --quiet --no-table"),
@@ -185,6 +193,48 @@ Test(repro, attn_on_a_model_trained_past_its_limit_skips_the_reference, .init = 
     cr_expect_eq(sql_long("t.db", "select count(*) from runs where status = 'ok'"), 1, "%s", out);
     cr_expect_eq(sql_long("t.db", "select count(*) from metrics where name in ('entropy', 'pmax', 'rows')"), 3);
     cr_expect_eq(sql_long("t.db", "select count(*) from metrics where name like '%_train'"), 0);
+}
+
+/* A window or far-key map that reaches no key at any length of the grid is
+** named at plan time, once per stack and model, and the sweep still plans.
+** Lengths 128 and 512, on the tiny bf16 model (trained at 256) and on a copy
+** that says it was trained at 131,072 (as Llama 3.x). On the copy, window's
+** automatic size (131,072 keys), streaming's (4 sinks and a window of
+** 131,072 − 4 = 131,068 keys; its map from 131,068 on) and rerope's
+** (distances from 131,072 / 4 = 32,768 on) reach nothing at 512. A window of
+** 64 keys does on both models, and on the model trained at 256 every
+** automatic one does (256 < 512, rerope's 64 < 128). */
+Test(repro, a_window_that_sees_every_key_is_named_at_plan_time, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[16384];
+    long_copy();
+    write_file("t.yaml", "name: t\nmodels:\n"
+               "  t: {hf: $R/tests/ref/hf-bf16-tiny, tokenizer: $R/../shared/models/stories260K/tok512.bin}\n"
+               "  l: {hf: long, tokenizer: $R/../shared/models/stories260K/tok512.bin}\n"
+               "methods:\n  - [native, window]\n  - [native, {window: {size: 64}}]\n  - [native, streaming]\n"
+               "  - [native, rerope]\n  - [native]\ntasks: [{ppl: {windows: 1}}]\nlengths: [128, 512]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|g\" t.yaml && $L run --dry-run --db x.db t.yaml 2>err.txt "
+                    "| head -1; cat err.txt"), 0, "%s", out);
+    cr_expect(strstr(out, "sweep t: 20 cells") != NULL, "%s", out);
+    static const char *const want[] = {
+        "lenx: warning: t.yaml:6:5: on model 'l' the stack '",
+        "+window(size=131072)' changes nothing at the grid's lengths (at most 512): window's window of 131072 keys sees every "
+        "key\n  hint: give window a window shorter than the lengths (docs/methods.md#window); its automatic one "
+        "comes from the model's training length, 131072 here",
+        "lenx: warning: t.yaml:8:5: on model 'l' the stack '",
+        "+streaming(sinks=4,recent=131067)' changes nothing at the grid's lengths (at most 512): streaming's window of 131068 "
+        "keys and its sinks sees every key; streaming remaps distances of 131068 and more, and none is that long",
+        "lenx: warning: t.yaml:9:5: on model 'l' the stack '",
+        "+rerope(window=32768)' changes nothing at the grid's lengths (at most 512): rerope remaps distances of "
+        "32768 and more, and none is that long\n  hint: give rerope a window",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        cr_expect(strstr(out, want[i]) != NULL, "expected '%s' in:\n%s", want[i], out);
+    cr_expect_eq(sh(out, sizeof out, "grep -c 'warning:' err.txt"), 0, "%s", out);
+    cr_expect_eq(atoi(out), 3, "one warning per inert stack and model:\n%s", out);
+    cr_expect(!exists("x.db"), "a dry run writes nothing");
 }
 
 /* T5 alignment calibrates on held-out text in the model's own tokens: on

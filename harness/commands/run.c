@@ -215,6 +215,7 @@ int lx_cmd_run(int argc, char **argv)
         lx_grid_release(&grid);
         return lx_cli_fail(&err, rc);
     }
+    lx_plan_warn(&plan);
     int status = 0;
     if (lx_args_value(&a, "dry-run"))
         run_print_plan(&grid, &plan, sharded ? &shard : NULL, lx_args_value(&a, "models-only") != NULL);

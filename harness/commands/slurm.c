@@ -153,6 +153,7 @@ static int slurm_job(const struct lx_args *a, struct slurm_job *j, struct lx_gri
         rc = lx_slurm_check(job, err);
     }
     if (rc == LX_OK) {
+        lx_plan_warn(&plan);
         fprintf(stderr, "lenx: sweep '%s': %d cells in %ld shards; %ld models to train first, in %ld tasks\n",
                 g->name, plan.n_cells, job->shards, n_roots, job->model_shards);
         if (job->shards > plan.n_cells)

@@ -466,8 +466,65 @@ static int check_server(const struct lx_grid *g, int s, int t, int m, struct lx_
 /* Plan-time checks of one (stack, task, model, length): everything a cell
 ** could fail on before it runs, reported at the YAML position that caused it.
 ** The stack is resolved here, once: *canon and *json get its resolved strings. */
+/* What a stack's window and far-key map do on one model over the grid's
+** lengths: whether any of its cells masks a key or remaps a distance. */
+struct reach {
+    const char *vis, *map;      /* the methods that set them, or NULL */
+    long window, sinks, from;   /* as compiled (constant over the lengths: their automatic values come from
+                                ** the model's training length) */
+    long train_len, longest;
+    int vis_acts, map_acts;
+    char *canon;                /* the stack resolved at the longest length (owned) */
+};
+
+static void note_reach(struct reach *r, const struct lx_spec *spec, const char *canon, long train_len, long T)
+{
+    if (T >= r->longest) {
+        free(r->canon);
+        r->canon = lx_xstrdup(canon);
+    }
+    if (spec->vis.method && spec->vis.window > 0) {
+        r->vis = spec->vis.method, r->window = spec->vis.window, r->sinks = spec->vis.sinks;
+        r->vis_acts |= spec->vis.window + spec->vis.sinks < T;   /* the last query sees [T − W, T) and [0, S) */
+    }
+    if (spec->posmap.method) {
+        r->map = spec->posmap.method, r->from = spec->posmap.from;
+        r->map_acts |= spec->posmap.from < T;      /* the longest distance is T − 1 */
+    }
+    r->train_len = train_len;
+    r->longest = T > r->longest ? T : r->longest;
+}
+
+/* A note for a stack whose window or far-key map changes nothing at any
+** length of the grid on model m: on a checkpoint trained at 131,072 tokens
+** an automatic window is that long, and a grid at 2k-32k runs full attention
+** under the method's name. */
+static void reach_note(struct lx_plan *plan, const struct lx_grid *g, int s, int m, const struct reach *r)
+{
+    int vis = r->vis && !r->vis_acts, map = r->map && !r->map_acts;
+    if (!vis && !map)
+        return;
+    char at[300];
+    struct lx_buf b = {0};
+    lx_node_where(g->stacks[s].where, at, sizeof at);
+    lx_buf_printf(&b, "%s: on model '%s' the stack '%s' changes nothing at the grid's lengths (at most %ld):", at,
+                  g->models[m].name, r->canon, r->longest);
+    if (vis)
+        lx_buf_printf(&b, " %s's window of %ld keys%s sees every key", r->vis, r->window,
+                      r->sinks ? " and its sinks" : "");
+    if (map)
+        lx_buf_printf(&b, "%s %s remaps distances of %ld and more, and none is that long", vis ? ";" : "", r->map,
+                      r->from);
+    const char *who = vis ? r->vis : r->map;
+    lx_buf_printf(&b, "\n  hint: give %s a window shorter than the lengths (docs/methods.md#%s); its automatic "
+                  "one comes from the model's training length, %ld here", who, who, r->train_len);
+    plan->notes = lx_xrealloc(plan->notes, sizeof *plan->notes * (size_t)(plan->n_notes + 1));
+    plan->notes[plan->n_notes++] = lx_xstrdup(lx_buf_str(&b));
+    lx_buf_free(&b);
+}
+
 static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, struct lx_buf *canon,
-                       struct lx_buf *json, double *mem, struct lx_error *err)
+                       struct lx_buf *json, double *mem, struct reach *reach, struct lx_error *err)
 {
     const struct lx_task_use *tu = &g->tasks[t];
     struct lx_facts f;
@@ -491,6 +548,7 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
     lx_stack_resolved(&g->stacks[s], &spec, canon, json);
     if (m < 0)
         return rc;
+    note_reach(reach, &spec, lx_buf_str(canon), f.train_len, g->lengths[l]);
     unsigned uses = (tu->task->needs_probs ? LX_RUN_PROBS : 0) | (tu->task->losses_only ? LX_RUN_LOSS : 0) |
                     (tu->task->answers_only ? LX_RUN_ANSWER : 0) |
                     (tu->task->decodes ? LX_RUN_KVCACHE | (lx_decode_far(&spec) ? LX_RUN_KVFAR : 0) : 0) |
@@ -566,6 +624,7 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
         return rc0;
     plan->cells = lx_xcalloc((size_t)n, sizeof *plan->cells);
     int *models = lx_xcalloc((size_t)n_models, sizeof *models), nm, rc = LX_OK;
+    struct reach *reach = lx_xcalloc((size_t)(g->n_stacks * n_models), sizeof *reach);   /* (stack, model) */
     struct lx_buf canon = {0}, json = {0};
     for (int t = 0; t < g->n_tasks && rc == LX_OK; t++) {
         if ((rc = task_models(g, t, models, &nm, err)) < 0)
@@ -574,7 +633,8 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
             for (int mi = 0; mi < nm && rc == LX_OK; mi++)
                 for (int l = 0; l < g->n_lengths && rc == LX_OK; l++) {
                     double mem = 0.0;
-                    if ((rc = check_combo(g, s, t, models[mi], l, &canon, &json, &mem, err)) < 0)
+                    struct reach *r = &reach[s * n_models + (models[mi] < 0 ? 0 : models[mi])];
+                    if ((rc = check_combo(g, s, t, models[mi], l, &canon, &json, &mem, r, err)) < 0)
                         break;
                     for (int k = 0; k < g->n_seeds && rc == LX_OK; k++) {
                         struct lx_cell *c = &plan->cells[plan->n_cells++];
@@ -590,12 +650,24 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
                     }
                 }
     }
+    for (int s = 0; rc == LX_OK && s < g->n_stacks; s++)
+        for (int m = 0; m < g->n_models; m++)
+            reach_note(plan, g, s, m, &reach[s * n_models + m]);
+    for (int i = 0; i < g->n_stacks * n_models; i++)
+        free(reach[i].canon);
+    free(reach);
     free(models);
     lx_buf_free(&canon);
     lx_buf_free(&json);
     if (rc < 0)
         lx_plan_release(plan);
     return rc;
+}
+
+void lx_plan_warn(const struct lx_plan *plan)
+{
+    for (int i = 0; i < plan->n_notes; i++)
+        fprintf(stderr, "lenx: warning: %s\n", plan->notes[i]);
 }
 
 const char *lx_cell_root_model(const struct lx_cell *c)
@@ -615,5 +687,8 @@ void lx_plan_release(struct lx_plan *plan)
         free(plan->cells[i].method_json);
     }
     free(plan->cells);
+    for (int i = 0; i < plan->n_notes; i++)
+        free(plan->notes[i]);
+    free(plan->notes);
     memset(plan, 0, sizeof *plan);
 }

@@ -37,9 +37,14 @@ struct lx_plan {
     const struct lx_grid *grid;     /* not owned */
     struct lx_cell *cells;          /* (n_cells,) */
     int n_cells;
+    char **notes;                   /* (n_notes,) warnings that do not stop the sweep, each "file:line:col:
+                                    ** what\n  hint: ..." (a window that sees every key at every length) */
+    int n_notes;
 };
 
 int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error *err);
+/* The plan's notes to stderr, each "lenx: warning: ...". */
+void lx_plan_warn(const struct lx_plan *plan);
 
 /* The key of the first model a cell's model is trained from: the base model
 ** of a fine-tuned stack, else the model itself ("" without a model). A
