@@ -9,6 +9,8 @@
 # (its peak is the server's VmHWM after that one request):
 #   score  echo, logprobs 5, max_tokens 0: every row's log-probability and top 5
 #   gen    8 tokens after the window, temperature 0
+#   ll     lm-eval's log-likelihood request: echo, logprobs 1, max_tokens 1,
+#          temperature 0 (one pass on lenx's engine: docs/servers.md)
 # Prints wall time and peak memory of each against `lenx score` (best of REPS,
 # default 2), and the largest |Δ| between the server's log-probabilities and
 # the score's NLLs (the same pass: 0 expected).
@@ -38,7 +40,8 @@ lenx, model, out, reps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 sc = json.load(open(f"{out}/serve-score.json"))
 prompt = [128000] + sc["tokens"][:4095]
 bodies = {"score": {"prompt": prompt, "echo": True, "logprobs": 5, "max_tokens": 0},
-          "gen": {"prompt": prompt, "max_tokens": 8, "temperature": 0}}
+          "gen": {"prompt": prompt, "max_tokens": 8, "temperature": 0},
+          "ll": {"prompt": prompt, "echo": True, "logprobs": 1, "max_tokens": 1, "temperature": 0}}
 
 def request(kind):
     pf = f"{out}/serve.port"
@@ -68,11 +71,11 @@ print("lenx serve, random bf16 Llama of Llama-3.2-1B's shape, --numerics bf16, a
 print("| request | wall s | peak RSS GiB | × lenx score's peak |")
 print("|---|---:|---:|---:|")
 print(f"| lenx score --length 4096 (the baseline) | {base_t:.2f} | {base_m/2**30:.2f} | 1.00 |")
-for kind in ("score", "gen"):
+for kind in ("score", "gen", "ll"):
     res = [request(kind) for _ in range(reps)]
     wall, peak = min(r[0] for r in res), max(r[1] for r in res)
     print(f"| {kind} | {wall:.2f} | {peak/2**30:.2f} | {peak/base_m:.2f} |")
-    if kind == "score":
+    if kind in ("score", "ll"):
         lp = res[0][2]["choices"][0]["logprobs"]["token_logprobs"]
         d = max(abs(-lp[j] - sc["nll"][j - 1]) for j in range(1, len(prompt)))
         print(f"  max |server log-probability + score NLL| over {len(prompt) - 1} tokens: {d:.3g}")

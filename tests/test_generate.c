@@ -425,3 +425,52 @@ Test(generate, engine_scores_rows_and_top_tokens_block_by_block, .init = setup, 
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
 }
+
+/* A score that also draws the token after its window (lm.h's draw: what
+** `lenx serve` answers lm-eval's log-likelihood request with) gives, in
+** portable numerics, the token a one-token continuation draws and every row's
+** loss, top ids and log-probabilities that scoring the window with that token
+** gives: greedy, and sampled with and without a top-k cut. */
+Test(generate, a_score_that_draws_the_next_token_is_continuation_then_score, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+    if (!have_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    enum { N = 300, K = 4 };
+    lx_numerics_set(LX_NUMERICS_PORTABLE);
+    struct lx_model m;
+    struct lx_ckpt_info info = {0};
+    struct lx_error err = {""};
+    struct tstack s;
+    load_stories(&m, &info, &s, N + 1);
+    struct lx_lm lm;
+    lx_lm_local(&lm, &m, &s.spec);
+    static int tok[N + 1], id1[(N + 1) * K], id2[(N + 1) * K];
+    static float loss1[N + 1], loss2[N + 1], lp1[(N + 1) * K], lp2[(N + 1) * K];
+    uint64_t x = 777;
+    for (int t = 0; t < N; t++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        tok[t] = t ? (int)((x >> 33) % (uint64_t)m.arch.vocab) : 1;
+    }
+    const struct lx_lm_sampling draws[] = {{0.0, 0, 0}, {0.8, 0, 7}, {1.3, 40, 123}};
+    for (size_t d = 0; d < sizeof draws / sizeof *draws; d++) {
+        long n_out = 0;
+        cr_assert_eq(lx_lm_generate(&lm, tok, N, 1, &draws[d], tok + N, &n_out, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(n_out, 1);
+        struct lx_lm_score one = {.tok = tok, .n = N, .attn_row0 = -1, .loss = loss1, .top_k = K, .top_id = id1,
+                                  .top_lp = lp1, .draw = &draws[d]},
+                           two = {.tok = tok, .n = N + 1, .attn_row0 = -1, .loss = loss2, .top_k = K, .top_id = id2,
+                                  .top_lp = lp2};
+        cr_assert_eq(lm.ops->score(&lm, &one, 1, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lm.ops->score(&lm, &two, 1, &err), LX_OK, "%s", err.msg);
+        cr_expect_eq(one.drawn, tok[N], "draw %zu: the score drew %d, the continuation %d", d, one.drawn, tok[N]);
+        cr_expect_eq(memcmp(loss1, loss2, sizeof(float) * N), 0, "draw %zu: losses (last: %.9g against %.9g)", d,
+                     loss1[N - 1], loss2[N - 1]);
+        cr_expect_eq(memcmp(id1, id2, sizeof(int) * N * K), 0, "draw %zu: top ids", d);
+        cr_expect_eq(memcmp(lp1, lp2, sizeof(float) * N * K), 0, "draw %zu: top log-probabilities", d);
+        cr_expect_gt(loss1[N - 1], 0.0f, "draw %zu: the drawn token's loss is there", d);
+    }
+    tstack_free(&s);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}

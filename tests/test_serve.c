@@ -362,6 +362,55 @@ Test(serve_hostile, client_that_stops_reading, .fini = teardown)
     cr_expect_eq(server_stop(&s), 0);
 }
 
+/* ---- lm-eval's log-likelihood request ---------------------------------------------- */
+
+/* From "key": to the next field key (exclusive) of an answer, into out. */
+static void field_text(const char *body, const char *key, const char *next, char *out, size_t n)
+{
+    const char *a = strstr(body, key), *b = a ? strstr(a, next) : NULL;
+    cr_assert(a && b, "no %s ... %s in %s", key, next, body);
+    snprintf(out, n, "%.*s", (int)(b - a), a);
+}
+
+/* The request lm-eval's local-completions sends for a log-likelihood (the
+** prompt echoed with log-probabilities and max_tokens 1) is answered from the
+** one pass that scores the prompt and draws the token after it (serve.c
+** one_pass). Its text, tokens, log-probabilities and top log-probabilities
+** are those of the prompt with that token appended and scored alone
+** (max_tokens 0, the two-pass path), byte for byte in portable numerics:
+** greedy, and sampled with a seed. */
+Test(serve_sweep, loglikelihood_request_in_one_pass, .fini = teardown)
+{
+    shell_setup("serve-ll");
+    struct server s;
+    server_start(&s, "");
+    const char *prompt = "1,403,407,261,157,349,263,278,299,30,109,310,373";
+    const char *how[] = {"\"temperature\":0", "\"temperature\":0.9,\"seed\":5"};
+    for (int i = 0; i < 2; i++) {
+        char body[1024], *a, *b;
+        snprintf(body, sizeof body, "{\"prompt\":[%s],\"echo\":true,\"logprobs\":3,\"max_tokens\":1,%s,"
+                 "\"return_token_ids\":true}", prompt, how[i]);
+        cr_assert_eq(http(s.port, "POST", "/v1/completions", body, &a), 200, "%s", a);
+        char ids[256];
+        field_text(a, "\"token_ids\":[", "]", ids, sizeof ids);
+        int g = atoi(ids + strlen("\"token_ids\":["));
+        cr_assert(strstr(a, "\"finish_reason\":\"length\""), "one ordinary token drawn: %s", a);
+        snprintf(body, sizeof body, "{\"prompt\":[%s,%d],\"echo\":true,\"logprobs\":3,\"max_tokens\":0}", prompt,
+                 g);
+        cr_assert_eq(http(s.port, "POST", "/v1/completions", body, &b), 200, "%s", b);
+        char fa[16384], fb[16384];
+        field_text(a, "\"text\":", ",\"finish_reason\"", fa, sizeof fa);
+        field_text(b, "\"text\":", ",\"finish_reason\"", fb, sizeof fb);
+        cr_expect_str_eq(fa, fb, "%s: the text", how[i]);
+        field_text(a, "\"logprobs\":{", "\"usage\"", fa, sizeof fa);
+        field_text(b, "\"logprobs\":{", "\"usage\"", fb, sizeof fb);
+        cr_expect_str_eq(fa, fb, "%s: the log-probabilities", how[i]);
+        free(a);
+        free(b);
+    }
+    cr_expect_eq(server_stop(&s), 0);
+}
+
 /* ---- a real third-party client --------------------------------------------------- */
 
 Test(serve_client, openai_sdk_for_node, .fini = teardown)

@@ -115,19 +115,10 @@ static size_t first_stop(const struct lx_oai_completion *r, const char *text, si
     return cut;
 }
 
-/* Generate for prompt ids (seq[0, n_prompt)), cut at the first special id
-** or stop string. */
-static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, struct choice *c, struct lx_error *err)
+/* The n_out tokens after the prompt (seq[n_prompt, ...)) kept up to the
+** first special id or stop string. */
+static void keep_continuation(struct lx_serve *sv, const struct lx_oai_completion *r, struct choice *c, long n_out)
 {
-    c->finish = "length";
-    if (r->max_tokens == 0)
-        return LX_OK;
-    struct lx_lm_sampling s = {.temperature = r->temperature, .top_k = r->top_k > 0 ? r->top_k : 0,
-                               .seed = r->seed};
-    long n_out = 0;
-    int rc = lx_lm_generate(sv->lm, c->seq, c->n_prompt, r->max_tokens, &s, c->seq + c->n_prompt, &n_out, err);
-    if (rc < 0)
-        return rc;
     const int *g = c->seq + c->n_prompt;
     long keep = 0;
     size_t len;
@@ -150,7 +141,27 @@ static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, stru
     }
     lx_buf_free(&text);
     c->n_gen = keep;
-    return LX_OK;
+}
+
+static struct lx_lm_sampling sampling_of(const struct lx_oai_completion *r)
+{
+    return (struct lx_lm_sampling){.temperature = r->temperature, .top_k = r->top_k > 0 ? r->top_k : 0,
+                                   .seed = r->seed};
+}
+
+/* Generate for prompt ids (seq[0, n_prompt)), cut at the first special id
+** or stop string. */
+static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, struct choice *c, struct lx_error *err)
+{
+    c->finish = "length";
+    if (r->max_tokens == 0)
+        return LX_OK;
+    struct lx_lm_sampling s = sampling_of(r);
+    long n_out = 0;
+    int rc = lx_lm_generate(sv->lm, c->seq, c->n_prompt, r->max_tokens, &s, c->seq + c->n_prompt, &n_out, err);
+    if (rc == LX_OK)
+        keep_continuation(sv, r, c, n_out);
+    return rc;
 }
 
 /* The choice's text: the prompt's when echoed, then the continuation's (cut
@@ -253,16 +264,18 @@ static int prompt_ids(struct lx_serve *sv, const struct lx_oai_completion *r, in
 }
 
 /* Score the choice's whole sequence: its log-probs, the top alternatives,
-** the attention entropy asked for. */
-static int score(struct lx_serve *sv, const struct lx_oai_completion *r, struct choice *c, struct lx_oai_err *e,
-                 struct lx_error *err)
+** the attention entropy asked for. With draw (before any generation: the
+** sequence is the prompt) the engine also draws the one token after it from
+** the same pass (lm.h), which then joins the continuation. */
+static int score(struct lx_serve *sv, const struct lx_oai_completion *r, struct choice *c,
+                 const struct lx_lm_sampling *draw, struct lx_oai_err *e, struct lx_error *err)
 {
     long n = c->n_prompt + c->n_gen;
     int k = r->logprobs > 0 ? r->logprobs : 0;
     if (r->attn_from >= 0 && r->attn_from >= n - 1)
         return lx_oai_fail(e, 400, "lenx_attention_from", "lenx_attention_from is %ld; the sequence has %ld tokens, "
                            "so its rows end at %ld", r->attn_from, n, n - 2);
-    c->sc = (struct lx_lm_score){.tok = c->seq, .n = n, .attn_row0 = r->attn_from, .top_k = k,
+    c->sc = (struct lx_lm_score){.tok = c->seq, .n = n, .attn_row0 = r->attn_from, .top_k = k, .draw = draw,
                                  .loss = lx_xcalloc((size_t)n, sizeof(float)),
                                  .top_id = lx_xcalloc((size_t)(n * k + 1), sizeof(int)),
                                  .top_lp = lx_xcalloc((size_t)(n * k + 1), sizeof(float))};
@@ -270,7 +283,25 @@ static int score(struct lx_serve *sv, const struct lx_oai_completion *r, struct 
     if (n < 2)
         return LX_OK;
     int rc = sv->lm->ops->score(sv->lm, &c->sc, 1, err);
-    return rc < 0 ? lx_oai_fail(e, 500, "", "scoring failed: %s", err->msg) : LX_OK;
+    if (rc < 0)
+        return lx_oai_fail(e, 500, "", "scoring failed: %s", err->msg);
+    if (draw) {
+        c->finish = "length";
+        c->seq[c->n_prompt] = c->sc.drawn;
+        keep_continuation(sv, r, c, 1);
+    }
+    return LX_OK;
+}
+
+/* lm-eval's log-likelihood request: the prompt echoed with log-probabilities
+** and one token after it, which the pass that scores the prompt draws from
+** its last row on lenx's engine (lm.h's draw): one pass where generating and
+** then scoring took two, with the same token and numbers in portable
+** numerics (tests/test_serve.c). */
+static int one_pass(const struct lx_serve *sv, const struct lx_oai_completion *r, const struct choice *c)
+{
+    return (sv->lm->caps & LX_LM_ENGINE) && r->max_tokens == 1 && r->logprobs >= 0 && r->attn_from < 0 &&
+           c->n_prompt >= 2;
 }
 
 static void choice_release(struct choice *c)
@@ -299,10 +330,15 @@ static int completions(struct lx_serve *sv, const char *body, size_t n, struct l
     for (int i = 0; i < r.n_prompts && rc == LX_OK; i++) {
         struct choice c = {.stop_id = -1};
         rc = prompt_ids(sv, &r, i, &c, &e);
-        if (rc == LX_OK && generate(sv, &r, &c, &err) < 0)
-            rc = lx_oai_fail(&e, 500, "", "generation failed: %s", err.msg);
-        if (rc == LX_OK && (r.logprobs >= 0 || r.attn_from >= 0))
-            rc = score(sv, &r, &c, &e, &err);
+        struct lx_lm_sampling s = sampling_of(&r);
+        if (rc == LX_OK && one_pass(sv, &r, &c))
+            rc = score(sv, &r, &c, &s, &e, &err);
+        else {
+            if (rc == LX_OK && generate(sv, &r, &c, &err) < 0)
+                rc = lx_oai_fail(&e, 500, "", "generation failed: %s", err.msg);
+            if (rc == LX_OK && (r.logprobs >= 0 || r.attn_from >= 0))
+                rc = score(sv, &r, &c, NULL, &e, &err);
+        }
         if (rc == LX_OK) {
             lx_buf_printf(&choices, "%s{\"index\":%d,\"text\":", i ? "," : "", i);
             put_text(&choices, sv, &r, &c);

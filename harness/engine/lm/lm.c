@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/ops.h"
 #include "harness/engine/model/decoding.h"
 #include "harness/engine/model/model.h"
 
@@ -40,15 +41,36 @@ static void top_tokens(const float *z, long V, int k, int own, float own_loss, i
         lp[j] = id[j] == own ? -own_loss : (float)((double)z[id[j]] - lse);
 }
 
-/* Each row's top tokens from a block of logits as the head leaves it. */
+/* A window's pass as lm.c reads it: the window, the scratch of a draw after
+** it, and that token's loss. */
+struct scoring {
+    struct lx_lm_score *w;
+    double *p;              /* (V) lx_sample's scratch, with w->draw */
+    float last_loss;        /* with w->draw: the drawn token's */
+};
+
+/* Each row's top tokens from a block of logits as the head leaves it, and
+** with a draw the token after the window from its last row: lx_sample with
+** key 0 (decoding.c's first token), its loss by the cross-entropy that gives
+** every other row's, so both are the bits a continuation and a score of the
+** window with the token give (in portable numerics). */
 static void top_block(void *ctx, const struct lx_acts *a, long r0, long n, const float *logits)
 {
-    struct lx_lm_score *w = ctx;
-    long V = a->arch.vocab;
+    struct scoring *x = ctx;
+    struct lx_lm_score *w = x->w;
+    long V = a->arch.vocab, last = w->n - 1;
     int k = w->top_k < V ? w->top_k : (int)V;
-    for (long t = r0; t < r0 + n && t + 1 < w->n; t++)
+    for (long t = r0; k > 0 && t < r0 + n && t < last; t++)
         top_tokens(logits + (t - r0) * V, V, k, w->tok[t + 1], a->loss[t], w->top_id + t * w->top_k,
                    w->top_lp + t * w->top_k);
+    if (w->draw && last >= r0 && last < r0 + n) {
+        const float *z = logits + (last - r0) * V;
+        struct lx_sampler s = {.temperature = w->draw->temperature, .top_k = w->draw->top_k, .seed = w->draw->seed};
+        w->drawn = lx_sample(z, V, &s, 0, x->p);
+        lx_crossentropy_forward(&x->last_loss, NULL, z, &w->drawn, 1, (int)V);
+        if (k > 0)
+            top_tokens(z, V, k, w->drawn, x->last_loss, w->top_id + last * w->top_k, w->top_lp + last * w->top_k);
+    }
 }
 
 /* One window on the engine: a pass of B = 1 over its n tokens, targets the
@@ -69,16 +91,17 @@ static int local_score_one(const struct lx_model *m, const struct lx_spec *spec,
         tgt[t] = t + 1 < n ? w->tok[t + 1] : -1;
     double *st = w->attn_row0 >= 0 ? lx_xcalloc((size_t)(L * H * LX_ATTN_NSTATS), sizeof(double)) : NULL;
     long row0 = w->attn_row0;
+    struct scoring x = {.w = w, .p = w->draw ? lx_xmalloc(sizeof(double) * (size_t)m->arch.vocab) : NULL};
     a.stats = st;
     a.stats_row0 = st ? &row0 : NULL;
     a.stats_row1 = st ? n - 1 : 0;
-    a.on_logits = w->top_k > 0 ? top_block : NULL;
-    a.on_logits_ctx = w;
+    a.on_logits = w->top_k > 0 || w->draw ? top_block : NULL;
+    a.on_logits_ctx = &x;
     lx_model_forward(m, spec, w->tok, tgt, &a);
     rc = lx_acts_check_finite(&a, m->arch.vocab, 1, tgt, err);
     if (rc == LX_OK) {
         memcpy(w->loss, a.loss, sizeof(float) * (size_t)n);
-        w->loss[n - 1] = 0.0f;
+        w->loss[n - 1] = w->draw ? x.last_loss : 0.0f;
         w->attn_entropy = w->attn_rows = 0.0;
         for (long l = 0; st && l < L; l++)      /* layers, then heads: the order retrieval.c sums in */
             for (long h = 0; h < H; h++) {
@@ -86,6 +109,7 @@ static int local_score_one(const struct lx_model *m, const struct lx_spec *spec,
                 w->attn_rows += st[(l * H + h) * LX_ATTN_NSTATS + LX_ST_ROWS];
             }
     }
+    free(x.p);
     free(tgt);
     free(st);
     lx_acts_release(&a);

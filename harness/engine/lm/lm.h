@@ -48,6 +48,12 @@ struct lx_lm_score {
     int *top_id;            /* out: (n - 1, top_k) their ids, most likely first (ties: the lower id) */
     float *top_lp;          /* out: (n - 1, top_k) their log-probabilities; the window's own next token,
                             ** when among them, has exactly -loss[t] */
+    const struct lx_lm_sampling *draw;  /* in (lenx's engine only): non-NULL also draws the token after the
+                            ** window from its last row as a continuation draws its first (lx_lm_generate),
+                            ** into drawn; loss[n - 1] and row n - 1's top tokens (top_id, top_lp then hold
+                            ** n rows) are that token's: one pass where a continuation of one token and the
+                            ** score of the window with it took two */
+    int drawn;              /* out (with draw) */
 };
 
 /* One continuation. */
