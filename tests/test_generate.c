@@ -349,6 +349,15 @@ Test(generate, heldout_run_refuses_a_changed_text, .init = setup, .fini = teardo
 
 /* ---- the engine's scoring (harness/engine/lm/lm.c) -------------------------------- */
 
+/* n tokens: BOS (1), then ids in [0, V) from a 64-bit LCG keyed on seed. */
+static void random_tokens(int *tok, int n, long V, uint64_t seed)
+{
+    for (int t = 0; t < n; t++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        tok[t] = t ? (int)((seed >> 33) % (uint64_t)V) : 1;
+    }
+}
+
 /* A window scored on the engine (what `lenx serve` answers an echo with
 ** logprobs from) reads losses only and takes each row's top tokens from
 ** every block of logits in turn. On 2,500 tokens of stories260K (three
@@ -379,11 +388,7 @@ Test(generate, engine_scores_rows_and_top_tokens_block_by_block, .init = setup, 
     long V = m.arch.vocab;
     static int tok[N], tgt[N], id[N * K], order[512];
     static float loss[N], lp[N * K];
-    uint64_t x = 12345;
-    for (int t = 0; t < N; t++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        tok[t] = t ? (int)((x >> 33) % (uint64_t)V) : 1;
-    }
+    random_tokens(tok, N, V, 12345);
     for (int t = 0; t < N; t++)
         tgt[t] = t + 1 < N ? tok[t + 1] : -1;
     struct lx_lm lm;
@@ -447,11 +452,7 @@ Test(generate, a_score_that_draws_the_next_token_is_continuation_then_score, .in
     lx_lm_local(&lm, &m, &s.spec);
     static int tok[N + 1], id1[(N + 1) * K], id2[(N + 1) * K];
     static float loss1[N + 1], loss2[N + 1], lp1[(N + 1) * K], lp2[(N + 1) * K];
-    uint64_t x = 777;
-    for (int t = 0; t < N; t++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        tok[t] = t ? (int)((x >> 33) % (uint64_t)m.arch.vocab) : 1;
-    }
+    random_tokens(tok, N, m.arch.vocab, 777);
     const struct lx_lm_sampling draws[] = {{0.0, 0, 0}, {0.8, 0, 7}, {1.3, 40, 123}};
     for (size_t d = 0; d < sizeof draws / sizeof *draws; d++) {
         long n_out = 0;

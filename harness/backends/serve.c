@@ -151,14 +151,14 @@ static struct lx_lm_sampling sampling_of(const struct lx_oai_completion *r)
 
 /* Generate for prompt ids (seq[0, n_prompt)), cut at the first special id
 ** or stop string. */
-static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, struct choice *c, struct lx_error *err)
+static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, const struct lx_lm_sampling *s,
+                    struct choice *c, struct lx_error *err)
 {
     c->finish = "length";
     if (r->max_tokens == 0)
         return LX_OK;
-    struct lx_lm_sampling s = sampling_of(r);
     long n_out = 0;
-    int rc = lx_lm_generate(sv->lm, c->seq, c->n_prompt, r->max_tokens, &s, c->seq + c->n_prompt, &n_out, err);
+    int rc = lx_lm_generate(sv->lm, c->seq, c->n_prompt, r->max_tokens, s, c->seq + c->n_prompt, &n_out, err);
     if (rc == LX_OK)
         keep_continuation(sv, r, c, n_out);
     return rc;
@@ -327,14 +327,14 @@ static int completions(struct lx_serve *sv, const char *body, size_t n, struct l
     struct lx_buf choices = {0};
     long used_prompt = 0, used_gen = 0;
     int rc = LX_OK;
+    struct lx_lm_sampling s = sampling_of(&r);
     for (int i = 0; i < r.n_prompts && rc == LX_OK; i++) {
         struct choice c = {.stop_id = -1};
         rc = prompt_ids(sv, &r, i, &c, &e);
-        struct lx_lm_sampling s = sampling_of(&r);
         if (rc == LX_OK && one_pass(sv, &r, &c))
             rc = score(sv, &r, &c, &s, &e, &err);
         else {
-            if (rc == LX_OK && generate(sv, &r, &c, &err) < 0)
+            if (rc == LX_OK && generate(sv, &r, &s, &c, &err) < 0)
                 rc = lx_oai_fail(&e, 500, "", "generation failed: %s", err.msg);
             if (rc == LX_OK && (r.logprobs >= 0 || r.attn_from >= 0))
                 rc = score(sv, &r, &c, NULL, &e, &err);

@@ -463,9 +463,6 @@ static int check_server(const struct lx_grid *g, int s, int t, int m, struct lx_
     return check_tokenizer(g, t, m, err);
 }
 
-/* Plan-time checks of one (stack, task, model, length): everything a cell
-** could fail on before it runs, reported at the YAML position that caused it.
-** The stack is resolved here, once: *canon and *json get its resolved strings. */
 /* What a stack's window and far-key map do on one model over the grid's
 ** lengths: whether any of its cells masks a key or remaps a distance. */
 struct reach {
@@ -523,6 +520,9 @@ static void reach_note(struct lx_plan *plan, const struct lx_grid *g, int s, int
     lx_buf_free(&b);
 }
 
+/* Plan-time checks of one (stack, task, model, length): everything a cell
+** could fail on before it runs, reported at the YAML position that caused it.
+** The stack is resolved here, once: *canon and *json get its resolved strings. */
 static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, struct lx_buf *canon,
                        struct lx_buf *json, double *mem, struct reach *reach, struct lx_error *err)
 {

@@ -41,6 +41,12 @@ static void top_tokens(const float *z, long V, int k, int own, float own_loss, i
         lp[j] = id[j] == own ? -own_loss : (float)((double)z[id[j]] - lse);
 }
 
+/* decoding.h's sampler for an lm request's sampling. */
+static struct lx_sampler sampler_of(const struct lx_lm_sampling *s)
+{
+    return (struct lx_sampler){.temperature = s->temperature, .top_k = s->top_k, .seed = s->seed};
+}
+
 /* A window's pass as lm.c reads it: the window, the scratch of a draw after
 ** it, and that token's loss. */
 struct scoring {
@@ -65,7 +71,7 @@ static void top_block(void *ctx, const struct lx_acts *a, long r0, long n, const
                    w->top_lp + t * w->top_k);
     if (w->draw && last >= r0 && last < r0 + n) {
         const float *z = logits + (last - r0) * V;
-        struct lx_sampler s = {.temperature = w->draw->temperature, .top_k = w->draw->top_k, .seed = w->draw->seed};
+        struct lx_sampler s = sampler_of(w->draw);
         w->drawn = lx_sample(z, V, &s, 0, x->p);
         lx_crossentropy_forward(&x->last_loss, NULL, z, &w->drawn, 1, (int)V);
         if (k > 0)
@@ -129,7 +135,7 @@ static int local_generate(struct lx_lm *lm, struct lx_lm_gen *g, long n, struct 
 {
     int rc = LX_OK;
     for (long i = 0; i < n && rc == LX_OK; i++) {
-        struct lx_sampler s = {.temperature = g[i].smp.temperature, .top_k = g[i].smp.top_k, .seed = g[i].smp.seed};
+        struct lx_sampler s = sampler_of(&g[i].smp);
         rc = lx_generate_with(lm->model, lm->spec, g[i].prompt, g[i].n_prompt, g[i].max_tokens, g[i].out,
                               LX_DECODE_CACHE, &s, err);
         g[i].n_out = rc == LX_OK ? g[i].max_tokens : 0;

@@ -175,7 +175,7 @@ static int generate(const struct lx_model *m, const struct lx_spec *spec, const 
     struct lx_decoder d = {.mode = mode, .c = &c, .one = &a, .smp = smp};
     int *last = NULL;
     int rc = lx_acts_alloc(&a, &m->arch, 1, (int)T, cached ? LX_ACTS_EVAL_ANSWER : LX_ACTS_EVAL, err);
-    if (rc == LX_OK && mode == LX_DECODE_CACHE)
+    if (rc == LX_OK && cached)
         rc = lx_kvcache_alloc(&c, &m->arch, spec, 1, (int)(n_prompt + n - 1), err);
     if (rc == LX_OK) {
         d.buf = lx_xcalloc((size_t)T, sizeof *d.buf);
