@@ -30,8 +30,11 @@ BLAS_DIR  := /usr/lib/$(MULTIARCH)/openblas-openmp
 export PKG_CONFIG_PATH := $(BLAS_DIR)/pkgconfig
 
 # Recursively expanded on purpose: pkg-config runs after scripts/deps.sh.
+# libmicrohttpd, libcurl and oneDNN are compiled against (their headers) but
+# not linked: the one file that owns each opens it at its first use
+# (harness/core/dl.h), so that no other command pays their load.
 PKG_CFLAGS = $(shell pkg-config --cflags yaml-0.1 sqlite3 openblas jansson libpcre2-8 libutf8proc zlib libcrypto libmicrohttpd libcurl)
-PKG_LIBS   = $(shell pkg-config --libs yaml-0.1 sqlite3 openblas jansson libpcre2-8 libutf8proc zlib libcrypto libmicrohttpd libcurl) -ldnnl -Wl,-rpath,$(BLAS_DIR)
+PKG_LIBS   = $(shell pkg-config --libs yaml-0.1 sqlite3 openblas jansson libpcre2-8 libutf8proc zlib libcrypto) -Wl,-rpath,$(BLAS_DIR)
 TEST_LIBS  = $(shell pkg-config --libs criterion)
 
 OPT      ?= -O2 -g
@@ -45,6 +48,14 @@ TEST_SRC  := $(wildcard tests/test_*.c) tests/fuzz/entry.c
 BENCH_SRC := $(wildcard tests/bench*.c)
 
 B ?= build
+
+# Objects compile on every core. A makefile's own steps run one at a time
+# (apt-get, npm and the corpus download must not overlap), so a target that
+# needs binaries makes them with a sub-make at -j$(NPROC) once its setup is
+# done, unless make was started with -j (the sub-make then shares its slots).
+NPROC   := $(shell nproc 2>/dev/null || echo 1)
+COMPILE  = $(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(NPROC))
+
 LIB_OBJ   = $(LIB_SRC:%.c=$(B)/%.o)
 TEST_OBJ  = $(TEST_SRC:%.c=$(B)/%.o)
 BENCH_OBJ = $(BENCH_SRC:%.c=$(B)/%.o)
@@ -87,14 +98,16 @@ $(B)/lenx-bench: $(LIB_OBJ) $(BENCH_OBJ)
 	$(CC) $(OPT) -o $@ $^ $(LDLIBS_ALL)
 
 # The main job: a short sweep, then its table.
-run: lenx data/manifest.tsv
+run: build/.deps data/manifest.tsv
+	@$(COMPILE) lenx
 	./lenx run configs/quick.yaml
 
 # Tests run single-threaded unless a test sets its own thread count; the CLI
 # tests drive the binary named by LENX_BIN.
 # The committed held-out stories are checked first (make heldout): a changed
 # file fails the suite before it starts.
-test: lenx $(B)/lenx-tests data/manifest.tsv build/tokenizers/.done build/node/.done heldout
+test: build/.deps data/manifest.tsv build/tokenizers/.done build/node/.done heldout
+	@$(COMPILE) lenx $(B)/lenx-tests
 	OMP_NUM_THREADS=1 LENX_CACHE=$(CURDIR)/build/cache LENX_BIN=$(CURDIR)/lenx LENX_ROOT=$(CURDIR) $(B)/lenx-tests --jobs 2
 
 # A fast-numerics test must hold on every kernel set, not on this machine's
@@ -102,14 +115,16 @@ test: lenx $(B)/lenx-tests data/manifest.tsv build/tokenizers/.done build/node/.
 # type the CPU cannot run is skipped; unknown-cpu: unset, and lenx sees a CPU
 # OpenBLAS does not know; scripts/test_kernels.sh).
 KERNELS ?= Prescott unknown-cpu
-test-kernels: lenx $(B)/lenx-tests data/manifest.tsv build/tokenizers/.done build/node/.done heldout
+test-kernels: build/.deps data/manifest.tsv build/tokenizers/.done build/node/.done heldout
+	@$(COMPILE) lenx $(B)/lenx-tests
 	KERNELS="$(KERNELS)" sh scripts/test_kernels.sh
 
 # The report in a real browser: tests/browser_report.sh runs a tiny sweep
 # (tests/report_sweep.yaml), writes its report, screenshots it in headless
 # Chromium and checks the pixels and the SVG series per panel against the
 # store. Chromium and python3-pil come from `scripts/deps.sh browser`.
-test-report: lenx build/.deps-browser data/manifest.tsv
+test-report: build/.deps build/.deps-browser data/manifest.tsv
+	@$(COMPILE) lenx
 	LENX_BIN=$(CURDIR)/lenx bash tests/browser_report.sh
 
 build/.deps-browser: scripts/deps.sh
@@ -118,7 +133,8 @@ build/.deps-browser: scripts/deps.sh
 	@touch $@
 # A sweep as a Slurm array job on a real Slurm (munged, slurmctld and slurmd
 # started and stopped by the script; docs/cluster.md#the-real-slurm-test).
-test-slurm: lenx data/manifest.tsv
+test-slurm: build/.deps data/manifest.tsv
+	@$(COMPILE) lenx
 	LENX_BIN=$(CURDIR)/lenx bash tests/slurm/test_slurm.sh
 
 # Real English text for the engine: see scripts/data.sh and docs/data.md.
@@ -161,7 +177,8 @@ heldout:
 # and the tiny engine sweep (trains two tiny models in seconds), in portable
 # numerics (docs/numerics.md), so any AVX2 machine and thread count gives
 # the same bits.
-baseline: lenx
+baseline: build/.deps
+	@$(COMPILE) lenx
 	rm -rf build/baseline.db* build/models
 	./lenx run configs/gaussian.yaml --db build/baseline.db --quiet --no-table --portable
 	./lenx run configs/tiny.yaml --db build/baseline.db --quiet --no-table --portable
@@ -173,16 +190,18 @@ baseline: lenx
 # it with the committed snapshot results/repro/$(REPRO).csv
 # (scripts/repro_check.sh; docs/REPRODUCTIONS.md#checking-a-reproduction).
 REPRO ?=
-repro-check: lenx data/manifest.tsv
+repro-check: build/.deps data/manifest.tsv
 	@[ -n "$(REPRO)" ] || { echo "usage: make repro-check REPRO=NAME, NAME one of:" \
 	    $$(ls configs/repro | sed 's/\.yaml$$//') >&2; exit 2; }
+	@$(COMPILE) lenx
 	bash scripts/repro_check.sh $(REPRO)
 
 # CI-sized: each reproduction's slice configs/repro/smoke/NAME.yaml rerun in
 # portable numerics into a fresh store under build/repro-smoke/ and compared
 # with results/repro/smoke/NAME.csv at rtol 0, atol 0 (scripts/repro_smoke.sh;
 # --update rewrites the snapshots).
-repro-smoke: lenx data/manifest.tsv
+repro-smoke: build/.deps data/manifest.tsv
+	@$(COMPILE) lenx
 	bash scripts/repro_smoke.sh
 
 # The model part (tests/bench_model.c) also runs tests/bench_torch.py;
@@ -201,7 +220,8 @@ repro-smoke: lenx data/manifest.tsv
 # set by hand, and against Prescott's (scripts/bench_core.sh).
 BENCH ?=
 BENCH_SECONDS ?= 8
-bench: lenx $(B)/lenx-bench
+bench: build/.deps
+	@$(COMPILE) lenx $(B)/lenx-bench
 	if [ "$(BENCH)" = eval ]; then sh scripts/bench_eval.sh; \
 	elif [ "$(BENCH)" = core ]; then sh scripts/bench_core.sh; \
 	elif [ "$(BENCH)" = bf16 ]; then sh scripts/bench_bf16.sh; \
@@ -211,7 +231,7 @@ bench: lenx $(B)/lenx-bench
 
 # -O0 and sanitizers in their own tree, so they never mix with release objects.
 debug: build/.deps
-	$(MAKE) B=build/debug OPT='-O0 -g -fsanitize=address,undefined -fno-omit-frame-pointer' \
+	$(COMPILE) B=build/debug OPT='-O0 -g -fsanitize=address,undefined -fno-omit-frame-pointer' \
 	    build/debug/lenx build/debug/lenx-tests
 	OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	    LENX_BIN=$(CURDIR)/build/debug/lenx LENX_ROOT=$(CURDIR) build/debug/lenx-tests --jobs 2
@@ -234,7 +254,7 @@ FUZZ_OPT      = -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
 fuzz: build/.deps-fuzz data/manifest.tsv
-	$(MAKE) B=build/fuzz CC=$(FUZZ_CC) OPT='$(FUZZ_OPT)' $(FUZZ_TARGETS:%=build/fuzz/%)
+	$(COMPILE) B=build/fuzz CC=$(FUZZ_CC) OPT='$(FUZZ_OPT)' $(FUZZ_TARGETS:%=build/fuzz/%)
 	bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 build/.deps-fuzz: scripts/deps.sh

@@ -15,6 +15,18 @@
 #include <string.h>
 #include <time.h>
 
+#include "harness/core/dl.h"
+
+/* libmicrohttpd, opened when a server starts (harness/core/dl.h): its functions, as microhttpd.h types them. */
+#define LX_DL_PREFIX MHD_
+#define MHD_FNS(X)                                                                                            \
+    X(create_response_from_buffer) X(add_response_header) X(queue_response) X(destroy_response) X(start_daemon) \
+    X(get_daemon_info) X(stop_daemon)
+static LX_DL_TABLE(MHD_FNS) mhd;
+static struct lx_dl libmhd = {.soname = "libmicrohttpd.so.12", .package = "libmicrohttpd12",
+                              .use = "lenx serve's HTTP server (libmicrohttpd)"};
+LX_DL_RESOLVE(resolve, mhd, MHD_FNS)
+
 /* A request waiting for, or being answered by, the serving thread. Freed by
 ** whichever of the two (connection, server) lets go of it last. */
 struct job {
@@ -56,13 +68,13 @@ static void job_unref(struct job *j)
 
 static enum MHD_Result respond(struct MHD_Connection *c, int status, const struct lx_buf *b)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(b->len, b->s ? b->s : (char *)"",
+    struct MHD_Response *r = mhd.create_response_from_buffer(b->len, b->s ? b->s : (char *)"",
                                                              MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
+    mhd.add_response_header(r, "Content-Type", "application/json");
+    enum MHD_Result ok = mhd.queue_response(c, (unsigned)status, r);
+    mhd.destroy_response(r);
     return ok;
 }
 
@@ -183,6 +195,9 @@ int lx_httpd_start(struct lx_httpd **out, const char *host, int port, const stru
     if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
         return lx_err(err, LX_EINVAL, "--host '%s' is not an IPv4 address\n  hint: 127.0.0.1 (this machine only, the "
                       "default) or 0.0.0.0 (every interface)", host);
+    int rc = lx_dl_load(&libmhd, resolve, err);
+    if (rc < 0)
+        return rc;
     struct lx_httpd *h = lx_xcalloc(1, sizeof *h);
     h->lim = *lim;
     h->fn = fn;
@@ -190,7 +205,7 @@ int lx_httpd_start(struct lx_httpd **out, const char *host, int port, const stru
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->queued, NULL);
     pthread_cond_init(&h->answered, NULL);
-    h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL,
+    h->d = mhd.start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL,
                             (uint16_t)port, NULL, NULL, on_request, h,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)lim->max_connections,
@@ -207,7 +222,7 @@ int lx_httpd_start(struct lx_httpd **out, const char *host, int port, const stru
         return lx_err(err, LX_EIO, "cannot listen on %s:%d: %s\n  hint: is another server on that port? --port 0 "
                       "picks a free one", host, port, e ? strerror(e) : "libmicrohttpd refused");
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *info = mhd.get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : port;
     *out = h;
     return LX_OK;
@@ -255,7 +270,7 @@ void lx_httpd_stop(struct lx_httpd *h)
 {
     if (!h)
         return;
-    MHD_stop_daemon(h->d);
+    mhd.stop_daemon(h->d);
     while (h->head) {   /* no connection is left to wait for these */
         struct job *j = h->head;
         h->head = j->next;

@@ -11,12 +11,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/core/dl.h"
 #include "harness/core/half.h"
 #include "harness/core/lx.h"
 
+/* oneDNN, opened at its first use (start; harness/core/dl.h): its functions, as dnnl.h types them. */
+#define LX_DL_PREFIX dnnl_
+#define DNNL_FNS(X)                                                                                             \
+    X(engine_create) X(stream_create) X(stream_wait) X(matmul_desc_init) X(memory_create) X(memory_destroy)   \
+    X(memory_desc_get_size) X(memory_desc_init_by_strides) X(memory_desc_init_by_tag)                       \
+    X(memory_desc_init_submemory) X(post_ops_create) X(post_ops_append_sum) X(post_ops_destroy)             \
+    X(primitive_attr_create) X(primitive_attr_destroy) X(primitive_attr_set_post_ops) X(primitive_create)   \
+    X(primitive_desc_create) X(primitive_desc_destroy) X(primitive_desc_query) X(primitive_desc_query_md)   \
+    X(primitive_destroy) X(primitive_execute) X(reorder_primitive_desc_create) X(version)
+static LX_DL_TABLE(DNNL_FNS) dn;
+static struct lx_dl libdnnl = {.soname = "libdnnl.so.2", .package = "libdnnl2",
+                               .use = "numerics bf16 (oneDNN's matrix products)"};
+LX_DL_RESOLVE(resolve, dn, DNNL_FNS)
+
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
-static char last_error[256];
+static char last_error[LX_ERR_MAX];
 
 #define CACHE 64
 struct entry {
@@ -45,11 +60,16 @@ static int fail(const char *what, dnnl_status_t s)
 static int start(void)
 {
     dnnl_status_t s;
+    struct lx_error err;
     if (engine)
         return 0;
-    if ((s = dnnl_engine_create(&engine, dnnl_cpu, 0)) != dnnl_success)
+    if (lx_dl_load(&libdnnl, resolve, &err) < 0) {
+        snprintf(last_error, sizeof last_error, "%s", err.msg);
+        return -1;
+    }
+    if ((s = dn.engine_create(&engine, dnnl_cpu, 0)) != dnnl_success)
         return engine = NULL, fail("dnnl_engine_create", s);
-    if ((s = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags)) != dnnl_success)
+    if ((s = dn.stream_create(&stream, engine, dnnl_stream_default_flags)) != dnnl_success)
         return fail("dnnl_stream_create", s);
     return 0;
 }
@@ -81,7 +101,7 @@ static dnnl_status_t plain_desc(dnnl_memory_desc_t *d, long r, long c, long ld, 
 {
     dnnl_dims_t dims = {r, c}, st;
     strides(st, ld, trans);
-    return dnnl_memory_desc_init_by_strides(d, 2, dims, t, st);
+    return dn.memory_desc_init_by_strides(d, 2, dims, t, st);
 }
 
 /* The weights' layout oneDNN picks for (N, K) with format_tag_any: usable
@@ -95,19 +115,19 @@ static void ask_layout(struct layout *l)
     const char *impl = "ref";
     l->ok = 0;
     if (plain_desc(&a, PACK_M, l->K, l->K, 0, dnnl_bf16) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&b, 2, db, dnnl_bf16, dnnl_format_tag_any) != dnnl_success ||
+        dn.memory_desc_init_by_tag(&b, 2, db, dnnl_bf16, dnnl_format_tag_any) != dnnl_success ||
         plain_desc(&c, PACK_M, l->N, l->N, 0, dnnl_f32) != dnnl_success ||
-        dnnl_matmul_desc_init(&md, &a, &b, NULL, &c) != dnnl_success ||
-        dnnl_primitive_desc_create(&pd, &md, NULL, engine, NULL) != dnnl_success)
+        dn.matmul_desc_init(&md, &a, &b, NULL, &c) != dnnl_success ||
+        dn.primitive_desc_create(&pd, &md, NULL, engine, NULL) != dnnl_success)
         return;
-    l->md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    l->md = *dn.primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dn.primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
     l->nblk = 1;
     for (int i = 0; i < l->md.format_desc.blocking.inner_nblks; i++)
         if (l->md.format_desc.blocking.inner_idxs[i] == 1)
             l->nblk *= l->md.format_desc.blocking.inner_blks[i];
     l->ok = l->md.format_kind == dnnl_blocked && strncmp(impl, "ref", 3) != 0;
-    dnnl_primitive_desc_destroy(pd);
+    dn.primitive_desc_destroy(pd);
 }
 
 /* The layout of (N, K), asked once and kept (the last LAYOUTS shapes; a
@@ -145,30 +165,30 @@ static int describe(dnnl_primitive_desc_t *pd, const struct entry *e)
     dnnl_post_ops_t po = NULL;
     dnnl_dims_t da = {M, K}, sa, db = {K, N}, sb, dc = {M, N}, sc = {e->ldc, 1};
     strides(sa, e->lda, e->ta), strides(sb, e->ldb, e->tb);
-    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&a, 2, da, dnnl_bf16, sa);
+    dnnl_status_t s = dn.memory_desc_init_by_strides(&a, 2, da, dnnl_bf16, sa);
     if (s == dnnl_success && e->packed)
         b = layout_of(N, K).md;
     else if (s == dnnl_success)
-        s = dnnl_memory_desc_init_by_strides(&b, 2, db, dnnl_bf16, sb);
+        s = dn.memory_desc_init_by_strides(&b, 2, db, dnnl_bf16, sb);
     if (s == dnnl_success)
-        s = dnnl_memory_desc_init_by_strides(&c, 2, dc, dnnl_f32, sc);
+        s = dn.memory_desc_init_by_strides(&c, 2, dc, dnnl_f32, sc);
     if (s == dnnl_success)
-        s = dnnl_matmul_desc_init(&md, &a, &b, NULL, &c);
+        s = dn.matmul_desc_init(&md, &a, &b, NULL, &c);
     if (s == dnnl_success)
-        s = dnnl_primitive_attr_create(&attr);
+        s = dn.primitive_attr_create(&attr);
     if (s == dnnl_success && beta != 0.0f) {
-        s = dnnl_post_ops_create(&po);
+        s = dn.post_ops_create(&po);
         if (s == dnnl_success)
-            s = dnnl_post_ops_append_sum(po, beta);
+            s = dn.post_ops_append_sum(po, beta);
         if (s == dnnl_success)
-            s = dnnl_primitive_attr_set_post_ops(attr, po);
+            s = dn.primitive_attr_set_post_ops(attr, po);
     }
     if (s == dnnl_success)
-        s = dnnl_primitive_desc_create(pd, &md, attr, engine, NULL);
+        s = dn.primitive_desc_create(pd, &md, attr, engine, NULL);
     if (po)
-        dnnl_post_ops_destroy(po);
+        dn.post_ops_destroy(po);
     if (attr)
-        dnnl_primitive_attr_destroy(attr);
+        dn.primitive_attr_destroy(attr);
     return s == dnnl_success ? 0 : fail("creating a bf16 matmul", s);
 }
 
@@ -196,14 +216,14 @@ static dnnl_primitive_t primitive(const struct entry *want, int *refused)
     const char *impl = "";
     if (describe(&pd, want) < 0)
         return NULL;
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    dn.primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
     *refused = want->packed && (refuse_packed || strncmp(impl, "ref", 3) == 0);
-    dnnl_status_t s = *refused ? dnnl_success : dnnl_primitive_create(&p, pd);
-    dnnl_primitive_desc_destroy(pd);
+    dnnl_status_t s = *refused ? dnnl_success : dn.primitive_create(&p, pd);
+    dn.primitive_desc_destroy(pd);
     if (s != dnnl_success)
         return fail("dnnl_primitive_create", s), NULL;
     if (old->prim)
-        dnnl_primitive_destroy(old->prim);
+        dn.primitive_destroy(old->prim);
     *old = *want;
     old->prim = p, old->refused = *refused, old->used = ++clock_;
     return p;
@@ -214,7 +234,7 @@ static dnnl_status_t wrap(dnnl_memory_t *m, long r, long c, long ld, int trans, 
 {
     dnnl_memory_desc_t d;
     dnnl_status_t s = plain_desc(&d, r, c, ld, trans, t);
-    return s == dnnl_success ? dnnl_memory_create(m, &d, engine, (void *)p) : s;
+    return s == dnnl_success ? dn.memory_create(m, &d, engine, (void *)p) : s;
 }
 
 /* dst (layout to) = src (layout from), one reorder primitive made for it. */
@@ -223,34 +243,34 @@ static int reorder(void *dst, const dnnl_memory_desc_t *to, const void *src, con
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t p = NULL;
     dnnl_memory_t mf = NULL, mt = NULL;
-    dnnl_status_t s = dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, NULL);
+    dnnl_status_t s = dn.reorder_primitive_desc_create(&pd, from, engine, to, engine, NULL);
     if (s == dnnl_success)
-        s = dnnl_primitive_create(&p, pd);
+        s = dn.primitive_create(&p, pd);
     if (s == dnnl_success)
-        s = dnnl_memory_create(&mf, from, engine, (void *)src);
+        s = dn.memory_create(&mf, from, engine, (void *)src);
     if (s == dnnl_success)
-        s = dnnl_memory_create(&mt, to, engine, dst);
+        s = dn.memory_create(&mt, to, engine, dst);
     if (s == dnnl_success) {
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, mf}, {DNNL_ARG_TO, mt}};
-        s = dnnl_primitive_execute(p, stream, 2, args);
+        s = dn.primitive_execute(p, stream, 2, args);
         if (s == dnnl_success)
-            s = dnnl_stream_wait(stream);
+            s = dn.stream_wait(stream);
     }
     if (mf)
-        dnnl_memory_destroy(mf);
+        dn.memory_destroy(mf);
     if (mt)
-        dnnl_memory_destroy(mt);
+        dn.memory_destroy(mt);
     if (p)
-        dnnl_primitive_destroy(p);
+        dn.primitive_destroy(p);
     if (pd)
-        dnnl_primitive_desc_destroy(pd);
+        dn.primitive_desc_destroy(pd);
     return s == dnnl_success ? 0 : fail("a reorder of packed weights", s);
 }
 
 size_t lx_dnnl_packed_bytes(long N, long K)
 {
     const struct layout L = layout_of(N, K), *l = &L;
-    return l->ok ? dnnl_memory_desc_get_size(&l->md) : 0;
+    return l->ok ? dn.memory_desc_get_size(&l->md) : 0;
 }
 
 long lx_dnnl_pack_block(long N, long K)
@@ -268,7 +288,7 @@ static dnnl_status_t row_block(dnnl_memory_desc_t *sub, dnnl_memory_desc_t *plai
     LX_ASSERT(l->ok && n0 % l->nblk == 0 && (n % l->nblk == 0 || n0 + n == N));
     dnnl_status_t s = plain_desc(plain, K, n, K, 1, dnnl_bf16);     /* n rows of K: (K, n) transposed */
     if (s == dnnl_success)
-        s = n == N ? (*sub = l->md, dnnl_success) : dnnl_memory_desc_init_submemory(sub, &l->md, dims, offs);
+        s = n == N ? (*sub = l->md, dnnl_success) : dn.memory_desc_init_submemory(sub, &l->md, dims, offs);
     return s;
 }
 
@@ -332,7 +352,7 @@ void lx_dnnl_refuse_packed(int on)
     for (int i = 0; i < CACHE; i++)
         if (cache[i].packed) {
             if (cache[i].prim)
-                dnnl_primitive_destroy(cache[i].prim);
+                dn.primitive_destroy(cache[i].prim);
             memset(&cache[i], 0, sizeof cache[i]);
         }
 }
@@ -399,36 +419,40 @@ static int run(dnnl_primitive_t p, const struct entry *e, float *C, const uint16
     dnnl_status_t s = wrap(&ma, e->M, e->K, e->lda, e->ta, dnnl_bf16, A);
     struct layout l = e->packed ? layout_of(e->N, e->K) : (struct layout){0};
     if (s == dnnl_success && e->packed)
-        s = dnnl_memory_create(&mb, &l.md, engine, (void *)B);
+        s = dn.memory_create(&mb, &l.md, engine, (void *)B);
     else if (s == dnnl_success)
         s = wrap(&mb, e->K, e->N, e->ldb, e->tb, dnnl_bf16, B);
     if (s == dnnl_success)
         s = wrap(&mc, e->M, e->N, e->ldc, 0, dnnl_f32, C);
     if (s == dnnl_success) {
         dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
-        s = dnnl_primitive_execute(p, stream, 3, args);
+        s = dn.primitive_execute(p, stream, 3, args);
         if (s == dnnl_success)
-            s = dnnl_stream_wait(stream);
+            s = dn.stream_wait(stream);
     }
     if (ma)
-        dnnl_memory_destroy(ma);
+        dn.memory_destroy(ma);
     if (mb)
-        dnnl_memory_destroy(mb);
+        dn.memory_destroy(mb);
     if (mc)
-        dnnl_memory_destroy(mc);
+        dn.memory_destroy(mc);
     return s == dnnl_success ? 0 : fail("a bf16 matmul", s);
 }
 
 void lx_dnnl_describe(char *out, size_t n)
 {
-    const dnnl_version_t *v = dnnl_version();
     const char *impl = "unavailable";
     dnnl_primitive_desc_t pd = NULL;
     struct entry e = {.M = 256, .N = 256, .K = 256, .lda = 256, .ldb = 256, .ldc = 256, .tb = 1};
-    if (start() == 0 && describe(&pd, &e) == 0 &&
-        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success)
+    if (start() < 0 && !dn.version) {
+        snprintf(out, n, "unavailable: %s", last_error);
+        return;
+    }
+    const dnnl_version_t *v = dn.version();
+    if (engine && describe(&pd, &e) == 0 &&
+        dn.primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success)
         impl = "unknown";
     snprintf(out, n, "%s onednn=%d.%d.%d", impl, v->major, v->minor, v->patch);
     if (pd)
-        dnnl_primitive_desc_destroy(pd);
+        dn.primitive_desc_destroy(pd);
 }

@@ -5,16 +5,30 @@
 #include "harness/engine/lm/http.h"
 
 #include <curl/curl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static void global_init(void)
+#include "harness/core/dl.h"
+
+/* libcurl, opened at the first request (harness/core/dl.h): its functions, as curl.h types them. */
+#define LX_DL_PREFIX curl_
+#define CURL_FNS(X)                                                                                     \
+    X(global_init) X(easy_init) X(easy_setopt) X(easy_getinfo) X(easy_cleanup) X(easy_strerror)       \
+    X(multi_init) X(multi_add_handle) X(multi_remove_handle) X(multi_perform) X(multi_poll)           \
+    X(multi_info_read) X(multi_cleanup) X(slist_append) X(slist_free_all)
+static LX_DL_TABLE(CURL_FNS) cu;
+static struct lx_dl libcurl = {.soname = "libcurl.so.4", .package = "libcurl4",
+                               .use = "the HTTP client of a server backend (libcurl)"};
+LX_DL_RESOLVE(resolve_fns, cu, CURL_FNS)
+
+static int resolve(struct lx_dl *lib, struct lx_error *err)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int rc = resolve_fns(lib, err);
+    if (rc == LX_OK)
+        cu.global_init(CURL_GLOBAL_DEFAULT);
+    return rc;
 }
 
 static double now(void)
@@ -47,20 +61,20 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud)
 
 static CURL *make_handle(struct xfer *x, struct curl_slist *hdr)
 {
-    CURL *h = curl_easy_init();
+    CURL *h = cu.easy_init();
     if (!h)
         return NULL;
-    curl_easy_setopt(h, CURLOPT_URL, x->r->url);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(x->o->timeout * 1000.0));
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(x->o->timeout < 10.0 ? x->o->timeout * 1000.0 : 10000.0));
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(h, CURLOPT_PRIVATE, x);
+    cu.easy_setopt(h, CURLOPT_URL, x->r->url);
+    cu.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    cu.easy_setopt(h, CURLOPT_WRITEDATA, x);
+    cu.easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(x->o->timeout * 1000.0));
+    cu.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(x->o->timeout < 10.0 ? x->o->timeout * 1000.0 : 10000.0));
+    cu.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    cu.easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    cu.easy_setopt(h, CURLOPT_PRIVATE, x);
     if (x->r->body) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, x->r->body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->r->body_len);
+        cu.easy_setopt(h, CURLOPT_POSTFIELDS, x->r->body);
+        cu.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->r->body_len);
     }
     return h;
 }
@@ -70,18 +84,18 @@ static CURL *make_handle(struct xfer *x, struct curl_slist *hdr)
 static int finished(CURLM *m, CURLMsg *msg, struct xfer *x, long *retry, long *n_retry)
 {
     struct xfer *y;
-    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&y);
+    cu.easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&y);
     CURLcode res = msg->data.result;
     long status = 0;
-    curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
-    curl_multi_remove_handle(m, msg->easy_handle);
-    curl_easy_cleanup(msg->easy_handle);
+    cu.easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+    cu.multi_remove_handle(m, msg->easy_handle);
+    cu.easy_cleanup(msg->easy_handle);
     y->h = NULL;
     int failed = res != CURLE_OK || status >= 500;
     if (y->too_long)
         snprintf(y->r->error, sizeof y->r->error, "the answer has more than %ld bytes", y->o->max_resp);
     else if (res != CURLE_OK)
-        snprintf(y->r->error, sizeof y->r->error, "%s", curl_easy_strerror(res));
+        snprintf(y->r->error, sizeof y->r->error, "%s", cu.easy_strerror(res));
     else
         y->r->error[0] = '\0';
     y->r->status = res == CURLE_OK && !y->too_long ? status : 0;
@@ -96,13 +110,15 @@ static int finished(CURLM *m, CURLMsg *msg, struct xfer *x, long *retry, long *n
 
 int lx_http_run(struct lx_http_req *reqs, long n, const struct lx_http_opts *o, struct lx_error *err)
 {
-    pthread_once(&once, global_init);
-    CURLM *m = curl_multi_init();
-    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    int rc = lx_dl_load(&libcurl, resolve, err);
+    if (rc < 0)
+        return rc;
+    CURLM *m = cu.multi_init();
+    struct curl_slist *hdr = cu.slist_append(NULL, "Content-Type: application/json");
     if (!m || !hdr) {
         if (m)
-            curl_multi_cleanup(m);
-        curl_slist_free_all(hdr);
+            cu.multi_cleanup(m);
+        cu.slist_free_all(hdr);
         return lx_err(err, LX_ENOMEM, "libcurl cannot start");
     }
     struct xfer *x = lx_xcalloc((size_t)n + 1, sizeof *x);
@@ -123,35 +139,35 @@ int lx_http_run(struct lx_http_req *reqs, long n, const struct lx_http_opts *o, 
             }
             retry[k] = retry[--n_retry];
             if ((y->h = make_handle(y, hdr)))
-                curl_multi_add_handle(m, y->h), running++, y->r->tries++;
+                cu.multi_add_handle(m, y->h), running++, y->r->tries++;
             else
                 done++;     /* its last answer (or error) stands */
         }
         while (next < n && running < o->concurrency) {
             struct xfer *y = &x[next++];
             if ((y->h = make_handle(y, hdr))) {
-                curl_multi_add_handle(m, y->h), running++, y->r->tries++;
+                cu.multi_add_handle(m, y->h), running++, y->r->tries++;
             } else {
                 snprintf(y->r->error, sizeof y->r->error, "libcurl cannot make a request");
                 done++;
             }
         }
         int still;
-        curl_multi_perform(m, &still);
+        cu.multi_perform(m, &still);
         CURLMsg *msg;
         int left;
-        while ((msg = curl_multi_info_read(m, &left)))
+        while ((msg = cu.multi_info_read(m, &left)))
             if (msg->msg == CURLMSG_DONE) {
                 running--;
                 if (finished(m, msg, x, retry, &n_retry))
                     done++;
             }
         if (done < n)
-            curl_multi_poll(m, NULL, 0, running ? 100 : 50, NULL);
+            cu.multi_poll(m, NULL, 0, running ? 100 : 50, NULL);
     }
     free(retry);
     free(x);
-    curl_slist_free_all(hdr);
-    curl_multi_cleanup(m);
+    cu.slist_free_all(hdr);
+    cu.multi_cleanup(m);
     return LX_OK;
 }

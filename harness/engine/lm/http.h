@@ -32,7 +32,8 @@ struct lx_http_opts {
     long max_resp;          /* bytes an answer may have (a longer one is an error) */
 };
 
-/* Send n requests; LX_OK unless the library cannot start (LX_ENOMEM). */
+/* Send n requests; LX_OK unless libcurl cannot be loaded (LX_EIO, saying
+** what to install) or cannot start (LX_ENOMEM). */
 int lx_http_run(struct lx_http_req *reqs, long n, const struct lx_http_opts *o, struct lx_error *err);
 
 #endif

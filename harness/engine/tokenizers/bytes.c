@@ -16,8 +16,11 @@ static int bytes_encode(const struct lx_tokenizer *t, const char *text, size_t n
                         struct lx_ids *out, struct lx_error *err)
 {
     (void)t, (void)flags, (void)err;
+    lx_ids_reserve(out, (long)n);
+    int32_t *id = out->id + out->n;
     for (size_t i = 0; i < n; i++)
-        lx_ids_push(out, (unsigned char)text[i]);
+        id[i] = (unsigned char)text[i];
+    out->n += (long)n;
     return LX_OK;
 }
 

@@ -8,12 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+void lx_ids_reserve(struct lx_ids *v, long more)
+{
+    if (v->n + more <= v->cap)
+        return;
+    long cap = v->cap ? 2 * v->cap : 256;
+    v->cap = cap < v->n + more ? v->n + more : cap;
+    v->id = lx_xrealloc(v->id, (size_t)v->cap * sizeof *v->id);
+}
+
 void lx_ids_push(struct lx_ids *v, int32_t id)
 {
-    if (v->n == v->cap) {
-        v->cap = v->cap ? 2 * v->cap : 256;
-        v->id = lx_xrealloc(v->id, (size_t)v->cap * sizeof *v->id);
-    }
+    if (v->n == v->cap)
+        lx_ids_reserve(v, 1);
     v->id[v->n++] = id;
 }
 

@@ -29,6 +29,8 @@ struct lx_ids {
 };
 
 void lx_ids_push(struct lx_ids *v, int32_t id);
+/* Room for `more` ids after the n held (a long encoding fills it without a check per id). */
+void lx_ids_reserve(struct lx_ids *v, long more);
 void lx_ids_free(struct lx_ids *v);
 
 struct lx_tokenizer;
