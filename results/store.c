@@ -108,6 +108,9 @@ static const char *schema_sql =
     "  prompt BLOB);"                   /* the prompt's bytes after BOS (lenx run --keep-prompts), or NULL */
     "CREATE INDEX IF NOT EXISTS outputs_by_run ON outputs (run_id);";
 
+/* How long a connection waits for another's lock before it gives up. */
+#define BUSY_TIMEOUT_MS 30000
+
 static int db_err(struct lx_store *s, struct lx_error *err, const char *doing)
 {
     return lx_err(err, LX_EIO, "%s: %s: %s\n  hint: is another process holding the database, "
@@ -215,6 +218,32 @@ static int migrate(struct lx_store *s, struct lx_error *err)
     return rc;
 }
 
+/* PRAGMA journal_mode = WAL, until SQLite says "wal". Switching a file's mode
+** takes an exclusive lock, and SQLite answers a lock wait that could deadlock
+** (two connections each holding a read lock while wanting to write) with
+** SQLITE_BUSY at once, without calling the busy handler; processes opening
+** one new store together meet that (tests/test_store.c). So it is tried again
+** here, after 1, 2, 4 ... 64 ms, for up to the busy timeout. */
+static int set_wal(struct lx_store *s, struct lx_error *err)
+{
+    for (long waited = 0, ms = 1;; waited += ms, ms = ms < 64 ? 2 * ms : ms) {
+        sqlite3_stmt *st;
+        int rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+        if (rc == SQLITE_OK) {
+            rc = sqlite3_step(st);
+            const unsigned char *mode = rc == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+            rc = mode && strcmp((const char *)mode, "wal") == 0 ? SQLITE_OK : rc == SQLITE_ROW ? SQLITE_BUSY : rc;
+            sqlite3_finalize(st);
+        }
+        if (rc == SQLITE_OK)
+            return LX_OK;
+        if ((rc & 0xff) != SQLITE_BUSY || waited >= BUSY_TIMEOUT_MS)
+            return db_err(s, err, "switching to WAL mode");
+        struct timespec t = {0, ms * 1000000L};
+        nanosleep(&t, NULL);
+    }
+}
+
 static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
 {
     int v;
@@ -230,7 +259,7 @@ static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
     if (readonly)
         return v >= 1 ? LX_OK : lx_err(err, LX_EIO, "%s: not a lenx database", s->path);
     /* Only a database we accept is switched to WAL. */
-    int rc = exec(s, "PRAGMA journal_mode = WAL", err);
+    int rc = set_wal(s, err);
     if (rc == LX_OK && v < SCHEMA_VERSION)
         rc = migrate(s, err);
     return rc;
@@ -254,7 +283,7 @@ static int db_connect(struct lx_store *s, const char *name, int flags, struct lx
 {
     if (sqlite3_open_v2(name, &s->db, flags, NULL) != SQLITE_OK)
         return db_err(s, err, "opening");
-    sqlite3_busy_timeout(s->db, 30000);
+    sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
     return exec(s, "PRAGMA foreign_keys = ON", err);
 }
 
