@@ -146,17 +146,27 @@ static int exec(struct lx_store *s, const char *sql, struct lx_error *err)
     return LX_OK;
 }
 
+/* Does sql, with text parameters ?1 (and ?2 unless NULL), give a row? */
+static int any_row(struct lx_store *s, const char *sql, const char *a1, const char *a2, int *found,
+                   struct lx_error *err, const char *doing)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(s, err, doing);
+    sqlite3_bind_text(st, 1, a1, -1, SQLITE_STATIC);
+    if (a2)
+        sqlite3_bind_text(st, 2, a2, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    *found = rc == SQLITE_ROW;
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? LX_OK : db_err(s, err, doing);
+}
+
 /* Does table have the column name? */
 static int has_column(struct lx_store *s, const char *table, const char *name)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2", -1, &st,
-                           NULL) != SQLITE_OK)
-        return 0;
-    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-    int has = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
-    sqlite3_finalize(st);
+    int has = 0;
+    any_row(s, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", table, name, &has, NULL, "");
     return has;
 }
 
@@ -218,29 +228,22 @@ static int migrate(struct lx_store *s, struct lx_error *err)
     return rc;
 }
 
-/* PRAGMA journal_mode = WAL, until SQLite says "wal". Switching a file's mode
-** takes an exclusive lock, and SQLite answers a lock wait that could deadlock
-** (two connections each holding a read lock while wanting to write) with
-** SQLITE_BUSY at once, without calling the busy handler; processes opening
-** one new store together meet that (tests/test_store.c). So it is tried again
-** here, after 1, 2, 4 ... 64 ms, for up to the busy timeout. */
+/* PRAGMA journal_mode = WAL until SQLite says "wal". The switch takes an
+** exclusive lock, and SQLite refuses a lock wait that could deadlock (two
+** connections that read, each wanting to write) with SQLITE_BUSY at once,
+** without the busy handler: processes opening one new store together meet it
+** (tests/test_store.c). Tried again after 1, 2 ... 64 ms, up to the busy timeout. */
 static int set_wal(struct lx_store *s, struct lx_error *err)
 {
     for (long waited = 0, ms = 1;; waited += ms, ms = ms < 64 ? 2 * ms : ms) {
-        sqlite3_stmt *st;
-        int rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
-        if (rc == SQLITE_OK) {
-            rc = sqlite3_step(st);
-            const unsigned char *mode = rc == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
-            rc = mode && strcmp((const char *)mode, "wal") == 0 ? SQLITE_OK : rc == SQLITE_ROW ? SQLITE_BUSY : rc;
-            sqlite3_finalize(st);
-        }
-        if (rc == SQLITE_OK)
-            return LX_OK;
-        if ((rc & 0xff) != SQLITE_BUSY || waited >= BUSY_TIMEOUT_MS)
-            return db_err(s, err, "switching to WAL mode");
-        struct timespec t = {0, ms * 1000000L};
-        nanosleep(&t, NULL);
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL), wal = 0;
+        if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+            wal = strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+        sqlite3_finalize(st);
+        if (wal || ((rc & 0xff) != SQLITE_BUSY && rc != SQLITE_ROW) || waited >= BUSY_TIMEOUT_MS)
+            return wal ? LX_OK : db_err(s, err, "switching to WAL mode");
+        nanosleep(&(struct timespec){0, ms * 1000000L}, NULL);
     }
 }
 
@@ -363,21 +366,10 @@ void lx_store_close(struct lx_store *s)
     free(s);
 }
 
-int lx_store_done(struct lx_store *s, const char *sweep, const char *key, int *done,
-                  struct lx_error *err)
+int lx_store_done(struct lx_store *s, const char *sweep, const char *key, int *done, struct lx_error *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM runs WHERE sweep = ?1 AND key = ?2 AND status = 'ok' LIMIT 1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return db_err(s, err, "looking up a cell");
-    sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return db_err(s, err, "looking up a cell");
-    *done = rc == SQLITE_ROW;
-    return LX_OK;
+    return any_row(s, "SELECT 1 FROM runs WHERE sweep = ?1 AND key = ?2 AND status = 'ok' LIMIT 1", sweep, key,
+                   done, err, "looking up a cell");
 }
 
 static void iso_time(double t, char out[48])
@@ -651,31 +643,20 @@ int lx_store_count(struct lx_store *s, const char *table, long *n, struct lx_err
 
 int lx_store_has_commit(struct lx_store *s, const char *prefix, int *found, struct lx_error *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM runs WHERE substr(git_commit, 1, length(?1)) = ?1 LIMIT 1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return db_err(s, err, "looking up a commit");
-    sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    *found = rc == SQLITE_ROW;
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? LX_OK : db_err(s, err, "looking up a commit");
+    return any_row(s, "SELECT 1 FROM runs WHERE substr(git_commit, 1, length(?1)) = ?1 LIMIT 1", prefix, NULL, found,
+                   err, "looking up a commit");
 }
 
 int lx_store_model_put(struct lx_store *s, const struct lx_model_record *r, struct lx_error *err)
 {
     /* a trained model replaces its row; a file found in the cache keeps the
     ** row's training statistics and updates what names the file */
-    static const char *trained =
-        "INSERT OR REPLACE INTO models (key, name, config, path, sha256, steps, tokens, seconds, train_loss,"
-        " val_loss, git_commit, created, weights_sha256, threads)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
-    static const char *from_file =
-        "INSERT INTO models (key, name, config, path, sha256, steps, tokens, seconds, train_loss,"
-        " val_loss, git_commit, created, weights_sha256, threads)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
-        " ON CONFLICT (key) DO UPDATE SET path = excluded.path, sha256 = excluded.sha256,"
-        " weights_sha256 = excluded.weights_sha256";
+#define MODEL_ROW                                                                                                \
+    " INTO models (key, name, config, path, sha256, steps, tokens, seconds, train_loss, val_loss, git_commit,"  \
+    " created, weights_sha256, threads) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+    static const char *trained = "INSERT OR REPLACE" MODEL_ROW;
+    static const char *from_file = "INSERT" MODEL_ROW " ON CONFLICT (key) DO UPDATE SET path = excluded.path,"
+                                   " sha256 = excluded.sha256, weights_sha256 = excluded.weights_sha256";
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, r->from_file ? from_file : trained, -1, &st, NULL) != SQLITE_OK)
         return db_err(s, err, "preparing to record a model");
@@ -966,10 +947,8 @@ int lx_store_begin(struct lx_store *s, const char *doing, struct lx_error *err)
 
 int lx_store_end(struct lx_store *s, int commit, const char *doing, struct lx_error *err)
 {
-    if (commit)
-        return finish(s, 1, err, doing);
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    return LX_OK;
+    /* finish(s, 0, ...) would roll back too, but report an error */
+    return commit ? finish(s, 1, err, doing) : (sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL), LX_OK);
 }
 
 static void bind_value(sqlite3_stmt *st, int i, const struct lx_value *v)
