@@ -53,7 +53,7 @@ B ?= build
 # (apt-get, npm and the corpus download must not overlap), so a target that
 # needs binaries makes them with a sub-make at -j$(NPROC) once its setup is
 # done, unless make was started with -j (the sub-make then shares its slots).
-NPROC   := $(shell nproc 2>/dev/null || echo 1)
+NPROC   := $(shell env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 1)  # nproc obeys OMP_NUM_THREADS
 COMPILE  = $(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(NPROC))
 
 LIB_OBJ   = $(LIB_SRC:%.c=$(B)/%.o)

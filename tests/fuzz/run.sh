@@ -50,11 +50,16 @@ one() {
 # Each target is one process on one core for SECONDS: FUZZ_JOBS of them
 # (default: the cores) run at once, so the whole run takes about
 # SECONDS x targets / FUZZ_JOBS and each target still gets its SECONDS.
-jobs=${FUZZ_JOBS:-$(nproc)}
+jobs=${FUZZ_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}   # nproc itself obeys OMP_NUM_THREADS
 mkdir -p build/fuzz
+running=0
 for target in "$@"; do
-    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    if [ "$running" -ge "$jobs" ]; then     # a slot frees when any target ends
+        wait -n
+        running=$((running - 1))
+    fi
     (one "$target" >"build/fuzz/$target.result" 2>&1; echo $? >"build/fuzz/$target.rc") &
+    running=$((running + 1))
 done
 wait
 failed=0
