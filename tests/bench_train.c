@@ -22,7 +22,9 @@
 **             512, 8 heads x 64, SwiGLU 1376, byte vocabulary) on 8 windows of
 **             256 tokens in numerics fast (fp32) and bf16 (bf16 weight and
 **             backward products on oneDNN, fp32 master weights and AdamW),
-**             timed alternately, with the implementation oneDNN runs
+**             timed alternately, with the implementation oneDNN runs; then
+**             its AdamW update on the sixteen lanes against the element-by-
+**             element reference
 **
 ** Ratios only: on a shared machine the seconds say little (the load is
 ** printed).
@@ -277,6 +279,45 @@ static int bench_steps(void)
     return 0;
 }
 
+/* The AdamW update of the 25M shape's parameter count, a block at a time as
+** lx_optim_step takes it: the reference, element by element, against the
+** sixteen lanes (the same bits), alternately, best of five each. */
+struct adamw_arg {
+    size_t n;
+    float *w, *m, *v, *g;
+    unsigned char *decay;
+    int plain;
+};
+
+static void adamw_run(void *p)
+{
+    const struct adamw_arg *a = p;
+    const struct lx_adamw k = {.gs = 1, .b1 = 0.9f, .b2 = 0.99f, .step = 1e-3f, .wdl = 1e-4f, .ibc2 = 10};
+#pragma omp parallel for schedule(static)
+    for (size_t i0 = 0; i0 < a->n; i0 += 4096) {
+        size_t c = a->n - i0 < 4096 ? a->n - i0 : 4096;
+        lx_adamw_update(a->w + i0, a->m + i0, a->v + i0, a->g + i0, a->decay + i0, c, &k, a->plain);
+    }
+}
+
+static void bench_adamw(size_t n)
+{
+    struct adamw_arg a = {.n = n, .w = malloc(4 * n), .m = calloc(n, 4), .v = calloc(n, 4), .g = malloc(4 * n),
+                          .decay = malloc(n)};
+    for (size_t i = 0; i < n; i++)
+        a.w[i] = 0.01f * (float)(i % 1000), a.g[i] = 1e-3f * (float)(i % 77) - 0.03f, a.decay[i] = i % 5 != 0;
+    double best[2] = {1e300, 1e300};
+    for (int rep = 0; rep < 5; rep++)
+        for (a.plain = 0; a.plain < 2; a.plain++) {
+            double t = lx_bench_best(1, adamw_run, &a);
+            best[a.plain] = t < best[a.plain] ? t : best[a.plain];
+        }
+    printf("\nAdamW update, %zu parameters (lx_adamw_update):\n\n| reference ms | sixteen lanes ms | lanes vs "
+           "reference |\n|---:|---:|---:|\n| %.1f | %.1f | %.2fx |\n", n, 1e3 * best[1], 1e3 * best[0],
+           best[1] / best[0]);
+    free(a.w), free(a.m), free(a.v), free(a.g), free(a.decay);
+}
+
 /* One step of the 25M shape in fast and bf16 numerics, alternately, best of five each. */
 static int bench_bf16_step(void)
 {
@@ -307,6 +348,7 @@ static int bench_bf16_step(void)
     printf("\ntraining step, %zu parameters, %d x %d tokens (%s)\n\n| fp32 step s | bf16 step s | bf16 vs fp32 |\n"
            "|---:|---:|---:|\n| %.3f | %.3f | %.2fx |\n", b.m.n_params, B, T, what, best[0], best[1], best[0] / best[1]);
     lx_acts_release(&s.a);
+    bench_adamw(b.m.n_params);
     step_bench_release(&b);
     return 0;
 }

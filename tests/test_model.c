@@ -889,3 +889,49 @@ Test(model, plan_refuses_models_that_do_not_fit)
     cr_expect_not_null(strstr(err.msg, "hint: use a shorter length, fewer --threads"), "%s", err.msg);
     lx_grid_release(&g);
 }
+
+/* The rotary in the half layout (on an AVX-512 CPU eight pairs at a time in
+** double) against the interleaved layout (element by element) on the same
+** pairs laid out the other way: the same bits, forward and back, with
+** partial rotary (pairs not a multiple of eight, fewer than D/2) and
+** grouped heads. */
+Test(model, rope_half_lanes_match_the_interleaved_pairs)
+{
+    enum { T = 5, H = 3, KV = 1, D = 64, W = (H + 2 * KV) * D };
+    static const int pairs[] = {32, 29, 8, 3};
+    for (int pi = 0; pi < 4; pi++)
+        for (int sign = -1; sign <= 1; sign += 2) {
+            struct lx_rotary r = {.n_pairs = pairs[pi], .layout = LX_ROPE_HALF, .base = 10000};
+            for (int k = 0; k < r.n_pairs; k++)
+                r.inv_freq[k] = pow(10000.0, -2.0 * k / D);
+            double cs[T * 32 * 2];
+            lx_rope_table(cs, &r, T);
+            static float half[T * W], il[T * W], in[T * W];
+            struct lx_rng g;
+            lx_rng_init(&g, 11, (uint32_t)pi, LX_RNG_DATA);
+            for (int i = 0; i < T * W; i++)
+                in[i] = half[i] = (float)(lx_rng_uniform(&g) * 4 - 2);
+            /* channels (k, k + D/2) of half at (2k, 2k + 1) of il: pair k of each layout, or unturned past them */
+            for (int row = 0; row < T; row++)
+                for (int h = 0; h < H + 2 * KV; h++)
+                    for (int k = 0; k < D / 2; k++) {
+                        const float *x = half + row * W + h * D;
+                        il[row * W + h * D + 2 * k] = x[k], il[row * W + h * D + 2 * k + 1] = x[k + D / 2];
+                    }
+            lx_rope_apply(half, &r, cs, 1, T, H, KV, D, sign);
+            r.layout = LX_ROPE_INTERLEAVED;
+            lx_rope_apply(il, &r, cs, 1, T, H, KV, D, sign);
+            int moved = 0;
+            for (int row = 0; row < T; row++)
+                for (int h = 0; h < H + 2 * KV; h++)
+                    for (int k = 0; k < D / 2; k++) {
+                        const float *x = half + row * W + h * D, *y = il + row * W + h * D;
+                        cr_assert(!memcmp(&x[k], &y[2 * k], 4) && !memcmp(&x[k + D / 2], &y[2 * k + 1], 4),
+                                  "pairs %d sign %d row %d head %d pair %d: %.9g %.9g against %.9g %.9g", pairs[pi],
+                                  sign, row, h, k, x[k], x[k + D / 2], y[2 * k], y[2 * k + 1]);
+                        moved += x[k] != in[row * W + h * D + k];
+                        cr_assert(h < H + KV || x[k] == in[row * W + h * D + k], "v moved");   /* v is not turned */
+                    }
+            cr_expect(moved > (T - 1) * (H + KV) * r.n_pairs / 2, "pairs %d: only %d values turned", pairs[pi], moved);
+        }
+}

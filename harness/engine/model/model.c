@@ -7,6 +7,7 @@
 */
 #include "harness/engine/model/model.h"
 
+#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -142,20 +143,40 @@ void lx_qk_normalize_backward(float *dqkv, const float *qkv, const float *qkn, l
             }
 }
 
+/* Pairs k0.. of one head in the half layout, eight at a time in double: each
+** product, sum and rounding to float the scalar loop's own (no fused
+** multiply-add: this file is compiled with -ffp-contract=off), so the same
+** bits in every numerics. c is the row's (cos, sin) table. Returns where the
+** lanes stopped. */
+__attribute__((target("avx512f"))) static long rope_half_avx512(float *x, const double *c, long P, int D, double sign)
+{
+    const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), od = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+    const __m512d sg = _mm512_set1_pd(sign);
+    long k = 0;
+    for (; k + 8 <= P; k += 8) {
+        __m512d lo = _mm512_loadu_pd(c + 2 * k), hi = _mm512_loadu_pd(c + 2 * k + 8);
+        __m512d co = _mm512_permutex2var_pd(lo, ev, hi), si = _mm512_mul_pd(sg, _mm512_permutex2var_pd(lo, od, hi));
+        __m512d a = _mm512_cvtps_pd(_mm256_loadu_ps(x + k)), b = _mm512_cvtps_pd(_mm256_loadu_ps(x + k + D / 2));
+        _mm256_storeu_ps(x + k, _mm512_cvtpd_ps(_mm512_sub_pd(_mm512_mul_pd(a, co), _mm512_mul_pd(b, si))));
+        _mm256_storeu_ps(x + k + D / 2, _mm512_cvtpd_ps(_mm512_add_pd(_mm512_mul_pd(a, si), _mm512_mul_pd(b, co))));
+    }
+    return k;
+}
+
 void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int B, int T, int H, int KV, int D,
                    int sign)
 {
     if (!r->n_pairs)
         return;
     long HD = (long)H * D, QKV = (long)(H + 2 * KV) * D, P = r->n_pairs;
-    int half = r->layout == LX_ROPE_HALF;
+    int half = r->layout == LX_ROPE_HALF, lanes = half && __builtin_cpu_supports("avx512f");
 #pragma omp parallel for schedule(static)
     for (long row = 0; row < (long)B * T; row++) {
         const double *c = cs + (row % T) * P * 2;
         for (int part = 0; part < 2; part++)            /* q (H heads), then k (KV heads) */
             for (int h = 0; h < (part ? KV : H); h++) {
                 float *x = qkv + row * QKV + part * HD + (long)h * D;
-                for (long k = 0; k < P; k++) {
+                for (long k = lanes ? rope_half_avx512(x, c, P, D, sign) : 0; k < P; k++) {
                     long i0 = half ? k : 2 * k, i1 = half ? k + D / 2 : 2 * k + 1;
                     double co = c[2 * k], si = sign * c[2 * k + 1];
                     double a = x[i0], b = x[i1];

@@ -83,6 +83,17 @@ void lx_optim_zero_grad(struct lx_optim *o);
 ** the copies; it comes before lx_optim_release. */
 int lx_optim_shadow(struct lx_optim *o, struct lx_model *model, int pack, struct lx_error *err);
 void lx_optim_unshadow(struct lx_optim *o, struct lx_model *model);
+/* One AdamW update's constants: the gradient's scale (clipping), the betas,
+** lr over the first moment's bias correction, lr × weight decay, and the
+** inverse of the second moment's bias correction. */
+struct lx_adamw {
+    float gs, b1, b2, step, wdl, ibc2;
+};
+/* AdamW on n parameters (weights, moments, gradient, decay flags), in the
+** same bits whichever path runs: sixteen lanes on an AVX-512 CPU, or with
+** plain (the reference) one element at a time. */
+void lx_adamw_update(float *w, float *m, float *v, const float *grad, const unsigned char *decay, size_t n,
+                     const struct lx_adamw *k, int plain);
 /* Clip the global gradient norm to c->clip, then one AdamW update at 0-based
 ** step s of the schedule (lx_train_lr). */
 void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_train_cfg *c, long s);
