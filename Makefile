@@ -5,7 +5,8 @@
 #   make test       build and run the Criterion suite
 #   make test-kernels  the suite again under other OpenBLAS kernel sets (KERNELS="Prescott unknown-cpu")
 #   make test-report  `lenx report` rendered in headless Chromium and checked (tests/browser_report.sh)
-#   make test-slurm lenx slurm against a real one-node Slurm started here (root; installs slurm-wlm, munge)
+#   make test-slurm lenx slurm against a real one-node Slurm started here, a time limit hit included
+#                   (root; installs slurm-wlm, munge; LENX_SLURM_TIMELIMIT=0 skips the time limit)
 #   make baseline   regenerate results/baselines/gaussian.csv and tiny.csv
 #   make repro-check REPRO=NAME  rerun configs/repro/NAME.yaml and compare it with its snapshot results/repro/NAME.csv
 #   make repro-smoke  rerun a small portable slice of every reproduction (configs/repro/smoke/) and compare at rtol 0

@@ -36,6 +36,10 @@ static const struct lx_opt slurm_opts[] = {
     {"time", 1, "#SBATCH --time of each job: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED"},
     {"cpus", 1, "#SBATCH --cpus-per-task, and lenx's --threads (1..1024, default 1)"},
     {"mem", 1, "#SBATCH --mem: megabytes, or with K, M, G or T (e.g. 4G)"},
+    {"requeue-before", 1, "seconds before its --time limit an array task is signalled and requeues itself "
+                          "(default 180)"},
+    {"save-every", 1, "seconds between saves of a model's training state, which a requeued task resumes "
+                      "from (default 120)"},
 };
 
 static const char slurm_usage[] =
@@ -104,6 +108,7 @@ static int slurm_options(const struct lx_args *a, struct lx_slurm_job *job, cons
     const struct lx_opt *o = slurm_opts;
     int n = LX_N_OPTS(slurm_opts);
     const char *shards = lx_args_get(a, o, n, "shards"), *cpus = lx_args_get(a, o, n, "cpus");
+    const char *lead = lx_args_get(a, o, n, "requeue-before"), *save = lx_args_get(a, o, n, "save-every");
     *db = lx_args_get(a, o, n, "db");
     job->partition = lx_args_get(a, o, n, "partition");
     job->time = lx_args_get(a, o, n, "time");
@@ -115,6 +120,10 @@ static int slurm_options(const struct lx_args *a, struct lx_slurm_job *job, cons
     int rc = lx_args_long(shards, "shards", 1, LX_MAX_SHARDS, &job->shards, err);
     if (rc == LX_OK && cpus)
         rc = lx_args_long(cpus, "cpus", 1, LX_SLURM_MAX_CPUS, &job->cpus, err);
+    if (rc == LX_OK && lead)
+        rc = lx_args_long(lead, "requeue-before", 1, LX_SLURM_MAX_LEAD, &job->requeue_s, err);
+    if (rc == LX_OK && save)
+        rc = lx_args_long(save, "save-every", 1, LX_SLURM_MAX_SAVE, &job->save_s, err);
     const char *opt[] = {"partition", job->partition, "time", job->time, "mem", job->mem};
     for (int i = 0; i < 6 && rc == LX_OK; i += 2)
         if (opt[i + 1])
@@ -149,6 +158,7 @@ static int slurm_job(const struct lx_args *a, struct slurm_job *j, struct lx_gri
         *job = (struct lx_slurm_job){.sweep = g->name, .lenx = j->lenx, .config = j->config, .cwd = j->cwd,
                                      .db = j->db, .dir = j->dir, .data = job->data, .partition = job->partition,
                                      .time = job->time, .mem = job->mem, .shards = job->shards, .cpus = job->cpus,
+                                     .requeue_s = job->requeue_s, .save_s = job->save_s,
                                      .model_shards = n_roots < 1 ? 1 : n_roots < job->shards ? n_roots : job->shards};
         rc = lx_slurm_check(job, err);
     }

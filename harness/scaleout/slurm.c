@@ -194,6 +194,10 @@ int lx_slurm_check(const struct lx_slurm_job *j, struct lx_error *err)
         rc = lx_err(err, LX_EINVAL, "--shards %ld, --cpus %ld, %ld model tasks: out of bounds (shards 1..%d, cpus "
                     "1..%d, model tasks 1..shards)", j->shards, j->cpus, j->model_shards, LX_MAX_SHARDS,
                     LX_SLURM_MAX_CPUS);
+    if (rc == LX_OK && (j->requeue_s < 0 || j->requeue_s > LX_SLURM_MAX_LEAD || j->save_s < 0 ||
+                        j->save_s > LX_SLURM_MAX_SAVE))
+        rc = lx_err(err, LX_EINVAL, "--requeue-before %ld, --save-every %ld: out of bounds (1..%d and 1..%d "
+                    "seconds)", j->requeue_s, j->save_s, LX_SLURM_MAX_LEAD, LX_SLURM_MAX_SAVE);
     return rc;
 }
 
@@ -242,8 +246,8 @@ static void header(struct lx_buf *b, const struct lx_slurm_job *j, const char *w
         if (opt[i + 1])
             put_sbatch(b, opt[i], opt[i + 1]);
     if (array)      /* before the first command: sbatch reads no #SBATCH line after it */
-        lx_buf_printf(b, "#SBATCH --array=0-%ld\n#SBATCH --requeue\n#SBATCH --signal=B:USR1@%d\n", array - 1,
-                      LX_SLURM_REQUEUE_S);
+        lx_buf_printf(b, "#SBATCH --array=0-%ld\n#SBATCH --requeue\n#SBATCH --signal=B:USR1@%ld\n", array - 1,
+                      j->requeue_s ? j->requeue_s : LX_SLURM_REQUEUE_S);
     lx_buf_puts(b, "set -euo pipefail\n");
     if (array)      /* near the time limit: back in the queue; the rerun resumes (docs/cluster.md#time-limits) */
         lx_buf_printf(b, "trap '[ \"${SLURM_RESTART_COUNT:-0}\" -lt %d ] && scontrol requeue "
@@ -274,7 +278,7 @@ int lx_slurm_scripts(const struct lx_slurm_job *j, struct lx_buf out[LX_SLURM_N_
     header(&out[0], j, "the models stage: array task K trains model shard K (from SLURM_ARRAY_TASK_ID)", "models",
            "%x-%A_%a.out", j->model_shards);
     lx_buf_printf(&out[0], "%s run %s --models-only --db %s.models-\"$SLURM_ARRAY_TASK_ID\".db --threads %ld "
-                  "--save-every %d &\n%s", L, C, D, j->cpus, LX_SLURM_SAVE_S, WAIT);
+                  "--save-every %ld &\n%s", L, C, D, j->cpus, j->save_s ? j->save_s : LX_SLURM_SAVE_S, WAIT);
     header(&out[1], j, "the cells: array task K runs shard K (from SLURM_ARRAY_TASK_ID)", "cells", "%x-%A_%a.out",
            j->shards);
     lx_buf_printf(&out[1], "%s run %s --db %s.shard-\"$SLURM_ARRAY_TASK_ID\".db --no-train --no-table --threads %ld "

@@ -31,6 +31,10 @@ struct lx_slurm_job {
     long shards;                /* tasks of the cell array, 1..LX_MAX_SHARDS */
     long cpus;                  /* --cpus-per-task and lenx's --threads, 1..LX_SLURM_MAX_CPUS */
     long model_shards;          /* tasks of the models array, 1..shards */
+    long requeue_s;             /* the array tasks' SIGUSR1 this many seconds before their limit, then a
+                                ** requeue (lenx slurm --requeue-before), 1..LX_SLURM_MAX_LEAD; 0: LX_SLURM_REQUEUE_S */
+    long save_s;                /* seconds between saves of a training run's state (--save-every), 1..86400;
+                                ** 0: LX_SLURM_SAVE_S */
 };
 
 #define LX_SLURM_MAX_CPUS 1024
@@ -42,6 +46,8 @@ struct lx_slurm_job {
 ** LX_SLURM_SAVE_S seconds (lenx run --save-every), cells from the store. */
 #define LX_SLURM_REQUEUE_S 180
 #define LX_SLURM_SAVE_S 120
+#define LX_SLURM_MAX_LEAD 65535     /* sbatch --signal's largest lead */
+#define LX_SLURM_MAX_SAVE 86400
 /* A task requeues itself at most this many times (SLURM_RESTART_COUNT): a
 ** --time under the signal's lead would otherwise requeue it forever. */
 #define LX_SLURM_MAX_REQUEUES 20
