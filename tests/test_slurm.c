@@ -325,7 +325,7 @@ Test(slurm, hostile_paths_are_quoted_or_refused_when_they_hold_a_control_charact
 Test(slurm, valid_values_reach_sbatch_as_given, .init = setup, .fini = teardown, .timeout = 60)
 {
     static const char *const good[][2] = {
-        {"partition", "debug,gpu_a-1.x"}, {"time", "1-02:03:04"}, {"time", "90"}, {"time", "2:30"},
+        {"partition", "debug,gpu_a-1.x"}, {"time", "1-02:03:04"}, {"time", "90"}, {"time", "12:30"},
         {"time", "3-12"}, {"time", "UNLIMITED"}, {"mem", "512M"}, {"mem", "4g"}, {"mem", "1024"}, {"cpus", "2"},
         {"requeue-before", "45"}, {"requeue-before", "65535"}, {"save-every", "7"}, {"save-every", "86400"},
     };
@@ -344,4 +344,39 @@ Test(slurm, signal_lead_and_save_interval_out_of_bounds_are_refused, .init = set
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
         cr_expect_eq(one_case((int)k, W_OPTION, bad[k][0], bad[k][1]), 2, "--%s %s", bad[k][0], bad[k][1]);
+}
+
+/* A --time that ends inside the requeue signal's lead and the minute Slurm may add to it would
+** requeue every task as it starts: refused, naming --time and the lead, before anything is
+** written; a limit past them, or none, is taken (the real-Slurm test runs --time 2 with
+** --requeue-before 30). Limits in seconds: 4 = 240, 4:01 = 241, 2:30 = 150, 0 = none. */
+Test(slurm, a_time_limit_inside_the_signal_lead_is_refused, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const struct {
+        const char *time, *lead;
+        int rc;
+    } cases[] = {
+        {"4", NULL, 2},   {"4:01", NULL, 0}, {"2:30", NULL, 2}, {"2", "30", 0},    {"1:30", "30", 2},
+        {"0", NULL, 0},   {"UNLIMITED", NULL, 0}, {"0-0:4", NULL, 2}, {"0-0:5", NULL, 0}, {"2", "61", 2},
+    };
+    char config[PATH_MAX], db[PATH_MAX], out[16384], folder[PATH_MAX], data[PATH_MAX];
+    snprintf(config, sizeof config, "%s/tests/shard.yaml", getenv("LENX_ROOT"));
+    snprintf(data, sizeof data, "%s/data", getenv("LENX_ROOT"));
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        snprintf(db, sizeof db, "%s/t%zu/x.db", box, k);
+        char *argv[16] = {master, "slurm", config, "--shards", "2", "--db", db, "--time", (char *)cases[k].time};
+        int argc = 9;
+        if (cases[k].lead)
+            argv[argc++] = "--requeue-before", argv[argc++] = (char *)cases[k].lead;
+        argv[argc] = NULL;
+        int rc = run(box, argv, data, NULL, out, sizeof out);
+        cr_expect_eq(rc, cases[k].rc, "--time %s --requeue-before %s: exit %d: %s", cases[k].time,
+                     cases[k].lead ? cases[k].lead : "(180)", rc, out);
+        snprintf(folder, sizeof folder, "%s/t%zu/shard.slurm/models.sbatch", box, k);
+        cr_expect_eq(access(folder, F_OK) == 0, rc == 0, "--time %s: scripts %s", cases[k].time,
+                     rc == 0 ? "missing" : "written though refused");
+        if (rc == 2)
+            cr_expect(strstr(out, "--time") && strstr(out, "--requeue-before"), "the refusal names neither option: %s",
+                      out);
+    }
 }

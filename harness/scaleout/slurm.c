@@ -22,6 +22,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -92,22 +93,34 @@ static int digits(const char **p, int max)
     return n >= 1 && n <= max;
 }
 
-/* Slurm's time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S; UNLIMITED or INFINITE. */
-static int time_ok(const char *v)
+/* Slurm's time formats in seconds: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S; 0 for UNLIMITED, INFINITE or 0
+** (no limit, as Slurm reads them), -1 for anything else. */
+static long long time_seconds(const char *v)
 {
     if (strcasecmp(v, "UNLIMITED") == 0 || strcasecmp(v, "INFINITE") == 0)
-        return 1;
-    const char *p = v;
-    if (strchr(v, '-') && (!digits(&p, 6) || *p++ != '-'))
         return 0;
-    for (int groups = 1;; groups++) {
+    static const long long per[2][3][3] = {{{60}, {60, 1}, {3600, 60, 1}}, {{3600}, {3600, 60}, {3600, 60, 1}}};
+    const char *p = v, *at = v;
+    long long days = 0, g[3];
+    int n = 0, with_days = strchr(v, '-') != NULL;
+    if (with_days && (!digits(&p, 6) || *p++ != '-'))
+        return -1;
+    if (with_days)
+        days = strtoll(v, NULL, 10);
+    for (;;) {
+        at = p;
         if (!digits(&p, 9))
-            return 0;
+            return -1;
+        g[n++] = strtoll(at, NULL, 10);
         if (*p == '\0')
-            return 1;
-        if (*p++ != ':' || groups == 3)
-            return 0;
+            break;
+        if (*p++ != ':' || n == 3)
+            return -1;
     }
+    long long s = days * 86400;
+    for (int i = 0; i < n; i++)
+        s += g[i] * per[with_days][n - 1][i];
+    return s;
 }
 
 /* A size in megabytes, or with one of the suffixes K, M, G, T (either case). */
@@ -122,7 +135,7 @@ int lx_slurm_check_option(const char *name, const char *value, struct lx_error *
     if (strcmp(name, "partition") == 0 && !partition_ok(value))
         return refuse(err, name, value, "a Slurm partition name is letters, digits, '_', '-' and '.' (not first), "
                       "several separated by commas; at most 255 bytes", "--partition debug");
-    if (strcmp(name, "time") == 0 && !time_ok(value))
+    if (strcmp(name, "time") == 0 && time_seconds(value) < 0)
         return refuse(err, name, value, "Slurm takes minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED",
                       "--time 2:00:00 (two hours) or --time 1-12 (a day and a half)");
     if (strcmp(name, "mem") == 0 && !mem_ok(value))
@@ -198,6 +211,16 @@ int lx_slurm_check(const struct lx_slurm_job *j, struct lx_error *err)
                         j->save_s > LX_SLURM_MAX_SAVE))
         rc = lx_err(err, LX_EINVAL, "--requeue-before %ld, --save-every %ld: out of bounds (1..%d and 1..%d "
                     "seconds)", j->requeue_s, j->save_s, LX_SLURM_MAX_LEAD, LX_SLURM_MAX_SAVE);
+    /* Slurm may send the signal up to a minute before the lead asked for: a limit inside that
+    ** would requeue every task as it starts, until SLURM_RESTART_COUNT runs out */
+    long long limit = rc == LX_OK && j->time ? time_seconds(j->time) : 0;
+    long lead = j->requeue_s ? j->requeue_s : LX_SLURM_REQUEUE_S;
+    if (limit > 0 && limit <= lead + LX_SLURM_SIGNAL_EARLY)
+        rc = lx_err(err, LX_EINVAL, "--time %s (%lld s) ends before the requeue signal can leave a task any time: "
+                    "the array tasks ask for SIGUSR1 %ld s before their limit and Slurm may send it %d s sooner, "
+                    "so every task would be requeued as it starts\n  hint: a --time above %ld s, or a shorter "
+                    "--requeue-before (e.g. --requeue-before 30)", j->time, limit, lead, LX_SLURM_SIGNAL_EARLY,
+                    lead + LX_SLURM_SIGNAL_EARLY);
     return rc;
 }
 

@@ -47,6 +47,8 @@ struct lx_slurm_job {
 #define LX_SLURM_REQUEUE_S 180
 #define LX_SLURM_SAVE_S 120
 #define LX_SLURM_MAX_LEAD 65535     /* sbatch --signal's largest lead */
+#define LX_SLURM_SIGNAL_EARLY 60    /* how much sooner Slurm may signal (sbatch(1), --signal): a --time up to
+                                    ** the lead and this is refused */
 #define LX_SLURM_MAX_SAVE 86400
 /* A task requeues itself at most this many times (SLURM_RESTART_COUNT): a
 ** --time under the signal's lead would otherwise requeue it forever. */

@@ -494,7 +494,7 @@ static struct lx_slurm_job plain_job(const struct lx_slurm_job *j)
     struct lx_slurm_job p = *j;
     p.sweep = "s", p.lenx = "/l", p.config = "/c", p.cwd = "/w", p.db = "/d", p.dir = "/r";
     p.data = j->data ? "a" : NULL, p.partition = j->partition ? "p" : NULL;
-    p.time = j->time ? "1" : NULL, p.mem = j->mem ? "1" : NULL;
+    p.time = j->time ? "1-0" : NULL, p.mem = j->mem ? "1" : NULL;   /* a day: past any signal lead */
     return p;
 }
 
