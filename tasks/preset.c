@@ -112,6 +112,11 @@ long lx_preset_cut(const struct lx_protocol *p, const char *text, long n)
     return n;
 }
 
+static long preset_cut(const void *p, const char *text, long n)
+{
+    return lx_preset_cut(p, text, n);
+}
+
 /* The budget of case c: the preset's, or (budget_gold) the first gold's
 ** tokens, *gold (malloc'd) = tk's prompt ids of it with the begin dropped,
 ** as LongLoRA's tokenizer(answer).input_ids[:, 1:]. */
@@ -152,7 +157,12 @@ static int run_case(const struct lx_task_ctx *ctx, const struct lx_protocol *p, 
     struct lx_lm_sampling smp = {.temperature = p->temperature, .top_k = p->top_k, .seed = ctx->data_key ^ (uint64_t)i};
     long n_gen = 0;
     struct lx_lm local;
-    int rc = lx_lm_generate(lx_lm_or_local(ctx->lm, &local, ctx->model, ctx->spec), ids, np, budget, &smp, gi, &n_gen, err);
+    struct lx_lm_stop end;      /* the engine stops where the text is cut (below), not at the budget; with gold
+                                ** ids, which the score compares, only at a special id (no gold id is one) */
+    lx_lm_stop_init(&end, tk, gold ? NULL : preset_cut, p);
+    int rc = lx_lm_generate(lx_lm_or_local(ctx->lm, &local, ctx->model, ctx->spec), ids, np, budget, &smp, &end.sink,
+                            gi, &n_gen, err);
+    lx_lm_stop_free(&end);
     if (rc == LX_OK) {
         int same = n_gen == budget || !gold;
         for (long k = 0; k < n_gen; k++)

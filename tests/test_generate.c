@@ -184,6 +184,148 @@ Test(generate, sampling_is_deterministic_per_seed, .init = setup, .fini = teardo
     lx_model_release(&m);
 }
 
+/* What a sink sees: each token as it is chosen, in order. */
+struct seen {
+    long k[64];
+    int id[64];
+    long n, stop_at;        /* stop after token stop_at (-1: never) */
+};
+
+static int see(void *arg, long k, int id)
+{
+    struct seen *s = arg;
+    cr_assert_lt(s->n, 64);
+    s->k[s->n] = k, s->id[s->n] = id, s->n++;
+    return k == s->stop_at;
+}
+
+/* A sink is told of every token in order, with the ids the run returns, and
+** a stop after token 7 leaves the first 8 of a run to the budget, through the
+** cache and through full passes. */
+Test(generate, a_sink_sees_each_token_and_can_stop, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!have_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    struct lx_model m;
+    struct lx_ckpt_info info = {0};
+    struct lx_error err = {""};
+    struct tstack s;
+    load_stories(&m, &info, &s, 41);
+    int prompt[1] = {1}, want[40], got[40];
+    struct lx_sampler smp = {.temperature = 0.9, .seed = 21};
+    cr_assert_eq(lx_generate_with(&m, &s.spec, prompt, 1, 40, want, LX_DECODE_CACHE, &smp, &err), LX_OK, "%s", err.msg);
+    const enum lx_decode modes[] = {LX_DECODE_CACHE, LX_DECODE_FULL};
+    for (int i = 0; i < 2; i++) {
+        struct seen all = {.stop_at = -1}, some = {.stop_at = 7};
+        struct lx_gen_sink sa = {see, &all}, ss = {see, &some};
+        long n_out = -1;
+        cr_assert_eq(lx_generate_stream(&m, &s.spec, prompt, 1, 40, got, modes[i], &smp, &sa, &n_out, &err), LX_OK);
+        cr_expect_eq(n_out, 40);
+        cr_expect_eq(all.n, 40, "mode %d: %ld tokens told", i, all.n);
+        for (long k = 0; k < all.n; k++) {
+            cr_expect_eq(all.k[k], k, "mode %d: the tokens are told in order", i);
+            cr_expect_eq(all.id[k], want[k], "mode %d: token %ld told %d, generated %d", i, k, all.id[k], want[k]);
+            cr_expect_eq(got[k], want[k]);
+        }
+        memset(got, -1, sizeof got);
+        cr_assert_eq(lx_generate_stream(&m, &s.spec, prompt, 1, 40, got, modes[i], &smp, &ss, &n_out, &err), LX_OK);
+        cr_expect_eq(n_out, 8, "mode %d: stopped after token 7, %ld out", i, n_out);
+        cr_expect_eq(some.n, 8);
+        for (int k = 0; k < 8; k++)
+            cr_expect_eq(got[k], want[k], "mode %d: token %d", i, k);
+        cr_expect_eq(got[8], -1, "mode %d: nothing is written past the stop", i);
+    }
+    struct seen first = {.stop_at = 0};
+    struct lx_gen_sink sf = {see, &first};
+    long n_out = -1;
+    cr_assert_eq(lx_generate_stream(&m, &s.spec, prompt, 1, 40, got, LX_DECODE_CACHE, &smp, &sf, &n_out, &err), LX_OK);
+    cr_expect_eq(n_out, 1, "a stop at the prompt pass's token runs no decode step");
+    tstack_free(&s);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+static long cut_at_full_stop(const void *arg, const char *text, long n)
+{
+    (void)arg;
+    const char *dot = memchr(text, '.', (size_t)n);
+    return dot ? dot - text : n;
+}
+
+/* The engine's continuation ends at the token whose piece completes a stop
+** (the first '.' here, found from the pieces of a run to the budget), and
+** the tokens before are that run's; without a cut it runs to its budget
+** unless a special id comes first. */
+Test(generate, a_continuation_ends_where_its_text_is_cut, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!have_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    enum { N = 120 };
+    struct lx_model m;
+    struct lx_ckpt_info info = {0};
+    struct lx_error err = {""};
+    struct tstack s;
+    struct lx_tokenizer *tk = NULL;
+    load_stories(&m, &info, &s, N + 1);
+    cr_assert_eq(lx_tokenizer_open(&tk, tokfile_stories(), &err), LX_OK, "%s", err.msg);
+    struct lx_lm lm;
+    lx_lm_local(&lm, &m, &s.spec);
+    int prompt[1] = {1}, all[N], cut[N];
+    const struct lx_lm_sampling greedy = {0.0, 0, 0};
+    long n_all = 0, n_cut = 0, dot = -1, chars = 0;
+    cr_assert_eq(lx_lm_generate(&lm, prompt, 1, N, &greedy, NULL, all, &n_all, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(n_all, N);
+    for (long k = 0; k < N && dot < 0; k++) {
+        size_t len;
+        const char *p = lx_tok_piece(tk, all[k], &len);
+        cr_assert_not_null(p, "no special id before the first full stop");
+        dot = memchr(p, '.', len) ? k : -1;
+        chars += (long)len;
+    }
+    cr_assert_gt(dot, 0, "the greedy story has a full stop within %d tokens", N);
+    struct lx_lm_stop stop;
+    lx_lm_stop_init(&stop, tk, cut_at_full_stop, NULL);
+    cr_assert_eq(lx_lm_generate(&lm, prompt, 1, N, &greedy, &stop.sink, cut, &n_cut, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(n_cut, dot + 1, "ended after token %ld, the first with a '.', not %ld", dot, n_cut - 1);
+    cr_expect_eq((long)stop.text.len, chars, "the sink's text is the pieces so far");
+    cr_expect_eq(memcmp(cut, all, sizeof(int) * (size_t)(dot + 1)), 0, "the tokens before the stop are the same");
+    lx_lm_stop_free(&stop);
+    lx_lm_stop_init(&stop, tk, NULL, NULL);
+    cr_assert_eq(lx_lm_generate(&lm, prompt, 1, N, &greedy, &stop.sink, cut, &n_cut, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(n_cut, N, "with special ids only, the story runs to its budget");
+    lx_lm_stop_free(&stop);
+    lx_tokenizer_free(tk);
+    tstack_free(&s);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+/* --timings: the decode steps it counts and the token it stopped at are
+** those of the ids --ids prints (the first special id after the prompt). */
+Test(generate, timings_count_the_tokens_and_the_stop, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!have_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char ids[16384], err[4096], want[256];
+    const char *cmd = "$L generate --model $R/../shared/models/stories260K/stories260K.bin --prompt 'Once upon a time' "
+                      "-n 400 ";
+    cr_assert_eq(sh(ids, sizeof ids, "%s --ids 2>/dev/null | head -1", cmd), 0, "%s", ids);
+    cr_assert_eq(sh(err, sizeof err, "%s --timings 2>&1 >/dev/null | grep 'lenx: timings'", cmd), 0, "%s", err);
+    long n = 0, at = -1;
+    char *p = ids, *end;
+    for (long v = strtol(p, &end, 10); end != p; p = end, v = strtol(p, &end, 10), n++)
+        if (n >= 5 && at < 0 && (v == 1 || v == 2))     /* BOS or EOS of tok512, after BOS and the prompt's 4 */
+            at = n - 5;
+    cr_assert_eq(n, 405, "BOS, the prompt's 4 tokens, 400 generated: %ld", n);
+    cr_assert_gt(at, 0, "the story ends before the budget");
+    snprintf(want, sizeof want, "prompt of 5 tokens");
+    cr_expect(strstr(err, want) != NULL, "'%s' in %s", want, err);
+    snprintf(want, sizeof want, "; %ld decode steps ", at);
+    cr_expect(strstr(err, want) != NULL, "'%s' in %s", want, err);
+    snprintf(want, sizeof want, "stopped at token %ld, bos (id 1)", at);
+    cr_expect(strstr(err, want) != NULL, "'%s' in %s", want, err);
+}
+
 Test(generate, bad_input_is_refused, .init = setup, .fini = teardown, .timeout = 30)
 {
     char out[4096];
@@ -456,7 +598,7 @@ Test(generate, a_score_that_draws_the_next_token_is_continuation_then_score, .in
     const struct lx_lm_sampling draws[] = {{0.0, 0, 0}, {0.8, 0, 7}, {1.3, 40, 123}};
     for (size_t d = 0; d < sizeof draws / sizeof *draws; d++) {
         long n_out = 0;
-        cr_assert_eq(lx_lm_generate(&lm, tok, N, 1, &draws[d], tok + N, &n_out, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_lm_generate(&lm, tok, N, 1, &draws[d], NULL, tok + N, &n_out, &err), LX_OK, "%s", err.msg);
         cr_assert_eq(n_out, 1);
         struct lx_lm_score one = {.tok = tok, .n = N, .attn_row0 = -1, .loss = loss1, .top_k = K, .top_id = id1,
                                   .top_lp = lp1, .draw = &draws[d]},

@@ -115,6 +115,11 @@ static size_t first_stop(const struct lx_oai_completion *r, const char *text, si
     return cut;
 }
 
+static long stop_cut(const void *r, const char *text, long n)
+{
+    return (long)first_stop(r, text, 0, (size_t)n);
+}
+
 /* The n_out tokens after the prompt (seq[n_prompt, ...)) kept up to the
 ** first special id or stop string. */
 static void keep_continuation(struct lx_serve *sv, const struct lx_oai_completion *r, struct choice *c, long n_out)
@@ -158,7 +163,11 @@ static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, cons
     if (r->max_tokens == 0)
         return LX_OK;
     long n_out = 0;
-    int rc = lx_lm_generate(sv->lm, c->seq, c->n_prompt, r->max_tokens, s, c->seq + c->n_prompt, &n_out, err);
+    struct lx_lm_stop stop;     /* the engine stops where keep_continuation cuts, not at max_tokens */
+    lx_lm_stop_init(&stop, sv->tok, stop_cut, r);
+    int rc = lx_lm_generate(sv->lm, c->seq, c->n_prompt, r->max_tokens, s, &stop.sink, c->seq + c->n_prompt, &n_out,
+                            err);
+    lx_lm_stop_free(&stop);
     if (rc == LX_OK)
         keep_continuation(sv, r, c, n_out);
     return rc;

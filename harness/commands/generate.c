@@ -7,8 +7,13 @@
 ** The prompt is read as llama2.c's run.c reads it, so that its outputs can be
 ** compared: BOS first, and for a SentencePiece tokenizer a space in front of
 ** non-empty text (its "dummy prefix"); the printed text drops that one leading
-** space again. Printing stops at the first special token (BOS, EOS).
+** space again. The text is written as it is generated, a token at a time,
+** and generation stops at the first special token (BOS, EOS), where run.c's
+** does; --ids prints after the whole run instead, all N tokens' ids first.
+** --timings tells on stderr how long the load, the prompt's pass and the
+** decode steps took.
 */
+#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,16 +39,18 @@ static const struct lx_opt gen_opts[] = {
     {"method", 1, "evaluation-time stack to add, as YAML: ntk, [yarn, logn], {window: {size: 256}}"},
     {"temperature", 1, "0 = greedy (default); > 0 samples from softmax(logits / T)"},
     {"seed", 1, "key of the sampling draws (default 0); only with --temperature > 0"},
-    {"ids", 0, "print the token ids (prompt, then generated) on a first line"},
+    {"ids", 0, "print the token ids (prompt, then all N generated) on a first line, then the text"},
+    {"timings", 0, "print the load's, the prompt pass's and the decode steps' seconds and tokens/s on stderr"},
     {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
     LX_NUMERICS_OPTS,
 };
 
 static const char gen_usage[] =
     "usage: lenx generate --model M [--tokenizer FILE] [--prompt TEXT] [-n N] [--method STACK]\n"
-    "                     [--temperature T [--seed S]] [--ids] [--db FILE]\n"
+    "                     [--temperature T [--seed S]] [--ids] [--timings] [--db FILE]\n"
     "                     [--portable | --numerics fast|portable|bf16] [--kv-cache fp32|bf16]\n\n"
-    "Continue the prompt with a causal model and print the text (prompt included). Greedy by default;\n"
+    "Continue the prompt with a causal model and print the text (prompt included) as it is generated, up to\n"
+    "the first special token (end of text). Greedy by default;\n"
     "with a temperature T > 0, token k is drawn from Philox(seed, k): the same seed gives the same text\n"
     "(--seed without a temperature is refused: greedy decoding draws nothing).";
 
@@ -52,22 +59,88 @@ struct gen_opts {
     long n;                 /* tokens to generate */
     struct lx_sampler smp;
     int ids;                /* print ids too */
+    int timings;            /* print seconds on stderr */
 };
 
-static void gen_print(const struct lx_tokenizer *t, const int *ids, long n, int show_ids)
+/* The text printed as it is generated (text = the prompt's and the tokens'
+** pieces, as lx_tok_decode joins them), and the times of the tokens. */
+struct stream {
+    const struct lx_tokenizer *tok;
+    int print;              /* write the pieces (not with --ids) */
+    int started;            /* a piece has been written: no leading space to drop */
+    int stop;               /* the special id generation stopped at, or -1 */
+    double t0, t_first, t_half, t_last;     /* start of the prompt pass, token 0, the middle step, the last */
+    long n_half, n;         /* token index of t_half, tokens chosen */
+    long budget;
+};
+
+static void put_piece(struct stream *s, const char *p, size_t len)
 {
-    if (show_ids) {
-        for (long i = 0; i < n; i++)
-            printf("%s%d", i ? " " : "", ids[i]);
-        putchar('\n');
+    int skip = !s->started && len > 0 && p[0] == ' ' && !s->tok->is_byte;   /* SentencePiece's rule after BOS */
+    s->started |= len > 0;
+    fwrite(p + skip, 1, len - (size_t)skip, stdout);
+}
+
+static int stream_token(void *arg, long k, int id)
+{
+    struct stream *s = arg;
+    double now = omp_get_wtime();
+    s->n = k + 1;
+    if (k == 0)
+        s->t_first = now;
+    if (k == s->budget / 2)
+        s->t_half = now, s->n_half = k;
+    s->t_last = now;
+    if (!s->print)
+        return 0;
+    size_t len;
+    const char *p = lx_tok_piece(s->tok, id, &len);
+    if (!p) {
+        s->stop = id;
+        return 1;
     }
-    char *out = lx_xmalloc((size_t)lx_tok_decode_cap(t, n));
+    put_piece(s, p, len);
+    fflush(stdout);
+    return 0;
+}
+
+/* ids[1, n) as text (up to the first special token) through s's printer. */
+static void put_text(struct stream *s, const int *ids, long n)
+{
+    char *out = lx_xmalloc((size_t)lx_tok_decode_cap(s->tok, n));
     int stop;
-    long len = lx_tok_decode(t, ids + 1, n - 1, out, &stop);
-    int skip = len > 0 && out[0] == ' ' && !t->is_byte;     /* the SentencePiece decoder's rule after BOS */
-    fwrite(out + skip, 1, (size_t)(len - skip), stdout);
-    putchar('\n');
+    put_piece(s, out, (size_t)lx_tok_decode(s->tok, ids + 1, n - 1, out, &stop));
     free(out);
+}
+
+/* With --ids: every id, then the text. */
+static void print_ids(struct stream *s, const int *ids, long n)
+{
+    for (long i = 0; i < n; i++)
+        printf("%s%d", i ? " " : "", ids[i]);
+    putchar('\n');
+    put_text(s, ids, n);
+}
+
+static void print_timings(const struct stream *s, double t_load, long np)
+{
+    fprintf(stderr, "lenx: timings: load %.2f s; prompt of %ld token%s and the first token %.2f s (%.1f tokens/s)",
+            t_load, np, np == 1 ? "" : "s", s->t_first - s->t0, (double)np / (s->t_first - s->t0));
+    long steps = s->n - 1;
+    if (steps > 0) {
+        double dt = s->t_last - s->t_first;
+        fprintf(stderr, "; %ld decode step%s %.2f s (%.2f tokens/s, %.1f ms a step", steps, steps == 1 ? "" : "s", dt,
+                (double)steps / dt, 1e3 * dt / (double)steps);
+        if (s->n_half > 0 && s->n - 1 > s->n_half)
+            fprintf(stderr, "; steps 1-%ld %.1f ms, %ld-%ld %.1f ms", s->n_half,
+                    1e3 * (s->t_half - s->t_first) / (double)s->n_half, s->n_half + 1, steps,
+                    1e3 * (s->t_last - s->t_half) / (double)(steps - s->n_half));
+        fputc(')', stderr);
+    }
+    if (s->stop >= 0)
+        fprintf(stderr, "; stopped at token %ld, %s (id %d)", s->n - 1, lx_tok_special_name(s->tok, s->stop),
+                s->stop);
+    fputc('\n', stderr);
 }
 
 static int gen_run(const struct gen_opts *o, struct lx_error *err)
@@ -79,7 +152,8 @@ static int gen_run(const struct gen_opts *o, struct lx_error *err)
     struct lx_doc d1 = {0}, d2 = {0};
     struct lx_stack st = {0};
     int *ids = NULL;
-    long np = 0;
+    long np = 0, n_out = 0;
+    double t_start = omp_get_wtime();
     int rc = lx_local_find(o->model, o->db, &path, err);
     if (rc == LX_OK)     /* the checks score makes: a 512-token model is not read in the 260 byte tokens */
         rc = lx_local_load(path, o->tokenizer, &m, &info, &tok, err);
@@ -93,12 +167,24 @@ static int gen_run(const struct gen_opts *o, struct lx_error *err)
     struct lx_spec spec;
     if (rc == LX_OK)
         rc = lx_stack_compile(&st, &f, &spec, err);
+    struct stream s = {.tok = lx_tok_or_byte(tok), .print = !o->ids, .stop = -1, .budget = o->n};
+    struct lx_gen_sink sink = {stream_token, &s};
     if (rc == LX_OK) {
         ids = lx_xrealloc(ids, sizeof(int) * (size_t)(np + o->n));
-        rc = lx_generate_with(&m, &spec, ids, np, o->n, ids + np, LX_DECODE_CACHE, &o->smp, err);
+        if (s.print) {
+            put_text(&s, ids, np);
+            fflush(stdout);
+        }
+        s.t0 = omp_get_wtime();
+        rc = lx_generate_stream(&m, &spec, ids, np, o->n, ids + np, LX_DECODE_CACHE, &o->smp, &sink, &n_out, err);
     }
-    if (rc == LX_OK)
-        gen_print(lx_tok_or_byte(tok), ids, np + o->n, o->ids);
+    if (rc == LX_OK) {
+        if (o->ids)
+            print_ids(&s, ids, np + n_out);
+        putchar('\n');
+        if (o->timings && n_out > 0)
+            print_timings(&s, s.t0 - t_start, np);
+    }
     free(ids);
     lx_stack_release(&st);
     lx_doc_release(&d1);
@@ -122,7 +208,8 @@ int lx_cmd_generate(int argc, char **argv)
         return lx_cli_fail(&err, rc);
 #define GET(k) lx_args_get(&a, gen_opts, N_OPTS(gen_opts), k)
     struct gen_opts o = {.model = GET("model"), .tokenizer = GET("tokenizer"), .prompt = GET("prompt"),
-                         .method = GET("method"), .db = GET("db"), .n = 256, .ids = GET("ids") != NULL};
+                         .method = GET("method"), .db = GET("db"), .n = 256, .ids = GET("ids") != NULL,
+                         .timings = GET("timings") != NULL};
     if (help || !o.model || a.n_pos)
         return lx_cli_usage(gen_usage, gen_opts, N_OPTS(gen_opts)), help ? 0 : 2;
     o.db = o.db ? o.db : LX_DEFAULT_DB;

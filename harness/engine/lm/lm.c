@@ -136,9 +136,9 @@ static int local_generate(struct lx_lm *lm, struct lx_lm_gen *g, long n, struct 
     int rc = LX_OK;
     for (long i = 0; i < n && rc == LX_OK; i++) {
         struct lx_sampler s = sampler_of(&g[i].smp);
-        rc = lx_generate_with(lm->model, lm->spec, g[i].prompt, g[i].n_prompt, g[i].max_tokens, g[i].out,
-                              LX_DECODE_CACHE, &s, err);
-        g[i].n_out = rc == LX_OK ? g[i].max_tokens : 0;
+        rc = lx_generate_stream(lm->model, lm->spec, g[i].prompt, g[i].n_prompt, g[i].max_tokens, g[i].out,
+                                LX_DECODE_CACHE, &s, g[i].sink, &g[i].n_out, err);
+        g[i].n_out = rc == LX_OK ? g[i].n_out : 0;
     }
     return rc;
 }
@@ -230,10 +230,34 @@ int lx_lm_eval_windows(struct lx_lm *lm, long n_windows, int T, lx_eval_fill fil
     return rc;
 }
 
-int lx_lm_generate(struct lx_lm *lm, const int *prompt, long n_prompt, long n, const struct lx_lm_sampling *s,
-                   int *out, long *n_out, struct lx_error *err)
+static int stop_token(void *arg, long k, int id)
 {
-    struct lx_lm_gen g = {.prompt = prompt, .n_prompt = n_prompt, .max_tokens = n, .smp = *s, .out = out};
+    struct lx_lm_stop *s = arg;
+    size_t len;
+    const char *p = lx_tok_piece(s->tk, id, &len);
+    (void)k;
+    if (!p)
+        return 1;
+    lx_buf_putn(&s->text, p, len);
+    return s->cut && s->text.len > 0 && s->cut(s->arg, s->text.s, (long)s->text.len) < (long)s->text.len;
+}
+
+void lx_lm_stop_init(struct lx_lm_stop *s, const struct lx_tokenizer *tk,
+                     long (*cut)(const void *arg, const char *text, long n), const void *arg)
+{
+    *s = (struct lx_lm_stop){.sink = {stop_token, s}, .tk = tk, .cut = cut, .arg = arg};
+}
+
+void lx_lm_stop_free(struct lx_lm_stop *s)
+{
+    lx_buf_free(&s->text);
+}
+
+int lx_lm_generate(struct lx_lm *lm, const int *prompt, long n_prompt, long n, const struct lx_lm_sampling *s,
+                   const struct lx_gen_sink *sink, int *out, long *n_out, struct lx_error *err)
+{
+    struct lx_lm_gen g = {.prompt = prompt, .n_prompt = n_prompt, .max_tokens = n, .smp = *s, .out = out,
+                          .sink = sink};
     int rc = lx_lm_require(lm, LX_LM_GENERATE, "a continuation", err);
     if (rc == LX_OK)
         rc = lm->ops->generate(lm, &g, 1, err);

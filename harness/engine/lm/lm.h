@@ -16,7 +16,9 @@
 #include <stdint.h>
 
 #include "harness/core/lx.h"
+#include "harness/engine/model/decoding.h"
 #include "harness/engine/model/evaluate.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 
 struct lx_model;
 struct lx_spec;
@@ -65,7 +67,26 @@ struct lx_lm_gen {
     int *out;               /* out: (max_tokens) the tokens; a model that stopped at its end of text
                             ** before the budget has the tokenizer's end id after them */
     long n_out;             /* out: tokens in out */
+    const struct lx_gen_sink *sink; /* in (lenx's engine only), NULL or told of each token as it is chosen:
+                            ** generation ends where it says (a server stops at its own end of text) */
 };
+
+/* A sink that ends a continuation where its text ends: after the first
+** special id of tk (no piece), or after the first token with which
+** cut(arg, text, n) < n for the pieces so far (a stop string or a newline
+** found). The tokens before the end are those of a continuation run to the
+** budget, so what is kept of it does not change; only the steps after it
+** are saved. */
+struct lx_lm_stop {
+    struct lx_gen_sink sink;
+    const struct lx_tokenizer *tk;
+    long (*cut)(const void *arg, const char *text, long n);     /* NULL: special ids only */
+    const void *arg;
+    struct lx_buf text;
+};
+void lx_lm_stop_init(struct lx_lm_stop *s, const struct lx_tokenizer *tk,
+                     long (*cut)(const void *arg, const char *text, long n), const void *arg);
+void lx_lm_stop_free(struct lx_lm_stop *s);
 
 struct lx_lm;
 struct lx_lm_ops {
@@ -111,9 +132,10 @@ const char *lx_lm_cap_name(unsigned cap);
 int lx_lm_eval_windows(struct lx_lm *lm, long n_windows, int T, lx_eval_fill fill, lx_eval_score score, void *ctx,
                        struct lx_error *err);
 
-/* One continuation of n tokens (see struct lx_lm_gen): on the engine exactly n
-** tokens through the KV cache (lx_generate_with); *n_out gets how many. */
+/* One continuation of n tokens (see struct lx_lm_gen): on the engine n
+** tokens through the KV cache (lx_generate_stream), fewer where sink (NULL:
+** none) ends it; *n_out gets how many. */
 int lx_lm_generate(struct lx_lm *lm, const int *prompt, long n_prompt, long n, const struct lx_lm_sampling *s,
-                   int *out, long *n_out, struct lx_error *err);
+                   const struct lx_gen_sink *sink, int *out, long *n_out, struct lx_error *err);
 
 #endif

@@ -138,23 +138,24 @@ int lx_decode_continue(const struct lx_model *m, const struct lx_spec *spec, str
                        int *out, long k, long n, struct lx_error *err)
 {
     long V = m->arch.vocab;
-    if (d->mode == LX_DECODE_CACHE) {
-        for (; k + 1 < n; k++) {
-            lx_decode_step(d->lg, m, spec, d->c, d->slot, pos0 + k, out[k]);
-            d->steps++;
-            out[k + 1] = lx_sample(d->lg, V, d->smp, k + 1, d->p);
-        }
-        return LX_OK;
-    }
     for (; k + 1 < n; k++) {
-        d->buf[pos0 + k] = out[k];
-        lx_model_forward(m, spec, d->buf, NULL, d->one);
+        const float *lg = d->lg;
+        if (d->mode == LX_DECODE_CACHE) {
+            lx_decode_step(d->lg, m, spec, d->c, d->slot, pos0 + k, out[k]);
+        } else {
+            d->buf[pos0 + k] = out[k];
+            lx_model_forward(m, spec, d->buf, NULL, d->one);
+            int rc = lx_acts_check_finite(d->one, V, 1, NULL, err);
+            if (rc < 0)
+                return rc;
+            lg = d->one->logits + (pos0 + k) * V;
+        }
         d->steps++;
-        int rc = lx_acts_check_finite(d->one, V, 1, NULL, err);
-        if (rc < 0)
-            return rc;
-        out[k + 1] = lx_sample(d->one->logits + (pos0 + k) * V, V, d->smp, k + 1, d->p);
+        out[k + 1] = lx_sample(lg, V, d->smp, k + 1, d->p);
+        if (d->sink && d->sink->token(d->sink->arg, k + 1, out[k + 1]))
+            break;
     }
+    d->n_out = k + 1 < n ? k + 2 : n;
     return LX_OK;
 }
 
@@ -166,13 +167,14 @@ int lx_decode_continue(const struct lx_model *m, const struct lx_spec *spec, str
 ** head runs on that row alone and the pass holds its logits, not the
 ** prompt's (n_prompt, V); its loss against token 0 is computed and unread. */
 static int generate(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
-                    int *out, enum lx_decode mode, const struct lx_sampler *smp, struct lx_error *err)
+                    int *out, enum lx_decode mode, const struct lx_sampler *smp, const struct lx_gen_sink *sink,
+                    long *n_out, struct lx_error *err)
 {
     int cached = mode == LX_DECODE_CACHE;
     long V = m->arch.vocab, T = cached ? n_prompt : n_prompt + n - 1;
     struct lx_acts a;
     struct lx_kvcache c = {0};
-    struct lx_decoder d = {.mode = mode, .c = &c, .one = &a, .smp = smp};
+    struct lx_decoder d = {.mode = mode, .c = &c, .one = &a, .smp = smp, .sink = sink};
     int *last = NULL;
     int rc = lx_acts_alloc(&a, &m->arch, 1, (int)T, cached ? LX_ACTS_EVAL_ANSWER : LX_ACTS_EVAL, err);
     if (rc == LX_OK && cached)
@@ -194,7 +196,10 @@ static int generate(const struct lx_model *m, const struct lx_spec *spec, const 
     if (rc == LX_OK) {
         out[0] = lx_sample(lx_acts_logits(&a, n_prompt - 1), V, smp, 0, d.p);
         a.kv = NULL;
-        rc = lx_decode_continue(m, spec, &d, n_prompt, out, 0, n, err);
+        d.n_out = 1;
+        if (!sink || !sink->token(sink->arg, 0, out[0]))
+            rc = lx_decode_continue(m, spec, &d, n_prompt, out, 0, n, err);
+        *n_out = d.n_out;
     }
     free(last);
     free(d.p);
@@ -214,6 +219,15 @@ int lx_generate(const struct lx_model *m, const struct lx_spec *spec, const int 
 int lx_generate_with(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
                      int *out, enum lx_decode mode, const struct lx_sampler *s, struct lx_error *err)
 {
+    long n_out;
+    return lx_generate_stream(m, spec, prompt, n_prompt, n, out, mode, s, NULL, &n_out, err);
+}
+
+int lx_generate_stream(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
+                       int *out, enum lx_decode mode, const struct lx_sampler *s, const struct lx_gen_sink *sink,
+                       long *n_out, struct lx_error *err)
+{
+    *n_out = 0;
     if (s && !(s->temperature >= 0.0 && s->temperature <= 1e6))
         return lx_err(err, LX_EINVAL, "temperature %g is not in [0, 1e6]", s->temperature);
     if (m->arch.mode != LX_MODEL_CAUSAL)
@@ -230,5 +244,5 @@ int lx_generate_with(const struct lx_model *m, const struct lx_spec *spec, const
                           m->arch.vocab);
     if (n == 0)
         return LX_OK;
-    return generate(m, spec, prompt, n_prompt, n, out, mode, s, err);
+    return generate(m, spec, prompt, n_prompt, n, out, mode, s, sink, n_out, err);
 }

@@ -42,6 +42,13 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
 ** Philox(seed, stream k): a pure function of (logits, s, k). */
 int lx_sample(const float *logits, long V, const struct lx_sampler *s, long k, double *p);
 
+/* Told of each generated token as it is chosen (k = 0 the first, from the
+** prompt's pass): a nonzero return stops generation after token k. */
+struct lx_gen_sink {
+    int (*token)(void *arg, long k, int id);
+    void *arg;
+};
+
 /* How the tokens after a known one are produced: the one decode loop, for
 ** generation and for the answers the retrieval tasks read. */
 struct lx_decoder {
@@ -54,11 +61,13 @@ struct lx_decoder {
     float *lg;                  /* cache: (V) one step's logits */
     double *p;                  /* (V) the sampler's scratch (unused when greedy) */
     long steps;                 /* decode steps (cache) or full passes (full) run: added to */
+    const struct lx_gen_sink *sink; /* NULL, or told of each token out[k + 1] as it is chosen */
+    long n_out;                 /* out: the tokens of out filled (n unless the sink stopped it) */
 };
 
 /* out[k] is the token at position pos0 + k of the window; fill out[k+1, n)
 ** with the tokens that follow, token j drawn by the sampler as generated
-** token j (lx_sample). Full mode checks every pass's logits are finite
+** token j (lx_sample), or out[k+1, d->n_out) when the sink stops it. Full mode checks every pass's logits are finite
 ** (LX_ERUN otherwise). */
 int lx_decode_continue(const struct lx_model *m, const struct lx_spec *spec, struct lx_decoder *d, long pos0,
                        int *out, long k, long n, struct lx_error *err);
@@ -72,5 +81,11 @@ int lx_generate(const struct lx_model *m, const struct lx_spec *spec, const int 
 /* The same with a sampler (NULL = greedy); mode as above. */
 int lx_generate_with(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
                      int *out, enum lx_decode mode, const struct lx_sampler *s, struct lx_error *err);
+/* The same, telling sink (NULL: nobody) of each token as it is chosen;
+** *n_out gets the tokens of out filled: n, or fewer when the sink stopped
+** generation (the tokens before the stop are those of a run to n). */
+int lx_generate_stream(const struct lx_model *m, const struct lx_spec *spec, const int *prompt, long n_prompt, long n,
+                       int *out, enum lx_decode mode, const struct lx_sampler *s, const struct lx_gen_sink *sink,
+                       long *n_out, struct lx_error *err);
 
 #endif
