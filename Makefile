@@ -87,11 +87,13 @@ $(B)/harness/core/version.o: build/gen/lx_build.h
 # The portable GEMM's sums are a fixed order of roundings: no fused multiply-add
 # the source does not spell out (harness/engine/kernels/gemm.c); the same for
 # AMX's emulated tiles, AdamW's sixteen lanes and the rotary's eight (the
-# reference's bits).
+# reference's bits), and the dequantized GGUF blocks (ggml's own products and
+# sums, bit for bit).
 $(B)/harness/engine/kernels/gemm.o: CFLAGS_ALL += -ffp-contract=off
 $(B)/harness/engine/kernels/amx.o: CFLAGS_ALL += -ffp-contract=off
 $(B)/harness/engine/model/train.o: CFLAGS_ALL += -ffp-contract=off
 $(B)/harness/engine/model/model.o: CFLAGS_ALL += -ffp-contract=off
+$(B)/harness/core/half.o: CFLAGS_ALL += -ffp-contract=off
 
 lenx: $(LIB_OBJ) $(B)/harness/main.o
 	$(CC) $(OPT) -o $@ $^ $(LDLIBS_ALL)

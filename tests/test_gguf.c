@@ -47,9 +47,13 @@ Test(gguf, f32_is_the_llama2c_file, .fini = teardown)
 ** activations; measured 1.9e-4. The quantized types: llama.cpp quantizes the activations too (Q8_0 and
 ** Q4_0 products take them as Q8_0, 8 bits per block of 32; the K-quants' as Q8_K, 8 bits per block of 256,
 ** an error of up to 1/254 of the block's largest value) while lenx dequantizes the weights exactly
-** (quantized_weights_are_llama_cpps below) and keeps fp32 activations: 5e-4 for Q8_0 and Q4_0 (measured
-** 7.1e-5 and 5.2e-5), 5e-3 for the Q4_K_M and Q5_K_M mixes (measured 1.8e-3 and 3.3e-3 on a random
-** model, whose near-uniform predictions move most), and the random model's F32 file 1e-4 (measured 1.0e-6). */
+** (quantized_weights_are_llama_cpps below) and keeps fp32 activations: 5e-4 for the types of 32-value
+** blocks, whose products take the activations as Q8_0 or Q8_1 (measured: Q8_0 7.1e-5, Q4_0 5.2e-5, Q4_1
+** 1.3e-4, Q5_0 1.1e-4, Q5_1 4.4e-4, IQ4_NL 1.4e-6; the last three are llama.cpp's fallbacks in the Q4_K_M,
+** Q5_K_M and Q3_K_M of a model whose rows are not whole super-blocks), 5e-3 for the K-quant mixes
+** (measured: Q4_K_M 1.8e-3, Q5_K_M 3.3e-3, Q3_K_M 7.2e-4, Q2_K 3.9e-3 on a random model, whose
+** near-uniform predictions move most), and the random model's F32 file 1e-4 (measured 1.0e-6). lenx runs
+** in portable numerics here, so its side is the same bits on every machine. */
 Test(gguf, perplexity_as_llama_cpp_prints_it, .fini = teardown)
 {
     shell_setup("gguf-ppl");
@@ -58,7 +62,9 @@ Test(gguf, perplexity_as_llama_cpp_prints_it, .fini = teardown)
         double tol;
     } files[] = {{"stories260K-f32", 1e-4}, {"stories260K-f16", 1e-4}, {"stories260K-bf16", 3e-4},
                  {"random-f32", 1e-4},      {"random-q8_0", 5e-4},     {"random-q4_0", 5e-4},
-                 {"random256-q4_k_m", 5e-3}, {"random256-q5_k_m", 5e-3}};
+                 {"random-q4_1", 5e-4},     {"random-q4_k_m", 5e-4},   {"random-q5_k_m", 5e-4},
+                 {"random-q3_k_m", 5e-4},   {"random256-q4_k_m", 5e-3}, {"random256-q5_k_m", 5e-3},
+                 {"random256-q3_k_m", 5e-3}, {"random256-q2_k", 5e-3}};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char out[8192], want[64];
         cr_assert_eq(sh(want, sizeof want, "awk -F'\\t' '$1 == \"%s.gguf\" {print $2}' "
@@ -88,18 +94,24 @@ Test(gguf, perplexity_as_llama_cpp_prints_it, .fini = teardown)
 
 /* Every quantized file's weights, dequantized by lenx, hash as llama.cpp's own dequantization of the
 ** same file does (tests/ref/gguf/dequantized.tsv: llama-quantize --allow-requantize to F32, hashed as
-** F32): Q8_0, Q4_0, and the Q4_K, Q5_K and Q6_K of the K-quant mixes, bit for bit. */
+** F32): Q8_0, Q4_0, Q4_1, the Q5_0, Q5_1 and IQ4_NL of llama.cpp's fallbacks, and the Q2_K, Q3_K, Q4_K,
+** Q5_K and Q6_K of the K-quant mixes, bit for bit. */
 Test(gguf, quantized_weights_are_llama_cpps, .fini = teardown)
 {
     shell_setup("gguf-deq");
-    static const char *const files[] = {"random-q8_0", "random-q4_0", "random256-q4_k_m", "random256-q5_k_m"};
+    static const char *const files[] = {"random-q8_0",      "random-q4_0",      "random-q4_1",      "random-q4_k_m",
+                                        "random-q5_k_m",    "random-q3_k_m",    "random256-q4_k_m", "random256-q5_k_m",
+                                        "random256-q3_k_m", "random256-q2_k"};
+    static const char *const mlp[] = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "Q4_K", "Q5_K", "Q3_K", "Q2_K"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        char want[128], got[8192];
+        char want[128], got[8192], type[64];
         cr_assert_eq(sh(want, sizeof want, "awk -F'\\t' '$1 == \"%s.gguf\" {printf \"%%s\", $2}' "
                         "$R/tests/ref/gguf/dequantized.tsv", files[i]), 0);
         cr_assert_eq(strlen(want), 64, "no reference for %s: '%s'", files[i], want);
         cr_assert_eq(sh(got, sizeof got, "$L show model $R/tests/ref/gguf/%s.gguf", files[i]), 0, "%s", got);
         cr_expect(strstr(got, want), "%s: lenx's weights do not hash %s:\n%s", files[i], want, got);
+        snprintf(type, sizeof type, "\"mlp\": \"%s\"", mlp[i]);     /* the type the file is there to check */
+        cr_expect(strstr(got, type), "%s: its MLP is not %s:\n%s", files[i], mlp[i], got);
     }
 }
 

@@ -465,8 +465,7 @@ static void key_str(struct lx_buf *out, const char *key, const char *v)
 ** checks against the machine before it allocates. */
 static const char *dtype_name(int t)
 {
-    static const char *const names[] = {"F32", "BF16", "F16", "Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K"};
-    return t >= 0 && t < (int)(sizeof names / sizeof *names) ? names[t] : "F32";
+    return t >= 0 && t < LX_DT_N ? lx_dtype_name(t) : "F32";
 }
 
 static void put_memory(struct lx_buf *out, const struct lx_model *m, long train_len)

@@ -114,16 +114,82 @@ static float f16_at(const unsigned char *p)
     return lx_f16_to_f32(h);
 }
 
-/* Q4_0: an f16 scale d, 16 bytes of nibbles; value j is (low nibble of byte
-** j) - 8, value 16 + j its high nibble - 8, each times d. */
-static void q4_0_to_f32(float *out, const unsigned char *b, size_t n)
+/* Q4_0 and IQ4_NL: an f16 scale d, 16 bytes of nibbles; value j is the low
+** nibble of byte j, value 16 + j its high nibble, each read through a table
+** of 16 levels and times d: Q4_0's levels are q - 8, IQ4_NL's a fixed
+** non-linear set (the format's). */
+static void q4_nl_to_f32(float *out, const unsigned char *b, size_t n, int t)
 {
+    static const int8_t q4_0[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7},
+                        iq4_nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    const int8_t *lv = t == LX_DT_IQ4_NL ? iq4_nl : q4_0;
     for (size_t k = 0; k < n; k += 32, b += 18, out += 32) {
         float d = f16_at(b);
         for (int j = 0; j < 16; j++) {
-            out[j] = (float)((b[2 + j] & 0x0f) - 8) * d;
-            out[16 + j] = (float)((b[2 + j] >> 4) - 8) * d;
+            out[j] = (float)lv[b[2 + j] & 0x0f] * d;
+            out[16 + j] = (float)lv[b[2 + j] >> 4] * d;
         }
+    }
+}
+
+/* Q4_1, Q5_0 and Q5_1: an f16 scale d, (Q4_1, Q5_1:) an f16 min m, (Q5_*:)
+** 32 fifth bits, 16 bytes of nibbles; value j is the low nibble of byte j,
+** value 16 + j its high nibble, with bit j (16 + j) of the fifth bits as 16;
+** then d·(q − 16) for Q5_0, d·q + m for the others, a product and a sum
+** (no fused multiply-add: half.c is built without FMA, as ggml-base). */
+static void q_32_to_f32(float *out, const unsigned char *b, size_t n, int t)
+{
+    int five = t != LX_DT_Q4_1, min = t != LX_DT_Q5_0;
+    size_t bytes = lx_dtype_block_bytes(t);
+    for (size_t k = 0; k < n; k += 32, b += bytes, out += 32) {
+        float d = f16_at(b), m = min ? f16_at(b + 2) : 0.0f;
+        const unsigned char *q = b + (min ? 4 : 2) + (five ? 4 : 0);
+        uint32_t h = 0;
+        if (five)
+            memcpy(&h, b + (min ? 4 : 2), 4);
+        for (int j = 0; j < 16; j++) {
+            int lo = (q[j] & 0x0f) | (int)((h >> j) & 1) << 4, hi = (q[j] >> 4) | (int)((h >> (16 + j)) & 1) << 4;
+            out[j] = min ? (float)lo * d + m : (float)(lo - 16) * d;
+            out[16 + j] = min ? (float)hi * d + m : (float)(hi - 16) * d;
+        }
+    }
+}
+
+/* Q2_K and Q3_K super-blocks of 256 in 16 sub-blocks of 16. The 2-bit q of
+** value 128·h + 32·s + 16·g + l sits at bits 2s of byte 32·h + 16·g + l of
+** the 64 quant bytes (h, s, g, l < 2, 4, 2, 16), sub-block 8·h + 2·s + g.
+** Q2_K (16 scale bytes, 64 quant bytes, f16 d, f16 dmin): a scale byte is a
+** 4-bit scale (low) and min (high), value = (d·sc)·q − dmin·m. Q3_K (32 bytes
+** of high bits, 64 quant bytes, 12 bytes of 6-bit scales, f16 d): the high
+** bit of value 128·h + 32·s + 16·g + l is bit 4h + s of byte 16·g + l, and
+** q loses 4 where it is clear; value = (d·(sc − 32))·q. */
+static void q_k_2_3_to_f32(float *out, const unsigned char *b, size_t n, int three)
+{
+    for (size_t k = 0; k < n; k += 256, b += three ? 110 : 84) {
+        const unsigned char *q = b + (three ? 32 : 16), *hm = b;
+        float d = f16_at(b + (three ? 108 : 80)), dmin = three ? 0.0f : f16_at(b + 82);
+        int sc[16];
+        if (three) {    /* 16 6-bit scales: low nibbles from bytes 0-7, high pairs from bytes 8-11 */
+            for (int j = 0; j < 16; j++) {
+                int low = j < 8 ? b[96 + j] & 0x0f : b[96 + j - 8] >> 4;
+                sc[j] = (low | ((b[104 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
+            }
+        }
+        for (int h = 0; h < 2; h++)
+            for (int s = 0; s < 4; s++)
+                for (int g = 0; g < 2; g++) {
+                    int j = 8 * h + 2 * s + g;
+                    const unsigned char *qq = q + 32 * h + 16 * g;
+                    float dl = three ? d * (float)sc[j] : d * (float)(b[j] & 0x0f);
+                    float ml = three ? 0.0f : dmin * (float)(b[j] >> 4);
+                    for (int l = 0; l < 16; l++) {
+                        int v = (qq[l] >> (2 * s)) & 3;
+                        if (three)
+                            *out++ = dl * (float)(v - ((hm[16 * g + l] >> (4 * h + s)) & 1 ? 0 : 4));
+                        else
+                            *out++ = dl * (float)v - ml;
+                    }
+                }
     }
 }
 
@@ -194,10 +260,14 @@ void lx_half_to_f32(float *out, const void *src, int t, size_t n)
     if (t >= LX_DT_Q8_0) {  /* blocks, dequantized as llama.cpp's formats define them */
         if (t == LX_DT_Q8_0)
             q8_0_to_f32(out, src, n);
-        else if (t == LX_DT_Q4_0)
-            q4_0_to_f32(out, src, n);
+        else if (t == LX_DT_Q4_0 || t == LX_DT_IQ4_NL)
+            q4_nl_to_f32(out, src, n, t);
         else if (t == LX_DT_Q6_K)
             q6_k_to_f32(out, src, n);
+        else if (t == LX_DT_Q4_1 || t == LX_DT_Q5_0 || t == LX_DT_Q5_1)
+            q_32_to_f32(out, src, n, t);
+        else if (t == LX_DT_Q2_K || t == LX_DT_Q3_K)
+            q_k_2_3_to_f32(out, src, n, t == LX_DT_Q3_K);
         else
             qk_4_5_to_f32(out, src, n, t == LX_DT_Q5_K);
         return;
@@ -303,15 +373,18 @@ static size_t scan_half_avx512(const uint16_t *h, size_t n, uint16_t mask)
 
 long lx_half_first_nonfinite(const void *src, int t, size_t n)
 {
-    if (t >= LX_DT_Q8_0) {  /* the f16 scales (d, and dmin for Q4_K/Q5_K): the integers are finite */
+    if (t >= LX_DT_Q8_0) {  /* the f16 scales (d, and the min's scale where there is one): the integers are finite */
+        static const short at[LX_DT_N][2] = {[LX_DT_Q8_0] = {0, -1}, [LX_DT_Q4_0] = {0, -1}, [LX_DT_Q4_K] = {0, 2},
+                                             [LX_DT_Q5_K] = {0, 2},  [LX_DT_Q6_K] = {208, -1}, [LX_DT_Q4_1] = {0, 2},
+                                             [LX_DT_Q5_0] = {0, -1}, [LX_DT_Q5_1] = {0, 2}, [LX_DT_Q2_K] = {80, 82},
+                                             [LX_DT_Q3_K] = {108, -1}, [LX_DT_IQ4_NL] = {0, -1}};
         const unsigned char *b = src;
-        size_t at = t == LX_DT_Q6_K ? 208 : 0, nb = lx_dtype_block_bytes(t), bv = lx_dtype_block(t);
-        int two = t == LX_DT_Q4_K || t == LX_DT_Q5_K;
+        size_t nb = lx_dtype_block_bytes(t), bv = lx_dtype_block(t);
         for (size_t k = 0; k < n; k += bv, b += nb) {
             uint16_t d0, d1 = 0;
-            memcpy(&d0, b + at, 2);
-            if (two)
-                memcpy(&d1, b + 2, 2);
+            memcpy(&d0, b + at[t][0], 2);
+            if (at[t][1] >= 0)
+                memcpy(&d1, b + at[t][1], 2);
             if ((d0 & 0x7c00) == 0x7c00 || (d1 & 0x7c00) == 0x7c00)
                 return (long)k;
         }

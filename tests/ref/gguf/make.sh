@@ -5,6 +5,12 @@
 # llama.cpp build made outside the repository from its source. The files committed here were
 # made with llama.cpp commit 34af94cd9ab277632e27caeec2d41de2fd091b31 (ggml 0.20.1):
 #   cmake -B build -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF && cmake --build build -j2
+# except the six files of the Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K and Q3_K types (random-q4_1,
+# random-q{4,5,3}_k_m, random256-q3_k_m, random256-q2_k) and their rows in dequantized.tsv and
+# llamacpp-ppl.tsv, made on 2026-11-30 by the same lines with llama.cpp c392e5094 (targets
+# llama-quantize, llama-perplexity, llama-convert-llama2c-to-ggml). That build remade random-f32.gguf
+# and random256-q4_k_m.gguf byte for byte, but its llama-perplexity prints other numbers for the
+# older files (random-q4_0 809.4554, random256-q4_k_m 1838.1618): the rows above were kept.
 # Usage: LLAMA_BIN=/path/to/llama.cpp/build/bin [LENX=./lenx] tests/ref/gguf/make.sh
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -23,19 +29,28 @@ done
     --llama2c-model random.bin --llama2c-output-model random-f32.gguf >/dev/null 2>&1
 "$bin/llama-quantize" random-f32.gguf random-q8_0.gguf Q8_0 >/dev/null 2>&1
 "$bin/llama-quantize" random-f32.gguf random-q4_0.gguf Q4_0 >/dev/null 2>&1
+"$bin/llama-quantize" random-f32.gguf random-q4_1.gguf Q4_1 >/dev/null 2>&1
+# the K-quant mixes of a model whose rows are not whole super-blocks of 256: llama.cpp falls back to
+# Q5_0 (Q4_K_M), Q5_1 (Q5_K_M) and IQ4_NL (Q3_K_M) for every matrix, as for any model of such widths
+for t in q4_k_m q5_k_m q3_k_m; do
+    "$bin/llama-quantize" random-f32.gguf random-$t.gguf "$(echo $t | tr a-z A-Z)" >/dev/null 2>&1
+done
 # and one whose widths are whole K-quant super-blocks of 256, as llama.cpp's Q4_K_M and Q5_K_M mix them
 /usr/bin/python3 random_l2c.py random.bin 11 256 512
 "$bin/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$src/tok512.bin" \
     --llama2c-model random.bin --llama2c-output-model random256-f32.gguf >/dev/null 2>&1
 "$bin/llama-quantize" random256-f32.gguf random256-q4_k_m.gguf Q4_K_M >/dev/null 2>&1
 "$bin/llama-quantize" random256-f32.gguf random256-q5_k_m.gguf Q5_K_M >/dev/null 2>&1
+"$bin/llama-quantize" random256-f32.gguf random256-q3_k_m.gguf Q3_K_M >/dev/null 2>&1
+"$bin/llama-quantize" random256-f32.gguf random256-q2_k.gguf Q2_K >/dev/null 2>&1
 rm -f random.bin random256-f32.gguf
 # llama.cpp's own dequantization of every quantized file (llama-quantize --allow-requantize to F32),
 # as the SHA-256 of its F32 weights in lenx's tensor order (lenx show model's weights_sha256, which
 # for an F32 file is a copy of its bytes): lenx's dequantized weights must hash the same
 lenx=${LENX:-../../../lenx}
 : > dequantized.tsv
-for f in random-q8_0 random-q4_0 random256-q4_k_m random256-q5_k_m; do
+for f in random-q8_0 random-q4_0 random256-q4_k_m random256-q5_k_m random-q4_1 random-q4_k_m random-q5_k_m \
+         random-q3_k_m random256-q3_k_m random256-q2_k; do
     "$bin/llama-quantize" --allow-requantize $f.gguf deq.gguf F32 >/dev/null 2>&1
     printf '%s.gguf\t%s\n' $f "$("$lenx" show model deq.gguf | sed -n 's/.*"weights_sha256": "\([0-9a-f]*\)".*/\1/p')" >> dequantized.tsv
     rm -f deq.gguf
