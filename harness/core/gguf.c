@@ -17,7 +17,7 @@ static const struct {
     {LX_GGML_Q8_0, "Q8_0", 32, 34}, {LX_GGML_Q4_0, "Q4_0", 32, 18},  {LX_GGML_Q4_K, "Q4_K", 256, 144},
     {LX_GGML_Q5_K, "Q5_K", 256, 176}, {LX_GGML_Q6_K, "Q6_K", 256, 210}, {LX_GGML_Q4_1, "Q4_1", 32, 20},
     {LX_GGML_Q5_0, "Q5_0", 32, 22},   {LX_GGML_Q5_1, "Q5_1", 32, 24},   {LX_GGML_Q2_K, "Q2_K", 256, 84},
-    {LX_GGML_Q3_K, "Q3_K", 256, 110}, {LX_GGML_IQ4_NL, "IQ4_NL", 32, 18},
+    {LX_GGML_Q3_K, "Q3_K", 256, 110}, {LX_GGML_IQ4_NL, "IQ4_NL", 32, 18}, {LX_GGML_IQ4_XS, "IQ4_XS", 256, 136},
 };
 
 static int ttype_index(int type)
@@ -207,7 +207,8 @@ static int read_tensor(struct lx_gguf *g, struct rd *r, uint64_t k, struct lx_bu
     int ti = rc == LX_OK ? ttype_index((int)type) : 0;
     if (rc == LX_OK && ti < 0)
         rc = lx_err(r->err, LX_EINVAL, "%s: %s has type %u, which lenx does not read\n  hint: lenx reads F32, "
-                    "F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_NL", r->name, name, type);
+                    "F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS", r->name,
+                    name, type);
     if (rc == LX_OK && t->ne[0] % (uint64_t)ttypes[ti].block)
         rc = lx_err(r->err, LX_EINVAL, "%s: %s has rows of %llu elements, not a whole number of %s blocks of %d",
                     r->name, name, (unsigned long long)t->ne[0], ttypes[ti].name, ttypes[ti].block);

@@ -118,16 +118,38 @@ static float f16_at(const unsigned char *p)
 ** nibble of byte j, value 16 + j its high nibble, each read through a table
 ** of 16 levels and times d: Q4_0's levels are q - 8, IQ4_NL's a fixed
 ** non-linear set (the format's). */
+static const int8_t iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
 static void q4_nl_to_f32(float *out, const unsigned char *b, size_t n, int t)
 {
-    static const int8_t q4_0[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7},
-                        iq4_nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-    const int8_t *lv = t == LX_DT_IQ4_NL ? iq4_nl : q4_0;
+    static const int8_t q4_0[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
+    const int8_t *lv = t == LX_DT_IQ4_NL ? iq4_levels : q4_0;
     for (size_t k = 0; k < n; k += 32, b += 18, out += 32) {
         float d = f16_at(b);
         for (int j = 0; j < 16; j++) {
             out[j] = (float)lv[b[2 + j] & 0x0f] * d;
             out[16 + j] = (float)lv[b[2 + j] >> 4] * d;
+        }
+    }
+}
+
+/* IQ4_XS super-blocks of 256: an f16 d, 16 high scale bits, 4 bytes of low
+** scale nibbles, 128 bytes of nibbles; sub-block j of 32 has the 6-bit scale
+** (nibble j of the low bytes) | (bits 2j, 2j + 1 of the high ones) << 4, and
+** its values are (d·(scale − 32))·level, laid out as IQ4_NL's blocks. */
+static void iq4_xs_to_f32(float *out, const unsigned char *b, size_t n)
+{
+    for (size_t k = 0; k < n; k += 256, b += 136) {
+        float d = f16_at(b);
+        unsigned hi = (unsigned)b[2] | (unsigned)b[3] << 8;
+        const unsigned char *q = b + 8;
+        for (int j = 0; j < 8; j++, q += 16, out += 32) {
+            int sc = ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (int)((hi >> (2 * j)) & 3) << 4;
+            float dl = d * (float)(sc - 32);
+            for (int l = 0; l < 16; l++) {
+                out[l] = dl * (float)iq4_levels[q[l] & 0x0f];
+                out[16 + l] = dl * (float)iq4_levels[q[l] >> 4];
+            }
         }
     }
 }
@@ -266,6 +288,8 @@ void lx_half_to_f32(float *out, const void *src, int t, size_t n)
             q6_k_to_f32(out, src, n);
         else if (t == LX_DT_Q4_1 || t == LX_DT_Q5_0 || t == LX_DT_Q5_1)
             q_32_to_f32(out, src, n, t);
+        else if (t == LX_DT_IQ4_XS)
+            iq4_xs_to_f32(out, src, n);
         else if (t == LX_DT_Q2_K || t == LX_DT_Q3_K)
             q_k_2_3_to_f32(out, src, n, t == LX_DT_Q3_K);
         else
@@ -377,7 +401,8 @@ long lx_half_first_nonfinite(const void *src, int t, size_t n)
         static const short at[LX_DT_N][2] = {[LX_DT_Q8_0] = {0, -1}, [LX_DT_Q4_0] = {0, -1}, [LX_DT_Q4_K] = {0, 2},
                                              [LX_DT_Q5_K] = {0, 2},  [LX_DT_Q6_K] = {208, -1}, [LX_DT_Q4_1] = {0, 2},
                                              [LX_DT_Q5_0] = {0, -1}, [LX_DT_Q5_1] = {0, 2}, [LX_DT_Q2_K] = {80, 82},
-                                             [LX_DT_Q3_K] = {108, -1}, [LX_DT_IQ4_NL] = {0, -1}};
+                                             [LX_DT_Q3_K] = {108, -1}, [LX_DT_IQ4_NL] = {0, -1},
+                                             [LX_DT_IQ4_XS] = {0, -1}};
         const unsigned char *b = src;
         size_t nb = lx_dtype_block_bytes(t), bv = lx_dtype_block(t);
         for (size_t k = 0; k < n; k += bv, b += nb) {

@@ -26,26 +26,28 @@
 ** mins per 16, 2-bit q; d·sc·q − dmin·m), Q3_K (256: d, 6-bit scales per 16,
 ** 3-bit q; d·(sc − 32)·(q − 4)), Q4_K and Q5_K (256: d, dmin, 6-bit scales
 ** and mins per 32; d·sc·q − dmin·m), Q6_K (256: d, int8 scales per 16;
-** d·sc·(q − 32)), IQ4_NL (32: d, nibbles indexing 16 fixed levels; d·level). */
+** d·sc·(q − 32)), IQ4_NL (32: d, nibbles indexing 16 fixed levels; d·level),
+** IQ4_XS (256: d, 6-bit scales per 32, IQ4_NL's levels; d·(sc − 32)·level). */
 enum lx_dtype { LX_DT_F32 = 0, LX_DT_BF16 = 1, LX_DT_F16 = 2, LX_DT_Q8_0 = 3, LX_DT_Q4_0 = 4, LX_DT_Q4_K = 5,
                 LX_DT_Q5_K = 6, LX_DT_Q6_K = 7, LX_DT_Q4_1 = 8, LX_DT_Q5_0 = 9, LX_DT_Q5_1 = 10, LX_DT_Q2_K = 11,
-                LX_DT_Q3_K = 12, LX_DT_IQ4_NL = 13, LX_DT_N };
+                LX_DT_Q3_K = 12, LX_DT_IQ4_NL = 13, LX_DT_IQ4_XS = 14,
+                LX_DT_N };
 
 #define LX_Q8_0_VALUES 32   /* values of a Q8_0 block */
 #define LX_Q8_0_BYTES 34    /* its bytes: the f16 scale, then 32 int8 */
 
 /* Values and bytes of one block of a quantized type (1 and the value's bytes
 ** for the float types): Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL hold 32
-** values, the K-quants 256. */
+** values, the K-quants and IQ4_XS 256. */
 static inline size_t lx_dtype_block(int t)
 {
-    static const unsigned short values[LX_DT_N] = {1, 1, 1, 32, 32, 256, 256, 256, 32, 32, 32, 256, 256, 32};
+    static const unsigned short values[LX_DT_N] = {1, 1, 1, 32, 32, 256, 256, 256, 32, 32, 32, 256, 256, 32, 256};
     return values[t];
 }
 
 static inline size_t lx_dtype_block_bytes(int t)
 {
-    static const unsigned char bytes[LX_DT_N] = {4, 2, 2, 34, 18, 144, 176, 210, 20, 22, 24, 84, 110, 18};
+    static const unsigned char bytes[LX_DT_N] = {4, 2, 2, 34, 18, 144, 176, 210, 20, 22, 24, 84, 110, 18, 136};
     return bytes[t];
 }
 
@@ -53,7 +55,7 @@ static inline size_t lx_dtype_block_bytes(int t)
 static inline const char *lx_dtype_name(int t)
 {
     static const char *const names[LX_DT_N] = {"F32",  "BF16", "F16",  "Q8_0", "Q4_0", "Q4_K", "Q5_K",
-                                               "Q6_K", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "IQ4_NL"};
+                                               "Q6_K", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS"};
     return t >= 0 && t < LX_DT_N ? names[t] : "?";
 }
 

@@ -5,8 +5,8 @@
 # llama.cpp build made outside the repository from its source. The files committed here were
 # made with llama.cpp commit 34af94cd9ab277632e27caeec2d41de2fd091b31 (ggml 0.20.1):
 #   cmake -B build -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF && cmake --build build -j2
-# except the six files of the Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K and Q3_K types (random-q4_1,
-# random-q{4,5,3}_k_m, random256-q3_k_m, random256-q2_k) and their rows in dequantized.tsv and
+# except the seven files of the Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K and IQ4_XS types (random-q4_1,
+# random-q{4,5,3}_k_m, random256-q3_k_m, random256-q2_k, random256-iq4_xs) and their rows in dequantized.tsv and
 # llamacpp-ppl.tsv, made on 2026-11-30 by the same lines with llama.cpp c392e5094 (targets
 # llama-quantize, llama-perplexity, llama-convert-llama2c-to-ggml). That build remade random-f32.gguf
 # and random256-q4_k_m.gguf byte for byte, but its llama-perplexity prints other numbers for the
@@ -43,6 +43,7 @@ done
 "$bin/llama-quantize" random256-f32.gguf random256-q5_k_m.gguf Q5_K_M >/dev/null 2>&1
 "$bin/llama-quantize" random256-f32.gguf random256-q3_k_m.gguf Q3_K_M >/dev/null 2>&1
 "$bin/llama-quantize" random256-f32.gguf random256-q2_k.gguf Q2_K >/dev/null 2>&1
+"$bin/llama-quantize" random256-f32.gguf random256-iq4_xs.gguf IQ4_XS >/dev/null 2>&1
 rm -f random.bin random256-f32.gguf
 # llama.cpp's own dequantization of every quantized file (llama-quantize --allow-requantize to F32),
 # as the SHA-256 of its F32 weights in lenx's tensor order (lenx show model's weights_sha256, which
@@ -50,7 +51,7 @@ rm -f random.bin random256-f32.gguf
 lenx=${LENX:-../../../lenx}
 : > dequantized.tsv
 for f in random-q8_0 random-q4_0 random256-q4_k_m random256-q5_k_m random-q4_1 random-q4_k_m random-q5_k_m \
-         random-q3_k_m random256-q3_k_m random256-q2_k; do
+         random-q3_k_m random256-q3_k_m random256-q2_k random256-iq4_xs; do
     "$bin/llama-quantize" --allow-requantize $f.gguf deq.gguf F32 >/dev/null 2>&1
     printf '%s.gguf\t%s\n' $f "$("$lenx" show model deq.gguf | sed -n 's/.*"weights_sha256": "\([0-9a-f]*\)".*/\1/p')" >> dequantized.tsv
     rm -f deq.gguf
