@@ -197,6 +197,52 @@ Test(half, typed_products_match_the_reference)
                 product_case(modes[m], t, shapes[s][0], shapes[s][1], shapes[s][2]);
 }
 
+/* Every quantized type dequantized in AVX-512 lanes (lx_half_to_f32) gives the block-by-block
+** reference's values bit for bit: 9 blocks of random bytes, their f16 scales finite (at the
+** offsets of each format), so every bit pattern of the integers is met. The lanes cover Q8_0, Q4_0,
+** IQ4_NL, Q4_K, Q5_K and Q6_K; the other types go through the reference on both sides. A run that
+** does not start at the first block (the widening of a row in parts) lands on the same values. */
+/* n_blocks blocks of quantized type t, random bytes with finite f16 scales
+** (sign, exponent lo..lo+span-1, any mantissa) at the format's offsets. */
+static unsigned char *random_blocks(int t, size_t n_blocks, int lo, int span, struct lx_rng *r)
+{
+    static const short scales[LX_DT_N][2] = {
+        [LX_DT_Q8_0] = {0, -1}, [LX_DT_Q4_0] = {0, -1}, [LX_DT_Q4_K] = {0, 2},    [LX_DT_Q5_K] = {0, 2},
+        [LX_DT_Q6_K] = {208, -1}, [LX_DT_Q4_1] = {0, 2}, [LX_DT_Q5_0] = {0, -1},  [LX_DT_Q5_1] = {0, 2},
+        [LX_DT_Q2_K] = {80, 82}, [LX_DT_Q3_K] = {108, -1}, [LX_DT_IQ4_NL] = {0, -1}, [LX_DT_IQ4_XS] = {0, -1}};
+    size_t nb = lx_dtype_block_bytes(t);
+    unsigned char *b = lx_xmalloc(n_blocks * nb);
+    for (size_t i = 0; i < n_blocks * nb; i++)
+        b[i] = (unsigned char)(lx_rng_uniform(r) * 256);
+    for (size_t k = 0; k < n_blocks; k++)
+        for (int j = 0; j < 2; j++)
+            if (scales[t][j] >= 0) {
+                uint16_t h = (uint16_t)((lx_rng_uniform(r) < 0.5 ? 0x8000 : 0) |
+                                        (lo + (int)(lx_rng_uniform(r) * span)) << 10 | (int)(lx_rng_uniform(r) * 1024));
+                memcpy(b + k * nb + (size_t)scales[t][j], &h, 2);
+            }
+    return b;
+}
+
+Test(half, quantized_lanes_are_the_reference_bits)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, 17, 0, 0);
+    for (int t = LX_DT_Q8_0; t < LX_DT_N; t++) {
+        size_t bv = lx_dtype_block(t), nb = lx_dtype_block_bytes(t), n = 9 * bv;
+        unsigned char *b = random_blocks(t, 9, 1, 29, &r);
+        float *fast = lx_xmalloc(sizeof(float) * n), *ref = lx_xmalloc(sizeof(float) * n);
+        lx_half_to_f32(fast, b, t, n);
+        lx_half_to_f32_scalar(ref, b, t, n);
+        cr_expect_eq(memcmp(fast, ref, sizeof(float) * n), 0, "%s: the lanes differ from the reference",
+                     lx_dtype_name(t));
+        lx_half_to_f32(fast, b + 2 * nb, t, n - 2 * bv);
+        cr_expect_eq(memcmp(fast, ref + 2 * bv, sizeof(float) * (n - 2 * bv)), 0, "%s: from block 2 on",
+                     lx_dtype_name(t));
+        free(b), free(fast), free(ref);
+    }
+}
+
 /* Fast numerics reads a few rows' half weights directly (wprod.c, dots_half_avx512): each row's
 ** sum in the same order however many rows share the pass, so a decoding step's one row is the
 ** same bits as that row in a short forward. K = 4117 takes every part of a row: 128 steps of 32
@@ -225,6 +271,46 @@ Test(half, a_few_rows_products_do_not_depend_on_the_rows_beside_them)
         }
     }
     free(x), free(all), free(h);
+}
+
+/* Fast numerics multiplies a few rows by quantized weights row by row (each row dequantized into
+** cache, then the half-weight dot products on it): against the naive product on the dequantized
+** weights within the fp32 bound used above, and a row alone the same bits as among 20 others.
+** Every type, 37 rows of 512 values (two super-blocks; scales near 2^-12, so |w| is about 1e-2
+** or below). */
+Test(half, quantized_few_rows_products)
+{
+    enum { M = 20, K = 512, N = 37 };
+    lx_numerics_set(LX_NUMERICS_FAST);
+    struct lx_rng r;
+    lx_rng_init(&r, 23, 0, 0);
+    float *x = lx_xmalloc(sizeof(float) * M * K), *all = lx_xmalloc(sizeof(float) * M * N), one[N],
+          *ref = lx_xmalloc(sizeof(float) * M * N), w[K];
+    for (long i = 0; i < (long)M * K; i++)
+        x[i] = (float)(lx_rng_uniform(&r) * 2 - 1);
+    for (int t = LX_DT_Q8_0; t < LX_DT_N; t++) {
+        unsigned char *b = random_blocks(t, N * K / lx_dtype_block(t), 2, 2, &r);
+        struct lx_wmat W = {b, t, 0, NULL, 0};
+        lx_wlinear(all, N, x, K, W, M, K, N, 0.0f);
+        lx_wlinear_naive(ref, N, x, K, W, M, K, N, 0.0f);
+        for (long o = 0; o < N; o++) {
+            lx_wmat_row(w, W, o, K);
+            for (long i = 0; i < M; i++) {
+                double mag = 0.0;
+                for (long k = 0; k < K; k++)
+                    mag += fabs((double)x[i * K + k] * w[k]);
+                cr_assert(fabs((double)all[i * N + o] - ref[i * N + o]) <= K * 0x1p-22 * mag, "%s [%ld,%ld]: %.9g "
+                          "vs %.9g", lx_dtype_name(t), i, o, all[i * N + o], ref[i * N + o]);
+            }
+        }
+        if (__builtin_cpu_supports("avx512f"))     /* else sgemm, whose bits may depend on the rows */
+            for (long i = 0; i < M; i++) {
+                lx_wlinear(one, N, x + i * K, K, W, 1, K, N, 0.0f);
+                cr_assert_eq(memcmp(one, all + i * N, sizeof one), 0, "%s row %ld alone differs", lx_dtype_name(t), i);
+            }
+        free(b);
+    }
+    free(x), free(all), free(ref);
 }
 
 /* Portable numerics on bf16 weights gives the bits of the same weights as fp32. */

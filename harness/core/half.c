@@ -216,7 +216,7 @@ static void q_k_2_3_to_f32(float *out, const unsigned char *b, size_t n, int thr
 }
 
 /* The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (12 bytes s). */
-static void scale_min_k(int j, const unsigned char *s, int *sc, int *m)
+static inline void scale_min_k(int j, const unsigned char *s, int *sc, int *m)
 {
     if (j < 4) {
         *sc = s[j] & 63, *m = s[j + 4] & 63;
@@ -271,7 +271,158 @@ static void q6_k_to_f32(float *out, const unsigned char *b, size_t n)
     }
 }
 
+/* ---- the common quantized types in AVX-512 lanes ---- */
+/* Each lane does the scalar loop's operations on its value in its order (an
+** integer to float, then the same products and differences, no fused
+** multiply-add: half.c is built with -ffp-contract=off), so the values are
+** the scalar ones bit for bit (tests/test_half.c checks every type). */
+
+#define AVX512_QUANT __attribute__((target("avx512f,avx512bw,avx512vl,f16c"), always_inline)) static inline
+
+/* 16 bytes to 16 floats: unsigned, or signed. */
+AVX512_QUANT __m512 u8_ps(__m128i b)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b));
+}
+
+AVX512_QUANT __m512 i8_ps(__m128i b)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+}
+
+/* The f16 at p, exactly (as lx_f16_to_f32), by F16C. */
+AVX512_QUANT float f16_lane(const unsigned char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
+}
+
+/* (float)q · d for each lane, then minus m when m is not NULL. */
+AVX512_QUANT void put16(float *out, __m512 q, float d, const float *m)
+{
+    __m512 v = _mm512_mul_ps(q, _mm512_set1_ps(d));
+    _mm512_storeu_ps(out, m ? _mm512_sub_ps(v, _mm512_set1_ps(*m)) : v);
+}
+
+/* Q8_0: (float)q · d. */
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q8_0_avx512(float *out, const unsigned char *b,
+                                                                                size_t n)
+{
+    size_t k = 0;
+    for (; k + 32 <= n; k += 32, b += LX_Q8_0_BYTES, out += 32) {
+        float d = f16_lane(b);
+        put16(out, i8_ps(_mm_loadu_si128((const __m128i *)(b + 2))), d, NULL);
+        put16(out + 16, i8_ps(_mm_loadu_si128((const __m128i *)(b + 18))), d, NULL);
+    }
+    return k;
+}
+
+/* Q4_0 and IQ4_NL: (float)level[nibble] · d, the 16 levels a lane table. */
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q4_nl_avx512(float *out, const unsigned char *b,
+                                                                                size_t n, const int8_t *levels)
+{
+    int32_t lv[16];
+    for (int j = 0; j < 16; j++)
+        lv[j] = levels[j];
+    const __m512 table = _mm512_cvtepi32_ps(_mm512_loadu_si512(lv));
+    const __m128i low = _mm_set1_epi8(0x0f);
+    size_t k = 0;
+    for (; k + 32 <= n; k += 32, b += 18, out += 32) {
+        float d = f16_lane(b);
+        __m128i q = _mm_loadu_si128((const __m128i *)(b + 2));
+        __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(q, low)), hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), low));
+        put16(out, _mm512_permutexvar_ps(lo, table), d, NULL);
+        put16(out + 16, _mm512_permutexvar_ps(hi, table), d, NULL);
+    }
+    return k;
+}
+
+/* Q4_K and Q5_K: (d·scale)·q − dmin·min per sub-block of 32, q a nibble
+** (plus 16 where the value's fifth bit is set). */
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t qk_4_5_avx512(float *out, const unsigned char *b,
+                                                                                 size_t n, int five)
+{
+    const __m128i low = _mm_set1_epi8(0x0f), one = _mm_set1_epi8(1);
+    size_t k = 0;
+    for (; k + 256 <= n; k += 256, b += five ? 176 : 144) {
+        float d = f16_lane(b), dmin = f16_lane(b + 2);
+        const unsigned char *sc = b + 4, *qh = b + 16, *q = b + (five ? 48 : 16);
+        for (int is = 0; is < 8; is += 2, q += 32) {
+            int s1, m1, s2, m2;
+            scale_min_k(is, sc, &s1, &m1);
+            scale_min_k(is + 1, sc, &s2, &m2);
+            float d1 = d * (float)s1, n1 = dmin * (float)m1, d2 = d * (float)s2, n2 = dmin * (float)m2;
+            for (int h = 0; h < 32; h += 16, out += 16) {
+                __m128i qb = _mm_loadu_si128((const __m128i *)(q + h));
+                __m128i lo = _mm_and_si128(qb, low), hi = _mm_and_si128(_mm_srli_epi16(qb, 4), low);
+                if (five) {
+                    __m128i hb = _mm_loadu_si128((const __m128i *)(qh + h));
+                    lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(hb, is), one), 4));
+                    hi = _mm_or_si128(hi, _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(hb, is + 1), one), 4));
+                }
+                put16(out, u8_ps(lo), d1, &n1);
+                put16(out + 32, u8_ps(hi), d2, &n2);
+            }
+            out += 32;
+        }
+    }
+    return k;
+}
+
+/* Q6_K: (d·scale)·(q − 32), q six bits from a nibble and a pair of high bits. */
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q6_k_avx512(float *out, const unsigned char *b,
+                                                                               size_t n)
+{
+    const __m128i low = _mm_set1_epi8(0x0f), three = _mm_set1_epi8(3), bias = _mm_set1_epi8(32);
+    size_t k = 0;
+    for (; k + 256 <= n; k += 256, b += 210) {
+        const unsigned char *ql = b, *qh = b + 128;
+        const int8_t *sc = (const int8_t *)(b + 192);
+        float d = f16_lane(b + 208);
+        for (int half = 0; half < 2; half++, out += 128, ql += 64, qh += 32, sc += 8)
+            for (int g = 0; g < 2; g++) {
+                __m128i a = _mm_loadu_si128((const __m128i *)(ql + 16 * g)),
+                        c = _mm_loadu_si128((const __m128i *)(ql + 32 + 16 * g)),
+                        h = _mm_loadu_si128((const __m128i *)(qh + 16 * g));
+                __m128i q[4] = {
+                    _mm_or_si128(_mm_and_si128(a, low), _mm_slli_epi16(_mm_and_si128(h, three), 4)),
+                    _mm_or_si128(_mm_and_si128(c, low), _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 2), three), 4)),
+                    _mm_or_si128(_mm_and_si128(_mm_srli_epi16(a, 4), low),
+                                 _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 4), three), 4)),
+                    _mm_or_si128(_mm_and_si128(_mm_srli_epi16(c, 4), low),
+                                 _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 6), three), 4))};
+                for (int j = 0; j < 4; j++)     /* value 32j + 16g + l, scale sc[g + 2j] */
+                    put16(out + 32 * j + 16 * g, i8_ps(_mm_sub_epi8(q[j], bias)), d * (float)sc[g + 2 * j], NULL);
+            }
+    }
+    return k;
+}
+
+/* The values of n done in lanes (whole blocks of the types above), 0 for the others. */
+static size_t quant_avx512(float *out, const void *src, int t, size_t n)
+{
+    static const int8_t q4_0_levels[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
+    if (!has_avx512())
+        return 0;
+    switch (t) {
+    case LX_DT_Q8_0: return q8_0_avx512(out, src, n);
+    case LX_DT_Q4_0: return q4_nl_avx512(out, src, n, q4_0_levels);
+    case LX_DT_IQ4_NL: return q4_nl_avx512(out, src, n, iq4_levels);
+    case LX_DT_Q4_K: return qk_4_5_avx512(out, src, n, 0);
+    case LX_DT_Q5_K: return qk_4_5_avx512(out, src, n, 1);
+    case LX_DT_Q6_K: return q6_k_avx512(out, src, n);
+    default: return 0;
+    }
+}
+
 void lx_half_to_f32(float *out, const void *src, int t, size_t n)
+{
+    size_t done = t >= LX_DT_Q8_0 ? quant_avx512(out, src, t, n) : 0;
+    lx_half_to_f32_scalar(out + done, (const char *)src + lx_dtype_bytes(t, done), t, n - done);
+}
+
+void lx_half_to_f32_scalar(float *out, const void *src, int t, size_t n)
 {
     const uint16_t *s = src;
     size_t i = 0;

@@ -72,15 +72,19 @@ void lx_wmat_rows(float *out, struct lx_wmat W, long r0, long n, long C)
 
 /* ---- fast and portable numerics -------------------------------------------- */
 
-static inline float half_at(const uint16_t *w, long c, int type)
+/* Value c of a row of fp32, bf16 or f16 values w. */
+static inline float value_at(const void *w, long c, int type)
 {
-    return type == LX_DT_BF16 ? lx_bf16_to_f32(w[c]) : lx_f16_to_f32(w[c]);
+    const uint16_t *h = w;
+    return type == LX_DT_F32 ? ((const float *)w)[c] : type == LX_DT_BF16 ? lx_bf16_to_f32(h[c]) : lx_f16_to_f32(h[c]);
 }
 
-/* 16 half values at w widened exactly to fp32. */
-__attribute__((target("avx512f"), always_inline)) static inline __m512 widen16(const uint16_t *w, int type)
+/* Values c … c + 15 of such a row, widened exactly to fp32. */
+__attribute__((target("avx512f"), always_inline)) static inline __m512 widen16(const void *w, long c, int type)
 {
-    __m256i h = _mm256_loadu_si256((const __m256i *)w);
+    if (type == LX_DT_F32)
+        return _mm512_loadu_ps((const float *)w + c);
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + c));
     return type == LX_DT_BF16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
                               : _mm512_cvtph_ps(h);
 }
@@ -95,8 +99,7 @@ __attribute__((target("avx512f"), always_inline)) static inline __m512 widen16(c
 ** a single chain of dependent multiply-adds, in memory when n was not a
 ** constant, held a decoding step to a few GB/s of weights. */
 __attribute__((target("avx512f"), always_inline)) static inline void dots_n(float *out, const float *x, long ldx,
-                                                                           const int n, const uint16_t *w, int type,
-                                                                           long C)
+                                                                           const int n, const void *w, int type, long C)
 {
     __m512 a0[GEMV_GROUP], a1[GEMV_GROUP];
     long c = 0;
@@ -104,7 +107,7 @@ __attribute__((target("avx512f"), always_inline)) static inline void dots_n(floa
     for (int t = 0; t < n; t++)
         a0[t] = a1[t] = _mm512_setzero_ps();
     for (; c + 32 <= C; c += 32) {
-        __m512 w0 = widen16(w + c, type), w1 = widen16(w + c + 16, type);
+        __m512 w0 = widen16(w, c, type), w1 = widen16(w, c + 16, type);
 #pragma GCC unroll 8
         for (int t = 0; t < n; t++) {
             a0[t] = _mm512_fmadd_ps(_mm512_loadu_ps(x + t * ldx + c), w0, a0[t]);
@@ -112,7 +115,7 @@ __attribute__((target("avx512f"), always_inline)) static inline void dots_n(floa
         }
     }
     if (c + 16 <= C) {
-        __m512 w0 = widen16(w + c, type);
+        __m512 w0 = widen16(w, c, type);
 #pragma GCC unroll 8
         for (int t = 0; t < n; t++)
             a0[t] = _mm512_fmadd_ps(_mm512_loadu_ps(x + t * ldx + c), w0, a0[t]);
@@ -122,13 +125,13 @@ __attribute__((target("avx512f"), always_inline)) static inline void dots_n(floa
     for (int t = 0; t < n; t++) {
         float s = _mm512_reduce_add_ps(_mm512_add_ps(a0[t], a1[t]));
         for (long k = c; k < C; k++)
-            s += x[t * ldx + k] * half_at(w, k, type);
+            s += x[t * ldx + k] * value_at(w, k, type);
         out[t] = s;
     }
 }
 
 __attribute__((target("avx512f")))
-static void dots_half_avx512(float *out, const float *x, long ldx, int n, const uint16_t *w, int type, long C)
+static void dots_half_avx512(float *out, const float *x, long ldx, int n, const void *w, int type, long C)
 {
     switch (n) {    /* n a constant in each: the sums stay in registers */
     case 1: dots_n(out, x, ldx, 1, w, type, C); break;
@@ -142,21 +145,41 @@ static void dots_half_avx512(float *out, const float *x, long ldx, int n, const 
     }
 }
 
-/* y = x · Wᵀ + beta · y for a few rows of x, W half-precision, read in place. */
+/* y[., o] = x · w + beta · y[., o] for a few rows of x and one row w of W (fp32, bf16 or f16). */
+static void gemv_row(float *y, long ldy, const float *x, long ldx, const void *w, int type, long o, long T, long C,
+                     float beta)
+{
+    for (long t0 = 0; t0 < T; t0 += GEMV_GROUP) {
+        float s[GEMV_GROUP];
+        int n = (int)(T - t0 < GEMV_GROUP ? T - t0 : GEMV_GROUP);
+        dots_half_avx512(s, x + t0 * ldx, ldx, n, w, type, C);
+        for (int t = 0; t < n; t++) {
+            float *yo = y + (t0 + t) * ldy + o;
+            *yo = beta == 0.0f ? s[t] : s[t] + beta * *yo;
+        }
+    }
+}
+
+/* y = x · Wᵀ + beta · y for a few rows of x, W half-precision, read in place;
+** or quantized, each row dequantized into the thread's own fp32 row (in
+** cache) just before its dot products, instead of blocks of rows widened to
+** memory for sgemm. */
 static void gemv_half(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
                       float beta)
 {
-#pragma omp parallel for schedule(static)
-    for (long o = 0; o < OC; o++)
-        for (long t0 = 0; t0 < T; t0 += GEMV_GROUP) {
-            float s[GEMV_GROUP];
-            int n = (int)(T - t0 < GEMV_GROUP ? T - t0 : GEMV_GROUP);
-            dots_half_avx512(s, x + t0 * ldx, ldx, n, (const uint16_t *)row_of(W, o, C), W.type, C);
-            for (int t = 0; t < n; t++) {
-                float *yo = y + (t0 + t) * ldy + o;
-                *yo = beta == 0.0f ? s[t] : s[t] + beta * *yo;
-            }
+    int quant = W.type >= LX_DT_Q8_0;
+    float *rows = quant ? scratch(0, sizeof(float) * (size_t)(C * omp_get_max_threads())) : NULL;
+#pragma omp parallel
+    {
+        float *wr = quant ? rows + C * omp_get_thread_num() : NULL;
+#pragma omp for schedule(static)
+        for (long o = 0; o < OC; o++) {
+            if (quant)
+                lx_half_to_f32(wr, row_of(W, o, C), W.type, (size_t)C);
+            gemv_row(y, ldy, x, ldx, quant ? (const void *)wr : row_of(W, o, C), quant ? LX_DT_F32 : W.type, o, T, C,
+                     beta);
         }
+    }
 }
 
 /* A half-precision W to fp32 a block of rows at a time, each block one sgemm. */
@@ -291,7 +314,7 @@ void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, 
         linear_bf16(y, ldy, x, ldx, W, T, C, OC, beta);
     else if (W.type == LX_DT_F32)
         lx_gemm(y, (int)ldy, x, (int)ldx, W.p, (int)C, (int)T, (int)OC, (int)C, 0, 1, 1.0f, beta);
-    else if (nm == LX_NUMERICS_FAST && T <= GEMV_ROWS && W.type < LX_DT_Q8_0 && __builtin_cpu_supports("avx512f"))
+    else if (nm == LX_NUMERICS_FAST && T <= GEMV_ROWS && __builtin_cpu_supports("avx512f"))
         gemv_half(y, ldy, x, ldx, W, T, C, OC, beta);
     else
         linear_blocks(y, ldy, x, ldx, W, T, C, OC, beta);

@@ -5,8 +5,10 @@
 **
 ** In fast and portable numerics a half-precision W is converted exactly to
 ** fp32 a block of rows at a time and multiplied by the mode's sgemm (gemm.h:
-** portable gives the bits of the same weights held as fp32). A product of a
-** few rows (decoding) reads the half values directly in fast numerics. In
+** portable gives the bits of the same weights held as fp32); a quantized W
+** (GGUF's blocks) is dequantized exactly the same way. A product of a few
+** rows (decoding) reads the half values directly in fast numerics, and
+** dequantizes a quantized W a row at a time into cache before its dots. In
 ** bf16 numerics x is rounded to bf16, W taken as bf16 (rounded a block at a
 ** time unless it is bf16 already) and the product runs on oneDNN (dnnl.h),
 ** fp32 sums. The naive reference beside it sums in double.
