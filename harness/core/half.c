@@ -399,6 +399,98 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q6_k_avx
     return k;
 }
 
+/* Q4_1, Q5_0 and Q5_1: (float)q · d + m, or (float)(q − 16) · d for Q5_0; the
+** fifth bit of value j is bit j of the block's 32 (a variable shift per lane). */
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q_32_avx512(float *out, const unsigned char *b,
+                                                                                    size_t n, int t)
+{
+    int five = t != LX_DT_Q4_1, min = t != LX_DT_Q5_0;
+    size_t bytes = lx_dtype_block_bytes(t), k = 0;
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                  one = _mm512_set1_epi32(1), sixteen = _mm512_set1_epi32(16);
+    const __m128i low = _mm_set1_epi8(0x0f);
+    for (; k + 32 <= n; k += 32, b += bytes, out += 32) {
+        float d = f16_lane(b), m = min ? f16_lane(b + 2) : 0.0f;
+        const unsigned char *q = b + (min ? 4 : 2) + (five ? 4 : 0);
+        uint32_t h = 0;
+        if (five)
+            memcpy(&h, b + (min ? 4 : 2), 4);
+        __m128i qb = _mm_loadu_si128((const __m128i *)q);
+        __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(qb, low)),
+                hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(qb, 4), low));
+        if (five) {
+            __m512i hv = _mm512_set1_epi32((int)h);
+            lo = _mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(hv, iota), one), 4));
+            hi = _mm512_or_si512(hi, _mm512_slli_epi32(
+                                         _mm512_and_si512(_mm512_srlv_epi32(hv, _mm512_add_epi32(iota, sixteen)), one), 4));
+        }
+        for (int half = 0; half < 2; half++) {
+            __m512i qi = half ? hi : lo;
+            __m512 v = min ? _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(qi), _mm512_set1_ps(d)), _mm512_set1_ps(m))
+                           : _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(qi, sixteen)), _mm512_set1_ps(d));
+            _mm512_storeu_ps(out + 16 * half, v);
+        }
+    }
+    return k;
+}
+
+/* IQ4_XS: (d·(scale − 32))·level per sub-block of 32, the levels a lane table. */
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t iq4_xs_avx512(float *out, const unsigned char *b,
+                                                                                      size_t n)
+{
+    int32_t lv[16];
+    for (int j = 0; j < 16; j++)
+        lv[j] = iq4_levels[j];
+    const __m512 table = _mm512_cvtepi32_ps(_mm512_loadu_si512(lv));
+    const __m128i low = _mm_set1_epi8(0x0f);
+    size_t k = 0;
+    for (; k + 256 <= n; k += 256, b += 136) {
+        float d = f16_lane(b);
+        unsigned hi = (unsigned)b[2] | (unsigned)b[3] << 8;
+        const unsigned char *q = b + 8;
+        for (int j = 0; j < 8; j++, q += 16, out += 32) {
+            int sc = ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (int)((hi >> (2 * j)) & 3) << 4;
+            float dl = d * (float)(sc - 32);
+            __m128i qb = _mm_loadu_si128((const __m128i *)q);
+            put16(out, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(qb, low)), table), dl, NULL);
+            put16(out + 16, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(qb, 4), low)), table),
+                  dl, NULL);
+        }
+    }
+    return k;
+}
+
+/* Q2_K and Q3_K (see q_k_2_3_to_f32): sixteen values of a sub-block at a time. */
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q_k_2_3_avx512(float *out, const unsigned char *b,
+                                                                                       size_t n, int three)
+{
+    const __m128i two_bits = _mm_set1_epi8(3), one = _mm_set1_epi8(1), four = _mm_set1_epi8(4);
+    size_t k = 0;
+    for (; k + 256 <= n; k += 256, b += three ? 110 : 84) {
+        const unsigned char *q = b + (three ? 32 : 16);
+        float d = f16_lane(b + (three ? 108 : 80)), dmin = three ? 0.0f : f16_lane(b + 82);
+        __m128i hm[2] = {_mm_loadu_si128((const __m128i *)b), _mm_loadu_si128((const __m128i *)(b + 16))};
+        for (int h = 0; h < 2; h++)
+            for (int s = 0; s < 4; s++)
+                for (int g = 0; g < 2; g++, out += 16) {
+                    int j = 8 * h + 2 * s + g;
+                    __m128i v = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)(q + 32 * h + 16 * g)), 2 * s),
+                                              two_bits);
+                    if (three) {
+                        int low = j < 8 ? b[96 + j] & 0x0f : b[96 + j - 8] >> 4;
+                        int sc = (low | ((b[104 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
+                        __m128i hb = _mm_and_si128(_mm_srli_epi16(hm[g], 4 * h + s), one);
+                        v = _mm_sub_epi8(_mm_or_si128(v, _mm_slli_epi16(hb, 2)), four);
+                        put16(out, i8_ps(v), d * (float)sc, NULL);
+                    } else {
+                        float ml = dmin * (float)(b[j] >> 4);
+                        put16(out, u8_ps(v), d * (float)(b[j] & 0x0f), &ml);
+                    }
+                }
+    }
+    return k;
+}
+
 /* The values of n done in lanes (whole blocks of the types above), 0 for the others. */
 static size_t quant_avx512(float *out, const void *src, int t, size_t n)
 {
@@ -412,6 +504,10 @@ static size_t quant_avx512(float *out, const void *src, int t, size_t n)
     case LX_DT_Q4_K: return qk_4_5_avx512(out, src, n, 0);
     case LX_DT_Q5_K: return qk_4_5_avx512(out, src, n, 1);
     case LX_DT_Q6_K: return q6_k_avx512(out, src, n);
+    case LX_DT_Q4_1: case LX_DT_Q5_0: case LX_DT_Q5_1: return q_32_avx512(out, src, n, t);
+    case LX_DT_IQ4_XS: return iq4_xs_avx512(out, src, n);
+    case LX_DT_Q2_K: return q_k_2_3_avx512(out, src, n, 0);
+    case LX_DT_Q3_K: return q_k_2_3_avx512(out, src, n, 1);
     default: return 0;
     }
 }

@@ -107,9 +107,9 @@ void lx_f32_to_q8_0(unsigned char *out, const float *src, size_t n);
 /* n floats to type t (F32, F16, BF16 or Q8_0; n a multiple of its block). */
 void lx_f32_to_type(void *out, const float *src, int t, size_t n);
 
-/* n values of type t at src to floats (exact): Q8_0, Q4_0, IQ4_NL, Q4_K, Q5_K
-** and Q6_K blocks in AVX-512 lanes where the CPU has them, the same values as
-** the block-by-block reference, lx_half_to_f32_scalar. */
+/* n values of type t at src to floats (exact): quantized blocks in AVX-512
+** lanes where the CPU has them, the same values as the block-by-block
+** reference, lx_half_to_f32_scalar. */
 void lx_half_to_f32(float *out, const void *src, int t, size_t n);
 void lx_half_to_f32_scalar(float *out, const void *src, int t, size_t n);
 /* n floats to bf16, rounded to nearest even. */
