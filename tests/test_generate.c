@@ -364,6 +364,24 @@ Test(generate, seed_without_sampling_is_refused, .init = setup, .fini = teardown
     expect_refused(out, "--seed only affects sampling");
     cr_expect_eq(sh(out, sizeof out, "%s --seed 5 --temperature 0.5 > /dev/null", m), 0, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "%s --temperature 0 > /dev/null", m), 0, "%s", out);
+    snprintf(out, sizeof out, "%s --top-k 40", m);    /* the same for --top-k */
+    expect_refused(out, "hint: --top-k only affects sampling; add --temperature T > 0");
+    snprintf(out, sizeof out, "%s --temperature 1 --top-k -1", m);
+    expect_refused(out, "--top-k = -1 is out of bounds");
+}
+
+/* --top-k 1 draws among the one largest logit: at any temperature and seed, the greedy text. */
+Test(generate, top_k_1_is_greedy, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!have_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char a[8192], b[8192], c[8192];
+    const char *m = "$L generate --model $R/../shared/models/stories260K/stories260K.bin -n 150 --ids";
+    cr_assert_eq(sh(a, sizeof a, "%s 2>/dev/null", m), 0, "%s", a);
+    cr_assert_eq(sh(b, sizeof b, "%s --temperature 1.5 --top-k 1 --seed 9 2>/dev/null", m), 0, "%s", b);
+    cr_assert_eq(sh(c, sizeof c, "%s --temperature 1.5 --seed 9 2>/dev/null", m), 0, "%s", c);
+    cr_expect_str_eq(a, b, "top-1 sampling is the greedy text");
+    cr_expect_str_neq(a, c, "sampling at 1.5 without top-k is not (the check can tell them apart)");
 }
 
 /* A 512-token model with no tokenizer beside it is refused, as score refuses

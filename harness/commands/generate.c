@@ -39,6 +39,7 @@ static const struct lx_opt gen_opts[] = {
     {"method", 1, "evaluation-time stack to add, as YAML: ntk, [yarn, logn], {window: {size: 256}}"},
     {"temperature", 1, "0 = greedy (default); > 0 samples from softmax(logits / T)"},
     {"seed", 1, "key of the sampling draws (default 0); only with --temperature > 0"},
+    {"top-k", 1, "draw only among the K largest logits (ties kept; default 0: all); only with --temperature > 0"},
     {"ids", 0, "print the token ids (prompt, then all N generated) on a first line, then the text"},
     {"timings", 0, "print the load's, the prompt pass's and the decode steps' seconds and tokens/s on stderr"},
     {"db", 1, "store to look model names up in (default " LX_DEFAULT_DB ")"},
@@ -47,7 +48,7 @@ static const struct lx_opt gen_opts[] = {
 
 static const char gen_usage[] =
     "usage: lenx generate --model M [--tokenizer FILE] [--prompt TEXT] [-n N] [--method STACK]\n"
-    "                     [--temperature T [--seed S]] [--ids] [--timings] [--db FILE]\n"
+    "                     [--temperature T [--seed S] [--top-k K]] [--ids] [--timings] [--db FILE]\n"
     "                     [--portable | --numerics fast|portable|bf16] [--kv-cache fp32|bf16]\n\n"
     "Continue the prompt with a causal model and print the text (prompt included) as it is generated, up to\n"
     "the first special token (end of text). Greedy by default;\n"
@@ -215,10 +216,11 @@ int lx_cmd_generate(int argc, char **argv)
     o.db = o.db ? o.db : LX_DEFAULT_DB;
     o.prompt = o.prompt ? o.prompt : "";
     long seed = 0;
-    const char *seed_arg = GET("seed");
+    const char *seed_arg = GET("seed"), *top_k_arg = GET("top-k");
     if ((GET("n") && (rc = lx_args_long(GET("n"), "n", 0, 1L << 20, &o.n, &err)) < 0) ||
         (GET("temperature") && (rc = lx_args_double(GET("temperature"), "temperature", &o.smp.temperature, &err)) < 0) ||
-        (GET("seed") && (rc = lx_args_long(GET("seed"), "seed", 0, INT64_MAX, &seed, &err)) < 0))
+        (GET("seed") && (rc = lx_args_long(GET("seed"), "seed", 0, INT64_MAX, &seed, &err)) < 0) ||
+        (top_k_arg && (rc = lx_args_long(top_k_arg, "top-k", 0, 1L << 30, &o.smp.top_k, &err)) < 0))
         return lx_cli_fail(&err, rc);
 #undef GET
     if ((rc = lx_cli_numerics(&a, &err)) < 0)
@@ -231,6 +233,11 @@ int lx_cmd_generate(int argc, char **argv)
     if (seed_arg && o.smp.temperature == 0.0) {
         fprintf(stderr, "lenx: error: --seed %ld has no effect: decoding is greedy at --temperature 0 (the "
                 "default)\n  hint: --seed only affects sampling; add --temperature T > 0, or drop --seed\n", seed);
+        return 2;
+    }
+    if (top_k_arg && o.smp.temperature == 0.0) {
+        fprintf(stderr, "lenx: error: --top-k %ld has no effect: decoding is greedy at --temperature 0 (the "
+                "default)\n  hint: --top-k only affects sampling; add --temperature T > 0, or drop --top-k\n", o.smp.top_k);
         return 2;
     }
     o.smp.seed = (uint64_t)seed;
