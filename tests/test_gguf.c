@@ -117,6 +117,50 @@ Test(gguf, quantized_weights_are_llama_cpps, .fini = teardown)
     }
 }
 
+/* `lenx show model`'s "matrices" counts each type among the model's weight matrices as the
+** container lists the file's 2-D tensors (read here with the GGUF reader, not the loader): the
+** Q4_K_M mix, and the fallback mix of a model whose rows are not whole super-blocks. */
+Test(gguf, show_model_counts_the_matrix_types, .fini = teardown)
+{
+    shell_setup("gguf-types");
+    static const char *const files[] = {"random256-q4_k_m", "random-q3_k_m", "random256-q2_k"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char path[4096], got[8192], want[512] = "\"matrices\": {";
+        snprintf(path, sizeof path, "%s/tests/ref/gguf/%s.gguf", getenv("LENX_ROOT"), files[i]);
+        FILE *f = fopen(path, "rb");
+        cr_assert_not_null(f, "%s", path);
+        fseek(f, 0, SEEK_END);
+        long n = ftell(f);
+        unsigned char *bytes = lx_xmalloc((size_t)n);
+        rewind(f);
+        cr_assert_eq(fread(bytes, 1, (size_t)n, f), (size_t)n);
+        fclose(f);
+        struct lx_gguf g;
+        struct lx_error err = {""};
+        cr_assert_eq(lx_gguf_parse(&g, bytes, (size_t)n, path, &err), LX_OK, "%s", err.msg);
+        long count[64] = {0};
+        for (long k = 0; k < g.n_t; k++)
+            if (g.t[k].n_dims == 2)
+                count[g.t[k].type]++;
+        /* in lenx's type order (half.h), as show prints them */
+        static const int order[] = {LX_GGML_F32,  LX_GGML_BF16, LX_GGML_F16,  LX_GGML_Q8_0, LX_GGML_Q4_0,
+                                    LX_GGML_Q4_K, LX_GGML_Q5_K, LX_GGML_Q6_K, LX_GGML_Q4_1, LX_GGML_Q5_0,
+                                    LX_GGML_Q5_1, LX_GGML_Q2_K, LX_GGML_Q3_K, LX_GGML_IQ4_NL, LX_GGML_IQ4_XS};
+        int first = 1;
+        for (size_t t = 0; t < sizeof order / sizeof *order; t++)
+            if (count[order[t]]) {
+                snprintf(want + strlen(want), sizeof want - strlen(want), "%s\"%s\": %ld", first ? "" : ", ",
+                         lx_gguf_ttype_name(order[t]), count[order[t]]);
+                first = 0;
+            }
+        strcat(want, "}");
+        lx_gguf_release(&g);
+        free(bytes);
+        cr_assert_eq(sh(got, sizeof got, "$L show model %s", path), 0, "%s", got);
+        cr_expect(strstr(got, want), "%s: want %s in\n%s", files[i], want, got);
+    }
+}
+
 /* Q8_0 as llama.cpp defines it: each value the block's f16 scale times its int8, one float product. */
 Test(gguf, q8_0_dequantizes_exactly)
 {

@@ -877,9 +877,9 @@ Test(loaders, show_model_prints_the_memory_plan)
     long window = 0;
     cr_assert_eq(sscanf(mem, "\"memory\": {\"weights_dtype\": \"F32\", \"weights_held\": \"in place\", "
                         "\"dtypes\": {\"embedding\": \"F32\", \"attention\": \"F32\", \"mlp\": \"F32\", \"head\": "
-                        "\"tied\", \"norms\": \"F32\"}, \"weights_bytes\": %lf, "
+                        "\"tied\", \"norms\": \"F32\"}, \"matrices\": {\"F32\": 36}, \"weights_bytes\": %lf, "
                         "\"kv_cache_bytes_per_token\": %lf, \"score_window\": %ld, \"score_bytes\": %lf}",
-                        &weights, &kv, &window, &score), 4, "%s", mem);
+                        &weights, &kv, &window, &score), 4, "%s", mem);     /* 36: 5 layers of 7, the tied embedding */
     cr_expect_eq(weights, 4.0 * 260032);
     cr_expect(kv >= 1280 && kv < 1280 + 64, "%g bytes per cached token", kv);
     cr_expect_eq(window, 512);

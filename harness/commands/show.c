@@ -468,6 +468,32 @@ static const char *dtype_name(int t)
     return t >= 0 && t < LX_DT_N ? lx_dtype_name(t) : "F32";
 }
 
+/* "matrices": how many of the model's weight matrices (the embedding, each
+** layer's q, k, v, output, MLP parts, the head unless tied) hold each type:
+** a GGUF mix such as Q4_K_M shows its Q4_K and Q6_K. */
+static void put_matrix_types(struct lx_buf *out, const struct lx_model *m)
+{
+    long n[LX_DT_N] = {0};
+    n[m->v.memb.type]++;
+    if (!m->arch.tie_head)
+        n[m->v.mhead.type]++;
+    for (long l = 0; l < m->arch.layers; l++) {
+        const struct lx_layer_w *L = &m->v.layer[l];
+        for (int k = 0; k < L->n_qkv; k++)
+            n[L->mqkv[k].type]++;
+        for (int k = 0; k < L->n_w13; k++)
+            n[L->mw13[k].type]++;
+        n[L->mo.type]++, n[L->mw2.type]++;
+    }
+    lx_buf_puts(out, ", \"matrices\": {");
+    for (int t = 0, first = 1; t < LX_DT_N; t++)
+        if (n[t]) {
+            lx_buf_printf(out, "%s\"%s\": %ld", first ? "" : ", ", lx_dtype_name(t), n[t]);
+            first = 0;
+        }
+    lx_buf_puts(out, "}");
+}
+
 static void put_memory(struct lx_buf *out, const struct lx_model *m, long train_len)
 {
     const struct lx_arch *a = &m->arch;
@@ -477,13 +503,15 @@ static void put_memory(struct lx_buf *out, const struct lx_model *m, long train_
     double score = lx_eval_bytes(a, m->held ? weights : 0, bf16, 1, T, LX_RUN_LOSS);
     lx_buf_printf(out, ",\n  \"memory\": {\"weights_dtype\": \"%s\", \"weights_held\": \"%s\", "
                   "\"dtypes\": {\"embedding\": \"%s\", \"attention\": \"%s\", \"mlp\": \"%s\", \"head\": \"%s\", "
-                  "\"norms\": \"F32\"}, \"weights_bytes\": %.0f, \"kv_cache_bytes_per_token\": %.0f, "
-                  "\"score_window\": %ld, \"score_bytes\": %.0f}",
+                  "\"norms\": \"F32\"}",
                   dtype_name(lx_model_dtype(m)),
                   L->mqkv[0].packed_rows ? "packed at load" : m->held ? "in place" : "fp32 copy",
                   dtype_name(m->v.memb.type),
                   dtype_name(L->mqkv[0].type), dtype_name(L->mw13[0].type),
-                  a->tie_head ? "tied" : dtype_name(m->v.mhead.type), weights, kv, train_len, score);
+                  a->tie_head ? "tied" : dtype_name(m->v.mhead.type));
+    put_matrix_types(out, m);
+    lx_buf_printf(out, ", \"weights_bytes\": %.0f, \"kv_cache_bytes_per_token\": %.0f, \"score_window\": %ld, "
+                  "\"score_bytes\": %.0f}", weights, kv, train_len, score);
 }
 
 int lx_show_model(const char *model, const char *db, long window, struct lx_buf *out, struct lx_error *err)
