@@ -38,6 +38,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "harness/core/half.h"
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/blas.h"
 #include "harness/engine/kernels/gemm.h"
@@ -558,6 +559,60 @@ double lx_bench_sgemm(void)
     return g[0];
 }
 
+/* ---- dequantizing GGUF blocks: AVX-512 lanes against block by block ---- */
+
+struct deq_arg {
+    const unsigned char *b;
+    float *out;
+    int t;
+    size_t n;
+};
+
+static void deq_lanes(void *p)
+{
+    struct deq_arg *a = p;
+    lx_half_to_f32(a->out, a->b, a->t, a->n);
+}
+
+static void deq_blocks(void *p)
+{
+    struct deq_arg *a = p;
+    lx_half_to_f32_scalar(a->out, a->b, a->t, a->n);
+}
+
+/* Every quantized type: 2^24 values (64 MB of fp32 out, in cache.s reach
+** only partly, as a widened block of weight rows is) from random blocks with
+** f16 scales in [2^-14, 2^-12), one thread. */
+static int bench_dequant(void)
+{
+    enum { N = 1 << 24 };
+    struct lx_rng r;
+    lx_rng_init(&r, 3, 0, LX_RNG_INIT);
+    float *out = malloc(sizeof(float) * N);
+    printf("| %-10s | %-34s | %-22s | %9s | %9s | %8s |\n", "bench", "fast path", "baseline", "fast s", "base s",
+           "speedup");
+    printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
+    for (int t = LX_DT_Q8_0; t < LX_DT_N; t++) {
+        size_t nb = N / lx_dtype_block(t), bytes = lx_dtype_block_bytes(t);
+        unsigned char *b = malloc(nb * bytes);
+        for (size_t i = 0; i < nb * bytes; i++)
+            b[i] = (unsigned char)(lx_rng_uniform(&r) * 256);
+        for (size_t k = 0; k < nb; k++)     /* the f16 scales finite */
+            for (int j = 0; j < 2; j++)
+                if (lx_dtype_scale_at(t, j) >= 0) {
+                    uint16_t h = (uint16_t)((1 + (int)(lx_rng_uniform(&r) * 2)) << 10 | (int)(lx_rng_uniform(&r) * 1024));
+                    memcpy(b + k * bytes + lx_dtype_scale_at(t, j), &h, 2);
+                }
+        struct deq_arg a = {b, out, t, N};
+        char what[64];
+        snprintf(what, sizeof what, "%s, 2^24 values, AVX-512 lanes", lx_dtype_name(t));
+        report("dequant", what, "block by block", best_of(10, deq_lanes, &a), best_of(5, deq_blocks, &a));
+        free(b);
+    }
+    free(out);
+    return 0;
+}
+
 int lx_bench_model(void);   /* tests/bench_model.c */
 int lx_bench_decode(void);  /* tests/bench_decode.c */
 int lx_bench_train(void);   /* tests/bench_train.c */
@@ -586,6 +641,8 @@ int main(int argc, char **argv)
         return lx_bench_gemm();
     if (!strcmp(only, "bf16"))
         return lx_bench_bf16();
+    if (!strcmp(only, "dequant"))
+        return bench_dequant();
     int max_threads = omp_get_max_threads();
     char blas[128];
     lx_blas_describe(blas, sizeof blas);

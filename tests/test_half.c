@@ -206,20 +206,16 @@ Test(half, typed_products_match_the_reference)
 ** (sign, exponent lo..lo+span-1, any mantissa) at the format's offsets. */
 static unsigned char *random_blocks(int t, size_t n_blocks, int lo, int span, struct lx_rng *r)
 {
-    static const short scales[LX_DT_N][2] = {
-        [LX_DT_Q8_0] = {0, -1}, [LX_DT_Q4_0] = {0, -1}, [LX_DT_Q4_K] = {0, 2},    [LX_DT_Q5_K] = {0, 2},
-        [LX_DT_Q6_K] = {208, -1}, [LX_DT_Q4_1] = {0, 2}, [LX_DT_Q5_0] = {0, -1},  [LX_DT_Q5_1] = {0, 2},
-        [LX_DT_Q2_K] = {80, 82}, [LX_DT_Q3_K] = {108, -1}, [LX_DT_IQ4_NL] = {0, -1}, [LX_DT_IQ4_XS] = {0, -1}};
     size_t nb = lx_dtype_block_bytes(t);
     unsigned char *b = lx_xmalloc(n_blocks * nb);
     for (size_t i = 0; i < n_blocks * nb; i++)
         b[i] = (unsigned char)(lx_rng_uniform(r) * 256);
     for (size_t k = 0; k < n_blocks; k++)
         for (int j = 0; j < 2; j++)
-            if (scales[t][j] >= 0) {
+            if (lx_dtype_scale_at(t, j) >= 0) {
                 uint16_t h = (uint16_t)((lx_rng_uniform(r) < 0.5 ? 0x8000 : 0) |
                                         (lo + (int)(lx_rng_uniform(r) * span)) << 10 | (int)(lx_rng_uniform(r) * 1024));
-                memcpy(b + k * nb + (size_t)scales[t][j], &h, 2);
+                memcpy(b + k * nb + (size_t)lx_dtype_scale_at(t, j), &h, 2);
             }
     return b;
 }

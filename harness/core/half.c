@@ -271,6 +271,16 @@ static void q6_k_to_f32(float *out, const unsigned char *b, size_t n)
     }
 }
 
+int lx_dtype_scale_at(int t, int which)
+{
+    static const short at[LX_DT_N][2] = {
+        [LX_DT_F32] = {-1, -1}, [LX_DT_BF16] = {-1, -1}, [LX_DT_F16] = {-1, -1},
+        [LX_DT_Q8_0] = {0, -1}, [LX_DT_Q4_0] = {0, -1}, [LX_DT_Q4_K] = {0, 2}, [LX_DT_Q5_K] = {0, 2},
+        [LX_DT_Q6_K] = {208, -1}, [LX_DT_Q4_1] = {0, 2}, [LX_DT_Q5_0] = {0, -1}, [LX_DT_Q5_1] = {0, 2},
+        [LX_DT_Q2_K] = {80, 82}, [LX_DT_Q3_K] = {108, -1}, [LX_DT_IQ4_NL] = {0, -1}, [LX_DT_IQ4_XS] = {0, -1}};
+    return at[t][which];
+}
+
 /* ---- the common quantized types in AVX-512 lanes ---- */
 /* Each lane does the scalar loop's operations on its value in its order (an
 ** integer to float, then the same products and differences, no fused
@@ -645,18 +655,14 @@ static size_t scan_half_avx512(const uint16_t *h, size_t n, uint16_t mask)
 long lx_half_first_nonfinite(const void *src, int t, size_t n)
 {
     if (t >= LX_DT_Q8_0) {  /* the f16 scales (d, and the min's scale where there is one): the integers are finite */
-        static const short at[LX_DT_N][2] = {[LX_DT_Q8_0] = {0, -1}, [LX_DT_Q4_0] = {0, -1}, [LX_DT_Q4_K] = {0, 2},
-                                             [LX_DT_Q5_K] = {0, 2},  [LX_DT_Q6_K] = {208, -1}, [LX_DT_Q4_1] = {0, 2},
-                                             [LX_DT_Q5_0] = {0, -1}, [LX_DT_Q5_1] = {0, 2}, [LX_DT_Q2_K] = {80, 82},
-                                             [LX_DT_Q3_K] = {108, -1}, [LX_DT_IQ4_NL] = {0, -1},
-                                             [LX_DT_IQ4_XS] = {0, -1}};
         const unsigned char *b = src;
         size_t nb = lx_dtype_block_bytes(t), bv = lx_dtype_block(t);
+        int at0 = lx_dtype_scale_at(t, 0), at1 = lx_dtype_scale_at(t, 1);
         for (size_t k = 0; k < n; k += bv, b += nb) {
             uint16_t d0, d1 = 0;
-            memcpy(&d0, b + at[t][0], 2);
-            if (at[t][1] >= 0)
-                memcpy(&d1, b + at[t][1], 2);
+            memcpy(&d0, b + at0, 2);
+            if (at1 >= 0)
+                memcpy(&d1, b + at1, 2);
             if ((d0 & 0x7c00) == 0x7c00 || (d1 & 0x7c00) == 0x7c00)
                 return (long)k;
         }

@@ -51,6 +51,10 @@ static inline size_t lx_dtype_block_bytes(int t)
     return bytes[t];
 }
 
+/* Where in a block of quantized type t its f16 scales lie: which 0 the
+** scale d, 1 the min's scale (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K); -1 for none. */
+int lx_dtype_scale_at(int t, int which);
+
 /* The type's name as llama.cpp spells it ("F32", "Q4_K", ...). */
 static inline const char *lx_dtype_name(int t)
 {
