@@ -463,11 +463,6 @@ static void key_str(struct lx_buf *out, const char *key, const char *v)
 ** what scoring one window of its training length takes in all (weights,
 ** activations, attention scratch on this run's threads), the numbers a run
 ** checks against the machine before it allocates. */
-static const char *dtype_name(int t)
-{
-    return t >= 0 && t < LX_DT_N ? lx_dtype_name(t) : "F32";
-}
-
 /* "matrices": how many of the model's weight matrices (the embedding, each
 ** layer's q, k, v, output, MLP parts, the head unless tied) hold each type:
 ** a GGUF mix such as Q4_K_M shows its Q4_K and Q6_K. */
@@ -504,11 +499,11 @@ static void put_memory(struct lx_buf *out, const struct lx_model *m, long train_
     lx_buf_printf(out, ",\n  \"memory\": {\"weights_dtype\": \"%s\", \"weights_held\": \"%s\", "
                   "\"dtypes\": {\"embedding\": \"%s\", \"attention\": \"%s\", \"mlp\": \"%s\", \"head\": \"%s\", "
                   "\"norms\": \"F32\"}",
-                  dtype_name(lx_model_dtype(m)),
+                  lx_dtype_name(lx_model_dtype(m)),
                   L->mqkv[0].packed_rows ? "packed at load" : m->held ? "in place" : "fp32 copy",
-                  dtype_name(m->v.memb.type),
-                  dtype_name(L->mqkv[0].type), dtype_name(L->mw13[0].type),
-                  a->tie_head ? "tied" : dtype_name(m->v.mhead.type));
+                  lx_dtype_name(m->v.memb.type),
+                  lx_dtype_name(L->mqkv[0].type), lx_dtype_name(L->mw13[0].type),
+                  a->tie_head ? "tied" : lx_dtype_name(m->v.mhead.type));
     put_matrix_types(out, m);
     lx_buf_printf(out, ", \"weights_bytes\": %.0f, \"kv_cache_bytes_per_token\": %.0f, \"score_window\": %ld, "
                   "\"score_bytes\": %.0f}", weights, kv, train_len, score);

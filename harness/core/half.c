@@ -133,6 +133,22 @@ static void q4_nl_to_f32(float *out, const unsigned char *b, size_t n, int t)
     }
 }
 
+/* The 6-bit scale of sub-block j (of 8) of an IQ4_XS super-block b: nibble
+** j of bytes 4-7, with bits 2j, 2j + 1 of the 16 high bits (bytes 2-3) above it. */
+static inline int iq4_xs_scale(const unsigned char *b, int j)
+{
+    unsigned hi = (unsigned)b[2] | (unsigned)b[3] << 8;
+    return ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (int)((hi >> (2 * j)) & 3) << 4;
+}
+
+/* The 6-bit scale of sub-block j (of 16) of a Q3_K super-block b, less 32:
+** low nibbles from scale bytes 0-7, high pairs from bytes 8-11. */
+static inline int q3_k_scale(const unsigned char *b, int j)
+{
+    int low = j < 8 ? b[96 + j] & 0x0f : b[96 + j - 8] >> 4;
+    return (low | ((b[104 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
+}
+
 /* IQ4_XS super-blocks of 256: an f16 d, 16 high scale bits, 4 bytes of low
 ** scale nibbles, 128 bytes of nibbles; sub-block j of 32 has the 6-bit scale
 ** (nibble j of the low bytes) | (bits 2j, 2j + 1 of the high ones) << 4, and
@@ -141,11 +157,9 @@ static void iq4_xs_to_f32(float *out, const unsigned char *b, size_t n)
 {
     for (size_t k = 0; k < n; k += 256, b += 136) {
         float d = f16_at(b);
-        unsigned hi = (unsigned)b[2] | (unsigned)b[3] << 8;
         const unsigned char *q = b + 8;
         for (int j = 0; j < 8; j++, q += 16, out += 32) {
-            int sc = ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (int)((hi >> (2 * j)) & 3) << 4;
-            float dl = d * (float)(sc - 32);
+            float dl = d * (float)(iq4_xs_scale(b, j) - 32);
             for (int l = 0; l < 16; l++) {
                 out[l] = dl * (float)iq4_levels[q[l] & 0x0f];
                 out[16 + l] = dl * (float)iq4_levels[q[l] >> 4];
@@ -190,19 +204,12 @@ static void q_k_2_3_to_f32(float *out, const unsigned char *b, size_t n, int thr
     for (size_t k = 0; k < n; k += 256, b += three ? 110 : 84) {
         const unsigned char *q = b + (three ? 32 : 16), *hm = b;
         float d = f16_at(b + (three ? 108 : 80)), dmin = three ? 0.0f : f16_at(b + 82);
-        int sc[16];
-        if (three) {    /* 16 6-bit scales: low nibbles from bytes 0-7, high pairs from bytes 8-11 */
-            for (int j = 0; j < 16; j++) {
-                int low = j < 8 ? b[96 + j] & 0x0f : b[96 + j - 8] >> 4;
-                sc[j] = (low | ((b[104 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
-            }
-        }
         for (int h = 0; h < 2; h++)
             for (int s = 0; s < 4; s++)
                 for (int g = 0; g < 2; g++) {
                     int j = 8 * h + 2 * s + g;
                     const unsigned char *qq = q + 32 * h + 16 * g;
-                    float dl = three ? d * (float)sc[j] : d * (float)(b[j] & 0x0f);
+                    float dl = three ? d * (float)q3_k_scale(b, j) : d * (float)(b[j] & 0x0f);
                     float ml = three ? 0.0f : dmin * (float)(b[j] >> 4);
                     for (int l = 0; l < 16; l++) {
                         int v = (qq[l] >> (2 * s)) & 3;
@@ -308,6 +315,12 @@ AVX512_QUANT float f16_lane(const unsigned char *p)
     return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
 }
 
+/* A table of 16 int8 levels as 16 float lanes (for _mm512_permutexvar_ps). */
+AVX512_QUANT __m512 levels_ps(const int8_t *levels)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)levels)));
+}
+
 /* (float)q · d for each lane, then minus m when m is not NULL. */
 AVX512_QUANT void put16(float *out, __m512 q, float d, const float *m)
 {
@@ -332,10 +345,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q8_0_avx
 __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q4_nl_avx512(float *out, const unsigned char *b,
                                                                                 size_t n, const int8_t *levels)
 {
-    int32_t lv[16];
-    for (int j = 0; j < 16; j++)
-        lv[j] = levels[j];
-    const __m512 table = _mm512_cvtepi32_ps(_mm512_loadu_si512(lv));
+    const __m512 table = levels_ps(levels);
     const __m128i low = _mm_set1_epi8(0x0f);
     size_t k = 0;
     for (; k + 32 <= n; k += 32, b += 18, out += 32) {
@@ -448,19 +458,14 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q_32_avx
 __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t iq4_xs_avx512(float *out, const unsigned char *b,
                                                                                       size_t n)
 {
-    int32_t lv[16];
-    for (int j = 0; j < 16; j++)
-        lv[j] = iq4_levels[j];
-    const __m512 table = _mm512_cvtepi32_ps(_mm512_loadu_si512(lv));
+    const __m512 table = levels_ps(iq4_levels);
     const __m128i low = _mm_set1_epi8(0x0f);
     size_t k = 0;
     for (; k + 256 <= n; k += 256, b += 136) {
         float d = f16_lane(b);
-        unsigned hi = (unsigned)b[2] | (unsigned)b[3] << 8;
         const unsigned char *q = b + 8;
         for (int j = 0; j < 8; j++, q += 16, out += 32) {
-            int sc = ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (int)((hi >> (2 * j)) & 3) << 4;
-            float dl = d * (float)(sc - 32);
+            float dl = d * (float)(iq4_xs_scale(b, j) - 32);
             __m128i qb = _mm_loadu_si128((const __m128i *)q);
             put16(out, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(qb, low)), table), dl, NULL);
             put16(out + 16, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(qb, 4), low)), table),
@@ -487,11 +492,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q_k_2_3_
                     __m128i v = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)(q + 32 * h + 16 * g)), 2 * s),
                                               two_bits);
                     if (three) {
-                        int low = j < 8 ? b[96 + j] & 0x0f : b[96 + j - 8] >> 4;
-                        int sc = (low | ((b[104 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
                         __m128i hb = _mm_and_si128(_mm_srli_epi16(hm[g], 4 * h + s), one);
                         v = _mm_sub_epi8(_mm_or_si128(v, _mm_slli_epi16(hb, 2)), four);
-                        put16(out, i8_ps(v), d * (float)sc, NULL);
+                        put16(out, i8_ps(v), d * (float)q3_k_scale(b, j), NULL);
                     } else {
                         float ml = dmin * (float)(b[j] >> 4);
                         put16(out, u8_ps(v), d * (float)(b[j] & 0x0f), &ml);

@@ -138,7 +138,6 @@ static int local_generate(struct lx_lm *lm, struct lx_lm_gen *g, long n, struct 
         struct lx_sampler s = sampler_of(&g[i].smp);
         rc = lx_generate_stream(lm->model, lm->spec, g[i].prompt, g[i].n_prompt, g[i].max_tokens, g[i].out,
                                 LX_DECODE_CACHE, &s, g[i].sink, &g[i].n_out, err);
-        g[i].n_out = rc == LX_OK ? g[i].n_out : 0;
     }
     return rc;
 }

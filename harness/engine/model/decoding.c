@@ -199,7 +199,7 @@ static int generate(const struct lx_model *m, const struct lx_spec *spec, const 
         d.n_out = 1;
         if (!sink || !sink->token(sink->arg, 0, out[0]))
             rc = lx_decode_continue(m, spec, &d, n_prompt, out, 0, n, err);
-        *n_out = d.n_out;
+        *n_out = rc == LX_OK ? d.n_out : 0;   /* nothing counts as generated on an error */
     }
     free(last);
     free(d.p);
