@@ -421,6 +421,33 @@ Test(loaders, hf_bad_config)
     hf_cases(cases, 4);
 }
 
+/* transformers' Qwen2 and Qwen3 configs name a sliding_window that applies only with
+** use_sliding_window true (Qwen2.5-0.5B's: 32768, use_sliding_window false): such a model
+** loads as the one without it; a window in use (Mistral's, with no use_sliding_window
+** key, or use_sliding_window true) is refused, naming the field. */
+Test(loaders, hf_sliding_window_only_when_used)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/hf", dir);
+    hf_copy(CFG(5, true, ", \"sliding_window\": 32768, \"use_sliding_window\": false"));
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_model_load(&m, path, &info, &err), LX_OK, "%s", err.msg);
+    if (!err.msg[0]) {
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+    }
+    static const char *const cases[][3] = {
+        {CFG(5, true, ", \"sliding_window\": 4096"), "config.json: sliding_window", "not part of lenx's native"},
+        {CFG(5, true, ", \"sliding_window\": 4096, \"use_sliding_window\": true"), "config.json: sliding_window",
+         "`window` method"},
+        {CFG(5, true, ", \"sliding_window\": 4096, \"use_sliding_window\": 3"), "config.json: use_sliding_window",
+         "boolean"},
+    };
+    hf_cases(cases, 3);
+}
+
 Test(loaders, hf_shape_and_missing_tensor)
 {
     static const char *const cases[][3] = {

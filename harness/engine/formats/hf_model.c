@@ -130,7 +130,7 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
                        "and qwen2 (Llama-architecture decoders)", s);
 }
 
-/* hidden_act silu, no MLP or attention biases, no sliding window. */
+/* hidden_act silu, no MLP or attention biases, no sliding window in use. */
 static int cfg_features(const struct lx_json *doc, const struct lx_jv *root, struct lx_error *err)
 {
     const struct lx_jv *v = lx_json_member(root, "hidden_act");
@@ -143,10 +143,16 @@ static int cfg_features(const struct lx_json *doc, const struct lx_jv *root, str
                         "attention does not have (Qwen2's q/k/v biases load)", err);
     if (rc == LX_OK)
         rc = cfg_refuse(doc, root, "mlp_bias", "lenx's MLP has no biases", err);
+    /* Qwen2's and Qwen3's configs name a window that applies only with use_sliding_window true;
+    ** Mistral's applies whenever it is set */
+    const struct lx_jv *use = lx_json_member(root, "use_sliding_window");
+    int used = 1;
+    if (rc == LX_OK && use && lx_json_type(use) != LX_JSON_NULL)
+        rc = lx_json_bool(doc, use, &used, err);
     v = lx_json_member(root, "sliding_window");
-    if (rc == LX_OK && v && lx_json_type(v) != LX_JSON_NULL)
+    if (rc == LX_OK && used && v && lx_json_type(v) != LX_JSON_NULL)
         rc = lx_json_err(err, doc, v, "a sliding window is not part of lenx's native stacks\n  hint: set it to "
-                         "null and evaluate with the `window` method instead");
+                         "null (or use_sliding_window false) and evaluate with the `window` method instead");
     return rc;
 }
 
