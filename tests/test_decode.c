@@ -130,14 +130,16 @@ Test(decode, one_row_matches_naive_every_method, .timeout = 120)
 /* ---- a model: decode steps against full forward passes --------------------------- */
 
 /* A random causal model; `kind` 0: GELU, multi-head; 1: SwiGLU, one key/value
-** head of two, q/k/v biases (drawn, not 0), a tied head; learn: logit scales
-** drawn around 1. */
+** head of two, q/k/v biases (drawn, not 0), a tied head; 2: Qwen3's shape, as
+** 1 without biases, with qk_norm (gains drawn around 1) and two heads of 16 on
+** a residual of 48; learn: logit scales drawn around 1. */
 static void random_model(struct lx_model *m, int kind, int learn, uint64_t key)
 {
     struct lx_arch a;
     lx_params_defaults(&lx_arch_schema, &a);
     a.layers = 2, a.d_model = 32, a.heads = 2, a.d_head = 16, a.d_mlp = 48, a.vocab = 64, a.init_std = 0.3;
-    a.kv_heads = kind ? 1 : 0, a.qkv_bias = kind, a.tie_head = kind, a.logit_scale = learn;
+    a.kv_heads = kind ? 1 : 0, a.qkv_bias = kind == 1, a.tie_head = kind > 0, a.logit_scale = learn;
+    a.qk_norm = kind == 2, a.d_model = kind == 2 ? 48 : 32;
     a.mlp = kind ? LX_MLP_SWIGLU : LX_MLP_GELU;
     lx_params_finish(&lx_arch_schema, &a);
     lx_model_init(m, &a, key);
@@ -147,6 +149,12 @@ static void random_model(struct lx_model *m, int kind, int learn, uint64_t key)
             fill(W->bqkv, lx_arch_qkv(&a), key, (uint32_t)(100 + l));
         for (long h = 0; learn && h < a.heads; h++)
             W->logit_scale[h] = 0.6f + 0.5f * (float)h;
+        for (int k = 0; W->q_norm && k < 2; k++) {
+            float *g = k ? W->k_norm : W->q_norm;
+            fill(g, a.d_head, key, (uint32_t)(200 + 2 * l + k));
+            for (long d = 0; d < a.d_head; d++)
+                g[d] = 1.0f + 0.3f * g[d];
+        }
     }
 }
 
@@ -195,7 +203,7 @@ static void steps_vs_full(const char *stack, int kind)
 Test(decode, step_logits_match_the_full_forward, .timeout = 120)
 {
     for (size_t i = 0; i < N_STACKS; i++)
-        for (int kind = 0; kind < 2; kind++)
+        for (int kind = 0; kind < 3; kind++)
             steps_vs_full(stacks[i], kind);
 }
 
@@ -252,7 +260,7 @@ Test(decode, generate_by_the_cache_equals_full_passes, .timeout = 60)
                                      "[rope, {lminfinite: {n_global: 2, local: 6, limit: 6}}, infoscale]"};
     enum { NP = 17, NG = 24 };
     for (size_t s = 0; s < sizeof ms / sizeof *ms; s++)
-        for (int kind = 0; kind < 2; kind++) {
+        for (int kind = 0; kind < 3; kind++) {
             struct lx_model m;
             struct tstack st;
             struct lx_facts f = tfacts(16, 8, 2, NP + NG);

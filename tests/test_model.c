@@ -50,13 +50,22 @@ static void fill(float *x, long n, uint32_t stream, float scale)
         x[i] = scale * (float)lx_rng_normal(&r);
 }
 
-/* Biases away from their initial 0, so that a bias the forward pass forgot
-** would show in the logits. */
+/* Biases away from their initial 0 and qk_norm's gains away from 1, so that a
+** bias or a gain the forward pass forgot (or took from the other head) would
+** show in the logits. */
 static void fill_biases(struct lx_model *m, uint32_t stream)
 {
-    long n = lx_arch_qkv(&m->arch);
+    long n = lx_arch_qkv(&m->arch), D = m->arch.d_head;
     for (long l = 0; m->arch.qkv_bias && l < m->arch.layers; l++)
         fill(m->v.layer[l].bqkv, n, stream + (uint32_t)l, 0.3f);
+    for (long l = 0; m->arch.qk_norm && l < m->arch.layers; l++) {
+        float *g[2] = {m->v.layer[l].q_norm, m->v.layer[l].k_norm};
+        for (int k = 0; k < 2; k++) {
+            fill(g[k], D, stream + 1000 + (uint32_t)(2 * l + k), 0.3f);
+            for (long d = 0; d < D; d++)
+                g[k][d] += 1.0f;
+        }
+    }
 }
 
 static void root_path(char *out, size_t n, const char *rel)
@@ -106,17 +115,22 @@ static const struct ref_case {
     long heads, kv_heads;   /* 0, 0: the default 2 heads, multi-head */
     int qkv_bias, tie_head; /* arch flags */
     int B, T;               /* its windows; 0, 0: RB windows of RT */
+    int qk_norm;            /* Qwen3's RMSNorm of each q and k head */
+    long d_head;            /* 0: d_model / heads */
 } ref_cases[] = {
-    {"causal_rope", LX_MODEL_CAUSAL, LX_MLP_GELU, "[{rope: {layout: half}}]", 101, 0, 0, 0, 0, 0, 0},
+    {"causal_rope", LX_MODEL_CAUSAL, LX_MLP_GELU, "[{rope: {layout: half}}]", 101, 0, 0, 0, 0, 0, 0, 0, 0},
     {"mlm_logn", LX_MODEL_MLM, LX_MLP_SWIGLU,
-     "[{rope: {layout: interleaved}}, {logn: {mode: su, base: 512, train: true}}]", 102, 0, 0, 0, 0, 0, 0},
-    {"causal_ssmax", LX_MODEL_CAUSAL, LX_MLP_GELU, "[nope, {logn: {mode: ssmax, s: 0.4, train: true}}]", 103, 0, 0, 0, 0, 0, 0},
+     "[{rope: {layout: interleaved}}, {logn: {mode: su, base: 512, train: true}}]", 102, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"causal_ssmax", LX_MODEL_CAUSAL, LX_MLP_GELU, "[nope, {logn: {mode: ssmax, s: 0.4, train: true}}]", 103, 0, 0, 0, 0, 0, 0, 0, 0},
     /* grouped-query: 4 query heads of dimension 8 on 2 key/value heads, biases (filled away from 0), tied head */
-    {"causal_gqa", LX_MODEL_CAUSAL, LX_MLP_SWIGLU, "[{rope: {layout: half}}]", 104, 4, 2, 1, 1, 0, 0},
+    {"causal_gqa", LX_MODEL_CAUSAL, LX_MLP_SWIGLU, "[{rope: {layout: half}}]", 104, 4, 2, 1, 1, 0, 0, 0, 0},
     /* one window past the tiles of training's tiled attention (LX_TILE_BQ forward rows, two
     ** LX_TILE_TRAIN_BQ backward blocks and a part), grouped-query heads, SSMax's row scale */
     {"causal_long", LX_MODEL_CAUSAL, LX_MLP_GELU, "[{rope: {layout: half}}, {logn: {mode: ssmax, s: 0.4, train: true}}]",
-     105, 4, 2, 0, 0, 1, 300},
+     105, 4, 2, 0, 0, 1, 300, 0, 0},
+    /* Qwen3's shape: q/k heads RMS-normalised (gains away from 1), grouped-query heads of dimension
+    ** 16 on a residual of 32 (heads · d_head = 64, not d_model), tied head */
+    {"causal_qknorm", LX_MODEL_CAUSAL, LX_MLP_SWIGLU, "[{rope: {layout: half}}]", 106, 4, 2, 0, 1, 0, 0, 1, 16},
 };
 
 enum { N_REF = sizeof ref_cases / sizeof *ref_cases };
@@ -132,8 +146,10 @@ static struct lx_arch ref_arch(const struct ref_case *c)
 {
     if (!c->heads)
         return arch_of(c->mode, c->mlp, 2, 32, 2, 16, 64, LX_VOCAB, 0.15);
-    return with_gqa(arch_of(c->mode, c->mlp, 2, 32, c->heads, 32 / c->heads, 64, LX_VOCAB, 0.15), c->kv_heads,
-                    c->qkv_bias, c->tie_head);
+    struct lx_arch a = arch_of(c->mode, c->mlp, 2, 32, c->heads, c->d_head ? c->d_head : 32 / c->heads, 64, LX_VOCAB,
+                               0.15);
+    a.qk_norm = c->qk_norm;
+    return with_gqa(a, c->kv_heads, c->qkv_bias, c->tie_head);
 }
 
 static int write_mode(void)
@@ -217,7 +233,7 @@ static void check_case(const struct ref_case *c)
     cr_assert_eq(a->mode, c->mode);
     cr_assert_eq(a->mlp, c->mlp);
     cr_assert(a->heads == want.heads && a->kv_heads == want.kv_heads && a->qkv_bias == want.qkv_bias &&
-              a->tie_head == want.tie_head, "%s: the checkpoint's arch is not the case's", c->name);
+              a->tie_head == want.tie_head && a->qk_norm == want.qk_norm && a->d_head == want.d_head, "%s: the checkpoint's arch is not the case's", c->name);
     /* run the model the way its checkpoint says: the stored training stack */
     struct compiled sp;
     int B = case_B(c), T = case_T(c);
@@ -304,6 +320,7 @@ Test(model_ref, mlm_logn) { check_case(&ref_cases[1]); }
 Test(model_ref, causal_ssmax) { check_case(&ref_cases[2]); }
 Test(model_ref, causal_gqa) { check_case(&ref_cases[3]); }
 Test(model_ref, causal_long) { check_case(&ref_cases[4]); }
+Test(model_ref, causal_qknorm) { check_case(&ref_cases[5]); }
 
 /* ---- model: whole-model finite differences --------------------------------- */
 
@@ -420,6 +437,17 @@ static void fd_check(int mode, int mlp, const char *stack)
 static void fd_check_gqa(int mode, int mlp, long kv, const char *stack)
 {
     fd_check_arch(with_gqa(arch_of(mode, mlp, 2, 16, 4, 4, 24, FV, 0.3), kv, 1, 1), stack, NULL);
+}
+
+/* qk_norm (Qwen3): each q and k head RMS-normalised with its own gains before the rotation;
+** heads of 8 on a residual of 16 (heads · d_head = 32), with CosScale's normalisation after
+** the rotation too, so both normalisations' backward passes meet. */
+Test(model, fd_gradients_causal_gqa_qk_norm, .timeout = 60)
+{
+    struct lx_arch a = arch_of(LX_MODEL_CAUSAL, LX_MLP_SWIGLU, 2, 16, 4, 8, 24, FV, 0.3);
+    a.qk_norm = 1;
+    fd_check_arch(with_gqa(a, 2, 0, 0), "[{rope: {layout: half}}]", NULL);
+    fd_check_arch(with_gqa(a, 2, 1, 1), "[rope, {cosscale: {s: 4}}]", NULL);
 }
 
 Test(model, fd_gradients_causal_gqa_bias_tied, .timeout = 60)

@@ -21,7 +21,7 @@ implement the format (8-byte little-endian header length, JSON header, data).
 
 Supported: modes causal and mlm; MLP gelu and swiglu; grouped-query attention
 (kv_heads; each key/value head repeated for its heads / kv_heads query heads,
-as transformers' repeat_kv does), q/k/v biases (qkv_bias) and a tied output
+as transformers' repeat_kv does), q/k/v biases (qkv_bias), Qwen3's per-head q/k RMSNorm (qk_norm) and a tied output
 head (tie_head: logits from tok_emb); positions rope (half or
 interleaved), nope or none; logit ops logn in modes su, ssmax and qwen. Any
 other method in a checkpoint's stack raises NotImplementedError instead of
@@ -184,7 +184,7 @@ class RMSNorm(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, d_model, heads, kv_heads, d_head, bias):
+    def __init__(self, d_model, heads, kv_heads, d_head, bias, qk_norm=False, eps=1e-5):
         super().__init__()
         if heads % kv_heads:
             raise ValueError(f"kv_heads {kv_heads} does not divide heads {heads}")
@@ -193,12 +193,17 @@ class Attention(nn.Module):
         self.wk = nn.Linear(d_model, kv_heads * d_head, bias=bias)
         self.wv = nn.Linear(d_model, kv_heads * d_head, bias=bias)
         self.wo = nn.Linear(heads * d_head, d_model, bias=False)
+        if qk_norm:     # Qwen3: an RMSNorm of each q and k head (gains of d_head) before the rotation
+            self.q_norm, self.k_norm = RMSNorm(d_head, eps), RMSNorm(d_head, eps)
+        self.qk_norm = qk_norm
 
     def forward(self, x, rotary, scales, causal):
         B, T, _ = x.shape
         # rows of wq/wk/wv are head-major: view (B, T, heads, D), then heads first
         q = self.wq(x).view(B, T, self.h, self.d).transpose(1, 2)
         k, v = (w(x).view(B, T, self.kv, self.d).transpose(1, 2) for w in (self.wk, self.wv))
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
         if rotary is not None:
             q, k = rotary(q), rotary(k)
         # grouped-query attention: key/value head j serves query heads j*G .. j*G + G-1
@@ -234,7 +239,7 @@ class Block(nn.Module):
         super().__init__()
         self.attn_norm = RMSNorm(a["d_model"], a["norm_eps"])
         self.attn = Attention(a["d_model"], a["heads"], a["kv_heads"] or a["heads"], a["d_head"],
-                              bool(a["qkv_bias"]))
+                              bool(a["qkv_bias"]), bool(a["qk_norm"]), a["norm_eps"])
         self.mlp_norm = RMSNorm(a["d_model"], a["norm_eps"])
         self.mlp = MLP(a["d_model"], a["d_mlp"], a["mlp"])
 
@@ -245,7 +250,7 @@ class Block(nn.Module):
 
 ARCH_DEFAULTS = {"mode": "causal", "layers": 2, "d_model": 128, "heads": 4, "d_head": 32, "d_mlp": 512,
                  "mlp": "gelu", "vocab": 260, "norm_eps": 1e-5, "kv_heads": 0, "qkv_bias": False,
-                 "tie_head": False}
+                 "qk_norm": False, "tie_head": False}
 
 
 class LenxModel(nn.Module):

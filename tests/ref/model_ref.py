@@ -33,7 +33,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lenx_torch import BOS, MASK, load_lenx, write_safetensors  # noqa: E402
 
 CASES = [("causal_rope", "causal", 2, 16), ("mlm_logn", "mlm", 2, 16), ("causal_ssmax", "causal", 2, 16),
-         ("causal_gqa", "causal", 2, 16), ("causal_long", "causal", 1, 300)]
+         ("causal_gqa", "causal", 2, 16), ("causal_long", "causal", 1, 300),
+         ("causal_qknorm", "causal", 2, 16)]
 
 
 def windows(causal, B, T):

@@ -86,6 +86,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
     double KVp = (double)lx_tile_kpack_floats(T, lx_arch_kv(arch), arch->d_head);  /* the tiles' packed keys */
     double R = N < LX_EVAL_ROWS ? N : LX_EVAL_ROWS, far = nthr * (double)lx_attn_far_floats(T, (int)D);
     int n = 0, mat = train == LX_ACTS_TRAIN_MATERIALISED, gqa = lx_arch_kv(arch) < arch->heads;
+    double KVh = (double)lx_arch_kv(arch);
     double NB = eval_block(N, portable);
     double NA = (double)B * LX_ACTS_ANSWER_ROWS < N ? (double)B * LX_ACTS_ANSWER_ROWS : N;   /* answer rows */
     if (train) {
@@ -102,6 +103,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             ROW(dx, N * C, 4), ROW(dxn, N * C, 4), ROW(dqkv, N * QKV, 4), ROW(dao, N * HD, 4),
             ROW(dh, N * F2, 4), ROW(dact, N * F, 4), ROW(dlogits, N * V, 4), ROW(dp, mat ? nthr * TT : 0, 4),
             ROW(lse, mat ? 0 : LL * N * H, 4),
+            ROW(qkraw, arch->qk_norm ? LL * N * (H + KVh) * D : 0, 4), ROW(qkr, arch->qk_norm ? LL * N * (H + KVh) : 0, 4),
             ROW(tile, mat ? 0 : nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, (int)D), 4),
             ROW(tile_tab, mat ? 0 : H * (1 + LX_SPEC_MAX_OPS) * T, 8),
             ROW(tile_kpack, mat ? 0 : KVp, 4),

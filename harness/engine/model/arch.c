@@ -35,6 +35,8 @@ static const struct lx_param arch_rows[] = {
     LX_P_BOOL(struct lx_arch, logit_scale, "false", 0,
               "a learned multiplier of the attention logits per layer and head (set by logn learn: true)"),
     LX_P_BOOL(struct lx_arch, qkv_bias, "false", 0, "biases on the q, k and v projections (Qwen2)"),
+    LX_P_BOOL(struct lx_arch, qk_norm, "false", 0,
+              "an RMSNorm of each query and key head (learned gains of d_head) before the rotation (Qwen3)"),
     LX_P_BOOL(struct lx_arch, tie_head, "false", 0, "the output head is the token embedding (no lm_head.weight)"),
 };
 
@@ -44,6 +46,7 @@ static const struct lx_param_rule arch_rules[] = {
     {"logit_scale", "logit_scale=true"},
     {"kv_heads", "kv_heads!=0"},
     {"qkv_bias", "qkv_bias=true"},
+    {"qk_norm", "qk_norm=true"},
     {"tie_head", "tie_head=true"},
     {NULL, NULL},
 };
@@ -112,6 +115,10 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
             add(out, &n, &off, NAME("attn.wk.bias"), KD, 0, 0, 0);
             add(out, &n, &off, NAME("attn.wv.bias"), KD, 0, 0, 0);
         }
+        if (a->qk_norm) {       /* one gain per head dimension, shared by the heads */
+            add(out, &n, &off, NAME("attn.q_norm.weight"), a->d_head, 0, 0, 0);
+            add(out, &n, &off, NAME("attn.k_norm.weight"), a->d_head, 0, 0, 0);
+        }
         add(out, &n, &off, NAME("attn.wo.weight"), C, HD, 1, 1);
         if (a->logit_scale)
             add(out, &n, &off, NAME("attn.logit_scale"), a->heads, 0, 0, 0);
@@ -164,6 +171,9 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
         i += 3;
         L->bqkv = a->qkv_bias ? (float *)t[i].p : NULL;
         i += a->qkv_bias ? 3 : 0;
+        L->q_norm = a->qk_norm ? (float *)t[i].p : NULL;
+        L->k_norm = a->qk_norm ? (float *)t[i + 1].p : NULL;
+        i += a->qk_norm ? 2 : 0;
         L->mo = t[i];
         L->wo = F(i);
         i++;

@@ -32,6 +32,8 @@ struct lx_arch {
     int logit_scale;    /* 1: a learned multiplier of S per (layer, head), tensor layers.L.attn.logit_scale
                         ** (H,), initialised to 1 (SSMax's learned s: logn learn: true) */
     int qkv_bias;       /* 1: biases layers.L.attn.w{q,k,v}.bias added after the projections (Qwen2) */
+    int qk_norm;        /* 1: each q and k head RMS-normalised with gains layers.L.attn.{q,k}_norm.weight
+                        ** (d_head,) after the projections, before the rotation (Qwen3) */
     int tie_head;       /* 1: the output head is tok_emb (no lm_head.weight tensor) */
 };
 
@@ -65,6 +67,8 @@ struct lx_layer_w {
     float *attn_norm;   /* (C) */
     float *wqkv;        /* ((H + 2·KV)·D, C): wq (H·D, C), wk (KV·D, C), wv (KV·D, C) stacked */
     float *bqkv;        /* ((H + 2·KV)·D) bq, bk, bv stacked, or NULL without qkv_bias */
+    float *q_norm;      /* (D) gains of every query head's RMSNorm, or NULL without qk_norm */
+    float *k_norm;      /* (D) of every key head's */
     float *wo;          /* (C, H·D) */
     float *logit_scale; /* (H) learned multipliers of S, or NULL */
     float *mlp_norm;    /* (C) */

@@ -69,6 +69,7 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
         const struct lx_layer_w *W = &m->v.layer[l];
         lx_rmsnorm_forward(c->xn, c->rstd, c->x, W->attn_norm, 1, C, eps);
         lx_layer_qkv(c->qkv, c->xn, W, ar, 1);
+        lx_layer_qk_norm(c->qkv, NULL, NULL, W, ar, 1);
         lx_rope_apply(c->qkv, &spec->rotary, c->cs, 1, 1, H, KV, D, +1);
         if (spec->cosine)
             lx_qk_normalize(c->qkv, NULL, 1, H, KV, D);

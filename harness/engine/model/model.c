@@ -68,6 +68,54 @@ void lx_layer_qkv(float *qkv, const float *x, const struct lx_layer_w *W, const 
         lx_bias_add(qkv, W->bqkv, n, QKV);
 }
 
+void lx_layer_qk_norm(float *qkv, float *raw, float *rstd, const struct lx_layer_w *W, const struct lx_arch *a,
+                      long n)
+{
+    if (!W->q_norm)
+        return;
+    int H = (int)a->heads, KV = (int)lx_arch_kv(a), D = (int)a->d_head;
+    long QKV = lx_arch_qkv(a), QK = (long)(H + KV) * D;
+    float eps = (float)a->norm_eps, r[512];
+#pragma omp parallel for schedule(static) private(r) if (n * QK > 65536)
+    for (long row = 0; row < n; row++) {
+        float *x = qkv + row * QKV, *rs = rstd ? rstd + row * (H + KV) : r;
+        if (raw)
+            memcpy(raw + row * QK, x, sizeof(float) * (size_t)QK);
+        lx_rmsnorm_forward(x, rs, x, W->q_norm, H, D, eps);      /* in place: a row's sum is taken first */
+        lx_rmsnorm_forward(x + (long)H * D, rs + H, x + (long)H * D, W->k_norm, KV, D, eps);
+    }
+}
+
+#define QK_NORM_BLOCK 64    /* rows per partial gain gradient: fixed, so the sum order never depends on threads */
+
+void lx_layer_qk_norm_backward(float *dqkv, float *dgq, float *dgk, const float *raw, const float *rstd,
+                               const struct lx_layer_w *W, const struct lx_arch *a, long n)
+{
+    int H = (int)a->heads, KV = (int)lx_arch_kv(a), D = (int)a->d_head;
+    long QKV = lx_arch_qkv(a), QK = (long)(H + KV) * D, nb = (n + QK_NORM_BLOCK - 1) / QK_NORM_BLOCK;
+    double *part = lx_xcalloc((size_t)nb * 2 * (size_t)D, sizeof *part);
+    /* per head, as lx_rmsnorm_backward: dx_d = r g_d dy_d − r³ x_d / D · Σ_k dy_k g_k x_k, dg_d += dy_d x_d r */
+#pragma omp parallel for schedule(static) if (n * QK > 65536)
+    for (long blk = 0; blk < nb; blk++)
+        for (long row = blk * QK_NORM_BLOCK; row < n && row < (blk + 1) * QK_NORM_BLOCK; row++)
+            for (int h = 0; h < H + KV; h++) {
+                const float *x = raw + row * QK + (long)h * D, *g = h < H ? W->q_norm : W->k_norm;
+                float *dy = dqkv + row * QKV + (long)h * D, r = rstd[row * (H + KV) + h];
+                double dot = 0.0, *pg = part + (blk * 2 + (h >= H)) * D;
+                for (int d = 0; d < D; d++) {
+                    dot += (double)dy[d] * g[d] * x[d];
+                    pg[d] += dy[d] * x[d] * r;
+                }
+                float k = (float)(dot * r * r * r / D);
+                for (int d = 0; d < D; d++)
+                    dy[d] = r * g[d] * dy[d] - k * x[d];
+            }
+    for (long blk = 0; blk < nb; blk++)
+        for (int d = 0; d < D; d++)
+            dgq[d] += (float)part[blk * 2 * D + d], dgk[d] += (float)part[(blk * 2 + 1) * D + d];
+    free(part);
+}
+
 void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n)
 {
     long F = a->d_mlp, F2 = a->mlp == LX_MLP_SWIGLU ? 2 * F : F, rows[2] = {F, F};
@@ -303,6 +351,8 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *spec
     float *lse = a->train && a->tiled ? a->lse + l * (long)a->B * s->H * s->T : NULL;
     lx_rmsnorm_forward(xn1, rstd1, xin, W->attn_norm, (int)s->N, (int)s->C, (float)ar->norm_eps);
     lx_layer_qkv(qkv, xn1, W, ar, s->N);
+    lx_layer_qk_norm(qkv, a->train ? LAY(a, a->qkraw, l, s->N * (s->H + s->KV) * ar->d_head) : NULL,
+                     a->train ? LAY(a, a->qkr, l, s->N * (s->H + s->KV)) : NULL, W, ar, s->N);
     rope_rows(a, spec, qkv, (int)s->H, (int)s->KV, (int)ar->d_head, +1);
     if (spec->cosine)
         lx_qk_normalize(qkv, a->train ? a->qkn + l * s->N * 2 * s->H : NULL, s->N, (int)s->H, (int)s->KV,
@@ -619,6 +669,9 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
         if (spec->cosine)
             lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, (int)s.KV, D);
         rope_rows(a, spec, a->dqkv, H, (int)s.KV, D, -1);
+        if (W->q_norm)
+            lx_layer_qk_norm_backward(a->dqkv, G->q_norm, G->k_norm, a->qkraw + l * s.N * (H + s.KV) * D,
+                                      a->qkr + l * s.N * (H + s.KV), W, ar, s.N);
         lx_linear_backward(a->dxn, G->wqkv, G->bqkv, a->dqkv, xn1, W->mqkv[0], (int)s.N, (int)s.C, (int)s.QKV);
         lx_rmsnorm_backward(a->dx, G->attn_norm, a->dxn, xin, W->attn_norm, rstd1, (int)s.N, (int)s.C);
     }

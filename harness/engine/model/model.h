@@ -108,6 +108,8 @@ struct lx_acts {
     double *tile_acc;           /* eval: (n_thr, lx_tile_acc_doubles) per-row sums of the statistics */
     struct lx_diag *tile_part;  /* eval: (H·(lx_tile_stat_units + 1)) per-(head, unit) and per-head sums */
     float *tile_kpack;          /* eval, tiled train: (lx_tile_kpack_floats) keys packed for the tiles */
+    float *qkraw, *qkr;         /* train with qk_norm: (layers, N, H + KV, D) q and k heads before their
+                                ** RMSNorm, (layers, N, H + KV) its 1/rms */
     float *qkn;                 /* train with cosine: (layers, N, 2, H) norms of q, k before normalising
                                 ** (k uses the first KV of its H slots) */
     const int *pos;             /* (B, T) position ids (PoSE training), or NULL = 0..T−1; not owned */
@@ -232,6 +234,15 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
 ** MLP's pre-activation w1|w3 (or w1) into h (n, F2); n tokens' embeddings
 ** into x (n, C). */
 void lx_layer_qkv(float *qkv, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n);
+/* qk_norm (Qwen3): each q and k head of n qkv rows RMS-normalised in place
+** with the layer's gains (nothing without them); raw (n, H + KV, D) and rstd
+** (n, H + KV), when given, keep the heads before it and their 1/rms. The
+** backward turns dqkv's q and k parts from the normalised heads' gradient
+** into the projections', adding the gains' into dgq, dgk (D). */
+void lx_layer_qk_norm(float *qkv, float *raw, float *rstd, const struct lx_layer_w *W, const struct lx_arch *a,
+                      long n);
+void lx_layer_qk_norm_backward(float *dqkv, float *dgq, float *dgk, const float *raw, const float *rstd,
+                               const struct lx_layer_w *W, const struct lx_arch *a, long n);
 void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n);
 void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n);
 
