@@ -1,7 +1,7 @@
 /*
 ** tests/test_gguf_export.c - `lenx export --gguf` (harness/engine/formats/gguf_model.c,
-** harness/core/gguf_write.c): six lenx-trained models (tests/ref/gguf/lenx-models.yaml:
-** Llama- and Qwen2-shaped, rope, PI and YaRN trained in) written as F32, F16, BF16 and Q8_0
+** harness/core/gguf_write.c): nine lenx-trained models (tests/ref/gguf/lenx-models.yaml:
+** Llama-, Qwen2- and Qwen3-shaped, rope, PI and YaRN trained in) written as F32, F16, BF16 and Q8_0
 ** run in llama.cpp as in lenx — llama.cpp's perplexity (tests/ref/gguf/export.tsv, made by
 ** tests/ref/gguf/make.sh) against lenx's on the written file, and llama-quantize's own
 ** F16/BF16/Q8_0 conversion of the F32 export against lenx's, bit for bit; the F32 file scores
@@ -14,7 +14,8 @@
 
 #include "harness/core/gguf.h"
 
-static const char *const models[] = {"llama-rope", "llama-pi", "llama-yarn", "qwen2-rope", "qwen2-pi", "qwen2-yarn"};
+static const char *const models[] = {"llama-rope", "llama-pi", "llama-yarn", "qwen2-rope", "qwen2-pi", "qwen2-yarn",
+                                     "qwen3-rope", "qwen3-pi", "qwen3-yarn"};
 static const char *const types[] = {"f32", "f16", "bf16", "q8_0"};
 
 /* Field (1-based) of export.tsv's row for name. */
@@ -94,7 +95,7 @@ Test(gguf_export, llama_cpp_runs_lenx_models_as_lenx_does, .fini = teardown, .ti
 }
 
 /* The F32 file is the checkpoint: in portable numerics the same per-token NLLs, bit for bit for the
-** Qwen2-shaped models, whose rows the file keeps as they are; the Llama-shaped ones' q and k rows are
+** Qwen2- and Qwen3-shaped models, whose rows the file keeps as they are; the Llama-shaped ones' q and k rows are
 ** permuted to llama.cpp's interleaved pairs, so each q.k sums its 16 products in another order:
 ** within 1e-5 (measured 2.6e-6). The stack it reads back is the one the model was trained with, in the
 ** file's layout. */
@@ -118,9 +119,60 @@ Test(gguf_export, f32_file_scores_as_the_checkpoint, .fini = teardown)
                   (!pi || strstr(out, "{\"pi\":{\"scale\":2,\"train\":true}}")) &&
                   (!yarn || strstr(out, "{\"yarn\":{\"scale\":2,\"original\":32,\"beta_fast\":32,\"beta_slow\":1,"
                                    "\"attn_factor\":1,\"train\":true}}")) &&
-                  strstr(out, "\"tokenizer\": \"bytes\"") && strstr(out, qwen ? "\"kv_heads\": 1" : "\"kv_heads\": 2"),
+                  strstr(out, "\"tokenizer\": \"bytes\"") && strstr(out, qwen ? "\"kv_heads\": 1" : "\"kv_heads\": 2") &&
+                  !strstr(out, "\"qk_norm\":true") == !strstr(models[i], "qwen3"),
                   "%s: %s", models[i], out);
     }
+}
+
+/* In file (in the test's dir), the first `old` (len bytes) replaced by `new`. */
+static void patch_file(const char *file, const void *old, const void *new, size_t len)
+{
+    static unsigned char b[1 << 20];
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *fp = fopen(path, "r+b");
+    cr_assert_not_null(fp, "%s", path);
+    size_t n = fread(b, 1, sizeof b, fp);
+    unsigned char *p = memmem(b, n, old, len);
+    cr_assert_not_null(p, "%s: no such bytes", path);
+    cr_assert_eq(fseek(fp, p - b, SEEK_SET), 0);
+    cr_assert_eq(fwrite(new, 1, len, fp), len);
+    fclose(fp);
+}
+
+/* A qwen3 file whose metadata or tensors lie is refused naming the file and the key or the tensor:
+** a head size that is odd, values of another size than keys, a missing q_norm gain. */
+Test(gguf_export, qwen3_files_that_lie_are_named, .fini = teardown)
+{
+    shell_setup("gguf-qwen3-lies");
+    static const struct {
+        const char *key;
+        uint32_t value;
+        const char *want;
+    } cases[] = {
+        {"qwen3.attention.key_length", 15, "key_length 15"},
+        {"qwen3.attention.value_length", 8, "value_length is 8, not key_length 16"},
+    };
+    char out[4096];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cr_assert_eq(sh(out, sizeof out, "$L export --gguf q.gguf --model $R/tests/ref/gguf/lenx-qwen3-rope.safetensors"),
+                     0, "%s", out);
+        unsigned char old[96], new[96];     /* the key, its value type (u32: 4) and its value 16, replaced */
+        size_t k = strlen(cases[i].key);
+        uint32_t type = 4, v = 16;
+        memcpy(old, cases[i].key, k), memcpy(old + k, &type, 4), memcpy(old + k + 4, &v, 4);
+        memcpy(new, old, k + 4), memcpy(new + k + 4, &cases[i].value, 4);
+        patch_file("q.gguf", old, new, k + 8);
+        cr_expect_eq(sh(out, sizeof out, "$L show model q.gguf"), 2, "%s", out);
+        cr_expect(strstr(out, "q.gguf: ") && strstr(out, cases[i].want), "%s: %s", cases[i].key, out);
+    }
+    cr_assert_eq(sh(out, sizeof out, "$L export --gguf q.gguf --model $R/tests/ref/gguf/lenx-qwen3-rope.safetensors"), 0,
+                 "%s", out);
+    patch_file("q.gguf", "blk.0.attn_q_norm.weight", "blk.0.attn_q_xorm.weight", 24);
+    cr_expect_eq(sh(out, sizeof out, "$L score --model q.gguf --text $R/tests/ref/gguf/text.txt --length 64"), 2, "%s",
+                 out);
+    cr_expect(strstr(out, "q.gguf: tensor 'blk.0.attn_q_norm.weight' is missing") && strstr(out, "qwen3"), "%s", out);
 }
 
 Test(gguf_export, refuses_what_llama_cpp_runs_otherwise, .fini = teardown)
@@ -146,7 +198,8 @@ Test(gguf_export, refuses_what_llama_cpp_runs_otherwise, .fini = teardown)
 
 /* llama.cpp's own Hugging Face converter (tests/ref/gguf/lenx-*-hf.gguf: `lenx export --hf`, then
 ** convert_hf_to_gguf.py) and lenx agree on a model read both ways: the GGUF llama.cpp wrote scores as the
-** Hugging Face directory does, in portable numerics. Qwen2 keeps its rows: bit for bit. Llama: the
+** Hugging Face directory does, in portable numerics. Qwen2 and Qwen3 (its per-head q/k norms, heads of
+** 16 on a residual of 32: head_dim written as key_length) keep their rows: bit for bit. Llama: the
 ** converter permutes q and k rows to interleaved pairs, which lenx reads as `layout: interleaved`; the
 ** q.k sums then run in another order (within 1e-5, measured 2.6e-6) - and a wrong reading of the
 ** permutation would move them by whole nats. The third file has Llama 3.1's rope_scaling in its
@@ -160,6 +213,7 @@ Test(gguf_export, hf_converter_files_score_as_the_hf_directory, .fini = teardown
         double tol;
     } cases[] = {
         {"qwen2-rope", "qwen2-rope-hf", "\"layout\":\"half\"", NULL, 0},
+        {"qwen3-rope", "qwen3-rope-hf", "\"qk_norm\":true", NULL, 0},
         {"llama-rope", "llama-rope-hf", "\"layout\":\"interleaved\"", NULL, 1e-5},
         {"llama-rope", "llama-llama3-hf", "{\"llama3\":{\"scale\":2,\"original\":64,",
          "{\"rope_type\": \"llama3\", \"factor\": 2.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 8.0, "

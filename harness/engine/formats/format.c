@@ -205,6 +205,13 @@ int lx_stack_rope_of(const char *stack, int scaled, const char *target, struct l
     return rc;
 }
 
+int lx_tensor_is_qk(const char *name)
+{
+    const char *a = strstr(name, ".attn.");
+    return a && (strncmp(a + 6, "wq.", 3) == 0 || strncmp(a + 6, "wk.", 3) == 0 || strncmp(a + 6, "q_norm.", 7) == 0 ||
+                 strncmp(a + 6, "k_norm.", 7) == 0);
+}
+
 void lx_tensor_reader_init(struct lx_tensor_reader *r, const struct lx_model *m, const struct lx_tensor_info *t,
                            int i, int to_half, long chunk)
 {

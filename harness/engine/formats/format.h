@@ -135,6 +135,9 @@ struct lx_tensor_reader {
     long cols, D;
     float *rows;            /* (chunk / cols + 2) rows; the caller frees it */
 };
+/* 1 for the tensors whose rows follow the rotary layout head by head: the q and k
+** projections, their biases and qk_norm's gains ("layers.L.attn.wq.weight", ...). */
+int lx_tensor_is_qk(const char *name);
 /* r for tensor i of m (t its entry of lx_arch_tensors), read at most chunk values at a time. */
 void lx_tensor_reader_init(struct lx_tensor_reader *r, const struct lx_model *m, const struct lx_tensor_info *t,
                            int i, int to_half, long chunk);

@@ -3,16 +3,18 @@
 ** the one struct lx_model (docs/checkpoints.md#gguf): the container is read
 ** by gguf.c, the model here.
 **
-** Architectures `llama` (Llama, Mistral, TinyLlama, llama2.c conversions)
-** and `qwen2`. Hyper-parameters come from the metadata ({arch}.block_count,
+** Architectures `llama` (Llama, Mistral, TinyLlama, llama2.c conversions),
+** `qwen2` and `qwen3`. Hyper-parameters come from the metadata ({arch}.block_count,
 ** embedding_length, feed_forward_length, attention.head_count[_kv],
-** attention.layer_norm_rms_epsilon, rope.freq_base, context_length); tensors
-** by llama.cpp's names, mapped onto lenx's:
+** attention.key_length (the head size; embedding_length / head_count when
+** absent), attention.layer_norm_rms_epsilon, rope.freq_base, context_length);
+** tensors by llama.cpp's names, mapped onto lenx's:
 **
 **     token_embd.weight          tok_emb.weight        output_norm.weight   norm.weight
 **     output.weight              lm_head.weight (absent: tied)
 **     blk.N.attn_norm.weight     layers.N.attn_norm.weight
 **     blk.N.attn_{q,k,v}.weight  layers.N.attn.w{q,k,v}.weight (.bias for qwen2)
+**     blk.N.attn_{q,k}_norm.weight      layers.N.attn.{q,k}_norm.weight (qwen3)
 **     blk.N.attn_output.weight   layers.N.attn.wo.weight
 **     blk.N.ffn_norm.weight      layers.N.mlp_norm.weight
 **     blk.N.ffn_{gate,up,down}.weight   layers.N.mlp.w{1,3,2}.weight
@@ -22,8 +24,8 @@
 ** file's mapping, in their own type (quantized rows are dequantized exactly,
 ** harness/core/half.c, as products read them). llama.cpp's converter permutes a `llama` model's q and k rows into
 ** interleaved rotary pairs (its "normal" rope), so such a file's native stack
-** is rope with layout interleaved; `qwen2` keeps Hugging Face's halves
-** (llama.cpp's "neox" rope): layout half.
+** is rope with layout interleaved; `qwen2` and `qwen3` keep Hugging Face's
+** halves (llama.cpp's "neox" rope): layout half.
 */
 #include "harness/engine/formats/gguf_model.h"
 
@@ -39,12 +41,36 @@
 #include "harness/engine/model/arch.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 
+/* The architectures lenx reads and writes: what each adds to llama's, and its rotary layout. */
+static const struct family {
+    const char *name;
+    int qkv_bias, qk_norm, half;
+} families[] = {{"llama", 0, 0, 0}, {"qwen2", 1, 0, 1}, {"qwen3", 0, 1, 1}};
+
+/* The family of general.architecture, or NULL. */
+static const struct family *family_named(const char *arch)
+{
+    for (size_t k = 0; k < sizeof families / sizeof *families; k++)
+        if (strcmp(arch, families[k].name) == 0)
+            return &families[k];
+    return NULL;
+}
+
+/* The family a lenx model is written as (NULL: none has both q/k/v biases and qk_norm). */
+static const struct family *family_of(const struct lx_arch *a)
+{
+    for (size_t k = 0; k < sizeof families / sizeof *families; k++)
+        if (families[k].qkv_bias == a->qkv_bias && families[k].qk_norm == a->qk_norm)
+            return &families[k];
+    return NULL;
+}
+
 /* The arch from the metadata: LX_EINVAL naming the file and key. */
 static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *a, long *train_len, double *base,
                      struct lx_error *err)
 {
     char key[128];
-    int64_t layers = 0, C = 0, F = 0, H = 0, KV = 0, rope_dims = 0, ctx = 0;
+    int64_t layers = 0, C = 0, F = 0, H = 0, KV = 0, D = 0, Dv = 0, rope_dims = 0, ctx = 0;
     double eps = 1e-5;
     *base = 10000.0;
 #define KEY(s) (snprintf(key, sizeof key, "%s.%s", arch, s), key)
@@ -64,26 +90,38 @@ static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *
         rc = lx_gguf_get_num(g, KEY("rope.freq_base"), 0, base, err);
     if (rc == LX_OK)
         rc = lx_gguf_get_int(g, KEY("context_length"), 1, &ctx, err);
-    rope_dims = H > 0 ? C / H : 0;
+    D = H > 0 && C % H == 0 ? C / H : 0;
+    if (rc == LX_OK)
+        rc = lx_gguf_get_int(g, KEY("attention.key_length"), 0, &D, err);
+    Dv = D;
+    if (rc == LX_OK)
+        rc = lx_gguf_get_int(g, KEY("attention.value_length"), 0, &Dv, err);
+    rope_dims = D;
     if (rc == LX_OK)
         rc = lx_gguf_get_int(g, KEY("rope.dimension_count"), 0, &rope_dims, err);
 #undef KEY
     if (rc < 0)
         return rc;
     if (layers < 1 || layers > 1024 || C < 2 || C > 65536 || F < 1 || F > 1 << 20 || H < 1 || H > 1024 || KV < 1 ||
-        H % KV || C % H || (C / H) % 2 || ctx < 1 || ctx > 1L << 24 || !(eps > 0 && eps < 1) || !(*base > 1))
+        H % KV || D < 2 || D > 512 || D % 2 || ctx < 1 || ctx > 1L << 24 || !(eps > 0 && eps < 1) || !(*base > 1))
         return lx_err(err, LX_EINVAL, "%s: the %s metadata (block_count %lld, embedding_length %lld, "
-                      "feed_forward_length %lld, head_count %lld, head_count_kv %lld, context_length %lld, rms eps %g, "
-                      "rope.freq_base %g) is not a model lenx can hold\n  hint: the file is damaged", g->name, arch,
-                      (long long)layers, (long long)C, (long long)F, (long long)H, (long long)KV, (long long)ctx, eps,
-                      *base);
-    if (rope_dims != C / H)
+                      "feed_forward_length %lld, head_count %lld, head_count_kv %lld, key_length %lld, context_length "
+                      "%lld, rms eps %g, rope.freq_base %g) is not a model lenx can hold\n  hint: the file is damaged",
+                      g->name, arch, (long long)layers, (long long)C, (long long)F, (long long)H, (long long)KV,
+                      (long long)D, (long long)ctx, eps, *base);
+    if (Dv != D)
+        return lx_err(err, LX_EINVAL, "%s: %s.attention.value_length is %lld, not key_length %lld: lenx's heads have "
+                      "one size for keys and values\n  hint: the file is damaged, or its model's value heads differ in size from its "
+                      "key heads (DeepSeek's latent attention), which lenx does not run", g->name, arch, (long long)Dv,
+                      (long long)D);
+    if (rope_dims != D)
         return lx_err(err, LX_EINVAL, "%s: %s.rope.dimension_count is %lld, not the head size %lld: partial rotary "
-                      "embeddings are not supported", g->name, arch, (long long)rope_dims, (long long)(C / H));
+                      "embeddings are not supported", g->name, arch, (long long)rope_dims, (long long)D);
+    const struct family *fam = family_named(arch);
     lx_params_defaults(&lx_arch_schema, a);
-    a->mode = LX_MODEL_CAUSAL, a->layers = layers, a->d_model = C, a->heads = H, a->d_head = C / H;
+    a->mode = LX_MODEL_CAUSAL, a->layers = layers, a->d_model = C, a->heads = H, a->d_head = D;
     a->d_mlp = F, a->mlp = LX_MLP_SWIGLU, a->norm_eps = eps, a->kv_heads = KV == H ? 0 : KV;
-    a->qkv_bias = strcmp(arch, "qwen2") == 0;
+    a->qkv_bias = fam->qkv_bias, a->qk_norm = fam->qk_norm;
     *train_len = (long)ctx;
     return LX_OK;
 }
@@ -189,7 +227,7 @@ static int read_stack(const struct lx_gguf *g, const char *arch, const struct lx
         return rc;
     lx_buf_puts(stack, "[{\"rope\":{\"base\":");
     lx_buf_num(stack, base);
-    lx_buf_printf(stack, ",\"layout\":\"%s\"}}", a->qkv_bias ? "half" : "interleaved");
+    lx_buf_printf(stack, ",\"layout\":\"%s\"}}", family_of(a)->half ? "half" : "interleaved");
     if (strcmp(type, "none") != 0 && factor > 1 && strcmp(type, "yarn") != 0) {
         lx_buf_puts(stack, ",{\"pi\":{\"scale\":");
         lx_buf_num(stack, factor);
@@ -226,6 +264,7 @@ static void gguf_name(const char *lenx, char *out, size_t n)
         {"attn.wk.weight", "attn_k.weight"},      {"attn.wv.weight", "attn_v.weight"},
         {"attn.wq.bias", "attn_q.bias"},          {"attn.wk.bias", "attn_k.bias"},
         {"attn.wv.bias", "attn_v.bias"},          {"attn.wo.weight", "attn_output.weight"},
+        {"attn.q_norm.weight", "attn_q_norm.weight"}, {"attn.k_norm.weight", "attn_k_norm.weight"},
         {"mlp_norm.weight", "ffn_norm.weight"},   {"mlp.w1.weight", "ffn_gate.weight"},
         {"mlp.w3.weight", "ffn_up.weight"},       {"mlp.w2.weight", "ffn_down.weight"},
     };
@@ -276,7 +315,7 @@ static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_ggu
         uint64_t rows = (uint64_t)ti[i].shape[0], cols = ti[i].ndim == 2 ? (uint64_t)ti[i].shape[1] : 1;
         if (!t) {
             rc = lx_err(err, LX_EINVAL, "%s: tensor '%s' is missing\n  hint: the file is not a %s model llama.cpp's "
-                        "converters wrote", path, name, a->qkv_bias ? "qwen2" : "llama");
+                        "converters wrote", path, name, family_of(a)->name);
         } else if (t->n_elems != rows * cols || t->ne[0] != (ti[i].ndim == 2 ? cols : rows)) {
             rc = lx_err(err, LX_EINVAL, "%s: tensor '%s' has ne {%llu, %llu, %llu, %llu}; the metadata makes it "
                         "(%llu rows, %llu columns)\n  hint: the file is damaged", path, name,
@@ -322,8 +361,8 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
         return rc;
     }
     lx_gguf_get_str(&g, "general.architecture", arch, sizeof arch);
-    if (strcmp(arch, "llama") != 0 && strcmp(arch, "qwen2") != 0)
-        rc = lx_err(err, LX_EINVAL, "%s: general.architecture is '%s'; lenx reads llama and qwen2 GGUF models",
+    if (!family_named(arch))
+        rc = lx_err(err, LX_EINVAL, "%s: general.architecture is '%s'; lenx reads llama, qwen2 and qwen3 GGUF models",
                     path, arch);
     if (rc == LX_OK)
         rc = read_arch(&g, arch, &a, &train_len, &base, err);
@@ -381,7 +420,7 @@ static int looks_gguf(const char *path)
 
 const struct lx_model_format lx_model_format_gguf = {
     .name = "gguf",
-    .summary = "a llama.cpp GGUF file (llama, qwen2; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
+    .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
     .key = NULL,
     .dir = 0,
     .sniff = looks_gguf,
@@ -402,12 +441,14 @@ static int export_check(const struct lx_model *m, const struct lx_ckpt_info *inf
                         struct lx_error *err)
 {
     const struct lx_arch *a = &m->arch;
-    if (a->mode != LX_MODEL_CAUSAL || a->mlp != LX_MLP_SWIGLU || a->logit_scale || a->d_head * a->heads != a->d_model)
-        return lx_err(err, LX_EINVAL, "llama.cpp's llama is a causal SwiGLU model with head size dim/heads and no "
-                      "learned logit scales; this model is %s with a %s MLP%s%s\n  hint: export causal swiglu models",
+    if (a->mode != LX_MODEL_CAUSAL || a->mlp != LX_MLP_SWIGLU || a->logit_scale)
+        return lx_err(err, LX_EINVAL, "llama.cpp's llama is a causal SwiGLU model without learned logit scales; this "
+                      "model is %s with a %s MLP%s\n  hint: export causal swiglu models",
                       a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" : "GELU",
-                      a->logit_scale ? " and logit scales" : "", a->d_head * a->heads != a->d_model ? " and head size "
-                      "other than dim/heads" : "");
+                      a->logit_scale ? " and logit scales" : "");
+    if (!family_of(a))
+        return lx_err(err, LX_EINVAL, "the model has both q/k/v biases (llama.cpp's qwen2) and qk_norm (its qwen3); "
+                      "no llama.cpp architecture has both\n  hint: export models with at most one of them");
     int rc = lx_stack_rope_of(info->stack, 1, "GGUF", rope, err);
     if (rc == LX_OK && rope->scaling[0] == 'y' && (rope->beta_fast != 32 || rope->beta_slow != 1 || !rope->truncate))
         rc = lx_err(err, LX_EINVAL, "the model's yarn has beta_fast %g, beta_slow %g%s; llama.cpp's llama and qwen2 "
@@ -420,7 +461,7 @@ static void export_meta(struct lx_gguf_out *o, const struct lx_model *m, const s
                         const struct lx_stack_rope *rope, int dtype)
 {
     const struct lx_arch *a = &m->arch;
-    const char *arch = a->qkv_bias ? "qwen2" : "llama";
+    const char *arch = family_of(a)->name;
     char key[128];
 #define KEY(s) (snprintf(key, sizeof key, "%s.%s", arch, s), key)
     lx_gguf_put_str(o, "general.architecture", arch);
@@ -432,6 +473,10 @@ static void export_meta(struct lx_gguf_out *o, const struct lx_model *m, const s
     lx_gguf_put_u32(o, KEY("feed_forward_length"), (uint32_t)a->d_mlp);
     lx_gguf_put_u32(o, KEY("attention.head_count"), (uint32_t)a->heads);
     lx_gguf_put_u32(o, KEY("attention.head_count_kv"), (uint32_t)lx_arch_kv(a));
+    if (a->d_head * a->heads != a->d_model) {   /* llama.cpp's head size is embedding_length / head_count without them */
+        lx_gguf_put_u32(o, KEY("attention.key_length"), (uint32_t)a->d_head);
+        lx_gguf_put_u32(o, KEY("attention.value_length"), (uint32_t)a->d_head);
+    }
     lx_gguf_put_f32(o, KEY("attention.layer_norm_rms_epsilon"), (float)a->norm_eps);
     lx_gguf_put_f32(o, KEY("rope.freq_base"), (float)rope->base);
     lx_gguf_put_u32(o, KEY("rope.dimension_count"), (uint32_t)a->d_head);
@@ -472,7 +517,7 @@ int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, co
     lx_gguf_out_init(&o);
     export_meta(&o, m, info, &rope, dtype);
     rc = lx_tokenizer_to_gguf(tok, &o, err);
-    int n = lx_arch_tensors(a, NULL), relayout = rope.interleaved == a->qkv_bias;  /* llama: interleaved; qwen2: half */
+    int n = lx_arch_tensors(a, NULL), half = family_of(a)->half, relayout = rope.interleaved == half;
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
     struct lx_tensor_reader *rd = lx_xcalloc((size_t)n, sizeof *rd);
     lx_arch_tensors(a, ti);
@@ -480,9 +525,8 @@ int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, co
         char name[96];
         gguf_name(ti[i].name, name, sizeof name);
         long rows = ti[i].shape[0], cols = ti[i].ndim == 2 ? ti[i].shape[1] : 1;
-        const char *w = strstr(ti[i].name, ".attn.w");
-        int qk = relayout && w && (w[7] == 'q' || w[7] == 'k');     /* q and k rows in the other layout */
-        lx_tensor_reader_init(&rd[i], m, &ti[i], i, qk ? a->qkv_bias : -1, LX_GGUF_CHUNK);
+        int qk = relayout && lx_tensor_is_qk(ti[i].name);  /* q and k rows in the other layout */
+        lx_tensor_reader_init(&rd[i], m, &ti[i], i, qk ? half : -1, LX_GGUF_CHUNK);
         uint64_t ne[2] = {(uint64_t)cols, (uint64_t)rows};
         if (ti[i].ndim == 1)
             ne[0] = (uint64_t)rows;

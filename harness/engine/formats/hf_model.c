@@ -3,7 +3,7 @@
 ** struct lx_model, and lenx models written as one (docs/checkpoints.md#hugging-face-directories).
 **
 ** A directory holds config.json (transformers' LlamaConfig / Qwen2Config /
-** MistralConfig fields) and the weights in model.safetensors or in shards
+** Qwen3Config / MistralConfig fields) and the weights in model.safetensors or in shards
 ** named by model.safetensors.index.json ({"weight_map": {tensor: file}}).
 ** Tensors are F32, F16 or BF16, used in place: the matrices are multiplied
 ** from the read-only mappings of the shards in their own type (no fp32 copy,
@@ -14,6 +14,7 @@
 **   model.layers.N.input_layernorm.weight          layers.N.attn_norm.weight
 **   model.layers.N.self_attn.{q,k,v,o}_proj.weight layers.N.attn.w{q,k,v,o}.weight
 **   model.layers.N.self_attn.{q,k,v}_proj.bias     layers.N.attn.w{q,k,v}.bias (Qwen2)
+**   model.layers.N.self_attn.{q,k}_norm.weight     layers.N.attn.{q,k}_norm.weight (Qwen3)
 **   model.layers.N.post_attention_layernorm.weight layers.N.mlp_norm.weight
 **   model.layers.N.mlp.{gate,up,down}_proj.weight  layers.N.mlp.w{1,3,2}.weight
 **   model.norm.weight                              norm.weight
@@ -21,8 +22,8 @@
 **
 ** HF's rotary embedding pairs (x[k], x[k + D/2]) (rotate_half): lenx's `half`
 ** layout, so q and k rows are used as they are. Grouped-query attention
-** (num_key_value_heads), tied embeddings and Qwen2's q/k/v biases are the
-** engine's own: kv_heads, tie_head, qkv_bias. The native position stack is rope(base = rope_theta,
+** (num_key_value_heads), tied embeddings, Qwen2's q/k/v biases and Qwen3's
+** per-head q/k RMSNorm are the engine's own: kv_heads, tie_head, qkv_bias, qk_norm. The native position stack is rope(base = rope_theta,
 ** layout half) followed by rope_scaling's method (hf_scaling below).
 */
 #define _POSIX_C_SOURCE 200809L
@@ -47,8 +48,9 @@
 
 /* What config.json says, resolved with transformers' defaults. */
 struct hf_config {
-    char type[16];          /* model_type: llama, mistral or qwen2 */
+    char type[16];          /* model_type: llama, mistral, qwen2 or qwen3 */
     int bias;               /* q/k/v projection biases (qwen2) */
+    int qk_norm;            /* per-head q/k RMSNorm (qwen3) */
     long hidden, inter, layers, heads, kv_heads, head_dim, vocab, max_pos;
     double eps, theta;      /* rms_norm_eps, rope_theta */
     int tied;               /* tie_word_embeddings */
@@ -112,7 +114,7 @@ static int cfg_refuse(const struct lx_json *doc, const struct lx_jv *root, const
 
 static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
 {
-    static const char *const types[] = {"llama", "mistral", "qwen2"};
+    static const char *const types[] = {"llama", "mistral", "qwen2", "qwen3"};
     const struct lx_jv *v;
     const char *s;
     int rc = lx_json_need(doc, root, "model_type", LX_JSON_STRING, &v, err);
@@ -120,14 +122,15 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
         rc = lx_json_str(doc, v, &s, NULL, err);
     if (rc < 0)
         return rc;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         if (strcmp(s, types[k]) == 0) {
             snprintf(c->type, sizeof c->type, "%s", s);
-            c->bias = k == 2;   /* Qwen2 always has q/k/v biases (and none on o_proj) */
+            c->bias = k == 2;       /* Qwen2 always has q/k/v biases (and none on o_proj) */
+            c->qk_norm = k == 3;    /* Qwen3 always normalises each q and k head (and has no q/k/v biases) */
             return LX_OK;
         }
-    return lx_json_err(err, doc, v, "model_type '%s' is not one lenx reads\n  hint: lenx reads llama, mistral "
-                       "and qwen2 (Llama-architecture decoders)", s);
+    return lx_json_err(err, doc, v, "model_type '%s' is not one lenx reads\n  hint: lenx reads llama, mistral, "
+                       "qwen2 and qwen3 (Llama-architecture decoders)", s);
 }
 
 /* hidden_act silu, no MLP or attention biases, no sliding window in use. */
@@ -360,6 +363,7 @@ static int hf_name(const char *name, char *out, size_t n)
         {"attn.wk.weight", "self_attn.k_proj.weight"}, {"attn.wv.weight", "self_attn.v_proj.weight"},
         {"attn.wq.bias", "self_attn.q_proj.bias"}, {"attn.wk.bias", "self_attn.k_proj.bias"},
         {"attn.wv.bias", "self_attn.v_proj.bias"}, {"attn.wo.weight", "self_attn.o_proj.weight"},
+        {"attn.q_norm.weight", "self_attn.q_norm.weight"}, {"attn.k_norm.weight", "self_attn.k_norm.weight"},
         {"mlp_norm.weight", "post_attention_layernorm.weight"}, {"mlp.w1.weight", "mlp.gate_proj.weight"},
         {"mlp.w3.weight", "mlp.up_proj.weight"}, {"mlp.w2.weight", "mlp.down_proj.weight"},
     };
@@ -468,6 +472,7 @@ static void cfg_arch(const struct hf_config *c, struct lx_arch *a)
     a->kv_heads = c->kv_heads == c->heads ? 0 : c->kv_heads;
     a->tie_head = c->tied;
     a->qkv_bias = c->bias;
+    a->qk_norm = c->qk_norm;
     lx_params_finish(&lx_arch_schema, a);
 }
 
@@ -576,8 +581,8 @@ static void export_config(struct lx_buf *b, const struct lx_model *m, long train
                   "  \"hidden_size\": %ld,\n  \"intermediate_size\": %ld,\n  \"num_hidden_layers\": %ld,\n"
                   "  \"num_attention_heads\": %ld,\n  \"num_key_value_heads\": %ld,\n  \"head_dim\": %ld,\n"
                   "  \"vocab_size\": %ld,\n  \"max_position_embeddings\": %ld,\n  \"hidden_act\": \"silu\",\n"
-                  "  \"rms_norm_eps\": ", a->qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM",
-                  a->qkv_bias ? "qwen2" : "llama", a->d_model, a->d_mlp, a->layers, a->heads, lx_arch_kv(a), a->d_head,
+                  "  \"rms_norm_eps\": ", a->qk_norm ? "Qwen3ForCausalLM" : a->qkv_bias ? "Qwen2ForCausalLM"
+                  : "LlamaForCausalLM", a->qk_norm ? "qwen3" : a->qkv_bias ? "qwen2" : "llama", a->d_model, a->d_mlp, a->layers, a->heads, lx_arch_kv(a), a->d_head,
                   a->vocab, train_len);
     lx_buf_num(b, a->norm_eps);
     lx_buf_puts(b, ",\n  \"rope_theta\": ");
@@ -602,6 +607,9 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
                       "this model is %s with a %s MLP%s\n  hint: export causal swiglu models",
                       a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" : "GELU",
                       a->logit_scale ? " and logit scales" : "");
+    if (a->qkv_bias && a->qk_norm)
+        return lx_err(err, LX_EINVAL, "the model has both q/k/v biases (transformers' Qwen2) and qk_norm (its Qwen3); "
+                      "no transformers model has both\n  hint: export models with at most one of them");
     if ((rc = lx_stack_rope_of(info->stack, 1, "transformers' Llama", &rope, err)) < 0)
         return rc;
     if (strcmp(rope.scaling, "yarn") == 0 && !rope.truncate)
@@ -620,8 +628,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     for (int i = 0; i < n; i++) {
         if (!hf_name(ti[i].name, names[k], sizeof names[k]))
             continue;   /* no HF tensor: only learned logit scales, refused above */
-        const char *w = strstr(ti[i].name, ".attn.w");
-        int qk = rope.interleaved && w && (w[7] == 'q' || w[7] == 'k');  /* q and k heads' rows in HF's order */
+        int qk = rope.interleaved && lx_tensor_is_qk(ti[i].name);  /* q and k heads' rows in HF's order */
         lx_tensor_reader_init(&rd[k], m, &ti[i], i, qk ? 1 : -1, LX_ST_CHUNK);
         st[k] = (struct lx_st_tensor){.name = names[k], .ndim = ti[i].ndim, .shape = {ti[i].shape[0], ti[i].shape[1]}};
         sr[k] = (struct lx_st_reader){lx_tensor_read, &rd[k]};
@@ -659,7 +666,7 @@ static int hf_sniff(const char *path)
 
 const struct lx_model_format lx_model_format_hf = {
     .name = "hf",
-    .summary = "a Hugging Face directory: config.json (llama, mistral) and safetensors shards",
+    .summary = "a Hugging Face directory: config.json (llama, mistral, qwen2, qwen3) and safetensors shards",
     .key = "hf",
     .dir = 1,
     .sniff = hf_sniff,

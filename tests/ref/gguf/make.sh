@@ -11,6 +11,10 @@
 # llama-quantize, llama-perplexity, llama-convert-llama2c-to-ggml). That build remade random-f32.gguf
 # and random256-q4_k_m.gguf byte for byte, but its llama-perplexity prints other numbers for the
 # older files (random-q4_0 809.4554, random256-q4_k_m 1838.1618): the rows above were kept.
+# The Qwen3-shaped models (lenx-qwen3-*.safetensors) came on 2026-12-01: their rows in export.tsv and
+# lenx-qwen3-rope-hf.gguf were made by the lines below with llama.cpp 34af94cd again (its source from a
+# snapshot of a fork that holds that commit, unslothai/llama.cpp; targets llama-perplexity and
+# llama-quantize; the converter also needs Debian's python3-tqdm), the other rows kept.
 # Usage: LLAMA_BIN=/path/to/llama.cpp/build/bin [LENX=./lenx] tests/ref/gguf/make.sh
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -98,7 +102,7 @@ rm -f lenx-*-f32.gguf lenx-*-f16.gguf lenx-*-bf16.gguf lenx-*-q8_0.gguf
 # does not package; a byte-level model needs no vocabulary in the file) with LLAMA_SRC the llama.cpp
 # source tree. llama.cpp's own q/k permutation of the llama model is then what lenx reads.
 src=${LLAMA_SRC:-$bin/../..}
-for a in llama qwen2; do
+for a in llama qwen2 qwen3; do
     rm -rf hf.tmp
     "$lenx" export --hf hf.tmp --model "lenx-$a-rope.safetensors" >/dev/null
     /usr/bin/python3 convert_novocab.py "$src" hf.tmp --outfile "lenx-$a-rope-hf.gguf" --outtype f32 >/dev/null 2>&1
