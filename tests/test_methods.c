@@ -160,6 +160,7 @@ static const struct { const char *name, *json; } frozen_defaults[] = {
     {"llama3", "{\"scale\":0,\"low_freq_factor\":1,\"high_freq_factor\":4,\"original\":0}"},
     {"lminfinite", "{\"n_global\":10,\"local\":0,\"limit\":0}"},
     {"logn", "{\"mode\":\"su\",\"base\":512}"},
+    {"longrope", "{\"scale\":0,\"original\":0,\"long_factor\":[],\"short_factor\":[],\"attention_factor\":0}"},
     {"none", "{}"},
     {"nope", "{}"},
     {"ntk", "{\"mode\":\"static\",\"scale\":0}"},

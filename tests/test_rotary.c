@@ -388,6 +388,51 @@ Test(yarn, trained_in_needs_a_scale)
     cr_expect(fabs(spec.rotary.inv_freq[1] - 0.6874030) < 5e-8);
 }
 
+/* ---- longrope ------------------------------------------------------------ */
+
+Test(longrope, golden_short_and_long)
+{
+    /* docs/methods.md#longrope, d = 16, b = 1e4, L = 32, s = 4 (a context of 128): the short
+    ** factors at length 32, the long ones from 33 on; a² = 1 + ln 4 / ln 32 = 1.4 at both.
+    ** /usr/bin/python3 tests/ref/longrope_ref.py (transformers' and the paper's forms, which agree). */
+    static const double shrt[] = {1, 0.31622776601683794, 0.10000000000000001, 0.030116930096841705,
+                                  0.0090909090909090905, 0.0026352313834736496, 0.00076923076923076923,
+                                  0.00021081851067789197};
+    static const double lng[] = {1, 0.25298221281347033, 0.066666666666666666, 0.015811388300841896,
+                                 0.0040000000000000001, 0.0010540925533894599, 0.00028571428571428574,
+                                 7.9056941504209485e-05};
+    const char *yaml = "[rope, {longrope: {scale: 4, original: 32, long_factor: [1, 1.25, 1.5, 2, 2.5, 3, 3.5, 4], "
+                       "short_factor: [1, 1, 1, 1.05, 1.1, 1.2, 1.3, 1.5]}}]";
+    for (int n = 32; n <= 33; n++) {
+        struct lx_rotary r = table(yaml, tfacts(16, 32, 1, n));
+        for (int k = 0; k < 8; k++)
+            expect_rel(r.inv_freq[k], n > 32 ? lng[k] : shrt[k], 1e-15, n > 32 ? "longrope long" : "longrope short", k);
+        expect_rel(logit_scale(yaml, tfacts(16, 32, 1, n)), 1.3999999999999999, 1e-15, "longrope a^2", n);
+    }
+    /* an attention factor given is used as it is; empty lists leave RoPE's table; s <= 1 gives a = 1 */
+    expect_rel(logit_scale("[rope, {longrope: {scale: 4, original: 32, attention_factor: 1.5}}]", tfacts(16, 32, 1, 64)),
+               2.25, 1e-15, "longrope a given", 0);
+    struct lx_rotary rope = table("rope", tfacts(16, 32, 1, 64)), e = table("[rope, longrope]", tfacts(16, 32, 1, 64));
+    for (int k = 0; k < 8; k++)
+        cr_expect_eq(e.inv_freq[k], rope.inv_freq[k], "empty lists keep [%d]", k);
+    cr_expect_eq(logit_scale("[rope, longrope]", tfacts(16, 32, 1, 32)), 1.0, "auto s = 1 at L: a = 1");
+}
+
+Test(longrope, errors)
+{
+    struct lx_facts f = tfacts(16, 32, 1, 64);
+    struct tstack s;
+    struct lx_error err = {{0}};
+    cr_expect_eq(tstack_try(&s, "[rope, {longrope: {long_factor: [1, 2, 3]}}]", &f, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "long_factor has 3 factors; a head of 16 has 8 rotary pairs"), "%s", err.msg);
+    cr_expect_eq(tstack_try(&s, "[rope, {longrope: {short_factor: [1, 1, 1, 0, 1, 1, 1, 1]}}]", &f, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "'short_factor' = 0 is out of bounds (0,"), "%s", err.msg);
+    cr_expect_eq(tstack_try(&s, "[rope, {longrope: {short_factor: 2}}]", &f, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "'short_factor' must be a list of numbers"), "%s", err.msg);
+    cr_expect_eq(tstack_try(&s, "[nope, longrope]", &f, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "longrope"), "%s", err.msg);
+}
+
 /* ---- llama3 ------------------------------------------------------------ */
 
 Test(llama3, golden_small)

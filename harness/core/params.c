@@ -17,6 +17,7 @@ static const char *type_name(enum lx_ptype t)
     case LX_PT_BOOL: return "boolean";
     case LX_PT_ENUM: return "choice";
     case LX_PT_RANGES: return "list of [start, end) pairs";
+    case LX_PT_FLOATS: return "list of numbers";
     case LX_PT_PATH: return "file path";
     }
     return "?";
@@ -126,6 +127,43 @@ static int parse_ranges(const struct lx_param *p, const struct lx_node *v, struc
     return LX_OK;
 }
 
+static int parse_float(const struct lx_param *p, const struct lx_node *v, double *out, const char *what,
+                       struct lx_error *err)
+{
+    double d;
+    int got_num = parse_number(v, &d);
+    if (got_num < 0)
+        return too_large(p, v, what, err);
+    if (!got_num) {
+        const char *got = v->kind == LX_NODE_SCALAR ? v->text : lx_node_kind_name(v->kind);
+        return lx_node_err(err, v, "%s: '%s' must be a number, got %s%s%s\n  hint: %s",
+                           what, p->name, v->quoted ? "the string \"" : "'", got,
+                           v->quoted ? "\"" : "'", p->help);
+    }
+    int rc = check_bounds(p, v, d, what, err);
+    if (rc == LX_OK)
+        *out = d;
+    return rc;
+}
+
+static int parse_floats(const struct lx_param *p, const struct lx_node *v, struct lx_floats *r, const char *what,
+                        struct lx_error *err)
+{
+    if (v->kind != LX_NODE_SEQ)
+        return lx_node_err(err, v, "%s: '%s' must be a list of numbers, got %s\n  hint: e.g. %s: [1.0, 1.5, 2.0]",
+                           what, p->name, lx_node_kind_name(v->kind), p->name);
+    if (v->n_items > LX_MAX_FLOATS)
+        return lx_node_err(err, v, "%s: '%s' has %d numbers; at most %d are allowed", what, p->name, v->n_items,
+                           LX_MAX_FLOATS);
+    for (int i = 0; i < v->n_items; i++) {
+        int rc = parse_float(p, v->items[i], &r->v[i], what, err);
+        if (rc < 0)
+            return rc;
+    }
+    r->n = v->n_items;
+    return LX_OK;
+}
+
 /* A path as written, or relative to the directory of the YAML file that
 ** names it (as a model's checkpoint is); "" stays "" (unset). */
 static int parse_path(const struct lx_param *p, const struct lx_node *v, char *field, const char *what,
@@ -161,22 +199,8 @@ static int param_parse(const struct lx_param *p, void *dst, const struct lx_node
     switch (p->type) {
     case LX_PT_INT:
         return parse_long(p, v, (long *)field, what, err);
-    case LX_PT_FLOAT: {
-        double d;
-        int got_num = parse_number(v, &d);
-        if (got_num < 0)
-            return too_large(p, v, what, err);
-        if (!got_num) {
-            const char *got = v->kind == LX_NODE_SCALAR ? v->text : lx_node_kind_name(v->kind);
-            return lx_node_err(err, v, "%s: '%s' must be a number, got %s%s%s\n  hint: %s",
-                               what, p->name, v->quoted ? "the string \"" : "'", got,
-                               v->quoted ? "\"" : "'", p->help);
-        }
-        int rc = check_bounds(p, v, d, what, err);
-        if (rc == LX_OK)
-            *(double *)field = d;
-        return rc;
-    }
+    case LX_PT_FLOAT:
+        return parse_float(p, v, (double *)field, what, err);
     case LX_PT_BOOL: {
         static const char *yes[] = {"true", "True", "TRUE", "yes", "Yes", "on", "On"};
         static const char *no[] = {"false", "False", "FALSE", "no", "No", "off", "Off"};
@@ -210,6 +234,8 @@ static int param_parse(const struct lx_param *p, void *dst, const struct lx_node
     }
     case LX_PT_RANGES:
         return parse_ranges(p, v, (struct lx_ranges *)field, what, err);
+    case LX_PT_FLOATS:
+        return parse_floats(p, v, (struct lx_floats *)field, what, err);
     case LX_PT_PATH:
         return parse_path(p, v, field, what, err);
     }
@@ -447,6 +473,16 @@ void lx_param_value_text(const struct lx_param *p, const void *src, struct lx_bu
         lx_buf_puts(out, "]");
         return;
     }
+    case LX_PT_FLOATS: {
+        const struct lx_floats *r = (const struct lx_floats *)field;
+        lx_buf_puts(out, "[");
+        for (int i = 0; i < r->n; i++) {
+            lx_buf_puts(out, i ? "," : "");
+            lx_buf_num(out, r->v[i]);
+        }
+        lx_buf_puts(out, "]");
+        return;
+    }
     }
 }
 
@@ -454,7 +490,8 @@ void lx_param_value_text(const struct lx_param *p, const void *src, struct lx_bu
 static int at_default(const struct lx_param *p, const void *src)
 {
     struct lx_error err;
-    char *def = lx_xcalloc(1, p->offset + (p->type == LX_PT_PATH ? LX_PATH_CAP : sizeof(struct lx_ranges)));
+    char *def = lx_xcalloc(1, p->offset + (p->type == LX_PT_PATH ? LX_PATH_CAP : p->type == LX_PT_FLOATS
+                                            ? sizeof(struct lx_floats) : sizeof(struct lx_ranges)));
     LX_ASSERT(apply_default(p, def, &err) == LX_OK);
     struct lx_buf a = {0}, b = {0};
     lx_param_value_text(p, src, &a);
@@ -531,7 +568,7 @@ void lx_schema_describe(const struct lx_schema *s, struct lx_buf *out, const cha
         lx_buf_printf(out, "%s%-*s %s, default %s%s", indent, width, p->name,
                       p->type == LX_PT_ENUM ? p->choices : type_name(p->type), p->def,
                       (p->flags & LX_PF_AUTO) ? " (auto: resolved per cell from the facts; write 0 or auto)" : "");
-        if (p->type == LX_PT_INT || p->type == LX_PT_FLOAT || p->type == LX_PT_RANGES) {
+        if (p->type == LX_PT_INT || p->type == LX_PT_FLOAT || p->type == LX_PT_RANGES || p->type == LX_PT_FLOATS) {
             char lo[32], hi[32];
             lx_fmt_num(lo, p->min);
             lx_fmt_num(hi, p->max);

@@ -23,6 +23,7 @@ enum lx_ptype {
     LX_PT_BOOL,     /* int, 0 or 1 */
     LX_PT_ENUM,     /* int, index into the '|'-separated choices */
     LX_PT_RANGES,   /* struct lx_ranges: a list of [lo, hi) integer pairs */
+    LX_PT_FLOATS,   /* struct lx_floats: a list of numbers, each within the row's bounds */
     LX_PT_PATH,     /* char[LX_PATH_CAP]: a file path, resolved against the YAML file's directory;
                     ** empty = unset, and an unset path row is inactive (stored nowhere) */
 };
@@ -44,6 +45,13 @@ struct lx_ranges {
     int n;                          /* pairs used */
     long lo[LX_MAX_RANGES];         /* (n,) inclusive starts */
     long hi[LX_MAX_RANGES];         /* (n,) exclusive ends, hi > lo */
+};
+
+#define LX_MAX_FLOATS 128   /* numbers of a LX_PT_FLOATS row: one per rotary pair of a head of 256 */
+
+struct lx_floats {
+    int n;                          /* numbers used */
+    double v[LX_MAX_FLOATS];        /* (n,) */
 };
 
 struct lx_param {
@@ -68,6 +76,8 @@ struct lx_param {
     { #f, LX_PT_ENUM, offsetof(S, f), def, 0, 0, choices, fl, help }
 #define LX_P_RANGES(S, f, def, lo, hi, fl, help) \
     { #f, LX_PT_RANGES, offsetof(S, f), def, lo, hi, NULL, fl, help }
+#define LX_P_FLOATS(S, f, def, lo, hi, fl, help) \
+    { #f, LX_PT_FLOATS, offsetof(S, f), def, lo, hi, NULL, fl, help }
 #define LX_P_PATH(S, f, fl, help) \
     { #f, LX_PT_PATH, offsetof(S, f), "\"\"", 0, 0, NULL, fl, help }
 

@@ -84,7 +84,7 @@ struct lx_logit_op {
 #define LX_SPEC_MAX_OPS 8
 #define LX_SPEC_MAX_PAIRS 256
 #define LX_SPEC_MAX_METHODS 8       /* methods of one stack */
-#define LX_SPEC_PARAM_WORDS 16      /* 128 bytes: the largest method params struct */
+#define LX_SPEC_PARAM_WORDS 264     /* 2,112 bytes: the largest method params struct (longrope's two factor lists) */
 
 /* Which two channels of a head form rotary pair k (docs/methods.md#rope). */
 enum lx_rope_layout {
