@@ -414,38 +414,150 @@ Test(loaders, hf_bad_config)
     static const char *const cases[][3] = {
         {"{\"model_type\": \"gpt2\"}", "hf/config.json: model_type", "'gpt2' is not one lenx reads"},
         {CFG(5, true, ", \"hidden_act\": \"gelu\""), "config.json: hidden_act", "'gelu'"},
-        {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4}"),
-         "config.json: rope_scaling.rope_type", "'longrope' has no lenx method"},
+        {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"mrope\", \"factor\": 4}"),
+         "config.json: rope_scaling.rope_type", "'mrope' has no lenx method"},
+        {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"longrope\", \"short_factor\": [1, 1, 1, 1]}"),
+         "config.json: rope_scaling", "has no long_factor"},
         {CFG(0, true, ""), "config.json", "num_hidden_layers is 0"},
     };
-    hf_cases(cases, 4);
+    hf_cases(cases, 5);
 }
 
 /* transformers' Qwen2 and Qwen3 configs name a sliding_window that applies only with
-** use_sliding_window true (Qwen2.5-0.5B's: 32768, use_sliding_window false): such a model
-** loads as the one without it; a window in use (Mistral's, with no use_sliding_window
-** key, or use_sliding_window true) is refused, naming the field. */
+** use_sliding_window true (Qwen2.5-0.5B's: 32768, use_sliding_window false), and a window of at
+** least max_position_embeddings never binds inside the model's positions (Phi-3-mini-128k's
+** 262144 of 131072): such models load as the ones without it; a window in use inside the
+** positions (Mistral-7B-v0.1's 4096 of 32768, with no use_sliding_window key, or
+** use_sliding_window true) is refused, naming the field. */
 Test(loaders, hf_sliding_window_only_when_used)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/hf", dir);
-    hf_copy(CFG(5, true, ", \"sliding_window\": 32768, \"use_sliding_window\": false"));
-    struct lx_model m;
-    struct lx_ckpt_info info;
-    struct lx_error err = {{0}};
-    cr_expect_eq(lx_model_load(&m, path, &info, &err), LX_OK, "%s", err.msg);
-    if (!err.msg[0]) {
-        lx_ckpt_info_release(&info);
-        lx_model_release(&m);
+    const char *loads[] = {CFG(5, true, ", \"sliding_window\": 32768, \"use_sliding_window\": false"),
+                           CFG(5, true, ", \"sliding_window\": 262144, \"max_position_embeddings\": 131072")};
+    for (int i = 0; i < 2; i++) {
+        hf_copy(loads[i]);
+        struct lx_model m;
+        struct lx_ckpt_info info;
+        struct lx_error err = {{0}};
+        cr_expect_eq(lx_model_load(&m, path, &info, &err), LX_OK, "%s", err.msg);
+        if (!err.msg[0]) {
+            lx_ckpt_info_release(&info);
+            lx_model_release(&m);
+        }
     }
+#define MP ", \"max_position_embeddings\": 32768"
     static const char *const cases[][3] = {
-        {CFG(5, true, ", \"sliding_window\": 4096"), "config.json: sliding_window", "not part of lenx's native"},
-        {CFG(5, true, ", \"sliding_window\": 4096, \"use_sliding_window\": true"), "config.json: sliding_window",
+        {CFG(5, true, ", \"sliding_window\": 4096" MP), "config.json: sliding_window",
+         "a sliding window of 4096 within the model's 32768 positions is not part of lenx's native"},
+        {CFG(5, true, ", \"sliding_window\": 4096, \"use_sliding_window\": true" MP), "config.json: sliding_window",
          "`window` method"},
-        {CFG(5, true, ", \"sliding_window\": 4096, \"use_sliding_window\": 3"), "config.json: use_sliding_window",
+        {CFG(5, true, ", \"sliding_window\": 4096, \"use_sliding_window\": 3" MP), "config.json: use_sliding_window",
          "boolean"},
     };
+#undef MP
     hf_cases(cases, 3);
+}
+
+/* ---- Phi-3: fused q|k|v and gate|up, LongRoPE ---- */
+
+/* The forward of window w of tests/ref/hf-phi3-tiny/ref.json (length T) under stack compiled for
+** `length`, against torch's float64 forward (tests/ref/phi3_ref.py): max |dNLL| and max |dlogit| of
+** the last position. */
+static void phi3_window(const struct lx_model *m, const char *stack, const struct lx_json *doc, int w, long length,
+                        double *dnll, double *dlogit)
+{
+    const struct lx_jv *win = lx_json_at(lx_json_member(lx_json_root(doc), "windows"), w);
+    const struct lx_jv *ids = lx_json_member(win, "ids"), *nll = lx_json_member(win, "nll");
+    const struct lx_jv *last = lx_json_member(win, "last_logits");
+    int T = (int)lx_json_len(ids), Vp = (int)m->arch.vocab, tok[64], tgt[64];
+    struct lx_error err = {{0}};
+    cr_assert(T <= 64 && lx_json_len(last) == Vp);
+    for (int t = 0; t < T; t++) {
+        int64_t v;
+        cr_assert_eq(lx_json_int(doc, lx_json_at(ids, t), &v, &err), LX_OK);
+        tok[t] = (int)v;
+    }
+    for (int t = 0; t < T; t++)
+        tgt[t] = t + 1 < T ? tok[t + 1] : -1;
+    struct tstack s;
+    struct lx_facts f = tfacts((int)m->arch.d_head, 128, (int)m->arch.heads, length);
+    tstack_make(&s, stack, &f);
+    struct lx_acts a;
+    cr_assert_eq(lx_acts_alloc(&a, &m->arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+    lx_model_forward(m, &s.spec, tok, tgt, &a);
+    *dnll = *dlogit = 0;
+    for (int t = 0; t < T - 1; t++) {
+        double r;
+        cr_assert_eq(lx_json_num(doc, lx_json_at(nll, t), &r, &err), LX_OK);
+        *dnll = fmax(*dnll, fabs(a.loss[t] - r));
+    }
+    for (int v = 0; v < Vp; v++) {
+        double r;
+        cr_assert_eq(lx_json_num(doc, lx_json_at(last, v), &r, &err), LX_OK);
+        *dlogit = fmax(*dlogit, fabs(a.logits[(long)(T - 1) * Vp + v] - r));
+    }
+    lx_acts_release(&a);
+    tstack_free(&s);
+}
+
+/* A Phi-3 directory (q|k|v in qkv_proj, gate|up in gate_up_proj, used in place by rows; LongRoPE's
+** rope_scaling as the longrope method trained in; a sliding window longer than its positions) runs as
+** torch's float64 forward of it does: the short factors at 32 tokens, the long ones at 48, within 1e-4
+** per token (fp32 sums against float64). The 48-token window with the short factors is off by far more:
+** the test sees which list was used. */
+Test(loaders, phi3_longrope_matches_torch)
+{
+    char path[512];
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    struct lx_json *doc;
+    struct lx_error err = {{0}};
+    in_repo(path, "tests/ref/hf-phi3-tiny");
+    load(&m, &info, path);
+    cr_expect(strstr(info.stack, "{\"longrope\":{\"scale\":4,\"original\":32,\"long_factor\":[1,1.5,3,6],"
+                     "\"short_factor\":[1,1.1,1.2,1.5],\"train\":true}}"), "%s", info.stack);
+    in_repo(path, "tests/ref/hf-phi3-tiny/ref.json");
+    cr_assert_eq(lx_json_load(&doc, path, 1 << 20, &err), LX_OK, "%s", err.msg);
+    double dnll, dlogit;
+    for (int w = 0; w < 2; w++) {
+        long T = w ? 48 : 32;
+        phi3_window(&m, info.stack, doc, w, T, &dnll, &dlogit);
+        cr_log_info("phi3 %ld tokens: max |dNLL| %.3g, max |dlogit| %.3g", T, dnll, dlogit);
+        cr_expect(dnll < 1e-4 && dlogit < 1e-4, "%ld tokens: max |dNLL| %g, max |dlogit| %g", T, dnll, dlogit);
+    }
+    phi3_window(&m, info.stack, doc, 1, 32, &dnll, &dlogit);
+    cr_expect_gt(dnll, 1e-2, "48 tokens with the short factors: max |dNLL| only %g", dnll);
+    lx_json_free(doc);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+/* Phi-3's configs lenx cannot run as written are named: a window that binds inside the model's
+** positions (as Phi-3-mini-4k's 2047 of 4096 does), rotary over part of each head (Phi-4-mini's 0.75), factor lists of
+** the wrong length. */
+Test(loaders, phi3_configs_refused)
+{
+    char src[512], cmd[1600], path[600];
+    in_repo(src, "tests/ref/hf-phi3-tiny");
+    static const struct {
+        const char *sed, *part1, *part2;
+    } cases[] = {
+        {"s/\"sliding_window\": 262144/\"sliding_window\": 100/", "config.json: sliding_window",
+         "a sliding window of 100 within the model's 128 positions"},
+        {"s/\"rms_norm_eps\"/\"partial_rotary_factor\": 0.75, \"rms_norm_eps\"/", "config.json: partial_rotary_factor",
+         "0.75"},
+        {"s/\"long_factor\": \\[/\"long_factor\": [2.0, /", "config.json: rope_scaling.long_factor",
+         "a list of 4 numbers"},
+        {"s/\"short_factor\": \\[1.0/\"short_factor\": [0.0/", "config.json: rope_scaling.short_factor", "[0] is 0"},
+    };
+    snprintf(path, sizeof path, "%s/p3", dir);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(cmd, sizeof cmd, "rm -rf %s/p3 && mkdir -p %s/p3 && cp %s/* %s/p3/ && sed -i '%s' %s/p3/config.json && "
+                 "! cmp -s %s/config.json %s/p3/config.json", dir, dir, src, dir, cases[i].sed, dir, src, dir);
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+        expect_error(path, cases[i].part1, cases[i].part2);
+    }
 }
 
 Test(loaders, hf_shape_and_missing_tensor)

@@ -3,7 +3,7 @@
 ** struct lx_model, and lenx models written as one (docs/checkpoints.md#hugging-face-directories).
 **
 ** A directory holds config.json (transformers' LlamaConfig / Qwen2Config /
-** Qwen3Config / MistralConfig fields) and the weights in model.safetensors or in shards
+** Qwen3Config / MistralConfig / Phi3Config fields) and the weights in model.safetensors or in shards
 ** named by model.safetensors.index.json ({"weight_map": {tensor: file}}).
 ** Tensors are F32, F16 or BF16, used in place: the matrices are multiplied
 ** from the read-only mappings of the shards in their own type (no fp32 copy,
@@ -15,6 +15,8 @@
 **   model.layers.N.self_attn.{q,k,v,o}_proj.weight layers.N.attn.w{q,k,v,o}.weight
 **   model.layers.N.self_attn.{q,k,v}_proj.bias     layers.N.attn.w{q,k,v}.bias (Qwen2)
 **   model.layers.N.self_attn.{q,k}_norm.weight     layers.N.attn.{q,k}_norm.weight (Qwen3)
+**   model.layers.N.self_attn.qkv_proj.weight       layers.N.attn.w{q,k,v}.weight by rows (Phi-3)
+**   model.layers.N.mlp.gate_up_proj.weight         layers.N.mlp.w{1,3}.weight by rows (Phi-3)
 **   model.layers.N.post_attention_layernorm.weight layers.N.mlp_norm.weight
 **   model.layers.N.mlp.{gate,up,down}_proj.weight  layers.N.mlp.w{1,3,2}.weight
 **   model.norm.weight                              norm.weight
@@ -48,9 +50,10 @@
 
 /* What config.json says, resolved with transformers' defaults. */
 struct hf_config {
-    char type[16];          /* model_type: llama, mistral, qwen2 or qwen3 */
+    char type[16];          /* model_type: llama, mistral, qwen2, qwen3 or phi3 */
     int bias;               /* q/k/v projection biases (qwen2) */
     int qk_norm;            /* per-head q/k RMSNorm (qwen3) */
+    int fused;              /* q|k|v in one qkv_proj, gate|up in one gate_up_proj (phi3) */
     long hidden, inter, layers, heads, kv_heads, head_dim, vocab, max_pos;
     double eps, theta;      /* rms_norm_eps, rope_theta */
     int tied;               /* tie_word_embeddings */
@@ -114,7 +117,7 @@ static int cfg_refuse(const struct lx_json *doc, const struct lx_jv *root, const
 
 static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
 {
-    static const char *const types[] = {"llama", "mistral", "qwen2", "qwen3"};
+    static const char *const types[] = {"llama", "mistral", "qwen2", "qwen3", "phi3"};
     const struct lx_jv *v;
     const char *s;
     int rc = lx_json_need(doc, root, "model_type", LX_JSON_STRING, &v, err);
@@ -122,18 +125,19 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
         rc = lx_json_str(doc, v, &s, NULL, err);
     if (rc < 0)
         return rc;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 5; k++)
         if (strcmp(s, types[k]) == 0) {
             snprintf(c->type, sizeof c->type, "%s", s);
             c->bias = k == 2;       /* Qwen2 always has q/k/v biases (and none on o_proj) */
             c->qk_norm = k == 3;    /* Qwen3 always normalises each q and k head (and has no q/k/v biases) */
+            c->fused = k == 4;      /* Phi-3 stores q|k|v and gate|up fused, as lenx's own buffer does */
             return LX_OK;
         }
     return lx_json_err(err, doc, v, "model_type '%s' is not one lenx reads\n  hint: lenx reads llama, mistral, "
-                       "qwen2 and qwen3 (Llama-architecture decoders)", s);
+                       "qwen2, qwen3 and phi3 (Llama-architecture decoders)", s);
 }
 
-/* hidden_act silu, no MLP or attention biases, no sliding window in use. */
+/* hidden_act silu, no MLP or attention biases, rotary over the whole head. */
 static int cfg_features(const struct lx_json *doc, const struct lx_jv *root, struct lx_error *err)
 {
     const struct lx_jv *v = lx_json_member(root, "hidden_act");
@@ -146,16 +150,31 @@ static int cfg_features(const struct lx_json *doc, const struct lx_jv *root, str
                         "attention does not have (Qwen2's q/k/v biases load)", err);
     if (rc == LX_OK)
         rc = cfg_refuse(doc, root, "mlp_bias", "lenx's MLP has no biases", err);
-    /* Qwen2's and Qwen3's configs name a window that applies only with use_sliding_window true;
-    ** Mistral's applies whenever it is set */
-    const struct lx_jv *use = lx_json_member(root, "use_sliding_window");
-    int used = 1;
-    if (rc == LX_OK && use && lx_json_type(use) != LX_JSON_NULL)
+    double part = 1;
+    v = lx_json_member(root, "partial_rotary_factor");
+    if (rc == LX_OK && v && lx_json_type(v) != LX_JSON_NULL && (rc = lx_json_num(doc, v, &part, err)) == LX_OK &&
+        part != 1)
+        rc = lx_json_err(err, doc, v, "partial_rotary_factor %g: lenx's rope turns every pair of a head\n  hint: "
+                         "models that rotate part of each head (Phi-4-mini, GPT-NeoX) are not supported", part);
+    return rc;
+}
+
+/* No sliding window in use: Qwen2's and Qwen3's configs name a window that applies only with
+** use_sliding_window true; Mistral's and Phi-3's apply whenever set, and one of at least
+** max_position_embeddings (Phi-3-mini-128k's 262144) never binds inside the model's context. */
+static int cfg_window(const struct lx_json *doc, const struct lx_jv *root, const struct hf_config *c,
+                      struct lx_error *err)
+{
+    const struct lx_jv *use = lx_json_member(root, "use_sliding_window"), *v = lx_json_member(root, "sliding_window");
+    int used = 1, rc = LX_OK;
+    int64_t w = 0;
+    if (use && lx_json_type(use) != LX_JSON_NULL)
         rc = lx_json_bool(doc, use, &used, err);
-    v = lx_json_member(root, "sliding_window");
-    if (rc == LX_OK && used && v && lx_json_type(v) != LX_JSON_NULL)
-        rc = lx_json_err(err, doc, v, "a sliding window is not part of lenx's native stacks\n  hint: set it to "
-                         "null (or use_sliding_window false) and evaluate with the `window` method instead");
+    if (rc == LX_OK && used && v && lx_json_type(v) != LX_JSON_NULL && (rc = lx_json_int(doc, v, &w, err)) == LX_OK &&
+        w < c->max_pos)
+        rc = lx_json_err(err, doc, v, "a sliding window of %lld within the model's %ld positions is not part of "
+                         "lenx's native stacks\n  hint: set it to null (or use_sliding_window false) and evaluate "
+                         "with the `window` method instead", (long long)w, c->max_pos);
     return rc;
 }
 
@@ -190,6 +209,8 @@ static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_er
         rc = cfg_num(doc, root, "rope_theta", 10000, &c->theta, err);
     if (rc == LX_OK && tie && lx_json_type(tie) != LX_JSON_NULL)
         rc = lx_json_bool(doc, tie, &c->tied, err);
+    if (rc == LX_OK)
+        rc = cfg_window(doc, root, c, err);
     if (rc == LX_OK && (c->heads % c->kv_heads || c->head_dim % 2))
         rc = lx_err(err, LX_EINVAL, "%s: num_attention_heads %ld must be a multiple of num_key_value_heads %ld "
                     "and head_dim %ld even", lx_json_name(doc), c->heads, c->kv_heads, c->head_dim);
@@ -207,6 +228,66 @@ static double scaling_num(const struct lx_json *doc, const struct lx_jv *rs, con
     if (v && lx_json_type(v) != LX_JSON_NULL && lx_json_num(doc, v, &x, &sub) < 0)
         x = def;
     return x;
+}
+
+/* rope_scaling's list `key` (one factor per rotary pair, each > 0) appended to stack as JSON. */
+static int factor_list(const struct lx_json *doc, const struct hf_config *c, const struct lx_jv *rs, const char *key,
+                       struct lx_buf *stack, struct lx_error *err)
+{
+    const struct lx_jv *v = lx_json_member(rs, key);
+    long pairs = c->head_dim / 2;
+    if (!v)
+        return lx_json_err(err, doc, rs, "rope_scaling (longrope) has no %s\n  hint: LongRoPE models list a "
+                           "short_factor and a long_factor, one per rotary pair", key);
+    if (lx_json_type(v) != LX_JSON_ARRAY || lx_json_len(v) != pairs)
+        return lx_json_err(err, doc, v, "%s must be a list of %ld numbers, one per rotary pair of a head of %ld", key,
+                           pairs, c->head_dim);
+    lx_buf_printf(stack, ",\"%s\":[", key);
+    for (long k = 0; k < pairs; k++) {
+        double x;
+        if (lx_json_num(doc, lx_json_at(v, k), &x, err) < 0)
+            return LX_EINVAL;
+        if (!(x > 0 && x <= 1e12))
+            return lx_json_err(err, doc, lx_json_at(v, k), "%s[%ld] is %g: a factor must be in (0, 1e12]", key, k, x);
+        lx_buf_puts(stack, k ? "," : "");
+        lx_buf_num(stack, x);
+    }
+    lx_buf_puts(stack, "]");
+    return LX_OK;
+}
+
+/* longrope, as transformers reads it: L is config's original_max_position_embeddings (Phi-3 puts it
+** there; then s = max_position_embeddings / L), else rope_scaling's, else max_position_embeddings
+** with s = rope_scaling's factor; attention_factor when given. */
+static int longrope_stack(const struct lx_json *doc, const struct hf_config *c, const struct lx_jv *rs,
+                          struct lx_buf *stack, double *scale, struct lx_error *err)
+{
+    double top = 0, orig = scaling_num(doc, rs, "original_max_position_embeddings", 0), s = scaling_num(doc, rs,
+                                                                                                       "factor", 1);
+    const struct lx_jv *o = lx_json_member(lx_json_root(doc), "original_max_position_embeddings");
+    if (o && lx_json_type(o) != LX_JSON_NULL && lx_json_num(doc, o, &top, err) < 0)
+        return LX_EINVAL;
+    if (top > 0)
+        orig = top, s = (double)c->max_pos / top;
+    else if (!(orig > 0))
+        orig = (double)c->max_pos;
+    if (!(orig >= 1 && orig < 1e12 && s > 0 && s <= 1e6))
+        return lx_json_err(err, doc, rs, "rope_scaling (longrope): original_max_position_embeddings %g and factor %g "
+                           "are not a rescaling lenx can run", orig, s);
+    *scale = s < 1 ? 1 : s;
+    lx_buf_puts(stack, ",{\"longrope\":{\"scale\":");
+    lx_buf_num(stack, *scale);
+    lx_buf_printf(stack, ",\"original\":%ld", (long)orig);
+    int rc = factor_list(doc, c, rs, "long_factor", stack, err);
+    if (rc == LX_OK)
+        rc = factor_list(doc, c, rs, "short_factor", stack, err);
+    double a = scaling_num(doc, rs, "attention_factor", 0);
+    if (rc == LX_OK && a > 0) {
+        lx_buf_puts(stack, ",\"attention_factor\":");
+        lx_buf_num(stack, a);
+    }
+    lx_buf_puts(stack, ",\"train\":true}}");
+    return rc;
 }
 
 /* The stack's YAML (JSON) for rope_theta and rope_scaling; dynamic NTK is an
@@ -257,6 +338,10 @@ static int hf_scaling(const struct lx_json *doc, const struct hf_config *c, stru
         lx_buf_puts(stack, ",\"high_freq_factor\":");
         lx_buf_num(stack, scaling_num(doc, rs, "high_freq_factor", 4));
         lx_buf_puts(stack, ",\"train\":true}}");
+    } else if (strcmp(type, "longrope") == 0) {
+        int rc = longrope_stack(doc, c, rs, stack, &f, err);     /* f: the extension factor, as HF derives it */
+        if (rc < 0)
+            return rc;
     } else if (strcmp(type, "dynamic") == 0) {
         struct lx_buf e = {0};
         lx_buf_puts(&e, "[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":");
@@ -266,8 +351,7 @@ static int hf_scaling(const struct lx_json *doc, const struct hf_config *c, stru
         lx_buf_free(&e);
     } else if (strcmp(type, "default") != 0) {
         return lx_json_err(err, doc, t, "rope_scaling type '%s' has no lenx method\n  hint: lenx maps linear (pi), "
-                           "dynamic (ntk mode dynamic), yarn (yarn) and llama3 (llama3); longrope is not implemented",
-                           type);
+                           "dynamic (ntk mode dynamic), yarn (yarn), llama3 (llama3) and longrope (longrope)", type);
     }
     lx_buf_puts(stack, "]");
     struct lx_buf r = {0};
@@ -395,10 +479,32 @@ static const void *aligned(struct lx_held *h, const unsigned char *p, size_t n, 
     return c;
 }
 
+/* Phi-3's fused matrices: lenx's wq, wk, wv are rows [0, H·D), [H·D, (H + KV)·D), [(H + KV)·D,
+** (H + 2KV)·D) of self_attn.qkv_proj, w1 and w3 rows [0, F) and [F, 2F) of mlp.gate_up_proj (gate,
+** then up: transformers' chunk(2)). 1 with the HF name, the part's first row and the whole
+** tensor's rows; 0 for any other tensor. */
+static int fused_part(const struct lx_arch *a, const char *name, char *out, size_t n, long *row0, long *rows)
+{
+    long l, HD = a->heads * a->d_head, KD = lx_arch_kv(a) * a->d_head, F = a->d_mlp;
+    int at = 0;
+    if (sscanf(name, "layers.%ld.%n", &l, &at) != 1 || !at)
+        return 0;
+    const char *t = name + at;
+    int q = strcmp(t, "attn.wq.weight") == 0, k = strcmp(t, "attn.wk.weight") == 0;
+    int v = strcmp(t, "attn.wv.weight") == 0, g = strcmp(t, "mlp.w1.weight") == 0, u = strcmp(t, "mlp.w3.weight") == 0;
+    if (!(q || k || v || g || u))
+        return 0;
+    snprintf(out, n, "model.layers.%ld.%s", l, q || k || v ? "self_attn.qkv_proj.weight" : "mlp.gate_up_proj.weight");
+    *row0 = k ? HD : v ? HD + KD : u ? F : 0;
+    *rows = q || k || v ? HD + 2 * KD : 2 * F;
+    return 1;
+}
+
 /* Every lenx tensor from its HF name (see the top comment), used in place:
-** m holds the shards' mappings, each tensor where its shard has it. */
-static int hold_all(struct lx_model *m, const struct lx_arch *a, struct hf_weights *w, const char *dir,
-                    struct lx_error *err)
+** m holds the shards' mappings, each tensor where its shard has it (a fused
+** tensor's parts where their rows are). */
+static int hold_all(struct lx_model *m, const struct lx_arch *a, const struct hf_config *c, struct hf_weights *w,
+                    const char *dir, struct lx_error *err)
 {
     int n = lx_arch_tensors(a, NULL), rc = LX_OK;
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
@@ -410,8 +516,9 @@ static int hold_all(struct lx_model *m, const struct lx_arch *a, struct hf_weigh
     h->owned = lx_xcalloc((size_t)(n + w->n_shard), sizeof *h->owned);
     char name[128];
     for (int i = 0; i < n && rc == LX_OK; i++) {
-        const struct lx_st_file *f = hf_name(ti[i].name, name, sizeof name) ? find_tensor(w, name) : NULL;
-        long shape[2] = {ti[i].shape[0], ti[i].ndim > 1 ? ti[i].shape[1] : 0};
+        long shape[2] = {ti[i].shape[0], ti[i].ndim > 1 ? ti[i].shape[1] : 0}, row0 = 0;
+        int part = c->fused && fused_part(a, ti[i].name, name, sizeof name, &row0, &shape[0]);
+        const struct lx_st_file *f = part || hf_name(ti[i].name, name, sizeof name) ? find_tensor(w, name) : NULL;
         const struct lx_st_entry *e;
         if (!f) {
             rc = lx_err(err, LX_EINVAL, "%s: no tensor '%s' in its weights (%s%s)\n  hint: the directory is "
@@ -420,10 +527,13 @@ static int hold_all(struct lx_model *m, const struct lx_arch *a, struct hf_weigh
         } else if ((e = lx_st_entry_of(f, name, ti[i].ndim, shape, err)) == NULL) {
             rc = LX_EINVAL;
         } else {
+            int dt = lx_st_dt(e->dtype);
+            size_t cols = (size_t)(ti[i].ndim > 1 ? ti[i].shape[1] : 1), bytes = (size_t)ti[i].shape[0] * cols *
+                                                                                    lx_dtype_size(dt);
+            const unsigned char *p = f->data + e->begin + (size_t)row0 * cols * lx_dtype_size(dt);
             note_dtype(w, f, name);
-            lx_mapguard_add(f->data + e->begin, e->end - e->begin, f->path, name);
-            h->t[i] = (struct lx_wmat){aligned(h, f->data + e->begin, e->end - e->begin, lx_st_dt(e->dtype)),
-                                       lx_st_dt(e->dtype), 0, NULL, 0};
+            lx_mapguard_add(p, bytes, f->path, name);
+            h->t[i] = (struct lx_wmat){aligned(h, p, bytes, dt), dt, 0, NULL, 0};
         }
     }
     if (rc == LX_OK) {
@@ -511,7 +621,7 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
         rc = open_weights(w, dir, err);
     if (rc == LX_OK) {
         cfg_arch(&c, &a);
-        rc = hold_all(m, &a, w, dir, err);
+        rc = hold_all(m, &a, &c, w, dir, err);
     }
     if (rc == LX_OK && info) {
         fill_info(info, dir, &c, w->dtype);
@@ -666,7 +776,7 @@ static int hf_sniff(const char *path)
 
 const struct lx_model_format lx_model_format_hf = {
     .name = "hf",
-    .summary = "a Hugging Face directory: config.json (llama, mistral, qwen2, qwen3) and safetensors shards",
+    .summary = "a Hugging Face directory: config.json (llama, mistral, qwen2, qwen3, phi3) and safetensors shards",
     .key = "hf",
     .dir = 1,
     .sniff = hf_sniff,
