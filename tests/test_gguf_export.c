@@ -175,6 +175,38 @@ Test(gguf_export, qwen3_files_that_lie_are_named, .fini = teardown)
     cr_expect(strstr(out, "q.gguf: tensor 'blk.0.attn_q_norm.weight' is missing") && strstr(out, "qwen3"), "%s", out);
 }
 
+/* A phi3 file (llama.cpp's converter's, of tests/ref/hf-phi3-tiny) whose metadata or factors lie is
+** refused naming the file and the key or tensor: a sliding window inside the model's positions, one
+** of LongRoPE's two factor tensors missing, a factor of 0. */
+Test(gguf_export, phi3_files_that_lie_are_named, .fini = teardown)
+{
+    shell_setup("gguf-phi3-lies");
+    char out[4096];
+    const char *key = "phi3.attention.sliding_window";
+    unsigned char old[64], new[64];
+    size_t k = strlen(key);
+    uint32_t type = 4, v = 262144, w = 100;
+    memcpy(old, key, k), memcpy(old + k, &type, 4), memcpy(old + k + 4, &v, 4);
+    memcpy(new, old, k + 4), memcpy(new + k + 4, &w, 4);
+    cr_assert_eq(sh(out, sizeof out, "cp $R/tests/ref/gguf/phi3-tiny-hf.gguf p.gguf"), 0, "%s", out);
+    patch_file("p.gguf", old, new, k + 8);
+    cr_expect_eq(sh(out, sizeof out, "$L show model p.gguf"), 2, "%s", out);
+    cr_expect(strstr(out, "p.gguf: phi3.attention.sliding_window is 100, inside the model's 128 positions") &&
+              strstr(out, "hint:"), "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "cp $R/tests/ref/gguf/phi3-tiny-hf.gguf p.gguf"), 0, "%s", out);
+    patch_file("p.gguf", "rope_factors_short.weight", "rope_factors_shorx.weight", 25);
+    cr_expect_eq(sh(out, sizeof out, "$L show model p.gguf"), 2, "%s", out);
+    cr_expect(strstr(out, "p.gguf: tensor 'rope_factors_short.weight' must be 4 F32 factors"), "%s", out);
+    float one = 1.0f, zero = 0.0f;      /* the long list begins 1, 1.5: its first 1 (the short one's is after it) */
+    cr_assert_eq(sh(out, sizeof out, "cp $R/tests/ref/gguf/phi3-tiny-hf.gguf p.gguf"), 0, "%s", out);
+    unsigned char a[8], b[8];
+    float l1 = 1.5f;
+    memcpy(a, &one, 4), memcpy(a + 4, &l1, 4), memcpy(b, &zero, 4), memcpy(b + 4, &l1, 4);
+    patch_file("p.gguf", a, b, 8);
+    cr_expect_eq(sh(out, sizeof out, "$L show model p.gguf"), 2, "%s", out);
+    cr_expect(strstr(out, "p.gguf: tensor 'rope_factors_long.weight' holds 0 at 0"), "%s", out);
+}
+
 Test(gguf_export, refuses_what_llama_cpp_runs_otherwise, .fini = teardown)
 {
     shell_setup("gguf-export-refuse");

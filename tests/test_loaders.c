@@ -504,33 +504,43 @@ static void phi3_window(const struct lx_model *m, const char *stack, const struc
 /* A Phi-3 directory (q|k|v in qkv_proj, gate|up in gate_up_proj, used in place by rows; LongRoPE's
 ** rope_scaling as the longrope method trained in; a sliding window longer than its positions) runs as
 ** torch's float64 forward of it does: the short factors at 32 tokens, the long ones at 48, within 1e-4
-** per token (fp32 sums against float64). The 48-token window with the short factors is off by far more:
-** the test sees which list was used. */
+** per token (fp32 sums against float64). So does llama.cpp's GGUF of it (tests/ref/gguf/phi3-tiny-hf.gguf,
+** its converter's file: attn_qkv and ffn_up fused, the factors as rope_factors_long/short tensors and
+** the attention factor as a key, all float32). The 48-token window with the short factors is off by far
+** more: the test sees which list was used. */
 Test(loaders, phi3_longrope_matches_torch)
 {
+    static const char *const files[] = {"tests/ref/hf-phi3-tiny", "tests/ref/gguf/phi3-tiny-hf.gguf"};
+    static const char *const stacks[] = {
+        "{\"longrope\":{\"scale\":4,\"original\":32,\"long_factor\":[1,1.5,3,6],\"short_factor\":[1,1.1,1.2,1.5],"
+        "\"train\":true}}",
+        "{\"longrope\":{\"scale\":4,\"original\":32,\"long_factor\":[1,1.5,3,6],\"short_factor\":[1,1.100000023841858,"
+        "1.2000000476837158,1.5],\"attention_factor\":1.1832159757614136,\"train\":true}}"};
     char path[512];
-    struct lx_model m;
-    struct lx_ckpt_info info;
     struct lx_json *doc;
     struct lx_error err = {{0}};
-    in_repo(path, "tests/ref/hf-phi3-tiny");
-    load(&m, &info, path);
-    cr_expect(strstr(info.stack, "{\"longrope\":{\"scale\":4,\"original\":32,\"long_factor\":[1,1.5,3,6],"
-                     "\"short_factor\":[1,1.1,1.2,1.5],\"train\":true}}"), "%s", info.stack);
     in_repo(path, "tests/ref/hf-phi3-tiny/ref.json");
     cr_assert_eq(lx_json_load(&doc, path, 1 << 20, &err), LX_OK, "%s", err.msg);
-    double dnll, dlogit;
-    for (int w = 0; w < 2; w++) {
-        long T = w ? 48 : 32;
-        phi3_window(&m, info.stack, doc, w, T, &dnll, &dlogit);
-        cr_log_info("phi3 %ld tokens: max |dNLL| %.3g, max |dlogit| %.3g", T, dnll, dlogit);
-        cr_expect(dnll < 1e-4 && dlogit < 1e-4, "%ld tokens: max |dNLL| %g, max |dlogit| %g", T, dnll, dlogit);
+    for (int f = 0; f < 2; f++) {
+        struct lx_model m;
+        struct lx_ckpt_info info;
+        in_repo(path, files[f]);
+        load(&m, &info, path);
+        cr_expect(strstr(info.stack, stacks[f]), "%s: %s", files[f], info.stack);
+        double dnll, dlogit;
+        for (int w = 0; w < 2; w++) {
+            long T = w ? 48 : 32;
+            phi3_window(&m, info.stack, doc, w, T, &dnll, &dlogit);
+            cr_log_info("%s, %ld tokens: max |dNLL| %.3g, max |dlogit| %.3g", files[f], T, dnll, dlogit);
+            cr_expect(dnll < 1e-4 && dlogit < 1e-4, "%s, %ld tokens: max |dNLL| %g, max |dlogit| %g", files[f], T, dnll,
+                      dlogit);
+        }
+        phi3_window(&m, info.stack, doc, 1, 32, &dnll, &dlogit);
+        cr_expect_gt(dnll, 1e-2, "%s: 48 tokens with the short factors: max |dNLL| only %g", files[f], dnll);
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
     }
-    phi3_window(&m, info.stack, doc, 1, 32, &dnll, &dlogit);
-    cr_expect_gt(dnll, 1e-2, "48 tokens with the short factors: max |dNLL| only %g", dnll);
     lx_json_free(doc);
-    lx_ckpt_info_release(&info);
-    lx_model_release(&m);
 }
 
 /* Phi-3's configs lenx cannot run as written are named: a window that binds inside the model's
@@ -558,6 +568,16 @@ Test(loaders, phi3_configs_refused)
         cr_assert_eq(system(cmd), 0, "%s", cmd);
         expect_error(path, cases[i].part1, cases[i].part2);
     }
+    /* the early Phi-3 configs' name of the type, su, is longrope (as llama.cpp's converter reads it) */
+    snprintf(cmd, sizeof cmd, "rm -rf %s/p3 && mkdir -p %s/p3 && cp %s/* %s/p3/ && sed -i 's/\"longrope\"/\"su\"/' "
+             "%s/p3/config.json && grep -q '\"su\"' %s/p3/config.json", dir, dir, src, dir, dir, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    load(&m, &info, path);
+    cr_expect(strstr(info.stack, "{\"longrope\":{\"scale\":4,\"original\":32,"), "%s", info.stack);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
 }
 
 Test(loaders, hf_shape_and_missing_tensor)

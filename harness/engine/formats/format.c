@@ -205,6 +205,23 @@ int lx_stack_rope_of(const char *stack, int scaled, const char *target, struct l
     return rc;
 }
 
+int lx_fused_part(const struct lx_arch *a, const char *name, long *layer, int *which, long *row0, long *rows)
+{
+    long HD = a->heads * a->d_head, KD = lx_arch_kv(a) * a->d_head, F = a->d_mlp;
+    int at = 0;
+    if (sscanf(name, "layers.%ld.%n", layer, &at) != 1 || !at)
+        return 0;
+    const char *t = name + at;
+    int q = strcmp(t, "attn.wq.weight") == 0, k = strcmp(t, "attn.wk.weight") == 0;
+    int v = strcmp(t, "attn.wv.weight") == 0, g = strcmp(t, "mlp.w1.weight") == 0, u = strcmp(t, "mlp.w3.weight") == 0;
+    if (!(q || k || v || g || u))
+        return 0;
+    *which = !(q || k || v);
+    *row0 = k ? HD : v ? HD + KD : u ? F : 0;
+    *rows = *which ? 2 * F : HD + 2 * KD;
+    return 1;
+}
+
 int lx_tensor_is_qk(const char *name)
 {
     const char *a = strstr(name, ".attn.");

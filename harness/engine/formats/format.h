@@ -135,6 +135,12 @@ struct lx_tensor_reader {
     long cols, D;
     float *rows;            /* (chunk / cols + 2) rows; the caller frees it */
 };
+/* Phi-3's fused matrices: lenx's wq, wk, wv are rows [0, H·D), [H·D, (H + KV)·D), [(H + KV)·D,
+** (H + 2KV)·D) of one q|k|v tensor, w1 and w3 rows [0, F) and [F, 2F) of one gate|up tensor (the
+** gate first). For such a tensor of lenx's (name, "layers.L.attn.wq.weight"): 1 with its layer,
+** which fused tensor (0 q|k|v, 1 gate|up), the part's first row and the fused tensor's rows; 0 for
+** any other tensor. */
+int lx_fused_part(const struct lx_arch *a, const char *name, long *layer, int *which, long *row0, long *rows);
 /* 1 for the tensors whose rows follow the rotary layout head by head: the q and k
 ** projections, their biases and qk_norm's gains ("layers.L.attn.wq.weight", ...). */
 int lx_tensor_is_qk(const char *name);

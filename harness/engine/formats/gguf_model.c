@@ -45,7 +45,8 @@
 static const struct family {
     const char *name;
     int qkv_bias, qk_norm, half;
-} families[] = {{"llama", 0, 0, 0}, {"qwen2", 1, 0, 1}, {"qwen3", 0, 1, 1}};
+    int fused;      /* q|k|v in one attn_qkv, gate|up in one ffn_up (read only) */
+} families[] = {{"llama", 0, 0, 0, 0}, {"qwen2", 1, 0, 1, 0}, {"qwen3", 0, 1, 1, 0}, {"phi3", 0, 0, 1, 1}};
 
 /* The family of general.architecture, or NULL. */
 static const struct family *family_named(const char *arch)
@@ -60,7 +61,7 @@ static const struct family *family_named(const char *arch)
 static const struct family *family_of(const struct lx_arch *a)
 {
     for (size_t k = 0; k < sizeof families / sizeof *families; k++)
-        if (families[k].qkv_bias == a->qkv_bias && families[k].qk_norm == a->qk_norm)
+        if (families[k].qkv_bias == a->qkv_bias && families[k].qk_norm == a->qk_norm && !families[k].fused)
             return &families[k];
     return NULL;
 }
@@ -190,12 +191,51 @@ static int fit_llama3(const struct lx_gguf *g, const struct lx_gguf_tensor *t, d
 /* The native stack: rope at the file's base, in llama.cpp's layout for the
 ** architecture, then rope.scaling as the method it is (linear: pi, yarn:
 ** yarn, both trained in; llama.cpp reads a missing type as linear). */
-static int read_stack(const struct lx_gguf *g, const char *arch, const struct lx_arch *a, double base,
-                      long train_len, struct lx_buf *stack, struct lx_error *err)
+/* Phi-3's LongRoPE (llama.cpp's phi3: tensors rope_factors_long/short.weight, one F32 factor per
+** rotary pair, and rope.scaling.attn_factor) as the longrope method trained in: s = context_length
+** / original_context_length. 0 and nothing written when the file has no factors (Phi-3-mini-4k). */
+static int longrope_of(const struct lx_gguf *g, const struct lx_arch *a, long train_len, int64_t orig, double attn,
+                       struct lx_buf *stack, struct lx_error *err)
+{
+    static const char *const names[2] = {"rope_factors_long.weight", "rope_factors_short.weight"};
+    const struct lx_gguf_tensor *t[2] = {lx_gguf_tensor(g, names[0]), lx_gguf_tensor(g, names[1])};
+    long pairs = a->d_head / 2;
+    if (!t[0] && !t[1])
+        return LX_OK;
+    if (orig < 1 || orig >= train_len)
+        return lx_err(err, LX_EINVAL, "%s: rope.scaling.original_context_length %lld is not below context_length %ld, "
+                      "as LongRoPE's factors need\n  hint: the file is damaged", g->name, (long long)orig, train_len);
+    lx_buf_puts(stack, ",{\"longrope\":{\"scale\":");
+    lx_buf_num(stack, (double)train_len / (double)orig);
+    lx_buf_printf(stack, ",\"original\":%lld", (long long)orig);
+    for (int k = 0; k < 2; k++) {
+        if (!t[k] || t[k]->type != LX_GGML_F32 || t[k]->n_elems != (uint64_t)pairs)
+            return lx_err(err, LX_EINVAL, "%s: tensor '%s' must be %ld F32 factors (one per rotary pair), as "
+                          "LongRoPE's other list is\n  hint: the file is damaged", g->name, names[k], pairs);
+        lx_buf_printf(stack, ",\"%s\":[", k ? "short_factor" : "long_factor");
+        for (long i = 0; i < pairs; i++) {
+            float v;
+            memcpy(&v, t[k]->data + 4 * i, 4);
+            if (!(v > 0 && v <= 1e12))
+                return lx_err(err, LX_EINVAL, "%s: tensor '%s' holds %g at %ld: a factor must be in (0, 1e12]\n"
+                              "  hint: the file is damaged", g->name, names[k], (double)v, i);
+            lx_buf_puts(stack, i ? "," : "");
+            lx_buf_num(stack, v);
+        }
+        lx_buf_puts(stack, "]");
+    }
+    lx_buf_puts(stack, ",\"attention_factor\":");
+    lx_buf_num(stack, attn);
+    lx_buf_puts(stack, ",\"train\":true}}");
+    return LX_OK;
+}
+
+static int read_stack(const struct lx_gguf *g, const char *arch, const struct family *fam, const struct lx_arch *a,
+                      double base, long train_len, struct lx_buf *stack, struct lx_error *err)
 {
     char key[128], type[32] = "";
     double factor = 1, attn = 1, fast = 32, slow = 1;
-    int64_t orig = train_len;
+    int64_t orig = train_len, swa = 0;
 #define KEY(s) (snprintf(key, sizeof key, "%s.%s", arch, s), key)
     lx_gguf_get_str(g, KEY("rope.scaling.type"), type, sizeof type);
     int rc = lx_gguf_get_num(g, KEY("rope.scaling.factor"), 0, &factor, err);
@@ -209,12 +249,18 @@ static int read_stack(const struct lx_gguf *g, const char *arch, const struct lx
         rc = lx_gguf_get_num(g, KEY("rope.scaling.yarn_beta_fast"), 0, &fast, err);
     if (rc == LX_OK)
         rc = lx_gguf_get_num(g, KEY("rope.scaling.yarn_beta_slow"), 0, &slow, err);
+    if (rc == LX_OK)
+        rc = lx_gguf_get_int(g, KEY("attention.sliding_window"), 0, &swa, err);
+    if (rc == LX_OK && swa > 0 && swa < train_len)
+        rc = lx_err(err, LX_EINVAL, "%s: %s is %lld, inside the model's %ld positions: a sliding window is not part of "
+                    "lenx's native stacks\n  hint: evaluate such a model with the `window` method", g->name, key,
+                    (long long)swa, train_len);
 #undef KEY
     if (rc < 0)
         return rc;
     if (strcmp(type, "none") != 0 && strcmp(type, "linear") != 0 && strcmp(type, "yarn") != 0 && type[0])
         return lx_err(err, LX_EINVAL, "%s: %s.rope.scaling.type is '%s'; lenx reads none, linear (pi) and yarn\n"
-                      "  hint: longrope has no lenx method", g->name, arch, type);
+                      "  hint: lenx reads LongRoPE from a phi3 file's rope_factors_long/short tensors", g->name, arch, type);
     if (strcmp(type, "none") != 0 && factor != 0 && factor != 1 && !(factor > 1 && factor < 1e6 && orig >= 1 &&
                                                                      attn > 0 && fast > 0 && slow > 0))
         return lx_err(err, LX_EINVAL, "%s: %s.rope.scaling (factor %g, original_context_length %lld, attn_factor %g) "
@@ -227,7 +273,9 @@ static int read_stack(const struct lx_gguf *g, const char *arch, const struct lx
         return rc;
     lx_buf_puts(stack, "[{\"rope\":{\"base\":");
     lx_buf_num(stack, base);
-    lx_buf_printf(stack, ",\"layout\":\"%s\"}}", family_of(a)->half ? "half" : "interleaved");
+    lx_buf_printf(stack, ",\"layout\":\"%s\"}}", fam->half ? "half" : "interleaved");
+    if (fam->fused && (rc = longrope_of(g, a, train_len, orig, attn, stack, err)) < 0)
+        return rc;
     if (strcmp(type, "none") != 0 && factor > 1 && strcmp(type, "yarn") != 0) {
         lx_buf_puts(stack, ",{\"pi\":{\"scale\":");
         lx_buf_num(stack, factor);
@@ -300,8 +348,8 @@ static int dtype_of(int ggml)
 }
 
 /* Every tensor lenx's arch has, found, shaped and typed as it must be, used in place. */
-static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_gguf *g, const char *path,
-                const unsigned char *bytes, size_t n, char dtype[16], struct lx_error *err)
+static int hold(struct lx_model *m, const struct lx_arch *a, const struct family *fam, const struct lx_gguf *g,
+                const char *path, const unsigned char *bytes, size_t n, char dtype[16], struct lx_error *err)
 {
     int nt = lx_arch_tensors(a, NULL), rc = LX_OK, first = -1, mixed = 0;
     struct lx_tensor_info *ti = lx_xcalloc((size_t)nt, sizeof *ti);
@@ -310,12 +358,17 @@ static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_ggu
     held->t = lx_xcalloc((size_t)nt, sizeof *held->t);
     for (int i = 0; i < nt && rc == LX_OK; i++) {
         char name[96];
-        gguf_name(ti[i].name, name, sizeof name);
+        long l, row0 = 0, all = ti[i].shape[0];
+        int which;
+        if (fam->fused && lx_fused_part(a, ti[i].name, &l, &which, &row0, &all))     /* a block of rows */
+            snprintf(name, sizeof name, "blk.%ld.%s", l, which ? "ffn_up.weight" : "attn_qkv.weight");
+        else
+            gguf_name(ti[i].name, name, sizeof name);
         const struct lx_gguf_tensor *t = lx_gguf_tensor(g, name);
-        uint64_t rows = (uint64_t)ti[i].shape[0], cols = ti[i].ndim == 2 ? (uint64_t)ti[i].shape[1] : 1;
+        uint64_t rows = (uint64_t)all, cols = ti[i].ndim == 2 ? (uint64_t)ti[i].shape[1] : 1;
         if (!t) {
             rc = lx_err(err, LX_EINVAL, "%s: tensor '%s' is missing\n  hint: the file is not a %s model llama.cpp's "
-                        "converters wrote", path, name, family_of(a)->name);
+                        "converters wrote", path, name, fam->name);
         } else if (t->n_elems != rows * cols || t->ne[0] != (ti[i].ndim == 2 ? cols : rows)) {
             rc = lx_err(err, LX_EINVAL, "%s: tensor '%s' has ne {%llu, %llu, %llu, %llu}; the metadata makes it "
                         "(%llu rows, %llu columns)\n  hint: the file is damaged", path, name,
@@ -326,8 +379,10 @@ static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_ggu
                         lx_gguf_ttype_name(t->type));
         } else {
             enum lx_dtype dt = (enum lx_dtype)dtype_of(t->type);
-            held->t[i] = (struct lx_wmat){t->data, dt, 0, NULL, 0};
-            lx_mapguard_add(t->data, (size_t)t->bytes, path, name);
+            size_t row = lx_dtype_bytes(dt, (size_t)cols);     /* a row is whole blocks (ne[0] = cols) */
+            const unsigned char *p = t->data + (size_t)row0 * row;
+            held->t[i] = (struct lx_wmat){p, dt, 0, NULL, 0};
+            lx_mapguard_add(p, (size_t)ti[i].shape[0] * row, path, name);
             if (ti[i].ndim == 2)
                 mixed |= first >= 0 && first != t->type, first = first < 0 ? t->type : first;
         }
@@ -362,8 +417,8 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
     }
     lx_gguf_get_str(&g, "general.architecture", arch, sizeof arch);
     if (!family_named(arch))
-        rc = lx_err(err, LX_EINVAL, "%s: general.architecture is '%s'; lenx reads llama, qwen2 and qwen3 GGUF models",
-                    path, arch);
+        rc = lx_err(err, LX_EINVAL, "%s: general.architecture is '%s'; lenx reads llama, qwen2, qwen3 and phi3 GGUF "
+                    "models", path, arch);
     if (rc == LX_OK)
         rc = read_arch(&g, arch, &a, &train_len, &base, err);
     const struct lx_gguf_tensor *emb = rc == LX_OK ? lx_gguf_tensor(&g, "token_embd.weight") : NULL;
@@ -372,12 +427,12 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
         rc = lx_err(err, LX_EINVAL, "%s: token_embd.weight is missing, or not (vocab, %ld)", path, a.d_model);
     struct lx_buf stack = {0};
     if (rc == LX_OK)
-        rc = read_stack(&g, arch, &a, base, train_len, &stack, err);
+        rc = read_stack(&g, arch, family_named(arch), &a, base, train_len, &stack, err);
     if (rc == LX_OK) {
         a.vocab = (long)emb->ne[1];
         a.tie_head = lx_gguf_tensor(&g, "output.weight") == NULL;
         lx_params_finish(&lx_arch_schema, &a);
-        rc = hold(m, &a, &g, path, bytes, n, dtype, err);
+        rc = hold(m, &a, family_named(arch), &g, path, bytes, n, dtype, err);
     }
     if (rc == LX_OK)
         bytes = NULL;   /* m's now */
@@ -420,7 +475,7 @@ static int looks_gguf(const char *path)
 
 const struct lx_model_format lx_model_format_gguf = {
     .name = "gguf",
-    .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
+    .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3, phi3; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
     .key = NULL,
     .dir = 0,
     .sniff = looks_gguf,

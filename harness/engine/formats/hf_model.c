@@ -338,7 +338,7 @@ static int hf_scaling(const struct lx_json *doc, const struct hf_config *c, stru
         lx_buf_puts(stack, ",\"high_freq_factor\":");
         lx_buf_num(stack, scaling_num(doc, rs, "high_freq_factor", 4));
         lx_buf_puts(stack, ",\"train\":true}}");
-    } else if (strcmp(type, "longrope") == 0) {
+    } else if (strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0) {    /* su: the early Phi-3 configs' name */
         int rc = longrope_stack(doc, c, rs, stack, &f, err);     /* f: the extension factor, as HF derives it */
         if (rc < 0)
             return rc;
@@ -479,24 +479,15 @@ static const void *aligned(struct lx_held *h, const unsigned char *p, size_t n, 
     return c;
 }
 
-/* Phi-3's fused matrices: lenx's wq, wk, wv are rows [0, H·D), [H·D, (H + KV)·D), [(H + KV)·D,
-** (H + 2KV)·D) of self_attn.qkv_proj, w1 and w3 rows [0, F) and [F, 2F) of mlp.gate_up_proj (gate,
-** then up: transformers' chunk(2)). 1 with the HF name, the part's first row and the whole
-** tensor's rows; 0 for any other tensor. */
+/* Phi-3's fused tensors' HF names (lx_fused_part): 1 with the name, the part's first row and the
+** fused tensor's rows; 0 for any other tensor. */
 static int fused_part(const struct lx_arch *a, const char *name, char *out, size_t n, long *row0, long *rows)
 {
-    long l, HD = a->heads * a->d_head, KD = lx_arch_kv(a) * a->d_head, F = a->d_mlp;
-    int at = 0;
-    if (sscanf(name, "layers.%ld.%n", &l, &at) != 1 || !at)
+    long l;
+    int which;
+    if (!lx_fused_part(a, name, &l, &which, row0, rows))
         return 0;
-    const char *t = name + at;
-    int q = strcmp(t, "attn.wq.weight") == 0, k = strcmp(t, "attn.wk.weight") == 0;
-    int v = strcmp(t, "attn.wv.weight") == 0, g = strcmp(t, "mlp.w1.weight") == 0, u = strcmp(t, "mlp.w3.weight") == 0;
-    if (!(q || k || v || g || u))
-        return 0;
-    snprintf(out, n, "model.layers.%ld.%s", l, q || k || v ? "self_attn.qkv_proj.weight" : "mlp.gate_up_proj.weight");
-    *row0 = k ? HD : v ? HD + KD : u ? F : 0;
-    *rows = q || k || v ? HD + 2 * KD : 2 * F;
+    snprintf(out, n, "model.layers.%ld.%s", l, which ? "mlp.gate_up_proj.weight" : "self_attn.qkv_proj.weight");
     return 1;
 }
 

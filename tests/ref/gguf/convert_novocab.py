@@ -18,8 +18,25 @@ for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz
     if not hasattr(torch, name):
         setattr(torch, name, type(name, (), {})())
 import conversion.base as base
-for name in dir(base.TextModel):      # every vocabulary builder the models' set_vocab may call
+
+
+def novocab(cls):   # every vocabulary builder a model class's set_vocab may call, its own included
+    for name in list(vars(cls)):
+        if name.startswith("_set_vocab") or name == "set_vocab":
+            setattr(cls, name, lambda self, *a, **k: None)
+
+
+def walk(cls):
+    novocab(cls)
+    for sub in cls.__subclasses__():
+        walk(sub)
+
+
+for name in dir(base.TextModel):
     if name.startswith("_set_vocab") or name == "set_vocab":
         setattr(base.TextModel, name, lambda self, *a, **k: None)
+walk(base.TextModel)
+# the model classes imported from here on (Phi-3's defines its own set_vocab)
+base.TextModel.__init_subclass__ = classmethod(lambda cls, **k: novocab(cls))
 sys.argv[0] = src + "/convert_hf_to_gguf.py"
 runpy.run_path(sys.argv[0], run_name="__main__")

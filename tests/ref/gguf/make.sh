@@ -108,6 +108,9 @@ for a in llama qwen2 qwen3; do
     /usr/bin/python3 convert_novocab.py "$src" hf.tmp --outfile "lenx-$a-rope-hf.gguf" --outtype f32 >/dev/null 2>&1
     rm -rf hf.tmp
 done
+# the tiny Phi-3 directory of tests/ref/phi3_ref.py through the same converter: q|k|v and gate|up fused,
+# LongRoPE's lists as rope_factors_long/short tensors (made 2026-12-01 with llama.cpp 34af94cd)
+/usr/bin/python3 convert_novocab.py "$src" ../hf-phi3-tiny --outfile phi3-tiny-hf.gguf --outtype f32 >/dev/null 2>&1
 # and the llama one with Llama 3.1's rope_scaling (factor 2, low/high_freq_factor 1/8, original 64) put in its
 # config.json: llama.cpp's converter writes it as per-pair factors, the tensor rope_freqs.weight
 rm -rf hf.tmp
