@@ -419,44 +419,89 @@ Test(loaders, hf_bad_config)
         {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"longrope\", \"short_factor\": [1, 1, 1, 1]}"),
          "config.json: rope_scaling", "has no long_factor"},
         {CFG(0, true, ""), "config.json", "num_hidden_layers is 0"},
+        /* named at its own key, not at the tie_word_embeddings: true before it (jansson shares one `true`) */
+        {CFG(5, true, ", \"attention_bias\": true"), "config.json: attention_bias: attention_bias: true", "o_proj"},
     };
-    hf_cases(cases, 5);
+    hf_cases(cases, 6);
 }
 
-/* transformers' Qwen2 and Qwen3 configs name a sliding_window that applies only with
-** use_sliding_window true (Qwen2.5-0.5B's: 32768, use_sliding_window false), and a window of at
-** least max_position_embeddings never binds inside the model's positions (Phi-3-mini-128k's
-** 262144 of 131072): such models load as the ones without it; a window in use inside the
-** positions (Mistral-7B-v0.1's 4096 of 32768, with no use_sliding_window key, or
-** use_sliding_window true) is refused, naming the field. */
-Test(loaders, hf_sliding_window_only_when_used)
+/* stories260K's config.json as model_type `type`, with extra fields. */
+#define CFG_T(type, extra) "{\"model_type\": \"" type "\", \"hidden_size\": 64, \"intermediate_size\": 172, " \
+    "\"num_hidden_layers\": 5, \"num_attention_heads\": 8, \"num_key_value_heads\": 4, \"vocab_size\": 512, " \
+    "\"tie_word_embeddings\": true" extra "}"
+
+/* The sliding window as transformers runs each model type: Mistral's (and Phi-3's) applies to every
+** layer whenever set, so it loads as the `window` method in the evaluation stack (the one `lenx score`
+** runs by default), with the same W keys a query sees, itself included; Llama's config has no window
+** (the key is ignored); Qwen2's and Qwen3's apply only with use_sliding_window true (Qwen2.5-0.5B
+** names 32768 with false: no window) and then from layer max_window_layers on, which lenx cannot say:
+** refused naming the field. */
+Test(loaders, hf_sliding_window_as_transformers_runs_it)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/hf", dir);
-    const char *loads[] = {CFG(5, true, ", \"sliding_window\": 32768, \"use_sliding_window\": false"),
-                           CFG(5, true, ", \"sliding_window\": 262144, \"max_position_embeddings\": 131072")};
-    for (int i = 0; i < 2; i++) {
-        hf_copy(loads[i]);
+    static const struct {
+        const char *config, *eval;
+    } loads[] = {
+        {CFG_T("mistral", ", \"sliding_window\": 4096, \"max_position_embeddings\": 32768"),
+         "[{\"window\":{\"size\":4096}}]"},
+        {CFG_T("mistral", ", \"sliding_window\": null"), NULL},
+        {CFG_T("llama", ", \"sliding_window\": 4096"), NULL},
+        {CFG_T("mistral", ", \"sliding_window\": 16, \"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2}"),
+         "[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":2}},{\"window\":{\"size\":16}}]"},
+    };
+    for (size_t i = 0; i < sizeof loads / sizeof *loads; i++) {
+        hf_copy(loads[i].config);
         struct lx_model m;
         struct lx_ckpt_info info;
         struct lx_error err = {{0}};
-        cr_expect_eq(lx_model_load(&m, path, &info, &err), LX_OK, "%s", err.msg);
-        if (!err.msg[0]) {
-            lx_ckpt_info_release(&info);
-            lx_model_release(&m);
-        }
+        cr_assert_eq(lx_model_load(&m, path, &info, &err), LX_OK, "case %zu: %s", i, err.msg);
+        if (loads[i].eval)
+            cr_expect(info.eval_stack && strcmp(info.eval_stack, loads[i].eval) == 0, "case %zu: eval_stack %s", i,
+                      info.eval_stack ? info.eval_stack : "(none)");
+        else
+            cr_expect(info.eval_stack == NULL, "case %zu: eval_stack %s", i, info.eval_stack);
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
     }
-#define MP ", \"max_position_embeddings\": 32768"
+    /* Qwen2 with use_sliding_window false gets past its config (its missing biases are what stop it) */
     static const char *const cases[][3] = {
-        {CFG(5, true, ", \"sliding_window\": 4096" MP), "config.json: sliding_window",
-         "a sliding window of 4096 within the model's 32768 positions is not part of lenx's native"},
-        {CFG(5, true, ", \"sliding_window\": 4096, \"use_sliding_window\": true" MP), "config.json: sliding_window",
-         "`window` method"},
-        {CFG(5, true, ", \"sliding_window\": 4096, \"use_sliding_window\": 3" MP), "config.json: use_sliding_window",
+        {CFG_T("qwen2", ", \"sliding_window\": 32768, \"use_sliding_window\": false"), "no tensor",
+         "self_attn.q_proj.bias"},
+        {CFG_T("qwen2", ", \"sliding_window\": 4096, \"use_sliding_window\": true"),
+         "config.json: use_sliding_window: true: qwen2 slides", "from max_window_layers on only"},
+        {CFG_T("qwen2", ", \"sliding_window\": 4096, \"use_sliding_window\": 3"), "config.json: use_sliding_window",
          "boolean"},
+        {CFG_T("mistral", ", \"sliding_window\": 0"), "config.json: sliding_window", "at least one key"},
     };
-#undef MP
-    hf_cases(cases, 3);
+    hf_cases(cases, 4);
+}
+
+/* A sliding window in the evaluation stack runs as the `window` method does: `lenx score` of the
+** Mistral-typed stories260K with sliding_window 16 equals its score with `--method` window of 16, bit
+** for bit, and differs from the same model without the key. */
+Test(loaders, hf_sliding_window_scores_as_the_window_method)
+{
+    char path[600], text[512];
+    snprintf(path, sizeof path, "%s/hf", dir);
+    in_repo(text, "README.md");
+    double nll[3];
+    const char *configs[3] = {CFG_T("mistral", ", \"sliding_window\": 16"), CFG_T("mistral", ""), CFG_T("mistral", "")};
+    const char *methods[3] = {NULL, "{window: {size: 16}}", NULL};
+    lx_numerics_set(LX_NUMERICS_PORTABLE);
+    for (int i = 0; i < 3; i++) {
+        hf_copy(configs[i]);
+        struct lx_score_opts o = {.model = path, .db = "none.db", .text = text, .length = 64, .method = methods[i]};
+        struct lx_buf out = {0};
+        struct lx_error err = {{0}};
+        cr_assert_eq(lx_score(&o, &out, &err), LX_OK, "%s", err.msg);
+        const char *p = strstr(lx_buf_str(&out), "\"mean_nll\": ");
+        cr_assert_not_null(p, "%s", lx_buf_str(&out));
+        nll[i] = atof(p + 12);
+        lx_buf_free(&out);
+    }
+    cr_expect_eq(nll[0], nll[1], "sliding_window 16: %.9f, --method window 16: %.9f", nll[0], nll[1]);
+    cr_expect(fabs(nll[0] - nll[2]) > 1e-3, "the window changes nothing: %.9f vs %.9f", nll[0], nll[2]);
 }
 
 /* ---- Phi-3: fused q|k|v and gate|up, LongRoPE ---- */
@@ -543,9 +588,8 @@ Test(loaders, phi3_longrope_matches_torch)
     lx_json_free(doc);
 }
 
-/* Phi-3's configs lenx cannot run as written are named: a window that binds inside the model's
-** positions (as Phi-3-mini-4k's 2047 of 4096 does), rotary over part of each head (Phi-4-mini's 0.75), factor lists of
-** the wrong length. */
+/* Phi-3's configs lenx cannot run as written are named: rotary over part of each head (Phi-4-mini's
+** 0.75), factor lists of the wrong length or with a factor of 0. */
 Test(loaders, phi3_configs_refused)
 {
     char src[512], cmd[1600], path[600];
@@ -553,8 +597,6 @@ Test(loaders, phi3_configs_refused)
     static const struct {
         const char *sed, *part1, *part2;
     } cases[] = {
-        {"s/\"sliding_window\": 262144/\"sliding_window\": 100/", "config.json: sliding_window",
-         "a sliding window of 100 within the model's 128 positions"},
         {"s/\"rms_norm_eps\"/\"partial_rotary_factor\": 0.75, \"rms_norm_eps\"/", "config.json: partial_rotary_factor",
          "0.75"},
         {"s/\"long_factor\": \\[/\"long_factor\": [2.0, /", "config.json: rope_scaling.long_factor",

@@ -54,6 +54,7 @@ struct hf_config {
     int bias;               /* q/k/v projection biases (qwen2) */
     int qk_norm;            /* per-head q/k RMSNorm (qwen3) */
     int fused;              /* q|k|v in one qkv_proj, gate|up in one gate_up_proj (phi3) */
+    long window;            /* sliding_window in use (mistral, phi3): W keys a query sees; 0 = none */
     long hidden, inter, layers, heads, kv_heads, head_dim, vocab, max_pos;
     double eps, theta;      /* rms_norm_eps, rope_theta */
     int tied;               /* tie_word_embeddings */
@@ -112,7 +113,9 @@ static int cfg_refuse(const struct lx_json *doc, const struct lx_jv *root, const
         return LX_OK;
     if (lx_json_bool(doc, v, &on, err) < 0)
         return LX_EINVAL;
-    return on ? lx_json_err(err, doc, v, "%s: true is not supported by lenx's engine\n  hint: %s", key, hint) : LX_OK;
+    /* named by its key: jansson's `true` is one value shared by every true of the document */
+    return on ? lx_json_member_err(err, doc, root, key, "%s: true is not supported by lenx's engine\n  hint: %s", key,
+                                   hint) : LX_OK;
 }
 
 static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
@@ -159,22 +162,28 @@ static int cfg_features(const struct lx_json *doc, const struct lx_jv *root, str
     return rc;
 }
 
-/* No sliding window in use: Qwen2's and Qwen3's configs name a window that applies only with
-** use_sliding_window true; Mistral's and Phi-3's apply whenever set, and one of at least
-** max_position_embeddings (Phi-3-mini-128k's 262144) never binds inside the model's context. */
-static int cfg_window(const struct lx_json *doc, const struct lx_jv *root, const struct hf_config *c,
+/* The sliding window as transformers runs it: Mistral's and Phi-3's apply to every layer whenever
+** set (c->window: the `window` method, in the evaluation stack); Llama's config has none (the key is
+** ignored); Qwen2's and Qwen3's apply only with use_sliding_window true, and then only from layer
+** max_window_layers on, which lenx's window (every layer alike) cannot say: refused. */
+static int cfg_window(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c,
                       struct lx_error *err)
 {
     const struct lx_jv *use = lx_json_member(root, "use_sliding_window"), *v = lx_json_member(root, "sliding_window");
-    int used = 1, rc = LX_OK;
+    int used = 0, rc = LX_OK, qwen = strncmp(c->type, "qwen", 4) == 0;
     int64_t w = 0;
-    if (use && lx_json_type(use) != LX_JSON_NULL)
+    if (strcmp(c->type, "llama") == 0 || !v || lx_json_type(v) == LX_JSON_NULL)
+        return LX_OK;
+    if (qwen && use && lx_json_type(use) != LX_JSON_NULL)
         rc = lx_json_bool(doc, use, &used, err);
-    if (rc == LX_OK && used && v && lx_json_type(v) != LX_JSON_NULL && (rc = lx_json_int(doc, v, &w, err)) == LX_OK &&
-        w < c->max_pos)
-        rc = lx_json_err(err, doc, v, "a sliding window of %lld within the model's %ld positions is not part of "
-                         "lenx's native stacks\n  hint: set it to null (or use_sliding_window false) and evaluate "
-                         "with the `window` method instead", (long long)w, c->max_pos);
+    if (rc == LX_OK && qwen && used)    /* named by its key: jansson's `true` is one shared value */
+        return lx_json_member_err(err, doc, root, "use_sliding_window", "true: %s slides a window over the layers from "
+                           "max_window_layers on only, which lenx's `window` (every layer alike) cannot run\n  hint: "
+                           "set it to false to run the model without its window", c->type);
+    if (rc == LX_OK && !qwen && (rc = lx_json_int(doc, v, &w, err)) == LX_OK && (w < 1 || w > (1L << 40)))
+        rc = lx_json_err(err, doc, v, "sliding_window %lld: a window must hold at least one key", (long long)w);
+    if (rc == LX_OK && !qwen)
+        c->window = (long)w;
     return rc;
 }
 
@@ -290,10 +299,10 @@ static int longrope_stack(const struct lx_json *doc, const struct hf_config *c, 
     return rc;
 }
 
-/* The stack's YAML (JSON) for rope_theta and rope_scaling; dynamic NTK is an
-** evaluation-time method, so it goes to *eval instead. */
-static int hf_scaling(const struct lx_json *doc, const struct hf_config *c, struct lx_buf *stack, char **eval,
-                      char **raw, struct lx_error *err)
+/* rope_theta and rope_scaling: the native stack's JSON into stack; dynamic NTK is an
+** evaluation-time method, so it goes to e (the evaluation stack's methods) instead. */
+static int hf_rope(const struct lx_json *doc, const struct hf_config *c, struct lx_buf *stack, struct lx_buf *e,
+                   char **raw, struct lx_error *err)
 {
     const struct lx_jv *rs = lx_json_member(lx_json_root(doc), "rope_scaling"), *t;
     const char *type;
@@ -343,12 +352,9 @@ static int hf_scaling(const struct lx_json *doc, const struct hf_config *c, stru
         if (rc < 0)
             return rc;
     } else if (strcmp(type, "dynamic") == 0) {
-        struct lx_buf e = {0};
-        lx_buf_puts(&e, "[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":");
-        lx_buf_num(&e, f);
-        lx_buf_puts(&e, "}}]");
-        *eval = lx_xstrdup(lx_buf_str(&e));
-        lx_buf_free(&e);
+        lx_buf_puts(e, "{\"ntk\":{\"mode\":\"dynamic\",\"factor\":");
+        lx_buf_num(e, f);
+        lx_buf_puts(e, "}}");
     } else if (strcmp(type, "default") != 0) {
         return lx_json_err(err, doc, t, "rope_scaling type '%s' has no lenx method\n  hint: lenx maps linear (pi), "
                            "dynamic (ntk mode dynamic), yarn (yarn), llama3 (llama3) and longrope (longrope)", type);
@@ -361,6 +367,25 @@ static int hf_scaling(const struct lx_json *doc, const struct hf_config *c, stru
     *raw = lx_xstrdup(lx_buf_str(&r));
     lx_buf_free(&r);
     return LX_OK;
+}
+
+/* The native stack (stack) and the evaluation stack (*eval, NULL when empty: dynamic NTK, then the
+** sliding window) of the config. */
+static int hf_scaling(const struct lx_json *doc, const struct hf_config *c, struct lx_buf *stack, char **eval,
+                      char **raw, struct lx_error *err)
+{
+    struct lx_buf e = {0};
+    int rc = hf_rope(doc, c, stack, &e, raw, err);
+    if (rc == LX_OK && c->window)
+        lx_buf_printf(&e, "%s{\"window\":{\"size\":%ld}}", e.len ? "," : "", c->window);
+    if (rc == LX_OK && e.len) {
+        struct lx_buf all = {0};
+        lx_buf_printf(&all, "[%s]", lx_buf_str(&e));
+        *eval = lx_xstrdup(lx_buf_str(&all));
+        lx_buf_free(&all);
+    }
+    lx_buf_free(&e);
+    return rc;
 }
 
 /* ---- weights ---------------------------------------------------------------- */
