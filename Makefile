@@ -15,7 +15,8 @@
 #   make tokenizers fetch two tokenizer.json files for the tokenizer tests into build/tokenizers/
 #   make bench      benchmarks, each reported as a ratio to a baseline timed in the same run
 #   make debug      build with ASan + UBSan and run the whole suite under them
-#   make fuzz       libFuzzer targets (clang) on the config, safetensors and tokenizer readers, FUZZ_SECONDS each
+#   make fuzz       libFuzzer targets (clang) on the readers of untrusted input (sweep YAML, safetensors,
+#                   GGUF, config.json, tokenizers, serve requests, ...), FUZZ_SECONDS each
 #   make install    copy lenx to $(PREFIX)/bin, data/ to $(PREFIX)/share/lenx/data and
 #                   configs/heldout/ to $(PREFIX)/share/lenx/heldout
 #                   (PREFIX=/usr/local by default; docs/data.md#the-data-directory)

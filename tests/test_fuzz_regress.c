@@ -130,5 +130,9 @@ Test(fuzz_regress, gguf, .timeout = 300)
 Test(fuzz_regress, tokenizer_json, .timeout = 300) { expect_every_seed("tokenizer_json", lx_fuzz_feed_tokenizer_json); }
 Test(fuzz_regress, encode, .timeout = 300) { expect_every_seed("encode", lx_fuzz_feed_encode); }
 
+/* The hf_config seeds are the tiny Phi-3 directory's config with each rope_scaling lenx maps and
+** sliding windows: every one loads and its stacks compile. */
+Test(fuzz_regress, hf_config, .timeout = 300) { expect_every_seed("hf_config", lx_fuzz_feed_hf_config); }
+
 /* The slurm seeds are jobs whose scripts are written and keep entry.c's promises. */
 Test(fuzz_regress, slurm, .timeout = 300) { expect_every_seed("slurm", lx_fuzz_feed_slurm); }

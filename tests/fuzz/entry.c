@@ -1,14 +1,17 @@
 /*
 ** tests/fuzz/entry.c - the fuzz targets' entry points (see entry.h).
 */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700     /* POSIX 2008 with realpath and symlink */
 #include "tests/fuzz/entry.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "harness/backends/local.h"
 #include "harness/backends/serve.h"
 #include "harness/core/json.h"
 #include "harness/engine/formats/checkpoint.h"
@@ -46,7 +49,8 @@ int lx_fuzz_feed_config(const uint8_t *data, size_t n, struct lx_error *err)
 /* This process's scratch directory (made on first use, removed at exit) and
 ** the files written in it: the input under the name its reader expects. */
 static char scratch_dir[4096];
-static const char *const scratch_names[] = {"input", "tokenizer.bin", "tokenizer.json", "tokenizer_config.json"};
+static const char *const scratch_names[] = {"input", "tokenizer.bin", "tokenizer.json", "tokenizer_config.json",
+                                            "hf/config.json", "hf/model.safetensors"};
 
 static void scratch_remove(void)
 {
@@ -55,6 +59,8 @@ static void scratch_remove(void)
         snprintf(path, sizeof path, "%s/%s", scratch_dir, scratch_names[k]);
         unlink(path);
     }
+    snprintf(path, sizeof path, "%s/hf", scratch_dir);
+    rmdir(path);
     rmdir(scratch_dir);
 }
 
@@ -786,6 +792,50 @@ int lx_fuzz_feed_gguf(const uint8_t *data, size_t n, struct lx_error *err)
     }
     PROMISE(lrc == LX_OK || n < 4 || memcmp(data, "GGUF", 4) || sub.msg[0], "a model refused without a message");
     return rc;      /* the container's verdict: the model's needs a whole model */
+}
+
+/* ---- hf_config: a Hugging Face config.json ----------------------------------------- */
+
+int lx_fuzz_feed_hf_config(const uint8_t *data, size_t n, struct lx_error *err)
+{
+    char dir[4096 + 64], st[4096 + 64], cfg[4096 + 64], real[PATH_MAX];
+    int rc = scratch_path("hf", dir, err);
+    if (rc == LX_OK)
+        rc = scratch_path("hf/model.safetensors", st, err);
+    if (rc < 0)
+        return rc;
+    mkdir(dir, 0777);
+    if (access(st, R_OK) != 0) {    /* the fixed weights: tests/ref/hf-phi3-tiny's, from the checkout */
+        if (!realpath("tests/ref/hf-phi3-tiny/model.safetensors", real))
+            return LX_OK;
+        if (symlink(real, st) != 0)
+            return lx_err(err, LX_EIO, "cannot link %s to %s", st, real);
+    }
+    if ((rc = scratch_write("hf/config.json", data, n, cfg, err)) < 0)
+        return rc;
+    struct lx_model m;
+    struct lx_ckpt_info info = {0};
+    rc = lx_model_load(&m, dir, &info, err);
+    if (rc == LX_OK) {      /* both stacks compiled as lenx score compiles them, short of L and past it */
+        PROMISE(info.stack != NULL, "a model without its native stack");
+        struct lx_stack stk = {0};
+        struct lx_doc d1 = {0}, d2 = {0};
+        rc = lx_local_stack(&stk, info.stack, info.eval_stack, &d1, &d2, err);
+        for (int k = 0; rc == LX_OK && k < 2; k++) {
+            struct lx_facts f = {.d_head = (int)m.arch.d_head, .train_len = info.train_len,
+                                 .n_heads = (int)m.arch.heads, .length = k ? 2 * info.train_len : 1,
+                                 .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+            struct lx_spec spec;
+            rc = lx_stack_compile(&stk, &f, &spec, err);
+        }
+        lx_stack_release(&stk);
+        lx_doc_release(&d1);
+        lx_doc_release(&d2);
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+    }
+    PROMISE(rc == LX_OK || err->msg[0], "a refusal without a message");
+    return rc;
 }
 
 /* ---- serve: requests to lenx serve ---------------------------------------------- */

@@ -76,6 +76,13 @@ int lx_fuzz_feed_report(const uint8_t *data, size_t n, struct lx_error *err);
 ** container's checks and the model's. */
 int lx_fuzz_feed_gguf(const uint8_t *data, size_t n, struct lx_error *err);
 
+/* Bytes as a Hugging Face config.json beside fixed weights (tests/ref/hf-phi3-tiny's
+** model.safetensors: a config of its shapes as any type lenx reads finds its tensors, or names the
+** one it misses) -> lx_model_load of the directory: every field's check, rope_scaling and the
+** sliding window into the native and evaluation stacks, the tensors found and shaped; a model that
+** loads has both stacks compiled as `lenx score` compiles them, at one token and past its length. */
+int lx_fuzz_feed_hf_config(const uint8_t *data, size_t n, struct lx_error *err);
+
 /* Bytes as a request to `lenx serve` -> the request parsers
 ** (harness/backends/openai.c), then the whole answer (lx_serve_handle) on a
 ** tiny random byte-level model: the first byte picks the endpoint, the rest
