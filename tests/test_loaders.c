@@ -588,6 +588,45 @@ Test(loaders, phi3_longrope_matches_torch)
     lx_json_free(doc);
 }
 
+/* A LongRoPE model exported (lenx export --hf) is a LlamaForCausalLM with rope_scaling longrope, both
+** lists, L at the top level (where transformers reads it first) and the attention factor as used: read
+** back, it runs as torch's forward of the Phi-3 directory it came from, both lists. */
+Test(loaders, export_hf_longrope_round_trip)
+{
+    char path[512], out[600], cfg[700];
+    struct lx_model m, back;
+    struct lx_ckpt_info info, binfo;
+    struct lx_json *doc;
+    struct lx_error err = {{0}};
+    in_repo(path, "tests/ref/hf-phi3-tiny");
+    load(&m, &info, path);
+    snprintf(out, sizeof out, "%s/lr", dir);
+    cr_assert_eq(lx_hf_export(&m, &info, NULL, out, &err), LX_OK, "%s", err.msg);
+    unsigned char *text;
+    long n;
+    snprintf(cfg, sizeof cfg, "%s/config.json", out);
+    cr_assert_eq(lx_read_file(cfg, &text, &n, 1 << 20, &err), LX_OK, "%s", err.msg);
+    cr_expect(strstr((char *)text, "\"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4, "
+                     "\"original_max_position_embeddings\": 32, \"long_factor\": [1, 1.5, 3, 6], \"short_factor\": "
+                     "[1, 1.1, 1.2, 1.5], \"attention_factor\": 1.1832159566199232}") &&
+              strstr((char *)text, "\"original_max_position_embeddings\": 32,\n") &&
+              strstr((char *)text, "\"max_position_embeddings\": 128"), "%s", text);
+    free(text);
+    load(&back, &binfo, out);
+    in_repo(path, "tests/ref/hf-phi3-tiny/ref.json");
+    cr_assert_eq(lx_json_load(&doc, path, 1 << 20, &err), LX_OK, "%s", err.msg);
+    for (int w = 0; w < 2; w++) {
+        double dnll, dlogit;
+        phi3_window(&back, binfo.stack, doc, w, w ? 48 : 32, &dnll, &dlogit);
+        cr_expect(dnll < 1e-4 && dlogit < 1e-4, "window %d: max |dNLL| %g, max |dlogit| %g", w, dnll, dlogit);
+    }
+    lx_json_free(doc);
+    lx_ckpt_info_release(&binfo);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&back);
+    lx_model_release(&m);
+}
+
 /* Phi-3's configs lenx cannot run as written are named: rotary over part of each head (Phi-4-mini's
 ** 0.75), factor lists of the wrong length or with a factor of 0. */
 Test(loaders, phi3_configs_refused)

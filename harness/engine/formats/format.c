@@ -4,6 +4,7 @@
 */
 #include "harness/engine/formats/format.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +148,17 @@ static const char *stack_item(const struct lx_node *r, int i, const struct lx_no
     return lx_map_key(one, 0)->text;
 }
 
-/* The rescaling after rope (pi, yarn, llama3) into r: LX_EINVAL when it has no fixed scale. */
+/* A list of numbers of p (longrope's factors) into out; [] when absent. */
+static void param_list(const struct lx_node *p, const char *key, struct lx_floats *out)
+{
+    const struct lx_node *v = p && p->kind == LX_NODE_MAP ? lx_map_get(p, key) : NULL;
+    out->n = 0;
+    for (int i = 0; v && v->kind == LX_NODE_SEQ && i < v->n_items && i < LX_MAX_FLOATS; i++)
+        if (v->items[i]->kind == LX_NODE_SCALAR)
+            out->v[out->n++] = strtod(v->items[i]->text, NULL);
+}
+
+/* The rescaling after rope (pi, yarn, llama3, longrope) into r: LX_EINVAL when it has no fixed scale. */
 static int stack_scaling(const char *name, const struct lx_node *p, struct lx_stack_rope *r, struct lx_error *err)
 {
     snprintf(r->scaling, sizeof r->scaling, "%s", strcmp(name, "pi") == 0 ? "linear" : name);
@@ -156,9 +167,12 @@ static int stack_scaling(const char *name, const struct lx_node *p, struct lx_st
     r->beta_fast = param_num(p, "beta_fast", 32), r->beta_slow = param_num(p, "beta_slow", 1);
     r->attn_factor = param_num(p, "attn_factor", 1);
     r->low = param_num(p, "low_freq_factor", 1), r->high = param_num(p, "high_freq_factor", 4);
+    param_list(p, "long_factor", &r->lng), param_list(p, "short_factor", &r->shrt);
+    double a = param_num(p, "attention_factor", 0), s = r->factor, L = (double)r->original;
+    r->attention = a > 0 ? a : s > 1 && L > 1 ? sqrt(1 + log(s) / log(L)) : 1;     /* as methods/longrope.c */
     const struct lx_node *t = p && p->kind == LX_NODE_MAP ? lx_map_get(p, "truncate") : NULL;
     r->truncate = !(t && t->kind == LX_NODE_SCALAR && strcmp(t->text, "false") == 0);
-    int needs_l = strcmp(r->scaling, "linear") != 0;    /* yarn and llama3 have an L */
+    int needs_l = strcmp(r->scaling, "linear") != 0;    /* yarn, llama3 and longrope have an L */
     if (!(r->factor >= 1) || (needs_l && r->original < 1))
         return lx_err(err, LX_EINVAL, "the model's %s has %s; a file holds a fixed rescaling\n  hint: train it "
                       "with a fixed scale%s", name, !(r->factor >= 1) ? "no fixed scale (auto)" : "original auto",
@@ -186,14 +200,18 @@ int lx_stack_rope_of(const char *stack, int scaled, const char *target, struct l
     const struct lx_node *root = d.root, *p = NULL, *q = NULL;
     int n = rc == LX_OK && root && root->kind == LX_NODE_SEQ ? root->n_items : 0;
     const char *first = n >= 1 ? stack_item(root, 0, &p) : NULL, *second = n == 2 ? stack_item(root, 1, &q) : NULL;
+    int lr = (scaled & LX_ROPE_LONGROPE) != 0;
     int ok = first && strcmp(first, "rope") == 0 &&
              (n == 1 || (n == 2 && scaled && second && (strcmp(second, "pi") == 0 || strcmp(second, "yarn") == 0 ||
-                                                          strcmp(second, "llama3") == 0)));
+                                                          strcmp(second, "llama3") == 0 ||
+                                                          (lr && strcmp(second, "longrope") == 0))));
     if (rc == LX_OK && !ok)
         rc = lx_err(err, LX_EINVAL, "the model was trained with the stack %s; %s holds rotary positions (rope, any "
                     "base and layout)%s only\n  hint: export models trained with [rope]%s", stack, target,
-                    scaled ? " with a trained-in pi, yarn or llama3 rescaling" : "",
-                    scaled ? ", [rope, pi], [rope, yarn] or [rope, llama3]" : "");
+                    !scaled ? "" : lr ? " with a trained-in pi, yarn, llama3 or longrope rescaling"
+                                      : " with a trained-in pi, yarn or llama3 rescaling",
+                    !scaled ? "" : lr ? ", [rope, pi], [rope, yarn], [rope, llama3] or [rope, longrope]"
+                                      : ", [rope, pi], [rope, yarn] or [rope, llama3]");
     if (rc == LX_OK) {
         r->base = param_num(p, "base", 10000);
         const struct lx_node *l = p && p->kind == LX_NODE_MAP ? lx_map_get(p, "layout") : NULL;

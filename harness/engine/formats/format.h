@@ -103,17 +103,22 @@ int lx_ckpt_check_tokenizer(long vocab, const struct lx_tokenizer *tk, const cha
 struct lx_stack_rope {
     double base;
     int interleaved;        /* rope layout interleaved (else half) */
-    char scaling[8];        /* "", "linear", "yarn" or "llama3" */
+    char scaling[9];        /* "", "linear", "yarn", "llama3" or "longrope" */
     double factor;          /* the rescaling's s */
-    long original;          /* yarn's and llama3's L */
+    long original;          /* yarn's, llama3's and longrope's L */
     double beta_fast, beta_slow, attn_factor;
     int truncate;           /* yarn's floor/ceil of the ramp */
     double low, high;       /* llama3's low_freq_factor and high_freq_factor */
+    struct lx_floats lng, shrt;     /* longrope's long_factor and short_factor ([]: all 1) */
+    double attention;       /* longrope's attention factor, resolved (the automatic one made concrete) */
 };
 
-/* stack (YAML flow list) as a struct lx_stack_rope; `scaled` allows pi,
-** yarn and llama3 after rope. Anything else is LX_EINVAL naming target (the
-** format, "transformers' Llama") and what it can hold. */
+enum { LX_ROPE_SCALED = 1, LX_ROPE_LONGROPE = 2 };     /* lx_stack_rope_of's `scaled` */
+
+/* stack (YAML flow list) as a struct lx_stack_rope; `scaled` (LX_ROPE_*)
+** allows pi, yarn and llama3 after rope, and longrope too. Anything else is
+** LX_EINVAL naming target (the format, "transformers' Llama") and what it
+** can hold. */
 int lx_stack_rope_of(const char *stack, int scaled, const char *target, struct lx_stack_rope *r,
                      struct lx_error *err);
 

@@ -504,7 +504,7 @@ static int export_check(const struct lx_model *m, const struct lx_ckpt_info *inf
     if (!family_of(a))
         return lx_err(err, LX_EINVAL, "the model has both q/k/v biases (llama.cpp's qwen2) and qk_norm (its qwen3); "
                       "no llama.cpp architecture has both\n  hint: export models with at most one of them");
-    int rc = lx_stack_rope_of(info->stack, 1, "GGUF", rope, err);
+    int rc = lx_stack_rope_of(info->stack, LX_ROPE_SCALED, "GGUF", rope, err);
     if (rc == LX_OK && rope->scaling[0] == 'y' && (rope->beta_fast != 32 || rope->beta_slow != 1 || !rope->truncate))
         rc = lx_err(err, LX_EINVAL, "the model's yarn has beta_fast %g, beta_slow %g%s; llama.cpp's llama and qwen2 "
                     "read no beta keys and run 32, 1 with a truncated ramp\n  hint: export yarn models trained with "

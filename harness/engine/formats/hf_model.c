@@ -673,7 +673,7 @@ static void put_id(struct lx_buf *b, const char *key, int id)
 }
 
 /* rope_scaling as hf_scaling reads it back: null, linear (pi), yarn or llama3, with the stack's numbers. */
-static void export_scaling(struct lx_buf *b, const struct lx_stack_rope *r)
+static void export_scaling(struct lx_buf *b, const struct lx_stack_rope *r, int pairs)
 {
     if (!r->scaling[0]) {
         lx_buf_puts(b, "null");
@@ -695,6 +695,18 @@ static void export_scaling(struct lx_buf *b, const struct lx_stack_rope *r)
         lx_buf_num(b, r->low);
         lx_buf_puts(b, ", \"high_freq_factor\": ");
         lx_buf_num(b, r->high);
+    } else if (strcmp(r->scaling, "longrope") == 0) {  /* the attention factor as used: whatever s the reader derives */
+        const struct lx_floats *l[2] = {&r->lng, &r->shrt};
+        for (int k = 0; k < 2; k++) {
+            lx_buf_printf(b, ", \"%s\": [", k ? "short_factor" : "long_factor");
+            for (int i = 0; i < pairs; i++) {
+                lx_buf_puts(b, i ? ", " : "");
+                lx_buf_num(b, l[k]->n ? l[k]->v[i] : 1);
+            }
+            lx_buf_puts(b, "]");
+        }
+        lx_buf_puts(b, ", \"attention_factor\": ");
+        lx_buf_num(b, r->attention);
     }
     lx_buf_puts(b, "}");
 }
@@ -714,7 +726,9 @@ static void export_config(struct lx_buf *b, const struct lx_model *m, long train
     lx_buf_puts(b, ",\n  \"rope_theta\": ");
     lx_buf_num(b, rope->base);
     lx_buf_puts(b, ",\n  \"rope_scaling\": ");
-    export_scaling(b, rope);
+    export_scaling(b, rope, (int)(a->d_head / 2));
+    if (strcmp(rope->scaling, "longrope") == 0)     /* where transformers reads L first */
+        lx_buf_printf(b, ",\n  \"original_max_position_embeddings\": %ld", rope->original);
     lx_buf_printf(b, ",\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n  \"tie_word_embeddings\": %s",
                   a->tie_head ? "true" : "false");
     put_id(b, "bos_token_id", tok->bos);
@@ -736,7 +750,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     if (a->qkv_bias && a->qk_norm)
         return lx_err(err, LX_EINVAL, "the model has both q/k/v biases (transformers' Qwen2) and qk_norm (its Qwen3); "
                       "no transformers model has both\n  hint: export models with at most one of them");
-    if ((rc = lx_stack_rope_of(info->stack, 1, "transformers' Llama", &rope, err)) < 0)
+    if ((rc = lx_stack_rope_of(info->stack, LX_ROPE_SCALED | LX_ROPE_LONGROPE, "transformers' Llama", &rope, err)) < 0)
         return rc;
     if (strcmp(rope.scaling, "yarn") == 0 && !rope.truncate)
         return lx_err(err, LX_EINVAL, "the model's yarn has truncate false; transformers' rope_scaling yarn rounds "
