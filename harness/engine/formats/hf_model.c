@@ -26,7 +26,7 @@
 ** layout, so q and k rows are used as they are. Grouped-query attention
 ** (num_key_value_heads), tied embeddings, Qwen2's q/k/v biases and Qwen3's
 ** per-head q/k RMSNorm are the engine's own: kv_heads, tie_head, qkv_bias, qk_norm. The native position stack is rope(base = rope_theta,
-** layout half) followed by rope_scaling's method (hf_scaling below).
+** layout half) followed by rope_scaling's method (hf_rope.c).
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/hf_model.h"
@@ -43,6 +43,7 @@
 #include "harness/core/hash.h"
 #include "harness/core/json.h"
 #include "harness/core/mapguard.h"
+#include "harness/engine/formats/hf_rope.h"
 #include "harness/engine/formats/safetensors.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 
@@ -223,168 +224,6 @@ static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_er
     if (rc == LX_OK && (c->heads % c->kv_heads || c->head_dim % 2))
         rc = lx_err(err, LX_EINVAL, "%s: num_attention_heads %ld must be a multiple of num_key_value_heads %ld "
                     "and head_dim %ld even", lx_json_name(doc), c->heads, c->kv_heads, c->head_dim);
-    return rc;
-}
-
-/* ---- rope_scaling -> the native stack -------------------------------------- */
-
-/* A number of rope_scaling, def when absent or not a number. */
-static double scaling_num(const struct lx_json *doc, const struct lx_jv *rs, const char *key, double def)
-{
-    const struct lx_jv *v = lx_json_member(rs, key);
-    struct lx_error sub;
-    double x = def;
-    if (v && lx_json_type(v) != LX_JSON_NULL && lx_json_num(doc, v, &x, &sub) < 0)
-        x = def;
-    return x;
-}
-
-/* rope_scaling's list `key` (one factor per rotary pair, each > 0) appended to stack as JSON. */
-static int factor_list(const struct lx_json *doc, const struct hf_config *c, const struct lx_jv *rs, const char *key,
-                       struct lx_buf *stack, struct lx_error *err)
-{
-    const struct lx_jv *v = lx_json_member(rs, key);
-    long pairs = c->head_dim / 2;
-    if (!v)
-        return lx_json_err(err, doc, rs, "rope_scaling (longrope) has no %s\n  hint: LongRoPE models list a "
-                           "short_factor and a long_factor, one per rotary pair", key);
-    if (lx_json_type(v) != LX_JSON_ARRAY || lx_json_len(v) != pairs)
-        return lx_json_err(err, doc, v, "%s must be a list of %ld numbers, one per rotary pair of a head of %ld", key,
-                           pairs, c->head_dim);
-    lx_buf_printf(stack, ",\"%s\":[", key);
-    for (long k = 0; k < pairs; k++) {
-        double x;
-        if (lx_json_num(doc, lx_json_at(v, k), &x, err) < 0)
-            return LX_EINVAL;
-        if (!(x > 0 && x <= 1e12))
-            return lx_json_err(err, doc, lx_json_at(v, k), "%s[%ld] is %g: a factor must be in (0, 1e12]", key, k, x);
-        lx_buf_puts(stack, k ? "," : "");
-        lx_buf_num(stack, x);
-    }
-    lx_buf_puts(stack, "]");
-    return LX_OK;
-}
-
-/* longrope, as transformers reads it: L is config's original_max_position_embeddings (Phi-3 puts it
-** there; then s = max_position_embeddings / L), else rope_scaling's, else max_position_embeddings
-** with s = rope_scaling's factor; attention_factor when given. */
-static int longrope_stack(const struct lx_json *doc, const struct hf_config *c, const struct lx_jv *rs,
-                          struct lx_buf *stack, double *scale, struct lx_error *err)
-{
-    double top = 0, orig = scaling_num(doc, rs, "original_max_position_embeddings", 0), s = scaling_num(doc, rs,
-                                                                                                       "factor", 1);
-    const struct lx_jv *o = lx_json_member(lx_json_root(doc), "original_max_position_embeddings");
-    if (o && lx_json_type(o) != LX_JSON_NULL && lx_json_num(doc, o, &top, err) < 0)
-        return LX_EINVAL;
-    if (top > 0)
-        orig = top, s = (double)c->max_pos / top;
-    else if (!(orig > 0))
-        orig = (double)c->max_pos;
-    if (!(orig >= 1 && orig < 1e12 && s > 0 && s <= 1e6))
-        return lx_json_err(err, doc, rs, "rope_scaling (longrope): original_max_position_embeddings %g and factor %g "
-                           "are not a rescaling lenx can run", orig, s);
-    *scale = s < 1 ? 1 : s;
-    lx_buf_puts(stack, ",{\"longrope\":{\"scale\":");
-    lx_buf_num(stack, *scale);
-    lx_buf_printf(stack, ",\"original\":%ld", (long)orig);
-    int rc = factor_list(doc, c, rs, "long_factor", stack, err);
-    if (rc == LX_OK)
-        rc = factor_list(doc, c, rs, "short_factor", stack, err);
-    double a = scaling_num(doc, rs, "attention_factor", 0);
-    if (rc == LX_OK && a > 0) {
-        lx_buf_puts(stack, ",\"attention_factor\":");
-        lx_buf_num(stack, a);
-    }
-    lx_buf_puts(stack, ",\"train\":true}}");
-    return rc;
-}
-
-/* rope_theta and rope_scaling: the native stack's JSON into stack; dynamic NTK is an
-** evaluation-time method, so it goes to e (the evaluation stack's methods) instead. */
-static int hf_rope(const struct lx_json *doc, const struct hf_config *c, struct lx_buf *stack, struct lx_buf *e,
-                   char **raw, struct lx_error *err)
-{
-    const struct lx_jv *rs = lx_json_member(lx_json_root(doc), "rope_scaling"), *t;
-    const char *type;
-    lx_buf_puts(stack, "[{\"rope\":{\"base\":");
-    lx_buf_num(stack, c->theta);
-    lx_buf_puts(stack, ",\"layout\":\"half\"}}");
-    if (!rs || lx_json_type(rs) == LX_JSON_NULL) {
-        lx_buf_puts(stack, "]");
-        return LX_OK;
-    }
-    if (lx_json_type(rs) != LX_JSON_OBJECT)
-        return lx_json_err(err, doc, rs, "rope_scaling must be an object or null");
-    if (!(t = lx_json_member(rs, "rope_type")) && !(t = lx_json_member(rs, "type")))
-        return lx_json_err(err, doc, rs, "rope_scaling has no rope_type (or type)");
-    if (lx_json_str(doc, t, &type, NULL, err) < 0)
-        return LX_EINVAL;
-    double f = scaling_num(doc, rs, "factor", 1);
-    if (!(f >= 1) && strcmp(type, "default") != 0)
-        return lx_json_err(err, doc, rs, "rope_scaling factor %g: lenx needs a number >= 1", f);
-    if (strcmp(type, "linear") == 0) {
-        lx_buf_puts(stack, ",{\"pi\":{\"scale\":");
-        lx_buf_num(stack, f);
-        lx_buf_puts(stack, ",\"train\":true}}");
-    } else if (strcmp(type, "yarn") == 0) {
-        double orig = scaling_num(doc, rs, "original_max_position_embeddings", (double)c->max_pos);
-        double mscale = 0.1 * log(f) + 1, att = scaling_num(doc, rs, "attention_factor", mscale);
-        lx_buf_puts(stack, ",{\"yarn\":{\"scale\":");
-        lx_buf_num(stack, f);
-        lx_buf_printf(stack, ",\"original\":%ld,\"beta_fast\":", (long)orig);
-        lx_buf_num(stack, scaling_num(doc, rs, "beta_fast", 32));
-        lx_buf_puts(stack, ",\"beta_slow\":");
-        lx_buf_num(stack, scaling_num(doc, rs, "beta_slow", 1));
-        lx_buf_puts(stack, ",\"attn_factor\":");     /* HF's attention_factor is lenx's whole mscale */
-        lx_buf_num(stack, att / mscale);
-        lx_buf_puts(stack, ",\"train\":true}}");
-    } else if (strcmp(type, "llama3") == 0) {
-        double orig = scaling_num(doc, rs, "original_max_position_embeddings", (double)c->max_pos);
-        lx_buf_puts(stack, ",{\"llama3\":{\"scale\":");
-        lx_buf_num(stack, f);
-        lx_buf_printf(stack, ",\"original\":%ld,\"low_freq_factor\":", (long)orig);
-        lx_buf_num(stack, scaling_num(doc, rs, "low_freq_factor", 1));
-        lx_buf_puts(stack, ",\"high_freq_factor\":");
-        lx_buf_num(stack, scaling_num(doc, rs, "high_freq_factor", 4));
-        lx_buf_puts(stack, ",\"train\":true}}");
-    } else if (strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0) {    /* su: the early Phi-3 configs' name */
-        int rc = longrope_stack(doc, c, rs, stack, &f, err);     /* f: the extension factor, as HF derives it */
-        if (rc < 0)
-            return rc;
-    } else if (strcmp(type, "dynamic") == 0) {
-        lx_buf_puts(e, "{\"ntk\":{\"mode\":\"dynamic\",\"factor\":");
-        lx_buf_num(e, f);
-        lx_buf_puts(e, "}}");
-    } else if (strcmp(type, "default") != 0) {
-        return lx_json_err(err, doc, t, "rope_scaling type '%s' has no lenx method\n  hint: lenx maps linear (pi), "
-                           "dynamic (ntk mode dynamic), yarn (yarn), llama3 (llama3) and longrope (longrope)", type);
-    }
-    lx_buf_puts(stack, "]");
-    struct lx_buf r = {0};
-    lx_buf_printf(&r, "{\"type\":\"%s\",\"factor\":", type);
-    lx_buf_num(&r, f);
-    lx_buf_puts(&r, "}");
-    *raw = lx_xstrdup(lx_buf_str(&r));
-    lx_buf_free(&r);
-    return LX_OK;
-}
-
-/* The native stack (stack) and the evaluation stack (*eval, NULL when empty: dynamic NTK, then the
-** sliding window) of the config. */
-static int hf_scaling(const struct lx_json *doc, const struct hf_config *c, struct lx_buf *stack, char **eval,
-                      char **raw, struct lx_error *err)
-{
-    struct lx_buf e = {0};
-    int rc = hf_rope(doc, c, stack, &e, raw, err);
-    if (rc == LX_OK && c->window)
-        lx_buf_printf(&e, "%s{\"window\":{\"size\":%ld}}", e.len ? "," : "", c->window);
-    if (rc == LX_OK && e.len) {
-        struct lx_buf all = {0};
-        lx_buf_printf(&all, "[%s]", lx_buf_str(&e));
-        *eval = lx_xstrdup(lx_buf_str(&all));
-        lx_buf_free(&all);
-    }
-    lx_buf_free(&e);
     return rc;
 }
 
@@ -632,7 +471,8 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
         rc = cfg_read(doc, &c, err);
     }
     if (rc == LX_OK)
-        rc = hf_scaling(doc, &c, &stack, &eval, &raw, err);
+        rc = lx_hf_stacks(doc, &(struct hf_rope_facts){c.theta, c.max_pos, c.head_dim, c.window}, &stack, &eval, &raw,
+                          err);
     if (rc == LX_OK)
         rc = open_weights(w, dir, err);
     if (rc == LX_OK) {
@@ -672,45 +512,6 @@ static void put_id(struct lx_buf *b, const char *key, int id)
         lx_buf_puts(b, "null");
 }
 
-/* rope_scaling as hf_scaling reads it back: null, linear (pi), yarn or llama3, with the stack's numbers. */
-static void export_scaling(struct lx_buf *b, const struct lx_stack_rope *r, int pairs)
-{
-    if (!r->scaling[0]) {
-        lx_buf_puts(b, "null");
-        return;
-    }
-    lx_buf_printf(b, "{\"rope_type\": \"%s\", \"factor\": ", r->scaling);
-    lx_buf_num(b, r->factor);
-    if (strcmp(r->scaling, "linear") != 0)
-        lx_buf_printf(b, ", \"original_max_position_embeddings\": %ld", r->original);
-    if (strcmp(r->scaling, "yarn") == 0) {
-        lx_buf_puts(b, ", \"beta_fast\": ");
-        lx_buf_num(b, r->beta_fast);
-        lx_buf_puts(b, ", \"beta_slow\": ");
-        lx_buf_num(b, r->beta_slow);
-        lx_buf_puts(b, ", \"attention_factor\": ");   /* HF's is the whole mscale: lenx's attn_factor times 0.1 ln s + 1 */
-        lx_buf_num(b, r->attn_factor * (0.1 * log(r->factor) + 1));
-    } else if (strcmp(r->scaling, "llama3") == 0) {
-        lx_buf_puts(b, ", \"low_freq_factor\": ");
-        lx_buf_num(b, r->low);
-        lx_buf_puts(b, ", \"high_freq_factor\": ");
-        lx_buf_num(b, r->high);
-    } else if (strcmp(r->scaling, "longrope") == 0) {  /* the attention factor as used: whatever s the reader derives */
-        const struct lx_floats *l[2] = {&r->lng, &r->shrt};
-        for (int k = 0; k < 2; k++) {
-            lx_buf_printf(b, ", \"%s\": [", k ? "short_factor" : "long_factor");
-            for (int i = 0; i < pairs; i++) {
-                lx_buf_puts(b, i ? ", " : "");
-                lx_buf_num(b, l[k]->n ? l[k]->v[i] : 1);
-            }
-            lx_buf_puts(b, "]");
-        }
-        lx_buf_puts(b, ", \"attention_factor\": ");
-        lx_buf_num(b, r->attention);
-    }
-    lx_buf_puts(b, "}");
-}
-
 static void export_config(struct lx_buf *b, const struct lx_model *m, long train_len, const struct lx_stack_rope *rope,
                           const struct lx_tokenizer *tok)
 {
@@ -726,7 +527,7 @@ static void export_config(struct lx_buf *b, const struct lx_model *m, long train
     lx_buf_puts(b, ",\n  \"rope_theta\": ");
     lx_buf_num(b, rope->base);
     lx_buf_puts(b, ",\n  \"rope_scaling\": ");
-    export_scaling(b, rope, (int)(a->d_head / 2));
+    lx_hf_export_scaling(b, rope, (int)(a->d_head / 2));
     if (strcmp(rope->scaling, "longrope") == 0)     /* where transformers reads L first */
         lx_buf_printf(b, ",\n  \"original_max_position_embeddings\": %ld", rope->original);
     lx_buf_printf(b, ",\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n  \"tie_word_embeddings\": %s",
