@@ -854,6 +854,35 @@ Test(loaders, export_gqa_bias_tied_round_trip)
     lx_model_release(&m);
 }
 
+/* qk_norm survives the export: a model trained with interleaved rope, whose per-head gains (drawn
+** away from 1, different per dimension) must be permuted with the q and k rows into Qwen3's half
+** layout, scores the same as its export, a Qwen3ForCausalLM with head_dim 16 on a width of 32. A
+** gain left in the interleaved order moves the NLL by far more than the bound. */
+Test(loaders, export_qk_norm_round_trip)
+{
+    struct lx_arch a;
+    struct lx_model m;
+    struct lx_error err = {{0}};
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.d_model = 32, a.heads = 4, a.kv_heads = 2, a.d_head = 16, a.d_mlp = 48, a.mlp = LX_MLP_SWIGLU;
+    a.init_std = 0.3, a.qk_norm = 1;
+    lx_model_init(&m, &a, 44);
+    for (long l = 0; l < a.layers; l++)
+        for (long d = 0; d < a.d_head; d++) {
+            m.v.layer[l].q_norm[d] = 0.5f + 0.1f * (float)((d * 5 + l) % 13);
+            m.v.layer[l].k_norm[d] = 1.5f - 0.07f * (float)((d * 3 + 2 * l) % 11);
+        }
+    char ck[600], hf[600], cfg[700];
+    export_scores_the_same(&m, "q", ck, hf);
+    snprintf(cfg, sizeof cfg, "%s/config.json", hf);
+    unsigned char *bytes;
+    long len;
+    cr_assert_eq(lx_read_file(cfg, &bytes, &len, 0, &err), LX_OK, "%s", err.msg);
+    cr_expect(strstr((char *)bytes, "\"Qwen3ForCausalLM\"") && strstr((char *)bytes, "\"head_dim\": 16"), "%s", bytes);
+    free(bytes);
+    lx_model_release(&m);
+}
+
 /* `lenx score` on the .bin: its tokenizer (tok512.bin beside it) encodes
 ** story.txt into run.c's input tokens, and the per-token NLL of the first
 ** window equals -log softmax of run.c's logits at the target. */
