@@ -20,7 +20,6 @@
 ** in; lenx models can try hand-made factors training-free. Formulas and
 ** golden values: docs/methods.md#longrope.
 */
-#include <math.h>
 
 #include "methods/method.h"
 
@@ -73,10 +72,8 @@ static int longrope_check(const void *params, const struct lx_facts *f, struct l
 static double longrope_row_scale(const void *params, const struct lx_facts *f, long n)
 {
     const struct longrope_params *p = params;
-    double s = p->scale, L = (double)p->original, a = p->attention_factor;
+    double a = lx_longrope_attention(p->attention_factor, p->scale, (double)p->original);
     (void)f, (void)n;
-    if (a == 0)
-        a = s > 1 && L > 1 ? sqrt(1 + log(s) / log(L)) : 1;
     return a * a;
 }
 

@@ -73,6 +73,11 @@ int lx_spec_resolve_scale(const char *method, double *scale, long *original, con
     return LX_OK;
 }
 
+double lx_longrope_attention(double given, double s, double L)
+{
+    return given > 0 ? given : s > 1 && L > 1 ? sqrt(1 + log(s) / log(L)) : 1;
+}
+
 void lx_spec_affine(const struct lx_spec *spec, int head, long n, double t, double *A, double *B)
 {
     double a = 1.0, b = 0.0;

@@ -196,6 +196,11 @@ int lx_spec_claim(const char **slot, const char *method, const char *what, struc
 ** rotary positions already, and no other method may have rescaled them. */
 int lx_spec_claim_frequencies(struct lx_spec *spec, const char *method, struct lx_error *err);
 
+/* LongRoPE's attention factor a (cos and sin are multiplied by it): the one
+** given when above 0, else sqrt(1 + ln s / ln L) for an extension s > 1,
+** else 1 (transformers' _compute_longrope_parameters). */
+double lx_longrope_attention(double given, double s, double L);
+
 /* The context scale of a frequency method (PI, YaRN, llama3), in its resolve
 ** hook: *original 0 becomes the training length (original NULL: L is always
 ** the training length), then *scale 0 becomes max(1, length / L), or, for a

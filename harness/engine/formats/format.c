@@ -4,7 +4,6 @@
 */
 #include "harness/engine/formats/format.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,8 +167,7 @@ static int stack_scaling(const char *name, const struct lx_node *p, struct lx_st
     r->attn_factor = param_num(p, "attn_factor", 1);
     r->low = param_num(p, "low_freq_factor", 1), r->high = param_num(p, "high_freq_factor", 4);
     param_list(p, "long_factor", &r->lng), param_list(p, "short_factor", &r->shrt);
-    double a = param_num(p, "attention_factor", 0), s = r->factor, L = (double)r->original;
-    r->attention = a > 0 ? a : s > 1 && L > 1 ? sqrt(1 + log(s) / log(L)) : 1;     /* as methods/longrope.c */
+    r->attention = lx_longrope_attention(param_num(p, "attention_factor", 0), r->factor, (double)r->original);
     const struct lx_node *t = p && p->kind == LX_NODE_MAP ? lx_map_get(p, "truncate") : NULL;
     r->truncate = !(t && t->kind == LX_NODE_SCALAR && strcmp(t->text, "false") == 0);
     int needs_l = strcmp(r->scaling, "linear") != 0;    /* yarn, llama3 and longrope have an L */
@@ -188,6 +186,28 @@ double lx_llama3_factor(double s, double L, double low, double high, double wave
         return s;
     double sm = (L / wavelength - low) / (high - low);
     return 1 / ((1 - sm) / s + sm);
+}
+
+void lx_stack_put_longrope(struct lx_buf *b, double s, long L, const struct lx_floats *lng,
+                           const struct lx_floats *shrt, double attention)
+{
+    const struct lx_floats *l[2] = {lng, shrt};
+    lx_buf_puts(b, ",{\"longrope\":{\"scale\":");
+    lx_buf_num(b, s);
+    lx_buf_printf(b, ",\"original\":%ld", L);
+    for (int k = 0; k < 2; k++) {
+        lx_buf_printf(b, ",\"%s\":[", k ? "short_factor" : "long_factor");
+        for (int i = 0; i < l[k]->n; i++) {
+            lx_buf_puts(b, i ? "," : "");
+            lx_buf_num(b, l[k]->v[i]);
+        }
+        lx_buf_puts(b, "]");
+    }
+    if (attention > 0) {
+        lx_buf_puts(b, ",\"attention_factor\":");
+        lx_buf_num(b, attention);
+    }
+    lx_buf_puts(b, ",\"train\":true}}");
 }
 
 int lx_stack_rope_of(const char *stack, int scaled, const char *target, struct lx_stack_rope *r,

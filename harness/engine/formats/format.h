@@ -115,6 +115,13 @@ struct lx_stack_rope {
 
 enum { LX_ROPE_SCALED = 1, LX_ROPE_LONGROPE = 2 };     /* lx_stack_rope_of's `scaled` */
 
+/* The longrope method trained in, as the native stack's item after rope
+** (",{\"longrope\":{...}}") appended to b: s, L, both lists (the loaders
+** have checked them, one factor per rotary pair), the attention factor when
+** above 0 (else the method's own). */
+void lx_stack_put_longrope(struct lx_buf *b, double s, long L, const struct lx_floats *lng,
+                           const struct lx_floats *shrt, double attention);
+
 /* stack (YAML flow list) as a struct lx_stack_rope; `scaled` (LX_ROPE_*)
 ** allows pi, yarn and llama3 after rope, and longrope too. Anything else is
 ** LX_EINVAL naming target (the format, "transformers' Llama") and what it

@@ -205,28 +205,22 @@ static int longrope_of(const struct lx_gguf *g, const struct lx_arch *a, long tr
     if (orig < 1 || orig >= train_len)
         return lx_err(err, LX_EINVAL, "%s: rope.scaling.original_context_length %lld is not below context_length %ld, "
                       "as LongRoPE's factors need\n  hint: the file is damaged", g->name, (long long)orig, train_len);
-    lx_buf_puts(stack, ",{\"longrope\":{\"scale\":");
-    lx_buf_num(stack, (double)train_len / (double)orig);
-    lx_buf_printf(stack, ",\"original\":%lld", (long long)orig);
+    struct lx_floats l[2];
     for (int k = 0; k < 2; k++) {
-        if (!t[k] || t[k]->type != LX_GGML_F32 || t[k]->n_elems != (uint64_t)pairs)
+        if (!t[k] || t[k]->type != LX_GGML_F32 || t[k]->n_elems != (uint64_t)pairs || pairs > LX_MAX_FLOATS)
             return lx_err(err, LX_EINVAL, "%s: tensor '%s' must be %ld F32 factors (one per rotary pair), as "
                           "LongRoPE's other list is\n  hint: the file is damaged", g->name, names[k], pairs);
-        lx_buf_printf(stack, ",\"%s\":[", k ? "short_factor" : "long_factor");
         for (long i = 0; i < pairs; i++) {
             float v;
             memcpy(&v, t[k]->data + 4 * i, 4);
             if (!(v > 0 && v <= 1e12))
                 return lx_err(err, LX_EINVAL, "%s: tensor '%s' holds %g at %ld: a factor must be in (0, 1e12]\n"
                               "  hint: the file is damaged", g->name, names[k], (double)v, i);
-            lx_buf_puts(stack, i ? "," : "");
-            lx_buf_num(stack, v);
+            l[k].v[i] = v;
         }
-        lx_buf_puts(stack, "]");
+        l[k].n = (int)pairs;
     }
-    lx_buf_puts(stack, ",\"attention_factor\":");
-    lx_buf_num(stack, attn);
-    lx_buf_puts(stack, ",\"train\":true}}");
+    lx_stack_put_longrope(stack, (double)train_len / (double)orig, (long)orig, &l[0], &l[1], attn);
     return LX_OK;
 }
 

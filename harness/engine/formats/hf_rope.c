@@ -21,29 +21,27 @@ static double scaling_num(const struct lx_json *doc, const struct lx_jv *rs, con
     return x;
 }
 
-/* rope_scaling's list `key` (one factor per rotary pair, each > 0) appended to stack as JSON. */
+/* rope_scaling's list `key` into out: one factor per rotary pair, each in (0, 1e12]. */
 static int factor_list(const struct lx_json *doc, const struct hf_rope_facts *c, const struct lx_jv *rs, const char *key,
-                       struct lx_buf *stack, struct lx_error *err)
+                       struct lx_floats *out, struct lx_error *err)
 {
     const struct lx_jv *v = lx_json_member(rs, key);
     long pairs = c->head_dim / 2;
     if (!v)
         return lx_json_err(err, doc, rs, "rope_scaling (longrope) has no %s\n  hint: LongRoPE models list a "
                            "short_factor and a long_factor, one per rotary pair", key);
-    if (lx_json_type(v) != LX_JSON_ARRAY || lx_json_len(v) != pairs)
-        return lx_json_err(err, doc, v, "%s must be a list of %ld numbers, one per rotary pair of a head of %ld", key,
-                           pairs, c->head_dim);
-    lx_buf_printf(stack, ",\"%s\":[", key);
+    if (lx_json_type(v) != LX_JSON_ARRAY || lx_json_len(v) != pairs || pairs > LX_MAX_FLOATS)
+        return lx_json_err(err, doc, v, "%s must be a list of %ld numbers, one per rotary pair of a head of %ld%s", key,
+                           pairs, c->head_dim, pairs > LX_MAX_FLOATS ? " (lenx's longrope takes heads of up to 256)" : "");
     for (long k = 0; k < pairs; k++) {
         double x;
         if (lx_json_num(doc, lx_json_at(v, k), &x, err) < 0)
             return LX_EINVAL;
         if (!(x > 0 && x <= 1e12))
             return lx_json_err(err, doc, lx_json_at(v, k), "%s[%ld] is %g: a factor must be in (0, 1e12]", key, k, x);
-        lx_buf_puts(stack, k ? "," : "");
-        lx_buf_num(stack, x);
+        out->v[k] = x;
     }
-    lx_buf_puts(stack, "]");
+    out->n = (int)pairs;
     return LX_OK;
 }
 
@@ -66,18 +64,12 @@ static int longrope_stack(const struct lx_json *doc, const struct hf_rope_facts 
         return lx_json_err(err, doc, rs, "rope_scaling (longrope): original_max_position_embeddings %g and factor %g "
                            "are not a rescaling lenx can run", orig, s);
     *scale = s < 1 ? 1 : s;
-    lx_buf_puts(stack, ",{\"longrope\":{\"scale\":");
-    lx_buf_num(stack, *scale);
-    lx_buf_printf(stack, ",\"original\":%ld", (long)orig);
-    int rc = factor_list(doc, c, rs, "long_factor", stack, err);
+    struct lx_floats lng, shrt;
+    int rc = factor_list(doc, c, rs, "long_factor", &lng, err);
     if (rc == LX_OK)
-        rc = factor_list(doc, c, rs, "short_factor", stack, err);
-    double a = scaling_num(doc, rs, "attention_factor", 0);
-    if (rc == LX_OK && a > 0) {
-        lx_buf_puts(stack, ",\"attention_factor\":");
-        lx_buf_num(stack, a);
-    }
-    lx_buf_puts(stack, ",\"train\":true}}");
+        rc = factor_list(doc, c, rs, "short_factor", &shrt, err);
+    if (rc == LX_OK)
+        lx_stack_put_longrope(stack, *scale, (long)orig, &lng, &shrt, scaling_num(doc, rs, "attention_factor", 0));
     return rc;
 }
 
