@@ -1,0 +1,258 @@
+/*
+** tests/test_hf_families.c - the model families whose layout goes beyond Llama's, as the
+** loaders read them: sliding windows as transformers runs each type (Mistral's and Phi-3's
+** in the evaluation stack, Qwen's per-layer ones refused), and Phi-3 (fused q|k|v and
+** gate|up, LongRoPE) against torch's float64 forward of a random tiny model
+** (tests/ref/phi3_ref.py), as a directory, as llama.cpp's GGUF of it and exported.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/commands/score.h"
+#include "harness/core/json.h"
+#include "harness/engine/formats/hf_model.h"
+#include "harness/engine/kernels/numerics.h"
+#include "tests/loaders_fixture.h"
+#include "tests/stack.h"
+
+TestSuite(hf_families, .init = setup, .fini = teardown, .timeout = 120);
+
+/* stories260K's config.json as model_type `type`, with extra fields. */
+#define CFG_T(type, extra) "{\"model_type\": \"" type "\", \"hidden_size\": 64, \"intermediate_size\": 172, " \
+    "\"num_hidden_layers\": 5, \"num_attention_heads\": 8, \"num_key_value_heads\": 4, \"vocab_size\": 512, " \
+    "\"tie_word_embeddings\": true" extra "}"
+
+/* The sliding window as transformers runs each model type: Mistral's (and Phi-3's) applies to every
+** layer whenever set, so it loads as the `window` method in the evaluation stack (the one `lenx score`
+** runs by default), with the same W keys a query sees, itself included; Llama's config has no window
+** (the key is ignored); Qwen2's and Qwen3's apply only with use_sliding_window true (Qwen2.5-0.5B
+** names 32768 with false: no window) and then from layer max_window_layers on, which lenx cannot say:
+** refused naming the field. */
+Test(hf_families, hf_sliding_window_as_transformers_runs_it)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/hf", dir);
+    static const struct {
+        const char *config, *eval;
+    } loads[] = {
+        {CFG_T("mistral", ", \"sliding_window\": 4096, \"max_position_embeddings\": 32768"),
+         "[{\"window\":{\"size\":4096}}]"},
+        {CFG_T("mistral", ", \"sliding_window\": null"), NULL},
+        {CFG_T("llama", ", \"sliding_window\": 4096"), NULL},
+        {CFG_T("mistral", ", \"sliding_window\": 16, \"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2}"),
+         "[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":2}},{\"window\":{\"size\":16}}]"},
+    };
+    for (size_t i = 0; i < sizeof loads / sizeof *loads; i++) {
+        hf_copy(loads[i].config);
+        struct lx_model m;
+        struct lx_ckpt_info info;
+        struct lx_error err = {{0}};
+        cr_assert_eq(lx_model_load(&m, path, &info, &err), LX_OK, "case %zu: %s", i, err.msg);
+        if (loads[i].eval)
+            cr_expect(info.eval_stack && strcmp(info.eval_stack, loads[i].eval) == 0, "case %zu: eval_stack %s", i,
+                      info.eval_stack ? info.eval_stack : "(none)");
+        else
+            cr_expect(info.eval_stack == NULL, "case %zu: eval_stack %s", i, info.eval_stack);
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+    }
+    /* Qwen2 with use_sliding_window false gets past its config (its missing biases are what stop it) */
+    static const char *const cases[][3] = {
+        {CFG_T("qwen2", ", \"sliding_window\": 32768, \"use_sliding_window\": false"), "no tensor",
+         "self_attn.q_proj.bias"},
+        {CFG_T("qwen2", ", \"sliding_window\": 4096, \"use_sliding_window\": true"),
+         "config.json: use_sliding_window: true: qwen2 slides", "from max_window_layers on only"},
+        {CFG_T("qwen2", ", \"sliding_window\": 4096, \"use_sliding_window\": 3"), "config.json: use_sliding_window",
+         "boolean"},
+        {CFG_T("mistral", ", \"sliding_window\": 0"), "config.json: sliding_window", "at least one key"},
+    };
+    hf_cases(cases, 4);
+}
+
+/* A sliding window in the evaluation stack runs as the `window` method does: `lenx score` of the
+** Mistral-typed stories260K with sliding_window 16 equals its score with `--method` window of 16, bit
+** for bit, and differs from the same model without the key. */
+Test(hf_families, hf_sliding_window_scores_as_the_window_method)
+{
+    char path[600], text[512];
+    snprintf(path, sizeof path, "%s/hf", dir);
+    in_repo(text, "README.md");
+    double nll[3];
+    const char *configs[3] = {CFG_T("mistral", ", \"sliding_window\": 16"), CFG_T("mistral", ""), CFG_T("mistral", "")};
+    const char *methods[3] = {NULL, "{window: {size: 16}}", NULL};
+    lx_numerics_set(LX_NUMERICS_PORTABLE);
+    for (int i = 0; i < 3; i++) {
+        hf_copy(configs[i]);
+        struct lx_score_opts o = {.model = path, .db = "none.db", .text = text, .length = 64, .method = methods[i]};
+        struct lx_buf out = {0};
+        struct lx_error err = {{0}};
+        cr_assert_eq(lx_score(&o, &out, &err), LX_OK, "%s", err.msg);
+        const char *p = strstr(lx_buf_str(&out), "\"mean_nll\": ");
+        cr_assert_not_null(p, "%s", lx_buf_str(&out));
+        nll[i] = atof(p + 12);
+        lx_buf_free(&out);
+    }
+    cr_expect_eq(nll[0], nll[1], "sliding_window 16: %.9f, --method window 16: %.9f", nll[0], nll[1]);
+    cr_expect(fabs(nll[0] - nll[2]) > 1e-3, "the window changes nothing: %.9f vs %.9f", nll[0], nll[2]);
+}
+
+/* ---- Phi-3: fused q|k|v and gate|up, LongRoPE ---- */
+
+/* The forward of window w of tests/ref/hf-phi3-tiny/ref.json (length T) under stack compiled for
+** `length`, against torch's float64 forward (tests/ref/phi3_ref.py): max |dNLL| and max |dlogit| of
+** the last position. */
+static void phi3_window(const struct lx_model *m, const char *stack, const struct lx_json *doc, int w, long length,
+                        double *dnll, double *dlogit)
+{
+    const struct lx_jv *win = lx_json_at(lx_json_member(lx_json_root(doc), "windows"), w);
+    const struct lx_jv *ids = lx_json_member(win, "ids"), *nll = lx_json_member(win, "nll");
+    const struct lx_jv *last = lx_json_member(win, "last_logits");
+    int T = (int)lx_json_len(ids), Vp = (int)m->arch.vocab, tok[64], tgt[64];
+    struct lx_error err = {{0}};
+    cr_assert(T <= 64 && lx_json_len(last) == Vp);
+    for (int t = 0; t < T; t++) {
+        int64_t v;
+        cr_assert_eq(lx_json_int(doc, lx_json_at(ids, t), &v, &err), LX_OK);
+        tok[t] = (int)v;
+    }
+    for (int t = 0; t < T; t++)
+        tgt[t] = t + 1 < T ? tok[t + 1] : -1;
+    struct tstack s;
+    struct lx_facts f = tfacts((int)m->arch.d_head, 128, (int)m->arch.heads, length);
+    tstack_make(&s, stack, &f);
+    struct lx_acts a;
+    cr_assert_eq(lx_acts_alloc(&a, &m->arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+    lx_model_forward(m, &s.spec, tok, tgt, &a);
+    *dnll = *dlogit = 0;
+    for (int t = 0; t < T - 1; t++) {
+        double r;
+        cr_assert_eq(lx_json_num(doc, lx_json_at(nll, t), &r, &err), LX_OK);
+        *dnll = fmax(*dnll, fabs(a.loss[t] - r));
+    }
+    for (int v = 0; v < Vp; v++) {
+        double r;
+        cr_assert_eq(lx_json_num(doc, lx_json_at(last, v), &r, &err), LX_OK);
+        *dlogit = fmax(*dlogit, fabs(a.logits[(long)(T - 1) * Vp + v] - r));
+    }
+    lx_acts_release(&a);
+    tstack_free(&s);
+}
+
+/* A Phi-3 directory (q|k|v in qkv_proj, gate|up in gate_up_proj, used in place by rows; LongRoPE's
+** rope_scaling as the longrope method trained in; a sliding window longer than its positions) runs as
+** torch's float64 forward of it does: the short factors at 32 tokens, the long ones at 48, within 1e-4
+** per token (fp32 sums against float64). So does llama.cpp's GGUF of it (tests/ref/gguf/phi3-tiny-hf.gguf,
+** its converter's file: attn_qkv and ffn_up fused, the factors as rope_factors_long/short tensors and
+** the attention factor as a key, all float32). The 48-token window with the short factors is off by far
+** more: the test sees which list was used. */
+Test(hf_families, phi3_longrope_matches_torch)
+{
+    static const char *const files[] = {"tests/ref/hf-phi3-tiny", "tests/ref/gguf/phi3-tiny-hf.gguf"};
+    static const char *const stacks[] = {
+        "{\"longrope\":{\"scale\":4,\"original\":32,\"long_factor\":[1,1.5,3,6],\"short_factor\":[1,1.1,1.2,1.5],"
+        "\"train\":true}}",
+        "{\"longrope\":{\"scale\":4,\"original\":32,\"long_factor\":[1,1.5,3,6],\"short_factor\":[1,1.100000023841858,"
+        "1.2000000476837158,1.5],\"attention_factor\":1.1832159757614136,\"train\":true}}"};
+    char path[512];
+    struct lx_json *doc;
+    struct lx_error err = {{0}};
+    in_repo(path, "tests/ref/hf-phi3-tiny/ref.json");
+    cr_assert_eq(lx_json_load(&doc, path, 1 << 20, &err), LX_OK, "%s", err.msg);
+    for (int f = 0; f < 2; f++) {
+        struct lx_model m;
+        struct lx_ckpt_info info;
+        in_repo(path, files[f]);
+        load(&m, &info, path);
+        cr_expect(strstr(info.stack, stacks[f]), "%s: %s", files[f], info.stack);
+        double dnll, dlogit;
+        for (int w = 0; w < 2; w++) {
+            long T = w ? 48 : 32;
+            phi3_window(&m, info.stack, doc, w, T, &dnll, &dlogit);
+            cr_log_info("%s, %ld tokens: max |dNLL| %.3g, max |dlogit| %.3g", files[f], T, dnll, dlogit);
+            cr_expect(dnll < 1e-4 && dlogit < 1e-4, "%s, %ld tokens: max |dNLL| %g, max |dlogit| %g", files[f], T, dnll,
+                      dlogit);
+        }
+        phi3_window(&m, info.stack, doc, 1, 32, &dnll, &dlogit);
+        cr_expect_gt(dnll, 1e-2, "%s: 48 tokens with the short factors: max |dNLL| only %g", files[f], dnll);
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+    }
+    lx_json_free(doc);
+}
+
+/* A LongRoPE model exported (lenx export --hf) is a LlamaForCausalLM with rope_scaling longrope, both
+** lists, L at the top level (where transformers reads it first) and the attention factor as used: read
+** back, it runs as torch's forward of the Phi-3 directory it came from, both lists. */
+Test(hf_families, export_hf_longrope_round_trip)
+{
+    char path[512], out[600], cfg[700];
+    struct lx_model m, back;
+    struct lx_ckpt_info info, binfo;
+    struct lx_json *doc;
+    struct lx_error err = {{0}};
+    in_repo(path, "tests/ref/hf-phi3-tiny");
+    load(&m, &info, path);
+    snprintf(out, sizeof out, "%s/lr", dir);
+    cr_assert_eq(lx_hf_export(&m, &info, NULL, out, &err), LX_OK, "%s", err.msg);
+    unsigned char *text;
+    long n;
+    snprintf(cfg, sizeof cfg, "%s/config.json", out);
+    cr_assert_eq(lx_read_file(cfg, &text, &n, 1 << 20, &err), LX_OK, "%s", err.msg);
+    cr_expect(strstr((char *)text, "\"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4, "
+                     "\"original_max_position_embeddings\": 32, \"long_factor\": [1, 1.5, 3, 6], \"short_factor\": "
+                     "[1, 1.1, 1.2, 1.5], \"attention_factor\": 1.1832159566199232}") &&
+              strstr((char *)text, "\"original_max_position_embeddings\": 32,\n") &&
+              strstr((char *)text, "\"max_position_embeddings\": 128"), "%s", text);
+    free(text);
+    load(&back, &binfo, out);
+    in_repo(path, "tests/ref/hf-phi3-tiny/ref.json");
+    cr_assert_eq(lx_json_load(&doc, path, 1 << 20, &err), LX_OK, "%s", err.msg);
+    for (int w = 0; w < 2; w++) {
+        double dnll, dlogit;
+        phi3_window(&back, binfo.stack, doc, w, w ? 48 : 32, &dnll, &dlogit);
+        cr_expect(dnll < 1e-4 && dlogit < 1e-4, "window %d: max |dNLL| %g, max |dlogit| %g", w, dnll, dlogit);
+    }
+    lx_json_free(doc);
+    lx_ckpt_info_release(&binfo);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&back);
+    lx_model_release(&m);
+}
+
+/* Phi-3's configs lenx cannot run as written are named: rotary over part of each head (Phi-4-mini's
+** 0.75), factor lists of the wrong length or with a factor of 0. */
+Test(hf_families, phi3_configs_refused)
+{
+    char src[512], cmd[1600], path[600];
+    in_repo(src, "tests/ref/hf-phi3-tiny");
+    static const struct {
+        const char *sed, *part1, *part2;
+    } cases[] = {
+        {"s/\"rms_norm_eps\"/\"partial_rotary_factor\": 0.75, \"rms_norm_eps\"/", "config.json: partial_rotary_factor",
+         "0.75"},
+        {"s/\"long_factor\": \\[/\"long_factor\": [2.0, /", "config.json: rope_scaling.long_factor",
+         "a list of 4 numbers"},
+        {"s/\"short_factor\": \\[1.0/\"short_factor\": [0.0/", "config.json: rope_scaling.short_factor", "[0] is 0"},
+    };
+    snprintf(path, sizeof path, "%s/p3", dir);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(cmd, sizeof cmd, "rm -rf %s/p3 && mkdir -p %s/p3 && cp %s/* %s/p3/ && sed -i '%s' %s/p3/config.json && "
+                 "! cmp -s %s/config.json %s/p3/config.json", dir, dir, src, dir, cases[i].sed, dir, src, dir);
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+        expect_error(path, cases[i].part1, cases[i].part2);
+    }
+    /* the early Phi-3 configs' name of the type, su, is longrope (as llama.cpp's converter reads it) */
+    snprintf(cmd, sizeof cmd, "rm -rf %s/p3 && mkdir -p %s/p3 && cp %s/* %s/p3/ && sed -i 's/\"longrope\"/\"su\"/' "
+             "%s/p3/config.json && grep -q '\"su\"' %s/p3/config.json", dir, dir, src, dir, dir, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    load(&m, &info, path);
+    cr_expect(strstr(info.stack, "{\"longrope\":{\"scale\":4,\"original\":32,"), "%s", info.stack);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
