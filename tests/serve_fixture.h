@@ -83,8 +83,9 @@ static void send_all(int fd, const char *p, size_t n)
 }
 
 /* Read an answer until the server closes (Connection: close), at most
-** timeout_s; its status, body into *body (malloc'd). */
-static int read_answer(int fd, char **body, double timeout_s)
+** timeout_s; its status, its head (status line and headers) into *head
+** when head is not NULL, body into *body (malloc'd). */
+static int read_answer_head(int fd, char **head, char **body, double timeout_s)
 {
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
@@ -102,8 +103,15 @@ static int read_answer(int fd, char **body, double timeout_s)
     sscanf(buf, "HTTP/1.%*d %d", &status);
     char *b = strstr(buf, "\r\n\r\n");
     *body = strdup(b ? b + 4 : "");
+    if (head)
+        *head = strndup(buf, b ? (size_t)(b - buf) : len);
     free(buf);
     return status;
+}
+
+static int read_answer(int fd, char **body, double timeout_s)
+{
+    return read_answer_head(fd, NULL, body, timeout_s);
 }
 
 /* One request: method, path, body (NULL: none); the status, the body. */

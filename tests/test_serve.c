@@ -8,6 +8,7 @@
 #include "tests/serve_fixture.h"
 
 #include "harness/backends/openai.h"
+#include "harness/core/json.h"
 
 /* ---- the parser ---------------------------------------------------------------- */
 
@@ -66,7 +67,13 @@ Test(serve_parse, refusals_name_the_field)
         {"{\"prompt\":\"x\",\"temperature\":-1}", "temperature", "[0, 100]", 400},
         {"{\"prompt\":\"x\",\"logprobs\":21}", "logprobs", "[0, 20]", 400},
         {"{\"prompt\":\"x\",\"n\":2}", "n", "[1, 1]", 400},
-        {"{\"prompt\":\"x\",\"stream\":true}", "stream", "not supported", 400},
+        {"{\"prompt\":\"x\",\"stream\":true,\"logprobs\":1}", "logprobs", "not streamed", 400},
+        {"{\"prompt\":\"x\",\"stream\":true,\"lenx_attention_from\":1}", "lenx_attention_from", "not streamed", 400},
+        {"{\"prompt\":\"x\",\"stream\":1}", "stream", "true or false", 400},
+        {"{\"prompt\":\"x\",\"stream_options\":{\"include_usage\":true}}", "stream_options", "only read", 400},
+        {"{\"prompt\":\"x\",\"stream\":true,\"stream_options\":[]}", "stream_options", "an object", 400},
+        {"{\"prompt\":\"x\",\"stream\":true,\"stream_options\":{\"include_usage\":2}}", "include_usage",
+         "true or false", 400},
         {"{\"prompt\":\"x\",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop", "at most 4", 400},
         {"{\"prompt\":\"x\",\"stop\":\"\"}", "stop", "1 to 256", 400},
         {"{\"prompt\":\"x\",\"echo\":1}", "echo", "true or false", 400},
@@ -426,5 +433,222 @@ Test(serve_client, openai_sdk_for_node, .fini = teardown)
     cr_expect_eq(sh(out, sizeof out, "node $R/tests/node/openai_sdk.cjs %d stories260K score.json $R/build/node",
                     s.port), 0, "%s", out);
     cr_expect(strstr(out, "all checks hold"), "%s", out);
+    cr_expect_eq(server_stop(&s), 0);
+}
+
+/* ---- stop strings and streaming ---------------------------------------------------- */
+
+/* Choice `index`'s text and finish_reason in an answer (or a stream event),
+** appended to text (finish: NULL while the choice goes on); 0 when the JSON
+** holds no such choice. */
+static int choice_text(const char *json, size_t n, int index, struct lx_buf *text, char *finish, size_t fn)
+{
+    struct lx_json *doc;
+    struct lx_error err;
+    cr_assert_eq(lx_json_parse(&doc, json, n, "answer", &err), LX_OK, "%s: %.*s", err.msg, (int)n, json);
+    const struct lx_jv *cs = lx_json_member(lx_json_root(doc), "choices");
+    int found = 0;
+    for (long i = 0; i < lx_json_len(cs); i++) {
+        const struct lx_jv *c = lx_json_at(cs, i);
+        int64_t k;
+        const char *s;
+        size_t len;
+        cr_assert_eq(lx_json_int(doc, lx_json_member(c, "index"), &k, &err), LX_OK);
+        if (k != index)
+            continue;
+        found = 1;
+        cr_assert_eq(lx_json_str(doc, lx_json_member(c, "text"), &s, &len, &err), LX_OK);
+        lx_buf_putn(text, s, len);
+        const struct lx_jv *f = lx_json_member(c, "finish_reason");
+        if (finish && lx_json_type(f) == LX_JSON_STRING && lx_json_str(doc, f, &s, &len, &err) == LX_OK)
+            snprintf(finish, fn, "%.*s", (int)len, s);
+    }
+    lx_json_free(doc);
+    return found;
+}
+
+/* A stop string that begins inside a token the continuation keeps (here
+** after a word's leading space, which SentencePiece's pieces carry) is cut
+** from the text with all that follows: the text is the unstopped text up
+** to the stop string. */
+Test(serve_stream, stop_string_inside_a_token, .fini = teardown)
+{
+    shell_setup("serve-stop");
+    struct server s;
+    server_start(&s, "");
+    char *a, *b, req[512], fin[16] = "";
+    const char *base = "\"prompt\":\"Once upon a time\",\"max_tokens\":40,\"temperature\":0";
+    snprintf(req, sizeof req, "{%s}", base);
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", req, &a), 200, "%s", a);
+    struct lx_buf full = {0}, cut = {0};
+    choice_text(a, strlen(a), 0, &full, NULL, 0);
+    const char *sp = full.len > 12 ? strchr(full.s + 12, ' ') : NULL;
+    cr_assert(sp && strlen(sp) > 8, "a word after the twelfth byte: '%s'", full.s);
+    size_t k = (size_t)(sp + 1 - full.s);   /* the word's first letter: inside its token */
+    char stop[8];
+    snprintf(stop, sizeof stop, "%.7s", full.s + k);
+    snprintf(req, sizeof req, "{%s,\"stop\":[\"%s\"]}", base, stop);
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", req, &b), 200, "%s", b);
+    choice_text(b, strlen(b), 0, &cut, fin, sizeof fin);
+    cr_expect_eq(cut.len, k, "stop '%s': '%s' where '%.*s' was due", stop, cut.s ? cut.s : "", (int)k, full.s);
+    cr_expect(cut.len == k && memcmp(cut.s, full.s, k) == 0, "stop '%s': '%s'", stop, cut.s ? cut.s : "");
+    cr_expect_str_eq(fin, "stop");
+    free(a);
+    free(b);
+    lx_buf_free(&full);
+    lx_buf_free(&cut);
+    cr_expect_eq(server_stop(&s), 0);
+}
+
+/* A chunked body (Transfer-Encoding: chunked) as its bytes, in place. */
+static void dechunk(char *b)
+{
+    char *in = b, *out = b;
+    for (;;) {
+        char *end;
+        long n = strtol(in, &end, 16);
+        cr_assert(end != in && n >= 0 && strncmp(end, "\r\n", 2) == 0, "a malformed chunk at '%.20s'", in);
+        in = end + 2;
+        if (n == 0)
+            break;
+        memmove(out, in, (size_t)n);
+        out += n, in += n;
+        cr_assert(strncmp(in, "\r\n", 2) == 0, "a chunk not ended by CRLF");
+        in += 2;
+    }
+    *out = '\0';
+}
+
+/* What a stream said: each choice's text and ending, its events. */
+struct events {
+    struct lx_buf text[2];
+    char finish[2][16], ending[2][512], usage[128];
+    int n_text, done;
+};
+
+/* The events of a streamed answer: "data: JSON" each ended by a blank line,
+** "data: [DONE]" last. */
+static void read_events(const char *b, struct events *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    for (const char *p = b; *p;) {
+        const char *q = strstr(p, "\n\n");
+        cr_assert(q && strncmp(p, "data: ", 6) == 0 && !ev->done, "a malformed event: '%.80s'", p);
+        p += 6;
+        ev->done = q - p == 6 && strncmp(p, "[DONE]", 6) == 0;
+        char chunk[8192];
+        snprintf(chunk, sizeof chunk, "%.*s", (int)(q - p), p);
+        if (!ev->done && strstr(chunk, "\"usage\""))
+            field_text(chunk, "\"usage\"", "}", ev->usage, sizeof ev->usage);
+        for (int i = 0; i < 2 && !ev->done; i++) {
+            size_t before = ev->text[i].len;
+            char fin[16] = "";
+            if (choice_text(chunk, strlen(chunk), i, &ev->text[i], fin, sizeof fin) && fin[0]) {
+                cr_expect_eq(ev->finish[i][0], 0, "choice %d ends twice", i);
+                snprintf(ev->finish[i], sizeof ev->finish[i], "%s", fin);
+                field_text(chunk, "\"finish_reason\"", "}]}", ev->ending[i], sizeof ev->ending[i]);
+            }
+            ev->n_text += ev->text[i].len > before;
+        }
+        p = q + 2;
+    }
+    cr_expect(ev->done, "the stream does not end with [DONE]");
+}
+
+/* A streamed completion says what the same request unstreamed says: each
+** choice's text (the concatenation of its chunks, cut before a stop string
+** that begins inside a token), finish_reason, stop_reason and token ids, and
+** the usage; over HTTP/1.1's chunked transfer, in several events, with
+** text/event-stream. Greedy and sampled (a seed), echo, two prompts, a budget
+** of 0. */
+Test(serve_stream, stream_says_what_the_answer_says, .fini = teardown)
+{
+    shell_setup("serve-stream");
+    struct server s;
+    server_start(&s, "");
+    char *full, req[1024];
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", "{\"prompt\":\"Once upon a time\",\"max_tokens\":40,"
+                      "\"temperature\":0}", &full), 200, "%s", full);
+    struct lx_buf t = {0};
+    choice_text(full, strlen(full), 0, &t, NULL, 0);
+    const char *sp = t.len > 12 ? strchr(t.s + 12, ' ') : NULL;
+    cr_assert(sp && strlen(sp) > 6, "a word after the twelfth byte: '%s'", t.s);
+    const char *next = strchr(sp + 1, ' ');
+    cr_assert(next && next[1], "two words after the twelfth byte: '%s'", t.s);
+    char first[160];    /* a word and the next word's first letter: begins inside a token, ends in another */
+    snprintf(first, sizeof first, "{\"prompt\":\"Once upon a time\",\"max_tokens\":40,\"temperature\":0,"
+             "\"stop\":[\"zq\",\"%.*s\"]", (int)(next + 2 - (sp + 1)), sp + 1);
+    const char *reqs[] = {
+        first + 1,
+        "\"prompt\":[[1,403,407],[1,349,263,278]],\"max_tokens\":60,\"temperature\":0.9,\"top_k\":20,\"seed\":7,"
+        "\"echo\":true,\"return_token_ids\":true",
+        "\"prompt\":\"One day\",\"max_tokens\":0,\"echo\":true",
+    };
+    for (int r = 0; r < 3; r++) {
+        char *a, *b, *head;
+        snprintf(req, sizeof req, "{%s}", reqs[r]);
+        cr_assert_eq(http(s.port, "POST", "/v1/completions", req, &a), 200, "%s", a);
+        snprintf(req + strlen(req) - 1, sizeof req - strlen(req) + 1,
+                 ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+        int fd = connect_to(s.port);
+        char h[512];
+        snprintf(h, sizeof h, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                 "Content-Length: %zu\r\n\r\n", strlen(req));
+        send_all(fd, h, strlen(h));
+        send_all(fd, req, strlen(req));
+        cr_assert_eq(read_answer_head(fd, &head, &b, 120.0), 200, "%s %s", head, b);
+        close(fd);
+        cr_expect(strstr(head, "Content-Type: text/event-stream"), "%s", head);
+        cr_assert(strstr(head, "Transfer-Encoding: chunked"), "%s", head);
+        dechunk(b);
+        struct events ev;
+        read_events(b, &ev);
+        int n_choices = r == 1 ? 2 : 1;
+        for (int i = 0; i < n_choices; i++) {
+            struct lx_buf want = {0};
+            char fin[16] = "", ending[512], *at = strstr(a, i ? "\"index\":1" : "\"index\":0");
+            choice_text(a, strlen(a), i, &want, fin, sizeof fin);
+            cr_expect_str_eq(lx_buf_str(&ev.text[i]), lx_buf_str(&want), "request %d, choice %d", r, i);
+            cr_expect_str_eq(ev.finish[i], fin, "request %d, choice %d", r, i);
+            field_text(at, "\"finish_reason\"", ",\"logprobs\"", ending, sizeof ending);
+            cr_expect_str_eq(ev.ending[i], ending, "request %d, choice %d", r, i);
+            lx_buf_free(&want);
+            lx_buf_free(&ev.text[i]);
+        }
+        char usage[128];
+        field_text(a, "\"usage\"", "}", usage, sizeof usage);
+        cr_expect_str_eq(ev.usage, usage, "request %d", r);
+        cr_expect(r == 2 || ev.n_text >= 3, "request %d: its text in %d events", r, ev.n_text);
+        if (r == 0)
+            cr_expect(strstr(b, "\"finish_reason\":\"stop\""), "the greedy text's own stop string: %s", b);
+        free(a), free(b), free(head);
+    }
+    free(full);
+    lx_buf_free(&t);
+    cr_expect_eq(server_stop(&s), 0);
+}
+
+/* A client that goes away mid-stream: the server answers the next request
+** and stops cleanly. */
+Test(serve_stream, client_gone_mid_stream, .fini = teardown)
+{
+    shell_setup("serve-stream-gone");
+    struct server s;
+    server_start(&s, "");
+    for (int k = 0; k < 3; k++) {
+        const char *req = "{\"prompt\":[1,403],\"max_tokens\":250,\"temperature\":1,\"seed\":3,\"stream\":true}";
+        int fd = connect_to(s.port);
+        char h[512], buf[256];
+        snprintf(h, sizeof h, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", strlen(req));
+        send_all(fd, h, strlen(h));
+        send_all(fd, req, strlen(req));
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        cr_expect(poll(&p, 1, 60000) == 1 && recv(fd, buf, sizeof buf, 0) > 0, "no first bytes");
+        close(fd);
+    }
+    char *b;
+    cr_expect_eq(http(s.port, "POST", "/v1/completions", "{\"prompt\":[1,403],\"max_tokens\":4,\"temperature\":0}",
+                      &b), 200, "%s", b);
+    free(b);
     cr_expect_eq(server_stop(&s), 0);
 }

@@ -20,20 +20,25 @@
 /* libmicrohttpd, opened when a server starts (harness/core/dl.h): its functions, as microhttpd.h types them. */
 #define LX_DL_PREFIX MHD_
 #define MHD_FNS(X)                                                                                            \
-    X(create_response_from_buffer) X(add_response_header) X(queue_response) X(destroy_response) X(start_daemon) \
-    X(get_daemon_info) X(stop_daemon)
+    X(create_response_from_buffer) X(create_response_from_callback) X(add_response_header) X(queue_response)      \
+    X(destroy_response) X(start_daemon) X(get_daemon_info) X(stop_daemon)
 static LX_DL_TABLE(MHD_FNS) mhd;
 static struct lx_dl libmhd = {.soname = "libmicrohttpd.so.12", .package = "libmicrohttpd12",
                               .use = "lenx serve's HTTP server (libmicrohttpd)"};
 LX_DL_RESOLVE(resolve, mhd, MHD_FNS)
 
 /* A request waiting for, or being answered by, the serving thread. Freed by
-** whichever of the two (connection, server) lets go of it last. */
+** whichever of its holders (connection, server, a streamed response) lets
+** go of it last. A streamed answer is appended to out by the server and
+** taken from out[sent, len) by the connection. */
 struct job {
+    struct lx_httpd *h;
     char method[16], *path;
     struct lx_buf body, out;
+    size_t sent;
+    struct timespec deadline;
     int status;
-    int done, abandoned, refs;
+    int done, abandoned, streaming, refs;
     struct job *next;
 };
 
@@ -78,18 +83,106 @@ static enum MHD_Result respond(struct MHD_Connection *c, int status, const struc
     return ok;
 }
 
+static void error_json(struct lx_buf *b, int status, const char *type, const char *msg)
+{
+    lx_buf_puts(b, "{\"error\":{\"message\":");
+    lx_buf_json_str(b, msg);
+    lx_buf_printf(b, ",\"type\":\"%s\",\"param\":null,\"code\":%d}}", type, status);
+}
+
 static enum MHD_Result respond_error(struct MHD_Connection *c, int status, const char *type, const char *msg)
 {
     struct lx_buf b = {0};
-    lx_buf_puts(&b, "{\"error\":{\"message\":");
-    lx_buf_json_str(&b, msg);
-    lx_buf_printf(&b, ",\"type\":\"%s\",\"param\":null,\"code\":%d}}\n", type, status);
+    error_json(&b, status, type, msg);
+    lx_buf_puts(&b, "\n");
     enum MHD_Result ok = respond(c, status, &b);
     lx_buf_free(&b);
     return ok;
 }
 
-/* Queue the request and wait for its answer (or the time limit). */
+static void timeout_msg(char *msg, size_t n, double s)
+{
+    snprintf(msg, n, "no answer within %g s\n  hint: a shorter prompt or budget, or lenx serve --timeout", s);
+}
+
+/* The handler's stream (lx_httpd_stream): appends to the job's answer. */
+static int stream_put(void *arg, const char *data, size_t n)
+{
+    struct job *j = arg;
+    pthread_mutex_lock(&j->h->mu);
+    int gone = j->abandoned;
+    if (!gone) {
+        lx_buf_putn(&j->out, data, n);
+        j->streaming = 1;
+        pthread_cond_broadcast(&j->h->answered);
+    }
+    pthread_mutex_unlock(&j->h->mu);
+    return gone ? -1 : 0;
+}
+
+/* libmicrohttpd asks for the next bytes of a streamed answer on the
+** connection's own thread: wait for them, or for the end. Past the deadline
+** the stream ends with an error event and [DONE] (OpenAI's end of stream),
+** and the handler is told to stop. */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct job *j = cls;
+    struct lx_httpd *h = j->h;
+    (void)pos;
+    pthread_mutex_lock(&h->mu);
+    while (j->sent == j->out.len && !j->done && !j->abandoned &&
+           pthread_cond_timedwait(&h->answered, &h->mu, &j->deadline) != ETIMEDOUT)
+        ;
+    if (j->sent == j->out.len && !j->done && !j->abandoned) {
+        char msg[160];
+        timeout_msg(msg, sizeof msg, h->lim.request_timeout);
+        j->abandoned = 1;
+        lx_buf_puts(&j->out, "data: ");
+        error_json(&j->out, 503, "ServiceUnavailable", msg);
+        lx_buf_puts(&j->out, "\n\ndata: [DONE]\n\n");
+    }
+    ssize_t n = MHD_CONTENT_READER_END_OF_STREAM;
+    if (j->sent < j->out.len) {
+        size_t k = j->out.len - j->sent < max ? j->out.len - j->sent : max;
+        memcpy(buf, j->out.s + j->sent, k);
+        j->sent += k;
+        if (j->sent == j->out.len)
+            lx_buf_reset(&j->out), j->sent = 0;
+        n = (ssize_t)k;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return n;
+}
+
+/* The streamed response lets go of its job (sent, or its client gone). */
+static void stream_free(void *cls)
+{
+    struct job *j = cls;
+    struct lx_httpd *h = j->h;
+    pthread_mutex_lock(&h->mu);
+    j->abandoned = 1;
+    job_unref(j);
+    pthread_mutex_unlock(&h->mu);
+}
+
+static enum MHD_Result respond_stream(struct MHD_Connection *c, struct job *j)
+{
+    struct MHD_Response *r = mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, j,
+                                                               stream_free);
+    if (!r)
+        return MHD_NO;
+    pthread_mutex_lock(&j->h->mu);
+    j->refs++;
+    pthread_mutex_unlock(&j->h->mu);
+    mhd.add_response_header(r, "Content-Type", "text/event-stream");
+    mhd.add_response_header(r, "Cache-Control", "no-cache");
+    enum MHD_Result ok = mhd.queue_response(c, 200, r);
+    mhd.destroy_response(r);
+    return ok;
+}
+
+/* Queue the request and wait for its answer, or the first bytes of a
+** streamed one (or the time limit). */
 static enum MHD_Result through_queue(struct lx_httpd *h, struct MHD_Connection *c, const char *method,
                                      const char *url, struct conn *cn)
 {
@@ -103,6 +196,7 @@ static enum MHD_Result through_queue(struct lx_httpd *h, struct MHD_Connection *
         return respond_error(c, 503, "ServiceUnavailable", msg);
     }
     struct job *j = lx_xcalloc(1, sizeof *j);
+    j->h = h;
     snprintf(j->method, sizeof j->method, "%s", method);
     j->path = lx_xstrdup(url);
     j->body = cn->body;
@@ -115,27 +209,25 @@ static enum MHD_Result through_queue(struct lx_httpd *h, struct MHD_Connection *
     h->tail = j;
     h->n_queued++;
     pthread_cond_signal(&h->queued);
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    double t = (double)until.tv_sec + 1e-9 * (double)until.tv_nsec + h->lim.request_timeout;
-    until.tv_sec = (time_t)t;
-    until.tv_nsec = (long)((t - (double)(time_t)t) * 1e9);
-    while (!j->done && pthread_cond_timedwait(&h->answered, &h->mu, &until) != ETIMEDOUT)
+    clock_gettime(CLOCK_REALTIME, &j->deadline);
+    double t = (double)j->deadline.tv_sec + 1e-9 * (double)j->deadline.tv_nsec + h->lim.request_timeout;
+    j->deadline.tv_sec = (time_t)t;
+    j->deadline.tv_nsec = (long)((t - (double)(time_t)t) * 1e9);
+    while (!j->done && !j->streaming && pthread_cond_timedwait(&h->answered, &h->mu, &j->deadline) != ETIMEDOUT)
         ;
-    int done = j->done;
-    j->abandoned = !done;
+    int done = j->done, streaming = j->streaming;
+    j->abandoned = !done && !streaming;
     enum MHD_Result ok;
-    if (done) {
+    if (done || streaming) {
         pthread_mutex_unlock(&h->mu);
-        ok = respond(c, j->status, &j->out);
+        ok = streaming ? respond_stream(c, j) : respond(c, j->status, &j->out);
         pthread_mutex_lock(&h->mu);
     }
     job_unref(j);
     pthread_mutex_unlock(&h->mu);
-    if (!done) {
+    if (!done && !streaming) {
         char msg[160];
-        snprintf(msg, sizeof msg, "no answer within %g s\n  hint: a shorter prompt or budget, or lenx serve "
-                 "--timeout", h->lim.request_timeout);
+        timeout_msg(msg, sizeof msg, h->lim.request_timeout);
         ok = respond_error(c, 503, "ServiceUnavailable", msg);
     }
     return ok;
@@ -256,8 +348,14 @@ void lx_httpd_serve(struct lx_httpd *h, volatile sig_atomic_t *stop)
             continue;
         }
         pthread_mutex_unlock(&h->mu);
-        int status = h->fn(h->ctx, j->method, j->path, j->body.s ? j->body.s : "", j->body.len, &j->out);
+        struct lx_buf answer = {0};
+        struct lx_httpd_stream st = {stream_put, j};
+        int status = h->fn(h->ctx, j->method, j->path, j->body.s ? j->body.s : "", j->body.len, &answer, &st);
         pthread_mutex_lock(&h->mu);
+        if (!j->streaming)
+            lx_buf_free(&j->out), j->out = answer;
+        else
+            lx_buf_free(&answer);
         j->status = status;
         j->done = 1;
         pthread_cond_broadcast(&h->answered);

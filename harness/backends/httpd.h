@@ -11,6 +11,14 @@
 ** 503 (answered later, its answer dropped). GET /health is answered by the
 ** connection's thread at once, even while a long request runs.
 **
+** Streaming: a handler that writes through its stream (lx_httpd_stream) gets
+** a 200 text/event-stream answer, sent in chunks as it writes them (chunked
+** transfer); the connection's thread waits for each. A put returns < 0 once
+** the client has gone or the request's time is up, and the handler should
+** stop: its status and out are then unused. A stream that runs past
+** request_timeout ends with an error event ("data: {"error":...}") and
+** "data: [DONE]".
+**
 ** Memory: at most max_connections connections, each holding at most
 ** max_body bytes of body, its answer, and a thread stack of 256 KiB.
 */
@@ -30,9 +38,18 @@ struct lx_httpd_limits {
     double request_timeout; /* seconds a request may wait and run before its client gets a 503 */
 };
 
-/* The answer to one request: status code, JSON body in out. */
+/* Where a streamed answer goes, in the order written: bytes of a
+** text/event-stream. put returns < 0 when nobody reads any more. */
+struct lx_httpd_stream {
+    int (*put)(void *arg, const char *data, size_t n);
+    void *arg;
+};
+
+/* The answer to one request: status code, JSON body in out; or, for a
+** request that asks for it, the answer written through st (NULL where
+** nothing can stream). */
 typedef int (*lx_httpd_fn)(void *ctx, const char *method, const char *path, const char *body, size_t n,
-                           struct lx_buf *out);
+                           struct lx_buf *out, const struct lx_httpd_stream *st);
 
 struct lx_httpd;
 

@@ -202,13 +202,31 @@ static int get_stop(struct lx_oai_completion *r, const struct lx_json *doc, cons
 /* Fields a request may not set otherwise: each a clear refusal. */
 static int refuse_unsupported(const struct lx_json *doc, const struct lx_jv *root, struct lx_oai_err *e)
 {
-    int stream = 0;
     int64_t n = 1, best_of = 1;
-    if (get_bool(root, "stream", &stream, e) < 0 || get_int(doc, root, "n", 1, 1, &n, e) < 0 ||
-        get_int(doc, root, "best_of", 1, 1, &best_of, e) < 0)
+    if (get_int(doc, root, "n", 1, 1, &n, e) < 0 || get_int(doc, root, "best_of", 1, 1, &best_of, e) < 0)
         return LX_EINVAL;
-    if (stream)
-        return lx_oai_fail(e, 400, "stream", "streaming is not supported: send \"stream\": false");
+    return LX_OK;
+}
+
+/* stream and stream_options; what a stream cannot carry is refused. */
+static int get_stream(struct lx_oai_completion *r, const struct lx_jv *root, struct lx_oai_err *e)
+{
+    const struct lx_jv *o = lx_json_member(root, "stream_options");
+    if (get_bool(root, "stream", &r->stream, e) < 0)
+        return LX_EINVAL;
+    if (!absent(o) && lx_json_type(o) != LX_JSON_OBJECT)
+        return lx_oai_fail(e, 400, "stream_options", "'stream_options' must be an object, not %s",
+                           lx_json_type_name(lx_json_type(o)));
+    if (!absent(o) && get_bool(o, "include_usage", &r->stream_usage, e) < 0)
+        return LX_EINVAL;
+    if (!r->stream && !absent(o))
+        return lx_oai_fail(e, 400, "stream_options", "'stream_options' is only read with \"stream\": true");
+    if (r->stream && r->logprobs >= 0)
+        return lx_oai_fail(e, 400, "logprobs", "log-probabilities are not streamed\n  hint: send \"stream\": false "
+                           "to have them");
+    if (r->stream && r->attn_from >= 0)
+        return lx_oai_fail(e, 400, "lenx_attention_from", "the attention entropy is not streamed\n  hint: send "
+                           "\"stream\": false to have it");
     return LX_OK;
 }
 
@@ -261,6 +279,8 @@ int lx_oai_completion_parse(struct lx_oai_completion *r, const char *body, size_
     r->has_seed = lx_json_member(root, "seed") != NULL;
     r->logprobs = (int)logprobs;
     r->attn_from = (long)attn;
+    if (rc == LX_OK)
+        rc = get_stream(r, root, e);
     for (int i = 0; rc == LX_OK && i < r->n_prompts; i++)
         if (r->prompt[i].ids && r->prompt[i].n + r->max_tokens > lim->max_len)
             rc = lx_oai_fail(e, 400, "max_tokens", "prompt %d has %ld tokens and max_tokens is %ld: together more "

@@ -59,6 +59,8 @@ struct lx_oai_completion {
     int return_ids;         /* return_token_ids (vLLM): each choice's "token_ids" (the continuation's,
                             ** a special id that ended it included) and "prompt_token_ids" */
     long attn_from;         /* lenx_attention_from: sum attention entropy from this row on; -1 = not asked */
+    int stream;             /* the answer as server-sent events, chunk by chunk (no logprobs, no attention) */
+    int stream_usage;       /* stream_options.include_usage: a last chunk with the usage */
     const char *model;      /* as sent, or NULL */
     void *doc;              /* the parsed body (owns the strings above) */
 };

@@ -98,6 +98,7 @@ struct choice {
     long n_prompt, n_gen;
     int stop_id;        /* the special id that ended the continuation, or -1 */
     const char *finish; /* "length" or "stop" */
+    size_t text_len;    /* bytes of the continuation's text: its tokens' pieces, cut before a stop string */
     struct lx_lm_score sc;  /* when scored: the whole sequence */
     int scored;
 };
@@ -121,7 +122,8 @@ static long stop_cut(const void *r, const char *text, long n)
 }
 
 /* The n_out tokens after the prompt (seq[n_prompt, ...)) kept up to the
-** first special id or stop string. */
+** first special id or stop string, and the text: up to the stop string (the
+** token it begins in stays, the text is cut inside it). */
 static void keep_continuation(struct lx_serve *sv, const struct lx_oai_completion *r, struct choice *c, long n_out)
 {
     const int *g = c->seq + c->n_prompt;
@@ -135,6 +137,7 @@ static void keep_continuation(struct lx_serve *sv, const struct lx_oai_completio
     struct lx_buf text = {0};
     put_pieces(&text, sv->tok, g, keep);
     size_t cut = first_stop(r, text.s, 0, text.len);
+    c->text_len = cut;
     if (cut < text.len) {   /* tokens that begin before the stop string stay */
         size_t off = 0;
         long k = 0;
@@ -155,35 +158,43 @@ static struct lx_lm_sampling sampling_of(const struct lx_oai_completion *r)
 }
 
 /* Generate for prompt ids (seq[0, n_prompt)), cut at the first special id
-** or stop string. */
+** or stop string. The engine stops where keep_continuation cuts, not at
+** max_tokens: where sink says (a stream's), else where lx_lm_stop does. */
 static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, const struct lx_lm_sampling *s,
-                    struct choice *c, struct lx_error *err)
+                    const struct lx_gen_sink *sink, struct choice *c, struct lx_error *err)
 {
     c->finish = "length";
     if (r->max_tokens == 0)
         return LX_OK;
     long n_out = 0;
-    struct lx_lm_stop stop;     /* the engine stops where keep_continuation cuts, not at max_tokens */
+    struct lx_lm_stop stop;
     lx_lm_stop_init(&stop, sv->tok, stop_cut, r);
-    int rc = lx_lm_generate(sv->lm, c->seq, c->n_prompt, r->max_tokens, s, &stop.sink, c->seq + c->n_prompt, &n_out,
-                            err);
+    int rc = lx_lm_generate(sv->lm, c->seq, c->n_prompt, r->max_tokens, s, sink ? sink : &stop.sink,
+                            c->seq + c->n_prompt, &n_out, err);
     lx_lm_stop_free(&stop);
     if (rc == LX_OK)
         keep_continuation(sv, r, c, n_out);
     return rc;
 }
 
-/* The choice's text: the prompt's when echoed, then the continuation's (cut
-** at a stop string: the pieces up to it). */
+/* The continuation's text (cut at a stop string), after the prompt's when
+** echoed. */
+static void choice_text(struct lx_buf *t, struct lx_serve *sv, const struct lx_oai_completion *r,
+                        const struct choice *c)
+{
+    if (r->echo)
+        put_pieces(t, sv->tok, c->seq, c->n_prompt);
+    size_t start = t->len;
+    put_pieces(t, sv->tok, c->seq + c->n_prompt, c->n_gen);
+    if (t->len > start + c->text_len)
+        t->len = start + c->text_len, t->s[t->len] = '\0';
+}
+
 static void put_text(struct lx_buf *b, struct lx_serve *sv, const struct lx_oai_completion *r, const struct choice *c)
 {
     struct lx_buf t = {0};
-    if (r->echo)
-        put_pieces(&t, sv->tok, c->seq, c->n_prompt);
-    size_t start = t.len;
-    put_pieces(&t, sv->tok, c->seq + c->n_prompt, c->n_gen);
-    size_t cut = first_stop(r, t.s, start, t.len);
-    lx_buf_json_strn(b, t.s ? t.s : "", cut);
+    choice_text(&t, sv, r, c);
+    lx_buf_json_strn(b, t.s ? t.s : "", t.len);
     lx_buf_free(&t);
 }
 
@@ -313,6 +324,28 @@ static int one_pass(const struct lx_serve *sv, const struct lx_oai_completion *r
            c->n_prompt >= 2;
 }
 
+/* How the choice ended: finish_reason, stop_reason (vLLM's: the special id
+** that stopped it), and with return_token_ids its prompt's and its own ids. */
+static void put_ending(struct lx_buf *b, const struct lx_oai_completion *r, const struct choice *c)
+{
+    lx_buf_printf(b, ",\"finish_reason\":\"%s\",\"stop_reason\":", c->finish);
+    if (c->stop_id >= 0)
+        lx_buf_printf(b, "%d", c->stop_id);
+    else
+        lx_buf_puts(b, "null");
+    if (!r->return_ids)
+        return;
+    lx_buf_puts(b, ",\"prompt_token_ids\":[");
+    for (long j = 0; j < c->n_prompt; j++)
+        lx_buf_printf(b, "%s%d", j ? "," : "", c->seq[j]);
+    lx_buf_puts(b, "],\"token_ids\":[");
+    for (long j = 0; j < c->n_gen; j++)
+        lx_buf_printf(b, "%s%d", j ? "," : "", c->seq[c->n_prompt + j]);
+    if (c->stop_id >= 0)
+        lx_buf_printf(b, "%s%d", c->n_gen ? "," : "", c->stop_id);
+    lx_buf_puts(b, "]");
+}
+
 static void choice_release(struct choice *c)
 {
     free(c->seq);
@@ -321,7 +354,187 @@ static void choice_release(struct choice *c)
     memset(c, 0, sizeof *c);
 }
 
-static int completions(struct lx_serve *sv, const char *body, size_t n, struct lx_buf *out)
+/* An answer's start, up to the opening of its choices. */
+static void put_head(struct lx_buf *b, const struct lx_serve *sv, unsigned long id)
+{
+    lx_buf_printf(b, "{\"id\":\"cmpl-lenx-%lu\",\"object\":\"text_completion\",\"created\":%ld,\"model\":", id,
+                  sv->created);
+    lx_buf_json_str(b, sv->name);
+    lx_buf_puts(b, ",\"choices\":[");
+}
+
+static void put_usage(struct lx_buf *b, long prompt, long gen)
+{
+    lx_buf_printf(b, "\"usage\":{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,\"total_tokens\":%ld}}", prompt, gen,
+                  prompt + gen);
+}
+
+/* ---- streamed completions ---------------------------------------------------- */
+
+/* A streamed answer: server-sent events, "data: " and a chunk of the
+** answer's JSON each, "data: [DONE]" last (OpenAI's stream). A choice's
+** text goes out as its tokens are chosen, less what it cannot send yet. */
+struct stream {
+    struct lx_gen_sink sink;
+    struct lx_serve *sv;
+    const struct lx_oai_completion *r;
+    const struct lx_httpd_stream *st;
+    struct lx_buf head;     /* every chunk's start, up to the choices */
+    int index;              /* the choice being sent */
+    struct lx_buf text;     /* its continuation so far */
+    size_t sent;            /* bytes of text sent */
+    int gone;               /* the client is not reading any more */
+};
+
+static void stream_event(struct stream *s, const struct lx_buf *ev)
+{
+    if (!s->gone && s->st->put(s->st->arg, ev->s, ev->len) < 0)
+        s->gone = 1;
+}
+
+/* One chunk of choice s->index: text t[0, n) (JSON-escaped), and how it ended
+** when it has (c; NULL while it goes on). */
+static void stream_chunk(struct stream *s, const char *t, size_t n, const struct choice *c)
+{
+    struct lx_buf ev = {0};
+    lx_buf_printf(&ev, "data: %s{\"index\":%d,\"text\":", s->head.s, s->index);
+    lx_buf_json_strn(&ev, t ? t : "", n);
+    lx_buf_puts(&ev, ",\"logprobs\":null");
+    if (c)
+        put_ending(&ev, s->r, c);
+    else
+        lx_buf_puts(&ev, ",\"finish_reason\":null");
+    lx_buf_puts(&ev, "}]}\n\n");
+    stream_event(s, &ev);
+    lx_buf_free(&ev);
+}
+
+/* The continuation's text up to byte upto, what of it is not sent yet. */
+static void stream_text(struct stream *s, size_t upto)
+{
+    if (upto > s->sent)
+        stream_chunk(s, s->text.s + s->sent, upto - s->sent, NULL);
+    if (upto > s->sent)
+        s->sent = upto;
+}
+
+/* How much of t[0, n) can go out before the text ends: not a stop string's
+** possible beginning at its end (it would be cut), nor a character whose
+** bytes have not all come (it would be sent as U+FFFD). */
+static size_t sendable(const struct lx_oai_completion *r, const char *t, size_t n)
+{
+    size_t hold = 0;
+    for (int i = 0; i < r->n_stop; i++)
+        for (size_t k = r->stop_len[i] - 1 < n ? r->stop_len[i] - 1 : n; k > hold; k--)
+            if (memcmp(t + n - k, r->stop[i], k) == 0) {
+                hold = k;
+                break;
+            }
+    for (size_t k = 1; k <= 3 && k <= n; k++) {
+        unsigned char b = (unsigned char)t[n - k];
+        if ((b & 0xc0) == 0x80)
+            continue;   /* a continuation byte: its lead is further back */
+        size_t need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+        if (need > k && k > hold)
+            hold = k;
+        break;
+    }
+    return n - hold;
+}
+
+/* The sink of a streamed choice: sends what it can of each token's text,
+** and ends the continuation where lx_lm_stop would (keep_continuation's cut). */
+static int stream_token(void *arg, long k, int id)
+{
+    struct stream *s = arg;
+    size_t len;
+    const char *p = lx_tok_piece(s->sv->tok, id, &len);
+    (void)k;
+    if (!p)
+        return 1;
+    lx_buf_putn(&s->text, p, len);
+    size_t cut = first_stop(s->r, s->text.s, 0, s->text.len);
+    stream_text(s, cut < s->text.len ? cut : sendable(s->r, s->text.s, s->text.len));
+    return cut < s->text.len || s->gone;
+}
+
+/* Choice s->index streamed: the echoed prompt, the continuation as it comes,
+** the rest of its text once it is cut as an unstreamed one's, and how it
+** ended. */
+static int stream_choice(struct stream *s, const struct lx_lm_sampling *smp, struct choice *c, struct lx_error *err)
+{
+    if (s->r->echo) {
+        struct lx_buf t = {0};
+        put_pieces(&t, s->sv->tok, c->seq, c->n_prompt);
+        stream_chunk(s, t.s, t.len, NULL);
+        lx_buf_free(&t);
+    }
+    lx_buf_reset(&s->text);
+    s->sent = 0;
+    s->sink = (struct lx_gen_sink){stream_token, s};
+    int rc = generate(s->sv, s->r, smp, &s->sink, c, err);
+    if (rc < 0 || s->gone)
+        return rc;
+    lx_buf_reset(&s->text);
+    put_pieces(&s->text, s->sv->tok, c->seq + c->n_prompt, c->n_gen);
+    stream_text(s, c->text_len < s->text.len ? c->text_len : s->text.len);
+    stream_chunk(s, NULL, 0, c);
+    return LX_OK;
+}
+
+/* A request with "stream": true. Every prompt is read before the first byte
+** goes out, so that a bad one is still a plain 400; a failure after that is
+** an error event. */
+static int streamed(struct lx_serve *sv, const struct lx_oai_completion *r, struct lx_buf *out,
+                    const struct lx_httpd_stream *st)
+{
+    struct lx_oai_err e = {0};
+    if (!st)
+        return answer_error(out, 400, "stream", "this server cannot stream\n  hint: send \"stream\": false");
+    struct choice *cs = lx_xcalloc((size_t)r->n_prompts, sizeof *cs);
+    int rc = LX_OK;
+    for (int i = 0; i < r->n_prompts && rc == LX_OK; i++)
+        cs[i].stop_id = -1, rc = prompt_ids(sv, r, i, &cs[i], &e);
+    struct stream s = {.sv = sv, .r = r, .st = st};
+    struct lx_lm_sampling smp = sampling_of(r);
+    struct lx_error err;
+    long used_prompt = 0, used_gen = 0;
+    if (rc == LX_OK)
+        put_head(&s.head, sv, ++sv->n_served);
+    for (int i = 0; i < r->n_prompts && rc == LX_OK && !s.gone; i++) {
+        s.index = i;
+        rc = stream_choice(&s, &smp, &cs[i], &err);
+        used_prompt += cs[i].n_prompt, used_gen += cs[i].n_gen;
+    }
+    struct lx_buf ev = {0};
+    if (rc == LX_OK && r->stream_usage) {
+        lx_buf_printf(&ev, "data: %s],", s.head.s);
+        put_usage(&ev, used_prompt, used_gen);
+        lx_buf_puts(&ev, "\n\n");
+    }
+    if (s.head.s && rc < 0) {   /* the stream has begun: its error as an event */
+        lx_oai_fail(&e, 500, "", "generation failed: %s", err.msg);
+        lx_buf_puts(&ev, "data: ");
+        lx_oai_error_json(&ev, &e);
+        lx_buf_puts(&ev, "\n");
+    }
+    if (s.head.s) {
+        lx_buf_puts(&ev, "data: [DONE]\n\n");
+        stream_event(&s, &ev);
+    }
+    lx_buf_free(&ev);
+    for (int i = 0; i < r->n_prompts; i++)
+        choice_release(&cs[i]);
+    free(cs);
+    lx_buf_free(&s.text);
+    int begun = s.head.s != NULL;
+    lx_buf_free(&s.head);
+    return begun ? 200 : refused(out, &e);
+}
+
+
+static int completions(struct lx_serve *sv, const char *body, size_t n, struct lx_buf *out,
+                       const struct lx_httpd_stream *st)
 {
     struct lx_oai_completion r;
     struct lx_oai_err e = {0};
@@ -333,6 +546,11 @@ static int completions(struct lx_serve *sv, const char *body, size_t n, struct l
         lx_oai_completion_release(&r);
         return refused(out, &e);
     }
+    if (r.stream) {
+        int status = streamed(sv, &r, out, st);
+        lx_oai_completion_release(&r);
+        return status;
+    }
     struct lx_buf choices = {0};
     long used_prompt = 0, used_gen = 0;
     int rc = LX_OK;
@@ -343,7 +561,7 @@ static int completions(struct lx_serve *sv, const char *body, size_t n, struct l
         if (rc == LX_OK && one_pass(sv, &r, &c))
             rc = score(sv, &r, &c, &s, &e, &err);
         else {
-            if (rc == LX_OK && generate(sv, &r, &s, &c, &err) < 0)
+            if (rc == LX_OK && generate(sv, &r, &s, NULL, &c, &err) < 0)
                 rc = lx_oai_fail(&e, 500, "", "generation failed: %s", err.msg);
             if (rc == LX_OK && (r.logprobs >= 0 || r.attn_from >= 0))
                 rc = score(sv, &r, &c, NULL, &e, &err);
@@ -351,22 +569,7 @@ static int completions(struct lx_serve *sv, const char *body, size_t n, struct l
         if (rc == LX_OK) {
             lx_buf_printf(&choices, "%s{\"index\":%d,\"text\":", i ? "," : "", i);
             put_text(&choices, sv, &r, &c);
-            lx_buf_printf(&choices, ",\"finish_reason\":\"%s\",\"stop_reason\":", c.finish);
-            if (c.stop_id >= 0)     /* vLLM's field: the token id that stopped it */
-                lx_buf_printf(&choices, "%d", c.stop_id);
-            else
-                lx_buf_puts(&choices, "null");
-            if (r.return_ids) {
-                lx_buf_puts(&choices, ",\"prompt_token_ids\":[");
-                for (long j = 0; j < c.n_prompt; j++)
-                    lx_buf_printf(&choices, "%s%d", j ? "," : "", c.seq[j]);
-                lx_buf_puts(&choices, "],\"token_ids\":[");
-                for (long j = 0; j < c.n_gen; j++)
-                    lx_buf_printf(&choices, "%s%d", j ? "," : "", c.seq[c.n_prompt + j]);
-                if (c.stop_id >= 0)
-                    lx_buf_printf(&choices, "%s%d", c.n_gen ? "," : "", c.stop_id);
-                lx_buf_puts(&choices, "]");
-            }
+            put_ending(&choices, &r, &c);
             lx_buf_puts(&choices, ",\"logprobs\":");
             if (r.logprobs >= 0)
                 put_logprobs(&choices, sv, &r, &c);
@@ -391,11 +594,10 @@ static int completions(struct lx_serve *sv, const char *body, size_t n, struct l
         return refused(out, &e);
     }
     lx_buf_reset(out);
-    lx_buf_printf(out, "{\"id\":\"cmpl-lenx-%lu\",\"object\":\"text_completion\",\"created\":%ld,\"model\":",
-                  ++sv->n_served, sv->created);
-    lx_buf_json_str(out, sv->name);
-    lx_buf_printf(out, ",\"choices\":[%s],\"usage\":{\"prompt_tokens\":%ld,\"completion_tokens\":%ld,"
-                  "\"total_tokens\":%ld}}\n", choices.s ? choices.s : "", used_prompt, used_gen, used_prompt + used_gen);
+    put_head(out, sv, ++sv->n_served);
+    lx_buf_printf(out, "%s],", choices.s ? choices.s : "");
+    put_usage(out, used_prompt, used_gen);
+    lx_buf_puts(out, "\n");
     lx_buf_free(&choices);
     return 200;
 }
@@ -490,7 +692,7 @@ static int models(struct lx_serve *sv, struct lx_buf *out)
 /* ---- routes ------------------------------------------------------------------ */
 
 int lx_serve_handle(struct lx_serve *sv, const char *method, const char *path, const char *body, size_t n,
-                    struct lx_buf *out)
+                    struct lx_buf *out, const struct lx_httpd_stream *st)
 {
     static const struct {
         const char *path, *method;
@@ -510,7 +712,7 @@ int lx_serve_handle(struct lx_serve *sv, const char *method, const char *path, c
     switch (r) {
     case 0:
     case 1:
-        return completions(sv, body, n, out);
+        return completions(sv, body, n, out, st);
     case 2:
         return models(sv, out);
     case 3:

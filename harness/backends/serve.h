@@ -13,6 +13,7 @@
 #ifndef LX_SERVE_H
 #define LX_SERVE_H
 
+#include "harness/backends/httpd.h"
 #include "harness/backends/openai.h"
 #include "harness/engine/lm/lm.h"
 
@@ -30,8 +31,11 @@ struct lx_serve {
     unsigned long n_served;             /* completions answered: their ids */
 };
 
-/* Status code of the answer, body in out (JSON, newline-terminated). */
+/* Status code of the answer, body in out (JSON, newline-terminated); a
+** completion asked with "stream": true is written through st instead
+** (server-sent events; a 400 when st is NULL) and its status is 200 once
+** its first event has gone. */
 int lx_serve_handle(struct lx_serve *sv, const char *method, const char *path, const char *body, size_t n,
-                    struct lx_buf *out);
+                    struct lx_buf *out, const struct lx_httpd_stream *st);
 
 #endif

@@ -840,6 +840,34 @@ int lx_fuzz_feed_hf_config(const uint8_t *data, size_t n, struct lx_error *err)
 
 /* ---- serve: requests to lenx serve ---------------------------------------------- */
 
+/* The serve target's stream: events appended as written. */
+static int collect(void *arg, const char *data, size_t n)
+{
+    lx_buf_putn(arg, data, n);
+    return 0;
+}
+
+/* A stream is "data: JSON" events, each ended by a blank line, "data: [DONE]" last. */
+static void check_events(const struct lx_buf *ev)
+{
+    const char *p = ev->s, *end = ev->s + ev->len;
+    int done = 0;
+    while (p < end) {
+        const char *q = strstr(p, "\n\n");
+        PROMISE(q && strncmp(p, "data: ", 6) == 0 && !done, "a malformed event at byte %ld", (long)(p - ev->s));
+        p += 6;
+        done = q - p == 6 && strncmp(p, "[DONE]", 6) == 0;
+        struct lx_json *doc;
+        struct lx_error sub;
+        PROMISE(done || lx_json_parse(&doc, p, (size_t)(q - p), "event", &sub) == LX_OK, "an event is not JSON: %s",
+                sub.msg);
+        if (!done)
+            lx_json_free(doc);
+        p = q + 2;
+    }
+    PROMISE(done, "the stream does not end with [DONE]");
+}
+
 int lx_fuzz_feed_serve(const uint8_t *data, size_t n, struct lx_error *err)
 {
     static struct lx_model m;
@@ -880,12 +908,21 @@ int lx_fuzz_feed_serve(const uint8_t *data, size_t n, struct lx_error *err)
     } else {
         PROMISE(e.status >= 400 && e.status < 500 && e.msg[0], "a refusal without a status or message");
     }
+    struct lx_buf events = {0};
+    struct lx_httpd_stream st = {collect, &events};
     int status = lx_serve_handle(&sv, data[0] & 0x80 ? "GET" : "POST", paths[route], (const char *)data + 1, n - 1,
-                                 &out);
+                                 &out, &st);
     PROMISE(status == 200 || status == 400 || status == 404 || status == 405 || status == 500,
             "status %d", status);
     struct lx_json *doc;
     struct lx_error sub;
+    if (events.len) {   /* streamed: events of JSON, [DONE] last */
+        PROMISE(status == 200 && !out.len, "a streamed answer with status %d or a body too", status);
+        check_events(&events);
+        lx_buf_free(&events);
+        lx_buf_free(&out);
+        return LX_OK;
+    }
     PROMISE(lx_json_parse(&doc, out.s ? out.s : "", out.len, "answer", &sub) == LX_OK, "the answer is not JSON: %s",
             sub.msg);
     PROMISE(status == 200 || lx_json_member(lx_json_member(lx_json_root(doc), "error"), "message"),

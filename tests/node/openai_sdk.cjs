@@ -1,7 +1,8 @@
 // tests/node/openai_sdk.cjs - a real third-party client against `lenx serve`:
 // the official OpenAI SDK for Node (npm `openai`, installed by scripts/node.sh)
 // asks for a completion with echo and logprobs, and the prompt's log-probs must
-// be the NLLs `lenx score` printed for the same tokens (within 1e-5); then
+// be the NLLs `lenx score` printed for the same tokens (within 1e-5); a text
+// completion, unstreamed and streamed (the SDK's own event reader); then
 // lm-evaluation-harness's request shapes (its tokenizer probes, token-id
 // prompts as a list of lists with echo, max_tokens 1 and a seed) by fetch.
 //   node openai_sdk.cjs PORT MODEL_ID SCORE_JSON SDK_DIR
@@ -43,6 +44,20 @@ async function main() {
     check(typeof t.choices[0].text === 'string' && t.choices[0].text.length > 0 && !t.choices[0].text.includes('.'),
           `text completion: ${JSON.stringify(t.choices[0])}`);
     check(t.usage.prompt_tokens === 5, `prompt_tokens ${t.usage.prompt_tokens}`);
+    // the same request streamed: the SDK reads the events, their texts make the same text
+    const st = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 12, temperature: 0,
+                                                 stop: ['.'], stream: true, stream_options: { include_usage: true } });
+    let text = '', finish = null, chunks = 0, usage = null;
+    for await (const ch of st) {
+        chunks++;
+        if (ch.usage) usage = ch.usage;
+        if (!ch.choices.length) continue;
+        text += ch.choices[0].text;
+        if (ch.choices[0].finish_reason) finish = ch.choices[0].finish_reason;
+    }
+    check(text === t.choices[0].text && finish === t.choices[0].finish_reason && chunks > 2,
+          `streamed: ${JSON.stringify(text)} (${finish}, ${chunks} chunks), unstreamed ${JSON.stringify(t.choices[0])}`);
+    check(usage && usage.completion_tokens === t.usage.completion_tokens, `streamed usage ${JSON.stringify(usage)}`);
 
     // lm-eval's local-completions: the tokenizer probes at the server's root ...
     const info = await (await fetch(`${base}/tokenizer_info`)).json();
