@@ -1,7 +1,8 @@
 /*
 ** tests/test_gguf_export.c - `lenx export --gguf` (harness/engine/formats/gguf_model.c,
 ** harness/core/gguf_write.c): nine lenx-trained models (tests/ref/gguf/lenx-models.yaml:
-** Llama-, Qwen2- and Qwen3-shaped, rope, PI and YaRN trained in) written as F32, F16, BF16 and Q8_0
+** Llama-, Qwen2- and Qwen3-shaped, rope, PI and YaRN trained in) and a Phi-3-shaped one with LongRoPE
+** (tests/ref/gguf/lenx-longrope.yaml, written as llama.cpp's phi3) written as F32, F16, BF16 and Q8_0
 ** run in llama.cpp as in lenx — llama.cpp's perplexity (tests/ref/gguf/export.tsv, made by
 ** tests/ref/gguf/make.sh) against lenx's on the written file, and llama-quantize's own
 ** F16/BF16/Q8_0 conversion of the F32 export against lenx's, bit for bit; the F32 file scores
@@ -15,7 +16,7 @@
 #include "harness/core/gguf.h"
 
 static const char *const models[] = {"llama-rope", "llama-pi", "llama-yarn", "qwen2-rope", "qwen2-pi", "qwen2-yarn",
-                                     "qwen3-rope", "qwen3-pi", "qwen3-yarn"};
+                                     "qwen3-rope", "qwen3-pi", "qwen3-yarn", "phi3-longrope"};
 static const char *const types[] = {"f32", "f16", "bf16", "q8_0"};
 
 /* Field (1-based) of export.tsv's row for name. */
@@ -54,18 +55,18 @@ static long nll_close(const char *a, const char *b, double tol, const char *what
     return n;
 }
 
-/* lenx's llamacpp perplexity of file (its own native stack) on text.txt at length 64. */
-static double lenx_ppl(const char *file)
+/* lenx's llamacpp perplexity of file (its own native stack) on text.txt at length T. */
+static double lenx_ppl(const char *file, int T)
 {
     char stack[1024], yaml[2048], db[128], got[64], out[4096];
     cr_assert_eq(sh(stack, sizeof stack, "$L show model %s | sed -n 's/.*\"native_stack\": \\(.*\\),$/\\1/p'", file),
                  0);
     stack[strcspn(stack, "\n")] = 0;
     snprintf(yaml, sizeof yaml, "name: e\nnumerics: portable\nmodels:\n  s:\n    checkpoint: %s\nmethods:\n  - %s\n"
-             "tasks:\n  - ppl: {protocol: llamacpp, data: %s/tests/ref/gguf/text.txt}\nlengths: [64]\n", file, stack,
-             getenv("LENX_ROOT"));
+             "tasks:\n  - ppl: {protocol: llamacpp, data: %s/tests/ref/gguf/text.txt}\nlengths: [%d]\n", file, stack,
+             getenv("LENX_ROOT"), T);
     write_file("e.yaml", yaml);
-    snprintf(db, sizeof db, "%s.db", file);
+    snprintf(db, sizeof db, "%s-%d.db", file, T);
     cr_assert_eq(sh(out, sizeof out, "$L run e.yaml --db %s --quiet --no-table", db), 0, "%s", out);
     sql_text(got, sizeof got, db, "SELECT printf('%.9f', value) FROM metrics WHERE name = 'ppl'");
     return atof(got);
@@ -86,11 +87,17 @@ Test(gguf_export, llama_cpp_runs_lenx_models_as_lenx_does, .fini = teardown, .ti
                 cr_assert_eq(sh(out, sizeof out, "$L show model %s | grep -c '\"weights_sha256\": \"%s\"'", file, want),
                              0, "%s: weights differ from llama-quantize's %s", name, types[t]);
             }
-            reference(ref, sizeof ref, name, 2);
-            double want_ppl = atof(ref), ppl = lenx_ppl(file), rel = fabs(ppl - want_ppl) / want_ppl;
-            double bound = tolerance(types[t]) + 5e-5 / want_ppl;   /* llama.cpp prints four decimals */
-            cr_expect(rel <= bound, "%s: lenx %.7f, llama.cpp %s: %.2g relative, more than %.2g", name, ppl, ref, rel,
-                      bound);
+            int lr = strstr(name, "longrope") != NULL;
+            for (int k = 0; k < 1 + lr; k++) {  /* LongRoPE at 512 (the long factors) and at L = 256 (the short) */
+                char row[80];
+                int T = lr ? 512 >> k : 64;
+                snprintf(row, sizeof row, k ? "%s@%d" : "%s", name, T);
+                reference(ref, sizeof ref, row, 2);
+                double want_ppl = atof(ref), ppl = lenx_ppl(file, T), rel = fabs(ppl - want_ppl) / want_ppl;
+                double bound = tolerance(types[t]) + 5e-5 / want_ppl;   /* llama.cpp prints four decimals */
+                cr_expect(rel <= bound, "%s: lenx %.7f, llama.cpp %s: %.2g relative, more than %.2g", row, ppl, ref,
+                          rel, bound);
+            }
         }
 }
 
@@ -115,11 +122,16 @@ Test(gguf_export, f32_file_scores_as_the_checkpoint, .fini = teardown)
         (void)sql_long;
         cr_assert_eq(sh(out, sizeof out, "$L show model m.gguf"), 0, "%s", out);
         int qwen = models[i][0] == 'q', pi = strstr(models[i], "-pi") != NULL, yarn = strstr(models[i], "yarn") != NULL;
-        cr_expect(strstr(out, qwen ? "\"layout\":\"half\"" : "\"layout\":\"interleaved\"") &&
+        int phi3 = models[i][0] == 'p';
+        cr_expect(strstr(out, qwen || phi3 ? "\"layout\":\"half\"" : "\"layout\":\"interleaved\"") &&
+                  (!phi3 || strstr(out, "{\"longrope\":{\"scale\":2,\"original\":256,\"long_factor\":[1,1,"
+                                   "1.2000000476837158,1.5,2,2.5,3,4],\"short_factor\":[1,1,1,1.100000023841858,"
+                                   "1.2000000476837158,1.2999999523162842,1.5,2],\"attention_factor\":"
+                                   "1.0606601238250732,\"train\":true}}")) &&
                   (!pi || strstr(out, "{\"pi\":{\"scale\":2,\"train\":true}}")) &&
                   (!yarn || strstr(out, "{\"yarn\":{\"scale\":2,\"original\":32,\"beta_fast\":32,\"beta_slow\":1,"
                                    "\"attn_factor\":1,\"train\":true}}")) &&
-                  strstr(out, "\"tokenizer\": \"bytes\"") && strstr(out, qwen ? "\"kv_heads\": 1" : "\"kv_heads\": 2") &&
+                  strstr(out, "\"tokenizer\": \"bytes\"") && strstr(out, qwen || phi3 ? "\"kv_heads\": 1" : "\"kv_heads\": 2") &&
                   !strstr(out, "\"qk_norm\":true") == !strstr(models[i], "qwen3"),
                   "%s: %s", models[i], out);
     }
@@ -223,6 +235,22 @@ Test(gguf_export, refuses_what_llama_cpp_runs_otherwise, .fini = teardown)
     cr_assert_neq(sh(out, sizeof out, "$L export --gguf no/such/g.gguf --model "
                      "$R/tests/ref/gguf/lenx-llama-rope.safetensors"), 0);
     cr_expect(strstr(out, "no/such/g.gguf") && strstr(out, "cannot create"), "%s", out);
+    /* LongRoPE, which llama.cpp runs in its phi3 only: on a Qwen2-shaped model (q/k/v biases), and with
+    ** a scale that is not the training length over L (a phi3 file has no other) */
+    static const char *const lr[][3] = {
+        {"qwen2", "", "has q/k/v biases"},
+        {"llama", "\"factor\": 4, ", "longrope has scale 4 and original 32, trained at 64"},
+    };
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(sh(out, sizeof out, "rm -rf hf && $L export --hf hf --model $R/tests/ref/gguf/lenx-%s-rope."
+                        "safetensors && sed -i 's/\"rope_scaling\": null/\"rope_scaling\": {\"rope_type\": "
+                        "\"longrope\", %s\"original_max_position_embeddings\": 32, \"long_factor\": [1,1,1,1,2,2,"
+                        "2,2], \"short_factor\": [1,1,1,1,1,1,1,1]}/' hf/config.json", lr[k][0], lr[k][1]), 0,
+                     "%s", out);
+        cr_expect_eq(sh(out, sizeof out, "$L export --gguf g.gguf --model hf"), 2, "%s", out);
+        cr_expect(strstr(out, lr[k][2]) && strstr(out, "phi3") && strstr(out, "hint:") && !exists("g.gguf"), "%s",
+                  out);
+    }
     /* --type without --gguf, and both outputs at once */
     cr_expect_eq(sh(out, sizeof out, "$L export --hf d --type f16 --model x"), 2, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L export --hf d --gguf g.gguf --model x"), 2, "%s", out);

@@ -45,7 +45,7 @@
 static const struct family {
     const char *name;
     int qkv_bias, qk_norm, half;
-    int fused;      /* q|k|v in one attn_qkv, gate|up in one ffn_up (read only) */
+    int fused;      /* q|k|v in one attn_qkv, gate|up in one ffn_up; LongRoPE's factors as tensors */
 } families[] = {{"llama", 0, 0, 0, 0}, {"qwen2", 1, 0, 1, 0}, {"qwen3", 0, 1, 1, 0}, {"phi3", 0, 0, 1, 1}};
 
 /* The family of general.architecture, or NULL. */
@@ -57,11 +57,13 @@ static const struct family *family_named(const char *arch)
     return NULL;
 }
 
-/* The family a lenx model is written as (NULL: none has both q/k/v biases and qk_norm). */
-static const struct family *family_of(const struct lx_arch *a)
+/* The family a lenx model is written as: phi3 for LongRoPE (llama.cpp runs it there only), else
+** the one with its q/k/v biases and qk_norm (NULL: none has both). */
+static const struct family *family_of(const struct lx_arch *a, const struct lx_stack_rope *rope)
 {
+    int longrope = strcmp(rope->scaling, "longrope") == 0;
     for (size_t k = 0; k < sizeof families / sizeof *families; k++)
-        if (families[k].qkv_bias == a->qkv_bias && families[k].qk_norm == a->qk_norm && !families[k].fused)
+        if (families[k].qkv_bias == a->qkv_bias && families[k].qk_norm == a->qk_norm && families[k].fused == longrope)
             return &families[k];
     return NULL;
 }
@@ -495,11 +497,28 @@ static int export_check(const struct lx_model *m, const struct lx_ckpt_info *inf
                       "model is %s with a %s MLP%s\n  hint: export causal swiglu models",
                       a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" : "GELU",
                       a->logit_scale ? " and logit scales" : "");
-    if (!family_of(a))
+    int rc = lx_stack_rope_of(info->stack, LX_ROPE_SCALED | LX_ROPE_LONGROPE, "GGUF", rope, err);
+    if (rc < 0)
+        return rc;
+    int lr = strcmp(rope->scaling, "longrope") == 0;
+    if (lr && (a->qkv_bias || a->qk_norm || a->heads * a->d_head != a->d_model)) {
+        char wide[96] = "";
+        if (a->heads * a->d_head != a->d_model)
+            snprintf(wide, sizeof wide, "%sheads x d_head = %ld on a width of %ld", a->qkv_bias || a->qk_norm ? ", " : "",
+                     a->heads * a->d_head, a->d_model);
+        return lx_err(err, LX_EINVAL, "llama.cpp runs LongRoPE in its phi3 architecture, which has no q/k/v biases or "
+                      "qk_norm and heads x d_head = the width; this model has %s%s%s%s\n  hint: export longrope models "
+                      "of Phi-3's shape", a->qkv_bias ? "q/k/v biases" : "",
+                      a->qkv_bias && a->qk_norm ? ", " : "", a->qk_norm ? "qk_norm" : "", wide);
+    }
+    if (lr && fabs(rope->factor * (double)rope->original - (double)info->train_len) > 1e-9 * (double)info->train_len)
+        return lx_err(err, LX_EINVAL, "a phi3 file's LongRoPE scale is its context_length over original_context_length; "
+                      "the model's longrope has scale %g and original %ld, trained at %ld\n  hint: export longrope "
+                      "models trained with scale = length / original", rope->factor, rope->original, info->train_len);
+    if (!family_of(a, rope))
         return lx_err(err, LX_EINVAL, "the model has both q/k/v biases (llama.cpp's qwen2) and qk_norm (its qwen3); "
                       "no llama.cpp architecture has both\n  hint: export models with at most one of them");
-    int rc = lx_stack_rope_of(info->stack, LX_ROPE_SCALED, "GGUF", rope, err);
-    if (rc == LX_OK && rope->scaling[0] == 'y' && (rope->beta_fast != 32 || rope->beta_slow != 1 || !rope->truncate))
+    if (rope->scaling[0] == 'y' && (rope->beta_fast != 32 || rope->beta_slow != 1 || !rope->truncate))
         rc = lx_err(err, LX_EINVAL, "the model's yarn has beta_fast %g, beta_slow %g%s; llama.cpp's llama and qwen2 "
                     "read no beta keys and run 32, 1 with a truncated ramp\n  hint: export yarn models trained with "
                     "the default betas", rope->beta_fast, rope->beta_slow, rope->truncate ? "" : ", truncate false");
@@ -510,7 +529,7 @@ static void export_meta(struct lx_gguf_out *o, const struct lx_model *m, const s
                         const struct lx_stack_rope *rope, int dtype)
 {
     const struct lx_arch *a = &m->arch;
-    const char *arch = family_of(a)->name;
+    const char *arch = family_of(a, rope)->name;
     char key[128];
 #define KEY(s) (snprintf(key, sizeof key, "%s.%s", arch, s), key)
     lx_gguf_put_str(o, "general.architecture", arch);
@@ -530,8 +549,13 @@ static void export_meta(struct lx_gguf_out *o, const struct lx_model *m, const s
     lx_gguf_put_f32(o, KEY("rope.freq_base"), (float)rope->base);
     lx_gguf_put_u32(o, KEY("rope.dimension_count"), (uint32_t)a->d_head);
     int freqs = strcmp(rope->scaling, "llama3") == 0;  /* llama3 is rope_freqs.weight, the type left none */
-    lx_gguf_put_str(o, KEY("rope.scaling.type"), rope->scaling[0] && !freqs ? rope->scaling : "none");
-    if (rope->scaling[0] && !freqs) {
+    if (strcmp(rope->scaling, "longrope") == 0) {       /* the factors are tensors; s = context / original */
+        lx_gguf_put_u32(o, KEY("rope.scaling.original_context_length"), (uint32_t)rope->original);
+        lx_gguf_put_f32(o, KEY("rope.scaling.attn_factor"), (float)rope->attention);
+    } else {
+        lx_gguf_put_str(o, KEY("rope.scaling.type"), rope->scaling[0] && !freqs ? rope->scaling : "none");
+    }
+    if (rope->scaling[0] && !freqs && strcmp(rope->scaling, "longrope") != 0) {
         lx_gguf_put_f32(o, KEY("rope.scaling.factor"), (float)rope->factor);
         lx_gguf_put_bool(o, KEY("rope.scaling.finetuned"), 1);
     }
@@ -554,6 +578,72 @@ static int tensor_type(const struct lx_tensor_info *t, int dtype)
     return t->shape[1] % (long)lx_dtype_block(dtype) ? LX_DT_F16 : dtype;
 }
 
+/* A phi3 file's fused tensor (attn_qkv, ffn_up) read from lenx's parts in order. */
+struct fused_reader {
+    struct lx_tensor_reader *part[3];
+    int n;
+};
+
+static void fused_read(void *ctx, uint64_t at, size_t k, float *out)
+{
+    struct fused_reader *f = ctx;
+    uint64_t start = 0;
+    for (int p = 0; p < f->n && k > 0; p++) {
+        uint64_t end = start + (uint64_t)f->part[p]->t->shape[0] * (uint64_t)f->part[p]->cols;
+        if (at < end) {
+            size_t take = (size_t)(end - at) < k ? (size_t)(end - at) : k;
+            lx_tensor_read(f->part[p], at - start, take, out);
+            at += take, out += take, k -= take;
+        }
+        start = end;
+    }
+}
+
+/* Tensor i as the file holds it: its own (name, reader), or, in a fused family, the fused tensor
+** it begins (its parts' readers in *fr) or nothing (0: a later part of one). */
+static int export_tensor(const struct lx_model *m, const struct family *fam, const struct lx_tensor_info *ti, int n,
+                         struct lx_tensor_reader *rd, int i, struct fused_reader *fr, char *name, size_t len,
+                         uint64_t ne[2])
+{
+    long layer, row0, rows;
+    int which;
+    ne[0] = (uint64_t)(ti[i].ndim == 2 ? ti[i].shape[1] : ti[i].shape[0]), ne[1] = (uint64_t)ti[i].shape[0];
+    gguf_name(ti[i].name, name, len);
+    if (!fam->fused || !lx_fused_part(&m->arch, ti[i].name, &layer, &which, &row0, &rows))
+        return 1;
+    if (row0 != 0)
+        return 0;
+    static const char *const parts[2][3] = {{"attn.wq", "attn.wk", "attn.wv"}, {"mlp.w1", "mlp.w3", NULL}};
+    fr->n = 0;
+    for (int p = 0; p < 3 && parts[which][p]; p++) {
+        char want[64];
+        snprintf(want, sizeof want, "layers.%ld.%s.weight", layer, parts[which][p]);
+        for (int j = 0; j < n; j++)
+            if (strcmp(ti[j].name, want) == 0)
+                fr->part[fr->n++] = &rd[j];
+    }
+    LX_ASSERT(fr->n == (which ? 2 : 3));
+    snprintf(name, len, "blk.%ld.%s", layer, which ? "ffn_up.weight" : "attn_qkv.weight");
+    ne[1] = (uint64_t)rows;
+    return 2;
+}
+
+/* LongRoPE's lists as phi3's rope_factors_long/short tensors (one F32 per rotary pair; [] is all 1). */
+static void put_longrope(struct lx_gguf_out *o, const struct lx_stack_rope *rope, long pairs, float *f,
+                         int n_by_type[8])
+{
+    const struct lx_floats *l[2] = {&rope->lng, &rope->shrt};
+    for (int k = 0; k < 2; k++) {
+        for (long i = 0; i < pairs; i++)
+            f[k * pairs + i] = l[k]->n ? (float)l[k]->v[i] : 1.0f;
+        uint64_t ne[1] = {(uint64_t)pairs};
+        lx_gguf_put_tensor(o, k ? "rope_factors_short.weight" : "rope_factors_long.weight", 1, ne, f + k * pairs,
+                           LX_DT_F32);
+        if (n_by_type)
+            n_by_type[LX_DT_F32]++;
+    }
+}
+
 int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const struct lx_tokenizer *tok,
                    const char *path, int dtype, int n_by_type[8], struct lx_error *err)
 {
@@ -566,28 +656,35 @@ int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, co
     lx_gguf_out_init(&o);
     export_meta(&o, m, info, &rope, dtype);
     rc = lx_tokenizer_to_gguf(tok, &o, err);
-    int n = lx_arch_tensors(a, NULL), half = family_of(a)->half, relayout = rope.interleaved == half;
+    const struct family *fam = family_of(a, &rope);
+    int n = lx_arch_tensors(a, NULL), relayout = rope.interleaved == fam->half;
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
     struct lx_tensor_reader *rd = lx_xcalloc((size_t)n, sizeof *rd);
+    struct fused_reader *fr = lx_xcalloc((size_t)n, sizeof *fr);
     lx_arch_tensors(a, ti);
+    for (int i = 0; i < n; i++)     /* q and k rows in the other layout when the family's differs */
+        lx_tensor_reader_init(&rd[i], m, &ti[i], i, relayout && lx_tensor_is_qk(ti[i].name) ? fam->half : -1,
+                              LX_GGUF_CHUNK);
     for (int i = 0; i < n && rc == LX_OK; i++) {
         char name[96];
-        gguf_name(ti[i].name, name, sizeof name);
-        long rows = ti[i].shape[0], cols = ti[i].ndim == 2 ? ti[i].shape[1] : 1;
-        int qk = relayout && lx_tensor_is_qk(ti[i].name);  /* q and k rows in the other layout */
-        lx_tensor_reader_init(&rd[i], m, &ti[i], i, qk ? half : -1, LX_GGUF_CHUNK);
-        uint64_t ne[2] = {(uint64_t)cols, (uint64_t)rows};
+        uint64_t ne[2];
+        int how = export_tensor(m, fam, ti, n, rd, i, &fr[i], name, sizeof name, ne);
+        if (!how)
+            continue;
         if (ti[i].ndim == 1)
-            ne[0] = (uint64_t)rows;
+            ne[1] = 1;
         int t = tensor_type(&ti[i], dtype);
-        lx_gguf_put_tensor_fn(&o, name, ti[i].ndim, ne, lx_tensor_read, &rd[i], t);
+        if (how == 2)
+            lx_gguf_put_tensor_fn(&o, name, 2, ne, fused_read, &fr[i], t);
+        else
+            lx_gguf_put_tensor_fn(&o, name, ti[i].ndim, ne, lx_tensor_read, &rd[i], t);
         if (n_by_type)
             n_by_type[t]++;
     }
-    float *freqs = NULL;    /* llama3: its factor per rotary pair, as llama.cpp's converter writes them */
-    if (rc == LX_OK && strcmp(rope.scaling, "llama3") == 0) {
-        long pairs = a->d_head / 2;
-        freqs = lx_xmalloc(sizeof(float) * (size_t)pairs);
+    long pairs = a->d_head / 2;
+    float *freqs = lx_xmalloc(sizeof(float) * (size_t)(2 * pairs));
+    if (rc == LX_OK && strcmp(rope.scaling, "llama3") == 0) {   /* its factor per rotary pair, as llama.cpp's
+                                                                ** converter writes them */
         for (long k = 0; k < pairs; k++)
             freqs[k] = (float)lx_llama3_factor(rope.factor, (double)rope.original, rope.low, rope.high,
                                                2 * acos(-1.0) * pow(rope.base, 2.0 * (double)k / (double)a->d_head));
@@ -596,12 +693,15 @@ int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, co
         if (n_by_type)
             n_by_type[LX_DT_F32]++;
     }
+    if (rc == LX_OK && fam->fused)
+        put_longrope(&o, &rope, pairs, freqs, n_by_type);
     if (rc == LX_OK)
         rc = lx_gguf_out_write(&o, path, err);
     free(freqs);
     for (int i = 0; i < n; i++)
         free(rd[i].rows);
     free(rd);
+    free(fr);
     free(ti);
     lx_gguf_out_free(&o);
     return rc;

@@ -15,6 +15,9 @@
 # lenx-qwen3-rope-hf.gguf were made by the lines below with llama.cpp 34af94cd again (its source from a
 # snapshot of a fork that holds that commit, unslothai/llama.cpp; targets llama-perplexity and
 # llama-quantize; the converter also needs Debian's python3-tqdm), the other rows kept.
+# The Phi-3-shaped LongRoPE model (lenx-phi3-longrope.safetensors, from lenx-longrope.yaml) came on
+# 2026-12-01 too, its rows by the same lines with llama.cpp 34af94cd (its perplexity at -c 512, the long
+# factors, and at -c 256, the short ones: rows NAME@256), the other rows kept.
 # Usage: LLAMA_BIN=/path/to/llama.cpp/build/bin [LENX=./lenx] tests/ref/gguf/make.sh
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -77,23 +80,31 @@ sha256sum stories260K-*.gguf random-*.gguf random256-*.gguf > SHA256SUMS
 # `lenx export --gguf` as F32, F16, BF16 and Q8_0. For each file, llama.cpp's perplexity on text.txt
 # in 64-token chunks (the models' training length) and, for F16, BF16 and Q8_0, the weights_sha256 of
 # llama-quantize's own conversion of the F32 export to that type: lenx's conversion must hash the same.
+# The LongRoPE model at 512 and 256 (its training length and L: the long and the short factors).
 : > export.tsv
 for m in lenx-*.safetensors; do
     b=${m%.safetensors}
+    lengths=64
+    case $b in *longrope*) lengths="512 256" ;; esac
     for t in f32 f16 bf16 q8_0; do
         "$lenx" export --gguf "$b-$t.gguf" --type $t --model "$m" >/dev/null
-        for try in 1 2 3; do
-            ppl=$("$bin/llama-perplexity" -m "$b-$t.gguf" -f text.txt -c 64 -b 64 -t 1 2>&1 |
-                  sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
-            [ -n "$ppl" ] && break
+        first=1
+        for c in $lengths; do
+            for try in 1 2 3; do
+                ppl=$("$bin/llama-perplexity" -m "$b-$t.gguf" -f text.txt -c $c -b $c -t 1 2>&1 |
+                      sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
+                [ -n "$ppl" ] && break
+            done
+            sha=- name=$b-$t
+            [ $first = 1 ] || name=$b-$t@$c
+            if [ $t != f32 ] && [ $first = 1 ]; then
+                "$bin/llama-quantize" "$b-f32.gguf" deq.gguf "$(echo $t | tr a-z A-Z)" >/dev/null 2>&1
+                sha=$("$lenx" show model deq.gguf | sed -n 's/.*"weights_sha256": "\([0-9a-f]*\)".*/\1/p')
+                rm -f deq.gguf
+            fi
+            printf '%s\t%s\t%s\n' "$name" "$ppl" "$sha" >> export.tsv
+            first=0
         done
-        sha=-
-        if [ $t != f32 ]; then
-            "$bin/llama-quantize" "$b-f32.gguf" deq.gguf "$(echo $t | tr a-z A-Z)" >/dev/null 2>&1
-            sha=$("$lenx" show model deq.gguf | sed -n 's/.*"weights_sha256": "\([0-9a-f]*\)".*/\1/p')
-            rm -f deq.gguf
-        fi
-        printf '%s\t%s\t%s\n' "$b-$t" "$ppl" "$sha" >> export.tsv
     done
 done
 rm -f lenx-*-f32.gguf lenx-*-f16.gguf lenx-*-bf16.gguf lenx-*-q8_0.gguf
