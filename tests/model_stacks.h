@@ -60,6 +60,8 @@ static const char *const stacks[] = {
     "[rope, {rerope: {window: 3}}]",
     "[rope, {rerope: {window: 3, leak: 2}}]",
     "[{rope: {layout: interleaved}}, {rerope: {window: 5, leak: 3}}, infoscale]",
+    "[rope, {selfextend: {group: 3, window: 4}}]",
+    "[{rope: {layout: interleaved}}, {selfextend: {group: 2, window: 5}}, {logn: {mode: su}}]",
     "[rope, {streaming: {sinks: 2, recent: 3}}]",
     "[rope, {streaming: {sinks: 5, recent: 1}}]",
     "[alibi, {streaming: {sinks: 2, recent: 4}}]",

@@ -82,6 +82,8 @@ Test(extrap, fast_path_matches_naive_with_positions)
         "[rope, {cosscale: {s: 8}}, {scaleinv: {tau: 2}}, {rerope: {window: 4}}]",
         "[rope, {yarn: {scale: 4}}, {lminfinite: {n_global: 1, local: 5}}]",
         "[rope, {window: {size: 5}}, t5align]",
+        "[rope, {selfextend: {group: 3, window: 4}}]",
+        "[{rope: {layout: interleaved}}, {selfextend: {group: 4, window: 5}}, infoscale]",
     };
     static float q[XN], k[XN], v[XN];
     fill(q, XN, 1, 1.0f), fill(k, XN, 2, 1.0f), fill(v, XN, 3, 1.0f);
@@ -207,6 +209,8 @@ Test(extrap, identities_equal_rope_past_training_length)
         "[rope, {window: {size: 1000}}]",
         "[rope, {rerope: {window: 48}}]",           /* w >= n */
         "[rope, {rerope: {window: 60, leak: 4}}]",
+        "[rope, {selfextend: {group: 1}}]",         /* G = 1 */
+        "[rope, {selfextend: {group: 8, window: 48}}]",  /* w >= n */
         "[rope, {pi: {scale: 1}}]",
         "[rope, {ntk: {scale: 1}}]",
         "[rope, {ntk: {mode: dynamic}}]",           /* not the identity: checked below to differ */

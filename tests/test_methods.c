@@ -170,6 +170,7 @@ static const struct { const char *name, *json; } frozen_defaults[] = {
     {"rerope", "{\"window\":0,\"leak\":1}"},
     {"rope", "{\"base\":10000,\"layout\":\"half\"}"},
     {"scaleinv", "{\"tau\":10,\"alpha\":1.6487212707001282,\"beta\":1.6487212707001282}"},
+    {"selfextend", "{\"group\":0,\"window\":0}"},
     {"streaming", "{\"sinks\":4,\"recent\":0}"},
     {"t5align", "{\"mode\":\"pmax\",\"closed_form\":\"none\",\"tau_min\":0.5,\"step\":0.05}"},
     {"window", "{\"size\":0}"},

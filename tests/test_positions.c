@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/engine/kernels/attention.h"
 #include "tests/stack.h"
 
 /* Compare causal row i of a length-T spec with a hand-written row, one char per
@@ -408,4 +409,96 @@ Test(rerope, errors)
     EXPECT_FAILS("[nope, rerope]", &f, "rerope", "not rope");
     EXPECT_FAILS("[rope, {streaming: {recent: 8}}, rerope]", &f, "streaming", "rerope", "far-key positions");
     EXPECT_FAILS("[rope, {rerope: {leak: 0.5}}]", &f, "leak");
+}
+
+/* ---- selfextend ---------------------------------------------------------------- */
+
+Test(selfextend, golden)
+{
+    /* docs/methods.md#selfextend, row 9 by hand: beyond w = 4 (keys 0..5), δ = ⌊9/G⌋ − ⌊j/G⌋ + w − w/G */
+    static const double g2[] = {6, 6, 5, 5, 4, 4, 3, 2, 1, 0};
+    const double s3 = 4 - 4.0 / 3;      /* G = 3 does not divide w: a shift of 8/3 */
+    const double g3[] = {3 + s3, 3 + s3, 3 + s3, 2 + s3, 2 + s3, 2 + s3, 3, 2, 1, 0};
+    expect_query9("[rope, {selfextend: {group: 2, window: 4}}]", g2);
+    expect_query9("[rope, {selfextend: {group: 3, window: 4}}]", g3);
+    expect_query9("[rope, {selfextend: {group: 1, window: 4}}]", (const double[]){9, 8, 7, 6, 5, 4, 3, 2, 1, 0});
+    /* group auto, L = 64, w = 16 (L/4) at 256 tokens: the largest distance ⌊255/G⌋ + 16 − 16/G is 63.8 at
+    ** G = 5, 55.3 at G = 6 (the paper's (L − w)·G + w >= n would take 5) */
+    struct lx_facts f = tfacts(64, 64, 1, 256);
+    struct tstack s;
+    tstack_make(&s, "[rope, selfextend]", &f);
+    cr_expect_eq(s.spec.posmap.group, 6);
+    cr_expect_eq(s.spec.posmap.from, 16);
+    cr_expect_eq(lx_spec_delta(&s.spec, 255, 0), 42 + 16 - 16.0 / 6);
+    tstack_free(&s);
+    f = tfacts(64, 64, 1, 64);     /* within the training length: G = 1, RoPE */
+    tstack_make(&s, "[rope, selfextend]", &f);
+    cr_expect_eq(s.spec.posmap.group, 1);
+    expect_full(&s.spec, 64);
+    tstack_free(&s);
+}
+
+Test(selfextend, errors)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 256);
+    EXPECT_FAILS("{selfextend: {group: 2}}", &f, "selfextend", "rope");
+    EXPECT_FAILS("[rope, rerope, selfextend]", &f, "rerope", "selfextend", "far-key positions");
+    EXPECT_FAILS("[rope, {selfextend: {window: 64}}]", &f, "selfextend", "window below the training length 64");
+}
+
+/* The engine's attention, naive and fast, against tests/ref/selfextend_ref.py's transcription of the
+** patch's eager forward (tests/ref/selfextend_ref.csv): one head of 13 tokens, D = 8, G and w of
+** (2, 4), (3, 4), (4, 5) and (1, 3), within 1e-5 (float products against doubles). */
+Test(selfextend, attention_matches_the_patch)
+{
+    enum { T = 13, D = 8 };
+    static float q[T * D], k[T * D], v[T * D], o[T * D], o2[T * D], att[T * T], P[T * T], far[T * T + 2 * T * D];
+    for (int t = 0; t < T; t++)
+        for (int d = 0; d < D; d++)
+            v[t * D + d] = (float)sin(0.29 * t * d + 0.5 * d - 0.2);
+    char path[512], line[256];
+    snprintf(path, sizeof path, "%s/tests/ref/selfextend_ref.csv", getenv("LENX_ROOT"));
+    FILE *fp = fopen(path, "r");
+    cr_assert_not_null(fp, "%s", path);
+    cr_assert_not_null(fgets(line, sizeof line, fp));
+    int G0 = 0, w0 = 0, rows = 0;
+    double worst = 0;
+    struct tstack s = {0};
+    int G, w, i, d;
+    double want;
+    while (fscanf(fp, "%d,%d,%d,%d,%lf", &G, &w, &i, &d, &want) == 5) {
+        if (G != G0 || w != w0) {
+            char yaml[128];
+            struct lx_facts f = tfacts(D, 64, 1, T);
+            snprintf(yaml, sizeof yaml, "[rope, {selfextend: {group: %d, window: %d}}]", G, w);
+            if (G0)
+                tstack_free(&s);
+            tstack_make(&s, yaml, &f);
+            for (int t = 0; t < T; t++)     /* the model rotates q and k to their positions before attention */
+                for (int x = 0; x < 2; x++) {
+                    double r[D];
+                    for (int c = 0; c < D; c++)
+                        r[c] = x ? cos(0.53 * t - 0.71 * c + 0.1) : sin(0.37 * t + 0.91 * c + 0.3);
+                    lx_rotary_turn(r, &s.spec.rotary, D, (double)t);
+                    for (int c = 0; c < D; c++)
+                        (x ? k : q)[t * D + c] = (float)r[c];
+                }
+            lx_attention_forward(o, att, q, k, v, &s.spec, T, 1, D, 1);
+            double tab[2 * T], stats[LX_ATTN_NSTATS] = {0};
+            struct lx_attn_ws ws = {.tab = tab, .far = far, .stats = stats};
+            struct lx_attn_shape sh = {.T = T, .H = 1, .KV = 1, .D = D, .ld = D, .ldo = D, .causal = 1};
+            lx_attn_head_forward(o2, P, q, k, v, &s.spec, 0, &sh, &ws);
+            G0 = G, w0 = w;
+        }
+        worst = fmax(worst, fmax(fabs(o[i * D + d] - want), fabs(o2[i * D + d] - want)));
+        cr_expect_leq(fabs(o[i * D + d] - want), 1e-5, "G %d, w %d, row %d, channel %d: naive %.9g, patch %.9g", G, w,
+                      i, d, (double)o[i * D + d], want);
+        cr_expect_leq(fabs(o2[i * D + d] - want), 1e-5, "G %d, w %d, row %d, channel %d: fast %.9g, patch %.9g", G, w,
+                      i, d, (double)o2[i * D + d], want);
+        rows++;
+    }
+    fclose(fp);
+    tstack_free(&s);
+    cr_expect_eq(rows, 4 * T * D);
+    cr_log_info("selfextend: max |lenx - patch| %.3g", worst);
 }

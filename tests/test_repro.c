@@ -36,7 +36,7 @@ Test(repro, stories260K_sweeps_plan, .init = setup, .fini = teardown, .timeout =
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
     expect_plans("configs/repro/stories260K-extension.yaml", "sweep stories260K-extension: 80 cells");
-    expect_plans("configs/models/stories260K-every-method.yaml", "sweep stories260K-every-method: 133 cells");
+    expect_plans("configs/models/stories260K-every-method.yaml", "sweep stories260K-every-method: 140 cells");
     expect_plans("configs/models/tok512-train.yaml", "sweep tok512-train: 24 cells");
 }
 
@@ -203,7 +203,10 @@ Test(repro, attn_on_a_model_trained_past_its_limit_skips_the_reference, .init = 
 ** 131,072 − 4 = 131,068 keys; its map from 131,068 on) and rerope's
 ** (distances from 131,072 / 4 = 32,768 on) reach nothing at 512. A window of
 ** 64 keys does on both models, and on the model trained at 256 every
-** automatic one does (256 < 512, rerope's 64 < 128). */
+** automatic one does (256 < 512, rerope's 64 < 128). selfextend's automatic
+** window (32,768) reaches nothing on the copy either, and with a window of 64
+** its automatic group is 1 at every length up to 131,072: RoPE, named as
+** such; on the model trained at 256 both act at 512. */
 Test(repro, a_window_that_sees_every_key_is_named_at_plan_time, .init = setup, .fini = teardown, .timeout = 60)
 {
     if (!tokfile_stories())
@@ -214,10 +217,11 @@ Test(repro, a_window_that_sees_every_key_is_named_at_plan_time, .init = setup, .
                "  t: {hf: $R/tests/ref/hf-bf16-tiny, tokenizer: $R/../shared/models/stories260K/tok512.bin}\n"
                "  l: {hf: long, tokenizer: $R/../shared/models/stories260K/tok512.bin}\n"
                "methods:\n  - [native, window]\n  - [native, {window: {size: 64}}]\n  - [native, streaming]\n"
-               "  - [native, rerope]\n  - [native]\ntasks: [{ppl: {windows: 1}}]\nlengths: [128, 512]\n");
+               "  - [native, rerope]\n  - [native]\n  - [native, selfextend]\n  - [native, {selfextend: {window: 64}}]\n"
+               "tasks: [{ppl: {windows: 1}}]\nlengths: [128, 512]\n");
     cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|g\" t.yaml && $L run --dry-run --db x.db t.yaml 2>err.txt "
                     "| head -1; cat err.txt"), 0, "%s", out);
-    cr_expect(strstr(out, "sweep t: 20 cells") != NULL, "%s", out);
+    cr_expect(strstr(out, "sweep t: 28 cells") != NULL, "%s", out);
     static const char *const want[] = {
         "lenx: warning: t.yaml:6:5: on model 'l' the stack '",
         "+window(size=131072)' changes nothing at the grid's lengths (at most 512): window's window of 131072 keys sees every "
@@ -229,11 +233,18 @@ Test(repro, a_window_that_sees_every_key_is_named_at_plan_time, .init = setup, .
         "lenx: warning: t.yaml:9:5: on model 'l' the stack '",
         "+rerope(window=32768)' changes nothing at the grid's lengths (at most 512): rerope remaps distances of "
         "32768 and more, and none is that long\n  hint: give rerope a window",
+        "lenx: warning: t.yaml:11:5: on model 'l' the stack '",
+        "+selfextend(group=1,window=32768)' changes nothing at the grid's lengths (at most 512): selfextend remaps "
+        "distances of 32768 and more, and none is that long",
+        "lenx: warning: t.yaml:12:5: on model 'l' the stack '",
+        "+selfextend(group=1,window=64)' changes nothing at the grid's lengths (at most 512): selfextend keeps every "
+        "distance as it is (its group is 1)\n  hint: its automatic group is 1 up to the model's training length, "
+        "131072 here: lengths past it, or a group above 1 (docs/methods.md#selfextend)",
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         cr_expect(strstr(out, want[i]) != NULL, "expected '%s' in:\n%s", want[i], out);
     cr_expect_eq(sh(out, sizeof out, "grep -c 'warning:' err.txt"), 0, "%s", out);
-    cr_expect_eq(atoi(out), 3, "one warning per inert stack and model:\n%s", out);
+    cr_expect_eq(atoi(out), 5, "one warning per inert stack and model:\n%s", out);
     cr_expect(!exists("x.db"), "a dry run writes nothing");
 }
 

@@ -174,14 +174,18 @@ int lx_spec_far(const struct lx_spec *spec, long i, long j)
     return spec->posmap.method && d >= spec->posmap.from;
 }
 
+double lx_posmap_pos(const struct lx_posmap *p, long t, int shifted)
+{
+    double g = p->group > 1 ? (double)(t / p->group) : (double)t;     /* t >= 0: C's division floors */
+    return shifted ? fmin(p->scale * g + p->shift, p->cap) : p->scale * g;
+}
+
 double lx_spec_delta(const struct lx_spec *spec, long i, long j)
 {
     if (!lx_spec_far(spec, i, j))
         return (double)(i - j);
     const struct lx_posmap *p = &spec->posmap;
-    if (j < i)
-        return fmin(p->scale * (double)i + p->shift, p->cap) - p->scale * (double)j;
-    return p->scale * (double)i - fmin(p->scale * (double)j + p->shift, p->cap);
+    return lx_posmap_pos(p, i, j < i) - lx_posmap_pos(p, j, j > i);
 }
 
 double lx_spec_qk_scale(const struct lx_spec *spec, int d)

@@ -110,18 +110,26 @@ struct lx_visibility {
 
 /* The effective rotary distance of far keys. For a visible pair with
 ** |i − j| >= from, the query and key are rotated to
-**     lower (j < i):  qpos = min(scale·i + shift, cap),  kpos = scale·j
-**     upper (j > i):  qpos = scale·i,  kpos = min(scale·j + shift, cap)
-** so δ = qpos − kpos and δ(i, j) = −δ(j, i). Nearer pairs use δ = i − j.
+**     lower (j < i):  qpos = min(scale·g(i) + shift, cap),  kpos = scale·g(j)
+**     upper (j > i):  qpos = scale·g(i),  kpos = min(scale·g(j) + shift, cap)
+** with g(t) = ⌊t / group⌋ (t itself for group 0 or 1), so δ = qpos − kpos and
+** δ(i, j) = −δ(j, i). Nearer pairs use δ = i − j.
 **   ReRoPE(w)          from w, scale 0, shift w            → δ = w
 **   Leaky ReRoPE(w,k)  from w, scale 1/k, shift w(k−1)/k   → δ = w + (Δ − w)/k
 **   LM-Infinite        from L_local, scale 0, shift D      → δ = D (global keys)
-**   StreamingLLM(S,R)  from R+1, scale 1, cap S+R          → δ = min(i, S+R) − j */
+**   StreamingLLM(S,R)  from R+1, scale 1, cap S+R          → δ = min(i, S+R) − j
+**   Self-Extend(G,w)   from w, group G, scale 1, shift w − w/G
+**                                              → δ = ⌊i/G⌋ − ⌊j/G⌋ + w − w/G */
 struct lx_posmap {
     const char *method;     /* the method that set it, or NULL = none */
     long from;              /* distances >= from are remapped */
     double scale, shift, cap;   /* see above; cap = INFINITY for none */
+    long group;             /* G of g(t) = ⌊t / G⌋; 0 or 1 = none */
 };
+
+/* The position a far pair's query (lower pair) or key (upper pair) is
+** rotated to when shifted, else the other's: see struct lx_posmap. */
+double lx_posmap_pos(const struct lx_posmap *p, long t, int shifted);
 
 /* Attention statistics a calibrating method may ask for: means over the
 ** attention rows (every layer and head, or layer 0 only) of max p, the

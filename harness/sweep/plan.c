@@ -17,6 +17,7 @@
 */
 #include "harness/sweep/plan.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -485,8 +486,10 @@ static void note_reach(struct reach *r, const struct lx_spec *spec, const char *
         r->vis_acts |= spec->vis.window + spec->vis.sinks < T;   /* the last query sees [T − W, T) and [0, S) */
     }
     if (spec->posmap.method) {
-        r->map = spec->posmap.method, r->from = spec->posmap.from;
-        r->map_acts |= spec->posmap.from < T;      /* the longest distance is T − 1 */
+        const struct lx_posmap *pm = &spec->posmap;     /* selfextend with G = 1 maps each distance to itself */
+        int same = pm->scale == 1 && pm->shift == 0 && pm->group <= 1 && isinf(pm->cap);
+        r->map = pm->method, r->from = pm->from;
+        r->map_acts |= pm->from < T && !same;      /* the longest distance is T − 1 */
     }
     r->train_len = train_len;
     r->longest = T > r->longest ? T : r->longest;
@@ -509,12 +512,19 @@ static void reach_note(struct lx_plan *plan, const struct lx_grid *g, int s, int
     if (vis)
         lx_buf_printf(&b, " %s's window of %ld keys%s sees every key", r->vis, r->window,
                       r->sinks ? " and its sinks" : "");
-    if (map)
+    int same = map && r->from < r->longest;    /* distances that long exist, and the map keeps them */
+    if (map && same)
+        lx_buf_printf(&b, "%s %s keeps every distance as it is (its group is 1)", vis ? ";" : "", r->map);
+    else if (map)
         lx_buf_printf(&b, "%s %s remaps distances of %ld and more, and none is that long", vis ? ";" : "", r->map,
                       r->from);
     const char *who = vis ? r->vis : r->map;
-    lx_buf_printf(&b, "\n  hint: give %s a window shorter than the lengths (docs/methods.md#%s); its automatic "
-                  "one comes from the model's training length, %ld here", who, who, r->train_len);
+    if (!vis && same)
+        lx_buf_printf(&b, "\n  hint: its automatic group is 1 up to the model's training length, %ld here: "
+                      "lengths past it, or a group above 1 (docs/methods.md#%s)", r->train_len, who);
+    else
+        lx_buf_printf(&b, "\n  hint: give %s a window shorter than the lengths (docs/methods.md#%s); its automatic "
+                      "one comes from the model's training length, %ld here", who, who, r->train_len);
     plan->notes = lx_xrealloc(plan->notes, sizeof *plan->notes * (size_t)(plan->n_notes + 1));
     plan->notes[plan->n_notes++] = lx_xstrdup(lx_buf_str(&b));
     lx_buf_free(&b);

@@ -135,15 +135,13 @@ size_t lx_attn_far_floats(int T, int D)
 }
 
 /* dst (T, D) = rows of src (stride ld) each turned by the extra angle of
-** pos(row) − row, where pos(x) = min(scale·x + shift, cap) (capped) or scale·x. */
+** pos(row) − row, pos the posmap's (lx_posmap_pos). */
 static void rotate_rows(float *dst, const float *src, int ld, int T, int D, const struct lx_rotary *r,
                         const struct lx_posmap *pm, int shifted)
 {
     double x[2 * LX_SPEC_MAX_PAIRS + 2];
     for (int t = 0; t < T; t++) {
-        double pos = pm->scale * t + (shifted ? pm->shift : 0.0);
-        if (shifted)
-            pos = fmin(pos, pm->cap);
+        double pos = lx_posmap_pos(pm, t, shifted);
         for (int d = 0; d < D; d++)
             x[d] = src[(long)t * ld + d];
         lx_rotary_turn(x, r, D, pos - t);
@@ -153,7 +151,7 @@ static void rotate_rows(float *dst, const float *src, int ld, int T, int D, cons
 }
 
 /* Replace the scores of far pairs by their scores at the posmap's distance:
-** lower triangle q at min(scale·i + shift, cap), k at scale·j; upper (when
+** lower triangle q at its shifted position, k at its plain one; upper (when
 ** bidirectional) the mirror. One extra GEMM per triangle. */
 static void far_scores(float *S, const float *q, const float *k, int ld, const struct lx_spec *spec, int T,
                        int D, int causal, float c, float *ws)

@@ -80,7 +80,7 @@ void lx_kvcache_put(struct lx_kvcache *c, int layer, const float *qkv, int B, in
     }
 }
 
-/* Each key turned from its position j to the posmap's key position scale·j:
+/* Each key turned from its position j to the posmap's key position (unshifted):
 ** the tiled forward's far rows of a lower pair, which depend on the key alone. */
 void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, int layer, long upto)
 {
@@ -93,7 +93,7 @@ void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, 
             float *dst = kf + j * KD + (long)g * c->D;
             for (int d = 0; d < c->D; d++)
                 r[d] = c->bf16 ? lx_bf16_to_f32(c->kh[at + d]) : c->k[at + d];
-            lx_rotary_turn(r, &spec->rotary, c->D, spec->posmap.scale * (double)j - (double)j);
+            lx_rotary_turn(r, &spec->rotary, c->D, lx_posmap_pos(&spec->posmap, j, 0) - (double)j);
             for (int d = 0; d < c->D; d++)
                 dst[d] = (float)r[d];
         }
@@ -129,11 +129,10 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
     long far1 = kfar ? i - spec->posmap.from + 1 : 0;     /* keys j < far1 score from kfar */
     float qf[2 * LX_SPEC_MAX_PAIRS + 2];
     if (kfar) {     /* the query turned to the posmap's position of a lower pair's query */
-        const struct lx_posmap *pm = &spec->posmap;
         double r[2 * LX_SPEC_MAX_PAIRS + 2];
         for (int d = 0; d < D; d++)
             r[d] = q[d];
-        lx_rotary_turn(r, &spec->rotary, D, fmin(pm->scale * (double)i + pm->shift, pm->cap) - (double)i);
+        lx_rotary_turn(r, &spec->rotary, D, lx_posmap_pos(&spec->posmap, i, 1) - (double)i);
         for (int d = 0; d < D; d++)
             qf[d] = (float)r[d];
     }

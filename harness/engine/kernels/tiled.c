@@ -133,8 +133,8 @@ void lx_tile_dist_tables(double *tab_all, const struct lx_spec *spec, int H, int
 }
 
 /* rot = [q lower, k lower, q upper, k upper], each (H, T, D): rows turned from
-** their window position t to the posmap's, min(scale·t + shift, cap) when
-** shifted (the query of a lower pair, the key of an upper one), else scale·t. */
+** their window position t to the posmap's (lx_posmap_pos), shifted for the
+** query of a lower pair and the key of an upper one. */
 static void far_rows(const struct tiled *x)
 {
     const struct lx_posmap *pm = &x->spec->posmap;
@@ -144,9 +144,7 @@ static void far_rows(const struct tiled *x)
         int which = (int)(ht / HT), h = (int)(ht % HT / x->T), shifted = which == 0 || which == 3;
         long t = ht % x->T;
         const float *src = which % 2 ? x->k + t * x->ld + (long)(h / x->G) * x->D : x->q + t * x->ld + (long)h * x->D;
-        double pos = pm->scale * (double)t + (shifted ? pm->shift : 0.0), r[2 * LX_SPEC_MAX_PAIRS + 2];
-        if (shifted)
-            pos = fmin(pos, pm->cap);
+        double pos = lx_posmap_pos(pm, t, shifted), r[2 * LX_SPEC_MAX_PAIRS + 2];
         for (int d = 0; d < x->D; d++)
             r[d] = src[d];
         lx_rotary_turn(r, &x->spec->rotary, x->D, pos - (double)t);
