@@ -100,9 +100,10 @@ static enum MHD_Result respond_error(struct MHD_Connection *c, int status, const
     return ok;
 }
 
-static void timeout_msg(char *msg, size_t n, double s)
+static void timeout_msg(char *msg, size_t n, double s, int streamed)
 {
-    snprintf(msg, n, "no answer within %g s\n  hint: a shorter prompt or budget, or lenx serve --timeout", s);
+    snprintf(msg, n, streamed ? "the answer ran past %g s and was cut there\n  hint: a smaller max_tokens, or lenx "
+             "serve --timeout" : "no answer within %g s\n  hint: a shorter prompt or budget, or lenx serve --timeout", s);
 }
 
 /* The handler's stream (lx_httpd_stream): appends to the job's answer. */
@@ -135,7 +136,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         ;
     if (j->sent == j->out.len && !j->done && !j->abandoned) {
         char msg[160];
-        timeout_msg(msg, sizeof msg, h->lim.request_timeout);
+        timeout_msg(msg, sizeof msg, h->lim.request_timeout, 1);
         j->abandoned = 1;
         lx_buf_puts(&j->out, "data: ");
         error_json(&j->out, 503, "ServiceUnavailable", msg);
@@ -227,7 +228,7 @@ static enum MHD_Result through_queue(struct lx_httpd *h, struct MHD_Connection *
     pthread_mutex_unlock(&h->mu);
     if (!done && !streaming) {
         char msg[160];
-        timeout_msg(msg, sizeof msg, h->lim.request_timeout);
+        timeout_msg(msg, sizeof msg, h->lim.request_timeout, 0);
         ok = respond_error(c, 503, "ServiceUnavailable", msg);
     }
     return ok;
