@@ -168,13 +168,15 @@ static void stream_free(void *cls)
 
 static enum MHD_Result respond_stream(struct MHD_Connection *c, struct job *j)
 {
+    pthread_mutex_lock(&j->h->mu);
+    j->refs++;      /* the response's, let go of in stream_free */
+    pthread_mutex_unlock(&j->h->mu);
     struct MHD_Response *r = mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, j,
                                                                stream_free);
-    if (!r)
+    if (!r) {
+        stream_free(j);     /* nobody will read: the handler stops at its next put */
         return MHD_NO;
-    pthread_mutex_lock(&j->h->mu);
-    j->refs++;
-    pthread_mutex_unlock(&j->h->mu);
+    }
     mhd.add_response_header(r, "Content-Type", "text/event-stream");
     mhd.add_response_header(r, "Cache-Control", "no-cache");
     enum MHD_Result ok = mhd.queue_response(c, 200, r);
