@@ -652,3 +652,50 @@ Test(serve_stream, client_gone_mid_stream, .fini = teardown)
     free(b);
     cr_expect_eq(server_stop(&s), 0);
 }
+
+/* ignore_eos (vLLM's field): the continuation goes on past the model's end of text to max_tokens, and
+** its first tokens are those of the same request without it, the special id that ended that one next
+** (the same seed, the same draws); streamed, the same. */
+Test(serve_stream, ignore_eos_goes_past_the_end_of_text, .fini = teardown)
+{
+    shell_setup("serve-eos");
+    struct server s;
+    server_start(&s, "");
+    char req[512], *a = NULL, ids[4096], all[4096];
+    int seed = 0;
+    for (int k = 1; k <= 40 && !seed; k++) {    /* a sampled continuation the model ends itself */
+        snprintf(req, sizeof req, "{\"prompt\":[1,403],\"max_tokens\":200,\"temperature\":1.5,\"seed\":%d,"
+                 "\"return_token_ids\":true}", k);
+        free(a);
+        cr_assert_eq(http(s.port, "POST", "/v1/completions", req, &a), 200, "%s", a);
+        if (strstr(a, "\"finish_reason\":\"stop\",\"stop_reason\":"))
+            seed = k;
+    }
+    cr_assert(seed, "no seed of 40 ends before 200 tokens: %s", a);
+    field_text(a, "\"token_ids\":[", "]", ids, sizeof ids);
+    int stop_id = atoi(strstr(a, "\"stop_reason\":") + 14);
+    snprintf(req, sizeof req, "{\"prompt\":[1,403],\"max_tokens\":200,\"temperature\":1.5,\"seed\":%d,"
+             "\"return_token_ids\":true,\"ignore_eos\":true}", seed);
+    char *b, *c;
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", req, &b), 200, "%s", b);
+    cr_expect(strstr(b, "\"finish_reason\":\"length\",\"stop_reason\":null") &&
+              strstr(b, "\"completion_tokens\":200,"), "%s", b);
+    field_text(b, "\"token_ids\":[", "]", all, sizeof all);
+    char last[16];      /* return_token_ids lists the id that ended it last */
+    snprintf(last, sizeof last, ",%d", stop_id);
+    cr_expect(strlen(ids) > strlen(last) && strcmp(ids + strlen(ids) - strlen(last), last) == 0, "%s", ids);
+    cr_expect(strncmp(all, ids, strlen(ids)) == 0 && all[strlen(ids)] == ',',
+              "seed %d: the tokens up to the end of text (id %d), then more:\n%s\n%s", seed, stop_id, ids, all);
+    struct lx_buf t1 = {0}, t2 = {0};
+    choice_text(b, strlen(b), 0, &t1, NULL, 0);
+    snprintf(req + strlen(req) - 1, sizeof req - strlen(req) + 1, ",\"stream\":true}");
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", req, &c), 200, "%s", c);
+    dechunk(c);
+    struct events ev;
+    read_events(c, &ev);
+    cr_expect_str_eq(lx_buf_str(&ev.text[0]), lx_buf_str(&t1), "streamed with ignore_eos");
+    cr_expect_str_eq(ev.finish[0], "length");
+    lx_buf_free(&ev.text[0]), lx_buf_free(&ev.text[1]), lx_buf_free(&t1), lx_buf_free(&t2);
+    free(a), free(b), free(c);
+    cr_expect_eq(server_stop(&s), 0);
+}

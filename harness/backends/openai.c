@@ -272,6 +272,8 @@ int lx_oai_completion_parse(struct lx_oai_completion *r, const char *body, size_
     if (rc == LX_OK)
         rc = get_bool(root, "return_token_ids", &r->return_ids, e);
     if (rc == LX_OK)
+        rc = get_bool(root, "ignore_eos", &r->ignore_eos, e);
+    if (rc == LX_OK)
         rc = get_stop(r, doc, root, e);
     r->max_tokens = (long)max_tokens;
     r->top_k = (long)top_k;

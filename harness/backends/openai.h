@@ -59,6 +59,7 @@ struct lx_oai_completion {
     int return_ids;         /* return_token_ids (vLLM): each choice's "token_ids" (the continuation's,
                             ** a special id that ended it included) and "prompt_token_ids" */
     long attn_from;         /* lenx_attention_from: sum attention entropy from this row on; -1 = not asked */
+    int ignore_eos;         /* vLLM's: the model's end of text (any special id) does not end the continuation */
     int stream;             /* the answer as server-sent events, chunk by chunk (no logprobs, no attention) */
     int stream_usage;       /* stream_options.include_usage: a last chunk with the usage */
     const char *model;      /* as sent, or NULL */

@@ -129,7 +129,7 @@ static void keep_continuation(struct lx_serve *sv, const struct lx_oai_completio
     const int *g = c->seq + c->n_prompt;
     long keep = 0;
     size_t len;
-    while (keep < n_out && lx_tok_piece(sv->tok, g[keep], &len))
+    while (keep < n_out && (r->ignore_eos || lx_tok_piece(sv->tok, g[keep], &len)))
         keep++;
     c->stop_id = keep < n_out ? g[keep] : -1;
     if (keep < n_out)
@@ -169,6 +169,7 @@ static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, cons
     long n_out = 0;
     struct lx_lm_stop stop;
     lx_lm_stop_init(&stop, sv->tok, stop_cut, r);
+    stop.past_specials = r->ignore_eos;
     int rc = lx_lm_generate(sv->lm, c->seq, c->n_prompt, r->max_tokens, s, sink ? sink : &stop.sink,
                             c->seq + c->n_prompt, &n_out, err);
     lx_lm_stop_free(&stop);
@@ -451,7 +452,7 @@ static int stream_token(void *arg, long k, int id)
     const char *p = lx_tok_piece(s->sv->tok, id, &len);
     (void)k;
     if (!p)
-        return 1;
+        return !s->r->ignore_eos;
     lx_buf_putn(&s->text, p, len);
     size_t cut = first_stop(s->r, s->text.s, 0, s->text.len);
     stream_text(s, cut < s->text.len ? cut : sendable(s->r, s->text.s, s->text.len));

@@ -236,7 +236,7 @@ static int stop_token(void *arg, long k, int id)
     const char *p = lx_tok_piece(s->tk, id, &len);
     (void)k;
     if (!p)
-        return 1;
+        return !s->past_specials;
     lx_buf_putn(&s->text, p, len);
     return s->cut && s->text.len > 0 && s->cut(s->arg, s->text.s, (long)s->text.len) < (long)s->text.len;
 }

@@ -72,9 +72,9 @@ struct lx_lm_gen {
 };
 
 /* A sink that ends a continuation where its text ends: after the first
-** special id of tk (no piece), or after the first token with which
-** cut(arg, text, n) < n for the pieces so far (a stop string or a newline
-** found). The tokens before the end are those of a continuation run to the
+** special id of tk (no piece) unless past_specials, or after the first token
+** with which cut(arg, text, n) < n for the pieces so far (a stop string or a
+** newline found). The tokens before the end are those of a continuation run to the
 ** budget, so what is kept of it does not change; only the steps after it
 ** are saved. */
 struct lx_lm_stop {
@@ -82,6 +82,7 @@ struct lx_lm_stop {
     const struct lx_tokenizer *tk;
     long (*cut)(const void *arg, const char *text, long n);     /* NULL: special ids only */
     const void *arg;
+    int past_specials;      /* 1: a special id does not end it (a server's ignore_eos); set after init */
     struct lx_buf text;
 };
 void lx_lm_stop_init(struct lx_lm_stop *s, const struct lx_tokenizer *tk,
