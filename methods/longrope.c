@@ -56,10 +56,16 @@ static int longrope_resolve(void *params, const struct lx_facts *f, struct lx_er
 static int longrope_check(const void *params, const struct lx_facts *f, struct lx_error *err)
 {
     const struct longrope_params *p = params;
-    const struct lx_floats *lists[2] = {&p->long_factor, &p->short_factor};
-    int pairs = f->d_head / 2;
+    (void)f;
     if (p->original < 1)
         return lx_err(err, LX_EINVAL, "longrope: needs L >= 1, got %ld", p->original);
+    return LX_OK;
+}
+
+/* One factor per rotary pair of the table rope made (a partial rope has fewer than d/2). */
+static int check_lists(const struct longrope_params *p, const struct lx_facts *f, int pairs, struct lx_error *err)
+{
+    const struct lx_floats *lists[2] = {&p->long_factor, &p->short_factor};
     for (int i = 0; i < 2; i++)
         if (lists[i]->n && lists[i]->n != pairs)
             return lx_err(err, LX_EINVAL, "longrope: %s has %d factors; a head of %d has %d rotary pairs\n"
@@ -82,6 +88,8 @@ static int longrope_apply(const void *params, const struct lx_facts *f, struct l
 {
     const struct longrope_params *p = params;
     int rc = lx_spec_claim_frequencies(spec, "longrope", err);
+    if (rc == LX_OK)
+        rc = check_lists(p, f, spec->rotary.n_pairs, err);
     if (rc < 0)
         return rc;
     long n = f->ft_len ? f->ft_len : f->length;
@@ -91,7 +99,7 @@ static int longrope_apply(const void *params, const struct lx_facts *f, struct l
     struct lx_logit_op op = {
         .kind = LX_OP_ROW_SCALE, .method = "longrope", .params = params, .row_scale = longrope_row_scale,
     };
-    return lx_spec_push(spec, &op, err);
+    return lx_spec_rotary_gain(spec, &op, lx_longrope_attention(p->attention_factor, p->scale, (double)p->original), err);
 }
 
 const struct lx_method lx_method_longrope = {

@@ -9,7 +9,11 @@
 ** x[2k + 1]) as RoFormer, GPT-J and Meta's LLaMA.
 ** The two are the same model up to a permutation of W_q and W_k rows, but a
 ** checkpoint only works with the layout it was trained with, so the layout is
-** part of the model key. A training-time method: the model learns with it.
+** part of the model key. `dims` R < d turns only the first R channels of each
+** head (partial rotary: GPT-NeoX's rotary_pct, Phi-4-mini's and transformers'
+** partial_rotary_factor), θ_k = base^(-2k/R) for k < R/2, `half` pairing
+** (x[k], x[k + R/2]); the other d − R channels carry no position. A
+** training-time method: the model learns with it.
 */
 #include <math.h>
 
@@ -20,6 +24,7 @@ enum { ROPE_HALF, ROPE_INTERLEAVED };
 struct rope_params {
     double base;    /* b in θ_k = b^(-2k/d) */
     int layout;     /* ROPE_HALF or ROPE_INTERLEAVED */
+    long dims;      /* R: channels turned; 0 = the whole head */
 };
 
 static const struct lx_param rope_rows[] = {
@@ -27,14 +32,19 @@ static const struct lx_param rope_rows[] = {
                "rotary base b: pair k turns by p * b^(-2k/d)"),
     LX_P_ENUM(struct rope_params, layout, "half", "half|interleaved", 0,
               "half: pairs (x[k], x[k+d/2]) as Hugging Face; interleaved: (x[2k], x[2k+1]) as RoFormer"),
+    LX_P_INT(struct rope_params, dims, "0", 0, 2 * LX_SPEC_MAX_PAIRS, LX_PF_UNKEYED_DEFAULT,
+             "R: only the first R channels of a head turn (partial rotary), with d = R above; 0 = all"),
 };
 
 static int rope_check(const void *params, const struct lx_facts *f, struct lx_error *err)
 {
-    (void)params;
+    const struct rope_params *p = params;
     if (f->d_head % 2 || f->d_head / 2 > LX_SPEC_MAX_PAIRS)
         return lx_err(err, LX_EINVAL, "rope: the head dimension must be even and at most %d, got %d",
                       2 * LX_SPEC_MAX_PAIRS, f->d_head);
+    if (p->dims && (p->dims % 2 || p->dims > f->d_head))
+        return lx_err(err, LX_EINVAL, "rope: dims must be an even number of channels up to the head's %d, got %ld\n"
+                      "  hint: dims = d_head x partial_rotary_factor, or 0 for the whole head", f->d_head, p->dims);
     return LX_OK;
 }
 
@@ -46,11 +56,12 @@ static int rope_apply(const void *params, const struct lx_facts *f, struct lx_sp
     if (rc < 0)
         return rc;
     struct lx_rotary *r = &spec->rotary;
-    r->n_pairs = f->d_head / 2;
+    long R = p->dims ? p->dims : f->d_head;
+    r->n_pairs = (int)(R / 2);
     r->layout = p->layout == ROPE_HALF ? LX_ROPE_HALF : LX_ROPE_INTERLEAVED;
     r->base = p->base;
     for (int k = 0; k < r->n_pairs; k++)
-        r->inv_freq[k] = pow(p->base, -2.0 * k / f->d_head);
+        r->inv_freq[k] = pow(p->base, -2.0 * k / (double)R);
     return LX_OK;
 }
 

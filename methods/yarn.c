@@ -63,13 +63,18 @@ static double yarn_corr_dim(double R, int d, double L, double b)
     return d * log(L / (2 * acos(-1.0) * R)) / (2 * log(b));
 }
 
+/* mscale, on cos and sin. */
+static double yarn_mscale(const struct yarn_params *p)
+{
+    double s = p->scale;
+    return (s <= 1 ? 1 : 0.1 * log(s) + 1) * p->attn_factor;
+}
+
 /* The logit multiplier mscale²; the same for every row. */
 static double yarn_row_scale(const void *params, const struct lx_facts *f, long n)
 {
-    const struct yarn_params *p = params;
-    (void)n;
-    double s = p->scale;
-    double m = (s <= 1 ? 1 : 0.1 * log(s) + 1) * p->attn_factor;
+    double m = yarn_mscale(params);
+    (void)f, (void)n;
     return m * m;
 }
 
@@ -110,7 +115,7 @@ static int yarn_apply(const void *params, const struct lx_facts *f, struct lx_sp
     struct lx_logit_op op = {
         .kind = LX_OP_ROW_SCALE, .method = "yarn", .params = params, .row_scale = yarn_row_scale,
     };
-    return lx_spec_push(spec, &op, err);
+    return lx_spec_rotary_gain(spec, &op, yarn_mscale(p), err);
 }
 
 const struct lx_method lx_method_yarn = {

@@ -1,8 +1,9 @@
 /*
 ** tests/test_gguf_export.c - `lenx export --gguf` (harness/engine/formats/gguf_model.c,
 ** harness/core/gguf_write.c): nine lenx-trained models (tests/ref/gguf/lenx-models.yaml:
-** Llama-, Qwen2- and Qwen3-shaped, rope, PI and YaRN trained in) and a Phi-3-shaped one with LongRoPE
-** (tests/ref/gguf/lenx-longrope.yaml, written as llama.cpp's phi3) written as F32, F16, BF16 and Q8_0
+** Llama-, Qwen2- and Qwen3-shaped, rope, PI and YaRN trained in) and two Phi-3-shaped ones with LongRoPE
+** (tests/ref/gguf/lenx-longrope.yaml; lenx-partial.yaml, whose rope turns 12 of each head's 16 channels,
+** as Phi-4-mini's: both written as llama.cpp's phi3) written as F32, F16, BF16 and Q8_0
 ** run in llama.cpp as in lenx — llama.cpp's perplexity (tests/ref/gguf/export.tsv, made by
 ** tests/ref/gguf/make.sh) against lenx's on the written file, and llama-quantize's own
 ** F16/BF16/Q8_0 conversion of the F32 export against lenx's, bit for bit; the F32 file scores
@@ -16,7 +17,7 @@
 #include "harness/core/gguf.h"
 
 static const char *const models[] = {"llama-rope", "llama-pi", "llama-yarn", "qwen2-rope", "qwen2-pi", "qwen2-yarn",
-                                     "qwen3-rope", "qwen3-pi", "qwen3-yarn", "phi3-longrope"};
+                                     "qwen3-rope", "qwen3-pi", "qwen3-yarn", "phi3-longrope", "phi3-partial-longrope"};
 static const char *const types[] = {"f32", "f16", "bf16", "q8_0"};
 
 /* Field (1-based) of export.tsv's row for name. */
@@ -122,12 +123,14 @@ Test(gguf_export, f32_file_scores_as_the_checkpoint, .fini = teardown)
         (void)sql_long;
         cr_assert_eq(sh(out, sizeof out, "$L show model m.gguf"), 0, "%s", out);
         int qwen = models[i][0] == 'q', pi = strstr(models[i], "-pi") != NULL, yarn = strstr(models[i], "yarn") != NULL;
-        int phi3 = models[i][0] == 'p';
+        int phi3 = models[i][0] == 'p', partial = strstr(models[i], "partial") != NULL;
         cr_expect(strstr(out, qwen || phi3 ? "\"layout\":\"half\"" : "\"layout\":\"interleaved\"") &&
-                  (!phi3 || strstr(out, "{\"longrope\":{\"scale\":2,\"original\":256,\"long_factor\":[1,1,"
-                                   "1.2000000476837158,1.5,2,2.5,3,4],\"short_factor\":[1,1,1,1.100000023841858,"
+                  (!phi3 || partial || strstr(out, "{\"longrope\":{\"scale\":2,\"original\":256,\"long_factor\":"
+                                   "[1,1,1.2000000476837158,1.5,2,2.5,3,4],\"short_factor\":[1,1,1,1.100000023841858,"
                                    "1.2000000476837158,1.2999999523162842,1.5,2],\"attention_factor\":"
                                    "1.0606601238250732,\"train\":true}}")) &&
+                  (!partial || strstr(out, "\"layout\":\"half\",\"dims\":12}},{\"longrope\":{\"scale\":2,"
+                                      "\"original\":256,\"long_factor\":[1,1.2000000476837158,1.5,2,3,4],")) &&
                   (!pi || strstr(out, "{\"pi\":{\"scale\":2,\"train\":true}}")) &&
                   (!yarn || strstr(out, "{\"yarn\":{\"scale\":2,\"original\":32,\"beta_fast\":32,\"beta_slow\":1,"
                                    "\"attn_factor\":1,\"train\":true}}")) &&
@@ -165,6 +168,7 @@ Test(gguf_export, qwen3_files_that_lie_are_named, .fini = teardown)
     } cases[] = {
         {"qwen3.attention.key_length", 15, "key_length 15"},
         {"qwen3.attention.value_length", 8, "value_length is 8, not key_length 16"},
+        {"qwen3.rope.dimension_count", 15, "rope.dimension_count is 15, not an even count up to the head size 16"},
     };
     char out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -181,6 +185,21 @@ Test(gguf_export, qwen3_files_that_lie_are_named, .fini = teardown)
     }
     cr_assert_eq(sh(out, sizeof out, "$L export --gguf q.gguf --model $R/tests/ref/gguf/lenx-qwen3-rope.safetensors"), 0,
                  "%s", out);
+    /* a llama file whose rope turns part of a head: llama.cpp's llama refuses it, and so does lenx */
+    cr_assert_eq(sh(out, sizeof out, "$L export --gguf l.gguf --model $R/tests/ref/gguf/lenx-llama-rope.safetensors"), 0,
+                 "%s", out);
+    {
+        const char *key = "llama.rope.dimension_count";
+        unsigned char old[64], new[64];
+        uint32_t type = 4, v = 16, w = 8;
+        size_t k = strlen(key);
+        memcpy(old, key, k), memcpy(old + k, &type, 4), memcpy(old + k + 4, &v, 4);
+        memcpy(new, old, k + 4), memcpy(new + k + 4, &w, 4);
+        patch_file("l.gguf", old, new, k + 8);
+        cr_expect_eq(sh(out, sizeof out, "$L show model l.gguf"), 2, "%s", out);
+        cr_expect(strstr(out, "l.gguf: llama.rope.dimension_count is 8, not the head size 16 (llama.cpp's llama turns "
+                          "whole heads)"), "%s", out);
+    }
     patch_file("q.gguf", "blk.0.attn_q_norm.weight", "blk.0.attn_q_xorm.weight", 24);
     cr_expect_eq(sh(out, sizeof out, "$L score --model q.gguf --text $R/tests/ref/gguf/text.txt --length 64"), 2, "%s",
                  out);

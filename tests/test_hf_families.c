@@ -14,8 +14,10 @@
 
 #include "harness/commands/score.h"
 #include "harness/core/json.h"
+#include "harness/engine/formats/gguf_model.h"
 #include "harness/engine/formats/hf_model.h"
 #include "harness/engine/kernels/numerics.h"
+#include "harness/engine/tokenizers/tokenizer.h"
 #include "tests/loaders_fixture.h"
 #include "tests/stack.h"
 
@@ -184,6 +186,52 @@ Test(hf_families, phi3_longrope_matches_torch)
     lx_json_free(doc);
 }
 
+/* A Phi-4-mini-shaped directory (tests/ref/phi3_ref.py --partial: partial_rotary_factor 0.75, rope over
+** the first 12 of each head's 16 channels, LongRoPE's lists one factor per those 6 pairs, its attention
+** factor on the turned channels alone as transformers applies it, tied embeddings) runs as torch's
+** float64 forward of it, short and long factors, within 1e-4 per token; so does llama.cpp's converter's
+** GGUF of it (rope.dimension_count 12) and lenx's own GGUF export. The 48-token window with the short
+** factors is off by far more. */
+Test(hf_families, phi4_partial_rotary_matches_torch)
+{
+    char path[600], gguf[600];
+    struct lx_json *doc;
+    struct lx_error err = {{0}};
+    in_repo(path, "tests/ref/hf-phi4-tiny/ref.json");
+    cr_assert_eq(lx_json_load(&doc, path, 1 << 20, &err), LX_OK, "%s", err.msg);
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    in_repo(path, "tests/ref/hf-phi4-tiny");
+    load(&m, &info, path);
+    snprintf(gguf, sizeof gguf, "%s/p4.gguf", dir);
+    cr_assert_eq(lx_gguf_export(&m, &info, &lx_byte_tokenizer, gguf, LX_DT_F32, NULL, &err), LX_OK, "%s", err.msg);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+    const char *files[3] = {"tests/ref/hf-phi4-tiny", "tests/ref/gguf/phi4-tiny-hf.gguf", NULL};
+    for (int f = 0; f < 3; f++) {
+        if (f < 2)
+            in_repo(path, files[f]);
+        else
+            snprintf(path, sizeof path, "%s", gguf);
+        load(&m, &info, path);
+        cr_expect(strstr(info.stack, "{\"rope\":{\"base\":10000,\"layout\":\"half\",\"dims\":12}}") && m.arch.tie_head,
+                  "%s: %s", path, info.stack);
+        double dnll, dlogit;
+        for (int w = 0; w < 2; w++) {
+            long T = w ? 48 : 32;
+            phi3_window(&m, info.stack, doc, w, T, &dnll, &dlogit);
+            cr_log_info("%s, %ld tokens: max |dNLL| %.3g, max |dlogit| %.3g", path, T, dnll, dlogit);
+            cr_expect(dnll < 1e-4 && dlogit < 1e-4, "%s, %ld tokens: max |dNLL| %g, max |dlogit| %g", path, T, dnll,
+                      dlogit);
+        }
+        phi3_window(&m, info.stack, doc, 1, 32, &dnll, &dlogit);
+        cr_expect_gt(dnll, 1e-2, "%s: 48 tokens with the short factors: max |dNLL| only %g", path, dnll);
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+    }
+    lx_json_free(doc);
+}
+
 /* A LongRoPE model exported (lenx export --hf) is a LlamaForCausalLM with rope_scaling longrope, both
 ** lists, L at the top level (where transformers reads it first) and the attention factor as used: read
 ** back, it runs as torch's forward of the Phi-3 directory it came from, both lists. */
@@ -232,8 +280,12 @@ Test(hf_families, phi3_configs_refused)
     static const struct {
         const char *sed, *part1, *part2;
     } cases[] = {
-        {"s/\"rms_norm_eps\"/\"partial_rotary_factor\": 0.75, \"rms_norm_eps\"/", "config.json: partial_rotary_factor",
-         "0.75"},
+        {"s/\"rms_norm_eps\"/\"partial_rotary_factor\": 0.7, \"rms_norm_eps\"/", "config.json: partial_rotary_factor",
+         "0.7 of a head of 8 is 5 channels: rope turns pairs"},
+        {"s/\"rms_norm_eps\"/\"partial_rotary_factor\": 1.5, \"rms_norm_eps\"/", "config.json: partial_rotary_factor",
+         "1.5: not in (0, 1]"},
+        {"s/\"rms_norm_eps\"/\"partial_rotary_factor\": 0.5, \"rms_norm_eps\"/", "config.json: rope_scaling.long_factor",
+         "a list of 2 numbers, one per rotary pair of 4 channels"},
         {"s/\"long_factor\": \\[/\"long_factor\": [2.0, /", "config.json: rope_scaling.long_factor",
          "a list of 4 numbers"},
         {"s/\"short_factor\": \\[1.0/\"short_factor\": [0.0/", "config.json: rope_scaling.short_factor", "[0] is 0"},
@@ -245,6 +297,14 @@ Test(hf_families, phi3_configs_refused)
         cr_assert_eq(system(cmd), 0, "%s", cmd);
         expect_error(path, cases[i].part1, cases[i].part2);
     }
+    /* a Llama config with a partial rotary: transformers' Llama turns whole heads */
+    in_repo(src, "tests/ref/stories260K-hf");
+    snprintf(cmd, sizeof cmd, "rm -rf %s/p3 && mkdir -p %s/p3 && cp %s/* %s/p3/ && sed -i 's/\"rms_norm_eps\"/"
+             "\"partial_rotary_factor\": 0.5, \"rms_norm_eps\"/' %s/p3/config.json && grep -q partial %s/p3/config.json",
+             dir, dir, src, dir, dir, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    expect_error(path, "config.json: partial_rotary_factor", "Llama, Mistral and Qwen models turn every pair");
+    in_repo(src, "tests/ref/hf-phi3-tiny");
     /* the early Phi-3 configs' name of the type, su, is longrope (as llama.cpp's converter reads it) */
     snprintf(cmd, sizeof cmd, "rm -rf %s/p3 && mkdir -p %s/p3 && cp %s/* %s/p3/ && sed -i 's/\"longrope\"/\"su\"/' "
              "%s/p3/config.json && grep -q '\"su\"' %s/p3/config.json", dir, dir, src, dir, dir, dir);

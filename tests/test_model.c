@@ -921,8 +921,9 @@ Test(model, plan_refuses_models_that_do_not_fit)
 /* The rotary in the half layout (on an AVX-512 CPU eight pairs at a time in
 ** double) against the interleaved layout (element by element) on the same
 ** pairs laid out the other way: the same bits, forward and back, with
-** partial rotary (pairs not a multiple of eight, fewer than D/2) and
-** grouped heads. */
+** partial rotary (P pairs not a multiple of eight, fewer than D/2: half
+** pairs (k, k + P), interleaved (2k, 2k + 1), channels from 2P on unturned)
+** and grouped heads. */
 Test(model, rope_half_lanes_match_the_interleaved_pairs)
 {
     enum { T = 5, H = 3, KV = 1, D = 64, W = (H + 2 * KV) * D };
@@ -939,27 +940,34 @@ Test(model, rope_half_lanes_match_the_interleaved_pairs)
             lx_rng_init(&g, 11, (uint32_t)pi, LX_RNG_DATA);
             for (int i = 0; i < T * W; i++)
                 in[i] = half[i] = (float)(lx_rng_uniform(&g) * 4 - 2);
-            /* channels (k, k + D/2) of half at (2k, 2k + 1) of il: pair k of each layout, or unturned past them */
+            /* channels (k, k + P) of half at (2k, 2k + 1) of il: pair k of each layout; from 2P on, in place */
+            int P = r.n_pairs;
             for (int row = 0; row < T; row++)
-                for (int h = 0; h < H + 2 * KV; h++)
-                    for (int k = 0; k < D / 2; k++) {
-                        const float *x = half + row * W + h * D;
-                        il[row * W + h * D + 2 * k] = x[k], il[row * W + h * D + 2 * k + 1] = x[k + D / 2];
-                    }
+                for (int h = 0; h < H + 2 * KV; h++) {
+                    const float *x = half + row * W + h * D;
+                    for (int k = 0; k < P; k++)
+                        il[row * W + h * D + 2 * k] = x[k], il[row * W + h * D + 2 * k + 1] = x[k + P];
+                    for (int c = 2 * P; c < D; c++)
+                        il[row * W + h * D + c] = x[c];
+                }
             lx_rope_apply(half, &r, cs, 1, T, H, KV, D, sign);
             r.layout = LX_ROPE_INTERLEAVED;
             lx_rope_apply(il, &r, cs, 1, T, H, KV, D, sign);
             int moved = 0;
             for (int row = 0; row < T; row++)
-                for (int h = 0; h < H + 2 * KV; h++)
-                    for (int k = 0; k < D / 2; k++) {
-                        const float *x = half + row * W + h * D, *y = il + row * W + h * D;
-                        cr_assert(!memcmp(&x[k], &y[2 * k], 4) && !memcmp(&x[k + D / 2], &y[2 * k + 1], 4),
+                for (int h = 0; h < H + 2 * KV; h++) {
+                    const float *x = half + row * W + h * D, *y = il + row * W + h * D, *x0 = in + row * W + h * D;
+                    for (int k = 0; k < P; k++) {
+                        cr_assert(!memcmp(&x[k], &y[2 * k], 4) && !memcmp(&x[k + P], &y[2 * k + 1], 4),
                                   "pairs %d sign %d row %d head %d pair %d: %.9g %.9g against %.9g %.9g", pairs[pi],
-                                  sign, row, h, k, x[k], x[k + D / 2], y[2 * k], y[2 * k + 1]);
-                        moved += x[k] != in[row * W + h * D + k];
-                        cr_assert(h < H + KV || x[k] == in[row * W + h * D + k], "v moved");   /* v is not turned */
+                                  sign, row, h, k, x[k], x[k + P], y[2 * k], y[2 * k + 1]);
+                        moved += x[k] != x0[k];
+                        cr_assert(h < H + KV || x[k] == x0[k], "v moved");   /* v is not turned */
                     }
+                    for (int c = 2 * P; c < D; c++)
+                        cr_assert(x[c] == x0[c] && y[c] == x0[c], "pairs %d: channel %d past the turned ones moved",
+                                  pairs[pi], c);
+                }
             cr_expect(moved > (T - 1) * (H + KV) * r.n_pairs / 2, "pairs %d: only %d values turned", pairs[pi], moved);
         }
 }

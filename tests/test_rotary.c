@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/engine/model/model.h"
 #include "tests/stack.h"
 
 /* The rotary table of `yaml` compiled for f. */
@@ -386,6 +387,78 @@ Test(yarn, trained_in_needs_a_scale)
     cr_assert_eq(train_compile("[rope, {yarn: {scale: 4, train: true}}]", f, &spec, &err), LX_OK, "%s", err.msg);
     cr_expect_eq(spec.n_ops, 1);
     cr_expect(fabs(spec.rotary.inv_freq[1] - 0.6874030) < 5e-8);
+}
+
+/* ---- partial rotary (rope dims) ------------------------------------------ */
+
+/* rope: {dims: R} turns the first R channels of each head as transformers' partial_rotary_factor does
+** (Phi-4-mini, GPT-NeoX's rotary_pct): θ_k = b^(-2k/R), rotate_half within the first R channels (pairs
+** k, k + R/2), the rest left as they are. lx_rope_apply, the model's path (its AVX-512 lanes take eight
+** pairs at a time: R = 28 has one block and six pairs for the scalar loop), against that formula written
+** here; and the rescalings on top count R's pairs (longrope's lists, the tables of yarn, ntk, llama3,
+** pi and prope are those they make for a head of R). */
+Test(rope, partial_turns_the_first_channels)
+{
+    static const double inv12[] = {1, 0.21544346900318834, 0.046415888336127795, 0.01, 0.0021544346900318843,
+                                   0.00046415888336127773};    /* 10^(-4k/6) */
+    struct lx_rotary r = table("{rope: {dims: 12}}", tfacts(16, 64, 1, 64));
+    cr_expect_eq(r.n_pairs, 6);
+    for (int k = 0; k < 6; k++)
+        expect_rel(r.inv_freq[k], inv12[k], 1e-15, "rope dims 12", k);
+    enum { D = 40, R = 28, T = 7, H = 2, KV = 1 };     /* 14 pairs: 8 in lanes, 6 in the scalar loop */
+    static float x[T * (H + 2 * KV) * D], y[T * (H + 2 * KV) * D];
+    static double cs[T * 2 * (R / 2)];
+    for (long i = 0; i < T * (H + 2 * KV) * D; i++)
+        x[i] = y[i] = (float)sin(0.7 * (double)i + 0.3);
+    r = table("{rope: {dims: 28, base: 500}}", tfacts(D, 64, H, T));
+    lx_rope_table(cs, &r, T);
+    lx_rope_apply(y, &r, cs, 1, T, H, KV, D, 1);
+    double worst = 0;
+    for (int t = 0; t < T; t++)
+        for (int v = 0; v < H + KV; v++) {     /* q heads, then the k head (v is not turned) */
+            const float *a = x + ((long)t * (H + 2 * KV) + v) * D, *b = y + ((long)t * (H + 2 * KV) + v) * D;
+            for (int c = 0; c < D; c++) {
+                double want = a[c];
+                if (c < R) {
+                    int k = c % (R / 2);
+                    double th = t * pow(500.0, -2.0 * k / R), rot = c < R / 2 ? -a[c + R / 2] : a[c - R / 2];
+                    want = (double)(float)(a[c] * cos(th) + rot * sin(th));
+                }
+                worst = fmax(worst, fabs(b[c] - want));
+            }
+        }
+    cr_expect_leq(worst, 1e-6, "partial rope against rotate_half on the first 28 of 40 channels: %g", worst);
+    for (int c = R; c < D; c++)
+        cr_expect_eq(y[(long)5 * (H + 2 * KV) * D + c], x[(long)5 * (H + 2 * KV) * D + c], "channel %d moved", c);
+    /* the rescalings count the pairs rope made: longrope's lists have R/2 factors, yarn's d is R */
+    struct lx_facts f = tfacts(16, 32, 1, 64);
+    struct tstack s;
+    struct lx_error err = {{0}};
+    cr_expect_eq(tstack_try(&s, "[{rope: {dims: 12}}, {longrope: {long_factor: [1, 1, 1, 1, 1, 1, 1, 1]}}]", &f, &err),
+                 LX_EINVAL);
+    cr_expect(strstr(err.msg, "long_factor has 8 factors; a head of 16 has 6 rotary pairs"), "%s", err.msg);
+    tstack_free(&s);
+    struct lx_rotary lr = table("[{rope: {dims: 12}}, {longrope: {scale: 4, original: 32, "
+                                "long_factor: [1, 2, 4, 8, 16, 32]}}]", f);
+    for (int k = 0; k < 6; k++)
+        expect_rel(lr.inv_freq[k], inv12[k] / (1 << k), 1e-15, "partial longrope long", k);
+    /* on a head of 16 turning 12 channels, each rescaling's table is the one it makes for a head of 12
+    ** (transformers computes them with dim = head_dim x partial_rotary_factor), to the bit */
+    static const char *const on[] = {"{yarn: {scale: 4}}", "{ntk: {scale: 4}}", "{llama3: {scale: 4}}",
+                                     "{pi: {scale: 4}}", "prope"};
+    for (int m = 0; m < 5; m++) {
+        char a[128], b[128];
+        snprintf(a, sizeof a, "[{rope: {dims: 12}}, %s]", on[m]);
+        snprintf(b, sizeof b, "[rope, %s]", on[m]);
+        struct lx_rotary p12 = table(a, f), full = table(b, tfacts(12, 32, 1, 64));
+        cr_expect_eq(p12.n_pairs, full.n_pairs, "%s", on[m]);
+        for (int k = 0; k < 6; k++)
+            cr_expect_eq(p12.inv_freq[k], full.inv_freq[k], "%s [%d]: %.17g vs %.17g", on[m], k, p12.inv_freq[k],
+                         full.inv_freq[k]);
+    }
+    cr_expect_eq(tstack_try(&s, "{rope: {dims: 7}}", &f, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "dims must be an even number of channels up to the head's 16, got 7"), "%s", err.msg);
+    tstack_free(&s);
 }
 
 /* ---- longrope ------------------------------------------------------------ */

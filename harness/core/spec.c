@@ -174,6 +174,15 @@ int lx_spec_far(const struct lx_spec *spec, long i, long j)
     return spec->posmap.method && d >= spec->posmap.from;
 }
 
+int lx_spec_rotary_gain(struct lx_spec *spec, const struct lx_logit_op *a2, double a, struct lx_error *err)
+{
+    struct lx_rotary *r = &spec->rotary;
+    if (2 * r->n_pairs >= spec->facts.d_head)
+        return lx_spec_push(spec, a2, err);
+    r->gain = (r->gain != 0 ? r->gain : 1.0) * a;
+    return LX_OK;
+}
+
 double lx_posmap_pos(const struct lx_posmap *p, long t, int shifted)
 {
     double g = p->group > 1 ? (double)(t / p->group) : (double)t;     /* t >= 0: C's division floors */

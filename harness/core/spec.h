@@ -98,6 +98,7 @@ struct lx_rotary {
     enum lx_rope_layout layout;             /* channel pairing */
     double base;                            /* the base b the table was built from */
     double inv_freq[LX_SPEC_MAX_PAIRS];     /* (n_pairs,) θ_k; 0 = a NoPE channel pair */
+    double gain;                            /* cos and sin times it (0 = 1): see lx_spec_rotary_gain */
 };
 
 /* Keys a query sees besides the causal rule: j with |i − j| < window, and the
@@ -191,6 +192,13 @@ void lx_spec_init(struct lx_spec *spec, const struct lx_facts *facts);
 
 /* Append an op; fails when the stack is longer than LX_SPEC_MAX_OPS. */
 int lx_spec_push(struct lx_spec *spec, const struct lx_logit_op *op, struct lx_error *err);
+
+/* A rescaling's attention factor a on cos and sin (YaRN's mscale, LongRoPE's
+** a), as transformers and llama.cpp apply it: on a rope over whole heads that
+** is the logits times a², the row scale op `a2` (pushed); on a rope over part
+** of each head (rope dims) only the turned channels' share of q·k gets a², so
+** the rotary table's gain takes a instead. */
+int lx_spec_rotary_gain(struct lx_spec *spec, const struct lx_logit_op *a2, double a, struct lx_error *err);
 
 /* Claim the position scheme for `method`; fails, naming both, when another
 ** method of the stack already did (e.g. rope + nope). */

@@ -236,6 +236,7 @@ int lx_stack_rope_of(const char *stack, int scaled, const char *target, struct l
         r->base = param_num(p, "base", 10000);
         const struct lx_node *l = p && p->kind == LX_NODE_MAP ? lx_map_get(p, "layout") : NULL;
         r->interleaved = l && l->kind == LX_NODE_SCALAR && strcmp(l->text, "interleaved") == 0;
+        r->dims = (long)param_num(p, "dims", 0);
         if (n == 2)
             rc = stack_scaling(second, q, r, err);
     }

@@ -110,6 +110,7 @@ struct lx_stack_rope {
     int truncate;           /* yarn's floor/ceil of the ramp */
     double low, high;       /* llama3's low_freq_factor and high_freq_factor */
     struct lx_floats lng, shrt;     /* longrope's long_factor and short_factor ([]: all 1) */
+    long dims;              /* rope's channels turned (partial rotary); 0 = the whole head */
     double attention;       /* longrope's attention factor, resolved (the automatic one made concrete) */
 };
 

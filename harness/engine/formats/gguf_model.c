@@ -117,10 +117,11 @@ static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *
                       "one size for keys and values\n  hint: the file is damaged, or its model's value heads differ in size from its "
                       "key heads (DeepSeek's latent attention), which lenx does not run", g->name, arch, (long long)Dv,
                       (long long)D);
-    if (rope_dims != D)
-        return lx_err(err, LX_EINVAL, "%s: %s.rope.dimension_count is %lld, not the head size %lld: partial rotary "
-                      "embeddings are not supported", g->name, arch, (long long)rope_dims, (long long)D);
     const struct family *fam = family_named(arch);
+    if (rope_dims != D && (!fam->half || rope_dims < 2 || rope_dims > D || rope_dims % 2))
+        return lx_err(err, LX_EINVAL, "%s: %s.rope.dimension_count is %lld, %s the head size %lld%s\n  hint: the file is "
+                      "damaged", g->name, arch, (long long)rope_dims, fam->half ? "not an even count up to" : "not",
+                      (long long)D, fam->half ? "" : " (llama.cpp's llama turns whole heads)");
     lx_params_defaults(&lx_arch_schema, a);
     a->mode = LX_MODEL_CAUSAL, a->layers = layers, a->d_model = C, a->heads = H, a->d_head = D;
     a->d_mlp = F, a->mlp = LX_MLP_SWIGLU, a->norm_eps = eps, a->kv_heads = KV == H ? 0 : KV;
@@ -193,6 +194,16 @@ static int fit_llama3(const struct lx_gguf *g, const struct lx_gguf_tensor *t, d
 /* The native stack: rope at the file's base, in llama.cpp's layout for the
 ** architecture, then rope.scaling as the method it is (linear: pi, yarn:
 ** yarn, both trained in; llama.cpp reads a missing type as linear). */
+/* The channels of a head rope turns: rope.dimension_count (read_arch checked it), else all of them. */
+static long rot_dims(const struct lx_gguf *g, const char *arch, const struct lx_arch *a)
+{
+    char key[128];
+    int64_t R = a->d_head;
+    struct lx_error sub;
+    snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
+    return lx_gguf_get_int(g, key, 0, &R, &sub) == LX_OK ? (long)R : a->d_head;
+}
+
 /* Phi-3's LongRoPE (llama.cpp's phi3: tensors rope_factors_long/short.weight, one F32 factor per
 ** rotary pair, and rope.scaling.attn_factor) as the longrope method trained in: s = context_length
 ** / original_context_length. 0 and nothing written when the file has no factors (Phi-3-mini-4k). */
@@ -201,7 +212,7 @@ static int longrope_of(const struct lx_gguf *g, const struct lx_arch *a, long tr
 {
     static const char *const names[2] = {"rope_factors_long.weight", "rope_factors_short.weight"};
     const struct lx_gguf_tensor *t[2] = {lx_gguf_tensor(g, names[0]), lx_gguf_tensor(g, names[1])};
-    long pairs = a->d_head / 2;
+    long pairs = rot_dims(g, "phi3", a) / 2;     /* only phi3 files have the factors */
     if (!t[0] && !t[1])
         return LX_OK;
     if (orig < 1 || orig >= train_len)
@@ -269,7 +280,10 @@ static int read_stack(const struct lx_gguf *g, const char *arch, const struct fa
         return rc;
     lx_buf_puts(stack, "[{\"rope\":{\"base\":");
     lx_buf_num(stack, base);
-    lx_buf_printf(stack, ",\"layout\":\"%s\"}}", fam->half ? "half" : "interleaved");
+    lx_buf_printf(stack, ",\"layout\":\"%s\"", fam->half ? "half" : "interleaved");
+    if (rot_dims(g, arch, a) < a->d_head)     /* a partial rotary (Phi-4-mini) */
+        lx_buf_printf(stack, ",\"dims\":%ld", rot_dims(g, arch, a));
+    lx_buf_puts(stack, "}}");
     if (fam->fused && (rc = longrope_of(g, a, train_len, orig, attn, stack, err)) < 0)
         return rc;
     if (strcmp(type, "none") != 0 && factor > 1 && strcmp(type, "yarn") != 0) {
@@ -518,6 +532,13 @@ static int export_check(const struct lx_model *m, const struct lx_ckpt_info *inf
     if (!family_of(a, rope))
         return lx_err(err, LX_EINVAL, "the model has both q/k/v biases (llama.cpp's qwen2) and qk_norm (its qwen3); "
                       "no llama.cpp architecture has both\n  hint: export models with at most one of them");
+    const struct family *fam = family_of(a, rope);
+    if (rope->dims && rope->dims < a->d_head && (!fam->half || rope->interleaved))
+        return lx_err(err, LX_EINVAL, "the model's rope turns %ld of each head's %ld channels%s; llama.cpp %s\n  hint: "
+                      "export partial rotary models trained with layout half and q/k/v biases, qk_norm or LongRoPE "
+                      "(llama.cpp's qwen2, qwen3 and phi3)", rope->dims, a->d_head, rope->interleaved ? " in interleaved "
+                      "pairs" : "", fam->half ? "turns the first channels of a head in half pairs" : "'s llama turns "
+                      "whole heads");
     if (rope->scaling[0] == 'y' && (rope->beta_fast != 32 || rope->beta_slow != 1 || !rope->truncate))
         rc = lx_err(err, LX_EINVAL, "the model's yarn has beta_fast %g, beta_slow %g%s; llama.cpp's llama and qwen2 "
                     "read no beta keys and run 32, 1 with a truncated ramp\n  hint: export yarn models trained with "
@@ -547,7 +568,7 @@ static void export_meta(struct lx_gguf_out *o, const struct lx_model *m, const s
     }
     lx_gguf_put_f32(o, KEY("attention.layer_norm_rms_epsilon"), (float)a->norm_eps);
     lx_gguf_put_f32(o, KEY("rope.freq_base"), (float)rope->base);
-    lx_gguf_put_u32(o, KEY("rope.dimension_count"), (uint32_t)a->d_head);
+    lx_gguf_put_u32(o, KEY("rope.dimension_count"), (uint32_t)(rope->dims ? rope->dims : a->d_head));
     int freqs = strcmp(rope->scaling, "llama3") == 0;  /* llama3 is rope_freqs.weight, the type left none */
     if (strcmp(rope->scaling, "longrope") == 0) {       /* the factors are tensors; s = context / original */
         lx_gguf_put_u32(o, KEY("rope.scaling.original_context_length"), (uint32_t)rope->original);
@@ -681,7 +702,7 @@ int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, co
         if (n_by_type)
             n_by_type[t]++;
     }
-    long pairs = a->d_head / 2;
+    long pairs = (rope.dims ? rope.dims : a->d_head) / 2;
     float *freqs = lx_xmalloc(sizeof(float) * (size_t)(2 * pairs));
     if (rc == LX_OK && strcmp(rope.scaling, "llama3") == 0) {   /* its factor per rotary pair, as llama.cpp's
                                                                 ** converter writes them */

@@ -57,6 +57,7 @@ struct hf_config {
     int fused;              /* q|k|v in one qkv_proj, gate|up in one gate_up_proj (phi3) */
     long window;            /* sliding_window in use (mistral, phi3): W keys a query sees; 0 = none */
     long hidden, inter, layers, heads, kv_heads, head_dim, vocab, max_pos;
+    long rot_dims;          /* channels of a head rope turns: head_dim x partial_rotary_factor (phi3) */
     double eps, theta;      /* rms_norm_eps, rope_theta */
     int tied;               /* tie_word_embeddings */
 };
@@ -141,8 +142,10 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
                        "qwen2, qwen3 and phi3 (Llama-architecture decoders)", s);
 }
 
-/* hidden_act silu, no MLP or attention biases, rotary over the whole head. */
-static int cfg_features(const struct lx_json *doc, const struct lx_jv *root, struct lx_error *err)
+/* hidden_act silu, no MLP or attention biases; *part: partial_rotary_factor, which only Phi-3's
+** transformers model reads (Phi-4-mini: 0.75). */
+static int cfg_features(const struct lx_json *doc, const struct lx_jv *root, const struct hf_config *c, double *part,
+                        struct lx_error *err)
 {
     const struct lx_jv *v = lx_json_member(root, "hidden_act");
     const char *s = "silu";
@@ -154,12 +157,12 @@ static int cfg_features(const struct lx_json *doc, const struct lx_jv *root, str
                         "attention does not have (Qwen2's q/k/v biases load)", err);
     if (rc == LX_OK)
         rc = cfg_refuse(doc, root, "mlp_bias", "lenx's MLP has no biases", err);
-    double part = 1;
     v = lx_json_member(root, "partial_rotary_factor");
-    if (rc == LX_OK && v && lx_json_type(v) != LX_JSON_NULL && (rc = lx_json_num(doc, v, &part, err)) == LX_OK &&
-        part != 1)
-        rc = lx_json_err(err, doc, v, "partial_rotary_factor %g: lenx's rope turns every pair of a head\n  hint: "
-                         "models that rotate part of each head (Phi-4-mini, GPT-NeoX) are not supported", part);
+    if (rc == LX_OK && v && lx_json_type(v) != LX_JSON_NULL && (rc = lx_json_num(doc, v, part, err)) == LX_OK &&
+        *part != 1 && (!c->fused || !(*part > 0 && *part < 1)))
+        rc = lx_json_err(err, doc, v, "partial_rotary_factor %g: %s\n  hint: lenx reads a factor in (0, 1] of a phi3 "
+                         "model (Phi-4-mini's 0.75)", *part, c->fused ? "not in (0, 1]" : "transformers' "
+                         "Llama, Mistral and Qwen models turn every pair of a head");
     return rc;
 }
 
@@ -194,9 +197,10 @@ static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_er
     const struct lx_jv *tie = lx_json_member(root, "tie_word_embeddings");
     if (lx_json_type(root) != LX_JSON_OBJECT)
         return lx_err(err, LX_EINVAL, "%s: not a JSON object", lx_json_name(doc));
+    double part = 1;
     int rc = cfg_type(doc, root, c, err);
     if (rc == LX_OK)
-        rc = cfg_features(doc, root, err);
+        rc = cfg_features(doc, root, c, &part, err);
     if (rc == LX_OK)
         rc = cfg_int(doc, root, "hidden_size", -1, 8, 8192, &c->hidden, err);
     if (rc == LX_OK)
@@ -224,6 +228,10 @@ static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_er
     if (rc == LX_OK && (c->heads % c->kv_heads || c->head_dim % 2))
         rc = lx_err(err, LX_EINVAL, "%s: num_attention_heads %ld must be a multiple of num_key_value_heads %ld "
                     "and head_dim %ld even", lx_json_name(doc), c->heads, c->kv_heads, c->head_dim);
+    c->rot_dims = (long)((double)c->head_dim * part);     /* transformers: int(head_dim * partial_rotary_factor) */
+    if (rc == LX_OK && (c->rot_dims < 2 || c->rot_dims % 2))
+        rc = lx_json_member_err(err, doc, root, "partial_rotary_factor", "%g of a head of %ld is %ld channels: rope "
+                                "turns pairs, so an even number of at least 2", part, c->head_dim, c->rot_dims);
     return rc;
 }
 
@@ -471,7 +479,7 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
         rc = cfg_read(doc, &c, err);
     }
     if (rc == LX_OK)
-        rc = lx_hf_stacks(doc, &(struct hf_rope_facts){c.theta, c.max_pos, c.head_dim, c.window}, &stack, &eval, &raw,
+        rc = lx_hf_stacks(doc, &(struct hf_rope_facts){c.theta, c.max_pos, c.head_dim, c.rot_dims, c.window}, &stack, &eval, &raw,
                           err);
     if (rc == LX_OK)
         rc = open_weights(w, dir, err);
@@ -556,6 +564,10 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     if (strcmp(rope.scaling, "yarn") == 0 && !rope.truncate)
         return lx_err(err, LX_EINVAL, "the model's yarn has truncate false; transformers' rope_scaling yarn rounds "
                       "the ramp's ends (truncate true)\n  hint: export yarn models trained with truncate true");
+    if (rope.dims && rope.dims < a->d_head)
+        return lx_err(err, LX_EINVAL, "the model's rope turns %ld of each head's %ld channels; transformers' Llama, "
+                      "Qwen2 and Qwen3 turn whole heads\n  hint: lenx export --gguf writes it (qwen2, qwen3 and phi3 "
+                      "files say rope.dimension_count)", rope.dims, a->d_head);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return lx_err(err, LX_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
     int n = lx_arch_tensors(a, NULL);

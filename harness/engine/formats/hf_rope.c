@@ -26,13 +26,13 @@ static int factor_list(const struct lx_json *doc, const struct hf_rope_facts *c,
                        struct lx_floats *out, struct lx_error *err)
 {
     const struct lx_jv *v = lx_json_member(rs, key);
-    long pairs = c->head_dim / 2;
+    long pairs = c->rot_dims / 2;
     if (!v)
         return lx_json_err(err, doc, rs, "rope_scaling (longrope) has no %s\n  hint: LongRoPE models list a "
                            "short_factor and a long_factor, one per rotary pair", key);
     if (lx_json_type(v) != LX_JSON_ARRAY || lx_json_len(v) != pairs || pairs > LX_MAX_FLOATS)
-        return lx_json_err(err, doc, v, "%s must be a list of %ld numbers, one per rotary pair of a head of %ld%s", key,
-                           pairs, c->head_dim, pairs > LX_MAX_FLOATS ? " (lenx's longrope takes heads of up to 256)" : "");
+        return lx_json_err(err, doc, v, "%s must be a list of %ld numbers, one per rotary pair of %ld channels%s", key,
+                           pairs, c->rot_dims, pairs > LX_MAX_FLOATS ? " (lenx's longrope takes heads of up to 256)" : "");
     for (long k = 0; k < pairs; k++) {
         double x;
         if (lx_json_num(doc, lx_json_at(v, k), &x, err) < 0)
@@ -82,7 +82,10 @@ static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, str
     const char *type;
     lx_buf_puts(stack, "[{\"rope\":{\"base\":");
     lx_buf_num(stack, c->theta);
-    lx_buf_puts(stack, ",\"layout\":\"half\"}}");
+    lx_buf_puts(stack, ",\"layout\":\"half\"");
+    if (c->rot_dims < c->head_dim)      /* a partial rotary */
+        lx_buf_printf(stack, ",\"dims\":%ld", c->rot_dims);
+    lx_buf_puts(stack, "}}");
     if (!rs || lx_json_type(rs) == LX_JSON_NULL) {
         lx_buf_puts(stack, "]");
         return LX_OK;

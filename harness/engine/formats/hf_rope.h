@@ -13,7 +13,8 @@
 struct hf_rope_facts {
     double theta;           /* rope_theta */
     long max_pos;           /* max_position_embeddings */
-    long head_dim;          /* the rotary pairs' count is head_dim / 2 */
+    long head_dim;          /* channels of a head */
+    long rot_dims;          /* channels rope turns (head_dim x partial_rotary_factor): rot_dims / 2 pairs */
     long window;            /* the sliding window in use (Mistral, Phi-3), 0 = none */
 };
 

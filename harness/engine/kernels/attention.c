@@ -10,19 +10,21 @@
 
 #define IDX(t, h, d) (((long)(t) * H + (h)) * D + (d))
 
-/* Channels of rotary pair k in a head of D under the table's layout. */
-static void pair_of(const struct lx_rotary *r, int D, int k, int *i0, int *i1)
+/* Channels of rotary pair k under the table's layout: half (k, k + P) with P
+** the table's pairs (D/2, or fewer when rope turns only the first 2P channels
+** of a head), interleaved (2k, 2k + 1). */
+static void pair_of(const struct lx_rotary *r, int k, int *i0, int *i1)
 {
     int half = r->layout == LX_ROPE_HALF;
     *i0 = half ? k : 2 * k;
-    *i1 = half ? k + D / 2 : 2 * k + 1;
+    *i1 = half ? k + r->n_pairs : 2 * k + 1;
 }
 
 void lx_rotary_turn(double *x, const struct lx_rotary *r, int D, double pos)
 {
     for (int k = 0; k < r->n_pairs; k++) {
         int i0, i1;
-        pair_of(r, D, k, &i0, &i1);
+        pair_of(r, k, &i0, &i1);
         double phi = pos * r->inv_freq[k], c = cos(phi), s = sin(phi);
         double a = x[i0], b = x[i1];
         x[i0] = a * c - b * s;

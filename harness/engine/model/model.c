@@ -132,21 +132,23 @@ void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n)
 
 void lx_rope_table(double *cs, const struct lx_rotary *r, int T)
 {
+    double g = r->gain != 0 ? r->gain : 1.0;
     for (int t = 0; t < T; t++)
         for (int k = 0; k < r->n_pairs; k++) {
             double phi = (double)t * r->inv_freq[k];
-            cs[((long)t * r->n_pairs + k) * 2] = cos(phi);
-            cs[((long)t * r->n_pairs + k) * 2 + 1] = sin(phi);
+            cs[((long)t * r->n_pairs + k) * 2] = cos(phi) * g;
+            cs[((long)t * r->n_pairs + k) * 2 + 1] = sin(phi) * g;
         }
 }
 
 void lx_rope_table_pos(double *cs, const struct lx_rotary *r, const int *pos, long n)
 {
+    double g = r->gain != 0 ? r->gain : 1.0;
     for (long t = 0; t < n; t++)
         for (int k = 0; k < r->n_pairs; k++) {
             double phi = (double)pos[t] * r->inv_freq[k];
-            cs[(t * r->n_pairs + k) * 2] = cos(phi);
-            cs[(t * r->n_pairs + k) * 2 + 1] = sin(phi);
+            cs[(t * r->n_pairs + k) * 2] = cos(phi) * g;
+            cs[(t * r->n_pairs + k) * 2 + 1] = sin(phi) * g;
         }
 }
 
@@ -191,12 +193,12 @@ void lx_qk_normalize_backward(float *dqkv, const float *qkv, const float *qkn, l
             }
 }
 
-/* Pairs k0.. of one head in the half layout, eight at a time in double: each
+/* Pairs k0.. of one head in the half layout (k, k + P), eight at a time in double: each
 ** product, sum and rounding to float the scalar loop's own (no fused
 ** multiply-add: this file is compiled with -ffp-contract=off), so the same
 ** bits in every numerics. c is the row's (cos, sin) table. Returns where the
 ** lanes stopped. */
-__attribute__((target("avx512f"))) static long rope_half_avx512(float *x, const double *c, long P, int D, double sign)
+__attribute__((target("avx512f"))) static long rope_half_avx512(float *x, const double *c, long P, double sign)
 {
     const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), od = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
     const __m512d sg = _mm512_set1_pd(sign);
@@ -204,9 +206,9 @@ __attribute__((target("avx512f"))) static long rope_half_avx512(float *x, const 
     for (; k + 8 <= P; k += 8) {
         __m512d lo = _mm512_loadu_pd(c + 2 * k), hi = _mm512_loadu_pd(c + 2 * k + 8);
         __m512d co = _mm512_permutex2var_pd(lo, ev, hi), si = _mm512_mul_pd(sg, _mm512_permutex2var_pd(lo, od, hi));
-        __m512d a = _mm512_cvtps_pd(_mm256_loadu_ps(x + k)), b = _mm512_cvtps_pd(_mm256_loadu_ps(x + k + D / 2));
+        __m512d a = _mm512_cvtps_pd(_mm256_loadu_ps(x + k)), b = _mm512_cvtps_pd(_mm256_loadu_ps(x + k + P));
         _mm256_storeu_ps(x + k, _mm512_cvtpd_ps(_mm512_sub_pd(_mm512_mul_pd(a, co), _mm512_mul_pd(b, si))));
-        _mm256_storeu_ps(x + k + D / 2, _mm512_cvtpd_ps(_mm512_add_pd(_mm512_mul_pd(a, si), _mm512_mul_pd(b, co))));
+        _mm256_storeu_ps(x + k + P, _mm512_cvtpd_ps(_mm512_add_pd(_mm512_mul_pd(a, si), _mm512_mul_pd(b, co))));
     }
     return k;
 }
@@ -224,8 +226,8 @@ void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int 
         for (int part = 0; part < 2; part++)            /* q (H heads), then k (KV heads) */
             for (int h = 0; h < (part ? KV : H); h++) {
                 float *x = qkv + row * QKV + part * HD + (long)h * D;
-                for (long k = lanes ? rope_half_avx512(x, c, P, D, sign) : 0; k < P; k++) {
-                    long i0 = half ? k : 2 * k, i1 = half ? k + D / 2 : 2 * k + 1;
+                for (long k = lanes ? rope_half_avx512(x, c, P, sign) : 0; k < P; k++) {
+                    long i0 = half ? k : 2 * k, i1 = half ? k + P : 2 * k + 1;
                     double co = c[2 * k], si = sign * c[2 * k + 1];
                     double a = x[i0], b = x[i1];
                     x[i0] = (float)(a * co - b * si);

@@ -15,8 +15,9 @@
 # lenx-qwen3-rope-hf.gguf were made by the lines below with llama.cpp 34af94cd again (its source from a
 # snapshot of a fork that holds that commit, unslothai/llama.cpp; targets llama-perplexity and
 # llama-quantize; the converter also needs Debian's python3-tqdm), the other rows kept.
-# The Phi-3-shaped LongRoPE model (lenx-phi3-longrope.safetensors, from lenx-longrope.yaml) came on
-# 2026-12-01 too, its rows by the same lines with llama.cpp 34af94cd (its perplexity at -c 512, the long
+# The Phi-3-shaped LongRoPE models (lenx-phi3-longrope.safetensors from lenx-longrope.yaml, and
+# lenx-phi3-partial-longrope.safetensors from lenx-partial.yaml, whose rope turns 12 of 16 channels) came
+# on 2026-12-01 too, their rows by the same lines with llama.cpp 34af94cd (perplexity at -c 512, the long
 # factors, and at -c 256, the short ones: rows NAME@256), the other rows kept.
 # Usage: LLAMA_BIN=/path/to/llama.cpp/build/bin [LENX=./lenx] tests/ref/gguf/make.sh
 set -euo pipefail
@@ -120,8 +121,10 @@ for a in llama qwen2 qwen3; do
     rm -rf hf.tmp
 done
 # the tiny Phi-3 directory of tests/ref/phi3_ref.py through the same converter: q|k|v and gate|up fused,
-# LongRoPE's lists as rope_factors_long/short tensors (made 2026-12-01 with llama.cpp 34af94cd)
+# LongRoPE's lists as rope_factors_long/short tensors (made 2026-12-01 with llama.cpp 34af94cd); and its
+# Phi-4-mini form (phi3_ref.py --partial: rope.dimension_count 12 of a head of 16, six factors a list)
 /usr/bin/python3 convert_novocab.py "$src" ../hf-phi3-tiny --outfile phi3-tiny-hf.gguf --outtype f32 >/dev/null 2>&1
+/usr/bin/python3 convert_novocab.py "$src" ../hf-phi4-tiny --outfile phi4-tiny-hf.gguf --outtype f32 >/dev/null 2>&1
 # and the llama one with Llama 3.1's rope_scaling (factor 2, low/high_freq_factor 1/8, original 64) put in its
 # config.json: llama.cpp's converter writes it as per-pair factors, the tensor rope_freqs.weight
 rm -rf hf.tmp
