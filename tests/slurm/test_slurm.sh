@@ -199,9 +199,11 @@ until [ -z "$(squeue -h -j "$models,$cells,$merge" 2>/dev/null)" ]; do
     if [ -n "$r" ] && [ "$r" -gt "$restarts" ]; then
         restarts=$r
         say "time limit: the models task requeued ($r) at $(($(date +%s) - t1)) s: $(squeue -h -j "$models" -o '%T %r')"
-        # Slurm holds a requeued job about two minutes (Reason BeginTime): start it now instead,
-        # which changes nothing the scripts do, only how long the test waits
-        scontrol update JobId="$models" StartTime=now 2>/dev/null || true
+        # Slurm holds a requeued job about two minutes (Reason BeginTime): start it in 5 s instead,
+        # which changes nothing the scripts do, only how long the test waits. Not at once: slurmd may
+        # still be ending the killed instance, and then refuses the new one ("Job credential revoked",
+        # "already killed, do not launch batch job": the job fails without running; seen once in CI)
+        scontrol update JobId="$models" StartTime=now+5 2>/dev/null || true
     fi
     [ $(($(date +%s) - t1)) -lt "$wait_s" ] || die "time limit: jobs still queued after $wait_s s: $(squeue)"
     sleep 1
