@@ -103,12 +103,12 @@ struct choice {
     int scored;
 };
 
-/* Where the earliest stop string begins in text[from, n), else n. */
-static size_t first_stop(const struct lx_oai_completion *r, const char *text, size_t from, size_t n)
+/* Where the earliest stop string begins in text[0, n), else n. */
+static size_t first_stop(const struct lx_oai_completion *r, const char *text, size_t n)
 {
     size_t cut = n;
     for (int i = 0; i < r->n_stop; i++)
-        for (size_t at = from; at + r->stop_len[i] <= cut; at++)
+        for (size_t at = 0; at + r->stop_len[i] <= cut; at++)
             if (memcmp(text + at, r->stop[i], r->stop_len[i]) == 0) {
                 cut = at;
                 break;
@@ -118,7 +118,7 @@ static size_t first_stop(const struct lx_oai_completion *r, const char *text, si
 
 static long stop_cut(const void *r, const char *text, long n)
 {
-    return (long)first_stop(r, text, 0, (size_t)n);
+    return (long)first_stop(r, text, (size_t)n);
 }
 
 /* The n_out tokens after the prompt (seq[n_prompt, ...)) kept up to the
@@ -136,7 +136,7 @@ static void keep_continuation(struct lx_serve *sv, const struct lx_oai_completio
         c->finish = "stop";     /* the model's end of text (or another special id) */
     struct lx_buf text = {0};
     put_pieces(&text, sv->tok, g, keep);
-    size_t cut = first_stop(r, text.s, 0, text.len);
+    size_t cut = first_stop(r, text.s, text.len);
     c->text_len = cut;
     if (cut < text.len) {   /* tokens that begin before the stop string stay */
         size_t off = 0;
@@ -413,10 +413,10 @@ static void stream_chunk(struct stream *s, const char *t, size_t n, const struct
 /* The continuation's text up to byte upto, what of it is not sent yet. */
 static void stream_text(struct stream *s, size_t upto)
 {
-    if (upto > s->sent)
+    if (upto > s->sent) {
         stream_chunk(s, s->text.s + s->sent, upto - s->sent, NULL);
-    if (upto > s->sent)
         s->sent = upto;
+    }
 }
 
 /* How much of t[0, n) can go out before the text ends: not a stop string's
@@ -454,7 +454,7 @@ static int stream_token(void *arg, long k, int id)
     if (!p)
         return !s->r->ignore_eos;
     lx_buf_putn(&s->text, p, len);
-    size_t cut = first_stop(s->r, s->text.s, 0, s->text.len);
+    size_t cut = first_stop(s->r, s->text.s, s->text.len);
     stream_text(s, cut < s->text.len ? cut : sendable(s->r, s->text.s, s->text.len));
     return cut < s->text.len || s->gone;
 }

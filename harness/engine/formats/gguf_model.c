@@ -281,8 +281,9 @@ static int read_stack(const struct lx_gguf *g, const char *arch, const struct fa
     lx_buf_puts(stack, "[{\"rope\":{\"base\":");
     lx_buf_num(stack, base);
     lx_buf_printf(stack, ",\"layout\":\"%s\"", fam->half ? "half" : "interleaved");
-    if (rot_dims(g, arch, a) < a->d_head)     /* a partial rotary (Phi-4-mini) */
-        lx_buf_printf(stack, ",\"dims\":%ld", rot_dims(g, arch, a));
+    long R = rot_dims(g, arch, a);
+    if (R < a->d_head)      /* a partial rotary (Phi-4-mini) */
+        lx_buf_printf(stack, ",\"dims\":%ld", R);
     lx_buf_puts(stack, "}}");
     if (fam->fused && (rc = longrope_of(g, a, train_len, orig, attn, stack, err)) < 0)
         return rc;
@@ -529,10 +530,10 @@ static int export_check(const struct lx_model *m, const struct lx_ckpt_info *inf
         return lx_err(err, LX_EINVAL, "a phi3 file's LongRoPE scale is its context_length over original_context_length; "
                       "the model's longrope has scale %g and original %ld, trained at %ld\n  hint: export longrope "
                       "models trained with scale = length / original", rope->factor, rope->original, info->train_len);
-    if (!family_of(a, rope))
+    const struct family *fam = family_of(a, rope);
+    if (!fam)
         return lx_err(err, LX_EINVAL, "the model has both q/k/v biases (llama.cpp's qwen2) and qk_norm (its qwen3); "
                       "no llama.cpp architecture has both\n  hint: export models with at most one of them");
-    const struct family *fam = family_of(a, rope);
     if (rope->dims && rope->dims < a->d_head && (!fam->half || rope->interleaved))
         return lx_err(err, LX_EINVAL, "the model's rope turns %ld of each head's %ld channels%s; llama.cpp %s\n  hint: "
                       "export partial rotary models trained with layout half and q/k/v biases, qk_norm or LongRoPE "
