@@ -62,6 +62,9 @@ static const char *const stacks[] = {
     "[{rope: {layout: interleaved}}, {rerope: {window: 5, leak: 3}}, infoscale]",
     "[rope, {selfextend: {group: 3, window: 4}}]",
     "[{rope: {layout: interleaved}}, {selfextend: {group: 2, window: 5}}, {logn: {mode: su}}]",
+    "[rope, {dca: {chunk: 6, local: 2}}]",
+    "[{rope: {layout: interleaved}}, {dca: {chunk: 9, local: 4}}, infoscale]",
+    "[rope, {dca: {chunk: 5, local: 3}}, {scaleinv: {tau: 2}}]",   /* a distance op at |δ| */
     "[rope, {streaming: {sinks: 2, recent: 3}}]",
     "[rope, {streaming: {sinks: 5, recent: 1}}]",
     "[alibi, {streaming: {sinks: 2, recent: 4}}]",

@@ -84,6 +84,8 @@ Test(extrap, fast_path_matches_naive_with_positions)
         "[rope, {window: {size: 5}}, t5align]",
         "[rope, {selfextend: {group: 3, window: 4}}]",
         "[{rope: {layout: interleaved}}, {selfextend: {group: 4, window: 5}}, infoscale]",
+        "[rope, {dca: {chunk: 7, local: 2}}]",
+        "[{rope: {layout: interleaved}}, {dca: {chunk: 5, local: 3}}, {logn: {mode: su}}]",
     };
     static float q[XN], k[XN], v[XN];
     fill(q, XN, 1, 1.0f), fill(k, XN, 2, 1.0f), fill(v, XN, 3, 1.0f);
@@ -211,6 +213,7 @@ Test(extrap, identities_equal_rope_past_training_length)
         "[rope, {rerope: {window: 60, leak: 4}}]",
         "[rope, {selfextend: {group: 1}}]",         /* G = 1 */
         "[rope, {selfextend: {group: 8, window: 48}}]",  /* w >= n */
+        "[rope, {dca: {chunk: 60, local: 4, mscale: false}}]",  /* one chunk of 56 >= n */
         "[rope, {pi: {scale: 1}}]",
         "[rope, {ntk: {scale: 1}}]",
         "[rope, {ntk: {mode: dynamic}}]",           /* not the identity: checked below to differ */

@@ -156,6 +156,7 @@ Test(registry, schema_rules_address_rows_by_name)
 static const struct { const char *name, *json; } frozen_defaults[] = {
     {"alibi", "{\"max_bias\":8}"},
     {"cosscale", "{\"s\":128}"},
+    {"dca", "{\"chunk\":0,\"local\":0,\"mscale\":true}"},
     {"infoscale", "{\"eps\":0}"},
     {"llama3", "{\"scale\":0,\"low_freq_factor\":1,\"high_freq_factor\":4,\"original\":0}"},
     {"lminfinite", "{\"n_global\":10,\"local\":0,\"limit\":0}"},

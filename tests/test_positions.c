@@ -2,7 +2,7 @@
 ** tests/test_positions.c - the methods that change which keys a query sees and
 ** at what distance (alibi, window, streaming, lminfinite, rerope), checked
 ** against the golden values of docs/methods.md (sections alibi, window,
-** streaming, lminfinite, rerope) and against 12-token
+** streaming, lminfinite, rerope, selfextend, dca) and against 12-token
 ** examples worked by hand, through the spec's naive reference
 ** (lx_spec_visible, lx_spec_row_keys, lx_spec_delta, lx_spec_affine).
 */
@@ -446,59 +446,196 @@ Test(selfextend, errors)
     EXPECT_FAILS("[rope, {selfextend: {window: 64}}]", &f, "selfextend", "window below the training length 64");
 }
 
-/* The engine's attention, naive and fast, against tests/ref/selfextend_ref.py's transcription of the
-** patch's eager forward (tests/ref/selfextend_ref.csv): one head of 13 tokens, D = 8, G and w of
-** (2, 4), (3, 4), (4, 5) and (1, 3), within 1e-5 (float products against doubles). */
-Test(selfextend, attention_matches_the_patch)
+/* ---- the engine against a transcription of a method's code --------------------- */
+
+/* One head of 13 tokens, D = 8: q, k and v as tests/ref/selfextend_ref.py and
+** tests/ref/dca_ref.py make them (q and k rotated to their positions, as the
+** model hands them to attention). */
+enum { RT = 13, RD = 8 };
+
+static void ref_inputs(const struct lx_spec *spec, float *q, float *k, float *v)
 {
-    enum { T = 13, D = 8 };
-    static float q[T * D], k[T * D], v[T * D], o[T * D], o2[T * D], att[T * T], P[T * T], far[T * T + 2 * T * D];
-    for (int t = 0; t < T; t++)
-        for (int d = 0; d < D; d++)
-            v[t * D + d] = (float)sin(0.29 * t * d + 0.5 * d - 0.2);
+    for (int t = 0; t < RT; t++) {
+        for (int d = 0; d < RD; d++)
+            v[t * RD + d] = (float)sin(0.29 * t * d + 0.5 * d - 0.2);
+        for (int x = 0; x < 2; x++) {
+            double r[RD];
+            for (int c = 0; c < RD; c++)
+                r[c] = x ? cos(0.53 * t - 0.71 * c + 0.1) : sin(0.37 * t + 0.91 * c + 0.3);
+            lx_rotary_turn(r, &spec->rotary, RD, (double)t);
+            for (int c = 0; c < RD; c++)
+                (x ? k : q)[t * RD + c] = (float)r[c];
+        }
+    }
+}
+
+/* The causal attention of `yaml` (facts f), naive and fast, against want
+** (RT × RD) within 1e-5 (float products against doubles); the worst gap. */
+static double attention_vs_ref(const char *yaml, const struct lx_facts *f, const double *want)
+{
+    static float q[RT * RD], k[RT * RD], v[RT * RD], o[RT * RD], o2[RT * RD], att[RT * RT], P[RT * RT],
+        far[RT * RT + 2 * RT * RD];
+    struct tstack s;
+    tstack_make(&s, yaml, f);
+    ref_inputs(&s.spec, q, k, v);
+    lx_attention_forward(o, att, q, k, v, &s.spec, RT, 1, RD, 1);
+    double tab[2 * RT], stats[LX_ATTN_NSTATS] = {0};
+    struct lx_attn_ws ws = {.tab = tab, .far = far, .stats = stats};
+    struct lx_attn_shape sh = {.T = RT, .H = 1, .KV = 1, .D = RD, .ld = RD, .ldo = RD, .causal = 1};
+    lx_attn_head_forward(o2, P, q, k, v, &s.spec, 0, &sh, &ws);
+    double worst = 0;
+    for (int x = 0; x < RT * RD; x++) {
+        worst = fmax(worst, fmax(fabs(o[x] - want[x]), fabs(o2[x] - want[x])));
+        cr_expect_leq(fabs(o[x] - want[x]), 1e-5, "%s: row %d, channel %d: naive %.9g, reference %.9g", yaml,
+                      x / RD, x % RD, (double)o[x], want[x]);
+        cr_expect_leq(fabs(o2[x] - want[x]), 1e-5, "%s: row %d, channel %d: fast %.9g, reference %.9g", yaml,
+                      x / RD, x % RD, (double)o2[x], want[x]);
+    }
+    tstack_free(&s);
+    return worst;
+}
+
+/* Rows of tests/ref/NAME: `keys` integers naming the case, then row, channel
+** and the output. Calls check(keys, want) for each case of RT × RD values;
+** the number of cases. */
+static int ref_cases(const char *name, int keys, double (*check)(const long *key, const double *want),
+                     double *worst)
+{
     char path[512], line[256];
-    snprintf(path, sizeof path, "%s/tests/ref/selfextend_ref.csv", getenv("LENX_ROOT"));
+    snprintf(path, sizeof path, "%s/tests/ref/%s", getenv("LENX_ROOT"), name);
     FILE *fp = fopen(path, "r");
     cr_assert_not_null(fp, "%s", path);
     cr_assert_not_null(fgets(line, sizeof line, fp));
-    int G0 = 0, w0 = 0, rows = 0;
-    double worst = 0;
-    struct tstack s = {0};
-    int G, w, i, d;
-    double want;
-    while (fscanf(fp, "%d,%d,%d,%d,%lf", &G, &w, &i, &d, &want) == 5) {
-        if (G != G0 || w != w0) {
-            char yaml[128];
-            struct lx_facts f = tfacts(D, 64, 1, T);
-            snprintf(yaml, sizeof yaml, "[rope, {selfextend: {group: %d, window: %d}}]", G, w);
-            if (G0)
-                tstack_free(&s);
-            tstack_make(&s, yaml, &f);
-            for (int t = 0; t < T; t++)     /* the model rotates q and k to their positions before attention */
-                for (int x = 0; x < 2; x++) {
-                    double r[D];
-                    for (int c = 0; c < D; c++)
-                        r[c] = x ? cos(0.53 * t - 0.71 * c + 0.1) : sin(0.37 * t + 0.91 * c + 0.3);
-                    lx_rotary_turn(r, &s.spec.rotary, D, (double)t);
-                    for (int c = 0; c < D; c++)
-                        (x ? k : q)[t * D + c] = (float)r[c];
-                }
-            lx_attention_forward(o, att, q, k, v, &s.spec, T, 1, D, 1);
-            double tab[2 * T], stats[LX_ATTN_NSTATS] = {0};
-            struct lx_attn_ws ws = {.tab = tab, .far = far, .stats = stats};
-            struct lx_attn_shape sh = {.T = T, .H = 1, .KV = 1, .D = D, .ld = D, .ldo = D, .causal = 1};
-            lx_attn_head_forward(o2, P, q, k, v, &s.spec, 0, &sh, &ws);
-            G0 = G, w0 = w;
+    static double want[RT * RD];
+    long key[8];
+    int cases = 0, n = 0;
+    *worst = 0;
+    while (fgets(line, sizeof line, fp)) {
+        char *p = line;
+        for (int x = 0; x < keys + 2; x++)
+            key[x] = strtol(p, &p, 10), p++;
+        cr_assert_eq((long)key[keys], n / RD, "%s: rows out of order", name);
+        want[n++] = strtod(p, NULL);
+        if (n == RT * RD) {
+            *worst = fmax(*worst, check(key, want));
+            cases++, n = 0;
         }
-        worst = fmax(worst, fmax(fabs(o[i * D + d] - want), fabs(o2[i * D + d] - want)));
-        cr_expect_leq(fabs(o[i * D + d] - want), 1e-5, "G %d, w %d, row %d, channel %d: naive %.9g, patch %.9g", G, w,
-                      i, d, (double)o[i * D + d], want);
-        cr_expect_leq(fabs(o2[i * D + d] - want), 1e-5, "G %d, w %d, row %d, channel %d: fast %.9g, patch %.9g", G, w,
-                      i, d, (double)o2[i * D + d], want);
-        rows++;
     }
     fclose(fp);
-    tstack_free(&s);
-    cr_expect_eq(rows, 4 * T * D);
+    cr_expect_eq(n, 0, "%s: a case cut short", name);
+    return cases;
+}
+
+static double selfextend_case(const long *key, const double *want)
+{
+    char yaml[128];
+    struct lx_facts f = tfacts(RD, 64, 1, RT);
+    snprintf(yaml, sizeof yaml, "[rope, {selfextend: {group: %ld, window: %ld}}]", key[0], key[1]);
+    return attention_vs_ref(yaml, &f, want);
+}
+
+/* The engine's attention, naive and fast, against tests/ref/selfextend_ref.py's transcription of the
+** patch's eager forward (tests/ref/selfextend_ref.csv): G and w of (2, 4), (3, 4), (4, 5) and (1, 3). */
+Test(selfextend, attention_matches_the_patch)
+{
+    double worst;
+    cr_expect_eq(ref_cases("selfextend_ref.csv", 2, selfextend_case, &worst), 4);
     cr_log_info("selfextend: max |lenx - patch| %.3g", worst);
+}
+
+/* ---- dca ------------------------------------------------------------------------ */
+
+Test(dca, golden)
+{
+    /* docs/methods.md#dca, query 9 by hand. s = 6, w = 2: C = 4, cap 6; query 9 is place 1 of chunk
+    ** 2 (8..11), 1 <= w: keys 4..7 keep i − j, keys 0..3 sit at 6 − j mod 4 */
+    expect_query9("[rope, {dca: {chunk: 6, local: 2}}]", (const double[]){6, 5, 4, 3, 5, 4, 3, 2, 1, 0});
+    /* s = 5, w = 1: C = 4, cap 5; place 1 <= w */
+    expect_query9("[rope, {dca: {chunk: 5, local: 1}}]", (const double[]){5, 4, 3, 2, 5, 4, 3, 2, 1, 0});
+    /* s = 7, w = 1: C = 6, cap 7; query 9 is place 3 of chunk 1 (6..11), 3 > w: keys 0..5 at 7 − j */
+    expect_query9("[rope, {dca: {chunk: 7, local: 1}}]", (const double[]){7, 6, 5, 4, 3, 2, 3, 2, 1, 0});
+    /* s = 6, w = 4: C = 2, cap min(2C − 1, s) = 3; keys 6, 7 keep i − j */
+    expect_query9("[rope, {dca: {chunk: 6, local: 4}}]", (const double[]){3, 2, 3, 2, 3, 2, 3, 2, 1, 0});
+    /* auto at L = 64: s = 48, w = 8, C = 40, cap 48; the first far key is query 49's (49 = 40 + 8 + 1) */
+    struct lx_facts f = tfacts(64, 64, 1, 256);
+    struct tstack s;
+    tstack_make(&s, "[rope, dca]", &f);
+    cr_expect_eq(s.spec.posmap.period, 40);
+    cr_expect_eq(s.spec.posmap.cap, 48);
+    cr_expect_eq(lx_posmap_first_far(&s.spec.posmap), 49);
+    cr_expect(!lx_spec_far(&s.spec, 48, 0) && lx_spec_far(&s.spec, 49, 0));
+    cr_expect_eq(lx_spec_delta(&s.spec, 255, 0), 48);
+    cr_expect_eq(lx_spec_delta(&s.spec, 255, 161), 48 - 1);
+    /* mscale: 0.05 ln(256/64) + 1 on q and k, a row scale of its square */
+    double m = 0.05 * log(4.0) + 1;
+    cr_assert_eq(s.spec.n_ops, 1);
+    cr_expect_float_eq(s.spec.ops[0].row_scale(s.spec.ops[0].params, &s.spec.facts, 256), m * m, 1e-15);
+    tstack_free(&s);
+    tstack_make(&s, "[rope, {dca: {mscale: false}}]", &f);
+    cr_expect_eq(s.spec.n_ops, 0);
+    tstack_free(&s);
+    f = tfacts(64, 64, 1, 48);      /* within s: RoPE */
+    tstack_make(&s, "[rope, dca]", &f);
+    expect_full(&s.spec, 48);
+    tstack_free(&s);
+}
+
+/* Every pair of 60 positions against the chunk rule, written out: near when the
+** chunks are equal or the key's is one back and the query's place r(i) <= w;
+** far at cap − r(j); upper pairs the mirror. near_lo never decreases, and
+** first_far is the first row with a far key. */
+Test(dca, every_pair_by_the_rule)
+{
+    static const long cases[][2] = {{6, 2}, {5, 1}, {7, 1}, {6, 4}, {9, 4}, {5, 3}, {2, 1}, {4, 1}};
+    struct lx_facts f = tfacts(64, 64, 1, 60);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char yaml[96];
+        snprintf(yaml, sizeof yaml, "[rope, {dca: {chunk: %ld, local: %ld, mscale: false}}]", cases[c][0],
+                 cases[c][1]);
+        struct tstack s;
+        tstack_make(&s, yaml, &f);
+        long sz = cases[c][0], w = cases[c][1], C = sz - w, first = -1;
+        double cap = fmin(2 * C - 1, sz);
+        for (long i = 0; i < 60; i++) {
+            cr_expect_leq(lx_posmap_near_lo(&s.spec.posmap, i), lx_posmap_near_lo(&s.spec.posmap, i + 1));
+            for (long j = 0; j < 60; j++) {
+                long a = i > j ? i : j, b = i > j ? j : i;     /* the later and earlier position */
+                int near = a / C == b / C || (a / C == b / C + 1 && a % C <= w);
+                double d = near ? (double)(a - b) : cap - (double)(b % C);
+                cr_expect_eq(lx_spec_far(&s.spec, i, j), !near, "%s (%ld, %ld)", yaml, i, j);
+                cr_expect_eq(lx_spec_delta(&s.spec, i, j), i >= j ? d : -d, "%s (%ld, %ld)", yaml, i, j);
+                if (!near && i > j && first < 0)
+                    first = i;
+                cr_expect_leq(fabs(lx_spec_delta(&s.spec, i, j)), sz, "%s: never past s", yaml);
+            }
+        }
+        cr_expect_eq(lx_posmap_first_far(&s.spec.posmap), first, "%s", yaml);
+        tstack_free(&s);
+    }
+}
+
+Test(dca, errors)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 256);
+    EXPECT_FAILS("{dca: {chunk: 48}}", &f, "dca", "rope");
+    EXPECT_FAILS("[rope, rerope, dca]", &f, "rerope", "dca", "far-key positions");
+    EXPECT_FAILS("[rope, {dca: {chunk: 8, local: 8}}]", &f, "dca", "local below chunk", "chunk 8, local 8");
+}
+
+static double dca_case(const long *key, const double *want)
+{
+    char yaml[128];
+    struct lx_facts f = tfacts(RD, key[2], 1, RT);
+    snprintf(yaml, sizeof yaml, "[rope, {dca: {chunk: %ld, local: %ld}}]", key[0], key[1]);
+    return attention_vs_ref(yaml, &f, want);
+}
+
+/* The engine's attention, naive and fast, against tests/ref/dca_ref.py's transcription of ChunkLlama's
+** forward (its prefill and its decode agree there): (s, w) of (6, 2), (9, 2), (9, 4), (5, 3) and (7, 1)
+** within L = 64, and (6, 2) at L = 8, where the code's mscale applies. */
+Test(dca, attention_matches_the_code)
+{
+    double worst;
+    cr_expect_eq(ref_cases("dca_ref.csv", 3, dca_case, &worst), 6);
+    cr_log_info("dca: max |lenx - ChunkLlama| %.3g", worst);
 }

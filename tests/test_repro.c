@@ -36,7 +36,7 @@ Test(repro, stories260K_sweeps_plan, .init = setup, .fini = teardown, .timeout =
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
     expect_plans("configs/repro/stories260K-extension.yaml", "sweep stories260K-extension: 80 cells");
-    expect_plans("configs/models/stories260K-every-method.yaml", "sweep stories260K-every-method: 140 cells");
+    expect_plans("configs/models/stories260K-every-method.yaml", "sweep stories260K-every-method: 147 cells");
     expect_plans("configs/models/tok512-train.yaml", "sweep tok512-train: 24 cells");
 }
 
@@ -206,7 +206,9 @@ Test(repro, attn_on_a_model_trained_past_its_limit_skips_the_reference, .init = 
 ** automatic one does (256 < 512, rerope's 64 < 128). selfextend's automatic
 ** window (32,768) reaches nothing on the copy either, and with a window of 64
 ** its automatic group is 1 at every length up to 131,072: RoPE, named as
-** such; on the model trained at 256 both act at 512. */
+** such; on the model trained at 256 both act at 512. dca's automatic chunks
+** (s = 98,304, w = 16,384: C = 81,920) remap nothing before query 98,305 on the
+** copy; on the model trained at 256 (C = 160) they do from query 193. */
 Test(repro, a_window_that_sees_every_key_is_named_at_plan_time, .init = setup, .fini = teardown, .timeout = 60)
 {
     if (!tokfile_stories())
@@ -218,10 +220,11 @@ Test(repro, a_window_that_sees_every_key_is_named_at_plan_time, .init = setup, .
                "  l: {hf: long, tokenizer: $R/../shared/models/stories260K/tok512.bin}\n"
                "methods:\n  - [native, window]\n  - [native, {window: {size: 64}}]\n  - [native, streaming]\n"
                "  - [native, rerope]\n  - [native]\n  - [native, selfextend]\n  - [native, {selfextend: {window: 64}}]\n"
+               "  - [native, dca]\n"
                "tasks: [{ppl: {windows: 1}}]\nlengths: [128, 512]\n");
     cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|g\" t.yaml && $L run --dry-run --db x.db t.yaml 2>err.txt "
                     "| head -1; cat err.txt"), 0, "%s", out);
-    cr_expect(strstr(out, "sweep t: 28 cells") != NULL, "%s", out);
+    cr_expect(strstr(out, "sweep t: 32 cells") != NULL, "%s", out);
     static const char *const want[] = {
         "lenx: warning: t.yaml:6:5: on model 'l' the stack '",
         "+window(size=131072)' changes nothing at the grid's lengths (at most 512): window's window of 131072 keys sees every "
@@ -240,11 +243,15 @@ Test(repro, a_window_that_sees_every_key_is_named_at_plan_time, .init = setup, .
         "+selfextend(group=1,window=64)' changes nothing at the grid's lengths (at most 512): selfextend keeps every "
         "distance as it is (its group is 1)\n  hint: its automatic group is 1 up to the model's training length, "
         "131072 here: lengths past it, or a group above 1 (docs/methods.md#selfextend)",
+        "lenx: warning: t.yaml:13:5: on model 'l' the stack '",
+        "+dca(chunk=98304,local=16384)' changes nothing at the grid's lengths (at most 512): dca remaps keys only from "
+        "the query at position 98305 on, and none is that far\n  hint: give dca a chunk shorter than the lengths "
+        "(docs/methods.md#dca); its automatic one comes from the model's training length, 131072 here",
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         cr_expect(strstr(out, want[i]) != NULL, "expected '%s' in:\n%s", want[i], out);
     cr_expect_eq(sh(out, sizeof out, "grep -c 'warning:' err.txt"), 0, "%s", out);
-    cr_expect_eq(atoi(out), 5, "one warning per inert stack and model:\n%s", out);
+    cr_expect_eq(atoi(out), 6, "one warning per inert stack and model:\n%s", out);
     cr_expect(!exists("x.db"), "a dry run writes nothing");
 }
 

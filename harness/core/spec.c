@@ -170,8 +170,24 @@ long lx_spec_row_keys(const struct lx_spec *spec, long i, long T, int causal, lo
 
 int lx_spec_far(const struct lx_spec *spec, long i, long j)
 {
-    long d = i > j ? i - j : j - i;
-    return spec->posmap.method && d >= spec->posmap.from;
+    const struct lx_posmap *p = &spec->posmap;
+    return p->method && (j < i ? j < lx_posmap_near_lo(p, i) : j >= lx_posmap_near_hi(p, i));
+}
+
+long lx_posmap_near_lo(const struct lx_posmap *p, long i)
+{
+    if (p->period <= 0)
+        return i - p->from + 1;
+    long C = p->period, c = i / C;
+    return i % C <= p->local ? C * (c - 1) : C * c;
+}
+
+long lx_posmap_near_hi(const struct lx_posmap *p, long i)
+{
+    if (p->period <= 0)
+        return i + p->from;
+    long C = p->period;     /* past the last key j with near_lo(j) <= i: r(j) <= local in the next chunk */
+    return C * (i / C + 1) + (p->local < C - 1 ? p->local : C - 1) + 1;
 }
 
 int lx_spec_rotary_gain(struct lx_spec *spec, const struct lx_logit_op *a2, double a, struct lx_error *err)
@@ -185,6 +201,8 @@ int lx_spec_rotary_gain(struct lx_spec *spec, const struct lx_logit_op *a2, doub
 
 double lx_posmap_pos(const struct lx_posmap *p, long t, int shifted)
 {
+    if (p->period > 0)
+        return shifted ? p->cap : (double)(t % p->period);
     double g = p->group > 1 ? (double)(t / p->group) : (double)t;     /* t >= 0: C's division floors */
     return shifted ? fmin(p->scale * g + p->shift, p->cap) : p->scale * g;
 }
@@ -195,6 +213,14 @@ double lx_spec_delta(const struct lx_spec *spec, long i, long j)
         return (double)(i - j);
     const struct lx_posmap *p = &spec->posmap;
     return lx_posmap_pos(p, i, j < i) - lx_posmap_pos(p, j, j > i);
+}
+
+long lx_posmap_first_far(const struct lx_posmap *p)
+{
+    if (p->period <= 0)
+        return p->from;
+    long C = p->period;     /* r(i) past local in chunk 1, else chunk 2's first row */
+    return p->local < C - 1 ? C + p->local + 1 : 2 * C;
 }
 
 double lx_spec_qk_scale(const struct lx_spec *spec, int d)

@@ -120,17 +120,34 @@ struct lx_visibility {
 **   LM-Infinite        from L_local, scale 0, shift D      → δ = D (global keys)
 **   StreamingLLM(S,R)  from R+1, scale 1, cap S+R          → δ = min(i, S+R) − j
 **   Self-Extend(G,w)   from w, group G, scale 1, shift w − w/G
-**                                              → δ = ⌊i/G⌋ − ⌊j/G⌋ + w − w/G */
+**                                              → δ = ⌊i/G⌋ − ⌊j/G⌋ + w − w/G
+** A chunked map (period C > 0) decides by chunks, not by distance: with
+** c(t) = ⌊t/C⌋, r(t) = t mod C, a lower pair is near when c(i) = c(j), or
+** c(i) = c(j) + 1 and r(i) <= local; far pairs take qpos = cap, kpos = r(j)
+** (upper pairs the mirror).
+**   DCA(C, w)          period C, local w, cap min(2C − 1, C + w)
+**                                              → δ = cap − j mod C
+** Either way a pair (i, j) with j < i is far when j < lx_posmap_near_lo(i),
+** one with j > i when j >= lx_posmap_near_hi(i); near_lo never decreases. */
 struct lx_posmap {
     const char *method;     /* the method that set it, or NULL = none */
-    long from;              /* distances >= from are remapped */
+    long from;              /* distances >= from are remapped (period 0) */
     double scale, shift, cap;   /* see above; cap = INFINITY for none */
     long group;             /* G of g(t) = ⌊t / G⌋; 0 or 1 = none */
+    long period, local;     /* C and w of a chunked map; period 0 = none */
 };
 
 /* The position a far pair's query (lower pair) or key (upper pair) is
 ** rotated to when shifted, else the other's: see struct lx_posmap. */
 double lx_posmap_pos(const struct lx_posmap *p, long t, int shifted);
+
+/* The first of row i's near keys below it (keys j < it are far), and the
+** end of its near keys above it (keys j >= it are far). */
+long lx_posmap_near_lo(const struct lx_posmap *p, long i);
+long lx_posmap_near_hi(const struct lx_posmap *p, long i);
+
+/* The first row with a far key below it: the smallest i with near_lo(i) > 0. */
+long lx_posmap_first_far(const struct lx_posmap *p);
 
 /* Attention statistics a calibrating method may ask for: means over the
 ** attention rows (every layer and head, or layer 0 only) of max p, the

@@ -469,7 +469,8 @@ static int check_server(const struct lx_grid *g, int s, int t, int m, struct lx_
 struct reach {
     const char *vis, *map;      /* the methods that set them, or NULL */
     long window, sinks, from;   /* as compiled (constant over the lengths: their automatic values come from
-                                ** the model's training length) */
+                                ** the model's training length); from: the first row with far keys */
+    int chunked;                /* a chunked map: far by chunks, not by distance */
     long train_len, longest;
     int vis_acts, map_acts;
     char *canon;                /* the stack resolved at the longest length (owned) */
@@ -488,8 +489,8 @@ static void note_reach(struct reach *r, const struct lx_spec *spec, const char *
     if (spec->posmap.method) {
         const struct lx_posmap *pm = &spec->posmap;     /* selfextend with G = 1 maps each distance to itself */
         int same = pm->scale == 1 && pm->shift == 0 && pm->group <= 1 && isinf(pm->cap);
-        r->map = pm->method, r->from = pm->from;
-        r->map_acts |= pm->from < T && !same;      /* the longest distance is T − 1 */
+        r->map = pm->method, r->from = lx_posmap_first_far(pm), r->chunked = pm->period > 0;
+        r->map_acts |= r->from < T && !same;      /* the last row is T − 1 */
     }
     r->train_len = train_len;
     r->longest = T > r->longest ? T : r->longest;
@@ -515,6 +516,9 @@ static void reach_note(struct lx_plan *plan, const struct lx_grid *g, int s, int
     int same = map && r->from < r->longest;    /* distances that long exist, and the map keeps them */
     if (map && same)
         lx_buf_printf(&b, "%s %s keeps every distance as it is (its group is 1)", vis ? ";" : "", r->map);
+    else if (map && r->chunked)
+        lx_buf_printf(&b, "%s %s remaps keys only from the query at position %ld on, and none is that far",
+                      vis ? ";" : "", r->map, r->from);
     else if (map)
         lx_buf_printf(&b, "%s %s remaps distances of %ld and more, and none is that long", vis ? ";" : "", r->map,
                       r->from);
@@ -523,8 +527,9 @@ static void reach_note(struct lx_plan *plan, const struct lx_grid *g, int s, int
         lx_buf_printf(&b, "\n  hint: its automatic group is 1 up to the model's training length, %ld here: "
                       "lengths past it, or a group above 1 (docs/methods.md#%s)", r->train_len, who);
     else
-        lx_buf_printf(&b, "\n  hint: give %s a window shorter than the lengths (docs/methods.md#%s); its automatic "
-                      "one comes from the model's training length, %ld here", who, who, r->train_len);
+        lx_buf_printf(&b, "\n  hint: give %s a %s shorter than the lengths (docs/methods.md#%s); its automatic "
+                      "one comes from the model's training length, %ld here", who, !vis && r->chunked ? "chunk" : "window",
+                      who, r->train_len);
     plan->notes = lx_xrealloc(plan->notes, sizeof *plan->notes * (size_t)(plan->n_notes + 1));
     plan->notes[plan->n_notes++] = lx_xstrdup(lx_buf_str(&b));
     lx_buf_free(&b);

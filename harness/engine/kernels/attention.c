@@ -164,9 +164,11 @@ static void far_scores(float *S, const float *q, const float *k, int ld, const s
         rotate_rows(qr, q, ld, T, D, &spec->rotary, pm, !upper);
         rotate_rows(kr, k, ld, T, D, &spec->rotary, pm, upper);
         lx_gemm(F, T, qr, D, kr, D, T, T, D, 0, 1, c, 0.0f);
-        for (long i = 0; i < T; i++)
-            for (long j = upper ? i + pm->from : 0; upper ? j < T : j <= i - pm->from; j++)
+        for (long i = 0; i < T; i++) {
+            long lo = lx_posmap_near_lo(pm, i), hi = lx_posmap_near_hi(pm, i);
+            for (long j = upper ? (hi > 0 ? hi : 0) : 0; upper ? j < T : j < (lo < T ? lo : T); j++)
                 S[i * T + j] = F[i * T + j];
+        }
     }
 }
 

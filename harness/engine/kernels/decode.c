@@ -126,7 +126,7 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
     float c = (float)lx_spec_qk_scale(spec, D) * (mult != 0.0f ? mult : 1.0f);
     long lo, hi, n = lx_spec_row_keys(spec, i, i + 1, 1, &lo, &hi);
     long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo, j0s[2] = {0, lo}, j1s[2] = {ns, hi};
-    long far1 = kfar ? i - spec->posmap.from + 1 : 0;     /* keys j < far1 score from kfar */
+    long far1 = kfar ? lx_posmap_near_lo(&spec->posmap, i) : 0;     /* keys j < far1 score from kfar */
     float qf[2 * LX_SPEC_MAX_PAIRS + 2];
     if (kfar) {     /* the query turned to the posmap's position of a lower pair's query */
         double r[2 * LX_SPEC_MAX_PAIRS + 2];

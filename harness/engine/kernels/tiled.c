@@ -459,13 +459,13 @@ static void tile_scores(const struct tiled *x, float *S, float *F, const uint16_
 {
     int bk = x->ws->bk, nr = (int)(i1 - i0), nc = (int)(j1 - j0), D = x->D;
     int far = x->far;
-    long from = x->spec->posmap.from;
-    int lower = far && i1 - 1 - j0 >= from, upper = far && !x->causal && j1 - 1 - i0 >= from;
-    if (far && i0 - (j1 - 1) >= from) {
+    const struct lx_posmap *pm = &x->spec->posmap;      /* near_lo and near_hi never decrease */
+    int lower = far && j0 < lx_posmap_near_lo(pm, i1 - 1), upper = far && !x->causal && j1 - 1 >= lx_posmap_near_hi(pm, i0);
+    if (far && j1 - 1 < lx_posmap_near_lo(pm, i0)) {
         lx_gemm(S, bk, rot_at(x, 0, h, i0), D, rot_at(x, 1, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
         return;
     }
-    if (far && !x->causal && j0 - (i1 - 1) >= from) {
+    if (far && !x->causal && j0 >= lx_posmap_near_hi(pm, i1 - 1)) {
         lx_gemm(S, bk, rot_at(x, 2, h, i0), D, rot_at(x, 3, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
         return;
     }
@@ -484,10 +484,11 @@ static void tile_scores(const struct tiled *x, float *S, float *F, const uint16_
         if (!(part ? upper : lower))
             continue;
         lx_gemm(F, bk, rot_at(x, 2 * part, h, i0), D, rot_at(x, 2 * part + 1, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
-        for (long i = i0; i < i1; i++)
-            for (long j = j0; j < j1; j++)
-                if (part ? j - i >= from : i - j >= from)
-                    S[(i - i0) * bk + (j - j0)] = F[(i - i0) * bk + (j - j0)];
+        for (long i = i0; i < i1; i++) {
+            long a = part ? lx_posmap_near_hi(pm, i) : j0, b = part ? j1 : lx_posmap_near_lo(pm, i);
+            for (long j = a > j0 ? a : j0; j < (b < j1 ? b : j1); j++)
+                S[(i - i0) * bk + (j - j0)] = F[(i - i0) * bk + (j - j0)];
+        }
     }
 }
 
@@ -519,9 +520,9 @@ static void dist_logits(const struct tiled *x, float *s, const double *tab, cons
                         long n, long i, long j0, long c0, long c1)
 {
     const struct lx_posmap *pm = &x->spec->posmap;
-    long near0 = c0, near1 = c1;        /* columns with |i − j| < from */
+    long near0 = c0, near1 = c1;        /* columns of near keys */
     if (pm->method) {
-        long a = i - pm->from + 1 - j0, b = i + pm->from - j0;      /* near: j in (i − from, i + from) */
+        long a = lx_posmap_near_lo(pm, i) - j0, b = lx_posmap_near_hi(pm, i) - j0;
         near0 = a > c0 ? a : c0;
         near1 = b < c1 ? b : c1;
         near1 = near1 < near0 ? near0 : near1;

@@ -79,7 +79,7 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
         if (c->kfar) {
             long *nf = &c->n_far[(long)slot * c->L + l];
             *nf = *nf < pos ? *nf : pos;    /* rows from pos on were another token's */
-            lx_kvcache_far(c, spec, slot, l, pos - spec->posmap.from + 1);
+            lx_kvcache_far(c, spec, slot, l, lx_posmap_near_lo(&spec->posmap, pos));
         }
         attend(c, spec, W->logit_scale, slot, l, pos, H);
         memcpy(c->xm, c->x, sizeof(float) * (size_t)C);
