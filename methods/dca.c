@@ -18,7 +18,8 @@
 ** In lenx's spec this is a chunked position map (spec.h, struct lx_posmap).
 ** The code's rotary tables also carry mscale = 0.05 ln(n/L) + 1 on q and k
 ** once n passes the model's max_position_embeddings L (`mscale: true`, the
-** default; the paper's Table results, its README says, ran without it).
+** default; the file had none until 2024-03-19, 0.1 ln(n/L) + 1 until
+** 2024-04-24, and its comment says the paper's results ran without it).
 ** Formula, parameters and golden values: docs/methods.md#dca.
 */
 #include <math.h>

@@ -353,8 +353,12 @@ Test(loaders, hf_bad_config)
         {CFG(0, true, ""), "config.json", "num_hidden_layers is 0"},
         /* named at its own key, not at the tie_word_embeddings: true before it (jansson shares one `true`) */
         {CFG(5, true, ", \"attention_bias\": true"), "config.json: attention_bias: attention_bias: true", "o_proj"},
+        {CFG(5, true, ", \"dual_chunk_attention_config\": {\"chunk_size\": 64, \"local_size\": 64}"),
+         "config.json: dual_chunk_attention_config", "1 <= local_size < chunk_size, got chunk_size 64, local_size 64"},
+        {CFG(5, true, ", \"dual_chunk_attention_config\": [262144]"), "config.json: dual_chunk_attention_config",
+         "must be an object or null"},
     };
-    hf_cases(cases, 6);
+    hf_cases(cases, 8);
 }
 
 Test(loaders, hf_shape_and_missing_tensor)
@@ -633,7 +637,8 @@ Test(loaders, score_llama2c_with_its_tokenizer)
 
 /* rope_scaling onto lenx's methods: linear -> pi, yarn -> yarn and llama3 ->
 ** llama3 trained in (the stack compiles, and its frequencies are the rescaled
-** ones), dynamic -> ntk as the evaluation stack. */
+** ones), dynamic -> ntk as the evaluation stack; dual_chunk_attention_config
+** (Qwen2.5-1M) -> dca without mscale as the evaluation stack. */
 Test(loaders, hf_rope_scaling_native_stack)
 {
     static const char *const cases[][3] = {
@@ -649,10 +654,13 @@ Test(loaders, hf_rope_scaling_native_stack)
                       "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 32}"),
          "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}},{\"llama3\":{\"scale\":8,\"original\":32,"
          "\"low_freq_factor\":1,\"high_freq_factor\":4,\"train\":true}}]", "[]"},
+        {CFG(5, true, ", \"dual_chunk_attention_config\": {\"chunk_size\": 96, \"local_size\": 16, "
+                      "\"original_max_position_embeddings\": 128}"),
+         "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}}]", "[{\"dca\":{\"chunk\":96,\"local\":16,\"mscale\":false}}]"},
     };
     char path[600];
     snprintf(path, sizeof path, "%s/hf", dir);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         struct lx_model m;
         struct lx_ckpt_info info;
         struct tstack s;
@@ -664,6 +672,15 @@ Test(loaders, hf_rope_scaling_native_stack)
         tstack_make(&s, info.stack, &f);
         if (i == 0)     /* PI: every frequency divided by 4 */
             cr_expect_float_eq(s.spec.rotary.inv_freq[1], pow(10000, -2.0 / 8) / 4, 1e-15);
+        if (i == 4) {   /* dca: the evaluation stack on the native one, chunks of 96 − 16 = 80, no mscale */
+            tstack_free(&s);
+            char both[256];
+            snprintf(both, sizeof both, "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}},%s", cases[i][2] + 1);
+            tstack_make(&s, both, &f);
+            cr_expect_eq(s.spec.posmap.period, 80);
+            cr_expect_eq(s.spec.posmap.cap, 96);
+            cr_expect_eq(s.spec.n_ops, 0);
+        }
         if (i == 3) {   /* llama3, D = 8, L = 32: λ_0 = 2π keeps (< 32/4), λ_1 = 2π·10 > 32 gets θ/8 */
             cr_expect_eq(s.spec.rotary.inv_freq[0], 1.0);
             cr_expect_float_eq(s.spec.rotary.inv_freq[1], pow(10000, -2.0 / 8) / 8, 1e-15);

@@ -1,8 +1,8 @@
 /*
 ** harness/engine/formats/hf_rope.c - a Hugging Face config's positions as lenx's stacks, and back
 ** (see hf_rope.h; docs/checkpoints.md#native-stacks): rope_theta and rope_scaling (linear, yarn,
-** llama3, longrope, dynamic) into the native and evaluation stacks, the sliding window into the
-** latter; a model's stack written as rope_scaling for lenx export --hf.
+** llama3, longrope, dynamic) into the native and evaluation stacks, Dual Chunk Attention and the
+** sliding window into the latter; a model's stack written as rope_scaling for lenx export --hf.
 */
 #include "harness/engine/formats/hf_rope.h"
 
@@ -146,13 +146,33 @@ static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, str
     return LX_OK;
 }
 
-/* The native stack (stack) and the evaluation stack (*eval, NULL when empty: dynamic NTK, then the
-** sliding window) of the config. */
+/* dual_chunk_attention_config (Qwen2.5-1M; vLLM runs it with DualChunkRotaryEmbedding, whose
+** tables are ChunkLlama's without the mscale) as the evaluation stack's dca. */
+static int hf_dca(const struct lx_json *doc, struct lx_buf *e, struct lx_error *err)
+{
+    const struct lx_jv *d = lx_json_member(lx_json_root(doc), "dual_chunk_attention_config");
+    if (!d || lx_json_type(d) == LX_JSON_NULL)
+        return LX_OK;
+    if (lx_json_type(d) != LX_JSON_OBJECT)
+        return lx_json_err(err, doc, d, "dual_chunk_attention_config must be an object or null");
+    double s = scaling_num(doc, d, "chunk_size", 0), w = scaling_num(doc, d, "local_size", 0);
+    if (!(s >= 2 && s <= 1e12 && s == floor(s) && w >= 1 && w < s && w == floor(w)))
+        return lx_json_err(err, doc, d, "dual_chunk_attention_config needs whole numbers 1 <= local_size < chunk_size, "
+                           "got chunk_size %g, local_size %g\n  hint: Qwen2.5-1M's are 262144 and 8192 "
+                           "(docs/methods.md#dca)", s, w);
+    lx_buf_printf(e, "%s{\"dca\":{\"chunk\":%ld,\"local\":%ld,\"mscale\":false}}", e->len ? "," : "", (long)s, (long)w);
+    return LX_OK;
+}
+
+/* The native stack (stack) and the evaluation stack (*eval, NULL when empty: dynamic NTK, Dual Chunk
+** Attention, then the sliding window) of the config. */
 int lx_hf_stacks(const struct lx_json *doc, const struct hf_rope_facts *c, struct lx_buf *stack, char **eval,
                       char **raw, struct lx_error *err)
 {
     struct lx_buf e = {0};
     int rc = hf_rope(doc, c, stack, &e, raw, err);
+    if (rc == LX_OK)
+        rc = hf_dca(doc, &e, err);
     if (rc == LX_OK && c->window)
         lx_buf_printf(&e, "%s{\"window\":{\"size\":%ld}}", e.len ? "," : "", c->window);
     if (rc == LX_OK && e.len) {
