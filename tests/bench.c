@@ -244,7 +244,8 @@ static int tile_init(struct tile_arg *a, const char *stack, int T, struct lx_err
         a->qkv[i] = (float)lx_rng_normal(&r);
     a->tw = (struct lx_tile_ws){.bq = LX_TILE_BQ, .bk = LX_TILE_BK, .n_thr = (int)nthr};
     a->tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, a->D) * nthr);
-    size_t ntab = (size_t)lx_tile_tab_rows(&a->spec) * a->H * T, nrot = lx_tile_rot_floats(&a->spec, T, a->H, a->D);
+    size_t ntab = (size_t)lx_tile_tab_rows(&a->spec) * a->H * T;
+    size_t nrot = lx_tile_rot_floats(&a->spec, T, a->H, a->H, a->D, a->causal);
     a->tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
     a->tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
     a->tw.kpack = malloc(sizeof(float) * lx_tile_kpack_floats(T, a->H, a->D));     /* as the model */
@@ -530,8 +531,10 @@ static int bench_tiled(void)
         {"[rope, scaleinv]", "rope+scaleinv (affine a_t S + m_t)"},
         {"[rope, {rerope: {window: 512}}]", "rope+rerope(512) (far keys)"},
         {"[rope, {streaming: {sinks: 4, recent: 1024}}]", "rope+streaming(4, 1024)"},
+        {"[rope, {selfextend: {group: 4, window: 1024}}]", "rope+selfextend(4,1024) (far keys)"},
+        {"[rope, {dca: {chunk: 3072, local: 512}}]", "rope+dca(3072, 512) (chunked)"},
     };
-    for (int i = 0; i < 5; i++) {   /* the ratio is plain / feature: < 1 = the feature costs */
+    for (size_t i = 0; i < sizeof feats / sizeof *feats; i++) {   /* the ratio is plain / feature: < 1 = the feature costs */
         double t_plain = tiled_time("rope", 4096, 5, LX_BENCH_BQ, LX_BENCH_BK);
         double t_feat = tiled_time(feats[i][0], 4096, 5, LX_BENCH_BQ, LX_BENCH_BK);
         if (t_plain < 0 || t_feat < 0)

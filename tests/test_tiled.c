@@ -126,7 +126,7 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
     int nthr = omp_get_max_threads();
     struct lx_tile_ws tw = {.bq = bq, .bk = bk, .n_thr = nthr, .sse2_only = sse2_only};
     tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(bq, bk, D) * (size_t)nthr);
-    size_t nrot = lx_tile_rot_floats(&st.spec, T, H, D), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
+    size_t nrot = lx_tile_rot_floats(&st.spec, T, H, H, D, causal), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
     tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
     tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
     tw.kpack = malloc(sizeof(float) * (lx_tile_kpack_floats(T, H, D) + 1));  /* used when D is whole panels */
@@ -306,7 +306,7 @@ static void compare_gqa(const char *stack, int T, int H, int KV, int D, int caus
     int nthr = omp_get_max_threads();
     struct lx_tile_ws tw = {.bq = 4, .bk = 4, .n_thr = nthr};
     tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(4, 4, D) * (size_t)nthr);
-    size_t nrot = lx_tile_rot_floats(&st.spec, T, H, D), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
+    size_t nrot = lx_tile_rot_floats(&st.spec, T, H, KV, D, causal), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
     tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
     tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
     struct lx_attn_shape sh = {.T = T, .H = H, .KV = KV, .D = D, .ld = (int)ld, .ldo = H * D, .causal = causal};
@@ -362,7 +362,7 @@ static double compare_bf16(const char *stack, int T, int H, int KV, int D, int c
     int nthr = omp_get_max_threads();
     struct lx_tile_ws tw = {.bq = bq, .bk = bk, .n_thr = nthr};
     tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(bq, bk, D) * (size_t)nthr);
-    size_t nrot = lx_tile_rot_floats(&st.spec, T, H, D), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
+    size_t nrot = lx_tile_rot_floats(&st.spec, T, H, KV, D, causal), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
     tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
     tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
     tw.kpack = malloc(sizeof(float) * lx_tile_kpack_floats(T, KV, D));

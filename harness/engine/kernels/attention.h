@@ -122,8 +122,8 @@ struct lx_tile_ws {
     int n_thr;          /* scratch slots; at least omp_get_max_threads() */
     float *scratch;     /* (n_thr, lx_tile_thread_floats(bq, bk, D)) */
     double *tab;        /* (H, lx_tile_tab_rows(spec), T) distance tables; NULL when that is 0 */
-    float *rot;         /* (lx_tile_rot_floats(spec, T, H, D),) q and k rotated to the posmap's
-                        ** positions; NULL when that is 0 */
+    float *rot;         /* (lx_tile_rot_floats(spec, T, H, KV, D, causal),) q and k rotated to the
+                        ** posmap's positions; NULL when that is 0 */
     int sse2_only;      /* 1: the softmax loops' SSE2 build even on an AVX2 CPU (tests) */
     const struct lx_tile_stats *stats;  /* row statistics to sum, or NULL */
     double *acc;        /* with stats: (n_thr, lx_tile_acc_doubles(bq)) per-row sums */
@@ -153,7 +153,7 @@ size_t lx_tile_thread_floats(int bq, int bk, int D);
 /* Rows of the distance tables a head needs (0 when no op depends on the distance). */
 int lx_tile_tab_rows(const struct lx_spec *spec);
 /* Floats of rotated q and k rows (0 without a posmap on rotary positions). */
-size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int D);
+size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int KV, int D, int causal);
 /* Doubles of one thread's per-row statistics sums for blocks of bq queries. */
 size_t lx_tile_acc_doubles(int bq);
 /* Floats of ws->kpack for T keys of KV heads of D: 0 when D is not whole

@@ -71,9 +71,10 @@ int lx_tile_tab_rows(const struct lx_spec *spec)
     return spec->has_dist ? 1 + n_dist_ops(spec) : 0;
 }
 
-size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int D)
+size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int KV, int D, int causal)
 {
-    return spec->posmap.method && spec->rotary.n_pairs ? 4 * (size_t)T * (size_t)H * (size_t)D : 0;
+    size_t part = (size_t)T * (size_t)(H + KV) * (size_t)D;     /* one triangle's queries and keys */
+    return spec->posmap.method && spec->rotary.n_pairs ? (causal ? 1 : 2) * part : 0;
 }
 
 /* What one call shares between its threads. */
@@ -81,7 +82,7 @@ struct tiled {
     const struct lx_spec *spec;
     const float *q, *k, *v;     /* (T, ld) views: query head h at h·D, its key/value head at (h / G)·D */
     float *o;                   /* (T, ldo) */
-    int ld, ldo, T, H, D, causal, n_tab;
+    int ld, ldo, T, H, KV, D, causal, n_tab;
     int G;                      /* query heads per key/value head, H / KV */
     int far;                    /* 1: far pairs take their scores from the rotated rows */
     int avx2;                   /* 1: the CPU has AVX2 and FMA (the softmax loops' clone) */
@@ -132,23 +133,34 @@ void lx_tile_dist_tables(double *tab_all, const struct lx_spec *spec, int H, int
     }
 }
 
-/* rot = [q lower, k lower, q upper, k upper], each (H, T, D): rows turned from
-** their window position t to the posmap's (lx_posmap_pos), shifted for the
-** query of a lower pair and the key of an upper one. */
+/* Row t of head h in part `which` of the far-key rows (D floats): 0 and 1 are
+** the queries (H heads) and keys (KV heads: h is the key/value head) turned for
+** the lower far part, 2 and 3 for the upper (bidirectional rows only). */
+static float *rot_row(const struct tiled *x, int which, int h, long t)
+{
+    long part = (long)(x->H + x->KV) * x->T, at = (which / 2) * part + (which % 2 ? (long)x->H * x->T : 0);
+    return x->ws->rot + (at + (long)h * x->T + t) * x->D;
+}
+
+/* The far-key rows: q and k turned from their window position t to the
+** posmap's (lx_posmap_pos), shifted for the query of a lower pair and the key
+** of an upper one; keys once per key/value head. */
 static void far_rows(const struct tiled *x)
 {
     const struct lx_posmap *pm = &x->spec->posmap;
-    long HT = (long)x->H * x->T, parts = x->causal ? 2 : 4;     /* causal: no upper pairs */
+    long part = (long)(x->H + x->KV) * x->T, parts = x->causal ? 1 : 2;     /* causal: no upper pairs */
 #pragma omp parallel for schedule(static)
-    for (long ht = 0; ht < parts * HT; ht++) {
-        int which = (int)(ht / HT), h = (int)(ht % HT / x->T), shifted = which == 0 || which == 3;
-        long t = ht % x->T;
-        const float *src = which % 2 ? x->k + t * x->ld + (long)(h / x->G) * x->D : x->q + t * x->ld + (long)h * x->D;
+    for (long row = 0; row < parts * part; row++) {
+        long in = row % part;
+        int key = in >= (long)x->H * x->T, h = (int)((key ? in - (long)x->H * x->T : in) / x->T);
+        int which = 2 * (int)(row / part) + key, shifted = which == 0 || which == 3;
+        long t = in % x->T;
+        const float *src = key ? x->k + t * x->ld + (long)h * x->D : x->q + t * x->ld + (long)h * x->D;
         double pos = lx_posmap_pos(pm, t, shifted), r[2 * LX_SPEC_MAX_PAIRS + 2];
         for (int d = 0; d < x->D; d++)
             r[d] = src[d];
         lx_rotary_turn(r, &x->spec->rotary, x->D, pos - (double)t);
-        float *dst = x->ws->rot + ht * x->D;
+        float *dst = rot_row(x, which, h, t);
         for (int d = 0; d < x->D; d++)
             dst[d] = (float)r[d];
         if (x->bf16)        /* the far products read bf16 values as the near ones */
@@ -443,11 +455,10 @@ static void acc_finish(struct lx_diag *d, const struct rowacc *A, const struct l
 
 /* ---- one tile ------------------------------------------------------------------ */
 
-/* Row t of head h in part `which` of the far-key rows (D floats): 0 and 1 are
-** the queries and keys turned for the lower far part, 2 and 3 for the upper. */
+/* Row t of query head h's rows in part `which` (rot_row; odd parts: its key/value head's). */
 static const float *rot_at(const struct tiled *x, int which, int h, long t)
 {
-    return x->ws->rot + (((long)which * x->H + h) * x->T + t) * x->D;
+    return rot_row(x, which, which % 2 ? h / x->G : h, t);
 }
 
 /* S (nr, nc; stride bk) = c·q·k over the tile, far pairs at the posmap's
@@ -722,13 +733,13 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
     int T = sh->T, H = sh->H, KV = sh->KV, D = sh->D, ld = sh->ld, ldo = sh->ldo, causal = sh->causal;
     LX_ASSERT(omp_get_max_threads() <= ws->n_thr && ws->bq > 0 && ws->bk > 0);
     LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && KV >= 1 && H % KV == 0);
-    struct tiled x = {.spec = spec, .q = q, .k = k, .v = v, .o = o, .ld = ld, .ldo = ldo, .T = T, .H = H, .D = D,
-                      .causal = causal, .G = H / KV, .n_tab = lx_tile_tab_rows(spec), .ws = ws, .mult = mult};
+    struct tiled x = {.spec = spec, .q = q, .k = k, .v = v, .o = o, .ld = ld, .ldo = ldo, .T = T, .H = H, .KV = KV,
+                      .D = D, .causal = causal, .G = H / KV, .n_tab = lx_tile_tab_rows(spec), .ws = ws, .mult = mult};
     x.bf16 = lx_numerics_get() == LX_NUMERICS_BF16;
-    LX_ASSERT((!x.n_tab || ws->tab) && (!lx_tile_rot_floats(spec, T, H, D) || ws->rot));
+    x.far = lx_tile_rot_floats(spec, T, H, KV, D, causal) > 0;
+    LX_ASSERT((!x.n_tab || ws->tab) && (!x.far || ws->rot));
     if (x.n_tab)
         lx_tile_dist_tables(ws->tab, spec, H, T);
-    x.far = lx_tile_rot_floats(spec, T, H, D) > 0;
     int level = lx_tile_exp_level(ws->sse2_only);
     x.avx2 = level >= 1, x.avx512 = level == 2;
     if (x.far)

@@ -269,7 +269,7 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
 {
     int B = a->B, T = sh->T, H = sh->H, KV = sh->KV, D = sh->D;
     long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD, nsu = lx_tile_stat_units(LX_TILE_BQ, T);
-    if (lx_tile_rot_floats(spec, T, H, D))
+    if (lx_tile_rot_floats(spec, T, H, KV, D, sh->causal))
         lx_acts_lazy(a, &a->tile_rot);
     int want = stats || diag;
     struct lx_tile_stats st = {.out = a->tile_part + H * nsu, .row1 = a->stats_row1,

@@ -104,7 +104,7 @@ struct lx_acts {
     float *far;                 /* (n_thr, lx_attn_far_floats) posmap scratch, allocated on first use */
     float *tile;                /* eval, tiled train: (n_thr, lx_tile_thread_floats) tiled-forward scratch */
     double *tile_tab;           /* eval, tiled train: (H, 1 + LX_SPEC_MAX_OPS, T) its distance tables */
-    float *tile_rot;            /* eval with a posmap: (4, H, T, D) its far-key rows, on first use */
+    float *tile_rot;            /* eval with a posmap: its far-key rows (lx_tile_rot_floats), on first use */
     double *tile_acc;           /* eval: (n_thr, lx_tile_acc_doubles) per-row sums of the statistics */
     struct lx_diag *tile_part;  /* eval: (H·(lx_tile_stat_units + 1)) per-(head, unit) and per-head sums */
     float *tile_kpack;          /* eval, tiled train: (lx_tile_kpack_floats) keys packed for the tiles */
