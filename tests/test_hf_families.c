@@ -232,24 +232,36 @@ Test(hf_families, phi4_partial_rotary_matches_torch)
     lx_json_free(doc);
 }
 
+/* tests/ref/SRC loaded into m and info and exported (lenx export --hf) to dir/NAME (out): its
+** config.json's text (the caller frees it). */
+static char *export_hf(const char *src, const char *name, struct lx_model *m, struct lx_ckpt_info *info, char *out,
+                       size_t len)
+{
+    char path[512], cfg[700], rel[128];
+    struct lx_error err = {{0}};
+    snprintf(rel, sizeof rel, "tests/ref/%s", src);
+    in_repo(path, rel);
+    load(m, info, path);
+    snprintf(out, len, "%s/%s", dir, name);
+    cr_assert_eq(lx_hf_export(m, info, NULL, out, &err), LX_OK, "%s", err.msg);
+    unsigned char *text;
+    long n;
+    snprintf(cfg, sizeof cfg, "%s/config.json", out);
+    cr_assert_eq(lx_read_file(cfg, &text, &n, 1 << 20, &err), LX_OK, "%s", err.msg);
+    return (char *)text;
+}
+
 /* A LongRoPE model exported (lenx export --hf) is a LlamaForCausalLM with rope_scaling longrope, both
 ** lists, L at the top level (where transformers reads it first) and the attention factor as used: read
 ** back, it runs as torch's forward of the Phi-3 directory it came from, both lists. */
 Test(hf_families, export_hf_longrope_round_trip)
 {
-    char path[512], out[600], cfg[700];
+    char path[512], out[600];
     struct lx_model m, back;
     struct lx_ckpt_info info, binfo;
     struct lx_json *doc;
     struct lx_error err = {{0}};
-    in_repo(path, "tests/ref/hf-phi3-tiny");
-    load(&m, &info, path);
-    snprintf(out, sizeof out, "%s/lr", dir);
-    cr_assert_eq(lx_hf_export(&m, &info, NULL, out, &err), LX_OK, "%s", err.msg);
-    unsigned char *text;
-    long n;
-    snprintf(cfg, sizeof cfg, "%s/config.json", out);
-    cr_assert_eq(lx_read_file(cfg, &text, &n, 1 << 20, &err), LX_OK, "%s", err.msg);
+    char *text = export_hf("hf-phi3-tiny", "lr", &m, &info, out, sizeof out);
     cr_expect(strstr((char *)text, "\"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4, "
                      "\"original_max_position_embeddings\": 32, \"long_factor\": [1, 1.5, 3, 6], \"short_factor\": "
                      "[1, 1.1, 1.2, 1.5], \"attention_factor\": 1.1832159566199232}") &&
@@ -265,6 +277,54 @@ Test(hf_families, export_hf_longrope_round_trip)
         cr_expect(dnll < 1e-4 && dlogit < 1e-4, "window %d: max |dNLL| %g, max |dlogit| %g", w, dnll, dlogit);
     }
     lx_json_free(doc);
+    lx_ckpt_info_release(&binfo);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&back);
+    lx_model_release(&m);
+}
+
+/* A partial rotary model exported (lenx export --hf) is transformers' Phi-3: partial_rotary_factor
+** dims / head_dim, q|k|v and gate|up fused in qkv_proj and gate_up_proj, the LongRoPE lists one factor
+** per turned pair: Phi-4-mini's shape (tests/ref/hf-phi4-tiny) read back runs as torch's forward of
+** the directory it came from, both lists. Interleaved pairs (which Phi-3's rotate_half cannot turn
+** within part of a head) are refused. */
+Test(hf_families, export_hf_partial_rotary_as_phi3)
+{
+    char path[512], out[600], cfg[700];
+    struct lx_model m, back;
+    struct lx_ckpt_info info, binfo;
+    struct lx_json *doc;
+    struct lx_error err = {{0}};
+    char *text = export_hf("hf-phi4-tiny", "p4", &m, &info, out, sizeof out);
+    cr_expect(strstr((char *)text, "\"architectures\": [\"Phi3ForCausalLM\"],\n  \"model_type\": \"phi3\"") &&
+              strstr((char *)text, "\"partial_rotary_factor\": 0.75,") &&
+              strstr((char *)text, "\"long_factor\": [1, 1.25, 1.5, 3, 6, 12], \"short_factor\": [1, 1, 1.1, 1.2, 1.5, 2]") &&
+              strstr((char *)text, "\"tie_word_embeddings\": true"), "%s", text);
+    free(text);
+    snprintf(cfg, sizeof cfg, "grep -c 'qkv_proj.weight\\|gate_up_proj.weight' %s/model.safetensors", out);
+    cr_expect_eq(system(cfg), 0, "no fused tensors in the export");
+    load(&back, &binfo, out);
+    cr_expect(strstr(binfo.stack, "\"dims\":12"), "%s", binfo.stack);
+    in_repo(path, "tests/ref/hf-phi4-tiny/ref.json");
+    cr_assert_eq(lx_json_load(&doc, path, 1 << 20, &err), LX_OK, "%s", err.msg);
+    for (int w = 0; w < 2; w++) {
+        double dnll, dlogit;
+        phi3_window(&back, binfo.stack, doc, w, w ? 48 : 32, &dnll, &dlogit);
+        cr_log_info("export, window %d: max |dNLL| %.3g, max |dlogit| %.3g", w, dnll, dlogit);
+        cr_expect(dnll < 1e-4 && dlogit < 1e-4, "window %d: max |dNLL| %g, max |dlogit| %g", w, dnll, dlogit);
+    }
+    lx_json_free(doc);
+    const char *half = strstr(info.stack, "\"layout\":\"half\"");      /* the stack made interleaved */
+    cr_assert_not_null(half, "%s", info.stack);
+    char stack[1024];
+    snprintf(stack, sizeof stack, "%.*s\"layout\":\"interleaved\"%s", (int)(half - info.stack), info.stack,
+             half + strlen("\"layout\":\"half\""));
+    free(info.stack);
+    info.stack = lx_xstrdup(stack);
+    snprintf(out, sizeof out, "%s/p4i", dir);
+    cr_expect_eq(lx_hf_export(&m, &info, NULL, out, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "turns 12 of each head's 16 channels") && strstr(err.msg, "interleaved rotary pairs") &&
+              strstr(err.msg, "hint:"), "%s", err.msg);
     lx_ckpt_info_release(&binfo);
     lx_ckpt_info_release(&info);
     lx_model_release(&back);

@@ -299,3 +299,39 @@ void lx_tensor_read(void *ctx, uint64_t at, size_t k, float *out)
             lx_model_rows_f32(r->m, r->t, r->i, source_row(r, row), 1, r->rows + (row - first) * r->cols);
     memcpy(out, r->rows + (at - (uint64_t)first * (uint64_t)r->cols), sizeof(float) * k);
 }
+
+int lx_fused_reader_of(const struct lx_arch *a, const struct lx_tensor_info *ti, int n, struct lx_tensor_reader *rd,
+                       int i, struct lx_fused_reader *fr, long *layer, int *which, long *rows)
+{
+    long row0;
+    if (!lx_fused_part(a, ti[i].name, layer, which, &row0, rows))
+        return -1;
+    if (row0 != 0)
+        return 0;
+    static const char *const parts[2][3] = {{"attn.wq", "attn.wk", "attn.wv"}, {"mlp.w1", "mlp.w3", NULL}};
+    fr->n = 0;
+    for (int p = 0; p < 3 && parts[*which][p]; p++) {
+        char want[64];
+        snprintf(want, sizeof want, "layers.%ld.%s.weight", *layer, parts[*which][p]);
+        for (int j = 0; j < n; j++)
+            if (strcmp(ti[j].name, want) == 0)
+                fr->part[fr->n++] = &rd[j];
+    }
+    LX_ASSERT(fr->n == (*which ? 2 : 3));
+    return 1;
+}
+
+void lx_fused_read(void *ctx, uint64_t at, size_t k, float *out)
+{
+    struct lx_fused_reader *f = ctx;
+    uint64_t start = 0;
+    for (int p = 0; p < f->n && k > 0; p++) {
+        uint64_t end = start + (uint64_t)f->part[p]->t->shape[0] * (uint64_t)f->part[p]->cols;
+        if (at < end) {
+            size_t take = (size_t)(end - at) < k ? (size_t)(end - at) : k;
+            lx_tensor_read(f->part[p], at - start, take, out);
+            at += take, out += take, k -= take;
+        }
+        start = end;
+    }
+}

@@ -163,5 +163,18 @@ void lx_tensor_reader_init(struct lx_tensor_reader *r, const struct lx_model *m,
 /* k values of the tensor from value `at` (row-major) into out: a writer's read callback, ctx a reader. */
 void lx_tensor_read(void *ctx, uint64_t at, size_t k, float *out);
 
+/* A fused tensor (Phi-3's q|k|v or gate|up, lx_fused_part) read from lenx's parts in order. */
+struct lx_fused_reader {
+    struct lx_tensor_reader *part[3];
+    int n;
+};
+/* For tensor i of ti (n tensors, rd their readers): 1 when it begins a fused tensor (fr its parts'
+** readers; *layer and *which as lx_fused_part, *rows the fused tensor's rows), 0 when it is a later
+** part of one, -1 when it is no part of one. */
+int lx_fused_reader_of(const struct lx_arch *a, const struct lx_tensor_info *ti, int n, struct lx_tensor_reader *rd,
+                       int i, struct lx_fused_reader *fr, long *layer, int *which, long *rows);
+/* lx_tensor_read over a fused tensor: ctx a struct lx_fused_reader. */
+void lx_fused_read(void *ctx, uint64_t at, size_t k, float *out);
+
 
 #endif

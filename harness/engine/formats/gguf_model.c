@@ -600,51 +600,21 @@ static int tensor_type(const struct lx_tensor_info *t, int dtype)
     return t->shape[1] % (long)lx_dtype_block(dtype) ? LX_DT_F16 : dtype;
 }
 
-/* A phi3 file's fused tensor (attn_qkv, ffn_up) read from lenx's parts in order. */
-struct fused_reader {
-    struct lx_tensor_reader *part[3];
-    int n;
-};
-
-static void fused_read(void *ctx, uint64_t at, size_t k, float *out)
-{
-    struct fused_reader *f = ctx;
-    uint64_t start = 0;
-    for (int p = 0; p < f->n && k > 0; p++) {
-        uint64_t end = start + (uint64_t)f->part[p]->t->shape[0] * (uint64_t)f->part[p]->cols;
-        if (at < end) {
-            size_t take = (size_t)(end - at) < k ? (size_t)(end - at) : k;
-            lx_tensor_read(f->part[p], at - start, take, out);
-            at += take, out += take, k -= take;
-        }
-        start = end;
-    }
-}
-
 /* Tensor i as the file holds it: its own (name, reader), or, in a fused family, the fused tensor
 ** it begins (its parts' readers in *fr) or nothing (0: a later part of one). */
 static int export_tensor(const struct lx_model *m, const struct family *fam, const struct lx_tensor_info *ti, int n,
-                         struct lx_tensor_reader *rd, int i, struct fused_reader *fr, char *name, size_t len,
+                         struct lx_tensor_reader *rd, int i, struct lx_fused_reader *fr, char *name, size_t len,
                          uint64_t ne[2])
 {
-    long layer, row0, rows;
+    long layer, rows;
     int which;
     ne[0] = (uint64_t)(ti[i].ndim == 2 ? ti[i].shape[1] : ti[i].shape[0]), ne[1] = (uint64_t)ti[i].shape[0];
     gguf_name(ti[i].name, name, len);
-    if (!fam->fused || !lx_fused_part(&m->arch, ti[i].name, &layer, &which, &row0, &rows))
+    int begins = fam->fused ? lx_fused_reader_of(&m->arch, ti, n, rd, i, fr, &layer, &which, &rows) : -1;
+    if (begins < 0)
         return 1;
-    if (row0 != 0)
+    if (begins == 0)
         return 0;
-    static const char *const parts[2][3] = {{"attn.wq", "attn.wk", "attn.wv"}, {"mlp.w1", "mlp.w3", NULL}};
-    fr->n = 0;
-    for (int p = 0; p < 3 && parts[which][p]; p++) {
-        char want[64];
-        snprintf(want, sizeof want, "layers.%ld.%s.weight", layer, parts[which][p]);
-        for (int j = 0; j < n; j++)
-            if (strcmp(ti[j].name, want) == 0)
-                fr->part[fr->n++] = &rd[j];
-    }
-    LX_ASSERT(fr->n == (which ? 2 : 3));
     snprintf(name, len, "blk.%ld.%s", layer, which ? "ffn_up.weight" : "attn_qkv.weight");
     ne[1] = (uint64_t)rows;
     return 2;
@@ -682,7 +652,7 @@ int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, co
     int n = lx_arch_tensors(a, NULL), relayout = rope.interleaved == fam->half;
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
     struct lx_tensor_reader *rd = lx_xcalloc((size_t)n, sizeof *rd);
-    struct fused_reader *fr = lx_xcalloc((size_t)n, sizeof *fr);
+    struct lx_fused_reader *fr = lx_xcalloc((size_t)n, sizeof *fr);
     lx_arch_tensors(a, ti);
     for (int i = 0; i < n; i++)     /* q and k rows in the other layout when the family's differs */
         lx_tensor_reader_init(&rd[i], m, &ti[i], i, relayout && lx_tensor_is_qk(ti[i].name) ? fam->half : -1,
@@ -697,7 +667,7 @@ int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, co
             ne[1] = 1;
         int t = tensor_type(&ti[i], dtype);
         if (how == 2)
-            lx_gguf_put_tensor_fn(&o, name, 2, ne, fused_read, &fr[i], t);
+            lx_gguf_put_tensor_fn(&o, name, 2, ne, lx_fused_read, &fr[i], t);
         else
             lx_gguf_put_tensor_fn(&o, name, ti[i].ndim, ne, lx_tensor_read, &rd[i], t);
         if (n_by_type)
