@@ -79,8 +79,8 @@ Test(engine_run, every_method_runs_at_64x_the_training_length, .init = setup, .f
               "%s", table);
     /* training-time parts: rope, nope, alibi, pi, yarn, llama3, cosscale,
     ** logn-ssmax, ssmax with learned s, scaleinv, prope, prope-modded+scaleinv,
-    ** pose, and pi and yarn fine-tuned into the rope model = 15 per mode */
-    cr_expect_eq(sql_long("e.db", "select count(*) from models"), 30);
+    ** pose, resonance, and pi and yarn fine-tuned into the rope model = 16 per mode */
+    cr_expect_eq(sql_long("e.db", "select count(*) from models"), 32);
     cr_expect_eq(sql_long("e.db", "select count(*) from models where config like '%_finetune_:5%' and steps = 5"), 4,
                  "fine-tuned models record their 5 steps");
     cr_expect_eq(sql_long("e.db", "select count(*) from models where config like "

@@ -169,6 +169,7 @@ static const struct { const char *name, *json; } frozen_defaults[] = {
     {"pose", "{\"chunks\":2,\"target\":0}"},
     {"prope", "{\"p\":0.75,\"mode\":\"fraction\"}"},
     {"rerope", "{\"window\":0,\"leak\":1}"},
+    {"resonance", "{}"},
     {"rope", "{\"base\":10000,\"layout\":\"half\"}"},
     {"scaleinv", "{\"tau\":10,\"alpha\":1.6487212707001282,\"beta\":1.6487212707001282}"},
     {"selfextend", "{\"group\":0,\"window\":0}"},

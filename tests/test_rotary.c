@@ -681,3 +681,67 @@ Test(pi, one_frequency_method_per_stack)
     expect_fails("[rope, {yarn: {scale: 2}}, prope]", f, "'yarn' and 'prope'", "rotary frequencies");
     expect_fails("[rope, ntk, {pi: {scale: 2}}]", f, "'ntk' and 'pi'", "rotary frequencies");
 }
+
+/* ---- resonance ------------------------------------------------------------- */
+
+Test(resonance, golden)
+{
+    /* docs/methods.md#resonance, d = 8, base 10000: λ_k = 2π·10000^(k/4) = 6.283, 62.83, 628.3, 6283.2
+    ** round to 6, 63, 628, 6283 */
+    static const double waves[] = {6, 63, 628, 6283};
+    struct lx_rotary r = table("[rope, resonance]", tfacts(8, 64, 1, 64));
+    for (int k = 0; k < 4; k++)
+        cr_expect_eq(r.inv_freq[k], 2 * acos(-1.0) / waves[k], "[%d]: %.17g", k, r.inv_freq[k]);
+    /* after p-RoPE: its NoPE pairs (θ = 0) stay 0 */
+    r = table("[rope, {prope: {p: 0.5}}, resonance]", tfacts(8, 64, 1, 64));
+    cr_expect(r.inv_freq[0] == 2 * acos(-1.0) / 6 && r.inv_freq[3] == 0.0, "%g %g", r.inv_freq[0], r.inv_freq[3]);
+}
+
+/* Against tests/ref/resonance_ref.py's transcription of the authors' tables (torch float32): plain
+** RoPE at three shapes, Resonance NTK and Resonance YaRN (their betas 2 and 1, and YaRN's 32 and 1).
+** The rounded wavelengths are the same integers; θ_k within float32's rounding. */
+Test(resonance, matches_the_authors_tables)
+{
+    char path[512], line[256], kase[16];
+    snprintf(path, sizeof path, "%s/tests/ref/resonance_ref.csv", getenv("LENX_ROOT"));
+    FILE *fp = fopen(path, "r");
+    cr_assert_not_null(fp, "%s", path);
+    cr_assert_not_null(fgets(line, sizeof line, fp));
+    int d, k, rows = 0;
+    long L, wave;
+    double base, scale, bf, bs, want;
+    while (fscanf(fp, "%15[^,],%d,%lf,%lf,%ld,%lf,%lf,%d,%ld,%lf\n", kase, &d, &base, &scale, &L, &bf, &bs, &k, &wave,
+                  &want) == 10) {
+        char yaml[256];
+        if (strcmp(kase, "plain") == 0)
+            snprintf(yaml, sizeof yaml, "[{rope: {base: %.17g}}, resonance]", base);
+        else if (strcmp(kase, "ntk") == 0)
+            snprintf(yaml, sizeof yaml, "[{rope: {base: %.17g}}, {ntk: {scale: %g}}, resonance]", base, scale);
+        else
+            snprintf(yaml, sizeof yaml, "[{rope: {base: %.17g}}, {yarn: {scale: %g, original: %ld, beta_fast: %g, "
+                     "beta_slow: %g}}, resonance]", base, scale, L, bf, bs);
+        struct lx_rotary r = table(yaml, tfacts(d, L, 1, L));
+        double got = r.inv_freq[k];
+        cr_expect_eq(nearbyint(2 * acos(-1.0) / got), (double)wave, "%s [%d]: wavelength %.17g, want %ld", yaml, k,
+                     2 * acos(-1.0) / got, wave);
+        expect_rel(got, want, 1.2e-7, yaml, k);
+        rows++;
+    }
+    fclose(fp);
+    cr_expect_eq(rows, 232);
+}
+
+Test(resonance, after_the_rescaling_and_once)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 256);
+    expect_fails("[rope, resonance, {yarn: {scale: 4}}]", f, "'yarn' rescales the rotary frequencies after "
+                 "'resonance'", "put yarn before resonance");
+    expect_fails("[rope, resonance, resonance]", f, "'resonance'", "appears twice");
+    expect_fails("resonance", f, "'resonance'", "rope");
+    /* trained in: the table the model learns is the rounded one */
+    struct lx_spec spec;
+    struct lx_error err = {{0}};
+    cr_assert_eq(train_compile("[rope, {resonance: {train: true}}]", tfacts(8, 64, 1, 64), &spec, &err), LX_OK, "%s",
+                 err.msg);
+    cr_expect_eq(spec.rotary.inv_freq[1], 2 * acos(-1.0) / 63);
+}

@@ -55,6 +55,10 @@ int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct l
 int lx_spec_claim_frequencies(struct lx_spec *spec, const char *method, struct lx_error *err)
 {
     int rc = lx_spec_need_rotary(spec, method, err);
+    if (rc == LX_OK && spec->wavelengths)
+        return lx_err(err, LX_EINVAL, "method '%s' rescales the rotary frequencies after '%s' rounded their "
+                      "wavelengths\n  hint: put %s before %s in the stack ([rope, %s, %s])", method,
+                      spec->wavelengths, method, spec->wavelengths, method, spec->wavelengths);
     return rc < 0 ? rc : lx_spec_claim(&spec->frequencies, method, "the rotary frequencies", err);
 }
 

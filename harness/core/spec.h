@@ -24,6 +24,8 @@
 **
 **   frequencies  which method rescaled the rotary table (PI, NTK, YaRN,
 **                p-RoPE): at most one per stack.
+**   wavelengths  which method rounded the table's wavelengths (Resonance
+**                RoPE): after any rescaling, never before one.
 **   visibility   a window of keys |i − j| < window plus `sinks` first keys
 **                that stay visible (windowed attention, StreamingLLM,
 **                LM-Infinite). n, the keys a row sees, counts only these.
@@ -185,6 +187,7 @@ struct lx_spec {
     int has_dist;                           /* 1 when some op depends on the distance */
     const char *positions;                  /* method that set the position scheme, or NULL */
     const char *frequencies;                /* method that rescaled the rotary table, or NULL */
+    const char *wavelengths;                /* method that rounded its wavelengths (after any rescaling), or NULL */
     struct lx_rotary rotary;                /* rotary table (n_pairs 0 when none) */
     struct lx_visibility vis;               /* window and sinks */
     struct lx_posmap posmap;                /* far-key distances */
