@@ -298,7 +298,8 @@ Test(hf_families, export_hf_partial_rotary_as_phi3)
     char *text = export_hf("hf-phi4-tiny", "p4", &m, &info, out, sizeof out);
     cr_expect(strstr((char *)text, "\"architectures\": [\"Phi3ForCausalLM\"],\n  \"model_type\": \"phi3\"") &&
               strstr((char *)text, "\"partial_rotary_factor\": 0.75,") &&
-              strstr((char *)text, "\"long_factor\": [1, 1.25, 1.5, 3, 6, 12], \"short_factor\": [1, 1, 1.1, 1.2, 1.5, 2]") &&
+              strstr((char *)text, "\"long_factor\": [1, 1.25, 1.5, 3, 6, 12], "
+                                   "\"short_factor\": [1, 1, 1.1, 1.2, 1.5, 2]") &&
               strstr((char *)text, "\"tie_word_embeddings\": true"), "%s", text);
     free(text);
     snprintf(cfg, sizeof cfg, "grep -c 'qkv_proj.weight\\|gate_up_proj.weight' %s/model.safetensors", out);

@@ -560,8 +560,8 @@ static int phi3_check(const struct lx_arch *a, const struct lx_stack_rope *rope,
     double f = (double)rope->dims / (double)a->d_head;
     const char *why = a->qkv_bias ? "q/k/v biases" : a->qk_norm ? "qk_norm" : a->heads * a->d_head != a->d_model
                       ? "heads x d_head other than the width" : rope->interleaved ? "interleaved rotary pairs"
-                      : (long)((double)a->d_head * f) != rope->dims ? "a factor whose int(head_dim x factor) is not dims"
-                      : NULL;
+                      : (long)((double)a->d_head * f) != rope->dims
+                      ? "a factor whose int(head_dim x factor) is not dims" : NULL;
     if (!why)
         return LX_OK;
     return lx_err(err, LX_EINVAL, "the model's rope turns %ld of each head's %ld channels, which transformers runs "
@@ -618,7 +618,8 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
         else if (!hf_name(ti[i].name, names[k], sizeof names[k]))
             continue;   /* no HF tensor: only learned logit scales, refused above */
         st[k] = (struct lx_st_tensor){.name = names[k], .ndim = ti[i].ndim, .shape = {rows, ti[i].shape[1]}};
-        sr[k] = fused > 0 ? (struct lx_st_reader){lx_fused_read, &fr[k]} : (struct lx_st_reader){lx_tensor_read, &rd[i]};
+        sr[k] = fused > 0 ? (struct lx_st_reader){lx_fused_read, &fr[k]}
+                          : (struct lx_st_reader){lx_tensor_read, &rd[i]};
         k++;
     }
     struct lx_buf path = {0}, cfg = {0};

@@ -471,7 +471,8 @@ static void tile_scores(const struct tiled *x, float *S, float *F, const uint16_
     int bk = x->ws->bk, nr = (int)(i1 - i0), nc = (int)(j1 - j0), D = x->D;
     int far = x->far;
     const struct lx_posmap *pm = &x->spec->posmap;      /* near_lo and near_hi never decrease */
-    int lower = far && j0 < lx_posmap_near_lo(pm, i1 - 1), upper = far && !x->causal && j1 - 1 >= lx_posmap_near_hi(pm, i0);
+    int lower = far && j0 < lx_posmap_near_lo(pm, i1 - 1);
+    int upper = far && !x->causal && j1 - 1 >= lx_posmap_near_hi(pm, i0);
     if (far && j1 - 1 < lx_posmap_near_lo(pm, i0)) {
         lx_gemm(S, bk, rot_at(x, 0, h, i0), D, rot_at(x, 1, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
         return;
