@@ -27,9 +27,10 @@
 ** once per call (ws->kpack), so the packing that a general GEMM repeats for
 ** every tile is gone. The chains are the portable GEMM's, so in portable
 ** numerics the bits are those of lx_gemm, and fast numerics computes the
-** tiles the same way (the same bits on every machine). Tiles the fast path
-** cannot take (far keys, keys not starting on a panel, a head size not a
-** multiple of LX_GEMM_NR, no ws->kpack) go through lx_gemm.
+** tiles the same way (the same bits on every machine). A position map's far
+** keys are packed likewise with their rows (tiled_far.c). Tiles the fast path
+** cannot take (keys not starting on a panel, a head size not a multiple of
+** LX_GEMM_NR, no ws->kpack) go through lx_gemm.
 **
 ** In numerics bf16 on a CPU with AVX512-BF16 both products run on the bf16
 ** kernel (gemm.h, lx_gemm_rows_bf16): ws->kpack then holds the keys and the
@@ -41,6 +42,7 @@
 #include "harness/engine/kernels/gemm.h"
 #include "harness/core/half.h"
 #include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/tiled_impl.h"
 #include "harness/engine/kernels/vexp.h"
 
 #include <immintrin.h>
@@ -71,42 +73,7 @@ int lx_tile_tab_rows(const struct lx_spec *spec)
     return spec->has_dist ? 1 + n_dist_ops(spec) : 0;
 }
 
-size_t lx_tile_rot_floats(const struct lx_spec *spec, int T, int H, int KV, int D, int causal)
-{
-    size_t part = (size_t)T * (size_t)(H + KV) * (size_t)D;     /* one triangle's queries and keys */
-    return spec->posmap.method && spec->rotary.n_pairs ? (causal ? 1 : 2) * part : 0;
-}
-
-/* What one call shares between its threads. */
-struct tiled {
-    const struct lx_spec *spec;
-    const float *q, *k, *v;     /* (T, ld) views: query head h at h·D, its key/value head at (h / G)·D */
-    float *o;                   /* (T, ldo) */
-    int ld, ldo, T, H, KV, D, causal, n_tab;
-    int G;                      /* query heads per key/value head, H / KV */
-    int far;                    /* 1: far pairs take their scores from the rotated rows */
-    int avx2;                   /* 1: the CPU has AVX2 and FMA (the softmax loops' clone) */
-    int avx512;                 /* 1: fast numerics on an AVX-512 CPU: the sixteen-lane exp sums */
-    int bf16;                   /* 1: numerics bf16, P rounded to bf16 before P·V (q, k, v come rounded) */
-    const struct lx_tile_ws *ws;
-    const float *mult;          /* (H,) or NULL */
-    const struct lx_tile_stats *st;     /* row statistics to sum, or NULL */
-    long st_row1;               /* their rows end here (st->row1, or T) */
-    int bq;                     /* queries per block (ws->bq, or fewer: see lx_attn_tiled_forward) */
-    long su, nsu;               /* rows of a statistics unit, units per head */
-    const float *kp;            /* ws->kpack when the tiles' products run on it, else NULL */
-    size_t kp_head;             /* its floats per key/value head */
-    /* numerics bf16 on an AVX512-BF16 CPU: both products on the bf16 kernel
-    ** (lx_gemm_rows_bf16), keys and values packed in bf16 in ws->kpack */
-    int bf16k;
-    int pfused;                 /* 1: with bf16k, on AVX512-BF16: tile_row writes P in bf16 as it takes e^x */
-    const uint16_t *kb, *vb;    /* the keys' and the values' panels (kp is NULL then) */
-    size_t kvb_head;            /* bf16 values of each per key/value head */
-    long vb_ps;                 /* the values' panel stride */
-    void (*bf16prod)(float *, int, const uint16_t *, long, long, const uint16_t *, long, int, int, int, float, float);
-};
-
-/* ---- preparation: distance tables and far-key rows, once per call --------- */
+/* ---- preparation: distance tables, once per call (far-key rows: tiled_far.c) --- */
 
 /* Per head h and distance t: X(t) = Π_k x_k(t) and G_k(t) = m_k(t)·Π_{k' > k} x_k'(t)
 ** over the distance ops k in stack order. */
@@ -130,41 +97,6 @@ void lx_tile_dist_tables(double *tab_all, const struct lx_spec *spec, int H, int
             post *= a;
         }
         tab[t] = post;
-    }
-}
-
-/* Row t of head h in part `which` of the far-key rows (D floats): 0 and 1 are
-** the queries (H heads) and keys (KV heads: h is the key/value head) turned for
-** the lower far part, 2 and 3 for the upper (bidirectional rows only). */
-static float *rot_row(const struct tiled *x, int which, int h, long t)
-{
-    long part = (long)(x->H + x->KV) * x->T, at = (which / 2) * part + (which % 2 ? (long)x->H * x->T : 0);
-    return x->ws->rot + (at + (long)h * x->T + t) * x->D;
-}
-
-/* The far-key rows: q and k turned from their window position t to the
-** posmap's (lx_posmap_pos), shifted for the query of a lower pair and the key
-** of an upper one; keys once per key/value head. */
-static void far_rows(const struct tiled *x)
-{
-    const struct lx_posmap *pm = &x->spec->posmap;
-    long part = (long)(x->H + x->KV) * x->T, parts = x->causal ? 1 : 2;     /* causal: no upper pairs */
-#pragma omp parallel for schedule(static)
-    for (long row = 0; row < parts * part; row++) {
-        long in = row % part;
-        int key = in >= (long)x->H * x->T, h = (int)((key ? in - (long)x->H * x->T : in) / x->T);
-        int which = 2 * (int)(row / part) + key, shifted = which == 0 || which == 3;
-        long t = in % x->T;
-        const float *src = key ? x->k + t * x->ld + (long)h * x->D : x->q + t * x->ld + (long)h * x->D;
-        double pos = lx_posmap_pos(pm, t, shifted), r[2 * LX_SPEC_MAX_PAIRS + 2];
-        for (int d = 0; d < x->D; d++)
-            r[d] = src[d];
-        lx_rotary_turn(r, &x->spec->rotary, x->D, pos - (double)t);
-        float *dst = rot_row(x, which, h, t);
-        for (int d = 0; d < x->D; d++)
-            dst[d] = (float)r[d];
-        if (x->bf16)        /* the far products read bf16 values as the near ones */
-            lx_round_bf16_n(dst, (size_t)x->D);
     }
 }
 
@@ -455,12 +387,6 @@ static void acc_finish(struct lx_diag *d, const struct rowacc *A, const struct l
 
 /* ---- one tile ------------------------------------------------------------------ */
 
-/* Row t of query head h's rows in part `which` (rot_row; odd parts: its key/value head's). */
-static const float *rot_at(const struct tiled *x, int which, int h, long t)
-{
-    return rot_row(x, which, which % 2 ? h / x->G : h, t);
-}
-
 /* S (nr, nc; stride bk) = c·q·k over the tile, far pairs at the posmap's
 ** distance: from rotated rows alone when the whole tile is far, else one more
 ** GEMM into F and a copy of the far entries. qb: on the bf16 kernel, row i0's
@@ -474,11 +400,11 @@ static void tile_scores(const struct tiled *x, float *S, float *F, const uint16_
     int lower = far && j0 < lx_posmap_near_lo(pm, i1 - 1);
     int upper = far && !x->causal && j1 - 1 >= lx_posmap_near_hi(pm, i0);
     if (far && j1 - 1 < lx_posmap_near_lo(pm, i0)) {
-        lx_gemm(S, bk, rot_at(x, 0, h, i0), D, rot_at(x, 1, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
+        lx_tiled_far_product(x, S, 0, h, c, i0, j0, nr, nc);
         return;
     }
     if (far && !x->causal && j0 >= lx_posmap_near_hi(pm, i1 - 1)) {
-        lx_gemm(S, bk, rot_at(x, 2, h, i0), D, rot_at(x, 3, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
+        lx_tiled_far_product(x, S, 1, h, c, i0, j0, nr, nc);
         return;
     }
     if (x->bf16k) {
@@ -495,7 +421,7 @@ static void tile_scores(const struct tiled *x, float *S, float *F, const uint16_
     for (int part = 0; part < 2; part++) {
         if (!(part ? upper : lower))
             continue;
-        lx_gemm(F, bk, rot_at(x, 2 * part, h, i0), D, rot_at(x, 2 * part + 1, h, j0), D, nr, nc, D, 0, 1, c, 0.0f);
+        lx_tiled_far_product(x, F, part, h, c, i0, j0, nr, nc);
         for (long i = i0; i < i1; i++) {
             long a = part ? lx_posmap_near_hi(pm, i) : j0, b = part ? j1 : lx_posmap_near_lo(pm, i);
             for (long j = a > j0 ? a : j0; j < (b < j1 ? b : j1); j++)
@@ -744,7 +670,7 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
     int level = lx_tile_exp_level(ws->sse2_only);
     x.avx2 = level >= 1, x.avx512 = level == 2;
     if (x.far)
-        far_rows(&x);
+        lx_tiled_far_rows(&x);
     x.bf16k = x.bf16 && ws->kpack && lx_tile_kpack_floats(T, KV, D) && ws->bk % LX_GEMM_NR == 0 &&
               (ws->bf16_plain || lx_gemm_bf16_native());
     x.bf16prod = ws->bf16_plain ? lx_gemm_rows_bf16_plain : lx_gemm_rows_bf16;

@@ -126,7 +126,8 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             ROW(tile_tab, H * (1 + LX_SPEC_MAX_OPS) * T, 8),
             ROW(tile_acc, nthr * (double)lx_tile_acc_doubles(LX_TILE_BQ), 8),
             ROW(tile_part, H * (nsu + 1), sizeof(struct lx_diag)),
-            LAZY(tile_rot, (arch->mode == LX_MODEL_CAUSAL ? 1 : 2) * (H + KVh) * T * D, 4, LX_RUN_POSMAP),   /* far-key rows */
+            LAZY(tile_rot, (arch->mode == LX_MODEL_CAUSAL ? 1 : 2) * ((H + KVh) * T * D + KVp), 4,
+                 LX_RUN_POSMAP),                                            /* far-key rows, their keys packed */
             LAZY(att, nthr * TT, 4, LX_RUN_PROBS),                          /* the head path (a probe) */
             LAZY(far, far, 4, LX_RUN_PROBS | LX_RUN_POSMAP),
         };
