@@ -20,16 +20,31 @@ static void pair_of(const struct lx_rotary *r, int k, int *i0, int *i1)
     *i1 = half ? k + r->n_pairs : 2 * k + 1;
 }
 
-void lx_rotary_turn(double *x, const struct lx_rotary *r, int D, double pos)
+void lx_rotary_angles(double *cs, const struct lx_rotary *r, double pos)
+{
+    for (int k = 0; k < r->n_pairs; k++) {
+        double phi = pos * r->inv_freq[k];
+        cs[2 * k] = cos(phi), cs[2 * k + 1] = sin(phi);
+    }
+}
+
+void lx_rotary_turn_by(double *x, const struct lx_rotary *r, const double *cs)
 {
     for (int k = 0; k < r->n_pairs; k++) {
         int i0, i1;
         pair_of(r, k, &i0, &i1);
-        double phi = pos * r->inv_freq[k], c = cos(phi), s = sin(phi);
-        double a = x[i0], b = x[i1];
+        double c = cs[2 * k], s = cs[2 * k + 1], a = x[i0], b = x[i1];
         x[i0] = a * c - b * s;
         x[i1] = a * s + b * c;
     }
+}
+
+void lx_rotary_turn(double *x, const struct lx_rotary *r, int D, double pos)
+{
+    double cs[2 * LX_SPEC_MAX_PAIRS];
+    (void)D;
+    lx_rotary_angles(cs, r, pos);
+    lx_rotary_turn_by(x, r, cs);
 }
 
 /* ---- the naive reference ---------------------------------------------------- */

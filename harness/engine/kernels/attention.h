@@ -83,6 +83,10 @@ void lx_attn_head_backward(float *dq, float *dk, float *dv, const float *do_, co
 
 /* x (D) turned by pos·θ_k in every rotary pair, in double precision. */
 void lx_rotary_turn(double *x, const struct lx_rotary *r, int D, double pos);
+/* The same in two steps, for many rows turned by one pos: cs (2 · n_pairs) = cos and sin of pos·θ_k,
+** then x turned by them (the same bits as lx_rotary_turn). */
+void lx_rotary_angles(double *cs, const struct lx_rotary *r, double pos);
+void lx_rotary_turn_by(double *x, const struct lx_rotary *r, const double *cs);
 
 /* ---- the tiled forward (evaluation) ----------------------------------------
 ** FlashAttention's schedule (Dao et al. 2022, arXiv:2205.14135, Algorithm 1)

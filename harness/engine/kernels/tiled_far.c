@@ -48,29 +48,39 @@ static float *rot_panels(const struct tiled *x, int part, int g)
     return p + (size_t)x->T * (size_t)(x->H + x->KV) * (size_t)x->D + (size_t)g * panel_floats(x->T, x->D);
 }
 
+/* Row src (D floats) turned by cs (lx_rotary_angles) into dst, rounded to bf16 in numerics bf16 (the far
+** products read bf16 values as the near ones). */
+static void turn_row(const struct tiled *x, const float *src, float *dst, const double *cs)
+{
+    double r[2 * LX_SPEC_MAX_PAIRS + 2];
+    for (int d = 0; d < x->D; d++)
+        r[d] = src[d];
+    lx_rotary_turn_by(r, &x->spec->rotary, cs);
+    for (int d = 0; d < x->D; d++)
+        dst[d] = (float)r[d];
+    if (x->bf16)
+        lx_round_bf16_n(dst, (size_t)x->D);
+}
+
 /* The far-key rows: q and k turned from their window position t to the
 ** posmap's (lx_posmap_pos), shifted for the query of a lower pair and the key
-** of an upper one; keys once per key/value head, then packed as panels. */
+** of an upper one; keys once per key/value head, then packed as panels. The
+** angles of a position are taken once for all its heads. */
 void lx_tiled_far_rows(const struct tiled *x)
 {
     const struct lx_posmap *pm = &x->spec->posmap;
-    long part = (long)(x->H + x->KV) * x->T, parts = x->causal ? 1 : 2;     /* causal: no upper pairs */
+    long parts = x->causal ? 1 : 2;     /* causal: no upper pairs */
 #pragma omp parallel for schedule(static)
-    for (long row = 0; row < parts * part; row++) {
-        long in = row % part;
-        int key = in >= (long)x->H * x->T, h = (int)((key ? in - (long)x->H * x->T : in) / x->T);
-        int which = 2 * (int)(row / part) + key, shifted = which == 0 || which == 3;
-        long t = in % x->T;
-        const float *src = key ? x->k + t * x->ld + (long)h * x->D : x->q + t * x->ld + (long)h * x->D;
-        double pos = lx_posmap_pos(pm, t, shifted), r[2 * LX_SPEC_MAX_PAIRS + 2];
-        for (int d = 0; d < x->D; d++)
-            r[d] = src[d];
-        lx_rotary_turn(r, &x->spec->rotary, x->D, pos - (double)t);
-        float *dst = rot_row(x, which, h, t);
-        for (int d = 0; d < x->D; d++)
-            dst[d] = (float)r[d];
-        if (x->bf16)        /* the far products read bf16 values as the near ones */
-            lx_round_bf16_n(dst, (size_t)x->D);
+    for (long pt = 0; pt < parts * x->T; pt++) {
+        int tri = (int)(pt / x->T);
+        long t = pt % x->T;
+        double cq[2 * LX_SPEC_MAX_PAIRS], ck[2 * LX_SPEC_MAX_PAIRS];
+        lx_rotary_angles(cq, &x->spec->rotary, lx_posmap_pos(pm, t, tri == 0) - (double)t);
+        lx_rotary_angles(ck, &x->spec->rotary, lx_posmap_pos(pm, t, tri == 1) - (double)t);
+        for (int h = 0; h < x->H; h++)
+            turn_row(x, x->q + t * x->ld + (long)h * x->D, rot_row(x, 2 * tri, h, t), cq);
+        for (int g = 0; g < x->KV; g++)
+            turn_row(x, x->k + t * x->ld + (long)g * x->D, rot_row(x, 2 * tri + 1, g, t), ck);
     }
     if (!rot_panels(x, 0, 0))
         return;
