@@ -86,12 +86,13 @@ static int dca_apply(const void *params, const struct lx_facts *f, struct lx_spe
     spec->posmap = (struct lx_posmap){
         .method = "dca", .period = C, .local = p->local, .cap = (double)(2 * C - 1 < p->chunk ? 2 * C - 1 : p->chunk),
     };
-    if (dca_mscale(p, f) == 1.0)
+    double m = dca_mscale(p, f);
+    if (m == 1.0)
         return LX_OK;
     struct lx_logit_op op = {
         .kind = LX_OP_ROW_SCALE, .method = "dca", .params = params, .row_scale = dca_row_scale,
     };
-    return lx_spec_rotary_gain(spec, &op, dca_mscale(p, f), err);
+    return lx_spec_rotary_gain(spec, &op, m, err);
 }
 
 const struct lx_method lx_method_dca = {

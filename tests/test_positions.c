@@ -462,7 +462,7 @@ static void ref_inputs(const struct lx_spec *spec, float *q, float *k, float *v)
             double r[RD];
             for (int c = 0; c < RD; c++)
                 r[c] = x ? cos(0.53 * t - 0.71 * c + 0.1) : sin(0.37 * t + 0.91 * c + 0.3);
-            lx_rotary_turn(r, &spec->rotary, RD, (double)t);
+            lx_rotary_turn(r, &spec->rotary, (double)t);
             for (int c = 0; c < RD; c++)
                 (x ? k : q)[t * RD + c] = (float)r[c];
         }

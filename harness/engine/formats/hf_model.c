@@ -479,8 +479,8 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
         rc = cfg_read(doc, &c, err);
     }
     if (rc == LX_OK)
-        rc = lx_hf_stacks(doc, &(struct hf_rope_facts){c.theta, c.max_pos, c.head_dim, c.rot_dims, c.window}, &stack, &eval, &raw,
-                          err);
+        rc = lx_hf_stacks(doc, &(struct hf_rope_facts){c.theta, c.max_pos, c.head_dim, c.rot_dims, c.window}, &stack,
+                          &eval, &raw, err);
     if (rc == LX_OK)
         rc = open_weights(w, dir, err);
     if (rc == LX_OK) {

@@ -39,10 +39,9 @@ void lx_rotary_turn_by(double *x, const struct lx_rotary *r, const double *cs)
     }
 }
 
-void lx_rotary_turn(double *x, const struct lx_rotary *r, int D, double pos)
+void lx_rotary_turn(double *x, const struct lx_rotary *r, double pos)
 {
     double cs[2 * LX_SPEC_MAX_PAIRS];
-    (void)D;
     lx_rotary_angles(cs, r, pos);
     lx_rotary_turn_by(x, r, cs);
 }
@@ -59,7 +58,7 @@ static double naive_score(const float *q, const float *k, int H, int D, int h, l
     for (int d = 0; d < D; d++)
         x[d] = q[IDX(i, h, d)];
     if (extra != 0.0 && spec->rotary.n_pairs)
-        lx_rotary_turn(x, &spec->rotary, D, extra);
+        lx_rotary_turn(x, &spec->rotary, extra);
     double s = 0.0;
     for (int d = 0; d < D; d++)
         s += x[d] * k[IDX(j, h, d)];
@@ -161,7 +160,7 @@ static void rotate_rows(float *dst, const float *src, int ld, int T, int D, cons
         double pos = lx_posmap_pos(pm, t, shifted);
         for (int d = 0; d < D; d++)
             x[d] = src[(long)t * ld + d];
-        lx_rotary_turn(x, r, D, pos - t);
+        lx_rotary_turn(x, r, pos - t);
         for (int d = 0; d < D; d++)
             dst[(long)t * D + d] = (float)x[d];
     }
@@ -179,9 +178,9 @@ static void far_scores(float *S, const float *q, const float *k, int ld, const s
         rotate_rows(qr, q, ld, T, D, &spec->rotary, pm, !upper);
         rotate_rows(kr, k, ld, T, D, &spec->rotary, pm, upper);
         lx_gemm(F, T, qr, D, kr, D, T, T, D, 0, 1, c, 0.0f);
-        for (long i = 0; i < T; i++) {
-            long lo = lx_posmap_near_lo(pm, i), hi = lx_posmap_near_hi(pm, i);
-            for (long j = upper ? (hi > 0 ? hi : 0) : 0; upper ? j < T : j < (lo < T ? lo : T); j++)
+        for (long i = 0; i < T; i++) {      /* far: j < near_lo(i) <= i, or j >= near_hi(i) > i */
+            long j0 = upper ? lx_posmap_near_hi(pm, i) : 0, j1 = upper ? T : lx_posmap_near_lo(pm, i);
+            for (long j = j0; j < j1; j++)
                 S[i * T + j] = F[i * T + j];
         }
     }

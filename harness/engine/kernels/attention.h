@@ -81,8 +81,8 @@ void lx_attn_head_backward(float *dq, float *dk, float *dv, const float *do_, co
                            const float *q, const float *k, const float *v, const struct lx_spec *spec, int head,
                            const struct lx_attn_shape *sh, double *tab, float mult);
 
-/* x (D) turned by pos·θ_k in every rotary pair, in double precision. */
-void lx_rotary_turn(double *x, const struct lx_rotary *r, int D, double pos);
+/* x (a head's channels) turned by pos·θ_k in every rotary pair of the table, in double precision. */
+void lx_rotary_turn(double *x, const struct lx_rotary *r, double pos);
 /* The same in two steps, for many rows turned by one pos: cs (2 · n_pairs) = cos and sin of pos·θ_k,
 ** then x turned by them (the same bits as lx_rotary_turn). */
 void lx_rotary_angles(double *cs, const struct lx_rotary *r, double pos);

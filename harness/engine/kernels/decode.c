@@ -93,7 +93,7 @@ void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, 
             float *dst = kf + j * KD + (long)g * c->D;
             for (int d = 0; d < c->D; d++)
                 r[d] = c->bf16 ? lx_bf16_to_f32(c->kh[at + d]) : c->k[at + d];
-            lx_rotary_turn(r, &spec->rotary, c->D, lx_posmap_pos(&spec->posmap, j, 0) - (double)j);
+            lx_rotary_turn(r, &spec->rotary, lx_posmap_pos(&spec->posmap, j, 0) - (double)j);
             for (int d = 0; d < c->D; d++)
                 dst[d] = (float)r[d];
         }
@@ -132,7 +132,7 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
         double r[2 * LX_SPEC_MAX_PAIRS + 2];
         for (int d = 0; d < D; d++)
             r[d] = q[d];
-        lx_rotary_turn(r, &spec->rotary, D, lx_posmap_pos(&spec->posmap, i, 1) - (double)i);
+        lx_rotary_turn(r, &spec->rotary, lx_posmap_pos(&spec->posmap, i, 1) - (double)i);
         for (int d = 0; d < D; d++)
             qf[d] = (float)r[d];
     }

@@ -130,26 +130,25 @@ void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n)
 
 /* ---- rope ------------------------------------------------------------------- */
 
+/* Row cs (2 · n_pairs) of the table at position pos: cos and sin (lx_rotary_angles) times the gain. */
+static void rope_row(double *cs, const struct lx_rotary *r, double pos)
+{
+    lx_rotary_angles(cs, r, pos);
+    if (r->gain != 0 && r->gain != 1)
+        for (int k = 0; k < 2 * r->n_pairs; k++)
+            cs[k] *= r->gain;
+}
+
 void lx_rope_table(double *cs, const struct lx_rotary *r, int T)
 {
-    double g = r->gain != 0 ? r->gain : 1.0;
     for (int t = 0; t < T; t++)
-        for (int k = 0; k < r->n_pairs; k++) {
-            double phi = (double)t * r->inv_freq[k];
-            cs[((long)t * r->n_pairs + k) * 2] = cos(phi) * g;
-            cs[((long)t * r->n_pairs + k) * 2 + 1] = sin(phi) * g;
-        }
+        rope_row(cs + (long)t * r->n_pairs * 2, r, (double)t);
 }
 
 void lx_rope_table_pos(double *cs, const struct lx_rotary *r, const int *pos, long n)
 {
-    double g = r->gain != 0 ? r->gain : 1.0;
     for (long t = 0; t < n; t++)
-        for (int k = 0; k < r->n_pairs; k++) {
-            double phi = (double)pos[t] * r->inv_freq[k];
-            cs[(t * r->n_pairs + k) * 2] = cos(phi) * g;
-            cs[(t * r->n_pairs + k) * 2 + 1] = sin(phi) * g;
-        }
+        rope_row(cs + t * r->n_pairs * 2, r, (double)pos[t]);
 }
 
 #define QK_EPS 1e-9     /* CosScale's q/(‖q‖ + 1e-9), as in the InfoScale code */
