@@ -89,7 +89,7 @@ static void bwd_materialised(void *p)
         float *dq = a->dqkv + h * BD;
         lx_attn_head_backward(dq, dq + HD, dq + 2 * HD, a->dO + h * BD, a->P + (long)h * T * T,
                               a->dP + (long)thr * T * T, a->qkv + h * BD, a->qkv + HD + h * BD,
-                              a->qkv + 2 * HD + h * BD, &a->spec, h, &a->sh, a->tab + (long)thr * 2 * T, 1.0f);
+                              a->qkv + 2 * HD + h * BD, &a->spec, h, &a->sh, a->tab + (long)thr * 2 * T, 1.0f, NULL);
     }
 }
 

@@ -77,6 +77,10 @@ static const char *const stacks[] = {
     "[rope, {window: {size: 5}}, t5align]",
     "[rope, {t5align: {mode: entropy}}]",
     "[rope, pose]",
+    "{t5bias: {buckets: 8, max_distance: 12}}",     /* exact 0-3, log 4-7, the last from 12 on */
+    "[infoscale, {t5bias: {buckets: 6, max_distance: 9}}]",
+    "[{t5bias: {buckets: 10, max_distance: 20}}, {window: {size: 5}}]",
+    "[{t5bias: {buckets: 8, max_distance: 10}}, {streaming: {sinks: 2, recent: 4}}]",
 };
 
 #define N_STACKS (sizeof stacks / sizeof *stacks)

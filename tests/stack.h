@@ -12,6 +12,8 @@
 #ifndef LX_TEST_STACK_H
 #define LX_TEST_STACK_H
 
+#include <math.h>
+
 #include <criterion/criterion.h>
 
 #include "harness/sweep/grid.h"
@@ -31,12 +33,32 @@ static inline struct lx_facts tfacts(int d_head, long train_len, int n_heads, lo
     return f;
 }
 
+/* A learned T5 bias for stacks with t5bias compiled without a model: head h,
+** bucket b holds 0.3·sin(1.3·h + 0.71·b + 0.2) − 0.05·b, every entry distinct
+** enough that a wrong bucket or head changes a logit. */
+enum { TSTACK_REL_HEADS = 16, TSTACK_REL_BUCKETS = 64 };
+
+static inline const float *tstack_rel_bias(int buckets)
+{
+    static float table[TSTACK_REL_HEADS * TSTACK_REL_BUCKETS];
+    cr_assert_leq(buckets, TSTACK_REL_BUCKETS, "the test table has %d buckets", TSTACK_REL_BUCKETS);
+    for (int h = 0; h < TSTACK_REL_HEADS; h++)
+        for (int b = 0; b < buckets; b++)
+            table[h * buckets + b] = (float)(0.3 * sin(1.3 * h + 0.71 * b + 0.2) - 0.05 * b);
+    return table;
+}
+
 static inline int tstack_try(struct tstack *s, const char *yaml, const struct lx_facts *f, struct lx_error *err)
 {
     memset(s, 0, sizeof *s);
     cr_assert_eq(lx_doc_load_text(&s->doc, yaml, "m.yaml", err), LX_OK, "%s", err->msg);
     int rc = lx_stack_parse(&s->st, s->doc.root, err);
-    return rc < 0 ? rc : lx_stack_compile(&s->st, f, &s->spec, err);
+    rc = rc < 0 ? rc : lx_stack_compile(&s->st, f, &s->spec, err);
+    if (rc == LX_OK && s->spec.rel.method && !f->rel_bias) {
+        cr_assert_leq(f->n_heads, TSTACK_REL_HEADS);
+        s->spec.facts.rel_bias = tstack_rel_bias(s->spec.rel.buckets);
+    }
+    return rc;
 }
 
 static inline void tstack_make(struct tstack *s, const char *yaml, const struct lx_facts *f)

@@ -132,17 +132,22 @@ Test(decode, one_row_matches_naive_every_method, .timeout = 120)
 /* A random causal model; `kind` 0: GELU, multi-head; 1: SwiGLU, one key/value
 ** head of two, q/k/v biases (drawn, not 0), a tied head; 2: Qwen3's shape, as
 ** 1 without biases, with qk_norm (gains drawn around 1) and two heads of 16 on
-** a residual of 48; learn: logit scales drawn around 1. */
-static void random_model(struct lx_model *m, int kind, int learn, uint64_t key)
+** a residual of 48; with sp, what its stack learns: logit scales drawn
+** around 1, T5's bias table drawn. */
+static void random_model(struct lx_model *m, int kind, const struct lx_spec *sp, uint64_t key)
 {
+    int learn = sp && sp->learn_scale;
     struct lx_arch a;
     lx_params_defaults(&lx_arch_schema, &a);
     a.layers = 2, a.d_model = 32, a.heads = 2, a.d_head = 16, a.d_mlp = 48, a.vocab = 64, a.init_std = 0.3;
     a.kv_heads = kind ? 1 : 0, a.qkv_bias = kind == 1, a.tie_head = kind > 0, a.logit_scale = learn;
     a.qk_norm = kind == 2, a.d_model = kind == 2 ? 48 : 32;
     a.mlp = kind ? LX_MLP_SWIGLU : LX_MLP_GELU;
+    a.rel_buckets = sp && sp->rel.method ? sp->rel.buckets : 0;
     lx_params_finish(&lx_arch_schema, &a);
     lx_model_init(m, &a, key);
+    if (m->v.rel_bias)
+        fill(m->v.rel_bias, a.heads * a.rel_buckets, key, 300);
     for (long l = 0; l < a.layers; l++) {
         const struct lx_layer_w *W = &m->v.layer[l];
         if (W->bqkv)
@@ -169,7 +174,7 @@ static void steps_vs_full(const char *stack, int kind)
     tstack_make(&st, stack, &f);
     if (st.spec.calibrate)
         st.spec.temperature = 0.8;
-    random_model(&m, kind, st.spec.learn_scale, 7 + (uint64_t)kind);
+    random_model(&m, kind, &st.spec, 7 + (uint64_t)kind);
     long V = m.arch.vocab;
     int tok[T];
     for (int t = 0; t < T; t++)
@@ -218,7 +223,7 @@ Test(decode, a_rewritten_row_is_read_afresh)
         struct tstack st;
         struct lx_facts f = tfacts(16, 8, 2, T);
         tstack_make(&st, ms[s], &f);
-        random_model(&m, 1, 0, 11);
+        random_model(&m, 1, NULL, 11);
         long V = m.arch.vocab;
         int tok[T], alt[T];
         for (int t = 0; t < T; t++)
@@ -257,7 +262,8 @@ Test(decode, generate_by_the_cache_equals_full_passes, .timeout = 60)
 {
     static const char *const ms[] = {"rope", "alibi", "[rope, {rerope: {window: 6, leak: 2}}]",
                                      "[rope, {streaming: {sinks: 2, recent: 8}}]", "[rope, {cosscale: {s: 8}}]",
-                                     "[rope, {lminfinite: {n_global: 2, local: 6, limit: 6}}, infoscale]"};
+                                     "[rope, {lminfinite: {n_global: 2, local: 6, limit: 6}}, infoscale]",
+                                     "[{t5bias: {buckets: 8, max_distance: 20}}, {streaming: {sinks: 2, recent: 8}}]"};
     enum { NP = 17, NG = 24 };
     for (size_t s = 0; s < sizeof ms / sizeof *ms; s++)
         for (int kind = 0; kind < 3; kind++) {
@@ -265,7 +271,7 @@ Test(decode, generate_by_the_cache_equals_full_passes, .timeout = 60)
             struct tstack st;
             struct lx_facts f = tfacts(16, 8, 2, NP + NG);
             tstack_make(&st, ms[s], &f);
-            random_model(&m, kind, 0, 21 + (uint64_t)s);
+            random_model(&m, kind, &st.spec, 21 + (uint64_t)s);
             int prompt[NP], got[NG], want[NG];
             for (int t = 0; t < NP; t++)
                 prompt[t] = (t * 11 + (int)s) % (int)m.arch.vocab;

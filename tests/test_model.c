@@ -559,7 +559,7 @@ Test(model, attention_head_path_matches_naive)
                                            .causal = causal};
                 lx_attn_head_forward(o2 + off, Ph, q + off, k + off, v + off, &sp.spec, h, &sh, &ws);
                 lx_attn_head_backward(dq2 + off, dk2 + off, dv2 + off, dout + off, Ph, dP, q + off, k + off, v + off,
-                                      &sp.spec, h, &sh, tab, 1.0f);
+                                      &sp.spec, h, &sh, tab, 1.0f, NULL);
             }
             double d[5] = {max_diff(o1, o2, AN), max_diff(att, P, AH * AT * AT), max_diff(dq1, dq2, AN),
                            max_diff(dk1, dk2, AN), max_diff(dv1, dv2, AN)};

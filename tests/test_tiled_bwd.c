@@ -133,7 +133,7 @@ static void compare(const char *stack, int T, int H, int KV, int D, int causal, 
         lx_attn_head_forward(o_ref + h * D, P + (long)h * T * T, qkv + h * D, qkv + kof, qkv + kof + KD, &st.spec, h,
                              &sh, &hw);
         lx_attn_head_backward(g_ref + h * D, g_ref + kof, g_ref + kof + KD, dO + h * D, P + (long)h * T * T, dP,
-                              qkv + h * D, qkv + kof, qkv + kof + KD, &st.spec, h, &sh, tab, mu ? mu[h] : 1.0f);
+                              qkv + h * D, qkv + kof, qkv + kof + KD, &st.spec, h, &sh, tab, mu ? mu[h] : 1.0f, NULL);
     }
 
     const char *name[3] = {"dq", "dk", "dv"};
@@ -317,8 +317,11 @@ static void model_compare(const char *stack, int mode, long kv)
     struct tstack st;
     tstack_make(&st, stack, &f);
     a.logit_scale = st.spec.learn_scale;
+    a.rel_buckets = st.spec.rel.method ? st.spec.rel.buckets : 0;
     struct lx_model m;
     lx_model_init(&m, &a, 31);
+    for (long k = 0; k < a.heads * a.rel_buckets; k++)    /* away from 0, every bucket its own */
+        m.v.rel_bias[k] = (float)(0.4 * sin(0.9 * (double)k + 0.3));
     for (long l = 0; a.logit_scale && l < a.layers; l++)   /* away from 1 */
         for (long h = 0; h < a.heads; h++)
             m.v.layer[l].logit_scale[h] = (float)(0.7 + 0.2 * (double)(h + l));
@@ -338,8 +341,13 @@ static void model_compare(const char *stack, int mode, long kv)
     lx_arch_tensors(&a, ti);
     for (int t = 0; t < n; t++) {
         long cnt = ti[t].shape[0] * (ti[t].ndim == 2 ? ti[t].shape[1] : 1);
+        /* T5's bias: a bucket's gradient sums P·(dP − D_i) over up to B·T·T/2 pairs whose terms cancel (each
+        ** row's sum to 0, as Σ_j P_ij dP_ij = D_i); the two paths' float32 terms differ in their last bits, and
+        ** that difference stays while the sum cancels: the relative error grows by Σ|terms| / |Σ terms|
+        ** (1.0e-5 seen on the bidirectional case, 1e-6 causal), so 10x the other tensors' bound */
+        double tol = strcmp(ti[t].name, "rel_bias") ? TOL : 10 * TOL;
         double e = rel_err(gt + ti[t].offset, gm + ti[t].offset, cnt);
-        cr_expect_leq(e, TOL, "%s %s kv %ld: gradient of %s, tiled vs materialised %g", stack,
+        cr_expect_leq(e, tol, "%s %s kv %ld: gradient of %s, tiled vs materialised %g", stack,
                       mode == LX_MODEL_CAUSAL ? "causal" : "mlm", kv, ti[t].name, e);
     }
     free(ti), free(gt), free(gm);
@@ -676,7 +684,7 @@ Test(tiled_bwd, bf16_tile_kernel_within_the_rounding_of_p_and_ds, .timeout = 300
                     struct lx_attn_ws hw = {.tab = tab, .mult = 1.0f};
                     lx_attn_head_forward(o + qo, P, qkv + qo, qkv + ko, qkv + vo, &st.spec, h, &sh, &hw);
                     lx_attn_head_backward(g + qo, g + ko, g + vo, dO + qo, P, dP, qkv + qo, qkv + ko, qkv + vo,
-                                          &st.spec, h, &sh, tab, 1.0f);
+                                          &st.spec, h, &sh, tab, 1.0f, NULL);
                     for (long i = 0; i < T; i++) {
                         double Di = 0, dD = 0;
                         for (long j = 0; j < T; j++) {

@@ -10,6 +10,7 @@
 
 #include "harness/core/config.h"
 #include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/model/model.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/sweep/plan.h"
 #include "harness/sweep/run.h"
@@ -105,3 +106,17 @@ int lx_local_stack(struct lx_stack *st, const char *ckpt_stack, const char *meth
 }
 
 /* A model with a NaN or Inf weight scores nothing (LX_ERUN, the tensor named). */
+
+int lx_local_compile(const struct lx_stack *st, const struct lx_model *m, const struct lx_ckpt_info *info,
+                     long length, struct lx_spec *spec, struct lx_error *err)
+{
+    struct lx_facts f = {.d_head = (int)m->arch.d_head, .train_len = info->train_len, .n_heads = (int)m->arch.heads,
+                         .length = length, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+    f.ft_len = lx_stack_ft_length(st, info->train_len);     /* a fine-tuned model's auto scales */
+    int rc = lx_stack_compile(st, &f, spec, err);
+    if (rc == LX_OK)
+        rc = lx_model_spec_check(m, spec, err);
+    if (rc == LX_OK && !spec->positions)
+        rc = lx_err(err, LX_EINVAL, "the stack '%s' sets no position scheme\n  hint: --method nope", st->canon);
+    return rc;
+}

@@ -37,4 +37,12 @@ struct lx_doc;
 int lx_local_stack(struct lx_stack *st, const char *ckpt_stack, const char *method, struct lx_doc *d1,
                    struct lx_doc *d2, struct lx_error *err);
 
+/* The stack compiled for model m (info: its checkpoint) at `length` tokens:
+** the model's facts, a fine-tuned model's length, then checked against the
+** model (lx_model_spec_check) and for a position scheme. Shared by score,
+** generate and serve. */
+struct lx_spec;
+int lx_local_compile(const struct lx_stack *st, const struct lx_model *m, const struct lx_ckpt_info *info,
+                     long length, struct lx_spec *spec, struct lx_error *err);
+
 #endif

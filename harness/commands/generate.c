@@ -162,12 +162,9 @@ static int gen_run(const struct gen_opts *o, struct lx_error *err)
         rc = lx_local_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
     if (rc == LX_OK && (np = lx_tok_prompt(lx_tok_or_byte(tok), o->prompt, strlen(o->prompt), &ids, err)) < 0)
         rc = (int)np, np = 0;
-    struct lx_facts f = {.d_head = (int)m.arch.d_head, .train_len = info.train_len, .n_heads = (int)m.arch.heads,
-                         .length = np + o->n, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
-    f.ft_len = lx_stack_ft_length(&st, info.train_len);     /* a fine-tuned model's auto scales */
     struct lx_spec spec;
     if (rc == LX_OK)
-        rc = lx_stack_compile(&st, &f, &spec, err);
+        rc = lx_local_compile(&st, &m, &info, np + o->n, &spec, err);
     struct stream s = {.tok = lx_tok_or_byte(tok), .print = !o->ids, .stop = -1, .budget = o->n};
     struct lx_gen_sink sink = {stream_token, &s};
     if (rc == LX_OK) {

@@ -117,14 +117,9 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     if (rc == LX_OK && (n = read_tokens(o->text, tk, &ids, err)) < 0)
         rc = (int)n;
     long L = o->length > 0 ? o->length : info.train_len;
-    struct lx_facts f = {.d_head = (int)m.arch.d_head, .train_len = info.train_len, .n_heads = (int)m.arch.heads,
-                         .length = L, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
-    f.ft_len = lx_stack_ft_length(&st, info.train_len);     /* a fine-tuned model's auto scales */
     struct lx_spec spec;
     if (rc == LX_OK)
-        rc = lx_stack_compile(&st, &f, &spec, err);
-    if (rc == LX_OK && !spec.positions)
-        rc = lx_err(err, LX_EINVAL, "the stack '%s' sets no position scheme\n  hint: --method nope", st.canon);
+        rc = lx_local_compile(&st, &m, &info, L, &spec, err);
     if (rc == LX_OK) {
         nll = lx_xcalloc((size_t)n, sizeof *nll);
         int begin = lx_tok_begin(lx_tok_or_byte(tk));

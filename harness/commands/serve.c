@@ -167,14 +167,9 @@ static int serve_run(const struct serve_cfg *o, struct lx_error *err)
     if (rc == LX_OK)
         rc = lx_local_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
     long L = o->length > 0 ? o->length : info.train_len;
-    struct lx_facts f = {.d_head = (int)m.arch.d_head, .train_len = info.train_len, .n_heads = (int)m.arch.heads,
-                         .length = L, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
-    f.ft_len = lx_stack_ft_length(&st, info.train_len);
     struct lx_spec spec;
     if (rc == LX_OK)
-        rc = lx_stack_compile(&st, &f, &spec, err);
-    if (rc == LX_OK && !spec.positions)
-        rc = lx_err(err, LX_EINVAL, "the stack '%s' sets no position scheme\n  hint: --method nope", st.canon);
+        rc = lx_local_compile(&st, &m, &info, L, &spec, err);
     long max_len = rc == LX_OK ? plan_max_len(&m, o->max_len > 0 ? o->max_len : 131072) : 0;
     if (rc == LX_OK && o->max_len > 0 && max_len < o->max_len)
         rc = lx_err(err, LX_ENOMEM, "--max-len %ld does not fit: one request of that many tokens (a pass and its "

@@ -124,6 +124,12 @@ static void show_ops(struct lx_buf *out, const struct lx_spec *spec, long length
             json_table(out, "row_scale", x, length, first);
             continue;
         }
+        if (op->method == spec->rel.method && !spec->facts.rel_bias) {     /* a learned m: its bucket per t */
+            for (long t = 0; t < length; t++)
+                x[t] = lx_relbias_bucket(&spec->rel, (double)t);
+            json_table(out, "bucket", x, length, first);
+            continue;
+        }
         for (int h = 0; h < spec->facts.n_heads; h++) {
             char an[32] = "a", mn[32] = "m";
             if (spec->facts.n_heads > 1)

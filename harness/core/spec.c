@@ -23,6 +23,10 @@ int lx_spec_push(struct lx_spec *spec, const struct lx_logit_op *op, struct lx_e
     if (spec->n_ops == LX_SPEC_MAX_OPS)
         return lx_err(err, LX_EINVAL, "method '%s': the stack has more than %d logit transforms\n"
                       "  hint: split the stack", op->method, LX_SPEC_MAX_OPS);
+    if (spec->rel.method)
+        return lx_err(err, LX_EINVAL, "method '%s' comes after '%s' in the stack: '%s' adds the model's learned "
+                      "bias to the final logits, so it must be the stack's last logit transform\n  hint: move "
+                      "%s to the end of the stack", op->method, spec->rel.method, spec->rel.method, spec->rel.method);
     spec->ops[spec->n_ops++] = *op;
     spec->has_dist |= op->kind == LX_OP_DIST_AFFINE;
     return LX_OK;
@@ -241,4 +245,18 @@ int lx_spec_calibrate(struct lx_spec *spec, const struct lx_probe *probe, struct
     if (rc == LX_OK)
         spec->temperature = tau;
     return rc;
+}
+
+int lx_relbias_bucket(const struct lx_relbias *r, double t)
+{
+    long d = (long)floor(t < 0 ? -t : t);
+    int exact = r->buckets / 2;
+    if (d < exact)
+        return (int)d;
+    /* float32 throughout, as transformers computes it: log of the ratio, over the
+    ** double ln(max_distance / exact) rounded to float, times the exact count, truncated */
+    float ratio = (float)d / (float)exact, span = (float)log((double)r->max_distance / exact);
+    float x = logf(ratio) / span * (float)(r->buckets - exact);
+    long b = exact + (x < (float)r->buckets ? (long)x : r->buckets);
+    return (int)(b < r->buckets - 1 ? b : r->buckets - 1);
 }

@@ -36,6 +36,8 @@
 **                Distance ops (ALiBi, scale-invariant) see |δ| as well.
 **   geometry     dot product q·k/sqrt(d), or CosScale's s·cos(q, k).
 **   temperature  a calibrated 1/τ on every logit (T5 attention alignment).
+**   relative     T5's learned bias per (head, distance bucket): the stack's
+**                last logit op, its values the model's (facts.rel_bias).
 **   pose         PoSE's skip-wise training positions (training only).
 **
 ** lx_spec_visible(), lx_spec_delta() and lx_spec_logit() are the naive
@@ -65,6 +67,8 @@ struct lx_facts {
     long ft_len;        /* the stack's fine-tuning length (0 = not fine-tuned); a method fine-tuned in
                         ** sees it, and its automatic scale is ft_len / train_len, in training and
                         ** at evaluation (docs/config.md#fine-tuning) */
+    const float *rel_bias;  /* (n_heads, buckets) the model's learned relative-position biases (t5bias),
+                        ** set by the engine for the model it runs (lx_model_facts); NULL elsewhere */
 };
 
 enum lx_op_kind {
@@ -151,6 +155,22 @@ long lx_posmap_near_hi(const struct lx_posmap *p, long i);
 /* The first row with a far key below it: the smallest i with near_lo(i) > 0. */
 long lx_posmap_first_far(const struct lx_posmap *p);
 
+/* T5's learned relative-position bias (Raffel et al. 2020): the logit of
+** the key t positions back gets bias[head][bucket(t)], a table the model
+** learns (facts.rel_bias); the op adding it is the stack's last, so the
+** bias's gradient is that of the logit over τ. */
+struct lx_relbias {
+    const char *method;     /* the method that set it, or NULL = none */
+    int buckets;            /* nb: bucket(t) in [0, nb) */
+    long max_distance;      /* distances from it on share the last bucket */
+};
+
+/* T5's unidirectional bucket of distance t >= 0 (fractional t floored):
+** t itself below nb/2, then nb/2 + ⌊ln(t / (nb/2)) / ln(max_distance /
+** (nb/2)) · nb/2⌋ in float32, as transformers' _relative_position_bucket,
+** at most nb − 1. */
+int lx_relbias_bucket(const struct lx_relbias *r, double t);
+
 /* Attention statistics a calibrating method may ask for: means over the
 ** attention rows (every layer and head, or layer 0 only) of max p, the
 ** entropy −Σ p ln p, and the standard deviation of the row's logits. */
@@ -200,6 +220,7 @@ struct lx_spec {
     const void *calib_params;               /* its params */
     const char *calib_method;               /* its name */
     struct lx_pose pose;                    /* training positions */
+    struct lx_relbias rel;                  /* T5's learned bias (t5bias), method NULL when none */
     /* each method's params, copied in and resolved for the facts (automatic
     ** values made concrete); ops and the calibration point here, so the spec
     ** must outlive its copies' users (copies of the spec by value are fine

@@ -159,6 +159,8 @@ int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struc
         tu->task->facts(tu->params, c->length, &f);
     struct lx_spec spec;
     int rc = lx_stack_compile(&g->stacks[c->stack], &f, &spec, err);
+    if (rc == LX_OK && model)
+        rc = lx_model_spec_check(model, &spec, err);
     if (rc < 0)
         return rc;
     struct lx_spec spec_train;      /* the attention the model was trained with, at its training length */
@@ -506,6 +508,7 @@ static int train_model(struct runner *r, const struct lx_cell *c, struct lx_mode
         f.length = ft.length;
     } else if ((rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK) {
         arch.logit_scale |= spec.learn_scale;     /* SSMax's learned s: a tensor of its own */
+        arch.rel_buckets = spec.rel.method ? spec.rel.buckets : 0;     /* T5's bias table */
         lx_model_init(m, &arch, lx_hash64(c->model_json));
     }
     struct lx_train_cfg cfg = mu->train;

@@ -38,6 +38,8 @@ static const struct lx_param arch_rows[] = {
     LX_P_BOOL(struct lx_arch, qk_norm, "false", 0,
               "an RMSNorm of each query and key head (learned gains of d_head) before the rotation (Qwen3)"),
     LX_P_BOOL(struct lx_arch, tie_head, "false", 0, "the output head is the token embedding (no lm_head.weight)"),
+    LX_P_INT(struct lx_arch, rel_buckets, "0", 0, 4096, 0,
+             "T5's learned relative-position bias: buckets per head, shared by the layers (set by t5bias); 0 = none"),
 };
 
 /* Rows added after the first checkpoints are stored only away from their
@@ -48,6 +50,7 @@ static const struct lx_param_rule arch_rules[] = {
     {"qkv_bias", "qkv_bias=true"},
     {"qk_norm", "qk_norm=true"},
     {"tie_head", "tie_head=true"},
+    {"rel_buckets", "rel_buckets!=0"},
     {NULL, NULL},
 };
 
@@ -132,6 +135,8 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
     add(out, &n, &off, "norm.weight", C, 0, 0, 0);
     if (!a->tie_head)
         add(out, &n, &off, "lm_head.weight", a->vocab, C, 1, 0);
+    if (a->rel_buckets)     /* one vector: a table of scalars, never a product's matrix */
+        add(out, &n, &off, "rel_bias", a->heads * a->rel_buckets, 0, 0, 0);
     if (total)
         *total = off;
     return n;
@@ -192,6 +197,7 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
     w->mhead = a->tie_head ? w->memb : t[i];
     w->head = a->tie_head ? w->tok_emb : F(i);
     i += !a->tie_head;
+    w->rel_bias = a->rel_buckets ? (float *)t[i++].p : NULL;
 #undef F
     LX_ASSERT(i == n);
 }
@@ -582,8 +588,8 @@ void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key)
     for (int i = 0; i < n; i++) {
         float *p = m->w + t[i].offset;
         long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1);
-        if (t[i].ndim == 1) {   /* norm gains and logit scales 1, biases 0 */
-            float one = strstr(t[i].name, ".bias") ? 0.0f : 1.0f;
+        if (t[i].ndim == 1) {   /* norm gains and logit scales 1, biases (T5's too) 0 */
+            float one = strstr(t[i].name, "bias") ? 0.0f : 1.0f;
             for (long j = 0; j < cnt; j++)
                 p[j] = one;
             continue;

@@ -35,6 +35,8 @@ struct lx_arch {
     int qk_norm;        /* 1: each q and k head RMS-normalised with gains layers.L.attn.{q,k}_norm.weight
                         ** (d_head,) after the projections, before the rotation (Qwen3) */
     int tie_head;       /* 1: the output head is tok_emb (no lm_head.weight tensor) */
+    long rel_buckets;   /* T5's learned relative bias: buckets per head of tensor rel_bias (heads × it),
+                        ** shared by every layer, initialised to 0 (set by t5bias); 0 = none */
 };
 
 extern const struct lx_schema lx_arch_schema;
@@ -86,6 +88,7 @@ struct lx_weights {
     struct lx_layer_w *layer;   /* (layers,) owned */
     float *norm;                /* (C) */
     float *head;                /* (V, C); == tok_emb when tie_head */
+    float *rel_bias;            /* (H, rel_buckets) T5's relative bias, or NULL */
     struct lx_wmat memb, mhead; /* tok_emb and head as the forward reads them */
 };
 

@@ -41,9 +41,11 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, const float
     }
 }
 
-void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spec *spec, struct lx_kvcache *c,
+void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spec *spec_in, struct lx_kvcache *c,
                     int slot, long pos, int token)
 {
+    struct lx_spec local;
+    const struct lx_spec *spec = lx_model_spec(m, spec_in, &local);
     const struct lx_arch *ar = &m->arch;
     int C = (int)ar->d_model, H = (int)ar->heads, KV = c->KV, D = c->D, HD = H * D;
     int F = (int)ar->d_mlp, V = (int)ar->vocab, ipos = (int)pos;

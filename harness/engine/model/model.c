@@ -512,9 +512,33 @@ static void forward_eval(const struct lx_model *m, const struct lx_spec *spec, c
         head(m, a, a->x, NULL, LX_EVAL_ROWS, targets, s);     /* losses only: no softmax rows (no backward) */
 }
 
-double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
+int lx_model_spec_check(const struct lx_model *m, const struct lx_spec *spec, struct lx_error *err)
+{
+    long have = m->arch.rel_buckets, want = spec->rel.method ? spec->rel.buckets : 0;
+    if (have == want)
+        return LX_OK;
+    if (!want)
+        return lx_err(err, LX_EINVAL, "the model learned a T5 relative bias (%ld buckets) and the stack has no "
+                      "t5bias\n  hint: evaluate it with its training stack, which ends in t5bias", have);
+    return lx_err(err, LX_EINVAL, "the stack's t5bias reads %ld buckets and the model %s\n  hint: t5bias is "
+                  "trained in; use the model's own buckets", want, have ? "learned another count" : "learned none");
+}
+
+const struct lx_spec *lx_model_spec(const struct lx_model *m, const struct lx_spec *spec, struct lx_spec *local)
+{
+    LX_ASSERT(m->arch.rel_buckets == (spec->rel.method ? spec->rel.buckets : 0));   /* lx_model_spec_check */
+    if (!m->v.rel_bias)
+        return spec;
+    *local = *spec;
+    local->facts.rel_bias = m->v.rel_bias;
+    return local;
+}
+
+double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec_in, const int *tokens,
                         const int *targets, struct lx_acts *a)
 {
+    struct lx_spec local;
+    const struct lx_spec *spec = lx_model_spec(m, spec_in, &local);
     struct sizes s = sizes_of(&m->arch, a->B, a->T);
     if (a->pos)
         lx_rope_table_pos(a->rope_cs, &spec->rotary, a->pos, s.N);
@@ -557,7 +581,7 @@ static double dmult_of(const float *q, const float *dq, long ld, int T, int D, f
 ** in order: no races, and the sums do not depend on the thread count. dm
 ** (B·H) gets the learned multipliers' gradients when mult is given. */
 static void attention_backward_materialised(struct lx_acts *a, const struct lx_spec *spec, const float *qkv,
-                                            const float *att, const float *mult, double *dm,
+                                            const float *att, const float *mult, double *dm, double *drel,
                                             const struct lx_attn_shape *sh)
 {
     int B = a->B, T = a->T, H = sh->H, KV = sh->KV, D = sh->D, G = H / KV;
@@ -573,7 +597,7 @@ static void attention_backward_materialised(struct lx_acts *a, const struct lx_s
             float w = mult ? mult[hh] : 1.0f;
             lx_attn_head_backward(dq, dk, dk + KD, a->dao + (long)b * T * HD + (long)hh * D, att + bh * T * T,
                                   a->dp + (long)thr * T * T, q, qkv + row0 + kof, qkv + row0 + kof + KD, spec, hh,
-                                  sh, a->tab + (long)thr * 2 * T, w);
+                                  sh, a->tab + (long)thr * 2 * T, w, drel ? drel + bh * spec->rel.buckets : NULL);
             if (dm)
                 dm[bh] = dmult_of(q, dq, QKV, T, D, w);
         }
@@ -583,7 +607,7 @@ static void attention_backward_materialised(struct lx_acts *a, const struct lx_s
 /* The tiled backward of one layer, a window at a time (its heads in
 ** parallel): ao and lse are the layer's outputs and log-sum-exps. */
 static void attention_backward_tiled(struct lx_acts *a, const struct lx_spec *spec, const float *qkv,
-                                     const float *ao, const float *lse, const float *mult, double *dm,
+                                     const float *ao, const float *lse, const float *mult, double *dm, double *drel,
                                      const struct lx_attn_shape *sh)
 {
     int B = a->B, T = a->T, H = sh->H, KV = sh->KV, D = sh->D;
@@ -593,6 +617,7 @@ static void attention_backward_tiled(struct lx_acts *a, const struct lx_spec *sp
     for (int b = 0; b < B; b++) {
         const float *q = qkv + (long)b * T * QKV;
         float *dq = a->dqkv + (long)b * T * QKV;
+        ws.dbias = drel ? drel + (long)b * H * spec->rel.buckets : NULL;
         lx_attn_tiled_backward(dq, dq + HD, dq + HD + KD, a->dao + (long)b * T * HD, ao + (long)b * T * HD,
                                lse + (long)b * H * T, q, q + HD, q + HD + KD, spec, mult, sh, &ws);
         for (int h = 0; dm && h < H; h++)
@@ -602,28 +627,36 @@ static void attention_backward_tiled(struct lx_acts *a, const struct lx_spec *sp
 
 /* Backward of every (window, head) of one layer into a->dqkv from a->dao, on
 ** the path the forward took; dmult (H,) += the learned multipliers' gradient
-** when mult is given, summed over windows in order (thread count free). */
+** when mult is given, and drel (H, buckets) += T5's learned bias's when
+** given, each summed over windows in order (thread count free). */
 static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, const float *ao,
-                               const float *att, const float *lse, const float *mult, float *dmult,
+                               const float *att, const float *lse, const float *mult, float *dmult, float *drel,
                                const struct lx_attn_shape *sh)
 {
     int B = a->B, H = sh->H;
+    long nrel = drel ? (long)H * spec->rel.buckets : 0;
     double *dm = mult ? lx_xcalloc((size_t)B * (size_t)H, sizeof *dm) : NULL;
+    double *dr = drel ? lx_xcalloc((size_t)(B * nrel), sizeof *dr) : NULL;
     if (a->tiled && lx_numerics_get() == LX_NUMERICS_BF16)     /* the tiled products read bf16 dO (tiled_bwd.c) */
         lx_round_bf16_n(a->dao, (size_t)((long)B * sh->T * sh->H * sh->D));
     if (a->tiled)
-        attention_backward_tiled(a, spec, qkv, ao, lse, mult, dm, sh);
+        attention_backward_tiled(a, spec, qkv, ao, lse, mult, dm, dr, sh);
     else
-        attention_backward_materialised(a, spec, qkv, att, mult, dm, sh);
+        attention_backward_materialised(a, spec, qkv, att, mult, dm, dr, sh);
     for (long bh = 0; dm && bh < (long)B * H; bh++)
         dmult[bh % H] += (float)dm[bh];
+    for (long k = 0; k < B * nrel; k++)
+        drel[k % nrel] += (float)dr[k];
     free(dm);
+    free(dr);
 }
 
-void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, const int *tokens,
+void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, const int *tokens,
                        const int *targets, struct lx_acts *a, struct lx_weights *g)
 {
     LX_ASSERT(a->train);
+    struct lx_spec local;
+    const struct lx_spec *spec = lx_model_spec(m, spec_in, &local);
     const struct lx_arch *ar = &m->arch;
     struct sizes s = sizes_of(ar, a->B, a->T);
     int H = (int)s.H, D = (int)ar->d_head, T = a->T;
@@ -666,7 +699,7 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec, con
         /* attention: dx now holds d(xm) */
         lx_linear_backward(a->dao, G->wo, NULL, a->dx, ao, W->mo, (int)s.N, (int)HD, (int)s.C);
         memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * s.QKV));
-        attention_backward(a, spec, qkv, ao, att, lse, W->logit_scale, G->logit_scale, &sh);
+        attention_backward(a, spec, qkv, ao, att, lse, W->logit_scale, G->logit_scale, g->rel_bias, &sh);
         if (spec->cosine)
             lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, (int)s.KV, D);
         rope_rows(a, spec, a->dqkv, H, (int)s.KV, D, -1);

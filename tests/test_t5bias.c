@@ -1,0 +1,284 @@
+/*
+** tests/test_t5bias.c - T5's learned relative-position bias (methods/t5bias.c).
+**
+** The buckets against transformers' _relative_position_bucket run in torch
+** (tests/ref/t5bias_ref.py writes the first distance of every bucket for five
+** (buckets, max_distance)) and against values worked by hand; one biased head
+** (naive, head path and tiled forward) and the bias's gradient (tiled and
+** materialised backward) against torch's float64 autograd of the same
+** inputs; a whole model's rel_bias gradient, summed over layers and windows,
+** against finite differences of its loss; the stacks refused; and a model
+** trained with it through `lenx run`, scored by `lenx score`, and an mlm
+** model refused.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/kernels/attention.h"
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/model/model.h"
+#include "tests/shell.h"
+#include "tests/stack.h"
+
+/* ---- buckets ---------------------------------------------------------------------- */
+
+static int bucket(int nb, long maxd, double t)
+{
+    struct lx_relbias r = {.method = "t5bias", .buckets = nb, .max_distance = maxd};
+    return lx_relbias_bucket(&r, t);
+}
+
+Test(t5bias, buckets_by_hand)
+{
+    /* nb 32, max 128: 16 exact, then 16 + ⌊ln(t/16) / ln 8 · 16⌋ */
+    cr_expect_eq(bucket(32, 128, 0), 0);
+    cr_expect_eq(bucket(32, 128, 15), 15);
+    cr_expect_eq(bucket(32, 128, 16), 16);      /* ln 1 = 0 */
+    cr_expect_eq(bucket(32, 128, 20), 17);      /* 16·ln 1.25 / ln 8 = 1.72 */
+    cr_expect_eq(bucket(32, 128, 64), 26);      /* 16·ln 4 / ln 8 = 10.67 */
+    cr_expect_eq(bucket(32, 128, 113), 31);     /* 16·ln 7.0625 / ln 8 = 15.04 */
+    cr_expect_eq(bucket(32, 128, 112), 30);     /* 16·ln 7 / ln 8 = 14.97 */
+    cr_expect_eq(bucket(32, 128, 1e9), 31);     /* far past max_distance: the last bucket */
+    /* nb 8, max 12: 4 exact, then 4 + ⌊ln(t/4) / ln 3 · 4⌋ */
+    cr_expect_eq(bucket(8, 12, 5), 4);          /* 4·ln 1.25 / ln 3 = 0.81 */
+    cr_expect_eq(bucket(8, 12, 6), 5);          /* 4·ln 1.5 / ln 3 = 1.48 */
+    cr_expect_eq(bucket(8, 12, 9), 6);          /* 4·ln 2.25 / ln 3 = 2.95 */
+    cr_expect_eq(bucket(8, 12, 10), 7);         /* 4·ln 2.5 / ln 3 = 3.34 */
+    /* an effective distance after a position map may be fractional: floored, either sign */
+    cr_expect_eq(bucket(32, 128, 16.9), 16);
+    cr_expect_eq(bucket(32, 128, 18.9), 16);    /* 16·ln(18/16) / ln 8 = 0.91 */
+    cr_expect_eq(bucket(32, 128, -20), 17);
+}
+
+Test(t5bias, buckets_match_transformers_in_torch)
+{
+    char path[512], line[256];
+    snprintf(path, sizeof path, "%s/tests/ref/t5bias_ref.csv", getenv("LENX_ROOT"));
+    FILE *fp = fopen(path, "r");
+    cr_assert_not_null(fp, "%s", path);
+    int n = 0;
+    while (fgets(line, sizeof line, fp)) {
+        int nb, b;
+        long maxd, first;
+        if (sscanf(line, "first,%d,%ld,%d,%ld", &nb, &maxd, &b, &first) != 4)
+            continue;
+        cr_expect_eq(bucket(nb, maxd, (double)first), b, "nb %d max %ld: distance %ld", nb, maxd, first);
+        if (first > 0)
+            cr_expect_eq(bucket(nb, maxd, (double)first - 1), b - 1, "nb %d max %ld: distance %ld", nb, maxd,
+                         first - 1);
+        n++;
+    }
+    fclose(fp);
+    cr_expect_eq(n, 32 + 16 + 8 + 64 + 6, "buckets read");
+}
+
+/* ---- one head against torch ------------------------------------------------------- */
+
+enum { RT = 11, RD = 4, RNB = 8 };
+
+/* The script's inputs, as float32. */
+static void ref_inputs(float *q, float *k, float *v, float *w)
+{
+    for (int i = 0; i < RT; i++)
+        for (int d = 0; d < RD; d++) {
+            q[i * RD + d] = (float)sin(0.37 * i + 0.11 * d);
+            k[i * RD + d] = (float)cos(0.23 * i - 0.19 * d);
+            v[i * RD + d] = (float)sin(0.5 * i * d + 0.3);
+            w[i * RD + d] = (float)cos(0.7 * i + 0.9 * d);
+        }
+}
+
+/* The script's outputs: o (RT, RD) and the bias gradient (RNB). */
+static void ref_outputs(double *o, double *db)
+{
+    char path[512], line[256];
+    snprintf(path, sizeof path, "%s/tests/ref/t5bias_ref.csv", getenv("LENX_ROOT"));
+    FILE *fp = fopen(path, "r");
+    cr_assert_not_null(fp, "%s", path);
+    int no = 0, nd = 0, i, c;
+    double x;
+    while (fgets(line, sizeof line, fp))
+        if (sscanf(line, "out,%d,%d,-,%lf", &i, &c, &x) == 3)
+            o[i * RD + c] = x, no++;
+        else if (sscanf(line, "dbias,%d,-,-,%lf", &i, &x) == 2)
+            db[i] = x, nd++;
+    fclose(fp);
+    cr_assert_eq(no, RT * RD);
+    cr_assert_eq(nd, RNB);
+}
+
+static double max_rel(const double *ref, const float *got32, const double *got64, int n)
+{
+    double num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        num = fmax(num, fabs((got32 ? got32[i] : got64[i]) - ref[i]));
+        den = fmax(den, fabs(ref[i]));
+    }
+    return num / den;
+}
+
+Test(t5bias, one_head_and_its_bias_gradient_match_torch)
+{
+    struct lx_facts f = tfacts(RD, 6, 1, RT);
+    struct tstack st;
+    tstack_make(&st, "{t5bias: {buckets: 8, max_distance: 12}}", &f);   /* the test table's head 0 */
+    float q[RT * RD], k[RT * RD], v[RT * RD], w[RT * RD], o[RT * RD], att[RT * RT];
+    double want_o[RT * RD], want_db[RNB];
+    ref_inputs(q, k, v, w);
+    ref_outputs(want_o, want_db);
+    lx_attention_forward(o, att, q, k, v, &st.spec, RT, 1, RD, 1);
+    cr_expect_leq(max_rel(want_o, o, NULL, RT * RD), 1e-6, "naive forward");
+
+    struct lx_attn_shape sh = {.T = RT, .H = 1, .KV = 1, .D = RD, .ld = RD, .ldo = RD, .causal = 1};
+    /* the materialised head path, forward and backward */
+    float P[RT * RT], dP[RT * RT], oh[RT * RD], g[3][RT * RD] = {{0}};
+    double tab[2 * RT], db[RNB] = {0};
+    struct lx_attn_ws hw = {.tab = tab, .mult = 1.0f};
+    lx_attn_head_forward(oh, P, q, k, v, &st.spec, 0, &sh, &hw);
+    cr_expect_leq(max_rel(want_o, oh, NULL, RT * RD), 1e-6, "head path forward");
+    lx_attn_head_backward(g[0], g[1], g[2], w, P, dP, q, k, v, &st.spec, 0, &sh, tab, 1.0f, db);
+    cr_expect_leq(max_rel(want_db, NULL, db, RNB), 1e-5, "materialised bias gradient");
+
+    /* the tiled pair on tiles of 3 queries × 2 keys, on both threads */
+    float ot[RT * RD], lse[RT], fs[64 * 8], bs[64 * 8], gt[3][RT * RD] = {{0}};
+    double ttab[4 * RT], dbt[RNB] = {0};
+    cr_assert_leq((size_t)lx_tile_tab_rows(&st.spec) * RT, sizeof ttab / sizeof *ttab);
+    struct lx_tile_ws fw = {.bq = 3, .bk = 2, .n_thr = 8, .scratch = fs, .tab = ttab, .lse = lse};
+    struct lx_tile_bwd_ws bw = {.bq = 3, .bk = 2, .n_thr = 8, .scratch = bs, .tab = ttab, .dbias = dbt};
+    omp_set_num_threads(2);
+    lx_attn_tiled_forward(ot, q, k, v, &st.spec, NULL, &sh, &fw);
+    cr_expect_leq(max_rel(want_o, ot, NULL, RT * RD), 1e-6, "tiled forward");
+    lx_attn_tiled_backward(gt[0], gt[1], gt[2], w, ot, lse, q, k, v, &st.spec, NULL, &sh, &bw);
+    omp_set_num_threads(1);
+    cr_expect_leq(max_rel(want_db, NULL, dbt, RNB), 1e-5, "tiled bias gradient");
+    tstack_free(&st);
+}
+
+/* ---- a whole model: rel_bias's gradient over layers and windows ------------------- */
+
+enum { MB = 2, MT = 40, MV = 30, MNB = 6 };
+
+static double model_loss(const struct lx_model *m, const struct lx_spec *spec, const int *tok, const int *tgt,
+                         struct lx_weights *g)
+{
+    struct lx_acts a;
+    struct lx_error err = {""};
+    cr_assert_eq(lx_acts_alloc(&a, &m->arch, MB, MT, LX_ACTS_TRAIN_TILED, &err), LX_OK, "%s", err.msg);
+    double loss = lx_model_forward(m, spec, tok, tgt, &a);
+    if (g)
+        lx_model_backward(m, spec, tok, tgt, &a, g);
+    lx_acts_release(&a);
+    return loss;
+}
+
+Test(t5bias, model_gradient_matches_finite_differences, .timeout = 60)
+{
+    lx_numerics_set(LX_NUMERICS_PORTABLE);
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.d_model = 16, a.heads = 3, a.d_head = 4, a.d_mlp = 24, a.vocab = MV, a.init_std = 0.4;
+    a.rel_buckets = MNB;
+    struct lx_facts f = tfacts(4, MT, 3, MT);
+    struct tstack st;
+    tstack_make(&st, "{t5bias: {buckets: 6, max_distance: 9}}", &f);
+    struct lx_model m;
+    lx_model_init(&m, &a, 7);
+    cr_assert_not_null(m.v.rel_bias);
+    for (int k = 0; k < 3 * MNB; k++)       /* from 0 (the init) to a table with every bucket its own */
+        m.v.rel_bias[k] = (float)(0.5 * sin(0.9 * k + 0.4));
+    int tok[MB * MT], tgt[MB * MT];
+    for (int i = 0; i < MB * MT; i++)
+        tok[i] = (i * 7 + 3) % MV, tgt[i] = (i * 11 + 5) % MV;
+    float *gb = calloc(m.n_params, sizeof *gb);
+    struct lx_weights g;
+    lx_weights_map(&g, &a, gb);
+    model_loss(&m, &st.spec, tok, tgt, &g);
+    for (int k = 0; k < 3 * MNB; k++) {
+        float keep = m.v.rel_bias[k], h = 2e-2f;
+        m.v.rel_bias[k] = keep + h;
+        double up = model_loss(&m, &st.spec, tok, tgt, NULL);
+        m.v.rel_bias[k] = keep - h;
+        double dn = model_loss(&m, &st.spec, tok, tgt, NULL);
+        m.v.rel_bias[k] = keep;
+        double num = (up - dn) / (2.0 * h);
+        cr_expect(fabs(num - g.rel_bias[k]) <= 2e-4 + 2e-2 * fabs(num), "rel_bias[head %d, bucket %d]: "
+                  "backward %g, numeric %g", k / MNB, k % MNB, g.rel_bias[k], num);
+    }
+    lx_weights_unmap(&g);
+    free(gb);
+    lx_model_release(&m);
+    tstack_free(&st);
+    lx_numerics_set(LX_NUMERICS_FAST);
+}
+
+/* ---- what is refused -------------------------------------------------------------- */
+
+static void refused(const char *yaml, struct lx_facts f, const char *needle)
+{
+    struct tstack st;
+    struct lx_error err = {""};
+    cr_expect_lt(tstack_try(&st, yaml, &f, &err), 0, "%s compiled", yaml);
+    cr_expect_not_null(strstr(err.msg, needle), "%s: '%s' lacks '%s'", yaml, err.msg, needle);
+    tstack_free(&st);
+}
+
+Test(t5bias, stacks_refused_with_a_reason)
+{
+    struct lx_facts f = tfacts(16, 64, 4, 128);
+    refused("[t5bias, {logn: {mode: su}}]", f, "must be the stack's last logit transform");
+    refused("[rope, t5bias]", f, "position scheme");
+    refused("[t5bias, alibi]", f, "position scheme");
+    refused("{t5bias: {buckets: 32, max_distance: 16}}", f, "must exceed buckets/2");
+}
+
+/* ---- through the binary ----------------------------------------------------------- */
+
+static void setup(void)
+{
+    shell_setup("t5bias");
+}
+
+Test(t5bias, trained_by_run_scored_by_score_mlm_refused, .init = setup, .fini = teardown, .timeout = 120)
+{
+    char out[16384];
+    write_file("t5.yaml", "name: t5\nseed: 1\nmodels:\n"
+               "  small:\n    arch: {mode: causal, layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}\n"
+               "    train: {length: 32, batch: 4, steps: 30, warmup: 5}\n"
+               "methods:\n  - t5bias\ntasks:\n  - ppl: {windows: 2}\nlengths: [32, 128]\n");
+    int rc = sh(out, sizeof out, "OMP_NUM_THREADS=1 \"$L\" run t5.yaml --db s.db");
+    cr_assert_eq(rc, 0, "%s", out);
+    /* the learned table is stored with the model and read back by score, at 4x the training length */
+    rc = sh(out, sizeof out, "head -c 2000 \"$R/docs/methods.md\" > t.txt && m=$(ls models/*.safetensors) && "
+            "\"$L\" score --model \"$m\" --text t.txt --length 128 > s.json && grep -c mean_nll s.json && \"$L\" score --model \"$m\" --text t.txt "
+            "--method logn");
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect_not_null(strstr(out, "\n1\n"), "%s", out);
+    cr_expect_not_null(strstr(out, "must be the stack's last logit transform"), "%s", out);
+    /* neither llama.cpp nor transformers' Llama has the table: export refuses, naming it */
+    rc = sh(out, sizeof out, "m=$(ls models/*.safetensors) && \"$L\" export --gguf x.gguf --model \"$m\"");
+    cr_expect_neq(rc, 0, "%s", out);
+    cr_expect_not_null(strstr(out, "this model has T5's (t5bias, 32 buckets)"), "%s", out);
+    cr_expect(!exists("x.gguf"));
+    /* show prints the buckets (the biases are the model's): 16 + ⌊16·ln(t/16)/ln 8⌋ from t = 16 */
+    cr_expect_eq(sh(out, sizeof out, "\"$L\" show method t5bias --length 24"), 0, "%s", out);
+    cr_expect_not_null(strstr(out, "\"bucket\": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 16, 16, "
+                              "17, 17, 18, 18, 18]"), "%s", out);
+    cr_expect_eq(sql_long("s.db", "SELECT count(*) FROM runs WHERE status = 'ok'"), 2);
+    write_file("m.yaml", "name: t5m\nseed: 1\nmodels:\n"
+               "  small:\n    arch: {mode: mlm, layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}\n"
+               "    train: {length: 32, batch: 4, steps: 5, warmup: 1}\n"
+               "methods:\n  - t5bias\ntasks:\n  - mlm: {windows: 2}\nlengths: [32]\n");
+    rc = sh(out, sizeof out, "\"$L\" run m.yaml --db m.db");
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect_not_null(strstr(out, "m.yaml:"), "%s", out);
+    cr_expect_not_null(strstr(out, "is a masked LM"), "%s", out);
+    cr_expect(!exists("m.db"), "a refused sweep writes no store");
+    /* the gaussian task's synthetic logits: no model, nothing learned */
+    write_file("g.yaml", "name: g\nmethods: [t5bias]\ntasks: [gaussian]\nlengths: [10]\n");
+    cr_expect_eq(sh(out, sizeof out, "\"$L\" run g.yaml --db g.db"), 2, "%s", out);
+    cr_expect_not_null(strstr(out, "g.yaml:2:11: method 't5bias' cannot apply to task 'gaussian'"), "%s", out);
+}
