@@ -263,6 +263,13 @@ Test(t5bias, trained_by_run_scored_by_score_mlm_refused, .init = setup, .fini = 
     cr_expect_neq(rc, 0, "%s", out);
     cr_expect_not_null(strstr(out, "this model has T5's (t5bias, 32 buckets)"), "%s", out);
     cr_expect(!exists("x.gguf"));
+    /* show model prints what the bias learnt: a row of 32 per head, moved from its initial 0 */
+    rc = sh(out, sizeof out, "m=$(ls models/*.safetensors) && \"$L\" show model \"$m\" > show.json && "
+            "sed -n '/\"rel_bias\"/,/^  \\]/p' show.json | grep -c '^    \\[' && "
+            "grep -A1 '\"rel_bias\"' show.json | tail -1 | tr ',' '\\n' | grep -c . && "
+            "grep -A1 '\"rel_bias\"' show.json | tail -1 | grep -c '[1-9]'");
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect_str_eq(out, "2\n32\n1\n");
     /* show prints the buckets (the biases are the model's): 16 + ⌊16·ln(t/16)/ln 8⌋ from t = 16 */
     cr_expect_eq(sh(out, sizeof out, "\"$L\" show method t5bias --length 24"), 0, "%s", out);
     cr_expect_not_null(strstr(out, "\"bucket\": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 16, 16, "

@@ -111,6 +111,15 @@ static void json_table(struct lx_buf *out, const char *name, const double *v, lo
     *first = 0;
 }
 
+/* A JSON list of n floats at 6 significant digits (learned values, to read). */
+static void put_floats(struct lx_buf *out, const float *v, long n)
+{
+    lx_buf_puts(out, "[");
+    for (long i = 0; i < n; i++)
+        lx_buf_printf(out, "%s%.6g", i ? ", " : "", (double)v[i]);
+    lx_buf_puts(out, "]");
+}
+
 /* The logit-op tables: row scales over n, distance maps over t (per head
 ** when the heads differ). */
 static void show_ops(struct lx_buf *out, const struct lx_spec *spec, long length, int *first)
@@ -536,6 +545,11 @@ int lx_show_model(const char *model, const char *db, long window, struct lx_buf 
                       m.n_params, info.train_len, info.stack);
         lx_buf_printf(out, ",\n  \"eval_stack\": %s,\n  \"rope_scaling\": %s", info.eval_stack ? info.eval_stack : "[]",
                       info.scaling ? info.scaling : "null");
+        for (long h = 0; m.v.rel_bias && h < m.arch.heads; h++) {  /* what T5's bias learnt, a row per head */
+            lx_buf_puts(out, h ? ",\n    " : ",\n  \"rel_bias\": [\n    ");
+            put_floats(out, m.v.rel_bias + h * m.arch.rel_buckets, m.arch.rel_buckets);
+            lx_buf_puts(out, h + 1 < m.arch.heads ? "" : "\n  ]");
+        }
         key_str(out, "tokenizer", info.tokenizer ? info.tokenizer : m.arch.vocab == 260 ? "bytes" : NULL);
         key_str(out, "tokenizer_sha256", info.tokenizer_sha256[0] ? info.tokenizer_sha256 : NULL);
         key_str(out, "model_key", info.model_key[0] ? info.model_key : NULL);
