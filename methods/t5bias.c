@@ -44,6 +44,14 @@ static void t5bias_dist_affine(const void *params, const struct lx_facts *f, int
     *m = f->rel_bias ? (double)f->rel_bias[(long)head * p->buckets + lx_relbias_bucket(&r, t)] : 0.0;
 }
 
+/* Each bucket's gradient: the distances' that fall in it. */
+static void t5bias_pull(const struct lx_relbias *r, const float *theta, const double *g, long n, double *dtheta)
+{
+    (void)theta;
+    for (long t = 0; t < n; t++)
+        dtheta[lx_relbias_bucket(r, (double)t)] += g[t];
+}
+
 static int t5bias_check(const void *params, const struct lx_facts *f, struct lx_error *err)
 {
     const struct t5bias_params *p = params;
@@ -66,8 +74,8 @@ static int t5bias_apply(const void *params, const struct lx_facts *f, struct lx_
         .dist_affine = t5bias_dist_affine,
     };
     if (rc == LX_OK && (rc = lx_spec_push(spec, &op, err)) == LX_OK)
-        spec->rel = (struct lx_relbias){.method = "t5bias", .buckets = (int)p->buckets,
-                                        .max_distance = p->max_distance};
+        spec->rel = (struct lx_relbias){.method = "t5bias", .values = (int)p->buckets, .buckets = (int)p->buckets,
+                                        .max_distance = p->max_distance, .pull = t5bias_pull};
     return rc;
 }
 

@@ -81,6 +81,9 @@ static const char *const stacks[] = {
     "[infoscale, {t5bias: {buckets: 6, max_distance: 9}}]",
     "[{t5bias: {buckets: 10, max_distance: 20}}, {window: {size: 5}}]",
     "[{t5bias: {buckets: 8, max_distance: 10}}, {streaming: {sinks: 2, recent: 4}}]",
+    "kerple",
+    "[{logn: {mode: su}}, kerple]",
+    "[kerple, {window: {size: 4}}]",
 };
 
 #define N_STACKS (sizeof stacks / sizeof *stacks)

@@ -33,9 +33,10 @@ static inline struct lx_facts tfacts(int d_head, long train_len, int n_heads, lo
     return f;
 }
 
-/* A learned T5 bias for stacks with t5bias compiled without a model: head h,
-** bucket b holds 0.3·sin(1.3·h + 0.71·b + 0.2) − 0.05·b, every entry distinct
-** enough that a wrong bucket or head changes a logit. */
+/* A learned relative bias for stacks with t5bias or kerple compiled without
+** a model: head h, value b holds 0.6 + 0.3·sin(1.3·h + 0.71·b + 0.2) − 0.05·b,
+** every entry distinct enough that a wrong bucket or head changes a logit
+** (KERPLE floors its p and a at 0.01). */
 enum { TSTACK_REL_HEADS = 16, TSTACK_REL_BUCKETS = 64 };
 
 static inline const float *tstack_rel_bias(int buckets)
@@ -44,7 +45,7 @@ static inline const float *tstack_rel_bias(int buckets)
     cr_assert_leq(buckets, TSTACK_REL_BUCKETS, "the test table has %d buckets", TSTACK_REL_BUCKETS);
     for (int h = 0; h < TSTACK_REL_HEADS; h++)
         for (int b = 0; b < buckets; b++)
-            table[h * buckets + b] = (float)(0.3 * sin(1.3 * h + 0.71 * b + 0.2) - 0.05 * b);
+            table[h * buckets + b] = (float)(0.6 + 0.3 * sin(1.3 * h + 0.71 * b + 0.2) - 0.05 * b);
     return table;
 }
 
@@ -56,7 +57,7 @@ static inline int tstack_try(struct tstack *s, const char *yaml, const struct lx
     rc = rc < 0 ? rc : lx_stack_compile(&s->st, f, &s->spec, err);
     if (rc == LX_OK && s->spec.rel.method && !f->rel_bias) {
         cr_assert_leq(f->n_heads, TSTACK_REL_HEADS);
-        s->spec.facts.rel_bias = tstack_rel_bias(s->spec.rel.buckets);
+        s->spec.facts.rel_bias = tstack_rel_bias(s->spec.rel.values);
     }
     return rc;
 }

@@ -143,11 +143,12 @@ static void random_model(struct lx_model *m, int kind, const struct lx_spec *sp,
     a.kv_heads = kind ? 1 : 0, a.qkv_bias = kind == 1, a.tie_head = kind > 0, a.logit_scale = learn;
     a.qk_norm = kind == 2, a.d_model = kind == 2 ? 48 : 32;
     a.mlp = kind ? LX_MLP_SWIGLU : LX_MLP_GELU;
-    a.rel_buckets = sp && sp->rel.method ? sp->rel.buckets : 0;
+    if (sp)
+        lx_arch_learn_rel(&a, &sp->rel);
     lx_params_finish(&lx_arch_schema, &a);
     lx_model_init(m, &a, key);
-    if (m->v.rel_bias)
-        fill(m->v.rel_bias, a.heads * a.rel_buckets, key, 300);
+    for (long k = 0; m->v.rel_bias && k < a.heads * lx_arch_rel_values(&a); k++)     /* > 0: KERPLE's too */
+        m->v.rel_bias[k] = (float)(0.5 + 0.4 * sin(0.9 * (double)k + 0.3 * (double)key));
     for (long l = 0; l < a.layers; l++) {
         const struct lx_layer_w *W = &m->v.layer[l];
         if (W->bqkv)

@@ -769,7 +769,7 @@ Test(tiled, model_statistics_equal_the_head_path_at_16x, .timeout = 300)
         struct lx_facts f = tfacts(16, ST_TRAIN, ST_H, ST_T);
         struct tstack st;
         tstack_make(&st, stacks[s], &f);
-        if (st.spec.rel.method) {   /* a table the rope model did not learn (t5bias: tests/test_t5bias.c) */
+        if (st.spec.rel.method) {   /* a table the rope model did not learn (t5bias, kerple: tests/test_relbias.c) */
             tstack_free(&st);
             continue;
         }

@@ -317,11 +317,11 @@ static void model_compare(const char *stack, int mode, long kv)
     struct tstack st;
     tstack_make(&st, stack, &f);
     a.logit_scale = st.spec.learn_scale;
-    a.rel_buckets = st.spec.rel.method ? st.spec.rel.buckets : 0;
+    lx_arch_learn_rel(&a, &st.spec.rel);
     struct lx_model m;
     lx_model_init(&m, &a, 31);
-    for (long k = 0; k < a.heads * a.rel_buckets; k++)    /* away from 0, every bucket its own */
-        m.v.rel_bias[k] = (float)(0.4 * sin(0.9 * (double)k + 0.3));
+    for (long k = 0; k < a.heads * lx_arch_rel_values(&a); k++)    /* every value its own, away from 0 */
+        m.v.rel_bias[k] = (float)(0.5 + 0.4 * sin(0.9 * (double)k + 0.3));
     for (long l = 0; a.logit_scale && l < a.layers; l++)   /* away from 1 */
         for (long h = 0; h < a.heads; h++)
             m.v.layer[l].logit_scale[h] = (float)(0.7 + 0.2 * (double)(h + l));

@@ -133,10 +133,13 @@ static void show_ops(struct lx_buf *out, const struct lx_spec *spec, long length
             json_table(out, "row_scale", x, length, first);
             continue;
         }
-        if (op->method == spec->rel.method && !spec->facts.rel_bias) {     /* a learned m: its bucket per t */
-            for (long t = 0; t < length; t++)
+        if (op->method == spec->rel.method && !spec->facts.rel_bias) {     /* m is learned: T5's bucket per t */
+            for (long t = 0; spec->rel.buckets && t < length; t++)
                 x[t] = lx_relbias_bucket(&spec->rel, (double)t);
-            json_table(out, "bucket", x, length, first);
+            if (spec->rel.buckets)
+                json_table(out, "bucket", x, length, first);
+            lx_buf_printf(out, "%s\n    \"m\": \"learned by the model (lenx show model)\"", *first ? "" : ",");
+            *first = 0;
             continue;
         }
         for (int h = 0; h < spec->facts.n_heads; h++) {
@@ -545,9 +548,10 @@ int lx_show_model(const char *model, const char *db, long window, struct lx_buf 
                       m.n_params, info.train_len, info.stack);
         lx_buf_printf(out, ",\n  \"eval_stack\": %s,\n  \"rope_scaling\": %s", info.eval_stack ? info.eval_stack : "[]",
                       info.scaling ? info.scaling : "null");
-        for (long h = 0; m.v.rel_bias && h < m.arch.heads; h++) {  /* what T5's bias learnt, a row per head */
-            lx_buf_puts(out, h ? ",\n    " : ",\n  \"rel_bias\": [\n    ");
-            put_floats(out, m.v.rel_bias + h * m.arch.rel_buckets, m.arch.rel_buckets);
+        long nv = lx_arch_rel_values(&m.arch);
+        for (long h = 0; nv && h < m.arch.heads; h++) {    /* what a learned bias learnt, a row per head */
+            lx_buf_puts(out, h ? ",\n    " : m.arch.kerple ? ",\n  \"kerple\": [\n    " : ",\n  \"rel_bias\": [\n    ");
+            put_floats(out, m.v.rel_bias + h * nv, nv);
             lx_buf_puts(out, h + 1 < m.arch.heads ? "" : "\n  ]");
         }
         key_str(out, "tokenizer", info.tokenizer ? info.tokenizer : m.arch.vocab == 260 ? "bytes" : NULL);

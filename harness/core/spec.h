@@ -36,8 +36,9 @@
 **                Distance ops (ALiBi, scale-invariant) see |δ| as well.
 **   geometry     dot product q·k/sqrt(d), or CosScale's s·cos(q, k).
 **   temperature  a calibrated 1/τ on every logit (T5 attention alignment).
-**   relative     T5's learned bias per (head, distance bucket): the stack's
-**                last logit op, its values the model's (facts.rel_bias).
+**   relative     a learned bias per (head, distance): T5's buckets, KERPLE's
+**                kernel; the stack's last logit op, its values the model's
+**                (facts.rel_bias).
 **   pose         PoSE's skip-wise training positions (training only).
 **
 ** lx_spec_visible(), lx_spec_delta() and lx_spec_logit() are the naive
@@ -67,8 +68,8 @@ struct lx_facts {
     long ft_len;        /* the stack's fine-tuning length (0 = not fine-tuned); a method fine-tuned in
                         ** sees it, and its automatic scale is ft_len / train_len, in training and
                         ** at evaluation (docs/config.md#fine-tuning) */
-    const float *rel_bias;  /* (n_heads, buckets) the model's learned relative-position biases (t5bias),
-                        ** set by the engine for the model it runs (lx_model_facts); NULL elsewhere */
+    const float *rel_bias;  /* (n_heads, values) the model's learned relative-position bias (t5bias, kerple:
+                        ** struct lx_relbias), set by the engine for the model it runs (lx_model_spec) */
 };
 
 enum lx_op_kind {
@@ -155,14 +156,19 @@ long lx_posmap_near_hi(const struct lx_posmap *p, long i);
 /* The first row with a far key below it: the smallest i with near_lo(i) > 0. */
 long lx_posmap_first_far(const struct lx_posmap *p);
 
-/* T5's learned relative-position bias (Raffel et al. 2020): the logit of
-** the key t positions back gets bias[head][bucket(t)], a table the model
-** learns (facts.rel_bias); the op adding it is the stack's last, so the
-** bias's gradient is that of the logit over τ. */
+/* A relative-position bias the model learns (T5's buckets, KERPLE's
+** kernel): the logit of the key t positions back gets m_h(t; θ_h), θ_h head
+** h's `values` learned numbers (facts.rel_bias, (n_heads, values)). The op
+** adding it is the stack's last, so ∂logit/∂m = 1/τ: the backward sums the
+** logits' gradient over τ per head and distance, g_h(t), and the method's
+** `pull` turns that into θ_h's gradient. */
 struct lx_relbias {
     const char *method;     /* the method that set it, or NULL = none */
-    int buckets;            /* nb: bucket(t) in [0, nb) */
-    long max_distance;      /* distances from it on share the last bucket */
+    int values;             /* learned numbers per head: T5's buckets, KERPLE's 2 */
+    int buckets;            /* T5: nb, bucket(t) in [0, nb) */
+    long max_distance;      /* T5: distances from it on share the last bucket */
+    /* dtheta[k] += Σ_t g[t]·∂m(t)/∂θ[k] over t in [0, n), θ = theta (values) */
+    void (*pull)(const struct lx_relbias *r, const float *theta, const double *g, long n, double *dtheta);
 };
 
 /* T5's unidirectional bucket of distance t >= 0 (fractional t floored):
@@ -220,7 +226,7 @@ struct lx_spec {
     const void *calib_params;               /* its params */
     const char *calib_method;               /* its name */
     struct lx_pose pose;                    /* training positions */
-    struct lx_relbias rel;                  /* T5's learned bias (t5bias), method NULL when none */
+    struct lx_relbias rel;                  /* a learned relative bias (t5bias, kerple), method NULL when none */
     /* each method's params, copied in and resolved for the facts (automatic
     ** values made concrete); ops and the calibration point here, so the spec
     ** must outlive its copies' users (copies of the spec by value are fine

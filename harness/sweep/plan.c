@@ -360,7 +360,7 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
         return lx_node_err(err, st->where, "the stack '%s' sets no position scheme, which task '%s' on "
                            "model '%s' needs\n  hint: add rope or nope to the stack, e.g. - [rope, logn]", st->canon,
                            g->tasks[t].task->name, mu->name);
-    if (spec->rel.method && mu->arch.mode != LX_MODEL_CAUSAL)
+    if (spec->rel.buckets && mu->arch.mode != LX_MODEL_CAUSAL)
         return lx_node_err(err, st->where, "the stack '%s' has T5's decoder (unidirectional) buckets, and model "
                            "'%s' is a masked LM: its bidirectional attention would not tell keys before the query "
                            "from keys after it\n  hint: use t5bias on causal models", st->canon, mu->name);

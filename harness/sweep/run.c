@@ -508,7 +508,7 @@ static int train_model(struct runner *r, const struct lx_cell *c, struct lx_mode
         f.length = ft.length;
     } else if ((rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK) {
         arch.logit_scale |= spec.learn_scale;     /* SSMax's learned s: a tensor of its own */
-        arch.rel_buckets = spec.rel.method ? spec.rel.buckets : 0;     /* T5's bias table */
+        lx_arch_learn_rel(&arch, &spec.rel);      /* T5's or KERPLE's learned bias: a tensor of its own */
         lx_model_init(m, &arch, lx_hash64(c->model_json));
     }
     struct lx_train_cfg cfg = mu->train;

@@ -14,7 +14,7 @@ in float32, as torch runs it. Over distances 0..99999 the bucket never decreases
 Attention: one causal head, T = 11 keys, D = 4, logits q.k/sqrt(D) + bias[bucket(i - j)]
 (lenx keeps the 1/sqrt(d) that T5 folds into its initialisation), the inputs rounded to
 float32 as lenx holds them, then float64 with autograd: the output and the gradient of sum(o * w) with respect to the bias table.
-Inputs come from formulas that tests/test_t5bias.c repeats.
+Inputs come from formulas that tests/test_relbias.c repeats.
 Writes tests/ref/t5bias_ref.csv:
   first,num_buckets,max_distance,bucket,first distance
   out,row,channel,value
@@ -22,9 +22,10 @@ Writes tests/ref/t5bias_ref.csv:
 Run: /usr/bin/python3 tests/ref/t5bias_ref.py
 """
 import math
-import os
 
 import torch
+
+from head11 import D, T, attend, inputs, write
 
 CASES = [(32, 128), (16, 64), (8, 12), (64, 1024), (6, 9)]
 
@@ -42,28 +43,17 @@ def buckets(num_buckets, max_distance, n_dist):
     return torch.where(is_small, n, large)[:, 0]
 
 
-T, D, NB, MAXD = 11, 4, 8, 12
-
-
-def inputs():
-    q = [[math.sin(0.37 * i + 0.11 * d) for d in range(D)] for i in range(T)]
-    k = [[math.cos(0.23 * i - 0.19 * d) for d in range(D)] for i in range(T)]
-    v = [[math.sin(0.5 * i * d + 0.3) for d in range(D)] for i in range(T)]
-    w = [[math.cos(0.7 * i + 0.9 * d) for d in range(D)] for i in range(T)]
-    bias = [0.3 * math.sin(0.71 * b + 0.2) - 0.05 * b for b in range(NB)]
-    return q, k, v, w, bias
+NB, MAXD = 8, 12
 
 
 def attention():
-    q, k, v, w, bias = (torch.tensor(x, dtype=torch.float32).double() for x in inputs())   # lenx's float32 inputs
-    bias.requires_grad_(True)
+    q, k, v, w = inputs()
+    bias = torch.tensor([0.6 + 0.3 * math.sin(0.71 * b + 0.2) - 0.05 * b for b in range(NB)],
+                        dtype=torch.float32).double().requires_grad_(True)
     bk = buckets(NB, MAXD, T)
     dist = torch.arange(T)[:, None] - torch.arange(T)[None, :]
-    logits = q @ k.T / math.sqrt(D) + bias[bk[dist.clamp(min=0)]]
-    logits = logits.masked_fill(dist < 0, float("-inf"))
-    o = torch.softmax(logits, dim=-1) @ v
-    (o * w).sum().backward()
-    return o.detach(), bias.grad
+    o = attend(q, k, v, w, bias[bk[dist.clamp(min=0)]])
+    return o, bias.grad
 
 
 def main():
@@ -79,9 +69,7 @@ def main():
             lines.append(f"out,{i},{c},-,{o[i, c].item():.17g}")
     for b in range(NB):
         lines.append(f"dbias,{b},-,-,{g[b].item():.17g}")
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "t5bias_ref.csv")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    write("t5bias_ref.csv", lines)
 
 
 if __name__ == "__main__":

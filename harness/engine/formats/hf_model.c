@@ -576,9 +576,9 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     const struct lx_arch *a = &m->arch;
     struct lx_stack_rope rope;
     int rc;
-    if (a->rel_buckets)
-        return lx_err(err, LX_EINVAL, "%s has no learned relative-position bias; this model has T5's (t5bias, "
-                      "%ld buckets)\n  hint: export rope models", "transformers' Llama", a->rel_buckets);
+    if (lx_arch_rel_values(a))
+        return lx_err(err, LX_EINVAL, "%s has no learned relative-position bias; this model has %s\n  hint: "
+                      "export rope models", "transformers' Llama", a->kerple ? "KERPLE's (kerple)" : "T5's (t5bias)");
     if (a->mode != LX_MODEL_CAUSAL || a->mlp != LX_MLP_SWIGLU || a->logit_scale)
         return lx_err(err, LX_EINVAL, "transformers' Llama is a causal SwiGLU model without learned logit scales; "
                       "this model is %s with a %s MLP%s\n  hint: export causal swiglu models",

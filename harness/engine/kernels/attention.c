@@ -303,7 +303,7 @@ void lx_attn_head_forward(float *o, float *P, const float *q, const float *k, co
 
 void lx_attn_head_backward(float *dq, float *dk, float *dv, const float *do_, const float *P, float *dP,
                            const float *q, const float *k, const float *v, const struct lx_spec *spec, int head,
-                           const struct lx_attn_shape *sh, double *tab, float mult, double *dbias)
+                           const struct lx_attn_shape *sh, double *tab, float mult, double *dist_grad)
 {
     int T = sh->T, D = sh->D, ld = sh->ld, ldo = sh->ldo, causal = sh->causal;
     LX_ASSERT(!spec->vis.window && !spec->posmap.method);
@@ -323,8 +323,8 @@ void lx_attn_head_backward(float *dq, float *dk, float *dv, const float *do_, co
             dot += p[j] * g[j];
         for (int j = 0; j < n; j++) {
             float a = ops ? (float)A[i > j ? i - j : j - i] : 1.0f, dl = p[j] * (g[j] - dot);
-            if (dbias)      /* T5's bias is added last: its gradient is the logit's, over τ */
-                dbias[lx_relbias_bucket(&spec->rel, i > j ? i - j : j - i)] += (double)dl / spec->temperature;
+            if (dist_grad)      /* a learned relative bias is added last: the logit's gradient over τ */
+                dist_grad[i > j ? i - j : j - i] += (double)dl / spec->temperature;
             g[j] = dl * a * scale;      /* dS = P ∘ (dP − Σ P dP) ∘ A · c */
         }
         for (int j = n; j < T; j++)

@@ -76,12 +76,12 @@ void lx_attn_head_forward(float *o, float *P, const float *q, const float *k, co
 
 /* Backward of one head: dq, dk, dv (stride sh->ld) accumulate (+=); do_
 ** (stride sh->ldo); P from forward; dP is (T, T) scratch; tab (2T) doubles;
-** mult as in the forward's lx_attn_ws; dbias (spec->rel.buckets), when
-** given, += the gradient of this head's T5 bias. */
+** mult as in the forward's lx_attn_ws; dist_grad (T), when given, += per
+** distance t the logits' gradient over τ (a learned relative bias's). */
 void lx_attn_head_backward(float *dq, float *dk, float *dv, const float *do_, const float *P, float *dP,
                            const float *q, const float *k, const float *v, const struct lx_spec *spec, int head,
                            const struct lx_attn_shape *sh, double *tab, float mult,
-                           double *dbias);
+                           double *dist_grad);
 
 /* x (a head's channels) turned by pos·θ_k in every rotary pair of the table, in double precision. */
 void lx_rotary_turn(double *x, const struct lx_rotary *r, double pos);
@@ -222,7 +222,8 @@ struct lx_tile_bwd_ws {
     int products;       /* LX_BWD_PRODUCTS_*: which code multiplies the tiles */
     int bf16_plain;     /* 1: numerics bf16 runs the bf16 tile products on the plain C kernel,
                         ** the reference of the AVX512-BF16 one (the same bits) */
-    double *dbias;      /* (H, spec->rel.buckets) += the gradient of T5's learned bias, or NULL */
+    double *dist_grad;  /* (H, T) += per head and distance t the logits' gradient over τ (a learned
+                        ** relative bias's, spec->rel), or NULL */
 };
 
 /* The tiles' products: AUTO picks by numerics and CPU (portable: lenx's fp32

@@ -40,7 +40,6 @@
 
 #include <math.h>
 #include <omp.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "harness/core/half.h"
@@ -92,7 +91,6 @@ struct tbwd {
     int exp_level;                      /* the exp loop's build (lx_tile_exp_level) */
     int bf16;                           /* 1: numerics bf16, P and dS rounded to bf16 */
     int kern;                           /* the products: 0 lx_gemm, 1 the fp32 tile kernel, 2 the bf16 one */
-    const int *bucket;                  /* (T,) T5's bucket of each distance when ws->dbias is given, else NULL */
     void (*bf16prod)(float *, int, const uint16_t *, long, long, const uint16_t *, long, int, int, int, float, float);
 };
 
@@ -129,15 +127,15 @@ static int row_logits(const struct tbwd *x, float *s, float *a, int h, long i, l
     return 0;
 }
 
-/* T5's learned bias gets the logits' gradient P·(dP − D_i) (over τ: it is
-** added last) in its bucket, summed in the head's row of ws->dbias. */
-static void row_bias_grad(const struct tbwd *x, const float *s, const float *g, int h, long i, long j0, long nv,
+/* A learned relative bias (added last) gets the logits' gradient over τ,
+** P·(dP − D_i)/τ, summed per distance in the head's row of ws->dist_grad. */
+static void row_dist_grad(const struct tbwd *x, const float *s, const float *g, int h, long i, long j0, long nv,
                           float Di)
 {
-    double *db = x->ws->dbias + (long)h * x->spec->rel.buckets, inv = 1.0 / x->spec->temperature;
+    double *dg = x->ws->dist_grad + (long)h * x->T, inv = 1.0 / x->spec->temperature;
     for (long col = 0; col < nv; col++) {
         long t = i - j0 - col;
-        db[x->bucket[t < 0 ? -t : t]] += (double)(s[col] * (g[col] - Di)) * inv;
+        dg[t < 0 ? -t : t] += (double)(s[col] * (g[col] - Di)) * inv;
     }
 }
 
@@ -148,8 +146,8 @@ static void row_grad(const struct tbwd *x, float *s, float *g, float *a, int h, 
 {
     int same = row_logits(x, s, a, h, i, j0, nv);
     lx_tile_exp_sum(s, nv, L, x->exp_level);
-    if (x->bucket)
-        row_bias_grad(x, s, g, h, i, j0, nv, Di);
+    if (x->ws->dist_grad)
+        row_dist_grad(x, s, g, h, i, j0, nv, Di);
     if (same) {
         float ac = a[0] * c;
 #pragma omp simd
@@ -369,19 +367,11 @@ void lx_attn_tiled_backward(float *dq, float *dk, float *dv, const float *do_, c
     LX_ASSERT((!x.n_tab || ws->tab) && (x.G == 1 || ws->dkv));
     if (x.n_tab)
         lx_tile_dist_tables(ws->tab, spec, H, T);
-    int *bucket = NULL;
-    if (ws->dbias) {
-        LX_ASSERT(spec->rel.method);
-        bucket = lx_xcalloc((size_t)T, sizeof *bucket);
-        for (long t = 0; t < T; t++)
-            bucket[t] = lx_relbias_bucket(&spec->rel, (double)t);
-        x.bucket = bucket;
-    }
+    LX_ASSERT(!ws->dist_grad || spec->rel.method);
     size_t per = lx_tile_bwd_thread_floats(ws->bq, ws->bk, D, T);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int h = 0; h < H; h++)
         head_backward(&x, ws->scratch + per * (size_t)omp_get_thread_num(), h);
-    free(bucket);
     if (x.G == 1)
         return;
     /* each group's dk, dv: its query heads' in head order */

@@ -14,6 +14,7 @@
 
 #include "harness/core/mapguard.h"
 #include "harness/core/rng.h"
+#include "harness/core/spec.h"
 #include "harness/engine/kernels/numerics.h"
 
 static const struct lx_param arch_rows[] = {
@@ -40,6 +41,8 @@ static const struct lx_param arch_rows[] = {
     LX_P_BOOL(struct lx_arch, tie_head, "false", 0, "the output head is the token embedding (no lm_head.weight)"),
     LX_P_INT(struct lx_arch, rel_buckets, "0", 0, 4096, 0,
              "T5's learned relative-position bias: buckets per head, shared by the layers (set by t5bias); 0 = none"),
+    LX_P_BOOL(struct lx_arch, kerple, "false", 0,
+              "KERPLE's learned log kernel: (p, a) per head, shared by the layers (set by kerple)"),
 };
 
 /* Rows added after the first checkpoints are stored only away from their
@@ -51,6 +54,7 @@ static const struct lx_param_rule arch_rules[] = {
     {"qk_norm", "qk_norm=true"},
     {"tie_head", "tie_head=true"},
     {"rel_buckets", "rel_buckets!=0"},
+    {"kerple", "kerple=true"},
     {NULL, NULL},
 };
 
@@ -78,7 +82,21 @@ int lx_arch_resolve(struct lx_arch *a, struct lx_error *err)
                       "kv_heads 1, 2, 4 or 8", a->kv_heads, a->heads);
     if (a->kv_heads == a->heads)
         a->kv_heads = 0;        /* canonical: multi-head attention has one spelling (and one key) */
+    if (a->rel_buckets && a->kerple)
+        return lx_err(err, LX_EINVAL, "rel_buckets (%ld) and kerple: two learned relative biases\n  hint: a "
+                      "model has T5's (t5bias) or KERPLE's (kerple), set by its stack", a->rel_buckets);
     return LX_OK;
+}
+
+void lx_arch_learn_rel(struct lx_arch *a, const struct lx_relbias *r)
+{
+    a->rel_buckets = r->method ? r->buckets : 0;
+    a->kerple = r->method && !r->buckets;
+}
+
+long lx_arch_rel_values(const struct lx_arch *a)
+{
+    return a->rel_buckets ? a->rel_buckets : a->kerple ? 2 : 0;
 }
 
 /* ---- tensors -------------------------------------------------------------- */
@@ -137,6 +155,8 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
         add(out, &n, &off, "lm_head.weight", a->vocab, C, 1, 0);
     if (a->rel_buckets)     /* one vector: a table of scalars, never a product's matrix */
         add(out, &n, &off, "rel_bias", a->heads * a->rel_buckets, 0, 0, 0);
+    if (a->kerple)          /* (p, a) of each head */
+        add(out, &n, &off, "kerple", a->heads * 2, 0, 0, 0);
     if (total)
         *total = off;
     return n;
@@ -197,7 +217,7 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
     w->mhead = a->tie_head ? w->memb : t[i];
     w->head = a->tie_head ? w->tok_emb : F(i);
     i += !a->tie_head;
-    w->rel_bias = a->rel_buckets ? (float *)t[i++].p : NULL;
+    w->rel_bias = lx_arch_rel_values(a) ? (float *)t[i++].p : NULL;
 #undef F
     LX_ASSERT(i == n);
 }
@@ -574,6 +594,17 @@ void lx_weights_unmap(struct lx_weights *w)
     memset(w, 0, sizeof *w);
 }
 
+/* KERPLE's (p, a) of each head as its reference code draws them, p = 2·u and
+** a = u with u ~ U(0, 1), then floored at LX_KERPLE_EPS as its first forward
+** would (one stream for the tensor). */
+static void kerple_init(float *p, long cnt, uint64_t key, uint32_t stream)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, key, stream, LX_RNG_INIT);
+    for (long j = 0; j < cnt; j++)
+        p[j] = (float)fmax((j % 2 ? 1.0 : 2.0) * lx_rng_uniform(&r), LX_KERPLE_EPS);
+}
+
 void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key)
 {
     memset(m, 0, sizeof *m);
@@ -588,6 +619,10 @@ void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key)
     for (int i = 0; i < n; i++) {
         float *p = m->w + t[i].offset;
         long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1);
+        if (strcmp(t[i].name, "kerple") == 0) {
+            kerple_init(p, cnt, key, (uint32_t)i);
+            continue;
+        }
         if (t[i].ndim == 1) {   /* norm gains and logit scales 1, biases (T5's too) 0 */
             float one = strstr(t[i].name, "bias") ? 0.0f : 1.0f;
             for (long j = 0; j < cnt; j++)

@@ -37,7 +37,19 @@ struct lx_arch {
     int tie_head;       /* 1: the output head is tok_emb (no lm_head.weight tensor) */
     long rel_buckets;   /* T5's learned relative bias: buckets per head of tensor rel_bias (heads × it),
                         ** shared by every layer, initialised to 0 (set by t5bias); 0 = none */
+    int kerple;         /* 1: KERPLE's learned (p, a) per head, tensor kerple (heads × 2), shared by every
+                        ** layer, drawn p ~ 2·U(0, 1), a ~ U(0, 1), kept >= LX_KERPLE_EPS (set by kerple) */
 };
+
+/* KERPLE's floor on p and a (the reference code's clamp, applied after every step). */
+#define LX_KERPLE_EPS 0.01
+
+/* The learned relative bias a stack's spec asks for (r->method NULL: none):
+** T5's buckets (r->buckets) or KERPLE's kernel. */
+struct lx_relbias;
+void lx_arch_learn_rel(struct lx_arch *a, const struct lx_relbias *r);
+/* Learned relative-bias numbers per head the architecture holds (0: none). */
+long lx_arch_rel_values(const struct lx_arch *a);
 
 extern const struct lx_schema lx_arch_schema;
 
@@ -88,7 +100,7 @@ struct lx_weights {
     struct lx_layer_w *layer;   /* (layers,) owned */
     float *norm;                /* (C) */
     float *head;                /* (V, C); == tok_emb when tie_head */
-    float *rel_bias;            /* (H, rel_buckets) T5's relative bias, or NULL */
+    float *rel_bias;            /* (H, lx_arch_rel_values) T5's relative bias or KERPLE's (p, a), or NULL */
     struct lx_wmat memb, mhead; /* tok_emb and head as the forward reads them */
 };
 

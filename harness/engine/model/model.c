@@ -512,21 +512,32 @@ static void forward_eval(const struct lx_model *m, const struct lx_spec *spec, c
         head(m, a, a->x, NULL, LX_EVAL_ROWS, targets, s);     /* losses only: no softmax rows (no backward) */
 }
 
+/* The method whose learned relative bias the architecture holds, or NULL. */
+static const char *rel_method(const struct lx_arch *a)
+{
+    return a->rel_buckets ? "t5bias" : a->kerple ? "kerple" : NULL;
+}
+
 int lx_model_spec_check(const struct lx_model *m, const struct lx_spec *spec, struct lx_error *err)
 {
-    long have = m->arch.rel_buckets, want = spec->rel.method ? spec->rel.buckets : 0;
-    if (have == want)
+    const char *have = rel_method(&m->arch), *want = spec->rel.method;
+    long nh = lx_arch_rel_values(&m->arch), nw = want ? spec->rel.values : 0;
+    if (nh == nw && (!have || strcmp(have, want) == 0))
         return LX_OK;
     if (!want)
-        return lx_err(err, LX_EINVAL, "the model learned a T5 relative bias (%ld buckets) and the stack has no "
-                      "t5bias\n  hint: evaluate it with its training stack, which ends in t5bias", have);
-    return lx_err(err, LX_EINVAL, "the stack's t5bias reads %ld buckets and the model %s\n  hint: t5bias is "
-                  "trained in; use the model's own buckets", want, have ? "learned another count" : "learned none");
+        return lx_err(err, LX_EINVAL, "the model learned a relative-position bias (%s, %ld values a head) and the "
+                      "stack has no %s\n  hint: evaluate it with its training stack, which ends in %s", have, nh,
+                      have, have);
+    if (!have)
+        return lx_err(err, LX_EINVAL, "the stack's %s reads a learned bias the model does not have\n  hint: %s is "
+                      "trained in; train a model with it", want, want);
+    return lx_err(err, LX_EINVAL, "the stack's %s reads %ld values a head and the model learned %s's %ld\n  hint: "
+                  "a learned bias is trained in; use the model's own (%s)", want, nw, have, nh, have);
 }
 
 const struct lx_spec *lx_model_spec(const struct lx_model *m, const struct lx_spec *spec, struct lx_spec *local)
 {
-    LX_ASSERT(m->arch.rel_buckets == (spec->rel.method ? spec->rel.buckets : 0));   /* lx_model_spec_check */
+    LX_ASSERT(lx_arch_rel_values(&m->arch) == (spec->rel.method ? spec->rel.values : 0));  /* lx_model_spec_check */
     if (!m->v.rel_bias)
         return spec;
     *local = *spec;
@@ -597,7 +608,7 @@ static void attention_backward_materialised(struct lx_acts *a, const struct lx_s
             float w = mult ? mult[hh] : 1.0f;
             lx_attn_head_backward(dq, dk, dk + KD, a->dao + (long)b * T * HD + (long)hh * D, att + bh * T * T,
                                   a->dp + (long)thr * T * T, q, qkv + row0 + kof, qkv + row0 + kof + KD, spec, hh,
-                                  sh, a->tab + (long)thr * 2 * T, w, drel ? drel + bh * spec->rel.buckets : NULL);
+                                  sh, a->tab + (long)thr * 2 * T, w, drel ? drel + bh * T : NULL);
             if (dm)
                 dm[bh] = dmult_of(q, dq, QKV, T, D, w);
         }
@@ -617,7 +628,7 @@ static void attention_backward_tiled(struct lx_acts *a, const struct lx_spec *sp
     for (int b = 0; b < B; b++) {
         const float *q = qkv + (long)b * T * QKV;
         float *dq = a->dqkv + (long)b * T * QKV;
-        ws.dbias = drel ? drel + (long)b * H * spec->rel.buckets : NULL;
+        ws.dist_grad = drel ? drel + (long)b * H * T : NULL;
         lx_attn_tiled_backward(dq, dq + HD, dq + HD + KD, a->dao + (long)b * T * HD, ao + (long)b * T * HD,
                                lse + (long)b * H * T, q, q + HD, q + HD + KD, spec, mult, sh, &ws);
         for (int h = 0; dm && h < H; h++)
@@ -625,18 +636,33 @@ static void attention_backward_tiled(struct lx_acts *a, const struct lx_spec *sp
     }
 }
 
+/* A learned relative bias's gradient (H, values) += what the kernels summed
+** per (window, head) and distance (B, H, T), pulled back through the
+** method's m_h(t; θ_h) in window and head order. */
+static void relbias_pull(float *drel, const double *dist, const struct lx_spec *spec, int B, int H, int T)
+{
+    const struct lx_relbias *r = &spec->rel;
+    double *dt = lx_xcalloc((size_t)H * (size_t)r->values, sizeof *dt);
+    for (long bh = 0; bh < (long)B * H; bh++) {
+        long h = bh % H;
+        r->pull(r, spec->facts.rel_bias + h * r->values, dist + bh * T, T, dt + h * r->values);
+    }
+    for (long k = 0; k < (long)H * r->values; k++)
+        drel[k] += (float)dt[k];
+    free(dt);
+}
+
 /* Backward of every (window, head) of one layer into a->dqkv from a->dao, on
 ** the path the forward took; dmult (H,) += the learned multipliers' gradient
-** when mult is given, and drel (H, buckets) += T5's learned bias's when
+** when mult is given, and drel (H, values) += a learned relative bias's when
 ** given, each summed over windows in order (thread count free). */
 static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, const float *ao,
                                const float *att, const float *lse, const float *mult, float *dmult, float *drel,
                                const struct lx_attn_shape *sh)
 {
     int B = a->B, H = sh->H;
-    long nrel = drel ? (long)H * spec->rel.buckets : 0;
     double *dm = mult ? lx_xcalloc((size_t)B * (size_t)H, sizeof *dm) : NULL;
-    double *dr = drel ? lx_xcalloc((size_t)(B * nrel), sizeof *dr) : NULL;
+    double *dr = drel ? lx_xcalloc((size_t)B * (size_t)H * (size_t)sh->T, sizeof *dr) : NULL;
     if (a->tiled && lx_numerics_get() == LX_NUMERICS_BF16)     /* the tiled products read bf16 dO (tiled_bwd.c) */
         lx_round_bf16_n(a->dao, (size_t)((long)B * sh->T * sh->H * sh->D));
     if (a->tiled)
@@ -645,8 +671,8 @@ static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, co
         attention_backward_materialised(a, spec, qkv, att, mult, dm, dr, sh);
     for (long bh = 0; dm && bh < (long)B * H; bh++)
         dmult[bh % H] += (float)dm[bh];
-    for (long k = 0; k < B * nrel; k++)
-        drel[k % nrel] += (float)dr[k];
+    if (dr)
+        relbias_pull(drel, dr, spec, B, H, sh->T);
     free(dm);
     free(dr);
 }

@@ -1,5 +1,6 @@
 /*
-** tests/test_t5bias.c - T5's learned relative-position bias (methods/t5bias.c).
+** tests/test_relbias.c - the learned relative-position biases: T5's buckets
+** (methods/t5bias.c) and KERPLE's log kernel (methods/kerple.c).
 **
 ** The buckets against transformers' _relative_position_bucket run in torch
 ** (tests/ref/t5bias_ref.py writes the first distance of every bucket for five
@@ -9,7 +10,10 @@
 ** inputs; a whole model's rel_bias gradient, summed over layers and windows,
 ** against finite differences of its loss; the stacks refused; and a model
 ** trained with it through `lenx run`, scored by `lenx score`, and an mlm
-** model refused.
+** model refused. KERPLE's head and its (p, a) gradients against torch
+** autograd of chijames/KERPLE's rule (tests/ref/kerple_ref.py), at p, a above
+** and below the code's clamp; its draw, its clamp through an optimizer step;
+** a model's gradient against finite differences.
 */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -21,6 +25,7 @@
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/model/model.h"
+#include "harness/engine/model/train.h"
 #include "tests/shell.h"
 #include "tests/stack.h"
 
@@ -136,24 +141,26 @@ Test(t5bias, one_head_and_its_bias_gradient_match_torch)
     struct lx_attn_shape sh = {.T = RT, .H = 1, .KV = 1, .D = RD, .ld = RD, .ldo = RD, .causal = 1};
     /* the materialised head path, forward and backward */
     float P[RT * RT], dP[RT * RT], oh[RT * RD], g[3][RT * RD] = {{0}};
-    double tab[2 * RT], db[RNB] = {0};
+    double tab[2 * RT], dist[RT] = {0}, db[RNB] = {0};
     struct lx_attn_ws hw = {.tab = tab, .mult = 1.0f};
     lx_attn_head_forward(oh, P, q, k, v, &st.spec, 0, &sh, &hw);
     cr_expect_leq(max_rel(want_o, oh, NULL, RT * RD), 1e-6, "head path forward");
-    lx_attn_head_backward(g[0], g[1], g[2], w, P, dP, q, k, v, &st.spec, 0, &sh, tab, 1.0f, db);
+    lx_attn_head_backward(g[0], g[1], g[2], w, P, dP, q, k, v, &st.spec, 0, &sh, tab, 1.0f, dist);
+    st.spec.rel.pull(&st.spec.rel, st.spec.facts.rel_bias, dist, RT, db);     /* per distance -> per bucket */
     cr_expect_leq(max_rel(want_db, NULL, db, RNB), 1e-5, "materialised bias gradient");
 
     /* the tiled pair on tiles of 3 queries × 2 keys, on both threads */
     float ot[RT * RD], lse[RT], fs[64 * 8], bs[64 * 8], gt[3][RT * RD] = {{0}};
-    double ttab[4 * RT], dbt[RNB] = {0};
+    double ttab[4 * RT], distt[RT] = {0}, dbt[RNB] = {0};
     cr_assert_leq((size_t)lx_tile_tab_rows(&st.spec) * RT, sizeof ttab / sizeof *ttab);
     struct lx_tile_ws fw = {.bq = 3, .bk = 2, .n_thr = 8, .scratch = fs, .tab = ttab, .lse = lse};
-    struct lx_tile_bwd_ws bw = {.bq = 3, .bk = 2, .n_thr = 8, .scratch = bs, .tab = ttab, .dbias = dbt};
+    struct lx_tile_bwd_ws bw = {.bq = 3, .bk = 2, .n_thr = 8, .scratch = bs, .tab = ttab, .dist_grad = distt};
     omp_set_num_threads(2);
     lx_attn_tiled_forward(ot, q, k, v, &st.spec, NULL, &sh, &fw);
     cr_expect_leq(max_rel(want_o, ot, NULL, RT * RD), 1e-6, "tiled forward");
     lx_attn_tiled_backward(gt[0], gt[1], gt[2], w, ot, lse, q, k, v, &st.spec, NULL, &sh, &bw);
     omp_set_num_threads(1);
+    st.spec.rel.pull(&st.spec.rel, st.spec.facts.rel_bias, distt, RT, dbt);
     cr_expect_leq(max_rel(want_db, NULL, dbt, RNB), 1e-5, "tiled bias gradient");
     tstack_free(&st);
 }
@@ -175,21 +182,24 @@ static double model_loss(const struct lx_model *m, const struct lx_spec *spec, c
     return loss;
 }
 
-Test(t5bias, model_gradient_matches_finite_differences, .timeout = 60)
+/* The gradient of a model's learned bias (stack `yaml`, values set by
+** value(k)) against central differences of its loss, every value. */
+static void model_fd(const char *yaml, double (*value)(int k))
 {
     lx_numerics_set(LX_NUMERICS_PORTABLE);
+    struct lx_facts f = tfacts(4, MT, 3, MT);
+    struct tstack st;
+    tstack_make(&st, yaml, &f);
     struct lx_arch a;
     lx_params_defaults(&lx_arch_schema, &a);
     a.layers = 2, a.d_model = 16, a.heads = 3, a.d_head = 4, a.d_mlp = 24, a.vocab = MV, a.init_std = 0.4;
-    a.rel_buckets = MNB;
-    struct lx_facts f = tfacts(4, MT, 3, MT);
-    struct tstack st;
-    tstack_make(&st, "{t5bias: {buckets: 6, max_distance: 9}}", &f);
+    lx_arch_learn_rel(&a, &st.spec.rel);
+    int nv = (int)(3 * lx_arch_rel_values(&a));
     struct lx_model m;
     lx_model_init(&m, &a, 7);
     cr_assert_not_null(m.v.rel_bias);
-    for (int k = 0; k < 3 * MNB; k++)       /* from 0 (the init) to a table with every bucket its own */
-        m.v.rel_bias[k] = (float)(0.5 * sin(0.9 * k + 0.4));
+    for (int k = 0; k < nv; k++)
+        m.v.rel_bias[k] = (float)value(k);
     int tok[MB * MT], tgt[MB * MT];
     for (int i = 0; i < MB * MT; i++)
         tok[i] = (i * 7 + 3) % MV, tgt[i] = (i * 11 + 5) % MV;
@@ -197,7 +207,7 @@ Test(t5bias, model_gradient_matches_finite_differences, .timeout = 60)
     struct lx_weights g;
     lx_weights_map(&g, &a, gb);
     model_loss(&m, &st.spec, tok, tgt, &g);
-    for (int k = 0; k < 3 * MNB; k++) {
+    for (int k = 0; k < nv; k++) {
         float keep = m.v.rel_bias[k], h = 2e-2f;
         m.v.rel_bias[k] = keep + h;
         double up = model_loss(&m, &st.spec, tok, tgt, NULL);
@@ -205,14 +215,111 @@ Test(t5bias, model_gradient_matches_finite_differences, .timeout = 60)
         double dn = model_loss(&m, &st.spec, tok, tgt, NULL);
         m.v.rel_bias[k] = keep;
         double num = (up - dn) / (2.0 * h);
-        cr_expect(fabs(num - g.rel_bias[k]) <= 2e-4 + 2e-2 * fabs(num), "rel_bias[head %d, bucket %d]: "
-                  "backward %g, numeric %g", k / MNB, k % MNB, g.rel_bias[k], num);
+        cr_expect(fabs(num - g.rel_bias[k]) <= 2e-4 + 2e-2 * fabs(num), "%s: value %d of head %d: backward %g, "
+                  "numeric %g", yaml, k % (nv / 3), k / (nv / 3), g.rel_bias[k], num);
     }
     lx_weights_unmap(&g);
     free(gb);
     lx_model_release(&m);
     tstack_free(&st);
     lx_numerics_set(LX_NUMERICS_FAST);
+}
+
+static double t5_value(int k)
+{
+    return 0.5 * sin(0.9 * k + 0.4);    /* from 0 (the init) to a table with every bucket its own */
+}
+
+static double kerple_value(int k)
+{
+    return 0.3 + 0.25 * (k % 3) + (k % 2 ? 0.0 : 0.9);     /* p in [1.2, 1.7], a in [0.3, 0.8]: off the clamp */
+}
+
+Test(t5bias, model_gradient_matches_finite_differences, .timeout = 60)
+{
+    model_fd("{t5bias: {buckets: 6, max_distance: 9}}", t5_value);
+}
+
+Test(kerple, model_gradient_matches_finite_differences, .timeout = 60)
+{
+    model_fd("kerple", kerple_value);
+}
+
+/* ---- KERPLE: one head against torch, the draw and the clamp ----------------------- */
+
+Test(kerple, one_head_and_its_gradients_match_torch)
+{
+    char path[512], line[256];
+    snprintf(path, sizeof path, "%s/tests/ref/kerple_ref.csv", getenv("LENX_ROOT"));
+    static const float pa[2][2] = {{1.3f, 0.6f}, {0.7f, 0.001f}};    /* the second a below the clamp */
+    for (int c = 0; c < 2; c++) {
+        double want_o[RT * RD], want_d[2] = {0}, x;
+        int cc, i, d, n = 0;
+        char kind[8];
+        FILE *fp = fopen(path, "r");
+        cr_assert_not_null(fp, "%s", path);
+        while (fgets(line, sizeof line, fp))
+            if (sscanf(line, "%d,out,%d,%d,%lf", &cc, &i, &d, &x) == 4 && cc == c)
+                want_o[i * RD + d] = x, n++;
+            else if (sscanf(line, "%d,%2s,-,-,%lf", &cc, kind, &x) == 3 && cc == c)
+                want_d[kind[1] == 'a'] = x, n++;
+        fclose(fp);
+        cr_assert_eq(n, RT * RD + 2);
+        struct lx_facts f = tfacts(RD, 6, 1, RT);
+        f.rel_bias = pa[c];
+        struct tstack st;
+        tstack_make(&st, "kerple", &f);
+        float q[RT * RD], k[RT * RD], v[RT * RD], w[RT * RD], o[RT * RD], att[RT * RT], P[RT * RT], dP[RT * RT];
+        float g[3][RT * RD] = {{0}}, lse[RT], fs[64 * 8], bs[64 * 8];
+        double tab[4 * RT], dist[RT] = {0}, dt[RT] = {0}, dh[2] = {0}, dti[2] = {0};
+        ref_inputs(q, k, v, w);
+        lx_attention_forward(o, att, q, k, v, &st.spec, RT, 1, RD, 1);
+        cr_expect_leq(max_rel(want_o, o, NULL, RT * RD), 1e-6, "case %d: naive forward", c);
+        struct lx_attn_shape sh = {.T = RT, .H = 1, .KV = 1, .D = RD, .ld = RD, .ldo = RD, .causal = 1};
+        struct lx_attn_ws hw = {.tab = tab, .mult = 1.0f};
+        lx_attn_head_forward(o, P, q, k, v, &st.spec, 0, &sh, &hw);
+        cr_expect_leq(max_rel(want_o, o, NULL, RT * RD), 1e-6, "case %d: head path forward", c);
+        lx_attn_head_backward(g[0], g[1], g[2], w, P, dP, q, k, v, &st.spec, 0, &sh, tab, 1.0f, dist);
+        st.spec.rel.pull(&st.spec.rel, pa[c], dist, RT, dh);
+        cr_expect_leq(max_rel(want_d, NULL, dh, 2), 1e-5, "case %d: materialised dp, da %g %g", c, dh[0], dh[1]);
+        struct lx_tile_ws fw = {.bq = 3, .bk = 2, .n_thr = 8, .scratch = fs, .tab = tab, .lse = lse};
+        struct lx_tile_bwd_ws bw = {.bq = 3, .bk = 2, .n_thr = 8, .scratch = bs, .tab = tab, .dist_grad = dt};
+        lx_attn_tiled_forward(o, q, k, v, &st.spec, NULL, &sh, &fw);
+        cr_expect_leq(max_rel(want_o, o, NULL, RT * RD), 1e-6, "case %d: tiled forward", c);
+        lx_attn_tiled_backward(g[0], g[1], g[2], w, o, lse, q, k, v, &st.spec, NULL, &sh, &bw);
+        st.spec.rel.pull(&st.spec.rel, pa[c], dt, RT, dti);
+        cr_expect_leq(max_rel(want_d, NULL, dti, 2), 1e-5, "case %d: tiled dp, da %g %g", c, dti[0], dti[1]);
+        tstack_free(&st);
+    }
+}
+
+Test(kerple, drawn_per_head_and_clamped_by_every_step)
+{
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 1, a.d_model = 16, a.heads = 8, a.d_head = 4, a.d_mlp = 24, a.vocab = MV, a.kerple = 1;
+    struct lx_model m;
+    lx_model_init(&m, &a, 3);
+    for (int h = 0; h < 8; h++) {     /* p = 2u, a = u: in (0, 2] and (0, 1], at least the clamp */
+        cr_expect(m.v.rel_bias[2 * h] >= 0.01f && m.v.rel_bias[2 * h] <= 2.0f, "p %g", m.v.rel_bias[2 * h]);
+        cr_expect(m.v.rel_bias[2 * h + 1] >= 0.01f && m.v.rel_bias[2 * h + 1] <= 1.0f, "a %g",
+                  m.v.rel_bias[2 * h + 1]);
+        cr_expect(h == 0 || m.v.rel_bias[2 * h] != m.v.rel_bias[0], "head %d drew head 0's p", h);
+    }
+    /* a step that would push every p and a far below 0 leaves them at the clamp */
+    struct lx_optim o;
+    lx_optim_init(&o, &m);
+    lx_optim_zero_grad(&o);
+    for (int k = 0; k < 16; k++)
+        o.g.rel_bias[k] = 1e3f;
+    struct lx_train_cfg c;
+    lx_params_defaults(&lx_train_schema, &c);
+    c.lr = 100.0, c.warmup = 0;
+    lx_optim_step(&o, &m, &c, 0);
+    for (int k = 0; k < 16; k++)
+        cr_expect_eq(m.v.rel_bias[k], 0.01f, "value %d: %g", k, m.v.rel_bias[k]);
+    lx_optim_release(&o);
+    lx_model_release(&m);
 }
 
 /* ---- what is refused -------------------------------------------------------------- */
@@ -233,6 +340,9 @@ Test(t5bias, stacks_refused_with_a_reason)
     refused("[rope, t5bias]", f, "position scheme");
     refused("[t5bias, alibi]", f, "position scheme");
     refused("{t5bias: {buckets: 32, max_distance: 16}}", f, "must exceed buckets/2");
+    refused("[kerple, {logn: {mode: su}}]", f, "must be the stack's last logit transform");
+    refused("[rope, kerple]", f, "position scheme");
+    refused("[kerple, t5bias]", f, "position scheme");
 }
 
 /* ---- through the binary ----------------------------------------------------------- */
@@ -261,7 +371,7 @@ Test(t5bias, trained_by_run_scored_by_score_mlm_refused, .init = setup, .fini = 
     /* neither llama.cpp nor transformers' Llama has the table: export refuses, naming it */
     rc = sh(out, sizeof out, "m=$(ls models/*.safetensors) && \"$L\" export --gguf x.gguf --model \"$m\"");
     cr_expect_neq(rc, 0, "%s", out);
-    cr_expect_not_null(strstr(out, "this model has T5's (t5bias, 32 buckets)"), "%s", out);
+    cr_expect_not_null(strstr(out, "this model has T5's (t5bias)"), "%s", out);
     cr_expect(!exists("x.gguf"));
     /* show model prints what the bias learnt: a row of 32 per head, moved from its initial 0 */
     rc = sh(out, sizeof out, "m=$(ls models/*.safetensors) && \"$L\" show model \"$m\" > show.json && "
