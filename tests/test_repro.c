@@ -58,8 +58,10 @@ Test(repro, finetune_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60
 ** stack and seed: 6 x 3) and scale-invariant attention (4 stacks x 2 tasks x
 ** 3 lengths x 3 seeds; dynamic NTK shares RoPE's model: 3 x 3) and the
 ** RoPE extensions (11 stacks x 2 tasks x 4 lengths x 3 seeds; a base model
-** and four fine-tunings a seed: 5 x 3) and T5 alignment on NoPE (6 stacks x 2
-** tasks x 4 lengths x 3 seeds; one model a seed). */
+** and four fine-tunings a seed: 5 x 3) and T5 alignment on NoPE and on a T5
+** bias (6 stacks x 2 tasks x 4 lengths x 3 seeds; one model a seed) and
+** position biases past the training length (5 stacks x 5 lengths x 3 seeds;
+** a model a stack and seed). */
 Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
 {
     static const struct {
@@ -70,6 +72,8 @@ Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
         {"configs/repro/scale-invariant-needles-scaled.yaml", "sweep scale-invariant-needles-scaled: 72 cells", 9},
         {"configs/repro/rope-extensions-scaled.yaml", "sweep rope-extensions-scaled: 264 cells", 15},
         {"configs/repro/t5-alignment-nope.yaml", "sweep t5-alignment-nope: 144 cells", 3},
+        {"configs/repro/t5-alignment-t5bias.yaml", "sweep t5-alignment-t5bias: 144 cells", 3},
+        {"configs/repro/relative-bias-extrapolation.yaml", "sweep relative-bias-extrapolation: 75 cells", 15},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         int models = expect_plans(want[i].config, want[i].cells);
@@ -92,6 +96,8 @@ Test(repro, training_time_methods_refused_on_stories260K, .init = setup, .fini =
         {"{logn: {mode: ssmax, train: true}}", "+logn(train=true,mode=ssmax"},
         {"{scaleinv: {train: true}}", "+scaleinv(train=true"},
         {"alibi", "methods 'rope' and 'alibi' both set the position scheme"},
+        {"t5bias", "methods 'rope' and 't5bias' both set the position scheme"},
+        {"kerple", "methods 'rope' and 'kerple' both set the position scheme"},
     };
     for (size_t i = 0; i < sizeof stacks / sizeof *stacks; i++) {
         char out[8192];
