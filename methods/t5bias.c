@@ -74,8 +74,9 @@ static int t5bias_apply(const void *params, const struct lx_facts *f, struct lx_
         .dist_affine = t5bias_dist_affine,
     };
     if (rc == LX_OK && (rc = lx_spec_push(spec, &op, err)) == LX_OK)
-        spec->rel = (struct lx_relbias){.method = "t5bias", .values = (int)p->buckets, .buckets = (int)p->buckets,
-                                        .max_distance = p->max_distance, .pull = t5bias_pull};
+        spec->rel = (struct lx_relbias){.method = "t5bias", .kind = LX_REL_T5, .values = (int)p->buckets,
+                                        .buckets = (int)p->buckets, .max_distance = p->max_distance,
+                                        .pull = t5bias_pull};
     return rc;
 }
 

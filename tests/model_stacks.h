@@ -84,6 +84,8 @@ static const char *const stacks[] = {
     "kerple",
     "[{logn: {mode: su}}, kerple]",
     "[kerple, {window: {size: 4}}]",
+    "{kerple: {kernel: power}}",
+    "[infoscale, {kerple: {kernel: power}}, {window: {size: 3}}]",
 };
 
 #define N_STACKS (sizeof stacks / sizeof *stacks)

@@ -1,6 +1,6 @@
 /*
 ** tests/test_relbias.c - the learned relative-position biases: T5's buckets
-** (methods/t5bias.c) and KERPLE's log kernel (methods/kerple.c).
+** (methods/t5bias.c) and KERPLE's log and power kernels (methods/kerple.c).
 **
 ** The buckets against transformers' _relative_position_bucket run in torch
 ** (tests/ref/t5bias_ref.py writes the first distance of every bucket for five
@@ -10,10 +10,11 @@
 ** inputs; a whole model's rel_bias gradient, summed over layers and windows,
 ** against finite differences of its loss; the stacks refused; and a model
 ** trained with it through `lenx run`, scored by `lenx score`, and an mlm
-** model refused. KERPLE's head and its (p, a) gradients against torch
-** autograd of chijames/KERPLE's rule (tests/ref/kerple_ref.py), at p, a above
-** and below the code's clamp; its draw, its clamp through an optimizer step;
-** a model's gradient against finite differences.
+** model refused. KERPLE's head and its (p, a) gradients, both kernels,
+** against torch autograd of chijames/KERPLE's rules (tests/ref/kerple_ref.py),
+** at p, a inside and outside the code's clamps; its draw, its clamps through an
+** optimizer step; a model's gradient against finite differences; a model
+** scored only with the kernel it learned.
 */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -243,6 +244,7 @@ Test(t5bias, model_gradient_matches_finite_differences, .timeout = 60)
 Test(kerple, model_gradient_matches_finite_differences, .timeout = 60)
 {
     model_fd("kerple", kerple_value);
+    model_fd("{kerple: {kernel: power}}", kerple_value);
 }
 
 /* ---- KERPLE: one head against torch, the draw and the clamp ----------------------- */
@@ -251,8 +253,10 @@ Test(kerple, one_head_and_its_gradients_match_torch)
 {
     char path[512], line[256];
     snprintf(path, sizeof path, "%s/tests/ref/kerple_ref.csv", getenv("LENX_ROOT"));
-    static const float pa[2][2] = {{1.3f, 0.6f}, {0.7f, 0.001f}};    /* the second a below the clamp */
-    for (int c = 0; c < 2; c++) {
+    /* cases 0, 1 the log kernel, 2-4 the power kernel; 1, 3, 4 start a value outside a clamp */
+    static const float pa[5][2] = {{1.3f, 0.6f}, {0.7f, 0.001f}, {1.3f, 0.6f}, {2.6f, 0.004f}, {0.003f, 0.9f}};
+    for (int c = 0; c < 5; c++) {
+        const char *yaml = c < 2 ? "kerple" : "{kerple: {kernel: power}}";
         double want_o[RT * RD], want_d[2] = {0}, x;
         int cc, i, d, n = 0;
         char kind[8];
@@ -268,7 +272,7 @@ Test(kerple, one_head_and_its_gradients_match_torch)
         struct lx_facts f = tfacts(RD, 6, 1, RT);
         f.rel_bias = pa[c];
         struct tstack st;
-        tstack_make(&st, "kerple", &f);
+        tstack_make(&st, yaml, &f);
         float q[RT * RD], k[RT * RD], v[RT * RD], w[RT * RD], o[RT * RD], att[RT * RT], P[RT * RT], dP[RT * RT];
         float g[3][RT * RD] = {{0}}, lse[RT], fs[64 * 8], bs[64 * 8];
         double tab[4 * RT], dist[RT] = {0}, dt[RT] = {0}, dh[2] = {0}, dti[2] = {0};
@@ -293,11 +297,15 @@ Test(kerple, one_head_and_its_gradients_match_torch)
     }
 }
 
-Test(kerple, drawn_per_head_and_clamped_by_every_step)
+/* A model's (p, a) drawn per head within the clamps; then one step whose
+** gradient pushes every p by the sign of gp (and every a down) far past
+** them leaves p at want_p and a at the floor. */
+static void drawn_and_clamped(int kernel, float gp, float want_p)
 {
     struct lx_arch a;
     lx_params_defaults(&lx_arch_schema, &a);
     a.layers = 1, a.d_model = 16, a.heads = 8, a.d_head = 4, a.d_mlp = 24, a.vocab = MV, a.kerple = 1;
+    a.kerple_kernel = kernel;
     struct lx_model m;
     lx_model_init(&m, &a, 3);
     for (int h = 0; h < 8; h++) {     /* p = 2u, a = u: in (0, 2] and (0, 1], at least the clamp */
@@ -306,20 +314,29 @@ Test(kerple, drawn_per_head_and_clamped_by_every_step)
                   m.v.rel_bias[2 * h + 1]);
         cr_expect(h == 0 || m.v.rel_bias[2 * h] != m.v.rel_bias[0], "head %d drew head 0's p", h);
     }
-    /* a step that would push every p and a far below 0 leaves them at the clamp */
     struct lx_optim o;
     lx_optim_init(&o, &m);
     lx_optim_zero_grad(&o);
     for (int k = 0; k < 16; k++)
-        o.g.rel_bias[k] = 1e3f;
+        o.g.rel_bias[k] = k % 2 ? 1e3f : gp;
     struct lx_train_cfg c;
     lx_params_defaults(&lx_train_schema, &c);
     c.lr = 100.0, c.warmup = 0;
     lx_optim_step(&o, &m, &c, 0);
-    for (int k = 0; k < 16; k++)
-        cr_expect_eq(m.v.rel_bias[k], 0.01f, "value %d: %g", k, m.v.rel_bias[k]);
+    for (int k = 0; k < 16; k++)    /* want_p 0: no ceiling, p went far past 2 */
+        cr_expect(want_p == 0.0f && k % 2 == 0 ? m.v.rel_bias[k] > 50.0f
+                                               : m.v.rel_bias[k] == (k % 2 ? 0.01f : want_p),
+                  "kernel %d, value %d: %g", kernel, k, m.v.rel_bias[k]);
     lx_optim_release(&o);
     lx_model_release(&m);
+}
+
+Test(kerple, drawn_per_head_and_clamped_by_every_step)
+{
+    drawn_and_clamped(LX_KERPLE_LOG, 1e3f, 0.01f);
+    drawn_and_clamped(LX_KERPLE_POWER, 1e3f, 0.01f);
+    drawn_and_clamped(LX_KERPLE_POWER, -1e3f, 2.0f);   /* the power kernel's p at most 2 */
+    drawn_and_clamped(LX_KERPLE_LOG, -1e3f, 0.0f);     /* the log kernel's p has no ceiling */
 }
 
 /* ---- what is refused -------------------------------------------------------------- */
@@ -343,6 +360,36 @@ Test(t5bias, stacks_refused_with_a_reason)
     refused("[kerple, {logn: {mode: su}}]", f, "must be the stack's last logit transform");
     refused("[rope, kerple]", f, "position scheme");
     refused("[kerple, t5bias]", f, "position scheme");
+}
+
+/* A model scored with a stack whose learned bias is not the one it learned. */
+static void mismatch(int kind, const char *yaml, const char *needle)
+{
+    struct lx_facts f = tfacts(4, MT, 2, MT);
+    struct tstack st;
+    tstack_make(&st, yaml, &f);
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 1, a.d_model = 8, a.heads = 2, a.d_head = 4, a.d_mlp = 8, a.vocab = MV;
+    struct lx_relbias r = {.method = "x", .kind = kind, .values = kind == LX_REL_T5 ? 6 : 2, .buckets = 6};
+    lx_arch_learn_rel(&a, &r);
+    cr_assert_eq(lx_arch_rel_kind(&a), kind);
+    struct lx_model m;
+    lx_model_init(&m, &a, 1);
+    struct lx_error err = {""};
+    cr_expect_lt(lx_model_spec_check(&m, &st.spec, &err), 0, "%s on a model of kind %d", yaml, kind);
+    cr_expect_not_null(strstr(err.msg, needle), "%s: '%s' lacks '%s'", yaml, err.msg, needle);
+    lx_model_release(&m);
+    tstack_free(&st);
+}
+
+Test(kerple, a_model_scored_only_with_its_own_kernel)
+{
+    mismatch(LX_REL_KERPLE_LOG, "{kerple: {kernel: power}}", "the model learned KERPLE's log kernel (kerple)");
+    mismatch(LX_REL_KERPLE_POWER, "kerple", "the model learned KERPLE's power kernel");
+    mismatch(LX_REL_T5, "kerple", "the model learned T5's bucket table (t5bias), 6");
+    mismatch(LX_REL_KERPLE_POWER, "alibi", "and the stack reads none");
+    mismatch(LX_REL_NONE, "{kerple: {kernel: power}}", "reads a learned bias the model does not have");
 }
 
 /* ---- through the binary ----------------------------------------------------------- */
@@ -371,7 +418,7 @@ Test(t5bias, trained_by_run_scored_by_score_mlm_refused, .init = setup, .fini = 
     /* neither llama.cpp nor transformers' Llama has the table: export refuses, naming it */
     rc = sh(out, sizeof out, "m=$(ls models/*.safetensors) && \"$L\" export --gguf x.gguf --model \"$m\"");
     cr_expect_neq(rc, 0, "%s", out);
-    cr_expect_not_null(strstr(out, "this model has T5's (t5bias)"), "%s", out);
+    cr_expect_not_null(strstr(out, "this model has T5's bucket table (t5bias)"), "%s", out);
     cr_expect(!exists("x.gguf"));
     /* show model prints what the bias learnt: a row of 32 per head, moved from its initial 0 */
     rc = sh(out, sizeof out, "m=$(ls models/*.safetensors) && \"$L\" show model \"$m\" > show.json && "

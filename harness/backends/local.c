@@ -116,6 +116,7 @@ int lx_local_compile(const struct lx_stack *st, const struct lx_model *m, const 
     int rc = lx_stack_compile(st, &f, spec, err);
     if (rc == LX_OK)
         rc = lx_model_spec_check(m, spec, err);
+    spec->facts.rel_bias = m->v.rel_bias;   /* the model's own: lx_model_spec needs no copy per call */
     if (rc == LX_OK && !spec->positions)
         rc = lx_err(err, LX_EINVAL, "the stack '%s' sets no position scheme\n  hint: --method nope", st->canon);
     return rc;

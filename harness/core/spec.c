@@ -260,3 +260,14 @@ int lx_relbias_bucket(const struct lx_relbias *r, double t)
     long b = exact + (x < (float)r->buckets ? (long)x : r->buckets);
     return (int)(b < r->buckets - 1 ? b : r->buckets - 1);
 }
+
+const char *lx_relbias_describe(int kind)
+{
+    static const char *const what[] = {
+        [LX_REL_NONE] = "none",
+        [LX_REL_T5] = "T5's bucket table (t5bias)",
+        [LX_REL_KERPLE_LOG] = "KERPLE's log kernel (kerple)",
+        [LX_REL_KERPLE_POWER] = "KERPLE's power kernel ({kerple: {kernel: power}})",
+    };
+    return kind >= 0 && kind <= LX_REL_KERPLE_POWER ? what[kind] : "unknown";
+}

@@ -162,8 +162,22 @@ long lx_posmap_first_far(const struct lx_posmap *p);
 ** adding it is the stack's last, so ∂logit/∂m = 1/τ: the backward sums the
 ** logits' gradient over τ per head and distance, g_h(t), and the method's
 ** `pull` turns that into θ_h's gradient. */
+enum lx_rel_kind {
+    LX_REL_NONE,
+    LX_REL_T5,              /* T5's table of buckets (tensor rel_bias) */
+    LX_REL_KERPLE_LOG,      /* KERPLE's −p·ln(1 + a·t) (tensor kerple, (p, a) per head) */
+    LX_REL_KERPLE_POWER,    /* KERPLE's −a·t^p (tensor kerple, (p, a) per head, p at most LX_KERPLE_PMAX) */
+};
+
+/* KERPLE's clamps, as its code applies them before every forward: p and a
+** at least LX_KERPLE_EPS, the power kernel's p at most LX_KERPLE_PMAX. The
+** method applies them where it reads (p, a), the optimizer after every step. */
+#define LX_KERPLE_EPS 0.01
+#define LX_KERPLE_PMAX 2.0
+
 struct lx_relbias {
     const char *method;     /* the method that set it, or NULL = none */
+    int kind;               /* LX_REL_*: which table or kernel the model's numbers are */
     int values;             /* learned numbers per head: T5's buckets, KERPLE's 2 */
     int buckets;            /* T5: nb, bucket(t) in [0, nb) */
     long max_distance;      /* T5: distances from it on share the last bucket */
@@ -176,6 +190,10 @@ struct lx_relbias {
 ** (nb/2)) · nb/2⌋ in float32, as transformers' _relative_position_bucket,
 ** at most nb − 1. */
 int lx_relbias_bucket(const struct lx_relbias *r, double t);
+
+/* What a kind of learned bias is, in words, with the stack that trains it:
+** "KERPLE's log kernel (kerple)"; "none" for LX_REL_NONE. */
+const char *lx_relbias_describe(int kind);
 
 /* Attention statistics a calibrating method may ask for: means over the
 ** attention rows (every layer and head, or layer 0 only) of max p, the

@@ -509,7 +509,7 @@ static int export_check(const struct lx_model *m, const struct lx_ckpt_info *inf
     const struct lx_arch *a = &m->arch;
     if (lx_arch_rel_values(a))
         return lx_err(err, LX_EINVAL, "%s has no learned relative-position bias; this model has %s\n  hint: "
-                      "export rope models", "llama.cpp's llama", a->kerple ? "KERPLE's (kerple)" : "T5's (t5bias)");
+                      "export rope models", "llama.cpp's llama", lx_relbias_describe(lx_arch_rel_kind(a)));
     if (a->mode != LX_MODEL_CAUSAL || a->mlp != LX_MLP_SWIGLU || a->logit_scale)
         return lx_err(err, LX_EINVAL, "llama.cpp's llama is a causal SwiGLU model without learned logit scales; this "
                       "model is %s with a %s MLP%s\n  hint: export causal swiglu models",

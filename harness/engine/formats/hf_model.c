@@ -578,7 +578,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     int rc;
     if (lx_arch_rel_values(a))
         return lx_err(err, LX_EINVAL, "%s has no learned relative-position bias; this model has %s\n  hint: "
-                      "export rope models", "transformers' Llama", a->kerple ? "KERPLE's (kerple)" : "T5's (t5bias)");
+                      "export rope models", "transformers' Llama", lx_relbias_describe(lx_arch_rel_kind(a)));
     if (a->mode != LX_MODEL_CAUSAL || a->mlp != LX_MLP_SWIGLU || a->logit_scale)
         return lx_err(err, LX_EINVAL, "transformers' Llama is a causal SwiGLU model without learned logit scales; "
                       "this model is %s with a %s MLP%s\n  hint: export causal swiglu models",

@@ -42,7 +42,9 @@ static const struct lx_param arch_rows[] = {
     LX_P_INT(struct lx_arch, rel_buckets, "0", 0, 4096, 0,
              "T5's learned relative-position bias: buckets per head, shared by the layers (set by t5bias); 0 = none"),
     LX_P_BOOL(struct lx_arch, kerple, "false", 0,
-              "KERPLE's learned log kernel: (p, a) per head, shared by the layers (set by kerple)"),
+              "KERPLE's learned kernel: (p, a) per head, shared by the layers (set by kerple)"),
+    LX_P_ENUM(struct lx_arch, kerple_kernel, "log", "log|power", 0,
+              "KERPLE's kernel: log -p*ln(1 + a*t) or power -a*t^p (set by kerple's kernel)"),
 };
 
 /* Rows added after the first checkpoints are stored only away from their
@@ -55,6 +57,7 @@ static const struct lx_param_rule arch_rules[] = {
     {"tie_head", "tie_head=true"},
     {"rel_buckets", "rel_buckets!=0"},
     {"kerple", "kerple=true"},
+    {"kerple_kernel", "kerple_kernel=power"},
     {NULL, NULL},
 };
 
@@ -85,18 +88,46 @@ int lx_arch_resolve(struct lx_arch *a, struct lx_error *err)
     if (a->rel_buckets && a->kerple)
         return lx_err(err, LX_EINVAL, "rel_buckets (%ld) and kerple: two learned relative biases\n  hint: a "
                       "model has T5's (t5bias) or KERPLE's (kerple), set by its stack", a->rel_buckets);
+    if (a->kerple_kernel != LX_KERPLE_LOG && !a->kerple)
+        return lx_err(err, LX_EINVAL, "kerple_kernel: power without kerple: true\n  hint: both rows are set by "
+                      "the stack's kerple method");
     return LX_OK;
 }
 
 void lx_arch_learn_rel(struct lx_arch *a, const struct lx_relbias *r)
 {
-    a->rel_buckets = r->method ? r->buckets : 0;
-    a->kerple = r->method && !r->buckets;
+    int kind = r->method ? r->kind : LX_REL_NONE;
+    a->rel_buckets = kind == LX_REL_T5 ? r->buckets : 0;
+    a->kerple = kind == LX_REL_KERPLE_LOG || kind == LX_REL_KERPLE_POWER;
+    a->kerple_kernel = kind == LX_REL_KERPLE_POWER ? LX_KERPLE_POWER : LX_KERPLE_LOG;
+}
+
+int lx_arch_rel_kind(const struct lx_arch *a)
+{
+    if (a->rel_buckets)
+        return LX_REL_T5;
+    if (a->kerple)
+        return a->kerple_kernel == LX_KERPLE_POWER ? LX_REL_KERPLE_POWER : LX_REL_KERPLE_LOG;
+    return LX_REL_NONE;
 }
 
 long lx_arch_rel_values(const struct lx_arch *a)
 {
     return a->rel_buckets ? a->rel_buckets : a->kerple ? 2 : 0;
+}
+
+void lx_arch_rel_keep(const struct lx_arch *a, float *rel_bias)
+{
+    int kind = lx_arch_rel_kind(a);
+    if (kind != LX_REL_KERPLE_LOG && kind != LX_REL_KERPLE_POWER)
+        return;
+    for (long h = 0; h < a->heads; h++) {
+        float *pa = rel_bias + 2 * h;
+        pa[0] = fmaxf(pa[0], (float)LX_KERPLE_EPS);
+        pa[1] = fmaxf(pa[1], (float)LX_KERPLE_EPS);
+        if (kind == LX_REL_KERPLE_POWER)
+            pa[0] = fminf(pa[0], (float)LX_KERPLE_PMAX);
+    }
 }
 
 /* ---- tensors -------------------------------------------------------------- */
@@ -594,9 +625,10 @@ void lx_weights_unmap(struct lx_weights *w)
     memset(w, 0, sizeof *w);
 }
 
-/* KERPLE's (p, a) of each head as its reference code draws them, p = 2·u and
-** a = u with u ~ U(0, 1), then floored at LX_KERPLE_EPS as its first forward
-** would (one stream for the tensor). */
+/* KERPLE's (p, a) of each head as its reference code draws them for either
+** kernel, p = 2·u and a = u with u ~ U(0, 1), then floored at LX_KERPLE_EPS as
+** its first forward would (one stream for the tensor; 2·u < 2, the power
+** kernel's ceiling). */
 static void kerple_init(float *p, long cnt, uint64_t key, uint32_t stream)
 {
     struct lx_rng r;

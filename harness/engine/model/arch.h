@@ -38,16 +38,21 @@ struct lx_arch {
     long rel_buckets;   /* T5's learned relative bias: buckets per head of tensor rel_bias (heads × it),
                         ** shared by every layer, initialised to 0 (set by t5bias); 0 = none */
     int kerple;         /* 1: KERPLE's learned (p, a) per head, tensor kerple (heads × 2), shared by every
-                        ** layer, drawn p ~ 2·U(0, 1), a ~ U(0, 1), kept >= LX_KERPLE_EPS (set by kerple) */
+                        ** layer, drawn p ~ 2·U(0, 1), a ~ U(0, 1), kept in KERPLE's clamps (set by kerple) */
+    int kerple_kernel;  /* LX_KERPLE_LOG or LX_KERPLE_POWER: the kernel the (p, a) are of */
 };
 
-/* KERPLE's floor on p and a (the reference code's clamp, applied after every step). */
-#define LX_KERPLE_EPS 0.01
+enum { LX_KERPLE_LOG, LX_KERPLE_POWER };    /* lx_arch.kerple_kernel */
 
-/* The learned relative bias a stack's spec asks for (r->method NULL: none):
-** T5's buckets (r->buckets) or KERPLE's kernel. */
+/* The learned relative bias a stack's spec asks for (r->method NULL: none)
+** becomes the architecture's (rows rel_buckets, kerple, kerple_kernel). */
 struct lx_relbias;
 void lx_arch_learn_rel(struct lx_arch *a, const struct lx_relbias *r);
+/* The learned relative bias the architecture holds: an LX_REL_* (core/spec.h). */
+int lx_arch_rel_kind(const struct lx_arch *a);
+/* Keep a model's learned relative bias (H, values) within its kind's
+** clamps (KERPLE's), as after every optimizer step. */
+void lx_arch_rel_keep(const struct lx_arch *a, float *rel_bias);
 /* Learned relative-bias numbers per head the architecture holds (0: none). */
 long lx_arch_rel_values(const struct lx_arch *a);
 

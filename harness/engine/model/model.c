@@ -512,33 +512,28 @@ static void forward_eval(const struct lx_model *m, const struct lx_spec *spec, c
         head(m, a, a->x, NULL, LX_EVAL_ROWS, targets, s);     /* losses only: no softmax rows (no backward) */
 }
 
-/* The method whose learned relative bias the architecture holds, or NULL. */
-static const char *rel_method(const struct lx_arch *a)
-{
-    return a->rel_buckets ? "t5bias" : a->kerple ? "kerple" : NULL;
-}
-
 int lx_model_spec_check(const struct lx_model *m, const struct lx_spec *spec, struct lx_error *err)
 {
-    const char *have = rel_method(&m->arch), *want = spec->rel.method;
+    int have = lx_arch_rel_kind(&m->arch), want = spec->rel.method ? spec->rel.kind : LX_REL_NONE;
     long nh = lx_arch_rel_values(&m->arch), nw = want ? spec->rel.values : 0;
-    if (nh == nw && (!have || strcmp(have, want) == 0))
+    const char *hs = lx_relbias_describe(have), *ws = lx_relbias_describe(want);
+    if (nh == nw && have == want)
         return LX_OK;
     if (!want)
-        return lx_err(err, LX_EINVAL, "the model learned a relative-position bias (%s, %ld values a head) and the "
-                      "stack has no %s\n  hint: evaluate it with its training stack, which ends in %s", have, nh,
-                      have, have);
+        return lx_err(err, LX_EINVAL, "the model learned a relative-position bias, %s, %ld values a head, and the "
+                      "stack reads none\n  hint: evaluate it with its training stack, which ends in that method", hs,
+                      nh);
     if (!have)
-        return lx_err(err, LX_EINVAL, "the stack's %s reads a learned bias the model does not have\n  hint: %s is "
-                      "trained in; train a model with it", want, want);
-    return lx_err(err, LX_EINVAL, "the stack's %s reads %ld values a head and the model learned %s's %ld\n  hint: "
-                  "a learned bias is trained in; use the model's own (%s)", want, nw, have, nh, have);
+        return lx_err(err, LX_EINVAL, "the stack's %s reads a learned bias the model does not have\n  hint: a "
+                      "learned bias is trained in; train a model with it", ws);
+    return lx_err(err, LX_EINVAL, "the stack's %s reads %ld values a head and the model learned %s, %ld\n  hint: "
+                  "a learned bias is trained in; evaluate with the model's own", ws, nw, hs, nh);
 }
 
 const struct lx_spec *lx_model_spec(const struct lx_model *m, const struct lx_spec *spec, struct lx_spec *local)
 {
     LX_ASSERT(lx_arch_rel_values(&m->arch) == (spec->rel.method ? spec->rel.values : 0));  /* lx_model_spec_check */
-    if (!m->v.rel_bias)
+    if (!m->v.rel_bias || spec->facts.rel_bias == m->v.rel_bias)
         return spec;
     *local = *spec;
     local->facts.rel_bias = m->v.rel_bias;

@@ -220,10 +220,12 @@ int lx_acts_check_finite(const struct lx_acts *a, long V, int nb, const int *tar
 const float *lx_acts_logits(const struct lx_acts *a, long r);
 
 /* LX_OK when the spec's learned parts are the model's: a stack with t5bias
-** needs the model's rel_bias table of as many buckets (LX_EINVAL naming both). */
+** or kerple needs the model's learned bias of that kind (T5's table of as
+** many buckets, KERPLE's kernel), LX_EINVAL naming both. */
 int lx_model_spec_check(const struct lx_model *m, const struct lx_spec *spec, struct lx_error *err);
-/* The spec as the engine runs it on m: spec itself, or (m has T5's relative
-** bias) *local, a copy whose facts.rel_bias is m's table. */
+/* The spec as the engine runs it on m: spec itself (m has no learned
+** relative bias, or spec->facts.rel_bias is already m's, as
+** lx_local_compile sets it), or *local, a copy whose facts.rel_bias is m's. */
 const struct lx_spec *lx_model_spec(const struct lx_model *m, const struct lx_spec *spec, struct lx_spec *local);
 
 /* Forward over tokens (B, T). With targets (B, T; < 0 = not scored) fills

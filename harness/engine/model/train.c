@@ -350,8 +350,8 @@ void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_t
         if (o->wb)
             lx_f32_to_bf16_n(o->wb + i0, model->w + i0, n);
     }
-    for (long j = 0; model->arch.kerple && j < 2 * model->arch.heads; j++)    /* KERPLE's p, a >= eps */
-        model->v.rel_bias[j] = fmaxf(model->v.rel_bias[j], (float)LX_KERPLE_EPS);
+    if (model->v.rel_bias)
+        lx_arch_rel_keep(&model->arch, model->v.rel_bias);     /* KERPLE's clamps */
     if (o->pk)
         repack(o, model);
 }
