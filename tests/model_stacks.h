@@ -85,6 +85,9 @@ static const char *const stacks[] = {
     "[{logn: {mode: su}}, kerple]",
     "[kerple, {window: {size: 4}}]",
     "{kerple: {kernel: power}}",
+    "sandwich",
+    "[{logn: {mode: su}}, {sandwich: {dim: 8}}]",
+    "[sandwich, {streaming: {sinks: 2, recent: 3}}]",
     "[infoscale, {kerple: {kernel: power}}, {window: {size: 3}}]",
 };
 

@@ -13,6 +13,7 @@
 #define LX_TEST_STACK_H
 
 #include <math.h>
+#include <string.h>
 
 #include <criterion/criterion.h>
 
@@ -72,6 +73,16 @@ static inline void tstack_free(struct tstack *s)
 {
     lx_stack_release(&s->st);
     lx_doc_release(&s->doc);
+}
+
+/* The stack yaml refused for facts f, with needle in the message. */
+static inline void tstack_refused(const char *yaml, struct lx_facts f, const char *needle)
+{
+    struct tstack st;
+    struct lx_error err = {""};
+    cr_expect_lt(tstack_try(&st, yaml, &f, &err), 0, "%s compiled", yaml);
+    cr_expect_not_null(strstr(err.msg, needle), "%s: '%s' lacks '%s'", yaml, err.msg, needle);
+    tstack_free(&st);
 }
 
 #endif

@@ -152,12 +152,14 @@ Test(registry, schema_rules_address_rows_by_name)
 ** order). Rules are by name, but the key lists the fields in the rows' order:
 ** a row reordered, renamed or re-defaulted changes the run key of every stored
 ** cell and every cached model, so it fails here, loudly, rather than silently.
-** A new plugin is not listed (add it); a deliberate key change updates it. */
+** A new plugin must be listed (it fails until it is); a deliberate key change
+** updates it. */
 static const struct { const char *name, *json; } frozen_defaults[] = {
     {"alibi", "{\"max_bias\":8}"},
     {"cosscale", "{\"s\":128}"},
     {"dca", "{\"chunk\":0,\"local\":0,\"mscale\":true}"},
     {"infoscale", "{\"eps\":0}"},
+    {"kerple", "{}"},
     {"llama3", "{\"scale\":0,\"low_freq_factor\":1,\"high_freq_factor\":4,\"original\":0}"},
     {"lminfinite", "{\"n_global\":10,\"local\":0,\"limit\":0}"},
     {"logn", "{\"mode\":\"su\",\"base\":512}"},
@@ -171,10 +173,12 @@ static const struct { const char *name, *json; } frozen_defaults[] = {
     {"rerope", "{\"window\":0,\"leak\":1}"},
     {"resonance", "{}"},
     {"rope", "{\"base\":10000,\"layout\":\"half\"}"},
+    {"sandwich", "{\"dim\":0}"},
     {"scaleinv", "{\"tau\":10,\"alpha\":1.6487212707001282,\"beta\":1.6487212707001282}"},
     {"selfextend", "{\"group\":0,\"window\":0}"},
     {"streaming", "{\"sinks\":4,\"recent\":0}"},
     {"t5align", "{\"mode\":\"pmax\",\"closed_form\":\"none\",\"tau_min\":0.5,\"step\":0.05}"},
+    {"t5bias", "{\"buckets\":32,\"max_distance\":128}"},
     {"window", "{\"size\":0}"},
     {"yarn", "{\"scale\":0,\"beta_fast\":32,\"beta_slow\":1,\"original\":0,\"attn_factor\":1,\"truncate\":true}"},
     {"task attn", "{\"corpus\":\"austen\",\"windows\":4,\"from\":0,\"ranges\":[[1,16],[16,256],[256,4096]],\"reference\":true}"},
@@ -190,9 +194,11 @@ static const struct { const char *name, *json; } frozen_defaults[] = {
 
 static void expect_frozen(const char *name, const struct lx_schema *sc)
 {
+    int listed = 0;
     for (size_t i = 0; i < sizeof frozen_defaults / sizeof *frozen_defaults; i++) {
         if (strcmp(frozen_defaults[i].name, name) != 0)
             continue;
+        listed = 1;
         void *p = calloc(1, sc->size + 1);
         struct lx_buf b = {0};
         lx_params_defaults(sc, p);
@@ -202,6 +208,7 @@ static void expect_frozen(const char *name, const struct lx_schema *sc)
         lx_buf_free(&b);
         free(p);
     }
+    cr_expect(listed, "%s: a plugin not in frozen_defaults (add it, with its defaults' JSON)", name);
 }
 
 Test(registry, default_keys_are_frozen)

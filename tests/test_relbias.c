@@ -341,25 +341,16 @@ Test(kerple, drawn_per_head_and_clamped_by_every_step)
 
 /* ---- what is refused -------------------------------------------------------------- */
 
-static void refused(const char *yaml, struct lx_facts f, const char *needle)
-{
-    struct tstack st;
-    struct lx_error err = {""};
-    cr_expect_lt(tstack_try(&st, yaml, &f, &err), 0, "%s compiled", yaml);
-    cr_expect_not_null(strstr(err.msg, needle), "%s: '%s' lacks '%s'", yaml, err.msg, needle);
-    tstack_free(&st);
-}
-
 Test(t5bias, stacks_refused_with_a_reason)
 {
     struct lx_facts f = tfacts(16, 64, 4, 128);
-    refused("[t5bias, {logn: {mode: su}}]", f, "must be the stack's last logit transform");
-    refused("[rope, t5bias]", f, "position scheme");
-    refused("[t5bias, alibi]", f, "position scheme");
-    refused("{t5bias: {buckets: 32, max_distance: 16}}", f, "must exceed buckets/2");
-    refused("[kerple, {logn: {mode: su}}]", f, "must be the stack's last logit transform");
-    refused("[rope, kerple]", f, "position scheme");
-    refused("[kerple, t5bias]", f, "position scheme");
+    tstack_refused("[t5bias, {logn: {mode: su}}]", f, "must be the stack's last logit transform");
+    tstack_refused("[rope, t5bias]", f, "position scheme");
+    tstack_refused("[t5bias, alibi]", f, "position scheme");
+    tstack_refused("{t5bias: {buckets: 32, max_distance: 16}}", f, "must exceed buckets/2");
+    tstack_refused("[kerple, {logn: {mode: su}}]", f, "must be the stack's last logit transform");
+    tstack_refused("[rope, kerple]", f, "position scheme");
+    tstack_refused("[kerple, t5bias]", f, "position scheme");
 }
 
 /* A model scored with a stack whose learned bias is not the one it learned. */
