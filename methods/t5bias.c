@@ -11,14 +11,18 @@
 **
 ** with buckets 0 .. nb/2 − 1 for the exact distances 0 .. nb/2 − 1, then
 ** logarithmically wider buckets up to max_distance, past which every distance
-** shares the last bucket (the decoder's, unidirectional, table: lenx's models
-** with this bias are causal). One table of nb biases per head is shared by all
+** shares the last bucket: the decoder's, unidirectional, table, on a causal
+** model. On a masked LM (facts.bidirectional) the encoder's table: the same
+** rule over nb/2 buckets for the keys up to the query, and nb/2 more for the
+** keys after it, so the op sees the signed δ = i − j (signed_t) and the
+** tables run over both signs. One table of nb biases per head is shared by all
 ** layers (T5 computes it in the first layer and reuses it); the model holds it
 ** as the tensor rel_bias (heads × buckets), initialised to 0, and training
 ** learns it with the rest. The bias is added to the final logit, so t5bias is
 ** the stack's last logit transform. Unlike T5, S keeps the 1/sqrt(d) of the
 ** other methods (T5 folds it into the initialisation of its projections).
-** t is |δ|, the effective distance after any position map, floored.
+** t is δ (|δ| on a causal model), the effective distance after any position
+** map, floored toward 0.
 ** Buckets, golden values and the comparison with ALiBi: docs/methods.md#t5bias.
 */
 #include "methods/method.h"
@@ -39,23 +43,28 @@ static void t5bias_dist_affine(const void *params, const struct lx_facts *f, int
                                double *m)
 {
     const struct t5bias_params *p = params;
-    struct lx_relbias r = {.buckets = (int)p->buckets, .max_distance = p->max_distance};
+    struct lx_relbias r = {.buckets = (int)p->buckets, .max_distance = p->max_distance,
+                           .bidirectional = f->bidirectional};
     *a = 1.0;
     *m = f->rel_bias ? (double)f->rel_bias[(long)head * p->buckets + lx_relbias_bucket(&r, t)] : 0.0;
 }
 
-/* Each bucket's gradient: the distances' that fall in it. */
+/* Each bucket's gradient: the distances' that fall in it (both signs when
+** bidirectional: g[t + n − 1] at t in (−n, n)). */
 static void t5bias_pull(const struct lx_relbias *r, const float *theta, const double *g, long n, double *dtheta)
 {
     (void)theta;
-    for (long t = 0; t < n; t++)
-        dtheta[lx_relbias_bucket(r, (double)t)] += g[t];
+    long t0 = r->bidirectional ? -(n - 1) : 0;
+    for (long t = t0; t < n; t++)
+        dtheta[lx_relbias_bucket(r, (double)t)] += g[t - t0];
 }
 
 static int t5bias_check(const void *params, const struct lx_facts *f, struct lx_error *err)
 {
     const struct t5bias_params *p = params;
-    (void)f;
+    if (f->bidirectional && p->buckets < 4)
+        return lx_err(err, LX_EINVAL, "t5bias: a masked LM's buckets split in two halves, each with exact "
+                      "distances; %ld buckets are too few\n  hint: use buckets >= 4 (T5: 32)", p->buckets);
     if (p->max_distance <= p->buckets / 2)
         return lx_err(err, LX_EINVAL, "t5bias: max_distance %ld must exceed buckets/2 = %ld, the exact "
                       "distances\n  hint: T5 uses buckets: 32, max_distance: 128", p->max_distance,
@@ -66,17 +75,16 @@ static int t5bias_check(const void *params, const struct lx_facts *f, struct lx_
 static int t5bias_apply(const void *params, const struct lx_facts *f, struct lx_spec *spec,
                         struct lx_error *err)
 {
-    (void)f;
     const struct t5bias_params *p = params;
     int rc = lx_spec_claim_positions(spec, "t5bias", err);
     struct lx_logit_op op = {
         .kind = LX_OP_DIST_AFFINE, .method = "t5bias", .params = params,
-        .dist_affine = t5bias_dist_affine,
+        .dist_affine = t5bias_dist_affine, .signed_t = f->bidirectional,
     };
     if (rc == LX_OK && (rc = lx_spec_push(spec, &op, err)) == LX_OK)
         spec->rel = (struct lx_relbias){.method = "t5bias", .kind = LX_REL_T5, .values = (int)p->buckets,
                                         .buckets = (int)p->buckets, .max_distance = p->max_distance,
-                                        .pull = t5bias_pull};
+                                        .bidirectional = f->bidirectional, .pull = t5bias_pull};
     return rc;
 }
 

@@ -77,12 +77,12 @@ Test(engine_run, every_method_runs_at_64x_the_training_length, .init = setup, .f
     cr_expect_eq(sh(table, sizeof table, "$L table --db e.db --metric ppl"), 0, "%s", table);
     cr_expect(strstr(table, "| rope+yarn(scale=1;64) @tiny |") && !strstr(table, "| rope+yarn(scale=64) @tiny |"),
               "%s", table);
-    /* training-time parts: rope, nope, alibi, kerple, kerple's power kernel,
-    ** sandwich, pi, yarn, llama3, cosscale, logn-ssmax, ssmax with learned s,
-    ** scaleinv, prope, prope-modded+scaleinv, pose, resonance, and pi and yarn
-    ** fine-tuned into the rope model = 19 per mode (log-n su before kerple acts
-    ** at evaluation: kerple's model) */
-    cr_expect_eq(sql_long("e.db", "select count(*) from models"), 38);
+    /* training-time parts: rope, nope, alibi, t5bias, kerple, kerple's power
+    ** kernel, sandwich, pi, yarn, llama3, cosscale, logn-ssmax, ssmax with
+    ** learned s, scaleinv, prope, prope-modded+scaleinv, pose, resonance, and pi
+    ** and yarn fine-tuned into the rope model = 20 per mode (log-n su before
+    ** kerple acts at evaluation: kerple's model) */
+    cr_expect_eq(sql_long("e.db", "select count(*) from models"), 40);
     cr_expect_eq(sql_long("e.db", "select count(*) from models where config like '%_finetune_:5%' and steps = 5"), 4,
                  "fine-tuned models record their 5 steps");
     cr_expect_eq(sql_long("e.db", "select count(*) from models where config like "

@@ -2,15 +2,16 @@
 ** tests/test_relbias.c - the learned relative-position biases: T5's buckets
 ** (methods/t5bias.c) and KERPLE's log and power kernels (methods/kerple.c).
 **
-** The buckets against transformers' _relative_position_bucket run in torch
-** (tests/ref/t5bias_ref.py writes the first distance of every bucket for five
-** (buckets, max_distance)) and against values worked by hand; one biased head
-** (naive, head path and tiled forward) and the bias's gradient (tiled and
+** The buckets, the decoder's and the encoder's, against transformers'
+** _relative_position_bucket run in torch (tests/ref/t5bias_ref.py writes the
+** first distance of every bucket, of each side for the encoder's) and against
+** values worked by hand; one biased head, causal and bidirectional (naive,
+** head path and tiled forward) and the bias's gradient (tiled and
 ** materialised backward) against torch's float64 autograd of the same
-** inputs; a whole model's rel_bias gradient, summed over layers and windows,
-** against finite differences of its loss; the stacks refused; and a model
-** trained with it through `lenx run`, scored by `lenx score`, and an mlm
-** model refused. KERPLE's head and its (p, a) gradients, both kernels,
+** inputs; a whole model's rel_bias gradient, causal and masked LM, summed over
+** layers and windows, against finite differences of its loss; the stacks
+** refused; a model trained with it through `lenx run`, scored by `lenx
+** score`, and a masked LM trained and scored. KERPLE's head and its (p, a) gradients, both kernels,
 ** against torch autograd of chijames/KERPLE's rules (tests/ref/kerple_ref.py),
 ** at p, a inside and outside the code's clamps; its draw, its clamps through an
 ** optimizer step; a model's gradient against finite differences; a model
@@ -38,6 +39,13 @@ static int bucket(int nb, long maxd, double t)
     return lx_relbias_bucket(&r, t);
 }
 
+/* The encoder's bucket of δ = i − j (negative: the key after the query). */
+static int bbucket(int nb, long maxd, double t)
+{
+    struct lx_relbias r = {.method = "t5bias", .buckets = nb, .max_distance = maxd, .bidirectional = 1};
+    return lx_relbias_bucket(&r, t);
+}
+
 Test(t5bias, buckets_by_hand)
 {
     /* nb 32, max 128: 16 exact, then 16 + ⌊ln(t/16) / ln 8 · 16⌋ */
@@ -58,28 +66,49 @@ Test(t5bias, buckets_by_hand)
     cr_expect_eq(bucket(32, 128, 16.9), 16);
     cr_expect_eq(bucket(32, 128, 18.9), 16);    /* 16·ln(18/16) / ln 8 = 0.91 */
     cr_expect_eq(bucket(32, 128, -20), 17);
+    /* the encoder's (nb 32, max 128): 16 a side, 8 exact, then 8 + ⌊ln(t/8) / ln 16 · 8⌋, keys after
+    ** the query 16 up; the reference sheet's golden table (docs/methods.md#t5bias) */
+    static const int before[][2] = {{0, 0}, {1, 1}, {15, 9}, {16, 10}, {20, 10}, {24, 11}, {32, 12}, {48, 13},
+                                    {64, 14}, {96, 15}, {127, 15}, {100000, 15}};
+    static const int after[][2] = {{1, 17}, {15, 25}, {16, 26}, {20, 26}, {24, 27}, {32, 28}, {48, 29}, {64, 30},
+                                   {96, 31}, {127, 31}, {100000, 31}};
+    for (size_t i = 0; i < sizeof before / sizeof *before; i++)
+        cr_expect_eq(bbucket(32, 128, before[i][0]), before[i][1], "before, distance %d", before[i][0]);
+    for (size_t i = 0; i < sizeof after / sizeof *after; i++)
+        cr_expect_eq(bbucket(32, 128, -after[i][0]), after[i][1], "after, distance %d", after[i][0]);
+    cr_expect_eq(bbucket(32, 128, 64), 14, "64/8 = 8 = 16^(3/4): ln 8 / ln 16 · 8 = 6.0 exactly in float32");
 }
 
+/* The decoder's buckets (first lines) and the encoder's, both sides (bfirst). */
 Test(t5bias, buckets_match_transformers_in_torch)
 {
     char path[512], line[256];
     snprintf(path, sizeof path, "%s/tests/ref/t5bias_ref.csv", getenv("LENX_ROOT"));
     FILE *fp = fopen(path, "r");
     cr_assert_not_null(fp, "%s", path);
-    int n = 0;
+    int n = 0, nbi = 0;
     while (fgets(line, sizeof line, fp)) {
-        int nb, b;
+        int nb, b, side;
         long maxd, first;
-        if (sscanf(line, "first,%d,%ld,%d,%ld", &nb, &maxd, &b, &first) != 4)
-            continue;
-        cr_expect_eq(bucket(nb, maxd, (double)first), b, "nb %d max %ld: distance %ld", nb, maxd, first);
-        if (first > 0)
-            cr_expect_eq(bucket(nb, maxd, (double)first - 1), b - 1, "nb %d max %ld: distance %ld", nb, maxd,
-                         first - 1);
-        n++;
+        if (sscanf(line, "first,%d,%ld,%d,%ld", &nb, &maxd, &b, &first) == 4) {
+            cr_expect_eq(bucket(nb, maxd, (double)first), b, "nb %d max %ld: distance %ld", nb, maxd, first);
+            if (first > 0)
+                cr_expect_eq(bucket(nb, maxd, (double)first - 1), b - 1, "nb %d max %ld: distance %ld", nb, maxd,
+                             first - 1);
+            n++;
+        } else if (sscanf(line, "bfirst,%d,%ld,%d,%d,%ld", &nb, &maxd, &side, &b, &first) == 5) {
+            double sign = side ? -1.0 : 1.0;    /* after the query: δ = i − j < 0 */
+            cr_expect_eq(bbucket(nb, maxd, sign * (double)first), b, "encoder nb %d max %ld side %d: distance %ld",
+                         nb, maxd, side, first);
+            if (first > side)
+                cr_expect_lt(bbucket(nb, maxd, sign * (double)(first - 1)), b, "encoder nb %d max %ld side %d: "
+                             "distance %ld", nb, maxd, side, first - 1);
+            nbi++;
+        }
     }
     fclose(fp);
     cr_expect_eq(n, 32 + 16 + 8 + 64 + 6, "buckets read");
+    cr_expect_eq(nbi, 110, "encoder buckets read");
 }
 
 /* ---- one head against torch ------------------------------------------------------- */
@@ -98,19 +127,22 @@ static void ref_inputs(float *q, float *k, float *v, float *w)
         }
 }
 
-/* The script's outputs: o (RT, RD) and the bias gradient (RNB). */
-static void ref_outputs(double *o, double *db)
+/* The script's outputs: o (RT, RD) and the bias gradient (RNB), of the
+** causal head or ("b" rows) the bidirectional one. */
+static void ref_outputs(double *o, double *db, int bidirectional)
 {
-    char path[512], line[256];
+    char path[512], line[256], fo[32], fd[32];
     snprintf(path, sizeof path, "%s/tests/ref/t5bias_ref.csv", getenv("LENX_ROOT"));
+    snprintf(fo, sizeof fo, "%sout,%%d,%%d,-,%%lf", bidirectional ? "b" : "");
+    snprintf(fd, sizeof fd, "%sdbias,%%d,-,-,%%lf", bidirectional ? "b" : "");
     FILE *fp = fopen(path, "r");
     cr_assert_not_null(fp, "%s", path);
     int no = 0, nd = 0, i, c;
     double x;
     while (fgets(line, sizeof line, fp))
-        if (sscanf(line, "out,%d,%d,-,%lf", &i, &c, &x) == 3)
+        if (sscanf(line, fo, &i, &c, &x) == 3)
             o[i * RD + c] = x, no++;
-        else if (sscanf(line, "dbias,%d,-,-,%lf", &i, &x) == 2)
+        else if (sscanf(line, fd, &i, &x) == 2)
             db[i] = x, nd++;
     fclose(fp);
     cr_assert_eq(no, RT * RD);
@@ -127,22 +159,27 @@ static double max_rel(const double *ref, const float *got32, const double *got64
     return num / den;
 }
 
-Test(t5bias, one_head_and_its_bias_gradient_match_torch)
+/* One head, causal or bidirectional (the encoder's buckets: the tables and
+** the per-distance gradient then run over δ in (−T, T)), on every path. */
+static void one_head(int bidirectional)
 {
     struct lx_facts f = tfacts(RD, 6, 1, RT);
+    f.bidirectional = bidirectional;
     struct tstack st;
     tstack_make(&st, "{t5bias: {buckets: 8, max_distance: 12}}", &f);   /* the test table's head 0 */
+    cr_assert_eq(st.spec.signed_dist, bidirectional);
     float q[RT * RD], k[RT * RD], v[RT * RD], w[RT * RD], o[RT * RD], att[RT * RT];
     double want_o[RT * RD], want_db[RNB];
     ref_inputs(q, k, v, w);
-    ref_outputs(want_o, want_db);
-    lx_attention_forward(o, att, q, k, v, &st.spec, RT, 1, RD, 1);
+    ref_outputs(want_o, want_db, bidirectional);
+    lx_attention_forward(o, att, q, k, v, &st.spec, RT, 1, RD, !bidirectional);
     cr_expect_leq(max_rel(want_o, o, NULL, RT * RD), 1e-6, "naive forward");
 
-    struct lx_attn_shape sh = {.T = RT, .H = 1, .KV = 1, .D = RD, .ld = RD, .ldo = RD, .causal = 1};
+    struct lx_attn_shape sh = {.T = RT, .H = 1, .KV = 1, .D = RD, .ld = RD, .ldo = RD, .causal = !bidirectional};
     /* the materialised head path, forward and backward */
     float P[RT * RT], dP[RT * RT], oh[RT * RD], g[3][RT * RD] = {{0}};
-    double tab[2 * RT], dist[RT] = {0}, db[RNB] = {0};
+    double tab[4 * RT], dist[2 * RT] = {0}, db[RNB] = {0};
+    cr_assert_leq(lx_spec_tab_len(&st.spec, RT), 2 * RT);
     struct lx_attn_ws hw = {.tab = tab, .mult = 1.0f};
     lx_attn_head_forward(oh, P, q, k, v, &st.spec, 0, &sh, &hw);
     cr_expect_leq(max_rel(want_o, oh, NULL, RT * RD), 1e-6, "head path forward");
@@ -152,8 +189,8 @@ Test(t5bias, one_head_and_its_bias_gradient_match_torch)
 
     /* the tiled pair on tiles of 3 queries × 2 keys, on both threads */
     float ot[RT * RD], lse[RT], fs[64 * 8], bs[64 * 8], gt[3][RT * RD] = {{0}};
-    double ttab[4 * RT], distt[RT] = {0}, dbt[RNB] = {0};
-    cr_assert_leq((size_t)lx_tile_tab_rows(&st.spec) * RT, sizeof ttab / sizeof *ttab);
+    double ttab[4 * RT], distt[2 * RT] = {0}, dbt[RNB] = {0};
+    cr_assert_leq((size_t)lx_tile_tab_rows(&st.spec) * lx_spec_tab_len(&st.spec, RT), sizeof ttab / sizeof *ttab);
     struct lx_tile_ws fw = {.bq = 3, .bk = 2, .n_thr = 8, .scratch = fs, .tab = ttab, .lse = lse};
     struct lx_tile_bwd_ws bw = {.bq = 3, .bk = 2, .n_thr = 8, .scratch = bs, .tab = ttab, .dist_grad = distt};
     omp_set_num_threads(2);
@@ -164,6 +201,16 @@ Test(t5bias, one_head_and_its_bias_gradient_match_torch)
     st.spec.rel.pull(&st.spec.rel, st.spec.facts.rel_bias, distt, RT, dbt);
     cr_expect_leq(max_rel(want_db, NULL, dbt, RNB), 1e-5, "tiled bias gradient");
     tstack_free(&st);
+}
+
+Test(t5bias, one_head_and_its_bias_gradient_match_torch)
+{
+    one_head(0);
+}
+
+Test(t5bias, encoder_head_and_its_bias_gradient_match_torch)
+{
+    one_head(1);
 }
 
 /* ---- a whole model: rel_bias's gradient over layers and windows ------------------- */
@@ -184,16 +231,19 @@ static double model_loss(const struct lx_model *m, const struct lx_spec *spec, c
 }
 
 /* The gradient of a model's learned bias (stack `yaml`, values set by
-** value(k)) against central differences of its loss, every value. */
-static void model_fd(const char *yaml, double (*value)(int k))
+** value(k)) against central differences of its loss, every value; causal,
+** or a masked LM's bidirectional attention (mlm). */
+static void model_fd(const char *yaml, double (*value)(int k), int mlm)
 {
     lx_numerics_set(LX_NUMERICS_PORTABLE);
     struct lx_facts f = tfacts(4, MT, 3, MT);
+    f.bidirectional = mlm;
     struct tstack st;
     tstack_make(&st, yaml, &f);
     struct lx_arch a;
     lx_params_defaults(&lx_arch_schema, &a);
     a.layers = 2, a.d_model = 16, a.heads = 3, a.d_head = 4, a.d_mlp = 24, a.vocab = MV, a.init_std = 0.4;
+    a.mode = mlm ? LX_MODEL_MLM : LX_MODEL_CAUSAL;
     lx_arch_learn_rel(&a, &st.spec.rel);
     int nv = (int)(3 * lx_arch_rel_values(&a));
     struct lx_model m;
@@ -238,13 +288,15 @@ static double kerple_value(int k)
 
 Test(t5bias, model_gradient_matches_finite_differences, .timeout = 60)
 {
-    model_fd("{t5bias: {buckets: 6, max_distance: 9}}", t5_value);
+    model_fd("{t5bias: {buckets: 6, max_distance: 9}}", t5_value, 0);
+    model_fd("{t5bias: {buckets: 10, max_distance: 9}}", t5_value, 1);     /* the encoder's: 5 a side */
 }
 
 Test(kerple, model_gradient_matches_finite_differences, .timeout = 60)
 {
-    model_fd("kerple", kerple_value);
-    model_fd("{kerple: {kernel: power}}", kerple_value);
+    model_fd("kerple", kerple_value, 0);
+    model_fd("{kerple: {kernel: power}}", kerple_value, 0);
+    model_fd("kerple", kerple_value, 1);        /* one kernel of |δ| both ways */
 }
 
 /* ---- KERPLE: one head against torch, the draw and the clamp ----------------------- */
@@ -390,7 +442,7 @@ static void setup(void)
     shell_setup("t5bias");
 }
 
-Test(t5bias, trained_by_run_scored_by_score_mlm_refused, .init = setup, .fini = teardown, .timeout = 120)
+Test(t5bias, trained_by_run_scored_by_score_and_on_a_masked_lm, .init = setup, .fini = teardown, .timeout = 120)
 {
     char out[16384];
     write_file("t5.yaml", "name: t5\nseed: 1\nmodels:\n"
@@ -423,15 +475,22 @@ Test(t5bias, trained_by_run_scored_by_score_mlm_refused, .init = setup, .fini = 
     cr_expect_not_null(strstr(out, "\"bucket\": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 16, 16, "
                               "17, 17, 18, 18, 18]"), "%s", out);
     cr_expect_eq(sql_long("s.db", "SELECT count(*) FROM runs WHERE status = 'ok'"), 2);
+    /* a masked LM learns the encoder's table: its cells run at 1x and 4x, its table learns both halves */
     write_file("m.yaml", "name: t5m\nseed: 1\nmodels:\n"
                "  small:\n    arch: {mode: mlm, layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}\n"
-               "    train: {length: 32, batch: 4, steps: 5, warmup: 1}\n"
-               "methods:\n  - t5bias\ntasks:\n  - mlm: {windows: 2}\nlengths: [32]\n");
+               "    train: {length: 32, batch: 4, steps: 30, warmup: 5}\n"
+               "methods:\n  - t5bias\ntasks:\n  - mlm: {windows: 2}\nlengths: [32, 128]\n");
     rc = sh(out, sizeof out, "\"$L\" run m.yaml --db m.db");
-    cr_expect_eq(rc, 2, "%s", out);
-    cr_expect_not_null(strstr(out, "m.yaml:"), "%s", out);
-    cr_expect_not_null(strstr(out, "is a masked LM"), "%s", out);
-    cr_expect(!exists("m.db"), "a refused sweep writes no store");
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect_eq(sql_long("m.db", "SELECT count(*) FROM runs WHERE status = 'ok'"), 2);
+    rc = sh(out, sizeof out, "m=$(ls -t models/*.safetensors | head -1) && \"$L\" show model \"$m\" > mshow.json && "
+            "grep -A1 '\"rel_bias\"' mshow.json | tail -1 | tr -d '[] ' | tr ',' '\\n' > row0.txt && "
+            "grep -c . row0.txt && sed -n '18,28p' row0.txt | grep -vc '^0$' && sed -n '17p;29,32p' row0.txt | "
+            "grep -c '^0$'");
+    cr_expect_eq(rc, 0, "%s", out);
+    /* the keys after the query at distances 1-31 fall in buckets 17-27 (28 starts at 32), all learnt;
+    ** 16 (distance 0 has no after) and 28-31 stay at their initial 0 */
+    cr_expect_str_eq(out, "32\n11\n5\n", "32 buckets a head; the keys-after half learnt where training reached");
     /* the gaussian task's synthetic logits: no model, nothing learned */
     write_file("g.yaml", "name: g\nmethods: [t5bias]\ntasks: [gaussian]\nlengths: [10]\n");
     cr_expect_eq(sh(out, sizeof out, "\"$L\" run g.yaml --db g.db"), 2, "%s", out);

@@ -113,6 +113,7 @@ int lx_local_compile(const struct lx_stack *st, const struct lx_model *m, const 
     struct lx_facts f = {.d_head = (int)m->arch.d_head, .train_len = info->train_len, .n_heads = (int)m->arch.heads,
                          .length = length, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
     f.ft_len = lx_stack_ft_length(st, info->train_len);     /* a fine-tuned model's auto scales */
+    f.bidirectional = m->arch.mode != LX_MODEL_CAUSAL;
     int rc = lx_stack_compile(st, &f, spec, err);
     if (rc == LX_OK)
         rc = lx_model_spec_check(m, spec, err);

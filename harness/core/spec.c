@@ -29,6 +29,7 @@ int lx_spec_push(struct lx_spec *spec, const struct lx_logit_op *op, struct lx_e
                       "%s to the end of the stack", op->method, spec->rel.method, spec->rel.method, spec->rel.method);
     spec->ops[spec->n_ops++] = *op;
     spec->has_dist |= op->kind == LX_OP_DIST_AFFINE;
+    spec->signed_dist |= op->kind == LX_OP_DIST_AFFINE && op->signed_t;
     return LX_OK;
 }
 
@@ -97,7 +98,7 @@ void lx_spec_affine(const struct lx_spec *spec, int head, long n, double t, doub
             b *= r;
         } else {
             double x, m;
-            op->dist_affine(op->params, &spec->facts, head, t, &x, &m);
+            op->dist_affine(op->params, &spec->facts, head, op->signed_t ? t : fabs(t), &x, &m);
             a *= x;
             b = x * b + m;
         }
@@ -114,7 +115,7 @@ double lx_spec_logit(const struct lx_spec *spec, int head, long n, double t, dou
             s *= op->row_scale(op->params, &spec->facts, n);
         } else {
             double a, m;
-            op->dist_affine(op->params, &spec->facts, head, t, &a, &m);
+            op->dist_affine(op->params, &spec->facts, head, op->signed_t ? t : fabs(t), &a, &m);
             s = a * s + m;
         }
     }
@@ -138,8 +139,8 @@ void lx_spec_row(const struct lx_spec *spec, int head, long n, long t0, long n_t
             }
         } else {
             for (long i = 0; i < n_t; i++) {
-                double a, m;
-                op->dist_affine(op->params, &spec->facts, head, (double)(t0 + i), &a, &m);
+                double a, m, t = (double)(t0 + i);
+                op->dist_affine(op->params, &spec->facts, head, op->signed_t ? t : fabs(t), &a, &m);
                 A[i] *= a;
                 B[i] = a * B[i] + m;
             }
@@ -250,15 +251,16 @@ int lx_spec_calibrate(struct lx_spec *spec, const struct lx_probe *probe, struct
 int lx_relbias_bucket(const struct lx_relbias *r, double t)
 {
     long d = (long)floor(t < 0 ? -t : t);
-    int exact = r->buckets / 2;
+    int nb = r->bidirectional ? r->buckets / 2 : r->buckets, off = r->bidirectional && t < 0 ? nb : 0;
+    int exact = nb / 2;
     if (d < exact)
-        return (int)d;
+        return off + (int)d;
     /* float32 throughout, as transformers computes it: log of the ratio, over the
     ** double ln(max_distance / exact) rounded to float, times the exact count, truncated */
     float ratio = (float)d / (float)exact, span = (float)log((double)r->max_distance / exact);
-    float x = logf(ratio) / span * (float)(r->buckets - exact);
-    long b = exact + (x < (float)r->buckets ? (long)x : r->buckets);
-    return (int)(b < r->buckets - 1 ? b : r->buckets - 1);
+    float x = logf(ratio) / span * (float)(nb - exact);
+    long b = exact + (x < (float)nb ? (long)x : nb);
+    return off + (int)(b < nb - 1 ? b : nb - 1);
 }
 
 const char *lx_relbias_describe(int kind)

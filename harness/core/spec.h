@@ -70,6 +70,7 @@ struct lx_facts {
                         ** at evaluation (docs/config.md#fine-tuning) */
     const float *rel_bias;  /* (n_heads, values) the model's learned relative-position bias (t5bias, kerple:
                         ** struct lx_relbias), set by the engine for the model it runs (lx_model_spec) */
+    int bidirectional;  /* 1: the model attends to keys on both sides (an mlm model) */
 };
 
 enum lx_op_kind {
@@ -83,9 +84,11 @@ struct lx_logit_op {
     const void *params;         /* that method's resolved params; outlives the spec */
     /* ROW_SCALE: the factor for a query that sees n >= 1 keys */
     double (*row_scale)(const void *params, const struct lx_facts *f, long n);
-    /* DIST_AFFINE: slope *a and offset *m for distance t >= 0 in head `head` */
+    /* DIST_AFFINE: slope *a and offset *m for distance t >= 0 in head `head`;
+    ** with signed_t, t = δ = i − j, negative for a key after the query */
     void (*dist_affine)(const void *params, const struct lx_facts *f, int head, double t,
                         double *a, double *m);
+    int signed_t;               /* DIST_AFFINE: 1 tells keys after the query from keys before */
 };
 
 #define LX_SPEC_MAX_OPS 8
@@ -181,14 +184,18 @@ struct lx_relbias {
     int values;             /* learned numbers per head: T5's buckets, KERPLE's 2 */
     int buckets;            /* T5: nb, bucket(t) in [0, nb) */
     long max_distance;      /* T5: distances from it on share the last bucket */
-    /* dtheta[k] += Σ_t g[t]·∂m(t)/∂θ[k] over t in [0, n), θ = theta (values) */
+    int bidirectional;      /* T5: the encoder's buckets, keys after the query in the upper half (signed t) */
+    /* dtheta[k] += Σ_t g[t]·∂m(t)/∂θ[k] over t in [0, n), θ = theta (values); when the op is
+    ** signed (lx_spec.signed_dist), g has 2n − 1 entries, g[t + n − 1] at t in (−n, n) */
     void (*pull)(const struct lx_relbias *r, const float *theta, const double *g, long n, double *dtheta);
 };
 
-/* T5's unidirectional bucket of distance t >= 0 (fractional t floored):
-** t itself below nb/2, then nb/2 + ⌊ln(t / (nb/2)) / ln(max_distance /
-** (nb/2)) · nb/2⌋ in float32, as transformers' _relative_position_bucket,
-** at most nb − 1. */
+/* T5's bucket of distance t (fractional t floored toward 0), as
+** transformers' _relative_position_bucket in float32. Unidirectional (the
+** decoder's): t itself below nb/2, then nb/2 + ⌊ln(t / (nb/2)) /
+** ln(max_distance / (nb/2)) · nb/2⌋, at most nb − 1, for t = |δ|.
+** Bidirectional (the encoder's, r->bidirectional): the same rule over
+** nb' = ⌊nb/2⌋ buckets at |δ|, plus nb' for a key after the query (t < 0). */
 int lx_relbias_bucket(const struct lx_relbias *r, double t);
 
 /* What a kind of learned bias is, in words, with the stack that trains it:
@@ -229,6 +236,8 @@ struct lx_spec {
     int n_ops;                              /* ops used */
     struct lx_logit_op ops[LX_SPEC_MAX_OPS];/* (n_ops,) in stack order */
     int has_dist;                           /* 1 when some op depends on the distance */
+    int signed_dist;                        /* 1 when some op tells the distance's sign (signed_t): its
+                                            ** tables run over δ in (−T, T), lx_spec_tab_len */
     const char *positions;                  /* method that set the position scheme, or NULL */
     const char *frequencies;                /* method that rescaled the rotary table, or NULL */
     const char *wavelengths;                /* method that rounded its wavelengths (after any rescaling), or NULL */
@@ -299,16 +308,29 @@ int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct l
 int lx_spec_calibrate(struct lx_spec *spec, const struct lx_probe *probe, struct lx_error *err);
 
 /* Naive reference: the final logit for base logit s at effective distance t
-** (|δ|), for a query that sees n keys; includes the temperature. */
+** (δ; an op that is not signed_t sees |δ|), for a query that sees n keys;
+** includes the temperature. */
 double lx_spec_logit(const struct lx_spec *spec, int head, long n, double t, double s);
 
 /* Fast path: for t in [t0, t0 + n_t), logit = A[t - t0]·S + B[t - t0]
-** (temperature included). A and B are (n_t,). */
+** (temperature included). A and B are (n_t,); t0 < 0 only for a signed spec. */
 void lx_spec_row(const struct lx_spec *spec, int head, long n, long t0, long n_t,
                  double *A, double *B);
 
-/* A and B at one (possibly fractional) distance t. */
+/* A and B at one (possibly fractional, and for a signed spec negative) distance t. */
 void lx_spec_affine(const struct lx_spec *spec, int head, long n, double t, double *A, double *B);
+
+/* Distance tables over a window of T keys: T entries at t = |i − j|, or for
+** a signed spec 2T − 1 at t = i − j + T − 1. */
+static inline long lx_spec_tab_len(const struct lx_spec *spec, long T)
+{
+    return spec->signed_dist ? 2 * T - 1 : T;
+}
+
+static inline long lx_spec_tab_index(const struct lx_spec *spec, long i, long j, long T)
+{
+    return spec->signed_dist ? i - j + T - 1 : i > j ? i - j : j - i;
+}
 
 /* Is key j visible to query i in a window of T tokens? */
 int lx_spec_visible(const struct lx_spec *spec, long i, long j, long T, int causal);

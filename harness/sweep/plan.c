@@ -116,6 +116,7 @@ void lx_model_facts(const struct lx_model_use *m, unsigned caps, long length, st
     f->n_heads = (int)m->arch.heads;
     f->length = length;
     f->caps = caps;
+    f->bidirectional = m->arch.mode != LX_MODEL_CAUSAL;
 }
 
 void lx_model_stack_facts(const struct lx_model_use *m, const struct lx_stack *st, unsigned caps, long length,
@@ -360,10 +361,6 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
         return lx_node_err(err, st->where, "the stack '%s' sets no position scheme, which task '%s' on "
                            "model '%s' needs\n  hint: add rope or nope to the stack, e.g. - [rope, logn]", st->canon,
                            g->tasks[t].task->name, mu->name);
-    if (spec->rel.buckets && mu->arch.mode != LX_MODEL_CAUSAL)
-        return lx_node_err(err, st->where, "the stack '%s' has T5's decoder (unidirectional) buckets, and model "
-                           "'%s' is a masked LM: its bidirectional attention would not tell keys before the query "
-                           "from keys after it\n  hint: use t5bias on causal models", st->canon, mu->name);
     int rc = check_tokenizer(g, t, m, err);
     if (rc < 0)
         return rc;

@@ -18,10 +18,12 @@ def inputs():
     return (torch.tensor(x, dtype=torch.float32).double() for x in (q, k, v, w))
 
 
-def attend(q, k, v, w, bias):
-    """Causal softmax of q.k/sqrt(D) + bias (T, T), its output, and the loss's gradients (backward)."""
+def attend(q, k, v, w, bias, causal=True):
+    """Softmax of q.k/sqrt(D) + bias (T, T), causal unless told, its output, and the loss's gradients
+    (backward)."""
     logits = q @ k.T / math.sqrt(D) + bias
-    logits = logits.masked_fill(torch.ones(T, T).triu(1).bool(), float("-inf"))
+    if causal:
+        logits = logits.masked_fill(torch.ones(T, T).triu(1).bool(), float("-inf"))
     o = torch.softmax(logits, dim=-1) @ v
     (o * w).sum().backward()
     return o.detach()

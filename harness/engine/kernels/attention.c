@@ -83,7 +83,7 @@ void lx_attention_forward(float *o, float *att, const float *q, const float *k, 
                     continue;
                 }
                 double A, B;
-                lx_spec_affine(spec, h, n, fabs(lx_spec_delta(spec, i, j)), &A, &B);
+                lx_spec_affine(spec, h, n, lx_spec_delta(spec, i, j), &A, &B);     /* |δ| unless signed_t */
                 double l = A * c * naive_score(q, k, H, D, h, i, j, spec) + B;
                 p[j] = (float)l;
                 mx = l > mx ? l : mx;
@@ -107,7 +107,8 @@ void lx_attention_backward(float *dq, float *dk, float *dv, const float *do_, co
                            int T, int H, int D, int causal)
 {
     LX_ASSERT(!spec->vis.window && !spec->posmap.method);
-    double *A = malloc(sizeof(double) * (size_t)T), *B = malloc(sizeof(double) * (size_t)T);
+    long L = lx_spec_tab_len(spec, T), o = L - T;     /* a signed spec's tables start at δ = −o */
+    double *A = malloc(sizeof(double) * (size_t)L), *B = malloc(sizeof(double) * (size_t)L);
     double *dp = malloc(sizeof(double) * (size_t)T);
     LX_ASSERT(A && B && dp);
     double inv = lx_spec_qk_scale(spec, D);
@@ -116,7 +117,7 @@ void lx_attention_backward(float *dq, float *dk, float *dv, const float *do_, co
             /* A row's tables depend on (head, n): per row when causal, per head otherwise. */
             int n_vis = causal ? i + 1 : T;
             if (causal || i == 0)
-                lx_spec_row(spec, h, n_vis, 0, n_vis, A, B);
+                lx_spec_row(spec, h, n_vis, -o, n_vis + o, A, B);
             const float *p = att + ((long)h * T + i) * T;
             double dot = 0.0;
             for (int j = 0; j < n_vis; j++) {
@@ -129,7 +130,7 @@ void lx_attention_backward(float *dq, float *dk, float *dv, const float *do_, co
                 dot += p[j] * g;
             }
             for (int j = 0; j < n_vis; j++) {
-                int t = i > j ? i - j : j - i;
+                long t = lx_spec_tab_index(spec, i, j, T);
                 /* dlogit = p (dp - Σ p dp); dS = A dlogit; S = c q·k */
                 float ds = (float)(p[j] * (dp[j] - dot) * A[t] * inv);
                 for (int d = 0; d < D; d++) {
@@ -193,18 +194,22 @@ static void far_scores(float *S, const float *q, const float *k, int ld, const s
 
 /* Per-row logit tables, cached while (n, reach) allow. */
 struct rowtab {
-    double *A, *B;      /* (T,) each */
+    double *A, *B;      /* (lx_spec_tab_len,) each, at lx_spec_tab_index */
     long n, reach;      /* the n they were built for, and the distances covered */
     double A0, B0;      /* the constant map when no op depends on the distance */
 };
 
-static void rowtab_get(struct rowtab *rt, const struct lx_spec *spec, int head, long n, long reach)
+/* A signed spec's tables cover every δ in (−T, T) at once. */
+static void rowtab_get(struct rowtab *rt, const struct lx_spec *spec, int head, long n, long reach, long T)
 {
+    long o = lx_spec_tab_len(spec, T) - T;
+    if (o)
+        reach = T - 1;
     if (!spec->has_dist) {
         if (rt->n != n)
             lx_spec_affine(spec, head, n, 0.0, &rt->A0, &rt->B0);
     } else if (rt->n != n || reach > rt->reach) {
-        lx_spec_row(spec, head, n, 0, reach + 1, rt->A, rt->B);
+        lx_spec_row(spec, head, n, -o, reach + 1 + o, rt->A, rt->B);
         rt->reach = reach;
     }
     rt->n = n;
@@ -232,7 +237,7 @@ static void row_stats(double *stats, const float *p, int T, double sum, double s
 static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int T, int causal, double *tab,
                             double *stats, long stats_row0, long stats_row1)
 {
-    struct rowtab rt = {.A = tab, .B = tab + T, .n = -1, .reach = -1};
+    struct rowtab rt = {.A = tab, .B = tab + lx_spec_tab_len(spec, T), .n = -1, .reach = -1};
     long row1 = stats_row1 ? stats_row1 : T;
     int plain = !spec->n_ops && spec->temperature == 1.0;
     for (long i = 0; i < T; i++) {
@@ -243,7 +248,7 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
         if (up - 1 - i > reach)
             reach = up - 1 - i;
         if (!plain)
-            rowtab_get(&rt, spec, head, n, reach);
+            rowtab_get(&rt, spec, head, n, reach, T);
         float *s = S + i * T;
         long r0[3] = {0, lo, hi}, r1[3] = {ns, hi, up};
         float mx = -INFINITY;
@@ -251,12 +256,12 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
         for (int part = 0; part < 3; part++)
             for (long j = r0[part]; j < r1[part]; j++) {
                 if (!plain) {
-                    long t = i > j ? i - j : j - i;
+                    long t = lx_spec_tab_index(spec, i, j, T);
                     double A, B;
                     if (!spec->has_dist) {
                         A = rt.A0, B = rt.B0;
                     } else if (lx_spec_far(spec, i, j)) {
-                        lx_spec_affine(spec, head, n, fabs(lx_spec_delta(spec, i, j)), &A, &B);
+                        lx_spec_affine(spec, head, n, lx_spec_delta(spec, i, j), &A, &B);
                     } else {
                         A = rt.A[t], B = rt.B[t];
                     }
@@ -310,21 +315,23 @@ void lx_attn_head_backward(float *dq, float *dk, float *dv, const float *do_, co
     float scale = (float)lx_spec_qk_scale(spec, D) * mult;
     lx_gemm(dP, T, do_, ldo, v, ld, T, T, D, 0, 1, 1.0f, 0.0f);     /* dP = dO Vᵀ */
     lx_gemm(dv, ld, P, T, do_, ldo, T, D, T, 1, 0, 1.0f, 1.0f);     /* dV += Pᵀ dO */
-    double *A = tab, *B = tab + T;
+    long L = lx_spec_tab_len(spec, T), o = L - T;     /* a signed spec's tables start at δ = −o */
+    double *A = tab, *B = tab + L;
     int ops = spec->n_ops > 0 || spec->temperature != 1.0;
     for (int i = 0; i < T; i++) {
         int n = causal ? i + 1 : T;
         if (ops && (causal || i == 0))
-            lx_spec_row(spec, head, n, 0, n, A, B);
+            lx_spec_row(spec, head, n, -o, n + o, A, B);
         const float *p = P + (long)i * T;
         float *g = dP + (long)i * T;
         float dot = 0.0f;
         for (int j = 0; j < n; j++)
             dot += p[j] * g[j];
         for (int j = 0; j < n; j++) {
-            float a = ops ? (float)A[i > j ? i - j : j - i] : 1.0f, dl = p[j] * (g[j] - dot);
+            long t = lx_spec_tab_index(spec, i, j, T);
+            float a = ops ? (float)A[t] : 1.0f, dl = p[j] * (g[j] - dot);
             if (dist_grad)      /* a learned relative bias is added last: the logit's gradient over τ */
-                dist_grad[i > j ? i - j : j - i] += (double)dl / spec->temperature;
+                dist_grad[t] += (double)dl / spec->temperature;
             g[j] = dl * a * scale;      /* dS = P ∘ (dP − Σ P dP) ∘ A · c */
         }
         for (int j = n; j < T; j++)

@@ -51,7 +51,7 @@ struct lx_attn_shape {
 
 /* Scratch of one thread for the fast path. */
 struct lx_attn_ws {
-    double *tab;        /* (2T,) the spec's row tables A, B */
+    double *tab;        /* (2·lx_spec_tab_len(spec, T),) the spec's row tables A, B */
     float *far;         /* (T·T + 2·T·D,) far scores and rotated q, k; needed only with a posmap */
     double *stats;      /* (LX_ATTN_NSTATS,) sums this head adds to, or NULL */
     long stats_row0;    /* only rows in [stats_row0, stats_row1) are summed; */
@@ -75,9 +75,10 @@ void lx_attn_head_forward(float *o, float *P, const float *q, const float *k, co
                           const struct lx_attn_ws *ws);
 
 /* Backward of one head: dq, dk, dv (stride sh->ld) accumulate (+=); do_
-** (stride sh->ldo); P from forward; dP is (T, T) scratch; tab (2T) doubles;
-** mult as in the forward's lx_attn_ws; dist_grad (T), when given, += per
-** distance t the logits' gradient over τ (a learned relative bias's). */
+** (stride sh->ldo); P from forward; dP is (T, T) scratch; tab (2·lx_spec_tab_len)
+** doubles; mult as in the forward's lx_attn_ws; dist_grad (lx_spec_tab_len, at
+** lx_spec_tab_index), when given, += per distance the logits' gradient over τ
+** (a learned relative bias's). */
 void lx_attn_head_backward(float *dq, float *dk, float *dv, const float *do_, const float *P, float *dP,
                            const float *q, const float *k, const float *v, const struct lx_spec *spec, int head,
                            const struct lx_attn_shape *sh, double *tab, float mult,
@@ -127,7 +128,8 @@ struct lx_tile_ws {
     int bq, bk;         /* queries per block, keys per tile */
     int n_thr;          /* scratch slots; at least omp_get_max_threads() */
     float *scratch;     /* (n_thr, lx_tile_thread_floats(bq, bk, D)) */
-    double *tab;        /* (H, lx_tile_tab_rows(spec), T) distance tables; NULL when that is 0 */
+    double *tab;        /* (H, lx_tile_tab_rows(spec), lx_spec_tab_len(spec, T)) distance tables; NULL
+                        ** when that is 0 */
     float *rot;         /* (lx_tile_rot_floats(spec, T, H, KV, D, causal),) q and k rotated to the
                         ** posmap's positions; NULL when that is 0 */
     int sse2_only;      /* 1: the softmax loops' SSE2 build even on an AVX2 CPU (tests) */
@@ -178,7 +180,7 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
                            const float *mult, const struct lx_attn_shape *sh, const struct lx_tile_ws *ws);
 
 /* Pieces of the tiled forward the backward shares (tiled.c): the per-head
-** distance tables over t (tab (H, n_tab, T), n_tab = lx_tile_tab_rows), a
+** distance tables (tab (H, n_tab, lx_spec_tab_len), n_tab = lx_tile_tab_rows), a
 ** row's factors R(n) (returned) and R_k(n) (Rk, n_dist of them) by which
 ** logit = R·X(t)·S + Σ_k R_k·G_k(t), and e^(s − mx) in place over n floats
 ** (0 below e^−70; their sum returned) at a level of lx_tile_exp_level. */
@@ -217,13 +219,14 @@ struct lx_tile_bwd_ws {
     int bq, bk;         /* queries per block, keys per tile */
     int n_thr;          /* scratch slots; at least omp_get_max_threads() */
     float *scratch;     /* (n_thr, lx_tile_bwd_thread_floats(bq, bk, D, T)) */
-    double *tab;        /* (H, lx_tile_tab_rows(spec), T) distance tables; NULL when that is 0 */
+    double *tab;        /* (H, lx_tile_tab_rows(spec), lx_spec_tab_len(spec, T)) distance tables; NULL
+                        ** when that is 0 */
     float *dkv;         /* with KV < H: (H, T, 2·D) each query head's dk | dv; else unused */
     int products;       /* LX_BWD_PRODUCTS_*: which code multiplies the tiles */
     int bf16_plain;     /* 1: numerics bf16 runs the bf16 tile products on the plain C kernel,
                         ** the reference of the AVX512-BF16 one (the same bits) */
-    double *dist_grad;  /* (H, T) += per head and distance t the logits' gradient over τ (a learned
-                        ** relative bias's, spec->rel), or NULL */
+    double *dist_grad;  /* (H, lx_spec_tab_len) += per head and distance (lx_spec_tab_index) the logits'
+                        ** gradient over τ (a learned relative bias's, spec->rel), or NULL */
 };
 
 /* The tiles' products: AUTO picks by numerics and CPU (portable: lenx's fp32

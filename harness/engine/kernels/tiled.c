@@ -76,15 +76,17 @@ int lx_tile_tab_rows(const struct lx_spec *spec)
 /* ---- preparation: distance tables, once per call (far-key rows: tiled_far.c) --- */
 
 /* Per head h and distance t: X(t) = Π_k x_k(t) and G_k(t) = m_k(t)·Π_{k' > k} x_k'(t)
-** over the distance ops k in stack order. */
+** over the distance ops k in stack order; t = |δ| at t, or for a signed spec
+** δ at δ + T − 1 (lx_spec_tab_index). */
 void lx_tile_dist_tables(double *tab_all, const struct lx_spec *spec, int H, int T)
 {
     int n_tab = lx_tile_tab_rows(spec);
+    long L = lx_spec_tab_len(spec, T), o = L - T;
 #pragma omp parallel for schedule(static)
-    for (long ht = 0; ht < (long)H * T; ht++) {
-        int h = (int)(ht / T);
-        long t = ht % T;
-        double *tab = tab_all + (long)h * n_tab * T;
+    for (long ht = 0; ht < (long)H * L; ht++) {
+        int h = (int)(ht / L);
+        long t = ht % L;
+        double *tab = tab_all + (long)h * n_tab * L, d = (double)(t - o);
         double post = 1.0;
         int row = n_tab - 1;
         for (int k = spec->n_ops - 1; k >= 0; k--) {
@@ -92,8 +94,8 @@ void lx_tile_dist_tables(double *tab_all, const struct lx_spec *spec, int H, int
             if (op->kind != LX_OP_DIST_AFFINE)
                 continue;
             double a, m;
-            op->dist_affine(op->params, &spec->facts, h, (double)t, &a, &m);
-            tab[(long)row-- * T + t] = m * post;
+            op->dist_affine(op->params, &spec->facts, h, op->signed_t ? d : fabs(d), &a, &m);
+            tab[(long)row-- * L + t] = m * post;
             post *= a;
         }
         tab[t] = post;
@@ -430,25 +432,25 @@ static void tile_scores(const struct tiled *x, float *S, float *F, const uint16_
     }
 }
 
-/* R(n)·X(t)·S + Σ_k R_k(n)·G_k(t) for one visible entry; far pairs at |δ|,
-** through the tables when |δ| is a whole distance inside them. */
+/* R(n)·X(t)·S + Σ_k R_k(n)·G_k(t) for one visible entry; far pairs at their
+** δ, through the tables when δ is a whole distance inside them. */
 static float dist_logit(const struct tiled *x, const double *tab, const double *Rk, double R, int h, long n,
                         long i, long j, float s)
 {
-    long T = x->T;
-    double t = (double)(i > j ? i - j : j - i);
+    long T = x->T, L = x->L;
+    double t = (double)(i - j);
     if (lx_spec_far(x->spec, i, j)) {
-        t = fabs(lx_spec_delta(x->spec, i, j));
-        if (t != floor(t) || t >= (double)T) {
+        t = lx_spec_delta(x->spec, i, j);
+        if (t != floor(t) || fabs(t) >= (double)T) {
             double A, B;
             lx_spec_affine(x->spec, h, n, t, &A, &B);
             return (float)(A * s + B);
         }
     }
-    long ti = (long)t;
+    long ti = L > T ? (long)t + T - 1 : labs((long)t);
     double B = 0.0;
     for (int r = 1; r < x->n_tab; r++)
-        B += Rk[r - 1] * tab[(long)r * T + ti];
+        B += Rk[r - 1] * tab[(long)r * L + ti];
     return (float)(R * tab[ti] * s + B);
 }
 
@@ -468,8 +470,14 @@ static void dist_logits(const struct tiled *x, float *s, const double *tab, cons
             if (c < near0 || c >= near1)
                 s[c] = dist_logit(x, tab, Rk, R, h, n, i, j0 + c, s[c]);
     }
-    const double *X = tab, *G = tab + x->T;
-    if (x->n_tab == 2) {
+    const double *X = tab, *G = tab + x->L;
+    if (x->n_tab == 2 && x->L > x->T) {       /* signed: δ at δ + T − 1 */
+        double R1 = Rk[0];
+        for (long c = near0; c < near1; c++) {
+            long t = i - j0 - c + x->T - 1;
+            s[c] = (float)(R * X[t] * s[c] + R1 * G[t]);
+        }
+    } else if (x->n_tab == 2) {
         double R1 = Rk[0];
         for (long c = near0; c < near1; c++) {
             long t = i - j0 - c;
@@ -515,7 +523,7 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
     }
     int plain = !spec->n_ops && spec->temperature == 1.0;
     double A0 = 1.0, B0 = 0.0, R = 1.0, Rk[LX_SPEC_MAX_OPS];
-    const double *tab = spec->has_dist ? x->ws->tab + (long)h * x->n_tab * x->T : NULL;
+    const double *tab = spec->has_dist ? x->ws->tab + (long)h * x->n_tab * x->L : NULL;
     if (!plain && !spec->has_dist)
         lx_spec_affine(spec, h, n, 0.0, &A0, &B0);
     else if (!plain)
@@ -661,7 +669,8 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
     LX_ASSERT(omp_get_max_threads() <= ws->n_thr && ws->bq > 0 && ws->bk > 0);
     LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && KV >= 1 && H % KV == 0);
     struct tiled x = {.spec = spec, .q = q, .k = k, .v = v, .o = o, .ld = ld, .ldo = ldo, .T = T, .H = H, .KV = KV,
-                      .D = D, .causal = causal, .G = H / KV, .n_tab = lx_tile_tab_rows(spec), .ws = ws, .mult = mult};
+                      .D = D, .causal = causal, .G = H / KV, .n_tab = lx_tile_tab_rows(spec), .ws = ws, .mult = mult,
+                      .L = lx_spec_tab_len(spec, T)};
     x.bf16 = lx_numerics_get() == LX_NUMERICS_BF16;
     x.far = lx_tile_rot_floats(spec, T, H, KV, D, causal) > 0;
     LX_ASSERT((!x.n_tab || ws->tab) && (!x.far || ws->rot));

@@ -16,6 +16,7 @@ struct tiled {
     const float *q, *k, *v;     /* (T, ld) views: query head h at h·D, its key/value head at (h / G)·D */
     float *o;                   /* (T, ldo) */
     int ld, ldo, T, H, KV, D, causal, n_tab;
+    long L;                     /* a head's distance tables' length, lx_spec_tab_len(spec, T) */
     int G;                      /* query heads per key/value head, H / KV */
     int far;                    /* 1: far pairs take their scores from the rotated rows */
     int avx2;                   /* 1: the CPU has AVX2 and FMA (the softmax loops' clone) */

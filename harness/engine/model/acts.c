@@ -87,6 +87,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
     double R = N < LX_EVAL_ROWS ? N : LX_EVAL_ROWS, far = nthr * (double)lx_attn_far_floats(T, (int)D);
     int n = 0, mat = train == LX_ACTS_TRAIN_MATERIALISED, gqa = lx_arch_kv(arch) < arch->heads;
     double KVh = (double)lx_arch_kv(arch);
+    double TL = arch->mode == LX_MODEL_CAUSAL ? T : 2.0 * T;    /* distance tables: both signs on an mlm model */
     double NB = eval_block(N, portable);
     double NA = (double)B * LX_ACTS_ANSWER_ROWS < N ? (double)B * LX_ACTS_ANSWER_ROWS : N;   /* answer rows */
     if (train) {
@@ -99,13 +100,13 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             ROW(xm, LL * N * C, 4), ROW(rstd2, LL * N, 4), ROW(xn2, LL * N * C, 4), ROW(h, LL * N * F2, 4),
             ROW(act, LL * N * F, 4), ROW(sig, arch->mlp == LX_MLP_GELU ? LL * N * F : 0, 4),
             ROW(rstdf, N, 4), ROW(xnf, N * C, 4), ROW(logits, N * V, 4), ROW(probs, N * V, 4), ROW(loss, N, 4),
-            ROW(rope_cs, N * D, 8), ROW(tab, mat ? nthr * 2 * T : 0, 8),
+            ROW(rope_cs, N * D, 8), ROW(tab, mat ? nthr * 2 * TL : 0, 8),
             ROW(dx, N * C, 4), ROW(dxn, N * C, 4), ROW(dqkv, N * QKV, 4), ROW(dao, N * HD, 4),
             ROW(dh, N * F2, 4), ROW(dact, N * F, 4), ROW(dlogits, N * V, 4), ROW(dp, mat ? nthr * TT : 0, 4),
             ROW(lse, mat ? 0 : LL * N * H, 4),
             ROW(qkraw, arch->qk_norm ? LL * N * (H + KVh) * D : 0, 4), ROW(qkr, arch->qk_norm ? LL * N * (H + KVh) : 0, 4),
             ROW(tile, mat ? 0 : nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, (int)D), 4),
-            ROW(tile_tab, mat ? 0 : H * (1 + LX_SPEC_MAX_OPS) * T, 8),
+            ROW(tile_tab, mat ? 0 : H * (1 + LX_SPEC_MAX_OPS) * TL, 8),
             ROW(tile_kpack, mat ? 0 : KVp, 4),
             ROW(tile_bwd, mat ? 0 : nthr * (double)lx_tile_bwd_thread_floats(LX_TILE_TRAIN_BQ, LX_TILE_TRAIN_BK, (int)D, T), 4),
             ROW(dkv, mat || !gqa ? 0 : H * T * 2 * D, 4),
@@ -121,9 +122,9 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             PHASE(2, xn2, NB * C), PHASE(2, h, NB * F2),                                /* MLP */
             PHASE(3, xnf, (answer && NA < NB ? NA : NB) * C),                          /* head */
             PHASE(3, logits, (loss_only ? R : answer ? NA : N) * V), ROW(hrow, answer ? N : 0, 4),
-            ROW(rope_cs, N * D, 8), ROW(tab, nthr * 2 * T, 8),
+            ROW(rope_cs, N * D, 8), ROW(tab, nthr * 2 * TL, 8),
             ROW(tile, nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, (int)D), 4),
-            ROW(tile_tab, H * (1 + LX_SPEC_MAX_OPS) * T, 8),
+            ROW(tile_tab, H * (1 + LX_SPEC_MAX_OPS) * TL, 8),
             ROW(tile_acc, nthr * (double)lx_tile_acc_doubles(LX_TILE_BQ), 8),
             ROW(tile_part, H * (nsu + 1), sizeof(struct lx_diag)),
             LAZY(tile_rot, (arch->mode == LX_MODEL_CAUSAL ? 1 : 2) * ((H + KVh) * T * D + KVp), 4,

@@ -318,7 +318,8 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
         const float *q = qkv + (long)b * T * QKV + (long)h * D, *k = qkv + (long)b * T * QKV + HD + (long)(h / (H / KV)) * D;
         float *P = a->train ? att + bh * T * T : att + (long)thr * T * T;
         struct lx_attn_ws ws = {
-            .tab = a->tab + (long)thr * 2 * T, .far = a->far ? a->far + nfar * (size_t)thr : NULL,
+            .tab = a->tab + (long)thr * 2 * lx_spec_tab_len(spec, T),
+            .far = a->far ? a->far + nfar * (size_t)thr : NULL,
             .stats = stats ? stats + bh * LX_ATTN_NSTATS : NULL,
             .stats_row0 = a->stats_row0 ? a->stats_row0[b] : 0, .stats_row1 = a->stats_row1,
             .mult = mult ? mult[h] : 1.0f,
@@ -591,7 +592,7 @@ static void attention_backward_materialised(struct lx_acts *a, const struct lx_s
                                             const struct lx_attn_shape *sh)
 {
     int B = a->B, T = a->T, H = sh->H, KV = sh->KV, D = sh->D, G = H / KV;
-    long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD;
+    long HD = (long)H * D, KD = (long)KV * D, QKV = HD + 2 * KD, L = lx_spec_tab_len(spec, T);
 #pragma omp parallel for schedule(dynamic, 1)
     for (long bg = 0; bg < (long)B * KV; bg++) {
         int b = (int)(bg / KV), g = (int)(bg % KV), thr = omp_get_thread_num();
@@ -603,7 +604,7 @@ static void attention_backward_materialised(struct lx_acts *a, const struct lx_s
             float w = mult ? mult[hh] : 1.0f;
             lx_attn_head_backward(dq, dk, dk + KD, a->dao + (long)b * T * HD + (long)hh * D, att + bh * T * T,
                                   a->dp + (long)thr * T * T, q, qkv + row0 + kof, qkv + row0 + kof + KD, spec, hh,
-                                  sh, a->tab + (long)thr * 2 * T, w, drel ? drel + bh * T : NULL);
+                                  sh, a->tab + (long)thr * 2 * L, w, drel ? drel + bh * L : NULL);
             if (dm)
                 dm[bh] = dmult_of(q, dq, QKV, T, D, w);
         }
@@ -623,7 +624,7 @@ static void attention_backward_tiled(struct lx_acts *a, const struct lx_spec *sp
     for (int b = 0; b < B; b++) {
         const float *q = qkv + (long)b * T * QKV;
         float *dq = a->dqkv + (long)b * T * QKV;
-        ws.dist_grad = drel ? drel + (long)b * H * T : NULL;
+        ws.dist_grad = drel ? drel + (long)b * H * lx_spec_tab_len(spec, T) : NULL;
         lx_attn_tiled_backward(dq, dq + HD, dq + HD + KD, a->dao + (long)b * T * HD, ao + (long)b * T * HD,
                                lse + (long)b * H * T, q, q + HD, q + HD + KD, spec, mult, sh, &ws);
         for (int h = 0; dm && h < H; h++)
@@ -632,15 +633,16 @@ static void attention_backward_tiled(struct lx_acts *a, const struct lx_spec *sp
 }
 
 /* A learned relative bias's gradient (H, values) += what the kernels summed
-** per (window, head) and distance (B, H, T), pulled back through the
-** method's m_h(t; θ_h) in window and head order. */
+** per (window, head) and distance (B, H, lx_spec_tab_len), pulled back
+** through the method's m_h(t; θ_h) in window and head order. */
 static void relbias_pull(float *drel, const double *dist, const struct lx_spec *spec, int B, int H, int T)
 {
     const struct lx_relbias *r = &spec->rel;
+    long L = lx_spec_tab_len(spec, T);
     double *dt = lx_xcalloc((size_t)H * (size_t)r->values, sizeof *dt);
     for (long bh = 0; bh < (long)B * H; bh++) {
         long h = bh % H;
-        r->pull(r, spec->facts.rel_bias + h * r->values, dist + bh * T, T, dt + h * r->values);
+        r->pull(r, spec->facts.rel_bias + h * r->values, dist + bh * L, T, dt + h * r->values);
     }
     for (long k = 0; k < (long)H * r->values; k++)
         drel[k] += (float)dt[k];
@@ -657,7 +659,7 @@ static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, co
 {
     int B = a->B, H = sh->H;
     double *dm = mult ? lx_xcalloc((size_t)B * (size_t)H, sizeof *dm) : NULL;
-    double *dr = drel ? lx_xcalloc((size_t)B * (size_t)H * (size_t)sh->T, sizeof *dr) : NULL;
+    double *dr = drel ? lx_xcalloc((size_t)B * (size_t)H * (size_t)lx_spec_tab_len(spec, sh->T), sizeof *dr) : NULL;
     if (a->tiled && lx_numerics_get() == LX_NUMERICS_BF16)     /* the tiled products read bf16 dO (tiled_bwd.c) */
         lx_round_bf16_n(a->dao, (size_t)((long)B * sh->T * sh->H * sh->D));
     if (a->tiled)
