@@ -36,7 +36,7 @@ static const struct lx_param kerple_rows[] = {
               "log: -p*ln(1 + a*t) (ParallelKerpleLog); power: -a*t^p, p <= 2 (ParallelKerplePower)"),
 };
 
-/* The kernel is named only when it is not the paper's best, so the log
+/* The kernel is named only away from its default, so the log
 ** kernel's cells keep their keys. */
 static const struct lx_param_rule kerple_rules[] = {
     {"kernel", "kernel=power"},

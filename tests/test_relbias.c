@@ -474,6 +474,11 @@ Test(t5bias, trained_by_run_scored_by_score_and_on_a_masked_lm, .init = setup, .
     cr_expect_eq(sh(out, sizeof out, "\"$L\" show method t5bias --length 24"), 0, "%s", out);
     cr_expect_not_null(strstr(out, "\"bucket\": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 16, 16, "
                               "17, 17, 18, 18, 18]"), "%s", out);
+    /* and a masked LM's, both sides: 8 exact, then 8 + ⌊8·ln(t/8)/ln 16⌋; the keys after from 17 */
+    cr_expect_eq(sh(out, sizeof out, "\"$L\" show method t5bias --length 17 --mlm"), 0, "%s", out);
+    cr_expect_not_null(strstr(out, "\"bucket\": [0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8, 9, 9, 9, 9, 10]"), "%s", out);
+    cr_expect_not_null(strstr(out, "\"bucket_after\": [0, 17, 18, 19, 20, 21, 22, 23, 24, 24, 24, 24, 25, 25, 25, 25, "
+                              "26]"), "%s", out);
     cr_expect_eq(sql_long("s.db", "SELECT count(*) FROM runs WHERE status = 'ok'"), 2);
     /* a masked LM learns the encoder's table: its cells run at 1x and 4x, its table learns both halves */
     write_file("m.yaml", "name: t5m\nseed: 1\nmodels:\n"

@@ -32,6 +32,7 @@ static const struct lx_opt show_opts[] = {
     {"d-head", 1, "head dimension d (default 64)"},
     {"train-len", 1, "training length L (default 64)"},
     {"heads", 1, "attention heads H: per-head tables for ALiBi-like methods (default 1)"},
+    {"mlm", 0, "show method: the facts of a masked LM (attention both ways): T5's encoder buckets"},
     {"db", 1, "result database for 'sweep' and model names (default " LX_DEFAULT_DB ")"},
     {"sample", 1, "task: which sample of the cell to render (default 0)"},
     {"depth", 1, "task: where the needle sits, 0 (start) ... 1 (end) (default 0.5)"},
@@ -138,6 +139,10 @@ static void show_ops(struct lx_buf *out, const struct lx_spec *spec, long length
                 x[t] = lx_relbias_bucket(&spec->rel, (double)t);
             if (spec->rel.buckets)
                 json_table(out, "bucket", x, length, first);
+            for (long t = 0; spec->rel.buckets && spec->rel.bidirectional && t < length; t++)
+                x[t] = lx_relbias_bucket(&spec->rel, (double)-t);      /* the key t after the query */
+            if (spec->rel.buckets && spec->rel.bidirectional)
+                json_table(out, "bucket_after", x, length, first);
             lx_buf_printf(out, "%s\n    \"m\": \"learned by the model (lenx show model)\"", *first ? "" : ",");
             *first = 0;
             continue;
@@ -212,6 +217,7 @@ static int show_facts(const struct lx_args *a, struct lx_facts *f, struct lx_err
     }
     *f = (struct lx_facts){.length = v[0], .d_head = (int)v[1], .train_len = v[2], .n_heads = (int)v[3],
                            .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+    f->bidirectional = lx_args_get(a, show_opts, N_OPTS(show_opts), "mlm") != NULL;
     return LX_OK;
 }
 
@@ -284,8 +290,9 @@ static void show_print(const struct lx_stack *st, const struct lx_spec *spec, co
         lx_buf_puts(&out, "+");
         resolved_canon(u, resolved, &out);
     }
-    lx_buf_printf(&out, "\",\n  \"facts\": {\"d_head\": %d, \"train_len\": %ld, \"length\": %ld, \"heads\": %d},"
-                  "\n  \"params\": ", f->d_head, f->train_len, f->length, f->n_heads);
+    lx_buf_printf(&out, "\",\n  \"facts\": {\"d_head\": %d, \"train_len\": %ld, \"length\": %ld, \"heads\": %d%s},"
+                  "\n  \"params\": ", f->d_head, f->train_len, f->length, f->n_heads,
+                  f->bidirectional ? ", \"mlm\": true" : "");
     lx_params_json(&u->method->schema, resolved, &out);
     lx_buf_puts(&out, ",\n  \"tables\": {");
     int first = 1;

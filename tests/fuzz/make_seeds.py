@@ -4,7 +4,9 @@
 What it writes (all committed; rerun only after a new method, task or
 parameter, or a change of the checkpoint format):
 
-  tests/fuzz/corpus/config/       every configs/*.yaml and configs/repro/*.yaml,
+  tests/fuzz/corpus/config/       every configs/*.yaml and configs/repro/*.yaml
+                                  (not those naming a checkpoint by ../: it
+                                  would not be found from the corpus),
                                   and the small sweeps in SMALL below (models
                                   with a mixture, a checkpoint, trained and
                                   fine-tuned stacks, seeds lists)
@@ -118,7 +120,8 @@ ST_TOKENS = ["{", "}", "[", "]", ":", ",", "\"", "\\u", "\\uD800", "\\uDC00", "\
 def schema_words():
     """Parameter names and enum values of every LX_P_* row, method and task names."""
     words = set()
-    for path in glob.glob(os.path.join(ROOT, "*", "*.c")) + glob.glob(os.path.join(ROOT, "harness", "*", "*.c")):
+    for path in [p for d in ("harness", "methods", "tasks", "results")
+                 for p in glob.glob(os.path.join(ROOT, d, "**", "*.c"), recursive=True)]:
         text = open(path, encoding="utf-8").read()
         for m in re.finditer(r'LX_P_(\w+)\(\s*struct \w+,\s*(\w+),\s*"([^"]*)"(?:,\s*"([^"]*)")?', text):
             kind, name, default, options = m.groups()
@@ -321,6 +324,8 @@ def main():
         os.makedirs(d)
     for p in sorted(glob.glob(os.path.join(ROOT, "configs", "*.yaml")) +
                     glob.glob(os.path.join(ROOT, "configs", "repro", "*.yaml"))):
+        if "../" in open(p, encoding="utf-8").read():
+            continue    # a checkpoint relative to configs/ (../shared/...): not found from the corpus
         shutil.copy(p, os.path.join(cfg, os.path.basename(p)))
     for name, text in SMALL.items():
         with open(os.path.join(cfg, name), "w") as f:
