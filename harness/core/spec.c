@@ -98,7 +98,7 @@ void lx_spec_affine(const struct lx_spec *spec, int head, long n, double t, doub
             b *= r;
         } else {
             double x, m;
-            op->dist_affine(op->params, &spec->facts, head, op->signed_t ? t : fabs(t), &x, &m);
+            op->dist_affine(op->params, &spec->facts, head, lx_op_distance(op, t), &x, &m);
             a *= x;
             b = x * b + m;
         }
@@ -115,7 +115,7 @@ double lx_spec_logit(const struct lx_spec *spec, int head, long n, double t, dou
             s *= op->row_scale(op->params, &spec->facts, n);
         } else {
             double a, m;
-            op->dist_affine(op->params, &spec->facts, head, op->signed_t ? t : fabs(t), &a, &m);
+            op->dist_affine(op->params, &spec->facts, head, lx_op_distance(op, t), &a, &m);
             s = a * s + m;
         }
     }
@@ -140,7 +140,7 @@ void lx_spec_row(const struct lx_spec *spec, int head, long n, long t0, long n_t
         } else {
             for (long i = 0; i < n_t; i++) {
                 double a, m, t = (double)(t0 + i);
-                op->dist_affine(op->params, &spec->facts, head, op->signed_t ? t : fabs(t), &a, &m);
+                op->dist_affine(op->params, &spec->facts, head, lx_op_distance(op, t), &a, &m);
                 A[i] *= a;
                 B[i] = a * B[i] + m;
             }

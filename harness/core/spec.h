@@ -47,6 +47,8 @@
 #ifndef LX_SPEC_H
 #define LX_SPEC_H
 
+#include <math.h>
+
 #include "harness/core/lx.h"
 
 /* What the place a method runs in offers (task or model). */
@@ -330,6 +332,12 @@ static inline long lx_spec_tab_len(const struct lx_spec *spec, long T)
 static inline long lx_spec_tab_index(const struct lx_spec *spec, long i, long j, long T)
 {
     return spec->signed_dist ? i - j + T - 1 : i > j ? i - j : j - i;
+}
+
+/* The distance op's t for δ: δ itself when the op is signed_t, else |δ|. */
+static inline double lx_op_distance(const struct lx_logit_op *op, double delta)
+{
+    return op->signed_t ? delta : fabs(delta);
 }
 
 /* Is key j visible to query i in a window of T tokens? */

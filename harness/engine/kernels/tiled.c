@@ -94,7 +94,7 @@ void lx_tile_dist_tables(double *tab_all, const struct lx_spec *spec, int H, int
             if (op->kind != LX_OP_DIST_AFFINE)
                 continue;
             double a, m;
-            op->dist_affine(op->params, &spec->facts, h, op->signed_t ? d : fabs(d), &a, &m);
+            op->dist_affine(op->params, &spec->facts, h, lx_op_distance(op, d), &a, &m);
             tab[(long)row-- * L + t] = m * post;
             post *= a;
         }

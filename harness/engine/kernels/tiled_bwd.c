@@ -88,7 +88,7 @@ struct tbwd {
     int T, H, D, ld, ldo, causal;       /* as in struct lx_attn_shape */
     int G;                              /* query heads per key/value head, H / KV */
     int n_tab;                          /* rows of a head's distance tables (0: no distance op) */
-    long L, origin;                     /* their length (lx_spec_tab_len) and the index of δ = 0 */
+    long L;                             /* their length, lx_spec_tab_len */
     int exp_level;                      /* the exp loop's build (lx_tile_exp_level) */
     int bf16;                           /* 1: numerics bf16, P and dS rounded to bf16 */
     int kern;                           /* the products: 0 lx_gemm, 1 the fp32 tile kernel, 2 the bf16 one */
@@ -117,8 +117,7 @@ static int row_logits(const struct tbwd *x, float *s, float *a, int h, long i, l
     double Rk[LX_SPEC_MAX_OPS], R = lx_tile_row_factors(spec, n, Rk, x->n_tab - 1);
     const double *tab = x->ws->tab + (long)h * x->n_tab * x->L;
     for (long c = 0; c < nv; c++) {
-        long t = i - j0 - c;
-        t = x->origin ? t + x->origin : t < 0 ? -t : t;      /* lx_spec_tab_index */
+        long t = lx_spec_tab_index(spec, i, j0 + c, x->T);
         double A = R * tab[t], B = 0.0;
         for (int r = 1; r < x->n_tab; r++)
             B += Rk[r - 1] * tab[(long)r * x->L + t];
@@ -134,10 +133,8 @@ static void row_dist_grad(const struct tbwd *x, const float *s, const float *g, 
                           float Di)
 {
     double *dg = x->ws->dist_grad + (long)h * x->L, inv = 1.0 / x->spec->temperature;
-    for (long col = 0; col < nv; col++) {
-        long t = i - j0 - col;
-        dg[x->origin ? t + x->origin : t < 0 ? -t : t] += (double)(s[col] * (g[col] - Di)) * inv;
-    }
+    for (long col = 0; col < nv; col++)
+        dg[lx_spec_tab_index(x->spec, i, j0 + col, x->T)] += (double)(s[col] * (g[col] - Di)) * inv;
 }
 
 /* Row i of the tile: S becomes P, dP becomes dS over the nv visible columns
@@ -360,7 +357,6 @@ void lx_attn_tiled_backward(float *dq, float *dk, float *dv, const float *do_, c
                      .ldo = sh->ldo, .causal = sh->causal, .n_tab = lx_tile_tab_rows(spec), .exp_level = lx_tile_exp_level(0),
                      .bf16 = lx_numerics_get() == LX_NUMERICS_BF16, .L = lx_spec_tab_len(spec, T),
                      .bf16prod = ws->bf16_plain ? lx_gemm_rows_bf16_plain : lx_gemm_rows_bf16};
-    x.origin = x.L - T;
     int bf16k = x.bf16 && (ws->bf16_plain || lx_gemm_bf16_native()), pr = ws->products;
     if (pr == LX_BWD_PRODUCTS_AUTO)
         pr = lx_numerics_get() == LX_NUMERICS_PORTABLE || bf16k ? LX_BWD_PRODUCTS_KERNELS : LX_BWD_PRODUCTS_GEMM;
