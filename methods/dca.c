@@ -78,7 +78,7 @@ static int dca_apply(const void *params, const struct lx_facts *f, struct lx_spe
     const struct dca_params *p = params;
     int rc = lx_spec_need_rotary(spec, "dca", err);
     if (rc == LX_OK)
-        rc = lx_spec_claim(&spec->posmap.method, "dca", "the far-key positions", err);
+        rc = lx_spec_claim_posmap(spec, "dca", err);
     if (rc < 0)
         return rc;
     long C = p->chunk - p->local;

@@ -62,7 +62,7 @@ static int lminfinite_apply(const void *params, const struct lx_facts *f, struct
     if (rc == LX_OK)
         rc = lx_spec_claim(&spec->vis.method, "lminfinite", "the visible keys", err);
     if (rc == LX_OK)
-        rc = lx_spec_claim(&spec->posmap.method, "lminfinite", "the far-key positions", err);
+        rc = lx_spec_claim_posmap(spec, "lminfinite", err);
     if (rc < 0)
         return rc;
     long local = p->local, limit = p->limit;

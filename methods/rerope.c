@@ -57,7 +57,7 @@ static int rerope_apply(const void *params, const struct lx_facts *f, struct lx_
     const struct rerope_params *p = params;
     int rc = lx_spec_need_rotary(spec, "rerope", err);
     if (rc == LX_OK)
-        rc = lx_spec_claim(&spec->posmap.method, "rerope", "the far-key positions", err);
+        rc = lx_spec_claim_posmap(spec, "rerope", err);
     if (rc < 0)
         return rc;
     long w = p->window;

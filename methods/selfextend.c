@@ -76,7 +76,7 @@ static int selfextend_apply(const void *params, const struct lx_facts *f, struct
     (void)f;
     int rc = lx_spec_need_rotary(spec, "selfextend", err);
     if (rc == LX_OK)
-        rc = lx_spec_claim(&spec->posmap.method, "selfextend", "the far-key positions", err);
+        rc = lx_spec_claim_posmap(spec, "selfextend", err);
     if (rc < 0)
         return rc;
     long G = p->group, w = p->window;

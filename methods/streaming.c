@@ -64,7 +64,7 @@ static int streaming_apply(const void *params, const struct lx_facts *f, struct 
                       spec->positions ? "this stack has nope" : "no position scheme comes before it");
     int rc = lx_spec_claim(&spec->vis.method, "streaming", "the visible keys", err);
     if (rc == LX_OK)
-        rc = lx_spec_claim(&spec->posmap.method, "streaming", "the far-key positions", err);
+        rc = lx_spec_claim_posmap(spec, "streaming", err);
     if (rc < 0)
         return rc;
     long R = p->recent;

@@ -94,6 +94,37 @@ Test(engine_run, every_method_runs_at_64x_the_training_length, .init = setup, .f
                  "at the training length tau stays 1");
 }
 
+/* xPos end to end: two stacks trained by run (the window acts at evaluation
+** on the second's model), scored at 16x and answered by decoding (the KV
+** cache holds the keys' own factors); on a masked LM, or past the lengths
+** float holds its factors at, the sweep is refused before anything trains,
+** naming the YAML place. */
+Test(engine_run, xpos_trains_scores_and_decodes_and_is_refused_where_it_cannot_run, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+    char out[16384];
+    write_file("x.yaml", "name: x\nseed: 1\nmodels:\n" TINY_CAUSAL
+               "methods: [[rope, xpos], [rope, {xpos: {scale_base: 16}}], [rope, {xpos: {scale_base: 16}}, "
+               "{window: {size: 16}}]]\ntasks: [{ppl: {windows: 1}}, {passkey: {template: short, samples: 1, "
+               "depths: 1}}]\nlengths: [128, 512]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run x.yaml --db x.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sql_long("x.db", "select count(*) from runs where status = 'ok'"), 3 * 2 * 2);
+    cr_expect_eq(sql_long("x.db", "select count(*) from models"), 2, "the window shares its stack's model");
+    cr_expect_eq(sql_long("x.db", "select count(*) from runs r join metrics m on m.run_id = r.id where m.name = "
+                                  "'ppl' and m.value > 1 and m.value < 1e6"), 3 * 2, "every perplexity finite");
+    write_file("m.yaml", "name: m\nseed: 1\nmodels:\n"
+               "  enc: {arch: {mode: mlm, layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64},\n"
+               "        train: {length: 32, batch: 4, steps: 20, warmup: 5}}\n"
+               "methods:\n  - [rope, xpos]\ntasks: [{mlm: {windows: 1}}]\nlengths: [32]\n");
+    cr_expect_neq(sh(out, sizeof out, "$L run m.yaml --db m.db --quiet --no-table"), 0, "%s", out);
+    cr_expect(strstr(out, "m.yaml:7:12:") && strstr(out, "xPos is for causal models"), "%s", out);
+    write_file("l.yaml", "name: l\nseed: 1\nmodels:\n" TINY_CAUSAL
+               "methods: [[rope, {xpos: {scale_base: 64}}]]\ntasks: [{ppl: {windows: 1}}]\nlengths: [32, 8192]\n");
+    cr_expect_neq(sh(out, sizeof out, "$L run l.yaml --db l.db --quiet --no-table"), 0, "%s", out);
+    cr_expect(strstr(out, "l.yaml:6:") && strstr(out, "at most 6130 positions with scale_base 64"), "%s", out);
+    cr_expect_neq(access("l.db", F_OK), 0, "refused before a store was made or anything trained");
+}
+
 /* A calibrated temperature is one per (model, stack, length, text split):
 ** the runner calibrates once and reuses it for the sweep's other tasks on
 ** that split. It must be the bits a sweep of that one cell calibrates. */

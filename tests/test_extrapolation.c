@@ -121,8 +121,8 @@ static void check_distance_only(const char *stack, int causal)
         memcpy(qkv + t * 3 * D + D, w, sizeof w);
     }
     double cs[T * D];
-    lx_rope_table(cs, &st.spec.rotary, T);
-    lx_rope_apply(qkv, &st.spec.rotary, cs, 1, T, 1, 1, D, +1);
+    lx_rope_table(cs, NULL, &st.spec.rotary, T);
+    lx_rope_apply(qkv, &st.spec.rotary, cs, NULL, 1, T, 1, 1, D, +1);
     for (int t = 0; t < T; t++) {
         memcpy(q + t * D, qkv + t * 3 * D, sizeof u);
         memcpy(k + t * D, qkv + t * 3 * D + D, sizeof w);

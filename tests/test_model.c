@@ -521,6 +521,18 @@ Test(model, fd_gradients_causal_pose_positions, .timeout = 60)
     fd_check_pos(LX_MODEL_CAUSAL, LX_MLP_GELU, "[rope, pose]", pos);
 }
 
+/* xPos: q's and k's rows take different factors (the keys' table), so the
+** backward must turn each part back with its own; scale_base 4 decays the
+** fastest pair to (2/7)^(7/4) ≈ 0.11 across the 8 positions; also under
+** PoSE's ids, whose factors reach past the window. */
+Test(model, fd_gradients_causal_xpos, .timeout = 60)
+{
+    static const int pos[FB * FT] = {0, 1, 2, 9, 10, 11, 12, 13, 0, 5, 6, 7, 8, 20, 21, 22};
+    fd_check(LX_MODEL_CAUSAL, LX_MLP_SWIGLU, "[rope, {xpos: {scale_base: 4}}]");
+    fd_check_gqa(LX_MODEL_CAUSAL, LX_MLP_GELU, 2, "[{rope: {layout: interleaved}}, {xpos: {scale_base: 6, gamma: 1}}]");
+    fd_check_pos(LX_MODEL_CAUSAL, LX_MLP_GELU, "[rope, {xpos: {scale_base: 8}}, pose]", pos);
+}
+
 /* ---- model: fast attention head path against the naive path ---------------- */
 
 enum { AT = 11, AH = 3, AD = 8, AN = AT * AH * AD };
@@ -586,8 +598,8 @@ static void rope_golden(const char *stack, const double want[4])
     for (int r = 0; r < 2; r++)
         for (int d = 0; d < 4; d++)
             qkv[r * 12 + d] = qkv[r * 12 + 4 + d] = qkv[r * 12 + 8 + d] = (float)(d + 1);
-    lx_rope_table(cs, &sp.spec.rotary, 2);
-    lx_rope_apply(qkv, &sp.spec.rotary, cs, 1, 2, 1, 1, 4, +1);
+    lx_rope_table(cs, NULL, &sp.spec.rotary, 2);
+    lx_rope_apply(qkv, &sp.spec.rotary, cs, NULL, 1, 2, 1, 1, 4, +1);
     for (int d = 0; d < 4; d++) {
         cr_expect(fabs(qkv[12 + d] - want[d]) <= 1e-6, "%s: q[%d] = %.7f, want %.6f", stack, d, qkv[12 + d], want[d]);
         cr_expect_eq(qkv[12 + 4 + d], qkv[12 + d], "k turns like q");
@@ -616,17 +628,17 @@ Test(model, rope_inverse_and_relative)
         double cs[T * D];
         fill(x, N, 11, 1);
         memcpy(y, x, sizeof x);
-        lx_rope_table(cs, &sp.spec.rotary, T);
-        lx_rope_apply(y, &sp.spec.rotary, cs, B, T, H, H, D, +1);
+        lx_rope_table(cs, NULL, &sp.spec.rotary, T);
+        lx_rope_apply(y, &sp.spec.rotary, cs, NULL, B, T, H, H, D, +1);
         cr_expect_gt(max_diff(x, y, N), 0.5, "%s: the rotation changed nothing", stacks[s]);
-        lx_rope_apply(y, &sp.spec.rotary, cs, B, T, H, H, D, -1);
+        lx_rope_apply(y, &sp.spec.rotary, cs, NULL, B, T, H, H, D, -1);
         double d = max_diff(x, y, N);
         cr_expect_leq(d, 1e-6, "%s: +1 then -1 is off by %g", stacks[s], d);
         /* the same q and k at every position: q_i·k_j depends on i − j only */
         for (int t = 0; t < T; t++)
             for (int c = 0; c < 2 * HD; c++)
                 y[(long)t * 3 * HD + c] = x[c];
-        lx_rope_apply(y, &sp.spec.rotary, cs, 1, T, H, H, D, +1);
+        lx_rope_apply(y, &sp.spec.rotary, cs, NULL, 1, T, H, H, D, +1);
         double s52 = 0, s1310 = 0;
         for (int c = 0; c < D; c++) {
             s52 += (double)y[5 * 3 * HD + c] * y[2 * 3 * HD + HD + c];
@@ -934,7 +946,7 @@ Test(model, rope_half_lanes_match_the_interleaved_pairs)
             for (int k = 0; k < r.n_pairs; k++)
                 r.inv_freq[k] = pow(10000.0, -2.0 * k / D);
             double cs[T * 32 * 2];
-            lx_rope_table(cs, &r, T);
+            lx_rope_table(cs, NULL, &r, T);
             static float half[T * W], il[T * W], in[T * W];
             struct lx_rng g;
             lx_rng_init(&g, 11, (uint32_t)pi, LX_RNG_DATA);
@@ -950,9 +962,9 @@ Test(model, rope_half_lanes_match_the_interleaved_pairs)
                     for (int c = 2 * P; c < D; c++)
                         il[row * W + h * D + c] = x[c];
                 }
-            lx_rope_apply(half, &r, cs, 1, T, H, KV, D, sign);
+            lx_rope_apply(half, &r, cs, NULL, 1, T, H, KV, D, sign);
             r.layout = LX_ROPE_INTERLEAVED;
-            lx_rope_apply(il, &r, cs, 1, T, H, KV, D, sign);
+            lx_rope_apply(il, &r, cs, NULL, 1, T, H, KV, D, sign);
             int moved = 0;
             for (int row = 0; row < T; row++)
                 for (int h = 0; h < H + 2 * KV; h++) {

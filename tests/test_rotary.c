@@ -411,8 +411,8 @@ Test(rope, partial_turns_the_first_channels)
     for (long i = 0; i < T * (H + 2 * KV) * D; i++)
         x[i] = y[i] = (float)sin(0.7 * (double)i + 0.3);
     r = table("{rope: {dims: 28, base: 500}}", tfacts(D, 64, H, T));
-    lx_rope_table(cs, &r, T);
-    lx_rope_apply(y, &r, cs, 1, T, H, KV, D, 1);
+    lx_rope_table(cs, NULL, &r, T);
+    lx_rope_apply(y, &r, cs, NULL, 1, T, H, KV, D, 1);
     double worst = 0;
     for (int t = 0; t < T; t++)
         for (int v = 0; v < H + KV; v++) {     /* q heads, then the k head (v is not turned) */

@@ -56,7 +56,8 @@ static const char show_usage[] =
     "Print a method's resolved parameters and derived tables as JSON: row_scale for\n"
     "n = 1..N (per-row logit scales), a and m for t = 0..N-1 (per-distance affine\n"
     "maps, t = 0 is the query itself; a[h], m[h] per head when they differ),\n"
-    "inv_freq (rotary frequencies), and for windows and position maps the keys the\n"
+    "inv_freq (rotary frequencies), under xpos each pair's zeta and its decay of q.k\n"
+    "at distance N-1, and for windows and position maps the keys the\n"
     "last query of a causal window of N sees with their effective distances.\n"
     "A method that needs rotary positions is shown on top of rope (\"stack\" says\n"
     "so). Model facts come from the flags. For a task, print its resolved\n"
@@ -168,6 +169,16 @@ static void show_spec(struct lx_buf *out, const struct lx_spec *spec, long lengt
     if (spec->rotary.n_pairs) {
         json_table(out, "inv_freq", spec->rotary.inv_freq, spec->rotary.n_pairs, first);
         lx_buf_printf(out, ",\n    \"layout\": \"%s\"", spec->rotary.layout == LX_ROPE_HALF ? "half" : "interleaved");
+    }
+    if (spec->rotary.decay_scale) {     /* xPos: ζ_k, and each pair's factor on q.k at the last query's first key */
+        const struct lx_rotary *r = &spec->rotary;
+        double zeta[LX_SPEC_MAX_PAIRS], far[LX_SPEC_MAX_PAIRS];
+        for (int k = 0; k < r->n_pairs; k++) {
+            zeta[k] = exp(r->log_zeta[k]);
+            far[k] = exp(r->log_zeta[k] * (double)(length - 1) / r->decay_scale);
+        }
+        json_table(out, "zeta", zeta, r->n_pairs, first);
+        json_table(out, "decay_at_last_key", far, r->n_pairs, first);
     }
     if (spec->cosine) {
         lx_buf_printf(out, "%s\n    \"cosine_scale\": ", *first ? "" : ",");

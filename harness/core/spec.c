@@ -47,6 +47,29 @@ int lx_spec_claim_positions(struct lx_spec *spec, const char *method, struct lx_
     return lx_spec_claim(&spec->positions, method, "the position scheme", err);
 }
 
+/* A position map and a rotary decay cannot share a stack: the decay's factors follow the positions the rows are
+** turned by, not a far key's mapped distance. */
+static int decay_beside_posmap(const struct lx_spec *spec, struct lx_error *err)
+{
+    return lx_err(err, LX_EINVAL, "method '%s' decays q.k by the distance the rows are turned by, and '%s' in the "
+                  "same stack maps far keys to other positions\n  hint: keep one of them in this stack",
+                  spec->decay, spec->posmap.method);
+}
+
+int lx_spec_claim_posmap(struct lx_spec *spec, const char *method, struct lx_error *err)
+{
+    int rc = lx_spec_claim(&spec->posmap.method, method, "the far-key positions", err);
+    return rc == LX_OK && spec->decay ? decay_beside_posmap(spec, err) : rc;
+}
+
+int lx_spec_claim_decay(struct lx_spec *spec, const char *method, struct lx_error *err)
+{
+    int rc = lx_spec_need_rotary(spec, method, err);
+    if (rc == LX_OK)
+        rc = lx_spec_claim(&spec->decay, method, "the rotary decay", err);
+    return rc == LX_OK && spec->posmap.method ? decay_beside_posmap(spec, err) : rc;
+}
+
 int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct lx_error *err)
 {
     if (spec->rotary.n_pairs)

@@ -34,6 +34,9 @@
 **                re-indexed sinks), written as positions the query and key
 **                are rotated to: δ = qpos(i) − kpos(j) (see struct lx_posmap).
 **                Distance ops (ALiBi, scale-invariant) see |δ| as well.
+**   decay        xPos's per-pair decay of q·k with the distance (struct
+**                lx_rotary's decay_scale): on the rotary table, so no
+**                position map and no CosScale beside it.
 **   geometry     dot product q·k/sqrt(d), or CosScale's s·cos(q, k).
 **   temperature  a calibrated 1/τ on every logit (T5 attention alignment).
 **   relative     a learned bias per (head, distance): T5's buckets, KERPLE's
@@ -111,6 +114,12 @@ struct lx_rotary {
     double base;                            /* the base b the table was built from */
     double inv_freq[LX_SPEC_MAX_PAIRS];     /* (n_pairs,) θ_k; 0 = a NoPE channel pair */
     double gain;                            /* cos and sin times it (0 = 1): see lx_spec_rotary_gain */
+    /* xPos's decay (Sun et al. 2023): pair k of a query at position p is scaled by ζ_k^((p − c)/γ) and of a
+    ** key at p by ζ_k^(−(p − c)/γ), so pair k's share of q·k is ζ_k^(δ/γ) times RoPE's at δ = i − j. Any c
+    ** gives the same logits; the middle of the positions in use keeps both factors inside float's range. */
+    double decay_scale;                     /* γ (xPos's scale_base); 0 = no decay */
+    double decay_center;                    /* c */
+    double log_zeta[LX_SPEC_MAX_PAIRS];     /* (n_pairs,) ln ζ_k */
 };
 
 /* Keys a query sees besides the causal rule: j with |i − j| < window, and the
@@ -243,6 +252,7 @@ struct lx_spec {
     const char *positions;                  /* method that set the position scheme, or NULL */
     const char *frequencies;                /* method that rescaled the rotary table, or NULL */
     const char *wavelengths;                /* method that rounded its wavelengths (after any rescaling), or NULL */
+    const char *decay;                      /* method that set the rotary decay (xpos), or NULL */
     struct lx_rotary rotary;                /* rotary table (n_pairs 0 when none) */
     struct lx_visibility vis;               /* window and sinks */
     struct lx_posmap posmap;                /* far-key distances */
@@ -301,6 +311,14 @@ double lx_longrope_attention(double given, double s, double L);
 ** scale of 0 is refused: training has no evaluation length. */
 int lx_spec_resolve_scale(const char *method, double *scale, long *original, const struct lx_facts *f,
                           struct lx_error *err);
+
+/* Claim the position map (rerope, selfextend, dca, streaming, lminfinite):
+** one per stack, and none beside a rotary decay, whose factors follow the
+** positions the rows are turned to, not a far key's mapped distance. */
+int lx_spec_claim_posmap(struct lx_spec *spec, const char *method, struct lx_error *err);
+
+/* Claim the rotary decay (xpos): after rope, one per stack, no position map. */
+int lx_spec_claim_decay(struct lx_spec *spec, const char *method, struct lx_error *err);
 
 /* Fail unless the stack so far has rotary positions (rope before `method`). */
 int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct lx_error *err);

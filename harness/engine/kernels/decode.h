@@ -53,7 +53,7 @@ struct lx_kvcache {
     /* one step's scratch */
     float *x, *xn, *qkv, *ao, *xm, *h, *act;   /* (C), (C), (QKV), (H·D), (C), (F or 2F), (F) */
     float *rstd;        /* (1) */
-    double *cs;         /* (n_pairs, 2) rope at the step's position */
+    double *cs;         /* (n_pairs, 2) rope at the step's position; under xpos the keys' row at cs + D */
     float *s;           /* (T) one head's scores */
     double *tab;        /* (2T) its logit tables A, B */
 };

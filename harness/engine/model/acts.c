@@ -111,6 +111,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             ROW(tile_bwd, mat ? 0 : nthr * (double)lx_tile_bwd_thread_floats(LX_TILE_TRAIN_BQ, LX_TILE_TRAIN_BK, (int)D, T), 4),
             ROW(dkv, mat || !gqa ? 0 : H * T * 2 * D, 4),
             LAZY(far, mat ? far : 0, 4, 0), LAZY(qkn, LL * N * 2 * H, 4, 0),   /* posmap, CosScale: counted always */
+            LAZY(rope_csk, N * D, 8, LX_RUN_DECAY),
         };
         memcpy(r, t, sizeof t);
         n = (int)(sizeof t / sizeof *t);
@@ -131,6 +132,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
                  LX_RUN_POSMAP),                                            /* far-key rows, their keys packed */
             LAZY(att, nthr * TT, 4, LX_RUN_PROBS),                          /* the head path (a probe) */
             LAZY(far, far, 4, LX_RUN_PROBS | LX_RUN_POSMAP),
+            LAZY(rope_csk, N * D, 8, LX_RUN_DECAY),                         /* the keys' rotary table (xpos) */
         };
         memcpy(r, e, sizeof e);
         n = (int)(sizeof e / sizeof *e);
@@ -265,7 +267,7 @@ double lx_model_bytes(const struct lx_arch *a, int train)
 
 unsigned lx_run_uses(const struct lx_spec *spec)
 {
-    return spec->posmap.method ? LX_RUN_POSMAP : 0;
+    return (spec->posmap.method ? LX_RUN_POSMAP : 0u) | (spec->rotary.decay_scale ? LX_RUN_DECAY : 0u);
 }
 
 double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses)

@@ -65,14 +65,14 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
     if (lx_model_held_bytes(m) < LX_DECODE_TEAM_BYTES)
         omp_set_num_threads(1);
     lx_embed(c->x, m, &token, 1);
-    lx_rope_table_pos(c->cs, &spec->rotary, &ipos, 1);
+    lx_rope_table_pos(c->cs, c->cs + D, &spec->rotary, &ipos, 1);     /* keys' row after the queries' */
     c->len[slot] = pos + 1;
     for (int l = 0; l < c->L; l++) {
         const struct lx_layer_w *W = &m->v.layer[l];
         lx_rmsnorm_forward(c->xn, c->rstd, c->x, W->attn_norm, 1, C, eps);
         lx_layer_qkv(c->qkv, c->xn, W, ar, 1);
         lx_layer_qk_norm(c->qkv, NULL, NULL, W, ar, 1);
-        lx_rope_apply(c->qkv, &spec->rotary, c->cs, 1, 1, H, KV, D, +1);
+        lx_rope_apply(c->qkv, &spec->rotary, c->cs, spec->rotary.decay_scale ? c->cs + D : NULL, 1, 1, H, KV, D, +1);
         if (spec->cosine)
             lx_qk_normalize(c->qkv, NULL, 1, H, KV, D);
         if (lx_numerics_get() == LX_NUMERICS_BF16)     /* as the forward's (model.c) */

@@ -35,7 +35,7 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
         {(void **)&c->h, F2, 4},
         {(void **)&c->act, F, 4},
         {(void **)&c->rstd, 1, 4},
-        {(void **)&c->cs, (double)a->d_head + 2, 8},
+        {(void **)&c->cs, 2.0 * a->d_head, 8},           /* queries' and (xpos) keys' rotary rows */
         {(void **)&c->s, T, 4},
         {(void **)&c->tab, 2.0 * T, 8},
     };

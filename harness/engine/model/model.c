@@ -130,25 +130,38 @@ void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n)
 
 /* ---- rope ------------------------------------------------------------------- */
 
-/* Row cs (2 · n_pairs) of the table at position pos: cos and sin (lx_rotary_angles) times the gain. */
-static void rope_row(double *cs, const struct lx_rotary *r, double pos)
+/* Row cs (2 · n_pairs) of the table at position pos: cos and sin (lx_rotary_angles) times the gain; under
+** a decay, the queries' row takes ζ_k^((pos − c)/γ) more and the keys' row csk ζ_k^(−(pos − c)/γ). */
+static void rope_row(double *cs, double *csk, const struct lx_rotary *r, double pos)
 {
     lx_rotary_angles(cs, r, pos);
     if (r->gain != 0 && r->gain != 1)
         for (int k = 0; k < 2 * r->n_pairs; k++)
             cs[k] *= r->gain;
+    if (!r->decay_scale)
+        return;
+    double u = (pos - r->decay_center) / r->decay_scale;
+    for (int k = 0; k < r->n_pairs; k++) {
+        double g = exp(u * r->log_zeta[k]), gk = exp(-u * r->log_zeta[k]);
+        csk[2 * k] = cs[2 * k] * gk, csk[2 * k + 1] = cs[2 * k + 1] * gk;
+        cs[2 * k] *= g, cs[2 * k + 1] *= g;
+    }
 }
 
-void lx_rope_table(double *cs, const struct lx_rotary *r, int T)
+void lx_rope_table(double *cs, double *csk, const struct lx_rotary *r, int T)
 {
-    for (int t = 0; t < T; t++)
-        rope_row(cs + (long)t * r->n_pairs * 2, r, (double)t);
+    for (int t = 0; t < T; t++) {
+        long at = (long)t * r->n_pairs * 2;
+        rope_row(cs + at, csk ? csk + at : NULL, r, (double)t);
+    }
 }
 
-void lx_rope_table_pos(double *cs, const struct lx_rotary *r, const int *pos, long n)
+void lx_rope_table_pos(double *cs, double *csk, const struct lx_rotary *r, const int *pos, long n)
 {
-    for (long t = 0; t < n; t++)
-        rope_row(cs + t * r->n_pairs * 2, r, (double)pos[t]);
+    for (long t = 0; t < n; t++) {
+        long at = t * r->n_pairs * 2;
+        rope_row(cs + at, csk ? csk + at : NULL, r, (double)pos[t]);
+    }
 }
 
 #define QK_EPS 1e-9     /* CosScale's q/(‖q‖ + 1e-9), as in the InfoScale code */
@@ -212,8 +225,8 @@ __attribute__((target("avx512f"))) static long rope_half_avx512(float *x, const 
     return k;
 }
 
-void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int B, int T, int H, int KV, int D,
-                   int sign)
+void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, const double *csk, int B, int T, int H,
+                   int KV, int D, int sign)
 {
     if (!r->n_pairs)
         return;
@@ -221,9 +234,9 @@ void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int 
     int half = r->layout == LX_ROPE_HALF, lanes = half && __builtin_cpu_supports("avx512f");
 #pragma omp parallel for schedule(static)
     for (long row = 0; row < (long)B * T; row++) {
-        const double *c = cs + (row % T) * P * 2;
         for (int part = 0; part < 2; part++)            /* q (H heads), then k (KV heads) */
             for (int h = 0; h < (part ? KV : H); h++) {
+                const double *c = (part && csk ? csk : cs) + (row % T) * P * 2;
                 float *x = qkv + row * QKV + part * HD + (long)h * D;
                 for (long k = lanes ? rope_half_avx512(x, c, P, sign) : 0; k < P; k++) {
                     long i0 = half ? k : 2 * k, i1 = half ? k + P : 2 * k + 1;
@@ -335,9 +348,9 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
 static void rope_rows(struct lx_acts *a, const struct lx_spec *spec, float *qkv, int H, int KV, int D, int sign)
 {
     if (a->pos)
-        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, 1, a->B * a->T, H, KV, D, sign);
+        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, a->rope_csk, 1, a->B * a->T, H, KV, D, sign);
     else
-        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, a->B, a->T, H, KV, D, sign);
+        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, a->rope_csk, a->B, a->T, H, KV, D, sign);
 }
 
 /* Norm, q|k|v, positions and attention of layer l: xin (N, C) to ao (N, HD),
@@ -547,10 +560,11 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec_in,
     struct lx_spec local;
     const struct lx_spec *spec = lx_model_spec(m, spec_in, &local);
     struct sizes s = sizes_of(&m->arch, a->B, a->T);
+    double *csk = spec->rotary.decay_scale ? lx_acts_lazy(a, &a->rope_csk) : NULL;
     if (a->pos)
-        lx_rope_table_pos(a->rope_cs, &spec->rotary, a->pos, s.N);
+        lx_rope_table_pos(a->rope_cs, csk, &spec->rotary, a->pos, s.N);
     else
-        lx_rope_table(a->rope_cs, &spec->rotary, a->T);
+        lx_rope_table(a->rope_cs, csk, &spec->rotary, a->T);
     if (spec->cosine && a->train)
         lx_acts_lazy(a, &a->qkn);
     lx_embed(a->x, m, tokens, s.N);

@@ -100,6 +100,7 @@ struct lx_acts {
     float *probs;               /* train: (N, V) softmax, when targets were given; eval: NULL (losses only) */
     float *loss;                /* (N) per-token NLL (0 where no target) */
     double *rope_cs;            /* (N, n_pairs, 2) cos, sin: per window position, or per row with pos */
+    double *rope_csk;           /* the keys' table beside it under a rotary decay (xpos), on first use */
     double *tab;                /* (n_thr, 2T) spec row tables A, B */
     float *far;                 /* (n_thr, lx_attn_far_floats) posmap scratch, allocated on first use */
     float *tile;                /* eval, tiled train: (n_thr, lx_tile_thread_floats) tiled-forward scratch */
@@ -186,6 +187,7 @@ enum {
     LX_RUN_POSMAP = 1 << 3,     /* the spec maps far positions (lx_run_uses): far-key rows */
     LX_RUN_LOSS = 1 << 4,       /* lx_eval_bytes: the pass's caller reads losses only (LX_ACTS_EVAL_LOSS) */
     LX_RUN_ANSWER = 1 << 5,     /* ... the scored rows' logits only (LX_ACTS_EVAL_ANSWER) */
+    LX_RUN_DECAY = 1 << 6,      /* the spec decays q.k by the distance (xpos): the keys' own rotary table */
 };
 /* The LX_RUN_* flags a spec adds to a pass's memory. */
 unsigned lx_run_uses(const struct lx_spec *spec);
@@ -257,12 +259,15 @@ void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n);
 
 /* Rotate the q (H heads) and k (KV heads) parts of qkv rows (N = B·T, row
 ** stride (H + 2KV)·D) by their window position (sign +1), or back (sign −1,
-** the backward of the rotation). */
-void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, int B, int T, int H, int KV, int D,
-                   int sign);
-/* cs (T, n_pairs, 2) for positions 0..T−1, or (n, n_pairs, 2) for pos[0..n). */
-void lx_rope_table(double *cs, const struct lx_rotary *r, int T);
-void lx_rope_table_pos(double *cs, const struct lx_rotary *r, const int *pos, long n);
+** the backward of the rotation: cos and sin carry the same factors, so the
+** transpose is the sign of sin). Keys take csk's rows, or cs's when NULL. */
+void lx_rope_apply(float *qkv, const struct lx_rotary *r, const double *cs, const double *csk, int B, int T, int H,
+                   int KV, int D, int sign);
+/* cs (T, n_pairs, 2) for positions 0..T−1, or (n, n_pairs, 2) for pos[0..n);
+** under a rotary decay (r->decay_scale) the queries' rows, and csk, of the
+** same shape, the keys' (csk is not touched without a decay). */
+void lx_rope_table(double *cs, double *csk, const struct lx_rotary *r, int T);
+void lx_rope_table_pos(double *cs, double *csk, const struct lx_rotary *r, const int *pos, long n);
 
 /* CosScale: q (H heads) and k (KV heads) of every row to unit length (norms r
 ** kept in qkn, (N, 2, H)), and the backward through it (dqkv in place, from
