@@ -61,7 +61,7 @@ static int xpos_check(const void *params, const struct lx_facts *f, struct lx_er
     if (0.5 * (double)span * lz0 / p->scale_base > XPOS_MAX_EXPONENT)
         return lx_err(err, LX_EINVAL, "xpos: at %ld positions the scale factors reach exp(%.0f), beyond what "
                       "float holds with room to spare (exp(%.0f))\n  hint: at most %ld positions with scale_base "
-                      "%g, or a larger scale_base", span, 0.5 * (double)span * lz0 / p->scale_base,
+                      "%g (a model trained with it keeps it; a new one may take a larger)", span, 0.5 * (double)span * lz0 / p->scale_base,
                       XPOS_MAX_EXPONENT, (long)(2.0 * XPOS_MAX_EXPONENT * p->scale_base / lz0), p->scale_base);
     return LX_OK;
 }
