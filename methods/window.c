@@ -11,7 +11,9 @@
 ** of W >= n is full attention. W defaults to the training length. Without
 ** attention sinks perplexity blows up once the first tokens leave the window
 ** (StreamingLLM, Xiao et al., ICLR 2024, arXiv 2309.17453, Fig. 3).
-** Training-free. Definition, parameters and golden values: docs/methods.md#window.
+** Applied at evaluation; with `train: true` (or `finetune:`) the model is
+** trained with the window too, as Mistral's sliding-window attention is.
+** Definition, parameters and golden values: docs/methods.md#window.
 */
 #include "methods/method.h"
 
@@ -52,7 +54,7 @@ const struct lx_method lx_method_window = {
     .name = "window",
     .summary = "sliding-window attention over the W nearest keys, query included (Beltagy et al. 2020, Longformer)",
     .schema = LX_SCHEMA(window_rows, struct window_params, NULL),
-    .kind = LX_KIND_INFERENCE,
+    .kind = LX_KIND_INFERENCE | LX_KIND_TRAINING,
     .needs = LX_CAP_MODEL,
     .resolve = window_resolve,
     .apply = window_apply,

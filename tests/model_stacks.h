@@ -5,7 +5,7 @@
 ** (tests/test_tiled.c, tests/test_decode.c). Rows of 4 to 37 keys reach
 ** every window, sink and far-key edge. rel_err() is the error they are
 ** compared by: normwise relative, max |got − ref| / max |ref|.
-** (tests/test_tiled_bwd.c takes the ones training can run: no window, sinks,
+** (tests/test_tiled_bwd.c takes the ones training can run: windows, but no sinks,
 ** far keys or calibration.)
 */
 #ifndef LX_TEST_MODEL_STACKS_H

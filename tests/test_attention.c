@@ -74,8 +74,10 @@ static void with_stack(struct ctx *c, const char *yaml, struct lx_doc *doc, stru
 
 Test(attention, gradients)
 {
-    static const char *stacks[] = {"none", "[scaleinv: {tau: 2}, infoscale]", "logn: {mode: ssmax, s: 0.7}"};
-    for (int s = 0; s < 3; s++)
+    /* the window's: rows of 5 keys see 2 (causal) or 3 (both sides), n and the tables per row */
+    static const char *stacks[] = {"none", "[scaleinv: {tau: 2}, infoscale]", "logn: {mode: ssmax, s: 0.7}",
+                                   "[{window: {size: 2}}, {scaleinv: {tau: 2}}, infoscale]"};
+    for (int s = 0; s < 4; s++)
         for (int causal = 0; causal < 2; causal++) {
             struct ctx c = {.causal = causal};
             fill(c.q, N, 1), fill(c.k, N, 2), fill(c.v, N, 3), fill(c.w, N, 4);

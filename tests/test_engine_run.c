@@ -79,10 +79,10 @@ Test(engine_run, every_method_runs_at_64x_the_training_length, .init = setup, .f
               "%s", table);
     /* training-time parts: rope, nope, alibi, t5bias, kerple, kerple's power
     ** kernel, sandwich, pi, yarn, llama3, cosscale, logn-ssmax, ssmax with
-    ** learned s, scaleinv, prope, prope-modded+scaleinv, pose, resonance, and pi
-    ** and yarn fine-tuned into the rope model = 20 per mode (log-n su before
-    ** kerple acts at evaluation: kerple's model) */
-    cr_expect_eq(sql_long("e.db", "select count(*) from models"), 40);
+    ** learned s, scaleinv, prope, prope-modded+scaleinv, pose, resonance, a
+    ** window of 8, and pi and yarn fine-tuned into the rope model = 21 per mode
+    ** (log-n su before kerple acts at evaluation: kerple's model) */
+    cr_expect_eq(sql_long("e.db", "select count(*) from models"), 42);
     cr_expect_eq(sql_long("e.db", "select count(*) from models where config like '%_finetune_:5%' and steps = 5"), 4,
                  "fine-tuned models record their 5 steps");
     cr_expect_eq(sql_long("e.db", "select count(*) from models where config like "
@@ -123,6 +123,25 @@ Test(engine_run, xpos_trains_scores_and_decodes_and_is_refused_where_it_cannot_r
     cr_expect_neq(sh(out, sizeof out, "$L run l.yaml --db l.db --quiet --no-table"), 0, "%s", out);
     cr_expect(strstr(out, "l.yaml:6:") && strstr(out, "at most 6130 positions with scale_base 64"), "%s", out);
     cr_expect_neq(access("l.db", F_OK), 0, "refused before a store was made or anything trained");
+}
+
+/* A window trained in (train: true) is part of the model key: its own model,
+** while the window at evaluation alone shares the plain rope model; both are
+** scored past the training length, and a fine-tuned window continues the
+** rope model. */
+Test(engine_run, a_window_trains_in_or_fine_tunes_in, .init = setup, .fini = teardown, .timeout = 120)
+{
+    char out[16384];
+    write_file("w.yaml", "name: w\nseed: 1\nmodels:\n" TINY_CAUSAL
+               "methods: [rope, [rope, {window: {size: 8}}], [rope, {window: {size: 8, train: true}}], "
+               "[rope, {window: {size: 8, finetune: 5}}]]\ntasks: [{ppl: {windows: 1}}]\nlengths: [32, 256]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run w.yaml --db w.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sql_long("w.db", "select count(*) from runs where status = 'ok'"), 4 * 2);
+    cr_expect_eq(sql_long("w.db", "select count(*) from models"), 3, "rope, the window trained in, fine-tuned in");
+    cr_expect_eq(sql_long("w.db", "select count(*) from models where config like '%_window_:{_size_:8,_train_:true}%'"),
+                 1, "the trained window is in its model's stack");
+    cr_expect_eq(sql_long("w.db", "select count(*) from runs r join metrics m on m.run_id = r.id where m.name = "
+                                  "'ppl' and m.value > 1 and m.value < 1e6"), 4 * 2, "every perplexity finite");
 }
 
 /* A calibrated temperature is one per (model, stack, length, text split):
@@ -396,8 +415,8 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {pi: {scale: 4, finetune: 0}}]]\ntasks: [ppl]\n"
                    "lengths: [32]\n", "b.yaml:4:44",
                    "method 'pi': 'finetune' must be a number of steps >= 1 or a map, got '0'");
-    expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {window: {finetune: 10}}]]\ntasks: [ppl]\n"
-                   "lengths: [32]\n", "b.yaml:4:38", "method 'window' acts at evaluation only and cannot be fine-tuned in");
+    expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {infoscale: {finetune: 10}}]]\ntasks: [ppl]\n"
+                   "lengths: [32]\n", "b.yaml:4:41", "method 'infoscale' acts at evaluation only and cannot be fine-tuned in");
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {pi: {scale: 4, train: true, finetune: 10}}]]\n"
                    "tasks: [ppl]\nlengths: [32]\n", "b.yaml:4:57", "method 'pi': 'train: true' trains it from scratch and "
                    "'finetune' trains it into the base model; choose one");

@@ -134,8 +134,8 @@ Test(finetune, bad_maps_are_refused_at_their_place, .init = setup, .fini = teard
     expect_refused("[{rope: {finetune: {steps: 5, length: 64}}}, {ntk: {finetune: {steps: 10, length: 128}}}]", "4:56",
                    "methods 'rope' and 'ntk' are fine-tuned in one stack with different finetune settings");
     expect_refused("[rope, {ntk: {train: true}}]", "4:18", "ntk: trained in (train: true) it needs an explicit scale");
-    expect_refused("[rope, {window: {finetune: {steps: 10, length: 64}}}]", "4:38",
-                   "method 'window' acts at evaluation only and cannot be fine-tuned in");
+    expect_refused("[rope, {infoscale: {finetune: {steps: 10, length: 64}}}]", "4:41",
+                   "method 'infoscale' acts at evaluation only and cannot be fine-tuned in");
     /* the plan counts the fine-tuning's batch x length like a training: 100,000 windows of 2^20 tokens
     ** hold 1e11 tokens' activations, far beyond any machine's memory */
     expect_refused("[{rope: {finetune: {steps: 2, length: 1048576, batch: 100000}}}]", "4:11", "model 'm' needs ");

@@ -521,6 +521,16 @@ Test(model, fd_gradients_causal_pose_positions, .timeout = 60)
     fd_check_pos(LX_MODEL_CAUSAL, LX_MLP_GELU, "[rope, pose]", pos);
 }
 
+/* A window trained in (Mistral's sliding-window attention): rows of 8 see 3
+** keys (causal) or 5 (both sides), their row scales at n = the window's count;
+** with grouped-query heads and ALiBi's distance op. */
+Test(model, fd_gradients_window_trained, .timeout = 60)
+{
+    fd_check(LX_MODEL_CAUSAL, LX_MLP_GELU, "[rope, {window: {size: 3, train: true}}, {logn: {mode: su, train: true}}]");
+    fd_check(LX_MODEL_MLM, LX_MLP_SWIGLU, "[{rope: {layout: interleaved}}, {window: {size: 3, train: true}}]");
+    fd_check_gqa(LX_MODEL_CAUSAL, LX_MLP_SWIGLU, 2, "[alibi, {window: {size: 5, train: true}}]");
+}
+
 /* xPos: q's and k's rows take different factors (the keys' table), so the
 ** backward must turn each part back with its own; scale_base 4 decays the
 ** fastest pair to (2/7)^(7/4) ≈ 0.11 across the 8 positions; also under
@@ -548,11 +558,12 @@ static double max_diff(const float *x, const float *y, long n)
 Test(model, attention_head_path_matches_naive)
 {
     static const char *stacks[] = {"none", "{logn: {mode: su, base: 8}}",
-                                   "[{scaleinv: {tau: 2}}, {logn: {mode: ssmax, s: 0.7}}]"};
+                                   "[{scaleinv: {tau: 2}}, {logn: {mode: ssmax, s: 0.7}}]",
+                                   "[{window: {size: 4}}, {scaleinv: {tau: 2}}, {logn: {mode: su, base: 8}}]"};
     static float q[AN], k[AN], v[AN], dout[AN];
     fill(q, AN, 1, 1), fill(k, AN, 2, 1), fill(v, AN, 3, 1), fill(dout, AN, 4, 1);
     double worst = 0;
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < 4; s++)
         for (int causal = 0; causal < 2; causal++) {
             struct compiled sp;
             compile(&sp, stacks[s], AD, AT, AH, AT);

@@ -150,8 +150,8 @@ static void compare(const char *stack, int T, int H, int KV, int D, int causal, 
 }
 
 /* Stack s of stacks[] then more_stacks[] compiled into st; 0 (and nothing
-** to free) past the end or when training could not hold it (a window, sinks,
-** far keys, a calibration). */
+** to free) past the end or when training could not hold it (sinks, far
+** keys, a calibration; a window it holds). */
 static int train_stack(size_t s, struct tstack *st, const char **name, int D, int H, int T)
 {
     size_t n0 = sizeof stacks / sizeof *stacks;
@@ -159,7 +159,7 @@ static int train_stack(size_t s, struct tstack *st, const char **name, int D, in
     struct lx_facts f = tfacts(D, 6, H, T);
     tstack_make(st, *name, &f);
     const struct lx_spec *sp = &st->spec;
-    if (sp->vis.window || sp->vis.sinks || sp->posmap.method || sp->calibrate) {
+    if (sp->vis.sinks || sp->posmap.method || sp->calibrate) {
         tstack_free(st);
         return 0;
     }

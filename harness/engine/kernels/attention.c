@@ -106,21 +106,23 @@ void lx_attention_backward(float *dq, float *dk, float *dv, const float *do_, co
                            const float *q, const float *k, const float *v, const struct lx_spec *spec,
                            int T, int H, int D, int causal)
 {
-    LX_ASSERT(!spec->vis.window && !spec->posmap.method);
+    LX_ASSERT(!spec->vis.sinks && !spec->posmap.method);
     long L = lx_spec_tab_len(spec, T), o = L - T;     /* a signed spec's tables start at δ = −o */
     double *A = malloc(sizeof(double) * (size_t)L), *B = malloc(sizeof(double) * (size_t)L);
     double *dp = malloc(sizeof(double) * (size_t)T);
     LX_ASSERT(A && B && dp);
     double inv = lx_spec_qk_scale(spec, D);
     for (int h = 0; h < H; h++)
-        for (int i = 0; i < T; i++) {
-            /* A row's tables depend on (head, n): per row when causal, per head otherwise. */
-            int n_vis = causal ? i + 1 : T;
-            if (causal || i == 0)
+        for (long i = 0, last = -1; i < T; i++) {
+            /* row i sees keys [lo, hi), n of them (a window's: every distance below n); its tables
+            ** depend on (head, n), built again when n changes */
+            long lo, hi, n_vis = lx_spec_row_keys(spec, i, T, causal, &lo, &hi);
+            if (n_vis != last)
                 lx_spec_row(spec, h, n_vis, -o, n_vis + o, A, B);
+            last = n_vis;
             const float *p = att + ((long)h * T + i) * T;
             double dot = 0.0;
-            for (int j = 0; j < n_vis; j++) {
+            for (long j = lo; j < hi; j++) {
                 double g = 0.0;
                 for (int d = 0; d < D; d++) {
                     g += (double)do_[IDX(i, h, d)] * v[IDX(j, h, d)];
@@ -129,7 +131,7 @@ void lx_attention_backward(float *dq, float *dk, float *dv, const float *do_, co
                 dp[j] = g;
                 dot += p[j] * g;
             }
-            for (int j = 0; j < n_vis; j++) {
+            for (long j = lo; j < hi; j++) {
                 long t = lx_spec_tab_index(spec, i, j, T);
                 /* dlogit = p (dp - Σ p dp); dS = A dlogit; S = c q·k */
                 float ds = (float)(p[j] * (dp[j] - dot) * A[t] * inv);
@@ -311,30 +313,33 @@ void lx_attn_head_backward(float *dq, float *dk, float *dv, const float *do_, co
                            const struct lx_attn_shape *sh, double *tab, float mult, double *dist_grad)
 {
     int T = sh->T, D = sh->D, ld = sh->ld, ldo = sh->ldo, causal = sh->causal;
-    LX_ASSERT(!spec->vis.window && !spec->posmap.method);
+    LX_ASSERT(!spec->vis.sinks && !spec->posmap.method);
     float scale = (float)lx_spec_qk_scale(spec, D) * mult;
     lx_gemm(dP, T, do_, ldo, v, ld, T, T, D, 0, 1, 1.0f, 0.0f);     /* dP = dO Vᵀ */
     lx_gemm(dv, ld, P, T, do_, ldo, T, D, T, 1, 0, 1.0f, 1.0f);     /* dV += Pᵀ dO */
     long L = lx_spec_tab_len(spec, T), o = L - T;     /* a signed spec's tables start at δ = −o */
     double *A = tab, *B = tab + L;
     int ops = spec->n_ops > 0 || spec->temperature != 1.0;
-    for (int i = 0; i < T; i++) {
-        int n = causal ? i + 1 : T;
-        if (ops && (causal || i == 0))
+    for (long i = 0, last = -1; i < T; i++) {
+        long lo, hi, n = lx_spec_row_keys(spec, i, T, causal, &lo, &hi);     /* keys [lo, hi) */
+        if (ops && n != last)
             lx_spec_row(spec, head, n, -o, n + o, A, B);
+        last = n;
         const float *p = P + (long)i * T;
         float *g = dP + (long)i * T;
         float dot = 0.0f;
-        for (int j = 0; j < n; j++)
+        for (long j = lo; j < hi; j++)
             dot += p[j] * g[j];
-        for (int j = 0; j < n; j++) {
+        for (long j = 0; j < lo; j++)
+            g[j] = 0.0f;
+        for (long j = lo; j < hi; j++) {
             long t = lx_spec_tab_index(spec, i, j, T);
             float a = ops ? (float)A[t] : 1.0f, dl = p[j] * (g[j] - dot);
             if (dist_grad)      /* a learned relative bias is added last: the logit's gradient over τ */
                 dist_grad[t] += (double)dl / spec->temperature;
             g[j] = dl * a * scale;      /* dS = P ∘ (dP − Σ P dP) ∘ A · c */
         }
-        for (int j = n; j < T; j++)
+        for (long j = hi; j < T; j++)
             g[j] = 0.0f;
     }
     lx_gemm(dq, ld, dP, T, k, ld, T, D, T, 0, 0, 1.0f, 1.0f);       /* dQ += dS K */

@@ -16,8 +16,9 @@
 ** store probabilities (0 where masked) and are meant for lengths up to a few
 ** thousand; the fast path is tested against the naive one.
 **
-** Backward supports what training uses (rotary, logit ops, cosine); the
-** training-time part of a stack never has windows, posmaps or temperatures.
+** Backward supports what training uses (rotary, logit ops, cosine, a window
+** trained in); the training-time part of a stack never has sinks, posmaps or
+** temperatures.
 ** The head path's backward is training's materialised path, the reference
 ** of the tiled backward below (LENX_TRAIN_ATTENTION=materialised).
 */
@@ -209,7 +210,8 @@ int lx_tile_exp_level(int sse2_only);
 ** order, so no thread count changes a sum. What training's spec can hold:
 ** rotary positions (applied to q and k before attention), logit ops, the
 ** learned multipliers, cosine geometry (q, k arrive unit; c is its scale), a
-** temperature; no window, sinks or posmap. Tested against the materialised
+** temperature, a window (rows beyond a key block's reach are skipped); no
+** sinks or posmap. Tested against the materialised
 ** head path (lx_attn_head_backward) and finite differences
 ** (tests/test_tiled_bwd.c). */
 #define LX_TILE_TRAIN_BQ 128

@@ -100,7 +100,7 @@ struct tbwd {
 static int row_logits(const struct tbwd *x, float *s, float *a, int h, long i, long j0, long nv)
 {
     const struct lx_spec *spec = x->spec;
-    long n = x->causal ? i + 1 : x->T;
+    long lo, hi, n = lx_spec_row_keys(spec, i, x->T, x->causal, &lo, &hi);
     if (!spec->n_ops && spec->temperature == 1.0) {
         a[0] = 1.0f;
         return 1;
@@ -137,11 +137,18 @@ static void row_dist_grad(const struct tbwd *x, const float *s, const float *g, 
         dg[lx_spec_tab_index(x->spec, i, j0 + col, x->T)] += (double)(s[col] * (g[col] - Di)) * inv;
 }
 
-/* Row i of the tile: S becomes P, dP becomes dS over the nv visible columns
-** (0 past them, up to nc). */
-static void row_grad(const struct tbwd *x, float *s, float *g, float *a, int h, long i, long j0, long nv, long nc,
-                     float L, float Di, float c)
+/* Row i of the tile: S becomes P, dP becomes dS over its visible columns [c0, nv)
+** (0 before and past them, up to nc). */
+static void row_grad(const struct tbwd *x, float *s, float *g, float *a, int h, long i, long j0, long c0, long nv,
+                     long nc, float L, float Di, float c)
 {
+    for (long col = 0; col < c0 && col < nc; col++)
+        s[col] = g[col] = 0.0f;
+    if (c0 > 0) {       /* the window's first key is past the tile's first: the rest as a tile of its own */
+        if (nv > c0)
+            row_grad(x, s + c0, g + c0, a, h, i, j0 + c0, 0, nv - c0, nc - c0, L, Di, c);
+        return;
+    }
     int same = row_logits(x, s, a, h, i, j0, nv);
     lx_tile_exp_sum(s, nv, L, x->exp_level);
     if (x->ws->dist_grad)
@@ -319,7 +326,9 @@ static void head_backward(const struct tbwd *x, float *scr, int h)
             pack_f32(x, &v, &f, j0, nc);
         else if (x->kern == 2)
             pack_bf16(x, &v, &b, j0, nc);
-        for (long i0 = x->causal ? j0 / bq * bq : 0; i0 < T; i0 += bq) {
+        long W = x->spec->vis.window, i_end = W && j1 + W - 1 < T ? j1 + W - 1 : T;    /* rows reaching the block */
+        long i_start = x->causal ? j0 : W && j0 - W + 1 > 0 ? j0 - W + 1 : 0;
+        for (long i0 = i_start / bq * bq; i0 < i_end; i0 += bq) {
             long i1 = i0 + bq < T ? i0 + bq : T;
             int nr = (int)(i1 - i0);
             /* causal rows above the tile's first key see none of it: no S, dP (row_grad zeroes them) */
@@ -331,9 +340,12 @@ static void head_backward(const struct tbwd *x, float *scr, int h)
             else
                 scores_gemm(x, &v, P, dS, i0, j0, ra, nr, nc);
             for (int r = 0; r < nr; r++) {
-                long i = i0 + r, nv = x->causal ? (i - j0 + 1 < nc ? i - j0 + 1 : nc) : nc;
+                long i = i0 + r, lo, hi;
+                lx_spec_row_keys(x->spec, i, T, x->causal, &lo, &hi);       /* visible keys [lo, hi) */
+                long c0 = lo > j0 ? lo - j0 : 0, nv = hi - j0 < nc ? hi - j0 : nc;
                 nv = nv < 0 ? 0 : nv;
-                row_grad(x, P + (size_t)r * bk, dS + (size_t)r * bk, a, h, i, j0, nv, nc, v.L[i], Drow[i], v.c);
+                row_grad(x, P + (size_t)r * bk, dS + (size_t)r * bk, a, h, i, j0, c0 < nc ? c0 : nc, nv, nc,
+                         v.L[i], Drow[i], v.c);
             }
             if (x->kern == 1)
                 grads_f32(x, &v, &f, P, dS, i0, j0, nr, nc);
@@ -351,7 +363,7 @@ void lx_attn_tiled_backward(float *dq, float *dk, float *dv, const float *do_, c
 {
     int T = sh->T, H = sh->H, KV = sh->KV, D = sh->D;
     LX_ASSERT(omp_get_max_threads() <= ws->n_thr && ws->bq > 0 && ws->bk > 0 && KV >= 1 && H % KV == 0);
-    LX_ASSERT(!spec->vis.window && !spec->vis.sinks && !spec->posmap.method);
+    LX_ASSERT(!spec->vis.sinks && !spec->posmap.method);
     struct tbwd x = {.spec = spec, .q = q, .k = k, .v = v, .o = o, .do_ = do_, .lse = lse, .dq = dq, .dk = dk,
                      .dv = dv, .mult = mult, .ws = ws, .T = T, .H = H, .D = D, .G = H / KV, .ld = sh->ld,
                      .ldo = sh->ldo, .causal = sh->causal, .n_tab = lx_tile_tab_rows(spec), .exp_level = lx_tile_exp_level(0),
