@@ -60,8 +60,8 @@ Test(repro, finetune_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60
 ** RoPE extensions (11 stacks x 2 tasks x 4 lengths x 3 seeds; a base model
 ** and four fine-tunings a seed: 5 x 3) and T5 alignment on NoPE and on a T5
 ** bias (6 stacks x 2 tasks x 4 lengths x 3 seeds; one model a seed) and
-** position biases past the training length (11 stacks x 5 lengths x 3 seeds;
-** a model a stack and seed, the two windows sharing their stacks'). */
+** position biases past the training length (13 stacks x 5 lengths x 3 seeds;
+** a model a stack and seed, the windows at evaluation sharing their stacks'). */
 Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
 {
     static const struct {
@@ -73,7 +73,7 @@ Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
         {"configs/repro/rope-extensions-scaled.yaml", "sweep rope-extensions-scaled: 264 cells", 15},
         {"configs/repro/t5-alignment-nope.yaml", "sweep t5-alignment-nope: 144 cells", 3},
         {"configs/repro/t5-alignment-t5bias.yaml", "sweep t5-alignment-t5bias: 144 cells", 3},
-        {"configs/repro/relative-bias-extrapolation.yaml", "sweep relative-bias-extrapolation: 165 cells", 27},
+        {"configs/repro/relative-bias-extrapolation.yaml", "sweep relative-bias-extrapolation: 195 cells", 30},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         int models = expect_plans(want[i].config, want[i].cells);
