@@ -347,9 +347,15 @@ static inline long lx_spec_tab_len(const struct lx_spec *spec, long T)
     return spec->signed_dist ? 2 * T - 1 : T;
 }
 
+/* The entry of a whole distance δ, |δ| < T (a far key's mapped one too). */
+static inline long lx_spec_tab_delta(const struct lx_spec *spec, long delta, long T)
+{
+    return spec->signed_dist ? delta + T - 1 : delta < 0 ? -delta : delta;
+}
+
 static inline long lx_spec_tab_index(const struct lx_spec *spec, long i, long j, long T)
 {
-    return spec->signed_dist ? i - j + T - 1 : i > j ? i - j : j - i;
+    return lx_spec_tab_delta(spec, i - j, T);
 }
 
 /* The distance op's t for δ: δ itself when the op is signed_t, else |δ|. */

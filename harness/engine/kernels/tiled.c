@@ -447,7 +447,7 @@ static float dist_logit(const struct tiled *x, const double *tab, const double *
             return (float)(A * s + B);
         }
     }
-    long ti = L > T ? (long)t + T - 1 : labs((long)t);
+    long ti = lx_spec_tab_delta(x->spec, (long)t, T);
     double B = 0.0;
     for (int r = 1; r < x->n_tab; r++)
         B += Rk[r - 1] * tab[(long)r * L + ti];

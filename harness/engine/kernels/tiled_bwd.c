@@ -96,11 +96,11 @@ struct tbwd {
 };
 
 /* Row i's logits over tile columns [0, nv) in place, and their slopes in a
-** (a[0] alone when they share one); returns 1 when every slope is a[0]. */
-static int row_logits(const struct tbwd *x, float *s, float *a, int h, long i, long j0, long nv)
+** (a[0] alone when they share one); n the keys the row sees. Returns 1 when
+** every slope is a[0]. */
+static int row_logits(const struct tbwd *x, float *s, float *a, int h, long i, long n, long j0, long nv)
 {
     const struct lx_spec *spec = x->spec;
-    long lo, hi, n = lx_spec_row_keys(spec, i, x->T, x->causal, &lo, &hi);
     if (!spec->n_ops && spec->temperature == 1.0) {
         a[0] = 1.0f;
         return 1;
@@ -137,19 +137,15 @@ static void row_dist_grad(const struct tbwd *x, const float *s, const float *g, 
         dg[lx_spec_tab_index(x->spec, i, j0 + col, x->T)] += (double)(s[col] * (g[col] - Di)) * inv;
 }
 
-/* Row i of the tile: S becomes P, dP becomes dS over its visible columns [c0, nv)
-** (0 before and past them, up to nc). */
-static void row_grad(const struct tbwd *x, float *s, float *g, float *a, int h, long i, long j0, long c0, long nv,
-                     long nc, float L, float Di, float c)
+/* Row i of the tile, which sees n keys: S becomes P, dP becomes dS over its
+** visible columns [c0, nv) (0 <= c0 <= nv <= nc; 0 before and past them). */
+static void row_grad(const struct tbwd *x, float *s, float *g, float *a, int h, long i, long n, long j0, long c0,
+                     long nv, long nc, float L, float Di, float c)
 {
-    for (long col = 0; col < c0 && col < nc; col++)
+    for (long col = 0; col < c0; col++)     /* before the window's first key */
         s[col] = g[col] = 0.0f;
-    if (c0 > 0) {       /* the window's first key is past the tile's first: the rest as a tile of its own */
-        if (nv > c0)
-            row_grad(x, s + c0, g + c0, a, h, i, j0 + c0, 0, nv - c0, nc - c0, L, Di, c);
-        return;
-    }
-    int same = row_logits(x, s, a, h, i, j0, nv);
+    s += c0, g += c0, j0 += c0, nv -= c0, nc -= c0;
+    int same = row_logits(x, s, a, h, i, n, j0, nv);
     lx_tile_exp_sum(s, nv, L, x->exp_level);
     if (x->ws->dist_grad)
         row_dist_grad(x, s, g, h, i, j0, nv, Di);
@@ -340,12 +336,12 @@ static void head_backward(const struct tbwd *x, float *scr, int h)
             else
                 scores_gemm(x, &v, P, dS, i0, j0, ra, nr, nc);
             for (int r = 0; r < nr; r++) {
-                long i = i0 + r, lo, hi;
-                lx_spec_row_keys(x->spec, i, T, x->causal, &lo, &hi);       /* visible keys [lo, hi) */
-                long c0 = lo > j0 ? lo - j0 : 0, nv = hi - j0 < nc ? hi - j0 : nc;
+                long i = i0 + r, lo, hi, n = lx_spec_row_keys(x->spec, i, T, x->causal, &lo, &hi);
+                long c0 = lo > j0 ? lo - j0 : 0, nv = hi - j0 < nc ? hi - j0 : nc;    /* visible: [lo, hi) */
                 nv = nv < 0 ? 0 : nv;
-                row_grad(x, P + (size_t)r * bk, dS + (size_t)r * bk, a, h, i, j0, c0 < nc ? c0 : nc, nv, nc,
-                         v.L[i], Drow[i], v.c);
+                c0 = c0 < nv ? c0 : nv;
+                row_grad(x, P + (size_t)r * bk, dS + (size_t)r * bk, a, h, i, n, j0, c0, nv, nc, v.L[i], Drow[i],
+                         v.c);
             }
             if (x->kern == 1)
                 grads_f32(x, &v, &f, P, dS, i0, j0, nr, nc);

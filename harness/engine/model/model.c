@@ -148,20 +148,23 @@ static void rope_row(double *cs, double *csk, const struct lx_rotary *r, double 
     }
 }
 
+/* Rows for positions pos[0..n), or 0..n−1 when pos is NULL. */
+static void rope_rows_at(double *cs, double *csk, const struct lx_rotary *r, const int *pos, long n)
+{
+    for (long t = 0; t < n; t++) {
+        long at = t * r->n_pairs * 2;
+        rope_row(cs + at, csk ? csk + at : NULL, r, pos ? (double)pos[t] : (double)t);
+    }
+}
+
 void lx_rope_table(double *cs, double *csk, const struct lx_rotary *r, int T)
 {
-    for (int t = 0; t < T; t++) {
-        long at = (long)t * r->n_pairs * 2;
-        rope_row(cs + at, csk ? csk + at : NULL, r, (double)t);
-    }
+    rope_rows_at(cs, csk, r, NULL, T);
 }
 
 void lx_rope_table_pos(double *cs, double *csk, const struct lx_rotary *r, const int *pos, long n)
 {
-    for (long t = 0; t < n; t++) {
-        long at = t * r->n_pairs * 2;
-        rope_row(cs + at, csk ? csk + at : NULL, r, (double)pos[t]);
-    }
+    rope_rows_at(cs, csk, r, pos, n);
 }
 
 #define QK_EPS 1e-9     /* CosScale's q/(‖q‖ + 1e-9), as in the InfoScale code */
