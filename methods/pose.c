@@ -52,7 +52,7 @@ static int pose_check(const void *params, const struct lx_facts *f, struct lx_er
 static int pose_apply(const void *params, const struct lx_facts *f, struct lx_spec *spec, struct lx_error *err)
 {
     const struct pose_params *p = params;
-    int rc = lx_spec_need_rotary(spec, "pose", err);
+    int rc = lx_spec_claim_train_positions(spec, "pose", err);
     if (rc < 0)
         return rc;
     spec->pose.chunks = (int)p->chunks;

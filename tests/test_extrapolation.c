@@ -18,6 +18,8 @@
 #include "harness/engine/model/train.h"
 #include "harness/sweep/run.h"
 #include "harness/core/rng.h"
+#include "harness/engine/data/corpus.h"
+#include "harness/engine/kernels/numerics.h"
 #include "tests/stack.h"
 
 static void fill(float *x, long n, uint32_t stream, float scale)
@@ -342,6 +344,111 @@ Test(extrap, pose_positions_cover_the_target)
     }
     cr_expect_gt(maxpos, 200, "distances near the target are drawn (max position %d)", maxpos);
     cr_expect_gt(gaps, 150, "most windows skip");
+}
+
+/* ---- randomized positions ------------------------------------------------------ */
+
+/* Every T-subset of [0, L) equally likely: T = 3 of L = 6 has C(6, 3) = 20
+** subsets; 20,000 draws put 1,000 expected in each, and Pearson's statistic
+** over the 20 cells (19 degrees of freedom) stays below 43.82, the 0.999
+** quantile, for a uniform draw (the generator is keyed, so the test is fixed:
+** a sampler that favoured some subsets, e.g. by sorting independent draws with
+** repeats removed, lands far above it). Each draw is increasing, in range and
+** the same again from the same generator state. */
+Test(extrap, randpos_draws_every_sorted_subset_alike)
+{
+    struct lx_pose p = {.random = 1, .target = 6};
+    enum { T = 3, L = 6, DRAWS = 20000 };
+    int count[1 << L] = {0}, pos[T], again[T];
+    for (uint32_t w = 0; w < DRAWS; w++) {
+        struct lx_rng r, r2;
+        lx_rng_init(&r, 5, w, LX_RNG_DATA);
+        r2 = r;
+        lx_pose_positions(pos, T, &p, &r);
+        lx_pose_positions(again, T, &p, &r2);
+        cr_assert_eq(memcmp(pos, again, sizeof pos), 0, "same generator state, same positions");
+        int mask = 0;
+        for (int t = 0; t < T; t++) {
+            cr_assert(pos[t] >= 0 && pos[t] < L, "position %d in [0, %d)", pos[t], L);
+            cr_assert(t == 0 || pos[t] > pos[t - 1], "positions increase");
+            mask |= 1 << pos[t];
+        }
+        count[mask]++;
+    }
+    double chi2 = 0.0;
+    int cells = 0;
+    for (int mask = 0; mask < 1 << L; mask++)
+        if (__builtin_popcount((unsigned)mask) == T) {
+            double d = count[mask] - DRAWS / 20.0;
+            chi2 += d * d / (DRAWS / 20.0);
+            cells++;
+        }
+    cr_expect_eq(cells, 20);
+    cr_expect_lt(chi2, 43.82, "Pearson's statistic %.2f over the 20 subsets", chi2);
+}
+
+/* L = T leaves one sorted subset, 0 .. T−1; a long draw is increasing and
+** spread over [0, L): its mean position near (L − 1)/2 (the standard deviation
+** of the mean of T ids drawn without replacement is below L/sqrt(12 T), 5 of
+** them allowed). */
+Test(extrap, randpos_at_its_own_length_is_the_identity)
+{
+    enum { T = 512 };
+    int pos[T];
+    struct lx_rng r;
+    lx_rng_init(&r, 7, 0, LX_RNG_DATA);
+    lx_pose_positions(pos, T, &(struct lx_pose){.random = 1, .target = T}, &r);
+    for (int t = 0; t < T; t++)
+        cr_assert_eq(pos[t], t);
+    long L = 1L << 30;
+    lx_pose_positions(pos, T, &(struct lx_pose){.random = 1, .target = L}, &r);
+    double mean = 0.0;
+    for (int t = 0; t < T; t++) {
+        cr_assert(pos[t] >= 0 && pos[t] < L && (t == 0 || pos[t] > pos[t - 1]));
+        mean += pos[t] / (double)T;
+    }
+    cr_expect_lt(fabs(mean - (L - 1) / 2.0), 5.0 * L / sqrt(12.0 * T), "mean position %.0f", mean);
+}
+
+/* The trainer feeds the drawn ids to the model: trained with randpos at
+** target = T (the identity draw) a model ends bit for bit where plain RoPE's
+** does (portable numerics, same key); at 16 T it ends elsewhere. */
+static float *train_tiny(const char *stack, struct lx_model *m)
+{
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 1, a.d_model = 16, a.heads = 2, a.d_head = 8, a.d_mlp = 32;
+    lx_params_finish(&lx_arch_schema, &a);
+    lx_model_init(m, &a, 3);
+    struct lx_train_cfg cfg;
+    lx_params_defaults(&lx_train_schema, &cfg);
+    cfg.length = 32, cfg.batch = 2, cfg.steps = 4, cfg.warmup = 1, cfg.eval_every = 4, cfg.eval_windows = 1;
+    lx_params_finish(&lx_train_schema, &cfg);
+    const struct lx_corpus_tokens *corpus;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_corpus_tokens(&corpus, "train", &lx_byte_tokenizer, &err), LX_OK, "%s", err.msg);
+    struct tstack st;
+    struct lx_facts f = tfacts(8, 32, 2, 32);
+    f.training = 1;
+    tstack_make(&st, stack, &f);
+    struct lx_train_report rep;
+    cr_assert_eq(lx_train(m, &st.spec, &cfg, 11, corpus, &lx_byte_tokenizer, NULL, 0, NULL, NULL, NULL, &rep, &err),
+                 LX_OK, "%s", err.msg);
+    tstack_free(&st);
+    return m->w;
+}
+
+Test(extrap, randpos_ids_reach_the_trained_model, .timeout = 60)
+{
+    lx_numerics_set(LX_NUMERICS_PORTABLE);
+    struct lx_model plain, same, spread;
+    float *w0 = train_tiny("rope", &plain), *w1 = train_tiny("[rope, {randpos: {target: 32}}]", &same),
+          *w2 = train_tiny("[rope, {randpos: {target: 512}}]", &spread);
+    cr_expect_eq(memcmp(w0, w1, sizeof(float) * plain.n_params), 0, "target = T: the plain positions");
+    cr_expect_neq(memcmp(w0, w2, sizeof(float) * plain.n_params), 0, "target = 16 T: other positions");
+    lx_model_release(&plain);
+    lx_model_release(&same);
+    lx_model_release(&spread);
 }
 
 /* ---- t5align ---------------------------------------------------------------------- */

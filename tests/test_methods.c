@@ -170,6 +170,7 @@ static const struct { const char *name, *json; } frozen_defaults[] = {
     {"pi", "{\"scale\":0}"},
     {"pose", "{\"chunks\":2,\"target\":0}"},
     {"prope", "{\"p\":0.75,\"mode\":\"fraction\"}"},
+    {"randpos", "{\"target\":0}"},
     {"rerope", "{\"window\":0,\"leak\":1}"},
     {"resonance", "{}"},
     {"rope", "{\"base\":10000,\"layout\":\"half\"}"},

@@ -176,6 +176,17 @@ Test(alibi, one_position_scheme)
     tstack_free(&s);
 }
 
+/* One method sets the training positions, after rope, over at least the
+** training length. */
+Test(randpos, one_training_position_scheme)
+{
+    struct lx_facts f = tfacts(64, 64, 8, 16);
+    EXPECT_FAILS("[rope, pose, randpos]", &f, "pose", "randpos", "training positions");
+    EXPECT_FAILS("[rope, randpos, pose]", &f, "pose", "randpos", "training positions");
+    EXPECT_FAILS("[alibi, randpos]", &f, "randpos", "rotary");
+    EXPECT_FAILS("[rope, {randpos: {target: 32}}]", &f, "randpos", "shorter than the training length 64");
+}
+
 Test(window, golden)
 {
     /* docs/methods.md#window: W = 3, query 5 -> keys {3, 4, 5}. */

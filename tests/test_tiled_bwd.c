@@ -338,7 +338,7 @@ static void model_compare(const char *stack, int mode, long kv)
         pos[i] = i % MT + (i % MT >= MT / 2 ? 700 : 0);     /* PoSE-like: two chunks with a skip */
     }
     double l_t, l_m;
-    const int *p = st.spec.pose.chunks ? pos : NULL;
+    const int *p = st.spec.pose.method ? pos : NULL;
     float *gt = model_grads(&m, &st.spec, tok, tgt, p, LX_ACTS_TRAIN_TILED, &l_t);
     float *gm = model_grads(&m, &st.spec, tok, tgt, p, LX_ACTS_TRAIN_MATERIALISED, &l_m);
     cr_expect(fabs(l_t - l_m) <= 1e-6 * fabs(l_m), "%s: loss %.9g tiled vs %.9g materialised", stack, l_t, l_m);

@@ -200,9 +200,9 @@ static void show_spec(struct lx_buf *out, const struct lx_spec *spec, long lengt
         free(keys);
         free(delta);
     }
-    if (spec->pose.chunks) {
-        lx_buf_printf(out, "%s\n    \"pose\": {\"chunks\": %d, \"target\": %ld}", *first ? "" : ",", spec->pose.chunks,
-                      spec->pose.target);
+    if (spec->pose.method) {
+        lx_buf_printf(out, "%s\n    \"training_positions\": {\"method\": \"%s\", \"chunks\": %d, \"target\": %ld}",
+                      *first ? "" : ",", spec->pose.method, spec->pose.chunks, spec->pose.target);
         *first = 0;
     }
     if (spec->calibrate) {

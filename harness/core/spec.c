@@ -70,6 +70,12 @@ int lx_spec_claim_decay(struct lx_spec *spec, const char *method, struct lx_erro
     return rc == LX_OK && spec->posmap.method ? decay_beside_posmap(spec, err) : rc;
 }
 
+int lx_spec_claim_train_positions(struct lx_spec *spec, const char *method, struct lx_error *err)
+{
+    int rc = lx_spec_need_rotary(spec, method, err);
+    return rc == LX_OK ? lx_spec_claim(&spec->pose.method, method, "the training positions", err) : rc;
+}
+
 int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct lx_error *err)
 {
     if (spec->rotary.n_pairs)

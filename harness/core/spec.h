@@ -42,7 +42,8 @@
 **   relative     a learned bias per (head, distance): T5's buckets, KERPLE's
 **                kernel; the stack's last logit op, its values the model's
 **                (facts.rel_bias).
-**   pose         PoSE's skip-wise training positions (training only).
+**   pose         training position ids: PoSE's skip-wise chunks, or a sorted
+**                random draw (randomized positions; training only).
 **
 ** lx_spec_visible(), lx_spec_delta() and lx_spec_logit() are the naive
 ** reference; the engine's fast path is tested against them.
@@ -234,12 +235,15 @@ struct lx_probe {
 typedef int (*lx_calibrate_fn)(const void *params, const struct lx_facts *f, const struct lx_probe *probe,
                                double *tau, struct lx_error *err);
 
-/* PoSE (Zhu et al. 2024): training windows of T tokens get position ids
-** spread over `target` in `chunks` chunks with random skips (the trainer draws
-** them; evaluation uses 0..T−1). */
+/* Training position ids (the trainer draws them; evaluation uses 0..T−1):
+** PoSE (Zhu et al. 2024) spreads a window of T tokens over `target` in
+** `chunks` chunks with random skips; randomized positions (Ruoss et al.
+** 2023) give it a sorted draw of T distinct ids from [0, target). */
 struct lx_pose {
-    int chunks;             /* N chunks; 0 = PoSE off */
-    long target;            /* L_t: the position range to cover */
+    const char *method;     /* method that set the training positions (pose, randpos), or NULL = off */
+    int chunks;             /* PoSE: N chunks; 0 with random */
+    int random;             /* 1: randomized positions */
+    long target;            /* L_t, or L: the position range to cover */
 };
 
 struct lx_spec {
@@ -319,6 +323,9 @@ int lx_spec_claim_posmap(struct lx_spec *spec, const char *method, struct lx_err
 
 /* Claim the rotary decay (xpos): after rope, one per stack, no position map. */
 int lx_spec_claim_decay(struct lx_spec *spec, const char *method, struct lx_error *err);
+
+/* Claim the training position ids (pose, randpos): after rope, one per stack. */
+int lx_spec_claim_train_positions(struct lx_spec *spec, const char *method, struct lx_error *err);
 
 /* Fail unless the stack so far has rotary positions (rope before `method`). */
 int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct lx_error *err);

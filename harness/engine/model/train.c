@@ -114,9 +114,64 @@ static void fill_window(int *tok, int *tgt, const int *s, long o, int T, int mlm
         tgt[t] = s[o + t];
 }
 
-/* PoSE position ids: see train.h. */
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* A uniform integer in [0, n): 53 random bits scaled, clamped where the
+** product rounds up to n. */
+static long draw_below(struct lx_rng *r, long n)
+{
+    long t = (long)(lx_rng_uniform(r) * (double)n);
+    return t < n ? t : n - 1;
+}
+
+/* The home slot of id t in a set of cap (a power of 2) slots. */
+static long home_slot(long t, long cap)
+{
+    return (long)(((uint64_t)t * 0x9E3779B97F4A7C15ULL) >> 32) & (cap - 1);
+}
+
+/* Randomized positions: T distinct ids of [0, L) by Floyd's sampling (for j
+** = L − T … L − 1 draw t in [0, j]; keep t, or j when t is kept already),
+** which makes every T-subset equally likely, then in increasing order. The
+** kept ids live in an open-addressed set of twice T slots. */
+static void random_positions(int *pos, int T, long L, struct lx_rng *r)
+{
+    long cap = 1;
+    while (cap < 2L * T)
+        cap <<= 1;
+    long *set = lx_xmalloc(sizeof(long) * (size_t)cap), *kept = lx_xmalloc(sizeof(long) * (size_t)T);
+    for (long i = 0; i < cap; i++)
+        set[i] = -1;
+    for (long j = L - T, n = 0; j < L; j++, n++) {
+        long t = draw_below(r, j + 1), h = home_slot(t, cap);
+        while (set[h] >= 0 && set[h] != t)
+            h = (h + 1) & (cap - 1);
+        if (set[h] == t) {          /* t is kept: keep j, new (every id kept so far is below j) */
+            t = j;
+            for (h = home_slot(t, cap); set[h] >= 0; h = (h + 1) & (cap - 1))
+                ;
+        }
+        set[h] = t;
+        kept[n] = t;
+    }
+    qsort(kept, (size_t)T, sizeof *kept, cmp_long);
+    for (int t = 0; t < T; t++)
+        pos[t] = (int)kept[t];
+    free(kept);
+    free(set);
+}
+
+/* Training position ids: see train.h. */
 void lx_pose_positions(int *pos, int T, const struct lx_pose *p, struct lx_rng *r)
 {
+    if (p->random) {
+        random_positions(pos, T, p->target, r);
+        return;
+    }
     long cut[65];
     int N = p->chunks;
     cut[0] = 0;
@@ -484,7 +539,7 @@ static int train_state_init(struct train_state *t, const struct lx_model *m, con
     size_t bt = sizeof(int) * (size_t)t->B * (size_t)t->T;
     t->tok = lx_xmalloc(bt);
     t->tgt = lx_xmalloc(bt);
-    t->pos = spec->pose.chunks ? lx_xmalloc(bt) : NULL;
+    t->pos = spec->pose.method ? lx_xmalloc(bt) : NULL;
     return LX_OK;
 }
 
