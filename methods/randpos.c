@@ -9,10 +9,10 @@
 ** sequences up to L tokens long while training on T. The trainer draws them
 ** from the counter-based generator keyed on the model key, step and window
 ** (harness/engine/model/train.c, Floyd's sampling: every T-subset of [0, L)
-** equally likely). Evaluation uses the plain positions 0 … n−1: at n = L they
-** are the only sorted n-subset of [0, L), the paper's test-time draw; below L
-** the paper's code draws a sorted subset at test time too, which lenx does
-** not (docs/methods.md#randpos). Construction, parameters and tested
+** equally likely). As the paper's code, evaluation (and validation) draws too:
+** a pass of n <= L tokens takes the sorted draw of n ids from [0, L) keyed on
+** (n, L) (lx_randpos_eval; the KV cache's decode steps read the same draw),
+** and a length past L is refused. Construction, parameters and tested
 ** properties: docs/methods.md#randpos.
 */
 #include "methods/method.h"
@@ -43,6 +43,10 @@ static int randpos_check(const void *params, const struct lx_facts *f, struct lx
         return lx_err(err, LX_EINVAL, "randpos: target %ld is shorter than the training length %ld\n"
                       "  hint: target is the length L the positions are drawn from, e.g. 16 x the training length",
                       p->target, f->train_len);
+    if (!f->training && f->length > p->target)
+        return lx_err(err, LX_EINVAL, "randpos: length %ld is longer than L = %ld, the range its positions are "
+                      "drawn from\n  hint: evaluate at most L tokens, or train with a larger target", f->length,
+                      p->target);
     return LX_OK;
 }
 

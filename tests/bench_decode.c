@@ -12,6 +12,9 @@
 **            passes, end to end, and what the time is spent on: the
 **            teacher-forced pass (tiled, its answer-row statistics summed from
 **            the tiles) and the further tokens
+**   tables   one decode step at 16k for stacks with distance ops (ALiBi,
+**            Sandwich, scale-invariant attention): the tables the cache keeps
+**            across steps against tabulating them in every step
 **
 ** The model is configs/quick.yaml's (2 layers, d_model 128, 4 heads x 32, GELU
 ** 512, byte vocabulary), randomly initialised: it answers every instance
@@ -64,21 +67,29 @@ static void row(const char *what, const char *base, double t_fast, double t_base
     printf("| %-44s | %-34s | %9.3f | %9.3f | %8.1fx |\n", what, base, t_fast, t_base, t_base / t_fast);
 }
 
-/* The model and its "rope" spec at 16x a training length of 1024. */
+/* A stack compiled at 16x a training length of 1024 (its params live in
+** doc and st, which outlive the spec). */
+static int compile(const char *yaml, struct lx_doc *doc, struct lx_stack *st, struct lx_spec *spec,
+                   struct lx_error *err)
+{
+    struct lx_facts f = {.d_head = 32, .train_len = 1024, .n_heads = 4, .length = BT,
+                         .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+    int rc = lx_doc_load_text(doc, yaml, "bench", err);
+    if (rc == LX_OK && (rc = lx_stack_parse(st, doc->root, err)) == LX_OK)
+        rc = lx_stack_compile(st, &f, spec, err);
+    return rc;
+}
+
+/* The model and its "rope" spec. */
 static int setup(struct lx_model *m, struct lx_spec *spec, struct lx_error *err)
 {
     static const struct lx_arch quick = {.mode = LX_MODEL_CAUSAL, .layers = 2, .d_model = 128, .heads = 4,
                                          .d_head = 32, .d_mlp = 512, .mlp = LX_MLP_GELU, .vocab = 260,
                                          .norm_eps = 1e-5, .init_std = 0.02};
-    static struct lx_doc doc;       /* the stack's params live as long as the spec */
+    static struct lx_doc doc;
     static struct lx_stack st;
     lx_model_init(m, &quick, 1);
-    struct lx_facts f = {.d_head = 32, .train_len = 1024, .n_heads = 4, .length = BT,
-                         .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
-    int rc = lx_doc_load_text(&doc, "rope", "bench", err);
-    if (rc == LX_OK && (rc = lx_stack_parse(&st, doc.root, err)) == LX_OK)
-        rc = lx_stack_compile(&st, &f, spec, err);
-    return rc;
+    return compile("rope", &doc, &st, spec, err);
 }
 
 /* Part 1: the continuation of a 5-token answer. */
@@ -174,6 +185,59 @@ static int bench_cell(const struct lx_model *m, const struct lx_spec *spec, doub
     return rc;
 }
 
+/* Part 3: decode steps of stacks with distance ops, the cache keeping their
+** tables across steps (one distance added a step; the first step after the
+** prompt tabulates them all, untimed here) against tabulating every distance
+** in every step, head and layer (the cache's dtab set aside: the path a spec
+** whose tables change with n takes). The same steps both ways. */
+static int bench_tables(const struct lx_model *m, struct lx_error *err)
+{
+    static const char *const stacks[] = {"alibi", "sandwich", "[rope, scaleinv]"};
+    int rc = LX_OK;
+    printf("\n| %-26s | %-14s | %-14s | %9s |\n", "stack: decode step at 16k", "kept tables ms", "per step ms",
+           "speedup");
+    printf("|----------------------------|----------------|----------------|-----------|\n");
+    for (size_t i = 0; i < sizeof stacks / sizeof *stacks && rc == LX_OK; i++) {
+        struct lx_doc doc;
+        struct lx_stack st;
+        struct lx_spec spec;
+        struct lx_kvcache c;
+        if ((rc = compile(stacks[i], &doc, &st, &spec, err)) < 0 ||
+            (rc = lx_kvcache_alloc(&c, &m->arch, &spec, 1, BT, err)) < 0)
+            break;
+        float *lg = lx_xmalloc(sizeof(float) * (size_t)m->arch.vocab);
+        int *tok = lx_xmalloc(sizeof(int) * BT);
+        for (int t = 0; t < BT; t++)
+            tok[t] = t ? 'a' + (t * 7) % 26 : LX_TOK_BOS;
+        struct lx_acts a;
+        if ((rc = lx_acts_alloc(&a, &m->arch, 1, BT, 0, err)) < 0) {
+            free(lg), free(tok);
+            lx_kvcache_release(&c);
+            break;
+        }
+        a.kv = &c;
+        lx_model_forward(m, &spec, tok, NULL, &a);     /* the prompt's pass saves the rows */
+        lx_acts_release(&a);
+        free(tok);
+        lx_decode_step(lg, m, &spec, &c, 0, BT - 9, 'e');     /* the first step tabulates every distance */
+        double t[2] = {0.0, 0.0}, *dtab = c.dtab;
+        for (int rep = 0; rep < 4; rep++)       /* alternately, so a busy spell hits both */
+            for (int way = 0; way < 2; way++) {
+                c.dtab = way ? NULL : dtab;
+                double t0 = now();
+                lx_decode_step(lg, m, &spec, &c, 0, BT - 8 + rep, 'e');
+                t[way] += now() - t0;
+            }
+        c.dtab = dtab;
+        printf("| %-26s | %14.2f | %14.2f | %8.1fx |\n", stacks[i], 1e3 * t[0] / 4, 1e3 * t[1] / 4, t[1] / t[0]);
+        free(lg);
+        lx_kvcache_release(&c);
+        lx_stack_release(&st);
+        lx_doc_release(&doc);
+    }
+    return rc;
+}
+
 int lx_bench_decode(void)
 {
     char cpu[128], blas[128];
@@ -196,6 +260,8 @@ int lx_bench_decode(void)
         rc = bench_answer(&m, &spec, &t_tiled, &err);
     if (rc == LX_OK)
         rc = bench_cell(&m, &spec, t_tiled, &err);
+    if (rc == LX_OK)
+        rc = bench_tables(&m, &err);
     if (rc < 0)
         fprintf(stderr, "bench: %s\n", err.msg);
     lx_model_release(&m);

@@ -101,17 +101,37 @@ static void row_vs_naive(const char *stack, int T, int H, int KV, int D)
     cr_expect_eq(c.len[0], T);
     if (c.kfar)
         lx_kvcache_far(&c, &st.spec, 0, 0, T);
-    float *s = malloc(sizeof(float) * (size_t)T);
+    float *s = malloc(sizeof(float) * (size_t)T), *o_kept = malloc(sizeof(float) * NH);
     double *tab = malloc(sizeof(double) * 2 * (size_t)T);
-    for (int i = 0; i < T; i++)
+    cr_expect_eq(c.dtab != NULL, lx_decode_dist_kept(&st.spec), "%s: the cache keeps tables when they hold", stack);
+    for (int i = 0; i < T; i++) {
+        lx_kvcache_dist(&c, &st.spec, H, i + 1);    /* one distance more a row, as the decode steps go */
         for (int h = 0; h < H; h++) {
             int g = h / G;
-            lx_attn_row_forward(o_row + ((long)i * H + h) * D, q + ((long)i * H + h) * D, c.k + g * D, c.v + g * D,
-                                c.kfar ? c.kfar + g * D : NULL, KV * D, &st.spec, h,
-                                st.spec.learn_scale ? mult[h % 8] : 1.0f, i, D, s, tab);
+            long at = ((long)i * H + h) * D;
+            const double *kept[2] = {NULL, NULL};
+            if (c.dtab)
+                kept[0] = c.dtab + 2L * h * T, kept[1] = kept[0] + T;
+            lx_attn_row_forward(o_row + at, q + at, c.k + g * D, c.v + g * D, c.kfar ? c.kfar + g * D : NULL, KV * D,
+                                &st.spec, h, st.spec.learn_scale ? mult[h % 8] : 1.0f, i, D, s, tab, NULL);
+            lx_attn_row_forward(o_kept + at, q + at, c.k + g * D, c.v + g * D, c.kfar ? c.kfar + g * D : NULL,
+                                KV * D, &st.spec, h, st.spec.learn_scale ? mult[h % 8] : 1.0f, i, D, s, tab,
+                                c.dtab ? kept : NULL);
         }
+    }
     double e = rel_err(o_row, o_naive, NH);
     cr_expect_leq(e, TOL, "%s T=%d H=%d KV=%d: one row vs naive %g", stack, T, H, KV, e);
+    cr_expect_eq(memcmp(o_kept, o_row, sizeof(float) * NH), 0, "%s: kept tables give the row's own bits", stack);
+    if (c.dtab) {   /* a new temperature (t5align calibrates it) tabulates every distance again */
+        double t0 = st.spec.temperature, A, B;
+        st.spec.temperature = 2.0 * t0;
+        lx_kvcache_dist(&c, &st.spec, H, T);
+        lx_spec_affine(&st.spec, H - 1, 1, T - 1, &A, &B);
+        cr_expect(c.dtab[2L * (H - 1) * T + T - 1] == A && c.dtab[(2L * H - 1) * T + T - 1] == B,
+                  "%s: the tables follow the temperature", stack);
+        st.spec.temperature = t0;
+    }
+    free(o_kept);
     free(q), free(k), free(v), free(kx), free(vx), free(qm), free(o_naive), free(o_row), free(att), free(qkv);
     free(s), free(tab);
     lx_kvcache_release(&c);
@@ -264,7 +284,8 @@ Test(decode, generate_by_the_cache_equals_full_passes, .timeout = 60)
     static const char *const ms[] = {"rope", "alibi", "[rope, {rerope: {window: 6, leak: 2}}]",
                                      "[rope, {streaming: {sinks: 2, recent: 8}}]", "[rope, {cosscale: {s: 8}}]",
                                      "[rope, {lminfinite: {n_global: 2, local: 6, limit: 6}}, infoscale]",
-                                     "[{t5bias: {buckets: 8, max_distance: 20}}, {streaming: {sinks: 2, recent: 8}}]"};
+                                     "[{t5bias: {buckets: 8, max_distance: 20}}, {streaming: {sinks: 2, recent: 8}}]",
+                                     "[rope, {randpos: {target: 64}}]"};    /* 40 positions drawn from 64 */
     enum { NP = 17, NG = 24 };
     for (size_t s = 0; s < sizeof ms / sizeof *ms; s++)
         for (int kind = 0; kind < 3; kind++) {
@@ -309,6 +330,14 @@ Test(decode, bad_input_is_refused)
     prompt[2] = 32;
     cr_expect_eq(lx_generate(&m, &st.spec, prompt, 4, 4, out, LX_DECODE_CACHE, &err), LX_EINVAL);
     cr_expect(strstr(err.msg, "vocabulary") != NULL, "%s", err.msg);
+    tstack_free(&st);
+    f.length = 8;
+    tstack_make(&st, "[rope, {randpos: {target: 8}}]", &f);      /* 4 + 8 − 1 positions, drawn from 8 */
+    prompt[2] = 3;
+    int more[8];
+    cr_expect_eq(lx_generate(&m, &st.spec, prompt, 4, 8, more, LX_DECODE_CACHE, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "randpos") && strstr(err.msg, "L = 8"), "%s", err.msg);
+    cr_expect_eq(lx_generate(&m, &st.spec, prompt, 4, 5, more, LX_DECODE_CACHE, &err), LX_OK, "%s", err.msg);
     lx_model_release(&m);
     tstack_free(&st);
 }
@@ -332,7 +361,7 @@ Test(decode, the_memory_plan_counts_the_cache)
                   "T %d: cache counted as %.0f bytes, want %.0f + scratch", T, with - plain, kv);
         cr_expect(fabs(far - with - kv / 2) < 1.0, "T %d: far keys add %.0f bytes, want %.0f", T, far - with, kv / 2);
         cr_expect_eq(lx_run_bytes(&a, 2, T, 0, LX_RUN_KVCACHE) - lx_run_bytes(&a, 2, T, 0, 0),
-                     lx_kvcache_bytes(&a, 2, T, 0));
+                     lx_kvcache_bytes(&a, 2, T, 0, 0));
     }
     cr_expect_eq(lx_task_passkey.decodes, 1);
     cr_expect_eq(lx_task_ppl.decodes, 0);
@@ -397,6 +426,7 @@ Test(decode, trained_answers_by_the_cache_equal_full_passes, .timeout = 300)
         "rope", "[rope, {yarn: {scale: 16}}]", "[rope, {rerope: {window: 64}}]",
         "[rope, {rerope: {window: 64, leak: 16}}]", "[rope, {streaming: {sinks: 4, recent: 124}}]",
         "[rope, lminfinite]", "[rope, {window: {size: 128}}, {logn: {mode: su}}]",
+        "[rope, {randpos: {target: 1024}}]",    /* a pass and the steps after it at one draw */
     };
     enum { NS = 4 };
     long n_wrong = 0, n_right = 0, n_decoded = 0;

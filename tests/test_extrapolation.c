@@ -410,6 +410,59 @@ Test(extrap, randpos_at_its_own_length_is_the_identity)
     cr_expect_lt(fabs(mean - (L - 1) / 2.0), 5.0 * L / sqrt(12.0 * T), "mean position %.0f", mean);
 }
 
+/* Evaluation draws too: the draw for (T, L) is sorted, in range, the same
+** every time, the identity at T = L, and another for another T; a pass of a
+** randpos stack is bit for bit the plain stack's pass at those positions
+** (portable numerics), and not its pass at 0 .. T−1. */
+Test(extrap, randpos_evaluates_at_one_draw_per_length)
+{
+    enum { T = 24, L = 96, V = 260 };
+    int p[T], again[T], other[T - 1], id[T];
+    lx_randpos_eval(p, T, L);
+    lx_randpos_eval(again, T, L);
+    lx_randpos_eval(other, T - 1, L);
+    lx_randpos_eval(id, T, T);
+    cr_expect_eq(memcmp(p, again, sizeof p), 0, "one draw per (T, L)");
+    cr_expect_neq(memcmp(p, other, sizeof other), 0, "another length, another draw");
+    for (int t = 0; t < T; t++) {
+        cr_expect(p[t] >= 0 && p[t] < L && (t == 0 || p[t] > p[t - 1]), "sorted, in [0, L)");
+        cr_expect_eq(id[t], t);
+    }
+    lx_numerics_set(LX_NUMERICS_PORTABLE);
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 1, a.d_model = 16, a.heads = 2, a.d_head = 8, a.d_mlp = 32;
+    lx_params_finish(&lx_arch_schema, &a);
+    struct lx_model m;
+    lx_model_init(&m, &a, 5);
+    struct lx_facts f = tfacts(8, 16, 2, T);
+    struct tstack rp, plain;
+    tstack_make(&rp, "[rope, {randpos: {target: 96}}]", &f);
+    tstack_make(&plain, "rope", &f);
+    int tok[2 * T], pos[2 * T];
+    for (int t = 0; t < 2 * T; t++)
+        tok[t] = (t * 37 + 11) % V, pos[t] = p[t % T];
+    struct lx_acts x;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_acts_alloc(&x, &a, 2, T, 0, &err), LX_OK, "%s", err.msg);
+    float *got = malloc(sizeof(float) * 2 * T * V), *want = malloc(sizeof(float) * 2 * T * V);
+    lx_model_forward(&m, &rp.spec, tok, NULL, &x);
+    cr_expect_null(x.pos, "the drawn positions are the pass's own");
+    memcpy(got, x.logits, sizeof(float) * 2 * T * V);
+    x.pos = pos;
+    lx_model_forward(&m, &plain.spec, tok, NULL, &x);
+    memcpy(want, x.logits, sizeof(float) * 2 * T * V);
+    cr_expect_eq(memcmp(got, want, sizeof(float) * 2 * T * V), 0, "the draw, in both windows");
+    x.pos = NULL;
+    lx_model_forward(&m, &plain.spec, tok, NULL, &x);
+    cr_expect_neq(memcmp(got, x.logits, sizeof(float) * 2 * T * V), 0, "not the plain positions");
+    free(got), free(want);
+    lx_acts_release(&x);
+    lx_model_release(&m);
+    tstack_free(&rp);
+    tstack_free(&plain);
+}
+
 /* The trainer feeds the drawn ids to the model: trained with randpos at
 ** target = T (the identity draw) a model ends bit for bit where plain RoPE's
 ** does (portable numerics, same key); at 16 T it ends elsewhere. */

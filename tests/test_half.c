@@ -651,9 +651,9 @@ Test(half, bf16_kv_cache_decodes_within_its_rounding)
     struct tstack st;
     struct lx_facts f = tfacts((int)m.arch.d_head, 256, (int)m.arch.heads, T);
     tstack_make(&st, info.stack, &f);
-    double fp32 = lx_kvcache_bytes(&m.arch, 1, T, 0);
+    double fp32 = lx_kvcache_bytes(&m.arch, 1, T, 0, 0);
     lx_kv_bf16_set(1);
-    double bf16 = lx_kvcache_bytes(&m.arch, 1, T, 0), kv = 2.0 * m.arch.layers * T * lx_arch_kv(&m.arch) * m.arch.d_head;
+    double bf16 = lx_kvcache_bytes(&m.arch, 1, T, 0, 0), kv = 2.0 * m.arch.layers * T * lx_arch_kv(&m.arch) * m.arch.d_head;
     double wide = 3.0 * T * m.arch.d_head * 4;  /* one head's rows widened for a step */
     cr_assert_eq(fp32 - (bf16 - wide), kv * 2, "the bf16 cache saves 2 of every 4 bytes of its keys and values "
                  "(%g, %g)", fp32, bf16 - wide);

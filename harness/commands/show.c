@@ -17,6 +17,7 @@
 #include "harness/cli.h"
 #include "harness/engine/formats/checkpoint.h"
 #include "harness/engine/model/kvcache.h"
+#include "harness/engine/model/positions.h"
 #include "harness/engine/data/instance.h"
 #include "harness/sweep/plan.h"
 #include "tasks/retrieval.h"
@@ -204,6 +205,16 @@ static void show_spec(struct lx_buf *out, const struct lx_spec *spec, long lengt
         lx_buf_printf(out, "%s\n    \"training_positions\": {\"method\": \"%s\", \"chunks\": %d, \"target\": %ld}",
                       *first ? "" : ",", spec->pose.method, spec->pose.chunks, spec->pose.target);
         *first = 0;
+        long n = spec->facts.length;
+        if (spec->pose.random && n >= 1 && n <= spec->pose.target) {   /* the evaluation's draw at the length */
+            int *p = lx_xmalloc(sizeof(int) * (size_t)n);
+            double *v = lx_xmalloc(sizeof(double) * (size_t)n);
+            lx_randpos_eval(p, n, spec->pose.target);
+            for (long t = 0; t < n; t++)
+                v[t] = p[t];
+            json_table(out, "evaluation_positions", v, n, first);
+            free(p), free(v);
+        }
     }
     if (spec->calibrate) {
         lx_buf_printf(out, "%s\n    \"temperature\": \"calibrated per (model, length) by %s\"", *first ? "" : ",",
@@ -530,7 +541,7 @@ static void put_memory(struct lx_buf *out, const struct lx_model *m, long train_
     const struct lx_arch *a = &m->arch;
     const struct lx_layer_w *L = &m->v.layer[0];
     int bf16 = lx_numerics_get() == LX_NUMERICS_BF16, T = (int)(train_len > 0 ? train_len : 1);
-    double weights = lx_model_held_bytes(m), kv = (lx_kvcache_bytes(a, 1, 1025, 0) - lx_kvcache_bytes(a, 1, 1, 0)) / 1024;
+    double weights = lx_model_held_bytes(m), kv = (lx_kvcache_bytes(a, 1, 1025, 0, 0) - lx_kvcache_bytes(a, 1, 1, 0, 0)) / 1024;
     double score = lx_eval_bytes(a, m->held ? weights : 0, bf16, 1, T, LX_RUN_LOSS);
     lx_buf_printf(out, ",\n  \"memory\": {\"weights_dtype\": \"%s\", \"weights_held\": \"%s\", "
                   "\"dtypes\": {\"embedding\": \"%s\", \"attention\": \"%s\", \"mlp\": \"%s\", \"head\": \"%s\", "

@@ -22,6 +22,7 @@ enum lx_rng_purpose {
     LX_RNG_MASK = 3,        /* masked-LM positions */
     LX_RNG_INIT = 4,        /* weight initialisation */
     LX_RNG_SAMPLE = 5,      /* sampled decoding: one draw per generated token */
+    LX_RNG_POSITIONS = 6,   /* randomized positions at evaluation (randpos) */
 };
 
 /* A cursor over one (key, stream, purpose): successive blocks of 4 words. */

@@ -235,10 +235,11 @@ struct lx_probe {
 typedef int (*lx_calibrate_fn)(const void *params, const struct lx_facts *f, const struct lx_probe *probe,
                                double *tau, struct lx_error *err);
 
-/* Training position ids (the trainer draws them; evaluation uses 0..T−1):
-** PoSE (Zhu et al. 2024) spreads a window of T tokens over `target` in
-** `chunks` chunks with random skips; randomized positions (Ruoss et al.
-** 2023) give it a sorted draw of T distinct ids from [0, target). */
+/* Training position ids (the trainer draws them): PoSE (Zhu et al. 2024)
+** spreads a window of T tokens over `target` in `chunks` chunks with random
+** skips, and evaluation uses 0..T−1; randomized positions (Ruoss et al.
+** 2023) give it a sorted draw of T distinct ids from [0, target), and a pass
+** at evaluation the draw for its length (lx_randpos_eval). */
 struct lx_pose {
     const char *method;     /* method that set the training positions (pose, randpos), or NULL = off */
     int chunks;             /* PoSE: N chunks; 0 with random */

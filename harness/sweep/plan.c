@@ -567,7 +567,8 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
     note_reach(reach, &spec, lx_buf_str(canon), f.train_len, g->lengths[l]);
     unsigned uses = (tu->task->needs_probs ? LX_RUN_PROBS : 0) | (tu->task->losses_only ? LX_RUN_LOSS : 0) |
                     (tu->task->answers_only ? LX_RUN_ANSWER : 0) |
-                    (tu->task->decodes ? LX_RUN_KVCACHE | (lx_decode_far(&spec) ? LX_RUN_KVFAR : 0) : 0) |
+                    (tu->task->decodes ? LX_RUN_KVCACHE | (lx_decode_far(&spec) ? LX_RUN_KVFAR : 0) |
+                                             (lx_decode_dist_kept(&spec) ? LX_RUN_KVDIST : 0) : 0) |
                     lx_run_uses(&spec);
     if ((rc = check_memory(g, s, m, l, uses, mem, err)) < 0)
         return rc;

@@ -22,6 +22,30 @@ int lx_decode_far(const struct lx_spec *spec)
     return spec->posmap.method && spec->rotary.n_pairs;
 }
 
+int lx_decode_dist_kept(const struct lx_spec *spec)
+{
+    int rows = 0;
+    for (int k = 0; k < spec->n_ops; k++)
+        rows |= spec->ops[k].kind == LX_OP_ROW_SCALE;
+    return spec->has_dist && !spec->signed_dist && !rows;
+}
+
+void lx_kvcache_dist(struct lx_kvcache *c, const struct lx_spec *spec, int H, long need)
+{
+    if (!c->dtab)
+        return;
+    LX_ASSERT(need <= c->T);
+    if (c->dtab_temp != spec->temperature)
+        c->dtab_n = 0, c->dtab_temp = spec->temperature;
+    if (need <= c->dtab_n)
+        return;
+    for (int h = 0; h < H; h++) {
+        double *A = c->dtab + 2L * h * c->T, *B = A + c->T;
+        lx_spec_row(spec, h, 1, c->dtab_n, need - c->dtab_n, A + c->dtab_n, B + c->dtab_n);
+    }
+    c->dtab_n = need;
+}
+
 int lx_argmax(const float *x, long n)
 {
     int best = 0;
@@ -120,7 +144,8 @@ static void row_logits(float *s, const struct lx_spec *spec, int head, long n, l
 }
 
 void lx_attn_row_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
-                         const struct lx_spec *spec, int head, float mult, long i, int D, float *s, double *tab)
+                         const struct lx_spec *spec, int head, float mult, long i, int D, float *s, double *tab,
+                         const double *const *kept)
 {
     LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && (kfar != NULL) == lx_decode_far(spec));
     float c = (float)lx_spec_qk_scale(spec, D) * (mult != 0.0f ? mult : 1.0f);
@@ -140,8 +165,9 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
     double *A = tab, *B = tab + i + 1;
     if (!plain && !spec->has_dist)
         lx_spec_affine(spec, head, n, 0.0, A, B);
-    else if (!plain)
+    else if (!plain && !kept)
         lx_spec_row(spec, head, n, 0, i + 1 - (ns ? 0 : lo), A, B);
+    const double *At = kept ? kept[0] : A, *Bt = kept ? kept[1] : B;
     float mx = -INFINITY;
     for (int p = 0; p < 2; p++) {
         long j0 = j0s[p], j1 = j1s[p], jf = far1 < j0 ? j0 : far1 > j1 ? j1 : far1;  /* [j0, jf) far */
@@ -150,7 +176,7 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
         if (j1 > jf)
             lx_gemm(s + jf, (int)(j1 - jf), q, D, k + jf * ld, ld, 1, (int)(j1 - jf), D, 0, 1, c, 0.0f);
         if (!plain)
-            row_logits(s, spec, head, n, i, j0, j1, A, B);
+            row_logits(s, spec, head, n, i, j0, j1, At, Bt);
         for (long j = j0; j < j1; j++)
             mx = s[j] > mx ? s[j] : mx;
     }

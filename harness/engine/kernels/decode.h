@@ -30,7 +30,8 @@
 ** Every method of a causal model decodes incrementally. A bidirectional
 ** (mlm) model cannot: a new token changes every row's attention, so
 ** lx_generate refuses it. Memory: layers × T × kv_heads × d_head × 2 floats
-** a window (× 3 with a rotary posmap), lx_kvcache_bytes.
+** a window (× 3 with a rotary posmap), plus 2 × heads × T doubles of kept
+** distance tables (lx_decode_dist_kept), lx_kvcache_bytes.
 */
 #ifndef LX_DECODE_H
 #define LX_DECODE_H
@@ -56,6 +57,12 @@ struct lx_kvcache {
     double *cs;         /* (n_pairs, 2) rope at the step's position; under xpos the keys' row at cs + D */
     float *s;           /* (T) one head's scores */
     double *tab;        /* (2T) its logit tables A, B */
+    /* distance tables kept across steps (lx_decode_dist_kept): per query head A_t at dtab + 2hT, B_t
+    ** T further, for t < dtab_n, under temperature dtab_temp; NULL when the spec's tables change with n */
+    double *dtab;
+    long dtab_n;
+    double dtab_temp;
+    int *pos_ids;       /* (T) randpos at evaluation: the rows' positions, the draw for T (lx_kvcache_position) */
 };
 
 /* The first index of the largest of x[0, n). */
@@ -63,6 +70,12 @@ int lx_argmax(const float *x, long n);
 
 /* 1 when the spec scores far keys from turned rows (a posmap on rotary positions). */
 int lx_decode_far(const struct lx_spec *spec);
+
+/* 1 when the cache keeps the spec's distance tables across steps: some op
+** depends on the distance, none on the keys a row sees (no row scale) and
+** none on the sign, so A_t and B_t of a head are the same in every row and
+** each step adds one distance (lx_kvcache_dist) instead of all of them. */
+int lx_decode_dist_kept(const struct lx_spec *spec);
 
 /* Row pos of (slot, layer): its KV·D key and value values stored (rounded to bf16 in a bf16 cache). */
 void lx_kvcache_store(struct lx_kvcache *c, int slot, int layer, long pos, const float *k, const float *v);
@@ -84,13 +97,20 @@ void lx_kvcache_put(struct lx_kvcache *c, int layer, const float *qkv, int B, in
 ** before upto must be cached); lx_decode_step calls it for the far keys it reads. */
 void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, int layer, long upto);
 
+/* The kept distance tables of c (lx_decode_dist_kept) for t < need, every
+** one of H query heads: the distances not yet tabulated, through
+** lx_spec_row as a row's own tables; all again when the temperature moved. */
+void lx_kvcache_dist(struct lx_kvcache *c, const struct lx_spec *spec, int H, long need);
+
 /* One head of one query row against keys [0, i], the BLAS path's strided
 ** views: o (D) from q (D, rotated to position i) and k, v, kfar (rows of
 ** stride ld: the query head's key/value head; kfar as k turned by the
 ** posmap's key positions, NULL unless lx_decode_far); mult the head's
 ** learned multiplier of S (1 = none; 0 reads as 1); s (i + 1) and tab
-** (2(i + 1)) scratch. Causal. */
+** (2(i + 1)) scratch; kept NULL, or the head's kept tables {A, B} over
+** t <= i (lx_kvcache_dist), read in place of tabulating the row's. Causal. */
 void lx_attn_row_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
-                         const struct lx_spec *spec, int head, float mult, long i, int D, float *s, double *tab);
+                         const struct lx_spec *spec, int head, float mult, long i, int D, float *s, double *tab,
+                         const double *const *kept);
 
 #endif

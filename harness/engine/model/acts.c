@@ -273,7 +273,8 @@ unsigned lx_run_uses(const struct lx_spec *spec)
 double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses)
 {
     double ints = 3 * (double)B * T * 4;                                    /* tokens, targets, positions */
-    double kv = !train && (uses & LX_RUN_KVCACHE) ? lx_kvcache_bytes(a, B, T, (uses & LX_RUN_KVFAR) != 0) : 0.0;
+    double kv = !train && (uses & LX_RUN_KVCACHE) ? lx_kvcache_bytes(a, B, T, (uses & LX_RUN_KVFAR) != 0,
+                                                                                    (uses & LX_RUN_KVDIST) != 0) : 0.0;
     int acts = train                  ? train
                : uses & LX_RUN_LOSS   ? LX_ACTS_EVAL_LOSS
                : uses & LX_RUN_ANSWER ? LX_ACTS_EVAL_ANSWER

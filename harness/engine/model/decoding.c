@@ -23,6 +23,7 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, const float
 {
     int KV = c->KV, D = c->D, G = H / KV, ld = KV * D;
     const float *kf = c->kfar ? lx_kvcache_rows(c, c->kfar, slot, layer) : NULL;
+    lx_kvcache_dist(c, spec, H, pos + 1);
     for (int g = 0; g < KV; g++) {
         const float *k, *v, *f = kf ? kf + (long)g * D : NULL;
         int ldh = ld;
@@ -35,9 +36,13 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, const float
         } else {
             k = lx_kvcache_rows(c, c->k, slot, layer) + (long)g * D, v = lx_kvcache_rows(c, c->v, slot, layer) + (long)g * D;
         }
-        for (int h = g * G; h < (g + 1) * G; h++)
+        for (int h = g * G; h < (g + 1) * G; h++) {
+            const double *kept[2] = {NULL, NULL};
+            if (c->dtab)
+                kept[0] = c->dtab + 2L * h * c->T, kept[1] = kept[0] + c->T;
             lx_attn_row_forward(c->ao + (long)h * D, c->qkv + (long)h * D, k, v, f, ldh, spec, h,
-                                mult ? mult[h] : 1.0f, pos, D, c->s, c->tab);
+                                mult ? mult[h] : 1.0f, pos, D, c->s, c->tab, c->dtab ? kept : NULL);
+        }
     }
 }
 
@@ -48,7 +53,7 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
     const struct lx_spec *spec = lx_model_spec(m, spec_in, &local);
     const struct lx_arch *ar = &m->arch;
     int C = (int)ar->d_model, H = (int)ar->heads, KV = c->KV, D = c->D, HD = H * D;
-    int F = (int)ar->d_mlp, V = (int)ar->vocab, ipos = (int)pos;
+    int F = (int)ar->d_mlp, V = (int)ar->vocab, ipos = lx_kvcache_position(c, spec, pos);
     long KD = (long)KV * D;
     float eps = (float)ar->norm_eps;
     LX_ASSERT(slot >= 0 && slot < c->n_slots && pos >= 0 && pos <= c->len[slot] && pos < c->T);
@@ -178,7 +183,7 @@ static int generate(const struct lx_model *m, const struct lx_spec *spec, const 
     struct lx_acts a;
     struct lx_kvcache c = {0};
     struct lx_decoder d = {.mode = mode, .c = &c, .one = &a, .smp = smp, .sink = sink};
-    int *last = NULL;
+    int *last = NULL, *pos = NULL;
     int rc = lx_acts_alloc(&a, &m->arch, 1, (int)T, cached ? LX_ACTS_EVAL_ANSWER : LX_ACTS_EVAL, err);
     if (rc == LX_OK && cached)
         rc = lx_kvcache_alloc(&c, &m->arch, spec, 1, (int)(n_prompt + n - 1), err);
@@ -188,6 +193,12 @@ static int generate(const struct lx_model *m, const struct lx_spec *spec, const 
         d.lg = lx_xmalloc(sizeof(float) * (size_t)V);
         d.p = lx_xmalloc(sizeof(double) * (size_t)V);
         a.kv = cached ? &c : NULL;
+        if (cached && spec->pose.random) {      /* the prompt at the first of the cache's positions */
+            pos = lx_xmalloc(sizeof(int) * (size_t)T);
+            for (long t = 0; t < T; t++)
+                pos[t] = lx_kvcache_position(&c, spec, t);
+            a.pos = pos;
+        }
         if (cached) {
             last = lx_xmalloc(sizeof(int) * (size_t)T);
             for (long t = 0; t < T; t++)
@@ -199,12 +210,14 @@ static int generate(const struct lx_model *m, const struct lx_spec *spec, const 
     if (rc == LX_OK) {
         out[0] = lx_sample(lx_acts_logits(&a, n_prompt - 1), V, smp, 0, d.p);
         a.kv = NULL;
+        a.pos = NULL;
         d.n_out = 1;
         if (!sink || !sink->token(sink->arg, 0, out[0]))
             rc = lx_decode_continue(m, spec, &d, n_prompt, out, 0, n, err);
         *n_out = rc == LX_OK ? d.n_out : 0;   /* nothing counts as generated on an error */
     }
     free(last);
+    free(pos);
     free(d.p);
     free(d.lg);
     free(d.buf);
@@ -247,5 +260,9 @@ int lx_generate_stream(const struct lx_model *m, const struct lx_spec *spec, con
                           m->arch.vocab);
     if (n == 0)
         return LX_OK;
+    if (spec->pose.random && n_prompt + n - 1 > spec->pose.target)
+        return lx_err(err, LX_EINVAL, "randpos draws the positions of %ld tokens (a prompt of %ld and %ld more) from "
+                      "L = %ld\n  hint: generate fewer tokens, or train with a larger randpos target",
+                      n_prompt + n - 1, n_prompt, n, spec->pose.target);
     return generate(m, spec, prompt, n_prompt, n, out, mode, s, sink, n_out, err);
 }

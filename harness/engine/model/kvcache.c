@@ -9,11 +9,13 @@
 #include <string.h>
 
 #include "harness/engine/kernels/numerics.h"
+#include "harness/engine/model/positions.h"
 
 /* Every buffer of a cache with its element count (in double: hostile sizes
 ** overflow long); `alloc` allocates them. Returns the bytes in all, or -1
 ** when an allocation failed. */
-static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_slots, int T, int far, int alloc)
+static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_slots, int T, int far, int dist,
+                           int alloc)
 {
     double KD = (double)lx_arch_kv(a) * a->d_head, rows = (double)n_slots * a->layers * T, C = a->d_model,
            F = a->d_mlp, F2 = a->mlp == LX_MLP_SWIGLU ? 2 * F : F;
@@ -38,6 +40,7 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
         {(void **)&c->cs, 2.0 * a->d_head, 8},           /* queries' and (xpos) keys' rotary rows */
         {(void **)&c->s, T, 4},
         {(void **)&c->tab, 2.0 * T, 8},
+        {(void **)&c->dtab, dist ? 2.0 * a->heads * T : 0, 8},  /* kept distance tables */
     };
     double total = 0.0;
     for (size_t i = 0; i < sizeof b / sizeof *b; i++) {
@@ -53,19 +56,19 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
     return total;
 }
 
-double lx_kvcache_bytes(const struct lx_arch *a, int n_slots, int T, int far)
+double lx_kvcache_bytes(const struct lx_arch *a, int n_slots, int T, int far, int dist)
 {
     struct lx_kvcache c = {0};
-    return cache_layout(&c, a, n_slots, T, far, 0);
+    return cache_layout(&c, a, n_slots, T, far, dist, 0);
 }
 
 int lx_kvcache_alloc(struct lx_kvcache *c, const struct lx_arch *a, const struct lx_spec *spec, int n_slots, int T,
                      struct lx_error *err)
 {
     memset(c, 0, sizeof *c);
-    int far = lx_decode_far(spec);
-    double need = lx_kvcache_bytes(a, n_slots, T, far), avail = lx_mem_available();
-    if (n_slots >= 1 && T >= 1 && need <= avail && cache_layout(c, a, n_slots, T, far, 1) >= 0.0)
+    int far = lx_decode_far(spec), dist = lx_decode_dist_kept(spec);
+    double need = lx_kvcache_bytes(a, n_slots, T, far, dist), avail = lx_mem_available();
+    if (n_slots >= 1 && T >= 1 && need <= avail && cache_layout(c, a, n_slots, T, far, dist, 1) >= 0.0)
         return LX_OK;
     lx_kvcache_release(c);
     char nb[32], ab[32];
@@ -74,12 +77,24 @@ int lx_kvcache_alloc(struct lx_kvcache *c, const struct lx_arch *a, const struct
                   n_slots, T, a->layers, lx_arch_kv(a), a->d_head, lx_fmt_bytes(nb, need), lx_fmt_bytes(ab, avail));
 }
 
+int lx_kvcache_position(struct lx_kvcache *c, const struct lx_spec *spec, long pos)
+{
+    if (!spec->pose.random)
+        return (int)pos;
+    if (!c->pos_ids) {
+        c->pos_ids = lx_xmalloc(sizeof(int) * (size_t)c->T);
+        lx_randpos_eval(c->pos_ids, c->T, spec->pose.target);
+    }
+    return c->pos_ids[pos];
+}
+
 void lx_kvcache_release(struct lx_kvcache *c)
 {
     if (!c)
         return;
+    free(c->pos_ids);
     void *p[] = {c->k, c->v, c->kh, c->vh, c->wide, c->kfar, c->len, c->n_far, c->x, c->xn, c->qkv, c->ao, c->xm, c->h, c->act, c->rstd,
-                 c->cs, c->s, c->tab};
+                 c->cs, c->s, c->tab, c->dtab};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         free(p[i]);
     memset(c, 0, sizeof *c);

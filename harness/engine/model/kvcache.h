@@ -9,13 +9,19 @@
 #include "harness/engine/kernels/decode.h"
 #include "harness/engine/model/arch.h"
 
-/* Bytes lx_kvcache_alloc takes for n_slots windows of T rows (far: kfar too). */
-double lx_kvcache_bytes(const struct lx_arch *a, int n_slots, int T, int far);
+/* Bytes lx_kvcache_alloc takes for n_slots windows of T rows (far: kfar too;
+** dist: the kept distance tables, lx_decode_dist_kept). */
+double lx_kvcache_bytes(const struct lx_arch *a, int n_slots, int T, int far, int dist);
 
 /* Allocate a cache for n_slots windows of up to T rows of model arch a under
 ** spec; LX_ENOMEM (with sizes) when it does not fit. Release accepts NULL. */
 int lx_kvcache_alloc(struct lx_kvcache *c, const struct lx_arch *a, const struct lx_spec *spec, int n_slots, int T,
                      struct lx_error *err);
 void lx_kvcache_release(struct lx_kvcache *c);
+
+/* The position of row pos: pos, or under randpos at evaluation entry pos of
+** the draw for the cache's T rows (drawn on first use), which is the draw
+** the pass that filled the rows used when it was T tokens long. */
+int lx_kvcache_position(struct lx_kvcache *c, const struct lx_spec *spec, long pos);
 
 #endif

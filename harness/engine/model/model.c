@@ -17,6 +17,7 @@
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/blas.h"
 #include "harness/engine/model/kvcache.h"
+#include "harness/engine/model/positions.h"
 #include "harness/engine/kernels/ops.h"
 
 struct sizes {
@@ -563,6 +564,14 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec_in,
     struct lx_spec local;
     const struct lx_spec *spec = lx_model_spec(m, spec_in, &local);
     struct sizes s = sizes_of(&m->arch, a->B, a->T);
+    int *drawn = NULL;      /* randpos at evaluation: every window at the draw for its length (train.h) */
+    if (!a->pos && spec->pose.random) {
+        drawn = lx_xmalloc(sizeof(int) * (size_t)s.N);
+        lx_randpos_eval(drawn, a->T, spec->pose.target);
+        for (int b = 1; b < a->B; b++)
+            memcpy(drawn + (long)b * a->T, drawn, sizeof(int) * (size_t)a->T);
+        a->pos = drawn;
+    }
     double *csk = spec->rotary.decay_scale ? lx_acts_lazy(a, &a->rope_csk) : NULL;
     if (a->pos)
         lx_rope_table_pos(a->rope_cs, csk, &spec->rotary, a->pos, s.N);
@@ -575,6 +584,10 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec_in,
         forward_train(m, spec, targets, a, &s);
     else
         forward_eval(m, spec, targets, a, &s);
+    if (drawn) {
+        a->pos = NULL;
+        free(drawn);
+    }
     if (!targets)
         return 0.0;
     double sum = 0.0;

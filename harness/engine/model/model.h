@@ -179,7 +179,7 @@ void *lx_acts_lazy(struct lx_acts *a, void *field);
 ** every other evaluation (row statistics and calibrations included) runs
 ** tiled, in O(T·d). LX_RUN_KVCACHE counts a KV cache for the B windows
 ** (greedy answers, harness/engine/kernels/decode.h), LX_RUN_KVFAR its far keys too
-** (a posmap on rotary positions). */
+** (a posmap on rotary positions), LX_RUN_KVDIST its kept distance tables. */
 enum {
     LX_RUN_PROBS = 1 << 0,      /* the pass reads whole attention probability rows (a probe) */
     LX_RUN_KVCACHE = 1 << 1,    /* a KV cache of every window follows the pass */
@@ -188,6 +188,7 @@ enum {
     LX_RUN_LOSS = 1 << 4,       /* lx_eval_bytes: the pass's caller reads losses only (LX_ACTS_EVAL_LOSS) */
     LX_RUN_ANSWER = 1 << 5,     /* ... the scored rows' logits only (LX_ACTS_EVAL_ANSWER) */
     LX_RUN_DECAY = 1 << 6,      /* the spec decays q.k by the distance (xpos): the keys' own rotary table */
+    LX_RUN_KVDIST = 1 << 7,     /* the KV cache keeps distance tables across steps (lx_decode_dist_kept) */
 };
 /* The LX_RUN_* flags a spec adds to a pass's memory. */
 unsigned lx_run_uses(const struct lx_spec *spec);

@@ -22,6 +22,7 @@
 
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/model/model.h"
+#include "harness/engine/model/positions.h"     /* the training position ids */
 
 struct lx_tokenizer;
 
@@ -188,13 +189,5 @@ double lx_train_lr(const struct lx_train_cfg *c, long s);
 ** positions keep their token and tgt = -1. Returns the count. */
 long lx_mlm_corrupt(int *tok, int *tgt, const int *src, long n, uint64_t key, uint64_t ctr0, double p,
                     int all_mask, int mask, int n_random);
-
-/* Training position ids for one window of T tokens; draws continue r.
-** PoSE (methods/pose.c): N chunks cut at uniform points, chunk i shifted by
-** a skip u_i drawn uniformly from {u_{i−1} … L_t − T}, u_0 = 0. Randomized
-** (methods/randpos.c): T distinct ids drawn uniformly from [0, L) (every
-** T-subset equally likely: Floyd's sampling), in increasing order. */
-struct lx_rng;
-void lx_pose_positions(int *pos, int T, const struct lx_pose *p, struct lx_rng *r);
 
 #endif
