@@ -8,7 +8,7 @@
 ** model sees the positions (and, through RoPE, the distances up to L − 1) of
 ** sequences up to L tokens long while training on T. The trainer draws them
 ** from the counter-based generator keyed on the model key, step and window
-** (harness/engine/model/train.c, Floyd's sampling: every T-subset of [0, L)
+** (harness/engine/model/positions.c, Floyd's sampling: every T-subset of [0, L)
 ** equally likely). As the paper's code, evaluation (and validation) draws too:
 ** a pass of n <= L tokens takes the sorted draw of n ids from [0, L) keyed on
 ** (n, L) (lx_randpos_eval; the KV cache's decode steps read the same draw),
@@ -43,6 +43,9 @@ static int randpos_check(const void *params, const struct lx_facts *f, struct lx
         return lx_err(err, LX_EINVAL, "randpos: target %ld is shorter than the training length %ld\n"
                       "  hint: target is the length L the positions are drawn from, e.g. 16 x the training length",
                       p->target, f->train_len);
+    if (p->target > (1L << 30))
+        return lx_err(err, LX_EINVAL, "randpos: target %ld (16 x the training length %ld) is past 2^30 positions\n"
+                      "  hint: give target explicitly, at most 1073741824", p->target, f->train_len);
     if (!f->training && f->length > p->target)
         return lx_err(err, LX_EINVAL, "randpos: length %ld is longer than L = %ld, the range its positions are "
                       "drawn from\n  hint: evaluate at most L tokens, or train with a larger target", f->length,

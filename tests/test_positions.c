@@ -185,6 +185,10 @@ Test(randpos, one_training_position_scheme)
     EXPECT_FAILS("[rope, randpos, pose]", &f, "pose", "randpos", "training positions");
     EXPECT_FAILS("[alibi, randpos]", &f, "randpos", "rotary");
     EXPECT_FAILS("[rope, {randpos: {target: 32}}]", &f, "randpos", "shorter than the training length 64");
+    struct lx_facts big = tfacts(64, 1L << 27, 8, 16);    /* 16 x 2^27 positions: past an int's */
+    EXPECT_FAILS("[rope, randpos]", &big, "randpos", "2^30");
+    f.length = 4096;                                        /* past L = 16 x 64 at evaluation */
+    EXPECT_FAILS("[rope, randpos]", &f, "randpos", "length 4096 is longer than L = 1024");
 }
 
 Test(window, golden)

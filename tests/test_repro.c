@@ -92,6 +92,7 @@ Test(repro, training_time_methods_refused_on_stories260K, .init = setup, .fini =
         {"cosscale", "rope(layout=interleaved)+cosscale(s=128)"},
         {"prope", "rope(layout=interleaved)+prope(p=0.75)"},
         {"pose", "rope(layout=interleaved)+pose(chunks=2,target=0)"},
+        {"randpos", "rope(layout=interleaved)+randpos(target=0)"},
         {"{pi: {train: true}}", "rope(layout=interleaved)+pi(train=true"},
         {"{logn: {mode: ssmax, train: true}}", "+logn(train=true,mode=ssmax"},
         {"{scaleinv: {train: true}}", "+scaleinv(train=true"},
@@ -108,7 +109,7 @@ Test(repro, training_time_methods_refused_on_stories260K, .init = setup, .fini =
         cr_expect_eq(rc, 2, "%s:\n%s", stacks[i][0], out);
         cr_expect(strstr(out, "t.yaml:21:") != NULL, "the stack's line: %s", out);
         cr_expect(strstr(out, stacks[i][1]) != NULL, "expected '%s' in:\n%s", stacks[i][1], out);
-        if (i < 6)
+        if (i < 7)
             cr_expect(strstr(out, "trains differently from checkpoint model 'stories260K', which was trained with "
                              "[{\"rope\":{\"base\":10000,\"layout\":\"interleaved\"}}]") != NULL, "%s", out);
         cr_expect(!exists("x.db"), "a refused sweep writes nothing");

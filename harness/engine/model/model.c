@@ -564,7 +564,7 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec_in,
     struct lx_spec local;
     const struct lx_spec *spec = lx_model_spec(m, spec_in, &local);
     struct sizes s = sizes_of(&m->arch, a->B, a->T);
-    int *drawn = NULL;      /* randpos at evaluation: every window at the draw for its length (train.h) */
+    int *drawn = NULL;      /* randpos at evaluation: every window at the draw for its length (positions.h) */
     if (!a->pos && spec->pose.random) {
         drawn = lx_xmalloc(sizeof(int) * (size_t)s.N);
         lx_randpos_eval(drawn, a->T, spec->pose.target);
