@@ -22,8 +22,8 @@
 ** geometry, so no CosScale beside it, and its decay follows the positions the
 ** rows are turned by, so no position map (rerope, streaming, ...) either.
 ** Causal models only: for a key after the query the factor would grow.
-** A sliding window can stand in for the paper's blockwise causal attention at
-** inference (not its block mask): `[rope, xpos, {window: {size: ...}}]`.
+** The paper's blockwise causal attention at inference is methods/bca.c:
+** `[rope, xpos, bca]`.
 ** Golden values: docs/methods.md#xpos.
 */
 #include <math.h>

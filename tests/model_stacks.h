@@ -91,6 +91,9 @@ static const char *const stacks[] = {
     "[infoscale, {kerple: {kernel: power}}, {window: {size: 3}}]",
     "[rope, {xpos: {scale_base: 8}}]",
     "[{rope: {layout: interleaved}}, {xpos: {scale_base: 4, gamma: 1}}, {window: {size: 4}}, infoscale]",
+    "[rope, {xpos: {scale_base: 8}}, {bca: {block: 3}}]",   /* blocks of 3: rows see 3 to 5 keys */
+    "[alibi, {bca: {block: 4}}, infoscale]",
+    "[{logn: {mode: su}}, sandwich, {bca: {block: 5}}]",
 };
 
 #define N_STACKS (sizeof stacks / sizeof *stacks)

@@ -105,19 +105,28 @@ Test(engine_run, xpos_trains_scores_and_decodes_and_is_refused_where_it_cannot_r
     char out[16384];
     write_file("x.yaml", "name: x\nseed: 1\nmodels:\n" TINY_CAUSAL
                "methods: [[rope, xpos], [rope, {xpos: {scale_base: 16}}], [rope, {xpos: {scale_base: 16}}, "
-               "{window: {size: 16}}]]\ntasks: [{ppl: {windows: 1}}, {passkey: {template: short, samples: 1, "
-               "depths: 1}}]\nlengths: [128, 512]\n");
+               "{window: {size: 16}}], [rope, {xpos: {scale_base: 16}}, bca]]\ntasks: [{ppl: {windows: 1}}, "
+               "{passkey: {template: short, samples: 1, depths: 1}}]\nlengths: [128, 512]\n");
     cr_assert_eq(sh(out, sizeof out, "$L run x.yaml --db x.db --quiet --no-table"), 0, "%s", out);
-    cr_expect_eq(sql_long("x.db", "select count(*) from runs where status = 'ok'"), 3 * 2 * 2);
-    cr_expect_eq(sql_long("x.db", "select count(*) from models"), 2, "the window shares its stack's model");
+    cr_expect_eq(sql_long("x.db", "select count(*) from runs where status = 'ok'"), 4 * 2 * 2);
+    cr_expect_eq(sql_long("x.db", "select count(*) from models"), 2, "the window and the blocks share their stack's model");
     cr_expect_eq(sql_long("x.db", "select count(*) from runs r join metrics m on m.run_id = r.id where m.name = "
-                                  "'ppl' and m.value > 1 and m.value < 1e6"), 3 * 2, "every perplexity finite");
+                                  "'ppl' and m.value > 1 and m.value < 1e6"), 4 * 2, "every perplexity finite");
+    cr_expect_eq(sql_long("x.db", "select count(*) from runs where method like '%+bca(block=16)'"), 4,
+                 "the blocks resolve to half the training length");
     write_file("m.yaml", "name: m\nseed: 1\nmodels:\n"
                "  enc: {arch: {mode: mlm, layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64},\n"
                "        train: {length: 32, batch: 4, steps: 20, warmup: 5}}\n"
                "methods:\n  - [rope, xpos]\ntasks: [{mlm: {windows: 1}}]\nlengths: [32]\n");
     cr_expect_neq(sh(out, sizeof out, "$L run m.yaml --db m.db --quiet --no-table"), 0, "%s", out);
     cr_expect(strstr(out, "m.yaml:7:12:") && strstr(out, "xPos is for causal models"), "%s", out);
+    write_file("b.yaml", "name: b\nseed: 1\nmodels:\n"
+               "  enc: {arch: {mode: mlm, layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64},\n"
+               "        train: {length: 32, batch: 4, steps: 20, warmup: 5}}\n"
+               "methods:\n  - [rope, bca]\ntasks: [{mlm: {windows: 1}}]\nlengths: [32]\n");
+    cr_expect_neq(sh(out, sizeof out, "$L run b.yaml --db b.db --quiet --no-table"), 0, "%s", out);
+    cr_expect(strstr(out, "b.yaml:7:12:") && strstr(out, "bca: blockwise causal attention is for causal models"),
+              "%s", out);
     write_file("l.yaml", "name: l\nseed: 1\nmodels:\n" TINY_CAUSAL
                "methods: [[rope, {xpos: {scale_base: 64}}]]\ntasks: [{ppl: {windows: 1}}]\nlengths: [32, 8192]\n");
     cr_expect_neq(sh(out, sizeof out, "$L run l.yaml --db l.db --quiet --no-table"), 0, "%s", out);

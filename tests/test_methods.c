@@ -156,6 +156,7 @@ Test(registry, schema_rules_address_rows_by_name)
 ** updates it. */
 static const struct { const char *name, *json; } frozen_defaults[] = {
     {"alibi", "{\"max_bias\":8}"},
+    {"bca", "{\"block\":0}"},
     {"cosscale", "{\"s\":128}"},
     {"dca", "{\"chunk\":0,\"local\":0,\"mscale\":true}"},
     {"infoscale", "{\"eps\":0}"},

@@ -191,6 +191,39 @@ Test(randpos, one_training_position_scheme)
     EXPECT_FAILS("[rope, randpos]", &f, "randpos", "length 4096 is longer than L = 1024");
 }
 
+/* docs/methods.md#bca: blocks of B = 4, causal: query 3 sees 0-3, query 4
+** (block 1) 0-4, query 9 (block 2) 4-9, query 11 4-11; bidirectional, query 9
+** sees blocks 1-3, keys 4-15 of 14 (4-13). lx_spec_visible and
+** lx_spec_row_keys agree on every pair; the mask refuses a masked LM. */
+Test(bca, golden)
+{
+    struct lx_facts f = tfacts(64, 8, 1, 14);
+    struct tstack s;
+    tstack_make(&s, "[rope, bca]", &f);
+    cr_expect_eq(s.spec.vis.block, 4, "block auto: half the training length");
+    static const long want[][3] = {{3, 0, 4}, {4, 0, 5}, {9, 4, 10}, {11, 4, 12}, {0, 0, 1}, {7, 0, 8}, {8, 4, 9}};
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+        long lo, hi, n = lx_spec_row_keys(&s.spec, want[k][0], 14, 1, &lo, &hi);
+        cr_expect(lo == want[k][1] && hi == want[k][2] && n == hi - lo, "query %ld: [%ld, %ld) n %ld", want[k][0],
+                  lo, hi, n);
+    }
+    long lo, hi;
+    lx_spec_row_keys(&s.spec, 9, 14, 0, &lo, &hi);
+    cr_expect(lo == 4 && hi == 14, "bidirectional query 9: [%ld, %ld)", lo, hi);
+    for (int causal = 0; causal < 2; causal++)
+        for (long i = 0; i < 14; i++) {
+            lx_spec_row_keys(&s.spec, i, 14, causal, &lo, &hi);
+            for (long j = 0; j < 14; j++)
+                cr_expect_eq(lx_spec_visible(&s.spec, i, j, 14, causal), j >= lo && j < hi, "%d (%ld, %ld)", causal,
+                             i, j);
+        }
+    tstack_free(&s);
+    f.bidirectional = 1;
+    EXPECT_FAILS("[rope, bca]", &f, "bca", "causal models");
+    f.bidirectional = 0;
+    EXPECT_FAILS("[rope, {window: {size: 4}}, bca]", &f, "window", "bca", "visible keys");
+}
+
 Test(window, golden)
 {
     /* docs/methods.md#window: W = 3, query 5 -> keys {3, 4, 5}. */

@@ -73,7 +73,7 @@ Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
         {"configs/repro/rope-extensions-scaled.yaml", "sweep rope-extensions-scaled: 264 cells", 15},
         {"configs/repro/t5-alignment-nope.yaml", "sweep t5-alignment-nope: 144 cells", 3},
         {"configs/repro/t5-alignment-t5bias.yaml", "sweep t5-alignment-t5bias: 144 cells", 3},
-        {"configs/repro/relative-bias-extrapolation.yaml", "sweep relative-bias-extrapolation: 225 cells", 36},
+        {"configs/repro/relative-bias-extrapolation.yaml", "sweep relative-bias-extrapolation: 255 cells", 36},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         int models = expect_plans(want[i].config, want[i].cells);

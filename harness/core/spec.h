@@ -28,7 +28,8 @@
 **                RoPE): after any rescaling, never before one.
 **   visibility   a window of keys |i − j| < window plus `sinks` first keys
 **                that stay visible (windowed attention, StreamingLLM,
-**                LM-Infinite). n, the keys a row sees, counts only these.
+**                LM-Infinite), or blocks (xPos's blockwise causal
+**                attention). n, the keys a row sees, counts only these.
 **   posmap       an effective rotary distance for far keys (ReRoPE, Leaky
 **                ReRoPE, LM-Infinite's global branch, StreamingLLM's
 **                re-indexed sinks), written as positions the query and key
@@ -124,11 +125,15 @@ struct lx_rotary {
 };
 
 /* Keys a query sees besides the causal rule: j with |i − j| < window, and the
-** first `sinks` keys (j < sinks) always. window 0 = every key. */
+** first `sinks` keys (j < sinks) always. window 0 = every key. Or, with
+** block B, blockwise causal attention (xPos's BCA): a query in block ⌊i/B⌋
+** sees the keys of its own block and the one before (bidirectional, the one
+** after too). */
 struct lx_visibility {
     const char *method;     /* the method that set it, or NULL */
     long window;            /* W: visible keys around the query, itself included; 0 = all */
     long sinks;             /* S: the first S keys stay visible */
+    long block;             /* B: blockwise visibility (bca); 0 = none */
 };
 
 /* The effective rotary distance of far keys. For a visible pair with
