@@ -67,7 +67,8 @@ static int randpos_apply(const void *params, const struct lx_facts *f, struct lx
 
 const struct lx_method lx_method_randpos = {
     .name = "randpos",
-    .summary = "randomized training positions, a sorted draw from a longer range, Ruoss et al. 2023 (arXiv 2305.16843)",
+    .summary = "randomized positions, a sorted draw from a longer range in training and at evaluation, Ruoss et al. "
+               "2023 (arXiv 2305.16843)",
     .schema = LX_SCHEMA(randpos_rows, struct randpos_params, NULL),
     .kind = LX_KIND_TRAINING,
     .needs = LX_CAP_MODEL,
