@@ -188,7 +188,7 @@ int lx_spec_visible(const struct lx_spec *spec, long i, long j, long T, int caus
     if (causal && j > i)
         return 0;
     long d = i > j ? i - j : j - i, B = spec->vis.block;
-    if (B)
+    if (B)      /* its block and the ones beside it */
         return j / B >= i / B - 1 && j / B <= i / B + 1;
     return !spec->vis.window || d < spec->vis.window || j < spec->vis.sinks;
 }
@@ -202,11 +202,12 @@ long lx_spec_upper_sinks(const struct lx_spec *spec, long T, int causal, long hi
 long lx_spec_row_keys(const struct lx_spec *spec, long i, long T, int causal, long *lo, long *hi)
 {
     long W = spec->vis.window, B = spec->vis.block;
-    *lo = W && i - W + 1 > 0 ? i - W + 1 : 0;
-    *hi = causal ? i + 1 : (W && i + W < T ? i + W : T);
     if (B) {    /* blocks ⌊i/B⌋ − 1 … ⌊i/B⌋ (+ 1 bidirectional) */
         *lo = i / B > 0 ? (i / B - 1) * B : 0;
         *hi = causal ? i + 1 : ((i / B + 2) * B < T ? (i / B + 2) * B : T);
+    } else {
+        *lo = W && i - W + 1 > 0 ? i - W + 1 : 0;
+        *hi = causal ? i + 1 : (W && i + W < T ? i + W : T);
     }
     long s = spec->vis.sinks < *lo ? spec->vis.sinks : *lo;
     return *hi - *lo + s + (lx_spec_upper_sinks(spec, T, causal, *hi) - *hi);

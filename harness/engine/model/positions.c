@@ -83,7 +83,7 @@ void lx_pose_positions(int *pos, int T, const struct lx_pose *p, struct lx_rng *
     cut[0] = 0;
     cut[N] = T;
     for (int i = 1; i < N; i++)         /* N − 1 cut points in [1, T − 1] */
-        cut[i] = 1 + (long)(lx_rng_uniform(r) * (double)(T - 1));
+        cut[i] = 1 + draw_below(r, T - 1);
     for (int i = 2; i < N; i++)         /* insertion sort */
         for (int j = i; j > 1 && cut[j - 1] > cut[j]; j--) {
             long x = cut[j];
@@ -93,7 +93,7 @@ void lx_pose_positions(int *pos, int T, const struct lx_pose *p, struct lx_rng *
     long u = 0, room = p->target - T;
     for (int i = 0; i < N; i++) {
         if (i > 0)
-            u += (long)(lx_rng_uniform(r) * (double)(room - u + 1));
+            u += draw_below(r, room - u + 1);
         for (long t = cut[i]; t < cut[i + 1]; t++)
             pos[t] = (int)(u + t);
     }
