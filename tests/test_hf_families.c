@@ -19,6 +19,7 @@
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "tests/loaders_fixture.h"
+#include "tests/torch_window.h"
 #include "tests/stack.h"
 
 TestSuite(hf_families, .init = setup, .fini = teardown, .timeout = 120);
@@ -104,46 +105,6 @@ Test(hf_families, hf_sliding_window_scores_as_the_window_method)
 
 /* ---- Phi-3: fused q|k|v and gate|up, LongRoPE ---- */
 
-/* The forward of window w of tests/ref/hf-phi3-tiny/ref.json (length T) under stack compiled for
-** `length`, against torch's float64 forward (tests/ref/phi3_ref.py): max |dNLL| and max |dlogit| of
-** the last position. */
-static void phi3_window(const struct lx_model *m, const char *stack, const struct lx_json *doc, int w, long length,
-                        double *dnll, double *dlogit)
-{
-    const struct lx_jv *win = lx_json_at(lx_json_member(lx_json_root(doc), "windows"), w);
-    const struct lx_jv *ids = lx_json_member(win, "ids"), *nll = lx_json_member(win, "nll");
-    const struct lx_jv *last = lx_json_member(win, "last_logits");
-    int T = (int)lx_json_len(ids), Vp = (int)m->arch.vocab, tok[64], tgt[64];
-    struct lx_error err = {{0}};
-    cr_assert(T <= 64 && lx_json_len(last) == Vp);
-    for (int t = 0; t < T; t++) {
-        int64_t v;
-        cr_assert_eq(lx_json_int(doc, lx_json_at(ids, t), &v, &err), LX_OK);
-        tok[t] = (int)v;
-    }
-    for (int t = 0; t < T; t++)
-        tgt[t] = t + 1 < T ? tok[t + 1] : -1;
-    struct tstack s;
-    struct lx_facts f = tfacts((int)m->arch.d_head, 128, (int)m->arch.heads, length);
-    tstack_make(&s, stack, &f);
-    struct lx_acts a;
-    cr_assert_eq(lx_acts_alloc(&a, &m->arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
-    lx_model_forward(m, &s.spec, tok, tgt, &a);
-    *dnll = *dlogit = 0;
-    for (int t = 0; t < T - 1; t++) {
-        double r;
-        cr_assert_eq(lx_json_num(doc, lx_json_at(nll, t), &r, &err), LX_OK);
-        *dnll = fmax(*dnll, fabs(a.loss[t] - r));
-    }
-    for (int v = 0; v < Vp; v++) {
-        double r;
-        cr_assert_eq(lx_json_num(doc, lx_json_at(last, v), &r, &err), LX_OK);
-        *dlogit = fmax(*dlogit, fabs(a.logits[(long)(T - 1) * Vp + v] - r));
-    }
-    lx_acts_release(&a);
-    tstack_free(&s);
-}
-
 /* A Phi-3 directory (q|k|v in qkv_proj, gate|up in gate_up_proj, used in place by rows; LongRoPE's
 ** rope_scaling as the longrope method trained in; a sliding window longer than its positions) runs as
 ** torch's float64 forward of it does: the short factors at 32 tokens, the long ones at 48, within 1e-4
@@ -173,12 +134,12 @@ Test(hf_families, phi3_longrope_matches_torch)
         double dnll, dlogit;
         for (int w = 0; w < 2; w++) {
             long T = w ? 48 : 32;
-            phi3_window(&m, info.stack, doc, w, T, &dnll, &dlogit);
+            torch_window(&m, info.stack, doc, w, T, &dnll, &dlogit);
             cr_log_info("%s, %ld tokens: max |dNLL| %.3g, max |dlogit| %.3g", files[f], T, dnll, dlogit);
             cr_expect(dnll < 1e-4 && dlogit < 1e-4, "%s, %ld tokens: max |dNLL| %g, max |dlogit| %g", files[f], T, dnll,
                       dlogit);
         }
-        phi3_window(&m, info.stack, doc, 1, 32, &dnll, &dlogit);
+        torch_window(&m, info.stack, doc, 1, 32, &dnll, &dlogit);
         cr_expect_gt(dnll, 1e-2, "%s: 48 tokens with the short factors: max |dNLL| only %g", files[f], dnll);
         lx_ckpt_info_release(&info);
         lx_model_release(&m);
@@ -219,12 +180,12 @@ Test(hf_families, phi4_partial_rotary_matches_torch)
         double dnll, dlogit;
         for (int w = 0; w < 2; w++) {
             long T = w ? 48 : 32;
-            phi3_window(&m, info.stack, doc, w, T, &dnll, &dlogit);
+            torch_window(&m, info.stack, doc, w, T, &dnll, &dlogit);
             cr_log_info("%s, %ld tokens: max |dNLL| %.3g, max |dlogit| %.3g", path, T, dnll, dlogit);
             cr_expect(dnll < 1e-4 && dlogit < 1e-4, "%s, %ld tokens: max |dNLL| %g, max |dlogit| %g", path, T, dnll,
                       dlogit);
         }
-        phi3_window(&m, info.stack, doc, 1, 32, &dnll, &dlogit);
+        torch_window(&m, info.stack, doc, 1, 32, &dnll, &dlogit);
         cr_expect_gt(dnll, 1e-2, "%s: 48 tokens with the short factors: max |dNLL| only %g", path, dnll);
         lx_ckpt_info_release(&info);
         lx_model_release(&m);
@@ -273,7 +234,7 @@ Test(hf_families, export_hf_longrope_round_trip)
     cr_assert_eq(lx_json_load(&doc, path, 1 << 20, &err), LX_OK, "%s", err.msg);
     for (int w = 0; w < 2; w++) {
         double dnll, dlogit;
-        phi3_window(&back, binfo.stack, doc, w, w ? 48 : 32, &dnll, &dlogit);
+        torch_window(&back, binfo.stack, doc, w, w ? 48 : 32, &dnll, &dlogit);
         cr_expect(dnll < 1e-4 && dlogit < 1e-4, "window %d: max |dNLL| %g, max |dlogit| %g", w, dnll, dlogit);
     }
     lx_json_free(doc);
@@ -310,7 +271,7 @@ Test(hf_families, export_hf_partial_rotary_as_phi3)
     cr_assert_eq(lx_json_load(&doc, path, 1 << 20, &err), LX_OK, "%s", err.msg);
     for (int w = 0; w < 2; w++) {
         double dnll, dlogit;
-        phi3_window(&back, binfo.stack, doc, w, w ? 48 : 32, &dnll, &dlogit);
+        torch_window(&back, binfo.stack, doc, w, w ? 48 : 32, &dnll, &dlogit);
         cr_log_info("export, window %d: max |dNLL| %.3g, max |dlogit| %.3g", w, dnll, dlogit);
         cr_expect(dnll < 1e-4 && dlogit < 1e-4, "window %d: max |dNLL| %g, max |dlogit| %g", w, dnll, dlogit);
     }

@@ -270,7 +270,7 @@ long lx_posmap_first_far(const struct lx_posmap *p)
 
 double lx_spec_qk_scale(const struct lx_spec *spec, int d)
 {
-    return spec->cosine ? spec->cos_scale : 1.0 / sqrt((double)d);
+    return spec->cosine ? spec->cos_scale : 1.0 / sqrt(spec->qk_dim > 0 ? spec->qk_dim : (double)d);
 }
 
 int lx_spec_calibrate(struct lx_spec *spec, const struct lx_probe *probe, struct lx_error *err)

@@ -282,7 +282,19 @@ struct lx_spec {
     ** while the original lives) */
     double params[LX_SPEC_MAX_METHODS][LX_SPEC_PARAM_WORDS];
     int n_methods;                          /* params used */
+    /* set by the engine for the model it runs (lx_model_spec), never by a method */
+    double qk_dim;                          /* dot-product logits are q·k / sqrt(qk_dim); 0 = d (Gemma's
+                                            ** query_pre_attn_scalar) */
+    const struct lx_spec *local;            /* the spec of the model's local layers (Gemma 3's sliding-window
+                                            ** layers: their own rope and window, no method), or NULL */
+    long local_every;                       /* layer l is global when (l + 1) % local_every == 0 */
 };
+
+/* The spec layer l runs: the local layers' (spec->local) or spec itself. */
+static inline const struct lx_spec *lx_spec_layer(const struct lx_spec *spec, long l)
+{
+    return spec->local && (l + 1) % spec->local_every != 0 ? spec->local : spec;
+}
 
 void lx_spec_init(struct lx_spec *spec, const struct lx_facts *facts);
 
@@ -396,7 +408,8 @@ double lx_spec_delta(const struct lx_spec *spec, long i, long j);
 /* Does the posmap apply to the pair (i, j)? */
 int lx_spec_far(const struct lx_spec *spec, long i, long j);
 
-/* The logit scale on q·k: cos_scale with cosine geometry, else 1/sqrt(d). */
+/* The logit scale on q·k: cos_scale with cosine geometry, else 1/sqrt(d)
+** (1/sqrt(qk_dim) when the engine set one). */
 double lx_spec_qk_scale(const struct lx_spec *spec, int d);
 
 #endif

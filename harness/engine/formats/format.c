@@ -335,3 +335,19 @@ void lx_fused_read(void *ctx, uint64_t at, size_t k, float *out)
         start = end;
     }
 }
+
+int lx_export_arch_check(const struct lx_arch *a, const char *target, struct lx_error *err)
+{
+    if (lx_arch_rel_values(a))
+        return lx_err(err, LX_EINVAL, "%s has no learned relative-position bias; this model has %s\n  hint: "
+                      "export rope models", target, lx_relbias_describe(lx_arch_rel_kind(a)));
+    if (lx_arch_gemma_part(a))
+        return lx_err(err, LX_EINVAL, "the model's %s is Gemma's, which %s does not have\n  hint: the model's own "
+                      "files are the ones to share", lx_arch_gemma_part(a), target);
+    if (a->mode != LX_MODEL_CAUSAL || a->mlp != LX_MLP_SWIGLU || a->logit_scale)
+        return lx_err(err, LX_EINVAL, "%s is a causal SwiGLU model without learned logit scales; this model is %s "
+                      "with a %s MLP%s\n  hint: export causal swiglu models", target,
+                      a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" : "GELU",
+                      a->logit_scale ? " and logit scales" : "");
+    return LX_OK;
+}

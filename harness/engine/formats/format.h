@@ -123,6 +123,11 @@ enum { LX_ROPE_SCALED = 1, LX_ROPE_LONGROPE = 2 };     /* lx_stack_rope_of's `sc
 void lx_stack_put_longrope(struct lx_buf *b, double s, long L, const struct lx_floats *lng,
                            const struct lx_floats *shrt, double attention);
 
+/* What an exporter to `target` (transformers' Llama, llama.cpp's llama) refuses of an architecture:
+** a learned relative bias, Gemma's block, a masked LM, a GELU MLP, learned logit scales. LX_EINVAL
+** naming the part. */
+int lx_export_arch_check(const struct lx_arch *a, const char *target, struct lx_error *err);
+
 /* stack (YAML flow list) as a struct lx_stack_rope; `scaled` (LX_ROPE_*)
 ** allows pi, yarn and llama3 after rope, and longrope too. Anything else is
 ** LX_EINVAL naming target (the format, "transformers' Llama") and what it

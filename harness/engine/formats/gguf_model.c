@@ -507,15 +507,10 @@ static int export_check(const struct lx_model *m, const struct lx_ckpt_info *inf
                         struct lx_error *err)
 {
     const struct lx_arch *a = &m->arch;
-    if (lx_arch_rel_values(a))
-        return lx_err(err, LX_EINVAL, "%s has no learned relative-position bias; this model has %s\n  hint: "
-                      "export rope models", "llama.cpp's llama", lx_relbias_describe(lx_arch_rel_kind(a)));
-    if (a->mode != LX_MODEL_CAUSAL || a->mlp != LX_MLP_SWIGLU || a->logit_scale)
-        return lx_err(err, LX_EINVAL, "llama.cpp's llama is a causal SwiGLU model without learned logit scales; this "
-                      "model is %s with a %s MLP%s\n  hint: export causal swiglu models",
-                      a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" : "GELU",
-                      a->logit_scale ? " and logit scales" : "");
-    int rc = lx_stack_rope_of(info->stack, LX_ROPE_SCALED | LX_ROPE_LONGROPE, "GGUF", rope, err);
+    int rc = lx_export_arch_check(a, "llama.cpp's llama", err);
+    if (rc < 0)
+        return rc;
+    rc = lx_stack_rope_of(info->stack, LX_ROPE_SCALED | LX_ROPE_LONGROPE, "GGUF", rope, err);
     if (rc < 0)
         return rc;
     int lr = strcmp(rope->scaling, "longrope") == 0;

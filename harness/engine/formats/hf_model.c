@@ -51,7 +51,7 @@
 
 /* What config.json says, resolved with transformers' defaults. */
 struct hf_config {
-    char type[16];          /* model_type: llama, mistral, qwen2, qwen3 or phi3 */
+    char type[16];          /* model_type: llama, mistral, qwen2, qwen3, phi3, gemma or gemma3_text */
     int bias;               /* q/k/v projection biases (qwen2) */
     int qk_norm;            /* per-head q/k RMSNorm (qwen3) */
     int fused;              /* q|k|v in one qkv_proj, gate|up in one gate_up_proj (phi3) */
@@ -60,6 +60,13 @@ struct hf_config {
     long rot_dims;          /* channels of a head rope turns: head_dim x partial_rotary_factor (phi3) */
     double eps, theta;      /* rms_norm_eps, rope_theta */
     int tied;               /* tie_word_embeddings */
+    int gemma;              /* 1 gemma, 3 gemma3_text: norms x (1 + w), embeddings x sqrt(hidden), GeGLU */
+    int mm;                 /* a gemma3 directory: the multimodal model, whose text model lenx reads */
+    long qk_dim;            /* query_pre_attn_scalar when it is not head_dim (gemma3), else 0 */
+    long local_every, local_window;     /* gemma3: sliding_window_pattern (or layer_types), sliding_window */
+    double local_base;      /* gemma3: rope_local_base_freq */
+    const struct lx_jv *root;   /* the text model's fields: the document, or a gemma3 directory's text_config */
+    char prefix[32];        /* where the text model's tensors are: "model." or a gemma3 directory's */
 };
 
 /* The open weight files and where each tensor lives. */
@@ -122,7 +129,7 @@ static int cfg_refuse(const struct lx_json *doc, const struct lx_jv *root, const
 
 static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
 {
-    static const char *const types[] = {"llama", "mistral", "qwen2", "qwen3", "phi3"};
+    static const char *const types[] = {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma3_text"};
     const struct lx_jv *v;
     const char *s;
     int rc = lx_json_need(doc, root, "model_type", LX_JSON_STRING, &v, err);
@@ -130,16 +137,23 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
         rc = lx_json_str(doc, v, &s, NULL, err);
     if (rc < 0)
         return rc;
-    for (int k = 0; k < 5; k++)
+    if (strcmp(s, "gemma3") == 0)   /* the multimodal model: cfg_multimodal reads its text model */
+        return c->mm = 1, LX_OK;
+    for (int k = 0; k < 7; k++)
         if (strcmp(s, types[k]) == 0) {
             snprintf(c->type, sizeof c->type, "%s", s);
             c->bias = k == 2;       /* Qwen2 always has q/k/v biases (and none on o_proj) */
-            c->qk_norm = k == 3;    /* Qwen3 always normalises each q and k head (and has no q/k/v biases) */
+            c->qk_norm = k == 3 || k == 6;  /* Qwen3 and Gemma 3 normalise each q and k head */
             c->fused = k == 4;      /* Phi-3 stores q|k|v and gate|up fused, as lenx's own buffer does */
+            c->gemma = k == 5 ? 1 : k == 6 ? 3 : 0;
             return LX_OK;
         }
+    if (strcmp(s, "gemma2") == 0)
+        return lx_json_err(err, doc, v, "model_type 'gemma2' is not one lenx reads\n  hint: Gemma 2 soft-caps its "
+                           "attention logits (attn_logit_softcapping), which lenx's attention does not run; Gemma and "
+                           "Gemma 3 load");
     return lx_json_err(err, doc, v, "model_type '%s' is not one lenx reads\n  hint: lenx reads llama, mistral, "
-                       "qwen2, qwen3 and phi3 (Llama-architecture decoders)", s);
+                       "qwen2, qwen3 and phi3 (Llama-architecture decoders), gemma and gemma3_text", s);
 }
 
 /* hidden_act silu, no MLP or attention biases; *part: partial_rotary_factor, which only Phi-3's
@@ -147,12 +161,14 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
 static int cfg_features(const struct lx_json *doc, const struct lx_jv *root, const struct hf_config *c, double *part,
                         struct lx_error *err)
 {
-    const struct lx_jv *v = lx_json_member(root, "hidden_act");
-    const char *s = "silu";
-    if (v && lx_json_str(doc, v, &s, NULL, err) < 0)
+    /* Gemma's MLP is transformers' hidden_activation (gelu_pytorch_tanh when unset, whatever hidden_act says) */
+    const struct lx_jv *v = lx_json_member(root, c->gemma ? "hidden_activation" : "hidden_act");
+    const char *s = c->gemma ? "gelu_pytorch_tanh" : "silu";
+    if (v && lx_json_type(v) != LX_JSON_NULL && lx_json_str(doc, v, &s, NULL, err) < 0)
         return LX_EINVAL;
-    if (strcmp(s, "silu") != 0)
-        return lx_json_err(err, doc, v, "hidden_act '%s': lenx's SwiGLU uses silu", s);
+    if (strcmp(s, c->gemma ? "gelu_pytorch_tanh" : "silu") != 0)
+        return lx_json_err(err, doc, v, c->gemma ? "hidden_activation '%s': lenx's GeGLU uses gelu_pytorch_tanh" :
+                           "hidden_act '%s': lenx's SwiGLU uses silu", s);
     int rc = cfg_refuse(doc, root, "attention_bias", "Llama's attention_bias adds an o_proj bias, which lenx's "
                         "attention does not have (Qwen2's q/k/v biases load)", err);
     if (rc == LX_OK)
@@ -176,8 +192,8 @@ static int cfg_window(const struct lx_json *doc, const struct lx_jv *root, struc
     const struct lx_jv *use = lx_json_member(root, "use_sliding_window"), *v = lx_json_member(root, "sliding_window");
     int used = 0, rc = LX_OK, qwen = strncmp(c->type, "qwen", 4) == 0;
     int64_t w = 0;
-    if (strcmp(c->type, "llama") == 0 || !v || lx_json_type(v) == LX_JSON_NULL)
-        return LX_OK;
+    if (strcmp(c->type, "llama") == 0 || c->gemma || !v || lx_json_type(v) == LX_JSON_NULL)
+        return LX_OK;      /* Gemma 3's is its local layers' (cfg_gemma3) */
     if (qwen && use && lx_json_type(use) != LX_JSON_NULL)
         rc = lx_json_bool(doc, use, &used, err);
     if (rc == LX_OK && qwen && used)    /* named by its key: jansson's `true` is one shared value */
@@ -191,36 +207,117 @@ static int cfg_window(const struct lx_json *doc, const struct lx_jv *root, struc
     return rc;
 }
 
+/* Gemma 3's layers (transformers' Gemma3TextConfig): local ones over a window of sliding_window keys
+** at rope_local_base_freq, every sliding_window_pattern-th global (layer_types, when given, must say
+** the same), logits over query_pre_attn_scalar, no soft-capping (Gemma 2's) and causal. */
+static int cfg_gemma3(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
+{
+    static const char *const caps[] = {"final_logit_softcapping", "attn_logit_softcapping"};
+    for (int k = 0; k < 2; k++) {
+        const struct lx_jv *v = lx_json_member(root, caps[k]);
+        if (v && lx_json_type(v) != LX_JSON_NULL)
+            return lx_json_err(err, doc, v, "%s: lenx does not soft-cap logits\n  hint: Gemma 3 has none (null)",
+                               caps[k]);
+    }
+    int rc = cfg_refuse(doc, root, "use_bidirectional_attention", "lenx runs Gemma 3 as the causal decoder", err);
+    long qpas = 0;
+    if (rc == LX_OK)
+        rc = cfg_int(doc, root, "query_pre_attn_scalar", 256, 1, 65536, &qpas, err);
+    if (rc == LX_OK)
+        rc = cfg_int(doc, root, "sliding_window", 4096, 1, 1L << 30, &c->local_window, err);
+    if (rc == LX_OK)
+        rc = cfg_int(doc, root, "sliding_window_pattern", 6, 1, 64, &c->local_every, err);
+    if (rc == LX_OK)
+        rc = cfg_num(doc, root, "rope_local_base_freq", 10000, &c->local_base, err);
+    c->qk_dim = qpas == c->head_dim ? 0 : qpas;
+    const struct lx_jv *types = lx_json_member(root, "layer_types"), *bad = NULL;
+    if (rc < 0 || !types || lx_json_type(types) == LX_JSON_NULL)
+        return rc;
+    long n = lx_json_len(types), first = -1;
+    for (long l = 0; l < n && !bad && rc == LX_OK; l++) {
+        const char *t;
+        if ((rc = lx_json_str(doc, lx_json_at(types, l), &t, NULL, err)) == LX_OK && strcmp(t, "full_attention") &&
+            strcmp(t, "sliding_attention"))
+            bad = lx_json_at(types, l);
+        else if (rc == LX_OK && first < 0 && strcmp(t, "full_attention") == 0)
+            first = l;
+    }
+    c->local_every = first < 0 ? 0 : first + 1;
+    for (long l = 0; l < n && !bad && rc == LX_OK; l++) {
+        const char *t;
+        lx_json_str(doc, lx_json_at(types, l), &t, NULL, err);
+        if ((strcmp(t, "full_attention") == 0) != (first >= 0 && (l + 1) % (first + 1) == 0))
+            bad = lx_json_at(types, l);
+    }
+    if (rc == LX_OK && (bad || first < 0 || n != c->layers))
+        rc = lx_json_err(err, doc, bad ? bad : types, "layer_types: lenx runs a pattern of local layers with every "
+                         "k-th layer global (full_attention), one entry a layer\n  hint: Gemma 3's pattern is 5 "
+                         "sliding_attention layers, then 1 full_attention");
+    return rc;
+}
+
+/* A gemma3 directory (transformers' Gemma3ForConditionalGeneration, Gemma 3 4B to 27B): the text
+** model's fields are text_config's (transformers' Gemma3TextConfig defaults for those it leaves out),
+** its tensors under language_model.model. (or model.language_model., as newer transformers saves
+** them); the vision tower's are not read. */
+static int cfg_multimodal(const struct lx_json *doc, const struct lx_jv **root, struct hf_config *c,
+                          struct lx_error *err)
+{
+    const struct lx_jv *tc = lx_json_member(*root, "text_config");
+    if (!tc || lx_json_type(tc) != LX_JSON_OBJECT)
+        return lx_json_err(err, doc, tc ? tc : *root, "model_type gemma3 without a text_config object\n  hint: a "
+                           "gemma3 directory (Gemma 3 4B-27B) holds its text model's fields in text_config; a text "
+                           "model alone is model_type gemma3_text");
+    const struct lx_jv *t = lx_json_member(tc, "model_type");
+    const char *s = "gemma3_text";
+    if (t && lx_json_str(doc, t, &s, NULL, err) < 0)
+        return LX_EINVAL;
+    if (strcmp(s, "gemma3_text") != 0)
+        return lx_json_err(err, doc, t, "model_type '%s': a gemma3 directory's text model is gemma3_text", s);
+    snprintf(c->type, sizeof c->type, "gemma3_text");
+    c->gemma = 3, c->qk_norm = 1, c->mm = 1;
+    *root = tc;
+    return LX_OK;
+}
+
 static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_error *err)
 {
     const struct lx_jv *root = lx_json_root(doc);
-    const struct lx_jv *tie = lx_json_member(root, "tie_word_embeddings");
     if (lx_json_type(root) != LX_JSON_OBJECT)
         return lx_err(err, LX_EINVAL, "%s: not a JSON object", lx_json_name(doc));
     double part = 1;
     int rc = cfg_type(doc, root, c, err);
+    if (rc == LX_OK && c->mm)
+        rc = cfg_multimodal(doc, &root, c, err);
+    c->root = root;
+    const struct lx_jv *tie = lx_json_member(root, "tie_word_embeddings");
+    long g3 = c->gemma == 3;    /* Gemma3TextConfig's defaults (a gemma3 text_config leaves most out) */
     if (rc == LX_OK)
         rc = cfg_features(doc, root, c, &part, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "hidden_size", -1, 8, 8192, &c->hidden, err);
+        rc = cfg_int(doc, root, "hidden_size", g3 ? 2304 : -1, 8, 8192, &c->hidden, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "intermediate_size", -1, 8, 65536, &c->inter, err);
+        rc = cfg_int(doc, root, "intermediate_size", g3 ? 9216 : -1, 8, 65536, &c->inter, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "num_hidden_layers", -1, 1, 64, &c->layers, err);
+        rc = cfg_int(doc, root, "num_hidden_layers", g3 ? 26 : -1, 1, 64, &c->layers, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "num_attention_heads", -1, 1, 256, &c->heads, err);
+        rc = cfg_int(doc, root, "num_attention_heads", g3 ? 8 : -1, 1, 256, &c->heads, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "num_key_value_heads", c->heads, 1, c->heads, &c->kv_heads, err);
+        rc = cfg_int(doc, root, "num_key_value_heads", g3 ? 4 : c->heads, 1, c->heads, &c->kv_heads, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "head_dim", c->hidden / c->heads, 2, 512, &c->head_dim, err);
+        rc = cfg_int(doc, root, "head_dim", c->gemma ? 256 : c->hidden / c->heads, 2, 512, &c->head_dim, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "vocab_size", -1, 2, 1000000, &c->vocab, err);
+        rc = cfg_int(doc, root, "vocab_size", g3 ? 262208 : -1, 2, 1000000, &c->vocab, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "max_position_embeddings", 2048, 1, 1L << 30, &c->max_pos, err);
+        rc = cfg_int(doc, root, "max_position_embeddings", c->gemma == 3 ? 131072 : c->gemma ? 8192 : 2048, 1, 1L << 30,
+                     &c->max_pos, err);
     if (rc == LX_OK)
         rc = cfg_num(doc, root, "rms_norm_eps", 1e-6, &c->eps, err);
     if (rc == LX_OK)
-        rc = cfg_num(doc, root, "rope_theta", 10000, &c->theta, err);
+        rc = cfg_num(doc, root, "rope_theta", c->gemma == 3 ? 1000000 : 10000, &c->theta, err);
+    c->tied = c->gemma != 0;    /* transformers' Gemma configs tie by default */
+    if (rc == LX_OK && c->gemma == 3)
+        rc = cfg_gemma3(doc, root, c, err);
     if (rc == LX_OK && tie && lx_json_type(tie) != LX_JSON_NULL)
         rc = lx_json_bool(doc, tie, &c->tied, err);
     if (rc == LX_OK)
@@ -310,10 +407,13 @@ static void note_dtype(struct hf_weights *w, const struct lx_st_file *f, const c
         }
 }
 
-/* The HF name of lenx tensor `name` into out; 0 when HF has none (learned
-** logit scales). */
-static int hf_name(const char *name, char *out, size_t n)
+int lx_hf_tensor_name(const char *name, char *out, size_t n, int gemma)
 {
+    static const char *const gemma_map[][2] = {
+        {"mlp_norm.weight", "pre_feedforward_layernorm.weight"},
+        {"attn.post_norm.weight", "post_attention_layernorm.weight"},
+        {"mlp.post_norm.weight", "post_feedforward_layernorm.weight"},
+    };
     static const char *const map[][2] = {
         {"attn_norm.weight", "input_layernorm.weight"}, {"attn.wq.weight", "self_attn.q_proj.weight"},
         {"attn.wk.weight", "self_attn.k_proj.weight"}, {"attn.wv.weight", "self_attn.v_proj.weight"},
@@ -331,11 +431,46 @@ static int hf_name(const char *name, char *out, size_t n)
         return snprintf(out, n, "model.norm.weight"), 1;
     if (strcmp(name, "lm_head.weight") == 0)
         return snprintf(out, n, "lm_head.weight"), 1;
+    if (sscanf(name, "layers.%ld.%n", &l, &at) == 1 && at > 0 && gemma)
+        for (size_t k = 0; k < sizeof gemma_map / sizeof *gemma_map; k++)
+            if (strcmp(name + at, gemma_map[k][0]) == 0)
+                return snprintf(out, n, "model.layers.%ld.%s", l, gemma_map[k][1]), 1;
     if (sscanf(name, "layers.%ld.%n", &l, &at) == 1 && at > 0)
         for (size_t k = 0; k < sizeof map / sizeof *map; k++)
             if (strcmp(name + at, map[k][0]) == 0)
                 return snprintf(out, n, "model.layers.%ld.%s", l, map[k][1]), 1;
     return 0;
+}
+
+/* Where a gemma3 directory's text model is: language_model.model. (the checkpoints as published),
+** else model.language_model. (transformers from 4.52 on). */
+static int text_prefix(struct hf_config *c, const struct hf_weights *w, const char *dir, struct lx_error *err)
+{
+    static const char *const at[] = {"language_model.model.", "model.language_model."};
+    char name[96];
+    for (int k = 0; k < 2; k++) {
+        snprintf(name, sizeof name, "%sembed_tokens.weight", at[k]);
+        if (find_tensor(w, name))
+            return snprintf(c->prefix, sizeof c->prefix, "%s", at[k]), LX_OK;
+    }
+    return lx_err(err, LX_EINVAL, "%s: a gemma3 directory with no language_model.model.embed_tokens.weight or "
+                  "model.language_model.embed_tokens.weight in its weights\n  hint: the directory is incomplete, or "
+                  "config.json describes another model", dir);
+}
+
+/* name (hf_name's) where a gemma3 directory's text model has it: model.X under the prefix, lm_head
+** beside its model. */
+static void put_prefix(const struct hf_config *c, char *name, size_t n)
+{
+    struct lx_buf t = {0};
+    if (!c->prefix[0])
+        return;
+    if (strncmp(name, "model.", 6) == 0)
+        lx_buf_printf(&t, "%s%s", c->prefix, name + 6);
+    else
+        lx_buf_printf(&t, "%s%s", strcmp(c->prefix, "model.language_model.") ? "language_model." : "", name);
+    snprintf(name, n, "%s", lx_buf_str(&t));
+    lx_buf_free(&t);
 }
 
 /* A tensor whose data is not aligned to its type (safetensors does not
@@ -381,7 +516,10 @@ static int hold_all(struct lx_model *m, const struct lx_arch *a, const struct hf
     for (int i = 0; i < n && rc == LX_OK; i++) {
         long shape[2] = {ti[i].shape[0], ti[i].ndim > 1 ? ti[i].shape[1] : 0}, row0 = 0;
         int part = c->fused && fused_part(a, ti[i].name, name, sizeof name, &row0, &shape[0]);
-        const struct lx_st_file *f = part || hf_name(ti[i].name, name, sizeof name) ? find_tensor(w, name) : NULL;
+        int named = part || lx_hf_tensor_name(ti[i].name, name, sizeof name, c->gemma == 3);
+        if (named)
+            put_prefix(c, name, sizeof name);
+        const struct lx_st_file *f = named ? find_tensor(w, name) : NULL;
         const struct lx_st_entry *e;
         if (!f) {
             rc = lx_err(err, LX_EINVAL, "%s: no tensor '%s' in its weights (%s%s)\n  hint: the directory is "
@@ -446,7 +584,29 @@ static void cfg_arch(const struct hf_config *c, struct lx_arch *a)
     a->tie_head = c->tied;
     a->qkv_bias = c->bias;
     a->qk_norm = c->qk_norm;
+    if (c->gemma) {
+        a->mlp = LX_MLP_GEGLU;
+        a->emb_scale = 1;
+        a->post_norms = c->gemma == 3;
+        a->qk_dim = c->qk_dim;
+        a->local_every = c->local_every, a->local_window = c->local_window, a->local_base = c->local_base;
+    }
     lx_params_finish(&lx_arch_schema, a);
+}
+
+/* Gemma's RMSNorms scale by 1 + w (transformers' Gemma3RMSNorm, in fp32):
+** every gain becomes 1 + w once at load, so the engine's RMSNorm runs them. */
+static void gemma_gains(struct lx_model *m)
+{
+    const struct lx_arch *a = &m->arch;
+    for (long l = 0; l <= a->layers; l++) {
+        const struct lx_layer_w *W = l < a->layers ? &m->v.layer[l] : NULL;
+        float *g[6] = {W ? W->attn_norm : m->v.norm, W ? W->mlp_norm : NULL, W ? W->attn_post : NULL,
+                       W ? W->mlp_post : NULL, W ? W->q_norm : NULL, W ? W->k_norm : NULL};
+        for (int k = 0; k < 6; k++)
+            for (long i = 0; g[k] && i < (k < 4 ? a->d_model : a->d_head); i++)
+                g[k][i] += 1.0f;
+    }
 }
 
 static void fill_info(struct lx_ckpt_info *info, const char *dir, const struct hf_config *c, const char *dtype)
@@ -479,14 +639,19 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
         rc = cfg_read(doc, &c, err);
     }
     if (rc == LX_OK)
-        rc = lx_hf_stacks(doc, &(struct hf_rope_facts){c.theta, c.max_pos, c.head_dim, c.rot_dims, c.window}, &stack,
+        rc = lx_hf_stacks(doc, &(struct hf_rope_facts){c.theta, c.max_pos, c.head_dim, c.rot_dims, c.window, c.root},
+                          &stack,
                           &eval, &raw, err);
     if (rc == LX_OK)
         rc = open_weights(w, dir, err);
+    if (rc == LX_OK && c.mm)
+        rc = text_prefix(&c, w, dir, err);
     if (rc == LX_OK) {
         cfg_arch(&c, &a);
         rc = hold_all(m, &a, &c, w, dir, err);
     }
+    if (rc == LX_OK && c.gemma)
+        gemma_gains(m);
     if (rc == LX_OK && info) {
         fill_info(info, dir, &c, w->dtype);
         info->stack = lx_xstrdup(lx_buf_str(&stack));
@@ -508,147 +673,6 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
     return rc;
 }
 
-/* ---- export ------------------------------------------------------------------- */
-
-/* An id of config.json: the number, or null for -1 (a tokenizer without one). */
-static void put_id(struct lx_buf *b, const char *key, int id)
-{
-    lx_buf_printf(b, ",\n  \"%s\": ", key);
-    if (id >= 0)
-        lx_buf_printf(b, "%d", id);
-    else
-        lx_buf_puts(b, "null");
-}
-
-/* config.json of the export: transformers' Llama, Qwen2 or Qwen3, or its Phi-3 for a partial rotary
-** (phi3: partial_rotary_factor dims / head_dim, the factor lists one per turned pair). */
-static void export_config(struct lx_buf *b, const struct lx_model *m, long train_len, const struct lx_stack_rope *rope,
-                          const struct lx_tokenizer *tok, int phi3)
-{
-    const struct lx_arch *a = &m->arch;
-    const char *type = phi3 ? "phi3" : a->qk_norm ? "qwen3" : a->qkv_bias ? "qwen2" : "llama";
-    const char *arch = phi3 ? "Phi3ForCausalLM" : a->qk_norm ? "Qwen3ForCausalLM" : a->qkv_bias ? "Qwen2ForCausalLM"
-                       : "LlamaForCausalLM";
-    lx_buf_printf(b, "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n"
-                  "  \"hidden_size\": %ld,\n  \"intermediate_size\": %ld,\n  \"num_hidden_layers\": %ld,\n"
-                  "  \"num_attention_heads\": %ld,\n  \"num_key_value_heads\": %ld,\n  \"head_dim\": %ld,\n"
-                  "  \"vocab_size\": %ld,\n  \"max_position_embeddings\": %ld,\n  \"hidden_act\": \"silu\",\n"
-                  "  \"rms_norm_eps\": ", arch, type, a->d_model, a->d_mlp, a->layers, a->heads, lx_arch_kv(a),
-                  a->d_head, a->vocab, train_len);
-    lx_buf_num(b, a->norm_eps);
-    if (phi3) {
-        lx_buf_puts(b, ",\n  \"partial_rotary_factor\": ");
-        lx_buf_num(b, (double)rope->dims / (double)a->d_head);
-    }
-    lx_buf_puts(b, ",\n  \"rope_theta\": ");
-    lx_buf_num(b, rope->base);
-    lx_buf_puts(b, ",\n  \"rope_scaling\": ");
-    lx_hf_export_scaling(b, rope, (int)((phi3 ? rope->dims : a->d_head) / 2));
-    if (strcmp(rope->scaling, "longrope") == 0)     /* where transformers reads L first */
-        lx_buf_printf(b, ",\n  \"original_max_position_embeddings\": %ld", rope->original);
-    lx_buf_printf(b, ",\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n  \"tie_word_embeddings\": %s",
-                  a->tie_head ? "true" : "false");
-    put_id(b, "bos_token_id", tok->bos);
-    put_id(b, "eos_token_id", tok->eos);
-    lx_buf_puts(b, ",\n  \"torch_dtype\": \"float32\"\n}\n");
-}
-
-/* What transformers' Phi-3 needs of a partial rotary model: no q/k/v biases or qk_norm, heads x head_dim =
-** the width, half pairs, and a partial_rotary_factor whose int(head_dim x factor) is the rope's dims. */
-static int phi3_check(const struct lx_arch *a, const struct lx_stack_rope *rope, struct lx_error *err)
-{
-    double f = (double)rope->dims / (double)a->d_head;
-    const char *why = a->qkv_bias ? "q/k/v biases" : a->qk_norm ? "qk_norm" : a->heads * a->d_head != a->d_model
-                      ? "heads x d_head other than the width" : rope->interleaved ? "interleaved rotary pairs"
-                      : (long)((double)a->d_head * f) != rope->dims
-                      ? "a factor whose int(head_dim x factor) is not dims" : NULL;
-    if (!why)
-        return LX_OK;
-    return lx_err(err, LX_EINVAL, "the model's rope turns %ld of each head's %ld channels, which transformers runs "
-                  "in its Phi-3 (partial_rotary_factor); Phi-3 cannot take %s\n  hint: export partial rotary models "
-                  "of Phi-3's shape (layout half, no biases or qk_norm), or use lenx export --gguf", rope->dims,
-                  a->d_head, why);
-}
-
-int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const struct lx_tokenizer *tok,
-                 const char *dir, struct lx_error *err)
-{
-    const struct lx_arch *a = &m->arch;
-    struct lx_stack_rope rope;
-    int rc;
-    if (lx_arch_rel_values(a))
-        return lx_err(err, LX_EINVAL, "%s has no learned relative-position bias; this model has %s\n  hint: "
-                      "export rope models", "transformers' Llama", lx_relbias_describe(lx_arch_rel_kind(a)));
-    if (a->mode != LX_MODEL_CAUSAL || a->mlp != LX_MLP_SWIGLU || a->logit_scale)
-        return lx_err(err, LX_EINVAL, "transformers' Llama is a causal SwiGLU model without learned logit scales; "
-                      "this model is %s with a %s MLP%s\n  hint: export causal swiglu models",
-                      a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" : "GELU",
-                      a->logit_scale ? " and logit scales" : "");
-    if (a->qkv_bias && a->qk_norm)
-        return lx_err(err, LX_EINVAL, "the model has both q/k/v biases (transformers' Qwen2) and qk_norm (its Qwen3); "
-                      "no transformers model has both\n  hint: export models with at most one of them");
-    if ((rc = lx_stack_rope_of(info->stack, LX_ROPE_SCALED | LX_ROPE_LONGROPE, "transformers' Llama", &rope, err)) < 0)
-        return rc;
-    if (strcmp(rope.scaling, "yarn") == 0 && !rope.truncate)
-        return lx_err(err, LX_EINVAL, "the model's yarn has truncate false; transformers' rope_scaling yarn rounds "
-                      "the ramp's ends (truncate true)\n  hint: export yarn models trained with truncate true");
-    int phi3 = rope.dims && rope.dims < a->d_head;      /* a partial rotary: transformers' Phi-3 runs it */
-    if (phi3 && (rc = phi3_check(a, &rope, err)) < 0)
-        return rc;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return lx_err(err, LX_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
-    int n = lx_arch_tensors(a, NULL);
-    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
-    struct lx_st_tensor *st = lx_xcalloc((size_t)n, sizeof *st);
-    struct lx_tensor_reader *rd = lx_xcalloc((size_t)n, sizeof *rd);   /* read while written: no fp32 copy */
-    struct lx_st_reader *sr = lx_xcalloc((size_t)n, sizeof *sr);
-    struct lx_fused_reader *fr = lx_xcalloc((size_t)n, sizeof *fr);
-    char (*names)[96] = lx_xcalloc((size_t)n, sizeof *names);
-    lx_arch_tensors(a, ti);
-    for (int i = 0; i < n; i++) {   /* q and k heads' rows in HF's order */
-        int qk = rope.interleaved && lx_tensor_is_qk(ti[i].name);
-        lx_tensor_reader_init(&rd[i], m, &ti[i], i, qk ? 1 : -1, LX_ST_CHUNK);
-    }
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        long layer, rows = ti[i].shape[0];
-        int which, fused = phi3 ? lx_fused_reader_of(a, ti, n, rd, i, &fr[k], &layer, &which, &rows) : -1;
-        if (fused == 0)
-            continue;   /* a later part of a fused tensor */
-        if (fused > 0)
-            snprintf(names[k], sizeof names[k], "model.layers.%ld.%s", layer,
-                     which ? "mlp.gate_up_proj.weight" : "self_attn.qkv_proj.weight");
-        else if (!hf_name(ti[i].name, names[k], sizeof names[k]))
-            continue;   /* no HF tensor: only learned logit scales, refused above */
-        st[k] = (struct lx_st_tensor){.name = names[k], .ndim = ti[i].ndim, .shape = {rows, ti[i].shape[1]}};
-        sr[k] = fused > 0 ? (struct lx_st_reader){lx_fused_read, &fr[k]}
-                          : (struct lx_st_reader){lx_tensor_read, &rd[i]};
-        k++;
-    }
-    struct lx_buf path = {0}, cfg = {0};
-    const char *meta[] = {"format", "pt"};
-    lx_buf_printf(&path, "%s/model.safetensors", dir);
-    rc = lx_st_write_read(lx_buf_str(&path), st, sr, k, meta, 1, err);
-    if (rc == LX_OK && tok)     /* its own tokenizer beside it, so that the ids read as they were trained */
-        rc = lx_tokenizer_copy(tok->path, tok->hash, dir, err);
-    export_config(&cfg, m, info->train_len, &rope, lx_tok_or_byte(tok), phi3);
-    lx_buf_reset(&path);
-    lx_buf_printf(&path, "%s/config.json", dir);
-    if (rc == LX_OK)
-        rc = lx_write_file(lx_buf_str(&path), cfg.s, cfg.len, err);
-    lx_buf_free(&path);
-    lx_buf_free(&cfg);
-    for (int i = 0; i < n; i++)
-        free(rd[i].rows);
-    free(rd);
-    free(fr);
-    free(sr);
-    free(names);
-    free(st);
-    free(ti);
-    return rc;
-}
-
 /* A Hugging Face model is a directory (config.json and its shards). */
 static int hf_sniff(const char *path)
 {
@@ -658,7 +682,8 @@ static int hf_sniff(const char *path)
 
 const struct lx_model_format lx_model_format_hf = {
     .name = "hf",
-    .summary = "a Hugging Face directory: config.json (llama, mistral, qwen2, qwen3, phi3) and safetensors shards",
+    .summary = "a Hugging Face directory: config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma3_text, gemma3) "
+               "and safetensors shards",
     .key = "hf",
     .dir = 1,
     .sniff = hf_sniff,

@@ -9,13 +9,21 @@
 #include "harness/engine/formats/format.h"
 
 /* Read directory dir: model_type llama, mistral, qwen2 (q/k/v biases), qwen3
-** (per-head q/k norms) or phi3 (fused q|k|v and gate|up, used by rows),
+** (per-head q/k norms), phi3 (fused q|k|v and gate|up, used by rows), gemma,
+** gemma3_text or gemma3 (its text model; docs/checkpoints.md#gemma-and-gemma-3),
 ** F32/F16/BF16 tensors used in place. info gets format "hf", the dtype on
 ** disk, the native and evaluation stacks (hf_rope.h), train_len =
 ** max_position_embeddings, and the directory's tokenizer.json (else
 ** tokenizer.bin) when it has one. Errors name the file and the field or
 ** tensor. */
 int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, struct lx_error *err);
+
+/* The Hugging Face name of lenx tensor `name` (lx_arch_tensors) into out:
+** transformers' Llama names (gemma: Gemma 3's, whose
+** post_attention_layernorm is the attention output's post-norm and
+** pre_feedforward_layernorm the MLP's norm); 0 when HF has none (learned
+** logit scales). */
+int lx_hf_tensor_name(const char *name, char *out, size_t n, int gemma);
 
 /* Write m as dir/config.json (LlamaForCausalLM; Qwen2ForCausalLM with q/k/v
 ** biases, Qwen3ForCausalLM with qk_norm) and dir/model.safetensors (F32, HF

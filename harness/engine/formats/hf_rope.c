@@ -53,7 +53,7 @@ static int longrope_stack(const struct lx_json *doc, const struct hf_rope_facts 
 {
     double top = 0, orig = scaling_num(doc, rs, "original_max_position_embeddings", 0), s = scaling_num(doc, rs,
                                                                                                        "factor", 1);
-    const struct lx_jv *o = lx_json_member(lx_json_root(doc), "original_max_position_embeddings");
+    const struct lx_jv *o = lx_json_member(c->root ? c->root : lx_json_root(doc), "original_max_position_embeddings");
     if (o && lx_json_type(o) != LX_JSON_NULL && lx_json_num(doc, o, &top, err) < 0)
         return LX_EINVAL;
     if (top > 0)
@@ -78,7 +78,7 @@ static int longrope_stack(const struct lx_json *doc, const struct hf_rope_facts 
 static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, struct lx_buf *stack, struct lx_buf *e,
                    char **raw, struct lx_error *err)
 {
-    const struct lx_jv *rs = lx_json_member(lx_json_root(doc), "rope_scaling"), *t;
+    const struct lx_jv *rs = lx_json_member(c->root ? c->root : lx_json_root(doc), "rope_scaling"), *t;
     const char *type;
     lx_buf_puts(stack, "[{\"rope\":{\"base\":");
     lx_buf_num(stack, c->theta);

@@ -16,6 +16,8 @@ struct hf_rope_facts {
     long head_dim;          /* channels of a head */
     long rot_dims;          /* channels rope turns (head_dim x partial_rotary_factor): rot_dims / 2 pairs */
     long window;            /* the sliding window in use (Mistral, Phi-3), 0 = none */
+    const struct lx_jv *root;   /* the object holding the text model's fields (Gemma 3's text_config), NULL = the
+                                ** document's */
 };
 
 /* The native stack's JSON into stack (rope half at rope_theta, then

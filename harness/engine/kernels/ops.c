@@ -263,6 +263,16 @@ void lx_swiglu_forward(float *y, int ldy, const float *h, int N, int F)
     }
 }
 
+void lx_geglu_forward(float *y, int ldy, const float *h, int N, int F)
+{
+#pragma omp parallel for schedule(static) if ((long)N * F > 65536)
+    for (long t = 0; t < N; t++) {
+        const float *a = h + t * 2 * F, *b = a + F;
+        for (int i = 0; i < F; i++)
+            y[t * ldy + i] = a[i] * gelu_sig(a[i]) * b[i];     /* y may be h, as in lx_swiglu_forward */
+    }
+}
+
 void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F)
 {
     int wide = wide_lanes();

@@ -39,6 +39,8 @@ void lx_gelu_backward_s(float *dx, const float *dy, const float *x, const float 
 /* SwiGLU: y = silu(a)·b for h = [a | b] per row.  y (N, F) with row stride
 ** ldy (F; or y = h, ldy 2F: each row's result over its own a), h (N, 2F). */
 void lx_swiglu_forward(float *y, int ldy, const float *h, int N, int F);
+/* GeGLU (Gemma's MLP): y = gelu(a)·b, GELU's tanh form (lx_gelu_forward), laid out as lx_swiglu_forward. */
+void lx_geglu_forward(float *y, int ldy, const float *h, int N, int F);
 /* dh (N, 2F) = ... (overwritten) */
 void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F);
 

@@ -80,7 +80,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
     int loss_only = train == LX_ACTS_EVAL_LOSS, answer = train == LX_ACTS_EVAL_ANSWER;
     train = loss_only || answer ? LX_ACTS_EVAL : train;
     double N = (double)B * T, C = (double)arch->d_model, HD = (double)arch->heads * arch->d_head,
-           F = (double)arch->d_mlp, F2 = arch->mlp == LX_MLP_SWIGLU ? 2 * F : F, V = (double)arch->vocab,
+           F = (double)arch->d_mlp, F2 = lx_arch_gated(arch) ? 2 * F : F, V = (double)arch->vocab,
            TT = (double)T * T, H = (double)arch->heads, nthr = n_threads(), LL = (double)arch->layers,
            QKV = (double)lx_arch_qkv(arch), D = (double)arch->d_head, nsu = (double)lx_tile_stat_units(LX_TILE_BQ, T);
     double KVp = (double)lx_tile_kpack_floats(T, lx_arch_kv(arch), arch->d_head);  /* the tiles' packed keys */
@@ -123,7 +123,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             PHASE(2, xn2, NB * C), PHASE(2, h, NB * F2),                                /* MLP */
             PHASE(3, xnf, (answer && NA < NB ? NA : NB) * C),                          /* head */
             PHASE(3, logits, (loss_only ? R : answer ? NA : N) * V), ROW(hrow, answer ? N : 0, 4),
-            ROW(rope_cs, N * D, 8), ROW(tab, nthr * 2 * TL, 8),
+            ROW(rope_cs, N * D, 8), ROW(rope_local, arch->local_every ? N * D : 0, 8), ROW(tab, nthr * 2 * TL, 8),
             ROW(tile, nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, (int)D), 4),
             ROW(tile_tab, H * (1 + LX_SPEC_MAX_OPS) * TL, 8),
             ROW(tile_acc, nthr * (double)lx_tile_acc_doubles(LX_TILE_BQ), 8),

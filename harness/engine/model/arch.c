@@ -27,7 +27,8 @@ static const struct lx_param arch_rows[] = {
              "key/value heads, dividing heads (grouped-query attention); 0 = heads (multi-head)"),
     LX_P_INT(struct lx_arch, d_head, "32", 2, 512, 0, "head dimension (even for rope)"),
     LX_P_INT(struct lx_arch, d_mlp, "512", 8, 65536, 0, "MLP hidden width"),
-    LX_P_ENUM(struct lx_arch, mlp, "gelu", "gelu|swiglu", 0, "MLP: GELU (tanh form) or SwiGLU"),
+    LX_P_ENUM(struct lx_arch, mlp, "gelu", "gelu|swiglu|geglu", 0,
+              "MLP: GELU (tanh form), SwiGLU, or GeGLU (GELU's tanh form gating; Gemma)"),
     LX_P_INT(struct lx_arch, vocab, "260", 2, 1000000, 0,
              "vocabulary: 260 = 256 bytes + BOS, EOS, PAD, MASK; with a tokenizer, its vocabulary"),
     LX_P_FLOAT(struct lx_arch, norm_eps, "1e-5", 0, 1, LX_PF_MIN_OPEN, "RMSNorm epsilon"),
@@ -45,6 +46,16 @@ static const struct lx_param arch_rows[] = {
               "KERPLE's learned kernel: (p, a) per head, shared by the layers (set by kerple)"),
     LX_P_ENUM(struct lx_arch, kerple_kernel, "log", "log|power", 0,
               "KERPLE's kernel: log -p*ln(1 + a*t) or power -a*t^p (set by kerple's kernel)"),
+    LX_P_BOOL(struct lx_arch, post_norms, "false", 0,
+              "RMSNorms of the attention's and the MLP's outputs before the residual sum (Gemma 2/3; not trained)"),
+    LX_P_BOOL(struct lx_arch, emb_scale, "false", 0, "the embedding rows times sqrt(d_model) (Gemma; not trained)"),
+    LX_P_INT(struct lx_arch, qk_dim, "0", 0, 65536, 0,
+             "logits are q.k / sqrt(qk_dim) (Gemma's query_pre_attn_scalar); 0 = d_head"),
+    LX_P_INT(struct lx_arch, local_every, "0", 0, 64, 0,
+             "local layers: layer l is global when (l+1) % local_every == 0, the others run rope at local_base over "
+             "a window of local_window keys, whatever the stack (Gemma 3; not trained); 0 = none"),
+    LX_P_INT(struct lx_arch, local_window, "0", 0, 1L << 30, 0, "keys a local layer's query sees, itself included"),
+    LX_P_FLOAT(struct lx_arch, local_base, "10000", 0, 1e12, LX_PF_MIN_OPEN, "the local layers' rope base"),
 };
 
 /* Rows added after the first checkpoints are stored only away from their
@@ -58,6 +69,12 @@ static const struct lx_param_rule arch_rules[] = {
     {"rel_buckets", "rel_buckets!=0"},
     {"kerple", "kerple=true"},
     {"kerple_kernel", "kerple_kernel=power"},
+    {"post_norms", "post_norms=true"},
+    {"emb_scale", "emb_scale=true"},
+    {"qk_dim", "qk_dim!=0"},
+    {"local_every", "local_every!=0"},
+    {"local_window", "local_every!=0"},
+    {"local_base", "local_every!=0"},
     {NULL, NULL},
 };
 
@@ -91,7 +108,26 @@ int lx_arch_resolve(struct lx_arch *a, struct lx_error *err)
     if (a->kerple_kernel != LX_KERPLE_LOG && !a->kerple)
         return lx_err(err, LX_EINVAL, "kerple_kernel: power without kerple: true\n  hint: both rows are set by "
                       "the stack's kerple method");
+    if (a->local_every && a->local_window < 1)
+        return lx_err(err, LX_EINVAL, "local_every %ld without a local_window\n  hint: a local layer's query sees "
+                      "local_window keys (Gemma 3's sliding_window)", a->local_every);
     return LX_OK;
+}
+
+const char *lx_arch_gemma_part(const struct lx_arch *a)
+{
+    return a->post_norms ? "post_norms" : a->emb_scale ? "emb_scale" : a->mlp == LX_MLP_GEGLU ? "mlp: geglu" :
+           a->qk_dim ? "qk_dim" : a->local_every ? "local_every" : NULL;
+}
+
+int lx_arch_trainable(const struct lx_arch *a, struct lx_error *err)
+{
+    const char *part = lx_arch_gemma_part(a);
+    if (!part)
+        return LX_OK;
+    return lx_err(err, LX_EINVAL, "the architecture's %s (Gemma 3's block) is run but not trained by lenx: its "
+                  "backward is not written\n  hint: score, generate and evaluate the model; to fine-tune, use a "
+                  "Llama-architecture model", part);
 }
 
 void lx_arch_learn_rel(struct lx_arch *a, const struct lx_relbias *r)
@@ -172,13 +208,17 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
             add(out, &n, &off, NAME("attn.k_norm.weight"), a->d_head, 0, 0, 0);
         }
         add(out, &n, &off, NAME("attn.wo.weight"), C, HD, 1, 1);
+        if (a->post_norms)
+            add(out, &n, &off, NAME("attn.post_norm.weight"), C, 0, 0, 0);
         if (a->logit_scale)
             add(out, &n, &off, NAME("attn.logit_scale"), a->heads, 0, 0, 0);
         add(out, &n, &off, NAME("mlp_norm.weight"), C, 0, 0, 0);
         add(out, &n, &off, NAME("mlp.w1.weight"), F, C, 1, 0);
-        if (a->mlp == LX_MLP_SWIGLU)
+        if (lx_arch_gated(a))
             add(out, &n, &off, NAME("mlp.w3.weight"), F, C, 1, 0);
         add(out, &n, &off, NAME("mlp.w2.weight"), C, F, 1, 1);
+        if (a->post_norms)
+            add(out, &n, &off, NAME("mlp.post_norm.weight"), C, 0, 0, 0);
 #undef NAME
     }
     add(out, &n, &off, "norm.weight", C, 0, 0, 0);
@@ -211,7 +251,7 @@ size_t lx_arch_n_params(const struct lx_arch *a)
 ** vectors (fp32 wherever they are) get float views. */
 static void map_views(struct lx_weights *w, const struct lx_arch *a, const struct lx_wmat *t, int fused)
 {
-    int n = lx_arch_tensors(a, NULL), i = 0, swiglu = a->mlp == LX_MLP_SWIGLU;
+    int n = lx_arch_tensors(a, NULL), i = 0, swiglu = lx_arch_gated(a);
 #define F(k) (fused ? (float *)t[k].p : NULL)
     w->layer = lx_xcalloc((size_t)a->layers, sizeof *w->layer);
     w->memb = t[i];
@@ -233,6 +273,7 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
         L->mo = t[i];
         L->wo = F(i);
         i++;
+        L->attn_post = a->post_norms ? (float *)t[i++].p : NULL;
         L->logit_scale = a->logit_scale ? (float *)t[i++].p : NULL;
         L->mlp_norm = (float *)t[i++].p;
         L->w13 = F(i);
@@ -243,6 +284,7 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
         L->mw2 = t[i];
         L->w2 = F(i);
         i++;
+        L->mlp_post = a->post_norms ? (float *)t[i++].p : NULL;
     }
     w->norm = (float *)t[i++].p;
     w->mhead = a->tie_head ? w->memb : t[i];
@@ -496,7 +538,7 @@ double lx_arch_bf16_bytes(const struct lx_arch *a)
 ** i alone. Returns how many (their rows in *rows). */
 static int pack_group(const struct lx_arch *a, const struct lx_tensor_info *ti, int i, long *rows)
 {
-    int k = strstr(ti[i].name, "attn.wq.weight") ? 3 : strstr(ti[i].name, "mlp.w1.weight") && a->mlp == LX_MLP_SWIGLU ? 2 : 1;
+    int k = strstr(ti[i].name, "attn.wq.weight") ? 3 : strstr(ti[i].name, "mlp.w1.weight") && lx_arch_gated(a) ? 2 : 1;
     long C = ti[i].shape[1], N = 0, blk;
     for (int j = 0; j < k; j++)
         N += ti[i + j].shape[0];
@@ -565,7 +607,7 @@ void lx_model_pack(struct lx_model *m)
 
 int lx_model_matrices(const struct lx_arch *a, struct lx_model *m, struct lx_matrix_at *out)
 {
-    long C = a->d_model, HD = a->heads * a->d_head, F = a->d_mlp * (a->mlp == LX_MLP_SWIGLU ? 2 : 1);
+    long C = a->d_model, HD = a->heads * a->d_head, F = a->d_mlp * (lx_arch_gated(a) ? 2 : 1);
     int n = 0;
 #define ADD(v_, w_, oc_, c_) (out ? (void)(out[n] = (struct lx_matrix_at){(v_), (w_), (oc_), (c_)}) : (void)0, n++)
     for (long l = 0; l < a->layers; l++) {

@@ -13,7 +13,7 @@
 #include "harness/engine/kernels/wprod.h"
 
 enum { LX_MODEL_CAUSAL, LX_MODEL_MLM };     /* lx_arch.mode */
-enum { LX_MLP_GELU, LX_MLP_SWIGLU };        /* lx_arch.mlp */
+enum { LX_MLP_GELU, LX_MLP_SWIGLU, LX_MLP_GEGLU };  /* lx_arch.mlp */
 
 /* The architecture: the `arch:` mapping of a model in a sweep file. */
 struct lx_arch {
@@ -25,7 +25,7 @@ struct lx_arch {
                         ** lx_arch_kv(); stored only when it differs from H */
     long d_head;        /* head dimension D */
     long d_mlp;         /* MLP hidden width F */
-    int mlp;            /* LX_MLP_GELU or LX_MLP_SWIGLU */
+    int mlp;            /* LX_MLP_GELU, LX_MLP_SWIGLU or LX_MLP_GEGLU (GELU's tanh form gating, Gemma) */
     long vocab;         /* V: 260 = bytes + BOS/EOS/PAD/MASK */
     double norm_eps;    /* RMSNorm epsilon */
     double init_std;    /* N(0, init_std) for matrices; output projections / sqrt(2·layers) */
@@ -40,6 +40,16 @@ struct lx_arch {
     int kerple;         /* 1: KERPLE's learned (p, a) per head, tensor kerple (heads × 2), shared by every
                         ** layer, drawn p ~ 2·U(0, 1), a ~ U(0, 1), kept in KERPLE's clamps (set by kerple) */
     int kerple_kernel;  /* LX_KERPLE_LOG or LX_KERPLE_POWER: the kernel the (p, a) are of */
+    /* Gemma 3's block (loaded models only: lx_arch_trainable refuses training them) */
+    int post_norms;     /* 1: RMSNorms layers.L.{attn,mlp}.post_norm.weight of the attention's and the MLP's
+                        ** outputs before each joins the residual stream */
+    int emb_scale;      /* 1: the embedding rows times sqrt(d_model) */
+    long qk_dim;        /* logits are q·k / sqrt(qk_dim) (Gemma's query_pre_attn_scalar); 0 = d_head */
+    long local_every;   /* local layers: layer l is global when (l + 1) % local_every == 0, else it runs
+                        ** rope at local_base over a window of local_window keys whatever the stack (Gemma 3's
+                        ** sliding-window layers); 0 = every layer runs the stack */
+    long local_window;  /* keys a local layer's query sees, itself included */
+    double local_base;  /* the local layers' rope base (layout half, every pair of the head) */
 };
 
 enum { LX_KERPLE_LOG, LX_KERPLE_POWER };    /* lx_arch.kerple_kernel */
@@ -57,6 +67,23 @@ void lx_arch_rel_keep(const struct lx_arch *a, float *rel_bias);
 long lx_arch_rel_values(const struct lx_arch *a);
 
 extern const struct lx_schema lx_arch_schema;
+
+/* 1 for a gated MLP (SwiGLU, GeGLU): w1 and w3, the hidden rows twice as wide. */
+static inline int lx_arch_gated(const struct lx_arch *a)
+{
+    return a->mlp != LX_MLP_GELU;
+}
+/* Is layer l one of the local layers (local_every)? */
+static inline int lx_arch_local(const struct lx_arch *a, long l)
+{
+    return a->local_every > 0 && (l + 1) % a->local_every != 0;
+}
+/* The first of a's parts from Gemma's block ("post_norms", "emb_scale",
+** "mlp: geglu", "qk_dim", "local_every"), or NULL: what lenx runs but
+** neither trains nor writes in another format. */
+const char *lx_arch_gemma_part(const struct lx_arch *a);
+/* LX_OK unless a has such a part: LX_EINVAL naming it. */
+int lx_arch_trainable(const struct lx_arch *a, struct lx_error *err);
 
 /* Key/value heads: kv_heads, or heads when 0. */
 long lx_arch_kv(const struct lx_arch *a);
@@ -91,8 +118,10 @@ struct lx_layer_w {
     float *wo;          /* (C, H·D) */
     float *logit_scale; /* (H) learned multipliers of S, or NULL */
     float *mlp_norm;    /* (C) */
-    float *w13;         /* (F, C) gelu, (2F, C) swiglu: w1 then w3 */
+    float *w13;         /* (F, C) gelu, (2F, C) swiglu and geglu: w1 then w3 */
     float *w2;          /* (C, F) */
+    float *attn_post;   /* (C) post_norms: the attention output's RMSNorm gains, or NULL */
+    float *mlp_post;    /* (C) post_norms: the MLP output's */
     /* The matrices as the forward multiplies them (wprod.h): in a weight
     ** buffer q|k|v and w1|w3 are one part each (mqkv[0], mw13[0]); used in
     ** place from a checkpoint (lx_model_hold) they are the file's own tensors. */

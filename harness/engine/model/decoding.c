@@ -18,12 +18,14 @@
 ** of (slot, layer), every head, into c->ao (on the step's one thread). A
 ** bf16 cache's rows of a key/value head are widened once for its G query
 ** heads (c->wide, row stride D). */
-static void attend(struct lx_kvcache *c, const struct lx_spec *spec, const float *mult, int slot, int layer, long pos,
-                   int H)
+static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global, const float *mult, int slot, int layer,
+                   long pos, int H)
 {
     int KV = c->KV, D = c->D, G = H / KV, ld = KV * D;
-    const float *kf = c->kfar ? lx_kvcache_rows(c, c->kfar, slot, layer) : NULL;
-    lx_kvcache_dist(c, spec, H, pos + 1);
+    const float *kf = c->kfar && global ? lx_kvcache_rows(c, c->kfar, slot, layer) : NULL;
+    const double *dtab = global ? c->dtab : NULL;   /* a local layer's spec has no distance op */
+    if (global)
+        lx_kvcache_dist(c, spec, H, pos + 1);
     for (int g = 0; g < KV; g++) {
         const float *k, *v, *f = kf ? kf + (long)g * D : NULL;
         int ldh = ld;
@@ -38,10 +40,10 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, const float
         }
         for (int h = g * G; h < (g + 1) * G; h++) {
             const double *kept[2] = {NULL, NULL};
-            if (c->dtab)
-                kept[0] = c->dtab + 2L * h * c->T, kept[1] = kept[0] + c->T;
+            if (dtab)
+                kept[0] = dtab + 2L * h * c->T, kept[1] = kept[0] + c->T;
             lx_attn_row_forward(c->ao + (long)h * D, c->qkv + (long)h * D, k, v, f, ldh, spec, h,
-                                mult ? mult[h] : 1.0f, pos, D, c->s, c->tab, c->dtab ? kept : NULL);
+                                mult ? mult[h] : 1.0f, pos, D, c->s, c->tab, dtab ? kept : NULL);
         }
     }
 }
@@ -49,8 +51,8 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, const float
 void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spec *spec_in, struct lx_kvcache *c,
                     int slot, long pos, int token)
 {
-    struct lx_spec local;
-    const struct lx_spec *spec = lx_model_spec(m, spec_in, &local);
+    struct lx_spec local[2];
+    const struct lx_spec *spec = lx_model_spec(m, spec_in, local);
     const struct lx_arch *ar = &m->arch;
     int C = (int)ar->d_model, H = (int)ar->heads, KV = c->KV, D = c->D, HD = H * D;
     int F = (int)ar->d_mlp, V = (int)ar->vocab, ipos = lx_kvcache_position(c, spec, pos);
@@ -71,34 +73,36 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
         omp_set_num_threads(1);
     lx_embed(c->x, m, &token, 1);
     lx_rope_table_pos(c->cs, c->cs + D, &spec->rotary, &ipos, 1);     /* keys' row after the queries' */
+    if (spec->local)                                                    /* then the local layers' */
+        lx_rope_table_pos(c->cs + 2 * D, NULL, &spec->local->rotary, &ipos, 1);
     c->len[slot] = pos + 1;
     for (int l = 0; l < c->L; l++) {
         const struct lx_layer_w *W = &m->v.layer[l];
+        const struct lx_spec *ls = lx_spec_layer(spec, l);
+        int global = ls == spec;
         lx_rmsnorm_forward(c->xn, c->rstd, c->x, W->attn_norm, 1, C, eps);
         lx_layer_qkv(c->qkv, c->xn, W, ar, 1);
         lx_layer_qk_norm(c->qkv, NULL, NULL, W, ar, 1);
-        lx_rope_apply(c->qkv, &spec->rotary, c->cs, spec->rotary.decay_scale ? c->cs + D : NULL, 1, 1, H, KV, D, +1);
-        if (spec->cosine)
+        lx_rope_apply(c->qkv, &ls->rotary, global ? c->cs : c->cs + 2 * D, ls->rotary.decay_scale ? c->cs + D : NULL,
+                      1, 1, H, KV, D, +1);
+        if (ls->cosine)
             lx_qk_normalize(c->qkv, NULL, 1, H, KV, D);
         if (lx_numerics_get() == LX_NUMERICS_BF16)     /* as the forward's (model.c) */
             lx_round_bf16_n(c->qkv, (size_t)(HD + 2 * KD));
         lx_kvcache_store(c, slot, l, pos, c->qkv + HD, c->qkv + HD + KD);
-        if (c->kfar) {
+        if (c->kfar && global) {
             long *nf = &c->n_far[(long)slot * c->L + l];
             *nf = *nf < pos ? *nf : pos;    /* rows from pos on were another token's */
             lx_kvcache_far(c, spec, slot, l, lx_posmap_near_lo(&spec->posmap, pos));
         }
-        attend(c, spec, W->logit_scale, slot, l, pos, H);
-        memcpy(c->xm, c->x, sizeof(float) * (size_t)C);
-        lx_wlinear(c->xm, C, c->ao, HD, W->mo, 1, HD, C, 1.0f);
+        attend(c, ls, global, W->logit_scale, slot, l, pos, H);
+        memcpy(c->xm, c->x, sizeof(float) * (size_t)C);     /* xn (read by q|k|v) holds a post-norm's product */
+        lx_layer_out(c->xm, c->xn, c->rstd, c->ao, HD, W->mo, W->attn_post, 1, HD, C, eps);
         lx_rmsnorm_forward(c->xn, c->rstd, c->xm, W->mlp_norm, 1, C, eps);
         lx_layer_w13(c->h, c->xn, W, ar, 1);
-        if (ar->mlp == LX_MLP_SWIGLU)
-            lx_swiglu_forward(c->act, F, c->h, 1, F);
-        else
-            lx_gelu_forward_s(c->act, NULL, c->h, F);
+        lx_mlp_act(ar, c->act, F, NULL, c->h, 1);
         memcpy(c->x, c->xm, sizeof(float) * (size_t)C);
-        lx_wlinear(c->x, C, c->act, F, W->mw2, 1, F, C, 1.0f);
+        lx_layer_out(c->x, c->xn, c->rstd, c->act, F, W->mw2, W->mlp_post, 1, F, C, eps);
     }
     lx_rmsnorm_forward(c->xn, c->rstd, c->x, m->v.norm, 1, C, eps);
     lx_wlinear(logits, V, c->xn, C, m->v.mhead, 1, C, V, 0.0f);

@@ -18,7 +18,7 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
                            int alloc)
 {
     double KD = (double)lx_arch_kv(a) * a->d_head, rows = (double)n_slots * a->layers * T, C = a->d_model,
-           F = a->d_mlp, F2 = a->mlp == LX_MLP_SWIGLU ? 2 * F : F;
+           F = a->d_mlp, F2 = lx_arch_gated(a) ? 2 * F : F;
     int bf16 = lx_kv_bf16_get();
     struct { void **p; double n; size_t el; } b[] = {
         {(void **)&c->k, bf16 ? 0 : rows * KD, 4},
@@ -37,7 +37,7 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
         {(void **)&c->h, F2, 4},
         {(void **)&c->act, F, 4},
         {(void **)&c->rstd, 1, 4},
-        {(void **)&c->cs, 2.0 * a->d_head, 8},           /* queries' and (xpos) keys' rotary rows */
+        {(void **)&c->cs, (a->local_every ? 3.0 : 2.0) * a->d_head, 8},  /* queries', (xpos) keys', local layers' rotary rows */
         {(void **)&c->s, T, 4},
         {(void **)&c->tab, 2.0 * T, 8},
         {(void **)&c->dtab, dist ? 2.0 * a->heads * T : 0, 8},  /* kept distance tables */

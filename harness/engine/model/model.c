@@ -32,7 +32,7 @@ static struct sizes sizes_of(const struct lx_arch *a, int B, int T)
     s.C = a->d_model;
     s.HD = a->heads * a->d_head;
     s.F = a->d_mlp;
-    s.F2 = a->mlp == LX_MLP_SWIGLU ? 2 * s.F : s.F;
+    s.F2 = lx_arch_gated(a) ? 2 * s.F : s.F;
     s.V = a->vocab;
     s.T = T;
     s.H = a->heads;
@@ -48,85 +48,6 @@ static struct lx_attn_shape shape_of(const struct lx_arch *a, int T)
     return (struct lx_attn_shape){.T = T, .H = (int)a->heads, .KV = (int)lx_arch_kv(a), .D = (int)a->d_head,
                                   .ld = (int)lx_arch_qkv(a), .ldo = (int)(a->heads * a->d_head),
                                   .causal = a->mode == LX_MODEL_CAUSAL};
-}
-
-/* ---- weight products ----------------------------------------------------------- */
-
-/* y (n, Σ rows) = x · [parts]ᵀ + beta·y, each part's rows after the previous part's. */
-static void linear_parts(float *y, long ldy, const float *x, long C, const struct lx_wmat *p, int np,
-                         const long *rows, long n, float beta)
-{
-    for (int k = 0, o = 0; k < np; o += (int)rows[k], k++)
-        lx_wlinear(y + o, ldy, x, C, p[k], n, C, rows[k], beta);
-}
-
-void lx_layer_qkv(float *qkv, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n)
-{
-    long HD = a->heads * a->d_head, KD = lx_arch_kv(a) * a->d_head, QKV = HD + 2 * KD;
-    long rows[3] = {HD, KD, KD}, all = QKV;
-    linear_parts(qkv, QKV, x, a->d_model, W->mqkv, W->n_qkv, W->n_qkv == 1 ? &all : rows, n, 0.0f);
-    if (W->bqkv)
-        lx_bias_add(qkv, W->bqkv, n, QKV);
-}
-
-void lx_layer_qk_norm(float *qkv, float *raw, float *rstd, const struct lx_layer_w *W, const struct lx_arch *a,
-                      long n)
-{
-    if (!W->q_norm)
-        return;
-    int H = (int)a->heads, KV = (int)lx_arch_kv(a), D = (int)a->d_head;
-    long QKV = lx_arch_qkv(a), QK = (long)(H + KV) * D;
-    float eps = (float)a->norm_eps, r[512];
-#pragma omp parallel for schedule(static) private(r) if (n * QK > 65536)
-    for (long row = 0; row < n; row++) {
-        float *x = qkv + row * QKV, *rs = rstd ? rstd + row * (H + KV) : r;
-        if (raw)
-            memcpy(raw + row * QK, x, sizeof(float) * (size_t)QK);
-        lx_rmsnorm_forward(x, rs, x, W->q_norm, H, D, eps);      /* in place: a row's sum is taken first */
-        lx_rmsnorm_forward(x + (long)H * D, rs + H, x + (long)H * D, W->k_norm, KV, D, eps);
-    }
-}
-
-#define QK_NORM_BLOCK 64    /* rows per partial gain gradient: fixed, so the sum order never depends on threads */
-
-void lx_layer_qk_norm_backward(float *dqkv, float *dgq, float *dgk, const float *raw, const float *rstd,
-                               const struct lx_layer_w *W, const struct lx_arch *a, long n)
-{
-    int H = (int)a->heads, KV = (int)lx_arch_kv(a), D = (int)a->d_head;
-    long QKV = lx_arch_qkv(a), QK = (long)(H + KV) * D, nb = (n + QK_NORM_BLOCK - 1) / QK_NORM_BLOCK;
-    double *part = lx_xcalloc((size_t)nb * 2 * (size_t)D, sizeof *part);
-    /* per head, as lx_rmsnorm_backward: dx_d = r g_d dy_d − r³ x_d / D · Σ_k dy_k g_k x_k, dg_d += dy_d x_d r */
-#pragma omp parallel for schedule(static) if (n * QK > 65536)
-    for (long blk = 0; blk < nb; blk++)
-        for (long row = blk * QK_NORM_BLOCK; row < n && row < (blk + 1) * QK_NORM_BLOCK; row++)
-            for (int h = 0; h < H + KV; h++) {
-                const float *x = raw + row * QK + (long)h * D, *g = h < H ? W->q_norm : W->k_norm;
-                float *dy = dqkv + row * QKV + (long)h * D, r = rstd[row * (H + KV) + h];
-                double dot = 0.0, *pg = part + (blk * 2 + (h >= H)) * D;
-                for (int d = 0; d < D; d++) {
-                    dot += (double)dy[d] * g[d] * x[d];
-                    pg[d] += dy[d] * x[d] * r;
-                }
-                float k = (float)(dot * r * r * r / D);
-                for (int d = 0; d < D; d++)
-                    dy[d] = r * g[d] * dy[d] - k * x[d];
-            }
-    for (long blk = 0; blk < nb; blk++)
-        for (int d = 0; d < D; d++)
-            dgq[d] += (float)part[blk * 2 * D + d], dgk[d] += (float)part[(blk * 2 + 1) * D + d];
-    free(part);
-}
-
-void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n)
-{
-    long F = a->d_mlp, F2 = a->mlp == LX_MLP_SWIGLU ? 2 * F : F, rows[2] = {F, F};
-    linear_parts(h, F2, x, a->d_model, W->mw13, W->n_w13, W->n_w13 == 1 ? &F2 : rows, n, 0.0f);
-}
-
-void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n)
-{
-    for (long i = 0; i < n; i++)
-        lx_wmat_row(x + i * m->arch.d_model, m->v.memb, tokens[i], m->arch.d_model);
 }
 
 /* ---- rope ------------------------------------------------------------------- */
@@ -349,19 +270,21 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
 
 /* Positions into q and k: rotary by window position (or PoSE ids), then
 ** CosScale's normalisation; sign −1 is the backward of the rotation. */
-static void rope_rows(struct lx_acts *a, const struct lx_spec *spec, float *qkv, int H, int KV, int D, int sign)
+static void rope_rows(struct lx_acts *a, const struct lx_spec *spec, const double *cs, float *qkv, int H, int KV,
+                      int D, int sign)
 {
     if (a->pos)
-        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, a->rope_csk, 1, a->B * a->T, H, KV, D, sign);
+        lx_rope_apply(qkv, &spec->rotary, cs, a->rope_csk, 1, a->B * a->T, H, KV, D, sign);
     else
-        lx_rope_apply(qkv, &spec->rotary, a->rope_cs, a->rope_csk, a->B, a->T, H, KV, D, sign);
+        lx_rope_apply(qkv, &spec->rotary, cs, a->rope_csk, a->B, a->T, H, KV, D, sign);
 }
 
 /* Norm, q|k|v, positions and attention of layer l: xin (N, C) to ao (N, HD),
 ** the layer's activations in the slices LAY gives (one slice in evaluation). */
-static void attention_layer(const struct lx_model *m, const struct lx_spec *spec, struct lx_acts *a, long l,
+static void attention_layer(const struct lx_model *m, const struct lx_spec *global, struct lx_acts *a, long l,
                             const float *xin, const struct sizes *s)
 {
+    const struct lx_spec *spec = lx_spec_layer(global, l);
     const struct lx_arch *ar = &m->arch;
     const struct lx_layer_w *W = &m->v.layer[l];
     float *rstd1 = LAY(a, a->rstd1, l, s->N), *xn1 = LAY(a, a->xn1, l, s->N * s->C);
@@ -372,7 +295,7 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *spec
     lx_layer_qkv(qkv, xn1, W, ar, s->N);
     lx_layer_qk_norm(qkv, a->train ? LAY(a, a->qkraw, l, s->N * (s->H + s->KV) * ar->d_head) : NULL,
                      a->train ? LAY(a, a->qkr, l, s->N * (s->H + s->KV)) : NULL, W, ar, s->N);
-    rope_rows(a, spec, qkv, (int)s->H, (int)s->KV, (int)ar->d_head, +1);
+    rope_rows(a, spec, spec == global ? a->rope_cs : a->rope_local, qkv, (int)s->H, (int)s->KV, (int)ar->d_head, +1);
     if (spec->cosine)
         lx_qk_normalize(qkv, a->train ? a->qkn + l * s->N * 2 * s->H : NULL, s->N, (int)s->H, (int)s->KV,
                         (int)ar->d_head);
@@ -393,13 +316,11 @@ static void mlp(const struct lx_arch *ar, const struct lx_layer_w *W, float *xou
 {
     lx_rmsnorm_forward(xn2, rstd2, xm, W->mlp_norm, (int)n, (int)s->C, (float)ar->norm_eps);
     lx_layer_w13(h, xn2, W, ar, n);
-    if (ar->mlp == LX_MLP_SWIGLU)
-        lx_swiglu_forward(act, ldact, h, (int)n, (int)s->F);
-    else
-        lx_gelu_forward_s(act, sig, h, (int)(n * s->F));
+    lx_mlp_act(ar, act, ldact, sig, h, n);
     if (xout != xm)
         memcpy(xout, xm, sizeof(float) * (size_t)(n * s->C));
-    lx_wlinear(xout, s->C, act, ldact, W->mw2, n, s->F, s->C, 1.0f);
+    /* xn2 (read by w1|w3) holds a post-norm's product */
+    lx_layer_out(xout, xn2, rstd2, act, ldact, W->mw2, W->mlp_post, n, s->F, s->C, (float)ar->norm_eps);
 }
 
 /* The first non-finite value of n logit rows starting at row r0 (the
@@ -489,6 +410,7 @@ static void head_answer(const struct lx_model *m, struct lx_acts *a, const float
 static void forward_train(const struct lx_model *m, const struct lx_spec *spec, const int *targets,
                           struct lx_acts *a, const struct sizes *s)
 {
+    LX_ASSERT(lx_arch_trainable(&m->arch, NULL) == LX_OK);     /* train.c refuses the others */
     for (long l = 0; l < s->L; l++) {
         const struct lx_layer_w *W = &m->v.layer[l];
         float *xin = a->x + l * s->N * s->C, *xm = a->xm + l * s->N * s->C, *ao = a->ao + l * s->N * s->HD;
@@ -517,7 +439,9 @@ static void forward_eval(const struct lx_model *m, const struct lx_spec *spec, c
     for (long l = 0; l < s->L; l++) {
         const struct lx_layer_w *W = &m->v.layer[l];
         attention_layer(m, spec, a, l, a->x, s);
-        lx_wlinear(a->x, s->C, a->ao, s->HD, W->mo, s->N, s->HD, s->C, 1.0f);
+        /* xn1 (read by q|k|v) holds a post-norm's product */
+        lx_layer_out(a->x, a->xn1, a->rstd1, a->ao, s->HD, W->mo, W->attn_post, s->N, s->HD, s->C,
+                     (float)m->arch.norm_eps);
         for (long r0 = 0; r0 < s->N; r0 += rows) {
             float *x = a->x + r0 * s->C;
             mlp(&m->arch, W, x, x, a->xn2, a->rstd1 + r0, a->h, a->h, (int)s->F2, NULL,
@@ -548,21 +472,45 @@ int lx_model_spec_check(const struct lx_model *m, const struct lx_spec *spec, st
                   "a learned bias is trained in; evaluate with the model's own", ws, nw, hs, nh);
 }
 
-const struct lx_spec *lx_model_spec(const struct lx_model *m, const struct lx_spec *spec, struct lx_spec *local)
+/* The spec of a's local layers (lx_arch_local): rope at local_base over every
+** pair of a head, layout half, and a window of local_window keys; no method. */
+static void local_spec(struct lx_spec *loc, const struct lx_arch *a, const struct lx_spec *global)
 {
-    LX_ASSERT(lx_arch_rel_values(&m->arch) == (spec->rel.method ? spec->rel.values : 0));  /* lx_model_spec_check */
-    if (!m->v.rel_bias || spec->facts.rel_bias == m->v.rel_bias)
+    lx_spec_init(loc, &global->facts);
+    struct lx_rotary *r = &loc->rotary;
+    r->n_pairs = (int)(a->d_head / 2);
+    r->layout = LX_ROPE_HALF;
+    r->base = a->local_base;
+    for (int k = 0; k < r->n_pairs; k++)    /* as methods/rope.c builds its table */
+        r->inv_freq[k] = pow(a->local_base, -2.0 * k / (double)a->d_head);
+    loc->positions = "local layers";
+    loc->vis = (struct lx_visibility){.method = "local layers", .window = a->local_window};
+    loc->qk_dim = global->qk_dim;
+}
+
+const struct lx_spec *lx_model_spec(const struct lx_model *m, const struct lx_spec *spec, struct lx_spec local[2])
+{
+    const struct lx_arch *a = &m->arch;
+    LX_ASSERT(lx_arch_rel_values(a) == (spec->rel.method ? spec->rel.values : 0));  /* lx_model_spec_check */
+    if ((!m->v.rel_bias || spec->facts.rel_bias == m->v.rel_bias) && !a->qk_dim && !a->local_every)
         return spec;
-    *local = *spec;
-    local->facts.rel_bias = m->v.rel_bias;
-    return local;
+    local[0] = *spec;
+    if (m->v.rel_bias)
+        local[0].facts.rel_bias = m->v.rel_bias;
+    local[0].qk_dim = (double)a->qk_dim;
+    if (a->local_every) {
+        local_spec(&local[1], a, &local[0]);
+        local[0].local = &local[1];
+        local[0].local_every = a->local_every;
+    }
+    return &local[0];
 }
 
 double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec_in, const int *tokens,
                         const int *targets, struct lx_acts *a)
 {
-    struct lx_spec local;
-    const struct lx_spec *spec = lx_model_spec(m, spec_in, &local);
+    struct lx_spec local[2];
+    const struct lx_spec *spec = lx_model_spec(m, spec_in, local);
     struct sizes s = sizes_of(&m->arch, a->B, a->T);
     int *drawn = NULL;      /* randpos at evaluation: every window at the draw for its length (positions.h) */
     if (!a->pos && spec->pose.random) {
@@ -573,10 +521,14 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec_in,
         a->pos = drawn;
     }
     double *csk = spec->rotary.decay_scale ? lx_acts_lazy(a, &a->rope_csk) : NULL;
-    if (a->pos)
-        lx_rope_table_pos(a->rope_cs, csk, &spec->rotary, a->pos, s.N);
-    else
-        lx_rope_table(a->rope_cs, csk, &spec->rotary, a->T);
+    for (int k = 0; k < (spec->local ? 2 : 1); k++) {     /* the local layers' table beside (arch local_every) */
+        const struct lx_rotary *r = k ? &spec->local->rotary : &spec->rotary;
+        double *cs = k ? a->rope_local : a->rope_cs;
+        if (a->pos)
+            lx_rope_table_pos(cs, k ? NULL : csk, r, a->pos, s.N);
+        else
+            lx_rope_table(cs, k ? NULL : csk, r, a->T);
+    }
     if (spec->cosine && a->train)
         lx_acts_lazy(a, &a->qkn);
     lx_embed(a->x, m, tokens, s.N);
@@ -707,9 +659,9 @@ static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, co
 void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, const int *tokens,
                        const int *targets, struct lx_acts *a, struct lx_weights *g)
 {
-    LX_ASSERT(a->train);
-    struct lx_spec local;
-    const struct lx_spec *spec = lx_model_spec(m, spec_in, &local);
+    LX_ASSERT(a->train && lx_arch_trainable(&m->arch, NULL) == LX_OK);    /* train.c refuses the others */
+    struct lx_spec local[2];
+    const struct lx_spec *spec = lx_model_spec(m, spec_in, local);
     const struct lx_arch *ar = &m->arch;
     struct sizes s = sizes_of(ar, a->B, a->T);
     int H = (int)s.H, D = (int)ar->d_head, T = a->T;
@@ -755,7 +707,7 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, 
         attention_backward(a, spec, qkv, ao, att, lse, W->logit_scale, G->logit_scale, g->rel_bias, &sh);
         if (spec->cosine)
             lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, (int)s.KV, D);
-        rope_rows(a, spec, a->dqkv, H, (int)s.KV, D, -1);
+        rope_rows(a, spec, a->rope_cs, a->dqkv, H, (int)s.KV, D, -1);
         if (W->q_norm)
             lx_layer_qk_norm_backward(a->dqkv, G->q_norm, G->k_norm, a->qkraw + l * s.N * (H + s.KV) * D,
                                       a->qkr + l * s.N * (H + s.KV), W, ar, s.N);

@@ -101,6 +101,7 @@ struct lx_acts {
     float *loss;                /* (N) per-token NLL (0 where no target) */
     double *rope_cs;            /* (N, n_pairs, 2) cos, sin: per window position, or per row with pos */
     double *rope_csk;           /* the keys' table beside it under a rotary decay (xpos), on first use */
+    double *rope_local;         /* the local layers' table (arch local_every), as rope_cs */
     double *tab;                /* (n_thr, 2T) spec row tables A, B */
     float *far;                 /* (n_thr, lx_attn_far_floats) posmap scratch, allocated on first use */
     float *tile;                /* eval, tiled train: (n_thr, lx_tile_thread_floats) tiled-forward scratch */
@@ -228,8 +229,11 @@ const float *lx_acts_logits(const struct lx_acts *a, long r);
 int lx_model_spec_check(const struct lx_model *m, const struct lx_spec *spec, struct lx_error *err);
 /* The spec as the engine runs it on m: spec itself (m has no learned
 ** relative bias, or spec->facts.rel_bias is already m's, as
-** lx_local_compile sets it), or *local, a copy whose facts.rel_bias is m's. */
-const struct lx_spec *lx_model_spec(const struct lx_model *m, const struct lx_spec *spec, struct lx_spec *local);
+** lx_local_compile sets it, and none of Gemma's qk_dim and local layers),
+** or local[0], a copy with facts.rel_bias m's, qk_dim m's and, for a model
+** with local layers, local[1] their spec (rope at local_base, a window of
+** local_window keys) as its `local` (lx_spec_layer picks a layer's). */
+const struct lx_spec *lx_model_spec(const struct lx_model *m, const struct lx_spec *spec, struct lx_spec local[2]);
 
 /* Forward over tokens (B, T). With targets (B, T; < 0 = not scored) fills
 ** probs and loss and returns the mean NLL over scored tokens (0 when none). */
@@ -256,7 +260,17 @@ void lx_layer_qk_norm(float *qkv, float *raw, float *rstd, const struct lx_layer
 void lx_layer_qk_norm_backward(float *dqkv, float *dgq, float *dgk, const float *raw, const float *rstd,
                                const struct lx_layer_w *W, const struct lx_arch *a, long n);
 void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n);
+/* The embedding rows of tokens (times sqrt(d_model) with arch emb_scale). */
 void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n);
+/* x (n, C) += w·in (in: n rows of k, stride ld_in); with post (arch
+** post_norms) the product goes through scratch (n, C) and its RMSNorm with
+** gains post (rstd: n scratch) first, as Gemma's block adds it. */
+void lx_layer_out(float *x, float *scratch, float *rstd, const float *in, long ld_in, struct lx_wmat w,
+                  const float *post, long n, long k, long C, float eps);
+/* The MLP's activation of its pre-activation h (n rows of F, or 2F gated)
+** into act (row stride ldact; may be h): GELU (keeping σ in sig unless
+** NULL), SwiGLU or GeGLU. */
+void lx_mlp_act(const struct lx_arch *a, float *act, int ldact, float *sig, const float *h, long n);
 
 /* Rotate the q (H heads) and k (KV heads) parts of qkv rows (N = B·T, row
 ** stride (H + 2KV)·D) by their window position (sign +1), or back (sign −1,

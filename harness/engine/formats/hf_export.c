@@ -1,0 +1,153 @@
+/*
+** harness/engine/formats/hf_export.c - a lenx model written as a Hugging Face directory
+** (lenx export --hf; docs/checkpoints.md#lenx-export---hf-dir---model-m---tokenizer-f):
+** config.json as transformers' Llama, Qwen2, Qwen3 or Phi-3 and model.safetensors read
+** from the model a piece at a time. The reading half is hf_model.c.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "harness/engine/formats/hf_model.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness/engine/formats/hf_rope.h"
+#include "harness/engine/formats/safetensors.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+
+/* An id of config.json: the number, or null for -1 (a tokenizer without one). */
+static void put_id(struct lx_buf *b, const char *key, int id)
+{
+    lx_buf_printf(b, ",\n  \"%s\": ", key);
+    if (id >= 0)
+        lx_buf_printf(b, "%d", id);
+    else
+        lx_buf_puts(b, "null");
+}
+
+/* config.json of the export: transformers' Llama, Qwen2 or Qwen3, or its Phi-3 for a partial rotary
+** (phi3: partial_rotary_factor dims / head_dim, the factor lists one per turned pair). */
+static void export_config(struct lx_buf *b, const struct lx_model *m, long train_len, const struct lx_stack_rope *rope,
+                          const struct lx_tokenizer *tok, int phi3)
+{
+    const struct lx_arch *a = &m->arch;
+    const char *type = phi3 ? "phi3" : a->qk_norm ? "qwen3" : a->qkv_bias ? "qwen2" : "llama";
+    const char *arch = phi3 ? "Phi3ForCausalLM" : a->qk_norm ? "Qwen3ForCausalLM" : a->qkv_bias ? "Qwen2ForCausalLM"
+                       : "LlamaForCausalLM";
+    lx_buf_printf(b, "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n"
+                  "  \"hidden_size\": %ld,\n  \"intermediate_size\": %ld,\n  \"num_hidden_layers\": %ld,\n"
+                  "  \"num_attention_heads\": %ld,\n  \"num_key_value_heads\": %ld,\n  \"head_dim\": %ld,\n"
+                  "  \"vocab_size\": %ld,\n  \"max_position_embeddings\": %ld,\n  \"hidden_act\": \"silu\",\n"
+                  "  \"rms_norm_eps\": ", arch, type, a->d_model, a->d_mlp, a->layers, a->heads, lx_arch_kv(a),
+                  a->d_head, a->vocab, train_len);
+    lx_buf_num(b, a->norm_eps);
+    if (phi3) {
+        lx_buf_puts(b, ",\n  \"partial_rotary_factor\": ");
+        lx_buf_num(b, (double)rope->dims / (double)a->d_head);
+    }
+    lx_buf_puts(b, ",\n  \"rope_theta\": ");
+    lx_buf_num(b, rope->base);
+    lx_buf_puts(b, ",\n  \"rope_scaling\": ");
+    lx_hf_export_scaling(b, rope, (int)((phi3 ? rope->dims : a->d_head) / 2));
+    if (strcmp(rope->scaling, "longrope") == 0)     /* where transformers reads L first */
+        lx_buf_printf(b, ",\n  \"original_max_position_embeddings\": %ld", rope->original);
+    lx_buf_printf(b, ",\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n  \"tie_word_embeddings\": %s",
+                  a->tie_head ? "true" : "false");
+    put_id(b, "bos_token_id", tok->bos);
+    put_id(b, "eos_token_id", tok->eos);
+    lx_buf_puts(b, ",\n  \"torch_dtype\": \"float32\"\n}\n");
+}
+
+/* What transformers' Phi-3 needs of a partial rotary model: no q/k/v biases or qk_norm, heads x head_dim =
+** the width, half pairs, and a partial_rotary_factor whose int(head_dim x factor) is the rope's dims. */
+static int phi3_check(const struct lx_arch *a, const struct lx_stack_rope *rope, struct lx_error *err)
+{
+    double f = (double)rope->dims / (double)a->d_head;
+    const char *why = a->qkv_bias ? "q/k/v biases" : a->qk_norm ? "qk_norm" : a->heads * a->d_head != a->d_model
+                      ? "heads x d_head other than the width" : rope->interleaved ? "interleaved rotary pairs"
+                      : (long)((double)a->d_head * f) != rope->dims
+                      ? "a factor whose int(head_dim x factor) is not dims" : NULL;
+    if (!why)
+        return LX_OK;
+    return lx_err(err, LX_EINVAL, "the model's rope turns %ld of each head's %ld channels, which transformers runs "
+                  "in its Phi-3 (partial_rotary_factor); Phi-3 cannot take %s\n  hint: export partial rotary models "
+                  "of Phi-3's shape (layout half, no biases or qk_norm), or use lenx export --gguf", rope->dims,
+                  a->d_head, why);
+}
+
+int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const struct lx_tokenizer *tok,
+                 const char *dir, struct lx_error *err)
+{
+    const struct lx_arch *a = &m->arch;
+    struct lx_stack_rope rope;
+    int rc;
+    if ((rc = lx_export_arch_check(a, "transformers' Llama", err)) < 0)
+        return rc;
+    if (a->qkv_bias && a->qk_norm)
+        return lx_err(err, LX_EINVAL, "the model has both q/k/v biases (transformers' Qwen2) and qk_norm (its Qwen3); "
+                      "no transformers model has both\n  hint: export models with at most one of them");
+    if ((rc = lx_stack_rope_of(info->stack, LX_ROPE_SCALED | LX_ROPE_LONGROPE, "transformers' Llama", &rope, err)) < 0)
+        return rc;
+    if (strcmp(rope.scaling, "yarn") == 0 && !rope.truncate)
+        return lx_err(err, LX_EINVAL, "the model's yarn has truncate false; transformers' rope_scaling yarn rounds "
+                      "the ramp's ends (truncate true)\n  hint: export yarn models trained with truncate true");
+    int phi3 = rope.dims && rope.dims < a->d_head;      /* a partial rotary: transformers' Phi-3 runs it */
+    if (phi3 && (rc = phi3_check(a, &rope, err)) < 0)
+        return rc;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return lx_err(err, LX_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
+    int n = lx_arch_tensors(a, NULL);
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    struct lx_st_tensor *st = lx_xcalloc((size_t)n, sizeof *st);
+    struct lx_tensor_reader *rd = lx_xcalloc((size_t)n, sizeof *rd);   /* read while written: no fp32 copy */
+    struct lx_st_reader *sr = lx_xcalloc((size_t)n, sizeof *sr);
+    struct lx_fused_reader *fr = lx_xcalloc((size_t)n, sizeof *fr);
+    char (*names)[96] = lx_xcalloc((size_t)n, sizeof *names);
+    lx_arch_tensors(a, ti);
+    for (int i = 0; i < n; i++) {   /* q and k heads' rows in HF's order */
+        int qk = rope.interleaved && lx_tensor_is_qk(ti[i].name);
+        lx_tensor_reader_init(&rd[i], m, &ti[i], i, qk ? 1 : -1, LX_ST_CHUNK);
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        long layer, rows = ti[i].shape[0];
+        int which, fused = phi3 ? lx_fused_reader_of(a, ti, n, rd, i, &fr[k], &layer, &which, &rows) : -1;
+        if (fused == 0)
+            continue;   /* a later part of a fused tensor */
+        if (fused > 0)
+            snprintf(names[k], sizeof names[k], "model.layers.%ld.%s", layer,
+                     which ? "mlp.gate_up_proj.weight" : "self_attn.qkv_proj.weight");
+        else if (!lx_hf_tensor_name(ti[i].name, names[k], sizeof names[k], 0))
+            continue;   /* no HF tensor: only learned logit scales, refused above */
+        st[k] = (struct lx_st_tensor){.name = names[k], .ndim = ti[i].ndim, .shape = {rows, ti[i].shape[1]}};
+        sr[k] = fused > 0 ? (struct lx_st_reader){lx_fused_read, &fr[k]}
+                          : (struct lx_st_reader){lx_tensor_read, &rd[i]};
+        k++;
+    }
+    struct lx_buf path = {0}, cfg = {0};
+    const char *meta[] = {"format", "pt"};
+    lx_buf_printf(&path, "%s/model.safetensors", dir);
+    rc = lx_st_write_read(lx_buf_str(&path), st, sr, k, meta, 1, err);
+    if (rc == LX_OK && tok)     /* its own tokenizer beside it, so that the ids read as they were trained */
+        rc = lx_tokenizer_copy(tok->path, tok->hash, dir, err);
+    export_config(&cfg, m, info->train_len, &rope, lx_tok_or_byte(tok), phi3);
+    lx_buf_reset(&path);
+    lx_buf_printf(&path, "%s/config.json", dir);
+    if (rc == LX_OK)
+        rc = lx_write_file(lx_buf_str(&path), cfg.s, cfg.len, err);
+    lx_buf_free(&path);
+    lx_buf_free(&cfg);
+    for (int i = 0; i < n; i++)
+        free(rd[i].rows);
+    free(rd);
+    free(fr);
+    free(sr);
+    free(names);
+    free(st);
+    free(ti);
+    return rc;
+}
+

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Random-weight Gemma 3 (text) and Gemma Hugging Face directories in bf16, and torch's logits on them.
+
+    gemma_ref.py DIR            writes DIR/{config.json, model.safetensors, ref.json}: Gemma 3
+    gemma_ref.py --gemma1 DIR   the same for Gemma (1): no post-norms, q/k norms or local layers
+    gemma_ref.py --multimodal DIR
+                                the Gemma 3 model's weights as a gemma3 (multimodal) directory holds its text
+                                model: config.json's text_config (leaving out the fields whose
+                                Gemma3TextConfig defaults are the tiny model's), the tensors under
+                                language_model.model., beside a vision tensor; no ref.json (DIR's logits are
+                                the Gemma 3 directory's)
+
+The config is transformers' Gemma3TextConfig in Gemma-3-1B's form, shrunk: 6 layers, of which every
+third is global (layer_types: two sliding_attention, then full_attention), the local ones over a
+sliding window of 8 keys at rope_local_base_freq 10000, the global ones at rope_theta 1e6 with
+rope_scaling linear factor 4 (as the 4B-27B models' factor 8); grouped-query heads (4 query heads on 2
+key/value heads) of head_dim 16 on a width of 32 (not width / heads), query_pre_attn_scalar 12 (not
+head_dim), q/k RMSNorms, four RMSNorms a layer, tied embeddings. Weights are drawn from torch's
+generator seeded 0 and stored BF16, as Gemma's checkpoints are (the format written by hand: an 8-byte
+little-endian header length, a JSON header, the data).
+
+ref.json holds, for a window of 32 token ids and one of 48, the per-token NLL of the next token and
+the last position's logits, from a forward written here in float64 on the bf16 weights upcast, from
+transformers' modeling_gemma3 conventions (embeddings times sqrt(hidden_size); RMSNorm x / rms(x) times
+(1 + w); q_norm and k_norm per head before rotate_half; a local layer's key j visible to query i when
+i - j < sliding_window; scores times query_pre_attn_scalar^-0.5; post_attention_layernorm on the
+attention output and pre/post_feedforward_layernorm around the MLP; gelu_pytorch_tanh(gate) * up),
+sharing no code with lenx. tests/test_hf_families.c compares lenx against it. Needs Debian's
+python3-torch.
+"""
+import json
+import math
+import os
+import struct
+import sys
+
+import torch
+
+GEMMA3 = dict(architectures=["Gemma3ForCausalLM"], model_type="gemma3_text", hidden_size=32, intermediate_size=48,
+              num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=96,
+              max_position_embeddings=128, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+              rope_scaling={"factor": 4.0, "rope_type": "linear"}, sliding_window=8, sliding_window_pattern=3,
+              layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 2,
+              query_pre_attn_scalar=12, rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
+              final_logit_softcapping=None, attn_logit_softcapping=None, attention_bias=False,
+              bos_token_id=2, eos_token_id=1, pad_token_id=0, torch_dtype="bfloat16")
+GEMMA1 = dict(architectures=["GemmaForCausalLM"], model_type="gemma", hidden_size=32, intermediate_size=48,
+              num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, head_dim=16, vocab_size=96,
+              max_position_embeddings=128, rope_theta=10000.0, rms_norm_eps=1e-6, hidden_act="gelu",
+              hidden_activation="gelu_pytorch_tanh", attention_bias=False, bos_token_id=2, eos_token_id=1,
+              pad_token_id=0, torch_dtype="bfloat16")
+LENGTHS = (32, 48)
+
+
+def shapes(c):
+    H, KV, C, F, D = c["num_attention_heads"], c["num_key_value_heads"], c["hidden_size"], \
+        c["intermediate_size"], c["head_dim"]
+    g3 = c["model_type"] == "gemma3_text"
+    yield "model.embed_tokens.weight", (c["vocab_size"], C), 0.3
+    for l in range(c["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        yield p + "input_layernorm.weight", (C,), None
+        yield p + "self_attn.q_proj.weight", (H * D, C), C ** -0.5
+        yield p + "self_attn.k_proj.weight", (KV * D, C), C ** -0.5
+        yield p + "self_attn.v_proj.weight", (KV * D, C), C ** -0.5
+        if g3:
+            yield p + "self_attn.q_norm.weight", (D,), None
+            yield p + "self_attn.k_norm.weight", (D,), None
+        yield p + "self_attn.o_proj.weight", (C, H * D), (H * D) ** -0.5
+        yield p + "post_attention_layernorm.weight", (C,), None
+        if g3:
+            yield p + "pre_feedforward_layernorm.weight", (C,), None
+            yield p + "post_feedforward_layernorm.weight", (C,), None
+        yield p + "mlp.gate_proj.weight", (F, C), C ** -0.5
+        yield p + "mlp.up_proj.weight", (F, C), C ** -0.5
+        yield p + "mlp.down_proj.weight", (C, F), F ** -0.5
+    yield "model.norm.weight", (C,), None
+
+
+def weights(c, gen):
+    """bf16 tensors; a norm's w near 0, as Gemma's gains are 1 + w."""
+    w = {}
+    for name, shape, std in shapes(c):
+        t = 0.1 * torch.randn(*shape, generator=gen) if std is None else torch.randn(*shape, generator=gen) * std
+        w[name] = t.to(torch.bfloat16)
+    return w
+
+
+def write_safetensors(path, w):
+    header, off = {}, 0
+    for name, t in w.items():
+        n = t.numel() * 2
+        header[name] = {"dtype": "BF16", "shape": list(t.shape), "data_offsets": [off, off + n]}
+        off += n
+    header["__metadata__"] = {"format": "pt"}
+    h = json.dumps(header).encode()
+    h += b" " * (-(8 + len(h)) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h)
+        for t in w.values():
+            f.write(t.contiguous().view(torch.int16).numpy().astype("<i2").tobytes())
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def forward(c, w, ids):
+    """Logits (T, V) of one window in float64."""
+    H, KV, C, D, eps = c["num_attention_heads"], c["num_key_value_heads"], c["hidden_size"], c["head_dim"], \
+        c["rms_norm_eps"]
+    T, g3 = ids.shape[0], c["model_type"] == "gemma3_text"
+    W = {k: v.double() for k, v in w.items()}
+    pos = torch.arange(T, dtype=torch.float64)
+
+    def table(base, factor):
+        inv = 1.0 / (base ** (torch.arange(0, D, 2, dtype=torch.float64) / D)) / factor
+        ang = pos[:, None] * inv[None, :]
+        emb = torch.cat((ang, ang), dim=-1)
+        return emb.cos(), emb.sin()
+
+    scaling = c.get("rope_scaling") or {"factor": 1.0}
+    glob = table(c["rope_theta"], scaling["factor"])
+    loc = table(c.get("rope_local_base_freq", 1.0), 1.0)
+
+    def rms(x, g):
+        return (1 + g) * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+
+    i, j = pos[:, None], pos[None, :]
+    causal = torch.where(j > i, float("-inf"), 0.0)
+    window = torch.where((j > i) | (i - j >= c.get("sliding_window", 1 << 30)), float("-inf"), 0.0)
+    x = W["model.embed_tokens.weight"][ids] * math.sqrt(C)
+    for l in range(c["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        local = g3 and c["layer_types"][l] == "sliding_attention"
+        cos, sin = loc if local else glob
+        h = rms(x, W[p + "input_layernorm.weight"])
+        q = (h @ W[p + "self_attn.q_proj.weight"].T).view(T, H, D).transpose(0, 1)
+        k = (h @ W[p + "self_attn.k_proj.weight"].T).view(T, KV, D).transpose(0, 1)
+        v = (h @ W[p + "self_attn.v_proj.weight"].T).view(T, KV, D).transpose(0, 1)
+        if g3:
+            q, k = rms(q, W[p + "self_attn.q_norm.weight"]), rms(k, W[p + "self_attn.k_norm.weight"])
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        k, v = k.repeat_interleave(H // KV, dim=0), v.repeat_interleave(H // KV, dim=0)
+        scale = c["query_pre_attn_scalar"] ** -0.5 if g3 else D ** -0.5
+        a = torch.softmax((q @ k.transpose(1, 2)) * scale + (window if local else causal), dim=-1) @ v
+        o = a.transpose(0, 1).reshape(T, H * D) @ W[p + "self_attn.o_proj.weight"].T
+        if g3:
+            x = x + rms(o, W[p + "post_attention_layernorm.weight"])
+            h = rms(x, W[p + "pre_feedforward_layernorm.weight"])
+        else:
+            x = x + o
+            h = rms(x, W[p + "post_attention_layernorm.weight"])
+        m = (gelu_tanh(h @ W[p + "mlp.gate_proj.weight"].T) * (h @ W[p + "mlp.up_proj.weight"].T)) \
+            @ W[p + "mlp.down_proj.weight"].T
+        x = x + (rms(m, W[p + "post_feedforward_layernorm.weight"]) if g3 else m)
+    return rms(x, W["model.norm.weight"]) @ W["model.embed_tokens.weight"].T
+
+
+def write_config(path, config):
+    with open(path, "w") as f:    # a key a line, lists on theirs
+        f.write("{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in config.items()) + "\n}\n")
+
+
+def multimodal(out, w):
+    defaults = ("rope_theta", "rope_local_base_freq", "rms_norm_eps", "hidden_activation", "final_logit_softcapping",
+                "attn_logit_softcapping", "attention_bias", "architectures", "torch_dtype", "layer_types")
+    text = {k: v for k, v in GEMMA3.items() if k not in defaults}
+    mm = {k: v for k, v in w.items()}
+    mm = {"language_model." + k: v for k, v in mm.items()}
+    mm["vision_tower.vision_model.embeddings.patch_embedding.weight"] = torch.zeros(4, 3, 2, 2, dtype=torch.bfloat16)
+    write_safetensors(os.path.join(out, "model.safetensors"), mm)
+    write_config(os.path.join(out, "config.json"), dict(architectures=["Gemma3ForConditionalGeneration"],
+                                                        model_type="gemma3", text_config=text,
+                                                        vision_config={"model_type": "siglip_vision_model"},
+                                                        mm_tokens_per_image=256, torch_dtype="bfloat16"))
+
+
+def main():
+    args = sys.argv[1:]
+    g1, mm = args[:1] == ["--gemma1"], args[:1] == ["--multimodal"]
+    if len(args) != 1 + (g1 or mm):
+        sys.exit(__doc__)
+    out, config = args[-1], GEMMA1 if g1 else GEMMA3
+    os.makedirs(out, exist_ok=True)
+    gen = torch.Generator().manual_seed(0)
+    w = weights(config, gen)
+    if mm:
+        return multimodal(out, w)
+    write_safetensors(os.path.join(out, "model.safetensors"), w)
+    write_config(os.path.join(out, "config.json"), config)
+    ref = {"what": "tests/ref/gemma_ref.py: float64 forward of the directory's bf16 weights upcast",
+           "torch": torch.__version__, "windows": []}
+    for T in LENGTHS:
+        ids = torch.randint(3, config["vocab_size"], (T,), generator=gen)
+        lg = forward(config, w, ids)
+        nll = torch.nn.functional.cross_entropy(lg[:-1], ids[1:], reduction="none")
+        ref["windows"].append({"ids": ids.tolist(), "nll": nll.tolist(), "last_logits": lg[-1].tolist()})
+        print(f"T {T}: mean NLL {nll.mean().item():.9f}")
+    with open(os.path.join(out, "ref.json"), "w") as f:
+        json.dump(ref, f)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

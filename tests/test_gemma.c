@@ -1,0 +1,229 @@
+/*
+** tests/test_gemma.c - Gemma 3's text models and Gemma's, as the Hugging Face loader reads them
+** (docs/checkpoints.md#which-model-families-load), against torch's float64 forward of random tiny
+** bf16 directories (tests/ref/gemma_ref.py): Gemma 3's local layers (their window and rope base),
+** post-norms, q/k norms, query_pre_attn_scalar and GeGLU; decoding by the KV cache against the
+** full forward; and what is refused (Gemma 2's soft-capping, irregular layer_types, training,
+** writing the model in another format).
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/json.h"
+#include "harness/engine/formats/gguf_model.h"
+#include "harness/engine/formats/hf_model.h"
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/model/decoding.h"
+#include "harness/engine/model/kvcache.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+#include "tests/loaders_fixture.h"
+#include "tests/stack.h"
+#include "tests/torch_window.h"
+
+TestSuite(gemma, .init = setup, .fini = teardown, .timeout = 120);
+
+static struct lx_json *ref_of(const char *rel)
+{
+    char path[512];
+    struct lx_json *doc;
+    struct lx_error err = {{0}};
+    in_repo(path, rel);
+    cr_assert_eq(lx_json_load(&doc, path, 1 << 20, &err), LX_OK, "%s", err.msg);
+    return doc;
+}
+
+/* Gemma 3's shape (tests/ref/gemma_ref.py): six layers, every third global at rope_theta 1e6 with
+** rope_scaling linear 4 (the native stack's pi, on the global layers alone), the others local (a
+** window of 8 keys at base 10000), head_dim 16 on a width of 32, query_pre_attn_scalar 12, q/k norms,
+** four norms a layer of gains 1 + w, embeddings times sqrt(32), GeGLU, tied, bf16: runs as torch's
+** float64 forward of the upcast weights, at 32 and 48 tokens, within 1e-4 per token and per logit
+** (fp32 sums against float64). With every layer global (local_every 0) the model is far off: the
+** local layers are what the test sees. */
+Test(gemma, gemma3_matches_torch)
+{
+    struct lx_json *doc = ref_of("tests/ref/hf-gemma3-tiny/ref.json");
+    char path[512];
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    in_repo(path, "tests/ref/hf-gemma3-tiny");
+    load(&m, &info, path);
+    const struct lx_arch *a = &m.arch;
+    cr_expect(a->local_every == 3 && a->local_window == 8 && a->local_base == 10000 && a->qk_dim == 12 &&
+              a->post_norms && a->emb_scale && a->mlp == LX_MLP_GEGLU && a->qk_norm && a->tie_head &&
+              a->d_head == 16 && lx_arch_kv(a) == 2, "arch as loaded");
+    cr_expect(strstr(info.stack, "{\"rope\":{\"base\":1000000,\"layout\":\"half\"}}") &&
+              strstr(info.stack, "{\"pi\":{\"scale\":4"), "%s", info.stack);
+    cr_expect(!info.eval_stack, "the sliding window is the local layers', not an evaluation window: %s",
+              info.eval_stack);
+    for (int w = 0; w < 2; w++) {
+        double dnll, dlogit;
+        torch_window(&m, info.stack, doc, w, w ? 48 : 32, &dnll, &dlogit);
+        cr_log_info("gemma3, window %d: max |dNLL| %.3g, max |dlogit| %.3g", w, dnll, dlogit);
+        cr_expect(dnll < 1e-4 && dlogit < 1e-4, "window %d: max |dNLL| %g, max |dlogit| %g", w, dnll, dlogit);
+    }
+    m.arch.local_every = 0;
+    double dnll, dlogit;
+    torch_window(&m, info.stack, doc, 1, 48, &dnll, &dlogit);
+    cr_expect_gt(dnll, 1e-2, "every layer global: max |dNLL| only %g", dnll);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+    lx_json_free(doc);
+}
+
+/* A gemma3 directory (the multimodal model, as Gemma 3 4B-27B are published) holding the same text
+** model, its fields in text_config (rope_theta, the local base, eps, the activation and tying left to
+** Gemma3TextConfig's defaults), its tensors under language_model.model. beside a vision tensor: the
+** same weights (weights_sha256), the same logits as torch's. */
+Test(gemma, gemma3_multimodal_directory_reads_its_text_model)
+{
+    struct lx_json *doc = ref_of("tests/ref/hf-gemma3-tiny/ref.json");
+    char path[512];
+    struct lx_model m, t;
+    struct lx_ckpt_info info, tinfo;
+    in_repo(path, "tests/ref/hf-gemma3-tiny");
+    load(&t, &tinfo, path);
+    in_repo(path, "tests/ref/hf-gemma3-mm-tiny");
+    load(&m, &info, path);
+    cr_expect_str_eq(info.weights_sha256, tinfo.weights_sha256);
+    cr_expect_str_eq(info.stack, tinfo.stack);
+    cr_expect(m.arch.local_base == 10000 && m.arch.tie_head && m.arch.norm_eps == 1e-6, "defaults");
+    for (int w = 0; w < 2; w++) {
+        double dnll, dlogit;
+        torch_window(&m, info.stack, doc, w, w ? 48 : 32, &dnll, &dlogit);
+        cr_expect(dnll < 1e-4 && dlogit < 1e-4, "window %d: max |dNLL| %g, max |dlogit| %g", w, dnll, dlogit);
+    }
+    lx_ckpt_info_release(&info);
+    lx_ckpt_info_release(&tinfo);
+    lx_model_release(&m);
+    lx_model_release(&t);
+    lx_json_free(doc);
+}
+
+/* Gemma (1): no post-norms, q/k norms or local layers, multi-query (one key/value head), the
+** scale 1/sqrt(head_dim); norms 1 + w, embeddings times sqrt(width), GeGLU, tied. */
+Test(gemma, gemma1_matches_torch)
+{
+    struct lx_json *doc = ref_of("tests/ref/hf-gemma-tiny/ref.json");
+    char path[512];
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    in_repo(path, "tests/ref/hf-gemma-tiny");
+    load(&m, &info, path);
+    cr_expect(!m.arch.local_every && !m.arch.post_norms && !m.arch.qk_dim && m.arch.emb_scale &&
+              m.arch.mlp == LX_MLP_GEGLU && lx_arch_kv(&m.arch) == 1, "arch as loaded");
+    for (int w = 0; w < 2; w++) {
+        double dnll, dlogit;
+        torch_window(&m, info.stack, doc, w, w ? 48 : 32, &dnll, &dlogit);
+        cr_expect(dnll < 1e-4 && dlogit < 1e-4, "window %d: max |dNLL| %g, max |dlogit| %g", w, dnll, dlogit);
+    }
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+    lx_json_free(doc);
+}
+
+/* Decoding Gemma 3 by the KV cache (each layer at its own rope row and window) gives each step the
+** logits of the full forward's row, the bf16 cache too within bf16's rounding of k and v. */
+Test(gemma, gemma3_decoding_equals_the_full_forward)
+{
+    enum { T = 40, P0 = 5 };
+    char path[512];
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    struct lx_error err = {{0}};
+    in_repo(path, "tests/ref/hf-gemma3-tiny");
+    load(&m, &info, path);
+    struct tstack s;
+    struct lx_facts f = tfacts(16, 128, 4, T);
+    tstack_make(&s, info.stack, &f);
+    long V = m.arch.vocab;
+    int tok[T];
+    for (int t = 0; t < T; t++)
+        tok[t] = 3 + (t * 37) % (int)(V - 3);
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        struct lx_acts full, pre;
+        struct lx_kvcache c;
+        lx_kv_bf16_set(bf16);
+        cr_assert_eq(lx_acts_alloc(&full, &m.arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_acts_alloc(&pre, &m.arch, 1, P0, 0, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_kvcache_alloc(&c, &m.arch, &s.spec, 1, T, &err), LX_OK, "%s", err.msg);
+        lx_model_forward(&m, &s.spec, tok, NULL, &full);
+        pre.kv = &c;
+        lx_model_forward(&m, &s.spec, tok, NULL, &pre);
+        float lg[96];
+        double worst = 0;
+        for (int p = P0; p < T; p++) {
+            lx_decode_step(lg, &m, &s.spec, &c, 0, p, tok[p]);
+            for (long v = 0; v < V; v++)
+                worst = fmax(worst, fabs(lg[v] - full.logits[(long)p * V + v]));
+        }
+        cr_log_info("gemma3 decode, bf16 cache %d: max |dlogit| %.3g", bf16, worst);
+        cr_expect_leq(worst, bf16 ? 5e-2 : 1e-4, "bf16 cache %d: max |dlogit| %g", bf16, worst);
+        lx_kvcache_release(&c);
+        lx_acts_release(&full);
+        lx_acts_release(&pre);
+    }
+    lx_kv_bf16_set(0);
+    tstack_free(&s);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+/* A copy of the Gemma 3 directory with sed program `sed` run on its config.json. */
+static void gemma3_copy(const char *sed, char *out)
+{
+    char src[512], cmd[4096];
+    in_repo(src, "tests/ref/hf-gemma3-tiny");
+    snprintf(out, 512, "%s/g3", dir);
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp %s/* %s/ && sed -i '%s' %s/config.json && ! cmp -s "
+             "%s/config.json %s/config.json", out, out, src, out, sed, out, src, out);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* What lenx does not run is refused naming the field: Gemma 2 (soft-capping), the multimodal
+** gemma3 type, a soft-cap on Gemma 3, a layer pattern that is not every k-th layer global, an
+** activation other than GELU's tanh form. */
+Test(gemma, configs_refused)
+{
+    static const struct {
+        const char *sed, *part1, *part2;
+    } cases[] = {
+        {"s/\"gemma3_text\"/\"gemma2\"/", "model_type 'gemma2'", "attn_logit_softcapping"},
+        {"s/\"gemma3_text\"/\"gemma3\"/", "config.json", "model_type gemma3 without a text_config object"},
+        {"s/\"final_logit_softcapping\": null/\"final_logit_softcapping\": 30.0/", "final_logit_softcapping",
+         "does not soft-cap"},
+        {"s/\\[\"sliding_attention\", \"sliding_attention\", \"full_attention\", \"sliding_attention\"/"
+         "[\"sliding_attention\", \"full_attention\", \"full_attention\", \"sliding_attention\"/", "layer_types",
+         "every k-th layer global"},
+        {"s/\"gelu_pytorch_tanh\"/\"gelu\"/", "hidden_activation 'gelu'", "gelu_pytorch_tanh"},
+    };
+    char path[512];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        gemma3_copy(cases[i].sed, path);
+        expect_error(path, cases[i].part1, cases[i].part2);
+    }
+}
+
+/* A Gemma model is run, not trained or written in another format: each refusal names the part. */
+Test(gemma, training_and_export_refused)
+{
+    char path[512], out[600];
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    struct lx_error err = {{0}};
+    in_repo(path, "tests/ref/hf-gemma3-tiny");
+    load(&m, &info, path);
+    cr_expect_eq(lx_arch_trainable(&m.arch, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "post_norms") && strstr(err.msg, "not trained"), "%s", err.msg);
+    snprintf(out, sizeof out, "%s/g3.gguf", dir);
+    cr_expect_lt(lx_gguf_export(&m, &info, &lx_byte_tokenizer, out, LX_DT_F32, NULL, &err), 0);
+    cr_expect(strstr(err.msg, "Gemma's"), "%s", err.msg);
+    snprintf(out, sizeof out, "%s/g3-hf", dir);
+    cr_expect_lt(lx_hf_export(&m, &info, NULL, out, &err), 0);
+    cr_expect(strstr(err.msg, "Gemma's"), "%s", err.msg);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
