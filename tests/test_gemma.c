@@ -172,6 +172,51 @@ Test(gemma, gemma3_decoding_equals_the_full_forward)
     lx_model_release(&m);
 }
 
+/* llama.cpp's GGUF of the Gemma 3 directory (tests/ref/gguf/gemma3-tiny-hf.gguf, its converter's
+** file of an F32 copy: the norms' 1 + w added by the converter, no pattern or query_pre_attn_scalar
+** written) holds the weights lenx runs for the directory, bit for bit (weights_sha256), and runs as
+** llama.cpp reads it: every 6th layer global, logits over sqrt(head size), which is the directory
+** with local_every 6 and no qk_dim, to 1e-5 per logit (rms eps stored as a float). */
+Test(gemma, gemma3_gguf_runs_as_llama_cpp_reads_it)
+{
+    enum { T = 48 };
+    char path[512];
+    struct lx_model g, h;
+    struct lx_ckpt_info gi, hi;
+    struct lx_error err = {{0}};
+    in_repo(path, "tests/ref/gguf/gemma3-tiny-hf.gguf");
+    load(&g, &gi, path);
+    in_repo(path, "tests/ref/hf-gemma3-tiny");
+    load(&h, &hi, path);
+    cr_expect_str_eq(gi.weights_sha256, hi.weights_sha256);
+    cr_expect_str_eq(gi.stack, hi.stack);
+    cr_expect(g.arch.local_every == 6 && g.arch.local_window == 8 && g.arch.local_base == 10000 && !g.arch.qk_dim &&
+              g.arch.post_norms && g.arch.emb_scale && g.arch.mlp == LX_MLP_GEGLU && g.arch.qk_norm, "arch as read");
+    h.arch.local_every = 6, h.arch.qk_dim = 0;
+    struct tstack s;
+    struct lx_facts f = tfacts(16, 128, 4, T);
+    tstack_make(&s, gi.stack, &f);
+    int tok[T];
+    for (int t = 0; t < T; t++)
+        tok[t] = 3 + (t * 41) % 93;
+    struct lx_acts a, b;
+    cr_assert_eq(lx_acts_alloc(&a, &g.arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_acts_alloc(&b, &h.arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+    lx_model_forward(&g, &s.spec, tok, NULL, &a);
+    lx_model_forward(&h, &s.spec, tok, NULL, &b);
+    double worst = 0;
+    for (long i = 0; i < (long)T * g.arch.vocab; i++)
+        worst = fmax(worst, fabs(a.logits[i] - b.logits[i]));
+    cr_expect_leq(worst, 1e-5, "GGUF against the directory as llama.cpp reads it: max |dlogit| %g", worst);
+    lx_acts_release(&a);
+    lx_acts_release(&b);
+    tstack_free(&s);
+    lx_ckpt_info_release(&gi);
+    lx_ckpt_info_release(&hi);
+    lx_model_release(&g);
+    lx_model_release(&h);
+}
+
 /* A copy of the Gemma 3 directory with sed program `sed` run on its config.json. */
 static void gemma3_copy(const char *sed, char *out)
 {

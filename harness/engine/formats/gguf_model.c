@@ -4,7 +4,7 @@
 ** by gguf.c, the model here.
 **
 ** Architectures `llama` (Llama, Mistral, TinyLlama, llama2.c conversions),
-** `qwen2` and `qwen3`. Hyper-parameters come from the metadata ({arch}.block_count,
+** `qwen2`, `qwen3`, `phi3`, and `gemma` and `gemma3` (read only: gemma_arch). Hyper-parameters come from the metadata ({arch}.block_count,
 ** embedding_length, feed_forward_length, attention.head_count[_kv],
 ** attention.key_length (the head size; embedding_length / head_count when
 ** absent), attention.layer_norm_rms_epsilon, rope.freq_base, context_length);
@@ -18,6 +18,8 @@
 **     blk.N.attn_output.weight   layers.N.attn.wo.weight
 **     blk.N.ffn_norm.weight      layers.N.mlp_norm.weight
 **     blk.N.ffn_{gate,up,down}.weight   layers.N.mlp.w{1,3,2}.weight
+**     blk.N.post_attention_norm.weight  layers.N.attn.post_norm.weight (gemma3)
+**     blk.N.post_ffw_norm.weight        layers.N.mlp.post_norm.weight (gemma3)
 **
 ** A matrix of ne = {in, out} is laid out as PyTorch's (out, in), so F32, F16,
 ** BF16 and quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K … Q6_K, IQ4_NL, IQ4_XS) are used in place from the
@@ -41,12 +43,14 @@
 #include "harness/engine/model/arch.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 
-/* The architectures lenx reads and writes: what each adds to llama's, and its rotary layout. */
+/* The architectures lenx reads (and, but Gemma's, writes): what each adds to llama's, and its rotary layout. */
 static const struct family {
     const char *name;
     int qkv_bias, qk_norm, half;
     int fused;      /* q|k|v in one attn_qkv, gate|up in one ffn_up; LongRoPE's factors as tensors */
-} families[] = {{"llama", 0, 0, 0, 0}, {"qwen2", 1, 0, 1, 0}, {"qwen3", 0, 1, 1, 0}, {"phi3", 0, 0, 1, 1}};
+    int gemma;      /* 1 gemma, 3 gemma3: Gemma's block (gemma_arch), read only */
+} families[] = {{"llama", 0, 0, 0, 0, 0}, {"qwen2", 1, 0, 1, 0, 0}, {"qwen3", 0, 1, 1, 0, 0}, {"phi3", 0, 0, 1, 1, 0},
+                {"gemma", 0, 0, 1, 0, 1}, {"gemma3", 0, 1, 1, 0, 3}};
 
 /* The family of general.architecture, or NULL. */
 static const struct family *family_named(const char *arch)
@@ -63,9 +67,54 @@ static const struct family *family_of(const struct lx_arch *a, const struct lx_s
 {
     int longrope = strcmp(rope->scaling, "longrope") == 0;
     for (size_t k = 0; k < sizeof families / sizeof *families; k++)
-        if (families[k].qkv_bias == a->qkv_bias && families[k].qk_norm == a->qk_norm && families[k].fused == longrope)
+        if (families[k].qkv_bias == a->qkv_bias && families[k].qk_norm == a->qk_norm && families[k].fused == longrope &&
+            !families[k].gemma)
             return &families[k];
     return NULL;
+}
+
+/* Gemma's block as llama.cpp runs a gemma or gemma3 file (its src/models/gemma3.cpp): embeddings
+** times sqrt(width), GeGLU, the norms' 1 + w already in the file (its converter adds the 1); gemma3's
+** post-norms, q/k norms and, with attention.sliding_window, local layers: every
+** attention.sliding_window_pattern-th layer global (6 when the key is absent; an array of one bool a
+** layer, true for local, must be such a pattern), the local ones at rope.freq_base_swa (10000), and
+** logits over sqrt(width / heads) for the 62-layer model (the 27B), over the head size otherwise. */
+static int gemma_arch(const struct lx_gguf *g, const char *arch, int gemma, struct lx_arch *a, struct lx_error *err)
+{
+    char key[128];
+    int64_t swa = 0, every = 6;
+    double base = 10000;
+    a->mlp = LX_MLP_GEGLU, a->emb_scale = 1, a->post_norms = gemma == 3;
+    if (gemma != 3)
+        return LX_OK;
+    if (a->layers == 62 && a->d_model / a->heads != a->d_head)
+        a->qk_dim = a->d_model / a->heads;
+#define KEY(s) (snprintf(key, sizeof key, "%s.%s", arch, s), key)
+    int rc = lx_gguf_get_int(g, KEY("attention.sliding_window"), 0, &swa, err);
+    if (rc == LX_OK)
+        rc = lx_gguf_get_num(g, KEY("rope.freq_base_swa"), 0, &base, err);
+    const struct lx_gguf_kv *p = lx_gguf_find(g, KEY("attention.sliding_window_pattern"));
+#undef KEY
+    if (rc < 0 || swa <= 0)
+        return rc;
+    if (p && p->type == LX_GGUF_ARRAY) {
+        every = 0;
+        for (uint64_t l = 0; p->arr_type == LX_GGUF_BOOL && l < p->arr_n && !every; l++)
+            every = p->arr[l] ? 0 : (int64_t)l + 1;
+        for (uint64_t l = 0; every && l < p->arr_n; l++)
+            every = (p->arr[l] != 0) == ((l + 1) % (uint64_t)every != 0) ? every : 0;
+        if (!every || p->arr_n != (uint64_t)a->layers)
+            return lx_err(err, LX_EINVAL, "%s: %s is not one bool a layer with every k-th layer global (false)\n  "
+                          "hint: lenx runs Gemma 3's pattern of local layers, every k-th global", g->name, key);
+    } else if (p && (rc = lx_gguf_get_int(g, key, 0, &every, err)) < 0) {
+        return rc;
+    }
+    if (every < 1 || every > 64 || swa > (1L << 30) || !(base > 1))
+        return lx_err(err, LX_EINVAL, "%s: %s's local layers (sliding_window %lld, pattern %lld, rope.freq_base_swa %g) "
+                      "are not a model lenx can hold\n  hint: the file is damaged", g->name, arch, (long long)swa,
+                      (long long)every, base);
+    a->local_every = every, a->local_window = swa, a->local_base = base;
+    return LX_OK;
 }
 
 /* The arch from the metadata: LX_EINVAL naming the file and key. */
@@ -127,7 +176,7 @@ static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *
     a->d_mlp = F, a->mlp = LX_MLP_SWIGLU, a->norm_eps = eps, a->kv_heads = KV == H ? 0 : KV;
     a->qkv_bias = fam->qkv_bias, a->qk_norm = fam->qk_norm;
     *train_len = (long)ctx;
-    return LX_OK;
+    return fam->gemma ? gemma_arch(g, arch, fam->gemma, a, err) : LX_OK;
 }
 
 /* The llama3 method whose frequencies rope_freqs.weight divides by (llama.cpp's converter
@@ -258,7 +307,7 @@ static int read_stack(const struct lx_gguf *g, const char *arch, const struct fa
         rc = lx_gguf_get_num(g, KEY("rope.scaling.yarn_beta_slow"), 0, &slow, err);
     if (rc == LX_OK)
         rc = lx_gguf_get_int(g, KEY("attention.sliding_window"), 0, &swa, err);
-    if (rc == LX_OK && swa > 0 && swa < train_len)
+    if (rc == LX_OK && swa > 0 && swa < train_len && !fam->gemma)     /* gemma3's: its local layers' */
         rc = lx_err(err, LX_EINVAL, "%s: %s is %lld, inside the model's %ld positions: a sliding window is not part of "
                     "lenx's native stacks\n  hint: evaluate such a model with the `window` method", g->name, key,
                     (long long)swa, train_len);
@@ -326,6 +375,7 @@ static void gguf_name(const char *lenx, char *out, size_t n)
         {"attn.q_norm.weight", "attn_q_norm.weight"}, {"attn.k_norm.weight", "attn_k_norm.weight"},
         {"mlp_norm.weight", "ffn_norm.weight"},   {"mlp.w1.weight", "ffn_gate.weight"},
         {"mlp.w3.weight", "ffn_up.weight"},       {"mlp.w2.weight", "ffn_down.weight"},
+        {"attn.post_norm.weight", "post_attention_norm.weight"}, {"mlp.post_norm.weight", "post_ffw_norm.weight"},
     };
     long l;
     int at = 0;
@@ -428,8 +478,9 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
     }
     lx_gguf_get_str(&g, "general.architecture", arch, sizeof arch);
     if (!family_named(arch))
-        rc = lx_err(err, LX_EINVAL, "%s: general.architecture is '%s'; lenx reads llama, qwen2, qwen3 and phi3 GGUF "
-                    "models", path, arch);
+        rc = lx_err(err, LX_EINVAL, "%s: general.architecture is '%s'; lenx reads llama, qwen2, qwen3, phi3, gemma "
+                    "and gemma3 GGUF models%s", path, arch, strcmp(arch, "gemma2") == 0 ? "\n  hint: Gemma 2 soft-caps "
+                    "its attention logits, which lenx's attention does not run" : "");
     if (rc == LX_OK)
         rc = read_arch(&g, arch, &a, &train_len, &base, err);
     const struct lx_gguf_tensor *emb = rc == LX_OK ? lx_gguf_tensor(&g, "token_embd.weight") : NULL;
@@ -486,7 +537,7 @@ static int looks_gguf(const char *path)
 
 const struct lx_model_format lx_model_format_gguf = {
     .name = "gguf",
-    .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3, phi3; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
+    .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3, phi3, gemma, gemma3; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
     .key = NULL,
     .dir = 0,
     .sniff = looks_gguf,
