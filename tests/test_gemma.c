@@ -1,6 +1,6 @@
 /*
 ** tests/test_gemma.c - Gemma 3's text models and Gemma's, as the Hugging Face loader reads them
-** (docs/checkpoints.md#which-model-families-load), against torch's float64 forward of random tiny
+** (docs/checkpoints.md#gemma-and-gemma-3), against torch's float64 forward of random tiny
 ** bf16 directories (tests/ref/gemma_ref.py): Gemma 3's local layers (their window and rope base),
 ** post-norms, q/k norms, query_pre_attn_scalar and GeGLU; decoding by the KV cache against the
 ** full forward; and what is refused (Gemma 2's soft-capping, irregular layer_types, training,

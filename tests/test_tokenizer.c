@@ -310,6 +310,9 @@ static void edge_cases_of(struct lx_tokenizer *t, const char *name, const char *
 
 Test(tokenizer, sentencepiece_json_edge_cases) { edge_cases_of(open_hf("llama2"), "llama2", "sentencepiece", 82); }
 Test(tokenizer, bytelevel_json_edge_cases) { edge_cases_of(open_hf("qwen3"), "qwen3", "bytelevel", 82); }
+/* Gemma 3's: no dummy prefix, a Split on " " MergedWithPrevious after the normalizer's " " -> "▁",
+** 6,415 added tokens */
+Test(tokenizer, gemma3_json_edge_cases) { edge_cases_of(open_hf("gemma3"), "gemma3", "sentencepiece", 82); }
 
 /* tests/ref/tok_tiny.json (committed, made by tokenizers_ref.js): GPT-2's
 ** ByteLevel regex with add_prefix_space on every Digits piece, ignore_merges,
@@ -383,6 +386,7 @@ static void corpus_chunks(const char *name)
 
 Test(tokenizer, sentencepiece_json_corpus, .timeout = 300) { corpus_chunks("llama2"); }
 Test(tokenizer, bytelevel_json_corpus, .timeout = 300) { corpus_chunks("qwen3"); }
+Test(tokenizer, gemma3_json_corpus, .timeout = 300) { corpus_chunks("gemma3"); }
 
 /* A random code point from mixed scripts, marks, emoji, ZWJ, spaces, controls. */
 static uint32_t random_cp(struct lx_rng *r)
@@ -572,6 +576,35 @@ static struct lx_tokenizer *open_ab(const char *normalizer, const char *pre_toke
     snprintf(text, sizeof text, "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"!\": 2, \"aa\": 3}, "
              "\"merges\": [\"a a\"]}, \"normalizer\": %s, \"pre_tokenizer\": %s}", normalizer, pre_tokenizer);
     return open_json_text(text);
+}
+
+/* A Split on a String (a literal: pcre2 refused PCRE2_LITERAL beside PCRE2_UCP, so such a file,
+** Gemma 3's tokenizer.json among them, failed to open) under each behavior, over a BPE with
+** the merges "a a" and "a !": "a!a!!b" is a ! a ! ! b isolated (ids 0 2 0 2 2 1), a a b with
+** the matches removed, and merged with the piece before each match (the tokenizers library's
+** MergedWithPrevious: a match right after another, or first, stays alone) a! a! ! b, ids 4 4 2 1. */
+Test(tokenizer, json_split_on_a_string_each_behavior)
+{
+    static const struct {
+        const char *behavior;
+        int n, ids[6];
+    } cases[] = {{"Isolated", 6, {0, 2, 0, 2, 2, 1}}, {"Removed", 3, {0, 0, 1}},
+                 {"MergedWithPrevious", 4, {4, 4, 2, 1}}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char text[1024];
+        snprintf(text, sizeof text, "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"!\": 2, "
+                 "\"aa\": 3, \"a!\": 4}, \"merges\": [\"a a\", \"a !\"]}, \"pre_tokenizer\": {\"type\": \"Split\", "
+                 "\"pattern\": {\"String\": \"!\"}, \"behavior\": \"%s\", \"invert\": false}}", cases[k].behavior);
+        struct lx_tokenizer *t = open_json_text(text);
+        struct lx_ids ids = {0};
+        struct lx_error err = {{0}};
+        cr_assert_eq(lx_tokenizer_encode(t, "a!a!!b", 6, 0, &ids, &err), LX_OK, "%s", err.msg);
+        cr_expect_eq(ids.n, cases[k].n, "%s: %ld ids", cases[k].behavior, ids.n);
+        for (long i = 0; i < ids.n && i < cases[k].n; i++)
+            cr_expect_eq(ids.id[i], cases[k].ids[i], "%s: id %ld", cases[k].behavior, i);
+        lx_ids_free(&ids);
+        lx_tokenizer_free(t);
+    }
 }
 
 /* `(?:(a|aa)+b)|.` backtracks exponentially on a run of a's without a b

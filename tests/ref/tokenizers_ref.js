@@ -1,7 +1,8 @@
 // tests/ref/tokenizers_ref.js - reference token ids from the Hugging Face
-// tokenizers library (its node binding, @anush008/tokenizers 0.6.0) for the two
+// tokenizers library (its node binding, @anush008/tokenizers 0.6.0) for three of the
 // tokenizer.json files scripts/tokenizers.sh fetches: Llama-2-style
-// SentencePiece BPE with byte fallback, and Qwen3's byte-level BPE.
+// SentencePiece BPE with byte fallback, Qwen3's byte-level BPE, and Gemma 3's
+// SentencePiece-style BPE (no dummy prefix, a Split MergedWithPrevious).
 //
 //   bash scripts/tokenizers.sh --ref          # the files and the library, in build/tokenizers/
 //   node tests/ref/tokenizers_ref.js          # rewrite tests/ref/tok_*.json
@@ -9,7 +10,7 @@
 //
 // Writes tests/ref/tok_tiny.json (a small byte-level tokenizer.json made here)
 // and tests/ref/tok_tiny_edge.json (the library's ids for it), and per tokenizer
-// NAME (llama2, qwen3):
+// NAME (llama2, qwen3, gemma3):
 //   tests/ref/tok_NAME_edge.json    the edge cases: text, ids without the
 //                                   post-processor's specials, ids with them, decode(ids)
 //   tests/ref/tok_NAME_corpus.json  >= 1 MB of Austen and State of the Union text in
@@ -27,7 +28,7 @@ const { spawnSync } = require('child_process');
 const root = path.resolve(__dirname, '..', '..');
 const tokdir = path.join(root, 'build', 'tokenizers');
 const { Tokenizer } = require(path.join(tokdir, 'ref', 'node_modules', '@anush008', 'tokenizers'));
-const NAMES = ['llama2', 'qwen3'];
+const NAMES = ['llama2', 'qwen3', 'gemma3'];
 const tokPath = (name) => path.join(tokdir, name, 'models', 'tokenizer.json');
 
 // Whole documents: two Austen novels and seven addresses across two centuries.

@@ -44,7 +44,9 @@ static int compile(struct lx_regex **out, const char *pattern, size_t n, uint32_
     *out = NULL;
     int code;
     PCRE2_SIZE at;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, n, options | PCRE2_UTF | PCRE2_UCP, &code, &at, NULL);
+    /* PCRE2_LITERAL refuses PCRE2_UCP (its classes mean nothing to a literal) */
+    uint32_t unicode = options & PCRE2_LITERAL ? PCRE2_UTF : PCRE2_UTF | PCRE2_UCP;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, n, options | unicode, &code, &at, NULL);
     char shown[204];
     show(shown, pattern, n);
     if (!re) {

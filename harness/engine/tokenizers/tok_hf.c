@@ -382,9 +382,11 @@ static int read_split(struct hf_tok *hf, const struct lx_json *doc, const struct
         return rc;
     if (invert)
         return lx_json_member_err(err, doc, obj, "invert", "unsupported: an inverted Split");
-    if (strcmp(behavior, "Isolated") != 0 && strcmp(behavior, "Removed") != 0)
-        return lx_json_err(err, doc, v, "unsupported Split behavior \"%s\" (lenx: Isolated, Removed)", behavior);
-    sp->behavior = behavior[0] == 'I' ? HF_ISOLATED : HF_REMOVED;
+    if (strcmp(behavior, "Isolated") != 0 && strcmp(behavior, "Removed") != 0 &&
+        strcmp(behavior, "MergedWithPrevious") != 0)
+        return lx_json_err(err, doc, v, "unsupported Split behavior \"%s\" (lenx: Isolated, Removed, "
+                           "MergedWithPrevious)", behavior);
+    sp->behavior = behavior[0] == 'I' ? HF_ISOLATED : behavior[0] == 'R' ? HF_REMOVED : HF_MERGED_PREVIOUS;
     struct lx_error e2 = {{0}};
     rc = regex ? lx_regex_compile(&sp->re, s, n, &e2) : lx_regex_literal(&sp->re, s, n, &e2);
     if (rc == LX_OK && regex)

@@ -45,7 +45,7 @@ struct hf_norm {
     char *where;                    /* its JSON path and type, for messages: "normalizer.normalizers[1] (Replace)" */
 };
 
-enum hf_behavior { HF_ISOLATED, HF_REMOVED };
+enum hf_behavior { HF_ISOLATED, HF_REMOVED, HF_MERGED_PREVIOUS };   /* a Split's: the match alone, dropped, or ending the piece before it */
 
 struct hf_split {
     struct lx_regex *re;            /* what splits; NULL: nothing (a ByteLevel without its regex) */

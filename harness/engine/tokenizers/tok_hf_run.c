@@ -73,11 +73,19 @@ struct piece_ctx {
 static int pieces(struct enc *e, int step, const char *s, size_t n, size_t base);
 
 /* A match [start, end) of step c->step in c->s: the gap before it, then
-** (unless REMOVED) the match, go on to the next step. */
+** (unless REMOVED) the match, go on to the next step; MERGED_PREVIOUS hands
+** the gap and the match on as one piece (a match with no gap before it, at
+** the start or after another match, alone), as the tokenizers library does. */
 static int on_match(size_t start, size_t end, void *arg)
 {
     struct piece_ctx *c = arg;
     int rc = LX_OK;
+    if (c->e->hf->split[c->step].behavior == HF_MERGED_PREVIOUS) {
+        rc = pieces(c->e, c->step + 1, c->s + c->done, end - c->done, c->base + c->done);
+        c->done = end;
+        c->inner = rc < 0;
+        return rc;
+    }
     if (start > c->done)
         rc = pieces(c->e, c->step + 1, c->s + c->done, start - c->done, c->base + c->done);
     if (rc == LX_OK && c->e->hf->split[c->step].behavior == HF_ISOLATED)
