@@ -152,8 +152,10 @@ Test(decode, one_row_matches_naive_every_method, .timeout = 120)
 /* A random causal model; `kind` 0: GELU, multi-head; 1: SwiGLU, one key/value
 ** head of two, q/k/v biases (drawn, not 0), a tied head; 2: Qwen3's shape, as
 ** 1 without biases, with qk_norm (gains drawn around 1) and two heads of 16 on
-** a residual of 48; with sp, what its stack learns: logit scales drawn
-** around 1, T5's bias table drawn. */
+** a residual of 48; 3: as 1 with Gemma 3's local layers (layer 0 of 2 over a
+** window of 5 keys at rope base 500, whatever the stack) and logits over
+** sqrt(12); with sp, what its stack learns: logit scales drawn around 1, T5's
+** bias table drawn. */
 static void random_model(struct lx_model *m, int kind, const struct lx_spec *sp, uint64_t key)
 {
     int learn = sp && sp->learn_scale;
@@ -163,6 +165,8 @@ static void random_model(struct lx_model *m, int kind, const struct lx_spec *sp,
     a.kv_heads = kind ? 1 : 0, a.qkv_bias = kind == 1, a.tie_head = kind > 0, a.logit_scale = learn;
     a.qk_norm = kind == 2, a.d_model = kind == 2 ? 48 : 32;
     a.mlp = kind ? LX_MLP_SWIGLU : LX_MLP_GELU;
+    if (kind == 3)
+        a.local_every = 2, a.local_window = 5, a.local_base = 500, a.qk_dim = 12;
     if (sp)
         lx_arch_learn_rel(&a, &sp->rel);
     lx_params_finish(&lx_arch_schema, &a);
@@ -229,7 +233,7 @@ static void steps_vs_full(const char *stack, int kind)
 Test(decode, step_logits_match_the_full_forward, .timeout = 120)
 {
     for (size_t i = 0; i < N_STACKS; i++)
-        for (int kind = 0; kind < 3; kind++)
+        for (int kind = 0; kind < 4; kind++)
             steps_vs_full(stacks[i], kind);
 }
 

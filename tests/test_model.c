@@ -66,6 +66,8 @@ static void fill_biases(struct lx_model *m, uint32_t stream)
                 g[k][d] += 1.0f;
         }
     }
+    if (m->arch.rel_buckets)    /* T5's table starts at 0: away from it, so the bias shows in the loss */
+        fill(m->v.rel_bias, m->arch.heads * m->arch.rel_buckets, stream + 2000, 0.5f);
 }
 
 static void root_path(char *out, size_t n, const char *rel)
@@ -529,6 +531,25 @@ Test(model, fd_gradients_window_trained, .timeout = 60)
     fd_check(LX_MODEL_CAUSAL, LX_MLP_GELU, "[rope, {window: {size: 3, train: true}}, {logn: {mode: su, train: true}}]");
     fd_check(LX_MODEL_MLM, LX_MLP_SWIGLU, "[{rope: {layout: interleaved}}, {window: {size: 3, train: true}}]");
     fd_check_gqa(LX_MODEL_CAUSAL, LX_MLP_SWIGLU, 2, "[alibi, {window: {size: 5, train: true}}]");
+}
+
+/* Local layers (Gemma 3's pattern, arch local_every): layer 0 of 2 runs rope at base 500 over a
+** window of 3 keys whatever the stack, layer 1 the stack: its own rotary table in the backward, its
+** own window; qk_dim 6 divides q.k by sqrt(6) in place of sqrt(8) in both. Global layers of NoPE,
+** ALiBi and a learned T5 bias (its own position scheme, which the local layer does not add: its gradient comes from layer 1
+** alone), and an mlm model, whose local window reaches both ways. */
+Test(model, fd_gradients_local_layers, .timeout = 60)
+{
+    struct lx_arch a = arch_of(LX_MODEL_CAUSAL, LX_MLP_SWIGLU, 2, 16, 2, 8, 24, FV, 0.3);
+    a.local_every = 2, a.local_window = 3, a.local_base = 500, a.qk_dim = 6;
+    fd_check_arch(a, "nope", NULL);
+    fd_check_arch(a, "[rope, {logn: {mode: su, train: true}}]", NULL);
+    fd_check_arch(a, "[rope, {xpos: {scale_base: 4}}]", NULL);  /* the decay's keys' table: the global layer's only */
+    fd_check_arch(with_gqa(a, 1, 1, 1), "alibi", NULL);
+    a.rel_buckets = 4;
+    fd_check_arch(a, "[{t5bias: {buckets: 4, max_distance: 8}}]", NULL);
+    a.rel_buckets = 0, a.mode = LX_MODEL_MLM;
+    fd_check_arch(a, "[{rope: {layout: interleaved}}]", NULL);
 }
 
 /* xPos: q's and k's rows take different factors (the keys' table), so the

@@ -53,7 +53,7 @@ static const struct lx_param arch_rows[] = {
              "logits are q.k / sqrt(qk_dim) (Gemma's query_pre_attn_scalar); 0 = d_head"),
     LX_P_INT(struct lx_arch, local_every, "0", 0, 64, 0,
              "local layers: layer l is global when (l+1) % local_every == 0, the others run rope at local_base over "
-             "a window of local_window keys, whatever the stack (Gemma 3; not trained); 0 = none"),
+             "a window of local_window keys, whatever the stack (Gemma 3's pattern); 0 = none"),
     LX_P_INT(struct lx_arch, local_window, "0", 0, 1L << 30, 0, "keys a local layer's query sees, itself included"),
     LX_P_FLOAT(struct lx_arch, local_base, "10000", 0, 1e12, LX_PF_MIN_OPEN, "the local layers' rope base"),
 };
@@ -122,7 +122,9 @@ const char *lx_arch_gemma_part(const struct lx_arch *a)
 
 int lx_arch_trainable(const struct lx_arch *a, struct lx_error *err)
 {
-    const char *part = lx_arch_gemma_part(a);
+    /* local layers and qk_dim live in the spec, whose backward is the attention's: they train */
+    const char *part = a->post_norms ? "post_norms" : a->emb_scale ? "emb_scale" : a->mlp == LX_MLP_GEGLU ?
+                       "mlp: geglu" : NULL;
     if (!part)
         return LX_OK;
     return lx_err(err, LX_EINVAL, "the architecture's %s (Gemma 3's block) is run but not trained by lenx: its "

@@ -273,10 +273,11 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
 static void rope_rows(struct lx_acts *a, const struct lx_spec *spec, const double *cs, float *qkv, int H, int KV,
                       int D, int sign)
 {
+    const double *csk = spec->rotary.decay_scale ? a->rope_csk : NULL;    /* a local layer has no decay */
     if (a->pos)
-        lx_rope_apply(qkv, &spec->rotary, cs, a->rope_csk, 1, a->B * a->T, H, KV, D, sign);
+        lx_rope_apply(qkv, &spec->rotary, cs, csk, 1, a->B * a->T, H, KV, D, sign);
     else
-        lx_rope_apply(qkv, &spec->rotary, cs, a->rope_csk, a->B, a->T, H, KV, D, sign);
+        lx_rope_apply(qkv, &spec->rotary, cs, csk, a->B, a->T, H, KV, D, sign);
 }
 
 /* Norm, q|k|v, positions and attention of layer l: xin (N, C) to ao (N, HD),
@@ -704,10 +705,12 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, 
         /* attention: dx now holds d(xm) */
         lx_linear_backward(a->dao, G->wo, NULL, a->dx, ao, W->mo, (int)s.N, (int)HD, (int)s.C);
         memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * s.QKV));
-        attention_backward(a, spec, qkv, ao, att, lse, W->logit_scale, G->logit_scale, g->rel_bias, &sh);
-        if (spec->cosine)
+        const struct lx_spec *ls = lx_spec_layer(spec, l);     /* a local layer's own (arch local_every) */
+        attention_backward(a, ls, qkv, ao, att, lse, W->logit_scale, G->logit_scale, ls == spec ? g->rel_bias : NULL,
+                           &sh);
+        if (ls->cosine)
             lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, (int)s.KV, D);
-        rope_rows(a, spec, a->rope_cs, a->dqkv, H, (int)s.KV, D, -1);
+        rope_rows(a, ls, ls == spec ? a->rope_cs : a->rope_local, a->dqkv, H, (int)s.KV, D, -1);
         if (W->q_norm)
             lx_layer_qk_norm_backward(a->dqkv, G->q_norm, G->k_norm, a->qkraw + l * s.N * (H + s.KV) * D,
                                       a->qkr + l * s.N * (H + s.KV), W, ar, s.N);
