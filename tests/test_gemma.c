@@ -3,7 +3,7 @@
 ** (docs/checkpoints.md#gemma-and-gemma-3), against torch's float64 forward of random tiny
 ** bf16 directories (tests/ref/gemma_ref.py): Gemma 3's local layers (their window and rope base),
 ** post-norms, q/k norms, query_pre_attn_scalar and GeGLU; decoding by the KV cache against the
-** full forward; and what is refused (Gemma 2's soft-capping, irregular layer_types, training,
+** full forward; Gemma 2's soft-caps; and what is refused (irregular layer_types, training,
 ** writing the model in another format).
 */
 #define _POSIX_C_SOURCE 200809L
@@ -103,6 +103,58 @@ Test(gemma, gemma3_multimodal_directory_reads_its_text_model)
     lx_json_free(doc);
 }
 
+/* Gemma 2 (gemma_ref.py --gemma2): layers alternating local (a window of 8 at rope_theta) and global,
+** post-norms, no q/k norms, query_pre_attn_scalar 12, and its soft-caps set low (1.5 on the attention
+** logits, 3 on the output logits) so that tanh shapes every logit: torch's float64 forward within 1e-4.
+** Without either cap the model is far off. */
+Test(gemma, gemma2_soft_caps_match_torch)
+{
+    struct lx_json *doc = ref_of("tests/ref/hf-gemma2-tiny/ref.json");
+    char path[512];
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    in_repo(path, "tests/ref/hf-gemma2-tiny");
+    load(&m, &info, path);
+    cr_expect(m.arch.attn_softcap == 1.5 && m.arch.logit_softcap == 3 && m.arch.local_every == 2 &&
+              m.arch.local_base == 10000 && m.arch.post_norms && !m.arch.qk_norm && m.arch.qk_dim == 12, "arch");
+    for (int w = 0; w < 2; w++) {
+        double dnll, dlogit;
+        torch_window(&m, info.stack, doc, w, w ? 48 : 32, &dnll, &dlogit);
+        cr_log_info("gemma2, window %d: max |dNLL| %.3g, max |dlogit| %.3g", w, dnll, dlogit);
+        cr_expect(dnll < 1e-4 && dlogit < 1e-4, "window %d: max |dNLL| %g, max |dlogit| %g", w, dnll, dlogit);
+    }
+    struct tstack st;       /* the head path (a probe's: whole probability rows) caps as the tiles do */
+    struct lx_facts f = tfacts(16, 128, 4, 48);
+    struct lx_acts t, hp;
+    struct lx_error err = {{0}};
+    int tok[48];
+    for (int i = 0; i < 48; i++)
+        tok[i] = 3 + (i * 53) % 93;
+    tstack_make(&st, info.stack, &f);
+    cr_assert_eq(lx_acts_alloc(&t, &m.arch, 1, 48, 0, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_acts_alloc(&hp, &m.arch, 1, 48, 0, &err), LX_OK, "%s", err.msg);
+    hp.head_path = 1;
+    lx_model_forward(&m, &st.spec, tok, NULL, &t);
+    lx_model_forward(&m, &st.spec, tok, NULL, &hp);
+    double worst = 0;
+    for (long i = 0; i < 48 * m.arch.vocab; i++)
+        worst = fmax(worst, fabs(t.logits[i] - hp.logits[i]));
+    cr_expect_leq(worst, 1e-5, "head path against the tiles: max |dlogit| %g", worst);
+    lx_acts_release(&t);
+    lx_acts_release(&hp);
+    tstack_free(&st);
+    for (int k = 0; k < 2; k++) {
+        double keep = k ? m.arch.logit_softcap : m.arch.attn_softcap, dnll, dlogit;
+        *(k ? &m.arch.logit_softcap : &m.arch.attn_softcap) = 0;
+        torch_window(&m, info.stack, doc, 1, 48, &dnll, &dlogit);
+        cr_expect_gt(dnll, 1e-2, "without the %s cap: max |dNLL| only %g", k ? "output" : "attention", dnll);
+        *(k ? &m.arch.logit_softcap : &m.arch.attn_softcap) = keep;
+    }
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+    lx_json_free(doc);
+}
+
 /* Gemma (1): no post-norms, q/k norms or local layers, multi-query (one key/value head), the
 ** scale 1/sqrt(head_dim); norms 1 + w, embeddings times sqrt(width), GeGLU, tied. */
 Test(gemma, gemma1_matches_torch)
@@ -125,16 +177,17 @@ Test(gemma, gemma1_matches_torch)
     lx_json_free(doc);
 }
 
-/* Decoding Gemma 3 by the KV cache (each layer at its own rope row and window) gives each step the
-** logits of the full forward's row, the bf16 cache too within bf16's rounding of k and v. */
-Test(gemma, gemma3_decoding_equals_the_full_forward)
+/* Decoding Gemma 3 and Gemma 2 by the KV cache (each layer at its own rope row and window, Gemma 2's
+** soft-caps on the step's row) gives each step the logits of the full forward's row, the bf16 cache
+** too within bf16's rounding of k and v. */
+static void decoding_vs_full(const char *src)
 {
     enum { T = 40, P0 = 5 };
     char path[512];
     struct lx_model m;
     struct lx_ckpt_info info;
     struct lx_error err = {{0}};
-    in_repo(path, "tests/ref/hf-gemma3-tiny");
+    in_repo(path, src);
     load(&m, &info, path);
     struct tstack s;
     struct lx_facts f = tfacts(16, 128, 4, T);
@@ -160,8 +213,8 @@ Test(gemma, gemma3_decoding_equals_the_full_forward)
             for (long v = 0; v < V; v++)
                 worst = fmax(worst, fabs(lg[v] - full.logits[(long)p * V + v]));
         }
-        cr_log_info("gemma3 decode, bf16 cache %d: max |dlogit| %.3g", bf16, worst);
-        cr_expect_leq(worst, bf16 ? 5e-2 : 1e-4, "bf16 cache %d: max |dlogit| %g", bf16, worst);
+        cr_log_info("%s decode, bf16 cache %d: max |dlogit| %.3g", src, bf16, worst);
+        cr_expect_leq(worst, bf16 ? 5e-2 : 1e-4, "%s, bf16 cache %d: max |dlogit| %g", src, bf16, worst);
         lx_kvcache_release(&c);
         lx_acts_release(&full);
         lx_acts_release(&pre);
@@ -172,27 +225,38 @@ Test(gemma, gemma3_decoding_equals_the_full_forward)
     lx_model_release(&m);
 }
 
-/* llama.cpp's GGUF of the Gemma 3 directory (tests/ref/gguf/gemma3-tiny-hf.gguf, its converter's
-** file of an F32 copy: the norms' 1 + w added by the converter, no pattern or query_pre_attn_scalar
-** written) holds the weights lenx runs for the directory, bit for bit (weights_sha256), and runs as
-** llama.cpp reads it: every 6th layer global, logits over sqrt(head size), which is the directory
-** with local_every 6 and no qk_dim, to 1e-5 per logit (rms eps stored as a float). */
-Test(gemma, gemma3_gguf_runs_as_llama_cpp_reads_it)
+Test(gemma, decoding_equals_the_full_forward)
+{
+    decoding_vs_full("tests/ref/hf-gemma3-tiny");
+    decoding_vs_full("tests/ref/hf-gemma2-tiny");
+}
+
+/* llama.cpp's GGUF of a Gemma directory (tests/ref/gguf/NAME-tiny-hf.gguf, its converter's file of an
+** F32 copy: the norms' 1 + w added by the converter, no query_pre_attn_scalar and, for Gemma 3, no
+** pattern written) holds the weights lenx runs for the directory, bit for bit (weights_sha256), and runs
+** as llama.cpp reads it: every `every`-th layer global (Gemma 3's 6 when the file names none), logits
+** over sqrt(head size), which is the directory with that local_every and no qk_dim, to 1e-5 per logit
+** (rms eps stored as a float); Gemma 2's soft-caps come from the file. */
+static void gguf_as_llama_cpp(const char *name, long every)
 {
     enum { T = 48 };
-    char path[512];
+    char path[512], rel[128];
     struct lx_model g, h;
     struct lx_ckpt_info gi, hi;
     struct lx_error err = {{0}};
-    in_repo(path, "tests/ref/gguf/gemma3-tiny-hf.gguf");
+    snprintf(rel, sizeof rel, "tests/ref/gguf/%s-tiny-hf.gguf", name);
+    in_repo(path, rel);
     load(&g, &gi, path);
-    in_repo(path, "tests/ref/hf-gemma3-tiny");
+    snprintf(rel, sizeof rel, "tests/ref/hf-%s-tiny", name);
+    in_repo(path, rel);
     load(&h, &hi, path);
-    cr_expect_str_eq(gi.weights_sha256, hi.weights_sha256);
-    cr_expect_str_eq(gi.stack, hi.stack);
-    cr_expect(g.arch.local_every == 6 && g.arch.local_window == 8 && g.arch.local_base == 10000 && !g.arch.qk_dim &&
-              g.arch.post_norms && g.arch.emb_scale && g.arch.mlp == LX_MLP_GEGLU && g.arch.qk_norm, "arch as read");
-    h.arch.local_every = 6, h.arch.qk_dim = 0;
+    cr_expect_str_eq(gi.weights_sha256, hi.weights_sha256, "%s", name);
+    cr_expect_str_eq(gi.stack, hi.stack, "%s", name);
+    cr_expect(g.arch.local_every == every && g.arch.local_window == 8 && g.arch.local_base == 10000 &&
+              !g.arch.qk_dim && g.arch.post_norms && g.arch.emb_scale && g.arch.mlp == LX_MLP_GEGLU &&
+              g.arch.qk_norm == h.arch.qk_norm && g.arch.attn_softcap == h.arch.attn_softcap &&
+              g.arch.logit_softcap == h.arch.logit_softcap, "%s: arch as read", name);
+    h.arch.local_every = every, h.arch.qk_dim = 0;
     struct tstack s;
     struct lx_facts f = tfacts(16, 128, 4, T);
     tstack_make(&s, gi.stack, &f);
@@ -207,7 +271,7 @@ Test(gemma, gemma3_gguf_runs_as_llama_cpp_reads_it)
     double worst = 0;
     for (long i = 0; i < (long)T * g.arch.vocab; i++)
         worst = fmax(worst, fabs(a.logits[i] - b.logits[i]));
-    cr_expect_leq(worst, 1e-5, "GGUF against the directory as llama.cpp reads it: max |dlogit| %g", worst);
+    cr_expect_leq(worst, 1e-5, "%s: GGUF against the directory as llama.cpp reads it: max |dlogit| %g", name, worst);
     lx_acts_release(&a);
     lx_acts_release(&b);
     tstack_free(&s);
@@ -215,6 +279,12 @@ Test(gemma, gemma3_gguf_runs_as_llama_cpp_reads_it)
     lx_ckpt_info_release(&hi);
     lx_model_release(&g);
     lx_model_release(&h);
+}
+
+Test(gemma, gguf_runs_as_llama_cpp_reads_it)
+{
+    gguf_as_llama_cpp("gemma3", 6);
+    gguf_as_llama_cpp("gemma2", 2);
 }
 
 /* A copy of the Gemma 3 directory with sed program `sed` run on its config.json. */
@@ -236,10 +306,10 @@ Test(gemma, configs_refused)
     static const struct {
         const char *sed, *part1, *part2;
     } cases[] = {
-        {"s/\"gemma3_text\"/\"gemma2\"/", "model_type 'gemma2'", "attn_logit_softcapping"},
+        {"s/\"gemma3_text\"/\"gemma4\"/", "model_type 'gemma4'", "gemma2, gemma3_text and gemma3"},
         {"s/\"gemma3_text\"/\"gemma3\"/", "config.json", "model_type gemma3 without a text_config object"},
-        {"s/\"final_logit_softcapping\": null/\"final_logit_softcapping\": 30.0/", "final_logit_softcapping",
-         "does not soft-cap"},
+        {"s/\"final_logit_softcapping\": null/\"final_logit_softcapping\": -1/", "final_logit_softcapping",
+         "must be a positive number"},
         {"s/\\[\"sliding_attention\", \"sliding_attention\", \"full_attention\", \"sliding_attention\"/"
          "[\"sliding_attention\", \"full_attention\", \"full_attention\", \"sliding_attention\"/", "layer_types",
          "every k-th layer global"},

@@ -288,7 +288,18 @@ struct lx_spec {
     const struct lx_spec *local;            /* the spec of the model's local layers (Gemma 3's sliding-window
                                             ** layers: their own rope and window, no method), or NULL */
     long local_every;                       /* layer l is global when (l + 1) % local_every == 0 */
+    double softcap;                         /* every final logit x becomes c·tanh(x/c) before the softmax
+                                            ** (Gemma 2's attn_logit_softcapping); 0 = none */
 };
+
+/* c·tanh(x/c) over s[j0, j1) (Gemma 2's soft-capping, in float as transformers' fp32 forward); nothing
+** when c is 0. Every attention path applies it to a row's final logits. */
+static inline void lx_softcap_row(float *s, long j0, long j1, double c)
+{
+    float cf = (float)c;
+    for (long j = j0; c != 0 && j < j1; j++)
+        s[j] = cf * tanhf(s[j] / cf);
+}
 
 /* The spec layer l runs: the local layers' (spec->local) or spec itself. */
 static inline const struct lx_spec *lx_spec_layer(const struct lx_spec *spec, long l)

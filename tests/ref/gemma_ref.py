@@ -3,6 +3,10 @@
 
     gemma_ref.py DIR            writes DIR/{config.json, model.safetensors, ref.json}: Gemma 3
     gemma_ref.py --gemma1 DIR   the same for Gemma (1): no post-norms, q/k norms or local layers
+    gemma_ref.py --gemma2 DIR   the same for Gemma 2: four layers alternating local and global (the local
+                                ones at rope_theta too), no q/k norms, its soft-caps set low (attention
+                                logits c tanh(x / c) with c = 1.5, output logits with c = 3) so that
+                                they shape every logit
     gemma_ref.py --multimodal DIR
                                 the Gemma 3 model's weights as a gemma3 (multimodal) directory holds its text
                                 model: config.json's text_config (leaving out the fields whose
@@ -49,13 +53,19 @@ GEMMA1 = dict(architectures=["GemmaForCausalLM"], model_type="gemma", hidden_siz
               max_position_embeddings=128, rope_theta=10000.0, rms_norm_eps=1e-6, hidden_act="gelu",
               hidden_activation="gelu_pytorch_tanh", attention_bias=False, bos_token_id=2, eos_token_id=1,
               pad_token_id=0, torch_dtype="bfloat16")
+GEMMA2 = dict(architectures=["Gemma2ForCausalLM"], model_type="gemma2", hidden_size=32, intermediate_size=48,
+              num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=96,
+              max_position_embeddings=128, rope_theta=10000.0, sliding_window=8, query_pre_attn_scalar=12,
+              attn_logit_softcapping=1.5, final_logit_softcapping=3.0, rms_norm_eps=1e-6,
+              hidden_activation="gelu_pytorch_tanh", attention_bias=False, bos_token_id=2, eos_token_id=1,
+              pad_token_id=0, torch_dtype="bfloat16")
 LENGTHS = (32, 48)
 
 
 def shapes(c):
     H, KV, C, F, D = c["num_attention_heads"], c["num_key_value_heads"], c["hidden_size"], \
         c["intermediate_size"], c["head_dim"]
-    g3 = c["model_type"] == "gemma3_text"
+    g3, g2 = c["model_type"] == "gemma3_text", c["model_type"] == "gemma2"
     yield "model.embed_tokens.weight", (c["vocab_size"], C), 0.3
     for l in range(c["num_hidden_layers"]):
         p = f"model.layers.{l}."
@@ -68,7 +78,7 @@ def shapes(c):
             yield p + "self_attn.k_norm.weight", (D,), None
         yield p + "self_attn.o_proj.weight", (C, H * D), (H * D) ** -0.5
         yield p + "post_attention_layernorm.weight", (C,), None
-        if g3:
+        if g3 or g2:
             yield p + "pre_feedforward_layernorm.weight", (C,), None
             yield p + "post_feedforward_layernorm.weight", (C,), None
         yield p + "mlp.gate_proj.weight", (F, C), C ** -0.5
@@ -114,7 +124,7 @@ def forward(c, w, ids):
     """Logits (T, V) of one window in float64."""
     H, KV, C, D, eps = c["num_attention_heads"], c["num_key_value_heads"], c["hidden_size"], c["head_dim"], \
         c["rms_norm_eps"]
-    T, g3 = ids.shape[0], c["model_type"] == "gemma3_text"
+    T, g3, g2 = ids.shape[0], c["model_type"] == "gemma3_text", c["model_type"] == "gemma2"
     W = {k: v.double() for k, v in w.items()}
     pos = torch.arange(T, dtype=torch.float64)
 
@@ -126,7 +136,10 @@ def forward(c, w, ids):
 
     scaling = c.get("rope_scaling") or {"factor": 1.0}
     glob = table(c["rope_theta"], scaling["factor"])
-    loc = table(c.get("rope_local_base_freq", 1.0), 1.0)
+    loc = table(c["rope_theta"] if g2 else c.get("rope_local_base_freq", 1.0), 1.0)
+
+    def cap(x, c):
+        return c * torch.tanh(x / c) if c else x
 
     def rms(x, g):
         return (1 + g) * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
@@ -137,7 +150,7 @@ def forward(c, w, ids):
     x = W["model.embed_tokens.weight"][ids] * math.sqrt(C)
     for l in range(c["num_hidden_layers"]):
         p = f"model.layers.{l}."
-        local = g3 and c["layer_types"][l] == "sliding_attention"
+        local = (g3 and c["layer_types"][l] == "sliding_attention") or (g2 and l % 2 == 0)
         cos, sin = loc if local else glob
         h = rms(x, W[p + "input_layernorm.weight"])
         q = (h @ W[p + "self_attn.q_proj.weight"].T).view(T, H, D).transpose(0, 1)
@@ -147,10 +160,11 @@ def forward(c, w, ids):
             q, k = rms(q, W[p + "self_attn.q_norm.weight"]), rms(k, W[p + "self_attn.k_norm.weight"])
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         k, v = k.repeat_interleave(H // KV, dim=0), v.repeat_interleave(H // KV, dim=0)
-        scale = c["query_pre_attn_scalar"] ** -0.5 if g3 else D ** -0.5
-        a = torch.softmax((q @ k.transpose(1, 2)) * scale + (window if local else causal), dim=-1) @ v
+        scale = c["query_pre_attn_scalar"] ** -0.5 if g3 or g2 else D ** -0.5
+        scores = cap((q @ k.transpose(1, 2)) * scale, c.get("attn_logit_softcapping"))
+        a = torch.softmax(scores + (window if local else causal), dim=-1) @ v
         o = a.transpose(0, 1).reshape(T, H * D) @ W[p + "self_attn.o_proj.weight"].T
-        if g3:
+        if g3 or g2:
             x = x + rms(o, W[p + "post_attention_layernorm.weight"])
             h = rms(x, W[p + "pre_feedforward_layernorm.weight"])
         else:
@@ -158,8 +172,8 @@ def forward(c, w, ids):
             h = rms(x, W[p + "post_attention_layernorm.weight"])
         m = (gelu_tanh(h @ W[p + "mlp.gate_proj.weight"].T) * (h @ W[p + "mlp.up_proj.weight"].T)) \
             @ W[p + "mlp.down_proj.weight"].T
-        x = x + (rms(m, W[p + "post_feedforward_layernorm.weight"]) if g3 else m)
-    return rms(x, W["model.norm.weight"]) @ W["model.embed_tokens.weight"].T
+        x = x + (rms(m, W[p + "post_feedforward_layernorm.weight"]) if g3 or g2 else m)
+    return cap(rms(x, W["model.norm.weight"]) @ W["model.embed_tokens.weight"].T, c.get("final_logit_softcapping"))
 
 
 def write_config(path, config):
@@ -183,10 +197,10 @@ def multimodal(out, w):
 
 def main():
     args = sys.argv[1:]
-    g1, mm = args[:1] == ["--gemma1"], args[:1] == ["--multimodal"]
-    if len(args) != 1 + (g1 or mm):
+    g1, g2, mm = args[:1] == ["--gemma1"], args[:1] == ["--gemma2"], args[:1] == ["--multimodal"]
+    if len(args) != 1 + (g1 or g2 or mm):
         sys.exit(__doc__)
-    out, config = args[-1], GEMMA1 if g1 else GEMMA3
+    out, config = args[-1], GEMMA1 if g1 else GEMMA2 if g2 else GEMMA3
     os.makedirs(out, exist_ok=True)
     gen = torch.Generator().manual_seed(0)
     w = weights(config, gen)

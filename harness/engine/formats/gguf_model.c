@@ -4,7 +4,7 @@
 ** by gguf.c, the model here.
 **
 ** Architectures `llama` (Llama, Mistral, TinyLlama, llama2.c conversions),
-** `qwen2`, `qwen3`, `phi3`, and `gemma` and `gemma3` (read only: gemma_arch). Hyper-parameters come from the metadata ({arch}.block_count,
+** `qwen2`, `qwen3`, `phi3`, and `gemma`, `gemma2` and `gemma3` (read only: gemma_arch). Hyper-parameters come from the metadata ({arch}.block_count,
 ** embedding_length, feed_forward_length, attention.head_count[_kv],
 ** attention.key_length (the head size; embedding_length / head_count when
 ** absent), attention.layer_norm_rms_epsilon, rope.freq_base, context_length);
@@ -18,8 +18,8 @@
 **     blk.N.attn_output.weight   layers.N.attn.wo.weight
 **     blk.N.ffn_norm.weight      layers.N.mlp_norm.weight
 **     blk.N.ffn_{gate,up,down}.weight   layers.N.mlp.w{1,3,2}.weight
-**     blk.N.post_attention_norm.weight  layers.N.attn.post_norm.weight (gemma3)
-**     blk.N.post_ffw_norm.weight        layers.N.mlp.post_norm.weight (gemma3)
+**     blk.N.post_attention_norm.weight  layers.N.attn.post_norm.weight (gemma2, gemma3)
+**     blk.N.post_ffw_norm.weight        layers.N.mlp.post_norm.weight (gemma2, gemma3)
 **
 ** A matrix of ne = {in, out} is laid out as PyTorch's (out, in), so F32, F16,
 ** BF16 and quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K … Q6_K, IQ4_NL, IQ4_XS) are used in place from the
@@ -50,7 +50,7 @@ static const struct family {
     int fused;      /* q|k|v in one attn_qkv, gate|up in one ffn_up; LongRoPE's factors as tensors */
     int gemma;      /* 1 gemma, 3 gemma3: Gemma's block (gemma_arch), read only */
 } families[] = {{"llama", 0, 0, 0, 0, 0}, {"qwen2", 1, 0, 1, 0, 0}, {"qwen3", 0, 1, 1, 0, 0}, {"phi3", 0, 0, 1, 1, 0},
-                {"gemma", 0, 0, 1, 0, 1}, {"gemma3", 0, 1, 1, 0, 3}};
+                {"gemma", 0, 0, 1, 0, 1}, {"gemma2", 0, 0, 1, 0, 2}, {"gemma3", 0, 1, 1, 0, 3}};
 
 /* The family of general.architecture, or NULL. */
 static const struct family *family_named(const char *arch)
@@ -73,26 +73,39 @@ static const struct family *family_of(const struct lx_arch *a, const struct lx_s
     return NULL;
 }
 
-/* Gemma's block as llama.cpp runs a gemma or gemma3 file (its src/models/gemma3.cpp): embeddings
-** times sqrt(width), GeGLU, the norms' 1 + w already in the file (its converter adds the 1); gemma3's
-** post-norms, q/k norms and, with attention.sliding_window, local layers: every
-** attention.sliding_window_pattern-th layer global (6 when the key is absent; an array of one bool a
-** layer, true for local, must be such a pattern), the local ones at rope.freq_base_swa (10000), and
-** logits over sqrt(width / heads) for the 62-layer model (the 27B), over the head size otherwise. */
-static int gemma_arch(const struct lx_gguf *g, const char *arch, int gemma, struct lx_arch *a, struct lx_error *err)
+/* Gemma's block as llama.cpp runs a gemma, gemma2 or gemma3 file (its src/models/gemma{2,3}.cpp):
+** embeddings times sqrt(width), GeGLU, the norms' 1 + w already in the file (its converter adds the
+** 1); gemma2's and gemma3's post-norms and local layers, every attention.sliding_window_pattern-th
+** layer global (gemma3: 6 when the key is absent, and local layers only with attention.sliding_window;
+** gemma2: every other, over 4096 keys when absent; an array of one bool a layer, true for local, must be
+** such a pattern), the local ones at rope.freq_base_swa (gemma3: 10000, gemma2: rope.freq_base when
+** absent); gemma3's q/k norms; gemma2's soft-caps (attn_logit_softcapping 50, final_logit_softcapping
+** 30 when absent); logits over sqrt(width / heads) for the 27B models (gemma2's 46 layers, gemma3's
+** 62), over the head size otherwise. */
+static int gemma_arch(const struct lx_gguf *g, const char *arch, int gemma, double rope_base, struct lx_arch *a,
+                      struct lx_error *err)
 {
     char key[128];
-    int64_t swa = 0, every = 6;
-    double base = 10000;
-    a->mlp = LX_MLP_GEGLU, a->emb_scale = 1, a->post_norms = gemma == 3;
-    if (gemma != 3)
+    int64_t swa = gemma == 2 ? 4096 : 0, every = gemma == 2 ? 2 : 6;
+    double base = gemma == 2 ? rope_base : 10000, cap[2] = {50, 30};
+    a->mlp = LX_MLP_GEGLU, a->emb_scale = 1, a->post_norms = gemma >= 2;
+    if (gemma == 1)
         return LX_OK;
-    if (a->layers == 62 && a->d_model / a->heads != a->d_head)
+    if (a->layers == (gemma == 2 ? 46 : 62) && a->d_model / a->heads != a->d_head)
         a->qk_dim = a->d_model / a->heads;
 #define KEY(s) (snprintf(key, sizeof key, "%s.%s", arch, s), key)
     int rc = lx_gguf_get_int(g, KEY("attention.sliding_window"), 0, &swa, err);
     if (rc == LX_OK)
         rc = lx_gguf_get_num(g, KEY("rope.freq_base_swa"), 0, &base, err);
+    if (rc == LX_OK && gemma == 2)
+        rc = lx_gguf_get_num(g, KEY("attn_logit_softcapping"), 0, &cap[0], err);
+    if (rc == LX_OK && gemma == 2)
+        rc = lx_gguf_get_num(g, KEY("final_logit_softcapping"), 0, &cap[1], err);
+    if (rc == LX_OK && gemma == 2 && !(cap[0] > 0 && cap[0] < 1e6 && cap[1] > 0 && cap[1] < 1e6))
+        return lx_err(err, LX_EINVAL, "%s: gemma2's soft-caps (attn %g, final %g) must be positive\n  hint: the file "
+                      "is damaged", g->name, cap[0], cap[1]);
+    if (gemma == 2)
+        a->attn_softcap = cap[0], a->logit_softcap = cap[1];
     const struct lx_gguf_kv *p = lx_gguf_find(g, KEY("attention.sliding_window_pattern"));
 #undef KEY
     if (rc < 0 || swa <= 0)
@@ -176,7 +189,7 @@ static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *
     a->d_mlp = F, a->mlp = LX_MLP_SWIGLU, a->norm_eps = eps, a->kv_heads = KV == H ? 0 : KV;
     a->qkv_bias = fam->qkv_bias, a->qk_norm = fam->qk_norm;
     *train_len = (long)ctx;
-    return fam->gemma ? gemma_arch(g, arch, fam->gemma, a, err) : LX_OK;
+    return fam->gemma ? gemma_arch(g, arch, fam->gemma, *base, a, err) : LX_OK;
 }
 
 /* The llama3 method whose frequencies rope_freqs.weight divides by (llama.cpp's converter
@@ -478,9 +491,8 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
     }
     lx_gguf_get_str(&g, "general.architecture", arch, sizeof arch);
     if (!family_named(arch))
-        rc = lx_err(err, LX_EINVAL, "%s: general.architecture is '%s'; lenx reads llama, qwen2, qwen3, phi3, gemma "
-                    "and gemma3 GGUF models%s", path, arch, strcmp(arch, "gemma2") == 0 ? "\n  hint: Gemma 2 soft-caps "
-                    "its attention logits, which lenx's attention does not run" : "");
+        rc = lx_err(err, LX_EINVAL, "%s: general.architecture is '%s'; lenx reads llama, qwen2, qwen3, phi3, gemma, "
+                    "gemma2 and gemma3 GGUF models", path, arch);
     if (rc == LX_OK)
         rc = read_arch(&g, arch, &a, &train_len, &base, err);
     const struct lx_gguf_tensor *emb = rc == LX_OK ? lx_gguf_tensor(&g, "token_embd.weight") : NULL;
@@ -537,7 +549,7 @@ static int looks_gguf(const char *path)
 
 const struct lx_model_format lx_model_format_gguf = {
     .name = "gguf",
-    .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3, phi3, gemma, gemma3; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
+    .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
     .key = NULL,
     .dir = 0,
     .sniff = looks_gguf,

@@ -64,7 +64,8 @@ struct hf_config {
     int mm;                 /* a gemma3 directory: the multimodal model, whose text model lenx reads */
     long qk_dim;            /* query_pre_attn_scalar when it is not head_dim (gemma3), else 0 */
     long local_every, local_window;     /* gemma3: sliding_window_pattern (or layer_types), sliding_window */
-    double local_base;      /* gemma3: rope_local_base_freq */
+    double local_base;      /* gemma3: rope_local_base_freq; gemma2: rope_theta */
+    double attn_cap, logit_cap;     /* gemma2: attn_ and final_logit_softcapping (0: none) */
     const struct lx_jv *root;   /* the text model's fields: the document, or a gemma3 directory's text_config */
     char prefix[32];        /* where the text model's tensors are: "model." or a gemma3 directory's */
 };
@@ -129,7 +130,8 @@ static int cfg_refuse(const struct lx_json *doc, const struct lx_jv *root, const
 
 static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
 {
-    static const char *const types[] = {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma3_text"};
+    static const char *const types[] = {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma3_text",
+                                        "gemma2"};
     const struct lx_jv *v;
     const char *s;
     int rc = lx_json_need(doc, root, "model_type", LX_JSON_STRING, &v, err);
@@ -139,21 +141,17 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
         return rc;
     if (strcmp(s, "gemma3") == 0)   /* the multimodal model: cfg_multimodal reads its text model */
         return c->mm = 1, LX_OK;
-    for (int k = 0; k < 7; k++)
+    for (int k = 0; k < 8; k++)
         if (strcmp(s, types[k]) == 0) {
             snprintf(c->type, sizeof c->type, "%s", s);
             c->bias = k == 2;       /* Qwen2 always has q/k/v biases (and none on o_proj) */
             c->qk_norm = k == 3 || k == 6;  /* Qwen3 and Gemma 3 normalise each q and k head */
             c->fused = k == 4;      /* Phi-3 stores q|k|v and gate|up fused, as lenx's own buffer does */
-            c->gemma = k == 5 ? 1 : k == 6 ? 3 : 0;
+            c->gemma = k == 5 ? 1 : k == 6 ? 3 : k == 7 ? 2 : 0;
             return LX_OK;
         }
-    if (strcmp(s, "gemma2") == 0)
-        return lx_json_err(err, doc, v, "model_type 'gemma2' is not one lenx reads\n  hint: Gemma 2 soft-caps its "
-                           "attention logits (attn_logit_softcapping), which lenx's attention does not run; Gemma and "
-                           "Gemma 3 load");
     return lx_json_err(err, doc, v, "model_type '%s' is not one lenx reads\n  hint: lenx reads llama, mistral, "
-                       "qwen2, qwen3 and phi3 (Llama-architecture decoders), gemma and gemma3_text", s);
+                       "qwen2, qwen3 and phi3 (Llama-architecture decoders), gemma, gemma2, gemma3_text and gemma3", s);
 }
 
 /* hidden_act silu, no MLP or attention biases; *part: partial_rotary_factor, which only Phi-3's
@@ -207,27 +205,37 @@ static int cfg_window(const struct lx_json *doc, const struct lx_jv *root, struc
     return rc;
 }
 
-/* Gemma 3's layers (transformers' Gemma3TextConfig): local ones over a window of sliding_window keys
-** at rope_local_base_freq, every sliding_window_pattern-th global (layer_types, when given, must say
-** the same), logits over query_pre_attn_scalar, no soft-capping (Gemma 2's) and causal. */
-static int cfg_gemma3(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
+/* A soft-cap: def when absent, 0 when null, else a positive number. */
+static int cfg_cap(const struct lx_json *doc, const struct lx_jv *root, const char *key, double def, double *out,
+                   struct lx_error *err)
 {
-    static const char *const caps[] = {"final_logit_softcapping", "attn_logit_softcapping"};
-    for (int k = 0; k < 2; k++) {
-        const struct lx_jv *v = lx_json_member(root, caps[k]);
-        if (v && lx_json_type(v) != LX_JSON_NULL)
-            return lx_json_err(err, doc, v, "%s: lenx does not soft-cap logits\n  hint: Gemma 3 has none (null)",
-                               caps[k]);
-    }
-    int rc = cfg_refuse(doc, root, "use_bidirectional_attention", "lenx runs Gemma 3 as the causal decoder", err);
+    const struct lx_jv *v = lx_json_member(root, key);
+    *out = v && lx_json_type(v) == LX_JSON_NULL ? 0 : def;
+    return v && lx_json_type(v) != LX_JSON_NULL ? cfg_num(doc, root, key, def, out, err) : LX_OK;
+}
+
+/* Gemma 2's and 3's layers (transformers' Gemma2Config, Gemma3TextConfig): local ones over a window
+** of sliding_window keys (Gemma 3's at rope_local_base_freq, Gemma 2's at rope_theta), every
+** sliding_window_pattern-th global (Gemma 2: every other; layer_types, when given, must say the same),
+** logits over query_pre_attn_scalar, soft-caps (Gemma 2's: 50 and 30 unless null), causal. */
+static int cfg_gemma_layers(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c,
+                            struct lx_error *err)
+{
+    int g2 = c->gemma == 2;
+    int rc = cfg_cap(doc, root, "attn_logit_softcapping", g2 ? 50 : 0, &c->attn_cap, err);
+    if (rc == LX_OK)
+        rc = cfg_cap(doc, root, "final_logit_softcapping", g2 ? 30 : 0, &c->logit_cap, err);
+    if (rc == LX_OK)
+        rc = cfg_refuse(doc, root, "use_bidirectional_attention", "lenx runs Gemma as the causal decoder", err);
     long qpas = 0;
     if (rc == LX_OK)
         rc = cfg_int(doc, root, "query_pre_attn_scalar", 256, 1, 65536, &qpas, err);
     if (rc == LX_OK)
         rc = cfg_int(doc, root, "sliding_window", 4096, 1, 1L << 30, &c->local_window, err);
-    if (rc == LX_OK)
+    c->local_every = 2, c->local_base = c->theta;
+    if (rc == LX_OK && !g2)
         rc = cfg_int(doc, root, "sliding_window_pattern", 6, 1, 64, &c->local_every, err);
-    if (rc == LX_OK)
+    if (rc == LX_OK && !g2)
         rc = cfg_num(doc, root, "rope_local_base_freq", 10000, &c->local_base, err);
     c->qk_dim = qpas == c->head_dim ? 0 : qpas;
     const struct lx_jv *types = lx_json_member(root, "layer_types"), *bad = NULL;
@@ -252,7 +260,7 @@ static int cfg_gemma3(const struct lx_json *doc, const struct lx_jv *root, struc
     if (rc == LX_OK && (bad || first < 0 || n != c->layers))
         rc = lx_json_err(err, doc, bad ? bad : types, "layer_types: lenx runs a pattern of local layers with every "
                          "k-th layer global (full_attention), one entry a layer\n  hint: Gemma 3's pattern is 5 "
-                         "sliding_attention layers, then 1 full_attention");
+                         "sliding_attention layers, then 1 full_attention; Gemma 2's alternates");
     return rc;
 }
 
@@ -316,8 +324,8 @@ static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_er
     if (rc == LX_OK)
         rc = cfg_num(doc, root, "rope_theta", c->gemma == 3 ? 1000000 : 10000, &c->theta, err);
     c->tied = c->gemma != 0;    /* transformers' Gemma configs tie by default */
-    if (rc == LX_OK && c->gemma == 3)
-        rc = cfg_gemma3(doc, root, c, err);
+    if (rc == LX_OK && c->gemma >= 2)
+        rc = cfg_gemma_layers(doc, root, c, err);
     if (rc == LX_OK && tie && lx_json_type(tie) != LX_JSON_NULL)
         rc = lx_json_bool(doc, tie, &c->tied, err);
     if (rc == LX_OK)
@@ -516,7 +524,7 @@ static int hold_all(struct lx_model *m, const struct lx_arch *a, const struct hf
     for (int i = 0; i < n && rc == LX_OK; i++) {
         long shape[2] = {ti[i].shape[0], ti[i].ndim > 1 ? ti[i].shape[1] : 0}, row0 = 0;
         int part = c->fused && fused_part(a, ti[i].name, name, sizeof name, &row0, &shape[0]);
-        int named = part || lx_hf_tensor_name(ti[i].name, name, sizeof name, c->gemma == 3);
+        int named = part || lx_hf_tensor_name(ti[i].name, name, sizeof name, c->gemma >= 2);
         if (named)
             put_prefix(c, name, sizeof name);
         const struct lx_st_file *f = named ? find_tensor(w, name) : NULL;
@@ -587,7 +595,8 @@ static void cfg_arch(const struct hf_config *c, struct lx_arch *a)
     if (c->gemma) {
         a->mlp = LX_MLP_GEGLU;
         a->emb_scale = 1;
-        a->post_norms = c->gemma == 3;
+        a->post_norms = c->gemma >= 2;
+        a->attn_softcap = c->attn_cap, a->logit_softcap = c->logit_cap;
         a->qk_dim = c->qk_dim;
         a->local_every = c->local_every, a->local_window = c->local_window, a->local_base = c->local_base;
     }
@@ -682,8 +691,8 @@ static int hf_sniff(const char *path)
 
 const struct lx_model_format lx_model_format_hf = {
     .name = "hf",
-    .summary = "a Hugging Face directory: config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma3_text, gemma3) "
-               "and safetensors shards",
+    .summary = "a Hugging Face directory: config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, "
+               "gemma3) and safetensors shards",
     .key = "hf",
     .dir = 1,
     .sniff = hf_sniff,

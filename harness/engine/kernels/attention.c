@@ -269,6 +269,7 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
                     }
                     s[j] = (float)(A * s[j] + B);
                 }
+                lx_softcap_row(s, j, j + 1, spec->softcap);
                 mx = s[j] > mx ? s[j] : mx;
                 if (stats && i >= stats_row0 && i < row1) {
                     sum += s[j];

@@ -177,6 +177,7 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
             lx_gemm(s + jf, (int)(j1 - jf), q, D, k + jf * ld, ld, 1, (int)(j1 - jf), D, 0, 1, c, 0.0f);
         if (!plain)
             row_logits(s, spec, head, n, i, j0, j1, At, Bt);
+        lx_softcap_row(s, j0, j1, spec->softcap);
         for (long j = j0; j < j1; j++)
             mx = s[j] > mx ? s[j] : mx;
     }

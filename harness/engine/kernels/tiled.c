@@ -535,6 +535,7 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
         else if (!plain)
             for (long c = c0[p]; c < c1[p]; c++)
                 s[c] = a0 * s[c] + b0;
+        lx_softcap_row(s, c0[p], c1[p], spec->softcap);
         mt = x->avx512 ? max_of_avx512(s + c0[p], c1[p] - c0[p], mt)
              : x->avx2 ? max_of_avx2(s + c0[p], c1[p] - c0[p], mt) : max_of_sse2(s + c0[p], c1[p] - c0[p], mt);
     }

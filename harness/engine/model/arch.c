@@ -56,6 +56,10 @@ static const struct lx_param arch_rows[] = {
              "a window of local_window keys, whatever the stack (Gemma 3's pattern); 0 = none"),
     LX_P_INT(struct lx_arch, local_window, "0", 0, 1L << 30, 0, "keys a local layer's query sees, itself included"),
     LX_P_FLOAT(struct lx_arch, local_base, "10000", 0, 1e12, LX_PF_MIN_OPEN, "the local layers' rope base"),
+    LX_P_FLOAT(struct lx_arch, attn_softcap, "0", 0, 1e6, 0,
+               "attention logits x become c*tanh(x/c) (Gemma 2's attn_logit_softcapping; not trained); 0 = none"),
+    LX_P_FLOAT(struct lx_arch, logit_softcap, "0", 0, 1e6, 0,
+               "output logits x become c*tanh(x/c) (Gemma 2's final_logit_softcapping; not trained); 0 = none"),
 };
 
 /* Rows added after the first checkpoints are stored only away from their
@@ -75,6 +79,8 @@ static const struct lx_param_rule arch_rules[] = {
     {"local_every", "local_every!=0"},
     {"local_window", "local_every!=0"},
     {"local_base", "local_every!=0"},
+    {"attn_softcap", "attn_softcap!=0"},
+    {"logit_softcap", "logit_softcap!=0"},
     {NULL, NULL},
 };
 
@@ -117,14 +123,15 @@ int lx_arch_resolve(struct lx_arch *a, struct lx_error *err)
 const char *lx_arch_gemma_part(const struct lx_arch *a)
 {
     return a->post_norms ? "post_norms" : a->emb_scale ? "emb_scale" : a->mlp == LX_MLP_GEGLU ? "mlp: geglu" :
-           a->qk_dim ? "qk_dim" : a->local_every ? "local_every" : NULL;
+           a->qk_dim ? "qk_dim" : a->local_every ? "local_every" : a->attn_softcap ? "attn_softcap" :
+           a->logit_softcap ? "logit_softcap" : NULL;
 }
 
 int lx_arch_trainable(const struct lx_arch *a, struct lx_error *err)
 {
     /* local layers and qk_dim live in the spec, whose backward is the attention's: they train */
     const char *part = a->post_norms ? "post_norms" : a->emb_scale ? "emb_scale" : a->mlp == LX_MLP_GEGLU ?
-                       "mlp: geglu" : NULL;
+                       "mlp: geglu" : a->attn_softcap ? "attn_softcap" : a->logit_softcap ? "logit_softcap" : NULL;
     if (!part)
         return LX_OK;
     return lx_err(err, LX_EINVAL, "the architecture's %s (Gemma 3's block) is run but not trained by lenx: its "

@@ -50,6 +50,8 @@ struct lx_arch {
                         ** sliding-window layers); 0 = every layer runs the stack */
     long local_window;  /* keys a local layer's query sees, itself included */
     double local_base;  /* the local layers' rope base (layout half, every pair of the head) */
+    double attn_softcap;    /* Gemma 2: every attention logit x becomes c·tanh(x/c); 0 = none */
+    double logit_softcap;   /* Gemma 2: every output logit likewise; 0 = none */
 };
 
 enum { LX_KERPLE_LOG, LX_KERPLE_POWER };    /* lx_arch.kerple_kernel */
@@ -79,12 +81,12 @@ static inline int lx_arch_local(const struct lx_arch *a, long l)
     return a->local_every > 0 && (l + 1) % a->local_every != 0;
 }
 /* The first of a's parts from Gemma's block ("post_norms", "emb_scale",
-** "mlp: geglu", "qk_dim", "local_every"), or NULL: what lenx runs but
-** neither trains nor writes in another format. */
+** "mlp: geglu", "qk_dim", "local_every", the soft-caps), or NULL: what lenx
+** writes in no other format. */
 const char *lx_arch_gemma_part(const struct lx_arch *a);
 /* LX_OK unless a has a part of Gemma's block lenx does not train (the
-** post-norms, the embedding scale, GeGLU; local layers and qk_dim train):
-** LX_EINVAL naming it. */
+** post-norms, the embedding scale, GeGLU, the soft-caps; local layers and
+** qk_dim train): LX_EINVAL naming it. */
 int lx_arch_trainable(const struct lx_arch *a, struct lx_error *err);
 
 /* Key/value heads: kv_heads, or heads when 0. */

@@ -106,6 +106,7 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
     }
     lx_rmsnorm_forward(c->xn, c->rstd, c->x, m->v.norm, 1, C, eps);
     lx_wlinear(logits, V, c->xn, C, m->v.mhead, 1, C, V, 0.0f);
+    lx_softcap_row(logits, 0, V, ar->logit_softcap);
     omp_set_num_threads(n_thr);
 }
 

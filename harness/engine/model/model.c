@@ -352,6 +352,7 @@ static void head(const struct lx_model *m, struct lx_acts *a, const float *x, fl
         lx_rmsnorm_forward(a->xnf, a->rstdf + r0, x + r0 * s->C, m->v.norm, (int)n, (int)s->C,
                            (float)m->arch.norm_eps);
         lx_wlinear(blk, s->V, a->xnf, s->C, m->v.mhead, n, s->C, s->V, 0.0f);
+        lx_softcap_row(blk, 0, n * s->V, m->arch.logit_softcap);
         for (long c0 = r0; targets && c0 < r0 + n; c0 += ce_rows) {
             int nc = (int)(r0 + n - c0 < ce_rows ? r0 + n - c0 : ce_rows);
             const float *lg = blk + (c0 - r0) * s->V;
@@ -399,6 +400,7 @@ static void head_answer(const struct lx_model *m, struct lx_acts *a, const float
         float *lg = a->logits + k * s->V;
         lx_rmsnorm_forward(a->xnf, rs, a->xnf, m->v.norm, (int)n, (int)s->C, (float)m->arch.norm_eps);
         lx_wlinear(lg, s->V, a->xnf, s->C, m->v.mhead, n, s->C, s->V, 0.0f);
+        lx_softcap_row(lg, 0, n * s->V, m->arch.logit_softcap);
         lx_crossentropy_forward(ls, NULL, lg, tg, (int)n, (int)s->V);
         for (long i = 0; i < n; i++)
             a->loss[src[i]] = ls[i], a->rstdf[src[i]] = rs[i];
@@ -487,18 +489,21 @@ static void local_spec(struct lx_spec *loc, const struct lx_arch *a, const struc
     loc->positions = "local layers";
     loc->vis = (struct lx_visibility){.method = "local layers", .window = a->local_window};
     loc->qk_dim = global->qk_dim;
+    loc->softcap = global->softcap;
 }
 
 const struct lx_spec *lx_model_spec(const struct lx_model *m, const struct lx_spec *spec, struct lx_spec local[2])
 {
     const struct lx_arch *a = &m->arch;
     LX_ASSERT(lx_arch_rel_values(a) == (spec->rel.method ? spec->rel.values : 0));  /* lx_model_spec_check */
-    if ((!m->v.rel_bias || spec->facts.rel_bias == m->v.rel_bias) && !a->qk_dim && !a->local_every)
+    if ((!m->v.rel_bias || spec->facts.rel_bias == m->v.rel_bias) && !a->qk_dim && !a->local_every &&
+        !a->attn_softcap)
         return spec;
     local[0] = *spec;
     if (m->v.rel_bias)
         local[0].facts.rel_bias = m->v.rel_bias;
     local[0].qk_dim = (double)a->qk_dim;
+    local[0].softcap = a->attn_softcap;
     if (a->local_every) {
         local_spec(&local[1], a, &local[0]);
         local[0].local = &local[1];

@@ -132,16 +132,18 @@ rm -rf hf.tmp
 sed -i 's/"rope_scaling": null/"rope_scaling": {"rope_type": "llama3", "factor": 2.0, "low_freq_factor": 1.0, "high_freq_factor": 8.0, "original_max_position_embeddings": 64}/' hf.tmp/config.json
 /usr/bin/python3 convert_novocab.py "$src" hf.tmp --outfile lenx-llama-llama3-hf.gguf --outtype f32 >/dev/null 2>&1
 rm -rf hf.tmp
-# the tiny Gemma 3 directory of tests/ref/gemma_ref.py through the same converter (made 2026-12-01 with the
+# the tiny Gemma 3 and Gemma 2 directories of tests/ref/gemma_ref.py through the same converter (made 2026-12-01 with the
 # converter of llama.cpp's snapshot d32676d77 of unslothai/llama.cpp, which also needs Debian's python3-tqdm): an
 # F32 copy of its bf16 weights, since the converter adds Gemma's 1 to each norm gain in the tensor's own type
 # (F32 keeps the sum lenx makes at load), with a tokenizer.json of the model's 96 ids (the converter cuts
 # token_embd to the tokenizer's size and writes no vocabulary here)
-rm -rf hf.tmp && mkdir hf.tmp && cp ../hf-gemma3-tiny/config.json hf.tmp/
-/usr/bin/python3 - <<'PY'
+for g in gemma3 gemma2; do
+rm -rf hf.tmp && mkdir hf.tmp && cp ../hf-$g-tiny/config.json hf.tmp/
+G=$g /usr/bin/python3 - <<'PY'
 import json, struct
 import numpy as np
-b = open("../hf-gemma3-tiny/model.safetensors", "rb").read()
+import os
+b = open("../hf-" + os.environ["G"] + "-tiny/model.safetensors", "rb").read()
 n = struct.unpack("<Q", b[:8])[0]
 h, out, off, data = json.loads(b[8:8 + n]), {}, 0, []
 for name, e in h.items():
@@ -158,5 +160,6 @@ open("hf.tmp/model.safetensors", "wb").write(struct.pack("<Q", len(hb)) + hb + b
 json.dump({"model": {"type": "BPE", "vocab": {f"t{i}": i for i in range(96)}, "merges": []}, "added_tokens": []},
           open("hf.tmp/tokenizer.json", "w"))
 PY
-/usr/bin/python3 convert_novocab.py "$src" hf.tmp --outfile gemma3-tiny-hf.gguf --outtype f32 >/dev/null 2>&1
+/usr/bin/python3 convert_novocab.py "$src" hf.tmp --outfile $g-tiny-hf.gguf --outtype f32 >/dev/null 2>&1
 rm -rf hf.tmp
+done
