@@ -314,6 +314,8 @@ Test(gemma, configs_refused)
          "[\"sliding_attention\", \"full_attention\", \"full_attention\", \"sliding_attention\"/", "layer_types",
          "every k-th layer global"},
         {"s/\"gelu_pytorch_tanh\"/\"gelu\"/", "hidden_activation 'gelu'", "gelu_pytorch_tanh"},
+        {"s/\"layer_types\": \\[.*\\]/\"layer_types\": {\"a\": 1}/", "config.json: layer_types",
+         "must be a list of \"sliding_attention\" and \"full_attention\""},
     };
     char path[512];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

@@ -241,6 +241,9 @@ static int cfg_gemma_layers(const struct lx_json *doc, const struct lx_jv *root,
     const struct lx_jv *types = lx_json_member(root, "layer_types"), *bad = NULL;
     if (rc < 0 || !types || lx_json_type(types) == LX_JSON_NULL)
         return rc;
+    if (lx_json_type(types) != LX_JSON_ARRAY)
+        return lx_json_err(err, doc, types, "must be a list of \"sliding_attention\" and \"full_attention\", one "
+                           "entry a layer");
     long n = lx_json_len(types), first = -1;
     for (long l = 0; l < n && !bad && rc == LX_OK; l++) {
         const char *t;
@@ -258,7 +261,7 @@ static int cfg_gemma_layers(const struct lx_json *doc, const struct lx_jv *root,
             bad = lx_json_at(types, l);
     }
     if (rc == LX_OK && (bad || first < 0 || n != c->layers))
-        rc = lx_json_err(err, doc, bad ? bad : types, "layer_types: lenx runs a pattern of local layers with every "
+        rc = lx_json_err(err, doc, bad ? bad : types, "lenx runs a pattern of local layers with every "
                          "k-th layer global (full_attention), one entry a layer\n  hint: Gemma 3's pattern is 5 "
                          "sliding_attention layers, then 1 full_attention; Gemma 2's alternates");
     return rc;
