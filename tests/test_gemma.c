@@ -178,8 +178,11 @@ Test(gemma, gemma1_matches_torch)
 }
 
 /* Decoding Gemma 3 and Gemma 2 by the KV cache (each layer at its own rope row and window, Gemma 2's
-** soft-caps on the step's row) gives each step the logits of the full forward's row, the bf16 cache
-** too within bf16's rounding of k and v. */
+** soft-caps on the step's row) gives each step the logits of the full forward's row: an fp32 cache to
+** 1e-4 (fp32 sums in another order; measured 6.8e-6), a bf16 one within its rounding of k and v (2^-9
+** relative each, as tests/test_half.c's bf16_kv_cache_decodes_within_its_rounding derives; measured
+** 0.032 through Gemma 3's six layers, 0.017 through Gemma 2's four, where its two layers gave 0.019):
+** the bound is 0.1, three times the larger, since the rounding is of the same values on any machine. */
 static void decoding_vs_full(const char *src)
 {
     enum { T = 40, P0 = 5 };
@@ -214,7 +217,7 @@ static void decoding_vs_full(const char *src)
                 worst = fmax(worst, fabs(lg[v] - full.logits[(long)p * V + v]));
         }
         cr_log_info("%s decode, bf16 cache %d: max |dlogit| %.3g", src, bf16, worst);
-        cr_expect_leq(worst, bf16 ? 5e-2 : 1e-4, "%s, bf16 cache %d: max |dlogit| %g", src, bf16, worst);
+        cr_expect_leq(worst, bf16 ? 0.1 : 1e-4, "%s, bf16 cache %d: max |dlogit| %g", src, bf16, worst);
         lx_kvcache_release(&c);
         lx_acts_release(&full);
         lx_acts_release(&pre);
