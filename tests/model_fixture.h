@@ -8,12 +8,32 @@
 #define LX_TEST_MODEL_FIXTURE_H
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
 #include "harness/core/config.h"
 #include "harness/engine/model/model.h"
+#include "harness/core/rng.h"
 #include "harness/sweep/grid.h"
 #include "harness/sweep/plan.h"
+
+/* x (n) drawn from N(0, scale²), stream `stream` of a fixed key. */
+static inline void fill(float *x, long n, uint32_t stream, float scale)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, 9090, stream, LX_RNG_INIT);
+    for (long i = 0; i < n; i++)
+        x[i] = scale * (float)lx_rng_normal(&r);
+}
+
+/* max |x - y| over n values. */
+static inline double max_diff(const float *x, const float *y, long n)
+{
+    double d = 0;
+    for (long i = 0; i < n; i++)
+        d = fmax(d, fabs((double)x[i] - y[i]));
+    return d;
+}
 
 /* A method stack compiled into a spec; the spec points into the stack. */
 struct compiled {

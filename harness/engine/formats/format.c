@@ -351,3 +351,17 @@ int lx_export_arch_check(const struct lx_arch *a, const char *target, struct lx_
                       a->logit_scale ? " and logit scales" : "");
     return LX_OK;
 }
+
+long lx_local_pattern(const unsigned char *global, long n, long *bad)
+{
+    long first = 0;
+    while (first < n && !global[first])
+        first++;
+    *bad = -1;
+    if (first == n)
+        return 0;
+    for (long l = 0; l < n && *bad < 0; l++)
+        if ((global[l] != 0) != ((l + 1) % (first + 1) == 0))
+            *bad = l;
+    return first + 1;
+}

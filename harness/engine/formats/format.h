@@ -128,6 +128,12 @@ void lx_stack_put_longrope(struct lx_buf *b, double s, long L, const struct lx_f
 ** naming the part. */
 int lx_export_arch_check(const struct lx_arch *a, const char *target, struct lx_error *err);
 
+/* Gemma's local layers from one flag a layer (global[l] != 0: layer l is global), as a config's
+** layer_types or a GGUF file's sliding_window_pattern array gives them: k, the first global layer's
+** index + 1, with *bad the first layer where "global exactly when (l + 1) % k == 0" fails (-1: none);
+** 0 when no layer is global. */
+long lx_local_pattern(const unsigned char *global, long n, long *bad);
+
 /* stack (YAML flow list) as a struct lx_stack_rope; `scaled` (LX_ROPE_*)
 ** allows pi, yarn and llama3 after rope, and longrope too. Anything else is
 ** LX_EINVAL naming target (the format, "transformers' Llama") and what it

@@ -110,13 +110,13 @@ static int gemma_arch(const struct lx_gguf *g, const char *arch, int gemma, doub
 #undef KEY
     if (rc < 0 || swa <= 0)
         return rc;
-    if (p && p->type == LX_GGUF_ARRAY) {
-        every = 0;
-        for (uint64_t l = 0; p->arr_type == LX_GGUF_BOOL && l < p->arr_n && !every; l++)
-            every = p->arr[l] ? 0 : (int64_t)l + 1;
-        for (uint64_t l = 0; every && l < p->arr_n; l++)
-            every = (p->arr[l] != 0) == ((l + 1) % (uint64_t)every != 0) ? every : 0;
-        if (!every || p->arr_n != (uint64_t)a->layers)
+    if (p && p->type == LX_GGUF_ARRAY) {     /* one bool a layer, true for a local one */
+        long n = p->arr_type == LX_GGUF_BOOL && p->arr_n == (uint64_t)a->layers ? a->layers : 0, at = -1;
+        unsigned char global[1024];     /* read_arch holds block_count to 1024 */
+        for (long l = 0; l < n; l++)
+            global[l] = !p->arr[l];
+        every = n ? lx_local_pattern(global, n, &at) : 0;
+        if (!every || at >= 0)
             return lx_err(err, LX_EINVAL, "%s: %s is not one bool a layer with every k-th layer global (false)\n  "
                           "hint: lenx runs Gemma 3's pattern of local layers, every k-th global", g->name, key);
     } else if (p && (rc = lx_gguf_get_int(g, key, 0, &every, err)) < 0) {

@@ -244,23 +244,19 @@ static int cfg_gemma_layers(const struct lx_json *doc, const struct lx_jv *root,
     if (lx_json_type(types) != LX_JSON_ARRAY)
         return lx_json_err(err, doc, types, "must be a list of \"sliding_attention\" and \"full_attention\", one "
                            "entry a layer");
-    long n = lx_json_len(types), first = -1;
+    long n = lx_json_len(types), at = -1;
+    unsigned char *global = lx_xcalloc((size_t)n + 1, 1);
     for (long l = 0; l < n && !bad && rc == LX_OK; l++) {
         const char *t;
         if ((rc = lx_json_str(doc, lx_json_at(types, l), &t, NULL, err)) == LX_OK && strcmp(t, "full_attention") &&
             strcmp(t, "sliding_attention"))
             bad = lx_json_at(types, l);
-        else if (rc == LX_OK && first < 0 && strcmp(t, "full_attention") == 0)
-            first = l;
+        global[l] = rc == LX_OK && strcmp(t, "full_attention") == 0;
     }
-    c->local_every = first < 0 ? 0 : first + 1;
-    for (long l = 0; l < n && !bad && rc == LX_OK; l++) {
-        const char *t;
-        lx_json_str(doc, lx_json_at(types, l), &t, NULL, err);
-        if ((strcmp(t, "full_attention") == 0) != (first >= 0 && (l + 1) % (first + 1) == 0))
-            bad = lx_json_at(types, l);
-    }
-    if (rc == LX_OK && (bad || first < 0 || n != c->layers))
+    if (rc == LX_OK && !bad && (c->local_every = lx_local_pattern(global, n, &at)) && at >= 0)
+        bad = lx_json_at(types, at);
+    free(global);
+    if (rc == LX_OK && (bad || !c->local_every || n != c->layers))
         rc = lx_json_err(err, doc, bad ? bad : types, "lenx runs a pattern of local layers with every "
                          "k-th layer global (full_attention), one entry a layer\n  hint: Gemma 3's pattern is 5 "
                          "sliding_attention layers, then 1 full_attention; Gemma 2's alternates");

@@ -214,7 +214,7 @@ void lx_crossentropy_backward(float *dlogits, const float *probs, const int *tar
 /* SwiGLU in fast and bf16 numerics on an AVX-512 CPU: sixteen lanes, the
 ** sigmoid from e = e^-|a| (vexp.h, never above 1): 1/(1 + e) for a >= 0,
 ** e/(1 + e) below. Within a few ulps of the loops below, which use libm's expf
-** and stay the reference and portable numerics' code (tests/test_model.c). */
+** and stay the reference and portable numerics' code (tests/test_model_ops.c). */
 __attribute__((target("avx512f,avx512dq,fma"), always_inline)) static inline __m512 sigmoid16(__m512 a)
 {
     __m512 e, one = _mm512_set1_ps(1.0f);
