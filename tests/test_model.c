@@ -544,6 +544,29 @@ Test(model, fd_gradients_local_layers, .timeout = 60)
     fd_check_arch(a, "[{rope: {layout: interleaved}}]", NULL);
 }
 
+/* Gemma's block trained: GeGLU, RMSNorms of the attention's and the MLP's outputs (their gains
+** too), the embedding rows times sqrt(16), qk_dim and local layers as Gemma 3 has them; then Gemma
+** 2's soft-caps, of the attention logits at 2 and of the output logits at 1.5 (before the caps they
+** reach 8.7 and 4.0 at these weights: tanh is well off its linear part), with a tied head, grouped
+** heads and a learned T5 bias inside the cap, on both attention paths (the materialised one
+** recomputes the capped logits it does not keep), and on a masked LM. */
+Test(model, fd_gradients_gemma_block, .timeout = 120)
+{
+    struct lx_arch a = arch_of(LX_MODEL_CAUSAL, LX_MLP_GEGLU, 2, 16, 2, 8, 24, FV, 0.3);
+    a.post_norms = 1, a.emb_scale = 1, a.qk_dim = 6;
+    a.local_every = 2, a.local_window = 3, a.local_base = 500;
+    fd_check_arch(a, "[{rope: {layout: half}}]", NULL);
+    a.attn_softcap = 2, a.logit_softcap = 1.5;
+    fd_check_arch(with_gqa(a, 1, 0, 1), "[{rope: {layout: half}}, {yarn: {scale: 2, train: true}}]", NULL);
+    a.rel_buckets = 4;
+    fd_check_arch(a, "[{t5bias: {buckets: 4, max_distance: 8}}]", NULL);
+    lx_train_attn_set(LX_TRAIN_MATERIALISED);
+    fd_check_arch(a, "[{t5bias: {buckets: 4, max_distance: 8}}]", NULL);
+    lx_train_attn_set(LX_TRAIN_TILED);
+    a.rel_buckets = 0, a.mode = LX_MODEL_MLM;
+    fd_check_arch(a, "alibi", NULL);
+}
+
 /* xPos: q's and k's rows take different factors (the keys' table), so the
 ** backward must turn each part back with its own; scale_base 4 decays the
 ** fastest pair to (2/7)^(7/4) ≈ 0.11 across the 8 positions; also under

@@ -301,6 +301,14 @@ static inline void lx_softcap_row(float *s, long j0, long j1, double c)
         s[j] = cf * tanhf(s[j] / cf);
 }
 
+/* The slope of the soft-cap at the logit whose capped value is y: 1 − (y/c)² (d/dx of c·tanh(x/c)); 1 when
+** c is 0. The backward passes take it of the capped value they hold or recompute as lx_softcap_row does. */
+static inline float lx_softcap_slope(float y, double c)
+{
+    float u = c != 0 ? y / (float)c : 0.0f;
+    return 1.0f - u * u;
+}
+
 /* The spec layer l runs: the local layers' (spec->local) or spec itself. */
 static inline const struct lx_spec *lx_spec_layer(const struct lx_spec *spec, long l)
 {

@@ -41,8 +41,6 @@ static int resolve_arch(struct lx_model_use *u, const struct lx_node *arch, stru
                            u->arch.kv_heads, u->arch.heads);
     if (lx_arch_resolve(&u->arch, &sub) < 0)
         return lx_node_err(err, kv ? kv : arch, "model '%s' arch: %s", u->name, sub.msg);
-    if (lx_arch_trainable(&u->arch, &sub) < 0)     /* an arch: mapping is a model lenx trains */
-        return lx_node_err(err, arch, "model '%s' arch: %s", u->name, sub.msg);
     struct lx_buf b = {0};
     lx_params_json(&lx_arch_schema, &u->arch, &b);
     free(u->arch_json);

@@ -24,12 +24,14 @@ generator seeded 0 and stored BF16, as Gemma's checkpoints are (the format writt
 little-endian header length, a JSON header, the data).
 
 ref.json holds, for a window of 32 token ids and one of 48, the per-token NLL of the next token and
-the last position's logits, from a forward written here in float64 on the bf16 weights upcast, from
+the last position's logits, and ("grad") the gradient of the first window's mean NLL with respect to
+every tensor (its norm, and its values at 24 indices spread over it; Gemma's gains as stored, w of
+1 + w), from a forward written here in float64 on the bf16 weights upcast, from
 transformers' modeling_gemma3 conventions (embeddings times sqrt(hidden_size); RMSNorm x / rms(x) times
 (1 + w); q_norm and k_norm per head before rotate_half; a local layer's key j visible to query i when
 i - j < sliding_window; scores times query_pre_attn_scalar^-0.5; post_attention_layernorm on the
 attention output and pre/post_feedforward_layernorm around the MLP; gelu_pytorch_tanh(gate) * up),
-sharing no code with lenx. tests/test_hf_families.c compares lenx against it. Needs Debian's
+sharing no code with lenx. tests/test_gemma.c compares lenx's forward and backward with it. Needs Debian's
 python3-torch.
 """
 import json
@@ -60,6 +62,7 @@ GEMMA2 = dict(architectures=["Gemma2ForCausalLM"], model_type="gemma2", hidden_s
               hidden_activation="gelu_pytorch_tanh", attention_bias=False, bos_token_id=2, eos_token_id=1,
               pad_token_id=0, torch_dtype="bfloat16")
 LENGTHS = (32, 48)
+GRAD_PICKS = 24     # gradient values kept per tensor (ref.json's "grad")
 
 
 def shapes(c):
@@ -120,12 +123,11 @@ def gelu_tanh(x):
     return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
-def forward(c, w, ids):
-    """Logits (T, V) of one window in float64."""
+def forward(c, W, ids):
+    """Logits (T, V) of one window from the float64 weights W."""
     H, KV, C, D, eps = c["num_attention_heads"], c["num_key_value_heads"], c["hidden_size"], c["head_dim"], \
         c["rms_norm_eps"]
     T, g3, g2 = ids.shape[0], c["model_type"] == "gemma3_text", c["model_type"] == "gemma2"
-    W = {k: v.double() for k, v in w.items()}
     pos = torch.arange(T, dtype=torch.float64)
 
     def table(base, factor):
@@ -176,6 +178,20 @@ def forward(c, w, ids):
     return cap(rms(x, W["model.norm.weight"]) @ W["model.embed_tokens.weight"].T, c.get("final_logit_softcapping"))
 
 
+def grads(config, w, ids):
+    """d(mean NLL of the window)/d(each weight) by autograd on the upcast weights: per tensor its norm and
+    the values at GRAD_PICKS flat indices spread over it (index k * n // GRAD_PICKS + k % 7)."""
+    W = {k: v.double().requires_grad_() for k, v in w.items()}
+    lg = forward(config, W, ids)
+    torch.nn.functional.cross_entropy(lg[:-1], ids[1:]).backward()
+    out = {}
+    for name, t in W.items():
+        g, n = t.grad.flatten(), t.numel()
+        idx = sorted({(k * n // GRAD_PICKS + k % 7) % n for k in range(GRAD_PICKS)})
+        out[name] = {"norm": g.norm().item(), "idx": idx, "val": [g[i].item() for i in idx]}
+    return out
+
+
 def write_config(path, config):
     with open(path, "w") as f:    # a key a line, lists on theirs
         f.write("{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in config.items()) + "\n}\n")
@@ -212,10 +228,11 @@ def main():
            "torch": torch.__version__, "windows": []}
     for T in LENGTHS:
         ids = torch.randint(3, config["vocab_size"], (T,), generator=gen)
-        lg = forward(config, w, ids)
+        lg = forward(config, {k: v.double() for k, v in w.items()}, ids)
         nll = torch.nn.functional.cross_entropy(lg[:-1], ids[1:], reduction="none")
         ref["windows"].append({"ids": ids.tolist(), "nll": nll.tolist(), "last_logits": lg[-1].tolist()})
         print(f"T {T}: mean NLL {nll.mean().item():.9f}")
+    ref["grad"] = grads(config, w, torch.tensor(ref["windows"][0]["ids"]))
     with open(os.path.join(out, "ref.json"), "w") as f:
         json.dump(ref, f)
         f.write("\n")

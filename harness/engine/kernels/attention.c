@@ -309,6 +309,21 @@ void lx_attn_head_forward(float *o, float *P, const float *q, const float *k, co
     lx_gemm(o, ldo, P, T, v, ld, T, D, T, 0, 0, 1.0f, 0.0f);
 }
 
+/* The soft-cap's slope at one logit of the materialised backward, which
+** keeps P, not the logits: S = A·(scale·q·k) + B recomputed (the forward's
+** product as a plain sum: its last bits may differ, which moves the slope,
+** not P), then capped as the forward caps it. */
+static float capped_slope(const struct lx_spec *spec, const float *q, const float *k, int D, float scale, double A,
+                          double B)
+{
+    float dot = 0.0f;
+    for (int d = 0; d < D; d++)
+        dot += q[d] * k[d];
+    float s = (float)(A * (scale * dot) + B);
+    lx_softcap_row(&s, 0, 1, spec->softcap);
+    return lx_softcap_slope(s, spec->softcap);
+}
+
 void lx_attn_head_backward(float *dq, float *dk, float *dv, const float *do_, const float *P, float *dP,
                            const float *q, const float *k, const float *v, const struct lx_spec *spec, int head,
                            const struct lx_attn_shape *sh, double *tab, float mult, double *dist_grad)
@@ -336,6 +351,8 @@ void lx_attn_head_backward(float *dq, float *dk, float *dv, const float *do_, co
         for (long j = lo; j < hi; j++) {
             long t = lx_spec_tab_index(spec, i, j, T);
             float a = ops ? (float)A[t] : 1.0f, dl = p[j] * (g[j] - dot);
+            if (spec->softcap != 0.0)
+                dl *= capped_slope(spec, q + (long)i * ld, k + j * ld, D, scale, ops ? A[t] : 1.0, ops ? B[t] : 0.0);
             if (dist_grad)      /* a learned relative bias is added last: the logit's gradient over τ */
                 dist_grad[t] += (double)dl / spec->temperature;
             g[j] = dl * a * scale;      /* dS = P ∘ (dP − Σ P dP) ∘ A · c */

@@ -239,7 +239,7 @@ struct lx_tile_bwd_ws {
 ** LX_GEMM_NR; else lx_gemm). The tests and `make bench BENCH=train` compare them. */
 enum { LX_BWD_PRODUCTS_AUTO, LX_BWD_PRODUCTS_GEMM, LX_BWD_PRODUCTS_KERNELS };
 
-/* Per-thread scratch floats: the P and dS tiles, a row of slopes A, D_i of T
+/* Per-thread scratch floats: the P and dS tiles, a row of slopes A and one of soft-cap slopes, D_i of T
 ** rows, and (D a multiple of LX_GEMM_NR) the tile kernels' packed operands. */
 size_t lx_tile_bwd_thread_floats(int bq, int bk, int D, int T);
 

@@ -273,6 +273,21 @@ void lx_geglu_forward(float *y, int ldy, const float *h, int N, int F)
     }
 }
 
+/* gelu(a)·b: d/da = gelu'(a)·b, d/db = gelu(a), GELU's tanh form as lx_gelu_backward. */
+void lx_geglu_backward(float *dh, const float *dy, const float *h, int N, int F)
+{
+#pragma omp parallel for schedule(static) if ((long)N * F > 65536)
+    for (long t = 0; t < N; t++) {
+        const float *a = h + t * 2 * F, *b = a + F;
+        float *da = dh + t * 2 * F, *db = da + F;
+        for (int i = 0; i < F; i++) {
+            float sg = gelu_sig(a[i]), g = dy[t * F + i];
+            da[i] = g * b[i] * gelu_grad(a[i], sg);
+            db[i] = g * a[i] * sg;
+        }
+    }
+}
+
 void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F)
 {
     int wide = wide_lanes();

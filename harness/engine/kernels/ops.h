@@ -43,6 +43,7 @@ void lx_swiglu_forward(float *y, int ldy, const float *h, int N, int F);
 void lx_geglu_forward(float *y, int ldy, const float *h, int N, int F);
 /* dh (N, 2F) = ... (overwritten) */
 void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F);
+void lx_geglu_backward(float *dh, const float *dy, const float *h, int N, int F);
 
 /* Softmax cross-entropy per row: loss (T) = logsumexp(logits) - logits[target];
 ** probs (T, V) saved for the backward, or NULL (evaluation: the losses alone,

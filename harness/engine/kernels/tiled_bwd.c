@@ -13,7 +13,9 @@
 **
 ** with A, B the spec's maps written as in the forward, A = R(n)·X(t),
 ** B = Σ_k R_k(n)·G_k(t) (tiled.c), and c the q·k scale times the head's
-** learned multiplier. S is overwritten by P and dP by dS, so a thread holds
+** learned multiplier. Under Gemma 2's soft-cap the logits are
+** κ·tanh(l_ij/κ), recomputed the same way, and A_ij takes the cap's slope
+** 1 − tanh²(l_ij/κ) as a factor (a learned bias's gradient too). S is overwritten by P and dP by dS, so a thread holds
 ** two tiles. Nothing T × T is stored: per head the rows' L and D (T floats
 ** each), and per thread the tiles.
 **
@@ -69,7 +71,7 @@ static size_t f32_floats(int bk, int D)
 
 size_t lx_tile_bwd_thread_floats(int bq, int bk, int D, int T)
 {
-    size_t base = 2 * (size_t)bq * (size_t)bk + (size_t)bk + (size_t)T;
+    size_t base = 2 * (size_t)bq * (size_t)bk + 2 * (size_t)bk + (size_t)T;
     if (D % LX_GEMM_NR)
         return base;
     size_t f = f32_floats(bk, D), b = (bf16_values(bq, bk, D) + 1) / 2;
@@ -129,26 +131,45 @@ static int row_logits(const struct tbwd *x, float *s, float *a, int h, long i, l
 
 /* A learned relative bias (added last) gets the logits' gradient over τ,
 ** P·(dP − D_i)/τ, summed per distance in the head's row of ws->dist_grad. */
-static void row_dist_grad(const struct tbwd *x, const float *s, const float *g, int h, long i, long j0, long nv,
-                          float Di)
+static void row_dist_grad(const struct tbwd *x, const float *s, const float *g, const float *cap, int h, long i,
+                          long j0, long nv, float Di)
 {
     double *dg = x->ws->dist_grad + (long)h * x->L, inv = 1.0 / x->spec->temperature;
     for (long col = 0; col < nv; col++)
-        dg[lx_spec_tab_index(x->spec, i, j0 + col, x->T)] += (double)(s[col] * (g[col] - Di)) * inv;
+        dg[lx_spec_tab_index(x->spec, i, j0 + col, x->T)] +=
+            (double)(s[col] * (g[col] - Di) * (cap ? cap[col] : 1.0f)) * inv;
+}
+
+/* Gemma 2's soft-cap of the row's logits s[0, nv) in place, as the forward
+** caps them, each one's slope into cap and into its slope a (from a[0] when
+** `same`: the row's slopes then differ). */
+static void row_softcap(float *s, float *a, float *cap, int same, long nv, double c)
+{
+    float a0 = a[0];
+    lx_softcap_row(s, 0, nv, c);
+    for (long col = 0; col < nv; col++) {
+        cap[col] = lx_softcap_slope(s[col], c);
+        a[col] = (same ? a0 : a[col]) * cap[col];
+    }
 }
 
 /* Row i of the tile, which sees n keys: S becomes P, dP becomes dS over its
-** visible columns [c0, nv) (0 <= c0 <= nv <= nc; 0 before and past them). */
-static void row_grad(const struct tbwd *x, float *s, float *g, float *a, int h, long i, long n, long j0, long c0,
-                     long nv, long nc, float L, float Di, float c)
+** visible columns [c0, nv) (0 <= c0 <= nv <= nc; 0 before and past them);
+** a and cap: scratch of nc floats. */
+static void row_grad(const struct tbwd *x, float *s, float *g, float *a, float *cap, int h, long i, long n, long j0,
+                     long c0, long nv, long nc, float L, float Di, float c)
 {
     for (long col = 0; col < c0; col++)     /* before the window's first key */
         s[col] = g[col] = 0.0f;
     s += c0, g += c0, j0 += c0, nv -= c0, nc -= c0;
     int same = row_logits(x, s, a, h, i, n, j0, nv);
+    if (x->spec->softcap != 0.0) {
+        row_softcap(s, a, cap, same, nv, x->spec->softcap);
+        same = 0;
+    }
     lx_tile_exp_sum(s, nv, L, x->exp_level);
     if (x->ws->dist_grad)
-        row_dist_grad(x, s, g, h, i, j0, nv, Di);
+        row_dist_grad(x, s, g, x->spec->softcap != 0.0 ? cap : NULL, h, i, j0, nv, Di);
     if (same) {
         float ac = a[0] * c;
 #pragma omp simd
@@ -289,7 +310,8 @@ static void head_backward(const struct tbwd *x, float *scr, int h)
 {
     const struct lx_tile_bwd_ws *ws = x->ws;
     int bq = ws->bq, bk = ws->bk, T = x->T, D = x->D;
-    float *P = scr, *dS = P + (size_t)bq * bk, *a = dS + (size_t)bq * bk, *Drow = a + bk, *ops = Drow + T;
+    float *P = scr, *dS = P + (size_t)bq * bk, *a = dS + (size_t)bq * bk, *cap = a + bk, *Drow = cap + bk;
+    float *ops = Drow + T;
     struct hview v = {.q = x->q + (long)h * D, .k = x->k + (long)(h / x->G) * D, .v = x->v + (long)(h / x->G) * D,
                       .o = x->o + (long)h * D, .do_ = x->do_ + (long)h * D, .L = x->lse + (long)h * T,
                       .dq = x->dq + (long)h * D, .ldk = x->ld,
@@ -340,8 +362,8 @@ static void head_backward(const struct tbwd *x, float *scr, int h)
                 long c0 = lo > j0 ? lo - j0 : 0, nv = hi - j0 < nc ? hi - j0 : nc;    /* visible: [lo, hi) */
                 nv = nv < 0 ? 0 : nv;
                 c0 = c0 < nv ? c0 : nv;
-                row_grad(x, P + (size_t)r * bk, dS + (size_t)r * bk, a, h, i, n, j0, c0, nv, nc, v.L[i], Drow[i],
-                         v.c);
+                row_grad(x, P + (size_t)r * bk, dS + (size_t)r * bk, a, cap, h, i, n, j0, c0, nv, nc, v.L[i],
+                         Drow[i], v.c);
             }
             if (x->kern == 1)
                 grads_f32(x, &v, &f, P, dS, i0, j0, nr, nc);

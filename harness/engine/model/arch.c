@@ -47,8 +47,8 @@ static const struct lx_param arch_rows[] = {
     LX_P_ENUM(struct lx_arch, kerple_kernel, "log", "log|power", 0,
               "KERPLE's kernel: log -p*ln(1 + a*t) or power -a*t^p (set by kerple's kernel)"),
     LX_P_BOOL(struct lx_arch, post_norms, "false", 0,
-              "RMSNorms of the attention's and the MLP's outputs before the residual sum (Gemma 2/3; not trained)"),
-    LX_P_BOOL(struct lx_arch, emb_scale, "false", 0, "the embedding rows times sqrt(d_model) (Gemma; not trained)"),
+              "RMSNorms of the attention's and the MLP's outputs before the residual sum (Gemma 2/3)"),
+    LX_P_BOOL(struct lx_arch, emb_scale, "false", 0, "the embedding rows times sqrt(d_model) (Gemma)"),
     LX_P_INT(struct lx_arch, qk_dim, "0", 0, 65536, 0,
              "logits are q.k / sqrt(qk_dim) (Gemma's query_pre_attn_scalar); 0 = d_head"),
     LX_P_INT(struct lx_arch, local_every, "0", 0, 64, 0,
@@ -57,9 +57,9 @@ static const struct lx_param arch_rows[] = {
     LX_P_INT(struct lx_arch, local_window, "0", 0, 1L << 30, 0, "keys a local layer's query sees, itself included"),
     LX_P_FLOAT(struct lx_arch, local_base, "10000", 0, 1e12, LX_PF_MIN_OPEN, "the local layers' rope base"),
     LX_P_FLOAT(struct lx_arch, attn_softcap, "0", 0, 1e6, 0,
-               "attention logits x become c*tanh(x/c) (Gemma 2's attn_logit_softcapping; not trained); 0 = none"),
+               "attention logits x become c*tanh(x/c) (Gemma 2's attn_logit_softcapping); 0 = none"),
     LX_P_FLOAT(struct lx_arch, logit_softcap, "0", 0, 1e6, 0,
-               "output logits x become c*tanh(x/c) (Gemma 2's final_logit_softcapping; not trained); 0 = none"),
+               "output logits x become c*tanh(x/c) (Gemma 2's final_logit_softcapping); 0 = none"),
 };
 
 /* Rows added after the first checkpoints are stored only away from their
@@ -125,18 +125,6 @@ const char *lx_arch_gemma_part(const struct lx_arch *a)
     return a->post_norms ? "post_norms" : a->emb_scale ? "emb_scale" : a->mlp == LX_MLP_GEGLU ? "mlp: geglu" :
            a->qk_dim ? "qk_dim" : a->local_every ? "local_every" : a->attn_softcap ? "attn_softcap" :
            a->logit_softcap ? "logit_softcap" : NULL;
-}
-
-int lx_arch_trainable(const struct lx_arch *a, struct lx_error *err)
-{
-    /* local layers and qk_dim live in the spec, whose backward is the attention's: they train */
-    const char *part = a->post_norms ? "post_norms" : a->emb_scale ? "emb_scale" : a->mlp == LX_MLP_GEGLU ?
-                       "mlp: geglu" : a->attn_softcap ? "attn_softcap" : a->logit_softcap ? "logit_softcap" : NULL;
-    if (!part)
-        return LX_OK;
-    return lx_err(err, LX_EINVAL, "the architecture's %s (Gemma 3's block) is run but not trained by lenx: its "
-                  "backward is not written\n  hint: score, generate and evaluate the model; to fine-tune, use a "
-                  "Llama-architecture model", part);
 }
 
 void lx_arch_learn_rel(struct lx_arch *a, const struct lx_relbias *r)

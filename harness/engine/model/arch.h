@@ -40,7 +40,7 @@ struct lx_arch {
     int kerple;         /* 1: KERPLE's learned (p, a) per head, tensor kerple (heads × 2), shared by every
                         ** layer, drawn p ~ 2·U(0, 1), a ~ U(0, 1), kept in KERPLE's clamps (set by kerple) */
     int kerple_kernel;  /* LX_KERPLE_LOG or LX_KERPLE_POWER: the kernel the (p, a) are of */
-    /* Gemma's block: loaded from Gemma's files; local_every and qk_dim also train (lx_arch_trainable) */
+    /* Gemma's block: loaded from Gemma's files, or a sweep's arch: (every part trains) */
     int post_norms;     /* 1: RMSNorms layers.L.{attn,mlp}.post_norm.weight of the attention's and the MLP's
                         ** outputs before each joins the residual stream */
     int emb_scale;      /* 1: the embedding rows times sqrt(d_model) */
@@ -84,10 +84,6 @@ static inline int lx_arch_local(const struct lx_arch *a, long l)
 ** "mlp: geglu", "qk_dim", "local_every", the soft-caps), or NULL: what lenx
 ** writes in no other format. */
 const char *lx_arch_gemma_part(const struct lx_arch *a);
-/* LX_OK unless a has a part of Gemma's block lenx does not train (the
-** post-norms, the embedding scale, GeGLU, the soft-caps; local layers and
-** qk_dim train): LX_EINVAL naming it. */
-int lx_arch_trainable(const struct lx_arch *a, struct lx_error *err);
 
 /* Key/value heads: kv_heads, or heads when 0. */
 long lx_arch_kv(const struct lx_arch *a);

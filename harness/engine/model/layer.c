@@ -95,17 +95,17 @@ void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n)
     }
 }
 
-void lx_layer_out(float *x, float *scratch, float *rstd, const float *in, long ld_in, struct lx_wmat w,
+void lx_layer_out(float *x, float *prod, float *normed, float *rstd, const float *in, long ld_in, struct lx_wmat w,
                   const float *post, long n, long k, long C, float eps)
 {
     if (!post) {
         lx_wlinear(x, C, in, ld_in, w, n, k, C, 1.0f);
         return;
     }
-    lx_wlinear(scratch, C, in, ld_in, w, n, k, C, 0.0f);
-    lx_rmsnorm_forward(scratch, rstd, scratch, post, (int)n, (int)C, eps);
+    lx_wlinear(prod, C, in, ld_in, w, n, k, C, 0.0f);
+    lx_rmsnorm_forward(normed, rstd, prod, post, (int)n, (int)C, eps);
     for (long i = 0; i < n * C; i++)
-        x[i] += scratch[i];
+        x[i] += normed[i];
 }
 
 void lx_mlp_act(const struct lx_arch *a, float *act, int ldact, float *sig, const float *h, long n)

@@ -309,20 +309,18 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *glob
                   a->diag ? a->diag + l * a->B * s->H : NULL, W->logit_scale, (int)l, &sh);
 }
 
-/* The MLP, xout = xm + W2·act(W1·n2(xm) [, W3·n2(xm)]) over n rows; xout
-** may be xm (in place); act (row stride ldact) may be h (ldact F2: the
-** activation over each row's first F values); sig (or NULL) keeps GELU's σ. */
-static void mlp(const struct lx_arch *ar, const struct lx_layer_w *W, float *xout, const float *xm, float *xn2,
-                float *rstd2, float *h, float *act, int ldact, float *sig, long n, const struct sizes *s)
+/* The MLP's activation act(W1·n2(xm) [, W3·n2(xm)]) of n rows (its sum into
+** the residual stream is the caller's); act (row stride ldact) may be h
+** (ldact F2: the activation over each row's first F values); sig (or NULL)
+** keeps GELU's σ. */
+static void mlp_act(const struct lx_arch *ar, const struct lx_layer_w *W, const float *xm, float *xn2, float *rstd2,
+                    float *h, float *act, int ldact, float *sig, long n, const struct sizes *s)
 {
     lx_rmsnorm_forward(xn2, rstd2, xm, W->mlp_norm, (int)n, (int)s->C, (float)ar->norm_eps);
     lx_layer_w13(h, xn2, W, ar, n);
     lx_mlp_act(ar, act, ldact, sig, h, n);
-    if (xout != xm)
-        memcpy(xout, xm, sizeof(float) * (size_t)(n * s->C));
-    /* xn2 (read by w1|w3) holds a post-norm's product */
-    lx_layer_out(xout, xn2, rstd2, act, ldact, W->mw2, W->mlp_post, n, s->F, s->C, (float)ar->norm_eps);
 }
+
 
 /* The first non-finite value of n logit rows starting at row r0 (the
 ** cross-entropy names the row), into a->bad_logit unless one is there already. */
@@ -409,20 +407,26 @@ static void head_answer(const struct lx_model *m, struct lx_acts *a, const float
     free(src), free(tg), free(ls), free(rs);
 }
 
-/* Training: every layer's activations kept for backward. */
+/* Training: every layer's activations kept for backward (dx, the
+** backward's, is the post-norms' scratch). */
 static void forward_train(const struct lx_model *m, const struct lx_spec *spec, const int *targets,
                           struct lx_acts *a, const struct sizes *s)
 {
-    LX_ASSERT(lx_arch_trainable(&m->arch, NULL) == LX_OK);     /* train.c refuses the others */
+    long NC = s->N * s->C;
+    float eps = (float)m->arch.norm_eps;
     for (long l = 0; l < s->L; l++) {
         const struct lx_layer_w *W = &m->v.layer[l];
-        float *xin = a->x + l * s->N * s->C, *xm = a->xm + l * s->N * s->C, *ao = a->ao + l * s->N * s->HD;
+        float *xin = a->x + l * NC, *xm = a->xm + l * NC, *ao = a->ao + l * s->N * s->HD;
+        float *act = a->act + l * s->N * s->F, *pp = a->post ? a->post + l * 2 * NC : NULL;
+        float *pr = a->post ? a->post_rstd + l * 2 * s->N : NULL;
         attention_layer(m, spec, a, l, xin, s);
-        memcpy(xm, xin, sizeof(float) * (size_t)(s->N * s->C));
-        lx_wlinear(xm, s->C, ao, s->HD, W->mo, s->N, s->HD, s->C, 1.0f);
-        mlp(&m->arch, W, xin + s->N * s->C, xm, a->xn2 + l * s->N * s->C, a->rstd2 + l * s->N,
-            a->h + l * s->N * s->F2, a->act + l * s->N * s->F, (int)s->F, a->sig ? a->sig + l * s->N * s->F : NULL,
-            s->N, s);
+        memcpy(xm, xin, sizeof(float) * (size_t)NC);
+        lx_layer_out(xm, pp, a->dx, pr, ao, s->HD, W->mo, W->attn_post, s->N, s->HD, s->C, eps);
+        mlp_act(&m->arch, W, xm, a->xn2 + l * NC, a->rstd2 + l * s->N, a->h + l * s->N * s->F2, act, (int)s->F,
+                a->sig ? a->sig + l * s->N * s->F : NULL, s->N, s);
+        memcpy(xin + NC, xm, sizeof(float) * (size_t)NC);
+        lx_layer_out(xin + NC, pp ? pp + NC : NULL, a->dx, pr ? pr + s->N : NULL, act, s->F, W->mw2, W->mlp_post,
+                     s->N, s->F, s->C, eps);
     }
     head(m, a, a->x + s->L * s->N * s->C, a->probs, s->N, targets, s);
 }
@@ -443,12 +447,15 @@ static void forward_eval(const struct lx_model *m, const struct lx_spec *spec, c
         const struct lx_layer_w *W = &m->v.layer[l];
         attention_layer(m, spec, a, l, a->x, s);
         /* xn1 (read by q|k|v) holds a post-norm's product */
-        lx_layer_out(a->x, a->xn1, a->rstd1, a->ao, s->HD, W->mo, W->attn_post, s->N, s->HD, s->C,
+        lx_layer_out(a->x, a->xn1, a->xn1, a->rstd1, a->ao, s->HD, W->mo, W->attn_post, s->N, s->HD, s->C,
                      (float)m->arch.norm_eps);
         for (long r0 = 0; r0 < s->N; r0 += rows) {
             float *x = a->x + r0 * s->C;
-            mlp(&m->arch, W, x, x, a->xn2, a->rstd1 + r0, a->h, a->h, (int)s->F2, NULL,
-                s->N - r0 < rows ? s->N - r0 : rows, s);
+            long n = s->N - r0 < rows ? s->N - r0 : rows;
+            mlp_act(&m->arch, W, x, a->xn2, a->rstd1 + r0, a->h, a->h, (int)s->F2, NULL, n, s);
+            /* xn2 (read by w1|w3) holds a post-norm's product */
+            lx_layer_out(x, a->xn2, a->xn2, a->rstd1 + r0, a->h, s->F2, W->mw2, W->mlp_post, n, s->F, s->C,
+                         (float)m->arch.norm_eps);
         }
     }
     if (a->answer)
@@ -662,10 +669,62 @@ static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, co
     free(dr);
 }
 
+/* The gradient of a block's product (N, C) from a->dx, the residual
+** stream's: through the post-norm of gain post (Gemma) into a->dxn, its
+** gain's into dpost, when there is one; else a->dx itself. */
+static const float *post_backward(struct lx_acts *a, float *dpost, const float *post, const float *prod,
+                                  const float *rstd, const struct sizes *s)
+{
+    if (!post)
+        return a->dx;
+    memset(a->dxn, 0, sizeof(float) * (size_t)(s->N * s->C));
+    lx_rmsnorm_backward(a->dxn, dpost, a->dx, prod, post, rstd, (int)s->N, (int)s->C);
+    return a->dxn;
+}
+
+/* Layer l's MLP backward: a->dx holds d(xout) and gets d(xm) added (the
+** residual passes d(xout) to xm unchanged). */
+static void mlp_backward(const struct lx_model *m, struct lx_acts *a, struct lx_layer_w *G, long l,
+                         const struct sizes *s)
+{
+    const struct lx_layer_w *W = &m->v.layer[l];
+    long NC = s->N * s->C;
+    const float *xm = a->xm + l * NC, *xn2 = a->xn2 + l * NC, *rstd2 = a->rstd2 + l * s->N;
+    const float *h = a->h + l * s->N * s->F2, *act = a->act + l * s->N * s->F;
+    const float *dout = post_backward(a, G->mlp_post, W->mlp_post, a->post ? a->post + (2 * l + 1) * NC : NULL,
+                                      a->post ? a->post_rstd + (2 * l + 1) * s->N : NULL, s);
+    lx_linear_backward(a->dact, G->w2, NULL, dout, act, W->mw2, (int)s->N, (int)s->F, (int)s->C);
+    if (m->arch.mlp == LX_MLP_SWIGLU) {
+        lx_swiglu_backward(a->dh, a->dact, h, (int)s->N, (int)s->F);
+    } else if (m->arch.mlp == LX_MLP_GEGLU) {
+        lx_geglu_backward(a->dh, a->dact, h, (int)s->N, (int)s->F);
+    } else {
+        memset(a->dh, 0, sizeof(float) * (size_t)(s->N * s->F2));
+        lx_gelu_backward_s(a->dh, a->dact, h, a->sig + l * s->N * s->F, (int)(s->N * s->F));
+    }
+    lx_linear_backward(a->dxn, G->w13, NULL, a->dh, xn2, W->mw13[0], (int)s->N, (int)s->C, (int)s->F2);
+    lx_rmsnorm_backward(a->dx, G->mlp_norm, a->dxn, xm, W->mlp_norm, rstd2, (int)s->N, (int)s->C);
+}
+
+/* The head's backward: d(logits) from the cross-entropy over n_scored rows
+** (through Gemma 2's soft-cap of the logits), the head's product and the
+** final norm; a->dx = d(x) of the last layer's output. */
+static void head_backward(const struct lx_model *m, struct lx_acts *a, struct lx_weights *g, const int *targets,
+                          long n_scored, const struct sizes *s)
+{
+    lx_crossentropy_backward(a->dlogits, a->probs, targets, (int)s->N, (int)s->V, (float)(1.0 / (double)n_scored));
+    for (long i = 0; m->arch.logit_softcap != 0.0 && i < s->N * s->V; i++)     /* a->logits: the capped ones */
+        a->dlogits[i] *= lx_softcap_slope(a->logits[i], m->arch.logit_softcap);
+    lx_linear_backward(a->dxn, g->head, NULL, a->dlogits, a->xnf, m->v.mhead, (int)s->N, (int)s->C, (int)s->V);
+    memset(a->dx, 0, sizeof(float) * (size_t)(s->N * s->C));
+    lx_rmsnorm_backward(a->dx, g->norm, a->dxn, a->x + s->L * s->N * s->C, m->v.norm, a->rstdf, (int)s->N,
+                        (int)s->C);
+}
+
 void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, const int *tokens,
                        const int *targets, struct lx_acts *a, struct lx_weights *g)
 {
-    LX_ASSERT(a->train && lx_arch_trainable(&m->arch, NULL) == LX_OK);    /* train.c refuses the others */
+    LX_ASSERT(a->train);
     struct lx_spec local[2];
     const struct lx_spec *spec = lx_model_spec(m, spec_in, local);
     const struct lx_arch *ar = &m->arch;
@@ -677,11 +736,7 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, 
         n_scored += targets[i] >= 0;
     if (!n_scored)
         return;
-    lx_crossentropy_backward(a->dlogits, a->probs, targets, (int)s.N, (int)s.V, (float)(1.0 / (double)n_scored));
-    /* head and final norm */
-    lx_linear_backward(a->dxn, g->head, NULL, a->dlogits, a->xnf, m->v.mhead, (int)s.N, (int)s.C, (int)s.V);
-    memset(a->dx, 0, sizeof(float) * (size_t)(s.N * s.C));
-    lx_rmsnorm_backward(a->dx, g->norm, a->dxn, a->x + s.L * s.N * s.C, m->v.norm, a->rstdf, (int)s.N, (int)s.C);
+    head_backward(m, a, g, targets, n_scored, &s);
     long HD = s.HD;
     for (long l = s.L - 1; l >= 0; l--) {
         const struct lx_layer_w *W = &m->v.layer[l];
@@ -692,23 +747,11 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, 
         float *qkv = a->qkv + l * s.N * s.QKV, *ao = a->ao + l * s.N * HD;
         float *att = a->tiled ? NULL : a->att + l * (long)a->B * H * T * T;
         float *lse = a->tiled ? a->lse + l * (long)a->B * H * T : NULL;
-        float *xm = a->xm + l * s.N * s.C;
-        float *rstd2 = a->rstd2 + l * s.N, *xn2 = a->xn2 + l * s.N * s.C;
-        float *h = a->h + l * s.N * s.F2, *act = a->act + l * s.N * s.F;
-
-        /* MLP: dx holds d(xout); the residual passes it to xm unchanged */
-        lx_linear_backward(a->dact, G->w2, NULL, a->dx, act, W->mw2, (int)s.N, (int)s.F, (int)s.C);
-        if (ar->mlp == LX_MLP_SWIGLU) {
-            lx_swiglu_backward(a->dh, a->dact, h, (int)s.N, (int)s.F);
-        } else {
-            memset(a->dh, 0, sizeof(float) * (size_t)(s.N * s.F2));
-            lx_gelu_backward_s(a->dh, a->dact, h, a->sig + l * s.N * s.F, (int)(s.N * s.F));
-        }
-        lx_linear_backward(a->dxn, G->w13, NULL, a->dh, xn2, W->mw13[0], (int)s.N, (int)s.C, (int)s.F2);
-        lx_rmsnorm_backward(a->dx, G->mlp_norm, a->dxn, xm, W->mlp_norm, rstd2, (int)s.N, (int)s.C);
-
+        mlp_backward(m, a, G, l, &s);
         /* attention: dx now holds d(xm) */
-        lx_linear_backward(a->dao, G->wo, NULL, a->dx, ao, W->mo, (int)s.N, (int)HD, (int)s.C);
+        const float *dout = post_backward(a, G->attn_post, W->attn_post, a->post ? a->post + 2 * l * s.N * s.C : NULL,
+                                          a->post ? a->post_rstd + 2 * l * s.N : NULL, &s);
+        lx_linear_backward(a->dao, G->wo, NULL, dout, ao, W->mo, (int)s.N, (int)HD, (int)s.C);
         memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * s.QKV));
         const struct lx_spec *ls = lx_spec_layer(spec, l);     /* a local layer's own (arch local_every) */
         attention_backward(a, ls, qkv, ao, att, lse, W->logit_scale, G->logit_scale, ls == spec ? g->rel_bias : NULL,
@@ -722,10 +765,11 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, 
         lx_linear_backward(a->dxn, G->wqkv, G->bqkv, a->dqkv, xn1, W->mqkv[0], (int)s.N, (int)s.C, (int)s.QKV);
         lx_rmsnorm_backward(a->dx, G->attn_norm, a->dxn, xin, W->attn_norm, rstd1, (int)s.N, (int)s.C);
     }
+    float es = ar->emb_scale ? (float)sqrt((double)s.C) : 1.0f;     /* lx_embed's */
     for (long i = 0; i < s.N; i++) {
         float *ge = g->tok_emb + (long)tokens[i] * s.C;
         for (long c = 0; c < s.C; c++)
-            ge[c] += a->dx[i * s.C + c];
+            ge[c] += a->dx[i * s.C + c] * es;
     }
 }
 

@@ -92,6 +92,8 @@ struct lx_acts {
     float *h;                   /* (·, N, F or 2F) MLP pre-activation; eval: (rows, F or 2F), the activation
                                 ** over each row's first F */
     float *act;                 /* train: (layers, N, F) MLP activation */
+    float *post, *post_rstd;    /* train with post_norms: (layers, 2, N, C) the attention's and the MLP's
+                                ** products before their post-norm, (layers, 2, N) its 1/rms */
     float *sig;                 /* train: (layers, N, F) GELU's σ(2u), kept for backward */
     float *rstdf, *xnf;         /* (N), (rows, C) final norm */
     float *logits;              /* (N, V); loss_only: (LX_EVAL_ROWS, V), one block of rows; answer: the
@@ -263,9 +265,10 @@ void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const st
 /* The embedding rows of tokens (times sqrt(d_model) with arch emb_scale). */
 void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n);
 /* x (n, C) += w·in (in: n rows of k, stride ld_in); with post (arch
-** post_norms) the product goes through scratch (n, C) and its RMSNorm with
-** gains post (rstd: n scratch) first, as Gemma's block adds it. */
-void lx_layer_out(float *x, float *scratch, float *rstd, const float *in, long ld_in, struct lx_wmat w,
+** post_norms) the product goes to prod (n, C) and its RMSNorm with gains
+** post (1/rms into rstd, n) to normed (n, C; may be prod) first, as Gemma's
+** block adds it: training keeps prod and rstd for the norm's backward. */
+void lx_layer_out(float *x, float *prod, float *normed, float *rstd, const float *in, long ld_in, struct lx_wmat w,
                   const float *post, long n, long k, long C, float eps);
 /* The MLP's activation of its pre-activation h (n rows of F, or 2F gated)
 ** into act (row stride ldact; may be h): GELU (keeping σ in sig unless

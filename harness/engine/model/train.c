@@ -499,8 +499,6 @@ static int train_setup(struct lx_model *m, const struct lx_spec *spec, const str
                        const struct lx_corpus_tokens *text, const struct lx_tokenizer *tok, struct train_state *t,
                        struct lx_acts *a, struct lx_optim *opt, struct lx_error *err)
 {
-    if (lx_arch_trainable(&m->arch, err) < 0)
-        return LX_EINVAL;
     lx_model_own(m);    /* weights used in place become fp32 master weights (bf16 numerics rounds them per product) */
     if (m->arch.vocab < tok->n_vocab)
         return lx_err(err, LX_EINVAL, "training on the corpus needs a vocabulary of %ld (the %s tokenizer's); "
