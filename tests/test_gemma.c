@@ -21,6 +21,7 @@
 #include "harness/engine/model/kvcache.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "tests/loaders_fixture.h"
+#include "tests/model_fixture.h"
 #include "tests/stack.h"
 #include "tests/torch_window.h"
 
@@ -421,7 +422,107 @@ Test(gemma, gradients_match_torch)
     grads_vs_torch("tests/ref/hf-gemma-tiny", 1, "gemma1");
 }
 
-/* A Gemma model is not written in another format: each refusal names the part. */
+/* The arch a as the store keys it (lx_params_json) but for init_std (a file does not keep it), into a
+** string the caller frees. */
+static char *arch_json(struct lx_arch a)
+{
+    struct lx_buf b = {0};
+    a.init_std = 0.02;
+    lx_params_json(&lx_arch_schema, &a, &b);
+    return b.s;
+}
+
+/* lenx export --hf of m (stack and training length from info) to dir/name, read back into back and
+** binfo: the same architecture (its stored arch JSON, init_std aside) and stack. */
+static void export_back(const struct lx_model *m, const struct lx_ckpt_info *info, const char *name,
+                        struct lx_model *back, struct lx_ckpt_info *binfo)
+{
+    char out[600];
+    struct lx_error err = {{0}};
+    snprintf(out, sizeof out, "%s/%s", dir, name);
+    cr_assert_eq(lx_hf_export(m, info, NULL, out, &err), LX_OK, "%s: %s", name, err.msg);
+    load(back, binfo, out);
+    char *want = arch_json(m->arch), *got = arch_json(back->arch);
+    cr_expect_str_eq(got, want, "%s: the arch read back: %s, not %s", name, got, want);
+    cr_expect_str_eq(binfo->stack, info->stack, "%s: the stack read back", name);
+    free(want), free(got);
+}
+
+/* Each tiny directory exported (lenx export --hf: transformers' Gemma 3, Gemma 2 and Gemma, the
+** gains written as w of 1 + w) reads back as the same model and runs as torch's float64 forward of
+** the directory it came from, within windows_vs_torch's 1e-4. */
+Test(gemma, export_hf_round_trip)
+{
+    static const char *const names[] = {"hf-gemma3-tiny", "hf-gemma2-tiny", "hf-gemma-tiny"};
+    for (int i = 0; i < 3; i++) {
+        char path[512], rel[128];
+        struct lx_model m, back;
+        struct lx_ckpt_info info, binfo;
+        snprintf(rel, sizeof rel, "tests/ref/%s", names[i]);
+        in_repo(path, rel);
+        load(&m, &info, path);
+        snprintf(rel, sizeof rel, "tests/ref/%s/ref.json", names[i]);
+        struct lx_json *doc = ref_of(rel);
+        export_back(&m, &info, names[i], &back, &binfo);
+        windows_vs_torch(&back, binfo.stack, doc, names[i]);
+        lx_json_free(doc);
+        lx_ckpt_info_release(&binfo);
+        lx_model_release(&back);
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+    }
+}
+
+/* A Gemma 3 block lenx trains from an arch: (untied, no local layers, soft-caps, PI on the rope)
+** exported: every layer full_attention, the soft-caps and rope_scaling in config.json; read back, the
+** same logits within 1e-5 (the gains' 1 + (g - 1) may move by an ulp). */
+Test(gemma, export_hf_of_a_lenx_gemma_block)
+{
+    struct lx_arch a = arch_of(LX_MODEL_CAUSAL, LX_MLP_GEGLU, 3, 32, 4, 16, 48, 260, 0.2);
+    a.post_norms = 1, a.emb_scale = 1, a.qk_norm = 1, a.qk_dim = 12, a.attn_softcap = 4, a.logit_softcap = 6;
+    a.kv_heads = 2;
+    struct lx_model m, back;
+    lx_model_init(&m, &a, 5);
+    for (long l = 0; l < a.layers; l++)     /* gains away from 1 */
+        for (long c = 0; c < a.d_model; c++)
+            m.v.layer[l].attn_post[c] = 0.5f + 0.03f * (float)((c + l) % 17);
+    char stack[] = "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}},{\"pi\":{\"scale\":2,\"train\":true}}]";
+    struct lx_ckpt_info info = {.stack = stack, .train_len = 64}, binfo;
+    export_back(&m, &info, "lenx-gemma", &back, &binfo);
+    char cfg[700];
+    unsigned char *text;
+    long n;
+    struct lx_error err = {{0}};
+    snprintf(cfg, sizeof cfg, "%s/lenx-gemma/config.json", dir);
+    cr_assert_eq(lx_read_file(cfg, &text, &n, 1 << 20, &err), LX_OK, "%s", err.msg);
+    cr_expect(strstr((char *)text, "\"model_type\": \"gemma3_text\"") &&
+              strstr((char *)text, "[\"full_attention\", \"full_attention\", \"full_attention\"]") &&
+              strstr((char *)text, "\"attn_logit_softcapping\": 4,") &&
+              strstr((char *)text, "\"final_logit_softcapping\": 6,") &&
+              strstr((char *)text, "\"tie_word_embeddings\": false") &&
+              strstr((char *)text, "\"rope_type\": \"linear\""), "%s", (char *)text);
+    free(text);
+    int tok[40], tgt[40];
+    for (int t = 0; t < 40; t++)
+        tok[t] = (t * 37 + 11) % 256, tgt[t] = t + 1 < 40 ? (t * 37 + 48) % 256 : -1;
+    struct tstack st;
+    struct lx_facts f = tfacts(16, 64, 4, 40);
+    tstack_make(&st, stack, &f);
+    struct lx_acts x, y;
+    cr_assert_eq(lx_acts_alloc(&x, &a, 1, 40, 0, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_acts_alloc(&y, &a, 1, 40, 0, &err), LX_OK, "%s", err.msg);
+    lx_model_forward(&m, &st.spec, tok, tgt, &x);
+    lx_model_forward(&back, &st.spec, tok, tgt, &y);
+    double d = max_diff(x.logits, y.logits, 40 * 260);
+    cr_expect_leq(d, 1e-5, "max |logit - exported's| %g", d);
+    lx_acts_release(&x), lx_acts_release(&y);
+    tstack_free(&st);
+    lx_ckpt_info_release(&binfo);
+    lx_model_release(&back);
+    lx_model_release(&m);
+}
+
+/* What no Gemma config holds is refused naming it, as is writing Gemma to GGUF. */
 Test(gemma, export_refused)
 {
     char path[512], out[600];
@@ -433,9 +534,24 @@ Test(gemma, export_refused)
     snprintf(out, sizeof out, "%s/g3.gguf", dir);
     cr_expect_lt(lx_gguf_export(&m, &info, &lx_byte_tokenizer, out, LX_DT_F32, NULL, &err), 0);
     cr_expect(strstr(err.msg, "Gemma's"), "%s", err.msg);
-    snprintf(out, sizeof out, "%s/g3-hf", dir);
-    cr_expect_lt(lx_hf_export(&m, &info, NULL, out, &err), 0);
-    cr_expect(strstr(err.msg, "Gemma's"), "%s", err.msg);
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
+    struct lx_arch a = arch_of(LX_MODEL_CAUSAL, LX_MLP_SWIGLU, 2, 32, 4, 16, 48, 260, 0.2);
+    char stack[] = "[{\"rope\":{\"layout\":\"half\"}}]";
+    struct lx_ckpt_info mine = {.stack = stack, .train_len = 64};
+    struct { int post, qkn, emb, mlp, every; const char *why; } cases[] = {
+        {1, 1, 1, LX_MLP_SWIGLU, 0, "an MLP other than GeGLU"},
+        {1, 1, 0, LX_MLP_GEGLU, 0, "no embedding scale"},
+        {1, 0, 1, LX_MLP_GEGLU, 3, "not Gemma 2's layers"},
+        {0, 1, 1, LX_MLP_GEGLU, 0, "without their post-norms"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        a.post_norms = cases[i].post, a.qk_norm = cases[i].qkn, a.emb_scale = cases[i].emb;
+        a.mlp = cases[i].mlp, a.local_every = cases[i].every, a.local_window = cases[i].every ? 8 : 0;
+        lx_model_init(&m, &a, 1);
+        snprintf(out, sizeof out, "%s/bad%zu", dir, i);
+        cr_expect_eq(lx_hf_export(&m, &mine, NULL, out, &err), LX_EINVAL, "case %zu", i);
+        cr_expect(strstr(err.msg, cases[i].why), "case %zu: %s", i, err.msg);
+        lx_model_release(&m);
+    }
 }

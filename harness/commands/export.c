@@ -84,7 +84,8 @@ int lx_cmd_export(int argc, char **argv)
 {
     static const char use[] = "usage: lenx export (--hf DIR | --gguf FILE [--type T]) --model M [--tokenizer FILE] "
                               "[--db FILE]\n\nWrite a causal SwiGLU rope model and its tokenizer as a Hugging Face "
-                              "Llama directory or a llama.cpp GGUF file (docs/checkpoints.md).";
+                              "Llama directory or a llama.cpp GGUF file, or a model with Gemma's block as a "
+                              "Hugging Face Gemma directory (docs/checkpoints.md).";
     struct lx_args a;
     struct lx_error err;
     int rc = lx_cli_args(&a, export_opts, LX_N_OPTS(export_opts), use, argc, argv);

@@ -272,7 +272,7 @@ void lx_tensor_reader_init(struct lx_tensor_reader *r, const struct lx_model *m,
                            int i, int to_half, long chunk)
 {
     long cols = t->ndim == 2 ? t->shape[1] : 1;
-    *r = (struct lx_tensor_reader){m, t, i, to_half, cols, m->arch.d_head,
+    *r = (struct lx_tensor_reader){m, t, i, to_half, cols, m->arch.d_head, 0.0f,
                                    lx_xmalloc(sizeof(float) * (size_t)((chunk / cols + 2) * cols))};
 }
 
@@ -298,6 +298,8 @@ void lx_tensor_read(void *ctx, uint64_t at, size_t k, float *out)
         for (long row = first; row <= last; row++)
             lx_model_rows_f32(r->m, r->t, r->i, source_row(r, row), 1, r->rows + (row - first) * r->cols);
     memcpy(out, r->rows + (at - (uint64_t)first * (uint64_t)r->cols), sizeof(float) * k);
+    for (size_t j = 0; r->add != 0.0f && j < k; j++)
+        out[j] += r->add;
 }
 
 int lx_fused_reader_of(const struct lx_arch *a, const struct lx_tensor_info *ti, int n, struct lx_tensor_reader *rd,
@@ -336,18 +338,21 @@ void lx_fused_read(void *ctx, uint64_t at, size_t k, float *out)
     }
 }
 
-int lx_export_arch_check(const struct lx_arch *a, const char *target, struct lx_error *err)
+int lx_export_arch_check(const struct lx_arch *a, const char *target, int gemma, struct lx_error *err)
 {
     if (lx_arch_rel_values(a))
         return lx_err(err, LX_EINVAL, "%s has no learned relative-position bias; this model has %s\n  hint: "
                       "export rope models", target, lx_relbias_describe(lx_arch_rel_kind(a)));
-    if (lx_arch_gemma_part(a))
+    if (lx_arch_gemma_part(a) && !gemma)
         return lx_err(err, LX_EINVAL, "the model's %s is Gemma's, which %s does not have\n  hint: the model's own "
-                      "files are the ones to share", lx_arch_gemma_part(a), target);
-    if (a->mode != LX_MODEL_CAUSAL || a->mlp != LX_MLP_SWIGLU || a->logit_scale)
+                      "files are the ones to share, or lenx export --hf writes them as transformers' Gemma",
+                      lx_arch_gemma_part(a), target);
+    int geglu = gemma && lx_arch_gemma_part(a) && a->mlp == LX_MLP_GEGLU;      /* Gemma's MLP, checked there */
+    if (a->mode != LX_MODEL_CAUSAL || (a->mlp != LX_MLP_SWIGLU && !geglu) || a->logit_scale)
         return lx_err(err, LX_EINVAL, "%s is a causal SwiGLU model without learned logit scales; this model is %s "
                       "with a %s MLP%s\n  hint: export causal swiglu models", target,
-                      a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" : "GELU",
+                      a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" :
+                      a->mlp == LX_MLP_GEGLU ? "GeGLU" : "GELU",
                       a->logit_scale ? " and logit scales" : "");
     return LX_OK;
 }

@@ -124,9 +124,10 @@ void lx_stack_put_longrope(struct lx_buf *b, double s, long L, const struct lx_f
                            const struct lx_floats *shrt, double attention);
 
 /* What an exporter to `target` (transformers' Llama, llama.cpp's llama) refuses of an architecture:
-** a learned relative bias, Gemma's block, a masked LM, a GELU MLP, learned logit scales. LX_EINVAL
-** naming the part. */
-int lx_export_arch_check(const struct lx_arch *a, const char *target, struct lx_error *err);
+** a learned relative bias, a masked LM, learned logit scales, an MLP other than SwiGLU and, unless
+** `gemma` (an exporter that writes Gemma's models checks their block itself), Gemma's block.
+** LX_EINVAL naming the part. */
+int lx_export_arch_check(const struct lx_arch *a, const char *target, int gemma, struct lx_error *err);
 
 /* Gemma's local layers from one flag a layer (global[l] != 0: layer l is global), as a config's
 ** layer_types or a GGUF file's sliding_window_pattern array gives them: k, the first global layer's
@@ -157,6 +158,7 @@ struct lx_tensor_reader {
                             ** (2k, 2k+1) to halves (k, k + D/2), transformers' convert_llama_weights_to_hf
                             ** permute; 0 the inverse, llama.cpp's converter's permute; -1 as they are */
     long cols, D;
+    float add;              /* added to every value read (Gemma's gains are stored as w of 1 + w: -1) */
     float *rows;            /* (chunk / cols + 2) rows; the caller frees it */
 };
 /* Phi-3's fused matrices: lenx's wq, wk, wv are rows [0, H·D), [H·D, (H + KV)·D), [(H + KV)·D,

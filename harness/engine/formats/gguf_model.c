@@ -570,7 +570,7 @@ static int export_check(const struct lx_model *m, const struct lx_ckpt_info *inf
                         struct lx_error *err)
 {
     const struct lx_arch *a = &m->arch;
-    int rc = lx_export_arch_check(a, "llama.cpp's llama", err);
+    int rc = lx_export_arch_check(a, "llama.cpp's llama", 0, err);
     if (rc < 0)
         return rc;
     rc = lx_stack_rope_of(info->stack, LX_ROPE_SCALED | LX_ROPE_LONGROPE, "GGUF", rope, err);

@@ -1,8 +1,8 @@
 /*
 ** harness/engine/formats/hf_export.c - a lenx model written as a Hugging Face directory
 ** (lenx export --hf; docs/checkpoints.md#lenx-export---hf-dir---model-m---tokenizer-f):
-** config.json as transformers' Llama, Qwen2, Qwen3 or Phi-3 and model.safetensors read
-** from the model a piece at a time. The reading half is hf_model.c.
+** config.json as transformers' Llama, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2 or Gemma 3 and
+** model.safetensors read from the model a piece at a time. The reading half is hf_model.c.
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/hf_model.h"
@@ -28,21 +28,77 @@ static void put_id(struct lx_buf *b, const char *key, int id)
         lx_buf_puts(b, "null");
 }
 
-/* config.json of the export: transformers' Llama, Qwen2 or Qwen3, or its Phi-3 for a partial rotary
-** (phi3: partial_rotary_factor dims / head_dim, the factor lists one per turned pair). */
-static void export_config(struct lx_buf *b, const struct lx_model *m, long train_len, const struct lx_stack_rope *rope,
-                          const struct lx_tokenizer *tok, int phi3)
+/* Which of transformers' Gemma models runs a's block (lx_arch_gemma_part): 3 Gemma 3 (post-norms and
+** q/k norms), 2 Gemma 2 (post-norms, every other layer local at the global rope's base), 1 Gemma
+** (neither); each with GeGLU, the embedding scale, rope half over the whole head and no biases.
+** LX_EINVAL naming what none of them has. */
+static int gemma_kind(const struct lx_arch *a, const struct lx_stack_rope *rope, struct lx_error *err)
 {
+    int kind = a->post_norms ? (a->qk_norm ? 3 : 2) : 1;
+    const char *why = a->mlp != LX_MLP_GEGLU ? "an MLP other than GeGLU" : !a->emb_scale ? "no embedding scale"
+                      : a->qkv_bias ? "q/k/v biases" : rope->interleaved ? "interleaved rotary pairs"
+                      : rope->dims && rope->dims < a->d_head ? "a partial rotary" : NULL;
+    if (!why && kind == 2 && (a->local_every != 2 || a->local_base != rope->base))
+        why = "post-norms without q/k norms (Gemma 2's block) but not Gemma 2's layers (every other one local, "
+              "at the global layers' rope base)";
+    if (!why && kind == 1 && (a->qk_norm || a->local_every || a->qk_dim || a->attn_softcap || a->logit_softcap))
+        why = "Gemma 2's or 3's parts without their post-norms";
+    if (!why)
+        return kind;
+    return lx_err(err, LX_EINVAL, "the model has Gemma's %s with %s, which none of transformers' Gemma, Gemma 2 and "
+                  "Gemma 3 runs\n  hint: a Gemma 3 block is mlp geglu, post_norms, emb_scale and qk_norm on rope half "
+                  "(docs/checkpoints.md#gemma-and-gemma-3)", lx_arch_gemma_part(a), why);
+}
+
+/* A soft-cap as config.json holds it: the number, or null for none. */
+static void put_cap(struct lx_buf *b, const char *key, double c)
+{
+    lx_buf_printf(b, ",\n  \"%s\": ", key);
+    if (c != 0.0)
+        lx_buf_num(b, c);
+    else
+        lx_buf_puts(b, "null");
+}
+
+/* The fields of Gemma 2's and 3's layers (transformers' Gemma2Config, Gemma3TextConfig), as
+** hf_model.c's cfg_gemma_layers reads them: with no local layers every layer is full_attention. */
+static void gemma_layers(struct lx_buf *b, const struct lx_arch *a, long train_len, int kind)
+{
+    long k = a->local_every ? a->local_every : 1;
+    lx_buf_printf(b, ",\n  \"query_pre_attn_scalar\": %ld,\n  \"sliding_window\": %ld",
+                  a->qk_dim ? a->qk_dim : a->d_head, a->local_every ? a->local_window : train_len);
+    if (kind == 3) {
+        lx_buf_printf(b, ",\n  \"sliding_window_pattern\": %ld,\n  \"rope_local_base_freq\": ", k);
+        lx_buf_num(b, a->local_base);
+    }
+    lx_buf_puts(b, ",\n  \"layer_types\": [");
+    for (long l = 0; l < a->layers; l++)
+        lx_buf_printf(b, "%s\"%s\"", l ? ", " : "", (l + 1) % k == 0 ? "full_attention" : "sliding_attention");
+    lx_buf_puts(b, "]");
+    put_cap(b, "attn_logit_softcapping", a->attn_softcap);
+    put_cap(b, "final_logit_softcapping", a->logit_softcap);
+}
+
+/* config.json of the export: transformers' Llama, Qwen2 or Qwen3, its Phi-3 for a partial rotary
+** (phi3: partial_rotary_factor dims / head_dim, the factor lists one per turned pair), or its Gemma
+** (gemma: gemma_kind). */
+static void export_config(struct lx_buf *b, const struct lx_model *m, long train_len, const struct lx_stack_rope *rope,
+                          const struct lx_tokenizer *tok, int phi3, int gemma)
+{
+    static const char *const gtype[] = {"gemma", "gemma2", "gemma3_text"};
+    static const char *const garch[] = {"GemmaForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM"};
     const struct lx_arch *a = &m->arch;
-    const char *type = phi3 ? "phi3" : a->qk_norm ? "qwen3" : a->qkv_bias ? "qwen2" : "llama";
-    const char *arch = phi3 ? "Phi3ForCausalLM" : a->qk_norm ? "Qwen3ForCausalLM" : a->qkv_bias ? "Qwen2ForCausalLM"
-                       : "LlamaForCausalLM";
+    const char *type = gemma ? gtype[gemma - 1] : phi3 ? "phi3" : a->qk_norm ? "qwen3" : a->qkv_bias ? "qwen2"
+                       : "llama";
+    const char *arch = gemma ? garch[gemma - 1] : phi3 ? "Phi3ForCausalLM" : a->qk_norm ? "Qwen3ForCausalLM"
+                       : a->qkv_bias ? "Qwen2ForCausalLM" : "LlamaForCausalLM";
     lx_buf_printf(b, "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n"
                   "  \"hidden_size\": %ld,\n  \"intermediate_size\": %ld,\n  \"num_hidden_layers\": %ld,\n"
                   "  \"num_attention_heads\": %ld,\n  \"num_key_value_heads\": %ld,\n  \"head_dim\": %ld,\n"
-                  "  \"vocab_size\": %ld,\n  \"max_position_embeddings\": %ld,\n  \"hidden_act\": \"silu\",\n"
+                  "  \"vocab_size\": %ld,\n  \"max_position_embeddings\": %ld,\n  \"%s\": \"%s\",\n"
                   "  \"rms_norm_eps\": ", arch, type, a->d_model, a->d_mlp, a->layers, a->heads, lx_arch_kv(a),
-                  a->d_head, a->vocab, train_len);
+                  a->d_head, a->vocab, train_len, gemma ? "hidden_activation" : "hidden_act",
+                  gemma ? "gelu_pytorch_tanh" : "silu");
     lx_buf_num(b, a->norm_eps);
     if (phi3) {
         lx_buf_puts(b, ",\n  \"partial_rotary_factor\": ");
@@ -54,6 +110,8 @@ static void export_config(struct lx_buf *b, const struct lx_model *m, long train
     lx_hf_export_scaling(b, rope, (int)((phi3 ? rope->dims : a->d_head) / 2));
     if (strcmp(rope->scaling, "longrope") == 0)     /* where transformers reads L first */
         lx_buf_printf(b, ",\n  \"original_max_position_embeddings\": %ld", rope->original);
+    if (gemma >= 2)
+        gemma_layers(b, a, train_len, gemma);
     lx_buf_printf(b, ",\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n  \"tie_word_embeddings\": %s",
                   a->tie_head ? "true" : "false");
     put_id(b, "bos_token_id", tok->bos);
@@ -84,7 +142,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     const struct lx_arch *a = &m->arch;
     struct lx_stack_rope rope;
     int rc;
-    if ((rc = lx_export_arch_check(a, "transformers' Llama", err)) < 0)
+    if ((rc = lx_export_arch_check(a, "transformers' Llama", 1, err)) < 0)
         return rc;
     if (a->qkv_bias && a->qk_norm)
         return lx_err(err, LX_EINVAL, "the model has both q/k/v biases (transformers' Qwen2) and qk_norm (its Qwen3); "
@@ -94,7 +152,10 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     if (strcmp(rope.scaling, "yarn") == 0 && !rope.truncate)
         return lx_err(err, LX_EINVAL, "the model's yarn has truncate false; transformers' rope_scaling yarn rounds "
                       "the ramp's ends (truncate true)\n  hint: export yarn models trained with truncate true");
-    int phi3 = rope.dims && rope.dims < a->d_head;      /* a partial rotary: transformers' Phi-3 runs it */
+    int gemma = lx_arch_gemma_part(a) ? gemma_kind(a, &rope, err) : 0;
+    if (gemma < 0)
+        return gemma;
+    int phi3 = !gemma && rope.dims && rope.dims < a->d_head;    /* a partial rotary: transformers' Phi-3 runs it */
     if (phi3 && (rc = phi3_check(a, &rope, err)) < 0)
         return rc;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
@@ -108,8 +169,10 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     char (*names)[96] = lx_xcalloc((size_t)n, sizeof *names);
     lx_arch_tensors(a, ti);
     for (int i = 0; i < n; i++) {   /* q and k heads' rows in HF's order */
-        int qk = rope.interleaved && lx_tensor_is_qk(ti[i].name);
+        int qk = rope.interleaved && lx_tensor_is_qk(ti[i].name), len = (int)strlen(ti[i].name);
         lx_tensor_reader_init(&rd[i], m, &ti[i], i, qk ? 1 : -1, LX_ST_CHUNK);
+        if (gemma && len >= 11 && strcmp(ti[i].name + len - 11, "norm.weight") == 0)
+            rd[i].add = -1.0f;      /* Gemma's RMSNorm scales by 1 + w: the gain less 1 */
     }
     int k = 0;
     for (int i = 0; i < n; i++) {
@@ -120,7 +183,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
         if (fused > 0)
             snprintf(names[k], sizeof names[k], "model.layers.%ld.%s", layer,
                      which ? "mlp.gate_up_proj.weight" : "self_attn.qkv_proj.weight");
-        else if (!lx_hf_tensor_name(ti[i].name, names[k], sizeof names[k], 0))
+        else if (!lx_hf_tensor_name(ti[i].name, names[k], sizeof names[k], gemma >= 2))
             continue;   /* no HF tensor: only learned logit scales, refused above */
         st[k] = (struct lx_st_tensor){.name = names[k], .ndim = ti[i].ndim, .shape = {rows, ti[i].shape[1]}};
         sr[k] = fused > 0 ? (struct lx_st_reader){lx_fused_read, &fr[k]}
@@ -133,7 +196,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     rc = lx_st_write_read(lx_buf_str(&path), st, sr, k, meta, 1, err);
     if (rc == LX_OK && tok)     /* its own tokenizer beside it, so that the ids read as they were trained */
         rc = lx_tokenizer_copy(tok->path, tok->hash, dir, err);
-    export_config(&cfg, m, info->train_len, &rope, lx_tok_or_byte(tok), phi3);
+    export_config(&cfg, m, info->train_len, &rope, lx_tok_or_byte(tok), phi3, gemma);
     lx_buf_reset(&path);
     lx_buf_printf(&path, "%s/config.json", dir);
     if (rc == LX_OK)

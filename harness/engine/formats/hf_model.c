@@ -325,6 +325,8 @@ static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_er
     c->tied = c->gemma != 0;    /* transformers' Gemma configs tie by default */
     if (rc == LX_OK && c->gemma >= 2)
         rc = cfg_gemma_layers(doc, root, c, err);
+    if (c->local_every == 1)    /* every layer global (full_attention): no local layers */
+        c->local_every = 0;
     if (rc == LX_OK && tie && lx_json_type(tie) != LX_JSON_NULL)
         rc = lx_json_bool(doc, tie, &c->tied, err);
     if (rc == LX_OK)
