@@ -220,6 +220,7 @@ repro-smoke: build/.deps data/manifest.tsv
 # seconds per side and configuration (default 8). OPENBLAS_CORETYPE, when set,
 # reaches both lenx and PyTorch.
 # BENCH=dequant: each GGUF quantized type dequantized in AVX-512 lanes against block by block.
+# BENCH=glu: SwiGLU's and GeGLU's forward and backward in AVX-512 lanes against the libm loops.
 # BENCH=train: the tiled attention backward, a training step, and a bf16 training step of the
 # 25M shape against fp32 (tests/bench_train.c); BENCH=trainbf16 the last alone.
 # BENCH=bf16: the 1B shape's weight products, tiled attention and whole scores in fp32 and bf16 (scripts/bench_bf16.sh);

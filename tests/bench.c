@@ -25,6 +25,9 @@
 **               of the 25M shape vs fp32 (tests/bench_train.c; `trainbf16`
 **               the last alone)
 **
+**   glu         SwiGLU's and GeGLU's forward and backward in AVX-512 lanes vs
+**               the libm loops portable numerics run
+**
 ** `lenx-bench micro` runs all but the model and train parts, `lenx-bench
 ** tiled`, `lenx-bench gemm`, `lenx-bench decode`, `lenx-bench model` and
 ** `lenx-bench train` one part each (`lenx-bench tiledstats` only the cost of
@@ -42,6 +45,8 @@
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/blas.h"
 #include "harness/engine/kernels/gemm.h"
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/ops.h"
 #include "harness/sweep/plan.h"
 #include "harness/core/rng.h"
 #include "harness/sweep/run.h"
@@ -616,6 +621,45 @@ static int bench_dequant(void)
     return 0;
 }
 
+/* ---- SwiGLU and GeGLU ---- */
+
+struct glu_arg {
+    float *h, *y, *dy, *dh;
+    int N, F, gelu, portable;
+};
+
+/* The MLP activation's forward and backward over N rows, on the AVX-512 lanes (fast numerics) or
+** the libm loops (portable numerics, the reference). */
+static void glu_run(void *p)
+{
+    struct glu_arg *a = p;
+    lx_numerics_set(a->portable ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST);
+    (a->gelu ? lx_geglu_forward : lx_swiglu_forward)(a->y, a->F, a->h, a->N, a->F);
+    (a->gelu ? lx_geglu_backward : lx_swiglu_backward)(a->dh, a->dy, a->h, a->N, a->F);
+    lx_numerics_set(LX_NUMERICS_FAST);
+}
+
+/* Gemma 3 1B's MLP (d_mlp 6912) over 1,024 rows: GeGLU and SwiGLU, lanes against the loops. */
+static int bench_glu(void)
+{
+    struct glu_arg a = {.N = 1024, .F = 6912};
+    size_t n = (size_t)a.N * a.F;
+    a.h = malloc(sizeof(float) * 2 * n), a.dh = malloc(sizeof(float) * 2 * n);
+    a.y = malloc(sizeof(float) * n), a.dy = malloc(sizeof(float) * n);
+    struct lx_rng r;
+    lx_rng_init(&r, 5, 0, LX_RNG_INIT);
+    for (size_t i = 0; i < 2 * n; i++)
+        a.h[i] = (float)(2 * lx_rng_normal(&r)), a.dy[i / 2] = (float)lx_rng_normal(&r);
+    for (a.gelu = 0; a.gelu < 2; a.gelu++) {
+        struct glu_arg base = a;
+        base.portable = 1;
+        report(a.gelu ? "geglu" : "swiglu", "fwd+bwd 1024 x 6912, AVX-512 lanes", "libm loops (portable)",
+               best_of(5, glu_run, &a), best_of(5, glu_run, &base));
+    }
+    free(a.h), free(a.dh), free(a.y), free(a.dy);
+    return 0;
+}
+
 int lx_bench_model(void);   /* tests/bench_model.c */
 int lx_bench_decode(void);  /* tests/bench_decode.c */
 int lx_bench_train(void);   /* tests/bench_train.c */
@@ -646,6 +690,8 @@ int main(int argc, char **argv)
         return lx_bench_bf16();
     if (!strcmp(only, "dequant"))
         return bench_dequant();
+    if (!strcmp(only, "glu"))
+        return bench_glu();
     int max_threads = omp_get_max_threads();
     char blas[128];
     lx_blas_describe(blas, sizeof blas);
@@ -691,7 +737,7 @@ int main(int argc, char **argv)
     report("matmul", "lx_matmul (OpenBLAS) 256^3", "lx_matmul_naive", best_of(20, mm_fast, &ma),
            best_of(3, mm_naive, &ma));
     free(ma.A), free(ma.B), free(ma.C), free(ra.A), free(ra.B);
-    if (bench_attention() || bench_tiled() || lx_bench_gemm() || lx_bench_decode())
+    if (bench_glu() || bench_attention() || bench_tiled() || lx_bench_gemm() || lx_bench_decode())
         return 1;
     lx_plan_release(&plan);
     lx_grid_release(&g);

@@ -107,34 +107,41 @@ static double swiglu_f(struct swi *a)
     return s;
 }
 
-/* SwiGLU's sixteen-lane path (fast and bf16 numerics on an AVX-512 CPU) against the libm loops
-** portable numerics run. Its sigmoid is within about 7e-7 relative (e^x's polynomial 2e-7, the
-** reduction's and both versions' roundings), so y and db within 2e-6 of |y| and |db|, and da =
-** g·b·s·(1 + a(1 − s)), whose last factor can cancel, within 2e-6·|g·b·s|·(1 + 2|a|). Rows of 53
-** values: three full lanes and a scalar tail; planted a: 0, ±1e-3, ±30, ±90 (e^-|a| flushed),
-** and near −1.2785, where 1 + a(1 − s) crosses 0. On a CPU without AVX-512 both sides are the
-** libm loops and agree exactly. */
-Test(model, swiglu_wide_lanes_near_the_libm_loops)
+/* SwiGLU's and GeGLU's sixteen-lane path (fast and bf16 numerics on an AVX-512 CPU) against the
+** libm loops portable numerics run. Its sigmoid is within about 7e-7 relative (e^x's polynomial
+** 2e-7, the reduction's and both versions' roundings), so y and db within r = 2e-6 of |y| and
+** |db|, and da = g·b·s·(1 + a(1 − s)·v) (v = 1, or GeGLU's 2·du/da = 2K(1 + 3·0.044715·a²)), whose
+** last factor can cancel, within r·|g·b·s|·(1 + 2|a|·v). GeGLU's argument 2u = 2K(a + 0.044715a³)
+** is rounded in float on both sides in different orders, a few ulps of |2u| apart, which moves
+** e^-|2u| by as many times |2u| relative: r = 2e-6 + 3e-7·|2u| (4e-6 seen at 2u = −27). Rows of
+** 53 values: three full lanes and a scalar tail; planted a: 0, ±1e-3, ±30, ±90 (e^-|a|
+** flushed), and near −1.2785 and −0.7518, where SwiGLU's and GeGLU's last factor crosses 0. On a
+** CPU without AVX-512 both sides are the libm loops and agree exactly. */
+static void glu_wide_lanes(int gelu)
 {
     enum { N = 7, F = 53 };
     static float h[N * 2 * F], dy[N * F], y[2][N * F], dh[2][N * 2 * F];
     fill(h, N * 2 * F, 31, 4), fill(dy, N * F, 32, 1);
-    const float planted[] = {0.0f, 1e-3f, -1e-3f, 30.0f, -30.0f, 90.0f, -90.0f, -1.2785f, -1.2784f};
-    for (int k = 0; k < 9; k++)
+    const float planted[] = {0.0f, 1e-3f, -1e-3f, 30.0f, -30.0f, 90.0f, -90.0f, -1.2785f, -1.2784f, -0.7518f,
+                             -0.7517f};
+    for (int k = 0; k < 11; k++)
         h[(k % N) * 2 * F + 3 * k] = planted[k];
     enum lx_numerics was = lx_numerics_get();
     for (int k = 0; k < 2; k++) {
         lx_numerics_set(k ? LX_NUMERICS_FAST : LX_NUMERICS_PORTABLE);
-        lx_swiglu_forward(y[k], F, h, N, F);
-        lx_swiglu_backward(dh[k], dy, h, N, F);
+        (gelu ? lx_geglu_forward : lx_swiglu_forward)(y[k], F, h, N, F);
+        (gelu ? lx_geglu_backward : lx_swiglu_backward)(dh[k], dy, h, N, F);
     }
     lx_numerics_set(was);
-    double worst = 0.0;
+    double worst = 0.0, K = sqrt(2.0 / 3.14159265358979323846);
     for (int t = 0; t < N; t++)
         for (int i = 0; i < F; i++) {
-            double a = h[t * 2 * F + i], b = h[t * 2 * F + F + i], g = dy[t * F + i], s = 1.0 / (1.0 + exp(-a));
-            double bound[3] = {2e-6 * fabs(y[0][t * F + i]), 2e-6 * fabs(g * b * s) * (1 + 2 * fabs(a)),
-                               2e-6 * fabs(dh[0][t * 2 * F + F + i])};
+            double a = h[t * 2 * F + i], b = h[t * 2 * F + F + i], g = dy[t * F + i];
+            double s = gelu ? 1.0 / (1.0 + exp(-2 * K * (a + 0.044715 * a * a * a))) : 1.0 / (1.0 + exp(-a));
+            double v = gelu ? 2 * K * (1 + 3 * 0.044715 * a * a) : 1.0;
+            double r = 2e-6 + (gelu ? 3e-7 * 2 * K * fabs(a + 0.044715 * a * a * a) : 0.0);
+            double bound[3] = {r * fabs(y[0][t * F + i]), r * fabs(g * b * s) * (1 + 2 * fabs(a) * v),
+                               r * fabs(dh[0][t * 2 * F + F + i])};
             double got[3] = {y[1][t * F + i], dh[1][t * 2 * F + i], dh[1][t * 2 * F + F + i]};
             double want[3] = {y[0][t * F + i], dh[0][t * 2 * F + i], dh[0][t * 2 * F + F + i]};
             for (int q = 0; q < 3; q++) {
@@ -144,7 +151,17 @@ Test(model, swiglu_wide_lanes_near_the_libm_loops)
                 worst = fmax(worst, d / (bound[q] + 1e-37));
             }
         }
-    cr_log_info("swiglu wide lanes: worst difference at %.2f of its bound", worst);
+    cr_log_info("%s wide lanes: worst difference at %.2f of its bound", gelu ? "geglu" : "swiglu", worst);
+}
+
+Test(model, swiglu_wide_lanes_near_the_libm_loops)
+{
+    glu_wide_lanes(0);
+}
+
+Test(model, geglu_wide_lanes_near_the_libm_loops)
+{
+    glu_wide_lanes(1);
 }
 
 Test(model, swiglu_gradients_and_values)

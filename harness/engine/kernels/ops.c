@@ -211,7 +211,7 @@ void lx_crossentropy_backward(float *dlogits, const float *probs, const int *tar
     }
 }
 
-/* SwiGLU in fast and bf16 numerics on an AVX-512 CPU: sixteen lanes, the
+/* SwiGLU and GeGLU in fast and bf16 numerics on an AVX-512 CPU: sixteen lanes, the
 ** sigmoid from e = e^-|a| (vexp.h, never above 1): 1/(1 + e) for a >= 0,
 ** e/(1 + e) below. Within a few ulps of the loops below, which use libm's expf
 ** and stay the reference and portable numerics' code (tests/test_model_ops.c). */
@@ -226,22 +226,30 @@ __attribute__((target("avx512f,avx512dq,fma"), always_inline)) static inline __m
     return _mm512_mask_mul_ps(r, _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_LT_OQ), r, e);
 }
 
-/* Row t of the forward (dy NULL) or of the backward, sixteen values at a time; the
-** tail, if any, is left to the caller: returns where the lanes stopped. */
-__attribute__((target("avx512f,avx512dq,fma"))) static int swiglu_row_avx512(float *y, const float *a,
-                                                                             const float *b, const float *dy,
-                                                                             float *da, float *db, int F)
+/* Row t of SwiGLU's or (gelu) GeGLU's forward (dy NULL) or backward, sixteen
+** values at a time: y = a·s·b with s = σ(a), or σ(2u) of GELU's tanh form
+** (gelu_sig), and da = g·b·s·(1 + a(1 − s)·v), v = 1, or 2·du/da (gelu_grad);
+** the tail, if any, is left to the caller: returns where the lanes stopped. */
+__attribute__((target("avx512f,avx512dq,fma"))) static int glu_row_avx512(float *y, const float *a, const float *b,
+                                                                          const float *dy, float *da, float *db,
+                                                                          int F, int gelu)
 {
-    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 one = _mm512_set1_ps(1.0f), k = _mm512_set1_ps(GELU_K), c = _mm512_set1_ps(0.044715f);
+    const __m512 two = _mm512_set1_ps(2.0f), c3 = _mm512_set1_ps(3.0f * 0.044715f);
     int i = 0;
     for (; i + 16 <= F; i += 16) {
-        __m512 va = _mm512_loadu_ps(a + i), vb = _mm512_loadu_ps(b + i), s = sigmoid16(va);
+        __m512 va = _mm512_loadu_ps(a + i), vb = _mm512_loadu_ps(b + i), a2 = _mm512_mul_ps(va, va), arg = va;
+        if (gelu)   /* 2u = 2·K·(a + 0.044715·a³), as gelu_sig's float steps */
+            arg = _mm512_mul_ps(two, _mm512_mul_ps(k, _mm512_add_ps(va, _mm512_mul_ps(_mm512_mul_ps(c, a2), va))));
+        __m512 s = sigmoid16(arg);
         if (!dy) {
             _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_mul_ps(va, s), vb));
             continue;
         }
-        __m512 g = _mm512_loadu_ps(dy + i), gs = _mm512_mul_ps(g, s);
-        __m512 t = _mm512_fmadd_ps(va, _mm512_sub_ps(one, s), one);
+        __m512 g = _mm512_loadu_ps(dy + i), gs = _mm512_mul_ps(g, s), v = one;
+        if (gelu)
+            v = _mm512_mul_ps(two, _mm512_mul_ps(k, _mm512_fmadd_ps(c3, a2, one)));
+        __m512 t = _mm512_fmadd_ps(_mm512_mul_ps(va, _mm512_sub_ps(one, s)), v, one);
         _mm512_storeu_ps(da + i, _mm512_mul_ps(_mm512_mul_ps(gs, vb), t));
         _mm512_storeu_ps(db + i, _mm512_mul_ps(gs, va));
     }
@@ -255,7 +263,7 @@ void lx_swiglu_forward(float *y, int ldy, const float *h, int N, int F)
 #pragma omp parallel for schedule(static) if ((long)N * F > 65536)
     for (long t = 0; t < N; t++) {
         const float *a = h + t * 2 * F, *b = a + F;
-        int i = wide ? swiglu_row_avx512(y + t * ldy, a, b, NULL, NULL, NULL, F) : 0;
+        int i = wide ? glu_row_avx512(y + t * ldy, a, b, NULL, NULL, NULL, F, 0) : 0;
         for (; i < F; i++) {
             float s = 1.0f / (1.0f + expf(-a[i]));
             y[t * ldy + i] = a[i] * s * b[i];   /* y may be h (ldy 2F): a[i] is read before it is written */
@@ -265,10 +273,11 @@ void lx_swiglu_forward(float *y, int ldy, const float *h, int N, int F)
 
 void lx_geglu_forward(float *y, int ldy, const float *h, int N, int F)
 {
+    int wide = wide_lanes();
 #pragma omp parallel for schedule(static) if ((long)N * F > 65536)
     for (long t = 0; t < N; t++) {
         const float *a = h + t * 2 * F, *b = a + F;
-        for (int i = 0; i < F; i++)
+        for (int i = wide ? glu_row_avx512(y + t * ldy, a, b, NULL, NULL, NULL, F, 1) : 0; i < F; i++)
             y[t * ldy + i] = a[i] * gelu_sig(a[i]) * b[i];     /* y may be h, as in lx_swiglu_forward */
     }
 }
@@ -276,11 +285,12 @@ void lx_geglu_forward(float *y, int ldy, const float *h, int N, int F)
 /* gelu(a)·b: d/da = gelu'(a)·b, d/db = gelu(a), GELU's tanh form as lx_gelu_backward. */
 void lx_geglu_backward(float *dh, const float *dy, const float *h, int N, int F)
 {
+    int wide = wide_lanes();
 #pragma omp parallel for schedule(static) if ((long)N * F > 65536)
     for (long t = 0; t < N; t++) {
         const float *a = h + t * 2 * F, *b = a + F;
         float *da = dh + t * 2 * F, *db = da + F;
-        for (int i = 0; i < F; i++) {
+        for (int i = wide ? glu_row_avx512(NULL, a, b, dy + t * F, da, db, F, 1) : 0; i < F; i++) {
             float sg = gelu_sig(a[i]), g = dy[t * F + i];
             da[i] = g * b[i] * gelu_grad(a[i], sg);
             db[i] = g * a[i] * sg;
@@ -295,7 +305,7 @@ void lx_swiglu_backward(float *dh, const float *dy, const float *h, int N, int F
     for (long t = 0; t < N; t++) {
         const float *a = h + t * 2 * F, *b = a + F;
         float *da = dh + t * 2 * F, *db = da + F;
-        int i = wide ? swiglu_row_avx512(NULL, a, b, dy + t * F, da, db, F) : 0;
+        int i = wide ? glu_row_avx512(NULL, a, b, dy + t * F, da, db, F, 0) : 0;
         for (; i < F; i++) {
             float s = 1.0f / (1.0f + expf(-a[i]));
             float g = dy[t * F + i];
