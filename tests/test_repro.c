@@ -40,12 +40,12 @@ Test(repro, stories260K_sweeps_plan, .init = setup, .fini = teardown, .timeout =
     expect_plans("configs/models/tok512-train.yaml", "sweep tok512-train: 24 cells");
 }
 
-/* configs/models/local-layers.yaml plans: 3 stacks x 2 models x 5 lengths x 3 seeds, one model per
-** training stack (rope, nope; YaRN is rope's at evaluation), arch and seed: 2 x 2 x 3, the local
-** layers' arch keys making the local models others than the global ones. */
+/* configs/models/local-layers.yaml plans: 3 stacks x 3 models x 5 lengths x 3 seeds, one model per
+** training stack (rope, nope; YaRN is rope's at evaluation), arch and seed: 2 x 3 x 3, the local
+** layers' and Gemma's arch keys making each arch's models others than the rest. */
 Test(repro, local_layers_plan, .init = setup, .fini = teardown, .timeout = 60)
 {
-    cr_expect_eq(expect_plans("configs/models/local-layers.yaml", "sweep local-layers: 90 cells"), 12);
+    cr_expect_eq(expect_plans("configs/models/local-layers.yaml", "sweep local-layers: 135 cells"), 18);
 }
 
 /* The fine-tuning reproductions plan: continual pretraining of the needle
