@@ -422,30 +422,69 @@ Test(gemma, gradients_match_torch)
     grads_vs_torch("tests/ref/hf-gemma-tiny", 1, "gemma1");
 }
 
-/* The arch a as the store keys it (lx_params_json) but for init_std (a file does not keep it), into a
-** string the caller frees. */
+/* The arch a as the store keys it (lx_params_json) but for init_std (a file does not keep it) and
+** norm_eps to float (GGUF's metadata holds an f32), into a string the caller frees. */
 static char *arch_json(struct lx_arch a)
 {
     struct lx_buf b = {0};
-    a.init_std = 0.02;
+    a.init_std = 0.02, a.norm_eps = (float)a.norm_eps;
     lx_params_json(&lx_arch_schema, &a, &b);
     return b.s;
 }
 
-/* lenx export --hf of m (stack and training length from info) to dir/name, read back into back and
-** binfo: the same architecture (its stored arch JSON, init_std aside) and stack. */
-static void export_back(const struct lx_model *m, const struct lx_ckpt_info *info, const char *name,
+/* m (stack and training length from info) written to dir/name, as a Hugging Face directory (lenx
+** export --hf) or an F32 GGUF file (--gguf), and read back into back and binfo: the same
+** architecture (its stored arch JSON, init_std aside) and stack. */
+static void export_back(const struct lx_model *m, const struct lx_ckpt_info *info, const char *name, int gguf,
                         struct lx_model *back, struct lx_ckpt_info *binfo)
 {
     char out[600];
     struct lx_error err = {{0}};
     snprintf(out, sizeof out, "%s/%s", dir, name);
-    cr_assert_eq(lx_hf_export(m, info, NULL, out, &err), LX_OK, "%s: %s", name, err.msg);
+    int rc = gguf ? lx_gguf_export(m, info, &lx_byte_tokenizer, out, LX_DT_F32, NULL, &err)
+                  : lx_hf_export(m, info, NULL, out, &err);
+    cr_assert_eq(rc, LX_OK, "%s: %s", name, err.msg);
     load(back, binfo, out);
     char *want = arch_json(m->arch), *got = arch_json(back->arch);
     cr_expect_str_eq(got, want, "%s: the arch read back: %s, not %s", name, got, want);
     cr_expect_str_eq(binfo->stack, info->stack, "%s: the stack read back", name);
     free(want), free(got);
+}
+
+/* A Gemma block as a sweep's arch: makes it: 3 layers of width 32, 4 heads of 16 on 2 key/value
+** heads, the byte vocabulary; kind 3 Gemma 3 (post-norms, q/k norms), 2 Gemma 2 (post-norms, every
+** other layer local at base 10000, both soft-caps), 1 Gemma; the post-norms' gains away from 1. */
+static void gemma_block(struct lx_model *m, int kind, struct lx_arch a)
+{
+    a.post_norms = kind >= 2, a.qk_norm = kind == 3, a.emb_scale = 1, a.kv_heads = 2;
+    if (kind == 2)
+        a.local_every = 2, a.local_window = 8, a.local_base = 10000, a.attn_softcap = 4, a.logit_softcap = 6;
+    lx_model_init(m, &a, 5);
+    for (long l = 0; kind >= 2 && l < a.layers; l++)
+        for (long c = 0; c < a.d_model; c++)
+            m->v.layer[l].attn_post[c] = 0.5f + 0.03f * (float)((c + l) % 17);
+}
+
+/* The logits of m and back on 40 bytes under stack: within 1e-5 (a gain written as g - 1 and read
+** back as 1 + w may move by an ulp). */
+static void same_logits(const struct lx_model *m, const struct lx_model *back, const char *stack, const char *who)
+{
+    int tok[40], tgt[40];
+    for (int t = 0; t < 40; t++)
+        tok[t] = (t * 37 + 11) % 256, tgt[t] = t + 1 < 40 ? (t * 37 + 48) % 256 : -1;
+    struct tstack st;
+    struct lx_facts f = tfacts((int)m->arch.d_head, 64, (int)m->arch.heads, 40);
+    tstack_make(&st, stack, &f);
+    struct lx_acts x, y;
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_acts_alloc(&x, &m->arch, 1, 40, 0, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_acts_alloc(&y, &back->arch, 1, 40, 0, &err), LX_OK, "%s", err.msg);
+    lx_model_forward(m, &st.spec, tok, tgt, &x);
+    lx_model_forward(back, &st.spec, tok, tgt, &y);
+    double d = max_diff(x.logits, y.logits, 40 * m->arch.vocab);
+    cr_expect_leq(d, 1e-5, "%s: max |logit - exported's| %g", who, d);
+    lx_acts_release(&x), lx_acts_release(&y);
+    tstack_free(&st);
 }
 
 /* Each tiny directory exported (lenx export --hf: transformers' Gemma 3, Gemma 2 and Gemma, the
@@ -463,7 +502,7 @@ Test(gemma, export_hf_round_trip)
         load(&m, &info, path);
         snprintf(rel, sizeof rel, "tests/ref/%s/ref.json", names[i]);
         struct lx_json *doc = ref_of(rel);
-        export_back(&m, &info, names[i], &back, &binfo);
+        export_back(&m, &info, names[i], 0, &back, &binfo);
         windows_vs_torch(&back, binfo.stack, doc, names[i]);
         lx_json_free(doc);
         lx_ckpt_info_release(&binfo);
@@ -474,21 +513,17 @@ Test(gemma, export_hf_round_trip)
 }
 
 /* A Gemma 3 block lenx trains from an arch: (untied, no local layers, soft-caps, PI on the rope)
-** exported: every layer full_attention, the soft-caps and rope_scaling in config.json; read back, the
-** same logits within 1e-5 (the gains' 1 + (g - 1) may move by an ulp). */
+** exported as a directory: every layer full_attention, the soft-caps and rope_scaling in
+** config.json; read back, the same logits. */
 Test(gemma, export_hf_of_a_lenx_gemma_block)
 {
     struct lx_arch a = arch_of(LX_MODEL_CAUSAL, LX_MLP_GEGLU, 3, 32, 4, 16, 48, 260, 0.2);
-    a.post_norms = 1, a.emb_scale = 1, a.qk_norm = 1, a.qk_dim = 12, a.attn_softcap = 4, a.logit_softcap = 6;
-    a.kv_heads = 2;
+    a.qk_dim = 12, a.attn_softcap = 4, a.logit_softcap = 6;
     struct lx_model m, back;
-    lx_model_init(&m, &a, 5);
-    for (long l = 0; l < a.layers; l++)     /* gains away from 1 */
-        for (long c = 0; c < a.d_model; c++)
-            m.v.layer[l].attn_post[c] = 0.5f + 0.03f * (float)((c + l) % 17);
+    gemma_block(&m, 3, a);
     char stack[] = "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}},{\"pi\":{\"scale\":2,\"train\":true}}]";
     struct lx_ckpt_info info = {.stack = stack, .train_len = 64}, binfo;
-    export_back(&m, &info, "lenx-gemma", &back, &binfo);
+    export_back(&m, &info, "lenx-gemma", 0, &back, &binfo);
     char cfg[700];
     unsigned char *text;
     long n;
@@ -502,27 +537,39 @@ Test(gemma, export_hf_of_a_lenx_gemma_block)
               strstr((char *)text, "\"tie_word_embeddings\": false") &&
               strstr((char *)text, "\"rope_type\": \"linear\""), "%s", (char *)text);
     free(text);
-    int tok[40], tgt[40];
-    for (int t = 0; t < 40; t++)
-        tok[t] = (t * 37 + 11) % 256, tgt[t] = t + 1 < 40 ? (t * 37 + 48) % 256 : -1;
-    struct tstack st;
-    struct lx_facts f = tfacts(16, 64, 4, 40);
-    tstack_make(&st, stack, &f);
-    struct lx_acts x, y;
-    cr_assert_eq(lx_acts_alloc(&x, &a, 1, 40, 0, &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(lx_acts_alloc(&y, &a, 1, 40, 0, &err), LX_OK, "%s", err.msg);
-    lx_model_forward(&m, &st.spec, tok, tgt, &x);
-    lx_model_forward(&back, &st.spec, tok, tgt, &y);
-    double d = max_diff(x.logits, y.logits, 40 * 260);
-    cr_expect_leq(d, 1e-5, "max |logit - exported's| %g", d);
-    lx_acts_release(&x), lx_acts_release(&y);
-    tstack_free(&st);
+    same_logits(&m, &back, stack, "hf");
     lx_ckpt_info_release(&binfo);
     lx_model_release(&back);
     lx_model_release(&m);
 }
 
-/* What no Gemma config holds is refused naming it, as is writing Gemma to GGUF. */
+/* Gemma 3 (local layers every third over 8 keys at base 500, a final soft-cap, PI on the global
+** layers), Gemma 2 and Gemma blocks written as llama.cpp's gemma3, gemma2 and gemma GGUF files (the
+** gains as they are: llama.cpp's converter stores 1 + w): read back, the same architecture, stack
+** and logits. */
+Test(gemma, export_gguf_round_trip)
+{
+    char scaled[] = "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}},{\"pi\":{\"scale\":2,\"train\":true}}]";
+    char plain[] = "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}}]";
+    for (int kind = 3; kind >= 1; kind--) {
+        struct lx_arch a = arch_of(LX_MODEL_CAUSAL, LX_MLP_GEGLU, 3, 32, 4, 16, 48, 260, 0.2);
+        if (kind == 3)
+            a.local_every = 3, a.local_window = 8, a.local_base = 500, a.logit_softcap = 6;
+        struct lx_model m, back;
+        gemma_block(&m, kind, a);
+        struct lx_ckpt_info info = {.stack = kind == 3 ? scaled : plain, .train_len = 64}, binfo;
+        char name[32];
+        snprintf(name, sizeof name, "gemma%d.gguf", kind);
+        export_back(&m, &info, name, 1, &back, &binfo);
+        same_logits(&m, &back, info.stack, name);
+        lx_ckpt_info_release(&binfo);
+        lx_model_release(&back);
+        lx_model_release(&m);
+    }
+}
+
+/* What no Gemma config holds is refused naming it; what llama.cpp would run otherwise (the tiny
+** Gemma 3 directory's query_pre_attn_scalar of 12 on heads of 16) is refused by --gguf. */
 Test(gemma, export_refused)
 {
     char path[512], out[600];
@@ -532,8 +579,8 @@ Test(gemma, export_refused)
     in_repo(path, "tests/ref/hf-gemma3-tiny");
     load(&m, &info, path);
     snprintf(out, sizeof out, "%s/g3.gguf", dir);
-    cr_expect_lt(lx_gguf_export(&m, &info, &lx_byte_tokenizer, out, LX_DT_F32, NULL, &err), 0);
-    cr_expect(strstr(err.msg, "Gemma's"), "%s", err.msg);
+    cr_expect_eq(lx_gguf_export(&m, &info, &lx_byte_tokenizer, out, LX_DT_F32, NULL, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "sqrt(qk_dim)") && strstr(err.msg, "gemma3"), "%s", err.msg);
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
     struct lx_arch a = arch_of(LX_MODEL_CAUSAL, LX_MLP_SWIGLU, 2, 32, 4, 16, 48, 260, 0.2);
@@ -552,6 +599,24 @@ Test(gemma, export_refused)
         snprintf(out, sizeof out, "%s/bad%zu", dir, i);
         cr_expect_eq(lx_hf_export(&m, &mine, NULL, out, &err), LX_EINVAL, "case %zu", i);
         cr_expect(strstr(err.msg, cases[i].why), "case %zu: %s", i, err.msg);
+        lx_model_release(&m);
+    }
+    /* llama.cpp's gemma3 reads no soft-cap of the attention logits; its gemma2 turns the local layers
+    ** with the global layers' rescaling */
+    char plain[] = "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}}]";
+    char scaled[] = "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}},{\"pi\":{\"scale\":2,\"train\":true}}]";
+    struct lx_arch g = arch_of(LX_MODEL_CAUSAL, LX_MLP_GEGLU, 3, 32, 4, 16, 48, 260, 0.2);
+    struct { int kind; double cap; char *stack; const char *why; } gg[] = {
+        {3, 4, plain, "which llama.cpp's gemma3 does not read"},
+        {2, 0, scaled, "applies to the local layers too"},
+    };
+    for (size_t i = 0; i < sizeof gg / sizeof *gg; i++) {
+        g.attn_softcap = gg[i].cap;
+        gemma_block(&m, gg[i].kind, g);
+        mine.stack = gg[i].stack;
+        snprintf(out, sizeof out, "%s/bad%zu.gguf", dir, i);
+        cr_expect_eq(lx_gguf_export(&m, &mine, &lx_byte_tokenizer, out, LX_DT_F32, NULL, &err), LX_EINVAL, "gguf %zu", i);
+        cr_expect(strstr(err.msg, gg[i].why), "gguf case %zu: %s", i, err.msg);
         lx_model_release(&m);
     }
 }

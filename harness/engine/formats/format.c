@@ -357,6 +357,24 @@ int lx_export_arch_check(const struct lx_arch *a, const char *target, int gemma,
     return LX_OK;
 }
 
+int lx_export_gemma_kind(const struct lx_arch *a, const struct lx_stack_rope *rope, struct lx_error *err)
+{
+    int kind = a->post_norms ? (a->qk_norm ? 3 : 2) : 1;
+    const char *why = a->mlp != LX_MLP_GEGLU ? "an MLP other than GeGLU" : !a->emb_scale ? "no embedding scale"
+                      : a->qkv_bias ? "q/k/v biases" : rope->interleaved ? "interleaved rotary pairs"
+                      : rope->dims && rope->dims < a->d_head ? "a partial rotary" : NULL;
+    if (!why && kind == 2 && (a->local_every != 2 || a->local_base != rope->base))
+        why = "post-norms without q/k norms (Gemma 2's block) but not Gemma 2's layers (every other one local, "
+              "at the global layers' rope base)";
+    if (!why && kind == 1 && (a->qk_norm || a->local_every || a->qk_dim || a->attn_softcap || a->logit_softcap))
+        why = "Gemma 2's or 3's parts without their post-norms";
+    if (!why)
+        return kind;
+    return lx_err(err, LX_EINVAL, "the model has Gemma's %s with %s, which none of Gemma, Gemma 2 and Gemma 3 "
+                  "has\n  hint: a Gemma 3 block is mlp geglu, post_norms, emb_scale and qk_norm on rope half "
+                  "(docs/checkpoints.md#gemma-and-gemma-3)", lx_arch_gemma_part(a), why);
+}
+
 long lx_local_pattern(const unsigned char *global, long n, long *bad)
 {
     long first = 0;

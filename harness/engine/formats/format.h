@@ -128,6 +128,11 @@ void lx_stack_put_longrope(struct lx_buf *b, double s, long L, const struct lx_f
 ** `gemma` (an exporter that writes Gemma's models checks their block itself), Gemma's block.
 ** LX_EINVAL naming the part. */
 int lx_export_arch_check(const struct lx_arch *a, const char *target, int gemma, struct lx_error *err);
+/* Which Gemma a's block is (lx_arch_gemma_part; both exporters write it as that model): 3 Gemma 3
+** (post-norms and q/k norms), 2 Gemma 2 (post-norms, every other layer local at the global rope's
+** base), 1 Gemma (neither); each with GeGLU, the embedding scale, rope half over the whole head and
+** no biases. LX_EINVAL naming what none of them has (err may be NULL). */
+int lx_export_gemma_kind(const struct lx_arch *a, const struct lx_stack_rope *rope, struct lx_error *err);
 
 /* Gemma's local layers from one flag a layer (global[l] != 0: layer l is global), as a config's
 ** layer_types or a GGUF file's sliding_window_pattern array gives them: k, the first global layer's

@@ -4,7 +4,7 @@
 ** by gguf.c, the model here.
 **
 ** Architectures `llama` (Llama, Mistral, TinyLlama, llama2.c conversions),
-** `qwen2`, `qwen3`, `phi3`, and `gemma`, `gemma2` and `gemma3` (read only: gemma_arch). Hyper-parameters come from the metadata ({arch}.block_count,
+** `qwen2`, `qwen3`, `phi3`, and `gemma`, `gemma2` and `gemma3` (gemma_arch). Hyper-parameters come from the metadata ({arch}.block_count,
 ** embedding_length, feed_forward_length, attention.head_count[_kv],
 ** attention.key_length (the head size; embedding_length / head_count when
 ** absent), attention.layer_norm_rms_epsilon, rope.freq_base, context_length);
@@ -27,9 +27,11 @@
 ** harness/core/half.c, as products read them). llama.cpp's converter permutes a `llama` model's q and k rows into
 ** interleaved rotary pairs (its "normal" rope), so such a file's native stack
 ** is rope with layout interleaved; `qwen2` and `qwen3` keep Hugging Face's
-** halves (llama.cpp's "neox" rope): layout half.
+** halves (llama.cpp's "neox" rope): layout half. Writing them is
+** gguf_export.c.
 */
 #include "harness/engine/formats/gguf_model.h"
+#include "harness/engine/formats/gguf_impl.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -43,33 +45,17 @@
 #include "harness/engine/model/arch.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 
-/* The architectures lenx reads (and, but Gemma's, writes): what each adds to llama's, and its rotary layout. */
-static const struct family {
-    const char *name;
-    int qkv_bias, qk_norm, half;
-    int fused;      /* q|k|v in one attn_qkv, gate|up in one ffn_up; LongRoPE's factors as tensors */
-    int gemma;      /* 1 gemma, 3 gemma3: Gemma's block (gemma_arch), read only */
-} families[] = {{"llama", 0, 0, 0, 0, 0}, {"qwen2", 1, 0, 1, 0, 0}, {"qwen3", 0, 1, 1, 0, 0}, {"phi3", 0, 0, 1, 1, 0},
-                {"gemma", 0, 0, 1, 0, 1}, {"gemma2", 0, 0, 1, 0, 2}, {"gemma3", 0, 1, 1, 0, 3}};
+const struct lx_gguf_family lx_gguf_families[LX_GGUF_N_FAMILIES] = {
+    {"llama", 0, 0, 0, 0, 0}, {"qwen2", 1, 0, 1, 0, 0}, {"qwen3", 0, 1, 1, 0, 0}, {"phi3", 0, 0, 1, 1, 0},
+    {"gemma", 0, 0, 1, 0, 1}, {"gemma2", 0, 0, 1, 0, 2}, {"gemma3", 0, 1, 1, 0, 3},
+};
 
 /* The family of general.architecture, or NULL. */
-static const struct family *family_named(const char *arch)
+static const struct lx_gguf_family *family_named(const char *arch)
 {
-    for (size_t k = 0; k < sizeof families / sizeof *families; k++)
-        if (strcmp(arch, families[k].name) == 0)
-            return &families[k];
-    return NULL;
-}
-
-/* The family a lenx model is written as: phi3 for LongRoPE (llama.cpp runs it there only), else
-** the one with its q/k/v biases and qk_norm (NULL: none has both). */
-static const struct family *family_of(const struct lx_arch *a, const struct lx_stack_rope *rope)
-{
-    int longrope = strcmp(rope->scaling, "longrope") == 0;
-    for (size_t k = 0; k < sizeof families / sizeof *families; k++)
-        if (families[k].qkv_bias == a->qkv_bias && families[k].qk_norm == a->qk_norm && families[k].fused == longrope &&
-            !families[k].gemma)
-            return &families[k];
+    for (size_t k = 0; k < sizeof lx_gguf_families / sizeof *lx_gguf_families; k++)
+        if (strcmp(arch, lx_gguf_families[k].name) == 0)
+            return &lx_gguf_families[k];
     return NULL;
 }
 
@@ -80,14 +66,14 @@ static const struct family *family_of(const struct lx_arch *a, const struct lx_s
 ** gemma2: every other, over 4096 keys when absent; an array of one bool a layer, true for local, must be
 ** such a pattern), the local ones at rope.freq_base_swa (gemma3: 10000, gemma2: rope.freq_base when
 ** absent); gemma3's q/k norms; gemma2's soft-caps (attn_logit_softcapping 50, final_logit_softcapping
-** 30 when absent); logits over sqrt(width / heads) for the 27B models (gemma2's 46 layers, gemma3's
+** 30 when absent), gemma3's final_logit_softcapping (none when absent); logits over sqrt(width / heads) for the 27B models (gemma2's 46 layers, gemma3's
 ** 62), over the head size otherwise. */
 static int gemma_arch(const struct lx_gguf *g, const char *arch, int gemma, double rope_base, struct lx_arch *a,
                       struct lx_error *err)
 {
     char key[128];
     int64_t swa = gemma == 2 ? 4096 : 0, every = gemma == 2 ? 2 : 6;
-    double base = gemma == 2 ? rope_base : 10000, cap[2] = {50, 30};
+    double base = gemma == 2 ? rope_base : 10000, cap[2] = {50, gemma == 2 ? 30 : 0};
     a->mlp = LX_MLP_GEGLU, a->emb_scale = 1, a->post_norms = gemma >= 2;
     if (gemma == 1)
         return LX_OK;
@@ -99,13 +85,15 @@ static int gemma_arch(const struct lx_gguf *g, const char *arch, int gemma, doub
         rc = lx_gguf_get_num(g, KEY("rope.freq_base_swa"), 0, &base, err);
     if (rc == LX_OK && gemma == 2)
         rc = lx_gguf_get_num(g, KEY("attn_logit_softcapping"), 0, &cap[0], err);
-    if (rc == LX_OK && gemma == 2)
+    if (rc == LX_OK)     /* gemma3's too (0 when absent), as llama.cpp reads it */
         rc = lx_gguf_get_num(g, KEY("final_logit_softcapping"), 0, &cap[1], err);
     if (rc == LX_OK && gemma == 2 && !(cap[0] > 0 && cap[0] < 1e6 && cap[1] > 0 && cap[1] < 1e6))
         return lx_err(err, LX_EINVAL, "%s: gemma2's soft-caps (attn %g, final %g) must be positive\n  hint: the file "
                       "is damaged", g->name, cap[0], cap[1]);
-    if (gemma == 2)
-        a->attn_softcap = cap[0], a->logit_softcap = cap[1];
+    if (rc == LX_OK && gemma == 3 && !(cap[1] >= 0 && cap[1] < 1e6))
+        return lx_err(err, LX_EINVAL, "%s: gemma3's final_logit_softcapping %g must be 0 (none) or positive\n  hint: "
+                      "the file is damaged", g->name, cap[1]);
+    a->attn_softcap = gemma == 2 ? cap[0] : 0.0, a->logit_softcap = cap[1];
     const struct lx_gguf_kv *p = lx_gguf_find(g, KEY("attention.sliding_window_pattern"));
 #undef KEY
     if (rc < 0 || swa <= 0)
@@ -179,7 +167,7 @@ static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *
                       "one size for keys and values\n  hint: the file is damaged, or its model's value heads differ in size from its "
                       "key heads (DeepSeek's latent attention), which lenx does not run", g->name, arch, (long long)Dv,
                       (long long)D);
-    const struct family *fam = family_named(arch);
+    const struct lx_gguf_family *fam = family_named(arch);
     if (rope_dims != D && (!fam->half || rope_dims < 2 || rope_dims > D || rope_dims % 2))
         return lx_err(err, LX_EINVAL, "%s: %s.rope.dimension_count is %lld, %s the head size %lld%s\n  hint: the file is "
                       "damaged", g->name, arch, (long long)rope_dims, fam->half ? "not an even count up to" : "not",
@@ -299,7 +287,7 @@ static int longrope_of(const struct lx_gguf *g, const struct lx_arch *a, long tr
     return LX_OK;
 }
 
-static int read_stack(const struct lx_gguf *g, const char *arch, const struct family *fam, const struct lx_arch *a,
+static int read_stack(const struct lx_gguf *g, const char *arch, const struct lx_gguf_family *fam, const struct lx_arch *a,
                       double base, long train_len, struct lx_buf *stack, struct lx_error *err)
 {
     char key[128], type[32] = "";
@@ -377,8 +365,7 @@ static int read_stack(const struct lx_gguf *g, const char *arch, const struct fa
     return LX_OK;
 }
 
-/* lenx's name of tensor i -> llama.cpp's. */
-static void gguf_name(const char *lenx, char *out, size_t n)
+void lx_gguf_tensor_name(const char *lenx, char *out, size_t n)
 {
     static const char *const map[][2] = {
         {"attn_norm.weight", "attn_norm.weight"}, {"attn.wq.weight", "attn_q.weight"},
@@ -422,7 +409,7 @@ static int dtype_of(int ggml)
 }
 
 /* Every tensor lenx's arch has, found, shaped and typed as it must be, used in place. */
-static int hold(struct lx_model *m, const struct lx_arch *a, const struct family *fam, const struct lx_gguf *g,
+static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_gguf_family *fam, const struct lx_gguf *g,
                 const char *path, const unsigned char *bytes, size_t n, char dtype[16], struct lx_error *err)
 {
     int nt = lx_arch_tensors(a, NULL), rc = LX_OK, first = -1, mixed = 0;
@@ -437,7 +424,7 @@ static int hold(struct lx_model *m, const struct lx_arch *a, const struct family
         if (fam->fused && lx_fused_part(a, ti[i].name, &l, &which, &row0, &all))     /* a block of rows */
             snprintf(name, sizeof name, "blk.%ld.%s", l, which ? "ffn_up.weight" : "attn_qkv.weight");
         else
-            gguf_name(ti[i].name, name, sizeof name);
+            lx_gguf_tensor_name(ti[i].name, name, sizeof name);
         const struct lx_gguf_tensor *t = lx_gguf_tensor(g, name);
         uint64_t rows = (uint64_t)all, cols = ti[i].ndim == 2 ? (uint64_t)ti[i].shape[1] : 1;
         if (!t) {
@@ -555,207 +542,3 @@ const struct lx_model_format lx_model_format_gguf = {
     .sniff = looks_gguf,
     .load = load_gguf,
 };
-
-
-/* ---- export ------------------------------------------------------------------- */
-
-/* llama.cpp's general.file_type of a whole-model type (LLAMA_FTYPE_*). */
-static uint32_t file_type(int dtype)
-{
-    return dtype == LX_DT_F32 ? 0 : dtype == LX_DT_F16 ? 1 : dtype == LX_DT_Q8_0 ? 7 : 32;
-}
-
-/* What lenx refuses to write: a model llama.cpp would run differently. */
-static int export_check(const struct lx_model *m, const struct lx_ckpt_info *info, struct lx_stack_rope *rope,
-                        struct lx_error *err)
-{
-    const struct lx_arch *a = &m->arch;
-    int rc = lx_export_arch_check(a, "llama.cpp's llama", 0, err);
-    if (rc < 0)
-        return rc;
-    rc = lx_stack_rope_of(info->stack, LX_ROPE_SCALED | LX_ROPE_LONGROPE, "GGUF", rope, err);
-    if (rc < 0)
-        return rc;
-    int lr = strcmp(rope->scaling, "longrope") == 0;
-    if (lr && (a->qkv_bias || a->qk_norm || a->heads * a->d_head != a->d_model)) {
-        char wide[96] = "";
-        if (a->heads * a->d_head != a->d_model)
-            snprintf(wide, sizeof wide, "%sheads x d_head = %ld on a width of %ld", a->qkv_bias || a->qk_norm ? ", " : "",
-                     a->heads * a->d_head, a->d_model);
-        return lx_err(err, LX_EINVAL, "llama.cpp runs LongRoPE in its phi3 architecture, which has no q/k/v biases or "
-                      "qk_norm and heads x d_head = the width; this model has %s%s%s%s\n  hint: export longrope models "
-                      "of Phi-3's shape", a->qkv_bias ? "q/k/v biases" : "",
-                      a->qkv_bias && a->qk_norm ? ", " : "", a->qk_norm ? "qk_norm" : "", wide);
-    }
-    if (lr && fabs(rope->factor * (double)rope->original - (double)info->train_len) > 1e-9 * (double)info->train_len)
-        return lx_err(err, LX_EINVAL, "a phi3 file's LongRoPE scale is its context_length over original_context_length; "
-                      "the model's longrope has scale %g and original %ld, trained at %ld\n  hint: export longrope "
-                      "models trained with scale = length / original", rope->factor, rope->original, info->train_len);
-    const struct family *fam = family_of(a, rope);
-    if (!fam)
-        return lx_err(err, LX_EINVAL, "the model has both q/k/v biases (llama.cpp's qwen2) and qk_norm (its qwen3); "
-                      "no llama.cpp architecture has both\n  hint: export models with at most one of them");
-    if (rope->dims && rope->dims < a->d_head && (!fam->half || rope->interleaved))
-        return lx_err(err, LX_EINVAL, "the model's rope turns %ld of each head's %ld channels%s; llama.cpp %s\n  hint: "
-                      "export partial rotary models trained with layout half and q/k/v biases, qk_norm or LongRoPE "
-                      "(llama.cpp's qwen2, qwen3 and phi3)", rope->dims, a->d_head, rope->interleaved ? " in interleaved "
-                      "pairs" : "", fam->half ? "turns the first channels of a head in half pairs" : "'s llama turns "
-                      "whole heads");
-    if (rope->scaling[0] == 'y' && (rope->beta_fast != 32 || rope->beta_slow != 1 || !rope->truncate))
-        rc = lx_err(err, LX_EINVAL, "the model's yarn has beta_fast %g, beta_slow %g%s; llama.cpp's llama and qwen2 "
-                    "read no beta keys and run 32, 1 with a truncated ramp\n  hint: export yarn models trained with "
-                    "the default betas", rope->beta_fast, rope->beta_slow, rope->truncate ? "" : ", truncate false");
-    return rc;
-}
-
-static void export_meta(struct lx_gguf_out *o, const struct lx_model *m, const struct lx_ckpt_info *info,
-                        const struct lx_stack_rope *rope, int dtype)
-{
-    const struct lx_arch *a = &m->arch;
-    const char *arch = family_of(a, rope)->name;
-    char key[128];
-#define KEY(s) (snprintf(key, sizeof key, "%s.%s", arch, s), key)
-    lx_gguf_put_str(o, "general.architecture", arch);
-    lx_gguf_put_str(o, "general.name", info->model_key && info->model_key[0] ? info->model_key : "lenx model");
-    lx_gguf_put_u32(o, "general.file_type", file_type(dtype));
-    lx_gguf_put_u32(o, KEY("context_length"), (uint32_t)info->train_len);
-    lx_gguf_put_u32(o, KEY("embedding_length"), (uint32_t)a->d_model);
-    lx_gguf_put_u32(o, KEY("block_count"), (uint32_t)a->layers);
-    lx_gguf_put_u32(o, KEY("feed_forward_length"), (uint32_t)a->d_mlp);
-    lx_gguf_put_u32(o, KEY("attention.head_count"), (uint32_t)a->heads);
-    lx_gguf_put_u32(o, KEY("attention.head_count_kv"), (uint32_t)lx_arch_kv(a));
-    if (a->d_head * a->heads != a->d_model) {   /* llama.cpp's head size is embedding_length / head_count without them */
-        lx_gguf_put_u32(o, KEY("attention.key_length"), (uint32_t)a->d_head);
-        lx_gguf_put_u32(o, KEY("attention.value_length"), (uint32_t)a->d_head);
-    }
-    lx_gguf_put_f32(o, KEY("attention.layer_norm_rms_epsilon"), (float)a->norm_eps);
-    lx_gguf_put_f32(o, KEY("rope.freq_base"), (float)rope->base);
-    lx_gguf_put_u32(o, KEY("rope.dimension_count"), (uint32_t)(rope->dims ? rope->dims : a->d_head));
-    int freqs = strcmp(rope->scaling, "llama3") == 0;  /* llama3 is rope_freqs.weight, the type left none */
-    if (strcmp(rope->scaling, "longrope") == 0) {       /* the factors are tensors; s = context / original */
-        lx_gguf_put_u32(o, KEY("rope.scaling.original_context_length"), (uint32_t)rope->original);
-        lx_gguf_put_f32(o, KEY("rope.scaling.attn_factor"), (float)rope->attention);
-    } else {
-        lx_gguf_put_str(o, KEY("rope.scaling.type"), rope->scaling[0] && !freqs ? rope->scaling : "none");
-    }
-    if (rope->scaling[0] && !freqs && strcmp(rope->scaling, "longrope") != 0) {
-        lx_gguf_put_f32(o, KEY("rope.scaling.factor"), (float)rope->factor);
-        lx_gguf_put_bool(o, KEY("rope.scaling.finetuned"), 1);
-    }
-    if (rope->scaling[0] == 'y') {
-        lx_gguf_put_u32(o, KEY("rope.scaling.original_context_length"), (uint32_t)rope->original);
-        lx_gguf_put_f32(o, KEY("rope.scaling.attn_factor"), (float)rope->attn_factor);
-    }
-#undef KEY
-    if (info->model_key && info->model_key[0])
-        lx_gguf_put_str(o, "lenx.model_key", info->model_key);
-    lx_gguf_put_str(o, "lenx.stack", info->stack ? info->stack : "[]");
-    lx_gguf_put_str(o, "lenx.weights_sha256", info->weights_sha256);
-}
-
-/* The type tensor i is written as: norms F32; matrices dtype, F16 when their rows are not whole blocks. */
-static int tensor_type(const struct lx_tensor_info *t, int dtype)
-{
-    if (t->ndim == 1)
-        return LX_DT_F32;
-    return t->shape[1] % (long)lx_dtype_block(dtype) ? LX_DT_F16 : dtype;
-}
-
-/* Tensor i as the file holds it: its own (name, reader), or, in a fused family, the fused tensor
-** it begins (its parts' readers in *fr) or nothing (0: a later part of one). */
-static int export_tensor(const struct lx_model *m, const struct family *fam, const struct lx_tensor_info *ti, int n,
-                         struct lx_tensor_reader *rd, int i, struct lx_fused_reader *fr, char *name, size_t len,
-                         uint64_t ne[2])
-{
-    long layer, rows;
-    int which;
-    ne[0] = (uint64_t)(ti[i].ndim == 2 ? ti[i].shape[1] : ti[i].shape[0]), ne[1] = (uint64_t)ti[i].shape[0];
-    gguf_name(ti[i].name, name, len);
-    int begins = fam->fused ? lx_fused_reader_of(&m->arch, ti, n, rd, i, fr, &layer, &which, &rows) : -1;
-    if (begins < 0)
-        return 1;
-    if (begins == 0)
-        return 0;
-    snprintf(name, len, "blk.%ld.%s", layer, which ? "ffn_up.weight" : "attn_qkv.weight");
-    ne[1] = (uint64_t)rows;
-    return 2;
-}
-
-/* LongRoPE's lists as phi3's rope_factors_long/short tensors (one F32 per rotary pair; [] is all 1). */
-static void put_longrope(struct lx_gguf_out *o, const struct lx_stack_rope *rope, long pairs, float *f,
-                         int n_by_type[8])
-{
-    const struct lx_floats *l[2] = {&rope->lng, &rope->shrt};
-    for (int k = 0; k < 2; k++) {
-        for (long i = 0; i < pairs; i++)
-            f[k * pairs + i] = l[k]->n ? (float)l[k]->v[i] : 1.0f;
-        uint64_t ne[1] = {(uint64_t)pairs};
-        lx_gguf_put_tensor(o, k ? "rope_factors_short.weight" : "rope_factors_long.weight", 1, ne, f + k * pairs,
-                           LX_DT_F32);
-        if (n_by_type)
-            n_by_type[LX_DT_F32]++;
-    }
-}
-
-int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const struct lx_tokenizer *tok,
-                   const char *path, int dtype, int n_by_type[8], struct lx_error *err)
-{
-    const struct lx_arch *a = &m->arch;
-    struct lx_stack_rope rope;
-    int rc = export_check(m, info, &rope, err);
-    if (rc < 0)
-        return rc;
-    struct lx_gguf_out o;
-    lx_gguf_out_init(&o);
-    export_meta(&o, m, info, &rope, dtype);
-    rc = lx_tokenizer_to_gguf(tok, &o, err);
-    const struct family *fam = family_of(a, &rope);
-    int n = lx_arch_tensors(a, NULL), relayout = rope.interleaved == fam->half;
-    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
-    struct lx_tensor_reader *rd = lx_xcalloc((size_t)n, sizeof *rd);
-    struct lx_fused_reader *fr = lx_xcalloc((size_t)n, sizeof *fr);
-    lx_arch_tensors(a, ti);
-    for (int i = 0; i < n; i++)     /* q and k rows in the other layout when the family's differs */
-        lx_tensor_reader_init(&rd[i], m, &ti[i], i, relayout && lx_tensor_is_qk(ti[i].name) ? fam->half : -1,
-                              LX_GGUF_CHUNK);
-    for (int i = 0; i < n && rc == LX_OK; i++) {
-        char name[96];
-        uint64_t ne[2];
-        int how = export_tensor(m, fam, ti, n, rd, i, &fr[i], name, sizeof name, ne);
-        if (!how)
-            continue;
-        if (ti[i].ndim == 1)
-            ne[1] = 1;
-        int t = tensor_type(&ti[i], dtype);
-        if (how == 2)
-            lx_gguf_put_tensor_fn(&o, name, 2, ne, lx_fused_read, &fr[i], t);
-        else
-            lx_gguf_put_tensor_fn(&o, name, ti[i].ndim, ne, lx_tensor_read, &rd[i], t);
-        if (n_by_type)
-            n_by_type[t]++;
-    }
-    long pairs = (rope.dims ? rope.dims : a->d_head) / 2;
-    float *freqs = lx_xmalloc(sizeof(float) * (size_t)(2 * pairs));
-    if (rc == LX_OK && strcmp(rope.scaling, "llama3") == 0) {   /* its factor per rotary pair, as llama.cpp's
-                                                                ** converter writes them */
-        for (long k = 0; k < pairs; k++)
-            freqs[k] = (float)lx_llama3_factor(rope.factor, (double)rope.original, rope.low, rope.high,
-                                               2 * acos(-1.0) * pow(rope.base, 2.0 * (double)k / (double)a->d_head));
-        uint64_t ne[1] = {(uint64_t)pairs};
-        lx_gguf_put_tensor(&o, "rope_freqs.weight", 1, ne, freqs, LX_DT_F32);
-        if (n_by_type)
-            n_by_type[LX_DT_F32]++;
-    }
-    if (rc == LX_OK && fam->fused)
-        put_longrope(&o, &rope, pairs, freqs, n_by_type);
-    if (rc == LX_OK)
-        rc = lx_gguf_out_write(&o, path, err);
-    free(freqs);
-    for (int i = 0; i < n; i++)
-        free(rd[i].rows);
-    free(rd);
-    free(fr);
-    free(ti);
-    lx_gguf_out_free(&o);
-    return rc;
-}

@@ -28,28 +28,6 @@ static void put_id(struct lx_buf *b, const char *key, int id)
         lx_buf_puts(b, "null");
 }
 
-/* Which of transformers' Gemma models runs a's block (lx_arch_gemma_part): 3 Gemma 3 (post-norms and
-** q/k norms), 2 Gemma 2 (post-norms, every other layer local at the global rope's base), 1 Gemma
-** (neither); each with GeGLU, the embedding scale, rope half over the whole head and no biases.
-** LX_EINVAL naming what none of them has. */
-static int gemma_kind(const struct lx_arch *a, const struct lx_stack_rope *rope, struct lx_error *err)
-{
-    int kind = a->post_norms ? (a->qk_norm ? 3 : 2) : 1;
-    const char *why = a->mlp != LX_MLP_GEGLU ? "an MLP other than GeGLU" : !a->emb_scale ? "no embedding scale"
-                      : a->qkv_bias ? "q/k/v biases" : rope->interleaved ? "interleaved rotary pairs"
-                      : rope->dims && rope->dims < a->d_head ? "a partial rotary" : NULL;
-    if (!why && kind == 2 && (a->local_every != 2 || a->local_base != rope->base))
-        why = "post-norms without q/k norms (Gemma 2's block) but not Gemma 2's layers (every other one local, "
-              "at the global layers' rope base)";
-    if (!why && kind == 1 && (a->qk_norm || a->local_every || a->qk_dim || a->attn_softcap || a->logit_softcap))
-        why = "Gemma 2's or 3's parts without their post-norms";
-    if (!why)
-        return kind;
-    return lx_err(err, LX_EINVAL, "the model has Gemma's %s with %s, which none of transformers' Gemma, Gemma 2 and "
-                  "Gemma 3 runs\n  hint: a Gemma 3 block is mlp geglu, post_norms, emb_scale and qk_norm on rope half "
-                  "(docs/checkpoints.md#gemma-and-gemma-3)", lx_arch_gemma_part(a), why);
-}
-
 /* A soft-cap as config.json holds it: the number, or null for none. */
 static void put_cap(struct lx_buf *b, const char *key, double c)
 {
@@ -81,7 +59,7 @@ static void gemma_layers(struct lx_buf *b, const struct lx_arch *a, long train_l
 
 /* config.json of the export: transformers' Llama, Qwen2 or Qwen3, its Phi-3 for a partial rotary
 ** (phi3: partial_rotary_factor dims / head_dim, the factor lists one per turned pair), or its Gemma
-** (gemma: gemma_kind). */
+** (gemma: lx_export_gemma_kind). */
 static void export_config(struct lx_buf *b, const struct lx_model *m, long train_len, const struct lx_stack_rope *rope,
                           const struct lx_tokenizer *tok, int phi3, int gemma)
 {
@@ -152,7 +130,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     if (strcmp(rope.scaling, "yarn") == 0 && !rope.truncate)
         return lx_err(err, LX_EINVAL, "the model's yarn has truncate false; transformers' rope_scaling yarn rounds "
                       "the ramp's ends (truncate true)\n  hint: export yarn models trained with truncate true");
-    int gemma = lx_arch_gemma_part(a) ? gemma_kind(a, &rope, err) : 0;
+    int gemma = lx_arch_gemma_part(a) ? lx_export_gemma_kind(a, &rope, err) : 0;
     if (gemma < 0)
         return gemma;
     int phi3 = !gemma && rope.dims && rope.dims < a->d_head;    /* a partial rotary: transformers' Phi-3 runs it */
