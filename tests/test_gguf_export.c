@@ -3,7 +3,9 @@
 ** harness/core/gguf_write.c): nine lenx-trained models (tests/ref/gguf/lenx-models.yaml:
 ** Llama-, Qwen2- and Qwen3-shaped, rope, PI and YaRN trained in) and two Phi-3-shaped ones with LongRoPE
 ** (tests/ref/gguf/lenx-longrope.yaml; lenx-partial.yaml, whose rope turns 12 of each head's 16 channels,
-** as Phi-4-mini's: both written as llama.cpp's phi3) written as F32, F16, BF16 and Q8_0
+** as Phi-4-mini's: both written as llama.cpp's phi3) and three with Gemma's block
+** (tests/ref/gguf/lenx-gemma.yaml: written as llama.cpp's gemma3 with local layers, gemma2, gemma)
+** written as F32, F16, BF16 and Q8_0
 ** run in llama.cpp as in lenx — llama.cpp's perplexity (tests/ref/gguf/export.tsv, made by
 ** tests/ref/gguf/make.sh) against lenx's on the written file, and llama-quantize's own
 ** F16/BF16/Q8_0 conversion of the F32 export against lenx's, bit for bit; the F32 file scores
@@ -17,7 +19,8 @@
 #include "harness/core/gguf.h"
 
 static const char *const models[] = {"llama-rope", "llama-pi", "llama-yarn", "qwen2-rope", "qwen2-pi", "qwen2-yarn",
-                                     "qwen3-rope", "qwen3-pi", "qwen3-yarn", "phi3-longrope", "phi3-partial-longrope"};
+                                     "qwen3-rope", "qwen3-pi", "qwen3-yarn", "phi3-longrope", "phi3-partial-longrope",
+                                     "gemma3-rope", "gemma2-rope", "gemma1-rope"};
 static const char *const types[] = {"f32", "f16", "bf16", "q8_0"};
 
 /* Field (1-based) of export.tsv's row for name. */
@@ -103,7 +106,7 @@ Test(gguf_export, llama_cpp_runs_lenx_models_as_lenx_does, .fini = teardown, .ti
 }
 
 /* The F32 file is the checkpoint: in portable numerics the same per-token NLLs, bit for bit for the
-** Qwen2- and Qwen3-shaped models, whose rows the file keeps as they are; the Llama-shaped ones' q and k rows are
+** Qwen2-, Qwen3- and Gemma-shaped models, whose rows the file keeps as they are; the Llama-shaped ones' q and k rows are
 ** permuted to llama.cpp's interleaved pairs, so each q.k sums its 16 products in another order:
 ** within 1e-5 (measured 2.6e-6). The stack it reads back is the one the model was trained with, in the
 ** file's layout. */
@@ -119,12 +122,13 @@ Test(gguf_export, f32_file_scores_as_the_checkpoint, .fini = teardown)
                         "--length 64"), 0, "%s", a);
         cr_assert_eq(sh(b, sizeof b, "$L score --portable --model $R/tests/ref/gguf/lenx-%s.safetensors --text "
                         "$R/tests/ref/gguf/text.txt --length 64", models[i]), 0, "%s", b);
-        cr_assert_gt(nll_close(a, b, models[i][0] == 'q' ? 0 : 1e-5, models[i]), 2900, "%s", models[i]);
+        int gemma = models[i][0] == 'g';
+        cr_assert_gt(nll_close(a, b, models[i][0] == 'q' || gemma ? 0 : 1e-5, models[i]), 2900, "%s", models[i]);
         (void)sql_long;
         cr_assert_eq(sh(out, sizeof out, "$L show model m.gguf"), 0, "%s", out);
         int qwen = models[i][0] == 'q', pi = strstr(models[i], "-pi") != NULL, yarn = strstr(models[i], "yarn") != NULL;
         int phi3 = models[i][0] == 'p', partial = strstr(models[i], "partial") != NULL;
-        cr_expect(strstr(out, qwen || phi3 ? "\"layout\":\"half\"" : "\"layout\":\"interleaved\"") &&
+        cr_expect(strstr(out, qwen || phi3 || gemma ? "\"layout\":\"half\"" : "\"layout\":\"interleaved\"") &&
                   (!phi3 || partial || strstr(out, "{\"longrope\":{\"scale\":2,\"original\":256,\"long_factor\":"
                                    "[1,1,1.2000000476837158,1.5,2,2.5,3,4],\"short_factor\":[1,1,1,1.100000023841858,"
                                    "1.2000000476837158,1.2999999523162842,1.5,2],\"attention_factor\":"
@@ -134,8 +138,9 @@ Test(gguf_export, f32_file_scores_as_the_checkpoint, .fini = teardown)
                   (!pi || strstr(out, "{\"pi\":{\"scale\":2,\"train\":true}}")) &&
                   (!yarn || strstr(out, "{\"yarn\":{\"scale\":2,\"original\":32,\"beta_fast\":32,\"beta_slow\":1,"
                                    "\"attn_factor\":1,\"train\":true}}")) &&
-                  strstr(out, "\"tokenizer\": \"bytes\"") && strstr(out, qwen || phi3 ? "\"kv_heads\": 1" : "\"kv_heads\": 2") &&
-                  !strstr(out, "\"qk_norm\":true") == !strstr(models[i], "qwen3"),
+                  strstr(out, "\"tokenizer\": \"bytes\"") && strstr(out, qwen || phi3 || gemma ? "\"kv_heads\": 1" : "\"kv_heads\": 2") &&
+                  !strstr(out, "\"qk_norm\":true") == !(strstr(models[i], "qwen3") || strstr(models[i], "gemma3")) &&
+                  (!gemma || strstr(out, "\"mlp\":\"geglu\"")),
                   "%s: %s", models[i], out);
     }
 }

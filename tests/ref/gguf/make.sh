@@ -19,6 +19,10 @@
 # lenx-phi3-partial-longrope.safetensors from lenx-partial.yaml, whose rope turns 12 of 16 channels) came
 # on 2026-12-01 too, their rows by the same lines with llama.cpp 34af94cd (perplexity at -c 512, the long
 # factors, and at -c 256, the short ones: rows NAME@256), the other rows kept.
+# The Gemma-block models (lenx-gemma{3,2,1}-rope.safetensors from lenx-gemma.yaml, written as llama.cpp's
+# gemma3, gemma2 and gemma) came on 2026-12-02, their rows by the same lines with llama.cpp d32676d77 (the
+# unslothai/llama.cpp snapshot whose src/models/gemma*.cpp the reader and writer follow; targets
+# llama-perplexity and llama-quantize, built with -DGGML_NATIVE=ON -DGGML_OPENMP=ON), the other rows kept.
 # Usage: LLAMA_BIN=/path/to/llama.cpp/build/bin [LENX=./lenx] tests/ref/gguf/make.sh
 set -euo pipefail
 cd "$(dirname "$0")"
