@@ -1,5 +1,5 @@
 /*
-** tests/test_gguf_export.c - `lenx export --gguf` (harness/engine/formats/gguf_model.c,
+** tests/test_gguf_export.c - `lenx export --gguf` (harness/engine/formats/gguf_export.c,
 ** harness/core/gguf_write.c): nine lenx-trained models (tests/ref/gguf/lenx-models.yaml:
 ** Llama-, Qwen2- and Qwen3-shaped, rope, PI and YaRN trained in) and two Phi-3-shaped ones with LongRoPE
 ** (tests/ref/gguf/lenx-longrope.yaml; lenx-partial.yaml, whose rope turns 12 of each head's 16 channels,
