@@ -684,6 +684,52 @@ Test(half, bf16_kv_cache_decodes_within_its_rounding)
     lx_model_release(&m);
 }
 
+/* The steps of a windowed stack with sinks (StreamingLLM: 2 sinks and 6 recent keys) from a bf16
+** cache against the same steps from an fp32 one: the bf16 step widens only the rows the row reads
+** (the sinks and the window), and a row it failed to widen would read another layer's or step's
+** keys, off by far more than the rounding's 0.05 (the bound above). */
+Test(half, bf16_kv_cache_widens_the_sinks_and_the_window)
+{
+    enum { P0 = 12 };
+    struct ref r;
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    struct lx_error err = {{0}};
+    read_ref(&r);
+    load_tiny(&m, &info);
+    struct tstack st;
+    struct lx_facts f = tfacts((int)m.arch.d_head, 256, (int)m.arch.heads, T);
+    char stack[512];
+    snprintf(stack, sizeof stack, "[%.*s, {streaming: {sinks: 2, recent: 6}}]", (int)strlen(info.stack) - 2,
+             info.stack + 1);
+    tstack_make(&st, stack, &f);
+    static float lg[2][V];
+    struct lx_kvcache c[2];
+    for (int b = 0; b < 2; b++) {
+        struct lx_acts pre;
+        lx_kv_bf16_set(b);
+        cr_assert_eq(lx_acts_alloc(&pre, &m.arch, 1, P0, 0, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_kvcache_alloc(&c[b], &m.arch, &st.spec, 1, T, &err), LX_OK, "%s", err.msg);
+        pre.kv = &c[b];
+        lx_model_forward(&m, &st.spec, r.ids[0], NULL, &pre);
+        lx_acts_release(&pre);
+    }
+    lx_kv_bf16_set(0);
+    double worst = 0;
+    for (int p = P0; p < T; p++) {
+        for (int b = 0; b < 2; b++)
+            lx_decode_step(lg[b], &m, &st.spec, &c[b], 0, p, r.ids[0][p]);
+        for (int v = 0; v < V; v++)
+            worst = fmax(worst, fabs(lg[1][v] - lg[0][v]));
+    }
+    cr_log_info("bf16 KV cache, sinks and window: max |dlogit| %.5f over %d steps", worst, T - P0);
+    cr_assert(worst > 0 && worst < 0.05, "max |dlogit| %g", worst);
+    lx_kvcache_release(&c[0]), lx_kvcache_release(&c[1]);
+    tstack_free(&st);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
 /* lx_f32_to_f16 against two independent references: the CPU's own F16C conversion
 ** (vcvtps2ph, round to nearest even) on random bit patterns and exact ties, and its
 ** definition: the nearest f16 by value (lx_f16_to_f32 of the two neighbours), ties to the even one. */

@@ -75,10 +75,11 @@ void lx_kvcache_store(struct lx_kvcache *c, int slot, int layer, long pos, const
     }
 }
 
-void lx_kvcache_head(const struct lx_kvcache *c, int slot, int layer, int g, long n, float *kout, float *vout)
+void lx_kvcache_head(const struct lx_kvcache *c, int slot, int layer, int g, long j0, long j1, float *kout,
+                     float *vout)
 {
-    long KD = (long)c->KV * c->D, at = row_at(c, slot, layer, 0) + (long)g * c->D;
-    for (long j = 0; j < n; j++, at += KD) {
+    long KD = (long)c->KV * c->D, at = row_at(c, slot, layer, j0) + (long)g * c->D;
+    for (long j = j0; j < j1; j++, at += KD) {
         if (c->bf16) {
             lx_half_to_f32(kout + j * c->D, c->kh + at, LX_DT_BF16, (size_t)c->D);
             lx_half_to_f32(vout + j * c->D, c->vh + at, LX_DT_BF16, (size_t)c->D);

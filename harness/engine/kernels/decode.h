@@ -79,9 +79,10 @@ int lx_decode_dist_kept(const struct lx_spec *spec);
 
 /* Row pos of (slot, layer): its KV·D key and value values stored (rounded to bf16 in a bf16 cache). */
 void lx_kvcache_store(struct lx_kvcache *c, int slot, int layer, long pos, const float *k, const float *v);
-/* Rows [0, n) of key/value head g of (slot, layer) as floats, D apiece: keys into kout, values into vout
-** (from a bf16 cache widened, else copied). */
-void lx_kvcache_head(const struct lx_kvcache *c, int slot, int layer, int g, long n, float *kout, float *vout);
+/* Rows [j0, j1) of key/value head g of (slot, layer) as floats, D apiece, each at its own row of kout
+** (keys) and vout (values), row j at j·D (from a bf16 cache widened, else copied). */
+void lx_kvcache_head(const struct lx_kvcache *c, int slot, int layer, int g, long j0, long j1, float *kout,
+                     float *vout);
 
 /* The rows of (slot, layer) in buf (c->k, c->v or c->kfar): (T, KV·D). */
 static inline float *lx_kvcache_rows(const struct lx_kvcache *c, float *buf, int slot, int layer)

@@ -17,7 +17,8 @@
 /* Attention of the step's query row (c->qkv) over the cached rows [0, pos]
 ** of (slot, layer), every head, into c->ao (on the step's one thread). A
 ** bf16 cache's rows of a key/value head are widened once for its G query
-** heads (c->wide, row stride D). */
+** heads (c->wide, row stride D): only the rows the row reads, the sinks and
+** the window [lo, pos] (a local layer's 512 or 1,024 of Gemma 3's, not all). */
 static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global, const float *mult, int slot, int layer,
                    long pos, int H)
 {
@@ -26,12 +27,16 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
     const double *dtab = global ? c->dtab : NULL;   /* a local layer's spec has no distance op */
     if (global)
         lx_kvcache_dist(c, spec, H, pos + 1);
+    long lo, hi;
+    lx_spec_row_keys(spec, pos, pos + 1, 1, &lo, &hi);
+    long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo;     /* as lx_attn_row_forward reads them */
     for (int g = 0; g < KV; g++) {
         const float *k, *v, *f = kf ? kf + (long)g * D : NULL;
         int ldh = ld;
         if (c->bf16) {
             float *wk = c->wide, *wv = wk + (long)c->T * D, *wf = wv + (long)c->T * D;
-            lx_kvcache_head(c, slot, layer, g, pos + 1, wk, wv);
+            lx_kvcache_head(c, slot, layer, g, 0, ns, wk, wv);
+            lx_kvcache_head(c, slot, layer, g, lo, pos + 1, wk, wv);
             for (long j = 0; f && j <= pos; j++)
                 memcpy(wf + j * D, f + j * ld, sizeof(float) * (size_t)D);
             k = wk, v = wv, f = f ? wf : NULL, ldh = D;

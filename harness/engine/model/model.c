@@ -321,7 +321,6 @@ static void mlp_act(const struct lx_arch *ar, const struct lx_layer_w *W, const 
     lx_mlp_act(ar, act, ldact, sig, h, n);
 }
 
-
 /* The first non-finite value of n logit rows starting at row r0 (the
 ** cross-entropy names the row), into a->bad_logit unless one is there already. */
 static void note_nonfinite(struct lx_acts *a, const float *logits, long r0, long n, long V)
