@@ -631,6 +631,20 @@ Test(half, rewritten_while_mapped_is_refused_before_storing)
 
 /* ---- the bf16 KV cache ------------------------------------------------------------ */
 
+/* The reference windows, the tiny model and its stack with `more` methods after it (NULL: none),
+** compiled for windows of T at a training length of 256: what the KV cache tests decode. */
+static void kv_setup(struct ref *r, struct lx_model *m, struct lx_ckpt_info *info, struct tstack *st,
+                     const char *more)
+{
+    read_ref(r);
+    load_tiny(m, info);
+    struct lx_facts f = tfacts((int)m->arch.d_head, 256, (int)m->arch.heads, T);
+    char stack[512];
+    snprintf(stack, sizeof stack, "[%.*s%s%s]", (int)strlen(info->stack) - 2, info->stack + 1, more ? ", " : "",
+             more ? more : "");
+    tstack_make(st, stack, &f);
+}
+
 /* Decoding from a bf16 cache: the prefix's keys and values rounded to bf16
 ** (2^-9 relative each), each step's logits against the full forward's row.
 ** A key's rounding moves a score q·k/sqrt(D) by at most 2^-9 |q||k|/sqrt(D)
@@ -646,11 +660,8 @@ Test(half, bf16_kv_cache_decodes_within_its_rounding)
     struct lx_model m;
     struct lx_ckpt_info info;
     struct lx_error err = {{0}};
-    read_ref(&r);
-    load_tiny(&m, &info);
     struct tstack st;
-    struct lx_facts f = tfacts((int)m.arch.d_head, 256, (int)m.arch.heads, T);
-    tstack_make(&st, info.stack, &f);
+    kv_setup(&r, &m, &info, &st, NULL);
     double fp32 = lx_kvcache_bytes(&m.arch, 1, T, 0, 0);
     lx_kv_bf16_set(1);
     double bf16 = lx_kvcache_bytes(&m.arch, 1, T, 0, 0), kv = 2.0 * m.arch.layers * T * lx_arch_kv(&m.arch) * m.arch.d_head;
@@ -695,14 +706,8 @@ Test(half, bf16_kv_cache_widens_the_sinks_and_the_window)
     struct lx_model m;
     struct lx_ckpt_info info;
     struct lx_error err = {{0}};
-    read_ref(&r);
-    load_tiny(&m, &info);
     struct tstack st;
-    struct lx_facts f = tfacts((int)m.arch.d_head, 256, (int)m.arch.heads, T);
-    char stack[512];
-    snprintf(stack, sizeof stack, "[%.*s, {streaming: {sinks: 2, recent: 6}}]", (int)strlen(info.stack) - 2,
-             info.stack + 1);
-    tstack_make(&st, stack, &f);
+    kv_setup(&r, &m, &info, &st, "{streaming: {sinks: 2, recent: 6}}");
     static float lg[2][V];
     struct lx_kvcache c[2];
     for (int b = 0; b < 2; b++) {
