@@ -50,6 +50,18 @@ static struct lx_json *ref_of(const char *rel)
     return doc;
 }
 
+/* The tiny directory tests/ref/NAME (gemma_ref.py) loaded into m and info; its ref.json, which the
+** caller frees. */
+static struct lx_json *tiny(const char *name, struct lx_model *m, struct lx_ckpt_info *info)
+{
+    char rel[128], path[512];
+    snprintf(rel, sizeof rel, "tests/ref/%s", name);
+    in_repo(path, rel);
+    load(m, info, path);
+    snprintf(rel, sizeof rel, "tests/ref/%s/ref.json", name);
+    return ref_of(rel);
+}
+
 /* Gemma 3's shape (tests/ref/gemma_ref.py): six layers, every third global at rope_theta 1e6 with
 ** rope_scaling linear 4 (the native stack's pi, on the global layers alone), the others local (a
 ** window of 8 keys at base 10000), head_dim 16 on a width of 32, query_pre_attn_scalar 12, q/k norms,
@@ -59,12 +71,9 @@ static struct lx_json *ref_of(const char *rel)
 ** local layers are what the test sees. */
 Test(gemma, gemma3_matches_torch)
 {
-    struct lx_json *doc = ref_of("tests/ref/hf-gemma3-tiny/ref.json");
-    char path[512];
     struct lx_model m;
     struct lx_ckpt_info info;
-    in_repo(path, "tests/ref/hf-gemma3-tiny");
-    load(&m, &info, path);
+    struct lx_json *doc = tiny("hf-gemma3-tiny", &m, &info);
     const struct lx_arch *a = &m.arch;
     cr_expect(a->local_every == 3 && a->local_window == 8 && a->local_base == 10000 && a->qk_dim == 12 &&
               a->post_norms && a->emb_scale && a->mlp == LX_MLP_GEGLU && a->qk_norm && a->tie_head &&
@@ -114,12 +123,9 @@ Test(gemma, gemma3_multimodal_directory_reads_its_text_model)
 ** Without either cap the model is far off. */
 Test(gemma, gemma2_soft_caps_match_torch)
 {
-    struct lx_json *doc = ref_of("tests/ref/hf-gemma2-tiny/ref.json");
-    char path[512];
     struct lx_model m;
     struct lx_ckpt_info info;
-    in_repo(path, "tests/ref/hf-gemma2-tiny");
-    load(&m, &info, path);
+    struct lx_json *doc = tiny("hf-gemma2-tiny", &m, &info);
     cr_expect(m.arch.attn_softcap == 1.5 && m.arch.logit_softcap == 3 && m.arch.local_every == 2 &&
               m.arch.local_base == 10000 && m.arch.post_norms && !m.arch.qk_norm && m.arch.qk_dim == 12, "arch");
     windows_vs_torch(&m, info.stack, doc, "gemma2");
@@ -159,12 +165,9 @@ Test(gemma, gemma2_soft_caps_match_torch)
 ** scale 1/sqrt(head_dim); norms 1 + w, embeddings times sqrt(width), GeGLU, tied. */
 Test(gemma, gemma1_matches_torch)
 {
-    struct lx_json *doc = ref_of("tests/ref/hf-gemma-tiny/ref.json");
-    char path[512];
     struct lx_model m;
     struct lx_ckpt_info info;
-    in_repo(path, "tests/ref/hf-gemma-tiny");
-    load(&m, &info, path);
+    struct lx_json *doc = tiny("hf-gemma-tiny", &m, &info);
     cr_expect(!m.arch.local_every && !m.arch.post_norms && !m.arch.qk_dim && m.arch.emb_scale &&
               m.arch.mlp == LX_MLP_GEGLU && lx_arch_kv(&m.arch) == 1, "arch as loaded");
     windows_vs_torch(&m, info.stack, doc, "gemma");
@@ -355,16 +358,12 @@ static void lenx_name(char out[64], const char *hf, int gemma1)
 ** tensor, |Δ| at most 1e-6 + 1e-4 |g| (fp32 sums against float64: seen at most 0.11 of that on the
 ** AMD EPYC; a missing factor or term is off by the gradient's own size, up to 0.36 here). Gemma's
 ** gains are stored as w of 1 + w, the same gradient. */
-static void grads_vs_torch(const char *ref_dir, int gemma1, const char *who)
+static void grads_vs_torch(const char *dirname, int gemma1, const char *who)
 {
-    char path[512], rel[512];
     struct lx_model m;
     struct lx_ckpt_info info;
     struct lx_error err = {{0}};
-    snprintf(rel, sizeof rel, "%s/ref.json", ref_dir);
-    struct lx_json *doc = ref_of(rel);
-    in_repo(path, ref_dir);
-    load(&m, &info, path);
+    struct lx_json *doc = tiny(dirname, &m, &info);
     lx_model_own(&m);
     int tok[64], tgt[64], T = torch_window_ids(doc, 0, tok, tgt);
     struct tstack st;
@@ -417,9 +416,9 @@ static void grads_vs_torch(const char *ref_dir, int gemma1, const char *who)
 
 Test(gemma, gradients_match_torch)
 {
-    grads_vs_torch("tests/ref/hf-gemma3-tiny", 0, "gemma3");
-    grads_vs_torch("tests/ref/hf-gemma2-tiny", 0, "gemma2");
-    grads_vs_torch("tests/ref/hf-gemma-tiny", 1, "gemma1");
+    grads_vs_torch("hf-gemma3-tiny", 0, "gemma3");
+    grads_vs_torch("hf-gemma2-tiny", 0, "gemma2");
+    grads_vs_torch("hf-gemma-tiny", 1, "gemma1");
 }
 
 /* The arch a as the store keys it (lx_params_json) but for init_std (a file does not keep it) and
@@ -494,14 +493,9 @@ Test(gemma, export_hf_round_trip)
 {
     static const char *const names[] = {"hf-gemma3-tiny", "hf-gemma2-tiny", "hf-gemma-tiny"};
     for (int i = 0; i < 3; i++) {
-        char path[512], rel[128];
         struct lx_model m, back;
         struct lx_ckpt_info info, binfo;
-        snprintf(rel, sizeof rel, "tests/ref/%s", names[i]);
-        in_repo(path, rel);
-        load(&m, &info, path);
-        snprintf(rel, sizeof rel, "tests/ref/%s/ref.json", names[i]);
-        struct lx_json *doc = ref_of(rel);
+        struct lx_json *doc = tiny(names[i], &m, &info);
         export_back(&m, &info, names[i], 0, &back, &binfo);
         windows_vs_torch(&back, binfo.stack, doc, names[i]);
         lx_json_free(doc);
@@ -615,7 +609,8 @@ Test(gemma, export_refused)
         gemma_block(&m, gg[i].kind, g);
         mine.stack = gg[i].stack;
         snprintf(out, sizeof out, "%s/bad%zu.gguf", dir, i);
-        cr_expect_eq(lx_gguf_export(&m, &mine, &lx_byte_tokenizer, out, LX_DT_F32, NULL, &err), LX_EINVAL, "gguf %zu", i);
+        cr_expect_eq(lx_gguf_export(&m, &mine, &lx_byte_tokenizer, out, LX_DT_F32, NULL, &err), LX_EINVAL,
+                     "gguf %zu", i);
         cr_expect(strstr(err.msg, gg[i].why), "gguf case %zu: %s", i, err.msg);
         lx_model_release(&m);
     }

@@ -338,17 +338,13 @@ void lx_fused_read(void *ctx, uint64_t at, size_t k, float *out)
     }
 }
 
-int lx_export_arch_check(const struct lx_arch *a, const char *target, int gemma, struct lx_error *err)
+int lx_export_arch_check(const struct lx_arch *a, const char *target, struct lx_error *err)
 {
     if (lx_arch_rel_values(a))
         return lx_err(err, LX_EINVAL, "%s has no learned relative-position bias; this model has %s\n  hint: "
                       "export rope models", target, lx_relbias_describe(lx_arch_rel_kind(a)));
-    if (lx_arch_gemma_part(a) && !gemma)
-        return lx_err(err, LX_EINVAL, "the model's %s is Gemma's, which %s does not have\n  hint: the model's own "
-                      "files are the ones to share, or lenx export --hf writes them as transformers' Gemma",
-                      lx_arch_gemma_part(a), target);
-    int geglu = gemma && lx_arch_gemma_part(a) && a->mlp == LX_MLP_GEGLU;      /* Gemma's MLP, checked there */
-    if (a->mode != LX_MODEL_CAUSAL || (a->mlp != LX_MLP_SWIGLU && !geglu) || a->logit_scale)
+    /* GeGLU is Gemma's MLP: lx_export_gemma_kind checks the rest of the block */
+    if (a->mode != LX_MODEL_CAUSAL || a->mlp == LX_MLP_GELU || a->logit_scale)
         return lx_err(err, LX_EINVAL, "%s is a causal SwiGLU model without learned logit scales; this model is %s "
                       "with a %s MLP%s\n  hint: export causal swiglu models", target,
                       a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" :
@@ -359,6 +355,8 @@ int lx_export_arch_check(const struct lx_arch *a, const char *target, int gemma,
 
 int lx_export_gemma_kind(const struct lx_arch *a, const struct lx_stack_rope *rope, struct lx_error *err)
 {
+    if (!lx_arch_gemma_part(a))
+        return 0;
     int kind = a->post_norms ? (a->qk_norm ? 3 : 2) : 1;
     const char *why = a->mlp != LX_MLP_GEGLU ? "an MLP other than GeGLU" : !a->emb_scale ? "no embedding scale"
                       : a->qkv_bias ? "q/k/v biases" : rope->interleaved ? "interleaved rotary pairs"

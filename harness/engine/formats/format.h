@@ -124,11 +124,11 @@ void lx_stack_put_longrope(struct lx_buf *b, double s, long L, const struct lx_f
                            const struct lx_floats *shrt, double attention);
 
 /* What an exporter to `target` (transformers' Llama, llama.cpp's llama) refuses of an architecture:
-** a learned relative bias, a masked LM, learned logit scales, an MLP other than SwiGLU and, unless
-** `gemma` (an exporter that writes Gemma's models checks their block itself), Gemma's block.
-** LX_EINVAL naming the part. */
-int lx_export_arch_check(const struct lx_arch *a, const char *target, int gemma, struct lx_error *err);
-/* Which Gemma a's block is (lx_arch_gemma_part; both exporters write it as that model): 3 Gemma 3
+** a learned relative bias, a masked LM, learned logit scales, a GELU MLP (Gemma's block, GeGLU's,
+** is lx_export_gemma_kind's to check). LX_EINVAL naming the part. */
+int lx_export_arch_check(const struct lx_arch *a, const char *target, struct lx_error *err);
+/* Which Gemma a's block is (both exporters write it as that model): 0 no Gemma block (no
+** lx_arch_gemma_part), 3 Gemma 3
 ** (post-norms and q/k norms), 2 Gemma 2 (post-norms, every other layer local at the global rope's
 ** base), 1 Gemma (neither); each with GeGLU, the embedding scale, rope half over the whole head and
 ** no biases. LX_EINVAL naming what none of them has (err may be NULL). */

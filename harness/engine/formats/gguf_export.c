@@ -49,9 +49,9 @@ static int gemma_check(const struct lx_arch *a, const struct lx_stack_rope *rope
                       "by sqrt(the head size) (or width / heads at the 27B models' layer count)"
                       : kind == 2 && !(a->attn_softcap != 0.0 && a->logit_softcap != 0.0) ? "gemma2 without both "
                       "soft-caps, which llama.cpp applies whatever the file says"
-                      : kind == 2 && rope->scaling[0] ? "a rescaled rope, which llama.cpp's gemma2 applies to the local "
-                      "layers too" : kind == 3 && a->attn_softcap != 0.0 ? "a soft-cap of the attention logits, which "
-                      "llama.cpp's gemma3 does not read" : other ? "a rope rescaling other than linear (pi)" : NULL;
+                      : kind == 2 && rope->scaling[0] ? "a rescaled rope, which llama.cpp's gemma2 applies to the "
+                      "local layers too" : kind == 3 && a->attn_softcap != 0.0 ? "a soft-cap of the attention logits, "
+                      "which llama.cpp's gemma3 does not read" : other ? "a rope rescaling other than linear (pi)" : NULL;
     if (!why)
         return LX_OK;
     return lx_err(err, LX_EINVAL, "the model's Gemma block has %s; llama.cpp's %s would run it otherwise\n  hint: "
@@ -69,7 +69,7 @@ static int export_check(const struct lx_model *m, const struct lx_ckpt_info *inf
                         struct lx_error *err)
 {
     const struct lx_arch *a = &m->arch;
-    int rc = lx_export_arch_check(a, "llama.cpp's llama", 1, err);
+    int rc = lx_export_arch_check(a, "llama.cpp's llama", err);
     if (rc < 0)
         return rc;
     rc = lx_stack_rope_of(info->stack, LX_ROPE_SCALED | LX_ROPE_LONGROPE, "GGUF", rope, err);
@@ -113,7 +113,7 @@ static void export_meta(struct lx_gguf_out *o, const struct lx_model *m, const s
                         const struct lx_stack_rope *rope, int dtype)
 {
     const struct lx_arch *a = &m->arch;
-    int gemma = lx_arch_gemma_part(a) ? lx_export_gemma_kind(a, rope, NULL) : 0;
+    int gemma = lx_export_gemma_kind(a, rope, NULL);
     const char *arch = family_of(a, rope, gemma)->name;
     char key[128];
 #define KEY(s) (snprintf(key, sizeof key, "%s.%s", arch, s), key)
@@ -174,8 +174,8 @@ static int tensor_type(const struct lx_tensor_info *t, int dtype)
 
 /* Tensor i as the file holds it: its own (name, reader), or, in a fused family, the fused tensor
 ** it begins (its parts' readers in *fr) or nothing (0: a later part of one). */
-static int export_tensor(const struct lx_model *m, const struct lx_gguf_family *fam, const struct lx_tensor_info *ti, int n,
-                         struct lx_tensor_reader *rd, int i, struct lx_fused_reader *fr, char *name, size_t len,
+static int export_tensor(const struct lx_model *m, const struct lx_gguf_family *fam, const struct lx_tensor_info *ti,
+                         int n, struct lx_tensor_reader *rd, int i, struct lx_fused_reader *fr, char *name, size_t len,
                          uint64_t ne[2])
 {
     long layer, rows;
@@ -220,7 +220,7 @@ int lx_gguf_export(const struct lx_model *m, const struct lx_ckpt_info *info, co
     lx_gguf_out_init(&o);
     export_meta(&o, m, info, &rope, dtype);
     rc = lx_tokenizer_to_gguf(tok, &o, err);
-    const struct lx_gguf_family *fam = family_of(a, &rope, lx_arch_gemma_part(a) ? lx_export_gemma_kind(a, &rope, NULL) : 0);
+    const struct lx_gguf_family *fam = family_of(a, &rope, lx_export_gemma_kind(a, &rope, NULL));
     int n = lx_arch_tensors(a, NULL), relayout = rope.interleaved == fam->half;
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
     struct lx_tensor_reader *rd = lx_xcalloc((size_t)n, sizeof *rd);

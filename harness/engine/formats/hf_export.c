@@ -120,7 +120,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     const struct lx_arch *a = &m->arch;
     struct lx_stack_rope rope;
     int rc;
-    if ((rc = lx_export_arch_check(a, "transformers' Llama", 1, err)) < 0)
+    if ((rc = lx_export_arch_check(a, "transformers' Llama", err)) < 0)
         return rc;
     if (a->qkv_bias && a->qk_norm)
         return lx_err(err, LX_EINVAL, "the model has both q/k/v biases (transformers' Qwen2) and qk_norm (its Qwen3); "
@@ -130,7 +130,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     if (strcmp(rope.scaling, "yarn") == 0 && !rope.truncate)
         return lx_err(err, LX_EINVAL, "the model's yarn has truncate false; transformers' rope_scaling yarn rounds "
                       "the ramp's ends (truncate true)\n  hint: export yarn models trained with truncate true");
-    int gemma = lx_arch_gemma_part(a) ? lx_export_gemma_kind(a, &rope, err) : 0;
+    int gemma = lx_export_gemma_kind(a, &rope, err);
     if (gemma < 0)
         return gemma;
     int phi3 = !gemma && rope.dims && rope.dims < a->d_head;    /* a partial rotary: transformers' Phi-3 runs it */

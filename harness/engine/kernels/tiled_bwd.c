@@ -15,8 +15,8 @@
 ** B = Σ_k R_k(n)·G_k(t) (tiled.c), and c the q·k scale times the head's
 ** learned multiplier. Under Gemma 2's soft-cap the logits are
 ** κ·tanh(l_ij/κ), recomputed the same way, and A_ij takes the cap's slope
-** 1 − tanh²(l_ij/κ) as a factor (a learned bias's gradient too). S is overwritten by P and dP by dS, so a thread holds
-** two tiles. Nothing T × T is stored: per head the rows' L and D (T floats
+** 1 − tanh²(l_ij/κ) as a factor (a learned bias's gradient too). S is
+** overwritten by P and dP by dS, so a thread holds two tiles. Nothing T × T is stored: per head the rows' L and D (T floats
 ** each), and per thread the tiles.
 **
 ** The five products run through lx_gemm or on lenx's tile kernels (gemm.h;

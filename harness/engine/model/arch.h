@@ -81,8 +81,8 @@ static inline int lx_arch_local(const struct lx_arch *a, long l)
     return a->local_every > 0 && (l + 1) % a->local_every != 0;
 }
 /* The first of a's parts from Gemma's block ("post_norms", "emb_scale",
-** "mlp: geglu", "qk_dim", "local_every", the soft-caps), or NULL: what lenx
-** writes in no other format. */
+** "mlp: geglu", "qk_dim", "local_every", the soft-caps), or NULL: what the
+** exporters write only as a Gemma (lx_export_gemma_kind). */
 const char *lx_arch_gemma_part(const struct lx_arch *a);
 
 /* Key/value heads: kv_heads, or heads when 0. */
