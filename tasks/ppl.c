@@ -34,6 +34,9 @@
 ** The windows depend on the length and the corpus only, so every method sees
 ** the same tokens.
 **
+** A model trained without a start token (train: begin: text) reads the window
+** itself, s0 .. s_{L−1}, and s1 .. s_{L−1} are scored, as it was trained.
+**
 ** `protocol:` lays the windows out as a peer's evaluation does instead
 ** (llamacpp, hf_stride, yarn_truncate, longlora: tasks/ppl_windows.h,
 ** docs/tasks.md#ppl-protocols), and nll aggregates as the peer does; `data:`
@@ -163,33 +166,15 @@ static void ppl_score(void *ctx, long w, const float *loss, const float *logits,
     r->wtot += v->weight;
 }
 
-/* The training split's token unigram, add-one smoothed over the K text ids
-** (the 256 bytes, or a tokenizer's whole vocabulary). */
-static int unigram(struct ppl_run *r, struct lx_error *err)
-{
-    const struct lx_corpus_tokens *train;
-    int rc = lx_corpus_tokens(&train, "train", r->tk, err);
-    if (rc < 0)
-        return rc;
-    long K = r->tk->is_byte ? 256 : r->tk->n_vocab;
-    double *cnt = lx_xmalloc(sizeof *cnt * (size_t)K);
-    for (long i = 0; i < K; i++)
-        cnt[i] = 1.0;
-    for (int d = 0; d < train->c->n_docs; d++)
-        for (long i = 0; i < train->n[d]; i++)
-            cnt[train->ids[d][i]] += 1.0;
-    double total = (double)train->n_tokens + (double)K;
-    r->unigram = cnt;
-    for (long i = 0; i < K; i++)
-        r->unigram[i] = -log(cnt[i] / total);
-    return LX_OK;
-}
-
 /* The protocol's windows and input convention into r and pl; *stream (freed
 ** by the caller) holds the concatenated tokens when the protocol reads one. */
-static int plan_windows(struct ppl_run *r, struct lx_ppl_plan *pl, const struct ppl_params *p, int **stream,
-                        struct lx_error *err)
+static int plan_windows(struct ppl_run *r, struct lx_ppl_plan *pl, const struct ppl_params *p, int begin_text,
+                        int **stream, struct lx_error *err)
 {
+    if (begin_text && p->protocol != PPL_LENX)
+        return lx_err(err, LX_EINVAL, "ppl: protocol %s puts the peer's start token before its windows, and this "
+                      "model was trained without one (train: begin: text)\n  hint: use protocol lenx, which "
+                      "reads such a model's windows as it was trained", protocol_names[p->protocol]);
     long L = r->L, ns = 0;
     int bos = lx_tok_begin(r->tk);
     const char *what = p->data[0] ? "the data file" : "split", *name = p->data[0] ? p->data : ppl_split(p);
@@ -202,6 +187,9 @@ static int plan_windows(struct ppl_run *r, struct lx_ppl_plan *pl, const struct 
     switch (p->protocol) {
     case PPL_LENX:
         lx_ppl_lenx(pl, r->c, lx_window_cap(p->windows, p->tokens, L), L);
+        for (long w = 0; begin_text && w < pl->n; w++)     /* src[t] predicts src[t + 1]: L − 1 targets */
+            pl->win[w].hi = L - 1;
+        r->shift = r->bos_first = !begin_text;
         break;
     case PPL_LLAMACPP:
         lx_ppl_llamacpp(pl, *stream, ns, L);
@@ -237,9 +225,9 @@ static int ppl_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct 
     /* lenx windows segments of the text; a peer's tokenizer reads each document whole */
     int *stream = NULL, rc = lx_corpus_tokens_as(&r.c, ppl_split(p), r.tk, p->protocol == PPL_LENX ? LX_ENC_SEGMENT : 0, err);
     if (rc == LX_OK)
-        rc = unigram(&r, err);
+        rc = lx_corpus_unigram(&r.unigram, r.tk, err);
     if (rc == LX_OK)
-        rc = plan_windows(&r, &pl, p, &stream, err);
+        rc = plan_windows(&r, &pl, p, ctx->begin_text, &stream, err);
     long nw = pl.n;
     r.win = pl.win;
     if (rc == LX_OK)
@@ -293,7 +281,7 @@ const struct lx_task lx_task_ppl = {
     .schema = LX_SCHEMA(ppl_rows, struct ppl_params, ppl_rules),
     .headline = "ppl,unigram_ppl",
     .mode = LX_MODE_CAUSAL, .lm_needs = LX_LM_LOGPROBS, .losses_only = 1,  /* lx_lm_eval_windows */
-    .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
+    .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .text_start = 1,
     .split = ppl_split,
     .check = ppl_check,
     .run = ppl_run,

@@ -112,6 +112,9 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
         rc = check_finite(&m, info.weights_sha256, path, err);
     if (rc == LX_OK && m.arch.mode != LX_MODEL_CAUSAL)
         rc = lx_err(err, LX_EINVAL, "%s is a masked-LM (mlm) model; score needs a causal one", path);
+    if (rc == LX_OK && info.begin_text)
+        rc = lx_err(err, LX_EINVAL, "%s was trained on windows without a start token (begin: text), and score puts "
+                    "one before every window\n  hint: evaluate it with the ppl task in a config", path);
     if (rc == LX_OK)    /* a model's own evaluation-time scaling (HF dynamic NTK) unless --method replaces it */
         rc = lx_local_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
     if (rc == LX_OK && (n = read_tokens(o->text, tk, &ids, err)) < 0)

@@ -116,6 +116,7 @@ static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, con
     u->arch = m.arch;
     lx_params_defaults(&lx_train_schema, &u->train);
     u->train.length = info.train_len;
+    u->train.begin = info.begin_text ? LX_BEGIN_TEXT : LX_BEGIN_BOS;
     struct lx_buf b = {0};
     lx_params_json(&lx_arch_schema, &u->arch, &b);
     u->arch_json = lx_xstrdup(lx_buf_str(&b));
@@ -383,6 +384,13 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         return rc;
     if (tk && (rc = train_tokenizer(u, v, tk, err)) < 0)
         return rc;
+    const struct lx_node *tn = lx_map_get(v, "train");
+    if (u->train.begin == LX_BEGIN_TEXT && u->arch.mode != LX_MODEL_CAUSAL)
+        return lx_node_err(err, tn, "model '%s': begin: text cuts causal windows; a masked LM reads no start "
+                           "token\n  hint: drop begin", u->name);
+    if (u->train.begin == LX_BEGIN_TEXT && lx_map_get(v, "mixture"))
+        return lx_node_err(err, tn, "model '%s': begin: text trains on windows without a start token, and a "
+                           "mixture's instances start with one\n  hint: drop begin or the mixture", u->name);
     if (u->train.warmup >= u->train.steps)
         return lx_node_err(err, lx_map_get(v, "train") ? lx_map_get(v, "train") : v,
                            "model '%s': warmup (%ld) must be below steps (%ld)", u->name, u->train.warmup,

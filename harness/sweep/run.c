@@ -178,6 +178,7 @@ int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struc
         .data_key = c->data_key, .model = model, .lm = model ? &lm : NULL, .train_len = f.train_len,
         .task = tu->task, .spec_train = model ? &spec_train : NULL,
         .tok = model ? lx_model_use_tokenizer(&g->models[c->model]) : NULL,
+        .begin_text = model && g->models[c->model].train.begin == LX_BEGIN_TEXT,
     };
     LX_ASSERT((c->model >= 0) == (model != NULL));
     if (spec.calibrate && (rc = calibrate(&g->stacks[c->stack], c->stack, tu, &f, &ctx, model ? memo : NULL, &spec,

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,4 +373,25 @@ long lx_window_cap(long windows, long tokens, long L)
     if (tokens <= 0)
         return windows;
     return tokens / L > 1 ? tokens / L : 1;
+}
+
+int lx_corpus_unigram(double **out, const struct lx_tokenizer *t, struct lx_error *err)
+{
+    const struct lx_corpus_tokens *train;
+    *out = NULL;
+    int rc = lx_corpus_tokens(&train, "train", t, err);
+    if (rc < 0)
+        return rc;
+    long K = t->is_byte ? 256 : t->n_vocab;
+    double *cnt = lx_xmalloc(sizeof *cnt * (size_t)K);
+    for (long i = 0; i < K; i++)
+        cnt[i] = 1.0;
+    for (int d = 0; d < train->c->n_docs; d++)
+        for (long i = 0; i < train->n[d]; i++)
+            cnt[train->ids[d][i]] += 1.0;
+    double total = (double)train->n_tokens + (double)K;
+    for (long i = 0; i < K; i++)
+        cnt[i] = -log(cnt[i] / total);
+    *out = cnt;
+    return LX_OK;
 }

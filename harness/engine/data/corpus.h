@@ -91,6 +91,12 @@ struct lx_corpus_tokens {
 int lx_corpus_tokens(const struct lx_corpus_tokens **out, const char *split, const struct lx_tokenizer *t,
                      struct lx_error *err);
 
+/* −log p(token) under the training split's token unigram in t's tokens,
+** add-one smoothed over the K text ids (the 256 bytes, or t's whole
+** vocabulary): *out (K,), the caller frees it. The no-context baseline of a
+** perplexity. */
+int lx_corpus_unigram(double **out, const struct lx_tokenizer *t, struct lx_error *err);
+
 /* The same with each document encoded as lx_tokenizer_encode does with
 ** flags: lx_corpus_tokens is LX_ENC_SEGMENT; 0 encodes each document as a
 ** whole text, with the dummy prefix its tokenizer puts in front (llama2.c's

@@ -15,6 +15,7 @@
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "harness/core/hash.h"
 #include "harness/core/hashcache.h"
+#include "harness/core/json.h"
 #include "harness/core/version.h"
 
 /* The copy of a checkpoint's tokenizer: <path without .safetensors>.tokenizer
@@ -131,6 +132,28 @@ static int alloc_declared(struct lx_model *m, const struct lx_arch *a, const cha
     return lx_err(err, LX_EINVAL, "%s: lenx_arch declares a model this machine cannot hold: %s", path, sub.msg);
 }
 
+
+/* info->begin_text from the stored training config (lenx_train, JSON; its
+** begin is left out at bos): a file whose config does not parse, or names
+** another begin, is refused. */
+static int train_begin(const char *path, struct lx_ckpt_info *info, struct lx_error *err)
+{
+    struct lx_json *doc;
+    char name[LX_PATH_CAP + 32];
+    snprintf(name, sizeof name, "%s: lenx_train", path);
+    int rc = lx_json_parse(&doc, info->train_json, strlen(info->train_json), name, err);
+    if (rc < 0)
+        return rc;
+    const char *b = "bos";
+    const struct lx_jv *v = lx_json_member(lx_json_root(doc), "begin");
+    if (v && (rc = lx_json_str(doc, v, &b, NULL, err)) == LX_OK && strcmp(b, "bos") && strcmp(b, "text"))
+        rc = lx_err(err, LX_EINVAL, "%s: begin is '%s', not bos or text\n  hint: the file was not written by "
+                    "this lenx; retrain it", name, b);
+    info->begin_text = rc == LX_OK && strcmp(b, "text") == 0;
+    lx_json_free(doc);
+    return rc;
+}
+
 /* The tokenizer a lenx model was trained on (lenx_tokenizer_sha256), and its
 ** copy beside the file (lenx_tokenizer names it) when it is there. */
 static int recorded_tokenizer(const struct lx_st_file *f, const char *path, struct lx_ckpt_info *info,
@@ -209,11 +232,12 @@ static int load_lenx(struct lx_model *m, const char *path, struct lx_ckpt_info *
         info->model_key = lx_xstrdup(key ? key : "");
         info->stack = lx_xstrdup(stack);
         info->train_json = lx_xstrdup(tj ? tj : "{}");
+        rc = train_begin(path, info, err);
         const char *lineage = lx_st_meta(&f, "lenx_lineage");
         info->lineage = lineage ? lx_xstrdup(lineage) : NULL;
         char *end;
         info->train_len = strtol(len, &end, 10);
-        if (*end || info->train_len < 1)
+        if (rc == LX_OK && (*end || info->train_len < 1))
             rc = lx_err(err, LX_EINVAL, "%s: lenx_train_len '%s' is not a positive integer", path, len);
         memcpy(info->sha256, f.sha256, sizeof info->sha256);
         if (rc == LX_OK)

@@ -26,6 +26,7 @@ struct lx_ckpt_info {
     int tied;               /* the file ties the output head to the embedding */
     char *train_json;       /* training config, JSON ("{}" when unknown) */
     long train_len;         /* training length */
+    int begin_text;         /* trained on windows without a start token (a lenx checkpoint's begin: text) */
     char sha256[65];        /* of the file */
     char weights_sha256[65];/* of the weights as F32 in lenx's tensor order: for a lenx file its data
                             ** buffer, embedded as lenx_weights_sha256 */

@@ -33,6 +33,9 @@ static const struct lx_param train_rows[] = {
     LX_P_INT(struct lx_train_cfg, eval_every, "200", 1, 100000000, 0, "validation every K steps"),
     LX_P_INT(struct lx_train_cfg, eval_windows, "32", 1, 1 << 20, 0, "validation windows"),
     LX_P_FLOAT(struct lx_train_cfg, mask_prob, "0.15", 0, 1, LX_PF_MIN_OPEN, "mlm: fraction of positions masked"),
+    LX_P_ENUM(struct lx_train_cfg, begin, "bos", "bos|text", LX_PF_UNKEYED_DEFAULT,
+              "causal: what a window starts with: bos (a start token before every window, StreamingLLM's "
+              "sink token) or text (windows cut anywhere in the stream, its vanilla pretraining)"),
 };
 
 const struct lx_schema lx_train_schema = LX_SCHEMA(train_rows, struct lx_train_cfg, NULL);
@@ -94,7 +97,7 @@ static int *build_stream(const struct lx_corpus_tokens *c, const struct lx_token
 
 /* How windows are made in the model's tokens. */
 struct window_ids {
-    int begin;          /* first input of a causal window: BOS (or EOS without one) */
+    int begin;          /* first input of a causal window: BOS (or EOS without one); -1: the text itself */
     int mask;           /* mlm: the [MASK] id */
     int n_random;       /* mlm: a 10% replacement is drawn from ids 0 .. n_random-1 */
 };
@@ -107,11 +110,13 @@ static void fill_window(int *tok, int *tgt, const int *s, long o, int T, int mlm
         lx_mlm_corrupt(tok, tgt, s + o, T, mkey, mctr, p, 0, ids->mask, ids->n_random);
         return;
     }
-    tok[0] = ids->begin;
-    for (int t = 1; t < T; t++)
-        tok[t] = s[o + t - 1];
+    int shift = ids->begin >= 0;    /* begin: text reads s[o .. o+T] (o + T < n: the offsets leave T + 1) */
+    if (shift)
+        tok[0] = ids->begin;
+    for (int t = shift; t < T; t++)
+        tok[t] = s[o + t - shift];
     for (int t = 0; t < T; t++)
-        tgt[t] = s[o + t];
+        tgt[t] = s[o + t + 1 - shift];
 }
 
 static double val_loss(const struct lx_model *m, const struct lx_spec *spec, const struct lx_train_cfg *c,
@@ -449,7 +454,7 @@ static int train_state_init(struct train_state *t, const struct lx_model *m, con
     t->B = (int)c->batch;
     t->T = (int)c->length;
     t->mlm = m->arch.mode == LX_MODEL_MLM;
-    t->ids = (struct window_ids){.begin = lx_tok_begin(tk), .mask = tk->mask,
+    t->ids = (struct window_ids){.begin = c->begin == LX_BEGIN_TEXT ? -1 : lx_tok_begin(tk), .mask = tk->mask,
                                  .n_random = tk->is_byte ? 256 : (int)tk->n_vocab};
     t->s = build_stream(text, tk, &t->n);
     t->n_train = (long)((double)t->n * (1.0 - VAL_FRAC));
@@ -503,7 +508,7 @@ static int train_setup(struct lx_model *m, const struct lx_spec *spec, const str
     if (m->arch.vocab < tok->n_vocab)
         return lx_err(err, LX_EINVAL, "training on the corpus needs a vocabulary of %ld (the %s tokenizer's); "
                       "the model has %ld", tok->n_vocab, tok->ops->kind, m->arch.vocab);
-    if (lx_tok_check_begin(tok, err) < 0)
+    if (c->begin == LX_BEGIN_BOS && lx_tok_check_begin(tok, err) < 0)
         return LX_EINVAL;
     if (m->arch.mode == LX_MODEL_MLM && tok->mask < 0)
         return lx_err(err, LX_EINVAL, "masked-LM training needs a [MASK] id and the %s tokenizer %s has none",

@@ -40,7 +40,10 @@ struct lx_train_cfg {
     long eval_every;        /* validation every K steps (and at the end) */
     long eval_windows;      /* validation windows */
     double mask_prob;       /* mlm: fraction of positions masked */
+    int begin;              /* causal: LX_BEGIN_BOS (a start token before every window) or LX_BEGIN_TEXT */
 };
+
+enum { LX_BEGIN_BOS, LX_BEGIN_TEXT };
 
 extern const struct lx_schema lx_train_schema;
 
