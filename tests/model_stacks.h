@@ -94,6 +94,10 @@ static const char *const stacks[] = {
     "[rope, {xpos: {scale_base: 8}}, {bca: {block: 3}}]",   /* blocks of 3: rows see 3 to 5 keys */
     "[alibi, {bca: {block: 4}}, infoscale]",
     "[{logn: {mode: su}}, sandwich, {bca: {block: 5}}]",
+    "[rope, zerosink]",
+    "[alibi, {zerosink: {logit: 3}}, {window: {size: 3}}, infoscale]",     /* the sink often the row's max */
+    "[rope, {zerosink: {logit: -2}}, {streaming: {sinks: 2, recent: 3}}]",
+    "[rope, {zerosink: {logit: 1}}, {rerope: {window: 3}}]",
 };
 
 #define N_STACKS (sizeof stacks / sizeof *stacks)

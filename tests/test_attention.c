@@ -87,6 +87,10 @@ Test(attention, gradients)
             char what[96];
             snprintf(what, sizeof what, "%s %s", stacks[s], causal ? "causal" : "bidirectional");
             check(&c, what);
+            c.spec.zsink.method = "zerosink", c.spec.zsink.logit = 0.5 * s - 0.5;  /* and with a zero sink */
+            snprintf(what, sizeof what, "%s %s, zero sink %g", stacks[s], causal ? "causal" : "bidirectional",
+                     c.spec.zsink.logit);
+            check(&c, what);
             lx_stack_release(&st);
             lx_doc_release(&doc);
         }
@@ -108,4 +112,25 @@ Test(attention, values_by_hand)
     lx_attention_forward(o, att, q2, k2, v, &spec, 3, 1, 1, 1);
     cr_expect(fabsf(att[6] - 0.25f) < 1e-6f && fabsf(att[8] - 0.5f) < 1e-6f);
     cr_expect(fabsf(o[2] - (0.25f * 3 + 0.25f * 6 + 0.5f * 9)) < 1e-5f);
+}
+
+Test(attention, zero_sink_values_by_hand)
+{
+    /* q = 0: every key's logit is 0, so with a sink of logit z row i gives
+    ** weight 1 / (e^z + i + 1) to each of its i + 1 keys. v = (3, 6, 9): at
+    ** z = 0, o = (3/2, 9/3, 18/4); at z = ln 2, o = (3/3, 9/4, 18/5). */
+    float q[3] = {0, 0, 0}, k[3] = {1, 2, 3}, v[3] = {3, 6, 9}, o[3], att[9];
+    struct lx_spec spec;
+    struct lx_facts f = {.d_head = 1, .train_len = 3, .n_heads = 1, .length = 3, .caps = LX_CAP_LOGITS};
+    lx_spec_init(&spec, &f);
+    spec.zsink.method = "zerosink";
+    const double want[2][3] = {{1.5, 3.0, 4.5}, {1.0, 2.25, 3.6}};
+    for (int c = 0; c < 2; c++) {
+        spec.zsink.logit = c ? log(2.0) : 0.0;
+        lx_attention_forward(o, att, q, k, v, &spec, 3, 1, 1, 1);
+        for (int i = 0; i < 3; i++)
+            cr_expect(fabs(o[i] - want[c][i]) < 1e-6, "z %g row %d: %g, want %g", spec.zsink.logit, i, o[i],
+                      want[c][i]);
+        cr_expect(fabsf(att[0] - (c ? 1.0f / 3 : 0.5f)) < 1e-7f, "p of key 0 in row 0: %g", att[0]);
+    }
 }

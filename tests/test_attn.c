@@ -35,7 +35,7 @@ Test(attn, row_by_hand)
     const float p[3] = {0.5f, 0.25f, 0.25f};
     struct lx_ranges rg = {.n = 2, .lo = {1, 1}, .hi = {3, 4}};
     struct lx_diag d = {0};
-    lx_diag_row(&d, p, 2, &rg);
+    lx_diag_row(&d, p, 2, &rg, 0.0);
     cr_assert_float_eq(d.entropy, -(0.5 * log(0.5) + 0.5 * log(0.25)), 1e-7);
     cr_assert_float_eq(d.pmax, 0.5, 1e-7);
     cr_assert_float_eq(d.rows, 1.0, 0);
@@ -88,7 +88,7 @@ static void sink(void *ctx, int layer, int b, int h, const float *P, int T)
     struct probe_sink *s = ctx;
     cr_assert_eq(b, 0);
     for (long i = 0; i < T; i++)
-        lx_diag_row(&s->d[layer][h], P + i * T, i, &s->rg);
+        lx_diag_row(&s->d[layer][h], P + i * T, i, &s->rg, 0.0);
 }
 
 /* The probe sees the probabilities the engine's own row statistics sum. */

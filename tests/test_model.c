@@ -483,6 +483,17 @@ Test(model, fd_gradients_causal_alibi, .timeout = 60)
     fd_check(LX_MODEL_CAUSAL, LX_MLP_GELU, "alibi");
 }
 
+Test(model, fd_gradients_causal_zerosink, .timeout = 60)
+{
+    /* the sink's logit 1 sits among the logits: it takes a share of every row */
+    fd_check(LX_MODEL_CAUSAL, LX_MLP_SWIGLU, "[rope, {zerosink: {logit: 1}}]");
+}
+
+Test(model, fd_gradients_mlm_zerosink_alibi, .timeout = 60)
+{
+    fd_check(LX_MODEL_MLM, LX_MLP_GELU, "[alibi, zerosink]");
+}
+
 Test(model, fd_gradients_mlm_cosscale_infoscale, .timeout = 60)
 {
     fd_check(LX_MODEL_MLM, LX_MLP_GELU, "[rope, {cosscale: {s: 4}}, infoscale]");

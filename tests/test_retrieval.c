@@ -143,7 +143,7 @@ static void row_probe(void *ctx, int layer, int b, int h, const float *P, int T)
     struct lx_ranges none = {0};
     cr_assert(b == 0 && layer < 4 && h < 4);
     for (long i = rp->row0; i < rp->row1; i++)
-        lx_diag_row(&rp->d[layer][h], P + i * T, i, &none);
+        lx_diag_row(&rp->d[layer][h], P + i * T, i, &none, 0.0);
 }
 
 /* Mean attention entropy over one instance's own answer rows, every layer and

@@ -88,6 +88,15 @@ static void compare_stats(const char *stack, const struct lx_diag *d, const doub
 ** contiguous; row statistics of rows [T/3, T − 1) too. */
 static int sse2_only;   /* run the softmax loops' SSE2 build (the CPU may pick AVX2) */
 
+/* A zero sink's share of causal row i (p its keys' probabilities): what the keys leave; 0 without one. */
+static double sink_share(const float *p, long i, int on)
+{
+    double ps = on ? 1.0 : 0.0;
+    for (long j = 0; on && j <= i; j++)
+        ps -= p[j];
+    return ps;
+}
+
 static void compare(const char *stack, int T, int H, int D, int causal, int bq, int bk)
 {
     struct lx_facts f = tfacts(D, 6, H, T);
@@ -141,7 +150,8 @@ static void compare(const char *stack, int T, int H, int D, int causal, int bq, 
     tw.stats = NULL;
     for (int h = 0; causal && h < H; h++)   /* what the attn task summed from the head path's rows */
         for (long i = row0; i < (row1 ? row1 : T); i++)
-            lx_diag_row(&ref[h], att + ((long)h * T + i) * T, i, &rg);
+            lx_diag_row(&ref[h], att + ((long)h * T + i) * T, i, &rg, sink_share(att + ((long)h * T + i) * T, i,
+                                                                                  st.spec.zsink.method != NULL));
     compare_stats(stack, td, (const double (*)[LX_ATTN_NSTATS])hst, causal ? ref : NULL, H, T, &rg);
 
     double e_naive = rel_err(o_tile, o_naive, N), e_head = rel_err(o_tile, o_head, N);
@@ -716,13 +726,14 @@ struct diag_sink {
     struct lx_diag d[ST_L][ST_H];
     const struct lx_ranges *rg;
     long row0;
+    int zsink;      /* the stack has a zero sink */
 };
 
 static void diag_probe(void *ctx, int layer, int b, int h, const float *P, int T)
 {
     struct diag_sink *s = ctx;
     for (long i = s->row0; i < T; i++)
-        lx_diag_row(&s->d[layer][h], P + i * T, i, s->rg);
+        lx_diag_row(&s->d[layer][h], P + i * T, i, s->rg, sink_share(P + i * T, i, s->zsink));
 }
 
 /* A causal model trained 40 steps on the Austen windows of 16 tokens. */
@@ -776,7 +787,7 @@ Test(tiled, model_statistics_equal_the_head_path_at_16x, .timeout = 300)
         if (st.spec.calibrate)
             st.spec.temperature = 0.7;      /* as if calibrated */
         double hst[ST_L * ST_H][LX_ATTN_NSTATS] = {{0}}, tst[ST_L * ST_H][LX_ATTN_NSTATS] = {{0}};
-        struct diag_sink ref = {.rg = &rg, .row0 = row0};
+        struct diag_sink ref = {.rg = &rg, .row0 = row0, .zsink = st.spec.zsink.method != NULL};
         struct lx_diag td[ST_L * ST_H] = {{0}};
         /* the head path, with the attn task's old probe */
         a.head_path = 1, a.stats = &hst[0][0], a.diag = NULL;

@@ -350,8 +350,9 @@ static void model_compare(const char *stack, int mode, long kv)
         /* T5's bias: a bucket's gradient sums P·(dP − D_i) over up to B·T·T/2 pairs whose terms cancel (each
         ** row's sum to 0, as Σ_j P_ij dP_ij = D_i); the two paths' float32 terms differ in their last bits, and
         ** that difference stays while the sum cancels: the relative error grows by Σ|terms| / |Σ terms|
-        ** (1.0e-5 seen on the bidirectional case, 1e-6 causal), so 10x the other tensors' bound */
-        double tol = strcmp(ti[t].name, "rel_bias") ? TOL : 10 * TOL;
+        ** (1.0e-5 seen on the bidirectional case, 1e-6 causal), so 10x the other tensors' bound; KERPLE's
+        ** learned parameters sum the same pairs (1.13e-5 seen, mlm, 2 threads) */
+        double tol = strcmp(ti[t].name, "rel_bias") && strcmp(ti[t].name, "kerple") ? TOL : 10 * TOL;
         double e = rel_err(gt + ti[t].offset, gm + ti[t].offset, cnt);
         cr_expect_leq(e, tol, "%s %s kv %ld: gradient of %s, tiled vs materialised %g", stack,
                       mode == LX_MODEL_CAUSAL ? "causal" : "mlm", kv, ti[t].name, e);

@@ -26,9 +26,9 @@ static double plogp(double p)
     return p > 0.0 ? p * log(p) : 0.0;
 }
 
-void lx_diag_row(struct lx_diag *d, const float *p, long i, const struct lx_ranges *rg)
+void lx_diag_row(struct lx_diag *d, const float *p, long i, const struct lx_ranges *rg, double ps)
 {
-    double h = 0.0, mx = 0.0;
+    double h = -plogp(ps), mx = ps;
     for (long j = 0; j <= i; j++) {
         h -= plogp(p[j]);
         if (p[j] > mx)

@@ -41,8 +41,10 @@ int lx_diag_bucket(long t);
 /* The smallest distance of bucket k (0, 1, 2, 4, 8, …). */
 long lx_diag_bucket_start(int k);
 
-/* Add causal row i: p (i + 1,) the probabilities of keys 0 … i. */
-void lx_diag_row(struct lx_diag *d, const float *p, long i, const struct lx_ranges *rg);
+/* Add causal row i: p (i + 1,) the probabilities of keys 0 … i, and ps the
+** zero sink's (methods/zerosink.c; 0 without one), one more outcome of the
+** row's distribution in its entropy and max p. */
+void lx_diag_row(struct lx_diag *d, const float *p, long i, const struct lx_ranges *rg, double ps);
 void lx_diag_add(struct lx_diag *dst, const struct lx_diag *src);
 
 /* Jensen–Shannon divergence (nats, in [0, ln 2]) of two non-negative vectors

@@ -290,7 +290,21 @@ struct lx_spec {
     long local_every;                       /* layer l is global when (l + 1) % local_every == 0 */
     double softcap;                         /* every final logit x becomes c·tanh(x/c) before the softmax
                                             ** (Gemma 2's attn_logit_softcapping); 0 = none */
+    struct {
+        const char *method;                 /* zerosink, or NULL: none */
+        double logit;                       /* z: every row's softmax has one more logit z, of a key whose
+                                            ** value is zero (methods/zerosink.c) */
+    } zsink;
 };
+
+/* Where a row's softmax starts: its running max and sum before any key, the
+** zero sink's logit and e^0 = 1, or -inf and 0 without one. Every attention
+** path starts its rows here. */
+static inline void lx_zsink_start(const struct lx_spec *s, float *m, float *l)
+{
+    *m = s->zsink.method ? (float)s->zsink.logit : -INFINITY;
+    *l = s->zsink.method ? 1.0f : 0.0f;
+}
 
 /* c·tanh(x/c) over s[j0, j1) (Gemma 2's soft-capping, in float as transformers' fp32 forward); nothing
 ** when c is 0. Every attention path applies it to a row's final logits. */

@@ -76,7 +76,7 @@ void lx_attention_forward(float *o, float *att, const float *q, const float *k, 
             for (int j = 0; j < T; j++)
                 n += lx_spec_visible(spec, i, j, T, causal);
             float *p = att + ((long)h * T + i) * T;
-            double mx = -INFINITY;
+            double zs = spec->zsink.method ? spec->zsink.logit : -INFINITY, mx = zs;   /* the zero sink's logit */
             for (int j = 0; j < T; j++) {
                 if (!lx_spec_visible(spec, i, j, T, causal)) {
                     p[j] = -INFINITY;
@@ -88,7 +88,7 @@ void lx_attention_forward(float *o, float *att, const float *q, const float *k, 
                 p[j] = (float)l;
                 mx = l > mx ? l : mx;
             }
-            double z = 0.0;
+            double z = spec->zsink.method ? exp(zs - mx) : 0.0;
             for (int j = 0; j < T; j++)
                 z += p[j] == -INFINITY ? 0.0 : exp((double)p[j] - mx);
             for (int j = 0; j < T; j++)
@@ -219,9 +219,10 @@ static void rowtab_get(struct rowtab *rt, const struct lx_spec *spec, int head, 
 
 /* Add one row's statistics: max p, entropy, std of its n visible logits
 ** (from their sum and sum of squares); p is the row after softmax, 0 where masked. */
-static void row_stats(double *stats, const float *p, int T, double sum, double sum2, long n)
+static void row_stats(double *stats, const float *p, int T, double sum, double sum2, long n, float ps)
 {
-    double pmax = 0.0, ent = 0.0, mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
+    double pmax = ps, ent = ps > 0.0f ? -(double)ps * log((double)ps) : 0.0;   /* the zero sink's p, if any */
+    double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
     for (long j = 0; j < T; j++)
         if (p[j] > 0.0f) {
             pmax = p[j] > pmax ? p[j] : pmax;
@@ -253,7 +254,9 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
             rowtab_get(&rt, spec, head, n, reach, T);
         float *s = S + i * T;
         long r0[3] = {0, lo, hi}, r1[3] = {ns, hi, up};
-        float mx = -INFINITY;
+        float mx, zs;
+        lx_zsink_start(spec, &mx, &zs);
+        float mx0 = mx;
         double sum = 0.0, sum2 = 0.0;
         for (int part = 0; part < 3; part++)
             for (long j = r0[part]; j < r1[part]; j++) {
@@ -276,7 +279,8 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
                     sum2 += (double)s[j] * s[j];
                 }
             }
-        float z = 0.0f;
+        float z = zs > 0.0f && mx0 - mx > EXP_FLOOR ? expf(mx0 - mx) : 0.0f;     /* the sink's share */
+        zs = z;
         for (int part = 0; part < 3; part++)
             for (long j = r0[part]; j < r1[part]; j++) {
                 float e = s[j] - mx;
@@ -292,7 +296,7 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
         for (long j = up; j < T; j++)
             s[j] = 0.0f;
         if (stats && i >= stats_row0 && i < row1)
-            row_stats(stats, s, T, sum, sum2, n);
+            row_stats(stats, s, T, sum, sum2, n, zs * iz);
     }
 }
 

@@ -169,7 +169,9 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
     else if (!plain && !kept)
         lx_spec_row(spec, head, n, 0, i + 1 - (ns ? 0 : lo), A, B);
     const double *At = kept ? kept[0] : A, *Bt = kept ? kept[1] : B;
-    float mx = -INFINITY;
+    float mx, zs;
+    lx_zsink_start(spec, &mx, &zs);
+    float mx0 = mx;
     for (int p = 0; p < 2; p++) {
         long j0 = j0s[p], j1 = j1s[p], jf = far1 < j0 ? j0 : far1 > j1 ? j1 : far1;  /* [j0, jf) far */
         if (jf > j0)
@@ -182,7 +184,7 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
         for (long j = j0; j < j1; j++)
             mx = s[j] > mx ? s[j] : mx;
     }
-    double z = 0.0;
+    double z = zs > 0.0f && mx0 - mx > EXP_FLOOR ? expf(mx0 - mx) : 0.0f;     /* the zero sink's share */
     for (int p = 0; p < 2; p++)
         for (long j = j0s[p]; j < j1s[p]; j++) {
             float e = s[j] - mx;

@@ -496,6 +496,7 @@ static void local_spec(struct lx_spec *loc, const struct lx_arch *a, const struc
     loc->vis = (struct lx_visibility){.method = "local layers", .window = a->local_window};
     loc->qk_dim = global->qk_dim;
     loc->softcap = global->softcap;
+    loc->zsink = global->zsink;     /* a zero sink is the model's softmax, in every layer */
 }
 
 const struct lx_spec *lx_model_spec(const struct lx_model *m, const struct lx_spec *spec, struct lx_spec local[2])
