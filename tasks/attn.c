@@ -23,10 +23,16 @@
 **     (mass_by_distance, mass_by_distance_train; x = the bucket's first
 **     distance) so any two cells can be compared afterwards.
 **
+**   Xiao et al. 2024 (StreamingLLM, arXiv 2309.17453, Figure 2): the
+**     attention sink, the probability of the window's first token
+**     (sink_mass), and with a zero sink (methods/zerosink.c) that key's
+**     (zerosink_mass).
+**
 ** Every statistic is a mean over rows i >= from·length of every window, head
 ** and layer; per-layer values are named ":l<k>" (entropy:l0, range_mass:l1:16-256).
 ** Windows are the held-out windows ppl reads (non-overlapping, exactly
-** `length` of the model's tokens, [BOS, text …]); the reference pass reads windows of the
+** `length` of the model's tokens, [BOS, text …], or the text alone for a model
+** trained without a start token); the reference pass reads windows of the
 ** training length from the same corpus.
 */
 #include <math.h>
@@ -105,9 +111,10 @@ static int measure(const struct lx_task_ctx *ctx, const struct lx_spec *spec, lo
     int *tok = lx_xmalloc(sizeof(int) * (size_t)L);
     for (long w = 0; w < nw; w++) {
         const int *s = c->ids[win[w].doc] + win[w].off;
+        int shift = !ctx->begin_text;  /* as the model was trained: BOS first, or the text itself */
         tok[0] = lx_tok_begin(tk);
-        for (long t = 1; t < L; t++)
-            tok[t] = s[t - 1];
+        for (long t = shift; t < L; t++)
+            tok[t] = s[t - shift];
         lx_model_forward(ctx->model, spec, tok, NULL, &a);
     }
     free(tok);
@@ -186,6 +193,9 @@ static int attn_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct
             const struct lx_diag *d = l < 0 ? &all : &layer[l];
             metric_l(out, "entropy", l, NULL, ratio(d->entropy, d->rows));
             metric_l(out, "pmax", l, NULL, ratio(d->pmax, d->rows));
+            metric_l(out, "sink_mass", l, NULL, ratio(d->first, d->rows));
+            if (ctx->spec->zsink.method)
+                metric_l(out, "zerosink_mass", l, NULL, ratio(d->zsink, d->rows));
             for (int r = 0; r < rg.n; r++) {
                 snprintf(range, sizeof range, "%ld-%ld", rg.lo[r], rg.hi[r]);
                 metric_l(out, "range_entropy", l, range, ratio(d->range_entropy[r], d->range_rows[r]));
@@ -228,6 +238,7 @@ const struct lx_task lx_task_attn = {
     .mode = LX_MODE_CAUSAL,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
     .needs_probs = 0,   /* its statistics are summed from the tiles (O(T·d)) */
+    .text_start = 1,    /* a model trained without a start token reads its windows so */
     .answers_only = 1,  /* no logits: its passes have no targets, so no head runs */
     .split = attn_split,
     .check = attn_check,

@@ -53,6 +53,16 @@ Test(attn, row_by_hand)
     lx_diag_add(&e, &d);
     cr_assert_float_eq(e.entropy, 2 * d.entropy, 1e-12);
     cr_assert_float_eq(e.bucket[2], 1.0, 1e-7);
+    cr_assert_float_eq(d.first, 0.5, 1e-7);         /* key 0, the attention sink's place */
+    cr_assert_float_eq(d.zsink, 0.0, 0);
+    /* with a zero sink at 0.2 the keys hold 0.4, 0.2, 0.2: it is one more outcome */
+    const float q[3] = {0.4f, 0.2f, 0.2f};
+    struct lx_diag z = {0};
+    lx_diag_row(&z, q, 2, &rg, 0.2);
+    cr_assert_float_eq(z.entropy, -(0.4 * log(0.4) + 3 * 0.2 * log(0.2)), 1e-7);
+    cr_assert_float_eq(z.pmax, 0.4, 1e-7);
+    cr_assert_float_eq(z.first, 0.4, 1e-7);
+    cr_assert_float_eq(z.zsink, 0.2, 1e-12);
 }
 
 Test(attn, js_divergence)

@@ -168,6 +168,31 @@ Test(begin, tasks_with_a_start_token_skip_text_models, .init = setup, .fini = te
                      "puts one before every window") != NULL, "%s", out);
 }
 
+/* attn reads a text model's windows as ppl does; its sink_mass is key 0's
+** probability, which rows a window has dropped it from do not see at all */
+Test(begin, attn_measures_the_first_token_of_text_models, .init = setup, .fini = teardown, .timeout = 120)
+{
+    char out[16384];
+    write_file("at.yaml", "name: at\nnumerics: portable\nmodels:\n  plain: {" ARCH ", train: {" TRAIN ", begin: text}}\n"
+               "methods: [rope, [rope, {window: {size: 4}}], [rope, {zerosink: {logit: 1}}]]\n"
+               "tasks: [{attn: {windows: 1, from: 0.5}}]\nlengths: [64]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run at.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_expect(strstr(out, "3 run (3 ok, 0 failed)") != NULL, "%s", out);
+#define AT(method, name) "select m.value from runs r join metrics m on m.run_id = r.id where r.sweep = 'at' and " \
+                         "r.method = '" method "' and m.name = '" name "'"
+    char v[64];
+    sql_text(v, sizeof v, "r.db", AT("rope+window(size=4)", "sink_mass"));
+    cr_expect(v[0] && atof(v) == 0.0, "rows 32.. of a window of 4 never see key 0: %s", v);
+    sql_text(v, sizeof v, "r.db", AT("rope", "sink_mass"));
+    cr_expect(atof(v) > 0.0 && atof(v) < 1.0, "%s", v);
+    sql_text(v, sizeof v, "r.db", AT("rope", "sink_mass:l0"));
+    cr_expect(atof(v) > 0.0 && atof(v) < 1.0, "%s", v);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs r join metrics m on m.run_id = r.id where "
+                          "m.name = 'zerosink_mass'"), 1, "only the zero-sink stack stores its mass");
+    sql_text(v, sizeof v, "r.db", AT("rope+zerosink(logit=1)", "zerosink_mass"));
+    cr_expect(atof(v) > 0.0 && atof(v) < 1.0, "%s", v);
+}
+
 Test(begin, bad_uses_are_refused_where_they_are_written, .init = setup, .fini = teardown, .timeout = 60)
 {
     char out[8192];

@@ -70,6 +70,10 @@ static void compare_stats(const char *stack, const struct lx_diag *d, const doub
             continue;
         cr_expect(near(d[h].entropy, ref[h].entropy, n), "%s T=%d head %d: entropy %.9g vs naive %.9g", stack, T,
                   h, d[h].entropy, ref[h].entropy);
+        cr_expect(near(d[h].first, ref[h].first, n), "%s T=%d head %d: mass of key 0 %.9g vs naive %.9g", stack, T,
+                  h, d[h].first, ref[h].first);
+        cr_expect(near(d[h].zsink, ref[h].zsink, n), "%s T=%d head %d: zero sink's mass %.9g vs naive %.9g", stack,
+                  T, h, d[h].zsink, ref[h].zsink);
         for (int k = 0; k < LX_DIAG_BUCKETS; k++)
             cr_expect(near(d[h].bucket[k], ref[h].bucket[k], n), "%s T=%d head %d: bucket %d %.9g vs naive %.9g",
                       stack, T, h, k, d[h].bucket[k], ref[h].bucket[k]);

@@ -38,6 +38,8 @@ void lx_diag_row(struct lx_diag *d, const float *p, long i, const struct lx_rang
     d->entropy += h;
     d->pmax += mx;
     d->rows += 1.0;
+    d->first += p[0];
+    d->zsink += ps;
     for (int r = 0; r < rg->n; r++) {
         if (i < rg->hi[r] - 1)
             continue;

@@ -30,6 +30,9 @@
 /* Sums over rows; add rows with lx_diag_row, merge with lx_diag_add. */
 struct lx_diag {
     double entropy, pmax, rows;
+    double first;                       /* Σ rows of the probability of key 0, the window's first token
+                                        ** (where an attention sink forms; 0 once a window drops it) */
+    double zsink;                       /* Σ rows of the zero sink's probability (methods/zerosink.c) */
     double sigma;                       /* Σ rows of the std of their visible logits: filled by the
                                         ** engine (lx_diag_row sees probabilities only, so leaves it) */
     double range_mass[LX_MAX_RANGES], range_entropy[LX_MAX_RANGES], range_rows[LX_MAX_RANGES];

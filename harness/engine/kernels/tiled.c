@@ -279,6 +279,7 @@ int lx_tile_exp_level(int sse2_only)
 /* One query row's sums, in e = exp(l − m) of its running max m. */
 struct rowacc {
     double u;                                       /* Σ e (l − m) */
+    double first;                                   /* e of key 0 */
     double sum, sum2;                               /* Σ l, Σ l² over the visible keys */
     double bucket[LX_DIAG_BUCKETS];                 /* Σ e per distance bucket */
     double mass[LX_MAX_RANGES], um[LX_MAX_RANGES];  /* Σ e, Σ e (l − m) per distance range */
@@ -311,6 +312,7 @@ static void acc_rescale(struct rowacc *A, const struct lx_tile_stats *st, double
 {
     int nr = st->ranges ? st->ranges->n : 0;
     A->u = al > 0.0 ? al * (A->u + dm * l) : 0.0;
+    A->first *= al;
     if (st->buckets)
         for (int k = 0; k < LX_DIAG_BUCKETS; k++)
             A->bucket[k] *= al;
@@ -356,6 +358,8 @@ static void acc_add(struct rowacc *A, const struct lx_tile_stats *st, const floa
         su += (double)e[c] * (g - m);
     }
     A->sum += s1, A->sum2 += s2, A->u += su;
+    if (j0 == 0 && c0 == 0 && c1 > 0)
+        A->first += e[0];
     long d = i - j0, far = d - c0 > c1 - 1 - d ? d - c0 : c1 - 1 - d;     /* the farthest distance here */
     for (int k = 0; st->buckets && k < LX_DIAG_BUCKETS && lx_diag_bucket_start(k) <= far; k++) {
         long lo = lx_diag_bucket_start(k);
@@ -365,10 +369,13 @@ static void acc_add(struct rowacc *A, const struct lx_tile_stats *st, const floa
         dist_sums(lg, e, m, d, c0, c1, st->ranges->lo[r], st->ranges->hi[r], &A->mass[r], &A->um[r]);
 }
 
-/* Row i's statistics from its sums, Z = Σ e over all its n visible keys. */
+/* Row i's statistics from its sums, Z = Σ e over all its n visible keys (and
+** a zero sink, whose probability is ps). */
 static void acc_finish(struct lx_diag *d, const struct rowacc *A, const struct lx_tile_stats *st, double Z,
-                       long n, long i)
+                       long n, long i, double ps)
 {
+    d->first += A->first / Z;
+    d->zsink += ps;
     double mean = A->sum / (double)n, var = A->sum2 / (double)n - mean * mean;
     d->pmax += 1.0 / Z;
     d->entropy += log(Z) - A->u / Z;
@@ -659,7 +666,8 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
     }
     for (long r = r0; stats && r < r1; r++) {
         long lo, hi, n = lx_spec_row_keys(spec, i0 + r, x->T, x->causal, &lo, &hi);
-        acc_finish(&x->ws->part[(long)h * x->nsu + (i0 + r) / x->su], acc + r, x->st, l[r], n, i0 + r);
+        double ps = spec->zsink.method ? exp(spec->zsink.logit - (double)m[r]) / l[r] : 0.0;
+        acc_finish(&x->ws->part[(long)h * x->nsu + (i0 + r) / x->su], acc + r, x->st, l[r], n, i0 + r, ps);
     }
 }
 
