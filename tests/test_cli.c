@@ -167,6 +167,9 @@ Test(cli, show_derived_tables, .init = setup, .fini = teardown)
     /* YaRN s = 4: the logit multiplier (0.1 ln 4 + 1)^2 on every row */
     cr_expect_eq(sh(out, sizeof out, "$L show method yarn scale=4 --length 2"), 0, "%s", out);
     cr_expect(strstr(out, "\"row_scale\": [1.2964769927807063, 1.2964769927807063]") != NULL, "%s", out);
+    /* a zero sink at z = 0 takes 1 / (1 + n) of a row of n equal logits: 1/2, 1/3 */
+    cr_expect_eq(sh(out, sizeof out, "$L show method zerosink --length 2"), 0, "%s", out);
+    cr_expect(strstr(out, "\"zero_sink_share_of_flat_row\": [0.5, 0.3333333333333333]") != NULL, "%s", out);
     /* CosScale and t5align say what they do */
     cr_expect_eq(sh(out, sizeof out, "$L show method cosscale s=16"), 0, "%s", out);
     cr_expect(strstr(out, "\"cosine_scale\": 16") != NULL, "%s", out);

@@ -163,6 +163,21 @@ static void show_ops(struct lx_buf *out, const struct lx_spec *spec, long length
     free(y);
 }
 
+
+/* A zero sink's logit and its share e^z / (e^z + n) of a row whose n logits
+** are all 0, for n = 1 .. length. */
+static void show_zsink(struct lx_buf *out, const struct lx_spec *spec, long length, int *first)
+{
+    double ez = exp(spec->zsink.logit), *share = lx_xcalloc((size_t)length, sizeof *share);
+    for (long n = 1; n <= length; n++)
+        share[n - 1] = ez / (ez + (double)n);
+    lx_buf_printf(out, "%s\n    \"zero_sink_logit\": ", *first ? "" : ",");
+    lx_buf_num(out, spec->zsink.logit);
+    *first = 0;
+    json_table(out, "zero_sink_share_of_flat_row", share, length, first);
+    free(share);
+}
+
 /* Everything else the spec says: rotary table, geometry, visibility and
 ** effective distances of a sample row, PoSE, calibration. */
 static void show_spec(struct lx_buf *out, const struct lx_spec *spec, long length, int *first)
@@ -186,6 +201,8 @@ static void show_spec(struct lx_buf *out, const struct lx_spec *spec, long lengt
         lx_buf_num(out, spec->cos_scale);
         *first = 0;
     }
+    if (spec->zsink.method)
+        show_zsink(out, spec, length, first);
     if (spec->vis.method || spec->posmap.method) {
         long i = length - 1, n = 0;
         double *keys = lx_xcalloc((size_t)length, sizeof *keys), *delta = lx_xcalloc((size_t)length, sizeof *delta);
