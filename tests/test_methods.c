@@ -184,6 +184,7 @@ static const struct { const char *name, *json; } frozen_defaults[] = {
     {"window", "{\"size\":0}"},
     {"xpos", "{\"scale_base\":512,\"gamma\":0.4}"},
     {"yarn", "{\"scale\":0,\"beta_fast\":32,\"beta_slow\":1,\"original\":0,\"attn_factor\":1,\"truncate\":true}"},
+    {"zerosink", "{\"logit\":0}"},
     {"task attn", "{\"corpus\":\"austen\",\"windows\":4,\"from\":0,\"ranges\":[[1,16],[16,256],[256,4096]],\"reference\":true}"},
     {"task gaussian", "{\"samples\":2000,\"sigma\":1,\"local\":100,\"ranges\":[[10,100],[100,1000],[1000,10000]],\"d_head\":64,\"train_len\":64}"},
     {"task line", "{\"template\":\"longchat\",\"digits\":5,\"lines\":0,\"scorer\":\"first\",\"samples\":20,\"depths\":5}"},
