@@ -8,9 +8,10 @@
 ** bidirectional |i − j| <= extend_size; docs/methods.md#window lists both.
 ** Positions keep their original indices; with rope or alibi only distances
 ** enter, so re-indexing inside the window would give the same logits. A window
-** of W >= n is full attention. W defaults to the training length. Without
-** attention sinks perplexity blows up once the first tokens leave the window
-** (StreamingLLM, Xiao et al., ICLR 2024, arXiv 2309.17453, Fig. 3).
+** of W >= n is full attention. W defaults to the training length. On a model
+** that formed attention sinks perplexity blows up once the first tokens leave
+** the window (StreamingLLM, Xiao et al., ICLR 2024, arXiv 2309.17453, Fig. 3;
+** docs/REPRODUCTIONS.md#attention-sinks: lenx's small models form none).
 ** Applied at evaluation; with `train: true` (or `finetune:`) the model is
 ** trained with the window too, as Mistral's sliding-window attention is.
 ** Definition, parameters and golden values: docs/methods.md#window.
