@@ -111,10 +111,7 @@ static int measure(const struct lx_task_ctx *ctx, const struct lx_spec *spec, lo
     int *tok = lx_xmalloc(sizeof(int) * (size_t)L);
     for (long w = 0; w < nw; w++) {
         const int *s = c->ids[win[w].doc] + win[w].off;
-        int shift = !ctx->begin_text;  /* as the model was trained: BOS first, or the text itself */
-        tok[0] = lx_tok_begin(tk);
-        for (long t = shift; t < L; t++)
-            tok[t] = s[t - shift];
+        lx_window_input(tok, s, L, ctx->begin_text ? -1 : lx_tok_begin(tk));     /* as the model was trained */
         lx_model_forward(ctx->model, spec, tok, NULL, &a);
     }
     free(tok);

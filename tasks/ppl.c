@@ -179,7 +179,8 @@ static int plan_windows(struct ppl_run *r, struct lx_ppl_plan *pl, const struct 
     int bos = lx_tok_begin(r->tk);
     const char *what = p->data[0] ? "the data file" : "split", *name = p->data[0] ? p->data : ppl_split(p);
     pl->max = p->protocol == PPL_LENX ? 0 : p->chunks;
-    r->shift = p->protocol == PPL_LENX || p->protocol == PPL_YARN_TRUNCATE;     /* llamacpp: BOS as add_bos says */
+    /* llamacpp: BOS as add_bos says; a text model (lenx only, above) reads its window itself */
+    r->shift = !begin_text && (p->protocol == PPL_LENX || p->protocol == PPL_YARN_TRUNCATE);
     r->bos_first = r->shift || (p->protocol == PPL_LLAMACPP && lx_tok_llamacpp_bos(r->tk));
     r->by_window = p->protocol != PPL_LENX && p->protocol != PPL_LLAMACPP;
     if (p->protocol == PPL_LLAMACPP || p->protocol == PPL_HF_STRIDE || p->protocol == PPL_LONGLORA)
@@ -189,7 +190,6 @@ static int plan_windows(struct ppl_run *r, struct lx_ppl_plan *pl, const struct 
         lx_ppl_lenx(pl, r->c, lx_window_cap(p->windows, p->tokens, L), L);
         for (long w = 0; begin_text && w < pl->n; w++)     /* src[t] predicts src[t + 1]: L − 1 targets */
             pl->win[w].hi = L - 1;
-        r->shift = r->bos_first = !begin_text;
         break;
     case PPL_LLAMACPP:
         lx_ppl_llamacpp(pl, *stream, ns, L);

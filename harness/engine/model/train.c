@@ -111,10 +111,7 @@ static void fill_window(int *tok, int *tgt, const int *s, long o, int T, int mlm
         return;
     }
     int shift = ids->begin >= 0;    /* begin: text reads s[o .. o+T] (o + T < n: the offsets leave T + 1) */
-    if (shift)
-        tok[0] = ids->begin;
-    for (int t = shift; t < T; t++)
-        tok[t] = s[o + t - shift];
+    lx_window_input(tok, s + o, T, ids->begin);
     for (int t = 0; t < T; t++)
         tgt[t] = s[o + t + 1 - shift];
 }

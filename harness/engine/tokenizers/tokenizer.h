@@ -100,6 +100,17 @@ static inline int lx_tok_begin(const struct lx_tokenizer *t)
     return t->bos >= 0 ? t->bos : t->eos;
 }
 
+/* A causal window's T inputs from the text s: [begin, s0 .. s_{T-2}], or
+** s0 .. s_{T-1} for a model trained without a start token (begin < 0). */
+static inline void lx_window_input(int *tok, const int *s, long T, int begin)
+{
+    int shift = begin >= 0;
+    if (shift)
+        tok[0] = begin;
+    for (long t = shift; t < T; t++)
+        tok[t] = s[t - shift];
+}
+
 /* 1 when llama.cpp puts BOS before a text in t's vocabulary (its add_bos, as
 ** lenx writes it to a GGUF file or reads it from one): the byte tokenizer's
 ** files say so; a Hugging Face tokenizer adds it when its template does
