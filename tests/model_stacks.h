@@ -98,6 +98,8 @@ static const char *const stacks[] = {
     "[alibi, {zerosink: {logit: 3}}, {window: {size: 3}}, infoscale]",     /* the sink often the row's max */
     "[rope, {zerosink: {logit: -2}}, {streaming: {sinks: 2, recent: 3}}]",
     "[rope, {zerosink: {logit: 1}}, {rerope: {window: 3}}]",
+    "[rope, {zerosink: {learned: true}}]",      /* a sink logit per head (tests/stack.h: tstack_sinks) */
+    "[alibi, {zerosink: {logit: 1, learned: true}}, {window: {size: 3}}]",
 };
 
 #define N_STACKS (sizeof stacks / sizeof *stacks)

@@ -50,6 +50,15 @@ static inline const float *tstack_rel_bias(int buckets)
     return table;
 }
 
+/* Learned sink logits w_h of a test layer (zerosink learned: true), apart per head, from −1.2 to 1.6. */
+static inline const float *tstack_sinks(void)
+{
+    static float w[TSTACK_REL_HEADS];
+    for (int h = 0; h < TSTACK_REL_HEADS; h++)
+        w[h] = (float)(0.2 + 1.4 * sin(1.9 * h + 0.4));
+    return w;
+}
+
 static inline int tstack_try(struct tstack *s, const char *yaml, const struct lx_facts *f, struct lx_error *err)
 {
     memset(s, 0, sizeof *s);
@@ -59,6 +68,10 @@ static inline int tstack_try(struct tstack *s, const char *yaml, const struct lx
     if (rc == LX_OK && s->spec.rel.method && !f->rel_bias) {
         cr_assert_leq(f->n_heads, TSTACK_REL_HEADS);
         s->spec.facts.rel_bias = tstack_rel_bias(s->spec.rel.values);
+    }
+    if (rc == LX_OK && s->spec.zsink.learn) {   /* as the engine sets a layer's (lx_model_layer_spec) */
+        cr_assert_leq(f->n_heads, TSTACK_REL_HEADS);
+        s->spec.zsink.learned = tstack_sinks();
     }
     return rc;
 }

@@ -134,3 +134,27 @@ Test(attention, zero_sink_values_by_hand)
         cr_expect(fabsf(att[0] - (c ? 1.0f / 3 : 0.5f)) < 1e-7f, "p of key 0 in row 0: %g", att[0]);
     }
 }
+
+/* Learned sinks: head h's logit is z + w_h. Two heads of the rows above (q = 0, v = (3, 6, 9) in
+** both), w = (0, ln 2) at z = 0 and w = (−ln 2, 0) at z = ln 2: either way head 0 gives the z = 0
+** outputs (3/2, 9/3, 18/4) and head 1 the z = ln 2 ones (3/3, 9/4, 18/5). */
+Test(attention, learned_sinks_by_hand)
+{
+    float q[6] = {0}, k[6] = {1, 1, 2, 2, 3, 3}, v[6] = {3, 3, 6, 6, 9, 9}, o[6], att[18];
+    struct lx_spec spec;
+    struct lx_facts f = {.d_head = 1, .train_len = 3, .n_heads = 2, .length = 3, .caps = LX_CAP_LOGITS};
+    lx_spec_init(&spec, &f);
+    spec.zsink.method = "zerosink";
+    spec.zsink.learn = 1;
+    const float w[2][2] = {{0.0f, (float)log(2.0)}, {-(float)log(2.0), 0.0f}};
+    const double want[2][3] = {{1.5, 3.0, 4.5}, {1.0, 2.25, 3.6}};
+    for (int c = 0; c < 2; c++) {
+        spec.zsink.logit = c ? log(2.0) : 0.0;
+        spec.zsink.learned = w[c];
+        lx_attention_forward(o, att, q, k, v, &spec, 3, 2, 1, 1);
+        for (int i = 0; i < 3; i++)
+            for (int h = 0; h < 2; h++)
+                cr_expect(fabs(o[i * 2 + h] - want[h][i]) < 1e-6, "z %g head %d row %d: %g, want %g",
+                          spec.zsink.logit, h, i, o[i * 2 + h], want[h][i]);
+    }
+}

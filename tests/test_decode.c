@@ -155,7 +155,7 @@ Test(decode, one_row_matches_naive_every_method, .timeout = 120)
 ** a residual of 48; 3: as 1 with Gemma 3's local layers (layer 0 of 2 over a
 ** window of 5 keys at rope base 500, whatever the stack) and logits over
 ** sqrt(12); with sp, what its stack learns: logit scales drawn around 1, T5's
-** bias table drawn. */
+** bias table drawn, sink logits per layer and head. */
 static void random_model(struct lx_model *m, int kind, const struct lx_spec *sp, uint64_t key)
 {
     int learn = sp && sp->learn_scale;
@@ -169,6 +169,7 @@ static void random_model(struct lx_model *m, int kind, const struct lx_spec *sp,
         a.local_every = 2, a.local_window = 5, a.local_base = 500, a.qk_dim = 12;
     if (sp)
         lx_arch_learn_rel(&a, &sp->rel);
+    a.sinks = sp && sp->zsink.learn;
     lx_params_finish(&lx_arch_schema, &a);
     lx_model_init(m, &a, key);
     for (long k = 0; m->v.rel_bias && k < a.heads * lx_arch_rel_values(&a); k++)     /* > 0: KERPLE's too */
@@ -179,6 +180,8 @@ static void random_model(struct lx_model *m, int kind, const struct lx_spec *sp,
             fill(W->bqkv, lx_arch_qkv(&a), key, (uint32_t)(100 + l));
         for (long h = 0; learn && h < a.heads; h++)
             W->logit_scale[h] = 0.6f + 0.5f * (float)h;
+        for (long h = 0; W->sink && h < a.heads; h++)
+            W->sink[h] = 1.1f * (float)h - 0.7f * (float)l;
         for (int k = 0; W->q_norm && k < 2; k++) {
             float *g = k ? W->k_norm : W->q_norm;
             fill(g, a.d_head, key, (uint32_t)(200 + 2 * l + k));

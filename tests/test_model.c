@@ -369,11 +369,15 @@ static void fd_check_arch(struct lx_arch a, const char *stack, const int *pos)
     omp_set_num_threads(1);     /* ~5000 tiny forwards: thread start-up would dominate */
     compile(&x.sp, stack, (int)a.d_head, FT, (int)a.heads, FT);
     a.logit_scale = x.sp.spec.learn_scale;
+    a.sinks = x.sp.spec.zsink.learn;
     lx_model_init(&x.m, &a, 7);
     fill_biases(&x.m, 200);
     for (long l = 0; a.logit_scale && l < a.layers; l++)     /* away from 1, so a missing 1/w shows */
         for (long h = 0; h < a.heads; h++)
             x.m.v.layer[l].logit_scale[h] = (float)(0.7 + 0.4 * (double)(h + l));
+    for (long l = 0; a.sinks && l < a.layers; l++)     /* away from 0 and apart: each head's own sink */
+        for (long h = 0; h < a.heads; h++)
+            x.m.v.layer[l].sink[h] = (float)(0.9 * (double)h - 0.6 * (double)l - 0.4);
     /* bytes 0..19, BOS 20, MASK 23 in this small vocabulary */
     make_windows(x.tok, x.tgt, FB, FT, mode == LX_MODEL_CAUSAL, 20, 20, 23);
     cr_assert_eq(lx_acts_alloc(&x.a, &a, FB, FT, 1, &err), LX_OK, "%s", err.msg);
@@ -492,6 +496,18 @@ Test(model, fd_gradients_causal_zerosink, .timeout = 60)
 Test(model, fd_gradients_mlm_zerosink_alibi, .timeout = 60)
 {
     fd_check(LX_MODEL_MLM, LX_MLP_GELU, "[alibi, zerosink]");
+}
+
+/* Learned sinks: the logit of head h in layer l is z + w_(l,h) (here 1 + w, w from -1 to 0.5),
+** w's gradient −Σ p_s·(dO·o), after the tiled forward (p_s from the log-sum-exp) and the
+** materialised one (p_s = 1 − Σ_j p_j), causal with grouped heads, and on a masked LM. */
+Test(model, fd_gradients_learned_sinks, .timeout = 120)
+{
+    fd_check_gqa(LX_MODEL_CAUSAL, LX_MLP_SWIGLU, 2, "[rope, {zerosink: {logit: 1, learned: true}}]");
+    lx_train_attn_set(LX_TRAIN_MATERIALISED);
+    fd_check_gqa(LX_MODEL_CAUSAL, LX_MLP_SWIGLU, 2, "[rope, {zerosink: {logit: 1, learned: true}}]");
+    lx_train_attn_set(LX_TRAIN_TILED);
+    fd_check(LX_MODEL_MLM, LX_MLP_GELU, "[alibi, {zerosink: {learned: true}}, infoscale]");
 }
 
 Test(model, fd_gradients_mlm_cosscale_infoscale, .timeout = 60)

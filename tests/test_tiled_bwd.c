@@ -323,9 +323,13 @@ static void model_compare(const char *stack, int mode, long kv)
         return;
     }
     a.logit_scale = st.spec.learn_scale;
+    a.sinks = st.spec.zsink.learn;
     lx_arch_learn_rel(&a, &st.spec.rel);
     struct lx_model m;
     lx_model_init(&m, &a, 31);
+    for (long l = 0; a.sinks && l < a.layers; l++)      /* each layer's and head's own */
+        for (long h = 0; h < a.heads; h++)
+            m.v.layer[l].sink[h] = (float)(0.8 * (double)h - 0.5 * (double)l - 1.0);
     for (long k = 0; k < a.heads * lx_arch_rel_values(&a); k++)    /* every value its own, away from 0 */
         m.v.rel_bias[k] = (float)(0.5 + 0.4 * sin(0.9 * (double)k + 0.3));
     for (long l = 0; a.logit_scale && l < a.layers; l++)   /* away from 1 */

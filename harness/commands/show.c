@@ -600,6 +600,11 @@ int lx_show_model(const char *model, const char *db, long window, struct lx_buf 
             put_floats(out, m.v.rel_bias + h * nv, nv);
             lx_buf_puts(out, h + 1 < m.arch.heads ? "" : "\n  ]");
         }
+        for (long l = 0; m.arch.sinks && l < m.arch.layers; l++) {     /* learned sinks' w, a row per layer */
+            lx_buf_puts(out, l ? ",\n    " : ",\n  \"sinks\": [\n    ");
+            put_floats(out, m.v.layer[l].sink, m.arch.heads);
+            lx_buf_puts(out, l + 1 < m.arch.layers ? "" : "\n  ]");
+        }
         key_str(out, "tokenizer", info.tokenizer ? info.tokenizer : m.arch.vocab == 260 ? "bytes" : NULL);
         key_str(out, "tokenizer_sha256", info.tokenizer_sha256[0] ? info.tokenizer_sha256 : NULL);
         key_str(out, "model_key", info.model_key[0] ? info.model_key : NULL);

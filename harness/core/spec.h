@@ -294,15 +294,25 @@ struct lx_spec {
         const char *method;                 /* zerosink, or NULL: none */
         double logit;                       /* z: every row's softmax has one more logit z, of a key whose
                                             ** value is zero (methods/zerosink.c) */
+        int learn;                          /* 1: z + w_(layer, head), w the model's learned tensor
+                                            ** layers.L.attn.sink (zerosink learned: true) */
+        const float *learned;               /* set by the engine for the layer it runs (lx_model_layer_spec):
+                                            ** that layer's w (H,), or NULL */
     } zsink;
 };
 
-/* Where a row's softmax starts: its running max and sum before any key, the
-** zero sink's logit and e^0 = 1, or -inf and 0 without one. Every attention
-** path starts its rows here. */
-static inline void lx_zsink_start(const struct lx_spec *s, float *m, float *l)
+/* The zero sink's logit in head h: z, plus the layer's learned w_h when the model has them. */
+static inline double lx_zsink_logit(const struct lx_spec *s, int h)
 {
-    *m = s->zsink.method ? (float)s->zsink.logit : -INFINITY;
+    return s->zsink.logit + (s->zsink.learned ? (double)s->zsink.learned[h] : 0.0);
+}
+
+/* Where a row's softmax starts in head h: its running max and sum before any
+** key, the zero sink's logit and e^0 = 1, or -inf and 0 without one. Every
+** attention path starts its rows here. */
+static inline void lx_zsink_start(const struct lx_spec *s, int h, float *m, float *l)
+{
+    *m = s->zsink.method ? (float)lx_zsink_logit(s, h) : -INFINITY;
     *l = s->zsink.method ? 1.0f : 0.0f;
 }
 

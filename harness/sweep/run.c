@@ -439,7 +439,20 @@ static const struct lx_model_use *train_facts(const struct runner *r, const stru
     return mu;
 }
 
-/* The base of a fine-tuned stack, trained with its base part. */
+/* A new model of mu's architecture with the tensors of what spec learns:
+** SSMax's scale, zerosink's sinks, T5's or KERPLE's bias, each its own. */
+static void init_trained(struct lx_model *m, const struct lx_model_use *mu, const struct lx_spec *spec,
+                         const char *key_json)
+{
+    struct lx_arch arch = mu->arch;
+    arch.logit_scale |= spec->learn_scale;
+    arch.sinks |= spec->zsink.learn;
+    lx_arch_learn_rel(&arch, &spec->rel);
+    lx_model_init(m, &arch, lx_hash64(key_json));
+}
+
+/* The base of a fine-tuned stack, trained with its base part (a training-time
+** method fine-tuned in is continual pretraining: the base has it too). */
 static int train_base(struct runner *r, const struct lx_cell *c, struct lx_model *m, char weights[65], int *busy,
                       struct lx_error *err)
 {
@@ -453,7 +466,7 @@ static int train_base(struct runner *r, const struct lx_cell *c, struct lx_model
                          .spec = &spec, .cfg = &mu->train, .what = "training base"};
     int rc = lx_stack_compile_base(st, &f, &spec, err);
     if (rc == LX_OK) {
-        lx_model_init(m, &mu->arch, lx_hash64(c->base_json));
+        init_trained(m, mu, &spec, c->base_json);
         rc = train_stage(r, c, &base, m, weights, err);
     }
     lx_buf_free(&part);
@@ -497,7 +510,6 @@ static int train_model(struct runner *r, const struct lx_cell *c, struct lx_mode
     struct lx_finetune ft;
     lx_stack_ft_resolve(st, &mu->train, &ft);
     struct lx_spec spec;
-    struct lx_arch arch = mu->arch;
     int rc = LX_OK;
     if (ft.steps) {
         struct model_id base_id = {.key = c->base_key, .key_json = c->base_json, .name = mu->name};
@@ -508,9 +520,7 @@ static int train_model(struct runner *r, const struct lx_cell *c, struct lx_mode
             return rc;
         f.length = ft.length;
     } else if ((rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK) {
-        arch.logit_scale |= spec.learn_scale;     /* SSMax's learned s: a tensor of its own */
-        lx_arch_learn_rel(&arch, &spec.rel);      /* T5's or KERPLE's learned bias: a tensor of its own */
-        lx_model_init(m, &arch, lx_hash64(c->model_json));
+        init_trained(m, mu, &spec, c->model_json);
     }
     struct lx_train_cfg cfg = mu->train;
     if (ft.steps)

@@ -76,7 +76,7 @@ void lx_attention_forward(float *o, float *att, const float *q, const float *k, 
             for (int j = 0; j < T; j++)
                 n += lx_spec_visible(spec, i, j, T, causal);
             float *p = att + ((long)h * T + i) * T;
-            double zs = spec->zsink.method ? spec->zsink.logit : -INFINITY, mx = zs;   /* the zero sink's logit */
+            double zs = spec->zsink.method ? lx_zsink_logit(spec, h) : -INFINITY, mx = zs;     /* the zero sink's logit */
             for (int j = 0; j < T; j++) {
                 if (!lx_spec_visible(spec, i, j, T, causal)) {
                     p[j] = -INFINITY;
@@ -238,7 +238,7 @@ static void row_stats(double *stats, const float *p, int T, double sum, double s
 ** spec's tables (at |δ| for far pairs), softmax over the visible keys
 ** [0, ns) ∪ [lo, hi) ∪ [hi, up), masked entries 0; optionally sum row statistics. */
 static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int T, int causal, double *tab,
-                            double *stats, long stats_row0, long stats_row1)
+                            double *stats, long stats_row0, long stats_row1, float *lse)
 {
     struct rowtab rt = {.A = tab, .B = tab + lx_spec_tab_len(spec, T), .n = -1, .reach = -1};
     long row1 = stats_row1 ? stats_row1 : T;
@@ -255,7 +255,7 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
         float *s = S + i * T;
         long r0[3] = {0, lo, hi}, r1[3] = {ns, hi, up};
         float mx, zs;
-        lx_zsink_start(spec, &mx, &zs);
+        lx_zsink_start(spec, head, &mx, &zs);
         float mx0 = mx;
         double sum = 0.0, sum2 = 0.0;
         for (int part = 0; part < 3; part++)
@@ -288,6 +288,8 @@ static void scores_to_probs(float *S, const struct lx_spec *spec, int head, int 
                 z += s[j];
             }
         float iz = 1.0f / z;
+        if (lse)
+            lse[i] = mx + logf(z);
         for (int part = 0; part < 3; part++)
             for (long j = r0[part]; j < r1[part]; j++)
                 s[j] *= iz;
@@ -309,7 +311,7 @@ void lx_attn_head_forward(float *o, float *P, const float *q, const float *k, co
     lx_gemm(P, T, q, ld, k, ld, T, T, D, 0, 1, c, 0.0f);
     if (spec->posmap.method && spec->rotary.n_pairs)
         far_scores(P, q, k, ld, spec, T, D, causal, c, ws->far);
-    scores_to_probs(P, spec, head, T, causal, ws->tab, ws->stats, ws->stats_row0, ws->stats_row1);
+    scores_to_probs(P, spec, head, T, causal, ws->tab, ws->stats, ws->stats_row0, ws->stats_row1, ws->lse);
     lx_gemm(o, ldo, P, T, v, ld, T, D, T, 0, 0, 1.0f, 0.0f);
 }
 

@@ -58,6 +58,7 @@ struct lx_attn_ws {
     long stats_row0;    /* only rows in [stats_row0, stats_row1) are summed; */
     long stats_row1;    /* stats_row1 = 0 means up to the last row */
     float mult;         /* the model's learned multiplier of S for this head (1 = none; 0 reads as 1) */
+    float *lse;         /* (T,) each row's log-sum-exp (a zero sink's term included), or NULL */
 };
 
 /* Row statistics the fast path can sum (for calibration and diagnostics):

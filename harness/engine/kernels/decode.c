@@ -170,7 +170,7 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
         lx_spec_row(spec, head, n, 0, i + 1 - (ns ? 0 : lo), A, B);
     const double *At = kept ? kept[0] : A, *Bt = kept ? kept[1] : B;
     float mx, zs;
-    lx_zsink_start(spec, &mx, &zs);
+    lx_zsink_start(spec, head, &mx, &zs);
     float mx0 = mx;
     for (int p = 0; p < 2; p++) {
         long j0 = j0s[p], j1 = j1s[p], jf = far1 < j0 ? j0 : far1 > j1 ? j1 : far1;  /* [j0, jf) far */

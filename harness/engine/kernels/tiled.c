@@ -610,7 +610,7 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
     float c = (float)lx_spec_qk_scale(spec, D) * (x->mult && x->mult[h] != 0.0f ? x->mult[h] : 1.0f);
     memset(O, 0, sizeof(float) * (size_t)nr * D);
     for (int r = 0; r < nr; r++)
-        lx_zsink_start(spec, m + r, l + r);     /* with a zero sink, its term opens the row */
+        lx_zsink_start(spec, h, m + r, l + r);     /* with a zero sink, its term opens the row */
     /* the keys the block sees: [0, ns) of its last row, [lo, up) from its first row's lo */
     long lo0, hi0, lo1, hi1;
     lx_spec_row_keys(spec, i0, x->T, x->causal, &lo0, &hi0);
@@ -666,7 +666,7 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
     }
     for (long r = r0; stats && r < r1; r++) {
         long lo, hi, n = lx_spec_row_keys(spec, i0 + r, x->T, x->causal, &lo, &hi);
-        double ps = spec->zsink.method ? exp(spec->zsink.logit - (double)m[r]) / l[r] : 0.0;
+        double ps = spec->zsink.method ? exp(lx_zsink_logit(spec, h) - (double)m[r]) / l[r] : 0.0;
         acc_finish(&x->ws->part[(long)h * x->nsu + (i0 + r) / x->su], acc + r, x->st, l[r], n, i0 + r, ps);
     }
 }

@@ -105,7 +105,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             ROW(tab, mat ? nthr * 2 * TL : 0, 8),
             ROW(dx, N * C, 4), ROW(dxn, N * C, 4), ROW(dqkv, N * QKV, 4), ROW(dao, N * HD, 4),
             ROW(dh, N * F2, 4), ROW(dact, N * F, 4), ROW(dlogits, N * V, 4), ROW(dp, mat ? nthr * TT : 0, 4),
-            ROW(lse, mat ? 0 : LL * N * H, 4),
+            ROW(lse, mat && !arch->sinks ? 0 : LL * N * H, 4),     /* learned sinks' gradient reads it */
             ROW(qkraw, arch->qk_norm ? LL * N * (H + KVh) * D : 0, 4), ROW(qkr, arch->qk_norm ? LL * N * (H + KVh) : 0, 4),
             ROW(tile, mat ? 0 : nthr * (double)lx_tile_thread_floats(LX_TILE_BQ, LX_TILE_BK, (int)D), 4),
             ROW(tile_tab, mat ? 0 : H * (1 + LX_SPEC_MAX_OPS) * TL, 8),

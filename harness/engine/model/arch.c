@@ -36,6 +36,8 @@ static const struct lx_param arch_rows[] = {
                "initial N(0, std) of matrices; wo and w2 use std/sqrt(2*layers)"),
     LX_P_BOOL(struct lx_arch, logit_scale, "false", 0,
               "a learned multiplier of the attention logits per layer and head (set by logn learn: true)"),
+    LX_P_BOOL(struct lx_arch, sinks, "false", 0,
+              "a learned zero-sink logit per layer and head, added to zerosink's z (set by zerosink learned: true)"),
     LX_P_BOOL(struct lx_arch, qkv_bias, "false", 0, "biases on the q, k and v projections (Qwen2)"),
     LX_P_BOOL(struct lx_arch, qk_norm, "false", 0,
               "an RMSNorm of each query and key head (learned gains of d_head) before the rotation (Qwen3)"),
@@ -66,6 +68,7 @@ static const struct lx_param arch_rows[] = {
 ** defaults, so models without them keep their keys. */
 static const struct lx_param_rule arch_rules[] = {
     {"logit_scale", "logit_scale=true"},
+    {"sinks", "sinks=true"},
     {"kv_heads", "kv_heads!=0"},
     {"qkv_bias", "qkv_bias=true"},
     {"qk_norm", "qk_norm=true"},
@@ -209,6 +212,8 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
             add(out, &n, &off, NAME("attn.post_norm.weight"), C, 0, 0, 0);
         if (a->logit_scale)
             add(out, &n, &off, NAME("attn.logit_scale"), a->heads, 0, 0, 0);
+        if (a->sinks)
+            add(out, &n, &off, NAME("attn.sink"), a->heads, 0, 0, 0);
         add(out, &n, &off, NAME("mlp_norm.weight"), C, 0, 0, 0);
         add(out, &n, &off, NAME("mlp.w1.weight"), F, C, 1, 0);
         if (lx_arch_gated(a))
@@ -272,6 +277,7 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
         i++;
         L->attn_post = a->post_norms ? (float *)t[i++].p : NULL;
         L->logit_scale = a->logit_scale ? (float *)t[i++].p : NULL;
+        L->sink = a->sinks ? (float *)t[i++].p : NULL;
         L->mlp_norm = (float *)t[i++].p;
         L->w13 = F(i);
         L->n_w13 = fused || !swiglu ? 1 : 2;
@@ -694,8 +700,8 @@ void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key)
             kerple_init(p, cnt, key, (uint32_t)i);
             continue;
         }
-        if (t[i].ndim == 1) {   /* norm gains and logit scales 1, biases (T5's too) 0 */
-            float one = strstr(t[i].name, "bias") ? 0.0f : 1.0f;
+        if (t[i].ndim == 1) {   /* norm gains and logit scales 1, biases (T5's too) and sink logits 0 */
+            float one = strstr(t[i].name, "bias") || strstr(t[i].name, "attn.sink") ? 0.0f : 1.0f;
             for (long j = 0; j < cnt; j++)
                 p[j] = one;
             continue;

@@ -31,6 +31,8 @@ struct lx_arch {
     double init_std;    /* N(0, init_std) for matrices; output projections / sqrt(2·layers) */
     int logit_scale;    /* 1: a learned multiplier of S per (layer, head), tensor layers.L.attn.logit_scale
                         ** (H,), initialised to 1 (SSMax's learned s: logn learn: true) */
+    int sinks;          /* 1: a learned w per (layer, head) added to the zero sink's logit z, tensor
+                        ** layers.L.attn.sink (H,), initialised to 0 (zerosink learned: true) */
     int qkv_bias;       /* 1: biases layers.L.attn.w{q,k,v}.bias added after the projections (Qwen2) */
     int qk_norm;        /* 1: each q and k head RMS-normalised with gains layers.L.attn.{q,k}_norm.weight
                         ** (d_head,) after the projections, before the rotation (Qwen3) */
@@ -117,6 +119,7 @@ struct lx_layer_w {
     float *k_norm;      /* (D) of every key head's */
     float *wo;          /* (C, H·D) */
     float *logit_scale; /* (H) learned multipliers of S, or NULL */
+    float *sink;        /* (H) learned w of the zero sink's logit z + w, or NULL */
     float *mlp_norm;    /* (C) */
     float *w13;         /* (F, C) gelu, (2F, C) swiglu and geglu: w1 then w3 */
     float *w2;          /* (C, F) */

@@ -83,8 +83,9 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
     c->len[slot] = pos + 1;
     for (int l = 0; l < c->L; l++) {
         const struct lx_layer_w *W = &m->v.layer[l];
-        const struct lx_spec *ls = lx_spec_layer(spec, l);
-        int global = ls == spec;
+        struct lx_spec own;
+        const struct lx_spec *ls = lx_model_layer_spec(m, spec, l, &own);
+        int global = lx_spec_layer(spec, l) == spec;
         lx_rmsnorm_forward(c->xn, c->rstd, c->x, W->attn_norm, 1, C, eps);
         lx_layer_qkv(c->qkv, c->xn, W, ar, 1);
         lx_layer_qk_norm(c->qkv, NULL, NULL, W, ar, 1);

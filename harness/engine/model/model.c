@@ -3,7 +3,8 @@
 ** (see model.h): rope, the attention paths, the blocks. Matrix products go
 ** through the BLAS seam; attention runs one (window, head) pair per OpenMP
 ** iteration with per-thread scratch. The weights are laid out in arch.c, the
-** activations and the memory plan in acts.c.
+** activations and the memory plan in acts.c, the spec a model and each of
+** its layers run in model_spec.c.
 */
 #include "harness/engine/model/model.h"
 
@@ -260,7 +261,7 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
             .far = a->far ? a->far + nfar * (size_t)thr : NULL,
             .stats = stats ? stats + bh * LX_ATTN_NSTATS : NULL,
             .stats_row0 = a->stats_row0 ? a->stats_row0[b] : 0, .stats_row1 = a->stats_row1,
-            .mult = mult ? mult[h] : 1.0f,
+            .mult = mult ? mult[h] : 1.0f, .lse = a->train && lse ? lse + bh * T : NULL,
         };
         lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, P, q, k, k + KD, spec, h, sh, &ws);
         if (a->probe)
@@ -285,18 +286,20 @@ static void rope_rows(struct lx_acts *a, const struct lx_spec *spec, const doubl
 static void attention_layer(const struct lx_model *m, const struct lx_spec *global, struct lx_acts *a, long l,
                             const float *xin, const struct sizes *s)
 {
-    const struct lx_spec *spec = lx_spec_layer(global, l);
+    struct lx_spec own;
+    const struct lx_spec *spec = lx_model_layer_spec(m, global, l, &own);
+    int glob = lx_spec_layer(global, l) == global;
     const struct lx_arch *ar = &m->arch;
     const struct lx_layer_w *W = &m->v.layer[l];
     float *rstd1 = LAY(a, a->rstd1, l, s->N), *xn1 = LAY(a, a->xn1, l, s->N * s->C);
     float *qkv = LAY(a, a->qkv, l, s->N * s->QKV), *ao = LAY(a, a->ao, l, s->N * s->HD);
     float *att = a->train && !a->tiled ? a->att + l * (long)a->B * s->H * s->T * s->T : a->att;
-    float *lse = a->train && a->tiled ? a->lse + l * (long)a->B * s->H * s->T : NULL;
+    float *lse = a->train && (a->tiled || ar->sinks) ? a->lse + l * (long)a->B * s->H * s->T : NULL;
     lx_rmsnorm_forward(xn1, rstd1, xin, W->attn_norm, (int)s->N, (int)s->C, (float)ar->norm_eps);
     lx_layer_qkv(qkv, xn1, W, ar, s->N);
     lx_layer_qk_norm(qkv, a->train ? LAY(a, a->qkraw, l, s->N * (s->H + s->KV) * ar->d_head) : NULL,
                      a->train ? LAY(a, a->qkr, l, s->N * (s->H + s->KV)) : NULL, W, ar, s->N);
-    rope_rows(a, spec, spec == global ? a->rope_cs : a->rope_local, qkv, (int)s->H, (int)s->KV, (int)ar->d_head, +1);
+    rope_rows(a, spec, glob ? a->rope_cs : a->rope_local, qkv, (int)s->H, (int)s->KV, (int)ar->d_head, +1);
     if (spec->cosine)
         lx_qk_normalize(qkv, a->train ? a->qkn + l * s->N * 2 * s->H : NULL, s->N, (int)s->H, (int)s->KV,
                         (int)ar->d_head);
@@ -463,62 +466,6 @@ static void forward_eval(const struct lx_model *m, const struct lx_spec *spec, c
         head(m, a, a->x, NULL, LX_EVAL_ROWS, targets, s);     /* losses only: no softmax rows (no backward) */
 }
 
-int lx_model_spec_check(const struct lx_model *m, const struct lx_spec *spec, struct lx_error *err)
-{
-    int have = lx_arch_rel_kind(&m->arch), want = spec->rel.method ? spec->rel.kind : LX_REL_NONE;
-    long nh = lx_arch_rel_values(&m->arch), nw = want ? spec->rel.values : 0;
-    const char *hs = lx_relbias_describe(have), *ws = lx_relbias_describe(want);
-    if (nh == nw && have == want)
-        return LX_OK;
-    if (!want)
-        return lx_err(err, LX_EINVAL, "the model learned a relative-position bias, %s, %ld values a head, and the "
-                      "stack reads none\n  hint: evaluate it with its training stack, which ends in that method", hs,
-                      nh);
-    if (!have)
-        return lx_err(err, LX_EINVAL, "the stack's %s reads a learned bias the model does not have\n  hint: a "
-                      "learned bias is trained in; train a model with it", ws);
-    return lx_err(err, LX_EINVAL, "the stack's %s reads %ld values a head and the model learned %s, %ld\n  hint: "
-                  "a learned bias is trained in; evaluate with the model's own", ws, nw, hs, nh);
-}
-
-/* The spec of a's local layers (lx_arch_local): rope at local_base over every
-** pair of a head, layout half, and a window of local_window keys; no method. */
-static void local_spec(struct lx_spec *loc, const struct lx_arch *a, const struct lx_spec *global)
-{
-    lx_spec_init(loc, &global->facts);
-    struct lx_rotary *r = &loc->rotary;
-    r->n_pairs = (int)(a->d_head / 2);
-    r->layout = LX_ROPE_HALF;
-    r->base = a->local_base;
-    for (int k = 0; k < r->n_pairs; k++)    /* as methods/rope.c builds its table */
-        r->inv_freq[k] = pow(a->local_base, -2.0 * k / (double)a->d_head);
-    loc->positions = "local layers";
-    loc->vis = (struct lx_visibility){.method = "local layers", .window = a->local_window};
-    loc->qk_dim = global->qk_dim;
-    loc->softcap = global->softcap;
-    loc->zsink = global->zsink;     /* a zero sink is the model's softmax, in every layer */
-}
-
-const struct lx_spec *lx_model_spec(const struct lx_model *m, const struct lx_spec *spec, struct lx_spec local[2])
-{
-    const struct lx_arch *a = &m->arch;
-    LX_ASSERT(lx_arch_rel_values(a) == (spec->rel.method ? spec->rel.values : 0));  /* lx_model_spec_check */
-    if ((!m->v.rel_bias || spec->facts.rel_bias == m->v.rel_bias) && !a->qk_dim && !a->local_every &&
-        !a->attn_softcap)
-        return spec;
-    local[0] = *spec;
-    if (m->v.rel_bias)
-        local[0].facts.rel_bias = m->v.rel_bias;
-    local[0].qk_dim = (double)a->qk_dim;
-    local[0].softcap = a->attn_softcap;
-    if (a->local_every) {
-        local_spec(&local[1], a, &local[0]);
-        local[0].local = &local[1];
-        local[0].local_every = a->local_every;
-    }
-    return &local[0];
-}
-
 double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec_in, const int *tokens,
                         const int *targets, struct lx_acts *a)
 {
@@ -644,15 +591,48 @@ static void relbias_pull(float *drel, const double *dist, const struct lx_spec *
     free(dt);
 }
 
+/* A layer's learned parts and their gradients' buffers (NULL: none). */
+struct lx_learned_grads {
+    const float *mult;      /* (H,) the multipliers of S */
+    float *dmult, *dsink;   /* (H,) */
+    float *drel;            /* (H, values) a relative bias's, in global layers */
+};
+
+/* The learned sink logits' gradient: a zero sink of logit z_h takes p_s of
+** a row and gives it nothing, so dL/dz_h = −Σ_rows p_s·(dO·O) (the softmax's
+** Σ_j p_j·dP_j is dO·O, the sink's dP 0), p_s = e^{z_h − lse} from the row's
+** log-sum-exp either forward kept. Summed in window, row order: thread count
+** free. */
+static void sink_backward(const struct lx_acts *a, const struct lx_spec *spec, const float *ao, const float *lse,
+                          float *dsink, const struct lx_attn_shape *sh)
+{
+    int B = a->B, T = sh->T, H = sh->H, D = sh->D;
+    for (int h = 0; h < H; h++) {
+        double z = lx_zsink_logit(spec, h), g = 0.0;
+        for (long bt = 0; bt < (long)B * T; bt++) {
+            long b = bt / T, t = bt % T, bht = (b * H + h) * T + t;
+            const float *o = ao + bt * sh->ldo + (long)h * D, *d = a->dao + bt * sh->ldo + (long)h * D;
+            double dot = 0.0;
+            for (int c = 0; c < D; c++)
+                dot += (double)o[c] * d[c];
+            g -= exp(z - (double)lse[bht]) * dot;
+        }
+        dsink[h] += (float)g;
+    }
+}
+
 /* Backward of every (window, head) of one layer into a->dqkv from a->dao, on
-** the path the forward took; dmult (H,) += the learned multipliers' gradient
-** when mult is given, and drel (H, values) += a learned relative bias's when
-** given, each summed over windows in order (thread count free). */
+** the path the forward took; the learned parts' gradients (lg) += theirs,
+** each summed over windows in order (thread count free): dmult (H,) the
+** multipliers' when mult is given, dsink (H,) the sink logits' when the spec
+** has them, drel (H, values) a relative bias's when given. */
 static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, const float *ao,
-                               const float *att, const float *lse, const float *mult, float *dmult, float *drel,
+                               const float *att, const float *lse, const struct lx_learned_grads *lg,
                                const struct lx_attn_shape *sh)
 {
     int B = a->B, H = sh->H;
+    const float *mult = lg->mult;
+    float *dmult = lg->dmult, *drel = lg->drel;
     double *dm = mult ? lx_xcalloc((size_t)B * (size_t)H, sizeof *dm) : NULL;
     double *dr = drel ? lx_xcalloc((size_t)B * (size_t)H * (size_t)lx_spec_tab_len(spec, sh->T), sizeof *dr) : NULL;
     if (a->tiled && lx_numerics_get() == LX_NUMERICS_BF16)     /* the tiled products read bf16 dO (tiled_bwd.c) */
@@ -661,6 +641,8 @@ static void attention_backward(struct lx_acts *a, const struct lx_spec *spec, co
         attention_backward_tiled(a, spec, qkv, ao, lse, mult, dm, dr, sh);
     else
         attention_backward_materialised(a, spec, qkv, att, mult, dm, dr, sh);
+    if (lg->dsink)
+        sink_backward(a, spec, ao, lse, lg->dsink, sh);
     for (long bh = 0; dm && bh < (long)B * H; bh++)
         dmult[bh % H] += (float)dm[bh];
     if (dr)
@@ -746,19 +728,22 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, 
         float *rstd1 = a->rstd1 + l * s.N, *xn1 = a->xn1 + l * s.N * s.C;
         float *qkv = a->qkv + l * s.N * s.QKV, *ao = a->ao + l * s.N * HD;
         float *att = a->tiled ? NULL : a->att + l * (long)a->B * H * T * T;
-        float *lse = a->tiled ? a->lse + l * (long)a->B * H * T : NULL;
+        float *lse = a->tiled || ar->sinks ? a->lse + l * (long)a->B * H * T : NULL;
         mlp_backward(m, a, G, l, &s);
         /* attention: dx now holds d(xm) */
         const float *dout = post_backward(a, G->attn_post, W->attn_post, a->post ? a->post + 2 * l * s.N * s.C : NULL,
                                           a->post ? a->post_rstd + 2 * l * s.N : NULL, &s);
         lx_linear_backward(a->dao, G->wo, NULL, dout, ao, W->mo, (int)s.N, (int)HD, (int)s.C);
         memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * s.QKV));
-        const struct lx_spec *ls = lx_spec_layer(spec, l);     /* a local layer's own (arch local_every) */
-        attention_backward(a, ls, qkv, ao, att, lse, W->logit_scale, G->logit_scale, ls == spec ? g->rel_bias : NULL,
-                           &sh);
+        struct lx_spec own;
+        const struct lx_spec *ls = lx_model_layer_spec(m, spec, l, &own);   /* a local layer's own (local_every) */
+        int glob = lx_spec_layer(spec, l) == spec;
+        struct lx_learned_grads lg = {.mult = W->logit_scale, .dmult = G->logit_scale, .dsink = G->sink,
+                                      .drel = glob ? g->rel_bias : NULL};
+        attention_backward(a, ls, qkv, ao, att, lse, &lg, &sh);
         if (ls->cosine)
             lx_qk_normalize_backward(a->dqkv, qkv, a->qkn + l * s.N * 2 * H, s.N, H, (int)s.KV, D);
-        rope_rows(a, ls, ls == spec ? a->rope_cs : a->rope_local, a->dqkv, H, (int)s.KV, D, -1);
+        rope_rows(a, ls, glob ? a->rope_cs : a->rope_local, a->dqkv, H, (int)s.KV, D, -1);
         if (W->q_norm)
             lx_layer_qk_norm_backward(a->dqkv, G->q_norm, G->k_norm, a->qkraw + l * s.N * (H + s.KV) * D,
                                       a->qkr + l * s.N * (H + s.KV), W, ar, s.N);

@@ -227,7 +227,8 @@ const float *lx_acts_logits(const struct lx_acts *a, long r);
 
 /* LX_OK when the spec's learned parts are the model's: a stack with t5bias
 ** or kerple needs the model's learned bias of that kind (T5's table of as
-** many buckets, KERPLE's kernel), LX_EINVAL naming both. */
+** many buckets, KERPLE's kernel), and zerosink learned: true the model's
+** learned sinks (arch sinks, which need it), LX_EINVAL naming both. */
 int lx_model_spec_check(const struct lx_model *m, const struct lx_spec *spec, struct lx_error *err);
 /* The spec as the engine runs it on m: spec itself (m has no learned
 ** relative bias, or spec->facts.rel_bias is already m's, as
@@ -236,6 +237,10 @@ int lx_model_spec_check(const struct lx_model *m, const struct lx_spec *spec, st
 ** with local layers, local[1] their spec (rope at local_base, a window of
 ** local_window keys) as its `local` (lx_spec_layer picks a layer's). */
 const struct lx_spec *lx_model_spec(const struct lx_model *m, const struct lx_spec *spec, struct lx_spec local[2]);
+/* The spec layer l of m runs: lx_spec_layer's, or, when m learned sink
+** logits (arch sinks), a copy of it in own with zsink.learned the layer's. */
+const struct lx_spec *lx_model_layer_spec(const struct lx_model *m, const struct lx_spec *spec, long l,
+                                          struct lx_spec *own);
 
 /* Forward over tokens (B, T). With targets (B, T; < 0 = not scored) fills
 ** probs and loss and returns the mean NLL over scored tokens (0 when none). */
