@@ -235,7 +235,6 @@ const struct lx_task lx_task_attn = {
     .mode = LX_MODE_CAUSAL,
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
     .needs_probs = 0,   /* its statistics are summed from the tiles (O(T·d)) */
-    .text_start = 1,    /* a model trained without a start token reads its windows so */
     .answers_only = 1,  /* no logits: its passes have no targets, so no head runs */
     .split = attn_split,
     .check = attn_check,

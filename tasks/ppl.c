@@ -281,7 +281,7 @@ const struct lx_task lx_task_ppl = {
     .schema = LX_SCHEMA(ppl_rows, struct ppl_params, ppl_rules),
     .headline = "ppl,unigram_ppl",
     .mode = LX_MODE_CAUSAL, .lm_needs = LX_LM_LOGPROBS, .losses_only = 1,  /* lx_lm_eval_windows */
-    .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .text_start = 1,
+    .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
     .split = ppl_split,
     .check = ppl_check,
     .run = ppl_run,

@@ -377,6 +377,25 @@ int lx_answer_lm(struct lx_lm *lm, const struct lx_instance *in, long n, struct 
 
 /* ---- the cell runner ------------------------------------------------------------ */
 
+/* What a model trained without a start token (ctx->begin_text) reads at an
+** instance's first position in place of BOS: a newline, where a text
+** stream's documents meet (context only, as a text window's first token);
+** *id stays -1 for other models. */
+static int text_first(const struct lx_task_ctx *ctx, const struct lx_tokenizer *tk, int *id, struct lx_error *err)
+{
+    *id = -1;
+    if (!ctx->begin_text)
+        return LX_OK;
+    int32_t *ids = NULL;
+    long n = lx_tok_encode(tk, "\n", 1, &ids, err);
+    if (n > 0)
+        *id = ids[0];
+    free(ids);
+    return n < 0 ? (int)n : n == 0 ? lx_err(err, LX_EINVAL, "%s: the tokenizer encodes no newline, the token a "
+                                                "model trained with begin: text reads first", ctx->task->name)
+                                   : LX_OK;
+}
+
 int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err)
 {
     const struct lx_task *task = ctx->task;
@@ -388,7 +407,7 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
     long n = uniform ? samples : samples * depths;
     struct lx_instance *in = lx_xcalloc((size_t)n, sizeof *in);
     struct lx_answer *ans = lx_xcalloc((size_t)n, sizeof *ans);
-    int rc = LX_OK;
+    int first, rc = text_first(ctx, tk, &first, err);
     for (long i = 0; i < n && rc == LX_OK; i++) {
         long d = i / samples;
         double depth = depths == 1 ? 0.5 : uniform ? 0.0 : (double)d / (double)(depths - 1);
@@ -400,6 +419,10 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
         /* sample i % samples at every depth: the same keys at each depth, so depths compare paired */
         rc = lx_retrieval_instance(task, ctx->params, tk, ctx->data_key, ctx->length, i % samples, depth,
                                    &in[i], err);
+        if (rc == LX_OK && first >= 0) {
+            LX_ASSERT(in[i].tok[0] == lx_tok_begin(tk));
+            in[i].tok[0] = first;
+        }
     }
     if (rc == LX_OK)
         {
@@ -558,6 +581,10 @@ int lx_retrieval_run_with(const struct lx_retrieval *r, const struct lx_task_ctx
     const struct lx_protocol *p;
     const char *data;
     int rc = preset_of(r, ctx->params, &p, &data, err);
+    if (rc > 0 && ctx->begin_text)
+        return lx_err(err, LX_EINVAL, "%s: protocol %s lays its prompt out as its peer does, start token first, "
+                      "and this model was trained without one (train: begin: text)\n  hint: protocol lenx reads "
+                      "such a model's instances with a newline first", r->name, p->name);
     return rc < 0 ? rc : rc ? lx_preset_run(ctx, p, data, param_long(ctx->params, r->samples_at), out, err)
                         : lx_retrieval_run(ctx, out, err);
 }

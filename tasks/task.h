@@ -54,7 +54,8 @@ struct lx_task_ctx {
     const struct lx_tokenizer *tok;     /* model tasks: the model's tokenizer (lx_byte_tokenizer unless
                                         ** the model names one); lengths are in its tokens */
     int begin_text;             /* model tasks: 1 when the model was trained without a start token before its
-                                ** windows (train: begin: text); only tasks with text_start see it */
+                                ** windows (train: begin: text): every causal task reads such a model's
+                                ** windows so (ppl, attn: the text alone; retrieval: a newline in BOS's place) */
 };
 
 struct lx_task {
@@ -76,8 +77,6 @@ struct lx_task {
     int losses_only;            /* (model tasks) 1 when its passes read each row's loss alone
                                 ** (lx_eval_windows with logits 0): they hold one block of
                                 ** LX_EVAL_ROWS rows of logits, and the plan's memory check counts that */
-    int text_start;             /* (causal model tasks) 1 when it also runs a model trained on windows without
-                                ** a start token (train: begin: text, ctx->begin_text); 0: such a model skips it */
     int answers_only;           /* (model tasks) 1 when its passes read the logits of their scored rows
                                 ** alone, or none (LX_ACTS_EVAL_ANSWER): they hold at most
                                 ** LX_ACTS_ANSWER_ROWS rows of logits a window, and the plan counts that */

@@ -460,3 +460,84 @@ Test(retrieval, fixed_width_answers_share_one_offset, .timeout = 60)
         free(p);
     }
 }
+
+/* ---- models trained without a start token (train: begin: text) ------------------ */
+
+/* A backend that keeps each prompt it is asked to continue and answers nothing. */
+struct kept_prompts {
+    int *tok[64];
+    long n[64], count;
+};
+
+static int keep_generate(struct lx_lm *lm, struct lx_lm_gen *g, long n, struct lx_error *err)
+{
+    (void)err;
+    struct kept_prompts *k = lm->impl;
+    for (long i = 0; i < n; i++) {
+        cr_assert_lt(k->count, 64);
+        k->tok[k->count] = malloc(sizeof(int) * (size_t)g[i].n_prompt);
+        memcpy(k->tok[k->count], g[i].prompt, sizeof(int) * (size_t)g[i].n_prompt);
+        k->n[k->count++] = g[i].n_prompt;
+        g[i].n_out = 0;
+    }
+    return LX_OK;
+}
+
+static void keep_prompts(const struct lx_task *t, void *p, int begin_text, struct kept_prompts *k)
+{
+    static const struct lx_lm_ops ops = {.generate = keep_generate};
+    memset(k, 0, sizeof *k);
+    struct lx_lm lm = {.ops = &ops, .caps = LX_LM_GENERATE, .what = "a test backend", .impl = k};
+    struct lx_task_ctx ctx = {.params = p, .length = 400, .train_len = 64, .task = t, .data_key = 5, .lm = &lm,
+                              .begin_text = begin_text};
+    struct lx_result r = {0};
+    struct lx_error err = {{0}};
+    cr_assert_eq(t->run(&ctx, &r, &err), LX_OK, "%s: %s", t->name, err.msg);
+    lx_result_release(&r);
+}
+
+/* Every retrieval task runs a text model on its instances with a newline where
+** BOS stood, every other token as it was: the same prompts, paired across models. */
+Test(retrieval, a_text_model_reads_a_newline_where_bos_stood)
+{
+    static const struct { const char *task, *yaml; } cases[] = {
+        {"passkey", "{template: short, digits: 2, samples: 2, depths: 2}"},
+        {"line", "{template: short, samples: 2, depths: 2}"},
+        {"needle", "{template: short, samples: 2, depths: 2}"},
+        {"topic", "{template: short, samples: 2, topics: 3}"},
+        {"mdqa", "{template: short, documents: 3, samples: 2, depths: 2}"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const struct lx_task *t = lx_task_find(cases[c].task);
+        cr_assert_not_null(t);
+        void *p = task_params(cases[c].task, cases[c].yaml);
+        struct kept_prompts bos, text;
+        keep_prompts(t, p, 0, &bos);
+        keep_prompts(t, p, 1, &text);
+        cr_assert(bos.count > 0 && bos.count == text.count, "%s: %ld and %ld prompts", t->name, bos.count,
+                  text.count);
+        for (long i = 0; i < bos.count; i++) {
+            cr_expect_eq(bos.tok[i][0], LX_TOK_BOS, "%s prompt %ld", t->name, i);
+            cr_expect_eq(text.tok[i][0], '\n', "%s prompt %ld of a text model opens with %d", t->name, i,
+                         text.tok[i][0]);
+            cr_assert_eq(bos.n[i], text.n[i]);
+            cr_expect_eq(memcmp(bos.tok[i] + 1, text.tok[i] + 1, sizeof(int) * (size_t)(bos.n[i] - 1)), 0,
+                         "%s prompt %ld: the rest as it was", t->name, i);
+            free(bos.tok[i]);
+            free(text.tok[i]);
+        }
+        free(p);
+    }
+    /* a peer's protocol lays its prompt out as the peer does: refused for a text model */
+    const struct lx_task *t = lx_task_find("passkey");
+    void *p = task_params("passkey", "{protocol: landmark, samples: 1}");
+    struct lx_task_ctx ctx = {.params = p, .length = 400, .train_len = 64, .task = t, .data_key = 5,
+                              .begin_text = 1};
+    struct lx_result r = {0};
+    struct lx_error err = {{0}};
+    cr_expect_eq(t->run(&ctx, &r, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "passkey: protocol landmark lays its prompt out as its peer does, start token first, "
+                     "and this model was trained without one (train: begin: text)") != NULL, "%s", err.msg);
+    lx_result_release(&r);
+    free(p);
+}

@@ -128,8 +128,6 @@ void lx_model_stack_facts(const struct lx_model_use *m, const struct lx_stack *s
 
 int lx_task_fits_model(const struct lx_task *t, const struct lx_model_use *m)
 {
-    if (m->train.begin == LX_BEGIN_TEXT && !t->text_start)
-        return 0;
     return (t->mode == LX_MODE_CAUSAL && m->arch.mode == LX_MODEL_CAUSAL) ||
            (t->mode == LX_MODE_MLM && m->arch.mode == LX_MODEL_MLM);
 }
@@ -612,10 +610,8 @@ static int task_models(const struct lx_grid *g, int t, int *out, int *n, struct 
         if (lx_task_fits_model(task, &g->models[m]))
             out[(*n)++] = m;
     if (!*n)
-        return lx_node_err(err, g->tasks[t].where, "task '%s' needs a model in %s mode%s and the sweep has none\n"
-                           "  hint: add a model with arch: {mode: %s}%s", task->name, want,
-                           task->text_start ? "" : " trained with a start token (train: begin: bos)", want,
-                           task->text_start ? "" : " and begin: bos, the default");
+        return lx_node_err(err, g->tasks[t].where, "task '%s' needs a model in %s mode and the sweep has none\n"
+                           "  hint: add a model with arch: {mode: %s}", task->name, want, want);
     return LX_OK;
 }
 
