@@ -57,15 +57,17 @@ int lx_argmax(const float *x, long n)
 
 /* ---- the cache -------------------------------------------------------------- */
 
-/* The offset of row pos of (slot, layer) in the cache's (n_slots, L, T, KV·D) buffers. */
+/* The offset of row pos of (slot, layer) in the cache's (n_slots, slot_rows, KV·D) buffers: the
+** layer's rows from off[layer], pos at pos mod cap (a ring; pos itself when the layer keeps T). */
 static long row_at(const struct lx_kvcache *c, int slot, int layer, long pos)
 {
-    return (((long)slot * c->L + layer) * c->T + pos) * c->KV * c->D;
+    return ((long)slot * c->slot_rows + c->off[layer] + pos % c->cap[layer]) * c->KV * c->D;
 }
 
 void lx_kvcache_store(struct lx_kvcache *c, int slot, int layer, long pos, const float *k, const float *v)
 {
     long KD = (long)c->KV * c->D, at = row_at(c, slot, layer, pos);
+    c->top[slot] = pos > c->top[slot] ? pos : c->top[slot];
     if (c->bf16) {
         lx_f32_to_bf16_n(c->kh + at, k, (size_t)KD);
         lx_f32_to_bf16_n(c->vh + at, v, (size_t)KD);
@@ -78,8 +80,8 @@ void lx_kvcache_store(struct lx_kvcache *c, int slot, int layer, long pos, const
 void lx_kvcache_head(const struct lx_kvcache *c, int slot, int layer, int g, long j0, long j1, float *kout,
                      float *vout)
 {
-    long KD = (long)c->KV * c->D, at = row_at(c, slot, layer, j0) + (long)g * c->D;
-    for (long j = j0; j < j1; j++, at += KD) {
+    for (long j = j0; j < j1; j++) {
+        long at = row_at(c, slot, layer, j) + (long)g * c->D;
         if (c->bf16) {
             lx_half_to_f32(kout + j * c->D, c->kh + at, LX_DT_BF16, (size_t)c->D);
             lx_half_to_f32(vout + j * c->D, c->vh + at, LX_DT_BF16, (size_t)c->D);
@@ -101,6 +103,7 @@ void lx_kvcache_put(struct lx_kvcache *c, int layer, const float *qkv, int B, in
             lx_kvcache_store(c, b, layer, t, src, src + KD);
         }
         c->len[b] = T;
+        c->top[b] = T - 1;
         c->n_far[(long)b * c->L + layer] = 0;
     }
 }

@@ -31,7 +31,9 @@
 ** (mlm) model cannot: a new token changes every row's attention, so
 ** lx_generate refuses it. Memory: layers × T × kv_heads × d_head × 2 floats
 ** a window (× 3 with a rotary posmap), plus 2 × heads × T doubles of kept
-** distance tables (lx_decode_dist_kept), lx_kvcache_bytes.
+** distance tables (lx_decode_dist_kept), lx_kvcache_bytes; a layer that
+** reads only the last W keys (Gemma 3's local layers) keeps a ring of W plus
+** the rows a cache may be rewound by (model/kvcache.h), not T.
 */
 #ifndef LX_DECODE_H
 #define LX_DECODE_H
@@ -43,13 +45,20 @@
 struct lx_kvcache {
     int n_slots;        /* windows it holds (a batch's instances) */
     int L, T, KV, D;    /* layers, rows a window holds at most, key/value heads, head dimension */
-    float *k, *v;       /* (n_slots, L, T, KV·D) keys (rotated, unit under cosine) and values; NULL when bf16 */
+    long *cap;          /* (L,) rows layer l keeps: T, or for a layer that reads only a window of keys (a
+                        ** model's local layers) fewer, a ring where row pos sits at pos mod cap[l] */
+    long *off;          /* (L,) where layer l's rows start among a slot's */
+    long slot_rows;     /* a slot's rows, Σ cap */
+    float *k, *v;       /* (n_slots, slot_rows, KV·D) keys (rotated, unit under cosine) and values; NULL when
+                        ** bf16 */
     int bf16;           /* 1: kh, vh hold them as bf16 (numerics.h, lx_kv_bf16_get at allocation) */
-    uint16_t *kh, *vh;  /* (n_slots, L, T, KV·D) the same as bf16, or NULL */
-    float *wide;        /* bf16: (3, T, D) one key/value head's keys, values and far keys widened for a step */
-    float *kfar;        /* (n_slots, L, T, KV·D) keys turned to the posmap's key position, or NULL
+    uint16_t *kh, *vh;  /* (n_slots, slot_rows, KV·D) the same as bf16, or NULL */
+    float *wide;        /* bf16 or a ring: (3, T, D) one key/value head's keys, values and far keys gathered
+                        ** for a step at their positions' rows */
+    float *kfar;        /* (n_slots, slot_rows, KV·D) keys turned to the posmap's key position, or NULL
                         ** when the spec has no posmap on rotary positions */
     long *len;          /* (n_slots,) rows [0, len) hold the window's tokens */
+    long *top;          /* (n_slots,) the highest row stored: a ring has overwritten rows up to top − cap */
     long *n_far;        /* (n_slots, L) rows [0, n_far) of kfar are filled */
     /* one step's scratch */
     float *x, *xn, *qkv, *ao, *xm, *h, *act;   /* (C), (C), (QKV), (H·D), (C), (F or 2F), (F) */
@@ -84,10 +93,11 @@ void lx_kvcache_store(struct lx_kvcache *c, int slot, int layer, long pos, const
 void lx_kvcache_head(const struct lx_kvcache *c, int slot, int layer, int g, long j0, long j1, float *kout,
                      float *vout);
 
-/* The rows of (slot, layer) in buf (c->k, c->v or c->kfar): (T, KV·D). */
+/* The rows of (slot, layer) in buf (c->k, c->v or c->kfar): (T, KV·D), row pos at pos; a layer
+** that keeps all T (cap T, not a ring). */
 static inline float *lx_kvcache_rows(const struct lx_kvcache *c, float *buf, int slot, int layer)
 {
-    return buf + ((long)slot * c->L + layer) * c->T * c->KV * c->D;
+    return buf + ((long)slot * c->slot_rows + c->off[layer]) * c->KV * c->D;
 }
 
 /* Save layer l's key and value rows of a forward pass: qkv (B, T, (H + 2·KV)·D)

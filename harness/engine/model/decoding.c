@@ -17,8 +17,9 @@
 /* Attention of the step's query row (c->qkv) over the cached rows [0, pos]
 ** of (slot, layer), every head, into c->ao (on the step's one thread). A
 ** bf16 cache's rows of a key/value head are widened once for its G query
-** heads (c->wide, row stride D): only the rows the row reads, the sinks and
-** the window [lo, pos] (a local layer's 512 or 1,024 of Gemma 3's, not all). */
+** heads (c->wide, row stride D), and a ring's gathered to their positions'
+** rows: only the rows the row reads, the sinks and the window [lo, pos] (a
+** local layer's 512 or 1,024 of Gemma 3's, not all). */
 static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global, const float *mult, int slot, int layer,
                    long pos, int H)
 {
@@ -30,10 +31,12 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
     long lo, hi;
     lx_spec_row_keys(spec, pos, pos + 1, 1, &lo, &hi);
     long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo;     /* as lx_attn_row_forward reads them */
+    /* a ring still holds the window: not rewound past what it kept (LX_KVCACHE_REWIND) */
+    LX_ASSERT(c->cap[layer] == c->T || (ns == 0 && lo > c->top[slot] - c->cap[layer]));
     for (int g = 0; g < KV; g++) {
         const float *k, *v, *f = kf ? kf + (long)g * D : NULL;
         int ldh = ld;
-        if (c->bf16) {
+        if (c->bf16 || c->cap[layer] < c->T) {
             float *wk = c->wide, *wv = wk + (long)c->T * D, *wf = wv + (long)c->T * D;
             lx_kvcache_head(c, slot, layer, g, 0, ns, wk, wv);
             lx_kvcache_head(c, slot, layer, g, lo, pos + 1, wk, wv);

@@ -11,13 +11,26 @@
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/model/positions.h"
 
+long lx_kvcache_layer_rows(const struct lx_arch *a, long l, long T)
+{
+    long ring = a->local_window + LX_KVCACHE_REWIND;
+    return lx_arch_local(a, l) && ring < T ? ring : T;
+}
+
 /* Every buffer of a cache with its element count (in double: hostile sizes
 ** overflow long); `alloc` allocates them. Returns the bytes in all, or -1
 ** when an allocation failed. */
 static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_slots, int T, int far, int dist,
                            int alloc)
 {
-    double KD = (double)lx_arch_kv(a) * a->d_head, rows = (double)n_slots * a->layers * T, C = a->d_model,
+    double slot_rows = 0.0;
+    int ring = 0;
+    for (long l = 0; l < a->layers; l++) {
+        long cap = lx_kvcache_layer_rows(a, l, T);
+        slot_rows += (double)cap;
+        ring |= cap < T;
+    }
+    double KD = (double)lx_arch_kv(a) * a->d_head, rows = (double)n_slots * slot_rows, C = a->d_model,
            F = a->d_mlp, F2 = lx_arch_gated(a) ? 2 * F : F;
     int bf16 = lx_kv_bf16_get();
     struct { void **p; double n; size_t el; } b[] = {
@@ -25,9 +38,12 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
         {(void **)&c->v, bf16 ? 0 : rows * KD, 4},
         {(void **)&c->kh, bf16 ? rows * KD : 0, 2},
         {(void **)&c->vh, bf16 ? rows * KD : 0, 2},
-        {(void **)&c->wide, bf16 ? 3.0 * T * a->d_head : 0, 4},
+        {(void **)&c->wide, bf16 || ring ? 3.0 * T * a->d_head : 0, 4},
+        {(void **)&c->cap, (double)a->layers, sizeof(long)},
+        {(void **)&c->off, (double)a->layers, sizeof(long)},
         {(void **)&c->kfar, far ? rows * KD : 0, 4},
         {(void **)&c->len, n_slots, sizeof(long)},
+        {(void **)&c->top, n_slots, sizeof(long)},
         {(void **)&c->n_far, (double)n_slots * a->layers, sizeof(long)},
         {(void **)&c->x, C, 4},
         {(void **)&c->xn, C, 4},
@@ -52,6 +68,11 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
         c->n_slots = n_slots;
         c->bf16 = bf16;
         c->L = (int)a->layers, c->T = T, c->KV = (int)lx_arch_kv(a), c->D = (int)a->d_head;
+        for (long l = 0; l < a->layers; l++) {
+            c->cap[l] = lx_kvcache_layer_rows(a, l, T);
+            c->off[l] = c->slot_rows;
+            c->slot_rows += c->cap[l];
+        }
     }
     return total;
 }
@@ -93,8 +114,8 @@ void lx_kvcache_release(struct lx_kvcache *c)
     if (!c)
         return;
     free(c->pos_ids);
-    void *p[] = {c->k, c->v, c->kh, c->vh, c->wide, c->kfar, c->len, c->n_far, c->x, c->xn, c->qkv, c->ao, c->xm, c->h, c->act, c->rstd,
-                 c->cs, c->s, c->tab, c->dtab};
+    void *p[] = {c->k, c->v, c->kh, c->vh, c->wide, c->cap, c->off, c->kfar, c->len, c->top, c->n_far, c->x, c->xn, c->qkv,
+                 c->ao, c->xm, c->h, c->act, c->rstd, c->cs, c->s, c->tab, c->dtab};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         free(p[i]);
     memset(c, 0, sizeof *c);

@@ -6,8 +6,19 @@
 #ifndef LX_KVCACHE_H
 #define LX_KVCACHE_H
 
+#include "harness/engine/data/instance.h"
 #include "harness/engine/kernels/decode.h"
 #include "harness/engine/model/arch.h"
+
+/* Rows a cache may be rewound by: a decode from position p after a pass that
+** cached rows up to T (the answer reader's teacher-forced pass, rewound to the
+** answer's first miss) starts at p >= T − LX_MAX_ANSWER. */
+#define LX_KVCACHE_REWIND LX_MAX_ANSWER
+
+/* Rows layer l of a cache for T tokens keeps: T, or for a local layer
+** (lx_arch_local), which reads the last local_window keys, a ring of
+** local_window + LX_KVCACHE_REWIND when that is fewer. */
+long lx_kvcache_layer_rows(const struct lx_arch *a, long l, long T);
 
 /* Bytes lx_kvcache_alloc takes for n_slots windows of T rows (far: kfar too;
 ** dist: the kept distance tables, lx_decode_dist_kept). */
