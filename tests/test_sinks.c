@@ -2,7 +2,8 @@
 ** tests/test_sinks.c - learned sinks ({zerosink: {learned: true}}: a logit
 ** z + w_(layer, head) per head, w the model's tensor layers.L.attn.sink)
 ** through the program: a grid trains them, the checkpoint carries them and
-** `lenx show model` prints them, the attn task measures them; a stack must
+** `lenx show model` prints them, the attn task measures them, the exporters
+** refuse them (no Llama has the extra logit); a stack must
 ** read a model's learned parts and a model must have the ones its stack
 ** reads. Continual pretraining (finetune: on a training-time method) of a
 ** method with learned parameters trains its base model with them. The
@@ -61,6 +62,12 @@ Test(sinks, trained_shown_and_measured, .init = setup, .fini = teardown, .timeou
     char v[64];
     sql_text(v, sizeof v, "r.db", "select m.value from metrics m where m.name = 'zerosink_mass'");
     cr_expect(atof(v) > 0.0 && atof(v) < 1.0, "the sinks' share of the attention: %s", v);
+    /* neither transformers' Llama nor llama.cpp has the extra logit */
+    for (int gguf = 0; gguf < 2; gguf++) {
+        cr_expect_eq(sh(out, sizeof out, gguf ? "$L export --gguf m.gguf --model m --db r.db"
+                                              : "$L export --hf hf --model m --db r.db"), 2, "%s", out);
+        cr_expect(strstr(out, "with a GELU MLP and learned sinks") != NULL, "%s", out);
+    }
 }
 
 /* Continual pretraining (finetune: on a method training already runs) trains
