@@ -559,7 +559,7 @@ static void put_memory(struct lx_buf *out, const struct lx_model *m, long train_
     const struct lx_layer_w *L = &m->v.layer[0];
     int bf16 = lx_numerics_get() == LX_NUMERICS_BF16, T = (int)(train_len > 0 ? train_len : 1);
     /* per token past the local layers' rings, which stop growing at their size (kvcache.h) */
-    int t0 = a->local_every ? (int)(a->local_window + LX_KVCACHE_REWIND + 1) : 1;
+    int t0 = (int)lx_kvcache_ring_rows(a) + 1;
     double weights = lx_model_held_bytes(m),
            kv = (lx_kvcache_bytes(a, 1, t0 + 1024, 0, 0) - lx_kvcache_bytes(a, 1, t0, 0, 0)) / 1024;
     double score = lx_eval_bytes(a, m->held ? weights : 0, bf16, 1, T, LX_RUN_LOSS);

@@ -11,9 +11,14 @@
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/model/positions.h"
 
+long lx_kvcache_ring_rows(const struct lx_arch *a)
+{
+    return a->local_every ? a->local_window + LX_KVCACHE_REWIND : 0;
+}
+
 long lx_kvcache_layer_rows(const struct lx_arch *a, long l, long T)
 {
-    long ring = a->local_window + LX_KVCACHE_REWIND;
+    long ring = lx_kvcache_ring_rows(a);
     return lx_arch_local(a, l) && ring < T ? ring : T;
 }
 

@@ -15,6 +15,10 @@
 ** answer's first miss) starts at p >= T − LX_MAX_ANSWER. */
 #define LX_KVCACHE_REWIND LX_MAX_ANSWER
 
+/* The rows of a local layer's ring (local_window + LX_KVCACHE_REWIND), or 0
+** for a model without local layers. */
+long lx_kvcache_ring_rows(const struct lx_arch *a);
+
 /* Rows layer l of a cache for T tokens keeps: T, or for a local layer
 ** (lx_arch_local), which reads the last local_window keys, a ring of
 ** local_window + LX_KVCACHE_REWIND when that is fewer. */
