@@ -296,7 +296,8 @@ static int same_train_stack(const struct lx_stack *st, const char *ckpt, const s
             continue;
         long la = a->ft.length ? a->ft.length : f->train_len, lb = b->ft.length ? b->ft.length : f->train_len;
         if (n++ >= cs.n || a->method != b->method || a->train != b->train ||
-            (base ? b->ft.steps != 0 : a->ft.steps != b->ft.steps || (a->ft.steps && la != lb)))
+            (base ? b->ft.steps != 0
+                  : a->ft.steps != b->ft.steps || a->ft.add != b->ft.add || (a->ft.steps && la != lb)))
             same = 0;
         struct lx_buf ja = {0}, jb = {0};
         if (same) {

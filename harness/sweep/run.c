@@ -441,14 +441,30 @@ static const struct lx_model_use *train_facts(const struct runner *r, const stru
 
 /* A new model of mu's architecture with the tensors of what spec learns:
 ** SSMax's scale, zerosink's sinks, T5's or KERPLE's bias, each its own. */
+static void learned_arch(struct lx_arch *arch, const struct lx_spec *spec)
+{
+    arch->logit_scale |= spec->learn_scale;
+    arch->sinks |= spec->zsink.learn;
+    if (lx_arch_rel_kind(arch) == LX_REL_NONE)
+        lx_arch_learn_rel(arch, &spec->rel);
+}
+
 static void init_trained(struct lx_model *m, const struct lx_model_use *mu, const struct lx_spec *spec,
                          const char *key_json)
 {
     struct lx_arch arch = mu->arch;
-    arch.logit_scale |= spec->learn_scale;
-    arch.sinks |= spec->zsink.learn;
-    lx_arch_learn_rel(&arch, &spec->rel);
+    learned_arch(&arch, spec);
     lx_model_init(m, &arch, lx_hash64(key_json));
+}
+
+/* The base model given the tensors of what the fine-tuning adds (`add: true`,
+** or a checkpoint's stack without them), each at its initial value. */
+static void grow_base(struct lx_model *m, const struct lx_spec *spec, const char *key_json)
+{
+    struct lx_arch arch = m->arch;
+    learned_arch(&arch, spec);
+    if (memcmp(&arch, &m->arch, sizeof arch) != 0)
+        lx_model_grow(m, &arch, lx_hash64(key_json));
 }
 
 /* The base of a fine-tuned stack, trained with its base part (a training-time
@@ -530,8 +546,11 @@ static int train_model(struct runner *r, const struct lx_cell *c, struct lx_mode
     struct stage full = {.key = c->model_key, .key_json = c->model_json, .stack = lx_buf_str(&part),
                          .spec = &spec, .cfg = &cfg, .what = ft.steps ? "fine-tuning" : "training",
                          .base = ft.steps ? c->base_key : NULL};
-    if (rc == LX_OK && (rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK)
+    if (rc == LX_OK && (rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK) {
+        if (ft.steps)
+            grow_base(m, &spec, c->model_json);
         rc = train_stage(r, c, &full, m, weights, err);
+    }
     lx_buf_free(&part);
     return rc;
 }

@@ -64,9 +64,17 @@ static const struct lx_param finetune_rows[] = {
     LX_P_FLOAT(struct lx_finetune, lr, "0", 0, 10, LX_PF_AUTO, "peak learning rate; 0 = the base model's lr"),
     LX_P_INT(struct lx_finetune, warmup, "-1", -1, 100000000, 0,
              "linear warmup steps; -1 = the base model's, at most steps / 10"),
+    LX_P_BOOL(struct lx_finetune, add, "false", 0,
+              "a training-only method: leave it out of the base model and add it by the fine-tuning"),
 };
 
-const struct lx_schema lx_finetune_schema = LX_SCHEMA(finetune_rows, struct lx_finetune, NULL);
+/* `add` is written only when on: every fine-tuned stack before it keeps its keys. */
+static const struct lx_param_rule finetune_rules[] = {
+    {"add", "add=true"},
+    {NULL, NULL},
+};
+
+const struct lx_schema lx_finetune_schema = LX_SCHEMA(finetune_rows, struct lx_finetune, finetune_rules);
 
 /* `finetune: N` or `finetune: {steps: N, length: ..}` into ft. */
 static int finetune_parse(struct lx_finetune *ft, const struct lx_node *fnode, const char *name, struct lx_error *err)
@@ -134,6 +142,10 @@ static int method_use_parse(struct lx_method_use *u, const struct lx_node *e, st
         if (u->train)
             return lx_node_err(err, fnode, "method '%s': 'train: true' trains it from scratch and 'finetune' "
                                "trains it into the base model; choose one", name);
+        if (u->ft.add && kind != LX_KIND_TRAINING)
+            return lx_node_err(err, lx_map_get(fnode, "add"), "method '%s': 'add' is for training-only methods; "
+                               "'%s' fine-tuned in is left out of the base model already\n  hint: drop 'add'",
+                               name, name);
     }
     if (tnode || fnode) {
         if (!(pnode = lx_map_except(pnode, tnode, fnode, &rest, items, 64)))
@@ -149,7 +161,7 @@ int lx_method_use_trains(const struct lx_method_use *u)
 
 int lx_method_use_in_base(const struct lx_method_use *u)
 {
-    return u->method->kind == LX_KIND_TRAINING || u->train;
+    return (u->method->kind == LX_KIND_TRAINING && !u->ft.add) || u->train;
 }
 
 long lx_stack_finetune(const struct lx_stack *st)
@@ -169,6 +181,7 @@ static void ft_given(const struct lx_stack *st, struct lx_finetune *out)
         if (st->items[i].ft.steps) {
             *out = st->items[i].ft;
             out->steps = lx_stack_finetune(st);
+            out->add = 0;       /* each method's own */
             return;
         }
 }
@@ -229,16 +242,18 @@ static void use_keys(const struct lx_method_use *u, const struct lx_finetune *ft
         lx_buf_puts(out, ",\"train\":true");
     if (!u->ft.steps)
         return;
-    const struct lx_finetune *v = ft ? ft : &u->ft;
+    struct lx_finetune v = ft ? *ft : u->ft;
+    v.add = u->ft.add;      /* the method's own */
     struct lx_finetune given = u->ft;
     given.steps = 0;        /* a map with steps alone is `finetune: N` */
-    int plain = ft ? ft_is_plain(ft, base) : !memcmp(&given, &(struct lx_finetune){.warmup = -1}, sizeof given);
+    int plain = !v.add && (ft ? ft_is_plain(ft, base)
+                              : !memcmp(&given, &(struct lx_finetune){.warmup = -1}, sizeof given));
     if (plain) {
-        lx_buf_printf(out, ",\"finetune\":%ld", v->steps);
+        lx_buf_printf(out, ",\"finetune\":%ld", v.steps);
         return;
     }
     lx_buf_puts(out, ",\"finetune\":");
-    lx_params_json(&lx_finetune_schema, v, out);
+    lx_params_json(&lx_finetune_schema, &v, out);
 }
 
 /* The training-time methods: all (with_finetune) or the base model's; ft as in use_keys. */
@@ -320,7 +335,8 @@ static void ft_json(const struct lx_method_use *u, long steps, long ft_len, stru
     if (!u->ft.steps)
         return;
     if (!ft_len) {
-        lx_buf_printf(json, ",\"finetune\":%ld", u->ft.steps);
+        lx_buf_printf(json, u->ft.add ? ",\"finetune\":{\"steps\":%ld,\"add\":true}" : ",\"finetune\":%ld",
+                      u->ft.steps);
         return;
     }
     struct lx_finetune v = u->ft;
@@ -425,10 +441,11 @@ int lx_stack_parse(struct lx_stack *st, const struct lx_node *node, struct lx_er
         }
         b = first->ft;
         a.steps = b.steps = 0;
+        a.add = b.add = 0;      /* each method's own */
         if (memcmp(&a, &b, sizeof a) != 0)
             return lx_node_err(err, st->items[i].where, "methods '%s' and '%s' are fine-tuned in one stack with "
                                "different finetune settings; a stack is fine-tuned once\n  hint: give them the "
-                               "same length, batch, lr and warmup (steps: the largest is used)",
+                               "same length, batch, lr and warmup (steps: the largest is used; add: each its own)",
                                first->method->name, st->items[i].method->name);
     }
     lx_stack_finish(st);

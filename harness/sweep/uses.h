@@ -21,6 +21,8 @@ struct lx_finetune {
     long batch;         /* windows per step; 0 = the base model's batch */
     double lr;          /* peak lr; 0 = the base model's */
     long warmup;        /* warmup steps; -1 = the base model's, at most steps / 10 */
+    int add;            /* a training-only method left out of the base model: the fine-tuning adds it
+                        ** (the method's own, not the stack's shared fine-tuning) */
 };
 
 extern const struct lx_schema lx_finetune_schema;

@@ -721,6 +721,32 @@ void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key)
     free(t);
 }
 
+void lx_model_grow(struct lx_model *m, const struct lx_arch *a, uint64_t key)
+{
+    struct lx_model g;
+    lx_model_init(&g, a, key);
+    int n_old = lx_arch_tensors(&m->arch, NULL), n_new = lx_arch_tensors(a, NULL);
+    struct lx_tensor_info *to = lx_xcalloc((size_t)n_old, sizeof *to), *tn = lx_xcalloc((size_t)n_new, sizeof *tn);
+    lx_arch_tensors(&m->arch, to);
+    lx_arch_tensors(a, tn);
+    int kept = 0;
+    for (int i = 0; i < n_new; i++)
+        for (int j = 0; j < n_old; j++) {
+            if (strcmp(tn[i].name, to[j].name) != 0)
+                continue;
+            LX_ASSERT(tn[i].ndim == to[j].ndim && tn[i].shape[0] == to[j].shape[0] &&
+                      (tn[i].ndim == 1 || tn[i].shape[1] == to[j].shape[1]));
+            lx_model_rows_f32(m, &to[j], j, 0, to[j].shape[0], g.w + tn[i].offset);
+            kept++;
+            break;
+        }
+    LX_ASSERT(kept == n_old);   /* a model only grows: every tensor it had is kept */
+    free(to);
+    free(tn);
+    lx_model_release(m);
+    *m = g;
+}
+
 void lx_model_release(struct lx_model *m)
 {
     if (!m)

@@ -225,6 +225,10 @@ int lx_model_dtype(const struct lx_model *m);
 /* Allocate and initialise from the counter-based generator keyed on `key`:
 ** the same key gives the same weights on any machine and thread count. */
 void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key);
+/* m made a model of a, which has every tensor of m's arch and more (what a
+** stack fine-tuned in learns: sinks, logit scales, a relative bias): m's
+** tensors kept, each new one initialised as lx_model_init(a, key) does. */
+void lx_model_grow(struct lx_model *m, const struct lx_arch *a, uint64_t key);
 void lx_model_release(struct lx_model *m);
 
 #endif
