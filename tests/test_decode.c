@@ -257,9 +257,9 @@ Test(decode, local_layers_keep_a_ring, .timeout = 120)
     lx_params_defaults(&lx_arch_schema, &a);
     a.layers = 2, a.local_every = 2, a.local_window = 5;
     lx_params_finish(&lx_arch_schema, &a);
-    cr_assert_eq(lx_kvcache_layer_rows(&a, 0, 160), 5 + LX_KVCACHE_REWIND);
-    cr_assert_eq(lx_kvcache_layer_rows(&a, 1, 160), 160, "the global layer");
-    cr_assert_eq(lx_kvcache_layer_rows(&a, 0, 60), 60, "no ring where it would not be smaller");
+    cr_assert_eq(lx_kvcache_layer_rows(&a, NULL, 0, 160, NULL), 5 + LX_KVCACHE_REWIND);
+    cr_assert_eq(lx_kvcache_layer_rows(&a, NULL, 1, 160, NULL), 160, "the global layer");
+    cr_assert_eq(lx_kvcache_layer_rows(&a, NULL, 0, 60, NULL), 60, "no ring where it would not be smaller");
     /* the bytes: 26 layers, 4 global (local_every 6), one key/value head of 256, a window of 512, 32,768
     ** tokens: 22 layers keep 576 rows of 2 x 256 floats in place of 32,768, and the cache gathers a
     ** ring's rows into 3 x T x 256 floats and keeps the local layers' rotary row (256 doubles) */
@@ -267,7 +267,8 @@ Test(decode, local_layers_keep_a_ring, .timeout = 120)
     g.layers = 26, g.heads = 4, g.kv_heads = 1, g.d_head = 256, g.local_every = 6, g.local_window = 512;
     whole = g;
     whole.local_every = 0;
-    double T = 32768, ring = lx_kvcache_bytes(&g, 1, (int)T, 0, 0), all = lx_kvcache_bytes(&whole, 1, (int)T, 0, 0);
+    double T = 32768, ring = lx_kvcache_bytes(&g, NULL, 1, (int)T, 0, 0),
+           all = lx_kvcache_bytes(&whole, NULL, 1, (int)T, 0, 0);
     cr_expect_eq(all - ring, 22 * (T - 576) * 2 * 256 * 4 - 3 * T * 256 * 4 - 256 * 8, "%.0f - %.0f", all, ring);
     static const char *const ms[] = {"rope", "[rope, {zerosink: {learned: true}}]", "[alibi, {window: {size: 7}}]"};
     for (int bf16 = 0; bf16 < 2; bf16++) {
@@ -278,19 +279,62 @@ Test(decode, local_layers_keep_a_ring, .timeout = 120)
     lx_kv_bf16_set(0);
 }
 
-/* The answer reader rewinds the cache to an answer's first miss, up to LX_MAX_ANSWER rows before
-** the end of the rows its pass cached: a local layer's ring keeps those too. Passkey instances of
-** 300 tokens on model 3 (rings of 69 rows) answered with the cache and with full passes, in
-** portable numerics (the same logits either way), token for token. */
-Test(decode, answers_rewind_within_a_ring, .timeout = 120)
+/* Any layer under a window keeps its sinks and a ring: on model 0 (no local layers) at 160 tokens,
+** StreamingLLM's 3 sinks and 6 recent keys in 3 + 7 + LX_KVCACHE_REWIND = 74 rows (its far keys,
+** the re-indexed sinks, kept beside them), the window's 9 in 73, LM-Infinite's 4 global keys and
+** local band of 8 in 76, bca's two blocks of 6 in 76, ALiBi's bias under a streaming cache, and the
+** zero sink's logit; every step past the ring's size reads rows it has wrapped over, in an fp32
+** cache and a bf16 one (tolerances as for the local layers' rings). Without a window nothing
+** changes (cap T). The plan counts the ring: T - 74 rows fewer a layer, less the gathering rows. */
+Test(decode, windows_keep_their_sinks_and_a_ring, .timeout = 120)
+{
+    static const struct { const char *stack; long cap, keep; } ms[] = {
+        {"[rope, {streaming: {sinks: 3, recent: 6}}]", 3 + 7 + LX_KVCACHE_REWIND, 3},
+        {"[rope, {window: {size: 9}}]", 9 + LX_KVCACHE_REWIND, 0},
+        {"[rope, {lminfinite: {n_global: 4, local: 8}}]", 4 + 8 + LX_KVCACHE_REWIND, 4},
+        {"[rope, {bca: {block: 6}}]", 12 + LX_KVCACHE_REWIND, 0},
+        {"[alibi, {streaming: {sinks: 2, recent: 5}}]", 2 + 6 + LX_KVCACHE_REWIND, 2},
+        {"[rope, zerosink, {streaming: {sinks: 1, recent: 4}}]", 1 + 5 + LX_KVCACHE_REWIND, 1},
+        {"rope", 160, 0},
+    };
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.heads = 2, a.d_head = 16;
+    lx_params_finish(&lx_arch_schema, &a);
+    for (size_t s = 0; s < sizeof ms / sizeof *ms; s++) {
+        struct tstack st;
+        struct lx_facts f = tfacts(16, 8, 2, 160);
+        tstack_make(&st, ms[s].stack, &f);
+        long keep = -1;
+        cr_expect_eq(lx_kvcache_layer_rows(&a, &st.spec, 1, 160, &keep), ms[s].cap, "%s", ms[s].stack);
+        cr_expect_eq(keep, ms[s].keep, "%s", ms[s].stack);
+        int far = lx_decode_far(&st.spec);
+        double whole = lx_kvcache_bytes(&a, NULL, 1, 160, far, 0),
+               ring = lx_kvcache_bytes(&a, &st.spec, 1, 160, far, 0);
+        double rows = 2.0 * (160 - ms[s].cap) * 2 * a.heads * a.d_head * 4 * (far ? 1.5 : 1.0);
+        cr_expect_eq(whole - ring, ms[s].cap < 160 ? rows - 3.0 * 160 * a.d_head * 4 : 0.0, "%s: %.0f - %.0f",
+                     ms[s].stack, whole, ring);
+        tstack_free(&st);
+    }
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        lx_kv_bf16_set(bf16);
+        for (size_t s = 0; s + 1 < sizeof ms / sizeof *ms; s++)
+            steps_vs_full_at(ms[s].stack, s % 3, 160, bf16 ? 5e-2 : TOL);
+    }
+    lx_kv_bf16_set(0);
+}
+
+/* Passkey instances of 300 tokens answered with the cache and with full passes under stack on
+** model kind, in portable numerics (the same logits either way), token for token. */
+static void rewinds_as_full_passes(const char *stack, int kind)
 {
     lx_numerics_set(LX_NUMERICS_PORTABLE);
     enum { NS = 4, LEN = 300 };
     struct lx_model m;
     struct tstack st;
     struct lx_facts f = tfacts(16, 8, 2, LEN);
-    tstack_make(&st, "rope", &f);
-    random_model(&m, 3, &st.spec, 41);
+    tstack_make(&st, stack, &f);
+    random_model(&m, kind, &st.spec, 41);
     const struct lx_task *t = lx_task_find("passkey");
     cr_assert_not_null(t);
     void *p = calloc(1, t->schema.size);
@@ -310,14 +354,23 @@ Test(decode, answers_rewind_within_a_ring, .timeout = 120)
     for (int i = 0; i < NS; i++) {
         cr_expect_eq(fast[i].n_out, ref[i].n_out);
         cr_expect_eq(memcmp(fast[i].out, ref[i].out, sizeof(int) * (size_t)ref[i].n_out), 0,
-                     "instance %d: the cache's greedy answer differs from the full passes'", i);
+                     "%s: instance %d: the cache's greedy answer differs from the full passes'", stack, i);
         decoded += fast[i].decoded;
         lx_instance_release(&in[i]);
     }
-    cr_expect_gt(decoded, 0, "some answers are decoded after a miss");
+    cr_expect_gt(decoded, 0, "%s: some answers are decoded after a miss", stack);
     free(p);
     lx_model_release(&m);
     tstack_free(&st);
+}
+
+/* The answer reader rewinds the cache to an answer's first miss, up to LX_MAX_ANSWER rows before
+** the end of the rows its pass cached: a ring keeps those too, a local layer's (model 3, rings of
+** 69 rows) and StreamingLLM's (4 sinks and a ring of 21 + 64 rows on model 0). */
+Test(decode, answers_rewind_within_a_ring, .timeout = 120)
+{
+    rewinds_as_full_passes("rope", 3);
+    rewinds_as_full_passes("[rope, {streaming: {sinks: 4, recent: 20}}]", 0);
 }
 
 /* A step that rewrites a row: decoding after a different token at position p
@@ -448,7 +501,7 @@ Test(decode, the_memory_plan_counts_the_cache)
                   "T %d: cache counted as %.0f bytes, want %.0f + scratch", T, with - plain, kv);
         cr_expect(fabs(far - with - kv / 2) < 1.0, "T %d: far keys add %.0f bytes, want %.0f", T, far - with, kv / 2);
         cr_expect_eq(lx_run_bytes(&a, 2, T, 0, LX_RUN_KVCACHE) - lx_run_bytes(&a, 2, T, 0, 0),
-                     lx_kvcache_bytes(&a, 2, T, 0, 0));
+                     lx_kvcache_bytes(&a, NULL, 2, T, 0, 0));
     }
     cr_expect_eq(lx_task_passkey.decodes, 1);
     cr_expect_eq(lx_task_ppl.decodes, 0);

@@ -662,9 +662,10 @@ Test(half, bf16_kv_cache_decodes_within_its_rounding)
     struct lx_error err = {{0}};
     struct tstack st;
     kv_setup(&r, &m, &info, &st, NULL);
-    double fp32 = lx_kvcache_bytes(&m.arch, 1, T, 0, 0);
+    double fp32 = lx_kvcache_bytes(&m.arch, NULL, 1, T, 0, 0);
     lx_kv_bf16_set(1);
-    double bf16 = lx_kvcache_bytes(&m.arch, 1, T, 0, 0), kv = 2.0 * m.arch.layers * T * lx_arch_kv(&m.arch) * m.arch.d_head;
+    double bf16 = lx_kvcache_bytes(&m.arch, NULL, 1, T, 0, 0),
+           kv = 2.0 * m.arch.layers * T * lx_arch_kv(&m.arch) * m.arch.d_head;
     double wide = 3.0 * T * m.arch.d_head * 4;  /* one head's rows widened for a step */
     cr_assert_eq(fp32 - (bf16 - wide), kv * 2, "the bf16 cache saves 2 of every 4 bytes of its keys and values "
                  "(%g, %g)", fp32, bf16 - wide);

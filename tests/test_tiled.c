@@ -575,7 +575,7 @@ Test(tiled, losses_only_hold_one_block_of_logits, .timeout = 60)
         double saved = lx_acts_bytes(&a, 2, 700, LX_ACTS_EVAL) - lx_acts_bytes(&a, 2, 700, LX_ACTS_EVAL_LOSS);
         cr_expect_eq(saved, (1400.0 - LX_EVAL_ROWS) * V * 4, "%s: %.0f bytes fewer", portable ? "portable" : "fast",
                      saved);
-        saved = lx_eval_bytes(&a, 0, 0, 2, 700, 0) - lx_eval_bytes(&a, 0, 0, 2, 700, LX_RUN_LOSS);
+        saved = lx_eval_bytes(&a, NULL, 0, 0, 2, 700, 0) - lx_eval_bytes(&a, NULL, 0, 0, 2, 700, LX_RUN_LOSS);
         cr_expect_eq(saved, (1400.0 - LX_EVAL_ROWS) * V * 4, "%s: the plan %.0f bytes fewer",
                      portable ? "portable" : "fast", saved);
         float *whole = eval_losses(LX_ACTS_EVAL, V, NULL), *blocks = eval_losses(LX_ACTS_EVAL_LOSS, V, NULL);
@@ -685,8 +685,8 @@ Test(tiled, answer_passes_keep_the_answers_logits_alone, .timeout = 60)
                       bytes64(keep * AV * 4.0) - bytes64(N * 4.0);
         double saved = lx_acts_bytes(&a, AB, AT, LX_ACTS_EVAL) - lx_acts_bytes(&a, AB, AT, LX_ACTS_EVAL_ANSWER);
         cr_expect_eq(saved, want, "%s: %.0f bytes fewer, want %.0f", mode, saved, want);
-        saved = lx_eval_bytes(&a, 0, 0, AB, AT, LX_RUN_KVCACHE) -
-                lx_eval_bytes(&a, 0, 0, AB, AT, LX_RUN_KVCACHE | LX_RUN_ANSWER);
+        saved = lx_eval_bytes(&a, NULL, 0, 0, AB, AT, LX_RUN_KVCACHE) -
+                lx_eval_bytes(&a, NULL, 0, 0, AB, AT, LX_RUN_KVCACHE | LX_RUN_ANSWER);
         cr_expect_eq(saved, want, "%s: the plan %.0f bytes fewer, want %.0f", mode, saved, want);
         answer_pass(LX_ACTS_EVAL, l1, s1, 0, m1, NULL);
         answer_pass(LX_ACTS_EVAL_ANSWER, l2, s2, 0, m2, NULL);

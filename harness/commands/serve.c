@@ -89,8 +89,8 @@ static double request_bytes(const struct lx_model *m, long T)
 {
     double held = lx_model_held_bytes(m);
     int bf16 = lx_numerics_get() == LX_NUMERICS_BF16;
-    double score = lx_eval_bytes(&m->arch, held, bf16, 1, (int)T, LX_RUN_LOSS),
-           gen = lx_eval_bytes(&m->arch, held, bf16, 1, (int)T, LX_RUN_KVCACHE | LX_RUN_ANSWER);
+    double score = lx_eval_bytes(&m->arch, NULL, held, bf16, 1, (int)T, LX_RUN_LOSS),
+           gen = lx_eval_bytes(&m->arch, NULL, held, bf16, 1, (int)T, LX_RUN_KVCACHE | LX_RUN_ANSWER);
     return score > gen ? score : gen;
 }
 

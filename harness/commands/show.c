@@ -561,8 +561,8 @@ static void put_memory(struct lx_buf *out, const struct lx_model *m, long train_
     /* per token past the local layers' rings, which stop growing at their size (kvcache.h) */
     int t0 = (int)lx_kvcache_ring_rows(a) + 1;
     double weights = lx_model_held_bytes(m),
-           kv = (lx_kvcache_bytes(a, 1, t0 + 1024, 0, 0) - lx_kvcache_bytes(a, 1, t0, 0, 0)) / 1024;
-    double score = lx_eval_bytes(a, m->held ? weights : 0, bf16, 1, T, LX_RUN_LOSS);
+           kv = (lx_kvcache_bytes(a, NULL, 1, t0 + 1024, 0, 0) - lx_kvcache_bytes(a, NULL, 1, t0, 0, 0)) / 1024;
+    double score = lx_eval_bytes(a, NULL, m->held ? weights : 0, bf16, 1, T, LX_RUN_LOSS);
     lx_buf_printf(out, ",\n  \"memory\": {\"weights_dtype\": \"%s\", \"weights_held\": \"%s\", "
                   "\"dtypes\": {\"embedding\": \"%s\", \"attention\": \"%s\", \"mlp\": \"%s\", \"head\": \"%s\", "
                   "\"norms\": \"F32\"}",

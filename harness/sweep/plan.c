@@ -387,8 +387,8 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
 ** (LX_RUN_KVCACHE); one that reads its answers' logits only (the retrieval
 ** tasks) or none (attn) holds those (LX_RUN_ANSWER), and one that reads
 ** losses only (ppl) holds one block of logits (LX_RUN_LOSS). */
-static int check_memory(const struct lx_grid *g, int s, int m, int l, unsigned uses, double *mem,
-                        struct lx_error *err)
+static int check_memory(const struct lx_grid *g, int s, int m, int l, const struct lx_spec *spec, unsigned uses,
+                        double *mem, struct lx_error *err)
 {
     const struct lx_model_use *mu = &g->models[m];
     const struct lx_node *where = g->stacks[s].where;
@@ -414,7 +414,7 @@ static int check_memory(const struct lx_grid *g, int s, int m, int l, unsigned u
                            ft->length, omp_get_max_threads(), ab);
     int bf16 = g->numerics == LX_NUMERICS_BF16;
     double held = mu->checkpoint ? mu->ckpt_bytes : 0, weights = lx_eval_weight_bytes(&mu->arch, held, bf16);
-    need = *mem = lx_eval_bytes(&mu->arch, held, bf16, (int)B, (int)T, uses);
+    need = *mem = lx_eval_bytes(&mu->arch, spec, held, bf16, (int)B, (int)T, uses);
     if (need > avail)
         return lx_node_err(err, g->length_where[l], "model '%s' needs %s to evaluate length %ld (weights %s, "
                            "activations for %ld x %ld tokens on %d thread(s)); %s of memory are available\n"
@@ -571,7 +571,7 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
                     (tu->task->decodes ? LX_RUN_KVCACHE | (lx_decode_far(&spec) ? LX_RUN_KVFAR : 0) |
                                              (lx_decode_dist_kept(&spec) ? LX_RUN_KVDIST : 0) : 0) |
                     lx_run_uses(&spec);
-    if ((rc = check_memory(g, s, m, l, uses, mem, err)) < 0)
+    if ((rc = check_memory(g, s, m, l, &spec, uses, mem, err)) < 0)
         return rc;
     if ((rc = check_model_stack(g, s, t, m, &spec, err)) < 0 || (rc = check_ft_mixture(g, s, m, err)) < 0)
         return rc;

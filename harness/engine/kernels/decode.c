@@ -58,10 +58,17 @@ int lx_argmax(const float *x, long n)
 /* ---- the cache -------------------------------------------------------------- */
 
 /* The offset of row pos of (slot, layer) in the cache's (n_slots, slot_rows, KV·D) buffers: the
-** layer's rows from off[layer], pos at pos mod cap (a ring; pos itself when the layer keeps T). */
+** layer's rows from off[layer], a sink (pos < keep) at pos, any other row at keep + (pos − keep)
+** mod (cap − keep) (a ring; pos itself when the layer keeps T). */
 static long row_at(const struct lx_kvcache *c, int slot, int layer, long pos)
 {
-    return ((long)slot * c->slot_rows + c->off[layer] + pos % c->cap[layer]) * c->KV * c->D;
+    long keep = c->keep[layer], r = pos < keep ? pos : keep + (pos - keep) % (c->cap[layer] - keep);
+    return ((long)slot * c->slot_rows + c->off[layer] + r) * c->KV * c->D;
+}
+
+int lx_kvcache_holds(const struct lx_kvcache *c, int slot, int layer, long pos)
+{
+    return pos < c->keep[layer] || pos > c->top[slot] - (c->cap[layer] - c->keep[layer]);
 }
 
 void lx_kvcache_store(struct lx_kvcache *c, int slot, int layer, long pos, const float *k, const float *v)
@@ -108,17 +115,22 @@ void lx_kvcache_put(struct lx_kvcache *c, int layer, const float *qkv, int B, in
     }
 }
 
+void lx_kvcache_far_head(const struct lx_kvcache *c, int slot, int layer, int g, long j0, long j1, float *out)
+{
+    for (long j = j0; j < j1; j++)
+        memcpy(out + j * c->D, c->kfar + row_at(c, slot, layer, j) + (long)g * c->D, sizeof(float) * (size_t)c->D);
+}
+
 /* Each key turned from its position j to the posmap's key position (unshifted):
 ** the tiled forward's far rows of a lower pair, which depend on the key alone. */
 void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, int layer, long upto)
 {
-    long *nf = &c->n_far[(long)slot * c->L + layer], KD = (long)c->KV * c->D;
-    float *kf = lx_kvcache_rows(c, c->kfar, slot, layer);
+    long *nf = &c->n_far[(long)slot * c->L + layer];
     double r[2 * LX_SPEC_MAX_PAIRS + 2];
     for (long j = *nf; j < upto; j++)
-        for (int g = 0; g < c->KV; g++) {
+        for (int g = 0; g < c->KV && lx_kvcache_holds(c, slot, layer, j); g++) {
             long at = row_at(c, slot, layer, j) + (long)g * c->D;
-            float *dst = kf + j * KD + (long)g * c->D;
+            float *dst = c->kfar + at;
             for (int d = 0; d < c->D; d++)
                 r[d] = c->bf16 ? lx_bf16_to_f32(c->kh[at + d]) : c->k[at + d];
             lx_rotary_turn(r, &spec->rotary, lx_posmap_pos(&spec->posmap, j, 0) - (double)j);

@@ -32,8 +32,10 @@
 ** lx_generate refuses it. Memory: layers × T × kv_heads × d_head × 2 floats
 ** a window (× 3 with a rotary posmap), plus 2 × heads × T doubles of kept
 ** distance tables (lx_decode_dist_kept), lx_kvcache_bytes; a layer that
-** reads only the last W keys (Gemma 3's local layers) keeps a ring of W plus
-** the rows a cache may be rewound by (model/kvcache.h), not T.
+** reads only its sinks and the last W keys (Gemma 3's local layers; any
+** layer under a window, StreamingLLM, LM-Infinite or bca) keeps the sinks
+** and a ring of W plus the rows a cache may be rewound by (model/kvcache.h),
+** not T.
 */
 #ifndef LX_DECODE_H
 #define LX_DECODE_H
@@ -45,8 +47,11 @@
 struct lx_kvcache {
     int n_slots;        /* windows it holds (a batch's instances) */
     int L, T, KV, D;    /* layers, rows a window holds at most, key/value heads, head dimension */
-    long *cap;          /* (L,) rows layer l keeps: T, or for a layer that reads only a window of keys (a
-                        ** model's local layers) fewer, a ring where row pos sits at pos mod cap[l] */
+    long *cap;          /* (L,) rows layer l keeps: T, or for a layer that reads only its sinks and a window
+                        ** of keys (a model's local layers; a window, StreamingLLM, LM-Infinite or bca's
+                        ** blocks) fewer: its keep[l] sinks at their rows, then a ring where row pos >= keep
+                        ** sits at keep + (pos - keep) mod (cap - keep) */
+    long *keep;         /* (L,) the sinks a ring keeps (0 without one) */
     long *off;          /* (L,) where layer l's rows start among a slot's */
     long slot_rows;     /* a slot's rows, Σ cap */
     float *k, *v;       /* (n_slots, slot_rows, KV·D) keys (rotated, unit under cosine) and values; NULL when
@@ -93,6 +98,12 @@ void lx_kvcache_store(struct lx_kvcache *c, int slot, int layer, long pos, const
 void lx_kvcache_head(const struct lx_kvcache *c, int slot, int layer, int g, long j0, long j1, float *kout,
                      float *vout);
 
+/* Rows [j0, j1) of far keys (kfar) of key/value head g of (slot, layer), each at its own row of out (row j
+** at j·D), as lx_kvcache_head gathers keys. */
+void lx_kvcache_far_head(const struct lx_kvcache *c, int slot, int layer, int g, long j0, long j1, float *out);
+/* 1 when (slot, layer) still holds row pos: a sink, or a row the ring has not written over. */
+int lx_kvcache_holds(const struct lx_kvcache *c, int slot, int layer, long pos);
+
 /* The rows of (slot, layer) in buf (c->k, c->v or c->kfar): (T, KV·D), row pos at pos; a layer
 ** that keeps all T (cap T, not a ring). */
 static inline float *lx_kvcache_rows(const struct lx_kvcache *c, float *buf, int slot, int layer)
@@ -105,7 +116,8 @@ static inline float *lx_kvcache_rows(const struct lx_kvcache *c, float *buf, int
 void lx_kvcache_put(struct lx_kvcache *c, int layer, const float *qkv, int B, int T, int H);
 
 /* Fill kfar rows [n_far, upto) of (slot, layer) from the cached keys (rows
-** before upto must be cached); lx_decode_step calls it for the far keys it reads. */
+** before upto must be cached; those a ring no longer holds are skipped: no
+** row reads them); lx_decode_step calls it for the far keys it reads. */
 void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, int layer, long upto);
 
 /* The kept distance tables of c (lx_decode_dist_kept) for t < need, every

@@ -272,11 +272,12 @@ unsigned lx_run_uses(const struct lx_spec *spec)
     return (spec->posmap.method ? LX_RUN_POSMAP : 0u) | (spec->rotary.decay_scale ? LX_RUN_DECAY : 0u);
 }
 
-double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses)
+/* lx_run_bytes with the KV cache a spec's visibility sizes (NULL: every key's rows). */
+static double run_bytes(const struct lx_arch *a, const struct lx_spec *spec, int B, int T, int train, unsigned uses)
 {
     double ints = 3 * (double)B * T * 4;                                    /* tokens, targets, positions */
-    double kv = !train && (uses & LX_RUN_KVCACHE) ? lx_kvcache_bytes(a, B, T, (uses & LX_RUN_KVFAR) != 0,
-                                                                                    (uses & LX_RUN_KVDIST) != 0) : 0.0;
+    double kv = !train && (uses & LX_RUN_KVCACHE) ? lx_kvcache_bytes(a, spec, B, T, (uses & LX_RUN_KVFAR) != 0,
+                                                                     (uses & LX_RUN_KVDIST) != 0) : 0.0;
     int acts = train                  ? train
                : uses & LX_RUN_LOSS   ? LX_ACTS_EVAL_LOSS
                : uses & LX_RUN_ANSWER ? LX_ACTS_EVAL_ANSWER
@@ -289,9 +290,15 @@ double lx_eval_weight_bytes(const struct lx_arch *a, double held, int bf16)
     return bf16 ? lx_arch_bf16_bytes(a) : held > 0 ? held : lx_model_bytes(a, 0);
 }
 
-double lx_eval_bytes(const struct lx_arch *a, double held, int bf16, int B, int T, unsigned uses)
+double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses)
 {
-    double run = lx_run_bytes(a, B, T, 0, uses);
+    return run_bytes(a, NULL, B, T, train, uses);
+}
+
+double lx_eval_bytes(const struct lx_arch *a, const struct lx_spec *spec, double held, int bf16, int B, int T,
+                     unsigned uses)
+{
+    double run = run_bytes(a, spec, B, T, 0, uses);
     if (held <= 0 && !bf16)
         return run;     /* fp32 in lenx's own buffer: products straight from it */
     long width = a->d_model > a->d_mlp ? a->d_model : a->d_mlp;

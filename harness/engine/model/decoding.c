@@ -19,32 +19,35 @@
 ** bf16 cache's rows of a key/value head are widened once for its G query
 ** heads (c->wide, row stride D), and a ring's gathered to their positions'
 ** rows: only the rows the row reads, the sinks and the window [lo, pos] (a
-** local layer's 512 or 1,024 of Gemma 3's, not all). */
+** local layer's 512 or 1,024 of Gemma 3's, StreamingLLM's S + R + 1, not all). */
 static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global, const float *mult, int slot, int layer,
                    long pos, int H)
 {
     int KV = c->KV, D = c->D, G = H / KV, ld = KV * D;
-    const float *kf = c->kfar && global ? lx_kvcache_rows(c, c->kfar, slot, layer) : NULL;
+    int far = c->kfar && global;
     const double *dtab = global ? c->dtab : NULL;   /* a local layer's spec has no distance op */
     if (global)
         lx_kvcache_dist(c, spec, H, pos + 1);
     long lo, hi;
     lx_spec_row_keys(spec, pos, pos + 1, 1, &lo, &hi);
     long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo;     /* as lx_attn_row_forward reads them */
-    /* a ring still holds the window: not rewound past what it kept (LX_KVCACHE_REWIND) */
-    LX_ASSERT(c->cap[layer] == c->T || (ns == 0 && lo > c->top[slot] - c->cap[layer]));
+    /* a ring still holds the sinks and the window: not rewound past what it kept (LX_KVCACHE_REWIND) */
+    LX_ASSERT(c->cap[layer] == c->T || (ns <= c->keep[layer] && lx_kvcache_holds(c, slot, layer, lo)));
     for (int g = 0; g < KV; g++) {
-        const float *k, *v, *f = kf ? kf + (long)g * D : NULL;
+        const float *k, *v, *f = NULL;
         int ldh = ld;
         if (c->bf16 || c->cap[layer] < c->T) {
             float *wk = c->wide, *wv = wk + (long)c->T * D, *wf = wv + (long)c->T * D;
             lx_kvcache_head(c, slot, layer, g, 0, ns, wk, wv);
             lx_kvcache_head(c, slot, layer, g, lo, pos + 1, wk, wv);
-            for (long j = 0; f && j <= pos; j++)
-                memcpy(wf + j * D, f + j * ld, sizeof(float) * (size_t)D);
-            k = wk, v = wv, f = f ? wf : NULL, ldh = D;
+            if (far) {
+                lx_kvcache_far_head(c, slot, layer, g, 0, ns, wf);
+                lx_kvcache_far_head(c, slot, layer, g, lo, pos + 1, wf);
+            }
+            k = wk, v = wv, f = far ? wf : NULL, ldh = D;
         } else {
             k = lx_kvcache_rows(c, c->k, slot, layer) + (long)g * D, v = lx_kvcache_rows(c, c->v, slot, layer) + (long)g * D;
+            f = far ? lx_kvcache_rows(c, c->kfar, slot, layer) + (long)g * D : NULL;
         }
         for (int h = g * G; h < (g + 1) * G; h++) {
             const double *kept[2] = {NULL, NULL};

@@ -16,22 +16,26 @@ long lx_kvcache_ring_rows(const struct lx_arch *a)
     return a->local_every ? a->local_window + LX_KVCACHE_REWIND : 0;
 }
 
-long lx_kvcache_layer_rows(const struct lx_arch *a, long l, long T)
+long lx_kvcache_layer_rows(const struct lx_arch *a, const struct lx_spec *spec, long l, long T, long *keep)
 {
-    long ring = lx_kvcache_ring_rows(a);
-    return lx_arch_local(a, l) && ring < T ? ring : T;
+    int local = lx_arch_local(a, l);
+    long span = local ? a->local_window : !spec ? 0 : spec->vis.block ? 2 * spec->vis.block : spec->vis.window;
+    long sinks = local || !spec ? 0 : spec->vis.sinks, cap = span ? sinks + span + LX_KVCACHE_REWIND : T;
+    if (keep)
+        *keep = cap < T ? sinks : 0;
+    return cap < T ? cap : T;
 }
 
 /* Every buffer of a cache with its element count (in double: hostile sizes
 ** overflow long); `alloc` allocates them. Returns the bytes in all, or -1
 ** when an allocation failed. */
-static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_slots, int T, int far, int dist,
-                           int alloc)
+static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, const struct lx_spec *spec, int n_slots,
+                           int T, int far, int dist, int alloc)
 {
     double slot_rows = 0.0;
     int ring = 0;
     for (long l = 0; l < a->layers; l++) {
-        long cap = lx_kvcache_layer_rows(a, l, T);
+        long cap = lx_kvcache_layer_rows(a, spec, l, T, NULL);
         slot_rows += (double)cap;
         ring |= cap < T;
     }
@@ -46,6 +50,7 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
         {(void **)&c->wide, bf16 || ring ? 3.0 * T * a->d_head : 0, 4},
         {(void **)&c->cap, (double)a->layers, sizeof(long)},
         {(void **)&c->off, (double)a->layers, sizeof(long)},
+        {(void **)&c->keep, (double)a->layers, sizeof(long)},
         {(void **)&c->kfar, far ? rows * KD : 0, 4},
         {(void **)&c->len, n_slots, sizeof(long)},
         {(void **)&c->top, n_slots, sizeof(long)},
@@ -74,7 +79,7 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
         c->bf16 = bf16;
         c->L = (int)a->layers, c->T = T, c->KV = (int)lx_arch_kv(a), c->D = (int)a->d_head;
         for (long l = 0; l < a->layers; l++) {
-            c->cap[l] = lx_kvcache_layer_rows(a, l, T);
+            c->cap[l] = lx_kvcache_layer_rows(a, spec, l, T, &c->keep[l]);
             c->off[l] = c->slot_rows;
             c->slot_rows += c->cap[l];
         }
@@ -82,10 +87,10 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, int n_
     return total;
 }
 
-double lx_kvcache_bytes(const struct lx_arch *a, int n_slots, int T, int far, int dist)
+double lx_kvcache_bytes(const struct lx_arch *a, const struct lx_spec *spec, int n_slots, int T, int far, int dist)
 {
     struct lx_kvcache c = {0};
-    return cache_layout(&c, a, n_slots, T, far, dist, 0);
+    return cache_layout(&c, a, spec, n_slots, T, far, dist, 0);
 }
 
 int lx_kvcache_alloc(struct lx_kvcache *c, const struct lx_arch *a, const struct lx_spec *spec, int n_slots, int T,
@@ -93,8 +98,8 @@ int lx_kvcache_alloc(struct lx_kvcache *c, const struct lx_arch *a, const struct
 {
     memset(c, 0, sizeof *c);
     int far = lx_decode_far(spec), dist = lx_decode_dist_kept(spec);
-    double need = lx_kvcache_bytes(a, n_slots, T, far, dist), avail = lx_mem_available();
-    if (n_slots >= 1 && T >= 1 && need <= avail && cache_layout(c, a, n_slots, T, far, dist, 1) >= 0.0)
+    double need = lx_kvcache_bytes(a, spec, n_slots, T, far, dist), avail = lx_mem_available();
+    if (n_slots >= 1 && T >= 1 && need <= avail && cache_layout(c, a, spec, n_slots, T, far, dist, 1) >= 0.0)
         return LX_OK;
     lx_kvcache_release(c);
     char nb[32], ab[32];
@@ -119,8 +124,8 @@ void lx_kvcache_release(struct lx_kvcache *c)
     if (!c)
         return;
     free(c->pos_ids);
-    void *p[] = {c->k, c->v, c->kh, c->vh, c->wide, c->cap, c->off, c->kfar, c->len, c->top, c->n_far, c->x, c->xn, c->qkv,
-                 c->ao, c->xm, c->h, c->act, c->rstd, c->cs, c->s, c->tab, c->dtab};
+    void *p[] = {c->k, c->v, c->kh, c->vh, c->wide, c->cap, c->off, c->keep, c->kfar, c->len, c->top, c->n_far,
+                 c->x, c->xn, c->qkv, c->ao, c->xm, c->h, c->act, c->rstd, c->cs, c->s, c->tab, c->dtab};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         free(p[i]);
     memset(c, 0, sizeof *c);

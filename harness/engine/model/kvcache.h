@@ -19,14 +19,17 @@
 ** for a model without local layers. */
 long lx_kvcache_ring_rows(const struct lx_arch *a);
 
-/* Rows layer l of a cache for T tokens keeps: T, or for a local layer
-** (lx_arch_local), which reads the last local_window keys, a ring of
-** local_window + LX_KVCACHE_REWIND when that is fewer. */
-long lx_kvcache_layer_rows(const struct lx_arch *a, long l, long T);
+/* Rows layer l of a cache for T tokens keeps under spec (NULL: as if it read
+** every key): T, or where that is fewer, *keep sinks and a ring of the keys
+** a row reads besides them plus LX_KVCACHE_REWIND: a local layer
+** (lx_arch_local) its last local_window keys, no sinks; any other layer
+** under a window (window, streaming, lminfinite: W keys) or bca's blocks (2B)
+** the spec's sinks and that span. keep may be NULL. */
+long lx_kvcache_layer_rows(const struct lx_arch *a, const struct lx_spec *spec, long l, long T, long *keep);
 
-/* Bytes lx_kvcache_alloc takes for n_slots windows of T rows (far: kfar too;
-** dist: the kept distance tables, lx_decode_dist_kept). */
-double lx_kvcache_bytes(const struct lx_arch *a, int n_slots, int T, int far, int dist);
+/* Bytes lx_kvcache_alloc takes for n_slots windows of T rows under spec (far:
+** kfar too; dist: the kept distance tables, lx_decode_dist_kept). */
+double lx_kvcache_bytes(const struct lx_arch *a, const struct lx_spec *spec, int n_slots, int T, int far, int dist);
 
 /* Allocate a cache for n_slots windows of up to T rows of model arch a under
 ** spec; LX_ENOMEM (with sizes) when it does not fit. Release accepts NULL. */

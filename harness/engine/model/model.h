@@ -198,14 +198,20 @@ unsigned lx_run_uses(const struct lx_spec *spec);
 /* The weights as fp32; with train, also the gradient, AdamW's moments, the
 ** decay mask and (bf16 numerics) the weights' bf16 copy: 4, 17 or 19 bytes a parameter. */
 double lx_model_bytes(const struct lx_arch *a, int train);
+/* A pass's bytes (model, activations, tables, tokens; with LX_RUN_KVCACHE a
+** cache whose every layer keeps all T rows: an upper bound, lx_eval_bytes
+** sizes its rings). */
 double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses);
 /* The weights' bytes in an evaluation: under bf16 the matrices rounded and
 ** packed at load (lx_arch_bf16_bytes), else `held` bytes as held
 ** (lx_model_held_bytes; 0: fp32 in lenx's own buffer). */
 double lx_eval_weight_bytes(const struct lx_arch *a, double held, int bf16);
-/* An evaluation pass's bytes with those weights: lx_run_bytes for fp32 in
-** lenx's own buffer; otherwise with the weight products' conversion buffers. */
-double lx_eval_bytes(const struct lx_arch *a, double held, int bf16, int B, int T, unsigned uses);
+/* An evaluation pass's bytes with those weights under spec: lx_run_bytes for
+** fp32 in lenx's own buffer, its KV cache the spec's (its visibility's rings,
+** kvcache.h; NULL: all T rows); otherwise with the weight products'
+** conversion buffers. */
+double lx_eval_bytes(const struct lx_arch *a, const struct lx_spec *spec, double held, int bf16, int B, int T,
+                     unsigned uses);
 /* Zeroed weights for arch a, mapped; LX_ENOMEM with the sizes when they do not fit. */
 int lx_model_alloc(struct lx_model *m, const struct lx_arch *a, struct lx_error *err);
 
