@@ -314,6 +314,9 @@ Test(decode, windows_keep_their_sinks_and_a_ring, .timeout = 120)
         double rows = 2.0 * (160 - ms[s].cap) * 2 * a.heads * a.d_head * 4 * (far ? 1.5 : 1.0);
         cr_expect_eq(whole - ring, ms[s].cap < 160 ? rows - 3.0 * 160 * a.d_head * 4 : 0.0, "%s: %.0f - %.0f",
                      ms[s].stack, whole, ring);
+        unsigned uses = LX_RUN_KVCACHE | LX_RUN_ANSWER | (far ? LX_RUN_KVFAR : 0);     /* what the plan asks */
+        cr_expect_eq(lx_eval_bytes(&a, NULL, 0, 0, 1, 160, uses) - lx_eval_bytes(&a, &st.spec, 0, 0, 1, 160, uses),
+                     whole - ring, "%s: the plan counts the ring", ms[s].stack);
         tstack_free(&st);
     }
     for (int bf16 = 0; bf16 < 2; bf16++) {

@@ -84,27 +84,28 @@ static int handle(void *ctx, const char *method, const char *path, const char *b
 
 /* What one request of T tokens holds at most: a scoring pass (losses, its
 ** top tokens a block of rows at a time: lm.c) or a generation's prompt pass
-** (its last row's logits) and KV cache (decoding.c). */
-static double request_bytes(const struct lx_model *m, long T)
+** (its last row's logits) and KV cache (decoding.c; a window's sinks and
+** ring under the served stack's spec). */
+static double request_bytes(const struct lx_model *m, const struct lx_spec *spec, long T)
 {
     double held = lx_model_held_bytes(m);
     int bf16 = lx_numerics_get() == LX_NUMERICS_BF16;
-    double score = lx_eval_bytes(&m->arch, NULL, held, bf16, 1, (int)T, LX_RUN_LOSS),
-           gen = lx_eval_bytes(&m->arch, NULL, held, bf16, 1, (int)T, LX_RUN_KVCACHE | LX_RUN_ANSWER);
+    double score = lx_eval_bytes(&m->arch, spec, held, bf16, 1, (int)T, LX_RUN_LOSS),
+           gen = lx_eval_bytes(&m->arch, spec, held, bf16, 1, (int)T, LX_RUN_KVCACHE | LX_RUN_ANSWER);
     return score > gen ? score : gen;
 }
 
 /* The longest sequence one request holds in the memory there is (a quarter
 ** kept back), at most cap. */
-static long plan_max_len(const struct lx_model *m, long cap)
+static long plan_max_len(const struct lx_model *m, const struct lx_spec *spec, long cap)
 {
     double avail = lx_mem_available() * 0.75;
     long lo = 1, hi = cap;
-    if (request_bytes(m, hi) <= avail)
+    if (request_bytes(m, spec, hi) <= avail)
         return hi;
     while (lo + 1 < hi) {
         long mid = lo + (hi - lo) / 2;
-        if (request_bytes(m, mid) <= avail)
+        if (request_bytes(m, spec, mid) <= avail)
             lo = mid;
         else
             hi = mid;
@@ -170,11 +171,11 @@ static int serve_run(const struct serve_cfg *o, struct lx_error *err)
     struct lx_spec spec;
     if (rc == LX_OK)
         rc = lx_local_compile(&st, &m, &info, L, &spec, err);
-    long max_len = rc == LX_OK ? plan_max_len(&m, o->max_len > 0 ? o->max_len : 131072) : 0;
+    long max_len = rc == LX_OK ? plan_max_len(&m, &spec, o->max_len > 0 ? o->max_len : 131072) : 0;
     if (rc == LX_OK && o->max_len > 0 && max_len < o->max_len)
         rc = lx_err(err, LX_ENOMEM, "--max-len %ld does not fit: one request of that many tokens (a pass and its "
                     "KV cache) needs %.2f GB, and %.2f GB are available\n  hint: --max-len %ld", o->max_len,
-                    request_bytes(&m, o->max_len) / 1e9, lx_mem_available() / 1e9, max_len);
+                    request_bytes(&m, &spec, o->max_len) / 1e9, lx_mem_available() / 1e9, max_len);
     struct lx_lm lm;
     struct lx_buf infos = {0};
     if (rc == LX_OK) {
