@@ -56,8 +56,9 @@ Test(repro, finetune_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60
 {
     expect_plans("configs/repro/continual-pretraining-length.yaml", "sweep continual-pretraining-length: 60 cells");
     expect_plans("configs/repro/finetune-retrieval.yaml", "sweep finetune-retrieval: 45 cells");
-    /* 3 fine-tunings (plain, a fixed and learned sinks added) of the vanilla model a seed */
-    cr_expect_eq(expect_plans("configs/repro/sinks-finetuned.yaml", "sweep sinks-finetuned: 162 cells"), 9);
+    /* 4 fine-tunings (plain, a fixed sink added, learned sinks added on z = 0 and on z = 1) of the vanilla
+    ** model a seed */
+    cr_expect_eq(expect_plans("configs/repro/sinks-finetuned.yaml", "sweep sinks-finetuned: 216 cells"), 12);
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
     expect_plans("configs/repro/finetune-extension.yaml", "sweep finetune-extension: 300 cells");
