@@ -158,6 +158,10 @@ Test(sinks, added_by_finetuning, .init = setup, .fini = teardown, .timeout = 240
     cr_expect(strstr(out, "\"sinks\":true") != NULL, "%s", out);
     double w[2][2];
     cr_assert_eq(read_sinks(out, w), 4, "%s", out);
+    char plan[16384];
+    cr_assert_eq(sh(plan, sizeof plan, "$L run a.yaml --db r.db --dry-run"), 0, "%s", plan);
+    snprintf(want, sizeof want, "model=m [%.16s] from [%.16s]", key, rope);
+    cr_expect(strstr(plan, want) != NULL, "the plan names the base model: '%s' in\n%s", want, plan);
     for (int l = 0; l < 2; l++)     /* 5 steps from 0 */
         for (int h = 0; h < 2; h++)
             cr_expect(w[l][h] != 0.0 && fabs(w[l][h]) < 0.05, "layer %d head %d: w %g", l, h, w[l][h]);

@@ -79,6 +79,8 @@ static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *pla
         if (c->model >= 0)
             printf("  memory=%s  model=%s [%s]", lx_fmt_bytes(mem, c->mem), grid->models[c->model].name,
                    c->model_key);
+        if (c->base_key[0])     /* fine-tuned: from which model (shared by the stacks that train it) */
+            printf(" from [%s]", c->base_key);
         printf("\n");
     }
 }
