@@ -283,7 +283,8 @@ Test(decode, local_layers_keep_a_ring, .timeout = 120)
 ** StreamingLLM's 3 sinks and 6 recent keys in 3 + 7 + LX_KVCACHE_REWIND = 74 rows (its far keys,
 ** the re-indexed sinks, kept beside them), the window's 9 in 73, LM-Infinite's 4 global keys and
 ** local band of 8 in 76, bca's two blocks of 6 in 76, ALiBi's bias under a streaming cache, and the
-** zero sink's logit; every step past the ring's size reads rows it has wrapped over, in an fp32
+** zero sink's logit, log-n's row scale (tabulated anew each step); every step past the ring's
+** size reads rows it has wrapped over, in an fp32
 ** cache and a bf16 one (tolerances as for the local layers' rings). Without a window nothing
 ** changes (cap T). The plan counts the ring: T - 74 rows fewer a layer, less the gathering rows. */
 Test(decode, windows_keep_their_sinks_and_a_ring, .timeout = 120)
@@ -295,6 +296,8 @@ Test(decode, windows_keep_their_sinks_and_a_ring, .timeout = 120)
         {"[rope, {bca: {block: 6}}]", 12 + LX_KVCACHE_REWIND, 0},
         {"[alibi, {streaming: {sinks: 2, recent: 5}}]", 2 + 6 + LX_KVCACHE_REWIND, 2},
         {"[rope, zerosink, {streaming: {sinks: 1, recent: 4}}]", 1 + 5 + LX_KVCACHE_REWIND, 1},
+        {"[rope, logn, {streaming: {sinks: 3, recent: 6}}]", 3 + 7 + LX_KVCACHE_REWIND, 3},
+        {"[alibi, logn, {streaming: {sinks: 2, recent: 5}}]", 2 + 6 + LX_KVCACHE_REWIND, 2},
         {"rope", 160, 0},
     };
     struct lx_arch a;
