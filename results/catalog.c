@@ -187,12 +187,16 @@ static int model_row(void *ctx, const struct lx_value *c, int n_cols)
 
 int lx_store_models(struct lx_store *s, struct lx_model_info **out, int *n, struct lx_error *err)
 {
-    static const char *sql =   /* the architecture and the training-time stack's names read in SQL */
+    /* the architecture and the training-time stack's names read in SQL: a fine-tuned model's (a checkpoint's
+    ** under $.finetune) marks each method fine-tuned in, (ft), or added to the base model, (added) */
+    static const char *sql =
         "SELECT key, name, json_extract(config, '$.arch.mode') || ' ' || json_extract(config, '$.arch.layers')"
         " || 'L d' || json_extract(config, '$.arch.d_model') || ' ' || json_extract(config, '$.arch.heads') || 'h',"
-        " path, created, steps, tokens, seconds, val_loss, (SELECT group_concat(m.key, '+') FROM"
-        " json_each(config, '$.stack') e, json_each(e.value) m), json_extract(config, '$.train.length')"
-        " FROM models ORDER BY rowid";
+        " path, created, steps, tokens, seconds, val_loss, (SELECT group_concat(m.key || CASE"
+        " WHEN json_type(m.value, '$.finetune') IS NULL THEN '' WHEN json_extract(m.value, '$.finetune.add')"
+        " THEN '(added)' ELSE '(ft)' END, '+') FROM json_each(config, CASE WHEN json_type(config, '$.stack')"
+        " IS NULL THEN '$.finetune.stack' ELSE '$.stack' END) e, json_each(e.value) m),"
+        " json_extract(config, '$.train.length') FROM models ORDER BY rowid";
     *out = NULL;
     *n = 0;
     struct grow g = {(void **)out, n, 0, sizeof **out};

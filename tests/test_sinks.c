@@ -162,6 +162,9 @@ Test(sinks, added_by_finetuning, .init = setup, .fini = teardown, .timeout = 240
     cr_assert_eq(sh(plan, sizeof plan, "$L run a.yaml --db r.db --dry-run"), 0, "%s", plan);
     snprintf(want, sizeof want, "model=m [%.16s] from [%.16s]", key, rope);
     cr_expect(strstr(plan, want) != NULL, "the plan names the base model: '%s' in\n%s", want, plan);
+    cr_assert_eq(sh(plan, sizeof plan, "$L list models --db r.db"), 0, "%s", plan);
+    cr_expect(strstr(plan, "rope+zerosink(added) ") && strstr(plan, "rope+zerosink(ft) ") &&
+              strstr(plan, "t5bias(added) "), "which method each fine-tuning added or continued:\n%s", plan);
     for (int l = 0; l < 2; l++)     /* 5 steps from 0 */
         for (int h = 0; h < 2; h++)
             cr_expect(w[l][h] != 0.0 && fabs(w[l][h]) < 0.05, "layer %d head %d: w %g", l, h, w[l][h]);
