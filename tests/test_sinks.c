@@ -147,7 +147,8 @@ Test(sinks, added_by_finetuning, .init = setup, .fini = teardown, .timeout = 240
     cr_expect_eq(sql_long("r.db", "select count(*) from models"), 6, "rope, two fine-tunings of it, the continual "
                  "pretraining's base and its fine-tuning, T5's bias fine-tuned into a model without positions");
     char rope[64], key[64];
-    sql_text(rope, sizeof rope, "r.db", "select key from models where config like '%stack_:[{_rope_:{_base_:10000,_layout_:_half_}}],%'");
+    sql_text(rope, sizeof rope, "r.db",
+             "select key from models where config like '%stack_:[{_rope_:{_base_:10000,_layout_:_half_}}],%'");
     sql_text(key, sizeof key, "r.db", "select key from models where config like '%zerosink%add%'");
     cr_assert(rope[0] && key[0], "the plain model '%s', the one with sinks added '%s'", rope, key);
     char cmd[256], want[128];
@@ -258,7 +259,8 @@ Test(sinks, added_to_a_checkpoint, .init = setup, .fini = teardown, .timeout = 3
     char out[16384], yaml[1024], key[32], ppl[64], again[64];
     const char *stack = "[[{rope: {layout: interleaved}}, {zerosink: {learned: true, finetune: {steps: 2, length: 128, "
                         "batch: 2, lr: 5e-4, add: true}}}]]";
-    snprintf(yaml, sizeof yaml, "name: s\nmodels: {s: {checkpoint: \"$R/../shared/models/stories260K/stories260K.bin\"}}"
+    snprintf(yaml, sizeof yaml,
+             "name: s\nmodels: {s: {checkpoint: \"$R/../shared/models/stories260K/stories260K.bin\"}}"
              "\nmethods: %s\ntasks: [{ppl: {windows: 2, corpus: stories}}]\nlengths: [128]\n", stack);
     write_file("s.yaml", yaml);
     cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|\" s.yaml && $L run s.yaml --db s.db --quiet --no-table"), 0,
