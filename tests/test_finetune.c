@@ -120,7 +120,7 @@ Test(finetune, bad_maps_are_refused_at_their_place, .init = setup, .fini = teard
 {
     expect_refused("[rope, {ntk: {finetune: {steps: 10, lenght: 64}}}]", "4:47",
                    "method 'ntk' finetune: unknown parameter 'lenght'\n  hint: did you mean 'length'? known "
-                   "parameters: steps, length, batch, lr, warmup, add");
+                   "parameters: steps, length, batch, lr, warmup, lr_method, add");
     expect_refused("[rope, {ntk: {finetune: {steps: 10, length: -3}}}]", "4:55",
                    "method 'ntk' finetune: 'length' = -3 is out of bounds [0, 1048576]");
     expect_refused("[rope, {ntk: {finetune: {steps: 10, batch: 2.5}}}]", "4:54",

@@ -22,6 +22,7 @@
 
 #include "harness/core/params.h"
 #include "harness/engine/model/model.h"
+#include "harness/engine/model/train.h"
 #include "tests/shell.h"
 #include "tests/stack.h"
 #include "tests/tokfile.h"
@@ -277,4 +278,64 @@ Test(sinks, added_to_a_checkpoint, .init = setup, .fini = teardown, .timeout = 3
     cr_expect_eq(sql_long("b.db", "select count(*) from models where steps > 0"), 0, "nothing trained");
     sql_text(again, sizeof again, "b.db", "select value from metrics where name = 'ppl'");
     cr_expect_str_eq(again, ppl);
+}
+
+/* train's lr_method: the method tensors (here the sinks and a logit scale) on their own peak lr.
+** Three steps of one model from the same gradients: lr_method = lr is the default update bit for
+** bit (cutting the update at the method tensors changes nothing); lr_method = lr / 1e6 leaves every
+** other weight where the default put it and moves the method tensors a millionth as far; a step
+** of AdamW moves a weight by lr at most (|m| / sqrt(v) <= 1 from the first step on). */
+Test(sinks, method_tensors_take_their_own_lr, .timeout = 60)
+{
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.d_model = 16, a.heads = 2, a.d_head = 8, a.d_mlp = 32, a.vocab = 32, a.sinks = 1;
+    a.logit_scale = 1;
+    lx_params_finish(&lx_arch_schema, &a);
+    struct lx_train_cfg c[3];
+    for (int v = 0; v < 3; v++) {
+        lx_params_defaults(&lx_train_schema, &c[v]);
+        c[v].warmup = 0, c[v].steps = 3;
+    }
+    c[1].lr_method = c[1].lr;
+    c[2].lr_method = c[2].lr * 1e-6;
+    struct lx_model m[3];
+    int nt = lx_arch_tensors(&a, NULL), n_meth = 0;
+    struct lx_tensor_info *ti = calloc((size_t)nt, sizeof *ti);
+    lx_arch_tensors(&a, ti);
+    for (int v = 0; v < 3; v++) {
+        lx_model_init(&m[v], &a, 5);
+        struct lx_optim o;
+        lx_optim_init(&o, &m[v]);
+        for (long s = 0; s < 3; s++) {
+            for (size_t i = 0; i < o.n; i++)     /* the same gradients every time, of either sign */
+                o.grad[i] = (float)sin(0.37 * (double)i + (double)s);
+            lx_optim_step(&o, &m[v], &c[v], s);
+        }
+        lx_optim_release(&o);
+    }
+    cr_expect_eq(memcmp(m[0].w, m[1].w, sizeof(float) * m[0].n_params), 0, "lr_method = lr is the default update");
+    struct lx_model start;
+    lx_model_init(&start, &a, 5);
+    for (int i = 0; i < nt; i++) {
+        long cnt = ti[i].shape[0] * (ti[i].ndim == 2 ? ti[i].shape[1] : 1);
+        const float *w0 = start.w + ti[i].offset, *wd = m[0].w + ti[i].offset, *ws = m[2].w + ti[i].offset;
+        n_meth += ti[i].method;
+        cr_expect_eq(ti[i].method, strstr(ti[i].name, "attn.sink") || strstr(ti[i].name, "logit_scale"), "%s",
+                     ti[i].name);
+        for (long k = 0; k < cnt; k++) {
+            if (!ti[i].method) {
+                cr_expect_eq(ws[k], wd[k], "%s[%ld] moved as by default", ti[i].name, k);
+                continue;
+            }
+            cr_expect(fabsf(wd[k] - w0[k]) > 1e-4f, "%s[%ld]: the default moves it", ti[i].name, k);
+            cr_expect(fabsf(ws[k] - w0[k]) <= 3.0f * c[2].lr_method * 1.001f, "%s[%ld]: %g from %g", ti[i].name, k,
+                      ws[k], w0[k]);
+        }
+    }
+    cr_expect_eq(n_meth, 4, "a sink and a logit-scale vector a layer");
+    free(ti);
+    lx_model_release(&start);
+    for (int v = 0; v < 3; v++)
+        lx_model_release(&m[v]);
 }

@@ -64,6 +64,9 @@ static const struct lx_param finetune_rows[] = {
     LX_P_FLOAT(struct lx_finetune, lr, "0", 0, 10, LX_PF_AUTO, "peak learning rate; 0 = the base model's lr"),
     LX_P_INT(struct lx_finetune, warmup, "-1", -1, 100000000, 0,
              "linear warmup steps; -1 = the base model's, at most steps / 10"),
+    LX_P_FLOAT(struct lx_finetune, lr_method, "0", 0, 10, LX_PF_UNKEYED_DEFAULT,
+               "peak learning rate of the attention methods' learned tensors (sinks, logit scales, a relative "
+               "bias); 0 = the fine-tuning's lr"),
     LX_P_BOOL(struct lx_finetune, add, "false", 0,
               "a training-only method: leave it out of the base model and add it by the fine-tuning"),
 };
@@ -218,6 +221,7 @@ void lx_finetune_cfg(const struct lx_finetune *ft, const struct lx_train_cfg *ba
     out->batch = ft->batch;
     out->lr = ft->lr;
     out->warmup = ft->warmup;
+    out->lr_method = ft->lr_method;     /* never the base model's: its own lr's */
     out->eval_every = base->eval_every < ft->steps ? base->eval_every : ft->steps;
     /* validation on about as many tokens as the base model's: fewer windows when longer */
     long w = base->eval_windows * base->length / (ft->length > 0 ? ft->length : 1);

@@ -21,6 +21,7 @@ struct lx_finetune {
     long batch;         /* windows per step; 0 = the base model's batch */
     double lr;          /* peak lr; 0 = the base model's */
     long warmup;        /* warmup steps; -1 = the base model's, at most steps / 10 */
+    double lr_method;   /* peak lr of the methods' learned tensors; 0 = the fine-tuning's lr */
     int add;            /* a training-only method left out of the base model: the fine-tuning adds it
                         ** (the method's own, not the stack's shared fine-tuning) */
 };

@@ -180,9 +180,18 @@ static void add(struct lx_tensor_info *out, int *n, size_t *off, const char *nam
         t->offset = *off;
         t->decay = decay;
         t->out_proj = out_proj;
+        t->method = 0;
     }
     (*n)++;
     *off += (size_t)rows * (size_t)(cols ? cols : 1);
+}
+
+/* A vector an attention method learns (no decay). */
+static void add_method(struct lx_tensor_info *out, int *n, size_t *off, const char *name, long rows)
+{
+    add(out, n, off, name, rows, 0, 0, 0);
+    if (out)
+        out[*n - 1].method = 1;
 }
 
 static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *total)
@@ -211,9 +220,9 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
         if (a->post_norms)
             add(out, &n, &off, NAME("attn.post_norm.weight"), C, 0, 0, 0);
         if (a->logit_scale)
-            add(out, &n, &off, NAME("attn.logit_scale"), a->heads, 0, 0, 0);
+            add_method(out, &n, &off, NAME("attn.logit_scale"), a->heads);
         if (a->sinks)
-            add(out, &n, &off, NAME("attn.sink"), a->heads, 0, 0, 0);
+            add_method(out, &n, &off, NAME("attn.sink"), a->heads);
         add(out, &n, &off, NAME("mlp_norm.weight"), C, 0, 0, 0);
         add(out, &n, &off, NAME("mlp.w1.weight"), F, C, 1, 0);
         if (lx_arch_gated(a))
@@ -227,9 +236,9 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
     if (!a->tie_head)
         add(out, &n, &off, "lm_head.weight", a->vocab, C, 1, 0);
     if (a->rel_buckets)     /* one vector: a table of scalars, never a product's matrix */
-        add(out, &n, &off, "rel_bias", a->heads * a->rel_buckets, 0, 0, 0);
+        add_method(out, &n, &off, "rel_bias", a->heads * a->rel_buckets);
     if (a->kerple)          /* (p, a) of each head */
-        add(out, &n, &off, "kerple", a->heads * 2, 0, 0, 0);
+        add_method(out, &n, &off, "kerple", a->heads * 2);
     if (total)
         *total = off;
     return n;

@@ -104,6 +104,8 @@ struct lx_tensor_info {
     size_t offset;      /* in floats, into the weight buffer */
     int decay;          /* 1 when AdamW applies weight decay (matrices) */
     int out_proj;       /* 1 for wo and w2 (scaled init) */
+    int method;         /* 1 for an attention method's learned tensor: logit scales, sinks, T5's or KERPLE's
+                        ** bias (train's lr_method) */
 };
 
 /* The tensor list; returns its length. out (may be NULL) holds that many. */

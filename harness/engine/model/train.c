@@ -36,6 +36,9 @@ static const struct lx_param train_rows[] = {
     LX_P_ENUM(struct lx_train_cfg, begin, "bos", "bos|text", LX_PF_UNKEYED_DEFAULT,
               "causal: what a window starts with: bos (a start token before every window, StreamingLLM's "
               "sink token) or text (windows cut anywhere in the stream, its vanilla pretraining)"),
+    LX_P_FLOAT(struct lx_train_cfg, lr_method, "0", 0, 10, LX_PF_UNKEYED_DEFAULT,
+               "peak learning rate of the attention methods' learned tensors (sinks, logit scales, T5's or "
+               "KERPLE's bias), on lr's schedule; 0 = lr"),
 };
 
 const struct lx_schema lx_train_schema = LX_SCHEMA(train_rows, struct lx_train_cfg, NULL);
@@ -178,9 +181,15 @@ int lx_optim_alloc(struct lx_optim *o, const struct lx_model *model, struct lx_e
     int nt = lx_arch_tensors(&model->arch, NULL);
     struct lx_tensor_info *ti = lx_xcalloc((size_t)nt, sizeof *ti);
     lx_arch_tensors(&model->arch, ti);
-    for (int i = 0; i < nt; i++)
+    for (int i = 0; i < nt; i++) {
         if (ti[i].decay)
             memset(o->decay + ti[i].offset, 1, (size_t)(ti[i].shape[0] * ti[i].shape[1]));
+        if (ti[i].method) {
+            o->meth = lx_xrealloc(o->meth, sizeof *o->meth * (size_t)(o->n_meth + 1));
+            o->meth[o->n_meth][0] = ti[i].offset;
+            o->meth[o->n_meth++][1] = (size_t)ti[i].shape[0];
+        }
+    }
     free(ti);
     lx_weights_map(&o->g, &model->arch, o->grad);
     return LX_OK;
@@ -200,6 +209,7 @@ void lx_optim_release(struct lx_optim *o)
     free(o->m);
     free(o->v);
     free(o->decay);
+    free(o->meth);
     memset(o, 0, sizeof *o);
 }
 
@@ -312,19 +322,43 @@ void lx_adamw_update(float *w, float *m, float *v, const float *grad, const unsi
     adamw_plain(w + i, m + i, v + i, grad + i, decay + i, n - i, k);
 }
 
+/* AdamW over [i0, i0 + n): k, and km over the method tensors' parts of it
+** (NULL: k everywhere). The update goes element by element, so where the
+** span is cut changes no bit. */
+static void update_span(struct lx_optim *o, struct lx_model *model, size_t i0, size_t n, const struct lx_adamw *k,
+                        const struct lx_adamw *km)
+{
+    size_t at = i0, end = i0 + n;
+    for (int r = 0; km && r < o->n_meth && at < end; r++) {
+        size_t a = o->meth[r][0], b = a + o->meth[r][1];
+        if (b <= at || a >= end)
+            continue;
+        a = a > at ? a : at, b = b < end ? b : end;
+        lx_adamw_update(model->w + at, o->m + at, o->v + at, o->grad + at, o->decay + at, a - at, k, 0);
+        lx_adamw_update(model->w + a, o->m + a, o->v + a, o->grad + a, o->decay + a, b - a, km, 0);
+        at = b;
+    }
+    lx_adamw_update(model->w + at, o->m + at, o->v + at, o->grad + at, o->decay + at, end - at, k, 0);
+}
+
 void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_train_cfg *c, long s)
 {
     double norm = sqrt(grad_norm2(o->grad, o->n)), gs = c->clip > 0 && norm > c->clip ? c->clip / norm : 1.0;
-    double lr = lx_train_lr(c, s);
+    struct lx_train_cfg cm = *c;
+    cm.lr = c->lr_method;
+    double lr = lx_train_lr(c, s), lrm = lx_train_lr(&cm, s);
     double bc1 = 1.0 - pow(c->beta1, (double)(s + 1)), bc2 = 1.0 - pow(c->beta2, (double)(s + 1));
     const struct lx_adamw k = {.gs = (float)gs, .b1 = (float)c->beta1, .b2 = (float)c->beta2,
                                .step = (float)(lr / bc1), .wdl = (float)(lr * c->weight_decay),
                                .ibc2 = (float)(1.0 / bc2)};
+    struct lx_adamw km = k;     /* the method tensors on lr_method's schedule (no decay: vectors) */
+    km.step = (float)(lrm / bc1);
+    const struct lx_adamw *kmp = c->lr_method > 0 && o->n_meth ? &km : NULL;
     /* a block at a time, so the bf16 copy is rounded from values still in cache */
 #pragma omp parallel for schedule(static)
     for (size_t i0 = 0; i0 < o->n; i0 += OPT_BLOCK) {
         size_t n = o->n - i0 < OPT_BLOCK ? o->n - i0 : OPT_BLOCK;
-        lx_adamw_update(model->w + i0, o->m + i0, o->v + i0, o->grad + i0, o->decay + i0, n, &k, 0);
+        update_span(o, model, i0, n, &k, kmp);
         if (o->wb)
             lx_f32_to_bf16_n(o->wb + i0, model->w + i0, n);
     }

@@ -41,6 +41,7 @@ struct lx_train_cfg {
     long eval_windows;      /* validation windows */
     double mask_prob;       /* mlm: fraction of positions masked */
     int begin;              /* causal: LX_BEGIN_BOS (a start token before every window) or LX_BEGIN_TEXT */
+    double lr_method;       /* peak lr of the attention methods' learned tensors (lx_tensor_info.method); 0 = lr */
 };
 
 enum { LX_BEGIN_BOS, LX_BEGIN_TEXT };
@@ -61,6 +62,8 @@ struct lx_optim {
     size_t n;                   /* parameters */
     float *grad, *m, *v;        /* (n,) gradient, first and second moments */
     unsigned char *decay;       /* (n,) 1 where weight decay applies */
+    size_t (*meth)[2];          /* (n_meth,) [offset, count) of each method tensor (lr_method), in order */
+    int n_meth;
     struct lx_weights g;        /* views of grad shaped like the weights */
     uint16_t *wb;               /* (n,) the weights rounded to bf16 by every update, which the
                                 ** products read (lx_optim_shadow), or NULL */
