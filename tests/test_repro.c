@@ -56,9 +56,9 @@ Test(repro, finetune_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60
 {
     expect_plans("configs/repro/continual-pretraining-length.yaml", "sweep continual-pretraining-length: 60 cells");
     expect_plans("configs/repro/finetune-retrieval.yaml", "sweep finetune-retrieval: 45 cells");
-    /* 4 fine-tunings (plain, a fixed sink added, learned sinks added on z = 0 and on z = 1) of the vanilla
-    ** model a seed */
-    cr_expect_eq(expect_plans("configs/repro/sinks-finetuned.yaml", "sweep sinks-finetuned: 216 cells"), 12);
+    /* 5 fine-tunings (plain, a fixed sink added, learned sinks added on z = 0, on z = 1 and on ten times the
+    ** lr) of the vanilla model a seed */
+    cr_expect_eq(expect_plans("configs/repro/sinks-finetuned.yaml", "sweep sinks-finetuned: 270 cells"), 15);
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
     expect_plans("configs/repro/finetune-extension.yaml", "sweep finetune-extension: 300 cells");
