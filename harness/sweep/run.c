@@ -439,8 +439,8 @@ static const struct lx_model_use *train_facts(const struct runner *r, const stru
     return mu;
 }
 
-/* A new model of mu's architecture with the tensors of what spec learns:
-** SSMax's scale, zerosink's sinks, T5's or KERPLE's bias, each its own. */
+/* arch with the tensors of what spec learns: SSMax's scale, zerosink's
+** sinks, T5's or KERPLE's bias (a bias it has already kept). */
 static void learned_arch(struct lx_arch *arch, const struct lx_spec *spec)
 {
     arch->logit_scale |= spec->learn_scale;
@@ -449,6 +449,7 @@ static void learned_arch(struct lx_arch *arch, const struct lx_spec *spec)
         lx_arch_learn_rel(arch, &spec->rel);
 }
 
+/* A new model of mu's architecture with the tensors of what spec learns. */
 static void init_trained(struct lx_model *m, const struct lx_model_use *mu, const struct lx_spec *spec,
                          const char *key_json)
 {

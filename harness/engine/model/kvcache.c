@@ -18,9 +18,13 @@ long lx_kvcache_ring_rows(const struct lx_arch *a)
 
 long lx_kvcache_layer_rows(const struct lx_arch *a, const struct lx_spec *spec, long l, long T, long *keep)
 {
-    int local = lx_arch_local(a, l);
-    long span = local ? a->local_window : !spec ? 0 : spec->vis.block ? 2 * spec->vis.block : spec->vis.window;
-    long sinks = local || !spec ? 0 : spec->vis.sinks, cap = span ? sinks + span + LX_KVCACHE_REWIND : T;
+    long sinks = 0, cap = T;
+    if (lx_arch_local(a, l)) {
+        cap = lx_kvcache_ring_rows(a);
+    } else if (spec && (spec->vis.block || spec->vis.window)) {     /* bca's two blocks, or the window */
+        sinks = spec->vis.sinks;
+        cap = sinks + (spec->vis.block ? 2 * spec->vis.block : spec->vis.window) + LX_KVCACHE_REWIND;
+    }
     if (keep)
         *keep = cap < T ? sinks : 0;
     return cap < T ? cap : T;

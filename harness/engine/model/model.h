@@ -199,8 +199,8 @@ unsigned lx_run_uses(const struct lx_spec *spec);
 ** decay mask and (bf16 numerics) the weights' bf16 copy: 4, 17 or 19 bytes a parameter. */
 double lx_model_bytes(const struct lx_arch *a, int train);
 /* A pass's bytes (model, activations, tables, tokens; with LX_RUN_KVCACHE a
-** cache whose every layer keeps all T rows: an upper bound, lx_eval_bytes
-** sizes its rings). */
+** cache whose layers keep all T rows, a model's local layers their rings:
+** an upper bound, where lx_eval_bytes sizes a spec's rings too). */
 double lx_run_bytes(const struct lx_arch *a, int B, int T, int train, unsigned uses);
 /* The weights' bytes in an evaluation: under bf16 the matrices rounded and
 ** packed at load (lx_arch_bf16_bytes), else `held` bytes as held
