@@ -90,7 +90,9 @@ static const struct lx_param needle_rows[] = {
     LX_P_INT(struct needle_params, depths, "11", 0, 1001, 0,
              "evenly spaced depths of the asked needle 0, 1/(k-1), ..., 1 (11: every 10%; 1 = the single "
              "depth 0.5; 0 = a uniform random depth per sample)"),
-    LX_RETRIEVAL_PRESET_ROWS(struct needle_params, "lenx|ruler|kamradt|ruler_niah_single_2|ruler_niah_single_3"),
+    LX_RETRIEVAL_PRESET_ROWS(struct needle_params, "lenx|ruler|kamradt|ruler_niah_single_2|ruler_niah_single_3|"
+                            "ruler_niah_multikey_1|ruler_niah_multikey_2|ruler_niah_multikey_3|ruler_niah_multivalue|"
+                            "ruler_niah_multiquery"),
 };
 
 /* Fifty cities, each once, none inside another's name. */
@@ -242,7 +244,9 @@ static int needle_make(const void *params, const struct lx_retrieval_at *at, str
 static const struct lx_retrieval needle_r = {
     .name = "needle",
     .preset_at = offsetof(struct needle_params, preset),
-    .protocols = (const char *const[]){"lenx", "ruler", "kamradt", "ruler_niah_single_2", "ruler_niah_single_3"},
+    .protocols = (const char *const[]){"lenx", "ruler", "kamradt", "ruler_niah_single_2", "ruler_niah_single_3",
+                                               "ruler_niah_multikey_1", "ruler_niah_multikey_2", "ruler_niah_multikey_3",
+                                               "ruler_niah_multivalue", "ruler_niah_multiquery"},
     .samples_at = offsetof(struct needle_params, samples),
     .depths_at = offsetof(struct needle_params, depths),
     .check = needle_check,

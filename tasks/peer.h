@@ -42,6 +42,11 @@ struct lx_tokenizer;
 typedef int (*lx_peer_maker)(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
                              struct lx_peer_case *out, struct lx_error *err);
 
+/* A maker's declaration (and, followed by a body, its definition). */
+#define LX_PEER_MAKER(fn)                                                                                          \
+    int fn(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,               \
+           struct lx_peer_case *out, struct lx_error *err)
+
 /* What a cell's length is to a maker that counts it another way (YaRN: the
 ** filler characters that keep the prompt under `length` tokens of tk), found
 ** once per cell from the cell's key; < 0 with err when none fits. */
@@ -111,6 +116,18 @@ int lx_peer_ruler_niah_single_2(const char *data, long length, uint64_t key, lon
                                 const struct lx_tokenizer *tk, struct lx_peer_case *out, struct lx_error *err);
 int lx_peer_ruler_niah_single_3(const char *data, long length, uint64_t key, long sample,
                                 const struct lx_tokenizer *tk, struct lx_peer_case *out, struct lx_error *err);
+/* RULER's other niah tasks (scripts/synthetic.yaml), the same needles and
+** template (plural when several values are asked: niah.py's): multikey_1 the
+** essay haystack with four keys' needles, one key asked; multikey_2 and _3 a
+** haystack of other keys' needles, a line each (words and numbers; UUIDs for
+** both), one asked; multivalue one key with four values in the essays, all
+** asked; multiquery four keys in the essays, all asked ("a, b, c, and d").
+** Golds: the values asked, in the question's order (ruler_all: each counts). */
+LX_PEER_MAKER(lx_peer_ruler_niah_multikey_1);
+LX_PEER_MAKER(lx_peer_ruler_niah_multikey_2);
+LX_PEER_MAKER(lx_peer_ruler_niah_multikey_3);
+LX_PEER_MAKER(lx_peer_ruler_niah_multivalue);
+LX_PEER_MAKER(lx_peer_ruler_niah_multiquery);
 /* RULER's essays into out: path is RULER's PaulGrahamEssays.json (its
 ** "text") or a directory of .txt files (lx_peer_haystack); errors carry a hint. */
 int lx_peer_ruler_essays(const char *path, struct lx_buf *out, struct lx_error *err);

@@ -2,25 +2,29 @@
 ** tasks/peer_ruler.c - RULER's needle-in-a-haystack test cases (Hsieh et al.
 ** 2024, "RULER: What's the real context size of your long-context language
 ** models?", arXiv 2404.06654), made as its scripts/data/synthetic/niah.py
-** makes them for three tasks of scripts/synthetic.yaml (peer.h,
-** docs/tasks.md#needle-ruler, docs/tasks.md#needle-ruler-essays):
+** makes them for the eight niah tasks of scripts/synthetic.yaml (peer.h,
+** docs/tasks.md#needle-ruler, docs/tasks.md#needle-ruler-essays,
+** docs/tasks.md#needle-ruler-multi-needle-tasks):
 **
-**   niah_single_1   noise haystack (one filler line a unit), number values
-**   niah_single_2   essay haystack (one word a unit), number values
-**   niah_single_3   essay haystack, UUID values
+**   niah_single_1     noise haystack (one filler line a unit), number values
+**   niah_single_2     essay haystack (one word a unit), number values
+**   niah_single_3     essay haystack, UUID values
+**   niah_multikey_1   essay haystack, four keys' needles, one asked
+**   niah_multikey_2   needle haystack (every line another key's needle), numbers
+**   niah_multikey_3   needle haystack, UUID keys and values
+**   niah_multivalue   essay haystack, one key with four values, all asked
+**   niah_multiquery   essay haystack, four keys, all asked
 **
-** One needle "One of the special magic {numbers|uuids} for KEY is: VALUE.",
-** the single-needle template with RULER's singular replacements and its
-** answer prefix, and as many haystack units as keep the prompt's tokens + 128
-** within the length (a bisection, as niah.py's). The essay haystack follows
-** niah.py: every run of white space one space, split into words at the
-** spaces, the first n words (repeated while the essays are shorter) joined by
-** spaces and stripped, split into sentences, the needle put between sentences
-** at int(sentences * depth / 100), depth one of its 40 rounded linspace
-** points, the pieces joined by spaces.
-**
-** To add RULER's other niah variants: a struct ruler_variant, its maker
-** here, and a row in tasks/protocols.c.
+** Needles "One of the special magic {numbers|uuids} for KEY is: VALUE.",
+** niah.py's template (its singular replacements when one value is asked)
+** with its answer prefix, and as many haystack units as keep the prompt's
+** tokens + 128 within the length (a bisection, as niah.py's). The essay
+** haystack follows niah.py: every run of white space one space, split into
+** words at the spaces, the first n words (repeated while the essays are
+** shorter) joined by spaces and stripped, split into sentences, the needles
+** put between sentences at int(sentences * depth / 100) for distinct depths
+** of its 40 rounded linspace points, the pieces joined by spaces. A line
+** haystack's needles go before distinct lines, joined by newlines.
 */
 #include "tasks/peer.h"
 
@@ -36,31 +40,45 @@
 
 #define RULER_BUDGET 128        /* constants.py: tokens_to_generate */
 #define RULER_DEPTHS 40         /* niah.py: np.linspace(0, 100, num=40) rounded */
+#define RULER_MAX_K 4           /* keys (num_needle_k) at most */
+#define RULER_MAX_NEEDLES 4     /* needles (keys × values) at most */
+
+enum ruler_hay { RULER_NOISE, RULER_ESSAY, RULER_NEEDLE };      /* type_haystack */
+enum ruler_type { RULER_NUMBERS, RULER_WORDS, RULER_UUIDS };    /* type_needle_k, type_needle_v */
 
 /* A row of scripts/synthetic.yaml. */
 struct ruler_variant {
     const char *task;   /* RULER's name */
-    int essay;          /* type_haystack: 1 essay, 0 noise */
-    int uuid;           /* type_needle_v: 1 uuids, 0 numbers */
+    int hay;            /* enum ruler_hay */
+    int type_k, type_v; /* enum ruler_type */
+    int k, v, q;        /* num_needle_k (at least q: niah.py raises it), num_needle_v, num_needle_q */
 };
 
-static const struct ruler_variant niah_single_1 = {"niah_single_1", 0, 0},
-                                  niah_single_2 = {"niah_single_2", 1, 0},
-                                  niah_single_3 = {"niah_single_3", 1, 1};
+static const struct ruler_variant niah_single_1 = {"niah_single_1", RULER_NOISE, RULER_WORDS, RULER_NUMBERS, 1, 1, 1},
+    niah_single_2 = {"niah_single_2", RULER_ESSAY, RULER_WORDS, RULER_NUMBERS, 1, 1, 1},
+    niah_single_3 = {"niah_single_3", RULER_ESSAY, RULER_WORDS, RULER_UUIDS, 1, 1, 1},
+    niah_multikey_1 = {"niah_multikey_1", RULER_ESSAY, RULER_WORDS, RULER_NUMBERS, 4, 1, 1},
+    niah_multikey_2 = {"niah_multikey_2", RULER_NEEDLE, RULER_WORDS, RULER_NUMBERS, 1, 1, 1},
+    niah_multikey_3 = {"niah_multikey_3", RULER_NEEDLE, RULER_UUIDS, RULER_UUIDS, 1, 1, 1},
+    niah_multivalue = {"niah_multivalue", RULER_ESSAY, RULER_WORDS, RULER_NUMBERS, 1, 4, 1},
+    niah_multiquery = {"niah_multiquery", RULER_ESSAY, RULER_WORDS, RULER_NUMBERS, 4, 1, 4};
 
 /* One test case's draws. */
 struct ruler_draw {
-    char key[48];       /* type_needle_k words: adjective-noun */
-    char value[40];     /* 7 digits, or a version-4 UUID */
-    double line;        /* noise: where the needle goes among n lines, u in [0, 1) (random.sample(range(n), 1)) */
-    int depth;          /* essay: percent, one of the 40 DEPTHS (random.sample(DEPTHS, 1)) */
-    char needle[160];   /* the needle sentence */
+    char key[RULER_MAX_K][48];                  /* an adjective-noun word or a UUID */
+    char value[RULER_MAX_K][RULER_MAX_NEEDLES][40];     /* 7 digits, a word or a version-4 UUID */
+    char needle[RULER_MAX_NEEDLES][160];        /* the needles in the order niah.py places them */
+    int owner[RULER_MAX_NEEDLES];               /* the key of needle i */
+    double place[RULER_MAX_NEEDLES];            /* u in [0, 1): where each goes (random.sample) */
+    int query[RULER_MAX_K];                     /* the keys asked, in the question's order */
+    uint64_t cell;                              /* the cell's key and the case: the needle */
+    long sample;                                /* haystack's other keys come from them */
 };
 
-/* Philox on (key, sample): the key word, the value, then the place. The
-** noise draws come first in this order so niah_single_1's cases are those
-** it always had. */
-static void ruler_draw(const struct ruler_variant *v, uint64_t key, long sample, struct ruler_draw *d)
+static const char *const ruler_types[] = {"numbers", "words", "uuids"};
+
+/* A draw of type t (niah.py's generate_random) into s. */
+static void ruler_random(int t, struct lx_rng *r, char *s, size_t cap)
 {
     static const char *const adj[] = {"able", "bold", "brave", "calm", "dark", "eager", "fair", "glad", "grand",
                                       "happy", "keen", "kind", "loud", "mild", "neat", "odd", "pale", "proud",
@@ -68,29 +86,92 @@ static void ruler_draw(const struct ruler_variant *v, uint64_t key, long sample,
     static const char *const noun[] = {"ant", "bear", "bird", "boat", "cake", "cat", "cloud", "crow", "deer", "door",
                                        "fish", "fox", "frog", "goat", "hill", "kite", "lake", "lamp", "lion", "moon",
                                        "owl", "pear", "rose", "swan"};
-    struct lx_rng r;
-    lx_rng_init(&r, key ^ 0x72756c65726e6961ULL, (uint32_t)sample, LX_RNG_DATA);
-    snprintf(d->key, sizeof d->key, "%s-%s", adj[(int)(lx_rng_uniform(&r) * 24)], noun[(int)(lx_rng_uniform(&r) * 24)]);
-    if (v->uuid) {      /* str(uuid.UUID(int=random.getrandbits(128), version=4)) */
+    if (t == RULER_WORDS) {     /* the noun drawn first, as lenx always drew it */
+        int n = (int)(lx_rng_uniform(r) * 24);
+        snprintf(s, cap, "%s-%s", adj[(int)(lx_rng_uniform(r) * 24)], noun[n]);
+    } else if (t == RULER_UUIDS) {      /* str(uuid.UUID(int=random.getrandbits(128), version=4)) */
         unsigned char b[16];
         for (int i = 0; i < 4; i++) {
-            uint32_t w = lx_rng_u32(&r);
+            uint32_t w = lx_rng_u32(r);
             for (int j = 0; j < 4; j++)
                 b[4 * i + j] = (unsigned char)(w >> (24 - 8 * j));
         }
         b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);     /* the version */
         b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);     /* the RFC 4122 variant */
-        char *p = d->value;
-        for (int i = 0; i < 16; i++)
-            p += sprintf(p, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", b[i]);
-    } else {            /* random.randint(10**6, 10**7 - 1) */
-        snprintf(d->value, sizeof d->value, "%ld", 1000000 + (long)(lx_rng_uniform(&r) * 9000000));
+        size_t at = 0;
+        for (int i = 0; i < 16 && at < cap; i++)
+            at += (size_t)snprintf(s + at, cap - at, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", b[i]);
+    } else {    /* random.randint(10**6, 10**7 - 1) */
+        snprintf(s, cap, "%ld", 1000000 + (long)(lx_rng_uniform(r) * 9000000));
     }
-    double u = lx_rng_uniform(&r);
-    d->line = u;
-    d->depth = (int)lround(100.0 * (double)(int)(u * RULER_DEPTHS) / (RULER_DEPTHS - 1));
-    snprintf(d->needle, sizeof d->needle, "One of the special magic %s for %s is: %s.", v->uuid ? "uuids" : "numbers",
-             d->key, d->value);
+}
+
+/* A key of type t unlike d's first n keys: lenx's 576 words repeat where
+** RULER's (wonderwords' adjective × noun) hardly do, so a repeat draws again. */
+static void ruler_key(int t, struct lx_rng *r, const struct ruler_draw *d, int n, char *s)
+{
+    for (int again = 1; again;) {
+        ruler_random(t, r, s, 48);
+        again = 0;
+        for (int i = 0; i < n; i++)
+            again |= strcmp(s, d->key[i]) == 0;
+    }
+}
+
+/* m distinct values of [0, n) as random.sample(range(n), m) draws them, from
+** the uniforms u: the t-th is the floor(u[t] (n - t))-th value not yet taken. */
+static void ruler_sample(const double *u, int m, long n, long *out)
+{
+    long taken[RULER_MAX_NEEDLES];      /* ascending */
+    for (int t = 0; t < m; t++) {
+        long x = (long)(u[t] * (double)(n - t)), i = 0;
+        for (; i < t && taken[i] <= x; i++)
+            x++;
+        memmove(taken + i + 1, taken + i, sizeof *taken * (size_t)(t - i));
+        taken[i] = out[t] = x;
+    }
+}
+
+/* Philox on (key, sample): the keys, each with its values, then the places,
+** then the keys asked. One needle's draws come in this order, so that
+** niah_single_1's cases are those it always had. The needles are shuffled by
+** draws of the cell alone, as niah.py's random.Random(seed).shuffle is the
+** same permutation for every case. */
+static void ruler_draw(const struct ruler_variant *v, uint64_t key, long sample, struct ruler_draw *d)
+{
+    struct lx_rng r;
+    int m = v->k * v->v;
+    lx_rng_init(&r, key ^ 0x72756c65726e6961ULL, (uint32_t)sample, LX_RNG_DATA);
+    for (int i = 0; i < v->k; i++) {
+        ruler_key(v->type_k, &r, d, i, d->key[i]);
+        for (int j = 0; j < v->v; j++) {
+            ruler_random(v->type_v, &r, d->value[i][j], sizeof d->value[i][j]);
+            d->owner[i * v->v + j] = i;
+            snprintf(d->needle[i * v->v + j], sizeof d->needle[0], "One of the special magic %s for %s is: %s.",
+                     ruler_types[v->type_v], d->key[i], d->value[i][j]);
+        }
+    }
+    for (int t = 0; t < m; t++)
+        d->place[t] = lx_rng_uniform(&r);
+    double u[RULER_MAX_K] = {0};
+    long asked[RULER_MAX_K] = {0};
+    for (int t = 0; t < v->q && v->k > 1; t++)
+        u[t] = lx_rng_uniform(&r);
+    if (v->k > 1)
+        ruler_sample(u, v->q, v->k, asked);
+    for (int t = 0; t < v->q; t++)
+        d->query[t] = v->k > 1 ? (int)asked[t] : 0;
+    struct lx_rng s;
+    lx_rng_init(&s, key ^ 0x73687566666c6521ULL, 0, LX_RNG_DATA);
+    for (int i = m - 1; i > 0; i--) {   /* Fisher-Yates */
+        int j = (int)(lx_rng_uniform(&s) * (i + 1)), o = d->owner[i];
+        char tmp[sizeof d->needle[0]];
+        memcpy(tmp, d->needle[i], sizeof tmp), memcpy(d->needle[i], d->needle[j], sizeof tmp);
+        memcpy(d->needle[j], tmp, sizeof tmp);
+        d->owner[i] = d->owner[j], d->owner[j] = o;
+    }
+    d->cell = key;
+    d->sample = sample;
 }
 
 /* The essays as niah.py's haystack: re.sub(r'\s+', " ", essay).split(" "),
@@ -242,35 +323,66 @@ long lx_peer_sentences(const char *s, long n, long (*span)[2])
     return ns;
 }
 
-/* RULER's single-needle template around context: head, then the caller's
-** context, then tail (tail = 1). */
+/* RULER's template around the context: head (tail = 0), or the question with
+** its answer prefix (tail = 1); niah.py's singular replacements ('Some' to
+** 'A', 'are all' and 'are' to 'is', the type's 's' dropped) when one value is
+** asked; the keys asked joined as "a, b, and c". */
 static void ruler_frame(struct lx_buf *b, const struct ruler_variant *v, const struct ruler_draw *d, int tail)
 {
-    const char *type = v->uuid ? "uuid" : "number";
-    if (!tail)
-        lx_buf_printf(b, "A special magic %s is hidden within the following text. Make sure to memorize it. I will "
-                      "quiz you about the %s afterwards.\n", type, type);
-    else
-        lx_buf_printf(b, "\nWhat is the special magic %s for %s mentioned in the provided text? The special magic "
-                      "%s for %s mentioned in the provided text is", type, d->key, type, d->key);
+    int one = v->q * v->v == 1;
+    char type[16];
+    snprintf(type, sizeof type, "%.*s", (int)strlen(ruler_types[v->type_v]) - one, ruler_types[v->type_v]);
+    if (!tail) {
+        lx_buf_printf(b, "%s special magic %s %s hidden within the following text. Make sure to memorize it. I will "
+                      "quiz you about the %s afterwards.\n", one ? "A" : "Some", type, one ? "is" : "are", type);
+        return;
+    }
+    struct lx_buf q = {0};
+    for (int t = 0; t < v->q; t++)
+        lx_buf_printf(&q, "%s%s", t == 0 ? "" : t + 1 < v->q ? ", " : ", and ", d->key[d->query[t]]);
+    lx_buf_printf(b, "\nWhat %s the special magic %s for %s mentioned in the provided text? The special magic %s for %s "
+                  "mentioned in the provided text %s", one ? "is" : "are all", type, lx_buf_str(&q), type,
+                  lx_buf_str(&q), one ? "is" : "are");
+    lx_buf_free(&q);
 }
 
-/* The noise context: n filler lines, the needle before line int(u n). */
-static void noise_context(struct lx_buf *b, const struct ruler_draw *d, long n)
+/* The line context: n haystack lines (the noise sentence, or another key's
+** needle each), the needles before distinct lines (random.sample(range(n),
+** m), the first needle before the last of them as niah.py's reversed insert),
+** every line ended by a newline but the last. */
+static void line_context(struct lx_buf *b, const struct ruler_variant *v, const struct ruler_draw *d, long n)
 {
-    long at = (long)(d->line * (double)n);
-    for (long i = 0; i <= n; i++) {
-        if (i == at)
-            lx_buf_printf(b, "%s%s", d->needle, i < n ? "\n" : "");
-        if (i < n)
-            lx_buf_printf(b, "%s%s", "The grass is green. The sky is blue. The sun is yellow. Here we go. There and "
-                          "back again.", i + 1 < n ? "\n" : "");
+    int m = v->k * v->v;
+    long at[RULER_MAX_NEEDLES];
+    ruler_sample(d->place, m, n, at);
+    struct lx_rng r;
+    lx_rng_init(&r, d->cell ^ 0x6e6565646c657321ULL, (uint32_t)d->sample, LX_RNG_DATA);
+    char key[48], value[40];
+    for (long i = 0; i < n; i++) {
+        for (int t = 0; t < m; t++) {   /* needle t goes before the t-th largest place */
+            int above = 0;
+            for (int s = 0; s < m; s++)
+                above += at[s] > at[t];
+            if (at[t] == i)
+                lx_buf_printf(b, "%s\n", d->needle[above]);
+        }
+        if (v->hay == RULER_NOISE) {
+            lx_buf_puts(b, "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.");
+        } else {
+            ruler_key(v->type_k, &r, d, v->k, key);
+            ruler_random(v->type_v, &r, value, sizeof value);
+            lx_buf_printf(b, "One of the special magic %s for %s is: %s.", ruler_types[v->type_v], key, value);
+        }
+        if (i + 1 < n)
+            lx_buf_puts(b, "\n");
     }
 }
 
-/* The essay context of n words; scratch holds the joined words. */
-static void essay_context(struct lx_buf *b, const struct essay *e, const struct ruler_draw *d, long n,
-                          struct lx_buf *scratch)
+/* The essay context of n words; scratch holds the joined words. Needle t goes
+** before sentence int(sentences * depth_t / 100), depth_t the t-th smallest of
+** the drawn depths; *depth (percent) is needle `asked`'s. */
+static void essay_context(struct lx_buf *b, const struct ruler_variant *v, const struct essay *e,
+                          const struct ruler_draw *d, long n, struct lx_buf *scratch, int asked, int *depth)
 {
     lx_buf_reset(scratch);
     for (long i = 0; i < n; i++) {     /* " ".join((haystack * repeats)[:n]) */
@@ -286,26 +398,50 @@ static void essay_context(struct lx_buf *b, const struct essay *e, const struct 
     while (z > a && t[z - 1] == ' ')
         z--;
     long (*span)[2] = lx_xmalloc(sizeof *span * (size_t)((z - a) / 2 + 1));
-    long ns = lx_peer_sentences(t + a, z - a, span), at = (long)((double)ns * ((double)d->depth / 100.0));
-    for (long i = 0; i <= ns; i++) {    /* " ".join([sents[:at] joined, needle, sents[at:] joined]) */
-        if (i == at)
-            lx_buf_printf(b, " %s ", d->needle);
-        if (i < ns)
-            lx_buf_printf(b, "%s%.*s", i && i != at ? " " : "", (int)(span[i][1] - span[i][0]), t + a + span[i][0]);
+    long ns = lx_peer_sentences(t + a, z - a, span), grid[RULER_MAX_NEEDLES];
+    int m = v->k * v->v;
+    ruler_sample(d->place, m, RULER_DEPTHS, grid);
+    for (int i = 1; i < m; i++)     /* sorted: the positions are */
+        for (int j = i; j > 0 && grid[j] < grid[j - 1]; j--) {
+            long g = grid[j];
+            grid[j] = grid[j - 1], grid[j - 1] = g;
+        }
+    long from = 0;
+    for (int p = 0; p <= m; p++) {  /* " ".join([sents[0:at_0], needle_0, sents[at_0:at_1], ..., sents[at_m-1:]]) */
+        int pct = p < m ? (int)lround(100.0 * (double)grid[p] / (RULER_DEPTHS - 1)) : 100;
+        long to = p < m ? (long)((double)ns * ((double)pct / 100.0)) : ns;
+        if (p)
+            lx_buf_putn(b, " ", 1);
+        for (long i = from; i < to; i++)
+            lx_buf_printf(b, "%s%.*s", i > from ? " " : "", (int)(span[i][1] - span[i][0]), t + a + span[i][0]);
+        if (p < m)
+            lx_buf_printf(b, " %s", d->needle[p]);
+        if (p == asked)
+            *depth = pct;
+        from = to;
     }
     free(span);
 }
 
-/* The prompt with n haystack units. */
+/* The needle of the one value asked (-1 when several are). */
+static int asked_needle(const struct ruler_variant *v, const struct ruler_draw *d)
+{
+    for (int t = 0; v->q * v->v == 1 && t < v->k * v->v; t++)
+        if (d->owner[t] == d->query[0])
+            return t;
+    return -1;
+}
+
+/* The prompt with n haystack units; *depth as essay_context's. */
 static void ruler_prompt(struct lx_buf *b, const struct ruler_variant *v, const struct ruler_draw *d,
-                         const struct essay *e, long n, struct lx_buf *scratch)
+                         const struct essay *e, long n, struct lx_buf *scratch, int *depth)
 {
     lx_buf_reset(b);
     ruler_frame(b, v, d, 0);
-    if (v->essay)
-        essay_context(b, e, d, n, scratch);
+    if (v->hay == RULER_ESSAY)
+        essay_context(b, v, e, d, n, scratch, asked_needle(v, d), depth);
     else
-        noise_context(b, d, n);
+        line_context(b, v, d, n);
     ruler_frame(b, v, d, 1);
 }
 
@@ -318,6 +454,23 @@ static long ruler_tokens(const struct lx_tokenizer *tk, const struct lx_buf *b, 
     return n < 0 ? n : n - 1;
 }
 
+/* The essays of data as words, at most length + 1 of them (a word is a token
+** at least: length of them never fit). */
+static int ruler_essay(const struct ruler_variant *v, const char *data, long length, struct essay *e,
+                       struct lx_error *err)
+{
+    int rc = lx_peer_ruler_essays(data, &e->text, err);
+    if (rc < 0)
+        return rc;
+    essay_words(e, length + 1);
+    for (long i = 0; i < e->n; i++)
+        if (e->word[i][1] > e->word[i][0])
+            return LX_OK;
+    return lx_err(err, LX_EINVAL, "ruler %s: the essays in '%s' hold only white space\n  hint: data: names RULER's "
+                  "PaulGrahamEssays.json or a directory of .txt files (docs/tasks.md#needle-ruler-essays)", v->task,
+                  data);
+}
+
 static int ruler_make(const struct ruler_variant *v, const char *data, long length, uint64_t key, long sample,
                       const struct lx_tokenizer *tk, struct lx_peer_case *out, struct lx_error *err)
 {
@@ -325,57 +478,50 @@ static int ruler_make(const struct ruler_variant *v, const char *data, long leng
     struct essay e = {0};
     struct lx_buf scratch = {0};
     ruler_draw(v, key, sample, &d);
-    int rc = v->essay ? lx_peer_ruler_essays(data, &e.text, err) : LX_OK;
-    if (rc == LX_OK && v->essay) {
-        essay_words(&e, length + 1);    /* a word is a token at least: length of them never fit */
-        int any = 0;
-        for (long i = 0; i < e.n; i++)
-            any |= e.word[i][1] > e.word[i][0];
-        if (!any)
-            rc = lx_err(err, LX_EINVAL, "ruler %s: the essays in '%s' hold only white space\n  hint: data: names "
-                        "RULER's PaulGrahamEssays.json or a directory of .txt files (docs/tasks.md#needle-ruler-essays)",
-                        v->task, data);
-    }
+    int rc = v->hay == RULER_ESSAY ? ruler_essay(v, data, length, &e, err) : LX_OK, depth = -1;
+    long least = v->hay == RULER_ESSAY ? 1 : v->k * v->v;   /* random.sample(range(n), m) needs m lines */
     long lo = 0, hi = length, best = -1;    /* the most units that fit, by bisection */
     while (rc == LX_OK && lo <= hi) {
-        long mid = lo + (hi - lo) / 2, t;
-        ruler_prompt(&out->prompt, v, &d, &e, mid, &scratch);
-        if ((t = ruler_tokens(tk, &out->prompt, err)) < 0)
+        long mid = lo + (hi - lo) / 2, t = 0;
+        if (mid >= least || v->hay == RULER_ESSAY) {
+            ruler_prompt(&out->prompt, v, &d, &e, mid, &scratch, &depth);
+            t = ruler_tokens(tk, &out->prompt, err);
+        }
+        if (t < 0)
             rc = (int)t;
         else if (t + RULER_BUDGET <= length)
             best = mid, lo = mid + 1;
         else
             hi = mid - 1;
     }
-    if (rc == LX_OK && best < 1)
-        rc = lx_err(err, LX_EINVAL, "ruler %s: length %ld leaves no room for one haystack %s beside the needle, the "
+    if (rc == LX_OK && best < least)
+        rc = lx_err(err, LX_EINVAL, "ruler %s: length %ld leaves no room for %s haystack %s beside the needle%s, the "
                     "question and the %d tokens to generate\n  hint: use a longer length", v->task, length,
-                    v->essay ? "word" : "line", RULER_BUDGET);
+                    least > 1 ? "as many" : "one", v->hay == RULER_ESSAY ? "word" : least > 1 ? "lines" : "line",
+                    least > 1 ? "s" : "", RULER_BUDGET);
     if (rc == LX_OK) {
-        ruler_prompt(&out->prompt, v, &d, &e, best, &scratch);
-        out->depth = v->essay ? d.depth / 100.0 : NAN;
-        lx_peer_add_gold(out, d.value, strlen(d.value));
+        ruler_prompt(&out->prompt, v, &d, &e, best, &scratch, &depth);
+        out->depth = depth >= 0 ? depth / 100.0 : NAN;
+        for (int t = 0; t < v->q; t++)      /* answers: the values of the keys asked, in order */
+            for (int j = 0; j < v->v; j++)
+                lx_peer_add_gold(out, d.value[d.query[t]][j], strlen(d.value[d.query[t]][j]));
     }
     lx_buf_free(&e.text), lx_buf_free(&scratch);
     free(e.word);
     return rc;
 }
 
-int lx_peer_ruler_niah(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
-                       struct lx_peer_case *out, struct lx_error *err)
-{
-    (void)data;     /* a noise haystack */
-    return ruler_make(&niah_single_1, "", length, key, sample, tk, out, err);
-}
+#define RULER_MAKER(fn, variant)                                                                                    \
+    LX_PEER_MAKER(fn)                                                                                               \
+    {                                                                                                               \
+        return ruler_make(&variant, data, length, key, sample, tk, out, err);                                       \
+    }
 
-int lx_peer_ruler_niah_single_2(const char *data, long length, uint64_t key, long sample,
-                                const struct lx_tokenizer *tk, struct lx_peer_case *out, struct lx_error *err)
-{
-    return ruler_make(&niah_single_2, data, length, key, sample, tk, out, err);
-}
-
-int lx_peer_ruler_niah_single_3(const char *data, long length, uint64_t key, long sample,
-                                const struct lx_tokenizer *tk, struct lx_peer_case *out, struct lx_error *err)
-{
-    return ruler_make(&niah_single_3, data, length, key, sample, tk, out, err);
-}
+RULER_MAKER(lx_peer_ruler_niah, niah_single_1)
+RULER_MAKER(lx_peer_ruler_niah_single_2, niah_single_2)
+RULER_MAKER(lx_peer_ruler_niah_single_3, niah_single_3)
+RULER_MAKER(lx_peer_ruler_niah_multikey_1, niah_multikey_1)
+RULER_MAKER(lx_peer_ruler_niah_multikey_2, niah_multikey_2)
+RULER_MAKER(lx_peer_ruler_niah_multikey_3, niah_multikey_3)
+RULER_MAKER(lx_peer_ruler_niah_multivalue, niah_multivalue)
+RULER_MAKER(lx_peer_ruler_niah_multiquery, niah_multiquery)

@@ -53,6 +53,17 @@ int lx_preset_check(const char *task, const char *protocol, const char *data, co
     return 1;
 }
 
+/* c's gold as a cell's outputs store it: the first, or every gold joined by
+** ", " when the scorer asks for all of them (RULER's multi-value needles). */
+static void case_gold(const struct lx_protocol *p, const struct lx_peer_case *c, struct lx_buf *out)
+{
+    const struct lx_scorer *sc = lx_scorer_find(p->scorer);
+    long n = sc && sc->gold == LX_GOLD_ALL ? c->n_golds : 1;
+    lx_buf_reset(out);
+    for (long i = 0; i < n; i++)
+        lx_buf_printf(out, "%s%s", i ? ", " : "", lx_peer_gold(c, i));
+}
+
 /* The cell's test cases: the data file's, or p->samples made for (key, length). */
 static int preset_cases(const struct lx_protocol *p, const char *data, uint64_t key, long length, long samples,
                         const struct lx_tokenizer *tk, struct lx_peer_set *s, struct lx_error *err)
@@ -93,7 +104,10 @@ int lx_preset_instance(const struct lx_protocol *p, const char *data, uint64_t k
         for (size_t i = 0; i < c->prompt.len; i++)
             out->tok[i + 1] = (unsigned char)c->prompt.s[i];
         out->answer_off = out->n;
-        snprintf(out->gold, sizeof out->gold, "%s", lx_peer_gold(c, 0));
+        struct lx_buf g = {0};
+        case_gold(p, c, &g);
+        snprintf(out->gold, sizeof out->gold, "%s", lx_buf_str(&g));
+        lx_buf_free(&g);
         out->depth = isnan(c->depth) ? 0.0 : c->depth;
     }
     lx_peer_release(&s);
@@ -180,8 +194,12 @@ static int run_case(const struct lx_task_ctx *ctx, const struct lx_protocol *p, 
         *score = sc->score(text, (size_t)cut, &g, null);
         if (gold)
             *score = same;
-        lx_result_output(out, i, c->depth, gs[0], text, cut, why, *score == 1.0 ? 1 : *null ? -1 : 0, NAN);
+        struct lx_buf stored = {0};
+        case_gold(p, c, &stored);
+        lx_result_output(out, i, c->depth, lx_buf_str(&stored), text, cut, why, *score == 1.0 ? 1 : *null ? -1 : 0,
+                         NAN);
         free(gs), free(gl), free(text);
+        lx_buf_free(&stored);
     }
     free(ids), free(gold), free(gen), free(gi);
     return rc;

@@ -46,6 +46,29 @@ const struct lx_protocol lx_protocols[] = {
      "(niah_single_3: essay haystack, UUID values), scripts/eval/evaluate.py",
      .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_niah_single_3,
      .haystack = lx_peer_ruler_essays, .data_hint = RULER_ESSAYS, .max_new_tokens = 128, .length = LX_LEN_WITHIN},
+    {.task = "needle", .name = "ruler_niah_multikey_1", .follows = "RULER scripts/data/synthetic/niah.py "
+     "(niah_multikey_1: essay haystack, four keys, one asked), scripts/eval/evaluate.py",
+     .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_niah_multikey_1,
+     .haystack = lx_peer_ruler_essays, .data_hint = RULER_ESSAYS,
+     .max_new_tokens = 128, .length = LX_LEN_WITHIN},
+    {.task = "needle", .name = "ruler_niah_multikey_2", .follows = "RULER scripts/data/synthetic/niah.py "
+     "(niah_multikey_2: a haystack of other keys' needles, numbers), scripts/eval/evaluate.py",
+     .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_niah_multikey_2,
+     .max_new_tokens = 128, .length = LX_LEN_WITHIN},
+    {.task = "needle", .name = "ruler_niah_multikey_3", .follows = "RULER scripts/data/synthetic/niah.py "
+     "(niah_multikey_3: a haystack of other keys' needles, UUID keys and values), scripts/eval/evaluate.py",
+     .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_niah_multikey_3,
+     .max_new_tokens = 128, .length = LX_LEN_WITHIN},
+    {.task = "needle", .name = "ruler_niah_multivalue", .follows = "RULER scripts/data/synthetic/niah.py "
+     "(niah_multivalue: essay haystack, four values of one key), scripts/eval/evaluate.py",
+     .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_niah_multivalue,
+     .haystack = lx_peer_ruler_essays, .data_hint = RULER_ESSAYS,
+     .max_new_tokens = 128, .length = LX_LEN_WITHIN},
+    {.task = "needle", .name = "ruler_niah_multiquery", .follows = "RULER scripts/data/synthetic/niah.py "
+     "(niah_multiquery: essay haystack, four keys, all asked), scripts/eval/evaluate.py",
+     .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_niah_multiquery,
+     .haystack = lx_peer_ruler_essays, .data_hint = RULER_ESSAYS,
+     .max_new_tokens = 128, .length = LX_LEN_WITHIN},
     {.task = "needle", .name = "kamradt", .follows = "LLMTest_NeedleInAHaystack needlehaystack/llm_needle_haystack_tester.py, "
      "run.py, providers/Anthropic_prompt.txt (an LLM judge there)",
      .scorer = "substring", .make = lx_peer_kamradt, .haystack = lx_peer_haystack,

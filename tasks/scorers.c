@@ -330,7 +330,7 @@ const struct lx_scorer lx_scorers[] = {
     {"token_exact", "LongLoRA passkey_retrivial.py: the answer's tokens exactly (text: a prefix)", LX_GOLD_TEXT,
      score_token_exact},
     {"substring", "the gold inside the output, both lower-cased", LX_GOLD_TEXT, score_substring},
-    {"ruler_all", "RULER scripts/eval: postprocess_pred, string_match_all per sample", LX_GOLD_TEXT,
+    {"ruler_all", "RULER scripts/eval: postprocess_pred, string_match_all per sample", LX_GOLD_ALL,
      score_ruler_all},
     {"ruler_part", "RULER scripts/eval: postprocess_pred, string_match_part per sample", LX_GOLD_TEXT,
      score_ruler_part},

@@ -51,6 +51,7 @@ enum lx_gold_kind {
     LX_GOLD_INT,            /* one integer: a JSON number, or a string of an ASCII
                             ** integer ("-1", "0042"), compared as integers */
     LX_GOLD_TEXT,           /* one or more strings */
+    LX_GOLD_ALL,            /* strings, every one asked for (ruler_all: the fraction found) */
 };
 
 struct lx_scorer {

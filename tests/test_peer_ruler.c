@@ -9,7 +9,9 @@
 ** between sentences at int(sentences * depth / 100) for a depth of RULER's
 ** 40, the template around it; n the most words that keep the text's tokens
 ** + 128 within L. Then the fit in stories260K's tokens, the sentence rule,
-** scoring with ruler_all, and the refusals.
+** scoring with ruler_all, and the refusals. Then RULER's five multi-needle
+** rows (multikey_1/2/3, multivalue, multiquery): each case read back from
+** `show --text` and checked against niah.py's rule.
 */
 #define _POSIX_C_SOURCE 200809L
 #define _GNU_SOURCE     /* strcasestr */
@@ -94,40 +96,52 @@ static int sentence_end(const char *w, size_t n)
     return n > 0 && strchr(".?!", w[n - 1]);
 }
 
-/* RULER's prompt with the first n words (cyclic) and the needle at depth d. */
-static void expected_prompt(char *buf, size_t cap, char **words, long n_words, long n, int d, int uuid,
-                            const char *key, const char *needle)
+/* The haystack of the first n words (cyclic), joined by spaces and
+** stripped, in *t (static storage), and its sentences: sentence k is
+** (*t)[at[k], end[k]). Returns their count. */
+static long haystack_sentences(char **words, long n_words, long n, char **t, long **at, long **end)
 {
     static char text[1 << 16];
-    static long tok_at[1 << 13], tok_end[1 << 13], sent_first[1 << 13], sent_last[1 << 13];
+    static long tok_at[1 << 13], tok_end[1 << 13], s_at[1 << 13], s_end[1 << 13];
     text[0] = 0;
     for (long i = 0; i < n; i++) {
         if (i)
             strcat(text, " ");
         strcat(text, words[i % n_words]);
     }
-    char *t = text;     /* strip */
-    while (*t == ' ')
-        t++;
-    size_t len = strlen(t);
-    while (len > 0 && t[len - 1] == ' ')
-        t[--len] = 0;
+    *t = text;     /* strip */
+    while (**t == ' ')
+        (*t)++;
+    size_t len = strlen(*t);
+    while (len > 0 && (*t)[len - 1] == ' ')
+        (*t)[--len] = 0;
     long nt = 0, ns = 0;    /* tokens between spaces, then sentences of tokens */
     for (long i = 0; i < (long)len;) {
-        if (t[i] == ' ') {
+        if ((*t)[i] == ' ') {
             i++;
             continue;
         }
         tok_at[nt] = i;
-        while (i < (long)len && t[i] != ' ')
+        while (i < (long)len && (*t)[i] != ' ')
             i++;
         tok_end[nt++] = i;
     }
     for (long k = 0, first = 0; k < nt; k++)
-        if (k == nt - 1 || sentence_end(t + tok_at[k], (size_t)(tok_end[k] - tok_at[k]))) {
-            sent_first[ns] = first, sent_last[ns++] = k;
+        if (k == nt - 1 || sentence_end(*t + tok_at[k], (size_t)(tok_end[k] - tok_at[k]))) {
+            s_at[ns] = tok_at[first], s_end[ns++] = tok_end[k];
             first = k + 1;
         }
+    *at = s_at, *end = s_end;
+    return ns;
+}
+
+/* RULER's prompt with the first n words (cyclic) and the needle at depth d. */
+static void expected_prompt(char *buf, size_t cap, char **words, long n_words, long n, int d, int uuid,
+                            const char *key, const char *needle)
+{
+    char *t;
+    long *s_at, *s_end, ns = haystack_sentences(words, n_words, n, &t, &s_at, &s_end);
+    size_t len = strlen(t);
     long at = (long)((double)ns * (d / 100.0));
     const char *type = uuid ? "uuid" : "number";
     size_t w = (size_t)snprintf(buf, cap, "A special magic %s is hidden within the following text. Make sure to "
@@ -137,7 +151,7 @@ static void expected_prompt(char *buf, size_t cap, char **words, long n_words, l
         parts[p] = calloc(len + 2, 1);
         for (long s = p ? at : 0, e = p ? ns : at, k = s; k < e; k++)
             snprintf(parts[p] + strlen(parts[p]), len + 2 - strlen(parts[p]), "%s%.*s", k > s ? " " : "",
-                     (int)(tok_end[sent_last[k]] - tok_at[sent_first[k]]), t + tok_at[sent_first[k]]);
+                     (int)(s_end[k] - s_at[k]), t + s_at[k]);
     }
     w += (size_t)snprintf(buf + w, cap - w, "%s %s %s", parts[0], needle, parts[2]);
     snprintf(buf + w, cap - w, "\nWhat is the special magic %s for %s mentioned in the provided text? The special "
@@ -278,6 +292,56 @@ Test(peer_ruler, sentences_follow_punkt)
     }
 }
 
+/* Runs the tasks (YAML list items) on stories260K at lengths into r.db, the
+** fixture essays in ess/. */
+static void run_stories(const char *tasks, const char *lengths)
+{
+    static char yaml[2048];
+    write_essays("ess");
+    snprintf(yaml, sizeof yaml, "name: r\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
+             "  - [{rope: {layout: interleaved}}]\ntasks:\n%slengths: [%s]\n", tasks, lengths);
+    write_file("s.yaml", yaml);
+    cr_assert_eq(sh(out, sizeof out, "sed -i -e \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" s.yaml "
+                    "&& $L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+}
+
+/* Every stored output of r.db: its score 1 exactly when each of its golds
+** (joined by ", ") is inside its text, case folded (ruler_all). Returns the
+** outputs; *multi counts those with four golds. */
+static int expect_outputs_scored(int *multi)
+{
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 -separator '\t' r.db \"select gold, score, replace(text, char(10), ' ') "
+                    "from outputs\""), 0);
+    int rows = 0;
+    *multi = 0;
+    for (char *p = out; *p; rows++) {
+        char *nl = strchr(p, '\n');
+        if (nl)
+            *nl = 0;
+        char *t1 = strchr(p, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        cr_assert(t1 && t2, "%s", p);
+        *t1 = *t2 = 0;
+        int golds = 0, found = 0;
+        for (char *g = strtok(p, ","); g; g = strtok(NULL, ",")) {
+            g += *g == ' ';
+            golds++, found += strcasestr(t2 + 1, g) != NULL;
+        }
+        *multi += golds == 4;
+        cr_expect(golds == 1 || golds == 4, "%d golds", golds);
+        cr_expect_eq(atoi(t1 + 1), found == golds, "%d of %d golds in '%s'", found, golds, t2 + 1);
+        p = nl ? nl + 1 : p + strlen(p);
+    }
+    return rows;
+}
+
+static long longest_word(char **words, long n_words)
+{
+    long longest = 0;
+    for (long i = 0; i < n_words; i++)
+        longest = (long)strlen(words[i]) > longest ? (long)strlen(words[i]) : longest;
+    return longest;
+}
+
 /* On stories260K (tok512) at 512 and 1024: every prompt's tokens (BOS not
 ** counted) + 128 fit L, and no prompt is shorter than one more word could
 ** make it (the longest fixture word's bytes + the space, each a token at
@@ -288,17 +352,10 @@ Test(peer_ruler, essay_cell_fits_model_tokens, .init = setup, .fini = teardown, 
 {
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
-    write_essays("ess");
-    write_file("s.yaml", "name: r\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
-                         "  - [{rope: {layout: interleaved}}]\ntasks:\n"
-                         "  - needle: {protocol: ruler_niah_single_2, data: ess, samples: 4}\n"
-                         "  - needle: {protocol: ruler_niah_single_3, data: ess, samples: 4}\nlengths: [512, 1024]\n");
-    cr_assert_eq(sh(out, sizeof out, "sed -i -e \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" s.yaml "
-                    "&& $L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    run_stories("  - needle: {protocol: ruler_niah_single_2, data: ess, samples: 4}\n"
+                "  - needle: {protocol: ruler_niah_single_3, data: ess, samples: 4}\n", "512, 1024");
     char **words;
-    long n_words = fixture_words(&words), longest = 0;
-    for (long i = 0; i < n_words; i++)
-        longest = (long)strlen(words[i]) > longest ? (long)strlen(words[i]) : longest;
+    long n_words = fixture_words(&words), longest = longest_word(words, n_words);
     free_words(words, n_words);
     cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"select r.length, max(case when m.name = 'prompt_tokens_max' "
                     "then m.value end), max(case when m.name = 'prompt_tokens_min' then m.value end), max(case when "
@@ -326,20 +383,9 @@ Test(peer_ruler, essay_cell_fits_model_tokens, .init = setup, .fini = teardown, 
             on |= fabs(d - (double)lround(100.0 * i / 39)) < 1e-6;
         cr_expect(on, "stored depth %g%% is not on RULER's grid", d);
     }
-    cr_assert_eq(sh(out, sizeof out, "sqlite3 -separator '\t' r.db \"select gold, score, replace(text, char(10), ' ') "
-                    "from outputs\""), 0);
-    int rows = 0;
-    for (char *p = out; *p; rows++) {
-        char *nl = strchr(p, '\n');
-        if (nl)
-            *nl = 0;
-        char *t1 = strchr(p, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
-        cr_assert(t1 && t2, "%s", p);
-        *t1 = *t2 = 0;
-        cr_expect_eq(atoi(t1 + 1), strcasestr(t2 + 1, p) != NULL, "gold %s in '%s'", p, t2 + 1);
-        p = nl ? nl + 1 : p + strlen(p);
-    }
+    int multi, rows = expect_outputs_scored(&multi);
     cr_expect_eq(rows, 16);
+    cr_expect_eq(multi, 0, "one gold an output");
 }
 
 /* ruler_all through lenx grade with the presets' fields (RULER's prediction
@@ -386,4 +432,321 @@ Test(peer_ruler, essay_errors, .init = setup, .fini = teardown, .timeout = 60)
     cr_expect_eq(rc, 2, "%s", out);
     cr_expect(strstr(out, "length 200") && strstr(out, "no room") && strstr(out, "hint:"), "%s", out);
     cr_expect_eq(sh(out, sizeof out, "%s --length 1000 --data ess", show), 0, "%s", out);
+}
+
+/* ---- RULER's other niah tasks: multikey_1/2/3, multivalue, multiquery ---- */
+
+/* The needle sentence at s ("One of the special magic TYPE for K is: V.") into
+** k and v; its bytes, 0 when s does not start with one. */
+static size_t parse_needle(const char *s, const char *type, char *k, char *v)
+{
+    char head[64];
+    snprintf(head, sizeof head, "One of the special magic %s for ", type);
+    size_t h = strlen(head);
+    const char *is = strncmp(s, head, h) == 0 ? strstr(s + h, " is: ") : NULL, *dot = is ? strchr(is + 5, '.') : NULL;
+    if (!dot || is - (s + h) >= 48 || dot - (is + 5) >= 40 || memchr(s, '\n', (size_t)(dot - s)))
+        return 0;
+    snprintf(k, 48, "%.*s", (int)(is - (s + h)), s + h);
+    snprintf(v, 40, "%.*s", (int)(dot - (is + 5)), is + 5);
+    return (size_t)(dot + 1 - s);
+}
+
+/* An adjective-noun key of lower-case letters, or a version-4 UUID. */
+static int key_shape(const char *k, int uuid)
+{
+    if (uuid)
+        return is_uuid4(k);
+    const char *dash = strchr(k, '-');
+    size_t n = strlen(k);
+    return dash && dash > k && (size_t)(dash - k) + 1 < n && strspn(k, "abcdefghijklmnopqrstuvwxyz-") == n &&
+           !strchr(dash + 1, '-');
+}
+
+static int value_shape(const char *v, int uuid)
+{
+    return uuid ? is_uuid4(v) : strlen(v) == 7 && strspn(v, "0123456789") == 7 && v[0] != '0';
+}
+
+/* The question RULER asks for the keys q (n of them), answer prefix included. */
+static void question(char *buf, size_t cap, const char *type, int plural, char q[][48], int n)
+{
+    char keys[256] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(keys + strlen(keys), sizeof keys - strlen(keys), "%s%s", i == 0 ? "" : i + 1 < n ? ", " : ", and ",
+                 q[i]);
+    snprintf(buf, cap, "\nWhat %s the special magic %s%s for %s mentioned in the provided text? The special magic %s%s for "
+             "%s mentioned in the provided text %s", plural ? "are all" : "is", type, plural ? "s" : "", keys, type,
+             plural ? "s" : "", keys, plural ? "are" : "is");
+}
+
+/* The text of instance k, its head checked: RULER's template (plural when
+** several values are asked); returns the context's start. */
+static const char *case_text(const char *protocol, const char *data, long L, int k, const char *type, int plural)
+{
+    char head[300];
+    cr_assert_eq(sh(out, sizeof out, "$L show task needle --protocol %s --data %s --length %ld --instance %d --text",
+                    protocol, data, L, k), 0, "%s", out);
+    snprintf(head, sizeof head, "%s special magic %s%s %s hidden within the following text. Make sure to memorize it. "
+             "I will quiz you about the %s%s afterwards.\n", plural ? "Some" : "A", type, plural ? "s" : "",
+             plural ? "are" : "is", type, plural ? "s" : "");
+    cr_assert(strncmp(out, head, strlen(head)) == 0, "%s: %.200s", protocol, out);
+    return out + strlen(head);
+}
+
+/* The keys of the question ending text (parsed from "for K1, K2, and K3
+** mentioned"); checks the whole question; returns their count. */
+static int asked_keys(const char *text, const char *type, int plural, char q[][48])
+{
+    static char want[1024];
+    const char *w = NULL;
+    for (const char *p = strstr(text, "\nWhat "); p; p = strstr(p + 1, "\nWhat "))
+        w = p;
+    cr_assert_not_null(w, "no question in %.200s", text);
+    const char *f = strstr(w, " for "), *e = f ? strstr(f, " mentioned in the provided text?") : NULL;
+    cr_assert(f && e, "%s", w);
+    char list[256];
+    snprintf(list, sizeof list, "%.*s", (int)(e - f - 5), f + 5);
+    int n = 0;
+    for (char *tok = strtok(list, ","); tok && n < 4; tok = strtok(NULL, ",")) {
+        while (*tok == ' ')
+            tok++;
+        if (strncmp(tok, "and ", 4) == 0)
+            tok += 4;
+        snprintf(q[n++], 48, "%s", tok);
+    }
+    question(want, sizeof want, type, plural, q, n);
+    cr_assert_str_eq(w, want);
+    return n;
+}
+
+/* Instance k of a line-haystack variant (multikey_2, multikey_3) in byte
+** tokens: every context line a needle of the right shape, the asked key's
+** exactly once with the gold as its value and never last (niah.py inserts it
+** before a haystack line), the others' keys never the asked one; the prompt +
+** 128 within L, with no room for one more line (the longest a line can be). */
+static void expect_line_case(const char *protocol, int uuid, long L, int k, int *distinct_keys)
+{
+    static char text[1 << 17];
+    char gold[64], q[4][48], key[48], value[48];
+    double depth;
+    shown_case(protocol, "''", L, k, gold, sizeof gold, &depth);
+    const char *ctx = case_text(protocol, "''", L, k, uuid ? "uuid" : "number", 0);
+    snprintf(text, sizeof text, "%s", out);
+    ctx = text + (ctx - out);
+    cr_assert_eq(asked_keys(text, uuid ? "uuid" : "number", 0, q), 1);
+    const char *end = strstr(ctx, "\nWhat is the special magic ");
+    long lines = 0, real = -1, longest = 0;
+    char first_key[48] = "";
+    *distinct_keys = 0;
+    for (const char *p = ctx; p <= end; lines++) {
+        size_t n = parse_needle(p, uuid ? "uuids" : "numbers", key, value);
+        cr_assert(n > 0 && (p[n] == '\n'), "%s L %ld instance %d line %ld: '%.80s'", protocol, L, k, lines, p);
+        cr_expect(key_shape(key, uuid) && value_shape(value, uuid), "%s: key '%s' value '%s'", protocol, key, value);
+        if (strcmp(key, q[0]) == 0) {
+            cr_expect_eq(real, -1, "%s L %ld instance %d: the asked key twice", protocol, L, k);
+            real = lines;
+            cr_expect_str_eq(value, gold);
+        } else if (strcmp(key, first_key) != 0) {
+            *distinct_keys += first_key[0] != 0;
+            snprintf(first_key, sizeof first_key, "%s", key);
+        }
+        longest = (long)n > longest ? (long)n : longest;
+        p += n + 1;
+    }
+    cr_assert_geq(real, 0, "%s L %ld instance %d: the asked key has no needle", protocol, L, k);
+    cr_expect_lt(real, lines - 1, "%s: the needle goes before a haystack line, never after the last", protocol);
+    long bytes = (long)strlen(text), most = uuid ? longest : (long)strlen("One of the special magic numbers for ") +
+                                                           11 + (long)strlen(" is: ") + 7 + 1;
+    cr_expect_leq(bytes + 128, L, "%s L %ld instance %d: %ld bytes", protocol, L, k, bytes);
+    cr_expect_lt(L - 128 - bytes, most + 1, "%s L %ld instance %d: room for another line (%ld bytes)", protocol, L, k,
+                 bytes);
+}
+
+Test(peer_ruler, needle_haystacks_are_the_peers_rule, .init = setup, .fini = teardown, .timeout = 120)
+{
+    static const long lengths[] = {800, 1500, 4000};
+    for (int uuid = 0; uuid < 2; uuid++) {
+        int varied = 0;
+        for (int li = 0; li < 3; li++)
+            for (int k = 0; k < 4; k++) {
+                int distinct;
+                expect_line_case(uuid ? "ruler_niah_multikey_3" : "ruler_niah_multikey_2", uuid, lengths[li], k,
+                                 &distinct);
+                varied += distinct > 0;
+            }
+        cr_expect_gt(varied, 8, "the other keys' needles differ from line to line");
+    }
+}
+
+/* The essay variants: four needles each, pieces of whole sentences between
+** them (" ".join([sents[:p1], n1, sents[p1:p2], ..., n4, sents[p4:]])), every
+** p = int(sentences * depth / 100) for a depth on RULER's grid; the keys and
+** golds as the variant asks; the prompt + 128 within L and no room for another
+** word (the longest word + its space, + 1 a needle for the seams that may
+** change as the needles move a sentence). */
+struct essay_variant {
+    const char *protocol;
+    int keys;           /* distinct keys among the four needles */
+    int asked;          /* keys asked */
+};
+
+static void expect_essay_case(const struct essay_variant *ev, long L, int k, char **words, long n_words, long longest,
+                              long *first_at)
+{
+    static char ctx[1 << 17];
+    char gold[256], q[4][48], key[4][48], value[4][48];
+    double depth;
+    int plural = ev->asked > 1 || ev->keys == 1;
+    shown_case(ev->protocol, "ess", L, k, gold, sizeof gold, &depth);
+    const char *c = case_text(ev->protocol, "ess", L, k, "number", plural);
+    long bytes = (long)strlen(out);
+    cr_assert_eq(asked_keys(out, "number", plural, q), ev->asked);
+    const char *end = strstr(c, plural ? "\nWhat are all the special magic " : "\nWhat is the special magic ");
+    snprintf(ctx, sizeof ctx, "%.*s", (int)(end - c), c);
+    long off[4], stop[4], m = 0;
+    for (const char *p = strstr(ctx, "One of the special"); p; p = strstr(p + 1, "One of the special")) {
+        cr_assert_lt(m, 4, "%s: more than four needles", ev->protocol);
+        size_t n = parse_needle(p, "numbers", key[m], value[m]);
+        cr_assert(n > 0 && p > ctx && p[-1] == ' ' && p[n] == ' ', "%s: '%.100s'", ev->protocol, p);
+        off[m] = p - ctx, stop[m++] = p - ctx + (long)n;
+    }
+    cr_assert_eq(m, 4, "%s L %ld instance %d: %ld needles", ev->protocol, L, k, m);
+    static char joined[1 << 16];   /* the pieces between the needles, the non-empty ones joined by spaces */
+    long piece[5][2];
+    joined[0] = 0;
+    for (int t = 0; t <= 4; t++) {
+        piece[t][0] = t ? stop[t - 1] + 1 : 0, piece[t][1] = t < 4 ? off[t] - 1 : (long)strlen(ctx);
+        cr_assert_leq(piece[t][0], piece[t][1]);
+        if (piece[t][1] > piece[t][0])
+            snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%.*s", joined[0] ? " " : "",
+                     (int)(piece[t][1] - piece[t][0]), ctx + piece[t][0]);
+    }
+    char *t;
+    long *s_at, *s_end, ns = 0, n = 0;
+    for (n = 1; n < 100000; n++) {     /* the word count whose sentences, joined, are those pieces */
+        ns = haystack_sentences(words, n_words, n, &t, &s_at, &s_end);
+        static char h[1 << 16];
+        h[0] = 0;
+        for (long i = 0; i < ns; i++)
+            snprintf(h + strlen(h), sizeof h - strlen(h), "%s%.*s", i ? " " : "", (int)(s_end[i] - s_at[i]), t + s_at[i]);
+        if (strcmp(h, joined) == 0 || strlen(h) > strlen(joined) + 64)
+            break;
+    }
+    cr_assert_lt(n, 100000);
+    long at = 0;    /* each piece is whole sentences: p_t where needle t goes */
+    for (int p = 0; p <= 4; p++) {
+        long len = piece[p][1] - piece[p][0], got = 0, from = at;
+        for (; got < len && at < ns; at++)
+            got += (at > from ? 1 : 0) + (s_end[at] - s_at[at]);
+        cr_expect_eq(got, len, "%s L %ld instance %d: piece %d is not whole sentences", ev->protocol, L, k, p);
+        if (p < 4) {
+            int on = 0;
+            for (int i = 0; i < RULER_DEPTHS_TEST; i++)
+                on |= (long)((double)ns * ((double)lround(100.0 * i / 39) / 100.0)) == at;
+            cr_expect(on, "%s: needle %d after sentence %ld of %ld: no depth of RULER's grid puts it there",
+                      ev->protocol, p, at, ns);
+            if (p == 0)
+                *first_at = at;
+        }
+        if (ev->asked == 1 && ev->keys == 4 && p < 4 && strcmp(key[p], q[0]) == 0)
+            cr_expect_eq((long)((double)ns * depth), at, "%s: the shown depth %g is the asked needle's", ev->protocol,
+                         depth);
+    }
+    cr_expect_eq(at, ns, "%s L %ld instance %d: the pieces end with the haystack", ev->protocol, L, k);
+    cr_expect_leq(bytes + 128, L);
+    cr_expect_lt(L - 128 - bytes, longest + 1 + 4, "%s L %ld instance %d: room for another word", ev->protocol, L, k);
+    char want[256] = "";    /* the golds: each asked key's values, in the question's order */
+    int distinct = 0;
+    for (int i = 0; i < 4; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= strcmp(key[i], key[j]) == 0;
+        distinct += !seen;
+    }
+    cr_expect_eq(distinct, ev->keys, "%s: %d distinct keys", ev->protocol, distinct);
+    for (int a = 0; a < ev->asked; a++)
+        for (int i = 0; i < 4; i++)
+            if (strcmp(key[i], q[a]) == 0 && (ev->keys == 4 || a == 0))
+                snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", want[0] ? ", " : "", value[i]);
+    if (ev->keys == 1) {    /* multivalue: the four values in the order drawn, which the text does not show */
+        cr_expect_eq(strlen(gold), strlen(want), "%s: gold '%s', values '%s'", ev->protocol, gold, want);
+        for (int i = 0; i < 4; i++)
+            cr_expect_not_null(strstr(gold, value[i]), "%s: gold '%s' lacks %s", ev->protocol, gold, value[i]);
+    } else {
+        cr_expect_str_eq(gold, want, "%s L %ld instance %d", ev->protocol, L, k);
+    }
+}
+
+Test(peer_ruler, essay_needles_are_the_peers_rule, .init = setup, .fini = teardown, .timeout = 300)
+{
+    static const struct essay_variant variants[] = {
+        {"ruler_niah_multikey_1", 4, 1}, {"ruler_niah_multivalue", 1, 1}, {"ruler_niah_multiquery", 4, 4}};
+    static const long lengths[] = {900, 2500, 6000};
+    char **words;
+    long n_words = fixture_words(&words), longest = longest_word(words, n_words);
+    write_essays("ess");
+    for (int v = 0; v < 3; v++) {
+        long firsts[18];
+        int distinct = 0;
+        for (int li = 0; li < 3; li++)
+            for (int k = 0; k < 6; k++) {
+                long *f = &firsts[li * 6 + k];
+                expect_essay_case(&variants[v], lengths[li], k, words, n_words, longest, f);
+                int seen = 0;
+                for (long *g = firsts; g < f; g++)
+                    seen |= *g == *f;
+                distinct += !seen;
+            }
+        cr_expect_geq(distinct, 4, "%s: the first needle sits at %d places in 18 cases", variants[v].protocol,
+                      distinct);
+    }
+    free_words(words, n_words);
+}
+
+/* On stories260K at 512: the prompts fit its tokens (+ 128 within L); an
+** output stores every gold asked (multivalue: four values joined by ", ") and
+** scores the fraction of them inside it (ruler_all), as recomputed here. */
+Test(peer_ruler, multi_cells_store_every_gold, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    run_stories("  - needle: {protocol: ruler_niah_multivalue, data: ess, samples: 3}\n"
+                "  - needle: {protocol: ruler_niah_multikey_2, samples: 3}\n", "512");
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"select count(*) from runs r join metrics m on m.run_id = r.id "
+                    "where m.name = 'prompt_tokens_max' and m.value - 1 + 128 <= 512 and r.status = 'ok'\""), 0, "%s",
+                 out);
+    cr_expect_eq(atol(out), 2, "both cells ok, every prompt within 512 - 128 tokens: %s", out);
+    int multi, rows = expect_outputs_scored(&multi);
+    cr_expect_eq(rows, 6);
+    cr_expect_eq(multi, 3, "each multivalue output stores its four golds");
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"select count(*) from runs r join metrics m on m.run_id = r.id "
+                    "where m.name = 'acc' and m.value >= 0 and m.value <= 1\""), 0);
+    cr_expect_eq(atol(out), 2);
+}
+
+/* ruler_all on several golds (RULER's outputs list): the fraction found. */
+Test(peer_ruler, multi_presets_grade_the_fraction, .init = setup, .fini = teardown)
+{
+    write_file("p.jsonl", "{\"outputs\": [\"1111111\", \"2222222\", \"3333333\", \"4444444\"], \"pred\": \" 2222222, "
+                          "4444444 and 5555555\"}\n{\"outputs\": [\"1111111\", \"2222222\"], \"pred\": \"2222222 1111111"
+                          "\"}\n");
+    cr_assert_eq(sh(out, sizeof out, "$L grade --task needle --protocol ruler_niah_multiquery --predictions p.jsonl"),
+                 0, "%s", out);
+    cr_expect(strstr(out, "\"scores\": [0.5, 1]") && strstr(out, "\"mean\": 0.75"), "%s", out);
+}
+
+/* The essay variants need their essays; a line haystack with no room for one
+** line says so; both with a hint. */
+Test(peer_ruler, multi_errors, .init = setup, .fini = teardown, .timeout = 60)
+{
+    int rc = sh(out, sizeof out, "$L show task needle --protocol ruler_niah_multiquery --instance 0 --length 2000");
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "data: DIR") && strstr(out, "hint:"), "%s", out);
+    rc = sh(out, sizeof out, "$L show task needle --protocol ruler_niah_multikey_3 --instance 0 --length 500");
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "niah_multikey_3") && strstr(out, "length 500") && strstr(out, "no room") &&
+              strstr(out, "hint:"), "%s", out);
+    rc = sh(out, sizeof out, "$L show task needle --protocol ruler_niah_multikey_2 --data x --instance 0 --length 900");
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "reads no data") && strstr(out, "hint:"), "%s", out);
 }
