@@ -128,6 +128,14 @@ LX_PEER_MAKER(lx_peer_ruler_niah_multikey_2);
 LX_PEER_MAKER(lx_peer_ruler_niah_multikey_3);
 LX_PEER_MAKER(lx_peer_ruler_niah_multivalue);
 LX_PEER_MAKER(lx_peer_ruler_niah_multiquery);
+/* RULER's variable tracking (vt, scripts/data/synthetic/variable_tracking.py
+** with synthetic.yaml's row: one chain of 4 hops in the noise haystack): its
+** in-context example (a chain of 3-letter variables in as many noise lines as
+** keep the example's prompt within 500 tokens of tk, then its answer), then
+** "VAR A = 12345", "VAR B = VAR A ", ... before distinct noise lines, the
+** question for the value; as many lines as keep the tokens + 30 within
+** length. Golds: the chain's five variables. */
+LX_PEER_MAKER(lx_peer_ruler_vt);
 /* RULER's essays into out: path is RULER's PaulGrahamEssays.json (its
 ** "text") or a directory of .txt files (lx_peer_haystack); errors carry a hint. */
 int lx_peer_ruler_essays(const char *path, struct lx_buf *out, struct lx_error *err);

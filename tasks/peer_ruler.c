@@ -42,6 +42,10 @@
 #define RULER_DEPTHS 40         /* niah.py: np.linspace(0, 100, num=40) rounded */
 #define RULER_MAX_K 4           /* keys (num_needle_k) at most */
 #define RULER_MAX_NEEDLES 4     /* needles (keys × values) at most */
+#define RULER_MAX_SAMPLE 8      /* values one random.sample draws at most */
+#define VT_HOPS 4               /* synthetic.yaml vt: num_hops (num_chains 1) */
+#define VT_BUDGET 30            /* constants.py: variable_tracking's tokens_to_generate */
+#define VT_EXAMPLE 500          /* variable_tracking.py main(): the example's max_seq_length */
 
 enum ruler_hay { RULER_NOISE, RULER_ESSAY, RULER_NEEDLE };      /* type_haystack */
 enum ruler_type { RULER_NUMBERS, RULER_WORDS, RULER_UUIDS };    /* type_needle_k, type_needle_v */
@@ -122,7 +126,7 @@ static void ruler_key(int t, struct lx_rng *r, const struct ruler_draw *d, int n
 ** the uniforms u: the t-th is the floor(u[t] (n - t))-th value not yet taken. */
 static void ruler_sample(const double *u, int m, long n, long *out)
 {
-    long taken[RULER_MAX_NEEDLES];      /* ascending */
+    long taken[RULER_MAX_SAMPLE];       /* ascending */
     for (int t = 0; t < m; t++) {
         long x = (long)(u[t] * (double)(n - t)), i = 0;
         for (; i < t && taken[i] <= x; i++)
@@ -471,6 +475,48 @@ static int ruler_essay(const struct ruler_variant *v, const char *data, long len
                   data);
 }
 
+/* A prompt of n haystack units, built into b from ctx. */
+typedef void (*ruler_build)(void *ctx, long n, struct lx_buf *b);
+
+/* *best = the most units n in [0, length] whose prompt's tokens (BOS not
+** counted) + budget stay within length, by bisection (niah.py's binary
+** search); n below least is not built and counts as fitting. *best < least
+** when none fits (the caller says why); < 0 with err when tk refuses the text. */
+static int ruler_fit(ruler_build build, void *ctx, long least, long length, long budget,
+                     const struct lx_tokenizer *tk, struct lx_buf *b, long *best, struct lx_error *err)
+{
+    long lo = 0, hi = length;
+    *best = -1;
+    while (lo <= hi) {
+        long mid = lo + (hi - lo) / 2, t = 0;
+        if (mid >= least) {
+            build(ctx, mid, b);
+            if ((t = ruler_tokens(tk, b, err)) < 0)
+                return (int)t;
+        }
+        if (t + budget <= length)
+            *best = mid, lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return LX_OK;
+}
+
+/* What a niah prompt is built from. */
+struct ruler_case {
+    const struct ruler_variant *v;
+    const struct ruler_draw *d;
+    const struct essay *e;
+    struct lx_buf *scratch;
+    int depth;
+};
+
+static void ruler_build_niah(void *ctx, long n, struct lx_buf *b)
+{
+    struct ruler_case *c = ctx;
+    ruler_prompt(b, c->v, c->d, c->e, n, c->scratch, &c->depth);
+}
+
 static int ruler_make(const struct ruler_variant *v, const char *data, long length, uint64_t key, long sample,
                       const struct lx_tokenizer *tk, struct lx_peer_case *out, struct lx_error *err)
 {
@@ -478,30 +524,21 @@ static int ruler_make(const struct ruler_variant *v, const char *data, long leng
     struct essay e = {0};
     struct lx_buf scratch = {0};
     ruler_draw(v, key, sample, &d);
-    int rc = v->hay == RULER_ESSAY ? ruler_essay(v, data, length, &e, err) : LX_OK, depth = -1;
+    int rc = v->hay == RULER_ESSAY ? ruler_essay(v, data, length, &e, err) : LX_OK;
     long least = v->hay == RULER_ESSAY ? 1 : v->k * v->v;   /* random.sample(range(n), m) needs m lines */
-    long lo = 0, hi = length, best = -1;    /* the most units that fit, by bisection */
-    while (rc == LX_OK && lo <= hi) {
-        long mid = lo + (hi - lo) / 2, t = 0;
-        if (mid >= least || v->hay == RULER_ESSAY) {
-            ruler_prompt(&out->prompt, v, &d, &e, mid, &scratch, &depth);
-            t = ruler_tokens(tk, &out->prompt, err);
-        }
-        if (t < 0)
-            rc = (int)t;
-        else if (t + RULER_BUDGET <= length)
-            best = mid, lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
+    struct ruler_case c = {v, &d, &e, &scratch, -1};
+    long best = 0;
+    if (rc == LX_OK)
+        rc = ruler_fit(ruler_build_niah, &c, v->hay == RULER_ESSAY ? 0 : least, length, RULER_BUDGET, tk,
+                       &out->prompt, &best, err);
     if (rc == LX_OK && best < least)
         rc = lx_err(err, LX_EINVAL, "ruler %s: length %ld leaves no room for %s haystack %s beside the needle%s, the "
                     "question and the %d tokens to generate\n  hint: use a longer length", v->task, length,
                     least > 1 ? "as many" : "one", v->hay == RULER_ESSAY ? "word" : least > 1 ? "lines" : "line",
                     least > 1 ? "s" : "", RULER_BUDGET);
     if (rc == LX_OK) {
-        ruler_prompt(&out->prompt, v, &d, &e, best, &scratch, &depth);
-        out->depth = depth >= 0 ? depth / 100.0 : NAN;
+        ruler_prompt(&out->prompt, v, &d, &e, best, &scratch, &c.depth);
+        out->depth = c.depth >= 0 ? c.depth / 100.0 : NAN;
         for (int t = 0; t < v->q; t++)      /* answers: the values of the keys asked, in order */
             for (int j = 0; j < v->v; j++)
                 lx_peer_add_gold(out, d.value[d.query[t]][j], strlen(d.value[d.query[t]][j]));
@@ -525,3 +562,108 @@ RULER_MAKER(lx_peer_ruler_niah_multikey_2, niah_multikey_2)
 RULER_MAKER(lx_peer_ruler_niah_multikey_3, niah_multikey_3)
 RULER_MAKER(lx_peer_ruler_niah_multivalue, niah_multivalue)
 RULER_MAKER(lx_peer_ruler_niah_multiquery, niah_multiquery)
+
+/* ---- variable tracking (vt: scripts/data/synthetic/variable_tracking.py) ---- */
+
+static const char VT_NOISE[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.";
+
+/* One chain of VT_HOPS hops: its variables (distinct, `letters` upper-case
+** letters each: random.choices(ascii_uppercase, k)), the value (randint(10000,
+** 99999), numpy's: 99999 excluded) and where its lines go. */
+struct vt_chain {
+    char var[VT_HOPS + 1][8];
+    char value[16];
+    double place[VT_HOPS + 1];
+};
+
+static void vt_draw(struct lx_rng *r, int letters, struct vt_chain *c)
+{
+    for (int i = 0; i <= VT_HOPS; i++)
+        for (int again = 1; again;) {
+            for (int j = 0; j < letters; j++)
+                c->var[i][j] = (char)('A' + (int)(lx_rng_uniform(r) * 26));
+            c->var[i][letters] = 0;
+            again = 0;
+            for (int k = 0; k < i; k++)
+                again |= strcmp(c->var[i], c->var[k]) == 0;
+        }
+    snprintf(c->value, sizeof c->value, "%d", 10000 + (int)(lx_rng_uniform(r) * 89999));
+    for (int i = 0; i <= VT_HOPS; i++)
+        c->place[i] = lx_rng_uniform(r);
+}
+
+/* The task's template and answer prefix around n noise lines with the chain's
+** lines before distinct ones, in order ("VAR B = VAR A " keeps its space). */
+static void vt_prompt(struct lx_buf *b, const struct vt_chain *c, long n)
+{
+    long at[VT_HOPS + 1];
+    ruler_sample(c->place, VT_HOPS + 1, n, at);
+    for (int i = 1; i <= VT_HOPS; i++)     /* sorted: the chain goes in order */
+        for (int j = i; j > 0 && at[j] < at[j - 1]; j--) {
+            long t = at[j];
+            at[j] = at[j - 1], at[j - 1] = t;
+        }
+    lx_buf_puts(b, "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n");
+    for (long i = 0, j = 0; i < n; i++) {
+        if (j <= VT_HOPS && at[j] == i) {
+            if (j == 0)
+                lx_buf_printf(b, "VAR %s = %s\n", c->var[0], c->value);
+            else
+                lx_buf_printf(b, "VAR %s = VAR %s \n", c->var[j], c->var[j - 1]);
+            j++;
+        }
+        lx_buf_printf(b, "%s%s", VT_NOISE, i + 1 < n ? "\n" : "");
+    }
+    lx_buf_printf(b, "\nQuestion: Find all variables that are assigned the value %s in the text above. Answer: According "
+                  "to the chain(s) of variable assignment in the text above, %d variables are assigned the value %s, "
+                  "they are: ", c->value, VT_HOPS + 1, c->value);
+}
+
+/* A case: its in-context example (the first VT_EXAMPLE tokens' worth, its
+** answer after it), then its own chain. */
+struct vt_case {
+    struct vt_chain own, example;
+    const char *head;       /* NULL: building the example; else the example, prepended */
+};
+
+static void vt_build(void *ctx, long n, struct lx_buf *b)
+{
+    const struct vt_case *c = ctx;
+    lx_buf_reset(b);
+    if (c->head)
+        lx_buf_printf(b, "%s\n", c->head);
+    vt_prompt(b, c->head ? &c->own : &c->example, n);
+}
+
+LX_PEER_MAKER(lx_peer_ruler_vt)
+{
+    (void)data;
+    struct vt_case c = {.head = NULL};
+    struct lx_rng r;
+    lx_rng_init(&r, key ^ 0x7661727472616b21ULL, (uint32_t)sample, LX_RNG_DATA);
+    vt_draw(&r, 5, &c.own);
+    vt_draw(&r, 3, &c.example);
+    struct lx_buf head = {0};
+    long n = 0;
+    int rc = ruler_fit(vt_build, &c, VT_HOPS + 1, VT_EXAMPLE, 0, tk, &head, &n, err);
+    if (rc == LX_OK) {
+        n = n < VT_HOPS + 1 ? VT_HOPS + 1 : n;  /* niah.py's fallback, `incremental`, where none fits (bytes) */
+        vt_build(&c, n, &head);     /* the example and its answer: input + " " + " ".join(outputs) + "\n" */
+        for (int i = 0; i <= VT_HOPS; i++)
+            lx_buf_printf(&head, " %s", c.example.var[i]);
+        lx_buf_puts(&head, "\n");
+        c.head = lx_buf_str(&head);
+        rc = ruler_fit(vt_build, &c, VT_HOPS + 1, length, VT_BUDGET, tk, &out->prompt, &n, err);
+    }
+    if (rc == LX_OK && n < VT_HOPS + 1)
+        rc = lx_err(err, LX_EINVAL, "ruler vt: length %ld leaves no room for the example, the chain's %d lines "
+                    "among as many noise lines, the question and the %d tokens to generate\n  hint: use a longer "
+                    "length", length, VT_HOPS + 1, VT_BUDGET);
+    if (rc == LX_OK) {
+        vt_build(&c, n, &out->prompt);
+        for (int i = 0; i <= VT_HOPS; i++)
+            lx_peer_add_gold(out, c.own.var[i], strlen(c.own.var[i]));
+    }
+    lx_buf_free(&head);
+    return rc;
+}
