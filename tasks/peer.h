@@ -136,6 +136,12 @@ LX_PEER_MAKER(lx_peer_ruler_niah_multiquery);
 ** question for the value; as many lines as keep the tokens + 30 within
 ** length. Golds: the chain's five variables. */
 LX_PEER_MAKER(lx_peer_ruler_vt);
+/* RULER's frequent words extraction (fwe, freq_words_extraction.py, alpha 2):
+** (L - 50) / 50 coded words of six random letters, the first made "...";
+** word k (1-based) int(n k^-2 / zeta(2)) times, shuffled, as many words n as
+** keep the tokens + 50 within length. Golds: words 2 to 4, the three most
+** frequent after the dots. */
+LX_PEER_MAKER(lx_peer_ruler_fwe);
 /* RULER's essays into out: path is RULER's PaulGrahamEssays.json (its
 ** "text") or a directory of .txt files (lx_peer_haystack); errors carry a hint. */
 int lx_peer_ruler_essays(const char *path, struct lx_buf *out, struct lx_error *err);

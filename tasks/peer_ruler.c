@@ -46,6 +46,9 @@
 #define VT_HOPS 4               /* synthetic.yaml vt: num_hops (num_chains 1) */
 #define VT_BUDGET 30            /* constants.py: variable_tracking's tokens_to_generate */
 #define VT_EXAMPLE 500          /* variable_tracking.py main(): the example's max_seq_length */
+#define FWE_BUDGET 50           /* constants.py: freq_words_extraction's tokens_to_generate */
+#define FWE_WORDLEN 6           /* freq_words_extraction.py: coded_wordlen */
+#define FWE_ZETA2 1.6449340668482264    /* scipy.special.zeta(2.0), pi^2 / 6 */
 
 enum ruler_hay { RULER_NOISE, RULER_ESSAY, RULER_NEEDLE };      /* type_haystack */
 enum ruler_type { RULER_NUMBERS, RULER_WORDS, RULER_UUIDS };    /* type_needle_k, type_needle_v */
@@ -344,8 +347,8 @@ static void ruler_frame(struct lx_buf *b, const struct ruler_variant *v, const s
     struct lx_buf q = {0};
     for (int t = 0; t < v->q; t++)
         lx_buf_printf(&q, "%s%s", t == 0 ? "" : t + 1 < v->q ? ", " : ", and ", d->key[d->query[t]]);
-    lx_buf_printf(b, "\nWhat %s the special magic %s for %s mentioned in the provided text? The special magic %s for %s "
-                  "mentioned in the provided text %s", one ? "is" : "are all", type, lx_buf_str(&q), type,
+    lx_buf_printf(b, "\nWhat %s the special magic %s for %s mentioned in the provided text? The special magic %s "
+                  "for %s mentioned in the provided text %s", one ? "is" : "are all", type, lx_buf_str(&q), type,
                   lx_buf_str(&q), one ? "is" : "are");
     lx_buf_free(&q);
 }
@@ -565,7 +568,8 @@ RULER_MAKER(lx_peer_ruler_niah_multiquery, niah_multiquery)
 
 /* ---- variable tracking (vt: scripts/data/synthetic/variable_tracking.py) ---- */
 
-static const char VT_NOISE[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.";
+static const char VT_NOISE[] =
+    "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.";
 
 /* One chain of VT_HOPS hops: its variables (distinct, `letters` upper-case
 ** letters each: random.choices(ascii_uppercase, k)), the value (randint(10000,
@@ -614,9 +618,9 @@ static void vt_prompt(struct lx_buf *b, const struct vt_chain *c, long n)
         }
         lx_buf_printf(b, "%s%s", VT_NOISE, i + 1 < n ? "\n" : "");
     }
-    lx_buf_printf(b, "\nQuestion: Find all variables that are assigned the value %s in the text above. Answer: According "
-                  "to the chain(s) of variable assignment in the text above, %d variables are assigned the value %s, "
-                  "they are: ", c->value, VT_HOPS + 1, c->value);
+    lx_buf_printf(b, "\nQuestion: Find all variables that are assigned the value %s in the text above. Answer: "
+                  "According to the chain(s) of variable assignment in the text above, %d variables are assigned "
+                  "the value %s, they are: ", c->value, VT_HOPS + 1, c->value);
 }
 
 /* A case: its in-context example (the first VT_EXAMPLE tokens' worth, its
@@ -665,5 +669,88 @@ LX_PEER_MAKER(lx_peer_ruler_vt)
             lx_peer_add_gold(out, c.own.var[i], strlen(c.own.var[i]));
     }
     lx_buf_free(&head);
+    return rc;
+}
+
+/* ---- frequent words extraction (fwe: scripts/data/synthetic/freq_words_extraction.py) ---- */
+
+/* A case: the coded vocabulary (V words of six lower-case letters, distinct,
+** the first replaced by "..."), and the order the drawn words are shuffled in. */
+struct fwe_case {
+    char (*vocab)[FWE_WORDLEN + 1];
+    long v;
+    uint64_t cell;          /* the shuffle's key: the cell alone, as niah.py's seeded shuffle */
+    char (*words)[FWE_WORDLEN + 1];     /* scratch: the drawn words */
+};
+
+/* Times word k (1-based) is drawn of n: int(n k^-alpha / zeta(alpha)), alpha 2
+** (numpy's float64 in its order). */
+static long fwe_count(long n, long k)
+{
+    return (long)((double)n * pow((double)k, -2.0) / FWE_ZETA2);
+}
+
+/* The prompt of n words: every word its count, shuffled, joined by spaces,
+** in the template. */
+static void fwe_build(void *ctx, long n, struct lx_buf *b)
+{
+    struct fwe_case *c = ctx;
+    long total = 0;
+    for (long k = 1; k <= c->v; k++)
+        total += fwe_count(n, k);
+    c->words = lx_xrealloc(c->words, sizeof *c->words * (size_t)(total + 1));
+    long at = 0;
+    for (long k = 1; k <= c->v; k++)
+        for (long i = fwe_count(n, k); i > 0; i--)
+            memcpy(c->words[at++], c->vocab[k - 1], FWE_WORDLEN + 1);
+    struct lx_rng r;
+    lx_rng_init(&r, c->cell ^ 0x6677655f73687566ULL, (uint32_t)total, LX_RNG_DATA);
+    for (long i = total - 1; i > 0; i--) {  /* Fisher-Yates */
+        long j = (long)(lx_rng_uniform(&r) * (double)(i + 1));
+        char t[FWE_WORDLEN + 1];
+        memcpy(t, c->words[i], sizeof t), memcpy(c->words[i], c->words[j], sizeof t), memcpy(c->words[j], t, sizeof t);
+    }
+    lx_buf_reset(b);
+    lx_buf_puts(b, "Read the following coded text and track the frequency of each coded word. Find the three most "
+                "frequently appeared coded words. ");
+    for (long i = 0; i < total; i++)
+        lx_buf_printf(b, "%s%s", i ? " " : "", c->words[i]);
+    lx_buf_puts(b, "\nQuestion: Do not provide any explanation. Please ignore the dots '....'. What are the three most "
+                "frequently appeared words in the above coded text? Answer: According to the coded text above, the "
+                "three most frequently appeared words are:");
+}
+
+LX_PEER_MAKER(lx_peer_ruler_fwe)
+{
+    (void)data;
+    struct fwe_case c = {.v = (length - FWE_BUDGET) / 50, .cell = key};
+    if (c.v < 4)
+        return lx_err(err, LX_EINVAL, "ruler fwe: length %ld makes a vocabulary of %ld coded words ((L - %d) / 50); "
+                      "the answer needs 4\n  hint: use a length of at least 250", length, c.v < 0 ? 0 : c.v,
+                      FWE_BUDGET);
+    c.vocab = lx_xmalloc(sizeof *c.vocab * (size_t)c.v);
+    struct lx_rng r;
+    lx_rng_init(&r, key ^ 0x6677655f766f6361ULL, (uint32_t)sample, LX_RNG_DATA);
+    for (long i = 0; i < c.v; i++)      /* random.choices(ascii_lowercase, k=6), distinct */
+        for (int again = 1; again;) {
+            for (int j = 0; j < FWE_WORDLEN; j++)
+                c.vocab[i][j] = (char)('a' + (int)(lx_rng_uniform(&r) * 26));
+            c.vocab[i][FWE_WORDLEN] = 0;
+            again = 0;
+            for (long k = 0; k < i; k++)
+                again |= memcmp(c.vocab[i], c.vocab[k], FWE_WORDLEN) == 0;
+        }
+    memcpy(c.vocab[0], "...", 4);       /* the top rank is noise */
+    long n = 0;
+    int rc = ruler_fit(fwe_build, &c, 0, length, FWE_BUDGET, tk, &out->prompt, &n, err);
+    if (rc == LX_OK && fwe_count(n, 4) < 1)
+        rc = lx_err(err, LX_EINVAL, "ruler fwe: length %ld leaves room for %ld coded words, too few for the fourth "
+                    "most frequent to appear\n  hint: use a longer length", length, n);
+    if (rc == LX_OK) {
+        fwe_build(&c, n, &out->prompt);
+        for (int k = 1; k < 4; k++)     /* vocab[1:4] */
+            lx_peer_add_gold(out, c.vocab[k], strlen(c.vocab[k]));
+    }
+    free(c.vocab), free(c.words);
     return rc;
 }

@@ -73,6 +73,10 @@ const struct lx_protocol lx_protocols[] = {
      "chain of 4 hops in the noise haystack, its in-context example), scripts/eval/evaluate.py",
      .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_vt,
      .max_new_tokens = 30, .length = LX_LEN_WITHIN},
+    {.task = "needle", .name = "ruler_fwe", .follows = "RULER scripts/data/synthetic/freq_words_extraction.py (fwe: "
+     "alpha 2), scripts/eval/evaluate.py",
+     .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_fwe,
+     .max_new_tokens = 50, .length = LX_LEN_WITHIN},
     {.task = "needle", .name = "kamradt", .follows = "LLMTest_NeedleInAHaystack needlehaystack/llm_needle_haystack_tester.py, "
      "run.py, providers/Anthropic_prompt.txt (an LLM judge there)",
      .scorer = "substring", .make = lx_peer_kamradt, .haystack = lx_peer_haystack,

@@ -328,7 +328,7 @@ static int expect_outputs_scored(int *multi)
             golds++, found += strcasestr(t2 + 1, g) != NULL;
         }
         *multi += golds > 1;
-        cr_expect(golds == 1 || golds == 4 || golds == 5, "%d golds", golds);
+        cr_expect(golds == 1 || golds == 3 || golds == 4 || golds == 5, "%d golds", golds);
         cr_expect_eq(atoi(t1 + 1), found == golds, "%d of %d golds in '%s'", found, golds, t2 + 1);
         p = nl ? nl + 1 : p + strlen(p);
     }
@@ -475,9 +475,9 @@ static void question(char *buf, size_t cap, const char *type, int plural, char q
     for (int i = 0; i < n; i++)
         snprintf(keys + strlen(keys), sizeof keys - strlen(keys), "%s%s", i == 0 ? "" : i + 1 < n ? ", " : ", and ",
                  q[i]);
-    snprintf(buf, cap, "\nWhat %s the special magic %s%s for %s mentioned in the provided text? The special magic %s%s for "
-             "%s mentioned in the provided text %s", plural ? "are all" : "is", type, plural ? "s" : "", keys, type,
-             plural ? "s" : "", keys, plural ? "are" : "is");
+    snprintf(buf, cap, "\nWhat %s the special magic %s%s for %s mentioned in the provided text? The special magic "
+             "%s%s for %s mentioned in the provided text %s", plural ? "are all" : "is", type, plural ? "s" : "", keys,
+             type, plural ? "s" : "", keys, plural ? "are" : "is");
 }
 
 /* The text of instance k, its head checked: RULER's template (plural when
@@ -629,7 +629,8 @@ static void expect_essay_case(const struct essay_variant *ev, long L, int k, cha
         static char h[1 << 16];
         h[0] = 0;
         for (long i = 0; i < ns; i++)
-            snprintf(h + strlen(h), sizeof h - strlen(h), "%s%.*s", i ? " " : "", (int)(s_end[i] - s_at[i]), t + s_at[i]);
+            snprintf(h + strlen(h), sizeof h - strlen(h), "%s%.*s", i ? " " : "", (int)(s_end[i] - s_at[i]),
+                     t + s_at[i]);
         if (strcmp(h, joined) == 0 || strlen(h) > strlen(joined) + 64)
             break;
     }
@@ -729,8 +730,8 @@ Test(peer_ruler, multi_cells_store_every_gold, .init = setup, .fini = teardown, 
 Test(peer_ruler, multi_presets_grade_the_fraction, .init = setup, .fini = teardown)
 {
     write_file("p.jsonl", "{\"outputs\": [\"1111111\", \"2222222\", \"3333333\", \"4444444\"], \"pred\": \" 2222222, "
-                          "4444444 and 5555555\"}\n{\"outputs\": [\"1111111\", \"2222222\"], \"pred\": \"2222222 1111111"
-                          "\"}\n");
+                          "4444444 and 5555555\"}\n{\"outputs\": [\"1111111\", \"2222222\"], \"pred\": "
+                          "\"2222222 1111111\"}\n");
     cr_assert_eq(sh(out, sizeof out, "$L grade --task needle --protocol ruler_niah_multiquery --predictions p.jsonl"),
                  0, "%s", out);
     cr_expect(strstr(out, "\"scores\": [0.5, 1]") && strstr(out, "\"mean\": 0.75"), "%s", out);
@@ -754,8 +755,10 @@ Test(peer_ruler, multi_errors, .init = setup, .fini = teardown, .timeout = 60)
 
 /* ---- RULER's variable tracking (ruler_vt) ---- */
 
-static const char VT_HEAD[] = "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n",
-                  VT_LINE[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.";
+static const char VT_HEAD[] =
+                      "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n",
+                  VT_LINE[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back "
+                              "again.";
 
 /* One block of a vt prompt at s: the head, noise lines with the chain's five
 ** lines each before one of them and in order ("VAR A = V", then "VAR B = VAR
@@ -843,21 +846,22 @@ Test(peer_ruler, vt_cases_are_the_peers_rule, .init = setup, .fini = teardown, .
     cr_expect(strstr(out, "length 1500") && strstr(out, "no room") && strstr(out, "hint:"), "%s", out);
 }
 
-/* On stories260K at 2,048 and 4,096: the prompts + 30 within L, each output
-** storing the chain's five variables and scored 1 only when all five are in
-** it. */
-Test(peer_ruler, vt_cells_fit_model_tokens, .init = setup, .fini = teardown, .timeout = 300)
+/* On stories260K at 2,048 and 4,096, vt and fwe: the prompts + the budget
+** (30, 50) within L, each output storing its golds (vt's five variables,
+** fwe's three words) and scored 1 only when all are in it. */
+Test(peer_ruler, vt_fwe_cells_fit_model_tokens, .init = setup, .fini = teardown, .timeout = 300)
 {
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
-    run_stories("  - needle: {protocol: ruler_vt, samples: 3}\n", "2048, 4096");
-    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"select count(*) from runs r join metrics m on m.run_id = r.id "
-                    "where m.name = 'prompt_tokens_max' and m.value - 1 + 30 <= r.length and r.status = 'ok'\""), 0,
-                 "%s", out);
-    cr_expect_eq(atol(out), 2, "%s", out);
+    run_stories("  - needle: {protocol: ruler_vt, samples: 3}\n  - needle: {protocol: ruler_fwe, samples: 3}\n",
+                "2048, 4096");
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"select count(*) from runs r join metrics m on m.run_id = r.id, "
+                    "metrics m2 where m.name = 'prompt_tokens_max' and m.value - 1 + m2.value <= r.length and "
+                    "r.status = 'ok' and m2.run_id = r.id and m2.name = 'max_new_tokens'\""), 0, "%s", out);
+    cr_expect_eq(atol(out), 4, "%s", out);
     int multi, rows = expect_outputs_scored(&multi);
-    cr_expect_eq(rows, 6);
-    cr_expect_eq(multi, 6, "five golds an output");
+    cr_expect_eq(rows, 12);
+    cr_expect_eq(multi, 12, "five golds (vt) or three (fwe) an output");
 }
 
 /* tk's tokens of s[0, n), BOS not counted (RULER's text_to_tokens). */
@@ -912,4 +916,102 @@ Test(peer_ruler, vt_fits_a_tokenizer, .init = setup, .fini = teardown, .timeout 
         lx_buf_free(&c.prompt), lx_buf_free(&c.golds);
     }
     lx_tokenizer_free(tk);
+}
+
+/* ---- RULER's frequent words extraction (ruler_fwe) ---- */
+
+#define ZETA2 1.6449340668482264
+
+static long fwe_times(long n, long k)
+{
+    return (long)((double)n * pow((double)k, -2.0) / ZETA2);
+}
+
+/* The template's bytes around n words of coded words (n ranks' counts). */
+static long fwe_bytes(long n, long v, long head_tail)
+{
+    long bytes = head_tail - 1;     /* the spaces between words: one fewer than the words */
+    for (long k = 1; k <= v; k++)
+        bytes += fwe_times(n, k) * ((k == 1 ? 3 : 6) + 1);
+    return bytes;
+}
+
+/* In byte tokens at three lengths: the template, the coded words (six
+** lower-case letters, "..." the most frequent), their counts those of some n
+** by rank (int(n k^-2 / zeta(2))) over at most (L - 50) / 50 words, n the
+** largest whose prompt + 50 fits L (from the counts, exactly), and the golds
+** the three next most frequent words. */
+Test(peer_ruler, fwe_cases_are_the_peers_rule, .init = setup, .fini = teardown, .timeout = 120)
+{
+    static const char head[] = "Read the following coded text and track the frequency of each coded word. Find the "
+                               "three most frequently appeared coded words. ",
+                      tail[] = "\nQuestion: Do not provide any explanation. Please ignore the dots '....'. What are "
+                               "the three most frequently appeared words in the above coded text? Answer: According "
+                               "to the coded text above, the three most frequently appeared words are:";
+    static const long lengths[] = {600, 2000, 6000};
+    static char text[1 << 16];
+    char gold[64], golds_seen[12][64];
+    int n_seen = 0;
+    for (int li = 0; li < 3; li++)
+        for (int c = 0; c < 4; c++) {
+            long L = lengths[li], v = (L - 50) / 50;
+            double depth;
+            shown_case("ruler_fwe", "''", L, c, gold, sizeof gold, &depth);
+            cr_assert_eq(sh(text, sizeof text, "$L show task needle --protocol ruler_fwe --length %ld --instance %d "
+                            "--text", L, c), 0, "%s", text);
+            size_t len = strlen(text);
+            cr_assert(strncmp(text, head, strlen(head)) == 0 && len > strlen(head) + strlen(tail) &&
+                      strcmp(text + len - strlen(tail), tail) == 0, "%.200s", text);
+            text[len - strlen(tail)] = 0;
+            char word[64][8];
+            long count[64] = {0}, nw = 0;
+            for (char *w = strtok(text + strlen(head), " "); w; w = strtok(NULL, " ")) {
+                cr_assert(strcmp(w, "...") == 0 || (strlen(w) == 6 && strspn(w, "abcdefghijklmnopqrstuvwxyz") == 6),
+                          "'%s'", w);
+                long i = 0;
+                while (i < nw && strcmp(word[i], w) != 0)
+                    i++;
+                if (i == nw) {
+                    cr_assert_lt(nw, 64);
+                    snprintf(word[nw++], 8, "%s", w);
+                }
+                count[i]++;
+            }
+            cr_assert_leq(nw, v, "L %ld: %ld distinct words of a vocabulary of %ld", L, nw, v);
+            for (long i = 0; i < nw; i++)   /* by count, most first (insertion sort of both) */
+                for (long j = i; j > 0 && count[j] > count[j - 1]; j--) {
+                    long t = count[j];
+                    char tw[8];
+                    count[j] = count[j - 1], count[j - 1] = t;
+                    memcpy(tw, word[j], 8), memcpy(word[j], word[j - 1], 8), memcpy(word[j - 1], tw, 8);
+                }
+            cr_expect_str_eq(word[0], "...");
+            long n = -1;    /* the n whose counts by rank these are */
+            for (long m = (long)(ZETA2 * (double)count[0]) - 2; m <= (long)(ZETA2 * (double)(count[0] + 1)) + 2; m++) {
+                int same = 1;
+                for (long k = 1; k <= 64 && same; k++)
+                    same = fwe_times(m, k) == (k <= nw ? count[k - 1] : 0) || (k > v && k > nw);
+                n = same && m > n ? m : n;
+            }
+            cr_assert_geq(n, 0, "L %ld instance %d: no n gives these counts", L, c);
+            long ht = (long)(strlen(head) + strlen(tail));
+            cr_expect_leq(fwe_bytes(n, v, ht) + 50, L);
+            cr_expect_gt(fwe_bytes(n + 1, v, ht) + 50, L, "L %ld instance %d: room for word %ld", L, c, n + 1);
+            char g[3][8];     /* the golds: words of rank 2, 3 and 4 by their counts (4 may tie with 5) */
+            cr_assert_eq(sscanf(gold, "%7[^,], %7[^,], %7s", g[0], g[1], g[2]), 3, "'%s'", gold);
+            for (int r = 0; r < 3; r++) {
+                long i = 0;
+                while (i < nw && strcmp(word[i], g[r]) != 0)
+                    i++;
+                cr_expect(i < nw && count[i] == fwe_times(n, r + 2), "L %ld instance %d: gold %d '%s' is not rank %d",
+                          L, c, r, g[r], r + 2);
+            }
+            cr_expect(count[1] > count[2] && count[2] > count[3], "ranks 2-4 stand apart");
+            snprintf(golds_seen[n_seen++], 64, "%s", gold);
+        }
+    for (int i = 1; i < n_seen; i++)
+        cr_expect_str_neq(golds_seen[i], golds_seen[i - 1], "each case draws its own words");
+    int rc = sh(out, sizeof out, "$L show task needle --protocol ruler_fwe --length 240 --instance 0");
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "length 240") && strstr(out, "hint:"), "%s", out);
 }

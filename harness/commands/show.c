@@ -40,7 +40,7 @@ static const struct lx_opt show_opts[] = {
     {"seed", 1, "task: the cell's seed, as in the sweep (default 1)"},
     {"protocol", 1, "task: a protocol preset (protocol=P): longchat or longchat_base for line and topic, litm "
                     "for mdqa, landmark, yarn or longlora for passkey, ruler, ruler_niah_* (RULER's eight niah tasks), "
-                    "ruler_vt or kamradt for needle (docs/tasks.md)"},
+                    "ruler_vt, ruler_fwe or kamradt for needle (docs/tasks.md)"},
     {"data", 1, "task: the preset's peer test-case file (data=F)"},
     {"instance", 1, "task: which instance (test case) to render, as --sample"},
     {"text", 0, "task: print only the text fed to the tokenizer for that instance, byte for byte"},
