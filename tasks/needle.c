@@ -92,7 +92,7 @@ static const struct lx_param needle_rows[] = {
              "depth 0.5; 0 = a uniform random depth per sample)"),
     LX_RETRIEVAL_PRESET_ROWS(struct needle_params, "lenx|ruler|kamradt|ruler_niah_single_2|ruler_niah_single_3|"
                             "ruler_niah_multikey_1|ruler_niah_multikey_2|ruler_niah_multikey_3|ruler_niah_multivalue|"
-                            "ruler_niah_multiquery|ruler_vt|ruler_fwe"),
+                            "ruler_niah_multiquery|ruler_vt|ruler_fwe|ruler_cwe"),
 };
 
 /* Fifty cities, each once, none inside another's name. */
@@ -246,7 +246,8 @@ static const struct lx_retrieval needle_r = {
     .preset_at = offsetof(struct needle_params, preset),
     .protocols = (const char *const[]){"lenx", "ruler", "kamradt", "ruler_niah_single_2", "ruler_niah_single_3",
                                        "ruler_niah_multikey_1", "ruler_niah_multikey_2", "ruler_niah_multikey_3",
-                                       "ruler_niah_multivalue", "ruler_niah_multiquery", "ruler_vt", "ruler_fwe"},
+                                       "ruler_niah_multivalue", "ruler_niah_multiquery", "ruler_vt", "ruler_fwe",
+                                       "ruler_cwe"},
     .samples_at = offsetof(struct needle_params, samples),
     .depths_at = offsetof(struct needle_params, depths),
     .check = needle_check,

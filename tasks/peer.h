@@ -142,6 +142,14 @@ LX_PEER_MAKER(lx_peer_ruler_vt);
 ** keep the tokens + 50 within length. Golds: words 2 to 4, the three most
 ** frequent after the dots. */
 LX_PEER_MAKER(lx_peer_ruler_fwe);
+/* RULER's common words extraction (cwe, common_words_extraction.py with
+** synthetic.yaml's row): words sampled from data's word list (one a line),
+** ten of them 30 times each and the rest 3 times (6 and 1 below L = 4,096),
+** shuffled and numbered "1. w 2. w ...", after one example of 40 words (20)
+** with its answer; as many words as keep the tokens + 120 within length.
+** Golds: the ten common words. lx_peer_ruler_words reads and checks the list. */
+LX_PEER_MAKER(lx_peer_ruler_cwe);
+int lx_peer_ruler_words(const char *path, struct lx_buf *out, struct lx_error *err);
 /* RULER's essays into out: path is RULER's PaulGrahamEssays.json (its
 ** "text") or a directory of .txt files (lx_peer_haystack); errors carry a hint. */
 int lx_peer_ruler_essays(const char *path, struct lx_buf *out, struct lx_error *err);

@@ -49,6 +49,8 @@
 #define FWE_BUDGET 50           /* constants.py: freq_words_extraction's tokens_to_generate */
 #define FWE_WORDLEN 6           /* freq_words_extraction.py: coded_wordlen */
 #define FWE_ZETA2 1.6449340668482264    /* scipy.special.zeta(2.0), pi^2 / 6 */
+#define CWE_BUDGET 120          /* constants.py: common_words_extraction's tokens_to_generate */
+#define CWE_COMMON 10           /* synthetic.yaml cwe: num_cw */
 
 enum ruler_hay { RULER_NOISE, RULER_ESSAY, RULER_NEEDLE };      /* type_haystack */
 enum ruler_type { RULER_NUMBERS, RULER_WORDS, RULER_UUIDS };    /* type_needle_k, type_needle_v */
@@ -481,14 +483,14 @@ static int ruler_essay(const struct ruler_variant *v, const char *data, long len
 /* A prompt of n haystack units, built into b from ctx. */
 typedef void (*ruler_build)(void *ctx, long n, struct lx_buf *b);
 
-/* *best = the most units n in [0, length] whose prompt's tokens (BOS not
+/* *best = the most units n in [0, most] whose prompt's tokens (BOS not
 ** counted) + budget stay within length, by bisection (niah.py's binary
 ** search); n below least is not built and counts as fitting. *best < least
 ** when none fits (the caller says why); < 0 with err when tk refuses the text. */
-static int ruler_fit(ruler_build build, void *ctx, long least, long length, long budget,
+static int ruler_fit(ruler_build build, void *ctx, long least, long most, long length, long budget,
                      const struct lx_tokenizer *tk, struct lx_buf *b, long *best, struct lx_error *err)
 {
-    long lo = 0, hi = length;
+    long lo = 0, hi = most;
     *best = -1;
     while (lo <= hi) {
         long mid = lo + (hi - lo) / 2, t = 0;
@@ -532,7 +534,7 @@ static int ruler_make(const struct ruler_variant *v, const char *data, long leng
     struct ruler_case c = {v, &d, &e, &scratch, -1};
     long best = 0;
     if (rc == LX_OK)
-        rc = ruler_fit(ruler_build_niah, &c, v->hay == RULER_ESSAY ? 0 : least, length, RULER_BUDGET, tk,
+        rc = ruler_fit(ruler_build_niah, &c, v->hay == RULER_ESSAY ? 0 : least, length, length, RULER_BUDGET, tk,
                        &out->prompt, &best, err);
     if (rc == LX_OK && best < least)
         rc = lx_err(err, LX_EINVAL, "ruler %s: length %ld leaves no room for %s haystack %s beside the needle%s, the "
@@ -649,7 +651,7 @@ LX_PEER_MAKER(lx_peer_ruler_vt)
     vt_draw(&r, 3, &c.example);
     struct lx_buf head = {0};
     long n = 0;
-    int rc = ruler_fit(vt_build, &c, VT_HOPS + 1, VT_EXAMPLE, 0, tk, &head, &n, err);
+    int rc = ruler_fit(vt_build, &c, VT_HOPS + 1, VT_EXAMPLE, VT_EXAMPLE, 0, tk, &head, &n, err);
     if (rc == LX_OK) {
         n = n < VT_HOPS + 1 ? VT_HOPS + 1 : n;  /* niah.py's fallback, `incremental`, where none fits (bytes) */
         vt_build(&c, n, &head);     /* the example and its answer: input + " " + " ".join(outputs) + "\n" */
@@ -657,7 +659,7 @@ LX_PEER_MAKER(lx_peer_ruler_vt)
             lx_buf_printf(&head, " %s", c.example.var[i]);
         lx_buf_puts(&head, "\n");
         c.head = lx_buf_str(&head);
-        rc = ruler_fit(vt_build, &c, VT_HOPS + 1, length, VT_BUDGET, tk, &out->prompt, &n, err);
+        rc = ruler_fit(vt_build, &c, VT_HOPS + 1, length, length, VT_BUDGET, tk, &out->prompt, &n, err);
     }
     if (rc == LX_OK && n < VT_HOPS + 1)
         rc = lx_err(err, LX_EINVAL, "ruler vt: length %ld leaves no room for the example, the chain's %d lines "
@@ -742,7 +744,7 @@ LX_PEER_MAKER(lx_peer_ruler_fwe)
         }
     memcpy(c.vocab[0], "...", 4);       /* the top rank is noise */
     long n = 0;
-    int rc = ruler_fit(fwe_build, &c, 0, length, FWE_BUDGET, tk, &out->prompt, &n, err);
+    int rc = ruler_fit(fwe_build, &c, 0, length, length, FWE_BUDGET, tk, &out->prompt, &n, err);
     if (rc == LX_OK && fwe_count(n, 4) < 1)
         rc = lx_err(err, LX_EINVAL, "ruler fwe: length %ld leaves room for %ld coded words, too few for the fourth "
                     "most frequent to appear\n  hint: use a longer length", length, n);
@@ -752,5 +754,169 @@ LX_PEER_MAKER(lx_peer_ruler_fwe)
             lx_peer_add_gold(out, c.vocab[k], strlen(c.vocab[k]));
     }
     free(c.vocab), free(c.words);
+    return rc;
+}
+
+/* ---- common words extraction (cwe: scripts/data/synthetic/common_words_extraction.py) ---- */
+
+/* A word list's words: its lines, trimmed, the empty ones dropped, sorted and
+** unique (sorted(list(set(words)))). */
+struct cwe_words {
+    struct lx_buf text;     /* the file, the words NUL-ended in place */
+    char **w;
+    long n;
+};
+
+static int cwe_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void cwe_split(struct cwe_words *l)
+{
+    char *s = l->text.s;
+    for (size_t at = 0, cap = 0; s && at < l->text.len;) {
+        size_t end = at;
+        while (end < l->text.len && s[end] != '\n')
+            end++;
+        size_t a = at, z = end;
+        while (a < z && strchr(" \t\r\f\v", s[a]))
+            a++;
+        while (z > a && strchr(" \t\r\f\v", s[z - 1]))
+            z--;
+        s[z] = 0;
+        if (z > a) {
+            if ((size_t)l->n == cap)
+                l->w = lx_xrealloc(l->w, sizeof *l->w * (cap = cap ? 2 * cap : 1024));
+            l->w[l->n++] = s + a;
+        }
+        at = end + 1;
+    }
+    if (l->n)
+        qsort(l->w, (size_t)l->n, sizeof *l->w, cwe_cmp);
+    long u = 0;
+    for (long i = 0; i < l->n; i++)
+        if (u == 0 || strcmp(l->w[i], l->w[u - 1]) != 0)
+            l->w[u++] = l->w[i];
+    l->n = u;
+}
+
+int lx_peer_ruler_words(const char *path, struct lx_buf *out, struct lx_error *err)
+{
+    unsigned char *b = NULL;
+    long len = 0;
+    int rc = lx_read_file(path, &b, &len, 0, err);
+    for (long at = 0, k; rc == LX_OK && at < len; at += k)
+        if ((k = lx_utf8_len(b + at, (size_t)(len - at))) == 0)
+            rc = lx_err(err, LX_EINVAL, "%s: not UTF-8 at byte %ld\n  hint: the word list is read as UTF-8 text, one "
+                        "word a line", path, at);
+    struct cwe_words l = {0};
+    if (rc == LX_OK) {
+        lx_buf_putn(&l.text, (const char *)b, (size_t)len);
+        cwe_split(&l);
+        if (l.n <= CWE_COMMON)
+            rc = lx_err(err, LX_EINVAL, "%s holds %ld distinct words; cwe needs more than %d\n  hint: data: names a "
+                        "word list, one word a line (docs/tasks.md#needle-ruler_cwe)", path, l.n, CWE_COMMON);
+    }
+    if (rc == LX_OK)
+        lx_buf_putn(out, (const char *)b, (size_t)len);
+    lx_buf_free(&l.text), free(l.w), free(b);
+    return rc;
+}
+
+/* A case: the words in the case's order (the first n its sample), the
+** repetitions (RULER: 30 and 3 from 4,096 tokens up, 6 and 1 below, its
+** example 10 and 3 of 40 words, or 3 and 1 of 20) and the shuffles' key. */
+struct cwe_case {
+    const struct cwe_words *l;
+    long *order;            /* (n,) indices into l->w */
+    long fc, fu;            /* repetitions of a common and an uncommon word */
+    long example_words, example_fc, example_fu;
+    uint64_t cell;
+    long *items;            /* scratch */
+};
+
+/* The numbered list of the first n words of order: the first CWE_COMMON fc
+** times each, the rest fu times, shuffled ("1. w 2. w ..."). */
+static void cwe_list(struct cwe_case *c, const long *order, long n, long fc, long fu, struct lx_buf *b)
+{
+    long total = CWE_COMMON * fc + (n - CWE_COMMON) * fu, at = 0;
+    c->items = lx_xrealloc(c->items, sizeof *c->items * (size_t)(total + 1));
+    for (long r = 0; r < fc; r++)       /* common * fc + uncommon * fu */
+        for (long i = 0; i < CWE_COMMON; i++)
+            c->items[at++] = order[i];
+    for (long r = 0; r < fu; r++)
+        for (long i = CWE_COMMON; i < n; i++)
+            c->items[at++] = order[i];
+    struct lx_rng r;
+    lx_rng_init(&r, c->cell ^ 0x6377655f73687566ULL, (uint32_t)total, LX_RNG_DATA);
+    for (long i = total - 1; i > 0; i--) {
+        long j = (long)(lx_rng_uniform(&r) * (double)(i + 1)), t = c->items[i];
+        c->items[i] = c->items[j], c->items[j] = t;
+    }
+    for (long i = 0; i < total; i++)
+        lx_buf_printf(b, "%s%ld. %s", i ? " " : "", i + 1, c->l->w[c->items[i]]);
+}
+
+/* The template around a list; with answer, the example's answer after it. */
+static void cwe_frame(struct cwe_case *c, const long *order, long n, long fc, long fu, int answer, struct lx_buf *b)
+{
+    lx_buf_puts(b, "Below is a numbered list of words. In these words, some appear more often than others. Memorize "
+                "the ones that appear most often.\n");
+    cwe_list(c, order, n, fc, fu, b);
+    lx_buf_printf(b, "\nQuestion: What are the %d most common words in the above list? Answer: The top %d words that "
+                  "appear most often in the list are:", CWE_COMMON, CWE_COMMON);
+    for (long i = 0; answer && i < CWE_COMMON; i++)
+        lx_buf_printf(b, " %ld. %s", i + 1, c->l->w[order[i]]);
+}
+
+/* The example (its own words: the last of the case's order), a newline, the
+** case (the first n). */
+static void cwe_build(void *ctx, long n, struct lx_buf *b)
+{
+    struct cwe_case *c = ctx;
+    lx_buf_reset(b);
+    cwe_frame(c, c->order + c->l->n - c->example_words, c->example_words, c->example_fc, c->example_fu, 1, b);
+    lx_buf_puts(b, "\n");
+    cwe_frame(c, c->order, n, c->fc, c->fu, 0, b);
+}
+
+LX_PEER_MAKER(lx_peer_ruler_cwe)
+{
+    struct cwe_words l = {0};
+    int rc = lx_peer_ruler_words(data, &l.text, err);
+    if (rc < 0)
+        return rc;
+    cwe_split(&l);
+    int big = length >= 4096;      /* args.max_seq_length < 4096: the smaller repetitions */
+    struct cwe_case c = {.l = &l, .fc = big ? 30 : 6, .fu = big ? 3 : 1, .example_words = big ? 40 : 20,
+                         .example_fc = big ? 10 : 3, .example_fu = big ? 3 : 1, .cell = key};
+    long most = l.n - c.example_words;  /* the case's words and the example's, apart */
+    c.order = lx_xmalloc(sizeof *c.order * (size_t)(l.n > 0 ? l.n : 1));
+    for (long i = 0; i < l.n; i++)
+        c.order[i] = i;
+    struct lx_rng r;        /* random.sample(words, n): a partial Fisher-Yates of the case */
+    lx_rng_init(&r, key ^ 0x6377655f776f7264ULL, (uint32_t)sample, LX_RNG_DATA);
+    for (long i = 0; i < l.n - 1; i++) {
+        long j = i + (long)(lx_rng_uniform(&r) * (double)(l.n - i)), t = c.order[i];
+        c.order[i] = c.order[j], c.order[j] = t;
+    }
+    long n = 0;
+    if (most <= CWE_COMMON)
+        rc = lx_err(err, LX_EINVAL, "ruler cwe: '%s' holds %ld distinct words; the example takes %ld and the case "
+                    "needs more than %d\n  hint: name a longer word list", data, l.n, c.example_words, CWE_COMMON);
+    if (rc == LX_OK)
+        rc = ruler_fit(cwe_build, &c, CWE_COMMON + 1, most < length ? most : length, length, CWE_BUDGET, tk,
+                       &out->prompt, &n, err);
+    if (rc == LX_OK && n <= CWE_COMMON)
+        rc = lx_err(err, LX_EINVAL, "ruler cwe: length %ld leaves no room for the example, %d common words %ld times "
+                    "and one more, and the %d tokens to generate\n  hint: use a longer length", length, CWE_COMMON,
+                    c.fc, CWE_BUDGET);
+    if (rc == LX_OK) {
+        cwe_build(&c, n, &out->prompt);
+        for (int i = 0; i < CWE_COMMON; i++)
+            lx_peer_add_gold(out, l.w[c.order[i]], strlen(l.w[c.order[i]]));
+    }
+    lx_buf_free(&l.text), free(l.w), free(c.order), free(c.items);
     return rc;
 }

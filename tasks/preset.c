@@ -106,7 +106,8 @@ int lx_preset_instance(const struct lx_protocol *p, const char *data, uint64_t k
         out->answer_off = out->n;
         struct lx_buf g = {0};
         case_gold(p, c, &g);
-        snprintf(out->gold, sizeof out->gold, "%s", lx_buf_str(&g));
+        snprintf(out->gold, sizeof out->gold, "%s", lx_peer_gold(c, 0));
+        out->golds = lx_xstrdup(lx_buf_str(&g));
         lx_buf_free(&g);
         out->depth = isnan(c->depth) ? 0.0 : c->depth;
     }

@@ -77,6 +77,11 @@ const struct lx_protocol lx_protocols[] = {
      "alpha 2), scripts/eval/evaluate.py",
      .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_fwe,
      .max_new_tokens = 50, .length = LX_LEN_WITHIN},
+    {.task = "needle", .name = "ruler_cwe", .follows = "RULER scripts/data/synthetic/common_words_extraction.py "
+     "(cwe: 10 common words 30 times, the rest 3 times, one example), scripts/eval/evaluate.py",
+     .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_cwe,
+     .haystack = lx_peer_ruler_words, .data_hint = "a word list, one word a line (RULER: wonderwords' noun, adjective "
+     "and verb lists; docs/tasks.md#needle-ruler_cwe)", .max_new_tokens = 120, .length = LX_LEN_WITHIN},
     {.task = "needle", .name = "kamradt", .follows = "LLMTest_NeedleInAHaystack needlehaystack/llm_needle_haystack_tester.py, "
      "run.py, providers/Anthropic_prompt.txt (an LLM judge there)",
      .scorer = "substring", .make = lx_peer_kamradt, .haystack = lx_peer_haystack,

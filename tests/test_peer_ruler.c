@@ -328,7 +328,7 @@ static int expect_outputs_scored(int *multi)
             golds++, found += strcasestr(t2 + 1, g) != NULL;
         }
         *multi += golds > 1;
-        cr_expect(golds == 1 || golds == 3 || golds == 4 || golds == 5, "%d golds", golds);
+        cr_expect(golds == 1 || golds == 3 || golds == 4 || golds == 5 || golds == 10, "%d golds", golds);
         cr_expect_eq(atoi(t1 + 1), found == golds, "%d of %d golds in '%s'", found, golds, t2 + 1);
         p = nl ? nl + 1 : p + strlen(p);
     }
@@ -846,24 +846,6 @@ Test(peer_ruler, vt_cases_are_the_peers_rule, .init = setup, .fini = teardown, .
     cr_expect(strstr(out, "length 1500") && strstr(out, "no room") && strstr(out, "hint:"), "%s", out);
 }
 
-/* On stories260K at 2,048 and 4,096, vt and fwe: the prompts + the budget
-** (30, 50) within L, each output storing its golds (vt's five variables,
-** fwe's three words) and scored 1 only when all are in it. */
-Test(peer_ruler, vt_fwe_cells_fit_model_tokens, .init = setup, .fini = teardown, .timeout = 300)
-{
-    if (!tokfile_stories())
-        cr_skip_test("stories260K is not beside the checkout");
-    run_stories("  - needle: {protocol: ruler_vt, samples: 3}\n  - needle: {protocol: ruler_fwe, samples: 3}\n",
-                "2048, 4096");
-    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"select count(*) from runs r join metrics m on m.run_id = r.id, "
-                    "metrics m2 where m.name = 'prompt_tokens_max' and m.value - 1 + m2.value <= r.length and "
-                    "r.status = 'ok' and m2.run_id = r.id and m2.name = 'max_new_tokens'\""), 0, "%s", out);
-    cr_expect_eq(atol(out), 4, "%s", out);
-    int multi, rows = expect_outputs_scored(&multi);
-    cr_expect_eq(rows, 12);
-    cr_expect_eq(multi, 12, "five golds (vt) or three (fwe) an output");
-}
-
 /* tk's tokens of s[0, n), BOS not counted (RULER's text_to_tokens). */
 static long vt_tokens(const struct lx_tokenizer *tk, const char *s, size_t n)
 {
@@ -1014,4 +996,152 @@ Test(peer_ruler, fwe_cases_are_the_peers_rule, .init = setup, .fini = teardown, 
     int rc = sh(out, sizeof out, "$L show task needle --protocol ruler_fwe --length 240 --instance 0");
     cr_expect_eq(rc, 2, "%s", out);
     cr_expect(strstr(out, "length 240") && strstr(out, "hint:"), "%s", out);
+}
+
+/* ---- RULER's common words extraction (ruler_cwe) ---- */
+
+/* A word list of 400 made-up words (two to four syllables), one a line, with
+** white space around some and a repeat, into words.txt; returns the longest. */
+static long cwe_list_file(void)
+{
+    static const char *const syl[] = {"ba", "ko", "ri", "mu", "te", "lan", "dor", "si", "ve", "pum"};
+    char path[128];
+    snprintf(path, sizeof path, "%s/words.txt", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    long longest = 0;
+    for (int i = 0; i < 400; i++) {
+        char w[32];
+        snprintf(w, sizeof w, "%s%s%s%s", syl[i % 10], syl[(i / 10) % 10], syl[(i / 100 + i) % 10],
+                 i >= 200 ? "x" : "");
+        fprintf(f, i % 7 == 0 ? "  %s\t\n" : "%s\n", w);
+        longest = (long)strlen(w) > longest ? (long)strlen(w) : longest;
+    }
+    fprintf(f, "\nbabababa\n");     /* a repeat of word 0 */
+    fclose(f);
+    return longest;
+}
+
+/* One numbered list at s ("1. w 2. w ..." up to the newline): its words and
+** their counts (nw distinct), each in the list file; returns the end. */
+static const char *cwe_block(const char *s, char (*word)[32], long *count, long *nw, long *items)
+{
+    static const char head[] = "Below is a numbered list of words. In these words, some appear more often than others. "
+                               "Memorize the ones that appear most often.\n";
+    cr_assert(strncmp(s, head, strlen(head)) == 0, "%.100s", s);
+    s += strlen(head);
+    *nw = *items = 0;
+    for (;;) {
+        long num;
+        char w[32];
+        int used = 0;
+        if (sscanf(s, "%ld. %31[a-z]%n", &num, w, &used) != 2)
+            break;
+        cr_assert_eq(num, *items + 1, "numbered in order: %.40s", s);
+        (*items)++;
+        long i = 0;
+        while (i < *nw && strcmp(word[i], w) != 0)
+            i++;
+        if (i == *nw) {
+            cr_assert_lt(*nw, 400);
+            snprintf(word[(*nw)++], 32, "%s", w);
+            count[i] = 0;
+        }
+        count[i]++;
+        s += used;
+        if (*s != ' ')
+            break;
+        s++;
+    }
+    static const char q[] = "\nQuestion: What are the 10 most common words in the above list? Answer: The top 10 words "
+                            "that appear most often in the list are:";
+    cr_assert(strncmp(s, q, strlen(q)) == 0, "%.100s", s);
+    return s + strlen(q);
+}
+
+/* In byte tokens at 2,500 and 3,900 (6 and 1 repetitions, an example of 20
+** words, 3 and 1) and 12,000 (30 and 3, 40 words, 10 and 3): the example's
+** list and answer, then the case's: ten words fc times, the rest fu, words
+** apart from the example's, all from the list; the golds the ten; the prompt
+** + 120 within L, with no room for one more word fu times. */
+Test(peer_ruler, cwe_cases_are_the_peers_rule, .init = setup, .fini = teardown, .timeout = 120)
+{
+    static const long lengths[] = {2500, 3900, 12000};
+    static char text[1 << 17];
+    static char word[400][32], ex_word[400][32];
+    static long count[400], ex_count[400];
+    long longest = cwe_list_file();
+    for (int li = 0; li < 3; li++)
+        for (int k = 0; k < 3; k++) {
+            long L = lengths[li], big = L >= 4096, fc = big ? 30 : 6, fu = big ? 3 : 1, nw, items, ex_nw, ex_items;
+            char gold[512];
+            double depth;
+            shown_case("ruler_cwe", "words.txt", L, k, gold, sizeof gold, &depth);
+            cr_assert_eq(sh(text, sizeof text, "$L show task needle --protocol ruler_cwe --data words.txt --length %ld "
+                            "--instance %d --text", L, k), 0, "%s", text);
+            const char *s = cwe_block(text, ex_word, ex_count, &ex_nw, &ex_items);
+            cr_expect_eq(ex_nw, big ? 40 : 20);
+            for (long i = 0, r = 0; i < ex_nw; i++) {
+                cr_expect(ex_count[i] == (big ? 10 : 3) || ex_count[i] == (big ? 3 : 1), "'%s' %ld times", ex_word[i],
+                          ex_count[i]);
+                if (ex_count[i] == (big ? 10 : 3))
+                    r++;
+                cr_expect_leq(r, 10);
+            }
+            for (long a = 1; a <= 10; a++) {    /* " 1. w ... 10. w": the ten repeated most */
+                char w[32];
+                int used = 0;
+                long num = 0;
+                cr_assert_eq(sscanf(s, " %ld. %31[a-z]%n", &num, w, &used), 2, "%.60s", s);
+                cr_expect_eq(num, a);
+                long i = 0;
+                while (i < ex_nw && strcmp(ex_word[i], w) != 0)
+                    i++;
+                cr_expect(i < ex_nw && ex_count[i] == (big ? 10 : 3), "the example's answer '%s'", w);
+                s += used;
+            }
+            cr_assert_eq(*s, '\n');
+            const char *end = cwe_block(s + 1, word, count, &nw, &items);
+            cr_expect_eq(*end, 0);
+            long common = 0;
+            for (long i = 0; i < nw; i++) {
+                cr_expect(count[i] == fc || count[i] == fu, "'%s' %ld times", word[i], count[i]);
+                common += count[i] == fc;
+                if (count[i] == fc)
+                    cr_expect(strstr(gold, word[i]) != NULL, "gold '%s' lacks '%s'", gold, word[i]);
+                for (long j = 0; j < ex_nw; j++)
+                    cr_expect_str_neq(word[i], ex_word[j], "the example's words are its own");
+            }
+            cr_expect_eq(common, 10);
+            cr_expect_eq(items, 10 * fc + (nw - 10) * fu);
+            long bytes = (long)strlen(text);
+            cr_expect_leq(bytes + 120, L);
+            cr_expect_lt(L - 120 - bytes, fu * (longest + 8), "L %ld instance %d: room for another word", L, k);
+        }
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --protocol ruler_cwe --length 3000 --instance 0"), 2);
+    cr_expect(strstr(out, "word list") && strstr(out, "hint:"), "%s", out);
+    write_file("few.txt", "a\nb\nc\n");
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --protocol ruler_cwe --data few.txt --length 3000 "
+                    "--instance 0"), 2);
+    cr_expect(strstr(out, "few.txt") && strstr(out, "3 distinct words") && strstr(out, "hint:"), "%s", out);
+}
+
+/* On stories260K at 2,048 and 3,072, vt, fwe and cwe: the prompts + the
+** budget (30, 50, 120) within L, each output storing its golds (vt's five
+** variables, fwe's three words, cwe's ten) and scored 1 only when all are in
+** it. */
+Test(peer_ruler, synthetic_cells_fit_model_tokens, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    cwe_list_file();
+    run_stories("  - needle: {protocol: ruler_vt, samples: 3}\n  - needle: {protocol: ruler_fwe, samples: 3}\n"
+                "  - needle: {protocol: ruler_cwe, data: words.txt, samples: 3}\n", "2048, 3072");
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"select count(*) from runs r join metrics m on m.run_id = r.id, "
+                    "metrics m2 where m.name = 'prompt_tokens_max' and m.value - 1 + m2.value <= r.length and "
+                    "r.status = 'ok' and m2.run_id = r.id and m2.name = 'max_new_tokens'\""), 0, "%s", out);
+    cr_expect_eq(atol(out), 6, "%s", out);
+    int multi, rows = expect_outputs_scored(&multi);
+    cr_expect_eq(rows, 18);
+    cr_expect_eq(multi, 18, "five golds (vt), three (fwe) or ten (cwe) an output");
 }

@@ -32,7 +32,7 @@ static const struct lx_opt grade_opts[] = {
     {"task", 1, "with --protocol: the task whose preset names the scorer"},
     {"protocol", 1, "with --task: the preset (line/topic longchat|longchat_base, mdqa litm, needle ruler|"
                     "ruler_niah_single_2|_3|ruler_niah_multikey_1|_2|_3|ruler_niah_multivalue|"
-                    "ruler_niah_multiquery|ruler_vt|ruler_fwe|kamradt, "
+                    "ruler_niah_multiquery|ruler_vt|ruler_fwe|ruler_cwe|kamradt, "
                     "passkey landmark|yarn|longlora)"},
 };
 

@@ -40,7 +40,7 @@ static const struct lx_opt show_opts[] = {
     {"seed", 1, "task: the cell's seed, as in the sweep (default 1)"},
     {"protocol", 1, "task: a protocol preset (protocol=P): longchat or longchat_base for line and topic, litm "
                     "for mdqa, landmark, yarn or longlora for passkey, ruler, ruler_niah_* (RULER's eight niah tasks), "
-                    "ruler_vt, ruler_fwe or kamradt for needle (docs/tasks.md)"},
+                    "ruler_vt, ruler_fwe, ruler_cwe or kamradt for needle (docs/tasks.md)"},
     {"data", 1, "task: the preset's peer test-case file (data=F)"},
     {"instance", 1, "task: which instance (test case) to render, as --sample"},
     {"text", 0, "task: print only the text fed to the tokenizer for that instance, byte for byte"},
@@ -424,7 +424,7 @@ static int show_instance(const struct lx_task *t, const void *params, const stru
         lx_buf_puts(&out, lx_buf_str(&canon));
         lx_buf_printf(&out, "\nlength:    %ld tokens (byte tokens; seed %ld, sample %ld)\ndepth:     %g\n"
                       "answer:    tokens [%ld, %ld), gold \"%s\"\n", in.n, v[2], v[1], in.depth, in.answer_off,
-                      in.n, in.gold);
+                      in.n, in.golds ? in.golds : in.gold);
         for (int i = 0; i < in.n_alt; i++)
             lx_buf_printf(&out, "%s\"%s\" at depth %g", i ? ", " : "others:    ", in.alt[i], in.alt_depth[i]);
         lx_buf_puts(&out, in.n_alt ? "\n--- prompt\n" : "--- prompt\n");

@@ -37,6 +37,7 @@ void lx_instance_release(struct lx_instance *in)
     if (!in)
         return;
     free(in->tok);
+    free(in->golds);
     memset(in, 0, sizeof *in);
 }
 

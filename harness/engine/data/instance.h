@@ -24,6 +24,7 @@ struct lx_instance {
     char alt[LX_MAX_ALT][LX_MAX_ANSWER + 1];    /* (n_alt,) as gold */
     double alt_depth[LX_MAX_ALT];               /* (n_alt,) where each sits, 0 … 1 */
     int n_alt;              /* 0: the task has no distractors */
+    char *golds;            /* owned, or NULL: every gold a preset's case asks for, joined by ", " (shown) */
 };
 
 /* Free the tokens and zero the instance; NULL is fine. */
