@@ -84,7 +84,7 @@ static const struct lx_param mdqa_rows[] = {
     LX_P_INT(struct mdqa_params, depths, "10", 0, 1001, 0,
              "gold at position round(d*(documents-1)) for d = 0, 1/(k-1), ..., 1 (k = documents: every "
              "position; 1 = the single depth 0.5; 0 = a uniform random depth per sample)"),
-    LX_RETRIEVAL_PRESET_ROWS(struct mdqa_params, "lenx|litm"),
+    LX_RETRIEVAL_PRESET_ROWS(struct mdqa_params, "lenx|litm|ruler_qa_squad|ruler_qa_hotpotqa"),
 };
 
 static const char *const NAMES[] = {
@@ -237,7 +237,8 @@ static int mdqa_make(const void *params, const struct lx_retrieval_at *at, struc
 ** uniform. */
 static const struct lx_retrieval mdqa_r = {
     .name = "mdqa",
-    .preset_at = offsetof(struct mdqa_params, preset), .protocols = (const char *const[]){"lenx", "litm"},
+    .preset_at = offsetof(struct mdqa_params, preset),
+    .protocols = (const char *const[]){"lenx", "litm", "ruler_qa_squad", "ruler_qa_hotpotqa"},
     .samples_at = offsetof(struct mdqa_params, samples),
     .depths_at = offsetof(struct mdqa_params, depths),
     .check = mdqa_check,

@@ -365,3 +365,32 @@ void lx_peer_release(struct lx_peer_set *s)
     free(s->cases);
     memset(s, 0, sizeof *s);
 }
+
+/* tk's tokens of b, BOS not counted; < 0 on text tk refuses. */
+static long peer_tokens(const struct lx_tokenizer *tk, const struct lx_buf *b, struct lx_error *err)
+{
+    int *ids = NULL;
+    long n = lx_tok_prompt(lx_tok_or_byte(tk), lx_buf_str(b), b->len, &ids, err);
+    free(ids);
+    return n < 0 ? n : n - 1;
+}
+
+int lx_peer_fit_units(lx_peer_build build, void *ctx, long least, long most, long length, long budget,
+                      const struct lx_tokenizer *tk, struct lx_buf *b, long *best, struct lx_error *err)
+{
+    long lo = 0, hi = most;
+    *best = -1;
+    while (lo <= hi) {
+        long mid = lo + (hi - lo) / 2, t = 0;
+        if (mid >= least) {
+            build(ctx, mid, b);
+            if ((t = peer_tokens(tk, b, err)) < 0)
+                return (int)t;
+        }
+        if (t + budget <= length)
+            *best = mid, lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return LX_OK;
+}

@@ -47,6 +47,18 @@ typedef int (*lx_peer_maker)(const char *data, long length, uint64_t key, long s
     int fn(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,               \
            struct lx_peer_case *out, struct lx_error *err)
 
+/* Builds the prompt of n haystack units (lines, words, documents) into b from
+** a maker's ctx. */
+typedef void (*lx_peer_build)(void *ctx, long n, struct lx_buf *b);
+
+/* *best = the most units n in [0, most] whose prompt's tokens of tk (BOS not
+** counted, as RULER's text_to_tokens) + budget stay within length, by
+** bisection (RULER's binary search, run for each case); n below least is not
+** built and counts as fitting. *best < least when none fits (the caller says
+** why); < 0 with err when tk refuses the text. */
+int lx_peer_fit_units(lx_peer_build build, void *ctx, long least, long most, long length, long budget,
+                      const struct lx_tokenizer *tk, struct lx_buf *b, long *best, struct lx_error *err);
+
 /* What a cell's length is to a maker that counts it another way (YaRN: the
 ** filler characters that keep the prompt under `length` tokens of tk), found
 ** once per cell from the cell's key; < 0 with err when none fits. */
@@ -150,6 +162,16 @@ LX_PEER_MAKER(lx_peer_ruler_fwe);
 ** Golds: the ten common words. lx_peer_ruler_words reads and checks the list. */
 LX_PEER_MAKER(lx_peer_ruler_cwe);
 int lx_peer_ruler_words(const char *path, struct lx_buf *out, struct lx_error *err);
+/* RULER's QA tasks (qa.py; synthetic.yaml's qa_1 on SQuAD, qa_2 on HotpotQA):
+** case i is the file's i-th answerable question, its gold paragraphs among as
+** many others as keep the tokens + 32 within length ("Document k:\n..."
+** joined by blank lines, shuffled), in qa.py's template. Golds: its answers
+** (string_match_part). lx_peer_ruler_squad and lx_peer_ruler_hotpotqa check
+** the data file before a run. */
+LX_PEER_MAKER(lx_peer_ruler_qa_squad);
+LX_PEER_MAKER(lx_peer_ruler_qa_hotpotqa);
+int lx_peer_ruler_squad(const char *path, struct lx_buf *out, struct lx_error *err);
+int lx_peer_ruler_hotpotqa(const char *path, struct lx_buf *out, struct lx_error *err);
 /* RULER's essays into out: path is RULER's PaulGrahamEssays.json (its
 ** "text") or a directory of .txt files (lx_peer_haystack); errors carry a hint. */
 int lx_peer_ruler_essays(const char *path, struct lx_buf *out, struct lx_error *err);

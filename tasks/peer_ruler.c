@@ -454,15 +454,6 @@ static void ruler_prompt(struct lx_buf *b, const struct ruler_variant *v, const 
     ruler_frame(b, v, d, 1);
 }
 
-/* tk's tokens of text, BOS not counted; < 0 on text tk refuses. */
-static long ruler_tokens(const struct lx_tokenizer *tk, const struct lx_buf *b, struct lx_error *err)
-{
-    int *ids = NULL;
-    long n = lx_tok_prompt(lx_tok_or_byte(tk), lx_buf_str(b), b->len, &ids, err);
-    free(ids);
-    return n < 0 ? n : n - 1;
-}
-
 /* The essays of data as words, at most length + 1 of them (a word is a token
 ** at least: length of them never fit). */
 static int ruler_essay(const struct ruler_variant *v, const char *data, long length, struct essay *e,
@@ -478,33 +469,6 @@ static int ruler_essay(const struct ruler_variant *v, const char *data, long len
     return lx_err(err, LX_EINVAL, "ruler %s: the essays in '%s' hold only white space\n  hint: data: names RULER's "
                   "PaulGrahamEssays.json or a directory of .txt files (docs/tasks.md#needle-ruler-essays)", v->task,
                   data);
-}
-
-/* A prompt of n haystack units, built into b from ctx. */
-typedef void (*ruler_build)(void *ctx, long n, struct lx_buf *b);
-
-/* *best = the most units n in [0, most] whose prompt's tokens (BOS not
-** counted) + budget stay within length, by bisection (niah.py's binary
-** search); n below least is not built and counts as fitting. *best < least
-** when none fits (the caller says why); < 0 with err when tk refuses the text. */
-static int ruler_fit(ruler_build build, void *ctx, long least, long most, long length, long budget,
-                     const struct lx_tokenizer *tk, struct lx_buf *b, long *best, struct lx_error *err)
-{
-    long lo = 0, hi = most;
-    *best = -1;
-    while (lo <= hi) {
-        long mid = lo + (hi - lo) / 2, t = 0;
-        if (mid >= least) {
-            build(ctx, mid, b);
-            if ((t = ruler_tokens(tk, b, err)) < 0)
-                return (int)t;
-        }
-        if (t + budget <= length)
-            *best = mid, lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    return LX_OK;
 }
 
 /* What a niah prompt is built from. */
@@ -534,8 +498,8 @@ static int ruler_make(const struct ruler_variant *v, const char *data, long leng
     struct ruler_case c = {v, &d, &e, &scratch, -1};
     long best = 0;
     if (rc == LX_OK)
-        rc = ruler_fit(ruler_build_niah, &c, v->hay == RULER_ESSAY ? 0 : least, length, length, RULER_BUDGET, tk,
-                       &out->prompt, &best, err);
+        rc = lx_peer_fit_units(ruler_build_niah, &c, v->hay == RULER_ESSAY ? 0 : least, length, length,
+                               RULER_BUDGET, tk, &out->prompt, &best, err);
     if (rc == LX_OK && best < least)
         rc = lx_err(err, LX_EINVAL, "ruler %s: length %ld leaves no room for %s haystack %s beside the needle%s, the "
                     "question and the %d tokens to generate\n  hint: use a longer length", v->task, length,
@@ -651,7 +615,7 @@ LX_PEER_MAKER(lx_peer_ruler_vt)
     vt_draw(&r, 3, &c.example);
     struct lx_buf head = {0};
     long n = 0;
-    int rc = ruler_fit(vt_build, &c, VT_HOPS + 1, VT_EXAMPLE, VT_EXAMPLE, 0, tk, &head, &n, err);
+    int rc = lx_peer_fit_units(vt_build, &c, VT_HOPS + 1, VT_EXAMPLE, VT_EXAMPLE, 0, tk, &head, &n, err);
     if (rc == LX_OK) {
         n = n < VT_HOPS + 1 ? VT_HOPS + 1 : n;  /* niah.py's fallback, `incremental`, where none fits (bytes) */
         vt_build(&c, n, &head);     /* the example and its answer: input + " " + " ".join(outputs) + "\n" */
@@ -659,7 +623,7 @@ LX_PEER_MAKER(lx_peer_ruler_vt)
             lx_buf_printf(&head, " %s", c.example.var[i]);
         lx_buf_puts(&head, "\n");
         c.head = lx_buf_str(&head);
-        rc = ruler_fit(vt_build, &c, VT_HOPS + 1, length, length, VT_BUDGET, tk, &out->prompt, &n, err);
+        rc = lx_peer_fit_units(vt_build, &c, VT_HOPS + 1, length, length, VT_BUDGET, tk, &out->prompt, &n, err);
     }
     if (rc == LX_OK && n < VT_HOPS + 1)
         rc = lx_err(err, LX_EINVAL, "ruler vt: length %ld leaves no room for the example, the chain's %d lines "
@@ -744,7 +708,7 @@ LX_PEER_MAKER(lx_peer_ruler_fwe)
         }
     memcpy(c.vocab[0], "...", 4);       /* the top rank is noise */
     long n = 0;
-    int rc = ruler_fit(fwe_build, &c, 0, length, length, FWE_BUDGET, tk, &out->prompt, &n, err);
+    int rc = lx_peer_fit_units(fwe_build, &c, 0, length, length, FWE_BUDGET, tk, &out->prompt, &n, err);
     if (rc == LX_OK && fwe_count(n, 4) < 1)
         rc = lx_err(err, LX_EINVAL, "ruler fwe: length %ld leaves room for %ld coded words, too few for the fourth "
                     "most frequent to appear\n  hint: use a longer length", length, n);
@@ -906,8 +870,8 @@ LX_PEER_MAKER(lx_peer_ruler_cwe)
         rc = lx_err(err, LX_EINVAL, "ruler cwe: '%s' holds %ld distinct words; the example takes %ld and the case "
                     "needs more than %d\n  hint: name a longer word list", data, l.n, c.example_words, CWE_COMMON);
     if (rc == LX_OK)
-        rc = ruler_fit(cwe_build, &c, CWE_COMMON + 1, most < length ? most : length, length, CWE_BUDGET, tk,
-                       &out->prompt, &n, err);
+        rc = lx_peer_fit_units(cwe_build, &c, CWE_COMMON + 1, most < length ? most : length, length, CWE_BUDGET,
+                               tk, &out->prompt, &n, err);
     if (rc == LX_OK && n <= CWE_COMMON)
         rc = lx_err(err, LX_EINVAL, "ruler cwe: length %ld leaves no room for the example, %d common words %ld times "
                     "and one more, and the %d tokens to generate\n  hint: use a longer length", length, CWE_COMMON,

@@ -34,6 +34,16 @@ const struct lx_protocol lx_protocols[] = {
      .scorer = "litm_subspan_em", .gold_field = "answers", .output_field = "model_answer", .read = lx_peer_litm,
      .max_new_tokens = 100,
      .length = LX_LEN_MEASURED},
+    {.task = "mdqa", .name = "ruler_qa_squad", .follows = "RULER scripts/data/synthetic/qa.py (qa_1: SQuAD), "
+     "scripts/eval/evaluate.py", .scorer = "ruler_part", .gold_field = "outputs", .output_field = "pred",
+     .make = lx_peer_ruler_qa_squad, .haystack = lx_peer_ruler_squad, .data_hint = "SQuAD 2.0's dev-v2.0.json, "
+     "RULER's squad.json (docs/tasks.md#mdqa-ruler_qa_squad-and-ruler_qa_hotpotqa)", .max_new_tokens = 32,
+     .length = LX_LEN_WITHIN},
+    {.task = "mdqa", .name = "ruler_qa_hotpotqa", .follows = "RULER scripts/data/synthetic/qa.py (qa_2: HotpotQA), "
+     "scripts/eval/evaluate.py", .scorer = "ruler_part", .gold_field = "outputs", .output_field = "pred",
+     .make = lx_peer_ruler_qa_hotpotqa, .haystack = lx_peer_ruler_hotpotqa, .data_hint = "HotpotQA's "
+     "hotpot_dev_distractor_v1.json, RULER's hotpotqa.json (docs/tasks.md#mdqa-ruler_qa_squad-and-ruler_qa_hotpotqa)",
+     .max_new_tokens = 32, .length = LX_LEN_WITHIN},
     {.task = "needle", .name = "ruler", .follows = "RULER scripts/data/synthetic/niah.py (niah_single_1), scripts/eval/evaluate.py",
      .scorer = "ruler_all", .gold_field = "outputs", .output_field = "pred", .make = lx_peer_ruler_niah,
      .max_new_tokens = 128,

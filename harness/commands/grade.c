@@ -30,7 +30,8 @@ static const struct lx_opt grade_opts[] = {
                   "litm_subspan_em, topic_contains"},
     {"predictions", 1, "JSON Lines file, one {\"gold\": G, \"output\": \"...\"} a line (- = standard input)"},
     {"task", 1, "with --protocol: the task whose preset names the scorer"},
-    {"protocol", 1, "with --task: the preset (line/topic longchat|longchat_base, mdqa litm, needle ruler|"
+    {"protocol", 1, "with --task: the preset (line/topic longchat|longchat_base, mdqa litm|ruler_qa_squad|"
+                    "ruler_qa_hotpotqa, needle ruler|"
                     "ruler_niah_single_2|_3|ruler_niah_multikey_1|_2|_3|ruler_niah_multivalue|"
                     "ruler_niah_multiquery|ruler_vt|ruler_fwe|ruler_cwe|kamradt, "
                     "passkey landmark|yarn|longlora)"},

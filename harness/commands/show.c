@@ -38,9 +38,10 @@ static const struct lx_opt show_opts[] = {
     {"sample", 1, "task: which sample of the cell to render (default 0)"},
     {"depth", 1, "task: where the needle sits, 0 (start) ... 1 (end) (default 0.5)"},
     {"seed", 1, "task: the cell's seed, as in the sweep (default 1)"},
-    {"protocol", 1, "task: a protocol preset (protocol=P): longchat or longchat_base for line and topic, litm "
-                    "for mdqa, landmark, yarn or longlora for passkey, ruler, ruler_niah_* (RULER's eight niah tasks), "
-                    "ruler_vt, ruler_fwe, ruler_cwe or kamradt for needle (docs/tasks.md)"},
+    {"protocol", 1, "task: a protocol preset (protocol=P): longchat or longchat_base for line and topic, litm, "
+                    "ruler_qa_squad or ruler_qa_hotpotqa for mdqa, landmark, yarn or longlora for passkey, ruler, "
+                    "ruler_niah_* (RULER's eight niah tasks), ruler_vt, ruler_fwe, ruler_cwe or kamradt for needle "
+                    "(docs/tasks.md)"},
     {"data", 1, "task: the preset's peer test-case file (data=F)"},
     {"instance", 1, "task: which instance (test case) to render, as --sample"},
     {"text", 0, "task: print only the text fed to the tokenizer for that instance, byte for byte"},
