@@ -276,14 +276,14 @@ static int qa_golds(const struct qa_set *s, const struct qa_item *it, struct lx_
     const char *t;
     size_t n;
     int rc = LX_OK;
-    if (lx_json_type(it->answers) == LX_JSON_STRING) {
-        if ((rc = lx_json_str(s->doc, it->answers, &t, &n, err)) == LX_OK)
-            lx_peer_add_gold(out, t, n);
-    }
-    for (long i = 0; rc == LX_OK && lx_json_type(it->answers) == LX_JSON_ARRAY && i < lx_json_len(it->answers); i++) {
-        const struct lx_jv *v;
-        if ((rc = lx_json_need(s->doc, lx_json_at(it->answers, i), "text", LX_JSON_STRING, &v, err)) == LX_OK &&
-            (rc = lx_json_str(s->doc, v, &t, &n, err)) == LX_OK)
+    const struct lx_jv *v = it->answers;
+    for (long i = 0; rc == LX_OK && i < (lx_json_type(it->answers) == LX_JSON_ARRAY ? lx_json_len(it->answers) : 1);
+         i++) {
+        if (lx_json_type(it->answers) == LX_JSON_ARRAY)
+            rc = lx_json_need(s->doc, lx_json_at(it->answers, i), "text", LX_JSON_STRING, &v, err);
+        if (rc == LX_OK && (rc = lx_json_str(s->doc, v, &t, &n, err)) == LX_OK && n == 0)
+            rc = lx_json_err(err, s->doc, v, "an empty answer (it would be inside every output)");
+        if (rc == LX_OK)
             lx_peer_add_gold(out, t, n);
     }
     if (rc == LX_OK && out->n_golds == 0)
@@ -327,6 +327,9 @@ static int qa_read(int squad, const char *data, long sample, struct qa_set *s, s
     for (long i = 0; rc == LX_OK && i < it->n_gold; i++)
         if (it->gold[i] < 0)
             rc = lx_err(err, LX_EINVAL, "%s: question %ld's paragraph is not among the file's", data, sample);
+    if (rc == LX_OK && sample >= 0 && sample < *n_qas && it->n_gold == 0)
+        rc = lx_err(err, LX_EINVAL, "%s: question %ld has no paragraph (its context is empty)\n  hint: data: names "
+                    "%s", data, sample, squad ? "SQuAD's dev file" : "HotpotQA's dev file in the distractor setting");
     return rc;
 }
 

@@ -248,3 +248,24 @@ Test(peer_ruler_qa, cells_on_stories260K, .init = setup, .fini = teardown, .time
     }
     cr_expect_eq(rows, 8);
 }
+
+/* Files of the right shape but nothing to ask: a question without
+** paragraphs, an empty answer (it would be inside every output), a file
+** without paragraphs at all; each refused naming the file, never a signal. */
+Test(peer_ruler_qa, empty_parts_are_refused, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const char *const cases[][3] = {
+        {"ruler_qa_hotpotqa", "[{\"context\": [], \"question\": \"q\", \"answer\": \"a\"}]", "paragraph"},
+        {"ruler_qa_hotpotqa", "[{\"context\": [[\"t\", [\"s.\"]]], \"question\": \"q\", \"answer\": \"\"}]", "empty"},
+        {"ruler_qa_squad", "{\"data\": [{\"paragraphs\": [{\"context\": \"c\", \"qas\": [{\"question\": \"q\", "
+                           "\"answers\": [{\"text\": \"\"}]}]}]}]}", "empty"},
+        {"ruler_qa_squad", "{\"data\": [{\"paragraphs\": []}]}", "no answerable question"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        write_file("e.json", cases[i][1]);
+        int rc = sh(out, sizeof out, "$L show task mdqa samples=1 --protocol %s --data e.json --length 900 "
+                    "--instance 0", cases[i][0]);
+        cr_expect_eq(rc, 2, "%s: %s", cases[i][1], out);
+        cr_expect(strstr(out, "e.json") && strstr(out, cases[i][2]), "%s: %s", cases[i][1], out);
+    }
+}
