@@ -504,7 +504,7 @@ static int ruler_make(const struct ruler_variant *v, const char *data, long leng
         rc = lx_err(err, LX_EINVAL, "ruler %s: length %ld leaves no room for %s haystack %s beside the needle%s, the "
                     "question and the %d tokens to generate\n  hint: use a longer length", v->task, length,
                     least > 1 ? "as many" : "one", v->hay == RULER_ESSAY ? "word" : least > 1 ? "lines" : "line",
-                    least > 1 ? "s" : "", RULER_BUDGET);
+                    v->k * v->v > 1 ? "s" : "", RULER_BUDGET);
     if (rc == LX_OK) {
         ruler_prompt(&out->prompt, v, &d, &e, best, &scratch, &c.depth);
         out->depth = c.depth >= 0 ? c.depth / 100.0 : NAN;
@@ -709,9 +709,10 @@ LX_PEER_MAKER(lx_peer_ruler_fwe)
     memcpy(c.vocab[0], "...", 4);       /* the top rank is noise */
     long n = 0;
     int rc = lx_peer_fit_units(fwe_build, &c, 0, length, length, FWE_BUDGET, tk, &out->prompt, &n, err);
-    if (rc == LX_OK && fwe_count(n, 4) < 1)
-        rc = lx_err(err, LX_EINVAL, "ruler fwe: length %ld leaves room for %ld coded words, too few for the fourth "
-                    "most frequent to appear\n  hint: use a longer length", length, n);
+    if (rc == LX_OK && (n < 0 || fwe_count(n, 4) < 1))
+        rc = lx_err(err, LX_EINVAL, "ruler fwe: length %ld leaves room for %ld coded words beside the template and the "
+                    "%d tokens to generate, too few for the fourth most frequent to appear\n  hint: use a longer "
+                    "length", length, n < 0 ? 0 : n, FWE_BUDGET);
     if (rc == LX_OK) {
         fwe_build(&c, n, &out->prompt);
         for (int k = 1; k < 4; k++)     /* vocab[1:4] */
@@ -872,6 +873,10 @@ LX_PEER_MAKER(lx_peer_ruler_cwe)
     if (rc == LX_OK)
         rc = lx_peer_fit_units(cwe_build, &c, CWE_COMMON + 1, most < length ? most : length, length, CWE_BUDGET,
                                tk, &out->prompt, &n, err);
+    if (rc == LX_OK && n == most && most < length)
+        rc = lx_err(err, LX_EINVAL, "ruler cwe: the %ld words of '%s' beside the example's all fit length %ld, with "
+                    "room to spare\n  hint: name a longer word list (RULER falls back to its english_words.json)",
+                    most, data, length);
     if (rc == LX_OK && n <= CWE_COMMON)
         rc = lx_err(err, LX_EINVAL, "ruler cwe: length %ld leaves no room for the example, %d common words %ld times "
                     "and one more, and the %d tokens to generate\n  hint: use a longer length", length, CWE_COMMON,

@@ -996,6 +996,9 @@ Test(peer_ruler, fwe_cases_are_the_peers_rule, .init = setup, .fini = teardown, 
     int rc = sh(out, sizeof out, "$L show task needle --protocol ruler_fwe --length 240 --instance 0");
     cr_expect_eq(rc, 2, "%s", out);
     cr_expect(strstr(out, "length 240") && strstr(out, "hint:"), "%s", out);
+    rc = sh(out, sizeof out, "$L show task needle --protocol ruler_fwe --length 300 --instance 0");
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "length 300") && strstr(out, "room for 0 coded words") && strstr(out, "hint:"), "%s", out);
 }
 
 /* ---- RULER's common words extraction (ruler_cwe) ---- */
@@ -1124,6 +1127,9 @@ Test(peer_ruler, cwe_cases_are_the_peers_rule, .init = setup, .fini = teardown, 
     cr_expect_eq(sh(out, sizeof out, "$L show task needle --protocol ruler_cwe --data few.txt --length 3000 "
                     "--instance 0"), 2);
     cr_expect(strstr(out, "few.txt") && strstr(out, "3 distinct words") && strstr(out, "hint:"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --protocol ruler_cwe --data words.txt --length 100000 "
+                    "--instance 0"), 2, "a list the length outgrows");
+    cr_expect(strstr(out, "words.txt") && strstr(out, "room to spare") && strstr(out, "hint:"), "%s", out);
 }
 
 /* On stories260K at 2,048 and 3,072, vt, fwe and cwe: the prompts + the
