@@ -129,6 +129,7 @@ Test(fuzz_regress, gguf, .timeout = 300)
 }
 Test(fuzz_regress, tokenizer_json, .timeout = 300) { expect_every_seed("tokenizer_json", lx_fuzz_feed_tokenizer_json); }
 Test(fuzz_regress, encode, .timeout = 300) { expect_every_seed("encode", lx_fuzz_feed_encode); }
+Test(fuzz_regress, ruler, .timeout = 300) { expect_every_seed("ruler", lx_fuzz_feed_ruler); }
 
 /* The hf_config seeds are the tiny Phi-3 directory's config with each rope_scaling lenx maps and
 ** sliding windows: every one loads and its stacks compile. */

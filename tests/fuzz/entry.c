@@ -23,6 +23,7 @@
 #include "harness/sweep/plan.h"
 #include "harness/sweep/uses.h"
 #include "harness/scaleout/slurm.h"
+#include "tasks/peer.h"
 #include "tests/slurm_check.h"
 #include "results/plot.h"
 #include "results/views.h"
@@ -931,4 +932,26 @@ int lx_fuzz_feed_serve(const uint8_t *data, size_t n, struct lx_error *err)
     lx_buf_free(&out);
     (void)err;
     return LX_OK;
+}
+
+int lx_fuzz_feed_ruler(const uint8_t *data, size_t n, struct lx_error *err)
+{
+    static const lx_peer_maker makers[] = {lx_peer_ruler_qa_squad, lx_peer_ruler_qa_hotpotqa, lx_peer_ruler_cwe,
+                                           lx_peer_ruler_niah_multikey_1};
+    static const char *const names[] = {"ruler.json", "ruler.json", "ruler.txt", "ruler.json"};
+    char path[4096 + 64];
+    if (n < 1)
+        return LX_OK;
+    int which = data[0] % 4, rc = scratch_write(names[which], data + 1, n - 1, path, err);
+    for (long sample = 0; rc == LX_OK && sample < 2; sample++) {
+        struct lx_peer_case c = {.peer_length = -1};
+        long length = which == 2 ? 3000 : 1500, budget = which == 2 ? 120 : which < 2 ? 32 : 128;
+        rc = makers[which](path, length, 0x5eedULL, sample, NULL, &c, err);
+        if (rc == LX_OK) {
+            PROMISE(c.n_golds >= 1, "a case without a gold");
+            PROMISE((long)c.prompt.len + budget <= length, "a prompt of %zu bytes past the length", c.prompt.len);
+        }
+        lx_buf_free(&c.prompt), lx_buf_free(&c.golds);
+    }
+    return rc;
 }

@@ -71,6 +71,13 @@ int lx_fuzz_feed_slurm(const uint8_t *data, size_t n, struct lx_error *err);
 ** string that escapes it. Always LX_OK otherwise. */
 int lx_fuzz_feed_report(const uint8_t *data, size_t n, struct lx_error *err);
 
+/* data[0] picks a RULER maker reading a user's file (tasks/peer.h; 0: the
+** SQuAD QA, 1: HotpotQA QA, 2: cwe's word list, 3: niah_multikey_1's essays
+** as RULER's PaulGrahamEssays.json), the rest is that file -> the maker for
+** cases 0 and 1 at a short length in byte tokens (1,500; cwe 3,000). Either a refusal with a
+** message, or a prompt that fits the length with at least one gold. */
+int lx_fuzz_feed_ruler(const uint8_t *data, size_t n, struct lx_error *err);
+
 /* Bytes as a GGUF file -> lx_gguf_parse (every tensor's first and last byte
 ** read, every key looked up), then lx_model_load from a scratch file: the
 ** container's checks and the model's. */

@@ -18,7 +18,7 @@ shift
 export OMP_NUM_THREADS=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-declare -A max_len=([config]=8192 [safetensors]=24576 [tokenizer_bin]=8192 [tokenizer_json]=20480 [encode]=4096)
+declare -A max_len=([config]=8192 [safetensors]=24576 [tokenizer_bin]=8192 [tokenizer_json]=20480 [encode]=4096 [ruler]=8192)
 
 # One target: its line on stdout (and the crash's summary on stderr) into
 # build/fuzz/<target>.result, so that targets run side by side print in order.
