@@ -394,3 +394,11 @@ int lx_peer_fit_units(lx_peer_build build, void *ctx, long least, long most, lon
     }
     return LX_OK;
 }
+
+void lx_peer_shuffle(struct lx_rng *r, long *v, long n)
+{
+    for (long i = n - 1; i > 0; i--) {
+        long j = (long)(lx_rng_uniform(r) * (double)(i + 1)), t = v[i];
+        v[i] = v[j], v[j] = t;
+    }
+}

@@ -59,6 +59,11 @@ typedef void (*lx_peer_build)(void *ctx, long n, struct lx_buf *b);
 int lx_peer_fit_units(lx_peer_build build, void *ctx, long least, long most, long length, long budget,
                       const struct lx_tokenizer *tk, struct lx_buf *b, long *best, struct lx_error *err);
 
+/* Fisher-Yates of v[0, n) on r, one draw a step from the last (Python's
+** random.shuffle's order, on Philox's draws). */
+struct lx_rng;
+void lx_peer_shuffle(struct lx_rng *r, long *v, long n);
+
 /* What a cell's length is to a maker that counts it another way (YaRN: the
 ** filler characters that keep the prompt under `length` tokens of tk), found
 ** once per cell from the cell's key; < 0 with err when none fits. */

@@ -141,6 +141,16 @@ static void ruler_sample(const double *u, int m, long n, long *out)
     }
 }
 
+/* v[0, n) in ascending order (n is a few places). */
+static void sort_places(long *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            long t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+}
+
 /* Philox on (key, sample): the keys, each with its values, then the places,
 ** then the keys asked. One needle's draws come in this order, so that
 ** niah_single_1's cases are those it always had. The needles are shuffled by
@@ -364,17 +374,13 @@ static void line_context(struct lx_buf *b, const struct ruler_variant *v, const 
     int m = v->k * v->v;
     long at[RULER_MAX_NEEDLES];
     ruler_sample(d->place, m, n, at);
+    sort_places(at, m);     /* needle t goes before the t-th largest place: needle m-1-j before at[j] */
     struct lx_rng r;
     lx_rng_init(&r, d->cell ^ 0x6e6565646c657321ULL, (uint32_t)d->sample, LX_RNG_DATA);
     char key[48], value[40];
-    for (long i = 0; i < n; i++) {
-        for (int t = 0; t < m; t++) {   /* needle t goes before the t-th largest place */
-            int above = 0;
-            for (int s = 0; s < m; s++)
-                above += at[s] > at[t];
-            if (at[t] == i)
-                lx_buf_printf(b, "%s\n", d->needle[above]);
-        }
+    for (long i = 0, j = 0; i < n; i++) {
+        if (j < m && at[j] == i)
+            lx_buf_printf(b, "%s\n", d->needle[m - 1 - j++]);
         if (v->hay == RULER_NOISE) {
             lx_buf_puts(b, "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.");
         } else {
@@ -410,11 +416,7 @@ static void essay_context(struct lx_buf *b, const struct ruler_variant *v, const
     long ns = lx_peer_sentences(t + a, z - a, span), grid[RULER_MAX_NEEDLES];
     int m = v->k * v->v;
     ruler_sample(d->place, m, RULER_DEPTHS, grid);
-    for (int i = 1; i < m; i++)     /* sorted: the positions are */
-        for (int j = i; j > 0 && grid[j] < grid[j - 1]; j--) {
-            long g = grid[j];
-            grid[j] = grid[j - 1], grid[j - 1] = g;
-        }
+    sort_places(grid, m);   /* sorted: the positions are */
     long from = 0;
     for (int p = 0; p <= m; p++) {  /* " ".join([sents[0:at_0], needle_0, sents[at_0:at_1], ..., sents[at_m-1:]]) */
         int pct = p < m ? (int)lround(100.0 * (double)grid[p] / (RULER_DEPTHS - 1)) : 100;
@@ -568,11 +570,7 @@ static void vt_prompt(struct lx_buf *b, const struct vt_chain *c, long n)
 {
     long at[VT_HOPS + 1];
     ruler_sample(c->place, VT_HOPS + 1, n, at);
-    for (int i = 1; i <= VT_HOPS; i++)     /* sorted: the chain goes in order */
-        for (int j = i; j > 0 && at[j] < at[j - 1]; j--) {
-            long t = at[j];
-            at[j] = at[j - 1], at[j - 1] = t;
-        }
+    sort_places(at, VT_HOPS + 1);     /* the chain goes in order */
     lx_buf_puts(b, "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n");
     for (long i = 0, j = 0; i < n; i++) {
         if (j <= VT_HOPS && at[j] == i) {
@@ -646,7 +644,7 @@ struct fwe_case {
     char (*vocab)[FWE_WORDLEN + 1];
     long v;
     uint64_t cell;          /* the shuffle's key: the cell alone, as niah.py's seeded shuffle */
-    char (*words)[FWE_WORDLEN + 1];     /* scratch: the drawn words */
+    long *words;            /* scratch: the drawn words, as vocabulary indices */
 };
 
 /* Times word k (1-based) is drawn of n: int(n k^-alpha / zeta(alpha)), alpha 2
@@ -668,19 +666,15 @@ static void fwe_build(void *ctx, long n, struct lx_buf *b)
     long at = 0;
     for (long k = 1; k <= c->v; k++)
         for (long i = fwe_count(n, k); i > 0; i--)
-            memcpy(c->words[at++], c->vocab[k - 1], FWE_WORDLEN + 1);
+            c->words[at++] = k - 1;
     struct lx_rng r;
     lx_rng_init(&r, c->cell ^ 0x6677655f73687566ULL, (uint32_t)total, LX_RNG_DATA);
-    for (long i = total - 1; i > 0; i--) {  /* Fisher-Yates */
-        long j = (long)(lx_rng_uniform(&r) * (double)(i + 1));
-        char t[FWE_WORDLEN + 1];
-        memcpy(t, c->words[i], sizeof t), memcpy(c->words[i], c->words[j], sizeof t), memcpy(c->words[j], t, sizeof t);
-    }
+    lx_peer_shuffle(&r, c->words, total);
     lx_buf_reset(b);
     lx_buf_puts(b, "Read the following coded text and track the frequency of each coded word. Find the three most "
                 "frequently appeared coded words. ");
     for (long i = 0; i < total; i++)
-        lx_buf_printf(b, "%s%s", i ? " " : "", c->words[i]);
+        lx_buf_printf(b, "%s%s", i ? " " : "", c->vocab[c->words[i]]);
     lx_buf_puts(b, "\nQuestion: Do not provide any explanation. Please ignore the dots '....'. What are the three most "
                 "frequently appeared words in the above coded text? Answer: According to the coded text above, the "
                 "three most frequently appeared words are:");
@@ -815,10 +809,7 @@ static void cwe_list(struct cwe_case *c, const long *order, long n, long fc, lon
             c->items[at++] = order[i];
     struct lx_rng r;
     lx_rng_init(&r, c->cell ^ 0x6377655f73687566ULL, (uint32_t)total, LX_RNG_DATA);
-    for (long i = total - 1; i > 0; i--) {
-        long j = (long)(lx_rng_uniform(&r) * (double)(i + 1)), t = c->items[i];
-        c->items[i] = c->items[j], c->items[j] = t;
-    }
+    lx_peer_shuffle(&r, c->items, total);
     for (long i = 0; i < total; i++)
         lx_buf_printf(b, "%s%ld. %s", i ? " " : "", i + 1, c->l->w[c->items[i]]);
 }

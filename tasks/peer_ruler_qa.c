@@ -223,15 +223,6 @@ struct qa_case {
     uint64_t cell;
 };
 
-/* Fisher-Yates of v[0, n) on r. */
-static void qa_shuffle(struct lx_rng *r, long *v, long n)
-{
-    for (long i = n - 1; i > 0; i--) {
-        long j = (long)(lx_rng_uniform(r) * (double)(i + 1)), t = v[i];
-        v[i] = v[j], v[j] = t;
-    }
-}
-
 /* The prompt with n documents: the gold ones, then (SQuAD) the article's
 ** others, then any others, as qa.py's generate_input_output picks them;
 ** every paragraph, repeated, once n reaches their count. Shuffled by a
@@ -256,7 +247,7 @@ static void qa_build(void *ctx, long n, struct lx_buf *b)
     }
     struct lx_rng r;
     lx_rng_init(&r, c->cell ^ 0x71615f7368756666ULL, (uint32_t)k, LX_RNG_DATA);
-    qa_shuffle(&r, c->pick, k);
+    lx_peer_shuffle(&r, c->pick, k);
     lx_buf_reset(b);
     lx_buf_puts(b, "Answer the question based on the given documents. Only give me the answer and do not output any "
                 "other words.\n\nThe following are given documents.\n\n");
@@ -300,7 +291,7 @@ static void qa_orders(struct qa_case *c, uint64_t key, long sample)
     lx_rng_init(&r, key ^ 0x71615f646f637321ULL, (uint32_t)sample, LX_RNG_DATA);
     c->more = lx_xmalloc(sizeof *c->more * (size_t)(it->n_more + 1));
     memcpy(c->more, it->more ? it->more : c->more, sizeof *c->more * (size_t)it->n_more);
-    qa_shuffle(&r, c->more, it->n_more);
+    lx_peer_shuffle(&r, c->more, it->n_more);
     unsigned char *taken = lx_xcalloc((size_t)c->s->n_para + 1, 1);
     for (long i = 0; i < it->n_gold; i++)
         taken[it->gold[i]] = 1;
@@ -310,7 +301,7 @@ static void qa_orders(struct qa_case *c, uint64_t key, long sample)
     for (long i = 0; i < c->s->n_para; i++)
         if (!taken[i])
             c->add[c->n_add++] = i;
-    qa_shuffle(&r, c->add, c->n_add);
+    lx_peer_shuffle(&r, c->add, c->n_add);
     free(taken);
 }
 
