@@ -217,6 +217,23 @@ int lx_peer_haystack(const char *dir, struct lx_buf *out, struct lx_error *err)
     return rc;
 }
 
+static void hay_free(void *v)
+{
+    lx_buf_free(v);
+    free(v);
+}
+
+static int hay_load(const char *dir, void **out, struct lx_error *err)
+{
+    struct lx_buf *b = lx_xcalloc(1, sizeof *b);
+    int rc = lx_peer_haystack(dir, b, err);
+    if (rc < 0)
+        hay_free(b);
+    else
+        *out = b;
+    return rc;
+}
+
 /* The first `want` tokens of hay repeated (fewer only on error, < 0): a
 ** prefix of the repetition long enough to hold them is encoded, where
 ** Kamradt encodes the whole. */
@@ -273,11 +290,12 @@ int lx_peer_kamradt(const char *data, long length, uint64_t key, long sample, co
                                  "on a sunny day.\n";
     (void)key;      /* no draws: the grid is the test */
     tk = lx_tok_or_byte(tk);
-    struct lx_buf hay = {0}, ctx = {0};
+    struct lx_buf ctx = {0};
+    const void *hay = NULL;     /* read once a process */
     int32_t *h = NULL, *nd = NULL, *dot = NULL, *c = NULL;
     long nh = 0, nn = 0, ndot = 0, nc = 0, depth = lround(100.0 * (double)sample / (KAMRADT_DEPTHS - 1));
-    int rc = lx_peer_haystack(data, &hay, err);
-    if (rc == LX_OK && (nh = hay_tokens(tk, &hay, length, &h, err)) >= 0) {     /* encode_and_trim */
+    int rc = lx_peer_memo(data, hay_load, hay_free, &hay, err);
+    if (rc == LX_OK && (nh = hay_tokens(tk, hay, length, &h, err)) >= 0) {     /* encode_and_trim */
         put_decoded(&ctx, tk, h, nh);
         if ((nc = lx_tok_encode(tk, ctx.s, (long)ctx.len, &c, err)) >= 0 &&
             (nn = lx_tok_encode(tk, needle, (long)strlen(needle), &nd, err)) >= 0)
@@ -307,7 +325,7 @@ int lx_peer_kamradt(const char *data, long length, uint64_t key, long sample, co
         lx_peer_add_gold(out, "eat a sandwich and sit in Dolores Park on a sunny day",
                  strlen("eat a sandwich and sit in Dolores Park on a sunny day"));
     }
-    lx_buf_free(&hay), lx_buf_free(&ctx);
+    lx_buf_free(&ctx);
     free(h), free(nd), free(dot), free(c);
     return rc;
 }
@@ -376,23 +394,25 @@ static long peer_tokens(const struct lx_tokenizer *tk, const struct lx_buf *b, s
 }
 
 int lx_peer_fit_units(lx_peer_build build, void *ctx, long least, long most, long length, long budget,
-                      const struct lx_tokenizer *tk, struct lx_buf *b, long *best, struct lx_error *err)
+                      const struct lx_tokenizer *tk, long *best, struct lx_error *err)
 {
-    long lo = 0, hi = most;
+    struct lx_buf b = {0};      /* the probes' prompts, far longer than the one kept at first */
+    long lo = 0, hi = most, t = 0;
     *best = -1;
-    while (lo <= hi) {
-        long mid = lo + (hi - lo) / 2, t = 0;
+    while (lo <= hi && t >= 0) {
+        long mid = lo + (hi - lo) / 2;
+        t = 0;
         if (mid >= least) {
-            build(ctx, mid, b);
-            if ((t = peer_tokens(tk, b, err)) < 0)
-                return (int)t;
+            build(ctx, mid, &b);
+            t = peer_tokens(tk, &b, err);
         }
-        if (t + budget <= length)
+        if (t >= 0 && t + budget <= length)
             *best = mid, lo = mid + 1;
         else
             hi = mid - 1;
     }
-    return LX_OK;
+    lx_buf_free(&b);
+    return t < 0 ? (int)t : LX_OK;
 }
 
 void lx_peer_shuffle(struct lx_rng *r, long *v, long n)

@@ -55,9 +55,11 @@ typedef void (*lx_peer_build)(void *ctx, long n, struct lx_buf *b);
 ** counted, as RULER's text_to_tokens) + budget stay within length, by
 ** bisection (RULER's binary search, run for each case); n below least is not
 ** built and counts as fitting. *best < least when none fits (the caller says
-** why); < 0 with err when tk refuses the text. */
+** why); < 0 with err when tk refuses the text. The probes are built in a
+** buffer of its own (the first is some length / 2 units long): the caller
+** builds the prompt it keeps. */
 int lx_peer_fit_units(lx_peer_build build, void *ctx, long least, long most, long length, long budget,
-                      const struct lx_tokenizer *tk, struct lx_buf *b, long *best, struct lx_error *err);
+                      const struct lx_tokenizer *tk, long *best, struct lx_error *err);
 
 /* Fisher-Yates of v[0, n) on r, one draw a step from the last (Python's
 ** random.shuffle's order, on Philox's draws). */
@@ -72,6 +74,17 @@ typedef long (*lx_peer_fit)(long length, uint64_t key, const struct lx_tokenizer
 /* Reads the haystack a maker reads from `data:` (a directory, a file) into
 ** out, to check it before a run; errors name the path with a hint. */
 typedef int (*lx_peer_hay)(const char *path, struct lx_buf *out, struct lx_error *err);
+
+/* What a maker reads from a data file (a parsed set, a text), made once a
+** process by load and kept while path is unchanged (tasks/peer_memo.c: the
+** same device, inode, size and times; a directory's entries as well): the
+** next call with the same load and path returns the same value, read-only,
+** valid until the next call. A few are kept, the least recently asked
+** released first (release frees one); an error from load is not kept. */
+typedef int (*lx_peer_memo_load)(const char *path, void **out, struct lx_error *err);
+int lx_peer_memo(const char *path, lx_peer_memo_load load, void (*release)(void *), const void **out,
+                 struct lx_error *err);
+void lx_peer_memo_clear(void);      /* releases every kept value */
 
 /* Every line of the JSON Lines file at path (plain, or gzip: a `.jsonl.gz`)
 ** through read; errors name path:line. LX_EIO when the file cannot be read,

@@ -29,6 +29,7 @@
 #include "tasks/peer.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -456,15 +457,35 @@ static void ruler_prompt(struct lx_buf *b, const struct ruler_variant *v, const 
     ruler_frame(b, v, d, 1);
 }
 
-/* The essays of data as words, at most length + 1 of them (a word is a token
-** at least: length of them never fit). */
-static int ruler_essay(const struct ruler_variant *v, const char *data, long length, struct essay *e,
+static void essay_free(void *v)
+{
+    struct essay *e = v;
+    lx_buf_free(&e->text);
+    free(e->word), free(e);
+}
+
+static int essay_load(const char *path, void **out, struct lx_error *err)
+{
+    struct essay *e = lx_xcalloc(1, sizeof *e);
+    int rc = lx_peer_ruler_essays(path, &e->text, err);
+    if (rc < 0) {
+        essay_free(e);
+        return rc;
+    }
+    essay_words(e, LONG_MAX);
+    *out = e;
+    return LX_OK;
+}
+
+/* The essays of data as words (read once a process, lx_peer_memo). */
+static int ruler_essay(const struct ruler_variant *v, const char *data, const struct essay **out,
                        struct lx_error *err)
 {
-    int rc = lx_peer_ruler_essays(data, &e->text, err);
+    const void *m = NULL;
+    int rc = lx_peer_memo(data, essay_load, essay_free, &m, err);
     if (rc < 0)
         return rc;
-    essay_words(e, length + 1);
+    const struct essay *e = *out = m;
     for (long i = 0; i < e->n; i++)
         if (e->word[i][1] > e->word[i][0])
             return LX_OK;
@@ -492,30 +513,29 @@ static int ruler_make(const struct ruler_variant *v, const char *data, long leng
                       const struct lx_tokenizer *tk, struct lx_peer_case *out, struct lx_error *err)
 {
     struct ruler_draw d;
-    struct essay e = {0};
+    const struct essay *e = NULL;
     struct lx_buf scratch = {0};
     ruler_draw(v, key, sample, &d);
-    int rc = v->hay == RULER_ESSAY ? ruler_essay(v, data, length, &e, err) : LX_OK;
+    int rc = v->hay == RULER_ESSAY ? ruler_essay(v, data, &e, err) : LX_OK;
     long least = v->hay == RULER_ESSAY ? 1 : v->k * v->v;   /* random.sample(range(n), m) needs m lines */
-    struct ruler_case c = {v, &d, &e, &scratch, -1};
+    struct ruler_case c = {v, &d, e, &scratch, -1};
     long best = 0;
     if (rc == LX_OK)
         rc = lx_peer_fit_units(ruler_build_niah, &c, v->hay == RULER_ESSAY ? 0 : least, length, length,
-                               RULER_BUDGET, tk, &out->prompt, &best, err);
+                               RULER_BUDGET, tk, &best, err);
     if (rc == LX_OK && best < least)
         rc = lx_err(err, LX_EINVAL, "ruler %s: length %ld leaves no room for %s haystack %s beside the needle%s, the "
                     "question and the %d tokens to generate\n  hint: use a longer length", v->task, length,
                     least > 1 ? "as many" : "one", v->hay == RULER_ESSAY ? "word" : least > 1 ? "lines" : "line",
                     v->k * v->v > 1 ? "s" : "", RULER_BUDGET);
     if (rc == LX_OK) {
-        ruler_prompt(&out->prompt, v, &d, &e, best, &scratch, &c.depth);
+        ruler_prompt(&out->prompt, v, &d, e, best, &scratch, &c.depth);
         out->depth = c.depth >= 0 ? c.depth / 100.0 : NAN;
         for (int t = 0; t < v->q; t++)      /* answers: the values of the keys asked, in order */
             for (int j = 0; j < v->v; j++)
                 lx_peer_add_gold(out, d.value[d.query[t]][j], strlen(d.value[d.query[t]][j]));
     }
-    lx_buf_free(&e.text), lx_buf_free(&scratch);
-    free(e.word);
+    lx_buf_free(&scratch);
     return rc;
 }
 
@@ -613,7 +633,7 @@ LX_PEER_MAKER(lx_peer_ruler_vt)
     vt_draw(&r, 3, &c.example);
     struct lx_buf head = {0};
     long n = 0;
-    int rc = lx_peer_fit_units(vt_build, &c, VT_HOPS + 1, VT_EXAMPLE, VT_EXAMPLE, 0, tk, &head, &n, err);
+    int rc = lx_peer_fit_units(vt_build, &c, VT_HOPS + 1, VT_EXAMPLE, VT_EXAMPLE, 0, tk, &n, err);
     if (rc == LX_OK) {
         n = n < VT_HOPS + 1 ? VT_HOPS + 1 : n;  /* niah.py's fallback, `incremental`, where none fits (bytes) */
         vt_build(&c, n, &head);     /* the example and its answer: input + " " + " ".join(outputs) + "\n" */
@@ -621,7 +641,7 @@ LX_PEER_MAKER(lx_peer_ruler_vt)
             lx_buf_printf(&head, " %s", c.example.var[i]);
         lx_buf_puts(&head, "\n");
         c.head = lx_buf_str(&head);
-        rc = lx_peer_fit_units(vt_build, &c, VT_HOPS + 1, length, length, VT_BUDGET, tk, &out->prompt, &n, err);
+        rc = lx_peer_fit_units(vt_build, &c, VT_HOPS + 1, length, length, VT_BUDGET, tk, &n, err);
     }
     if (rc == LX_OK && n < VT_HOPS + 1)
         rc = lx_err(err, LX_EINVAL, "ruler vt: length %ld leaves no room for the example, the chain's %d lines "
@@ -702,7 +722,7 @@ LX_PEER_MAKER(lx_peer_ruler_fwe)
         }
     memcpy(c.vocab[0], "...", 4);       /* the top rank is noise */
     long n = 0;
-    int rc = lx_peer_fit_units(fwe_build, &c, 0, length, length, FWE_BUDGET, tk, &out->prompt, &n, err);
+    int rc = lx_peer_fit_units(fwe_build, &c, 0, length, length, FWE_BUDGET, tk, &n, err);
     if (rc == LX_OK && (n < 0 || fwe_count(n, 4) < 1))
         rc = lx_err(err, LX_EINVAL, "ruler fwe: length %ld leaves room for %ld coded words beside the template and the "
                     "%d tokens to generate, too few for the fourth most frequent to appear\n  hint: use a longer "
@@ -760,7 +780,15 @@ static void cwe_split(struct cwe_words *l)
     l->n = u;
 }
 
-int lx_peer_ruler_words(const char *path, struct lx_buf *out, struct lx_error *err)
+static void words_free(void *v)
+{
+    struct cwe_words *l = v;
+    lx_buf_free(&l->text);
+    free(l->w), free(l);
+}
+
+/* The word list at path, split, sorted and deduped (lx_peer_memo's load). */
+static int words_load(const char *path, void **out, struct lx_error *err)
 {
     unsigned char *b = NULL;
     long len = 0;
@@ -769,18 +797,35 @@ int lx_peer_ruler_words(const char *path, struct lx_buf *out, struct lx_error *e
         if ((k = lx_utf8_len(b + at, (size_t)(len - at))) == 0)
             rc = lx_err(err, LX_EINVAL, "%s: not UTF-8 at byte %ld\n  hint: the word list is read as UTF-8 text, one "
                         "word a line", path, at);
-    struct cwe_words l = {0};
+    struct cwe_words *l = lx_xcalloc(1, sizeof *l);
     if (rc == LX_OK) {
-        lx_buf_putn(&l.text, (const char *)b, (size_t)len);
-        cwe_split(&l);
-        if (l.n <= CWE_COMMON)
+        lx_buf_putn(&l->text, (const char *)b, (size_t)len);
+        cwe_split(l);
+        if (l->n <= CWE_COMMON)
             rc = lx_err(err, LX_EINVAL, "%s holds %ld distinct words; cwe needs more than %d\n  hint: data: names a "
-                        "word list, one word a line (docs/tasks.md#needle-ruler_cwe)", path, l.n, CWE_COMMON);
+                        "word list, one word a line (docs/tasks.md#needle-ruler_cwe)", path, l->n, CWE_COMMON);
     }
-    if (rc == LX_OK)
-        lx_buf_putn(out, (const char *)b, (size_t)len);
-    lx_buf_free(&l.text), free(l.w), free(b);
+    free(b);
+    if (rc < 0)
+        words_free(l);
+    else
+        *out = l;
     return rc;
+}
+
+static int words_of(const char *path, const struct cwe_words **l, struct lx_error *err)
+{
+    const void *v = NULL;
+    int rc = lx_peer_memo(path, words_load, words_free, &v, err);
+    *l = v;
+    return rc;
+}
+
+int lx_peer_ruler_words(const char *path, struct lx_buf *out, struct lx_error *err)
+{
+    const struct cwe_words *l;
+    (void)out;
+    return words_of(path, &l, err);
 }
 
 /* A case: the words in the case's order (the first n its sample), the
@@ -839,11 +884,11 @@ static void cwe_build(void *ctx, long n, struct lx_buf *b)
 
 LX_PEER_MAKER(lx_peer_ruler_cwe)
 {
-    struct cwe_words l = {0};
-    int rc = lx_peer_ruler_words(data, &l.text, err);
+    const struct cwe_words *lp = NULL;
+    int rc = words_of(data, &lp, err);
     if (rc < 0)
         return rc;
-    cwe_split(&l);
+    const struct cwe_words l = *lp;
     int big = length >= 4096;      /* args.max_seq_length < 4096: the smaller repetitions */
     struct cwe_case c = {.l = &l, .fc = big ? 30 : 6, .fu = big ? 3 : 1, .example_words = big ? 40 : 20,
                          .example_fc = big ? 10 : 3, .example_fu = big ? 3 : 1, .cell = key};
@@ -863,7 +908,7 @@ LX_PEER_MAKER(lx_peer_ruler_cwe)
                     "needs more than %d\n  hint: name a longer word list", data, l.n, c.example_words, CWE_COMMON);
     if (rc == LX_OK)
         rc = lx_peer_fit_units(cwe_build, &c, CWE_COMMON + 1, most < length ? most : length, length, CWE_BUDGET,
-                               tk, &out->prompt, &n, err);
+                               tk, &n, err);
     if (rc == LX_OK && n == most && most < length)
         rc = lx_err(err, LX_EINVAL, "ruler cwe: the %ld words of '%s' beside the example's all fit length %ld, with "
                     "room to spare\n  hint: name a longer word list (RULER falls back to its english_words.json)",
@@ -877,6 +922,6 @@ LX_PEER_MAKER(lx_peer_ruler_cwe)
         for (int i = 0; i < CWE_COMMON; i++)
             lx_peer_add_gold(out, l.w[c.order[i]], strlen(l.w[c.order[i]]));
     }
-    lx_buf_free(&l.text), free(l.w), free(c.order), free(c.items);
+    free(c.order), free(c.items);
     return rc;
 }

@@ -18,23 +18,26 @@
 
 #define QA_BUDGET 32        /* constants.py: qa's tokens_to_generate */
 
-/* A dataset as qa.py reads it: the paragraphs (sorted(set(...))) and the
-** answerable questions in file order. */
-struct qa_set {
-    struct lx_json *doc;
-    const char **para;      /* (n_para,) into doc, or into own */
-    size_t *para_len;
-    long n_para;
-    struct lx_buf own;      /* HotpotQA's paragraphs, "title\n" + sentences joined: NUL-separated */
-};
-
 /* One question: its text, answers and paragraph indices. */
 struct qa_item {
     const char *q;
     size_t nq;
     const struct lx_jv *answers;    /* SQuAD: [{"text": ...}], HotpotQA: the "answer" string */
     long gold[16], n_gold;          /* curr_docs */
-    long *more, n_more;             /* SQuAD: the article's other paragraphs (more_context) */
+    const struct lx_jv *paras;      /* SQuAD: its article's paragraphs; NULL for HotpotQA */
+    long *more, n_more;             /* SQuAD: the article's other paragraphs (more_context), a case's */
+};
+
+/* A dataset as qa.py reads it: the paragraphs (sorted(set(...))) and the
+** answerable questions in file order; read once a process (lx_peer_memo). */
+struct qa_set {
+    struct lx_json *doc;
+    const char **para;      /* (n_para,) into doc, or into own */
+    size_t *para_len;
+    long n_para;
+    struct lx_buf own;      /* HotpotQA's paragraphs, "title\n" + sentences joined: NUL-separated */
+    struct qa_item *item;   /* (n_item,) the answerable questions */
+    long n_item;
 };
 
 struct qa_span {
@@ -83,13 +86,20 @@ static long qa_find(const struct qa_set *s, const char *p, size_t n)
     return -1;
 }
 
+/* The set's next question, zeroed. */
+static struct qa_item *qa_add(struct qa_set *s)
+{
+    s->item = lx_xrealloc(s->item, sizeof *s->item * (size_t)(s->n_item + 1));
+    memset(&s->item[s->n_item], 0, sizeof *s->item);
+    return &s->item[s->n_item++];
+}
+
 /* SQuAD (v2's dev file: {"data": [{"paragraphs": [{"context", "qas": [{"question",
 ** "answers": [{"text"}], "is_impossible"}]}]}]}). Pass 0 gathers the
-** paragraphs; pass 1 finds the sample-th answerable question (is_impossible
-** false; absent, as in v1.1, counts as false) and its article's other
-** paragraphs (more_context). */
-static int squad_article(struct qa_set *s, const struct lx_jv *art, int pass, long sample, struct qa_item *it,
-                         long *n_qas, struct qa_span **sp, long *n, struct lx_error *err)
+** paragraphs; pass 1 the answerable questions (is_impossible false; absent,
+** as in v1.1, counts as false), each with its paragraph and article. */
+static int squad_article(struct qa_set *s, const struct lx_jv *art, int pass, struct qa_span **sp, long *n,
+                         struct lx_error *err)
 {
     const struct lx_jv *paras, *v;
     int rc = lx_json_need(s->doc, art, "paragraphs", LX_JSON_ARRAY, &paras, err);
@@ -111,28 +121,21 @@ static int squad_article(struct qa_set *s, const struct lx_jv *art, int pass, lo
             int impossible = 0;
             if ((v = lx_json_member(qa, "is_impossible")) && (rc = lx_json_bool(s->doc, v, &impossible, err)) < 0)
                 break;
-            if (impossible || (*n_qas)++ != sample)
+            if (impossible)
                 continue;
+            struct qa_item *it = qa_add(s);
             if ((rc = lx_json_need(s->doc, qa, "question", LX_JSON_STRING, &v, err)) < 0 ||
                 (rc = lx_json_str(s->doc, v, &it->q, &it->nq, err)) < 0 ||
                 (rc = lx_json_need(s->doc, qa, "answers", LX_JSON_ARRAY, &it->answers, err)) < 0)
                 break;
             it->gold[0] = qa_find(s, c, nc), it->n_gold = 1;
-            it->more = lx_xmalloc(sizeof *it->more * (size_t)(lx_json_len(paras) + 1));
-            for (long o = 0; o < lx_json_len(paras); o++) {     /* the article's other paragraphs */
-                const char *oc;
-                size_t on;
-                long idx;
-                if (lx_json_str(s->doc, lx_json_member(lx_json_at(paras, o), "context"), &oc, &on, err) == LX_OK &&
-                    (idx = qa_find(s, oc, on)) != it->gold[0])
-                    it->more[it->n_more++] = idx;
-            }
+            it->paras = paras;
         }
     }
     return rc;
 }
 
-static int qa_squad(struct qa_set *s, long sample, struct qa_item *it, long *n_qas, struct lx_error *err)
+static int qa_squad(struct qa_set *s, struct lx_error *err)
 {
     const struct lx_jv *data = NULL, *root = lx_json_root(s->doc);
     int rc = lx_json_type(root) == LX_JSON_OBJECT
@@ -142,7 +145,7 @@ static int qa_squad(struct qa_set *s, long sample, struct qa_item *it, long *n_q
     struct qa_span *sp = NULL;
     for (int pass = 0; pass < 2 && rc == LX_OK; pass++) {
         for (long a = 0; rc == LX_OK && a < lx_json_len(data); a++)
-            rc = squad_article(s, lx_json_at(data, a), pass, sample, it, n_qas, &sp, &n, err);
+            rc = squad_article(s, lx_json_at(data, a), pass, &sp, &n, err);
         if (pass == 0)
             qa_unique(s, sp, n);
     }
@@ -169,12 +172,29 @@ static int hotpot_para(const struct lx_json *doc, const struct lx_jv *tp, struct
     return rc;
 }
 
-/* HotpotQA (its dev file: [{"question", "answer", "context": [[title,
-** [sentences]]]}]): every paragraph, and the sample-th question with its own
-** (curr_docs, no more_context). */
-static int qa_hotpot(struct qa_set *s, long sample, struct qa_item *it, long *n_qas, struct lx_error *err)
+/* HotpotQA question d's text, answer and its own paragraphs (curr_docs, no more_context). */
+static int hotpot_item(struct qa_set *s, const struct lx_jv *d, struct lx_buf *one, struct lx_error *err)
 {
-    const struct lx_jv *root = lx_json_root(s->doc), *ctx, *v;
+    const struct lx_jv *v, *ctx = lx_json_member(d, "context");
+    struct qa_item *it = qa_add(s);
+    int rc;
+    if ((rc = lx_json_need(s->doc, d, "question", LX_JSON_STRING, &v, err)) < 0 ||
+        (rc = lx_json_str(s->doc, v, &it->q, &it->nq, err)) < 0 ||
+        (rc = lx_json_need(s->doc, d, "answer", LX_JSON_STRING, &it->answers, err)) < 0)
+        return rc;
+    for (long p = 0; rc == LX_OK && p < lx_json_len(ctx) && it->n_gold < 16; p++) {
+        lx_buf_reset(one);
+        if ((rc = hotpot_para(s->doc, lx_json_at(ctx, p), one, err)) == LX_OK)
+            it->gold[it->n_gold++] = qa_find(s, one->s, one->len);
+    }
+    return rc;
+}
+
+/* HotpotQA (its dev file: [{"question", "answer", "context": [[title,
+** [sentences]]]}]): every paragraph, then every question. */
+static int qa_hotpot(struct qa_set *s, struct lx_error *err)
+{
+    const struct lx_jv *root = lx_json_root(s->doc), *ctx;
     int rc = lx_json_type(root) == LX_JSON_ARRAY
                  ? LX_OK
                  : lx_json_err(err, s->doc, root, "not a JSON array (HotpotQA's [...])");
@@ -196,19 +216,9 @@ static int qa_hotpot(struct qa_set *s, long sample, struct qa_item *it, long *n_
         sp[i] = (struct qa_span){s->own.s + off[i][0], (size_t)off[i][1]};
     qa_unique(s, sp, n);
     free(sp), free(off);
-    *n_qas = rc == LX_OK ? lx_json_len(root) : 0;
-    const struct lx_jv *item = sample >= 0 && sample < *n_qas ? lx_json_at(root, sample) : NULL;
-    if (rc == LX_OK && item && ((rc = lx_json_need(s->doc, item, "question", LX_JSON_STRING, &v, err)) < 0 ||
-                                (rc = lx_json_str(s->doc, v, &it->q, &it->nq, err)) < 0 ||
-                                (rc = lx_json_need(s->doc, item, "answer", LX_JSON_STRING, &it->answers, err)) < 0))
-        return rc;
     struct lx_buf one = {0};
-    ctx = item ? lx_json_member(item, "context") : NULL;
-    for (long p = 0; rc == LX_OK && p < lx_json_len(ctx) && it->n_gold < 16; p++) {
-        lx_buf_reset(&one);
-        if ((rc = hotpot_para(s->doc, lx_json_at(ctx, p), &one, err)) == LX_OK)
-            it->gold[it->n_gold++] = qa_find(s, one.s, one.len);
-    }
+    for (long d = 0; rc == LX_OK && d < lx_json_len(root); d++)
+        rc = hotpot_item(s, lx_json_at(root, d), &one, err);
     lx_buf_free(&one);
     return rc;
 }
@@ -305,48 +315,91 @@ static void qa_orders(struct qa_case *c, uint64_t key, long sample)
     free(taken);
 }
 
-static int qa_read(int squad, const char *data, long sample, struct qa_set *s, struct qa_item *it, long *n_qas,
-                   struct lx_error *err)
+static void qa_free(void *v)
 {
-    int rc = lx_json_load(&s->doc, data, 0, err);
+    struct qa_set *s = v;
+    lx_json_free(s->doc);
+    free(s->para), free(s->para_len), free(s->item);
+    lx_buf_free(&s->own);
+    free(s);
+}
+
+static int qa_load(int squad, const char *path, void **out, struct lx_error *err)
+{
+    struct qa_set *s = lx_xcalloc(1, sizeof *s);
+    int rc = lx_json_load(&s->doc, path, 0, err);
     if (rc == LX_OK)
-        rc = squad ? qa_squad(s, sample, it, n_qas, err) : qa_hotpot(s, sample, it, n_qas, err);
-    if (rc == LX_OK && *n_qas == 0)
-        rc = lx_err(err, LX_EINVAL, "%s holds no answerable question\n  hint: data: names %s", data,
+        rc = squad ? qa_squad(s, err) : qa_hotpot(s, err);
+    if (rc == LX_OK && s->n_item == 0)
+        rc = lx_err(err, LX_EINVAL, "%s holds no answerable question\n  hint: data: names %s", path,
                     squad ? "SQuAD 2.0's dev-v2.0.json (RULER's squad.json)"
                           : "HotpotQA's hotpot_dev_distractor_v1.json (RULER's hotpotqa.json)");
-    for (long i = 0; rc == LX_OK && i < it->n_gold; i++)
-        if (it->gold[i] < 0)
-            rc = lx_err(err, LX_EINVAL, "%s: question %ld's paragraph is not among the file's", data, sample);
-    if (rc == LX_OK && sample >= 0 && sample < *n_qas && it->n_gold == 0)
-        rc = lx_err(err, LX_EINVAL, "%s: question %ld has no paragraph (its context is empty)\n  hint: data: names "
-                    "%s", data, sample, squad ? "SQuAD's dev file" : "HotpotQA's dev file in the distractor setting");
+    if (rc < 0)
+        qa_free(s);
+    else
+        *out = s;
     return rc;
 }
 
-static void qa_release(struct qa_set *s, struct qa_item *it)
+static int qa_load_squad(const char *path, void **out, struct lx_error *err)
 {
-    lx_json_free(s->doc);
-    free(s->para), free(s->para_len), free(it->more);
-    lx_buf_free(&s->own);
+    return qa_load(1, path, out, err);
+}
+
+static int qa_load_hotpot(const char *path, void **out, struct lx_error *err)
+{
+    return qa_load(0, path, out, err);
+}
+
+static int qa_set_of(int squad, const char *path, const struct qa_set **s, struct lx_error *err)
+{
+    const void *v = NULL;
+    int rc = lx_peer_memo(path, squad ? qa_load_squad : qa_load_hotpot, qa_free, &v, err);
+    *s = v;
+    return rc;
+}
+
+/* Question sample of s into it, with (SQuAD) its article's other paragraphs (more_context). */
+static int qa_item_of(int squad, const char *data, const struct qa_set *s, long sample, struct qa_item *it,
+                      struct lx_error *err)
+{
+    if (sample >= s->n_item)
+        return lx_err(err, LX_EINVAL, "%s holds %ld answerable questions, read in file order; there is no case %ld\n"
+                      "  hint: samples: at most %ld", data, s->n_item, sample, s->n_item);
+    *it = s->item[sample];
+    for (long i = 0; i < it->n_gold; i++)
+        if (it->gold[i] < 0)
+            return lx_err(err, LX_EINVAL, "%s: question %ld's paragraph is not among the file's", data, sample);
+    if (it->n_gold == 0)
+        return lx_err(err, LX_EINVAL, "%s: question %ld has no paragraph (its context is empty)\n  hint: data: names "
+                      "%s", data, sample, squad ? "SQuAD's dev file" : "HotpotQA's dev file in the distractor setting");
+    it->more = lx_xmalloc(sizeof *it->more * (size_t)(lx_json_len(it->paras) + 1));
+    for (long o = 0; o < lx_json_len(it->paras); o++) {     /* read at load: each is a string */
+        const char *oc;
+        size_t on;
+        long idx;
+        if (lx_json_str(s->doc, lx_json_member(lx_json_at(it->paras, o), "context"), &oc, &on, err) == LX_OK &&
+            (idx = qa_find(s, oc, on)) != it->gold[0])
+            it->more[it->n_more++] = idx;
+    }
+    return LX_OK;
 }
 
 static int qa_make(int squad, const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
                    struct lx_peer_case *out, struct lx_error *err)
 {
-    struct qa_set s = {0};
+    const struct qa_set *s = NULL;
     struct qa_item it = {0};
-    long n_qas = 0, n = 0;
-    int rc = qa_read(squad, data, sample, &s, &it, &n_qas, err);
-    if (rc == LX_OK && sample >= n_qas)
-        rc = lx_err(err, LX_EINVAL, "%s holds %ld answerable questions, read in file order; there is no case %ld\n"
-                    "  hint: samples: at most %ld", data, n_qas, sample, n_qas);
+    long n = 0;
+    int rc = qa_set_of(squad, data, &s, err);
     if (rc == LX_OK)
-        rc = qa_golds(&s, &it, out, err);
-    struct qa_case c = {.s = &s, .it = &it, .cell = key};
+        rc = qa_item_of(squad, data, s, sample, &it, err);
+    if (rc == LX_OK)
+        rc = qa_golds(s, &it, out, err);
+    struct qa_case c = {.s = s, .it = &it, .cell = key};
     if (rc == LX_OK) {
         qa_orders(&c, key, sample);
-        rc = lx_peer_fit_units(qa_build, &c, it.n_gold, length, length, QA_BUDGET, tk, &out->prompt, &n, err);
+        rc = lx_peer_fit_units(qa_build, &c, it.n_gold, length, length, QA_BUDGET, tk, &n, err);
     }
     if (rc == LX_OK && n < it.n_gold)
         rc = lx_err(err, LX_EINVAL, "ruler qa: length %ld leaves no room for question %ld's %ld gold paragraph%s, the "
@@ -354,8 +407,7 @@ static int qa_make(int squad, const char *data, long length, uint64_t key, long 
                     it.n_gold > 1 ? "s" : "", QA_BUDGET);
     if (rc == LX_OK)
         qa_build(&c, n, &out->prompt);
-    free(c.more), free(c.add), free(c.pick);
-    qa_release(&s, &it);
+    free(c.more), free(c.add), free(c.pick), free(it.more);
     return rc;
 }
 
@@ -369,25 +421,18 @@ LX_PEER_MAKER(lx_peer_ruler_qa_hotpotqa)
     return qa_make(0, data, length, key, sample, tk, out, err);
 }
 
-/* The data checks before a run: the file reads as the dataset, with a question. */
-static int qa_check(int squad, const char *path, struct lx_error *err)
-{
-    struct qa_set s = {0};
-    struct qa_item it = {0};
-    long n_qas = 0;
-    int rc = qa_read(squad, path, -1, &s, &it, &n_qas, err);
-    qa_release(&s, &it);
-    return rc;
-}
-
+/* The data checks before a run: the file reads as the dataset, with a
+** question (and is kept for the run's cases). */
 int lx_peer_ruler_squad(const char *path, struct lx_buf *out, struct lx_error *err)
 {
+    const struct qa_set *s;
     (void)out;
-    return qa_check(1, path, err);
+    return qa_set_of(1, path, &s, err);
 }
 
 int lx_peer_ruler_hotpotqa(const char *path, struct lx_buf *out, struct lx_error *err)
 {
+    const struct qa_set *s;
     (void)out;
-    return qa_check(0, path, err);
+    return qa_set_of(0, path, &s, err);
 }
