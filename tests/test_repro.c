@@ -72,7 +72,8 @@ Test(repro, finetune_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60
 ** and four fine-tunings a seed: 5 x 3) and T5 alignment on NoPE and on a T5
 ** bias (6 stacks x 2 tasks x 4 lengths x 3 seeds; one model a seed) and
 ** position biases past the training length (13 stacks x 5 lengths x 3 seeds;
-** a model a stack and seed, the windows at evaluation sharing their stacks'). */
+** a model a stack and seed, the windows at evaluation sharing their stacks')
+** and KERPLE's two kernels on ten seeds (2 x 5 x 10; 20 models). */
 Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
 {
     static const struct {
@@ -85,11 +86,28 @@ Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
         {"configs/repro/t5-alignment-nope.yaml", "sweep t5-alignment-nope: 144 cells", 3},
         {"configs/repro/t5-alignment-t5bias.yaml", "sweep t5-alignment-t5bias: 144 cells", 3},
         {"configs/repro/relative-bias-extrapolation.yaml", "sweep relative-bias-extrapolation: 255 cells", 36},
+        {"configs/repro/kerple-kernels.yaml", "sweep kerple-kernels: 100 cells", 20},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         int models = expect_plans(want[i].config, want[i].cells);
         cr_expect_eq(models, want[i].models, "%s: %d trained models", want[i].config, models);
     }
+}
+
+/* KERPLE's ten seeds (2 stacks x 5 lengths x 10 seeds, a model a stack and
+** seed) share seeds 1-3 with relative-bias-extrapolation: the same 30 cells
+** by run key and model key (REPRODUCTIONS.md says their values are the same
+** bits), and nothing else. */
+Test(repro, kerple_seeds_extend_relative_bias, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "$L run --dry-run --db x.db $R/configs/repro/kerple-kernels.yaml > k.txt && "
+                    "$L run --dry-run --db x.db $R/configs/repro/relative-bias-extrapolation.yaml > r.txt && "
+                    "for f in k r; do grep -E '^  [0-9a-f]{16} ' $f.txt | sed 's/memory=[^ ]* //' | sort > $f.keys; "
+                    "done && echo $(wc -l < k.keys) $(comm -12 k.keys r.keys | wc -l) "
+                    "$(comm -12 k.keys r.keys | grep -c ' seed=[123] ') $(grep -c ' seed=[123] ' k.keys)"),
+                 0, "%s", out);
+    cr_expect_str_eq(out, "100 30 30 30\n", "cells, shared with relative-bias, of those on seeds 1-3, kerple's on 1-3");
 }
 
 /* Each training-time method, put in place of PI in the every-method sweep
