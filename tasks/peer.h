@@ -80,7 +80,8 @@ typedef int (*lx_peer_hay)(const char *path, struct lx_buf *out, struct lx_error
 ** same device, inode, size and times; a directory's entries as well): the
 ** next call with the same load and path returns the same value, read-only,
 ** valid until the next call. A few are kept, the least recently asked
-** released first (release frees one); an error from load is not kept. */
+** released first (release frees one); an error from load is not kept. Not
+** for threads: a cell's cases are made on the thread that runs the sweep. */
 typedef int (*lx_peer_memo_load)(const char *path, void **out, struct lx_error *err);
 int lx_peer_memo(const char *path, lx_peer_memo_load load, void (*release)(void *), const void **out,
                  struct lx_error *err);
