@@ -161,11 +161,6 @@ int lx_peer_litm(const struct lx_json *doc, const struct lx_jv *row, struct lx_p
     return rc;
 }
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* The names of dir's .txt files, sorted (*names malloc'd, each too); their count or < 0. */
 static long txt_names(const char *dir, char ***names, struct lx_error *err)
 {
@@ -184,7 +179,7 @@ static long txt_names(const char *dir, char ***names, struct lx_error *err)
     }
     closedir(d);
     if (n > 0)
-        qsort(*names, (size_t)n, sizeof **names, by_name);
+        qsort(*names, (size_t)n, sizeof **names, lx_cmp_str);
     return n;
 }
 
@@ -232,6 +227,12 @@ static int hay_load(const char *dir, void **out, struct lx_error *err)
     else
         *out = b;
     return rc;
+}
+
+int lx_peer_kamradt_haystack(const char *dir, struct lx_error *err)
+{
+    const void *hay;
+    return lx_peer_memo(dir, hay_load, hay_free, &hay, err);
 }
 
 /* The first `want` tokens of hay repeated (fewer only on error, < 0): a

@@ -71,9 +71,10 @@ void lx_peer_shuffle(struct lx_rng *r, long *v, long n);
 ** once per cell from the cell's key; < 0 with err when none fits. */
 typedef long (*lx_peer_fit)(long length, uint64_t key, const struct lx_tokenizer *tk, struct lx_error *err);
 
-/* Reads the haystack a maker reads from `data:` (a directory, a file) into
-** out, to check it before a run; errors name the path with a hint. */
-typedef int (*lx_peer_hay)(const char *path, struct lx_buf *out, struct lx_error *err);
+/* Reads the data a maker reads from `data:` (a directory, a file) to check
+** it before a run, into lx_peer_memo, where the cell's cases find it; errors
+** name the path with a hint. */
+typedef int (*lx_peer_hay)(const char *path, struct lx_error *err);
 
 /* What a maker reads from a data file (a parsed set, a text), made once a
 ** process by load and kept while path is unchanged (tasks/peer_memo.c: the
@@ -178,22 +179,23 @@ LX_PEER_MAKER(lx_peer_ruler_fwe);
 ** ten of them 30 times each and the rest 3 times (6 and 1 below L = 4,096),
 ** shuffled and numbered "1. w 2. w ...", after one example of 40 words (20)
 ** with its answer; as many words as keep the tokens + 120 within length.
-** Golds: the ten common words. lx_peer_ruler_words reads and checks the list. */
+** Golds: the ten common words. lx_peer_ruler_words checks the list (lx_peer_hay). */
 LX_PEER_MAKER(lx_peer_ruler_cwe);
-int lx_peer_ruler_words(const char *path, struct lx_buf *out, struct lx_error *err);
+int lx_peer_ruler_words(const char *path, struct lx_error *err);
 /* RULER's QA tasks (qa.py; synthetic.yaml's qa_1 on SQuAD, qa_2 on HotpotQA):
 ** case i is the file's i-th answerable question, its gold paragraphs among as
 ** many others as keep the tokens + 32 within length ("Document k:\n..."
 ** joined by blank lines, shuffled), in qa.py's template. Golds: its answers
 ** (string_match_part). lx_peer_ruler_squad and lx_peer_ruler_hotpotqa check
-** the data file before a run. */
+** the data file before a run (lx_peer_hay). */
 LX_PEER_MAKER(lx_peer_ruler_qa_squad);
 LX_PEER_MAKER(lx_peer_ruler_qa_hotpotqa);
-int lx_peer_ruler_squad(const char *path, struct lx_buf *out, struct lx_error *err);
-int lx_peer_ruler_hotpotqa(const char *path, struct lx_buf *out, struct lx_error *err);
-/* RULER's essays into out: path is RULER's PaulGrahamEssays.json (its
-** "text") or a directory of .txt files (lx_peer_haystack); errors carry a hint. */
-int lx_peer_ruler_essays(const char *path, struct lx_buf *out, struct lx_error *err);
+int lx_peer_ruler_squad(const char *path, struct lx_error *err);
+int lx_peer_ruler_hotpotqa(const char *path, struct lx_error *err);
+/* Checks RULER's essays (lx_peer_hay): path is RULER's PaulGrahamEssays.json
+** (its "text") or a directory of .txt files (lx_peer_haystack); errors carry
+** a hint. */
+int lx_peer_ruler_essays(const char *path, struct lx_error *err);
 /* The sentences of s[0, n) (words separated by spaces, no other white space),
 ** Punkt's rule without its trained model (tasks/peer_ruler.c): span[k] =
 ** {start, end} of sentence k, span holding n / 2 + 1; returns their count. */
@@ -203,6 +205,7 @@ long lx_peer_sentences(const char *s, long n, long (*span)[2]);
 ** LX_EINVAL naming the file when one is not UTF-8, or when there is no
 ** .txt file or all are empty. */
 int lx_peer_haystack(const char *dir, struct lx_buf *out, struct lx_error *err);
+int lx_peer_kamradt_haystack(const char *dir, struct lx_error *err);   /* lx_peer_hay of the above */
 /* LLMTest_NeedleInAHaystack (llm_needle_haystack_tester.py, the Anthropic
 ** provider's prompt): data's haystack repeated and cut to `length` tokens of
 ** tk, then to length - 200 - the needle's tokens; the needle (run.py's San

@@ -48,11 +48,6 @@ static int put_stat(struct lx_buf *id, const struct stat *st)
     return st->st_mtim.tv_sec + LX_HASHCACHE_RACY > now || st->st_ctim.tv_sec + LX_HASHCACHE_RACY > now ? -1 : 0;
 }
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* A directory's entries by name, each name and its stat (not followed: a
 ** link's own, then its target's). */
 static int dir_identity(const char *dir, struct lx_buf *id)
@@ -68,7 +63,7 @@ static int dir_identity(const char *dir, struct lx_buf *id)
     }
     closedir(d);
     if (n > 0)
-        qsort(names, (size_t)n, sizeof *names, by_name);
+        qsort(names, (size_t)n, sizeof *names, lx_cmp_str);
     int rc = 0;
     struct lx_buf path = {0};
     for (long i = 0; i < n; i++) {

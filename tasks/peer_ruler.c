@@ -236,7 +236,8 @@ static void essay_words(struct essay *e, long max)
     }
 }
 
-int lx_peer_ruler_essays(const char *path, struct lx_buf *out, struct lx_error *err)
+/* RULER's essays at path into out. */
+static int essays_read(const char *path, struct lx_buf *out, struct lx_error *err)
 {
     struct stat st;
     if (stat(path, &st) != 0)
@@ -467,7 +468,7 @@ static void essay_free(void *v)
 static int essay_load(const char *path, void **out, struct lx_error *err)
 {
     struct essay *e = lx_xcalloc(1, sizeof *e);
-    int rc = lx_peer_ruler_essays(path, &e->text, err);
+    int rc = essays_read(path, &e->text, err);
     if (rc < 0) {
         essay_free(e);
         return rc;
@@ -475,6 +476,12 @@ static int essay_load(const char *path, void **out, struct lx_error *err)
     essay_words(e, LONG_MAX);
     *out = e;
     return LX_OK;
+}
+
+int lx_peer_ruler_essays(const char *path, struct lx_error *err)
+{
+    const void *e;
+    return lx_peer_memo(path, essay_load, essay_free, &e, err);
 }
 
 /* The essays of data as words (read once a process, lx_peer_memo). */
@@ -746,11 +753,6 @@ struct cwe_words {
     long n;
 };
 
-static int cwe_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void cwe_split(struct cwe_words *l)
 {
     char *s = l->text.s;
@@ -772,7 +774,7 @@ static void cwe_split(struct cwe_words *l)
         at = end + 1;
     }
     if (l->n)
-        qsort(l->w, (size_t)l->n, sizeof *l->w, cwe_cmp);
+        qsort(l->w, (size_t)l->n, sizeof *l->w, lx_cmp_str);
     long u = 0;
     for (long i = 0; i < l->n; i++)
         if (u == 0 || strcmp(l->w[i], l->w[u - 1]) != 0)
@@ -821,10 +823,9 @@ static int words_of(const char *path, const struct cwe_words **l, struct lx_erro
     return rc;
 }
 
-int lx_peer_ruler_words(const char *path, struct lx_buf *out, struct lx_error *err)
+int lx_peer_ruler_words(const char *path, struct lx_error *err)
 {
     const struct cwe_words *l;
-    (void)out;
     return words_of(path, &l, err);
 }
 

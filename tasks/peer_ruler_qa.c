@@ -423,16 +423,14 @@ LX_PEER_MAKER(lx_peer_ruler_qa_hotpotqa)
 
 /* The data checks before a run: the file reads as the dataset, with a
 ** question (and is kept for the run's cases). */
-int lx_peer_ruler_squad(const char *path, struct lx_buf *out, struct lx_error *err)
+int lx_peer_ruler_squad(const char *path, struct lx_error *err)
 {
     const struct qa_set *s;
-    (void)out;
     return qa_set_of(1, path, &s, err);
 }
 
-int lx_peer_ruler_hotpotqa(const char *path, struct lx_buf *out, struct lx_error *err)
+int lx_peer_ruler_hotpotqa(const char *path, struct lx_error *err)
 {
     const struct qa_set *s;
-    (void)out;
     return qa_set_of(0, path, &s, err);
 }

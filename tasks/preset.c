@@ -37,9 +37,7 @@ int lx_preset_check(const char *task, const char *protocol, const char *data, co
         return lx_err(err, LX_EINVAL, "%s: protocol %s reads its haystack from a directory of .txt files: name it "
                       "with data: DIR\n  hint: %s", task, protocol, p->data_hint);
     if (p->haystack) {
-        struct lx_buf hay = {0};
-        int rc = p->haystack(data, &hay, err);
-        lx_buf_free(&hay);
+        int rc = p->haystack(data, err);
         return rc < 0 ? lx_err_prefix(err, rc, "%s (protocol %s): ", task, protocol) : 1;
     }
     if (!data[0])

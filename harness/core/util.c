@@ -123,6 +123,11 @@ void lx_buf_putn(struct lx_buf *b, const char *s, size_t n)
     b->s[b->len] = '\0';
 }
 
+int lx_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 int lx_utf8_len(const unsigned char *s, size_t n)
 {
     if (n == 0)
