@@ -149,3 +149,24 @@ Test(blas, a_sweep_stores_the_kernels_lenx_chose_and_notes_it_once, .init = setu
     snprintf(want, sizeof want, "core=%s threading=openmp", best);
     cr_expect_str_eq(stored, want);
 }
+
+/* A portable sweep runs no OpenBLAS product (docs/numerics.md): a word on the
+** kernels OpenBLAS runs would be noise there; a fast one still gets it. */
+Test(blas, a_portable_sweep_says_nothing_of_openblas_kernels, .init = setup, .fini = teardown, .timeout = 60)
+{
+    const char *best = expected_core();
+    write_file("p.yaml", "name: p\nnumerics: portable\nmethods: [none]\ntasks:\n  - gaussian: {samples: 20}\n"
+               "lengths: [100]\n");
+    write_file("f.yaml", "name: f\nmethods: [none]\ntasks:\n  - gaussian: {samples: 20}\nlengths: [100]\n");
+    char out[8192];
+    cr_assert_eq(sh(out, sizeof out, "env OPENBLAS_CORETYPE=Prescott LENX_TEST_OPENBLAS_CORE=Prescott "
+                    "$L run p.yaml --db p.db --no-table"), 0, "%s", out);
+    cr_expect(strstr(out, "OpenBLAS") == NULL, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "env OPENBLAS_CORETYPE=Prescott LENX_TEST_OPENBLAS_CORE=Prescott "
+                    "$L run f.yaml --db f.db --no-table"), 0, "%s", out);
+    if (best)
+        cr_expect_eq(count(out, "lenx: warning: OpenBLAS runs its Prescott kernels"), 1, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "env OPENBLAS_CORETYPE=Prescott LENX_TEST_OPENBLAS_CORE=Prescott "
+                    "$L run f.yaml --db f2.db --no-table --portable"), 0, "%s", out);
+    cr_expect(strstr(out, "OpenBLAS") == NULL, "%s", out);
+}

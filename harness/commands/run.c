@@ -105,8 +105,9 @@ static int run_print_table(const char *db, const struct lx_grid *grid)
 }
 
 /* The checks before a sweep: OpenBLAS must be the OpenMP build (exit status
-** 3 otherwise); the kernels lenx chose, or a CPU wider than them, is a note. */
-static int run_check_blas(void)
+** 3 otherwise); the kernels lenx chose, or a CPU wider than them, is a note
+** for a fast sweep only (a portable one runs no OpenBLAS product). */
+static int run_check_blas(enum lx_numerics numerics)
 {
     if (!lx_blas_is_openmp()) {
         char blas[128];
@@ -115,7 +116,8 @@ static int run_check_blas(void)
                 "  hint: rebuild with `make`; it links the openblas-openmp library with an rpath\n", blas);
         return 3;
     }
-    lx_cli_blas_notice();
+    if (numerics == LX_NUMERICS_FAST)
+        lx_cli_blas_notice();
     return 0;
 }
 
@@ -221,7 +223,7 @@ int lx_cmd_run(int argc, char **argv)
     int status = 0;
     if (lx_args_value(&a, "dry-run"))
         run_print_plan(&grid, &plan, sharded ? &shard : NULL, lx_args_value(&a, "models-only") != NULL);
-    else if ((status = run_check_blas()) == 0)
+    else if ((status = run_check_blas(grid.numerics)) == 0)
         status = run_sweep(&a, db, &grid, &plan, sharded ? &shard : NULL);
     lx_plan_release(&plan);
     lx_grid_release(&grid);
