@@ -110,6 +110,24 @@ Test(repro, kerple_seeds_extend_relative_bias, .init = setup, .fini = teardown, 
     cr_expect_str_eq(out, "100 30 30 30\n", "cells, shared with relative-bias, of those on seeds 1-3, kerple's on 1-3");
 }
 
+/* finetune-rescaling's seeds 4-7 pool with finetune-retrieval's 1-3
+** (REPRODUCTIONS.md, "Does the rescaling matter?"): put on seeds 1-3, each of
+** its 18 cells is one of finetune-retrieval's by run key and model key, and
+** its 24 cells on 4-7 are none of them. */
+Test(repro, rescaling_seeds_extend_finetune_retrieval, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "sed 's/^seeds: .*/seeds: [1, 2, 3]/' $R/configs/repro/finetune-rescaling.yaml "
+                    "> s.yaml && $L run --dry-run --db x.db s.yaml > s.txt && "
+                    "$L run --dry-run --db x.db $R/configs/repro/finetune-rescaling.yaml > n.txt && "
+                    "$L run --dry-run --db x.db $R/configs/repro/finetune-retrieval.yaml > r.txt && "
+                    "for f in s n r; do grep -E '^  [0-9a-f]{16} ' $f.txt | sed 's/memory=[^ ]* //' | sort > $f.keys; "
+                    "done && echo $(wc -l < s.keys) $(comm -12 s.keys r.keys | wc -l) $(wc -l < n.keys) "
+                    "$(comm -12 n.keys r.keys | wc -l)"),
+                 0, "%s", out);
+    cr_expect_str_eq(out, "18 18 24 0\n", "cells on seeds 1-3, of those finetune-retrieval's; on 4-7, of those");
+}
+
 /* Each training-time method, put in place of PI in the every-method sweep
 ** (a method fine-tuned in is not refused: the checkpoint is its base model,
 ** tests/test_finetune.c). */
