@@ -94,6 +94,15 @@ Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
     }
 }
 
+/* The cells of config's dry run, one line each (run key, cell, model key;
+** the memory estimate dropped), sorted into NAME.keys for comm. */
+static void plan_keys(const char *config, const char *name)
+{
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "$L run --dry-run --db x.db %s > %s.txt && grep -E '^  [0-9a-f]{16} ' %s.txt | "
+                    "sed 's/memory=[^ ]* //' | sort > %s.keys", config, name, name, name), 0, "%s: %s", config, out);
+}
+
 /* KERPLE's ten seeds (2 stacks x 5 lengths x 10 seeds, a model a stack and
 ** seed) share seeds 1-3 with relative-bias-extrapolation: the same 30 cells
 ** by run key and model key (REPRODUCTIONS.md says their values are the same
@@ -101,10 +110,9 @@ Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
 Test(repro, kerple_seeds_extend_relative_bias, .init = setup, .fini = teardown, .timeout = 60)
 {
     char out[4096];
-    cr_assert_eq(sh(out, sizeof out, "$L run --dry-run --db x.db $R/configs/repro/kerple-kernels.yaml > k.txt && "
-                    "$L run --dry-run --db x.db $R/configs/repro/relative-bias-extrapolation.yaml > r.txt && "
-                    "for f in k r; do grep -E '^  [0-9a-f]{16} ' $f.txt | sed 's/memory=[^ ]* //' | sort > $f.keys; "
-                    "done && echo $(wc -l < k.keys) $(comm -12 k.keys r.keys | wc -l) "
+    plan_keys("$R/configs/repro/kerple-kernels.yaml", "k");
+    plan_keys("$R/configs/repro/relative-bias-extrapolation.yaml", "r");
+    cr_assert_eq(sh(out, sizeof out, "echo $(wc -l < k.keys) $(comm -12 k.keys r.keys | wc -l) "
                     "$(comm -12 k.keys r.keys | grep -c ' seed=[123] ') $(grep -c ' seed=[123] ' k.keys)"),
                  0, "%s", out);
     cr_expect_str_eq(out, "100 30 30 30\n", "cells, shared with relative-bias, of those on seeds 1-3, kerple's on 1-3");
@@ -117,14 +125,13 @@ Test(repro, kerple_seeds_extend_relative_bias, .init = setup, .fini = teardown, 
 Test(repro, rescaling_seeds_extend_finetune_retrieval, .init = setup, .fini = teardown, .timeout = 60)
 {
     char out[4096];
-    cr_assert_eq(sh(out, sizeof out, "sed 's/^seeds: .*/seeds: [1, 2, 3]/' $R/configs/repro/finetune-rescaling.yaml "
-                    "> s.yaml && $L run --dry-run --db x.db s.yaml > s.txt && "
-                    "$L run --dry-run --db x.db $R/configs/repro/finetune-rescaling.yaml > n.txt && "
-                    "$L run --dry-run --db x.db $R/configs/repro/finetune-retrieval.yaml > r.txt && "
-                    "for f in s n r; do grep -E '^  [0-9a-f]{16} ' $f.txt | sed 's/memory=[^ ]* //' | sort > $f.keys; "
-                    "done && echo $(wc -l < s.keys) $(comm -12 s.keys r.keys | wc -l) $(wc -l < n.keys) "
-                    "$(comm -12 n.keys r.keys | wc -l)"),
-                 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "sed 's/^seeds: .*/seeds: [1, 2, 3]/' "
+                    "$R/configs/repro/finetune-rescaling.yaml > s.yaml"), 0, "%s", out);
+    plan_keys("s.yaml", "s");
+    plan_keys("$R/configs/repro/finetune-rescaling.yaml", "n");
+    plan_keys("$R/configs/repro/finetune-retrieval.yaml", "r");
+    cr_assert_eq(sh(out, sizeof out, "echo $(wc -l < s.keys) $(comm -12 s.keys r.keys | wc -l) $(wc -l < n.keys) "
+                    "$(comm -12 n.keys r.keys | wc -l)"), 0, "%s", out);
     cr_expect_str_eq(out, "18 18 24 0\n", "cells on seeds 1-3, of those finetune-retrieval's; on 4-7, of those");
 }
 
