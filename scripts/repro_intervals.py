@@ -42,7 +42,12 @@ by seed (each seed's value minus the same seed's --against value; ppl: the
 ratio, from the nll differences) and gets the t interval of the k
 differences, and how many of them are > 0.
 
-    /usr/bin/python3 scripts/repro_intervals.py results/repro/NAME.csv \
+Several snapshots are read as one: a sweep that extends another with more
+seeds on the same cells (finetune-rescaling beside finetune-retrieval) is
+pooled with it by naming both. A value that two files give differently for
+the same (method, task, length, seed, metric) is an error naming both.
+
+    /usr/bin/python3 scripts/repro_intervals.py results/repro/NAME.csv [MORE.csv ...] \
         [--metric acc,nll] [--method rope,yarn] [--task needle] [--length 768] \
         [--against 'rope @needler'] [--seeds]
 
@@ -76,6 +81,24 @@ def number(text, where):
         return float(text)
     except ValueError:
         fail(f"{where}: value '{text}' is not a number")
+
+
+def read_all(paths):
+    """read_cells of each path, merged: a cell's metric given twice must agree."""
+    cells, sweeps, origin = {}, set(), {}
+    for path in paths:
+        more, names = read_cells(path)
+        sweeps |= names
+        for key, metrics in more.items():
+            have = cells.setdefault(key, {})
+            for metric, v in metrics.items():
+                if metric in have and not (have[metric] == v or (math.isnan(v) and math.isnan(have[metric]))):
+                    fail(f"{path}: {metric} of ({', '.join(map(str, key))}) is {v:g}, "
+                         f"{origin[key]} gives {have[metric]:g}",
+                         "pool snapshots of the same cells only where they agree (the same run keys)")
+                have[metric] = v
+            origin.setdefault(key, path)
+    return cells, sweeps
 
 
 def read_cells(path):
@@ -287,7 +310,7 @@ def print_seeds(cells, picked, against):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("csv", help="a tidy CSV: results/repro/NAME.csv or lenx table --format csv")
+    ap.add_argument("csv", nargs="+", help="tidy CSVs: results/repro/NAME.csv or lenx table --format csv")
     split = lambda s: [x for x in s.split(",") if x]
     ap.add_argument("--metric", type=split, default=[], help="metrics, comma-separated")
     ap.add_argument("--method", type=split, default=[], help="method substrings, comma-separated")
@@ -296,7 +319,7 @@ def main():
     ap.add_argument("--against", help="a method substring: print differences from its cells")
     ap.add_argument("--seeds", action="store_true", help="pool each cell over its seeds: t interval across seeds")
     args = ap.parse_args()
-    cells, sweeps = read_cells(args.csv)
+    cells, sweeps = read_all(args.csv)
     picked = select(cells, args)
     check_filters(cells, args, picked)
     if args.seeds:

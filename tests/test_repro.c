@@ -391,6 +391,18 @@ Test(repro, repro_intervals_pools_seeds, .init = setup, .fini = teardown, .timeo
                           "0 | 0.5 / 0 / -0.5 | [-1.242, 1.242] | 1 of 3 |") != NULL, "%s", out);
     cr_expect(strstr(out, "| a | t | 64 | x | 2 | 1 / 2 / 3 | [-0.4841, 4.484] |  | 2 | 1 / 2 / 3 | [-0.4841, 4.484] | "
                           "3 of 3 |") != NULL, "%s", out);
+    /* the same seeds in two snapshots (seed 1 in one, 2 and 3 in the other,
+    ** seed 2's b in both) pool to the same rows; a value two files give
+    ** differently is refused, naming the file */
+    cr_assert_eq(sh(out, sizeof out, "head -1 s.csv > s1.csv && grep ',1,' s.csv >> s1.csv && "
+                    "head -1 s.csv > s23.csv && grep -v ',1,' s.csv | tail -n +2 >> s23.csv && "
+                    "grep '^f,b,t,64,2,' s.csv >> s1.csv && /usr/bin/python3 $R/scripts/repro_intervals.py "
+                    "s1.csv s23.csv --seeds --method a --against b 2>&1"), 0, "%s", out);
+    cr_expect(strstr(out, "| a | t | 64 | acc | 0.5 | 1 / 0.5 / 0 | [0, 1] | 15/30 [0.3315, 0.6685] | "
+                          "0 | 0.5 / 0 / -0.5 | [-1.242, 1.242] | 1 of 3 |") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "sed 's/^f,b,t,64,2,acc,0.5/f,b,t,64,2,acc,0.7/' s1.csv > c.csv && "
+                    "/usr/bin/python3 $R/scripts/repro_intervals.py s23.csv c.csv --seeds 2>&1"), 2, "%s", out);
+    cr_expect(strstr(out, "c.csv: acc of (b, t, 64, 2) is 0.7, s23.csv gives 0.5") != NULL, "%s", out);
 }
 
 /* scripts/repro_intervals.py --against names a method that is a prefix of
