@@ -166,6 +166,13 @@ void lx_rows_release(struct lx_rows *r);
 void lx_rows_set_origin(struct lx_rows *r, int i, const char *model_key, const char *config);
 /* Row i's arithmetic: numerics mode and BLAS kernels (NULL = unknown). */
 void lx_rows_set_kernels(struct lx_rows *r, int i, const char *numerics, const char *blas);
+/* Move every row of src to the end of dst (src left empty). */
+void lx_rows_take(struct lx_rows *dst, struct lx_rows *src);
+/* Pool the rows of several sweeps as one sweep, name: each row's sweep
+** becomes name, and a cell stored in more than one of them (the same run key,
+** metric and, for a series point, x) keeps only its newest row (the highest
+** run_id); the rest keep their order. */
+void lx_rows_pool(struct lx_rows *r, const char *name);
 
 /* Which rows: the newest ok row per (sweep, key) among those that match. */
 struct lx_filter {

@@ -317,3 +317,66 @@ Test(seeds, three_seeds_against_three_others_flag_nothing_a_10_se_shift_is_flagg
     cr_expect_eq(sh(out, sizeof out, "$L compare a b --db r.db --sigma 0"), 2, "%s", out);
     cr_expect(strstr(out, "--sigma must be above 0, got '0'\n  hint:") != NULL, "%s", out);
 }
+
+/* Rows of the tidy CSV name in the test's folder. */
+static void read_csv(const char *name, struct lx_rows *r)
+{
+    char path[256];
+    struct lx_error err = {{0}};
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(lx_csv_read(path, r, &err), LX_OK, "%s", err.msg);
+}
+
+/* lenx table --sweep a+b pools two sweeps as one, a+b: b adds seed 3 to a's
+** seeds 1 and 2 and repeats seed 2 (the same run keys), which counts once. The
+** pooled mean is checked against the mean of the pooled CSV's three values. */
+Test(seeds, table_pools_sweeps_a_cell_in_both_once, .init = setup, .fini = teardown, .timeout = 180)
+{
+    char out[16384];
+    write_sweep("a", "1, 2");
+    write_sweep("b", "2, 3");
+    cr_assert_eq(sh(out, sizeof out, "$L run a.yaml --db r.db --quiet --no-table && "
+                    "$L run b.yaml --db r.db --quiet --no-table && "
+                    "$L table --db r.db --sweep a --format csv > a.csv && "
+                    "$L table --db r.db --sweep b --format csv > b.csv && "
+                    "$L table --db r.db --sweep a+b --format csv > ab.csv"), 0, "%s", out);
+    struct lx_rows a = {0}, b = {0}, ab = {0};
+    read_csv("a.csv", &a), read_csv("b.csv", &b), read_csv("ab.csv", &ab);
+    int b2 = 0, seeds[4] = {0}, other = 0, same2 = 0, k = 0;
+    double sum = 0;
+    for (int i = 0; i < b.n; i++)
+        b2 += b.rows[i].seed == 2;
+    for (int i = 0; i < ab.n; i++) {
+        const struct lx_row *w = &ab.rows[i];
+        other += strcmp(w->sweep, "a+b") != 0;
+        seeds[w->seed >= 1 && w->seed <= 3 ? w->seed : 0]++;
+        for (int j = 0; w->seed == 2 && j < a.n; j++)    /* seed 2's values are a's */
+            same2 += !strcmp(a.rows[j].key, w->key) && !strcmp(a.rows[j].metric, w->metric) &&
+                     a.rows[j].value == w->value;
+        if (!strcmp(w->method, "none") && w->length == 1000 && !strcmp(w->metric, "entropy"))
+            sum += w->value, k++;
+    }
+    cr_expect(a.n > 0 && a.n == b.n && b2 == a.n / 2, "%d %d %d", a.n, b.n, b2);
+    cr_expect_eq(ab.n, a.n + b.n - b2, "seed 2 once");
+    cr_expect_eq(other, 0, "every row's sweep is a+b");
+    cr_expect(seeds[0] == 0 && seeds[1] == b2 && seeds[2] == b2 && seeds[3] == b2, "%d %d %d %d", seeds[0], seeds[1],
+              seeds[2], seeds[3]);
+    cr_expect_eq(same2, b2);
+    cr_assert_eq(k, 3);
+    lx_rows_release(&a), lx_rows_release(&b), lx_rows_release(&ab);
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --sweep a+b --metric entropy"), 0, "%s", out);
+    cr_expect(strstr(out, "### a+b · ") != NULL && strstr(out, "(n=3)") && !strstr(out, "(n=2)") &&
+                  !strstr(out, "(n=4)"), "%s", out);
+    char cell[96];
+    snprintf(cell, sizeof cell, "| %.4g [", sum / 3);     /* the second column: 1000 */
+    const char *row = strstr(out, "| none | "), *at = row ? strstr(row, " (n=3) |") : NULL;
+    cr_expect(at && !strncmp(at + 7, cell, strlen(cell)), "none at 1000: %s in %s", cell, out);
+    /* a sweep not stored, an empty name */
+    cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --sweep a+c"), 2, "%s", out);
+    cr_expect(strstr(out, "no sweep 'c' in r.db (its sweeps: a, b)") != NULL, "%s", out);
+    for (int i = 0; i < 3; i++) {
+        cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --sweep %s", (const char *[]){"a++b", "a+", "+a"}[i]), 2,
+                     "%s", out);
+        cr_expect(strstr(out, "an empty or overlong name\n  hint: --sweep A+B pools") != NULL, "%s", out);
+    }
+}

@@ -278,7 +278,7 @@ void lx_stored_note_stale(const char *db, const struct lx_plan *plan, const char
 
 static const struct lx_opt table_opts[] = {
     {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
-    {"sweep", 1, "only this sweep"},
+    {"sweep", 1, "only this sweep; A+B: sweeps A and B pooled as one (a cell stored in both counts once)"},
     {"commit", 1, "only rows made by this commit (prefix)"},
     {"metric", 1, "metrics to show, comma-separated (range_mass also matches range_mass:10-100)"},
     {"format", 1, "md (default), csv, latex or json"},
@@ -292,6 +292,38 @@ static const char table_usage[] =
     "metric (CSV header: sweep,method,task,length,seed,metric,value,model_key,key). The\n"
     "newest ok row of each cell is used. --series NAME prints a stored curve instead, one\n"
     "record per point (sweep,method,task,length,seed,series,x,y,model_key,key).";
+
+/* The rows lenx table shows. --sweep A+B+...: each sweep's (each must be
+** stored; a sweep's name has no '+'), pooled as one sweep named A+B
+** (lx_rows_pool): a sweep that adds seeds to another's cells is read with
+** them, a cell stored under both once. */
+static int table_select(struct lx_store *store, const char *db, const struct lx_filter *f, struct lx_rows *rows,
+                        struct lx_error *err)
+{
+    int rc = LX_OK;
+    if (!f->sweep || !strchr(f->sweep, '+'))
+        return (rc = lx_stored_check_sweep(store, db, f->sweep, err)) < 0 ? rc : lx_store_select(store, f, rows, err);
+    for (const char *p = f->sweep; rc == LX_OK && *p;) {
+        size_t w = strcspn(p, "+");
+        char sweep[256];
+        snprintf(sweep, sizeof sweep, "%.*s", (int)w, p);
+        struct lx_filter one = *f;
+        struct lx_rows part = {0};
+        one.sweep = sweep;
+        if (w == 0 || w >= sizeof sweep || (p[w] == '+' && !p[w + 1]))
+            rc = lx_err(err, LX_EINVAL, "--sweep '%s': an empty or overlong name\n  hint: --sweep A+B pools "
+                        "sweeps A and B into one table", f->sweep);
+        if (rc == LX_OK)
+            rc = lx_stored_check_sweep(store, db, sweep, err);
+        if (rc == LX_OK)
+            rc = lx_store_select(store, &one, &part, err);
+        lx_rows_take(rows, &part);
+        p += w + (p[w] == '+');
+    }
+    if (rc == LX_OK)
+        lx_rows_pool(rows, f->sweep);
+    return rc;
+}
 
 int lx_cmd_table(int argc, char **argv)
 {
@@ -328,15 +360,14 @@ int lx_cmd_table(int argc, char **argv)
         .series = series,
     };
     int has_commit = 1;
-    rc = lx_stored_check_sweep(store, db, f.sweep, &err);
-    if (rc == LX_OK && f.commit)
+    if (f.commit)
         rc = lx_store_has_commit(store, f.commit, &has_commit, &err);
     if (rc == LX_OK && !has_commit)
         rc = lx_err(&err, LX_EINVAL, "no stored row was made by a commit starting with '%s'\n"
                     "  hint: `lenx table --format csv` has no commits; `sqlite3 DB 'select distinct git_commit "
                     "from runs'` lists them", f.commit);
     if (rc == LX_OK)
-        rc = lx_store_select(store, &f, &rows, &err);
+        rc = table_select(store, db, &f, &rows, &err);
     lx_store_close(store);
     if (rc == LX_OK && rows.n && metrics)
         rc = lx_stored_check_metrics(&rows, metrics, &err);
