@@ -369,9 +369,20 @@ static void provenance(struct page *pg, struct lx_store *s, const char *sweep, s
 {
     struct lx_sweep_config *c;
     int n;
+    struct lx_buf *h = &pg->html;
+    if (strchr(sweep, '+')) {       /* sweeps pooled (lx_store_select_pooled): each one's, under its name */
+        char one[256];
+        for (const char *p = sweep; *p;)
+            if (lx_sweep_next(&p, one, sizeof one)) {
+                lx_buf_puts(h, "<h4>sweep ");
+                lx_esc_html(h, one);
+                lx_buf_puts(h, "</h4>\n");
+                provenance(pg, s, one, err);
+            }
+        return;
+    }
     if (lx_store_sweep_configs(s, sweep, &c, &n, err) < 0)
         return;
-    struct lx_buf *h = &pg->html;
     for (int i = 0; i < n; i++) {
         int nc = c[i].n_commits, nm = c[i].n_machines;
         lx_buf_printf(h, "<table class=\"prov\"><tr><th>commit%s</th><td>", nc > 1 ? "s" : "");
@@ -410,7 +421,7 @@ static int series_panels(struct page *pg, struct lx_store *s, const struct lx_ro
 {
     struct lx_rows pts = {0};
     struct lx_filter f = {.sweep = sweep, .series = what[0]};
-    int rc = lx_store_select(s, &f, &pts, err);
+    int rc = lx_store_select_pooled(s, &f, &pts, err);
     char **pl = rc == LX_OK ? point_labels(rows, label, &pts) : NULL;
     if (rc == LX_OK && heat)
         heat_panels(pg, &pts, pl, sweep, task, what);
@@ -436,7 +447,7 @@ static int sweep_section(struct page *pg, struct lx_store *s, const char *sweep,
 {
     struct lx_rows rows = {0};
     struct lx_filter f = {.sweep = sweep};
-    int rc = lx_store_select(s, &f, &rows, err), tagged = 0;
+    int rc = lx_store_select_pooled(s, &f, &rows, err), tagged = 0;
     char **label = rc == LX_OK ? lx_row_labels(&rows, &tagged) : NULL;
     lx_buf_puts(&pg->html, "<section class=\"sweep\"><h2>sweep ");
     lx_esc_html(&pg->html, sweep);

@@ -184,6 +184,14 @@ struct lx_filter {
 
 int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_rows *out,
                     struct lx_error *err);
+/* The next name of a pooled sweep list "A+B" at *p into buf (n bytes); *p
+** moves past it and its '+'. 0 when the name is empty or overlong or the list
+** ends in '+' (bad input), else 1. */
+int lx_sweep_next(const char **p, char *buf, size_t n);
+/* lx_store_select, where f->sweep may name several sweeps, "A+B" (a sweep's
+** name has no '+'): each one's rows, pooled as the one sweep "A+B"
+** (lx_rows_pool). The names are not checked: a sweep not stored adds nothing. */
+int lx_store_select_pooled(struct lx_store *s, const struct lx_filter *f, struct lx_rows *out, struct lx_error *err);
 
 /* Sweeps in the store: name, cells ok, cells failed, newest finish time. */
 struct lx_sweep_info {

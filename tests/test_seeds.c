@@ -371,7 +371,15 @@ Test(seeds, table_pools_sweeps_a_cell_in_both_once, .init = setup, .fini = teard
     snprintf(cell, sizeof cell, "| %.4g [", sum / 3);     /* the second column: 1000 */
     const char *row = strstr(out, "| none | "), *at = row ? strstr(row, " (n=3) |") : NULL;
     cr_expect(at && !strncmp(at + 7, cell, strlen(cell)), "none at 1000: %s in %s", cell, out);
+    /* the report pools them alike, each sweep's provenance under its name */
+    cr_assert_eq(sh(out, sizeof out, "$L report --db r.db --sweep a+b -o r.html && grep -c 'n=3</small>' r.html && "
+                    "grep -c 'n=[124]</small>' r.html; grep -o '<h[24]>sweep [^<]*' r.html"), 0, "%s", out);
+    int n3 = 0, other_n = -1;
+    cr_expect(sscanf(out, "%d %d", &n3, &other_n) == 2 && n3 > 0 && other_n == 0, "%s", out);
+    cr_expect(strstr(out, "<h2>sweep a+b\n<h4>sweep a\n<h4>sweep b\n") != NULL, "%s", out);
     /* a sweep not stored, an empty name */
+    cr_expect_eq(sh(out, sizeof out, "$L report --db r.db --sweep a+c -o c.html"), 2, "%s", out);
+    cr_expect(strstr(out, "no sweep 'c' in r.db (its sweeps: a, b)") != NULL && !exists("c.html"), "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --sweep a+c"), 2, "%s", out);
     cr_expect(strstr(out, "no sweep 'c' in r.db (its sweeps: a, b)") != NULL, "%s", out);
     for (int i = 0; i < 3; i++) {

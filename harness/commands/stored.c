@@ -35,13 +35,23 @@ void lx_stored_closest(struct lx_buf *b, const char *s, const char *const *names
 }
 
 /* A --sweep that names no stored sweep is bad input: the error lists the
-** sweeps, the closest first as a hint. NULL passes. */
+** sweeps, the closest first as a hint. NULL passes. "A+B" (sweeps pooled,
+** lx_store_select_pooled): each name is checked. */
 int lx_stored_check_sweep(struct lx_store *store, const char *db, const char *sweep, struct lx_error *err)
 {
     struct lx_sweep_info *sw;
     int n, found = 0;
     if (!sweep)
         return LX_OK;
+    if (strchr(sweep, '+')) {
+        int rc = LX_OK;
+        char one[256];
+        for (const char *p = sweep; rc == LX_OK && *p;)
+            rc = lx_sweep_next(&p, one, sizeof one) ? lx_stored_check_sweep(store, db, one, err)
+                 : lx_err(err, LX_EINVAL, "--sweep '%s': an empty or overlong name\n  hint: --sweep A+B pools "
+                          "sweeps A and B as one", sweep);
+        return rc;
+    }
     int rc = lx_store_sweeps(store, &sw, &n, err);
     if (rc < 0)
         return rc;
@@ -293,38 +303,6 @@ static const char table_usage[] =
     "newest ok row of each cell is used. --series NAME prints a stored curve instead, one\n"
     "record per point (sweep,method,task,length,seed,series,x,y,model_key,key).";
 
-/* The rows lenx table shows. --sweep A+B+...: each sweep's (each must be
-** stored; a sweep's name has no '+'), pooled as one sweep named A+B
-** (lx_rows_pool): a sweep that adds seeds to another's cells is read with
-** them, a cell stored under both once. */
-static int table_select(struct lx_store *store, const char *db, const struct lx_filter *f, struct lx_rows *rows,
-                        struct lx_error *err)
-{
-    int rc = LX_OK;
-    if (!f->sweep || !strchr(f->sweep, '+'))
-        return (rc = lx_stored_check_sweep(store, db, f->sweep, err)) < 0 ? rc : lx_store_select(store, f, rows, err);
-    for (const char *p = f->sweep; rc == LX_OK && *p;) {
-        size_t w = strcspn(p, "+");
-        char sweep[256];
-        snprintf(sweep, sizeof sweep, "%.*s", (int)w, p);
-        struct lx_filter one = *f;
-        struct lx_rows part = {0};
-        one.sweep = sweep;
-        if (w == 0 || w >= sizeof sweep || (p[w] == '+' && !p[w + 1]))
-            rc = lx_err(err, LX_EINVAL, "--sweep '%s': an empty or overlong name\n  hint: --sweep A+B pools "
-                        "sweeps A and B into one table", f->sweep);
-        if (rc == LX_OK)
-            rc = lx_stored_check_sweep(store, db, sweep, err);
-        if (rc == LX_OK)
-            rc = lx_store_select(store, &one, &part, err);
-        lx_rows_take(rows, &part);
-        p += w + (p[w] == '+');
-    }
-    if (rc == LX_OK)
-        lx_rows_pool(rows, f->sweep);
-    return rc;
-}
-
 int lx_cmd_table(int argc, char **argv)
 {
     struct lx_args a;
@@ -360,14 +338,15 @@ int lx_cmd_table(int argc, char **argv)
         .series = series,
     };
     int has_commit = 1;
-    if (f.commit)
+    rc = lx_stored_check_sweep(store, db, f.sweep, &err);
+    if (rc == LX_OK && f.commit)
         rc = lx_store_has_commit(store, f.commit, &has_commit, &err);
     if (rc == LX_OK && !has_commit)
         rc = lx_err(&err, LX_EINVAL, "no stored row was made by a commit starting with '%s'\n"
                     "  hint: `lenx table --format csv` has no commits; `sqlite3 DB 'select distinct git_commit "
                     "from runs'` lists them", f.commit);
     if (rc == LX_OK)
-        rc = table_select(store, db, &f, &rows, &err);
+        rc = lx_store_select_pooled(store, &f, &rows, &err);
     lx_store_close(store);
     if (rc == LX_OK && rows.n && metrics)
         rc = lx_stored_check_metrics(&rows, metrics, &err);
@@ -531,7 +510,7 @@ int lx_cmd_compare(int argc, char **argv)
 
 static const struct lx_opt report_opts[] = {
     {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
-    {"sweep", 1, "only these sweeps, comma-separated (default: every sweep)"},
+    {"sweep", 1, "only these sweeps, comma-separated (default: every sweep); A+B: A and B pooled as one"},
     {"metric", 1, "metrics to plot and table, comma-separated (default: each task's headline metrics)"},
     {"threshold", 1, "effective length: fraction of the training-length score to keep (default 0.85)"},
     {"output", 1, "the HTML file to write (also -o FILE)"},
@@ -572,7 +551,8 @@ static int report_write(const char *db, const struct lx_report_opts *o, const ch
         rc = lx_stored_check_sweep(store, db, o->sweeps[i], err);
     struct lx_rows rows = {0};      /* --metric names metrics of the sweeps reported, as in `lenx table` */
     for (int i = 0; i < (o->n_sweeps ? o->n_sweeps : 1) && rc == LX_OK && o->metrics; i++)
-        rc = lx_store_select(store, &(struct lx_filter){.sweep = o->n_sweeps ? o->sweeps[i] : NULL}, &rows, err);
+        rc = lx_store_select_pooled(store, &(struct lx_filter){.sweep = o->n_sweeps ? o->sweeps[i] : NULL}, &rows,
+                                    err);
     if (rc == LX_OK && o->metrics)
         rc = lx_stored_check_metrics(&rows, o->metrics, err);
     lx_rows_release(&rows);
