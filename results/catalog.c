@@ -1,7 +1,8 @@
 /*
 ** results/catalog.c - the store's listings (sweeps, a sweep's configuration
 ** texts, models), read through lx_store_query: SQL text, row copying and freeing
-** only; results/store.c stays the one file that talks to SQLite.
+** only; results/store.c stays the one file that talks to SQLite. Also the rows
+** of sweeps pooled as one (lx_store_select_pooled).
 */
 #include <math.h>
 #include <stdio.h>
@@ -201,4 +202,32 @@ int lx_store_models(struct lx_store *s, struct lx_model_info **out, int *n, stru
     *n = 0;
     struct grow g = {(void **)out, n, 0, sizeof **out};
     return lx_store_query(s, sql, NULL, 0, model_row, &g, err);
+}
+
+int lx_sweep_next(const char **p, char *buf, size_t n)
+{
+    size_t w = strcspn(*p, "+");
+    snprintf(buf, n, "%.*s", (int)w, *p);
+    int ok = w > 0 && w < n && !((*p)[w] == '+' && !(*p)[w + 1]);
+    *p += w + ((*p)[w] == '+');
+    return ok;
+}
+
+int lx_store_select_pooled(struct lx_store *s, const struct lx_filter *f, struct lx_rows *out, struct lx_error *err)
+{
+    if (!f->sweep || !strchr(f->sweep, '+'))
+        return lx_store_select(s, f, out, err);
+    int rc = LX_OK;
+    char sweep[256];
+    for (const char *p = f->sweep; rc == LX_OK && *p;) {
+        struct lx_filter one = *f;
+        struct lx_rows part = {0};
+        one.sweep = sweep;
+        if (lx_sweep_next(&p, sweep, sizeof sweep))
+            rc = lx_store_select(s, &one, &part, err);
+        lx_rows_take(out, &part);
+    }
+    if (rc == LX_OK)
+        lx_rows_pool(out, f->sweep);
+    return rc;
 }

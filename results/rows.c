@@ -1,10 +1,9 @@
 /*
 ** results/rows.c - the tidy rows views read (struct lx_rows, results/store.h):
 ** building, tagging with their origin, releasing, pooling several sweeps'.
-** No SQLite here.
+** No SQLite and no store here (the layer test: the store builds rows).
 */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,32 +131,4 @@ void lx_rows_pool(struct lx_rows *r, const char *name)
     r->n = n;
     free(idx);
     free(drop);
-}
-
-int lx_sweep_next(const char **p, char *buf, size_t n)
-{
-    size_t w = strcspn(*p, "+");
-    snprintf(buf, n, "%.*s", (int)w, *p);
-    int ok = w > 0 && w < n && !((*p)[w] == '+' && !(*p)[w + 1]);
-    *p += w + ((*p)[w] == '+');
-    return ok;
-}
-
-int lx_store_select_pooled(struct lx_store *s, const struct lx_filter *f, struct lx_rows *out, struct lx_error *err)
-{
-    if (!f->sweep || !strchr(f->sweep, '+'))
-        return lx_store_select(s, f, out, err);
-    int rc = LX_OK;
-    char sweep[256];
-    for (const char *p = f->sweep; rc == LX_OK && *p;) {
-        struct lx_filter one = *f;
-        struct lx_rows part = {0};
-        one.sweep = sweep;
-        if (lx_sweep_next(&p, sweep, sizeof sweep))
-            rc = lx_store_select(s, &one, &part, err);
-        lx_rows_take(out, &part);
-    }
-    if (rc == LX_OK)
-        lx_rows_pool(out, f->sweep);
-    return rc;
 }
