@@ -363,6 +363,7 @@ Test(seeds, table_pools_sweeps_a_cell_in_both_once, .init = setup, .fini = teard
               seeds[2], seeds[3]);
     cr_expect_eq(same2, b2);
     cr_assert_eq(k, 3);
+    int n_a = a.n, n_ab = ab.n;
     lx_rows_release(&a), lx_rows_release(&b), lx_rows_release(&ab);
     cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --sweep a+b --metric entropy"), 0, "%s", out);
     cr_expect(strstr(out, "### a+b · ") != NULL && strstr(out, "(n=3)") && !strstr(out, "(n=2)") &&
@@ -377,6 +378,23 @@ Test(seeds, table_pools_sweeps_a_cell_in_both_once, .init = setup, .fini = teard
     int n3 = 0, other_n = -1;
     cr_expect(sscanf(out, "%d %d", &n3, &other_n) == 2 && n3 > 0 && other_n == 0, "%s", out);
     cr_expect(strstr(out, "<h2>sweep a+b\n<h4>sweep a\n<h4>sweep b\n") != NULL, "%s", out);
+    /* compare reads a pooled side as table writes it: every value of ab.csv; a's seeds 1 and 2 in it;
+    ** with the commit as a side, --sweep a+b selects the same values as ab.csv */
+    cr_assert_eq(sh(out, sizeof out, "$L compare ab.csv a+b --db r.db && $L compare a a+b --db r.db && "
+                    "$L compare ab.csv \"$(sqlite3 r.db 'select git_commit from runs limit 1')\" "
+                    "--sweep a+b --db r.db"),
+                 0, "%s", out);
+    int counts[3] = {0}, m = 0;
+    for (const char *v = out; m < 3 && (v = strstr(v, " values in ")); v++) {
+        const char *line = v;
+        while (line > out && line[-1] != '\n')
+            line--;
+        cr_assert_eq(sscanf(line, "%d", &counts[m++]), 1, "%s", out);
+    }
+    cr_expect(m == 3 && counts[0] == n_ab && counts[1] == n_a && counts[2] == n_ab, "%d %d %d of %d, %d: %s",
+              counts[0], counts[1], counts[2], n_ab, n_a, out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare ab.csv a+c --db r.db"), 2, "%s", out);
+    cr_expect(strstr(out, "no sweep 'c' in r.db (its sweeps: a, b)") != NULL, "%s", out);
     /* a sweep not stored, an empty name */
     cr_expect_eq(sh(out, sizeof out, "$L report --db r.db --sweep a+c -o c.html"), 2, "%s", out);
     cr_expect(strstr(out, "no sweep 'c' in r.db (its sweeps: a, b)") != NULL && !exists("c.html"), "%s", out);

@@ -379,21 +379,22 @@ static const struct lx_opt compare_opts[] = {
     {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
     {"rtol", 1, "relative tolerance (default 1e-6)"},
     {"atol", 1, "absolute tolerance (default 1e-9)"},
-    {"sweep", 1, "with commits: only this sweep"},
+    {"sweep", 1, "with commits: only this sweep (A+B: these sweeps pooled)"},
     {"sigma", 1, "K > 0: pool each side's seeds per cell; flag a mean moved by more than K standard errors"},
 };
 
 static const char compare_usage[] =
     "usage: lenx compare BASE HEAD [options]\n\n"
     "BASE and HEAD are each a tidy CSV file (from `lenx table --format csv`), a sweep\n"
-    "name, or a git commit (prefix) of stored rows. Values are matched by cell (task,\n"
-    "method stack, model key, length, seed) and metric; those that moved beyond\n"
-    "atol + rtol*|base| are printed, then how many values in how many cells were\n"
-    "compared. With --sigma K, each side's seeds are pooled per cell and a mean is\n"
-    "flagged only when it moved by more than K·sqrt(se_base² + se_head²), a side's\n"
-    "se that of its seed mean (one seed: its stored <metric>_se; neither: the\n"
-    "tolerances). Exit status 1 if any moved, 0 if none, 2 if the two share no cell,\n"
-    "a side holds nothing, or a side holds two configurations of one cell.";
+    "name (A+B: sweeps A and B pooled, a cell in both once), or a git commit (prefix)\n"
+    "of stored rows. Values are matched by cell (task, method stack, model key,\n"
+    "length, seed) and metric; those that moved beyond atol + rtol*|base| are\n"
+    "printed, then how many values in how many cells were compared. With --sigma K,\n"
+    "each side's seeds are pooled per cell and a mean is flagged only when it moved\n"
+    "by more than K·sqrt(se_base² + se_head²), a side's se that of its seed mean (one\n"
+    "seed: its stored <metric>_se; neither: the tolerances). Exit status 1 if any\n"
+    "moved, 0 if none, 2 if the two share no cell, a side holds nothing, or a side\n"
+    "holds two configurations of one cell.";
 
 /* Resolve a compare side: CSV file, then sweep name, then commit prefix. */
 static int load_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows,
@@ -420,6 +421,8 @@ static int load_side(const char *what, const char *db, const char *sweep, struct
         free(names);
         lx_sweep_infos_free(sw, n_sw);
     }
+    if (rc == LX_OK && !is_sweep && strchr(what, '+'))     /* A+B: sweeps pooled, each name checked */
+        is_sweep = (rc = lx_stored_check_sweep(store, db, what, err)) == LX_OK;
     if (rc == LX_OK && !is_sweep && strlen(what) >= 4)
         rc = lx_store_has_commit(store, what, &is_commit, err);
     if (rc == LX_OK && !is_sweep && !is_commit)
@@ -429,7 +432,10 @@ static int load_side(const char *what, const char *db, const char *sweep, struct
     lx_buf_free(&hint);
     if (rc == LX_OK) {
         struct lx_filter f = {.sweep = is_sweep ? what : sweep, .commit = is_sweep ? NULL : what};
-        rc = lx_store_select(store, &f, rows, err);
+        if (!is_sweep)
+            rc = lx_stored_check_sweep(store, db, sweep, err);
+        if (rc == LX_OK)
+            rc = lx_store_select_pooled(store, &f, rows, err);
     }
     lx_store_close(store);
     return rc;
