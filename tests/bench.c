@@ -47,6 +47,8 @@
 #include "harness/engine/kernels/gemm.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/ops.h"
+#include "harness/engine/kernels/qdot.h"
+#include "harness/engine/kernels/wprod.h"
 #include "harness/sweep/plan.h"
 #include "harness/core/rng.h"
 #include "harness/sweep/run.h"
@@ -588,6 +590,22 @@ static void deq_blocks(void *p)
     lx_half_to_f32_scalar(a->out, a->b, a->t, a->n);
 }
 
+/* n values of quantized type t: random bytes, the f16 scales finite, in [2^-14, 2^-12). */
+static unsigned char *random_blocks(int t, size_t n, struct lx_rng *r)
+{
+    size_t nb = n / lx_dtype_block(t), bytes = lx_dtype_block_bytes(t);
+    unsigned char *b = malloc(nb * bytes);
+    for (size_t i = 0; i < nb * bytes; i++)
+        b[i] = (unsigned char)(lx_rng_uniform(r) * 256);
+    for (size_t k = 0; k < nb; k++)
+        for (int j = 0; j < 2; j++)
+            if (lx_dtype_scale_at(t, j) >= 0) {
+                uint16_t h = (uint16_t)((1 + (int)(lx_rng_uniform(r) * 2)) << 10 | (int)(lx_rng_uniform(r) * 1024));
+                memcpy(b + k * bytes + lx_dtype_scale_at(t, j), &h, 2);
+            }
+    return b;
+}
+
 /* Every quantized type: 2^24 values (64 MB of fp32 out, in cache.s reach
 ** only partly, as a widened block of weight rows is) from random blocks with
 ** f16 scales in [2^-14, 2^-12), one thread. */
@@ -601,16 +619,7 @@ static int bench_dequant(void)
            "speedup");
     printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
     for (int t = LX_DT_Q8_0; t < LX_DT_N; t++) {
-        size_t nb = N / lx_dtype_block(t), bytes = lx_dtype_block_bytes(t);
-        unsigned char *b = malloc(nb * bytes);
-        for (size_t i = 0; i < nb * bytes; i++)
-            b[i] = (unsigned char)(lx_rng_uniform(&r) * 256);
-        for (size_t k = 0; k < nb; k++)     /* the f16 scales finite */
-            for (int j = 0; j < 2; j++)
-                if (lx_dtype_scale_at(t, j) >= 0) {
-                    uint16_t h = (uint16_t)((1 + (int)(lx_rng_uniform(&r) * 2)) << 10 | (int)(lx_rng_uniform(&r) * 1024));
-                    memcpy(b + k * bytes + lx_dtype_scale_at(t, j), &h, 2);
-                }
+        unsigned char *b = random_blocks(t, N, &r);
         struct deq_arg a = {b, out, t, N};
         char what[64];
         snprintf(what, sizeof what, "%s, 2^24 values, AVX-512 lanes", lx_dtype_name(t));
@@ -618,6 +627,59 @@ static int bench_dequant(void)
         free(b);
     }
     free(out);
+    return 0;
+}
+
+/* ---- a decoding step's products on quantized weights: from the blocks against row by row ---- */
+
+struct qdot_arg {
+    float *y, *x;
+    unsigned char *w;
+    int type, fused;
+    long T, C, OC;
+};
+
+static void qdot_run(void *p)
+{
+    struct qdot_arg *a = p;
+    lx_wprod_qdot(a->fused);
+    lx_wlinear(a->y, a->OC, a->x, a->C, (struct lx_wmat){a->w, a->type, 0, NULL, 0}, a->T, a->C, a->OC, 0.0f);
+    lx_wprod_qdot(1);
+}
+
+/* The 1B shape's up projection (8,192 × 2,048) in each type with a fused
+** kernel, times 1 row (a decoding step) and 4, all threads: the blocks read
+** directly (qdot.c) against each row dequantized into cache first. */
+static int bench_qdot(void)
+{
+    enum { C = 2048, OC = 8192 };
+    static const int types[] = {LX_DT_Q4_K, LX_DT_Q5_K, LX_DT_Q6_K, LX_DT_Q8_0};
+    struct lx_rng r;
+    lx_rng_init(&r, 4, 0, LX_RNG_INIT);
+    lx_numerics_set(LX_NUMERICS_FAST);
+    float *x = malloc(sizeof(float) * 4 * C), *y = malloc(sizeof(float) * 4 * OC);
+    for (long i = 0; i < 4 * C; i++)
+        x[i] = (float)lx_rng_normal(&r);
+    printf("lenx bench: %d threads\n\n", omp_get_max_threads());
+    printf("| %-10s | %-34s | %-22s | %9s | %9s | %8s |\n", "bench", "fast path", "baseline", "fast s", "base s",
+           "speedup");
+    printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        if (!lx_qdot_has(types[i])) {
+            printf("qdot: %s: no fused kernel on this CPU (AVX-512 needed)\n", lx_dtype_name(types[i]));
+            continue;
+        }
+        struct qdot_arg a = {y, x, random_blocks(types[i], (size_t)OC * C, &r), types[i], 1, 1, C, OC}, b;
+        for (a.T = 1; a.T <= 4; a.T += 3) {
+            char what[64];
+            snprintf(what, sizeof what, "%s 8192x2048, %ld row%s, blocks", lx_dtype_name(types[i]), a.T,
+                     a.T > 1 ? "s" : "");
+            b = a, b.fused = 0;
+            report("qdot", what, "rows dequantized first", best_of(20, qdot_run, &a), best_of(20, qdot_run, &b));
+        }
+        free(a.w);
+    }
+    free(x), free(y);
     return 0;
 }
 
@@ -690,6 +752,8 @@ int main(int argc, char **argv)
         return lx_bench_bf16();
     if (!strcmp(only, "dequant"))
         return bench_dequant();
+    if (!strcmp(only, "qdot"))
+        return bench_qdot();
     if (!strcmp(only, "glu"))
         return bench_glu();
     int max_threads = omp_get_max_threads();

@@ -26,6 +26,7 @@
 #include "harness/engine/formats/formats.h"
 #include "harness/core/half.h"
 #include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/qdot.h"
 #include "harness/engine/kernels/wprod.h"
 #include "harness/engine/model/decoding.h"
 #include "harness/engine/model/kvcache.h"
@@ -307,6 +308,70 @@ Test(half, quantized_few_rows_products)
         free(b);
     }
     free(x), free(all), free(ref);
+}
+
+/* Fast numerics' products of a few rows on Q4_K, Q5_K, Q6_K and Q8_0 read the blocks directly
+** (qdot.c), checked against the path that dequantizes each row first (lx_wprod_qdot(0)):
+** * Q6_K and Q8_0 use each dequantized weight in the same two chains: the same bits.
+** * Q4_K and Q5_K sum d·sc·(Σ q·x) − dmin·m·(Σ x) per sub-block of 32. Against the naive double
+**   sum on the dequantized weights the difference is bounded by
+**   (K/16 + 42)·u·Σ|x|·(|d·sc·q| + |dmin·m|), u = 2^-24: each lane's chain adds K/16 scaled
+**   sub-block sums (each of 2 products) and the 16 lanes reduce in 4 steps; the mins' side adds
+**   K/32 terms, each a sum of 32 values of x; one subtraction; the reference's own rounding of
+**   w = fl(fl(d·sc·q) − dmin·m) is within u·(|d·sc·q| + |w|) ≤ 2u·(…). |dmin·m| is read as the
+**   dequantized weight of the block with its q bits zeroed (exactly −dmin·m), and
+**   |d·sc·q| ≤ |w| + |dmin·m| (first order).
+** And a row alone is the same bits as among 20. K = 768: three super-blocks. */
+Test(half, fused_quantized_dots)
+{
+    if (!lx_qdot_has(LX_DT_Q4_K))
+        cr_skip_test("no AVX-512: the rows are dequantized first, as before");
+    enum { M = 20, K = 768, N = 21 };
+    static const struct { int type; int q0, q1; } types[] = {   /* the q bits: bytes [q0, q1) of a block */
+        {LX_DT_Q4_K, 16, 144}, {LX_DT_Q5_K, 16, 176}, {LX_DT_Q6_K, 0, 192}, {LX_DT_Q8_0, 2, 34}};
+    lx_numerics_set(LX_NUMERICS_FAST);
+    struct lx_rng r;
+    lx_rng_init(&r, 29, 0, 0);
+    float *x = lx_xmalloc(sizeof(float) * M * K), fused[M * N], rows[M * N], ref[M * N], one[N], w[K], w0[K];
+    for (long i = 0; i < (long)M * K; i++)
+        x[i] = (float)(lx_rng_uniform(&r) * 2 - 1);
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        int t = types[ti].type;
+        size_t nb = N * K / lx_dtype_block(t), bytes = lx_dtype_block_bytes(t);
+        unsigned char *b = random_blocks(t, nb, 2, 2, &r), *z = lx_xmalloc(nb * bytes);
+        memcpy(z, b, nb * bytes);
+        for (size_t k = 0; k < nb; k++)
+            memset(z + k * bytes + types[ti].q0, 0, (size_t)(types[ti].q1 - types[ti].q0));
+        struct lx_wmat W = {b, t, 0, NULL, 0}, Z = {z, t, 0, NULL, 0};
+        lx_wlinear(fused, N, x, K, W, M, K, N, 0.0f);
+        lx_wprod_qdot(0);
+        lx_wlinear(rows, N, x, K, W, M, K, N, 0.0f);
+        lx_wprod_qdot(1);
+        lx_wlinear_naive(ref, N, x, K, W, M, K, N, 0.0f);
+        int factored = lx_qdot_needs_sums(t), same = 0;
+        for (long o = 0; o < N; o++) {
+            lx_wmat_row(w, W, o, K);
+            lx_wmat_row(w0, Z, o, K);
+            for (long i = 0; i < M; i++) {
+                double mag = 0.0;
+                for (long k = 0; k < K; k++)
+                    mag += fabs((double)x[i * K + k]) * (fabs((double)w[k]) + 2 * fabs((double)w0[k]));
+                double tol = (K / 16 + 42) * 0x1p-24 * mag, d = fabs((double)fused[i * N + o] - ref[i * N + o]);
+                if (factored)
+                    cr_assert(d <= tol, "%s [%ld,%ld]: %.9g vs %.9g (tol %.3g)", lx_dtype_name(t), i, o,
+                              fused[i * N + o], ref[i * N + o], tol);
+                same += fused[i * N + o] == rows[i * N + o];
+            }
+        }
+        if (!factored)
+            cr_expect_eq(same, M * N, "%s: %d of %d values the dequantize-first bits", lx_dtype_name(t), same, M * N);
+        for (long i = 0; i < M; i++) {
+            lx_wlinear(one, N, x + i * K, K, W, 1, K, N, 0.0f);
+            cr_assert_eq(memcmp(one, fused + i * N, sizeof one), 0, "%s row %ld alone differs", lx_dtype_name(t), i);
+        }
+        free(b), free(z);
+    }
+    free(x);
 }
 
 /* Portable numerics on bf16 weights gives the bits of the same weights as fp32. */

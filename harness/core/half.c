@@ -3,6 +3,7 @@
 ** definitions, and AVX-512 loops that give the same values.
 */
 #include "harness/core/half.h"
+#include "harness/core/qlanes.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -222,17 +223,6 @@ static void q_k_2_3_to_f32(float *out, const unsigned char *b, size_t n, int thr
     }
 }
 
-/* The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (12 bytes s). */
-static inline void scale_min_k(int j, const unsigned char *s, int *sc, int *m)
-{
-    if (j < 4) {
-        *sc = s[j] & 63, *m = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
-        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
-}
-
 /* Q4_K and Q5_K super-blocks of 256: f16 d and dmin, 12 bytes of 6-bit
 ** scales and mins, (Q5_K: 32 bytes of fifth bits,) 128 bytes of nibbles; the
 ** 8 sub-blocks of 32 are d·scale·q - dmin·min. */
@@ -243,8 +233,8 @@ static void qk_4_5_to_f32(float *out, const unsigned char *b, size_t n, int five
         const unsigned char *sc = b + 4, *qh = b + 16, *q = b + (five ? 48 : 16);
         for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
             int s1, m1, s2, m2;
-            scale_min_k(is, sc, &s1, &m1);
-            scale_min_k(is + 1, sc, &s2, &m2);
+            lx_qk_scale_min(is, sc, &s1, &m1);
+            lx_qk_scale_min(is + 1, sc, &s2, &m2);
             float d1 = d * (float)s1, n1 = dmin * (float)m1, d2 = d * (float)s2, n2 = dmin * (float)m2;
             int u1 = 1 << is, u2 = 2 << is;
             for (int l = 0; l < 32; l++)
@@ -294,35 +284,14 @@ int lx_dtype_scale_at(int t, int which)
 ** multiply-add: half.c is built with -ffp-contract=off), so the values are
 ** the scalar ones bit for bit (tests/test_half.c checks every type). */
 
-#define AVX512_QUANT __attribute__((target("avx512f,avx512bw,avx512vl,f16c"), always_inline)) static inline
-
-/* 16 bytes to 16 floats: unsigned, or signed. */
-AVX512_QUANT __m512 u8_ps(__m128i b)
-{
-    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b));
-}
-
-AVX512_QUANT __m512 i8_ps(__m128i b)
-{
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
-}
-
-/* The f16 at p, exactly (as lx_f16_to_f32), by F16C. */
-AVX512_QUANT float f16_lane(const unsigned char *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
-}
-
 /* A table of 16 int8 levels as 16 float lanes (for _mm512_permutexvar_ps). */
-AVX512_QUANT __m512 levels_ps(const int8_t *levels)
+LX_QLANES __m512 levels_ps(const int8_t *levels)
 {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)levels)));
 }
 
 /* (float)q · d for each lane, then minus m when m is not NULL. */
-AVX512_QUANT void put16(float *out, __m512 q, float d, const float *m)
+LX_QLANES void put16(float *out, __m512 q, float d, const float *m)
 {
     __m512 v = _mm512_mul_ps(q, _mm512_set1_ps(d));
     _mm512_storeu_ps(out, m ? _mm512_sub_ps(v, _mm512_set1_ps(*m)) : v);
@@ -334,9 +303,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q8_0_avx
 {
     size_t k = 0;
     for (; k + 32 <= n; k += 32, b += LX_Q8_0_BYTES, out += 32) {
-        float d = f16_lane(b);
-        put16(out, i8_ps(_mm_loadu_si128((const __m128i *)(b + 2))), d, NULL);
-        put16(out + 16, i8_ps(_mm_loadu_si128((const __m128i *)(b + 18))), d, NULL);
+        float d = lx_ql_f16(b);
+        put16(out, lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 2))), d, NULL);
+        put16(out + 16, lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 18))), d, NULL);
     }
     return k;
 }
@@ -349,7 +318,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q4_nl_av
     const __m128i low = _mm_set1_epi8(0x0f);
     size_t k = 0;
     for (; k + 32 <= n; k += 32, b += 18, out += 32) {
-        float d = f16_lane(b);
+        float d = lx_ql_f16(b);
         __m128i q = _mm_loadu_si128((const __m128i *)(b + 2));
         __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(q, low)), hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), low));
         put16(out, _mm512_permutexvar_ps(lo, table), d, NULL);
@@ -363,26 +332,20 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q4_nl_av
 __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t qk_4_5_avx512(float *out, const unsigned char *b,
                                                                                  size_t n, int five)
 {
-    const __m128i low = _mm_set1_epi8(0x0f), one = _mm_set1_epi8(1);
     size_t k = 0;
     for (; k + 256 <= n; k += 256, b += five ? 176 : 144) {
-        float d = f16_lane(b), dmin = f16_lane(b + 2);
+        float d = lx_ql_f16(b), dmin = lx_ql_f16(b + 2);
         const unsigned char *sc = b + 4, *qh = b + 16, *q = b + (five ? 48 : 16);
         for (int is = 0; is < 8; is += 2, q += 32) {
             int s1, m1, s2, m2;
-            scale_min_k(is, sc, &s1, &m1);
-            scale_min_k(is + 1, sc, &s2, &m2);
+            lx_qk_scale_min(is, sc, &s1, &m1);
+            lx_qk_scale_min(is + 1, sc, &s2, &m2);
             float d1 = d * (float)s1, n1 = dmin * (float)m1, d2 = d * (float)s2, n2 = dmin * (float)m2;
             for (int h = 0; h < 32; h += 16, out += 16) {
-                __m128i qb = _mm_loadu_si128((const __m128i *)(q + h));
-                __m128i lo = _mm_and_si128(qb, low), hi = _mm_and_si128(_mm_srli_epi16(qb, 4), low);
-                if (five) {
-                    __m128i hb = _mm_loadu_si128((const __m128i *)(qh + h));
-                    lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(hb, is), one), 4));
-                    hi = _mm_or_si128(hi, _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(hb, is + 1), one), 4));
-                }
-                put16(out, u8_ps(lo), d1, &n1);
-                put16(out + 32, u8_ps(hi), d2, &n2);
+                __m128i lo, hi;
+                lx_ql_q45(q + h, qh + h, is, five, &lo, &hi);
+                put16(out, lx_ql_u8_ps(lo), d1, &n1);
+                put16(out + 32, lx_ql_u8_ps(hi), d2, &n2);
             }
             out += 32;
         }
@@ -394,26 +357,17 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t qk_4_5_a
 __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q6_k_avx512(float *out, const unsigned char *b,
                                                                                size_t n)
 {
-    const __m128i low = _mm_set1_epi8(0x0f), three = _mm_set1_epi8(3), bias = _mm_set1_epi8(32);
     size_t k = 0;
     for (; k + 256 <= n; k += 256, b += 210) {
         const unsigned char *ql = b, *qh = b + 128;
         const int8_t *sc = (const int8_t *)(b + 192);
-        float d = f16_lane(b + 208);
+        float d = lx_ql_f16(b + 208);
         for (int half = 0; half < 2; half++, out += 128, ql += 64, qh += 32, sc += 8)
             for (int g = 0; g < 2; g++) {
-                __m128i a = _mm_loadu_si128((const __m128i *)(ql + 16 * g)),
-                        c = _mm_loadu_si128((const __m128i *)(ql + 32 + 16 * g)),
-                        h = _mm_loadu_si128((const __m128i *)(qh + 16 * g));
-                __m128i q[4] = {
-                    _mm_or_si128(_mm_and_si128(a, low), _mm_slli_epi16(_mm_and_si128(h, three), 4)),
-                    _mm_or_si128(_mm_and_si128(c, low), _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 2), three), 4)),
-                    _mm_or_si128(_mm_and_si128(_mm_srli_epi16(a, 4), low),
-                                 _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 4), three), 4)),
-                    _mm_or_si128(_mm_and_si128(_mm_srli_epi16(c, 4), low),
-                                 _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 6), three), 4))};
+                __m128i q[4];
+                lx_ql_q6(ql + 16 * g, qh + 16 * g, q);
                 for (int j = 0; j < 4; j++)     /* value 32j + 16g + l, scale sc[g + 2j] */
-                    put16(out + 32 * j + 16 * g, i8_ps(_mm_sub_epi8(q[j], bias)), d * (float)sc[g + 2 * j], NULL);
+                    put16(out + 32 * j + 16 * g, lx_ql_i8_ps(q[j]), d * (float)sc[g + 2 * j], NULL);
             }
     }
     return k;
@@ -430,7 +384,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q_32_avx
                   one = _mm512_set1_epi32(1), sixteen = _mm512_set1_epi32(16);
     const __m128i low = _mm_set1_epi8(0x0f);
     for (; k + 32 <= n; k += 32, b += bytes, out += 32) {
-        float d = f16_lane(b), m = min ? f16_lane(b + 2) : 0.0f;
+        float d = lx_ql_f16(b), m = min ? lx_ql_f16(b + 2) : 0.0f;
         const unsigned char *q = b + (min ? 4 : 2) + (five ? 4 : 0);
         uint32_t h = 0;
         if (five)
@@ -462,7 +416,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t iq4_xs_a
     const __m128i low = _mm_set1_epi8(0x0f);
     size_t k = 0;
     for (; k + 256 <= n; k += 256, b += 136) {
-        float d = f16_lane(b);
+        float d = lx_ql_f16(b);
         const unsigned char *q = b + 8;
         for (int j = 0; j < 8; j++, q += 16, out += 32) {
             float dl = d * (float)(iq4_xs_scale(b, j) - 32);
@@ -483,7 +437,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q_k_2_3_
     size_t k = 0;
     for (; k + 256 <= n; k += 256, b += three ? 110 : 84) {
         const unsigned char *q = b + (three ? 32 : 16);
-        float d = f16_lane(b + (three ? 108 : 80)), dmin = three ? 0.0f : f16_lane(b + 82);
+        float d = lx_ql_f16(b + (three ? 108 : 80)), dmin = three ? 0.0f : lx_ql_f16(b + 82);
         __m128i hm[2] = {_mm_loadu_si128((const __m128i *)b), _mm_loadu_si128((const __m128i *)(b + 16))};
         for (int h = 0; h < 2; h++)
             for (int s = 0; s < 4; s++)
@@ -494,10 +448,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q_k_2_3_
                     if (three) {
                         __m128i hb = _mm_and_si128(_mm_srli_epi16(hm[g], 4 * h + s), one);
                         v = _mm_sub_epi8(_mm_or_si128(v, _mm_slli_epi16(hb, 2)), four);
-                        put16(out, i8_ps(v), d * (float)q3_k_scale(b, j), NULL);
+                        put16(out, lx_ql_i8_ps(v), d * (float)q3_k_scale(b, j), NULL);
                     } else {
                         float ml = dmin * (float)(b[j] >> 4);
-                        put16(out, u8_ps(v), d * (float)(b[j] & 0x0f), &ml);
+                        put16(out, lx_ql_u8_ps(v), d * (float)(b[j] & 0x0f), &ml);
                     }
                 }
     }

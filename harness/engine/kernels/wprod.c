@@ -15,6 +15,7 @@
 #include "harness/engine/kernels/dnnl.h"
 #include "harness/engine/kernels/gemm.h"
 #include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/qdot.h"
 
 #define XROWS 512       /* rows of x rounded to bf16 at a time in bf16 numerics */
 #define GEMV_ROWS 32    /* products of at most this many rows read half weights directly (fast numerics) */
@@ -145,14 +146,26 @@ static void dots_half_avx512(float *out, const float *x, long ldx, int n, const 
     }
 }
 
-/* y[., o] = x · w + beta · y[., o] for a few rows of x and one row w of W (fp32, bf16 or f16). */
+static int qdot_on = 1;
+
+void lx_wprod_qdot(int on)
+{
+    qdot_on = on;
+}
+
+/* y[., o] = x · w + beta · y[., o] for a few rows of x and one row w of W:
+** fp32, bf16 or f16 by the half-weight dots, a quantized type by lx_qdot
+** (xs the rows' sums where it needs them). */
 static void gemv_row(float *y, long ldy, const float *x, long ldx, const void *w, int type, long o, long T, long C,
-                     float beta)
+                     float beta, const float *xs)
 {
     for (long t0 = 0; t0 < T; t0 += GEMV_GROUP) {
         float s[GEMV_GROUP];
         int n = (int)(T - t0 < GEMV_GROUP ? T - t0 : GEMV_GROUP);
-        dots_half_avx512(s, x + t0 * ldx, ldx, n, w, type, C);
+        if (type >= LX_DT_Q8_0)
+            lx_qdot(s, x + t0 * ldx, ldx, n, w, type, C, xs ? xs + t0 * (C / 32) : NULL);
+        else
+            dots_half_avx512(s, x + t0 * ldx, ldx, n, w, type, C);
         for (int t = 0; t < n; t++) {
             float *yo = y + (t0 + t) * ldy + o;
             *yo = beta == 0.0f ? s[t] : s[t] + beta * *yo;
@@ -161,14 +174,17 @@ static void gemv_row(float *y, long ldy, const float *x, long ldx, const void *w
 }
 
 /* y = x · Wᵀ + beta · y for a few rows of x, W half-precision, read in place;
-** or quantized, each row dequantized into the thread's own fp32 row (in
-** cache) just before its dot products, instead of blocks of rows widened to
-** memory for sgemm. */
+** or quantized: straight from its blocks where qdot.c has the type, else
+** each row dequantized into the thread's own fp32 row (in cache) just before
+** its dot products, instead of blocks of rows widened to memory for sgemm. */
 static void gemv_half(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
                       float beta)
 {
-    int quant = W.type >= LX_DT_Q8_0;
+    int fused = W.type >= LX_DT_Q8_0 && qdot_on && lx_qdot_has(W.type), quant = W.type >= LX_DT_Q8_0 && !fused;
     float *rows = quant ? scratch(0, sizeof(float) * (size_t)(C * omp_get_max_threads())) : NULL;
+    float *xs = fused && lx_qdot_needs_sums(W.type) ? scratch(2, sizeof(float) * (size_t)(T * (C / 32))) : NULL;
+    if (xs)
+        lx_qdot_sums(xs, x, ldx, T, C);
 #pragma omp parallel
     {
         float *wr = quant ? rows + C * omp_get_thread_num() : NULL;
@@ -177,7 +193,7 @@ static void gemv_half(float *y, long ldy, const float *x, long ldx, struct lx_wm
             if (quant)
                 lx_half_to_f32(wr, row_of(W, o, C), W.type, (size_t)C);
             gemv_row(y, ldy, x, ldx, quant ? (const void *)wr : row_of(W, o, C), quant ? LX_DT_F32 : W.type, o, T, C,
-                     beta);
+                     beta, xs);
         }
     }
 }

@@ -1,0 +1,195 @@
+/*
+** harness/engine/kernels/qdot.c - dot products of a few fp32 rows with one
+** row of quantized weights, straight from its blocks (qdot.h).
+**
+** The general path of a decoding step (wprod.c, gemv_half) dequantizes a
+** weight row into the thread's fp32 row, then runs the half-weight dots on
+** it: every value is unpacked, scaled, stored and loaded again. Here the
+** blocks are read once and nothing is stored:
+**
+** * Q4_K and Q5_K are sums over sub-blocks of 32 of (d·sc)·q − (dmin·m), so
+**   x · w = Σ_sub (d·sc)·(Σ q·x) − (dmin·m)·(Σ x): the integers q widen to
+**   fp32 and meet x in one multiply-add each, the sub-block's scale once per
+**   32 values, and Σ x of each sub-block comes from lx_qdot_sums (once per
+**   step, shared by every weight row). llama.cpp's own dot products split
+**   these blocks the same way. The sum is not the dequantized weights'
+**   (d·sc·q − dmin·m is rounded once per value there): each term's rounding
+**   moves, within a bound of Σ|x|·(|d·sc·q| + |dmin·m|) and the sum's length
+**   (tests/test_half.c derives it).
+** * Q8_0 and Q6_K have one scale per 32 and per 16 values and no min: each
+**   weight is the dequantized value exactly (the integer widened, times the
+**   block's scale, as half.c's lanes make it) and meets x in the two chains
+**   of the half-weight dots (wprod.c, dots_n), so these dots are the general
+**   path's bits; only the store and reload go.
+**
+** In every kind a row's sum runs in an order fixed by C alone, whatever n:
+** a decoding step's one row is the same bits as that row among others.
+*/
+#include "harness/engine/kernels/qdot.h"
+
+#include "harness/core/lx.h"
+#include "harness/core/qlanes.h"
+
+#define QDOT LX_QLANES
+
+int lx_qdot_has(int type)
+{
+    static int avx512 = -1;
+    if (avx512 < 0)
+        avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
+    return avx512 && (type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K || type == LX_DT_Q8_0);
+}
+
+int lx_qdot_needs_sums(int type)
+{
+    return type == LX_DT_Q4_K || type == LX_DT_Q5_K;
+}
+
+void lx_qdot_sums(float *s, const float *x, long ldx, long T, long C)
+{
+    for (long t = 0; t < T; t++)
+        for (long j = 0; j < C / 32; j++) {
+            float a = 0.0f;
+            for (int l = 0; l < 32; l++)
+                a += x[t * ldx + 32 * j + l];
+            s[t * (C / 32) + j] = a;
+        }
+}
+
+/* Q4_K / Q5_K: per pair of sub-blocks (is, is + 1), the values
+** k + 32·is + h + l (low nibbles) and k + 32·is + 32 + h + l (high), h in
+** {0, 16}, l < 16; their Σ q·x in two chains per row, then scaled into the
+** row's chain; the mins' terms summed apart and taken off at the end. */
+QDOT void q45_n(float *out, const float *x, long ldx, const int n, const unsigned char *b, long C, const float *xs,
+                int five)
+{
+    __m512 acc[LX_QDOT_ROWS];
+    float mins[LX_QDOT_ROWS];
+#pragma GCC unroll 8
+    for (int t = 0; t < n; t++)
+        acc[t] = _mm512_setzero_ps(), mins[t] = 0.0f;
+    for (long k = 0; k < C; k += 256, b += five ? 176 : 144) {
+        float d = lx_ql_f16(b), dmin = lx_ql_f16(b + 2);
+        const unsigned char *sc = b + 4, *qh = b + 16, *q = b + (five ? 48 : 16);
+        for (int is = 0; is < 8; is += 2, q += 32) {
+            int s1, m1, s2, m2;
+            lx_qk_scale_min(is, sc, &s1, &m1);
+            lx_qk_scale_min(is + 1, sc, &s2, &m2);
+            const float d1 = d * (float)s1, n1 = dmin * (float)m1, d2 = d * (float)s2, n2 = dmin * (float)m2;
+            __m512 lo_sum[LX_QDOT_ROWS], hi_sum[LX_QDOT_ROWS];
+#pragma GCC unroll 8
+            for (int t = 0; t < n; t++)
+                lo_sum[t] = hi_sum[t] = _mm512_setzero_ps();
+            for (int h = 0; h < 32; h += 16) {
+                __m128i lo, hi;
+                lx_ql_q45(q + h, qh + h, is, five, &lo, &hi);
+                const __m512 ql = lx_ql_u8_ps(lo), qv = lx_ql_u8_ps(hi);
+                const float *xv = x + k + 32 * is + h;
+#pragma GCC unroll 8
+                for (int t = 0; t < n; t++) {
+                    lo_sum[t] = _mm512_fmadd_ps(_mm512_loadu_ps(xv + t * ldx), ql, lo_sum[t]);
+                    hi_sum[t] = _mm512_fmadd_ps(_mm512_loadu_ps(xv + t * ldx + 32), qv, hi_sum[t]);
+                }
+            }
+            const long j = k / 32 + is;
+#pragma GCC unroll 8
+            for (int t = 0; t < n; t++) {
+                acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(d1), lo_sum[t], acc[t]);
+                acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(d2), hi_sum[t], acc[t]);
+                mins[t] += n1 * xs[t * (C / 32) + j] + n2 * xs[t * (C / 32) + j + 1];
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < n; t++)
+        out[t] = _mm512_reduce_add_ps(acc[t]) - mins[t];
+}
+
+/* The two chains of the half-weight dots (values ≡ 0–15 and 16–31 mod 32), fed dequantized weights. */
+QDOT void chains_fma(__m512 *a, const float *x, long ldx, const int n, __m512 w, long c)
+{
+#pragma GCC unroll 8
+    for (int t = 0; t < n; t++)
+        a[t] = _mm512_fmadd_ps(_mm512_loadu_ps(x + t * ldx + c), w, a[t]);
+}
+
+QDOT void chains_out(float *out, const int n, const __m512 *a0, const __m512 *a1)
+{
+#pragma GCC unroll 8
+    for (int t = 0; t < n; t++)
+        out[t] = _mm512_reduce_add_ps(_mm512_add_ps(a0[t], a1[t]));
+}
+
+/* Q8_0: (float)q · d, 32 values a block: c ≡ 0–15 on the first chain, 16–31 on the second. */
+QDOT void q8_n(float *out, const float *x, long ldx, const int n, const unsigned char *b, long C)
+{
+    __m512 a0[LX_QDOT_ROWS], a1[LX_QDOT_ROWS];
+#pragma GCC unroll 8
+    for (int t = 0; t < n; t++)
+        a0[t] = a1[t] = _mm512_setzero_ps();
+    for (long c = 0; c < C; c += 32, b += LX_Q8_0_BYTES) {
+        const __m512 d = _mm512_set1_ps(lx_ql_f16(b));
+        chains_fma(a0, x, ldx, n, _mm512_mul_ps(lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 2))), d), c);
+        chains_fma(a1, x, ldx, n, _mm512_mul_ps(lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 18))), d), c + 16);
+    }
+    chains_out(out, n, a0, a1);
+}
+
+/* Q6_K (half.c's q6_k_avx512): value 32j + 16g + l of each half of 128 is
+** (d·sc[g + 2j])·(q − 32), q from the bytes ql[32(j & 1) + 16g + l] (low
+** nibble for j < 2, high after) and bits 2j, 2j + 1 of qh[16g + l]; its chain
+** is g's, each chain's values in rising order. */
+QDOT void q6_group(__m512 *a, const float *x, long ldx, const int n, const unsigned char *ql, const unsigned char *qh,
+                   const int8_t *sc, float d, long c)
+{
+    __m128i q[4];
+    lx_ql_q6(ql, qh, q);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        chains_fma(a, x, ldx, n, _mm512_mul_ps(lx_ql_i8_ps(q[j]), _mm512_set1_ps(d * (float)sc[2 * j])), c + 32 * j);
+}
+
+QDOT void q6_n(float *out, const float *x, long ldx, const int n, const unsigned char *b, long C)
+{
+    __m512 a0[LX_QDOT_ROWS], a1[LX_QDOT_ROWS];
+#pragma GCC unroll 8
+    for (int t = 0; t < n; t++)
+        a0[t] = a1[t] = _mm512_setzero_ps();
+    for (long k = 0; k < C; k += 256, b += 210) {
+        const int8_t *sc = (const int8_t *)(b + 192);
+        const float d = lx_ql_f16(b + 208);
+        for (int half = 0; half < 2; half++) {
+            q6_group(a0, x, ldx, n, b + 64 * half, b + 128 + 32 * half, sc + 8 * half, d, k + 128 * half);
+            q6_group(a1, x, ldx, n, b + 64 * half + 16, b + 128 + 32 * half + 16, sc + 8 * half + 1, d,
+                     k + 128 * half + 16);
+        }
+    }
+    chains_out(out, n, a0, a1);
+}
+
+QDOT void qdot_n(float *out, const float *x, long ldx, const int n, const void *w, int type, long C, const float *xs)
+{
+    switch (type) {
+    case LX_DT_Q4_K: q45_n(out, x, ldx, n, w, C, xs, 0); break;
+    case LX_DT_Q5_K: q45_n(out, x, ldx, n, w, C, xs, 1); break;
+    case LX_DT_Q6_K: q6_n(out, x, ldx, n, w, C); break;
+    default: q8_n(out, x, ldx, n, w, C); break;
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
+void lx_qdot(float *out, const float *x, long ldx, int n, const void *w, int type, long C, const float *xs)
+{
+    LX_ASSERT(lx_qdot_has(type) && n >= 1 && n <= LX_QDOT_ROWS && C % (long)lx_dtype_block(type) == 0);
+    switch (n) {    /* n a constant in each: the sums stay in registers */
+    case 1: qdot_n(out, x, ldx, 1, w, type, C, xs); break;
+    case 2: qdot_n(out, x, ldx, 2, w, type, C, xs); break;
+    case 3: qdot_n(out, x, ldx, 3, w, type, C, xs); break;
+    case 4: qdot_n(out, x, ldx, 4, w, type, C, xs); break;
+    default:
+        for (int t = 0; t < n; t += 4)
+            lx_qdot(out + t, x + t * ldx, ldx, n - t < 4 ? n - t : 4, w, type, C, xs ? xs + t * (C / 32) : NULL);
+        break;
+    }
+}
