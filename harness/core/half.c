@@ -364,10 +364,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q6_k_avx
         float d = lx_ql_f16(b + 208);
         for (int half = 0; half < 2; half++, out += 128, ql += 64, qh += 32, sc += 8)
             for (int g = 0; g < 2; g++) {
-                __m128i q[4];
-                lx_ql_q6(ql + 16 * g, qh + 16 * g, q);
+                __m128i a = _mm_loadu_si128((const __m128i *)(ql + 16 * g)),
+                        c = _mm_loadu_si128((const __m128i *)(ql + 32 + 16 * g)),
+                        h = _mm_loadu_si128((const __m128i *)(qh + 16 * g));
                 for (int j = 0; j < 4; j++)     /* value 32j + 16g + l, scale sc[g + 2j] */
-                    put16(out + 32 * j + 16 * g, lx_ql_i8_ps(q[j]), d * (float)sc[g + 2 * j], NULL);
+                    put16(out + 32 * j + 16 * g, lx_ql_i8_ps(lx_ql_q6(a, c, h, j)), d * (float)sc[g + 2 * j], NULL);
             }
     }
     return k;

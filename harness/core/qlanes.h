@@ -47,23 +47,16 @@ LX_QLANES void lx_ql_q45(const unsigned char *q, const unsigned char *qh, int is
     }
 }
 
-/* Q6_K: the signed q − 32 of values 32j + 16g + l (j < 4, l < 16) of a half
-** of 128, from the 16 bytes at ql and ql + 32 (ql = the half's low nibbles
-** + 16g; low nibbles for j < 2, high after) and the 16 at qh (+ 16g; bits
-** 2j, 2j + 1). */
-LX_QLANES void lx_ql_q6(const unsigned char *ql, const unsigned char *qh, __m128i q[4])
+/* Q6_K: the signed q − 32 of values 32j + 16g + l (l < 16) of a half of
+** 128, from a = the 16 bytes at the half's low nibbles + 16g and c = the 16
+** after them + 32 (low nibbles for j < 2, high after; j odd: c) and h = the
+** 16 at its high bits + 16g (bits 2j, 2j + 1). */
+LX_QLANES __m128i lx_ql_q6(__m128i a, __m128i c, __m128i h, int j)
 {
     const __m128i low = _mm_set1_epi8(0x0f), three = _mm_set1_epi8(3), bias = _mm_set1_epi8(32);
-    const __m128i a = _mm_loadu_si128((const __m128i *)ql), c = _mm_loadu_si128((const __m128i *)(ql + 32)),
-                  h = _mm_loadu_si128((const __m128i *)qh);
-    q[0] = _mm_or_si128(_mm_and_si128(a, low), _mm_slli_epi16(_mm_and_si128(h, three), 4));
-    q[1] = _mm_or_si128(_mm_and_si128(c, low), _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 2), three), 4));
-    q[2] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(a, 4), low),
-                        _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 4), three), 4));
-    q[3] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(c, 4), low),
-                        _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 6), three), 4));
-    for (int j = 0; j < 4; j++)
-        q[j] = _mm_sub_epi8(q[j], bias);
+    __m128i v = j & 1 ? c : a;
+    v = _mm_and_si128(j < 2 ? v : _mm_srli_epi16(v, 4), low);
+    return _mm_sub_epi8(_mm_or_si128(v, _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 2 * j), three), 4)), bias);
 }
 
 #endif

@@ -30,14 +30,15 @@
 #include "harness/core/lx.h"
 #include "harness/core/qlanes.h"
 
-#define QDOT LX_QLANES
+#define QDOT_TARGET "avx512f,avx512bw,avx512vl,f16c,fma"
+#define QDOT __attribute__((target(QDOT_TARGET), always_inline)) static inline
 
 int lx_qdot_has(int type)
 {
     static int avx512 = -1;
     if (avx512 < 0)
         avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
     return avx512 && (type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K || type == LX_DT_Q8_0);
 }
 
@@ -60,27 +61,35 @@ void lx_qdot_sums(float *s, const float *x, long ldx, long T, long C)
 /* Q4_K / Q5_K: per pair of sub-blocks (is, is + 1), the values
 ** k + 32·is + h + l (low nibbles) and k + 32·is + 32 + h + l (high), h in
 ** {0, 16}, l < 16; their Σ q·x in two chains per row, then scaled into the
-** row's chain; the mins' terms summed apart and taken off at the end. */
+** row's chain. The mins' terms, dmin·m_j · Σx_j for a super-block's 8
+** sub-blocks, go to an 8-lane chain per row, taken off at the end. */
 QDOT void q45_n(float *out, const float *x, long ldx, const int n, const unsigned char *b, long C, const float *xs,
                 int five)
 {
     __m512 acc[LX_QDOT_ROWS];
-    float mins[LX_QDOT_ROWS];
+    __m256 mins[LX_QDOT_ROWS];
 #pragma GCC unroll 8
     for (int t = 0; t < n; t++)
-        acc[t] = _mm512_setzero_ps(), mins[t] = 0.0f;
+        acc[t] = _mm512_setzero_ps(), mins[t] = _mm256_setzero_ps();
     for (long k = 0; k < C; k += 256, b += five ? 176 : 144) {
-        float d = lx_ql_f16(b), dmin = lx_ql_f16(b + 2);
         const unsigned char *sc = b + 4, *qh = b + 16, *q = b + (five ? 48 : 16);
+        int s[8], m[8];
+        for (int j = 0; j < 8; j++)
+            lx_qk_scale_min(j, sc, &s[j], &m[j]);
+        float ds[8];
+        _mm256_storeu_ps(ds, _mm256_mul_ps(_mm256_set1_ps(lx_ql_f16(b)),
+                                           _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)s))));
+        const __m256 nm = _mm256_mul_ps(_mm256_set1_ps(lx_ql_f16(b + 2)),
+                                        _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)m)));
+#pragma GCC unroll 8
+        for (int t = 0; t < n; t++)
+            mins[t] = _mm256_fmadd_ps(nm, _mm256_loadu_ps(xs + t * (C / 32) + k / 32), mins[t]);
         for (int is = 0; is < 8; is += 2, q += 32) {
-            int s1, m1, s2, m2;
-            lx_qk_scale_min(is, sc, &s1, &m1);
-            lx_qk_scale_min(is + 1, sc, &s2, &m2);
-            const float d1 = d * (float)s1, n1 = dmin * (float)m1, d2 = d * (float)s2, n2 = dmin * (float)m2;
             __m512 lo_sum[LX_QDOT_ROWS], hi_sum[LX_QDOT_ROWS];
 #pragma GCC unroll 8
             for (int t = 0; t < n; t++)
                 lo_sum[t] = hi_sum[t] = _mm512_setzero_ps();
+#pragma GCC unroll 2
             for (int h = 0; h < 32; h += 16) {
                 __m128i lo, hi;
                 lx_ql_q45(q + h, qh + h, is, five, &lo, &hi);
@@ -92,18 +101,20 @@ QDOT void q45_n(float *out, const float *x, long ldx, const int n, const unsigne
                     hi_sum[t] = _mm512_fmadd_ps(_mm512_loadu_ps(xv + t * ldx + 32), qv, hi_sum[t]);
                 }
             }
-            const long j = k / 32 + is;
 #pragma GCC unroll 8
             for (int t = 0; t < n; t++) {
-                acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(d1), lo_sum[t], acc[t]);
-                acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(d2), hi_sum[t], acc[t]);
-                mins[t] += n1 * xs[t * (C / 32) + j] + n2 * xs[t * (C / 32) + j + 1];
+                acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(ds[is]), lo_sum[t], acc[t]);
+                acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(ds[is + 1]), hi_sum[t], acc[t]);
             }
         }
     }
 #pragma GCC unroll 8
-    for (int t = 0; t < n; t++)
-        out[t] = _mm512_reduce_add_ps(acc[t]) - mins[t];
+    for (int t = 0; t < n; t++) {
+        const __m256 mn = mins[t];
+        __m128 m4 = _mm_add_ps(_mm256_castps256_ps128(mn), _mm256_extractf128_ps(mn, 1));
+        m4 = _mm_add_ps(m4, _mm_movehl_ps(m4, m4));
+        out[t] = _mm512_reduce_add_ps(acc[t]) - _mm_cvtss_f32(_mm_add_ss(m4, _mm_movehdup_ps(m4)));
+    }
 }
 
 /* The two chains of the half-weight dots (values ≡ 0–15 and 16–31 mod 32), fed dequantized weights. */
@@ -143,11 +154,12 @@ QDOT void q8_n(float *out, const float *x, long ldx, const int n, const unsigned
 QDOT void q6_group(__m512 *a, const float *x, long ldx, const int n, const unsigned char *ql, const unsigned char *qh,
                    const int8_t *sc, float d, long c)
 {
-    __m128i q[4];
-    lx_ql_q6(ql, qh, q);
+    const __m128i lo = _mm_loadu_si128((const __m128i *)ql), hi = _mm_loadu_si128((const __m128i *)(ql + 32)),
+                  h = _mm_loadu_si128((const __m128i *)qh);
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
-        chains_fma(a, x, ldx, n, _mm512_mul_ps(lx_ql_i8_ps(q[j]), _mm512_set1_ps(d * (float)sc[2 * j])), c + 32 * j);
+        chains_fma(a, x, ldx, n,
+                   _mm512_mul_ps(lx_ql_i8_ps(lx_ql_q6(lo, hi, h, j)), _mm512_set1_ps(d * (float)sc[2 * j])), c + 32 * j);
 }
 
 QDOT void q6_n(float *out, const float *x, long ldx, const int n, const unsigned char *b, long C)
@@ -178,7 +190,7 @@ QDOT void qdot_n(float *out, const float *x, long ldx, const int n, const void *
     }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
+__attribute__((target(QDOT_TARGET)))
 void lx_qdot(float *out, const float *x, long ldx, int n, const void *w, int type, long C, const float *xs)
 {
     LX_ASSERT(lx_qdot_has(type) && n >= 1 && n <= LX_QDOT_ROWS && C % (long)lx_dtype_block(type) == 0);
