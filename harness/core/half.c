@@ -223,6 +223,17 @@ static void q_k_2_3_to_f32(float *out, const unsigned char *b, size_t n, int thr
     }
 }
 
+/* The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (12 bytes s). */
+static inline void scale_min_k(int j, const unsigned char *s, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = s[j] & 63, *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
 /* Q4_K and Q5_K super-blocks of 256: f16 d and dmin, 12 bytes of 6-bit
 ** scales and mins, (Q5_K: 32 bytes of fifth bits,) 128 bytes of nibbles; the
 ** 8 sub-blocks of 32 are d·scale·q - dmin·min. */
@@ -233,8 +244,8 @@ static void qk_4_5_to_f32(float *out, const unsigned char *b, size_t n, int five
         const unsigned char *sc = b + 4, *qh = b + 16, *q = b + (five ? 48 : 16);
         for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
             int s1, m1, s2, m2;
-            lx_qk_scale_min(is, sc, &s1, &m1);
-            lx_qk_scale_min(is + 1, sc, &s2, &m2);
+            scale_min_k(is, sc, &s1, &m1);
+            scale_min_k(is + 1, sc, &s2, &m2);
             float d1 = d * (float)s1, n1 = dmin * (float)m1, d2 = d * (float)s2, n2 = dmin * (float)m2;
             int u1 = 1 << is, u2 = 2 << is;
             for (int l = 0; l < 32; l++)
@@ -334,18 +345,17 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t qk_4_5_a
 {
     size_t k = 0;
     for (; k + 256 <= n; k += 256, b += five ? 176 : 144) {
-        float d = lx_ql_f16(b), dmin = lx_ql_f16(b + 2);
-        const unsigned char *sc = b + 4, *qh = b + 16, *q = b + (five ? 48 : 16);
+        const unsigned char *qh = b + 16, *q = b + (five ? 48 : 16);
+        __m256 dsc, dm;
+        float ds[8], ns[8];
+        lx_ql_k_scales(b + 4, lx_ql_f16(b), lx_ql_f16(b + 2), &dsc, &dm);
+        _mm256_storeu_ps(ds, dsc), _mm256_storeu_ps(ns, dm);
         for (int is = 0; is < 8; is += 2, q += 32) {
-            int s1, m1, s2, m2;
-            lx_qk_scale_min(is, sc, &s1, &m1);
-            lx_qk_scale_min(is + 1, sc, &s2, &m2);
-            float d1 = d * (float)s1, n1 = dmin * (float)m1, d2 = d * (float)s2, n2 = dmin * (float)m2;
             for (int h = 0; h < 32; h += 16, out += 16) {
                 __m128i lo, hi;
                 lx_ql_q45(q + h, qh + h, is, five, &lo, &hi);
-                put16(out, lx_ql_u8_ps(lo), d1, &n1);
-                put16(out + 32, lx_ql_u8_ps(hi), d2, &n2);
+                put16(out, lx_ql_u8_ps(lo), ds[is], &ns[is]);
+                put16(out + 32, lx_ql_u8_ps(hi), ds[is + 1], &ns[is + 1]);
             }
             out += 32;
         }

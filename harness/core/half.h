@@ -36,17 +36,6 @@ enum lx_dtype { LX_DT_F32 = 0, LX_DT_BF16 = 1, LX_DT_F16 = 2, LX_DT_Q8_0 = 3, LX
 #define LX_Q8_0_VALUES 32   /* values of a Q8_0 block */
 #define LX_Q8_0_BYTES 34    /* its bytes: the f16 scale, then 32 int8 */
 
-/* The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (12 bytes s). */
-static inline void lx_qk_scale_min(int j, const unsigned char *s, int *sc, int *m)
-{
-    if (j < 4) {
-        *sc = s[j] & 63, *m = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
-        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
-}
-
 /* Values and bytes of one block of a quantized type (1 and the value's bytes
 ** for the float types): Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL hold 32
 ** values, the K-quants and IQ4_XS 256. */

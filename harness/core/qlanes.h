@@ -32,6 +32,30 @@ LX_QLANES __m512 lx_ql_i8_ps(__m128i b)
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
 }
 
+/* The 8 bytes of v (lowest first) to 8 floats. */
+LX_QLANES __m256 lx_ql_u8x8_ps(uint64_t v)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)v)));
+}
+
+/* Q4_K / Q5_K: the 6-bit scales and mins of a super-block's 8 sub-blocks (the
+** 12 bytes at s, as half.c's scale_min_k reads them) as floats, times d and dmin: d·sc_j and
+** dmin·m_j in lane j, rounded once each as the scalar products are. Bytes
+** 0-3 hold sc_0..3 (low 6 bits), 4-7 m_0..3, 8-11 the low 4 bits of
+** sc_4..7 and m_4..7 (nibbles); the top 2 bits of bytes 0-3 and 4-7 are the
+** high bits of sc_4..7 and m_4..7. */
+LX_QLANES void lx_ql_k_scales(const unsigned char *s, float d, float dmin, __m256 *dsc, __m256 *dm)
+{
+    uint32_t w0, w1, w2;
+    memcpy(&w0, s, 4), memcpy(&w1, s + 4, 4), memcpy(&w2, s + 8, 4);
+    const uint64_t sc = (uint64_t)(w0 & 0x3f3f3f3fu) |
+                        (uint64_t)((w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u)) << 32,
+                   m = (uint64_t)(w1 & 0x3f3f3f3fu) |
+                       (uint64_t)(((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u)) << 32;
+    *dsc = _mm256_mul_ps(_mm256_set1_ps(d), lx_ql_u8x8_ps(sc));
+    *dm = _mm256_mul_ps(_mm256_set1_ps(dmin), lx_ql_u8x8_ps(m));
+}
+
 /* Q4_K / Q5_K: the q of 16 values of sub-blocks is and is + 1 (is even) from
 ** the 16 nibble bytes at q (low nibbles: sub-block is; high: is + 1) and,
 ** for Q5_K, the fifth bits: bits is and is + 1 of the 16 bytes at qh. */

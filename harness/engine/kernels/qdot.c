@@ -73,14 +73,10 @@ QDOT void q45_n(float *out, const float *x, long ldx, const int n, const unsigne
         acc[t] = _mm512_setzero_ps(), mins[t] = _mm256_setzero_ps();
     for (long k = 0; k < C; k += 256, b += five ? 176 : 144) {
         const unsigned char *sc = b + 4, *qh = b + 16, *q = b + (five ? 48 : 16);
-        int s[8], m[8];
-        for (int j = 0; j < 8; j++)
-            lx_qk_scale_min(j, sc, &s[j], &m[j]);
+        __m256 dsc, nm;
+        lx_ql_k_scales(sc, lx_ql_f16(b), lx_ql_f16(b + 2), &dsc, &nm);
         float ds[8];
-        _mm256_storeu_ps(ds, _mm256_mul_ps(_mm256_set1_ps(lx_ql_f16(b)),
-                                           _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)s))));
-        const __m256 nm = _mm256_mul_ps(_mm256_set1_ps(lx_ql_f16(b + 2)),
-                                        _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)m)));
+        _mm256_storeu_ps(ds, dsc);
 #pragma GCC unroll 8
         for (int t = 0; t < n; t++)
             mins[t] = _mm256_fmadd_ps(nm, _mm256_loadu_ps(xs + t * (C / 32) + k / 32), mins[t]);
@@ -152,14 +148,14 @@ QDOT void q8_n(float *out, const float *x, long ldx, const int n, const unsigned
 ** nibble for j < 2, high after) and bits 2j, 2j + 1 of qh[16g + l]; its chain
 ** is g's, each chain's values in rising order. */
 QDOT void q6_group(__m512 *a, const float *x, long ldx, const int n, const unsigned char *ql, const unsigned char *qh,
-                   const int8_t *sc, float d, long c)
+                   const float *dsc, long c)
 {
     const __m128i lo = _mm_loadu_si128((const __m128i *)ql), hi = _mm_loadu_si128((const __m128i *)(ql + 32)),
                   h = _mm_loadu_si128((const __m128i *)qh);
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
         chains_fma(a, x, ldx, n,
-                   _mm512_mul_ps(lx_ql_i8_ps(lx_ql_q6(lo, hi, h, j)), _mm512_set1_ps(d * (float)sc[2 * j])), c + 32 * j);
+                   _mm512_mul_ps(lx_ql_i8_ps(lx_ql_q6(lo, hi, h, j)), _mm512_set1_ps(dsc[2 * j])), c + 32 * j);
 }
 
 QDOT void q6_n(float *out, const float *x, long ldx, const int n, const unsigned char *b, long C)
@@ -169,11 +165,12 @@ QDOT void q6_n(float *out, const float *x, long ldx, const int n, const unsigned
     for (int t = 0; t < n; t++)
         a0[t] = a1[t] = _mm512_setzero_ps();
     for (long k = 0; k < C; k += 256, b += 210) {
-        const int8_t *sc = (const int8_t *)(b + 192);
-        const float d = lx_ql_f16(b + 208);
+        float dsc[16];      /* d·sc, each rounded once as the scalar product is */
+        _mm512_storeu_ps(dsc, _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(b + 208)),
+                                            lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 192)))));
         for (int half = 0; half < 2; half++) {
-            q6_group(a0, x, ldx, n, b + 64 * half, b + 128 + 32 * half, sc + 8 * half, d, k + 128 * half);
-            q6_group(a1, x, ldx, n, b + 64 * half + 16, b + 128 + 32 * half + 16, sc + 8 * half + 1, d,
+            q6_group(a0, x, ldx, n, b + 64 * half, b + 128 + 32 * half, dsc + 8 * half, k + 128 * half);
+            q6_group(a1, x, ldx, n, b + 64 * half + 16, b + 128 + 32 * half + 16, dsc + 8 * half + 1,
                      k + 128 * half + 16);
         }
     }
