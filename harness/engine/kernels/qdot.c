@@ -37,8 +37,8 @@ int lx_qdot_has(int type)
 {
     static int avx512 = -1;
     if (avx512 < 0)
-        avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+        avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&   /* F16C: every AVX-512 */
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");          /* CPU (clang cannot ask) */
     return avx512 && (type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K || type == LX_DT_Q8_0);
 }
 
