@@ -369,6 +369,11 @@ Test(half, fused_quantized_dots)
             lx_wlinear(one, N, x + i * K, K, W, 1, K, N, 0.0f);
             cr_assert_eq(memcmp(one, fused + i * N, sizeof one), 0, "%s row %ld alone differs", lx_dtype_name(t), i);
         }
+        for (long m = 2; m <= 4; m++) {     /* 2, 3 and 4 rows at once (20 = 8 + 8 + 4 above) */
+            lx_wlinear(rows, N, x + 5 * K, K, W, m, K, N, 0.0f);
+            cr_assert_eq(memcmp(rows, fused + 5 * N, sizeof(float) * (size_t)(m * N)), 0, "%s: %ld rows differ",
+                         lx_dtype_name(t), m);
+        }
         free(b), free(z);
     }
     free(x);
