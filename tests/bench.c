@@ -653,7 +653,7 @@ static void qdot_run(void *p)
 static int bench_qdot(void)
 {
     enum { C = 2048, OC = 8192 };
-    static const int types[] = {LX_DT_Q4_K, LX_DT_Q5_K, LX_DT_Q6_K, LX_DT_Q8_0};
+    static const int types[] = {LX_DT_Q4_K, LX_DT_Q5_K, LX_DT_Q6_K, LX_DT_Q8_0, LX_DT_Q2_K, LX_DT_Q3_K};
     struct lx_rng r;
     lx_rng_init(&r, 4, 0, LX_RNG_INIT);
     lx_numerics_set(LX_NUMERICS_FAST);

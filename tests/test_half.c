@@ -310,9 +310,9 @@ Test(half, quantized_few_rows_products)
     free(x), free(all), free(ref);
 }
 
-/* Fast numerics' products of a few rows on Q4_K, Q5_K, Q6_K and Q8_0 read the blocks directly
+/* Fast numerics' products of a few rows on Q2_K … Q6_K and Q8_0 read the blocks directly
 ** (qdot.c), checked against the path that dequantizes each row first (lx_wprod_qdot(0)):
-** * Q6_K and Q8_0 use each dequantized weight in the same two chains: the same bits.
+** * Q2_K, Q3_K, Q6_K and Q8_0 use each dequantized weight in the same two chains: the same bits.
 ** * Q4_K and Q5_K sum d·sc·(Σ q·x) − dmin·m·(Σ x) per sub-block of 32. Against the naive double
 **   sum on the dequantized weights the difference is bounded by
 **   (K/16 + 42)·u·Σ|x|·(|d·sc·q| + |dmin·m|), u = 2^-24: each lane's chain adds K/16 scaled
@@ -328,7 +328,8 @@ Test(half, fused_quantized_dots)
         cr_skip_test("no AVX-512: the rows are dequantized first, as before");
     enum { M = 20, K = 768, N = 21 };
     static const struct { int type; int q0, q1; } types[] = {   /* the q bits: bytes [q0, q1) of a block */
-        {LX_DT_Q4_K, 16, 144}, {LX_DT_Q5_K, 16, 176}, {LX_DT_Q6_K, 0, 192}, {LX_DT_Q8_0, 2, 34}};
+        {LX_DT_Q4_K, 16, 144}, {LX_DT_Q5_K, 16, 176}, {LX_DT_Q6_K, 0, 192}, {LX_DT_Q8_0, 2, 34},
+        {LX_DT_Q2_K, 16, 80}, {LX_DT_Q3_K, 0, 96}};
     lx_numerics_set(LX_NUMERICS_FAST);
     struct lx_rng r;
     lx_rng_init(&r, 29, 0, 0);

@@ -440,41 +440,15 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t iq4_xs_a
     return k;
 }
 
-/* The 16 sub-blocks' d·scale (and Q2_K's dmin·min) of a Q2_K or Q3_K
-** super-block in lanes. Q2_K: byte j of the first 16 holds scale j (low
-** nibble) and min j (high). Q3_K (q3_k_scale): the low nibbles of scales
-** 0-7 and 8-15 are the low and high nibbles of bytes 96-103, their high two
-** bits bits 2i, 2i + 1 of bytes 104-107 for scales 4i … 4i + 3; less 32. */
-__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static void k23_scales(const unsigned char *b, int three,
-                                                                                float *ds, float *ms)
-{
-    __m128i sc;
-    if (three) {
-        uint32_t lo[2], t, w[4];
-        memcpy(lo, b + 96, 8), memcpy(&t, b + 104, 4);
-        for (int i = 0; i < 4; i++)
-            w[i] = ((i < 2 ? lo[i] : lo[i - 2] >> 4) & 0x0f0f0f0fu) | ((t >> 2 * i) & 0x03030303u) << 4;
-        sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)w), _mm_set1_epi8(32));
-        _mm512_storeu_ps(ds, _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(b + 108)), lx_ql_i8_ps(sc)));
-        return;
-    }
-    sc = _mm_loadu_si128((const __m128i *)b);
-    _mm512_storeu_ps(ds, _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(b + 80)),
-                                       lx_ql_u8_ps(_mm_and_si128(sc, _mm_set1_epi8(0x0f)))));
-    _mm512_storeu_ps(ms, _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(b + 82)),
-                                       lx_ql_u8_ps(_mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(0x0f)))));
-}
-
 /* Q2_K and Q3_K (see q_k_2_3_to_f32): sixteen values of a sub-block at a time. */
 __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q_k_2_3_avx512(float *out, const unsigned char *b,
                                                                                        size_t n, int three)
 {
-    const __m128i two_bits = _mm_set1_epi8(3), one = _mm_set1_epi8(1), four = _mm_set1_epi8(4);
     size_t k = 0;
     for (; k + 256 <= n; k += 256, b += three ? 110 : 84) {
         const unsigned char *q = b + (three ? 32 : 16);
-        float ds[16], ms[16];   /* each sub-block's d·scale and dmin·min, rounded once as the scalar products are */
-        k23_scales(b, three, ds, ms);
+        float ds[16], ms[16];
+        lx_ql_k23_scales(b, three, ds, ms);
         __m128i hm[2] = {_mm_loadu_si128((const __m128i *)b), _mm_loadu_si128((const __m128i *)(b + 16))};
         for (int h = 0; h < 2; h++)
 #pragma GCC unroll 4
@@ -482,15 +456,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q_k_2_3_
 #pragma GCC unroll 2
                 for (int g = 0; g < 2; g++, out += 16) {
                     int j = 8 * h + 2 * s + g;
-                    __m128i v = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)(q + 32 * h + 16 * g)), 2 * s),
-                                              two_bits);
-                    if (three) {
-                        __m128i hb = _mm_and_si128(_mm_srli_epi16(hm[g], 4 * h + s), one);
-                        v = _mm_sub_epi8(_mm_or_si128(v, _mm_slli_epi16(hb, 2)), four);
+                    __m128i v = lx_ql_q23(q, hm, h, s, g, three);
+                    if (three)
                         put16(out, lx_ql_i8_ps(v), ds[j], NULL);
-                    } else {
+                    else
                         put16(out, lx_ql_u8_ps(v), ds[j], &ms[j]);
-                    }
                 }
     }
     return k;

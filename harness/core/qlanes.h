@@ -83,4 +83,42 @@ LX_QLANES __m128i lx_ql_q6(__m128i a, __m128i c, __m128i h, int j)
     return _mm_sub_epi8(_mm_or_si128(v, _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 2 * j), three), 4)), bias);
 }
 
+/* The 16 sub-blocks' d·scale (and Q2_K's dmin·min) of a Q2_K or Q3_K
+** super-block b in lanes, each rounded once as the scalar products are.
+** Q2_K: byte j of the first 16 holds scale j (low nibble) and min j (high).
+** Q3_K: the low nibbles of scales 0-7 and 8-15 are the low and high nibbles
+** of bytes 96-103, their high two bits bits 2i, 2i + 1 of bytes 104-107 for
+** scales 4i … 4i + 3; less 32. */
+LX_QLANES void lx_ql_k23_scales(const unsigned char *b, int three, float *ds, float *ms)
+{
+    const __m128i nibble = _mm_set1_epi8(0x0f);
+    if (three) {
+        uint32_t lo[2], t, w[4];
+        memcpy(lo, b + 96, 8), memcpy(&t, b + 104, 4);
+        for (int i = 0; i < 4; i++)
+            w[i] = ((i < 2 ? lo[i] : lo[i - 2] >> 4) & 0x0f0f0f0fu) | ((t >> 2 * i) & 0x03030303u) << 4;
+        __m128i sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)w), _mm_set1_epi8(32));
+        _mm512_storeu_ps(ds, _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(b + 108)), lx_ql_i8_ps(sc)));
+        return;
+    }
+    __m128i sc = _mm_loadu_si128((const __m128i *)b);
+    _mm512_storeu_ps(ds, _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(b + 80)), lx_ql_u8_ps(_mm_and_si128(sc, nibble))));
+    _mm512_storeu_ps(ms, _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(b + 82)),
+                                       lx_ql_u8_ps(_mm_and_si128(_mm_srli_epi16(sc, 4), nibble))));
+}
+
+/* Q2_K / Q3_K: the q of values 128h + 32s + 16g + l (l < 16) of super-block b:
+** bits 2s, 2s + 1 of byte 32h + 16g + l of its quants (at b + 16, Q3_K's at
+** b + 32); Q3_K's less 4 where bit 4h + s of byte 16g + l of its high-bit
+** mask hm (b's first 32 bytes, loaded) is clear (signed then). */
+LX_QLANES __m128i lx_ql_q23(const unsigned char *q, const __m128i *hm, int h, int s, int g, int three)
+{
+    __m128i v = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)(q + 32 * h + 16 * g)), 2 * s),
+                              _mm_set1_epi8(3));
+    if (!three)
+        return v;
+    __m128i hb = _mm_and_si128(_mm_srli_epi16(hm[g], 4 * h + s), _mm_set1_epi8(1));
+    return _mm_sub_epi8(_mm_or_si128(v, _mm_slli_epi16(hb, 2)), _mm_set1_epi8(4));
+}
+
 #endif

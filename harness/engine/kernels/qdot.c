@@ -16,11 +16,13 @@
 **   (d·sc·q − dmin·m is rounded once per value there): each term's rounding
 **   moves, within a bound of Σ|x|·(|d·sc·q| + |dmin·m|) and the sum's length
 **   (tests/test_half.c derives it).
-** * Q8_0 and Q6_K have one scale per 32 and per 16 values and no min: each
-**   weight is the dequantized value exactly (the integer widened, times the
-**   block's scale, as half.c's lanes make it) and meets x in the two chains
-**   of the half-weight dots (wprod.c, dots_n), so these dots are the general
-**   path's bits; only the store and reload go.
+** * Q8_0, Q6_K, Q3_K and Q2_K have a scale per 32 or 16 values (Q2_K a min
+**   per 16 too): each weight is the dequantized value exactly (the integer
+**   widened, times the block's scale, less Q2_K's min, as half.c's lanes
+**   make it, the integer steps shared in core/qlanes.h) and meets x in the
+**   two chains of the half-weight dots (wprod.c, dots_n), so these dots are
+**   the general path's bits; only the store and reload go. Built with
+**   -ffp-contract=off, so no multiply and subtraction fuse.
 **
 ** In every kind a row's sum runs in an order fixed by C alone, whatever n:
 ** a decoding step's one row is the same bits as that row among others.
@@ -39,7 +41,8 @@ int lx_qdot_has(int type)
     if (avx512 < 0)
         avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&   /* F16C: every AVX-512 */
                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");          /* CPU (clang cannot ask) */
-    return avx512 && (type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K || type == LX_DT_Q8_0);
+    return avx512 && (type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K || type == LX_DT_Q8_0 ||
+                      type == LX_DT_Q2_K || type == LX_DT_Q3_K);
 }
 
 int lx_qdot_needs_sums(int type)
@@ -177,12 +180,45 @@ QDOT void q6_n(float *out, const float *x, long ldx, const int n, const unsigned
     chains_out(out, n, a0, a1);
 }
 
+/* Q2_K / Q3_K (half.c's q_k_2_3_avx512): values 128h + 32s + 16g + l take
+** sub-block 8h + 2s + g's d·scale (Q2_K: times q, less its dmin·min), the
+** weight as the row would hold it, on chain g: each chain's values in rising
+** order. */
+QDOT void q23_n(float *out, const float *x, long ldx, const int n, const unsigned char *b, long C, int three)
+{
+    __m512 a0[LX_QDOT_ROWS], a1[LX_QDOT_ROWS];
+#pragma GCC unroll 8
+    for (int t = 0; t < n; t++)
+        a0[t] = a1[t] = _mm512_setzero_ps();
+    for (long k = 0; k < C; k += 256, b += three ? 110 : 84) {
+        const unsigned char *q = b + (three ? 32 : 16);
+        float ds[16], ms[16];
+        lx_ql_k23_scales(b, three, ds, ms);
+        const __m128i hm[2] = {_mm_loadu_si128((const __m128i *)b), _mm_loadu_si128((const __m128i *)(b + 16))};
+        for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+            for (int s = 0; s < 4; s++)
+#pragma GCC unroll 2
+                for (int g = 0; g < 2; g++) {
+                    const int j = 8 * h + 2 * s + g;
+                    const __m128i v = lx_ql_q23(q, hm, h, s, g, three);
+                    const __m512 w = three ? _mm512_mul_ps(lx_ql_i8_ps(v), _mm512_set1_ps(ds[j]))
+                                           : _mm512_sub_ps(_mm512_mul_ps(lx_ql_u8_ps(v), _mm512_set1_ps(ds[j])),
+                                                           _mm512_set1_ps(ms[j]));
+                    chains_fma(g ? a1 : a0, x, ldx, n, w, k + 128 * h + 32 * s + 16 * g);
+                }
+    }
+    chains_out(out, n, a0, a1);
+}
+
 QDOT void qdot_n(float *out, const float *x, long ldx, const int n, const void *w, int type, long C, const float *xs)
 {
     switch (type) {
     case LX_DT_Q4_K: q45_n(out, x, ldx, n, w, C, xs, 0); break;
     case LX_DT_Q5_K: q45_n(out, x, ldx, n, w, C, xs, 1); break;
     case LX_DT_Q6_K: q6_n(out, x, ldx, n, w, C); break;
+    case LX_DT_Q2_K: q23_n(out, x, ldx, n, w, C, 0); break;
+    case LX_DT_Q3_K: q23_n(out, x, ldx, n, w, C, 1); break;
     default: q8_n(out, x, ldx, n, w, C); break;
     }
 }
