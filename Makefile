@@ -221,7 +221,7 @@ repro-smoke: build/.deps data/manifest.tsv
 # seconds per side and configuration (default 8). OPENBLAS_CORETYPE, when set,
 # reaches both lenx and PyTorch.
 # BENCH=dequant: each GGUF quantized type dequantized in AVX-512 lanes against block by block.
-# BENCH=qdot: a decoding step's product on Q2_K … Q6_K and Q8_0 weights read from the blocks
+# BENCH=qdot: a decoding step's product on quantized weights read from the blocks
 # against each row dequantized first (1 and 4 rows, the 1B shape's 8192 x 2048).
 # BENCH=glu: SwiGLU's and GeGLU's forward and backward in AVX-512 lanes against the libm loops.
 # BENCH=train: the tiled attention backward, a training step, and a bf16 training step of the

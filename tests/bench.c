@@ -647,13 +647,14 @@ static void qdot_run(void *p)
     lx_wprod_qdot(1);
 }
 
-/* The 1B shape's up projection (8,192 × 2,048) in each type with a fused
-** kernel, times 1 row (a decoding step) and 4, all threads: the blocks read
-** directly (qdot.c) against each row dequantized into cache first. */
+/* The 1B shape's up projection (8,192 × 2,048) in the K-quants, Q8_0, Q4_0
+** and IQ4_XS, times 1 row (a decoding step) and 4, all threads: the blocks
+** read directly (qdot.c) against each row dequantized into cache first. */
 static int bench_qdot(void)
 {
     enum { C = 2048, OC = 8192 };
-    static const int types[] = {LX_DT_Q4_K, LX_DT_Q5_K, LX_DT_Q6_K, LX_DT_Q8_0, LX_DT_Q2_K, LX_DT_Q3_K};
+    static const int types[] = {LX_DT_Q4_K, LX_DT_Q5_K, LX_DT_Q6_K, LX_DT_Q8_0, LX_DT_Q2_K, LX_DT_Q3_K, LX_DT_Q4_0,
+                                LX_DT_IQ4_XS};
     struct lx_rng r;
     lx_rng_init(&r, 4, 0, LX_RNG_INIT);
     lx_numerics_set(LX_NUMERICS_FAST);

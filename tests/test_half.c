@@ -310,9 +310,9 @@ Test(half, quantized_few_rows_products)
     free(x), free(all), free(ref);
 }
 
-/* Fast numerics' products of a few rows on Q2_K … Q6_K and Q8_0 read the blocks directly
-** (qdot.c), checked against the path that dequantizes each row first (lx_wprod_qdot(0)):
-** * Q2_K, Q3_K, Q6_K and Q8_0 use each dequantized weight in the same two chains: the same bits.
+/* Fast numerics' products of a few rows on quantized weights read the blocks directly (qdot.c),
+** checked against the path that dequantizes each row first (lx_wprod_qdot(0)), every type:
+** * all but Q4_K and Q5_K use each dequantized weight in the same two chains: the same bits.
 ** * Q4_K and Q5_K sum d·sc·(Σ q·x) − dmin·m·(Σ x) per sub-block of 32. Against the naive double
 **   sum on the dequantized weights the difference is bounded by
 **   (K/16 + 42)·u·Σ|x|·(|d·sc·q| + |dmin·m|), u = 2^-24: each lane's chain adds K/16 scaled
@@ -327,22 +327,19 @@ Test(half, fused_quantized_dots)
     if (!lx_qdot_has(LX_DT_Q4_K))
         cr_skip_test("no AVX-512: the rows are dequantized first, as before");
     enum { M = 20, K = 768, N = 21 };
-    static const struct { int type; int q0, q1; } types[] = {   /* the q bits: bytes [q0, q1) of a block */
-        {LX_DT_Q4_K, 16, 144}, {LX_DT_Q5_K, 16, 176}, {LX_DT_Q6_K, 0, 192}, {LX_DT_Q8_0, 2, 34},
-        {LX_DT_Q2_K, 16, 80}, {LX_DT_Q3_K, 0, 96}};
     lx_numerics_set(LX_NUMERICS_FAST);
     struct lx_rng r;
     lx_rng_init(&r, 29, 0, 0);
     float *x = lx_xmalloc(sizeof(float) * M * K), fused[M * N], rows[M * N], ref[M * N], one[N], w[K], w0[K];
     for (long i = 0; i < (long)M * K; i++)
         x[i] = (float)(lx_rng_uniform(&r) * 2 - 1);
-    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
-        int t = types[ti].type;
+    for (int t = LX_DT_Q8_0; t < LX_DT_N; t++) {
         size_t nb = N * K / lx_dtype_block(t), bytes = lx_dtype_block_bytes(t);
+        size_t q0 = t == LX_DT_Q4_K || t == LX_DT_Q5_K ? 16 : 0;
         unsigned char *b = random_blocks(t, nb, 2, 2, &r), *z = lx_xmalloc(nb * bytes);
         memcpy(z, b, nb * bytes);
-        for (size_t k = 0; k < nb; k++)
-            memset(z + k * bytes + types[ti].q0, 0, (size_t)(types[ti].q1 - types[ti].q0));
+        for (size_t k = 0; q0 && k < nb; k++)     /* Q4_K's q bits are bytes 16-143 of a block; Q5_K's 16-175 */
+            memset(z + k * bytes + q0, 0, bytes - q0);
         struct lx_wmat W = {b, t, 0, NULL, 0}, Z = {z, t, 0, NULL, 0};
         lx_wlinear(fused, N, x, K, W, M, K, N, 0.0f);
         lx_wprod_qdot(0);

@@ -119,12 +119,9 @@ static float f16_at(const unsigned char *p)
 ** nibble of byte j, value 16 + j its high nibble, each read through a table
 ** of 16 levels and times d: Q4_0's levels are q - 8, IQ4_NL's a fixed
 ** non-linear set (the format's). */
-static const int8_t iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-
 static void q4_nl_to_f32(float *out, const unsigned char *b, size_t n, int t)
 {
-    static const int8_t q4_0[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
-    const int8_t *lv = t == LX_DT_IQ4_NL ? iq4_levels : q4_0;
+    const int8_t *lv = t == LX_DT_IQ4_NL ? lx_ql_iq4_levels : lx_ql_q4_0_levels;
     for (size_t k = 0; k < n; k += 32, b += 18, out += 32) {
         float d = f16_at(b);
         for (int j = 0; j < 16; j++) {
@@ -134,13 +131,6 @@ static void q4_nl_to_f32(float *out, const unsigned char *b, size_t n, int t)
     }
 }
 
-/* The 6-bit scale of sub-block j (of 8) of an IQ4_XS super-block b: nibble
-** j of bytes 4-7, with bits 2j, 2j + 1 of the 16 high bits (bytes 2-3) above it. */
-static inline int iq4_xs_scale(const unsigned char *b, int j)
-{
-    unsigned hi = (unsigned)b[2] | (unsigned)b[3] << 8;
-    return ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (int)((hi >> (2 * j)) & 3) << 4;
-}
 
 /* The 6-bit scale of sub-block j (of 16) of a Q3_K super-block b, less 32:
 ** low nibbles from scale bytes 0-7, high pairs from bytes 8-11. */
@@ -160,10 +150,10 @@ static void iq4_xs_to_f32(float *out, const unsigned char *b, size_t n)
         float d = f16_at(b);
         const unsigned char *q = b + 8;
         for (int j = 0; j < 8; j++, q += 16, out += 32) {
-            float dl = d * (float)(iq4_xs_scale(b, j) - 32);
+            float dl = d * (float)(lx_ql_iq4xs_scale(b, j) - 32);
             for (int l = 0; l < 16; l++) {
-                out[l] = dl * (float)iq4_levels[q[l] & 0x0f];
-                out[16 + l] = dl * (float)iq4_levels[q[l] >> 4];
+                out[l] = dl * (float)lx_ql_iq4_levels[q[l] & 0x0f];
+                out[16 + l] = dl * (float)lx_ql_iq4_levels[q[l] >> 4];
             }
         }
     }
@@ -295,11 +285,6 @@ int lx_dtype_scale_at(int t, int which)
 ** multiply-add: half.c is built with -ffp-contract=off), so the values are
 ** the scalar ones bit for bit (tests/test_half.c checks every type). */
 
-/* A table of 16 int8 levels as 16 float lanes (for _mm512_permutexvar_ps). */
-LX_QLANES __m512 levels_ps(const int8_t *levels)
-{
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)levels)));
-}
 
 /* (float)q · d for each lane, then minus m when m is not NULL. */
 LX_QLANES void put16(float *out, __m512 q, float d, const float *m)
@@ -308,32 +293,15 @@ LX_QLANES void put16(float *out, __m512 q, float d, const float *m)
     _mm512_storeu_ps(out, m ? _mm512_sub_ps(v, _mm512_set1_ps(*m)) : v);
 }
 
-/* Q8_0: (float)q · d. */
-__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q8_0_avx512(float *out, const unsigned char *b,
-                                                                                size_t n)
+/* The types of 32-value blocks (lx_ql_w32), t a constant at each call. */
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c"), always_inline)) static inline size_t w32_avx512(
+    float *out, const unsigned char *b, size_t n, int t)
 {
-    size_t k = 0;
-    for (; k + 32 <= n; k += 32, b += LX_Q8_0_BYTES, out += 32) {
-        float d = lx_ql_f16(b);
-        put16(out, lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 2))), d, NULL);
-        put16(out + 16, lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 18))), d, NULL);
-    }
-    return k;
-}
-
-/* Q4_0 and IQ4_NL: (float)level[nibble] · d, the 16 levels a lane table. */
-__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q4_nl_avx512(float *out, const unsigned char *b,
-                                                                                size_t n, const int8_t *levels)
-{
-    const __m512 table = levels_ps(levels);
-    const __m128i low = _mm_set1_epi8(0x0f);
-    size_t k = 0;
-    for (; k + 32 <= n; k += 32, b += 18, out += 32) {
-        float d = lx_ql_f16(b);
-        __m128i q = _mm_loadu_si128((const __m128i *)(b + 2));
-        __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(q, low)), hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), low));
-        put16(out, _mm512_permutexvar_ps(lo, table), d, NULL);
-        put16(out + 16, _mm512_permutexvar_ps(hi, table), d, NULL);
+    size_t bytes = lx_dtype_block_bytes(t), k = 0;
+    for (; k + 32 <= n; k += 32, b += bytes, out += 32) {
+        __m512 w[2];
+        lx_ql_w32(b, t, w);
+        _mm512_storeu_ps(out, w[0]), _mm512_storeu_ps(out + 16, w[1]);
     }
     return k;
 }
@@ -384,59 +352,18 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q6_k_avx
     return k;
 }
 
-/* Q4_1, Q5_0 and Q5_1: (float)q · d + m, or (float)(q − 16) · d for Q5_0; the
-** fifth bit of value j is bit j of the block's 32 (a variable shift per lane). */
-__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q_32_avx512(float *out, const unsigned char *b,
-                                                                                    size_t n, int t)
-{
-    int five = t != LX_DT_Q4_1, min = t != LX_DT_Q5_0;
-    size_t bytes = lx_dtype_block_bytes(t), k = 0;
-    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                  one = _mm512_set1_epi32(1), sixteen = _mm512_set1_epi32(16);
-    const __m128i low = _mm_set1_epi8(0x0f);
-    for (; k + 32 <= n; k += 32, b += bytes, out += 32) {
-        float d = lx_ql_f16(b), m = min ? lx_ql_f16(b + 2) : 0.0f;
-        const unsigned char *q = b + (min ? 4 : 2) + (five ? 4 : 0);
-        uint32_t h = 0;
-        if (five)
-            memcpy(&h, b + (min ? 4 : 2), 4);
-        __m128i qb = _mm_loadu_si128((const __m128i *)q);
-        __m512i lo = _mm512_cvtepu8_epi32(_mm_and_si128(qb, low)),
-                hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(qb, 4), low));
-        if (five) {
-            __m512i hv = _mm512_set1_epi32((int)h);
-            lo = _mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(hv, iota), one), 4));
-            hi = _mm512_or_si512(hi, _mm512_slli_epi32(
-                                         _mm512_and_si512(_mm512_srlv_epi32(hv, _mm512_add_epi32(iota, sixteen)), one), 4));
-        }
-        for (int half = 0; half < 2; half++) {
-            __m512i qi = half ? hi : lo;
-            __m512 v = min ? _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(qi), _mm512_set1_ps(d)), _mm512_set1_ps(m))
-                           : _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(qi, sixteen)), _mm512_set1_ps(d));
-            _mm512_storeu_ps(out + 16 * half, v);
-        }
-    }
-    return k;
-}
 
-/* IQ4_XS: (d·(scale − 32))·level per sub-block of 32, the levels a lane table. */
+/* IQ4_XS: (d·(scale − 32))·level per sub-block of 32 (lx_ql_iq4xs_w32). */
 __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t iq4_xs_avx512(float *out, const unsigned char *b,
                                                                                       size_t n)
 {
-    const __m512 table = levels_ps(iq4_levels);
-    const __m128i low = _mm_set1_epi8(0x0f);
     size_t k = 0;
-    for (; k + 256 <= n; k += 256, b += 136) {
-        float d = lx_ql_f16(b);
-        const unsigned char *q = b + 8;
-        for (int j = 0; j < 8; j++, q += 16, out += 32) {
-            float dl = d * (float)(iq4_xs_scale(b, j) - 32);
-            __m128i qb = _mm_loadu_si128((const __m128i *)q);
-            put16(out, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(qb, low)), table), dl, NULL);
-            put16(out + 16, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(qb, 4), low)), table),
-                  dl, NULL);
+    for (; k + 256 <= n; k += 256, b += 136)
+        for (int j = 0; j < 8; j++, out += 32) {
+            __m512 w[2];
+            lx_ql_iq4xs_w32(b, j, w);
+            _mm512_storeu_ps(out, w[0]), _mm512_storeu_ps(out + 16, w[1]);
         }
-    }
     return k;
 }
 
@@ -467,19 +394,21 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q_k_2_3_
 }
 
 /* The values of n done in lanes (whole blocks of the types above), 0 for the others. */
-static size_t quant_avx512(float *out, const void *src, int t, size_t n)
+__attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t quant_avx512(float *out, const void *src, int t,
+                                                                                     size_t n)
 {
-    static const int8_t q4_0_levels[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
     if (!has_avx512())
         return 0;
     switch (t) {
-    case LX_DT_Q8_0: return q8_0_avx512(out, src, n);
-    case LX_DT_Q4_0: return q4_nl_avx512(out, src, n, q4_0_levels);
-    case LX_DT_IQ4_NL: return q4_nl_avx512(out, src, n, iq4_levels);
+    case LX_DT_Q8_0: return w32_avx512(out, src, n, LX_DT_Q8_0);
+    case LX_DT_Q4_0: return w32_avx512(out, src, n, LX_DT_Q4_0);
+    case LX_DT_IQ4_NL: return w32_avx512(out, src, n, LX_DT_IQ4_NL);
+    case LX_DT_Q4_1: return w32_avx512(out, src, n, LX_DT_Q4_1);
+    case LX_DT_Q5_0: return w32_avx512(out, src, n, LX_DT_Q5_0);
+    case LX_DT_Q5_1: return w32_avx512(out, src, n, LX_DT_Q5_1);
     case LX_DT_Q4_K: return qk_4_5_avx512(out, src, n, 0);
     case LX_DT_Q5_K: return qk_4_5_avx512(out, src, n, 1);
     case LX_DT_Q6_K: return q6_k_avx512(out, src, n);
-    case LX_DT_Q4_1: case LX_DT_Q5_0: case LX_DT_Q5_1: return q_32_avx512(out, src, n, t);
     case LX_DT_IQ4_XS: return iq4_xs_avx512(out, src, n);
     case LX_DT_Q2_K: return q_k_2_3_avx512(out, src, n, 0);
     case LX_DT_Q3_K: return q_k_2_3_avx512(out, src, n, 1);

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "harness/core/half.h"
+
 #define LX_QLANES __attribute__((target("avx512f,avx512bw,avx512vl,f16c"), always_inline)) static inline
 
 /* The f16 at p, exactly (as lx_f16_to_f32), by F16C. */
@@ -119,6 +121,83 @@ LX_QLANES __m128i lx_ql_q23(const unsigned char *q, const __m128i *hm, int h, in
         return v;
     __m128i hb = _mm_and_si128(_mm_srli_epi16(hm[g], 4 * h + s), _mm_set1_epi8(1));
     return _mm_sub_epi8(_mm_or_si128(v, _mm_slli_epi16(hb, 2)), _mm_set1_epi8(4));
+}
+
+/* IQ4_NL's 16 levels (the format's non-linear set; IQ4_XS's too), and Q4_0's, q − 8. */
+static const int8_t lx_ql_iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+static const int8_t lx_ql_q4_0_levels[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
+
+/* The 6-bit scale of sub-block j (of 8) of an IQ4_XS super-block b: nibble
+** j of bytes 4-7, with bits 2j, 2j + 1 of the 16 high bits (bytes 2-3) above it. */
+static inline int lx_ql_iq4xs_scale(const unsigned char *b, int j)
+{
+    unsigned hi = (unsigned)b[2] | (unsigned)b[3] << 8;
+    return ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (int)((hi >> (2 * j)) & 3) << 4;
+}
+
+/* 16 bytes of nibbles at q: the low nibbles (values 0-15) and the high ones (16-31) in 32-bit lanes. */
+LX_QLANES void lx_ql_nibbles(const unsigned char *q, __m512i *lo, __m512i *hi)
+{
+    const __m128i low = _mm_set1_epi8(0x0f), qb = _mm_loadu_si128((const __m128i *)q);
+    *lo = _mm512_cvtepu8_epi32(_mm_and_si128(qb, low));
+    *hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(qb, 4), low));
+}
+
+/* 16 int8 levels as 16 float lanes, read through by _mm512_permutexvar_ps. */
+LX_QLANES __m512 lx_ql_levels_ps(const int8_t *levels)
+{
+    return lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)levels));
+}
+
+/* The 32 weights of the block at b of a type of 32-value blocks (Q8_0,
+** Q4_0, IQ4_NL, Q4_1, Q5_0, Q5_1), each made by the block-by-block
+** reference's operations in its order (its bits): w[0] values 0-15, w[1]
+** 16-31. Q8_0: (float)q · d; Q4_0 and IQ4_NL: level[nibble] · d; Q4_1 and
+** Q5_1: (float)q · d + m; Q5_0: (float)(q − 16) · d, the fifth bit of value
+** j bit j of the block's 32. */
+LX_QLANES void lx_ql_w32(const unsigned char *b, int t, __m512 w[2])
+{
+    const __m512 d = _mm512_set1_ps(lx_ql_f16(b));
+    if (t == LX_DT_Q8_0) {
+        w[0] = _mm512_mul_ps(lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 2))), d);
+        w[1] = _mm512_mul_ps(lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 18))), d);
+        return;
+    }
+    __m512i q[2];
+    if (t == LX_DT_Q4_0 || t == LX_DT_IQ4_NL) {
+        const __m512 table = lx_ql_levels_ps(t == LX_DT_Q4_0 ? lx_ql_q4_0_levels : lx_ql_iq4_levels);
+        lx_ql_nibbles(b + 2, &q[0], &q[1]);
+        w[0] = _mm512_mul_ps(_mm512_permutexvar_ps(q[0], table), d);
+        w[1] = _mm512_mul_ps(_mm512_permutexvar_ps(q[1], table), d);
+        return;
+    }
+    const int five = t != LX_DT_Q4_1, min = t != LX_DT_Q5_0;
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                  one = _mm512_set1_epi32(1), sixteen = _mm512_set1_epi32(16);
+    lx_ql_nibbles(b + (min ? 4 : 2) + (five ? 4 : 0), &q[0], &q[1]);
+    if (five) {
+        uint32_t h;
+        memcpy(&h, b + (min ? 4 : 2), 4);
+        const __m512i hv = _mm512_set1_epi32((int)h);
+        const __m512i b0 = _mm512_srlv_epi32(hv, iota), b1 = _mm512_srlv_epi32(hv, _mm512_add_epi32(iota, sixteen));
+        q[0] = _mm512_or_si512(q[0], _mm512_slli_epi32(_mm512_and_si512(b0, one), 4));
+        q[1] = _mm512_or_si512(q[1], _mm512_slli_epi32(_mm512_and_si512(b1, one), 4));
+    }
+    const __m512 m = _mm512_set1_ps(min ? lx_ql_f16(b + 2) : 0.0f);
+    for (int i = 0; i < 2; i++)
+        w[i] = min ? _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(q[i]), d), m)
+                   : _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(q[i], sixteen)), d);
+}
+
+/* IQ4_XS: the 32 weights of sub-block j of super-block b, (d·(scale − 32))·level, laid out as IQ4_NL's. */
+LX_QLANES void lx_ql_iq4xs_w32(const unsigned char *b, int j, __m512 w[2])
+{
+    const __m512 table = lx_ql_levels_ps(lx_ql_iq4_levels),
+                 dl = _mm512_set1_ps(lx_ql_f16(b) * (float)(lx_ql_iq4xs_scale(b, j) - 32));
+    __m512i q[2];
+    lx_ql_nibbles(b + 8 + 16 * j, &q[0], &q[1]);
+    w[0] = _mm512_mul_ps(_mm512_permutexvar_ps(q[0], table), dl);
+    w[1] = _mm512_mul_ps(_mm512_permutexvar_ps(q[1], table), dl);
 }
 
 #endif

@@ -16,13 +16,13 @@
 **   (d·sc·q − dmin·m is rounded once per value there): each term's rounding
 **   moves, within a bound of Σ|x|·(|d·sc·q| + |dmin·m|) and the sum's length
 **   (tests/test_half.c derives it).
-** * Q8_0, Q6_K, Q3_K and Q2_K have a scale per 32 or 16 values (Q2_K a min
-**   per 16 too): each weight is the dequantized value exactly (the integer
-**   widened, times the block's scale, less Q2_K's min, as half.c's lanes
-**   make it, the integer steps shared in core/qlanes.h) and meets x in the
-**   two chains of the half-weight dots (wprod.c, dots_n), so these dots are
-**   the general path's bits; only the store and reload go. Built with
-**   -ffp-contract=off, so no multiply and subtraction fuse.
+** * Every other type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q2_K,
+**   Q3_K, Q6_K): each weight is the dequantized value exactly, made by the
+**   same code as half.c's lanes (core/qlanes.h: lx_ql_w32, lx_ql_iq4xs_w32,
+**   the K-quants' unpacking), and meets x in the two chains of the
+**   half-weight dots (wprod.c, dots_n), so these dots are the general path's
+**   bits; only the store and reload go. Built with -ffp-contract=off, so no
+**   multiply and addition fuse.
 **
 ** In every kind a row's sum runs in an order fixed by C alone, whatever n:
 ** a decoding step's one row is the same bits as that row among others.
@@ -41,8 +41,7 @@ int lx_qdot_has(int type)
     if (avx512 < 0)
         avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&   /* F16C: every AVX-512 */
                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");          /* CPU (clang cannot ask) */
-    return avx512 && (type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K || type == LX_DT_Q8_0 ||
-                      type == LX_DT_Q2_K || type == LX_DT_Q3_K);
+    return avx512 && type >= LX_DT_Q8_0 && type < LX_DT_N;
 }
 
 int lx_qdot_needs_sums(int type)
@@ -131,18 +130,38 @@ QDOT void chains_out(float *out, const int n, const __m512 *a0, const __m512 *a1
         out[t] = _mm512_reduce_add_ps(_mm512_add_ps(a0[t], a1[t]));
 }
 
-/* Q8_0: (float)q · d, 32 values a block: c ≡ 0–15 on the first chain, 16–31 on the second. */
-QDOT void q8_n(float *out, const float *x, long ldx, const int n, const unsigned char *b, long C)
+/* The types of 32-value blocks (lx_ql_w32; t a constant in each instance): values 0-15 of each block
+** on the first chain, 16-31 on the second. */
+QDOT void q32_n(float *out, const float *x, long ldx, const int n, const unsigned char *b, long C, const int t)
+{
+    const size_t bytes = lx_dtype_block_bytes(t);
+    __m512 a0[LX_QDOT_ROWS], a1[LX_QDOT_ROWS];
+#pragma GCC unroll 8
+    for (int i = 0; i < n; i++)
+        a0[i] = a1[i] = _mm512_setzero_ps();
+    for (long c = 0; c < C; c += 32, b += bytes) {
+        __m512 w[2];
+        lx_ql_w32(b, t, w);
+        chains_fma(a0, x, ldx, n, w[0], c);
+        chains_fma(a1, x, ldx, n, w[1], c + 16);
+    }
+    chains_out(out, n, a0, a1);
+}
+
+/* IQ4_XS (lx_ql_iq4xs_w32): each sub-block of 32 as a block above. */
+QDOT void iq4xs_n(float *out, const float *x, long ldx, const int n, const unsigned char *b, long C)
 {
     __m512 a0[LX_QDOT_ROWS], a1[LX_QDOT_ROWS];
 #pragma GCC unroll 8
-    for (int t = 0; t < n; t++)
-        a0[t] = a1[t] = _mm512_setzero_ps();
-    for (long c = 0; c < C; c += 32, b += LX_Q8_0_BYTES) {
-        const __m512 d = _mm512_set1_ps(lx_ql_f16(b));
-        chains_fma(a0, x, ldx, n, _mm512_mul_ps(lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 2))), d), c);
-        chains_fma(a1, x, ldx, n, _mm512_mul_ps(lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 18))), d), c + 16);
-    }
+    for (int i = 0; i < n; i++)
+        a0[i] = a1[i] = _mm512_setzero_ps();
+    for (long k = 0; k < C; k += 256, b += 136)
+        for (int j = 0; j < 8; j++) {
+            __m512 w[2];
+            lx_ql_iq4xs_w32(b, j, w);
+            chains_fma(a0, x, ldx, n, w[0], k + 32 * j);
+            chains_fma(a1, x, ldx, n, w[1], k + 32 * j + 16);
+        }
     chains_out(out, n, a0, a1);
 }
 
@@ -219,7 +238,13 @@ QDOT void qdot_n(float *out, const float *x, long ldx, const int n, const void *
     case LX_DT_Q6_K: q6_n(out, x, ldx, n, w, C); break;
     case LX_DT_Q2_K: q23_n(out, x, ldx, n, w, C, 0); break;
     case LX_DT_Q3_K: q23_n(out, x, ldx, n, w, C, 1); break;
-    default: q8_n(out, x, ldx, n, w, C); break;
+    case LX_DT_Q8_0: q32_n(out, x, ldx, n, w, C, LX_DT_Q8_0); break;
+    case LX_DT_Q4_0: q32_n(out, x, ldx, n, w, C, LX_DT_Q4_0); break;
+    case LX_DT_IQ4_NL: q32_n(out, x, ldx, n, w, C, LX_DT_IQ4_NL); break;
+    case LX_DT_Q4_1: q32_n(out, x, ldx, n, w, C, LX_DT_Q4_1); break;
+    case LX_DT_Q5_0: q32_n(out, x, ldx, n, w, C, LX_DT_Q5_0); break;
+    case LX_DT_Q5_1: q32_n(out, x, ldx, n, w, C, LX_DT_Q5_1); break;
+    case LX_DT_IQ4_XS: default: iq4xs_n(out, x, ldx, n, w, C); break;
     }
 }
 

@@ -1,6 +1,6 @@
 /*
 ** harness/engine/kernels/qdot.h - a few fp32 rows · one row of quantized
-** weights (Q4_K, Q5_K, Q6_K, Q8_0, Q2_K, Q3_K), read from its blocks in AVX-512 lanes,
+** weights (every GGUF type lenx reads), read from its blocks in AVX-512 lanes,
 ** for the products of a decoding step (wprod.c). How each type's sum is
 ** formed and how it differs from the dequantized row's dots: qdot.c.
 */

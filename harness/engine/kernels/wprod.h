@@ -8,8 +8,8 @@
 ** portable gives the bits of the same weights held as fp32); a quantized W
 ** (GGUF's blocks) is dequantized exactly the same way. A product of a few
 ** rows (decoding) reads the half values directly in fast numerics, reads
-** Q2_K … Q6_K and Q8_0 blocks directly too (qdot.h), and dequantizes
-** other quantized types a row at a time into cache before its dots. In
+** quantized blocks directly too (qdot.h; with the fused dots off, for
+** benches and tests, each row dequantized into cache first). In
 ** bf16 numerics x is rounded to bf16, W taken as bf16 (rounded a block at a
 ** time unless it is bf16 already) and the product runs on oneDNN (dnnl.h),
 ** fp32 sums. The naive reference beside it sums in double.
@@ -34,7 +34,7 @@ struct lx_wmat {
 
 /* y (T, OC), row stride ldy, = x (T, C), row stride ldx, · Wᵀ + beta · y. */
 void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC, float beta);
-/* Fast numerics' products of a few rows on Q2_K … Q6_K and Q8_0 weights
+/* Fast numerics' products of a few rows on quantized weights
 ** read the blocks directly (qdot.h) when on (the default); off, each weight
 ** row is dequantized first (the general path, for benches and tests). */
 void lx_wprod_qdot(int on);
