@@ -293,14 +293,14 @@ LX_QLANES void put16(float *out, __m512 q, float d, const float *m)
     _mm512_storeu_ps(out, m ? _mm512_sub_ps(v, _mm512_set1_ps(*m)) : v);
 }
 
-/* The types of 32-value blocks (lx_ql_w32), t a constant at each call. */
+/* The types of 32-value blocks (lx_ql_w32), kind a constant at each call. */
 __attribute__((target("avx512f,avx512bw,avx512vl,f16c"), always_inline)) static inline size_t w32_avx512(
-    float *out, const unsigned char *b, size_t n, int t)
+    float *out, const unsigned char *b, size_t n, int kind)
 {
-    size_t bytes = lx_dtype_block_bytes(t), k = 0;
+    size_t bytes = lx_ql_w32_bytes(kind), k = 0;
     for (; k + 32 <= n; k += 32, b += bytes, out += 32) {
         __m512 w[2];
-        lx_ql_w32(b, t, w);
+        lx_ql_w32(b, kind, w);
         _mm512_storeu_ps(out, w[0]), _mm512_storeu_ps(out + 16, w[1]);
     }
     return k;
@@ -400,12 +400,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t quant_av
     if (!has_avx512())
         return 0;
     switch (t) {
-    case LX_DT_Q8_0: return w32_avx512(out, src, n, LX_DT_Q8_0);
-    case LX_DT_Q4_0: return w32_avx512(out, src, n, LX_DT_Q4_0);
-    case LX_DT_IQ4_NL: return w32_avx512(out, src, n, LX_DT_IQ4_NL);
-    case LX_DT_Q4_1: return w32_avx512(out, src, n, LX_DT_Q4_1);
-    case LX_DT_Q5_0: return w32_avx512(out, src, n, LX_DT_Q5_0);
-    case LX_DT_Q5_1: return w32_avx512(out, src, n, LX_DT_Q5_1);
+    case LX_DT_Q8_0: return w32_avx512(out, src, n, LX_QL_Q8_0);
+    case LX_DT_Q4_0: return w32_avx512(out, src, n, LX_QL_Q4_0);
+    case LX_DT_IQ4_NL: return w32_avx512(out, src, n, LX_QL_IQ4_NL);
+    case LX_DT_Q4_1: return w32_avx512(out, src, n, LX_QL_Q4_1);
+    case LX_DT_Q5_0: return w32_avx512(out, src, n, LX_QL_Q5_0);
+    case LX_DT_Q5_1: return w32_avx512(out, src, n, LX_QL_Q5_1);
     case LX_DT_Q4_K: return qk_4_5_avx512(out, src, n, 0);
     case LX_DT_Q5_K: return qk_4_5_avx512(out, src, n, 1);
     case LX_DT_Q6_K: return q6_k_avx512(out, src, n);

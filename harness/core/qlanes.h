@@ -11,8 +11,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "harness/core/half.h"
-
 #define LX_QLANES __attribute__((target("avx512f,avx512bw,avx512vl,f16c"), always_inline)) static inline
 
 /* The f16 at p, exactly (as lx_f16_to_f32), by F16C. */
@@ -149,29 +147,39 @@ LX_QLANES __m512 lx_ql_levels_ps(const int8_t *levels)
     return lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)levels));
 }
 
-/* The 32 weights of the block at b of a type of 32-value blocks (Q8_0,
+/* The types of 32-value blocks (kinds of lx_ql_w32: half.h's types are not
+** included here, half.c including this file) and their blocks' bytes. */
+enum { LX_QL_Q8_0, LX_QL_Q4_0, LX_QL_IQ4_NL, LX_QL_Q4_1, LX_QL_Q5_0, LX_QL_Q5_1 };
+
+static inline size_t lx_ql_w32_bytes(int kind)
+{
+    static const unsigned char bytes[] = {34, 18, 18, 20, 22, 24};
+    return bytes[kind];
+}
+
+/* The 32 weights of the block at b of a kind of 32-value blocks (Q8_0,
 ** Q4_0, IQ4_NL, Q4_1, Q5_0, Q5_1), each made by the block-by-block
 ** reference's operations in its order (its bits): w[0] values 0-15, w[1]
 ** 16-31. Q8_0: (float)q · d; Q4_0 and IQ4_NL: level[nibble] · d; Q4_1 and
 ** Q5_1: (float)q · d + m; Q5_0: (float)(q − 16) · d, the fifth bit of value
 ** j bit j of the block's 32. */
-LX_QLANES void lx_ql_w32(const unsigned char *b, int t, __m512 w[2])
+LX_QLANES void lx_ql_w32(const unsigned char *b, int kind, __m512 w[2])
 {
     const __m512 d = _mm512_set1_ps(lx_ql_f16(b));
-    if (t == LX_DT_Q8_0) {
+    if (kind == LX_QL_Q8_0) {
         w[0] = _mm512_mul_ps(lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 2))), d);
         w[1] = _mm512_mul_ps(lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 18))), d);
         return;
     }
     __m512i q[2];
-    if (t == LX_DT_Q4_0 || t == LX_DT_IQ4_NL) {
-        const __m512 table = lx_ql_levels_ps(t == LX_DT_Q4_0 ? lx_ql_q4_0_levels : lx_ql_iq4_levels);
+    if (kind == LX_QL_Q4_0 || kind == LX_QL_IQ4_NL) {
+        const __m512 table = lx_ql_levels_ps(kind == LX_QL_Q4_0 ? lx_ql_q4_0_levels : lx_ql_iq4_levels);
         lx_ql_nibbles(b + 2, &q[0], &q[1]);
         w[0] = _mm512_mul_ps(_mm512_permutexvar_ps(q[0], table), d);
         w[1] = _mm512_mul_ps(_mm512_permutexvar_ps(q[1], table), d);
         return;
     }
-    const int five = t != LX_DT_Q4_1, min = t != LX_DT_Q5_0;
+    const int five = kind != LX_QL_Q4_1, min = kind != LX_QL_Q5_0;
     const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                   one = _mm512_set1_epi32(1), sixteen = _mm512_set1_epi32(16);
     lx_ql_nibbles(b + (min ? 4 : 2) + (five ? 4 : 0), &q[0], &q[1]);

@@ -130,18 +130,18 @@ QDOT void chains_out(float *out, const int n, const __m512 *a0, const __m512 *a1
         out[t] = _mm512_reduce_add_ps(_mm512_add_ps(a0[t], a1[t]));
 }
 
-/* The types of 32-value blocks (lx_ql_w32; t a constant in each instance): values 0-15 of each block
+/* The types of 32-value blocks (lx_ql_w32; kind a constant in each instance): values 0-15 of each block
 ** on the first chain, 16-31 on the second. */
-QDOT void q32_n(float *out, const float *x, long ldx, const int n, const unsigned char *b, long C, const int t)
+QDOT void q32_n(float *out, const float *x, long ldx, const int n, const unsigned char *b, long C, const int kind)
 {
-    const size_t bytes = lx_dtype_block_bytes(t);
+    const size_t bytes = lx_ql_w32_bytes(kind);
     __m512 a0[LX_QDOT_ROWS], a1[LX_QDOT_ROWS];
 #pragma GCC unroll 8
     for (int i = 0; i < n; i++)
         a0[i] = a1[i] = _mm512_setzero_ps();
     for (long c = 0; c < C; c += 32, b += bytes) {
         __m512 w[2];
-        lx_ql_w32(b, t, w);
+        lx_ql_w32(b, kind, w);
         chains_fma(a0, x, ldx, n, w[0], c);
         chains_fma(a1, x, ldx, n, w[1], c + 16);
     }
@@ -238,12 +238,12 @@ QDOT void qdot_n(float *out, const float *x, long ldx, const int n, const void *
     case LX_DT_Q6_K: q6_n(out, x, ldx, n, w, C); break;
     case LX_DT_Q2_K: q23_n(out, x, ldx, n, w, C, 0); break;
     case LX_DT_Q3_K: q23_n(out, x, ldx, n, w, C, 1); break;
-    case LX_DT_Q8_0: q32_n(out, x, ldx, n, w, C, LX_DT_Q8_0); break;
-    case LX_DT_Q4_0: q32_n(out, x, ldx, n, w, C, LX_DT_Q4_0); break;
-    case LX_DT_IQ4_NL: q32_n(out, x, ldx, n, w, C, LX_DT_IQ4_NL); break;
-    case LX_DT_Q4_1: q32_n(out, x, ldx, n, w, C, LX_DT_Q4_1); break;
-    case LX_DT_Q5_0: q32_n(out, x, ldx, n, w, C, LX_DT_Q5_0); break;
-    case LX_DT_Q5_1: q32_n(out, x, ldx, n, w, C, LX_DT_Q5_1); break;
+    case LX_DT_Q8_0: q32_n(out, x, ldx, n, w, C, LX_QL_Q8_0); break;
+    case LX_DT_Q4_0: q32_n(out, x, ldx, n, w, C, LX_QL_Q4_0); break;
+    case LX_DT_IQ4_NL: q32_n(out, x, ldx, n, w, C, LX_QL_IQ4_NL); break;
+    case LX_DT_Q4_1: q32_n(out, x, ldx, n, w, C, LX_QL_Q4_1); break;
+    case LX_DT_Q5_0: q32_n(out, x, ldx, n, w, C, LX_QL_Q5_0); break;
+    case LX_DT_Q5_1: q32_n(out, x, ldx, n, w, C, LX_QL_Q5_1); break;
     case LX_DT_IQ4_XS: default: iq4xs_n(out, x, ldx, n, w, C); break;
     }
 }
