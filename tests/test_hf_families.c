@@ -311,6 +311,17 @@ Test(hf_families, phi3_configs_refused)
         {"s/\"long_factor\": \\[/\"long_factor\": [2.0, /", "config.json: rope_scaling.long_factor",
          "a list of 4 numbers"},
         {"s/\"short_factor\": \\[1.0/\"short_factor\": [0.0/", "config.json: rope_scaling.short_factor", "[0] is 0"},
+        /* yarn's and llama3's original length: a whole number of positions lenx can hold (fuzz_hf_config
+        ** found 3.4e45 turned into a long) */
+        {"s/\"type\": \"longrope\", \"long_factor\": \\[[^]]*\\]/\"rope_type\": \"llama3\", \"factor\": 4, "
+         "\"original_max_position_embeddings\": 3.4e45/", "config.json: rope_scaling.original_max_position_embeddings",
+         "3.4e+45: not a whole number of positions in [1, 1073741824]"},
+        {"s/\"type\": \"longrope\", \"long_factor\": \\[[^]]*\\]/\"rope_type\": \"yarn\", \"factor\": 4, "
+         "\"original_max_position_embeddings\": 0/", "config.json: rope_scaling.original_max_position_embeddings",
+         "0: not a whole number of positions in [1, 1073741824]"},
+        {"s/\"type\": \"longrope\", \"long_factor\": \\[[^]]*\\]/\"rope_type\": \"yarn\", \"factor\": 4, "
+         "\"original_max_position_embeddings\": 31.5/", "config.json: rope_scaling.original_max_position_embeddings",
+         "31.5: not a whole number"},
     };
     snprintf(path, sizeof path, "%s/p3", dir);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

@@ -45,6 +45,20 @@ static int factor_list(const struct lx_json *doc, const struct hf_rope_facts *c,
     return LX_OK;
 }
 
+/* rope_scaling's original_max_position_embeddings (def when absent): a whole number of positions in
+** [1, 2^30], as max_position_embeddings is (hf_model.c). */
+static int scaling_original(const struct lx_json *doc, const struct lx_jv *rs, long def, long *out,
+                            struct lx_error *err)
+{
+    const struct lx_jv *v = lx_json_member(rs, "original_max_position_embeddings");
+    double x = scaling_num(doc, rs, "original_max_position_embeddings", (double)def);
+    if (!(x >= 1 && x <= (double)(1L << 30) && x == floor(x)))
+        return lx_json_err(err, doc, v ? v : rs, "%g: not a whole number of positions in [1, %ld]\n  hint: the model's "
+                           "training length before the rescaling, as its card gives it", x, 1L << 30);
+    *out = (long)x;
+    return LX_OK;
+}
+
 /* longrope, as transformers reads it: L is config's original_max_position_embeddings (Phi-3 puts it
 ** there; then s = max_position_embeddings / L), else rope_scaling's, else max_position_embeddings
 ** with s = rope_scaling's factor; attention_factor when given. */
@@ -104,11 +118,13 @@ static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, str
         lx_buf_num(stack, f);
         lx_buf_puts(stack, ",\"train\":true}}");
     } else if (strcmp(type, "yarn") == 0) {
-        double orig = scaling_num(doc, rs, "original_max_position_embeddings", (double)c->max_pos);
+        long orig;
+        if (scaling_original(doc, rs, c->max_pos, &orig, err) < 0)
+            return LX_EINVAL;
         double mscale = 0.1 * log(f) + 1, att = scaling_num(doc, rs, "attention_factor", mscale);
         lx_buf_puts(stack, ",{\"yarn\":{\"scale\":");
         lx_buf_num(stack, f);
-        lx_buf_printf(stack, ",\"original\":%ld,\"beta_fast\":", (long)orig);
+        lx_buf_printf(stack, ",\"original\":%ld,\"beta_fast\":", orig);
         lx_buf_num(stack, scaling_num(doc, rs, "beta_fast", 32));
         lx_buf_puts(stack, ",\"beta_slow\":");
         lx_buf_num(stack, scaling_num(doc, rs, "beta_slow", 1));
@@ -116,10 +132,12 @@ static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, str
         lx_buf_num(stack, att / mscale);
         lx_buf_puts(stack, ",\"train\":true}}");
     } else if (strcmp(type, "llama3") == 0) {
-        double orig = scaling_num(doc, rs, "original_max_position_embeddings", (double)c->max_pos);
+        long orig;
+        if (scaling_original(doc, rs, c->max_pos, &orig, err) < 0)
+            return LX_EINVAL;
         lx_buf_puts(stack, ",{\"llama3\":{\"scale\":");
         lx_buf_num(stack, f);
-        lx_buf_printf(stack, ",\"original\":%ld,\"low_freq_factor\":", (long)orig);
+        lx_buf_printf(stack, ",\"original\":%ld,\"low_freq_factor\":", orig);
         lx_buf_num(stack, scaling_num(doc, rs, "low_freq_factor", 1));
         lx_buf_puts(stack, ",\"high_freq_factor\":");
         lx_buf_num(stack, scaling_num(doc, rs, "high_freq_factor", 4));
