@@ -52,6 +52,7 @@
 #include "harness/sweep/plan.h"
 #include "harness/core/rng.h"
 #include "harness/sweep/run.h"
+#include "tests/qblocks.h"
 
 static double now(void)
 {
@@ -590,22 +591,6 @@ static void deq_blocks(void *p)
     lx_half_to_f32_scalar(a->out, a->b, a->t, a->n);
 }
 
-/* n values of quantized type t: random bytes, the f16 scales finite, in [2^-14, 2^-12). */
-static unsigned char *random_blocks(int t, size_t n, struct lx_rng *r)
-{
-    size_t nb = n / lx_dtype_block(t), bytes = lx_dtype_block_bytes(t);
-    unsigned char *b = malloc(nb * bytes);
-    for (size_t i = 0; i < nb * bytes; i++)
-        b[i] = (unsigned char)(lx_rng_uniform(r) * 256);
-    for (size_t k = 0; k < nb; k++)
-        for (int j = 0; j < 2; j++)
-            if (lx_dtype_scale_at(t, j) >= 0) {
-                uint16_t h = (uint16_t)((1 + (int)(lx_rng_uniform(r) * 2)) << 10 | (int)(lx_rng_uniform(r) * 1024));
-                memcpy(b + k * bytes + lx_dtype_scale_at(t, j), &h, 2);
-            }
-    return b;
-}
-
 /* Every quantized type: 2^24 values (64 MB of fp32 out, in cache.s reach
 ** only partly, as a widened block of weight rows is) from random blocks with
 ** f16 scales in [2^-14, 2^-12), one thread. */
@@ -619,7 +604,7 @@ static int bench_dequant(void)
            "speedup");
     printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
     for (int t = LX_DT_Q8_0; t < LX_DT_N; t++) {
-        unsigned char *b = random_blocks(t, N, &r);
+        unsigned char *b = qblocks_random(t, N / lx_dtype_block(t), 1, 2, &r);
         struct deq_arg a = {b, out, t, N};
         char what[64];
         snprintf(what, sizeof what, "%s, 2^24 values, AVX-512 lanes", lx_dtype_name(t));
@@ -670,7 +655,8 @@ static int bench_qdot(void)
             printf("qdot: %s: no fused kernel on this CPU (AVX-512 needed)\n", lx_dtype_name(types[i]));
             continue;
         }
-        struct qdot_arg a = {y, x, random_blocks(types[i], (size_t)OC * C, &r), types[i], 1, 1, C, OC}, b;
+        unsigned char *w = qblocks_random(types[i], (size_t)OC * C / lx_dtype_block(types[i]), 1, 2, &r);
+        struct qdot_arg a = {y, x, w, types[i], 1, 1, C, OC}, b;
         for (a.T = 1; a.T <= 4; a.T += 3) {
             char what[64];
             snprintf(what, sizeof what, "%s 8192x2048, %ld row%s, blocks", lx_dtype_name(types[i]), a.T,

@@ -30,6 +30,7 @@
 #include "harness/engine/kernels/wprod.h"
 #include "harness/engine/model/decoding.h"
 #include "harness/engine/model/kvcache.h"
+#include "tests/qblocks.h"
 #include "tests/stack.h"
 
 #define TINY "tests/ref/hf-bf16-tiny"
@@ -200,34 +201,16 @@ Test(half, typed_products_match_the_reference)
 
 /* Every quantized type dequantized in AVX-512 lanes (lx_half_to_f32) gives the block-by-block
 ** reference's values bit for bit: 9 blocks of random bytes, their f16 scales finite (at the
-** offsets of each format), so every bit pattern of the integers is met. The lanes cover Q8_0, Q4_0,
-** IQ4_NL, Q4_K, Q5_K and Q6_K; the other types go through the reference on both sides. A run that
-** does not start at the first block (the widening of a row in parts) lands on the same values. */
-/* n_blocks blocks of quantized type t, random bytes with finite f16 scales
-** (sign, exponent lo..lo+span-1, any mantissa) at the format's offsets. */
-static unsigned char *random_blocks(int t, size_t n_blocks, int lo, int span, struct lx_rng *r)
-{
-    size_t nb = lx_dtype_block_bytes(t);
-    unsigned char *b = lx_xmalloc(n_blocks * nb);
-    for (size_t i = 0; i < n_blocks * nb; i++)
-        b[i] = (unsigned char)(lx_rng_uniform(r) * 256);
-    for (size_t k = 0; k < n_blocks; k++)
-        for (int j = 0; j < 2; j++)
-            if (lx_dtype_scale_at(t, j) >= 0) {
-                uint16_t h = (uint16_t)((lx_rng_uniform(r) < 0.5 ? 0x8000 : 0) |
-                                        (lo + (int)(lx_rng_uniform(r) * span)) << 10 | (int)(lx_rng_uniform(r) * 1024));
-                memcpy(b + k * nb + (size_t)lx_dtype_scale_at(t, j), &h, 2);
-            }
-    return b;
-}
-
+** offsets of each format, tests/qblocks.h), so every bit pattern of the integers is met. The lanes
+** cover every type. A run that does not start at the first block (the widening of a row in parts)
+** lands on the same values. */
 Test(half, quantized_lanes_are_the_reference_bits)
 {
     struct lx_rng r;
     lx_rng_init(&r, 17, 0, 0);
     for (int t = LX_DT_Q8_0; t < LX_DT_N; t++) {
         size_t bv = lx_dtype_block(t), nb = lx_dtype_block_bytes(t), n = 9 * bv;
-        unsigned char *b = random_blocks(t, 9, 1, 29, &r);
+        unsigned char *b = qblocks_random(t, 9, 1, 29, &r);
         float *fast = lx_xmalloc(sizeof(float) * n), *ref = lx_xmalloc(sizeof(float) * n);
         lx_half_to_f32(fast, b, t, n);
         lx_half_to_f32_scalar(ref, b, t, n);
@@ -286,7 +269,7 @@ Test(half, quantized_few_rows_products)
     for (long i = 0; i < (long)M * K; i++)
         x[i] = (float)(lx_rng_uniform(&r) * 2 - 1);
     for (int t = LX_DT_Q8_0; t < LX_DT_N; t++) {
-        unsigned char *b = random_blocks(t, N * K / lx_dtype_block(t), 2, 2, &r);
+        unsigned char *b = qblocks_random(t, N * K / lx_dtype_block(t), 2, 2, &r);
         struct lx_wmat W = {b, t, 0, NULL, 0};
         lx_wlinear(all, N, x, K, W, M, K, N, 0.0f);
         lx_wlinear_naive(ref, N, x, K, W, M, K, N, 0.0f);
@@ -336,7 +319,7 @@ Test(half, fused_quantized_dots)
     for (int t = LX_DT_Q8_0; t < LX_DT_N; t++) {
         size_t nb = N * K / lx_dtype_block(t), bytes = lx_dtype_block_bytes(t);
         size_t q0 = t == LX_DT_Q4_K || t == LX_DT_Q5_K ? 16 : 0;
-        unsigned char *b = random_blocks(t, nb, 2, 2, &r), *z = lx_xmalloc(nb * bytes);
+        unsigned char *b = qblocks_random(t, nb, 2, 2, &r), *z = lx_xmalloc(nb * bytes);
         memcpy(z, b, nb * bytes);
         for (size_t k = 0; q0 && k < nb; k++)     /* Q4_K's q bits are bytes 16-143 of a block; Q5_K's 16-175 */
             memset(z + k * bytes + q0, 0, bytes - q0);

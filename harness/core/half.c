@@ -131,7 +131,6 @@ static void q4_nl_to_f32(float *out, const unsigned char *b, size_t n, int t)
     }
 }
 
-
 /* The 6-bit scale of sub-block j (of 16) of a Q3_K super-block b, less 32:
 ** low nibbles from scale bytes 0-7, high pairs from bytes 8-11. */
 static inline int q3_k_scale(const unsigned char *b, int j)
@@ -285,7 +284,6 @@ int lx_dtype_scale_at(int t, int which)
 ** multiply-add: half.c is built with -ffp-contract=off), so the values are
 ** the scalar ones bit for bit (tests/test_half.c checks every type). */
 
-
 /* (float)q · d for each lane, then minus m when m is not NULL. */
 LX_QLANES void put16(float *out, __m512 q, float d, const float *m)
 {
@@ -338,20 +336,19 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q6_k_avx
     size_t k = 0;
     for (; k + 256 <= n; k += 256, b += 210) {
         const unsigned char *ql = b, *qh = b + 128;
-        const int8_t *sc = (const int8_t *)(b + 192);
-        float d = lx_ql_f16(b + 208);
-        for (int half = 0; half < 2; half++, out += 128, ql += 64, qh += 32, sc += 8)
+        float dsc[16];
+        lx_ql_q6_scales(b, dsc);
+        for (int half = 0; half < 2; half++, out += 128, ql += 64, qh += 32)
             for (int g = 0; g < 2; g++) {
                 __m128i a = _mm_loadu_si128((const __m128i *)(ql + 16 * g)),
                         c = _mm_loadu_si128((const __m128i *)(ql + 32 + 16 * g)),
                         h = _mm_loadu_si128((const __m128i *)(qh + 16 * g));
                 for (int j = 0; j < 4; j++)     /* value 32j + 16g + l, scale sc[g + 2j] */
-                    put16(out + 32 * j + 16 * g, lx_ql_i8_ps(lx_ql_q6(a, c, h, j)), d * (float)sc[g + 2 * j], NULL);
+                    put16(out + 32 * j + 16 * g, lx_ql_i8_ps(lx_ql_q6(a, c, h, j)), dsc[8 * half + g + 2 * j], NULL);
             }
     }
     return k;
 }
-
 
 /* IQ4_XS: (d·(scale − 32))·level per sub-block of 32 (lx_ql_iq4xs_w32). */
 __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t iq4_xs_avx512(float *out, const unsigned char *b,

@@ -1,8 +1,10 @@
 /*
-** harness/core/qlanes.h - the integers of GGUF's quantized blocks in AVX-512
-** lanes, shared by the dequantizing lanes (half.c) and the dots that read
-** the blocks directly (harness/engine/kernels/qdot.c). Only integer steps and
-** exact conversions: no rounding happens here.
+** harness/core/qlanes.h - GGUF's quantized blocks in AVX-512 lanes, shared
+** by the dequantizing lanes (half.c) and the dots that read the blocks
+** directly (harness/engine/kernels/qdot.c): the integers' unpacking, and the
+** scales and weights made by the block-by-block reference's products in its
+** order (one rounding each; both files are built with -ffp-contract=off), so
+** both give the reference's bits.
 */
 #ifndef LX_QLANES_H
 #define LX_QLANES_H
@@ -69,6 +71,14 @@ LX_QLANES void lx_ql_q45(const unsigned char *q, const unsigned char *qh, int is
         *lo = _mm_or_si128(*lo, _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(hb, is), one), 4));
         *hi = _mm_or_si128(*hi, _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(hb, is + 1), one), 4));
     }
+}
+
+/* Q6_K: the 16 d·sc of super-block b (int8 scales at 192, f16 d at 208), each rounded once as the
+** scalar product is. */
+LX_QLANES void lx_ql_q6_scales(const unsigned char *b, float *dsc)
+{
+    _mm512_storeu_ps(dsc, _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(b + 208)),
+                                        lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 192)))));
 }
 
 /* Q6_K: the signed q − 32 of values 32j + 16g + l (l < 16) of a half of

@@ -187,9 +187,8 @@ QDOT void q6_n(float *out, const float *x, long ldx, const int n, const unsigned
     for (int t = 0; t < n; t++)
         a0[t] = a1[t] = _mm512_setzero_ps();
     for (long k = 0; k < C; k += 256, b += 210) {
-        float dsc[16];      /* d·sc, each rounded once as the scalar product is */
-        _mm512_storeu_ps(dsc, _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(b + 208)),
-                                            lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(b + 192)))));
+        float dsc[16];
+        lx_ql_q6_scales(b, dsc);
         for (int half = 0; half < 2; half++) {
             q6_group(a0, x, ldx, n, b + 64 * half, b + 128 + 32 * half, dsc + 8 * half, k + 128 * half);
             q6_group(a1, x, ldx, n, b + 64 * half + 16, b + 128 + 32 * half + 16, dsc + 8 * half + 1,

@@ -174,13 +174,14 @@ static void gemv_row(float *y, long ldy, const float *x, long ldx, const void *w
 }
 
 /* y = x · Wᵀ + beta · y for a few rows of x, W half-precision, read in place;
-** or quantized: straight from its blocks where qdot.c has the type, else
-** each row dequantized into the thread's own fp32 row (in cache) just before
-** its dot products, instead of blocks of rows widened to memory for sgemm. */
+** or quantized: straight from its blocks (qdot.c), else (the fused dots off,
+** or AVX-512 without BW/VL) each row dequantized into the thread's own fp32
+** row (in cache) just before its dot products, instead of blocks of rows
+** widened to memory for sgemm. */
 static void gemv_half(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
                       float beta)
 {
-    int fused = W.type >= LX_DT_Q8_0 && qdot_on && lx_qdot_has(W.type), quant = W.type >= LX_DT_Q8_0 && !fused;
+    int fused = qdot_on && lx_qdot_has(W.type), quant = W.type >= LX_DT_Q8_0 && !fused;
     float *rows = quant ? scratch(0, sizeof(float) * (size_t)(C * omp_get_max_threads())) : NULL;
     float *xs = fused && lx_qdot_needs_sums(W.type) ? scratch(2, sizeof(float) * (size_t)(T * (C / 32))) : NULL;
     if (xs)
