@@ -137,14 +137,36 @@ int lx_args_kv_cache(const struct lx_args *a, int *bf16, int *given, struct lx_e
     return LX_OK;
 }
 
+int lx_args_activations(const struct lx_args *a, int *llamacpp, int *given, struct lx_error *err)
+{
+    const char *v = lx_args_value(a, "activations");
+    *given = v != NULL;
+    if (v && lx_acts_parse(v, llamacpp) < 0)
+        return lx_err(err, LX_EINVAL, "--activations must be fp32 or llamacpp, got '%s'\n  hint: llamacpp rounds x "
+                      "before each weight product as llama.cpp does (docs/config.md#numerics)", v);
+    return LX_OK;
+}
+
+int lx_check_activations(enum lx_numerics n, int llamacpp, struct lx_error *err)
+{
+    if (llamacpp && n == LX_NUMERICS_BF16)
+        return lx_err(err, LX_EINVAL, "activations: llamacpp does not go with numerics: bf16 (x is rounded to bf16 "
+                      "there already)\n  hint: use numerics fast (or portable) with activations llamacpp");
+    return LX_OK;
+}
+
 int lx_cli_numerics(const struct lx_args *a, struct lx_error *err)
 {
     enum lx_numerics n = LX_NUMERICS_FAST;
-    int given, kv = 0, rc = lx_args_numerics(a, &n, &given, err);
+    int given, kv = 0, acts = 0, rc = lx_args_numerics(a, &n, &given, err);
     if (rc == LX_OK)
         rc = lx_args_kv_cache(a, &kv, &given, err);
     if (rc == LX_OK)
-        lx_numerics_set(n), lx_kv_bf16_set(kv);
+        rc = lx_args_activations(a, &acts, &given, err);
+    if (rc == LX_OK)
+        rc = lx_check_activations(n, acts, err);
+    if (rc == LX_OK)
+        lx_numerics_set(n), lx_kv_bf16_set(kv), lx_acts_llamacpp_set(acts);
     if (rc == LX_OK && n == LX_NUMERICS_FAST)
         lx_cli_blas_notice();
     return rc;

@@ -48,6 +48,7 @@
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/ops.h"
 #include "harness/engine/kernels/qdot.h"
+#include "harness/engine/kernels/qdot8.h"
 #include "harness/engine/kernels/wprod.h"
 #include "harness/sweep/plan.h"
 #include "harness/core/rng.h"
@@ -620,7 +621,7 @@ static int bench_dequant(void)
 struct qdot_arg {
     float *y, *x;
     unsigned char *w;
-    int type, fused;
+    int type, fused, acts;
     long T, C, OC;
 };
 
@@ -628,13 +629,17 @@ static void qdot_run(void *p)
 {
     struct qdot_arg *a = p;
     lx_wprod_qdot(a->fused);
+    lx_acts_llamacpp_set(a->acts);
     lx_wlinear(a->y, a->OC, a->x, a->C, (struct lx_wmat){a->w, a->type, 0, NULL, 0}, a->T, a->C, a->OC, 0.0f);
+    lx_acts_llamacpp_set(0);
     lx_wprod_qdot(1);
 }
 
 /* The 1B shape's up projection (8,192 × 2,048) in the K-quants, Q8_0, Q4_0
 ** and IQ4_XS, times 1 row (a decoding step) and 4, all threads: the blocks
-** read directly (qdot.c) against each row dequantized into cache first. */
+** read directly (qdot.c) against each row dequantized into cache first; and
+** with `activations: llamacpp`, the integer dots on 8-bit x (qdot8.c)
+** against the fp32 blocks' dots. */
 static int bench_qdot(void)
 {
     enum { C = 2048, OC = 8192 };
@@ -656,13 +661,15 @@ static int bench_qdot(void)
             continue;
         }
         unsigned char *w = qblocks_random(types[i], (size_t)OC * C / lx_dtype_block(types[i]), 1, 2, &r);
-        struct qdot_arg a = {y, x, w, types[i], 1, 1, C, OC}, b;
+        struct qdot_arg a = {y, x, w, types[i], 1, 0, 1, C, OC}, b, c;
         for (a.T = 1; a.T <= 4; a.T += 3) {
             char what[64];
             snprintf(what, sizeof what, "%s 8192x2048, %ld row%s, blocks", lx_dtype_name(types[i]), a.T,
                      a.T > 1 ? "s" : "");
-            b = a, b.fused = 0;
+            b = a, b.fused = 0, c = a, c.acts = 1;
             report("qdot", what, "rows dequantized first", best_of(20, qdot_run, &a), best_of(20, qdot_run, &b));
+            if (lx_qdot8_has(types[i], C))
+                report("qdot8", what, "fp32 x, blocks", best_of(20, qdot_run, &c), best_of(20, qdot_run, &a));
         }
         free(a.w);
     }

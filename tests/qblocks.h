@@ -8,6 +8,7 @@
 #ifndef LX_TEST_QBLOCKS_H
 #define LX_TEST_QBLOCKS_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -29,6 +30,15 @@ static inline unsigned char *qblocks_random(int t, size_t n_blocks, int lo, int 
                 memcpy(b + k * nb + (size_t)lx_dtype_scale_at(t, j), &h, 2);
             }
     return b;
+}
+
+/* Σ_k |x_k|·(|w_k| + c·|w0_k|): the magnitude the quantized dots' bounds scale (test_half.c, test_acts.c). */
+static inline double qblocks_mag(const float *x, const float *w, const float *w0, long K, double c)
+{
+    double mag = 0.0;
+    for (long k = 0; k < K; k++)
+        mag += fabs((double)x[k]) * (fabs((double)w[k]) + c * fabs((double)w0[k]));
+    return mag;
 }
 
 #endif

@@ -570,19 +570,19 @@ Test(config, numerics_enters_the_run_key_only_when_portable)
     lx_grid_release(&gp);
 }
 
-/* kv_cache: fp32 (the default, no key field) or bf16, which enters the run keys. */
-static void kv_case(const char *value, int want, const char *in_key)
+/* kv_cache: fp32 (the default, no key field) or bf16, and activations: fp32
+** (the default) or llamacpp: the second enters the run keys as frag. */
+static void setting_case(const char *line, int acts, int want, const char *frag)
 {
     struct lx_grid g;
     struct lx_plan p = {0};
     struct lx_error err = {{0}};
     char text[256];
-    snprintf(text, sizeof text, HEAD "kv_cache: %s\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", value);
+    snprintf(text, sizeof text, HEAD "%s\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", line);
     cr_assert_eq(lx_grid_load_text(&g, text, "k.yaml", &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(g.kv_bf16, want);
+    cr_assert_eq(acts ? g.acts_llamacpp : g.kv_bf16, want);
     cr_assert_eq(lx_plan_build(&p, &g, &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(strstr(p.cells[0].key_json, "\"kv_cache\":\"bf16\"") != NULL, in_key != NULL, "%s",
-                 p.cells[0].key_json);
+    cr_assert_eq(strstr(p.cells[0].key_json, frag) != NULL, want, "%s", p.cells[0].key_json);
     lx_plan_release(&p);
     lx_grid_release(&g);
 }
@@ -591,6 +591,17 @@ Test(config, kv_cache_setting)
 {
     expect_error(HEAD "kv_cache: half\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:11",
                  "'kv_cache' must be fp32 or bf16");
-    kv_case("fp32", 0, NULL);
-    kv_case("bf16", 1, "bf16");
+    setting_case("kv_cache: fp32", 0, 0, "\"kv_cache\":\"bf16\"");
+    setting_case("kv_cache: bf16", 0, 1, "\"kv_cache\":\"bf16\"");
+}
+
+Test(config, activations_setting)
+{
+    expect_error(HEAD "activations: int8\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:14",
+                 "'activations' must be fp32 or llamacpp");
+    expect_error(HEAD "numerics: bf16\nactivations: llamacpp\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n",
+                 "bad.yaml:4:14", "does not go with numerics: bf16");
+    setting_case("activations: fp32", 1, 0, "activations");
+    setting_case("activations: llamacpp", 1, 1, "\"activations\":\"llamacpp\"");
+    setting_case("numerics: portable\nactivations: llamacpp", 1, 1, "\"activations\":\"llamacpp\"");
 }

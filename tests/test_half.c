@@ -276,9 +276,7 @@ Test(half, quantized_few_rows_products)
         for (long o = 0; o < N; o++) {
             lx_wmat_row(w, W, o, K);
             for (long i = 0; i < M; i++) {
-                double mag = 0.0;
-                for (long k = 0; k < K; k++)
-                    mag += fabs((double)x[i * K + k] * w[k]);
+                double mag = qblocks_mag(x + i * K, w, w, K, 0.0);
                 cr_assert(fabs((double)all[i * N + o] - ref[i * N + o]) <= K * 0x1p-22 * mag, "%s [%ld,%ld]: %.9g "
                           "vs %.9g", lx_dtype_name(t), i, o, all[i * N + o], ref[i * N + o]);
             }
@@ -334,9 +332,7 @@ Test(half, fused_quantized_dots)
             lx_wmat_row(w, W, o, K);
             lx_wmat_row(w0, Z, o, K);
             for (long i = 0; i < M; i++) {
-                double mag = 0.0;
-                for (long k = 0; k < K; k++)
-                    mag += fabs((double)x[i * K + k]) * (fabs((double)w[k]) + 2 * fabs((double)w0[k]));
+                double mag = qblocks_mag(x + i * K, w, w0, K, 2.0);
                 double tol = (K / 16 + 42) * 0x1p-24 * mag, d = fabs((double)fused[i * N + o] - ref[i * N + o]);
                 if (factored)
                     cr_assert(d <= tol, "%s [%ld,%ld]: %.9g vs %.9g (tol %.3g)", lx_dtype_name(t), i, o,

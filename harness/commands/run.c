@@ -193,9 +193,10 @@ int lx_cmd_run(int argc, char **argv)
     }
     enum lx_numerics numerics = LX_NUMERICS_FAST;
     int numerics_given = 0;
-    int kv_bf16 = 0, kv_given = 0;
+    int kv_bf16 = 0, kv_given = 0, acts = 0, acts_given = 0;
     if ((rc = lx_args_numerics(&a, &numerics, &numerics_given, &err)) < 0 ||
-        (rc = lx_args_kv_cache(&a, &kv_bf16, &kv_given, &err)) < 0)
+        (rc = lx_args_kv_cache(&a, &kv_bf16, &kv_given, &err)) < 0 ||
+        (rc = lx_args_activations(&a, &acts, &acts_given, &err)) < 0)
         return lx_cli_fail(&err, rc);
     struct lx_shard shard;
     struct lx_buf note = {0};
@@ -213,6 +214,10 @@ int lx_cmd_run(int argc, char **argv)
         grid.numerics = numerics;
     if (rc == LX_OK && kv_given)
         grid.kv_bf16 = kv_bf16;
+    if (rc == LX_OK && acts_given)
+        grid.acts_llamacpp = acts;
+    if (rc == LX_OK)
+        rc = lx_check_activations(grid.numerics, grid.acts_llamacpp, &err);
     if (rc == LX_OK)
         rc = lx_plan_build(&plan, &grid, &err);
     if (rc < 0) {

@@ -33,7 +33,7 @@
 #include <string.h>
 
 static const char *const top_keys[] = {"name", "description", "seed", "seeds", "methods", "tasks", "lengths",
-                                       "models", "numerics", "kv_cache"};
+                                       "models", "numerics", "kv_cache", "activations"};
 #define N_TOP_KEYS ((int)(sizeof top_keys / sizeof *top_keys))
 
 static int need_seq(const struct lx_node *v, const char *key, const char *example, struct lx_error *err)
@@ -155,7 +155,7 @@ static int parse_top(struct lx_grid *g, const struct lx_node *root, struct lx_er
             const char *near = k->kind == LX_NODE_SCALAR ? lx_closest(k->text, top_keys, N_TOP_KEYS) : NULL;
             return lx_node_err(err, k, "unknown key '%s' in the sweep file\n  hint: %s%s%s"
                                "known keys are name, description, seed, seeds, methods, tasks, lengths, models, numerics, "
-                               "kv_cache",
+                               "kv_cache, activations",
                                k->kind == LX_NODE_SCALAR ? k->text : "?", near ? "did you mean '" : "",
                                near ? near : "", near ? "'? " : "");
         }
@@ -247,6 +247,13 @@ static int parse_grid(struct lx_grid *g, struct lx_error *err)
     if ((v = lx_map_get(root, "kv_cache")) && (v->kind != LX_NODE_SCALAR || lx_kv_parse(v->text, &g->kv_bf16) < 0))
         return lx_node_err(err, v, "'kv_cache' must be fp32 or bf16\n  hint: kv_cache: bf16 halves the KV cache of "
                            "the tasks that decode (docs/config.md#numerics)");
+    if ((v = lx_map_get(root, "activations")) &&
+        (v->kind != LX_NODE_SCALAR || lx_acts_parse(v->text, &g->acts_llamacpp) < 0))
+        return lx_node_err(err, v, "'activations' must be fp32 or llamacpp\n  hint: activations: llamacpp rounds x "
+                           "before each weight product as llama.cpp does (docs/config.md#numerics)");
+    if (v && g->acts_llamacpp && g->numerics == LX_NUMERICS_BF16)
+        return lx_node_err(err, v, "activations: llamacpp does not go with numerics: bf16 (x is rounded to bf16 "
+                           "there already)\n  hint: use numerics fast (or portable) with activations llamacpp");
     if ((v = lx_map_get(root, "seed"))) {
         if (v->kind != LX_NODE_SCALAR)
             return lx_node_err(err, v, "'seed' must be one integer\n  hint: use 'seeds' for a list");

@@ -28,6 +28,7 @@ struct lx_grid {
     int n_models;
     enum lx_numerics numerics;      /* `numerics:` (default fast); `lenx run --portable` overrides it */
     int kv_bf16;                    /* `kv_cache: bf16` (default fp32); `lenx run --kv-cache` overrides it */
+    int acts_llamacpp;              /* `activations: llamacpp` (default fp32); `lenx run --activations` overrides it */
     struct lx_doc doc;              /* keeps the nodes alive */
     struct lx_doc native;           /* the checkpoints' training stack, when a stack names `native` */
     struct lx_node *spliced;        /* (n_stacks,) stacks with `native` replaced by it, kept for messages */

@@ -150,6 +150,8 @@ static void numerics_key(struct lx_buf *b, const struct lx_grid *g)
         lx_buf_printf(b, ",\"numerics\":\"%s\"", lx_numerics_name(g->numerics));
     if (g->kv_bf16)
         lx_buf_puts(b, ",\"kv_cache\":\"bf16\"");
+    if (g->acts_llamacpp)
+        lx_buf_puts(b, ",\"activations\":\"llamacpp\"");
 }
 
 /* The model key of (model, training part of the stack, seed); with methods

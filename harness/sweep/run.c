@@ -933,6 +933,7 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
     struct runner r = {.plan = plan, .store = store, .o = o, .sum = sum};
     lx_numerics_set(plan->grid->numerics);     /* before any pass: the keys were made for this mode */
     lx_kv_bf16_set(plan->grid->kv_bf16);
+    lx_acts_llamacpp_set(plan->grid->acts_llamacpp);
     owner_init(&r.me);
     lx_products_describe(r.blas, sizeof r.blas);
     if ((rc = lx_store_reap(store, &r.me, err)) < 0) {

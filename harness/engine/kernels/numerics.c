@@ -57,6 +57,27 @@ int lx_kv_parse(const char *s, int *on)
     return -1;
 }
 
+static int acts_llamacpp;
+
+void lx_acts_llamacpp_set(int on)
+{
+    acts_llamacpp = on;
+}
+
+int lx_acts_llamacpp_get(void)
+{
+    return acts_llamacpp;
+}
+
+int lx_acts_parse(const char *s, int *on)
+{
+    if (s && (!strcmp(s, "fp32") || !strcmp(s, "llamacpp"))) {
+        *on = !strcmp(s, "llamacpp");
+        return 0;
+    }
+    return -1;
+}
+
 static enum lx_train_attn train_attn = LX_TRAIN_TILED;
 
 void lx_train_attn_set(enum lx_train_attn m)

@@ -39,6 +39,19 @@ int lx_kv_bf16_get(void);
 /* 0 and *on on "fp32" or "bf16", -1 on anything else. */
 int lx_kv_parse(const char *s, int *on);
 
+/* ---- the activations of weight products ---- */
+
+/* `activations: llamacpp` (--activations llamacpp; fast or portable
+** numerics): before each product with a weight matrix, x is rounded as
+** llama.cpp's CPU backend rounds it (kernels/qdot8.h: 8-bit blocks for
+** quantized weights, f16 or bf16 for half weights, fp32 weights untouched),
+** so a GGUF file's numbers come near llama.cpp's own; fp32 (0, the default)
+** multiplies x as computed. Set once per process, before the first pass. */
+void lx_acts_llamacpp_set(int on);
+int lx_acts_llamacpp_get(void);
+/* 0 and *on on "fp32" or "llamacpp", -1 on anything else. */
+int lx_acts_parse(const char *s, int *on);
+
 /* ---- the attention path of training passes ---- */
 
 /* Which attention training runs (docs/PERFORMANCE.md, "Tiled attention"):

@@ -16,6 +16,7 @@
 #include "harness/engine/kernels/gemm.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/qdot.h"
+#include "harness/engine/kernels/qdot8.h"
 
 #define XROWS 512       /* rows of x rounded to bf16 at a time in bf16 numerics */
 #define GEMV_ROWS 32    /* products of at most this many rows read half weights directly (fast numerics) */
@@ -23,8 +24,8 @@
 
 static void *scratch(int which, size_t bytes)
 {
-    static void *buf[4];
-    static size_t cap[4];
+    static void *buf[6];
+    static size_t cap[6];
     LX_ASSERT(!omp_in_parallel());
     if (bytes > cap[which]) {
         free(buf[which]);
@@ -323,10 +324,31 @@ void lx_linear_backward_bf16(float *dx, float *dW, const float *dy, const float 
     dnnl_or_die(lx_dnnl_gemm_bf16(dW, C, dyb, OC, 1, xb, C, 0, OC, C, T, 1.0f));     /* (OC, T) (T, C) */
 }
 
-void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC, float beta)
+/* y = x · Wᵀ + beta · y for a few rows of x, 8-bit activations and
+** quantized W: the integer dots (qdot8.h) on x prepared once. */
+static void gemv_q8(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
+                    float beta)
+{
+    int8_t *q = scratch(4, (size_t)(T * C));
+    float *xl = scratch(5, sizeof(float) * (size_t)(T * C / 4 + T * C / 16)), *xg = xl + T * C / 4;
+    lx_qdot8_prep(q, xl, xg, x, ldx, T, C, W.type);
+#pragma omp parallel for schedule(static)
+    for (long o = 0; o < OC; o++)
+        for (long t0 = 0; t0 < T; t0 += GEMV_GROUP) {
+            float s[GEMV_GROUP];
+            int n = (int)(T - t0 < GEMV_GROUP ? T - t0 : GEMV_GROUP);
+            lx_qdot8(s, q + t0 * C, xl + t0 * C / 4, xg + t0 * C / 16, n, row_of(W, o, C), W.type, C);
+            for (int t = 0; t < n; t++) {
+                float *yo = y + (t0 + t) * ldy + o;
+                *yo = beta == 0.0f ? s[t] : s[t] + beta * *yo;
+            }
+        }
+}
+
+static void wlinear_as(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
+                       float beta)
 {
     enum lx_numerics nm = lx_numerics_get();
-    LX_ASSERT(!W.packed_rows || nm == LX_NUMERICS_BF16);   /* packed at load for bf16 numerics only */
     if (nm == LX_NUMERICS_BF16)
         linear_bf16(y, ldy, x, ldx, W, T, C, OC, beta);
     else if (W.type == LX_DT_F32)
@@ -337,9 +359,29 @@ void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, 
         linear_blocks(y, ldy, x, ldx, W, T, C, OC, beta);
 }
 
+void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC, float beta)
+{
+    enum lx_numerics nm = lx_numerics_get();
+    int fmt = lx_acts_llamacpp_get() ? lx_act_format(W.type) : LX_ACT_FP32;
+    LX_ASSERT(!W.packed_rows || nm == LX_NUMERICS_BF16);   /* packed at load for bf16 numerics only */
+    LX_ASSERT(fmt == LX_ACT_FP32 || nm != LX_NUMERICS_BF16);     /* refused where the modes are set */
+    if (fmt == LX_ACT_FP32)
+        wlinear_as(y, ldy, x, ldx, W, T, C, OC, beta);
+    else if (nm == LX_NUMERICS_FAST && T <= GEMV_ROWS && qdot_on && lx_qdot8_has(W.type, C))
+        gemv_q8(y, ldy, x, ldx, W, T, C, OC, beta);
+    else    /* `activations: llamacpp`: x rounded as llama.cpp rounds it, XROWS rows at a time */
+        for (long t0 = 0; t0 < T; t0 += XROWS) {
+            long n = T - t0 < XROWS ? T - t0 : XROWS;
+            float *r = scratch(4, sizeof(float) * (size_t)(n * C));
+            lx_act_round(r, C, x + t0 * ldx, ldx, n, C, fmt);
+            wlinear_as(y + t0 * ldy, ldy, r, C, W, n, C, OC, beta);
+        }
+}
+
 double lx_wprod_scratch_bytes(long width)
 {
-    /* a block of widened rows; x's rows rounded; a packed product's dense result (dnnl.c) */
+    /* a block of widened rows; x's rows rounded (bf16 numerics; `activations: llamacpp`'s
+    ** fp32 rows take the float slot); a packed product's dense result (dnnl.c) */
     return (double)width * (LX_WPROD_BLOCK * sizeof(float) + XROWS * (sizeof(uint16_t) + sizeof(float)));
 }
 
@@ -347,8 +389,8 @@ void lx_products_describe(char *out, size_t n)
 {
     char blas[128], dnnl[128];
     lx_blas_describe(blas, sizeof blas);
-    if (lx_numerics_get() != LX_NUMERICS_BF16) {
-        snprintf(out, n, "%s", blas);
+    if (lx_numerics_get() != LX_NUMERICS_BF16) {     /* the activations' rounding moves the bits too */
+        snprintf(out, n, "%s%s", blas, lx_acts_llamacpp_get() ? " activations=llamacpp" : "");
         return;
     }
     lx_dnnl_describe(dnnl, sizeof dnnl);
@@ -361,7 +403,13 @@ void lx_wlinear_naive(float *y, long ldy, const float *x, long ldx, struct lx_wm
                       float beta)
 {
     int bf = lx_numerics_get() == LX_NUMERICS_BF16;
-    float *w = lx_xmalloc(sizeof(float) * (size_t)C);
+    float *w = lx_xmalloc(sizeof(float) * (size_t)C), *xr = NULL;
+    int fmt = lx_acts_llamacpp_get() ? lx_act_format(W.type) : LX_ACT_FP32;
+    if (fmt != LX_ACT_FP32) {   /* x rounded as the mode rounds it, then multiplied exactly */
+        xr = lx_xmalloc(sizeof(float) * (size_t)(T * C));
+        lx_act_round(xr, C, x, ldx, T, C, fmt);
+        x = xr, ldx = C;
+    }
     for (long o = 0; o < OC; o++) {
         lx_wmat_row(w, W, o, C);
         for (long t = 0; t < T; t++) {
@@ -372,4 +420,5 @@ void lx_wlinear_naive(float *y, long ldy, const float *x, long ldx, struct lx_wm
         }
     }
     free(w);
+    free(xr);
 }

@@ -12,7 +12,10 @@
 ** benches and tests, each row dequantized into cache first). In
 ** bf16 numerics x is rounded to bf16, W taken as bf16 (rounded a block at a
 ** time unless it is bf16 already) and the product runs on oneDNN (dnnl.h),
-** fp32 sums. The naive reference beside it sums in double.
+** fp32 sums. With `activations: llamacpp` (numerics.h) x is first rounded
+** as llama.cpp rounds it for W's type (qdot8.h), 512 rows at a time, and a
+** decoding step's products on quantized W run the integer dots on its 8-bit
+** blocks. The naive reference beside it sums in double (on the rounded x).
 */
 #ifndef LX_WPROD_H
 #define LX_WPROD_H

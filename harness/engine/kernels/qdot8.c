@@ -1,0 +1,412 @@
+/*
+** harness/engine/kernels/qdot8.c - activations rounded as llama.cpp rounds
+** them, and integer dots of 8-bit activations with quantized weights (qdot8.h).
+**
+** The rounding (scalar, so any CPU gives the same q and scales):
+** * Q8_0, per 32 values: amax = max |x|, the scale amax / 127 held as f16,
+**   q = x · (127 / amax) rounded to the nearest integer, ties to even.
+** * Q8_K, per 256 values: m = the value of largest magnitude (the first if
+**   several), s = −127 / m, q = x · s to the nearest (ties to even, at most
+**   127), the scale 1 / s in fp32.
+** * A block holding a NaN or an infinity gets a NaN scale and q = 0, so the
+**   product is NaN as the unrounded one would be (llama.cpp does not ask).
+**
+** The dots (AVX-512 VNNI): a weight row is read 256 values at a time as
+** unsigned bytes u (the stored integers, signed ones moved up by a constant
+** z: Q8_0's q + 128, Q4_0's nibble, …) with, per 16 values, a scale a and an
+** offset b such that the weight is a·u + b (Q4_K: a = d·sc, b = −dmin·m;
+** Q4_0: a = d, b = −8d). vpdpbusd sums u·q four at a time into int32 lanes
+** (exact); per row the lanes are widened to fp32, times x's block scale and
+** a, and Σ b·(scale·Σq) per 16 values is added: two roundings per 4
+** products instead of one per product, so the sum is not the fp32 path's on
+** the rounded x; tests/test_half.c derives the bound that holds both.
+*/
+#include "harness/engine/kernels/qdot8.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "harness/core/half.h"
+#include "harness/core/lx.h"
+#include "harness/core/qlanes.h"
+
+#define QD8_TARGET "avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma"
+#define QD8 __attribute__((target(QD8_TARGET), always_inline)) static inline
+
+int lx_act_format(int wtype)
+{
+    switch (wtype) {
+    case LX_DT_F32: return LX_ACT_FP32;
+    case LX_DT_F16: return LX_ACT_F16;
+    case LX_DT_BF16: return LX_ACT_BF16;
+    case LX_DT_Q4_K: case LX_DT_Q5_K: case LX_DT_Q6_K: case LX_DT_Q2_K: case LX_DT_Q3_K: case LX_DT_IQ4_XS:
+        return LX_ACT_Q8_K;
+    default: return LX_ACT_Q8_0;
+    }
+}
+
+/* Does the block of n values at x hold a NaN or an infinity? */
+static int nonfinite(const float *x, int n)
+{
+    for (int l = 0; l < n; l++)
+        if (!isfinite(x[l]))
+            return 1;
+    return 0;
+}
+
+static void q8_0_block(int8_t *q, float *d, const float *x)
+{
+    float amax = 0.0f;
+    if (nonfinite(x, 32)) {
+        memset(q, 0, 32), *d = NAN;
+        return;
+    }
+    for (int l = 0; l < 32; l++)
+        amax = fabsf(x[l]) > amax ? fabsf(x[l]) : amax;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    *d = lx_f16_to_f32(lx_f32_to_f16(amax / 127.0f));
+    for (int l = 0; l < 32; l++)
+        q[l] = (int8_t)rintf(x[l] * id);    /* |x · id| ≤ 127 (rounded up by at most half an ulp) */
+}
+
+static void q8_k_block(int8_t *q, float *d, const float *x)
+{
+    float amax = 0.0f, m = 0.0f;
+    if (nonfinite(x, 256)) {
+        memset(q, 0, 256), *d = NAN;
+        return;
+    }
+    for (int l = 0; l < 256; l++)
+        if (fabsf(x[l]) > amax)
+            amax = fabsf(x[l]), m = x[l];
+    if (amax == 0.0f) {
+        memset(q, 0, 256), *d = 0.0f;
+        return;
+    }
+    const float s = -127.0f / m;
+    for (int l = 0; l < 256; l++) {
+        float v = rintf(s * x[l]);
+        q[l] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
+    }
+    *d = 1.0f / s;
+}
+
+void lx_act_q8(int8_t *q, float *d, const float *x, long C, int fmt)
+{
+    const long bs = fmt == LX_ACT_Q8_K ? 256 : 32;
+    LX_ASSERT((fmt == LX_ACT_Q8_0 || fmt == LX_ACT_Q8_K) && C % bs == 0);
+    for (long j = 0; j < C / bs; j++)
+        (bs == 256 ? q8_k_block : q8_0_block)(q + j * bs, d + j, x + j * bs);
+}
+
+void lx_act_round(float *out, long ldo, const float *x, long ldx, long T, long C, int fmt)
+{
+    int8_t q[256];
+    for (long t = 0; t < T; t++) {
+        const float *xt = x + t * ldx;
+        float *o = out + t * ldo;
+        if (fmt == LX_ACT_Q8_0 || fmt == LX_ACT_Q8_K) {
+            const long bs = fmt == LX_ACT_Q8_K ? 256 : 32;
+            for (long c = 0; c < C; c += bs) {
+                float d;
+                lx_act_q8(q, &d, xt + c, bs, fmt);
+                for (long l = 0; l < bs; l++)
+                    o[c + l] = d * (float)q[l];
+            }
+        } else
+            for (long c = 0; c < C; c++)
+                o[c] = fmt == LX_ACT_F16 ? lx_f16_to_f32(lx_f32_to_f16(xt[c]))
+                                         : fmt == LX_ACT_BF16 ? lx_round_bf16(xt[c]) : xt[c];
+    }
+}
+
+void lx_qdot8_prep(int8_t *q, float *xl, float *xg, const float *x, long ldx, long T, long C, int type)
+{
+    const int fmt = lx_act_format(type);
+    const long bs = fmt == LX_ACT_Q8_K ? 256 : 32;
+    float d[256];   /* C / 32 scales at most 256 per call */
+    for (long t = 0; t < T; t++) {
+        int8_t *qt = q + t * C;
+        for (long c0 = 0; c0 < C; c0 += 256 * bs) {
+            const long n = C - c0 < 256 * bs ? C - c0 : 256 * bs;
+            lx_act_q8(qt + c0, d, x + t * ldx + c0, n, fmt);
+            for (long c = c0; c < c0 + n; c += 16) {
+                const float dc = d[(c - c0) / bs];
+                int s = 0;
+                for (int l = 0; l < 16; l++)
+                    s += qt[c + l];
+                for (int l = 0; l < 4; l++)
+                    xl[t * (C / 4) + c / 4 + l] = dc;
+                xg[t * (C / 16) + c / 16] = dc * (float)s;
+            }
+        }
+    }
+}
+
+/* ---- the weights as bytes u and, per 16 values, a and b (w = a·u + b) ---- */
+
+#define F4 0x0004000400040004LL     /* a 16-bit shift of 4 in each word of a 64-bit element */
+
+/* A chunk of 256 weights: u[r] values 64r … 64r + 63 as bytes; ae[r] lane l
+** the a of the 4 values 64r + 4l …; bv lane g the b of values 16g …. */
+struct chunk {
+    __m512i u[4];
+    __m512 ae[4], bv;
+};
+
+/* 16 int32 lanes: lane l = base + l / div. */
+QD8 __m512i lanes_of(int base, int div)
+{
+    return _mm512_add_epi32(_mm512_set1_epi32(base),
+                            _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                              div == 8 ? 3 : div == 4 ? 2 : 1));
+}
+
+/* The 16-lane a per 4 values of each register from a per 32 values (a8, in its low 8 lanes) or per 16 (a16). */
+QD8 void expand8(struct chunk *k, __m512 a8)
+{
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+        k->ae[r] = _mm512_permutexvar_ps(lanes_of(2 * r, 8), a8);
+}
+
+QD8 void expand16(struct chunk *k, __m512 a16)
+{
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+        k->ae[r] = _mm512_permutexvar_ps(lanes_of(4 * r, 4), a16);
+}
+
+/* Eight 32-value blocks (lx_ql_w32's kinds) of the given bytes: register r
+** holds blocks 2r and 2r + 1, each as its 16 low nibbles then its 16 high
+** ones (their values in order); z moves signed values up to bytes. */
+QD8 void chunk_w32(struct chunk *k, const unsigned char *p, int kind)
+{
+    static const float zs[] = {128.0f, 8.0f, 128.0f, 0.0f, 16.0f, 0.0f};   /* by kind (qlanes.h's order) */
+    const size_t bytes = lx_ql_w32_bytes(kind);
+    const int min = kind == LX_QL_Q4_1 || kind == LX_QL_Q5_1, five = kind == LX_QL_Q5_0 || kind == LX_QL_Q5_1;
+    const size_t at = 2 + 2 * (size_t)min + 4 * (size_t)five;      /* the quants' first byte in a block */
+    const __m512i low = _mm512_set1_epi8(0x0f),
+                  nib_shift = _mm512_setr_epi64(0, 0, F4, F4, 0, 0, F4, F4);     /* 16-bit shifts: 0, 4, 0, 4 */
+    uint16_t dh[8], mh[8];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        const unsigned char *b0 = p + 2 * r * bytes, *b1 = b0 + bytes;
+        memcpy(&dh[2 * r], b0, 2), memcpy(&dh[2 * r + 1], b1, 2);
+        memcpy(&mh[2 * r], b0 + 2, 2), memcpy(&mh[2 * r + 1], b1 + 2, 2);
+        if (kind == LX_QL_Q8_0) {
+            __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 2))),
+                                           _mm256_loadu_si256((const __m256i *)(b1 + 2)), 1);
+            k->u[r] = _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80));
+            continue;
+        }
+        __m256i two = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b0 + at))),
+                                              _mm_loadu_si128((const __m128i *)(b1 + at)), 1);
+        __m512i v = _mm512_shuffle_i64x2(_mm512_castsi256_si512(two), _mm512_castsi256_si512(two), 0x50);
+        v = _mm512_and_si512(_mm512_srlv_epi16(v, nib_shift), low);
+        if (kind == LX_QL_IQ4_NL) {
+            const __m512i levels = _mm512_broadcast_i32x4(_mm_add_epi8(
+                _mm_loadu_si128((const __m128i *)lx_ql_iq4_levels), _mm_set1_epi8((char)0x80)));
+            v = _mm512_shuffle_epi8(levels, v);
+        }
+        if (five) {
+            uint32_t h0, h1;
+            memcpy(&h0, b0 + 2 + 2 * min, 4), memcpy(&h1, b1 + 2 + 2 * min, 4);
+            v = _mm512_or_si512(v, _mm512_maskz_set1_epi8((__mmask64)h0 | (__mmask64)h1 << 32, 16));
+        }
+        k->u[r] = v;
+    }
+    const __m512 d = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dh)));
+    expand8(k, d);
+    const __m512 dg = _mm512_permutexvar_ps(lanes_of(0, 2), d);
+    k->bv = min ? _mm512_permutexvar_ps(lanes_of(0, 2),
+                                        _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)mh))))
+                : _mm512_mul_ps(_mm512_set1_ps(-zs[kind]), dg);
+}
+
+/* Q4_K / Q5_K: register r holds sub-blocks 2r (the low nibbles of the 32
+** bytes of pair r) and 2r + 1 (their high nibbles); Q5_K's fifth bits are
+** bits 2r and 2r + 1 of the 32 high-bit bytes. */
+QD8 void chunk_q45(struct chunk *k, const unsigned char *p, int five)
+{
+    const unsigned char *q = p + (five ? 48 : 16);
+    const __m512i low = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1),
+                  halves = _mm512_setr_epi64(0, 0, 0, 0, F4, F4, F4, F4);     /* 16-bit shifts: 0, 4 */
+    __m256 dsc, dm;
+    lx_ql_k_scales(p + 4, lx_ql_f16(p), lx_ql_f16(p + 2), &dsc, &dm);
+    const __m512i hb = five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 16))) : low;
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(q + 32 * r)));
+        v = _mm512_and_si512(_mm512_srlv_epi16(v, halves), low);
+        if (five) {
+            const __m512i bit = _mm512_add_epi64(_mm512_set1_epi64(0x0002000200020002LL * r),
+                                                 _mm512_setr_epi64(0, 0, 0, 0, 0x0001000100010001LL,
+                                                                   0x0001000100010001LL, 0x0001000100010001LL,
+                                                                   0x0001000100010001LL));
+            v = _mm512_or_si512(v, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, bit), one), 4));
+        }
+        k->u[r] = v;
+    }
+    expand8(k, _mm512_castps256_ps512(dsc));
+    k->bv = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_permutexvar_ps(lanes_of(0, 2), _mm512_castps256_ps512(dm)));
+}
+
+/* Q6_K: register r holds half r / 2's values 64m … 64m + 63 (m = r % 2):
+** the 64 low-bit bytes of the half, low nibbles for m = 0, high for m = 1,
+** with bits 4m, 4m + 1 (first 32 values) and 4m + 2, 4m + 3 (last 32) of
+** the half's 32 high-bit bytes above them. */
+QD8 void chunk_q6(struct chunk *k, const unsigned char *p)
+{
+    const __m512i low = _mm512_set1_epi8(0x0f), three = _mm512_set1_epi8(3);
+#pragma GCC unroll 2
+    for (int hh = 0; hh < 2; hh++) {
+        const __m512i ql = _mm512_loadu_si512(p + 64 * hh),
+                      qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 128 + 32 * hh)));
+#pragma GCC unroll 2
+        for (int m = 0; m < 2; m++) {
+            const long long s0 = 0x0001000100010001LL * (4 * m), s1 = 0x0001000100010001LL * (4 * m + 2);
+            __m512i v = _mm512_and_si512(m ? _mm512_srli_epi16(ql, 4) : ql, low);
+            __m512i h = _mm512_and_si512(_mm512_srlv_epi16(qh, _mm512_setr_epi64(s0, s0, s0, s0, s1, s1, s1, s1)),
+                                         three);
+            k->u[2 * hh + m] = _mm512_or_si512(v, _mm512_slli_epi16(h, 4));
+        }
+    }
+    const __m512 a = _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(p + 208)),
+                                   lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(p + 192))));
+    expand16(k, a);
+    k->bv = _mm512_mul_ps(_mm512_set1_ps(-32.0f), a);
+}
+
+/* Q2_K, Q3_K and IQ4_XS: 16 pieces of 16 values from the lanes' helpers. */
+QD8 void chunk_pieces(struct chunk *k, const unsigned char *p, int type)
+{
+    __m128i h[16];
+    float a[16], b[16];
+    if (type == LX_DT_IQ4_XS) {
+        const __m128i levels = _mm_add_epi8(_mm_loadu_si128((const __m128i *)lx_ql_iq4_levels),
+                                            _mm_set1_epi8((char)0x80)), low = _mm_set1_epi8(0x0f);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            const __m128i v = _mm_loadu_si128((const __m128i *)(p + 8 + 16 * j));
+            h[2 * j] = _mm_shuffle_epi8(levels, _mm_and_si128(v, low));
+            h[2 * j + 1] = _mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(v, 4), low));
+            a[2 * j] = a[2 * j + 1] = lx_ql_f16(p) * (float)(lx_ql_iq4xs_scale(p, j) - 32);
+            b[2 * j] = b[2 * j + 1] = -128.0f * a[2 * j];
+        }
+    } else {
+        const int three = type == LX_DT_Q3_K;
+        const unsigned char *q = p + (three ? 32 : 16);
+        const __m128i hm[2] = {_mm_loadu_si128((const __m128i *)p), _mm_loadu_si128((const __m128i *)(p + 16))};
+        float m[16];
+        lx_ql_k23_scales(p, three, a, m);
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++) {
+            h[i] = lx_ql_q23(q, hm, i / 8, (i % 8) / 2, i % 2, three);
+            h[i] = three ? _mm_add_epi8(h[i], _mm_set1_epi8(4)) : h[i];
+            b[i] = three ? -4.0f * a[i] : -m[i];
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        __m512i v = _mm512_castsi128_si512(h[4 * r]);
+        v = _mm512_inserti32x4(v, h[4 * r + 1], 1);
+        v = _mm512_inserti32x4(v, h[4 * r + 2], 2);
+        k->u[r] = _mm512_inserti32x4(v, h[4 * r + 3], 3);
+    }
+    expand16(k, _mm512_loadu_ps(a));
+    k->bv = _mm512_loadu_ps(b);
+}
+
+QD8 void chunk_of(struct chunk *k, const unsigned char *w, int type)
+{
+    switch (type) {
+    case LX_DT_Q4_K: chunk_q45(k, w, 0); break;
+    case LX_DT_Q5_K: chunk_q45(k, w, 1); break;
+    case LX_DT_Q6_K: chunk_q6(k, w); break;
+    case LX_DT_Q2_K: case LX_DT_Q3_K: case LX_DT_IQ4_XS: chunk_pieces(k, w, type); break;
+    case LX_DT_Q8_0: chunk_w32(k, w, LX_QL_Q8_0); break;
+    case LX_DT_Q4_0: chunk_w32(k, w, LX_QL_Q4_0); break;
+    case LX_DT_IQ4_NL: chunk_w32(k, w, LX_QL_IQ4_NL); break;
+    case LX_DT_Q4_1: chunk_w32(k, w, LX_QL_Q4_1); break;
+    case LX_DT_Q5_0: chunk_w32(k, w, LX_QL_Q5_0); break;
+    default: chunk_w32(k, w, LX_QL_Q5_1); break;
+    }
+}
+
+/* ---- the dots -------------------------------------------------------------- */
+
+/* n (a constant in each instance) prepared rows · one weight row of type (a
+** constant too); per row two chains (registers 0, 2 and 1, 3 with the offsets). */
+QD8 void dot8_n(float *out, const int8_t *q, const float *xl, const float *xg, const int n, const unsigned char *w,
+                const int type, long C)
+{
+    const size_t chunk_bytes = lx_dtype_block_bytes(type) * (256 / lx_dtype_block(type));
+    __m512 s0[4], s1[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < n; t++)
+        s0[t] = s1[t] = _mm512_setzero_ps();
+    for (long k = 0; k < C; k += 256, w += chunk_bytes) {
+        struct chunk ch;
+        chunk_of(&ch, w, type);
+#pragma GCC unroll 4
+        for (int t = 0; t < n; t++) {
+            const int8_t *qt = q + t * C + k;
+            const float *lt = xl + t * (C / 4) + k / 4;
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+                __m512i i = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ch.u[r], _mm512_loadu_si512(qt + 64 * r));
+                __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(i), _mm512_loadu_ps(lt + 16 * r));
+                if (r & 1)
+                    s1[t] = _mm512_fmadd_ps(v, ch.ae[r], s1[t]);
+                else
+                    s0[t] = _mm512_fmadd_ps(v, ch.ae[r], s0[t]);
+            }
+            s1[t] = _mm512_fmadd_ps(ch.bv, _mm512_loadu_ps(xg + t * (C / 16) + k / 16), s1[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < n; t++)
+        out[t] = _mm512_reduce_add_ps(_mm512_add_ps(s0[t], s1[t]));
+}
+
+/* n rows (a constant) for each type, so that the chunk's unpacking is the type's alone. */
+QD8 void dot8_rows(float *out, const int8_t *q, const float *xl, const float *xg, const int n, const void *w,
+                   int type, long C)
+{
+    switch (type) {
+#define QD8_CASE(T) case T: dot8_n(out, q, xl, xg, n, w, T, C); break;
+    QD8_CASE(LX_DT_Q4_K) QD8_CASE(LX_DT_Q5_K) QD8_CASE(LX_DT_Q6_K) QD8_CASE(LX_DT_Q2_K) QD8_CASE(LX_DT_Q3_K)
+    QD8_CASE(LX_DT_IQ4_XS) QD8_CASE(LX_DT_Q8_0) QD8_CASE(LX_DT_Q4_0) QD8_CASE(LX_DT_IQ4_NL) QD8_CASE(LX_DT_Q4_1)
+    QD8_CASE(LX_DT_Q5_0)
+#undef QD8_CASE
+    default: dot8_n(out, q, xl, xg, n, w, LX_DT_Q5_1, C); break;
+    }
+}
+
+int lx_qdot8_has(int type, long C)
+{
+    static int vnni = -1;
+    if (vnni < 0)
+        vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+               __builtin_cpu_supports("fma");
+    return vnni && type >= LX_DT_Q8_0 && type < LX_DT_N && C > 0 && C % 256 == 0;
+}
+
+__attribute__((target(QD8_TARGET)))
+void lx_qdot8(float *out, const int8_t *q, const float *xl, const float *xg, int n, const void *w, int type, long C)
+{
+    LX_ASSERT(lx_qdot8_has(type, C) && n >= 1);
+    for (int t = 0; t < n; t += 4) {
+        const int m = n - t < 4 ? n - t : 4;
+        const int8_t *qt = q + t * C;
+        const float *lt = xl + t * (C / 4), *gt = xg + t * (C / 16);
+        switch (m) {    /* m a constant in each: the sums stay in registers */
+        case 1: dot8_rows(out + t, qt, lt, gt, 1, w, type, C); break;
+        case 2: dot8_rows(out + t, qt, lt, gt, 2, w, type, C); break;
+        case 3: dot8_rows(out + t, qt, lt, gt, 3, w, type, C); break;
+        default: dot8_rows(out + t, qt, lt, gt, 4, w, type, C); break;
+        }
+    }
+}

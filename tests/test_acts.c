@@ -1,0 +1,244 @@
+/*
+** tests/test_acts.c - `activations: llamacpp` (harness/engine/kernels/qdot8.h):
+** x's 8-bit blocks worked by hand, the rounding's error bound on random rows,
+** the integer dots of every quantized type against the rounded rows'
+** products summed in double, and the many-row and half-weight products.
+*/
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/half.h"
+#include "harness/core/rng.h"
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/qdot8.h"
+#include "harness/engine/kernels/wprod.h"
+#include "tests/qblocks.h"
+
+static void restore(void)
+{
+    lx_acts_llamacpp_set(0);
+    lx_numerics_set(LX_NUMERICS_FAST);
+}
+
+/* Q8_0: scale max|x| / 127 held as f16, q = x · 127 / max|x| to the nearest, ties to even. */
+Test(acts, q8_0_blocks_by_hand)
+{
+    float x[96] = {0}, r[96], d[3];
+    int8_t q[96];
+    x[0] = 127.0f, x[1] = -3.5f, x[2] = 2.5f, x[3] = 0.49f, x[4] = -127.0f, x[5] = 1.5f;   /* scale 1 */
+    x[32] = 63.5f, x[33] = 1.25f, x[34] = 1.75f, x[35] = -0.25f;                           /* scale 0.5 */
+    x[64] = 1.0f, x[65] = -0.5f;     /* 1/127 = 2^-7 · 1.00787…: f16 keeps 1032/1024 · 2^-7 */
+    lx_act_q8(q, d, x, 96, LX_ACT_Q8_0);
+    static const int8_t want0[6] = {127, -4, 2, 0, -127, 2}, want1[4] = {127, 2, 4, 0};
+    cr_assert_eq(d[0], 1.0f);
+    cr_assert_eq(d[1], 0.5f);
+    cr_assert_eq(d[2], 0.00787353515625f);
+    cr_assert_eq(memcmp(q, want0, 6), 0);
+    cr_assert_eq(memcmp(q + 32, want1, 4), 0);
+    cr_assert_eq(q[64], 127);
+    cr_assert_eq(q[65], -64);    /* -0.5 · 127 = -63.5: ties to even */
+    for (int i = 6; i < 32; i++)
+        cr_assert_eq(q[i], 0);
+    lx_act_round(r, 96, x, 96, 1, 96, LX_ACT_Q8_0);
+    cr_assert_eq(r[1], -4.0f);
+    cr_assert_eq(r[33], 1.0f);
+    cr_assert_eq(r[34], 2.0f);
+    cr_assert_eq(r[64], 0.99993896484375f);     /* 127 · 1032/1024 · 2^-7, exact in fp32 */
+}
+
+/* Q8_K: the value of largest magnitude m (the first of equals) takes q = -127, scale 1 / (-127 / m). */
+Test(acts, q8_k_blocks_by_hand)
+{
+    float x[512] = {0}, d[2], r[512];
+    int8_t q[512];
+    x[0] = 1.0f, x[1] = -2.0f, x[2] = 2.0f, x[3] = 0.5f;      /* m = -2: s = 63.5 */
+    x[256] = 2.0f, x[257] = -2.0f;                            /* m = 2: s = -63.5 */
+    lx_act_q8(q, d, x, 512, LX_ACT_Q8_K);
+    cr_assert_eq(q[0], 64, "63.5 ties to even");
+    cr_assert_eq(q[1], -127);
+    cr_assert_eq(q[2], 127);
+    cr_assert_eq(q[3], 32, "31.75");
+    cr_assert_eq(d[0], 1.0f / 63.5f);
+    cr_assert_eq(q[256], -127);
+    cr_assert_eq(q[257], 127);
+    cr_assert_eq(d[1], -1.0f / 63.5f);
+    lx_act_round(r, 512, x, 512, 1, 512, LX_ACT_Q8_K);
+    cr_assert_eq(r[0], (1.0f / 63.5f) * 64.0f);
+    cr_assert_eq(r[300], 0.0f);
+    memset(x, 0, sizeof x);
+    x[7] = NAN;
+    lx_act_q8(q, d, x, 512, LX_ACT_Q8_K);
+    cr_assert(isnan(d[0]), "a NaN block's scale is NaN");
+    cr_assert_eq(d[1], 0.0f, "an all-zero block's scale is 0");
+    for (int i = 0; i < 512; i++)
+        cr_assert_eq(q[i], 0);
+    x[7] = INFINITY;
+    lx_act_round(r, 512, x, 512, 1, 512, LX_ACT_Q8_0);
+    cr_assert(isnan(r[0]) && r[40] == 0.0f, "an infinity's block is NaN, the next block exact");
+}
+
+/* |x' - x| ≤ max|x| / 254 + 127 · max(max|x| / 127 · 2^-11, 2^-25) for Q8_0
+** (half a step, and the f16 scale's rounding, relative 2^-11 or, below f16's
+** normal range, 2^-25 absolute, times |q| ≤ 127), and max|x| · (1/254 + 2^-22)
+** for Q8_K (fp32 scale, x' rounded once); f16 and bf16 values half an ulp. */
+Test(acts, rounding_within_half_a_step, .fini = restore)
+{
+    enum { C = 1024 };
+    struct lx_rng g;
+    lx_rng_init(&g, 31, 0, 0);
+    float *x = lx_xmalloc(sizeof(float) * C), *r = lx_xmalloc(sizeof(float) * C);
+    for (int trial = 0; trial < 40; trial++) {
+        double scale = pow(10.0, (trial % 9) - 4);
+        for (int c = 0; c < C; c++)
+            x[c] = (float)(lx_rng_normal(&g) * scale * (c % 97 == 0 ? 30 : 1));
+        for (int fmt = LX_ACT_F16; fmt <= LX_ACT_Q8_K; fmt++) {
+            lx_act_round(r, C, x, C, 1, C, fmt);
+            int bs = fmt == LX_ACT_Q8_K ? 256 : 32;
+            for (int c0 = 0; c0 < C; c0 += bs) {
+                double amax = 0.0;
+                for (int c = c0; c < c0 + bs; c++)
+                    amax = fmax(amax, fabs(x[c]));
+                for (int c = c0; c < c0 + bs; c++) {
+                    if (fmt == LX_ACT_F16 && fabs(x[c]) >= 65520.0) {   /* past f16's largest value */
+                        cr_assert(isinf(r[c]), "%.9g in f16: %.9g", x[c], r[c]);
+                        continue;
+                    }
+                    double e = fabs((double)r[c] - x[c]);
+                    double tol = fmt == LX_ACT_Q8_0   ? amax / 254 + 127 * fmax(amax / 127 * 0x1p-11, 0x1p-25)
+                                 : fmt == LX_ACT_Q8_K ? amax * (1.0 / 254 + 0x1p-22)
+                                 : fmt == LX_ACT_F16  ? fmax(fabs(x[c]) * 0x1p-11, 0x1p-25)
+                                                      : fabs(x[c]) * 0x1p-8;
+                    cr_assert(e <= tol, "format %d, value %d: %.9g rounded to %.9g (tol %.3g)", fmt, c, x[c], r[c],
+                              tol);
+                }
+            }
+        }
+    }
+    free(x), free(r);
+}
+
+/* The bytes of a block that hold its integers, and the fill that makes
+** every unsigned code u of the integer dots 0 (w = b then; IQ4's code 0 is
+** level -127 against b = -128 d). */
+static void zero_codes(unsigned char *blk, int t)
+{
+    static const struct {
+        int type, from, to, fill;
+    } q[] = {{LX_DT_Q8_0, 2, 34, 0x80}, {LX_DT_Q4_0, 2, 18, 0},    {LX_DT_IQ4_NL, 2, 18, 0}, {LX_DT_Q4_1, 4, 20, 0},
+             {LX_DT_Q5_0, 2, 22, 0},    {LX_DT_Q5_1, 4, 24, 0},    {LX_DT_Q4_K, 16, 144, 0}, {LX_DT_Q5_K, 16, 176, 0},
+             {LX_DT_Q6_K, 0, 192, 0},   {LX_DT_Q2_K, 16, 80, 0},   {LX_DT_Q3_K, 0, 96, 0},   {LX_DT_IQ4_XS, 8, 136, 0}};
+    for (size_t i = 0; i < sizeof q / sizeof *q; i++)
+        if (q[i].type == t)
+            memset(blk + q[i].from, q[i].fill, (size_t)(q[i].to - q[i].from));
+}
+
+/* Every quantized type, the integer dots (a few rows: a decoding step)
+** against the rounded rows times the dequantized weights summed in double.
+** Bound: per group of 4 values the int32 sum is exact; it is rounded times
+** x's scale, then in the multiply-add with a, then on a chain of at most
+** 3K/256 terms per lane (two registers and the offsets per chunk), the 16
+** lanes' and two chains' sum (5 more); the offsets' dx·Σq once; the
+** reference's weight two roundings, its x' one. Each relative to
+** S = Σ |x'|·(|a·u| + |b|) ≤ Σ |x'|·(|w| + 2|b|), |b| ≤ (128/127)·|w at u = 0|:
+** |error| ≤ (3K/256 + 12)·2^-24·S. */
+Test(acts, integer_dots_against_the_rounded_rows, .fini = restore)
+{
+    enum { M = 11, K = 768, N = 13 };
+    if (!lx_qdot8_has(LX_DT_Q4_K, K))
+        cr_skip_test("no AVX-512 VNNI: the rounded rows take the fp32 dots (tested below)");
+    lx_numerics_set(LX_NUMERICS_FAST);
+    lx_acts_llamacpp_set(1);
+    struct lx_rng g;
+    lx_rng_init(&g, 37, 0, 0);
+    float *x = lx_xmalloc(sizeof(float) * M * K), *xr = lx_xmalloc(sizeof(float) * M * K), y[M * N], ref[M * N],
+          one[N], w[K], w0[K];
+    for (long i = 0; i < (long)M * K; i++)
+        x[i] = (float)(lx_rng_normal(&g) * pow(10.0, (double)(i / K % 5) - 2));
+    x[7 * K + 300] = NAN;
+    for (int t = LX_DT_Q8_0; t < LX_DT_N; t++) {
+        size_t nb = N * K / lx_dtype_block(t), bytes = lx_dtype_block_bytes(t);
+        unsigned char *b = qblocks_random(t, nb, 2, 2, &g), *z = lx_xmalloc(nb * bytes);
+        memcpy(z, b, nb * bytes);
+        for (size_t k = 0; k < nb; k++)
+            zero_codes(z + k * bytes, t);
+        struct lx_wmat W = {b, t, 0, NULL, 0}, Z = {z, t, 0, NULL, 0};
+        lx_wlinear(y, N, x, K, W, M, K, N, 0.0f);
+        lx_wlinear_naive(ref, N, x, K, W, M, K, N, 0.0f);
+        lx_act_round(xr, K, x, K, M, K, lx_act_format(t));
+        for (long o = 0; o < N; o++) {
+            lx_wmat_row(w, W, o, K);
+            lx_wmat_row(w0, Z, o, K);
+            for (long i = 0; i < M; i++) {
+                double mag = qblocks_mag(xr + i * K, w, w0, K, 2 * 128.0 / 127);
+                double tol = (3 * K / 256 + 12) * 0x1p-24 * mag, d = fabs((double)y[i * N + o] - ref[i * N + o]);
+                if (i == 7)
+                    cr_assert(isnan(y[i * N + o]), "%s: a NaN in x gives NaN, got %g", lx_dtype_name(t), y[i * N + o]);
+                else
+                    cr_assert(d <= tol, "%s [%ld,%ld]: %.9g vs %.9g (tol %.3g)", lx_dtype_name(t), i, o, y[i * N + o],
+                              ref[i * N + o], tol);
+            }
+        }
+        for (long i = 0; i < M; i++) {      /* a row's bits do not depend on the rows beside it */
+            lx_wlinear(one, N, x + i * K, K, W, 1, K, N, 0.0f);
+            cr_assert_eq(memcmp(one, y + i * N, sizeof one), 0, "%s row %ld alone differs", lx_dtype_name(t), i);
+        }
+        free(b), free(z);
+    }
+    free(x), free(xr);
+}
+
+/* Many rows (scoring: no integer dots) and half weights, in fast and
+** portable numerics: the rounded rows' products, within sgemm's bound
+** (K + 8)·2^-24·Σ|x'||w| of the double sums; fp32 weights see x untouched. */
+Test(acts, many_rows_and_half_weights_multiply_the_rounded_rows, .fini = restore)
+{
+    enum { M = 40, K = 512, N = 24 };
+    static const int types[] = {LX_DT_F32, LX_DT_F16, LX_DT_BF16, LX_DT_Q8_0, LX_DT_Q4_K, LX_DT_Q6_K, LX_DT_IQ4_XS};
+    struct lx_rng g;
+    lx_rng_init(&g, 41, 0, 0);
+    float *x = lx_xmalloc(sizeof(float) * M * K), *xr = lx_xmalloc(sizeof(float) * M * K), *wf = NULL, y[M * N],
+          y0[M * N], ref[M * N], w[K];
+    for (long i = 0; i < (long)M * K; i++)
+        x[i] = (float)lx_rng_normal(&g);
+    for (int nm = 0; nm < 2; nm++)
+        for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+            int t = types[ti];
+            lx_numerics_set(nm ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST);
+            void *b;
+            if (t >= LX_DT_Q8_0)
+                b = qblocks_random(t, N * K / lx_dtype_block(t), 2, 2, &g);
+            else {
+                wf = lx_xmalloc(sizeof(float) * N * K);
+                for (long i = 0; i < (long)N * K; i++)
+                    wf[i] = (float)lx_rng_normal(&g);
+                b = lx_xmalloc(lx_dtype_bytes(t, (size_t)N * K));
+                lx_f32_to_type(b, wf, t, (size_t)N * K);
+                free(wf);
+            }
+            struct lx_wmat W = {b, t, 0, NULL, 0};
+            for (int T = 1; T <= M; T += M - 1) {     /* a decoding step (half weights) and a forward's rows */
+                lx_acts_llamacpp_set(1);
+                lx_wlinear(y, N, x, K, W, T, K, N, 0.0f);
+                lx_wlinear_naive(ref, N, x, K, W, T, K, N, 0.0f);
+                lx_act_round(xr, K, x, K, T, K, lx_act_format(t));
+                lx_acts_llamacpp_set(0);
+                lx_wlinear(y0, N, x, K, W, T, K, N, 0.0f);
+                if (t == LX_DT_F32)
+                    cr_assert_eq(memcmp(y, y0, sizeof(float) * (size_t)(T * N)), 0, "fp32 weights: x untouched");
+                for (long o = 0; o < N; o++) {
+                    lx_wmat_row(w, W, o, K);
+                    for (long i = 0; i < T; i++) {
+                        double mag = qblocks_mag(xr + i * K, w, w, K, 0.0);
+                        double d = fabs((double)y[i * N + o] - ref[i * N + o]), tol = (K + 8) * 0x1p-24 * mag;
+                        if (T > 1 || t < LX_DT_Q8_0 || !lx_qdot8_has(t, K))   /* else the integer dots, above */
+                            cr_assert(d <= tol, "%s numerics %d T %d [%ld,%ld]: %.9g vs %.9g", lx_dtype_name(t), nm,
+                                      T, i, o, y[i * N + o], ref[i * N + o]);
+                    }
+                }
+            }
+            free(b);
+        }
+    free(x), free(xr);
+}
