@@ -102,12 +102,14 @@ LX_QLANES __m128i lx_ql_q6(__m128i a, __m128i c, __m128i h, int j)
 LX_QLANES void lx_ql_k23_scales(const unsigned char *b, int three, float *ds, float *ms)
 {
     const __m128i nibble = _mm_set1_epi8(0x0f);
-    if (three) {
-        uint32_t lo[2], t, w[4];
-        memcpy(lo, b + 96, 8), memcpy(&t, b + 104, 4);
-        for (int i = 0; i < 4; i++)
-            w[i] = ((i < 2 ? lo[i] : lo[i - 2] >> 4) & 0x0f0f0f0fu) | ((t >> 2 * i) & 0x03030303u) << 4;
-        __m128i sc = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)w), _mm_set1_epi8(32));
+    if (three) {    /* 32-bit lane i: (i < 2 ? word i : word i − 2 >> 4) & 0x0f0f0f0f | (t >> 2i & 0x03030303) << 4 */
+        uint32_t t;
+        memcpy(&t, b + 104, 4);
+        const __m128i lo = _mm_loadl_epi64((const __m128i *)(b + 96)),
+                      nib = _mm_and_si128(_mm_unpacklo_epi64(lo, _mm_srli_epi32(lo, 4)), _mm_set1_epi32(0x0f0f0f0f)),
+                      top = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32((int)t), _mm_setr_epi32(0, 2, 4, 6)),
+                                          _mm_set1_epi32(0x03030303));
+        __m128i sc = _mm_sub_epi8(_mm_or_si128(nib, _mm_slli_epi32(top, 4)), _mm_set1_epi8(32));
         _mm512_storeu_ps(ds, _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(b + 108)), lx_ql_i8_ps(sc)));
         return;
     }

@@ -278,44 +278,61 @@ QD8 void chunk_q6(struct chunk *k, const unsigned char *p)
     k->bv = _mm512_mul_ps(_mm512_set1_ps(-32.0f), a);
 }
 
-/* Q2_K, Q3_K and IQ4_XS: 16 pieces of 16 values from the lanes' helpers. */
-QD8 void chunk_pieces(struct chunk *k, const unsigned char *p, int type)
+/* Q2_K / Q3_K: register r holds values 128h + 32s + l (h = r / 2, s = 2(r % 2)
+** in the first 32 bytes, s + 1 in the last 32; l < 32): bits 2s, 2s + 1 of the
+** quants' bytes 32h + l and, for Q3_K, bit 4h + s of high-mask byte l (set:
+** u = q + 4, the weight a·(u − 4)). */
+QD8 void chunk_q23(struct chunk *k, const unsigned char *p, int three)
 {
-    __m128i h[16];
-    float a[16], b[16];
-    if (type == LX_DT_IQ4_XS) {
-        const __m128i levels = _mm_add_epi8(_mm_loadu_si128((const __m128i *)lx_ql_iq4_levels),
-                                            _mm_set1_epi8((char)0x80)), low = _mm_set1_epi8(0x0f);
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) {
-            const __m128i v = _mm_loadu_si128((const __m128i *)(p + 8 + 16 * j));
-            h[2 * j] = _mm_shuffle_epi8(levels, _mm_and_si128(v, low));
-            h[2 * j + 1] = _mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(v, 4), low));
-            a[2 * j] = a[2 * j + 1] = lx_ql_f16(p) * (float)(lx_ql_iq4xs_scale(p, j) - 32);
-            b[2 * j] = b[2 * j + 1] = -128.0f * a[2 * j];
-        }
-    } else {
-        const int three = type == LX_DT_Q3_K;
-        const unsigned char *q = p + (three ? 32 : 16);
-        const __m128i hm[2] = {_mm_loadu_si128((const __m128i *)p), _mm_loadu_si128((const __m128i *)(p + 16))};
-        float m[16];
-        lx_ql_k23_scales(p, three, a, m);
-#pragma GCC unroll 16
-        for (int i = 0; i < 16; i++) {
-            h[i] = lx_ql_q23(q, hm, i / 8, (i % 8) / 2, i % 2, three);
-            h[i] = three ? _mm_add_epi8(h[i], _mm_set1_epi8(4)) : h[i];
-            b[i] = three ? -4.0f * a[i] : -m[i];
-        }
-    }
+    const unsigned char *q = p + (three ? 32 : 16);
+    const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p)), one = _mm512_set1_epi16(0x0101);
+    float a[16], m[16];
+    lx_ql_k23_scales(p, three, a, m);
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
-        __m512i v = _mm512_castsi128_si512(h[4 * r]);
-        v = _mm512_inserti32x4(v, h[4 * r + 1], 1);
-        v = _mm512_inserti32x4(v, h[4 * r + 2], 2);
-        k->u[r] = _mm512_inserti32x4(v, h[4 * r + 3], 3);
+        const int h = r / 2, s = 2 * (r % 2);
+        const long long lo = 0x0001000100010001LL * (2 * s), hi = 0x0001000100010001LL * (2 * s + 2);
+        __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(q + 32 * h)));
+        v = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_setr_epi64(lo, lo, lo, lo, hi, hi, hi, hi)),
+                             _mm512_set1_epi8(3));
+        if (three) {
+            const long long b0 = 0x0001000100010001LL * (4 * h + s), b1 = 0x0001000100010001LL * (4 * h + s + 1);
+            __m512i b = _mm512_and_si512(_mm512_srlv_epi16(hm, _mm512_setr_epi64(b0, b0, b0, b0, b1, b1, b1, b1)), one);
+            v = _mm512_or_si512(v, _mm512_slli_epi16(b, 2));
+        }
+        k->u[r] = v;
     }
-    expand16(k, _mm512_loadu_ps(a));
-    k->bv = _mm512_loadu_ps(b);
+    const __m512 av = _mm512_loadu_ps(a);
+    expand16(k, av);
+    k->bv = three ? _mm512_mul_ps(_mm512_set1_ps(-4.0f), av) : _mm512_sub_ps(_mm512_setzero_ps(), _mm512_loadu_ps(m));
+}
+
+/* IQ4_XS: register r holds sub-blocks 2r and 2r + 1 laid out as two IQ4_NL
+** blocks (chunk_w32), each with its scale d·(sc − 32). */
+QD8 void chunk_iq4xs(struct chunk *k, const unsigned char *p)
+{
+    const __m512i low = _mm512_set1_epi8(0x0f), nib_shift = _mm512_setr_epi64(0, 0, F4, F4, 0, 0, F4, F4),
+                  levels = _mm512_broadcast_i32x4(_mm_add_epi8(_mm_loadu_si128((const __m128i *)lx_ql_iq4_levels),
+                                                               _mm_set1_epi8((char)0x80)));
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        const __m256i two = _mm256_loadu_si256((const __m256i *)(p + 8 + 32 * r));
+        __m512i v = _mm512_shuffle_i64x2(_mm512_castsi256_si512(two), _mm512_castsi256_si512(two), 0x50);
+        k->u[r] = _mm512_shuffle_epi8(levels, _mm512_and_si512(_mm512_srlv_epi16(v, nib_shift), low));
+    }
+    uint32_t lo;
+    uint16_t hi;
+    memcpy(&lo, p + 4, 4), memcpy(&hi, p + 2, 2);     /* lx_ql_iq4xs_scale's nibbles and high bits, 8 lanes at once */
+    const __m256i j = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                  sc = _mm256_or_si256(
+                      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)lo), _mm256_slli_epi32(j, 2)),
+                                       _mm256_set1_epi32(0x0f)),
+                      _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(hi), _mm256_slli_epi32(j, 1)),
+                                                         _mm256_set1_epi32(3)), 4));
+    const __m512 a8 = _mm512_castps256_ps512(_mm256_mul_ps(
+        _mm256_set1_ps(lx_ql_f16(p)), _mm256_cvtepi32_ps(_mm256_sub_epi32(sc, _mm256_set1_epi32(32)))));
+    expand8(k, a8);
+    k->bv = _mm512_mul_ps(_mm512_set1_ps(-128.0f), _mm512_permutexvar_ps(lanes_of(0, 2), a8));
 }
 
 QD8 void chunk_of(struct chunk *k, const unsigned char *w, int type)
@@ -324,7 +341,9 @@ QD8 void chunk_of(struct chunk *k, const unsigned char *w, int type)
     case LX_DT_Q4_K: chunk_q45(k, w, 0); break;
     case LX_DT_Q5_K: chunk_q45(k, w, 1); break;
     case LX_DT_Q6_K: chunk_q6(k, w); break;
-    case LX_DT_Q2_K: case LX_DT_Q3_K: case LX_DT_IQ4_XS: chunk_pieces(k, w, type); break;
+    case LX_DT_Q2_K: chunk_q23(k, w, 0); break;
+    case LX_DT_Q3_K: chunk_q23(k, w, 1); break;
+    case LX_DT_IQ4_XS: chunk_iq4xs(k, w); break;
     case LX_DT_Q8_0: chunk_w32(k, w, LX_QL_Q8_0); break;
     case LX_DT_Q4_0: chunk_w32(k, w, LX_QL_Q4_0); break;
     case LX_DT_IQ4_NL: chunk_w32(k, w, LX_QL_IQ4_NL); break;
