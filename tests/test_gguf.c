@@ -129,6 +129,19 @@ Test(gguf, activations_as_llama_cpp_rounds_them, .fini = teardown)
     }
 }
 
+/* The command line's --activations: a bad value, and llamacpp with numerics bf16, exit 2 naming the option. */
+Test(gguf, activations_option_errors, .fini = teardown)
+{
+    shell_setup("gguf-acts-cli");
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "$L score --model $R/tests/ref/gguf/random-q8_0.gguf --text $R/tests/ref/gguf/"
+                    "text.txt --activations int8"), 2, "%s", out);
+    cr_expect(strstr(out, "--activations must be fp32 or llamacpp, got 'int8'") != NULL, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L generate --model $R/tests/ref/gguf/random-q8_0.gguf -n 2 --numerics bf16 "
+                    "--activations llamacpp"), 2, "%s", out);
+    cr_expect(strstr(out, "activations: llamacpp does not go with numerics: bf16") != NULL, "%s", out);
+}
+
 /* Every quantized file's weights, dequantized by lenx, hash as llama.cpp's own dequantization of the
 ** same file does (tests/ref/gguf/dequantized.tsv: llama-quantize --allow-requantize to F32, hashed as
 ** F32): Q8_0, Q4_0, Q4_1, the Q5_0, Q5_1 and IQ4_NL of llama.cpp's fallbacks, and the Q2_K, Q3_K, Q4_K,
