@@ -149,10 +149,8 @@ int lx_args_activations(const struct lx_args *a, int *llamacpp, int *given, stru
 
 int lx_check_activations(enum lx_numerics n, int llamacpp, struct lx_error *err)
 {
-    if (llamacpp && n == LX_NUMERICS_BF16)
-        return lx_err(err, LX_EINVAL, "activations: llamacpp does not go with numerics: bf16 (x is rounded to bf16 "
-                      "there already)\n  hint: use numerics fast (or portable) with activations llamacpp");
-    return LX_OK;
+    const char *msg = lx_acts_conflict(n, llamacpp);
+    return msg ? lx_err(err, LX_EINVAL, "%s", msg) : LX_OK;
 }
 
 int lx_cli_numerics(const struct lx_args *a, struct lx_error *err)

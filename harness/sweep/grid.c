@@ -251,9 +251,8 @@ static int parse_grid(struct lx_grid *g, struct lx_error *err)
         (v->kind != LX_NODE_SCALAR || lx_acts_parse(v->text, &g->acts_llamacpp) < 0))
         return lx_node_err(err, v, "'activations' must be fp32 or llamacpp\n  hint: activations: llamacpp rounds x "
                            "before each weight product as llama.cpp does (docs/config.md#numerics)");
-    if (v && g->acts_llamacpp && g->numerics == LX_NUMERICS_BF16)
-        return lx_node_err(err, v, "activations: llamacpp does not go with numerics: bf16 (x is rounded to bf16 "
-                           "there already)\n  hint: use numerics fast (or portable) with activations llamacpp");
+    if (v && lx_acts_conflict(g->numerics, g->acts_llamacpp))
+        return lx_node_err(err, v, "%s", lx_acts_conflict(g->numerics, g->acts_llamacpp));
     if ((v = lx_map_get(root, "seed"))) {
         if (v->kind != LX_NODE_SCALAR)
             return lx_node_err(err, v, "'seed' must be one integer\n  hint: use 'seeds' for a list");

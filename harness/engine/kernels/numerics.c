@@ -36,6 +36,15 @@ int lx_numerics_parse(const char *s, enum lx_numerics *out)
     return 0;
 }
 
+/* 0 and *on (1 for the second word) on either of two words, -1 on anything else. */
+static int two_words(const char *s, const char *off, const char *on_word, int *on)
+{
+    if (!s || (strcmp(s, off) && strcmp(s, on_word)))
+        return -1;
+    *on = !strcmp(s, on_word);
+    return 0;
+}
+
 static int kv_bf16;
 
 void lx_kv_bf16_set(int on)
@@ -50,11 +59,7 @@ int lx_kv_bf16_get(void)
 
 int lx_kv_parse(const char *s, int *on)
 {
-    if (s && (!strcmp(s, "fp32") || !strcmp(s, "bf16"))) {
-        *on = !strcmp(s, "bf16");
-        return 0;
-    }
-    return -1;
+    return two_words(s, "fp32", "bf16", on);
 }
 
 static int acts_llamacpp;
@@ -71,11 +76,15 @@ int lx_acts_llamacpp_get(void)
 
 int lx_acts_parse(const char *s, int *on)
 {
-    if (s && (!strcmp(s, "fp32") || !strcmp(s, "llamacpp"))) {
-        *on = !strcmp(s, "llamacpp");
-        return 0;
-    }
-    return -1;
+    return two_words(s, "fp32", "llamacpp", on);
+}
+
+const char *lx_acts_conflict(enum lx_numerics n, int llamacpp)
+{
+    return llamacpp && n == LX_NUMERICS_BF16
+               ? "activations: llamacpp does not go with numerics: bf16 (x is rounded to bf16 there already)\n"
+                 "  hint: use numerics fast (or portable) with activations llamacpp"
+               : NULL;
 }
 
 static enum lx_train_attn train_attn = LX_TRAIN_TILED;

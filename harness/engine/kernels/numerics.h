@@ -51,6 +51,8 @@ void lx_acts_llamacpp_set(int on);
 int lx_acts_llamacpp_get(void);
 /* 0 and *on on "fp32" or "llamacpp", -1 on anything else. */
 int lx_acts_parse(const char *s, int *on);
+/* The error message of the mode with numerics n (llamacpp with bf16, which rounds x itself), or NULL. */
+const char *lx_acts_conflict(enum lx_numerics n, int llamacpp);
 
 /* ---- the attention path of training passes ---- */
 

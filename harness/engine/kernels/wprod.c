@@ -149,6 +149,15 @@ static void dots_half_avx512(float *out, const float *x, long ldx, int n, const 
 
 static int qdot_on = 1;
 
+/* y[t0 + t, o] = s[t] + beta · y[t0 + t, o] for n rows' sums s. */
+static void store_sums(float *y, long ldy, const float *s, long t0, int n, long o, float beta)
+{
+    for (int t = 0; t < n; t++) {
+        float *yo = y + (t0 + t) * ldy + o;
+        *yo = beta == 0.0f ? s[t] : s[t] + beta * *yo;
+    }
+}
+
 void lx_wprod_qdot(int on)
 {
     qdot_on = on;
@@ -167,10 +176,7 @@ static void gemv_row(float *y, long ldy, const float *x, long ldx, const void *w
             lx_qdot(s, x + t0 * ldx, ldx, n, w, type, C, xs ? xs + t0 * (C / 32) : NULL);
         else
             dots_half_avx512(s, x + t0 * ldx, ldx, n, w, type, C);
-        for (int t = 0; t < n; t++) {
-            float *yo = y + (t0 + t) * ldy + o;
-            *yo = beta == 0.0f ? s[t] : s[t] + beta * *yo;
-        }
+        store_sums(y, ldy, s, t0, n, o, beta);
     }
 }
 
@@ -338,10 +344,7 @@ static void gemv_q8(float *y, long ldy, const float *x, long ldx, struct lx_wmat
             float s[GEMV_GROUP];
             int n = (int)(T - t0 < GEMV_GROUP ? T - t0 : GEMV_GROUP);
             lx_qdot8(s, q + t0 * C, xl + t0 * C / 4, xg + t0 * C / 16, n, row_of(W, o, C), W.type, C);
-            for (int t = 0; t < n; t++) {
-                float *yo = y + (t0 + t) * ldy + o;
-                *yo = beta == 0.0f ? s[t] : s[t] + beta * *yo;
-            }
+            store_sums(y, ldy, s, t0, n, o, beta);
         }
 }
 
