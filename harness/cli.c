@@ -127,13 +127,13 @@ int lx_args_numerics(const struct lx_args *a, enum lx_numerics *out, int *given,
     return LX_OK;
 }
 
-int lx_args_kv_cache(const struct lx_args *a, int *bf16, int *given, struct lx_error *err)
+int lx_args_kv_cache(const struct lx_args *a, int *dt, int *given, struct lx_error *err)
 {
     const char *v = lx_args_value(a, "kv-cache");
     *given = v != NULL;
-    if (v && lx_kv_parse(v, bf16) < 0)
-        return lx_err(err, LX_EINVAL, "--kv-cache must be fp32 or bf16, got '%s'\n  hint: bf16 halves the KV cache "
-                      "(docs/config.md#numerics)", v);
+    if (v && lx_kv_parse(v, dt) < 0)
+        return lx_err(err, LX_EINVAL, "--kv-cache must be fp32, bf16 or f16, got '%s'\n  hint: bf16 and f16 halve the "
+                      "KV cache (docs/config.md#numerics)", v);
     return LX_OK;
 }
 
@@ -164,7 +164,7 @@ int lx_cli_numerics(const struct lx_args *a, struct lx_error *err)
     if (rc == LX_OK)
         rc = lx_check_activations(n, acts, err);
     if (rc == LX_OK)
-        lx_numerics_set(n), lx_kv_bf16_set(kv), lx_acts_llamacpp_set(acts);
+        lx_numerics_set(n), lx_kv_set(kv), lx_acts_llamacpp_set(acts);
     if (rc == LX_OK && n == LX_NUMERICS_FAST)
         lx_cli_blas_notice();
     return rc;

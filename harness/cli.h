@@ -49,8 +49,8 @@ int lx_args_double(const char *text, const char *name, double *out, struct lx_er
     {"portable", 0, "portable numerics: the same bits on any x86-64 machine with AVX2 (= --numerics portable)"}, \
     {"numerics", 1, "fast (default), portable or bf16: the arithmetic (docs/config.md#numerics); beats the sweep "  \
                     "file's"},                                                                                           \
-    {"kv-cache", 1, "fp32 (default) or bf16: the KV cache's numbers (docs/config.md#numerics); beats the sweep "   \
-                    "file's"},                                                                                           \
+    {"kv-cache", 1, "fp32 (default), bf16 or f16: the KV cache's numbers (docs/config.md#numerics); beats the "    \
+                    "sweep file's"},                                                                                     \
     {"activations", 1, "fp32 (default) or llamacpp: x rounded before each weight product as llama.cpp rounds it "      \
                        "(docs/config.md#numerics); beats the sweep file's"}
 
@@ -58,8 +58,8 @@ int lx_args_double(const char *text, const char *name, double *out, struct lx_er
 ** untouched) when neither is there. LX_EINVAL on a value other than fast or
 ** portable, or on --portable with --numerics fast. */
 int lx_args_numerics(const struct lx_args *a, enum lx_numerics *out, int *given, struct lx_error *err);
-/* --kv-cache into *bf16, *given = 1; *given = 0 when absent. */
-int lx_args_kv_cache(const struct lx_args *a, int *bf16, int *given, struct lx_error *err);
+/* --kv-cache into *dt (numerics.h, lx_kv_parse), *given = 1; *given = 0 when absent. */
+int lx_args_kv_cache(const struct lx_args *a, int *dt, int *given, struct lx_error *err);
 /* --activations fp32|llamacpp (numerics.h): *given, and the mode if given. */
 int lx_args_activations(const struct lx_args *a, int *llamacpp, int *given, struct lx_error *err);
 /* The mode with numerics n: an error for bf16, which rounds x itself. */

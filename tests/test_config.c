@@ -570,8 +570,9 @@ Test(config, numerics_enters_the_run_key_only_when_portable)
     lx_grid_release(&gp);
 }
 
-/* kv_cache: fp32 (the default, no key field) or bf16, and activations: fp32
-** (the default) or llamacpp: the second enters the run keys as frag. */
+/* kv_cache: fp32 (the default, no key field), bf16 or f16, and activations:
+** fp32 (the default) or llamacpp: each but the default enters the run keys as
+** frag. */
 static void setting_case(const char *line, int acts, int want, const char *frag)
 {
     struct lx_grid g;
@@ -580,9 +581,9 @@ static void setting_case(const char *line, int acts, int want, const char *frag)
     char text[256];
     snprintf(text, sizeof text, HEAD "%s\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", line);
     cr_assert_eq(lx_grid_load_text(&g, text, "k.yaml", &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(acts ? g.acts_llamacpp : g.kv_bf16, want);
+    cr_assert_eq(acts ? g.acts_llamacpp : g.kv, want);
     cr_assert_eq(lx_plan_build(&p, &g, &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(strstr(p.cells[0].key_json, frag) != NULL, want, "%s", p.cells[0].key_json);
+    cr_assert_eq(strstr(p.cells[0].key_json, frag) != NULL, want != 0, "%s", p.cells[0].key_json);
     lx_plan_release(&p);
     lx_grid_release(&g);
 }
@@ -590,9 +591,10 @@ static void setting_case(const char *line, int acts, int want, const char *frag)
 Test(config, kv_cache_setting)
 {
     expect_error(HEAD "kv_cache: half\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:11",
-                 "'kv_cache' must be fp32 or bf16");
-    setting_case("kv_cache: fp32", 0, 0, "\"kv_cache\":\"bf16\"");
-    setting_case("kv_cache: bf16", 0, 1, "\"kv_cache\":\"bf16\"");
+                 "'kv_cache' must be fp32, bf16 or f16");
+    setting_case("kv_cache: fp32", 0, 0, "\"kv_cache\":");
+    setting_case("kv_cache: bf16", 0, LX_DT_BF16, "\"kv_cache\":\"bf16\"");
+    setting_case("kv_cache: f16", 0, LX_DT_F16, "\"kv_cache\":\"f16\"");
 }
 
 Test(config, activations_setting)

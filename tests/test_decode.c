@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/core/half.h"
 #include "harness/core/rng.h"
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/numerics.h"
@@ -113,10 +114,10 @@ static void row_vs_naive(const char *stack, int T, int H, int KV, int D)
             if (c.dtab)
                 kept[0] = c.dtab + 2L * h * T, kept[1] = kept[0] + T;
             lx_attn_row_forward(o_row + at, q + at, c.k + g * D, c.v + g * D, c.kfar ? c.kfar + g * D : NULL, KV * D,
-                                &st.spec, h, st.spec.learn_scale ? mult[h % 8] : 1.0f, i, D, s, tab, NULL);
+                                &st.spec, h, st.spec.learn_scale ? mult[h % 8] : 1.0f, i, D, s, tab, NULL, 0);
             lx_attn_row_forward(o_kept + at, q + at, c.k + g * D, c.v + g * D, c.kfar ? c.kfar + g * D : NULL,
                                 KV * D, &st.spec, h, st.spec.learn_scale ? mult[h % 8] : 1.0f, i, D, s, tab,
-                                c.dtab ? kept : NULL);
+                                c.dtab ? kept : NULL, 0);
         }
     }
     double e = rel_err(o_row, o_naive, NH);
@@ -189,6 +190,50 @@ static void random_model(struct lx_model *m, int kind, const struct lx_spec *sp,
                 g[d] = 1.0f + 0.3f * g[d];
         }
     }
+}
+
+/* llama.cpp's products with a half KV cache round q and the normalised
+** probabilities to the cache's type (activations: llamacpp, half = that
+** type). With one-hot values (v_j = e_j, D >= T) the output is the row's
+** probabilities themselves, exact in any summation order: each is a number
+** of the type, within its rounding (unit roundoff u, 2^-11 for f16, 2^-8 for
+** bf16; f16's subnormals an absolute 2^-25) of the unrounded kernel's on the
+** rounded q, and some move (the rounding is there); and q rounded before the
+** call gives the same bits (the kernel rounds q itself). */
+Test(decode, half_products_round_q_and_p)
+{
+    enum { TT = 24, D = 32 };
+    struct lx_facts f = tfacts(D, 6, 1, TT);
+    struct tstack st;
+    tstack_make(&st, "[rope]", &f);
+    static float q[D], qr[D], k[TT * D], v[TT * D], s[TT], o[D], oq[D], ref[D];
+    static double tab[2 * TT];
+    fill(q, D, 5, 1), fill(k, TT * D, 5, 2);
+    for (int j = 0; j < TT; j++)
+        v[j * D + j] = 1.0f;
+    const int types[2] = {LX_DT_F16, LX_DT_BF16};
+    for (int t = 0; t < 2; t++) {
+        int dt = types[t];
+        double u = dt == LX_DT_F16 ? 0x1p-11 : 0x1p-8, sub = dt == LX_DT_F16 ? 0x1p-25 : 0.0;
+        memcpy(qr, q, sizeof q);
+        lx_round_half_n(qr, dt, D);
+        long i = TT - 1;
+        lx_attn_row_forward(o, q, k, v, NULL, D, &st.spec, 0, 1.0f, i, D, s, tab, NULL, dt);
+        lx_attn_row_forward(oq, qr, k, v, NULL, D, &st.spec, 0, 1.0f, i, D, s, tab, NULL, dt);
+        lx_attn_row_forward(ref, qr, k, v, NULL, D, &st.spec, 0, 1.0f, i, D, s, tab, NULL, 0);
+        cr_assert_eq(memcmp(o, oq, sizeof o), 0, "%s: q is rounded by the kernel", lx_kv_name(dt));
+        int moved = 0;
+        for (int j = 0; j <= i; j++) {
+            float r = o[j];
+            lx_round_half_n(&r, dt, 1);
+            cr_assert_eq(r, o[j], "%s: p[%d] = %a is a number of the type", lx_kv_name(dt), j, (double)o[j]);
+            double err = fabs((double)o[j] - ref[j]), bound = fmax((u + 0x1p-24) * fabs(ref[j]), sub);
+            cr_assert_leq(err, bound, "%s: p[%d] %a against %a", lx_kv_name(dt), j, (double)o[j], (double)ref[j]);
+            moved += o[j] != ref[j];
+        }
+        cr_assert_gt(moved, TT / 2, "%s: %d of %d probabilities rounded", lx_kv_name(dt), moved, TT);
+    }
+    tstack_free(&st);
 }
 
 /* Tokens tok[0, n) of a random model: full forward logits of every row, then
@@ -272,11 +317,11 @@ Test(decode, local_layers_keep_a_ring, .timeout = 120)
     cr_expect_eq(all - ring, 22 * (T - 576) * 2 * 256 * 4 - 3 * T * 256 * 4 - 256 * 8, "%.0f - %.0f", all, ring);
     static const char *const ms[] = {"rope", "[rope, {zerosink: {learned: true}}]", "[alibi, {window: {size: 7}}]"};
     for (int bf16 = 0; bf16 < 2; bf16++) {
-        lx_kv_bf16_set(bf16);
+        lx_kv_set(bf16);
         for (size_t s = 0; s < sizeof ms / sizeof *ms; s++)
             steps_vs_full_at(ms[s], 3, 160, bf16 ? 5e-2 : TOL);
     }
-    lx_kv_bf16_set(0);
+    lx_kv_set(0);
 }
 
 /* Any layer under a window keeps its sinks and a ring: on model 0 (no local layers) at 160 tokens,
@@ -323,11 +368,11 @@ Test(decode, windows_keep_their_sinks_and_a_ring, .timeout = 120)
         tstack_free(&st);
     }
     for (int bf16 = 0; bf16 < 2; bf16++) {
-        lx_kv_bf16_set(bf16);
+        lx_kv_set(bf16);
         for (size_t s = 0; s + 1 < sizeof ms / sizeof *ms; s++)
             steps_vs_full_at(ms[s].stack, s % 3, 160, bf16 ? 5e-2 : TOL);
     }
-    lx_kv_bf16_set(0);
+    lx_kv_set(0);
 }
 
 /* Passkey instances of 300 tokens answered with the cache and with full passes under stack on

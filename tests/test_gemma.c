@@ -201,7 +201,7 @@ static void decoding_vs_full(const char *src)
     for (int bf16 = 0; bf16 < 2; bf16++) {
         struct lx_acts full, pre;
         struct lx_kvcache c;
-        lx_kv_bf16_set(bf16);
+        lx_kv_set(bf16);
         cr_assert_eq(lx_acts_alloc(&full, &m.arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
         cr_assert_eq(lx_acts_alloc(&pre, &m.arch, 1, P0, 0, &err), LX_OK, "%s", err.msg);
         cr_assert_eq(lx_kvcache_alloc(&c, &m.arch, &s.spec, 1, T, &err), LX_OK, "%s", err.msg);
@@ -221,7 +221,7 @@ static void decoding_vs_full(const char *src)
         lx_acts_release(&full);
         lx_acts_release(&pre);
     }
-    lx_kv_bf16_set(0);
+    lx_kv_set(0);
     tstack_free(&s);
     lx_ckpt_info_release(&info);
     lx_model_release(&m);

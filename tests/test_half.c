@@ -40,7 +40,7 @@
 static void restore(void)
 {
     lx_numerics_set(LX_NUMERICS_FAST);
-    lx_kv_bf16_set(0);
+    lx_kv_set(0);
 }
 
 TestSuite(half, .fini = restore, .timeout = 120);
@@ -676,71 +676,138 @@ Test(half, rewritten_while_mapped_is_refused_before_storing)
     remove_dir(dir);
 }
 
-/* ---- the bf16 KV cache ------------------------------------------------------------ */
+/* ---- the half KV caches ------------------------------------------------------------ */
 
-/* The reference windows, the tiny model and its stack with `more` methods after it (NULL: none),
-** compiled for windows of T at a training length of 256: what the KV cache tests decode. */
-static void kv_setup(struct ref *r, struct lx_model *m, struct lx_ckpt_info *info, struct tstack *st,
-                     const char *more)
-{
-    read_ref(r);
-    load_tiny(m, info);
-    struct lx_facts f = tfacts((int)m->arch.d_head, 256, (int)m->arch.heads, T);
-    char stack[512];
-    snprintf(stack, sizeof stack, "[%.*s%s%s]", (int)strlen(info->stack) - 2, info->stack + 1, more ? ", " : "",
-             more ? more : "");
-    tstack_make(st, stack, &f);
-}
-
-/* Decoding from a bf16 cache: the prefix's keys and values rounded to bf16
-** (2^-9 relative each), each step's logits against the full forward's row.
-** A key's rounding moves a score q·k/sqrt(D) by at most 2^-9 |q||k|/sqrt(D)
-** and a value's the output by 2^-9 of its size; through two layers the
-** logits move by the same order as under bf16 numerics, which round those
-** and more (max 0.027 from the fp32 forward, test above): measured max 0.019
-** over 48 steps; the bound is 0.05, about twice either. The cache's keys and
-** values take half the bytes. */
-Test(half, bf16_kv_cache_decodes_within_its_rounding)
-{
-    enum { P0 = 16 };
+/* What the KV cache tests decode: the reference windows, the tiny model and
+** its stack with `more` methods after it (NULL: none), compiled for windows
+** of T at a training length of 256. */
+struct kvfix {
     struct ref r;
     struct lx_model m;
     struct lx_ckpt_info info;
-    struct lx_error err = {{0}};
     struct tstack st;
-    kv_setup(&r, &m, &info, &st, NULL);
-    double fp32 = lx_kvcache_bytes(&m.arch, NULL, 1, T, 0, 0);
-    lx_kv_bf16_set(1);
-    double bf16 = lx_kvcache_bytes(&m.arch, NULL, 1, T, 0, 0),
-           kv = 2.0 * m.arch.layers * T * lx_arch_kv(&m.arch) * m.arch.d_head;
-    double wide = 3.0 * T * m.arch.d_head * 4;  /* one head's rows widened for a step */
-    cr_assert_eq(fp32 - (bf16 - wide), kv * 2, "the bf16 cache saves 2 of every 4 bytes of its keys and values "
-                 "(%g, %g)", fp32, bf16 - wide);
+};
+
+static void kv_setup(struct kvfix *x, const char *more)
+{
+    memset(x, 0, sizeof *x);
+    read_ref(&x->r);
+    load_tiny(&x->m, &x->info);
+    struct lx_facts f = tfacts((int)x->m.arch.d_head, 256, (int)x->m.arch.heads, T);
+    char stack[512];
+    snprintf(stack, sizeof stack, "[%.*s%s%s]", (int)strlen(x->info.stack) - 2, x->info.stack + 1, more ? ", " : "",
+             more ? more : "");
+    tstack_make(&x->st, stack, &f);
+}
+
+static void kv_teardown(struct kvfix *x)
+{
+    tstack_free(&x->st);
+    lx_ckpt_info_release(&x->info);
+    lx_model_release(&x->m);
+}
+
+/* Decoding from a half cache (type dt): the prefix's keys and values rounded
+** (unit roundoff u: 2^-8 for bf16, 2^-11 for f16), each step's logits against
+** the full forward's row; returns max |dlogit|. A key's rounding moves a
+** score q·k/sqrt(D) by at most u |q||k|/sqrt(D) and a value's the output by
+** u of its size; through two layers the logits move by the same order as
+** under bf16 numerics, which round those and more (max 0.027 from the fp32
+** forward, test above). The cache's keys and values take half the bytes. */
+static double half_cache_dlogit(int dt)
+{
+    enum { P0 = 16 };
+    static struct kvfix x;
+    kv_setup(&x, NULL);
+    struct lx_model *const m = &x.m;
+    struct lx_error err = {{0}};
+    double fp32 = lx_kvcache_bytes(&m->arch, NULL, 1, T, 0, 0);
+    lx_kv_set(dt);
+    double half = lx_kvcache_bytes(&m->arch, NULL, 1, T, 0, 0),
+           kv = 2.0 * m->arch.layers * T * lx_arch_kv(&m->arch) * m->arch.d_head;
+    double wide = 3.0 * T * m->arch.d_head * 4;  /* one head's rows widened for a step */
+    cr_assert_eq(fp32 - (half - wide), kv * 2, "the %s cache saves 2 of every 4 bytes of its keys and values "
+                 "(%g, %g)", lx_kv_name(dt), fp32, half - wide);
     struct lx_acts full, pre;
     struct lx_kvcache c;
-    cr_assert_eq(lx_acts_alloc(&full, &m.arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(lx_acts_alloc(&pre, &m.arch, 1, P0, 0, &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(lx_kvcache_alloc(&c, &m.arch, &st.spec, 1, T, &err), LX_OK, "%s", err.msg);
-    cr_assert(c.bf16 && c.kh && !c.k);
-    lx_model_forward(&m, &st.spec, r.ids[0], NULL, &full);
+    cr_assert_eq(lx_acts_alloc(&full, &m->arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_acts_alloc(&pre, &m->arch, 1, P0, 0, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_kvcache_alloc(&c, &m->arch, &x.st.spec, 1, T, &err), LX_OK, "%s", err.msg);
+    cr_assert(c.half == dt && c.kh && !c.k);
+    lx_model_forward(m, &x.st.spec, x.r.ids[0], NULL, &full);
     pre.kv = &c;
-    lx_model_forward(&m, &st.spec, r.ids[0], NULL, &pre);
+    lx_model_forward(m, &x.st.spec, x.r.ids[0], NULL, &pre);
     static float lg[V];
     double worst = 0;
     for (int p = P0; p < T; p++) {
-        lx_decode_step(lg, &m, &st.spec, &c, 0, p, r.ids[0][p]);
+        lx_decode_step(lg, m, &x.st.spec, &c, 0, p, x.r.ids[0][p]);
         for (int v = 0; v < V; v++)
             worst = fmax(worst, fabs(lg[v] - full.logits[(long)p * V + v]));
     }
-    cr_log_info("bf16 KV cache: max |dlogit| %.5f over %d steps", worst, T - P0);
-    cr_assert(worst > 0 && worst < 0.05, "max |dlogit| %g", worst);
-    lx_kv_bf16_set(0);
+    cr_log_info("%s KV cache: max |dlogit| %.5f over %d steps", lx_kv_name(dt), worst, T - P0);
+    cr_assert_eq(lx_kvcache_check_range(&c, &err), LX_OK, "%s", err.msg);
+    lx_kv_set(0);
     lx_kvcache_release(&c);
     lx_acts_release(&full);
     lx_acts_release(&pre);
-    tstack_free(&st);
-    lx_ckpt_info_release(&info);
-    lx_model_release(&m);
+    kv_teardown(&x);
+    return worst;
+}
+
+/* bf16: measured max 0.019 over 48 steps; the bound is 0.05, about twice it and the bf16 numerics' 0.027. */
+Test(half, bf16_kv_cache_decodes_within_its_rounding)
+{
+    double worst = half_cache_dlogit(LX_DT_BF16);
+    cr_assert(worst > 0 && worst < 0.05, "max |dlogit| %g", worst);
+}
+
+/* f16 rounds with an eighth of bf16's unit roundoff, so its bound is an eighth of bf16's (0.05 / 8);
+** measured 0.0025. */
+Test(half, f16_kv_cache_decodes_within_its_rounding)
+{
+    double worst = half_cache_dlogit(LX_DT_F16);
+    cr_assert(worst > 0 && worst < 0.05 / 8, "max |dlogit| %g", worst);
+}
+
+/* A key or value past f16's range (65504; 65520 and up round to infinity) becomes infinite in an f16
+** cache: the decode loop stops at the next step with a run error naming the layer and the position; 65504
+** itself, and a value already infinite, are no overflow. */
+Test(half, f16_kv_cache_out_of_range_is_a_run_error)
+{
+    enum { P0 = 16 };
+    static struct kvfix x;
+    kv_setup(&x, NULL);
+    struct lx_model *const m = &x.m;
+    struct lx_error err = {{0}};
+    lx_kv_set(LX_DT_F16);
+    struct lx_acts pre;
+    struct lx_kvcache c;
+    cr_assert_eq(lx_acts_alloc(&pre, &m->arch, 1, P0, 0, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_kvcache_alloc(&c, &m->arch, &x.st.spec, 1, T, &err), LX_OK, "%s", err.msg);
+    pre.kv = &c;
+    lx_model_forward(m, &x.st.spec, x.r.ids[0], NULL, &pre);
+    long KD = (long)lx_arch_kv(&m->arch) * m->arch.d_head;
+    float *k = calloc((size_t)KD, sizeof(float)), *v = calloc((size_t)KD, sizeof(float));
+    k[0] = 65504.0f, v[1] = -65519.0f, k[2] = INFINITY;
+    lx_kvcache_store(&c, 0, 1, 3, k, v);
+    cr_assert_eq(lx_kvcache_check_range(&c, &err), LX_OK, "%s", err.msg);
+    v[KD - 1] = -65520.0f;
+    lx_kvcache_store(&c, 0, 1, 5, k, v);
+    cr_assert_eq(lx_kvcache_check_range(&c, &err), LX_ERUN);
+    cr_assert(strstr(err.msg, "layer 1 at position 5") && strstr(err.msg, "hint: use kv_cache bf16"), "%s", err.msg);
+    int out[P0 + 4];
+    memcpy(out, x.r.ids[0], sizeof(int) * P0);
+    out[P0] = x.r.ids[0][P0];
+    static float lg[V];
+    struct lx_decoder d = {.mode = LX_DECODE_CACHE, .c = &c, .lg = lg};
+    err = (struct lx_error){{0}};
+    cr_assert_eq(lx_decode_continue(m, &x.st.spec, &d, 0, out, P0, P0 + 4, &err), LX_ERUN);
+    cr_assert(strstr(err.msg, "kv_cache f16") && strstr(err.msg, "position 5"), "%s", err.msg);
+    cr_assert_eq(d.steps, 0, "stopped at the first step");
+    free(k), free(v);
+    lx_kvcache_release(&c);
+    lx_acts_release(&pre);
+    kv_teardown(&x);
 }
 
 /* The steps of a windowed stack with sinks (StreamingLLM: 2 sinks and 6 recent keys) from a bf16
@@ -750,37 +817,33 @@ Test(half, bf16_kv_cache_decodes_within_its_rounding)
 Test(half, bf16_kv_cache_widens_the_sinks_and_the_window)
 {
     enum { P0 = 12 };
-    struct ref r;
-    struct lx_model m;
-    struct lx_ckpt_info info;
+    static struct kvfix x;
+    kv_setup(&x, "{streaming: {sinks: 2, recent: 6}}");
+    struct lx_model *const m = &x.m;
     struct lx_error err = {{0}};
-    struct tstack st;
-    kv_setup(&r, &m, &info, &st, "{streaming: {sinks: 2, recent: 6}}");
     static float lg[2][V];
     struct lx_kvcache c[2];
     for (int b = 0; b < 2; b++) {
         struct lx_acts pre;
-        lx_kv_bf16_set(b);
-        cr_assert_eq(lx_acts_alloc(&pre, &m.arch, 1, P0, 0, &err), LX_OK, "%s", err.msg);
-        cr_assert_eq(lx_kvcache_alloc(&c[b], &m.arch, &st.spec, 1, T, &err), LX_OK, "%s", err.msg);
+        lx_kv_set(b);
+        cr_assert_eq(lx_acts_alloc(&pre, &m->arch, 1, P0, 0, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_kvcache_alloc(&c[b], &m->arch, &x.st.spec, 1, T, &err), LX_OK, "%s", err.msg);
         pre.kv = &c[b];
-        lx_model_forward(&m, &st.spec, r.ids[0], NULL, &pre);
+        lx_model_forward(m, &x.st.spec, x.r.ids[0], NULL, &pre);
         lx_acts_release(&pre);
     }
-    lx_kv_bf16_set(0);
+    lx_kv_set(0);
     double worst = 0;
     for (int p = P0; p < T; p++) {
         for (int b = 0; b < 2; b++)
-            lx_decode_step(lg[b], &m, &st.spec, &c[b], 0, p, r.ids[0][p]);
+            lx_decode_step(lg[b], m, &x.st.spec, &c[b], 0, p, x.r.ids[0][p]);
         for (int v = 0; v < V; v++)
             worst = fmax(worst, fabs(lg[1][v] - lg[0][v]));
     }
     cr_log_info("bf16 KV cache, sinks and window: max |dlogit| %.5f over %d steps", worst, T - P0);
     cr_assert(worst > 0 && worst < 0.05, "max |dlogit| %g", worst);
     lx_kvcache_release(&c[0]), lx_kvcache_release(&c[1]);
-    tstack_free(&st);
-    lx_ckpt_info_release(&info);
-    lx_model_release(&m);
+    kv_teardown(&x);
 }
 
 /* lx_f32_to_f16 against two independent references: the CPU's own F16C conversion

@@ -49,7 +49,7 @@ static const struct lx_opt gen_opts[] = {
 static const char gen_usage[] =
     "usage: lenx generate --model M [--tokenizer FILE] [--prompt TEXT] [-n N] [--method STACK]\n"
     "                     [--temperature T [--seed S] [--top-k K]] [--ids] [--timings] [--db FILE]\n"
-    "                     [--portable | --numerics fast|portable|bf16] [--kv-cache fp32|bf16]\n"
+    "                     [--portable | --numerics fast|portable|bf16] [--kv-cache fp32|bf16|f16]\n"
     "                     [--activations fp32|llamacpp]\n\n"
     "Continue the prompt with a causal model and print the text (prompt included) as it is generated, up to\n"
     "the first special token (end of text). Greedy by default;\n"

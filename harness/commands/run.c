@@ -193,9 +193,9 @@ int lx_cmd_run(int argc, char **argv)
     }
     enum lx_numerics numerics = LX_NUMERICS_FAST;
     int numerics_given = 0;
-    int kv_bf16 = 0, kv_given = 0, acts = 0, acts_given = 0;
+    int kv = 0, kv_given = 0, acts = 0, acts_given = 0;
     if ((rc = lx_args_numerics(&a, &numerics, &numerics_given, &err)) < 0 ||
-        (rc = lx_args_kv_cache(&a, &kv_bf16, &kv_given, &err)) < 0 ||
+        (rc = lx_args_kv_cache(&a, &kv, &kv_given, &err)) < 0 ||
         (rc = lx_args_activations(&a, &acts, &acts_given, &err)) < 0)
         return lx_cli_fail(&err, rc);
     struct lx_shard shard;
@@ -213,7 +213,7 @@ int lx_cmd_run(int argc, char **argv)
     if (rc == LX_OK && numerics_given)     /* the command line beats the file; resolved once, before the keys */
         grid.numerics = numerics;
     if (rc == LX_OK && kv_given)
-        grid.kv_bf16 = kv_bf16;
+        grid.kv = kv;
     if (rc == LX_OK && acts_given)
         grid.acts_llamacpp = acts;
     if (rc == LX_OK)

@@ -187,7 +187,7 @@ static const struct lx_opt score_opts[] = {
 
 static const char score_usage[] =
     "usage: lenx score --model NAME_OR_PATH --text FILE [--tokenizer PATH] [--method STACK] [--length L] [--db FILE]\n"
-    "                  [--portable | --numerics fast|portable|bf16] [--kv-cache fp32|bf16]\n"
+    "                  [--portable | --numerics fast|portable|bf16] [--kv-cache fp32|bf16|f16]\n"
     "                  [--activations fp32|llamacpp]\n\n"
     "Print JSON with the per-token NLL (nats) of the file's tokens under a causal model, windows of\n"
     "`length` tokens each starting with BOS, as the ppl task scores them.";

@@ -49,7 +49,7 @@ static const char serve_usage[] =
     "usage: lenx serve --model NAME_OR_PATH [--tokenizer PATH] [--method STACK] [--length L] [--name ID]\n"
     "                  [--host ADDR] [--port P] [--port-file F] [--max-len N] [--max-body BYTES]\n"
     "                  [--max-connections N] [--max-queue N] [--timeout S] [--crash-after N] [--db FILE]\n"
-    "                  [--numerics fast|portable|bf16] [--kv-cache fp32|bf16]\n"
+    "                  [--numerics fast|portable|bf16] [--kv-cache fp32|bf16|f16]\n"
     "                  [--activations fp32|llamacpp]\n\n"
     "Serve a model under a method stack over HTTP, in the shape of OpenAI's completions API:\n"
     "POST /v1/completions (prompt as text or token ids, max_tokens, temperature, top_k, seed, stop,\n"
@@ -143,7 +143,7 @@ static void describe(struct lx_buf *b, const struct lx_stack *st, const struct l
                   "\"numerics\":\"%s\",\"kv_cache\":\"%s\",\"activations\":\"%s\",\"version\":\"%s\",\"commit\":\"%s\","
                   "\"blas\":",
                   info->model_key, info->weights_sha256, lx_tok_or_byte(tk)->hash,
-                  lx_numerics_name(lx_numerics_get()), lx_kv_bf16_get() ? "bf16" : "fp32",
+                  lx_numerics_name(lx_numerics_get()), lx_kv_name(lx_kv_get()),
                   lx_acts_llamacpp_get() ? "llamacpp" : "fp32", LX_VERSION,
                   lx_build_commit());
     lx_buf_json_str(b, blas);

@@ -531,6 +531,27 @@ void lx_round_bf16_n(float *x, size_t n)
         x[i] = lx_round_bf16(x[i]);
 }
 
+/* f16 by F16C's vcvtps2ph, to nearest even as lx_f32_to_f16 (a NaN stays a NaN; its payload bits may differ). */
+__attribute__((target("avx512f,avx512bw")))
+static size_t round_f16_avx512(float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(x + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+    return i;
+}
+
+void lx_round_half_n(float *x, int t, size_t n)
+{
+    if (t == LX_DT_BF16) {
+        lx_round_bf16_n(x, n);
+    } else if (t == LX_DT_F16) {
+        size_t i = has_avx512() ? round_f16_avx512(x, n) : 0;
+        for (; i < n; i++)
+            x[i] = lx_f16_to_f32(lx_f32_to_f16(x[i]));
+    }
+}
+
 /* The first i >= 0 of 32 values at a time whose exponent bits (mask) are all set, or n rounded down. */
 __attribute__((target("avx512f,avx512bw")))
 static size_t scan_half_avx512(const uint16_t *h, size_t n, uint16_t mask)

@@ -125,6 +125,9 @@ void lx_f32_to_bf16_pairs(uint16_t *out, const float *a, const float *b, size_t 
 void lx_to_bf16(uint16_t *out, const void *src, int t, size_t n);
 /* Every value of x (n floats) rounded to bf16's precision in place. */
 void lx_round_bf16_n(float *x, size_t n);
+/* Every value of x (n floats) rounded to type t's precision in place: BF16 as lx_round_bf16_n, F16 as
+** lx_f32_to_f16 (past 65504 to infinity); any other t leaves x as it is. */
+void lx_round_half_n(float *x, int t, size_t n);
 
 /* The index of the first non-finite value of n values of type t, or -1. */
 long lx_half_first_nonfinite(const void *src, int t, size_t n);

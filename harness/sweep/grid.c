@@ -244,9 +244,9 @@ static int parse_grid(struct lx_grid *g, struct lx_error *err)
     const struct lx_node *v;
     if ((v = lx_map_get(root, "numerics")) && (rc = parse_numerics(g, v, err)) < 0)
         return rc;
-    if ((v = lx_map_get(root, "kv_cache")) && (v->kind != LX_NODE_SCALAR || lx_kv_parse(v->text, &g->kv_bf16) < 0))
-        return lx_node_err(err, v, "'kv_cache' must be fp32 or bf16\n  hint: kv_cache: bf16 halves the KV cache of "
-                           "the tasks that decode (docs/config.md#numerics)");
+    if ((v = lx_map_get(root, "kv_cache")) && (v->kind != LX_NODE_SCALAR || lx_kv_parse(v->text, &g->kv) < 0))
+        return lx_node_err(err, v, "'kv_cache' must be fp32, bf16 or f16\n  hint: kv_cache: bf16 or f16 halves the KV "
+                           "cache of the tasks that decode (docs/config.md#numerics)");
     if ((v = lx_map_get(root, "activations")) &&
         (v->kind != LX_NODE_SCALAR || lx_acts_parse(v->text, &g->acts_llamacpp) < 0))
         return lx_node_err(err, v, "'activations' must be fp32 or llamacpp\n  hint: activations: llamacpp rounds x "

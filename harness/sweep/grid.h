@@ -27,7 +27,8 @@ struct lx_grid {
     struct lx_model_use *models;    /* (n_models,) the `models:` axis */
     int n_models;
     enum lx_numerics numerics;      /* `numerics:` (default fast); `lenx run --portable` overrides it */
-    int kv_bf16;                    /* `kv_cache: bf16` (default fp32); `lenx run --kv-cache` overrides it */
+    int kv;                         /* `kv_cache:` fp32 (LX_DT_F32, the default), bf16 or f16 (numerics.h); `lenx run
+                                    ** --kv-cache` overrides it */
     int acts_llamacpp;              /* `activations: llamacpp` (default fp32); `lenx run --activations` overrides it */
     struct lx_doc doc;              /* keeps the nodes alive */
     struct lx_doc native;           /* the checkpoints' training stack, when a stack names `native` */

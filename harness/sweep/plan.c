@@ -148,8 +148,8 @@ static void numerics_key(struct lx_buf *b, const struct lx_grid *g)
 {
     if (g->numerics != LX_NUMERICS_FAST)
         lx_buf_printf(b, ",\"numerics\":\"%s\"", lx_numerics_name(g->numerics));
-    if (g->kv_bf16)
-        lx_buf_puts(b, ",\"kv_cache\":\"bf16\"");
+    if (g->kv)
+        lx_buf_printf(b, ",\"kv_cache\":\"%s\"", lx_kv_name(g->kv));
     if (g->acts_llamacpp)
         lx_buf_puts(b, ",\"activations\":\"llamacpp\"");
 }

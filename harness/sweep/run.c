@@ -932,7 +932,7 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
                 o->models_only ? " (their models only)" : "");
     struct runner r = {.plan = plan, .store = store, .o = o, .sum = sum};
     lx_numerics_set(plan->grid->numerics);     /* before any pass: the keys were made for this mode */
-    lx_kv_bf16_set(plan->grid->kv_bf16);
+    lx_kv_set(plan->grid->kv);
     lx_acts_llamacpp_set(plan->grid->acts_llamacpp);
     owner_init(&r.me);
     lx_products_describe(r.blas, sizeof r.blas);

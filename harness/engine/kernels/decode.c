@@ -71,13 +71,24 @@ int lx_kvcache_holds(const struct lx_kvcache *c, int slot, int layer, long pos)
     return pos < c->keep[layer] || pos > c->top[slot] - (c->cap[layer] - c->keep[layer]);
 }
 
+/* 1 when a finite value of x (n) became infinite as f16 h. */
+static int over_f16(const uint16_t *h, const float *x, long n)
+{
+    for (long i = 0; i < n; i++)
+        if ((h[i] & 0x7fff) == 0x7c00 && isfinite(x[i]))
+            return 1;
+    return 0;
+}
+
 void lx_kvcache_store(struct lx_kvcache *c, int slot, int layer, long pos, const float *k, const float *v)
 {
     long KD = (long)c->KV * c->D, at = row_at(c, slot, layer, pos);
     c->top[slot] = pos > c->top[slot] ? pos : c->top[slot];
-    if (c->bf16) {
-        lx_f32_to_bf16_n(c->kh + at, k, (size_t)KD);
-        lx_f32_to_bf16_n(c->vh + at, v, (size_t)KD);
+    if (c->half) {
+        lx_f32_to_type(c->kh + at, k, c->half, (size_t)KD);
+        lx_f32_to_type(c->vh + at, v, c->half, (size_t)KD);
+        if (c->half == LX_DT_F16 && !c->over_layer && (over_f16(c->kh + at, k, KD) || over_f16(c->vh + at, v, KD)))
+            c->over_layer = layer + 1, c->over_pos = pos;
     } else {
         memcpy(c->k + at, k, sizeof(float) * (size_t)KD);
         memcpy(c->v + at, v, sizeof(float) * (size_t)KD);
@@ -89,9 +100,9 @@ void lx_kvcache_head(const struct lx_kvcache *c, int slot, int layer, int g, lon
 {
     for (long j = j0; j < j1; j++) {
         long at = row_at(c, slot, layer, j) + (long)g * c->D;
-        if (c->bf16) {
-            lx_half_to_f32(kout + j * c->D, c->kh + at, LX_DT_BF16, (size_t)c->D);
-            lx_half_to_f32(vout + j * c->D, c->vh + at, LX_DT_BF16, (size_t)c->D);
+        if (c->half) {
+            lx_half_to_f32(kout + j * c->D, c->kh + at, c->half, (size_t)c->D);
+            lx_half_to_f32(vout + j * c->D, c->vh + at, c->half, (size_t)c->D);
         } else {
             memcpy(kout + j * c->D, c->k + at, sizeof(float) * (size_t)c->D);
             memcpy(vout + j * c->D, c->v + at, sizeof(float) * (size_t)c->D);
@@ -131,8 +142,10 @@ void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, 
         for (int g = 0; g < c->KV && lx_kvcache_holds(c, slot, layer, j); g++) {
             long at = row_at(c, slot, layer, j) + (long)g * c->D;
             float *dst = c->kfar + at;
+            if (c->half)
+                lx_half_to_f32(dst, c->kh + at, c->half, (size_t)c->D);
             for (int d = 0; d < c->D; d++)
-                r[d] = c->bf16 ? lx_bf16_to_f32(c->kh[at + d]) : c->k[at + d];
+                r[d] = c->half ? dst[d] : c->k[at + d];
             lx_rotary_turn(r, &spec->rotary, lx_posmap_pos(&spec->posmap, j, 0) - (double)j);
             for (int d = 0; d < c->D; d++)
                 dst[d] = (float)r[d];
@@ -161,14 +174,19 @@ static void row_logits(float *s, const struct lx_spec *spec, int head, long n, l
 
 void lx_attn_row_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
                          const struct lx_spec *spec, int head, float mult, long i, int D, float *s, double *tab,
-                         const double *const *kept)
+                         const double *const *kept, int half)
 {
     LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && (kfar != NULL) == lx_decode_far(spec));
     float c = (float)lx_spec_qk_scale(spec, D) * (mult != 0.0f ? mult : 1.0f);
     long lo, hi, n = lx_spec_row_keys(spec, i, i + 1, 1, &lo, &hi);
     long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo, j0s[2] = {0, lo}, j1s[2] = {ns, hi};
     long far1 = kfar ? lx_posmap_near_lo(&spec->posmap, i) : 0;     /* keys j < far1 score from kfar */
-    float qf[2 * LX_SPEC_MAX_PAIRS + 2];
+    float qf[2 * LX_SPEC_MAX_PAIRS + 2], qh[2 * LX_SPEC_MAX_PAIRS + 2];
+    if (half) {     /* llama.cpp's product with a half K cache rounds the query to the cache's type */
+        memcpy(qh, q, sizeof(float) * (size_t)D);
+        lx_round_half_n(qh, half, (size_t)D);
+        q = qh;
+    }
     if (kfar) {     /* the query turned to the posmap's position of a lower pair's query */
         double r[2 * LX_SPEC_MAX_PAIRS + 2];
         for (int d = 0; d < D; d++)
@@ -176,6 +194,7 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
         lx_rotary_turn(r, &spec->rotary, lx_posmap_pos(&spec->posmap, i, 1) - (double)i);
         for (int d = 0; d < D; d++)
             qf[d] = (float)r[d];
+        lx_round_half_n(qf, half, (size_t)D);
     }
     int plain = !spec->n_ops && spec->temperature == 1.0;
     double *A = tab, *B = tab + i + 1;
@@ -206,11 +225,18 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
             s[j] = e > EXP_FLOOR ? expf(e) : 0.0f;
             z += s[j];
         }
-    float beta = 0.0f;
+    float beta = 0.0f, alpha = (float)(1.0 / z);
+    for (int p = 0; half && p < 2; p++) {     /* and its product with a half V cache the probabilities */
+        for (long j = j0s[p]; j < j1s[p]; j++)
+            s[j] *= alpha;
+        lx_round_half_n(s + j0s[p], half, (size_t)(j1s[p] - j0s[p]));
+    }
+    if (half)
+        alpha = 1.0f;
     for (int p = 0; p < 2; p++)
         if (j1s[p] > j0s[p]) {
             int nk = (int)(j1s[p] - j0s[p]);
-            lx_gemm(o, D, s + j0s[p], nk, v + j0s[p] * ld, ld, 1, D, nk, 0, 0, (float)(1.0 / z), beta);
+            lx_gemm(o, D, s + j0s[p], nk, v + j0s[p] * ld, ld, 1, D, nk, 0, 0, alpha, beta);
             beta = 1.0f;
         }
 }

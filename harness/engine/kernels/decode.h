@@ -55,10 +55,13 @@ struct lx_kvcache {
     long *off;          /* (L,) where layer l's rows start among a slot's */
     long slot_rows;     /* a slot's rows, Σ cap */
     float *k, *v;       /* (n_slots, slot_rows, KV·D) keys (rotated, unit under cosine) and values; NULL when
-                        ** bf16 */
-    int bf16;           /* 1: kh, vh hold them as bf16 (numerics.h, lx_kv_bf16_get at allocation) */
-    uint16_t *kh, *vh;  /* (n_slots, slot_rows, KV·D) the same as bf16, or NULL */
-    float *wide;        /* bf16 or a ring: (3, T, D) one key/value head's keys, values and far keys gathered
+                        ** half */
+    int half;           /* LX_DT_BF16 or LX_DT_F16: kh, vh hold them in that type (numerics.h, lx_kv_get at
+                        ** allocation); 0 (LX_DT_F32): k, v */
+    uint16_t *kh, *vh;  /* (n_slots, slot_rows, KV·D) the same as half, or NULL */
+    int over_layer;     /* f16: 1 + the layer of the first value stored past f16's range (65504); 0: none */
+    long over_pos;      /* and its row's position */
+    float *wide;        /* half or a ring: (3, T, D) one key/value head's keys, values and far keys gathered
                         ** for a step at their positions' rows */
     float *kfar;        /* (n_slots, slot_rows, KV·D) keys turned to the posmap's key position, or NULL
                         ** when the spec has no posmap on rotary positions */
@@ -91,10 +94,11 @@ int lx_decode_far(const struct lx_spec *spec);
 ** each step adds one distance (lx_kvcache_dist) instead of all of them. */
 int lx_decode_dist_kept(const struct lx_spec *spec);
 
-/* Row pos of (slot, layer): its KV·D key and value values stored (rounded to bf16 in a bf16 cache). */
+/* Row pos of (slot, layer): its KV·D key and value values stored (rounded to the type of a half cache; in
+** an f16 cache the first value that became infinite sets over_layer and over_pos). */
 void lx_kvcache_store(struct lx_kvcache *c, int slot, int layer, long pos, const float *k, const float *v);
 /* Rows [j0, j1) of key/value head g of (slot, layer) as floats, D apiece, each at its own row of kout
-** (keys) and vout (values), row j at j·D (from a bf16 cache widened, else copied). */
+** (keys) and vout (values), row j at j·D (from a half cache widened, else copied). */
 void lx_kvcache_head(const struct lx_kvcache *c, int slot, int layer, int g, long j0, long j1, float *kout,
                      float *vout);
 
@@ -131,9 +135,13 @@ void lx_kvcache_dist(struct lx_kvcache *c, const struct lx_spec *spec, int H, lo
 ** posmap's key positions, NULL unless lx_decode_far); mult the head's
 ** learned multiplier of S (1 = none; 0 reads as 1); s (i + 1) and tab
 ** (2(i + 1)) scratch; kept NULL, or the head's kept tables {A, B} over
-** t <= i (lx_kvcache_dist), read in place of tabulating the row's. Causal. */
+** t <= i (lx_kvcache_dist), read in place of tabulating the row's; half
+** LX_DT_F16 or LX_DT_BF16: q (turned or not) and the probabilities,
+** normalised, are rounded to that type before their products, as llama.cpp's
+** products with a half KV cache round them (activations: llamacpp); 0: q as
+** given, p·v of the unnormalised exponentials scaled by 1/Σ after. Causal. */
 void lx_attn_row_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
                          const struct lx_spec *spec, int head, float mult, long i, int D, float *s, double *tab,
-                         const double *const *kept);
+                         const double *const *kept, int half);
 
 #endif

@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "harness/core/half.h"
+
 static enum lx_numerics mode = LX_NUMERICS_FAST;
 
 void lx_numerics_set(enum lx_numerics n)
@@ -45,21 +47,32 @@ static int two_words(const char *s, const char *off, const char *on_word, int *o
     return 0;
 }
 
-static int kv_bf16;
+static int kv_dt = LX_DT_F32;
 
-void lx_kv_bf16_set(int on)
+void lx_kv_set(int dt)
 {
-    kv_bf16 = on;
+    kv_dt = dt;
 }
 
-int lx_kv_bf16_get(void)
+int lx_kv_get(void)
 {
-    return kv_bf16;
+    return kv_dt;
 }
 
-int lx_kv_parse(const char *s, int *on)
+const char *lx_kv_name(int dt)
 {
-    return two_words(s, "fp32", "bf16", on);
+    return dt == LX_DT_BF16 ? "bf16" : dt == LX_DT_F16 ? "f16" : "fp32";
+}
+
+int lx_kv_parse(const char *s, int *dt)
+{
+    static const int types[] = {LX_DT_F32, LX_DT_BF16, LX_DT_F16};
+    for (size_t i = 0; s && i < sizeof types / sizeof *types; i++)
+        if (!strcmp(s, lx_kv_name(types[i]))) {
+            *dt = types[i];
+            return 0;
+        }
+    return -1;
 }
 
 static int acts_llamacpp;

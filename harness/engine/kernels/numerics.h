@@ -30,14 +30,19 @@ int lx_numerics_parse(const char *s, enum lx_numerics *out);
 
 /* ---- the KV cache's number type ---- */
 
-/* `kv_cache: bf16` (--kv-cache bf16, any numerics): the cache keeps keys and
-** values as bf16, half the bytes, widened as decoding reads them; fp32 (0,
-** the default) keeps them as computed. Set once per process, before a cache
-** is allocated. */
-void lx_kv_bf16_set(int on);
-int lx_kv_bf16_get(void);
-/* 0 and *on on "fp32" or "bf16", -1 on anything else. */
-int lx_kv_parse(const char *s, int *on);
+/* `kv_cache:` (--kv-cache, any numerics) the number type the decoding tasks'
+** KV cache keeps keys and values in, as harness/core/half.h's types:
+** LX_DT_F32 (0, the default) as computed; LX_DT_BF16 or LX_DT_F16 half the
+** bytes, rounded to nearest even when stored and widened as decoding reads
+** them (f16, llama.cpp's default cache type, keeps 3 more mantissa bits than
+** bf16 but only |x| <= 65504: a larger value is a run error, decoding.h). Set
+** once per process, before a cache is allocated. */
+void lx_kv_set(int dt);
+int lx_kv_get(void);
+/* "fp32", "bf16" or "f16". */
+const char *lx_kv_name(int dt);
+/* 0 and *dt on "fp32", "bf16" or "f16", -1 on anything else. */
+int lx_kv_parse(const char *s, int *dt);
 
 /* ---- the activations of weight products ---- */
 

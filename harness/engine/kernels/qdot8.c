@@ -113,10 +113,10 @@ void lx_act_round(float *out, long ldo, const float *x, long ldx, long T, long C
                 for (long l = 0; l < bs; l++)
                     o[c + l] = d * (float)q[l];
             }
-        } else
-            for (long c = 0; c < C; c++)
-                o[c] = fmt == LX_ACT_F16 ? lx_f16_to_f32(lx_f32_to_f16(xt[c]))
-                                         : fmt == LX_ACT_BF16 ? lx_round_bf16(xt[c]) : xt[c];
+        } else {
+            memmove(o, xt, sizeof(float) * (size_t)C);
+            lx_round_half_n(o, fmt == LX_ACT_F16 ? LX_DT_F16 : fmt == LX_ACT_BF16 ? LX_DT_BF16 : LX_DT_F32, (size_t)C);
+        }
     }
 }
 

@@ -16,7 +16,7 @@
 
 /* Attention of the step's query row (c->qkv) over the cached rows [0, pos]
 ** of (slot, layer), every head, into c->ao (on the step's one thread). A
-** bf16 cache's rows of a key/value head are widened once for its G query
+** half cache's rows of a key/value head are widened once for its G query
 ** heads (c->wide, row stride D), and a ring's gathered to their positions'
 ** rows: only the rows the row reads, the sinks and the window [lo, pos] (a
 ** local layer's 512 or 1,024 of Gemma 3's, StreamingLLM's S + R + 1, not all). */
@@ -26,6 +26,7 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
     int KV = c->KV, D = c->D, G = H / KV, ld = KV * D;
     int far = c->kfar && global;
     const double *dtab = global ? c->dtab : NULL;   /* a local layer's spec has no distance op */
+    int half = lx_acts_llamacpp_get() ? c->half : 0;    /* q and p rounded as llama.cpp's half cache has them */
     if (global)
         lx_kvcache_dist(c, spec, H, pos + 1);
     long lo, hi;
@@ -36,7 +37,7 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
     for (int g = 0; g < KV; g++) {
         const float *k, *v, *f = NULL;
         int ldh = ld;
-        if (c->bf16 || c->cap[layer] < c->T) {
+        if (c->half || c->cap[layer] < c->T) {
             float *wk = c->wide, *wv = wk + (long)c->T * D, *wf = wv + (long)c->T * D;
             lx_kvcache_head(c, slot, layer, g, 0, ns, wk, wv);
             lx_kvcache_head(c, slot, layer, g, lo, pos + 1, wk, wv);
@@ -54,7 +55,7 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
             if (dtab)
                 kept[0] = dtab + 2L * h * c->T, kept[1] = kept[0] + c->T;
             lx_attn_row_forward(c->ao + (long)h * D, c->qkv + (long)h * D, k, v, f, ldh, spec, h,
-                                mult ? mult[h] : 1.0f, pos, D, c->s, c->tab, dtab ? kept : NULL);
+                                mult ? mult[h] : 1.0f, pos, D, c->s, c->tab, dtab ? kept : NULL, half);
         }
     }
 }
@@ -167,6 +168,9 @@ int lx_decode_continue(const struct lx_model *m, const struct lx_spec *spec, str
         const float *lg = d->lg;
         if (d->mode == LX_DECODE_CACHE) {
             lx_decode_step(d->lg, m, spec, d->c, d->slot, pos0 + k, out[k]);
+            int rc = lx_kvcache_check_range(d->c, err);
+            if (rc < 0)
+                return rc;
         } else {
             d->buf[pos0 + k] = out[k];
             lx_model_forward(m, spec, d->buf, NULL, d->one);

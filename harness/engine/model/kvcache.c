@@ -45,13 +45,13 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, const 
     }
     double KD = (double)lx_arch_kv(a) * a->d_head, rows = (double)n_slots * slot_rows, C = a->d_model,
            F = a->d_mlp, F2 = lx_arch_gated(a) ? 2 * F : F;
-    int bf16 = lx_kv_bf16_get();
+    int half = lx_kv_get();
     struct { void **p; double n; size_t el; } b[] = {
-        {(void **)&c->k, bf16 ? 0 : rows * KD, 4},
-        {(void **)&c->v, bf16 ? 0 : rows * KD, 4},
-        {(void **)&c->kh, bf16 ? rows * KD : 0, 2},
-        {(void **)&c->vh, bf16 ? rows * KD : 0, 2},
-        {(void **)&c->wide, bf16 || ring ? 3.0 * T * a->d_head : 0, 4},
+        {(void **)&c->k, half ? 0 : rows * KD, 4},
+        {(void **)&c->v, half ? 0 : rows * KD, 4},
+        {(void **)&c->kh, half ? rows * KD : 0, 2},
+        {(void **)&c->vh, half ? rows * KD : 0, 2},
+        {(void **)&c->wide, half || ring ? 3.0 * T * a->d_head : 0, 4},
         {(void **)&c->cap, (double)a->layers, sizeof(long)},
         {(void **)&c->off, (double)a->layers, sizeof(long)},
         {(void **)&c->keep, (double)a->layers, sizeof(long)},
@@ -80,7 +80,7 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, const 
     }
     if (alloc) {
         c->n_slots = n_slots;
-        c->bf16 = bf16;
+        c->half = half;
         c->L = (int)a->layers, c->T = T, c->KV = (int)lx_arch_kv(a), c->D = (int)a->d_head;
         for (long l = 0; l < a->layers; l++) {
             c->cap[l] = lx_kvcache_layer_rows(a, spec, l, T, &c->keep[l]);
@@ -133,6 +133,15 @@ void lx_kvcache_release(struct lx_kvcache *c)
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         free(p[i]);
     memset(c, 0, sizeof *c);
+}
+
+int lx_kvcache_check_range(const struct lx_kvcache *c, struct lx_error *err)
+{
+    if (!c->over_layer)
+        return LX_OK;
+    return lx_err(err, LX_ERUN, "kv_cache f16: a key or value of layer %d at position %ld is past f16's range "
+                  "(|x| > 65504) and became infinite in the cache\n  hint: use kv_cache bf16 (fp32's range in the "
+                  "same bytes) or fp32", c->over_layer - 1, c->over_pos);
 }
 
 /* Row 0 of (slot, layer) in one of the cache's (n_slots, L, T, KV·D) buffers. */

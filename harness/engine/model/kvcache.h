@@ -37,6 +37,10 @@ int lx_kvcache_alloc(struct lx_kvcache *c, const struct lx_arch *a, const struct
                      struct lx_error *err);
 void lx_kvcache_release(struct lx_kvcache *c);
 
+/* LX_ERUN naming the layer and position of the first value an f16 cache
+** (kv_cache: f16) stored past f16's range as infinity; LX_OK otherwise. */
+int lx_kvcache_check_range(const struct lx_kvcache *c, struct lx_error *err);
+
 /* The position of row pos: pos, or under randpos at evaluation entry pos of
 ** the draw for the cache's T rows (drawn on first use), which is the draw
 ** the pass that filled the rows used when it was T tokens long. */
