@@ -192,6 +192,32 @@ static void random_model(struct lx_model *m, int kind, const struct lx_spec *sp,
     }
 }
 
+/* The head path of a pass (lx_attn_head_forward, ws.phalf = dt) with TT query rows over the keys k and
+** one-hot values v (TT × D, D >= TT): every row's output is its probabilities, each a number of type dt
+** within its rounding (u, sub) of the unrounded path's. */
+static void head_path_rounds_p(const struct lx_spec *spec, const float *k, const float *v, int dt, double u,
+                               double sub)
+{
+    enum { TT = 24, D = 32 };
+    static float qs[TT * D], P[TT * TT], o[TT * D], ref[TT * TT], oref[TT * D];
+    static double tab[4 * TT];
+    fill(qs, TT * D, 6, 1);
+    struct lx_attn_shape sh = {.T = TT, .H = 1, .KV = 1, .D = D, .ld = D, .ldo = D, .causal = 1};
+    struct lx_attn_ws ws = {.tab = tab, .mult = 1.0f, .phalf = dt};
+    lx_attn_head_forward(o, P, qs, k, v, spec, 0, &sh, &ws);
+    ws.phalf = 0;
+    lx_attn_head_forward(oref, ref, qs, k, v, spec, 0, &sh, &ws);
+    for (int i = 0; i < TT; i++)
+        for (int j = 0; j <= i; j++) {
+            float r = o[i * D + j];
+            lx_round_half_n(&r, dt, 1);
+            cr_assert_eq(r, o[i * D + j], "%s: P[%d][%d] is a number of the type", lx_kv_name(dt), i, j);
+            double e = fabs((double)o[i * D + j] - oref[i * D + j]);
+            cr_assert_leq(e, fmax((u + 0x1p-24) * fabs(oref[i * D + j]), sub), "%s: P[%d][%d] %a against %a",
+                          lx_kv_name(dt), i, j, (double)o[i * D + j], (double)oref[i * D + j]);
+        }
+}
+
 /* llama.cpp's products with a half KV cache round q and the normalised
 ** probabilities to the cache's type (activations: llamacpp, half = that
 ** type). With one-hot values (v_j = e_j, D >= T) the output is the row's
@@ -199,7 +225,8 @@ static void random_model(struct lx_model *m, int kind, const struct lx_spec *sp,
 ** of the type, within its rounding (unit roundoff u, 2^-11 for f16, 2^-8 for
 ** bf16; f16's subnormals an absolute 2^-25) of the unrounded kernel's on the
 ** rounded q, and some move (the rounding is there); and q rounded before the
-** call gives the same bits (the kernel rounds q itself). */
+** call gives the same bits (the kernel rounds q itself). A pass's head path
+** rounds its probabilities the same way (model.c rounds its q, k, v). */
 Test(decode, half_products_round_q_and_p)
 {
     enum { TT = 24, D = 32 };
@@ -232,6 +259,7 @@ Test(decode, half_products_round_q_and_p)
             moved += o[j] != ref[j];
         }
         cr_assert_gt(moved, TT / 2, "%s: %d of %d probabilities rounded", lx_kv_name(dt), moved, TT);
+        head_path_rounds_p(&st.spec, k, v, dt, u, sub);
     }
     tstack_free(&st);
 }

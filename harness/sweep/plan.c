@@ -637,7 +637,9 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
 {
     memset(plan, 0, sizeof *plan);
     plan->grid = g;
-    lx_numerics_set(g->numerics);   /* each cell's memory is laid out for the sweep's numerics */
+    lx_numerics_set(g->numerics);   /* each cell's memory is laid out for the sweep's numerics, */
+    lx_kv_set(g->kv);               /* KV cache and attention path */
+    lx_acts_llamacpp_set(g->acts_llamacpp);
     int n_models = g->n_models > 0 ? g->n_models : 1, n = 0;
     int rc0 = count_cells(g, n_models, &n, err);
     if (rc0 < 0)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/core/half.h"
+
 #define IDX(t, h, d) (((long)(t) * H + (h)) * D + (d))
 
 /* Channels of rotary pair k under the table's layout: half (k, k + P) with P
@@ -312,6 +314,7 @@ void lx_attn_head_forward(float *o, float *P, const float *q, const float *k, co
     if (spec->posmap.method && spec->rotary.n_pairs)
         far_scores(P, q, k, ld, spec, T, D, causal, c, ws->far);
     scores_to_probs(P, spec, head, T, causal, ws->tab, ws->stats, ws->stats_row0, ws->stats_row1, ws->lse);
+    lx_round_half_n(P, ws->phalf, (size_t)T * (size_t)T);
     lx_gemm(o, ldo, P, T, v, ld, T, D, T, 0, 0, 1.0f, 0.0f);
 }
 

@@ -59,6 +59,8 @@ struct lx_attn_ws {
     long stats_row1;    /* stats_row1 = 0 means up to the last row */
     float mult;         /* the model's learned multiplier of S for this head (1 = none; 0 reads as 1) */
     float *lse;         /* (T,) each row's log-sum-exp (a zero sink's term included), or NULL */
+    int phalf;          /* LX_DT_BF16 or LX_DT_F16: P, normalised, rounded to that type before P·V (the head
+                        ** path; lx_attn_half); 0: as computed */
 };
 
 /* Row statistics the fast path can sum (for calibration and diagnostics):

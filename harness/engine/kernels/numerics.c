@@ -92,6 +92,11 @@ int lx_acts_parse(const char *s, int *on)
     return two_words(s, "fp32", "llamacpp", on);
 }
 
+int lx_attn_half(void)
+{
+    return acts_llamacpp ? kv_dt : 0;
+}
+
 const char *lx_acts_conflict(enum lx_numerics n, int llamacpp)
 {
     return llamacpp && n == LX_NUMERICS_BF16

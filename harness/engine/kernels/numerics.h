@@ -56,6 +56,11 @@ void lx_acts_llamacpp_set(int on);
 int lx_acts_llamacpp_get(void);
 /* 0 and *on on "fp32" or "llamacpp", -1 on anything else. */
 int lx_acts_parse(const char *s, int *on);
+/* The half type (LX_DT_BF16 or LX_DT_F16) an evaluation pass's attention
+** rounds its operands to as llama.cpp's attention over its KV cache does
+** (q, k and v, and the normalised probabilities before P·V): the cache's
+** type under activations: llamacpp, else 0 (fp32 operands). */
+int lx_attn_half(void);
 /* The error message of the mode with numerics n (llamacpp with bf16, which rounds x itself), or NULL. */
 const char *lx_acts_conflict(enum lx_numerics n, int llamacpp);
 

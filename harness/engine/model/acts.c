@@ -276,6 +276,8 @@ unsigned lx_run_uses(const struct lx_spec *spec)
 static double run_bytes(const struct lx_arch *a, const struct lx_spec *spec, int B, int T, int train, unsigned uses)
 {
     double ints = 3 * (double)B * T * 4;                                    /* tokens, targets, positions */
+    if (!train && lx_attn_half())
+        uses |= LX_RUN_PROBS;       /* evaluation on the head path (model.c, attention_all) */
     double kv = !train && (uses & LX_RUN_KVCACHE) ? lx_kvcache_bytes(a, spec, B, T, (uses & LX_RUN_KVFAR) != 0,
                                                                      (uses & LX_RUN_KVDIST) != 0) : 0.0;
     int acts = train                  ? train

@@ -235,12 +235,15 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
 ** path and keeps every head's probabilities (layers · B · H · T² floats).
 ** Evaluation runs tiled, row statistics included (the `attn` task, answer
 ** rows of retrieval tasks, t5align's calibration), unless the pass asks for
-** whole probability rows (a probe) or for the head path (head_path: tests). */
+** whole probability rows (a probe) or for the head path (head_path: tests),
+** or its probabilities are rounded as llama.cpp's (lx_attn_half: normalised,
+** which the head path has). */
 static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
                           float *att, float *lse, double *stats, struct lx_diag *diag, const float *mult, int layer,
                           const struct lx_attn_shape *sh)
 {
-    if (a->train ? a->tiled : !a->probe && !a->head_path) {
+    int phalf = a->train ? 0 : lx_attn_half();
+    if (a->train ? a->tiled : !a->probe && !a->head_path && !phalf) {
         attention_tiled(a, spec, qkv, ao, stats, diag, mult, lse, sh);
         return;
     }
@@ -261,7 +264,7 @@ static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const f
             .far = a->far ? a->far + nfar * (size_t)thr : NULL,
             .stats = stats ? stats + bh * LX_ATTN_NSTATS : NULL,
             .stats_row0 = a->stats_row0 ? a->stats_row0[b] : 0, .stats_row1 = a->stats_row1,
-            .mult = mult ? mult[h] : 1.0f, .lse = a->train && lse ? lse + bh * T : NULL,
+            .mult = mult ? mult[h] : 1.0f, .lse = a->train && lse ? lse + bh * T : NULL, .phalf = phalf,
         };
         lx_attn_head_forward(ao + (long)b * T * HD + (long)h * D, P, q, k, k + KD, spec, h, sh, &ws);
         if (a->probe)
@@ -305,6 +308,8 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *glob
                         (int)ar->d_head);
     if (lx_numerics_get() == LX_NUMERICS_BF16)     /* the attention's products read bf16 q, k, v */
         lx_round_bf16_n(qkv, (size_t)(s->N * s->QKV));
+    else if (!a->train && lx_attn_half())       /* as llama.cpp's from its half cache (and q for q·K) */
+        lx_round_half_n(qkv, lx_attn_half(), (size_t)(s->N * s->QKV));
     if (a->kv)
         lx_kvcache_put(a->kv, (int)l, qkv, a->B, a->T, (int)s->H);
     struct lx_attn_shape sh = shape_of(ar, a->T);
