@@ -142,10 +142,11 @@ void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, 
         for (int g = 0; g < c->KV && lx_kvcache_holds(c, slot, layer, j); g++) {
             long at = row_at(c, slot, layer, j) + (long)g * c->D;
             float *dst = c->kfar + at;
+            const float *src = c->half ? dst : c->k + at;     /* a half cache's row widened in place first */
             if (c->half)
                 lx_half_to_f32(dst, c->kh + at, c->half, (size_t)c->D);
             for (int d = 0; d < c->D; d++)
-                r[d] = c->half ? dst[d] : c->k[at + d];
+                r[d] = src[d];
             lx_rotary_turn(r, &spec->rotary, lx_posmap_pos(&spec->posmap, j, 0) - (double)j);
             for (int d = 0; d < c->D; d++)
                 dst[d] = (float)r[d];

@@ -26,7 +26,7 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
     int KV = c->KV, D = c->D, G = H / KV, ld = KV * D;
     int far = c->kfar && global;
     const double *dtab = global ? c->dtab : NULL;   /* a local layer's spec has no distance op */
-    int half = lx_acts_llamacpp_get() ? c->half : 0;    /* q and p rounded as llama.cpp's half cache has them */
+    int half = lx_attn_half() ? c->half : 0;    /* q and p rounded as llama.cpp's half cache has them */
     if (global)
         lx_kvcache_dist(c, spec, H, pos + 1);
     long lo, hi;

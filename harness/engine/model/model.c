@@ -308,7 +308,7 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *glob
                         (int)ar->d_head);
     if (lx_numerics_get() == LX_NUMERICS_BF16)     /* the attention's products read bf16 q, k, v */
         lx_round_bf16_n(qkv, (size_t)(s->N * s->QKV));
-    else if (!a->train && lx_attn_half())       /* as llama.cpp's from its half cache (and q for q·K) */
+    else if (!a->train)     /* as llama.cpp's from its half cache, q for q·K too (lx_attn_half; 0: none) */
         lx_round_half_n(qkv, lx_attn_half(), (size_t)(s->N * s->QKV));
     if (a->kv)
         lx_kvcache_put(a->kv, (int)l, qkv, a->B, a->T, (int)s->H);
