@@ -570,21 +570,28 @@ Test(config, numerics_enters_the_run_key_only_when_portable)
     lx_grid_release(&gp);
 }
 
+/* Whether the run key of a one-cell grid with setting line holds frag. */
+static int key_holds(const char *line, const char *frag, struct lx_grid *g)
+{
+    struct lx_plan p = {0};
+    struct lx_error err = {{0}};
+    char text[256];
+    snprintf(text, sizeof text, HEAD "%s\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", line);
+    cr_assert_eq(lx_grid_load_text(g, text, "k.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_plan_build(&p, g, &err), LX_OK, "%s", err.msg);
+    int holds = strstr(p.cells[0].key_json, frag) != NULL;
+    lx_plan_release(&p);
+    return holds;
+}
+
 /* kv_cache: fp32 (the default, no key field), bf16 or f16, and activations:
 ** fp32 (the default) or llamacpp: each but the default enters the run keys as
 ** frag. */
 static void setting_case(const char *line, int acts, int want, const char *frag)
 {
     struct lx_grid g;
-    struct lx_plan p = {0};
-    struct lx_error err = {{0}};
-    char text[256];
-    snprintf(text, sizeof text, HEAD "%s\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", line);
-    cr_assert_eq(lx_grid_load_text(&g, text, "k.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(key_holds(line, frag, &g), want != 0, "%s: %s", line, frag);
     cr_assert_eq(acts ? g.acts_llamacpp : g.kv, want);
-    cr_assert_eq(lx_plan_build(&p, &g, &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(strstr(p.cells[0].key_json, frag) != NULL, want != 0, "%s", p.cells[0].key_json);
-    lx_plan_release(&p);
     lx_grid_release(&g);
 }
 
@@ -606,4 +613,28 @@ Test(config, activations_setting)
     setting_case("activations: fp32", 1, 0, "activations");
     setting_case("activations: llamacpp", 1, 1, "\"activations\":\"llamacpp\"");
     setting_case("numerics: portable\nactivations: llamacpp", 1, 1, "\"activations\":\"llamacpp\"");
+}
+
+/* With both a half cache and activations: llamacpp the attention itself
+** rounds (q, k, v and the probabilities, docs/config.md#numerics): its own
+** key field, so a row stored before it did is not taken for one that does;
+** either setting alone leaves the attention in fp32 and adds no such field. */
+Test(config, half_attention_enters_the_key)
+{
+    static const struct {
+        const char *line;
+        int holds;
+    } cases[] = {{"kv_cache: bf16\nactivations: llamacpp", 1}, {"kv_cache: f16\nactivations: llamacpp", 1},
+                 {"kv_cache: f16", 0}, {"kv_cache: bf16", 0}, {"activations: llamacpp", 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct lx_grid g;
+        char frag[32];
+        snprintf(frag, sizeof frag, "\"attention\":\"%s\"", strstr(cases[i].line, "bf16") ? "bf16" : "f16");
+        cr_expect_eq(key_holds(cases[i].line, "\"attention\":", &g), cases[i].holds, "%s", cases[i].line);
+        lx_grid_release(&g);
+        if (cases[i].holds) {
+            cr_expect(key_holds(cases[i].line, frag, &g), "%s: %s", cases[i].line, frag);
+            lx_grid_release(&g);
+        }
+    }
 }

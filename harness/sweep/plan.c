@@ -251,6 +251,8 @@ static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error
     lx_buf_printf(&b, "{\"task\":%s,\"methods\":%s,\"length\":%ld,\"seed\":%ld,\"model\":%s",
                   t->json, g->stacks[c->stack].json, c->length, c->seed, model.len ? lx_buf_str(&model) : "null");
     numerics_key(&b, g);
+    if (g->acts_llamacpp && g->kv)  /* an evaluation's attention rounds to the cache's type (lx_attn_half); */
+        lx_buf_printf(&b, ",\"attention\":\"%s\"", lx_kv_name(g->kv)); /* training's does not */
     lx_buf_puts(&b, "}");
     char hex[65];
     lx_sha256_hex(lx_buf_str(&b), hex);
