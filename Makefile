@@ -223,7 +223,7 @@ repro-smoke: build/.deps data/manifest.tsv
 # BENCH=dequant: each GGUF quantized type dequantized in AVX-512 lanes against block by block.
 # BENCH=qdot: a decoding step's product on quantized weights read from the blocks
 # against each row dequantized first (1 and 4 rows, the 1B shape's 8192 x 2048).
-# BENCH=glu: SwiGLU's and GeGLU's forward and backward in AVX-512 lanes against the libm loops.
+# BENCH=glu: SwiGLU's, GeGLU's and GELU's forward and backward in AVX-512 lanes against the libm loops.
 # BENCH=train: the tiled attention backward, a training step, and a bf16 training step of the
 # 25M shape against fp32 (tests/bench_train.c); BENCH=trainbf16 the last alone.
 # BENCH=bf16: the 1B shape's weight products, tiled attention and whole scores in fp32 and bf16 (scripts/bench_bf16.sh);

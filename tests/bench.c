@@ -25,7 +25,7 @@
 **               of the 25M shape vs fp32 (tests/bench_train.c; `trainbf16`
 **               the last alone)
 **
-**   glu         SwiGLU's and GeGLU's forward and backward in AVX-512 lanes vs
+**   glu         SwiGLU's, GeGLU's and GELU's forward and backward in AVX-512 lanes vs
 **               the libm loops portable numerics run
 **
 ** `lenx-bench micro` runs all but the model and train parts, `lenx-bench
@@ -681,7 +681,7 @@ static int bench_qdot(void)
 
 struct glu_arg {
     float *h, *y, *dy, *dh;
-    int N, F, gelu, portable;
+    int N, F, gelu, portable;  /* gelu: 0 SwiGLU, 1 GeGLU, 2 plain GELU */
 };
 
 /* The MLP activation's forward and backward over N rows, on the AVX-512 lanes (fast numerics) or
@@ -690,12 +690,18 @@ static void glu_run(void *p)
 {
     struct glu_arg *a = p;
     lx_numerics_set(a->portable ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST);
-    (a->gelu ? lx_geglu_forward : lx_swiglu_forward)(a->y, a->F, a->h, a->N, a->F);
-    (a->gelu ? lx_geglu_backward : lx_swiglu_backward)(a->dh, a->dy, a->h, a->N, a->F);
+    if (a->gelu == 2) { /* plain GELU (`mlp: gelu`) over the N × F values of y, its kept σ in dh's second half */
+        int n = a->N * a->F;
+        lx_gelu_forward_s(a->y, a->dh + n, a->h, n);
+        lx_gelu_backward_s(a->dh, a->dy, a->h, a->dh + n, n);
+    } else {
+        (a->gelu ? lx_geglu_forward : lx_swiglu_forward)(a->y, a->F, a->h, a->N, a->F);
+        (a->gelu ? lx_geglu_backward : lx_swiglu_backward)(a->dh, a->dy, a->h, a->N, a->F);
+    }
     lx_numerics_set(LX_NUMERICS_FAST);
 }
 
-/* Gemma 3 1B's MLP (d_mlp 6912) over 1,024 rows: GeGLU and SwiGLU, lanes against the loops. */
+/* Gemma 3 1B's MLP (d_mlp 6912) over 1,024 rows: SwiGLU, GeGLU and plain GELU, lanes against the loops. */
 static int bench_glu(void)
 {
     struct glu_arg a = {.N = 1024, .F = 6912};
@@ -706,10 +712,11 @@ static int bench_glu(void)
     lx_rng_init(&r, 5, 0, LX_RNG_INIT);
     for (size_t i = 0; i < 2 * n; i++)
         a.h[i] = (float)(2 * lx_rng_normal(&r)), a.dy[i / 2] = (float)lx_rng_normal(&r);
-    for (a.gelu = 0; a.gelu < 2; a.gelu++) {
+    for (a.gelu = 0; a.gelu < 3; a.gelu++) {
         struct glu_arg base = a;
         base.portable = 1;
-        report(a.gelu ? "geglu" : "swiglu", "fwd+bwd 1024 x 6912, AVX-512 lanes", "libm loops (portable)",
+        report(a.gelu ? a.gelu == 2 ? "gelu" : "geglu" : "swiglu", "fwd+bwd 1024 x 6912, AVX-512 lanes",
+               "libm loops (portable)",
                best_of(5, glu_run, &a), best_of(5, glu_run, &base));
     }
     free(a.h), free(a.dh), free(a.y), free(a.dy);

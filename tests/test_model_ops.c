@@ -164,6 +164,54 @@ Test(model, geglu_wide_lanes_near_the_libm_loops)
     glu_wide_lanes(1);
 }
 
+/* GELU's sixteen-lane path (fast and bf16 numerics on AVX-512, the MLP of `mlp: gelu`) against
+** the libm loops of portable numerics: s = σ(2u) and y = x·s within r = 2e-6 + 3e-7·|2u| relative
+** (as GeGLU's above); dx += dy·g, g = s + 2x·s(1 − s)·u', from each side's kept s: g moves by
+** |∂g/∂s| = |1 + 2x·u'(1 − 2s)| ≤ 1 + 2|x|u' times s's difference, plus a few roundings of its
+** terms (2.4e-7 of their size) and the last add's (1.2e-7 of |dx|). 371 values: 23 full lanes
+** and a tail of 3 (two blocks of the loop when N passes 4096, below); planted x as GeGLU's, where
+** gelu' crosses 0 near −0.7518. On a CPU without AVX-512 both sides are the libm loops. */
+static void gelu_wide_lanes(int N)
+{
+    float *x = malloc(sizeof(float) * N * 8);
+    cr_assert_not_null(x);
+    float *dy = x + N, *y[2] = {x + 2 * N, x + 3 * N}, *sg[2] = {x + 4 * N, x + 5 * N}, *dx[2] = {x + 6 * N, x + 7 * N};
+    fill(x, N, 41, 4), fill(dy, N, 42, 1), fill(dx[0], N, 43, 1);
+    memcpy(dx[1], dx[0], sizeof(float) * N);
+    const float planted[] = {0.0f, 1e-3f, -1e-3f, 30.0f, -30.0f, 90.0f, -90.0f, -0.7518f, -0.7517f, -1e-30f};
+    for (int k = 0; k < 10; k++)
+        x[7 * k + 1] = planted[k];
+    enum lx_numerics was = lx_numerics_get();
+    for (int k = 0; k < 2; k++) {
+        lx_numerics_set(k ? LX_NUMERICS_FAST : LX_NUMERICS_PORTABLE);
+        lx_gelu_forward_s(y[k], sg[k], x, N);
+        lx_gelu_backward_s(dx[k], dy, x, sg[k], N);
+    }
+    lx_numerics_set(was);
+    double worst = 0.0, K = sqrt(2.0 / 3.14159265358979323846);
+    for (int i = 0; i < N; i++) {
+        double v = x[i], u2 = 2 * K * (v + 0.044715 * v * v * v), s = 1.0 / (1.0 + exp(-u2));
+        double du = K * (1 + 3 * 0.044715 * v * v), r = 2e-6 + 3e-7 * fabs(u2);
+        double terms = s + 2 * fabs(v) * s * (1 - s) * du;
+        double bound[3] = {r * fabs(sg[0][i]), r * fabs(y[0][i]),
+                           fabs(dy[i]) * (r * s * (1 + 2 * fabs(v) * du) + 2.4e-7 * terms) + 1.2e-7 * fabs(dx[0][i])};
+        double d[3] = {fabs(sg[1][i] - sg[0][i]), fabs(y[1][i] - y[0][i]), fabs(dx[1][i] - dx[0][i])};
+        for (int q = 0; q < 3; q++) {
+            cr_assert_leq(d[q], bound[q] + 1e-37, "%s[%d] (x %g): %.9g vs %.9g", q ? q == 1 ? "y" : "dx" : "s", i, v,
+                          q ? q == 1 ? y[1][i] : dx[1][i] : sg[1][i], q ? q == 1 ? y[0][i] : dx[0][i] : sg[0][i]);
+            worst = fmax(worst, d[q] / (bound[q] + 1e-37));
+        }
+    }
+    cr_log_info("gelu wide lanes, %d values: worst difference at %.2f of its bound", N, worst);
+    free(x);
+}
+
+Test(model, gelu_wide_lanes_near_the_libm_loops)
+{
+    gelu_wide_lanes(371);
+    gelu_wide_lanes(4096 + 371);
+}
+
 Test(model, swiglu_gradients_and_values)
 {
     struct swi a;

@@ -113,31 +113,6 @@ void lx_gelu_forward(float *y, const float *x, int N)
     lx_gelu_forward_s(y, NULL, x, N);
 }
 
-void lx_gelu_forward_s(float *y, float *s, const float *x, int N)
-{
-#pragma omp parallel for schedule(static) if (N > 65536)
-    for (int i = 0; i < N; i++) {
-        float sg = gelu_sig(x[i]);
-        y[i] = x[i] * sg;
-        if (s)
-            s[i] = sg;
-    }
-}
-
-void lx_gelu_backward(float *dx, const float *dy, const float *x, int N)
-{
-#pragma omp parallel for schedule(static) if (N > 65536)
-    for (int i = 0; i < N; i++)
-        dx[i] += dy[i] * gelu_grad(x[i], gelu_sig(x[i]));
-}
-
-void lx_gelu_backward_s(float *dx, const float *dy, const float *x, const float *s, int N)
-{
-#pragma omp parallel for schedule(static) if (N > 65536)
-    for (int i = 0; i < N; i++)
-        dx[i] += dy[i] * gelu_grad(x[i], s[i]);
-}
-
 /* Fast or bf16 numerics on an AVX-512 CPU: the sixteen-lane loops of this file. */
 static int wide_lanes(void)
 {
@@ -224,6 +199,80 @@ __attribute__((target("avx512f,avx512dq,fma"), always_inline)) static inline __m
     (void)keep;
     __m512 r = _mm512_div_ps(one, _mm512_add_ps(one, e));
     return _mm512_mask_mul_ps(r, _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_LT_OQ), r, e);
+}
+
+/* GELU's tanh form in sixteen lanes, as gelu_blocks asks: forward (dy NULL)
+** s = σ(2u) with 2u = 2·K·(x + 0.044715·x³) in gelu_sig's float steps, y = x·s;
+** backward from the kept s, dx += dy·(s + 2x·s(1 − s)·u'), u' = K(1 + 3·0.044715·x²).
+** The tail is left to the caller: returns where the lanes stopped. */
+__attribute__((target("avx512f,avx512dq,fma"))) static int gelu_lanes_avx512(float *y, float *s, const float *x,
+                                                                             const float *dy, float *dx, int n)
+{
+    const __m512 one = _mm512_set1_ps(1.0f), k = _mm512_set1_ps(GELU_K), c = _mm512_set1_ps(0.044715f);
+    const __m512 two = _mm512_set1_ps(2.0f), c3 = _mm512_set1_ps(3.0f * 0.044715f);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i), v2 = _mm512_mul_ps(v, v);
+        if (dy) {
+            __m512 sg = _mm512_loadu_ps(s + i), du = _mm512_mul_ps(k, _mm512_fmadd_ps(c3, v2, one));
+            __m512 t = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(two, v), sg), _mm512_sub_ps(one, sg));
+            __m512 g = _mm512_fmadd_ps(t, du, sg);
+            _mm512_storeu_ps(dx + i, _mm512_fmadd_ps(_mm512_loadu_ps(dy + i), g, _mm512_loadu_ps(dx + i)));
+            continue;
+        }
+        __m512 u = _mm512_mul_ps(k, _mm512_add_ps(v, _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(c, v), v), v)));
+        __m512 sg = sigmoid16(_mm512_mul_ps(two, u));
+        _mm512_storeu_ps(y + i, _mm512_mul_ps(v, sg));
+        if (s)
+            _mm512_storeu_ps(s + i, sg);
+    }
+    return i;
+}
+
+/* Values a task of the GELU loops takes: whole sixteen-lane runs, and enough
+** to pay for a task. */
+#define GELU_BLOCK 4096
+
+/* GELU's forward (dy NULL: y = x·s, and s kept if asked) or backward from a
+** kept s (dx += dy·gelu'(x)) over blocks of GELU_BLOCK values: in fast and
+** bf16 numerics on AVX-512 sixteen lanes at a time (gelu_lanes_avx512), the
+** rest, and portable numerics, through gelu_sig and gelu_grad (libm's expf). */
+static void gelu_blocks(float *y, float *s, const float *x, const float *dy, float *dx, int N)
+{
+    int wide = wide_lanes();
+    int nb = (N + GELU_BLOCK - 1) / GELU_BLOCK;
+#pragma omp parallel for schedule(static) if (N > 65536)
+    for (int b = 0; b < nb; b++) {
+        int lo = b * GELU_BLOCK, n = N - lo < GELU_BLOCK ? N - lo : GELU_BLOCK;
+        int i = wide ? gelu_lanes_avx512(y ? y + lo : NULL, s ? s + lo : NULL, x + lo, dy ? dy + lo : NULL,
+                                         dx ? dx + lo : NULL, n)
+                     : 0;
+        for (i += lo; dy && i < lo + n; i++)
+            dx[i] += dy[i] * gelu_grad(x[i], s[i]);
+        for (; !dy && i < lo + n; i++) {
+            float sg = gelu_sig(x[i]);
+            y[i] = x[i] * sg;
+            if (s)
+                s[i] = sg;
+        }
+    }
+}
+
+void lx_gelu_forward_s(float *y, float *s, const float *x, int N)
+{
+    gelu_blocks(y, s, x, NULL, NULL, N);
+}
+
+void lx_gelu_backward(float *dx, const float *dy, const float *x, int N)
+{
+#pragma omp parallel for schedule(static) if (N > 65536)
+    for (int i = 0; i < N; i++)
+        dx[i] += dy[i] * gelu_grad(x[i], gelu_sig(x[i]));
+}
+
+void lx_gelu_backward_s(float *dx, const float *dy, const float *x, const float *s, int N)
+{
+    gelu_blocks(NULL, (float *)s, x, dy, dx, N);
 }
 
 /* Row t of SwiGLU's or (gelu) GeGLU's forward (dy NULL) or backward, sixteen
