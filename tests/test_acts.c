@@ -137,7 +137,11 @@ static void zero_codes(unsigned char *blk, int t)
 /* Every quantized type, the integer dots (a few rows: a decoding step)
 ** against the rounded rows times the dequantized weights summed in double.
 ** Bound: per group of 4 values the int32 sum is exact; it is rounded times
-** x's scale, then in the multiply-add with a, then on a chain of at most
+** x's scale, then in the multiply-add with a (the K-quants and IQ4_XS, a =
+** d·sc: Σ sc·Σ u·q exact per chunk of 256, rounded to float, times d·x's
+** scale, itself rounded: three roundings and the reference's a = fl(d·sc) one
+** more, for a chain K/256 shorter, within the constant below for K ≥ 256),
+** then on a chain of at most
 ** 3K/256 terms per lane (two registers and the offsets per chunk), the 16
 ** lanes' and two chains' sum (5 more); the offsets' dx·Σq once; the
 ** reference's weight two roundings, its x' one. Each relative to

@@ -41,19 +41,24 @@ LX_QLANES __m256 lx_ql_u8x8_ps(uint64_t v)
 }
 
 /* Q4_K / Q5_K: the 6-bit scales and mins of a super-block's 8 sub-blocks (the
-** 12 bytes at s, as half.c's scale_min_k reads them) as floats, times d and dmin: d·sc_j and
+** 12 bytes at s, as half.c's scale_min_k reads them): as bytes (sc_j, m_j byte j,
+** lx_ql_k_scales_u8), or as floats times d and dmin: d·sc_j and
 ** dmin·m_j in lane j, rounded once each as the scalar products are. Bytes
 ** 0-3 hold sc_0..3 (low 6 bits), 4-7 m_0..3, 8-11 the low 4 bits of
 ** sc_4..7 and m_4..7 (nibbles); the top 2 bits of bytes 0-3 and 4-7 are the
 ** high bits of sc_4..7 and m_4..7. */
-LX_QLANES void lx_ql_k_scales(const unsigned char *s, float d, float dmin, __m256 *dsc, __m256 *dm)
+LX_QLANES void lx_ql_k_scales_u8(const unsigned char *s, uint64_t *sc, uint64_t *m)
 {
     uint32_t w0, w1, w2;
     memcpy(&w0, s, 4), memcpy(&w1, s + 4, 4), memcpy(&w2, s + 8, 4);
-    const uint64_t sc = (uint64_t)(w0 & 0x3f3f3f3fu) |
-                        (uint64_t)((w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u)) << 32,
-                   m = (uint64_t)(w1 & 0x3f3f3f3fu) |
-                       (uint64_t)(((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u)) << 32;
+    *sc = (uint64_t)(w0 & 0x3f3f3f3fu) | (uint64_t)((w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u)) << 32;
+    *m = (uint64_t)(w1 & 0x3f3f3f3fu) | (uint64_t)(((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u)) << 32;
+}
+
+LX_QLANES void lx_ql_k_scales(const unsigned char *s, float d, float dmin, __m256 *dsc, __m256 *dm)
+{
+    uint64_t sc, m;
+    lx_ql_k_scales_u8(s, &sc, &m);
     *dsc = _mm256_mul_ps(_mm256_set1_ps(d), lx_ql_u8x8_ps(sc));
     *dm = _mm256_mul_ps(_mm256_set1_ps(dmin), lx_ql_u8x8_ps(m));
 }
@@ -94,23 +99,29 @@ LX_QLANES __m128i lx_ql_q6(__m128i a, __m128i c, __m128i h, int j)
 }
 
 /* The 16 sub-blocks' d·scale (and Q2_K's dmin·min) of a Q2_K or Q3_K
-** super-block b in lanes, each rounded once as the scalar products are.
+** super-block b in lanes, each rounded once as the scalar products are
+** (Q3_K's signed scales alone: lx_ql_q3_scales_i8).
 ** Q2_K: byte j of the first 16 holds scale j (low nibble) and min j (high).
 ** Q3_K: the low nibbles of scales 0-7 and 8-15 are the low and high nibbles
 ** of bytes 96-103, their high two bits bits 2i, 2i + 1 of bytes 104-107 for
 ** scales 4i … 4i + 3; less 32. */
+LX_QLANES __m128i lx_ql_q3_scales_i8(const unsigned char *b)
+{
+    /* 32-bit lane i: (i < 2 ? word i : word i − 2 >> 4) & 0x0f0f0f0f | (t >> 2i & 0x03030303) << 4 */
+    uint32_t t;
+    memcpy(&t, b + 104, 4);
+    const __m128i lo = _mm_loadl_epi64((const __m128i *)(b + 96)),
+                  nib = _mm_and_si128(_mm_unpacklo_epi64(lo, _mm_srli_epi32(lo, 4)), _mm_set1_epi32(0x0f0f0f0f)),
+                  top = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32((int)t), _mm_setr_epi32(0, 2, 4, 6)),
+                                      _mm_set1_epi32(0x03030303));
+    return _mm_sub_epi8(_mm_or_si128(nib, _mm_slli_epi32(top, 4)), _mm_set1_epi8(32));
+}
+
 LX_QLANES void lx_ql_k23_scales(const unsigned char *b, int three, float *ds, float *ms)
 {
     const __m128i nibble = _mm_set1_epi8(0x0f);
-    if (three) {    /* 32-bit lane i: (i < 2 ? word i : word i − 2 >> 4) & 0x0f0f0f0f | (t >> 2i & 0x03030303) << 4 */
-        uint32_t t;
-        memcpy(&t, b + 104, 4);
-        const __m128i lo = _mm_loadl_epi64((const __m128i *)(b + 96)),
-                      nib = _mm_and_si128(_mm_unpacklo_epi64(lo, _mm_srli_epi32(lo, 4)), _mm_set1_epi32(0x0f0f0f0f)),
-                      top = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32((int)t), _mm_setr_epi32(0, 2, 4, 6)),
-                                          _mm_set1_epi32(0x03030303));
-        __m128i sc = _mm_sub_epi8(_mm_or_si128(nib, _mm_slli_epi32(top, 4)), _mm_set1_epi8(32));
-        _mm512_storeu_ps(ds, _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(b + 108)), lx_ql_i8_ps(sc)));
+    if (three) {
+        _mm512_storeu_ps(ds, _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(b + 108)), lx_ql_i8_ps(lx_ql_q3_scales_i8(b))));
         return;
     }
     __m128i sc = _mm_loadu_si128((const __m128i *)b);

@@ -148,11 +148,21 @@ void lx_qdot8_prep(int8_t *q, float *xl, float *xg, const float *x, long ldx, lo
 #define F4 0x0004000400040004LL     /* a 16-bit shift of 4 in each word of a 64-bit element */
 
 /* A chunk of 256 weights: u[r] values 64r … 64r + 63 as bytes; ae[r] lane l
-** the a of the 4 values 64r + 4l …; bv lane g the b of values 16g …. */
+** the a of the 4 values 64r + 4l …; bv lane g the b of values 16g …. The
+** K-quants and IQ4_XS (int_scales) give a as d·sc, sc an integer: ie[r]
+** lane l the sc of the 4 values 64r + 4l …, and d, instead of ae. */
 struct chunk {
-    __m512i u[4];
+    __m512i u[4], ie[4];
     __m512 ae[4], bv;
+    float d;
 };
+
+/* Whether type's chunk holds integer scales (ie, d); each has Q8_K activations, one scale a chunk. */
+static inline int int_scales(int type)
+{
+    return type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K || type == LX_DT_Q2_K ||
+           type == LX_DT_Q3_K || type == LX_DT_IQ4_XS;
+}
 
 /* 16 int32 lanes: lane l = base + l / div. */
 QD8 __m512i lanes_of(int base, int div)
@@ -162,19 +172,18 @@ QD8 __m512i lanes_of(int base, int div)
                                               div == 8 ? 3 : div == 4 ? 2 : 1));
 }
 
-/* The 16-lane a per 4 values of each register from a per 32 values (a8, in its low 8 lanes) or per 16 (a16). */
-QD8 void expand8(struct chunk *k, __m512 a8)
+/* The 16 lanes per 4 values of each register from a scale per 32 values (v's
+** low 8 lanes, per = 32) or per 16 (per = 16): floats to ae, integers to ie. */
+QD8 void expand(struct chunk *k, __m512i v, int per, int ints)
 {
 #pragma GCC unroll 4
-    for (int r = 0; r < 4; r++)
-        k->ae[r] = _mm512_permutexvar_ps(lanes_of(2 * r, 8), a8);
-}
-
-QD8 void expand16(struct chunk *k, __m512 a16)
-{
-#pragma GCC unroll 4
-    for (int r = 0; r < 4; r++)
-        k->ae[r] = _mm512_permutexvar_ps(lanes_of(4 * r, 4), a16);
+    for (int r = 0; r < 4; r++) {
+        const __m512i e = _mm512_permutexvar_epi32(per == 32 ? lanes_of(2 * r, 8) : lanes_of(4 * r, 4), v);
+        if (ints)
+            k->ie[r] = e;
+        else
+            k->ae[r] = _mm512_castsi512_ps(e);
+    }
 }
 
 /* Eight 32-value blocks (lx_ql_w32's kinds) of the given bytes: register r
@@ -217,7 +226,7 @@ QD8 void chunk_w32(struct chunk *k, const unsigned char *p, int kind)
         k->u[r] = v;
     }
     const __m512 d = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dh)));
-    expand8(k, d);
+    expand(k, _mm512_castps_si512(d), 32, 0);
     const __m512 dg = _mm512_permutexvar_ps(lanes_of(0, 2), d);
     k->bv = min ? _mm512_permutexvar_ps(lanes_of(0, 2),
                                         _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)mh))))
@@ -232,8 +241,9 @@ QD8 void chunk_q45(struct chunk *k, const unsigned char *p, int five)
     const unsigned char *q = p + (five ? 48 : 16);
     const __m512i low = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1),
                   halves = _mm512_setr_epi64(0, 0, 0, 0, F4, F4, F4, F4);     /* 16-bit shifts: 0, 4 */
-    __m256 dsc, dm;
-    lx_ql_k_scales(p + 4, lx_ql_f16(p), lx_ql_f16(p + 2), &dsc, &dm);
+    uint64_t sc, mn;
+    lx_ql_k_scales_u8(p + 4, &sc, &mn);
+    const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(lx_ql_f16(p + 2)), lx_ql_u8x8_ps(mn));
     const __m512i hb = five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 16))) : low;
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
@@ -248,7 +258,8 @@ QD8 void chunk_q45(struct chunk *k, const unsigned char *p, int five)
         }
         k->u[r] = v;
     }
-    expand8(k, _mm512_castps256_ps512(dsc));
+    k->d = lx_ql_f16(p);
+    expand(k, _mm512_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc)), 32, 1);
     k->bv = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_permutexvar_ps(lanes_of(0, 2), _mm512_castps256_ps512(dm)));
 }
 
@@ -272,10 +283,10 @@ QD8 void chunk_q6(struct chunk *k, const unsigned char *p)
             k->u[2 * hh + m] = _mm512_or_si512(v, _mm512_slli_epi16(h, 4));
         }
     }
-    const __m512 a = _mm512_mul_ps(_mm512_set1_ps(lx_ql_f16(p + 208)),
-                                   lx_ql_i8_ps(_mm_loadu_si128((const __m128i *)(p + 192))));
-    expand16(k, a);
-    k->bv = _mm512_mul_ps(_mm512_set1_ps(-32.0f), a);
+    const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + 192)));
+    k->d = lx_ql_f16(p + 208);
+    expand(k, sc, 16, 1);
+    k->bv = _mm512_mul_ps(_mm512_set1_ps(-32.0f), _mm512_mul_ps(_mm512_set1_ps(k->d), _mm512_cvtepi32_ps(sc)));
 }
 
 /* Q2_K / Q3_K: register r holds values 128h + 32s + l (h = r / 2, s = 2(r % 2)
@@ -286,8 +297,6 @@ QD8 void chunk_q23(struct chunk *k, const unsigned char *p, int three)
 {
     const unsigned char *q = p + (three ? 32 : 16);
     const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p)), one = _mm512_set1_epi16(0x0101);
-    float a[16], m[16];
-    lx_ql_k23_scales(p, three, a, m);
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
         const int h = r / 2, s = 2 * (r % 2);
@@ -302,9 +311,14 @@ QD8 void chunk_q23(struct chunk *k, const unsigned char *p, int three)
         }
         k->u[r] = v;
     }
-    const __m512 av = _mm512_loadu_ps(a);
-    expand16(k, av);
-    k->bv = three ? _mm512_mul_ps(_mm512_set1_ps(-4.0f), av) : _mm512_sub_ps(_mm512_setzero_ps(), _mm512_loadu_ps(m));
+    const __m128i sb = _mm_loadu_si128((const __m128i *)p), nibble = _mm_set1_epi8(0x0f);
+    const __m512i sc = three ? _mm512_cvtepi8_epi32(lx_ql_q3_scales_i8(p))
+                             : _mm512_cvtepu8_epi32(_mm_and_si128(sb, nibble));
+    k->d = lx_ql_f16(p + (three ? 108 : 80));
+    expand(k, sc, 16, 1);
+    k->bv = three ? _mm512_mul_ps(_mm512_set1_ps(-4.0f), _mm512_mul_ps(_mm512_set1_ps(k->d), _mm512_cvtepi32_ps(sc)))
+                  : _mm512_mul_ps(_mm512_set1_ps(-lx_ql_f16(p + 82)),
+                                  lx_ql_u8_ps(_mm_and_si128(_mm_srli_epi16(sb, 4), nibble)));
 }
 
 /* IQ4_XS: register r holds sub-blocks 2r and 2r + 1 laid out as two IQ4_NL
@@ -329,9 +343,10 @@ QD8 void chunk_iq4xs(struct chunk *k, const unsigned char *p)
                                        _mm256_set1_epi32(0x0f)),
                       _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(hi), _mm256_slli_epi32(j, 1)),
                                                          _mm256_set1_epi32(3)), 4));
-    const __m512 a8 = _mm512_castps256_ps512(_mm256_mul_ps(
-        _mm256_set1_ps(lx_ql_f16(p)), _mm256_cvtepi32_ps(_mm256_sub_epi32(sc, _mm256_set1_epi32(32)))));
-    expand8(k, a8);
+    const __m256i sc32 = _mm256_sub_epi32(sc, _mm256_set1_epi32(32));
+    k->d = lx_ql_f16(p);
+    const __m512 a8 = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(k->d), _mm256_cvtepi32_ps(sc32)));
+    expand(k, _mm512_castsi256_si512(sc32), 32, 1);
     k->bv = _mm512_mul_ps(_mm512_set1_ps(-128.0f), _mm512_permutexvar_ps(lanes_of(0, 2), a8));
 }
 
@@ -372,6 +387,17 @@ QD8 void dot8_n(float *out, const int8_t *q, const float *xl, const float *xg, c
         for (int t = 0; t < n; t++) {
             const int8_t *qt = q + t * C + k;
             const float *lt = xl + t * (C / 4) + k / 4;
+            if (int_scales(type)) {     /* Σ sc·Σ u·q exact in int32, one conversion, times d and x's scale */
+                __m512i acc = _mm512_setzero_si512();
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++)
+                    acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ch.u[r],
+                                                                                       _mm512_loadu_si512(qt + 64 * r)),
+                                                                   ch.ie[r]));
+                s0[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(ch.d * lt[0]), s0[t]);
+                s1[t] = _mm512_fmadd_ps(ch.bv, _mm512_loadu_ps(xg + t * (C / 16) + k / 16), s1[t]);
+                continue;
+            }
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++) {
                 __m512i i = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ch.u[r], _mm512_loadu_si512(qt + 64 * r));
