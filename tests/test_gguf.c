@@ -196,7 +196,8 @@ Test(gguf, quantized_weights_are_llama_cpps, .fini = teardown)
 
 /* `lenx show model`'s "matrices" counts each type among the model's weight matrices as the
 ** container lists the file's 2-D tensors (read here with the GGUF reader, not the loader): the
-** Q4_K_M mix, and the fallback mix of a model whose rows are not whole super-blocks. */
+** Q4_K_M mix, and the fallback mix of a model whose rows are not whole super-blocks; such a
+** mix's weights_dtype is "mixed". */
 Test(gguf, show_model_counts_the_matrix_types, .fini = teardown)
 {
     shell_setup("gguf-types");
@@ -235,6 +236,8 @@ Test(gguf, show_model_counts_the_matrix_types, .fini = teardown)
         free(bytes);
         cr_assert_eq(sh(got, sizeof got, "$L show model %s", path), 0, "%s", got);
         cr_expect(strstr(got, want), "%s: want %s in\n%s", files[i], want, got);
+        /* more than one type among the matrices: the weights' type is "mixed", not the embedding's */
+        cr_expect(strstr(got, "\"weights_dtype\": \"mixed\""), "%s: weights_dtype in\n%s", files[i], got);
     }
 }
 

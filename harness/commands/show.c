@@ -529,12 +529,12 @@ static void key_str(struct lx_buf *out, const char *key, const char *v)
 ** what scoring one window of its training length takes in all (weights,
 ** activations, attention scratch on this run's threads), the numbers a run
 ** checks against the machine before it allocates. */
-/* "matrices": how many of the model's weight matrices (the embedding, each
-** layer's q, k, v, output, MLP parts, the head unless tied) hold each type:
-** a GGUF mix such as Q4_K_M shows its Q4_K and Q6_K. */
-static void put_matrix_types(struct lx_buf *out, const struct lx_model *m)
+/* How many of the model's weight matrices (the embedding, each layer's q, k,
+** v, output, MLP parts, the head unless tied) hold each type, into n: a GGUF
+** mix such as Q4_K_M has Q4_K and Q6_K. Returns the one type if they share
+** one, else -1. */
+static int matrix_types(const struct lx_model *m, long n[LX_DT_N])
 {
-    long n[LX_DT_N] = {0};
     n[m->v.memb.type]++;
     if (!m->arch.tie_head)
         n[m->v.mhead.type]++;
@@ -546,6 +546,16 @@ static void put_matrix_types(struct lx_buf *out, const struct lx_model *m)
             n[L->mw13[k].type]++;
         n[L->mo.type]++, n[L->mw2.type]++;
     }
+    int one = -1;
+    for (int t = 0; t < LX_DT_N; t++)
+        if (n[t])
+            one = one < 0 ? t : LX_DT_N;
+    return one < LX_DT_N ? one : -1;
+}
+
+/* "matrices": the counts of matrix_types, in lenx's type order. */
+static void put_matrix_types(struct lx_buf *out, const long n[LX_DT_N])
+{
     lx_buf_puts(out, ", \"matrices\": {");
     for (int t = 0, first = 1; t < LX_DT_N; t++)
         if (n[t]) {
@@ -565,15 +575,17 @@ static void put_memory(struct lx_buf *out, const struct lx_model *m, long train_
     double weights = lx_model_held_bytes(m),
            kv = (lx_kvcache_bytes(a, NULL, 1, t0 + 1024, 0, 0) - lx_kvcache_bytes(a, NULL, 1, t0, 0, 0)) / 1024;
     double score = lx_eval_bytes(a, NULL, m->held ? weights : 0, bf16, 1, T, LX_RUN_LOSS);
+    long n[LX_DT_N] = {0};
+    int one = matrix_types(m, n);   /* an fp32 copy is F32 whatever the file holds */
     lx_buf_printf(out, ",\n  \"memory\": {\"weights_dtype\": \"%s\", \"weights_held\": \"%s\", "
                   "\"dtypes\": {\"embedding\": \"%s\", \"attention\": \"%s\", \"mlp\": \"%s\", \"head\": \"%s\", "
                   "\"norms\": \"F32\"}",
-                  lx_dtype_name(lx_model_dtype(m)),
+                  !m->held ? "F32" : one >= 0 ? lx_dtype_name(one) : "mixed",
                   L->mqkv[0].packed_rows ? "packed at load" : m->held ? "in place" : "fp32 copy",
                   lx_dtype_name(m->v.memb.type),
                   lx_dtype_name(L->mqkv[0].type), lx_dtype_name(L->mw13[0].type),
                   a->tie_head ? "tied" : lx_dtype_name(m->v.mhead.type));
-    put_matrix_types(out, m);
+    put_matrix_types(out, n);
     lx_buf_printf(out, ", \"weights_bytes\": %.0f, \"kv_cache_bytes_per_token\": %.0f, \"score_window\": %ld, "
                   "\"score_bytes\": %.0f}", weights, kv, train_len, score);
 }
