@@ -264,6 +264,50 @@ Test(decode, half_products_round_q_and_p)
     tstack_free(&st);
 }
 
+/* With activations: llamacpp and kv_cache: f16 a pass rounds q, k and v to f16 (model.c), which turns
+** |x| >= 65520 into infinity: the pass's check names the cache type, the first layer and the row instead
+** of the non-finite logits that follow. Layer 1's q|k|v weights times 1e5 put its values near
+** 0.3·√32·1e5 ≈ 1.7e5 (x normalised); layer 0 stays in range. A bf16 cache (fp32's range) and an f16
+** cache without the mode (the pass's attention in fp32) give no such error. */
+Test(decode, f16_attention_past_its_range_is_named)
+{
+    enum { T = 12 };
+    struct lx_model m;
+    random_model(&m, 0, NULL, 21);
+    long nq = lx_arch_qkv(&m.arch) * m.arch.d_model;
+    for (long i = 0; i < nq; i++)
+        m.v.layer[1].wqkv[i] *= 1e5f;
+    struct lx_facts f = tfacts((int)m.arch.d_head, 256, (int)m.arch.heads, T);
+    struct tstack st;
+    tstack_make(&st, "[rope]", &f);
+    int tok[T], tgt[T];
+    for (int t = 0; t < T; t++)
+        tok[t] = (7 * t + 3) % (int)m.arch.vocab, tgt[t] = (5 * t + 1) % (int)m.arch.vocab;
+    static const struct {
+        int kv, acts, named;
+    } cases[] = {{LX_DT_F16, 1, 1}, {LX_DT_BF16, 1, 0}, {LX_DT_F16, 0, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        struct lx_error err = {{0}};
+        struct lx_acts a;
+        lx_kv_set(cases[c].kv);
+        lx_acts_llamacpp_set(cases[c].acts);
+        cr_assert_eq(lx_acts_alloc(&a, &m.arch, 1, T, LX_ACTS_EVAL, &err), LX_OK, "%s", err.msg);
+        lx_model_forward(&m, &st.spec, tok, tgt, &a);
+        int rc = lx_acts_check_finite(&a, m.arch.vocab, 1, tgt, &err);
+        int named = rc == LX_ERUN && strstr(err.msg, "kv_cache f16") != NULL;
+        cr_expect_eq(named, cases[c].named, "kv %s, llamacpp %d: rc %d, %s", lx_kv_name(cases[c].kv),
+                     cases[c].acts, rc, err.msg);
+        if (named)
+            cr_expect(strstr(err.msg, "layer 1 at window 0, position 0") && strstr(err.msg, "hint: use kv_cache bf16"),
+                      "%s", err.msg);
+        lx_acts_release(&a);
+    }
+    lx_kv_set(0);
+    lx_acts_llamacpp_set(0);
+    tstack_free(&st);
+    lx_model_release(&m);
+}
+
 /* Tokens tok[0, n) of a random model: full forward logits of every row, then
 ** decode from a prefix of p0 rows: each step's logits against the full row. */
 static void steps_vs_full_at(const char *stack, int kind, int T, double tol)

@@ -541,6 +541,14 @@ static size_t round_f16_avx512(float *x, size_t n)
     return i;
 }
 
+size_t lx_f16_first_over(const float *x, size_t n)
+{
+    size_t i = 0;
+    while (i < n && !(fabsf(x[i]) >= 65520.0f && isfinite(x[i])))
+        i++;
+    return i;
+}
+
 void lx_round_half_n(float *x, int t, size_t n)
 {
     if (t == LX_DT_BF16) {

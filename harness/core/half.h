@@ -128,6 +128,8 @@ void lx_round_bf16_n(float *x, size_t n);
 /* Every value of x (n floats) rounded to type t's precision in place: BF16 as lx_round_bf16_n, F16 as
 ** lx_f32_to_f16 (past 65504 to infinity); any other t leaves x as it is. */
 void lx_round_half_n(float *x, int t, size_t n);
+/* The index of the first finite value of x (n floats) that f16 rounds to infinity (|x| >= 65520), or n. */
+size_t lx_f16_first_over(const float *x, size_t n);
 
 /* The index of the first non-finite value of n values of type t, or -1. */
 long lx_half_first_nonfinite(const void *src, int t, size_t n);

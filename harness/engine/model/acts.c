@@ -447,6 +447,11 @@ int lx_model_check_finite(const struct lx_model *m, const char *weights_sha256, 
 int lx_acts_check_finite(const struct lx_acts *a, long V, int nb, const int *targets, struct lx_error *err)
 {
     long T = a->T;
+    if (a->half_over_layer)     /* the cause of what follows: infinite keys, NaN probabilities */
+        return lx_err(err, LX_ERUN, "kv_cache f16: a query, key or value of layer %d at window %ld, position %ld "
+                      "is past f16's range (|x| > 65504) and became infinite, as in llama.cpp's f16 cache\n"
+                      "  hint: use kv_cache bf16 (fp32's range in the same bytes) or fp32",
+                      a->half_over_layer - 1, a->half_over_row / T, a->half_over_row % T);
     for (long i = 0; i < (long)nb * T; i++) {
         /* a row's kept logits first: their error names the token */
         const float *lg = lx_acts_logits(a, i);

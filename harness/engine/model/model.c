@@ -308,8 +308,12 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *glob
                         (int)ar->d_head);
     if (lx_numerics_get() == LX_NUMERICS_BF16)     /* the attention's products read bf16 q, k, v */
         lx_round_bf16_n(qkv, (size_t)(s->N * s->QKV));
-    else if (!a->train)     /* as llama.cpp's from its half cache, q for q·K too (lx_attn_half; 0: none) */
-        lx_round_half_n(qkv, lx_attn_half(), (size_t)(s->N * s->QKV));
+    else if (!a->train) {   /* as llama.cpp's from its half cache, q for q·K too (lx_attn_half; 0: none) */
+        size_t n = (size_t)(s->N * s->QKV), i;
+        if (lx_attn_half() == LX_DT_F16 && !a->half_over_layer && (i = lx_f16_first_over(qkv, n)) < n)
+            a->half_over_layer = (int)l + 1, a->half_over_row = (long)(i / (size_t)s->QKV);
+        lx_round_half_n(qkv, lx_attn_half(), n);
+    }
     if (a->kv)
         lx_kvcache_put(a->kv, (int)l, qkv, a->B, a->T, (int)s->H);
     struct lx_attn_shape sh = shape_of(ar, a->T);
@@ -496,6 +500,7 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec_in,
     }
     if (spec->cosine && a->train)
         lx_acts_lazy(a, &a->qkn);
+    a->half_over_layer = 0;
     lx_embed(a->x, m, tokens, s.N);
     if (a->train)
         forward_train(m, spec, targets, a, &s);

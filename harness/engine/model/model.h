@@ -67,6 +67,9 @@ struct lx_acts {
     int answer;                 /* eval: laid out as LX_ACTS_EVAL_ANSWER, logits of the scored rows only */
     long bad_logit;             /* loss_only: row·V + token of the first non-finite logit, or −1 */
     float bad_value;            /* ... and its value */
+    int half_over_layer;        /* eval with an f16 attention (lx_attn_half): 1 + the layer of the first q, k
+                                ** or v past f16's range in this pass, 0: none */
+    long half_over_row;         /* ... and its row (window · T + position) */
     int n_thr;                  /* attention scratch slots */
     int portable;               /* 1: laid out in portable numerics (lx_numerics_get() at allocation) */
     long rows;                  /* rows the MLP and the head run over at a time: N, or in a portable
