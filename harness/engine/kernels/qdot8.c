@@ -157,11 +157,10 @@ struct chunk {
     float d;
 };
 
-/* Whether type's chunk holds integer scales (ie, d); each has Q8_K activations, one scale a chunk. */
+/* Whether type's chunk holds integer scales (ie, d): the types with Q8_K activations, one scale a chunk. */
 static inline int int_scales(int type)
 {
-    return type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K || type == LX_DT_Q2_K ||
-           type == LX_DT_Q3_K || type == LX_DT_IQ4_XS;
+    return lx_act_format(type) == LX_ACT_Q8_K;
 }
 
 /* 16 int32 lanes: lane l = base + l / div. */
