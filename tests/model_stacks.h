@@ -62,6 +62,9 @@ static const char *const stacks[] = {
     "[{rope: {layout: interleaved}}, {rerope: {window: 5, leak: 3}}, infoscale]",
     "[rope, {selfextend: {group: 3, window: 4}}]",
     "[{rope: {layout: interleaved}}, {selfextend: {group: 2, window: 5}}, {logn: {mode: su}}]",
+    "[rope, {string: {offset: 4, local: 2}}]",
+    "[{rope: {layout: interleaved}}, {string: {offset: 6, local: 1, attn_factor: 1}}, {logn: {mode: su}}]",
+    "[rope, {string: {offset: 3, local: 3}}, {window: {size: 5}}]",  /* W = S: the map moves nothing */
     "[rope, {dca: {chunk: 6, local: 2}}]",
     "[{rope: {layout: interleaved}}, {dca: {chunk: 9, local: 4}}, infoscale]",
     "[rope, {dca: {chunk: 5, local: 3}}, {scaleinv: {tau: 2}}]",   /* a distance op at |δ| */

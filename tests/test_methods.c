@@ -179,6 +179,7 @@ static const struct { const char *name, *json; } frozen_defaults[] = {
     {"scaleinv", "{\"tau\":10,\"alpha\":1.6487212707001282,\"beta\":1.6487212707001282}"},
     {"selfextend", "{\"group\":0,\"window\":0}"},
     {"streaming", "{\"sinks\":4,\"recent\":0}"},
+    {"string", "{\"offset\":0,\"ratio\":0.33,\"local\":0,\"attn_factor\":1.0693147180559945}"},
     {"t5align", "{\"mode\":\"pmax\",\"closed_form\":\"none\",\"tau_min\":0.5,\"step\":0.05}"},
     {"t5bias", "{\"buckets\":32,\"max_distance\":128}"},
     {"window", "{\"size\":0}"},

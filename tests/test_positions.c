@@ -2,7 +2,7 @@
 ** tests/test_positions.c - the methods that change which keys a query sees and
 ** at what distance (alibi, window, streaming, lminfinite, rerope), checked
 ** against the golden values of docs/methods.md (sections alibi, window,
-** streaming, lminfinite, rerope, selfextend, dca) and against 12-token
+** streaming, lminfinite, rerope, selfextend, dca, string) and against 12-token
 ** examples worked by hand, through the spec's naive reference
 ** (lx_spec_visible, lx_spec_row_keys, lx_spec_delta, lx_spec_affine).
 */
@@ -494,6 +494,61 @@ Test(selfextend, errors)
     EXPECT_FAILS("[rope, {selfextend: {window: 64}}]", &f, "selfextend", "window below the training length 64");
 }
 
+/* ---- string ------------------------------------------------------------------- */
+
+Test(string, golden)
+{
+    /* docs/methods.md#string, query 9 by hand: distances d >= S become d − S + W */
+    expect_query9("[rope, {string: {offset: 4, local: 2}}]", (const double[]){7, 6, 5, 4, 3, 2, 3, 2, 1, 0});
+    expect_query9("[rope, {string: {offset: 6, local: 1}}]", (const double[]){4, 3, 2, 1, 5, 4, 3, 2, 1, 0});
+    expect_query9("[rope, {string: {offset: 4, local: 4}}]", (const double[]){9, 8, 7, 6, 5, 4, 3, 2, 1, 0});
+    /* the bidirectional mirror: key 9 seen from query 0 */
+    struct lx_facts f = tfacts(64, 64, 1, 10);
+    struct tstack s;
+    tstack_make(&s, "[rope, {string: {offset: 4, local: 2}}]", &f);
+    cr_expect_eq(lx_spec_delta(&s.spec, 0, 9), -7.0);
+    cr_expect_eq(lx_spec_delta(&s.spec, 0, 3), -3.0);
+    tstack_free(&s);
+}
+
+/* offset auto ⌊ratio·n⌋ (at least 1), local auto min(128, ⌊S/4⌋) (at least 1), and the reference's
+** attention factor on cos and sin: logits × (0.1 ln 2 + 1)², 1.1434 */
+Test(string, automatic_values)
+{
+    static const struct { long n; double ratio; long S, W; } g[] = {
+        {1024, 0.33, 337, 84}, {16384, 0.33, 5406, 128}, {16, 0.33, 5, 1}, {2, 0.33, 1, 1}, {1000, 0.5, 500, 125},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        struct lx_facts f = tfacts(64, 64, 1, g[i].n);
+        char yaml[96];
+        snprintf(yaml, sizeof yaml, "[rope, {string: {ratio: %g}}]", g[i].ratio);
+        struct tstack s;
+        tstack_make(&s, yaml, &f);
+        cr_expect_eq(s.spec.posmap.from, g[i].S, "n %ld: S %ld", g[i].n, s.spec.posmap.from);
+        cr_expect_eq(s.spec.posmap.shift, (double)(g[i].W - g[i].S), "n %ld: shift %g", g[i].n, s.spec.posmap.shift);
+        double a = 0.1 * log(2) + 1;
+        cr_expect(fabs(lx_spec_logit(&s.spec, 0, 7, 3, 1.0) - a * a) < 1e-15, "n %ld: %.17g", g[i].n,
+                  lx_spec_logit(&s.spec, 0, 7, 3, 1.0));
+        tstack_free(&s);
+    }
+    struct lx_facts f = tfacts(64, 64, 1, 64);
+    struct tstack s;
+    tstack_make(&s, "[rope, {string: {offset: 8, attn_factor: 1}}]", &f);
+    cr_expect_eq(s.spec.n_ops, 0, "attn_factor 1 pushes no op");
+    cr_expect_eq(lx_spec_delta(&s.spec, 63, 0), 63.0 - 8 + 2);
+    tstack_free(&s);
+}
+
+Test(string, errors)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 256);
+    EXPECT_FAILS("{string: {offset: 8}}", &f, "string", "rope");
+    EXPECT_FAILS("[rope, rerope, string]", &f, "rerope", "string", "far-key positions");
+    EXPECT_FAILS("[rope, {string: {offset: 8, local: 9}}]", &f, "string", "local W = 9 is above offset S = 8");
+    EXPECT_FAILS("[rope, {string: {local: 128}}]", &f, "string", "local W = 128 is above offset S = 84");
+    EXPECT_FAILS("[rope, {string: {ratio: 0}}]", &f, "ratio");
+}
+
 /* ---- the engine against a transcription of a method's code --------------------- */
 
 /* One head of 13 tokens, D = 8: q, k and v as tests/ref/selfextend_ref.py and
@@ -589,6 +644,26 @@ Test(selfextend, attention_matches_the_patch)
     double worst;
     cr_expect_eq(ref_cases("selfextend_ref.csv", 2, selfextend_case, &worst), 4);
     cr_log_info("selfextend: max |lenx - patch| %.3g", worst);
+}
+
+static double string_case(const long *key, const double *want)
+{
+    char yaml[128];
+    struct lx_facts f = tfacts(RD, 64, 1, RT);
+    snprintf(yaml, sizeof yaml, "[rope, {string: {offset: %ld, local: %ld%s}}]", key[0], key[1],
+             key[2] ? "" : ", attn_factor: 1");
+    return attention_vs_ref(yaml, &f, want);
+}
+
+/* The engine's attention, naive and fast, against tests/ref/string_ref.py's transcription of the
+** reference's decode step (the last S keys at RoPE's distance, the rest with the query at i − S + W, cos
+** and sin times 0.1 ln 2 + 1 or not): (S, W) of (5, 1), (4, 2), (6, 3) without the factor, (3, 3), (12, 2)
+** and (7, 4). */
+Test(string, attention_matches_the_code)
+{
+    double worst;
+    cr_expect_eq(ref_cases("string_ref.csv", 3, string_case, &worst), 6);
+    cr_log_info("string: max |lenx - STRING| %.3g", worst);
 }
 
 /* ---- dca ------------------------------------------------------------------------ */
