@@ -87,6 +87,7 @@ Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
         {"configs/repro/t5-alignment-t5bias.yaml", "sweep t5-alignment-t5bias: 144 cells", 3},
         {"configs/repro/relative-bias-extrapolation.yaml", "sweep relative-bias-extrapolation: 255 cells", 36},
         {"configs/repro/kerple-kernels.yaml", "sweep kerple-kernels: 100 cells", 20},
+        {"configs/repro/string-needles.yaml", "sweep string-needles: 108 cells", 3},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         int models = expect_plans(want[i].config, want[i].cells);
@@ -116,6 +117,22 @@ Test(repro, kerple_seeds_extend_relative_bias, .init = setup, .fini = teardown, 
                     "$(comm -12 k.keys r.keys | grep -c ' seed=[123] ') $(grep -c ' seed=[123] ' k.keys)"),
                  0, "%s", out);
     cr_expect_str_eq(out, "100 30 30 30\n", "cells, shared with relative-bias, of those on seeds 1-3, kerple's on 1-3");
+}
+
+/* The needle reproductions evaluate one set of base models (REPRODUCTIONS.md: string-needles' RoPE cells at 192
+** are selfextend-needles' bits): string-needles and dca-needles plan selfextend-needles' three model keys, and
+** string-needles' RoPE cells at 192 are selfextend-needles' by run key too. */
+Test(repro, needle_sweeps_share_their_models, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[4096];
+    plan_keys("$R/configs/repro/selfextend-needles.yaml", "se");
+    plan_keys("$R/configs/repro/string-needles.yaml", "st");
+    plan_keys("$R/configs/repro/dca-needles.yaml", "dc");
+    cr_assert_eq(sh(out, sizeof out, "for k in se st dc; do grep -o '\\[[0-9a-f]*\\]$' $k.keys | sort -u > $k.models; "
+                    "done; echo $(wc -l < se.models) $(comm -12 se.models st.models | wc -l) "
+                    "$(comm -12 se.models dc.models | wc -l) $(comm -12 se.keys st.keys | wc -l) "
+                    "$(comm -12 se.keys st.keys | grep -c ' rope  length=192 ')"), 0, "%s", out);
+    cr_expect_str_eq(out, "3 3 3 6 6\n", "models, shared with string and dca; cells shared, of those RoPE's at 192");
 }
 
 /* finetune-rescaling's seeds 4-7 pool with finetune-retrieval's 1-3
