@@ -48,6 +48,7 @@ static const char *const stacks[] = {
     "[rope, {ntk: {scale: 4}}]",
     "[rope, {ntk: {mode: dynamic}}]",
     "[rope, {yarn: {scale: 4}}]",
+    "[rope, {giraffe: {power: 0.5, truncate: 8}}]",   /* pairs at ρ and at 0 */
     "[rope, prope]",
     "[rope, {prope: {mode: modded}}, scaleinv]",
     "[rope, infoscale]",

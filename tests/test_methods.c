@@ -159,6 +159,7 @@ static const struct { const char *name, *json; } frozen_defaults[] = {
     {"bca", "{\"block\":0}"},
     {"cosscale", "{\"s\":128}"},
     {"dca", "{\"chunk\":0,\"local\":0,\"mscale\":true}"},
+    {"giraffe", "{\"scale\":1,\"power\":0,\"truncate\":0}"},
     {"infoscale", "{\"eps\":0}"},
     {"kerple", "{}"},
     {"llama3", "{\"scale\":0,\"low_freq_factor\":1,\"high_freq_factor\":4,\"original\":0}"},

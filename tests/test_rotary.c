@@ -1,6 +1,6 @@
 /*
 ** tests/test_rotary.c - the rotary-frequency methods (pi, ntk, yarn, llama3,
-** prope) against the golden numbers of docs/methods.md#pi, docs/methods.md#ntk,
+** prope, giraffe) against the golden numbers of docs/methods.md#pi, docs/methods.md#ntk,
 ** docs/methods.md#yarn, docs/methods.md#llama3 and docs/methods.md#prope, against values computed independently in plain Python (double
 ** precision; the one-liners stand beside the numbers), and their properties:
 ** PI and NTK with scale 1 are RoPE, YaRN keeps fast pairs and interpolates slow
@@ -660,6 +660,74 @@ Test(prope, training_only)
     expect_fails("[rope, {prope: {train: false}}]", tfacts(16, 64, 1, 64), "'prope' is always part of training",
                  "train: false");
     expect_fails("[rope, {prope: {mode: modded}}]", tfacts(18, 64, 1, 64), "prope: mode modded", "18");
+}
+
+/* ---- giraffe ----------------------------------------------------------- */
+
+/* docs/methods.md#giraffe by hand, d = 64, b = 1e4, T = 64: θ_k = 1e4^(−k/32); the cutoff 2π/64 = 0.0982
+** lies between θ_8 = 0.1 and θ_9 = 0.0750, and 2π/512 = 0.01227 between θ_15 = 0.01334 and θ_16 = 0.01:
+** pairs 0-8 kept, 9-15 at ρ = 2π/1024, 16-31 zero. */
+Test(giraffe, truncated_basis_by_hand)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 64);
+    struct lx_rotary rope = table("rope", f), r = table("[rope, {giraffe: {truncate: 64}}]", f);
+    for (int k = 0; k < 32; k++) {
+        double want = k <= 8 ? rope.inv_freq[k] : k <= 15 ? 2 * acos(-1.0) / 1024 : 0.0;
+        cr_expect_eq(r.inv_freq[k], want, "[%d]: %.17g, want %.17g", k, r.inv_freq[k], want);
+    }
+    /* power 1 on d = 8: θ_k·(1 − k/4) = 1, 0.1·3/4, 0.01·1/2, 0.001·1/4 */
+    r = table("[rope, {giraffe: {power: 1}}]", tfacts(8, 64, 1, 64));
+    static const double pw[] = {1, 0.075, 0.005, 0.00025};
+    for (int k = 0; k < 4; k++)
+        expect_rel(r.inv_freq[k], pw[k], 1e-14, "giraffe power 1", k);
+}
+
+/* Rows of tests/ref/giraffe_ref.csv (a transcription of the code's table in doubles): d, base, scale, power,
+** truncate, pair, θ. Each case's table, compiled from its YAML, equals the transcription to 1e-15. */
+Test(giraffe, tables_match_the_code)
+{
+    char path[512], line[256], yaml[160];
+    snprintf(path, sizeof path, "%s/tests/ref/giraffe_ref.csv", getenv("LENX_ROOT"));
+    FILE *fp = fopen(path, "r");
+    cr_assert_not_null(fp, "%s", path);
+    cr_assert_not_null(fgets(line, sizeof line, fp));
+    int rows = 0, cases = 0, d = 0, k = 0;
+    struct lx_rotary r = {0};
+    double base, scale, power, want;
+    long truncate;
+    while (fgets(line, sizeof line, fp)) {
+        cr_assert_eq(sscanf(line, "%d,%lf,%lf,%lf,%ld,%d,%lf", &d, &base, &scale, &power, &truncate, &k, &want), 7,
+                     "%s", line);
+        if (k == 0) {
+            snprintf(yaml, sizeof yaml, "[{rope: {base: %.17g}}, {giraffe: {scale: %.17g, power: %.17g, "
+                     "truncate: %ld}}]", base, scale, power, truncate);
+            r = table(yaml, tfacts(d, 64, 1, 64));
+            cr_assert_eq(r.n_pairs, d / 2, "%s", yaml);
+            cases++;
+        }
+        cr_expect(fabs(r.inv_freq[k] - want) <= 1e-15 * fabs(want), "%s [%d]: %.17g, want %.17g", yaml, k,
+                  r.inv_freq[k], want);
+        rows++;
+    }
+    fclose(fp);
+    cr_expect_eq(cases, 8);
+    cr_expect_eq(rows, 280);
+}
+
+Test(giraffe, defaults_are_rope_and_it_trains_in)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 256);
+    struct lx_rotary rope = table("rope", f), r = table("[rope, giraffe]", f);
+    expect_same(&r, &rope, "giraffe with its defaults");
+    struct lx_spec spec;
+    struct lx_error err = {{0}};
+    cr_assert_eq(train_compile("[rope, {giraffe: {truncate: 64, train: true}}]", f, &spec, &err), LX_OK, "%s",
+                 err.msg);
+    cr_expect_str_eq(spec.frequencies, "giraffe");
+    cr_expect_eq(spec.rotary.inv_freq[20], 0.0);
+    expect_fails("[rope, giraffe, yarn]", f, "'giraffe' and 'yarn' both set the rotary frequencies", "hint");
+    expect_fails("[alibi, giraffe]", f, "'giraffe'", "rope");
+    expect_fails("[rope, {giraffe: {scale: 0.5}}]", f, "scale", "0.5");
 }
 
 /* ---- errors shared by the four ------------------------------------------ */
