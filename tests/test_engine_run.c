@@ -776,3 +776,20 @@ Test(engine_run, checkpoint_stack_is_compared_by_resolved_value, .init = setup, 
         }
     }
 }
+
+/* Into a log (stderr not a terminal) a model's training says where it is at each validation and at every
+** tenth of its steps, so a long run whose validations are far apart is not silent in between: 20 steps
+** validated every 10 print steps 2, 4, ..., 20, each once; 40 fine-tuning steps (validated every 10 too)
+** print 4, 8, 10, 12, 16, 20, ..., 40. */
+Test(engine_run, a_log_shows_training_progress_every_tenth, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[16384];
+    write_file("p.yaml", "name: p\nseed: 1\nmodels:\n" TINY_CAUSAL
+               "methods: [rope, [rope, {pi: {scale: 2, finetune: {steps: 40, length: 64, batch: 2}}}]]\n"
+               "tasks: [{ppl: {windows: 1}}]\nlengths: [32]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run p.yaml --db p.db --no-table 2> err.txt; rc=$?; "
+                    "grep -o 'step [0-9]*/[0-9]*' err.txt | tr '\\n' ' '; exit $rc"), 0, "%s", out);
+    cr_expect_str_eq(out, "step 2/20 step 4/20 step 6/20 step 8/20 step 10/20 step 12/20 step 14/20 step 16/20 "
+                     "step 18/20 step 20/20 step 4/40 step 8/40 step 10/40 step 12/40 step 16/40 step 20/40 step 24/40 "
+                     "step 28/40 step 30/40 step 32/40 step 36/40 step 40/40 ");
+}

@@ -236,8 +236,8 @@ static void train_progress(void *ctx, long step, long steps, double loss, double
     struct train_progress *p = ctx;
     if (!p->mode)
         return;
-    int is_val = val == val;
-    if (p->mode == 1 && !is_val)
+    int is_val = val == val, tenth = step % (steps >= 10 ? steps / 10 : 1) == 0;
+    if (p->mode == 1 && !is_val && !tenth)
         return;
     double left = tok_per_s > 0 && step > p->first ? (now() - p->t0) / (double)(step - p->first) *
                                                      (double)(steps - step) : 0.0;
@@ -249,6 +249,9 @@ static void train_progress(void *ctx, long step, long steps, double loss, double
         lx_term_printf(stderr, "train %s [%s] step %ld/%ld loss %.4f  %.0f tok/s  ETA %s%s", p->name, p->key, step,
                        steps, loss, tok_per_s, eta, step == steps ? "\n" : "");
     }
+    if (p->mode == 1 && !is_val)    /* a log: every tenth of the steps too */
+        lx_term_printf(stderr, "train %s [%s] step %ld/%ld loss %.4f  %.0f tok/s  ETA %s\n", p->name, p->key, step,
+                       steps, loss, tok_per_s, eta);
     if (is_val && (p->mode == 1 || step == steps)) {
         fputs(p->mode == 2 && step != steps ? "\r\033[K" : "", stderr);
         lx_term_printf(stderr, "train %s [%s] step %ld/%ld loss %.4f val %.4f  %.0f tok/s  ETA %s\n", p->name, p->key,
