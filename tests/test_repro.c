@@ -88,6 +88,7 @@ Test(repro, scaled_sweeps_plan, .init = setup, .fini = teardown, .timeout = 60)
         {"configs/repro/relative-bias-extrapolation.yaml", "sweep relative-bias-extrapolation: 255 cells", 36},
         {"configs/repro/kerple-kernels.yaml", "sweep kerple-kernels: 100 cells", 20},
         {"configs/repro/string-needles.yaml", "sweep string-needles: 108 cells", 3},
+        {"configs/repro/giraffe-finetune.yaml", "sweep giraffe-finetune: 72 cells", 12},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         int models = expect_plans(want[i].config, want[i].cells);
@@ -133,6 +134,18 @@ Test(repro, needle_sweeps_share_their_models, .init = setup, .fini = teardown, .
                     "$(comm -12 se.models dc.models | wc -l) $(comm -12 se.keys st.keys | wc -l) "
                     "$(comm -12 se.keys st.keys | grep -c ' rope  length=192 ')"), 0, "%s", out);
     cr_expect_str_eq(out, "3 3 3 6 6\n", "models, shared with string and dca; cells shared, of those RoPE's at 192");
+}
+
+/* giraffe-finetune's RoPE cells, base and fine-tuned at 768, are finetune-retrieval's (REPRODUCTIONS.md: the
+** same bits): its 18 needle cells of those two stacks by run key and model key, and none of Giraffe's. */
+Test(repro, giraffe_finetune_shares_finetune_retrieval_rope, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[4096];
+    plan_keys("$R/configs/repro/giraffe-finetune.yaml", "g");
+    plan_keys("$R/configs/repro/finetune-retrieval.yaml", "f");
+    cr_assert_eq(sh(out, sizeof out, "echo $(comm -12 g.keys f.keys | wc -l) $(comm -12 g.keys f.keys | grep -c giraffe) "
+                    "$(grep -c '  needle(.*  rope  \\|  needle(.*  rope ft@' g.keys)"), 0, "%s", out);
+    cr_expect_str_eq(out, "18 0 18\n", "cells shared, of those Giraffe's; RoPE's needle cells, base and fine-tuned");
 }
 
 /* finetune-rescaling's seeds 4-7 pool with finetune-retrieval's 1-3
