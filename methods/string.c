@@ -59,8 +59,9 @@ static int string_resolve(void *params, const struct lx_facts *f, struct lx_erro
         p->offset = (long)floor(p->ratio * (double)f->length);
         p->offset = p->offset > 1 ? p->offset : 1;
     }
+    long quarter = p->offset / 4;
     if (p->local == 0)
-        p->local = p->offset / 4 < 128 ? (p->offset / 4 > 1 ? p->offset / 4 : 1) : 128;
+        p->local = quarter > 128 ? 128 : quarter > 1 ? quarter : 1;
     return LX_OK;
 }
 

@@ -48,6 +48,17 @@ static void expect_same(const struct lx_rotary *a, const struct lx_rotary *b, co
                      b->inv_freq[k]);
 }
 
+/* tests/ref/NAME opened, past its header line. */
+static FILE *ref_csv(const char *name)
+{
+    char path[512], line[256];
+    snprintf(path, sizeof path, "%s/tests/ref/%s", getenv("LENX_ROOT"), name);
+    FILE *fp = fopen(path, "r");
+    cr_assert_not_null(fp, "%s", path);
+    cr_assert_not_null(fgets(line, sizeof line, fp));
+    return fp;
+}
+
 /* Compiling `yaml` fails with a message containing both a and b. */
 static void expect_fails(const char *yaml, struct lx_facts f, const char *a, const char *b)
 {
@@ -686,11 +697,8 @@ Test(giraffe, truncated_basis_by_hand)
 ** truncate, pair, θ. Each case's table, compiled from its YAML, equals the transcription to 1e-15. */
 Test(giraffe, tables_match_the_code)
 {
-    char path[512], line[256], yaml[160];
-    snprintf(path, sizeof path, "%s/tests/ref/giraffe_ref.csv", getenv("LENX_ROOT"));
-    FILE *fp = fopen(path, "r");
-    cr_assert_not_null(fp, "%s", path);
-    cr_assert_not_null(fgets(line, sizeof line, fp));
+    char line[256], yaml[160];
+    FILE *fp = ref_csv("giraffe_ref.csv");
     int rows = 0, cases = 0, d = 0, k = 0;
     struct lx_rotary r = {0};
     double base, scale, power, want;
@@ -770,11 +778,8 @@ Test(resonance, golden)
 ** The rounded wavelengths are the same integers; θ_k within float32's rounding. */
 Test(resonance, matches_the_authors_tables)
 {
-    char path[512], line[256], kase[16];
-    snprintf(path, sizeof path, "%s/tests/ref/resonance_ref.csv", getenv("LENX_ROOT"));
-    FILE *fp = fopen(path, "r");
-    cr_assert_not_null(fp, "%s", path);
-    cr_assert_not_null(fgets(line, sizeof line, fp));
+    char kase[16];
+    FILE *fp = ref_csv("resonance_ref.csv");
     int d, k, rows = 0;
     long L, wave;
     double base, scale, bf, bs, want;

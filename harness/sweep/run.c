@@ -244,14 +244,11 @@ static void train_progress(void *ctx, long step, long steps, double loss, double
     char eta[32];
     snprintf(eta, sizeof eta, "%ld:%02ld", (long)left / 60, (long)left % 60);
     /* our own "\r\033[K" (rewrite the line) goes out as is; the names, through lx_term_printf */
-    if (p->mode == 2) {
-        fputs("\r\033[K", stderr);
+    if (p->mode == 2 || !is_val) {  /* the terminal's redrawn line; into a log, a tenth of the steps */
+        fputs(p->mode == 2 ? "\r\033[K" : "", stderr);
         lx_term_printf(stderr, "train %s [%s] step %ld/%ld loss %.4f  %.0f tok/s  ETA %s%s", p->name, p->key, step,
-                       steps, loss, tok_per_s, eta, step == steps ? "\n" : "");
+                       steps, loss, tok_per_s, eta, p->mode == 1 || step == steps ? "\n" : "");
     }
-    if (p->mode == 1 && !is_val)    /* a log: every tenth of the steps too */
-        lx_term_printf(stderr, "train %s [%s] step %ld/%ld loss %.4f  %.0f tok/s  ETA %s\n", p->name, p->key, step,
-                       steps, loss, tok_per_s, eta);
     if (is_val && (p->mode == 1 || step == steps)) {
         fputs(p->mode == 2 && step != steps ? "\r\033[K" : "", stderr);
         lx_term_printf(stderr, "train %s [%s] step %ld/%ld loss %.4f val %.4f  %.0f tok/s  ETA %s\n", p->name, p->key,
