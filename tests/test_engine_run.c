@@ -456,6 +456,14 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.5, "
                    "score: answers}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:67",
                    "model 'c' mixture 'passkey': 'score' is all or answer");
+    static const char *const powers[] = {"0", "9", "1.5", "x", "[3]", "''"};
+    for (int i = 0; i < 6; i++) {
+        char yaml[512];
+        snprintf(yaml, sizeof yaml, "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.5, "
+                 "length_power: %s}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", powers[i]);
+        expect_refused("b.yaml", yaml, "b.yaml:3:74",
+                       "model 'c' mixture 'passkey': 'length_power' must be an integer from 1 to 8");
+    }
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.7, template: short}}, "
                    "{passkey: {weight: 0.6, template: short}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:35",
                    "model 'c': the mixture's weights add up to 1.3, more than 1");

@@ -233,8 +233,9 @@ Test(passkey, train_sample)
 
 /* A training window of the mixture (harness/engine/model/train.c lx_mix_window):
 ** the instance fills the window's tail at a length drawn between the task's
-** minimum (found here by a linear scan of check) and T; the head keeps the
-** corpus window as unscored context. */
+** minimum (found here by a linear scan of check) and T, lo + ⌊v^p·(T − lo + 1)⌋
+** for length_power p (1: uniform; 3: skewed short, v^3 taken here by pow); the
+** head keeps the corpus window as unscored context. */
 Test(passkey, mixture_window)
 {
     enum { T = 200 };
@@ -245,14 +246,16 @@ Test(passkey, mixture_window)
     long min = 2;
     while (t->check(p, min, &err) != LX_OK)
         min++;
-    static const double vs[] = {0.0, 0.3, 0.999999};
-    for (int k = 0; k < 3; k++) {
-        int tok[T], tgt[T], tok0[T];
+    static const double vs[] = {0.0, 0.3, 0.5, 0.999999};
+    for (int k = 0; k < 8; k++) {
+        int tok[T], tgt[T], tok0[T], power = k < 4 ? 1 : 3;
+        double v = vs[k % 4];
+        mix.length_power = power;
         for (int i = 0; i < T; i++)
             tok0[i] = tok[i] = 'a' + i % 26, tgt[i] = 'a' + (i + 1) % 26;
-        cr_assert_eq(lx_mix_window(tok, tgt, T, &mix, 1, 0.25, vs[k], 9, k, &err), LX_OK, "%s", err.msg);
-        long len = min + (long)(vs[k] * (double)(T - min + 1)), off = T - len;
-        cr_assert_eq(tok[off], LX_TOK_BOS, "v %g: no instance at %ld", vs[k], off);
+        cr_assert_eq(lx_mix_window(tok, tgt, T, &mix, 1, 0.25, v, 9, k, &err), LX_OK, "%s", err.msg);
+        long len = min + (long)(pow(v, power) * (double)(T - min + 1)), off = T - len;
+        cr_assert_eq(tok[off], LX_TOK_BOS, "v %g, p %d: no instance at %ld", v, power, off);
         cr_assert_eq(memcmp(tok, tok0, sizeof(int) * (size_t)off), 0, "the corpus head changed");
         for (long i = 0; i < off; i++)
             cr_assert_eq(tgt[i], -1, "the corpus head is scored at %ld", i);
@@ -265,6 +268,7 @@ Test(passkey, mixture_window)
         lx_instance_release(&in);
     }
     /* score: answer keeps the targets of the answer tokens only */
+    mix.length_power = 0;   /* unset: uniform */
     mix.answer_only = 1;
     int tok2[T], tgt2[T];
     for (int i = 0; i < T; i++)

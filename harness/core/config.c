@@ -289,10 +289,21 @@ void lx_doc_release(struct lx_doc *doc)
 const struct lx_node *lx_map_key(const struct lx_node *map, int i) { return map->items[2 * i]; }
 const struct lx_node *lx_map_value(const struct lx_node *map, int i) { return map->items[2 * i + 1]; }
 
-const struct lx_node *lx_map_except(const struct lx_node *map, const struct lx_node *a, const struct lx_node *b,
+static int map_skips(const struct lx_node *v, const struct lx_node *const *skip, int n_skip)
+{
+    for (int j = 0; j < n_skip; j++)
+        if (skip[j] && skip[j] == v)
+            return 1;
+    return 0;
+}
+
+const struct lx_node *lx_map_except(const struct lx_node *map, const struct lx_node *const *skip, int n_skip,
                                     struct lx_node *rest, struct lx_node **items, int cap)
 {
-    if (!map || (!a && !b))
+    int any = 0;
+    for (int j = 0; j < n_skip; j++)
+        any |= skip[j] != NULL;
+    if (!map || !any)
         return map;
     if (map->n_items > cap)
         return NULL;
@@ -300,7 +311,7 @@ const struct lx_node *lx_map_except(const struct lx_node *map, const struct lx_n
     rest->items = items;
     rest->n_items = 0;
     for (int i = 0; i < map->n_items; i++)
-        if (lx_map_value(map, i) != a && lx_map_value(map, i) != b) {
+        if (!map_skips(lx_map_value(map, i), skip, n_skip)) {
             items[2 * rest->n_items] = map->items[2 * i];
             items[2 * rest->n_items + 1] = map->items[2 * i + 1];
             rest->n_items++;

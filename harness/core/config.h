@@ -44,12 +44,12 @@ const struct lx_node *lx_map_key(const struct lx_node *map, int i);
 const struct lx_node *lx_map_value(const struct lx_node *map, int i);
 const struct lx_node *lx_map_get(const struct lx_node *map, const char *key);
 
-/* A view of `map` without the pairs whose values are a or b (either may be
-** NULL): rest borrows map's nodes and uses items (2·cap slots) as its pair
-** array. Returns map itself when neither is present, NULL when map has more
-** than cap pairs. For keys that belong to the stack rather than the plugin
-** (`train:`, `finetune:`, a mixture's `weight:`). */
-const struct lx_node *lx_map_except(const struct lx_node *map, const struct lx_node *a, const struct lx_node *b,
+/* A view of `map` without the pairs whose values are among skip[0 .. n_skip)
+** (entries may be NULL): rest borrows map's nodes and uses items (2·cap
+** slots) as its pair array. Returns map itself when none is present, NULL
+** when map has more than cap pairs. For keys that belong to the stack rather
+** than the plugin (`train:`, `finetune:`, a mixture's `weight:`). */
+const struct lx_node *lx_map_except(const struct lx_node *map, const struct lx_node *const *skip, int n_skip,
                                     struct lx_node *rest, struct lx_node **items, int cap);
 
 /* "file:line:col" of a node into out (size n). */

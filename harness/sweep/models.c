@@ -242,7 +242,15 @@ static int parse_server(struct lx_model_use *u, const struct lx_node *v, struct 
     return LX_OK;
 }
 
-/* One mixture entry: {task: {params…, weight: w}}. */
+/* A mixture entry's length_power: an integer from 1 to 8 (1 when absent). */
+static int mix_power(const struct lx_node *v, long *out)
+{
+    char *end = NULL;
+    *out = v->kind == LX_NODE_SCALAR && *v->text ? strtol(v->text, &end, 10) : 0;
+    return end && !*end && *out >= 1 && *out <= 8;
+}
+
+/* One mixture entry: {task: {params…, weight: w, score: s, length_power: p}}. */
 static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_buf *json, struct lx_error *err)
 {
     if (e->kind != LX_NODE_MAP || e->n_items != 1)
@@ -259,8 +267,8 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
         return lx_node_err(err, k, "model '%s': task '%s' cannot be mixed into %s training\n"
                            "  hint: mixtures take retrieval tasks (passkey, ...) on causal models", u->name,
                            t->name, u->arch.mode == LX_MODEL_CAUSAL ? "this model's" : "masked-LM");
-    const struct lx_node *w = lx_map_get(pnode, "weight"), *sc = lx_map_get(pnode, "score"), *params = pnode,
-                         *items[2 * 64];
+    const struct lx_node *w = lx_map_get(pnode, "weight"), *sc = lx_map_get(pnode, "score"),
+                         *lp = lx_map_get(pnode, "length_power"), *params = pnode, *items[2 * 64];
     int answer_only = sc && sc->kind == LX_NODE_SCALAR && !strcmp(sc->text, "answer");
     if (sc && !answer_only && !(sc->kind == LX_NODE_SCALAR && !strcmp(sc->text, "all")))
         return lx_node_err(err, sc, "model '%s' mixture '%s': 'score' is all or answer\n"
@@ -272,7 +280,13 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
     if (!w || !end || *end || !(weight > 0.0 && weight <= 1.0))
         return lx_node_err(err, w ? w : k, "model '%s' mixture '%s': 'weight' must be a fraction in (0, 1]\n"
                            "  hint: the fraction of training windows drawn from the task", u->name, t->name);
-    if (!(params = lx_map_except(pnode, w, sc, &rest, (struct lx_node **)items, 64)))
+    long power = 1;
+    if (lp && !mix_power(lp, &power))
+        return lx_node_err(err, lp, "model '%s' mixture '%s': 'length_power' must be an integer from 1 to 8\n"
+                           "  hint: 1 draws instance lengths uniformly; p > 1 draws them as v^p of the range, "
+                           "skewed toward short ones", u->name, t->name);
+    const struct lx_node *skip[] = {w, sc, lp};
+    if (!(params = lx_map_except(pnode, skip, 3, &rest, (struct lx_node **)items, 64)))
         return lx_node_err(err, pnode, "model '%s' mixture '%s': too many parameters", u->name, t->name);
     struct lx_mix *x = &u->mix[u->n_mix];
     void *p = lx_xcalloc(1, t->schema.size);
@@ -292,7 +306,8 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
                            u->train.length, sub.msg);
     }
     *x = (struct lx_mix){.name = t->name, .weight = weight, .params = p, .sample = t->train_sample,
-                         .check = t->check, .answer_only = answer_only, .tok = u->tok};
+                         .check = t->check, .answer_only = answer_only, .length_power = (int)power,
+                         .tok = u->tok};
     u->n_mix++;
     lx_buf_printf(json, "%s{\"name\":", u->n_mix > 1 ? "," : "");
     lx_buf_json_str(json, t->name);
@@ -300,7 +315,10 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
     lx_params_json(&t->schema, p, json);
     lx_buf_puts(json, ",\"weight\":");
     lx_buf_num(json, weight);
-    lx_buf_puts(json, ",\"length\":\"uniform-tail-unscored-head\"");   /* how lx_mix_window places it */
+    if (power == 1)         /* how lx_mix_window draws and places it; models without a power keep their keys */
+        lx_buf_puts(json, ",\"length\":\"uniform-tail-unscored-head\"");
+    else
+        lx_buf_printf(json, ",\"length\":\"power-%ld-tail-unscored-head\"", power);
     if (answer_only)        /* only when set: models without it keep their keys */
         lx_buf_puts(json, ",\"score\":\"answer\"");
     lx_buf_puts(json, "}");

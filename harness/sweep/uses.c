@@ -151,7 +151,8 @@ static int method_use_parse(struct lx_method_use *u, const struct lx_node *e, st
                                name, name);
     }
     if (tnode || fnode) {
-        if (!(pnode = lx_map_except(pnode, tnode, fnode, &rest, items, 64)))
+        const struct lx_node *skip[] = {tnode, fnode};
+        if (!(pnode = lx_map_except(pnode, skip, 2, &rest, items, 64)))
             return lx_node_err(err, e, "method '%s': too many parameters", name);
     }
     return resolve_params(&u->method->schema, &u->params, pnode, "method", name, err);

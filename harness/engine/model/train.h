@@ -107,9 +107,12 @@ void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_t
 
 /* A source of training windows besides the corpus: a task's training
 ** generator (a model's `mixture:`, harness/sweep/models.h). Each window is drawn
-** from it with probability `weight`. The instance's length l is drawn
-** uniformly from the task's shortest length (by bisection on its check) to
-** the window's T, and it fills the window's last l tokens, after T − l tokens
+** from it with probability `weight`. The instance's length l is drawn from
+** the task's shortest length lo (by bisection on its check) to the window's
+** T, as lo + ⌊v^p·(T − lo + 1)⌋ for a uniform v in [0, 1): p = length_power
+** (an integer, v multiplied p times, so every CPU draws the same), 1 (or 0,
+** unset) a uniform draw, p > 1 skewed toward short instances (the far
+** distances rarely trained, as in pretraining on short documents); it fills the window's last l tokens, after T − l tokens
 ** of the corpus window it replaces, which stay as context but are not
 ** scored: the model meets the task at every distance up to its training
 ** length, short instances first teaching it what to look for, and the
@@ -128,6 +131,7 @@ struct lx_mix {
                   struct lx_error *err);
     int (*check)(const void *params, long length, struct lx_error *err);   /* the task's, or NULL */
     int answer_only;                    /* score the answer tokens only (needle: not the haystack prose) */
+    int length_power;                   /* p of the length draw, 1 to 8; 0 or 1 = uniform */
     const struct lx_tokenizer *tok;     /* the model's tokenizer: instances are re-encoded in its tokens
                                         ** (lx_instance_fit); NULL = bytes */
 };
