@@ -453,6 +453,32 @@ Test(repro, repro_intervals_pools_seeds, .init = setup, .fini = teardown, .timeo
     cr_expect(strstr(out, "c.csv: acc of (b, t, 64, 2) is 0.7, s23.csv gives 0.5") != NULL, "%s", out);
 }
 
+/* scripts/repro_depths.py on a store worked by hand: 2 samples at each of the depths 0, 0.5 and 1
+** (n_samples 6). Method a right at them 2,1,0 / 2,2,2 / 0,0,1 on seeds 1-3, b 1,1,1 on every seed. Depth
+** 0: a 2+2+0 = 4/6, b 3/6, differences 1, 1, -1: mean 1/3, sd 2/√3, t half-width 4.30265 · (2/√3)/√3 =
+** 2.868 → [-2.5, +3.2], 2 up, 1 down. Depths 0.5 and 1: a 1+4+1 = 6/12, b 6/12, differences -1, 2, -1:
+** mean 0, sd √3, half-width 4.30265 → [-4.3, +4.3], 1 up, 2 down. */
+Test(repro, repro_depths_pairs_seeds, .init = setup, .fini = teardown, .timeout = 30)
+{
+    static char out[1 << 14];
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 d.db \"create table runs (id integer primary key, method text, task text,"
+                    " length int, seed int); create table metrics (run_id int, name text, value real);"
+                    " create table series (run_id int, series text, x real, y real);\" && for r in "
+                    "'1 a 1 1 0.5 0' '2 a 2 1 1 1' '3 a 3 0 0 0.5' '4 b 1 .5 .5 .5' '5 b 2 .5 .5 .5' '6 b 3 .5 .5 .5'; "
+                    "do set -- $r; sqlite3 d.db \"insert into runs values ($1, '$2', 'needle(samples=2,depths=3)', "
+                    "192, $3); insert into metrics values ($1, 'n_samples', 6); insert into series values "
+                    "($1, 'acc_by_depth', 0, $4), ($1, 'acc_by_depth', 0.5, $5), ($1, 'acc_by_depth', 1, $6);\"; "
+                    "done && /usr/bin/python3 $R/scripts/repro_depths.py d.db --length 192 --groups 0/0.5,1 "
+                    "--against b 2>&1"), 0, "%s", out);
+    cr_expect(strstr(out, "| a | 0 | 2+2+0 | 4/6 [") && strstr(out, "| +0.3 [-2.5, +3.2]; 2 up, 1 down |"), "%s", out);
+    cr_expect(strstr(out, "| a | 0.5,1 | 1+4+1 | 6/12 [") && strstr(out, "| +0.0 [-4.3, +4.3]; 1 up, 2 down |"),
+              "%s", out);
+    cr_expect(strstr(out, "| b | 0 | 1+1+1 | 3/6 [") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "/usr/bin/python3 $R/scripts/repro_depths.py d.db --length 192 --groups 0.3 "
+                    "2>&1"), 2, "%s", out);
+    cr_expect(strstr(out, "--groups: depth 0.3 is not in the grid") != NULL, "%s", out);
+}
+
 /* scripts/repro_intervals.py --against names a method that is a prefix of
 ** the others' labels (`nope` beside `nope+t5align(mode=pmax)`, as in
 ** t5-alignment-nope): the label that is exactly the name, with or without its

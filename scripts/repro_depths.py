@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""scripts/repro_depths.py - retrieval accuracy by needle depth, over seeds.
+
+A retrieval cell (needle, passkey, line, ...) stores its accuracy at each depth
+of its grid as the series `acc_by_depth` (x the depth, y the fraction right of
+the samples at it) beside `n_samples` (samples x depths). The CSV snapshots
+hold metrics only, so this script reads a store: for each method at one
+length it prints, per group of depths, the instances right pooled over the
+seeds with their Wilson 95 % interval, the count of each seed, and with
+--against METHOD the difference from METHOD's count paired by seed: the mean
+over the k seeds, its t interval (k - 1 degrees of freedom) and on how many
+seeds it is > 0, < 0.
+
+Depth 0 puts the asked needle first in the haystack, farthest from the
+question; depth 1 right before it.
+
+    /usr/bin/python3 scripts/repro_depths.py build/repro/NAME.db --length 192 \
+        [--groups 0,0.2/0.4,0.6,0.8/1] [--task needle] [--against rope]
+
+--groups: depths joined by ',' into a group, groups separated by '/'; default
+every depth on its own. --against names a method label exactly, or a part of
+exactly one. Standard library only; exit 2 on bad input.
+"""
+import argparse
+import os
+import sqlite3
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from repro_intervals import across, wilson  # noqa: E402  (the same intervals as the snapshots')
+
+
+def fail(msg, hint=None):
+    sys.stderr.write(f"repro_depths: {msg}\n" + (f"  hint: {hint}\n" if hint else ""))
+    sys.exit(2)
+
+
+def read(db, length, task):
+    """{(method, seed): {depth: (right, samples)}} of the ok cells at length."""
+    if not os.path.exists(db):
+        fail(f"no store {db}", "run the reproduction first (scripts/repro_check.sh NAME)")
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = con.execute(
+        "select r.method, r.seed, s.x, s.y, (select value from metrics m where m.run_id = r.id"
+        " and m.name = 'n_samples') from series s join runs r on r.id = s.run_id"
+        " where s.series = 'acc_by_depth' and r.length = ? and r.task like ? || '%'", (length, task)).fetchall()
+    if not rows:
+        fail(f"{db}: no acc_by_depth series at length {length} for task '{task}'",
+             "a retrieval task with depths, at one of the sweep's lengths")
+    cells, depths = {}, {}
+    for method, seed, x, y, n in rows:
+        depths.setdefault((method, seed), set()).add(x)
+        cells.setdefault((method, seed), {})[x] = (y, n)
+    out = {}
+    for key, at in cells.items():
+        per = round(at[next(iter(at))][1] / len(at))       # samples at each depth
+        out[key] = {x: (round(y * per), per) for x, (y, _) in at.items()}
+    return out
+
+
+def parse_groups(text, depths):
+    if not text:
+        return [[d] for d in depths]
+    groups = []
+    for part in text.split("/"):
+        try:
+            g = [float(v) for v in part.split(",")]
+        except ValueError:
+            fail(f"--groups: '{part}' is not a list of depths", "e.g. 0,0.2/0.4,0.6,0.8/1")
+        for v in g:
+            if not any(abs(v - d) < 1e-9 for d in depths):
+                fail(f"--groups: depth {v} is not in the grid", "the cells' depths: " + ", ".join(map(str, depths)))
+        groups.append(g)
+    return groups
+
+
+def count(at, group):
+    right = sum(k for x, (k, _) in at.items() if any(abs(x - g) < 1e-9 for g in group))
+    total = sum(n for x, (_, n) in at.items() if any(abs(x - g) < 1e-9 for g in group))
+    return right, total
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("db")
+    ap.add_argument("--length", type=int, required=True)
+    ap.add_argument("--task", default="needle")
+    ap.add_argument("--groups", default="")
+    ap.add_argument("--against", default="")
+    a = ap.parse_args()
+    cells = read(a.db, a.length, a.task)
+    methods = sorted({m for m, _ in cells})
+    seeds = sorted({s for _, s in cells})
+    depths = sorted({x for at in cells.values() for x in at})
+    groups = parse_groups(a.groups, depths)
+    base = None
+    if a.against:
+        hits = [m for m in methods if m == a.against] or [m for m in methods if a.against in m]
+        if len(hits) != 1:
+            fail(f"--against '{a.against}' names {len(hits)} methods", "one of: " + "; ".join(methods))
+        base = hits[0]
+    print(f"| method | depths | right, seeds {'+'.join(map(str, seeds))} | pooled [Wilson 95 %] |"
+          + (f" minus {base}, paired by seed [t 95 %] |" if base else ""))
+    print("|---|---|---:|---:|" + ("---:|" if base else ""))
+    for m in methods:
+        for g in groups:
+            per = [count(cells[(m, s)], g) if (m, s) in cells else None for s in seeds]
+            have = [p for p in per if p]
+            right, total = sum(k for k, _ in have), sum(n for _, n in have)
+            lo, hi = wilson(right, total)
+            row = (f"| {m} | {','.join(f'{d:g}' for d in g)} | {'+'.join(str(p[0]) if p else '-' for p in per)} "
+                   f"| {right}/{total} [{lo:.2f}, {hi:.2f}] |")
+            if base:
+                diffs = [count(cells[(m, s)], g)[0] - count(cells[(base, s)], g)[0]
+                         for s in seeds if (m, s) in cells and (base, s) in cells]
+                mean, dlo, dhi = across(diffs)
+                inter = f" [{dlo:+.1f}, {dhi:+.1f}]" if dlo is not None else ""
+                up, down = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+                row += f" {mean:+.1f}{inter}; {up} up, {down} down |" if m != base else " |"
+            print(row)
+
+
+if __name__ == "__main__":
+    main()
