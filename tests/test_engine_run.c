@@ -456,6 +456,10 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.5, "
                    "score: answers}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:67",
                    "model 'c' mixture 'passkey': 'score' is all or answer");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.5, "
+                   "length_pwr: 3}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:60",
+                   "model 'c' mixture task 'passkey': unknown parameter 'length_pwr'\n  hint: known parameters: "
+                   "template, digits, samples, depths, protocol, data; the entry's own: weight, score, length_power");
     static const char *const powers[] = {"0", "9", "1.5", "x", "[3]", "''"};
     for (int i = 0; i < 6; i++) {
         char yaml[512];

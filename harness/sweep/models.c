@@ -296,6 +296,9 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
     int rc = lx_params_apply(&t->schema, p, params, what, err);
     if (rc < 0) {
         free(p);
+        if (err && strstr(err->msg, ": unknown parameter '"))     /* the hint lists the task's; add the entry's */
+            strncat(err->msg, "; the entry's own: weight, score, length_power",
+                    sizeof err->msg - strlen(err->msg) - 1);
         return rc;
     }
     lx_params_finish(&t->schema, p);
