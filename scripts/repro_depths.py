@@ -3,10 +3,12 @@
 
 A retrieval cell (needle, passkey, line, ...) stores its accuracy at each depth
 of its grid as the series `acc_by_depth` (x the depth, y the fraction right of
-the samples at it) beside `n_samples` (samples x depths). The CSV snapshots
-hold metrics only, so this script reads a store: for each method at one
-length it prints, per group of depths, the instances right pooled over the
-seeds with their Wilson 95 % interval, the count of each seed, and with
+the samples at it) beside `n_samples` (samples x depths). It reads them from
+a store, or from the series snapshot `results/repro/NAME.depths.csv` (`lenx
+table --series acc_by_depth --format csv`) with the counts from the metrics
+snapshot beside it (`results/repro/NAME.csv`, or --counts). For each method at
+one length it prints, per group of depths, the instances right pooled over
+the seeds with their Wilson 95 % interval, the count of each seed, and with
 --against METHOD the difference from METHOD's count paired by seed: the mean
 over the k seeds, its t interval (k - 1 degrees of freedom) and on how many
 seeds it is > 0, < 0.
@@ -14,14 +16,15 @@ seeds it is > 0, < 0.
 Depth 0 puts the asked needle first in the haystack, farthest from the
 question; depth 1 right before it.
 
-    /usr/bin/python3 scripts/repro_depths.py build/repro/NAME.db --length 192 \
-        [--groups 0,0.2/0.4,0.6,0.8/1] [--task needle] [--against rope]
+    /usr/bin/python3 scripts/repro_depths.py results/repro/NAME.depths.csv|build/repro/NAME.db \
+        --length 192 [--groups 0,0.2/0.4,0.6,0.8/1] [--task needle] [--against rope] [--counts CSV]
 
 --groups: depths joined by ',' into a group, groups separated by '/'; default
-every depth on its own. --against names a method label exactly, or a part of
-exactly one. Standard library only; exit 2 on bad input.
+every depth on its own. --against names a method label exactly (with or
+without its ' @model'), or a part of exactly one. Standard library only; exit 2 on bad input.
 """
 import argparse
+import csv
 import os
 import sqlite3
 import sys
@@ -35,21 +38,47 @@ def fail(msg, hint=None):
     sys.exit(2)
 
 
-def read(db, length, task):
-    """{(method, seed): {depth: (right, samples)}} of the ok cells at length."""
-    if not os.path.exists(db):
-        fail(f"no store {db}", "run the reproduction first (scripts/repro_check.sh NAME)")
+def read_db(db, length, task):
+    """[(method, seed, depth, fraction right, n_samples)] of the cells at length."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    rows = con.execute(
+    return con.execute(
         "select r.method, r.seed, s.x, s.y, (select value from metrics m where m.run_id = r.id"
         " and m.name = 'n_samples') from series s join runs r on r.id = s.run_id"
         " where s.series = 'acc_by_depth' and r.length = ? and r.task like ? || '%'", (length, task)).fetchall()
+
+
+def read_csv(path, counts, length, task):
+    """The same rows from a series snapshot and the metrics snapshot beside it."""
+    counts = counts or path.replace(".depths.csv", ".csv")
+    if counts == path or not os.path.exists(counts):
+        fail(f"no metrics snapshot {counts} for the counts of {path}", "name it with --counts")
+    n = {}
+    with open(counts, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["metric"] == "n_samples":
+                n[(r["method"], r["task"], r["length"], r["seed"])] = float(r["value"])
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["series"] != "acc_by_depth" or r["length"] != str(length) or not r["task"].startswith(task):
+                continue
+            key = (r["method"], r["task"], r["length"], r["seed"])
+            if key not in n:
+                fail(f"{counts} has no n_samples for {key} of {path}")
+            rows.append((r["method"], int(r["seed"]), float(r["x"]), float(r["y"]), n[key]))
+    return rows
+
+
+def read(source, counts, length, task):
+    """{(method, seed): {depth: (right, samples)}} of the cells at length."""
+    if not os.path.exists(source):
+        fail(f"no store or snapshot {source}", "results/repro/NAME.depths.csv, or a store build/repro/NAME.db")
+    rows = read_db(source, length, task) if source.endswith(".db") else read_csv(source, counts, length, task)
     if not rows:
-        fail(f"{db}: no acc_by_depth series at length {length} for task '{task}'",
+        fail(f"{source}: no acc_by_depth series at length {length} for task '{task}'",
              "a retrieval task with depths, at one of the sweep's lengths")
-    cells, depths = {}, {}
+    cells = {}
     for method, seed, x, y, n in rows:
-        depths.setdefault((method, seed), set()).add(x)
         cells.setdefault((method, seed), {})[x] = (y, n)
     out = {}
     for key, at in cells.items():
@@ -82,20 +111,22 @@ def count(at, group):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("db")
+    ap.add_argument("source")
     ap.add_argument("--length", type=int, required=True)
     ap.add_argument("--task", default="needle")
     ap.add_argument("--groups", default="")
     ap.add_argument("--against", default="")
+    ap.add_argument("--counts", default="")
     a = ap.parse_args()
-    cells = read(a.db, a.length, a.task)
+    cells = read(a.source, a.counts, a.length, a.task)
     methods = sorted({m for m, _ in cells})
     seeds = sorted({s for _, s in cells})
     depths = sorted({x for at in cells.values() for x in at})
     groups = parse_groups(a.groups, depths)
     base = None
     if a.against:
-        hits = [m for m in methods if m == a.against] or [m for m in methods if a.against in m]
+        hits = ([m for m in methods if a.against in (m, m.split(" @")[0])]
+                or [m for m in methods if a.against in m])
         if len(hits) != 1:
             fail(f"--against '{a.against}' names {len(hits)} methods", "one of: " + "; ".join(methods))
         base = hits[0]

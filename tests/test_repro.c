@@ -474,6 +474,14 @@ Test(repro, repro_depths_pairs_seeds, .init = setup, .fini = teardown, .timeout 
     cr_expect(strstr(out, "| a | 0.5,1 | 1+4+1 | 6/12 [") && strstr(out, "| +0.0 [-4.3, +4.3]; 1 up, 2 down |"),
               "%s", out);
     cr_expect(strstr(out, "| b | 0 | 1+1+1 | 3/6 [") != NULL, "%s", out);
+    /* the same from a series snapshot and its metrics snapshot (as `lenx table --format csv` writes them) */
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 -header -csv d.db \"select 's' sweep, method || ' @m' method, task, length,"
+                    " seed, series, x, y from series join runs on id = run_id\" > d.depths.csv && sqlite3 -header -csv "
+                    "d.db \"select 's' sweep, method || ' @m' method, task, length, seed, name metric, value from metrics"
+                    " join runs on id = run_id\" > d.csv && /usr/bin/python3 $R/scripts/repro_depths.py d.depths.csv "
+                    "--length 192 --groups 0/0.5,1 --against b 2>&1"), 0, "%s", out);
+    cr_expect(strstr(out, "| a @m | 0 | 2+2+0 | 4/6 [") && strstr(out, "| +0.3 [-2.5, +3.2]; 2 up, 1 down |"),
+              "%s", out);
     cr_expect_eq(sh(out, sizeof out, "/usr/bin/python3 $R/scripts/repro_depths.py d.db --length 192 --groups 0.3 "
                     "2>&1"), 2, "%s", out);
     cr_expect(strstr(out, "--groups: depth 0.3 is not in the grid") != NULL, "%s", out);
