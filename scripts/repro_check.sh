@@ -57,6 +57,11 @@ if [ "$update" -eq 0 ] && [ ! -f "$snapshot" ]; then
     exit 2
 fi
 mkdir -p "$(dirname "$db")"
+# Accuracies by needle depth, kept beside the snapshot where a section quotes
+# them (NAME.depths.csv; scripts/repro_depths.py): written by --update when the
+# file exists, and then checked as well.
+depths=${snapshot%.csv}.depths.csv
+depths_csv() { "$lenx" table --db "$db" --sweep "$sweep" --series acc_by_depth --format csv; }
 t0=$(date +%s)
 "$lenx" run "$config" --db "$db" --no-table || { echo "repro_check: lenx run $config failed" >&2; exit 2; }
 t1=$(date +%s)
@@ -65,10 +70,23 @@ if [ "$update" -eq 1 ]; then
     "$lenx" table --db "$db" --sweep "$sweep" --format csv > "$snapshot.tmp" && mv "$snapshot.tmp" "$snapshot" ||
         { rm -f "$snapshot.tmp"; echo "repro_check: could not write $snapshot" >&2; exit 2; }
     echo "repro_check: $sweep: snapshot $snapshot written ($(($(wc -l < "$snapshot") - 1)) values; run $((t1 - t0)) s)"
+    if [ -f "$depths" ]; then
+        depths_csv > "$depths.tmp" && mv "$depths.tmp" "$depths" ||
+            { rm -f "$depths.tmp"; echo "repro_check: could not write $depths" >&2; exit 2; }
+        echo "repro_check: $sweep: $depths written ($(($(wc -l < "$depths") - 1)) points)"
+    fi
     exit 0
 fi
 "$lenx" compare "$snapshot" "$sweep" --db "$db" --rtol "$rtol" --atol "$atol"
 rc=$?
+if [ -f "$depths" ] && [ "$rc" -eq 0 ]; then
+    # accuracies by depth are counts over samples: the same in portable numerics on every CPU, so compared exactly
+    if ! depths_csv | cmp -s - "$depths"; then
+        echo "repro_check: $sweep: the accuracies by depth moved from $depths:" >&2
+        depths_csv | diff "$depths" - | head -20 >&2
+        rc=1
+    fi
+fi
 case $rc in
     0) echo "repro_check: $sweep reproduces $snapshot (rtol $rtol, atol $atol; run $((t1 - t0)) s)" ;;
     1) echo "repro_check: $sweep moved from $snapshot (the values above); if the change is meant," \

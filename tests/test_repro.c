@@ -404,6 +404,18 @@ Test(repro, repro_check_catches_a_moved_value, .init = setup, .fini = teardown, 
     cr_expect_eq(sh(out, sizeof out, "%s $R/tests/report_sweep.yaml --snapshot m.csv --db r.db 2>&1", check), 1, "%s",
                  out);
     cr_expect(strstr(out, "ppl") != NULL && strstr(out, "report-fixture moved from m.csv") != NULL, "%s", out);
+    /* accuracies by depth beside the snapshot: written by --update once the file exists, checked exactly */
+    cr_assert_eq(sh(out, sizeof out, "touch s.depths.csv && %s $R/tests/report_sweep.yaml --snapshot s.csv --db r.db "
+                    "--update 2>&1 && $L table --db r.db --series acc_by_depth --format csv > d.csv && cmp s.depths.csv d.csv && "
+                    "grep -c ',acc_by_depth,' s.depths.csv", check), 0, "%s", out);
+    cr_expect(strstr(out, "s.depths.csv written (18 points)") && strstr(out, "\n18\n"),
+              "2 methods x 3 lengths x 3 depths: %s", out);
+    cr_assert_eq(sh(out, sizeof out, "%s $R/tests/report_sweep.yaml --snapshot s.csv --db r.db 2>&1", check), 0, "%s",
+                 out);
+    cr_assert_eq(sh(out, sizeof out, "sed -i '2s/,acc_by_depth,\\([0-9.]*\\),[0-9.]*,/,acc_by_depth,\\1,0.25,/' "
+                    "s.depths.csv && %s $R/tests/report_sweep.yaml --snapshot s.csv --db r.db 2>&1", check), 1,
+                 "%s", out);
+    cr_expect(strstr(out, "report-fixture: the accuracies by depth moved from s.depths.csv") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "%s no-such-repro 2>&1", check), 2, "%s", out);
     cr_expect(strstr(out, "no reproduction config") && strstr(out, "hint: one of:") && strstr(out, "t5-alignment"),
               "%s", out);
