@@ -459,7 +459,15 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.5, "
                    "length_pwr: 3}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:60",
                    "model 'c' mixture task 'passkey': unknown parameter 'length_pwr'\n  hint: known parameters: "
-                   "template, digits, samples, depths, protocol, data; the entry's own: weight, score, length_power");
+                   "template, digits, samples, depths, protocol, data; the entry's own: weight, score, length_power, "
+                   "max_length");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.5, "
+                   "max_length: 1}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:72",
+                   "model 'c' mixture 'passkey': 'max_length' must be an integer from 2 to 1048576");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {template: short, "
+                   "weight: 0.5, max_length: 20}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:89",
+                   "model 'c' mixture 'passkey': max_length 20 is too short: passkey: length 20 is too short for "
+                   "template 'short' with 5-digit keys (minimum 82)");
     static const char *const powers[] = {"0", "9", "1.5", "x", "[3]", "''"};
     for (int i = 0; i < 6; i++) {
         char yaml[512];

@@ -233,9 +233,10 @@ Test(passkey, train_sample)
 
 /* A training window of the mixture (harness/engine/model/train.c lx_mix_window):
 ** the instance fills the window's tail at a length drawn between the task's
-** minimum (found here by a linear scan of check) and T, lo + ⌊v^p·(T − lo + 1)⌋
-** for length_power p (1: uniform; 3: skewed short, v^3 taken here by pow); the
-** head keeps the corpus window as unscored context. */
+** minimum (found here by a linear scan of check) and hi (T, or max_length
+** when shorter), lo + ⌊v^p·(hi − lo + 1)⌋ for length_power p (1: uniform; 3:
+** skewed short, v^3 taken here by pow); the head keeps the corpus window as
+** unscored context. */
 Test(passkey, mixture_window)
 {
     enum { T = 200 };
@@ -247,14 +248,18 @@ Test(passkey, mixture_window)
     while (t->check(p, min, &err) != LX_OK)
         min++;
     static const double vs[] = {0.0, 0.3, 0.5, 0.999999};
-    for (int k = 0; k < 8; k++) {
-        int tok[T], tgt[T], tok0[T], power = k < 4 ? 1 : 3;
+    for (int k = 0; k < 16; k++) {
+        /* uniform, skewed (p 3), then both up to max_length min + 20 (hi) instead of T */
+        int tok[T], tgt[T], tok0[T], power = k % 8 < 4 ? 1 : 3;
+        long hi = k < 8 ? T : min + 20;
         double v = vs[k % 4];
         mix.length_power = power;
+        mix.max_length = k < 8 ? 0 : hi;
         for (int i = 0; i < T; i++)
             tok0[i] = tok[i] = 'a' + i % 26, tgt[i] = 'a' + (i + 1) % 26;
         cr_assert_eq(lx_mix_window(tok, tgt, T, &mix, 1, 0.25, v, 9, k, &err), LX_OK, "%s", err.msg);
-        long len = min + (long)(pow(v, power) * (double)(T - min + 1)), off = T - len;
+        long len = min + (long)(pow(v, power) * (double)(hi - min + 1)), off = T - len;
+        cr_assert(len <= hi, "v %g, p %d: an instance of %ld past %ld", v, power, len, hi);
         cr_assert_eq(tok[off], LX_TOK_BOS, "v %g, p %d: no instance at %ld", v, power, off);
         cr_assert_eq(memcmp(tok, tok0, sizeof(int) * (size_t)off), 0, "the corpus head changed");
         for (long i = 0; i < off; i++)
@@ -268,7 +273,8 @@ Test(passkey, mixture_window)
         lx_instance_release(&in);
     }
     /* score: answer keeps the targets of the answer tokens only */
-    mix.length_power = 0;   /* unset: uniform */
+    mix.length_power = 0;   /* unset: uniform, up to T */
+    mix.max_length = 0;
     mix.answer_only = 1;
     int tok2[T], tgt2[T];
     for (int i = 0; i < T; i++)

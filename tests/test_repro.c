@@ -136,9 +136,10 @@ Test(repro, needle_sweeps_share_their_models, .init = setup, .fini = teardown, .
     cr_expect_str_eq(out, "3 3 3 6 6\n", "models, shared with string and dca; cells shared, of those RoPE's at 192");
 }
 
-/* string-skewed is string-needles with the mixture's instance lengths skewed short (length_power: 3): its
-** models are its own, three of them; with length_power: 1 written out it plans string-needles' cells, run key and
-** model key (docs/config.md: models without a power keep their keys). */
+/* string-skewed is string-needles with the mixture's instance lengths skewed short (length_power: 3), and
+** string-task128 with no instance past 128 tokens (max_length: 128): each trains three models of its own; with
+** length_power: 1 written out string-skewed plans string-needles' cells, run key and model key (docs/config.md:
+** models without a power keep their keys). */
 Test(repro, skewed_needles_train_their_own_models, .init = setup, .fini = teardown, .timeout = 60)
 {
     char out[4096];
@@ -147,11 +148,14 @@ Test(repro, skewed_needles_train_their_own_models, .init = setup, .fini = teardo
     cr_assert_eq(sh(out, sizeof out, "sed 's/length_power: 3/length_power: 1/; s/^name: .*/name: string-needles/; "
                     "s/skewed:/needler:/' $R/configs/repro/string-skewed.yaml > one.yaml"), 0, "%s", out);
     plan_keys("one.yaml", "one");
-    cr_assert_eq(sh(out, sizeof out, "for k in st sk; do grep -o '\\[[0-9a-f]*\\]$' $k.keys | sort -u > $k.models; "
-                    "done; echo $(wc -l < sk.keys) $(wc -l < sk.models) $(comm -12 st.models sk.models | wc -l) "
-                    "$(comm -12 st.keys sk.keys | wc -l) $(cmp -s st.keys one.keys && echo same)"), 0, "%s", out);
-    cr_expect_str_eq(out, "108 3 0 0 same\n", "cells, models, models and cells shared with string-needles; "
-                     "with length_power 1");
+    plan_keys("$R/configs/repro/string-task128.yaml", "t");
+    cr_assert_eq(sh(out, sizeof out, "for k in st sk t; do grep -o '\\[[0-9a-f]*\\]$' $k.keys | sort -u > $k.models; "
+                    "done; sort -u st.models sk.models > stsk.models; echo $(wc -l < sk.keys) $(wc -l < sk.models) "
+                    "$(comm -12 st.models sk.models | wc -l) $(comm -12 st.keys sk.keys | wc -l) "
+                    "$(cmp -s st.keys one.keys && echo same) $(wc -l < t.keys) $(wc -l < t.models) "
+                    "$(comm -12 stsk.models t.models | wc -l)"), 0, "%s", out);
+    cr_expect_str_eq(out, "108 3 0 0 same 108 3 0\n", "cells, models, models and cells shared with string-needles; "
+                     "with length_power 1; task128's cells, models, models shared with either");
 }
 
 /* giraffe-finetune's RoPE cells, base and fine-tuned at 768, are finetune-retrieval's (REPRODUCTIONS.md: the

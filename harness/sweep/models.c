@@ -242,15 +242,51 @@ static int parse_server(struct lx_model_use *u, const struct lx_node *v, struct 
     return LX_OK;
 }
 
-/* A mixture entry's length_power: an integer from 1 to 8 (1 when absent). */
-static int mix_power(const struct lx_node *v, long *out)
+/* A mixture entry's integer key (length_power, max_length) in [lo, hi]. */
+static int mix_long(const struct lx_node *v, long lo, long hi, long *out)
 {
     char *end = NULL;
     *out = v->kind == LX_NODE_SCALAR && *v->text ? strtol(v->text, &end, 10) : 0;
-    return end && !*end && *out >= 1 && *out <= 8;
+    return end && !*end && *out >= lo && *out <= hi;
 }
 
-/* One mixture entry: {task: {params…, weight: w, score: s, length_power: p}}. */
+/* A mixture entry's own keys, beside the task's parameters. */
+struct mix_keys {
+    const struct lx_node *w, *sc, *lp, *ml;     /* weight, score, length_power, max_length (NULL: absent) */
+    double weight;
+    int answer_only;
+    long power, max_len;                        /* 1 and 0 when absent */
+};
+
+static int mix_keys_parse(const struct lx_model_use *u, const char *task, const struct lx_node *k,
+                          const struct lx_node *pnode, struct mix_keys *m, struct lx_error *err)
+{
+    *m = (struct mix_keys){.w = lx_map_get(pnode, "weight"), .sc = lx_map_get(pnode, "score"),
+                           .lp = lx_map_get(pnode, "length_power"), .ml = lx_map_get(pnode, "max_length"),
+                           .power = 1};
+    const struct lx_node *w = m->w, *sc = m->sc;
+    m->answer_only = sc && sc->kind == LX_NODE_SCALAR && !strcmp(sc->text, "answer");
+    if (sc && !m->answer_only && !(sc->kind == LX_NODE_SCALAR && !strcmp(sc->text, "all")))
+        return lx_node_err(err, sc, "model '%s' mixture '%s': 'score' is all or answer\n"
+                           "  hint: answer trains on the answer tokens only (e.g. not needle's haystack prose)",
+                           u->name, task);
+    char *end = NULL;
+    m->weight = w && w->kind == LX_NODE_SCALAR ? strtod(w->text, &end) : 0.0;
+    if (!w || !end || *end || !(m->weight > 0.0 && m->weight <= 1.0))
+        return lx_node_err(err, w ? w : k, "model '%s' mixture '%s': 'weight' must be a fraction in (0, 1]\n"
+                           "  hint: the fraction of training windows drawn from the task", u->name, task);
+    if (m->ml && !mix_long(m->ml, 2, 1L << 20, &m->max_len))
+        return lx_node_err(err, m->ml, "model '%s' mixture '%s': 'max_length' must be an integer from 2 to %ld\n"
+                           "  hint: the longest instance in tokens; the corpus windows keep the training length",
+                           u->name, task, 1L << 20);
+    if (m->lp && !mix_long(m->lp, 1, 8, &m->power))
+        return lx_node_err(err, m->lp, "model '%s' mixture '%s': 'length_power' must be an integer from 1 to 8\n"
+                           "  hint: 1 draws instance lengths uniformly; p > 1 draws them as v^p of the range, "
+                           "skewed toward short ones", u->name, task);
+    return LX_OK;
+}
+
+/* One mixture entry: {task: {params…, weight: w, score: s, length_power: p, max_length: n}}. */
 static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_buf *json, struct lx_error *err)
 {
     if (e->kind != LX_NODE_MAP || e->n_items != 1)
@@ -267,37 +303,24 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
         return lx_node_err(err, k, "model '%s': task '%s' cannot be mixed into %s training\n"
                            "  hint: mixtures take retrieval tasks (passkey, ...) on causal models", u->name,
                            t->name, u->arch.mode == LX_MODEL_CAUSAL ? "this model's" : "masked-LM");
-    const struct lx_node *w = lx_map_get(pnode, "weight"), *sc = lx_map_get(pnode, "score"),
-                         *lp = lx_map_get(pnode, "length_power"), *params = pnode, *items[2 * 64];
-    int answer_only = sc && sc->kind == LX_NODE_SCALAR && !strcmp(sc->text, "answer");
-    if (sc && !answer_only && !(sc->kind == LX_NODE_SCALAR && !strcmp(sc->text, "all")))
-        return lx_node_err(err, sc, "model '%s' mixture '%s': 'score' is all or answer\n"
-                           "  hint: answer trains on the answer tokens only (e.g. not needle's haystack prose)",
-                           u->name, t->name);
+    struct mix_keys mk;
+    int rc = mix_keys_parse(u, t->name, k, pnode, &mk, err);
+    if (rc < 0)
+        return rc;
     struct lx_node rest;
-    char *end = NULL;
-    double weight = w && w->kind == LX_NODE_SCALAR ? strtod(w->text, &end) : 0.0;
-    if (!w || !end || *end || !(weight > 0.0 && weight <= 1.0))
-        return lx_node_err(err, w ? w : k, "model '%s' mixture '%s': 'weight' must be a fraction in (0, 1]\n"
-                           "  hint: the fraction of training windows drawn from the task", u->name, t->name);
-    long power = 1;
-    if (lp && !mix_power(lp, &power))
-        return lx_node_err(err, lp, "model '%s' mixture '%s': 'length_power' must be an integer from 1 to 8\n"
-                           "  hint: 1 draws instance lengths uniformly; p > 1 draws them as v^p of the range, "
-                           "skewed toward short ones", u->name, t->name);
-    const struct lx_node *skip[] = {w, sc, lp};
-    if (!(params = lx_map_except(pnode, skip, 3, &rest, (struct lx_node **)items, 64)))
+    const struct lx_node *skip[] = {mk.w, mk.sc, mk.lp, mk.ml}, *params, *items[2 * 64];
+    if (!(params = lx_map_except(pnode, skip, 4, &rest, (struct lx_node **)items, 64)))
         return lx_node_err(err, pnode, "model '%s' mixture '%s': too many parameters", u->name, t->name);
     struct lx_mix *x = &u->mix[u->n_mix];
     void *p = lx_xcalloc(1, t->schema.size);
     lx_params_defaults(&t->schema, p);
     char what[160];
     snprintf(what, sizeof what, "model '%s' mixture task '%s'", u->name, t->name);
-    int rc = lx_params_apply(&t->schema, p, params, what, err);
+    rc = lx_params_apply(&t->schema, p, params, what, err);
     if (rc < 0) {
         free(p);
         if (err && strstr(err->msg, ": unknown parameter '"))     /* the hint lists the task's; add the entry's */
-            strncat(err->msg, "; the entry's own: weight, score, length_power",
+            strncat(err->msg, "; the entry's own: weight, score, length_power, max_length",
                     sizeof err->msg - strlen(err->msg) - 1);
         return rc;
     }
@@ -308,21 +331,28 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
         return lx_node_err(err, k, "model '%s' mixture: the training length %ld is too short: %s", u->name,
                            u->train.length, sub.msg);
     }
-    *x = (struct lx_mix){.name = t->name, .weight = weight, .params = p, .sample = t->train_sample,
-                         .check = t->check, .answer_only = answer_only, .length_power = (int)power,
-                         .tok = u->tok};
+    if (mk.ml && t->check && t->check(p, mk.max_len, &sub) < 0) {
+        free(p);
+        return lx_node_err(err, mk.ml, "model '%s' mixture '%s': max_length %ld is too short: %s", u->name, t->name,
+                           mk.max_len, sub.msg);
+    }
+    *x = (struct lx_mix){.name = t->name, .weight = mk.weight, .params = p, .sample = t->train_sample,
+                         .check = t->check, .answer_only = mk.answer_only, .length_power = (int)mk.power,
+                         .max_length = mk.max_len, .tok = u->tok};
     u->n_mix++;
     lx_buf_printf(json, "%s{\"name\":", u->n_mix > 1 ? "," : "");
     lx_buf_json_str(json, t->name);
     lx_buf_puts(json, ",\"params\":");
     lx_params_json(&t->schema, p, json);
     lx_buf_puts(json, ",\"weight\":");
-    lx_buf_num(json, weight);
-    if (power == 1)         /* how lx_mix_window draws and places it; models without a power keep their keys */
+    lx_buf_num(json, mk.weight);
+    if (mk.power == 1)         /* how lx_mix_window draws and places it; models without a power keep their keys */
         lx_buf_puts(json, ",\"length\":\"uniform-tail-unscored-head\"");
     else
-        lx_buf_printf(json, ",\"length\":\"power-%ld-tail-unscored-head\"", power);
-    if (answer_only)        /* only when set: models without it keep their keys */
+        lx_buf_printf(json, ",\"length\":\"power-%ld-tail-unscored-head\"", mk.power);
+    if (mk.max_len)
+        lx_buf_printf(json, ",\"max_length\":%ld", mk.max_len);
+    if (mk.answer_only)        /* only when set: models without it keep their keys */
         lx_buf_puts(json, ",\"score\":\"answer\"");
     lx_buf_puts(json, "}");
     return LX_OK;

@@ -424,8 +424,9 @@ int lx_mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix
         double q = v;       /* v^p, a rounding a product: the same on every CPU; p = 1 keeps v's bits */
         for (int k = 1; k < mix[j].length_power; k++)
             q *= v;
-        long lo = mix_min_length(&mix[j], T), len = lo + (long)(q * (double)(T - lo + 1));
-        len = len > T ? T : len;
+        long hi = mix[j].max_length > 0 && mix[j].max_length < T ? mix[j].max_length : T;
+        long lo = mix_min_length(&mix[j], hi), len = lo + (long)(q * (double)(hi - lo + 1));
+        len = len > hi ? hi : len;
         struct lx_instance in = {0};
         int rc = mix_instance(&mix[j], len, lo, key, sample, &in, err);
         if (rc == LX_OK) {

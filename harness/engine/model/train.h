@@ -108,8 +108,10 @@ void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_t
 /* A source of training windows besides the corpus: a task's training
 ** generator (a model's `mixture:`, harness/sweep/models.h). Each window is drawn
 ** from it with probability `weight`. The instance's length l is drawn from
-** the task's shortest length lo (by bisection on its check) to the window's
-** T, as lo + ⌊v^p·(T − lo + 1)⌋ for a uniform v in [0, 1): p = length_power
+** the task's shortest length lo (by bisection on its check) to hi, the
+** window's T or max_length if shorter (the task trained at short distances
+** only, the corpus windows at every one), as lo + ⌊v^p·(hi − lo + 1)⌋ for a
+** uniform v in [0, 1): p = length_power
 ** (an integer, v multiplied p times, so every CPU draws the same), 1 (or 0,
 ** unset) a uniform draw, p > 1 skewed toward short instances (the far
 ** distances rarely trained, as in pretraining on short documents); it fills the window's last l tokens, after T − l tokens
@@ -132,6 +134,7 @@ struct lx_mix {
     int (*check)(const void *params, long length, struct lx_error *err);   /* the task's, or NULL */
     int answer_only;                    /* score the answer tokens only (needle: not the haystack prose) */
     int length_power;                   /* p of the length draw, 1 to 8; 0 or 1 = uniform */
+    long max_length;                    /* the longest instance; 0 (unset) or more than T = T */
     const struct lx_tokenizer *tok;     /* the model's tokenizer: instances are re-encoded in its tokens
                                         ** (lx_instance_fit); NULL = bytes */
 };
