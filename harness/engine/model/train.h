@@ -111,13 +111,13 @@ void lx_optim_step(struct lx_optim *o, struct lx_model *model, const struct lx_t
 ** the task's shortest length lo (by bisection on its check) to hi, the
 ** window's T or max_length if shorter (the task trained at short distances
 ** only, the corpus windows at every one), as lo + ⌊v^p·(hi − lo + 1)⌋ for a
-** uniform v in [0, 1): p = length_power
-** (an integer, v multiplied p times, so every CPU draws the same), 1 (or 0,
-** unset) a uniform draw, p > 1 skewed toward short instances (the far
-** distances rarely trained, as in pretraining on short documents); it fills the window's last l tokens, after T − l tokens
-** of the corpus window it replaces, which stay as context but are not
-** scored: the model meets the task at every distance up to its training
-** length, short instances first teaching it what to look for, and the
+** uniform v in [0, 1) and p = length_power (an integer: v multiplied p times,
+** so every CPU draws the same; 1, or 0 unset, a uniform draw; p > 1 skewed
+** toward short instances, the far distances rarely trained, as in
+** pretraining on short documents). The instance fills the window's last l
+** tokens, after T − l tokens of the corpus window it replaces, which stay as
+** context but are not scored: the model meets the task at every distance up
+** to hi, short instances first teaching it what to look for, and the
 ** window's loss is the task's alone (scored prose would outweigh the few
 ** answer tokens: with it, a passkey + line model learnt neither in 3000
 ** steps). Targets: every next token of the instance, or with answer_only
