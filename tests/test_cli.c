@@ -703,6 +703,29 @@ Test(cli, number_options_read_tiny_values_and_name_bad_ones, .init = setup, .fin
     cr_expect(strstr(out, "--depth") != NULL && strstr(out, "too large") != NULL, "%s", out);
 }
 
+/* `lenx show task` says where the gold first stands in the context and how far back that is from the answer:
+** checked against the printed prompt itself (its `<bos>` is token 0, every other byte a token). */
+Test(cli, show_task_places_the_gold)
+{
+    char out[8192];
+    static const char *const cmds[] = {"needle template=short needles=1 --length 192 --depth 0",
+                                       "needle --length 1021 --depth 0.25", "passkey --length 300 --depth 1"};
+    for (int c = 0; c < 3; c++) {
+        cr_assert_eq(sh(out, sizeof out, "$L show task %s", cmds[c]), 0, "%s", out);
+        long off = -1, n = -1, at = -1, back = -1;
+        char gold[32] = "";
+        const char *a = strstr(out, "answer:    tokens ["), *g = strstr(out, "context:   gold first at token "),
+                   *prompt = strstr(out, "--- prompt\n<bos>");
+        cr_assert(a && g && prompt, "%s", out);
+        cr_assert_eq(sscanf(a, "answer:    tokens [%ld, %ld), gold \"%31[0-9]\"", &off, &n, gold), 3, "%s", out);
+        cr_assert_eq(sscanf(g, "context:   gold first at token %ld, %ld tokens before", &at, &back), 2, "%s", out);
+        const char *text = prompt + strlen("--- prompt\n<bos>"), *hit = strstr(text, gold);
+        cr_assert(hit != NULL, "%s: the gold is not in the prompt", cmds[c]);
+        cr_expect_eq(at, 1 + (long)(hit - text), "%s", cmds[c]);
+        cr_expect_eq(back, off - at, "%s", cmds[c]);
+    }
+}
+
 /* Hostile tokenizer.json files and texts end in exit 2 naming
 ** what was wrong: the file's error named once ("trunc.txt: the text is not
 ** UTF-8", not "trunc.txt: trunc.txt: "), a regex past pcre2's match limit

@@ -399,6 +399,21 @@ static int instance_opts(const struct lx_args *a, long *v, double *depth, struct
     return rc;
 }
 
+/* The first token of the gold's first occurrence in the context (tokens 0 ..
+** answer_off, byte tokens), or -1 when it does not occur there verbatim. */
+static long gold_in_context(const struct lx_instance *in)
+{
+    long g = (long)strlen(in->gold);
+    for (long i = 0; g > 0 && i + g <= in->answer_off; i++) {
+        long k = 0;
+        while (k < g && in->tok[i + k] == (unsigned char)in->gold[k])
+            k++;
+        if (k == g)
+            return i;
+    }
+    return -1;
+}
+
 /* `lenx show task NAME [k=v ...] --length L`: one rendered instance, the one
 ** a sweep's cell of that task, length and seed generates for that sample. */
 static int show_instance(const struct lx_task *t, const void *params, const struct lx_args *a, struct lx_error *err)
@@ -426,6 +441,10 @@ static int show_instance(const struct lx_task *t, const void *params, const stru
         lx_buf_printf(&out, "\nlength:    %ld tokens (byte tokens; seed %ld, sample %ld)\ndepth:     %g\n"
                       "answer:    tokens [%ld, %ld), gold \"%s\"\n", in.n, v[2], v[1], in.depth, in.answer_off,
                       in.n, in.golds ? in.golds : in.gold);
+        long at = gold_in_context(&in);
+        if (at >= 0)    /* how far back the model must look: what a position method changes */
+            lx_buf_printf(&out, "context:   gold first at token %ld, %ld tokens before the answer\n", at,
+                          in.answer_off - at);
         for (int i = 0; i < in.n_alt; i++)
             lx_buf_printf(&out, "%s\"%s\" at depth %g", i ? ", " : "others:    ", in.alt[i], in.alt_depth[i]);
         lx_buf_puts(&out, in.n_alt ? "\n--- prompt\n" : "--- prompt\n");
