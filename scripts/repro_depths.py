@@ -104,9 +104,8 @@ def parse_groups(text, depths):
 
 
 def count(at, group):
-    right = sum(k for x, (k, _) in at.items() if any(abs(x - g) < 1e-9 for g in group))
-    total = sum(n for x, (_, n) in at.items() if any(abs(x - g) < 1e-9 for g in group))
-    return right, total
+    inside = [kn for x, kn in at.items() if any(abs(x - g) < 1e-9 for g in group)]
+    return sum(k for k, _ in inside), sum(n for _, n in inside)
 
 
 def main():
@@ -133,17 +132,19 @@ def main():
     print(f"| method | depths | right, seeds {'+'.join(map(str, seeds))} | pooled [Wilson 95 %] |"
           + (f" minus {base}, paired by seed [t 95 %] |" if base else ""))
     print("|---|---|---:|---:|" + ("---:|" if base else ""))
+    def per_seed(m, g):
+        return [count(cells[(m, s)], g) if (m, s) in cells else None for s in seeds]
+    base_per = [per_seed(base, g) if base else None for g in groups]
     for m in methods:
-        for g in groups:
-            per = [count(cells[(m, s)], g) if (m, s) in cells else None for s in seeds]
+        for g, bp in zip(groups, base_per):
+            per = per_seed(m, g)
             have = [p for p in per if p]
             right, total = sum(k for k, _ in have), sum(n for _, n in have)
             lo, hi = wilson(right, total)
             row = (f"| {m} | {','.join(f'{d:g}' for d in g)} | {'+'.join(str(p[0]) if p else '-' for p in per)} "
                    f"| {right}/{total} [{lo:.2f}, {hi:.2f}] |")
             if base:
-                diffs = [count(cells[(m, s)], g)[0] - count(cells[(base, s)], g)[0]
-                         for s in seeds if (m, s) in cells and (base, s) in cells]
+                diffs = [p[0] - b[0] for p, b in zip(per, bp) if p and b]
                 mean, dlo, dhi = across(diffs)
                 inter = f" [{dlo:+.1f}, {dhi:+.1f}]" if dlo is not None else ""
                 up, down = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)

@@ -292,7 +292,7 @@ const struct lx_node *lx_map_value(const struct lx_node *map, int i) { return ma
 static int map_skips(const struct lx_node *v, const struct lx_node *const *skip, int n_skip)
 {
     for (int j = 0; j < n_skip; j++)
-        if (skip[j] && skip[j] == v)
+        if (skip[j] == v)     /* v is a map value, never NULL */
             return 1;
     return 0;
 }
