@@ -6,8 +6,9 @@
 ** in the fine-tuned model's key), automatic scales that follow the
 ** fine-tuning length and keep it at evaluation, a real fine-tuning that
 ** lowers perplexity past the base model's training length, the lineage
-** `lenx show model` prints, and a fine-tuning of stories260K, a model lenx
-** did not train (skipped when it is not beside the checkout).
+** `lenx show model` prints, and fine-tunings of stories260K, a model lenx
+** did not train, with and without a mixture of its own (skipped when it is
+** not beside the checkout).
 */
 #define _POSIX_C_SOURCE 200809L
 #include "tests/shell.h"
@@ -255,4 +256,36 @@ Test(finetune, stories260K_finetunes_at_2x, .init = setup, .fini = teardown, .ti
     cr_assert_eq(sh(out, sizeof out, "$L show model %s --db s.db", key), 0, "%s", out);
     cr_expect(strstr(out, "\"length\":1024,\"steps\":2,\"tokens\":2048}") != NULL, "%s", out);
     cr_expect(strstr(out, "\"tokenizer_sha256\": \"037cb335abb25d1f") != NULL, "its tok512.bin, by hash:\n%s", out);
+}
+
+/* stories260K with a passkey mixture, fine-tuned 2 steps of one 512-token
+** window: the mixture enters the fine-tuned model's key (the checkpoint's
+** own key is unchanged: it is the base), and the windows hold its instances,
+** so the weights differ from the same fine-tuning without it. A mixture on a
+** checkpoint that no stack fine-tunes is refused at the mixture. */
+Test(finetune, a_checkpoint_is_finetuned_on_its_mixture, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[16384], yaml[1024];
+    static const char *const mixes[] = {"", "\n    mixture: [{passkey: {template: short, weight: 1, score: answer}}]"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(yaml, sizeof yaml, "name: s\nmodels:\n  s:\n    checkpoint: \"$R/../shared/models/stories260K/"
+                 "stories260K.bin\"%s\nmethods:\n  - [{rope: {layout: interleaved, finetune: {steps: 2, batch: 1, "
+                 "lr: 1e-3}}}]\ntasks: [{ppl: {windows: 1, corpus: stories}}]\nlengths: [512]\n", mixes[i]);
+        write_file("s.yaml", yaml);
+        cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|\" s.yaml && $L run s.yaml --db s.db --quiet "
+                        "--no-table"), 0, "%s", out);
+    }
+    cr_expect_eq(sql_long("s.db", "select count(*) from models where steps = 2 and tokens = 1024"), 2);
+    cr_expect_eq(sql_long("s.db", "select count(*) from models where config like '{_checkpoint_:%_finetune_:{%"
+                                  "_seed_:0,_mixture_:[{_name_:_passkey_,%_weight_:1,%_score_:_answer_}]}}'"), 1);
+    cr_expect_eq(sql_long("s.db", "select count(distinct weights_sha256) from models where steps = 2"), 2,
+                 "the mixture changed nothing");
+    cr_expect_eq(sql_long("s.db", "select count(distinct model_key) from runs"), 2);
+    /* the same without a fine-tuning stack */
+    cr_assert_eq(sh(out, sizeof out, "sed -i 's/, finetune: {steps: 2, batch: 1, lr: 1e-3}//' s.yaml && "
+                    "$L run s.yaml --db s.db --dry-run"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: s.yaml:5:14: model 's': a checkpoint's mixture is what fine-tuning it "
+                     "trains on, and no method stack fine-tunes it\n  hint: add finetune:") != NULL, "%s", out);
 }

@@ -366,6 +366,7 @@ static int parse_mixture(struct lx_model_use *u, const struct lx_node *v, struct
     struct lx_buf json = {0};
     double total = 0.0;
     int rc = LX_OK;
+    u->mix_where = v;
     lx_buf_puts(&json, "[");
     for (int i = 0; i < v->n_items && rc == LX_OK; i++) {
         rc = parse_mix(u, v->items[i], &json, err);
@@ -407,7 +408,7 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
             const char *near = lx_closest(k, keys, n_keys);
             return lx_node_err(err, lx_map_key(v, i), "model '%s': unknown key '%s'\n"
                                "  hint: %s%s%sa model has arch, train, mixture and tokenizer, or checkpoint (or "
-                               "hf) and tokenizer", u->name, k,
+                               "hf), tokenizer and mixture", u->name, k,
                                near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
         }
     }
@@ -419,11 +420,18 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         return parse_server(u, server, err);
     const struct lx_node *ck = lx_map_get(v, "checkpoint"), *fk = fmt ? lx_map_get(v, fmt->key) : NULL;
     const struct lx_node *tk = lx_map_get(v, "tokenizer");
-    if (ck || fk) {
-        if (v->n_items > 1 + (tk != NULL))
+    const struct lx_node *mix = lx_map_get(v, "mixture");
+    if (ck || fk) {     /* its mixture is what a fine-tuning of it trains on (lx_plan_build checks one does) */
+        if (v->n_items > 1 + (tk != NULL) + (mix != NULL))
             return lx_node_err(err, v, "model '%s': a checkpoint brings its own arch and training; "
-                               "give only 'checkpoint' or '%s' (and 'tokenizer')", u->name, fmt ? fmt->key : "hf");
-        return parse_checkpoint(u, ck ? ck : fk, ck ? NULL : fmt, tk, err);
+                               "give only 'checkpoint' or '%s' (and 'tokenizer', 'mixture')", u->name,
+                               fmt ? fmt->key : "hf");
+        int rc = parse_checkpoint(u, ck ? ck : fk, ck ? NULL : fmt, tk, err);
+        if (rc == LX_OK && mix && u->train.begin == LX_BEGIN_TEXT)
+            return lx_node_err(err, mix, "model '%s': the checkpoint was trained on windows without a start "
+                               "token, and a mixture's instances start with one\n  hint: drop the mixture",
+                               u->name);
+        return rc == LX_OK && mix ? parse_mixture(u, mix, err) : rc;
     }
     char what[160];
     snprintf(what, sizeof what, "model '%s' arch", u->name);
@@ -439,14 +447,13 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
     if (u->train.begin == LX_BEGIN_TEXT && u->arch.mode != LX_MODEL_CAUSAL)
         return lx_node_err(err, tn, "model '%s': begin: text cuts causal windows; a masked LM reads no start "
                            "token\n  hint: drop begin", u->name);
-    if (u->train.begin == LX_BEGIN_TEXT && lx_map_get(v, "mixture"))
+    if (u->train.begin == LX_BEGIN_TEXT && mix)
         return lx_node_err(err, tn, "model '%s': begin: text trains on windows without a start token, and a "
                            "mixture's instances start with one\n  hint: drop begin or the mixture", u->name);
     if (u->train.warmup >= u->train.steps)
         return lx_node_err(err, lx_map_get(v, "train") ? lx_map_get(v, "train") : v,
                            "model '%s': warmup (%ld) must be below steps (%ld)", u->name, u->train.warmup,
                            u->train.steps);
-    const struct lx_node *mix = lx_map_get(v, "mixture");
     return mix ? parse_mixture(u, mix, err) : LX_OK;
 }
 

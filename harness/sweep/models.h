@@ -28,7 +28,8 @@
 ** A mixture makes a fraction `weight` of the training windows instances of a
 ** retrieval task (its train_sample hook) at the training length, so a small
 ** model learns the task there and is tested far beyond it; the rest is corpus
-** text. The mixture is part of the model key.
+** text. The mixture is part of the model key. A checkpoint's mixture is what
+** its fine-tunings train on (a key of the fine-tuned model only).
 **
 ** A cell's model is trained from the base model plus the training-time part of
 ** its method stack (docs/config.md#models); that pair, the training corpus hash and the
@@ -65,6 +66,7 @@ struct lx_model_use {
     struct lx_mix mix[LX_MAX_MIX];  /* (n_mix,) the training mixture; params owned */
     int n_mix;
     char *mix_json;                 /* [{"name":..,"params":{..},"weight":w},..], or NULL without one */
+    const struct lx_node *mix_where;    /* its YAML value, for messages; NULL without one */
     char *tokenizer;                /* path of the model's tokenizer (named, or found beside a checkpoint);
                                     ** NULL: the byte tokenizer */
     const struct lx_node *tokenizer_where;  /* its YAML value, for messages; NULL without one */

@@ -188,6 +188,8 @@ static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error
             b.s[--b.len] = '\0';
             lx_buf_printf(&b, ",\"finetune\":{\"stack\":%s,\"data\":\"%s\",\"seed\":%ld", lx_buf_str(&part),
                           train->hash, c->seed);
+            if (m->mix_json)    /* only when there is one: older keys stay as they were */
+                lx_buf_printf(&b, ",\"mixture\":%s", m->mix_json);
             numerics_key(&b, g);    /* the arithmetic it was trained in, as a trained model's key */
             lx_buf_puts(&b, "}}");
         }
@@ -445,6 +447,21 @@ static int check_ft_mixture(const struct lx_grid *g, int s, int m, struct lx_err
     return LX_OK;
 }
 
+/* A checkpoint's mixture is what fine-tuning it trains on: some stack of the
+** grid must fine-tune it, or the mixture would be read and never used. */
+static int check_ckpt_mixture(const struct lx_grid *g, int m, struct lx_error *err)
+{
+    const struct lx_model_use *mu = &g->models[m];
+    if (!mu->checkpoint || !mu->n_mix)
+        return LX_OK;
+    for (int s = 0; s < g->n_stacks; s++)
+        if (lx_plan_ckpt_finetunes(&g->stacks[s], mu))
+            return LX_OK;
+    return lx_node_err(err, mu->mix_where, "model '%s': a checkpoint's mixture is what fine-tuning it trains on, "
+                       "and no method stack fine-tunes it\n  hint: add finetune: to a stack, e.g. [{rope: "
+                       "{finetune: {steps: 300, lr: 5e-4}}}], or drop the mixture", mu->name);
+}
+
 /* A server model's cell: the task asks only what the server gives, and the
 ** stack is the one it was started with (served:), which lenx cannot change. */
 static int check_server(const struct lx_grid *g, int s, int t, int m, struct lx_buf *canon, struct lx_buf *json,
@@ -677,6 +694,8 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
     for (int s = 0; rc == LX_OK && s < g->n_stacks; s++)
         for (int m = 0; m < g->n_models; m++)
             reach_note(plan, g, s, m, &reach[s * n_models + m]);
+    for (int m = 0; rc == LX_OK && m < g->n_models; m++)
+        rc = check_ckpt_mixture(g, m, err);
     for (int i = 0; i < g->n_stacks * n_models; i++)
         free(reach[i].canon);
     free(reach);
