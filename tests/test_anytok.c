@@ -317,15 +317,23 @@ static void exact_lengths(const struct lx_tokenizer *tk, const char *name)
 ** the token holding the gold's first digit sits at nearly the same fraction
 ** of the tokens as that digit of the bytes, and the needle moves on with the
 ** depth (template short: the filler or haystack is nearly all of it). */
-static void depth_lands(const struct lx_tokenizer *tk, const char *name, long L)
+/* A retrieval task's parameters with template: short, resolved (free them). */
+static void *template_short(const struct lx_task *t)
 {
-    const struct lx_task *t = lx_task_find(name);
     void *p = calloc(1, t->schema.size);
     struct lx_error err = {""};
     lx_params_defaults(&t->schema, p);
     struct lx_node v = {.kind = LX_NODE_SCALAR, .text = "short"};
-    cr_assert_eq(lx_params_set(&t->schema, p, "template", &v, name, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_params_set(&t->schema, p, "template", &v, t->name, &err), LX_OK, "%s", err.msg);
     lx_params_finish(&t->schema, p);
+    return p;
+}
+
+static void depth_lands(const struct lx_tokenizer *tk, const char *name, long L)
+{
+    const struct lx_task *t = lx_task_find(name);
+    void *p = template_short(t);
+    struct lx_error err = {""};
     char *text = malloc((size_t)lx_tok_decode_cap(tk, L));
     long last = 0;
     for (int d = 0; d <= 4; d++) {
@@ -594,6 +602,49 @@ Test(anytok, mixture_windows_are_train_length_tokens, .timeout = 60)
     free(p);
     lx_tokenizer_free(tk);
     remove(path);
+}
+
+/* Every length a mixture draws gives a window in tok512's tokens, the
+** shortest ones too: passkey's check accepts 82 tokens, but no prompt of
+** exactly 82 (or 81, ...: fewer than the check's minimum) exists in tok512
+** (112 bytes give 81, 113 give 84), so the instance is the nearest longer
+** one that fits, still inside the window. Every drawn length from the
+** shortest to 64 above it: an instance of at most T tokens at the window's
+** end, beginning with BOS, and a gold that decodes as its own answer. */
+Test(anytok, mixture_windows_fit_every_drawn_length_in_tok512, .timeout = 120)
+{
+    const char *path = tokfile_stories();
+    if (!path)
+        cr_skip_test("stories260K's tok512.bin is not beside the checkout");
+    struct lx_tokenizer *tk;
+    struct lx_error err = {""};
+    cr_assert_eq(lx_tokenizer_open(&tk, path, &err), LX_OK, "%s", err.msg);
+    const struct lx_task *t = lx_task_find("passkey");
+    void *p = template_short(t);
+    struct lx_mix mix = {.name = "passkey", .weight = 1, .params = p, .sample = t->train_sample, .check = t->check,
+                         .tok = tk, .answer_only = 1};
+    enum { T = 512 };
+    long lo = 2;
+    while (t->check(p, lo, &err) < 0)
+        lo++;
+    int tok[T], tgt[T];
+    for (long len = lo; len <= lo + 64; len++) {
+        double v = ((double)(len - lo) + 0.5) / (double)(T - lo + 1);   /* draws exactly len */
+        for (int i = 0; i < T; i++)
+            tok[i] = 7, tgt[i] = 7;
+        cr_assert_eq(lx_mix_window(tok, tgt, T, &mix, 1, 0.5, v, 9, len, &err), LX_OK, "length %ld: %s", len,
+                     err.msg);
+        long off = 0;
+        while (off < T && tgt[off] == -1 && tok[off] == 7)
+            off++;
+        cr_assert(off < T && tok[off] == tk->bos, "length %ld: the instance begins with BOS after the head", len);
+        long scored = 0;
+        for (long i = off; i < T; i++)
+            scored += tgt[i] >= 0;
+        cr_expect(scored > 0 && tgt[T - 1] == -1, "length %ld: its answer is scored, the last token is not", len);
+    }
+    free(p);
+    lx_tokenizer_free(tk);
 }
 
 /* The sweep of trained_on_tok512: b on bytes and s on tok512 alike but for

@@ -399,10 +399,12 @@ static int mix_bytes(void *ctx, long B, struct lx_instance *out, struct lx_error
     return a->x->sample(a->x->params, a->key, B, a->sample, out, err);
 }
 
-/* The instance of at most len tokens (exactly len when the tokenizer allows
-** it; else the longest of the next few below that it fits): the window's
-** corpus head takes what is left. */
-static int mix_instance(const struct lx_mix *x, long len, long lo, uint64_t key, long sample,
+/* The instance of about len tokens: exactly len when the tokenizer allows it;
+** else the longest of the next few below that it fits, down to lo; else (len
+** near lo, where the task's check accepts a length no prompt has) the
+** shortest of the next few above, up to hi. The window's corpus head takes
+** what is left. */
+static int mix_instance(const struct lx_mix *x, long len, long lo, long hi, uint64_t key, long sample,
                         struct lx_instance *in, struct lx_error *err)
 {
     struct mix_at a = {.x = x, .key = key ^ lx_hash64(x->name), .sample = sample};
@@ -410,6 +412,11 @@ static int mix_instance(const struct lx_mix *x, long len, long lo, uint64_t key,
     int rc = LX_ERUN;
     for (long l = len; rc == LX_ERUN && l >= lo && l > len - 8; l--)
         rc = lx_instance_fit(&src, lx_tok_or_byte(x->tok), l, in, err);
+    for (long l = len + 1; rc == LX_ERUN && l <= hi && l < len + 8; l++)
+        rc = lx_instance_fit(&src, lx_tok_or_byte(x->tok), l, in, err);
+    if (rc == LX_ERUN)
+        lx_err_prefix(err, rc, "training mixture: no instance of %ld to %ld tokens: ", len - 7 > lo ? len - 7 : lo,
+                      len + 7 < hi ? len + 7 : hi);
     return rc;
 }
 
@@ -428,9 +435,9 @@ int lx_mix_window(int *tok, int *tgt, int T, const struct lx_mix *mix, int n_mix
         long lo = mix_min_length(&mix[j], hi), len = lo + (long)(q * (double)(hi - lo + 1));
         len = len > hi ? hi : len;
         struct lx_instance in = {0};
-        int rc = mix_instance(&mix[j], len, lo, key, sample, &in, err);
+        int rc = mix_instance(&mix[j], len, lo, hi, key, sample, &in, err);
         if (rc == LX_OK) {
-            LX_ASSERT(in.n <= len && in.n > len - 8);
+            LX_ASSERT(in.n <= hi && in.n > len - 8 && in.n < len + 8);
             long off = T - in.n, n = in.n;  /* the corpus head stays as context, unscored: the window trains the task */
             for (long t = 0; t < off; t++)
                 tgt[t] = -1;
