@@ -4,7 +4,8 @@
 ** its sink token): the ppl task reads them as they were trained, which is
 ** checked against the model's losses over windows laid out here by hand;
 ** retrieval tasks run them, a peer's protocol refuses them; the option leaves the keys of
-** bos models as they were and travels with a checkpoint; bad uses are refused.
+** bos models as they were and travels with a checkpoint (which takes no
+** mixture); bad uses are refused.
 */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -174,6 +175,12 @@ Test(begin, retrieval_runs_text_models_and_peers_refuse_them, .init = setup, .fi
                      "--text t.txt"), 0, "%s", out);
     cr_expect(strstr(out, "ck.safetensors was trained on windows without a start token (begin: text), and score "
                      "puts one before every window") != NULL, "%s", out);
+    /* nor can it be fine-tuned on a mixture, whose instances begin with one */
+    write_file("mx.yaml", "name: mx\nmodels:\n  ck:\n    checkpoint: ck.safetensors\n    mixture: [{passkey: "
+               "{weight: 0.5}}]\nmethods: [{rope: {finetune: 2}}]\ntasks: [ppl]\nlengths: [32]\n");
+    cr_expect_eq(sh(out, sizeof out, "$L run mx.yaml --db r.db --dry-run"), 2, "%s", out);
+    cr_expect(strstr(out, "mx.yaml:5:14: model 'ck': the checkpoint was trained on windows without a start token, "
+                     "and a mixture's instances start with one") != NULL, "%s", out);
 }
 
 /* attn reads a text model's windows as ppl does; its sink_mass is key 0's
