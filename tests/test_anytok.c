@@ -643,6 +643,13 @@ Test(anytok, mixture_windows_fit_every_drawn_length_in_tok512, .timeout = 120)
             scored += tgt[i] >= 0;
         cr_expect(scored > 0 && tgt[T - 1] == -1, "length %ld: its answer is scored, the last token is not", len);
     }
+    /* capped at the shortest, 82, which this instance (the loop's first) cannot have: refused, saying why */
+    mix.max_length = lo;
+    cr_assert_eq(lx_mix_window(tok, tgt, T, &mix, 1, 0.5, 0.0, 9, lo, &err), LX_ERUN);
+    cr_expect(strstr(err.msg, "training mixture: no instance of 82 tokens: passkey: no prompt of exactly 82 "
+                     "sentencepiece tokens") != NULL && strstr(err.msg, "one more or less") == NULL &&
+              strstr(err.msg, "hint: give the mixture room: its instances run from the task's shortest, 82 tokens")
+              != NULL, "%s", err.msg);
     free(p);
     lx_tokenizer_free(tk);
 }

@@ -414,9 +414,17 @@ static int mix_instance(const struct lx_mix *x, long len, long lo, long hi, uint
         rc = lx_instance_fit(&src, lx_tok_or_byte(x->tok), l, in, err);
     for (long l = len + 1; rc == LX_ERUN && l <= hi && l < len + 8; l++)
         rc = lx_instance_fit(&src, lx_tok_or_byte(x->tok), l, in, err);
-    if (rc == LX_ERUN)
-        lx_err_prefix(err, rc, "training mixture: no instance of %ld to %ld tokens: ", len - 7 > lo ? len - 7 : lo,
-                      len + 7 < hi ? len + 7 : hi);
+    if (rc == LX_ERUN && err) {     /* the instance's hint is an evaluation's: the lengths are the mixture's */
+        char *hint = strstr(err->msg, "\n  hint:");
+        if (hint)
+            *hint = '\0';
+        long first = len - 7 > lo ? len - 7 : lo, last = len + 7 < hi ? len + 7 : hi;
+        char range[48];
+        snprintf(range, sizeof range, first < last ? "%ld to %ld" : "%ld", first, last);
+        lx_err_prefix(err, rc, "training mixture: no instance of %s tokens: ", range);
+        snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg), "\n  hint: give the mixture "
+                 "room: its instances run from the task's shortest, %ld tokens, to max_length or the window", lo);
+    }
     return rc;
 }
 
