@@ -283,6 +283,13 @@ Test(finetune, a_checkpoint_is_finetuned_on_its_mixture, .init = setup, .fini = 
     cr_expect_eq(sql_long("s.db", "select count(distinct weights_sha256) from models where steps = 2"), 2,
                  "the mixture changed nothing");
     cr_expect_eq(sql_long("s.db", "select count(distinct model_key) from runs"), 2);
+    char key[32];    /* its lineage names the mixture; the other's has none */
+    sql_text(key, sizeof key, "s.db", "select key from models where config like '%_mixture_%'");
+    cr_assert_eq(sh(out, sizeof out, "$L show model %s --db s.db", key), 0, "%s", out);
+    cr_expect(strstr(out, "\"steps\":2,\"tokens\":1024,\"mixture\":[{\"name\":\"passkey\",") != NULL, "%s", out);
+    sql_text(key, sizeof key, "s.db", "select key from models where steps = 2 and config not like '%_mixture_%'");
+    cr_assert_eq(sh(out, sizeof out, "$L show model %s --db s.db", key), 0, "%s", out);
+    cr_expect(strstr(out, "\"steps\":2,\"tokens\":1024}") != NULL, "%s", out);
     /* the same without a fine-tuning stack */
     cr_assert_eq(sh(out, sizeof out, "sed -i 's/, finetune: {steps: 2, batch: 1, lr: 1e-3}//' s.yaml && "
                     "$L run s.yaml --db s.db --dry-run"), 2, "%s", out);

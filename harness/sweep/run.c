@@ -369,9 +369,13 @@ static int train_stage(struct runner *r, const struct lx_cell *c, const struct s
     ** the checkpoint's bytes must not either (lenx_threads 0) */
     int portable = lx_numerics_get() == LX_NUMERICS_PORTABLE;
     struct lx_buf lineage = {0};    /* where a fine-tuned model comes from (lenx show model) */
-    if (st->base)
-        lx_buf_printf(&lineage, "{\"base\":\"%s\",\"length\":%ld,\"steps\":%ld,\"tokens\":%ld}", st->base,
+    if (st->base) {
+        lx_buf_printf(&lineage, "{\"base\":\"%s\",\"length\":%ld,\"steps\":%ld,\"tokens\":%ld", st->base,
                       st->cfg->length, rep.steps, rep.tokens);
+        if (mu->mix_json)   /* the tasks its windows held beside the corpus */
+            lx_buf_printf(&lineage, ",\"mixture\":%s", mu->mix_json);
+        lx_buf_puts(&lineage, "}");
+    }
     struct lx_ckpt_info info = {.model_key = (char *)st->key, .stack = (char *)st->stack,
                                 .train_json = mu->train_json, .train_len = mu->train.length,
                                 .threads = portable ? 0 : omp_get_max_threads(),
