@@ -463,9 +463,10 @@ Test(extrap, randpos_evaluates_at_one_draw_per_length)
     tstack_free(&plain);
 }
 
-/* The trainer feeds the drawn ids to the model: trained with randpos at
-** target = T (the identity draw) a model ends bit for bit where plain RoPE's
-** does (portable numerics, same key); at 16 T it ends elsewhere. */
+/* The trainer feeds the drawn ids to the model: trained with randpos or
+** PoSE at target = T (the identity draw; PoSE's skips all 0) a model ends bit
+** for bit where plain RoPE's does (portable numerics, same key); at 16 T it
+** ends elsewhere. */
 static float *train_tiny(const char *stack, struct lx_model *m)
 {
     struct lx_arch a;
@@ -491,17 +492,26 @@ static float *train_tiny(const char *stack, struct lx_model *m)
     return m->w;
 }
 
-Test(extrap, randpos_ids_reach_the_trained_model, .timeout = 60)
+Test(extrap, pose_and_randpos_ids_reach_the_trained_model, .timeout = 60)
 {
     lx_numerics_set(LX_NUMERICS_PORTABLE);
-    struct lx_model plain, same, spread;
-    float *w0 = train_tiny("rope", &plain), *w1 = train_tiny("[rope, {randpos: {target: 32}}]", &same),
-          *w2 = train_tiny("[rope, {randpos: {target: 512}}]", &spread);
-    cr_expect_eq(memcmp(w0, w1, sizeof(float) * plain.n_params), 0, "target = T: the plain positions");
-    cr_expect_neq(memcmp(w0, w2, sizeof(float) * plain.n_params), 0, "target = 16 T: other positions");
+    struct lx_model plain;
+    float *w0 = train_tiny("rope", &plain);
+    const char *kind[2] = {"randpos", "pose"};
+    for (int k = 0; k < 2; k++) {
+        char s1[64], s2[64];
+        snprintf(s1, sizeof s1, "[rope, {%s: {target: 32}}]", kind[k]);
+        snprintf(s2, sizeof s2, "[rope, {%s: {target: 512}}]", kind[k]);
+        struct lx_model same, spread;
+        float *w1 = train_tiny(s1, &same), *w2 = train_tiny(s2, &spread);
+        cr_expect_eq(memcmp(w0, w1, sizeof(float) * plain.n_params), 0, "%s, target = T: the plain positions",
+                     kind[k]);
+        cr_expect_neq(memcmp(w0, w2, sizeof(float) * plain.n_params), 0, "%s, target = 16 T: other positions",
+                      kind[k]);
+        lx_model_release(&same);
+        lx_model_release(&spread);
+    }
     lx_model_release(&plain);
-    lx_model_release(&same);
-    lx_model_release(&spread);
 }
 
 /* ---- t5align ---------------------------------------------------------------------- */

@@ -232,6 +232,33 @@ Test(finetune, ntk_finetuned_at_4x_lowers_ppl_at_4x, .init = setup, .fini = tear
                      "fine-tuning from a model trained differently from checkpoint model 'f'") != NULL, "%s", out);
 }
 
+/* PoSE added by a fine-tuning (`add: true`, the paper's recipe beside PI fine-tuned in): the base model is trained
+** once without it, shared with PI fine-tuned alone, and each fine-tuned model's key holds PoSE's target with the
+** fine-tuning's map (that the drawn positions reach the trained weights: extrap/pose_and_randpos_ids_reach_the_
+** trained_model). Two targets and PI alone: three fine-tunings, three models, each evaluated. */
+Test(finetune, pose_added_by_a_finetuning_keys_its_target, .init = setup, .fini = teardown, .timeout = 120)
+{
+    char out[8192];
+    write_file("p.yaml", "name: p\nseed: 1\nmodels:\n  m:\n    arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, "
+               "d_mlp: 64}\n    train: {length: 32, batch: 4, steps: 20, warmup: 2}\nmethods:\n"
+               "  - [rope, {pi: {scale: 4, finetune: 6}}]\n"
+               "  - [rope, {pose: {target: 64, finetune: {steps: 6, add: true}}}, {pi: {scale: 4, finetune: 6}}]\n"
+               "  - [rope, {pose: {target: 256, finetune: {steps: 6, add: true}}}, {pi: {scale: 4, finetune: 6}}]\n"
+               "tasks: [{ppl: {windows: 2}}]\nlengths: [128]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run p.yaml --db p.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sql_long("p.db", "select count(*) from runs where status = 'ok'"), 3);
+    cr_expect_eq(sql_long("p.db", "select count(distinct model_key) from runs"), 3);
+    cr_expect_eq(sql_long("p.db", "select count(*) from models where steps = 20 and config like "
+                                  "'%_stack_:[{_rope_:{_base_:10000,_layout_:_half_}}],%'"), 1, "one base, rope alone");
+    for (int target = 64; target <= 256; target *= 4) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "select count(*) from models where steps = 6 and config like '%%{_pose_:{_chunks_:2,"
+                 "_target_:%d,_finetune_:{_steps_:6,_length_:32,%%_add_:true}}},{_pi_:{_scale_:4,_finetune_:6}}]%%'",
+                 target);
+        cr_expect_eq(sql_long("p.db", sql), 1, "PoSE to %d in its fine-tuned model's key", target);
+    }
+}
+
 /* stories260K (llama2.c, trained at 512 of its tok512 tokens) fine-tuned
 ** for 2 steps at 1024 with YaRN (scale auto: 2) and evaluated at 1024: end
 ** to end, keyed by the checkpoint's hash and what was trained on it, saved
