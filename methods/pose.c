@@ -43,6 +43,8 @@ static int pose_check(const void *params, const struct lx_facts *f, struct lx_er
         return lx_err(err, LX_EINVAL, "pose: target %ld is shorter than the training length %ld\n"
                       "  hint: target is the length the positions spread over, e.g. 16 x the training length",
                       p->target, f->train_len);
+    if (lx_spec_check_train_target("pose", p->target, f, err) < 0)
+        return LX_EINVAL;
     if (p->chunks > f->train_len)
         return lx_err(err, LX_EINVAL, "pose: %ld chunks do not fit in a window of %ld tokens",
                       p->chunks, f->train_len);

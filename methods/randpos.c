@@ -43,6 +43,8 @@ static int randpos_check(const void *params, const struct lx_facts *f, struct lx
         return lx_err(err, LX_EINVAL, "randpos: target %ld is shorter than the training length %ld\n"
                       "  hint: target is the length L the positions are drawn from, e.g. 16 x the training length",
                       p->target, f->train_len);
+    if (lx_spec_check_train_target("randpos", p->target, f, err) < 0)
+        return LX_EINVAL;
     if (p->target > (1L << 30))
         return lx_err(err, LX_EINVAL, "randpos: target %ld (16 x the training length %ld) is past 2^30 positions\n"
                       "  hint: give target explicitly, at most 1073741824", p->target, f->train_len);

@@ -467,7 +467,7 @@ Test(extrap, randpos_evaluates_at_one_draw_per_length)
 ** PoSE at target = T (the identity draw; PoSE's skips all 0) a model ends bit
 ** for bit where plain RoPE's does (portable numerics, same key); at 16 T it
 ** ends elsewhere. */
-static float *train_tiny(const char *stack, struct lx_model *m)
+static int train_tiny_rc(const char *stack, long target, struct lx_model *m, struct lx_error *err)
 {
     struct lx_arch a;
     lx_params_defaults(&lx_arch_schema, &a);
@@ -479,16 +479,23 @@ static float *train_tiny(const char *stack, struct lx_model *m)
     cfg.length = 32, cfg.batch = 2, cfg.steps = 4, cfg.warmup = 1, cfg.eval_every = 4, cfg.eval_windows = 1;
     lx_params_finish(&lx_train_schema, &cfg);
     const struct lx_corpus_tokens *corpus;
-    struct lx_error err = {{0}};
-    cr_assert_eq(lx_corpus_tokens(&corpus, "train", &lx_byte_tokenizer, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_corpus_tokens(&corpus, "train", &lx_byte_tokenizer, err), LX_OK, "%s", err->msg);
     struct tstack st;
     struct lx_facts f = tfacts(8, 32, 2, 32);
     f.training = 1;
     tstack_make(&st, stack, &f);
+    if (target)
+        st.spec.pose.target = target;   /* past the plan's check */
     struct lx_train_report rep;
-    cr_assert_eq(lx_train(m, &st.spec, &cfg, 11, corpus, &lx_byte_tokenizer, NULL, 0, NULL, NULL, NULL, &rep, &err),
-                 LX_OK, "%s", err.msg);
+    int rc = lx_train(m, &st.spec, &cfg, 11, corpus, &lx_byte_tokenizer, NULL, 0, NULL, NULL, NULL, &rep, err);
     tstack_free(&st);
+    return rc;
+}
+
+static float *train_tiny(const char *stack, struct lx_model *m)
+{
+    struct lx_error err = {{0}};
+    cr_assert_eq(train_tiny_rc(stack, 0, m, &err), LX_OK, "%s", err.msg);
     return m->w;
 }
 
@@ -512,6 +519,20 @@ Test(extrap, pose_and_randpos_ids_reach_the_trained_model, .timeout = 60)
         lx_model_release(&spread);
     }
     lx_model_release(&plain);
+}
+
+/* A target below the window (which the plan refuses) is refused by the
+** trainer too: no draw fits, and PoSE's skips would run backwards. */
+Test(extrap, training_positions_need_a_target_past_the_window, .timeout = 60)
+{
+    const char *stack[2] = {"[rope, pose]", "[rope, randpos]"};
+    for (int k = 0; k < 2; k++) {
+        struct lx_model m;
+        struct lx_error err = {{0}};
+        cr_expect_eq(train_tiny_rc(stack[k], 31, &m, &err), LX_EINVAL, "%s", stack[k]);
+        cr_expect(strstr(err.msg, "target 31 is shorter than the 32-token training windows") != NULL, "%s", err.msg);
+        lx_model_release(&m);
+    }
 }
 
 /* ---- t5align ---------------------------------------------------------------------- */

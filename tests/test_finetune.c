@@ -137,6 +137,13 @@ Test(finetune, bad_maps_are_refused_at_their_place, .init = setup, .fini = teard
     expect_refused("[rope, {ntk: {train: true}}]", "4:18", "ntk: trained in (train: true) it needs an explicit scale");
     expect_refused("[rope, {infoscale: {finetune: {steps: 10, length: 64}}}]", "4:41",
                    "method 'infoscale' acts at evaluation only and cannot be fine-tuned in");
+    /* training positions drawn over a target shorter than the fine-tuning's windows: PoSE's skips would run
+    ** backwards, randpos could not draw the window's ids (it aborted in validation); added, or kept from the base */
+    expect_refused("[rope, {pose: {target: 64, finetune: {steps: 6, length: 128, add: true}}}]", "4:18",
+                   "pose: target 64 is shorter than the 128-token windows it trains (the fine-tuning length)\n"
+                   "  hint: target is the length the positions spread over: at least the window, e.g. 16 x it");
+    expect_refused("[rope, {randpos: {target: 64}}, {pi: {scale: 4, finetune: {steps: 6, length: 128}}}]", "4:18",
+                   "randpos: target 64 is shorter than the 128-token windows it trains (the fine-tuning length)");
     /* the plan counts the fine-tuning's batch x length like a training: 100,000 windows of 2^20 tokens
     ** hold 1e11 tokens' activations, far beyond any machine's memory */
     expect_refused("[{rope: {finetune: {steps: 2, length: 1048576, batch: 100000}}}]", "4:11", "model 'm' needs ");

@@ -76,6 +76,15 @@ int lx_spec_claim_train_positions(struct lx_spec *spec, const char *method, stru
     return rc == LX_OK ? lx_spec_claim(&spec->pose.method, method, "the training positions", err) : rc;
 }
 
+int lx_spec_check_train_target(const char *method, long target, const struct lx_facts *f, struct lx_error *err)
+{
+    if (!f->training || target >= f->length)
+        return LX_OK;
+    return lx_err(err, LX_EINVAL, "%s: target %ld is shorter than the %ld-token windows it trains%s\n"
+                  "  hint: target is the length the positions spread over: at least the window, e.g. 16 x it",
+                  method, target, f->length, f->length > f->train_len ? " (the fine-tuning length)" : "");
+}
+
 int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct lx_error *err)
 {
     if (spec->rotary.n_pairs)

@@ -388,6 +388,10 @@ int lx_spec_claim_decay(struct lx_spec *spec, const char *method, struct lx_erro
 /* Claim the training position ids (pose, randpos): after rope, one per stack. */
 int lx_spec_claim_train_positions(struct lx_spec *spec, const char *method, struct lx_error *err);
 
+/* Training positions spread over `target` (pose, randpos): refused while compiling a training whose windows
+** (f->length: the training or fine-tuning length) are longer than the target, where no draw fits. */
+int lx_spec_check_train_target(const char *method, long target, const struct lx_facts *f, struct lx_error *err);
+
 /* Fail unless the stack so far has rotary positions (rope before `method`). */
 int lx_spec_need_rotary(const struct lx_spec *spec, const char *method, struct lx_error *err);
 

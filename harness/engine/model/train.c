@@ -506,6 +506,9 @@ static int train_state_init(struct train_state *t, const struct lx_model *m, con
     t->mlm = m->arch.mode == LX_MODEL_MLM;
     t->ids = (struct window_ids){.begin = c->begin == LX_BEGIN_TEXT ? -1 : lx_tok_begin(tk), .mask = tk->mask,
                                  .n_random = tk->is_byte ? 256 : (int)tk->n_vocab};
+    if (spec->pose.method && spec->pose.target < t->T)     /* the plan refuses it (lx_spec_check_train_target) */
+        return lx_err(err, LX_EINVAL, "%s: target %ld is shorter than the %d-token training windows",
+                      spec->pose.method, spec->pose.target, t->T);
     t->s = build_stream(text, tk, &t->n);
     t->n_train = (long)((double)t->n * (1.0 - VAL_FRAC));
     if (t->n_train - t->T - 1 < 1 || t->n - t->n_train - t->T - 1 < 1) {
