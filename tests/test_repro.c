@@ -136,10 +136,10 @@ Test(repro, needle_sweeps_share_their_models, .init = setup, .fini = teardown, .
     cr_expect_str_eq(out, "3 3 3 6 6\n", "models, shared with string and dca; cells shared, of those RoPE's at 192");
 }
 
-/* pose-passkey fine-tunes stories260K five ways at 512 (REPRODUCTIONS.md): its control, RoPE fine-tuned with PI at
-** evaluation, is stories260K-passkey's, the same three model keys and the same 24 cells by run key, and so is YaRN at
-** evaluation on those models (24 more); PI and YaRN fine-tuned in, with and without PoSE's positions, are twelve
-** models of its own. */
+/* pose-passkey fine-tunes stories260K seven ways at 512 (REPRODUCTIONS.md): its control, RoPE fine-tuned with PI at
+** evaluation, is stories260K-passkey's, the same three model keys and the same 24 cells by run key, and so are YaRN
+** and NTK at evaluation on those models (24 more each); PI, YaRN and NTK fine-tuned in, with and without PoSE's
+** positions, are eighteen models of its own. */
 Test(repro, pose_passkey_shares_its_control, .init = setup, .fini = teardown, .timeout = 60)
 {
     char out[4096];
@@ -151,10 +151,11 @@ Test(repro, pose_passkey_shares_its_control, .init = setup, .fini = teardown, .t
                     "sort -u > $k.models; done; echo $(wc -l < po.keys) $(wc -l < po.models) "
                     "$(comm -12 po.models sp.models | wc -l) $(comm -12 po.keys sp.keys | wc -l) "
                     "$(comm -12 po.keys sp.keys | grep -c ' rope(layout=interleaved)+pi(scale=[1248]) ft@512×2000') "
-                    "$(comm -12 po.keys sp.keys | grep -c ' rope(layout=interleaved)+yarn(scale=[1248]) ft@512×2000')"),
+                    "$(comm -12 po.keys sp.keys | grep -c ' rope(layout=interleaved)+yarn(scale=[1248]) ft@512×2000') "
+                    "$(comm -12 po.keys sp.keys | grep -c ' rope(layout=interleaved)+ntk(mode=static,scale=[1248]) ft@')"),
                  0, "%s", out);
-    cr_expect_str_eq(out, "144 15 3 48 24 24\n", "cells, models, models and cells shared with stories260K-passkey, "
-                     "of those PI's and YaRN's at evaluation");
+    cr_expect_str_eq(out, "216 21 3 72 24 24 24\n", "cells, models, models and cells shared with stories260K-passkey, "
+                     "of those PI's, YaRN's and NTK's at evaluation");
 }
 
 /* string-skewed is string-needles with the mixture's instance lengths skewed short (length_power: 3), and
