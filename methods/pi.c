@@ -4,7 +4,11 @@
 **
 ** Positions are compressed, m -> m/s with s = L'/L, so that the longest
 ** evaluation distance maps back into the trained range. For rotary positions
-** that is the same as dividing every frequency, θ_k -> θ_k/s. All positions
+** that is the same as dividing every frequency, θ_k -> θ_k/s; for a stack
+** whose positions are a fixed distance bias (ALiBi, Sandwich) the bias reads
+** t/s, every ALiBi slope divided by s (Al-Khateeb, Dey, Soboleva, Hestness
+** 2023, arXiv 2310.13017, "Position Interpolation Improves ALiBi
+** Extrapolation"). All positions
 ** move, those below L too, and there is no temperature term. The paper
 ** fine-tunes for about 1000 steps; training-free PI works only for small s.
 ** Here `scale` 0 picks s = max(1, length/L) for each evaluation length; trained
@@ -19,7 +23,7 @@ struct pi_params {
 
 static const struct lx_param pi_rows[] = {
     LX_P_FLOAT(struct pi_params, scale, "0", 0, 1e6, LX_PF_SHOW | LX_PF_AUTO,
-               "s: every rotary frequency is divided by s; 0 = max(1, length / training length)"),
+               "s: every rotary frequency (or ALiBi's distance) is divided by s; 0 = max(1, length / training length)"),
 };
 
 /* scale auto: the evaluation length over the training length, at least 1. */
@@ -31,12 +35,14 @@ static int pi_resolve(void *params, const struct lx_facts *f, struct lx_error *e
 static int pi_apply(const void *params, const struct lx_facts *f, struct lx_spec *spec,
                     struct lx_error *err)
 {
-    int rc = lx_spec_claim_frequencies(spec, "pi", err);
-    if (rc < 0)
-        return rc;
     const struct pi_params *p = params;
     double s = p->scale;
     LX_ASSERT(s > 0);   /* resolved */
+    if (spec->rotary.n_pairs == 0)
+        return lx_spec_compress_distances(spec, "pi", s, err);
+    int rc = lx_spec_claim_frequencies(spec, "pi", err);
+    if (rc < 0)
+        return rc;
     for (int k = 0; k < spec->rotary.n_pairs; k++)
         spec->rotary.inv_freq[k] /= s;
     return LX_OK;
@@ -44,7 +50,8 @@ static int pi_apply(const void *params, const struct lx_facts *f, struct lx_spec
 
 const struct lx_method lx_method_pi = {
     .name = "pi",
-    .summary = "position interpolation: every rotary frequency divided by s, Chen et al. 2023 (arXiv 2306.15595)",
+    .summary = "position interpolation: every rotary frequency (or ALiBi's, Sandwich's distance) divided by s, "
+               "Chen et al. 2023 (arXiv 2306.15595)",
     .schema = LX_SCHEMA(pi_rows, struct pi_params, NULL),
     .kind = LX_KIND_INFERENCE | LX_KIND_TRAINING,   /* the paper fine-tunes with it: `train: true` */
     .needs = LX_CAP_MODEL,

@@ -544,7 +544,7 @@ Test(decode, a_rewritten_row_is_read_afresh)
 
 Test(decode, generate_by_the_cache_equals_full_passes, .timeout = 60)
 {
-    static const char *const ms[] = {"rope", "alibi", "[rope, {rerope: {window: 6, leak: 2}}]",
+    static const char *const ms[] = {"rope", "alibi", "[alibi, pi]", "[rope, {rerope: {window: 6, leak: 2}}]",
                                      "[rope, {streaming: {sinks: 2, recent: 8}}]", "[rope, {cosscale: {s: 8}}]",
                                      "[rope, {lminfinite: {n_global: 2, local: 6, limit: 6}}, infoscale]",
                                      "[{t5bias: {buckets: 8, max_distance: 20}}, {streaming: {sinks: 2, recent: 8}}]",

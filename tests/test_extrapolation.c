@@ -80,6 +80,8 @@ Test(extrap, fast_path_matches_naive_with_positions)
         "[rope, {lminfinite: {n_global: 2, local: 3, limit: 3}}]",
         "[rope, {window: {size: 4}}, {logn: {mode: su}}]",
         "[alibi, {streaming: {sinks: 2, recent: 4}}]",
+        "[alibi, {pi: {scale: 2.5}}]",
+        "[sandwich, pi]",
         "[rope, {streaming: {sinks: 5, recent: 1}}]",   /* sinks > recent + 1 */
         "[rope, {cosscale: {s: 8}}, {scaleinv: {tau: 2}}, {rerope: {window: 4}}]",
         "[rope, {yarn: {scale: 4}}, {lminfinite: {n_global: 1, local: 5}}]",

@@ -485,6 +485,7 @@ Test(model, fd_gradients_mlm_swiglu_logn, .timeout = 60)
 Test(model, fd_gradients_causal_alibi, .timeout = 60)
 {
     fd_check(LX_MODEL_CAUSAL, LX_MLP_GELU, "alibi");
+    fd_check(LX_MODEL_CAUSAL, LX_MLP_GELU, "[alibi, {pi: {scale: 3, train: true}}]");   /* the bias at t/3 */
 }
 
 Test(model, fd_gradients_causal_zerosink, .timeout = 60)

@@ -176,6 +176,78 @@ Test(alibi, one_position_scheme)
     tstack_free(&s);
 }
 
+/* PI on ALiBi (Al-Khateeb et al. 2023, arXiv 2310.13017; docs/methods.md#pi): positions m -> m/s, so the key t
+** back gets −m_h·t/s. 8 heads (slopes 2^−(h+1)), trained at 64: at 256 scale auto is 4 and the bias at t = 8 is
+** exactly −2·m_h; at 64 (s = 1) ALiBi's own; an explicit s = 2.5 divides it. */
+Test(alibi, position_interpolation_divides_the_distance)
+{
+    static const double h8[] = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625};
+    static const struct { const char *yaml; long length; double s; } g[] = {
+        {"[alibi, pi]", 256, 4}, {"[alibi, pi]", 64, 1}, {"[alibi, pi]", 48, 1},
+        {"[alibi, {pi: {scale: 2.5}}]", 256, 2.5},
+    };
+    for (size_t k = 0; k < sizeof g / sizeof *g; k++) {
+        struct lx_facts f = tfacts(64, 64, 8, g[k].length);
+        struct tstack s;
+        tstack_make(&s, g[k].yaml, &f);
+        cr_expect_str_eq(s.spec.frequencies, "pi");
+        for (int h = 0; h < 8; h++)
+            for (double t = 0; t <= 40; t += 8) {
+                double A, B, want = -h8[h] * t / g[k].s;
+                lx_spec_affine(&s.spec, h, 1, t, &A, &B);
+                cr_expect_eq(A, 1.0);
+                cr_expect(fabs(B - want) <= 1e-15 * fabs(want), "%s at %ld, head %d, t %g: %.17g, want %.17g",
+                          g[k].yaml, g[k].length, h, t, B, want);
+                cr_expect_eq(lx_spec_logit(&s.spec, h, 5, t, 0.75), 0.75 + B);
+            }
+        tstack_free(&s);
+    }
+    /* Only the position scheme's op reads t/s: scale-invariant attention's a_t, m_t stay at t. */
+    struct lx_facts f = tfacts(64, 64, 8, 256);
+    struct tstack s, plain;
+    tstack_make(&s, "[alibi, scaleinv, pi]", &f);
+    tstack_make(&plain, "[alibi, scaleinv]", &f);
+    cr_assert_eq(s.spec.n_ops, 2);
+    cr_expect_eq(s.spec.ops[0].compress, 4.0);
+    cr_expect_eq(s.spec.ops[1].compress, 0.0);
+    for (int h = 0; h < 8; h += 3) {
+        double A, B, Ap, Bp, a, m;
+        lx_spec_affine(&s.spec, h, 1, 12.0, &A, &B);
+        lx_spec_affine(&plain.spec, h, 1, 12.0, &Ap, &Bp);
+        const struct lx_logit_op *si = &plain.spec.ops[1];
+        si->dist_affine(si->params, &plain.spec.facts, h, 12.0, &a, &m);
+        cr_expect_eq(A, Ap);        /* a_t alone scales S */
+        cr_expect(fabs(B - (a * -h8[h] * 3.0 + m)) < 1e-12, "head %d: %.17g", h, B);
+    }
+    tstack_free(&s);
+    tstack_free(&plain);
+    /* Sandwich: the bias at t under s = 2 is Sandwich's own at t/2. */
+    tstack_make(&s, "[sandwich, {pi: {scale: 2}}]", &f);
+    tstack_make(&plain, "sandwich", &f);
+    for (double t = 0; t <= 30; t += 2) {
+        double A, B, Ap, Bp;
+        lx_spec_affine(&s.spec, 1, 1, t, &A, &B);
+        lx_spec_affine(&plain.spec, 1, 1, t / 2, &Ap, &Bp);
+        cr_expect_eq(A, Ap);
+        cr_expect_eq(B, Bp, "t %g: %.17g vs %.17g", t, B, Bp);
+    }
+    tstack_free(&s);
+    tstack_free(&plain);
+}
+
+/* PI needs rotary positions or a fixed distance bias before it: not a learned bias (whose gradient is summed at
+** whole distances), not NoPE, not before the position scheme; the other rescalings still need rope. */
+Test(alibi, position_interpolation_refusals)
+{
+    struct lx_facts f = tfacts(64, 64, 8, 256);
+    EXPECT_FAILS("[t5bias, pi]", &f, "pi", "t5bias", "learned", "[alibi, pi]");
+    EXPECT_FAILS("[kerple, pi]", &f, "pi", "kerple", "learned");
+    EXPECT_FAILS("[nope, pi]", &f, "pi", "rotary", "not rope");
+    EXPECT_FAILS("[pi, alibi]", &f, "pi", "rotary", "no rope comes before it");
+    EXPECT_FAILS("[alibi, ntk]", &f, "ntk", "rotary");
+    EXPECT_FAILS("[alibi, yarn]", &f, "yarn", "rotary");
+}
+
 /* One method sets the training positions, after rope, over at least the
 ** training length. */
 Test(randpos, one_training_position_scheme)

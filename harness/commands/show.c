@@ -156,7 +156,7 @@ static void show_ops(struct lx_buf *out, const struct lx_spec *spec, long length
             if (spec->facts.n_heads > 1)
                 snprintf(an, sizeof an, "a[%d]", h), snprintf(mn, sizeof mn, "m[%d]", h);
             for (long t = 0; t < length; t++)
-                op->dist_affine(op->params, &spec->facts, h, (double)t, &x[t], &y[t]);
+                op->dist_affine(op->params, &spec->facts, h, lx_op_distance(op, (double)t), &x[t], &y[t]);
             json_table(out, an, x, length, first);
             json_table(out, mn, y, length, first);
         }

@@ -120,6 +120,28 @@ int lx_spec_resolve_scale(const char *method, double *scale, long *original, con
     return LX_OK;
 }
 
+int lx_spec_compress_distances(struct lx_spec *spec, const char *method, double s, struct lx_error *err)
+{
+    if (!spec->positions)
+        return lx_spec_need_rotary(spec, method, err);
+    if (spec->rel.method)
+        return lx_err(err, LX_EINVAL, "method '%s' needs rotary positions or a fixed distance bias, and this "
+                      "stack's positions are %s, learned\n  hint: PI compresses rope's frequencies ([rope, %s]) or "
+                      "the distances of alibi or sandwich ([alibi, %s])", method, lx_relbias_describe(spec->rel.kind),
+                      method, method);
+    int n = 0;
+    for (int k = 0; k < spec->n_ops; k++) {
+        struct lx_logit_op *op = &spec->ops[k];
+        if (op->kind == LX_OP_DIST_AFFINE && strcmp(op->method, spec->positions) == 0) {
+            op->compress = s;
+            n++;
+        }
+    }
+    if (n == 0)
+        return lx_spec_need_rotary(spec, method, err);
+    return lx_spec_claim(&spec->frequencies, method, "the positions' scale", err);
+}
+
 double lx_longrope_attention(double given, double s, double L)
 {
     return given > 0 ? given : s > 1 && L > 1 ? sqrt(1 + log(s) / log(L)) : 1;

@@ -96,6 +96,8 @@ struct lx_logit_op {
     void (*dist_affine)(const void *params, const struct lx_facts *f, int head, double t,
                         double *a, double *m);
     int signed_t;               /* DIST_AFFINE: 1 tells keys after the query from keys before */
+    double compress;            /* DIST_AFFINE: t is divided by it, PI on a stack whose positions are this op's
+                                ** fixed bias (lx_spec_compress_distances); 0 = none */
 };
 
 #define LX_SPEC_MAX_OPS 8
@@ -363,6 +365,12 @@ int lx_spec_claim(const char **slot, const char *method, const char *what, struc
 ** rotary positions already, and no other method may have rescaled them. */
 int lx_spec_claim_frequencies(struct lx_spec *spec, const char *method, struct lx_error *err);
 
+/* PI on a stack without rotary positions whose position scheme is a fixed distance bias (alibi, sandwich):
+** positions m -> m/s, so every op that scheme pushed reads t/s (struct lx_logit_op's compress). Claims the
+** frequencies' slot, as PI on rotary does; refused, naming `method`, on a stack with no position scheme or a
+** learned one (t5bias, kerple: their gradient is summed at whole distances). */
+int lx_spec_compress_distances(struct lx_spec *spec, const char *method, double s, struct lx_error *err);
+
 /* LongRoPE's attention factor a (cos and sin are multiplied by it): the one
 ** given when above 0, else sqrt(1 + ln s / ln L) for an extension s > 1,
 ** else 1 (transformers' _compute_longrope_parameters). */
@@ -430,10 +438,12 @@ static inline long lx_spec_tab_index(const struct lx_spec *spec, long i, long j,
     return lx_spec_tab_delta(spec, i - j, T);
 }
 
-/* The distance op's t for δ: δ itself when the op is signed_t, else |δ|. */
+/* The distance op's t for δ: δ itself when the op is signed_t, else |δ|; divided by the op's compress when PI
+** set one. */
 static inline double lx_op_distance(const struct lx_logit_op *op, double delta)
 {
-    return op->signed_t ? delta : fabs(delta);
+    double t = op->signed_t ? delta : fabs(delta);
+    return op->compress > 0 ? t / op->compress : t;
 }
 
 /* Is key j visible to query i in a window of T tokens? */
