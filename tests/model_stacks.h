@@ -92,6 +92,8 @@ static const char *const stacks[] = {
     "sandwich",
     "[{logn: {mode: su}}, {sandwich: {dim: 8}}]",
     "[sandwich, {streaming: {sinks: 2, recent: 3}}]",
+    "[alibi, {pi: {scale: 2.5}}, {window: {size: 5}}]",     /* ALiBi's distances compressed */
+    "[sandwich, {pi: {scale: 3}}]",
     "[infoscale, {kerple: {kernel: power}}, {window: {size: 3}}]",
     "[rope, {xpos: {scale_base: 8}}]",
     "[{rope: {layout: interleaved}}, {xpos: {scale_base: 4, gamma: 1}}, {window: {size: 4}}, infoscale]",
