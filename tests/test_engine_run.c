@@ -80,11 +80,11 @@ Test(engine_run, every_method_runs_at_64x_the_training_length, .init = setup, .f
     /* training-time parts: rope, nope, alibi, t5bias, kerple, kerple's power
     ** kernel, sandwich, pi, yarn, llama3, cosscale, logn-ssmax, ssmax with
     ** learned s, scaleinv, prope, prope-modded+scaleinv, pose, randpos,
-    ** resonance, giraffe's power and basis, a window of 8, zero sinks of logit 0 and 2, and pi and yarn
-    ** fine-tuned into the rope model = 25 per mode (log-n su before kerple acts
-    ** at evaluation: kerple's model) */
-    cr_expect_eq(sql_long("e.db", "select count(*) from models"), 50);
-    cr_expect_eq(sql_long("e.db", "select count(*) from models where config like '%_finetune_:5%' and steps = 5"), 4,
+    ** resonance, giraffe's power and basis, a window of 8, zero sinks of logit 0 and 2, pi and yarn
+    ** fine-tuned into the rope model and pi into the sandwich model = 26 per mode (log-n su before kerple
+    ** acts at evaluation: kerple's model; pi at evaluation on alibi: alibi's) */
+    cr_expect_eq(sql_long("e.db", "select count(*) from models"), 52);
+    cr_expect_eq(sql_long("e.db", "select count(*) from models where config like '%_finetune_:5%' and steps = 5"), 6,
                  "fine-tuned models record their 5 steps");
     cr_expect_eq(sql_long("e.db", "select count(*) from models where config like "
                                   "'%_stack_:[{_rope_:{_base_:10000,_layout_:_half_}}],_data_%'"), 2, "the fine-tuning base is the plain rope model, trained once per mode");

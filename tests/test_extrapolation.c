@@ -183,11 +183,10 @@ static struct lx_arch tiny_arch(int mode)
     return a;
 }
 
-/* Logits (MB·MT·V) of a random model under a stack, evaluated at MT = 4×MTRAIN. */
-static float *model_logits(int mode, const char *stack)
+/* Logits (MB·MT·V) of a random model of arch a under a stack, evaluated at MT = 4×MTRAIN. */
+static float *arch_logits(struct lx_arch a, const char *stack)
 {
     struct lx_error err = {{0}};
-    struct lx_arch a = tiny_arch(mode);
     struct lx_model m;
     lx_model_init(&m, &a, 31);
     struct lx_facts f = tfacts((int)a.d_head, MTRAIN, (int)a.heads, MT);
@@ -206,6 +205,32 @@ static float *model_logits(int mode, const char *stack)
     tstack_free(&st);
     lx_model_release(&m);
     return out;
+}
+
+static float *model_logits(int mode, const char *stack)
+{
+    return arch_logits(tiny_arch(mode), stack);
+}
+
+/* PI on ALiBi through the whole model, against ALiBi's own slope parameter: with one head the slope is
+** 2^−max_bias, so dividing the distances by 2 (PI, scale 2) is max_bias 9 in place of 8, and by 4 is 10; the
+** logits are the same bits (t/2·2^−8 and t·2^−9 are one product of powers of two), in both modes. */
+Test(extrap, alibi_with_pi_is_alibi_with_gentler_slopes)
+{
+    size_t V = 260, n = (size_t)MB * MT * V;
+    for (int mode = 0; mode < 2; mode++)
+        for (int k = 1; k <= 2; k++) {
+            struct lx_arch a = tiny_arch(mode);
+            a.heads = 1;
+            a.d_head = 32;
+            char pi[64], gentle[64];
+            snprintf(pi, sizeof pi, "[alibi, {pi: {scale: %d}}]", 1 << k);
+            snprintf(gentle, sizeof gentle, "{alibi: {max_bias: %d}}", 8 + k);
+            float *x = arch_logits(a, pi), *y = arch_logits(a, gentle), *z = arch_logits(a, "alibi");
+            cr_expect(memcmp(x, y, n * sizeof *x) == 0, "%s and %s (mode %d) differ", pi, gentle, mode);
+            cr_expect(memcmp(x, z, n * sizeof *x) != 0, "%s (mode %d) is plain alibi", pi, mode);
+            free(x), free(y), free(z);
+        }
 }
 
 Test(extrap, identities_equal_rope_past_training_length)
