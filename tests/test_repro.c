@@ -120,23 +120,24 @@ Test(repro, kerple_seeds_extend_relative_bias, .init = setup, .fini = teardown, 
     cr_expect_str_eq(out, "100 30 30 30\n", "cells, shared with relative-bias, of those on seeds 1-3, kerple's on 1-3");
 }
 
-/* alibi-interpolation evaluates relative-bias-extrapolation's ALiBi and Sandwich models (4 stacks x 5 lengths x 3
+/* alibi-interpolation evaluates relative-bias-extrapolation's ALiBi and Sandwich models (6 stacks x 5 lengths x 3
 ** seeds, a model a bias and seed): its 15 ALiBi and 15 Sandwich cells are that sweep's by run key and model key
-** (REPRODUCTIONS.md says their values are the same bits), and PI's 30 run on the same six models. Its retrieval
-** half trains three retrievers of its own (2 stacks x 4 lengths x 3 seeds). */
+** (REPRODUCTIONS.md says their values are the same bits), PI's 30 run on the same six models, and ALiBi fine-tuned
+** at 4x with and without PI are six models more. Its retrieval half trains three retrievers of its own and
+** fine-tunes each twice (4 stacks x 4 lengths x 3 seeds). */
 Test(repro, alibi_interpolation_shares_relative_bias_models, .init = setup, .fini = teardown, .timeout = 60)
 {
     char out[4096];
     plan_keys("$R/configs/repro/alibi-interpolation.yaml", "a");
     plan_keys("$R/configs/repro/relative-bias-extrapolation.yaml", "r");
-    cr_assert_eq(sh(out, sizeof out, "for k in a r; do grep -o '\\[[0-9a-f]*\\]$' $k.keys | sort -u > $k.models; done; "
+    cr_assert_eq(sh(out, sizeof out, "for k in a r; do grep -o 'model=lm \\[[0-9a-f]*\\]' $k.keys | sort -u > $k.models; done; "
                     "echo $(wc -l < a.keys) $(wc -l < a.models) $(comm -12 a.models r.models | wc -l) "
                     "$(comm -12 a.keys r.keys | wc -l) $(comm -12 a.keys r.keys | grep -c ' alibi  length=') "
                     "$(comm -12 a.keys r.keys | grep -c ' sandwich  length=')"), 0, "%s", out);
-    cr_expect_str_eq(out, "60 6 6 30 15 15\n", "cells, models, models and cells shared with relative-bias, of those "
-                     "ALiBi's and Sandwich's");
+    cr_expect_str_eq(out, "90 12 6 30 15 15\n", "cells, models, models and cells shared with relative-bias, of "
+                     "those ALiBi's and Sandwich's");
     cr_expect_eq(expect_plans("configs/repro/alibi-interpolation-passkey.yaml",
-                              "sweep alibi-interpolation-passkey: 24 cells"), 3, "retrievers trained");
+                              "sweep alibi-interpolation-passkey: 48 cells"), 9, "retrievers trained and fine-tuned");
 }
 
 /* The needle reproductions evaluate one set of base models (REPRODUCTIONS.md: string-needles' RoPE cells at 192
