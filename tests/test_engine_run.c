@@ -489,7 +489,8 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 0}}\nmethods: [rope]\ntasks: [ppl]\n"
                    "lengths: [32]\n", "b.yaml:3:22", "model 'c' arch: 'layers' = 0 is out of bounds [1, 64]");
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {mlp: relu}}\nmethods: [rope]\ntasks: [ppl]\n"
-                   "lengths: [32]\n", "b.yaml:3:19", "model 'c' arch: 'mlp' must be one of gelu|swiglu|geglu, got 'relu'");
+                   "lengths: [32]\n", "b.yaml:3:19",
+                   "model 'c' arch: 'mlp' must be one of gelu|swiglu|geglu|gelu_erf, got 'relu'");
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {vocab: 256}, train: {length: 32, steps: 20, warmup: 5}}\n"
                    "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:3",
                    "model 'c' has a vocabulary of 256; the corpus tasks need 260");

@@ -23,44 +23,9 @@
 #include "tests/loaders_fixture.h"
 #include "tests/model_fixture.h"
 #include "tests/stack.h"
-#include "tests/torch_window.h"
+#include "tests/hf_tiny.h"
 
 TestSuite(gemma, .init = setup, .fini = teardown, .timeout = 120);
-
-/* Both windows of a reference script's ref.json (32 tokens, then 48) through m: within 1e-4 of
-** torch's float64 forward per token and per logit (fp32 sums against float64). */
-static void windows_vs_torch(const struct lx_model *m, const char *stack, const struct lx_json *doc, const char *who)
-{
-    for (int w = 0; w < 2; w++) {
-        double dnll, dlogit;
-        torch_window(m, stack, doc, w, w ? 48 : 32, &dnll, &dlogit);
-        cr_log_info("%s, window %d: max |dNLL| %.3g, max |dlogit| %.3g", who, w, dnll, dlogit);
-        cr_expect(dnll < 1e-4 && dlogit < 1e-4, "%s, window %d: max |dNLL| %g, max |dlogit| %g", who, w, dnll,
-                  dlogit);
-    }
-}
-
-static struct lx_json *ref_of(const char *rel)
-{
-    char path[512];
-    struct lx_json *doc;
-    struct lx_error err = {{0}};
-    in_repo(path, rel);
-    cr_assert_eq(lx_json_load(&doc, path, 1 << 20, &err), LX_OK, "%s", err.msg);
-    return doc;
-}
-
-/* The tiny directory tests/ref/NAME (gemma_ref.py) loaded into m and info; its ref.json, which the
-** caller frees. */
-static struct lx_json *tiny(const char *name, struct lx_model *m, struct lx_ckpt_info *info)
-{
-    char rel[128], path[512];
-    snprintf(rel, sizeof rel, "tests/ref/%s", name);
-    in_repo(path, rel);
-    load(m, info, path);
-    snprintf(rel, sizeof rel, "tests/ref/%s/ref.json", name);
-    return ref_of(rel);
-}
 
 /* Gemma 3's shape (tests/ref/gemma_ref.py): six layers, every third global at rope_theta 1e6 with
 ** rope_scaling linear 4 (the native stack's pi, on the global layers alone), the others local (a
@@ -176,57 +141,6 @@ Test(gemma, gemma1_matches_torch)
     lx_json_free(doc);
 }
 
-/* Decoding Gemma 3 and Gemma 2 by the KV cache (each layer at its own rope row and window, Gemma 2's
-** soft-caps on the step's row) gives each step the logits of the full forward's row: an fp32 cache to
-** 1e-4 (fp32 sums in another order; measured 6.8e-6), a bf16 one within its rounding of k and v (2^-9
-** relative each, as tests/test_half.c's bf16_kv_cache_decodes_within_its_rounding derives; measured
-** 0.032 through Gemma 3's six layers, 0.017 through Gemma 2's four, where its two layers gave 0.019):
-** the bound is 0.1, three times the larger, since the rounding is of the same values on any machine. */
-static void decoding_vs_full(const char *src)
-{
-    enum { T = 40, P0 = 5 };
-    char path[512];
-    struct lx_model m;
-    struct lx_ckpt_info info;
-    struct lx_error err = {{0}};
-    in_repo(path, src);
-    load(&m, &info, path);
-    struct tstack s;
-    struct lx_facts f = tfacts(16, 128, 4, T);
-    tstack_make(&s, info.stack, &f);
-    long V = m.arch.vocab;
-    int tok[T];
-    for (int t = 0; t < T; t++)
-        tok[t] = 3 + (t * 37) % (int)(V - 3);
-    for (int bf16 = 0; bf16 < 2; bf16++) {
-        struct lx_acts full, pre;
-        struct lx_kvcache c;
-        lx_kv_set(bf16);
-        cr_assert_eq(lx_acts_alloc(&full, &m.arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
-        cr_assert_eq(lx_acts_alloc(&pre, &m.arch, 1, P0, 0, &err), LX_OK, "%s", err.msg);
-        cr_assert_eq(lx_kvcache_alloc(&c, &m.arch, &s.spec, 1, T, &err), LX_OK, "%s", err.msg);
-        lx_model_forward(&m, &s.spec, tok, NULL, &full);
-        pre.kv = &c;
-        lx_model_forward(&m, &s.spec, tok, NULL, &pre);
-        float lg[96];
-        double worst = 0;
-        for (int p = P0; p < T; p++) {
-            lx_decode_step(lg, &m, &s.spec, &c, 0, p, tok[p]);
-            for (long v = 0; v < V; v++)
-                worst = fmax(worst, fabs(lg[v] - full.logits[(long)p * V + v]));
-        }
-        cr_log_info("%s decode, bf16 cache %d: max |dlogit| %.3g", src, bf16, worst);
-        cr_expect_leq(worst, bf16 ? 0.1 : 1e-4, "%s, bf16 cache %d: max |dlogit| %g", src, bf16, worst);
-        lx_kvcache_release(&c);
-        lx_acts_release(&full);
-        lx_acts_release(&pre);
-    }
-    lx_kv_set(0);
-    tstack_free(&s);
-    lx_ckpt_info_release(&info);
-    lx_model_release(&m);
-}
-
 Test(gemma, decoding_equals_the_full_forward)
 {
     decoding_vs_full("tests/ref/hf-gemma3-tiny");
@@ -308,7 +222,7 @@ Test(gemma, configs_refused)
     static const struct {
         const char *sed, *part1, *part2;
     } cases[] = {
-        {"s/\"gemma3_text\"/\"gemma4\"/", "model_type 'gemma4'", "gemma2, gemma3_text and gemma3"},
+        {"s/\"gemma3_text\"/\"gemma4\"/", "model_type 'gemma4'", "gemma3_text, gemma3 and mpt"},
         {"s/\"gemma3_text\"/\"gemma3\"/", "config.json", "model_type gemma3 without a text_config object"},
         {"s/\"final_logit_softcapping\": null/\"final_logit_softcapping\": -1/", "final_logit_softcapping",
          "must be a positive number"},
@@ -328,7 +242,7 @@ Test(gemma, configs_refused)
 
 /* lenx's tensor name of a Gemma directory's (the loader's mapping, docs/checkpoints.md#gemma-and-gemma-3):
 ** "layers.L." plus the part; into out (64). post_attention_layernorm is Gemma 1's mlp_norm. */
-static void lenx_name(char out[64], const char *hf, int gemma1)
+static int lenx_name(char out[64], const char *hf, int gemma1)
 {
     static const char *const map[][2] = {
         {"input_layernorm", "attn_norm"}, {"self_attn.q_proj", "attn.wq"}, {"self_attn.k_proj", "attn.wk"},
@@ -340,85 +254,24 @@ static void lenx_name(char out[64], const char *hf, int gemma1)
     int l, at;
     if (!strcmp(hf, "model.embed_tokens.weight") || !strcmp(hf, "model.norm.weight")) {
         snprintf(out, 64, "%s", hf[6] == 'e' ? "tok_emb.weight" : "norm.weight");
-        return;
+        return 1;
     }
     cr_assert_eq(sscanf(hf, "model.layers.%d.%n", &l, &at), 1, "%s", hf);
     for (size_t k = 0; k < sizeof map / sizeof *map; k++)
         if (!strncmp(hf + at, map[k][0], strlen(map[k][0]))) {
             const char *part = gemma1 && k == 7 ? "mlp_norm" : map[k][1];
             snprintf(out, 64, "layers.%d.%s.weight", l, part);
-            return;
+            return 1;
         }
     cr_assert_fail("no lenx name for %s", hf);
-}
-
-/* The gradient of the first window's mean NLL, lenx's backward (training mode, after lx_model_own
-** made the bf16 weights lenx's fp32 own, as fine-tuning does) against torch's float64 autograd in
-** transformers' conventions (ref.json's "grad", gemma_ref.py): at the 24 picked entries of every
-** tensor, |Δ| at most 1e-6 + 1e-4 |g| (fp32 sums against float64: seen at most 0.11 of that on the
-** AMD EPYC; a missing factor or term is off by the gradient's own size, up to 0.36 here). Gemma's
-** gains are stored as w of 1 + w, the same gradient. */
-static void grads_vs_torch(const char *dirname, int gemma1, const char *who)
-{
-    struct lx_model m;
-    struct lx_ckpt_info info;
-    struct lx_error err = {{0}};
-    struct lx_json *doc = tiny(dirname, &m, &info);
-    lx_model_own(&m);
-    int tok[64], tgt[64], T = torch_window_ids(doc, 0, tok, tgt);
-    struct tstack st;
-    struct lx_facts f = tfacts((int)m.arch.d_head, 128, (int)m.arch.heads, T);
-    f.training = 1;
-    tstack_make(&st, info.stack, &f);
-    struct lx_acts a;
-    cr_assert_eq(lx_acts_alloc(&a, &m.arch, 1, T, LX_ACTS_TRAIN, &err), LX_OK, "%s", err.msg);
-    float *g = calloc(m.n_params, sizeof *g);
-    struct lx_weights gv;
-    lx_weights_map(&gv, &m.arch, g);
-    lx_model_forward(&m, &st.spec, tok, tgt, &a);
-    lx_model_backward(&m, &st.spec, tok, tgt, &a, &gv);
-    int n = lx_arch_tensors(&m.arch, NULL), seen = 0;
-    struct lx_tensor_info *ti = calloc((size_t)n, sizeof *ti);
-    lx_arch_tensors(&m.arch, ti);
-    const struct lx_jv *grad = lx_json_member(lx_json_root(doc), "grad");
-    double worst = 0.0;
-    for (void *it = lx_json_iter(grad); it; it = lx_json_iter_next(grad, it), seen++) {
-        char name[64];
-        const char *hf = lx_json_iter_key(it, NULL);
-        lenx_name(name, hf, gemma1);
-        int t = 0;
-        while (t < n && strcmp(ti[t].name, name))
-            t++;
-        cr_assert_lt(t, n, "%s: %s (%s) is not a lenx tensor", who, name, hf);
-        const struct lx_jv *pick = lx_json_iter_value(it), *idx = lx_json_member(pick, "idx");
-        const struct lx_jv *val = lx_json_member(pick, "val");
-        for (long k = 0; k < (long)lx_json_len(idx); k++) {
-            int64_t i;
-            double r;
-            cr_assert_eq(lx_json_int(doc, lx_json_at(idx, k), &i, &err), LX_OK);
-            cr_assert_eq(lx_json_num(doc, lx_json_at(val, k), &r, &err), LX_OK);
-            double d = fabs(g[ti[t].offset + i] - r);
-            worst = fmax(worst, d / (1e-6 + 1e-4 * fabs(r)));
-            cr_expect_leq(d, 1e-6 + 1e-4 * fabs(r), "%s %s[%ld]: lenx %.7g, torch %.7g", who, name, (long)i,
-                          g[ti[t].offset + i], r);
-        }
-    }
-    cr_expect_eq(seen, n, "%s: torch's gradient names %d tensors, lenx has %d", who, seen, n);
-    cr_log_info("%s: gradients within %.3g of the tolerance", who, worst);
-    free(ti), free(g);
-    lx_weights_unmap(&gv);
-    lx_acts_release(&a);
-    tstack_free(&st);
-    lx_json_free(doc);
-    lx_ckpt_info_release(&info);
-    lx_model_release(&m);
+    return 0;
 }
 
 Test(gemma, gradients_match_torch)
 {
-    grads_vs_torch("hf-gemma3-tiny", 0, "gemma3");
-    grads_vs_torch("hf-gemma2-tiny", 0, "gemma2");
-    grads_vs_torch("hf-gemma-tiny", 1, "gemma1");
+    grads_vs_torch("hf-gemma3-tiny", lenx_name, 0, "gemma3");
+    grads_vs_torch("hf-gemma2-tiny", lenx_name, 0, "gemma2");
+    grads_vs_torch("hf-gemma-tiny", lenx_name, 1, "gemma1");
 }
 
 /* The arch a as the store keys it (lx_params_json) but for init_std (a file does not keep it) and

@@ -94,6 +94,41 @@ Test(ops, rmsnorm_gradients_and_values)
     cr_expect(fabsf(y2[0] - 3.0f / sqrtf(12.5f)) < 1e-6f && fabsf(y2[1] - 4.0f / sqrtf(12.5f)) < 1e-6f);
 }
 
+static double ln_f(void *p)
+{
+    struct rms *a = p;
+    float y[T * C], r[T];
+    lx_layernorm_forward(y, r, a->x, a->g, T, C, 1e-5f);
+    return dotw(y, a->w, T * C);
+}
+
+/* LayerNorm without a bias (MPT's): its backward against finite differences (dx accumulated into),
+** and by hand: x = (1, 2, 3, 6), g = (1, 2, 1, 1): mean 3, variance (4 + 1 + 0 + 9)/4 = 3.5, so y =
+** (-2, -2, 0, 3)/sqrt(3.5); in place (y = x) the same. */
+Test(ops, layernorm_gradients_and_values)
+{
+    struct rms a;
+    fill(a.x, T * C, 15, 1), fill(a.g, C, 16, 1), fill(a.w, T * C, 17, 1);
+    for (int i = 0; i < T * C; i++)
+        a.x[i] += 2.0f;     /* a mean away from 0: the backward's mean terms matter */
+    float y[T * C], r[T], dx[T * C], dg[C] = {0};
+    for (int i = 0; i < T * C; i++)
+        dx[i] = 1.0f;
+    lx_layernorm_forward(y, r, a.x, a.g, T, C, 1e-5f);
+    lx_layernorm_backward(dx, dg, a.w, a.x, a.g, r, T, C);
+    for (int i = 0; i < T * C; i++)
+        dx[i] -= 1.0f;
+    check_grad("layernorm dx", ln_f, &a, a.x, dx, T * C);
+    check_grad("layernorm dg", ln_f, &a, a.g, dg, C);
+    float x2[4] = {1, 2, 3, 6}, g2[4] = {1, 2, 1, 1}, y2[4], r2[1], want[4] = {-2, -2, 0, 3};
+    lx_layernorm_forward(y2, r2, x2, g2, 1, 4, 0.0f);
+    cr_expect(fabsf(r2[0] - 1.0f / sqrtf(3.5f)) < 1e-7f, "rstd %.9g", r2[0]);
+    for (int i = 0; i < 4; i++)
+        cr_expect(fabsf(y2[i] - want[i] / sqrtf(3.5f)) < 1e-6f, "y[%d] %.9g", i, y2[i]);
+    lx_layernorm_forward(x2, r2, x2, g2, 1, 4, 0.0f);
+    cr_expect(memcmp(x2, y2, sizeof y2) == 0, "in place differs");
+}
+
 struct gel { float x[T * C], w[T * C]; };
 
 static double gelu_f(void *p)
@@ -116,6 +151,31 @@ Test(ops, gelu_gradients_and_values)
     lx_gelu_forward(y2, x2, 2);
     cr_expect_eq(y2[0], 0.0f);
     cr_expect(fabsf(y2[1] - 0.8411920f) < 1e-6f, "%.7f", y2[1]);
+}
+
+static double gelu_erf_f(void *p)
+{
+    struct gel *a = p;
+    float y[T * C];
+    lx_gelu_erf_forward_s(y, NULL, a->x, T * C);
+    return dotw(y, a->w, T * C);
+}
+
+/* GELU's exact form x·Φ(x): its backward from the kept Φ against finite differences, and values of
+** the normal CDF: Φ(1) = 0.8413447461, Φ(-1) = 0.1586552539, Φ(2) = 0.9772498681, so gelu(1) =
+** 0.8413447, gelu(-1) = -0.1586553, gelu(2) = 1.9544997 (the tanh form gives 0.8411920 at 1). */
+Test(ops, gelu_erf_gradients_and_values)
+{
+    struct gel a;
+    fill(a.x, T * C, 18, 2), fill(a.w, T * C, 19, 1);
+    float dx[T * C] = {0}, y[T * C], phi[T * C];
+    lx_gelu_erf_forward_s(y, phi, a.x, T * C);
+    lx_gelu_erf_backward_s(dx, a.w, a.x, phi, T * C);
+    check_grad("gelu_erf dx", gelu_erf_f, &a, a.x, dx, T * C);
+    float x2[4] = {0, 1, -1, 2}, y2[4], want[4] = {0, 0.8413447461f, -0.1586552539f, 1.9544997361f};
+    lx_gelu_erf_forward_s(y2, NULL, x2, 4);
+    for (int i = 0; i < 4; i++)
+        cr_expect(fabsf(y2[i] - want[i]) < 2e-7f, "gelu(%g) = %.9g", x2[i], y2[i]);
 }
 
 struct ce { float logits[T * V]; int targets[T]; };

@@ -178,11 +178,12 @@ def forward(c, W, ids):
     return cap(rms(x, W["model.norm.weight"]) @ W["model.embed_tokens.weight"].T, c.get("final_logit_softcapping"))
 
 
-def grads(config, w, ids):
+def grads(config, w, ids, fwd=None):
     """d(mean NLL of the window)/d(each weight) by autograd on the upcast weights: per tensor its norm and
-    the values at GRAD_PICKS flat indices spread over it (index k * n // GRAD_PICKS + k % 7)."""
+    the values at GRAD_PICKS flat indices spread over it (index k * n // GRAD_PICKS + k % 7); fwd(config,
+    W, ids), the logits, is this file's forward unless given (mpt_ref.py passes its own)."""
     W = {k: v.double().requires_grad_() for k, v in w.items()}
-    lg = forward(config, W, ids)
+    lg = (fwd or forward)(config, W, ids)
     torch.nn.functional.cross_entropy(lg[:-1], ids[1:]).backward()
     out = {}
     for name, t in W.items():

@@ -344,12 +344,13 @@ int lx_export_arch_check(const struct lx_arch *a, const char *target, struct lx_
         return lx_err(err, LX_EINVAL, "%s has no learned relative-position bias; this model has %s\n  hint: "
                       "export rope models", target, lx_relbias_describe(lx_arch_rel_kind(a)));
     /* GeGLU is Gemma's MLP: lx_export_gemma_kind checks the rest of the block */
-    if (a->mode != LX_MODEL_CAUSAL || a->mlp == LX_MLP_GELU || a->logit_scale || a->sinks)
-        return lx_err(err, LX_EINVAL, "%s is a causal SwiGLU model without learned logit scales or sinks; this "
-                      "model is %s with a %s MLP%s%s\n  hint: export causal swiglu models", target,
+    if (a->mode != LX_MODEL_CAUSAL || !lx_arch_gated(a) || a->norm != LX_NORM_RMS || a->logit_scale || a->sinks)
+        return lx_err(err, LX_EINVAL, "%s is a causal SwiGLU model with RMSNorms, without learned logit scales or "
+                      "sinks; this model is %s with a %s MLP%s%s%s\n  hint: export causal swiglu models", target,
                       a->mode == LX_MODEL_CAUSAL ? "causal" : "a masked LM", a->mlp == LX_MLP_SWIGLU ? "SwiGLU" :
-                      a->mlp == LX_MLP_GEGLU ? "GeGLU" : "GELU",
-                      a->logit_scale ? " and logit scales" : "", a->sinks ? " and learned sinks" : "");
+                      a->mlp == LX_MLP_GEGLU ? "GeGLU" : a->mlp == LX_MLP_GELU_ERF ? "GELU (erf)" : "GELU",
+                      a->norm == LX_NORM_LAYER ? " and LayerNorms" : "", a->logit_scale ? " and logit scales" : "",
+                      a->sinks ? " and learned sinks" : "");
     return LX_OK;
 }
 

@@ -26,7 +26,8 @@
 ** layout, so q and k rows are used as they are. Grouped-query attention
 ** (num_key_value_heads), tied embeddings, Qwen2's q/k/v biases and Qwen3's
 ** per-head q/k RMSNorm are the engine's own: kv_heads, tie_head, qkv_bias, qk_norm. The native position stack is rope(base = rope_theta,
-** layout half) followed by rope_scaling's method (hf_rope.c).
+** layout half) followed by rope_scaling's method (hf_rope.c). MPT (model_type mpt) has its own
+** config fields and names, read by hf_mpt.c, and ALiBi as its native stack.
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/hf_model.h"
@@ -43,6 +44,8 @@
 #include "harness/core/hash.h"
 #include "harness/core/json.h"
 #include "harness/core/mapguard.h"
+#include "harness/engine/formats/hf_cfg.h"
+#include "harness/engine/formats/hf_mpt.h"
 #include "harness/engine/formats/hf_rope.h"
 #include "harness/engine/formats/safetensors.h"
 #include "harness/engine/tokenizers/tokenizer.h"
@@ -68,6 +71,8 @@ struct hf_config {
     double attn_cap, logit_cap;     /* gemma2: attn_ and final_logit_softcapping (0: none) */
     const struct lx_jv *root;   /* the text model's fields: the document, or a gemma3 directory's text_config */
     char prefix[32];        /* where the text model's tensors are: "model." or a gemma3 directory's */
+    int mpt;                /* model_type mpt (hf_mpt.c): LayerNorms, exact GELU, ALiBi */
+    double alibi_max;       /* mpt: attn_config.alibi_bias_max */
 };
 
 /* The open weight files and where each tensor lives. */
@@ -78,40 +83,6 @@ struct hf_weights {
 };
 
 /* ---- config.json ----------------------------------------------------------- */
-
-/* An integer member (def < 0: required) within [lo, hi]. */
-static int cfg_int(const struct lx_json *doc, const struct lx_jv *root, const char *key, long def, long lo,
-                   long hi, long *out, struct lx_error *err)
-{
-    const struct lx_jv *v = lx_json_member(root, key);
-    int64_t x = def;
-    if (!v || lx_json_type(v) == LX_JSON_NULL) {
-        if (def < 0)
-            return lx_err(err, LX_EINVAL, "%s: no '%s'\n  hint: config.json of a transformers model names every "
-                          "architecture field", lx_json_name(doc), key);
-    } else if (lx_json_int(doc, v, &x, err) < 0) {
-        return LX_EINVAL;
-    }
-    if (x < lo || x > hi)
-        return lx_json_err(err, doc, v ? v : root, "%s is %lld, outside [%ld, %ld] (what lenx can hold)", key,
-                           (long long)x, lo, hi);
-    *out = (long)x;
-    return LX_OK;
-}
-
-static int cfg_num(const struct lx_json *doc, const struct lx_jv *root, const char *key, double def, double *out,
-                   struct lx_error *err)
-{
-    const struct lx_jv *v = lx_json_member(root, key);
-    *out = def;
-    if (!v || lx_json_type(v) == LX_JSON_NULL)
-        return LX_OK;
-    if (lx_json_num(doc, v, out, err) < 0)
-        return LX_EINVAL;
-    if (!(*out > 0) || !isfinite(*out))
-        return lx_json_err(err, doc, v, "%s must be a positive number", key);
-    return LX_OK;
-}
 
 /* A boolean member that must be `want` when present (features lenx lacks). */
 static int cfg_refuse(const struct lx_json *doc, const struct lx_jv *root, const char *key, const char *hint,
@@ -141,6 +112,8 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
         return rc;
     if (strcmp(s, "gemma3") == 0)   /* the multimodal model: cfg_multimodal reads its text model */
         return c->mm = 1, LX_OK;
+    if (strcmp(s, "mpt") == 0)      /* its own fields: cfg_mpt */
+        return snprintf(c->type, sizeof c->type, "mpt"), c->mpt = 1, LX_OK;
     for (int k = 0; k < 8; k++)
         if (strcmp(s, types[k]) == 0) {
             snprintf(c->type, sizeof c->type, "%s", s);
@@ -151,7 +124,8 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
             return LX_OK;
         }
     return lx_json_err(err, doc, v, "model_type '%s' is not one lenx reads\n  hint: lenx reads llama, mistral, "
-                       "qwen2, qwen3 and phi3 (Llama-architecture decoders), gemma, gemma2, gemma3_text and gemma3", s);
+                       "qwen2, qwen3 and phi3 (Llama-architecture decoders), gemma, gemma2, gemma3_text, gemma3 "
+                       "and mpt", s);
 }
 
 /* hidden_act silu, no MLP or attention biases; *part: partial_rotary_factor, which only Phi-3's
@@ -211,7 +185,7 @@ static int cfg_cap(const struct lx_json *doc, const struct lx_jv *root, const ch
 {
     const struct lx_jv *v = lx_json_member(root, key);
     *out = v && lx_json_type(v) == LX_JSON_NULL ? 0 : def;
-    return v && lx_json_type(v) != LX_JSON_NULL ? cfg_num(doc, root, key, def, out, err) : LX_OK;
+    return v && lx_json_type(v) != LX_JSON_NULL ? lx_hf_cfg_num(doc, root, key, def, out, err) : LX_OK;
 }
 
 /* Gemma 2's and 3's layers (transformers' Gemma2Config, Gemma3TextConfig): local ones over a window
@@ -229,14 +203,14 @@ static int cfg_gemma_layers(const struct lx_json *doc, const struct lx_jv *root,
         rc = cfg_refuse(doc, root, "use_bidirectional_attention", "lenx runs Gemma as the causal decoder", err);
     long qpas = 0;
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "query_pre_attn_scalar", 256, 1, 65536, &qpas, err);
+        rc = lx_hf_cfg_int(doc, root, "query_pre_attn_scalar", 256, 1, 65536, &qpas, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "sliding_window", 4096, 1, 1L << 30, &c->local_window, err);
+        rc = lx_hf_cfg_int(doc, root, "sliding_window", 4096, 1, 1L << 30, &c->local_window, err);
     c->local_every = 2, c->local_base = c->theta;
     if (rc == LX_OK && !g2)
-        rc = cfg_int(doc, root, "sliding_window_pattern", 6, 1, 64, &c->local_every, err);
+        rc = lx_hf_cfg_int(doc, root, "sliding_window_pattern", 6, 1, 64, &c->local_every, err);
     if (rc == LX_OK && !g2)
-        rc = cfg_num(doc, root, "rope_local_base_freq", 10000, &c->local_base, err);
+        rc = lx_hf_cfg_num(doc, root, "rope_local_base_freq", 10000, &c->local_base, err);
     c->qk_dim = qpas == c->head_dim ? 0 : qpas;
     const struct lx_jv *types = lx_json_member(root, "layer_types"), *bad = NULL;
     if (rc < 0 || !types || lx_json_type(types) == LX_JSON_NULL)
@@ -287,6 +261,17 @@ static int cfg_multimodal(const struct lx_json *doc, const struct lx_jv **root, 
     return LX_OK;
 }
 
+/* An MPT config (hf_mpt.c) in the fields the loader reads. */
+static int cfg_mpt(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
+{
+    struct lx_hf_mpt t;
+    int rc = lx_hf_mpt_config(doc, root, &t, err);
+    c->hidden = t.d_model, c->inter = t.d_mlp, c->layers = t.layers, c->heads = c->kv_heads = t.heads;
+    c->head_dim = t.heads ? t.d_model / t.heads : 0, c->rot_dims = c->head_dim;
+    c->vocab = t.vocab, c->max_pos = t.max_seq_len, c->eps = t.eps, c->tied = t.tied, c->alibi_max = t.alibi_max;
+    return rc;
+}
+
 static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_error *err)
 {
     const struct lx_jv *root = lx_json_root(doc);
@@ -297,31 +282,33 @@ static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_er
     if (rc == LX_OK && c->mm)
         rc = cfg_multimodal(doc, &root, c, err);
     c->root = root;
+    if (rc == LX_OK && c->mpt)
+        return cfg_mpt(doc, root, c, err);
     const struct lx_jv *tie = lx_json_member(root, "tie_word_embeddings");
     long g3 = c->gemma == 3;    /* Gemma3TextConfig's defaults (a gemma3 text_config leaves most out) */
     if (rc == LX_OK)
         rc = cfg_features(doc, root, c, &part, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "hidden_size", g3 ? 2304 : -1, 8, 8192, &c->hidden, err);
+        rc = lx_hf_cfg_int(doc, root, "hidden_size", g3 ? 2304 : -1, 8, 8192, &c->hidden, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "intermediate_size", g3 ? 9216 : -1, 8, 65536, &c->inter, err);
+        rc = lx_hf_cfg_int(doc, root, "intermediate_size", g3 ? 9216 : -1, 8, 65536, &c->inter, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "num_hidden_layers", g3 ? 26 : -1, 1, 64, &c->layers, err);
+        rc = lx_hf_cfg_int(doc, root, "num_hidden_layers", g3 ? 26 : -1, 1, 64, &c->layers, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "num_attention_heads", g3 ? 8 : -1, 1, 256, &c->heads, err);
+        rc = lx_hf_cfg_int(doc, root, "num_attention_heads", g3 ? 8 : -1, 1, 256, &c->heads, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "num_key_value_heads", g3 ? 4 : c->heads, 1, c->heads, &c->kv_heads, err);
+        rc = lx_hf_cfg_int(doc, root, "num_key_value_heads", g3 ? 4 : c->heads, 1, c->heads, &c->kv_heads, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "head_dim", c->gemma ? 256 : c->hidden / c->heads, 2, 512, &c->head_dim, err);
+        rc = lx_hf_cfg_int(doc, root, "head_dim", c->gemma ? 256 : c->hidden / c->heads, 2, 512, &c->head_dim, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "vocab_size", g3 ? 262208 : -1, 2, 1000000, &c->vocab, err);
+        rc = lx_hf_cfg_int(doc, root, "vocab_size", g3 ? 262208 : -1, 2, 1000000, &c->vocab, err);
     if (rc == LX_OK)
-        rc = cfg_int(doc, root, "max_position_embeddings", c->gemma == 3 ? 131072 : c->gemma ? 8192 : 2048, 1, 1L << 30,
-                     &c->max_pos, err);
+        rc = lx_hf_cfg_int(doc, root, "max_position_embeddings", c->gemma == 3 ? 131072 : c->gemma ? 8192 : 2048, 1,
+                           1L << 30, &c->max_pos, err);
     if (rc == LX_OK)
-        rc = cfg_num(doc, root, "rms_norm_eps", 1e-6, &c->eps, err);
+        rc = lx_hf_cfg_num(doc, root, "rms_norm_eps", 1e-6, &c->eps, err);
     if (rc == LX_OK)
-        rc = cfg_num(doc, root, "rope_theta", c->gemma == 3 ? 1000000 : 10000, &c->theta, err);
+        rc = lx_hf_cfg_num(doc, root, "rope_theta", c->gemma == 3 ? 1000000 : 10000, &c->theta, err);
     c->tied = c->gemma != 0;    /* transformers' Gemma configs tie by default */
     if (rc == LX_OK && c->gemma >= 2)
         rc = cfg_gemma_layers(doc, root, c, err);
@@ -524,8 +511,11 @@ static int hold_all(struct lx_model *m, const struct lx_arch *a, const struct hf
     char name[128];
     for (int i = 0; i < n && rc == LX_OK; i++) {
         long shape[2] = {ti[i].shape[0], ti[i].ndim > 1 ? ti[i].shape[1] : 0}, row0 = 0;
+        long rows = 0;
         int part = c->fused && fused_part(a, ti[i].name, name, sizeof name, &row0, &shape[0]);
-        int named = part || lx_hf_tensor_name(ti[i].name, name, sizeof name, c->gemma >= 2);
+        int named = part || (c->mpt ? lx_hf_mpt_tensor_name(a, ti[i].name, name, sizeof name, &row0, &rows)
+                                    : lx_hf_tensor_name(ti[i].name, name, sizeof name, c->gemma >= 2));
+        shape[0] = rows ? rows : shape[0];
         if (named)
             put_prefix(c, name, sizeof name);
         const struct lx_st_file *f = named ? find_tensor(w, name) : NULL;
@@ -593,6 +583,8 @@ static void cfg_arch(const struct hf_config *c, struct lx_arch *a)
     a->tie_head = c->tied;
     a->qkv_bias = c->bias;
     a->qk_norm = c->qk_norm;
+    if (c->mpt)
+        a->mlp = LX_MLP_GELU_ERF, a->norm = LX_NORM_LAYER;
     if (c->gemma) {
         a->mlp = LX_MLP_GEGLU;
         a->emb_scale = 1;
@@ -648,10 +640,11 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
         }
         rc = cfg_read(doc, &c, err);
     }
-    if (rc == LX_OK)
+    if (rc == LX_OK && c.mpt)
+        lx_buf_printf(&stack, "[{\"alibi\":{\"max_bias\":%.17g}}]", c.alibi_max);
+    else if (rc == LX_OK)
         rc = lx_hf_stacks(doc, &(struct hf_rope_facts){c.theta, c.max_pos, c.head_dim, c.rot_dims, c.window, c.root},
-                          &stack,
-                          &eval, &raw, err);
+                          &stack, &eval, &raw, err);
     if (rc == LX_OK)
         rc = open_weights(w, dir, err);
     if (rc == LX_OK && c.mm)
@@ -693,7 +686,7 @@ static int hf_sniff(const char *path)
 const struct lx_model_format lx_model_format_hf = {
     .name = "hf",
     .summary = "a Hugging Face directory: config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, "
-               "gemma3) and safetensors shards",
+               "gemma3, mpt) and safetensors shards",
     .key = "hf",
     .dir = 1,
     .sniff = hf_sniff,

@@ -62,33 +62,89 @@ void lx_rmsnorm_forward(float *y, float *rstd, const float *x, const float *g, i
 
 #define RMS_BLOCK 64    /* rows per partial dg: fixed, so the sum order never depends on threads */
 
-void lx_rmsnorm_backward(float *dx, float *dg, const float *dy, const float *x, const float *g,
-                         const float *rstd, int T, int C)
+/* One row of a norm's backward: dx (C) += ..., pg (C) += the row's share of dg. */
+typedef void (*norm_row_bwd)(float *dx, float *pg, const float *dy, const float *x, const float *g, float r, int C);
+
+/* A norm's backward over T rows: each row by `row`, the gain's gradient summed per block of
+** RMS_BLOCK rows, then the blocks in order into dg. */
+static void norm_backward(norm_row_bwd row, float *dx, float *dg, const float *dy, const float *x, const float *g,
+                          const float *rstd, int T, int C)
 {
-    /* y_c = x_c r g_c, r = (mean x^2 + eps)^(-1/2), dr/dx_c = -r^3 x_c / C:
-    ** dx_c = r g_c dy_c - r^3 x_c / C * sum_k dy_k g_k x_k */
     int nb = (T + RMS_BLOCK - 1) / RMS_BLOCK;
     float *part = lx_xcalloc((size_t)nb * (size_t)C, sizeof *part);
 #pragma omp parallel for schedule(static) if ((long)T * C > 65536)
-    for (int blk = 0; blk < nb; blk++) {
-        float *pg = part + (long)blk * C;
-        for (int t = blk * RMS_BLOCK; t < T && t < (blk + 1) * RMS_BLOCK; t++) {
-            const float *xt = x + (long)t * C, *dyt = dy + (long)t * C;
-            float r = rstd[t];
-            double dot = 0.0;
-            for (int c = 0; c < C; c++) {
-                dot += (double)dyt[c] * g[c] * xt[c];
-                pg[c] += dyt[c] * xt[c] * r;
-            }
-            float k = (float)(dot * r * r * r / C);
-            for (int c = 0; c < C; c++)
-                dx[(long)t * C + c] += r * g[c] * dyt[c] - k * xt[c];
-        }
-    }
+    for (int blk = 0; blk < nb; blk++)
+        for (int t = blk * RMS_BLOCK; t < T && t < (blk + 1) * RMS_BLOCK; t++)
+            row(dx + (long)t * C, part + (long)blk * C, dy + (long)t * C, x + (long)t * C, g, rstd[t], C);
     for (int blk = 0; blk < nb; blk++)
         for (int c = 0; c < C; c++)
             dg[c] += part[(long)blk * C + c];
     free(part);
+}
+
+/* y_c = x_c r g_c, r = (mean x^2 + eps)^(-1/2), dr/dx_c = -r^3 x_c / C:
+** dx_c = r g_c dy_c - r^3 x_c / C * sum_k dy_k g_k x_k */
+static void rms_row_bwd(float *dx, float *pg, const float *dy, const float *x, const float *g, float r, int C)
+{
+    double dot = 0.0;
+    for (int c = 0; c < C; c++) {
+        dot += (double)dy[c] * g[c] * x[c];
+        pg[c] += dy[c] * x[c] * r;
+    }
+    float k = (float)(dot * r * r * r / C);
+    for (int c = 0; c < C; c++)
+        dx[c] += r * g[c] * dy[c] - k * x[c];
+}
+
+void lx_rmsnorm_backward(float *dx, float *dg, const float *dy, const float *x, const float *g,
+                         const float *rstd, int T, int C)
+{
+    norm_backward(rms_row_bwd, dx, dg, dy, x, g, rstd, T, C);
+}
+
+/* A row's mean, in double in index order: forward and backward sum the same way. */
+static double row_mean(const float *x, int C)
+{
+    double s = 0.0;
+    for (int c = 0; c < C; c++)
+        s += x[c];
+    return s / C;
+}
+
+void lx_layernorm_forward(float *y, float *rstd, const float *x, const float *g, int T, int C, float eps)
+{
+#pragma omp parallel for schedule(static) if ((long)T * C > 65536)
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (long)t * C;
+        double mu = row_mean(xt, C), ss = 0.0;
+        for (int c = 0; c < C; c++)
+            ss += ((double)xt[c] - mu) * ((double)xt[c] - mu);
+        double r = 1.0 / sqrt(ss / C + eps);
+        rstd[t] = (float)r;
+        for (int c = 0; c < C; c++)     /* in place: the row's sums are taken first */
+            y[(long)t * C + c] = (float)(((double)xt[c] - mu) * r) * g[c];
+    }
+}
+
+/* n_c = (x_c - mu) r, y_c = n_c g_c, e_c = dy_c g_c:
+** dx_c = r (e_c - mean(e) - n_c mean(e n)),  dg_c += dy_c n_c */
+static void ln_row_bwd(float *dx, float *pg, const float *dy, const float *x, const float *g, float rf, int C)
+{
+    double mu = row_mean(x, C), r = rf, se = 0.0, sen = 0.0;
+    for (int c = 0; c < C; c++) {
+        double n = ((double)x[c] - mu) * r, e = (double)dy[c] * g[c];
+        se += e, sen += e * n;
+        pg[c] += (float)(dy[c] * n);
+    }
+    se /= C, sen /= C;
+    for (int c = 0; c < C; c++)
+        dx[c] += (float)(r * ((double)dy[c] * g[c] - se - ((double)x[c] - mu) * r * sen));
+}
+
+void lx_layernorm_backward(float *dx, float *dg, const float *dy, const float *x, const float *g,
+                           const float *rstd, int T, int C)
+{
+    norm_backward(ln_row_bwd, dx, dg, dy, x, g, rstd, T, C);
 }
 
 #define GELU_K 0.7978845608028654f   /* sqrt(2/pi) */
@@ -273,6 +329,27 @@ void lx_gelu_backward(float *dx, const float *dy, const float *x, int N)
 void lx_gelu_backward_s(float *dx, const float *dy, const float *x, const float *s, int N)
 {
     gelu_blocks(NULL, (float *)s, x, dy, dx, N);
+}
+
+/* GELU's exact form: libm's erff and expf in every numerics (the MLP's activation is a small
+** part of a pass beside its products). */
+void lx_gelu_erf_forward_s(float *y, float *s, const float *x, int N)
+{
+#pragma omp parallel for schedule(static) if (N > 65536)
+    for (int i = 0; i < N; i++) {
+        float p = 0.5f * (1.0f + erff(x[i] * 0.70710678118654752f));
+        y[i] = x[i] * p;
+        if (s)
+            s[i] = p;
+    }
+}
+
+void lx_gelu_erf_backward_s(float *dx, const float *dy, const float *x, const float *s, int N)
+{
+    const float k = 0.39894228040143268f;     /* 1/sqrt(2π) */
+#pragma omp parallel for schedule(static) if (N > 65536)
+    for (int i = 0; i < N; i++)
+        dx[i] += dy[i] * (s[i] + x[i] * k * expf(-0.5f * x[i] * x[i]));
 }
 
 /* Row t of SwiGLU's or (gelu) GeGLU's forward (dy NULL) or backward, sixteen

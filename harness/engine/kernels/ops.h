@@ -28,6 +28,13 @@ void lx_rmsnorm_forward(float *y, float *rstd, const float *x, const float *g, i
 void lx_rmsnorm_backward(float *dx, float *dg, const float *dy, const float *x, const float *g,
                          const float *rstd, int T, int C);
 
+/* LayerNorm without a bias (MPT's): y = (x - mean(x)) / sqrt(var(x) + eps) * g, var the mean of
+** (x - mean(x))^2; y may be x. rstd (T) saved for backward, which recomputes the mean from x. */
+void lx_layernorm_forward(float *y, float *rstd, const float *x, const float *g, int T, int C, float eps);
+/* dx (T, C) += ...; dg (C) += ... */
+void lx_layernorm_backward(float *dx, float *dg, const float *dy, const float *x, const float *g,
+                           const float *rstd, int T, int C);
+
 /* GELU, tanh approximation (as GPT-2 and llm.c).  y, x (N). */
 void lx_gelu_forward(float *y, const float *x, int N);
 /* dx (N) += dy * gelu'(x) */
@@ -35,6 +42,10 @@ void lx_gelu_backward(float *dx, const float *dy, const float *x, int N);
 /* The same, keeping s (N) = σ(2u) from forward so backward needs no exp (s may be NULL in forward). */
 void lx_gelu_forward_s(float *y, float *s, const float *x, int N);
 void lx_gelu_backward_s(float *dx, const float *dy, const float *x, const float *s, int N);
+/* GELU's exact form x·Φ(x), Φ(x) = (1 + erf(x/√2))/2 (torch's approximate="none"; MPT's), keeping
+** s = Φ(x) (s may be NULL in forward); backward dx (N) += dy·(Φ(x) + x·φ(x)), φ the normal density. */
+void lx_gelu_erf_forward_s(float *y, float *s, const float *x, int N);
+void lx_gelu_erf_backward_s(float *dx, const float *dy, const float *x, const float *s, int N);
 
 /* SwiGLU: y = silu(a)·b for h = [a | b] per row.  y (N, F) with row stride
 ** ldy (F; or y = h, ldy 2F: each row's result over its own a), h (N, 2F). */

@@ -98,7 +98,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             ROW(x, (LL + 1) * N * C, 4), ROW(rstd1, LL * N, 4), ROW(xn1, LL * N * C, 4),
             ROW(qkv, LL * N * QKV, 4), ROW(att, mat ? LL * B * H * TT : 0, 4), ROW(ao, LL * N * HD, 4),
             ROW(xm, LL * N * C, 4), ROW(rstd2, LL * N, 4), ROW(xn2, LL * N * C, 4), ROW(h, LL * N * F2, 4),
-            ROW(act, LL * N * F, 4), ROW(sig, arch->mlp == LX_MLP_GELU ? LL * N * F : 0, 4),
+            ROW(act, LL * N * F, 4), ROW(sig, !lx_arch_gated(arch) ? LL * N * F : 0, 4),
             ROW(post, arch->post_norms ? LL * 2 * N * C : 0, 4), ROW(post_rstd, arch->post_norms ? LL * 2 * N : 0, 4),
             ROW(rstdf, N, 4), ROW(xnf, N * C, 4), ROW(logits, N * V, 4), ROW(probs, N * V, 4), ROW(loss, N, 4),
             ROW(rope_cs, N * D, 8), ROW(rope_local, arch->local_every ? N * D : 0, 8),

@@ -13,7 +13,8 @@
 #include "harness/engine/kernels/wprod.h"
 
 enum { LX_MODEL_CAUSAL, LX_MODEL_MLM };     /* lx_arch.mode */
-enum { LX_MLP_GELU, LX_MLP_SWIGLU, LX_MLP_GEGLU };  /* lx_arch.mlp */
+enum { LX_MLP_GELU, LX_MLP_SWIGLU, LX_MLP_GEGLU, LX_MLP_GELU_ERF };  /* lx_arch.mlp */
+enum { LX_NORM_RMS, LX_NORM_LAYER };    /* lx_arch.norm */
 
 /* The architecture: the `arch:` mapping of a model in a sweep file. */
 struct lx_arch {
@@ -25,7 +26,10 @@ struct lx_arch {
                         ** lx_arch_kv(); stored only when it differs from H */
     long d_head;        /* head dimension D */
     long d_mlp;         /* MLP hidden width F */
-    int mlp;            /* LX_MLP_GELU, LX_MLP_SWIGLU or LX_MLP_GEGLU (GELU's tanh form gating, Gemma) */
+    int mlp;            /* LX_MLP_GELU, LX_MLP_SWIGLU, LX_MLP_GEGLU (GELU's tanh form gating, Gemma) or
+                        ** LX_MLP_GELU_ERF (GELU's exact form, MPT) */
+    int norm;           /* LX_NORM_RMS (RMSNorm) or LX_NORM_LAYER (LayerNorm without a bias, MPT): the blocks'
+                        ** and the final norm (qk_norm's and post_norms' stay RMSNorms) */
     long vocab;         /* V: 260 = bytes + BOS/EOS/PAD/MASK */
     double norm_eps;    /* RMSNorm epsilon */
     double init_std;    /* N(0, init_std) for matrices; output projections / sqrt(2·layers) */
@@ -75,7 +79,7 @@ extern const struct lx_schema lx_arch_schema;
 /* 1 for a gated MLP (SwiGLU, GeGLU): w1 and w3, the hidden rows twice as wide. */
 static inline int lx_arch_gated(const struct lx_arch *a)
 {
-    return a->mlp != LX_MLP_GELU;
+    return a->mlp == LX_MLP_SWIGLU || a->mlp == LX_MLP_GEGLU;
 }
 /* Is layer l one of the local layers (local_every)? */
 static inline int lx_arch_local(const struct lx_arch *a, long l)

@@ -2,7 +2,7 @@
 ** harness/engine/model/layer.c - the pieces of a block that every pass shares
 ** (the forward and backward of model.c, the decode step of decoding.c; see
 ** model.h): the weight products of q|k|v and w1|w3 over their parts, the
-** per-head q/k RMSNorm and its backward, the embedding rows, a product's sum
+** blocks' norms (RMSNorm or LayerNorm), the per-head q/k RMSNorm and its backward, the embedding rows, a product's sum
 ** into the residual stream (through Gemma's post-norm), the MLP's activation.
 */
 #include <math.h>
@@ -115,7 +115,22 @@ void lx_mlp_act(const struct lx_arch *a, float *act, int ldact, float *sig, cons
         lx_swiglu_forward(act, ldact, h, (int)n, F);
     else if (a->mlp == LX_MLP_GEGLU)
         lx_geglu_forward(act, ldact, h, (int)n, F);
+    else if (a->mlp == LX_MLP_GELU_ERF)
+        lx_gelu_erf_forward_s(act, sig, h, (int)(n * F));
     else
         lx_gelu_forward_s(act, sig, h, (int)(n * F));
+}
+
+void lx_norm_forward(const struct lx_arch *a, float *y, float *rstd, const float *x, const float *g, long n)
+{
+    (a->norm == LX_NORM_LAYER ? lx_layernorm_forward : lx_rmsnorm_forward)(y, rstd, x, g, (int)n, (int)a->d_model,
+                                                                          (float)a->norm_eps);
+}
+
+void lx_norm_backward(const struct lx_arch *a, float *dx, float *dg, const float *dy, const float *x,
+                      const float *g, const float *rstd, long n)
+{
+    (a->norm == LX_NORM_LAYER ? lx_layernorm_backward : lx_rmsnorm_backward)(dx, dg, dy, x, g, rstd, (int)n,
+                                                                            (int)a->d_model);
 }
 

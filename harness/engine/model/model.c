@@ -298,7 +298,7 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *glob
     float *qkv = LAY(a, a->qkv, l, s->N * s->QKV), *ao = LAY(a, a->ao, l, s->N * s->HD);
     float *att = a->train && !a->tiled ? a->att + l * (long)a->B * s->H * s->T * s->T : a->att;
     float *lse = a->train && (a->tiled || ar->sinks) ? a->lse + l * (long)a->B * s->H * s->T : NULL;
-    lx_rmsnorm_forward(xn1, rstd1, xin, W->attn_norm, (int)s->N, (int)s->C, (float)ar->norm_eps);
+    lx_norm_forward(ar, xn1, rstd1, xin, W->attn_norm, s->N);
     lx_layer_qkv(qkv, xn1, W, ar, s->N);
     lx_layer_qk_norm(qkv, a->train ? LAY(a, a->qkraw, l, s->N * (s->H + s->KV) * ar->d_head) : NULL,
                      a->train ? LAY(a, a->qkr, l, s->N * (s->H + s->KV)) : NULL, W, ar, s->N);
@@ -328,7 +328,7 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *glob
 static void mlp_act(const struct lx_arch *ar, const struct lx_layer_w *W, const float *xm, float *xn2, float *rstd2,
                     float *h, float *act, int ldact, float *sig, long n, const struct sizes *s)
 {
-    lx_rmsnorm_forward(xn2, rstd2, xm, W->mlp_norm, (int)n, (int)s->C, (float)ar->norm_eps);
+    lx_norm_forward(ar, xn2, rstd2, xm, W->mlp_norm, n);
     lx_layer_w13(h, xn2, W, ar, n);
     lx_mlp_act(ar, act, ldact, sig, h, n);
 }
@@ -358,8 +358,7 @@ static void head(const struct lx_model *m, struct lx_acts *a, const float *x, fl
     for (long r0 = 0; r0 < s->N; r0 += rows) {
         long n = s->N - r0 < rows ? s->N - r0 : rows;
         float *blk = a->loss_only ? a->logits : a->logits + r0 * s->V;     /* row r0's logits */
-        lx_rmsnorm_forward(a->xnf, a->rstdf + r0, x + r0 * s->C, m->v.norm, (int)n, (int)s->C,
-                           (float)m->arch.norm_eps);
+        lx_norm_forward(&m->arch, a->xnf, a->rstdf + r0, x + r0 * s->C, m->v.norm, n);
         lx_wlinear(blk, s->V, a->xnf, s->C, m->v.mhead, n, s->C, s->V, 0.0f);
         lx_softcap_row(blk, 0, n * s->V, m->arch.logit_softcap);
         for (long c0 = r0; targets && c0 < r0 + n; c0 += ce_rows) {
@@ -407,7 +406,7 @@ static void head_answer(const struct lx_model *m, struct lx_acts *a, const float
         if (!n)
             break;
         float *lg = a->logits + k * s->V;
-        lx_rmsnorm_forward(a->xnf, rs, a->xnf, m->v.norm, (int)n, (int)s->C, (float)m->arch.norm_eps);
+        lx_norm_forward(&m->arch, a->xnf, rs, a->xnf, m->v.norm, n);
         lx_wlinear(lg, s->V, a->xnf, s->C, m->v.mhead, n, s->C, s->V, 0.0f);
         lx_softcap_row(lg, 0, n * s->V, m->arch.logit_softcap);
         lx_crossentropy_forward(ls, NULL, lg, tg, (int)n, (int)s->V);
@@ -692,10 +691,11 @@ static void mlp_backward(const struct lx_model *m, struct lx_acts *a, struct lx_
         lx_geglu_backward(a->dh, a->dact, h, (int)s->N, (int)s->F);
     } else {
         memset(a->dh, 0, sizeof(float) * (size_t)(s->N * s->F2));
-        lx_gelu_backward_s(a->dh, a->dact, h, a->sig + l * s->N * s->F, (int)(s->N * s->F));
+        (m->arch.mlp == LX_MLP_GELU_ERF ? lx_gelu_erf_backward_s : lx_gelu_backward_s)(
+            a->dh, a->dact, h, a->sig + l * s->N * s->F, (int)(s->N * s->F));
     }
     lx_linear_backward(a->dxn, G->w13, NULL, a->dh, xn2, W->mw13[0], (int)s->N, (int)s->C, (int)s->F2);
-    lx_rmsnorm_backward(a->dx, G->mlp_norm, a->dxn, xm, W->mlp_norm, rstd2, (int)s->N, (int)s->C);
+    lx_norm_backward(&m->arch, a->dx, G->mlp_norm, a->dxn, xm, W->mlp_norm, rstd2, s->N);
 }
 
 /* The head's backward: d(logits) from the cross-entropy over n_scored rows
@@ -709,8 +709,7 @@ static void head_backward(const struct lx_model *m, struct lx_acts *a, struct lx
         a->dlogits[i] *= lx_softcap_slope(a->logits[i], m->arch.logit_softcap);
     lx_linear_backward(a->dxn, g->head, NULL, a->dlogits, a->xnf, m->v.mhead, (int)s->N, (int)s->C, (int)s->V);
     memset(a->dx, 0, sizeof(float) * (size_t)(s->N * s->C));
-    lx_rmsnorm_backward(a->dx, g->norm, a->dxn, a->x + s->L * s->N * s->C, m->v.norm, a->rstdf, (int)s->N,
-                        (int)s->C);
+    lx_norm_backward(&m->arch, a->dx, g->norm, a->dxn, a->x + s->L * s->N * s->C, m->v.norm, a->rstdf, s->N);
 }
 
 void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, const int *tokens,
@@ -758,7 +757,7 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, 
             lx_layer_qk_norm_backward(a->dqkv, G->q_norm, G->k_norm, a->qkraw + l * s.N * (H + s.KV) * D,
                                       a->qkr + l * s.N * (H + s.KV), W, ar, s.N);
         lx_linear_backward(a->dxn, G->wqkv, G->bqkv, a->dqkv, xn1, W->mqkv[0], (int)s.N, (int)s.C, (int)s.QKV);
-        lx_rmsnorm_backward(a->dx, G->attn_norm, a->dxn, xin, W->attn_norm, rstd1, (int)s.N, (int)s.C);
+        lx_norm_backward(ar, a->dx, G->attn_norm, a->dxn, xin, W->attn_norm, rstd1, s.N);
     }
     float es = ar->emb_scale ? (float)sqrt((double)s.C) : 1.0f;     /* lx_embed's */
     for (long i = 0; i < s.N; i++) {

@@ -285,9 +285,14 @@ void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n);
 void lx_layer_out(float *x, float *prod, float *normed, float *rstd, const float *in, long ld_in, struct lx_wmat w,
                   const float *post, long n, long k, long C, float eps);
 /* The MLP's activation of its pre-activation h (n rows of F, or 2F gated)
-** into act (row stride ldact; may be h): GELU (keeping σ in sig unless
-** NULL), SwiGLU or GeGLU. */
+** into act (row stride ldact; may be h): GELU (keeping σ(2u) in sig unless
+** NULL), GELU's exact form (keeping Φ), SwiGLU or GeGLU. */
 void lx_mlp_act(const struct lx_arch *a, float *act, int ldact, float *sig, const float *h, long n);
+/* The blocks' and the final norm of n rows of d_model (arch norm: RMSNorm or
+** LayerNorm), y may be x, rstd (n) kept for the backward (dx, dg +=). */
+void lx_norm_forward(const struct lx_arch *a, float *y, float *rstd, const float *x, const float *g, long n);
+void lx_norm_backward(const struct lx_arch *a, float *dx, float *dg, const float *dy, const float *x,
+                      const float *g, const float *rstd, long n);
 
 /* Rotate the q (H heads) and k (KV heads) parts of qkv rows (N = B·T, row
 ** stride (H + 2KV)·D) by their window position (sign +1), or back (sign −1,

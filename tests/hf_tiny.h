@@ -1,0 +1,177 @@
+/*
+** tests/hf_tiny.h - the tiny random Hugging Face directories of the torch reference scripts
+** (tests/ref/gemma_ref.py, mpt_ref.py: DIR/{config.json, model.safetensors, ref.json}) through lenx:
+** both windows of ref.json against torch's float64 forward, decoding by the KV cache against the
+** full forward, the backward against torch's autograd. Header-only; include after
+** loaders_fixture.h (in_repo, load, the scratch dir).
+*/
+#ifndef LX_HF_TINY_H
+#define LX_HF_TINY_H
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/core/json.h"
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/model/decoding.h"
+#include "harness/engine/model/kvcache.h"
+#include "tests/stack.h"
+#include "tests/torch_window.h"
+
+/* Both windows of a reference script's ref.json (32 tokens, then 48) through m: within 1e-4 of
+** torch's float64 forward per token and per logit (fp32 sums against float64). */
+static inline void windows_vs_torch(const struct lx_model *m, const char *stack, const struct lx_json *doc,
+                                    const char *who)
+{
+    for (int w = 0; w < 2; w++) {
+        double dnll, dlogit;
+        torch_window(m, stack, doc, w, w ? 48 : 32, &dnll, &dlogit);
+        cr_log_info("%s, window %d: max |dNLL| %.3g, max |dlogit| %.3g", who, w, dnll, dlogit);
+        cr_expect(dnll < 1e-4 && dlogit < 1e-4, "%s, window %d: max |dNLL| %g, max |dlogit| %g", who, w, dnll,
+                  dlogit);
+    }
+}
+
+static inline struct lx_json *ref_of(const char *rel)
+{
+    char path[512];
+    struct lx_json *doc;
+    struct lx_error err = {{0}};
+    in_repo(path, rel);
+    cr_assert_eq(lx_json_load(&doc, path, 1 << 20, &err), LX_OK, "%s", err.msg);
+    return doc;
+}
+
+/* The tiny directory tests/ref/NAME (gemma_ref.py) loaded into m and info; its ref.json, which the
+** caller frees. */
+static inline struct lx_json *tiny(const char *name, struct lx_model *m, struct lx_ckpt_info *info)
+{
+    char rel[128], path[512];
+    snprintf(rel, sizeof rel, "tests/ref/%s", name);
+    in_repo(path, rel);
+    load(m, info, path);
+    snprintf(rel, sizeof rel, "tests/ref/%s/ref.json", name);
+    return ref_of(rel);
+}
+
+/* Decoding the tiny directory src by the KV cache (Gemma 3 and 2: each layer at its own rope row and
+** window, Gemma 2's soft-caps on the step's row; MPT: ALiBi's distances, LayerNorms) gives each step the
+** logits of the full forward's row: an fp32 cache to 1e-4 (fp32 sums in another order; measured 6.8e-6),
+** a bf16 one within its rounding of k and v (2^-9 relative each, as tests/test_half.c's
+** bf16_kv_cache_decodes_within_its_rounding derives; measured 0.032 through Gemma 3's six layers, 0.017
+** through Gemma 2's four, where its two layers gave 0.019): the bound is 0.1, three times the larger,
+** since the rounding is of the same values on any machine. */
+static inline void decoding_vs_full(const char *src)
+{
+    enum { T = 40, P0 = 5 };
+    char path[512];
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    struct lx_error err = {{0}};
+    in_repo(path, src);
+    load(&m, &info, path);
+    struct tstack s;
+    struct lx_facts f = tfacts(16, 128, 4, T);
+    tstack_make(&s, info.stack, &f);
+    long V = m.arch.vocab;
+    int tok[T];
+    for (int t = 0; t < T; t++)
+        tok[t] = 3 + (t * 37) % (int)(V - 3);
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        struct lx_acts full, pre;
+        struct lx_kvcache c;
+        lx_kv_set(bf16);
+        cr_assert_eq(lx_acts_alloc(&full, &m.arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_acts_alloc(&pre, &m.arch, 1, P0, 0, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_kvcache_alloc(&c, &m.arch, &s.spec, 1, T, &err), LX_OK, "%s", err.msg);
+        lx_model_forward(&m, &s.spec, tok, NULL, &full);
+        pre.kv = &c;
+        lx_model_forward(&m, &s.spec, tok, NULL, &pre);
+        float *lg = malloc(sizeof(float) * (size_t)V);
+        double worst = 0;
+        for (int p = P0; p < T; p++) {
+            lx_decode_step(lg, &m, &s.spec, &c, 0, p, tok[p]);
+            for (long v = 0; v < V; v++)
+                worst = fmax(worst, fabs(lg[v] - full.logits[(long)p * V + v]));
+        }
+        cr_log_info("%s decode, bf16 cache %d: max |dlogit| %.3g", src, bf16, worst);
+        cr_expect_leq(worst, bf16 ? 0.1 : 1e-4, "%s, bf16 cache %d: max |dlogit| %g", src, bf16, worst);
+        free(lg);
+        lx_kvcache_release(&c);
+        lx_acts_release(&full);
+        lx_acts_release(&pre);
+    }
+    lx_kv_set(0);
+    tstack_free(&s);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+/* The gradient of the first window's mean NLL, lenx's backward (training mode, after lx_model_own
+** made the bf16 weights lenx's fp32 own, as fine-tuning does) against torch's float64 autograd in
+** transformers' conventions (ref.json's "grad": gemma_ref.py, mpt_ref.py; lenx_name(out, hf, flag)
+** names lenx's tensor of each, the first when it is several adjacent ones, and returns how many): at
+** the 24 picked entries of every tensor, |Δ| at most 1e-6 + 1e-4 |g| (fp32 sums against float64: seen
+** at most 0.11 of that on the AMD EPYC; a missing factor or term is off by the gradient's own size, up
+** to 0.36 here). Gemma's gains are stored as w of 1 + w, the same gradient. */
+static inline void grads_vs_torch(const char *dirname, int (*lenx_name)(char out[64], const char *hf, int flag),
+                                  int flag, const char *who)
+{
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    struct lx_error err = {{0}};
+    struct lx_json *doc = tiny(dirname, &m, &info);
+    lx_model_own(&m);
+    int tok[64], tgt[64], T = torch_window_ids(doc, 0, tok, tgt);
+    struct tstack st;
+    struct lx_facts f = tfacts((int)m.arch.d_head, 128, (int)m.arch.heads, T);
+    f.training = 1;
+    tstack_make(&st, info.stack, &f);
+    struct lx_acts a;
+    cr_assert_eq(lx_acts_alloc(&a, &m.arch, 1, T, LX_ACTS_TRAIN, &err), LX_OK, "%s", err.msg);
+    float *g = calloc(m.n_params, sizeof *g);
+    struct lx_weights gv;
+    lx_weights_map(&gv, &m.arch, g);
+    lx_model_forward(&m, &st.spec, tok, tgt, &a);
+    lx_model_backward(&m, &st.spec, tok, tgt, &a, &gv);
+    int n = lx_arch_tensors(&m.arch, NULL), seen = 0;
+    struct lx_tensor_info *ti = calloc((size_t)n, sizeof *ti);
+    lx_arch_tensors(&m.arch, ti);
+    const struct lx_jv *grad = lx_json_member(lx_json_root(doc), "grad");
+    double worst = 0.0;
+    for (void *it = lx_json_iter(grad); it; it = lx_json_iter_next(grad, it)) {
+        char name[64];
+        const char *hf = lx_json_iter_key(it, NULL);
+        seen += lenx_name(name, hf, flag);
+        int t = 0;
+        while (t < n && strcmp(ti[t].name, name))
+            t++;
+        cr_assert_lt(t, n, "%s: %s (%s) is not a lenx tensor", who, name, hf);
+        const struct lx_jv *pick = lx_json_iter_value(it), *idx = lx_json_member(pick, "idx");
+        const struct lx_jv *val = lx_json_member(pick, "val");
+        for (long k = 0; k < (long)lx_json_len(idx); k++) {
+            int64_t i;
+            double r;
+            cr_assert_eq(lx_json_int(doc, lx_json_at(idx, k), &i, &err), LX_OK);
+            cr_assert_eq(lx_json_num(doc, lx_json_at(val, k), &r, &err), LX_OK);
+            double d = fabs(g[ti[t].offset + i] - r);
+            worst = fmax(worst, d / (1e-6 + 1e-4 * fabs(r)));
+            cr_expect_leq(d, 1e-6 + 1e-4 * fabs(r), "%s %s[%ld]: lenx %.7g, torch %.7g", who, name, (long)i,
+                          g[ti[t].offset + i], r);
+        }
+    }
+    cr_expect_eq(seen, n, "%s: torch's gradient covers %d tensors, lenx has %d", who, seen, n);
+    cr_log_info("%s: gradients within %.3g of the tolerance", who, worst);
+    free(ti), free(g);
+    lx_weights_unmap(&gv);
+    lx_acts_release(&a);
+    tstack_free(&st);
+    lx_json_free(doc);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+#endif
