@@ -113,12 +113,14 @@ static inline void decoding_vs_full(const char *src)
 /* The gradient of the first window's mean NLL, lenx's backward (training mode, after lx_model_own
 ** made the bf16 weights lenx's fp32 own, as fine-tuning does) against torch's float64 autograd in
 ** transformers' conventions (ref.json's "grad": gemma_ref.py, mpt_ref.py; lenx_name(out, hf, flag)
-** names lenx's tensor of each, the first when it is several adjacent ones, and returns how many): at
+** names lenx's tensor of each, the first when it is several adjacent ones, and returns how many;
+** lenx_index, unless NULL, maps an index of the HF tensor to one from that lenx tensor's start): at
 ** the 24 picked entries of every tensor, |Δ| at most 1e-6 + 1e-4 |g| (fp32 sums against float64: seen
 ** at most 0.11 of that on the AMD EPYC; a missing factor or term is off by the gradient's own size, up
 ** to 0.36 here). Gemma's gains are stored as w of 1 + w, the same gradient. */
 static inline void grads_vs_torch(const char *dirname, int (*lenx_name)(char out[64], const char *hf, int flag),
-                                  int flag, const char *who)
+                                  long (*lenx_index)(const char *hf, long i, const struct lx_arch *a), int flag,
+                                  const char *who)
 {
     struct lx_model m;
     struct lx_ckpt_info info;
@@ -157,10 +159,10 @@ static inline void grads_vs_torch(const char *dirname, int (*lenx_name)(char out
             double r;
             cr_assert_eq(lx_json_int(doc, lx_json_at(idx, k), &i, &err), LX_OK);
             cr_assert_eq(lx_json_num(doc, lx_json_at(val, k), &r, &err), LX_OK);
-            double d = fabs(g[ti[t].offset + i] - r);
+            long at = (long)ti[t].offset + (lenx_index ? lenx_index(hf, (long)i, &m.arch) : (long)i);
+            double d = fabs(g[at] - r);
             worst = fmax(worst, d / (1e-6 + 1e-4 * fabs(r)));
-            cr_expect_leq(d, 1e-6 + 1e-4 * fabs(r), "%s %s[%ld]: lenx %.7g, torch %.7g", who, name, (long)i,
-                          g[ti[t].offset + i], r);
+            cr_expect_leq(d, 1e-6 + 1e-4 * fabs(r), "%s %s[%ld]: lenx %.7g, torch %.7g", who, name, (long)i, g[at], r);
         }
     }
     cr_expect_eq(seen, n, "%s: torch's gradient covers %d tensors, lenx has %d", who, seen, n);

@@ -222,7 +222,7 @@ Test(gemma, configs_refused)
     static const struct {
         const char *sed, *part1, *part2;
     } cases[] = {
-        {"s/\"gemma3_text\"/\"gemma4\"/", "model_type 'gemma4'", "gemma3_text, gemma3 and mpt"},
+        {"s/\"gemma3_text\"/\"gemma4\"/", "model_type 'gemma4'", "gemma3_text, gemma3, mpt and gpt_neox"},
         {"s/\"gemma3_text\"/\"gemma3\"/", "config.json", "model_type gemma3 without a text_config object"},
         {"s/\"final_logit_softcapping\": null/\"final_logit_softcapping\": -1/", "final_logit_softcapping",
          "must be a positive number"},
@@ -269,9 +269,9 @@ static int lenx_name(char out[64], const char *hf, int gemma1)
 
 Test(gemma, gradients_match_torch)
 {
-    grads_vs_torch("hf-gemma3-tiny", lenx_name, 0, "gemma3");
-    grads_vs_torch("hf-gemma2-tiny", lenx_name, 0, "gemma2");
-    grads_vs_torch("hf-gemma-tiny", lenx_name, 1, "gemma1");
+    grads_vs_torch("hf-gemma3-tiny", lenx_name, NULL, 0, "gemma3");
+    grads_vs_torch("hf-gemma2-tiny", lenx_name, NULL, 0, "gemma2");
+    grads_vs_torch("hf-gemma-tiny", lenx_name, NULL, 1, "gemma1");
 }
 
 /* The arch a as the store keys it (lx_params_json) but for init_std (a file does not keep it) and

@@ -136,7 +136,7 @@ static int mpt_name(char out[64], const char *hf, int flag)
 
 Test(mpt, gradients_match_torch)
 {
-    grads_vs_torch("hf-mpt-tiny", mpt_name, 0, "mpt");
+    grads_vs_torch("hf-mpt-tiny", mpt_name, NULL, 0, "mpt");
 }
 
 /* A copy of the tiny MPT directory with sed program `sed` run on its config.json. */

@@ -98,7 +98,7 @@ static double ln_f(void *p)
 {
     struct rms *a = p;
     float y[T * C], r[T];
-    lx_layernorm_forward(y, r, a->x, a->g, T, C, 1e-5f);
+    lx_layernorm_forward(y, r, a->x, a->g, NULL, T, C, 1e-5f);
     return dotw(y, a->w, T * C);
 }
 
@@ -114,19 +114,46 @@ Test(ops, layernorm_gradients_and_values)
     float y[T * C], r[T], dx[T * C], dg[C] = {0};
     for (int i = 0; i < T * C; i++)
         dx[i] = 1.0f;
-    lx_layernorm_forward(y, r, a.x, a.g, T, C, 1e-5f);
-    lx_layernorm_backward(dx, dg, a.w, a.x, a.g, r, T, C);
+    lx_layernorm_forward(y, r, a.x, a.g, NULL, T, C, 1e-5f);
+    lx_layernorm_backward(dx, dg, NULL, a.w, a.x, a.g, r, T, C);
     for (int i = 0; i < T * C; i++)
         dx[i] -= 1.0f;
     check_grad("layernorm dx", ln_f, &a, a.x, dx, T * C);
     check_grad("layernorm dg", ln_f, &a, a.g, dg, C);
     float x2[4] = {1, 2, 3, 6}, g2[4] = {1, 2, 1, 1}, y2[4], r2[1], want[4] = {-2, -2, 0, 3};
-    lx_layernorm_forward(y2, r2, x2, g2, 1, 4, 0.0f);
+    lx_layernorm_forward(y2, r2, x2, g2, NULL, 1, 4, 0.0f);
     cr_expect(fabsf(r2[0] - 1.0f / sqrtf(3.5f)) < 1e-7f, "rstd %.9g", r2[0]);
     for (int i = 0; i < 4; i++)
         cr_expect(fabsf(y2[i] - want[i] / sqrtf(3.5f)) < 1e-6f, "y[%d] %.9g", i, y2[i]);
-    lx_layernorm_forward(x2, r2, x2, g2, 1, 4, 0.0f);
+    lx_layernorm_forward(x2, r2, x2, g2, NULL, 1, 4, 0.0f);
     cr_expect(memcmp(x2, y2, sizeof y2) == 0, "in place differs");
+}
+
+struct lnb { float x[T * C], g[C], b[C], w[T * C]; };
+
+static double lnb_f(void *p)
+{
+    struct lnb *a = p;
+    float y[T * C], r[T];
+    lx_layernorm_forward(y, r, a->x, a->g, a->b, T, C, 1e-5f);
+    return dotw(y, a->w, T * C);
+}
+
+/* LayerNorm with its shift (GPT-NeoX's): every gradient, the shift's (dy summed over rows) included,
+** against finite differences; the shift adds to every row. */
+Test(ops, layernorm_shift_gradients_and_values)
+{
+    struct lnb a;
+    fill(a.x, T * C, 20, 1), fill(a.g, C, 21, 1), fill(a.b, C, 22, 1), fill(a.w, T * C, 23, 1);
+    float y[T * C], y0[T * C], r[T], dx[T * C] = {0}, dg[C] = {0}, db[C] = {0};
+    lx_layernorm_forward(y, r, a.x, a.g, a.b, T, C, 1e-5f);
+    lx_layernorm_backward(dx, dg, db, a.w, a.x, a.g, r, T, C);
+    check_grad("layernorm+b dx", lnb_f, &a, a.x, dx, T * C);
+    check_grad("layernorm+b dg", lnb_f, &a, a.g, dg, C);
+    check_grad("layernorm+b db", lnb_f, &a, a.b, db, C);
+    lx_layernorm_forward(y0, r, a.x, a.g, NULL, T, C, 1e-5f);
+    for (int i = 0; i < T * C; i++)
+        cr_expect_eq(y[i], y0[i] + a.b[i % C], "y[%d]", i);
 }
 
 struct gel { float x[T * C], w[T * C]; };

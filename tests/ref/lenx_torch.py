@@ -19,7 +19,9 @@ Needs only torch and numpy (Debian's python3-torch and python3-numpy); the
 safetensors package is not used: read_safetensors and write_safetensors below
 implement the format (8-byte little-endian header length, JSON header, data).
 
-Supported: modes causal and mlm; MLP gelu and swiglu; grouped-query attention
+Supported: modes causal and mlm; MLP gelu, gelu_erf (F.gelu's exact form) and swiglu; norms rms and
+layer (nn.LayerNorm, shifted with bias), a bias on every product (bias), the parallel residual
+(parallel); grouped-query attention
 (kv_heads; each key/value head repeated for its heads / kv_heads query heads,
 as transformers' repeat_kv does), q/k/v biases (qkv_bias), Qwen3's per-head q/k RMSNorm (qk_norm) and a tied output
 head (tie_head: logits from tok_emb); positions rope (half or
@@ -184,7 +186,7 @@ class RMSNorm(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, d_model, heads, kv_heads, d_head, bias, qk_norm=False, eps=1e-5):
+    def __init__(self, d_model, heads, kv_heads, d_head, bias, qk_norm=False, eps=1e-5, all_bias=False):
         super().__init__()
         if heads % kv_heads:
             raise ValueError(f"kv_heads {kv_heads} does not divide heads {heads}")
@@ -192,7 +194,7 @@ class Attention(nn.Module):
         self.wq = nn.Linear(d_model, heads * d_head, bias=bias)
         self.wk = nn.Linear(d_model, kv_heads * d_head, bias=bias)
         self.wv = nn.Linear(d_model, kv_heads * d_head, bias=bias)
-        self.wo = nn.Linear(heads * d_head, d_model, bias=False)
+        self.wo = nn.Linear(heads * d_head, d_model, bias=all_bias)
         if qk_norm:     # Qwen3: an RMSNorm of each q and k head (gains of d_head) before the rotation
             self.q_norm, self.k_norm = RMSNorm(d_head, eps), RMSNorm(d_head, eps)
         self.qk_norm = qk_norm
@@ -220,37 +222,57 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, d_model, d_mlp, kind):
+    def __init__(self, d_model, d_mlp, kind, bias=False):
         super().__init__()
         self.kind = kind
-        self.w1 = nn.Linear(d_model, d_mlp, bias=False)
+        self.w1 = nn.Linear(d_model, d_mlp, bias=bias)
         if kind == "swiglu":
-            self.w3 = nn.Linear(d_model, d_mlp, bias=False)
-        self.w2 = nn.Linear(d_mlp, d_model, bias=False)
+            self.w3 = nn.Linear(d_model, d_mlp, bias=bias)
+        self.w2 = nn.Linear(d_mlp, d_model, bias=bias)
 
     def forward(self, x):
         if self.kind == "swiglu":
             return self.w2(F.silu(self.w1(x)) * self.w3(x))
-        return self.w2(F.gelu(self.w1(x), approximate="tanh"))
+        return self.w2(F.gelu(self.w1(x), approximate="none" if self.kind == "gelu_erf" else "tanh"))
+
+
+def make_norm(a):
+    """The blocks' and the final norm: RMSNorm, or LayerNorm (its shift only with bias)."""
+    if a["norm"] == "layer":
+        return nn.LayerNorm(a["d_model"], eps=a["norm_eps"], bias=bool(a["bias"])) \
+            if "bias" in nn.LayerNorm.__init__.__code__.co_varnames else _layer_norm(a)
+    return RMSNorm(a["d_model"], a["norm_eps"])
+
+
+def _layer_norm(a):
+    """nn.LayerNorm for a torch without its bias argument (Debian's 1.13): the shift dropped by hand."""
+    ln = nn.LayerNorm(a["d_model"], eps=a["norm_eps"])
+    if not a["bias"]:
+        del ln.bias
+        ln.register_parameter("bias", None)
+    return ln
 
 
 class Block(nn.Module):
     def __init__(self, a):
         super().__init__()
-        self.attn_norm = RMSNorm(a["d_model"], a["norm_eps"])
+        self.attn_norm = make_norm(a)
         self.attn = Attention(a["d_model"], a["heads"], a["kv_heads"] or a["heads"], a["d_head"],
-                              bool(a["qkv_bias"]), bool(a["qk_norm"]), a["norm_eps"])
-        self.mlp_norm = RMSNorm(a["d_model"], a["norm_eps"])
-        self.mlp = MLP(a["d_model"], a["d_mlp"], a["mlp"])
+                              bool(a["qkv_bias"] or a["bias"]), bool(a["qk_norm"]), a["norm_eps"], bool(a["bias"]))
+        self.mlp_norm = make_norm(a)
+        self.mlp = MLP(a["d_model"], a["d_mlp"], a["mlp"], bool(a["bias"]))
+        self.parallel = bool(a["parallel"])
 
     def forward(self, x, rotary, scales, causal):
+        if self.parallel:   # GPT-NeoX: both branches read the block's input
+            return x + self.attn(self.attn_norm(x), rotary, scales, causal) + self.mlp(self.mlp_norm(x))
         x = x + self.attn(self.attn_norm(x), rotary, scales, causal)
         return x + self.mlp(self.mlp_norm(x))
 
 
 ARCH_DEFAULTS = {"mode": "causal", "layers": 2, "d_model": 128, "heads": 4, "d_head": 32, "d_mlp": 512,
                  "mlp": "gelu", "vocab": 260, "norm_eps": 1e-5, "kv_heads": 0, "qkv_bias": False,
-                 "qk_norm": False, "tie_head": False}
+                 "qk_norm": False, "tie_head": False, "norm": "rms", "bias": False, "parallel": False}
 
 
 class LenxModel(nn.Module):
@@ -259,8 +281,12 @@ class LenxModel(nn.Module):
     def __init__(self, arch, stack=(), train_len=None):
         super().__init__()
         a = dict(ARCH_DEFAULTS, **arch)
-        if a["mode"] not in ("causal", "mlm") or a["mlp"] not in ("gelu", "swiglu"):
-            raise ValueError(f"unknown mode {a['mode']!r} or mlp {a['mlp']!r}")
+        if a["mode"] not in ("causal", "mlm") or a["mlp"] not in ("gelu", "gelu_erf", "swiglu") or \
+                a["norm"] not in ("rms", "layer"):
+            raise ValueError(f"unknown mode {a['mode']!r}, mlp {a['mlp']!r} or norm {a['norm']!r}")
+        unknown = set(a) - set(ARCH_DEFAULTS) - {"init_std"}
+        if unknown:     # a part of lenx's block this file does not run (Gemma's, T5's bias, ...)
+            raise NotImplementedError(f"arch {sorted(unknown)} is not implemented in lenx_torch")
         self.arch, self.stack, self.causal = a, list(stack), a["mode"] == "causal"
         self.rotary, self.scales, positions = None, [], None
         for name, p in self.stack:
@@ -277,7 +303,7 @@ class LenxModel(nn.Module):
                 raise NotImplementedError(f"method {name!r} in the stack is not implemented in lenx_torch")
         self.tok_emb = nn.Embedding(a["vocab"], a["d_model"])
         self.layers = nn.ModuleList(Block(a) for _ in range(a["layers"]))
-        self.norm = RMSNorm(a["d_model"], a["norm_eps"])
+        self.norm = make_norm(a)
         self.tied = bool(a["tie_head"])
         if not self.tied:
             self.lm_head = nn.Linear(a["d_model"], a["vocab"], bias=False)

@@ -27,7 +27,8 @@
 ** (num_key_value_heads), tied embeddings, Qwen2's q/k/v biases and Qwen3's
 ** per-head q/k RMSNorm are the engine's own: kv_heads, tie_head, qkv_bias, qk_norm. The native position stack is rope(base = rope_theta,
 ** layout half) followed by rope_scaling's method (hf_rope.c). MPT (model_type mpt) has its own
-** config fields and names, read by hf_mpt.c, and ALiBi as its native stack.
+** config fields and names, read by hf_mpt.c, and ALiBi as its native stack; GPT-NeoX (gpt_neox)
+** likewise, hf_neox.c, its q, k and v gathered out of query_key_value.
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/hf_model.h"
@@ -46,6 +47,7 @@
 #include "harness/core/mapguard.h"
 #include "harness/engine/formats/hf_cfg.h"
 #include "harness/engine/formats/hf_mpt.h"
+#include "harness/engine/formats/hf_neox.h"
 #include "harness/engine/formats/hf_rope.h"
 #include "harness/engine/formats/safetensors.h"
 #include "harness/engine/tokenizers/tokenizer.h"
@@ -72,6 +74,8 @@ struct hf_config {
     const struct lx_jv *root;   /* the text model's fields: the document, or a gemma3 directory's text_config */
     char prefix[32];        /* where the text model's tensors are: "model." or a gemma3 directory's */
     int mpt;                /* model_type mpt (hf_mpt.c): LayerNorms, exact GELU, ALiBi */
+    int neox;               /* model_type gpt_neox (hf_neox.c): LayerNorms and biases, the parallel residual */
+    int parallel, mlp;      /* gpt_neox: use_parallel_residual; LX_MLP_GELU_ERF or LX_MLP_GELU */
     double alibi_max;       /* mpt: attn_config.alibi_bias_max */
 };
 
@@ -114,6 +118,8 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
         return c->mm = 1, LX_OK;
     if (strcmp(s, "mpt") == 0)      /* its own fields: cfg_mpt */
         return snprintf(c->type, sizeof c->type, "mpt"), c->mpt = 1, LX_OK;
+    if (strcmp(s, "gpt_neox") == 0)     /* its own fields: cfg_neox */
+        return snprintf(c->type, sizeof c->type, "gpt_neox"), c->neox = 1, LX_OK;
     for (int k = 0; k < 8; k++)
         if (strcmp(s, types[k]) == 0) {
             snprintf(c->type, sizeof c->type, "%s", s);
@@ -124,8 +130,8 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
             return LX_OK;
         }
     return lx_json_err(err, doc, v, "model_type '%s' is not one lenx reads\n  hint: lenx reads llama, mistral, "
-                       "qwen2, qwen3 and phi3 (Llama-architecture decoders), gemma, gemma2, gemma3_text, gemma3 "
-                       "and mpt", s);
+                       "qwen2, qwen3 and phi3 (Llama-architecture decoders), gemma, gemma2, gemma3_text, gemma3, "
+                       "mpt and gpt_neox", s);
 }
 
 /* hidden_act silu, no MLP or attention biases; *part: partial_rotary_factor, which only Phi-3's
@@ -272,6 +278,18 @@ static int cfg_mpt(const struct lx_json *doc, const struct lx_jv *root, struct h
     return rc;
 }
 
+/* A GPT-NeoX config (hf_neox.c) in the fields the loader reads. */
+static int cfg_neox(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
+{
+    struct lx_hf_neox t;
+    int rc = lx_hf_neox_config(doc, root, &t, err);
+    c->hidden = t.d_model, c->inter = t.d_mlp, c->layers = t.layers, c->heads = c->kv_heads = t.heads;
+    c->head_dim = t.heads ? t.d_model / t.heads : 0, c->rot_dims = t.rot_dims, c->theta = t.theta;
+    c->vocab = t.vocab, c->max_pos = t.max_pos, c->eps = t.eps, c->tied = t.tied;
+    c->parallel = t.parallel, c->mlp = t.mlp;
+    return rc;
+}
+
 static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_error *err)
 {
     const struct lx_jv *root = lx_json_root(doc);
@@ -282,8 +300,8 @@ static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_er
     if (rc == LX_OK && c->mm)
         rc = cfg_multimodal(doc, &root, c, err);
     c->root = root;
-    if (rc == LX_OK && c->mpt)
-        return cfg_mpt(doc, root, c, err);
+    if (rc == LX_OK && (c->mpt || c->neox))
+        return (c->mpt ? cfg_mpt : cfg_neox)(doc, root, c, err);
     const struct lx_jv *tie = lx_json_member(root, "tie_word_embeddings");
     long g3 = c->gemma == 3;    /* Gemma3TextConfig's defaults (a gemma3 text_config leaves most out) */
     if (rc == LX_OK)
@@ -494,6 +512,42 @@ static int fused_part(const struct lx_arch *a, const char *name, char *out, size
     return 1;
 }
 
+/* The HF name of lenx tensor i (ti) into name, with the rows it is of the file's tensor: *rows (the
+** file tensor's, else unchanged) from *row0, or GPT-NeoX's part *gather (0 q, 1 k, 2 v; −1 none) of its
+** query_key_value. 0 when the family has no such tensor. */
+static int hf_name(const struct lx_arch *a, const struct hf_config *c, const struct lx_tensor_info *ti, char *name,
+                   size_t n, long *row0, long *rows, int *gather)
+{
+    long r = 0;
+    int named;
+    *gather = -1;
+    if (c->fused && fused_part(a, ti->name, name, n, row0, rows))
+        named = 1;
+    else if (c->mpt)
+        named = lx_hf_mpt_tensor_name(a, ti->name, name, n, row0, &r);
+    else if (c->neox && (named = lx_hf_neox_tensor_name(ti->name, name, n, gather)) && *gather >= 0)
+        r = 3 * ti->shape[0];
+    else
+        named = c->neox ? named : lx_hf_tensor_name(ti->name, name, n, c->gemma >= 2);
+    *rows = r ? r : *rows;
+    if (named)
+        put_prefix(c, name, n);
+    return named;
+}
+
+/* A tensor of its own holding part `part` of GPT-NeoX's query_key_value at p (rows (heads, 3, d_head)),
+** counted with the maps as `aligned` counts its copies. */
+static const void *gathered(struct lx_held *h, const unsigned char *p, const struct lx_arch *a, int part,
+                            size_t row_bytes)
+{
+    size_t n = (size_t)(a->heads * a->d_head) * row_bytes;
+    void *c = lx_big_calloc(n);
+    LX_ASSERT(c);
+    lx_hf_neox_gather(c, p, part, a->heads, a->d_head, row_bytes);
+    h->maps[h->n_maps] = c, h->map_len[h->n_maps] = n, h->owned[h->n_maps++] = 1;
+    return c;
+}
+
 /* Every lenx tensor from its HF name (see the top comment), used in place:
 ** m holds the shards' mappings, each tensor where its shard has it (a fused
 ** tensor's parts where their rows are). */
@@ -511,13 +565,7 @@ static int hold_all(struct lx_model *m, const struct lx_arch *a, const struct hf
     char name[128];
     for (int i = 0; i < n && rc == LX_OK; i++) {
         long shape[2] = {ti[i].shape[0], ti[i].ndim > 1 ? ti[i].shape[1] : 0}, row0 = 0;
-        long rows = 0;
-        int part = c->fused && fused_part(a, ti[i].name, name, sizeof name, &row0, &shape[0]);
-        int named = part || (c->mpt ? lx_hf_mpt_tensor_name(a, ti[i].name, name, sizeof name, &row0, &rows)
-                                    : lx_hf_tensor_name(ti[i].name, name, sizeof name, c->gemma >= 2));
-        shape[0] = rows ? rows : shape[0];
-        if (named)
-            put_prefix(c, name, sizeof name);
+        int gather, named = hf_name(a, c, &ti[i], name, sizeof name, &row0, &shape[0], &gather);
         const struct lx_st_file *f = named ? find_tensor(w, name) : NULL;
         const struct lx_st_entry *e;
         if (!f) {
@@ -532,8 +580,10 @@ static int hold_all(struct lx_model *m, const struct lx_arch *a, const struct hf
                                                                                     lx_dtype_size(dt);
             const unsigned char *p = f->data + e->begin + (size_t)row0 * cols * lx_dtype_size(dt);
             note_dtype(w, f, name);
-            lx_mapguard_add(p, bytes, f->path, name);
-            h->t[i] = (struct lx_wmat){aligned(h, p, bytes, dt), dt, 0, NULL, 0};
+            if (gather <= 0)    /* GPT-NeoX's query_key_value once, for its three parts */
+                lx_mapguard_add(p, gather == 0 ? 3 * bytes : bytes, f->path, name);
+            h->t[i] = (struct lx_wmat){gather >= 0 ? gathered(h, p, a, gather, cols * lx_dtype_size(dt))
+                                                   : aligned(h, p, bytes, dt), dt, 0, NULL, 0};
         }
     }
     if (rc == LX_OK) {
@@ -585,6 +635,8 @@ static void cfg_arch(const struct hf_config *c, struct lx_arch *a)
     a->qk_norm = c->qk_norm;
     if (c->mpt)
         a->mlp = LX_MLP_GELU_ERF, a->norm = LX_NORM_LAYER;
+    if (c->neox)
+        a->mlp = c->mlp, a->norm = LX_NORM_LAYER, a->bias = a->qkv_bias = 1, a->parallel = c->parallel;
     if (c->gemma) {
         a->mlp = LX_MLP_GEGLU;
         a->emb_scale = 1;
@@ -686,7 +738,7 @@ static int hf_sniff(const char *path)
 const struct lx_model_format lx_model_format_hf = {
     .name = "hf",
     .summary = "a Hugging Face directory: config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, "
-               "gemma3, mpt) and safetensors shards",
+               "gemma3, mpt, gpt_neox) and safetensors shards",
     .key = "hf",
     .dir = 1,
     .sniff = hf_sniff,

@@ -65,20 +65,24 @@ void lx_rmsnorm_forward(float *y, float *rstd, const float *x, const float *g, i
 /* One row of a norm's backward: dx (C) += ..., pg (C) += the row's share of dg. */
 typedef void (*norm_row_bwd)(float *dx, float *pg, const float *dy, const float *x, const float *g, float r, int C);
 
-/* A norm's backward over T rows: each row by `row`, the gain's gradient summed per block of
-** RMS_BLOCK rows, then the blocks in order into dg. */
-static void norm_backward(norm_row_bwd row, float *dx, float *dg, const float *dy, const float *x, const float *g,
-                          const float *rstd, int T, int C)
+/* A norm's backward over T rows: each row by `row`, the gain's gradient (and the shift's, dy's sum,
+** when db is not NULL) summed per block of RMS_BLOCK rows, then the blocks in order into dg (db). */
+static void norm_backward(norm_row_bwd row, float *dx, float *dg, float *db, const float *dy, const float *x,
+                          const float *g, const float *rstd, int T, int C)
 {
-    int nb = (T + RMS_BLOCK - 1) / RMS_BLOCK;
-    float *part = lx_xcalloc((size_t)nb * (size_t)C, sizeof *part);
+    int nb = (T + RMS_BLOCK - 1) / RMS_BLOCK, k = db ? 2 : 1;
+    float *part = lx_xcalloc((size_t)nb * (size_t)k * (size_t)C, sizeof *part);
 #pragma omp parallel for schedule(static) if ((long)T * C > 65536)
     for (int blk = 0; blk < nb; blk++)
-        for (int t = blk * RMS_BLOCK; t < T && t < (blk + 1) * RMS_BLOCK; t++)
-            row(dx + (long)t * C, part + (long)blk * C, dy + (long)t * C, x + (long)t * C, g, rstd[t], C);
+        for (int t = blk * RMS_BLOCK; t < T && t < (blk + 1) * RMS_BLOCK; t++) {
+            float *pg = part + (long)blk * k * C;
+            row(dx + (long)t * C, pg, dy + (long)t * C, x + (long)t * C, g, rstd[t], C);
+            for (int c = 0; db && c < C; c++)
+                pg[C + c] += dy[(long)t * C + c];
+        }
     for (int blk = 0; blk < nb; blk++)
-        for (int c = 0; c < C; c++)
-            dg[c] += part[(long)blk * C + c];
+        for (int c = 0; c < k * C; c++)
+            (c < C ? dg : db)[c % C] += part[(long)blk * k * C + c];
     free(part);
 }
 
@@ -99,7 +103,7 @@ static void rms_row_bwd(float *dx, float *pg, const float *dy, const float *x, c
 void lx_rmsnorm_backward(float *dx, float *dg, const float *dy, const float *x, const float *g,
                          const float *rstd, int T, int C)
 {
-    norm_backward(rms_row_bwd, dx, dg, dy, x, g, rstd, T, C);
+    norm_backward(rms_row_bwd, dx, dg, NULL, dy, x, g, rstd, T, C);
 }
 
 /* A row's mean, in double in index order: forward and backward sum the same way. */
@@ -111,7 +115,8 @@ static double row_mean(const float *x, int C)
     return s / C;
 }
 
-void lx_layernorm_forward(float *y, float *rstd, const float *x, const float *g, int T, int C, float eps)
+void lx_layernorm_forward(float *y, float *rstd, const float *x, const float *g, const float *b, int T, int C,
+                          float eps)
 {
 #pragma omp parallel for schedule(static) if ((long)T * C > 65536)
     for (int t = 0; t < T; t++) {
@@ -122,7 +127,7 @@ void lx_layernorm_forward(float *y, float *rstd, const float *x, const float *g,
         double r = 1.0 / sqrt(ss / C + eps);
         rstd[t] = (float)r;
         for (int c = 0; c < C; c++)     /* in place: the row's sums are taken first */
-            y[(long)t * C + c] = (float)(((double)xt[c] - mu) * r) * g[c];
+            y[(long)t * C + c] = (float)(((double)xt[c] - mu) * r) * g[c] + (b ? b[c] : 0.0f);
     }
 }
 
@@ -141,10 +146,10 @@ static void ln_row_bwd(float *dx, float *pg, const float *dy, const float *x, co
         dx[c] += (float)(r * ((double)dy[c] * g[c] - se - ((double)x[c] - mu) * r * sen));
 }
 
-void lx_layernorm_backward(float *dx, float *dg, const float *dy, const float *x, const float *g,
+void lx_layernorm_backward(float *dx, float *dg, float *db, const float *dy, const float *x, const float *g,
                            const float *rstd, int T, int C)
 {
-    norm_backward(ln_row_bwd, dx, dg, dy, x, g, rstd, T, C);
+    norm_backward(ln_row_bwd, dx, dg, db, dy, x, g, rstd, T, C);
 }
 
 #define GELU_K 0.7978845608028654f   /* sqrt(2/pi) */

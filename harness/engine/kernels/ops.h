@@ -28,11 +28,12 @@ void lx_rmsnorm_forward(float *y, float *rstd, const float *x, const float *g, i
 void lx_rmsnorm_backward(float *dx, float *dg, const float *dy, const float *x, const float *g,
                          const float *rstd, int T, int C);
 
-/* LayerNorm without a bias (MPT's): y = (x - mean(x)) / sqrt(var(x) + eps) * g, var the mean of
-** (x - mean(x))^2; y may be x. rstd (T) saved for backward, which recomputes the mean from x. */
-void lx_layernorm_forward(float *y, float *rstd, const float *x, const float *g, int T, int C, float eps);
-/* dx (T, C) += ...; dg (C) += ... */
-void lx_layernorm_backward(float *dx, float *dg, const float *dy, const float *x, const float *g,
+/* LayerNorm: y = (x - mean(x)) / sqrt(var(x) + eps) * g + b, var the mean of (x - mean(x))^2, b
+** (C) or NULL (no shift: MPT's); y may be x. rstd (T) saved for backward, which recomputes the mean. */
+void lx_layernorm_forward(float *y, float *rstd, const float *x, const float *g, const float *b, int T, int C,
+                          float eps);
+/* dx (T, C) += ...; dg (C) += ...; db (C) += sum_t dy, or NULL */
+void lx_layernorm_backward(float *dx, float *dg, float *db, const float *dy, const float *x, const float *g,
                            const float *rstd, int T, int C);
 
 /* GELU, tanh approximation (as GPT-2 and llm.c).  y, x (N). */

@@ -100,6 +100,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             ROW(xm, LL * N * C, 4), ROW(rstd2, LL * N, 4), ROW(xn2, LL * N * C, 4), ROW(h, LL * N * F2, 4),
             ROW(act, LL * N * F, 4), ROW(sig, !lx_arch_gated(arch) ? LL * N * F : 0, 4),
             ROW(post, arch->post_norms ? LL * 2 * N * C : 0, 4), ROW(post_rstd, arch->post_norms ? LL * 2 * N : 0, 4),
+            ROW(par, arch->parallel ? N * C : 0, 4),
             ROW(rstdf, N, 4), ROW(xnf, N * C, 4), ROW(logits, N * V, 4), ROW(probs, N * V, 4), ROW(loss, N, 4),
             ROW(rope_cs, N * D, 8), ROW(rope_local, arch->local_every ? N * D : 0, 8),
             ROW(tab, mat ? nthr * 2 * TL : 0, 8),
@@ -120,6 +121,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
     } else {
         struct acts_row e[] = {
             ROW(x, N * C, 4), ROW(rstd1, N, 4), ROW(rstdf, N, 4), ROW(loss, N, 4),     /* no probs: no backward */
+            ROW(par, arch->parallel ? N * C : 0, 4),
             PHASE(1, xn1, N * C), PHASE(1, qkv, N * QKV), PHASE(1, ao, N * HD),         /* attention */
             PHASE(1, tile_kpack, KVp),
             PHASE(2, xn2, NB * C), PHASE(2, h, NB * F2),                                /* MLP */

@@ -30,7 +30,11 @@ static const struct lx_param arch_rows[] = {
     LX_P_ENUM(struct lx_arch, mlp, "gelu", "gelu|swiglu|geglu|gelu_erf", 0,
               "MLP: GELU (tanh form), SwiGLU, GeGLU (GELU's tanh form gating; Gemma), or GELU's exact erf form (MPT)"),
     LX_P_ENUM(struct lx_arch, norm, "rms", "rms|layer", 0,
-              "the blocks' and the final norm: RMSNorm, or LayerNorm without a bias (MPT)"),
+              "the blocks' and the final norm: RMSNorm, or LayerNorm (without a shift unless bias; MPT)"),
+    LX_P_BOOL(struct lx_arch, bias, "false", 0,
+              "a bias on every projection (q/k/v too) and a shift on every LayerNorm (GPT-NeoX); needs norm: layer"),
+    LX_P_BOOL(struct lx_arch, parallel, "false", 0,
+              "x + attn(n1(x)) + mlp(n2(x)): the MLP reads the block's input, not x after attention (GPT-NeoX)"),
     LX_P_INT(struct lx_arch, vocab, "260", 2, 1000000, 0,
              "vocabulary: 260 = 256 bytes + BOS, EOS, PAD, MASK; with a tokenizer, its vocabulary"),
     LX_P_FLOAT(struct lx_arch, norm_eps, "1e-5", 0, 1, LX_PF_MIN_OPEN, "the norms' epsilon"),
@@ -87,6 +91,8 @@ static const struct lx_param_rule arch_rules[] = {
     {"attn_softcap", "attn_softcap!=0"},
     {"logit_softcap", "logit_softcap!=0"},
     {"norm", "norm=layer"},
+    {"bias", "bias=true"},
+    {"parallel", "parallel=true"},
     {NULL, NULL},
 };
 
@@ -120,6 +126,13 @@ int lx_arch_resolve(struct lx_arch *a, struct lx_error *err)
     if (a->kerple_kernel != LX_KERPLE_LOG && !a->kerple)
         return lx_err(err, LX_EINVAL, "kerple_kernel: power without kerple: true\n  hint: both rows are set by "
                       "the stack's kerple method");
+    if (a->bias && a->norm != LX_NORM_LAYER)
+        return lx_err(err, LX_EINVAL, "bias: true with RMSNorms\n  hint: the norms' bias is LayerNorm's shift: "
+                      "set norm: layer too (GPT-NeoX's block)");
+    if (a->parallel && a->post_norms)
+        return lx_err(err, LX_EINVAL, "parallel with post_norms: no model has both\n  hint: parallel is GPT-NeoX's "
+                      "residual, post_norms Gemma's");
+    a->qkv_bias |= a->bias;    /* canonical: bias says the q/k/v biases too */
     if (a->local_every && a->local_window < 1)
         return lx_err(err, LX_EINVAL, "local_every %ld without a local_window\n  hint: a local layer's query sees "
                       "local_window keys (Gemma 3's sliding_window)", a->local_every);
@@ -131,42 +144,6 @@ const char *lx_arch_gemma_part(const struct lx_arch *a)
     return a->post_norms ? "post_norms" : a->emb_scale ? "emb_scale" : a->mlp == LX_MLP_GEGLU ? "mlp: geglu" :
            a->qk_dim ? "qk_dim" : a->local_every ? "local_every" : a->attn_softcap ? "attn_softcap" :
            a->logit_softcap ? "logit_softcap" : NULL;
-}
-
-void lx_arch_learn_rel(struct lx_arch *a, const struct lx_relbias *r)
-{
-    int kind = r->method ? r->kind : LX_REL_NONE;
-    a->rel_buckets = kind == LX_REL_T5 ? r->buckets : 0;
-    a->kerple = kind == LX_REL_KERPLE_LOG || kind == LX_REL_KERPLE_POWER;
-    a->kerple_kernel = kind == LX_REL_KERPLE_POWER ? LX_KERPLE_POWER : LX_KERPLE_LOG;
-}
-
-int lx_arch_rel_kind(const struct lx_arch *a)
-{
-    if (a->rel_buckets)
-        return LX_REL_T5;
-    if (a->kerple)
-        return a->kerple_kernel == LX_KERPLE_POWER ? LX_REL_KERPLE_POWER : LX_REL_KERPLE_LOG;
-    return LX_REL_NONE;
-}
-
-long lx_arch_rel_values(const struct lx_arch *a)
-{
-    return a->rel_buckets ? a->rel_buckets : a->kerple ? 2 : 0;
-}
-
-void lx_arch_rel_keep(const struct lx_arch *a, float *rel_bias)
-{
-    int kind = lx_arch_rel_kind(a);
-    if (kind != LX_REL_KERPLE_LOG && kind != LX_REL_KERPLE_POWER)
-        return;
-    for (long h = 0; h < a->heads; h++) {
-        float *pa = rel_bias + 2 * h;
-        pa[0] = fmaxf(pa[0], (float)LX_KERPLE_EPS);
-        pa[1] = fmaxf(pa[1], (float)LX_KERPLE_EPS);
-        if (kind == LX_REL_KERPLE_POWER)
-            pa[0] = fminf(pa[0], (float)LX_KERPLE_PMAX);
-    }
 }
 
 /* ---- tensors -------------------------------------------------------------- */
@@ -207,6 +184,8 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
     for (long l = 0; l < a->layers; l++) {
 #define NAME(s) (snprintf(name, sizeof name, "layers.%ld.%s", l, s), name)
         add(out, &n, &off, NAME("attn_norm.weight"), C, 0, 0, 0);
+        if (a->bias)
+            add(out, &n, &off, NAME("attn_norm.bias"), C, 0, 0, 0);
         add(out, &n, &off, NAME("attn.wq.weight"), HD, C, 1, 0);
         add(out, &n, &off, NAME("attn.wk.weight"), KD, C, 1, 0);
         add(out, &n, &off, NAME("attn.wv.weight"), KD, C, 1, 0);
@@ -220,6 +199,8 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
             add(out, &n, &off, NAME("attn.k_norm.weight"), a->d_head, 0, 0, 0);
         }
         add(out, &n, &off, NAME("attn.wo.weight"), C, HD, 1, 1);
+        if (a->bias)
+            add(out, &n, &off, NAME("attn.wo.bias"), C, 0, 0, 0);
         if (a->post_norms)
             add(out, &n, &off, NAME("attn.post_norm.weight"), C, 0, 0, 0);
         if (a->logit_scale)
@@ -227,15 +208,26 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
         if (a->sinks)
             add_method(out, &n, &off, NAME("attn.sink"), a->heads);
         add(out, &n, &off, NAME("mlp_norm.weight"), C, 0, 0, 0);
+        if (a->bias)
+            add(out, &n, &off, NAME("mlp_norm.bias"), C, 0, 0, 0);
         add(out, &n, &off, NAME("mlp.w1.weight"), F, C, 1, 0);
         if (lx_arch_gated(a))
             add(out, &n, &off, NAME("mlp.w3.weight"), F, C, 1, 0);
+        if (a->bias) {          /* adjacent: one bias row for the fused w1|w3 */
+            add(out, &n, &off, NAME("mlp.w1.bias"), F, 0, 0, 0);
+            if (lx_arch_gated(a))
+                add(out, &n, &off, NAME("mlp.w3.bias"), F, 0, 0, 0);
+        }
         add(out, &n, &off, NAME("mlp.w2.weight"), C, F, 1, 1);
+        if (a->bias)
+            add(out, &n, &off, NAME("mlp.w2.bias"), C, 0, 0, 0);
         if (a->post_norms)
             add(out, &n, &off, NAME("mlp.post_norm.weight"), C, 0, 0, 0);
 #undef NAME
     }
     add(out, &n, &off, "norm.weight", C, 0, 0, 0);
+    if (a->bias)
+        add(out, &n, &off, "norm.bias", C, 0, 0, 0);
     if (!a->tie_head)
         add(out, &n, &off, "lm_head.weight", a->vocab, C, 1, 0);
     if (a->rel_buckets)     /* one vector: a table of scalars, never a product's matrix */
@@ -274,6 +266,7 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
     for (long l = 0; l < a->layers; l++) {
         struct lx_layer_w *L = &w->layer[l];
         L->attn_norm = (float *)t[i++].p;
+        L->attn_norm_b = a->bias ? (float *)t[i++].p : NULL;
         L->wqkv = F(i);
         L->n_qkv = fused ? 1 : 3;
         for (int k = 0; k < L->n_qkv; k++)
@@ -287,21 +280,27 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
         L->mo = t[i];
         L->wo = F(i);
         i++;
+        L->bo = a->bias ? (float *)t[i++].p : NULL;
         L->attn_post = a->post_norms ? (float *)t[i++].p : NULL;
         L->logit_scale = a->logit_scale ? (float *)t[i++].p : NULL;
         L->sink = a->sinks ? (float *)t[i++].p : NULL;
         L->mlp_norm = (float *)t[i++].p;
+        L->mlp_norm_b = a->bias ? (float *)t[i++].p : NULL;
         L->w13 = F(i);
         L->n_w13 = fused || !swiglu ? 1 : 2;
         for (int k = 0; k < L->n_w13; k++)
             L->mw13[k] = t[i + k];
         i += swiglu ? 2 : 1;
+        L->b13 = a->bias ? (float *)t[i].p : NULL;
+        i += a->bias ? (swiglu ? 2 : 1) : 0;
         L->mw2 = t[i];
         L->w2 = F(i);
         i++;
+        L->b2 = a->bias ? (float *)t[i++].p : NULL;
         L->mlp_post = a->post_norms ? (float *)t[i++].p : NULL;
     }
     w->norm = (float *)t[i++].p;
+    w->norm_b = a->bias ? (float *)t[i++].p : NULL;
     w->mhead = a->tie_head ? w->memb : t[i];
     w->head = a->tie_head ? w->tok_emb : F(i);
     i += !a->tie_head;

@@ -28,8 +28,13 @@ struct lx_arch {
     long d_mlp;         /* MLP hidden width F */
     int mlp;            /* LX_MLP_GELU, LX_MLP_SWIGLU, LX_MLP_GEGLU (GELU's tanh form gating, Gemma) or
                         ** LX_MLP_GELU_ERF (GELU's exact form, MPT) */
-    int norm;           /* LX_NORM_RMS (RMSNorm) or LX_NORM_LAYER (LayerNorm without a bias, MPT): the blocks'
-                        ** and the final norm (qk_norm's and post_norms' stay RMSNorms) */
+    int norm;           /* LX_NORM_RMS (RMSNorm) or LX_NORM_LAYER (LayerNorm, MPT): the blocks' and the final
+                        ** norm (qk_norm's and post_norms' stay RMSNorms) */
+    int bias;           /* 1: a bias on every projection (implies qkv_bias) and a shift on every LayerNorm
+                        ** (GPT-NeoX): tensors layers.L.{attn_norm,attn.wo,mlp_norm,mlp.w1,mlp.w3,mlp.w2}.bias,
+                        ** norm.bias */
+    int parallel;       /* 1: x + attn(n1(x)) + mlp(n2(x)), both branches reading the block's input (GPT-NeoX's
+                        ** parallel residual) */
     long vocab;         /* V: 260 = bytes + BOS/EOS/PAD/MASK */
     double norm_eps;    /* RMSNorm epsilon */
     double init_std;    /* N(0, init_std) for matrices; output projections / sqrt(2·layers) */
@@ -130,6 +135,8 @@ struct lx_layer_w {
     float *w13;         /* (F, C) gelu, (2F, C) swiglu and geglu: w1 then w3 */
     float *w2;          /* (C, F) */
     float *attn_post;   /* (C) post_norms: the attention output's RMSNorm gains, or NULL */
+    float *attn_norm_b, *mlp_norm_b;    /* (C) arch bias: the LayerNorms' shifts, or NULL */
+    float *bo, *b13, *b2;               /* (C), (F or 2F: b1 then b3), (C) arch bias: the products' biases */
     float *mlp_post;    /* (C) post_norms: the MLP output's */
     /* The matrices as the forward multiplies them (wprod.h): in a weight
     ** buffer q|k|v and w1|w3 are one part each (mqkv[0], mw13[0]); used in
@@ -142,6 +149,7 @@ struct lx_weights {
     float *tok_emb;             /* (V, C) */
     struct lx_layer_w *layer;   /* (layers,) owned */
     float *norm;                /* (C) */
+    float *norm_b;              /* (C) arch bias: the final LayerNorm's shift, or NULL */
     float *head;                /* (V, C); == tok_emb when tie_head */
     float *rel_bias;            /* (H, lx_arch_rel_values) T5's relative bias or KERPLE's (p, a), or NULL */
     struct lx_wmat memb, mhead; /* tok_emb and head as the forward reads them */

@@ -93,7 +93,7 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
         struct lx_spec own;
         const struct lx_spec *ls = lx_model_layer_spec(m, spec, l, &own);
         int global = lx_spec_layer(spec, l) == spec;
-        lx_norm_forward(ar, c->xn, c->rstd, c->x, W->attn_norm, 1);
+        lx_norm_forward(ar, c->xn, c->rstd, c->x, W->attn_norm, W->attn_norm_b, 1);
         lx_layer_qkv(c->qkv, c->xn, W, ar, 1);
         lx_layer_qk_norm(c->qkv, NULL, NULL, W, ar, 1);
         lx_rope_apply(c->qkv, &ls->rotary, global ? c->cs : c->cs + 2 * D, ls->rotary.decay_scale ? c->cs + D : NULL,
@@ -110,14 +110,14 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
         }
         attend(c, ls, global, W->logit_scale, slot, l, pos, H);
         memcpy(c->xm, c->x, sizeof(float) * (size_t)C);     /* xn (read by q|k|v) holds a post-norm's product */
-        lx_layer_out(c->xm, c->xn, c->xn, c->rstd, c->ao, HD, W->mo, W->attn_post, 1, HD, C, eps);
-        lx_norm_forward(ar, c->xn, c->rstd, c->xm, W->mlp_norm, 1);
+        lx_layer_out(c->xm, c->xn, c->xn, c->rstd, c->ao, HD, W->mo, W->bo, W->attn_post, 1, HD, C, eps);
+        lx_norm_forward(ar, c->xn, c->rstd, ar->parallel ? c->x : c->xm, W->mlp_norm, W->mlp_norm_b, 1);
         lx_layer_w13(c->h, c->xn, W, ar, 1);
         lx_mlp_act(ar, c->act, F, NULL, c->h, 1);
         memcpy(c->x, c->xm, sizeof(float) * (size_t)C);
-        lx_layer_out(c->x, c->xn, c->xn, c->rstd, c->act, F, W->mw2, W->mlp_post, 1, F, C, eps);
+        lx_layer_out(c->x, c->xn, c->xn, c->rstd, c->act, F, W->mw2, W->b2, W->mlp_post, 1, F, C, eps);
     }
-    lx_norm_forward(ar, c->xn, c->rstd, c->x, m->v.norm, 1);
+    lx_norm_forward(ar, c->xn, c->rstd, c->x, m->v.norm, m->v.norm_b, 1);
     lx_wlinear(logits, V, c->xn, C, m->v.mhead, 1, C, V, 0.0f);
     lx_softcap_row(logits, 0, V, ar->logit_softcap);
     omp_set_num_threads(n_thr);

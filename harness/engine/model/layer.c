@@ -82,6 +82,8 @@ void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const st
 {
     long F = a->d_mlp, F2 = lx_arch_gated(a) ? 2 * F : F, rows[2] = {F, F};
     linear_parts(h, F2, x, a->d_model, W->mw13, W->n_w13, W->n_w13 == 1 ? &F2 : rows, n, 0.0f);
+    if (W->b13)
+        lx_bias_add(h, W->b13, n, F2);
 }
 
 void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n)
@@ -96,13 +98,17 @@ void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n)
 }
 
 void lx_layer_out(float *x, float *prod, float *normed, float *rstd, const float *in, long ld_in, struct lx_wmat w,
-                  const float *post, long n, long k, long C, float eps)
+                  const float *b, const float *post, long n, long k, long C, float eps)
 {
     if (!post) {
         lx_wlinear(x, C, in, ld_in, w, n, k, C, 1.0f);
+        if (b)
+            lx_bias_add(x, b, n, C);
         return;
     }
     lx_wlinear(prod, C, in, ld_in, w, n, k, C, 0.0f);
+    if (b)
+        lx_bias_add(prod, b, n, C);
     lx_rmsnorm_forward(normed, rstd, prod, post, (int)n, (int)C, eps);
     for (long i = 0; i < n * C; i++)
         x[i] += normed[i];
@@ -121,16 +127,21 @@ void lx_mlp_act(const struct lx_arch *a, float *act, int ldact, float *sig, cons
         lx_gelu_forward_s(act, sig, h, (int)(n * F));
 }
 
-void lx_norm_forward(const struct lx_arch *a, float *y, float *rstd, const float *x, const float *g, long n)
+void lx_norm_forward(const struct lx_arch *a, float *y, float *rstd, const float *x, const float *g, const float *b,
+                     long n)
 {
-    (a->norm == LX_NORM_LAYER ? lx_layernorm_forward : lx_rmsnorm_forward)(y, rstd, x, g, (int)n, (int)a->d_model,
-                                                                          (float)a->norm_eps);
+    if (a->norm == LX_NORM_LAYER)
+        lx_layernorm_forward(y, rstd, x, g, b, (int)n, (int)a->d_model, (float)a->norm_eps);
+    else
+        lx_rmsnorm_forward(y, rstd, x, g, (int)n, (int)a->d_model, (float)a->norm_eps);
 }
 
-void lx_norm_backward(const struct lx_arch *a, float *dx, float *dg, const float *dy, const float *x,
+void lx_norm_backward(const struct lx_arch *a, float *dx, float *dg, float *db, const float *dy, const float *x,
                       const float *g, const float *rstd, long n)
 {
-    (a->norm == LX_NORM_LAYER ? lx_layernorm_backward : lx_rmsnorm_backward)(dx, dg, dy, x, g, rstd, (int)n,
-                                                                            (int)a->d_model);
+    if (a->norm == LX_NORM_LAYER)
+        lx_layernorm_backward(dx, dg, db, dy, x, g, rstd, (int)n, (int)a->d_model);
+    else
+        lx_rmsnorm_backward(dx, dg, dy, x, g, rstd, (int)n, (int)a->d_model);
 }
 

@@ -298,7 +298,7 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *glob
     float *qkv = LAY(a, a->qkv, l, s->N * s->QKV), *ao = LAY(a, a->ao, l, s->N * s->HD);
     float *att = a->train && !a->tiled ? a->att + l * (long)a->B * s->H * s->T * s->T : a->att;
     float *lse = a->train && (a->tiled || ar->sinks) ? a->lse + l * (long)a->B * s->H * s->T : NULL;
-    lx_norm_forward(ar, xn1, rstd1, xin, W->attn_norm, s->N);
+    lx_norm_forward(ar, xn1, rstd1, xin, W->attn_norm, W->attn_norm_b, s->N);
     lx_layer_qkv(qkv, xn1, W, ar, s->N);
     lx_layer_qk_norm(qkv, a->train ? LAY(a, a->qkraw, l, s->N * (s->H + s->KV) * ar->d_head) : NULL,
                      a->train ? LAY(a, a->qkr, l, s->N * (s->H + s->KV)) : NULL, W, ar, s->N);
@@ -328,7 +328,7 @@ static void attention_layer(const struct lx_model *m, const struct lx_spec *glob
 static void mlp_act(const struct lx_arch *ar, const struct lx_layer_w *W, const float *xm, float *xn2, float *rstd2,
                     float *h, float *act, int ldact, float *sig, long n, const struct sizes *s)
 {
-    lx_norm_forward(ar, xn2, rstd2, xm, W->mlp_norm, n);
+    lx_norm_forward(ar, xn2, rstd2, xm, W->mlp_norm, W->mlp_norm_b, n);
     lx_layer_w13(h, xn2, W, ar, n);
     lx_mlp_act(ar, act, ldact, sig, h, n);
 }
@@ -358,7 +358,7 @@ static void head(const struct lx_model *m, struct lx_acts *a, const float *x, fl
     for (long r0 = 0; r0 < s->N; r0 += rows) {
         long n = s->N - r0 < rows ? s->N - r0 : rows;
         float *blk = a->loss_only ? a->logits : a->logits + r0 * s->V;     /* row r0's logits */
-        lx_norm_forward(&m->arch, a->xnf, a->rstdf + r0, x + r0 * s->C, m->v.norm, n);
+        lx_norm_forward(&m->arch, a->xnf, a->rstdf + r0, x + r0 * s->C, m->v.norm, m->v.norm_b, n);
         lx_wlinear(blk, s->V, a->xnf, s->C, m->v.mhead, n, s->C, s->V, 0.0f);
         lx_softcap_row(blk, 0, n * s->V, m->arch.logit_softcap);
         for (long c0 = r0; targets && c0 < r0 + n; c0 += ce_rows) {
@@ -406,7 +406,7 @@ static void head_answer(const struct lx_model *m, struct lx_acts *a, const float
         if (!n)
             break;
         float *lg = a->logits + k * s->V;
-        lx_norm_forward(&m->arch, a->xnf, rs, a->xnf, m->v.norm, n);
+        lx_norm_forward(&m->arch, a->xnf, rs, a->xnf, m->v.norm, m->v.norm_b, n);
         lx_wlinear(lg, s->V, a->xnf, s->C, m->v.mhead, n, s->C, s->V, 0.0f);
         lx_softcap_row(lg, 0, n * s->V, m->arch.logit_softcap);
         lx_crossentropy_forward(ls, NULL, lg, tg, (int)n, (int)s->V);
@@ -431,12 +431,12 @@ static void forward_train(const struct lx_model *m, const struct lx_spec *spec, 
         float *pr = a->post ? a->post_rstd + l * 2 * s->N : NULL;
         attention_layer(m, spec, a, l, xin, s);
         memcpy(xm, xin, sizeof(float) * (size_t)NC);
-        lx_layer_out(xm, pp, a->dx, pr, ao, s->HD, W->mo, W->attn_post, s->N, s->HD, s->C, eps);
-        mlp_act(&m->arch, W, xm, a->xn2 + l * NC, a->rstd2 + l * s->N, a->h + l * s->N * s->F2, act, (int)s->F,
-                a->sig ? a->sig + l * s->N * s->F : NULL, s->N, s);
+        lx_layer_out(xm, pp, a->dx, pr, ao, s->HD, W->mo, W->bo, W->attn_post, s->N, s->HD, s->C, eps);
+        mlp_act(&m->arch, W, m->arch.parallel ? xin : xm, a->xn2 + l * NC, a->rstd2 + l * s->N,
+                a->h + l * s->N * s->F2, act, (int)s->F, a->sig ? a->sig + l * s->N * s->F : NULL, s->N, s);
         memcpy(xin + NC, xm, sizeof(float) * (size_t)NC);
-        lx_layer_out(xin + NC, pp ? pp + NC : NULL, a->dx, pr ? pr + s->N : NULL, act, s->F, W->mw2, W->mlp_post,
-                     s->N, s->F, s->C, eps);
+        lx_layer_out(xin + NC, pp ? pp + NC : NULL, a->dx, pr ? pr + s->N : NULL, act, s->F, W->mw2, W->b2,
+                     W->mlp_post, s->N, s->F, s->C, eps);
     }
     head(m, a, a->x + s->L * s->N * s->C, a->probs, s->N, targets, s);
 }
@@ -456,15 +456,18 @@ static void forward_eval(const struct lx_model *m, const struct lx_spec *spec, c
     for (long l = 0; l < s->L; l++) {
         const struct lx_layer_w *W = &m->v.layer[l];
         attention_layer(m, spec, a, l, a->x, s);
+        if (a->par)     /* the MLP reads the layer's input (arch parallel) */
+            memcpy(a->par, a->x, sizeof(float) * (size_t)(s->N * s->C));
         /* xn1 (read by q|k|v) holds a post-norm's product */
-        lx_layer_out(a->x, a->xn1, a->xn1, a->rstd1, a->ao, s->HD, W->mo, W->attn_post, s->N, s->HD, s->C,
+        lx_layer_out(a->x, a->xn1, a->xn1, a->rstd1, a->ao, s->HD, W->mo, W->bo, W->attn_post, s->N, s->HD, s->C,
                      (float)m->arch.norm_eps);
         for (long r0 = 0; r0 < s->N; r0 += rows) {
             float *x = a->x + r0 * s->C;
             long n = s->N - r0 < rows ? s->N - r0 : rows;
-            mlp_act(&m->arch, W, x, a->xn2, a->rstd1 + r0, a->h, a->h, (int)s->F2, NULL, n, s);
+            mlp_act(&m->arch, W, a->par ? a->par + r0 * s->C : x, a->xn2, a->rstd1 + r0, a->h, a->h, (int)s->F2, NULL,
+                    n, s);
             /* xn2 (read by w1|w3) holds a post-norm's product */
-            lx_layer_out(x, a->xn2, a->xn2, a->rstd1 + r0, a->h, s->F2, W->mw2, W->mlp_post, n, s->F, s->C,
+            lx_layer_out(x, a->xn2, a->xn2, a->rstd1 + r0, a->h, s->F2, W->mw2, W->b2, W->mlp_post, n, s->F, s->C,
                          (float)m->arch.norm_eps);
         }
     }
@@ -684,7 +687,7 @@ static void mlp_backward(const struct lx_model *m, struct lx_acts *a, struct lx_
     const float *h = a->h + l * s->N * s->F2, *act = a->act + l * s->N * s->F;
     const float *dout = post_backward(a, G->mlp_post, W->mlp_post, a->post ? a->post + (2 * l + 1) * NC : NULL,
                                       a->post ? a->post_rstd + (2 * l + 1) * s->N : NULL, s);
-    lx_linear_backward(a->dact, G->w2, NULL, dout, act, W->mw2, (int)s->N, (int)s->F, (int)s->C);
+    lx_linear_backward(a->dact, G->w2, G->b2, dout, act, W->mw2, (int)s->N, (int)s->F, (int)s->C);
     if (m->arch.mlp == LX_MLP_SWIGLU) {
         lx_swiglu_backward(a->dh, a->dact, h, (int)s->N, (int)s->F);
     } else if (m->arch.mlp == LX_MLP_GEGLU) {
@@ -694,8 +697,14 @@ static void mlp_backward(const struct lx_model *m, struct lx_acts *a, struct lx_
         (m->arch.mlp == LX_MLP_GELU_ERF ? lx_gelu_erf_backward_s : lx_gelu_backward_s)(
             a->dh, a->dact, h, a->sig + l * s->N * s->F, (int)(s->N * s->F));
     }
-    lx_linear_backward(a->dxn, G->w13, NULL, a->dh, xn2, W->mw13[0], (int)s->N, (int)s->C, (int)s->F2);
-    lx_norm_backward(&m->arch, a->dx, G->mlp_norm, a->dxn, xm, W->mlp_norm, rstd2, s->N);
+    lx_linear_backward(a->dxn, G->w13, G->b13, a->dh, xn2, W->mw13[0], (int)s->N, (int)s->C, (int)s->F2);
+    if (a->par) {   /* arch parallel: the MLP read the layer's input; its gradient joins after the attention's */
+        memset(a->par, 0, sizeof(float) * (size_t)(s->N * s->C));
+        lx_norm_backward(&m->arch, a->par, G->mlp_norm, G->mlp_norm_b, a->dxn, a->x + l * s->N * s->C, W->mlp_norm,
+                         rstd2, s->N);
+    } else {
+        lx_norm_backward(&m->arch, a->dx, G->mlp_norm, G->mlp_norm_b, a->dxn, xm, W->mlp_norm, rstd2, s->N);
+    }
 }
 
 /* The head's backward: d(logits) from the cross-entropy over n_scored rows
@@ -709,7 +718,8 @@ static void head_backward(const struct lx_model *m, struct lx_acts *a, struct lx
         a->dlogits[i] *= lx_softcap_slope(a->logits[i], m->arch.logit_softcap);
     lx_linear_backward(a->dxn, g->head, NULL, a->dlogits, a->xnf, m->v.mhead, (int)s->N, (int)s->C, (int)s->V);
     memset(a->dx, 0, sizeof(float) * (size_t)(s->N * s->C));
-    lx_norm_backward(&m->arch, a->dx, g->norm, a->dxn, a->x + s->L * s->N * s->C, m->v.norm, a->rstdf, s->N);
+    lx_norm_backward(&m->arch, a->dx, g->norm, g->norm_b, a->dxn, a->x + s->L * s->N * s->C, m->v.norm, a->rstdf,
+                     s->N);
 }
 
 void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, const int *tokens,
@@ -742,7 +752,7 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, 
         /* attention: dx now holds d(xm) */
         const float *dout = post_backward(a, G->attn_post, W->attn_post, a->post ? a->post + 2 * l * s.N * s.C : NULL,
                                           a->post ? a->post_rstd + 2 * l * s.N : NULL, &s);
-        lx_linear_backward(a->dao, G->wo, NULL, dout, ao, W->mo, (int)s.N, (int)HD, (int)s.C);
+        lx_linear_backward(a->dao, G->wo, G->bo, dout, ao, W->mo, (int)s.N, (int)HD, (int)s.C);
         memset(a->dqkv, 0, sizeof(float) * (size_t)(s.N * s.QKV));
         struct lx_spec own;
         const struct lx_spec *ls = lx_model_layer_spec(m, spec, l, &own);   /* a local layer's own (local_every) */
@@ -757,7 +767,9 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, 
             lx_layer_qk_norm_backward(a->dqkv, G->q_norm, G->k_norm, a->qkraw + l * s.N * (H + s.KV) * D,
                                       a->qkr + l * s.N * (H + s.KV), W, ar, s.N);
         lx_linear_backward(a->dxn, G->wqkv, G->bqkv, a->dqkv, xn1, W->mqkv[0], (int)s.N, (int)s.C, (int)s.QKV);
-        lx_norm_backward(ar, a->dx, G->attn_norm, a->dxn, xin, W->attn_norm, rstd1, s.N);
+        lx_norm_backward(ar, a->dx, G->attn_norm, G->attn_norm_b, a->dxn, xin, W->attn_norm, rstd1, s.N);
+        for (long i = 0; a->par && i < s.N * s.C; i++)
+            a->dx[i] += a->par[i];
     }
     float es = ar->emb_scale ? (float)sqrt((double)s.C) : 1.0f;     /* lx_embed's */
     for (long i = 0; i < s.N; i++) {

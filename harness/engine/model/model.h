@@ -98,6 +98,8 @@ struct lx_acts {
     float *post, *post_rstd;    /* train with post_norms: (layers, 2, N, C) the attention's and the MLP's
                                 ** products before their post-norm, (layers, 2, N) its 1/rms */
     float *sig;                 /* train: (layers, N, F) GELU's σ(2u), kept for backward */
+    float *par;                 /* arch parallel: (N, C) eval: a layer's input, which its MLP reads; train: the
+                                ** gradient of a layer's input through its MLP */
     float *rstdf, *xnf;         /* (N), (rows, C) final norm */
     float *logits;              /* (N, V); loss_only: (LX_EVAL_ROWS, V), one block of rows; answer: the
                                 ** scored rows', in row order (lx_acts_logits finds a row's) */
@@ -278,20 +280,22 @@ void lx_layer_qk_norm_backward(float *dqkv, float *dgq, float *dgk, const float 
 void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n);
 /* The embedding rows of tokens (times sqrt(d_model) with arch emb_scale). */
 void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n);
-/* x (n, C) += w·in (in: n rows of k, stride ld_in); with post (arch
+/* x (n, C) += w·in + b (in: n rows of k, stride ld_in; b (C) or NULL); with post (arch
 ** post_norms) the product goes to prod (n, C) and its RMSNorm with gains
 ** post (1/rms into rstd, n) to normed (n, C; may be prod) first, as Gemma's
 ** block adds it: training keeps prod and rstd for the norm's backward. */
 void lx_layer_out(float *x, float *prod, float *normed, float *rstd, const float *in, long ld_in, struct lx_wmat w,
-                  const float *post, long n, long k, long C, float eps);
+                  const float *b, const float *post, long n, long k, long C, float eps);
 /* The MLP's activation of its pre-activation h (n rows of F, or 2F gated)
 ** into act (row stride ldact; may be h): GELU (keeping σ(2u) in sig unless
 ** NULL), GELU's exact form (keeping Φ), SwiGLU or GeGLU. */
 void lx_mlp_act(const struct lx_arch *a, float *act, int ldact, float *sig, const float *h, long n);
 /* The blocks' and the final norm of n rows of d_model (arch norm: RMSNorm or
-** LayerNorm), y may be x, rstd (n) kept for the backward (dx, dg +=). */
-void lx_norm_forward(const struct lx_arch *a, float *y, float *rstd, const float *x, const float *g, long n);
-void lx_norm_backward(const struct lx_arch *a, float *dx, float *dg, const float *dy, const float *x,
+** LayerNorm, shifted by b when not NULL), y may be x, rstd (n) kept for the
+** backward (dx, dg, db +=; db NULL without a shift). */
+void lx_norm_forward(const struct lx_arch *a, float *y, float *rstd, const float *x, const float *g, const float *b,
+                     long n);
+void lx_norm_backward(const struct lx_arch *a, float *dx, float *dg, float *db, const float *dy, const float *x,
                       const float *g, const float *rstd, long n);
 
 /* Rotate the q (H heads) and k (KV heads) parts of qkv rows (N = B·T, row

@@ -1,0 +1,160 @@
+/*
+** harness/engine/formats/hf_neox.c - GPT-NeoX's config.json and tensor names (see hf_neox.h).
+**
+** GPT-NeoX's block (transformers' modeling_gpt_neox) is lenx's with LayerNorms that shift (arch
+** norm: layer, bias), a bias on every product, GELU's exact form (hidden_act gelu), the first
+** rotary_pct of each head turned by rope in halves (Phi-4-mini's partial rotary: rope's dims), and by
+** default the parallel residual x + attn(ln1(x)) + mlp(ln2(x)) (arch parallel):
+**
+**   gpt_neox.embed_in.weight                             tok_emb.weight
+**   gpt_neox.layers.N.input_layernorm.{weight,bias}      layers.N.attn_norm.{weight,bias}
+**   gpt_neox.layers.N.attention.query_key_value.*        layers.N.attn.w{q,k,v}.* gathered head by head
+**   gpt_neox.layers.N.attention.dense.*                  layers.N.attn.wo.*
+**   gpt_neox.layers.N.post_attention_layernorm.*         layers.N.mlp_norm.*
+**   gpt_neox.layers.N.mlp.dense_h_to_4h.*, dense_4h_to_h.*   layers.N.mlp.w1.*, mlp.w2.*
+**   gpt_neox.final_layer_norm.*                          norm.*
+**   embed_out.weight                                     lm_head.weight
+**
+** query_key_value's rows are, head by head, that head's q, k and v rows; lenx's q rows are every
+** head's in a row, so q, k and v are gathered into buffers of their own at load (a quarter of a
+** layer's weights, the only ones not used in place).
+*/
+#define _POSIX_C_SOURCE 200809L
+#include "harness/engine/formats/hf_neox.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/core/lx.h"
+#include "harness/engine/formats/hf_cfg.h"
+
+/* The first of keys present (transformers renamed some: rotary_pct, rotary_emb_base), else keys[0]. */
+static const char *key_of(const struct lx_jv *root, const char *const *keys, int n)
+{
+    for (int k = 0; k < n; k++) {
+        const struct lx_jv *v = lx_json_member(root, keys[k]);
+        if (v && lx_json_type(v) != LX_JSON_NULL)
+            return keys[k];
+    }
+    return keys[0];
+}
+
+/* hidden_act: gelu (exact), or one of transformers' tanh forms. */
+static int activation(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_neox *c,
+                      struct lx_error *err)
+{
+    static const char *const tanh_forms[] = {"gelu_new", "gelu_pytorch_tanh", "gelu_fast"};
+    const struct lx_jv *v = lx_json_member(root, "hidden_act");
+    const char *s = "gelu";
+    c->mlp = LX_MLP_GELU_ERF;
+    if (v && lx_json_type(v) != LX_JSON_NULL && lx_json_str(doc, v, &s, NULL, err) < 0)
+        return LX_EINVAL;
+    if (strcmp(s, "gelu") == 0)
+        return LX_OK;
+    for (size_t k = 0; k < sizeof tanh_forms / sizeof *tanh_forms; k++)
+        if (strcmp(s, tanh_forms[k]) == 0)
+            return c->mlp = LX_MLP_GELU, LX_OK;
+    return lx_json_err(err, doc, v, "hidden_act '%s': lenx runs gelu (exact) and its tanh forms gelu_new, "
+                       "gelu_pytorch_tanh and gelu_fast", s);
+}
+
+/* A boolean member, def when absent or null. */
+static int flag(const struct lx_json *doc, const struct lx_jv *root, const char *key, int def, int *out,
+                struct lx_error *err)
+{
+    const struct lx_jv *v = lx_json_member(root, key);
+    *out = def;
+    return v && lx_json_type(v) != LX_JSON_NULL ? lx_json_bool(doc, v, out, err) : LX_OK;
+}
+
+/* rotary_pct (partial_rotary_factor) of the head size: an even number of channels, at least 2. */
+static int rotary(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_neox *c, struct lx_error *err)
+{
+    static const char *const pct[] = {"rotary_pct", "partial_rotary_factor"}, *const base[] = {"rotary_emb_base",
+                                                                                              "rope_theta"};
+    const char *k = key_of(root, pct, 2);
+    double p;
+    int rc = lx_hf_cfg_num(doc, root, k, 0.25, &p, err);
+    if (rc == LX_OK)
+        rc = lx_hf_cfg_num(doc, root, key_of(root, base, 2), 10000, &c->theta, err);
+    long D = c->d_model / c->heads;
+    c->rot_dims = (long)((double)D * p);    /* transformers: int(head_size * rotary_pct) */
+    if (rc == LX_OK && (p > 1 || c->rot_dims < 2 || c->rot_dims % 2))
+        rc = lx_json_member_err(err, doc, root, k, "%s %g of a head of %ld is %ld channels: rope turns pairs, so an "
+                                "even number of at least 2, at most the head", k, p, D, c->rot_dims);
+    return rc;
+}
+
+int lx_hf_neox_config(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_neox *c,
+                      struct lx_error *err)
+{
+    int attn_bias = 1;
+    memset(c, 0, sizeof *c);
+    int rc = lx_hf_cfg_int(doc, root, "hidden_size", 6144, 8, 8192, &c->d_model, err);    /* GPTNeoXConfig's */
+    if (rc == LX_OK)
+        rc = lx_hf_cfg_int(doc, root, "num_attention_heads", 64, 1, 256, &c->heads, err);
+    if (rc == LX_OK)
+        rc = lx_hf_cfg_int(doc, root, "num_hidden_layers", 44, 1, 64, &c->layers, err);
+    if (rc == LX_OK)
+        rc = lx_hf_cfg_int(doc, root, "intermediate_size", 24576, 8, 65536, &c->d_mlp, err);
+    if (rc == LX_OK)
+        rc = lx_hf_cfg_int(doc, root, "vocab_size", 50432, 2, 1000000, &c->vocab, err);
+    if (rc == LX_OK)
+        rc = lx_hf_cfg_int(doc, root, "max_position_embeddings", 2048, 1, 1L << 30, &c->max_pos, err);
+    if (rc == LX_OK)
+        rc = lx_hf_cfg_num(doc, root, "layer_norm_eps", 1e-5, &c->eps, err);
+    if (rc == LX_OK && (c->d_model % c->heads || (c->d_model / c->heads) % 2 || c->d_model / c->heads > 512))
+        rc = lx_json_member_err(err, doc, root, "num_attention_heads", "num_attention_heads %ld of hidden_size %ld: "
+                                "the head size must be whole, even and at most 512", c->heads, c->d_model);
+    if (rc == LX_OK)
+        rc = rotary(doc, root, c, err);
+    if (rc == LX_OK)
+        rc = activation(doc, root, c, err);
+    if (rc == LX_OK)
+        rc = flag(doc, root, "use_parallel_residual", 1, &c->parallel, err);
+    if (rc == LX_OK)
+        rc = flag(doc, root, "tie_word_embeddings", 0, &c->tied, err);
+    if (rc == LX_OK)
+        rc = flag(doc, root, "attention_bias", 1, &attn_bias, err);
+    if (rc == LX_OK && !attn_bias)
+        rc = lx_json_member_err(err, doc, root, "attention_bias", "attention_bias: false (no bias on "
+                                "query_key_value and dense), which lenx's GPT-NeoX block does not run\n  hint: "
+                                "Pythia and GPT-NeoX-20B have them");
+    return rc;
+}
+
+int lx_hf_neox_tensor_name(const char *name, char *out, size_t n, int *part)
+{
+    static const char *const map[][2] = {
+        {"attn_norm.", "input_layernorm."}, {"attn.wq.", "attention.query_key_value."},
+        {"attn.wk.", "attention.query_key_value."}, {"attn.wv.", "attention.query_key_value."},
+        {"attn.wo.", "attention.dense."}, {"mlp_norm.", "post_attention_layernorm."},
+        {"mlp.w1.", "mlp.dense_h_to_4h."}, {"mlp.w2.", "mlp.dense_4h_to_h."},
+    };
+    long l;
+    int at = 0;
+    *part = -1;
+    if (strcmp(name, "tok_emb.weight") == 0)
+        return snprintf(out, n, "gpt_neox.embed_in.weight"), 1;
+    if (strncmp(name, "norm.", 5) == 0)
+        return snprintf(out, n, "gpt_neox.final_layer_norm.%s", name + 5), 1;
+    if (strcmp(name, "lm_head.weight") == 0)
+        return snprintf(out, n, "embed_out.weight"), 1;
+    if (sscanf(name, "layers.%ld.%n", &l, &at) != 1 || !at)
+        return 0;
+    for (int k = 0; k < (int)(sizeof map / sizeof *map); k++) {
+        size_t len = strlen(map[k][0]);
+        if (strncmp(name + at, map[k][0], len) == 0) {
+            *part = k >= 1 && k <= 3 ? k - 1 : -1;
+            return snprintf(out, n, "gpt_neox.layers.%ld.%s%s", l, map[k][1], name + at + len), 1;
+        }
+    }
+    return 0;
+}
+
+void lx_hf_neox_gather(void *dst, const void *fused, int part, long heads, long d_head, size_t row_bytes)
+{
+    size_t block = (size_t)d_head * row_bytes;
+    for (long h = 0; h < heads; h++)
+        memcpy((char *)dst + (size_t)h * block, (const char *)fused + ((size_t)h * 3 + (size_t)part) * block, block);
+}

@@ -1,0 +1,39 @@
+/*
+** harness/engine/formats/hf_neox.h - GPT-NeoX's Hugging Face directories (model_type gpt_neox:
+** EleutherAI's Pythia suite and GPT-NeoX-20B, as transformers' GPTNeoXForCausalLM reads them), for
+** hf_model.c (docs/checkpoints.md#gpt-neox-and-pythia).
+*/
+#ifndef LX_HF_NEOX_H
+#define LX_HF_NEOX_H
+
+#include <stddef.h>
+
+#include "harness/core/json.h"
+#include "harness/engine/model/arch.h"
+
+/* What a GPT-NeoX config.json says, with GPTNeoXConfig's defaults. */
+struct lx_hf_neox {
+    long layers, d_model, heads, d_mlp, vocab, max_pos;
+    long rot_dims;          /* channels of a head rope turns: head size x rotary_pct */
+    double eps, theta;      /* layer_norm_eps; rotary_emb_base (rope_theta) */
+    int tied;               /* tie_word_embeddings (false unless true) */
+    int parallel;           /* use_parallel_residual (true unless false) */
+    int mlp;                /* LX_MLP_GELU_ERF (hidden_act gelu) or LX_MLP_GELU (its tanh forms) */
+};
+
+/* Read a GPT-NeoX config (the document's root). Refuses, naming the field, what lenx's engine
+** does not run: attention_bias false, an activation other than GELU's, a rotary_pct that turns
+** no whole pair, heads that do not divide the width. */
+int lx_hf_neox_config(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_neox *c,
+                      struct lx_error *err);
+
+/* GPT-NeoX's name of lenx tensor `name` into out (gpt_neox.layers.N....), 0 when it has none. *part is
+** -1, or for q, k and v (weights and biases) 0, 1 or 2: their rows are the fused
+** attention.query_key_value's, head by head (lx_hf_neox_gather). */
+int lx_hf_neox_tensor_name(const char *name, char *out, size_t n, int *part);
+
+/* The rows of part (0 q, 1 k, 2 v) out of query_key_value's, whose rows are (heads, 3, d_head): into
+** dst, heads × d_head rows of row_bytes each, head by head. */
+void lx_hf_neox_gather(void *dst, const void *fused, int part, long heads, long d_head, size_t row_bytes);
+
+#endif

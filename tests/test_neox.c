@@ -1,0 +1,177 @@
+/*
+** tests/test_neox.c - GPT-NeoX's (Pythia's) Hugging Face directories (docs/checkpoints.md#gpt-neox-and-pythia),
+** against torch's float64 forward of random tiny bf16 directories in Pythia's layout
+** (tests/ref/neox_ref.py): LayerNorms with their shifts, a bias on every product, q, k and v gathered
+** head by head from query_key_value, rope on the first half of each head at rotary_emb_base 5000,
+** exact GELU, the parallel residual (and, in hf-neox-seq-tiny, the sequential one), the untied
+** embed_out; decoding by the KV cache; the backward through all of it (a Pythia model fine-tunes);
+** what is refused.
+*/
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/formats/gguf_model.h"
+#include "harness/engine/formats/hf_model.h"
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/tokenizers/tokenizer.h"
+#include "tests/loaders_fixture.h"
+#include "tests/hf_tiny.h"
+
+TestSuite(neox, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Both tiny directories (neox_ref.py: two layers of 48, four heads of 12, MLP 96, rotary_pct 0.5): read
+** as LayerNorms with shifts, biases, exact GELU, the parallel residual or not, untied, on rope half at
+** 5000 over 6 channels of each head; torch's float64 forward of the upcast weights, at 32 and 48 tokens,
+** within 1e-4 per token and per logit, in fast and in portable numerics. Each part is what the test
+** sees: the other residual, no shifts (the norm biases zeroed) or rope over whole heads put the model
+** far off. */
+Test(neox, neox_matches_torch)
+{
+    for (int seq = 0; seq < 2; seq++) {
+        struct lx_model m;
+        struct lx_ckpt_info info;
+        struct lx_json *doc = tiny(seq ? "hf-neox-seq-tiny" : "hf-neox-tiny", &m, &info);
+        const struct lx_arch *a = &m.arch;
+        cr_expect(a->norm == LX_NORM_LAYER && a->bias && a->qkv_bias && a->mlp == LX_MLP_GELU_ERF && !a->tie_head &&
+                  a->parallel == !seq && a->heads == 4 && a->d_head == 12 && a->d_mlp == 96, "arch as loaded");
+        cr_expect_str_eq(info.stack, "[{\"rope\":{\"base\":5000,\"layout\":\"half\",\"dims\":6}}]");
+        enum lx_numerics keep = lx_numerics_get();
+        for (int k = 0; k < 2; k++) {
+            lx_numerics_set(k ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST);
+            windows_vs_torch(&m, info.stack, doc, seq ? (k ? "sequential, portable" : "sequential, fast")
+                                                      : (k ? "parallel, portable" : "parallel, fast"));
+        }
+        lx_numerics_set(keep);
+        double dnll, dlogit;
+        m.arch.parallel = seq;
+        torch_window(&m, info.stack, doc, 1, 48, &dnll, &dlogit);
+        cr_expect_gt(dnll, 1e-2, "the other residual: max |dNLL| only %g", dnll);
+        m.arch.parallel = !seq;
+        torch_window(&m, "[{\"rope\":{\"base\":5000,\"layout\":\"half\"}}]", doc, 1, 48, &dnll, &dlogit);
+        cr_expect_gt(dnll, 1e-2, "rope over whole heads: max |dNLL| only %g", dnll);
+        for (long l = 0; l < a->layers; l++)
+            memset(m.v.layer[l].attn_norm_b, 0, sizeof(float) * (size_t)a->d_model);
+        torch_window(&m, info.stack, doc, 1, 48, &dnll, &dlogit);
+        cr_expect_gt(dnll, 1e-2, "no shifts: max |dNLL| only %g", dnll);
+        lx_ckpt_info_release(&info);
+        lx_model_release(&m);
+        lx_json_free(doc);
+    }
+}
+
+Test(neox, decoding_equals_the_full_forward)
+{
+    decoding_vs_full("tests/ref/hf-neox-tiny");
+    decoding_vs_full("tests/ref/hf-neox-seq-tiny");
+}
+
+/* lenx's tensor name of a GPT-NeoX directory's (the loader's mapping) and how many it is:
+** query_key_value is wq, wk and wv (and their biases), adjacent in lenx's buffer. */
+static int neox_name(char out[64], const char *hf, int flag)
+{
+    static const char *const map[][2] = {
+        {"input_layernorm", "attn_norm"}, {"attention.query_key_value", "attn.wq"},
+        {"attention.dense", "attn.wo"}, {"post_attention_layernorm", "mlp_norm"},
+        {"mlp.dense_h_to_4h", "mlp.w1"}, {"mlp.dense_4h_to_h", "mlp.w2"},
+    };
+    int l, at;
+    const char *kind = strstr(hf, ".bias") ? "bias" : "weight";
+    (void)flag;
+    if (!strcmp(hf, "gpt_neox.embed_in.weight") || !strcmp(hf, "embed_out.weight")) {
+        snprintf(out, 64, "%s", hf[0] == 'g' ? "tok_emb.weight" : "lm_head.weight");
+        return 1;
+    }
+    if (!strncmp(hf, "gpt_neox.final_layer_norm.", 26)) {
+        snprintf(out, 64, "norm.%s", kind);
+        return 1;
+    }
+    cr_assert_eq(sscanf(hf, "gpt_neox.layers.%d.%n", &l, &at), 1, "%s", hf);
+    for (size_t k = 0; k < sizeof map / sizeof *map; k++)
+        if (!strncmp(hf + at, map[k][0], strlen(map[k][0]))) {
+            snprintf(out, 64, "layers.%d.%s.%s", l, map[k][1], kind);
+            return k == 1 ? 3 : 1;
+        }
+    cr_assert_fail("no lenx name for %s", hf);
+    return 0;
+}
+
+/* An index of query_key_value (rows head by head: q, k, v of head 0, then of head 1, ...) as one from
+** lenx's wq start (every head's q rows, then k's, then v's); any other tensor's as it is. */
+static long neox_index(const char *hf, long i, const struct lx_arch *a)
+{
+    if (!strstr(hf, "query_key_value"))
+        return i;
+    long cols = strstr(hf, ".bias") ? 1 : a->d_model, D = a->d_head, HD = a->heads * D;
+    long row = i / cols, h = row / (3 * D), part = row % (3 * D) / D, d = row % D;
+    return ((part * HD) + h * D + d) * cols + i % cols;
+}
+
+Test(neox, gradients_match_torch)
+{
+    grads_vs_torch("hf-neox-tiny", neox_name, neox_index, 0, "neox parallel");
+    grads_vs_torch("hf-neox-seq-tiny", neox_name, neox_index, 0, "neox sequential");
+}
+
+/* A copy of the tiny GPT-NeoX directory with sed program `sed` run on its config.json. */
+static void neox_copy(const char *sed, char *out)
+{
+    char src[512], cmd[4096];
+    in_repo(src, "tests/ref/hf-neox-tiny");
+    snprintf(out, 512, "%s/neox", dir);
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp %s/* %s/ && sed -i '%s' %s/config.json && ! cmp -s "
+             "%s/config.json %s/config.json", out, out, src, out, sed, out, src, out);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* What lenx's engine does not run is refused naming the field; a tanh-form activation loads as lenx's
+** gelu. */
+Test(neox, configs_refused)
+{
+    static const struct {
+        const char *sed, *part1, *part2;
+    } cases[] = {
+        {"s/\"hidden_act\": \"gelu\"/\"hidden_act\": \"relu\"/", "hidden_act 'relu'", "gelu (exact)"},
+        {"s/\"rotary_pct\": 0.5/\"rotary_pct\": 0.1/", "rotary_pct 0.1 of a head of 12 is 1 channels",
+         "an even number"},
+        {"s/\"num_attention_heads\": 4/\"num_attention_heads\": 5/", "num_attention_heads 5 of hidden_size 48",
+         "whole, even"},
+        {"s/\"use_cache\": true/\"use_cache\": true, \"attention_bias\": false/", "attention_bias",
+         "does not run"},
+    };
+    char path[512];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        neox_copy(cases[i].sed, path);
+        expect_error(path, cases[i].part1, cases[i].part2);
+    }
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    neox_copy("s/\"hidden_act\": \"gelu\"/\"hidden_act\": \"gelu_new\"/", path);
+    load(&m, &info, path);
+    cr_expect_eq(m.arch.mlp, LX_MLP_GELU, "gelu_new is GELU's tanh form");
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
+
+/* A GPT-NeoX model is not written by the exporters (Llama's and Gemma's families): refused, naming its
+** LayerNorms. */
+Test(neox, export_refused)
+{
+    char path[512], out[600];
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    struct lx_error err = {{0}};
+    in_repo(path, "tests/ref/hf-neox-tiny");
+    load(&m, &info, path);
+    snprintf(out, sizeof out, "%s/neox.gguf", dir);
+    cr_expect_eq(lx_gguf_export(&m, &info, &lx_byte_tokenizer, out, LX_DT_F32, NULL, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "LayerNorms"), "%s", err.msg);
+    snprintf(out, sizeof out, "%s/neox-hf", dir);
+    cr_expect_eq(lx_hf_export(&m, &info, NULL, out, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "LayerNorms"), "%s", err.msg);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&m);
+}
