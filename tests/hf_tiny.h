@@ -176,4 +176,40 @@ static inline void grads_vs_torch(const char *dirname, int (*lenx_name)(char out
     lx_model_release(&m);
 }
 
+/* An index of query_key_value (rows head by head: q, k, v of head 0, then of head 1, ...) as one from
+** lenx's wq start (every head's q rows, then k's, then v's); any other tensor's as it is. */
+static inline long fused_heads_index(const char *hf, long i, const struct lx_arch *a)
+{
+    if (!strstr(hf, "query_key_value"))
+        return i;
+    long cols = strstr(hf, ".bias") ? 1 : a->d_model, D = a->d_head, HD = a->heads * D;
+    long row = i / cols, h = row / (3 * D), part = row % (3 * D) / D, d = row % D;
+    return ((part * HD) + h * D + d) * cols + i % cols;
+}
+
+/* lenx's name of layer l's part `rest` of a GPT-NeoX or BLOOM directory (attn: its attention module,
+** "attention." or "self_attention."; hf: the whole name, for the bias/weight kind) into out, and how many
+** lenx tensors it is (query_key_value: wq, wk and wv, adjacent in lenx's buffer). */
+static inline int fused_layer_name(char out[64], const char *hf, const char *rest, int l, const char *attn)
+{
+    static const char *const map[][2] = {
+        {"input_layernorm", "attn_norm"}, {"*query_key_value", "attn.wq"}, {"*dense", "attn.wo"},
+        {"post_attention_layernorm", "mlp_norm"}, {"mlp.dense_h_to_4h", "mlp.w1"}, {"mlp.dense_4h_to_h", "mlp.w2"},
+    };
+    size_t na = strlen(attn);
+    for (size_t k = 0; k < sizeof map / sizeof *map; k++) {
+        const char *want = map[k][0][0] == '*' ? map[k][0] + 1 : map[k][0], *at = rest;
+        if (map[k][0][0] == '*' && strncmp(at, attn, na) == 0)
+            at += na;
+        else if (map[k][0][0] == '*')
+            continue;
+        if (!strncmp(at, want, strlen(want))) {
+            snprintf(out, 64, "layers.%d.%s.%s", l, map[k][1], strstr(hf, ".bias") ? "bias" : "weight");
+            return k == 1 ? 3 : 1;
+        }
+    }
+    cr_assert_fail("no lenx name for %s", hf);
+    return 0;
+}
+
 #endif

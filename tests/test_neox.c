@@ -73,11 +73,6 @@ Test(neox, decoding_equals_the_full_forward)
 ** query_key_value is wq, wk and wv (and their biases), adjacent in lenx's buffer. */
 static int neox_name(char out[64], const char *hf, int flag)
 {
-    static const char *const map[][2] = {
-        {"input_layernorm", "attn_norm"}, {"attention.query_key_value", "attn.wq"},
-        {"attention.dense", "attn.wo"}, {"post_attention_layernorm", "mlp_norm"},
-        {"mlp.dense_h_to_4h", "mlp.w1"}, {"mlp.dense_4h_to_h", "mlp.w2"},
-    };
     int l, at;
     const char *kind = strstr(hf, ".bias") ? "bias" : "weight";
     (void)flag;
@@ -90,30 +85,13 @@ static int neox_name(char out[64], const char *hf, int flag)
         return 1;
     }
     cr_assert_eq(sscanf(hf, "gpt_neox.layers.%d.%n", &l, &at), 1, "%s", hf);
-    for (size_t k = 0; k < sizeof map / sizeof *map; k++)
-        if (!strncmp(hf + at, map[k][0], strlen(map[k][0]))) {
-            snprintf(out, 64, "layers.%d.%s.%s", l, map[k][1], kind);
-            return k == 1 ? 3 : 1;
-        }
-    cr_assert_fail("no lenx name for %s", hf);
-    return 0;
-}
-
-/* An index of query_key_value (rows head by head: q, k, v of head 0, then of head 1, ...) as one from
-** lenx's wq start (every head's q rows, then k's, then v's); any other tensor's as it is. */
-static long neox_index(const char *hf, long i, const struct lx_arch *a)
-{
-    if (!strstr(hf, "query_key_value"))
-        return i;
-    long cols = strstr(hf, ".bias") ? 1 : a->d_model, D = a->d_head, HD = a->heads * D;
-    long row = i / cols, h = row / (3 * D), part = row % (3 * D) / D, d = row % D;
-    return ((part * HD) + h * D + d) * cols + i % cols;
+    return fused_layer_name(out, hf, hf + at, l, "attention.");
 }
 
 Test(neox, gradients_match_torch)
 {
-    grads_vs_torch("hf-neox-tiny", neox_name, neox_index, 0, "neox parallel");
-    grads_vs_torch("hf-neox-seq-tiny", neox_name, neox_index, 0, "neox sequential");
+    grads_vs_torch("hf-neox-tiny", neox_name, fused_heads_index, 0, "neox parallel");
+    grads_vs_torch("hf-neox-seq-tiny", neox_name, fused_heads_index, 0, "neox sequential");
 }
 
 /* A copy of the tiny GPT-NeoX directory with sed program `sed` run on its config.json. */

@@ -6,6 +6,8 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 int lx_hf_cfg_int(const struct lx_json *doc, const struct lx_jv *root, const char *key, long def, long lo, long hi,
                   long *out, struct lx_error *err)
@@ -38,4 +40,63 @@ int lx_hf_cfg_num(const struct lx_json *doc, const struct lx_jv *root, const cha
     if (!(*out > 0) || !isfinite(*out))
         return lx_json_err(err, doc, v, "%s must be a positive number", key);
     return LX_OK;
+}
+
+/* The first of keys present (transformers renamed some: rotary_pct, rotary_emb_base), else keys[0]. */
+const char *lx_hf_cfg_key(const struct lx_jv *root, const char *const *keys, int n)
+{
+    for (int k = 0; k < n; k++) {
+        const struct lx_jv *v = lx_json_member(root, keys[k]);
+        if (v && lx_json_type(v) != LX_JSON_NULL)
+            return keys[k];
+    }
+    return keys[0];
+}
+
+/* A boolean member, def when absent or null. */
+int lx_hf_cfg_bool(const struct lx_json *doc, const struct lx_jv *root, const char *key, int def, int *out,
+                   struct lx_error *err)
+{
+    const struct lx_jv *v = lx_json_member(root, key);
+    *out = def;
+    return v && lx_json_type(v) != LX_JSON_NULL ? lx_json_bool(doc, v, out, err) : LX_OK;
+}
+
+int lx_hf_names_of(const struct lx_hf_names *f, const char *name, char *out, size_t n, int *part)
+{
+    static const char *const map[][2] = {
+        {"attn_norm.", "input_layernorm."}, {"attn.wq.", "query_key_value."}, {"attn.wk.", "query_key_value."},
+        {"attn.wv.", "query_key_value."},   {"attn.wo.", "dense."},
+        {"mlp_norm.", "post_attention_layernorm."},
+        {"mlp.w1.", "mlp.dense_h_to_4h."},  {"mlp.w2.", "mlp.dense_4h_to_h."},
+    };
+    long l;
+    int at = 0;
+    *part = -1;
+    if (strcmp(name, "tok_emb.weight") == 0)
+        return snprintf(out, n, "%s%s", f->prefix, f->emb), 1;
+    if (strncmp(name, "emb_norm.", 9) == 0 && f->emb_norm)
+        return snprintf(out, n, "%s%s%s", f->prefix, f->emb_norm, name + 9), 1;
+    if (strncmp(name, "norm.", 5) == 0)
+        return snprintf(out, n, "%s%s%s", f->prefix, f->norm, name + 5), 1;
+    if (strcmp(name, "lm_head.weight") == 0)
+        return snprintf(out, n, "%s", f->head), 1;
+    if (sscanf(name, "layers.%ld.%n", &l, &at) != 1 || !at)
+        return 0;
+    for (int k = 0; k < (int)(sizeof map / sizeof *map); k++) {
+        size_t len = strlen(map[k][0]);
+        if (strncmp(name + at, map[k][0], len) == 0) {
+            *part = k >= 1 && k <= 3 ? k - 1 : -1;
+            return snprintf(out, n, "%s%s%ld.%s%s%s", f->prefix, f->layers, l, k >= 1 && k <= 4 ? f->attn : "",
+                            map[k][1], name + at + len), 1;
+        }
+    }
+    return 0;
+}
+
+void lx_hf_gather_heads(void *dst, const void *fused, int part, long heads, long d_head, size_t row_bytes)
+{
+    size_t block = (size_t)d_head * row_bytes;
+    for (long h = 0; h < heads; h++)
+        memcpy((char *)dst + (size_t)h * block, (const char *)fused + ((size_t)h * 3 + (size_t)part) * block, block);
 }

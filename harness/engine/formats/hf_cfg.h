@@ -6,6 +6,8 @@
 #ifndef LX_HF_CFG_H
 #define LX_HF_CFG_H
 
+#include <stddef.h>
+
 #include "harness/core/json.h"
 
 /* An integer member (def < 0: required) within [lo, hi]. */
@@ -14,5 +16,29 @@ int lx_hf_cfg_int(const struct lx_json *doc, const struct lx_jv *root, const cha
 /* A positive finite number (def when absent or null). */
 int lx_hf_cfg_num(const struct lx_json *doc, const struct lx_jv *root, const char *key, double def, double *out,
                   struct lx_error *err);
+
+/* The first of keys (n of them) present and not null in root, else keys[0]: a field transformers renamed
+** (rotary_pct, partial_rotary_factor). */
+const char *lx_hf_cfg_key(const struct lx_jv *root, const char *const *keys, int n);
+/* A boolean member, def when absent or null. */
+int lx_hf_cfg_bool(const struct lx_json *doc, const struct lx_jv *root, const char *key, int def, int *out,
+                   struct lx_error *err);
+
+/* The names of a family whose layers are GPT-NeoX's shape (GPT-NeoX, BLOOM): every name is
+** prefix + its part but head's. */
+struct lx_hf_names {
+    const char *prefix;     /* "gpt_neox.", "transformer." or "" */
+    const char *emb, *emb_norm, *norm, *head;   /* the embedding, its LayerNorm (or NULL), the final norm (its
+                                                ** ".weight"/".bias" appended), the output head */
+    const char *layers;     /* "layers." or "h.": + N. + the layer's parts */
+    const char *attn;       /* the attention's module, before query_key_value and dense: "attention." */
+};
+/* f's name of lenx tensor `name` into out, 0 when it has none. *part is -1, or for q, k and v (weights and
+** biases) 0, 1 or 2: rows of the fused query_key_value, head by head (lx_hf_gather_heads). */
+int lx_hf_names_of(const struct lx_hf_names *f, const char *name, char *out, size_t n, int *part);
+
+/* The rows of part (0 q, 1 k, 2 v) out of a query_key_value whose rows are (heads, 3, d_head) (GPT-NeoX's
+** and BLOOM's): into dst, heads × d_head rows of row_bytes each, head by head. */
+void lx_hf_gather_heads(void *dst, const void *fused, int part, long heads, long d_head, size_t row_bytes);
 
 #endif

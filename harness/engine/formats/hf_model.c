@@ -28,7 +28,7 @@
 ** per-head q/k RMSNorm are the engine's own: kv_heads, tie_head, qkv_bias, qk_norm. The native position stack is rope(base = rope_theta,
 ** layout half) followed by rope_scaling's method (hf_rope.c). MPT (model_type mpt) has its own
 ** config fields and names, read by hf_mpt.c, and ALiBi as its native stack; GPT-NeoX (gpt_neox)
-** likewise, hf_neox.c, its q, k and v gathered out of query_key_value.
+** likewise, hf_neox.c, its q, k and v gathered out of query_key_value; BLOOM (bloom), hf_bloom.c.
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/hf_model.h"
@@ -45,6 +45,7 @@
 #include "harness/core/hash.h"
 #include "harness/core/json.h"
 #include "harness/core/mapguard.h"
+#include "harness/engine/formats/hf_bloom.h"
 #include "harness/engine/formats/hf_cfg.h"
 #include "harness/engine/formats/hf_mpt.h"
 #include "harness/engine/formats/hf_neox.h"
@@ -76,6 +77,8 @@ struct hf_config {
     int mpt;                /* model_type mpt (hf_mpt.c): LayerNorms, exact GELU, ALiBi */
     int neox;               /* model_type gpt_neox (hf_neox.c): LayerNorms and biases, the parallel residual */
     int parallel, mlp;      /* gpt_neox: use_parallel_residual; LX_MLP_GELU_ERF or LX_MLP_GELU */
+    int bloom;              /* model_type bloom (hf_bloom.c): gpt_neox's parts, ALiBi, the embedding LayerNorm */
+    const char *bprefix;    /* bloom: where its tensors are, "transformer." or "" (bloom_prefix) */
     double alibi_max;       /* mpt: attn_config.alibi_bias_max */
 };
 
@@ -120,6 +123,8 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
         return snprintf(c->type, sizeof c->type, "mpt"), c->mpt = 1, LX_OK;
     if (strcmp(s, "gpt_neox") == 0)     /* its own fields: cfg_neox */
         return snprintf(c->type, sizeof c->type, "gpt_neox"), c->neox = 1, LX_OK;
+    if (strcmp(s, "bloom") == 0)        /* its own fields: cfg_bloom */
+        return snprintf(c->type, sizeof c->type, "bloom"), c->bloom = 1, LX_OK;
     for (int k = 0; k < 8; k++)
         if (strcmp(s, types[k]) == 0) {
             snprintf(c->type, sizeof c->type, "%s", s);
@@ -131,7 +136,7 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
         }
     return lx_json_err(err, doc, v, "model_type '%s' is not one lenx reads\n  hint: lenx reads llama, mistral, "
                        "qwen2, qwen3 and phi3 (Llama-architecture decoders), gemma, gemma2, gemma3_text, gemma3, "
-                       "mpt and gpt_neox", s);
+                       "mpt, gpt_neox and bloom", s);
 }
 
 /* hidden_act silu, no MLP or attention biases; *part: partial_rotary_factor, which only Phi-3's
@@ -290,6 +295,17 @@ static int cfg_neox(const struct lx_json *doc, const struct lx_jv *root, struct 
     return rc;
 }
 
+/* A BLOOM config (hf_bloom.c) in the fields the loader reads: its MLP is 4 × the width, ALiBi at 8. */
+static int cfg_bloom(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
+{
+    struct lx_hf_bloom t;
+    int rc = lx_hf_bloom_config(doc, root, &t, err);
+    c->hidden = t.d_model, c->inter = 4 * t.d_model, c->layers = t.layers, c->heads = c->kv_heads = t.heads;
+    c->head_dim = t.heads ? t.d_model / t.heads : 0, c->rot_dims = c->head_dim, c->alibi_max = 8;
+    c->vocab = t.vocab, c->max_pos = t.seq_len, c->eps = t.eps, c->tied = t.tied;
+    return rc;
+}
+
 static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_error *err)
 {
     const struct lx_jv *root = lx_json_root(doc);
@@ -300,8 +316,8 @@ static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_er
     if (rc == LX_OK && c->mm)
         rc = cfg_multimodal(doc, &root, c, err);
     c->root = root;
-    if (rc == LX_OK && (c->mpt || c->neox))
-        return (c->mpt ? cfg_mpt : cfg_neox)(doc, root, c, err);
+    if (rc == LX_OK && (c->mpt || c->neox || c->bloom))
+        return (c->mpt ? cfg_mpt : c->neox ? cfg_neox : cfg_bloom)(doc, root, c, err);
     const struct lx_jv *tie = lx_json_member(root, "tie_word_embeddings");
     long g3 = c->gemma == 3;    /* Gemma3TextConfig's defaults (a gemma3 text_config leaves most out) */
     if (rc == LX_OK)
@@ -525,10 +541,13 @@ static int hf_name(const struct lx_arch *a, const struct hf_config *c, const str
         named = 1;
     else if (c->mpt)
         named = lx_hf_mpt_tensor_name(a, ti->name, name, n, row0, &r);
-    else if (c->neox && (named = lx_hf_neox_tensor_name(ti->name, name, n, gather)) && *gather >= 0)
-        r = 3 * ti->shape[0];
-    else
-        named = c->neox ? named : lx_hf_tensor_name(ti->name, name, n, c->gemma >= 2);
+    else if (c->neox || c->bloom) {
+        struct lx_hf_names b = lx_hf_bloom_names(c->bprefix);
+        named = c->neox ? lx_hf_neox_tensor_name(ti->name, name, n, gather) : lx_hf_names_of(&b, ti->name, name, n,
+                                                                                              gather);
+        r = named && *gather >= 0 ? 3 * ti->shape[0] : 0;
+    } else
+        named = lx_hf_tensor_name(ti->name, name, n, c->gemma >= 2);
     *rows = r ? r : *rows;
     if (named)
         put_prefix(c, name, n);
@@ -543,7 +562,7 @@ static const void *gathered(struct lx_held *h, const unsigned char *p, const str
     size_t n = (size_t)(a->heads * a->d_head) * row_bytes;
     void *c = lx_big_calloc(n);
     LX_ASSERT(c);
-    lx_hf_neox_gather(c, p, part, a->heads, a->d_head, row_bytes);
+    lx_hf_gather_heads(c, p, part, a->heads, a->d_head, row_bytes);
     h->maps[h->n_maps] = c, h->map_len[h->n_maps] = n, h->owned[h->n_maps++] = 1;
     return c;
 }
@@ -635,8 +654,12 @@ static void cfg_arch(const struct hf_config *c, struct lx_arch *a)
     a->qk_norm = c->qk_norm;
     if (c->mpt)
         a->mlp = LX_MLP_GELU_ERF, a->norm = LX_NORM_LAYER;
+    if (c->neox || c->bloom)
+        a->norm = LX_NORM_LAYER, a->bias = a->qkv_bias = 1;
     if (c->neox)
-        a->mlp = c->mlp, a->norm = LX_NORM_LAYER, a->bias = a->qkv_bias = 1, a->parallel = c->parallel;
+        a->mlp = c->mlp, a->parallel = c->parallel;
+    if (c->bloom)
+        a->mlp = LX_MLP_GELU, a->emb_norm = 1;
     if (c->gemma) {
         a->mlp = LX_MLP_GEGLU;
         a->emb_scale = 1;
@@ -692,7 +715,7 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
         }
         rc = cfg_read(doc, &c, err);
     }
-    if (rc == LX_OK && c.mpt)
+    if (rc == LX_OK && (c.mpt || c.bloom))
         lx_buf_printf(&stack, "[{\"alibi\":{\"max_bias\":%.17g}}]", c.alibi_max);
     else if (rc == LX_OK)
         rc = lx_hf_stacks(doc, &(struct hf_rope_facts){c.theta, c.max_pos, c.head_dim, c.rot_dims, c.window, c.root},
@@ -701,6 +724,8 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
         rc = open_weights(w, dir, err);
     if (rc == LX_OK && c.mm)
         rc = text_prefix(&c, w, dir, err);
+    if (rc == LX_OK && c.bloom)     /* BloomForCausalLM's names, or BloomModel's (bloom-560m's) */
+        c.bprefix = find_tensor(w, "transformer.word_embeddings.weight") ? "transformer." : "";
     if (rc == LX_OK) {
         cfg_arch(&c, &a);
         rc = hold_all(m, &a, &c, w, dir, err);
@@ -738,7 +763,7 @@ static int hf_sniff(const char *path)
 const struct lx_model_format lx_model_format_hf = {
     .name = "hf",
     .summary = "a Hugging Face directory: config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, "
-               "gemma3, mpt, gpt_neox) and safetensors shards",
+               "gemma3, mpt, gpt_neox, bloom) and safetensors shards",
     .key = "hf",
     .dir = 1,
     .sniff = hf_sniff,

@@ -12,7 +12,8 @@
 ** (per-head q/k norms), phi3 (fused q|k|v and gate|up, used by rows), gemma,
 ** gemma2, gemma3_text or gemma3 (its text model; docs/checkpoints.md#gemma-and-gemma-3), mpt
 ** (LayerNorms, exact GELU, ALiBi; docs/checkpoints.md#mpt), gpt_neox (Pythia: biases, the
-** parallel residual, q|k|v gathered head by head; docs/checkpoints.md#gpt-neox-and-pythia),
+** parallel residual, q|k|v gathered head by head; docs/checkpoints.md#gpt-neox-and-pythia), bloom
+** (GPT-NeoX's parts on ALiBi, the embedding LayerNorm; docs/checkpoints.md#bloom),
 ** F32/F16/BF16 tensors used in place. info gets format "hf", the dtype on
 ** disk, the native and evaluation stacks (hf_rope.h), train_len =
 ** max_position_embeddings, and the directory's tokenizer.json (else

@@ -22,22 +22,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/hf_neox.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "harness/core/lx.h"
 #include "harness/engine/formats/hf_cfg.h"
-
-/* The first of keys present (transformers renamed some: rotary_pct, rotary_emb_base), else keys[0]. */
-static const char *key_of(const struct lx_jv *root, const char *const *keys, int n)
-{
-    for (int k = 0; k < n; k++) {
-        const struct lx_jv *v = lx_json_member(root, keys[k]);
-        if (v && lx_json_type(v) != LX_JSON_NULL)
-            return keys[k];
-    }
-    return keys[0];
-}
 
 /* hidden_act: gelu (exact), or one of transformers' tanh forms. */
 static int activation(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_neox *c,
@@ -58,25 +46,16 @@ static int activation(const struct lx_json *doc, const struct lx_jv *root, struc
                        "gelu_pytorch_tanh and gelu_fast", s);
 }
 
-/* A boolean member, def when absent or null. */
-static int flag(const struct lx_json *doc, const struct lx_jv *root, const char *key, int def, int *out,
-                struct lx_error *err)
-{
-    const struct lx_jv *v = lx_json_member(root, key);
-    *out = def;
-    return v && lx_json_type(v) != LX_JSON_NULL ? lx_json_bool(doc, v, out, err) : LX_OK;
-}
-
 /* rotary_pct (partial_rotary_factor) of the head size: an even number of channels, at least 2. */
 static int rotary(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_neox *c, struct lx_error *err)
 {
     static const char *const pct[] = {"rotary_pct", "partial_rotary_factor"}, *const base[] = {"rotary_emb_base",
                                                                                               "rope_theta"};
-    const char *k = key_of(root, pct, 2);
+    const char *k = lx_hf_cfg_key(root, pct, 2);
     double p;
     int rc = lx_hf_cfg_num(doc, root, k, 0.25, &p, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, key_of(root, base, 2), 10000, &c->theta, err);
+        rc = lx_hf_cfg_num(doc, root, lx_hf_cfg_key(root, base, 2), 10000, &c->theta, err);
     long D = c->d_model / c->heads;
     c->rot_dims = (long)((double)D * p);    /* transformers: int(head_size * rotary_pct) */
     if (rc == LX_OK && (p > 1 || c->rot_dims < 2 || c->rot_dims % 2))
@@ -111,11 +90,11 @@ int lx_hf_neox_config(const struct lx_json *doc, const struct lx_jv *root, struc
     if (rc == LX_OK)
         rc = activation(doc, root, c, err);
     if (rc == LX_OK)
-        rc = flag(doc, root, "use_parallel_residual", 1, &c->parallel, err);
+        rc = lx_hf_cfg_bool(doc, root, "use_parallel_residual", 1, &c->parallel, err);
     if (rc == LX_OK)
-        rc = flag(doc, root, "tie_word_embeddings", 0, &c->tied, err);
+        rc = lx_hf_cfg_bool(doc, root, "tie_word_embeddings", 0, &c->tied, err);
     if (rc == LX_OK)
-        rc = flag(doc, root, "attention_bias", 1, &attn_bias, err);
+        rc = lx_hf_cfg_bool(doc, root, "attention_bias", 1, &attn_bias, err);
     if (rc == LX_OK && !attn_bias)
         rc = lx_json_member_err(err, doc, root, "attention_bias", "attention_bias: false (no bias on "
                                 "query_key_value and dense), which lenx's GPT-NeoX block does not run\n  hint: "
@@ -125,36 +104,7 @@ int lx_hf_neox_config(const struct lx_json *doc, const struct lx_jv *root, struc
 
 int lx_hf_neox_tensor_name(const char *name, char *out, size_t n, int *part)
 {
-    static const char *const map[][2] = {
-        {"attn_norm.", "input_layernorm."}, {"attn.wq.", "attention.query_key_value."},
-        {"attn.wk.", "attention.query_key_value."}, {"attn.wv.", "attention.query_key_value."},
-        {"attn.wo.", "attention.dense."}, {"mlp_norm.", "post_attention_layernorm."},
-        {"mlp.w1.", "mlp.dense_h_to_4h."}, {"mlp.w2.", "mlp.dense_4h_to_h."},
-    };
-    long l;
-    int at = 0;
-    *part = -1;
-    if (strcmp(name, "tok_emb.weight") == 0)
-        return snprintf(out, n, "gpt_neox.embed_in.weight"), 1;
-    if (strncmp(name, "norm.", 5) == 0)
-        return snprintf(out, n, "gpt_neox.final_layer_norm.%s", name + 5), 1;
-    if (strcmp(name, "lm_head.weight") == 0)
-        return snprintf(out, n, "embed_out.weight"), 1;
-    if (sscanf(name, "layers.%ld.%n", &l, &at) != 1 || !at)
-        return 0;
-    for (int k = 0; k < (int)(sizeof map / sizeof *map); k++) {
-        size_t len = strlen(map[k][0]);
-        if (strncmp(name + at, map[k][0], len) == 0) {
-            *part = k >= 1 && k <= 3 ? k - 1 : -1;
-            return snprintf(out, n, "gpt_neox.layers.%ld.%s%s", l, map[k][1], name + at + len), 1;
-        }
-    }
-    return 0;
-}
-
-void lx_hf_neox_gather(void *dst, const void *fused, int part, long heads, long d_head, size_t row_bytes)
-{
-    size_t block = (size_t)d_head * row_bytes;
-    for (long h = 0; h < heads; h++)
-        memcpy((char *)dst + (size_t)h * block, (const char *)fused + ((size_t)h * 3 + (size_t)part) * block, block);
+    static const struct lx_hf_names neox = {"gpt_neox.", "embed_in.weight", NULL, "final_layer_norm.",
+                                            "embed_out.weight", "layers.", "attention."};
+    return lx_hf_names_of(&neox, name, out, n, part);
 }

@@ -29,11 +29,7 @@ int lx_hf_neox_config(const struct lx_json *doc, const struct lx_jv *root, struc
 
 /* GPT-NeoX's name of lenx tensor `name` into out (gpt_neox.layers.N....), 0 when it has none. *part is
 ** -1, or for q, k and v (weights and biases) 0, 1 or 2: their rows are the fused
-** attention.query_key_value's, head by head (lx_hf_neox_gather). */
+** attention.query_key_value's, head by head (lx_hf_gather_heads). */
 int lx_hf_neox_tensor_name(const char *name, char *out, size_t n, int *part);
-
-/* The rows of part (0 q, 1 k, 2 v) out of query_key_value's, whose rows are (heads, 3, d_head): into
-** dst, heads × d_head rows of row_bytes each, head by head. */
-void lx_hf_neox_gather(void *dst, const void *fused, int part, long heads, long d_head, size_t row_bytes);
 
 #endif

@@ -33,6 +33,8 @@ static const struct lx_param arch_rows[] = {
               "the blocks' and the final norm: RMSNorm, or LayerNorm (without a shift unless bias; MPT)"),
     LX_P_BOOL(struct lx_arch, bias, "false", 0,
               "a bias on every projection (q/k/v too) and a shift on every LayerNorm (GPT-NeoX); needs norm: layer"),
+    LX_P_BOOL(struct lx_arch, emb_norm, "false", 0,
+              "a LayerNorm of the embedding rows before the first layer (BLOOM); needs norm: layer"),
     LX_P_BOOL(struct lx_arch, parallel, "false", 0,
               "x + attn(n1(x)) + mlp(n2(x)): the MLP reads the block's input, not x after attention (GPT-NeoX)"),
     LX_P_INT(struct lx_arch, vocab, "260", 2, 1000000, 0,
@@ -93,6 +95,7 @@ static const struct lx_param_rule arch_rules[] = {
     {"norm", "norm=layer"},
     {"bias", "bias=true"},
     {"parallel", "parallel=true"},
+    {"emb_norm", "emb_norm=true"},
     {NULL, NULL},
 };
 
@@ -129,6 +132,9 @@ int lx_arch_resolve(struct lx_arch *a, struct lx_error *err)
     if (a->bias && a->norm != LX_NORM_LAYER)
         return lx_err(err, LX_EINVAL, "bias: true with RMSNorms\n  hint: the norms' bias is LayerNorm's shift: "
                       "set norm: layer too (GPT-NeoX's block)");
+    if (a->emb_norm && (a->norm != LX_NORM_LAYER || a->emb_scale))
+        return lx_err(err, LX_EINVAL, "emb_norm with %s\n  hint: BLOOM's embedding LayerNorm goes with norm: layer and "
+                      "no emb_scale", a->emb_scale ? "emb_scale" : "RMSNorms");
     if (a->parallel && a->post_norms)
         return lx_err(err, LX_EINVAL, "parallel with post_norms: no model has both\n  hint: parallel is GPT-NeoX's "
                       "residual, post_norms Gemma's");
@@ -181,6 +187,10 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
     long C = a->d_model, HD = a->heads * a->d_head, KD = lx_arch_kv(a) * a->d_head, F = a->d_mlp;
     char name[64];
     add(out, &n, &off, "tok_emb.weight", a->vocab, C, 1, 0);
+    if (a->emb_norm)
+        add(out, &n, &off, "emb_norm.weight", C, 0, 0, 0);
+    if (a->emb_norm && a->bias)
+        add(out, &n, &off, "emb_norm.bias", C, 0, 0, 0);
     for (long l = 0; l < a->layers; l++) {
 #define NAME(s) (snprintf(name, sizeof name, "layers.%ld.%s", l, s), name)
         add(out, &n, &off, NAME("attn_norm.weight"), C, 0, 0, 0);
@@ -263,6 +273,8 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
     w->memb = t[i];
     w->tok_emb = F(i);
     i++;
+    w->emb_norm = a->emb_norm ? (float *)t[i++].p : NULL;
+    w->emb_norm_b = a->emb_norm && a->bias ? (float *)t[i++].p : NULL;
     for (long l = 0; l < a->layers; l++) {
         struct lx_layer_w *L = &w->layer[l];
         L->attn_norm = (float *)t[i++].p;

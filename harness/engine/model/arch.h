@@ -35,6 +35,8 @@ struct lx_arch {
                         ** norm.bias */
     int parallel;       /* 1: x + attn(n1(x)) + mlp(n2(x)), both branches reading the block's input (GPT-NeoX's
                         ** parallel residual) */
+    int emb_norm;       /* 1: the embedding rows through a LayerNorm, emb_norm.weight (and .bias with bias), before
+                        ** the first layer (BLOOM's word_embeddings_layernorm) */
     long vocab;         /* V: 260 = bytes + BOS/EOS/PAD/MASK */
     double norm_eps;    /* RMSNorm epsilon */
     double init_std;    /* N(0, init_std) for matrices; output projections / sqrt(2·layers) */
@@ -150,6 +152,7 @@ struct lx_weights {
     struct lx_layer_w *layer;   /* (layers,) owned */
     float *norm;                /* (C) */
     float *norm_b;              /* (C) arch bias: the final LayerNorm's shift, or NULL */
+    float *emb_norm, *emb_norm_b;   /* (C) arch emb_norm: the embedding LayerNorm's gain and shift, or NULL */
     float *head;                /* (V, C); == tok_emb when tie_head */
     float *rel_bias;            /* (H, lx_arch_rel_values) T5's relative bias or KERPLE's (p, a), or NULL */
     struct lx_wmat memb, mhead; /* tok_emb and head as the forward reads them */

@@ -86,7 +86,7 @@ void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const st
         lx_bias_add(h, W->b13, n, F2);
 }
 
-void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n)
+void lx_embed(float *x, float *raw, float *rstd, const struct lx_model *m, const int *tokens, long n)
 {
     long C = m->arch.d_model;
     float es = (float)sqrt((double)C);      /* Gemma's scale, in fp32 as transformers' fp32 forward has it */
@@ -95,6 +95,14 @@ void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n)
         for (long c = 0; m->arch.emb_scale && c < C; c++)
             x[i * C + c] *= es;
     }
+    if (!m->arch.emb_norm)
+        return;
+    float *r = rstd ? rstd : lx_xmalloc(sizeof(float) * (size_t)n);
+    if (raw)
+        memcpy(raw, x, sizeof(float) * (size_t)(n * C));
+    lx_layernorm_forward(x, r, x, m->v.emb_norm, m->v.emb_norm_b, (int)n, (int)C, (float)m->arch.norm_eps);
+    if (!rstd)
+        free(r);
 }
 
 void lx_layer_out(float *x, float *prod, float *normed, float *rstd, const float *in, long ld_in, struct lx_wmat w,

@@ -503,7 +503,7 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec_in,
     if (spec->cosine && a->train)
         lx_acts_lazy(a, &a->qkn);
     a->half_over_layer = 0;
-    lx_embed(a->x, m, tokens, s.N);
+    lx_embed(a->x, a->embraw, a->embrstd, m, tokens, s.N);
     if (a->train)
         forward_train(m, spec, targets, a, &s);
     else
@@ -772,10 +772,17 @@ void lx_model_backward(const struct lx_model *m, const struct lx_spec *spec_in, 
             a->dx[i] += a->par[i];
     }
     float es = ar->emb_scale ? (float)sqrt((double)s.C) : 1.0f;     /* lx_embed's */
+    const float *de = a->dx;
+    if (ar->emb_norm) {     /* through the embedding LayerNorm (BLOOM's) */
+        memset(a->dxn, 0, sizeof(float) * (size_t)(s.N * s.C));
+        lx_layernorm_backward(a->dxn, g->emb_norm, g->emb_norm_b, a->dx, a->embraw, m->v.emb_norm, a->embrstd,
+                              (int)s.N, (int)s.C);
+        de = a->dxn;
+    }
     for (long i = 0; i < s.N; i++) {
         float *ge = g->tok_emb + (long)tokens[i] * s.C;
         for (long c = 0; c < s.C; c++)
-            ge[c] += a->dx[i * s.C + c] * es;
+            ge[c] += de[i * s.C + c] * es;
     }
 }
 

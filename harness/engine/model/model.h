@@ -98,6 +98,8 @@ struct lx_acts {
     float *post, *post_rstd;    /* train with post_norms: (layers, 2, N, C) the attention's and the MLP's
                                 ** products before their post-norm, (layers, 2, N) its 1/rms */
     float *sig;                 /* train: (layers, N, F) GELU's σ(2u), kept for backward */
+    float *embraw, *embrstd;    /* train with arch emb_norm: (N, C) the embedding rows before their LayerNorm,
+                                ** (N) its 1/std */
     float *par;                 /* arch parallel: (N, C) eval: a layer's input, which its MLP reads; train: the
                                 ** gradient of a layer's input through its MLP */
     float *rstdf, *xnf;         /* (N), (rows, C) final norm */
@@ -278,8 +280,9 @@ void lx_layer_qk_norm(float *qkv, float *raw, float *rstd, const struct lx_layer
 void lx_layer_qk_norm_backward(float *dqkv, float *dgq, float *dgk, const float *raw, const float *rstd,
                                const struct lx_layer_w *W, const struct lx_arch *a, long n);
 void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n);
-/* The embedding rows of tokens (times sqrt(d_model) with arch emb_scale). */
-void lx_embed(float *x, const struct lx_model *m, const int *tokens, long n);
+/* The embedding rows of tokens (times sqrt(d_model) with arch emb_scale; through the embedding
+** LayerNorm with arch emb_norm, keeping the rows before it in raw and its 1/std in rstd unless NULL). */
+void lx_embed(float *x, float *raw, float *rstd, const struct lx_model *m, const int *tokens, long n);
 /* x (n, C) += w·in + b (in: n rows of k, stride ld_in; b (C) or NULL); with post (arch
 ** post_norms) the product goes to prod (n, C) and its RMSNorm with gains
 ** post (1/rms into rstd, n) to normed (n, C; may be prod) first, as Gemma's

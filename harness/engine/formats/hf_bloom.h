@@ -1,0 +1,30 @@
+/*
+** harness/engine/formats/hf_bloom.h - BLOOM's Hugging Face directories (model_type bloom: BigScience's
+** BLOOM, 560M to 176B, and BLOOMZ, as transformers' BloomForCausalLM reads them), for hf_model.c
+** (docs/checkpoints.md#bloom).
+*/
+#ifndef LX_HF_BLOOM_H
+#define LX_HF_BLOOM_H
+
+#include <stddef.h>
+
+#include "harness/core/json.h"
+#include "harness/engine/formats/hf_cfg.h"
+
+/* What a BLOOM config.json says, with BloomConfig's defaults. */
+struct lx_hf_bloom {
+    long layers, d_model, heads, vocab, seq_len;
+    double eps;             /* layer_norm_epsilon */
+    int tied;               /* tie_word_embeddings (true unless false) */
+};
+
+/* Read a BLOOM config (the document's root). Refuses, naming the field, what lenx's engine does
+** not run: apply_residual_connection_post_layernorm true, heads that do not divide the width. */
+int lx_hf_bloom_config(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_bloom *c,
+                       struct lx_error *err);
+
+/* BLOOM's names (lx_hf_names_of): prefix "transformer." (BloomForCausalLM saved whole) or ""
+** (BloomModel's checkpoints, bloom-560m's among them). */
+struct lx_hf_names lx_hf_bloom_names(const char *prefix);
+
+#endif
