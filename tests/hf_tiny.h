@@ -212,4 +212,66 @@ static inline int fused_layer_name(char out[64], const char *hf, const char *res
     return 0;
 }
 
+/* The logits of g (a GGUF file's model) and h (its directory's, as the caller set its arch) on stack over
+** 48 tokens: within 1e-5 of each other. */
+static inline void gguf_logits_vs(const struct lx_model *g, const char *stack, const struct lx_model *h,
+                                  const char *name)
+{
+    enum { T = 48 };
+    struct lx_error err = {{0}};
+    struct tstack s;
+    struct lx_facts f = tfacts((int)g->arch.d_head, 128, (int)g->arch.heads, T);
+    tstack_make(&s, stack, &f);
+    int tok[T];
+    for (int t = 0; t < T; t++)
+        tok[t] = 3 + (t * 41) % 93;
+    struct lx_acts a, b;
+    cr_assert_eq(lx_acts_alloc(&a, &g->arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_acts_alloc(&b, &h->arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+    lx_model_forward(g, &s.spec, tok, NULL, &a);
+    lx_model_forward(h, &s.spec, tok, NULL, &b);
+    double worst = 0;
+    for (long i = 0; i < (long)T * g->arch.vocab; i++)
+        worst = fmax(worst, fabs(a.logits[i] - b.logits[i]));
+    cr_expect_leq(worst, 1e-5, "%s: GGUF against the directory as llama.cpp reads it: max |dlogit| %g", name, worst);
+    lx_acts_release(&a);
+    lx_acts_release(&b);
+    tstack_free(&s);
+}
+
+/* tests/ref/gguf/NAME-tiny-hf.gguf into g (gi) and the directory tests/ref/hf-NAME-tiny it was converted
+** from into h (hi): the same weights, bit for bit (weights_sha256). */
+static inline void gguf_and_directory(const char *name, struct lx_model *g, struct lx_ckpt_info *gi,
+                                      struct lx_model *h, struct lx_ckpt_info *hi)
+{
+    char path[512], rel[128];
+    snprintf(rel, sizeof rel, "tests/ref/gguf/%s-tiny-hf.gguf", name);
+    in_repo(path, rel);
+    load(g, gi, path);
+    snprintf(rel, sizeof rel, "tests/ref/hf-%s-tiny", name);
+    in_repo(path, rel);
+    load(h, hi, path);
+    cr_expect_str_eq(gi->weights_sha256, hi->weights_sha256, "%s", name);
+}
+
+/* llama.cpp's GGUF of a tiny directory (tests/ref/gguf/NAME-tiny-hf.gguf, its converter's file of an F32
+** copy, tests/ref/gguf/make.sh) holds the weights lenx runs for the directory, bit for bit
+** (weights_sha256), and runs as llama.cpp reads it: the directory with GELU's tanh form (ggml_gelu) and
+** the file's stack (what llama.cpp's graph runs), to 1e-5 per logit over 48 tokens. */
+static inline void gguf_as_directory(const char *name)
+{
+    struct lx_model g, h;
+    struct lx_ckpt_info gi, hi;
+    gguf_and_directory(name, &g, &gi, &h, &hi);
+    cr_expect(g.arch.mlp == LX_MLP_GELU && g.arch.norm == h.arch.norm && g.arch.bias == h.arch.bias &&
+              g.arch.parallel == h.arch.parallel && g.arch.emb_norm == h.arch.emb_norm &&
+              g.arch.tie_head == h.arch.tie_head, "%s: arch as read", name);
+    h.arch.mlp = LX_MLP_GELU;
+    gguf_logits_vs(&g, gi.stack, &h, name);
+    lx_ckpt_info_release(&gi);
+    lx_ckpt_info_release(&hi);
+    lx_model_release(&g);
+    lx_model_release(&h);
+}
+
 #endif

@@ -110,3 +110,10 @@ Test(bloom, configs_refused)
         expect_error(path, cases[i].part1, cases[i].part2);
     }
 }
+
+/* llama.cpp's converter's GGUF of the tiny directory, read as llama.cpp runs it (gguf_as_directory): the
+** bloom file's ALiBi is llama.cpp's, max_bias 8. */
+Test(bloom, gguf_runs_as_llama_cpp_reads_it)
+{
+    gguf_as_directory("bloom");
+}

@@ -155,42 +155,16 @@ Test(gemma, decoding_equals_the_full_forward)
 ** (rms eps stored as a float); Gemma 2's soft-caps come from the file. */
 static void gguf_as_llama_cpp(const char *name, long every)
 {
-    enum { T = 48 };
-    char path[512], rel[128];
     struct lx_model g, h;
     struct lx_ckpt_info gi, hi;
-    struct lx_error err = {{0}};
-    snprintf(rel, sizeof rel, "tests/ref/gguf/%s-tiny-hf.gguf", name);
-    in_repo(path, rel);
-    load(&g, &gi, path);
-    snprintf(rel, sizeof rel, "tests/ref/hf-%s-tiny", name);
-    in_repo(path, rel);
-    load(&h, &hi, path);
-    cr_expect_str_eq(gi.weights_sha256, hi.weights_sha256, "%s", name);
+    gguf_and_directory(name, &g, &gi, &h, &hi);
     cr_expect_str_eq(gi.stack, hi.stack, "%s", name);
     cr_expect(g.arch.local_every == every && g.arch.local_window == 8 && g.arch.local_base == 10000 &&
               !g.arch.qk_dim && g.arch.post_norms && g.arch.emb_scale && g.arch.mlp == LX_MLP_GEGLU &&
               g.arch.qk_norm == h.arch.qk_norm && g.arch.attn_softcap == h.arch.attn_softcap &&
               g.arch.logit_softcap == h.arch.logit_softcap, "%s: arch as read", name);
     h.arch.local_every = every, h.arch.qk_dim = 0;
-    struct tstack s;
-    struct lx_facts f = tfacts(16, 128, 4, T);
-    tstack_make(&s, gi.stack, &f);
-    int tok[T];
-    for (int t = 0; t < T; t++)
-        tok[t] = 3 + (t * 41) % 93;
-    struct lx_acts a, b;
-    cr_assert_eq(lx_acts_alloc(&a, &g.arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
-    cr_assert_eq(lx_acts_alloc(&b, &h.arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
-    lx_model_forward(&g, &s.spec, tok, NULL, &a);
-    lx_model_forward(&h, &s.spec, tok, NULL, &b);
-    double worst = 0;
-    for (long i = 0; i < (long)T * g.arch.vocab; i++)
-        worst = fmax(worst, fabs(a.logits[i] - b.logits[i]));
-    cr_expect_leq(worst, 1e-5, "%s: GGUF against the directory as llama.cpp reads it: max |dlogit| %g", name, worst);
-    lx_acts_release(&a);
-    lx_acts_release(&b);
-    tstack_free(&s);
+    gguf_logits_vs(&g, gi.stack, &h, name);
     lx_ckpt_info_release(&gi);
     lx_ckpt_info_release(&hi);
     lx_model_release(&g);

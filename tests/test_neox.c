@@ -153,3 +153,11 @@ Test(neox, export_refused)
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
 }
+
+/* llama.cpp's converter's GGUF of the tiny directory, read as llama.cpp runs it (gguf_as_directory): the
+** gptneox file holds no rope.freq_base here (its converter writes none for GPT-NeoX), so llama.cpp
+** turns it at 10000, and so does lenx (the stack read: base 10000 over the file's 6 channels). */
+Test(neox, gguf_runs_as_llama_cpp_reads_it)
+{
+    gguf_as_directory("neox");
+}

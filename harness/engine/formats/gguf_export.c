@@ -27,7 +27,7 @@ static const struct lx_gguf_family *family_of(const struct lx_arch *a, const str
     for (size_t k = 0; k < LX_GGUF_N_FAMILIES; k++) {
         const struct lx_gguf_family *f = &lx_gguf_families[k];
         if (gemma ? f->gemma == gemma : f->qkv_bias == a->qkv_bias && f->qk_norm == a->qk_norm &&
-                                         f->fused == longrope && !f->gemma)
+                                         f->fused == longrope && !f->gemma && !f->neox)
             return f;
     }
     return NULL;

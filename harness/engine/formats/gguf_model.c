@@ -4,7 +4,9 @@
 ** by gguf.c, the model here.
 **
 ** Architectures `llama` (Llama, Mistral, TinyLlama, llama2.c conversions),
-** `qwen2`, `qwen3`, `phi3`, and `gemma`, `gemma2` and `gemma3` (gemma_arch). Hyper-parameters come from the metadata ({arch}.block_count,
+** `qwen2`, `qwen3`, `phi3`, `gemma`, `gemma2` and `gemma3` (gemma_arch), `gptneox` and `bloom`
+** (neox_arch, neox_name: LayerNorms with shifts, biases, q|k|v in one attn_qkv). Hyper-parameters
+** come from the metadata ({arch}.block_count,
 ** embedding_length, feed_forward_length, attention.head_count[_kv],
 ** attention.key_length (the head size; embedding_length / head_count when
 ** absent), attention.layer_norm_rms_epsilon, rope.freq_base, context_length);
@@ -46,8 +48,9 @@
 #include "harness/engine/tokenizers/tokenizer.h"
 
 const struct lx_gguf_family lx_gguf_families[LX_GGUF_N_FAMILIES] = {
-    {"llama", 0, 0, 0, 0, 0}, {"qwen2", 1, 0, 1, 0, 0}, {"qwen3", 0, 1, 1, 0, 0}, {"phi3", 0, 0, 1, 1, 0},
-    {"gemma", 0, 0, 1, 0, 1}, {"gemma2", 0, 0, 1, 0, 2}, {"gemma3", 0, 1, 1, 0, 3},
+    {"llama", 0, 0, 0, 0, 0, 0}, {"qwen2", 1, 0, 1, 0, 0, 0}, {"qwen3", 0, 1, 1, 0, 0, 0},
+    {"phi3", 0, 0, 1, 1, 0, 0}, {"gemma", 0, 0, 1, 0, 1, 0}, {"gemma2", 0, 0, 1, 0, 2, 0}, {"gemma3", 0, 1, 1, 0, 3, 0},
+    {"gptneox", 1, 0, 1, 1, 0, 1}, {"bloom", 1, 0, 0, 1, 0, 2},
 };
 
 /* The family of general.architecture, or NULL. */
@@ -118,6 +121,21 @@ static int gemma_arch(const struct lx_gguf *g, const char *arch, int gemma, doub
     return LX_OK;
 }
 
+/* GPT-NeoX's and BLOOM's blocks as llama.cpp runs a gptneox or bloom file (src/models/gptneox.cpp,
+** bloom.cpp): LayerNorms with shifts, a bias on every product, GELU's tanh form (ggml_gelu; llama.cpp
+** reads it through an fp16 table, lenx computes it), gptneox's use_parallel_residual (true when absent),
+** bloom's LayerNorm of the embedding rows (token_embd_norm). */
+static int neox_arch(const struct lx_gguf *g, const char *arch, int kind, struct lx_arch *a, struct lx_error *err)
+{
+    char key[128];
+    int64_t par = 1;
+    snprintf(key, sizeof key, "%s.use_parallel_residual", arch);
+    int rc = kind == 1 ? lx_gguf_get_int(g, key, 0, &par, err) : LX_OK;
+    a->norm = LX_NORM_LAYER, a->bias = a->qkv_bias = 1, a->mlp = LX_MLP_GELU;
+    a->parallel = kind == 1 && par, a->emb_norm = kind == 2;
+    return rc;
+}
+
 /* The arch from the metadata: LX_EINVAL naming the file and key. */
 static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *a, long *train_len, double *base,
                      struct lx_error *err)
@@ -139,6 +157,8 @@ static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *
         rc = lx_gguf_get_int(g, KEY("attention.head_count_kv"), 0, &KV, err);
     if (rc == LX_OK)
         rc = lx_gguf_get_num(g, KEY("attention.layer_norm_rms_epsilon"), 0, &eps, err);
+    if (rc == LX_OK)    /* gptneox's and bloom's LayerNorms */
+        rc = lx_gguf_get_num(g, KEY("attention.layer_norm_epsilon"), 0, &eps, err);
     if (rc == LX_OK)
         rc = lx_gguf_get_num(g, KEY("rope.freq_base"), 0, base, err);
     if (rc == LX_OK)
@@ -177,6 +197,8 @@ static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *
     a->d_mlp = F, a->mlp = LX_MLP_SWIGLU, a->norm_eps = eps, a->kv_heads = KV == H ? 0 : KV;
     a->qkv_bias = fam->qkv_bias, a->qk_norm = fam->qk_norm;
     *train_len = (long)ctx;
+    if (fam->neox)
+        return neox_arch(g, arch, fam->neox, a, err);
     return fam->gemma ? gemma_arch(g, arch, fam->gemma, *base, a, err) : LX_OK;
 }
 
@@ -408,6 +430,36 @@ static int dtype_of(int ggml)
     return -1;
 }
 
+/* gptneox's and bloom's name of lenx tensor `lenx` into out: q, k and v (weights and biases) are rows of
+** attn_qkv (from *row0, of *all), w1 is ffn_up, and the biases', the embedding norm's names. */
+static void neox_name(const struct lx_arch *a, const char *lenx, char *out, size_t n, long *row0, long *all)
+{
+    static const char *const map[][2] = {
+        {"attn_norm.bias", "attn_norm.bias"}, {"attn.wo.bias", "attn_output.bias"}, {"mlp_norm.bias", "ffn_norm.bias"},
+        {"mlp.w1.weight", "ffn_up.weight"},   {"mlp.w1.bias", "ffn_up.bias"},       {"mlp.w2.bias", "ffn_down.bias"},
+    };
+    long l, HD = a->heads * a->d_head;
+    int at = 0;
+    if (strncmp(lenx, "emb_norm.", 9) == 0 || strcmp(lenx, "norm.bias") == 0) {
+        snprintf(out, n, "%s", lenx[0] == 'e' ? (lenx[9] == 'w' ? "token_embd_norm.weight" : "token_embd_norm.bias")
+                                              : "output_norm.bias");
+        return;
+    }
+    if (sscanf(lenx, "layers.%ld.attn.w%n", &l, &at) == 1 && at && lenx[at] && strchr("qkv", lenx[at]) &&
+        lenx[at + 1] == '.') {
+        snprintf(out, n, "blk.%ld.attn_qkv.%s", l, lenx + at + 2);
+        *row0 = (lenx[at] == 'q' ? 0 : lenx[at] == 'k' ? 1 : 2) * HD, *all = 3 * HD;
+        return;
+    }
+    if (sscanf(lenx, "layers.%ld.%n", &l, &at) == 1 && at)
+        for (size_t k = 0; k < sizeof map / sizeof *map; k++)
+            if (strcmp(lenx + at, map[k][0]) == 0) {
+                snprintf(out, n, "blk.%ld.%s", l, map[k][1]);
+                return;
+            }
+    lx_gguf_tensor_name(lenx, out, n);
+}
+
 /* Every tensor lenx's arch has, found, shaped and typed as it must be, used in place. */
 static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_gguf_family *fam, const struct lx_gguf *g,
                 const char *path, const unsigned char *bytes, size_t n, char dtype[16], struct lx_error *err)
@@ -421,7 +473,9 @@ static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_ggu
         char name[96];
         long l, row0 = 0, all = ti[i].shape[0];
         int which;
-        if (fam->fused && lx_fused_part(a, ti[i].name, &l, &which, &row0, &all))     /* a block of rows */
+        if (fam->neox)
+            neox_name(a, ti[i].name, name, sizeof name, &row0, &all);
+        else if (fam->fused && lx_fused_part(a, ti[i].name, &l, &which, &row0, &all))     /* a block of rows */
             snprintf(name, sizeof name, "blk.%ld.%s", l, which ? "ffn_up.weight" : "attn_qkv.weight");
         else
             lx_gguf_tensor_name(ti[i].name, name, sizeof name);
@@ -479,7 +533,7 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
     lx_gguf_get_str(&g, "general.architecture", arch, sizeof arch);
     if (!family_named(arch))
         rc = lx_err(err, LX_EINVAL, "%s: general.architecture is '%s'; lenx reads llama, qwen2, qwen3, phi3, gemma, "
-                    "gemma2 and gemma3 GGUF models", path, arch);
+                    "gemma2, gemma3, gptneox and bloom GGUF models", path, arch);
     if (rc == LX_OK)
         rc = read_arch(&g, arch, &a, &train_len, &base, err);
     const struct lx_gguf_tensor *emb = rc == LX_OK ? lx_gguf_tensor(&g, "token_embd.weight") : NULL;
@@ -487,7 +541,9 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
                         emb->ne[1] > 1000000))
         rc = lx_err(err, LX_EINVAL, "%s: token_embd.weight is missing, or not (vocab, %ld)", path, a.d_model);
     struct lx_buf stack = {0};
-    if (rc == LX_OK)
+    if (rc == LX_OK && family_named(arch)->neox == 2)   /* llama.cpp's bloom: ALiBi at 8, whatever the file says */
+        lx_buf_puts(&stack, "[{\"alibi\":{\"max_bias\":8}}]");
+    else if (rc == LX_OK)
         rc = read_stack(&g, arch, family_named(arch), &a, base, train_len, &stack, err);
     if (rc == LX_OK) {
         a.vocab = (long)emb->ne[1];
@@ -536,7 +592,7 @@ static int looks_gguf(const char *path)
 
 const struct lx_model_format lx_model_format_gguf = {
     .name = "gguf",
-    .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
+    .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3, gptneox, bloom; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
     .key = NULL,
     .dir = 0,
     .sniff = looks_gguf,

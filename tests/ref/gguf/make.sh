@@ -140,8 +140,10 @@ rm -rf hf.tmp
 # converter of llama.cpp's snapshot d32676d77 of unslothai/llama.cpp, which also needs Debian's python3-tqdm): an
 # F32 copy of its bf16 weights, since the converter adds Gemma's 1 to each norm gain in the tensor's own type
 # (F32 keeps the sum lenx makes at load), with a tokenizer.json of the model's 96 ids (the converter cuts
-# token_embd to the tokenizer's size and writes no vocabulary here)
-for g in gemma3 gemma2; do
+# token_embd to the tokenizer's size and writes no vocabulary here); and the tiny GPT-NeoX and BLOOM
+# directories of tests/ref/neox_ref.py and bloom_ref.py (made 2026-12-05 with the same converter, which
+# gathers their query_key_value's head-by-head rows into q|k|v itself)
+for g in gemma3 gemma2 neox bloom; do
 rm -rf hf.tmp && mkdir hf.tmp && cp ../hf-$g-tiny/config.json hf.tmp/
 G=$g /usr/bin/python3 - <<'PY'
 import json, struct
