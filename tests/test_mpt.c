@@ -23,7 +23,7 @@
 
 TestSuite(mpt, .init = setup, .fini = teardown, .timeout = 120);
 
-/* The tiny MPT (mpt_ref.py): two layers of 48, six heads of 8, MLP 144, read as LayerNorms, exact GELU,
+/* The tiny MPT (mpt_ref.py): two layers of 48, six heads of 8, MLP 192, read as LayerNorms, exact GELU,
 ** tied, on its native stack of ALiBi with max_bias 6 (alibi_bias_max): torch's float64 forward of the
 ** upcast weights, at 32 and 48 tokens, within 1e-4 per token and per logit (fp32 sums against float64),
 ** in fast and in portable numerics. Each of the parts is what the test sees: RMSNorms, GELU's tanh form
@@ -35,7 +35,7 @@ Test(mpt, mpt_matches_torch)
     struct lx_json *doc = tiny("hf-mpt-tiny", &m, &info);
     const struct lx_arch *a = &m.arch;
     cr_expect(a->norm == LX_NORM_LAYER && a->mlp == LX_MLP_GELU_ERF && a->tie_head && a->heads == 6 &&
-              a->d_head == 8 && a->d_mlp == 144 && !a->kv_heads && a->norm_eps == 1e-5, "arch as loaded");
+              a->d_head == 8 && a->d_mlp == 192 && !a->kv_heads && a->norm_eps == 1e-5, "arch as loaded");
     cr_expect_str_eq(info.stack, "[{\"alibi\":{\"max_bias\":6}}]");
     cr_expect(!info.eval_stack && info.train_len == 64, "train_len %ld", info.train_len);
     enum lx_numerics keep = lx_numerics_get();
@@ -166,7 +166,7 @@ Test(mpt, configs_refused)
         {"s/\"multihead_attention\"/\"multiquery_attention\"/", "attn_type 'multiquery_attention'",
          "multihead_attention"},
         {"s/\"low_precision_layernorm\"/\"rmsnorm\"/", "norm_type 'rmsnorm'", "low_precision_layernorm"},
-        {"s/\"expansion_ratio\": 3/\"expansion_ratio\": 2.01/", "expansion_ratio", "a whole number"},
+        {"s/\"expansion_ratio\": 4/\"expansion_ratio\": 2.01/", "expansion_ratio", "a whole number"},
         {"s/\"n_heads\": 6/\"n_heads\": 5/", "n_heads 5", "does not divide d_model 48"},
         {"s/\"attn_config\": {/\"ffn_config\": {\"ffn_type\": \"mptglu\"}, \"attn_config\": {/",
          "ffn_type 'mptglu'", "mptmlp"},
@@ -198,4 +198,11 @@ Test(mpt, export_refused)
     cr_expect_neq(stat(out, &sb), 0, "%s was written", out);
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
+}
+
+/* llama.cpp's converter's GGUF of the tiny directory, read as llama.cpp runs it (gguf_as_directory): its
+** LayerNorms without shifts, q|k|v in attn_qkv, GELU's tanh form, ALiBi at the file's max_alibi_bias (6). */
+Test(mpt, gguf_runs_as_llama_cpp_reads_it)
+{
+    gguf_as_directory("mpt");
 }

@@ -6,7 +6,7 @@
 The config is MPT-7B's (model_type mpt, as mosaicml/mpt-7b's config.json spells it: attn_config with
 alibi true, no_bias, norm_type low_precision_layernorm, learned_pos_emb true, which ALiBi overrides),
 shrunk: 2 layers of width 48, 6 heads of 8 (not a power of two, so that MPT's order of the slopes is
-what the test sees), expansion_ratio 3, alibi_bias_max 6 (not the default 8), vocabulary 96. Weights
+what the test sees), expansion_ratio 4, alibi_bias_max 6 (not the default 8), vocabulary 96. Weights
 are drawn from torch's generator seeded 0 and stored BF16, the norms' gains near 1, in the layout of
 MPT's checkpoints (transformer.wte, transformer.blocks.N.{norm_1, attn.Wqkv, attn.out_proj, norm_2,
 ffn.up_proj, ffn.down_proj}, transformer.norm_f; no lm_head: the head is wte).
@@ -33,7 +33,7 @@ import torch
 from gemma_ref import grads, write_safetensors     # the same file format, the same gradient picks
 
 MPT = dict(architectures=["MPTForCausalLM"], model_type="mpt", d_model=48, n_heads=6, n_layers=2,
-           expansion_ratio=3, max_seq_len=64, vocab_size=96, layer_norm_epsilon=1e-5, no_bias=True,
+           expansion_ratio=4, max_seq_len=64, vocab_size=96, layer_norm_epsilon=1e-5, no_bias=True,
            learned_pos_emb=True, logit_scale=None, norm_type="low_precision_layernorm", emb_pdrop=0,
            resid_pdrop=0, embedding_fraction=1.0, init_device="cpu", use_cache=False,
            attn_config={"alibi": True, "alibi_bias_max": 6, "attn_impl": "torch", "attn_pdrop": 0,

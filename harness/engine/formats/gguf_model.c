@@ -4,8 +4,8 @@
 ** by gguf.c, the model here.
 **
 ** Architectures `llama` (Llama, Mistral, TinyLlama, llama2.c conversions),
-** `qwen2`, `qwen3`, `phi3`, `gemma`, `gemma2` and `gemma3` (gemma_arch), `gptneox` and `bloom`
-** (neox_arch, neox_name: LayerNorms with shifts, biases, q|k|v in one attn_qkv). Hyper-parameters
+** `qwen2`, `qwen3`, `phi3`, `gemma`, `gemma2` and `gemma3` (gemma_arch), `gptneox`, `bloom` and `mpt`
+** (neox_arch, neox_name: LayerNorms, q|k|v in one attn_qkv). Hyper-parameters
 ** come from the metadata ({arch}.block_count,
 ** embedding_length, feed_forward_length, attention.head_count[_kv],
 ** attention.key_length (the head size; embedding_length / head_count when
@@ -50,7 +50,7 @@
 const struct lx_gguf_family lx_gguf_families[LX_GGUF_N_FAMILIES] = {
     {"llama", 0, 0, 0, 0, 0, 0}, {"qwen2", 1, 0, 1, 0, 0, 0}, {"qwen3", 0, 1, 1, 0, 0, 0},
     {"phi3", 0, 0, 1, 1, 0, 0}, {"gemma", 0, 0, 1, 0, 1, 0}, {"gemma2", 0, 0, 1, 0, 2, 0}, {"gemma3", 0, 1, 1, 0, 3, 0},
-    {"gptneox", 1, 0, 1, 1, 0, 1}, {"bloom", 1, 0, 0, 1, 0, 2},
+    {"gptneox", 1, 0, 1, 1, 0, 1}, {"bloom", 1, 0, 0, 1, 0, 2}, {"mpt", 0, 0, 0, 1, 0, 3},
 };
 
 /* The family of general.architecture, or NULL. */
@@ -121,18 +121,29 @@ static int gemma_arch(const struct lx_gguf *g, const char *arch, int gemma, doub
     return LX_OK;
 }
 
-/* GPT-NeoX's and BLOOM's blocks as llama.cpp runs a gptneox or bloom file (src/models/gptneox.cpp,
-** bloom.cpp): LayerNorms with shifts, a bias on every product, GELU's tanh form (ggml_gelu; llama.cpp
-** reads it through an fp16 table, lenx computes it), gptneox's use_parallel_residual (true when absent),
-** bloom's LayerNorm of the embedding rows (token_embd_norm). */
+/* GPT-NeoX's, BLOOM's and MPT's blocks as llama.cpp runs a gptneox, bloom or mpt file
+** (src/models/gptneox.cpp, bloom.cpp, mpt.cpp): LayerNorms, GELU's tanh form (ggml_gelu; llama.cpp reads
+** it through an fp16 table, lenx computes it), gptneox's and bloom's shifts and biases, gptneox's
+** use_parallel_residual (true when absent), bloom's LayerNorm of the embedding rows (token_embd_norm);
+** an mpt file with what llama.cpp adds to MPT's block (biases, clamp_kqv, position embeddings) refused. */
 static int neox_arch(const struct lx_gguf *g, const char *arch, int kind, struct lx_arch *a, struct lx_error *err)
 {
     char key[128];
     int64_t par = 1;
+    double clamp = 0;
     snprintf(key, sizeof key, "%s.use_parallel_residual", arch);
     int rc = kind == 1 ? lx_gguf_get_int(g, key, 0, &par, err) : LX_OK;
-    a->norm = LX_NORM_LAYER, a->bias = a->qkv_bias = 1, a->mlp = LX_MLP_GELU;
+    a->norm = LX_NORM_LAYER, a->bias = a->qkv_bias = kind != 3, a->mlp = LX_MLP_GELU;
     a->parallel = kind == 1 && par, a->emb_norm = kind == 2;
+    if (rc == LX_OK && kind == 3)
+        rc = lx_gguf_get_num(g, "mpt.attention.clamp_kqv", 0, &clamp, err);
+    const char *extra = kind != 3 ? NULL : clamp > 0 ? "mpt.attention.clamp_kqv" :
+                        lx_gguf_tensor(g, "blk.0.attn_norm.bias") ? "blk.0.attn_norm.bias" :
+                        lx_gguf_tensor(g, "position_embd.weight") ? "position_embd.weight" : NULL;
+    if (rc == LX_OK && extra)
+        rc = lx_err(err, LX_EINVAL, "%s: %s: an MPT with %s, which lenx's MPT block does not run\n  hint: MPT-7B and "
+                    "MPT-30B have none", g->name, extra, clamp > 0 ? "q, k and v clipped" : "biases or learned "
+                    "positions");
     return rc;
 }
 
@@ -460,6 +471,22 @@ static void neox_name(const struct lx_arch *a, const char *lenx, char *out, size
     lx_gguf_tensor_name(lenx, out, n);
 }
 
+/* bloom's and mpt's native stack: ALiBi at llama.cpp's 8 (bloom) or mpt.attention.max_alibi_bias, which
+** must be positive (llama.cpp runs a file without it with no positions at all). */
+static int alibi_stack(const struct lx_gguf *g, int kind, struct lx_buf *stack, struct lx_error *err)
+{
+    double m = kind == 2 ? 8 : 0;
+    int rc = kind == 3 ? lx_gguf_get_num(g, "mpt.attention.max_alibi_bias", 0, &m, err) : LX_OK;
+    if (rc == LX_OK && !(m > 0 && m < 1e3))
+        return lx_err(err, LX_EINVAL, "%s: mpt.attention.max_alibi_bias is %g: no ALiBi (llama.cpp would run the "
+                      "model without positions)\n  hint: an MPT file from llama.cpp's converter of an ALiBi model "
+                      "holds alibi_bias_max (8)", g->name, m);
+    lx_buf_puts(stack, "[{\"alibi\":{\"max_bias\":");
+    lx_buf_num(stack, m);
+    lx_buf_puts(stack, "}}]");
+    return rc;
+}
+
 /* Every tensor lenx's arch has, found, shaped and typed as it must be, used in place. */
 static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_gguf_family *fam, const struct lx_gguf *g,
                 const char *path, const unsigned char *bytes, size_t n, char dtype[16], struct lx_error *err)
@@ -533,7 +560,7 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
     lx_gguf_get_str(&g, "general.architecture", arch, sizeof arch);
     if (!family_named(arch))
         rc = lx_err(err, LX_EINVAL, "%s: general.architecture is '%s'; lenx reads llama, qwen2, qwen3, phi3, gemma, "
-                    "gemma2, gemma3, gptneox and bloom GGUF models", path, arch);
+                    "gemma2, gemma3, gptneox, bloom and mpt GGUF models", path, arch);
     if (rc == LX_OK)
         rc = read_arch(&g, arch, &a, &train_len, &base, err);
     const struct lx_gguf_tensor *emb = rc == LX_OK ? lx_gguf_tensor(&g, "token_embd.weight") : NULL;
@@ -541,8 +568,8 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
                         emb->ne[1] > 1000000))
         rc = lx_err(err, LX_EINVAL, "%s: token_embd.weight is missing, or not (vocab, %ld)", path, a.d_model);
     struct lx_buf stack = {0};
-    if (rc == LX_OK && family_named(arch)->neox == 2)   /* llama.cpp's bloom: ALiBi at 8, whatever the file says */
-        lx_buf_puts(&stack, "[{\"alibi\":{\"max_bias\":8}}]");
+    if (rc == LX_OK && family_named(arch)->neox >= 2)   /* bloom's ALiBi at 8 (llama.cpp's), mpt's the file's */
+        rc = alibi_stack(&g, family_named(arch)->neox, &stack, err);
     else if (rc == LX_OK)
         rc = read_stack(&g, arch, family_named(arch), &a, base, train_len, &stack, err);
     if (rc == LX_OK) {
@@ -592,7 +619,7 @@ static int looks_gguf(const char *path)
 
 const struct lx_model_format lx_model_format_gguf = {
     .name = "gguf",
-    .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3, gptneox, bloom; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
+    .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3, gptneox, bloom, mpt; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
     .key = NULL,
     .dir = 0,
     .sniff = looks_gguf,

@@ -142,8 +142,9 @@ rm -rf hf.tmp
 # (F32 keeps the sum lenx makes at load), with a tokenizer.json of the model's 96 ids (the converter cuts
 # token_embd to the tokenizer's size and writes no vocabulary here); and the tiny GPT-NeoX and BLOOM
 # directories of tests/ref/neox_ref.py and bloom_ref.py (made 2026-12-05 with the same converter, which
-# gathers their query_key_value's head-by-head rows into q|k|v itself)
-for g in gemma3 gemma2 neox bloom; do
+# gathers their query_key_value's head-by-head rows into q|k|v itself), and the tiny MPT's (of
+# expansion_ratio 4: the converter writes MPT's MLP as 4 x the width whatever the ratio)
+for g in gemma3 gemma2 neox bloom mpt; do
 rm -rf hf.tmp && mkdir hf.tmp && cp ../hf-$g-tiny/config.json hf.tmp/
 G=$g /usr/bin/python3 - <<'PY'
 import json, struct
