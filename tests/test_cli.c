@@ -164,6 +164,16 @@ Test(cli, show_derived_tables, .init = setup, .fini = teardown)
     /* PI s = 4 at d = 4: θ = (1, 0.01) / 4 */
     cr_expect_eq(sh(out, sizeof out, "$L show method pi scale=4 --d-head 4 --length 2"), 0, "%s", out);
     cr_expect(strstr(out, "\"inv_freq\": [0.25, 0.0025]") != NULL, "%s", out);
+    /* PI on ALiBi (--on alibi), 2 heads, max_bias 4, s = 2: slopes 2^-2 and 2^-4 halved, by hand */
+    cr_expect_eq(sh(out, sizeof out, "$L show method pi scale=2 alibi.max_bias=4 --on alibi --heads 2 --length 3"), 0,
+                 "%s", out);
+    cr_expect(strstr(out, "\"stack\": \"alibi(max_bias=4)+pi(scale=2)\"") &&
+              strstr(out, "\"m[0]\": [0, -0.125, -0.25]") && strstr(out, "\"m[1]\": [0, -0.03125, -0.0625]"), "%s",
+              out);
+    cr_expect_eq(sh(out, sizeof out, "$L show method pi --on rerank"), 2, "%s", out);
+    cr_expect(strstr(out, "--on rerank: no such method"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show method pi --on pi"), 2, "%s", out);
+    cr_expect(strstr(out, "the method shown itself"), "%s", out);
     /* YaRN s = 4: the logit multiplier (0.1 ln 4 + 1)^2 on every row */
     cr_expect_eq(sh(out, sizeof out, "$L show method yarn scale=4 --length 2"), 0, "%s", out);
     cr_expect(strstr(out, "\"row_scale\": [1.2964769927807063, 1.2964769927807063]") != NULL, "%s", out);

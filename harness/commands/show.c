@@ -34,6 +34,8 @@ static const struct lx_opt show_opts[] = {
     {"train-len", 1, "training length L (default 64)"},
     {"heads", 1, "attention heads H: per-head tables for ALiBi-like methods (default 1)"},
     {"mlm", 0, "show method: the facts of a masked LM (attention both ways): T5's encoder buckets"},
+    {"on", 1, "show method: the position scheme a method that needs one is shown on (default rope; e.g. alibi "
+              "for pi on ALiBi's distances); its parameters as on.k=v, e.g. alibi.max_bias=4"},
     {"db", 1, "result database for 'sweep' and model names (default " LX_DEFAULT_DB ")"},
     {"sample", 1, "task: which sample of the cell to render (default 0)"},
     {"depth", 1, "task: where the needle sits, 0 (start) ... 1 (end) (default 0.5)"},
@@ -63,7 +65,8 @@ static const char show_usage[] =
     "at distance N-1, and for windows and position maps the keys the\n"
     "last query of a causal window of N sees with their effective distances.\n"
     "A method that needs rotary positions is shown on top of rope (\"stack\" says\n"
-    "so). Model facts come from the flags. For a task, print its resolved\n"
+    "so; --on names another position scheme: --on alibi shows pi on ALiBi's\n"
+    "distances). Model facts come from the flags. For a task, print its resolved\n"
     "parameters; with --length, one rendered instance of a retrieval task (the one\n"
     "a sweep's cell of that length and seed generates for that sample and depth):\n"
     "its prompt, answer and answer span, in byte tokens. Run with --help after NAME\n"
@@ -277,9 +280,9 @@ static int show_arg(struct lx_stack *st, const char *kv, int *on_rope, struct lx
             item--;
         if (item < 0)
             return lx_err(err, LX_EINVAL, "argument '%s': '%.*s' is not a method of the stack %s+%s\n"
-                          "  hint: name the shown method's parameters plainly (e.g. scale=4) and rope's as "
-                          "rope.base=500000", kv, (int)n, kv, st->items[0].method->name,
-                          st->items[1].method->name);
+                          "  hint: name the shown method's parameters plainly (e.g. scale=4) and those of the "
+                          "one under it as %s.k=v (rope.base=500000)", kv, (int)n, kv, st->items[0].method->name,
+                          st->items[1].method->name, st->items[0].method->name);
         *on_rope |= item == 0;
         kv = dot + 1;
     }
@@ -344,14 +347,23 @@ static void show_print(const struct lx_stack *st, const struct lx_spec *spec, co
     lx_buf_free(&out);
 }
 
-/* `lenx show method M [k=v | rope.k=v ...]`: M's resolved parameters and
-** tables, alone or on top of rope. */
+/* `lenx show method M [k=v | rope.k=v ...] [--on P]`: M's resolved
+** parameters and tables, alone or on top of rope (or of P's positions). */
 static int show_method(const struct lx_method *m, const struct lx_args *a, struct lx_error *err)
 {
     struct lx_facts f;
     int rc = show_facts(a, &f, err), on_rope = 0;
     struct lx_stack st = {.n = 2};
-    st.items[0].method = lx_method_find("rope");
+    const char *on = lx_args_get(a, show_opts, N_OPTS(show_opts), "on");
+    const struct lx_method *base = lx_method_find(on ? on : "rope");
+    if (rc == LX_OK && !base)
+        return lx_err(err, LX_EINVAL, "--on %s: no such method\n  hint: lenx show method lists them; e.g. --on "
+                      "alibi", on);
+    if (rc == LX_OK && base == m)
+        return lx_err(err, LX_EINVAL, "--on %s: the method shown itself\n  hint: --on names the position scheme "
+                      "under it, e.g. lenx show method pi --on alibi", on);
+    on_rope = on != NULL;   /* asked for: shown on it, not alone */
+    st.items[0].method = base;
     st.items[1].method = m;
     for (int i = 0; i < 2; i++) {
         st.items[i].params = lx_xcalloc(1, st.items[i].method->schema.size);
