@@ -57,6 +57,19 @@ static inline struct lx_json *tiny(const char *name, struct lx_model *m, struct 
     return ref_of(rel);
 }
 
+/* A copy of the tiny directory tests/ref/NAME as the scratch dir's SUB (its path into out, 512 bytes) with
+** sed program `sed` run on its config.json, which it must change. */
+static inline void tiny_copy(const char *name, const char *sub, const char *sed, char *out)
+{
+    char rel[128], src[512], cmd[4096];
+    snprintf(rel, sizeof rel, "tests/ref/%s", name);
+    in_repo(src, rel);
+    snprintf(out, 512, "%s/%s", dir, sub);
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp %s/* %s/ && sed -i '%s' %s/config.json && ! cmp -s "
+             "%s/config.json %s/config.json", out, out, src, out, sed, out, src, out);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
 /* Decoding the tiny directory src by the KV cache (Gemma 3 and 2: each layer at its own rope row and
 ** window, Gemma 2's soft-caps on the step's row; MPT: ALiBi's distances, LayerNorms) gives each step the
 ** logits of the full forward's row: an fp32 cache to 1e-4 (fp32 sums in another order; measured 6.8e-6),

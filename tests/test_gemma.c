@@ -177,17 +177,6 @@ Test(gemma, gguf_runs_as_llama_cpp_reads_it)
     gguf_as_llama_cpp("gemma2", 2);
 }
 
-/* A copy of the Gemma 3 directory with sed program `sed` run on its config.json. */
-static void gemma3_copy(const char *sed, char *out)
-{
-    char src[512], cmd[4096];
-    in_repo(src, "tests/ref/hf-gemma3-tiny");
-    snprintf(out, 512, "%s/g3", dir);
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp %s/* %s/ && sed -i '%s' %s/config.json && ! cmp -s "
-             "%s/config.json %s/config.json", out, out, src, out, sed, out, src, out);
-    cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
 /* What lenx does not run is refused naming the field: Gemma 2 (soft-capping), the multimodal
 ** gemma3 type, a soft-cap on Gemma 3, a layer pattern that is not every k-th layer global, an
 ** activation other than GELU's tanh form. */
@@ -209,7 +198,7 @@ Test(gemma, configs_refused)
     };
     char path[512];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        gemma3_copy(cases[i].sed, path);
+        tiny_copy("hf-gemma3-tiny", "g3", cases[i].sed, path);
         expect_error(path, cases[i].part1, cases[i].part2);
     }
 }

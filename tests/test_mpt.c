@@ -139,17 +139,6 @@ Test(mpt, gradients_match_torch)
     grads_vs_torch("hf-mpt-tiny", mpt_name, NULL, 0, "mpt");
 }
 
-/* A copy of the tiny MPT directory with sed program `sed` run on its config.json. */
-static void mpt_copy(const char *sed, char *out)
-{
-    char src[512], cmd[4096];
-    in_repo(src, "tests/ref/hf-mpt-tiny");
-    snprintf(out, 512, "%s/mpt", dir);
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp %s/* %s/ && sed -i '%s' %s/config.json && ! cmp -s "
-             "%s/config.json %s/config.json", out, out, src, out, sed, out, src, out);
-    cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
 /* What transformers' MPT or lenx's engine does not run is refused naming the field. */
 Test(mpt, configs_refused)
 {
@@ -173,7 +162,7 @@ Test(mpt, configs_refused)
     };
     char path[512];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        mpt_copy(cases[i].sed, path);
+        tiny_copy("hf-mpt-tiny", "mpt", cases[i].sed, path);
         expect_error(path, cases[i].part1, cases[i].part2);
     }
 }

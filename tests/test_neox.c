@@ -94,17 +94,6 @@ Test(neox, gradients_match_torch)
     grads_vs_torch("hf-neox-seq-tiny", neox_name, fused_heads_index, 0, "neox sequential");
 }
 
-/* A copy of the tiny GPT-NeoX directory with sed program `sed` run on its config.json. */
-static void neox_copy(const char *sed, char *out)
-{
-    char src[512], cmd[4096];
-    in_repo(src, "tests/ref/hf-neox-tiny");
-    snprintf(out, 512, "%s/neox", dir);
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp %s/* %s/ && sed -i '%s' %s/config.json && ! cmp -s "
-             "%s/config.json %s/config.json", out, out, src, out, sed, out, src, out);
-    cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
 /* What lenx's engine does not run is refused naming the field; a tanh-form activation loads as lenx's
 ** gelu. */
 Test(neox, configs_refused)
@@ -122,12 +111,12 @@ Test(neox, configs_refused)
     };
     char path[512];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        neox_copy(cases[i].sed, path);
+        tiny_copy("hf-neox-tiny", "neox", cases[i].sed, path);
         expect_error(path, cases[i].part1, cases[i].part2);
     }
     struct lx_model m;
     struct lx_ckpt_info info;
-    neox_copy("s/\"hidden_act\": \"gelu\"/\"hidden_act\": \"gelu_new\"/", path);
+    tiny_copy("hf-neox-tiny", "neox", "s/\"hidden_act\": \"gelu\"/\"hidden_act\": \"gelu_new\"/", path);
     load(&m, &info, path);
     cr_expect_eq(m.arch.mlp, LX_MLP_GELU, "gelu_new is GELU's tanh form");
     lx_ckpt_info_release(&info);

@@ -26,14 +26,13 @@ odd powers 1, 3, ... for the rest), causal; dense with its bias; then the MLP de
 dense_h_to_4h(h))) with BLOOM's tanh GELU (0.79788456); ln_f; the tied head. It shares no code with lenx.
 tests/test_bloom.c compares lenx's forward, decoding and backward with it. Needs Debian's python3-torch.
 """
-import json
 import math
 import os
 import sys
 
 import torch
 
-from gemma_ref import grads, write_safetensors     # the same file format, the same gradient picks
+from gemma_ref import write_config, write_safetensors, write_tiny     # the same file format, windows, picks
 
 BLOOM = dict(architectures=["BloomForCausalLM"], model_type="bloom", hidden_size=48, n_layer=2, n_head=6,
              vocab_size=96, layer_norm_epsilon=1e-5, apply_residual_connection_post_layernorm=False,
@@ -111,27 +110,13 @@ def main():
     if len(args) != 1 + prefixed:
         sys.exit(__doc__)
     out = args[-1]
-    os.makedirs(out, exist_ok=True)
     gen = torch.Generator().manual_seed(0)
     w = weights(BLOOM, gen)
-    write_safetensors(os.path.join(out, "model.safetensors"),
-                      {("transformer." if prefixed else "") + k: v for k, v in w.items()})
-    with open(os.path.join(out, "config.json"), "w") as f:
-        f.write("{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in BLOOM.items()) + "\n}\n")
-    if prefixed:
-        return
-    ref = {"what": "tests/ref/bloom_ref.py: float64 forward of the directory's bf16 weights upcast",
-           "torch": torch.__version__, "windows": []}
-    for T in LENGTHS:
-        ids = torch.randint(3, BLOOM["vocab_size"], (T,), generator=gen)
-        lg = forward(BLOOM, {k: v.double() for k, v in w.items()}, ids)
-        nll = torch.nn.functional.cross_entropy(lg[:-1], ids[1:], reduction="none")
-        ref["windows"].append({"ids": ids.tolist(), "nll": nll.tolist(), "last_logits": lg[-1].tolist()})
-        print(f"T {T}: mean NLL {nll.mean().item():.9f}")
-    ref["grad"] = grads(BLOOM, w, torch.tensor(ref["windows"][0]["ids"]), forward)
-    with open(os.path.join(out, "ref.json"), "w") as f:
-        json.dump(ref, f)
-        f.write("\n")
+    if not prefixed:
+        return write_tiny(out, BLOOM, w, gen, "bloom_ref.py", forward)
+    os.makedirs(out, exist_ok=True)
+    write_safetensors(os.path.join(out, "model.safetensors"), {"transformer." + k: v for k, v in w.items()})
+    write_config(os.path.join(out, "config.json"), BLOOM)
 
 
 if __name__ == "__main__":

@@ -212,31 +212,47 @@ def multimodal(out, w):
                                                         mm_tokens_per_image=256, torch_dtype="bfloat16"))
 
 
+def window(config, w, ids, fwd, **kw):
+    """One window's record: its ids, the NLL of each next token and the last position's logits, from fwd
+    (config, W, ids, **kw) on the weights w upcast to float64."""
+    lg = fwd(config, {k: v.double() for k, v in w.items()}, ids, **kw)
+    nll = torch.nn.functional.cross_entropy(lg[:-1], ids[1:], reduction="none")
+    return {"ids": ids.tolist(), "nll": nll.tolist(), "last_logits": lg[-1].tolist()}
+
+
+def write_tiny(out, config, w, gen, script, fwd, extra=None):
+    """DIR/{model.safetensors, config.json, ref.json} of the weights w: ref.json holds a window of random
+    ids (from gen) of each of LENGTHS through fwd, then extra(ref)'s keys when given, then ("grad") the
+    first window's gradient. The reference scripts of the other families (mpt_ref.py, ...) write theirs
+    by it too."""
+    os.makedirs(out, exist_ok=True)
+    write_safetensors(os.path.join(out, "model.safetensors"), w)
+    write_config(os.path.join(out, "config.json"), config)
+    ref = {"what": f"tests/ref/{script}: float64 forward of the directory's bf16 weights upcast",
+           "torch": torch.__version__, "windows": []}
+    for T in LENGTHS:
+        ids = torch.randint(3, config["vocab_size"], (T,), generator=gen)
+        ref["windows"].append(window(config, w, ids, fwd))
+        print(f"T {T}: mean NLL {sum(ref['windows'][-1]['nll']) / (T - 1):.9f}")
+    ref.update(extra(ref) if extra else {})
+    ref["grad"] = grads(config, w, torch.tensor(ref["windows"][0]["ids"]), fwd)
+    with open(os.path.join(out, "ref.json"), "w") as f:
+        json.dump(ref, f)
+        f.write("\n")
+
+
 def main():
     args = sys.argv[1:]
     g1, g2, mm = args[:1] == ["--gemma1"], args[:1] == ["--gemma2"], args[:1] == ["--multimodal"]
     if len(args) != 1 + (g1 or g2 or mm):
         sys.exit(__doc__)
     out, config = args[-1], GEMMA1 if g1 else GEMMA2 if g2 else GEMMA3
-    os.makedirs(out, exist_ok=True)
     gen = torch.Generator().manual_seed(0)
     w = weights(config, gen)
     if mm:
+        os.makedirs(out, exist_ok=True)
         return multimodal(out, w)
-    write_safetensors(os.path.join(out, "model.safetensors"), w)
-    write_config(os.path.join(out, "config.json"), config)
-    ref = {"what": "tests/ref/gemma_ref.py: float64 forward of the directory's bf16 weights upcast",
-           "torch": torch.__version__, "windows": []}
-    for T in LENGTHS:
-        ids = torch.randint(3, config["vocab_size"], (T,), generator=gen)
-        lg = forward(config, {k: v.double() for k, v in w.items()}, ids)
-        nll = torch.nn.functional.cross_entropy(lg[:-1], ids[1:], reduction="none")
-        ref["windows"].append({"ids": ids.tolist(), "nll": nll.tolist(), "last_logits": lg[-1].tolist()})
-        print(f"T {T}: mean NLL {nll.mean().item():.9f}")
-    ref["grad"] = grads(config, w, torch.tensor(ref["windows"][0]["ids"]))
-    with open(os.path.join(out, "ref.json"), "w") as f:
-        json.dump(ref, f)
-        f.write("\n")
+    write_tiny(out, config, w, gen, "gemma_ref.py", forward)
 
 
 if __name__ == "__main__":

@@ -23,14 +23,12 @@ the odd, the first `heads` of them); causal softmax; exact GELU (erf); the head 
 no code with lenx. tests/test_mpt.c compares lenx's forward, decoding and backward with it. Needs
 Debian's python3-torch.
 """
-import json
 import math
-import os
 import sys
 
 import torch
 
-from gemma_ref import grads, write_safetensors     # the same file format, the same gradient picks
+from gemma_ref import window, write_tiny     # the same file format, the same windows and gradient picks
 
 MPT = dict(architectures=["MPTForCausalLM"], model_type="mpt", d_model=48, n_heads=6, n_layers=2,
            expansion_ratio=4, max_seq_len=64, vocab_size=96, layer_norm_epsilon=1e-5, no_bias=True,
@@ -101,33 +99,14 @@ def forward(c, W, ids, pi=1.0):
     return ln(x, W["transformer.norm_f.weight"]) @ W["transformer.wte.weight"].T
 
 
-def window(c, w, ids, pi=1.0):
-    lg = forward(c, {k: v.double() for k, v in w.items()}, ids, pi)
-    nll = torch.nn.functional.cross_entropy(lg[:-1], ids[1:], reduction="none")
-    return {"ids": ids.tolist(), "nll": nll.tolist(), "last_logits": lg[-1].tolist()}
-
-
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    out = sys.argv[1]
-    os.makedirs(out, exist_ok=True)
     gen = torch.Generator().manual_seed(0)
+    pi = lambda ref: {"pi": dict(scale=PI_SCALE, **window(MPT, w, torch.tensor(ref["windows"][1]["ids"]), forward,
+                                                         pi=PI_SCALE))}
     w = weights(MPT, gen)
-    write_safetensors(os.path.join(out, "model.safetensors"), w)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        f.write("{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in MPT.items()) + "\n}\n")
-    ref = {"what": "tests/ref/mpt_ref.py: float64 forward of the directory's bf16 weights upcast",
-           "torch": torch.__version__, "windows": []}
-    for T in LENGTHS:
-        ids = torch.randint(3, MPT["vocab_size"], (T,), generator=gen)
-        ref["windows"].append(window(MPT, w, ids))
-        print(f"T {T}: mean NLL {sum(ref['windows'][-1]['nll']) / (T - 1):.9f}")
-    ref["pi"] = dict(scale=PI_SCALE, **window(MPT, w, torch.tensor(ref["windows"][1]["ids"]), PI_SCALE))
-    ref["grad"] = grads(MPT, w, torch.tensor(ref["windows"][0]["ids"]), forward)
-    with open(os.path.join(out, "ref.json"), "w") as f:
-        json.dump(ref, f)
-        f.write("\n")
+    write_tiny(sys.argv[1], MPT, w, gen, "mpt_ref.py", forward, pi)
 
 
 if __name__ == "__main__":

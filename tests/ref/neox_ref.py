@@ -23,14 +23,12 @@ its ln2; mlp dense_4h_to_h(gelu(dense_h_to_4h(h))), exact GELU; final_layer_norm
 no code with lenx. tests/test_neox.c compares lenx's forward, decoding and backward with it. Needs
 Debian's python3-torch.
 """
-import json
 import math
-import os
 import sys
 
 import torch
 
-from gemma_ref import grads, write_safetensors     # the same file format, the same gradient picks
+from gemma_ref import write_tiny     # the same file format, the same windows and gradient picks
 
 NEOX = dict(architectures=["GPTNeoXForCausalLM"], model_type="gpt_neox", hidden_size=48, num_attention_heads=4,
             num_hidden_layers=2, intermediate_size=96, hidden_act="gelu", rotary_pct=0.5, rotary_emb_base=5000,
@@ -118,25 +116,9 @@ def main():
     seq = args[:1] == ["--sequential"]
     if len(args) != 1 + seq:
         sys.exit(__doc__)
-    out, config = args[-1], dict(NEOX, use_parallel_residual=not seq)
-    os.makedirs(out, exist_ok=True)
+    config = dict(NEOX, use_parallel_residual=not seq)
     gen = torch.Generator().manual_seed(0)
-    w = weights(config, gen)
-    write_safetensors(os.path.join(out, "model.safetensors"), w)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        f.write("{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in config.items()) + "\n}\n")
-    ref = {"what": "tests/ref/neox_ref.py: float64 forward of the directory's bf16 weights upcast",
-           "torch": torch.__version__, "windows": []}
-    for T in LENGTHS:
-        ids = torch.randint(3, config["vocab_size"], (T,), generator=gen)
-        lg = forward(config, {k: v.double() for k, v in w.items()}, ids)
-        nll = torch.nn.functional.cross_entropy(lg[:-1], ids[1:], reduction="none")
-        ref["windows"].append({"ids": ids.tolist(), "nll": nll.tolist(), "last_logits": lg[-1].tolist()})
-        print(f"T {T}: mean NLL {nll.mean().item():.9f}")
-    ref["grad"] = grads(config, w, torch.tensor(ref["windows"][0]["ids"]), forward)
-    with open(os.path.join(out, "ref.json"), "w") as f:
-        json.dump(ref, f)
-        f.write("\n")
+    write_tiny(args[-1], config, weights(config, gen), gen, "neox_ref.py", forward)
 
 
 if __name__ == "__main__":

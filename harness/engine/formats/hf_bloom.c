@@ -59,8 +59,9 @@ int lx_hf_bloom_config(const struct lx_json *doc, const struct lx_jv *root, stru
     return rc;
 }
 
-struct lx_hf_names lx_hf_bloom_names(const char *prefix)
+int lx_hf_bloom_tensor_name(const char *prefix, const char *name, char *out, size_t n, int *part)
 {
-    return (struct lx_hf_names){prefix, "word_embeddings.weight", "word_embeddings_layernorm.", "ln_f.",
-                                "lm_head.weight", "h.", "self_attention."};
+    const struct lx_hf_names bloom = {prefix, "word_embeddings.weight", "word_embeddings_layernorm.", "ln_f.",
+                                      "lm_head.weight", "h.", "self_attention."};
+    return lx_hf_names_of(&bloom, name, out, n, part);
 }

@@ -23,8 +23,9 @@ struct lx_hf_bloom {
 int lx_hf_bloom_config(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_bloom *c,
                        struct lx_error *err);
 
-/* BLOOM's names (lx_hf_names_of): prefix "transformer." (BloomForCausalLM saved whole) or ""
-** (BloomModel's checkpoints, bloom-560m's among them). */
-struct lx_hf_names lx_hf_bloom_names(const char *prefix);
+/* BLOOM's name of lenx tensor `name` into out (PREFIXh.N....), 0 when it has none; *part as
+** lx_hf_neox_tensor_name's (q|k|v in query_key_value head by head). prefix "transformer."
+** (BloomForCausalLM saved whole) or "" (BloomModel's checkpoints, bloom-560m's among them). */
+int lx_hf_bloom_tensor_name(const char *prefix, const char *name, char *out, size_t n, int *part);
 
 #endif

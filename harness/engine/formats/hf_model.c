@@ -542,9 +542,8 @@ static int hf_name(const struct lx_arch *a, const struct hf_config *c, const str
     else if (c->mpt)
         named = lx_hf_mpt_tensor_name(a, ti->name, name, n, row0, &r);
     else if (c->neox || c->bloom) {
-        struct lx_hf_names b = lx_hf_bloom_names(c->bprefix);
-        named = c->neox ? lx_hf_neox_tensor_name(ti->name, name, n, gather) : lx_hf_names_of(&b, ti->name, name, n,
-                                                                                              gather);
+        named = c->neox ? lx_hf_neox_tensor_name(ti->name, name, n, gather)
+                        : lx_hf_bloom_tensor_name(c->bprefix, ti->name, name, n, gather);
         r = named && *gather >= 0 ? 3 * ti->shape[0] : 0;
     } else
         named = lx_hf_tensor_name(ti->name, name, n, c->gemma >= 2);

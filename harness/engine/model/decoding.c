@@ -83,7 +83,7 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
     int n_thr = omp_get_max_threads();
     if (lx_model_held_bytes(m) < LX_DECODE_TEAM_BYTES)
         omp_set_num_threads(1);
-    lx_embed(c->x, NULL, NULL, m, &token, 1);
+    lx_embed(c->x, NULL, c->rstd, m, &token, 1);
     lx_rope_table_pos(c->cs, c->cs + D, &spec->rotary, &ipos, 1);     /* keys' row after the queries' */
     if (spec->local)                                                    /* then the local layers' */
         lx_rope_table_pos(c->cs + 2 * D, NULL, &spec->local->rotary, &ipos, 1);

@@ -97,12 +97,9 @@ void lx_embed(float *x, float *raw, float *rstd, const struct lx_model *m, const
     }
     if (!m->arch.emb_norm)
         return;
-    float *r = rstd ? rstd : lx_xmalloc(sizeof(float) * (size_t)n);
     if (raw)
         memcpy(raw, x, sizeof(float) * (size_t)(n * C));
-    lx_layernorm_forward(x, r, x, m->v.emb_norm, m->v.emb_norm_b, (int)n, (int)C, (float)m->arch.norm_eps);
-    if (!rstd)
-        free(r);
+    lx_layernorm_forward(x, rstd, x, m->v.emb_norm, m->v.emb_norm_b, (int)n, (int)C, (float)m->arch.norm_eps);
 }
 
 void lx_layer_out(float *x, float *prod, float *normed, float *rstd, const float *in, long ld_in, struct lx_wmat w,

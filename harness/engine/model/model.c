@@ -503,7 +503,7 @@ double lx_model_forward(const struct lx_model *m, const struct lx_spec *spec_in,
     if (spec->cosine && a->train)
         lx_acts_lazy(a, &a->qkn);
     a->half_over_layer = 0;
-    lx_embed(a->x, a->embraw, a->embrstd, m, tokens, s.N);
+    lx_embed(a->x, a->embraw, a->embrstd ? a->embrstd : a->rstd1, m, tokens, s.N);     /* eval: rstd1's row */
     if (a->train)
         forward_train(m, spec, targets, a, &s);
     else

@@ -281,7 +281,7 @@ void lx_layer_qk_norm_backward(float *dqkv, float *dgq, float *dgk, const float 
                                const struct lx_layer_w *W, const struct lx_arch *a, long n);
 void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n);
 /* The embedding rows of tokens (times sqrt(d_model) with arch emb_scale; through the embedding
-** LayerNorm with arch emb_norm, keeping the rows before it in raw and its 1/std in rstd unless NULL). */
+** LayerNorm with arch emb_norm, keeping the rows before it in raw unless NULL and its 1/std in rstd (n)). */
 void lx_embed(float *x, float *raw, float *rstd, const struct lx_model *m, const int *tokens, long n);
 /* x (n, C) += w·in + b (in: n rows of k, stride ld_in; b (C) or NULL); with post (arch
 ** post_norms) the product goes to prod (n, C) and its RMSNorm with gains
