@@ -87,7 +87,7 @@ static inline void decoding_vs_full(const char *src)
     in_repo(path, src);
     load(&m, &info, path);
     struct tstack s;
-    struct lx_facts f = tfacts(16, 128, 4, T);
+    struct lx_facts f = tfacts((int)m.arch.d_head, 128, (int)m.arch.heads, T);
     tstack_make(&s, info.stack, &f);
     long V = m.arch.vocab;
     int tok[T];
@@ -189,18 +189,20 @@ static inline void grads_vs_torch(const char *dirname, int (*lenx_name)(char out
     lx_model_release(&m);
 }
 
-/* An index of query_key_value (rows head by head: q, k, v of head 0, then of head 1, ...) as one from
-** lenx's wq start (every head's q rows, then k's, then v's); any other tensor's as it is. */
+/* An index of query_key_value (rows group by group: a key/value group's query heads, then its key and its
+** value head; GPT-NeoX's and BLOOM's groups are their heads: q, k, v of head 0, then of head 1, ...) as one
+** from lenx's wq start (every head's q rows, then k's, then v's); any other tensor's as it is. */
 static inline long fused_heads_index(const char *hf, long i, const struct lx_arch *a)
 {
     if (!strstr(hf, "query_key_value"))
         return i;
-    long cols = strstr(hf, ".bias") ? 1 : a->d_model, D = a->d_head, HD = a->heads * D;
-    long row = i / cols, h = row / (3 * D), part = row % (3 * D) / D, d = row % D;
-    return ((part * HD) + h * D + d) * cols + i % cols;
+    long cols = strstr(hf, ".bias") ? 1 : a->d_model, D = a->d_head, KV = lx_arch_kv(a), q = a->heads / KV;
+    long row = i / cols, g = row / ((q + 2) * D), slot = row / D % (q + 2), d = row % D;
+    long lenx_row = slot < q ? (g * q + slot) * D + d : a->heads * D + (slot - q) * KV * D + g * D + d;
+    return lenx_row * cols + i % cols;
 }
 
-/* lenx's name of layer l's part `rest` of a GPT-NeoX or BLOOM directory (attn: its attention module,
+/* lenx's name of layer l's part `rest` of a GPT-NeoX, BLOOM or Falcon directory (attn: its attention module,
 ** "attention." or "self_attention."; hf: the whole name, for the bias/weight kind) into out, and how many
 ** lenx tensors it is (query_key_value: wq, wk and wv, adjacent in lenx's buffer). */
 static inline int fused_layer_name(char out[64], const char *hf, const char *rest, int l, const char *attn)
@@ -208,6 +210,7 @@ static inline int fused_layer_name(char out[64], const char *hf, const char *res
     static const char *const map[][2] = {
         {"input_layernorm", "attn_norm"}, {"*query_key_value", "attn.wq"}, {"*dense", "attn.wo"},
         {"post_attention_layernorm", "mlp_norm"}, {"mlp.dense_h_to_4h", "mlp.w1"}, {"mlp.dense_4h_to_h", "mlp.w2"},
+        {"ln_attn", "attn_norm"}, {"ln_mlp", "mlp_norm"},
     };
     size_t na = strlen(attn);
     for (size_t k = 0; k < sizeof map / sizeof *map; k++) {

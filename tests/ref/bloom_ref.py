@@ -32,7 +32,7 @@ import sys
 
 import torch
 
-from gemma_ref import write_config, write_safetensors, write_tiny     # the same file format, windows, picks
+from gemma_ref import draw, write_config, write_safetensors, write_tiny     # the same file format, windows, picks
 
 BLOOM = dict(architectures=["BloomForCausalLM"], model_type="bloom", hidden_size=48, n_layer=2, n_head=6,
              vocab_size=96, layer_norm_epsilon=1e-5, apply_residual_connection_post_layernorm=False,
@@ -58,13 +58,6 @@ def shapes(c):
             yield p + n + ".bias", (rows,), 0.1
     yield "ln_f.weight", (C,), None
     yield "ln_f.bias", (C,), 0.1
-
-
-def weights(c, gen):
-    """bf16 tensors; a norm's gain near 1."""
-    return {name: (1 + 0.1 * torch.randn(*shape, generator=gen) if std is None
-                   else torch.randn(*shape, generator=gen) * std).to(torch.bfloat16)
-            for name, shape, std in shapes(c)}
 
 
 def slopes(heads):
@@ -111,7 +104,7 @@ def main():
         sys.exit(__doc__)
     out = args[-1]
     gen = torch.Generator().manual_seed(0)
-    w = weights(BLOOM, gen)
+    w = draw(shapes(BLOOM), gen)
     if not prefixed:
         return write_tiny(out, BLOOM, w, gen, "bloom_ref.py", forward)
     os.makedirs(out, exist_ok=True)

@@ -99,6 +99,14 @@ def weights(c, gen):
     return w
 
 
+def draw(shapes, gen):
+    """bf16 tensors of (name, shape, std) from gen: N(0, std), or a gain near 1 where std is None (the other
+    families' reference scripts: mpt_ref.py, ...)."""
+    return {name: (1 + 0.1 * torch.randn(*shape, generator=gen) if std is None
+                   else torch.randn(*shape, generator=gen) * std).to(torch.bfloat16)
+            for name, shape, std in shapes}
+
+
 def write_safetensors(path, w):
     header, off = {}, 0
     for name, t in w.items():

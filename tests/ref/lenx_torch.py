@@ -20,8 +20,8 @@ safetensors package is not used: read_safetensors and write_safetensors below
 implement the format (8-byte little-endian header length, JSON header, data).
 
 Supported: modes causal and mlm; MLP gelu, gelu_erf (F.gelu's exact form) and swiglu; norms rms and
-layer (nn.LayerNorm, shifted with bias), a bias on every product (bias), the parallel residual
-(parallel); grouped-query attention
+layer (nn.LayerNorm, shifted with bias or norm_bias), a bias on every product (bias), the parallel residual
+(parallel, with one norm a block under shared_norm); grouped-query attention
 (kv_heads; each key/value head repeated for its heads / kv_heads query heads,
 as transformers' repeat_kv does), q/k/v biases (qkv_bias), Qwen3's per-head q/k RMSNorm (qk_norm) and a tied output
 head (tie_head: logits from tok_emb); positions rope (half or
@@ -237,9 +237,9 @@ class MLP(nn.Module):
 
 
 def make_norm(a):
-    """The blocks' and the final norm: RMSNorm, or LayerNorm (its shift only with bias)."""
+    """The blocks' and the final norm: RMSNorm, or LayerNorm (its shift only with bias or norm_bias)."""
     if a["norm"] == "layer":
-        return nn.LayerNorm(a["d_model"], eps=a["norm_eps"], bias=bool(a["bias"])) \
+        return nn.LayerNorm(a["d_model"], eps=a["norm_eps"], bias=bool(a["bias"] or a["norm_bias"])) \
             if "bias" in nn.LayerNorm.__init__.__code__.co_varnames else _layer_norm(a)
     return RMSNorm(a["d_model"], a["norm_eps"])
 
@@ -247,7 +247,7 @@ def make_norm(a):
 def _layer_norm(a):
     """nn.LayerNorm for a torch without its bias argument (Debian's 1.13): the shift dropped by hand."""
     ln = nn.LayerNorm(a["d_model"], eps=a["norm_eps"])
-    if not a["bias"]:
+    if not (a["bias"] or a["norm_bias"]):
         del ln.bias
         ln.register_parameter("bias", None)
     return ln
@@ -259,20 +259,22 @@ class Block(nn.Module):
         self.attn_norm = make_norm(a)
         self.attn = Attention(a["d_model"], a["heads"], a["kv_heads"] or a["heads"], a["d_head"],
                               bool(a["qkv_bias"] or a["bias"]), bool(a["qk_norm"]), a["norm_eps"], bool(a["bias"]))
-        self.mlp_norm = make_norm(a)
+        self.mlp_norm = None if a["shared_norm"] else make_norm(a)     # Falcon-7B: the attention's
         self.mlp = MLP(a["d_model"], a["d_mlp"], a["mlp"], bool(a["bias"]))
         self.parallel = bool(a["parallel"])
 
     def forward(self, x, rotary, scales, causal):
-        if self.parallel:   # GPT-NeoX: both branches read the block's input
-            return x + self.attn(self.attn_norm(x), rotary, scales, causal) + self.mlp(self.mlp_norm(x))
+        if self.parallel:   # GPT-NeoX, Falcon: both branches read the block's input
+            n = self.attn_norm(x)
+            return x + self.attn(n, rotary, scales, causal) + self.mlp(self.mlp_norm(x) if self.mlp_norm else n)
         x = x + self.attn(self.attn_norm(x), rotary, scales, causal)
         return x + self.mlp(self.mlp_norm(x))
 
 
 ARCH_DEFAULTS = {"mode": "causal", "layers": 2, "d_model": 128, "heads": 4, "d_head": 32, "d_mlp": 512,
                  "mlp": "gelu", "vocab": 260, "norm_eps": 1e-5, "kv_heads": 0, "qkv_bias": False,
-                 "qk_norm": False, "tie_head": False, "norm": "rms", "bias": False, "parallel": False}
+                 "qk_norm": False, "tie_head": False, "norm": "rms", "bias": False, "parallel": False,
+                 "norm_bias": False, "shared_norm": False}
 
 
 class LenxModel(nn.Module):

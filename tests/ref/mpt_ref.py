@@ -28,7 +28,7 @@ import sys
 
 import torch
 
-from gemma_ref import window, write_tiny     # the same file format, the same windows and gradient picks
+from gemma_ref import draw, window, write_tiny     # the same file format, the same windows and gradient picks
 
 MPT = dict(architectures=["MPTForCausalLM"], model_type="mpt", d_model=48, n_heads=6, n_layers=2,
            expansion_ratio=4, max_seq_len=64, vocab_size=96, layer_norm_epsilon=1e-5, no_bias=True,
@@ -54,15 +54,6 @@ def shapes(c):
         yield p + "ffn.up_proj.weight", (F, C), C ** -0.5
         yield p + "ffn.down_proj.weight", (C, F), F ** -0.5
     yield "transformer.norm_f.weight", (C,), None
-
-
-def weights(c, gen):
-    """bf16 tensors; a norm's gain near 1."""
-    w = {}
-    for name, shape, std in shapes(c):
-        t = 1 + 0.1 * torch.randn(*shape, generator=gen) if std is None else torch.randn(*shape, generator=gen) * std
-        w[name] = t.to(torch.bfloat16)
-    return w
 
 
 def slopes(heads, bias_max):
@@ -105,7 +96,7 @@ def main():
     gen = torch.Generator().manual_seed(0)
     pi = lambda ref: {"pi": dict(scale=PI_SCALE, **window(MPT, w, torch.tensor(ref["windows"][1]["ids"]), forward,
                                                          pi=PI_SCALE))}
-    w = weights(MPT, gen)
+    w = draw(shapes(MPT), gen)
     write_tiny(sys.argv[1], MPT, w, gen, "mpt_ref.py", forward, pi)
 
 

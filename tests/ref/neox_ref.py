@@ -28,7 +28,7 @@ import sys
 
 import torch
 
-from gemma_ref import write_tiny     # the same file format, the same windows and gradient picks
+from gemma_ref import draw, rotate_half, write_tiny     # the same file format, the same windows and gradient picks
 
 NEOX = dict(architectures=["GPTNeoXForCausalLM"], model_type="gpt_neox", hidden_size=48, num_attention_heads=4,
             num_hidden_layers=2, intermediate_size=96, hidden_act="gelu", rotary_pct=0.5, rotary_emb_base=5000,
@@ -58,18 +58,6 @@ def shapes(c):
     yield "gpt_neox.final_layer_norm.weight", (C,), None
     yield "gpt_neox.final_layer_norm.bias", (C,), 0.1
     yield "embed_out.weight", (c["vocab_size"], C), C ** -0.5
-
-
-def weights(c, gen):
-    """bf16 tensors; a norm's gain near 1."""
-    return {name: (1 + 0.1 * torch.randn(*shape, generator=gen) if std is None
-                   else torch.randn(*shape, generator=gen) * std).to(torch.bfloat16)
-            for name, shape, std in shapes(c)}
-
-
-def rotate_half(x):
-    h = x.shape[-1] // 2
-    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
 
 
 def forward(c, W, ids):
@@ -118,7 +106,7 @@ def main():
         sys.exit(__doc__)
     config = dict(NEOX, use_parallel_residual=not seq)
     gen = torch.Generator().manual_seed(0)
-    write_tiny(args[-1], config, weights(config, gen), gen, "neox_ref.py", forward)
+    write_tiny(args[-1], config, draw(shapes(config), gen), gen, "neox_ref.py", forward)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/engine/model/arch.h"
+
 int lx_hf_cfg_int(const struct lx_json *doc, const struct lx_jv *root, const char *key, long def, long lo, long hi,
                   long *out, struct lx_error *err)
 {
@@ -94,9 +96,29 @@ int lx_hf_names_of(const struct lx_hf_names *f, const char *name, char *out, siz
     return 0;
 }
 
-void lx_hf_gather_heads(void *dst, const void *fused, int part, long heads, long d_head, size_t row_bytes)
+void lx_hf_gather_heads(void *dst, const void *fused, int part, long groups, long q, long d_head, size_t row_bytes)
 {
     size_t block = (size_t)d_head * row_bytes;
-    for (long h = 0; h < heads; h++)
-        memcpy((char *)dst + (size_t)h * block, (const char *)fused + ((size_t)h * 3 + (size_t)part) * block, block);
+    long per = part ? 1 : q, at = part ? q + part - 1 : 0;      /* blocks of the part in a group, its first */
+    for (long g = 0; g < groups; g++)
+        memcpy((char *)dst + (size_t)(g * per) * block, (const char *)fused + (size_t)(g * (q + 2) + at) * block,
+               (size_t)per * block);
+}
+
+int lx_hf_cfg_gelu(const struct lx_json *doc, const struct lx_jv *root, const char *key, int *mlp,
+                   struct lx_error *err)
+{
+    static const char *const tanh_forms[] = {"gelu_new", "gelu_pytorch_tanh", "gelu_fast"};
+    const struct lx_jv *v = lx_json_member(root, key);
+    const char *s = "gelu";
+    *mlp = LX_MLP_GELU_ERF;
+    if (v && lx_json_type(v) != LX_JSON_NULL && lx_json_str(doc, v, &s, NULL, err) < 0)
+        return LX_EINVAL;
+    if (strcmp(s, "gelu") == 0)
+        return LX_OK;
+    for (size_t k = 0; k < sizeof tanh_forms / sizeof *tanh_forms; k++)
+        if (strcmp(s, tanh_forms[k]) == 0)
+            return *mlp = LX_MLP_GELU, LX_OK;
+    return lx_json_err(err, doc, v, "%s '%s': lenx runs gelu (exact) and its tanh forms gelu_new, "
+                       "gelu_pytorch_tanh and gelu_fast", key, s);
 }

@@ -37,8 +37,15 @@ struct lx_hf_names {
 ** biases) 0, 1 or 2: rows of the fused query_key_value, head by head (lx_hf_gather_heads). */
 int lx_hf_names_of(const struct lx_hf_names *f, const char *name, char *out, size_t n, int *part);
 
-/* The rows of part (0 q, 1 k, 2 v) out of a query_key_value whose rows are (heads, 3, d_head) (GPT-NeoX's
-** and BLOOM's): into dst, heads × d_head rows of row_bytes each, head by head. */
-void lx_hf_gather_heads(void *dst, const void *fused, int part, long heads, long d_head, size_t row_bytes);
+/* The rows of part (0 q, 1 k, 2 v) out of a query_key_value whose rows are (groups, q + 2, d_head): each
+** key/value group's q query heads, then its key and its value head (Falcon's; GPT-NeoX's and BLOOM's with
+** groups = heads, q = 1): into dst, the part's heads in order, d_head rows of row_bytes each. */
+void lx_hf_gather_heads(void *dst, const void *fused, int part, long groups, long q, long d_head, size_t row_bytes);
+
+/* GELU's form from member `key` (hidden_act, activation): *mlp LX_MLP_GELU_ERF for gelu (also when absent
+** or null), LX_MLP_GELU for transformers' tanh forms (gelu_new, gelu_pytorch_tanh, gelu_fast); any other
+** refused naming it. */
+int lx_hf_cfg_gelu(const struct lx_json *doc, const struct lx_jv *root, const char *key, int *mlp,
+                   struct lx_error *err);
 
 #endif

@@ -28,7 +28,8 @@
 ** per-head q/k RMSNorm are the engine's own: kv_heads, tie_head, qkv_bias, qk_norm. The native position stack is rope(base = rope_theta,
 ** layout half) followed by rope_scaling's method (hf_rope.c). MPT (model_type mpt) has its own
 ** config fields and names, read by hf_mpt.c, and ALiBi as its native stack; GPT-NeoX (gpt_neox)
-** likewise, hf_neox.c, its q, k and v gathered out of query_key_value; BLOOM (bloom), hf_bloom.c.
+** likewise, hf_neox.c, its q, k and v gathered out of query_key_value; BLOOM (bloom), hf_bloom.c;
+** Falcon (falcon), hf_falcon.c.
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/hf_model.h"
@@ -46,6 +47,7 @@
 #include "harness/core/json.h"
 #include "harness/core/mapguard.h"
 #include "harness/engine/formats/hf_bloom.h"
+#include "harness/engine/formats/hf_falcon.h"
 #include "harness/engine/formats/hf_cfg.h"
 #include "harness/engine/formats/hf_mpt.h"
 #include "harness/engine/formats/hf_neox.h"
@@ -80,6 +82,8 @@ struct hf_config {
     int bloom;              /* model_type bloom (hf_bloom.c): gpt_neox's parts, ALiBi, the embedding LayerNorm */
     const char *bprefix;    /* bloom: where its tensors are, "transformer." or "" (bloom_prefix) */
     double alibi_max;       /* mpt: attn_config.alibi_bias_max */
+    int falcon;             /* model_type falcon (hf_falcon.c): LayerNorms, the parallel block, grouped q|k|v */
+    struct lx_hf_falcon fal;    /* falcon: its config */
 };
 
 /* The open weight files and where each tensor lives. */
@@ -119,12 +123,11 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
         return rc;
     if (strcmp(s, "gemma3") == 0)   /* the multimodal model: cfg_multimodal reads its text model */
         return c->mm = 1, LX_OK;
-    if (strcmp(s, "mpt") == 0)      /* its own fields: cfg_mpt */
-        return snprintf(c->type, sizeof c->type, "mpt"), c->mpt = 1, LX_OK;
-    if (strcmp(s, "gpt_neox") == 0)     /* its own fields: cfg_neox */
-        return snprintf(c->type, sizeof c->type, "gpt_neox"), c->neox = 1, LX_OK;
-    if (strcmp(s, "bloom") == 0)        /* its own fields: cfg_bloom */
-        return snprintf(c->type, sizeof c->type, "bloom"), c->bloom = 1, LX_OK;
+    static const char *const own[] = {"mpt", "gpt_neox", "bloom", "falcon"};    /* their own fields: cfg_mpt, ... */
+    int *flag[] = {&c->mpt, &c->neox, &c->bloom, &c->falcon};
+    for (int k = 0; k < 4; k++)
+        if (strcmp(s, own[k]) == 0)
+            return snprintf(c->type, sizeof c->type, "%s", s), *flag[k] = 1, LX_OK;
     for (int k = 0; k < 8; k++)
         if (strcmp(s, types[k]) == 0) {
             snprintf(c->type, sizeof c->type, "%s", s);
@@ -136,7 +139,7 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
         }
     return lx_json_err(err, doc, v, "model_type '%s' is not one lenx reads\n  hint: lenx reads llama, mistral, "
                        "qwen2, qwen3 and phi3 (Llama-architecture decoders), gemma, gemma2, gemma3_text, gemma3, "
-                       "mpt, gpt_neox and bloom", s);
+                       "mpt, gpt_neox, bloom and falcon", s);
 }
 
 /* hidden_act silu, no MLP or attention biases; *part: partial_rotary_factor, which only Phi-3's
@@ -306,6 +309,18 @@ static int cfg_bloom(const struct lx_json *doc, const struct lx_jv *root, struct
     return rc;
 }
 
+/* A Falcon config (hf_falcon.c) in the fields the loader reads. */
+static int cfg_falcon(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
+{
+    const struct lx_hf_falcon *t = &c->fal;
+    int rc = lx_hf_falcon_config(doc, root, &c->fal, err);
+    c->hidden = t->d_model, c->inter = t->d_mlp, c->layers = t->layers, c->heads = t->heads;
+    c->kv_heads = t->kv_heads, c->head_dim = t->heads ? t->d_model / t->heads : 0, c->rot_dims = c->head_dim;
+    c->theta = t->theta, c->vocab = t->vocab, c->max_pos = t->max_pos, c->eps = t->eps, c->tied = t->tied;
+    c->parallel = t->parallel, c->mlp = t->mlp;
+    return rc;
+}
+
 static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_error *err)
 {
     const struct lx_jv *root = lx_json_root(doc);
@@ -316,8 +331,8 @@ static int cfg_read(const struct lx_json *doc, struct hf_config *c, struct lx_er
     if (rc == LX_OK && c->mm)
         rc = cfg_multimodal(doc, &root, c, err);
     c->root = root;
-    if (rc == LX_OK && (c->mpt || c->neox || c->bloom))
-        return (c->mpt ? cfg_mpt : c->neox ? cfg_neox : cfg_bloom)(doc, root, c, err);
+    if (rc == LX_OK && (c->mpt || c->neox || c->bloom || c->falcon))
+        return (c->mpt ? cfg_mpt : c->neox ? cfg_neox : c->bloom ? cfg_bloom : cfg_falcon)(doc, root, c, err);
     const struct lx_jv *tie = lx_json_member(root, "tie_word_embeddings");
     long g3 = c->gemma == 3;    /* Gemma3TextConfig's defaults (a gemma3 text_config leaves most out) */
     if (rc == LX_OK)
@@ -541,10 +556,13 @@ static int hf_name(const struct lx_arch *a, const struct hf_config *c, const str
         named = 1;
     else if (c->mpt)
         named = lx_hf_mpt_tensor_name(a, ti->name, name, n, row0, &r);
-    else if (c->neox || c->bloom) {
-        named = c->neox ? lx_hf_neox_tensor_name(ti->name, name, n, gather)
-                        : lx_hf_bloom_tensor_name(c->bprefix, ti->name, name, n, gather);
-        r = named && *gather >= 0 ? 3 * ti->shape[0] : 0;
+    else if (c->neox || c->bloom || c->falcon) {
+        named = c->neox    ? lx_hf_neox_tensor_name(ti->name, name, n, gather)
+                : c->bloom ? lx_hf_bloom_tensor_name(c->bprefix, ti->name, name, n, gather)
+                           : lx_hf_falcon_tensor_name(&c->fal, ti->name, name, n, gather);
+        r = named && *gather >= 0 ? lx_arch_qkv(a) : 0;
+        if (r && lx_arch_kv(a) == 1)    /* one key/value group: q|k|v are row blocks, used in place */
+            *row0 = *gather ? (a->heads + *gather - 1) * a->d_head : 0, *gather = -1;
     } else
         named = lx_hf_tensor_name(ti->name, name, n, c->gemma >= 2);
     *rows = r ? r : *rows;
@@ -558,10 +576,11 @@ static int hf_name(const struct lx_arch *a, const struct hf_config *c, const str
 static const void *gathered(struct lx_held *h, const unsigned char *p, const struct lx_arch *a, int part,
                             size_t row_bytes)
 {
-    size_t n = (size_t)(a->heads * a->d_head) * row_bytes;
+    long kv = lx_arch_kv(a);
+    size_t n = (size_t)((part ? kv : a->heads) * a->d_head) * row_bytes;
     void *c = lx_big_calloc(n);
     LX_ASSERT(c);
-    lx_hf_gather_heads(c, p, part, a->heads, a->d_head, row_bytes);
+    lx_hf_gather_heads(c, p, part, kv, a->heads / kv, a->d_head, row_bytes);
     h->maps[h->n_maps] = c, h->map_len[h->n_maps] = n, h->owned[h->n_maps++] = 1;
     return c;
 }
@@ -598,8 +617,9 @@ static int hold_all(struct lx_model *m, const struct lx_arch *a, const struct hf
                                                                                     lx_dtype_size(dt);
             const unsigned char *p = f->data + e->begin + (size_t)row0 * cols * lx_dtype_size(dt);
             note_dtype(w, f, name);
-            if (gather <= 0)    /* GPT-NeoX's query_key_value once, for its three parts */
-                lx_mapguard_add(p, gather == 0 ? 3 * bytes : bytes, f->path, name);
+            if (gather <= 0)    /* a query_key_value gathered from: once, for its three parts */
+                lx_mapguard_add(p, gather == 0 ? (size_t)lx_arch_qkv(a) * cols * lx_dtype_size(dt) : bytes, f->path,
+                                name);
             h->t[i] = (struct lx_wmat){gather >= 0 ? gathered(h, p, a, gather, cols * lx_dtype_size(dt))
                                                    : aligned(h, p, bytes, dt), dt, 0, NULL, 0};
         }
@@ -659,6 +679,10 @@ static void cfg_arch(const struct hf_config *c, struct lx_arch *a)
         a->mlp = c->mlp, a->parallel = c->parallel;
     if (c->bloom)
         a->mlp = LX_MLP_GELU, a->emb_norm = 1;
+    if (c->falcon) {
+        a->norm = LX_NORM_LAYER, a->bias = a->qkv_bias = c->fal.bias, a->norm_bias = !c->fal.bias;
+        a->mlp = c->mlp, a->parallel = c->parallel, a->shared_norm = c->fal.shared_norm;
+    }
     if (c->gemma) {
         a->mlp = LX_MLP_GEGLU;
         a->emb_scale = 1;
@@ -762,7 +786,7 @@ static int hf_sniff(const char *path)
 const struct lx_model_format lx_model_format_hf = {
     .name = "hf",
     .summary = "a Hugging Face directory: config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, "
-               "gemma3, mpt, gpt_neox, bloom) and safetensors shards",
+               "gemma3, mpt, gpt_neox, bloom, falcon) and safetensors shards",
     .key = "hf",
     .dir = 1,
     .sniff = hf_sniff,

@@ -27,25 +27,6 @@
 #include "harness/core/lx.h"
 #include "harness/engine/formats/hf_cfg.h"
 
-/* hidden_act: gelu (exact), or one of transformers' tanh forms. */
-static int activation(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_neox *c,
-                      struct lx_error *err)
-{
-    static const char *const tanh_forms[] = {"gelu_new", "gelu_pytorch_tanh", "gelu_fast"};
-    const struct lx_jv *v = lx_json_member(root, "hidden_act");
-    const char *s = "gelu";
-    c->mlp = LX_MLP_GELU_ERF;
-    if (v && lx_json_type(v) != LX_JSON_NULL && lx_json_str(doc, v, &s, NULL, err) < 0)
-        return LX_EINVAL;
-    if (strcmp(s, "gelu") == 0)
-        return LX_OK;
-    for (size_t k = 0; k < sizeof tanh_forms / sizeof *tanh_forms; k++)
-        if (strcmp(s, tanh_forms[k]) == 0)
-            return c->mlp = LX_MLP_GELU, LX_OK;
-    return lx_json_err(err, doc, v, "hidden_act '%s': lenx runs gelu (exact) and its tanh forms gelu_new, "
-                       "gelu_pytorch_tanh and gelu_fast", s);
-}
-
 /* rotary_pct (partial_rotary_factor) of the head size: an even number of channels, at least 2. */
 static int rotary(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_neox *c, struct lx_error *err)
 {
@@ -88,7 +69,7 @@ int lx_hf_neox_config(const struct lx_json *doc, const struct lx_jv *root, struc
     if (rc == LX_OK)
         rc = rotary(doc, root, c, err);
     if (rc == LX_OK)
-        rc = activation(doc, root, c, err);
+        rc = lx_hf_cfg_gelu(doc, root, "hidden_act", &c->mlp, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_bool(doc, root, "use_parallel_residual", 1, &c->parallel, err);
     if (rc == LX_OK)

@@ -33,6 +33,10 @@ static const struct lx_param arch_rows[] = {
               "the blocks' and the final norm: RMSNorm, or LayerNorm (without a shift unless bias; MPT)"),
     LX_P_BOOL(struct lx_arch, bias, "false", 0,
               "a bias on every projection (q/k/v too) and a shift on every LayerNorm (GPT-NeoX); needs norm: layer"),
+    LX_P_BOOL(struct lx_arch, norm_bias, "false", 0,
+              "a shift on every LayerNorm, no bias on the projections (Falcon); needs norm: layer"),
+    LX_P_BOOL(struct lx_arch, shared_norm, "false", 0,
+              "with parallel: one norm a block, x + attn(n(x)) + mlp(n(x)) (Falcon-7B)"),
     LX_P_BOOL(struct lx_arch, emb_norm, "false", 0,
               "a LayerNorm of the embedding rows before the first layer (BLOOM); needs norm: layer"),
     LX_P_BOOL(struct lx_arch, parallel, "false", 0,
@@ -96,6 +100,8 @@ static const struct lx_param_rule arch_rules[] = {
     {"bias", "bias=true"},
     {"parallel", "parallel=true"},
     {"emb_norm", "emb_norm=true"},
+    {"norm_bias", "norm_bias=true"},
+    {"shared_norm", "shared_norm=true"},
     {NULL, NULL},
 };
 
@@ -104,6 +110,11 @@ const struct lx_schema lx_arch_schema = LX_SCHEMA(arch_rows, struct lx_arch, arc
 long lx_arch_kv(const struct lx_arch *a)
 {
     return a->kv_heads ? a->kv_heads : a->heads;
+}
+
+int lx_arch_norm_shift(const struct lx_arch *a)
+{
+    return a->bias || a->norm_bias;
 }
 
 long lx_arch_qkv(const struct lx_arch *a)
@@ -132,6 +143,13 @@ int lx_arch_resolve(struct lx_arch *a, struct lx_error *err)
     if (a->bias && a->norm != LX_NORM_LAYER)
         return lx_err(err, LX_EINVAL, "bias: true with RMSNorms\n  hint: the norms' bias is LayerNorm's shift: "
                       "set norm: layer too (GPT-NeoX's block)");
+    if (a->norm_bias && (a->bias || a->norm != LX_NORM_LAYER))
+        return lx_err(err, LX_EINVAL, "norm_bias with %s\n  hint: norm_bias is LayerNorm's shift without the "
+                      "projections' biases (Falcon's block): norm: layer, and bias: false (bias shifts the norms "
+                      "too)", a->bias ? "bias: true" : "RMSNorms");
+    if (a->shared_norm && !a->parallel)
+        return lx_err(err, LX_EINVAL, "shared_norm without parallel\n  hint: one norm feeds both branches of "
+                      "a parallel block (Falcon-7B's); set parallel: true too");
     if (a->emb_norm && (a->norm != LX_NORM_LAYER || a->emb_scale))
         return lx_err(err, LX_EINVAL, "emb_norm with %s\n  hint: BLOOM's embedding LayerNorm goes with norm: layer and "
                       "no emb_scale", a->emb_scale ? "emb_scale" : "RMSNorms");
@@ -189,12 +207,12 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
     add(out, &n, &off, "tok_emb.weight", a->vocab, C, 1, 0);
     if (a->emb_norm)
         add(out, &n, &off, "emb_norm.weight", C, 0, 0, 0);
-    if (a->emb_norm && a->bias)
+    if (a->emb_norm && lx_arch_norm_shift(a))
         add(out, &n, &off, "emb_norm.bias", C, 0, 0, 0);
     for (long l = 0; l < a->layers; l++) {
 #define NAME(s) (snprintf(name, sizeof name, "layers.%ld.%s", l, s), name)
         add(out, &n, &off, NAME("attn_norm.weight"), C, 0, 0, 0);
-        if (a->bias)
+        if (lx_arch_norm_shift(a))
             add(out, &n, &off, NAME("attn_norm.bias"), C, 0, 0, 0);
         add(out, &n, &off, NAME("attn.wq.weight"), HD, C, 1, 0);
         add(out, &n, &off, NAME("attn.wk.weight"), KD, C, 1, 0);
@@ -217,8 +235,9 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
             add_method(out, &n, &off, NAME("attn.logit_scale"), a->heads);
         if (a->sinks)
             add_method(out, &n, &off, NAME("attn.sink"), a->heads);
-        add(out, &n, &off, NAME("mlp_norm.weight"), C, 0, 0, 0);
-        if (a->bias)
+        if (!a->shared_norm)
+            add(out, &n, &off, NAME("mlp_norm.weight"), C, 0, 0, 0);
+        if (!a->shared_norm && lx_arch_norm_shift(a))
             add(out, &n, &off, NAME("mlp_norm.bias"), C, 0, 0, 0);
         add(out, &n, &off, NAME("mlp.w1.weight"), F, C, 1, 0);
         if (lx_arch_gated(a))
@@ -236,7 +255,7 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
 #undef NAME
     }
     add(out, &n, &off, "norm.weight", C, 0, 0, 0);
-    if (a->bias)
+    if (lx_arch_norm_shift(a))
         add(out, &n, &off, "norm.bias", C, 0, 0, 0);
     if (!a->tie_head)
         add(out, &n, &off, "lm_head.weight", a->vocab, C, 1, 0);
@@ -274,11 +293,11 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
     w->tok_emb = F(i);
     i++;
     w->emb_norm = a->emb_norm ? (float *)t[i++].p : NULL;
-    w->emb_norm_b = a->emb_norm && a->bias ? (float *)t[i++].p : NULL;
+    w->emb_norm_b = a->emb_norm && lx_arch_norm_shift(a) ? (float *)t[i++].p : NULL;
     for (long l = 0; l < a->layers; l++) {
         struct lx_layer_w *L = &w->layer[l];
         L->attn_norm = (float *)t[i++].p;
-        L->attn_norm_b = a->bias ? (float *)t[i++].p : NULL;
+        L->attn_norm_b = lx_arch_norm_shift(a) ? (float *)t[i++].p : NULL;
         L->wqkv = F(i);
         L->n_qkv = fused ? 1 : 3;
         for (int k = 0; k < L->n_qkv; k++)
@@ -296,8 +315,8 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
         L->attn_post = a->post_norms ? (float *)t[i++].p : NULL;
         L->logit_scale = a->logit_scale ? (float *)t[i++].p : NULL;
         L->sink = a->sinks ? (float *)t[i++].p : NULL;
-        L->mlp_norm = (float *)t[i++].p;
-        L->mlp_norm_b = a->bias ? (float *)t[i++].p : NULL;
+        L->mlp_norm = a->shared_norm ? L->attn_norm : (float *)t[i++].p;     /* shared: the gradient's views */
+        L->mlp_norm_b = a->shared_norm ? L->attn_norm_b : lx_arch_norm_shift(a) ? (float *)t[i++].p : NULL;
         L->w13 = F(i);
         L->n_w13 = fused || !swiglu ? 1 : 2;
         for (int k = 0; k < L->n_w13; k++)
@@ -312,7 +331,7 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
         L->mlp_post = a->post_norms ? (float *)t[i++].p : NULL;
     }
     w->norm = (float *)t[i++].p;
-    w->norm_b = a->bias ? (float *)t[i++].p : NULL;
+    w->norm_b = lx_arch_norm_shift(a) ? (float *)t[i++].p : NULL;
     w->mhead = a->tie_head ? w->memb : t[i];
     w->head = a->tie_head ? w->tok_emb : F(i);
     i += !a->tie_head;
@@ -693,18 +712,6 @@ void lx_weights_unmap(struct lx_weights *w)
     memset(w, 0, sizeof *w);
 }
 
-/* KERPLE's (p, a) of each head as its reference code draws them for either
-** kernel, p = 2·u and a = u with u ~ U(0, 1), then floored at LX_KERPLE_EPS as
-** its first forward would (one stream for the tensor; 2·u < 2, the power
-** kernel's ceiling). */
-static void kerple_init(float *p, long cnt, uint64_t key, uint32_t stream)
-{
-    struct lx_rng r;
-    lx_rng_init(&r, key, stream, LX_RNG_INIT);
-    for (long j = 0; j < cnt; j++)
-        p[j] = (float)fmax((j % 2 ? 1.0 : 2.0) * lx_rng_uniform(&r), LX_KERPLE_EPS);
-}
-
 void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key)
 {
     memset(m, 0, sizeof *m);
@@ -720,7 +727,7 @@ void lx_model_init(struct lx_model *m, const struct lx_arch *a, uint64_t key)
         float *p = m->w + t[i].offset;
         long cnt = t[i].shape[0] * (t[i].ndim == 2 ? t[i].shape[1] : 1);
         if (strcmp(t[i].name, "kerple") == 0) {
-            kerple_init(p, cnt, key, (uint32_t)i);
+            lx_arch_kerple_init(p, cnt, key, (uint32_t)i);
             continue;
         }
         if (t[i].ndim == 1) {   /* norm gains and logit scales 1, biases (T5's too) and sink logits 0 */

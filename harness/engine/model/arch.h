@@ -35,6 +35,10 @@ struct lx_arch {
                         ** norm.bias */
     int parallel;       /* 1: x + attn(n1(x)) + mlp(n2(x)), both branches reading the block's input (GPT-NeoX's
                         ** parallel residual) */
+    int norm_bias;      /* 1: a shift on every LayerNorm without the projections' biases (Falcon): the *norm.bias
+                        ** tensors of bias alone. Read the shifts through lx_arch_norm_shift() */
+    int shared_norm;    /* 1 (with parallel): one norm a block, x + attn(n(x)) + mlp(n(x)) (Falcon-7B): no
+                        ** layers.L.mlp_norm tensors; the MLP's norm views are the attention's */
     int emb_norm;       /* 1: the embedding rows through a LayerNorm, emb_norm.weight (and .bias with bias), before
                         ** the first layer (BLOOM's word_embeddings_layernorm) */
     long vocab;         /* V: 260 = bytes + BOS/EOS/PAD/MASK */
@@ -80,6 +84,9 @@ int lx_arch_rel_kind(const struct lx_arch *a);
 void lx_arch_rel_keep(const struct lx_arch *a, float *rel_bias);
 /* Learned relative-bias numbers per head the architecture holds (0: none). */
 long lx_arch_rel_values(const struct lx_arch *a);
+/* KERPLE's (p, a) of each head (cnt numbers at p) as its reference code draws them for
+** either kernel, from stream `stream` of the counter-based generator at key. */
+void lx_arch_kerple_init(float *p, long cnt, uint64_t key, uint32_t stream);
 
 extern const struct lx_schema lx_arch_schema;
 
@@ -100,6 +107,8 @@ const char *lx_arch_gemma_part(const struct lx_arch *a);
 
 /* Key/value heads: kv_heads, or heads when 0. */
 long lx_arch_kv(const struct lx_arch *a);
+/* 1 when the LayerNorms have shifts (*norm.bias): bias or norm_bias. */
+int lx_arch_norm_shift(const struct lx_arch *a);
 /* Floats of one qkv row: (heads + 2·kv_heads)·d_head. */
 long lx_arch_qkv(const struct lx_arch *a);
 /* The rule across fields the schema's bounds cannot say (kv_heads divides

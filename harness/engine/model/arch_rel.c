@@ -7,6 +7,7 @@
 
 #include <math.h>
 
+#include "harness/core/rng.h"
 #include "harness/core/spec.h"
 
 void lx_arch_learn_rel(struct lx_arch *a, const struct lx_relbias *r)
@@ -43,4 +44,14 @@ void lx_arch_rel_keep(const struct lx_arch *a, float *rel_bias)
         if (kind == LX_REL_KERPLE_POWER)
             pa[0] = fminf(pa[0], (float)LX_KERPLE_PMAX);
     }
+}
+
+/* p = 2·u and a = u with u ~ U(0, 1), floored at LX_KERPLE_EPS as the code's
+** first forward would (2·u < 2, the power kernel's ceiling). */
+void lx_arch_kerple_init(float *p, long cnt, uint64_t key, uint32_t stream)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, key, stream, LX_RNG_INIT);
+    for (long j = 0; j < cnt; j++)
+        p[j] = (float)fmax((j % 2 ? 1.0 : 2.0) * lx_rng_uniform(&r), LX_KERPLE_EPS);
 }
