@@ -281,7 +281,9 @@ static inline void gguf_as_directory(const char *name)
     gguf_and_directory(name, &g, &gi, &h, &hi);
     cr_expect(g.arch.mlp == LX_MLP_GELU && g.arch.norm == h.arch.norm && g.arch.bias == h.arch.bias &&
               g.arch.parallel == h.arch.parallel && g.arch.emb_norm == h.arch.emb_norm &&
-              g.arch.tie_head == h.arch.tie_head, "%s: arch as read", name);
+              g.arch.norm_bias == h.arch.norm_bias && g.arch.shared_norm == h.arch.shared_norm &&
+              lx_arch_kv(&g.arch) == lx_arch_kv(&h.arch) && g.arch.tie_head == h.arch.tie_head, "%s: arch as read",
+              name);
     h.arch.mlp = LX_MLP_GELU;
     gguf_logits_vs(&g, gi.stack, &h, name);
     lx_ckpt_info_release(&gi);

@@ -30,16 +30,15 @@ static const char *const dirs[] = {"hf-falcon-tiny", "hf-falcon-new-tiny", "hf-f
 /* The three tiny directories (falcon_ref.py: two layers of 48, six heads of 8, rope_theta 5000): read as
 ** LayerNorms with shifts, exact GELU, whole-head rope at 5000, and each its block (the 7B's: one key/value
 ** head, parallel under one norm, tied, MLP 192; the 40B's: two key/value heads, parallel under two norms,
-** untied, MLP 96; the sequential one: six key/value heads, biases); torch's float64 forward of the upcast
-** weights, at 32 and 48 tokens, within 1e-4 per token and per logit, in fast and in portable numerics.
-** Each part is what the test sees: the 7B's MLP reading a norm of its own (its gains 1, shifts 0), the
-** 40B's one norm for both, no shifts put the model far off. */
+** untied, MLP 192; the sequential one: six key/value heads, biases, MLP 96 from ffn_hidden_size); torch's
+** float64 forward of the upcast weights, at 32 and 48 tokens, within 1e-4 per token and per logit, in fast
+** and in portable numerics. */
 Test(falcon, falcon_matches_torch)
 {
     static const struct {
         long kv, mlp;
         int parallel, shared, bias, tied;
-    } want[] = {{1, 192, 1, 1, 0, 1}, {2, 96, 1, 0, 0, 0}, {6, 192, 0, 0, 1, 1}};
+    } want[] = {{1, 192, 1, 1, 0, 1}, {2, 192, 1, 0, 0, 0}, {6, 96, 0, 0, 1, 1}};
     for (int k = 0; k < 3; k++) {
         struct lx_model m;
         struct lx_ckpt_info info;
@@ -214,4 +213,14 @@ Test(falcon, arch_rows_in_a_sweep)
         lx_grid_release(&g);
     }
 #undef SWEEP
+}
+
+/* llama.cpp's converter's GGUF of the tiny Falcon-7B and Falcon-40B directories, read as llama.cpp runs
+** them (gguf_as_directory): the converter regroups query_key_value into q|k|v blocks and writes ln_attn
+** as attn_norm_2, ln_mlp as attn_norm; it writes no rope.freq_base, so llama.cpp turns at 10000, and so
+** does lenx (the stack read). */
+Test(falcon, gguf_runs_as_llama_cpp_reads_it)
+{
+    gguf_as_directory("falcon");
+    gguf_as_directory("falcon-new");
 }

@@ -10,9 +10,10 @@ The configs are FalconConfig's (model_type falcon, as tiiuae/falcon-7b's config.
   * default (Falcon-7B): multi_query (one key/value head), parallel_attn with one LayerNorm
     (input_layernorm) feeding both branches, bias false, ffn_hidden_size absent (4 x the width), tied;
   * --new (Falcon-40B/180B): new_decoder_architecture, num_kv_heads 2, ln_attn and ln_mlp (
-    num_ln_in_parallel_attn absent: 2), ffn_hidden_size 96, untied (an lm_head, unlike the real ones, so
-    that the loader's untied path is seen);
-  * --sequential: multi_query false and parallel_attn false (post_attention_layernorm), bias true.
+    num_ln_in_parallel_attn absent: 2), untied (an lm_head, unlike the real ones, so that the loader's
+    untied path is seen);
+  * --sequential: multi_query false and parallel_attn false (post_attention_layernorm), bias true,
+    ffn_hidden_size 96.
 Weights are drawn from torch's generator seeded 0 and stored BF16, the norms' gains near 1, every
 LayerNorm's shift (and with bias every product's bias) random.
 
@@ -41,8 +42,8 @@ FALCON = dict(architectures=["FalconForCausalLM"], model_type="falcon", hidden_s
               rope_scaling=None, max_position_embeddings=64, vocab_size=96, bos_token_id=11, eos_token_id=11,
               attention_dropout=0.0, hidden_dropout=0.0, apply_residual_connection_post_layernorm=False,
               initializer_range=0.02, use_cache=True, torch_dtype="bfloat16")
-NEW = dict(FALCON, new_decoder_architecture=True, num_kv_heads=2, ffn_hidden_size=96, tie_word_embeddings=False)
-SEQUENTIAL = dict(FALCON, multi_query=False, parallel_attn=False, bias=True)
+NEW = dict(FALCON, new_decoder_architecture=True, num_kv_heads=2, tie_word_embeddings=False)
+SEQUENTIAL = dict(FALCON, multi_query=False, parallel_attn=False, bias=True, ffn_hidden_size=96)
 LENGTHS = (32, 48)
 
 

@@ -143,8 +143,10 @@ rm -rf hf.tmp
 # token_embd to the tokenizer's size and writes no vocabulary here); and the tiny GPT-NeoX and BLOOM
 # directories of tests/ref/neox_ref.py and bloom_ref.py (made 2026-12-05 with the same converter, which
 # gathers their query_key_value's head-by-head rows into q|k|v itself), and the tiny MPT's (of
-# expansion_ratio 4: the converter writes MPT's MLP as 4 x the width whatever the ratio)
-for g in gemma3 gemma2 neox bloom mpt; do
+# expansion_ratio 4: the converter writes MPT's MLP as 4 x the width whatever the ratio); and the tiny
+# Falcon-7B and Falcon-40B directories of tests/ref/falcon_ref.py (made 2026-12-05 with the same converter,
+# which regroups query_key_value into q|k|v itself and writes the MLP as 4 x the width)
+for g in gemma3 gemma2 neox bloom mpt falcon falcon-new; do
 rm -rf hf.tmp && mkdir hf.tmp && cp ../hf-$g-tiny/config.json hf.tmp/
 G=$g /usr/bin/python3 - <<'PY'
 import json, struct
