@@ -14,6 +14,7 @@
 #include "harness/core/dl.h"
 #include "harness/core/half.h"
 #include "harness/core/lx.h"
+#include "harness/engine/kernels/blas.h"
 
 /* oneDNN, opened at its first use (start; harness/core/dl.h): its functions, as dnnl.h types them. */
 #define LX_DL_PREFIX dnnl_
@@ -32,6 +33,9 @@ LX_DL_RESOLVE(resolve, dn, DNNL_FNS)
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
 static char last_error[LX_ERR_MAX];
+static dnnl_status_t last_status;   /* of the last matmul descriptor asked for */
+static int emulate;                 /* oneDNN has no bf16 matmul for this CPU: products emulated (emulated) */
+static int force_emulate;           /* tests: lx_dnnl_emulate */
 
 #define CACHE 64
 struct entry {
@@ -57,6 +61,22 @@ static int fail(const char *what, dnnl_status_t s)
     return -1;
 }
 
+static int describe(dnnl_primitive_desc_t *pd, const struct entry *e);
+
+/* Does oneDNN have a bf16 matmul for this CPU? oneDNN 2.6 has none without AVX-512 (an AVX2-only
+** CPU such as AMD's Zen 2: dnnl_unimplemented), where the products are emulated. */
+static int bf16_unimplemented(void)
+{
+    dnnl_primitive_desc_t pd;
+    struct entry e = {.M = 16, .N = 16, .K = 16, .lda = 16, .ldb = 16, .ldc = 16, .tb = 1};
+    if (describe(&pd, &e) == 0) {
+        dn.primitive_desc_destroy(pd);
+        return 0;
+    }
+    last_error[0] = 0;
+    return last_status == dnnl_unimplemented;
+}
+
 static int start(void)
 {
     dnnl_status_t s;
@@ -71,6 +91,7 @@ static int start(void)
         return engine = NULL, fail("dnnl_engine_create", s);
     if ((s = dn.stream_create(&stream, engine, dnnl_stream_default_flags)) != dnnl_success)
         return fail("dnnl_stream_create", s);
+    emulate = bf16_unimplemented();
     return 0;
 }
 
@@ -189,6 +210,7 @@ static int describe(dnnl_primitive_desc_t *pd, const struct entry *e)
         dn.post_ops_destroy(po);
     if (attr)
         dn.primitive_attr_destroy(attr);
+    last_status = s;
     return s == dnnl_success ? 0 : fail("creating a bf16 matmul", s);
 }
 
@@ -359,12 +381,43 @@ void lx_dnnl_refuse_packed(int on)
 
 static int run(dnnl_primitive_t p, const struct entry *e, float *C, const uint16_t *A, const void *B);
 
+/* rows × cols bf16 values held with row stride ld into *buf (grown to fit), widened exactly. */
+static float *widen(float **buf, size_t *cap, const uint16_t *src, long rows, long cols, long ld)
+{
+    if ((size_t)(rows * cols) > *cap) {
+        free(*buf);
+        *cap = (size_t)(rows * cols);
+        *buf = lx_xmalloc(*cap * sizeof **buf);
+    }
+    float *out = *buf;
+#pragma omp parallel for schedule(static) if (rows * cols > 65536)
+    for (long r = 0; r < rows; r++)
+        lx_half_to_f32(out + r * cols, src + r * ld, LX_DT_BF16, (size_t)cols);
+    return out;
+}
+
+/* The product on a CPU where oneDNN has none: A and B widened to fp32 (exactly), then sgemm
+** (blas.h). Each product of two bf16 values is exact in fp32 and the sums are fp32, as oneDNN's:
+** the same arithmetic, in OpenBLAS's order of the sums. */
+static int emulated(float *C, long ldc, const uint16_t *A, long lda, int ta, const uint16_t *B, long ldb, int tb,
+                    long M, long N, long K, float beta)
+{
+    static float *a, *b;
+    static size_t ca, cb;
+    const float *wa = widen(&a, &ca, A, ta ? K : M, ta ? M : K, lda);
+    const float *wb = widen(&b, &cb, B, tb ? N : K, tb ? K : N, ldb);
+    lx_gemm(C, (int)ldc, wa, (int)(ta ? M : K), wb, (int)(tb ? K : N), (int)M, (int)N, (int)K, ta, tb, 1.0f, beta);
+    return 0;
+}
+
 int lx_dnnl_gemm_bf16(float *C, long ldc, const uint16_t *A, long lda, int trans_a, const uint16_t *B, long ldb,
                       int trans_b, long M, long N, long K, float beta)
 {
     int refused;
     if (start() < 0)
         return -1;
+    if (emulate || force_emulate)
+        return emulated(C, ldc, A, lda, trans_a, B, ldb, trans_b, M, N, K, beta);
     struct entry want = {.M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc, .ta = !!trans_a,
                          .tb = !!trans_b, .beta = beta};
     dnnl_primitive_t p = primitive(&want, &refused);
@@ -439,6 +492,11 @@ static int run(dnnl_primitive_t p, const struct entry *e, float *C, const uint16
     return s == dnnl_success ? 0 : fail("a bf16 matmul", s);
 }
 
+void lx_dnnl_emulate(int on)
+{
+    force_emulate = on;
+}
+
 void lx_dnnl_describe(char *out, size_t n)
 {
     const char *impl = "unavailable";
@@ -449,7 +507,9 @@ void lx_dnnl_describe(char *out, size_t n)
         return;
     }
     const dnnl_version_t *v = dn.version();
-    if (engine && describe(&pd, &e) == 0 &&
+    if (emulate)
+        impl = "emulated:sgemm";     /* no bf16 matmul for this CPU in oneDNN: see emulated */
+    else if (engine && describe(&pd, &e) == 0 &&
         dn.primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success)
         impl = "unknown";
     snprintf(out, n, "%s onednn=%d.%d.%d", impl, v->major, v->minor, v->patch);

@@ -3,8 +3,9 @@
 ** libdnnl-dev): bf16 × bf16 → fp32 matrix products for `numerics: bf16`
 ** (docs/numerics.md#half-precision). oneDNN picks its implementation for the CPU: AMX
 ** tiles where the CPU has them, AVX512-BF16's dot products where it has only
-** those, a slower emulation on plain AVX-512, and its reference loops
-** elsewhere; lx_dnnl_describe names the one it runs.
+** those, a slower emulation on plain AVX-512; on a CPU without AVX-512 it has
+** none, and the products are emulated here (lx_dnnl_emulate);
+** lx_dnnl_describe names the one that runs.
 */
 #ifndef LX_DNNL_H
 #define LX_DNNL_H
@@ -61,6 +62,10 @@ int lx_dnnl_gemm_bf16_packed(float *C, long ldc, const uint16_t *A, long lda, co
                              float beta);
 /* Tests: with on, every packed product takes the unpacking path. */
 void lx_dnnl_refuse_packed(int on);
+/* Tests: with on, every strided product runs as it does on a CPU for which oneDNN has no bf16
+** matmul (an AVX2-only CPU: oneDNN 2.6 needs AVX-512): A and B widened exactly to fp32 and summed
+** by sgemm (blas.h), the same arithmetic in OpenBLAS's order. Off: as the CPU decides. */
+void lx_dnnl_emulate(int on);
 
 /* The implementation oneDNN runs a bf16 product with ("brg:avx512_core_amx_bf16"),
 ** and the library's version, into out (size n). */
