@@ -255,6 +255,53 @@ static inline void gguf_logits_vs(const struct lx_model *g, const char *stack, c
     tstack_free(&s);
 }
 
+/* The largest |lenx − llama.cpp| over every logit of tests/ref/gguf/NAME-tiny-hf.gguf on the 48 tokens
+** gguf_logits_vs feeds (3 + 41·t mod 93): lenx's forward of the file on the stack it reads (or on
+** `stack` when not NULL), against llama.cpp's own logits (tests/ref/gguf/llamacpp/NAME.tsv, llama.cpp's
+** graph run on the file by tests/ref/gguf/llamacpp.sh). Also the largest |logit|, the scale the
+** difference is of. */
+static inline double gguf_vs_llama_cpp(const char *name, const char *stack, double *scale)
+{
+    enum { T = 48 };
+    char path[512], rel[128];
+    struct lx_model g;
+    struct lx_ckpt_info gi;
+    struct lx_error err = {{0}};
+    snprintf(rel, sizeof rel, "tests/ref/gguf/%s-tiny-hf.gguf", name);
+    in_repo(path, rel);
+    load(&g, &gi, path);
+    struct tstack s;
+    struct lx_facts f = tfacts((int)g.arch.d_head, 128, (int)g.arch.heads, T);
+    tstack_make(&s, stack ? stack : gi.stack, &f);
+    int tok[T];
+    for (int t = 0; t < T; t++)
+        tok[t] = 3 + (t * 41) % 93;
+    struct lx_acts a;
+    cr_assert_eq(lx_acts_alloc(&a, &g.arch, 1, T, 0, &err), LX_OK, "%s", err.msg);
+    lx_model_forward(&g, &s.spec, tok, NULL, &a);
+    snprintf(rel, sizeof rel, "tests/ref/gguf/llamacpp/%s.tsv", name);
+    in_repo(path, rel);
+    FILE *fp = fopen(path, "r");
+    cr_assert(fp, "%s", path);
+    double worst = 0, big = 0;
+    for (long i = 0; i < (long)T * g.arch.vocab; i++) {
+        double want;
+        cr_assert_eq(fscanf(fp, "%lf", &want), 1, "%s: value %ld", path, i);
+        worst = fmax(worst, fabs(a.logits[i] - want)), big = fmax(big, fabs(want));
+    }
+    double extra;
+    cr_expect_eq(fscanf(fp, "%lf", &extra), EOF, "%s: more values than %d x %ld", path, T, g.arch.vocab);
+    fclose(fp);
+    cr_log_info("%s%s%s: lenx against llama.cpp's own logits: max |dlogit| %.3g (max |logit| %.3g)", name,
+                stack ? " on " : "", stack ? stack : "", worst, big);
+    *scale = big;
+    lx_acts_release(&a);
+    tstack_free(&s);
+    lx_ckpt_info_release(&gi);
+    lx_model_release(&g);
+    return worst;
+}
+
 /* tests/ref/gguf/NAME-tiny-hf.gguf into g (gi) and the directory tests/ref/hf-NAME-tiny it was converted
 ** from into h (hi): the same weights, bit for bit (weights_sha256). */
 static inline void gguf_and_directory(const char *name, struct lx_model *g, struct lx_ckpt_info *gi,
