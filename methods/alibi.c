@@ -19,6 +19,8 @@
 ** monotone (6 heads: 0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125). t is |δ|,
 ** the effective distance after any position map, and may be fractional.
 ** ALiBi replaces rope (it claims the position scheme) and must be trained in.
+** `scale` multiplies every slope: Falcon-RW's ALiBi, which transformers' Falcon
+** adds before the 1/sqrt(head_dim) scaling, is these slopes times 1/sqrt(head_dim).
 ** Slopes, parameters and golden values: docs/methods.md#alibi.
 */
 #include <math.h>
@@ -27,11 +29,20 @@
 
 struct alibi_params {
     double max_bias;    /* the slopes are 2^(−max_bias·(h+1)/H) for H a power of two */
+    double scale;       /* every slope times it */
 };
 
 static const struct lx_param alibi_rows[] = {
     LX_P_FLOAT(struct alibi_params, max_bias, "8", 0, 1e3, LX_PF_MIN_OPEN,
                "slope scale: head h of H (a power of two) has slope 2^(-max_bias*(h+1)/H)"),
+    LX_P_FLOAT(struct alibi_params, scale, "1", 0, 1e3, LX_PF_MIN_OPEN,
+               "every slope times this (Falcon-RW's 1/sqrt(head_dim)); 1 = the paper's"),
+};
+
+/* scale is named only away from 1, so the paper's ALiBi keeps its keys. */
+static const struct lx_param_rule alibi_rules[] = {
+    {"scale", "scale!=1"},
+    {NULL, NULL},
 };
 
 /* The slope m_h of head h among n_heads: m0^(h+1) = 2^(−max_bias·(h+1)/n) and
@@ -51,7 +62,7 @@ static void alibi_dist_affine(const void *params, const struct lx_facts *f, int 
 {
     const struct alibi_params *p = params;
     *a = 1.0;
-    *m = t > 0 ? -alibi_slope(p->max_bias, f->n_heads, head) * t : 0.0;   /* not −0 at t = 0 */
+    *m = t > 0 ? -(p->scale * alibi_slope(p->max_bias, f->n_heads, head)) * t : 0.0;   /* not −0 at t = 0 */
 }
 
 static int alibi_check(const void *params, const struct lx_facts *f, struct lx_error *err)
@@ -79,7 +90,7 @@ static int alibi_apply(const void *params, const struct lx_facts *f, struct lx_s
 const struct lx_method lx_method_alibi = {
     .name = "alibi",
     .summary = "linear distance biases -m_h*t per head, Press, Smith, Lewis 2022 (ALiBi, arXiv 2108.12409)",
-    .schema = LX_SCHEMA(alibi_rows, struct alibi_params, NULL),
+    .schema = LX_SCHEMA(alibi_rows, struct alibi_params, alibi_rules),
     .kind = LX_KIND_TRAINING,
     .needs = LX_CAP_LOGITS,
     .check = alibi_check,

@@ -25,21 +25,22 @@
 
 TestSuite(falcon, .init = setup, .fini = teardown, .timeout = 120);
 
-static const char *const dirs[] = {"hf-falcon-tiny", "hf-falcon-new-tiny", "hf-falcon-seq-tiny"};
+static const char *const dirs[] = {"hf-falcon-tiny", "hf-falcon-new-tiny", "hf-falcon-seq-tiny", "hf-falcon-rw-tiny"};
 
-/* The three tiny directories (falcon_ref.py: two layers of 48, six heads of 8, rope_theta 5000): read as
+/* The four tiny directories (falcon_ref.py: two layers of 48, six heads of 8, rope_theta 5000): read as
 ** LayerNorms with shifts, exact GELU, whole-head rope at 5000, and each its block (the 7B's: one key/value
 ** head, parallel under one norm, tied, MLP 192; the 40B's: two key/value heads, parallel under two norms,
-** untied, MLP 192; the sequential one: six key/value heads, biases, MLP 96 from ffn_hidden_size); torch's
-** float64 forward of the upcast weights, at 32 and 48 tokens, within 1e-4 per token and per logit, in fast
-** and in portable numerics. */
+** untied, MLP 192; the sequential one: six key/value heads, biases, MLP 96 from ffn_hidden_size;
+** Falcon-RW's: that block under ALiBi, its slopes times 1/sqrt(8): alibi's scale); torch's float64
+** forward of the upcast weights, at 32 and 48 tokens, within 1e-4 per token and per logit, in fast and in
+** portable numerics. Falcon-RW's slopes are seen: ALiBi's own (no PI) puts the model far off. */
 Test(falcon, falcon_matches_torch)
 {
     static const struct {
         long kv, mlp;
         int parallel, shared, bias, tied;
-    } want[] = {{1, 192, 1, 1, 0, 1}, {2, 192, 1, 0, 0, 0}, {6, 96, 0, 0, 1, 1}};
-    for (int k = 0; k < 3; k++) {
+    } want[] = {{1, 192, 1, 1, 0, 1}, {2, 192, 1, 0, 0, 0}, {6, 96, 0, 0, 1, 1}, {6, 96, 0, 0, 1, 1}};
+    for (int k = 0; k < 4; k++) {
         struct lx_model m;
         struct lx_ckpt_info info;
         struct lx_json *doc = tiny(dirs[k], &m, &info);
@@ -48,7 +49,9 @@ Test(falcon, falcon_matches_torch)
                   lx_arch_kv(a) == want[k].kv && a->d_mlp == want[k].mlp && a->parallel == want[k].parallel &&
                   a->shared_norm == want[k].shared && a->bias == want[k].bias && a->norm_bias == !want[k].bias &&
                   a->tie_head == want[k].tied, "%s: arch as loaded", dirs[k]);
-        cr_expect_str_eq(info.stack, "[{\"rope\":{\"base\":5000,\"layout\":\"half\"}}]", "%s", dirs[k]);
+        cr_expect_str_eq(info.stack, k < 3 ? "[{\"rope\":{\"base\":5000,\"layout\":\"half\"}}]"
+                                           : "[{\"alibi\":{\"max_bias\":8,\"scale\":0.35355339059327373}}]", "%s",
+                         dirs[k]);
         enum lx_numerics keep = lx_numerics_get();
         for (int p = 0; p < 2; p++) {
             char who[96];
@@ -57,6 +60,9 @@ Test(falcon, falcon_matches_torch)
             windows_vs_torch(&m, info.stack, doc, who);
         }
         lx_numerics_set(keep);
+        double dnll, dlogit;
+        torch_window(&m, "[{\"alibi\":{\"max_bias\":8}}]", doc, 1, 48, &dnll, &dlogit);
+        cr_expect(k < 3 || dnll > 1e-2, "Falcon-RW under ALiBi's own slopes: max |dNLL| only %g", dnll);
         lx_ckpt_info_release(&info);
         lx_model_release(&m);
         lx_json_free(doc);
@@ -97,7 +103,7 @@ Test(falcon, each_part_is_seen)
 
 Test(falcon, decoding_equals_the_full_forward)
 {
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         char rel[64];
         snprintf(rel, sizeof rel, "tests/ref/%s", dirs[k]);
         decoding_vs_full(rel);
@@ -126,7 +132,7 @@ static int falcon_name(char out[64], const char *hf, int flag)
 ** gradients of both branches. */
 Test(falcon, gradients_match_torch)
 {
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         grads_vs_torch(dirs[k], falcon_name, fused_heads_index, 0, dirs[k]);
 }
 
@@ -137,7 +143,6 @@ Test(falcon, configs_refused)
     static const struct {
         const char *sed, *part1, *part2;
     } cases[] = {
-        {"s/\"alibi\": false/\"alibi\": true/", "alibi: true", "1/sqrt(head_dim)"},
         {"s/\"activation\": \"gelu\"/\"activation\": \"relu\"/", "activation 'relu'", "gelu (exact)"},
         {"s/\"num_attention_heads\": 6/\"num_attention_heads\": 5/", "5 heads of a width of 48", "whole, even"},
         {"s/\"apply_residual_connection_post_layernorm\": false/\"apply_residual_connection_post_layernorm\": "

@@ -137,6 +137,24 @@ Test(alibi, slopes_other_head_counts_and_max_bias)
     }
 }
 
+/* scale multiplies every slope before the distance: at 0.125 (a power of two) each bias is the
+** paper's over 8 bit for bit, for 6 heads at a fractional distance. */
+Test(alibi, scale_multiplies_every_slope)
+{
+    struct lx_facts f = tfacts(64, 64, 6, 16);
+    struct tstack a, b;
+    tstack_make(&a, "alibi", &f);
+    tstack_make(&b, "{alibi: {scale: 0.125}}", &f);
+    for (int h = 0; h < 6; h++) {
+        double A0, B0, A1, B1;
+        lx_spec_affine(&a.spec, h, 1, 37.25, &A0, &B0);
+        lx_spec_affine(&b.spec, h, 1, 37.25, &A1, &B1);
+        cr_expect(A1 == A0 && B1 == B0 / 8, "head %d: %a, want %a", h, B1, B0 / 8);
+    }
+    tstack_free(&a);
+    tstack_free(&b);
+}
+
 Test(alibi, bias_linear_in_distance)
 {
     struct lx_facts f = tfacts(64, 64, 6, 16);

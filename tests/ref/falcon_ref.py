@@ -4,6 +4,7 @@
     falcon_ref.py DIR                 writes DIR/{config.json, model.safetensors, ref.json}: Falcon-7B's block
     falcon_ref.py --new DIR           the same for Falcon-40B/180B's (new_decoder_architecture)
     falcon_ref.py --sequential DIR    the same for a multi-head block with biases and the sequential residual
+    falcon_ref.py --rw DIR            the same block with Falcon-RW's ALiBi (alibi true) in place of rope
 
 The configs are FalconConfig's (model_type falcon, as tiiuae/falcon-7b's config.json spells it), shrunk to
 2 layers of width 48, 6 heads of 8, rope_theta 5000, vocabulary 96:
@@ -13,7 +14,8 @@ The configs are FalconConfig's (model_type falcon, as tiiuae/falcon-7b's config.
     num_ln_in_parallel_attn absent: 2), untied (an lm_head, unlike the real ones, so that the loader's
     untied path is seen);
   * --sequential: multi_query false and parallel_attn false (post_attention_layernorm), bias true,
-    ffn_hidden_size 96.
+    ffn_hidden_size 96;
+  * --rw (Falcon-RW-1B/7B): that block with alibi true and no rope.
 Weights are drawn from torch's generator seeded 0 and stored BF16, the norms' gains near 1, every
 LayerNorm's shift (and with bias every product's bias) random.
 
@@ -23,7 +25,10 @@ tensor (its norm, and its values at 24 indices spread over it). All from a forwa
 float64 on the bf16 weights upcast, from transformers' modeling_falcon conventions: LayerNorm with its
 shift; query_key_value's rows as (kv groups, heads per group + 2, head_dim): a group's query heads, then
 its key and its value head (FalconAttention._split_heads; multi_query: one group; a multi-head model: a
-group a head); rotate_half over the whole head at rope_theta; scores q.k / sqrt(head_dim), causal; dense;
+group a head); rotate_half over the whole head at rope_theta; scores q.k / sqrt(head_dim), causal; with
+alibi, no rotation and scores (q.k + slope_h * j) / sqrt(head_dim) for key j (FalconAttention adds
+build_alibi_tensor's bias before the scaling; the slopes are BLOOM's, 2^(-8k/n) for n the power of two
+at or below the heads, then the odd powers of 2^(-4/n) for the rest); dense;
 the MLP dense_4h_to_h(gelu(dense_h_to_4h(h))), exact GELU; parallel: x + attn(n_a(x)) + mlp(n_m(x)) with
 n_m = n_a under one LayerNorm, else x + attn, then + mlp of post_attention_layernorm; ln_f; the head
 (word_embeddings when tied). It shares no code with lenx. tests/test_falcon.c compares lenx's forward,
@@ -34,6 +39,7 @@ import sys
 
 import torch
 
+from bloom_ref import slopes     # build_alibi_tensor's, which Falcon-RW's ALiBi is
 from gemma_ref import draw, rotate_half, write_tiny     # the same file format, the same windows and gradient picks
 
 FALCON = dict(architectures=["FalconForCausalLM"], model_type="falcon", hidden_size=48, num_attention_heads=6,
@@ -44,6 +50,7 @@ FALCON = dict(architectures=["FalconForCausalLM"], model_type="falcon", hidden_s
               initializer_range=0.02, use_cache=True, torch_dtype="bfloat16")
 NEW = dict(FALCON, new_decoder_architecture=True, num_kv_heads=2, tie_word_embeddings=False)
 SEQUENTIAL = dict(FALCON, multi_query=False, parallel_attn=False, bias=True, ffn_hidden_size=96)
+RW = dict(SEQUENTIAL, alibi=True)
 LENGTHS = (32, 48)
 
 
@@ -92,6 +99,9 @@ def forward(c, W, ids):
     ang = pos[:, None] * inv[None, :]
     cos, sin = torch.cat((ang, ang), -1).cos(), torch.cat((ang, ang), -1).sin()
     causal = torch.where(pos[None, :] > pos[:, None], float("-inf"), 0.0)
+    if c["alibi"]:
+        cos, sin = torch.ones_like(cos), torch.zeros_like(sin)     # no rotation
+        causal = causal + slopes(H)[:, None, None] * pos[None, None, :]
     n_attn, n_mlp = norms(c)
 
     def ln(x, p):
@@ -110,7 +120,10 @@ def forward(c, W, ids):
         k = qkv[:, :, -2].repeat_interleave(H // KV, dim=1).transpose(0, 1)   # head h reads group h // (H / KV)
         v = qkv[:, :, -1].repeat_interleave(H // KV, dim=1).transpose(0, 1)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-        a = torch.softmax((q @ k.transpose(1, 2)) / math.sqrt(D) + causal, dim=-1) @ v
+        if c["alibi"]:      # the bias joins the scores before the 1/sqrt(D)
+            a = torch.softmax((q @ k.transpose(1, 2) + causal) / math.sqrt(D), dim=-1) @ v
+        else:
+            a = torch.softmax((q @ k.transpose(1, 2)) / math.sqrt(D) + causal, dim=-1) @ v
         a = lin(a.transpose(0, 1).reshape(T, C), p + "self_attention.dense")
 
         def mlp(h):
@@ -126,10 +139,10 @@ def forward(c, W, ids):
 
 def main():
     args = sys.argv[1:]
-    new, seq = args[:1] == ["--new"], args[:1] == ["--sequential"]
-    if len(args) != 1 + (new or seq):
+    new, seq, rw = args[:1] == ["--new"], args[:1] == ["--sequential"], args[:1] == ["--rw"]
+    if len(args) != 1 + (new or seq or rw):
         sys.exit(__doc__)
-    config = NEW if new else SEQUENTIAL if seq else FALCON
+    config = NEW if new else SEQUENTIAL if seq else RW if rw else FALCON
     gen = torch.Generator().manual_seed(0)
     write_tiny(args[-1], config, draw(shapes(config), gen), gen, "falcon_ref.py", forward)
 

@@ -19,7 +19,9 @@
 ** query_key_value's rows are, key/value group by group, the group's query heads, then its key head and
 ** its value head (FalconAttention._split_heads; a multi-head model's groups are its heads, a multi-query
 ** model's one group). With one group q, k and v are row blocks used in place; otherwise they are
-** gathered into buffers of their own at load, as GPT-NeoX's are.
+** gathered into buffers of their own at load, as GPT-NeoX's are. Falcon-RW (alibi true) runs ALiBi
+** in place of rope: BLOOM's slopes, the bias added before the 1/sqrt(head_dim) scaling — ALiBi at
+** max_bias 8 with every slope times 1/sqrt(head_dim) (alibi's scale; hf_model.c's native stack).
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/hf_falcon.h"
@@ -121,9 +123,7 @@ int lx_hf_falcon_config(const struct lx_json *doc, const struct lx_jv *root, str
     if (rc == LX_OK)
         rc = lx_hf_cfg_bool(doc, root, "tie_word_embeddings", 1, &c->tied, err);
     if (rc == LX_OK)
-        rc = refuse(doc, root, "alibi", "Falcon-RW's ALiBi, which transformers' Falcon adds before the "
-                    "1/sqrt(head_dim) scaling (slopes that are not ALiBi's): lenx does not run it\n  hint: "
-                    "Falcon-7B/40B/180B run rope (alibi false)", err);
+        rc = lx_hf_cfg_bool(doc, root, "alibi", 0, &c->alibi, err);
     if (rc == LX_OK)
         rc = refuse(doc, root, "apply_residual_connection_post_layernorm", "which lenx's block does not run (the "
                     "residual would carry the normed rows)", err);

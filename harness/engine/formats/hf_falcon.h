@@ -22,13 +22,14 @@ struct lx_hf_falcon {
     int shared_norm;        /* parallel with one LayerNorm (input_layernorm) feeding both */
     int two_norms;          /* new_decoder_architecture with num_ln_in_parallel_attn 2: ln_attn and ln_mlp */
     int mlp;                /* LX_MLP_GELU_ERF (activation gelu) or LX_MLP_GELU (its tanh forms) */
+    int alibi;              /* Falcon-RW's ALiBi in place of rope: BLOOM's slopes, added before the
+                            ** 1/sqrt(head_dim) scaling (so ALiBi's slopes over sqrt(head_dim)) */
 };
 
 /* Read a Falcon config (the document's root), the old field names (n_head, n_layer, n_head_kv,
-** n_embed) too. Refuses, naming the field, what lenx's engine does not run: alibi (Falcon-RW's,
-** added before the 1/sqrt(head_dim) scaling), apply_residual_connection_post_layernorm, an
-** activation other than GELU's, heads that do not divide the width or key/value heads that do not
-** divide the heads. */
+** n_embed) too. Refuses, naming the field, what lenx's engine does not run:
+** apply_residual_connection_post_layernorm, an activation other than GELU's, heads that do not divide
+** the width or key/value heads that do not divide the heads. */
 int lx_hf_falcon_config(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_falcon *c,
                         struct lx_error *err);
 

@@ -81,7 +81,8 @@ struct hf_config {
     int parallel, mlp;      /* gpt_neox: use_parallel_residual; LX_MLP_GELU_ERF or LX_MLP_GELU */
     int bloom;              /* model_type bloom (hf_bloom.c): gpt_neox's parts, ALiBi, the embedding LayerNorm */
     const char *bprefix;    /* bloom: where its tensors are, "transformer." or "" (bloom_prefix) */
-    double alibi_max;       /* mpt: attn_config.alibi_bias_max */
+    double alibi_max;       /* the ALiBi of mpt (attn_config.alibi_bias_max), bloom and Falcon-RW (8); 0: none */
+    double alibi_scale;     /* Falcon-RW: 1/sqrt(head_dim), its slopes' factor (alibi's scale); 0: none */
     int falcon;             /* model_type falcon (hf_falcon.c): LayerNorms, the parallel block, grouped q|k|v */
     struct lx_hf_falcon fal;    /* falcon: its config */
 };
@@ -318,6 +319,7 @@ static int cfg_falcon(const struct lx_json *doc, const struct lx_jv *root, struc
     c->kv_heads = t->kv_heads, c->head_dim = t->heads ? t->d_model / t->heads : 0, c->rot_dims = c->head_dim;
     c->theta = t->theta, c->vocab = t->vocab, c->max_pos = t->max_pos, c->eps = t->eps, c->tied = t->tied;
     c->parallel = t->parallel, c->mlp = t->mlp;
+    c->alibi_max = t->alibi ? 8 : 0, c->alibi_scale = t->alibi ? 1.0 / sqrt((double)c->head_dim) : 0;
     return rc;
 }
 
@@ -738,9 +740,12 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
         }
         rc = cfg_read(doc, &c, err);
     }
-    if (rc == LX_OK && (c.mpt || c.bloom))
-        lx_buf_printf(&stack, "[{\"alibi\":{\"max_bias\":%.17g}}]", c.alibi_max);
-    else if (rc == LX_OK)
+    if (rc == LX_OK && c.alibi_max > 0) {   /* mpt, bloom, Falcon-RW (its slopes over sqrt(head_dim)) */
+        lx_buf_printf(&stack, "[{\"alibi\":{\"max_bias\":%.17g", c.alibi_max);
+        if (c.alibi_scale)
+            lx_buf_printf(&stack, ",\"scale\":%.17g", c.alibi_scale);
+        lx_buf_puts(&stack, "}}]");
+    } else if (rc == LX_OK)
         rc = lx_hf_stacks(doc, &(struct hf_rope_facts){c.theta, c.max_pos, c.head_dim, c.rot_dims, c.window, c.root},
                           &stack, &eval, &raw, err);
     if (rc == LX_OK)
