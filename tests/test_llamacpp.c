@@ -1,6 +1,6 @@
 /*
 ** tests/test_llamacpp.c - the GGUF families lenx reads from the graphs of llama.cpp's source (gptneox,
-** bloom, mpt, falcon, gemma2, gemma3; docs/checkpoints.md#gguf), against llama.cpp itself: its own
+** bloom, mpt, falcon, gemma2, gemma3, phi2; docs/checkpoints.md#gguf), against llama.cpp itself: its own
 ** logits of each tiny fixture (tests/ref/gguf/NAME-tiny-hf.gguf, its converter's file), computed by
 ** llama.cpp's library on the same 48 token ids (tests/ref/gguf/llamacpp.sh, lllogits.c; CPU, fp32
 ** weights, its default f16 KV cache, flash attention off).
@@ -25,7 +25,7 @@ TestSuite(llamacpp, .init = setup, .fini = teardown, .timeout = 120);
 ** directories' tests instead (gguf_runs_as_llama_cpp_reads_it, to 1e-5). */
 Test(llamacpp, family_files_run_as_llama_cpp_runs_them)
 {
-    static const char *const names[] = {"neox", "bloom", "mpt", "falcon", "falcon-new", "gemma2", "gemma3"};
+    static const char *const names[] = {"neox", "bloom", "mpt", "falcon", "falcon-new", "gemma2", "gemma3", "phi2"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         double scale, d = gguf_vs_llama_cpp(names[i], NULL, &scale);
         cr_expect_leq(d, 0.02, "%s: max |dlogit| %g against llama.cpp's own (max |logit| %g)", names[i], d, scale);

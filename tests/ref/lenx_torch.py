@@ -24,7 +24,7 @@ layer (nn.LayerNorm, shifted with bias or norm_bias), a bias on every product (b
 (parallel, with one norm a block under shared_norm); grouped-query attention
 (kv_heads; each key/value head repeated for its heads / kv_heads query heads,
 as transformers' repeat_kv does), q/k/v biases (qkv_bias), Qwen3's per-head q/k RMSNorm (qk_norm) and a tied output
-head (tie_head: logits from tok_emb); positions rope (half or
+head (tie_head: logits from tok_emb; head_bias: plus lm_head.bias); positions rope (half or
 interleaved), nope or none; logit ops logn in modes su, ssmax and qwen. Any
 other method in a checkpoint's stack raises NotImplementedError instead of
 running a different model.
@@ -274,7 +274,7 @@ class Block(nn.Module):
 ARCH_DEFAULTS = {"mode": "causal", "layers": 2, "d_model": 128, "heads": 4, "d_head": 32, "d_mlp": 512,
                  "mlp": "gelu", "vocab": 260, "norm_eps": 1e-5, "kv_heads": 0, "qkv_bias": False,
                  "qk_norm": False, "tie_head": False, "norm": "rms", "bias": False, "parallel": False,
-                 "norm_bias": False, "shared_norm": False}
+                 "norm_bias": False, "shared_norm": False, "head_bias": False}
 
 
 class LenxModel(nn.Module):
@@ -308,7 +308,10 @@ class LenxModel(nn.Module):
         self.norm = make_norm(a)
         self.tied = bool(a["tie_head"])
         if not self.tied:
-            self.lm_head = nn.Linear(a["d_model"], a["vocab"], bias=False)
+            self.lm_head = nn.Linear(a["d_model"], a["vocab"], bias=bool(a["head_bias"]))
+        elif a["head_bias"]:    # lm_head.bias alone: the tied head's bias
+            self.lm_head = nn.Module()
+            self.lm_head.bias = nn.Parameter(torch.zeros(a["vocab"]))
 
     def forward(self, tokens):
         """tokens (B, T) ints -> logits (B, T, vocab)."""
@@ -317,7 +320,9 @@ class LenxModel(nn.Module):
             x = layer(x, self.rotary, self.scales, self.causal)
         x = self.norm(x)
         # tied: the embedding matrix is also the output matrix (autograd sums both uses)
-        return x @ self.tok_emb.weight.t() if self.tied else self.lm_head(x)
+        if not self.tied:
+            return self.lm_head(x)
+        return x @ self.tok_emb.weight.t() + (self.lm_head.bias if self.arch["head_bias"] else 0)
 
     def loss(self, tokens, targets):
         """Mean cross-entropy over scored positions (targets < 0 are not scored)."""

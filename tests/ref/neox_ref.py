@@ -60,13 +60,13 @@ def shapes(c):
     yield "embed_out.weight", (c["vocab_size"], C), C ** -0.5
 
 
-def forward(c, W, ids):
-    """Logits (T, V) of one window from the float64 weights W."""
-    H, C, eps = c["num_attention_heads"], c["hidden_size"], c["layer_norm_eps"]
-    D, T = C // H, ids.shape[0]
-    R = int(D * c["rotary_pct"])
+def parts(W, T, C, R, base, eps):
+    """What a GPT-NeoX-shaped forward (this file's, phi_ref.py's) is made of, on the float64 weights W
+    for a window of T tokens: rope(t) turning the first R channels of each head in halves at base
+    (inv_freq over R), the causal mask, ln(x, p) a LayerNorm with its shift, lin(x, p) a product with
+    its bias."""
     pos = torch.arange(T, dtype=torch.float64)
-    inv = 1.0 / (c["rotary_emb_base"] ** (torch.arange(0, R, 2, dtype=torch.float64) / R))
+    inv = 1.0 / (base ** (torch.arange(0, R, 2, dtype=torch.float64) / R))
     ang = pos[:, None] * inv[None, :]
     cos, sin = torch.cat((ang, ang), -1).cos(), torch.cat((ang, ang), -1).sin()
     causal = torch.where(pos[None, :] > pos[:, None], float("-inf"), 0.0)
@@ -80,6 +80,14 @@ def forward(c, W, ids):
     def rope(t):
         r, rest = t[..., :R], t[..., R:]
         return torch.cat((r * cos + rotate_half(r) * sin, rest), -1)
+    return rope, causal, ln, lin
+
+
+def forward(c, W, ids):
+    """Logits (T, V) of one window from the float64 weights W."""
+    H, C, eps = c["num_attention_heads"], c["hidden_size"], c["layer_norm_eps"]
+    D, T = C // H, ids.shape[0]
+    rope, causal, ln, lin = parts(W, T, C, int(D * c["rotary_pct"]), c["rotary_emb_base"], eps)
 
     x = W["gpt_neox.embed_in.weight"][ids]
     for l in range(c["num_hidden_layers"]):

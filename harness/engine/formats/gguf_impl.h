@@ -14,11 +14,12 @@ struct lx_gguf_family {
     int qkv_bias, qk_norm, half;
     int fused;      /* q|k|v in one attn_qkv, gate|up in one ffn_up; LongRoPE's factors as tensors */
     int gemma;      /* 1 gemma, 2 gemma2, 3 gemma3: Gemma's block (gguf_model.c's gemma_arch) */
-    int neox;       /* 1 gptneox, 2 bloom, 3 mpt, 4 falcon: LayerNorms, q|k|v in one attn_qkv (read only) */
+    int neox;       /* 1 gptneox, 2 bloom, 3 mpt, 4 falcon, 5 phi2: LayerNorms, q|k|v in one attn_qkv or three (read
+                    ** only) */
 };
 
-#define LX_GGUF_N_FAMILIES 11
-/* llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3, gptneox, bloom, mpt, falcon. */
+#define LX_GGUF_N_FAMILIES 12
+/* llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3, gptneox, bloom, mpt, falcon, phi2. */
 extern const struct lx_gguf_family lx_gguf_families[LX_GGUF_N_FAMILIES];
 
 /* lenx's name of a tensor ("layers.3.attn.wq.weight") -> llama.cpp's ("blk.3.attn_q.weight") into out. */

@@ -4,8 +4,8 @@
 ** by gguf.c, the model here.
 **
 ** Architectures `llama` (Llama, Mistral, TinyLlama, llama2.c conversions),
-** `qwen2`, `qwen3`, `phi3`, `gemma`, `gemma2` and `gemma3` (gemma_arch), `gptneox`, `bloom`, `mpt` and
-** `falcon` (neox_arch, neox_name: LayerNorms, q|k|v in one attn_qkv). Hyper-parameters
+** `qwen2`, `qwen3`, `phi3`, `gemma`, `gemma2` and `gemma3` (gemma_arch), `gptneox`, `bloom`, `mpt`,
+** `falcon` and `phi2` (neox_arch, neox_name: LayerNorms, q|k|v in one attn_qkv or three). Hyper-parameters
 ** come from the metadata ({arch}.block_count,
 ** embedding_length, feed_forward_length, attention.head_count[_kv],
 ** attention.key_length (the head size; embedding_length / head_count when
@@ -51,7 +51,7 @@ const struct lx_gguf_family lx_gguf_families[LX_GGUF_N_FAMILIES] = {
     {"llama", 0, 0, 0, 0, 0, 0}, {"qwen2", 1, 0, 1, 0, 0, 0}, {"qwen3", 0, 1, 1, 0, 0, 0},
     {"phi3", 0, 0, 1, 1, 0, 0}, {"gemma", 0, 0, 1, 0, 1, 0}, {"gemma2", 0, 0, 1, 0, 2, 0}, {"gemma3", 0, 1, 1, 0, 3, 0},
     {"gptneox", 1, 0, 1, 1, 0, 1}, {"bloom", 1, 0, 0, 1, 0, 2}, {"mpt", 0, 0, 0, 1, 0, 3},
-    {"falcon", 0, 0, 1, 1, 0, 4},
+    {"falcon", 0, 0, 1, 1, 0, 4}, {"phi2", 1, 0, 1, 1, 0, 5},
 };
 
 /* The family of general.architecture, or NULL. */
@@ -122,12 +122,14 @@ static int gemma_arch(const struct lx_gguf *g, const char *arch, int gemma, doub
     return LX_OK;
 }
 
-/* GPT-NeoX's, BLOOM's, MPT's and Falcon's blocks as llama.cpp runs a gptneox, bloom, mpt or falcon file
-** (src/models/gptneox.cpp, bloom.cpp, mpt.cpp, falcon.cpp): LayerNorms, GELU's tanh form (ggml_gelu;
+/* GPT-NeoX's, BLOOM's, MPT's, Falcon's and Phi-2's blocks as llama.cpp runs a gptneox, bloom, mpt, falcon
+** or phi2 file (src/models/gptneox.cpp, bloom.cpp, mpt.cpp, falcon.cpp, phi2.cpp): LayerNorms, GELU's tanh
+** form (ggml_gelu;
 ** llama.cpp reads it through an fp16 table, lenx computes it), gptneox's and bloom's shifts and biases,
 ** gptneox's use_parallel_residual (true when absent), bloom's LayerNorm of the embedding rows
 ** (token_embd_norm), falcon's shifts without biases and its parallel block, under one norm unless the
-** file has attn_norm_2 (Falcon-40B's); an mpt file with what llama.cpp adds to MPT's block (biases,
+** file has attn_norm_2 (Falcon-40B's), phi2's biases (the logits' too, output.bias) and parallel block
+** under one norm; an mpt file with what llama.cpp adds to MPT's block (biases,
 ** clamp_kqv, position embeddings) refused. */
 static int neox_arch(const struct lx_gguf *g, const char *arch, int kind, struct lx_arch *a, struct lx_error *err)
 {
@@ -137,9 +139,9 @@ static int neox_arch(const struct lx_gguf *g, const char *arch, int kind, struct
     snprintf(key, sizeof key, "%s.use_parallel_residual", arch);
     int rc = kind == 1 ? lx_gguf_get_int(g, key, 0, &par, err) : LX_OK;
     a->norm = LX_NORM_LAYER, a->mlp = LX_MLP_GELU;
-    a->parallel = (kind == 1 && par) || kind == 4, a->emb_norm = kind == 2;
-    a->norm_bias = kind == 4, a->bias = a->qkv_bias = kind == 1 || kind == 2;
-    a->shared_norm = kind == 4 && !lx_gguf_tensor(g, "blk.0.attn_norm_2.weight");
+    a->parallel = (kind == 1 && par) || kind >= 4, a->emb_norm = kind == 2;
+    a->norm_bias = kind == 4, a->bias = a->qkv_bias = kind == 1 || kind == 2 || kind == 5, a->head_bias = kind == 5;
+    a->shared_norm = kind == 5 || (kind == 4 && !lx_gguf_tensor(g, "blk.0.attn_norm_2.weight"));
     if (rc == LX_OK && kind == 3)
         rc = lx_gguf_get_num(g, "mpt.attention.clamp_kqv", 0, &clamp, err);
     const char *extra = kind != 3 ? NULL : clamp > 0 ? "mpt.attention.clamp_kqv" :
@@ -450,7 +452,8 @@ static int dtype_of(int ggml)
 ** biases) are rows of attn_qkv (from *row0, of *all), w1 is ffn_up, and the biases', the embedding
 ** norm's names; Falcon-40B's attention reads attn_norm_2, its MLP attn_norm (llama.cpp's names of
 ** ln_attn and ln_mlp). */
-static void neox_name(const struct lx_arch *a, const char *lenx, char *out, size_t n, long *row0, long *all)
+static void neox_name(const struct lx_arch *a, int fused, const char *lenx, char *out, size_t n, long *row0,
+                      long *all)
 {
     static const char *const map[][2] = {
         {"attn_norm.bias", "attn_norm.bias"}, {"attn.wo.bias", "attn_output.bias"}, {"mlp_norm.bias", "ffn_norm.bias"},
@@ -470,7 +473,11 @@ static void neox_name(const struct lx_arch *a, const char *lenx, char *out, size
                                               : "output_norm.bias");
         return;
     }
-    if (sscanf(lenx, "layers.%ld.attn.w%n", &l, &at) == 1 && at && lenx[at] && strchr("qkv", lenx[at]) &&
+    if (strcmp(lenx, "lm_head.bias") == 0) {
+        snprintf(out, n, "output.bias");
+        return;
+    }
+    if (fused && sscanf(lenx, "layers.%ld.attn.w%n", &l, &at) == 1 && at && lenx[at] && strchr("qkv", lenx[at]) &&
         lenx[at + 1] == '.') {
         snprintf(out, n, "blk.%ld.attn_qkv.%s", l, lenx + at + 2);
         *row0 = lenx[at] == 'q' ? 0 : lenx[at] == 'k' ? HD : HD + KD, *all = lx_arch_qkv(a);
@@ -515,7 +522,8 @@ static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_ggu
         long l, row0 = 0, all = ti[i].shape[0];
         int which;
         if (fam->neox)
-            neox_name(a, ti[i].name, name, sizeof name, &row0, &all);
+            neox_name(a, lx_gguf_tensor(g, "blk.0.attn_qkv.weight") != NULL, ti[i].name, name, sizeof name, &row0,
+                      &all);
         else if (fam->fused && lx_fused_part(a, ti[i].name, &l, &which, &row0, &all))     /* a block of rows */
             snprintf(name, sizeof name, "blk.%ld.%s", l, which ? "ffn_up.weight" : "attn_qkv.weight");
         else
@@ -574,7 +582,7 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
     lx_gguf_get_str(&g, "general.architecture", arch, sizeof arch);
     if (!family_named(arch))
         rc = lx_err(err, LX_EINVAL, "%s: general.architecture is '%s'; lenx reads llama, qwen2, qwen3, phi3, gemma, "
-                    "gemma2, gemma3, gptneox, bloom, mpt and falcon GGUF models", path, arch);
+                    "gemma2, gemma3, gptneox, bloom, mpt, falcon and phi2 GGUF models", path, arch);
     if (rc == LX_OK)
         rc = read_arch(&g, arch, &a, &train_len, &base, err);
     const struct lx_gguf_tensor *emb = rc == LX_OK ? lx_gguf_tensor(&g, "token_embd.weight") : NULL;
@@ -635,7 +643,7 @@ static int looks_gguf(const char *path)
 const struct lx_model_format lx_model_format_gguf = {
     .name = "gguf",
     .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3, gptneox, bloom, mpt, "
-               "falcon; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
+               "falcon, phi2; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
     .key = NULL,
     .dir = 0,
     .sniff = looks_gguf,

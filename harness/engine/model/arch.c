@@ -54,6 +54,7 @@ static const struct lx_param arch_rows[] = {
     LX_P_BOOL(struct lx_arch, qk_norm, "false", 0,
               "an RMSNorm of each query and key head (learned gains of d_head) before the rotation (Qwen3)"),
     LX_P_BOOL(struct lx_arch, tie_head, "false", 0, "the output head is the token embedding (no lm_head.weight)"),
+    LX_P_BOOL(struct lx_arch, head_bias, "false", 0, "a bias on the logits, lm_head.bias (Phi-2's)"),
     LX_P_INT(struct lx_arch, rel_buckets, "0", 0, 4096, 0,
              "T5's learned relative-position bias: buckets per head, shared by the layers (set by t5bias); 0 = none"),
     LX_P_BOOL(struct lx_arch, kerple, "false", 0,
@@ -102,6 +103,7 @@ static const struct lx_param_rule arch_rules[] = {
     {"emb_norm", "emb_norm=true"},
     {"norm_bias", "norm_bias=true"},
     {"shared_norm", "shared_norm=true"},
+    {"head_bias", "head_bias=true"},
     {NULL, NULL},
 };
 
@@ -259,6 +261,8 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
         add(out, &n, &off, "norm.bias", C, 0, 0, 0);
     if (!a->tie_head)
         add(out, &n, &off, "lm_head.weight", a->vocab, C, 1, 0);
+    if (a->head_bias)
+        add(out, &n, &off, "lm_head.bias", a->vocab, 0, 0, 0);
     if (a->rel_buckets)     /* one vector: a table of scalars, never a product's matrix */
         add_method(out, &n, &off, "rel_bias", a->heads * a->rel_buckets);
     if (a->kerple)          /* (p, a) of each head */
@@ -335,6 +339,7 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
     w->mhead = a->tie_head ? w->memb : t[i];
     w->head = a->tie_head ? w->tok_emb : F(i);
     i += !a->tie_head;
+    w->head_b = a->head_bias ? (float *)t[i++].p : NULL;
     w->rel_bias = lx_arch_rel_values(a) ? (float *)t[i++].p : NULL;
 #undef F
     LX_ASSERT(i == n);

@@ -52,6 +52,7 @@ struct lx_arch {
     int qk_norm;        /* 1: each q and k head RMS-normalised with gains layers.L.attn.{q,k}_norm.weight
                         ** (d_head,) after the projections, before the rotation (Qwen3) */
     int tie_head;       /* 1: the output head is tok_emb (no lm_head.weight tensor) */
+    int head_bias;      /* 1: a bias on the logits, tensor lm_head.bias (V,) (Phi-2's, GPT-J's) */
     long rel_buckets;   /* T5's learned relative bias: buckets per head of tensor rel_bias (heads × it),
                         ** shared by every layer, initialised to 0 (set by t5bias); 0 = none */
     int kerple;         /* 1: KERPLE's learned (p, a) per head, tensor kerple (heads × 2), shared by every
@@ -163,6 +164,7 @@ struct lx_weights {
     float *norm_b;              /* (C) arch bias: the final LayerNorm's shift, or NULL */
     float *emb_norm, *emb_norm_b;   /* (C) arch emb_norm: the embedding LayerNorm's gain and shift, or NULL */
     float *head;                /* (V, C); == tok_emb when tie_head */
+    float *head_b;              /* (V) arch head_bias: added to the logits, or NULL */
     float *rel_bias;            /* (H, lx_arch_rel_values) T5's relative bias or KERPLE's (p, a), or NULL */
     struct lx_wmat memb, mhead; /* tok_emb and head as the forward reads them */
 };

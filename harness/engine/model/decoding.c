@@ -118,8 +118,7 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
         lx_layer_out(c->x, c->xn, c->xn, c->rstd, c->act, F, W->mw2, W->b2, W->mlp_post, 1, F, C, eps);
     }
     lx_norm_forward(ar, c->xn, c->rstd, c->x, m->v.norm, m->v.norm_b, 1);
-    lx_wlinear(logits, V, c->xn, C, m->v.mhead, 1, C, V, 0.0f);
-    lx_softcap_row(logits, 0, V, ar->logit_softcap);
+    lx_head_logits(logits, c->xn, m, 1);
     omp_set_num_threads(n_thr);
 }
 

@@ -150,3 +150,11 @@ void lx_norm_backward(const struct lx_arch *a, float *dx, float *dg, float *db, 
         lx_rmsnorm_backward(dx, dg, dy, x, g, rstd, (int)n, (int)a->d_model);
 }
 
+void lx_head_logits(float *lg, const float *xn, const struct lx_model *m, long n)
+{
+    long C = m->arch.d_model, V = m->arch.vocab;
+    lx_wlinear(lg, V, xn, C, m->v.mhead, n, C, V, 0.0f);
+    if (m->v.head_b)
+        lx_bias_add(lg, m->v.head_b, n, V);
+    lx_softcap_row(lg, 0, n * V, m->arch.logit_softcap);
+}

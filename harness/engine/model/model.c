@@ -359,8 +359,7 @@ static void head(const struct lx_model *m, struct lx_acts *a, const float *x, fl
         long n = s->N - r0 < rows ? s->N - r0 : rows;
         float *blk = a->loss_only ? a->logits : a->logits + r0 * s->V;     /* row r0's logits */
         lx_norm_forward(&m->arch, a->xnf, a->rstdf + r0, x + r0 * s->C, m->v.norm, m->v.norm_b, n);
-        lx_wlinear(blk, s->V, a->xnf, s->C, m->v.mhead, n, s->C, s->V, 0.0f);
-        lx_softcap_row(blk, 0, n * s->V, m->arch.logit_softcap);
+        lx_head_logits(blk, a->xnf, m, n);
         for (long c0 = r0; targets && c0 < r0 + n; c0 += ce_rows) {
             int nc = (int)(r0 + n - c0 < ce_rows ? r0 + n - c0 : ce_rows);
             const float *lg = blk + (c0 - r0) * s->V;
@@ -407,8 +406,7 @@ static void head_answer(const struct lx_model *m, struct lx_acts *a, const float
             break;
         float *lg = a->logits + k * s->V;
         lx_norm_forward(&m->arch, a->xnf, rs, a->xnf, m->v.norm, m->v.norm_b, n);
-        lx_wlinear(lg, s->V, a->xnf, s->C, m->v.mhead, n, s->C, s->V, 0.0f);
-        lx_softcap_row(lg, 0, n * s->V, m->arch.logit_softcap);
+        lx_head_logits(lg, a->xnf, m, n);
         lx_crossentropy_forward(ls, NULL, lg, tg, (int)n, (int)s->V);
         for (long i = 0; i < n; i++)
             a->loss[src[i]] = ls[i], a->rstdf[src[i]] = rs[i];
@@ -716,7 +714,7 @@ static void head_backward(const struct lx_model *m, struct lx_acts *a, struct lx
     lx_crossentropy_backward(a->dlogits, a->probs, targets, (int)s->N, (int)s->V, (float)(1.0 / (double)n_scored));
     for (long i = 0; m->arch.logit_softcap != 0.0 && i < s->N * s->V; i++)     /* a->logits: the capped ones */
         a->dlogits[i] *= lx_softcap_slope(a->logits[i], m->arch.logit_softcap);
-    lx_linear_backward(a->dxn, g->head, NULL, a->dlogits, a->xnf, m->v.mhead, (int)s->N, (int)s->C, (int)s->V);
+    lx_linear_backward(a->dxn, g->head, g->head_b, a->dlogits, a->xnf, m->v.mhead, (int)s->N, (int)s->C, (int)s->V);
     memset(a->dx, 0, sizeof(float) * (size_t)(s->N * s->C));
     lx_norm_backward(&m->arch, a->dx, g->norm, g->norm_b, a->dxn, a->x + s->L * s->N * s->C, m->v.norm, a->rstdf,
                      s->N);

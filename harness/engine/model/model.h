@@ -280,6 +280,9 @@ void lx_layer_qk_norm(float *qkv, float *raw, float *rstd, const struct lx_layer
 void lx_layer_qk_norm_backward(float *dqkv, float *dgq, float *dgk, const float *raw, const float *rstd,
                                const struct lx_layer_w *W, const struct lx_arch *a, long n);
 void lx_layer_w13(float *h, const float *x, const struct lx_layer_w *W, const struct lx_arch *a, long n);
+/* n rows of logits (row stride V) from the final norm's rows xn (n, C): the head's product, its bias
+** (arch head_bias), Gemma 2's soft-cap. */
+void lx_head_logits(float *lg, const float *xn, const struct lx_model *m, long n);
 /* The embedding rows of tokens (times sqrt(d_model) with arch emb_scale; through the embedding
 ** LayerNorm with arch emb_norm, keeping the rows before it in raw unless NULL and its 1/std in rstd (n)). */
 void lx_embed(float *x, float *raw, float *rstd, const struct lx_model *m, const int *tokens, long n);

@@ -28,7 +28,7 @@ g++ -O2 -x c lllogits.c -x none -I "$src/include" -I "$src/ggml/include" "$b/src
     "$b/ggml/src/libggml-cpu.a" "$b/ggml/src/libggml-base.a" -fopenmp -lpthread -lm -o "$tmp/lllogits"
 ids=$(/usr/bin/python3 -c "print(' '.join(str(3 + t * 41 % 93) for t in range(48)))")
 mkdir -p llamacpp
-for g in neox bloom mpt falcon falcon-new gemma2 gemma3; do
+for g in neox bloom mpt falcon falcon-new gemma2 gemma3 phi2; do
     /usr/bin/python3 novocab_runnable.py "$src" "$g-tiny-hf.gguf" "$tmp/$g.gguf" >/dev/null 2>&1
     "$tmp/lllogits" "$tmp/$g.gguf" $ids > "llamacpp/$g.tsv" 2>/dev/null
 done

@@ -145,8 +145,9 @@ rm -rf hf.tmp
 # gathers their query_key_value's head-by-head rows into q|k|v itself), and the tiny MPT's (of
 # expansion_ratio 4: the converter writes MPT's MLP as 4 x the width whatever the ratio); and the tiny
 # Falcon-7B and Falcon-40B directories of tests/ref/falcon_ref.py (made 2026-12-05 with the same converter,
-# which regroups query_key_value into q|k|v itself and writes the MLP as 4 x the width)
-for g in gemma3 gemma2 neox bloom mpt falcon falcon-new; do
+# which regroups query_key_value into q|k|v itself and writes the MLP as 4 x the width); and the tiny
+# Phi-2 directory of tests/ref/phi_ref.py (made 2026-12-05 likewise: q, k and v as three tensors)
+for g in gemma3 gemma2 neox bloom mpt falcon falcon-new phi2; do
 rm -rf hf.tmp && mkdir hf.tmp && cp ../hf-$g-tiny/config.json hf.tmp/
 G=$g /usr/bin/python3 - <<'PY'
 import json, struct
