@@ -189,6 +189,31 @@ static inline void grads_vs_torch(const char *dirname, int (*lenx_name)(char out
     lx_model_release(&m);
 }
 
+/* lenx's name of a directory's tensor hf (into out) for a family whose names map one to one (emb: its
+** embedding's name; norm, layers: the final norm's and the layers' prefixes; map: n_map rows of {the
+** family's part, lenx's}, e.g. {"self_attn.q_proj", "attn.wq"}): how many lenx tensors it is, 1. */
+static inline int table_name(char out[64], const char *hf, const char *emb, const char *norm, const char *layers,
+                             const char *const (*map)[2], size_t n_map)
+{
+    const char *kind = strstr(hf, ".bias") ? "bias" : "weight";
+    size_t nl = strlen(layers);
+    int l, at = 0;
+    if (!strcmp(hf, emb))
+        return snprintf(out, 64, "tok_emb.weight"), 1;
+    if (!strncmp(hf, "lm_head.", 8))
+        return snprintf(out, 64, "%s", hf), 1;
+    if (!strncmp(hf, norm, strlen(norm)))
+        return snprintf(out, 64, "norm.%s", kind), 1;
+    cr_assert(!strncmp(hf, layers, nl) && sscanf(hf + nl, "%d.%n", &l, &at) == 1 && at, "%s", hf);
+    for (size_t k = 0; k < n_map; k++)
+        if (!strncmp(hf + nl + at, map[k][0], strlen(map[k][0]))) {
+            snprintf(out, 64, "layers.%d.%s.%s", l, map[k][1], kind);
+            return 1;
+        }
+    cr_assert_fail("no lenx name for %s", hf);
+    return 0;
+}
+
 /* An index of query_key_value (rows group by group: a key/value group's query heads, then its key and its
 ** value head; GPT-NeoX's and BLOOM's groups are their heads: q, k, v of head 0, then of head 1, ...) as one
 ** from lenx's wq start (every head's q rows, then k's, then v's); any other tensor's as it is. */

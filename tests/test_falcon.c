@@ -210,6 +210,7 @@ Test(falcon, arch_rows_in_a_sweep)
         {SWEEP("{norm: layer, bias: true, norm_bias: true}"), "norm_bias with bias: true"},
         {SWEEP("{norm_bias: true}"), "norm_bias with RMSNorms"},
         {SWEEP("{norm: layer, shared_norm: true}"), "shared_norm without parallel"},
+        {SWEEP("{norm: layer, bias: true, mlp_bias: true}"), "mlp_bias with bias: true"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         cr_expect_eq(lx_grid_load_text(&g, bad[i][0], "bad.yaml", &err), LX_EINVAL, "%s", bad[i][0]);

@@ -185,7 +185,7 @@ Test(gemma, configs_refused)
     static const struct {
         const char *sed, *part1, *part2;
     } cases[] = {
-        {"s/\"gemma3_text\"/\"gemma4\"/", "model_type 'gemma4'", "gemma3, mpt, gpt_neox, bloom, falcon and phi"},
+        {"s/\"gemma3_text\"/\"gemma4\"/", "model_type 'gemma4'", "gemma3, mpt, gpt_neox, bloom, falcon, phi and gptj"},
         {"s/\"gemma3_text\"/\"gemma3\"/", "config.json", "model_type gemma3 without a text_config object"},
         {"s/\"final_logit_softcapping\": null/\"final_logit_softcapping\": -1/", "final_logit_softcapping",
          "must be a positive number"},

@@ -77,25 +77,9 @@ static int phi_name(char out[64], const char *hf, int flag)
         {"self_attn.v_proj", "attn.wv"},  {"self_attn.dense", "attn.wo"},  {"mlp.fc1", "mlp.w1"},
         {"mlp.fc2", "mlp.w2"},
     };
-    int l, at;
-    const char *kind = strstr(hf, ".bias") ? "bias" : "weight";
     (void)flag;
-    if (!strcmp(hf, "model.embed_tokens.weight") || !strncmp(hf, "lm_head.", 8)) {
-        snprintf(out, 64, "%s", hf[0] == 'm' ? "tok_emb.weight" : hf);
-        return 1;
-    }
-    if (!strncmp(hf, "model.final_layernorm.", 22)) {
-        snprintf(out, 64, "norm.%s", kind);
-        return 1;
-    }
-    cr_assert_eq(sscanf(hf, "model.layers.%d.%n", &l, &at), 1, "%s", hf);
-    for (size_t k = 0; k < sizeof map / sizeof *map; k++)
-        if (!strncmp(hf + at, map[k][0], strlen(map[k][0]))) {
-            snprintf(out, 64, "layers.%d.%s.%s", l, map[k][1], kind);
-            return 1;
-        }
-    cr_assert_fail("no lenx name for %s", hf);
-    return 0;
+    return table_name(out, hf, "model.embed_tokens.weight", "model.final_layernorm.", "model.layers.", map,
+                      sizeof map / sizeof *map);
 }
 
 /* The backward against torch's autograd: the one norm gets both branches' gradients, lm_head.bias the

@@ -20,7 +20,8 @@ safetensors package is not used: read_safetensors and write_safetensors below
 implement the format (8-byte little-endian header length, JSON header, data).
 
 Supported: modes causal and mlm; MLP gelu, gelu_erf (F.gelu's exact form) and swiglu; norms rms and
-layer (nn.LayerNorm, shifted with bias or norm_bias), a bias on every product (bias), the parallel residual
+layer (nn.LayerNorm, shifted with bias or norm_bias), a bias on every product (bias) or the MLP's (mlp_bias),
+the parallel residual
 (parallel, with one norm a block under shared_norm); grouped-query attention
 (kv_heads; each key/value head repeated for its heads / kv_heads query heads,
 as transformers' repeat_kv does), q/k/v biases (qkv_bias), Qwen3's per-head q/k RMSNorm (qk_norm) and a tied output
@@ -260,7 +261,7 @@ class Block(nn.Module):
         self.attn = Attention(a["d_model"], a["heads"], a["kv_heads"] or a["heads"], a["d_head"],
                               bool(a["qkv_bias"] or a["bias"]), bool(a["qk_norm"]), a["norm_eps"], bool(a["bias"]))
         self.mlp_norm = None if a["shared_norm"] else make_norm(a)     # Falcon-7B: the attention's
-        self.mlp = MLP(a["d_model"], a["d_mlp"], a["mlp"], bool(a["bias"]))
+        self.mlp = MLP(a["d_model"], a["d_mlp"], a["mlp"], bool(a["bias"] or a["mlp_bias"]))
         self.parallel = bool(a["parallel"])
 
     def forward(self, x, rotary, scales, causal):
@@ -274,7 +275,7 @@ class Block(nn.Module):
 ARCH_DEFAULTS = {"mode": "causal", "layers": 2, "d_model": 128, "heads": 4, "d_head": 32, "d_mlp": 512,
                  "mlp": "gelu", "vocab": 260, "norm_eps": 1e-5, "kv_heads": 0, "qkv_bias": False,
                  "qk_norm": False, "tie_head": False, "norm": "rms", "bias": False, "parallel": False,
-                 "norm_bias": False, "shared_norm": False, "head_bias": False}
+                 "norm_bias": False, "shared_norm": False, "head_bias": False, "mlp_bias": False}
 
 
 class LenxModel(nn.Module):

@@ -96,6 +96,27 @@ int lx_hf_names_of(const struct lx_hf_names *f, const char *name, char *out, siz
     return 0;
 }
 
+int lx_hf_names_table(const char *name, char *out, size_t n, const char *emb, const char *norm, const char *layers,
+                      const char *const (*map)[2], size_t n_map)
+{
+    long l;
+    int at = 0;
+    if (strcmp(name, "tok_emb.weight") == 0)
+        return snprintf(out, n, "%s", emb), 1;
+    if (strncmp(name, "norm.", 5) == 0)
+        return snprintf(out, n, "%s%s", norm, name + 5), 1;
+    if (strncmp(name, "lm_head.", 8) == 0)
+        return snprintf(out, n, "%s", name), 1;
+    if (sscanf(name, "layers.%ld.%n", &l, &at) != 1 || !at)
+        return 0;
+    for (size_t k = 0; k < n_map; k++) {
+        size_t len = strlen(map[k][0]);
+        if (strncmp(name + at, map[k][0], len) == 0)
+            return snprintf(out, n, "%s%ld.%s%s", layers, l, map[k][1], name + at + len), 1;
+    }
+    return 0;
+}
+
 void lx_hf_gather_heads(void *dst, const void *fused, int part, long groups, long q, long d_head, size_t row_bytes)
 {
     size_t block = (size_t)d_head * row_bytes;

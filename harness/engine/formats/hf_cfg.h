@@ -37,6 +37,13 @@ struct lx_hf_names {
 ** biases) 0, 1 or 2: rows of the fused query_key_value, head by head (lx_hf_gather_heads). */
 int lx_hf_names_of(const struct lx_hf_names *f, const char *name, char *out, size_t n, int *part);
 
+/* A family's name of lenx tensor `name` into out, 0 when it has none, for families whose names map one
+** to one: tok_emb.weight is emb; norm.X is norm + X; lm_head.X keeps its name; layers.N.P... is layers +
+** "N." + the family's part for P (map: n_map rows of {lenx part, family part}, e.g. {"attn.wq.",
+** "self_attn.q_proj."}) + the rest. */
+int lx_hf_names_table(const char *name, char *out, size_t n, const char *emb, const char *norm, const char *layers,
+                      const char *const (*map)[2], size_t n_map);
+
 /* The rows of part (0 q, 1 k, 2 v) out of a query_key_value whose rows are (groups, q + 2, d_head): each
 ** key/value group's q query heads, then its key and its value head (Falcon's; GPT-NeoX's and BLOOM's with
 ** groups = heads, q = 1): into dst, the part's heads in order, d_head rows of row_bytes each. */

@@ -15,6 +15,7 @@
 #include "harness/engine/formats/format.h"
 #include "harness/engine/formats/hf_bloom.h"
 #include "harness/engine/formats/hf_cfg.h"
+#include "harness/engine/formats/hf_gptj.h"
 #include "harness/engine/formats/hf_mpt.h"
 #include "harness/engine/formats/hf_neox.h"
 #include "harness/engine/formats/hf_phi.h"
@@ -49,9 +50,9 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
         return rc;
     if (strcmp(s, "gemma3") == 0)   /* the multimodal model: cfg_multimodal reads its text model */
         return c->mm = 1, LX_OK;
-    static const char *const own[] = {"mpt", "gpt_neox", "bloom", "falcon", "phi"};     /* own fields: cfg_mpt, ... */
-    int *flag[] = {&c->mpt, &c->neox, &c->bloom, &c->falcon, &c->phi};
-    for (int k = 0; k < 5; k++)
+    static const char *const own[] = {"mpt", "gpt_neox", "bloom", "falcon", "phi", "gptj"};    /* own fields */
+    int *flag[] = {&c->mpt, &c->neox, &c->bloom, &c->falcon, &c->phi, &c->gptj};
+    for (int k = 0; k < 6; k++)
         if (strcmp(s, own[k]) == 0)
             return snprintf(c->type, sizeof c->type, "%s", s), *flag[k] = 1, LX_OK;
     for (int k = 0; k < 8; k++)
@@ -65,7 +66,7 @@ static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct 
         }
     return lx_json_err(err, doc, v, "model_type '%s' is not one lenx reads\n  hint: lenx reads llama, mistral, "
                        "qwen2, qwen3 and phi3 (Llama-architecture decoders), gemma, gemma2, gemma3_text, gemma3, "
-                       "mpt, gpt_neox, bloom, falcon and phi", s);
+                       "mpt, gpt_neox, bloom, falcon, phi and gptj", s);
 }
 
 /* hidden_act silu, no MLP or attention biases; *part: partial_rotary_factor, which only Phi-3's
@@ -246,6 +247,17 @@ static int cfg_phi(const struct lx_json *doc, const struct lx_jv *root, struct h
     return rc;
 }
 
+/* A GPT-J config (hf_gptj.c) in the fields the loader reads: rope at 10000, GPT-J's own. */
+static int cfg_gptj(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
+{
+    struct lx_hf_gptj t;
+    int rc = lx_hf_gptj_config(doc, root, &t, err);
+    c->hidden = t.d_model, c->inter = t.d_mlp, c->layers = t.layers, c->heads = c->kv_heads = t.heads;
+    c->head_dim = t.heads ? t.d_model / t.heads : 0, c->rot_dims = t.rot_dims, c->theta = 10000;
+    c->vocab = t.vocab, c->max_pos = t.max_pos, c->eps = t.eps, c->tied = t.tied, c->mlp = t.mlp;
+    return rc;
+}
+
 /* A Falcon config (hf_falcon.c) in the fields the loader reads. */
 static int cfg_falcon(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
 {
@@ -269,9 +281,10 @@ int lx_hf_config_read(const struct lx_json *doc, struct hf_config *c, struct lx_
     if (rc == LX_OK && c->mm)
         rc = cfg_multimodal(doc, &root, c, err);
     c->root = root;
-    if (rc == LX_OK && (c->mpt || c->neox || c->bloom || c->falcon || c->phi)) {
+    if (rc == LX_OK && (c->mpt || c->neox || c->bloom || c->falcon || c->phi || c->gptj)) {
         int (*own)(const struct lx_json *, const struct lx_jv *, struct hf_config *, struct lx_error *) =
-            c->mpt ? cfg_mpt : c->neox ? cfg_neox : c->bloom ? cfg_bloom : c->falcon ? cfg_falcon : cfg_phi;
+            c->mpt ? cfg_mpt : c->neox ? cfg_neox : c->bloom ? cfg_bloom : c->falcon ? cfg_falcon : c->phi ? cfg_phi
+                                                                                                         : cfg_gptj;
         return own(doc, root, c, err);
     }
     const struct lx_jv *tie = lx_json_member(root, "tie_word_embeddings");
@@ -349,6 +362,10 @@ void lx_hf_config_arch(const struct hf_config *c, struct lx_arch *a)
     if (c->phi) {
         a->norm = LX_NORM_LAYER, a->mlp = c->mlp;
         a->bias = a->qkv_bias = a->parallel = a->shared_norm = a->head_bias = 1;
+    }
+    if (c->gptj) {
+        a->norm = LX_NORM_LAYER, a->mlp = c->mlp;
+        a->norm_bias = a->mlp_bias = a->parallel = a->shared_norm = a->head_bias = 1;
     }
     if (c->gemma) {
         a->mlp = LX_MLP_GEGLU;

@@ -39,6 +39,7 @@ struct hf_config {
     int falcon;             /* model_type falcon (hf_falcon.c): LayerNorms, the parallel block, grouped q|k|v */
     struct lx_hf_falcon fal;    /* falcon: its config */
     int phi;                /* model_type phi (hf_phi.c): the parallel block under one LayerNorm, every bias */
+    int gptj;               /* model_type gptj (hf_gptj.c): phi's block with the MLP's biases only, rope interleaved */
 };
 
 /* config.json (doc) into c: model_type and every field the family reads, refused naming the field

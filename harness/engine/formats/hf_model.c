@@ -30,7 +30,7 @@
 ** (hf_rope.c). config.json is read by hf_config.c: MPT (model_type mpt) has its own config fields and
 ** names, read by hf_mpt.c, and ALiBi as its native stack; GPT-NeoX (gpt_neox) likewise, hf_neox.c, its
 ** q, k and v gathered out of query_key_value; BLOOM (bloom), hf_bloom.c; Falcon (falcon), hf_falcon.c;
-** Phi (phi), hf_phi.c.
+** Phi (phi), hf_phi.c; GPT-J (gptj), hf_gptj.c.
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/hf_model.h"
@@ -51,6 +51,7 @@
 #include "harness/engine/formats/hf_cfg.h"
 #include "harness/engine/formats/hf_config.h"
 #include "harness/engine/formats/hf_falcon.h"
+#include "harness/engine/formats/hf_gptj.h"
 #include "harness/engine/formats/hf_mpt.h"
 #include "harness/engine/formats/hf_neox.h"
 #include "harness/engine/formats/hf_phi.h"
@@ -246,8 +247,8 @@ static int hf_name(const struct lx_arch *a, const struct hf_config *c, const str
         named = 1;
     else if (c->mpt)
         named = lx_hf_mpt_tensor_name(a, ti->name, name, n, row0, &r);
-    else if (c->phi)
-        named = lx_hf_phi_tensor_name(ti->name, name, n);
+    else if (c->phi || c->gptj)
+        named = c->phi ? lx_hf_phi_tensor_name(ti->name, name, n) : lx_hf_gptj_tensor_name(ti->name, name, n);
     else if (c->neox || c->bloom || c->falcon) {
         named = c->neox    ? lx_hf_neox_tensor_name(ti->name, name, n, gather)
                 : c->bloom ? lx_hf_bloom_tensor_name(c->bprefix, ti->name, name, n, gather)
@@ -397,8 +398,8 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
             lx_buf_printf(&stack, ",\"scale\":%.17g", c.alibi_scale);
         lx_buf_puts(&stack, "}}]");
     } else if (rc == LX_OK)
-        rc = lx_hf_stacks(doc, &(struct hf_rope_facts){c.theta, c.max_pos, c.head_dim, c.rot_dims, c.window, c.root},
-                          &stack, &eval, &raw, err);
+        rc = lx_hf_stacks(doc, &(struct hf_rope_facts){c.theta, c.max_pos, c.head_dim, c.rot_dims, c.window, c.root,
+                                                       c.gptj}, &stack, &eval, &raw, err);
     if (rc == LX_OK)
         rc = open_weights(w, dir, err);
     if (rc == LX_OK && c.mm)
@@ -442,7 +443,7 @@ static int hf_sniff(const char *path)
 const struct lx_model_format lx_model_format_hf = {
     .name = "hf",
     .summary = "a Hugging Face directory: config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text, "
-               "gemma3, mpt, gpt_neox, bloom, falcon, phi) and safetensors shards",
+               "gemma3, mpt, gpt_neox, bloom, falcon, phi, gptj) and safetensors shards",
     .key = "hf",
     .dir = 1,
     .sniff = hf_sniff,

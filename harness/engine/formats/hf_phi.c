@@ -19,7 +19,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/hf_phi.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "harness/core/lx.h"
@@ -92,20 +91,6 @@ int lx_hf_phi_tensor_name(const char *name, char *out, size_t n)
         {"attn.wv.", "self_attn.v_proj."},  {"attn.wo.", "self_attn.dense."},  {"mlp.w1.", "mlp.fc1."},
         {"mlp.w2.", "mlp.fc2."},
     };
-    long l;
-    int at = 0;
-    if (strcmp(name, "tok_emb.weight") == 0)
-        return snprintf(out, n, "model.embed_tokens.weight"), 1;
-    if (strncmp(name, "norm.", 5) == 0)
-        return snprintf(out, n, "model.final_layernorm.%s", name + 5), 1;
-    if (strncmp(name, "lm_head.", 8) == 0)
-        return snprintf(out, n, "%s", name), 1;
-    if (sscanf(name, "layers.%ld.%n", &l, &at) != 1 || !at)
-        return 0;
-    for (size_t k = 0; k < sizeof map / sizeof *map; k++) {
-        size_t len = strlen(map[k][0]);
-        if (strncmp(name + at, map[k][0], len) == 0)
-            return snprintf(out, n, "model.layers.%ld.%s%s", l, map[k][1], name + at + len), 1;
-    }
-    return 0;
+    return lx_hf_names_table(name, out, n, "model.embed_tokens.weight", "model.final_layernorm.", "model.layers.", map,
+                             sizeof map / sizeof *map);
 }

@@ -96,7 +96,7 @@ static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, str
     const char *type;
     lx_buf_puts(stack, "[{\"rope\":{\"base\":");
     lx_buf_num(stack, c->theta);
-    lx_buf_puts(stack, ",\"layout\":\"half\"");
+    lx_buf_puts(stack, c->interleaved ? ",\"layout\":\"interleaved\"" : ",\"layout\":\"half\"");
     if (c->rot_dims < c->head_dim)      /* a partial rotary */
         lx_buf_printf(stack, ",\"dims\":%ld", c->rot_dims);
     lx_buf_puts(stack, "}}");

@@ -18,6 +18,7 @@ struct hf_rope_facts {
     long window;            /* the sliding window in use (Mistral, Phi-3), 0 = none */
     const struct lx_jv *root;   /* the object holding the text model's fields (Gemma 3's text_config), NULL = the
                                 ** document's */
+    int interleaved;        /* 1: rope turns pairs of neighbours (GPT-J's rotate_every_two), not halves */
 };
 
 /* The native stack's JSON into stack (rope half at rope_theta, then

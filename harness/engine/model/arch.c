@@ -35,6 +35,7 @@ static const struct lx_param arch_rows[] = {
               "a bias on every projection (q/k/v too) and a shift on every LayerNorm (GPT-NeoX); needs norm: layer"),
     LX_P_BOOL(struct lx_arch, norm_bias, "false", 0,
               "a shift on every LayerNorm, no bias on the projections (Falcon); needs norm: layer"),
+    LX_P_BOOL(struct lx_arch, mlp_bias, "false", 0, "biases on the MLP's products only (GPT-J); not with bias"),
     LX_P_BOOL(struct lx_arch, shared_norm, "false", 0,
               "with parallel: one norm a block, x + attn(n(x)) + mlp(n(x)) (Falcon-7B)"),
     LX_P_BOOL(struct lx_arch, emb_norm, "false", 0,
@@ -104,6 +105,7 @@ static const struct lx_param_rule arch_rules[] = {
     {"norm_bias", "norm_bias=true"},
     {"shared_norm", "shared_norm=true"},
     {"head_bias", "head_bias=true"},
+    {"mlp_bias", "mlp_bias=true"},
     {NULL, NULL},
 };
 
@@ -112,11 +114,6 @@ const struct lx_schema lx_arch_schema = LX_SCHEMA(arch_rows, struct lx_arch, arc
 long lx_arch_kv(const struct lx_arch *a)
 {
     return a->kv_heads ? a->kv_heads : a->heads;
-}
-
-int lx_arch_norm_shift(const struct lx_arch *a)
-{
-    return a->bias || a->norm_bias;
 }
 
 long lx_arch_qkv(const struct lx_arch *a)
@@ -149,6 +146,9 @@ int lx_arch_resolve(struct lx_arch *a, struct lx_error *err)
         return lx_err(err, LX_EINVAL, "norm_bias with %s\n  hint: norm_bias is LayerNorm's shift without the "
                       "projections' biases (Falcon's block): norm: layer, and bias: false (bias shifts the norms "
                       "too)", a->bias ? "bias: true" : "RMSNorms");
+    if (a->mlp_bias && a->bias)
+        return lx_err(err, LX_EINVAL, "mlp_bias with bias: true\n  hint: bias puts a bias on every product, the "
+                      "MLP's too; mlp_bias is the MLP's alone (GPT-J's block)");
     if (a->shared_norm && !a->parallel)
         return lx_err(err, LX_EINVAL, "shared_norm without parallel\n  hint: one norm feeds both branches of "
                       "a parallel block (Falcon-7B's); set parallel: true too");
@@ -244,13 +244,13 @@ static int tensors(const struct lx_arch *a, struct lx_tensor_info *out, size_t *
         add(out, &n, &off, NAME("mlp.w1.weight"), F, C, 1, 0);
         if (lx_arch_gated(a))
             add(out, &n, &off, NAME("mlp.w3.weight"), F, C, 1, 0);
-        if (a->bias) {          /* adjacent: one bias row for the fused w1|w3 */
+        if (lx_arch_mlp_bias(a)) {  /* adjacent: one bias row for the fused w1|w3 */
             add(out, &n, &off, NAME("mlp.w1.bias"), F, 0, 0, 0);
             if (lx_arch_gated(a))
                 add(out, &n, &off, NAME("mlp.w3.bias"), F, 0, 0, 0);
         }
         add(out, &n, &off, NAME("mlp.w2.weight"), C, F, 1, 1);
-        if (a->bias)
+        if (lx_arch_mlp_bias(a))
             add(out, &n, &off, NAME("mlp.w2.bias"), C, 0, 0, 0);
         if (a->post_norms)
             add(out, &n, &off, NAME("mlp.post_norm.weight"), C, 0, 0, 0);
@@ -326,12 +326,12 @@ static void map_views(struct lx_weights *w, const struct lx_arch *a, const struc
         for (int k = 0; k < L->n_w13; k++)
             L->mw13[k] = t[i + k];
         i += swiglu ? 2 : 1;
-        L->b13 = a->bias ? (float *)t[i].p : NULL;
-        i += a->bias ? (swiglu ? 2 : 1) : 0;
+        L->b13 = lx_arch_mlp_bias(a) ? (float *)t[i].p : NULL;
+        i += lx_arch_mlp_bias(a) ? (swiglu ? 2 : 1) : 0;
         L->mw2 = t[i];
         L->w2 = F(i);
         i++;
-        L->b2 = a->bias ? (float *)t[i++].p : NULL;
+        L->b2 = lx_arch_mlp_bias(a) ? (float *)t[i++].p : NULL;
         L->mlp_post = a->post_norms ? (float *)t[i++].p : NULL;
     }
     w->norm = (float *)t[i++].p;

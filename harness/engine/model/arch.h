@@ -37,6 +37,8 @@ struct lx_arch {
                         ** parallel residual) */
     int norm_bias;      /* 1: a shift on every LayerNorm without the projections' biases (Falcon): the *norm.bias
                         ** tensors of bias alone. Read the shifts through lx_arch_norm_shift() */
+    int mlp_bias;       /* 1: biases on the MLP's products only (GPT-J's): layers.L.mlp.{w1,w3,w2}.bias. Read
+                        ** them through lx_arch_mlp_bias() */
     int shared_norm;    /* 1 (with parallel): one norm a block, x + attn(n(x)) + mlp(n(x)) (Falcon-7B): no
                         ** layers.L.mlp_norm tensors; the MLP's norm views are the attention's */
     int emb_norm;       /* 1: the embedding rows through a LayerNorm, emb_norm.weight (and .bias with bias), before
@@ -109,7 +111,15 @@ const char *lx_arch_gemma_part(const struct lx_arch *a);
 /* Key/value heads: kv_heads, or heads when 0. */
 long lx_arch_kv(const struct lx_arch *a);
 /* 1 when the LayerNorms have shifts (*norm.bias): bias or norm_bias. */
-int lx_arch_norm_shift(const struct lx_arch *a);
+static inline int lx_arch_norm_shift(const struct lx_arch *a)
+{
+    return a->bias || a->norm_bias;
+}
+/* 1 when the MLP's products have biases: bias or mlp_bias. */
+static inline int lx_arch_mlp_bias(const struct lx_arch *a)
+{
+    return a->bias || a->mlp_bias;
+}
 /* Floats of one qkv row: (heads + 2·kv_heads)·d_head. */
 long lx_arch_qkv(const struct lx_arch *a);
 /* The rule across fields the schema's bounds cannot say (kv_heads divides
