@@ -124,12 +124,11 @@ static int gemma_arch(const struct lx_gguf *g, const char *arch, int gemma, doub
 
 /* GPT-NeoX's, BLOOM's, MPT's, Falcon's and Phi-2's blocks as llama.cpp runs a gptneox, bloom, mpt, falcon
 ** or phi2 file (src/models/gptneox.cpp, bloom.cpp, mpt.cpp, falcon.cpp, phi2.cpp): LayerNorms, GELU's tanh
-** form (ggml_gelu;
-** llama.cpp reads it through an fp16 table, lenx computes it), gptneox's and bloom's shifts and biases,
-** gptneox's use_parallel_residual (true when absent), bloom's LayerNorm of the embedding rows
-** (token_embd_norm), falcon's shifts without biases and its parallel block, under one norm unless the
-** file has attn_norm_2 (Falcon-40B's), phi2's biases (the logits' too, output.bias) and parallel block
-** under one norm; an mpt file with what llama.cpp adds to MPT's block (biases,
+** form (ggml_gelu; llama.cpp reads it through an fp16 table, lenx computes it), gptneox's and bloom's
+** shifts and biases, gptneox's use_parallel_residual (true when absent), bloom's LayerNorm of the
+** embedding rows (token_embd_norm), falcon's shifts without biases and its parallel block, under one
+** norm unless the file has attn_norm_2 (Falcon-40B's), phi2's biases (the logits' too, output.bias) and
+** parallel block under one norm; an mpt file with what llama.cpp adds to MPT's block (biases,
 ** clamp_kqv, position embeddings) refused. */
 static int neox_arch(const struct lx_gguf *g, const char *arch, int kind, struct lx_arch *a, struct lx_error *err)
 {
@@ -517,13 +516,13 @@ static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_ggu
     struct lx_held *held = lx_xcalloc(1, sizeof *held);
     lx_arch_tensors(a, ti);
     held->t = lx_xcalloc((size_t)nt, sizeof *held->t);
+    int fused_qkv = lx_gguf_tensor(g, "blk.0.attn_qkv.weight") != NULL;    /* q|k|v in one tensor, or three */
     for (int i = 0; i < nt && rc == LX_OK; i++) {
         char name[96];
         long l, row0 = 0, all = ti[i].shape[0];
         int which;
         if (fam->neox)
-            neox_name(a, lx_gguf_tensor(g, "blk.0.attn_qkv.weight") != NULL, ti[i].name, name, sizeof name, &row0,
-                      &all);
+            neox_name(a, fused_qkv, ti[i].name, name, sizeof name, &row0, &all);
         else if (fam->fused && lx_fused_part(a, ti[i].name, &l, &which, &row0, &all))     /* a block of rows */
             snprintf(name, sizeof name, "blk.%ld.%s", l, which ? "ffn_up.weight" : "attn_qkv.weight");
         else

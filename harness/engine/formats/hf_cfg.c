@@ -64,6 +64,23 @@ int lx_hf_cfg_bool(const struct lx_json *doc, const struct lx_jv *root, const ch
     return v && lx_json_type(v) != LX_JSON_NULL ? lx_json_bool(doc, v, out, err) : LX_OK;
 }
 
+int lx_hf_cfg_int2(const struct lx_json *doc, const struct lx_jv *root, const char *key, const char *other, long def,
+                   long lo, long hi, long *out, struct lx_error *err)
+{
+    const char *const keys[] = {key, other};
+    return lx_hf_cfg_int(doc, root, lx_hf_cfg_key(root, keys, 2), def, lo, hi, out, err);
+}
+
+int lx_hf_cfg_refuse(const struct lx_json *doc, const struct lx_jv *root, const char *key, const char *hint,
+                     struct lx_error *err)
+{
+    int on;
+    int rc = lx_hf_cfg_bool(doc, root, key, 0, &on, err);
+    /* named by its key: jansson's `true` is one value shared by every true of the document */
+    return rc == LX_OK && on ? lx_json_member_err(err, doc, root, key, "%s: true is not supported by lenx's engine\n"
+                                                  "  hint: %s", key, hint) : rc;
+}
+
 int lx_hf_names_of(const struct lx_hf_names *f, const char *name, char *out, size_t n, int *part)
 {
     static const char *const map[][2] = {

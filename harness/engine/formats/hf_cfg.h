@@ -20,6 +20,13 @@ int lx_hf_cfg_num(const struct lx_json *doc, const struct lx_jv *root, const cha
 /* The first of keys (n of them) present and not null in root, else keys[0]: a field transformers renamed
 ** (rotary_pct, partial_rotary_factor). */
 const char *lx_hf_cfg_key(const struct lx_jv *root, const char *const *keys, int n);
+/* An integer member under key or, when only that is present, its other name (a renamed field: Falcon's
+** n_head, GPT-J's n_embd beside the generic names), as lx_hf_cfg_int. */
+int lx_hf_cfg_int2(const struct lx_json *doc, const struct lx_jv *root, const char *key, const char *other, long def,
+                   long lo, long hi, long *out, struct lx_error *err);
+/* A boolean member that must be false when present (features lenx lacks): refused naming key, with hint. */
+int lx_hf_cfg_refuse(const struct lx_json *doc, const struct lx_jv *root, const char *key, const char *hint,
+                     struct lx_error *err);
 /* A boolean member, def when absent or null. */
 int lx_hf_cfg_bool(const struct lx_json *doc, const struct lx_jv *root, const char *key, int def, int *out,
                    struct lx_error *err);

@@ -22,21 +22,6 @@
 
 /* ---- config.json ----------------------------------------------------------- */
 
-/* A boolean member that must be `want` when present (features lenx lacks). */
-static int cfg_refuse(const struct lx_json *doc, const struct lx_jv *root, const char *key, const char *hint,
-                      struct lx_error *err)
-{
-    const struct lx_jv *v = lx_json_member(root, key);
-    int on = 0;
-    if (!v || lx_json_type(v) == LX_JSON_NULL)
-        return LX_OK;
-    if (lx_json_bool(doc, v, &on, err) < 0)
-        return LX_EINVAL;
-    /* named by its key: jansson's `true` is one value shared by every true of the document */
-    return on ? lx_json_member_err(err, doc, root, key, "%s: true is not supported by lenx's engine\n  hint: %s", key,
-                                   hint) : LX_OK;
-}
-
 static int cfg_type(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
 {
     static const char *const types[] = {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma3_text",
@@ -82,10 +67,10 @@ static int cfg_features(const struct lx_json *doc, const struct lx_jv *root, con
     if (strcmp(s, c->gemma ? "gelu_pytorch_tanh" : "silu") != 0)
         return lx_json_err(err, doc, v, c->gemma ? "hidden_activation '%s': lenx's GeGLU uses gelu_pytorch_tanh" :
                            "hidden_act '%s': lenx's SwiGLU uses silu", s);
-    int rc = cfg_refuse(doc, root, "attention_bias", "Llama's attention_bias adds an o_proj bias, which lenx's "
+    int rc = lx_hf_cfg_refuse(doc, root, "attention_bias", "Llama's attention_bias adds an o_proj bias, which lenx's "
                         "attention does not have (Qwen2's q/k/v biases load)", err);
     if (rc == LX_OK)
-        rc = cfg_refuse(doc, root, "mlp_bias", "lenx's MLP has no biases", err);
+        rc = lx_hf_cfg_refuse(doc, root, "mlp_bias", "lenx's MLP has no biases", err);
     v = lx_json_member(root, "partial_rotary_factor");
     if (rc == LX_OK && v && lx_json_type(v) != LX_JSON_NULL && (rc = lx_json_num(doc, v, part, err)) == LX_OK &&
         *part != 1 && (!c->fused || !(*part > 0 && *part < 1)))
@@ -141,7 +126,7 @@ static int cfg_gemma_layers(const struct lx_json *doc, const struct lx_jv *root,
     if (rc == LX_OK)
         rc = cfg_cap(doc, root, "final_logit_softcapping", g2 ? 30 : 0, &c->logit_cap, err);
     if (rc == LX_OK)
-        rc = cfg_refuse(doc, root, "use_bidirectional_attention", "lenx runs Gemma as the causal decoder", err);
+        rc = lx_hf_cfg_refuse(doc, root, "use_bidirectional_attention", "lenx runs Gemma as the causal decoder", err);
     long qpas = 0;
     if (rc == LX_OK)
         rc = lx_hf_cfg_int(doc, root, "query_pre_attn_scalar", 256, 1, 65536, &qpas, err);

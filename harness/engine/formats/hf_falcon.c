@@ -32,34 +32,17 @@
 #include "harness/core/lx.h"
 #include "harness/engine/formats/hf_cfg.h"
 
-/* An integer member under its name or its old one (FalconConfig's attribute_map, n_embed). */
-static int cfg_int2(const struct lx_json *doc, const struct lx_jv *root, const char *key, const char *old, long def,
-                    long lo, long hi, long *out, struct lx_error *err)
-{
-    const char *const keys[] = {key, old};
-    return lx_hf_cfg_int(doc, root, lx_hf_cfg_key(root, keys, 2), def, lo, hi, out, err);
-}
-
-/* A boolean member that must be false when present. */
-static int refuse(const struct lx_json *doc, const struct lx_jv *root, const char *key, const char *why,
-                  struct lx_error *err)
-{
-    int on;
-    int rc = lx_hf_cfg_bool(doc, root, key, 0, &on, err);
-    return rc == LX_OK && on ? lx_json_member_err(err, doc, root, key, "%s: true, %s", key, why) : rc;
-}
-
 /* The shape: the width, heads, key/value heads as FalconAttention counts them, the MLP. */
 static int shape(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_falcon *c, int mq, int new_arch,
                  struct lx_error *err)
 {
-    int rc = cfg_int2(doc, root, "hidden_size", "n_embed", 4544, 8, 8192, &c->d_model, err);
+    int rc = lx_hf_cfg_int2(doc, root, "hidden_size", "n_embed", 4544, 8, 8192, &c->d_model, err);
     if (rc == LX_OK)
-        rc = cfg_int2(doc, root, "num_attention_heads", "n_head", 71, 1, 256, &c->heads, err);
+        rc = lx_hf_cfg_int2(doc, root, "num_attention_heads", "n_head", 71, 1, 256, &c->heads, err);
     if (rc == LX_OK)
-        rc = cfg_int2(doc, root, "num_hidden_layers", "n_layer", 32, 1, 64, &c->layers, err);
+        rc = lx_hf_cfg_int2(doc, root, "num_hidden_layers", "n_layer", 32, 1, 64, &c->layers, err);
     if (rc == LX_OK)
-        rc = cfg_int2(doc, root, "num_kv_heads", "n_head_kv", c->heads, 1, 256, &c->kv_heads, err);
+        rc = lx_hf_cfg_int2(doc, root, "num_kv_heads", "n_head_kv", c->heads, 1, 256, &c->kv_heads, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_int(doc, root, "ffn_hidden_size", 4 * c->d_model, 8, 65536, &c->d_mlp, err);
     if (rc != LX_OK)
@@ -125,8 +108,8 @@ int lx_hf_falcon_config(const struct lx_json *doc, const struct lx_jv *root, str
     if (rc == LX_OK)
         rc = lx_hf_cfg_bool(doc, root, "alibi", 0, &c->alibi, err);
     if (rc == LX_OK)
-        rc = refuse(doc, root, "apply_residual_connection_post_layernorm", "which lenx's block does not run (the "
-                    "residual would carry the normed rows)", err);
+        rc = lx_hf_cfg_refuse(doc, root, "apply_residual_connection_post_layernorm", "the residual would carry "
+                              "the normed rows, which lenx's block does not run", err);
     return rc;
 }
 

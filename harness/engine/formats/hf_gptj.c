@@ -26,25 +26,17 @@
 #include "harness/engine/formats/hf_cfg.h"
 #include "harness/engine/model/arch.h"
 
-/* An integer member under GPT-J's name or the generic one (GPTJConfig's attribute_map). */
-static int cfg_int2(const struct lx_json *doc, const struct lx_jv *root, const char *key, const char *generic,
-                    long def, long lo, long hi, long *out, struct lx_error *err)
-{
-    const char *const keys[] = {key, generic};
-    return lx_hf_cfg_int(doc, root, lx_hf_cfg_key(root, keys, 2), def, lo, hi, out, err);
-}
-
 int lx_hf_gptj_config(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_gptj *c,
                       struct lx_error *err)
 {
     memset(c, 0, sizeof *c);
-    int rc = cfg_int2(doc, root, "n_embd", "hidden_size", 4096, 8, 8192, &c->d_model, err);     /* GPTJConfig's */
+    int rc = lx_hf_cfg_int2(doc, root, "n_embd", "hidden_size", 4096, 8, 8192, &c->d_model, err);     /* GPTJConfig's */
     if (rc == LX_OK)
-        rc = cfg_int2(doc, root, "n_head", "num_attention_heads", 16, 1, 256, &c->heads, err);
+        rc = lx_hf_cfg_int2(doc, root, "n_head", "num_attention_heads", 16, 1, 256, &c->heads, err);
     if (rc == LX_OK)
-        rc = cfg_int2(doc, root, "n_layer", "num_hidden_layers", 28, 1, 64, &c->layers, err);
+        rc = lx_hf_cfg_int2(doc, root, "n_layer", "num_hidden_layers", 28, 1, 64, &c->layers, err);
     if (rc == LX_OK)
-        rc = cfg_int2(doc, root, "n_positions", "max_position_embeddings", 2048, 1, 1L << 30, &c->max_pos, err);
+        rc = lx_hf_cfg_int2(doc, root, "n_positions", "max_position_embeddings", 2048, 1, 1L << 30, &c->max_pos, err);
     if (rc == LX_OK)    /* n_inner: null is 4 x the width */
         rc = lx_hf_cfg_int(doc, root, "n_inner", 4 * c->d_model, 8, 65536, &c->d_mlp, err);
     if (rc == LX_OK)
