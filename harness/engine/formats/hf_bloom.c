@@ -34,22 +34,23 @@ int lx_hf_bloom_config(const struct lx_json *doc, const struct lx_jv *root, stru
     int post = 0;
     memset(c, 0, sizeof *c);
     /* BloomConfig's defaults */
-    int rc = lx_hf_cfg_int(doc, root, lx_hf_cfg_key(root, width, 2), 64, 8, 8192, &c->d_model, err);
+    int rc = lx_hf_cfg_int(doc, root, lx_hf_cfg_key(root, width, 2), 64, 8, 8192, &c->s.d_model, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, lx_hf_cfg_key(root, layers, 2), 2, 1, 128, &c->layers, err);
+        rc = lx_hf_cfg_int(doc, root, lx_hf_cfg_key(root, layers, 2), 2, 1, 128, &c->s.layers, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, lx_hf_cfg_key(root, heads, 2), 8, 1, 256, &c->heads, err);
+        rc = lx_hf_cfg_int(doc, root, lx_hf_cfg_key(root, heads, 2), 8, 1, 256, &c->s.heads, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "vocab_size", 250880, 2, 1000000, &c->vocab, err);
+        rc = lx_hf_cfg_int(doc, root, "vocab_size", 250880, 2, 1000000, &c->s.vocab, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "seq_length", 2048, 1, 1L << 30, &c->seq_len, err);
+        rc = lx_hf_cfg_int(doc, root, "seq_length", 2048, 1, 1L << 30, &c->s.max_pos, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, "layer_norm_epsilon", 1e-5, &c->eps, err);
-    if (rc == LX_OK && (c->d_model % c->heads || c->d_model / c->heads > 512))
+        rc = lx_hf_cfg_num(doc, root, "layer_norm_epsilon", 1e-5, &c->s.eps, err);
+    if (rc == LX_OK && (c->s.d_model % c->s.heads || c->s.d_model / c->s.heads > 512))
         rc = lx_json_member_err(err, doc, root, lx_hf_cfg_key(root, heads, 2), "%ld heads of a width of %ld: the "
-                                "head size must be whole and at most 512", c->heads, c->d_model);
+                                "head size must be whole and at most 512", c->s.heads, c->s.d_model);
+    c->s.d_mlp = 4 * c->s.d_model;     /* BLOOM's MLP */
     if (rc == LX_OK)
-        rc = lx_hf_cfg_bool(doc, root, "tie_word_embeddings", 1, &c->tied, err);
+        rc = lx_hf_cfg_bool(doc, root, "tie_word_embeddings", 1, &c->s.tied, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_bool(doc, root, "apply_residual_connection_post_layernorm", 0, &post, err);
     if (rc == LX_OK && post)

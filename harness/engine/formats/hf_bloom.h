@@ -13,9 +13,8 @@
 
 /* What a BLOOM config.json says, with BloomConfig's defaults. */
 struct lx_hf_bloom {
-    long layers, d_model, heads, vocab, seq_len;
-    double eps;             /* layer_norm_epsilon */
-    int tied;               /* tie_word_embeddings (true unless false) */
+    struct lx_hf_shape s;   /* d_mlp 4 x the width; max_pos: seq_length; eps: layer_norm_epsilon; tied unless
+                            ** tie_word_embeddings false; no rope */
 };
 
 /* Read a BLOOM config (the document's root). Refuses, naming the field, what lenx's engine does

@@ -10,6 +10,18 @@
 
 #include "harness/core/json.h"
 
+/* The shape every family's config.json gives, read by the family's reader (hf_mpt.c ... hf_falcon.c)
+** with its own defaults and names, and copied into the loader's config in one place (hf_config.c). */
+struct lx_hf_shape {
+    long layers, d_model, heads, d_mlp, vocab;
+    long kv_heads;          /* key/value heads; 0: one per query head */
+    long max_pos;           /* the positions it was trained on (max_position_embeddings, max_seq_len, seq_length) */
+    long rot_dims;          /* channels of a head rope turns; 0: the whole head (or no rope) */
+    double eps, theta;      /* the norms' epsilon; rope's base (0: no rope) */
+    int tied;               /* the output head is the embedding */
+    int mlp;                /* the MLP's activation, an LX_MLP_* (0: the family's own) */
+};
+
 /* An integer member (def < 0: required) within [lo, hi]. */
 int lx_hf_cfg_int(const struct lx_json *doc, const struct lx_jv *root, const char *key, long def, long lo, long hi,
                   long *out, struct lx_error *err);

@@ -1,7 +1,8 @@
 /*
 ** harness/engine/formats/hf_config.c - config.json of a Hugging Face directory (hf_config.h):
-** model_type, then the family's fields (Llama's and Gemma's here; MPT's, GPT-NeoX's, BLOOM's and
-** Falcon's through hf_mpt.c, hf_neox.c, hf_bloom.c and hf_falcon.c), and the architecture they make.
+** model_type, then the family's fields (Llama's and Gemma's here; MPT's, GPT-NeoX's, BLOOM's, Phi's,
+** GPT-J's and Falcon's through their hf_FAMILY.c, each giving a struct lx_hf_shape), and the
+** architecture they make.
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/hf_config.h"
@@ -187,72 +188,41 @@ static int cfg_multimodal(const struct lx_json *doc, const struct lx_jv **root, 
     return LX_OK;
 }
 
-/* An MPT config (hf_mpt.c) in the fields the loader reads. */
-static int cfg_mpt(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
+/* The shape a family's reader gave (hf_cfg.h), in the fields the loader reads. */
+static void cfg_shape(struct hf_config *c, const struct lx_hf_shape *s)
 {
-    struct lx_hf_mpt t;
-    int rc = lx_hf_mpt_config(doc, root, &t, err);
-    c->hidden = t.d_model, c->inter = t.d_mlp, c->layers = t.layers, c->heads = c->kv_heads = t.heads;
-    c->head_dim = t.heads ? t.d_model / t.heads : 0, c->rot_dims = c->head_dim;
-    c->vocab = t.vocab, c->max_pos = t.max_seq_len, c->eps = t.eps, c->tied = t.tied, c->alibi_max = t.alibi_max;
-    return rc;
+    c->hidden = s->d_model, c->inter = s->d_mlp, c->layers = s->layers, c->heads = s->heads;
+    c->kv_heads = s->kv_heads ? s->kv_heads : s->heads, c->head_dim = s->heads ? s->d_model / s->heads : 0;
+    c->rot_dims = s->rot_dims ? s->rot_dims : c->head_dim, c->theta = s->theta;
+    c->vocab = s->vocab, c->max_pos = s->max_pos, c->eps = s->eps, c->tied = s->tied, c->mlp = s->mlp;
 }
 
-/* A GPT-NeoX config (hf_neox.c) in the fields the loader reads. */
-static int cfg_neox(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
+/* The families with their own fields (hf_mpt.c ... hf_falcon.c): the shape, then what is theirs alone. */
+static int cfg_own(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
 {
-    struct lx_hf_neox t;
-    int rc = lx_hf_neox_config(doc, root, &t, err);
-    c->hidden = t.d_model, c->inter = t.d_mlp, c->layers = t.layers, c->heads = c->kv_heads = t.heads;
-    c->head_dim = t.heads ? t.d_model / t.heads : 0, c->rot_dims = t.rot_dims, c->theta = t.theta;
-    c->vocab = t.vocab, c->max_pos = t.max_pos, c->eps = t.eps, c->tied = t.tied;
-    c->parallel = t.parallel, c->mlp = t.mlp;
-    return rc;
-}
-
-/* A BLOOM config (hf_bloom.c) in the fields the loader reads: its MLP is 4 × the width, ALiBi at 8. */
-static int cfg_bloom(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
-{
-    struct lx_hf_bloom t;
-    int rc = lx_hf_bloom_config(doc, root, &t, err);
-    c->hidden = t.d_model, c->inter = 4 * t.d_model, c->layers = t.layers, c->heads = c->kv_heads = t.heads;
-    c->head_dim = t.heads ? t.d_model / t.heads : 0, c->rot_dims = c->head_dim, c->alibi_max = 8;
-    c->vocab = t.vocab, c->max_pos = t.seq_len, c->eps = t.eps, c->tied = t.tied;
-    return rc;
-}
-
-/* A Phi config (hf_phi.c) in the fields the loader reads. */
-static int cfg_phi(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
-{
-    struct lx_hf_phi t;
-    int rc = lx_hf_phi_config(doc, root, &t, err);
-    c->hidden = t.d_model, c->inter = t.d_mlp, c->layers = t.layers, c->heads = t.heads, c->kv_heads = t.kv_heads;
-    c->head_dim = t.heads ? t.d_model / t.heads : 0, c->rot_dims = t.rot_dims, c->theta = t.theta;
-    c->vocab = t.vocab, c->max_pos = t.max_pos, c->eps = t.eps, c->tied = t.tied, c->mlp = t.mlp;
-    return rc;
-}
-
-/* A GPT-J config (hf_gptj.c) in the fields the loader reads: rope at 10000, GPT-J's own. */
-static int cfg_gptj(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
-{
-    struct lx_hf_gptj t;
-    int rc = lx_hf_gptj_config(doc, root, &t, err);
-    c->hidden = t.d_model, c->inter = t.d_mlp, c->layers = t.layers, c->heads = c->kv_heads = t.heads;
-    c->head_dim = t.heads ? t.d_model / t.heads : 0, c->rot_dims = t.rot_dims, c->theta = 10000;
-    c->vocab = t.vocab, c->max_pos = t.max_pos, c->eps = t.eps, c->tied = t.tied, c->mlp = t.mlp;
-    return rc;
-}
-
-/* A Falcon config (hf_falcon.c) in the fields the loader reads. */
-static int cfg_falcon(const struct lx_json *doc, const struct lx_jv *root, struct hf_config *c, struct lx_error *err)
-{
-    const struct lx_hf_falcon *t = &c->fal;
-    int rc = lx_hf_falcon_config(doc, root, &c->fal, err);
-    c->hidden = t->d_model, c->inter = t->d_mlp, c->layers = t->layers, c->heads = t->heads;
-    c->kv_heads = t->kv_heads, c->head_dim = t->heads ? t->d_model / t->heads : 0, c->rot_dims = c->head_dim;
-    c->theta = t->theta, c->vocab = t->vocab, c->max_pos = t->max_pos, c->eps = t->eps, c->tied = t->tied;
-    c->parallel = t->parallel, c->mlp = t->mlp;
-    c->alibi_max = t->alibi ? 8 : 0, c->alibi_scale = t->alibi ? 1.0 / sqrt((double)c->head_dim) : 0;
+    union {
+        struct lx_hf_mpt mpt;
+        struct lx_hf_neox neox;
+        struct lx_hf_bloom bloom;
+        struct lx_hf_phi phi;
+        struct lx_hf_gptj gptj;
+    } t;
+    int rc;
+    if (c->mpt)
+        rc = lx_hf_mpt_config(doc, root, &t.mpt, err), cfg_shape(c, &t.mpt.s), c->alibi_max = t.mpt.alibi_max;
+    else if (c->neox)
+        rc = lx_hf_neox_config(doc, root, &t.neox, err), cfg_shape(c, &t.neox.s), c->parallel = t.neox.parallel;
+    else if (c->bloom)
+        rc = lx_hf_bloom_config(doc, root, &t.bloom, err), cfg_shape(c, &t.bloom.s), c->alibi_max = 8;
+    else if (c->phi)
+        rc = lx_hf_phi_config(doc, root, &t.phi, err), cfg_shape(c, &t.phi.s);
+    else if (c->gptj)
+        rc = lx_hf_gptj_config(doc, root, &t.gptj, err), cfg_shape(c, &t.gptj.s);
+    else {      /* Falcon's config stays: its tensor names follow it (hf_model.c) */
+        rc = lx_hf_falcon_config(doc, root, &c->fal, err), cfg_shape(c, &c->fal.s);
+        c->parallel = c->fal.parallel, c->alibi_max = c->fal.alibi ? 8 : 0;
+        c->alibi_scale = c->fal.alibi ? 1.0 / sqrt((double)c->head_dim) : 0;
+    }
     return rc;
 }
 
@@ -266,12 +236,8 @@ int lx_hf_config_read(const struct lx_json *doc, struct hf_config *c, struct lx_
     if (rc == LX_OK && c->mm)
         rc = cfg_multimodal(doc, &root, c, err);
     c->root = root;
-    if (rc == LX_OK && (c->mpt || c->neox || c->bloom || c->falcon || c->phi || c->gptj)) {
-        int (*own)(const struct lx_json *, const struct lx_jv *, struct hf_config *, struct lx_error *) =
-            c->mpt ? cfg_mpt : c->neox ? cfg_neox : c->bloom ? cfg_bloom : c->falcon ? cfg_falcon : c->phi ? cfg_phi
-                                                                                                         : cfg_gptj;
-        return own(doc, root, c, err);
-    }
+    if (rc == LX_OK && (c->mpt || c->neox || c->bloom || c->falcon || c->phi || c->gptj))
+        return cfg_own(doc, root, c, err);
     const struct lx_jv *tie = lx_json_member(root, "tie_word_embeddings");
     long g3 = c->gemma == 3;    /* Gemma3TextConfig's defaults (a gemma3 text_config leaves most out) */
     if (rc == LX_OK)

@@ -36,26 +36,26 @@
 static int shape(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_falcon *c, int mq, int new_arch,
                  struct lx_error *err)
 {
-    int rc = lx_hf_cfg_int2(doc, root, "hidden_size", "n_embed", 4544, 8, 8192, &c->d_model, err);
+    int rc = lx_hf_cfg_int2(doc, root, "hidden_size", "n_embed", 4544, 8, 8192, &c->s.d_model, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int2(doc, root, "num_attention_heads", "n_head", 71, 1, 256, &c->heads, err);
+        rc = lx_hf_cfg_int2(doc, root, "num_attention_heads", "n_head", 71, 1, 256, &c->s.heads, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int2(doc, root, "num_hidden_layers", "n_layer", 32, 1, 64, &c->layers, err);
+        rc = lx_hf_cfg_int2(doc, root, "num_hidden_layers", "n_layer", 32, 1, 64, &c->s.layers, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int2(doc, root, "num_kv_heads", "n_head_kv", c->heads, 1, 256, &c->kv_heads, err);
+        rc = lx_hf_cfg_int2(doc, root, "num_kv_heads", "n_head_kv", c->s.heads, 1, 256, &c->s.kv_heads, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "ffn_hidden_size", 4 * c->d_model, 8, 65536, &c->d_mlp, err);
+        rc = lx_hf_cfg_int(doc, root, "ffn_hidden_size", 4 * c->s.d_model, 8, 65536, &c->s.d_mlp, err);
     if (rc != LX_OK)
         return rc;
     const char *const hk[] = {"num_attention_heads", "n_head"}, *const kk[] = {"num_kv_heads", "n_head_kv"};
-    if (c->d_model % c->heads || (c->d_model / c->heads) % 2 || c->d_model / c->heads > 512)
+    if (c->s.d_model % c->s.heads || (c->s.d_model / c->s.heads) % 2 || c->s.d_model / c->s.heads > 512)
         return lx_json_member_err(err, doc, root, lx_hf_cfg_key(root, hk, 2), "%ld heads of a width of %ld: the "
-                                  "head size must be whole, even and at most 512", c->heads, c->d_model);
+                                  "head size must be whole, even and at most 512", c->s.heads, c->s.d_model);
     if (!new_arch && mq)
-        c->kv_heads = 1;        /* FalconAttention: num_kv_heads only with new_decoder_architecture or MHA */
-    if (c->heads % c->kv_heads || (!new_arch && !mq && c->kv_heads != c->heads))
+        c->s.kv_heads = 1;        /* FalconAttention: num_kv_heads only with new_decoder_architecture or MHA */
+    if (c->s.heads % c->s.kv_heads || (!new_arch && !mq && c->s.kv_heads != c->s.heads))
         return lx_json_member_err(err, doc, root, lx_hf_cfg_key(root, kk, 2), "%ld key/value heads for %ld heads%s",
-                                  c->kv_heads, c->heads, new_arch ? ": they must divide them"
+                                  c->s.kv_heads, c->s.heads, new_arch ? ": they must divide them"
                                   : " of a multi-head model (multi_query false): they are the heads");
     return LX_OK;
 }
@@ -94,17 +94,17 @@ int lx_hf_falcon_config(const struct lx_json *doc, const struct lx_jv *root, str
     if (rc == LX_OK)
         rc = block(doc, root, c, new_arch, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "vocab_size", 65024, 2, 1000000, &c->vocab, err);
+        rc = lx_hf_cfg_int(doc, root, "vocab_size", 65024, 2, 1000000, &c->s.vocab, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "max_position_embeddings", 2048, 1, 1L << 30, &c->max_pos, err);
+        rc = lx_hf_cfg_int(doc, root, "max_position_embeddings", 2048, 1, 1L << 30, &c->s.max_pos, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, "layer_norm_epsilon", 1e-5, &c->eps, err);
+        rc = lx_hf_cfg_num(doc, root, "layer_norm_epsilon", 1e-5, &c->s.eps, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, "rope_theta", 10000, &c->theta, err);
+        rc = lx_hf_cfg_num(doc, root, "rope_theta", 10000, &c->s.theta, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_gelu(doc, root, "activation", &c->mlp, err);
+        rc = lx_hf_cfg_gelu(doc, root, "activation", &c->s.mlp, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_bool(doc, root, "tie_word_embeddings", 1, &c->tied, err);
+        rc = lx_hf_cfg_bool(doc, root, "tie_word_embeddings", 1, &c->s.tied, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_bool(doc, root, "alibi", 0, &c->alibi, err);
     if (rc == LX_OK)

@@ -9,19 +9,18 @@
 #include <stddef.h>
 
 #include "harness/core/json.h"
+#include "harness/engine/formats/hf_cfg.h"
 #include "harness/engine/model/arch.h"
 
 /* What a Falcon config.json says, with FalconConfig's defaults, as FalconForCausalLM runs it. */
 struct lx_hf_falcon {
-    long layers, d_model, heads, kv_heads, d_mlp, vocab, max_pos;
-    double eps, theta;      /* layer_norm_epsilon; rope_theta */
-    int tied;               /* tie_word_embeddings (true unless false) */
+    struct lx_hf_shape s;   /* eps: layer_norm_epsilon; tied unless tie_word_embeddings false; mlp:
+                            ** LX_MLP_GELU_ERF (activation gelu) or LX_MLP_GELU (its tanh forms) */
     int bias;               /* bias: biases on every product (the LayerNorms shift either way) */
     int parallel;           /* the attention and the MLP both read the block's input (parallel_attn, or
                             ** new_decoder_architecture) */
     int shared_norm;        /* parallel with one LayerNorm (input_layernorm) feeding both */
     int two_norms;          /* new_decoder_architecture with num_ln_in_parallel_attn 2: ln_attn and ln_mlp */
-    int mlp;                /* LX_MLP_GELU_ERF (activation gelu) or LX_MLP_GELU (its tanh forms) */
     int alibi;              /* Falcon-RW's ALiBi in place of rope: BLOOM's slopes, added before the
                             ** 1/sqrt(head_dim) scaling (so ALiBi's slopes over sqrt(head_dim)) */
 };

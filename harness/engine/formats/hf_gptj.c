@@ -30,38 +30,39 @@ int lx_hf_gptj_config(const struct lx_json *doc, const struct lx_jv *root, struc
                       struct lx_error *err)
 {
     memset(c, 0, sizeof *c);
-    int rc = lx_hf_cfg_int2(doc, root, "n_embd", "hidden_size", 4096, 8, 8192, &c->d_model, err);     /* GPTJConfig's */
+    c->s.theta = 10000;    /* GPT-J's rope base, not in its config; the rest GPTJConfig's defaults */
+    int rc = lx_hf_cfg_int2(doc, root, "n_embd", "hidden_size", 4096, 8, 8192, &c->s.d_model, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int2(doc, root, "n_head", "num_attention_heads", 16, 1, 256, &c->heads, err);
+        rc = lx_hf_cfg_int2(doc, root, "n_head", "num_attention_heads", 16, 1, 256, &c->s.heads, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int2(doc, root, "n_layer", "num_hidden_layers", 28, 1, 64, &c->layers, err);
+        rc = lx_hf_cfg_int2(doc, root, "n_layer", "num_hidden_layers", 28, 1, 64, &c->s.layers, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int2(doc, root, "n_positions", "max_position_embeddings", 2048, 1, 1L << 30, &c->max_pos, err);
+        rc = lx_hf_cfg_int2(doc, root, "n_positions", "max_position_embeddings", 2048, 1, 1L << 30, &c->s.max_pos, err);
     if (rc == LX_OK)    /* n_inner: null is 4 x the width */
-        rc = lx_hf_cfg_int(doc, root, "n_inner", 4 * c->d_model, 8, 65536, &c->d_mlp, err);
+        rc = lx_hf_cfg_int(doc, root, "n_inner", 4 * c->s.d_model, 8, 65536, &c->s.d_mlp, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "vocab_size", 50400, 2, 1000000, &c->vocab, err);
+        rc = lx_hf_cfg_int(doc, root, "vocab_size", 50400, 2, 1000000, &c->s.vocab, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, "layer_norm_epsilon", 1e-5, &c->eps, err);
+        rc = lx_hf_cfg_num(doc, root, "layer_norm_epsilon", 1e-5, &c->s.eps, err);
     if (rc == LX_OK && lx_json_member(root, "activation_function") == NULL)
-        c->mlp = LX_MLP_GELU;       /* GPTJConfig's default is gelu_new, lx_hf_cfg_gelu's gelu */
+        c->s.mlp = LX_MLP_GELU;       /* GPTJConfig's default is gelu_new, lx_hf_cfg_gelu's gelu */
     else if (rc == LX_OK)
-        rc = lx_hf_cfg_gelu(doc, root, "activation_function", &c->mlp, err);
+        rc = lx_hf_cfg_gelu(doc, root, "activation_function", &c->s.mlp, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_bool(doc, root, "tie_word_embeddings", 0, &c->tied, err);
+        rc = lx_hf_cfg_bool(doc, root, "tie_word_embeddings", 0, &c->s.tied, err);
     if (rc != LX_OK)
         return rc;
     const char *const hk[] = {"n_head", "num_attention_heads"};
-    long D = c->d_model / c->heads;
-    if (c->d_model % c->heads || D % 2 || D > 512)
+    long D = c->s.d_model / c->s.heads;
+    if (c->s.d_model % c->s.heads || D % 2 || D > 512)
         return lx_json_member_err(err, doc, root, lx_hf_cfg_key(root, hk, 2), "%ld heads of a width of %ld: the head "
-                                  "size must be whole, even and at most 512", c->heads, c->d_model);
-    rc = lx_hf_cfg_int(doc, root, "rotary_dim", 64, 0, 512, &c->rot_dims, err);
-    if (rc == LX_OK && !c->rot_dims)     /* null or 0: GPT-J's attention turns the whole head */
-        c->rot_dims = D;
-    if (rc == LX_OK && (c->rot_dims % 2 || c->rot_dims > D || c->rot_dims < 2))
+                                  "size must be whole, even and at most 512", c->s.heads, c->s.d_model);
+    rc = lx_hf_cfg_int(doc, root, "rotary_dim", 64, 0, 512, &c->s.rot_dims, err);
+    if (rc == LX_OK && !c->s.rot_dims)     /* null or 0: GPT-J's attention turns the whole head */
+        c->s.rot_dims = D;
+    if (rc == LX_OK && (c->s.rot_dims % 2 || c->s.rot_dims > D || c->s.rot_dims < 2))
         rc = lx_json_member_err(err, doc, root, "rotary_dim", "rotary_dim %ld of a head of %ld: rope turns pairs, so "
-                                "an even number of at least 2, at most the head", c->rot_dims, D);
+                                "an even number of at least 2, at most the head", c->s.rot_dims, D);
     return rc;
 }
 

@@ -9,14 +9,13 @@
 #include <stddef.h>
 
 #include "harness/core/json.h"
+#include "harness/engine/formats/hf_cfg.h"
 
 /* What a GPT-J config.json says, with GPTJConfig's defaults. */
 struct lx_hf_gptj {
-    long layers, d_model, heads, d_mlp, vocab, max_pos;
-    long rot_dims;          /* rotary_dim: the channels of a head rope turns, in neighbouring pairs */
-    double eps;             /* layer_norm_epsilon */
-    int tied;               /* tie_word_embeddings (false unless true) */
-    int mlp;                /* LX_MLP_GELU (activation_function gelu_new, its default) or LX_MLP_GELU_ERF (gelu) */
+    struct lx_hf_shape s;   /* rot_dims: rotary_dim, turned in neighbouring pairs; theta 10000; eps:
+                            ** layer_norm_epsilon; untied unless tie_word_embeddings; mlp: LX_MLP_GELU
+                            ** (activation_function gelu_new, its default) or LX_MLP_GELU_ERF (gelu) */
 };
 
 /* Read a GPT-J config (the document's root), the generic names too (hidden_size, num_attention_heads,

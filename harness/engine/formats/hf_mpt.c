@@ -117,7 +117,7 @@ static int ffn_config(const struct lx_json *doc, const struct lx_jv *root, struc
         (rc = must_say(doc, act, "name", gelu, "the activation", err)) == LX_OK)
         rc = must_say(doc, act, "approximate", none, "GELU's exact form, approximate", err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, f, "ffn_hidden_size", c->d_mlp, 8, 65536, &c->d_mlp, err);
+        rc = lx_hf_cfg_int(doc, f, "ffn_hidden_size", c->s.d_mlp, 8, 65536, &c->s.d_mlp, err);
     return rc;
 }
 
@@ -126,11 +126,11 @@ static int expansion(const struct lx_json *doc, const struct lx_jv *root, struct
 {
     double r;
     int rc = lx_hf_cfg_num(doc, root, "expansion_ratio", 4, &r, err);
-    double w = r * (double)c->d_model;
+    double w = r * (double)c->s.d_model;
     if (rc == LX_OK && (w != floor(w) || w < 8 || w > 65536))
         rc = lx_json_member_err(err, doc, root, "expansion_ratio", "expansion_ratio %g of d_model %ld is %g: the "
-                                "MLP's width must be a whole number in [8, 65536]", r, c->d_model, w);
-    c->d_mlp = (long)w;
+                                "MLP's width must be a whole number in [8, 65536]", r, c->s.d_model, w);
+    c->s.d_mlp = (long)w;
     return rc;
 }
 
@@ -139,21 +139,21 @@ int lx_hf_mpt_config(const struct lx_json *doc, const struct lx_jv *root, struct
     static const char *const ln[] = {"low_precision_layernorm", "layernorm", NULL};
     const struct lx_jv *tie = lx_json_member(root, "tie_word_embeddings");
     memset(c, 0, sizeof *c);
-    c->tied = 1;
-    int rc = lx_hf_cfg_int(doc, root, "d_model", 2048, 8, 8192, &c->d_model, err);    /* MptConfig's defaults */
+    c->s.tied = 1;
+    int rc = lx_hf_cfg_int(doc, root, "d_model", 2048, 8, 8192, &c->s.d_model, err);    /* MptConfig's defaults */
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "n_heads", 16, 1, 256, &c->heads, err);
+        rc = lx_hf_cfg_int(doc, root, "n_heads", 16, 1, 256, &c->s.heads, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "n_layers", 24, 1, 64, &c->layers, err);
+        rc = lx_hf_cfg_int(doc, root, "n_layers", 24, 1, 64, &c->s.layers, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "vocab_size", 50368, 2, 1000000, &c->vocab, err);
+        rc = lx_hf_cfg_int(doc, root, "vocab_size", 50368, 2, 1000000, &c->s.vocab, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "max_seq_len", 2048, 1, 1L << 30, &c->max_seq_len, err);
+        rc = lx_hf_cfg_int(doc, root, "max_seq_len", 2048, 1, 1L << 30, &c->s.max_pos, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, "layer_norm_epsilon", 1e-5, &c->eps, err);
-    if (rc == LX_OK && c->d_model % c->heads)
-        rc = lx_json_member_err(err, doc, root, "n_heads", "n_heads %ld does not divide d_model %ld", c->heads,
-                                c->d_model);
+        rc = lx_hf_cfg_num(doc, root, "layer_norm_epsilon", 1e-5, &c->s.eps, err);
+    if (rc == LX_OK && c->s.d_model % c->s.heads)
+        rc = lx_json_member_err(err, doc, root, "n_heads", "n_heads %ld does not divide d_model %ld", c->s.heads,
+                                c->s.d_model);
     if (rc == LX_OK)
         rc = expansion(doc, root, c, err);
     if (rc == LX_OK)
@@ -167,7 +167,7 @@ int lx_hf_mpt_config(const struct lx_json *doc, const struct lx_jv *root, struct
     if (rc == LX_OK)
         rc = ffn_config(doc, root, c, err);
     if (rc == LX_OK && tie && lx_json_type(tie) != LX_JSON_NULL)
-        rc = lx_json_bool(doc, tie, &c->tied, err);
+        rc = lx_json_bool(doc, tie, &c->s.tied, err);
     return rc;
 }
 

@@ -9,14 +9,13 @@
 #include <stddef.h>
 
 #include "harness/core/json.h"
+#include "harness/engine/formats/hf_cfg.h"
 #include "harness/engine/model/arch.h"
 
 /* What an MPT config.json says, with MptConfig's defaults. */
 struct lx_hf_mpt {
-    long layers, d_model, heads, d_mlp, vocab, max_seq_len;
-    double eps;             /* layer_norm_epsilon */
+    struct lx_hf_shape s;   /* max_seq_len, layer_norm_epsilon; tied unless tie_word_embeddings false; no rope */
     double alibi_max;       /* attn_config.alibi_bias_max: the ALiBi slopes' max_bias */
-    int tied;               /* tie_word_embeddings (true unless false) */
 };
 
 /* Read an MPT config (the document's root): sizes, ALiBi's alibi_bias_max,

@@ -36,12 +36,12 @@ static int rotary(const struct lx_json *doc, const struct lx_jv *root, struct lx
     double p;
     int rc = lx_hf_cfg_num(doc, root, k, 0.25, &p, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, lx_hf_cfg_key(root, base, 2), 10000, &c->theta, err);
-    long D = c->d_model / c->heads;
-    c->rot_dims = (long)((double)D * p);    /* transformers: int(head_size * rotary_pct) */
-    if (rc == LX_OK && (p > 1 || c->rot_dims < 2 || c->rot_dims % 2))
+        rc = lx_hf_cfg_num(doc, root, lx_hf_cfg_key(root, base, 2), 10000, &c->s.theta, err);
+    long D = c->s.d_model / c->s.heads;
+    c->s.rot_dims = (long)((double)D * p);    /* transformers: int(head_size * rotary_pct) */
+    if (rc == LX_OK && (p > 1 || c->s.rot_dims < 2 || c->s.rot_dims % 2))
         rc = lx_json_member_err(err, doc, root, k, "%s %g of a head of %ld is %ld channels: rope turns pairs, so an "
-                                "even number of at least 2, at most the head", k, p, D, c->rot_dims);
+                                "even number of at least 2, at most the head", k, p, D, c->s.rot_dims);
     return rc;
 }
 
@@ -50,30 +50,31 @@ int lx_hf_neox_config(const struct lx_json *doc, const struct lx_jv *root, struc
 {
     int attn_bias = 1;
     memset(c, 0, sizeof *c);
-    int rc = lx_hf_cfg_int(doc, root, "hidden_size", 6144, 8, 8192, &c->d_model, err);    /* GPTNeoXConfig's */
+    int rc = lx_hf_cfg_int(doc, root, "hidden_size", 6144, 8, 8192, &c->s.d_model, err);    /* GPTNeoXConfig's */
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "num_attention_heads", 64, 1, 256, &c->heads, err);
+        rc = lx_hf_cfg_int(doc, root, "num_attention_heads", 64, 1, 256, &c->s.heads, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "num_hidden_layers", 44, 1, 64, &c->layers, err);
+        rc = lx_hf_cfg_int(doc, root, "num_hidden_layers", 44, 1, 64, &c->s.layers, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "intermediate_size", 24576, 8, 65536, &c->d_mlp, err);
+        rc = lx_hf_cfg_int(doc, root, "intermediate_size", 24576, 8, 65536, &c->s.d_mlp, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "vocab_size", 50432, 2, 1000000, &c->vocab, err);
+        rc = lx_hf_cfg_int(doc, root, "vocab_size", 50432, 2, 1000000, &c->s.vocab, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "max_position_embeddings", 2048, 1, 1L << 30, &c->max_pos, err);
+        rc = lx_hf_cfg_int(doc, root, "max_position_embeddings", 2048, 1, 1L << 30, &c->s.max_pos, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, "layer_norm_eps", 1e-5, &c->eps, err);
-    if (rc == LX_OK && (c->d_model % c->heads || (c->d_model / c->heads) % 2 || c->d_model / c->heads > 512))
+        rc = lx_hf_cfg_num(doc, root, "layer_norm_eps", 1e-5, &c->s.eps, err);
+    long D = c->s.heads ? c->s.d_model / c->s.heads : 0;
+    if (rc == LX_OK && (c->s.d_model % c->s.heads || D % 2 || D > 512))
         rc = lx_json_member_err(err, doc, root, "num_attention_heads", "num_attention_heads %ld of hidden_size %ld: "
-                                "the head size must be whole, even and at most 512", c->heads, c->d_model);
+                                "the head size must be whole, even and at most 512", c->s.heads, c->s.d_model);
     if (rc == LX_OK)
         rc = rotary(doc, root, c, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_gelu(doc, root, "hidden_act", &c->mlp, err);
+        rc = lx_hf_cfg_gelu(doc, root, "hidden_act", &c->s.mlp, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_bool(doc, root, "use_parallel_residual", 1, &c->parallel, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_bool(doc, root, "tie_word_embeddings", 0, &c->tied, err);
+        rc = lx_hf_cfg_bool(doc, root, "tie_word_embeddings", 0, &c->s.tied, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_bool(doc, root, "attention_bias", 1, &attn_bias, err);
     if (rc == LX_OK && !attn_bias)

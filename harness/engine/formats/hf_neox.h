@@ -9,16 +9,15 @@
 #include <stddef.h>
 
 #include "harness/core/json.h"
+#include "harness/engine/formats/hf_cfg.h"
 #include "harness/engine/model/arch.h"
 
 /* What a GPT-NeoX config.json says, with GPTNeoXConfig's defaults. */
 struct lx_hf_neox {
-    long layers, d_model, heads, d_mlp, vocab, max_pos;
-    long rot_dims;          /* channels of a head rope turns: head size x rotary_pct */
-    double eps, theta;      /* layer_norm_eps; rotary_emb_base (rope_theta) */
-    int tied;               /* tie_word_embeddings (false unless true) */
+    struct lx_hf_shape s;   /* rot_dims: head size x rotary_pct; eps: layer_norm_eps; theta: rotary_emb_base
+                            ** (rope_theta); untied unless tie_word_embeddings; mlp: LX_MLP_GELU_ERF (hidden_act
+                            ** gelu) or LX_MLP_GELU (its tanh forms) */
     int parallel;           /* use_parallel_residual (true unless false) */
-    int mlp;                /* LX_MLP_GELU_ERF (hidden_act gelu) or LX_MLP_GELU (its tanh forms) */
 };
 
 /* Read a GPT-NeoX config (the document's root). Refuses, naming the field, what lenx's engine

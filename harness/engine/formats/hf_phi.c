@@ -29,31 +29,31 @@
 static int shape(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_phi *c, struct lx_error *err)
 {
     double part;
-    int rc = lx_hf_cfg_int(doc, root, "hidden_size", 2048, 8, 8192, &c->d_model, err);      /* PhiConfig's */
+    int rc = lx_hf_cfg_int(doc, root, "hidden_size", 2048, 8, 8192, &c->s.d_model, err);      /* PhiConfig's */
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "num_attention_heads", 32, 1, 256, &c->heads, err);
+        rc = lx_hf_cfg_int(doc, root, "num_attention_heads", 32, 1, 256, &c->s.heads, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "num_key_value_heads", c->heads, 1, 256, &c->kv_heads, err);
+        rc = lx_hf_cfg_int(doc, root, "num_key_value_heads", c->s.heads, 1, 256, &c->s.kv_heads, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "num_hidden_layers", 24, 1, 64, &c->layers, err);
+        rc = lx_hf_cfg_int(doc, root, "num_hidden_layers", 24, 1, 64, &c->s.layers, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "intermediate_size", 8192, 8, 65536, &c->d_mlp, err);
+        rc = lx_hf_cfg_int(doc, root, "intermediate_size", 8192, 8, 65536, &c->s.d_mlp, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_num(doc, root, "partial_rotary_factor", 0.5, &part, err);
     if (rc != LX_OK)
         return rc;
-    long D = c->d_model / c->heads;
-    if (c->d_model % c->heads || D % 2 || D > 512)
+    long D = c->s.d_model / c->s.heads;
+    if (c->s.d_model % c->s.heads || D % 2 || D > 512)
         return lx_json_member_err(err, doc, root, "num_attention_heads", "num_attention_heads %ld of hidden_size "
-                                  "%ld: the head size must be whole, even and at most 512", c->heads, c->d_model);
-    if (c->heads % c->kv_heads)
+                                  "%ld: the head size must be whole, even and at most 512", c->s.heads, c->s.d_model);
+    if (c->s.heads % c->s.kv_heads)
         return lx_json_member_err(err, doc, root, "num_key_value_heads", "num_key_value_heads %ld does not divide "
-                                  "num_attention_heads %ld", c->kv_heads, c->heads);
-    c->rot_dims = (long)((double)D * part);     /* PhiAttention: int(head_dim * partial_rotary_factor) */
-    if (part > 1 || c->rot_dims < 2 || c->rot_dims % 2)
+                                  "num_attention_heads %ld", c->s.kv_heads, c->s.heads);
+    c->s.rot_dims = (long)((double)D * part);     /* PhiAttention: int(head_dim * partial_rotary_factor) */
+    if (part > 1 || c->s.rot_dims < 2 || c->s.rot_dims % 2)
         return lx_json_member_err(err, doc, root, "partial_rotary_factor", "partial_rotary_factor %g of a head of "
                                   "%ld is %ld channels: rope turns pairs, so an even number of at least 2, at most "
-                                  "the head", part, D, c->rot_dims);
+                                  "the head", part, D, c->s.rot_dims);
     return LX_OK;
 }
 
@@ -63,19 +63,19 @@ int lx_hf_phi_config(const struct lx_json *doc, const struct lx_jv *root, struct
     memset(c, 0, sizeof *c);
     int rc = shape(doc, root, c, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "vocab_size", 51200, 2, 1000000, &c->vocab, err);
+        rc = lx_hf_cfg_int(doc, root, "vocab_size", 51200, 2, 1000000, &c->s.vocab, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "max_position_embeddings", 2048, 1, 1L << 30, &c->max_pos, err);
+        rc = lx_hf_cfg_int(doc, root, "max_position_embeddings", 2048, 1, 1L << 30, &c->s.max_pos, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, "layer_norm_eps", 1e-5, &c->eps, err);
+        rc = lx_hf_cfg_num(doc, root, "layer_norm_eps", 1e-5, &c->s.eps, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, "rope_theta", 10000, &c->theta, err);
+        rc = lx_hf_cfg_num(doc, root, "rope_theta", 10000, &c->s.theta, err);
     if (rc == LX_OK && lx_json_member(root, "hidden_act") == NULL)
-        c->mlp = LX_MLP_GELU;       /* PhiConfig's default is gelu_new, lx_hf_cfg_gelu's gelu */
+        c->s.mlp = LX_MLP_GELU;       /* PhiConfig's default is gelu_new, lx_hf_cfg_gelu's gelu */
     else if (rc == LX_OK)
-        rc = lx_hf_cfg_gelu(doc, root, "hidden_act", &c->mlp, err);
+        rc = lx_hf_cfg_gelu(doc, root, "hidden_act", &c->s.mlp, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_bool(doc, root, "tie_word_embeddings", 0, &c->tied, err);
+        rc = lx_hf_cfg_bool(doc, root, "tie_word_embeddings", 0, &c->s.tied, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_bool(doc, root, "qk_layernorm", 0, &qk_ln, err);
     if (rc == LX_OK && qk_ln)

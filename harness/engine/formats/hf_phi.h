@@ -9,14 +9,13 @@
 #include <stddef.h>
 
 #include "harness/core/json.h"
+#include "harness/engine/formats/hf_cfg.h"
 
 /* What a Phi config.json says, with PhiConfig's defaults. */
 struct lx_hf_phi {
-    long layers, d_model, heads, kv_heads, d_mlp, vocab, max_pos;
-    long rot_dims;          /* channels of a head rope turns: head size x partial_rotary_factor */
-    double eps, theta;      /* layer_norm_eps; rope_theta */
-    int tied;               /* tie_word_embeddings (false unless true) */
-    int mlp;                /* LX_MLP_GELU (hidden_act gelu_new, its default) or LX_MLP_GELU_ERF (gelu) */
+    struct lx_hf_shape s;   /* rot_dims: head size x partial_rotary_factor; eps: layer_norm_eps; untied unless
+                            ** tie_word_embeddings; mlp: LX_MLP_GELU (hidden_act gelu_new, its default) or
+                            ** LX_MLP_GELU_ERF (gelu) */
 };
 
 /* Read a Phi config (the document's root). Refuses, naming the field, what lenx's engine does not
