@@ -84,17 +84,29 @@ static const char *root_dir(void)
 
 /* Every input of tests/fuzz/regress/<name>/, then the seeds of
 ** tests/fuzz/corpus/<name>/; returns how many seeds came through LX_OK and
-** sets *n_seeds to how many there are. */
+** sets *n_seeds to how many there are. The children's TMPDIR is a fresh
+** directory, which must be empty when they have exited: a target's scratch
+** files are removed at its exit, as the fuzzer's runs need. */
 static int replay_target(const char *name, feed_fn feed, int *n_seeds)
 {
-    char dir[256];
+    char dir[256], tmp[] = "/tmp/lenx-fuzzreg-XXXXXX";
     int n_regress = 0;
+    cr_assert_not_null(mkdtemp(tmp), "cannot make a scratch directory in /tmp");
+    setenv("TMPDIR", tmp, 1);
     snprintf(dir, sizeof dir, "tests/fuzz/regress/%s", name);
     replay_dir(root_dir(), dir, feed, &n_regress);
     snprintf(dir, sizeof dir, "tests/fuzz/corpus/%s", name);
     *n_seeds = 0;
     int ok = replay_dir(root_dir(), dir, feed, n_seeds);
     cr_expect_gt(*n_seeds, 0, "no seeds in %s", dir);
+    DIR *d = opendir(tmp);
+    cr_assert_not_null(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        cr_expect(e->d_name[0] == '.', "%s: the target left %s/%s behind", name, tmp, e->d_name);
+    closedir(d);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    cr_expect_eq(system(cmd), 0);
     return ok;
 }
 

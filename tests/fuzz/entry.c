@@ -51,7 +51,7 @@ int lx_fuzz_feed_config(const uint8_t *data, size_t n, struct lx_error *err)
 ** the files written in it: the input under the name its reader expects. */
 static char scratch_dir[4096];
 static const char *const scratch_names[] = {"input", "tokenizer.bin", "tokenizer.json", "tokenizer_config.json",
-                                            "hf/config.json", "hf/model.safetensors"};
+                                            "hf/config.json", "hf/model.safetensors", "ruler.json", "ruler.txt"};
 
 static void scratch_remove(void)
 {
