@@ -338,43 +338,64 @@ Test(wpack, a_finite_check_is_remembered_under_the_weights_hash_and_holding)
     cr_expect_eq(system(cmd), 0);
 }
 
-/* lx_dnnl_gemm_bf16 on every layout (A and B as stored or transposed, row strides past the rows, C
-** strided, beta 0 and 1): within (K + 1)·2^-24·(Σ|a_k b_k| + |beta·C|) of the product of the bf16
-** operands in double — each product of two bf16 values exact in fp32, K rounded fp32 sums — both as
-** the CPU runs it (oneDNN's, or the emulation where oneDNN has none) and emulated (A and B widened,
-** then sgemm); beta 0 never reads C (a NaN there stays out). */
-Test(wpack, strided_products_oneDNN_and_emulated_are_the_product)
+/* lx_dnnl_gemm_bf16 (emulated with emu) of M × K by K × N on every layout (A and B as stored or
+** transposed, row strides past the rows, C strided, beta 0 and 1): within (K + 1)·2^-24·(Σ|a_k b_k| +
+** |beta·C|) of the product of the bf16 operands in double — each product of two bf16 values exact in
+** fp32, K rounded fp32 sums; beta 0 never reads C (a NaN there stays out). */
+static void check_products(long M, long N, long K, int emu)
 {
-    enum { M = 37, N = 29, K = 83, PAD = 3 };
+    enum { PAD = 3 };
     struct lx_rng r;
     lx_rng_init(&r, 21, 0, 0);
-    uint16_t a[(K + PAD) * (M + PAD)], b[(K + PAD) * (N + PAD)];
-    for (size_t i = 0; i < sizeof a / sizeof *a; i++)
+    uint16_t *a = lx_xmalloc(sizeof *a * (size_t)((K + PAD) * (M + PAD)));
+    uint16_t *b = lx_xmalloc(sizeof *b * (size_t)((K + PAD) * (N + PAD)));
+    float *c = lx_xmalloc(sizeof *c * (size_t)(M * (N + PAD)));
+    for (long i = 0; i < (K + PAD) * (M + PAD); i++)
         a[i] = lx_f32_to_bf16((float)lx_rng_normal(&r));
-    for (size_t i = 0; i < sizeof b / sizeof *b; i++)
+    for (long i = 0; i < (K + PAD) * (N + PAD); i++)
         b[i] = lx_f32_to_bf16((float)lx_rng_normal(&r));
-    static float c[M * (N + PAD)];
-    for (int emu = 0; emu < 2; emu++)
-        for (int form = 0; form < 8; form++) {
-            int ta = form & 1, tb = form >> 1 & 1;
-            float beta = (float)(form >> 2);
-            long lda = (ta ? M : K) + PAD, ldb = (tb ? K : N) + PAD, ldc = N + PAD;
-            lx_dnnl_emulate(emu);
-            for (long i = 0; i < M * ldc; i++)
-                c[i] = beta != 0.0f ? (float)(i % 5) - 2.0f : NAN;
-            cr_assert_eq(lx_dnnl_gemm_bf16(c, ldc, a, lda, ta, b, ldb, tb, M, N, K, beta), 0, "%s", lx_dnnl_error());
-            for (long i = 0; i < M; i++)
-                for (long j = 0; j < N; j++) {
-                    double c0 = beta != 0.0f ? (double)((i * ldc + j) % 5) - 2.0 : 0.0, sum = beta * c0;
-                    double mag = fabs(beta * c0);
-                    for (long k = 0; k < K; k++) {
-                        double p = (double)lx_bf16_to_f32(a[ta ? k * lda + i : i * lda + k]) *
-                                   lx_bf16_to_f32(b[tb ? j * ldb + k : k * ldb + j]);
-                        sum += p, mag += fabs(p);
-                    }
-                    double tol = (double)(K + 1) * 0x1p-24 * mag;
-                    cr_assert(fabs(c[i * ldc + j] - sum) <= tol, "%s, trans %d %d, beta %g [%ld,%ld]: %.9g vs %.9g",
-                              emu ? "emulated" : "as the CPU runs it", ta, tb, beta, i, j, c[i * ldc + j], sum);
+    lx_dnnl_emulate(emu);
+    for (int form = 0; form < 8; form++) {
+        int ta = form & 1, tb = form >> 1 & 1;
+        float beta = (float)(form >> 2);
+        long lda = (ta ? M : K) + PAD, ldb = (tb ? K : N) + PAD, ldc = N + PAD;
+        for (long i = 0; i < M * ldc; i++)
+            c[i] = beta != 0.0f ? (float)(i % 5) - 2.0f : NAN;
+        cr_assert_eq(lx_dnnl_gemm_bf16(c, ldc, a, lda, ta, b, ldb, tb, M, N, K, beta), 0, "%s", lx_dnnl_error());
+        for (long i = 0; i < M; i++)
+            for (long j = 0; j < N; j++) {
+                double c0 = beta != 0.0f ? (double)((i * ldc + j) % 5) - 2.0 : 0.0, sum = beta * c0;
+                double mag = fabs(beta * c0);
+                for (long k = 0; k < K; k++) {
+                    double p = (double)lx_bf16_to_f32(a[ta ? k * lda + i : i * lda + k]) *
+                               lx_bf16_to_f32(b[tb ? j * ldb + k : k * ldb + j]);
+                    sum += p, mag += fabs(p);
                 }
-        }
+                double tol = (double)(K + 1) * 0x1p-24 * mag;
+                cr_assert(fabs(c[i * ldc + j] - sum) <= tol, "%s, %ld x %ld x %ld, trans %d %d, beta %g [%ld,%ld]: "
+                          "%.9g vs %.9g", emu ? "emulated" : "as the CPU runs it", M, N, K, ta, tb, beta, i, j,
+                          c[i * ldc + j], sum);
+            }
+    }
+    free(a), free(b), free(c);
+}
+
+/* Both as the CPU runs it (oneDNN's, or the emulation where oneDNN has none) and emulated (A and B
+** widened, then sgemm). */
+Test(wpack, strided_products_oneDNN_and_emulated_are_the_product)
+{
+    for (int emu = 0; emu < 2; emu++)
+        check_products(37, 29, 83, emu);
+}
+
+/* The emulation widens B (a weight: a 128,256-row head) LX_DNNL_EMU_BLOCK columns at a time, never
+** whole: over N of two blocks and a part, the products hold and its fp32 scratch is at most A and one
+** block. */
+Test(wpack, emulated_products_widen_a_block_of_the_weight_at_a_time)
+{
+    enum { M = 5, K = 40, N = 2 * LX_DNNL_EMU_BLOCK + 37 };
+    check_products(M, N, K, 1);
+    size_t bound = sizeof(float) * (size_t)(M * K + LX_DNNL_EMU_BLOCK * K);
+    cr_assert_leq(lx_dnnl_emulated_bytes(), bound, "the emulation holds %zu bytes of fp32, more than A and a block "
+                  "of B (%zu)", lx_dnnl_emulated_bytes(), bound);
 }

@@ -396,18 +396,31 @@ static float *widen(float **buf, size_t *cap, const uint16_t *src, long rows, lo
     return out;
 }
 
-/* The product on a CPU where oneDNN has none: A and B widened to fp32 (exactly), then sgemm
-** (blas.h). Each product of two bf16 values is exact in fp32 and the sums are fp32, as oneDNN's:
-** the same arithmetic, in OpenBLAS's order of the sums. */
+static float *emu_a, *emu_b;            /* the emulation's widened A and block of B */
+static size_t emu_ca, emu_cb;           /* their capacities, in floats */
+
+/* The product on a CPU where oneDNN has none: A widened to fp32 (exactly), then B a block of
+** LX_DNNL_EMU_BLOCK columns at a time, each block one sgemm (blas.h) into its columns of C. Each
+** product of two bf16 values is exact in fp32 and the sums are fp32, as oneDNN's: the same
+** arithmetic, in OpenBLAS's order of the sums. A weight (B transposed, N × K) is never widened
+** whole: a 128,256-row head would be 1 GB of fp32 for each call. */
 static int emulated(float *C, long ldc, const uint16_t *A, long lda, int ta, const uint16_t *B, long ldb, int tb,
                     long M, long N, long K, float beta)
 {
-    static float *a, *b;
-    static size_t ca, cb;
-    const float *wa = widen(&a, &ca, A, ta ? K : M, ta ? M : K, lda);
-    const float *wb = widen(&b, &cb, B, tb ? N : K, tb ? K : N, ldb);
-    lx_gemm(C, (int)ldc, wa, (int)(ta ? M : K), wb, (int)(tb ? K : N), (int)M, (int)N, (int)K, ta, tb, 1.0f, beta);
+    const float *wa = widen(&emu_a, &emu_ca, A, ta ? K : M, ta ? M : K, lda);
+    for (long n0 = 0; n0 < N; n0 += LX_DNNL_EMU_BLOCK) {
+        long n = N - n0 < LX_DNNL_EMU_BLOCK ? N - n0 : LX_DNNL_EMU_BLOCK;
+        const float *wb = tb ? widen(&emu_b, &emu_cb, B + n0 * ldb, n, K, ldb)     /* rows n0 .. of N × K */
+                             : widen(&emu_b, &emu_cb, B + n0, K, n, ldb);           /* columns n0 .. of K × N */
+        lx_gemm(C + n0, (int)ldc, wa, (int)(ta ? M : K), wb, (int)(tb ? K : n), (int)M, (int)n, (int)K, ta, tb, 1.0f,
+                beta);
+    }
     return 0;
+}
+
+size_t lx_dnnl_emulated_bytes(void)
+{
+    return (emu_ca + emu_cb) * sizeof(float);
 }
 
 int lx_dnnl_gemm_bf16(float *C, long ldc, const uint16_t *A, long lda, int trans_a, const uint16_t *B, long ldb,

@@ -66,6 +66,11 @@ void lx_dnnl_refuse_packed(int on);
 ** matmul (an AVX2-only CPU: oneDNN 2.6 needs AVX-512): A and B widened exactly to fp32 and summed
 ** by sgemm (blas.h), the same arithmetic in OpenBLAS's order. Off: as the CPU decides. */
 void lx_dnnl_emulate(int on);
+/* Columns of B (rows of a weight) the emulation widens at a time: its fp32 scratch is A and one
+** such block (lx_wprod_scratch_bytes counts it), never a whole weight matrix. */
+#define LX_DNNL_EMU_BLOCK 1024
+/* Bytes of fp32 scratch the emulation holds now (tests). */
+size_t lx_dnnl_emulated_bytes(void);
 
 /* The implementation oneDNN runs a bf16 product with ("brg:avx512_core_amx_bf16"),
 ** and the library's version, into out (size n). */

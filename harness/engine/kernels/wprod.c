@@ -383,9 +383,11 @@ void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, 
 
 double lx_wprod_scratch_bytes(long width)
 {
-    /* a block of widened rows; x's rows rounded (bf16 numerics; `activations: llamacpp`'s
-    ** fp32 rows take the float slot); a packed product's dense result (dnnl.c) */
-    return (double)width * (LX_WPROD_BLOCK * sizeof(float) + XROWS * (sizeof(uint16_t) + sizeof(float)));
+    /* a block of widened rows (fast numerics', or the emulated bf16 product's on a CPU oneDNN has
+    ** none for: dnnl.c); x's rows rounded (bf16 numerics; `activations: llamacpp`'s fp32 rows, or
+    ** the emulation's widened x, take the float slot); a packed product's dense result (dnnl.c) */
+    long block = LX_WPROD_BLOCK > LX_DNNL_EMU_BLOCK ? LX_WPROD_BLOCK : LX_DNNL_EMU_BLOCK;
+    return (double)width * ((double)block * sizeof(float) + XROWS * (sizeof(uint16_t) + sizeof(float)));
 }
 
 void lx_products_describe(char *out, size_t n)
