@@ -623,20 +623,49 @@ struct qdot_arg {
     unsigned char *w;
     int type, fused, acts;
     long T, C, OC;
+    int lanes;      /* half weights: lx_wprod_lanes (0 as the CPU has, -1 sgemm) */
 };
 
 static void qdot_run(void *p)
 {
     struct qdot_arg *a = p;
     lx_wprod_qdot(a->fused);
+    lx_wprod_lanes(a->lanes);
     lx_acts_llamacpp_set(a->acts);
     lx_wlinear(a->y, a->OC, a->x, a->C, (struct lx_wmat){a->w, a->type, 0, NULL, 0}, a->T, a->C, a->OC, 0.0f);
     lx_acts_llamacpp_set(0);
+    lx_wprod_lanes(0);
     lx_wprod_qdot(1);
 }
 
-/* The 1B shape's up projection (8,192 × 2,048) in the K-quants, Q8_0, Q4_0
-** and IQ4_XS, times 1 row (a decoding step) and 4, all threads: the blocks
+/* The same product on bf16 and f16 weights: read in place by the few-rows kernel (16 lanes, and 8
+** where both run) against the blocks widened to fp32 for sgemm (what a CPU with neither runs). */
+static void bench_halfdot(float *x, float *y, long C, long OC, struct lx_rng *r)
+{
+    uint16_t *w = malloc(sizeof(uint16_t) * (size_t)(OC * C));
+    for (int type = LX_DT_BF16; type <= LX_DT_F16; type++) {
+        for (long i = 0; i < OC * C; i++)
+            w[i] = type == LX_DT_BF16 ? lx_f32_to_bf16((float)lx_rng_normal(r)) : lx_f32_to_f16((float)lx_rng_normal(r));
+        for (int lanes = 16; lanes >= 8; lanes -= 8) {
+            if (lx_wprod_lanes(lanes) != lanes)
+                continue;
+            struct qdot_arg a = {y, x, (unsigned char *)w, type, 1, 0, 1, C, OC, lanes}, b = a;
+            b.lanes = -1;
+            for (a.T = 1; a.T <= 4; a.T += 3) {
+                char what[64];
+                snprintf(what, sizeof what, "%s %ldx%ld, %ld row%s, %d lanes", lx_dtype_name(type), OC, C, a.T,
+                         a.T > 1 ? "s" : "", lanes);
+                b.T = a.T;
+                report("halfdot", what, "blocks widened, sgemm", best_of(20, qdot_run, &a), best_of(20, qdot_run, &b));
+            }
+        }
+        lx_wprod_lanes(0);
+    }
+    free(w);
+}
+
+/* The 1B shape's up projection (8,192 × 2,048) in bf16 and f16 (bench_halfdot), the K-quants, Q8_0,
+** Q4_0 and IQ4_XS, times 1 row (a decoding step) and 4, all threads: the blocks
 ** read directly (qdot.c) against each row dequantized into cache first; and
 ** with `activations: llamacpp`, the integer dots on 8-bit x (qdot8.c)
 ** against the fp32 blocks' dots. */
@@ -655,13 +684,14 @@ static int bench_qdot(void)
     printf("| %-10s | %-34s | %-22s | %9s | %9s | %8s |\n", "bench", "fast path", "baseline", "fast s", "base s",
            "speedup");
     printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
+    bench_halfdot(x, y, C, OC, &r);
     for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
         if (!lx_qdot_has(types[i])) {
             printf("qdot: %s: no fused kernel on this CPU (AVX-512 needed)\n", lx_dtype_name(types[i]));
             continue;
         }
         unsigned char *w = qblocks_random(types[i], (size_t)OC * C / lx_dtype_block(types[i]), 1, 2, &r);
-        struct qdot_arg a = {y, x, w, types[i], 1, 0, 1, C, OC}, b, c;
+        struct qdot_arg a = {y, x, w, types[i], 1, 0, 1, C, OC, 0}, b, c;
         for (a.T = 1; a.T <= 4; a.T += 3) {
             char what[64];
             snprintf(what, sizeof what, "%s 8192x2048, %ld row%s, blocks", lx_dtype_name(types[i]), a.T,

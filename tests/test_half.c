@@ -189,14 +189,30 @@ static void product_case(enum lx_numerics nm, int type, long M, long K, long N)
     free(x), free(w), free(h), free(y), free(ref);
 }
 
+/* The few-rows kernels this CPU runs: 16 lanes (AVX-512) and 8 (AVX2), or none (sgemm); returns
+** how many, their lanes in out. */
+static int few_rows_kernels(int out[2])
+{
+    int n = 0;
+    for (int lanes = 16; lanes >= 8; lanes -= 8)
+        if (lx_wprod_lanes(lanes) == lanes)
+            out[n++] = lanes;
+    lx_wprod_lanes(0);
+    return n;
+}
+
 Test(half, typed_products_match_the_reference)
 {
     const long shapes[][3] = {{1, 48, 40}, {3, 64, 300}, {20, 70, 33}, {37, 96, 513}, {600, 40, 24}};
     const enum lx_numerics modes[] = {LX_NUMERICS_FAST, LX_NUMERICS_PORTABLE, LX_NUMERICS_BF16};
-    for (int m = 0; m < 3; m++)
-        for (int t = 0; t < 3; t++)
-            for (int s = 0; s < 5; s++)
-                product_case(modes[m], t, shapes[s][0], shapes[s][1], shapes[s][2]);
+    int lanes[2], n = few_rows_kernels(lanes);
+    for (int k = 0; k < (n ? n : 1); k++) {
+        lx_wprod_lanes(n ? lanes[k] : 0);
+        for (int m = 0; m < 3; m++)
+            for (int t = 0; t < 3; t++)
+                for (int s = 0; s < 5; s++)
+                    product_case(modes[m], t, shapes[s][0], shapes[s][1], shapes[s][2]);
+    }
 }
 
 /* Every quantized type dequantized in AVX-512 lanes (lx_half_to_f32) gives the block-by-block
@@ -223,15 +239,15 @@ Test(half, quantized_lanes_are_the_reference_bits)
     }
 }
 
-/* Fast numerics reads a few rows' half weights directly (wprod.c, dots_half_avx512): each row's
-** sum in the same order however many rows share the pass, so a decoding step's one row is the
-** same bits as that row in a short forward. K = 4117 takes every part of a row: 128 steps of 32
-** values, one of 16, 5 values alone. */
-Test(half, a_few_rows_products_do_not_depend_on_the_rows_beside_them)
+/* Fast numerics reads a few rows' half weights directly (wprod.c, dots_half_avx512 and
+** dots_half_avx2): each row's sum in the same order however many rows share the pass, so a
+** decoding step's one row is the same bits as that row in a short forward. K = 4117 takes every
+** part of a row: 128 steps of 32 values, one of 16, 5 values alone (in 8 lanes 257 steps of 16, 5
+** alone); both kernels where the CPU runs both. */
+static void rows_alone_case(int lanes)
 {
-    if (!__builtin_cpu_supports("avx512f"))
-        cr_skip_test("no AVX-512: a few rows go through sgemm, whose bits may depend on the rows");
     enum { M = 20, K = 4117, N = 37 };
+    cr_assert_eq(lx_wprod_lanes(lanes), lanes);
     lx_numerics_set(LX_NUMERICS_FAST);
     struct lx_rng r;
     lx_rng_init(&r, 5, 0, 0);
@@ -247,10 +263,20 @@ Test(half, a_few_rows_products_do_not_depend_on_the_rows_beside_them)
         lx_wlinear(all, N, x, K, W, M, K, N, 0.0f);
         for (long t = 0; t < M; t++) {
             lx_wlinear(one, N, x + t * K, K, W, 1, K, N, 0.0f);
-            cr_assert_eq(memcmp(one, all + t * N, sizeof one), 0, "type %d row %ld alone differs", type, t);
+            cr_assert_eq(memcmp(one, all + t * N, sizeof one), 0, "%d lanes, type %d row %ld alone differs",
+                         lanes, type, t);
         }
     }
     free(x), free(all), free(h);
+}
+
+Test(half, a_few_rows_products_do_not_depend_on_the_rows_beside_them)
+{
+    int lanes[2], n = few_rows_kernels(lanes);
+    if (!n)
+        cr_skip_test("neither AVX-512 nor AVX2: a few rows go through sgemm, whose bits may depend on the rows");
+    for (int k = 0; k < n; k++)
+        rows_alone_case(lanes[k]);
 }
 
 /* Fast numerics multiplies a few rows by quantized weights row by row (each row dequantized into
@@ -281,7 +307,7 @@ Test(half, quantized_few_rows_products)
                           "vs %.9g", lx_dtype_name(t), i, o, all[i * N + o], ref[i * N + o]);
             }
         }
-        if (__builtin_cpu_supports("avx512f"))     /* else sgemm, whose bits may depend on the rows */
+        if (lx_wprod_lanes(0))     /* else sgemm, whose bits may depend on the rows */
             for (long i = 0; i < M; i++) {
                 lx_wlinear(one, N, x + i * K, K, W, 1, K, N, 0.0f);
                 cr_assert_eq(memcmp(one, all + i * N, sizeof one), 0, "%s row %ld alone differs", lx_dtype_name(t), i);

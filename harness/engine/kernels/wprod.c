@@ -21,6 +21,7 @@
 #define XROWS 512       /* rows of x rounded to bf16 at a time in bf16 numerics */
 #define GEMV_ROWS 32    /* products of at most this many rows read half weights directly (fast numerics) */
 #define GEMV_GROUP 8    /* rows of x per pass over a weight row (two accumulators each) */
+#define GEMV_GROUP8 4   /* the same in 8 lanes (AVX2's 16 registers) */
 
 static void *scratch(int which, size_t bytes)
 {
@@ -147,6 +148,91 @@ static void dots_half_avx512(float *out, const float *x, long ldx, int n, const 
     }
 }
 
+/* Values c … c + 7 of a row of fp32, bf16 or f16 values, widened exactly (AVX2 and F16C). */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256 widen8(const void *w, long c, int type)
+{
+    if (type == LX_DT_F32)
+        return _mm256_loadu_ps((const float *)w + c);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + c));
+    return type == LX_DT_BF16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+                              : _mm256_cvtph_ps(h);
+}
+
+/* dots_n in 8 lanes, for a CPU without AVX-512: each row's sum two chains of 8 lanes (values
+** c ≡ 0–7 and 8–15 mod 16, the last 8 of a row of C ≡ 8 mod 16 on the first), added and reduced,
+** then the last C mod 8 values in order; at most GEMV_GROUP8 rows (their 2n sums and the two
+** weight registers within AVX2's 16). The same order whatever n, as dots_n. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void dots8_n(float *out, const float *x,
+                                                                                 long ldx, const int n, const void *w,
+                                                                                 int type, long C)
+{
+    __m256 a0[GEMV_GROUP8], a1[GEMV_GROUP8];
+    long c = 0;
+#pragma GCC unroll 4
+    for (int t = 0; t < n; t++)
+        a0[t] = a1[t] = _mm256_setzero_ps();
+    for (; c + 16 <= C; c += 16) {
+        __m256 w0 = widen8(w, c, type), w1 = widen8(w, c + 8, type);
+#pragma GCC unroll 4
+        for (int t = 0; t < n; t++) {
+            a0[t] = _mm256_fmadd_ps(_mm256_loadu_ps(x + t * ldx + c), w0, a0[t]);
+            a1[t] = _mm256_fmadd_ps(_mm256_loadu_ps(x + t * ldx + c + 8), w1, a1[t]);
+        }
+    }
+    if (c + 8 <= C) {
+        __m256 w0 = widen8(w, c, type);
+#pragma GCC unroll 4
+        for (int t = 0; t < n; t++)
+            a0[t] = _mm256_fmadd_ps(_mm256_loadu_ps(x + t * ldx + c), w0, a0[t]);
+        c += 8;
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < n; t++) {
+        __m256 v = _mm256_add_ps(a0[t], a1[t]);
+        __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        float s = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+        for (long k = c; k < C; k++)
+            s += x[t * ldx + k] * value_at(w, k, type);
+        out[t] = s;
+    }
+}
+
+__attribute__((target("avx2,fma,f16c")))
+static void dots_half_avx2(float *out, const float *x, long ldx, int n, const void *w, int type, long C)
+{
+    for (int t0 = 0; t0 < n; t0 += GEMV_GROUP8) {
+        int m = n - t0 < GEMV_GROUP8 ? n - t0 : GEMV_GROUP8;
+        const float *xt = x + t0 * ldx;
+        switch (m) {    /* m a constant in each: the sums stay in registers */
+        case 1: dots8_n(out + t0, xt, ldx, 1, w, type, C); break;
+        case 2: dots8_n(out + t0, xt, ldx, 2, w, type, C); break;
+        case 3: dots8_n(out + t0, xt, ldx, 3, w, type, C); break;
+        default: dots8_n(out + t0, xt, ldx, GEMV_GROUP8, w, type, C); break;
+        }
+    }
+}
+
+static int gemv_forced;     /* lx_wprod_lanes: 0, or the lanes asked for */
+
+/* The lanes of the few-rows dot products on this CPU: 16 (AVX-512), 8 (AVX2, FMA and F16C) or 0
+** (none: a few rows go through sgemm as many do); lx_wprod_lanes can ask for 8 on an AVX-512 CPU. */
+static int gemv_lanes(void)
+{
+    static int lanes = -1;
+    if (lanes < 0)
+        lanes = __builtin_cpu_supports("avx512f")                                       ? 16
+                : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c") ? 8 : 0;
+    return gemv_forced < 0 ? 0 : gemv_forced && gemv_forced <= lanes ? gemv_forced : lanes;
+}
+
+int lx_wprod_lanes(int lanes)
+{
+    gemv_forced = lanes == 8 || lanes == 16 || lanes < 0 ? lanes : 0;
+    return gemv_lanes();
+}
+
 static int qdot_on = 1;
 
 /* y[t0 + t, o] = s[t] + beta · y[t0 + t, o] for n rows' sums s. */
@@ -174,8 +260,10 @@ static void gemv_row(float *y, long ldy, const float *x, long ldx, const void *w
         int n = (int)(T - t0 < GEMV_GROUP ? T - t0 : GEMV_GROUP);
         if (type >= LX_DT_Q8_0)
             lx_qdot(s, x + t0 * ldx, ldx, n, w, type, C, xs ? xs + t0 * (C / 32) : NULL);
-        else
+        else if (gemv_lanes() == 16)
             dots_half_avx512(s, x + t0 * ldx, ldx, n, w, type, C);
+        else
+            dots_half_avx2(s, x + t0 * ldx, ldx, n, w, type, C);
         store_sums(y, ldy, s, t0, n, o, beta);
     }
 }
@@ -356,7 +444,7 @@ static void wlinear_as(float *y, long ldy, const float *x, long ldx, struct lx_w
         linear_bf16(y, ldy, x, ldx, W, T, C, OC, beta);
     else if (W.type == LX_DT_F32)
         lx_gemm(y, (int)ldy, x, (int)ldx, W.p, (int)C, (int)T, (int)OC, (int)C, 0, 1, 1.0f, beta);
-    else if (nm == LX_NUMERICS_FAST && T <= GEMV_ROWS && __builtin_cpu_supports("avx512f"))
+    else if (nm == LX_NUMERICS_FAST && T <= GEMV_ROWS && gemv_lanes())
         gemv_half(y, ldy, x, ldx, W, T, C, OC, beta);
     else
         linear_blocks(y, ldy, x, ldx, W, T, C, OC, beta);

@@ -41,6 +41,11 @@ void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, 
 ** read the blocks directly (qdot.h) when on (the default); off, each weight
 ** row is dequantized first (the general path, for benches and tests). */
 void lx_wprod_qdot(int on);
+/* Fast numerics' products of a few rows on fp32, bf16 and f16 weights read them in place, in 16
+** lanes on an AVX-512 CPU, in 8 on one with AVX2 (FMA, F16C), else by sgemm. lanes 8 asks for the
+** 8-lane kernel where both run (tests, benches), -1 sgemm (benches' baseline); 0 as the CPU has.
+** Returns the lanes now used (0: sgemm). */
+int lx_wprod_lanes(int lanes);
 /* The reference: each value of y a double sum (operands rounded to bf16 first in bf16 numerics). */
 void lx_wlinear_naive(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
                       float beta);
