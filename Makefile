@@ -220,7 +220,7 @@ repro-smoke: build/.deps data/manifest.tsv
 # from git), BENCH_SECONDS sets the timed
 # seconds per side and configuration (default 8). OPENBLAS_CORETYPE, when set,
 # reaches both lenx and PyTorch.
-# BENCH=dequant: each GGUF quantized type dequantized in AVX-512 lanes against block by block.
+# BENCH=dequant: each GGUF quantized type dequantized in lanes (AVX-512 16, AVX2 8) against block by block.
 # BENCH=qdot: a decoding step's product on quantized weights read from the blocks
 # against each row dequantized first (1 and 4 rows, the 1B shape's 8192 x 2048).
 # BENCH=glu: SwiGLU's, GeGLU's and GELU's forward and backward in AVX-512 lanes against the libm loops.

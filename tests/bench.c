@@ -608,7 +608,7 @@ static int bench_dequant(void)
         unsigned char *b = qblocks_random(t, N / lx_dtype_block(t), 1, 2, &r);
         struct deq_arg a = {b, out, t, N};
         char what[64];
-        snprintf(what, sizeof what, "%s, 2^24 values, AVX-512 lanes", lx_dtype_name(t));
+        snprintf(what, sizeof what, "%s, 2^24 values, %d lanes", lx_dtype_name(t), lx_half_lanes(0));
         report("dequant", what, "block by block", best_of(10, deq_lanes, &a), best_of(5, deq_blocks, &a));
         free(b);
     }

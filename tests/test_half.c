@@ -215,12 +215,13 @@ Test(half, typed_products_match_the_reference)
     }
 }
 
-/* Every quantized type dequantized in AVX-512 lanes (lx_half_to_f32) gives the block-by-block
-** reference's values bit for bit: 9 blocks of random bytes, their f16 scales finite (at the
-** offsets of each format, tests/qblocks.h), so every bit pattern of the integers is met. The lanes
-** cover every type. A run that does not start at the first block (the widening of a row in parts)
-** lands on the same values. */
-Test(half, quantized_lanes_are_the_reference_bits)
+/* Every quantized type dequantized in lanes (lx_half_to_f32) gives the block-by-block reference's
+** values bit for bit: 9 blocks of random bytes, their f16 scales finite (at the offsets of each
+** format, tests/qblocks.h), so every bit pattern of the integers is met. AVX-512's 16 lanes cover
+** every type, AVX2's 8 Q8_0, Q4_0, IQ4_NL, Q4_K and Q6_K (the rest scalar); both where the CPU runs
+** both. A run that does not start at the first block (the widening of a row in parts) lands on the
+** same values. */
+static void quantized_lanes_case(int lanes)
 {
     struct lx_rng r;
     lx_rng_init(&r, 17, 0, 0);
@@ -230,13 +231,21 @@ Test(half, quantized_lanes_are_the_reference_bits)
         float *fast = lx_xmalloc(sizeof(float) * n), *ref = lx_xmalloc(sizeof(float) * n);
         lx_half_to_f32(fast, b, t, n);
         lx_half_to_f32_scalar(ref, b, t, n);
-        cr_expect_eq(memcmp(fast, ref, sizeof(float) * n), 0, "%s: the lanes differ from the reference",
-                     lx_dtype_name(t));
+        cr_expect_eq(memcmp(fast, ref, sizeof(float) * n), 0, "%s: the %d lanes differ from the reference",
+                     lx_dtype_name(t), lanes);
         lx_half_to_f32(fast, b + 2 * nb, t, n - 2 * bv);
         cr_expect_eq(memcmp(fast, ref + 2 * bv, sizeof(float) * (n - 2 * bv)), 0, "%s: from block 2 on",
                      lx_dtype_name(t));
         free(b), free(fast), free(ref);
     }
+}
+
+Test(half, quantized_lanes_are_the_reference_bits)
+{
+    for (int lanes = 16; lanes >= 8; lanes -= 8)
+        if (lx_half_lanes(lanes) == lanes)
+            quantized_lanes_case(lanes);
+    lx_half_lanes(0);
 }
 
 /* Fast numerics reads a few rows' half weights directly (wprod.c, dots_half_avx512 and

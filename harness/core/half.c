@@ -390,12 +390,129 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q_k_2_3_
     return k;
 }
 
+/* ---- the common types in 8 lanes, for CPUs with AVX2 but not AVX-512 ---- */
+/* As the 16 lanes above: each lane the scalar loop's operations on its value in its order, so the
+** values are the scalar ones bit for bit (test_half's quantized_lanes_are_the_reference_bits). */
+
+#define LX_LANES8 __attribute__((target("avx2,f16c"), always_inline)) static inline
+
+/* (float)q · d for 8 int32 lanes q, then minus m when m is not NULL, into out. */
+LX_LANES8 void put8(float *out, __m256i q, float d, const float *m)
+{
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(d));
+    _mm256_storeu_ps(out, m ? _mm256_sub_ps(v, _mm256_set1_ps(*m)) : v);
+}
+
+/* Q8_0, Q4_0 and IQ4_NL blocks of 32: the int8 (or the nibble's level) times the f16 scale. */
+__attribute__((target("avx2,f16c"))) static size_t w32_avx2(float *out, const unsigned char *b, size_t n, int t)
+{
+    size_t k = 0;
+    const __m128i levels = _mm_loadu_si128((const __m128i *)(t == LX_DT_IQ4_NL ? lx_ql_iq4_levels
+                                                                                : lx_ql_q4_0_levels)),
+                  low = _mm_set1_epi8(0x0f);
+    for (; k + 32 <= n; k += 32, out += 32) {
+        float d = f16_at(b);
+        __m128i v[4];   /* values 8g … 8g + 7 in the low 8 bytes of v[g] */
+        if (t == LX_DT_Q8_0) {
+            for (int g = 0; g < 4; g++)
+                v[g] = _mm_loadl_epi64((const __m128i *)(b + 2 + 8 * g));
+            b += LX_Q8_0_BYTES;
+        } else {
+            __m128i q = _mm_loadu_si128((const __m128i *)(b + 2));
+            __m128i lo = _mm_shuffle_epi8(levels, _mm_and_si128(q, low)),
+                    hi = _mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(q, 4), low));
+            v[0] = lo, v[1] = _mm_srli_si128(lo, 8), v[2] = hi, v[3] = _mm_srli_si128(hi, 8);
+            b += 18;
+        }
+        for (int g = 0; g < 4; g++)
+            put8(out + 8 * g, _mm256_cvtepi8_epi32(v[g]), d, NULL);
+    }
+    return k;
+}
+
+/* Q4_K: (d·scale)·q − dmin·min per sub-block of 32, q a nibble. */
+__attribute__((target("avx2,f16c"))) static size_t q4_k_avx2(float *out, const unsigned char *b, size_t n)
+{
+    size_t k = 0;
+    for (; k + 256 <= n; k += 256, b += 144) {
+        float d = f16_at(b), dmin = f16_at(b + 2);
+        const unsigned char *q = b + 16;
+        for (int is = 0; is < 8; is += 2, q += 32, out += 64) {
+            int s1, m1, s2, m2;
+            scale_min_k(is, b + 4, &s1, &m1);
+            scale_min_k(is + 1, b + 4, &s2, &m2);
+            float d1 = d * (float)s1, n1 = dmin * (float)m1, d2 = d * (float)s2, n2 = dmin * (float)m2;
+            for (int l = 0; l < 32; l += 8) {
+                __m256i u = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + l)));
+                put8(out + l, _mm256_and_si256(u, _mm256_set1_epi32(0x0f)), d1, &n1);
+                put8(out + 32 + l, _mm256_srli_epi32(u, 4), d2, &n2);
+            }
+        }
+    }
+    return k;
+}
+
+/* Q6_K: (d·scale)·(q − 32), q six bits from a nibble and a pair of high bits. */
+__attribute__((target("avx2,f16c"))) static size_t q6_k_avx2(float *out, const unsigned char *b, size_t n)
+{
+    size_t k = 0;
+    for (; k + 256 <= n; k += 256, b += 210) {
+        const unsigned char *ql = b, *qh = b + 128;
+        const int8_t *sc = (const int8_t *)(b + 192);
+        float d = f16_at(b + 208);
+        const __m256i low = _mm256_set1_epi32(0x0f), two = _mm256_set1_epi32(3), mid = _mm256_set1_epi32(32);
+        for (int half = 0; half < 2; half++, out += 128, ql += 64, qh += 32, sc += 8)
+            for (int l = 0; l < 32; l += 8) {
+                int is = l / 16;
+                __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(ql + l))),
+                        c = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(ql + 32 + l))),
+                        h = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qh + l)));
+                __m256i q[4] = {
+                    _mm256_or_si256(_mm256_and_si256(a, low), _mm256_slli_epi32(_mm256_and_si256(h, two), 4)),
+                    _mm256_or_si256(_mm256_and_si256(c, low),
+                                    _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 2), two), 4)),
+                    _mm256_or_si256(_mm256_srli_epi32(a, 4),
+                                    _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 4), two), 4)),
+                    _mm256_or_si256(_mm256_srli_epi32(c, 4), _mm256_slli_epi32(_mm256_srli_epi32(h, 6), 4))};
+                for (int j = 0; j < 4; j++)     /* value 32j + l, scale sc[is + 2j] */
+                    put8(out + 32 * j + l, _mm256_sub_epi32(q[j], mid), d * (float)sc[is + 2 * j], NULL);
+            }
+    }
+    return k;
+}
+
+static int lanes8_forced;   /* lx_half_lanes(8): the 8 lanes on an AVX-512 CPU too */
+
+static int has_avx2(void)
+{
+    static int v = -1;
+    if (v < 0)
+        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    return v;
+}
+
+int lx_half_lanes(int lanes)
+{
+    lanes8_forced = lanes == 8;
+    return has_avx512() && !lanes8_forced ? 16 : has_avx2() ? 8 : 0;
+}
+
+/* The values of n done in 8 lanes (whole blocks of Q8_0, Q4_0, IQ4_NL, Q4_K and Q6_K), 0 for the
+** others; on a CPU with AVX2 and F16C only. */
+__attribute__((target("avx2,f16c"))) static size_t quant_avx2(float *out, const void *src, int t, size_t n)
+{
+    switch (t) {
+    case LX_DT_Q8_0: case LX_DT_Q4_0: case LX_DT_IQ4_NL: return w32_avx2(out, src, n, t);
+    case LX_DT_Q4_K: return q4_k_avx2(out, src, n);
+    case LX_DT_Q6_K: return q6_k_avx2(out, src, n);
+    default: return 0;
+    }
+}
+
 /* The values of n done in lanes (whole blocks of the types above), 0 for the others. */
 __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t quant_avx512(float *out, const void *src, int t,
                                                                                      size_t n)
 {
-    if (!has_avx512())
-        return 0;
     switch (t) {
     case LX_DT_Q8_0: return w32_avx512(out, src, n, LX_QL_Q8_0);
     case LX_DT_Q4_0: return w32_avx512(out, src, n, LX_QL_Q4_0);
@@ -415,7 +532,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t quant_av
 
 void lx_half_to_f32(float *out, const void *src, int t, size_t n)
 {
-    size_t done = t >= LX_DT_Q8_0 ? quant_avx512(out, src, t, n) : 0;
+    size_t done = t < LX_DT_Q8_0       ? 0
+                  : has_avx512() && !lanes8_forced ? quant_avx512(out, src, t, n)
+                  : has_avx2()                     ? quant_avx2(out, src, t, n)
+                                                   : 0;
     lx_half_to_f32_scalar(out + done, (const char *)src + lx_dtype_bytes(t, done), t, n - done);
 }
 

@@ -116,6 +116,10 @@ void lx_f32_to_type(void *out, const float *src, int t, size_t n);
 ** reference, lx_half_to_f32_scalar. */
 void lx_half_to_f32(float *out, const void *src, int t, size_t n);
 void lx_half_to_f32_scalar(float *out, const void *src, int t, size_t n);
+/* The lanes lx_half_to_f32 dequantizes in: 16 on an AVX-512 CPU (every quantized type), 8 on one
+** with AVX2 (Q8_0, Q4_0, IQ4_NL, Q4_K and Q6_K), else 0 (the scalar loops). lanes 8 asks for the 8
+** lanes on an AVX-512 CPU (tests, benches), 0 as the CPU has. Returns the lanes now used. */
+int lx_half_lanes(int lanes);
 /* n floats to bf16, rounded to nearest even. */
 void lx_f32_to_bf16_n(uint16_t *out, const float *src, size_t n);
 /* Two rows of n floats to bf16 pairs, interleaved: out[2i] = a[i], out[2i + 1]
