@@ -326,6 +326,36 @@ Test(half, quantized_few_rows_products)
     free(x), free(all), free(ref);
 }
 
+/* In 8 lanes (a CPU without AVX-512, or lx_wprod_lanes(8)) a few rows' dots read Q8_0's blocks
+** directly, each weight (float)q·d as the dequantized row holds it, in the chains of the half
+** weights' kernel: the same bits as dequantizing each row first (lx_wprod_qdot(0)), and a row alone
+** the same bits as among 20. K = 784: 24 blocks and a half-step (16 values) at the end. */
+Test(half, q8_0_dots_in_8_lanes_are_the_dequantized_rows)
+{
+    if (lx_wprod_lanes(8) != 8)
+        cr_skip_test("no AVX2: a few rows go through sgemm");
+    enum { M = 20, K = 784, N = 21 };
+    lx_numerics_set(LX_NUMERICS_FAST);
+    struct lx_rng r;
+    lx_rng_init(&r, 31, 0, 0);
+    float *x = lx_xmalloc(sizeof(float) * M * K), fused[M * N], rows[M * N], one[N];
+    for (long i = 0; i < (long)M * K; i++)
+        x[i] = (float)(lx_rng_uniform(&r) * 2 - 1);
+    unsigned char *b = qblocks_random(LX_DT_Q8_0, N * K / 32, 2, 2, &r);
+    struct lx_wmat W = {b, LX_DT_Q8_0, 0, NULL, 0};
+    lx_wlinear(fused, N, x, K, W, M, K, N, 0.0f);
+    lx_wprod_qdot(0);
+    lx_wlinear(rows, N, x, K, W, M, K, N, 0.0f);
+    lx_wprod_qdot(1);
+    cr_assert_eq(memcmp(fused, rows, sizeof fused), 0, "the blocks read directly differ from the dequantized rows");
+    for (long i = 0; i < M; i++) {
+        lx_wlinear(one, N, x + i * K, K, W, 1, K, N, 0.0f);
+        cr_assert_eq(memcmp(one, fused + i * N, sizeof one), 0, "row %ld alone differs", i);
+    }
+    lx_wprod_lanes(0);
+    free(x), free(b);
+}
+
 /* Fast numerics' products of a few rows on quantized weights read the blocks directly (qdot.c),
 ** checked against the path that dequantizes each row first (lx_wprod_qdot(0)), every type:
 ** * all but Q4_K and Q5_K use each dequantized weight in the same two chains: the same bits.

@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness/core/lx.h"
 #include "harness/engine/kernels/blas.h"
@@ -79,6 +80,7 @@ void lx_wmat_rows(float *out, struct lx_wmat W, long r0, long n, long C)
 static inline float value_at(const void *w, long c, int type)
 {
     const uint16_t *h = w;
+    LX_ASSERT(type <= LX_DT_F16);   /* Q8_0's rows (8 lanes) are whole blocks: no value alone */
     return type == LX_DT_F32 ? ((const float *)w)[c] : type == LX_DT_BF16 ? lx_bf16_to_f32(h[c]) : lx_f16_to_f32(h[c]);
 }
 
@@ -148,11 +150,20 @@ static void dots_half_avx512(float *out, const float *x, long ldx, int n, const 
     }
 }
 
-/* Values c … c + 7 of a row of fp32, bf16 or f16 values, widened exactly (AVX2 and F16C). */
+/* Values c … c + 7 of a row of fp32, bf16 or f16 values, widened exactly (AVX2 and F16C); or of
+** Q8_0 blocks, each (float)q·d as lx_half_to_f32 dequantizes it (c a multiple of 8). */
 __attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256 widen8(const void *w, long c, int type)
 {
     if (type == LX_DT_F32)
         return _mm256_loadu_ps((const float *)w + c);
+    if (type == LX_DT_Q8_0) {
+        const unsigned char *b = (const unsigned char *)w + c / LX_Q8_0_VALUES * LX_Q8_0_BYTES;
+        uint16_t dh;
+        memcpy(&dh, b, 2);
+        __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 +
+                                                                                       c % LX_Q8_0_VALUES))));
+        return _mm256_mul_ps(q, _mm256_set1_ps(_cvtsh_ss(dh)));
+    }
     __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + c));
     return type == LX_DT_BF16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
                               : _mm256_cvtph_ps(h);
@@ -258,7 +269,7 @@ static void gemv_row(float *y, long ldy, const float *x, long ldx, const void *w
     for (long t0 = 0; t0 < T; t0 += GEMV_GROUP) {
         float s[GEMV_GROUP];
         int n = (int)(T - t0 < GEMV_GROUP ? T - t0 : GEMV_GROUP);
-        if (type >= LX_DT_Q8_0)
+        if (type >= LX_DT_Q8_0 && gemv_lanes() == 16)
             lx_qdot(s, x + t0 * ldx, ldx, n, w, type, C, xs ? xs + t0 * (C / 32) : NULL);
         else if (gemv_lanes() == 16)
             dots_half_avx512(s, x + t0 * ldx, ldx, n, w, type, C);
@@ -276,7 +287,9 @@ static void gemv_row(float *y, long ldy, const float *x, long ldx, const void *w
 static void gemv_half(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
                       float beta)
 {
-    int fused = qdot_on && lx_qdot_has(W.type), quant = W.type >= LX_DT_Q8_0 && !fused;
+    /* the blocks read directly: every type in 16 lanes (qdot.c), Q8_0 in 8 (widen8) */
+    int fused = qdot_on && (gemv_lanes() == 16 ? lx_qdot_has(W.type) : W.type == LX_DT_Q8_0);
+    int quant = W.type >= LX_DT_Q8_0 && !fused;
     float *rows = quant ? scratch(0, sizeof(float) * (size_t)(C * omp_get_max_threads())) : NULL;
     float *xs = fused && lx_qdot_needs_sums(W.type) ? scratch(2, sizeof(float) * (size_t)(T * (C / 32))) : NULL;
     if (xs)
