@@ -251,8 +251,8 @@ Test(half, quantized_lanes_are_the_reference_bits)
 /* Fast numerics reads a few rows' half weights directly (wprod.c, dots_half_avx512 and
 ** dots_half_avx2): each row's sum in the same order however many rows share the pass, so a
 ** decoding step's one row is the same bits as that row in a short forward. K = 4117 takes every
-** part of a row: 128 steps of 32 values, one of 16, 5 values alone (in 8 lanes 257 steps of 16, 5
-** alone); both kernels where the CPU runs both. */
+** part of a row: 128 steps of 32 values, one of 16, 5 values alone (in 16 lanes and in 8); both
+** kernels where the CPU runs both. */
 static void rows_alone_case(int lanes)
 {
     enum { M = 20, K = 4117, N = 37 };

@@ -22,7 +22,7 @@
 #define XROWS 512       /* rows of x rounded to bf16 at a time in bf16 numerics */
 #define GEMV_ROWS 32    /* products of at most this many rows read half weights directly (fast numerics) */
 #define GEMV_GROUP 8    /* rows of x per pass over a weight row (two accumulators each) */
-#define GEMV_GROUP8 4   /* the same in 8 lanes (AVX2's 16 registers) */
+#define GEMV_GROUP8 2   /* the same in 8 lanes (four accumulators each in AVX2's 16 registers) */
 
 static void *scratch(int which, size_t bytes)
 {
@@ -169,37 +169,42 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256 wid
                               : _mm256_cvtph_ps(h);
 }
 
-/* dots_n in 8 lanes, for a CPU without AVX-512: each row's sum two chains of 8 lanes (values
-** c ≡ 0–7 and 8–15 mod 16, the last 8 of a row of C ≡ 8 mod 16 on the first), added and reduced,
-** then the last C mod 8 values in order; at most GEMV_GROUP8 rows (their 2n sums and the two
-** weight registers within AVX2's 16). The same order whatever n, as dots_n. */
+/* dots_n in 8 lanes, for a CPU without AVX-512: each row's sum four chains of 8 lanes (values
+** c ≡ 0–7, 8–15, 16–23 and 24–31 mod 32; a last 16 on the first two, a last 8 on the first), added
+** in pairs and reduced, then the last C mod 8 values in order; at most GEMV_GROUP8 rows (their 4n
+** sums and the four weight registers within AVX2's 16). Four chains, not two: a decoding step's one
+** row is a chain of dependent multiply-adds each, and two of them held it to half the rate. The
+** same order whatever n, as dots_n. */
 __attribute__((target("avx2,fma,f16c"), always_inline)) static inline void dots8_n(float *out, const float *x,
                                                                                  long ldx, const int n, const void *w,
                                                                                  int type, long C)
 {
-    __m256 a0[GEMV_GROUP8], a1[GEMV_GROUP8];
+    __m256 a[4][GEMV_GROUP8];
     long c = 0;
-#pragma GCC unroll 4
+#pragma GCC unroll 2
     for (int t = 0; t < n; t++)
-        a0[t] = a1[t] = _mm256_setzero_ps();
-    for (; c + 16 <= C; c += 16) {
-        __m256 w0 = widen8(w, c, type), w1 = widen8(w, c + 8, type);
-#pragma GCC unroll 4
+        a[0][t] = a[1][t] = a[2][t] = a[3][t] = _mm256_setzero_ps();
+    for (; c + 32 <= C; c += 32) {
+        __m256 w0 = widen8(w, c, type), w1 = widen8(w, c + 8, type), w2 = widen8(w, c + 16, type),
+               w3 = widen8(w, c + 24, type);
+#pragma GCC unroll 2
         for (int t = 0; t < n; t++) {
-            a0[t] = _mm256_fmadd_ps(_mm256_loadu_ps(x + t * ldx + c), w0, a0[t]);
-            a1[t] = _mm256_fmadd_ps(_mm256_loadu_ps(x + t * ldx + c + 8), w1, a1[t]);
+            const float *xt = x + t * ldx + c;
+            a[0][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt), w0, a[0][t]);
+            a[1][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt + 8), w1, a[1][t]);
+            a[2][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt + 16), w2, a[2][t]);
+            a[3][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt + 24), w3, a[3][t]);
         }
     }
-    if (c + 8 <= C) {
-        __m256 w0 = widen8(w, c, type);
-#pragma GCC unroll 4
+    for (int k = 0; k < 2 && c + 8 <= C; k++, c += 8) {     /* a last 16 (k 0, 1) or 8 (k 0) */
+        __m256 wk = widen8(w, c, type);
+#pragma GCC unroll 2
         for (int t = 0; t < n; t++)
-            a0[t] = _mm256_fmadd_ps(_mm256_loadu_ps(x + t * ldx + c), w0, a0[t]);
-        c += 8;
+            a[k][t] = _mm256_fmadd_ps(_mm256_loadu_ps(x + t * ldx + c), wk, a[k][t]);
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 2
     for (int t = 0; t < n; t++) {
-        __m256 v = _mm256_add_ps(a0[t], a1[t]);
+        __m256 v = _mm256_add_ps(_mm256_add_ps(a[0][t], a[1][t]), _mm256_add_ps(a[2][t], a[3][t]));
         __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
         h = _mm_add_ps(h, _mm_movehl_ps(h, h));
         float s = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
@@ -215,12 +220,10 @@ static void dots_half_avx2(float *out, const float *x, long ldx, int n, const vo
     for (int t0 = 0; t0 < n; t0 += GEMV_GROUP8) {
         int m = n - t0 < GEMV_GROUP8 ? n - t0 : GEMV_GROUP8;
         const float *xt = x + t0 * ldx;
-        switch (m) {    /* m a constant in each: the sums stay in registers */
-        case 1: dots8_n(out + t0, xt, ldx, 1, w, type, C); break;
-        case 2: dots8_n(out + t0, xt, ldx, 2, w, type, C); break;
-        case 3: dots8_n(out + t0, xt, ldx, 3, w, type, C); break;
-        default: dots8_n(out + t0, xt, ldx, GEMV_GROUP8, w, type, C); break;
-        }
+        if (m == 1)     /* m a constant in each: the sums stay in registers */
+            dots8_n(out + t0, xt, ldx, 1, w, type, C);
+        else
+            dots8_n(out + t0, xt, ldx, GEMV_GROUP8, w, type, C);
     }
 }
 
