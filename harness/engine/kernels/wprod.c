@@ -229,15 +229,16 @@ static void dots_half_avx2(float *out, const float *x, long ldx, int n, const vo
 
 static int gemv_forced;     /* lx_wprod_lanes: 0, or the lanes asked for */
 
-/* The lanes of the few-rows dot products on this CPU: 16 (AVX-512), 8 (AVX2, FMA and F16C) or 0
-** (none: a few rows go through sgemm as many do); lx_wprod_lanes can ask for 8 on an AVX-512 CPU. */
+/* The lanes of the few-rows dot products on this CPU: 16 (AVX-512), 8 (AVX2, FMA and F16C, which
+** every AVX2 CPU has: clang cannot ask for it) or 0 (none: a few rows go through sgemm as many do);
+** lx_wprod_lanes can ask for 8 on an AVX-512 CPU. */
 static int gemv_lanes(void)
 {
     static int lanes = -1;
     if (lanes < 0)
-        lanes = __builtin_cpu_supports("avx512f")                                       ? 16
-                : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c") ? 8 : 0;
+        lanes = __builtin_cpu_supports("avx512f")                                        ? 16
+                : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 8
+                                                                                  : 0;
     return gemv_forced < 0 ? 0 : gemv_forced && gemv_forced <= lanes ? gemv_forced : lanes;
 }
 
