@@ -282,7 +282,7 @@ int lx_dtype_scale_at(int t, int which)
 /* Each lane does the scalar loop's operations on its value in its order (an
 ** integer to float, then the same products and differences, no fused
 ** multiply-add: half.c is built with -ffp-contract=off), so the values are
-** the scalar ones bit for bit (tests/test_half.c checks every type). */
+** the scalar ones bit for bit (tests/test_half_products.c checks every type). */
 
 /* (float)q · d for each lane, then minus m when m is not NULL. */
 LX_QLANES void put16(float *out, __m512 q, float d, const float *m)
@@ -392,7 +392,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t q_k_2_3_
 
 /* ---- the common types in 8 lanes, for CPUs with AVX2 but not AVX-512 ---- */
 /* As the 16 lanes above: each lane the scalar loop's operations on its value in its order, so the
-** values are the scalar ones bit for bit (test_half's quantized_lanes_are_the_reference_bits). */
+** values are the scalar ones bit for bit (test_half_products.c's quantized_lanes_are_the_reference_bits). */
 
 #define LX_LANES8 __attribute__((target("avx2,f16c"), always_inline)) static inline
 

@@ -15,7 +15,7 @@
 **   these blocks the same way. The sum is not the dequantized weights'
 **   (d·sc·q − dmin·m is rounded once per value there): each term's rounding
 **   moves, within a bound of Σ|x|·(|d·sc·q| + |dmin·m|) and the sum's length
-**   (tests/test_half.c derives it).
+**   (tests/test_half_products.c derives it).
 ** * Every other type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q2_K,
 **   Q3_K, Q6_K): each weight is the dequantized value exactly, made by the
 **   same code as half.c's lanes (core/qlanes.h: lx_ql_w32, lx_ql_iq4xs_w32,

@@ -19,7 +19,7 @@
 ** (exact); per row the lanes are widened to fp32, times x's block scale and
 ** a, and Σ b·(scale·Σq) per 16 values is added: two roundings per 4
 ** products instead of one per product, so the sum is not the fp32 path's on
-** the rounded x; tests/test_half.c derives the bound that holds both.
+** the rounded x; tests/test_acts.c derives the bound that holds both.
 */
 #include "harness/engine/kernels/qdot8.h"
 
