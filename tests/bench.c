@@ -686,11 +686,12 @@ static int bench_qdot(void)
     printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
     bench_halfdot(x, y, C, OC, &r);
     for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
-        if (!lx_qdot_has(types[i]) && !(types[i] == LX_DT_Q8_0 && lx_wprod_lanes(0) == 8)) {
-            printf("qdot: %s: no fused kernel on this CPU (AVX-512 needed; Q8_0's runs on AVX2)\n",
+        int fused = lx_wprod_fused(types[i]), acts = lx_qdot8_lanes(types[i], C, lx_wprod_lanes(0)) > 0;
+        if (!fused)
+            printf("qdot: %s: no fused kernel on this CPU (AVX-512 needed; Q8_0's, Q4_K's and Q6_K's run on AVX2)\n",
                    lx_dtype_name(types[i]));
+        if (!fused && !acts)
             continue;
-        }
         unsigned char *w = qblocks_random(types[i], (size_t)OC * C / lx_dtype_block(types[i]), 1, 2, &r);
         struct qdot_arg a = {y, x, w, types[i], 1, 0, 1, C, OC, 0}, b, c;
         for (a.T = 1; a.T <= 4; a.T += 3) {
@@ -698,9 +699,10 @@ static int bench_qdot(void)
             snprintf(what, sizeof what, "%s 8192x2048, %ld row%s, blocks", lx_dtype_name(types[i]), a.T,
                      a.T > 1 ? "s" : "");
             b = a, b.fused = 0, c = a, c.acts = 1;
-            report("qdot", what, "rows dequantized first", best_of(20, qdot_run, &a), best_of(20, qdot_run, &b));
-            if (lx_qdot8_has(types[i], C))
-                report("qdot8", what, "fp32 x, blocks", best_of(20, qdot_run, &c), best_of(20, qdot_run, &a));
+            if (fused)
+                report("qdot", what, "rows dequantized first", best_of(20, qdot_run, &a), best_of(20, qdot_run, &b));
+            if (acts)   /* 8-bit x's integer dots against fp32 x's best path */
+                report("qdot8", what, "fp32 x", best_of(20, qdot_run, &c), best_of(20, qdot_run, fused ? &a : &b));
         }
         free(a.w);
     }

@@ -2,7 +2,8 @@
 ** tests/test_acts.c - `activations: llamacpp` (harness/engine/kernels/qdot8.h):
 ** x's 8-bit blocks worked by hand, the rounding's error bound on random rows,
 ** the integer dots of every quantized type against the rounded rows'
-** products summed in double, and the many-row and half-weight products.
+** products summed in double and, in both widths, against their own
+** operations done in scalar, and the many-row and half-weight products.
 */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -150,8 +151,8 @@ static void zero_codes(unsigned char *blk, int t)
 Test(acts, integer_dots_against_the_rounded_rows, .fini = restore)
 {
     enum { M = 11, K = 768, N = 13 };
-    if (!lx_qdot8_has(LX_DT_Q4_K, K))
-        cr_skip_test("no AVX-512 VNNI: the rounded rows take the fp32 dots (tested below)");
+    if (!lx_qdot8_lanes(LX_DT_Q8_0, K, 16))
+        cr_skip_test("no AVX2 or AVX-512 VNNI: the rounded rows take the fp32 dots (tested below)");
     lx_numerics_set(LX_NUMERICS_FAST);
     lx_acts_llamacpp_set(1);
     struct lx_rng g;
@@ -162,6 +163,8 @@ Test(acts, integer_dots_against_the_rounded_rows, .fini = restore)
         x[i] = (float)(lx_rng_normal(&g) * pow(10.0, (double)(i / K % 5) - 2));
     x[7 * K + 300] = NAN;
     for (int t = LX_DT_Q8_0; t < LX_DT_N; t++) {
+        if (!lx_qdot8_lanes(t, K, 16))  /* no 8-lane dots: the rounded rows' fp32 dots (tested below) */
+            continue;
         size_t nb = N * K / lx_dtype_block(t), bytes = lx_dtype_block_bytes(t);
         unsigned char *b = qblocks_random(t, nb, 2, 2, &g), *z = lx_xmalloc(nb * bytes);
         memcpy(z, b, nb * bytes);
@@ -236,7 +239,7 @@ Test(acts, many_rows_and_half_weights_multiply_the_rounded_rows, .fini = restore
                     for (long i = 0; i < T; i++) {
                         double mag = qblocks_mag(xr + i * K, w, w, K, 0.0);
                         double d = fabs((double)y[i * N + o] - ref[i * N + o]), tol = (K + 8) * 0x1p-24 * mag;
-                        if (T > 1 || t < LX_DT_Q8_0 || !lx_qdot8_has(t, K))   /* else the integer dots, above */
+                        if (T > 1 || t < LX_DT_Q8_0 || !lx_qdot8_lanes(t, K, 16))   /* else the integer dots, above */
                             cr_assert(d <= tol, "%s numerics %d T %d [%ld,%ld]: %.9g vs %.9g", lx_dtype_name(t), nm,
                                       T, i, o, y[i * N + o], ref[i * N + o]);
                     }
@@ -245,4 +248,164 @@ Test(acts, many_rows_and_half_weights_multiply_the_rounded_rows, .fini = restore
             free(b);
         }
     free(x), free(xr);
+}
+
+/* ---- the dots' arithmetic, lane by lane ---------------------------------- */
+
+/* One chunk of 256 weights as qdot8.c's dots see it, read from the formats'
+** definitions (qdot8.c reads them in lanes): codes u with w = a·u + b, a per
+** 4 values (float, or for the K-quants an integer sc times d), b per 16. */
+struct chunk_model {
+    int u[256], sc[64];
+    float a[64], b[16], d;
+};
+
+static float f16_at(const unsigned char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return lx_f16_to_f32(h);
+}
+
+/* Value l of a 32-value block's 16 nibble bytes q (low nibbles first), with h's bit l above it if five. */
+static int nibble_code(const unsigned char *q, int l, int five, uint32_t h)
+{
+    return (l < 16 ? q[l] & 15 : q[l - 16] >> 4) | (five ? (int)(h >> l & 1) << 4 : 0);
+}
+
+static void chunk_model_w32(struct chunk_model *m, const unsigned char *p, int t)
+{
+    static const int8_t iq4[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    const int min = t == LX_DT_Q4_1 || t == LX_DT_Q5_1, five = t == LX_DT_Q5_0 || t == LX_DT_Q5_1;
+    const size_t bytes = lx_dtype_block_bytes(t);
+    for (int j = 0; j < 8; j++) {
+        const unsigned char *blk = p + j * bytes, *q = blk + 2 + 2 * min + 4 * five;
+        const float d = f16_at(blk);
+        uint32_t h = 0;
+        if (five)
+            memcpy(&h, blk + 2 + 2 * min, 4);
+        for (int l = 0; l < 32; l++)
+            m->u[32 * j + l] = t == LX_DT_Q8_0     ? (int8_t)blk[2 + l] + 128
+                               : t == LX_DT_IQ4_NL ? iq4[nibble_code(q, l, 0, 0)] + 128
+                                                   : nibble_code(q, l, five, h);
+        for (int l = 0; l < 8; l++)
+            m->a[8 * j + l] = d;
+        const float z = t == LX_DT_Q4_0 ? 8.0f : t == LX_DT_Q5_0 ? 16.0f : 128.0f;
+        m->b[2 * j] = m->b[2 * j + 1] = min ? f16_at(blk + 2) : -z * d;
+    }
+}
+
+static void chunk_model_k(struct chunk_model *m, const unsigned char *p, int t)
+{
+    if (t == LX_DT_Q6_K) {  /* value 128h + 32k + l: ql[64h + 32(k % 2) + l], high nibble for k ≥ 2; qh[32h + l] >> 2k */
+        m->d = f16_at(p + 208);
+        for (int v = 0; v < 256; v++) {
+            const int h = v / 128, k = v % 128 / 32, l = v % 32, ql = p[64 * h + 32 * (k % 2) + l];
+            m->u[v] = (k >= 2 ? ql >> 4 : ql & 15) | (p[128 + 32 * h + l] >> (2 * k) & 3) << 4;
+        }
+        for (int g = 0; g < 16; g++) {
+            m->b[g] = -32.0f * (m->d * (float)(int8_t)p[192 + g]);
+            for (int l = 0; l < 4; l++)
+                m->sc[4 * g + l] = (int8_t)p[192 + g];
+        }
+        return;
+    }
+    const int five = t == LX_DT_Q5_K;   /* Q4_K, Q5_K: sub-block s the low (s even) or high nibbles of pair s / 2 */
+    const unsigned char *k = p + 4;     /* the 6-bit scales and mins, as the format packs them in 12 bytes */
+    m->d = f16_at(p);
+    for (int s = 0; s < 8; s++) {
+        for (int l = 0; l < 32; l++) {
+            const int q = p[(five ? 48 : 16) + 32 * (s / 2) + l];
+            m->u[32 * s + l] = (s % 2 ? q >> 4 : q & 15) | (five ? (p[16 + l] >> s & 1) << 4 : 0);
+        }
+        const int sc = s < 4 ? k[s] & 63 : (k[s + 4] & 15) | (k[s - 4] >> 6) << 4,
+                  mn = s < 4 ? k[s + 4] & 63 : (k[s + 4] >> 4) | (k[s] >> 6) << 4;
+        for (int l = 0; l < 8; l++)
+            m->sc[8 * s + l] = sc;
+        m->b[2 * s] = m->b[2 * s + 1] = 0.0f - f16_at(p + 2) * (float)mn;
+    }
+}
+
+/* dot8_n's operations for one row in scalar: per lane L of 16 (4 values of
+** each of the chunk's four registers), two chains, then the 16 lanes summed as
+** GCC's _mm512_reduce_add_ps sums them. */
+static float dot_model(const int8_t *q, const float *xl, const float *xg, const unsigned char *w, int t, long C)
+{
+    const int ints = lx_act_format(t) == LX_ACT_Q8_K;
+    float s0[16] = {0}, s1[16] = {0}, x[16], t3[8], t6[4];
+    struct chunk_model m;
+    for (long k = 0; k < C; k += 256, w += lx_dtype_block_bytes(t) * (256 / lx_dtype_block(t))) {
+        (t == LX_DT_Q4_K || t == LX_DT_Q5_K || t == LX_DT_Q6_K ? chunk_model_k : chunk_model_w32)(&m, w, t);
+        for (int L = 0; L < 16; L++) {
+            int acc = 0;
+            for (int r = 0; r < 4; r++) {
+                int i = 0;
+                for (int j = 0; j < 4; j++)
+                    i += m.u[64 * r + 4 * L + j] * q[k + 64 * r + 4 * L + j];
+                if (ints) {
+                    acc += i * m.sc[16 * r + L];
+                    continue;
+                }
+                const float v = (float)i * xl[k / 4 + 16 * r + L];
+                if (r % 2)
+                    s1[L] = fmaf(v, m.a[16 * r + L], s1[L]);
+                else
+                    s0[L] = fmaf(v, m.a[16 * r + L], s0[L]);
+            }
+            if (ints)
+                s0[L] = fmaf((float)acc, m.d * xl[k / 4], s0[L]);
+            s1[L] = fmaf(m.b[L], xg[k / 16 + L], s1[L]);
+        }
+    }
+    for (int L = 0; L < 16; L++)
+        x[L] = s0[L] + s1[L];
+    for (int i = 0; i < 8; i++)
+        t3[i] = x[8 + i] + x[i];
+    for (int i = 0; i < 4; i++)
+        t6[i] = t3[4 + i] + t3[i];
+    return (t6[0] + t6[2]) + (t6[1] + t6[3]);
+}
+
+/* The integer dots in either width (8 lanes forced on an AVX-512 CPU too)
+** give the bits of their operations done one by one in scalar, on random
+** blocks and on the extremes: codes of -128 and 127 (Q8_0) against q of ±127. */
+Test(acts, integer_dots_are_their_operations_lane_by_lane, .fini = restore)
+{
+    static const int types[] = {LX_DT_Q8_0, LX_DT_Q4_0, LX_DT_IQ4_NL, LX_DT_Q4_1, LX_DT_Q5_0,
+                                LX_DT_Q5_1, LX_DT_Q4_K, LX_DT_Q5_K, LX_DT_Q6_K};
+    enum { M = 3, K = 512, N = 5 };
+    struct lx_rng g;
+    lx_rng_init(&g, 43, 0, 0);
+    float x[M * K], y[M * N], xl[M * K / 4], xg[M * K / 16];
+    int8_t q[M * K];
+    int32_t q4[M * K / 4];
+    for (long i = 0; i < (long)M * K; i++)
+        x[i] = i < K ? (i % 3 ? 1.0f : -1.0f) : (float)lx_rng_normal(&g);    /* row 0: every q ±127 */
+    lx_numerics_set(LX_NUMERICS_FAST);
+    lx_acts_llamacpp_set(1);
+    int tried = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const int t = types[ti];
+        const size_t row = K / lx_dtype_block(t) * lx_dtype_block_bytes(t);
+        unsigned char *w = qblocks_random(t, N * K / lx_dtype_block(t), 2, 2, &g);
+        for (size_t k = 0; t == LX_DT_Q8_0 && k < 2 * K / 32; k++)    /* rows 0 and 1: every code -128, then 127 */
+            memset(w + k * 34 + 2, k < K / 32 ? 0x80 : 0x7f, 32);
+        lx_qdot8_prep(q, xl, xg, q4, x, K, M, K, t);
+        for (int lanes = 8; lanes <= 16; lanes += 8) {
+            if (lx_wprod_lanes(lanes) != lanes || lx_qdot8_lanes(t, K, lanes) != lanes)
+                continue;
+            tried++;
+            lx_wlinear(y, N, x, K, (struct lx_wmat){w, t, 0, NULL, 0}, M, K, N, 0.0f);
+            for (long i = 0; i < M; i++)
+                for (long o = 0; o < N; o++) {
+                    float ref = dot_model(q + i * K, xl + i * K / 4, xg + i * K / 16, w + o * row, t, K);
+                    cr_assert(memcmp(&ref, y + i * N + o, sizeof ref) == 0, "%s, %d lanes, [%ld,%ld]: %.9g, not %.9g",
+                              lx_dtype_name(t), lanes, i, o, y[i * N + o], ref);
+                }
+        }
+        free(w);
+    }
+    lx_wprod_lanes(0);
+    if (!tried)
+        cr_skip_test("no integer dots on this CPU (AVX2 or AVX-512 VNNI)");
 }

@@ -211,34 +211,42 @@ Test(half_products, quantized_few_rows_products)
     free(x), free(all), free(ref);
 }
 
-/* In 8 lanes (a CPU without AVX-512, or lx_wprod_lanes(8)) a few rows' dots read Q8_0's blocks
-** directly, each weight (float)q·d as the dequantized row holds it, in the chains of the half
+/* In 8 lanes (a CPU without AVX-512, or lx_wprod_lanes(8)) a few rows' dots read Q8_0's, Q4_K's
+** and Q6_K's blocks directly, each weight as the dequantized row holds it, in the chains of the half
 ** weights' kernel: the same bits as dequantizing each row first (lx_wprod_qdot(0)), and a row alone
-** the same bits as among 20. K = 784: 24 blocks and a half-step (16 values) at the end. */
-Test(half_products, q8_0_dots_in_8_lanes_are_the_dequantized_rows)
+** the same bits as among 20. Q8_0's K = 784: 24 blocks and a half-step (16 values) at the end;
+** the K-quants' 768, three super-blocks. */
+Test(half_products, quantized_dots_in_8_lanes_are_the_dequantized_rows)
 {
+    static const int types[] = {LX_DT_Q8_0, LX_DT_Q4_K, LX_DT_Q6_K};
     if (lx_wprod_lanes(8) != 8)
         cr_skip_test("no AVX2: a few rows go through sgemm");
-    enum { M = 20, K = 784, N = 21 };
+    enum { M = 20, KMAX = 784, N = 21 };
     lx_numerics_set(LX_NUMERICS_FAST);
     struct lx_rng r;
     lx_rng_init(&r, 31, 0, 0);
-    float *x = lx_xmalloc(sizeof(float) * M * K), fused[M * N], rows[M * N], one[N];
-    for (long i = 0; i < (long)M * K; i++)
+    float *x = lx_xmalloc(sizeof(float) * M * KMAX), fused[M * N], rows[M * N], one[N];
+    for (long i = 0; i < (long)M * KMAX; i++)
         x[i] = (float)(lx_rng_uniform(&r) * 2 - 1);
-    unsigned char *b = qblocks_random(LX_DT_Q8_0, N * K / 32, 2, 2, &r);
-    struct lx_wmat W = {b, LX_DT_Q8_0, 0, NULL, 0};
-    lx_wlinear(fused, N, x, K, W, M, K, N, 0.0f);
-    lx_wprod_qdot(0);
-    lx_wlinear(rows, N, x, K, W, M, K, N, 0.0f);
-    lx_wprod_qdot(1);
-    cr_assert_eq(memcmp(fused, rows, sizeof fused), 0, "the blocks read directly differ from the dequantized rows");
-    for (long i = 0; i < M; i++) {
-        lx_wlinear(one, N, x + i * K, K, W, 1, K, N, 0.0f);
-        cr_assert_eq(memcmp(one, fused + i * N, sizeof one), 0, "row %ld alone differs", i);
+    for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+        const int t = types[k];
+        const long K = t == LX_DT_Q8_0 ? KMAX : 768;
+        unsigned char *b = qblocks_random(t, (size_t)(N * K / lx_dtype_block(t)), 2, 2, &r);
+        struct lx_wmat W = {b, t, 0, NULL, 0};
+        lx_wlinear(fused, N, x, K, W, M, K, N, 0.0f);
+        lx_wprod_qdot(0);
+        lx_wlinear(rows, N, x, K, W, M, K, N, 0.0f);
+        lx_wprod_qdot(1);
+        cr_assert_eq(memcmp(fused, rows, sizeof fused), 0, "%s: the blocks read directly differ from the dequantized rows",
+                     lx_dtype_name(t));
+        for (long i = 0; i < M; i++) {
+            lx_wlinear(one, N, x + i * K, K, W, 1, K, N, 0.0f);
+            cr_assert_eq(memcmp(one, fused + i * N, sizeof one), 0, "%s: row %ld alone differs", lx_dtype_name(t), i);
+        }
+        free(b);
     }
     lx_wprod_lanes(0);
-    free(x), free(b);
+    free(x);
 }
 
 /* Fast numerics' products of a few rows on quantized weights read the blocks directly (qdot.c),

@@ -47,7 +47,7 @@ LX_QLANES __m256 lx_ql_u8x8_ps(uint64_t v)
 ** 0-3 hold sc_0..3 (low 6 bits), 4-7 m_0..3, 8-11 the low 4 bits of
 ** sc_4..7 and m_4..7 (nibbles); the top 2 bits of bytes 0-3 and 4-7 are the
 ** high bits of sc_4..7 and m_4..7. */
-LX_QLANES void lx_ql_k_scales_u8(const unsigned char *s, uint64_t *sc, uint64_t *m)
+static inline void lx_ql_k_scales_u8(const unsigned char *s, uint64_t *sc, uint64_t *m)
 {
     uint32_t w0, w1, w2;
     memcpy(&w0, s, 4), memcpy(&w1, s + 4, 4), memcpy(&w2, s + 8, 4);

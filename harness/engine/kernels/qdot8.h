@@ -26,14 +26,19 @@ void lx_act_round(float *out, long ldo, const float *x, long ldx, long T, long C
 ** block of 32 or 256 (Q8_0's as its f16 holds it). */
 void lx_act_q8(int8_t *q, float *d, const float *x, long C, int fmt);
 
-/* Can the integer dots take weights of type over rows of C values here
-** (AVX-512 with VNNI; C a whole number of 256-value chunks)? */
-int lx_qdot8_has(int type, long C);
+/* The lanes in which the integer dots take weights of type over rows of C
+** values here (C a whole number of 256-value chunks), at most max: 16 (AVX-512
+** with VNNI), 8 (AVX2 and FMA; not Q2_K, Q3_K, IQ4_XS), or 0 (none). Both
+** give the same bits (qdot8.c). */
+int lx_qdot8_lanes(int type, long C, int max);
 /* Per row t of T (stride ldx), for weights of type: q (T·C int8), xl (T·C/4:
-** each group of 4 values' block scale) and xg (T·C/16: each 16 values' scale
-** times the sum of their q), the forms lx_qdot8 reads. */
-void lx_qdot8_prep(int8_t *q, float *xl, float *xg, const float *x, long ldx, long T, long C, int type);
-/* out[t] = x_t · w for n (≤ 8) prepared rows and one row w of C values of type. */
-void lx_qdot8(float *out, const int8_t *q, const float *xl, const float *xg, int n, const void *w, int type, long C);
+** each group of 4 values' block scale), xg (T·C/16: each 16 values' scale
+** times the sum of their q) and q4 (T·C/4: each 4 values' sum of q), the
+** forms lx_qdot8 reads. */
+void lx_qdot8_prep(int8_t *q, float *xl, float *xg, int32_t *q4, const float *x, long ldx, long T, long C, int type);
+/* out[t] = x_t · w for n prepared rows and one row w of C values of type, in
+** lanes (what lx_qdot8_lanes gave). */
+void lx_qdot8(float *out, const int8_t *q, const float *xl, const float *xg, const int32_t *q4, int n, const void *w,
+              int type, long C, int lanes);
 
 #endif

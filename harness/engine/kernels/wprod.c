@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "harness/core/lx.h"
+#include "harness/core/qlanes.h"
 #include "harness/engine/kernels/blas.h"
 #include "harness/engine/kernels/dnnl.h"
 #include "harness/engine/kernels/gemm.h"
@@ -169,6 +170,73 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256 wid
                               : _mm256_cvtph_ps(h);
 }
 
+#define W8 __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
+
+W8 float f16_8(const unsigned char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+/* The 8 bytes at p as int32 lanes, shifted right and masked. */
+W8 __m256i bits8(const unsigned char *p, int shift, int mask)
+{
+    return _mm256_and_si256(_mm256_srli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)), shift),
+                            _mm256_set1_epi32(mask));
+}
+
+/* The super-block at c of a Q4_K row (8 sub-blocks' d·scale to ds, dmin·min to ms) or a Q6_K row
+** (16 d·scale to ds), each product rounded once as the scalar loops round it. */
+W8 void kscales8(float *ds, float *ms, const void *w, long c, int type)
+{
+    const unsigned char *b = (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type);
+    if (type == LX_DT_Q4_K) {
+        uint64_t sc, mn;
+        lx_ql_k_scales_u8(b + 4, &sc, &mn);
+        _mm256_storeu_ps(ds, _mm256_mul_ps(_mm256_set1_ps(f16_8(b)),
+                                           _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc)))));
+        _mm256_storeu_ps(ms, _mm256_mul_ps(_mm256_set1_ps(f16_8(b + 2)),
+                                           _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn)))));
+        return;
+    }
+    for (int h = 0; h < 2; h++)
+        _mm256_storeu_ps(ds + 8 * h, _mm256_mul_ps(_mm256_set1_ps(f16_8(b + 208)),
+                                                   _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                       _mm_loadl_epi64((const __m128i *)(b + 192 + 8 * h))))));
+}
+
+/* Values c … c + 31 (c a multiple of 32) of a row: widen8's types, or a sub-block of Q4_K
+** ((d·scale)·q − dmin·min) or a quarter of a half of Q6_K ((d·scale)·(q − 32), q a nibble and
+** two high bits), each as lx_half_to_f32 dequantizes it; ds, ms the super-block's kscales8. */
+W8 void widen32(__m256 v[4], const void *w, long c, int type, const float *ds, const float *ms)
+{
+    if (type != LX_DT_Q4_K && type != LX_DT_Q6_K) {
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++)
+            v[g] = widen8(w, c + 8 * g, type);
+        return;
+    }
+    const unsigned char *b = (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type);
+    if (type == LX_DT_Q4_K) {
+        const int s = (int)(c % 256 / 32);
+        const __m256 d = _mm256_set1_ps(ds[s]), m = _mm256_set1_ps(ms[s]);
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++)
+            v[g] = _mm256_sub_ps(
+                _mm256_mul_ps(_mm256_cvtepi32_ps(bits8(b + 16 + 32 * (s / 2) + 8 * g, 4 * (s % 2), 15)), d), m);
+        return;
+    }
+    const int h = (int)(c % 256 / 128), j = (int)(c % 128 / 32);
+    const unsigned char *ql = b + 64 * h + 32 * (j % 2), *qh = b + 128 + 32 * h;
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        __m256i q = _mm256_or_si256(bits8(ql + 8 * g, 4 * (j / 2), 15), _mm256_slli_epi32(bits8(qh + 8 * g, 2 * j, 3), 4));
+        q = _mm256_sub_epi32(q, _mm256_set1_epi32(32));
+        v[g] = _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(ds[8 * h + 2 * j + g / 2]));
+    }
+}
+
 /* dots_n in 8 lanes, for a CPU without AVX-512: each row's sum four chains of 8 lanes (values
 ** c ≡ 0–7, 8–15, 16–23 and 24–31 mod 32; a last 16 on the first two, a last 8 on the first), added
 ** in pairs and reduced, then the last C mod 8 values in order; at most GEMV_GROUP8 rows (their 4n
@@ -180,20 +248,23 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline void dots8
                                                                                  int type, long C)
 {
     __m256 a[4][GEMV_GROUP8];
+    float ds[16], ms[8];
     long c = 0;
 #pragma GCC unroll 2
     for (int t = 0; t < n; t++)
         a[0][t] = a[1][t] = a[2][t] = a[3][t] = _mm256_setzero_ps();
     for (; c + 32 <= C; c += 32) {
-        __m256 w0 = widen8(w, c, type), w1 = widen8(w, c + 8, type), w2 = widen8(w, c + 16, type),
-               w3 = widen8(w, c + 24, type);
+        __m256 wv[4];
+        if (c % 256 == 0 && (type == LX_DT_Q4_K || type == LX_DT_Q6_K))
+            kscales8(ds, ms, w, c, type);
+        widen32(wv, w, c, type, ds, ms);
 #pragma GCC unroll 2
         for (int t = 0; t < n; t++) {
             const float *xt = x + t * ldx + c;
-            a[0][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt), w0, a[0][t]);
-            a[1][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt + 8), w1, a[1][t]);
-            a[2][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt + 16), w2, a[2][t]);
-            a[3][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt + 24), w3, a[3][t]);
+            a[0][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt), wv[0], a[0][t]);
+            a[1][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt + 8), wv[1], a[1][t]);
+            a[2][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt + 16), wv[2], a[2][t]);
+            a[3][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt + 24), wv[3], a[3][t]);
         }
     }
     for (int k = 0; k < 2 && c + 8 <= C; k++, c += 8) {     /* a last 16 (k 0, 1) or 8 (k 0) */
@@ -264,6 +335,12 @@ void lx_wprod_qdot(int on)
     qdot_on = on;
 }
 
+int lx_wprod_fused(int type)
+{
+    return gemv_lanes() == 16 ? lx_qdot_has(type)     /* 8 lanes: widen32 */
+                              : gemv_lanes() == 8 && (type == LX_DT_Q8_0 || type == LX_DT_Q4_K || type == LX_DT_Q6_K);
+}
+
 /* y[., o] = x · w + beta · y[., o] for a few rows of x and one row w of W:
 ** fp32, bf16 or f16 by the half-weight dots, a quantized type by lx_qdot
 ** (xs the rows' sums where it needs them). */
@@ -291,8 +368,7 @@ static void gemv_row(float *y, long ldy, const float *x, long ldx, const void *w
 static void gemv_half(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
                       float beta)
 {
-    /* the blocks read directly: every type in 16 lanes (qdot.c), Q8_0 in 8 (widen8) */
-    int fused = qdot_on && (gemv_lanes() == 16 ? lx_qdot_has(W.type) : W.type == LX_DT_Q8_0);
+    int fused = qdot_on && lx_wprod_fused(W.type);
     int quant = W.type >= LX_DT_Q8_0 && !fused;
     float *rows = quant ? scratch(0, sizeof(float) * (size_t)(C * omp_get_max_threads())) : NULL;
     float *xs = fused && lx_qdot_needs_sums(W.type) ? scratch(2, sizeof(float) * (size_t)(T * (C / 32))) : NULL;
@@ -438,17 +514,19 @@ void lx_linear_backward_bf16(float *dx, float *dW, const float *dy, const float 
 /* y = x · Wᵀ + beta · y for a few rows of x, 8-bit activations and
 ** quantized W: the integer dots (qdot8.h) on x prepared once. */
 static void gemv_q8(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
-                    float beta)
+                    float beta, int lanes)
 {
     int8_t *q = scratch(4, (size_t)(T * C));
-    float *xl = scratch(5, sizeof(float) * (size_t)(T * C / 4 + T * C / 16)), *xg = xl + T * C / 4;
-    lx_qdot8_prep(q, xl, xg, x, ldx, T, C, W.type);
+    float *xl = scratch(5, sizeof(float) * (size_t)(2 * T * C / 4 + T * C / 16)), *xg = xl + T * C / 4;
+    int32_t *q4 = (int32_t *)(xg + T * C / 16);
+    lx_qdot8_prep(q, xl, xg, q4, x, ldx, T, C, W.type);
 #pragma omp parallel for schedule(static)
     for (long o = 0; o < OC; o++)
         for (long t0 = 0; t0 < T; t0 += GEMV_GROUP) {
             float s[GEMV_GROUP];
             int n = (int)(T - t0 < GEMV_GROUP ? T - t0 : GEMV_GROUP);
-            lx_qdot8(s, q + t0 * C, xl + t0 * C / 4, xg + t0 * C / 16, n, row_of(W, o, C), W.type, C);
+            lx_qdot8(s, q + t0 * C, xl + t0 * C / 4, xg + t0 * C / 16, q4 + t0 * C / 4, n, row_of(W, o, C), W.type, C,
+                     lanes);
             store_sums(y, ldy, s, t0, n, o, beta);
         }
 }
@@ -470,13 +548,14 @@ static void wlinear_as(float *y, long ldy, const float *x, long ldx, struct lx_w
 void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC, float beta)
 {
     enum lx_numerics nm = lx_numerics_get();
-    int fmt = lx_acts_llamacpp_get() ? lx_act_format(W.type) : LX_ACT_FP32;
+    int fmt = lx_acts_llamacpp_get() ? lx_act_format(W.type) : LX_ACT_FP32,
+        qlanes = nm == LX_NUMERICS_FAST && T <= GEMV_ROWS && qdot_on ? lx_qdot8_lanes(W.type, C, gemv_lanes()) : 0;
     LX_ASSERT(!W.packed_rows || nm == LX_NUMERICS_BF16);   /* packed at load for bf16 numerics only */
     LX_ASSERT(fmt == LX_ACT_FP32 || nm != LX_NUMERICS_BF16);     /* refused where the modes are set */
     if (fmt == LX_ACT_FP32)
         wlinear_as(y, ldy, x, ldx, W, T, C, OC, beta);
-    else if (nm == LX_NUMERICS_FAST && T <= GEMV_ROWS && qdot_on && lx_qdot8_has(W.type, C))
-        gemv_q8(y, ldy, x, ldx, W, T, C, OC, beta);
+    else if (qlanes)
+        gemv_q8(y, ldy, x, ldx, W, T, C, OC, beta, qlanes);
     else    /* `activations: llamacpp`: x rounded as llama.cpp rounds it, XROWS rows at a time */
         for (long t0 = 0; t0 < T; t0 += XROWS) {
             long n = T - t0 < XROWS ? T - t0 : XROWS;
