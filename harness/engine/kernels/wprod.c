@@ -289,12 +289,17 @@ __attribute__((target("avx2,fma,f16c")))
 static void dots_half_avx2(float *out, const float *x, long ldx, int n, const void *w, int type, long C)
 {
     for (int t0 = 0; t0 < n; t0 += GEMV_GROUP8) {
-        int m = n - t0 < GEMV_GROUP8 ? n - t0 : GEMV_GROUP8;
+        const int one = n - t0 == 1;
         const float *xt = x + t0 * ldx;
-        if (m == 1)     /* m a constant in each: the sums stay in registers */
-            dots8_n(out + t0, xt, ldx, 1, w, type, C);
-        else
-            dots8_n(out + t0, xt, ldx, GEMV_GROUP8, w, type, C);
+        switch (type * 2 + one) {   /* the type and the rows constants in each: no branch in the loop */
+#define DOTS8_CASE(T) \
+    case 2 * T: dots8_n(out + t0, xt, ldx, GEMV_GROUP8, w, T, C); break; \
+    case 2 * T + 1: dots8_n(out + t0, xt, ldx, 1, w, T, C); break;
+        DOTS8_CASE(LX_DT_F32) DOTS8_CASE(LX_DT_BF16) DOTS8_CASE(LX_DT_F16) DOTS8_CASE(LX_DT_Q8_0)
+        DOTS8_CASE(LX_DT_Q4_K) DOTS8_CASE(LX_DT_Q6_K)
+#undef DOTS8_CASE
+        default: LX_ASSERT(!"a type with 8-lane dots");
+        }
     }
 }
 
