@@ -430,22 +430,30 @@ __attribute__((target("avx2,f16c"))) static size_t w32_avx2(float *out, const un
     return k;
 }
 
-/* Q4_K: (d·scale)·q − dmin·min per sub-block of 32, q a nibble. */
-__attribute__((target("avx2,f16c"))) static size_t q4_k_avx2(float *out, const unsigned char *b, size_t n)
+/* Q4_K and Q5_K: (d·scale)·q − dmin·min per sub-block of 32, q a nibble (Q5_K: and a fifth bit,
+** bit is of the 32 high-bit bytes for sub-block is). */
+__attribute__((target("avx2,f16c"))) static size_t qk_4_5_avx2(float *out, const unsigned char *b, size_t n, int five)
 {
     size_t k = 0;
-    for (; k + 256 <= n; k += 256, b += 144) {
+    const __m256i one = _mm256_set1_epi32(1);
+    for (; k + 256 <= n; k += 256, b += five ? 176 : 144) {
         float d = f16_at(b), dmin = f16_at(b + 2);
-        const unsigned char *q = b + 16;
+        const unsigned char *q = b + (five ? 48 : 16), *qh = b + 16;
         for (int is = 0; is < 8; is += 2, q += 32, out += 64) {
             int s1, m1, s2, m2;
             scale_min_k(is, b + 4, &s1, &m1);
             scale_min_k(is + 1, b + 4, &s2, &m2);
             float d1 = d * (float)s1, n1 = dmin * (float)m1, d2 = d * (float)s2, n2 = dmin * (float)m2;
             for (int l = 0; l < 32; l += 8) {
-                __m256i u = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + l)));
-                put8(out + l, _mm256_and_si256(u, _mm256_set1_epi32(0x0f)), d1, &n1);
-                put8(out + 32 + l, _mm256_srli_epi32(u, 4), d2, &n2);
+                __m256i u = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + l))),
+                        lo = _mm256_and_si256(u, _mm256_set1_epi32(0x0f)), hi = _mm256_srli_epi32(u, 4);
+                if (five) {
+                    __m256i h = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qh + l)));
+                    lo = _mm256_or_si256(lo, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, is), one), 4));
+                    hi = _mm256_or_si256(hi, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, is + 1), one), 4));
+                }
+                put8(out + l, lo, d1, &n1);
+                put8(out + 32 + l, hi, d2, &n2);
             }
         }
     }
@@ -497,13 +505,14 @@ int lx_half_lanes(int lanes)
     return has_avx512() && !lanes8_forced ? 16 : has_avx2() ? 8 : 0;
 }
 
-/* The values of n done in 8 lanes (whole blocks of Q8_0, Q4_0, IQ4_NL, Q4_K and Q6_K), 0 for the
+/* The values of n done in 8 lanes (whole blocks of Q8_0, Q4_0, IQ4_NL, Q4_K, Q5_K and Q6_K), 0 for the
 ** others; on a CPU with AVX2 and F16C only. */
 __attribute__((target("avx2,f16c"))) static size_t quant_avx2(float *out, const void *src, int t, size_t n)
 {
     switch (t) {
     case LX_DT_Q8_0: case LX_DT_Q4_0: case LX_DT_IQ4_NL: return w32_avx2(out, src, n, t);
-    case LX_DT_Q4_K: return q4_k_avx2(out, src, n);
+    case LX_DT_Q4_K: return qk_4_5_avx2(out, src, n, 0);
+    case LX_DT_Q5_K: return qk_4_5_avx2(out, src, n, 1);
     case LX_DT_Q6_K: return q6_k_avx2(out, src, n);
     default: return 0;
     }

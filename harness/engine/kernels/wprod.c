@@ -186,12 +186,18 @@ W8 __m256i bits8(const unsigned char *p, int shift, int mask)
                             _mm256_set1_epi32(mask));
 }
 
-/* The super-block at c of a Q4_K row (8 sub-blocks' d·scale to ds, dmin·min to ms) or a Q6_K row
+/* The super-block at c of a Q4_K or Q5_K row (8 sub-blocks' d·scale to ds, dmin·min to ms) or a Q6_K row
 ** (16 d·scale to ds), each product rounded once as the scalar loops round it. */
+/* The K-quants whose 8-lane dots read their blocks (widen32). */
+static inline int kquant8(int type)
+{
+    return type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K;
+}
+
 W8 void kscales8(float *ds, float *ms, const void *w, long c, int type)
 {
     const unsigned char *b = (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type);
-    if (type == LX_DT_Q4_K) {
+    if (type == LX_DT_Q4_K || type == LX_DT_Q5_K) {
         uint64_t sc, mn;
         lx_ql_k_scales_u8(b + 4, &sc, &mn);
         _mm256_storeu_ps(ds, _mm256_mul_ps(_mm256_set1_ps(f16_8(b)),
@@ -206,25 +212,29 @@ W8 void kscales8(float *ds, float *ms, const void *w, long c, int type)
                                                        _mm_loadl_epi64((const __m128i *)(b + 192 + 8 * h))))));
 }
 
-/* Values c … c + 31 (c a multiple of 32) of a row: widen8's types, or a sub-block of Q4_K
-** ((d·scale)·q − dmin·min) or a quarter of a half of Q6_K ((d·scale)·(q − 32), q a nibble and
-** two high bits), each as lx_half_to_f32 dequantizes it; ds, ms the super-block's kscales8. */
+/* Values c … c + 31 (c a multiple of 32) of a row: widen8's types, or a sub-block of Q4_K or
+** Q5_K ((d·scale)·q − dmin·min, Q5_K's q with a fifth bit) or a quarter of a half of Q6_K
+** ((d·scale)·(q − 32), q a nibble and two high bits), each as lx_half_to_f32 dequantizes it; ds,
+** ms the super-block's kscales8. */
 W8 void widen32(__m256 v[4], const void *w, long c, int type, const float *ds, const float *ms)
 {
-    if (type != LX_DT_Q4_K && type != LX_DT_Q6_K) {
+    if (!kquant8(type)) {
 #pragma GCC unroll 4
         for (int g = 0; g < 4; g++)
             v[g] = widen8(w, c + 8 * g, type);
         return;
     }
     const unsigned char *b = (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type);
-    if (type == LX_DT_Q4_K) {
-        const int s = (int)(c % 256 / 32);
+    if (type != LX_DT_Q6_K) {
+        const int s = (int)(c % 256 / 32), five = type == LX_DT_Q5_K;
         const __m256 d = _mm256_set1_ps(ds[s]), m = _mm256_set1_ps(ms[s]);
 #pragma GCC unroll 4
-        for (int g = 0; g < 4; g++)
-            v[g] = _mm256_sub_ps(
-                _mm256_mul_ps(_mm256_cvtepi32_ps(bits8(b + 16 + 32 * (s / 2) + 8 * g, 4 * (s % 2), 15)), d), m);
+        for (int g = 0; g < 4; g++) {
+            __m256i q = bits8(b + (five ? 48 : 16) + 32 * (s / 2) + 8 * g, 4 * (s % 2), 15);
+            if (five)
+                q = _mm256_or_si256(q, _mm256_slli_epi32(bits8(b + 16 + 8 * g, s, 1), 4));
+            v[g] = _mm256_sub_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d), m);
+        }
         return;
     }
     const int h = (int)(c % 256 / 128), j = (int)(c % 128 / 32);
@@ -255,7 +265,7 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline void dots8
         a[0][t] = a[1][t] = a[2][t] = a[3][t] = _mm256_setzero_ps();
     for (; c + 32 <= C; c += 32) {
         __m256 wv[4];
-        if (c % 256 == 0 && (type == LX_DT_Q4_K || type == LX_DT_Q6_K))
+        if (c % 256 == 0 && kquant8(type))
             kscales8(ds, ms, w, c, type);
         widen32(wv, w, c, type, ds, ms);
 #pragma GCC unroll 2
@@ -296,7 +306,7 @@ static void dots_half_avx2(float *out, const float *x, long ldx, int n, const vo
     case 2 * T: dots8_n(out + t0, xt, ldx, GEMV_GROUP8, w, T, C); break; \
     case 2 * T + 1: dots8_n(out + t0, xt, ldx, 1, w, T, C); break;
         DOTS8_CASE(LX_DT_F32) DOTS8_CASE(LX_DT_BF16) DOTS8_CASE(LX_DT_F16) DOTS8_CASE(LX_DT_Q8_0)
-        DOTS8_CASE(LX_DT_Q4_K) DOTS8_CASE(LX_DT_Q6_K)
+        DOTS8_CASE(LX_DT_Q4_K) DOTS8_CASE(LX_DT_Q5_K) DOTS8_CASE(LX_DT_Q6_K)
 #undef DOTS8_CASE
         default: LX_ASSERT(!"a type with 8-lane dots");
         }
@@ -343,7 +353,7 @@ void lx_wprod_qdot(int on)
 int lx_wprod_fused(int type)
 {
     return gemv_lanes() == 16 ? lx_qdot_has(type)     /* 8 lanes: widen32 */
-                              : gemv_lanes() == 8 && (type == LX_DT_Q8_0 || type == LX_DT_Q4_K || type == LX_DT_Q6_K);
+                              : gemv_lanes() == 8 && (type == LX_DT_Q8_0 || kquant8(type));
 }
 
 /* y[., o] = x · w + beta · y[., o] for a few rows of x and one row w of W:
@@ -373,7 +383,9 @@ static void gemv_row(float *y, long ldy, const float *x, long ldx, const void *w
 static void gemv_half(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,
                       float beta)
 {
-    int fused = qdot_on && lx_wprod_fused(W.type);
+    /* Q5_K in 8 lanes: unpacking its fifth bits again for every pass of two rows costs more than
+    ** one dequantized row past one pass (lenx-bench qdot: 0.85x at 4 rows); the same bits either way */
+    int fused = qdot_on && lx_wprod_fused(W.type) && !(W.type == LX_DT_Q5_K && gemv_lanes() == 8 && T > GEMV_GROUP8);
     int quant = W.type >= LX_DT_Q8_0 && !fused;
     float *rows = quant ? scratch(0, sizeof(float) * (size_t)(C * omp_get_max_threads())) : NULL;
     float *xs = fused && lx_qdot_needs_sums(W.type) ? scratch(2, sizeof(float) * (size_t)(T * (C / 32))) : NULL;
