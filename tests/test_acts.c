@@ -295,8 +295,45 @@ static void chunk_model_w32(struct chunk_model *m, const unsigned char *p, int t
     }
 }
 
+/* Q2_K, Q3_K (value 128h + 32j + l: bits 2j, 2j + 1 of quant byte 32h + l; Q3_K's u 4 more where
+** bit 4h + j of mask byte l is set) and IQ4_XS (sub-block j: nibbles as IQ4_NL's, scale d·(sc − 32)). */
+static void chunk_model_k23x(struct chunk_model *m, const unsigned char *p, int t)
+{
+    static const int8_t iq4[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    if (t == LX_DT_IQ4_XS) {
+        m->d = f16_at(p);
+        for (int j = 0; j < 8; j++) {
+            const int sc = ((p[4 + j / 2] >> (4 * (j % 2)) & 15) | ((p[2] | p[3] << 8) >> (2 * j) & 3) << 4) - 32;
+            for (int l = 0; l < 32; l++)
+                m->u[32 * j + l] = iq4[nibble_code(p + 8 + 16 * j, l, 0, 0)] + 128;
+            for (int l = 0; l < 8; l++)
+                m->sc[8 * j + l] = sc;
+            m->b[2 * j] = m->b[2 * j + 1] = -128.0f * (m->d * (float)sc);
+        }
+        return;
+    }
+    const int three = t == LX_DT_Q3_K;
+    const unsigned char *q = p + (three ? 32 : 16);
+    m->d = f16_at(p + (three ? 108 : 80));
+    for (int v = 0; v < 256; v++) {
+        const int h = v / 128, j = v % 128 / 32, l = v % 32;
+        m->u[v] = (q[32 * h + l] >> (2 * j) & 3) + (three ? 4 * (p[l] >> (4 * h + j) & 1) : 0);
+    }
+    for (int g = 0; g < 16; g++) {     /* Q3_K: 4 low bits from bytes 96-103, 2 high from 104-107; less 32 */
+        const int sc = three ? ((g < 8 ? p[96 + g] & 15 : p[88 + g] >> 4) | (p[104 + g % 4] >> (2 * (g / 4)) & 3) << 4) - 32
+                             : p[g] & 15;
+        for (int l = 0; l < 4; l++)
+            m->sc[4 * g + l] = sc;
+        m->b[g] = three ? -4.0f * (m->d * (float)sc) : -f16_at(p + 82) * (float)(p[g] >> 4);
+    }
+}
+
 static void chunk_model_k(struct chunk_model *m, const unsigned char *p, int t)
 {
+    if (t == LX_DT_Q2_K || t == LX_DT_Q3_K || t == LX_DT_IQ4_XS) {
+        chunk_model_k23x(m, p, t);
+        return;
+    }
     if (t == LX_DT_Q6_K) {  /* value 128h + 32k + l: ql[64h + 32(k % 2) + l], high nibble for k ≥ 2; qh[32h + l] >> 2k */
         m->d = f16_at(p + 208);
         for (int v = 0; v < 256; v++) {
@@ -335,7 +372,7 @@ static float dot_model(const int8_t *q, const float *xl, const float *xg, const 
     float s0[16] = {0}, s1[16] = {0}, x[16], t3[8], t6[4];
     struct chunk_model m;
     for (long k = 0; k < C; k += 256, w += lx_dtype_block_bytes(t) * (256 / lx_dtype_block(t))) {
-        (t == LX_DT_Q4_K || t == LX_DT_Q5_K || t == LX_DT_Q6_K ? chunk_model_k : chunk_model_w32)(&m, w, t);
+        (ints ? chunk_model_k : chunk_model_w32)(&m, w, t);
         for (int L = 0; L < 16; L++) {
             int acc = 0;
             for (int r = 0; r < 4; r++) {
@@ -371,8 +408,8 @@ static float dot_model(const int8_t *q, const float *xl, const float *xg, const 
 ** blocks and on the extremes: codes of -128 and 127 (Q8_0) against q of ±127. */
 Test(acts, integer_dots_are_their_operations_lane_by_lane, .fini = restore)
 {
-    static const int types[] = {LX_DT_Q8_0, LX_DT_Q4_0, LX_DT_IQ4_NL, LX_DT_Q4_1, LX_DT_Q5_0,
-                                LX_DT_Q5_1, LX_DT_Q4_K, LX_DT_Q5_K, LX_DT_Q6_K};
+    static const int types[] = {LX_DT_Q8_0, LX_DT_Q4_0, LX_DT_IQ4_NL, LX_DT_Q4_1, LX_DT_Q5_0, LX_DT_Q5_1,
+                                LX_DT_Q4_K, LX_DT_Q5_K, LX_DT_Q6_K, LX_DT_Q2_K, LX_DT_Q3_K, LX_DT_IQ4_XS};
     enum { M = 3, K = 512, N = 5 };
     struct lx_rng g;
     lx_rng_init(&g, 43, 0, 0);

@@ -105,7 +105,8 @@ LX_QLANES __m128i lx_ql_q6(__m128i a, __m128i c, __m128i h, int j)
 ** Q3_K: the low nibbles of scales 0-7 and 8-15 are the low and high nibbles
 ** of bytes 96-103, their high two bits bits 2i, 2i + 1 of bytes 104-107 for
 ** scales 4i … 4i + 3; less 32. */
-LX_QLANES __m128i lx_ql_q3_scales_i8(const unsigned char *b)
+/* (AVX2 alone, so that the 8-lane dots of qdot8.c take it too) */
+__attribute__((target("avx2"), always_inline)) static inline __m128i lx_ql_q3_scales_i8(const unsigned char *b)
 {
     /* 32-bit lane i: (i < 2 ? word i : word i − 2 >> 4) & 0x0f0f0f0f | (t >> 2i & 0x03030303) << 4 */
     uint32_t t;

@@ -436,15 +436,15 @@ QD8 void dot8_rows(float *out, const int8_t *q, const float *xl, const float *xg
 ** same operations in the same order, and the 16 lanes summed in GCC's
 ** _mm512_reduce_add_ps tree: the bits of the AVX-512 dots. vpdpbusd's exact
 ** sums of 4 products u·q are vpmaddubsw's pairs then vpmaddwd's: exact while
-** u ≤ 127 (|q| ≤ 127, a pair at most 32,258). Q8_0's and IQ4_NL's codes reach
+** u ≤ 127 (|q| ≤ 127, a pair at most 32,258). Q8_0's and the IQ4s' codes reach
 ** 255: their chunks hold w = u − 128 instead, and Σ u·q = Σ w·q + 128 Σ q
 ** (|w| ≤ 128, a pair at most 32,512; Σ q per 4 values from lx_qdot8_prep),
-** each exact. Q2_K, Q3_K and IQ4_XS have no 8-lane dots. */
+** each exact. Every type has its 8-lane dots. */
 
 #define QD8L __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
 
 /* u[j] the codes of values 32j … 32j + 31 of a chunk (Q8_0's and IQ4_NL's
-** less 128), ae[j] (or ie[j]) a per 4 of them, bv[h] b per 16 values 128h …:
+** less 128; IQ4_XS's too), ae[j] (or ie[j]) a per 4 of them, bv[h] b per 16 values 128h …:
 ** the halves of struct chunk's registers. */
 struct chunk8 {
     __m256i u[8], ie[8];
@@ -557,9 +557,64 @@ QD8L void chunk8_q6(struct chunk8 *k, const unsigned char *p)
                                                                          _mm_loadl_epi64((const __m128i *)(sc + 8 * h))))));
 }
 
+/* Q2_K / Q3_K: values 32j + l (j = 4h + s) are bits 2s, 2s + 1 of byte 32h + l of the quants and,
+** for Q3_K, bit 4h + s of high-mask byte l above them (u = q + 4 where set); a scale per 16 values. */
+QD8L void chunk8_q23(struct chunk8 *k, const unsigned char *p, int three)
+{
+    const unsigned char *q = p + (three ? 32 : 16);
+    const __m256i hm = _mm256_loadu_si256((const __m256i *)p);
+    int8_t sc[16];
+    if (three)
+        _mm_storeu_si128((__m128i *)sc, lx_ql_q3_scales_i8(p));
+    else
+        for (int g = 0; g < 16; g++)
+            sc[g] = (int8_t)(p[g] & 0x0f);
+    for (int j = 0; j < 8; j++) {
+        const int h = j / 4, s = j % 4;
+        __m256i v = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(q + 32 * h)), 2 * s),
+                                     _mm256_set1_epi8(3));
+        if (three)
+            v = _mm256_or_si256(v, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + s),
+                                                                      _mm256_set1_epi8(1)), 2));
+        k->u[j] = v;
+        k->ie[j] = _mm256_setr_epi32(sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j + 1], sc[2 * j + 1],
+                                     sc[2 * j + 1], sc[2 * j + 1]);
+    }
+    k->d = f16_8(p + (three ? 108 : 80));
+    for (int h = 0; h < 2; h++) {
+        const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 8 * h))));
+        if (three)
+            k->bv[h] = _mm256_mul_ps(_mm256_set1_ps(-4.0f), _mm256_mul_ps(_mm256_set1_ps(k->d), v));
+        else    /* the mins: the high nibbles */
+            k->bv[h] = _mm256_mul_ps(_mm256_set1_ps(-f16_8(p + 82)),
+                                     _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_epi16(
+                                         _mm_and_si128(_mm_loadl_epi64((const __m128i *)(p + 8 * h)),
+                                                       _mm_set1_epi8((char)0xf0)), 4))));
+    }
+}
+
+/* IQ4_XS: sub-block j as an IQ4_NL block (its levels, less 128 as wide codes are), its integer
+** scale sc − 32 (times d), b = −128·(d·(sc − 32)). */
+QD8L void chunk8_iq4xs(struct chunk8 *k, const unsigned char *p)
+{
+    const __m256i levels = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)lx_ql_iq4_levels));
+    float bs[16];
+    k->d = f16_8(p);
+    for (int j = 0; j < 8; j++) {
+        const int sc = lx_ql_iq4xs_scale(p, j) - 32;
+        k->u[j] = _mm256_shuffle_epi8(levels, nibbles8(p + 8 + 16 * j));
+        k->ie[j] = _mm256_set1_epi32(sc);
+        bs[2 * j] = bs[2 * j + 1] = -128.0f * (k->d * (float)sc);
+    }
+    k->bv[0] = _mm256_loadu_ps(bs), k->bv[1] = _mm256_loadu_ps(bs + 8);
+}
+
 QD8L void chunk8_of(struct chunk8 *k, const unsigned char *w, int type)
 {
     switch (type) {
+    case LX_DT_Q2_K: chunk8_q23(k, w, 0); break;
+    case LX_DT_Q3_K: chunk8_q23(k, w, 1); break;
+    case LX_DT_IQ4_XS: chunk8_iq4xs(k, w); break;
     case LX_DT_Q4_K: chunk8_q45(k, w, 0); break;
     case LX_DT_Q5_K: chunk8_q45(k, w, 1); break;
     case LX_DT_Q6_K: chunk8_q6(k, w); break;
@@ -586,14 +641,14 @@ QD8L __m256i sums4(__m256i u, const int8_t *q, const int32_t *q4, int wide)
 QD8L void dot8l_chunk(__m256 s0[2], __m256 s1[2], const struct chunk8 *ch, const int8_t *qt, const float *lt,
                       const float *gt, const int32_t *st, const int type)
 {
-    const int wide = type == LX_DT_Q8_0 || type == LX_DT_IQ4_NL;
+    const int wide = type == LX_DT_Q8_0 || type == LX_DT_IQ4_NL || type == LX_DT_IQ4_XS;
 #pragma GCC unroll 2
     for (int e = 0; e < 2; e++) {
         if (int_scales(type)) {
             __m256i acc = _mm256_setzero_si256();
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++)
-                acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(sums4(ch->u[2 * r + e], qt + 64 * r + 32 * e, NULL, 0),
+                acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(sums4(ch->u[2 * r + e], qt + 64 * r + 32 * e, st + 16 * r + 8 * e, wide),
                                                                ch->ie[2 * r + e]));
             s0[e] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(ch->d * lt[0]), s0[e]);
         } else {
@@ -651,17 +706,13 @@ __attribute__((target("avx2,fma,f16c"))) static void dot8l_rows(float *out, cons
     case 2 * T + 1: dot8l_n(out, q, xl, xg, q4, 2, w, T, C); break;
     QD8L_CASE(LX_DT_Q4_K) QD8L_CASE(LX_DT_Q5_K) QD8L_CASE(LX_DT_Q6_K) QD8L_CASE(LX_DT_Q8_0) QD8L_CASE(LX_DT_Q4_0)
     QD8L_CASE(LX_DT_IQ4_NL) QD8L_CASE(LX_DT_Q4_1) QD8L_CASE(LX_DT_Q5_0) QD8L_CASE(LX_DT_Q5_1)
+    QD8L_CASE(LX_DT_Q2_K) QD8L_CASE(LX_DT_Q3_K) QD8L_CASE(LX_DT_IQ4_XS)
 #undef QD8L_CASE
     default: LX_ASSERT(!"a type with 8-lane integer dots");
     }
 }
 
 /* ---- which dots ------------------------------------------------------------ */
-
-static int lanes8_has(int type)
-{
-    return type != LX_DT_Q2_K && type != LX_DT_Q3_K && type != LX_DT_IQ4_XS;
-}
 
 int lx_qdot8_lanes(int type, long C, int max)
 {
@@ -677,7 +728,7 @@ int lx_qdot8_lanes(int type, long C, int max)
         return 0;
     if (cpu == 16 && max >= 16)
         return 16;
-    return cpu >= 8 && max >= 8 && lanes8_has(type) ? 8 : 0;
+    return cpu >= 8 && max >= 8 ? 8 : 0;
 }
 
 __attribute__((target(QD8_TARGET))) static void qdot8_16(float *out, const int8_t *q, const float *xl,

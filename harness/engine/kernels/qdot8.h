@@ -28,7 +28,7 @@ void lx_act_q8(int8_t *q, float *d, const float *x, long C, int fmt);
 
 /* The lanes in which the integer dots take weights of type over rows of C
 ** values here (C a whole number of 256-value chunks), at most max: 16 (AVX-512
-** with VNNI), 8 (AVX2 and FMA; not Q2_K, Q3_K, IQ4_XS), or 0 (none). Both
+** with VNNI), 8 (AVX2 and FMA), or 0 (none). Both
 ** give the same bits (qdot8.c). */
 int lx_qdot8_lanes(int type, long C, int max);
 /* Per row t of T (stride ldx), for weights of type: q (T·C int8), xl (T·C/4:
