@@ -489,6 +489,37 @@ __attribute__((target("avx2,f16c"))) static size_t q6_k_avx2(float *out, const u
     return k;
 }
 
+/* Q2_K and Q3_K: values 128h + 32s + l are bits 2s, 2s + 1 of quant byte 32h + l, sub-block
+** 8h + 2s + l / 16; (d·scale)·q − dmin·min, or for Q3_K (d·scale)·(q − 4 where bit 4h + s of mask
+** byte l is clear). */
+__attribute__((target("avx2,f16c"))) static size_t q_k_2_3_avx2(float *out, const unsigned char *b, size_t n,
+                                                                int three)
+{
+    size_t k = 0;
+    for (; k + 256 <= n; k += 256, b += three ? 110 : 84) {
+        const unsigned char *q = b + (three ? 32 : 16);
+        float d = f16_at(b + (three ? 108 : 80)), dmin = three ? 0.0f : f16_at(b + 82);
+        for (int h = 0; h < 2; h++)
+            for (int s = 0; s < 4; s++)
+                for (int l = 0; l < 32; l += 8, out += 8) {
+                    int j = 8 * h + 2 * s + l / 16;
+                    float dl = three ? d * (float)q3_k_scale(b, j) : d * (float)(b[j] & 0x0f),
+                          ml = three ? 0.0f : dmin * (float)(b[j] >> 4);
+                    __m256i v = _mm256_and_si256(_mm256_srli_epi32(_mm256_cvtepu8_epi32(
+                                                                       _mm_loadl_epi64((const __m128i *)(q + 32 * h + l))),
+                                                                   2 * s),
+                                                 _mm256_set1_epi32(3));
+                    if (three) {
+                        __m256i hb = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + l)));
+                        hb = _mm256_and_si256(_mm256_srli_epi32(hb, 4 * h + s), _mm256_set1_epi32(1));
+                        v = _mm256_sub_epi32(_mm256_or_si256(v, _mm256_slli_epi32(hb, 2)), _mm256_set1_epi32(4));
+                    }
+                    put8(out, v, dl, three ? NULL : &ml);
+                }
+    }
+    return k;
+}
+
 static int lanes8_forced;   /* lx_half_lanes(8): the 8 lanes on an AVX-512 CPU too */
 
 static int has_avx2(void)
@@ -505,7 +536,7 @@ int lx_half_lanes(int lanes)
     return has_avx512() && !lanes8_forced ? 16 : has_avx2() ? 8 : 0;
 }
 
-/* The values of n done in 8 lanes (whole blocks of Q8_0, Q4_0, IQ4_NL, Q4_K, Q5_K and Q6_K), 0 for the
+/* The values of n done in 8 lanes (whole blocks of Q8_0, Q4_0, IQ4_NL and Q2_K to Q6_K), 0 for the
 ** others; on a CPU with AVX2 and F16C only. */
 __attribute__((target("avx2,f16c"))) static size_t quant_avx2(float *out, const void *src, int t, size_t n)
 {
@@ -514,6 +545,8 @@ __attribute__((target("avx2,f16c"))) static size_t quant_avx2(float *out, const 
     case LX_DT_Q4_K: return qk_4_5_avx2(out, src, n, 0);
     case LX_DT_Q5_K: return qk_4_5_avx2(out, src, n, 1);
     case LX_DT_Q6_K: return q6_k_avx2(out, src, n);
+    case LX_DT_Q2_K: return q_k_2_3_avx2(out, src, n, 0);
+    case LX_DT_Q3_K: return q_k_2_3_avx2(out, src, n, 1);
     default: return 0;
     }
 }

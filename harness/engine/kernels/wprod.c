@@ -186,12 +186,19 @@ W8 __m256i bits8(const unsigned char *p, int shift, int mask)
                             _mm256_set1_epi32(mask));
 }
 
-/* The super-block at c of a Q4_K or Q5_K row (8 sub-blocks' d·scale to ds, dmin·min to ms) or a Q6_K row
-** (16 d·scale to ds), each product rounded once as the scalar loops round it. */
+/* The super-block at c of a Q4_K or Q5_K row (8 sub-blocks' d·scale to ds, dmin·min to ms), a Q2_K
+** row (16 of each), a Q3_K row (16 d·scale) or a Q6_K row (16 d·scale), each product rounded once as
+** the scalar loops round it. */
 /* The K-quants whose 8-lane dots read their blocks (widen32). */
 static inline int kquant8(int type)
 {
-    return type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K;
+    return type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K || type == LX_DT_Q2_K || type == LX_DT_Q3_K;
+}
+
+/* d times 8 integers, each product rounded once. */
+W8 __m256 scaled8(float d, __m256i v)
+{
+    return _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(v));
 }
 
 W8 void kscales8(float *ds, float *ms, const void *w, long c, int type)
@@ -200,22 +207,29 @@ W8 void kscales8(float *ds, float *ms, const void *w, long c, int type)
     if (type == LX_DT_Q4_K || type == LX_DT_Q5_K) {
         uint64_t sc, mn;
         lx_ql_k_scales_u8(b + 4, &sc, &mn);
-        _mm256_storeu_ps(ds, _mm256_mul_ps(_mm256_set1_ps(f16_8(b)),
-                                           _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc)))));
-        _mm256_storeu_ps(ms, _mm256_mul_ps(_mm256_set1_ps(f16_8(b + 2)),
-                                           _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn)))));
-        return;
+        _mm256_storeu_ps(ds, scaled8(f16_8(b), _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc))));
+        _mm256_storeu_ps(ms, scaled8(f16_8(b + 2), _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn))));
+    } else if (type == LX_DT_Q6_K) {
+        const __m128i sc = _mm_loadu_si128((const __m128i *)(b + 192));
+        _mm256_storeu_ps(ds, scaled8(f16_8(b + 208), _mm256_cvtepi8_epi32(sc)));
+        _mm256_storeu_ps(ds + 8, scaled8(f16_8(b + 208), _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc))));
+    } else if (type == LX_DT_Q3_K) {
+        const __m128i sc = lx_ql_q3_scales_i8(b);
+        _mm256_storeu_ps(ds, scaled8(f16_8(b + 108), _mm256_cvtepi8_epi32(sc)));
+        _mm256_storeu_ps(ds + 8, scaled8(f16_8(b + 108), _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc))));
+    } else {    /* Q2_K: byte j the scale (low nibble) and the min (high) of sub-block j */
+        for (int h = 0; h < 2; h++) {
+            _mm256_storeu_ps(ds + 8 * h, scaled8(f16_8(b + 80), bits8(b + 8 * h, 0, 15)));
+            _mm256_storeu_ps(ms + 8 * h, scaled8(f16_8(b + 82), bits8(b + 8 * h, 4, 15)));
+        }
     }
-    for (int h = 0; h < 2; h++)
-        _mm256_storeu_ps(ds + 8 * h, _mm256_mul_ps(_mm256_set1_ps(f16_8(b + 208)),
-                                                   _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                                                       _mm_loadl_epi64((const __m128i *)(b + 192 + 8 * h))))));
 }
 
 /* Values c … c + 31 (c a multiple of 32) of a row: widen8's types, or a sub-block of Q4_K or
-** Q5_K ((d·scale)·q − dmin·min, Q5_K's q with a fifth bit) or a quarter of a half of Q6_K
-** ((d·scale)·(q − 32), q a nibble and two high bits), each as lx_half_to_f32 dequantizes it; ds,
-** ms the super-block's kscales8. */
+** Q5_K ((d·scale)·q − dmin·min, Q5_K's q with a fifth bit), a quarter of a half of Q6_K
+** ((d·scale)·(q − 32), q a nibble and two high bits) or of Q2_K ((d·scale)·q − dmin·min) or Q3_K
+** ((d·scale)·(q − 4 where the mask bit is clear)), q two bits, each as lx_half_to_f32 dequantizes
+** it; ds, ms the super-block's kscales8. */
 W8 void widen32(__m256 v[4], const void *w, long c, int type, const float *ds, const float *ms)
 {
     if (!kquant8(type)) {
@@ -225,6 +239,22 @@ W8 void widen32(__m256 v[4], const void *w, long c, int type, const float *ds, c
         return;
     }
     const unsigned char *b = (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type);
+    if (type == LX_DT_Q2_K || type == LX_DT_Q3_K) {    /* values 128h + 32s + l, sub-block 8h + 2s + l / 16 */
+        const int h = (int)(c % 256 / 128), s = (int)(c % 128 / 32), three = type == LX_DT_Q3_K;
+        const unsigned char *q = b + (three ? 32 : 16) + 32 * h;
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            const int j = 8 * h + 2 * s + g / 2;
+            __m256i u = bits8(q + 8 * g, 2 * s, 3);
+            if (three)
+                u = _mm256_sub_epi32(_mm256_or_si256(u, _mm256_slli_epi32(bits8(b + 8 * g, 4 * h + s, 1), 2)),
+                                     _mm256_set1_epi32(4));
+            v[g] = _mm256_mul_ps(_mm256_set1_ps(ds[j]), _mm256_cvtepi32_ps(u));
+            if (!three)
+                v[g] = _mm256_sub_ps(v[g], _mm256_set1_ps(ms[j]));
+        }
+        return;
+    }
     if (type != LX_DT_Q6_K) {
         const int s = (int)(c % 256 / 32), five = type == LX_DT_Q5_K;
         const __m256 d = _mm256_set1_ps(ds[s]), m = _mm256_set1_ps(ms[s]);
@@ -258,7 +288,7 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline void dots8
                                                                                  int type, long C)
 {
     __m256 a[4][GEMV_GROUP8];
-    float ds[16], ms[8];
+    float ds[16], ms[16];
     long c = 0;
 #pragma GCC unroll 2
     for (int t = 0; t < n; t++)
@@ -306,7 +336,8 @@ static void dots_half_avx2(float *out, const float *x, long ldx, int n, const vo
     case 2 * T: dots8_n(out + t0, xt, ldx, GEMV_GROUP8, w, T, C); break; \
     case 2 * T + 1: dots8_n(out + t0, xt, ldx, 1, w, T, C); break;
         DOTS8_CASE(LX_DT_F32) DOTS8_CASE(LX_DT_BF16) DOTS8_CASE(LX_DT_F16) DOTS8_CASE(LX_DT_Q8_0)
-        DOTS8_CASE(LX_DT_Q4_K) DOTS8_CASE(LX_DT_Q5_K) DOTS8_CASE(LX_DT_Q6_K)
+        DOTS8_CASE(LX_DT_Q4_K) DOTS8_CASE(LX_DT_Q5_K) DOTS8_CASE(LX_DT_Q6_K) DOTS8_CASE(LX_DT_Q2_K)
+        DOTS8_CASE(LX_DT_Q3_K)
 #undef DOTS8_CASE
         default: LX_ASSERT(!"a type with 8-lane dots");
         }
