@@ -688,7 +688,7 @@ static int bench_qdot(void)
     for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
         int fused = lx_wprod_fused(types[i]), acts = lx_qdot8_lanes(types[i], C, lx_wprod_lanes(0)) > 0;
         if (!fused)
-            printf("qdot: %s: no fused kernel on this CPU (AVX-512 needed; Q8_0's and Q2_K-Q6_K's run on AVX2)\n",
+            printf("qdot: %s: no fused kernel on this CPU (AVX-512 needed; on AVX2 all but Q4_1, Q5_0, Q5_1)\n",
                    lx_dtype_name(types[i]));
         if (!fused && !acts)
             continue;

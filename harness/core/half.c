@@ -520,6 +520,25 @@ __attribute__((target("avx2,f16c"))) static size_t q_k_2_3_avx2(float *out, cons
     return k;
 }
 
+/* IQ4_XS: sub-block j of 32 as an IQ4_NL block, its levels times d·(scale − 32). */
+__attribute__((target("avx2,f16c"))) static size_t iq4_xs_avx2(float *out, const unsigned char *b, size_t n)
+{
+    size_t k = 0;
+    const __m128i levels = _mm_loadu_si128((const __m128i *)lx_ql_iq4_levels), low = _mm_set1_epi8(0x0f);
+    for (; k + 256 <= n; k += 256, b += 136)
+        for (int j = 0; j < 8; j++, out += 32) {
+            float dl = f16_at(b) * (float)(lx_ql_iq4xs_scale(b, j) - 32);
+            __m128i q = _mm_loadu_si128((const __m128i *)(b + 8 + 16 * j)),
+                    lo = _mm_shuffle_epi8(levels, _mm_and_si128(q, low)),
+                    hi = _mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(q, 4), low));
+            put8(out, _mm256_cvtepi8_epi32(lo), dl, NULL);
+            put8(out + 8, _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)), dl, NULL);
+            put8(out + 16, _mm256_cvtepi8_epi32(hi), dl, NULL);
+            put8(out + 24, _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)), dl, NULL);
+        }
+    return k;
+}
+
 static int lanes8_forced;   /* lx_half_lanes(8): the 8 lanes on an AVX-512 CPU too */
 
 static int has_avx2(void)
@@ -536,7 +555,7 @@ int lx_half_lanes(int lanes)
     return has_avx512() && !lanes8_forced ? 16 : has_avx2() ? 8 : 0;
 }
 
-/* The values of n done in 8 lanes (whole blocks of Q8_0, Q4_0, IQ4_NL and Q2_K to Q6_K), 0 for the
+/* The values of n done in 8 lanes (whole blocks of Q8_0, Q4_0, IQ4_NL, Q2_K to Q6_K and IQ4_XS), 0 for the
 ** others; on a CPU with AVX2 and F16C only. */
 __attribute__((target("avx2,f16c"))) static size_t quant_avx2(float *out, const void *src, int t, size_t n)
 {
@@ -547,6 +566,7 @@ __attribute__((target("avx2,f16c"))) static size_t quant_avx2(float *out, const 
     case LX_DT_Q6_K: return q6_k_avx2(out, src, n);
     case LX_DT_Q2_K: return q_k_2_3_avx2(out, src, n, 0);
     case LX_DT_Q3_K: return q_k_2_3_avx2(out, src, n, 1);
+    case LX_DT_IQ4_XS: return iq4_xs_avx2(out, src, n);
     default: return 0;
     }
 }

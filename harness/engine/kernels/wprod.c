@@ -192,7 +192,22 @@ W8 __m256i bits8(const unsigned char *p, int shift, int mask)
 /* The K-quants whose 8-lane dots read their blocks (widen32). */
 static inline int kquant8(int type)
 {
-    return type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K || type == LX_DT_Q2_K || type == LX_DT_Q3_K;
+    return type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K || type == LX_DT_Q2_K || type == LX_DT_Q3_K ||
+           type == LX_DT_IQ4_XS;
+}
+
+/* 32 values from the 16 nibble bytes at q (low nibbles values 0-15, high ones 16-31), each
+** (float)levels[nibble] · d, as the dequantizing lanes make them. */
+W8 void levels32(__m256 v[4], const unsigned char *q, const int8_t *levels, float d)
+{
+    const __m128i table = _mm_loadu_si128((const __m128i *)levels), low = _mm_set1_epi8(0x0f),
+                  qb = _mm_loadu_si128((const __m128i *)q),
+                  lo = _mm_shuffle_epi8(table, _mm_and_si128(qb, low)),
+                  hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(qb, 4), low));
+    const __m128i parts[4] = {lo, _mm_unpackhi_epi64(lo, lo), hi, _mm_unpackhi_epi64(hi, hi)};
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++)
+        v[g] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[g])), _mm256_set1_ps(d));
 }
 
 /* d times 8 integers, each product rounded once. */
@@ -213,6 +228,9 @@ W8 void kscales8(float *ds, float *ms, const void *w, long c, int type)
         const __m128i sc = _mm_loadu_si128((const __m128i *)(b + 192));
         _mm256_storeu_ps(ds, scaled8(f16_8(b + 208), _mm256_cvtepi8_epi32(sc)));
         _mm256_storeu_ps(ds + 8, scaled8(f16_8(b + 208), _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc))));
+    } else if (type == LX_DT_IQ4_XS) {
+        for (int j = 0; j < 8; j++)
+            ds[j] = f16_8(b) * (float)(lx_ql_iq4xs_scale(b, j) - 32);
     } else if (type == LX_DT_Q3_K) {
         const __m128i sc = lx_ql_q3_scales_i8(b);
         _mm256_storeu_ps(ds, scaled8(f16_8(b + 108), _mm256_cvtepi8_epi32(sc)));
@@ -232,6 +250,11 @@ W8 void kscales8(float *ds, float *ms, const void *w, long c, int type)
 ** it; ds, ms the super-block's kscales8. */
 W8 void widen32(__m256 v[4], const void *w, long c, int type, const float *ds, const float *ms)
 {
+    if (type == LX_DT_Q4_0 || type == LX_DT_IQ4_NL) {   /* a block of 32: f16 d, 16 nibble bytes */
+        const unsigned char *b = (const unsigned char *)w + c / 32 * lx_dtype_block_bytes(type);
+        levels32(v, b + 2, type == LX_DT_Q4_0 ? lx_ql_q4_0_levels : lx_ql_iq4_levels, f16_8(b));
+        return;
+    }
     if (!kquant8(type)) {
 #pragma GCC unroll 4
         for (int g = 0; g < 4; g++)
@@ -239,6 +262,11 @@ W8 void widen32(__m256 v[4], const void *w, long c, int type, const float *ds, c
         return;
     }
     const unsigned char *b = (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type);
+    if (type == LX_DT_IQ4_XS) {     /* sub-block s: 16 nibble bytes, levels times d·(scale − 32) */
+        const int s = (int)(c % 256 / 32);
+        levels32(v, b + 8 + 16 * s, lx_ql_iq4_levels, ds[s]);
+        return;
+    }
     if (type == LX_DT_Q2_K || type == LX_DT_Q3_K) {    /* values 128h + 32s + l, sub-block 8h + 2s + l / 16 */
         const int h = (int)(c % 256 / 128), s = (int)(c % 128 / 32), three = type == LX_DT_Q3_K;
         const unsigned char *q = b + (three ? 32 : 16) + 32 * h;
@@ -337,7 +365,7 @@ static void dots_half_avx2(float *out, const float *x, long ldx, int n, const vo
     case 2 * T + 1: dots8_n(out + t0, xt, ldx, 1, w, T, C); break;
         DOTS8_CASE(LX_DT_F32) DOTS8_CASE(LX_DT_BF16) DOTS8_CASE(LX_DT_F16) DOTS8_CASE(LX_DT_Q8_0)
         DOTS8_CASE(LX_DT_Q4_K) DOTS8_CASE(LX_DT_Q5_K) DOTS8_CASE(LX_DT_Q6_K) DOTS8_CASE(LX_DT_Q2_K)
-        DOTS8_CASE(LX_DT_Q3_K)
+        DOTS8_CASE(LX_DT_Q3_K) DOTS8_CASE(LX_DT_IQ4_XS) DOTS8_CASE(LX_DT_Q4_0) DOTS8_CASE(LX_DT_IQ4_NL)
 #undef DOTS8_CASE
         default: LX_ASSERT(!"a type with 8-lane dots");
         }
@@ -384,7 +412,8 @@ void lx_wprod_qdot(int on)
 int lx_wprod_fused(int type)
 {
     return gemv_lanes() == 16 ? lx_qdot_has(type)     /* 8 lanes: widen32 */
-                              : gemv_lanes() == 8 && (type == LX_DT_Q8_0 || kquant8(type));
+                              : gemv_lanes() == 8 && (type == LX_DT_Q8_0 || type == LX_DT_Q4_0 ||
+                                                      type == LX_DT_IQ4_NL || kquant8(type));
 }
 
 /* y[., o] = x · w + beta · y[., o] for a few rows of x and one row w of W:

@@ -42,7 +42,7 @@ void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, 
 ** row is dequantized first (the general path, for benches and tests). */
 void lx_wprod_qdot(int on);
 /* Whether those products read type's blocks directly here: every quantized type in 16 lanes
-** (qdot.c), Q8_0 and Q2_K to Q6_K in 8. */
+** (qdot.c), all but Q4_1, Q5_0 and Q5_1 in 8. */
 int lx_wprod_fused(int type);
 /* Fast numerics' products of a few rows on fp32, bf16 and f16 weights read them in place, in 16
 ** lanes on an AVX-512 CPU, in 8 on one with AVX2 (FMA, F16C), else by sgemm. lanes 8 asks for the
