@@ -186,10 +186,7 @@ W8 __m256i bits8(const unsigned char *p, int shift, int mask)
                             _mm256_set1_epi32(mask));
 }
 
-/* The super-block at c of a Q4_K or Q5_K row (8 sub-blocks' d·scale to ds, dmin·min to ms), a Q2_K
-** row (16 of each), a Q3_K row (16 d·scale) or a Q6_K row (16 d·scale), each product rounded once as
-** the scalar loops round it. */
-/* The K-quants whose 8-lane dots read their blocks (widen32). */
+/* The types of 256-value super-blocks whose 8-lane dots read their blocks (widen32). */
 static inline int kquant8(int type)
 {
     return type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K || type == LX_DT_Q2_K || type == LX_DT_Q3_K ||
@@ -216,6 +213,9 @@ W8 __m256 scaled8(float d, __m256i v)
     return _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(v));
 }
 
+/* The super-block at c of a Q4_K or Q5_K row (8 sub-blocks' d·scale to ds, dmin·min to ms), a Q2_K
+** row (16 of each), a Q3_K or Q6_K row (16 d·scale) or an IQ4_XS row (8 d·(scale − 32)), each
+** product rounded once as the scalar loops round it. */
 W8 void kscales8(float *ds, float *ms, const void *w, long c, int type)
 {
     const unsigned char *b = (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type);
@@ -243,11 +243,11 @@ W8 void kscales8(float *ds, float *ms, const void *w, long c, int type)
     }
 }
 
-/* Values c … c + 31 (c a multiple of 32) of a row: widen8's types, or a sub-block of Q4_K or
-** Q5_K ((d·scale)·q − dmin·min, Q5_K's q with a fifth bit), a quarter of a half of Q6_K
+/* Values c … c + 31 (c a multiple of 32) of a row, each as lx_half_to_f32 dequantizes it: widen8's
+** types; a block of Q4_0 or IQ4_NL or a sub-block of IQ4_XS (levels times the scale); a sub-block
+** of Q4_K or Q5_K ((d·scale)·q − dmin·min, Q5_K's q with a fifth bit); a quarter of a half of Q6_K
 ** ((d·scale)·(q − 32), q a nibble and two high bits) or of Q2_K ((d·scale)·q − dmin·min) or Q3_K
-** ((d·scale)·(q − 4 where the mask bit is clear)), q two bits, each as lx_half_to_f32 dequantizes
-** it; ds, ms the super-block's kscales8. */
+** ((d·scale)·(q − 4 where the mask bit is clear)), q two bits. ds, ms: the super-block's kscales8. */
 W8 void widen32(__m256 v[4], const void *w, long c, int type, const float *ds, const float *ms)
 {
     if (type == LX_DT_Q4_0 || type == LX_DT_IQ4_NL) {   /* a block of 32: f16 d, 16 nibble bytes */
