@@ -407,25 +407,20 @@ LX_LANES8 void put8(float *out, __m256i q, float d, const float *m)
 __attribute__((target("avx2,f16c"))) static size_t w32_avx2(float *out, const unsigned char *b, size_t n, int t)
 {
     size_t k = 0;
-    const __m128i levels = _mm_loadu_si128((const __m128i *)(t == LX_DT_IQ4_NL ? lx_ql_iq4_levels
-                                                                                : lx_ql_q4_0_levels)),
-                  low = _mm_set1_epi8(0x0f);
+    const int8_t *levels = t == LX_DT_IQ4_NL ? lx_ql_iq4_levels : lx_ql_q4_0_levels;
     for (; k + 32 <= n; k += 32, out += 32) {
         float d = f16_at(b);
-        __m128i v[4];   /* values 8g … 8g + 7 in the low 8 bytes of v[g] */
         if (t == LX_DT_Q8_0) {
             for (int g = 0; g < 4; g++)
-                v[g] = _mm_loadl_epi64((const __m128i *)(b + 2 + 8 * g));
+                put8(out + 8 * g, _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * g))), d, NULL);
             b += LX_Q8_0_BYTES;
-        } else {
-            __m128i q = _mm_loadu_si128((const __m128i *)(b + 2));
-            __m128i lo = _mm_shuffle_epi8(levels, _mm_and_si128(q, low)),
-                    hi = _mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(q, 4), low));
-            v[0] = lo, v[1] = _mm_srli_si128(lo, 8), v[2] = hi, v[3] = _mm_srli_si128(hi, 8);
-            b += 18;
+            continue;
         }
+        __m256 v[4];
+        lx_ql_levels32_avx2(v, b + 2, levels, d);
         for (int g = 0; g < 4; g++)
-            put8(out + 8 * g, _mm256_cvtepi8_epi32(v[g]), d, NULL);
+            _mm256_storeu_ps(out + 8 * g, v[g]);
+        b += 18;
     }
     return k;
 }
@@ -524,17 +519,12 @@ __attribute__((target("avx2,f16c"))) static size_t q_k_2_3_avx2(float *out, cons
 __attribute__((target("avx2,f16c"))) static size_t iq4_xs_avx2(float *out, const unsigned char *b, size_t n)
 {
     size_t k = 0;
-    const __m128i levels = _mm_loadu_si128((const __m128i *)lx_ql_iq4_levels), low = _mm_set1_epi8(0x0f);
     for (; k + 256 <= n; k += 256, b += 136)
         for (int j = 0; j < 8; j++, out += 32) {
-            float dl = f16_at(b) * (float)(lx_ql_iq4xs_scale(b, j) - 32);
-            __m128i q = _mm_loadu_si128((const __m128i *)(b + 8 + 16 * j)),
-                    lo = _mm_shuffle_epi8(levels, _mm_and_si128(q, low)),
-                    hi = _mm_shuffle_epi8(levels, _mm_and_si128(_mm_srli_epi16(q, 4), low));
-            put8(out, _mm256_cvtepi8_epi32(lo), dl, NULL);
-            put8(out + 8, _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)), dl, NULL);
-            put8(out + 16, _mm256_cvtepi8_epi32(hi), dl, NULL);
-            put8(out + 24, _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)), dl, NULL);
+            __m256 v[4];
+            lx_ql_levels32_avx2(v, b + 8 + 16 * j, lx_ql_iq4_levels, f16_at(b) * (float)(lx_ql_iq4xs_scale(b, j) - 32));
+            for (int g = 0; g < 4; g++)
+                _mm256_storeu_ps(out + 8 * g, v[g]);
         }
     return k;
 }

@@ -15,8 +15,8 @@
 
 #define LX_QLANES __attribute__((target("avx512f,avx512bw,avx512vl,f16c"), always_inline)) static inline
 
-/* The f16 at p, exactly (as lx_f16_to_f32), by F16C. */
-LX_QLANES float lx_ql_f16(const unsigned char *p)
+/* The f16 at p, exactly (as lx_f16_to_f32), by F16C (alone, so that the 8-lane code inlines it too). */
+__attribute__((target("f16c"), always_inline)) static inline float lx_ql_f16(const unsigned char *p)
 {
     uint16_t h;
     memcpy(&h, p, 2);
@@ -155,6 +155,21 @@ static inline int lx_ql_iq4xs_scale(const unsigned char *b, int j)
 {
     unsigned hi = (unsigned)b[2] | (unsigned)b[3] << 8;
     return ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (int)((hi >> (2 * j)) & 3) << 4;
+}
+
+/* AVX2: the 32 values of the 16 nibble bytes at q (low nibbles values 0-15, high ones 16-31), each
+** (float)levels[nibble] · d, in v[0] … v[3]: the 8-lane dequantizing (half.c) and dots (wprod.c). */
+__attribute__((target("avx2"), always_inline)) static inline void lx_ql_levels32_avx2(__m256 v[4], const unsigned char *q,
+                                                                                    const int8_t *levels, float d)
+{
+    const __m128i table = _mm_loadu_si128((const __m128i *)levels), low = _mm_set1_epi8(0x0f),
+                  qb = _mm_loadu_si128((const __m128i *)q),
+                  lo = _mm_shuffle_epi8(table, _mm_and_si128(qb, low)),
+                  hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(qb, 4), low));
+    const __m128i parts[4] = {lo, _mm_unpackhi_epi64(lo, lo), hi, _mm_unpackhi_epi64(hi, hi)};
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++)
+        v[g] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[g])), _mm256_set1_ps(d));
 }
 
 /* 16 bytes of nibbles at q: the low nibbles (values 0-15) and the high ones (16-31) in 32-bit lanes. */

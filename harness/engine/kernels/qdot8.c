@@ -452,13 +452,6 @@ struct chunk8 {
     float d;
 };
 
-QD8L float f16_8(const unsigned char *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
-}
-
 /* The 32 nibbles of the 16 bytes at p: the low ones (values 0-15), then the high ones. */
 QD8L __m256i nibbles8(const unsigned char *p)
 {
@@ -476,6 +469,13 @@ QD8L __m256i fifth_bits8(uint32_t h)
     return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(16));
 }
 
+/* The 8 lanes (4 values each) of values 32j … 32j + 31 from a scale per 16 values: sc[2j], then sc[2j + 1]. */
+QD8L __m256i per16_lanes8(const int8_t *sc, int j)
+{
+    return _mm256_setr_epi32(sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j + 1], sc[2 * j + 1], sc[2 * j + 1],
+                             sc[2 * j + 1]);
+}
+
 /* Eight 32-value blocks (lx_ql_w32's kinds): block j is u[j], its d ae[j]. */
 QD8L void chunk8_w32(struct chunk8 *k, const unsigned char *p, int kind)
 {
@@ -487,7 +487,7 @@ QD8L void chunk8_w32(struct chunk8 *k, const unsigned char *p, int kind)
     float bs[16];
     for (int j = 0; j < 8; j++) {
         const unsigned char *b = p + (size_t)j * bytes;
-        const float d = f16_8(b);
+        const float d = lx_ql_f16(b);
         __m256i v;
         if (kind == LX_QL_Q8_0) {
             v = _mm256_loadu_si256((const __m256i *)(b + 2));
@@ -503,7 +503,7 @@ QD8L void chunk8_w32(struct chunk8 *k, const unsigned char *p, int kind)
         }
         k->u[j] = v;
         k->ae[j] = _mm256_set1_ps(d);
-        bs[2 * j] = bs[2 * j + 1] = min ? f16_8(b + 2) : -zs[kind] * d;
+        bs[2 * j] = bs[2 * j + 1] = min ? lx_ql_f16(b + 2) : -zs[kind] * d;
     }
     k->bv[0] = _mm256_loadu_ps(bs), k->bv[1] = _mm256_loadu_ps(bs + 8);
 }
@@ -525,8 +525,8 @@ QD8L void chunk8_q45(struct chunk8 *k, const unsigned char *p, int five)
         k->u[s] = v;
         k->ie[s] = _mm256_set1_epi32((int)(sc >> (8 * s) & 0xff));
     }
-    k->d = f16_8(p);
-    const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(f16_8(p + 2)),
+    k->d = lx_ql_f16(p);
+    const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(lx_ql_f16(p + 2)),
                                     _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn)))),
                  nb = _mm256_sub_ps(_mm256_setzero_ps(), dm);
     k->bv[0] = _mm256_permutevar8x32_ps(nb, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
@@ -547,10 +547,9 @@ QD8L void chunk8_q6(struct chunk8 *k, const unsigned char *p)
         v = _mm256_and_si256(m ? _mm256_srli_epi16(v, 4) : v, low);
         hi = _mm256_and_si256(_mm256_srli_epi16(hi, 4 * m + 2 * e), three);
         k->u[j] = _mm256_or_si256(v, _mm256_slli_epi16(hi, 4));
-        k->ie[j] = _mm256_setr_epi32(sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j + 1], sc[2 * j + 1],
-                                     sc[2 * j + 1], sc[2 * j + 1]);
+        k->ie[j] = per16_lanes8(sc, j);
     }
-    k->d = f16_8(p + 208);
+    k->d = lx_ql_f16(p + 208);
     for (int h = 0; h < 2; h++)
         k->bv[h] = _mm256_mul_ps(_mm256_set1_ps(-32.0f),
                                  _mm256_mul_ps(_mm256_set1_ps(k->d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
@@ -577,16 +576,15 @@ QD8L void chunk8_q23(struct chunk8 *k, const unsigned char *p, int three)
             v = _mm256_or_si256(v, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + s),
                                                                       _mm256_set1_epi8(1)), 2));
         k->u[j] = v;
-        k->ie[j] = _mm256_setr_epi32(sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j + 1], sc[2 * j + 1],
-                                     sc[2 * j + 1], sc[2 * j + 1]);
+        k->ie[j] = per16_lanes8(sc, j);
     }
-    k->d = f16_8(p + (three ? 108 : 80));
+    k->d = lx_ql_f16(p + (three ? 108 : 80));
     for (int h = 0; h < 2; h++) {
         const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 8 * h))));
         if (three)
             k->bv[h] = _mm256_mul_ps(_mm256_set1_ps(-4.0f), _mm256_mul_ps(_mm256_set1_ps(k->d), v));
         else    /* the mins: the high nibbles */
-            k->bv[h] = _mm256_mul_ps(_mm256_set1_ps(-f16_8(p + 82)),
+            k->bv[h] = _mm256_mul_ps(_mm256_set1_ps(-lx_ql_f16(p + 82)),
                                      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_epi16(
                                          _mm_and_si128(_mm_loadl_epi64((const __m128i *)(p + 8 * h)),
                                                        _mm_set1_epi8((char)0xf0)), 4))));
@@ -599,7 +597,7 @@ QD8L void chunk8_iq4xs(struct chunk8 *k, const unsigned char *p)
 {
     const __m256i levels = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)lx_ql_iq4_levels));
     float bs[16];
-    k->d = f16_8(p);
+    k->d = lx_ql_f16(p);
     for (int j = 0; j < 8; j++) {
         const int sc = lx_ql_iq4xs_scale(p, j) - 32;
         k->u[j] = _mm256_shuffle_epi8(levels, nibbles8(p + 8 + 16 * j));

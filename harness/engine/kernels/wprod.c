@@ -172,13 +172,6 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256 wid
 
 #define W8 __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
 
-W8 float f16_8(const unsigned char *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
-}
-
 /* The 8 bytes at p as int32 lanes, shifted right and masked. */
 W8 __m256i bits8(const unsigned char *p, int shift, int mask)
 {
@@ -191,20 +184,6 @@ static inline int kquant8(int type)
 {
     return type == LX_DT_Q4_K || type == LX_DT_Q5_K || type == LX_DT_Q6_K || type == LX_DT_Q2_K || type == LX_DT_Q3_K ||
            type == LX_DT_IQ4_XS;
-}
-
-/* 32 values from the 16 nibble bytes at q (low nibbles values 0-15, high ones 16-31), each
-** (float)levels[nibble] · d, as the dequantizing lanes make them. */
-W8 void levels32(__m256 v[4], const unsigned char *q, const int8_t *levels, float d)
-{
-    const __m128i table = _mm_loadu_si128((const __m128i *)levels), low = _mm_set1_epi8(0x0f),
-                  qb = _mm_loadu_si128((const __m128i *)q),
-                  lo = _mm_shuffle_epi8(table, _mm_and_si128(qb, low)),
-                  hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(qb, 4), low));
-    const __m128i parts[4] = {lo, _mm_unpackhi_epi64(lo, lo), hi, _mm_unpackhi_epi64(hi, hi)};
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; g++)
-        v[g] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[g])), _mm256_set1_ps(d));
 }
 
 /* d times 8 integers, each product rounded once. */
@@ -222,23 +201,23 @@ W8 void kscales8(float *ds, float *ms, const void *w, long c, int type)
     if (type == LX_DT_Q4_K || type == LX_DT_Q5_K) {
         uint64_t sc, mn;
         lx_ql_k_scales_u8(b + 4, &sc, &mn);
-        _mm256_storeu_ps(ds, scaled8(f16_8(b), _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc))));
-        _mm256_storeu_ps(ms, scaled8(f16_8(b + 2), _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn))));
+        _mm256_storeu_ps(ds, scaled8(lx_ql_f16(b), _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc))));
+        _mm256_storeu_ps(ms, scaled8(lx_ql_f16(b + 2), _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn))));
     } else if (type == LX_DT_Q6_K) {
         const __m128i sc = _mm_loadu_si128((const __m128i *)(b + 192));
-        _mm256_storeu_ps(ds, scaled8(f16_8(b + 208), _mm256_cvtepi8_epi32(sc)));
-        _mm256_storeu_ps(ds + 8, scaled8(f16_8(b + 208), _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc))));
+        _mm256_storeu_ps(ds, scaled8(lx_ql_f16(b + 208), _mm256_cvtepi8_epi32(sc)));
+        _mm256_storeu_ps(ds + 8, scaled8(lx_ql_f16(b + 208), _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc))));
     } else if (type == LX_DT_IQ4_XS) {
         for (int j = 0; j < 8; j++)
-            ds[j] = f16_8(b) * (float)(lx_ql_iq4xs_scale(b, j) - 32);
+            ds[j] = lx_ql_f16(b) * (float)(lx_ql_iq4xs_scale(b, j) - 32);
     } else if (type == LX_DT_Q3_K) {
         const __m128i sc = lx_ql_q3_scales_i8(b);
-        _mm256_storeu_ps(ds, scaled8(f16_8(b + 108), _mm256_cvtepi8_epi32(sc)));
-        _mm256_storeu_ps(ds + 8, scaled8(f16_8(b + 108), _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc))));
+        _mm256_storeu_ps(ds, scaled8(lx_ql_f16(b + 108), _mm256_cvtepi8_epi32(sc)));
+        _mm256_storeu_ps(ds + 8, scaled8(lx_ql_f16(b + 108), _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc))));
     } else {    /* Q2_K: byte j the scale (low nibble) and the min (high) of sub-block j */
         for (int h = 0; h < 2; h++) {
-            _mm256_storeu_ps(ds + 8 * h, scaled8(f16_8(b + 80), bits8(b + 8 * h, 0, 15)));
-            _mm256_storeu_ps(ms + 8 * h, scaled8(f16_8(b + 82), bits8(b + 8 * h, 4, 15)));
+            _mm256_storeu_ps(ds + 8 * h, scaled8(lx_ql_f16(b + 80), bits8(b + 8 * h, 0, 15)));
+            _mm256_storeu_ps(ms + 8 * h, scaled8(lx_ql_f16(b + 82), bits8(b + 8 * h, 4, 15)));
         }
     }
 }
@@ -252,7 +231,7 @@ W8 void widen32(__m256 v[4], const void *w, long c, int type, const float *ds, c
 {
     if (type == LX_DT_Q4_0 || type == LX_DT_IQ4_NL) {   /* a block of 32: f16 d, 16 nibble bytes */
         const unsigned char *b = (const unsigned char *)w + c / 32 * lx_dtype_block_bytes(type);
-        levels32(v, b + 2, type == LX_DT_Q4_0 ? lx_ql_q4_0_levels : lx_ql_iq4_levels, f16_8(b));
+        lx_ql_levels32_avx2(v, b + 2, type == LX_DT_Q4_0 ? lx_ql_q4_0_levels : lx_ql_iq4_levels, lx_ql_f16(b));
         return;
     }
     if (!kquant8(type)) {
@@ -264,7 +243,7 @@ W8 void widen32(__m256 v[4], const void *w, long c, int type, const float *ds, c
     const unsigned char *b = (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type);
     if (type == LX_DT_IQ4_XS) {     /* sub-block s: 16 nibble bytes, levels times d·(scale − 32) */
         const int s = (int)(c % 256 / 32);
-        levels32(v, b + 8 + 16 * s, lx_ql_iq4_levels, ds[s]);
+        lx_ql_levels32_avx2(v, b + 8 + 16 * s, lx_ql_iq4_levels, ds[s]);
         return;
     }
     if (type == LX_DT_Q2_K || type == LX_DT_Q3_K) {    /* values 128h + 32s + l, sub-block 8h + 2s + l / 16 */
