@@ -95,6 +95,7 @@ $(B)/harness/engine/kernels/amx.o: CFLAGS_ALL += -ffp-contract=off
 $(B)/harness/engine/model/train.o: CFLAGS_ALL += -ffp-contract=off
 $(B)/harness/engine/model/model.o: CFLAGS_ALL += -ffp-contract=off
 $(B)/harness/core/half.o: CFLAGS_ALL += -ffp-contract=off
+$(B)/harness/core/iquant.o: CFLAGS_ALL += -ffp-contract=off
 $(B)/harness/engine/kernels/qdot.o: CFLAGS_ALL += -ffp-contract=off
 
 lenx: $(LIB_OBJ) $(B)/harness/main.o

@@ -50,10 +50,9 @@ Test(gguf, f32_is_the_llama2c_file, .fini = teardown)
 ** (quantized_weights_are_llama_cpps below) and keeps fp32 activations: 5e-4 for the types of 32-value
 ** blocks, whose products take the activations as Q8_0 or Q8_1 (measured: Q8_0 7.1e-5, Q4_0 5.2e-5, Q4_1
 ** 1.3e-4, Q5_0 1.1e-4, Q5_1 4.4e-4, IQ4_NL 1.4e-6; the last three are llama.cpp's fallbacks in the Q4_K_M,
-** Q5_K_M and Q3_K_M of a model whose rows are not whole super-blocks), 5e-3 for the K-quant mixes
-** and IQ4_XS (measured: Q4_K_M 1.8e-3, Q5_K_M 3.3e-3, Q3_K_M 7.2e-4, Q2_K 3.9e-3, IQ4_XS 2.7e-4 on a
-** random model, whose
-** near-uniform predictions move most), and the random model's F32 file 1e-4 (measured 1.0e-6). lenx runs
+** Q5_K_M and Q3_K_M of a model whose rows are not whole super-blocks), 5e-3 for the K-quant mixes,
+** IQ4_XS and the IQ1-IQ3/TQ mix (measured: Q4_K_M 1.8e-3, Q5_K_M 3.3e-3, Q3_K_M 7.2e-4, Q2_K 3.9e-3,
+** IQ4_XS 2.7e-4, the mix 1.2e-3 on a random model, whose near-uniform predictions move most), and the random model's F32 file 1e-4 (measured 1.0e-6). lenx runs
 ** in portable numerics here, so its side is the same bits on every machine. */
 /* llama.cpp's perplexity of tests/ref/gguf/FILE.gguf in tsv (its second column). */
 static double llama_ppl(const char *file, const char *tsv)
@@ -95,7 +94,8 @@ Test(gguf, perplexity_as_llama_cpp_prints_it, .fini = teardown)
                  {"random-f32", 1e-4},      {"random-q8_0", 5e-4},     {"random-q4_0", 5e-4},
                  {"random-q4_1", 5e-4},     {"random-q4_k_m", 5e-4},   {"random-q5_k_m", 5e-4},
                  {"random-q3_k_m", 5e-4},   {"random256-q4_k_m", 5e-3}, {"random256-q5_k_m", 5e-3},
-                 {"random256-q3_k_m", 5e-3}, {"random256-q2_k", 5e-3}, {"random256-iq4_xs", 5e-3}};
+                 {"random256-q3_k_m", 5e-3}, {"random256-q2_k", 5e-3}, {"random256-iq4_xs", 5e-3},
+                 {"random256-iq-mix", 5e-3}};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char db[96];
         double ref = llama_ppl(files[i].type, "llamacpp-ppl.tsv"),
@@ -173,15 +173,16 @@ Test(gguf, activations_option_errors, .fini = teardown)
 /* Every quantized file's weights, dequantized by lenx, hash as llama.cpp's own dequantization of the
 ** same file does (tests/ref/gguf/dequantized.tsv: llama-quantize --allow-requantize to F32, hashed as
 ** F32): Q8_0, Q4_0, Q4_1, the Q5_0, Q5_1 and IQ4_NL of llama.cpp's fallbacks, and the Q2_K, Q3_K, Q4_K,
-** Q5_K and Q6_K of the K-quant mixes and IQ4_XS, bit for bit. */
+** Q5_K and Q6_K of the K-quant mixes and IQ4_XS, and one matrix each of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
+** IQ3_S, IQ1_S, IQ1_M, TQ1_0 and TQ2_0 (random256-iq-mix, tests/ref/gguf/make_iq.sh), bit for bit. */
 Test(gguf, quantized_weights_are_llama_cpps, .fini = teardown)
 {
     shell_setup("gguf-deq");
     static const char *const files[] = {"random-q8_0",      "random-q4_0",      "random-q4_1",      "random-q4_k_m",
                                         "random-q5_k_m",    "random-q3_k_m",    "random256-q4_k_m", "random256-q5_k_m",
-                                        "random256-q3_k_m", "random256-q2_k",   "random256-iq4_xs"};
+                                        "random256-q3_k_m", "random256-q2_k",   "random256-iq4_xs", "random256-iq-mix"};
     static const char *const mlp[] = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "Q4_K", "Q5_K", "Q3_K", "Q2_K",
-                                      "IQ4_XS"};
+                                      "IQ4_XS", "IQ3_S"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char want[128], got[8192], type[64];
         cr_assert_eq(sh(want, sizeof want, "awk -F'\\t' '$1 == \"%s.gguf\" {printf \"%%s\", $2}' "

@@ -18,6 +18,9 @@ static const struct {
     {LX_GGML_Q5_K, "Q5_K", 256, 176}, {LX_GGML_Q6_K, "Q6_K", 256, 210}, {LX_GGML_Q4_1, "Q4_1", 32, 20},
     {LX_GGML_Q5_0, "Q5_0", 32, 22},   {LX_GGML_Q5_1, "Q5_1", 32, 24},   {LX_GGML_Q2_K, "Q2_K", 256, 84},
     {LX_GGML_Q3_K, "Q3_K", 256, 110}, {LX_GGML_IQ4_NL, "IQ4_NL", 32, 18}, {LX_GGML_IQ4_XS, "IQ4_XS", 256, 136},
+    {LX_GGML_IQ2_XXS, "IQ2_XXS", 256, 66}, {LX_GGML_IQ2_XS, "IQ2_XS", 256, 74}, {LX_GGML_IQ2_S, "IQ2_S", 256, 82},
+    {LX_GGML_IQ3_XXS, "IQ3_XXS", 256, 98}, {LX_GGML_IQ3_S, "IQ3_S", 256, 110}, {LX_GGML_IQ1_S, "IQ1_S", 256, 50},
+    {LX_GGML_IQ1_M, "IQ1_M", 256, 56},     {LX_GGML_TQ1_0, "TQ1_0", 256, 54},  {LX_GGML_TQ2_0, "TQ2_0", 256, 66},
 };
 
 static int ttype_index(int type)
@@ -207,7 +210,8 @@ static int read_tensor(struct lx_gguf *g, struct rd *r, uint64_t k, struct lx_bu
     int ti = rc == LX_OK ? ttype_index((int)type) : 0;
     if (rc == LX_OK && ti < 0)
         rc = lx_err(r->err, LX_EINVAL, "%s: %s has type %u, which lenx does not read\n  hint: lenx reads F32, "
-                    "F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS", r->name,
+                    "F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, "
+                    "IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, TQ1_0 and TQ2_0", r->name,
                     name, type);
     if (rc == LX_OK && t->ne[0] % (uint64_t)ttypes[ti].block)
         rc = lx_err(r->err, LX_EINVAL, "%s: %s has rows of %llu elements, not a whole number of %s blocks of %d",

@@ -33,7 +33,9 @@ enum lx_gguf_vtype {
 enum lx_gguf_ttype {
     LX_GGML_F32 = 0, LX_GGML_F16 = 1, LX_GGML_Q4_0 = 2, LX_GGML_Q4_1 = 3, LX_GGML_Q5_0 = 6, LX_GGML_Q5_1 = 7,
     LX_GGML_Q8_0 = 8, LX_GGML_Q2_K = 10, LX_GGML_Q3_K = 11, LX_GGML_Q4_K = 12, LX_GGML_Q5_K = 13, LX_GGML_Q6_K = 14,
-    LX_GGML_IQ4_NL = 20, LX_GGML_IQ4_XS = 23, LX_GGML_BF16 = 30,
+    LX_GGML_IQ2_XXS = 16, LX_GGML_IQ2_XS = 17, LX_GGML_IQ3_XXS = 18, LX_GGML_IQ1_S = 19, LX_GGML_IQ4_NL = 20,
+    LX_GGML_IQ3_S = 21, LX_GGML_IQ2_S = 22, LX_GGML_IQ4_XS = 23, LX_GGML_IQ1_M = 29, LX_GGML_BF16 = 30, LX_GGML_TQ1_0 = 34,
+    LX_GGML_TQ2_0 = 35,
 };
 
 struct lx_gguf_kv {

@@ -3,23 +3,11 @@
 ** definitions, and AVX-512 loops that give the same values.
 */
 #include "harness/core/half.h"
+#include "harness/core/iquant.h"
 #include "harness/core/qlanes.h"
 
 #include <immintrin.h>
 #include <math.h>
-
-float lx_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 31, m = h & 0x3ff, bits;
-    float f;
-    if (e == 0) {       /* zero or subnormal: m · 2^-24, exact */
-        f = ldexpf((float)m, -24);
-        return sign ? -f : f;
-    }
-    bits = e == 31 ? sign | 0x7F800000u | m << 13 : sign | (e - 15 + 127) << 23 | m << 13;
-    memcpy(&f, &bits, 4);
-    return f;
-}
 
 uint16_t lx_f32_to_f16(float f)
 {
@@ -274,7 +262,10 @@ int lx_dtype_scale_at(int t, int which)
         [LX_DT_F32] = {-1, -1}, [LX_DT_BF16] = {-1, -1}, [LX_DT_F16] = {-1, -1},
         [LX_DT_Q8_0] = {0, -1}, [LX_DT_Q4_0] = {0, -1}, [LX_DT_Q4_K] = {0, 2}, [LX_DT_Q5_K] = {0, 2},
         [LX_DT_Q6_K] = {208, -1}, [LX_DT_Q4_1] = {0, 2}, [LX_DT_Q5_0] = {0, -1}, [LX_DT_Q5_1] = {0, 2},
-        [LX_DT_Q2_K] = {80, 82}, [LX_DT_Q3_K] = {108, -1}, [LX_DT_IQ4_NL] = {0, -1}, [LX_DT_IQ4_XS] = {0, -1}};
+        [LX_DT_Q2_K] = {80, 82}, [LX_DT_Q3_K] = {108, -1}, [LX_DT_IQ4_NL] = {0, -1}, [LX_DT_IQ4_XS] = {0, -1},
+        [LX_DT_IQ2_XXS] = {0, -1}, [LX_DT_IQ2_XS] = {0, -1}, [LX_DT_IQ2_S] = {0, -1}, [LX_DT_IQ3_XXS] = {0, -1},
+        [LX_DT_IQ3_S] = {0, -1}, [LX_DT_IQ1_S] = {0, -1}, [LX_DT_IQ1_M] = {-1, -1}, [LX_DT_TQ1_0] = {52, -1},
+        [LX_DT_TQ2_0] = {64, -1}};
     return at[t][which];
 }
 
@@ -600,7 +591,9 @@ void lx_half_to_f32_scalar(float *out, const void *src, int t, size_t n)
         return;
     }
     if (t >= LX_DT_Q8_0) {  /* blocks, dequantized as llama.cpp's formats define them */
-        if (t == LX_DT_Q8_0)
+        if (t >= LX_DT_LANES_N)
+            lx_iq_to_f32(out, src, t - LX_DT_IQ2_XXS, n);
+        else if (t == LX_DT_Q8_0)
             q8_0_to_f32(out, src, n);
         else if (t == LX_DT_Q4_0 || t == LX_DT_IQ4_NL)
             q4_nl_to_f32(out, src, n, t);
@@ -751,8 +744,9 @@ long lx_half_first_nonfinite(const void *src, int t, size_t n)
         size_t nb = lx_dtype_block_bytes(t), bv = lx_dtype_block(t);
         int at0 = lx_dtype_scale_at(t, 0), at1 = lx_dtype_scale_at(t, 1);
         for (size_t k = 0; k < n; k += bv, b += nb) {
-            uint16_t d0, d1 = 0;
-            memcpy(&d0, b + at0, 2);
+            uint16_t d0 = t == LX_DT_IQ1_M ? lx_iq1m_d(b) : 0, d1 = 0;
+            if (at0 >= 0)
+                memcpy(&d0, b + at0, 2);
             if (at1 >= 0)
                 memcpy(&d1, b + at1, 2);
             if ((d0 & 0x7c00) == 0x7c00 || (d1 & 0x7c00) == 0x7c00)

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "harness/core/f16.h"
+
 /* The number type of a tensor as held: weights used in place from a mapped
 ** file keep their file's type. LX_DT_Q8_0 and the types after it are
 ** llama.cpp's quantized blocks (a row holds whole blocks), dequantized by
@@ -27,39 +29,52 @@
 ** 3-bit q; d·(sc − 32)·(q − 4)), Q4_K and Q5_K (256: d, dmin, 6-bit scales
 ** and mins per 32; d·sc·q − dmin·m), Q6_K (256: d, int8 scales per 16;
 ** d·sc·(q − 32)), IQ4_NL (32: d, nibbles indexing 16 fixed levels; d·level),
-** IQ4_XS (256: d, 6-bit scales per 32, IQ4_NL's levels; d·(sc − 32)·level). */
+** IQ4_XS (256: d, 6-bit scales per 32, IQ4_NL's levels; d·(sc − 32)·level).
+** The types from LX_DT_IQ2_XXS on (LX_DT_LANES_N) are super-blocks of 256 whose
+** values come from codebooks or are ternary (harness/core/iquant.h): IQ2_XXS,
+** IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, TQ1_0 and TQ2_0. They have no
+** vector lanes and no dots on their blocks: products dequantize their rows. */
 enum lx_dtype { LX_DT_F32 = 0, LX_DT_BF16 = 1, LX_DT_F16 = 2, LX_DT_Q8_0 = 3, LX_DT_Q4_0 = 4, LX_DT_Q4_K = 5,
                 LX_DT_Q5_K = 6, LX_DT_Q6_K = 7, LX_DT_Q4_1 = 8, LX_DT_Q5_0 = 9, LX_DT_Q5_1 = 10, LX_DT_Q2_K = 11,
-                LX_DT_Q3_K = 12, LX_DT_IQ4_NL = 13, LX_DT_IQ4_XS = 14,
-                LX_DT_N };
+                LX_DT_Q3_K = 12, LX_DT_IQ4_NL = 13, LX_DT_IQ4_XS = 14, LX_DT_IQ2_XXS = 15, LX_DT_IQ2_XS = 16,
+                LX_DT_IQ2_S = 17, LX_DT_IQ3_XXS = 18, LX_DT_IQ3_S = 19, LX_DT_IQ1_S = 20, LX_DT_IQ1_M = 21,
+                LX_DT_TQ1_0 = 22, LX_DT_TQ2_0 = 23, LX_DT_N };
+
+/* The types below this one have vector lanes and dots that read their blocks. */
+#define LX_DT_LANES_N LX_DT_IQ2_XXS
 
 #define LX_Q8_0_VALUES 32   /* values of a Q8_0 block */
 #define LX_Q8_0_BYTES 34    /* its bytes: the f16 scale, then 32 int8 */
 
 /* Values and bytes of one block of a quantized type (1 and the value's bytes
 ** for the float types): Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL hold 32
-** values, the K-quants and IQ4_XS 256. */
+** values, the K-quants, IQ4_XS and the types after it 256. */
 static inline size_t lx_dtype_block(int t)
 {
-    static const unsigned short values[LX_DT_N] = {1, 1, 1, 32, 32, 256, 256, 256, 32, 32, 32, 256, 256, 32, 256};
+    static const unsigned short values[LX_DT_N] = {1,  1,   1,   32,  32,  256, 256, 256, 32,  32,  32,  256,
+                                                      256, 32, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256};
     return values[t];
 }
 
 static inline size_t lx_dtype_block_bytes(int t)
 {
-    static const unsigned char bytes[LX_DT_N] = {4, 2, 2, 34, 18, 144, 176, 210, 20, 22, 24, 84, 110, 18, 136};
+    static const unsigned char bytes[LX_DT_N] = {4,   2,  2,   34, 18, 144, 176, 210, 20, 22, 24, 84,
+                                                     110, 18, 136, 66, 74, 82,  98,  110, 50, 56, 54, 66};
     return bytes[t];
 }
 
 /* Where in a block of quantized type t its f16 scales lie: which 0 the
-** scale d, 1 the min's scale (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K); -1 for none. */
+** scale d, 1 the min's scale (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K); -1 for none
+** (and for IQ1_M, whose d is the top nibbles of its four 16-bit words at 48). */
 int lx_dtype_scale_at(int t, int which);
 
 /* The type's name as llama.cpp spells it ("F32", "Q4_K", ...). */
 static inline const char *lx_dtype_name(int t)
 {
     static const char *const names[LX_DT_N] = {"F32",  "BF16", "F16",  "Q8_0", "Q4_0", "Q4_K", "Q5_K",
-                                               "Q6_K", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS"};
+                                               "Q6_K", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS",
+                                               "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M",
+                                               "TQ1_0", "TQ2_0"};
     return t >= 0 && t < LX_DT_N ? names[t] : "?";
 }
 
@@ -98,8 +113,6 @@ static inline float lx_round_bf16(float f)
 {
     return lx_bf16_to_f32(lx_f32_to_bf16(f));
 }
-
-float lx_f16_to_f32(uint16_t h);
 
 /* f to IEEE f16, rounded to nearest, ties to even (as F16C's vcvtps2ph):
 ** past 65504 to infinity, below 2^-14 to a subnormal, a NaN to a quiet NaN. */

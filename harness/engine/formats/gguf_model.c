@@ -24,7 +24,7 @@
 **     blk.N.post_ffw_norm.weight        layers.N.mlp.post_norm.weight (gemma2, gemma3)
 **
 ** A matrix of ne = {in, out} is laid out as PyTorch's (out, in), so F32, F16,
-** BF16 and quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K … Q6_K, IQ4_NL, IQ4_XS) are used in place from the
+** BF16 and quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K … Q6_K, the IQ and TQ types) are used in place from the
 ** file's mapping, in their own type (quantized rows are dequantized exactly,
 ** harness/core/half.c, as products read them). llama.cpp's converter permutes a `llama` model's q and k rows into
 ** interleaved rotary pairs (its "normal" rope), so such a file's native stack
@@ -440,6 +440,9 @@ static int dtype_of(int ggml)
         {LX_GGML_Q4_0, LX_DT_Q4_0}, {LX_GGML_Q4_K, LX_DT_Q4_K}, {LX_GGML_Q5_K, LX_DT_Q5_K}, {LX_GGML_Q6_K, LX_DT_Q6_K},
         {LX_GGML_Q4_1, LX_DT_Q4_1}, {LX_GGML_Q5_0, LX_DT_Q5_0}, {LX_GGML_Q5_1, LX_DT_Q5_1}, {LX_GGML_Q2_K, LX_DT_Q2_K},
         {LX_GGML_Q3_K, LX_DT_Q3_K}, {LX_GGML_IQ4_NL, LX_DT_IQ4_NL}, {LX_GGML_IQ4_XS, LX_DT_IQ4_XS},
+        {LX_GGML_IQ2_XXS, LX_DT_IQ2_XXS}, {LX_GGML_IQ2_XS, LX_DT_IQ2_XS}, {LX_GGML_IQ2_S, LX_DT_IQ2_S},
+        {LX_GGML_IQ3_XXS, LX_DT_IQ3_XXS}, {LX_GGML_IQ3_S, LX_DT_IQ3_S}, {LX_GGML_IQ1_S, LX_DT_IQ1_S},
+        {LX_GGML_IQ1_M, LX_DT_IQ1_M}, {LX_GGML_TQ1_0, LX_DT_TQ1_0}, {LX_GGML_TQ2_0, LX_DT_TQ2_0},
     };
     for (size_t k = 0; k < sizeof map / sizeof *map; k++)
         if (map[k][0] == ggml)
@@ -642,7 +645,8 @@ static int looks_gguf(const char *path)
 const struct lx_model_format lx_model_format_gguf = {
     .name = "gguf",
     .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3, gptneox, bloom, mpt, "
-               "falcon, phi2; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS weights)",
+               "falcon, phi2; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K-Q6_K, IQ1_S-IQ4_XS, TQ1_0, TQ2_0 "
+               "weights)",
     .key = NULL,
     .dir = 0,
     .sniff = looks_gguf,

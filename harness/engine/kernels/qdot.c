@@ -41,7 +41,7 @@ int lx_qdot_has(int type)
     if (avx512 < 0)
         avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&   /* F16C: every AVX-512 */
                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");          /* CPU (clang cannot ask) */
-    return avx512 && type >= LX_DT_Q8_0 && type < LX_DT_N;
+    return avx512 && type >= LX_DT_Q8_0 && type < LX_DT_LANES_N;
 }
 
 int lx_qdot_needs_sums(int type)

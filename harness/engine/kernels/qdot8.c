@@ -42,7 +42,7 @@ int lx_act_format(int wtype)
     case LX_DT_BF16: return LX_ACT_BF16;
     case LX_DT_Q4_K: case LX_DT_Q5_K: case LX_DT_Q6_K: case LX_DT_Q2_K: case LX_DT_Q3_K: case LX_DT_IQ4_XS:
         return LX_ACT_Q8_K;
-    default: return LX_ACT_Q8_0;
+    default: return wtype >= LX_DT_LANES_N ? LX_ACT_Q8_K : LX_ACT_Q8_0;   /* the IQ1-IQ3 and TQ types: Q8_K */
     }
 }
 
@@ -722,7 +722,7 @@ int lx_qdot8_lanes(int type, long C, int max)
                   ? 16
               : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 8
                                                                                : 0;
-    if (type < LX_DT_Q8_0 || type >= LX_DT_N || C <= 0 || C % 256 != 0)
+    if (type < LX_DT_Q8_0 || type >= LX_DT_LANES_N || C <= 0 || C % 256 != 0)
         return 0;
     if (cpu == 16 && max >= 16)
         return 16;
