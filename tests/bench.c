@@ -592,10 +592,10 @@ static void deq_blocks(void *p)
     lx_half_to_f32_scalar(a->out, a->b, a->t, a->n);
 }
 
-/* Every quantized type with lanes (the IQ1-IQ3 and TQ types have none): 2^24
-** values (64 MB of fp32 out, in cache.s reach only partly, as a widened block
-** of weight rows is) from random blocks with f16 scales in [2^-14, 2^-12), one
-** thread. */
+/* Every quantized type: 2^24 values (64 MB of fp32 out, in cache.s reach
+** only partly, as a widened block of weight rows is) from random blocks with
+** f16 scales in [2^-14, 2^-12), one thread. The IQ1-IQ3 types have 8 lanes
+** only (AVX2, also on an AVX-512 CPU), TQ1_0 and TQ2_0 none (about 1x). */
 static int bench_dequant(void)
 {
     enum { N = 1 << 24 };
@@ -605,7 +605,7 @@ static int bench_dequant(void)
     printf("| %-10s | %-34s | %-22s | %9s | %9s | %8s |\n", "bench", "fast path", "baseline", "fast s", "base s",
            "speedup");
     printf("|------------|------------------------------------|------------------------|-----------|-----------|----------|\n");
-    for (int t = LX_DT_Q8_0; t < LX_DT_LANES_N; t++) {
+    for (int t = LX_DT_Q8_0; t < LX_DT_N; t++) {
         unsigned char *b = qblocks_random(t, N / lx_dtype_block(t), 1, 2, &r);
         struct deq_arg a = {b, out, t, N};
         char what[64];

@@ -576,6 +576,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t quant_av
 void lx_half_to_f32(float *out, const void *src, int t, size_t n)
 {
     size_t done = t < LX_DT_Q8_0       ? 0
+                  : t >= LX_DT_LANES_N             ? (has_avx2() ? lx_iq_to_f32_avx2(out, src, t - LX_DT_IQ2_XXS, n) : 0)
                   : has_avx512() && !lanes8_forced ? quant_avx512(out, src, t, n)
                   : has_avx2()                     ? quant_avx2(out, src, t, n)
                                                    : 0;

@@ -37,4 +37,8 @@ size_t lx_iq_block_bytes(int kind);
 /* n values (a multiple of 256) of the kind at src into out. */
 void lx_iq_to_f32(float *out, const void *src, int kind, size_t n);
 
+/* The same values by AVX2 (a CPU that has it), the same bits: returns how many
+** it did, 0 for the ternary kinds (scalar only). */
+size_t lx_iq_to_f32_avx2(float *out, const void *src, int kind, size_t n);
+
 #endif
