@@ -16,6 +16,7 @@
 
 #include "harness/core/f16.h"
 #include "harness/core/lx.h"
+#include "harness/core/iqlanes.h"
 #include "harness/core/iquant.h"
 
 static float f16_at(const unsigned char *p)
@@ -25,154 +26,16 @@ static float f16_at(const unsigned char *p)
     return lx_f16_to_f32(h);
 }
 
-static uint32_t u32_at(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static uint16_t u16_at(const unsigned char *p)
-{
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
-
-/* The sign byte of a 7-bit sign index: its parity as bit 7. */
-static unsigned signs7(uint32_t s)
-{
-    s &= 127;
-    return s | (unsigned)(__builtin_popcount(s) & 1) << 7;
-}
-
-/* One group of 8 values, decoded from its block: the scale s (db or dl), IQ1's
-** delta, the codebook index a (IQ3: a and b, four values each) and the signs. */
-struct group {
-    float s, delta;
-    uint16_t a, b;
-    unsigned signs;
-};
-
-/* IQ2_XXS (66 bytes): d, then per sub-block 4 index bytes and a 32-bit word of
-** four 7-bit sign indices and a 4-bit scale s (db = d·(1/2 + s)/4). */
-static void iq2xxs(struct group *g, const unsigned char *b)
-{
-    float d = f16_at(b);
-    for (int ib = 0; ib < 8; ib++) {
-        const unsigned char *q = b + 2 + 8 * ib;
-        uint32_t aux = u32_at(q + 4);
-        float db = d * (0.5f + (float)(aux >> 28)) * 0.25f;
-        for (int l = 0; l < 4; l++)
-            *g++ = (struct group){db, 0.0f, q[l], 0, signs7(aux >> 7 * l)};
-    }
-}
-
-/* IQ2_XS (74): d, 32 16-bit words (a 9-bit index, a 7-bit sign index), 8 bytes of
-** two 4-bit scales (the first 16 values, then the next). */
-static void iq2xs(struct group *g, const unsigned char *b)
-{
-    float d = f16_at(b);
-    for (int ib = 0; ib < 8; ib++) {
-        unsigned sc = b[66 + ib];
-        float db[2] = {d * (0.5f + (float)(sc & 0xf)) * 0.25f, d * (0.5f + (float)(sc >> 4)) * 0.25f};
-        for (int l = 0; l < 4; l++) {
-            uint16_t w = u16_at(b + 2 + 2 * (4 * ib + l));
-            *g++ = (struct group){db[l / 2], 0.0f, (uint16_t)(w & 511), 0, signs7(w >> 9)};
-        }
-    }
-}
-
-/* IQ2_S (82): d, 32 index bytes, 32 sign bytes, 8 bytes of the indices' top two
-** bits (2l of byte ib), 8 scale bytes as IQ2_XS's. */
-static void iq2s(struct group *g, const unsigned char *b)
-{
-    float d = f16_at(b);
-    for (int ib = 0; ib < 8; ib++) {
-        unsigned sc = b[74 + ib], qh = b[66 + ib];
-        float db[2] = {d * (0.5f + (float)(sc & 0xf)) * 0.25f, d * (0.5f + (float)(sc >> 4)) * 0.25f};
-        for (int l = 0; l < 4; l++)
-            *g++ = (struct group){db[l / 2], 0.0f, (uint16_t)(b[2 + 4 * ib + l] | (qh << (8 - 2 * l) & 0x300)), 0,
-                                  b[34 + 4 * ib + l]};
-    }
-}
-
-/* IQ3_XXS (98): d, 64 index bytes, then per sub-block a 32-bit word as
-** IQ2_XXS's (db = d·(1/2 + s)/2). */
-static void iq3xxs(struct group *g, const unsigned char *b)
-{
-    float d = f16_at(b);
-    for (int ib = 0; ib < 8; ib++) {
-        const unsigned char *q = b + 2 + 8 * ib;
-        uint32_t aux = u32_at(b + 66 + 4 * ib);
-        float db = d * (0.5f + (float)(aux >> 28)) * 0.5f;
-        for (int l = 0; l < 4; l++)
-            *g++ = (struct group){db, 0.0f, q[2 * l], q[2 * l + 1], signs7(aux >> 7 * l)};
-    }
-}
-
-/* IQ3_S (110): d, 64 index bytes, 8 bytes of their ninth bits (bit j of byte ib),
-** 32 sign bytes, 4 bytes of two 4-bit scales (db = d·(1 + 2s)). */
-static void iq3s(struct group *g, const unsigned char *b)
-{
-    float d = f16_at(b);
-    for (int ib = 0; ib < 8; ib++) {
-        const unsigned char *q = b + 2 + 8 * ib;
-        unsigned qh = b[66 + ib], s = ib % 2 ? b[106 + ib / 2] >> 4 : b[106 + ib / 2] & 0xf;
-        float db = d * (float)(1 + 2 * (int)s);
-        for (int l = 0; l < 4; l++)
-            *g++ = (struct group){db, 0.0f, (uint16_t)(q[2 * l] | (qh << (8 - 2 * l) & 256)),
-                                  (uint16_t)(q[2 * l + 1] | (qh << (7 - 2 * l) & 256)), b[74 + 4 * ib + l]};
-    }
-}
-
-/* IQ1_S (50): d, 32 index bytes, 8 16-bit words: the indices' top three bits
-** (3l), a 3-bit scale (bits 12-14; dl = d·(2s + 1)) and the delta's sign (15). */
-static void iq1s(struct group *g, const unsigned char *b)
-{
-    float d = f16_at(b);
-    for (int ib = 0; ib < 8; ib++) {
-        unsigned h = u16_at(b + 34 + 2 * ib);
-        float dl = d * (float)(2 * (int)(h >> 12 & 7) + 1), delta = h & 0x8000 ? -0.125f : 0.125f;
-        for (int l = 0; l < 4; l++)
-            *g++ = (struct group){dl, delta, (uint16_t)(b[2 + 4 * ib + l] | (h >> 3 * l & 7) << 8), 0, 0};
-    }
-}
-
-/* IQ1_M (56): 32 index bytes, 16 bytes of two groups' top three bits and delta
-** signs (a nibble each), 4 16-bit words of four 3-bit scales whose top nibbles
-** make the f16 d. */
-static void iq1m(struct group *g, const unsigned char *b)
-{
-    uint16_t sc[4];
-    memcpy(sc, b + 48, 8);
-    float d = lx_f16_to_f32(lx_iq1m_d(b));
-    for (int ib = 0; ib < 8; ib++) {
-        const unsigned char *q = b + 4 * ib, *qh = b + 32 + 2 * ib;
-        float dl[2] = {d * (float)(2 * (sc[ib / 2] >> 6 * (ib % 2) & 7) + 1),
-                       d * (float)(2 * (sc[ib / 2] >> (6 * (ib % 2) + 3) & 7) + 1)};
-        for (int l = 0; l < 4; l++) {
-            unsigned nib = qh[l / 2] >> 4 * (l % 2);
-            *g++ = (struct group){dl[l / 2], nib & 8 ? -0.125f : 0.125f, (uint16_t)(q[l] | (nib & 7) << 8), 0, 0};
-        }
-    }
-}
-
-/* The codebook kinds' decoders, books and levels, and how their groups become values. */
-enum family { SIGNED8, SIGNED4X2, DELTA8 };
+/* The codebook kinds' books and levels. */
 static const struct {
-    void (*decode)(struct group *, const unsigned char *);
     const uint16_t *book;
     const signed char *levels;
-    int n, family;
+    int n;
 } books[LX_TQ1_0] = {
-    {iq2xxs, lx_iq2xxs_book, lx_iq2xxs_book_levels, 256, SIGNED8},
-    {iq2xs, lx_iq2xs_book, lx_iq2xs_book_levels, 512, SIGNED8},
-    {iq2s, lx_iq2s_book, lx_iq2s_book_levels, 1024, SIGNED8},
-    {iq3xxs, lx_iq3xxs_book, lx_iq3xxs_book_levels, 256, SIGNED4X2},
-    {iq3s, lx_iq3s_book, lx_iq3s_book_levels, 512, SIGNED4X2},
-    {iq1s, lx_iq1s_book, lx_iq1s_book_levels, 2048, DELTA8},
-    {iq1m, lx_iq1s_book, lx_iq1s_book_levels, 2048, DELTA8},
+    {lx_iq2xxs_book, lx_iq2xxs_book_levels, 256}, {lx_iq2xs_book, lx_iq2xs_book_levels, 512},
+    {lx_iq2s_book, lx_iq2s_book_levels, 1024},    {lx_iq3xxs_book, lx_iq3xxs_book_levels, 256},
+    {lx_iq3s_book, lx_iq3s_book_levels, 512},     {lx_iq1s_book, lx_iq1s_book_levels, 2048},
+    {lx_iq1s_book, lx_iq1s_book_levels, 2048},
 };
 
 /* Bytes of a block of each kind. */
@@ -189,15 +52,15 @@ static float level(int kind, unsigned e, int j, int w)
     return (float)books[kind].levels[books[kind].book[e] >> w * j & ((1 << w) - 1)];
 }
 
-/* A super-block's 32 groups into 256 values: (s · level) · ±1 (IQ2, IQ3: four
+/* A sub-block's 4 groups into 32 values: (s · level) · ±1 (IQ2, IQ3: four
 ** values from each of entries a and b), or s · (level + delta) (IQ1). */
 static void emit(float *y, int kind, const struct group *g)
 {
-    for (int k = 0; k < 32; k++, y += 8) {
+    for (int k = 0; k < 4; k++, y += 8) {
         const struct group *G = &g[k];
         for (int j = 0; j < 8; j++)
-            y[j] = books[kind].family == DELTA8  ? G->s * (level(kind, G->a, j, 2) + G->delta)
-                   : books[kind].family == SIGNED8 ? G->s * level(kind, G->a, j, 2) * sign(G->signs, j)
+            y[j] = lx_iq_family(kind) == LX_IQ_DELTA8  ? G->s * (level(kind, G->a, j, 2) + G->delta)
+                   : lx_iq_family(kind) == LX_IQ_SIGNED8 ? G->s * level(kind, G->a, j, 2) * sign(G->signs, j)
                                                    : G->s * level(kind, j < 4 ? G->a : G->b, j % 4, 3) * sign(G->signs, j);
     }
 }
@@ -246,7 +109,7 @@ static pthread_once_t lanes_once = PTHREAD_ONCE_INIT;
 static void lanes_init(void)
 {
     for (int kind = 0; kind < LX_TQ1_0; kind++) {
-        int per = books[kind].family == SIGNED4X2 ? 4 : 8, w = per == 4 ? 3 : 2;
+        int per = lx_iq_family(kind) == LX_IQ_SIGNED4X2 ? 4 : 8, w = per == 4 ? 3 : 2;
         float *t = lane_books[kind] = lx_xmalloc(sizeof(float) * (size_t)(books[kind].n * per));
         for (int e = 0; e < books[kind].n; e++)
             for (int j = 0; j < per; j++)
@@ -257,38 +120,46 @@ static void lanes_init(void)
             sign_rows[s][j] = sign((unsigned)s, j);
 }
 
-__attribute__((target("avx2"))) static void emit_avx2(float *y, int kind, const struct group *g)
+void lx_iq_lane_tables(int kind, const float **book, const float (**signs)[8])
 {
-    const float *t = lane_books[kind];
-    for (int k = 0; k < 32; k++, y += 8) {
-        const struct group *G = &g[k];
-        __m256 s = _mm256_set1_ps(G->s), v;
-        if (books[kind].family == DELTA8)
-            v = _mm256_mul_ps(s, _mm256_add_ps(_mm256_loadu_ps(t + 8 * G->a), _mm256_set1_ps(G->delta)));
-        else {
-            __m256 e = books[kind].family == SIGNED8
-                           ? _mm256_loadu_ps(t + 8 * G->a)
-                           : _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(t + 4 * G->a)),
-                                                  _mm_loadu_ps(t + 4 * G->b), 1);
-            v = _mm256_mul_ps(_mm256_mul_ps(s, e), _mm256_loadu_ps(sign_rows[G->signs]));
-        }
-        _mm256_storeu_ps(y, v);
-    }
+    pthread_once(&lanes_once, lanes_init);
+    *book = lane_books[kind];
+    *signs = (const float(*)[8])sign_rows;
 }
 
-size_t lx_iq_to_f32_avx2(float *out, const void *src, int kind, size_t n)
+/* The whole blocks of n values of one kind (a constant at each call). */
+__attribute__((target("avx2"), always_inline)) static inline size_t lanes_of(float *out, const unsigned char *b,
+                                                                             size_t n, int kind)
 {
-    if (kind >= LX_TQ1_0)
-        return 0;
-    pthread_once(&lanes_once, lanes_init);
-    const unsigned char *b = src;
-    struct group g[32];
+    const float *t, (*sg)[8];
+    lx_iq_lane_tables(kind, &t, &sg);
+    struct group g[4];
+    __m256 v[4];
     size_t k = 0;
     for (; k + 256 <= n; k += 256, b += kind_bytes[kind]) {
-        books[kind].decode(g, b);
-        emit_avx2(out + k, kind, g);
+        float d = lx_iq_block_d(kind, b);
+        for (int ib = 0; ib < 8; ib++) {
+            lx_iq_decode(kind, g, b, d, ib);
+            lx_iq_values8(v, t, sg, lx_iq_family(kind), g);
+            for (int q = 0; q < 4; q++)
+                _mm256_storeu_ps(out + k + 32 * ib + 8 * q, v[q]);
+        }
     }
     return k;
+}
+
+__attribute__((target("avx2"))) size_t lx_iq_to_f32_avx2(float *out, const void *src, int kind, size_t n)
+{
+    switch (kind) {
+    case LX_IQ2_XXS: return lanes_of(out, src, n, LX_IQ2_XXS);
+    case LX_IQ2_XS: return lanes_of(out, src, n, LX_IQ2_XS);
+    case LX_IQ2_S: return lanes_of(out, src, n, LX_IQ2_S);
+    case LX_IQ3_XXS: return lanes_of(out, src, n, LX_IQ3_XXS);
+    case LX_IQ3_S: return lanes_of(out, src, n, LX_IQ3_S);
+    case LX_IQ1_S: return lanes_of(out, src, n, LX_IQ1_S);
+    case LX_IQ1_M: return lanes_of(out, src, n, LX_IQ1_M);
+    default: return 0;  /* TQ1_0, TQ2_0: scalar */
+    }
 }
 
 size_t lx_iq_block_bytes(int kind)
@@ -299,12 +170,16 @@ size_t lx_iq_block_bytes(int kind)
 void lx_iq_to_f32(float *out, const void *src, int kind, size_t n)
 {
     const unsigned char *b = src;
-    struct group g[32];
-    for (size_t k = 0; k < n; k += 256, b += kind_bytes[kind])
-        if (kind >= LX_TQ1_0)
+    struct group g[4];
+    for (size_t k = 0; k < n; k += 256, b += kind_bytes[kind]) {
+        if (kind >= LX_TQ1_0) {
             (kind == LX_TQ1_0 ? tq1 : tq2)(out + k, b);
-        else {
-            books[kind].decode(g, b);
-            emit(out + k, kind, g);
+            continue;
         }
+        float d = lx_iq_block_d(kind, b);
+        for (int ib = 0; ib < 8; ib++) {
+            lx_iq_decode(kind, g, b, d, ib);
+            emit(out + k + 32 * ib, kind, g);
+        }
+    }
 }

@@ -2,8 +2,9 @@
 ** harness/core/iquant.h - llama.cpp's lowest-bit GGUF types: IQ2_XXS, IQ2_XS,
 ** IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (values from codebooks, iqbooks.c) and
 ** the ternary TQ1_0 and TQ2_0 (docs/checkpoints.md#gguf). Super-blocks of 256
-** values, dequantized by scalar loops only, with the values and the order of
-** roundings of the formats' definitions: the products dequantize them first.
+** values, dequantized with the values and the order of roundings of the
+** formats' definitions (scalar loops, and the IQ types in 8 AVX2 lanes too):
+** the products dequantize them first.
 */
 #ifndef LX_IQUANT_H
 #define LX_IQUANT_H
@@ -36,6 +37,10 @@ size_t lx_iq_block_bytes(int kind);
 
 /* n values (a multiple of 256) of the kind at src into out. */
 void lx_iq_to_f32(float *out, const void *src, int kind, size_t n);
+
+/* The IQ kind's entries as floats for 8 lanes (entry e's values at [8e], IQ3's at
+** [4e]) and the 256 sign bytes as rows of ±1 (harness/core/iqlanes.h); made once. */
+void lx_iq_lane_tables(int kind, const float **book, const float (**signs)[8]);
 
 /* The same values by AVX2 (a CPU that has it), the same bits: returns how many
 ** it did, 0 for the ternary kinds (scalar only). */

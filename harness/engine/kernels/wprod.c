@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/core/iqlanes.h"
 #include "harness/core/lx.h"
 #include "harness/core/qlanes.h"
 #include "harness/engine/kernels/blas.h"
@@ -179,6 +180,22 @@ W8 __m256i bits8(const unsigned char *p, int shift, int mask)
                             _mm256_set1_epi32(mask));
 }
 
+/* The codebook types (IQ1-IQ3), whose 8-lane dots read their blocks through iqlanes.h. */
+static inline int iq8(int type)
+{
+    return type >= LX_DT_IQ2_XXS && type <= LX_DT_IQ1_M;
+}
+
+/* Values c … c + 31 (c a multiple of 32) of a row of a codebook type, as iquant.c's lanes form
+** them: sub-block c mod 256 / 32 of its block, whose d is d (t, sg: lx_iq_lane_tables). */
+W8 void widen32_iq(__m256 v[4], const void *w, long c, int type, float d, const float *t, const float (*sg)[8])
+{
+    const int kind = type - LX_DT_IQ2_XXS;
+    struct group g[4];
+    lx_iq_decode(kind, g, (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type), d, (int)(c % 256 / 32));
+    lx_iq_values8(v, t, sg, lx_iq_family(kind), g);
+}
+
 /* The types of 256-value super-blocks whose 8-lane dots read their blocks (widen32). */
 static inline int kquant8(int type)
 {
@@ -295,8 +312,11 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline void dots8
                                                                                  int type, long C)
 {
     __m256 a[4][GEMV_GROUP8];
-    float ds[16], ms[16];
+    float ds[16] = {0}, ms[16];
+    const float *it = NULL, (*isg)[8] = NULL;
     long c = 0;
+    if (iq8(type))
+        lx_iq_lane_tables(type - LX_DT_IQ2_XXS, &it, &isg);
 #pragma GCC unroll 2
     for (int t = 0; t < n; t++)
         a[0][t] = a[1][t] = a[2][t] = a[3][t] = _mm256_setzero_ps();
@@ -304,7 +324,12 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline void dots8
         __m256 wv[4];
         if (c % 256 == 0 && kquant8(type))
             kscales8(ds, ms, w, c, type);
-        widen32(wv, w, c, type, ds, ms);
+        if (c % 256 == 0 && iq8(type))
+            ds[0] = lx_iq_block_d(type - LX_DT_IQ2_XXS, (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type));
+        if (iq8(type))
+            widen32_iq(wv, w, c, type, ds[0], it, isg);
+        else
+            widen32(wv, w, c, type, ds, ms);
 #pragma GCC unroll 2
         for (int t = 0; t < n; t++) {
             const float *xt = x + t * ldx + c;
@@ -345,6 +370,8 @@ static void dots_half_avx2(float *out, const float *x, long ldx, int n, const vo
         DOTS8_CASE(LX_DT_F32) DOTS8_CASE(LX_DT_BF16) DOTS8_CASE(LX_DT_F16) DOTS8_CASE(LX_DT_Q8_0)
         DOTS8_CASE(LX_DT_Q4_K) DOTS8_CASE(LX_DT_Q5_K) DOTS8_CASE(LX_DT_Q6_K) DOTS8_CASE(LX_DT_Q2_K)
         DOTS8_CASE(LX_DT_Q3_K) DOTS8_CASE(LX_DT_IQ4_XS) DOTS8_CASE(LX_DT_Q4_0) DOTS8_CASE(LX_DT_IQ4_NL)
+        DOTS8_CASE(LX_DT_IQ2_XXS) DOTS8_CASE(LX_DT_IQ2_XS) DOTS8_CASE(LX_DT_IQ2_S) DOTS8_CASE(LX_DT_IQ3_XXS)
+        DOTS8_CASE(LX_DT_IQ3_S) DOTS8_CASE(LX_DT_IQ1_S) DOTS8_CASE(LX_DT_IQ1_M)
 #undef DOTS8_CASE
         default: LX_ASSERT(!"a type with 8-lane dots");
         }
@@ -392,7 +419,7 @@ int lx_wprod_fused(int type)
 {
     return gemv_lanes() == 16 ? lx_qdot_has(type)     /* 8 lanes: widen32 */
                               : gemv_lanes() == 8 && (type == LX_DT_Q8_0 || type == LX_DT_Q4_0 ||
-                                                      type == LX_DT_IQ4_NL || kquant8(type));
+                                                      type == LX_DT_IQ4_NL || kquant8(type) || iq8(type));
 }
 
 /* y[., o] = x · w + beta · y[., o] for a few rows of x and one row w of W:
