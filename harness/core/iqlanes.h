@@ -12,7 +12,18 @@
 #include <string.h>
 
 #include "harness/core/f16.h"
-#include "harness/core/iquant.h"
+
+/* The types in the order of half.h's LX_DT_IQ2_XXS … LX_DT_TQ2_0 (kind = type − LX_DT_IQ2_XXS). */
+enum lx_iq_kind { LX_IQ2_XXS, LX_IQ2_XS, LX_IQ2_S, LX_IQ3_XXS, LX_IQ3_S, LX_IQ1_S, LX_IQ1_M, LX_TQ1_0, LX_TQ2_0, LX_IQ_N };
+
+/* IQ1_M's f16 scale d: the top nibbles of the four 16-bit words at byte 48 of block b. */
+static inline uint16_t lx_iq1m_d(const unsigned char *b)
+{
+    uint16_t sc[4];
+    memcpy(sc, b + 48, 8);
+    return (uint16_t)(sc[0] >> 12 | (sc[1] >> 8 & 0x00f0) | (sc[2] >> 4 & 0x0f00) | (sc[3] & 0xf000));
+}
+
 
 static inline uint32_t u32_at(const unsigned char *p)
 {

@@ -11,26 +11,17 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
+
+#include "harness/core/iqlanes.h"
 
 /* Each codebook entry packs its values as codes into the book's levels: value j
 ** of entry e is levels[(book[e] >> j·w) & (2^w − 1)], w = 2 for the eight
 ** values of IQ2's and IQ1's entries, 3 for the four of IQ3's. */
+/* The kinds (enum lx_iq_kind) and their blocks' decoding: harness/core/iqlanes.h. */
 extern const signed char lx_iq2xxs_book_levels[4], lx_iq2xs_book_levels[4], lx_iq2s_book_levels[4],
     lx_iq3xxs_book_levels[8], lx_iq3s_book_levels[8], lx_iq1s_book_levels[4];
 extern const uint16_t lx_iq2xxs_book[256], lx_iq2xs_book[512], lx_iq2s_book[1024], lx_iq3xxs_book[256],
     lx_iq3s_book[512], lx_iq1s_book[2048];
-
-/* IQ1_M's f16 scale d: the top nibbles of the four 16-bit words at byte 48 of block b. */
-static inline uint16_t lx_iq1m_d(const unsigned char *b)
-{
-    uint16_t sc[4];
-    memcpy(sc, b + 48, 8);
-    return (uint16_t)(sc[0] >> 12 | (sc[1] >> 8 & 0x00f0) | (sc[2] >> 4 & 0x0f00) | (sc[3] & 0xf000));
-}
-
-/* The types in the order of half.h's LX_DT_IQ2_XXS … LX_DT_TQ2_0 (kind = type − LX_DT_IQ2_XXS). */
-enum lx_iq_kind { LX_IQ2_XXS, LX_IQ2_XS, LX_IQ2_S, LX_IQ3_XXS, LX_IQ3_S, LX_IQ1_S, LX_IQ1_M, LX_TQ1_0, LX_TQ2_0, LX_IQ_N };
 
 /* Bytes of one block of 256 values of the kind. */
 size_t lx_iq_block_bytes(int kind);

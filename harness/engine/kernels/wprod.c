@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "harness/core/iqlanes.h"
+#include "harness/core/iquant.h"
 #include "harness/core/lx.h"
 #include "harness/core/qlanes.h"
 #include "harness/engine/kernels/blas.h"
