@@ -673,8 +673,8 @@ static void bench_halfdot(float *x, float *y, long C, long OC, struct lx_rng *r)
 static int bench_qdot(void)
 {
     enum { C = 2048, OC = 8192 };
-    static const int types[] = {LX_DT_Q4_K, LX_DT_Q5_K, LX_DT_Q6_K, LX_DT_Q8_0, LX_DT_Q2_K, LX_DT_Q3_K, LX_DT_Q4_0,
-                                LX_DT_IQ4_XS};
+    static const int types[] = {LX_DT_Q4_K, LX_DT_Q5_K, LX_DT_Q6_K, LX_DT_Q8_0,   LX_DT_Q2_K, LX_DT_Q3_K,
+                                LX_DT_Q4_0, LX_DT_IQ4_XS, LX_DT_Q4_1, LX_DT_Q5_0, LX_DT_IQ3_S, LX_DT_IQ2_XXS};
     struct lx_rng r;
     lx_rng_init(&r, 4, 0, LX_RNG_INIT);
     lx_numerics_set(LX_NUMERICS_FAST);
@@ -689,7 +689,7 @@ static int bench_qdot(void)
     for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
         int fused = lx_wprod_fused(types[i]), acts = lx_qdot8_lanes(types[i], C, lx_wprod_lanes(0)) > 0;
         if (!fused)
-            printf("qdot: %s: no fused kernel on this CPU (AVX-512 needed; on AVX2 all but Q4_1, Q5_0, Q5_1)\n",
+            printf("qdot: %s: no fused kernel on this CPU (AVX-512 or AVX2; the IQ1-IQ3 types AVX2 only)\n",
                    lx_dtype_name(types[i]));
         if (!fused && !acts)
             continue;

@@ -103,7 +103,7 @@ Test(half_products, typed_products_match_the_reference)
 /* Every quantized type dequantized in lanes (lx_half_to_f32) gives the block-by-block reference's
 ** values bit for bit: 9 blocks of random bytes, their f16 scales finite (at the offsets of each
 ** format, tests/qblocks.h), so every bit pattern of the integers is met. AVX-512's 16 lanes cover
-** every type, AVX2's 8 Q8_0, Q4_0, IQ4_NL, Q2_K to Q6_K and IQ4_XS (the rest scalar); both where the CPU runs
+** every type but the IQ1-IQ3 and TQ ones, AVX2's 8 every type but TQ1_0 and TQ2_0 (scalar); both where the CPU runs
 ** both. A run that does not start at the first block (the widening of a row in parts) lands on the
 ** same values. */
 static void quantized_lanes_case(int lanes)
@@ -212,7 +212,7 @@ Test(half_products, quantized_few_rows_products)
 }
 
 /* In 8 lanes (a CPU without AVX-512, or lx_wprod_lanes(8)) a few rows' dots read the blocks of Q8_0,
-** Q4_0, IQ4_NL, Q2_K to Q6_K, IQ4_XS and the IQ1-IQ3 types directly, each weight as the dequantized
+** Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K to Q6_K, IQ4_XS and the IQ1-IQ3 types directly, each weight as the dequantized
 ** row holds it, in the chains of the half weights' kernel: the same bits as dequantizing each row
 ** first (lx_wprod_qdot(0)), and a row alone the same bits as among 20. Q8_0's K = 784: 24 blocks and
 ** a half-step (16 values) at the end; the others' 768 (three super-blocks of 256). */
@@ -221,7 +221,7 @@ Test(half_products, quantized_dots_in_8_lanes_are_the_dequantized_rows)
     static const int types[] = {LX_DT_Q8_0,    LX_DT_Q4_0,   LX_DT_IQ4_NL,  LX_DT_Q4_K,    LX_DT_Q5_K,
                                 LX_DT_Q6_K,    LX_DT_Q2_K,   LX_DT_Q3_K,    LX_DT_IQ4_XS,  LX_DT_IQ2_XXS,
                                 LX_DT_IQ2_XS,  LX_DT_IQ2_S,  LX_DT_IQ3_XXS, LX_DT_IQ3_S,   LX_DT_IQ1_S,
-                                LX_DT_IQ1_M};
+                                LX_DT_IQ1_M,   LX_DT_Q4_1,   LX_DT_Q5_0,    LX_DT_Q5_1};
     if (lx_wprod_lanes(8) != 8)
         cr_skip_test("no AVX2: a few rows go through sgemm");
     enum { M = 20, KMAX = 784, N = 21 };

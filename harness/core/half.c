@@ -401,6 +401,14 @@ __attribute__((target("avx2,f16c"))) static size_t w32_avx2(float *out, const un
     const int8_t *levels = t == LX_DT_IQ4_NL ? lx_ql_iq4_levels : lx_ql_q4_0_levels;
     for (; k + 32 <= n; k += 32, out += 32) {
         float d = f16_at(b);
+        if (t == LX_DT_Q4_1 || t == LX_DT_Q5_0 || t == LX_DT_Q5_1) {
+            __m256 v[4];
+            lx_ql_w32_min_avx2(v, b, t == LX_DT_Q4_1 ? LX_QL_Q4_1 : t == LX_DT_Q5_0 ? LX_QL_Q5_0 : LX_QL_Q5_1);
+            for (int g = 0; g < 4; g++)
+                _mm256_storeu_ps(out + 8 * g, v[g]);
+            b += lx_dtype_block_bytes(t);
+            continue;
+        }
         if (t == LX_DT_Q8_0) {
             for (int g = 0; g < 4; g++)
                 put8(out + 8 * g, _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * g))), d, NULL);
@@ -536,12 +544,15 @@ int lx_half_lanes(int lanes)
     return has_avx512() && !lanes8_forced ? 16 : has_avx2() ? 8 : 0;
 }
 
-/* The values of n done in 8 lanes (whole blocks of Q8_0, Q4_0, IQ4_NL, Q2_K to Q6_K and IQ4_XS), 0 for the
-** others; on a CPU with AVX2 and F16C only. */
+/* The values of n done in 8 lanes (whole blocks of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K to
+** Q6_K and IQ4_XS), 0 for the others; on a CPU with AVX2 and F16C only. */
 __attribute__((target("avx2,f16c"))) static size_t quant_avx2(float *out, const void *src, int t, size_t n)
 {
     switch (t) {
     case LX_DT_Q8_0: case LX_DT_Q4_0: case LX_DT_IQ4_NL: return w32_avx2(out, src, n, t);
+    case LX_DT_Q4_1: return w32_avx2(out, src, n, LX_DT_Q4_1);
+    case LX_DT_Q5_0: return w32_avx2(out, src, n, LX_DT_Q5_0);
+    case LX_DT_Q5_1: return w32_avx2(out, src, n, LX_DT_Q5_1);
     case LX_DT_Q4_K: return qk_4_5_avx2(out, src, n, 0);
     case LX_DT_Q5_K: return qk_4_5_avx2(out, src, n, 1);
     case LX_DT_Q6_K: return q6_k_avx2(out, src, n);

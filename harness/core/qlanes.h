@@ -196,6 +196,35 @@ static inline size_t lx_ql_w32_bytes(int kind)
     return bytes[kind];
 }
 
+/* A block of Q4_1, Q5_0 or Q5_1 (kind LX_QL_Q4_1 …) in 8 lanes: values 8g … 8g + 7 in v[g] (the
+** low nibbles, then the high ones; Q5's fifth bit of value i bit i of the 32-bit word), q·d + m,
+** or (q − 16)·d for Q5_0: the scalar loop's operations (q_32_to_f32), lane by lane. */
+__attribute__((target("avx2,f16c"), always_inline)) static inline void lx_ql_w32_min_avx2(__m256 v[4],
+                                                                                        const unsigned char *b,
+                                                                                        int kind)
+{
+    const int five = kind != LX_QL_Q4_1, min = kind != LX_QL_Q5_0;
+    const __m256 d = _mm256_set1_ps(lx_ql_f16(b)), m = _mm256_set1_ps(min ? lx_ql_f16(b + 2) : 0.0f);
+    const __m128i low = _mm_set1_epi8(0x0f), qb = _mm_loadu_si128((const __m128i *)(b + (min ? 4 : 2) + (five ? 4 : 0))),
+                  lo = _mm_and_si128(qb, low), hi = _mm_and_si128(_mm_srli_epi16(qb, 4), low);
+    const __m128i parts[4] = {lo, _mm_unpackhi_epi64(lo, lo), hi, _mm_unpackhi_epi64(hi, hi)};
+    uint32_t h = 0;
+    if (five)
+        memcpy(&h, b + (min ? 4 : 2), 4);
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1),
+                  hv = _mm256_set1_epi32((int)h), sixteen = _mm256_set1_epi32(16);
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        __m256i q = _mm256_cvtepu8_epi32(parts[g]);
+        if (five)
+            q = _mm256_or_si256(q, _mm256_slli_epi32(
+                                       _mm256_and_si256(_mm256_srlv_epi32(hv, _mm256_add_epi32(iota, _mm256_set1_epi32(8 * g))),
+                                                        one), 4));
+        v[g] = min ? _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d), m)
+                   : _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, sixteen)), d);
+    }
+}
+
 /* The 32 weights of the block at b of a kind of 32-value blocks (Q8_0,
 ** Q4_0, IQ4_NL, Q4_1, Q5_0, Q5_1), each made by the block-by-block
 ** reference's operations in its order (its bits): w[0] values 0-15, w[1]

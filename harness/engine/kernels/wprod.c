@@ -181,6 +181,12 @@ W8 __m256i bits8(const unsigned char *p, int shift, int mask)
                             _mm256_set1_epi32(mask));
 }
 
+/* Q4_1, Q5_0 and Q5_1: 32-value blocks with a min or a fifth bit (lx_ql_w32_min_avx2). */
+static inline int min32(int type)
+{
+    return type == LX_DT_Q4_1 || type == LX_DT_Q5_0 || type == LX_DT_Q5_1;
+}
+
 /* The codebook types (IQ1-IQ3), whose 8-lane dots read their blocks through iqlanes.h. */
 static inline int iq8(int type)
 {
@@ -250,6 +256,11 @@ W8 void widen32(__m256 v[4], const void *w, long c, int type, const float *ds, c
     if (type == LX_DT_Q4_0 || type == LX_DT_IQ4_NL) {   /* a block of 32: f16 d, 16 nibble bytes */
         const unsigned char *b = (const unsigned char *)w + c / 32 * lx_dtype_block_bytes(type);
         lx_ql_levels32_avx2(v, b + 2, type == LX_DT_Q4_0 ? lx_ql_q4_0_levels : lx_ql_iq4_levels, lx_ql_f16(b));
+        return;
+    }
+    if (min32(type)) {  /* a block of 32: d (and m), the fifth bits, 16 nibble bytes */
+        lx_ql_w32_min_avx2(v, (const unsigned char *)w + c / 32 * lx_dtype_block_bytes(type),
+                           type == LX_DT_Q4_1 ? LX_QL_Q4_1 : type == LX_DT_Q5_0 ? LX_QL_Q5_0 : LX_QL_Q5_1);
         return;
     }
     if (!kquant8(type)) {
@@ -372,7 +383,8 @@ static void dots_half_avx2(float *out, const float *x, long ldx, int n, const vo
         DOTS8_CASE(LX_DT_Q4_K) DOTS8_CASE(LX_DT_Q5_K) DOTS8_CASE(LX_DT_Q6_K) DOTS8_CASE(LX_DT_Q2_K)
         DOTS8_CASE(LX_DT_Q3_K) DOTS8_CASE(LX_DT_IQ4_XS) DOTS8_CASE(LX_DT_Q4_0) DOTS8_CASE(LX_DT_IQ4_NL)
         DOTS8_CASE(LX_DT_IQ2_XXS) DOTS8_CASE(LX_DT_IQ2_XS) DOTS8_CASE(LX_DT_IQ2_S) DOTS8_CASE(LX_DT_IQ3_XXS)
-        DOTS8_CASE(LX_DT_IQ3_S) DOTS8_CASE(LX_DT_IQ1_S) DOTS8_CASE(LX_DT_IQ1_M)
+        DOTS8_CASE(LX_DT_IQ3_S) DOTS8_CASE(LX_DT_IQ1_S) DOTS8_CASE(LX_DT_IQ1_M) DOTS8_CASE(LX_DT_Q4_1)
+        DOTS8_CASE(LX_DT_Q5_0) DOTS8_CASE(LX_DT_Q5_1)
 #undef DOTS8_CASE
         default: LX_ASSERT(!"a type with 8-lane dots");
         }
@@ -420,7 +432,8 @@ int lx_wprod_fused(int type)
 {
     return gemv_lanes() == 16 ? lx_qdot_has(type)     /* 8 lanes: widen32 */
                               : gemv_lanes() == 8 && (type == LX_DT_Q8_0 || type == LX_DT_Q4_0 ||
-                                                      type == LX_DT_IQ4_NL || kquant8(type) || iq8(type));
+                                                      type == LX_DT_IQ4_NL || kquant8(type) || iq8(type) ||
+                                                      min32(type));
 }
 
 /* y[., o] = x · w + beta · y[., o] for a few rows of x and one row w of W:

@@ -41,8 +41,8 @@ void lx_wlinear(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, 
 ** read the blocks directly (qdot.h) when on (the default); off, each weight
 ** row is dequantized first (the general path, for benches and tests). */
 void lx_wprod_qdot(int on);
-/* Whether those products read type's blocks directly here: every quantized type in 16 lanes
-** (qdot.c), all but Q4_1, Q5_0 and Q5_1 in 8. */
+/* Whether those products read type's blocks directly here: every quantized type but the IQ1-IQ3
+** and TQ types in 16 lanes (qdot.c), all but TQ1_0 and TQ2_0 in 8. */
 int lx_wprod_fused(int type);
 /* Fast numerics' products of a few rows on fp32, bf16 and f16 weights read them in place, in 16
 ** lanes on an AVX-512 CPU, in 8 on one with AVX2 (FMA, F16C), else by sgemm. lanes 8 asks for the
