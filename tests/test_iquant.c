@@ -108,7 +108,8 @@ Test(iquant, iq3_scales_and_signs)
     memcpy(b + 66 + 4, &w, 4);                  /* sub-block 1 */
     deq(b, LX_DT_IQ3_XXS);
     for (int i = 0; i < 64; i++)
-        cr_expect(on_levels(y[i], i < 32 ? 0.25f : 2.75f, lx_iq3xxs_book_levels, 8) && (y[i] < 0) == (i >= 32 && i < 40),
+        cr_expect(on_levels(y[i], i < 32 ? 0.25f : 2.75f, lx_iq3xxs_book_levels, 8) &&
+                      (y[i] < 0) == (i >= 32 && i < 40),
                   "IQ3_XXS value %d: %g", i, y[i]);
     memset(b, 0, sizeof b);
     b[0] = 0x00, b[1] = 0x3c;
@@ -148,7 +149,8 @@ Test(iquant, iq1_scales_and_deltas)
 Test(iquant, block_sizes_agree)
 {
     for (int k = 0; k < LX_IQ_N; k++)
-        cr_expect_eq(lx_iq_block_bytes(k), lx_dtype_block_bytes(LX_DT_IQ2_XXS + k), "%s", lx_dtype_name(LX_DT_IQ2_XXS + k));
+        cr_expect_eq(lx_iq_block_bytes(k), lx_dtype_block_bytes(LX_DT_IQ2_XXS + k), "%s",
+                     lx_dtype_name(LX_DT_IQ2_XXS + k));
     cr_expect_eq(LX_DT_IQ2_XXS + LX_IQ_N, LX_DT_N);
 }
 

@@ -54,14 +54,15 @@ static float level(int kind, unsigned e, int j, int w)
 
 /* A sub-block's 4 groups into 32 values: (s · level) · ±1 (IQ2, IQ3: four
 ** values from each of entries a and b), or s · (level + delta) (IQ1). */
-static void emit(float *y, int kind, const struct group *g)
+static void emit(float *y, int kind, const struct lx_iq_group *g)
 {
     for (int k = 0; k < 4; k++, y += 8) {
-        const struct group *G = &g[k];
+        const struct lx_iq_group *G = &g[k];
+        const int family = lx_iq_family(kind);
         for (int j = 0; j < 8; j++)
-            y[j] = lx_iq_family(kind) == LX_IQ_DELTA8  ? G->s * (level(kind, G->a, j, 2) + G->delta)
-                   : lx_iq_family(kind) == LX_IQ_SIGNED8 ? G->s * level(kind, G->a, j, 2) * sign(G->signs, j)
-                                                   : G->s * level(kind, j < 4 ? G->a : G->b, j % 4, 3) * sign(G->signs, j);
+            y[j] = family == LX_IQ_DELTA8    ? G->s * (level(kind, G->a, j, 2) + G->delta)
+                   : family == LX_IQ_SIGNED8 ? G->s * level(kind, G->a, j, 2) * sign(G->signs, j)
+                                             : G->s * level(kind, j < 4 ? G->a : G->b, j % 4, 3) * sign(G->signs, j);
     }
 }
 
@@ -133,7 +134,7 @@ __attribute__((target("avx2"), always_inline)) static inline size_t lanes_of(flo
 {
     const float *t, (*sg)[8];
     lx_iq_lane_tables(kind, &t, &sg);
-    struct group g[4];
+    struct lx_iq_group g[4];
     __m256 v[4];
     size_t k = 0;
     for (; k + 256 <= n; k += 256, b += kind_bytes[kind]) {
@@ -170,7 +171,7 @@ size_t lx_iq_block_bytes(int kind)
 void lx_iq_to_f32(float *out, const void *src, int kind, size_t n)
 {
     const unsigned char *b = src;
-    struct group g[4];
+    struct lx_iq_group g[4];
     for (size_t k = 0; k < n; k += 256, b += kind_bytes[kind]) {
         if (kind >= LX_TQ1_0) {
             (kind == LX_TQ1_0 ? tq1 : tq2)(out + k, b);

@@ -205,7 +205,8 @@ __attribute__((target("avx2,f16c"), always_inline)) static inline void lx_ql_w32
 {
     const int five = kind != LX_QL_Q4_1, min = kind != LX_QL_Q5_0;
     const __m256 d = _mm256_set1_ps(lx_ql_f16(b)), m = _mm256_set1_ps(min ? lx_ql_f16(b + 2) : 0.0f);
-    const __m128i low = _mm_set1_epi8(0x0f), qb = _mm_loadu_si128((const __m128i *)(b + (min ? 4 : 2) + (five ? 4 : 0))),
+    const unsigned char *nib = b + (min ? 4 : 2) + (five ? 4 : 0);
+    const __m128i low = _mm_set1_epi8(0x0f), qb = _mm_loadu_si128((const __m128i *)nib),
                   lo = _mm_and_si128(qb, low), hi = _mm_and_si128(_mm_srli_epi16(qb, 4), low);
     const __m128i parts[4] = {lo, _mm_unpackhi_epi64(lo, lo), hi, _mm_unpackhi_epi64(hi, hi)};
     uint32_t h = 0;
@@ -216,10 +217,10 @@ __attribute__((target("avx2,f16c"), always_inline)) static inline void lx_ql_w32
 #pragma GCC unroll 4
     for (int g = 0; g < 4; g++) {
         __m256i q = _mm256_cvtepu8_epi32(parts[g]);
-        if (five)
-            q = _mm256_or_si256(q, _mm256_slli_epi32(
-                                       _mm256_and_si256(_mm256_srlv_epi32(hv, _mm256_add_epi32(iota, _mm256_set1_epi32(8 * g))),
-                                                        one), 4));
+        if (five) {     /* bit 8g + l of h for lane l, shifted to bit 4 */
+            __m256i bit = _mm256_srlv_epi32(hv, _mm256_add_epi32(iota, _mm256_set1_epi32(8 * g)));
+            q = _mm256_or_si256(q, _mm256_slli_epi32(_mm256_and_si256(bit, one), 4));
+        }
         v[g] = min ? _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d), m)
                    : _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, sixteen)), d);
     }

@@ -198,7 +198,7 @@ static inline int iq8(int type)
 W8 void widen32_iq(__m256 v[4], const void *w, long c, int type, float d, const float *t, const float (*sg)[8])
 {
     const int kind = type - LX_DT_IQ2_XXS;
-    struct group g[4];
+    struct lx_iq_group g[4];
     lx_iq_decode(kind, g, (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type), d, (int)(c % 256 / 32));
     lx_iq_values8(v, t, sg, lx_iq_family(kind), g);
 }
@@ -336,8 +336,9 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline void dots8
         __m256 wv[4];
         if (c % 256 == 0 && kquant8(type))
             kscales8(ds, ms, w, c, type);
-        if (c % 256 == 0 && iq8(type))
-            ds[0] = lx_iq_block_d(type - LX_DT_IQ2_XXS, (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type));
+        if (c % 256 == 0 && iq8(type))  /* the block's d */
+            ds[0] = lx_iq_block_d(type - LX_DT_IQ2_XXS,
+                                  (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type));
         if (iq8(type))
             widen32_iq(wv, w, c, type, ds[0], it, isg);
         else
