@@ -23,6 +23,8 @@
 # gemma3, gemma2 and gemma) came on 2026-12-02, their rows by the same lines with llama.cpp d32676d77 (the
 # unslothai/llama.cpp snapshot whose src/models/gemma*.cpp the reader and writer follow; targets
 # llama-perplexity and llama-quantize, built with -DGGML_NATIVE=ON -DGGML_OPENMP=ON), the other rows kept.
+# The IQ1-IQ3 and ternary file (random256-iq-mix.gguf) and its rows come from make_iq.sh, run after this
+# script (which starts dequantized.tsv and the perplexity tables afresh).
 # Usage: LLAMA_BIN=/path/to/llama.cpp/build/bin [LENX=./lenx] tests/ref/gguf/make.sh
 set -euo pipefail
 cd "$(dirname "$0")"
