@@ -132,7 +132,9 @@ Test(fuzz_regress, safetensors, .timeout = 300)
 Test(fuzz_regress, tokenizer_bin, .timeout = 300) { expect_every_seed("tokenizer_bin", lx_fuzz_feed_tokenizer_bin); }
 Test(fuzz_regress, report, .timeout = 300) { expect_every_seed("report", lx_fuzz_feed_report); }
 Test(fuzz_regress, serve, .timeout = 300) { expect_every_seed("serve", lx_fuzz_feed_serve); }
-/* The GGUF seeds: tiny.gguf (tests/ref/gguf/tiny_gguf.py) parses; the head of a real file does not. */
+/* The GGUF seeds: tiny.gguf and tiny-quant.gguf (tests/ref/gguf/tiny_gguf.py; the second one block of
+** every quantized type, whose lanes must give the scalar loops' bits) parse; the head of a real file
+** does not. */
 Test(fuzz_regress, gguf, .timeout = 300)
 {
     int n_seeds;

@@ -152,7 +152,7 @@ static inline float lx_iq_block_d(int kind, const unsigned char *b)
     return lx_f16_to_f32(kind == LX_IQ1_M ? lx_iq1m_d(b) : lx_iq_u16(b));
 }
 
-/* How a kind's groups become values: (s · level) · ±1 from one entry of 8 (IQ2) or
+/* How a kind's groups become values: ±(s · level) from one entry of 8 (IQ2) or
 ** two of 4 (IQ3), or s · (level + delta) (IQ1). */
 enum lx_iq_family { LX_IQ_SIGNED8, LX_IQ_SIGNED4X2, LX_IQ_DELTA8 };
 
@@ -193,7 +193,7 @@ __attribute__((target("avx2"), always_inline)) static inline void lx_iq_values8(
                            ? _mm256_loadu_ps(t + 8 * G->a)
                            : _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(t + 4 * G->a)),
                                                   _mm_loadu_ps(t + 4 * G->b), 1);
-            v[k] = _mm256_mul_ps(_mm256_mul_ps(s, e), _mm256_loadu_ps(sg[G->signs]));
+            v[k] = _mm256_xor_ps(_mm256_mul_ps(s, e), _mm256_loadu_ps(sg[G->signs]));     /* the signs flipped */
         }
     }
 }

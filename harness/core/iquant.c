@@ -7,8 +7,10 @@
 ** byte of 8 or from 7 bits plus their parity (an even number of minus signs).
 ** Every value is formed by the same roundings in the same order as the formats'
 ** definitions (the sub-block scale first, then its product with the entry's
-** value, then the sign as a product by ±1), so a file dequantizes to llama.cpp's
-** values bit for bit (tests/test_gguf.c).
+** value, then the sign), so a file dequantizes to llama.cpp's values bit for bit
+** (tests/test_gguf.c). The sign is a negation (the sign bit flipped), in the
+** lanes too: llama.cpp's product by −1 is the same for every number but a NaN,
+** whose sign the compiler may or may not flip.
 */
 #include <immintrin.h>
 #include <pthread.h>
@@ -41,9 +43,11 @@ static const struct {
 /* Bytes of a block of each kind. */
 static const size_t kind_bytes[LX_IQ_N] = {66, 74, 82, 98, 110, 50, 56, 54, 66};
 
-static float sign(unsigned signs, int j)
+/* v with its sign flipped where bit j of the sign byte is set: a negation, which flips the
+** sign bit of a NaN too (a product by −1 need not: the lanes then could differ). */
+static float flip(float v, unsigned signs, int j)
 {
-    return signs >> j & 1 ? -1.0f : 1.0f;
+    return signs >> j & 1 ? -v : v;
 }
 
 /* Value j of entry e of a book with codes of width w. */
@@ -52,7 +56,7 @@ static float level(int kind, unsigned e, int j, int w)
     return (float)books[kind].levels[books[kind].book[e] >> w * j & ((1 << w) - 1)];
 }
 
-/* A sub-block's 4 groups into 32 values: (s · level) · ±1 (IQ2, IQ3: four
+/* A sub-block's 4 groups into 32 values: ±(s · level) (IQ2, IQ3: four
 ** values from each of entries a and b), or s · (level + delta) (IQ1). */
 static void emit(float *y, int kind, const struct lx_iq_group *g)
 {
@@ -61,8 +65,8 @@ static void emit(float *y, int kind, const struct lx_iq_group *g)
         const int family = lx_iq_family(kind);
         for (int j = 0; j < 8; j++)
             y[j] = family == LX_IQ_DELTA8    ? G->s * (level(kind, G->a, j, 2) + G->delta)
-                   : family == LX_IQ_SIGNED8 ? G->s * level(kind, G->a, j, 2) * sign(G->signs, j)
-                                             : G->s * level(kind, j < 4 ? G->a : G->b, j % 4, 3) * sign(G->signs, j);
+                   : family == LX_IQ_SIGNED8 ? flip(G->s * level(kind, G->a, j, 2), G->signs, j)
+                                             : flip(G->s * level(kind, j < 4 ? G->a : G->b, j % 4, 3), G->signs, j);
     }
 }
 
@@ -104,7 +108,7 @@ static void tq2(float *y, const unsigned char *b)
 /* ---- in 8 lanes (AVX2): the same products, each entry's values from a table of floats ---- */
 
 static float *lane_books[LX_TQ1_0];     /* entry e's values at [e·8] (IQ3: [e·4]) */
-static float sign_rows[256][8];         /* a sign byte as ±1 */
+static float sign_rows[256][8];         /* a sign byte as sign-bit masks (−0.0 where set) */
 static pthread_once_t lanes_once = PTHREAD_ONCE_INIT;
 
 static void lanes_init(void)
@@ -118,7 +122,7 @@ static void lanes_init(void)
     }
     for (int s = 0; s < 256; s++)
         for (int j = 0; j < 8; j++)
-            sign_rows[s][j] = sign((unsigned)s, j);
+            sign_rows[s][j] = flip(0.0f, (unsigned)s, j);
 }
 
 void lx_iq_lane_tables(int kind, const float **book, const float (**signs)[8])

@@ -30,7 +30,8 @@ size_t lx_iq_block_bytes(int kind);
 void lx_iq_to_f32(float *out, const void *src, int kind, size_t n);
 
 /* The IQ kind's entries as floats for 8 lanes (entry e's values at [8e], IQ3's at
-** [4e]) and the 256 sign bytes as rows of ±1 (harness/core/iqlanes.h); made once. */
+** [4e]) and the 256 sign bytes as rows of sign-bit masks (−0.0 where a bit is set, for an
+** xor; harness/core/iqlanes.h); made once. */
 void lx_iq_lane_tables(int kind, const float **book, const float (**signs)[8]);
 
 /* The same values by AVX2 (a CPU that has it), the same bits: returns how many

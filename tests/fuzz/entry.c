@@ -5,6 +5,7 @@
 #include "tests/fuzz/entry.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "harness/core/json.h"
 #include "harness/engine/formats/checkpoint.h"
 #include "harness/core/gguf.h"
+#include "harness/core/half.h"
 #include "harness/engine/model/model.h"
 #include "harness/engine/formats/safetensors.h"
 #include "harness/engine/tokenizers/tok_hf.h"
@@ -755,6 +757,28 @@ int lx_fuzz_feed_report(const uint8_t *data, size_t n, struct lx_error *err)
 
 /* ---- gguf --------------------------------------------------------------------- */
 
+/* The first blocks of a quantized tensor (at most 1,024 values) dequantized by the lanes and by the
+** scalar loops: whatever the bytes, the same bits (half.c, iquant.c), or two NaNs (from a NaN scale:
+** which operand's payload a product or sum of two NaNs keeps is the compiler's choice, and clang's
+** scalar code, which this target is built with, may order them otherwise than the lanes). */
+static void check_dequant(const struct lx_gguf_tensor *t)
+{
+    int dt = -1;
+    for (int d = LX_DT_Q8_0; d < LX_DT_N; d++)
+        if (strcmp(lx_dtype_name(d), lx_gguf_ttype_name(t->type)) == 0)
+            dt = d;
+    if (dt < 0)
+        return;
+    static float a[1024], b[1024];
+    size_t n = t->bytes / lx_dtype_block_bytes(dt) * lx_dtype_block(dt);
+    n = n < 1024 ? n / lx_dtype_block(dt) * lx_dtype_block(dt) : 1024 / lx_dtype_block(dt) * lx_dtype_block(dt);
+    lx_half_to_f32(a, t->data, dt, n);
+    lx_half_to_f32_scalar(b, t->data, dt, n);
+    for (size_t i = 0; i < n; i++)
+        PROMISE(memcmp(&a[i], &b[i], sizeof(float)) == 0 || (isnan(a[i]) && isnan(b[i])),
+                "%s's lanes differ from its scalar loop at value %zu: %g, %g", lx_dtype_name(dt), i, a[i], b[i]);
+}
+
 int lx_fuzz_feed_gguf(const uint8_t *data, size_t n, struct lx_error *err)
 {
     struct lx_gguf g;
@@ -766,6 +790,7 @@ int lx_fuzz_feed_gguf(const uint8_t *data, size_t n, struct lx_error *err)
                     "tensor %s is outside the file", g.t[k].name);
             sum += g.t[k].data[0] + g.t[k].data[g.t[k].bytes - 1];
             PROMISE(lx_gguf_tensor(&g, g.t[k].name) == &g.t[k], "tensor %s is not found by name", g.t[k].name);
+            check_dequant(&g.t[k]);
         }
         for (long k = 0; k < g.n_kv; k++) {
             int64_t i;
