@@ -400,8 +400,7 @@ __attribute__((target("avx2,f16c"))) static size_t w32_avx2(float *out, const un
     size_t k = 0;
     const int8_t *levels = t == LX_DT_IQ4_NL ? lx_ql_iq4_levels : lx_ql_q4_0_levels;
     for (; k + 32 <= n; k += 32, out += 32) {
-        float d = f16_at(b);
-        if (t == LX_DT_Q4_1 || t == LX_DT_Q5_0 || t == LX_DT_Q5_1) {
+        if (t == LX_DT_Q4_1 || t == LX_DT_Q5_0 || t == LX_DT_Q5_1) {  /* d and m read by the lanes */
             __m256 v[4];
             lx_ql_w32_min_avx2(v, b, t == LX_DT_Q4_1 ? LX_QL_Q4_1 : t == LX_DT_Q5_0 ? LX_QL_Q5_0 : LX_QL_Q5_1);
             for (int g = 0; g < 4; g++)
@@ -409,6 +408,7 @@ __attribute__((target("avx2,f16c"))) static size_t w32_avx2(float *out, const un
             b += lx_dtype_block_bytes(t);
             continue;
         }
+        float d = f16_at(b);
         if (t == LX_DT_Q8_0) {
             for (int g = 0; g < 4; g++)
                 put8(out + 8 * g, _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * g))), d, NULL);
@@ -549,10 +549,8 @@ int lx_half_lanes(int lanes)
 __attribute__((target("avx2,f16c"))) static size_t quant_avx2(float *out, const void *src, int t, size_t n)
 {
     switch (t) {
-    case LX_DT_Q8_0: case LX_DT_Q4_0: case LX_DT_IQ4_NL: return w32_avx2(out, src, n, t);
-    case LX_DT_Q4_1: return w32_avx2(out, src, n, LX_DT_Q4_1);
-    case LX_DT_Q5_0: return w32_avx2(out, src, n, LX_DT_Q5_0);
-    case LX_DT_Q5_1: return w32_avx2(out, src, n, LX_DT_Q5_1);
+    case LX_DT_Q8_0: case LX_DT_Q4_0: case LX_DT_IQ4_NL: case LX_DT_Q4_1: case LX_DT_Q5_0: case LX_DT_Q5_1:
+        return w32_avx2(out, src, n, t);
     case LX_DT_Q4_K: return qk_4_5_avx2(out, src, n, 0);
     case LX_DT_Q5_K: return qk_4_5_avx2(out, src, n, 1);
     case LX_DT_Q6_K: return q6_k_avx2(out, src, n);
@@ -586,8 +584,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl,f16c"))) static size_t quant_av
 
 void lx_half_to_f32(float *out, const void *src, int t, size_t n)
 {
+    const int iq = t >= LX_DT_LANES_N;  /* the codebook and ternary types: 8 lanes at most */
     size_t done = t < LX_DT_Q8_0       ? 0
-                  : t >= LX_DT_LANES_N             ? (has_avx2() ? lx_iq_to_f32_avx2(out, src, t - LX_DT_IQ2_XXS, n) : 0)
+                  : iq && has_avx2()               ? lx_iq_to_f32_avx2(out, src, t - LX_DT_IQ2_XXS, n)
+                  : iq                             ? 0
                   : has_avx512() && !lanes8_forced ? quant_avx512(out, src, t, n)
                   : has_avx2()                     ? quant_avx2(out, src, t, n)
                                                    : 0;

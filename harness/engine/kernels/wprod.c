@@ -324,7 +324,7 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline void dots8
                                                                                  int type, long C)
 {
     __m256 a[4][GEMV_GROUP8];
-    float ds[16] = {0}, ms[16];
+    float ds[16], ms[16], id = 0.0f;     /* id: a codebook type's block d */
     const float *it = NULL, (*isg)[8] = NULL;
     long c = 0;
     if (iq8(type))
@@ -336,11 +336,10 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline void dots8
         __m256 wv[4];
         if (c % 256 == 0 && kquant8(type))
             kscales8(ds, ms, w, c, type);
-        if (c % 256 == 0 && iq8(type))  /* the block's d */
-            ds[0] = lx_iq_block_d(type - LX_DT_IQ2_XXS,
-                                  (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type));
+        if (c % 256 == 0 && iq8(type))
+            id = lx_iq_block_d(type - LX_DT_IQ2_XXS, (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type));
         if (iq8(type))
-            widen32_iq(wv, w, c, type, ds[0], it, isg);
+            widen32_iq(wv, w, c, type, id, it, isg);
         else
             widen32(wv, w, c, type, ds, ms);
 #pragma GCC unroll 2
