@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "harness/core/half.h"
+#include "harness/core/iquant.h"
 #include "harness/core/rng.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/qdot8.h"
@@ -138,7 +139,7 @@ static void zero_codes(unsigned char *blk, int t)
 /* Every quantized type, the integer dots (a few rows: a decoding step)
 ** against the rounded rows times the dequantized weights summed in double.
 ** Bound: per group of 4 values the int32 sum is exact; it is rounded times
-** x's scale, then in the multiply-add with a (the K-quants and IQ4_XS, a =
+** x's scale, then in the multiply-add with a (the K-quants, IQ4_XS and IQ1-IQ3, a =
 ** d·sc: Σ sc·Σ u·q exact per chunk of 256, rounded to float, times d·x's
 ** scale, itself rounded: three roundings and the reference's a = fl(d·sc) one
 ** more, for a chain K/256 shorter, within the constant below for K ≥ 256),
@@ -178,7 +179,8 @@ Test(acts, integer_dots_against_the_rounded_rows, .fini = restore)
             lx_wmat_row(w, W, o, K);
             lx_wmat_row(w0, Z, o, K);
             for (long i = 0; i < M; i++) {
-                double mag = qblocks_mag(xr + i * K, w, w0, K, 2 * 128.0 / 127);
+                /* the codebook types have no offset b */
+                double mag = qblocks_mag(xr + i * K, w, w0, K, t >= LX_DT_IQ2_XXS ? 0.0 : 2 * 128.0 / 127);
                 double tol = (3 * K / 256 + 12) * 0x1p-24 * mag, d = fabs((double)y[i * N + o] - ref[i * N + o]);
                 if (i == 7)
                     cr_assert(isnan(y[i * N + o]), "%s: a NaN in x gives NaN, got %g", lx_dtype_name(t), y[i * N + o]);
@@ -328,8 +330,49 @@ static void chunk_model_k23x(struct chunk_model *m, const unsigned char *p, int 
     }
 }
 
+/* The codebook types: value 8k + l of group k of sub-block j is u·(d·unit)·is, u the entry's level
+** (the books as iqbooks.c packs them) with its sign bit, or IQ1's 8·level ± 1 (iqlanes.h); the
+** group's is must give its s, the dequantized values' scale (tested against llama.cpp's). */
+static void chunk_model_iq(struct chunk_model *m, const unsigned char *p, int t)
+{
+    static const struct {
+        const uint16_t *book;
+        const signed char *levels;
+    } bk[] = {{lx_iq2xxs_book, lx_iq2xxs_book_levels}, {lx_iq2xs_book, lx_iq2xs_book_levels},
+              {lx_iq2s_book, lx_iq2s_book_levels},     {lx_iq3xxs_book, lx_iq3xxs_book_levels},
+              {lx_iq3s_book, lx_iq3s_book_levels},     {lx_iq1s_book, lx_iq1s_book_levels},
+              {lx_iq1s_book, lx_iq1s_book_levels}};
+    const int kind = t - LX_DT_IQ2_XXS, fam = lx_iq_family(kind);
+    const float d = lx_iq_block_d(kind, p);
+    m->d = d * lx_iq_unit(kind);
+    for (int j = 0; j < 8; j++) {
+        struct lx_iq_group g[4];
+        lx_iq_decode(kind, g, p, d, j);
+        for (int k = 0; k < 4; k++) {
+            const float s = fam == LX_IQ_DELTA8 ? d * (float)g[k].is : d * (float)g[k].is * lx_iq_unit(kind);
+            cr_assert(memcmp(&s, &g[k].s, sizeof s) == 0 || (isnan(s) && isnan(g[k].s)), "%s: is %d gives %g, not %g",
+                      lx_dtype_name(t), g[k].is, s, g[k].s);
+            for (int l = 0; l < 8; l++) {
+                const int e = fam == LX_IQ_SIGNED4X2 && l >= 4 ? g[k].b : g[k].a,
+                          code = fam == LX_IQ_SIGNED4X2 ? bk[kind].book[e] >> 3 * (l % 4) & 7
+                                                        : bk[kind].book[e] >> 2 * l & 3,
+                          level = bk[kind].levels[code];
+                m->u[32 * j + 8 * k + l] = fam == LX_IQ_DELTA8 ? 8 * level + (g[k].delta < 0.0f ? -1 : 1)
+                                                               : (g[k].signs >> l & 1 ? -level : level);
+            }
+        }
+        for (int l = 0; l < 8; l++)
+            m->sc[8 * j + l] = g[l < 4 ? 0 : 2].is;
+    }
+    memset(m->b, 0, sizeof m->b);
+}
+
 static void chunk_model_k(struct chunk_model *m, const unsigned char *p, int t)
 {
+    if (t >= LX_DT_IQ2_XXS) {
+        chunk_model_iq(m, p, t);
+        return;
+    }
     if (t == LX_DT_Q2_K || t == LX_DT_Q3_K || t == LX_DT_IQ4_XS) {
         chunk_model_k23x(m, p, t);
         return;
@@ -408,8 +451,10 @@ static float dot_model(const int8_t *q, const float *xl, const float *xg, const 
 ** blocks and on the extremes: codes of -128 and 127 (Q8_0) against q of ±127. */
 Test(acts, integer_dots_are_their_operations_lane_by_lane, .fini = restore)
 {
-    static const int types[] = {LX_DT_Q8_0, LX_DT_Q4_0, LX_DT_IQ4_NL, LX_DT_Q4_1, LX_DT_Q5_0, LX_DT_Q5_1,
-                                LX_DT_Q4_K, LX_DT_Q5_K, LX_DT_Q6_K, LX_DT_Q2_K, LX_DT_Q3_K, LX_DT_IQ4_XS};
+    static const int types[] = {LX_DT_Q8_0,   LX_DT_Q4_0,   LX_DT_IQ4_NL,  LX_DT_Q4_1,    LX_DT_Q5_0,  LX_DT_Q5_1,
+                                LX_DT_Q4_K,   LX_DT_Q5_K,   LX_DT_Q6_K,    LX_DT_Q2_K,    LX_DT_Q3_K,  LX_DT_IQ4_XS,
+                                LX_DT_IQ2_XXS, LX_DT_IQ2_XS, LX_DT_IQ2_S, LX_DT_IQ3_XXS, LX_DT_IQ3_S, LX_DT_IQ1_S,
+                                LX_DT_IQ1_M};
     enum { M = 3, K = 512, N = 5 };
     struct lx_rng g;
     lx_rng_init(&g, 43, 0, 0);

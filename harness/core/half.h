@@ -33,8 +33,8 @@
 ** The types from LX_DT_IQ2_XXS on (LX_DT_LANES_N) are super-blocks of 256 whose
 ** values come from codebooks or are ternary (harness/core/iquant.h): IQ2_XXS,
 ** IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, TQ1_0 and TQ2_0. They have no
-** 16-lane code (the IQ types have 8 lanes) and no dots on their blocks:
-** products dequantize their rows. */
+** 16-lane code; the IQ types have 8 lanes (dequantizing, and dots on their
+** blocks: harness/core/iqlanes.h), the TQ types scalar loops only. */
 enum lx_dtype { LX_DT_F32 = 0, LX_DT_BF16 = 1, LX_DT_F16 = 2, LX_DT_Q8_0 = 3, LX_DT_Q4_0 = 4, LX_DT_Q4_K = 5,
                 LX_DT_Q5_K = 6, LX_DT_Q6_K = 7, LX_DT_Q4_1 = 8, LX_DT_Q5_0 = 9, LX_DT_Q5_1 = 10, LX_DT_Q2_K = 11,
                 LX_DT_Q3_K = 12, LX_DT_IQ4_NL = 13, LX_DT_IQ4_XS = 14, LX_DT_IQ2_XXS = 15, LX_DT_IQ2_XS = 16,

@@ -48,11 +48,13 @@ static inline unsigned lx_iq_signs7(uint32_t s)
 }
 
 /* One group of 8 values, decoded from its block: the scale s (db or dl), IQ1's
-** delta, the codebook index a (IQ3: a and b, four values each) and the signs. */
+** delta, the codebook index a (IQ3: a and b, four values each), the signs, and
+** the scale as an integer is: s = fl(d·is)·unit (lx_iq_unit) for IQ2 and IQ3, fl(d·is) for IQ1. */
 struct lx_iq_group {
     float s, delta;
     uint16_t a, b;
     unsigned signs;
+    int is;
 };
 
 /* Each decoder gives the 4 groups of sub-block ib (32 values) of block b, whose d is d. */
@@ -67,7 +69,7 @@ LX_IQ_DECODER lx_iq_dec_iq2xxs(struct lx_iq_group *g, const unsigned char *b, fl
     float db = d * (0.5f + (float)(aux >> 28)) * 0.25f;
 #pragma GCC unroll 4
     for (int l = 0; l < 4; l++)
-        g[l] = (struct lx_iq_group){db, 0.0f, q[l], 0, lx_iq_signs7(aux >> 7 * l)};
+        g[l] = (struct lx_iq_group){db, 0.0f, q[l], 0, lx_iq_signs7(aux >> 7 * l), 2 * (int)(aux >> 28) + 1};
 }
 
 /* IQ2_XS (74): d, 32 16-bit words (a 9-bit index, a 7-bit sign index), 8 bytes of
@@ -79,7 +81,8 @@ LX_IQ_DECODER lx_iq_dec_iq2xs(struct lx_iq_group *g, const unsigned char *b, flo
 #pragma GCC unroll 4
     for (int l = 0; l < 4; l++) {
         uint16_t w = lx_iq_u16(b + 2 + 2 * (4 * ib + l));
-        g[l] = (struct lx_iq_group){db[l / 2], 0.0f, (uint16_t)(w & 511), 0, lx_iq_signs7(w >> 9)};
+        g[l] = (struct lx_iq_group){db[l / 2], 0.0f, (uint16_t)(w & 511), 0, lx_iq_signs7(w >> 9),
+                                    2 * (int)(sc >> 4 * (l / 2) & 0xf) + 1};
     }
 }
 
@@ -92,7 +95,7 @@ LX_IQ_DECODER lx_iq_dec_iq2s(struct lx_iq_group *g, const unsigned char *b, floa
 #pragma GCC unroll 4
     for (int l = 0; l < 4; l++)
         g[l] = (struct lx_iq_group){db[l / 2], 0.0f, (uint16_t)(b[2 + 4 * ib + l] | (qh << (8 - 2 * l) & 0x300)), 0,
-                              b[34 + 4 * ib + l]};
+                                    b[34 + 4 * ib + l], 2 * (int)(sc >> 4 * (l / 2) & 0xf) + 1};
 }
 
 /* IQ3_XXS (98): d, 64 index bytes, then per sub-block a 32-bit word as
@@ -104,7 +107,8 @@ LX_IQ_DECODER lx_iq_dec_iq3xxs(struct lx_iq_group *g, const unsigned char *b, fl
     float db = d * (0.5f + (float)(aux >> 28)) * 0.5f;
 #pragma GCC unroll 4
     for (int l = 0; l < 4; l++)
-        g[l] = (struct lx_iq_group){db, 0.0f, q[2 * l], q[2 * l + 1], lx_iq_signs7(aux >> 7 * l)};
+        g[l] = (struct lx_iq_group){db, 0.0f, q[2 * l], q[2 * l + 1], lx_iq_signs7(aux >> 7 * l),
+                                    2 * (int)(aux >> 28) + 1};
 }
 
 /* IQ3_S (110): d, 64 index bytes, 8 bytes of their ninth bits (bit j of byte ib),
@@ -117,7 +121,8 @@ LX_IQ_DECODER lx_iq_dec_iq3s(struct lx_iq_group *g, const unsigned char *b, floa
 #pragma GCC unroll 4
     for (int l = 0; l < 4; l++)
         g[l] = (struct lx_iq_group){db, 0.0f, (uint16_t)(q[2 * l] | (qh << (8 - 2 * l) & 256)),
-                              (uint16_t)(q[2 * l + 1] | (qh << (7 - 2 * l) & 256)), b[74 + 4 * ib + l]};
+                                    (uint16_t)(q[2 * l + 1] | (qh << (7 - 2 * l) & 256)), b[74 + 4 * ib + l],
+                                    1 + 2 * (int)s};
 }
 
 /* IQ1_S (50): d, 32 index bytes, 8 16-bit words: the indices' top three bits
@@ -128,7 +133,8 @@ LX_IQ_DECODER lx_iq_dec_iq1s(struct lx_iq_group *g, const unsigned char *b, floa
     float dl = d * (float)(2 * (int)(h >> 12 & 7) + 1), delta = h & 0x8000 ? -0.125f : 0.125f;
 #pragma GCC unroll 4
     for (int l = 0; l < 4; l++)
-        g[l] = (struct lx_iq_group){dl, delta, (uint16_t)(b[2 + 4 * ib + l] | (h >> 3 * l & 7) << 8), 0, 0};
+        g[l] = (struct lx_iq_group){dl, delta, (uint16_t)(b[2 + 4 * ib + l] | (h >> 3 * l & 7) << 8), 0, 0,
+                                    2 * (int)(h >> 12 & 7) + 1};
 }
 
 /* IQ1_M (56): 32 index bytes, 16 bytes of two groups' top three bits and delta
@@ -142,7 +148,8 @@ LX_IQ_DECODER lx_iq_dec_iq1m(struct lx_iq_group *g, const unsigned char *b, floa
 #pragma GCC unroll 4
     for (int l = 0; l < 4; l++) {
         unsigned nib = qh[l / 2] >> 4 * (l % 2);
-        g[l] = (struct lx_iq_group){dl[l / 2], nib & 8 ? -0.125f : 0.125f, (uint16_t)(q[l] | (nib & 7) << 8), 0, 0};
+        g[l] = (struct lx_iq_group){dl[l / 2], nib & 8 ? -0.125f : 0.125f, (uint16_t)(q[l] | (nib & 7) << 8), 0, 0,
+                                    2 * (int)(sc >> 3 * (l / 2) & 7) + 1};
     }
 }
 
@@ -150,6 +157,13 @@ LX_IQ_DECODER lx_iq_dec_iq1m(struct lx_iq_group *g, const unsigned char *b, floa
 static inline float lx_iq_block_d(int kind, const unsigned char *b)
 {
     return lx_f16_to_f32(kind == LX_IQ1_M ? lx_iq1m_d(b) : lx_iq_u16(b));
+}
+
+/* The integer dots' unit: a group's values are (d·unit)·is·u before rounding, u = ±level (IQ2,
+** IQ3) or 8·(level + delta) = 8·level ± 1 (IQ1): 1/8 (IQ2, IQ1), 1/4 (IQ3_XXS), 1 (IQ3_S). */
+static inline float lx_iq_unit(int kind)
+{
+    return kind == LX_IQ3_XXS ? 0.25f : kind == LX_IQ3_S ? 1.0f : 0.125f;
 }
 
 /* How a kind's groups become values: ±(s · level) from one entry of 8 (IQ2) or

@@ -109,6 +109,8 @@ static void tq2(float *y, const unsigned char *b)
 
 static float *lane_books[LX_TQ1_0];     /* entry e's values at [e·8] (IQ3: [e·4]) */
 static float sign_rows[256][8];         /* a sign byte as sign-bit masks (−0.0 where set) */
+static int8_t *byte_books[LX_TQ1_0];    /* lane_books as bytes; IQ1's levels times 8 */
+static uint64_t sign_bytes[256];        /* a sign byte as 8 bytes: −1 where the bit is set, else 1 */
 static pthread_once_t lanes_once = PTHREAD_ONCE_INIT;
 
 static void lanes_init(void)
@@ -116,13 +118,18 @@ static void lanes_init(void)
     for (int kind = 0; kind < LX_TQ1_0; kind++) {
         int per = lx_iq_family(kind) == LX_IQ_SIGNED4X2 ? 4 : 8, w = per == 4 ? 3 : 2;
         float *t = lane_books[kind] = lx_xmalloc(sizeof(float) * (size_t)(books[kind].n * per));
+        int8_t *u = byte_books[kind] = lx_xmalloc((size_t)(books[kind].n * per));
         for (int e = 0; e < books[kind].n; e++)
-            for (int j = 0; j < per; j++)
+            for (int j = 0; j < per; j++) {
                 t[e * per + j] = level(kind, (unsigned)e, j, w);
+                u[e * per + j] = (int8_t)(t[e * per + j] * (lx_iq_family(kind) == LX_IQ_DELTA8 ? 8.0f : 1.0f));
+            }
     }
     for (int s = 0; s < 256; s++)
-        for (int j = 0; j < 8; j++)
+        for (int j = 0; j < 8; j++) {
             sign_rows[s][j] = flip(0.0f, (unsigned)s, j);
+            sign_bytes[s] |= (uint64_t)(s >> j & 1 ? 0xff : 0x01) << 8 * j;
+        }
 }
 
 void lx_iq_lane_tables(int kind, const float **book, const float (**signs)[8])
@@ -130,6 +137,13 @@ void lx_iq_lane_tables(int kind, const float **book, const float (**signs)[8])
     pthread_once(&lanes_once, lanes_init);
     *book = lane_books[kind];
     *signs = (const float(*)[8])sign_rows;
+}
+
+void lx_iq_byte_tables(int kind, const int8_t **book, const uint64_t **signs)
+{
+    pthread_once(&lanes_once, lanes_init);
+    *book = byte_books[kind];
+    *signs = sign_bytes;
 }
 
 /* The whole blocks of n values of one kind (a constant at each call). */

@@ -34,6 +34,10 @@ void lx_iq_to_f32(float *out, const void *src, int kind, size_t n);
 ** xor; harness/core/iqlanes.h); made once. */
 void lx_iq_lane_tables(int kind, const float **book, const float (**signs)[8]);
 
+/* The same entries as bytes for the integer dots (IQ1's levels times 8: lx_iq_unit), and the
+** 256 sign bytes as 8 bytes each, −1 where a bit is set and 1 elsewhere; made once. */
+void lx_iq_byte_tables(int kind, const int8_t **book, const uint64_t **signs);
+
 /* The same values by AVX2 (a CPU that has it), the same bits: returns how many
 ** it did, 0 for the ternary kinds (scalar only). */
 size_t lx_iq_to_f32_avx2(float *out, const void *src, int kind, size_t n);

@@ -20,7 +20,8 @@
 ** a, and Σ b·(scale·Σq) per 16 values is added: two roundings per 4
 ** products instead of one per product, so the sum is not the fp32 path's on
 ** the rounded x; tests/test_acts.c derives the bound that holds both. On
-** AVX2 the same dots run in 8 lanes with the same bits (below).
+** AVX2 the same dots run in 8 lanes with the same bits (qdot8l.c); the IQ1-IQ3
+** codebook types have only those, on either CPU.
 */
 #include "harness/engine/kernels/qdot8.h"
 
@@ -40,9 +41,7 @@ int lx_act_format(int wtype)
     case LX_DT_F32: return LX_ACT_FP32;
     case LX_DT_F16: return LX_ACT_F16;
     case LX_DT_BF16: return LX_ACT_BF16;
-    case LX_DT_Q4_K: case LX_DT_Q5_K: case LX_DT_Q6_K: case LX_DT_Q2_K: case LX_DT_Q3_K: case LX_DT_IQ4_XS:
-        return LX_ACT_Q8_K;
-    default: return wtype >= LX_DT_LANES_N ? LX_ACT_Q8_K : LX_ACT_Q8_0;   /* the IQ1-IQ3 and TQ types: Q8_K */
+    default: return lx_qdot8_int_scales(wtype) ? LX_ACT_Q8_K : LX_ACT_Q8_0;
     }
 }
 
@@ -152,7 +151,7 @@ void lx_qdot8_prep(int8_t *q, float *xl, float *xg, int32_t *q4, const float *x,
 
 /* A chunk of 256 weights: u[r] values 64r … 64r + 63 as bytes; ae[r] lane l
 ** the a of the 4 values 64r + 4l …; bv lane g the b of values 16g …. The
-** K-quants and IQ4_XS (int_scales) give a as d·sc, sc an integer: ie[r]
+** K-quants and IQ4_XS (lx_qdot8_int_scales) give a as d·sc, sc an integer: ie[r]
 ** lane l the sc of the 4 values 64r + 4l …, and d, instead of ae. */
 struct chunk {
     __m512i u[4], ie[4];
@@ -160,11 +159,6 @@ struct chunk {
     float d;
 };
 
-/* Whether type's chunk holds integer scales (ie, d): the types with Q8_K activations, one scale a chunk. */
-static inline int int_scales(int type)
-{
-    return lx_act_format(type) == LX_ACT_Q8_K;
-}
 
 /* 16 int32 lanes: lane l = base + l / div. */
 QD8 __m512i lanes_of(int base, int div)
@@ -389,7 +383,7 @@ QD8 void dot8_n(float *out, const int8_t *q, const float *xl, const float *xg, c
         for (int t = 0; t < n; t++) {
             const int8_t *qt = q + t * C + k;
             const float *lt = xl + t * (C / 4) + k / 4;
-            if (int_scales(type)) {     /* Σ sc·Σ u·q exact in int32, one conversion, times d and x's scale */
+            if (lx_qdot8_int_scales(type)) {     /* Σ sc·Σ u·q exact in int32, one conversion, times d and x's scale */
                 __m512i acc = _mm512_setzero_si512();
 #pragma GCC unroll 4
                 for (int r = 0; r < 4; r++)
@@ -431,285 +425,6 @@ QD8 void dot8_rows(float *out, const int8_t *q, const float *xl, const float *xg
     }
 }
 
-/* ---- the same dots in 8 lanes (AVX2, FMA, F16C) ------------------------------
-** Each 16-lane register above is two 8-lane halves here, every lane given the
-** same operations in the same order, and the 16 lanes summed in GCC's
-** _mm512_reduce_add_ps tree: the bits of the AVX-512 dots. vpdpbusd's exact
-** sums of 4 products u·q are vpmaddubsw's pairs then vpmaddwd's: exact while
-** u ≤ 127 (|q| ≤ 127, a pair at most 32,258). Q8_0's and the IQ4s' codes reach
-** 255: their chunks hold w = u − 128 instead, and Σ u·q = Σ w·q + 128 Σ q
-** (|w| ≤ 128, a pair at most 32,512; Σ q per 4 values from lx_qdot8_prep),
-** each exact. Every type has its 8-lane dots. */
-
-#define QD8L __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
-
-/* u[j] the codes of values 32j … 32j + 31 of a chunk (Q8_0's and IQ4_NL's
-** less 128; IQ4_XS's too), ae[j] (or ie[j]) a per 4 of them, bv[h] b per 16 values 128h …:
-** the halves of struct chunk's registers. */
-struct chunk8 {
-    __m256i u[8], ie[8];
-    __m256 ae[8], bv[2];
-    float d;
-};
-
-/* The 32 nibbles of the 16 bytes at p: the low ones (values 0-15), then the high ones. */
-QD8L __m256i nibbles8(const unsigned char *p)
-{
-    const __m128i b = _mm_loadu_si128((const __m128i *)p), low = _mm_set1_epi8(0x0f);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), low), _mm_and_si128(b, low));
-}
-
-/* Byte j: 16 where bit j of h is set, else 0. */
-QD8L __m256i fifth_bits8(uint32_t h)
-{
-    const __m256i byte_of = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
-                                             3, 3, 3, 3, 3, 3, 3),
-                  bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), byte_of), bit);
-    return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(16));
-}
-
-/* The 8 lanes (4 values each) of values 32j … 32j + 31 from a scale per 16 values: sc[2j], then sc[2j + 1]. */
-QD8L __m256i per16_lanes8(const int8_t *sc, int j)
-{
-    return _mm256_setr_epi32(sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j + 1], sc[2 * j + 1], sc[2 * j + 1],
-                             sc[2 * j + 1]);
-}
-
-/* Eight 32-value blocks (lx_ql_w32's kinds): block j is u[j], its d ae[j]. */
-QD8L void chunk8_w32(struct chunk8 *k, const unsigned char *p, int kind)
-{
-    static const float zs[] = {128.0f, 8.0f, 128.0f, 0.0f, 16.0f, 0.0f};   /* as chunk_w32's */
-    const size_t bytes = lx_ql_w32_bytes(kind);
-    const int min = kind == LX_QL_Q4_1 || kind == LX_QL_Q5_1, five = kind == LX_QL_Q5_0 || kind == LX_QL_Q5_1;
-    const size_t at = 2 + 2 * (size_t)min + 4 * (size_t)five;
-    const __m256i levels = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)lx_ql_iq4_levels));
-    float bs[16];
-    for (int j = 0; j < 8; j++) {
-        const unsigned char *b = p + (size_t)j * bytes;
-        const float d = lx_ql_f16(b);
-        __m256i v;
-        if (kind == LX_QL_Q8_0) {
-            v = _mm256_loadu_si256((const __m256i *)(b + 2));
-        } else {
-            v = nibbles8(b + at);
-            if (kind == LX_QL_IQ4_NL)
-                v = _mm256_shuffle_epi8(levels, v);
-            if (five) {
-                uint32_t h;
-                memcpy(&h, b + 2 + 2 * min, 4);
-                v = _mm256_or_si256(v, fifth_bits8(h));
-            }
-        }
-        k->u[j] = v;
-        k->ae[j] = _mm256_set1_ps(d);
-        bs[2 * j] = bs[2 * j + 1] = min ? lx_ql_f16(b + 2) : -zs[kind] * d;
-    }
-    k->bv[0] = _mm256_loadu_ps(bs), k->bv[1] = _mm256_loadu_ps(bs + 8);
-}
-
-/* Q4_K / Q5_K: sub-block s is the low (s even) or high nibbles of the 32
-** bytes of pair s / 2, Q5_K's fifth bit bit s of the 32 high-bit bytes. */
-QD8L void chunk8_q45(struct chunk8 *k, const unsigned char *p, int five)
-{
-    const unsigned char *q = p + (five ? 48 : 16);
-    const __m256i low = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1),
-                  hb = _mm256_loadu_si256((const __m256i *)(p + 16));
-    uint64_t sc, mn;
-    lx_ql_k_scales_u8(p + 4, &sc, &mn);
-    for (int s = 0; s < 8; s++) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(q + 32 * (s / 2)));
-        v = _mm256_and_si256(s & 1 ? _mm256_srli_epi16(v, 4) : v, low);
-        if (five)
-            v = _mm256_or_si256(v, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, s), one), 4));
-        k->u[s] = v;
-        k->ie[s] = _mm256_set1_epi32((int)(sc >> (8 * s) & 0xff));
-    }
-    k->d = lx_ql_f16(p);
-    const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(lx_ql_f16(p + 2)),
-                                    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn)))),
-                 nb = _mm256_sub_ps(_mm256_setzero_ps(), dm);
-    k->bv[0] = _mm256_permutevar8x32_ps(nb, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
-    k->bv[1] = _mm256_permutevar8x32_ps(nb, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
-}
-
-/* Q6_K: values 128h + 64m + 32e + l are the low (m = 0) or high nibbles of
-** byte 64h + 32e + l of the low bits, with bits 4m + 2e, 4m + 2e + 1 of
-** byte 32h + l of the high bits above them; a scale per 16 values. */
-QD8L void chunk8_q6(struct chunk8 *k, const unsigned char *p)
-{
-    const __m256i low = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(3);
-    const int8_t *sc = (const int8_t *)(p + 192);
-    for (int j = 0; j < 8; j++) {
-        const int h = j / 4, m = j / 2 % 2, e = j % 2;
-        __m256i v = _mm256_loadu_si256((const __m256i *)(p + 64 * h + 32 * e)),
-                hi = _mm256_loadu_si256((const __m256i *)(p + 128 + 32 * h));
-        v = _mm256_and_si256(m ? _mm256_srli_epi16(v, 4) : v, low);
-        hi = _mm256_and_si256(_mm256_srli_epi16(hi, 4 * m + 2 * e), three);
-        k->u[j] = _mm256_or_si256(v, _mm256_slli_epi16(hi, 4));
-        k->ie[j] = per16_lanes8(sc, j);
-    }
-    k->d = lx_ql_f16(p + 208);
-    for (int h = 0; h < 2; h++)
-        k->bv[h] = _mm256_mul_ps(_mm256_set1_ps(-32.0f),
-                                 _mm256_mul_ps(_mm256_set1_ps(k->d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                                                                         _mm_loadl_epi64((const __m128i *)(sc + 8 * h))))));
-}
-
-/* Q2_K / Q3_K: values 32j + l (j = 4h + s) are bits 2s, 2s + 1 of byte 32h + l of the quants and,
-** for Q3_K, bit 4h + s of high-mask byte l above them (u = q + 4 where set); a scale per 16 values. */
-QD8L void chunk8_q23(struct chunk8 *k, const unsigned char *p, int three)
-{
-    const unsigned char *q = p + (three ? 32 : 16);
-    const __m256i hm = _mm256_loadu_si256((const __m256i *)p);
-    int8_t sc[16];
-    if (three)
-        _mm_storeu_si128((__m128i *)sc, lx_ql_q3_scales_i8(p));
-    else
-        for (int g = 0; g < 16; g++)
-            sc[g] = (int8_t)(p[g] & 0x0f);
-    for (int j = 0; j < 8; j++) {
-        const int h = j / 4, s = j % 4;
-        __m256i v = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(q + 32 * h)), 2 * s),
-                                     _mm256_set1_epi8(3));
-        if (three)
-            v = _mm256_or_si256(v, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + s),
-                                                                      _mm256_set1_epi8(1)), 2));
-        k->u[j] = v;
-        k->ie[j] = per16_lanes8(sc, j);
-    }
-    k->d = lx_ql_f16(p + (three ? 108 : 80));
-    for (int h = 0; h < 2; h++) {
-        const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 8 * h))));
-        if (three)
-            k->bv[h] = _mm256_mul_ps(_mm256_set1_ps(-4.0f), _mm256_mul_ps(_mm256_set1_ps(k->d), v));
-        else    /* the mins: the high nibbles */
-            k->bv[h] = _mm256_mul_ps(_mm256_set1_ps(-lx_ql_f16(p + 82)),
-                                     _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_epi16(
-                                         _mm_and_si128(_mm_loadl_epi64((const __m128i *)(p + 8 * h)),
-                                                       _mm_set1_epi8((char)0xf0)), 4))));
-    }
-}
-
-/* IQ4_XS: sub-block j as an IQ4_NL block (its levels, less 128 as wide codes are), its integer
-** scale sc − 32 (times d), b = −128·(d·(sc − 32)). */
-QD8L void chunk8_iq4xs(struct chunk8 *k, const unsigned char *p)
-{
-    const __m256i levels = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)lx_ql_iq4_levels));
-    float bs[16];
-    k->d = lx_ql_f16(p);
-    for (int j = 0; j < 8; j++) {
-        const int sc = lx_ql_iq4xs_scale(p, j) - 32;
-        k->u[j] = _mm256_shuffle_epi8(levels, nibbles8(p + 8 + 16 * j));
-        k->ie[j] = _mm256_set1_epi32(sc);
-        bs[2 * j] = bs[2 * j + 1] = -128.0f * (k->d * (float)sc);
-    }
-    k->bv[0] = _mm256_loadu_ps(bs), k->bv[1] = _mm256_loadu_ps(bs + 8);
-}
-
-QD8L void chunk8_of(struct chunk8 *k, const unsigned char *w, int type)
-{
-    switch (type) {
-    case LX_DT_Q2_K: chunk8_q23(k, w, 0); break;
-    case LX_DT_Q3_K: chunk8_q23(k, w, 1); break;
-    case LX_DT_IQ4_XS: chunk8_iq4xs(k, w); break;
-    case LX_DT_Q4_K: chunk8_q45(k, w, 0); break;
-    case LX_DT_Q5_K: chunk8_q45(k, w, 1); break;
-    case LX_DT_Q6_K: chunk8_q6(k, w); break;
-    case LX_DT_Q8_0: chunk8_w32(k, w, LX_QL_Q8_0); break;
-    case LX_DT_Q4_0: chunk8_w32(k, w, LX_QL_Q4_0); break;
-    case LX_DT_IQ4_NL: chunk8_w32(k, w, LX_QL_IQ4_NL); break;
-    case LX_DT_Q4_1: chunk8_w32(k, w, LX_QL_Q4_1); break;
-    case LX_DT_Q5_0: chunk8_w32(k, w, LX_QL_Q5_0); break;
-    default: chunk8_w32(k, w, LX_QL_Q5_1); break;
-    }
-}
-
-/* Per 4 values, Σ u·q of 32 codes u and 32 q, exact; wide: u holds w = u − 128, q4 the Σ q. */
-QD8L __m256i sums4(__m256i u, const int8_t *q, const int32_t *q4, int wide)
-{
-    const __m256i ones = _mm256_set1_epi16(1), qv = _mm256_loadu_si256((const __m256i *)q);
-    if (!wide)
-        return _mm256_madd_epi16(_mm256_maddubs_epi16(u, qv), ones);
-    return _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(u), _mm256_sign_epi8(qv, u)), ones),
-                            _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)q4), 7));
-}
-
-/* dot8_n's sums in 8 lanes: half e of each register; s0, s1 the chains. */
-QD8L void dot8l_chunk(__m256 s0[2], __m256 s1[2], const struct chunk8 *ch, const int8_t *qt, const float *lt,
-                      const float *gt, const int32_t *st, const int type)
-{
-    const int wide = type == LX_DT_Q8_0 || type == LX_DT_IQ4_NL || type == LX_DT_IQ4_XS;
-#pragma GCC unroll 2
-    for (int e = 0; e < 2; e++) {
-        if (int_scales(type)) {
-            __m256i acc = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int r = 0; r < 4; r++)
-                acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(sums4(ch->u[2 * r + e], qt + 64 * r + 32 * e, st + 16 * r + 8 * e, wide),
-                                                               ch->ie[2 * r + e]));
-            s0[e] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(ch->d * lt[0]), s0[e]);
-        } else {
-#pragma GCC unroll 4
-            for (int r = 0; r < 4; r++) {
-                const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(sums4(ch->u[2 * r + e], qt + 64 * r + 32 * e, st + 16 * r + 8 * e, wide)),
-                                               _mm256_loadu_ps(lt + 16 * r + 8 * e));
-                if (r & 1)
-                    s1[e] = _mm256_fmadd_ps(v, ch->ae[2 * r + e], s1[e]);
-                else
-                    s0[e] = _mm256_fmadd_ps(v, ch->ae[2 * r + e], s0[e]);
-            }
-        }
-        s1[e] = _mm256_fmadd_ps(ch->bv[e], _mm256_loadu_ps(gt + 8 * e), s1[e]);
-    }
-}
-
-/* The 16 lanes (lo, hi) summed as _mm512_reduce_add_ps sums them. */
-QD8L float reduce16(__m256 lo, __m256 hi)
-{
-    const __m256 t3 = _mm256_add_ps(hi, lo);
-    const __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3)),
-                 t8 = _mm_add_ps(t6, _mm_shuffle_ps(t6, t6, _MM_SHUFFLE(1, 0, 3, 2)));
-    return _mm_cvtss_f32(t8) + _mm_cvtss_f32(_mm_shuffle_ps(t8, t8, 1));
-}
-
-QD8L void dot8l_n(float *out, const int8_t *q, const float *xl, const float *xg, const int32_t *q4, const int n,
-                  const unsigned char *w, const int type, long C)
-{
-    const size_t chunk_bytes = lx_dtype_block_bytes(type) * (256 / lx_dtype_block(type));
-    __m256 s0[2][2], s1[2][2];
-#pragma GCC unroll 2
-    for (int t = 0; t < n; t++)
-        s0[t][0] = s0[t][1] = s1[t][0] = s1[t][1] = _mm256_setzero_ps();
-    for (long k = 0; k < C; k += 256, w += chunk_bytes) {
-        struct chunk8 ch;
-        chunk8_of(&ch, w, type);
-#pragma GCC unroll 2
-        for (int t = 0; t < n; t++)
-            dot8l_chunk(s0[t], s1[t], &ch, q + t * C + k, xl + t * (C / 4) + k / 4, xg + t * (C / 16) + k / 16,
-                        q4 + t * (C / 4) + k / 4, type);
-    }
-#pragma GCC unroll 2
-    for (int t = 0; t < n; t++)
-        out[t] = reduce16(_mm256_add_ps(s0[t][0], s1[t][0]), _mm256_add_ps(s0[t][1], s1[t][1]));
-}
-
-__attribute__((target("avx2,fma,f16c"))) static void dot8l_rows(float *out, const int8_t *q, const float *xl,
-                                                               const float *xg, const int32_t *q4, const int n,
-                                                               const void *w, int type, long C)
-{
-    switch (type * 2 + (n == 2)) {
-#define QD8L_CASE(T) \
-    case 2 * T: dot8l_n(out, q, xl, xg, q4, 1, w, T, C); break; \
-    case 2 * T + 1: dot8l_n(out, q, xl, xg, q4, 2, w, T, C); break;
-    QD8L_CASE(LX_DT_Q4_K) QD8L_CASE(LX_DT_Q5_K) QD8L_CASE(LX_DT_Q6_K) QD8L_CASE(LX_DT_Q8_0) QD8L_CASE(LX_DT_Q4_0)
-    QD8L_CASE(LX_DT_IQ4_NL) QD8L_CASE(LX_DT_Q4_1) QD8L_CASE(LX_DT_Q5_0) QD8L_CASE(LX_DT_Q5_1)
-    QD8L_CASE(LX_DT_Q2_K) QD8L_CASE(LX_DT_Q3_K) QD8L_CASE(LX_DT_IQ4_XS)
-#undef QD8L_CASE
-    default: LX_ASSERT(!"a type with 8-lane integer dots");
-    }
-}
-
 /* ---- which dots ------------------------------------------------------------ */
 
 int lx_qdot8_lanes(int type, long C, int max)
@@ -722,9 +437,9 @@ int lx_qdot8_lanes(int type, long C, int max)
                   ? 16
               : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 8
                                                                                : 0;
-    if (type < LX_DT_Q8_0 || type >= LX_DT_LANES_N || C <= 0 || C % 256 != 0)
+    if (type < LX_DT_Q8_0 || type > LX_DT_IQ1_M || C <= 0 || C % 256 != 0)
         return 0;
-    if (cpu == 16 && max >= 16)
+    if (cpu == 16 && max >= 16 && type < LX_DT_LANES_N)    /* the codebook types: 8 lanes on either CPU */
         return 16;
     return cpu >= 8 && max >= 8 ? 8 : 0;
 }
@@ -754,6 +469,6 @@ void lx_qdot8(float *out, const int8_t *q, const float *xl, const float *xg, con
         return;
     }
     for (int t = 0; t < n; t += 2)      /* two rows a pass: eight accumulators */
-        dot8l_rows(out + t, q + t * C, xl + t * (C / 4), xg + t * (C / 16), q4 + t * (C / 4), n - t < 2 ? 1 : 2, w,
-                   type, C);
+        lx_qdot8_rows8(out + t, q + t * C, xl + t * (C / 4), xg + t * (C / 16), q4 + t * (C / 4), n - t < 2 ? 1 : 2, w,
+                       type, C);
 }

@@ -313,6 +313,20 @@ W8 void widen32(__m256 v[4], const void *w, long c, int type, const float *ds, c
     }
 }
 
+/* Each of n rows' four chains a[g][t] plus values c … c + 31 of x's row t times wv. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void fma32(__m256 a[4][GEMV_GROUP8],
+                                                                               const float *x, long ldx, const int n,
+                                                                               long c, const __m256 wv[4])
+{
+#pragma GCC unroll 2
+    for (int t = 0; t < n; t++) {
+        const float *xt = x + t * ldx + c;
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++)
+            a[g][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt + 8 * g), wv[g], a[g][t]);
+    }
+}
+
 /* dots_n in 8 lanes, for a CPU without AVX-512: each row's sum four chains of 8 lanes (values
 ** c ≡ 0–7, 8–15, 16–23 and 24–31 mod 32; a last 16 on the first two, a last 8 on the first), added
 ** in pairs and reduced, then the last C mod 8 values in order; at most GEMV_GROUP8 rows (their 4n
@@ -332,24 +346,26 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline void dots8
 #pragma GCC unroll 2
     for (int t = 0; t < n; t++)
         a[0][t] = a[1][t] = a[2][t] = a[3][t] = _mm256_setzero_ps();
+    if (kquant8(type) || iq8(type))     /* super-blocks of 256: the sub-block a constant in each widen32 */
+        for (long blk = 0; blk < C / 256; blk++, c += 256) {
+            if (kquant8(type))
+                kscales8(ds, ms, w, c, type);
+            else
+                id = lx_iq_block_d(type - LX_DT_IQ2_XXS, (const unsigned char *)w + blk * lx_dtype_block_bytes(type));
+#pragma GCC unroll 8
+            for (int s = 0; s < 8; s++) {
+                __m256 wv[4];
+                if (iq8(type))
+                    widen32_iq(wv, w, 256 * blk + 32 * s, type, id, it, isg);
+                else
+                    widen32(wv, w, 256 * blk + 32 * s, type, ds, ms);
+                fma32(a, x, ldx, n, c + 32 * s, wv);
+            }
+        }
     for (; c + 32 <= C; c += 32) {
         __m256 wv[4];
-        if (c % 256 == 0 && kquant8(type))
-            kscales8(ds, ms, w, c, type);
-        if (c % 256 == 0 && iq8(type))
-            id = lx_iq_block_d(type - LX_DT_IQ2_XXS, (const unsigned char *)w + c / 256 * lx_dtype_block_bytes(type));
-        if (iq8(type))
-            widen32_iq(wv, w, c, type, id, it, isg);
-        else
-            widen32(wv, w, c, type, ds, ms);
-#pragma GCC unroll 2
-        for (int t = 0; t < n; t++) {
-            const float *xt = x + t * ldx + c;
-            a[0][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt), wv[0], a[0][t]);
-            a[1][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt + 8), wv[1], a[1][t]);
-            a[2][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt + 16), wv[2], a[2][t]);
-            a[3][t] = _mm256_fmadd_ps(_mm256_loadu_ps(xt + 24), wv[3], a[3][t]);
-        }
+        widen32(wv, w, c, type, ds, ms);
+        fma32(a, x, ldx, n, c, wv);
     }
     for (int k = 0; k < 2 && c + 8 <= C; k++, c += 8) {     /* a last 16 (k 0, 1) or 8 (k 0) */
         __m256 wk = widen8(w, c, type);
