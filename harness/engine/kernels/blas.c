@@ -24,6 +24,14 @@ void lx_gemm(float *C, int ldc, const float *A, int lda, const float *B, int ldb
         lx_gemm_portable(C, ldc, A, lda, B, ldb, M, N, K, trans_a, trans_b, alpha, beta);
         return;
     }
+    if (M == 1 && K > 0) {  /* a row: sgemv (0.3.21's sgemm runs its tile kernels on one padded row); sgemv
+                             ** returns at once for K = 0 where sgemm scales C by beta */
+        if (beta == 0.0f)   /* as sgemm: C's old values (NaN too) unread */
+            memset(C, 0, sizeof(float) * (size_t)N);
+        cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans, trans_b ? N : K, trans_b ? K : N, alpha, B,
+                    ldb, A, trans_a ? lda : 1, beta, C, 1);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
                 M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

@@ -61,8 +61,8 @@ struct lx_kvcache {
     uint16_t *kh, *vh;  /* (n_slots, slot_rows, KV·D) the same as half, or NULL */
     int over_layer;     /* f16: 1 + the layer of the first value stored past f16's range (65504); 0: none */
     long over_pos;      /* and its row's position */
-    float *wide;        /* half or a ring: (3, T, D) one key/value head's keys, values and far keys gathered
-                        ** for a step at their positions' rows */
+    float *wide;        /* half or a ring: (n_scr, 3, T, D) one key/value head's keys, values and far keys
+                        ** gathered for a step at their positions' rows, per thread of the step */
     float *kfar;        /* (n_slots, slot_rows, KV·D) keys turned to the posmap's key position, or NULL
                         ** when the spec has no posmap on rotary positions */
     long *len;          /* (n_slots,) rows [0, len) hold the window's tokens */
@@ -72,8 +72,9 @@ struct lx_kvcache {
     float *x, *xn, *qkv, *ao, *xm, *h, *act;   /* (C), (C), (QKV), (H·D), (C), (F or 2F), (F) */
     float *rstd;        /* (1) */
     double *cs;         /* (n_pairs, 2) rope at the step's position; under xpos the keys' row at cs + D */
-    float *s;           /* (T) one head's scores */
-    double *tab;        /* (2T) its logit tables A, B */
+    float *s;           /* (n_scr, T) one head's scores, per thread */
+    double *tab;        /* (n_scr, 2T) its logit tables A, B */
+    int n_scr;          /* threads the step's attention may use: omp_get_max_threads() at allocation */
     /* distance tables kept across steps (lx_decode_dist_kept): per query head A_t at dtab + 2hT, B_t
     ** T further, for t < dtab_n, under temperature dtab_temp; NULL when the spec's tables change with n */
     double *dtab;

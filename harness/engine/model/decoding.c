@@ -19,7 +19,9 @@
 ** half cache's rows of a key/value head are widened once for its G query
 ** heads (c->wide, row stride D), and a ring's gathered to their positions'
 ** rows: only the rows the row reads, the sinks and the window [lo, pos] (a
-** local layer's 512 or 1,024 of Gemma 3's, StreamingLLM's S + R + 1, not all). */
+** local layer's 512 or 1,024 of Gemma 3's, StreamingLLM's S + R + 1, not all).
+** The key/value heads are shared among the step's threads, each with its own
+** scratch (c->n_scr of them); a head's rows are one thread's sums either way. */
 static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global, const float *mult, int slot, int layer,
                    long pos, int H)
 {
@@ -34,11 +36,15 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
     long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo;     /* as lx_attn_row_forward reads them */
     /* a ring still holds the sinks and the window: not rewound past what it kept (LX_KVCACHE_REWIND) */
     LX_ASSERT(c->cap[layer] == c->T || (ns <= c->keep[layer] && lx_kvcache_holds(c, slot, layer, lo)));
+    int nt = omp_get_max_threads() < c->n_scr ? omp_get_max_threads() : c->n_scr;
+#pragma omp parallel for schedule(static) num_threads(nt < KV ? nt : KV) if (nt > 1 && KV > 1)
     for (int g = 0; g < KV; g++) {
         const float *k, *v, *f = NULL;
-        int ldh = ld;
+        int ldh = ld, th = omp_get_thread_num();
+        float *s = c->s + (long)th * c->T;
+        double *tab = c->tab + 2L * th * c->T;
         if (c->half || c->cap[layer] < c->T) {
-            float *wk = c->wide, *wv = wk + (long)c->T * D, *wf = wv + (long)c->T * D;
+            float *wk = c->wide + 3L * th * c->T * D, *wv = wk + (long)c->T * D, *wf = wv + (long)c->T * D;
             lx_kvcache_head(c, slot, layer, g, 0, ns, wk, wv);
             lx_kvcache_head(c, slot, layer, g, lo, pos + 1, wk, wv);
             if (far) {
@@ -55,9 +61,16 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
             if (dtab)
                 kept[0] = dtab + 2L * h * c->T, kept[1] = kept[0] + c->T;
             lx_attn_row_forward(c->ao + (long)h * D, c->qkv + (long)h * D, k, v, f, ldh, spec, h,
-                                mult ? mult[h] : 1.0f, pos, D, c->s, c->tab, dtab ? kept : NULL, half);
+                                mult ? mult[h] : 1.0f, pos, D, s, tab, dtab ? kept : NULL, half);
         }
     }
+}
+
+static int team_mode = -1;
+
+void lx_decode_team_set(int mode)
+{
+    team_mode = mode;
 }
 
 void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spec *spec_in, struct lx_kvcache *c,
@@ -81,7 +94,7 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
     ** (an output of a product is one thread's sum in lenx's kernels and in
     ** sgemm, so the team changes no bit there). */
     int n_thr = omp_get_max_threads();
-    if (lx_model_held_bytes(m) < LX_DECODE_TEAM_BYTES)
+    if (team_mode == 0 || (team_mode < 0 && lx_model_held_bytes(m) < LX_DECODE_TEAM_BYTES))
         omp_set_num_threads(1);
     lx_embed(c->x, NULL, c->rstd, m, &token, 1);
     lx_rope_table_pos(c->cs, c->cs + D, &spec->rotary, &ipos, 1);     /* keys' row after the queries' */

@@ -29,6 +29,9 @@ struct lx_sampler {
 
 /* Weights from which a decoding step runs on the OpenMP team instead of one thread (512 MiB). */
 #define LX_DECODE_TEAM_BYTES (512.0 * 1024 * 1024)
+/* For the tests and benches: 1 every step on the team, 0 on one thread, -1 (the default) by the
+** weights' size as above. The bits are the same either way (decoding.c). */
+void lx_decode_team_set(int mode);
 
 /* Token `token` at position pos of slot `slot`, whose rows [0, pos) are
 ** cached (pos <= len, pos < T): its key and value rows enter the cache

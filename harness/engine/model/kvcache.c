@@ -5,6 +5,7 @@
 */
 #include "harness/engine/model/kvcache.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,12 +47,13 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, const 
     double KD = (double)lx_arch_kv(a) * a->d_head, rows = (double)n_slots * slot_rows, C = a->d_model,
            F = a->d_mlp, F2 = lx_arch_gated(a) ? 2 * F : F;
     int half = lx_kv_get();
+    double scr = omp_get_max_threads();     /* the attention's threads, each with its scratch (decoding.c) */
     struct { void **p; double n; size_t el; } b[] = {
         {(void **)&c->k, half ? 0 : rows * KD, 4},
         {(void **)&c->v, half ? 0 : rows * KD, 4},
         {(void **)&c->kh, half ? rows * KD : 0, 2},
         {(void **)&c->vh, half ? rows * KD : 0, 2},
-        {(void **)&c->wide, half || ring ? 3.0 * T * a->d_head : 0, 4},
+        {(void **)&c->wide, half || ring ? scr * 3.0 * T * a->d_head : 0, 4},
         {(void **)&c->cap, (double)a->layers, sizeof(long)},
         {(void **)&c->off, (double)a->layers, sizeof(long)},
         {(void **)&c->keep, (double)a->layers, sizeof(long)},
@@ -68,8 +70,8 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, const 
         {(void **)&c->act, F, 4},
         {(void **)&c->rstd, 1, 4},
         {(void **)&c->cs, (a->local_every ? 3.0 : 2.0) * a->d_head, 8},  /* queries', (xpos) keys', local layers' rotary rows */
-        {(void **)&c->s, T, 4},
-        {(void **)&c->tab, 2.0 * T, 8},
+        {(void **)&c->s, scr * T, 4},
+        {(void **)&c->tab, scr * 2.0 * T, 8},
         {(void **)&c->dtab, dist ? 2.0 * a->heads * T : 0, 8},  /* kept distance tables */
     };
     double total = 0.0;
@@ -81,6 +83,7 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, const 
     if (alloc) {
         c->n_slots = n_slots;
         c->half = half;
+        c->n_scr = (int)scr;
         c->L = (int)a->layers, c->T = T, c->KV = (int)lx_arch_kv(a), c->D = (int)a->d_head;
         for (long l = 0; l < a->layers; l++) {
             c->cap[l] = lx_kvcache_layer_rows(a, spec, l, T, &c->keep[l]);
