@@ -102,8 +102,13 @@ static void row_vs_naive(const char *stack, int T, int H, int KV, int D)
     cr_expect_eq(c.len[0], T);
     if (c.kfar)
         lx_kvcache_far(&c, &st.spec, 0, 0, T);
-    float *s = malloc(sizeof(float) * (size_t)T), *o_kept = malloc(sizeof(float) * NH);
+    float *s = malloc(sizeof(float) * (size_t)(G * T)), *o_kept = malloc(sizeof(float) * NH);
+    float *o_grp = malloc(sizeof(float) * NH), *o_grp_p = malloc(sizeof(float) * NH),
+          *o_row_p = malloc(sizeof(float) * NH), mults[8];
     double *tab = malloc(sizeof(double) * 2 * (size_t)T);
+    enum lx_numerics nm0 = lx_numerics_get();
+    for (int h = 0; h < H; h++)
+        mults[h] = st.spec.learn_scale ? mult[h % 8] : 1.0f;
     cr_expect_eq(c.dtab != NULL, lx_decode_dist_kept(&st.spec), "%s: the cache keeps tables when they hold", stack);
     for (int i = 0; i < T; i++) {
         lx_kvcache_dist(&c, &st.spec, H, i + 1);    /* one distance more a row, as the decode steps go */
@@ -119,7 +124,28 @@ static void row_vs_naive(const char *stack, int T, int H, int KV, int D)
                                 KV * D, &st.spec, h, st.spec.learn_scale ? mult[h % 8] : 1.0f, i, D, s, tab,
                                 c.dtab ? kept : NULL, 0);
         }
+        /* a key/value head's G rows at once (fast numerics: one product each with its keys and values, but
+        ** where the multipliers differ) and, in portable numerics, row by row: the one-row kernel's bits */
+        for (int pass = 0; pass < 2; pass++) {
+            lx_numerics_set(pass ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST);
+            for (int g = 0; g < KV; g++) {
+                long at = ((long)i * H + g * G) * D;
+                lx_attn_rows_forward((pass ? o_grp_p : o_grp) + at, q + at, c.k + g * D, c.v + g * D,
+                                     c.kfar ? c.kfar + g * D : NULL, KV * D, &st.spec, g * G, G, mults, i, D, s, T,
+                                     tab, c.dtab, T, 0);
+            }
+        }
+        for (int h = 0; h < H; h++) {
+            int g = h / G;
+            long at = ((long)i * H + h) * D;
+            lx_attn_row_forward(o_row_p + at, q + at, c.k + g * D, c.v + g * D, c.kfar ? c.kfar + g * D : NULL,
+                                KV * D, &st.spec, h, mults[h], i, D, s, tab, NULL, 0);
+        }
+        lx_numerics_set(nm0);
     }
+    double eg = rel_err(o_grp, o_naive, NH);
+    cr_expect_leq(eg, TOL, "%s T=%d H=%d KV=%d: a key/value head's rows at once vs naive %g", stack, T, H, KV, eg);
+    cr_expect_eq(memcmp(o_grp_p, o_row_p, sizeof(float) * NH), 0, "%s: portable numerics go row by row", stack);
     double e = rel_err(o_row, o_naive, NH);
     cr_expect_leq(e, TOL, "%s T=%d H=%d KV=%d: one row vs naive %g", stack, T, H, KV, e);
     cr_expect_eq(memcmp(o_kept, o_row, sizeof(float) * NH), 0, "%s: kept tables give the row's own bits", stack);
@@ -132,7 +158,7 @@ static void row_vs_naive(const char *stack, int T, int H, int KV, int D)
                   "%s: the tables follow the temperature", stack);
         st.spec.temperature = t0;
     }
-    free(o_kept);
+    free(o_kept), free(o_grp), free(o_grp_p), free(o_row_p);
     free(q), free(k), free(v), free(kx), free(vx), free(qm), free(o_naive), free(o_row), free(att), free(qkv);
     free(s), free(tab);
     lx_kvcache_release(&c);

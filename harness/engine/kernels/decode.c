@@ -12,6 +12,7 @@
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/blas.h"
 #include "harness/core/half.h"
+#include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/ops.h"
 
 /* exp(x − max) below e^−70 is 0, as on the other paths (attention.c says why). */
@@ -173,73 +174,159 @@ static void row_logits(float *s, const struct lx_spec *spec, int head, long n, l
     }
 }
 
-void lx_attn_row_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
-                         const struct lx_spec *spec, int head, float mult, long i, int D, float *s, double *tab,
-                         const double *const *kept, int half)
+/* What a row i sees: its keys' scale c, the pieces [j0s[p], j1s[p]) (the sinks, then the window),
+** far1 (keys below it score from kfar) and whether its logits are its scores times c. */
+struct row_keys {
+    float c;
+    long n, lo, j0s[2], j1s[2], far1;
+    int plain;
+};
+
+static void row_keys_of(struct row_keys *r, const struct lx_spec *spec, long i, float mult, int D, int far)
 {
-    LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && (kfar != NULL) == lx_decode_far(spec));
-    float c = (float)lx_spec_qk_scale(spec, D) * (mult != 0.0f ? mult : 1.0f);
-    long lo, hi, n = lx_spec_row_keys(spec, i, i + 1, 1, &lo, &hi);
-    long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo, j0s[2] = {0, lo}, j1s[2] = {ns, hi};
-    long far1 = kfar ? lx_posmap_near_lo(&spec->posmap, i) : 0;     /* keys j < far1 score from kfar */
-    float qf[2 * LX_SPEC_MAX_PAIRS + 2], qh[2 * LX_SPEC_MAX_PAIRS + 2];
-    if (half) {     /* llama.cpp's product with a half K cache rounds the query to the cache's type */
-        memcpy(qh, q, sizeof(float) * (size_t)D);
-        lx_round_half_n(qh, half, (size_t)D);
-        q = qh;
+    long hi;
+    r->c = (float)lx_spec_qk_scale(spec, D) * (mult != 0.0f ? mult : 1.0f);
+    r->n = lx_spec_row_keys(spec, i, i + 1, 1, &r->lo, &hi);
+    long ns = spec->vis.sinks < r->lo ? spec->vis.sinks : r->lo;
+    r->j0s[0] = 0, r->j1s[0] = ns, r->j0s[1] = r->lo, r->j1s[1] = hi;
+    r->far1 = far ? lx_posmap_near_lo(&spec->posmap, i) : 0;
+    r->plain = !spec->n_ops && spec->temperature == 1.0;
+}
+
+/* The query rows q (M rows of D) as the products read them: qh rounded to a half cache's type
+** (llama.cpp's product with a half K cache rounds the query so), qf turned to the posmap's position
+** of a lower pair's query (far keys); *qp the near keys' rows (q or qh). */
+static void row_queries(float *qh, float *qf, const float **qp, const float *q, int M, const struct lx_spec *spec,
+                        long i, int D, int half, int far)
+{
+    *qp = q;
+    if (half) {
+        memcpy(qh, q, sizeof(float) * (size_t)(M * D));
+        lx_round_half_n(qh, half, (size_t)(M * D));
+        *qp = qh;
     }
-    if (kfar) {     /* the query turned to the posmap's position of a lower pair's query */
+    for (int m = 0; far && m < M; m++) {
         double r[2 * LX_SPEC_MAX_PAIRS + 2];
         for (int d = 0; d < D; d++)
-            r[d] = q[d];
+            r[d] = q[m * D + d];
         lx_rotary_turn(r, &spec->rotary, lx_posmap_pos(&spec->posmap, i, 1) - (double)i);
         for (int d = 0; d < D; d++)
-            qf[d] = (float)r[d];
-        lx_round_half_n(qf, half, (size_t)D);
+            qf[m * D + d] = (float)r[d];
+        lx_round_half_n(qf + m * D, half, (size_t)D);
     }
-    int plain = !spec->n_ops && spec->temperature == 1.0;
+}
+
+/* Scores (M rows of stride lds) of M query rows against the row's keys, times c. */
+static void row_scores(float *s, long lds, const float *q, const float *qf, int M, const float *k, const float *kfar,
+                       int ld, int D, const struct row_keys *r)
+{
+    for (int p = 0; p < 2; p++) {
+        long j0 = r->j0s[p], j1 = r->j1s[p], jf = r->far1 < j0 ? j0 : r->far1 > j1 ? j1 : r->far1;  /* [j0, jf) far */
+        if (jf > j0)
+            lx_gemm(s + j0, (int)lds, qf, D, kfar + j0 * ld, ld, M, (int)(jf - j0), D, 0, 1, r->c, 0.0f);
+        if (j1 > jf)
+            lx_gemm(s + jf, (int)lds, q, D, k + jf * ld, ld, M, (int)(j1 - jf), D, 0, 1, r->c, 0.0f);
+    }
+}
+
+/* One row's scores s to its exponentials, less the max, in place; the factor 1/Σ returned (with a
+** half cache: the probabilities rounded to its type in s, and 1). */
+static float row_softmax(float *s, const struct lx_spec *spec, int head, long i, const struct row_keys *r,
+                         double *tab, const double *const *kept, int half)
+{
     double *A = tab, *B = tab + i + 1;
-    if (!plain && !spec->has_dist)
-        lx_spec_affine(spec, head, n, 0.0, A, B);
-    else if (!plain && !kept)
-        lx_spec_row(spec, head, n, 0, i + 1 - (ns ? 0 : lo), A, B);
+    if (!r->plain && !spec->has_dist)
+        lx_spec_affine(spec, head, r->n, 0.0, A, B);
+    else if (!r->plain && !kept)
+        lx_spec_row(spec, head, r->n, 0, i + 1 - (r->j1s[0] ? 0 : r->lo), A, B);
     const double *At = kept ? kept[0] : A, *Bt = kept ? kept[1] : B;
     float mx, zs;
     lx_zsink_start(spec, head, &mx, &zs);
     float mx0 = mx;
     for (int p = 0; p < 2; p++) {
-        long j0 = j0s[p], j1 = j1s[p], jf = far1 < j0 ? j0 : far1 > j1 ? j1 : far1;  /* [j0, jf) far */
-        if (jf > j0)
-            lx_gemm(s + j0, (int)(jf - j0), qf, D, kfar + j0 * ld, ld, 1, (int)(jf - j0), D, 0, 1, c, 0.0f);
-        if (j1 > jf)
-            lx_gemm(s + jf, (int)(j1 - jf), q, D, k + jf * ld, ld, 1, (int)(j1 - jf), D, 0, 1, c, 0.0f);
-        if (!plain)
-            row_logits(s, spec, head, n, i, j0, j1, At, Bt);
-        lx_softcap_row(s, j0, j1, spec->softcap);
-        for (long j = j0; j < j1; j++)
+        if (!r->plain)
+            row_logits(s, spec, head, r->n, i, r->j0s[p], r->j1s[p], At, Bt);
+        lx_softcap_row(s, r->j0s[p], r->j1s[p], spec->softcap);
+        for (long j = r->j0s[p]; j < r->j1s[p]; j++)
             mx = s[j] > mx ? s[j] : mx;
     }
     double z = zs > 0.0f && mx0 - mx > EXP_FLOOR ? expf(mx0 - mx) : 0.0f;     /* the zero sink's share */
     for (int p = 0; p < 2; p++)
-        for (long j = j0s[p]; j < j1s[p]; j++) {
+        for (long j = r->j0s[p]; j < r->j1s[p]; j++) {
             float e = s[j] - mx;
             s[j] = e > EXP_FLOOR ? expf(e) : 0.0f;
             z += s[j];
         }
-    float beta = 0.0f, alpha = (float)(1.0 / z);
-    for (int p = 0; half && p < 2; p++) {     /* and its product with a half V cache the probabilities */
-        for (long j = j0s[p]; j < j1s[p]; j++)
+    float alpha = (float)(1.0 / z);
+    if (!half)
+        return alpha;
+    for (int p = 0; p < 2; p++) {     /* its product with a half V cache rounds the probabilities */
+        for (long j = r->j0s[p]; j < r->j1s[p]; j++)
             s[j] *= alpha;
-        lx_round_half_n(s + j0s[p], half, (size_t)(j1s[p] - j0s[p]));
+        lx_round_half_n(s + r->j0s[p], half, (size_t)(r->j1s[p] - r->j0s[p]));
     }
-    if (half)
-        alpha = 1.0f;
+    return 1.0f;
+}
+
+/* o (M rows of D) = alpha · p·v of M rows of probabilities s (stride lds), piece by piece. */
+static void row_values(float *o, const float *s, long lds, int M, const float *v, int ld, int D, float alpha,
+                       const struct row_keys *r)
+{
+    float beta = 0.0f;
     for (int p = 0; p < 2; p++)
-        if (j1s[p] > j0s[p]) {
-            int nk = (int)(j1s[p] - j0s[p]);
-            lx_gemm(o, D, s + j0s[p], nk, v + j0s[p] * ld, ld, 1, D, nk, 0, 0, alpha, beta);
+        if (r->j1s[p] > r->j0s[p]) {
+            int nk = (int)(r->j1s[p] - r->j0s[p]);
+            lx_gemm(o, D, s + r->j0s[p], (int)lds, v + r->j0s[p] * ld, ld, M, D, nk, 0, 0, alpha, beta);
             beta = 1.0f;
         }
+}
+
+void lx_attn_row_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
+                         const struct lx_spec *spec, int head, float mult, long i, int D, float *s, double *tab,
+                         const double *const *kept, int half)
+{
+    LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && (kfar != NULL) == lx_decode_far(spec));
+    struct row_keys r;
+    float qh[2 * LX_SPEC_MAX_PAIRS + 2], qf[2 * LX_SPEC_MAX_PAIRS + 2];
+    const float *qn;
+    row_keys_of(&r, spec, i, mult, D, kfar != NULL);
+    row_queries(qh, qf, &qn, q, 1, spec, i, D, half, kfar != NULL);
+    row_scores(s, r.n, qn, qf, 1, k, kfar, ld, D, &r);
+    float alpha = row_softmax(s, spec, head, i, &r, tab, kept, half);
+    row_values(o, s, r.n, 1, v, ld, D, alpha, &r);
+}
+
+void lx_attn_rows_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
+                          const struct lx_spec *spec, int head0, int G, const float *mult, long i, int D, float *s,
+                          long lds, double *tab, const double *dtab, long dT, int half)
+{
+    int same = 1;
+    for (int h = 1; mult && h < G; h++)
+        same &= mult[head0 + h] == mult[head0];
+    if (G == 1 || G > LX_ATTN_GROUP || !same || lx_numerics_get() != LX_NUMERICS_FAST) {
+        for (int h = head0; h < head0 + G; h++) {   /* one row at a time: the bits of lx_attn_row_forward */
+            const double *kept[2] = {dtab ? dtab + 2L * h * dT : NULL, dtab ? dtab + (2L * h + 1) * dT : NULL};
+            lx_attn_row_forward(o + (long)(h - head0) * D, q + (long)(h - head0) * D, k, v, kfar, ld, spec, h,
+                                mult ? mult[h] : 1.0f, i, D, s, tab, dtab ? kept : NULL, half);
+        }
+        return;
+    }
+    LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && (kfar != NULL) == lx_decode_far(spec) && lds >= i + 1);
+    struct row_keys r;
+    float qh[LX_ATTN_GROUP * (2 * LX_SPEC_MAX_PAIRS + 2)], qf[LX_ATTN_GROUP * (2 * LX_SPEC_MAX_PAIRS + 2)];
+    const float *qn;
+    row_keys_of(&r, spec, i, mult ? mult[head0] : 1.0f, D, kfar != NULL);
+    row_queries(qh, qf, &qn, q, G, spec, i, D, half, kfar != NULL);
+    row_scores(s, lds, qn, qf, G, k, kfar, ld, D, &r);      /* the keys read once for the G rows */
+    for (int h = 0; h < G; h++) {
+        const double *kept[2] = {dtab ? dtab + 2L * (head0 + h) * dT : NULL,
+                                 dtab ? dtab + (2L * (head0 + h) + 1) * dT : NULL};
+        float *sh = s + h * lds, alpha = row_softmax(sh, spec, head0 + h, i, &r, tab, dtab ? kept : NULL, half);
+        for (int p = 0; alpha != 1.0f && p < 2; p++)    /* each row's own 1/Σ, before the shared product */
+            for (long j = r.j0s[p]; j < r.j1s[p]; j++)
+                sh[j] *= alpha;
+    }
+    row_values(o, s, lds, G, v, ld, D, 1.0f, &r);           /* and the values once */
 }
 
 /* ---- one token through the model --------------------------------------------- */

@@ -72,7 +72,7 @@ struct lx_kvcache {
     float *x, *xn, *qkv, *ao, *xm, *h, *act;   /* (C), (C), (QKV), (H·D), (C), (F or 2F), (F) */
     float *rstd;        /* (1) */
     double *cs;         /* (n_pairs, 2) rope at the step's position; under xpos the keys' row at cs + D */
-    float *s;           /* (n_scr, T) one head's scores, per thread */
+    float *s;           /* (n_scr, G, T) one key/value head's G query heads' scores, per thread */
     double *tab;        /* (n_scr, 2T) its logit tables A, B */
     int n_scr;          /* threads the step's attention may use: omp_get_max_threads() at allocation */
     /* distance tables kept across steps (lx_decode_dist_kept): per query head A_t at dtab + 2hT, B_t
@@ -144,5 +144,15 @@ void lx_kvcache_dist(struct lx_kvcache *c, const struct lx_spec *spec, int H, lo
 void lx_attn_row_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
                          const struct lx_spec *spec, int head, float mult, long i, int D, float *s, double *tab,
                          const double *const *kept, int half);
+/* lx_attn_row_forward for the G query heads head0 … head0 + G − 1 of one key/value head (q and o: G
+** rows of D; mult: every head's, or NULL; s: G rows of scores, stride lds ≥ i + 1; dtab: the cache's
+** kept distance tables of stride dT, or NULL). In fast numerics, with the G heads' multipliers equal and
+** G ≤ LX_ATTN_GROUP, the G rows' scores are one product with the keys and their outputs one with
+** the values, each read once for all G (each row normalised before: fast numerics' order, not the
+** row's); otherwise row by row, the bits of lx_attn_row_forward. */
+#define LX_ATTN_GROUP 16
+void lx_attn_rows_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
+                          const struct lx_spec *spec, int head0, int G, const float *mult, long i, int D, float *s,
+                          long lds, double *tab, const double *dtab, long dT, int half);
 
 #endif

@@ -21,7 +21,9 @@
 ** rows: only the rows the row reads, the sinks and the window [lo, pos] (a
 ** local layer's 512 or 1,024 of Gemma 3's, StreamingLLM's S + R + 1, not all).
 ** The key/value heads are shared among the step's threads, each with its own
-** scratch (c->n_scr of them); a head's rows are one thread's sums either way. */
+** scratch (c->n_scr of them); a head's rows are one thread's sums either way.
+** A key/value head's G query heads read its keys and values once in fast
+** numerics (lx_attn_rows_forward). */
 static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global, const float *mult, int slot, int layer,
                    long pos, int H)
 {
@@ -41,8 +43,7 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
     for (int g = 0; g < KV; g++) {
         const float *k, *v, *f = NULL;
         int ldh = ld, th = omp_get_thread_num();
-        float *s = c->s + (long)th * c->T;
-        double *tab = c->tab + 2L * th * c->T;
+        float *s = c->s + (long)th * G * c->T;
         if (c->half || c->cap[layer] < c->T) {
             float *wk = c->wide + 3L * th * c->T * D, *wv = wk + (long)c->T * D, *wf = wv + (long)c->T * D;
             lx_kvcache_head(c, slot, layer, g, 0, ns, wk, wv);
@@ -56,13 +57,8 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
             k = lx_kvcache_rows(c, c->k, slot, layer) + (long)g * D, v = lx_kvcache_rows(c, c->v, slot, layer) + (long)g * D;
             f = far ? lx_kvcache_rows(c, c->kfar, slot, layer) + (long)g * D : NULL;
         }
-        for (int h = g * G; h < (g + 1) * G; h++) {
-            const double *kept[2] = {NULL, NULL};
-            if (dtab)
-                kept[0] = dtab + 2L * h * c->T, kept[1] = kept[0] + c->T;
-            lx_attn_row_forward(c->ao + (long)h * D, c->qkv + (long)h * D, k, v, f, ldh, spec, h,
-                                mult ? mult[h] : 1.0f, pos, D, s, tab, dtab ? kept : NULL, half);
-        }
+        lx_attn_rows_forward(c->ao + (long)g * G * D, c->qkv + (long)g * G * D, k, v, f, ldh, spec, g * G, G, mult,
+                             pos, D, s, c->T, c->tab + 2L * th * c->T, dtab, c->T, half);
     }
 }
 

@@ -70,7 +70,7 @@ static double cache_layout(struct lx_kvcache *c, const struct lx_arch *a, const 
         {(void **)&c->act, F, 4},
         {(void **)&c->rstd, 1, 4},
         {(void **)&c->cs, (a->local_every ? 3.0 : 2.0) * a->d_head, 8},  /* queries', (xpos) keys', local layers' rotary rows */
-        {(void **)&c->s, scr * T, 4},
+        {(void **)&c->s, scr * (double)(a->heads / lx_arch_kv(a)) * T, 4},     /* a key/value head's G rows */
         {(void **)&c->tab, scr * 2.0 * T, 8},
         {(void **)&c->dtab, dist ? 2.0 * a->heads * T : 0, 8},  /* kept distance tables */
     };
