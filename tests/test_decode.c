@@ -130,7 +130,7 @@ static void row_vs_naive(const char *stack, int T, int H, int KV, int D)
             lx_numerics_set(pass ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST);
             for (int g = 0; g < KV; g++) {
                 long at = ((long)i * H + g * G) * D;
-                lx_attn_rows_forward((pass ? o_grp_p : o_grp) + at, q + at, c.k + g * D, c.v + g * D,
+                lx_attn_rows_forward((pass ? o_grp_p : o_grp) + at, q + at, c.k + g * D, c.v + g * D, LX_DT_F32,
                                      c.kfar ? c.kfar + g * D : NULL, KV * D, &st.spec, g * G, G, mults, i, D, s, T,
                                      tab, c.dtab, T, 0);
             }
@@ -142,6 +142,34 @@ static void row_vs_naive(const char *stack, int T, int H, int KV, int D)
                                 KV * D, &st.spec, h, mults[h], i, D, s, tab, NULL, 0);
         }
         lx_numerics_set(nm0);
+    }
+    if (!c.kfar) {      /* a half cache's rows read as stored, by the AVX2 kernels and by the reference, against the
+                        ** same values widened first (fast numerics; no far keys: those are widened) */
+        static const int types[] = {LX_DT_F16, LX_DT_BF16};
+        uint16_t *kh = malloc(sizeof(uint16_t) * NK), *vh = malloc(sizeof(uint16_t) * NK);
+        float *kw = malloc(sizeof(float) * NK), *vw = malloc(sizeof(float) * NK), *ow = malloc(sizeof(float) * NH),
+              *oh = malloc(sizeof(float) * NH);
+        lx_numerics_set(LX_NUMERICS_FAST);
+        for (int ti = 0; ti < 2; ti++)
+            for (int lanes = 0; lanes < 2; lanes++) {
+                lx_f32_to_type(kh, k, types[ti], (size_t)NK), lx_f32_to_type(vh, v, types[ti], (size_t)NK);
+                lx_half_to_f32(kw, kh, types[ti], (size_t)NK), lx_half_to_f32(vw, vh, types[ti], (size_t)NK);
+                lx_decode_half_lanes(lanes);
+                for (int i = 0; i < T; i++)
+                    for (int g = 0; g < KV; g++) {
+                        long at = ((long)i * H + g * G) * D;
+                        lx_attn_rows_forward(ow + at, q + at, kw + g * D, vw + g * D, LX_DT_F32, NULL, KV * D,
+                                             &st.spec, g * G, G, mults, i, D, s, T, tab, NULL, T, 0);
+                        lx_attn_rows_forward(oh + at, q + at, kh + g * D, vh + g * D, types[ti], NULL, KV * D,
+                                             &st.spec, g * G, G, mults, i, D, s, T, tab, NULL, T, 0);
+                    }
+                double eh = rel_err(oh, ow, NH);
+                cr_expect_leq(eh, TOL, "%s T=%d H=%d KV=%d: a %s cache in place (%s) vs widened %g", stack, T, H, KV,
+                              ti ? "bf16" : "f16", lanes ? "AVX2" : "reference", eh);
+            }
+        lx_decode_half_lanes(1);
+        lx_numerics_set(nm0);
+        free(kh), free(vh), free(kw), free(vw), free(ow), free(oh);
     }
     double eg = rel_err(o_grp, o_naive, NH);
     cr_expect_leq(eg, TOL, "%s T=%d H=%d KV=%d: a key/value head's rows at once vs naive %g", stack, T, H, KV, eg);

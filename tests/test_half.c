@@ -115,6 +115,38 @@ Test(half, f32_to_bf16_rounds_to_nearest_even)
     }
 }
 
+/* lx_round_half_n to f16 in place (F16C's lanes where the CPU has them) is the scalar lx_f32_to_f16 and
+** back, value for value, on random finite floats of f16's range and past it, subnormals and exact ties;
+** a NaN stays a NaN (its payload may differ). */
+Test(half, f32_to_f16_in_place_is_the_scalar_rounding)
+{
+    struct lx_rng r;
+    lx_rng_init(&r, 11, 0, 0);
+    enum { N = 100003 };
+    static float x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        double e = -30.0 + 48.0 * lx_rng_uniform(&r);   /* 2^-30 (below f16's subnormals) … 2^18 (past 65504) */
+        x[i] = (float)((lx_rng_uniform(&r) < 0.5 ? -1.0 : 1.0) * ldexp(1.0 + lx_rng_uniform(&r), (int)e));
+        if (i % 7 == 0) {   /* an exact tie between two f16 neighbours of normal range */
+            uint32_t u;
+            memcpy(&u, &x[i], 4);
+            u = (u & 0xffffe000u) | 0x1000u;
+            memcpy(&x[i], &u, 4);
+        }
+    }
+    x[0] = INFINITY, x[1] = -INFINITY, x[2] = NAN, x[3] = 65519.0f, x[4] = 65520.0f, x[5] = -0.0f;
+    memcpy(y, x, sizeof x);
+    lx_round_half_n(y, LX_DT_F16, N);
+    for (int i = 0; i < N; i++) {
+        float want = lx_f16_to_f32(lx_f32_to_f16(x[i]));
+        if (isnan(want))
+            cr_assert(isnan(y[i]), "%d (%a)", i, x[i]);
+        else
+            cr_assert_eq(memcmp(&y[i], &want, 4), 0, "lx_round_half_n differs at %d (%a): %a, want %a", i, x[i], y[i],
+                         want);
+    }
+}
+
 /* Two rows to interleaved bf16 pairs: each value as lx_f32_to_bf16 rounds it (ties, NaN,
 ** overflow), the second row 0 when absent, on the vector loop and its scalar tail. */
 Test(half, f32_to_bf16_pairs_interleave_two_rounded_rows)

@@ -4,6 +4,7 @@
 */
 #include "harness/engine/kernels/decode.h"
 
+#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -216,16 +217,174 @@ static void row_queries(float *qh, float *qf, const float **qp, const float *q, 
     }
 }
 
-/* Scores (M rows of stride lds) of M query rows against the row's keys, times c. */
-static void row_scores(float *s, long lds, const float *q, const float *qf, int M, const float *k, const float *kfar,
-                       int ld, int D, const struct row_keys *r)
+/* ---- products with a half cache's rows as stored (fast numerics) ---- */
+
+/* The 8 values at p of a half row (F16 or BF16) as floats. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256 widen8(const uint16_t *p, int type)
+{
+    const __m128i h = _mm_loadu_si128((const __m128i *)p);
+    return type == LX_DT_F16 ? _mm256_cvtph_ps(h)
+                             : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline float sum8(__m256 a)
+{
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+#define HALF_AVX2 __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
+
+/* A key/value head's rows are KV·D apart: one row at a time leaves a core few reads in flight
+** (`perf annotate`: the widening waited on its load), so each product asks for the row AHEAD
+** rows on, or the next block's, before it needs it. */
+#define AHEAD 16
+HALF_AVX2 void ahead(const uint16_t *row, int D)
+{
+    for (int b = 0; b < 2 * D; b += 64)
+        _mm_prefetch((const char *)row + b, _MM_HINT_T0);
+}
+
+/* s[m·lds + j] = c · q_m · k_j for M (a constant, at most 4) query rows and keys [j0, j1) of type
+** (row stride ld); D a multiple of 8: each key row widened once for the M rows, their sums in
+** registers. */
+HALF_AVX2 void scores_m(float *s, long lds, const float *q, const uint16_t *k, int ld, long j0, long j1, int D,
+                        int type, float c, const int M)
+{
+    for (long j = j0; j < j1; j++) {
+        __m256 a[4];
+        if (j + AHEAD < j1)
+            ahead(k + (j + AHEAD) * ld, D);
+        for (int m = 0; m < M; m++)
+            a[m] = _mm256_setzero_ps();
+        for (int d = 0; d < D; d += 8) {
+            const __m256 kv = widen8(k + j * ld + d, type);
+            for (int m = 0; m < M; m++)
+                a[m] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (long)m * D + d), kv, a[m]);
+        }
+        for (int m = 0; m < M; m++)
+            s[m * lds + j] = c * sum8(a[m]);
+    }
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void half_scores_avx2(float *s, long lds, const float *q, int M,
+                                                                   const uint16_t *k, int ld, long j0, long j1,
+                                                                   int D, int type, float c)
+{
+    for (int m0 = 0; m0 < M; m0 += 4) {
+        const float *qm = q + (long)m0 * D;
+        float *sm = s + m0 * lds;
+        switch (M - m0 < 4 ? M - m0 : 4) {
+        case 1: scores_m(sm, lds, qm, k, ld, j0, j1, D, type, c, 1); break;
+        case 2: scores_m(sm, lds, qm, k, ld, j0, j1, D, type, c, 2); break;
+        case 3: scores_m(sm, lds, qm, k, ld, j0, j1, D, type, c, 3); break;
+        default: scores_m(sm, lds, qm, k, ld, j0, j1, D, type, c, 4); break;
+        }
+    }
+}
+
+/* o_m[d0 … d0 + 8n) += Σ_j p_m[j] · v_j over values [j0, j1) for one row m, n (a constant, at most
+** 8) sums in registers. */
+HALF_AVX2 void values_n(float *o, const float *p, const uint16_t *v, int ld, long j0, long j1, int d0, int type,
+                        const int n)
+{
+    __m256 a[8];
+    for (int c = 0; c < n; c++)
+        a[c] = _mm256_setzero_ps();
+    for (long j = j0; j < j1; j++) {
+        const __m256 pj = _mm256_set1_ps(p[j]);
+        for (int c = 0; c < n; c++)
+            a[c] = _mm256_fmadd_ps(pj, widen8(v + j * ld + d0 + 8 * c, type), a[c]);
+    }
+    for (int c = 0; c < n; c++)
+        _mm256_storeu_ps(o + d0 + 8 * c, _mm256_add_ps(_mm256_loadu_ps(o + d0 + 8 * c), a[c]));
+}
+
+/* o (M rows of D) += Σ_j p[m·lds + j] · v_j over values [j0, j1) of type; D a multiple of 8: blocks
+** of 32 value rows (8 KB of f16 at D = 64, in L1 for the M rows), each row m's sums over 64
+** columns at a time in registers. */
+__attribute__((target("avx2,fma,f16c"))) static void half_values_avx2(float *o, const float *p, long lds, int M,
+                                                                   const uint16_t *v, int ld, long j0, long j1,
+                                                                   int D, int type)
+{
+    for (long b0 = j0; b0 < j1; b0 += 32) {
+        const long b1 = j1 - b0 < 32 ? j1 : b0 + 32;
+        for (long j = b1; j < b1 + 32 && j < j1; j++)
+            ahead(v + j * ld, D);
+        for (int m = 0; m < M; m++) {
+            int d0 = 0;
+            for (; d0 + 64 <= D; d0 += 64)
+                values_n(o + (long)m * D, p + m * lds, v, ld, b0, b1, d0, type, 8);
+            for (; d0 < D; d0 += 8)
+                values_n(o + (long)m * D, p + m * lds, v, ld, b0, b1, d0, type, 1);
+        }
+    }
+}
+
+static int half_lanes = -1;     /* lx_decode_half_lanes: -1 the CPU's choice, 0 the reference */
+
+void lx_decode_half_lanes(int on)
+{
+    half_lanes = on ? -1 : 0;
+}
+
+static int half_avx2(int D)
+{
+    /* F16C: every AVX2 CPU has it (clang cannot ask) */
+    return half_lanes && D % 8 == 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* The two products on a half cache's rows: the kernels above, or a row widened at a time (the
+** reference, on any CPU and any D). */
+static void half_scores(float *s, long lds, const float *q, int M, const uint16_t *k, int ld, long j0, long j1, int D,
+                        int type, float c)
+{
+    if (half_avx2(D)) {
+        half_scores_avx2(s, lds, q, M, k, ld, j0, j1, D, type, c);
+        return;
+    }
+    float w[2 * LX_SPEC_MAX_PAIRS + 2];
+    for (long j = j0; j < j1; j++) {
+        lx_half_to_f32(w, k + j * ld, type, (size_t)D);
+        for (int m = 0; m < M; m++) {
+            float a = 0.0f;
+            for (int d = 0; d < D; d++)
+                a += q[(long)m * D + d] * w[d];
+            s[m * lds + j] = c * a;
+        }
+    }
+}
+
+static void half_values(float *o, const float *p, long lds, int M, const uint16_t *v, int ld, long j0, long j1, int D,
+                        int type)
+{
+    if (half_avx2(D)) {
+        half_values_avx2(o, p, lds, M, v, ld, j0, j1, D, type);
+        return;
+    }
+    float w[2 * LX_SPEC_MAX_PAIRS + 2];
+    for (long j = j0; j < j1; j++) {
+        lx_half_to_f32(w, v + j * ld, type, (size_t)D);
+        for (int m = 0; m < M; m++)
+            for (int d = 0; d < D; d++)
+                o[(long)m * D + d] += p[m * lds + j] * w[d];
+    }
+}
+
+/* Scores (M rows of stride lds) of M query rows against the row's keys, times c: keys of kvtype
+** (F32, or a half cache's rows as stored: no far keys). */
+static void row_scores(float *s, long lds, const float *q, const float *qf, int M, const void *k, int kvtype,
+                       const float *kfar, int ld, int D, const struct row_keys *r)
 {
     for (int p = 0; p < 2; p++) {
         long j0 = r->j0s[p], j1 = r->j1s[p], jf = r->far1 < j0 ? j0 : r->far1 > j1 ? j1 : r->far1;  /* [j0, jf) far */
         if (jf > j0)
             lx_gemm(s + j0, (int)lds, qf, D, kfar + j0 * ld, ld, M, (int)(jf - j0), D, 0, 1, r->c, 0.0f);
-        if (j1 > jf)
-            lx_gemm(s + jf, (int)lds, q, D, k + jf * ld, ld, M, (int)(j1 - jf), D, 0, 1, r->c, 0.0f);
+        if (j1 > jf && kvtype != LX_DT_F32)
+            half_scores(s, lds, q, M, k, ld, jf, j1, D, kvtype, r->c);
+        else if (j1 > jf)
+            lx_gemm(s + jf, (int)lds, q, D, (const float *)k + jf * ld, ld, M, (int)(j1 - jf), D, 0, 1, r->c, 0.0f);
     }
 }
 
@@ -268,15 +427,22 @@ static float row_softmax(float *s, const struct lx_spec *spec, int head, long i,
     return 1.0f;
 }
 
-/* o (M rows of D) = alpha · p·v of M rows of probabilities s (stride lds), piece by piece. */
-static void row_values(float *o, const float *s, long lds, int M, const float *v, int ld, int D, float alpha,
-                       const struct row_keys *r)
+/* o (M rows of D) = alpha · p·v of M rows of probabilities s (stride lds), piece by piece; values
+** of kvtype (a half cache's: alpha 1). */
+static void row_values(float *o, const float *s, long lds, int M, const void *v, int kvtype, int ld, int D,
+                       float alpha, const struct row_keys *r)
 {
     float beta = 0.0f;
+    if (kvtype != LX_DT_F32) {
+        LX_ASSERT(alpha == 1.0f);
+        memset(o, 0, sizeof(float) * (size_t)(M * D));
+    }
     for (int p = 0; p < 2; p++)
-        if (r->j1s[p] > r->j0s[p]) {
+        if (r->j1s[p] > r->j0s[p] && kvtype != LX_DT_F32) {
+            half_values(o, s, lds, M, v, ld, r->j0s[p], r->j1s[p], D, kvtype);
+        } else if (r->j1s[p] > r->j0s[p]) {
             int nk = (int)(r->j1s[p] - r->j0s[p]);
-            lx_gemm(o, D, s + r->j0s[p], (int)lds, v + r->j0s[p] * ld, ld, M, D, nk, 0, 0, alpha, beta);
+            lx_gemm(o, D, s + r->j0s[p], (int)lds, (const float *)v + r->j0s[p] * ld, ld, M, D, nk, 0, 0, alpha, beta);
             beta = 1.0f;
         }
 }
@@ -291,19 +457,22 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
     const float *qn;
     row_keys_of(&r, spec, i, mult, D, kfar != NULL);
     row_queries(qh, qf, &qn, q, 1, spec, i, D, half, kfar != NULL);
-    row_scores(s, r.n, qn, qf, 1, k, kfar, ld, D, &r);
+    row_scores(s, r.n, qn, qf, 1, k, LX_DT_F32, kfar, ld, D, &r);
     float alpha = row_softmax(s, spec, head, i, &r, tab, kept, half);
-    row_values(o, s, r.n, 1, v, ld, D, alpha, &r);
+    row_values(o, s, r.n, 1, v, LX_DT_F32, ld, D, alpha, &r);
 }
 
-void lx_attn_rows_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
-                          const struct lx_spec *spec, int head0, int G, const float *mult, long i, int D, float *s,
-                          long lds, double *tab, const double *dtab, long dT, int half)
+void lx_attn_rows_forward(float *o, const float *q, const void *k, const void *v, int kvtype, const float *kfar,
+                          int ld, const struct lx_spec *spec, int head0, int G, const float *mult, long i, int D,
+                          float *s, long lds, double *tab, const double *dtab, long dT, int half)
 {
-    int same = 1;
+    int same = 1, fast = lx_numerics_get() == LX_NUMERICS_FAST;
     for (int h = 1; mult && h < G; h++)
         same &= mult[head0 + h] == mult[head0];
-    if (G == 1 || G > LX_ATTN_GROUP || !same || lx_numerics_get() != LX_NUMERICS_FAST) {
+    int step = G <= LX_ATTN_GROUP && same && fast ? G : 1;
+    LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && (kfar != NULL) == lx_decode_far(spec) && lds >= i + 1);
+    LX_ASSERT(kvtype == LX_DT_F32 || (fast && !kfar));     /* a half cache read in place: attend() */
+    if (step == 1 && kvtype == LX_DT_F32) {
         for (int h = head0; h < head0 + G; h++) {   /* one row at a time: the bits of lx_attn_row_forward */
             const double *kept[2] = {dtab ? dtab + 2L * h * dT : NULL, dtab ? dtab + (2L * h + 1) * dT : NULL};
             lx_attn_row_forward(o + (long)(h - head0) * D, q + (long)(h - head0) * D, k, v, kfar, ld, spec, h,
@@ -311,22 +480,22 @@ void lx_attn_rows_forward(float *o, const float *q, const float *k, const float 
         }
         return;
     }
-    LX_ASSERT(D <= 2 * LX_SPEC_MAX_PAIRS + 2 && (kfar != NULL) == lx_decode_far(spec) && lds >= i + 1);
-    struct row_keys r;
-    float qh[LX_ATTN_GROUP * (2 * LX_SPEC_MAX_PAIRS + 2)], qf[LX_ATTN_GROUP * (2 * LX_SPEC_MAX_PAIRS + 2)];
-    const float *qn;
-    row_keys_of(&r, spec, i, mult ? mult[head0] : 1.0f, D, kfar != NULL);
-    row_queries(qh, qf, &qn, q, G, spec, i, D, half, kfar != NULL);
-    row_scores(s, lds, qn, qf, G, k, kfar, ld, D, &r);      /* the keys read once for the G rows */
-    for (int h = 0; h < G; h++) {
-        const double *kept[2] = {dtab ? dtab + 2L * (head0 + h) * dT : NULL,
-                                 dtab ? dtab + (2L * (head0 + h) + 1) * dT : NULL};
-        float *sh = s + h * lds, alpha = row_softmax(sh, spec, head0 + h, i, &r, tab, dtab ? kept : NULL, half);
-        for (int p = 0; alpha != 1.0f && p < 2; p++)    /* each row's own 1/Σ, before the shared product */
-            for (long j = r.j0s[p]; j < r.j1s[p]; j++)
-                sh[j] *= alpha;
+    for (int h0 = head0; h0 < head0 + G; h0 += step) {     /* step rows at once: keys and values read once */
+        struct row_keys r;
+        float qh[LX_ATTN_GROUP * (2 * LX_SPEC_MAX_PAIRS + 2)], qf[LX_ATTN_GROUP * (2 * LX_SPEC_MAX_PAIRS + 2)];
+        const float *qn, *qs = q + (long)(h0 - head0) * D;
+        row_keys_of(&r, spec, i, mult ? mult[h0] : 1.0f, D, kfar != NULL);
+        row_queries(qh, qf, &qn, qs, step, spec, i, D, half, kfar != NULL);
+        row_scores(s, lds, qn, qf, step, k, kvtype, kfar, ld, D, &r);
+        for (int h = h0; h < h0 + step; h++) {
+            const double *kept[2] = {dtab ? dtab + 2L * h * dT : NULL, dtab ? dtab + (2L * h + 1) * dT : NULL};
+            float *sh = s + (h - h0) * lds, alpha = row_softmax(sh, spec, h, i, &r, tab, dtab ? kept : NULL, half);
+            for (int p = 0; alpha != 1.0f && p < 2; p++)    /* each row's own 1/Σ, before the shared product */
+                for (long j = r.j0s[p]; j < r.j1s[p]; j++)
+                    sh[j] *= alpha;
+        }
+        row_values(o + (long)(h0 - head0) * D, s, lds, step, v, kvtype, ld, D, 1.0f, &r);
     }
-    row_values(o, s, lds, G, v, ld, D, 1.0f, &r);           /* and the values once */
 }
 
 /* ---- one token through the model --------------------------------------------- */

@@ -109,11 +109,15 @@ void lx_kvcache_far_head(const struct lx_kvcache *c, int slot, int layer, int g,
 /* 1 when (slot, layer) still holds row pos: a sink, or a row the ring has not written over. */
 int lx_kvcache_holds(const struct lx_kvcache *c, int slot, int layer, long pos);
 
-/* The rows of (slot, layer) in buf (c->k, c->v or c->kfar): (T, KV·D), row pos at pos; a layer
-** that keeps all T (cap T, not a ring). */
+/* The rows of (slot, layer) in buf (c->k, c->v or c->kfar; a half cache's c->kh, c->vh from
+** lx_kvcache_base): (T, KV·D), row pos at pos; a layer that keeps all T (cap T, not a ring). */
+static inline long lx_kvcache_base(const struct lx_kvcache *c, int slot, int layer)
+{
+    return ((long)slot * c->slot_rows + c->off[layer]) * c->KV * c->D;
+}
 static inline float *lx_kvcache_rows(const struct lx_kvcache *c, float *buf, int slot, int layer)
 {
-    return buf + ((long)slot * c->slot_rows + c->off[layer]) * c->KV * c->D;
+    return buf + lx_kvcache_base(c, slot, layer);
 }
 
 /* Save layer l's key and value rows of a forward pass: qkv (B, T, (H + 2·KV)·D)
@@ -149,10 +153,14 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
 ** kept distance tables of stride dT, or NULL). In fast numerics, with the G heads' multipliers equal and
 ** G ≤ LX_ATTN_GROUP, the G rows' scores are one product with the keys and their outputs one with
 ** the values, each read once for all G (each row normalised before: fast numerics' order, not the
-** row's); otherwise row by row, the bits of lx_attn_row_forward. */
+** row's); otherwise row by row, the bits of lx_attn_row_forward. k and v are kvtype's: F32, or
+** in fast numerics and with no far keys a half cache's rows (F16, BF16) as stored, each widened
+** as its product reads it (AVX2 and F16C, D a multiple of 8; else a row at a time). */
 #define LX_ATTN_GROUP 16
-void lx_attn_rows_forward(float *o, const float *q, const float *k, const float *v, const float *kfar, int ld,
-                          const struct lx_spec *spec, int head0, int G, const float *mult, long i, int D, float *s,
-                          long lds, double *tab, const double *dtab, long dT, int half);
+void lx_attn_rows_forward(float *o, const float *q, const void *k, const void *v, int kvtype, const float *kfar,
+                          int ld, const struct lx_spec *spec, int head0, int G, const float *mult, long i, int D,
+                          float *s, long lds, double *tab, const double *dtab, long dT, int half);
+/* Tests: 0 sends the half cache's products to the row-at-a-time reference; 1 the CPU's choice. */
+void lx_decode_half_lanes(int on);
 
 #endif

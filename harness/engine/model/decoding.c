@@ -12,6 +12,7 @@
 #include "harness/core/rng.h"
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/ops.h"
 
 /* Attention of the step's query row (c->qkv) over the cached rows [0, pos]
@@ -23,7 +24,7 @@
 ** The key/value heads are shared among the step's threads, each with its own
 ** scratch (c->n_scr of them); a head's rows are one thread's sums either way.
 ** A key/value head's G query heads read its keys and values once in fast
-** numerics (lx_attn_rows_forward). */
+** numerics (lx_attn_rows_forward), a half cache's as stored. */
 static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global, const float *mult, int slot, int layer,
                    long pos, int H)
 {
@@ -38,13 +39,19 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
     long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo;     /* as lx_attn_row_forward reads them */
     /* a ring still holds the sinks and the window: not rewound past what it kept (LX_KVCACHE_REWIND) */
     LX_ASSERT(c->cap[layer] == c->T || (ns <= c->keep[layer] && lx_kvcache_holds(c, slot, layer, lo)));
+    /* fast numerics read a half cache's rows in place (no far keys, not a ring); else they are widened */
+    int inplace = c->half && !far && c->cap[layer] == c->T && lx_numerics_get() == LX_NUMERICS_FAST;
     int nt = omp_get_max_threads() < c->n_scr ? omp_get_max_threads() : c->n_scr;
 #pragma omp parallel for schedule(static) num_threads(nt < KV ? nt : KV) if (nt > 1 && KV > 1)
     for (int g = 0; g < KV; g++) {
-        const float *k, *v, *f = NULL;
-        int ldh = ld, th = omp_get_thread_num();
+        const void *k, *v;
+        const float *f = NULL;
+        int ldh = ld, th = omp_get_thread_num(), kvtype = LX_DT_F32;
         float *s = c->s + (long)th * G * c->T;
-        if (c->half || c->cap[layer] < c->T) {
+        if (inplace) {      /* a half cache's rows as stored */
+            long at = lx_kvcache_base(c, slot, layer) + (long)g * D;
+            k = c->kh + at, v = c->vh + at, kvtype = c->half;
+        } else if (c->half || c->cap[layer] < c->T) {
             float *wk = c->wide + 3L * th * c->T * D, *wv = wk + (long)c->T * D, *wf = wv + (long)c->T * D;
             lx_kvcache_head(c, slot, layer, g, 0, ns, wk, wv);
             lx_kvcache_head(c, slot, layer, g, lo, pos + 1, wk, wv);
@@ -57,8 +64,8 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
             k = lx_kvcache_rows(c, c->k, slot, layer) + (long)g * D, v = lx_kvcache_rows(c, c->v, slot, layer) + (long)g * D;
             f = far ? lx_kvcache_rows(c, c->kfar, slot, layer) + (long)g * D : NULL;
         }
-        lx_attn_rows_forward(c->ao + (long)g * G * D, c->qkv + (long)g * G * D, k, v, f, ldh, spec, g * G, G, mult,
-                             pos, D, s, c->T, c->tab + 2L * th * c->T, dtab, c->T, half);
+        lx_attn_rows_forward(c->ao + (long)g * G * D, c->qkv + (long)g * G * D, k, v, kvtype, f, ldh, spec, g * G, G,
+                             mult, pos, D, s, c->T, c->tab + 2L * th * c->T, dtab, c->T, half);
     }
 }
 
