@@ -316,6 +316,18 @@ Test(decode, half_products_round_q_and_p)
         head_path_rounds_p(&st.spec, k, v, dt, u, sub);
     }
     tstack_free(&st);
+    /* far keys (ReRoPE past its window): the query is rounded, then turned for them, so a query
+    ** rounded before the call still gives the same bits (turning the unrounded one does not) */
+    tstack_make(&st, "[rope, {rerope: {window: 3}}]", &f);
+    cr_assert(lx_decode_far(&st.spec));
+    for (int t = 0; t < 2; t++) {
+        memcpy(qr, q, sizeof q);
+        lx_round_half_n(qr, types[t], D);
+        lx_attn_row_forward(o, q, k, v, v, D, &st.spec, 0, 1.0f, TT - 1, D, s, tab, NULL, types[t]);
+        lx_attn_row_forward(oq, qr, k, v, v, D, &st.spec, 0, 1.0f, TT - 1, D, s, tab, NULL, types[t]);
+        cr_expect_eq(memcmp(o, oq, sizeof o), 0, "%s: far keys' query is the rounded one turned", lx_kv_name(types[t]));
+    }
+    tstack_free(&st);
 }
 
 /* With activations: llamacpp and kv_cache: f16 a pass rounds q, k and v to f16 (model.c), which turns

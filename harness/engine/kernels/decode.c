@@ -209,7 +209,7 @@ static void row_queries(float *qh, float *qf, const float **qp, const float *q, 
     for (int m = 0; far && m < M; m++) {
         double r[2 * LX_SPEC_MAX_PAIRS + 2];
         for (int d = 0; d < D; d++)
-            r[d] = q[m * D + d];
+            r[d] = (*qp)[m * D + d];     /* the query as rounded, as the near keys read it */
         lx_rotary_turn(r, &spec->rotary, lx_posmap_pos(&spec->posmap, i, 1) - (double)i);
         for (int d = 0; d < D; d++)
             qf[m * D + d] = (float)r[d];
