@@ -217,6 +217,98 @@ Test(tiled, threads_agree_with_the_reference, .timeout = 60)
     omp_set_num_threads(1);
 }
 
+/* ---- probabilities rounded as llama.cpp's half cache has them (ws->phalf) ---------- */
+
+/* The tiled forward with P normalised and rounded to type dt (lx_attn_half) on
+** one stack, (T, H, D) contiguous with one-hot values (v_j = e_j, D >= T), so
+** that each output row is the row's rounded probabilities themselves in any
+** summation order. Each is a number of the type, within its rounding of the
+** unrounded head path's p (unit roundoff u, f16's subnormals an absolute
+** 2^-25) plus the two paths' own difference (their e^x and sums: 2^-18 of p);
+** the head path rounding the same way gives the same values but where the two
+** unrounded p straddle a rounding boundary (a step of the type). Row
+** statistics (of the unrounded P) match the head path's. Returns how many
+** probabilities the rounding moved, and adds to *n how many are not 0. */
+static long compare_phalf(const char *stack, int T, int H, int causal, int bq, int bk, int dt, long *n)
+{
+    enum { D = 48 };
+    struct lx_facts f = tfacts(D, 6, H, T);
+    struct tstack st;
+    tstack_make(&st, stack, &f);
+    if (st.spec.calibrate)
+        st.spec.temperature = 0.7;
+    long N = (long)T * H * D, moved = 0;
+    float *q = malloc(sizeof(float) * N), *k = malloc(sizeof(float) * N), *v = calloc((size_t)N, sizeof(float));
+    float *o_ref = malloc(sizeof(float) * N), *o_half = malloc(sizeof(float) * N), *o_tile = malloc(sizeof(float) * N);
+    float *P = malloc(sizeof(float) * (size_t)T * T), *far = malloc(sizeof(float) * lx_attn_far_floats(T, D));
+    double *tab = malloc(sizeof(double) * 2 * (size_t)T), hst[8][LX_ATTN_NSTATS] = {{0}};
+    fill(q, N, 11), fill(k, N, 12);
+    cr_assert(T <= D && H <= 8);
+    for (long i = 0; i < T; i++)
+        for (int h = 0; h < H; h++)
+            v[(i * H + h) * D + i] = 1.0f;
+    struct lx_attn_ws hw = {.tab = tab, .far = far};
+    struct lx_attn_shape sh = {.T = T, .H = H, .KV = H, .D = D, .ld = H * D, .ldo = H * D, .causal = causal};
+    for (int h = 0; h < H; h++) {
+        hw.phalf = 0, hw.stats = NULL;
+        lx_attn_head_forward(o_ref + h * D, P, q + h * D, k + h * D, v + h * D, &st.spec, h, &sh, &hw);
+        hw.phalf = dt, hw.stats = hst[h];
+        lx_attn_head_forward(o_half + h * D, P, q + h * D, k + h * D, v + h * D, &st.spec, h, &sh, &hw);
+    }
+    int nthr = omp_get_max_threads();
+    struct lx_tile_ws tw = {.bq = bq, .bk = bk, .n_thr = nthr, .phalf = dt};
+    tw.scratch = malloc(sizeof(float) * lx_tile_thread_floats(bq, bk, D) * (size_t)nthr);
+    tw.pnorm = malloc(sizeof(float) * lx_tile_pnorm_floats(bq, T) * (size_t)nthr);
+    size_t nrot = lx_tile_rot_floats(&st.spec, T, H, H, D, causal), ntab = (size_t)lx_tile_tab_rows(&st.spec) * H * T;
+    tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
+    tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
+    tw.kpack = malloc(sizeof(float) * (lx_tile_kpack_floats(T, H, D) + 1));
+    struct lx_diag td[8] = {{0}};
+    struct lx_tile_stats ts = {.out = td};
+    tw.stats = &ts;
+    tw.acc = malloc(sizeof(double) * lx_tile_acc_doubles(bq) * (size_t)nthr);
+    tw.part = malloc(sizeof(struct lx_diag) * (size_t)H * (size_t)lx_tile_stat_units(bq, T));
+    lx_attn_tiled_forward(o_tile, q, k, v, &st.spec, NULL, &sh, &tw);
+    compare_stats(stack, td, (const double (*)[LX_ATTN_NSTATS])hst, NULL, H, T, NULL);
+    double u = dt == LX_DT_F16 ? 0x1p-11 : 0x1p-8, sub = dt == LX_DT_F16 ? 0x1p-25 : 0.0;
+    for (long e = 0; e < N; e++) {
+        float r = o_tile[e], ref = o_ref[e];
+        lx_round_half_n(&r, dt, 1);
+        cr_assert_eq(r, o_tile[e], "%s %s T=%d: o[%ld] = %a is a number of the type", stack, lx_kv_name(dt), T, e,
+                     (double)o_tile[e]);
+        double err = fabs((double)o_tile[e] - ref), bound = fmax((u + 0x1p-18) * fabs(ref), sub);
+        cr_assert_leq(err, bound, "%s %s T=%d %s: o[%ld] %a against the unrounded %a", stack, lx_kv_name(dt), T,
+                      causal ? "causal" : "bidirectional", e, (double)o_tile[e], (double)ref);
+        double step = fmax(2 * u * fabs(ref), 2 * sub);
+        cr_assert_leq(fabs((double)o_tile[e] - o_half[e]), step * (1 + 0x1p-18), "%s: o[%ld] %a, head path %a",
+                      stack, e, (double)o_tile[e], (double)o_half[e]);
+        moved += o_tile[e] != ref;
+        *n += ref != 0.0f;
+    }
+    free(q), free(k), free(v), free(o_ref), free(o_half), free(o_tile), free(P), free(far), free(tab);
+    free(tw.scratch), free(tw.pnorm), free(tw.rot), free(tw.tab), free(tw.kpack), free(tw.acc), free(tw.part);
+    tstack_free(&st);
+    return moved;
+}
+
+/* stacks[] with blocks and tiles around the sizes, both types, causal and
+** bidirectional: every probability rounded as the head path rounds it, and
+** the rounding moves most of them. */
+Test(tiled, half_rounding_of_p_is_the_head_paths, .timeout = 300)
+{
+    static const int Ts[] = {1, 5, 13, 37}, dts[] = {LX_DT_F16, LX_DT_BF16};
+    for (size_t s = 0; s < sizeof stacks / sizeof *stacks; s++)
+        for (int t = 0; t < 2; t++)
+            for (int causal = 0; causal < 2; causal++) {
+                long moved = 0, n = 0;
+                for (size_t i = 0; i < sizeof Ts / sizeof *Ts; i++) {
+                    moved += compare_phalf(stacks[s], Ts[i], 2, causal, i % 2 ? 8 : 4, i % 2 ? 5 : 4, dts[t], &n);
+                }
+                cr_expect_gt(moved, n / 2, "%s %s: %ld of %ld probabilities rounded", stacks[s], lx_kv_name(dts[t]),
+                             moved, n);
+            }
+}
+
 /* Row statistics (entropy, pmax, sigma, buckets, ranges) of heads × T rows
 ** and the output o (T, H·D) of the tiled forward with blocks of bq queries,
 ** on 2 threads. */
@@ -498,6 +590,32 @@ Test(tiled, model_loss_equals_the_head_path, .timeout = 60)
         double lt = model_loss(ms[i], 1), lh = model_loss(ms[i], 0);
         cr_expect(fabs(lt - lh) <= 1e-5 * fabs(lh), "%s: loss tiled %.9g vs head path %.9g", ms[i], lt, lh);
     }
+}
+
+/* With llama.cpp's half-cache rounding (activations: llamacpp, kv_cache f16 or bf16: P normalised, then
+** rounded) a model's loss through the tiled blocks (no T × T buffer) is the head path's within 1e-5, and
+** within a quarter of what the rounding moves it (measured: under 1/40; the two round e^x's last bits,
+** which differ, in their own way). */
+Test(tiled, model_loss_rounding_p_as_llama_cpp_equals_the_head_path, .timeout = 60)
+{
+    static const char *const ms[] = {"rope", "[rope, {rerope: {window: 20}}, {logn: {mode: su}}]",
+                                     "[rope, {streaming: {sinks: 4, recent: 16}}]", "[alibi, {window: {size: 9}}]"};
+    static const int dts[] = {LX_DT_F16, LX_DT_BF16};
+    lx_acts_llamacpp_set(1);
+    for (int t = 0; t < 2; t++) {
+        lx_kv_set(dts[t]);
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            double lt = model_loss(ms[i], 1), lh = model_loss(ms[i], 0);
+            lx_kv_set(0);
+            double l0 = model_loss(ms[i], 1);
+            lx_kv_set(dts[t]);
+            cr_expect(fabs(lt - lh) <= 1e-5 * fabs(lh) && fabs(lt - lh) <= 0.25 * fabs(lh - l0),
+                      "%s %s: loss tiled %.9g vs head path %.9g (unrounded %.9g)", lx_kv_name(dts[t]), ms[i], lt, lh,
+                      l0);
+        }
+    }
+    lx_kv_set(0);
+    lx_acts_llamacpp_set(0);
 }
 
 /* ---- evaluation that reads losses only ------------------------------------------ */

@@ -59,8 +59,8 @@ struct lx_attn_ws {
     long stats_row1;    /* stats_row1 = 0 means up to the last row */
     float mult;         /* the model's learned multiplier of S for this head (1 = none; 0 reads as 1) */
     float *lse;         /* (T,) each row's log-sum-exp (a zero sink's term included), or NULL */
-    int phalf;          /* LX_DT_BF16 or LX_DT_F16: P, normalised, rounded to that type before P·V (the head
-                        ** path; lx_attn_half); 0: as computed */
+    int phalf;          /* LX_DT_BF16 or LX_DT_F16: P, normalised, rounded to that type before P·V (a probe's
+                        ** pass; lx_attn_half, as lx_tile_ws.phalf); 0: as computed */
 };
 
 /* Row statistics the fast path can sum (for calibration and diagnostics):
@@ -103,7 +103,10 @@ void lx_rotary_turn_by(double *x, const struct lx_rotary *r, const double *cs);
 ** visited: causal attention does about half the work, a window of W keys
 ** O(T·W), sinks and a window O(T·(S + W)). OpenMP runs over (head, query
 ** block); each thread has its own scratch. Tested against
-** lx_attention_forward (tests/test_tiled.c).
+** lx_attention_forward (tests/test_tiled.c). With ws->phalf (llama.cpp's
+** rounding of P, normalised, for its half KV cache) a block keeps its rows'
+** logits over all its tiles instead (ws->pnorm), normalises each whole row
+** and rounds P, then takes P V tile by tile.
 **
 ** Row statistics from the tiles. Every statistic a task or the calibration
 ** reads (harness/core/diag.h) is a sum over a row's keys of e_j = exp(l_j − m)
@@ -148,6 +151,10 @@ struct lx_tile_ws {
                         ** values in bf16 for lx_gemm_rows_bf16 instead (the same bytes) */
     int bf16_plain;     /* 1: numerics bf16 runs the tiles' bf16 products on the plain C kernel,
                         ** with or without AVX512-BF16 (tests) */
+    int phalf;          /* LX_DT_BF16 or LX_DT_F16: each row's P normalised, then rounded to that type
+                        ** before P·V, as llama.cpp's products with its half cache take it (lx_attn_half;
+                        ** evaluation in fp32 or portable numerics); 0: the online softmax */
+    float *pnorm;       /* with phalf: (n_thr, lx_tile_pnorm_floats(bq, T)) a block's rows of P */
 };
 
 /* Per-thread scratch floats: S and far tiles, the output accumulator, row max
@@ -162,6 +169,8 @@ struct lx_tile_ws {
 #define LX_TILE_STAT_ROWS 256
 
 size_t lx_tile_thread_floats(int bq, int bk, int D);
+/* Per-thread floats of lx_tile_ws.pnorm for blocks of bq queries over T keys. */
+size_t lx_tile_pnorm_floats(int bq, int T);
 /* Rows of the distance tables a head needs (0 when no op depends on the distance). */
 int lx_tile_tab_rows(const struct lx_spec *spec);
 /* Floats of rotated q and k rows (0 without a posmap on rotary positions). */

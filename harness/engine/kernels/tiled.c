@@ -54,6 +54,11 @@
 /* exp(x − max) below e^−70 is 0, as on the head path (attention.c says why). */
 #define EXP_FLOOR (-70.0f)
 
+size_t lx_tile_pnorm_floats(int bq, int T)
+{
+    return ((size_t)bq + 1) * (size_t)T;    /* bq rows of logits, then P; a row of logits for the statistics */
+}
+
 size_t lx_tile_thread_floats(int bq, int bk, int D)
 {
     /* S, F (P in bf16 rows of bk + 2 on the bf16 kernel), O, m, l, Q's rows in bf16 */
@@ -274,22 +279,6 @@ int lx_tile_exp_level(int sse2_only)
                : 1;
 }
 
-/* ---- row statistics (attention.h, "Row statistics from the tiles") --------------- */
-
-/* One query row's sums, in e = exp(l − m) of its running max m. */
-struct rowacc {
-    double u;                                       /* Σ e (l − m) */
-    double first;                                   /* e of key 0 */
-    double sum, sum2;                               /* Σ l, Σ l² over the visible keys */
-    double bucket[LX_DIAG_BUCKETS];                 /* Σ e per distance bucket */
-    double mass[LX_MAX_RANGES], um[LX_MAX_RANGES];  /* Σ e, Σ e (l − m) per distance range */
-};
-
-size_t lx_tile_acc_doubles(int bq)
-{
-    return (size_t)bq * (sizeof(struct rowacc) / sizeof(double));
-}
-
 size_t lx_tile_kpack_floats(int T, int KV, int D)
 {
     return D % LX_GEMM_NR ? 0 : (size_t)KV * lx_gemm_bt_floats(T, D);
@@ -304,94 +293,6 @@ long lx_tile_stat_units(int bq, long T)
 {
     long u = lx_tile_stat_rows(bq);
     return (T + u - 1) / u;
-}
-
-/* The running max moves by dm = m − m' < 0 (α = e^dm): rescale the sums in e;
-** l is the row's sum Σ e before the move. */
-static void acc_rescale(struct rowacc *A, const struct lx_tile_stats *st, double al, double dm, double l)
-{
-    int nr = st->ranges ? st->ranges->n : 0;
-    A->u = al > 0.0 ? al * (A->u + dm * l) : 0.0;
-    A->first *= al;
-    if (st->buckets)
-        for (int k = 0; k < LX_DIAG_BUCKETS; k++)
-            A->bucket[k] *= al;
-    for (int r = 0; r < nr; r++) {
-        A->um[r] = al > 0.0 ? al * (A->um[r] + dm * A->mass[r]) : 0.0;
-        A->mass[r] *= al;
-    }
-}
-
-/* Σ e and Σ e (lg − m) over the tile columns in [c0, c1) whose key is at a
-** distance in [lo, hi) from the row's (column d: key j0 + d is the query):
-** two runs of columns, before and after d. */
-static void dist_sums(const float *lg, const float *e, float m, long d, long c0, long c1, long lo, long hi,
-                      double *se, double *su)
-{
-    double a = 0.0, u = 0.0;
-    for (int side = 0; side < 2; side++) {
-        long r0 = side ? d + (lo > 1 ? lo : 1) : d - hi + 1, r1 = side ? d + hi : d - lo + 1;
-        r0 = r0 > c0 ? r0 : c0;
-        r1 = r1 < c1 ? r1 : c1;
-#pragma omp simd reduction(+ : a, u)
-        for (long c = r0; c < r1; c++) {
-            a += e[c];
-            u += e[c] * ((double)lg[c] - m);
-        }
-    }
-    *se += a;
-    if (su)
-        *su += u;
-}
-
-/* Add tile columns [c0, c1) of row i: lg the logits, e = exp(lg − m) (0 below
-** the floor); buckets and ranges as runs of columns at their distances. */
-static void acc_add(struct rowacc *A, const struct lx_tile_stats *st, const float *lg, const float *e, float m,
-                    long i, long j0, long c0, long c1)
-{
-    double su = 0.0, s1 = 0.0, s2 = 0.0;
-#pragma omp simd reduction(+ : su, s1, s2)
-    for (long c = c0; c < c1; c++) {
-        double g = lg[c];
-        s1 += g;
-        s2 += g * g;
-        su += (double)e[c] * (g - m);
-    }
-    A->sum += s1, A->sum2 += s2, A->u += su;
-    if (j0 == 0 && c0 == 0 && c1 > 0)
-        A->first += e[0];
-    long d = i - j0, far = d - c0 > c1 - 1 - d ? d - c0 : c1 - 1 - d;     /* the farthest distance here */
-    for (int k = 0; st->buckets && k < LX_DIAG_BUCKETS && lx_diag_bucket_start(k) <= far; k++) {
-        long lo = lx_diag_bucket_start(k);
-        dist_sums(lg, e, m, d, c0, c1, lo, k ? 2 * lo : 1, &A->bucket[k], NULL);
-    }
-    for (int r = 0; st->ranges && r < st->ranges->n; r++)
-        dist_sums(lg, e, m, d, c0, c1, st->ranges->lo[r], st->ranges->hi[r], &A->mass[r], &A->um[r]);
-}
-
-/* Row i's statistics from its sums, Z = Σ e over all its n visible keys (and
-** a zero sink, whose probability is ps). */
-static void acc_finish(struct lx_diag *d, const struct rowacc *A, const struct lx_tile_stats *st, double Z,
-                       long n, long i, double ps)
-{
-    d->first += A->first / Z;
-    d->zsink += ps;
-    double mean = A->sum / (double)n, var = A->sum2 / (double)n - mean * mean;
-    d->pmax += 1.0 / Z;
-    d->entropy += log(Z) - A->u / Z;
-    d->sigma += sqrt(var > 0.0 ? var : 0.0);
-    d->rows += 1.0;
-    if (st->buckets)
-        for (int k = 0; k < LX_DIAG_BUCKETS; k++)
-            d->bucket[k] += A->bucket[k] / Z;
-    for (int r = 0; st->ranges && r < st->ranges->n; r++) {
-        if (i < st->ranges->hi[r] - 1)
-            continue;   /* as lx_diag_row: only rows the whole range fits in */
-        double M = A->mass[r];
-        d->range_mass[r] += M / Z;
-        d->range_entropy[r] += M > 0.0 ? log(M) - A->um[r] / M : 0.0;
-        d->range_rows[r] += 1.0;
-    }
 }
 
 /* ---- one tile ------------------------------------------------------------------ */
@@ -512,18 +413,15 @@ double lx_tile_row_factors(const struct lx_spec *spec, long n, double *Rk, int n
     return acc;
 }
 
-/* Row i of the tile: logits of its visible keys [a0, a1) ∪ [b0, b1) (tile
-** columns), the online-softmax update of m, s and the accumulator O, and P
-** in place of S (0 elsewhere); with A, the row's statistics sums (keep: nc
-** floats of scratch for its logits). With pb (x->pfused), P goes to pb in
-** bf16 instead (to S as well only when A needs it), nc values and a 0. */
-static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, float *l, int h, long i, long j0,
-                     int nc, struct rowacc *A, float *keep, uint16_t *pb)
+/* Row i's logits in place of its scores s over the tile's nc columns (key j0 + c
+** at column c): its visible keys are columns [c0[p], c1[p]), p = 0 the sinks, 1
+** the window; every other column 0. Returns their max (−∞: none visible). */
+static float tile_logits(const struct tiled *x, float *s, int h, long i, long j0, int nc, long c0[2], long c1[2])
 {
     const struct lx_spec *spec = x->spec;
     long lo, hi, n = lx_spec_row_keys(spec, i, x->T, x->causal, &lo, &hi);
     long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo, up = lx_spec_upper_sinks(spec, x->T, x->causal, hi);
-    long c0[2] = {0, lo > j0 ? lo - j0 : 0}, c1[2] = {ns - j0, up - j0};
+    c0[0] = 0, c0[1] = lo > j0 ? lo - j0 : 0, c1[0] = ns - j0, c1[1] = up - j0;
     for (int p = 0; p < 2; p++) {
         c0[p] = c0[p] > nc ? nc : c0[p];
         c1[p] = c1[p] > nc ? nc : c1[p] < c0[p] ? c0[p] : c1[p];
@@ -550,7 +448,27 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
     for (int p = 0; p < 3; p++)
         for (long c = z0[p]; c < z1[p]; c++)
             s[c] = 0.0f;
+    return mt;
+}
+
+/* e^(s − mx) in place over n floats, their sum returned, in the loop the CPU and numerics take. */
+static float exp_sum(const struct tiled *x, float *s, long n, float mx)
+{
+    return x->avx512 ? exp_sum_avx512(s, n, mx) : x->avx2 ? exp_sum_avx2(s, n, mx) : exp_sum_sse2(s, n, mx);
+}
+
+/* Row i of the tile: its logits (tile_logits), the online-softmax update of m,
+** s and the accumulator O, and P in place of S (0 elsewhere); with A, the
+** row's statistics sums (keep: nc floats of scratch for its logits). With pb
+** (x->pfused), P goes to pb in bf16 instead (to S as well only when A needs
+** it), nc values and a 0. */
+static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, float *l, int h, long i, long j0,
+                     int nc, struct rowacc *A, float *keep, uint16_t *pb)
+{
+    long c0[2], c1[2];
+    float mt = tile_logits(x, s, h, i, j0, nc, c0, c1);
     if (pb) {
+        long z0[3] = {0, c1[0], c1[1]}, z1[3] = {c0[0], c0[1], nc};
         for (int p = 0; p < 3; p++)
             memset(pb + z0[p], 0, sizeof *pb * (size_t)(z1[p] - z0[p]));
         pb[nc] = 0;
@@ -563,7 +481,7 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
     if (mn != *m) {
         float al = *m - mn > EXP_FLOOR ? expf(*m - mn) : 0.0f;
         if (A)
-            acc_rescale(A, x->st, al, (double)*m - mn, *l);
+            lx_tile_acc_rescale(A, x->st, al, (double)*m - mn, *l);
         *l *= al;
 #pragma omp simd
         for (int d = 0; d < x->D; d++)
@@ -574,10 +492,9 @@ static void tile_row(const struct tiled *x, float *s, float *Orow, float *m, flo
         memcpy(keep + c0[p], s + c0[p], sizeof(float) * (size_t)(c1[p] - c0[p]));
     for (int p = 0; p < 2; p++)
         *l += pb ? exp_sum_avx512_bf16(s + c0[p], pb + c0[p], c1[p] - c0[p], mn, A != NULL)
-              : x->avx512 ? exp_sum_avx512(s + c0[p], c1[p] - c0[p], mn)
-              : x->avx2 ? exp_sum_avx2(s + c0[p], c1[p] - c0[p], mn) : exp_sum_sse2(s + c0[p], c1[p] - c0[p], mn);
+              : exp_sum(x, s + c0[p], c1[p] - c0[p], mn);
     for (int p = 0; A && p < 2; p++)
-        acc_add(A, x->st, keep, s, mn, i, j0, c0[p], c1[p]);
+        lx_tile_acc_add(A, x->st, keep, s, mn, i, j0, c0[p], c1[p]);
 }
 
 /* ---- one query block ------------------------------------------------------- */
@@ -596,6 +513,49 @@ static int block_stats(const struct tiled *x, struct rowacc *acc, long i0, long 
     return 1;
 }
 
+/* The block's scale of q·k for head h (the learned multiplier, if any, in it). */
+static float block_scale(const struct tiled *x, int h)
+{
+    return (float)lx_spec_qk_scale(x->spec, x->D) * (x->mult && x->mult[h] != 0.0f ? x->mult[h] : 1.0f);
+}
+
+/* The key spans rows [i0, i1) see, [s0[p], s1[p]): the sinks of the last row,
+** then the window from the first row's lo (on a key panel for the bf16 kernel,
+** whose tiles start on one; tile_logits masks the keys before lo). */
+static void block_spans(const struct tiled *x, long i0, long i1, long s0[2], long s1[2])
+{
+    const struct lx_spec *spec = x->spec;
+    long lo0, hi0, lo1, hi1;
+    lx_spec_row_keys(spec, i0, x->T, x->causal, &lo0, &hi0);
+    lx_spec_row_keys(spec, i1 - 1, x->T, x->causal, &lo1, &hi1);
+    long ns = spec->vis.sinks < lo1 ? spec->vis.sinks : lo1, up = lx_spec_upper_sinks(spec, x->T, x->causal, hi1);
+    if (x->bf16k)
+        lo0 -= lo0 % LX_GEMM_NR;
+    s0[0] = 0, s1[0] = ns >= lo0 ? 0 : ns;
+    s0[1] = ns >= lo0 ? 0 : lo0, s1[1] = up;
+}
+
+/* Causal rows above a tile's first key j0 see none of it (sinks aside): on
+** lenx's kernels, whose rows do not depend on each other, the block's first
+** rows skip it (tile_row would only zero them, and P V would add 0). The rows
+** skipped. */
+static int tile_skip(const struct tiled *x, long i0, long j0)
+{
+    return (x->kp || x->bf16k) && x->causal && j0 > i0 && j0 >= x->spec->vis.sinks ? (int)(j0 - i0) : 0;
+}
+
+/* O[ra..nr) += P[ra..nr) V[j0, j1) in fp32 (P's rows ldp apart). */
+static void tile_pv(const struct tiled *x, float *O, const float *P, long ldp, int ra, int nr, int h, long j0, long j1)
+{
+    int D = x->D;
+    const float *vt = x->v + j0 * x->ld + (long)(h / x->G) * D;
+    if (x->kp)      /* V's rows are its own panels (D is a multiple of LX_GEMM_NR) */
+        lx_gemm_rows(O + (size_t)ra * D, D, P + (size_t)ra * ldp, ldp, vt, x->ld, LX_GEMM_NR, nr - ra, D,
+                     (int)(j1 - j0), 1.0f, 1.0f);
+    else
+        lx_gemm(O, D, P, (int)ldp, vt, x->ld, nr, D, (int)(j1 - j0), 0, 0, 1.0f, 1.0f);
+}
+
 /* Query rows [i0, i1) of head h: every key tile some row sees, then o = O / s
 ** (and, with x->st, the rows' statistics into the block's partial sums). */
 static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc, int h, long i0, long i1)
@@ -607,29 +567,19 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
     int pbs = bk + 2;   /* pb's row stride: nc values and the 0 an odd nc pairs with */
     /* with P written in bf16 by tile_row, its logits' scratch is one row for all, F's last (past pb's rows) */
     float *FK = F + (size_t)(bq - 1) * bk;
-    float c = (float)lx_spec_qk_scale(spec, D) * (x->mult && x->mult[h] != 0.0f ? x->mult[h] : 1.0f);
+    float c = block_scale(x, h);
     memset(O, 0, sizeof(float) * (size_t)nr * D);
     for (int r = 0; r < nr; r++)
         lx_zsink_start(spec, h, m + r, l + r);     /* with a zero sink, its term opens the row */
-    /* the keys the block sees: [0, ns) of its last row, [lo, up) from its first row's lo */
-    long lo0, hi0, lo1, hi1;
-    lx_spec_row_keys(spec, i0, x->T, x->causal, &lo0, &hi0);
-    lx_spec_row_keys(spec, i1 - 1, x->T, x->causal, &lo1, &hi1);
-    long ns = spec->vis.sinks < lo1 ? spec->vis.sinks : lo1, up = lx_spec_upper_sinks(spec, x->T, x->causal, hi1);
-    if (x->bf16k) {     /* the bf16 kernel's tiles start on a key panel (tile_row masks the keys before lo) */
-        lo0 -= lo0 % LX_GEMM_NR;
-        for (int r = 0; r < nr; r++)
-            lx_f32_to_bf16_n(qb + (size_t)r * D, x->q + (i0 + r) * x->ld + (long)h * D, (size_t)D);
-    }
-    long s0[2] = {0, ns >= lo0 ? 0 : lo0}, s1[2] = {ns >= lo0 ? 0 : ns, up}, r0 = 0, r1 = 0;
+    for (int r = 0; x->bf16k && r < nr; r++)
+        lx_f32_to_bf16_n(qb + (size_t)r * D, x->q + (i0 + r) * x->ld + (long)h * D, (size_t)D);
+    long s0[2], s1[2], r0 = 0, r1 = 0;
+    block_spans(x, i0, i1, s0, s1);
     int stats = block_stats(x, acc, i0, i1, &r0, &r1);
     for (int span = 0; span < 2; span++)
         for (long j0 = s0[span]; j0 < s1[span]; j0 += bk) {
             long j1 = j0 + bk < s1[span] ? j0 + bk : s1[span];
-            /* causal rows above the tile's first key see none of it (sinks aside):
-            ** on lenx's kernel, whose rows do not depend on each other, they are
-            ** skipped (tile_row would only zero them, and P V would add 0) */
-            int ra = (x->kp || x->bf16k) && x->causal && j0 > i0 && j0 >= spec->vis.sinks ? (int)(j0 - i0) : 0;
+            int ra = tile_skip(x, i0, j0);
             size_t off = (size_t)ra * bk;
             tile_scores(x, S + off, F + off, qb + (size_t)ra * D, h, c, i0 + ra, i1, j0, j1);
             for (int r = ra; r < nr; r++)
@@ -649,12 +599,7 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
             }
             for (int r = ra; x->bf16 && r < nr; r++)
                 lx_round_bf16_n(S + (size_t)r * bk, (size_t)nc);
-            const float *vt = x->v + j0 * x->ld + (long)(h / x->G) * D;
-            if (x->kp)      /* V's rows are its own panels (D is a multiple of LX_GEMM_NR) */
-                lx_gemm_rows(O + (size_t)ra * D, D, S + off, bk, vt, x->ld, LX_GEMM_NR, nr - ra, D, (int)(j1 - j0),
-                             1.0f, 1.0f);
-            else
-                lx_gemm(O, D, S, bk, vt, x->ld, nr, D, (int)(j1 - j0), 0, 0, 1.0f, 1.0f);
+            tile_pv(x, O, S, bk, ra, nr, h, j0, j1);
         }
     for (int r = 0; r < nr; r++) {
         float *dst = x->o + (i0 + r) * x->ldo + (long)h * D, inv = 1.0f / l[r];
@@ -667,8 +612,76 @@ static void block_forward(const struct tiled *x, float *scr, struct rowacc *acc,
     for (long r = r0; stats && r < r1; r++) {
         long lo, hi, n = lx_spec_row_keys(spec, i0 + r, x->T, x->causal, &lo, &hi);
         double ps = spec->zsink.method ? exp(lx_zsink_logit(spec, h) - (double)m[r]) / l[r] : 0.0;
-        acc_finish(&x->ws->part[(long)h * x->nsu + (i0 + r) / x->su], acc + r, x->st, l[r], n, i0 + r, ps);
+        lx_tile_acc_finish(&x->ws->part[(long)h * x->nsu + (i0 + r) / x->su], acc + r, x->st, l[r], n, i0 + r, ps);
     }
+}
+
+/* Rows [i0, i1) of head h with each row's probabilities normalised before
+** P·V and rounded to x->ws->phalf's type, as llama.cpp's products with its
+** half KV cache take them (lx_attn_half): every tile's logits go to pn (bq
+** rows of T floats, key j at column j), each whole row's max and sum give
+** P = e/Σ, rounded, then P·V tile by tile. The online softmax cannot round P
+** normalised; the head path can, with a T × T buffer and every product whole.
+** Row statistics come from the unrounded P, as the head path's (keep: a row of
+** T floats for its logits). */
+static void block_normed(const struct tiled *x, float *scr, float *pn, struct rowacc *acc, int h, long i0, long i1)
+{
+    const struct lx_spec *spec = x->spec;
+    int bq = x->bq, bk = x->ws->bk, D = x->D, nr = (int)(i1 - i0);
+    long T = x->T, s0[2], s1[2], r0 = 0, r1 = 0;
+    float *S = scr, *F = S + (size_t)bq * bk, *O = F + (size_t)bq * bk, *m = O + (size_t)bq * D;
+    float *keep = pn + (size_t)bq * T, c = block_scale(x, h), m0, l0;
+    lx_zsink_start(spec, h, &m0, &l0);     /* with a zero sink, its term opens the row */
+    for (int r = 0; r < nr; r++)
+        m[r] = m0;
+    block_spans(x, i0, i1, s0, s1);
+    for (int span = 0; span < 2; span++)
+        for (long j0 = s0[span]; j0 < s1[span]; j0 += bk) {
+            long j1 = j0 + bk < s1[span] ? j0 + bk : s1[span], c0[2], c1[2];
+            int ra = tile_skip(x, i0, j0), nc = (int)(j1 - j0);
+            tile_scores(x, S + (size_t)ra * bk, F + (size_t)ra * bk, NULL, h, c, i0 + ra, i1, j0, j1);
+            for (int r = 0; r < nr; r++) {
+                float *row = pn + (size_t)r * T + j0, mt;
+                if (r < ra) {
+                    memset(row, 0, sizeof(float) * (size_t)nc);
+                    continue;
+                }
+                mt = tile_logits(x, S + (size_t)r * bk, h, i0 + r, j0, nc, c0, c1);
+                memcpy(row, S + (size_t)r * bk, sizeof(float) * (size_t)nc);
+                m[r] = mt > m[r] ? mt : m[r];
+            }
+        }
+    int stats = block_stats(x, acc, i0, i1, &r0, &r1);
+    for (int r = 0; r < nr; r++) {
+        long i = i0 + r, lo, hi, n = lx_spec_row_keys(spec, i, T, x->causal, &lo, &hi);
+        long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo, up = lx_spec_upper_sinks(spec, T, x->causal, hi);
+        long a[2] = {0, lo}, b[2] = {ns, up};
+        float *p = pn + (size_t)r * T;
+        float zs = l0 > 0.0f && m0 - m[r] > EXP_FLOOR ? expf(m0 - m[r]) : 0.0f, z = zs;    /* the sink's share */
+        int st = stats && r >= r0 && r < r1;
+        for (int k = 0; st && k < 2; k++)
+            memcpy(keep + a[k], p + a[k], sizeof(float) * (size_t)(b[k] - a[k]));
+        for (int k = 0; k < 2; k++)
+            z += exp_sum(x, p + a[k], b[k] - a[k], m[r]);
+        for (int k = 0; st && k < 2; k++)
+            lx_tile_acc_add(acc + r, x->st, keep, p, m[r], i, 0, a[k], b[k]);
+        if (st && zs > 0.0f)     /* the sink's e·(l − m) in u (the online path's rescaling adds it) */
+            acc[r].u += (double)zs * ((double)m0 - m[r]);
+        float iz = 1.0f / z;
+        for (int k = 0; k < 2; k++) {
+            for (long j = a[k]; j < b[k]; j++)
+                p[j] *= iz;
+            lx_round_half_n(p + a[k], x->ws->phalf, (size_t)(b[k] - a[k]));
+        }
+        if (st)
+            lx_tile_acc_finish(&x->ws->part[(long)h * x->nsu + i / x->su], acc + r, x->st, z, n, i, zs * iz);
+    }
+    memset(O, 0, sizeof(float) * (size_t)nr * D);
+    for (int span = 0; span < 2; span++)
+        for (long j0 = s0[span]; j0 < s1[span]; j0 += bk)
+            tile_pv(x, O, pn + j0, T, tile_skip(x, i0, j0), nr, h, j0, j0 + bk < s1[span] ? j0 + bk : s1[span]);
+    for (int r = 0; r < nr; r++)
+        memcpy(x->o + (i0 + r) * x->ldo + (long)h * D, O + (size_t)r * D, sizeof(float) * (size_t)D);
 }
 
 void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float *v, const struct lx_spec *spec,
@@ -709,6 +722,7 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
         for (int g = 0; g < KV; g++)
             lx_gemm_pack_bt(ws->kpack + (size_t)g * x.kp_head, k + (long)g * D, ld, T, D);
     }
+    LX_ASSERT(!ws->phalf || (ws->pnorm && !ws->lse && !x.bf16));   /* llama.cpp's rounding: evaluation, fp32 */
     x.st = ws->stats;
     x.st_row1 = x.st && x.st->row1 ? x.st->row1 : T;
     LX_ASSERT(!x.st || (ws->acc && ws->part && x.st->out && (!x.st->ranges || x.st->ranges->n <= LX_MAX_RANGES)));
@@ -728,8 +742,12 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
     for (long it = 0; it < (long)H * nqb; it++) {
         int h = (int)(it % H), thr = omp_get_thread_num();
         long qb = causal ? nqb - 1 - it / H : it / H, i0 = qb * bq, i1 = i0 + bq < T ? i0 + bq : T;
-        block_forward(&x, ws->scratch + per * (size_t)thr,
-                      x.st ? (struct rowacc *)(ws->acc + per_acc * (size_t)thr) : NULL, h, i0, i1);
+        float *scr = ws->scratch + per * (size_t)thr;
+        struct rowacc *acc = x.st ? (struct rowacc *)(ws->acc + per_acc * (size_t)thr) : NULL;
+        if (ws->phalf)
+            block_normed(&x, scr, ws->pnorm + lx_tile_pnorm_floats(ws->bq, T) * (size_t)thr, acc, h, i0, i1);
+        else
+            block_forward(&x, scr, acc, h, i0, i1);
     }
     for (int h = 0; x.st && h < H; h++)     /* unit order: neither threads nor blocks change the sums */
         for (long u = 0; u < x.nsu; u++)

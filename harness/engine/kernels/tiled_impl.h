@@ -1,6 +1,6 @@
 /*
 ** harness/engine/kernels/tiled_impl.h - what the tiled forward's files share
-** (tiled.c, tiled_far.c); not for other callers: attention.h is the interface.
+** (tiled.c, tiled_far.c, tiled_stats.c); not for other callers: attention.h is the interface.
 */
 #ifndef LX_TILED_IMPL_H
 #define LX_TILED_IMPL_H
@@ -47,5 +47,26 @@ void lx_tiled_far_rows(const struct tiled *x);
 ** triangle (part 0 lower, 1 upper). */
 void lx_tiled_far_product(const struct tiled *x, float *S, int part, int h, float c, long i0, long j0, int nr,
                           int nc);
+
+/* ---- row statistics (tiled_stats.c; attention.h, "Row statistics from the tiles") ---- */
+
+/* One query row's sums, in e = exp(l − m) of its running max m. */
+struct rowacc {
+    double u;                                       /* Σ e (l − m) */
+    double first;                                   /* e of key 0 */
+    double sum, sum2;                               /* Σ l, Σ l² over the visible keys */
+    double bucket[LX_DIAG_BUCKETS];                 /* Σ e per distance bucket */
+    double mass[LX_MAX_RANGES], um[LX_MAX_RANGES];  /* Σ e, Σ e (l − m) per distance range */
+};
+
+/* A row's sums when its running max moves (α = e^dm), its sum Σ e before the move l. */
+void lx_tile_acc_rescale(struct rowacc *A, const struct lx_tile_stats *st, double al, double dm, double l);
+/* Add tile columns [c0, c1) of row i (key j0 + c at column c): lg the logits, e = exp(lg − m). */
+void lx_tile_acc_add(struct rowacc *A, const struct lx_tile_stats *st, const float *lg, const float *e, float m,
+                     long i, long j0, long c0, long c1);
+/* Row i's statistics from its sums into d, Z = Σ e over all its n visible keys (and a zero sink, whose
+** probability is ps). */
+void lx_tile_acc_finish(struct lx_diag *d, const struct rowacc *A, const struct lx_tile_stats *st, double Z, long n,
+                        long i, double ps);
 
 #endif

@@ -136,6 +136,7 @@ static int acts_table(struct acts_row *r, const struct lx_arch *arch, int B, int
             LAZY(tile_rot, (arch->mode == LX_MODEL_CAUSAL ? 1 : 2) * ((H + KVh) * T * D + KVp), 4,
                  LX_RUN_POSMAP),                                            /* far-key rows, their keys packed */
             LAZY(att, nthr * TT, 4, LX_RUN_PROBS),                          /* the head path (a probe) */
+            LAZY(tile_pn, nthr * (double)lx_tile_pnorm_floats(LX_TILE_BQ, T), 4, LX_RUN_PNORM),
             LAZY(far, far, 4, LX_RUN_PROBS | LX_RUN_POSMAP),
             LAZY(rope_csk, N * D, 8, LX_RUN_DECAY),                         /* the keys' rotary table (xpos) */
         };
@@ -280,7 +281,7 @@ static double run_bytes(const struct lx_arch *a, const struct lx_spec *spec, int
 {
     double ints = 3 * (double)B * T * 4;                                    /* tokens, targets, positions */
     if (!train && lx_attn_half())
-        uses |= LX_RUN_PROBS;       /* evaluation on the head path (model.c, attention_all) */
+        uses |= LX_RUN_PNORM;       /* P rounded normalised, a block's rows (model.c, attention_tiled) */
     double kv = !train && (uses & LX_RUN_KVCACHE) ? lx_kvcache_bytes(a, spec, B, T, (uses & LX_RUN_KVFAR) != 0,
                                                                      (uses & LX_RUN_KVDIST) != 0) : 0.0;
     int acts = train                  ? train

@@ -212,9 +212,11 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
     int want = stats || diag;
     struct lx_tile_stats st = {.out = a->tile_part + H * nsu, .row1 = a->stats_row1,
                                .ranges = a->diag_ranges, .buckets = a->diag_buckets};
+    int phalf = a->train ? 0 : lx_attn_half();
     struct lx_tile_ws ws = {.bq = LX_TILE_BQ, .bk = LX_TILE_BK, .n_thr = a->n_thr, .scratch = a->tile,
                             .tab = a->tile_tab, .rot = a->tile_rot, .stats = want ? &st : NULL,
-                            .acc = a->tile_acc, .part = a->tile_part, .kpack = a->tile_kpack};
+                            .acc = a->tile_acc, .part = a->tile_part, .kpack = a->tile_kpack, .phalf = phalf,
+                            .pnorm = phalf ? lx_acts_lazy(a, &a->tile_pn) : NULL};
     for (int b = 0; b < B; b++) {
         const float *q = qkv + (long)b * T * QKV;
         if (want) {
@@ -234,16 +236,16 @@ static void attention_tiled(struct lx_acts *a, const struct lx_spec *spec, const
 ** forced materialised (LENX_TRAIN_ATTENTION=materialised) it runs the head
 ** path and keeps every head's probabilities (layers · B · H · T² floats).
 ** Evaluation runs tiled, row statistics included (the `attn` task, answer
-** rows of retrieval tasks, t5align's calibration), unless the pass asks for
-** whole probability rows (a probe) or for the head path (head_path: tests),
-** or its probabilities are rounded as llama.cpp's (lx_attn_half: normalised,
-** which the head path has). */
+** rows of retrieval tasks, t5align's calibration), its probabilities rounded
+** as llama.cpp's where they are (lx_attn_half: normalised, a block's rows at
+** a time), unless the pass asks for whole probability rows (a probe) or for
+** the head path (head_path: tests). */
 static void attention_all(struct lx_acts *a, const struct lx_spec *spec, const float *qkv, float *ao,
                           float *att, float *lse, double *stats, struct lx_diag *diag, const float *mult, int layer,
                           const struct lx_attn_shape *sh)
 {
     int phalf = a->train ? 0 : lx_attn_half();
-    if (a->train ? a->tiled : !a->probe && !a->head_path && !phalf) {
+    if (a->train ? a->tiled : !a->probe && !a->head_path) {
         attention_tiled(a, spec, qkv, ao, stats, diag, mult, lse, sh);
         return;
     }

@@ -117,6 +117,8 @@ struct lx_acts {
     double *tile_tab;           /* eval, tiled train: (H, 1 + LX_SPEC_MAX_OPS, T) its distance tables */
     float *tile_rot;            /* eval with a posmap: its far-key rows (lx_tile_rot_floats), on first use */
     double *tile_acc;           /* eval: (n_thr, lx_tile_acc_doubles) per-row sums of the statistics */
+    float *tile_pn;             /* eval rounding P as llama.cpp's half cache (lx_attn_half): (n_thr,
+                                ** lx_tile_pnorm_floats) a block's rows of P, on first use */
     struct lx_diag *tile_part;  /* eval: (H·(lx_tile_stat_units + 1)) per-(head, unit) and per-head sums */
     float *tile_kpack;          /* eval, tiled train: (lx_tile_kpack_floats) keys packed for the tiles */
     float *qkraw, *qkr;         /* train with qk_norm: (layers, N, H + KV, D) q and k heads before their
@@ -199,6 +201,7 @@ enum {
     LX_RUN_ANSWER = 1 << 5,     /* ... the scored rows' logits only (LX_ACTS_EVAL_ANSWER) */
     LX_RUN_DECAY = 1 << 6,      /* the spec decays q.k by the distance (xpos): the keys' own rotary table */
     LX_RUN_KVDIST = 1 << 7,     /* the KV cache keeps distance tables across steps (lx_decode_dist_kept) */
+    LX_RUN_PNORM = 1 << 8,      /* an evaluation rounds P as llama.cpp's half cache (lx_attn_half): rows of P */
 };
 /* The LX_RUN_* flags a spec adds to a pass's memory. */
 unsigned lx_run_uses(const struct lx_spec *spec);
