@@ -13,7 +13,9 @@
 **               GFLOP/s next to sgemm's (2048³, tile-shaped products, a
 **               4096² Q Kᵀ) measured in the same run, block sizes at 16k,
 **               method features vs plain at 4k, a 256-key window vs full
-**               attention at 32k, vs the head path (1k … 16k) and the naive
+**               attention at 32k, P rounded to f16 as llama.cpp's half cache
+**               has it at 4k (vs the online softmax, vs the head path that did
+**               it before), vs the head path (1k … 16k) and the naive
 **               reference (1k), peak RSS
 **   gemm        the portable sgemm vs OpenBLAS, 2048³ and the model's
 **               shapes, 1 and all threads (tests/bench_gemm.c)
@@ -31,7 +33,7 @@
 ** `lenx-bench micro` runs all but the model and train parts, `lenx-bench
 ** tiled`, `lenx-bench gemm`, `lenx-bench decode`, `lenx-bench model` and
 ** `lenx-bench train` one part each (`lenx-bench tiledstats` only the cost of
-** row statistics from the tiles).
+** row statistics from the tiles, `lenx-bench tilehalf` only the f16 rounding of P).
 */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
@@ -284,7 +286,7 @@ static void tile_head(void *p)
 #pragma omp parallel for schedule(dynamic, 1)
     for (int h = 0; h < a->H; h++) {
         int thr = omp_get_thread_num();
-        struct lx_attn_ws ws = {.tab = a->tab + (size_t)thr * 2 * T, .far = a->far};
+        struct lx_attn_ws ws = {.tab = a->tab + (size_t)thr * 2 * T, .far = a->far, .phalf = a->tw.phalf};
         const float *q = a->qkv + h * a->D;
         struct lx_attn_shape sh = {.T = T, .H = a->H, .KV = a->H, .D = a->D, .ld = 3 * HD, .ldo = HD,
                                    .causal = a->causal};
@@ -296,7 +298,7 @@ static void tile_head(void *p)
 static void tile_free(struct tile_arg *a)
 {
     free(a->qkv), free(a->o), free(a->tw.scratch), free(a->tw.tab), free(a->tw.rot), free(a->P), free(a->far);
-    free(a->tw.kpack);
+    free(a->tw.kpack), free(a->tw.pnorm);
     free(a->tab);
 }
 
@@ -484,6 +486,26 @@ static int bench_tile_stats(void)
     return 0;
 }
 
+/* P rounded to f16 after its row is normalised, as llama.cpp's products with
+** its f16 KV cache take it (activations: llamacpp, kv_cache: f16) at T =
+** 4096: the tiles' blocks of whole rows against the head path that did it
+** before, and against the online softmax without the rounding (its cost). */
+static int bench_tile_half(void)
+{
+    struct lx_error err;
+    struct tile_arg a;
+    if (tile_init(&a, "rope", 4096, &err) < 0)
+        return fprintf(stderr, "bench: %s\n", err.msg), 1;
+    double t_plain = best_of(5, tile_fast, &a);
+    a.tw.phalf = LX_DT_F16;
+    a.tw.pnorm = malloc(sizeof(float) * lx_tile_pnorm_floats(a.tw.bq, 4096) * (size_t)a.tw.n_thr);
+    double t_half = best_of(5, tile_fast, &a);
+    report("tiled", "P rounded to f16, T=4096", "online, P unrounded", t_half, t_plain);
+    report("tiled", "P rounded to f16, T=4096", "head path, P rounded", t_half, best_of(3, tile_head, &a));
+    tile_free(&a);
+    return 0;
+}
+
 /* Tiled attention (causal RoPE, 4 × 64) at 1k … 32k: GFLOP/s next to sgemm's
 ** measured right before and after each length (the better of the two, so
 ** that a busy spell on a shared machine does not flatter the attention);
@@ -551,7 +573,7 @@ static int bench_tiled(void)
         report("tiled", feats[i][1], "plain rope T=4096", t_feat, t_plain);
         fflush(stdout);
     }
-    if (bench_tile_stats() || tiled_paths(t_tile, Ts, 4))
+    if (bench_tile_stats() || bench_tile_half() || tiled_paths(t_tile, Ts, 4))
         return 1;
     printf("\npeak RSS after the tiled runs (32k: q|k|v %.0f MiB): %.0f MiB; after the head path: %.0f MiB\n",
            32768.0 * 3 * 256 * 4 / 1048576.0, rss_tiled, peak_mib());
@@ -771,6 +793,8 @@ int main(int argc, char **argv)
         return lx_bench_model();
     if (!strcmp(only, "tiledstats"))
         return bench_tile_stats();
+    if (!strcmp(only, "tilehalf"))
+        return bench_tile_half();
     if (!strcmp(only, "tilewidth"))
         return bench_rows_width(), 0;
     if (!strcmp(only, "tiled"))
