@@ -462,6 +462,15 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
     row_values(o, s, r.n, 1, v, LX_DT_F32, ld, D, alpha, &r);
 }
 
+/* Head h's kept distance tables A, B in kept (dtab: 2 per head of dT), or NULL without them. */
+static const double *const *head_kept(const double *kept[2], const double *dtab, long dT, int h)
+{
+    if (!dtab)
+        return NULL;
+    kept[0] = dtab + 2L * h * dT, kept[1] = dtab + (2L * h + 1) * dT;
+    return kept;
+}
+
 void lx_attn_rows_forward(float *o, const float *q, const void *k, const void *v, int kvtype, const float *kfar,
                           int ld, const struct lx_spec *spec, int head0, int G, const float *mult, long i, int D,
                           float *s, long lds, double *tab, const double *dtab, long dT, int half)
@@ -474,9 +483,9 @@ void lx_attn_rows_forward(float *o, const float *q, const void *k, const void *v
     LX_ASSERT(kvtype == LX_DT_F32 || (fast && !kfar));     /* a half cache read in place: attend() */
     if (step == 1 && kvtype == LX_DT_F32) {
         for (int h = head0; h < head0 + G; h++) {   /* one row at a time: the bits of lx_attn_row_forward */
-            const double *kept[2] = {dtab ? dtab + 2L * h * dT : NULL, dtab ? dtab + (2L * h + 1) * dT : NULL};
+            const double *kept[2];
             lx_attn_row_forward(o + (long)(h - head0) * D, q + (long)(h - head0) * D, k, v, kfar, ld, spec, h,
-                                mult ? mult[h] : 1.0f, i, D, s, tab, dtab ? kept : NULL, half);
+                                mult ? mult[h] : 1.0f, i, D, s, tab, head_kept(kept, dtab, dT, h), half);
         }
         return;
     }
@@ -488,8 +497,9 @@ void lx_attn_rows_forward(float *o, const float *q, const void *k, const void *v
         row_queries(qh, qf, &qn, qs, step, spec, i, D, half, kfar != NULL);
         row_scores(s, lds, qn, qf, step, k, kvtype, kfar, ld, D, &r);
         for (int h = h0; h < h0 + step; h++) {
-            const double *kept[2] = {dtab ? dtab + 2L * h * dT : NULL, dtab ? dtab + (2L * h + 1) * dT : NULL};
-            float *sh = s + (h - h0) * lds, alpha = row_softmax(sh, spec, h, i, &r, tab, dtab ? kept : NULL, half);
+            const double *kept[2];
+            float *sh = s + (h - h0) * lds, alpha = row_softmax(sh, spec, h, i, &r, tab, head_kept(kept, dtab, dT, h),
+                                                               half);
             for (int p = 0; alpha != 1.0f && p < 2; p++)    /* each row's own 1/Σ, before the shared product */
                 for (long j = r.j0s[p]; j < r.j1s[p]; j++)
                     sh[j] *= alpha;
