@@ -227,7 +227,8 @@ Test(tiled, threads_agree_with_the_reference, .timeout = 60)
 ** 2^-25) plus the two paths' own difference (their e^x and sums: 2^-18 of p);
 ** the head path rounding the same way gives the same values but where the two
 ** unrounded p straddle a rounding boundary (a step of the type). Row
-** statistics (of the unrounded P) match the head path's. Returns how many
+** statistics (of the unrounded P) match the head path's, and when causal
+** lx_diag_row's on its unrounded rows (buckets, ranges). Returns how many
 ** probabilities the rounding moved, and adds to *n how many are not 0. */
 static long compare_phalf(const char *stack, int T, int H, int causal, int bq, int bk, int dt, long *n)
 {
@@ -249,9 +250,13 @@ static long compare_phalf(const char *stack, int T, int H, int causal, int bq, i
             v[(i * H + h) * D + i] = 1.0f;
     struct lx_attn_ws hw = {.tab = tab, .far = far};
     struct lx_attn_shape sh = {.T = T, .H = H, .KV = H, .D = D, .ld = H * D, .ldo = H * D, .causal = causal};
+    struct lx_diag td[8] = {{0}}, dref[8] = {{0}};
+    struct lx_ranges rg = {.n = 3, .lo = {0, 1, 3}, .hi = {2, 5, 9}};
     for (int h = 0; h < H; h++) {
         hw.phalf = 0, hw.stats = NULL;
         lx_attn_head_forward(o_ref + h * D, P, q + h * D, k + h * D, v + h * D, &st.spec, h, &sh, &hw);
+        for (long i = 0; causal && i < T; i++)     /* buckets and ranges of the unrounded rows */
+            lx_diag_row(&dref[h], P + i * T, i, &rg, sink_share(P + i * T, i, st.spec.zsink.method != NULL));
         hw.phalf = dt, hw.stats = hst[h];
         lx_attn_head_forward(o_half + h * D, P, q + h * D, k + h * D, v + h * D, &st.spec, h, &sh, &hw);
     }
@@ -263,13 +268,12 @@ static long compare_phalf(const char *stack, int T, int H, int causal, int bq, i
     tw.rot = nrot ? malloc(sizeof(float) * nrot) : NULL;
     tw.tab = ntab ? malloc(sizeof(double) * ntab) : NULL;
     tw.kpack = malloc(sizeof(float) * (lx_tile_kpack_floats(T, H, D) + 1));
-    struct lx_diag td[8] = {{0}};
-    struct lx_tile_stats ts = {.out = td};
+    struct lx_tile_stats ts = {.out = td, .ranges = causal ? &rg : NULL, .buckets = causal};
     tw.stats = &ts;
     tw.acc = malloc(sizeof(double) * lx_tile_acc_doubles(bq) * (size_t)nthr);
     tw.part = malloc(sizeof(struct lx_diag) * (size_t)H * (size_t)lx_tile_stat_units(bq, T));
     lx_attn_tiled_forward(o_tile, q, k, v, &st.spec, NULL, &sh, &tw);
-    compare_stats(stack, td, (const double (*)[LX_ATTN_NSTATS])hst, NULL, H, T, NULL);
+    compare_stats(stack, td, (const double (*)[LX_ATTN_NSTATS])hst, causal ? dref : NULL, H, T, &rg);
     double u = dt == LX_DT_F16 ? 0x1p-11 : 0x1p-8, sub = dt == LX_DT_F16 ? 0x1p-25 : 0.0;
     for (long e = 0; e < N; e++) {
         float r = o_tile[e], ref = o_ref[e];
