@@ -15,7 +15,8 @@
 **               method features vs plain at 4k, a 256-key window vs full
 **               attention at 32k, P rounded to f16 as llama.cpp's half cache
 **               has it at 4k (vs the online softmax, vs the head path that did
-**               it before), vs the head path (1k … 16k) and the naive
+**               it before), the e^x loop of fast numerics vs portable
+**               numerics', vs the head path (1k … 16k) and the naive
 **               reference (1k), peak RSS
 **   gemm        the portable sgemm vs OpenBLAS, 2048³ and the model's
 **               shapes, 1 and all threads (tests/bench_gemm.c)
@@ -33,7 +34,8 @@
 ** `lenx-bench micro` runs all but the model and train parts, `lenx-bench
 ** tiled`, `lenx-bench gemm`, `lenx-bench decode`, `lenx-bench model` and
 ** `lenx-bench train` one part each (`lenx-bench tiledstats` only the cost of
-** row statistics from the tiles, `lenx-bench tilehalf` only the f16 rounding of P).
+** row statistics from the tiles, `lenx-bench tilehalf` only the f16 rounding of P,
+** `lenx-bench tileexp` only the softmax's e^x loops).
 */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
@@ -486,6 +488,43 @@ static int bench_tile_stats(void)
     return 0;
 }
 
+/* The softmax's e^x loop of this CPU in fast numerics (lx_tile_exp_level:
+** sixteen AVX-512 lanes, or eight AVX2 + FMA lanes) against portable
+** numerics' eight-lane loop, on 4,096 rows of 256 logits (one thread). */
+struct exp_arg {
+    float *s, *x;
+    int level;
+};
+
+static void exp_rows(void *p)
+{
+    struct exp_arg *a = p;
+    memcpy(a->s, a->x, sizeof(float) * 4096 * 256);
+    volatile float sum = 0.0f;
+    for (int r = 0; r < 4096; r++)
+        sum += lx_tile_exp_sum(a->s + (long)r * 256, 256, 0.0f, a->level);
+}
+
+static int bench_exp_loops(void)
+{
+    struct exp_arg a = {.s = malloc(sizeof(float) * 4096 * 256), .x = malloc(sizeof(float) * 4096 * 256)};
+    struct lx_rng r;
+    lx_rng_init(&r, 5, 0, LX_RNG_INIT);
+    for (long i = 0; i < 4096L * 256; i++)
+        a.x[i] = -(float)fabs(4.0 * lx_rng_normal(&r));
+    enum lx_numerics nm = lx_numerics_get();
+    lx_numerics_set(LX_NUMERICS_FAST);
+    a.level = lx_tile_exp_level(0);
+    double t_fast = best_of(20, exp_rows, &a);
+    lx_numerics_set(LX_NUMERICS_PORTABLE);
+    a.level = lx_tile_exp_level(0);
+    double t_port = best_of(20, exp_rows, &a);
+    lx_numerics_set(nm);
+    report("tiled", "e^x rows, fast numerics' loop", "portable numerics' loop", t_fast, t_port);
+    free(a.s), free(a.x);
+    return 0;
+}
+
 /* P rounded to f16 after its row is normalised, as llama.cpp's products with
 ** its f16 KV cache take it (activations: llamacpp, kv_cache: f16) at T =
 ** 4096: the tiles' blocks of whole rows against the head path that did it
@@ -573,7 +612,7 @@ static int bench_tiled(void)
         report("tiled", feats[i][1], "plain rope T=4096", t_feat, t_plain);
         fflush(stdout);
     }
-    if (bench_tile_stats() || bench_tile_half() || tiled_paths(t_tile, Ts, 4))
+    if (bench_tile_stats() || bench_tile_half() || bench_exp_loops() || tiled_paths(t_tile, Ts, 4))
         return 1;
     printf("\npeak RSS after the tiled runs (32k: q|k|v %.0f MiB): %.0f MiB; after the head path: %.0f MiB\n",
            32768.0 * 3 * 256 * 4 / 1048576.0, rss_tiled, peak_mib());
@@ -795,6 +834,8 @@ int main(int argc, char **argv)
         return bench_tile_stats();
     if (!strcmp(only, "tilehalf"))
         return bench_tile_half();
+    if (!strcmp(only, "tileexp"))
+        return bench_exp_loops();
     if (!strcmp(only, "tilewidth"))
         return bench_rows_width(), 0;
     if (!strcmp(only, "tiled"))

@@ -217,6 +217,45 @@ Test(tiled, threads_agree_with_the_reference, .timeout = 60)
     omp_set_num_threads(1);
 }
 
+/* ---- the softmax's e^x loops ----------------------------------------------------- */
+
+/* Every build of lx_tile_exp_sum this CPU runs (0 the SSE2 loop; 1 AVX2, the
+** same bits; 2 sixteen AVX-512 lanes; 3 eight AVX2 + FMA lanes), on rows of
+** every length to 40 (the vector loops' tails), values from 0 down past the
+** floor (e^−70), and −∞ for fast numerics' loops (the portable ones keep
+** e·0 below the floor, so that a NaN stays one): each e^(s − mx) within 2^-21 of expf's (the
+** polynomial's 2e-7 and a few roundings), 0 at and below the floor, and the
+** sum within n·2^-21 of the terms' sum in double. */
+Test(tiled, exp_loops_are_expf_within_the_polynomials_error)
+{
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    static float x[40], s[40];
+    for (int level = 0; level < 4; level++) {
+        if ((level && !avx2) || (level == 2 && !avx512))
+            continue;
+        for (int n = 0; n <= 40; n++) {
+            fill(x, 40, (uint32_t)(100 + n));
+            for (int c = 0; c < n; c++)
+                x[c] = c % 7 == 3 ? -75.0f - (float)c : c % 11 == 5 && level >= 2 ? -INFINITY : 3.0f * x[c] - 4.0f;
+            float mx = 0.5f;
+            memcpy(s, x, sizeof x);
+            float sum = lx_tile_exp_sum(s, n, mx, level);
+            double want = 0.0;
+            for (int c = 0; c < n; c++) {
+                float e = x[c] - mx;
+                double ref = e > -70.0f ? (double)expf(e) : 0.0;
+                want += ref;
+                cr_assert(fabs(s[c] - ref) <= 0x1p-21 * ref, "level %d n %d: e^%a = %a, expf %a", level, n,
+                          (double)e, (double)s[c], ref);
+            }
+            cr_assert(fabs(sum - want) <= n * 0x1p-21 * want, "level %d n %d: sum %a, terms %a", level, n,
+                      (double)sum, want);
+        }
+    }
+}
+
 /* ---- probabilities rounded as llama.cpp's half cache has them (ws->phalf) ---------- */
 
 /* The tiled forward with P normalised and rounded to type dt (lx_attn_half) on

@@ -202,7 +202,9 @@ double lx_tile_row_factors(const struct lx_spec *spec, long n, double *Rk, int n
 float lx_tile_exp_sum(float *s, long n, float mx, int level);
 /* The softmax loops this CPU and the numerics run: 0 the SSE2 build, 1 the
 ** AVX2 + FMA one (the same bits), 2 the AVX-512 e^x (fast and bf16
-** numerics on an AVX-512 CPU: other last bits); sse2_only: 0. */
+** numerics on an AVX-512 CPU: other last bits), 3 the eight-lane FMA e^x
+** (fast and bf16 numerics on AVX2 without AVX-512: other last bits);
+** sse2_only: 0. */
 int lx_tile_exp_level(int sse2_only);
 
 /* ---- the tiled backward (training) ----------------------------------------

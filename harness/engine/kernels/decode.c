@@ -389,7 +389,9 @@ static void row_scores(float *s, long lds, const float *q, const float *qf, int 
 }
 
 /* One row's scores s to its exponentials, less the max, in place; the factor 1/Σ returned (with a
-** half cache: the probabilities rounded to its type in s, and 1). */
+** half cache: the probabilities rounded to its type in s, and 1). Fast numerics take e^x in the tiled
+** forward's vector loops (lx_tile_exp_sum: 8 or 16 lanes, Σ in float lanes); portable and bf16
+** numerics in glibc's expf, one key at a time, Σ in double. */
 static float row_softmax(float *s, const struct lx_spec *spec, int head, long i, const struct row_keys *r,
                          double *tab, const double *const *kept, int half)
 {
@@ -410,7 +412,10 @@ static float row_softmax(float *s, const struct lx_spec *spec, int head, long i,
             mx = s[j] > mx ? s[j] : mx;
     }
     double z = zs > 0.0f && mx0 - mx > EXP_FLOOR ? expf(mx0 - mx) : 0.0f;     /* the zero sink's share */
-    for (int p = 0; p < 2; p++)
+    int lanes = lx_numerics_get() == LX_NUMERICS_FAST ? lx_tile_exp_level(0) : -1;
+    for (int p = 0; lanes >= 0 && p < 2; p++)
+        z += lx_tile_exp_sum(s + r->j0s[p], r->j1s[p] - r->j0s[p], mx, lanes);
+    for (int p = 0; lanes < 0 && p < 2; p++)
         for (long j = r->j0s[p]; j < r->j1s[p]; j++) {
             float e = s[j] - mx;
             s[j] = e > EXP_FLOOR ? expf(e) : 0.0f;

@@ -231,6 +231,38 @@ __attribute__((target("avx512f,avx512dq,fma"))) static float exp_sum_avx512(floa
     EXP512_SUM_BODY(STORE_S, TAIL_NONE)
 }
 
+/* In fast numerics on a CPU with AVX2 and no AVX-512: eight lanes of the
+** same steps (vexp.h), two accumulators (another order of the sum). */
+__attribute__((target("avx2,fma"))) static float exp_sum_fma8(float *s, long n, float mx)
+{
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), m = _mm256_set1_ps(mx), p0, p1;
+    long c = 0;
+    for (; c + 16 <= n; c += 16) {
+        __m256 e0 = _mm256_sub_ps(_mm256_loadu_ps(s + c), m), e1 = _mm256_sub_ps(_mm256_loadu_ps(s + c + 8), m);
+        LX_EXP256_LE0(e0, p0, EXP_FLOOR);
+        LX_EXP256_LE0(e1, p1, EXP_FLOOR);
+        _mm256_storeu_ps(s + c, p0);
+        _mm256_storeu_ps(s + c + 8, p1);
+        acc0 = _mm256_add_ps(acc0, p0), acc1 = _mm256_add_ps(acc1, p1);
+    }
+    for (; c + 8 <= n; c += 8) {
+        __m256 e0 = _mm256_sub_ps(_mm256_loadu_ps(s + c), m);
+        LX_EXP256_LE0(e0, p0, EXP_FLOOR);
+        _mm256_storeu_ps(s + c, p0);
+        acc0 = _mm256_add_ps(acc0, p0);
+    }
+    float sum = 0.0f, lane[8];
+    for (; c < n; c++) {
+        float e = s[c] - mx;
+        s[c] = e > EXP_FLOOR ? expf(e) : 0.0f;
+        sum += s[c];
+    }
+    _mm256_storeu_ps(lane, _mm256_add_ps(acc0, acc1));
+    for (int k = 0; k < 8; k++)
+        sum += lane[k];
+    return sum;
+}
+
 __attribute__((target("avx512f,avx512dq,fma,avx512bf16"))) static float exp_sum_avx512_bf16(float *s, uint16_t *pb,
                                                                                           long n, float mx,
                                                                                           int keep_s)
@@ -265,7 +297,10 @@ static float max_of_sse2(const float *s, long n, float mx) { MAX_OF_BODY return 
 
 float lx_tile_exp_sum(float *s, long n, float mx, int level)
 {
-    return level == 2 ? exp_sum_avx512(s, n, mx) : level ? exp_sum_avx2(s, n, mx) : exp_sum_sse2(s, n, mx);
+    return level == 3   ? exp_sum_fma8(s, n, mx)
+           : level == 2 ? exp_sum_avx512(s, n, mx)
+           : level      ? exp_sum_avx2(s, n, mx)
+                        : exp_sum_sse2(s, n, mx);
 }
 
 int lx_tile_exp_level(int sse2_only)
@@ -273,10 +308,9 @@ int lx_tile_exp_level(int sse2_only)
     __builtin_cpu_init();
     if (sse2_only || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
         return 0;
-    return lx_numerics_get() != LX_NUMERICS_PORTABLE && __builtin_cpu_supports("avx512f") &&
-                   __builtin_cpu_supports("avx512dq")
-               ? 2
-               : 1;
+    if (lx_numerics_get() == LX_NUMERICS_PORTABLE)
+        return 1;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") ? 2 : 3;
 }
 
 size_t lx_tile_kpack_floats(int T, int KV, int D)
@@ -454,7 +488,10 @@ static float tile_logits(const struct tiled *x, float *s, int h, long i, long j0
 /* e^(s − mx) in place over n floats, their sum returned, in the loop the CPU and numerics take. */
 static float exp_sum(const struct tiled *x, float *s, long n, float mx)
 {
-    return x->avx512 ? exp_sum_avx512(s, n, mx) : x->avx2 ? exp_sum_avx2(s, n, mx) : exp_sum_sse2(s, n, mx);
+    return x->avx512 ? exp_sum_avx512(s, n, mx)
+           : x->fma8 ? exp_sum_fma8(s, n, mx)
+           : x->avx2 ? exp_sum_avx2(s, n, mx)
+                     : exp_sum_sse2(s, n, mx);
 }
 
 /* Row i of the tile: its logits (tile_logits), the online-softmax update of m,
@@ -699,7 +736,7 @@ void lx_attn_tiled_forward(float *o, const float *q, const float *k, const float
     if (x.n_tab)
         lx_tile_dist_tables(ws->tab, spec, H, T);
     int level = lx_tile_exp_level(ws->sse2_only);
-    x.avx2 = level >= 1, x.avx512 = level == 2;
+    x.avx2 = level >= 1, x.avx512 = level == 2, x.fma8 = level == 3;
     if (x.far)
         lx_tiled_far_rows(&x);
     x.bf16k = x.bf16 && ws->kpack && lx_tile_kpack_floats(T, KV, D) && ws->bk % LX_GEMM_NR == 0 &&

@@ -21,6 +21,7 @@ struct tiled {
     int far;                    /* 1: far pairs take their scores from the rotated rows */
     int avx2;                   /* 1: the CPU has AVX2 and FMA (the softmax loops' clone) */
     int avx512;                 /* 1: fast numerics on an AVX-512 CPU: the sixteen-lane exp sums */
+    int fma8;                   /* 1: fast numerics on AVX2 without AVX-512: the eight-lane FMA exp sums */
     int bf16;                   /* 1: numerics bf16, P rounded to bf16 before P·V (q, k, v come rounded) */
     const struct lx_tile_ws *ws;
     const float *mult;          /* (H,) or NULL */
