@@ -1022,6 +1022,23 @@ Test(tiled, memory_plan_grows_linearly_without_probabilities, .timeout = 30)
         double rp = (lx_run_bytes(&a, 1, 2 * T, 0, 1) - w) / (lx_run_bytes(&a, 1, T, 0, 1) - w);
         cr_expect(rp > 3.5, "T %d -> %d: the head path's plan grows %.3fx", T, 2 * T, rp);
     }
+    /* llama.cpp's rounding of P for its f16 cache (activations: llamacpp) runs tiled too: linear, and
+    ** its blocks' rows of P counted ((LX_TILE_BQ + 1) × T floats a thread), not a T x T buffer */
+    lx_acts_llamacpp_set(1);
+    lx_kv_set(LX_DT_F16);
+    for (int T = 8192; T <= 32768; T *= 2) {
+        double r = (lx_run_bytes(&a, 1, 4 * T, 0, 0) - lx_run_bytes(&a, 1, 2 * T, 0, 0)) /
+                   (lx_run_bytes(&a, 1, 2 * T, 0, 0) - lx_run_bytes(&a, 1, T, 0, 0));
+        cr_expect(r > 1.9 && r < 2.1, "T %d -> %d: the rounded tiles' plan grows %.3fx", T, 2 * T, r);
+        double pn = nthr * (double)(LX_TILE_BQ + 1) * T * 4, extra = lx_run_bytes(&a, 1, T, 0, 0);
+        lx_kv_set(0);
+        extra -= lx_run_bytes(&a, 1, T, 0, 0);
+        lx_kv_set(LX_DT_F16);
+        cr_expect(extra >= pn && extra < pn + 65536, "T %d: the blocks' rows of P (%.0f bytes) counted: %.0f", T,
+                  pn, extra);
+    }
+    lx_kv_set(0);
+    lx_acts_llamacpp_set(0);
     /* the plan at 65536 tokens (a ppl cell the old plan refused at 33 GB) */
     cr_expect(lx_run_bytes(&a, 1, 65536, 0, 0) < 1.0 * (1 << 30), "ppl at 65536: %.0f bytes",
               lx_run_bytes(&a, 1, 65536, 0, 0));
