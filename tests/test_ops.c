@@ -254,7 +254,7 @@ Test(ops, crossentropy_returns_the_first_row_with_a_non_finite_logit)
     }
 }
 
-/* A vocabulary-wide row (Llama-3's 128,256): fast numerics (sixteen lanes of e^x on AVX-512,
+/* A vocabulary-wide row (Llama-3's 128,256): fast numerics (sixteen lanes of e^x on AVX-512, eight on AVX2,
 ** summed in double) within 1e-6 of the loss in long double — each term within about 2e-7
 ** relative, and the float argument x − max moves e^x by under 2^-24·|x − max| relative, so the
 ** sum and its log by a few 1e-7 — and portable numerics giving libm's double sum bit for bit. */
