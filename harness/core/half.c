@@ -599,11 +599,8 @@ void lx_half_to_f32(float *out, const void *src, int t, size_t n)
 __attribute__((target("avx2,f16c"))) static size_t half_to_f32_avx2(float *out, const uint16_t *s, size_t n, int t)
 {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m128i h = _mm_loadu_si128((const __m128i *)(s + i));
-        _mm256_storeu_ps(out + i, t == LX_DT_BF16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
-                                                  : _mm256_cvtph_ps(h));
-    }
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, lx_ql_half8(s + i, t));
     return i;
 }
 

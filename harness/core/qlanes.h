@@ -4,7 +4,8 @@
 ** directly (harness/engine/kernels/qdot.c): the integers' unpacking, and the
 ** scales and weights made by the block-by-block reference's products in its
 ** order (one rounding each; both files are built with -ffp-contract=off), so
-** both give the reference's bits.
+** both give the reference's bits. Also eight half values widened in AVX2
+** lanes (lx_ql_half8), for half.c and a decoding step's half-cache products.
 */
 #ifndef LX_QLANES_H
 #define LX_QLANES_H
@@ -12,6 +13,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "harness/core/half.h"     /* LX_DT_F16, LX_DT_BF16 */
 
 #define LX_QLANES __attribute__((target("avx512f,avx512bw,avx512vl,f16c"), always_inline)) static inline
 
@@ -21,6 +24,14 @@ __attribute__((target("f16c"), always_inline)) static inline float lx_ql_f16(con
     uint16_t h;
     memcpy(&h, p, 2);
     return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
+}
+
+/* Eight half values (LX_DT_F16 or LX_DT_BF16) at p as floats, exactly (bf16 a shift, f16 F16C's
+** vcvtph2ps): half.c's widening and the decoding step's products on a half KV cache (decode.c). */
+__attribute__((target("avx2,f16c"), always_inline)) static inline __m256 lx_ql_half8(const uint16_t *p, int t)
+{
+    const __m128i h = _mm_loadu_si128((const __m128i *)p);
+    return t == LX_DT_BF16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
 }
 
 /* 16 bytes to 16 floats: unsigned, or signed. */

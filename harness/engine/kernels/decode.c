@@ -13,6 +13,7 @@
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/blas.h"
 #include "harness/core/half.h"
+#include "harness/core/qlanes.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/ops.h"
 
@@ -219,14 +220,6 @@ static void row_queries(float *qh, float *qf, const float **qp, const float *q, 
 
 /* ---- products with a half cache's rows as stored (fast numerics) ---- */
 
-/* The 8 values at p of a half row (F16 or BF16) as floats. */
-__attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256 widen8(const uint16_t *p, int type)
-{
-    const __m128i h = _mm_loadu_si128((const __m128i *)p);
-    return type == LX_DT_F16 ? _mm256_cvtph_ps(h)
-                             : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
 __attribute__((target("avx2,fma,f16c"), always_inline)) static inline float sum8(__m256 a)
 {
     __m128 t = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
@@ -259,7 +252,7 @@ HALF_AVX2 void scores_m(float *s, long lds, const float *q, const uint16_t *k, i
         for (int m = 0; m < M; m++)
             a[m] = _mm256_setzero_ps();
         for (int d = 0; d < D; d += 8) {
-            const __m256 kv = widen8(k + j * ld + d, type);
+            const __m256 kv = lx_ql_half8(k + j * ld + d, type);
             for (int m = 0; m < M; m++)
                 a[m] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (long)m * D + d), kv, a[m]);
         }
@@ -295,7 +288,7 @@ HALF_AVX2 void values_n(float *o, const float *p, const uint16_t *v, int ld, lon
     for (long j = j0; j < j1; j++) {
         const __m256 pj = _mm256_set1_ps(p[j]);
         for (int c = 0; c < n; c++)
-            a[c] = _mm256_fmadd_ps(pj, widen8(v + j * ld + d0 + 8 * c, type), a[c]);
+            a[c] = _mm256_fmadd_ps(pj, lx_ql_half8(v + j * ld + d0 + 8 * c, type), a[c]);
     }
     for (int c = 0; c < n; c++)
         _mm256_storeu_ps(o + d0 + 8 * c, _mm256_add_ps(_mm256_loadu_ps(o + d0 + 8 * c), a[c]));

@@ -447,16 +447,26 @@ double lx_tile_row_factors(const struct lx_spec *spec, long n, double *Rk, int n
     return acc;
 }
 
+/* Row i's visible keys, [a[0], b[0]) the sinks and [a[1], b[1]) the window (its
+** upper sinks included); returns how many it sees (n of the logit ops). */
+static long row_visible(const struct tiled *x, long i, long a[2], long b[2])
+{
+    const struct lx_spec *spec = x->spec;
+    long lo, hi, n = lx_spec_row_keys(spec, i, x->T, x->causal, &lo, &hi);
+    a[0] = 0, b[0] = spec->vis.sinks < lo ? spec->vis.sinks : lo;
+    a[1] = lo, b[1] = lx_spec_upper_sinks(spec, x->T, x->causal, hi);
+    return n;
+}
+
 /* Row i's logits in place of its scores s over the tile's nc columns (key j0 + c
 ** at column c): its visible keys are columns [c0[p], c1[p]), p = 0 the sinks, 1
 ** the window; every other column 0. Returns their max (−∞: none visible). */
 static float tile_logits(const struct tiled *x, float *s, int h, long i, long j0, int nc, long c0[2], long c1[2])
 {
     const struct lx_spec *spec = x->spec;
-    long lo, hi, n = lx_spec_row_keys(spec, i, x->T, x->causal, &lo, &hi);
-    long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo, up = lx_spec_upper_sinks(spec, x->T, x->causal, hi);
-    c0[0] = 0, c0[1] = lo > j0 ? lo - j0 : 0, c1[0] = ns - j0, c1[1] = up - j0;
+    long a[2], b[2], n = row_visible(x, i, a, b);
     for (int p = 0; p < 2; p++) {
+        c0[p] = a[p] > j0 ? a[p] - j0 : 0, c1[p] = b[p] - j0;
         c0[p] = c0[p] > nc ? nc : c0[p];
         c1[p] = c1[p] > nc ? nc : c1[p] < c0[p] ? c0[p] : c1[p];
     }
@@ -690,9 +700,7 @@ static void block_normed(const struct tiled *x, float *scr, float *pn, struct ro
         }
     int stats = block_stats(x, acc, i0, i1, &r0, &r1);
     for (int r = 0; r < nr; r++) {
-        long i = i0 + r, lo, hi, n = lx_spec_row_keys(spec, i, T, x->causal, &lo, &hi);
-        long ns = spec->vis.sinks < lo ? spec->vis.sinks : lo, up = lx_spec_upper_sinks(spec, T, x->causal, hi);
-        long a[2] = {0, lo}, b[2] = {ns, up};
+        long i = i0 + r, a[2], b[2], n = row_visible(x, i, a, b);
         float *p = pn + (size_t)r * T;
         float zs = l0 > 0.0f && m0 - m[r] > EXP_FLOOR ? expf(m0 - m[r]) : 0.0f, z = zs;    /* the sink's share */
         int st = stats && r >= r0 && r < r1;
