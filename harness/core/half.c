@@ -600,7 +600,7 @@ __attribute__((target("avx2,f16c"))) static size_t half_to_f32_avx2(float *out, 
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(out + i, lx_ql_half8(s + i, t));
+        _mm256_storeu_ps(out + i, lx_ql_half8(s + i, t == LX_DT_BF16));
     return i;
 }
 

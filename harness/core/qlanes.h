@@ -14,8 +14,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "harness/core/half.h"     /* LX_DT_F16, LX_DT_BF16 */
-
 #define LX_QLANES __attribute__((target("avx512f,avx512bw,avx512vl,f16c"), always_inline)) static inline
 
 /* The f16 at p, exactly (as lx_f16_to_f32), by F16C (alone, so that the 8-lane code inlines it too). */
@@ -26,12 +24,12 @@ __attribute__((target("f16c"), always_inline)) static inline float lx_ql_f16(con
     return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
 }
 
-/* Eight half values (LX_DT_F16 or LX_DT_BF16) at p as floats, exactly (bf16 a shift, f16 F16C's
+/* Eight half values at p (bf16 when bf16, else f16) as floats, exactly (bf16 a shift, f16 F16C's
 ** vcvtph2ps): half.c's widening and the decoding step's products on a half KV cache (decode.c). */
-__attribute__((target("avx2,f16c"), always_inline)) static inline __m256 lx_ql_half8(const uint16_t *p, int t)
+__attribute__((target("avx2,f16c"), always_inline)) static inline __m256 lx_ql_half8(const uint16_t *p, int bf16)
 {
     const __m128i h = _mm_loadu_si128((const __m128i *)p);
-    return t == LX_DT_BF16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
+    return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
 }
 
 /* 16 bytes to 16 floats: unsigned, or signed. */

@@ -252,7 +252,7 @@ HALF_AVX2 void scores_m(float *s, long lds, const float *q, const uint16_t *k, i
         for (int m = 0; m < M; m++)
             a[m] = _mm256_setzero_ps();
         for (int d = 0; d < D; d += 8) {
-            const __m256 kv = lx_ql_half8(k + j * ld + d, type);
+            const __m256 kv = lx_ql_half8(k + j * ld + d, type == LX_DT_BF16);
             for (int m = 0; m < M; m++)
                 a[m] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (long)m * D + d), kv, a[m]);
         }
@@ -288,7 +288,7 @@ HALF_AVX2 void values_n(float *o, const float *p, const uint16_t *v, int ld, lon
     for (long j = j0; j < j1; j++) {
         const __m256 pj = _mm256_set1_ps(p[j]);
         for (int c = 0; c < n; c++)
-            a[c] = _mm256_fmadd_ps(pj, lx_ql_half8(v + j * ld + d0 + 8 * c, type), a[c]);
+            a[c] = _mm256_fmadd_ps(pj, lx_ql_half8(v + j * ld + d0 + 8 * c, type == LX_DT_BF16), a[c]);
     }
     for (int c = 0; c < n; c++)
         _mm256_storeu_ps(o + d0 + 8 * c, _mm256_add_ps(_mm256_loadu_ps(o + d0 + 8 * c), a[c]));
