@@ -820,6 +820,7 @@ static int bench_glu(void)
 
 int lx_bench_model(void);   /* tests/bench_model.c */
 int lx_bench_decode(void);  /* tests/bench_decode.c */
+int lx_bench_decode_attn(void);
 int lx_bench_train(void);   /* tests/bench_train.c */
 int lx_bench_train_bf16(void);
 int lx_bench_gemm(void);    /* tests/bench_gemm.c */
@@ -840,6 +841,8 @@ int main(int argc, char **argv)
         return bench_rows_width(), 0;
     if (!strcmp(only, "tiled"))
         return bench_tiled();
+    if (!strcmp(only, "decodeattn"))
+        return lx_bench_decode_attn();
     if (!strcmp(only, "decode"))
         return lx_bench_decode();
     if (!strcmp(only, "train"))

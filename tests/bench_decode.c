@@ -28,7 +28,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "harness/core/half.h"
+#include "harness/core/rng.h"
 #include "harness/engine/kernels/blas.h"
+#include "harness/engine/kernels/decode.h"
+#include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/stepdot.h"
 #include "harness/engine/model/decoding.h"
 #include "harness/engine/model/model.h"
 #include "harness/sweep/plan.h"
@@ -266,4 +271,110 @@ int lx_bench_decode(void)
         fprintf(stderr, "bench: %s\n", err.msg);
     lx_model_release(&m);
     return rc < 0;
+}
+
+/* `lenx-bench decodeattn`: one decoding step's attention on Llama-3.2-1B's shape (16 layers, 32 query
+** heads over 8 key/value heads of 64) at 4,096 tokens of context, fast numerics, the key/value heads
+** shared among the threads as a step shares them (decoding.c's attend): an fp32 cache (OpenBLAS), and
+** f16 and bf16 caches read as stored, with q and p rounded as llama.cpp's half cache has them, against
+** the row-at-a-time reference; the rate at which the cache's bytes are read. Each key/value head's rows
+** together as the cache holds them, 64 MB of f16 keys and values in all, read from memory as a model's step
+** reads them. */
+enum { AL = 16, AKV = 8, AG = 4, AD = 64, AT = 4096 };
+
+struct attn_arg {
+    const struct lx_spec *spec;
+    void *k[AL], *v[AL];
+    float *q, *o, *s;
+    double *tab;
+    int type;
+};
+
+static double attn_step(const struct attn_arg *a)
+{
+    double t0 = now();
+#pragma omp parallel for schedule(static)
+    for (int lg = 0; lg < AL * AKV; lg++) {
+        int l = lg / AKV, g = lg % AKV, th = omp_get_thread_num();
+        size_t off = (size_t)g * AT * AD * (a->type == LX_DT_F32 ? 4 : 2);    /* the cache's rows, head by head */
+        lx_attn_rows_forward(a->o + (long)lg * AG * AD, a->q + (long)lg * AG * AD, (char *)a->k[l] + off,
+                             (char *)a->v[l] + off, a->type, NULL, AD, a->spec, g * AG, AG, NULL, AT - 1, AD,
+                             a->s + (long)th * AG * AT, AT, a->tab + 2L * th * AT, NULL, 0,
+                             a->type == LX_DT_F32 ? 0 : a->type);
+    }
+    return now() - t0;
+}
+
+static double attn_best(const struct attn_arg *a, int reps)
+{
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t = attn_step(a);
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
+int lx_bench_decode_attn(void)
+{
+    static struct lx_doc doc;
+    static struct lx_stack st;
+    struct lx_spec spec;
+    struct lx_error err;
+    struct lx_facts f = {.d_head = AD, .train_len = AT, .n_heads = AKV * AG, .length = AT,
+                         .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL};
+    int rc = lx_doc_load_text(&doc, "rope", "bench", &err);
+    if (rc == LX_OK && (rc = lx_stack_parse(&st, doc.root, &err)) == LX_OK)
+        rc = lx_stack_compile(&st, &f, &spec, &err);
+    if (rc < 0)
+        return fprintf(stderr, "bench: %s\n", err.msg), 1;
+    char cpu[128];
+    lx_bench_cpu(cpu, sizeof cpu);
+    int nt = omp_get_max_threads();
+    printf("\ndecoding step's attention, 1B shape (16 layers, 32/8 heads of 64), 4,096 tokens: %s, %d threads, "
+           "CPU used by others %.0f%%\n\n", cpu, nt, 100.0 * lx_bench_busy(1.0));
+    printf("| cache | 16 lanes ms | GB/s of cache | 8 lanes ms | row-at-a-time ms | 8 / 16 | reference / 16 |\n"
+           "|---|---:|---:|---:|---:|---:|---:|\n");
+    lx_numerics_set(LX_NUMERICS_FAST);
+    struct attn_arg a = {.spec = &spec};
+    long nq = (long)AL * AKV * AG * AD, nkv = (long)AT * AKV * AD;
+    a.q = lx_xmalloc(sizeof(float) * nq), a.o = lx_xmalloc(sizeof(float) * nq);
+    a.s = lx_xmalloc(sizeof(float) * AG * AT * nt), a.tab = lx_xmalloc(sizeof(double) * 2 * AT * nt);
+    struct lx_rng r;
+    lx_rng_init(&r, 9, 0, LX_RNG_INIT);
+    for (long i = 0; i < nq; i++)
+        a.q[i] = (float)lx_rng_normal(&r);
+    static const int types[] = {LX_DT_F32, LX_DT_F16, LX_DT_BF16};
+    static const char *const names[] = {"fp32", "f16", "bf16"};
+    for (int t_ = 0; t_ < 3; t_++) {
+        size_t elt = types[t_] == LX_DT_F32 ? 4 : 2;
+        float *w = lx_xmalloc(sizeof(float) * nkv);
+        for (int l = 0; l < AL; l++)
+            for (int kv = 0; kv < 2; kv++) {
+                void *p = lx_big_calloc(elt * nkv);     /* 64-byte aligned, as the cache is */
+                for (long i = 0; i < nkv; i++)     /* uniform on [-2, 2), cheaper than normal draws */
+                    w[i] = (float)(lx_rng_u32(&r) >> 8) * (4.0f / 16777216.0f) - 2.0f;
+                if (types[t_] == LX_DT_F32)
+                    memcpy(p, w, sizeof(float) * nkv);
+                else
+                    lx_f32_to_type(p, w, types[t_], (size_t)nkv);
+                *(kv ? &a.v[l] : &a.k[l]) = p;
+            }
+        free(w);
+        a.type = types[t_];
+        attn_step(&a);
+        double t[3];
+        static const int lanes[] = {16, 8, 0};
+        for (int x = 0; x < 3; x++) {
+            lx_step_lanes(lanes[x]);
+            t[x] = attn_best(&a, lanes[x] ? 5 : 2);
+        }
+        lx_step_lanes(-1);
+        printf("| %s | %.2f | %.1f | %.2f | %.2f | %.2fx | %.2fx |\n", names[t_], 1e3 * t[0],
+               2.0 * AL * nkv * elt / t[0] / 1e9, 1e3 * t[1], 1e3 * t[2], t[1] / t[0], t[2] / t[0]);
+        for (int l = 0; l < AL; l++)
+            lx_big_free(a.k[l], elt * nkv), lx_big_free(a.v[l], elt * nkv);
+    }
+    free(a.q), free(a.o), free(a.s), free(a.tab);
+    return 0;
 }

@@ -25,6 +25,7 @@
 #include "harness/core/rng.h"
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/numerics.h"
+#include "harness/engine/kernels/stepdot.h"
 #include "harness/engine/model/decoding.h"
 #include "harness/engine/model/model.h"
 #include "harness/engine/tokenizers/tokenizer.h"
@@ -36,6 +37,8 @@
 #include "tests/stack.h"
 
 #define TOL 1e-5
+/* Where key/value head g's rows of layer 0 start in the cache c (rows D apart). */
+#define HG(g) lx_kvcache_head_at(&c, 0, 0, (g))
 
 static void fill(float *x, long n, uint64_t key, uint32_t stream)
 {
@@ -118,10 +121,10 @@ static void row_vs_naive(const char *stack, int T, int H, int KV, int D)
             const double *kept[2] = {NULL, NULL};
             if (c.dtab)
                 kept[0] = c.dtab + 2L * h * T, kept[1] = kept[0] + T;
-            lx_attn_row_forward(o_row + at, q + at, c.k + g * D, c.v + g * D, c.kfar ? c.kfar + g * D : NULL, KV * D,
+            lx_attn_row_forward(o_row + at, q + at, c.k + HG(g), c.v + HG(g), c.kfar ? c.kfar + HG(g) : NULL, D,
                                 &st.spec, h, st.spec.learn_scale ? mult[h % 8] : 1.0f, i, D, s, tab, NULL, 0);
-            lx_attn_row_forward(o_kept + at, q + at, c.k + g * D, c.v + g * D, c.kfar ? c.kfar + g * D : NULL,
-                                KV * D, &st.spec, h, st.spec.learn_scale ? mult[h % 8] : 1.0f, i, D, s, tab,
+            lx_attn_row_forward(o_kept + at, q + at, c.k + HG(g), c.v + HG(g), c.kfar ? c.kfar + HG(g) : NULL, D,
+                                &st.spec, h, st.spec.learn_scale ? mult[h % 8] : 1.0f, i, D, s, tab,
                                 c.dtab ? kept : NULL, 0);
         }
         /* a key/value head's G rows at once (fast numerics: one product each with its keys and values, but
@@ -130,31 +133,31 @@ static void row_vs_naive(const char *stack, int T, int H, int KV, int D)
             lx_numerics_set(pass ? LX_NUMERICS_PORTABLE : LX_NUMERICS_FAST);
             for (int g = 0; g < KV; g++) {
                 long at = ((long)i * H + g * G) * D;
-                lx_attn_rows_forward((pass ? o_grp_p : o_grp) + at, q + at, c.k + g * D, c.v + g * D, LX_DT_F32,
-                                     c.kfar ? c.kfar + g * D : NULL, KV * D, &st.spec, g * G, G, mults, i, D, s, T,
+                lx_attn_rows_forward((pass ? o_grp_p : o_grp) + at, q + at, c.k + HG(g), c.v + HG(g), LX_DT_F32,
+                                     c.kfar ? c.kfar + HG(g) : NULL, D, &st.spec, g * G, G, mults, i, D, s, T,
                                      tab, c.dtab, T, 0);
             }
         }
         for (int h = 0; h < H; h++) {
             int g = h / G;
             long at = ((long)i * H + h) * D;
-            lx_attn_row_forward(o_row_p + at, q + at, c.k + g * D, c.v + g * D, c.kfar ? c.kfar + g * D : NULL,
-                                KV * D, &st.spec, h, mults[h], i, D, s, tab, NULL, 0);
+            lx_attn_row_forward(o_row_p + at, q + at, c.k + HG(g), c.v + HG(g), c.kfar ? c.kfar + HG(g) : NULL, D,
+                                &st.spec, h, mults[h], i, D, s, tab, NULL, 0);
         }
         lx_numerics_set(nm0);
     }
-    if (!c.kfar) {      /* a half cache's rows read as stored, by the AVX2 kernels and by the reference, against the
-                        ** same values widened first (fast numerics; no far keys: those are widened) */
+    if (!c.kfar) {      /* a half cache's rows read as stored, in 16 lanes where the CPU has them, in 8 and by the
+                        ** reference, against the same values widened first (fast numerics; far keys are widened) */
         static const int types[] = {LX_DT_F16, LX_DT_BF16};
         uint16_t *kh = malloc(sizeof(uint16_t) * NK), *vh = malloc(sizeof(uint16_t) * NK);
         float *kw = malloc(sizeof(float) * NK), *vw = malloc(sizeof(float) * NK), *ow = malloc(sizeof(float) * NH),
               *oh = malloc(sizeof(float) * NH);
         lx_numerics_set(LX_NUMERICS_FAST);
         for (int ti = 0; ti < 2; ti++)
-            for (int lanes = 0; lanes < 2; lanes++) {
+            for (int lanes = 0; lanes < 3; lanes++) {
                 lx_f32_to_type(kh, k, types[ti], (size_t)NK), lx_f32_to_type(vh, v, types[ti], (size_t)NK);
                 lx_half_to_f32(kw, kh, types[ti], (size_t)NK), lx_half_to_f32(vw, vh, types[ti], (size_t)NK);
-                lx_decode_half_lanes(lanes);
+                lx_step_lanes(lanes == 2 ? -1 : 8 * lanes);
                 for (int i = 0; i < T; i++)
                     for (int g = 0; g < KV; g++) {
                         long at = ((long)i * H + g * G) * D;
@@ -165,9 +168,9 @@ static void row_vs_naive(const char *stack, int T, int H, int KV, int D)
                     }
                 double eh = rel_err(oh, ow, NH);
                 cr_expect_leq(eh, TOL, "%s T=%d H=%d KV=%d: a %s cache in place (%s) vs widened %g", stack, T, H, KV,
-                              ti ? "bf16" : "f16", lanes ? "AVX2" : "reference", eh);
+                              ti ? "bf16" : "f16", lanes == 2 ? "the CPU's lanes" : lanes ? "AVX2" : "reference", eh);
             }
-        lx_decode_half_lanes(1);
+        lx_step_lanes(-1);
         lx_numerics_set(nm0);
         free(kh), free(vh), free(kw), free(vw), free(ow), free(oh);
     }

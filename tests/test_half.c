@@ -10,6 +10,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -524,7 +525,7 @@ static double half_cache_dlogit(int dt)
     lx_kv_set(dt);
     double half = lx_kvcache_bytes(&m->arch, NULL, 1, T, 0, 0),
            kv = 2.0 * m->arch.layers * T * lx_arch_kv(&m->arch) * m->arch.d_head;
-    double wide = 3.0 * T * m->arch.d_head * 4;  /* one head's rows widened for a step */
+    double wide = omp_get_max_threads() * 3.0 * T * m->arch.d_head * 4;  /* a head's rows widened, per thread */
     cr_assert_eq(fp32 - (half - wide), kv * 2, "the %s cache saves 2 of every 4 bytes of its keys and values "
                  "(%g, %g)", lx_kv_name(dt), fp32, half - wide);
     struct lx_acts full, pre;

@@ -4,7 +4,6 @@
 */
 #include "harness/engine/kernels/decode.h"
 
-#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -13,9 +12,9 @@
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/kernels/blas.h"
 #include "harness/core/half.h"
-#include "harness/core/qlanes.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/ops.h"
+#include "harness/engine/kernels/stepdot.h"
 
 /* exp(x − max) below e^−70 is 0, as on the other paths (attention.c says why). */
 #define EXP_FLOOR (-70.0f)
@@ -60,13 +59,13 @@ int lx_argmax(const float *x, long n)
 
 /* ---- the cache -------------------------------------------------------------- */
 
-/* The offset of row pos of (slot, layer) in the cache's (n_slots, slot_rows, KV·D) buffers: the
-** layer's rows from off[layer], a sink (pos < keep) at pos, any other row at keep + (pos − keep)
-** mod (cap − keep) (a ring; pos itself when the layer keeps T). */
-static long row_at(const struct lx_kvcache *c, int slot, int layer, long pos)
+/* The offset of head g's row pos of (slot, layer) in the cache's buffers (lx_kvcache_head_at): a sink
+** (pos < keep) at pos, any other row at keep + (pos − keep) mod (cap − keep) (a ring; pos itself when
+** the layer keeps T). */
+static long row_at(const struct lx_kvcache *c, int slot, int layer, int g, long pos)
 {
     long keep = c->keep[layer], r = pos < keep ? pos : keep + (pos - keep) % (c->cap[layer] - keep);
-    return ((long)slot * c->slot_rows + c->off[layer] + r) * c->KV * c->D;
+    return lx_kvcache_head_at(c, slot, layer, g) + r * c->D;
 }
 
 int lx_kvcache_holds(const struct lx_kvcache *c, int slot, int layer, long pos)
@@ -85,16 +84,20 @@ static int over_f16(const uint16_t *h, const float *x, long n)
 
 void lx_kvcache_store(struct lx_kvcache *c, int slot, int layer, long pos, const float *k, const float *v)
 {
-    long KD = (long)c->KV * c->D, at = row_at(c, slot, layer, pos);
+    long D = c->D;
     c->top[slot] = pos > c->top[slot] ? pos : c->top[slot];
-    if (c->half) {
-        lx_f32_to_type(c->kh + at, k, c->half, (size_t)KD);
-        lx_f32_to_type(c->vh + at, v, c->half, (size_t)KD);
-        if (c->half == LX_DT_F16 && !c->over_layer && (over_f16(c->kh + at, k, KD) || over_f16(c->vh + at, v, KD)))
-            c->over_layer = layer + 1, c->over_pos = pos;
-    } else {
-        memcpy(c->k + at, k, sizeof(float) * (size_t)KD);
-        memcpy(c->v + at, v, sizeof(float) * (size_t)KD);
+    for (int g = 0; g < c->KV; g++) {
+        long at = row_at(c, slot, layer, g, pos);
+        const float *kg = k + g * D, *vg = v + g * D;
+        if (c->half) {
+            lx_f32_to_type(c->kh + at, kg, c->half, (size_t)D);
+            lx_f32_to_type(c->vh + at, vg, c->half, (size_t)D);
+            if (c->half == LX_DT_F16 && !c->over_layer && (over_f16(c->kh + at, kg, D) || over_f16(c->vh + at, vg, D)))
+                c->over_layer = layer + 1, c->over_pos = pos;
+        } else {
+            memcpy(c->k + at, kg, sizeof(float) * (size_t)D);
+            memcpy(c->v + at, vg, sizeof(float) * (size_t)D);
+        }
     }
 }
 
@@ -102,7 +105,7 @@ void lx_kvcache_head(const struct lx_kvcache *c, int slot, int layer, int g, lon
                      float *vout)
 {
     for (long j = j0; j < j1; j++) {
-        long at = row_at(c, slot, layer, j) + (long)g * c->D;
+        long at = row_at(c, slot, layer, g, j);
         if (c->half) {
             lx_half_to_f32(kout + j * c->D, c->kh + at, c->half, (size_t)c->D);
             lx_half_to_f32(vout + j * c->D, c->vh + at, c->half, (size_t)c->D);
@@ -132,7 +135,7 @@ void lx_kvcache_put(struct lx_kvcache *c, int layer, const float *qkv, int B, in
 void lx_kvcache_far_head(const struct lx_kvcache *c, int slot, int layer, int g, long j0, long j1, float *out)
 {
     for (long j = j0; j < j1; j++)
-        memcpy(out + j * c->D, c->kfar + row_at(c, slot, layer, j) + (long)g * c->D, sizeof(float) * (size_t)c->D);
+        memcpy(out + j * c->D, c->kfar + row_at(c, slot, layer, g, j), sizeof(float) * (size_t)c->D);
 }
 
 /* Each key turned from its position j to the posmap's key position (unshifted):
@@ -143,7 +146,7 @@ void lx_kvcache_far(struct lx_kvcache *c, const struct lx_spec *spec, int slot, 
     double r[2 * LX_SPEC_MAX_PAIRS + 2];
     for (long j = *nf; j < upto; j++)
         for (int g = 0; g < c->KV && lx_kvcache_holds(c, slot, layer, j); g++) {
-            long at = row_at(c, slot, layer, j) + (long)g * c->D;
+            long at = row_at(c, slot, layer, g, j);
             float *dst = c->kfar + at;
             const float *src = c->half ? dst : c->k + at;     /* a half cache's row widened in place first */
             if (c->half)
@@ -218,164 +221,20 @@ static void row_queries(float *qh, float *qf, const float **qp, const float *q, 
     }
 }
 
-/* ---- products with a half cache's rows as stored (fast numerics) ---- */
-
-__attribute__((target("avx2,fma,f16c"), always_inline)) static inline float sum8(__m256 a)
-{
-    __m128 t = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
-    return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
-}
-
-#define HALF_AVX2 __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
-
-/* A key/value head's rows are KV·D apart: one row at a time leaves a core few reads in flight
-** (`perf annotate`: the widening waited on its load), so each product asks for the row AHEAD
-** rows on, or the next block's, before it needs it. */
-#define AHEAD 16
-HALF_AVX2 void ahead(const uint16_t *row, int D)
-{
-    for (int b = 0; b < 2 * D; b += 64)
-        _mm_prefetch((const char *)row + b, _MM_HINT_T0);
-}
-
-/* s[m·lds + j] = c · q_m · k_j for M (a constant, at most 4) query rows and keys [j0, j1) of type
-** (row stride ld); D a multiple of 8: each key row widened once for the M rows, their sums in
-** registers. */
-HALF_AVX2 void scores_m(float *s, long lds, const float *q, const uint16_t *k, int ld, long j0, long j1, int D,
-                        int type, float c, const int M)
-{
-    for (long j = j0; j < j1; j++) {
-        __m256 a[4];
-        if (j + AHEAD < j1)
-            ahead(k + (j + AHEAD) * ld, D);
-        for (int m = 0; m < M; m++)
-            a[m] = _mm256_setzero_ps();
-        for (int d = 0; d < D; d += 8) {
-            const __m256 kv = lx_ql_half8(k + j * ld + d, type == LX_DT_BF16);
-            for (int m = 0; m < M; m++)
-                a[m] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (long)m * D + d), kv, a[m]);
-        }
-        for (int m = 0; m < M; m++)
-            s[m * lds + j] = c * sum8(a[m]);
-    }
-}
-
-__attribute__((target("avx2,fma,f16c"))) static void half_scores_avx2(float *s, long lds, const float *q, int M,
-                                                                   const uint16_t *k, int ld, long j0, long j1,
-                                                                   int D, int type, float c)
-{
-    for (int m0 = 0; m0 < M; m0 += 4) {
-        const float *qm = q + (long)m0 * D;
-        float *sm = s + m0 * lds;
-        switch (M - m0 < 4 ? M - m0 : 4) {
-        case 1: scores_m(sm, lds, qm, k, ld, j0, j1, D, type, c, 1); break;
-        case 2: scores_m(sm, lds, qm, k, ld, j0, j1, D, type, c, 2); break;
-        case 3: scores_m(sm, lds, qm, k, ld, j0, j1, D, type, c, 3); break;
-        default: scores_m(sm, lds, qm, k, ld, j0, j1, D, type, c, 4); break;
-        }
-    }
-}
-
-/* o_m[d0 … d0 + 8n) += Σ_j p_m[j] · v_j over values [j0, j1) for one row m, n (a constant, at most
-** 8) sums in registers. */
-HALF_AVX2 void values_n(float *o, const float *p, const uint16_t *v, int ld, long j0, long j1, int d0, int type,
-                        const int n)
-{
-    __m256 a[8];
-    for (int c = 0; c < n; c++)
-        a[c] = _mm256_setzero_ps();
-    for (long j = j0; j < j1; j++) {
-        const __m256 pj = _mm256_set1_ps(p[j]);
-        for (int c = 0; c < n; c++)
-            a[c] = _mm256_fmadd_ps(pj, lx_ql_half8(v + j * ld + d0 + 8 * c, type == LX_DT_BF16), a[c]);
-    }
-    for (int c = 0; c < n; c++)
-        _mm256_storeu_ps(o + d0 + 8 * c, _mm256_add_ps(_mm256_loadu_ps(o + d0 + 8 * c), a[c]));
-}
-
-/* o (M rows of D) += Σ_j p[m·lds + j] · v_j over values [j0, j1) of type; D a multiple of 8: blocks
-** of 32 value rows (8 KB of f16 at D = 64, in L1 for the M rows), each row m's sums over 64
-** columns at a time in registers. */
-__attribute__((target("avx2,fma,f16c"))) static void half_values_avx2(float *o, const float *p, long lds, int M,
-                                                                   const uint16_t *v, int ld, long j0, long j1,
-                                                                   int D, int type)
-{
-    for (long b0 = j0; b0 < j1; b0 += 32) {
-        const long b1 = j1 - b0 < 32 ? j1 : b0 + 32;
-        for (long j = b1; j < b1 + 32 && j < j1; j++)
-            ahead(v + j * ld, D);
-        for (int m = 0; m < M; m++) {
-            int d0 = 0;
-            for (; d0 + 64 <= D; d0 += 64)
-                values_n(o + (long)m * D, p + m * lds, v, ld, b0, b1, d0, type, 8);
-            for (; d0 < D; d0 += 8)
-                values_n(o + (long)m * D, p + m * lds, v, ld, b0, b1, d0, type, 1);
-        }
-    }
-}
-
-static int half_lanes = -1;     /* lx_decode_half_lanes: -1 the CPU's choice, 0 the reference */
-
-void lx_decode_half_lanes(int on)
-{
-    half_lanes = on ? -1 : 0;
-}
-
-static int half_avx2(int D)
-{
-    /* F16C: every AVX2 CPU has it (clang cannot ask) */
-    return half_lanes && D % 8 == 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
-/* The two products on a half cache's rows: the kernels above, or a row widened at a time (the
-** reference, on any CPU and any D). */
-static void half_scores(float *s, long lds, const float *q, int M, const uint16_t *k, int ld, long j0, long j1, int D,
-                        int type, float c)
-{
-    if (half_avx2(D)) {
-        half_scores_avx2(s, lds, q, M, k, ld, j0, j1, D, type, c);
-        return;
-    }
-    float w[2 * LX_SPEC_MAX_PAIRS + 2];
-    for (long j = j0; j < j1; j++) {
-        lx_half_to_f32(w, k + j * ld, type, (size_t)D);
-        for (int m = 0; m < M; m++) {
-            float a = 0.0f;
-            for (int d = 0; d < D; d++)
-                a += q[(long)m * D + d] * w[d];
-            s[m * lds + j] = c * a;
-        }
-    }
-}
-
-static void half_values(float *o, const float *p, long lds, int M, const uint16_t *v, int ld, long j0, long j1, int D,
-                        int type)
-{
-    if (half_avx2(D)) {
-        half_values_avx2(o, p, lds, M, v, ld, j0, j1, D, type);
-        return;
-    }
-    float w[2 * LX_SPEC_MAX_PAIRS + 2];
-    for (long j = j0; j < j1; j++) {
-        lx_half_to_f32(w, v + j * ld, type, (size_t)D);
-        for (int m = 0; m < M; m++)
-            for (int d = 0; d < D; d++)
-                o[(long)m * D + d] += p[m * lds + j] * w[d];
-    }
-}
-
 /* Scores (M rows of stride lds) of M query rows against the row's keys, times c: keys of kvtype
-** (F32, or a half cache's rows as stored: no far keys). */
+** (F32, or a half cache's rows as stored: no far keys); fast numerics in stepdot.c's lanes. */
 static void row_scores(float *s, long lds, const float *q, const float *qf, int M, const void *k, int kvtype,
                        const float *kfar, int ld, int D, const struct row_keys *r)
 {
+    int lanes = kvtype != LX_DT_F32 || lx_numerics_get() == LX_NUMERICS_FAST;
     for (int p = 0; p < 2; p++) {
         long j0 = r->j0s[p], j1 = r->j1s[p], jf = r->far1 < j0 ? j0 : r->far1 > j1 ? j1 : r->far1;  /* [j0, jf) far */
-        if (jf > j0)
+        if (jf > j0 && lanes)
+            lx_step_scores(s, lds, qf, M, kfar, LX_DT_F32, ld, j0, jf, D, r->c);
+        else if (jf > j0)
             lx_gemm(s + j0, (int)lds, qf, D, kfar + j0 * ld, ld, M, (int)(jf - j0), D, 0, 1, r->c, 0.0f);
-        if (j1 > jf && kvtype != LX_DT_F32)
-            half_scores(s, lds, q, M, k, ld, jf, j1, D, kvtype, r->c);
+        if (j1 > jf && lanes)
+            lx_step_scores(s, lds, q, M, k, kvtype, ld, jf, j1, D, r->c);
         else if (j1 > jf)
             lx_gemm(s + jf, (int)lds, q, D, (const float *)k + jf * ld, ld, M, (int)(j1 - jf), D, 0, 1, r->c, 0.0f);
     }
@@ -431,14 +290,16 @@ static void row_values(float *o, const float *s, long lds, int M, const void *v,
                        float alpha, const struct row_keys *r)
 {
     float beta = 0.0f;
-    if (kvtype != LX_DT_F32) {
-        LX_ASSERT(alpha == 1.0f);
+    if (kvtype != LX_DT_F32 || lx_numerics_get() == LX_NUMERICS_FAST) {    /* sums in lx_step_values */
         memset(o, 0, sizeof(float) * (size_t)(M * D));
+        for (int p = 0; p < 2; p++)
+            lx_step_values(o, s, lds, M, v, kvtype, ld, r->j0s[p], r->j1s[p], D);
+        for (int m = 0; alpha != 1.0f && m < M * D; m++)
+            o[m] *= alpha;
+        return;
     }
     for (int p = 0; p < 2; p++)
-        if (r->j1s[p] > r->j0s[p] && kvtype != LX_DT_F32) {
-            half_values(o, s, lds, M, v, ld, r->j0s[p], r->j1s[p], D, kvtype);
-        } else if (r->j1s[p] > r->j0s[p]) {
+        if (r->j1s[p] > r->j0s[p]) {
             int nk = (int)(r->j1s[p] - r->j0s[p]);
             lx_gemm(o, D, s + r->j0s[p], (int)lds, (const float *)v + r->j0s[p] * ld, ld, M, D, nk, 0, 0, alpha, beta);
             beta = 1.0f;

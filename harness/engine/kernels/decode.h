@@ -54,16 +54,16 @@ struct lx_kvcache {
     long *keep;         /* (L,) the sinks a ring keeps (0 without one) */
     long *off;          /* (L,) where layer l's rows start among a slot's */
     long slot_rows;     /* a slot's rows, Σ cap */
-    float *k, *v;       /* (n_slots, slot_rows, KV·D) keys (rotated, unit under cosine) and values; NULL when
+    float *k, *v;       /* (n_slots, slot_rows·KV, D) keys (rotated, unit under cosine) and values; NULL when
                         ** half */
     int half;           /* LX_DT_BF16 or LX_DT_F16: kh, vh hold them in that type (numerics.h, lx_kv_get at
                         ** allocation); 0 (LX_DT_F32): k, v */
-    uint16_t *kh, *vh;  /* (n_slots, slot_rows, KV·D) the same as half, or NULL */
+    uint16_t *kh, *vh;  /* (n_slots, slot_rows·KV, D) the same as half, or NULL */
     int over_layer;     /* f16: 1 + the layer of the first value stored past f16's range (65504); 0: none */
     long over_pos;      /* and its row's position */
     float *wide;        /* half or a ring: (n_scr, 3, T, D) one key/value head's keys, values and far keys
                         ** gathered for a step at their positions' rows, per thread of the step */
-    float *kfar;        /* (n_slots, slot_rows, KV·D) keys turned to the posmap's key position, or NULL
+    float *kfar;        /* (n_slots, slot_rows·KV, D) keys turned to the posmap's key position, or NULL
                         ** when the spec has no posmap on rotary positions */
     long *len;          /* (n_slots,) rows [0, len) hold the window's tokens */
     long *top;          /* (n_slots,) the highest row stored: a ring has overwritten rows up to top − cap */
@@ -109,15 +109,12 @@ void lx_kvcache_far_head(const struct lx_kvcache *c, int slot, int layer, int g,
 /* 1 when (slot, layer) still holds row pos: a sink, or a row the ring has not written over. */
 int lx_kvcache_holds(const struct lx_kvcache *c, int slot, int layer, long pos);
 
-/* The rows of (slot, layer) in buf (c->k, c->v or c->kfar; a half cache's c->kh, c->vh from
-** lx_kvcache_base): (T, KV·D), row pos at pos; a layer that keeps all T (cap T, not a ring). */
-static inline long lx_kvcache_base(const struct lx_kvcache *c, int slot, int layer)
+/* Where key/value head g's rows of (slot, layer) start in one of the cache's buffers (c->k, c->v, c->kfar; a
+** half cache's c->kh, c->vh): each head's cap[layer] rows together, D values apiece, so a step reads a head's
+** history as one stream (row pos of a layer that keeps all T at D·pos from it; a ring's rows as row_at). */
+static inline long lx_kvcache_head_at(const struct lx_kvcache *c, int slot, int layer, int g)
 {
-    return ((long)slot * c->slot_rows + c->off[layer]) * c->KV * c->D;
-}
-static inline float *lx_kvcache_rows(const struct lx_kvcache *c, float *buf, int slot, int layer)
-{
-    return buf + lx_kvcache_base(c, slot, layer);
+    return (((long)slot * c->slot_rows + c->off[layer]) * c->KV + (long)g * c->cap[layer]) * c->D;
 }
 
 /* Save layer l's key and value rows of a forward pass: qkv (B, T, (H + 2·KV)·D)
@@ -155,12 +152,12 @@ void lx_attn_row_forward(float *o, const float *q, const float *k, const float *
 ** the values, each read once for all G (each row normalised before: fast numerics' order, not the
 ** row's); otherwise row by row, the bits of lx_attn_row_forward. k and v are kvtype's: F32, or
 ** in fast numerics and with no far keys a half cache's rows (F16, BF16) as stored, each widened
-** as its product reads it (AVX2 and F16C, D a multiple of 8; else a row at a time). */
+** as its product reads it. Fast numerics multiply the near keys and the values in stepdot.c's lanes
+** (each cached row read once for a product's rows), portable numerics with lenx's own fixed-order
+** kernel (gemm.c), bf16 numerics with OpenBLAS. */
 #define LX_ATTN_GROUP 16
 void lx_attn_rows_forward(float *o, const float *q, const void *k, const void *v, int kvtype, const float *kfar,
                           int ld, const struct lx_spec *spec, int head0, int G, const float *mult, long i, int D,
                           float *s, long lds, double *tab, const double *dtab, long dT, int half);
-/* Tests: 0 sends the half cache's products to the row-at-a-time reference; 1 the CPU's choice. */
-void lx_decode_half_lanes(int on);
 
 #endif

@@ -28,7 +28,7 @@
 static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global, const float *mult, int slot, int layer,
                    long pos, int H)
 {
-    int KV = c->KV, D = c->D, G = H / KV, ld = KV * D;
+    int KV = c->KV, D = c->D, G = H / KV;
     int far = c->kfar && global;
     const double *dtab = global ? c->dtab : NULL;   /* a local layer's spec has no distance op */
     int half = lx_attn_half() ? c->half : 0;    /* q and p rounded as llama.cpp's half cache has them */
@@ -46,10 +46,10 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
     for (int g = 0; g < KV; g++) {
         const void *k, *v;
         const float *f = NULL;
-        int ldh = ld, th = omp_get_thread_num(), kvtype = LX_DT_F32;
+        int ldh = D, th = omp_get_thread_num(), kvtype = LX_DT_F32;
         float *s = c->s + (long)th * G * c->T;
+        long at = lx_kvcache_head_at(c, slot, layer, g);
         if (inplace) {      /* a half cache's rows as stored */
-            long at = lx_kvcache_base(c, slot, layer) + (long)g * D;
             k = c->kh + at, v = c->vh + at, kvtype = c->half;
         } else if (c->half || c->cap[layer] < c->T) {
             float *wk = c->wide + 3L * th * c->T * D, *wv = wk + (long)c->T * D, *wf = wv + (long)c->T * D;
@@ -59,10 +59,9 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
                 lx_kvcache_far_head(c, slot, layer, g, 0, ns, wf);
                 lx_kvcache_far_head(c, slot, layer, g, lo, pos + 1, wf);
             }
-            k = wk, v = wv, f = far ? wf : NULL, ldh = D;
+            k = wk, v = wv, f = far ? wf : NULL;
         } else {
-            k = lx_kvcache_rows(c, c->k, slot, layer) + (long)g * D, v = lx_kvcache_rows(c, c->v, slot, layer) + (long)g * D;
-            f = far ? lx_kvcache_rows(c, c->kfar, slot, layer) + (long)g * D : NULL;
+            k = c->k + at, v = c->v + at, f = far ? c->kfar + at : NULL;
         }
         lx_attn_rows_forward(c->ao + (long)g * G * D, c->qkv + (long)g * G * D, k, v, kvtype, f, ldh, spec, g * G, G,
                              mult, pos, D, s, c->T, c->tab + 2L * th * c->T, dtab, c->T, half);
