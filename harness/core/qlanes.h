@@ -5,7 +5,8 @@
 ** scales and weights made by the block-by-block reference's products in its
 ** order (one rounding each; both files are built with -ffp-contract=off), so
 ** both give the reference's bits. Also eight half values widened in AVX2
-** lanes (lx_ql_half8), for half.c and a decoding step's half-cache products.
+** lanes (lx_ql_half8), and sixteen in AVX-512 (lx_ql_half16), for half.c and a
+** decoding step's half-cache products.
 */
 #ifndef LX_QLANES_H
 #define LX_QLANES_H
@@ -30,6 +31,14 @@ __attribute__((target("avx2,f16c"), always_inline)) static inline __m256 lx_ql_h
 {
     const __m128i h = _mm_loadu_si128((const __m128i *)p);
     return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
+}
+
+/* Sixteen half values at p as floats, exactly: lx_ql_half8 in AVX-512 lanes (a decoding step's products,
+** stepdot.c). */
+LX_QLANES __m512 lx_ql_half16(const uint16_t *p, int bf16)
+{
+    const __m256i h = _mm256_loadu_si256((const __m256i *)p);
+    return bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)) : _mm512_cvtph_ps(h);
 }
 
 /* 16 bytes to 16 floats: unsigned, or signed. */

@@ -221,22 +221,31 @@ static void row_queries(float *qh, float *qf, const float **qp, const float *q, 
     }
 }
 
+/* 1 when a row's products run on stepdot.c's lanes: fast numerics, or a half cache's rows as stored. */
+static int step_lanes(int kvtype)
+{
+    return kvtype != LX_DT_F32 || lx_numerics_get() == LX_NUMERICS_FAST;
+}
+
+/* Scores of M query rows q against keys [j0, j1) of k (kvtype, row stride ld), times c. */
+static void piece_scores(float *s, long lds, const float *q, int M, const void *k, int kvtype, int ld, long j0,
+                         long j1, int D, float c)
+{
+    if (j1 > j0 && step_lanes(kvtype))
+        lx_step_scores(s, lds, q, M, k, kvtype, ld, j0, j1, D, c);
+    else if (j1 > j0)
+        lx_gemm(s + j0, (int)lds, q, D, (const float *)k + j0 * ld, ld, M, (int)(j1 - j0), D, 0, 1, c, 0.0f);
+}
+
 /* Scores (M rows of stride lds) of M query rows against the row's keys, times c: keys of kvtype
-** (F32, or a half cache's rows as stored: no far keys); fast numerics in stepdot.c's lanes. */
+** (F32, or a half cache's rows as stored: no far keys), far keys [j0, far1) from kfar with qf. */
 static void row_scores(float *s, long lds, const float *q, const float *qf, int M, const void *k, int kvtype,
                        const float *kfar, int ld, int D, const struct row_keys *r)
 {
-    int lanes = kvtype != LX_DT_F32 || lx_numerics_get() == LX_NUMERICS_FAST;
     for (int p = 0; p < 2; p++) {
         long j0 = r->j0s[p], j1 = r->j1s[p], jf = r->far1 < j0 ? j0 : r->far1 > j1 ? j1 : r->far1;  /* [j0, jf) far */
-        if (jf > j0 && lanes)
-            lx_step_scores(s, lds, qf, M, kfar, LX_DT_F32, ld, j0, jf, D, r->c);
-        else if (jf > j0)
-            lx_gemm(s + j0, (int)lds, qf, D, kfar + j0 * ld, ld, M, (int)(jf - j0), D, 0, 1, r->c, 0.0f);
-        if (j1 > jf && lanes)
-            lx_step_scores(s, lds, q, M, k, kvtype, ld, jf, j1, D, r->c);
-        else if (j1 > jf)
-            lx_gemm(s + jf, (int)lds, q, D, (const float *)k + jf * ld, ld, M, (int)(j1 - jf), D, 0, 1, r->c, 0.0f);
+        piece_scores(s, lds, qf, M, kfar, LX_DT_F32, ld, j0, jf, D, r->c);
+        piece_scores(s, lds, q, M, k, kvtype, ld, jf, j1, D, r->c);
     }
 }
 
@@ -290,7 +299,7 @@ static void row_values(float *o, const float *s, long lds, int M, const void *v,
                        float alpha, const struct row_keys *r)
 {
     float beta = 0.0f;
-    if (kvtype != LX_DT_F32 || lx_numerics_get() == LX_NUMERICS_FAST) {    /* sums in lx_step_values */
+    if (step_lanes(kvtype)) {
         memset(o, 0, sizeof(float) * (size_t)(M * D));
         for (int p = 0; p < 2; p++)
             lx_step_values(o, s, lds, M, v, kvtype, ld, r->j0s[p], r->j1s[p], D);

@@ -95,12 +95,7 @@ static void values_ref(float *o, const float *p, long lds, int M, const void *v,
 
 L16 __m512 wide16(const void *x, const int type)
 {
-    if (type == LX_DT_F32)
-        return _mm512_loadu_ps(x);
-    const __m256i h = _mm256_loadu_si256((const __m256i *)x);
-    if (type == LX_DT_BF16)
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    return _mm512_cvtph_ps(h);
+    return type == LX_DT_F32 ? _mm512_loadu_ps(x) : lx_ql_half16(x, type == LX_DT_BF16);
 }
 
 /* One key's sums for four query rows, a[m] sixteen partial sums each, in one register: its 128-bit lane m
