@@ -224,6 +224,7 @@ repro-smoke: build/.deps data/manifest.tsv
 # BENCH=dequant: each GGUF quantized type dequantized in lanes (AVX-512 16, AVX2 8) against block by block.
 # BENCH=qdot: a decoding step's product on quantized weights read from the blocks
 # against each row dequantized first (1 and 4 rows, the 1B shape's 8192 x 2048).
+# BENCH=decodeattn: a decoding step's attention, 1B shape, 4,096 tokens: fp32/f16/bf16 caches in 16 lanes, 8, reference.
 # BENCH=glu: SwiGLU's, GeGLU's and GELU's forward and backward in AVX-512 lanes against the libm loops.
 # BENCH=train: the tiled attention backward, a training step, and a bf16 training step of the
 # 25M shape against fp32 (tests/bench_train.c); BENCH=trainbf16 the last alone.
