@@ -234,7 +234,9 @@ Test(half_products, quantized_dots_in_8_lanes_are_the_dequantized_rows)
     for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
         const int t = types[k];
         const long K = t == LX_DT_Q8_0 ? KMAX : 768;
-        unsigned char *b = qblocks_random(t, (size_t)(N * K / lx_dtype_block(t)), 2, 2, &r);
+        /* Q8_0's last row ends half-way into a block whose scale it reads: the blocks rounded up */
+        unsigned char *b = qblocks_random(t, (size_t)((N * K + (long)lx_dtype_block(t) - 1) / (long)lx_dtype_block(t)),
+                                          2, 2, &r);
         struct lx_wmat W = {b, t, 0, NULL, 0};
         lx_wlinear(fused, N, x, K, W, M, K, N, 0.0f);
         lx_wprod_qdot(0);
