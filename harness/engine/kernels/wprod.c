@@ -21,11 +21,13 @@
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/qdot.h"
 #include "harness/engine/kernels/qdot8.h"
+#include "harness/engine/kernels/share.h"
 
 #define XROWS 512       /* rows of x rounded to bf16 at a time in bf16 numerics */
 #define GEMV_ROWS 32    /* products of at most this many rows read half weights directly (fast numerics) */
 #define GEMV_GROUP 8    /* rows of x per pass over a weight row (two accumulators each) */
 #define GEMV_GROUP8 2   /* the same in 8 lanes (four accumulators each in AVX2's 16 registers) */
+#define GEMV_CHUNK_BYTES 32768     /* weight rows a thread takes at a time in a few rows' products (share.h) */
 
 static void *scratch(int which, size_t bytes)
 {
@@ -471,6 +473,13 @@ static void gemv_row(float *y, long ldy, const float *x, long ldx, const void *w
     }
 }
 
+/* W's OC rows shared by the team (share.h), about GEMV_CHUNK_BYTES of weights a take. */
+static void share_rows(struct lx_share *sh, struct lx_wmat W, long OC, long C)
+{
+    lx_share_init(sh, OC, lx_share_chunk((long)lx_dtype_bytes(W.type, (size_t)C), GEMV_CHUNK_BYTES),
+                  omp_get_max_threads());
+}
+
 /* y = x · Wᵀ + beta · y for a few rows of x, W half-precision, read in place;
 ** or quantized: straight from its blocks (qdot.c), else (the fused dots off,
 ** or AVX-512 without BW/VL) each row dequantized into the thread's own fp32
@@ -487,16 +496,19 @@ static void gemv_half(float *y, long ldy, const float *x, long ldx, struct lx_wm
     float *xs = fused && lx_qdot_needs_sums(W.type) ? scratch(2, sizeof(float) * (size_t)(T * (C / 32))) : NULL;
     if (xs)
         lx_qdot_sums(xs, x, ldx, T, C);
+    struct lx_share sh;
+    share_rows(&sh, W, OC, C);
 #pragma omp parallel
     {
         float *wr = quant ? rows + C * omp_get_thread_num() : NULL;
-#pragma omp for schedule(static)
-        for (long o = 0; o < OC; o++) {
-            if (quant)
-                lx_half_to_f32(wr, row_of(W, o, C), W.type, (size_t)C);
-            gemv_row(y, ldy, x, ldx, quant ? (const void *)wr : row_of(W, o, C), quant ? LX_DT_F32 : W.type, o, T, C,
-                     beta, xs);
-        }
+        long o0, o1;
+        while (lx_share_next(&sh, omp_get_thread_num(), &o0, &o1))
+            for (long o = o0; o < o1; o++) {
+                if (quant)
+                    lx_half_to_f32(wr, row_of(W, o, C), W.type, (size_t)C);
+                gemv_row(y, ldy, x, ldx, quant ? (const void *)wr : row_of(W, o, C), quant ? LX_DT_F32 : W.type, o,
+                         T, C, beta, xs);
+            }
     }
 }
 
@@ -633,15 +645,21 @@ static void gemv_q8(float *y, long ldy, const float *x, long ldx, struct lx_wmat
     float *xl = scratch(5, sizeof(float) * (size_t)(2 * T * C / 4 + T * C / 16)), *xg = xl + T * C / 4;
     int32_t *q4 = (int32_t *)(xg + T * C / 16);
     lx_qdot8_prep(q, xl, xg, q4, x, ldx, T, C, W.type);
-#pragma omp parallel for schedule(static)
-    for (long o = 0; o < OC; o++)
-        for (long t0 = 0; t0 < T; t0 += GEMV_GROUP) {
-            float s[GEMV_GROUP];
-            int n = (int)(T - t0 < GEMV_GROUP ? T - t0 : GEMV_GROUP);
-            lx_qdot8(s, q + t0 * C, xl + t0 * C / 4, xg + t0 * C / 16, q4 + t0 * C / 4, n, row_of(W, o, C), W.type, C,
-                     lanes);
-            store_sums(y, ldy, s, t0, n, o, beta);
-        }
+    struct lx_share sh;
+    share_rows(&sh, W, OC, C);
+#pragma omp parallel
+    {
+        long o0, o1;
+        while (lx_share_next(&sh, omp_get_thread_num(), &o0, &o1))
+            for (long o = o0; o < o1; o++)
+                for (long t0 = 0; t0 < T; t0 += GEMV_GROUP) {
+                    float s[GEMV_GROUP];
+                    int n = (int)(T - t0 < GEMV_GROUP ? T - t0 : GEMV_GROUP);
+                    lx_qdot8(s, q + t0 * C, xl + t0 * C / 4, xg + t0 * C / 16, q4 + t0 * C / 4, n, row_of(W, o, C),
+                             W.type, C, lanes);
+                    store_sums(y, ldy, s, t0, n, o, beta);
+                }
+    }
 }
 
 static void wlinear_as(float *y, long ldy, const float *x, long ldx, struct lx_wmat W, long T, long C, long OC,

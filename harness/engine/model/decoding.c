@@ -14,6 +14,7 @@
 #include "harness/engine/kernels/blas.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/ops.h"
+#include "harness/engine/kernels/share.h"
 
 /* Attention of the step's query row (c->qkv) over the cached rows [0, pos]
 ** of (slot, layer), every head, into c->ao (on the step's one thread). A
@@ -21,7 +22,7 @@
 ** heads (c->wide, row stride D), and a ring's gathered to their positions'
 ** rows: only the rows the row reads, the sinks and the window [lo, pos] (a
 ** local layer's 512 or 1,024 of Gemma 3's, StreamingLLM's S + R + 1, not all).
-** The key/value heads are shared among the step's threads, each with its own
+** The key/value heads are shared among the step's threads (share.h), each with its own
 ** scratch (c->n_scr of them); a head's rows are one thread's sums either way.
 ** A key/value head's G query heads read its keys and values once in fast
 ** numerics (lx_attn_rows_forward), a half cache's as stored. */
@@ -41,9 +42,12 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
     LX_ASSERT(c->cap[layer] == c->T || (ns <= c->keep[layer] && lx_kvcache_holds(c, slot, layer, lo)));
     /* fast numerics read a half cache's rows in place (no far keys, not a ring); else they are widened */
     int inplace = c->half && !far && c->cap[layer] == c->T && lx_numerics_get() == LX_NUMERICS_FAST;
-    int nt = omp_get_max_threads() < c->n_scr ? omp_get_max_threads() : c->n_scr;
-#pragma omp parallel for schedule(static) num_threads(nt < KV ? nt : KV) if (nt > 1 && KV > 1)
-    for (int g = 0; g < KV; g++) {
+    int nt = omp_get_max_threads() < c->n_scr ? omp_get_max_threads() : c->n_scr, team = nt < KV ? nt : KV;
+    struct lx_share sh;     /* whole heads, a thread's own first (share.h) */
+    lx_share_init(&sh, KV, 1, team);
+#pragma omp parallel num_threads(team) if (nt > 1 && KV > 1)
+    for (long g0, g1; lx_share_next(&sh, omp_get_thread_num(), &g0, &g1);) {
+        int g = (int)g0;
         const void *k, *v;
         const float *f = NULL;
         int ldh = D, th = omp_get_thread_num(), kvtype = LX_DT_F32;
