@@ -208,6 +208,7 @@ struct greedy {
     float *lg;              /* cache: (V) one step's logits */
     struct lx_acts one;     /* full: a pass over one window, allocated on the first miss */
     int *buf;               /* full: (T) the instance with its greedy tokens so far */
+    struct lx_pilot pilot;  /* cache: the team or one thread for the steps of every instance */
 };
 
 /* Greedy continuation of one instance from answer token k on, where the
@@ -224,7 +225,8 @@ static int continue_greedy(const struct lx_model *m, const struct lx_spec *spec,
     int rc = g->mode == LX_DECODE_CACHE || g->one.B ? LX_OK : lx_acts_alloc(&g->one, &m->arch, 1, (int)in->n, 0, err);
     if (rc < 0)
         return rc;
-    struct lx_decoder d = {.mode = g->mode, .c = &g->c, .slot = b, .one = &g->one, .buf = g->buf, .lg = g->lg};
+    struct lx_decoder d = {.mode = g->mode, .c = &g->c, .slot = b, .one = &g->one, .buf = g->buf, .lg = g->lg,
+                           .pilot = &g->pilot};
     if (g->mode == LX_DECODE_FULL)
         memcpy(g->buf, in->tok, sizeof(int) * (size_t)in->n);
     rc = lx_decode_continue(m, spec, &d, in->answer_off, a->out, k, in->n - in->answer_off, err);
@@ -291,6 +293,7 @@ int lx_answer_eval(const struct lx_model *m, const struct lx_spec *spec, const s
     int B = (int)(n < per ? n : per);
     struct lx_acts a;
     struct greedy g = {.mode = mode};
+    lx_pilot_start(&g.pilot, m);
     int rc = lx_acts_alloc(&a, &m->arch, B, T, LX_ACTS_EVAL_ANSWER, err);
     if (rc < 0)
         return rc;

@@ -475,6 +475,93 @@ Test(decode, steps_on_the_team_are_the_bits_of_one_thread, .timeout = 120)
             }
 }
 
+/* As above on a model wide enough that OpenBLAS runs a one-row product on
+** both threads (a product of m x n above its 9,216 threshold: 256 x 768 for
+** q|k|v, 256 x 2,048 for the head): each output is still one thread's sum,
+** so the pilot (pilot.h) may pick either mode at any step without moving a
+** bit. */
+Test(decode, steps_of_a_wide_model_on_the_team_are_the_bits_of_one_thread, .timeout = 120)
+{
+    enum { T = 24 };
+    struct lx_arch a;
+    lx_params_defaults(&lx_arch_schema, &a);
+    a.layers = 2, a.d_model = 256, a.heads = 4, a.d_head = 64, a.d_mlp = 688, a.vocab = 2048, a.init_std = 0.05;
+    a.mlp = LX_MLP_SWIGLU;
+    lx_params_finish(&lx_arch_schema, &a);
+    struct lx_model m;
+    lx_model_init(&m, &a, 17);
+    struct tstack st;
+    struct lx_facts f = tfacts(64, 16, 4, T);
+    tstack_make(&st, "rope", &f);
+    float *lg[2] = {malloc(sizeof(float) * 2048 * T), malloc(sizeof(float) * 2048 * T)};
+    int n_thr = omp_get_max_threads();
+    enum lx_numerics nm0 = lx_numerics_get();
+    const enum lx_numerics nms[] = {LX_NUMERICS_FAST, LX_NUMERICS_BF16, LX_NUMERICS_PORTABLE};
+    for (int i = 0; i < 3; i++) {
+        lx_numerics_set(nms[i]);
+        for (int team = 0; team < 2; team++) {
+            struct lx_kvcache c;
+            struct lx_error err = {{0}};
+            omp_set_num_threads(2);
+            cr_assert_eq(lx_kvcache_alloc(&c, &m.arch, &st.spec, 1, T, &err), LX_OK, "%s", err.msg);
+            for (int p = 0; p < T; p++)
+                lx_decode_step_on(lg[team] + (long)p * 2048, &m, &st.spec, &c, 0, p, (p * 131 + 5) % 2048, !team);
+            lx_kvcache_release(&c);
+        }
+        cr_expect(memcmp(lg[0], lg[1], sizeof(float) * 2048 * T) == 0, "numerics %d: the team's steps differ from "
+                  "one thread's", (int)nms[i]);
+    }
+    lx_numerics_set(nm0);
+    omp_set_num_threads(n_thr);
+    free(lg[0]), free(lg[1]);
+    lx_model_release(&m);
+    tstack_free(&st);
+}
+
+/* Generation through a pilot on two threads gives the tokens of every step on
+** one thread and of every step on the team (the modes' bits are the same),
+** and the pilot counts every decode step once; a pilot is off where a mode
+** is forced or there is one thread. */
+Test(decode, generation_under_a_pilot_gives_the_tokens_of_either_mode, .timeout = 120)
+{
+    enum { T = 48, N = 40 };
+    struct lx_model m;
+    struct tstack st;
+    struct lx_facts f = tfacts(16, 8, 2, T);
+    tstack_make(&st, "rope", &f);
+    random_model(&m, 0, &st.spec, 5);
+    int prompt[3] = {1, 7, 9}, want[2][N], got[N];
+    struct lx_error err = {{0}};
+    int n_thr = omp_get_max_threads();
+    omp_set_num_threads(2);
+    for (int team = 0; team < 2; team++) {
+        lx_decode_team_set(team);
+        struct lx_pilot p;
+        lx_pilot_start(&p, &m);
+        cr_expect_not(p.on, "a forced mode is not piloted");
+        cr_assert_eq(lx_generate(&m, &st.spec, prompt, 3, N, want[team], LX_DECODE_CACHE, &err), LX_OK, "%s", err.msg);
+    }
+    lx_decode_team_set(-1);
+    cr_expect_eq(memcmp(want[0], want[1], sizeof want[0]), 0);
+    struct lx_pilot p;
+    lx_pilot_start(&p, &m);
+    cr_expect(p.on);
+    struct lx_gen_sink sink = {NULL, NULL, &p};
+    long n_out = 0;
+    cr_assert_eq(lx_generate_stream(&m, &st.spec, prompt, 3, N, got, LX_DECODE_CACHE, NULL, &sink, &n_out, &err), LX_OK,
+                 "%s", err.msg);
+    cr_expect_eq(n_out, N);
+    cr_expect_eq(memcmp(got, want[0], sizeof got), 0, "the piloted tokens are either mode's");
+    cr_expect_eq(p.steps[0] + p.steps[1], N - 1, "%ld + %ld steps told", p.steps[0], p.steps[1]);
+    cr_expect_geq(p.probes, 1);
+    omp_set_num_threads(1);
+    lx_pilot_start(&p, &m);
+    cr_expect_not(p.on, "one thread has nothing to choose");
+    omp_set_num_threads(n_thr);
+    lx_model_release(&m);
+    tstack_free(&st);
+}
+
 /* Local layers keep a ring: model 3's window of 5 keys in 5 + LX_KVCACHE_REWIND = 69 rows of a
 ** cache for 160, its global layer all 160; every step past row 69 reads rows the ring has wrapped
 ** over, in an fp32 cache and a bf16 one (whose rounding of keys and values moves the logits by

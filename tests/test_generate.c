@@ -217,7 +217,7 @@ Test(generate, a_sink_sees_each_token_and_can_stop, .init = setup, .fini = teard
     const enum lx_decode modes[] = {LX_DECODE_CACHE, LX_DECODE_FULL};
     for (int i = 0; i < 2; i++) {
         struct seen all = {.stop_at = -1}, some = {.stop_at = 7};
-        struct lx_gen_sink sa = {see, &all}, ss = {see, &some};
+        struct lx_gen_sink sa = {see, &all, NULL}, ss = {see, &some, NULL};
         long n_out = -1;
         cr_assert_eq(lx_generate_stream(&m, &s.spec, prompt, 1, 40, got, modes[i], &smp, &sa, &n_out, &err), LX_OK);
         cr_expect_eq(n_out, 40);
@@ -236,7 +236,7 @@ Test(generate, a_sink_sees_each_token_and_can_stop, .init = setup, .fini = teard
         cr_expect_eq(got[8], -1, "mode %d: nothing is written past the stop", i);
     }
     struct seen first = {.stop_at = 0};
-    struct lx_gen_sink sf = {see, &first};
+    struct lx_gen_sink sf = {see, &first, NULL};
     long n_out = -1;
     cr_assert_eq(lx_generate_stream(&m, &s.spec, prompt, 1, 40, got, LX_DECODE_CACHE, &smp, &sf, &n_out, &err), LX_OK);
     cr_expect_eq(n_out, 1, "a stop at the prompt pass's token runs no decode step");
@@ -324,6 +324,18 @@ Test(generate, timings_count_the_tokens_and_the_stop, .init = setup, .fini = tea
     cr_expect(strstr(err, want) != NULL, "'%s' in %s", want, err);
     snprintf(want, sizeof want, "stopped at token %ld, bos (id 1)", at);
     cr_expect(strstr(err, want) != NULL, "'%s' in %s", want, err);
+    cr_expect(strstr(err, " threads, ") == NULL, "one thread has no pilot to tell of: %s", err);
+    /* on two threads the line tells where the pilot ran the steps (pilot.h): every step once */
+    cr_assert_eq(sh(err, sizeof err, "OMP_NUM_THREADS=2 %s --timings 2>&1 >/dev/null | grep 'lenx: timings'", cmd), 0,
+                 "%s", err);
+    const char *q = strstr(err, " on 2 threads, ");
+    cr_assert(q != NULL, "%s", err);
+    while (q > err && q[-1] != ' ')
+        q--;
+    long team = -1, one = -1, probes = -1;
+    cr_assert_eq(sscanf(q, "%ld on 2 threads, %ld on one, %ld probe", &team, &one, &probes), 3, "%s", err);
+    cr_expect_eq(team + one, at, "%ld + %ld steps, %ld decoded: %s", team, one, at, err);
+    cr_expect_geq(probes, at >= 8, "a probe from the fifth step: %s", err);
 }
 
 Test(generate, bad_input_is_refused, .init = setup, .fini = teardown, .timeout = 30)

@@ -472,7 +472,7 @@ static int stream_choice(struct stream *s, const struct lx_lm_sampling *smp, str
     }
     lx_buf_reset(&s->text);
     s->sent = 0;
-    s->sink = (struct lx_gen_sink){stream_token, s};
+    s->sink = (struct lx_gen_sink){.token = stream_token, .arg = s};
     int rc = generate(s->sv, s->r, smp, &s->sink, c, err);
     if (rc < 0 || s->gone)
         return rc;

@@ -124,7 +124,7 @@ static void print_ids(struct stream *s, const int *ids, long n)
     put_text(s, ids, n);
 }
 
-static void print_timings(const struct stream *s, double t_load, long np)
+static void print_timings(const struct stream *s, const struct lx_pilot *pl, double t_load, long np)
 {
     fprintf(stderr, "lenx: timings: load %.2f s; prompt of %ld token%s and the first token %.2f s (%.1f tokens/s)",
             t_load, np, np == 1 ? "" : "s", s->t_first - s->t0, (double)np / (s->t_first - s->t0));
@@ -137,6 +137,10 @@ static void print_timings(const struct stream *s, double t_load, long np)
             fprintf(stderr, "; steps 1-%ld %.1f ms, %ld-%ld %.1f ms", s->n_half,
                     1e3 * (s->t_half - s->t_first) / (double)s->n_half, s->n_half + 1, steps,
                     1e3 * (s->t_last - s->t_half) / (double)(steps - s->n_half));
+        if (omp_get_max_threads() > 1)     /* the pilot's choices (pilot.h) */
+            fprintf(stderr, "; %ld on %d threads, %ld on one, %ld probe%s, %ld switch%s", pl->steps[0],
+                    omp_get_max_threads(), pl->steps[1], pl->probes, pl->probes == 1 ? "" : "s", pl->switches,
+                    pl->switches == 1 ? "" : "es");
         fputc(')', stderr);
     }
     if (s->stop >= 0)
@@ -167,8 +171,10 @@ static int gen_run(const struct gen_opts *o, struct lx_error *err)
     if (rc == LX_OK)
         rc = lx_local_compile(&st, &m, &info, np + o->n, &spec, err);
     struct stream s = {.tok = lx_tok_or_byte(tok), .print = !o->ids, .stop = -1, .budget = o->n};
-    struct lx_gen_sink sink = {stream_token, &s};
+    struct lx_pilot pl;
+    struct lx_gen_sink sink = {stream_token, &s, &pl};
     if (rc == LX_OK) {
+        lx_pilot_start(&pl, &m);
         ids = lx_xrealloc(ids, sizeof(int) * (size_t)(np + o->n));
         if (s.print) {
             put_text(&s, ids, np);
@@ -182,7 +188,7 @@ static int gen_run(const struct gen_opts *o, struct lx_error *err)
             print_ids(&s, ids, np + n_out);
         putchar('\n');
         if (o->timings && n_out > 0)
-            print_timings(&s, s.t0 - t_start, np);
+            print_timings(&s, &pl, s.t0 - t_start, np);
     }
     free(ids);
     lx_stack_release(&st);

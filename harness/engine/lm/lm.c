@@ -136,8 +136,10 @@ static int local_generate(struct lx_lm *lm, struct lx_lm_gen *g, long n, struct 
     int rc = LX_OK;
     for (long i = 0; i < n && rc == LX_OK; i++) {
         struct lx_sampler s = sampler_of(&g[i].smp);
+        struct lx_gen_sink sink = g[i].sink ? *g[i].sink : (struct lx_gen_sink){0};
+        sink.pilot = sink.pilot ? sink.pilot : &lm->pilot;
         rc = lx_generate_stream(lm->model, lm->spec, g[i].prompt, g[i].n_prompt, g[i].max_tokens, g[i].out,
-                                LX_DECODE_CACHE, &s, g[i].sink, &g[i].n_out, err);
+                                LX_DECODE_CACHE, &s, &sink, &g[i].n_out, err);
     }
     return rc;
 }
@@ -152,6 +154,7 @@ void lx_lm_local(struct lx_lm *lm, const struct lx_model *m, const struct lx_spe
     snprintf(lm->what, sizeof lm->what, "lenx's engine");
     lm->model = m;
     lm->spec = spec;
+    lx_pilot_start(&lm->pilot, m);
 }
 
 struct lx_lm *lx_lm_or_local(struct lx_lm *lm, struct lx_lm *tmp, const struct lx_model *m,
@@ -244,7 +247,7 @@ static int stop_token(void *arg, long k, int id)
 void lx_lm_stop_init(struct lx_lm_stop *s, const struct lx_tokenizer *tk,
                      long (*cut)(const void *arg, const char *text, long n), const void *arg)
 {
-    *s = (struct lx_lm_stop){.sink = {stop_token, s}, .tk = tk, .cut = cut, .arg = arg};
+    *s = (struct lx_lm_stop){.sink = {.token = stop_token, .arg = s}, .tk = tk, .cut = cut, .arg = arg};
 }
 
 void lx_lm_stop_free(struct lx_lm_stop *s)

@@ -104,6 +104,8 @@ struct lx_lm {
     long train_len;                 /* the model's training length where the backend knows it, else 0 */
     const struct lx_model *model;   /* LX_LM_ENGINE: the model and the compiled stack */
     const struct lx_spec *spec;
+    struct lx_pilot pilot;          /* LX_LM_ENGINE: the team or one thread for the decoding steps of every
+                                    ** generation (a sink's own pilot, when it has one, instead) */
     void *impl;                     /* the backend's own state */
 };
 

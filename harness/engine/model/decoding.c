@@ -79,8 +79,25 @@ void lx_decode_team_set(int mode)
     team_mode = mode;
 }
 
-void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spec *spec_in, struct lx_kvcache *c,
+/* Whether a step of m runs on one thread when no pilot says (lx_decode_team_set, else by the weights' size). */
+static int solo_default(const struct lx_model *m)
+{
+    return team_mode == 0 || (team_mode < 0 && lx_model_held_bytes(m) < LX_DECODE_TEAM_BYTES);
+}
+
+void lx_pilot_start(struct lx_pilot *p, const struct lx_model *m)
+{
+    lx_pilot_init(p, solo_default(m), team_mode < 0 && omp_get_max_threads() > 1);
+}
+
+void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spec *spec, struct lx_kvcache *c,
                     int slot, long pos, int token)
+{
+    lx_decode_step_on(logits, m, spec, c, slot, pos, token, solo_default(m));
+}
+
+void lx_decode_step_on(float *logits, const struct lx_model *m, const struct lx_spec *spec_in, struct lx_kvcache *c,
+                       int slot, long pos, int token, int solo)
 {
     struct lx_spec local[2];
     const struct lx_spec *spec = lx_model_spec(m, spec_in, local);
@@ -98,9 +115,10 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
     ** LX_DECODE_TEAM_BYTES of weights a step is a read of all of them, which
     ** one core's share of the memory bandwidth limits: the team reads them
     ** (an output of a product is one thread's sum in lenx's kernels and in
-    ** sgemm, so the team changes no bit there). */
+    ** sgemm, so the team changes no bit there). A pilot (pilot.h) picks by
+    ** timing both. */
     int n_thr = omp_get_max_threads();
-    if (team_mode == 0 || (team_mode < 0 && lx_model_held_bytes(m) < LX_DECODE_TEAM_BYTES))
+    if (solo)
         omp_set_num_threads(1);
     lx_embed(c->x, NULL, c->rstd, m, &token, 1);
     lx_rope_table_pos(c->cs, c->cs + D, &spec->rotary, &ipos, 1);     /* keys' row after the queries' */
@@ -182,10 +200,16 @@ int lx_decode_continue(const struct lx_model *m, const struct lx_spec *spec, str
                        int *out, long k, long n, struct lx_error *err)
 {
     long V = m->arch.vocab;
+    struct lx_pilot own;
+    struct lx_pilot *pl = d->pilot ? d->pilot : &own;
+    if (!d->pilot)
+        lx_pilot_start(&own, m);
     for (; k + 1 < n; k++) {
         const float *lg = d->lg;
         if (d->mode == LX_DECODE_CACHE) {
-            lx_decode_step(d->lg, m, spec, d->c, d->slot, pos0 + k, out[k]);
+            double t0 = omp_get_wtime();
+            lx_decode_step_on(d->lg, m, spec, d->c, d->slot, pos0 + k, out[k], lx_pilot_solo(pl));
+            lx_pilot_told(pl, omp_get_wtime() - t0);
             int rc = lx_kvcache_check_range(d->c, err);
             if (rc < 0)
                 return rc;
@@ -199,7 +223,7 @@ int lx_decode_continue(const struct lx_model *m, const struct lx_spec *spec, str
         }
         d->steps++;
         out[k + 1] = lx_sample(lg, V, d->smp, k + 1, d->p);
-        if (d->sink && d->sink->token(d->sink->arg, k + 1, out[k + 1]))
+        if (d->sink && d->sink->token && d->sink->token(d->sink->arg, k + 1, out[k + 1]))
             break;
     }
     d->n_out = k + 1 < n ? k + 2 : n;
@@ -221,7 +245,8 @@ static int generate(const struct lx_model *m, const struct lx_spec *spec, const 
     long V = m->arch.vocab, T = cached ? n_prompt : n_prompt + n - 1;
     struct lx_acts a;
     struct lx_kvcache c = {0};
-    struct lx_decoder d = {.mode = mode, .c = &c, .one = &a, .smp = smp, .sink = sink};
+    struct lx_decoder d = {.mode = mode, .c = &c, .one = &a, .smp = smp, .sink = sink,
+                           .pilot = sink ? sink->pilot : NULL};
     int *last = NULL, *pos = NULL;
     int rc = lx_acts_alloc(&a, &m->arch, 1, (int)T, cached ? LX_ACTS_EVAL_ANSWER : LX_ACTS_EVAL, err);
     if (rc == LX_OK && cached)
@@ -251,7 +276,7 @@ static int generate(const struct lx_model *m, const struct lx_spec *spec, const 
         a.kv = NULL;
         a.pos = NULL;
         d.n_out = 1;
-        if (!sink || !sink->token(sink->arg, 0, out[0]))
+        if (!sink || !sink->token || !sink->token(sink->arg, 0, out[0]))
             rc = lx_decode_continue(m, spec, &d, n_prompt, out, 0, n, err);
         *n_out = rc == LX_OK ? d.n_out : 0;   /* nothing counts as generated on an error */
     }

@@ -12,6 +12,7 @@
 
 #include "harness/engine/model/kvcache.h"
 #include "harness/engine/model/model.h"
+#include "harness/engine/model/pilot.h"
 
 /* How greedy tokens after the first are produced. */
 enum lx_decode {
@@ -27,7 +28,8 @@ struct lx_sampler {
                         ** top-k warper); 0 = all */
 };
 
-/* Weights from which a decoding step runs on the OpenMP team instead of one thread (512 MiB). */
+/* Weights from which a decoding step starts on the OpenMP team instead of one thread (512 MiB);
+** a pilot (pilot.h) then times both and keeps the faster. */
 #define LX_DECODE_TEAM_BYTES (512.0 * 1024 * 1024)
 /* For the tests and benches: 1 every step on the team, 0 on one thread, -1 (the default) by the
 ** weights' size as above. The bits are the same either way (decoding.c). */
@@ -38,6 +40,12 @@ void lx_decode_team_set(int mode);
 ** (len = pos + 1) and logits (V) get its next-token logits. */
 void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spec *spec, struct lx_kvcache *c,
                     int slot, long pos, int token);
+/* lx_decode_step on one thread (solo) or the OpenMP team: the same bits. */
+void lx_decode_step_on(float *logits, const struct lx_model *m, const struct lx_spec *spec, struct lx_kvcache *c,
+                       int slot, long pos, int token, int solo);
+/* A pilot for m's decoding steps (pilot.h): starting in the mode lx_decode_step
+** picks, probing unless lx_decode_team_set forced a mode or there is one thread. */
+void lx_pilot_start(struct lx_pilot *p, const struct lx_model *m);
 
 /* The token sampler s picks for generated token k from logits (V) (p (V) scratch):
 ** the argmax at temperature 0, else the inverse CDF of softmax(logits / T),
@@ -46,10 +54,12 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
 int lx_sample(const float *logits, long V, const struct lx_sampler *s, long k, double *p);
 
 /* Told of each generated token as it is chosen (k = 0 the first, from the
-** prompt's pass): a nonzero return stops generation after token k. */
+** prompt's pass): a nonzero return stops generation after token k (token
+** NULL: told nothing). */
 struct lx_gen_sink {
     int (*token)(void *arg, long k, int id);
     void *arg;
+    struct lx_pilot *pilot;     /* NULL, or the pilot the steps run by (lx_pilot_start; its counts read after) */
 };
 
 /* How the tokens after a known one are produced: the one decode loop, for
@@ -65,6 +75,7 @@ struct lx_decoder {
     double *p;                  /* (V) the sampler's scratch (unused when greedy) */
     long steps;                 /* decode steps (cache) or full passes (full) run: added to */
     const struct lx_gen_sink *sink; /* NULL, or told of each token out[k + 1] as it is chosen */
+    struct lx_pilot *pilot;     /* cache: the team or one thread for each step (NULL: the call's own) */
     long n_out;                 /* out: the tokens of out filled (n unless the sink stopped it) */
 };
 

@@ -1,0 +1,56 @@
+/*
+** harness/engine/model/pilot.c - the team or one thread for a decoding step,
+** by timing both now and then (see pilot.h).
+*/
+#include "harness/engine/model/pilot.h"
+
+#include <string.h>
+
+void lx_pilot_init(struct lx_pilot *p, int solo, int on)
+{
+    memset(p, 0, sizeof *p);
+    p->on = on;
+    p->solo = solo != 0;
+    p->next = LX_PILOT_FIRST;
+    p->every = LX_PILOT_EVERY;
+}
+
+/* Probe steps 1 and 4 run in the mode held (A), 2 and 3 in the other (B). */
+static int probing_other(const struct lx_pilot *p)
+{
+    return p->phase == 2 || p->phase == 3;
+}
+
+int lx_pilot_solo(const struct lx_pilot *p)
+{
+    return probing_other(p) ? !p->solo : p->solo;
+}
+
+void lx_pilot_told(struct lx_pilot *p, double seconds)
+{
+    p->steps[lx_pilot_solo(p)]++;
+    p->told++;
+    if (!p->on)
+        return;
+    if (p->phase == 0) {
+        if (p->told < p->next)
+            return;
+        p->phase = 1;   /* the next step starts a probe */
+        p->t[0] = p->t[1] = 0.0;
+        return;
+    }
+    p->t[probing_other(p)] += seconds;
+    if (p->phase++ < 4)
+        return;
+    p->phase = 0;
+    p->probes++;
+    if (p->t[1] < LX_PILOT_GAIN * p->t[0]) {
+        p->solo = !p->solo;
+        p->switches++;
+        p->every = LX_PILOT_EVERY;
+    } else {
+        long g = LX_PILOT_GROWTH * p->every;
+        p->every = g < LX_PILOT_EVERY_MAX ? g : LX_PILOT_EVERY_MAX;
+    }
+    p->next = p->told + p->every;
+}

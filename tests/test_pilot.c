@@ -1,0 +1,128 @@
+/*
+** tests/test_pilot.c - the pilot that runs a decoding step on the team or on
+** one thread (harness/engine/model/pilot.h): its probes' schedule and
+** choices worked out by hand on made-up step times (generation under a pilot:
+** test_decode.c).
+*/
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/model/pilot.h"
+
+/* Step times in ms: the team's and one thread's, before step `at` (counted
+** from 1) and from it on. */
+struct load {
+    double team, solo;
+    long at;
+    double team2, solo2;
+};
+
+/* n steps under the pilot, each taking the made-up time of its mode: modes[i]
+** is 'T' (team) or 'S' (one thread) for step i + 1. */
+static void fly(struct lx_pilot *p, const struct load *ld, long n, char *modes)
+{
+    for (long i = 0; i < n; i++) {
+        int solo = lx_pilot_solo(p);
+        int late = ld->at > 0 && i + 1 >= ld->at;
+        double ms = solo ? (late ? ld->solo2 : ld->solo) : (late ? ld->team2 : ld->team);
+        modes[i] = solo ? 'S' : 'T';
+        lx_pilot_told(p, 1e-3 * ms);
+    }
+    modes[n] = '\0';
+}
+
+/* The modes written as runs, "5T 2S ...": 5 steps on the team, 2 on one thread, ... */
+static void runs(char *out, const char *rle)
+{
+    char *end;
+    for (long n; (n = strtol(rle, &end, 10)) > 0; rle = end + 1) {
+        memset(out, *end, (size_t)n);
+        out += n;
+    }
+    *out = '\0';
+}
+
+/* A pilot started on the team flown n (< 200) steps under ld, its modes checked against the runs want. */
+static struct lx_pilot flown(struct load ld, long n, const char *want)
+{
+    struct lx_pilot p;
+    char got[200], w[200];
+    lx_pilot_init(&p, 0, 1);
+    fly(&p, &ld, n, got);
+    runs(w, want);
+    cr_expect_str_eq(got, w);
+    return p;
+}
+
+/* A quiet machine (team 30 ms, one thread 50): steps 1-4 on the team, then
+** the probe A B B A on steps 5-8 (T S S T: 60 against 100 ms, kept), the
+** next 64 steps after it (9-72) on the team, the next probe on steps 73-76,
+** then 256 steps. */
+Test(pilot, a_quiet_machine_keeps_the_team_and_probes_ever_less_often)
+{
+    struct lx_pilot p = flown((struct load){30, 50, 0, 0, 0}, 120, "5T 2S 66T 2S 45T");
+    cr_expect_eq(p.probes, 2);
+    cr_expect_eq(p.switches, 0);
+    cr_expect_eq(p.steps[0], 116);
+    cr_expect_eq(p.steps[1], 4);
+    cr_expect_eq(p.every, 256, "two kept probes make 16 four times longer twice, not %ld", p.every);
+}
+
+/* A loaded machine (team 140 ms, one thread 55): the first probe (steps 5-8,
+** 110 against 280 ms) switches to one thread; the next comes 16 steps after
+** it (25-28: S T T S, kept), then 64 after that (93-96). */
+Test(pilot, a_loaded_machine_switches_to_one_thread_at_the_first_probe)
+{
+    struct lx_pilot p = flown((struct load){140, 55, 0, 0, 0}, 99, "5T 2S 1T 17S 2T 66S 2T 4S");
+    cr_expect_eq(p.switches, 1);
+    cr_expect_eq(p.probes, 3);
+    cr_expect(p.solo);
+}
+
+/* The load goes away at step 30 while the pilot runs on one thread: the
+** probe on steps 25-28 still sees the load (kept), the one on 93-96 sees a
+** quiet machine (S T T S: 100 against 60 ms) and takes the team back; the
+** next probe is 16 steps later (113-116), on the team. */
+Test(pilot, the_team_returns_when_the_load_goes)
+{
+    struct lx_pilot p = flown((struct load){140, 55, 30, 30, 50}, 120, "5T 2S 1T 17S 2T 66S 2T 1S 17T 2S 5T");
+    cr_expect_eq(p.switches, 2);
+}
+
+/* B must take under LX_PILOT_GAIN (0.85) of A's time: at 0.86 of it the pilot keeps
+** its mode, at 0.84 it switches. The gap between probes stops growing at
+** LX_PILOT_EVERY_MAX. */
+Test(pilot, a_switch_needs_a_clear_gain_and_the_gap_stops_growing)
+{
+    struct lx_pilot p;
+    char got[4000];
+    struct load even = {100, 86, 0, 0, 0}, clear = {100, 84, 0, 0, 0};
+    lx_pilot_init(&p, 0, 1);
+    fly(&p, &even, 8, got);
+    cr_expect_eq(p.switches, 0, "one thread at 0.86 of the team's time is no clear gain");
+    lx_pilot_init(&p, 0, 1);
+    fly(&p, &clear, 8, got);
+    cr_expect_eq(p.switches, 1, "one thread at 0.84 of the team's time is");
+    lx_pilot_init(&p, 1, 1);
+    struct load quiet = {30, 50, 0, 0, 0};
+    fly(&p, &quiet, 3000, got);
+    cr_expect_eq(p.switches, 1);
+    cr_expect_eq(p.every, LX_PILOT_EVERY_MAX);
+    const char *last = strrchr(got, 'S');   /* the last probe's B steps */
+    cr_expect(last && last - got >= 3000 - LX_PILOT_EVERY_MAX - 4, "a probe at least every %d steps",
+              LX_PILOT_EVERY_MAX + 4);
+}
+
+/* A pilot that is off keeps its mode, however slow. */
+Test(pilot, off_it_keeps_its_mode)
+{
+    struct lx_pilot p;
+    struct load ld = {1000, 1, 0, 0, 0};
+    char got[100];
+    lx_pilot_init(&p, 0, 0);
+    fly(&p, &ld, 99, got);
+    cr_expect_eq(strspn(got, "T"), 99);
+    cr_expect_eq(p.probes, 0);
+    cr_expect_eq(p.steps[0], 99);
+}
