@@ -406,26 +406,32 @@ static int train_austen(struct lx_model *m, const char *stack, const struct lx_t
     return rc;
 }
 
-/* TS steps of a causal model at length 256 (two windows a step) on the Austen
-** windows with stack `stack`, on attention path `path`; the loss of each step into out. */
-static void train_losses(const char *stack, enum lx_train_attn path, double *out)
+/* steps steps of a causal model (2 layers, width 32) at length 256 (two windows a
+** step) on the Austen windows with stack `stack` into m (progress, ctx and rep as lx_train's). */
+static void train_small(struct lx_model *m, const char *stack, long steps, lx_train_progress progress, void *ctx,
+                        struct lx_train_report *rep)
 {
     struct lx_arch a;
     lx_params_defaults(&lx_arch_schema, &a);
     a.layers = 2, a.d_model = 32, a.heads = 2, a.d_head = 16, a.d_mlp = 64;
     lx_params_finish(&lx_arch_schema, &a);
-    struct lx_model m;
-    lx_model_init(&m, &a, 5);
+    lx_model_init(m, &a, 5);
     struct lx_train_cfg c;
     lx_params_defaults(&lx_train_schema, &c);
-    c.length = 256, c.batch = 2, c.steps = TS, c.warmup = 5, c.eval_every = TS, c.eval_windows = 2;
+    c.length = 256, c.batch = 2, c.steps = steps, c.warmup = 5, c.eval_every = steps, c.eval_windows = 2;
     lx_params_finish(&lx_train_schema, &c);
     struct lx_error err = {{0}};
+    cr_assert_eq(train_austen(m, stack, &c, progress, ctx, rep, &err), LX_OK, "%s", err.msg);
+}
+
+/* TS steps of train_small's model on attention path `path`; the loss of each step into out. */
+static void train_losses(const char *stack, enum lx_train_attn path, double *out)
+{
+    struct lx_model m;
     struct lx_train_report rep;
     lx_train_attn_set(path);
-    int rc = train_austen(&m, stack, &c, record_loss, out, &rep, &err);
+    train_small(&m, stack, TS, record_loss, out, &rep);
     lx_train_attn_set(LX_TRAIN_TILED);
-    cr_assert_eq(rc, LX_OK, "%s", err.msg);
     lx_model_release(&m);
 }
 
@@ -446,6 +452,47 @@ Test(tiled_bwd, twenty_training_steps_match_the_materialised_path, .timeout = 30
             cr_expect(fabs(lt[i] - lm[i]) <= 1e-4 * fabs(lm[i]), "%s step %d: loss %.8f tiled vs %.8f materialised",
                       ms[s], i + 1, lt[i], lm[i]);
     }
+}
+
+static void see_threads(void *ctx, long step, long steps, double loss, double val, double tok_per_s)
+{
+    ((int *)ctx)[step - 1] = omp_get_max_threads();
+}
+
+/* A portable step is the same bits on any thread count, so on two threads a
+** pilot (harness/engine/model/pilot.h) runs each step on the team or on one
+** thread as it times them, and the weights are one thread's run's: its first
+** probe (steps 5-8) runs two steps in the mode it does not hold, so both
+** modes run whatever the timings. In fast numerics the thread count moves
+** bits and no pilot runs. */
+Test(tiled_bwd, portable_training_under_the_pilot_is_one_threads_run, .timeout = 300)
+{
+    enum lx_numerics nm0 = lx_numerics_get();
+    int n_thr = omp_get_max_threads();
+    lx_numerics_set(LX_NUMERICS_PORTABLE);
+    struct lx_model m[2];
+    struct lx_train_report rep[2];
+    int thr[12];    /* each step's threads, as its progress call sees them */
+    for (int t = 0; t < 2; t++) {
+        omp_set_num_threads(t + 1);
+        train_small(&m[t], "rope", 12, see_threads, thr, &rep[t]);
+        cr_expect_eq(omp_get_max_threads(), t + 1, "the run leaves the thread count as it found it");
+    }
+    cr_expect_eq(rep[0].solo_steps, 0, "one thread has no pilot");
+    cr_expect_geq(rep[1].solo_steps, 2, "%ld steps on one thread", rep[1].solo_steps);
+    cr_expect_geq(12 - rep[1].solo_steps, 2, "%ld steps on one thread", rep[1].solo_steps);
+    long ones = 0;
+    for (int i = 0; i < 12; i++)
+        ones += thr[i] == 1;
+    cr_expect_eq(ones, rep[1].solo_steps, "the steps counted on one thread ran on one thread");
+    cr_expect(memcmp(m[0].w, m[1].w, sizeof(float) * m[0].n_params) == 0, "the piloted run's weights differ");
+    lx_numerics_set(LX_NUMERICS_FAST);
+    lx_model_release(&m[1]);
+    train_small(&m[1], "rope", 12, NULL, NULL, &rep[1]);
+    cr_expect_eq(rep[1].solo_steps, 0, "fast numerics: every step on the team");
+    lx_numerics_set(nm0);
+    omp_set_num_threads(n_thr);
+    lx_model_release(&m[0]), lx_model_release(&m[1]);
 }
 
 /* ---- the memory plan of training ------------------------------------------------------- */

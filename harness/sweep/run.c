@@ -395,6 +395,10 @@ static int train_stage(struct runner *r, const struct lx_cell *c, const struct s
         .val_loss = rep.val_loss, .commit = lx_build_commit(), .weights_sha256 = info.weights_sha256,
         .threads = omp_get_max_threads(),
     };
+    if (o->progress && rep.switches > 0)    /* portable numerics' pilot (harness/engine/model/pilot.h) */
+        fprintf(stderr, "lenx: model '%s' [%s]: %ld of %ld steps ran on one thread, timed faster than %d threads "
+                "(another process is likely using a core)\n", mu->name, st->key, rep.solo_steps,
+                rep.steps - rep.first, omp_get_max_threads());
     if (o->progress)
         fprintf(stderr, "lenx: model '%s' [%s]: %ld tokens in %.1f s (%.0f tok/s), val loss %.4f -> %s\n",
                 mu->name, st->key, rep.tokens, rep.seconds, (double)rep.tokens / rep.seconds, rep.val_loss, path);

@@ -1,6 +1,7 @@
 /*
-** harness/engine/model/pilot.h - whether a decoding step runs on the OpenMP
-** team or on one thread, chosen by timing both now and then.
+** harness/engine/model/pilot.h - whether a decoding step (or a training step
+** in portable numerics) runs on the OpenMP team or on one thread, chosen by
+** timing both now and then.
 **
 ** A step is about a hundred short parallel regions (a few per layer), and
 ** every region's end waits for the slowest thread. On a quiet machine the
@@ -18,9 +19,10 @@
 ** costs about a step where the modes differ by 1.7x (a quiet machine), so
 ** 127 steps pay two (about 2 %) and a long generation one in 512 steps.
 **
-** The team changes no value: each output of a product is one thread's sum
-** and each key/value head's attention one thread's (decoding.c), so the
-** pilot moves time, never a bit.
+** The team changes no value: in a decoding step each output of a product is
+** one thread's sum and each key/value head's attention one thread's
+** (decoding.c), and a portable training step is the same bits on any thread
+** count (train.c), so the pilot moves time, never a bit.
 */
 #ifndef LX_PILOT_H
 #define LX_PILOT_H

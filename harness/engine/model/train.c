@@ -17,6 +17,7 @@
 #include "harness/engine/kernels/dnnl.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/kernels/wprod.h"
+#include "harness/engine/model/pilot.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 
 static const struct lx_param train_rows[] = {
@@ -467,6 +468,11 @@ struct train_state {
     int *tok, *tgt;     /* (B, T) inputs and targets */
     int *pos;           /* (B, T) PoSE positions, or NULL */
     struct window_ids ids;  /* the tokenizer's ids windows use */
+    /* In portable numerics a step is the same bits on any thread count, so a
+    ** pilot (pilot.h) may run each on the team or one thread, whichever it
+    ** times faster: on a core another process holds, the team waits for it. */
+    struct lx_pilot pl;
+    int n_thr;          /* the team's threads */
 };
 
 /* The batch of `step`: window b drawn from a Philox block (step, b) keyed on
@@ -569,6 +575,8 @@ static int train_setup(struct lx_model *m, const struct lx_spec *spec, const str
     int rc = check_memory(m, spec, c, err);
     if (rc == LX_OK)
         rc = train_state_init(t, m, spec, c, text, tok, err);
+    t->n_thr = omp_get_max_threads();
+    lx_pilot_init(&t->pl, 0, lx_numerics_get() == LX_NUMERICS_PORTABLE && t->n_thr > 1);
     if (rc < 0)
         return rc;
     if ((rc = lx_acts_alloc(a, &m->arch, t->B, t->T, 1, err)) < 0) {
@@ -620,7 +628,7 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         memcpy(m->w, from->w, sizeof(float) * opt.n);
         memcpy(opt.m, from->m, sizeof(float) * opt.n);
         memcpy(opt.v, from->v, sizeof(float) * opt.n);
-        first = rep->steps = from->step, run_loss = from->run_loss, run_n = from->run_n;
+        first = rep->first = rep->steps = from->step, run_loss = from->run_loss, run_n = from->run_n;
         rep->train_loss = from->train_loss, rep->val_loss = from->val_loss, before = from->seconds;
         rep->tokens = rep->steps * t.B * t.T;
     }
@@ -628,6 +636,8 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         rc = lx_optim_shadow(&opt, m, 1, err);
     double t0 = omp_get_wtime(), saved = t0;
     for (long step = first; rc >= 0 && step < c->steps; step++) {
+        omp_set_num_threads(lx_pilot_solo(&t.pl) ? 1 : t.n_thr);
+        double ts = omp_get_wtime();
         if ((rc = train_batch(&t, spec, c, key, step, mix, n_mix, err)) < 0)
             break;
         a.pos = t.pos;
@@ -635,6 +645,9 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         double loss = lx_model_forward(m, spec, t.tok, t.tgt, &a);
         lx_model_backward(m, spec, t.tok, t.tgt, &a, &opt.g);
         lx_optim_step(&opt, m, c, step);
+        rep->solo_steps += t.n_thr > 1 && lx_pilot_solo(&t.pl);
+        lx_pilot_told(&t.pl, omp_get_wtime() - ts);
+        rep->switches = t.pl.switches;
         run_loss += loss;
         run_n++;
         double val = NAN;
@@ -664,6 +677,7 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
             saved = omp_get_wtime();
         }
     }
+    omp_set_num_threads(t.n_thr);
     lx_optim_unshadow(&opt, m);
     lx_optim_release(&opt);
     lx_acts_release(&a);

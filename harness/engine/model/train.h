@@ -54,6 +54,10 @@ struct lx_train_report {
     double train_loss;      /* mean loss of the last eval_every steps */
     double val_loss;        /* validation loss at the end */
     double seconds;         /* wall time */
+    long first;             /* the step this run started from (> 0 when resumed) */
+    long solo_steps;        /* of steps first .. steps, those a pilot ran on one thread of several
+                            ** (portable numerics, pilot.h) */
+    long switches;          /* the pilot's changes of mode */
 };
 
 /* AdamW state for one model: gradient buffer (with views), moments, and which
