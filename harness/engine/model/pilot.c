@@ -1,6 +1,6 @@
 /*
-** harness/engine/model/pilot.c - the team or one thread for a decoding step,
-** by timing both now and then (see pilot.h).
+** harness/engine/model/pilot.c - the team or one thread for a decoding step
+** (or a portable training step), by timing both now and then (see pilot.h).
 */
 #include "harness/engine/model/pilot.h"
 
