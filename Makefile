@@ -233,6 +233,8 @@ repro-smoke: build/.deps data/manifest.tsv
 # BENCH=serve: `lenx serve` scoring and continuing a 4,096-token prompt on the 1B shape against `lenx score` (scripts/bench_serve.sh).
 # BENCH=core: `lenx score` with OPENBLAS_CORETYPE unset against the same kernels
 # set by hand, and against Prescott's (scripts/bench_core.sh).
+# BENCH=pilot: decoding and portable training steps on the team, one thread and as the pilot
+# chooses, quiet and beside a process spinning on one core (scripts/bench_pilot.sh).
 BENCH ?=
 BENCH_SECONDS ?= 8
 bench: build/.deps
@@ -241,6 +243,7 @@ bench: build/.deps
 	elif [ "$(BENCH)" = core ]; then sh scripts/bench_core.sh; \
 	elif [ "$(BENCH)" = bf16 ]; then sh scripts/bench_bf16.sh; \
 	elif [ "$(BENCH)" = serve ]; then sh scripts/bench_serve.sh; \
+	elif [ "$(BENCH)" = pilot ]; then sh scripts/bench_pilot.sh; \
 	elif [ "$(BENCH)" = bf16-8b ]; then sh scripts/bench_bf16.sh 1 $(B)/bench-8b 8b; \
 	else LENX_BENCH_SECONDS=$(BENCH_SECONDS) $(B)/lenx-bench $(BENCH); fi
 

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "harness/engine/model/model.h"
+#include "harness/engine/model/pilot.h"
 
 int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc, char **argv,
                   int *help, struct lx_error *err)
@@ -201,6 +202,12 @@ int lx_args_global(int *argc, char ***argv, struct lx_error *err)
         return lx_err(err, LX_EINVAL, "LENX_TRAIN_ATTENTION is '%s', not an attention path for training\n"
                       "  hint: tiled (the default) or materialised (docs/PERFORMANCE.md, \"Training attention\")", ta);
     lx_train_attn_set(mode);
+    const char *tm = getenv("LENX_TEAM");
+    int team = -1;
+    if (tm && *tm && lx_pilot_parse(tm, &team) < 0)
+        return lx_err(err, LX_EINVAL, "LENX_TEAM is '%s', not a way to run steps\n  hint: pilot (the default), "
+                      "team or one (docs/PERFORMANCE.md, \"A step's team, chosen by timing both\")", tm);
+    lx_pilot_force(team);
     return LX_OK;
 }
 

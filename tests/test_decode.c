@@ -458,13 +458,13 @@ Test(decode, steps_on_the_team_are_the_bits_of_one_thread, .timeout = 120)
                     struct lx_kvcache c;
                     struct lx_error err = {{0}};
                     omp_set_num_threads(2);
-                    lx_decode_team_set(team);
+                    lx_pilot_force(team);
                     cr_assert_eq(lx_kvcache_alloc(&c, &m.arch, &st.spec, 1, T, &err), LX_OK, "%s", err.msg);
                     for (int p = 0; p < T; p++)
                         lx_decode_step(lg[team] + (long)p * V, &m, &st.spec, &c, 0, p, (p * 29 + 3) % (int)V);
                     lx_kvcache_release(&c);
                 }
-                lx_decode_team_set(-1);
+                lx_pilot_force(-1);
                 lx_kv_set(0);
                 cr_expect(memcmp(lg[0], lg[1], sizeof(float) * (size_t)V * T) == 0,
                           "%s, model %d, %s cache: the team's steps differ from one thread's", stacks_t[i], kind,
@@ -535,13 +535,13 @@ Test(decode, generation_under_a_pilot_gives_the_tokens_of_either_mode, .timeout 
     int n_thr = omp_get_max_threads();
     omp_set_num_threads(2);
     for (int team = 0; team < 2; team++) {
-        lx_decode_team_set(team);
+        lx_pilot_force(team);
         struct lx_pilot p;
         lx_pilot_start(&p, &m);
         cr_expect_not(p.on, "a forced mode is not piloted");
         cr_assert_eq(lx_generate(&m, &st.spec, prompt, 3, N, want[team], LX_DECODE_CACHE, &err), LX_OK, "%s", err.msg);
     }
-    lx_decode_team_set(-1);
+    lx_pilot_force(-1);
     cr_expect_eq(memcmp(want[0], want[1], sizeof want[0]), 0);
     struct lx_pilot p;
     lx_pilot_start(&p, &m);

@@ -354,6 +354,15 @@ Test(generate, bad_input_is_refused, .init = setup, .fini = teardown, .timeout =
     cr_expect_eq(sh(out, sizeof out, "$L generate --model $R/tests/ref/model_ckpt_causal_rope.safetensors -n 5 "
                     "--method alibi"), 2, "%s", out);
     cr_expect(strstr(out, "'alibi' is a training-time method") != NULL, "%s", out);
+    /* the benches' way to force where steps run, checked when lenx starts */
+    cr_expect_eq(sh(out, sizeof out, "LENX_TEAM=both $L generate --model "
+                    "$R/tests/ref/model_ckpt_causal_rope.safetensors -n 5"), 2, "%s", out);
+    cr_expect(strstr(out, "LENX_TEAM is 'both', not a way to run steps") != NULL, "%s", out);
+    cr_expect(strstr(out, "hint: pilot (the default), team or one") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "LENX_TEAM=one OMP_NUM_THREADS=2 $L generate --model "
+                    "$R/tests/ref/model_ckpt_causal_rope.safetensors -n 12 --ids --timings 2>&1 >/dev/null"), 0, "%s",
+                 out);
+    cr_expect(strstr(out, "; 0 on 2 threads, 11 on one, 0 probes, 0 switches") != NULL, "%s", out);
 }
 
 /* cmd exits 2 with want in its output. */

@@ -126,3 +126,15 @@ Test(pilot, off_it_keeps_its_mode)
     cr_expect_eq(p.probes, 0);
     cr_expect_eq(p.steps[0], 99);
 }
+
+/* LENX_TEAM's words, and nothing else. */
+Test(pilot, the_forced_modes_are_named)
+{
+    int mode = 7;
+    cr_expect(lx_pilot_parse("team", &mode) == 0 && mode == 1);
+    cr_expect(lx_pilot_parse("one", &mode) == 0 && mode == 0);
+    cr_expect(lx_pilot_parse("pilot", &mode) == 0 && mode == -1);
+    mode = 7;
+    cr_expect(lx_pilot_parse("Team", &mode) < 0 && lx_pilot_parse("", &mode) < 0 && lx_pilot_parse("2", &mode) < 0);
+    cr_expect_eq(mode, 7, "a refused word leaves the mode alone");
+}

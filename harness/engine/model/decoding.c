@@ -72,22 +72,16 @@ static void attend(struct lx_kvcache *c, const struct lx_spec *spec, int global,
     }
 }
 
-static int team_mode = -1;
-
-void lx_decode_team_set(int mode)
-{
-    team_mode = mode;
-}
-
-/* Whether a step of m runs on one thread when no pilot says (lx_decode_team_set, else by the weights' size). */
+/* Whether a step of m runs on one thread when no pilot says (lx_pilot_force, else by the weights' size). */
 static int solo_default(const struct lx_model *m)
 {
-    return team_mode == 0 || (team_mode < 0 && lx_model_held_bytes(m) < LX_DECODE_TEAM_BYTES);
+    int forced = lx_pilot_forced();
+    return forced == 0 || (forced < 0 && lx_model_held_bytes(m) < LX_DECODE_TEAM_BYTES);
 }
 
 void lx_pilot_start(struct lx_pilot *p, const struct lx_model *m)
 {
-    lx_pilot_init(p, solo_default(m), team_mode < 0 && omp_get_max_threads() > 1);
+    lx_pilot_init(p, solo_default(m), lx_pilot_forced() < 0 && omp_get_max_threads() > 1);
 }
 
 void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spec *spec, struct lx_kvcache *c,

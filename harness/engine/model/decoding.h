@@ -31,9 +31,6 @@ struct lx_sampler {
 /* Weights from which a decoding step starts on the OpenMP team instead of one thread (512 MiB);
 ** a pilot (pilot.h) then times both and keeps the faster. */
 #define LX_DECODE_TEAM_BYTES (512.0 * 1024 * 1024)
-/* For the tests and benches: 1 every step on the team, 0 on one thread, -1 (the default) by the
-** weights' size as above. The bits are the same either way (decoding.c). */
-void lx_decode_team_set(int mode);
 
 /* Token `token` at position pos of slot `slot`, whose rows [0, pos) are
 ** cached (pos <= len, pos < T): its key and value rows enter the cache
@@ -44,7 +41,9 @@ void lx_decode_step(float *logits, const struct lx_model *m, const struct lx_spe
 void lx_decode_step_on(float *logits, const struct lx_model *m, const struct lx_spec *spec, struct lx_kvcache *c,
                        int slot, long pos, int token, int solo);
 /* A pilot for m's decoding steps (pilot.h): starting in the mode lx_decode_step
-** picks, probing unless lx_decode_team_set forced a mode or there is one thread. */
+** picks (a forced mode, else by the weights' size as above), probing unless
+** lx_pilot_force forced a mode or there is one thread. The bits are the same
+** either way (decoding.c). */
 void lx_pilot_start(struct lx_pilot *p, const struct lx_model *m);
 
 /* The token sampler s picks for generated token k from logits (V) (p (V) scratch):

@@ -6,6 +6,27 @@
 
 #include <string.h>
 
+static int forced = -1;
+
+void lx_pilot_force(int mode)
+{
+    forced = mode;
+}
+
+int lx_pilot_forced(void)
+{
+    return forced;
+}
+
+int lx_pilot_parse(const char *s, int *mode)
+{
+    static const char *const names[] = {"one", "team", "pilot"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, names[i]) == 0)
+            return *mode = i < 2 ? i : -1, 0;
+    return -1;
+}
+
 void lx_pilot_init(struct lx_pilot *p, int solo, int on)
 {
     memset(p, 0, sizeof *p);

@@ -45,6 +45,13 @@ struct lx_pilot {
     long probes, switches;
 };
 
+/* Every pilot's mode forced for the process (benches and tests; LENX_TEAM,
+** read once at start-up): 1 the team, 0 one thread, -1 (the default) piloted. */
+void lx_pilot_force(int mode);
+int lx_pilot_forced(void);
+/* 0 and *mode on "team", "one" or "pilot", -1 on anything else. */
+int lx_pilot_parse(const char *s, int *mode);
+
 /* A pilot starting in mode solo, probing when on (else it keeps solo). */
 void lx_pilot_init(struct lx_pilot *p, int solo, int on);
 /* Whether the next step runs on one thread (1) or the team (0). */

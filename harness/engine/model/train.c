@@ -576,7 +576,8 @@ static int train_setup(struct lx_model *m, const struct lx_spec *spec, const str
     if (rc == LX_OK)
         rc = train_state_init(t, m, spec, c, text, tok, err);
     t->n_thr = omp_get_max_threads();
-    lx_pilot_init(&t->pl, 0, lx_numerics_get() == LX_NUMERICS_PORTABLE && t->n_thr > 1);
+    int forced = lx_numerics_get() == LX_NUMERICS_PORTABLE ? lx_pilot_forced() : 1;   /* else the team */
+    lx_pilot_init(&t->pl, forced == 0, forced < 0 && t->n_thr > 1);
     if (rc < 0)
         return rc;
     if ((rc = lx_acts_alloc(a, &m->arch, t->B, t->T, 1, err)) < 0) {
