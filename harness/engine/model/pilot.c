@@ -50,11 +50,11 @@ int lx_pilot_solo(const struct lx_pilot *p)
 void lx_pilot_told(struct lx_pilot *p, double seconds)
 {
     p->steps[lx_pilot_solo(p)]++;
-    p->told++;
+    long told = p->steps[0] + p->steps[1];
     if (!p->on)
         return;
     if (p->phase == 0) {
-        if (p->told < p->next)
+        if (told < p->next)
             return;
         p->phase = 1;   /* the next step starts a probe */
         p->t[0] = p->t[1] = 0.0;
@@ -73,5 +73,5 @@ void lx_pilot_told(struct lx_pilot *p, double seconds)
         long g = LX_PILOT_GROWTH * p->every;
         p->every = g < LX_PILOT_EVERY_MAX ? g : LX_PILOT_EVERY_MAX;
     }
-    p->next = p->told + p->every;
+    p->next = told + p->every;
 }

@@ -37,7 +37,6 @@ struct lx_pilot {
     int on;         /* 0: every step in the mode it was started with */
     int solo;       /* the mode held: 1 one thread, 0 the team */
     int phase;      /* 0 outside a probe, else the probe's next step (1-4) */
-    long told;      /* steps told so far */
     long next;      /* the step at which the next probe starts */
     long every;     /* steps from a probe's end to the next one's start */
     double t[2];    /* a probe's seconds: [0] in the mode held, [1] in the other */

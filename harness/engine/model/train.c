@@ -646,9 +646,7 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         double loss = lx_model_forward(m, spec, t.tok, t.tgt, &a);
         lx_model_backward(m, spec, t.tok, t.tgt, &a, &opt.g);
         lx_optim_step(&opt, m, c, step);
-        rep->solo_steps += t.n_thr > 1 && lx_pilot_solo(&t.pl);
         lx_pilot_told(&t.pl, omp_get_wtime() - ts);
-        rep->switches = t.pl.switches;
         run_loss += loss;
         run_n++;
         double val = NAN;
@@ -679,6 +677,8 @@ int lx_train(struct lx_model *m, const struct lx_spec *spec, const struct lx_tra
         }
     }
     omp_set_num_threads(t.n_thr);
+    rep->solo_steps = t.n_thr > 1 ? t.pl.steps[1] : 0;
+    rep->switches = t.pl.switches;
     lx_optim_unshadow(&opt, m);
     lx_optim_release(&opt);
     lx_acts_release(&a);
