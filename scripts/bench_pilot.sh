@@ -7,7 +7,8 @@
 #           Llama-3.2-1B's shape (scripts/bench_model.sh 1b): a step's milliseconds
 #   train   configs/quick.yaml's model (portable numerics) for 200 steps: the training's seconds
 # Each on all the cores (OMP_NUM_THREADS unset); ROUNDS (default 3) rounds alternate the three
-# modes; prints each one's median and the pilot's ratio to the other two, a round at a time.
+# modes; prints each one's median, the pilot's ratio to the other two and where the pilot ran
+# its steps (decode: the steps after the prompt; train: the steps of the run), a round at a time.
 # usage: [LENX_BIN=path/to/lenx] scripts/bench_pilot.sh [ROUNDS] [OUT_DIR]
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,14 +46,18 @@ def run(cmd, mode, cwd=None):
 
 def decode(mode):
     err = run([lenx, "generate", "--ids", "--model", model, "--prompt", prompt, "-n", "65", "--timings"], mode)
-    return float(re.search(r"([0-9.]+) ms a step", err).group(1))
+    m = re.search(r"(\d+) on \d+ threads, (\d+) on one, (\d+) probes?, (\d+) switch", err)
+    split = f"{m.group(1)} team, {m.group(2)} one, {m.group(3)} probes, {m.group(4)} switches" if m else "?"
+    return float(re.search(r"([0-9.]+) ms a step", err).group(1)), split
 
 def train(mode):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     open(os.path.join(work, "b.yaml"), "w").write(yaml)
     err = run([lenx, "run", "b.yaml", "--db", "b.db", "--no-table"], mode, cwd=work)
-    return float(re.search(r"tokens in ([0-9.]+) s", err).group(1))
+    m = re.search(r"(\d+) of (\d+) steps ran on one thread", err)
+    split = f"{m.group(1)} of {m.group(2)} steps on one" if m else "all on the team"
+    return float(re.search(r"tokens in ([0-9.]+) s", err).group(1)), split
 
 modes = ["team", "pilot", "one"]
 for load in ("quiet", "beside a spinning process"):
@@ -60,14 +65,19 @@ for load in ("quiet", "beside a spinning process"):
     try:
         for what, fn, unit in (("decode", decode, "ms a step"), ("train", train, "s")):
             got = {m: [] for m in modes}
+            splits = []
             for r in range(rounds):
                 for m in modes:
-                    got[m].append(fn(m))
+                    v, split = fn(m)
+                    got[m].append(v)
+                    if m == "pilot":
+                        splits.append(split)
             med = {m: statistics.median(got[m]) for m in modes}
             print(f"{what}, {load}: " + ", ".join(f"{m} {med[m]:.1f} {unit}" for m in modes))
             for m in ("team", "one"):
                 ratios = " ".join(f"{got[m][r] / got['pilot'][r]:.2f}" for r in range(rounds))
                 print(f"    {m} / pilot, a round at a time: {ratios}")
+            print("    the pilot's steps, a round at a time: " + "; ".join(splits))
     finally:
         if spin:
             spin.kill()

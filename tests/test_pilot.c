@@ -11,11 +11,13 @@
 #include "harness/engine/model/pilot.h"
 
 /* Step times in ms: the team's and one thread's, before step `at` (counted
-** from 1) and from it on. */
+** from 1) and from it on; step `spike`, if any, takes spike_ms whatever its mode. */
 struct load {
     double team, solo;
     long at;
     double team2, solo2;
+    long spike;
+    double spike_ms;
 };
 
 /* n steps under the pilot, each taking the made-up time of its mode: modes[i]
@@ -26,6 +28,8 @@ static void fly(struct lx_pilot *p, const struct load *ld, long n, char *modes)
         int solo = lx_pilot_solo(p);
         int late = ld->at > 0 && i + 1 >= ld->at;
         double ms = solo ? (late ? ld->solo2 : ld->solo) : (late ? ld->team2 : ld->team);
+        if (i + 1 == ld->spike)
+            ms = ld->spike_ms;
         modes[i] = solo ? 'S' : 'T';
         lx_pilot_told(p, 1e-3 * ms);
     }
@@ -61,7 +65,7 @@ static struct lx_pilot flown(struct load ld, long n, const char *want)
 ** then 256 steps. */
 Test(pilot, a_quiet_machine_keeps_the_team_and_probes_ever_less_often)
 {
-    struct lx_pilot p = flown((struct load){30, 50, 0, 0, 0}, 120, "5T 2S 66T 2S 45T");
+    struct lx_pilot p = flown((struct load){.team = 30, .solo = 50}, 120, "5T 2S 66T 2S 45T");
     cr_expect_eq(p.probes, 2);
     cr_expect_eq(p.switches, 0);
     cr_expect_eq(p.steps[0], 116);
@@ -74,7 +78,7 @@ Test(pilot, a_quiet_machine_keeps_the_team_and_probes_ever_less_often)
 ** it (25-28: S T T S, kept), then 64 after that (93-96). */
 Test(pilot, a_loaded_machine_switches_to_one_thread_at_the_first_probe)
 {
-    struct lx_pilot p = flown((struct load){140, 55, 0, 0, 0}, 99, "5T 2S 1T 17S 2T 66S 2T 4S");
+    struct lx_pilot p = flown((struct load){.team = 140, .solo = 55}, 99, "5T 2S 1T 17S 2T 66S 2T 4S");
     cr_expect_eq(p.switches, 1);
     cr_expect_eq(p.probes, 3);
     cr_expect(p.solo);
@@ -86,18 +90,56 @@ Test(pilot, a_loaded_machine_switches_to_one_thread_at_the_first_probe)
 ** next probe is 16 steps later (113-116), on the team. */
 Test(pilot, the_team_returns_when_the_load_goes)
 {
-    struct lx_pilot p = flown((struct load){140, 55, 30, 30, 50}, 120, "5T 2S 1T 17S 2T 66S 2T 1S 17T 2S 5T");
+    struct lx_pilot p = flown((struct load){.team = 140, .solo = 55, .at = 30, .team2 = 30, .solo2 = 50}, 120,
+                              "5T 2S 1T 17S 2T 66S 2T 1S 17T 2S 5T");
     cr_expect_eq(p.switches, 2);
 }
 
-/* B must take under LX_PILOT_GAIN (0.85) of A's time: at 0.86 of it the pilot keeps
+/* One slow step (300 ms on a quiet machine, a page fault's or another
+** process's doing) at the probe's first, on the team (A), hardly moves the
+** median of the team's steps (30, 30, 30, 30, 300, 30: 30 ms): twice it, 60,
+** against B's 100 keeps the team. One at its second, on one thread (B), only
+** makes B slower. Either way the probes come as on any quiet machine. */
+Test(pilot, one_slow_step_does_not_move_the_pilot)
+{
+    for (long at = 5; at <= 6; at++) {
+        struct lx_pilot p = flown((struct load){.team = 30, .solo = 50, .spike = at, .spike_ms = 300}, 80,
+                                  "5T 2S 66T 2S 5T");
+        cr_expect_eq(p.switches, 0, "a slow step %ld", at);
+        cr_expect_eq(p.probes, 2);
+    }
+}
+
+/* One fast step of the team's on a loaded machine (40 ms at the probe's
+** first, the other process off its core for a moment) does not keep the team
+** there: the median of its six steps is 140 ms, and one thread's 110 is
+** under 0.85 of twice that. */
+Test(pilot, one_fast_step_does_not_keep_the_team_under_load)
+{
+    struct lx_pilot p = flown((struct load){.team = 140, .solo = 55, .spike = 5, .spike_ms = 40}, 30,
+                              "5T 2S 1T 17S 2T 3S");
+    cr_expect_eq(p.switches, 1);
+}
+
+/* The median is of the last LX_PILOT_HELD steps: a load that comes at step
+** 60 of a quiet run (the team's steps from 30 to 140 ms) is seen by the
+** probe on steps 73-76, whose eight steps on the team are all loaded, though
+** most of the run's were quiet. */
+Test(pilot, the_median_is_of_the_last_steps)
+{
+    struct lx_pilot p = flown((struct load){.team = 30, .solo = 50, .at = 60, .team2 = 140, .solo2 = 55}, 80,
+                              "5T 2S 66T 2S 1T 4S");
+    cr_expect_eq(p.switches, 1);
+}
+
+/* B must take under LX_PILOT_GAIN (0.85) of twice A's typical step: at 0.86 of it the pilot keeps
 ** its mode, at 0.84 it switches. The gap between probes stops growing at
 ** LX_PILOT_EVERY_MAX. */
 Test(pilot, a_switch_needs_a_clear_gain_and_the_gap_stops_growing)
 {
     struct lx_pilot p;
     char got[4000];
-    struct load even = {100, 86, 0, 0, 0}, clear = {100, 84, 0, 0, 0};
+    struct load even = {.team = 100, .solo = 86}, clear = {.team = 100, .solo = 84};
     lx_pilot_init(&p, 0, 1);
     fly(&p, &even, 8, got);
     cr_expect_eq(p.switches, 0, "one thread at 0.86 of the team's time is no clear gain");
@@ -105,7 +147,7 @@ Test(pilot, a_switch_needs_a_clear_gain_and_the_gap_stops_growing)
     fly(&p, &clear, 8, got);
     cr_expect_eq(p.switches, 1, "one thread at 0.84 of the team's time is");
     lx_pilot_init(&p, 1, 1);
-    struct load quiet = {30, 50, 0, 0, 0};
+    struct load quiet = {.team = 30, .solo = 50};
     fly(&p, &quiet, 3000, got);
     cr_expect_eq(p.switches, 1);
     cr_expect_eq(p.every, LX_PILOT_EVERY_MAX);
@@ -118,7 +160,7 @@ Test(pilot, a_switch_needs_a_clear_gain_and_the_gap_stops_growing)
 Test(pilot, off_it_keeps_its_mode)
 {
     struct lx_pilot p;
-    struct load ld = {1000, 1, 0, 0, 0};
+    struct load ld = {.team = 1000, .solo = 1};
     char got[100];
     lx_pilot_init(&p, 0, 0);
     fly(&p, &ld, 99, got);

@@ -47,25 +47,49 @@ int lx_pilot_solo(const struct lx_pilot *p)
     return probing_other(p) ? !p->solo : p->solo;
 }
 
+/* A step in the mode held: the last LX_PILOT_HELD are kept. */
+static void held(struct lx_pilot *p, double seconds)
+{
+    p->held[p->n_held++ % LX_PILOT_HELD] = seconds;
+}
+
+/* A probe after a switch comes LX_PILOT_EVERY steps later, so it meets no step from before it. */
+_Static_assert(LX_PILOT_EVERY >= LX_PILOT_HELD, "a probe's median is of the mode held");
+
+/* The median of the held steps kept (at least two: the first probe starts after LX_PILOT_FIRST). */
+static double held_median(const struct lx_pilot *p)
+{
+    int n = p->n_held < LX_PILOT_HELD ? (int)p->n_held : LX_PILOT_HELD;
+    double v[LX_PILOT_HELD];
+    for (int i = 0; i < n; i++) {   /* insertion sort of at most LX_PILOT_HELD values */
+        int j = i;
+        for (; j > 0 && v[j - 1] > p->held[i]; j--)
+            v[j] = v[j - 1];
+        v[j] = p->held[i];
+    }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 void lx_pilot_told(struct lx_pilot *p, double seconds)
 {
     p->steps[lx_pilot_solo(p)]++;
     long told = p->steps[0] + p->steps[1];
     if (!p->on)
         return;
+    if (probing_other(p))
+        p->b[p->phase - 2] = seconds;
+    else
+        held(p, seconds);
     if (p->phase == 0) {
-        if (told < p->next)
-            return;
-        p->phase = 1;   /* the next step starts a probe */
-        p->t[0] = p->t[1] = 0.0;
+        if (told >= p->next)
+            p->phase = 1;   /* the next step starts a probe */
         return;
     }
-    p->t[probing_other(p)] += seconds;
     if (p->phase++ < 4)
         return;
     p->phase = 0;
     p->probes++;
-    if (p->t[1] < LX_PILOT_GAIN * p->t[0]) {
+    if (p->b[0] + p->b[1] < LX_PILOT_GAIN * 2.0 * held_median(p)) {
         p->solo = !p->solo;
         p->switches++;
         p->every = LX_PILOT_EVERY;

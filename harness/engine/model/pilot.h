@@ -11,9 +11,15 @@
 ** to be scheduled again and the team runs 2-3x slower than one thread alone
 ** (140-146 against 51-57 ms). Neither choice is right everywhere and the
 ** load changes while a program runs, so a pilot times both: now and then a
-** probe runs four steps, A B B A (A the mode it holds, B the other; the
-** order cancels a drift of step time with position), and B is taken when
-** its two steps took less than LX_PILOT_GAIN of A's. A probe that keeps the
+** probe runs four steps, A B B A (A the mode it holds, B the other), and B
+** is taken when its two steps took less than LX_PILOT_GAIN of twice A's
+** typical step, the median of the last LX_PILOT_HELD steps run in mode A
+** (the probe's two among them). One step's time says little: on a quiet
+** machine a page fault or another process waking for a moment makes a step
+** slow, and a move on it would cost LX_PILOT_EVERY steps on one thread;
+** beside a busy process the team's steps vary widely as that process is
+** scheduled, and one fast step would keep the team until the next probe. A
+** median of eight moves little with one of them. A probe that keeps the
 ** mode makes the gap to the next one LX_PILOT_GROWTH times longer (up to
 ** LX_PILOT_EVERY_MAX); a switch starts again from LX_PILOT_EVERY. A probe
 ** costs about a step where the modes differ by 1.7x (a quiet machine), so
@@ -31,7 +37,8 @@
 #define LX_PILOT_EVERY 16       /* steps between probes after a switch */
 #define LX_PILOT_GROWTH 4       /* the gap's factor after a probe that keeps the mode */
 #define LX_PILOT_EVERY_MAX 512  /* the most steps between probes */
-#define LX_PILOT_GAIN 0.85      /* B replaces A when B's probe steps took under this share of A's */
+#define LX_PILOT_GAIN 0.85      /* B replaces A when B's probe steps took under this share of A's (as above) */
+#define LX_PILOT_HELD 8         /* the mode held's last steps, whose median stands for A in a probe */
 
 struct lx_pilot {
     int on;         /* 0: every step in the mode it was started with */
@@ -39,7 +46,9 @@ struct lx_pilot {
     int phase;      /* 0 outside a probe, else the probe's next step (1-4) */
     long next;      /* the step at which the next probe starts */
     long every;     /* steps from a probe's end to the next one's start */
-    double t[2];    /* a probe's seconds: [0] in the mode held, [1] in the other */
+    double held[LX_PILOT_HELD]; /* the last steps in the mode held (a ring) */
+    long n_held;    /* steps put in it */
+    double b[2];    /* a probe's two steps in the other mode */
     long steps[2];  /* steps run on the team [0] and on one thread [1] */
     long probes, switches;
 };
