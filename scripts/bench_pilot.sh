@@ -56,7 +56,7 @@ def train(mode):
     open(os.path.join(work, "b.yaml"), "w").write(yaml)
     err = run([lenx, "run", "b.yaml", "--db", "b.db", "--no-table"], mode, cwd=work)
     m = re.search(r"(\d+) of (\d+) steps ran on one thread", err)
-    split = f"{m.group(1)} of {m.group(2)} steps on one" if m else "all on the team"
+    split = f"{m.group(1)} of {m.group(2)} steps on one" if m else "no switch: the team but for probes"
     return float(re.search(r"tokens in ([0-9.]+) s", err).group(1)), split
 
 modes = ["team", "pilot", "one"]
