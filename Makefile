@@ -235,6 +235,8 @@ repro-smoke: build/.deps data/manifest.tsv
 # set by hand, and against Prescott's (scripts/bench_core.sh).
 # BENCH=pilot: decoding and portable training steps on the team, one thread and as the pilot
 # chooses, quiet and beside a process spinning on one core (scripts/bench_pilot.sh).
+# BENCH=pilot-replay: decoding steps' times on the team and one thread, quiet and beside the
+# spinner, and the pilot's rule replayed on them (scripts/bench_pilot.sh --replay, tests/bench_pilot.c).
 BENCH ?=
 BENCH_SECONDS ?= 8
 bench: build/.deps
@@ -244,6 +246,7 @@ bench: build/.deps
 	elif [ "$(BENCH)" = bf16 ]; then sh scripts/bench_bf16.sh; \
 	elif [ "$(BENCH)" = serve ]; then sh scripts/bench_serve.sh; \
 	elif [ "$(BENCH)" = pilot ]; then sh scripts/bench_pilot.sh; \
+	elif [ "$(BENCH)" = pilot-replay ]; then sh scripts/bench_pilot.sh --replay; \
 	elif [ "$(BENCH)" = bf16-8b ]; then sh scripts/bench_bf16.sh 1 $(B)/bench-8b 8b; \
 	else LENX_BENCH_SECONDS=$(BENCH_SECONDS) $(B)/lenx-bench $(BENCH); fi
 

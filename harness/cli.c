@@ -208,6 +208,15 @@ int lx_args_global(int *argc, char ***argv, struct lx_error *err)
         return lx_err(err, LX_EINVAL, "LENX_TEAM is '%s', not a way to run steps\n  hint: pilot (the default), "
                       "team or one (docs/PERFORMANCE.md, \"A step's team, chosen by timing both\")", tm);
     lx_pilot_force(team);
+    const char *tr = getenv("LENX_PILOT_TRACE");
+    if (tr && *tr) {
+        FILE *f = fopen(tr, "a");   /* closed by the process's exit */
+        if (!f)
+            return lx_err(err, LX_EIO, "LENX_PILOT_TRACE is '%s', which cannot be opened for appending: %s\n"
+                          "  hint: a file in a directory that exists and is writable, or unset it", tr,
+                          strerror(errno));
+        lx_pilot_trace(f);
+    }
     return LX_OK;
 }
 

@@ -9,10 +9,18 @@
 # Each on all the cores (OMP_NUM_THREADS unset); ROUNDS (default 3) rounds alternate the three
 # modes; prints each one's median, the pilot's ratio to the other two and where the pilot ran
 # its steps (decode: the steps after the prompt; train: the steps of the run), a round at a time.
-# usage: [LENX_BIN=path/to/lenx] scripts/bench_pilot.sh [ROUNDS] [OUT_DIR]
+# With --replay (`make bench BENCH=pilot-replay`, "A probe's yardstick" there) it runs ROUNDS
+# (default 4) decodes of 128 steps each with LENX_TEAM=team and one, quiet and beside the
+# spinner, each step's seconds written by LENX_PILOT_TRACE into
+# OUT_DIR/pilot-traces/{quiet,spin}-{team,one}-N.txt, then replays the pilot's rule on every
+# pairing of a team run with a one-thread run (`lenx-bench pilotreplay`, tests/bench_pilot.c).
+# usage: [LENX_BIN=path/to/lenx] scripts/bench_pilot.sh [--replay] [ROUNDS] [OUT_DIR]
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ROUNDS=${1:-3}
+REPLAY=
+[ "${1:-}" != --replay ] || { REPLAY=1; shift; }
+ROUNDS=${1:-${REPLAY:+4}}
+ROUNDS=${ROUNDS:-3}
 OUT=${2:-$ROOT/build/bench-bf16}
 LENX=${LENX_BIN:-$ROOT/lenx}
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
@@ -20,6 +28,31 @@ MODEL=$(sh "$ROOT/scripts/bench_model.sh" 1b "$OUT")
 TEXT="$ROOT/data/corpus/austen/test/persuasion.txt"
 [ -f "$TEXT" ] || make -C "$ROOT" -s data
 unset OMP_NUM_THREADS
+if [ -n "$REPLAY" ]; then
+    DIR=$OUT/pilot-traces
+    PROMPT=$(head -c 200 "$TEXT")
+    rm -rf "$DIR"
+    mkdir -p "$DIR"
+    SPIN=
+    trap '[ -z "$SPIN" ] || kill $SPIN' EXIT
+    for load in quiet spin; do
+        if [ $load = spin ]; then
+            sh -c 'while :; do :; done' &
+            SPIN=$!
+        fi
+        r=1
+        while [ $r -le "$ROUNDS" ]; do
+            for mode in team one; do
+                LENX_TEAM=$mode LENX_PILOT_TRACE="$DIR/$load-$mode-$r.txt" "$LENX" generate --ids --model "$MODEL" \
+                    --prompt "$PROMPT" -n 129 > /dev/null
+            done
+            r=$((r + 1))
+        done
+    done
+    kill $SPIN
+    SPIN=
+    exec "$ROOT/build/lenx-bench" pilotreplay "$DIR"
+fi
 /usr/bin/python3 - "$LENX" "$MODEL" "$OUT" "$ROUNDS" "$TEXT" <<'PY'
 import os, re, shutil, statistics, subprocess, sys
 lenx, model, out, rounds, text = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]

@@ -825,6 +825,7 @@ int lx_bench_train(void);   /* tests/bench_train.c */
 int lx_bench_train_bf16(void);
 int lx_bench_gemm(void);    /* tests/bench_gemm.c */
 int lx_bench_bf16(void);    /* tests/bench_bf16.c */
+int lx_bench_pilot_replay(const char *dir);     /* tests/bench_pilot.c */
 
 int main(int argc, char **argv)
 {
@@ -859,6 +860,8 @@ int main(int argc, char **argv)
         return bench_qdot();
     if (!strcmp(only, "glu"))
         return bench_glu();
+    if (!strcmp(only, "pilotreplay"))
+        return lx_bench_pilot_replay(argc > 2 ? argv[2] : "build/pilot-traces");
     int max_threads = omp_get_max_threads();
     char blas[128];
     lx_blas_describe(blas, sizeof blas);

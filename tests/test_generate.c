@@ -366,6 +366,37 @@ Test(generate, bad_input_is_refused, .init = setup, .fini = teardown, .timeout =
     cr_expect(strstr(out, "; 0 on 2 threads, 11 on one, 0 probes, 0 switches") != NULL, "%s", out);
 }
 
+/* LENX_PILOT_TRACE=FILE: a line a decoding step, "T seconds" or "S seconds" as
+** the pilot ran it (the counts of the timings line), appended run after run;
+** a path that cannot be opened is refused when lenx starts. */
+Test(generate, a_pilot_trace_has_a_line_a_step, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[4096];
+    const char *cmd = "OMP_NUM_THREADS=2 LENX_PILOT_TRACE=tr.txt $L generate --model "
+                      "$R/tests/ref/model_ckpt_causal_rope.safetensors -n 40 --ids --timings 2>&1 >/dev/null";
+    for (int run = 1; run <= 2; run++) {
+        cr_assert_eq(sh(out, sizeof out, "%s", cmd), 0, "%s", out);
+        const char *q = strstr(out, " on 2 threads, ");
+        long team = -1, one = -1;
+        cr_assert(q != NULL, "%s", out);
+        while (q > out && q[-1] != ' ')
+            q--;
+        cr_assert_eq(sscanf(q, "%ld on 2 threads, %ld on one", &team, &one), 2, "%s", out);
+        cr_assert_eq(team + one, 39, "%s", out);
+        cr_assert_eq(sh(out, sizeof out, "grep -c '^T [0-9]*\\.[0-9]\\{6\\}$' tr.txt; "
+                        "grep -c '^S [0-9]*\\.[0-9]\\{6\\}$' tr.txt; wc -l < tr.txt"), 0, "%s", out);
+        long t = -1, s = -1, lines = -1;
+        cr_assert_eq(sscanf(out, "%ld %ld %ld", &t, &s, &lines), 3, "%s", out);
+        cr_expect_eq(t, run * team, "a T line a step on the team: %s", out);
+        cr_expect_eq(s, run * one, "an S line a step on one thread: %s", out);
+        cr_expect_eq(lines, run * 39L, "nothing else, appended run after run: %s", out);
+    }
+    cr_expect_neq(sh(out, sizeof out, "LENX_PILOT_TRACE=nowhere/tr.txt $L generate --model "
+                     "$R/tests/ref/model_ckpt_causal_rope.safetensors -n 5"), 0, "%s", out);
+    cr_expect(strstr(out, "LENX_PILOT_TRACE is 'nowhere/tr.txt', which cannot be opened for appending: "
+                          "No such file or directory") != NULL, "%s", out);
+}
+
 /* cmd exits 2 with want in its output. */
 static void expect_refused(const char *cmd, const char *want)
 {

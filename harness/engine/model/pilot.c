@@ -7,6 +7,7 @@
 #include <string.h>
 
 static int forced = -1;
+static FILE *trace;
 
 void lx_pilot_force(int mode)
 {
@@ -16,6 +17,11 @@ void lx_pilot_force(int mode)
 int lx_pilot_forced(void)
 {
     return forced;
+}
+
+void lx_pilot_trace(FILE *f)
+{
+    trace = f;
 }
 
 int lx_pilot_parse(const char *s, int *mode)
@@ -72,6 +78,8 @@ static double held_median(const struct lx_pilot *p)
 
 void lx_pilot_told(struct lx_pilot *p, double seconds)
 {
+    if (trace)
+        fprintf(trace, "%c %.6f\n", lx_pilot_solo(p) ? 'S' : 'T', seconds);
     p->steps[lx_pilot_solo(p)]++;
     long told = p->steps[0] + p->steps[1];
     if (!p->on)

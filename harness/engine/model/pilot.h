@@ -33,6 +33,8 @@
 #ifndef LX_PILOT_H
 #define LX_PILOT_H
 
+#include <stdio.h>
+
 #define LX_PILOT_FIRST 4        /* steps before the first probe: a short answer never probes */
 #define LX_PILOT_EVERY 16       /* steps between probes after a switch */
 #define LX_PILOT_GROWTH 4       /* the gap's factor after a probe that keeps the mode */
@@ -57,6 +59,11 @@ struct lx_pilot {
 ** read once at start-up): 1 the team, 0 one thread, -1 (the default) piloted. */
 void lx_pilot_force(int mode);
 int lx_pilot_forced(void);
+/* Every step any pilot is told of, forced or not, written to f as a line
+** "T seconds" (the team) or "S seconds" (one thread); NULL (the default)
+** writes none. LENX_PILOT_TRACE=FILE at start-up; lenx-bench pilotreplay
+** replays such traces. */
+void lx_pilot_trace(FILE *f);
 /* 0 and *mode on "team", "one" or "pilot", -1 on anything else. */
 int lx_pilot_parse(const char *s, int *mode);
 
