@@ -9,21 +9,20 @@
 
 #include <math.h>
 #include <omp.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include "harness/engine/model/calibrate.h"
+#include "harness/engine/data/corpus.h"
 #include "harness/engine/lm/lm.h"
 #include "harness/core/mapguard.h"
 #include "harness/engine/kernels/wprod.h"
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/formats/checkpoint.h"
+#include "harness/sweep/owner.h"
 #include "harness/sweep/resume.h"
 #include "harness/core/hash.h"
 #include "harness/core/version.h"
@@ -34,98 +33,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* A logit task's probe, seen through struct lx_probe. */
-struct task_probe {
-    const struct lx_task *task;
-    const struct lx_task_ctx *ctx;
-};
-
-static int task_stats(void *ctx, int at_train, double tau, int layer0, struct lx_probe_stats *out,
-                      struct lx_error *err)
-{
-    const struct task_probe *tp = ctx;
-    (void)layer0;   /* synthetic logits have one layer */
-    return tp->task->probe(tp->ctx, at_train, tau, out, err);
-}
-
-/* ---- calibrated temperatures of the loaded model ------------------------ */
-
-struct lx_calib_entry {
-    int stack;
-    long length;
-    unsigned caps;
-    char *split;
-    double tau;
-};
-
-int lx_calib_memo_get(const struct lx_calib_memo *m, int stack, long length, unsigned caps, const char *split,
-                      double *tau)
-{
-    for (int i = 0; m && i < m->n; i++) {
-        const struct lx_calib_entry *e = &m->e[i];
-        if (e->stack == stack && e->length == length && e->caps == caps && strcmp(e->split, split) == 0) {
-            *tau = e->tau;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-void lx_calib_memo_put(struct lx_calib_memo *m, int stack, long length, unsigned caps, const char *split,
-                       double tau)
-{
-    if (m->n == m->cap) {
-        m->cap = m->cap ? 2 * m->cap : 8;
-        m->e = lx_xrealloc(m->e, sizeof *m->e * (size_t)m->cap);
-    }
-    m->e[m->n++] = (struct lx_calib_entry){.stack = stack, .length = length, .caps = caps,
-                                           .split = lx_xstrdup(split), .tau = tau};
-}
-
-void lx_calib_memo_clear(struct lx_calib_memo *m)
-{
-    for (int i = 0; i < m->n; i++)
-        free(m->e[i].split);
-    free(m->e);
-    *m = (struct lx_calib_memo){0};
-}
-
-/* Set the temperature of a calibrating stack (t5align) for this cell: on the
-** model, against the same stack at the training length (or from the memo,
-** when another task of this stack and length read the same split), or
-** through the task's probe. */
-static int calibrate(const struct lx_stack *st, int stack, const struct lx_task_use *tu, const struct lx_facts *f,
-                     const struct lx_task_ctx *ctx, struct lx_calib_memo *memo, struct lx_spec *spec,
-                     struct lx_error *err)
-{
-    if (ctx->model) {
-        const char *split = tu->task->split(tu->params);
-        unsigned caps = tu->task->caps;
-        if (lx_calib_memo_get(memo, stack, f->length, caps, split, &spec->temperature))
-            return LX_OK;
-        struct lx_facts ft = *f;
-        ft.length = f->train_len;
-        struct lx_spec spec_train;
-        const struct lx_corpus_tokens *text;     /* in the model's tokens */
-        const struct lx_tokenizer *tok = lx_tok_or_byte(ctx->tok);
-        int rc = lx_stack_compile(st, &ft, &spec_train, err);
-        if (rc == LX_OK)
-            rc = lx_corpus_tokens(&text, split, tok, err);
-        if (rc == LX_OK)
-            rc = lx_calibrate_model(spec, &spec_train, ctx->model, text, lx_tok_begin(tok), err);
-        if (rc == LX_OK && memo)
-            lx_calib_memo_put(memo, stack, f->length, caps, split, spec->temperature);
-        return rc;
-    }
-    if (!tu->task->probe)
-        return lx_err(err, LX_EINVAL, "method '%s' calibrates on a model or a task with a probe, and task '%s' "
-                      "has neither\n  hint: run it on a model task or on gaussian", spec->calib_method,
-                      tu->task->name);
-    struct task_probe tp = {.task = tu->task, .ctx = ctx};
-    struct lx_probe probe = {.ctx = &tp, .stats = task_stats};
-    return lx_spec_calibrate(spec, &probe, err);
 }
 
 /* Prefix a model cell's failure with the model's name and key. */
@@ -181,8 +88,8 @@ int lx_cell_run(const struct lx_plan *plan, const struct lx_cell *c, const struc
         .begin_text = model && g->models[c->model].train.begin == LX_BEGIN_TEXT,
     };
     LX_ASSERT((c->model >= 0) == (model != NULL));
-    if (spec.calibrate && (rc = calibrate(&g->stacks[c->stack], c->stack, tu, &f, &ctx, model ? memo : NULL, &spec,
-                                          err)) < 0)
+    if (spec.calibrate && (rc = lx_sweep_calibrate(&g->stacks[c->stack], c->stack, tu, &f, &ctx,
+                                                   model ? memo : NULL, &spec, err)) < 0)
         return rc;
     rc = tu->task->run(&ctx, res, err);
     if (rc < 0 && model)
@@ -673,82 +580,6 @@ static void fill_record(struct lx_run_record *r, const struct runner *run, const
     r->config_text = g->doc.text;
 }
 
-/* ---- claims: who we are, and a heartbeat ----------------------------------- */
-
-/* host:pid:random, unique even when a pid is reused on another host. */
-static void owner_init(struct lx_owner *me)
-{
-    unsigned long long rnd = 0;
-    FILE *f = fopen("/dev/urandom", "rb");
-    if (!f || fread(&rnd, sizeof rnd, 1, f) != 1)
-        rnd = (unsigned long long)(now() * 1e6) ^ (unsigned long long)getpid() << 32;
-    if (f)
-        fclose(f);
-    if (gethostname(me->host, sizeof me->host - 1) != 0)
-        strcpy(me->host, "unknown");
-    me->host[sizeof me->host - 1] = '\0';
-    me->pid = (long)getpid();
-    snprintf(me->id, sizeof me->id, "%s:%ld:%016llx", me->host, me->pid, rnd);
-}
-
-/* A thread that marks our claims alive every LX_HEARTBEAT_S seconds over a
-** connection of its own, so a long cell or training run is never taken for
-** a dead one (LX_CLAIM_STALE_S). */
-#define LX_HEARTBEAT_S 10
-
-struct heartbeat {
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop, running;          /* stop asked; the thread was started */
-    const char *db, *owner;
-};
-
-static void *heartbeat_main(void *arg)
-{
-    struct heartbeat *hb = arg;
-    struct lx_store *s;
-    struct lx_error err;
-    if (lx_store_open(&s, hb->db, 0, &err) < 0)
-        return NULL;    /* the pid check still covers this host */
-    pthread_mutex_lock(&hb->mu);
-    while (!hb->stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += LX_HEARTBEAT_S;
-        if (pthread_cond_timedwait(&hb->cv, &hb->mu, &until) != 0 && !hb->stop) {
-            pthread_mutex_unlock(&hb->mu);
-            lx_store_heartbeat(s, hb->owner, &err);
-            pthread_mutex_lock(&hb->mu);
-        }
-    }
-    pthread_mutex_unlock(&hb->mu);
-    lx_store_close(s);
-    return NULL;
-}
-
-static void heartbeat_start(struct heartbeat *hb, const char *db, const char *owner)
-{
-    memset(hb, 0, sizeof *hb);
-    hb->db = db;
-    hb->owner = owner;
-    pthread_mutex_init(&hb->mu, NULL);
-    pthread_cond_init(&hb->cv, NULL);
-    hb->running = pthread_create(&hb->thread, NULL, heartbeat_main, hb) == 0;
-}
-
-static void heartbeat_stop(struct heartbeat *hb)
-{
-    pthread_mutex_lock(&hb->mu);
-    hb->stop = 1;
-    pthread_cond_signal(&hb->cv);
-    pthread_mutex_unlock(&hb->mu);
-    if (hb->running)
-        pthread_join(hb->thread, NULL);
-    pthread_mutex_destroy(&hb->mu);
-    pthread_cond_destroy(&hb->cv);
-}
-
 /* ---- the sweep ------------------------------------------------------------- */
 
 /* A server model: recorded in the store's models table once per pass, its
@@ -942,14 +773,14 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
     lx_numerics_set(plan->grid->numerics);     /* before any pass: the keys were made for this mode */
     lx_kv_set(plan->grid->kv);
     lx_acts_llamacpp_set(plan->grid->acts_llamacpp);
-    owner_init(&r.me);
+    lx_owner_init(&r.me);
     lx_products_describe(r.blas, sizeof r.blas);
     if ((rc = lx_store_reap(store, &r.me, err)) < 0) {
         free(todo);
         return rc;
     }
-    struct heartbeat hb;
-    heartbeat_start(&hb, lx_store_path(store), r.me.id);
+    struct lx_heartbeat hb;
+    lx_heartbeat_start(&hb, lx_store_path(store), r.me.id);
     struct model_slot slot = {0};
     double spent = 0.0;
     int total = n_todo, n_done = 0, waiting = 0;
@@ -989,7 +820,7 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
     }
     struct lx_error ignored;
     lx_store_unclaim(store, NULL, NULL, r.me.id, &ignored);
-    heartbeat_stop(&hb);
+    lx_heartbeat_stop(&hb);
     lx_model_release(&slot.m);
     lx_calib_memo_clear(&slot.calib);
     free(todo);

@@ -6,6 +6,7 @@
 #ifndef LX_RUN_H
 #define LX_RUN_H
 
+#include "harness/sweep/calib.h"
 #include "harness/sweep/plan.h"
 #include "harness/scaleout/shard.h"
 #include "results/store.h"
@@ -30,24 +31,6 @@ struct lx_run_summary {
     int n_trained;          /* models trained now */
     long train_steps;       /* optimizer steps taken now (0 when every model was cached) */
 };
-
-/* The temperatures a calibrating stack (t5align) found on one loaded model.
-** The calibration reads the model on a task's text split at the cell's
-** length, so every task of a (stack, length) with the same split and
-** capabilities gets the same temperature: the first cell calibrates, the
-** others look it up. Holds entries of one model only; clear it when the
-** model changes. */
-struct lx_calib_memo {
-    struct lx_calib_entry *e;
-    int n, cap;
-};
-
-/* Look up (stack, length, caps, split): 1 and *tau when stored, else 0. */
-int lx_calib_memo_get(const struct lx_calib_memo *m, int stack, long length, unsigned caps, const char *split,
-                      double *tau);
-void lx_calib_memo_put(struct lx_calib_memo *m, int stack, long length, unsigned caps, const char *split,
-                       double tau);
-void lx_calib_memo_clear(struct lx_calib_memo *m);
 
 /* Run one cell into res (no store): what `lenx run` does per cell, and what
 ** tests call directly. model is the cell's model (NULL for logit tasks);
