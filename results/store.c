@@ -537,26 +537,19 @@ static const char *col_text(sqlite3_stmt *st, int i)
     return t ? (const char *)t : "";
 }
 
-/* The configuration of a cell apart from its length and seed: 16 hex digits
-** of the SHA-256 of its key JSON without those two fields and with the model
-** key replaced by the model's configuration without its seed (computed in
-** SQL; the model key itself when the models table does not know it). Cells
-** that differ only in seed share it, so they pool as seeds. */
-static void config_hash(const char *key_json_rest, char out[17])
-{
-    char hex[65];
-    lx_sha256_hex(key_json_rest, hex);
-    memcpy(out, hex, 16);
-    out[16] = '\0';
-}
-
 /* The newest ok row of each (sweep, key) that matches, joined to its metrics
 ** or to the points of one series (?3): VALUE names the value columns (name,
-** value, x) and JOIN the table. */
+** value, x) and JOIN the table. Column 12 is what a cell's configuration hash
+** (its lx_sha256_key) is of: its key JSON without length and seed, the model
+** key replaced by the model's configuration without its seed (a trained
+** model's seed, or a fine-tuned checkpoint's finetune.seed; the model key
+** itself when the models table does not know it). Cells that differ only in
+** seed share it, so they pool as seeds. */
 #define SELECT_ROWS(VALUE, JOIN, NUMERICS)                                                                  \
     "SELECT r.id, r.sweep, r.method || coalesce(' @' || r.model, ''), r.task, r.key, r.git_commit,"         \
     " r.length, r.seed, " VALUE ", coalesce(r.model_key, ''),"                                              \
-    " json_remove(json_set(r.key_json, '$.model', coalesce(json_remove(mo.config, '$.seed'), r.model_key)),"\
+    " json_remove(json_set(r.key_json, '$.model',"                                                          \
+    "   coalesce(json_remove(mo.config, '$.seed', '$.finetune.seed'), r.model_key)),"                         \
     "   '$.length', '$.seed'), coalesce(json_extract(mo.config, '$.train.length'), 0), " NUMERICS ","        \
     " coalesce(r.blas, '')"                                                                                  \
     " FROM runs r " JOIN " LEFT JOIN models mo ON mo.key = r.model_key"                                     \
@@ -589,7 +582,7 @@ int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_row
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         long id = (long)sqlite3_column_int64(st, 0);
         if (id != last_id)      /* rows of one run are adjacent: hash once per run */
-            config_hash(col_text(st, 12), config);
+            lx_sha256_key(col_text(st, 12), config);
         last_id = id;
         int t9 = sqlite3_column_type(st, 9), t10 = sqlite3_column_type(st, 10);
         int bad = t9 == SQLITE_TEXT || t9 == SQLITE_BLOB ? 9 : t10 == SQLITE_TEXT || t10 == SQLITE_BLOB ? 10 : 0;

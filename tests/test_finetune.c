@@ -330,3 +330,26 @@ Test(finetune, a_checkpoint_is_finetuned_on_its_mixture, .init = setup, .fini = 
     cr_expect(strstr(out, "lenx: error: s.yaml:5:14: model 's': a checkpoint's mixture is what fine-tuning it "
                      "trains on, and no method stack fine-tunes it\n  hint: add finetune:") != NULL, "%s", out);
 }
+
+/* Seeds of a checkpoint fine-tuned: each seed fine-tunes a model of its own
+** (the seed is in the fine-tuning's part of the key: finetune.seed), yet they
+** are one configuration, pooled as seeds and compared with --sigma as such,
+** as the seeds of a trained model are (cli/seeds_of_one_configuration_still_pool). */
+Test(finetune, seeds_of_a_finetuned_checkpoint_pool, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[16384];
+    write_file("s.yaml", "name: s\nseeds: [1, 2]\nmodels: {s: {checkpoint: \"$R/../shared/models/stories260K/"
+               "stories260K.bin\"}}\nmethods:\n  - [{rope: {layout: interleaved}}, {yarn: {finetune: {steps: 1, "
+               "length: 256, batch: 1, lr: 5e-4}}}]\ntasks: [{ppl: {windows: 1, corpus: stories}}]\nlengths: [256]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|\" s.yaml && $L run s.yaml --db s.db --quiet --no-table"), 0,
+                 "%s", out);
+    cr_assert_eq(sql_long("s.db", "select count(distinct model_key) from runs where status = 'ok'"), 2);
+    cr_expect_eq(sh(out, sizeof out, "$L table --db s.db --metric ppl"), 0, "%s", out);
+    cr_expect(strstr(out, "(n=2) |") != NULL, "the two seeds not pooled:\n%s", out);
+    cr_expect(strstr(out, "[config") == NULL && strstr(out, "@s [") == NULL, "seeds tagged as configurations:\n%s",
+              out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare s s --db s.db --sigma 3"), 0, "%s", out);
+    cr_expect(strstr(out, "seeds pooled") != NULL, "%s", out);
+}

@@ -135,6 +135,14 @@ void lx_sha256_hex(const char *text, char out[65])
     lx_sha256_hex_bytes(text, strlen(text), out);
 }
 
+void lx_sha256_key(const char *text, char out[17])
+{
+    char hex[65];
+    lx_sha256_hex(text, hex);
+    memcpy(out, hex, 16);
+    out[16] = '\0';
+}
+
 uint64_t lx_hash64(const char *text)
 {
     struct lx_sha256 s;

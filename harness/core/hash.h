@@ -25,6 +25,8 @@ void lx_sha256_final_hex(struct lx_sha256 *s, char out[65]);
 
 /* Hex digest of a NUL-terminated string; out holds 65 bytes. */
 void lx_sha256_hex(const char *text, char out[65]);
+/* A key (run, model, configuration): the first 16 hex digits of text's digest + NUL. */
+void lx_sha256_key(const char *text, char out[17]);
 /* Hex digest of data[0, n) (any bytes); out holds 65 bytes. From
 ** LX_SHA256_LONG bytes on through libcrypto (hash.c), below it and in
 ** lx_sha256_ref_hex_bytes (the reference) through the plain code. */

@@ -135,10 +135,7 @@ int lx_task_fits_model(const struct lx_task *t, const struct lx_model_use *m)
 /* A model key: 16 hex digits of SHA-256 over its JSON (returned, owned). */
 static char *key_of(struct lx_buf *b, char key[17])
 {
-    char hex[65];
-    lx_sha256_hex(lx_buf_str(b), hex);
-    memcpy(key, hex, 16);
-    key[16] = '\0';
+    lx_sha256_key(lx_buf_str(b), key);
     return lx_xstrdup(lx_buf_str(b));
 }
 
@@ -256,10 +253,7 @@ static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error
     if (g->acts_llamacpp && g->kv)  /* an evaluation's attention rounds to the cache's type (lx_attn_half); */
         lx_buf_printf(&b, ",\"attention\":\"%s\"", lx_kv_name(g->kv)); /* training's does not */
     lx_buf_puts(&b, "}");
-    char hex[65];
-    lx_sha256_hex(lx_buf_str(&b), hex);
-    memcpy(c->key, hex, 16);
-    c->key[16] = '\0';
+    lx_sha256_key(lx_buf_str(&b), c->key);
     c->key_json = lx_xstrdup(lx_buf_str(&b));
     lx_buf_free(&b);
     lx_buf_free(&model);
