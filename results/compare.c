@@ -63,10 +63,12 @@ static int two_configurations(const char *side, const struct lx_row *a, const st
     struct lx_buf x = {0}, y = {0};
     describe_row(&x, a);
     describe_row(&y, b);
+    char seeds[64];     /* two seeds of two configurations, or one seed stored twice */
+    snprintf(seeds, sizeof seeds, a->seed == b->seed ? "seed %ld" : "seeds %ld and %ld", a->seed, b->seed);
     int rc = lx_err(err, LX_EINVAL, "%s holds two configurations of one cell (task %s, method %s, length %ld, "
-                    "seed %ld, metric %s): %s and %s\n  hint: export it again with `lenx table --format csv` "
+                    "%s, metric %s): %s and %s\n  hint: export it again with `lenx table --format csv` "
                     "(its model_key column tells model versions apart), or remove the stale cells with "
-                    "`lenx rm --not-in CONFIG`", side, a->task, a->method, a->length, a->seed, a->metric,
+                    "`lenx rm --not-in CONFIG`", side, a->task, a->method, a->length, seeds, a->metric,
                     lx_buf_str(&x), lx_buf_str(&y));
     lx_buf_free(&x);
     lx_buf_free(&y);

@@ -225,6 +225,15 @@ Test(seeds, pooled_compare_by_hand)
     struct lx_error err = {{0}};
     cr_expect_eq(lx_compare(&b, &h, &o, &out, &c, &err), LX_EINVAL);
     cr_expect(strstr(err.msg, "H holds two configurations of one cell") != NULL, "%s", err.msg);
+    cr_expect(strstr(err.msg, ", seed 2, metric x): run key k2 (13) and run key other (12)") != NULL, "%s", err.msg);
+    lx_rows_release(&h);
+    /* seeds 1 and 2 of two configurations (their hashes differ): the message names both seeds */
+    add_x(&h, 1, "x", 11), add_x(&h, 2, "x", 12);
+    lx_rows_set_origin(&h, 0, "", "c1c1c1c1c1c1c1c1");
+    lx_rows_set_origin(&h, 1, "", "c2c2c2c2c2c2c2c2");
+    cr_expect_eq(lx_compare(&b, &h, &o, &out, &c, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, ", seeds 1 and 2, metric x): run key k1 (11) and run key k2 (12)") != NULL, "%s",
+              err.msg);
     lx_rows_release(&b);
     lx_rows_release(&h);
     lx_buf_free(&out);
