@@ -43,6 +43,19 @@ Test(rng, philox_known_answers)
     }
 }
 
+/* A uniform is never 0 or 1, even from the words at either end: all ones
+** once gave exactly 1 (k + 0.5 rounds up at 2^53 - 1), so a passkey of
+** `digits: 5` could draw 100000 and overrun its six-token span. */
+Test(rng, uniforms_stay_inside_0_1)
+{
+    cr_expect_eq(lx_rng_unit(0xffffffffu, 0xffffffffu), 1.0 - 0x1p-53);
+    cr_expect_eq(lx_rng_unit(0xffffffffu, 0xffffff80u), 1.0 - 0x1p-52, "k = 2^53 - 2 (even): its own bits");
+    cr_expect_eq(lx_rng_unit(0, 0), 0x1p-54);
+    cr_expect_eq(lx_rng_unit(0, 0x40u), 1.5 * 0x1p-53);
+    cr_expect_eq(lx_rng_unit(0x80000000u, 0), 0.5 + 0x1p-54, "below 2^52: k + 0.5 exact");
+    cr_expect_lt(99999.0 * lx_rng_unit(0xffffffffu, 0xffffffffu) + 1.0, 100000.0);
+}
+
 Test(rng, normals_have_unit_moments)
 {
     struct lx_rng r;

@@ -55,12 +55,20 @@ uint32_t lx_rng_u32(struct lx_rng *r)
     return r->buf[r->used++];
 }
 
+double lx_rng_unit(uint32_t a, uint32_t b)
+{
+    uint64_t k = (uint64_t)(a >> 5) << 26 | b >> 6;     /* 27 + 26 bits */
+    /* (k + 0.5) / 2^53, never 0. From k = 2^52 on, k + 0.5 rounds to an
+    ** integer (ties to even), and for the last k to 2^53 itself: that one
+    ** draw is 1 - 2^-53 instead of 1, every other keeps its bits. */
+    double u = ((double)k + 0.5) * (1.0 / 9007199254740992.0);
+    return u < 1.0 ? u : 1.0 - 1.0 / 9007199254740992.0;
+}
+
 double lx_rng_uniform(struct lx_rng *r)
 {
-    uint64_t hi = lx_rng_u32(r) >> 5;   /* 27 bits */
-    uint64_t lo = lx_rng_u32(r) >> 6;   /* 26 bits */
-    /* (k + 0.5) / 2^53 for k in [0, 2^53): never exactly 0 or 1. */
-    return ((double)(hi << 26 | lo) + 0.5) * (1.0 / 9007199254740992.0);
+    uint32_t a = lx_rng_u32(r);
+    return lx_rng_unit(a, lx_rng_u32(r));
 }
 
 double lx_rng_normal(struct lx_rng *r)

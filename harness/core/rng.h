@@ -36,6 +36,8 @@ struct lx_rng {
 void lx_rng_init(struct lx_rng *r, uint64_t key, uint32_t stream, enum lx_rng_purpose purpose);
 uint32_t lx_rng_u32(struct lx_rng *r);
 double lx_rng_uniform(struct lx_rng *r);   /* in (0, 1), 53 random bits */
+/* The uniform made of two words a, b (a's top 27 bits, then b's top 26), as lx_rng_uniform draws them. */
+double lx_rng_unit(uint32_t a, uint32_t b);
 double lx_rng_normal(struct lx_rng *r);    /* N(0, 1), Box-Muller; uses two uniforms */
 /* Two independent N(0, 1) draws from the same two uniforms (both Box-Muller
 ** outputs): half the cost per draw when many are needed. */
