@@ -398,8 +398,8 @@ int lx_compare_pooled(const struct lx_rows *base, const struct lx_rows *head, co
         int m;
         if (isnan(se) || isnan(pb[i].mean) || isnan(ph[j].mean))
             c->n_no_se += !isnan(pb[i].mean) && !isnan(ph[j].mean), m = moved(pb[i].mean, ph[j].mean, o);
-        else
-            m = fabs(ph[j].mean - pb[i].mean) > o->sigma * se;
+        else    /* beyond K se and beyond the tolerances: with every se 0 a last bit is not a move */
+            m = fabs(ph[j].mean - pb[i].mean) > o->sigma * se && moved(pb[i].mean, ph[j].mean, o);
         if (m)
             print_pooled(out, &pb[i], &ph[j], se, c->n_moved++ == 0);
         i++, j++;

@@ -209,6 +209,19 @@ Test(seeds, pooled_compare_by_hand)
     cr_expect_eq(c.n_moved, 0, "%s", lx_buf_str(&out));
     lx_rows_release(&b);
     lx_rows_release(&h);
+    /* every se 0 (an accuracy of 1 on every seed): a last-bit difference is
+    ** within --rtol, not infinitely many standard errors; 1 against 0.5 moves */
+    for (int s = 1; s <= 3; s++) {
+        add_x(&b, s, "x", 1), add_x(&b, s, "x_se", 0), add_x(&b, s, "y", 1), add_x(&b, s, "y_se", 0);
+        add_x(&h, s + 3, "x", 1 - 0x1p-53), add_x(&h, s + 3, "x_se", 0);
+        add_x(&h, s + 3, "y", 0.5), add_x(&h, s + 3, "y_se", 0);
+    }
+    cr_assert_eq(pooled(&b, &h, 3, &c, &out), LX_OK);
+    cr_expect_eq(c.n_moved, 1, "%s", lx_buf_str(&out));
+    cr_expect(strstr(lx_buf_str(&out), "| y |") != NULL && strstr(lx_buf_str(&out), "| x |") == NULL, "%s",
+              lx_buf_str(&out));
+    lx_rows_release(&b);
+    lx_rows_release(&h);
     /* one seed a side: the stored se; 10 ± 1 against 13 ± 1: 3 / sqrt 2 = 2.1213 se.
     ** y has no se on either side: compared with the tolerances, and counted */
     add_x(&b, 1, "x", 10), add_x(&b, 1, "x_se", 1), add_x(&b, 1, "y", 1);
