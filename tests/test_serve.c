@@ -3,10 +3,14 @@
 ** the request parser on good and hostile bodies; a sweep through lenx serve
 ** storing the same bits as in-process; malformed, huge, long, concurrent
 ** and stalled clients; a server that dies mid-sweep; a real third-party
-** client (the OpenAI SDK for Node, tests/node/openai_sdk.mjs).
+** client (the OpenAI SDK for Node, tests/node/openai_sdk.mjs); the HTTP
+** server's queue under a handler the test holds.
 */
 #include "tests/serve_fixture.h"
 
+#include <pthread.h>
+
+#include "harness/backends/httpd.h"
 #include "harness/backends/openai.h"
 #include "harness/core/json.h"
 
@@ -698,4 +702,94 @@ Test(serve_stream, ignore_eos_goes_past_the_end_of_text, .fini = teardown)
     lx_buf_free(&ev.text[0]), lx_buf_free(&ev.text[1]), lx_buf_free(&t1), lx_buf_free(&t2);
     free(a), free(b), free(c);
     cr_expect_eq(server_stop(&s), 0);
+}
+
+/* ---- the HTTP server's queue (harness/backends/httpd.c) under a handler the test holds ---- */
+
+/* The handler's gate: a request to /block waits at it until it opens. */
+struct gate {
+    pthread_mutex_t mu;     /* guards started, open */
+    pthread_cond_t cv;      /* either changed */
+    int started, open;      /* a /block request is in the handler; the gate is open */
+};
+
+static int handler(void *ctx, const char *method, const char *path, const char *body, size_t n,
+                   struct lx_buf *out, const struct lx_httpd_stream *st)
+{
+    struct gate *g = ctx;
+    (void)method, (void)body, (void)n, (void)st;
+    if (strcmp(path, "/block") == 0) {
+        pthread_mutex_lock(&g->mu);
+        g->started = 1;
+        pthread_cond_broadcast(&g->cv);
+        while (!g->open)
+            pthread_cond_wait(&g->cv, &g->mu);
+        pthread_mutex_unlock(&g->mu);
+    }
+    lx_buf_puts(out, "{\"ok\":true}");
+    return 200;
+}
+
+struct served {
+    struct lx_httpd *h;             /* the server */
+    volatile sig_atomic_t stop;     /* set to end lx_httpd_serve */
+};
+
+static void *serve_main(void *arg)
+{
+    struct served *s = arg;
+    lx_httpd_serve(s->h, &s->stop);
+    return NULL;
+}
+
+struct call {
+    int port;           /* the server's */
+    int status;         /* the answer's */
+    char *body;         /* the answer (owned) */
+};
+
+static void *block_main(void *arg)
+{
+    struct call *c = arg;
+    c->status = http(c->port, "POST", "/block", "{}", &c->body);
+    return NULL;
+}
+
+/* A queue of one place and half a second a request, the model's thread held
+** by /block: a request that waited and timed out gives its place back at
+** once (it was still counted until the thread reached it, so the next
+** request was refused as busy while nothing waited). */
+Test(httpd, a_request_that_timed_out_leaves_the_queue)
+{
+    struct gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    struct lx_httpd_limits lim = {.max_body = 1 << 20, .max_connections = 16, .max_queue = 1, .idle_timeout = 30,
+                                  .request_timeout = 0.5};
+    struct served s = {0};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_httpd_start(&s.h, "127.0.0.1", 0, &lim, handler, &g, &err), LX_OK, "%s", err.msg);
+    pthread_t server, blocker;
+    cr_assert_eq(pthread_create(&server, NULL, serve_main, &s), 0);
+    struct call a = {.port = lx_httpd_port(s.h)};
+    cr_assert_eq(pthread_create(&blocker, NULL, block_main, &a), 0);
+    pthread_mutex_lock(&g.mu);
+    while (!g.started)
+        pthread_cond_wait(&g.cv, &g.mu);
+    pthread_mutex_unlock(&g.mu);
+    char *b;
+    for (int i = 0; i < 3; i++) {   /* each waits in the one place and times out; none is refused as busy */
+        cr_expect_eq(http(a.port, "POST", "/quick", "{}", &b), 503, "request %d", i);
+        cr_expect(strstr(b, "no answer within 0.5 s") != NULL, "request %d: %s", i, b);
+        free(b);
+    }
+    pthread_mutex_lock(&g.mu);
+    g.open = 1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    pthread_join(blocker, NULL);
+    free(a.body);
+    cr_expect_eq(http(a.port, "POST", "/quick", "{}", &b), 200, "%s", b);   /* the thread is free again */
+    free(b);
+    s.stop = 1;
+    pthread_join(server, NULL);
+    lx_httpd_stop(s.h);
 }

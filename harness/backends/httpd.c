@@ -39,6 +39,7 @@ struct job {
     struct timespec deadline;
     int status;
     int done, abandoned, streaming, refs;
+    int taken;                  /* the model's thread took it from the queue */
     struct job *next;
 };
 
@@ -50,7 +51,7 @@ struct lx_httpd {
     pthread_mutex_t mu;
     pthread_cond_t queued, answered;
     struct job *head, *tail;
-    int n_queued;
+    int n_queued;               /* requests waiting for this thread (not those whose client had its 503) */
     int port;
 };
 
@@ -220,6 +221,8 @@ static enum MHD_Result through_queue(struct lx_httpd *h, struct MHD_Connection *
         ;
     int done = j->done, streaming = j->streaming;
     j->abandoned = !done && !streaming;
+    if (j->abandoned && !j->taken)
+        h->n_queued--;  /* no longer waiting: a later request is not refused for it */
     enum MHD_Result ok;
     if (done || streaming) {
         pthread_mutex_unlock(&h->mu);
@@ -345,11 +348,12 @@ void lx_httpd_serve(struct lx_httpd *h, volatile sig_atomic_t *stop)
         h->head = j->next;
         if (!h->head)
             h->tail = NULL;
-        h->n_queued--;
-        if (j->abandoned) {     /* its client was answered 503 while it waited */
+        j->taken = 1;
+        if (j->abandoned) {     /* its client was answered 503 while it waited (and uncounted it) */
             job_unref(j);
             continue;
         }
+        h->n_queued--;
         pthread_mutex_unlock(&h->mu);
         struct lx_buf answer = {0};
         struct lx_httpd_stream st = {stream_put, j};
