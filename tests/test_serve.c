@@ -49,6 +49,11 @@ Test(serve_parse, prompt_shapes)
     cr_assert_eq(parse("{\"prompt\":[\"a\",\"b\",\"c\"]}", &r, &e), LX_OK, "%s", e.msg);
     cr_expect_eq(r.n_prompts, 3);
     lx_oai_completion_release(&r);
+    /* an ignored field holding an integer past int64: the others are still integers */
+    cr_assert_eq(parse("{\"prompt\":[1,403,5],\"max_tokens\":5,\"user\":99999999999999999999}", &r, &e), LX_OK,
+                 "%s", e.msg);
+    cr_expect(r.prompt[0].n == 3 && r.prompt[0].ids[1] == 403 && r.max_tokens == 5);
+    lx_oai_completion_release(&r);
 }
 
 Test(serve_parse, refusals_name_the_field)
@@ -81,6 +86,8 @@ Test(serve_parse, refusals_name_the_field)
         {"{\"prompt\":\"x\",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop", "at most 4", 400},
         {"{\"prompt\":\"x\",\"stop\":\"\"}", "stop", "1 to 256", 400},
         {"{\"prompt\":\"x\",\"echo\":1}", "echo", "true or false", 400},
+        /* an integer past int64 is the field's own fault, not its neighbours' */
+        {"{\"prompt\":[1,2],\"max_tokens\":5,\"seed\":18446744073709551616}", "seed", "integer", 400},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         struct lx_oai_completion r;

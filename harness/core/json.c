@@ -23,6 +23,37 @@ struct lx_json {
 #define J(v) ((json_t *)(v))
 #define V(j) ((const struct lx_jv *)(j))
 
+/* After a read with every integer as a double: the whole ones within 2^53
+** become integers again, so one integer past int64 does not turn every
+** other integer of the document into a number (only a whole number written
+** with a point, 5.0, reads as an integer too in such a document). */
+static int whole(double d)
+{
+    /* range first: casting a double past int64 to an integer is undefined */
+    return d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == (double)(int64_t)d;
+}
+
+static void ints_back(json_t *v)
+{
+    if (json_is_object(v)) {
+        for (void *it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
+            json_t *x = json_object_iter_value(it);
+            if (json_is_real(x) && whole(json_real_value(x)))
+                json_object_iter_set_new(v, it, json_integer((json_int_t)json_real_value(x)));
+            else
+                ints_back(x);
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *x = json_array_get(v, i);
+            if (json_is_real(x) && whole(json_real_value(x)))
+                json_array_set_new(v, i, json_integer((json_int_t)json_real_value(x)));
+            else
+                ints_back(x);
+        }
+    }
+}
+
 int lx_json_parse(struct lx_json **out, const char *text, size_t n, const char *name, struct lx_error *err)
 {
     *out = NULL;
@@ -30,10 +61,11 @@ int lx_json_parse(struct lx_json **out, const char *text, size_t n, const char *
     size_t flags = JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL;
     json_t *root = json_loadb(text, n, flags, &je);
     /* An integer past int64 (config files write 1e30 as 1000...000) is legal
-    ** JSON: read the document's integers as doubles then (lx_json_int still
-    ** takes those that are whole and within 2^53). */
-    if (!root && strstr(je.text, "too big integer"))
-        root = json_loadb(text, n, flags | JSON_DECODE_INT_AS_REAL, &je);
+    ** JSON: read the document's integers as doubles then, and turn those
+    ** within 2^53 back into integers (ints_back). */
+    if (!root && strstr(je.text, "too big integer") &&
+        (root = json_loadb(text, n, flags | JSON_DECODE_INT_AS_REAL, &je)) != NULL)
+        ints_back(root);
     if (!root)
         return lx_err(err, LX_EINVAL, "%s:%d:%d: invalid JSON: %s\n  hint: %s", name, je.line, je.column, je.text,
                       strstr(je.text, "decode byte") ? "JSON text must be UTF-8" : "is this a JSON file?");
@@ -242,8 +274,7 @@ int lx_json_int(const struct lx_json *doc, const struct lx_jv *v, int64_t *out, 
     /* 512.0 is an integer too, where a double holds it exactly. */
     if (json_is_real(J(v))) {
         double d = json_real_value(J(v));
-        /* range first: casting a double past int64 to an integer is undefined */
-        if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == (double)(int64_t)d) {
+        if (whole(d)) {
             *out = (int64_t)d;
             return LX_OK;
         }
