@@ -778,3 +778,74 @@ Test(anytok, encode_errors_reach_every_command, .init = setup, .fini = teardown,
     cr_expect_eq(sh(out, sizeof out, "ls models/*.safetensors 2>/dev/null | wc -l"), 0);
     cr_expect_str_eq(out, "0\n", "no model trained on other pieces");
 }
+
+/* --keep-prompts in a model's own tokens: stories260K with tok512, passkey at
+** 300 tokens. Each stored prompt is the instance the cell read its answer
+** from, fitted to 300 tok512 tokens (before, the byte instance of 300 bytes
+** was stored: about 250 tokens, a prompt the model never saw). */
+#include "harness/sweep/plan.h"
+
+/* A file of the test dir, whole (n its bytes). */
+static char *dir_file(const char *name, long *n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    *n = ftell(f);
+    rewind(f);
+    char *b = malloc((size_t)*n + 1);
+    cr_assert_eq(fread(b, 1, (size_t)*n, f), (size_t)*n);
+    fclose(f);
+    b[*n] = '\0';
+    return b;
+}
+
+Test(anytok, kept_prompts_are_in_the_models_tokens, .init = setup, .fini = teardown, .timeout = 120)
+{
+    const char *tokpath = tokfile_stories();
+    if (!tokpath)
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[16384], task_json[1024], sql[256];
+    write_file("k.yaml", "name: k\nseed: 1\nmodels: {s: {checkpoint: \"$S/stories260K.bin\"}}\n"
+               "methods: [{rope: {layout: interleaved}}]\ntasks: [{passkey: {samples: 2, depths: 2}}]\n"
+               "lengths: [300]\n");
+    cr_assert_eq(sh(out, sizeof out, "S=$R/../shared/models/stories260K && sed -i \"s|\\$S|$S|\" k.yaml && "
+                    "$L run k.yaml --db k.db --quiet --no-table --keep-prompts"), 0, "%s", out);
+    cr_assert_eq(sql_long("k.db", "select count(*) from outputs where prompt is not null"), 4);
+    sql_text(task_json, sizeof task_json, "k.db", "select task_params from runs");
+    const struct lx_task *t = lx_task_find("passkey");
+    void *p = calloc(1, t->schema.size);
+    lx_params_defaults(&t->schema, p);
+    lx_params_finish(&t->schema, p);
+    struct lx_tokenizer *tk;
+    struct lx_error err = {""};
+    cr_assert_eq(lx_tokenizer_open(&tk, tokpath, &err), LX_OK, "%s", err.msg);
+    uint64_t key = lx_plan_data_key(task_json, 300, 1);
+    char *want = malloc((size_t)lx_tok_decode_cap(tk, 300));
+    for (int s = 0; s < 4; s++) {
+        char depth[32];
+        snprintf(sql, sizeof sql, "select depth from outputs where sample = %d", s);
+        sql_text(depth, sizeof depth, "k.db", sql);
+        snprintf(sql, sizeof sql, "select writefile('p%d.bin', prompt) from outputs where sample = %d", s, s);
+        sql_text(out, sizeof out, "k.db", sql);
+        snprintf(sql, sizeof sql, "p%d.bin", s);
+        long n_kept;
+        char *kept = dir_file(sql, &n_kept);
+        struct lx_instance in, b;
+        cr_assert_eq(lx_retrieval_instance(t, p, tk, key, 300, s % 2, atof(depth), &in, &err), LX_OK, "%s", err.msg);
+        int stop;
+        long n = lx_tok_decode(tk, in.tok + 1, in.answer_off - 1, want, &stop);
+        cr_expect(n == n_kept && memcmp(kept, want, (size_t)n) == 0, "sample %d: stored %ld bytes '%.60s…', the cell's "
+                  "instance %ld bytes '%.60s…'", s, n_kept, kept, n, want);
+        cr_assert_eq(t->generate(p, key, 300, s % 2, atof(depth), &b, &err), LX_OK, "%s", err.msg);
+        cr_expect_gt(n_kept, b.answer_off - 1, "sample %d: the 300-byte instance's prompt was stored", s);
+        lx_instance_release(&b);
+        lx_instance_release(&in);
+        free(kept);
+    }
+    free(want);
+    lx_tokenizer_free(tk);
+    free(p);
+}

@@ -607,26 +607,38 @@ static int server_model(struct runner *r, struct model_slot *slot, const struct 
 ** BUSY (another process holds it or is training its model: try again later)
 ** or GOT (run and stored here). */
 /* lenx run --keep-prompts: each output's prompt, regenerated from its
-** (data key, sample, depth): the generator is pure, so it is the instance the
-** answer was read from. Stored as its bytes after BOS (docs/results.md). */
+** (data key, sample, depth) in the model's tokens as the cell fitted it: the
+** generator is pure, so it is the instance the answer was read from. Stored
+** as the text of its tokens after BOS (docs/results.md). A protocol preset's
+** case (an instance with no answer tokens: its answer is generated apart) is
+** its prompt as the peer's file or generator wrote it, whatever the length. */
 static int attach_prompts(const struct lx_plan *plan, const struct lx_cell *c, struct lx_result *res,
                           struct lx_error *err)
 {
     const struct lx_task_use *tu = &plan->grid->tasks[c->task];
     if (!tu->task->generate || !res->n_outputs)
         return LX_OK;
+    const struct lx_tokenizer *tk = lx_tok_or_byte(c->model >= 0 ? lx_model_use_tokenizer(&plan->grid->models[c->model])
+                                                                  : NULL);
     long samples, depths;
     tu->task->trials(tu->params, &samples, &depths);
     int rc = LX_OK;
     for (int i = 0; i < res->n_outputs && rc == LX_OK; i++) {
         const struct lx_output *o = &res->outputs[i];
         struct lx_instance in = {0};
-        rc = tu->task->generate(tu->params, c->data_key, c->length, o->sample % samples, isnan(o->depth) ? 0 : o->depth,
-                                &in, err);
+        long sample = o->sample % samples;
+        double depth = isnan(o->depth) ? 0 : o->depth;
+        const struct lx_tokenizer *in_tk = &lx_byte_tokenizer;
+        rc = tu->task->generate(tu->params, c->data_key, c->length, sample, depth, &in, err);
+        if (rc == LX_OK && in.answer_off < in.n && tk != &lx_byte_tokenizer) {     /* fitted in tk's tokens */
+            lx_instance_release(&in);
+            in_tk = tk;
+            rc = lx_retrieval_instance(tu->task, tu->params, tk, c->data_key, c->length, sample, depth, &in, err);
+        }
         if (rc == LX_OK) {
-            char *bytes = lx_xmalloc((size_t)in.answer_off + 1);
+            char *bytes = lx_xmalloc((size_t)lx_tok_decode_cap(in_tk, in.answer_off) + 1);
             int stop;
-            long n = in.answer_off > 1 ? lx_tok_decode(&lx_byte_tokenizer, in.tok + 1, in.answer_off - 1, bytes, &stop) : 0;
+            long n = in.answer_off > 1 ? lx_tok_decode(in_tk, in.tok + 1, in.answer_off - 1, bytes, &stop) : 0;
             lx_result_output_prompt(res, i, bytes, n);
             free(bytes);
         }
