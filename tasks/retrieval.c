@@ -21,10 +21,16 @@
 
 /* ---- scorers --------------------------------------------------------------- */
 
-/* Does the run of digits at p (n of them) spell gold? */
+/* Is the run of digits at p (n of them) gold's integer? As the peers'
+** int(...) == key reads it: leading zeros do not count ("048213" is 48213). */
 static int digits_are(const char *p, long n, const char *gold)
 {
-    return (size_t)n == strlen(gold) && memcmp(p, gold, (size_t)n) == 0;
+    size_t g = strlen(gold);
+    while (n > 1 && *p == '0')
+        p++, n--;
+    while (g > 1 && *gold == '0')
+        gold++, g--;
+    return (size_t)n == g && memcmp(p, gold, g) == 0;
 }
 
 static long digit_run(const char *p, long left)

@@ -203,6 +203,11 @@ Test(retrieval, scorers_on_hand_written_outputs)
     cr_expect_eq(lx_answer_first_int(LIT(" 4821"), "48213"), 0, "a prefix is wrong");
     cr_expect_eq(lx_answer_first_int(LIT(" the pass"), "48213"), -1, "no digits: unparsable");
     cr_expect_eq(lx_answer_first_int(LIT(""), "48213"), -1);
+    /* as landmark's int(match) == key: leading zeros do not count */
+    cr_expect_eq(lx_answer_first_int(LIT(" 048213"), "48213"), 1);
+    cr_expect_eq(lx_answer_first_int(LIT(" 00"), "0"), 1);
+    cr_expect_eq(lx_answer_first_int(LIT(" 0"), "48213"), 0);
+    cr_expect_eq(lx_answer_last_int(LIT("1 then 0048213"), "48213"), 1);
     cr_expect_eq(lx_answer_exact(LIT("  blue"), "blue"), 1);
     cr_expect_eq(lx_answer_exact(LIT(" bluer"), "blue"), 1, "exact is a prefix match on the output");
     cr_expect_eq(lx_answer_exact(LIT(" red"), "blue"), 0);
