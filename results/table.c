@@ -234,7 +234,7 @@ static int cmp_config(const void *a, const void *b)
 /* One label for the labels lab[0..n) (distinct, in length order): their
 ** common prefix and suffix (cut at value boundaries, so 1 and 12 stay whole)
 ** around the differing middles joined by ';'. */
-static char *merged_label(char *const *lab, int n)
+static char *merged_label(const char *const *lab, int n)
 {
     size_t pre = strlen(lab[0]), suf = pre;
     for (int k = 1; k < n; k++) {
@@ -263,11 +263,13 @@ static char *merged_label(char *const *lab, int n)
 /* Cells of one configuration (same run key but length and seed) whose labels
 ** differ only by automatic values resolved per length — rope+yarn(scale=1)
 ** at the training length, rope+yarn(scale=64) at 64x — share one pivot row,
-** "rope+yarn(scale=1;64)", the values in length order. */
+** "rope+yarn(scale=1;64)", the values in length order. The method strings
+** are merged, then the configuration's tag (label_group's, which a method
+** string shared with another configuration at some length gets) follows. */
 static void merge_resolved(const struct lx_rows *rows, char **label)
 {
     int *idx = lx_xmalloc((size_t)(rows->n ? rows->n : 1) * sizeof *idx);
-    char **lab = lx_xmalloc((size_t)(rows->n ? rows->n : 1) * sizeof *lab);
+    const char **lab = lx_xmalloc((size_t)(rows->n ? rows->n : 1) * sizeof *lab);
     for (int i = 0; i < rows->n; i++)
         idx[i] = i;
     sort_rows = rows->rows;
@@ -278,20 +280,27 @@ static void merge_resolved(const struct lx_rows *rows, char **label)
              !strcmp(rows->rows[idx[hi]].task, r->task) && !strcmp(rows->rows[idx[hi]].sweep, r->sweep); hi++)
             ;
         int n = 0;
+        const char *tag = "";
         for (int k = lo; k < hi; k++) {
+            const char *method = rows->rows[idx[k]].method;
             int seen = 0;
             for (int j = 0; j < n && !seen; j++)
-                seen = strcmp(lab[j], label[idx[k]]) == 0;
+                seen = strcmp(lab[j], method) == 0;
             if (!seen)
-                lab[n++] = label[idx[k]];
+                lab[n++] = method;
+            if (strlen(label[idx[k]]) > strlen(method))
+                tag = label[idx[k]] + strlen(method);     /* " [config …]" or " [<model key>]" */
         }
         if (n < 2)
             continue;
         char *m = merged_label(lab, n);
+        struct lx_buf b = {0};
+        lx_buf_printf(&b, "%s%s", m, tag);
         for (int k = lo; k < hi; k++) {
             free(label[idx[k]]);
-            label[idx[k]] = lx_xstrdup(m);
+            label[idx[k]] = lx_xstrdup(lx_buf_str(&b));
         }
+        lx_buf_free(&b);
         free(m);
     }
     free(lab);

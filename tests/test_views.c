@@ -683,6 +683,29 @@ Test(compare, model_keys_match_cells_when_both_sides_know_them)
 
 /* ---- one name, several configurations ------------------------- */
 
+/* Labels of one configuration resolved per length (scale=1 at 100, 64 at
+** 1000) beside another configuration whose label at 1000 is the first's at
+** 100: the first merges to one row, its tag after the merged label (it read
+** "m(s=1) [config aaaaaaaa];64)"), the second keeps its own. */
+Test(views, a_merged_label_keeps_its_tag_at_the_end)
+{
+    struct lx_rows r = {0};
+    lx_rows_add(&r, "s", "m(s=1)", "t", "k1", NULL, 100, 1, "ppl", 2, 1);
+    lx_rows_set_origin(&r, 0, "", "aaaaaaaaaaaaaaaa");
+    lx_rows_add(&r, "s", "m(s=64)", "t", "k2", NULL, 1000, 1, "ppl", 3, 2);
+    lx_rows_set_origin(&r, 1, "", "aaaaaaaaaaaaaaaa");
+    lx_rows_add(&r, "s", "m(s=1)", "t", "k3", NULL, 1000, 1, "ppl", 4, 3);
+    lx_rows_set_origin(&r, 2, "", "bbbbbbbbbbbbbbbb");
+    int tagged;
+    char **label = lx_row_labels(&r, &tagged);
+    cr_expect(tagged);
+    cr_expect_str_eq(label[0], "m(s=1;64) [config aaaaaaaa]");
+    cr_expect_str_eq(label[1], "m(s=1;64) [config aaaaaaaa]");
+    cr_expect_str_eq(label[2], "m(s=1) [config bbbbbbbb]");
+    lx_row_labels_free(label, r.n);
+    lx_rows_release(&r);
+}
+
 /* A row of method "rope @t" with a model key and a configuration hash. */
 static void add_origin(struct lx_rows *r, long seed, double v, const char *model_key, const char *config)
 {
