@@ -56,6 +56,29 @@ Test(serve_parse, prompt_shapes)
     lx_oai_completion_release(&r);
 }
 
+/* POST /tokenize: "prompt", or llama-server's "content" when prompt is absent or null */
+Test(serve_parse, tokenize_reads_prompt_or_content)
+{
+    static const struct {
+        const char *body, *text;
+    } ok[] = {
+        {"{\"prompt\":\"hi\"}", "hi"},
+        {"{\"content\":\"ho\"}", "ho"},
+        {"{\"prompt\":null,\"content\":\"ha\"}", "ha"},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        void *doc;
+        const char *text;
+        size_t len;
+        int special;
+        struct lx_oai_err e = {0};
+        cr_assert_eq(lx_oai_tokenize_parse(&doc, ok[i].body, strlen(ok[i].body), &text, &len, &special, &e), LX_OK,
+                     "%s: %s", ok[i].body, e.msg);
+        cr_expect(len == 2 && memcmp(text, ok[i].text, 2) == 0 && special == 1, "%s", ok[i].body);
+        lx_oai_doc_free(doc);
+    }
+}
+
 Test(serve_parse, refusals_name_the_field)
 {
     static const struct {
@@ -86,6 +109,7 @@ Test(serve_parse, refusals_name_the_field)
         {"{\"prompt\":\"x\",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop", "at most 4", 400},
         {"{\"prompt\":\"x\",\"stop\":\"\"}", "stop", "1 to 256", 400},
         {"{\"prompt\":\"x\",\"echo\":1}", "echo", "true or false", 400},
+        {"{\"prompt\":\"x\",\"model\":\"m\\u0000evil\"}", "model", "NUL", 400},
         /* an integer past int64 is the field's own fault, not its neighbours' */
         {"{\"prompt\":[1,2],\"max_tokens\":5,\"seed\":18446744073709551616}", "seed", "integer", 400},
     };
@@ -257,7 +281,7 @@ Test(serve_hostile, malformed_huge_and_long, .fini = teardown)
     char *b;
     expect_refusal(s.port, "POST", "/v1/completions", "{\"prompt\": [1, 2", 400, "not JSON");
     expect_refusal(s.port, "POST", "/v1/completions", "\xff\xfe{}", 400, "not JSON");
-    expect_refusal(s.port, "GET", "/v1/completions", NULL, 405, "takes POST");
+    expect_refusal(s.port, "GET", "/v1/completions", NULL, 405, "takes POST, not GET\\n  hint: send it as POST");
     expect_refusal(s.port, "GET", "/nowhere", NULL, 404, "no such endpoint");
     expect_refusal(s.port, "POST", "/v1/completions", "{\"prompt\":[1,2],\"max_tokens\":-1}", 400, "max_tokens");
     expect_refusal(s.port, "POST", "/v1/completions", "{\"prompt\":[1,2],\"logprobs\":-2}", 400, "logprobs");

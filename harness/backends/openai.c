@@ -263,8 +263,11 @@ int lx_oai_completion_parse(struct lx_oai_completion *r, const char *body, size_
     if (rc == LX_OK && !absent(t) &&
         (lx_json_num(doc, t, &r->temperature, &err) < 0 || !(r->temperature >= 0.0 && r->temperature <= 100.0)))
         rc = lx_oai_fail(e, 400, "temperature", "'temperature' must be a number in [0, 100]");
-    if (rc == LX_OK && !absent(m) && (lx_json_type(m) != LX_JSON_STRING || lx_json_str(doc, m, &r->model, NULL, &err) < 0))
-        rc = lx_oai_fail(e, 400, "model", "'model' must be a string");
+    size_t model_len = 0;   /* a NUL inside would hide the rest from the name check */
+    if (rc == LX_OK && !absent(m) && (lx_json_type(m) != LX_JSON_STRING ||
+                                      lx_json_str(doc, m, &r->model, &model_len, &err) < 0 ||
+                                      strlen(r->model) != model_len))
+        rc = lx_oai_fail(e, 400, "model", "'model' must be a string (without a NUL character)");
     if (rc == LX_OK)
         rc = get_bool(root, "echo", &r->echo, e);
     if (rc == LX_OK)
@@ -311,7 +314,7 @@ int lx_oai_tokenize_parse(void **doc_out, const char *body, size_t n, const char
         return LX_EINVAL;
     const struct lx_jv *p = lx_json_member(root, "prompt");
     const char *key = "prompt";
-    if (!p)     /* llama-server's spelling */
+    if (absent(p))     /* llama-server's spelling */
         p = lx_json_member(root, key = "content");
     *special = 1;
     int rc = get_bool(root, lx_json_member(root, "add_special") ? "add_special" : "add_special_tokens", special, e);

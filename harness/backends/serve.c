@@ -543,7 +543,8 @@ static int completions(struct lx_serve *sv, const char *body, size_t n, struct l
     if (lx_oai_completion_parse(&r, body, n, &sv->lim, &e) < 0)
         return refused(out, &e);
     if (r.model && strcmp(r.model, sv->name) != 0) {
-        lx_oai_fail(&e, 404, "model", "model '%s' is not served here; this server serves '%s'", r.model, sv->name);
+        lx_oai_fail(&e, 404, "model", "model '%s' is not served here; this server serves '%s'\n  hint: name it, or "
+                    "leave 'model' out (GET /v1/models lists it)", r.model, sv->name);
         lx_oai_completion_release(&r);
         return refused(out, &e);
     }
@@ -709,7 +710,9 @@ int lx_serve_handle(struct lx_serve *sv, const char *method, const char *path, c
         return answer_error(out, 404, "", "no such endpoint: %.200s\n  hint: POST /v1/completions, GET /v1/models, "
                             "POST /tokenize, POST /detokenize, GET /tokenizer_info, GET /health", path);
     if (strcmp(method, routes[r].method) != 0)
-        return answer_error(out, 405, "", "%s takes %s, not %.20s", routes[r].path, routes[r].method, method);
+        return answer_error(out, 405, "", "%s takes %s, not %.20s\n  hint: send it as %s%s", routes[r].path,
+                            routes[r].method, method, routes[r].method,
+                            strcmp(routes[r].method, "POST") ? "" : ", with a JSON body (docs/servers.md)");
     switch (r) {
     case 0:
     case 1:
