@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "results/store.h"
 
@@ -49,7 +50,8 @@ static const struct child {
 } children[] = {
     {"metrics", "name, value", "metric", 2, 1u << 1},
     {"series", "series, x, y", "series", 3, 1u << 1 | 1u << 2},
-    {"outputs", "sample, depth, gold, text, score, logprob, stop", "output", 7, 1u << 0 | 1u << 1 | 1u << 4 | 1u << 5},
+    {"outputs", "sample, depth, gold, text, score, logprob, stop, prompt", "output", 8,
+     1u << 0 | 1u << 1 | 1u << 4 | 1u << 5},
 };
 #define N_CHILDREN ((int)(sizeof children / sizeof *children))
 
@@ -352,10 +354,14 @@ static int take_int(void *ctx, const struct lx_value *cols, int n)
     return LX_OK;
 }
 
-/* An input, opened read-only, with the current schema. */
+/* An input, opened read-only, with the current schema and every row: one
+** read as an immutable file beside a -wal that holds rows is refused (a
+** merge would leave those rows out). */
 static int open_input(struct lx_store **s, const char *path, const char *out, struct lx_error *err)
 {
     int v = -1, rc = lx_store_open(s, path, 1, err);
+    if (rc == LX_OK && lx_store_note(*s))
+        rc = lx_err(err, LX_EIO, "cannot merge all of %s", lx_store_note(*s));
     if (rc == LX_OK)
         rc = lx_store_query(*s, "PRAGMA user_version", NULL, 0, take_int, &v, err);
     if (rc == LX_OK && v < LX_STORE_SCHEMA)
@@ -396,12 +402,18 @@ int lx_merge(const char *const *inputs, int n, const char *out, struct lx_merge_
 {
     memset(c, 0, sizeof *c);
     struct merge m = {.out_path = out, .c = c, .report = report, .err = err};
-    int rc = lx_store_open(&m.out, out, 0, err);
+    /* An output that exists is opened first (a merge into itself migrates it);
+    ** a new one after the inputs, and a failed merge leaves it not behind. */
+    struct stat sb;
+    int created = stat(out, &sb) != 0;
+    int rc = created ? LX_OK : lx_store_open(&m.out, out, 0, err);
     for (int i = 0; i < n && rc == LX_OK; i++) {    /* every input readable, before anything is written */
         rc = open_input(&m.in, inputs[i], out, err);
         lx_store_close(m.in);
         m.in = NULL;
     }
+    if (rc == LX_OK && created)
+        rc = lx_store_open(&m.out, out, 0, err);
     int began = rc == LX_OK && (rc = lx_store_begin(m.out, "starting the merge", err)) == LX_OK;
     for (int i = 0; i < n && rc == LX_OK; i++) {
         m.in_path = inputs[i];
@@ -416,5 +428,14 @@ int lx_merge(const char *const *inputs, int n, const char *out, struct lx_merge_
         rc = rc == LX_OK ? end : rc;
     }
     lx_store_close(m.out);
+    if (rc < 0 && created) {
+        static const char *const ext[] = {"", "-wal", "-shm", "-journal"};
+        for (int i = 0; i < 4; i++) {
+            struct lx_buf f = {0};
+            lx_buf_printf(&f, "%s%s", out, ext[i]);
+            remove(lx_buf_str(&f));
+            lx_buf_free(&f);
+        }
+    }
     return rc;
 }

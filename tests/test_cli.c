@@ -461,6 +461,11 @@ Test(cli, immutable_read_warns_about_a_wal_file, .init = setup, .fini = teardown
     cr_expect(strstr(out, "small ") != NULL && strstr(out, "moved") == NULL, "%s", out);
     cr_expect(strstr(out, "warning: ro/r.db: read as an immutable file") != NULL, "%s", out);
     cr_expect(strstr(out, "not yet checkpointed are not shown") != NULL, "%s", out);
+    /* a merge of it would leave the WAL's rows out: refused, nothing merged */
+    cr_assert_eq(sh(out, sizeof out, "mkdir w && chmod 777 w"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "setpriv --reuid=65534 --regid=65534 --clear-groups $L merge ro/r.db --into w/m.db"),
+                 3, "%s", out);
+    cr_expect(strstr(out, "cannot merge all of ro/r.db: read as an immutable file") != NULL, "%s", out);
     sh(out, sizeof out, "chmod 755 ro");
 }
 

@@ -38,7 +38,8 @@ static void setup(void)
 static void run_split(void)
 {
     char out[8192];
-    cr_assert_eq(sh(out, sizeof out, "$L run $R/tests/shard.yaml --db full.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L run $R/tests/shard.yaml --db full.db --quiet --no-table --keep-prompts"), 0,
+                 "%s", out);
     /* the models stage in 3 parts by root model key: each model trained once */
     long trained = 0;
     for (int k = 0; k < 3; k++) {
@@ -53,7 +54,7 @@ static void run_split(void)
     cr_expect_eq(trained, 4, "4 model keys, each trained once");
     for (int k = 0; k < 3; k++) {
         cr_assert_eq(sh(out, sizeof out, "$L run $R/tests/shard.yaml --shard %d/3 --db s/shard-%d.db --no-train "
-                        "--quiet --no-table", k, k), 0, "%s", out);
+                        "--quiet --no-table --keep-prompts", k, k), 0, "%s", out);
         cr_expect(strstr(out, "0 models trained") != NULL, "shard %d trained a model: %s", k, out);
     }
     cr_assert_eq(sh(out, sizeof out, "$L merge " MODELS_DBS " s/shard-0.db s/shard-1.db s/shard-2.db --into s/all.db"),
@@ -93,7 +94,8 @@ Test(shard, split_three_ways_and_merged_equals_the_unsplit_run, .init = setup, .
     }
     cr_expect_eq(only_in_one("metrics", "c.name, c.value"), 0);
     cr_expect_eq(only_in_one("series", "c.series, c.x, c.y"), 0);
-    cr_expect_eq(only_in_one("outputs", "c.sample, c.depth, c.gold, c.text, c.score, c.logprob, c.stop"), 0);
+    cr_expect_eq(only_in_one("outputs", "c.sample, c.depth, c.gold, c.text, c.score, c.logprob, c.stop, c.prompt"), 0);
+    cr_expect_gt(sql_long("s/all.db", "select count(prompt) from outputs"), 0, "the kept prompts are merged");
     cr_expect_eq(sql_long("s/all.db", "attach 'full.db' as f; select count(*) from (select key, weights_sha256, "
                           "steps, tokens, val_loss from models except select key, weights_sha256, steps, tokens, "
                           "val_loss from f.models)"), 0, "the trained models' rows are carried");
@@ -189,11 +191,15 @@ Test(shard, merge_refuses_old_schemas_missing_files_and_no_into, .init = setup, 
     cr_expect_eq(sh(out, sizeof out, "$L merge old.db --into m.db"), 2, "%s", out);
     cr_expect(strstr(out, "old.db: schema version 4 is older than this lenx's (7)") != NULL, "%s", out);
     cr_expect(strstr(out, "hint: upgrade it in place first with `lenx merge old.db --into old.db`") != NULL, "%s", out);
-    cr_expect_eq(sql_long("m.db", "select count(*) from runs"), 0, "nothing merged");
+    cr_expect_eq(sh(out, sizeof out, "ls m.db*"), 2, "a refused merge left a new file behind: %s", out);
     cr_assert_eq(sh(out, sizeof out, "$L merge old.db --into old.db && $L merge old.db --into m.db"), 0, "%s", out);
     cr_expect_eq(sql_long("m.db", "select count(*) from runs"), sql_long("a.db", "select count(*) from runs"));
     cr_expect_eq(sh(out, sizeof out, "$L merge nothere.db --into m.db"), 3, "%s", out);
     cr_expect(strstr(out, "nothere.db: no such database") != NULL, "%s", out);
+    cr_expect_eq(sql_long("m.db", "select count(*) from runs"), sql_long("a.db", "select count(*) from runs"),
+                 "an existing output is kept");
+    cr_expect_eq(sh(out, sizeof out, "$L merge a.db nothere.db --into new.db"), 3, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "ls new.db*"), 2, "a failed merge left a new file behind: %s", out);
     cr_expect_eq(sh(out, sizeof out, "$L merge a.db"), 2, "%s", out);
     cr_expect(strstr(out, "merge needs --into OUT.db") != NULL, "%s", out);
 }
