@@ -721,7 +721,8 @@ int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path
 #define RM_WHERE                                                                       \
     " WHERE (?1 IS NULL OR sweep = ?1)"                                                \
     " AND (?2 IS NULL OR substr(git_commit, 1, length(?2)) = ?2)"                      \
-    " AND (?3 IS NULL OR model = ?3 OR substr(model_key, 1, length(?3)) = ?3)"         \
+    " AND (?3 IS NULL OR model = ?3 OR (substr(model_key, 1, length(?3)) = ?3"          \
+    "   AND NOT EXISTS (SELECT 1 FROM runs n WHERE n.model = ?3)))"                    \
     " AND (?4 IS NULL OR method = ?4)"                                                 \
     " AND (?5 IS NULL OR task = ?5 OR substr(task, 1, length(?5) + 1) = ?5 || '(')"    \
     " AND (?6 = 0 OR status = 'failed')"                                               \

@@ -237,7 +237,7 @@ void lx_sweep_configs_free(struct lx_sweep_config *v, int n);
 struct lx_rm_filter {
     const char *sweep;          /* sweep name */
     const char *commit;         /* git commit prefix */
-    const char *model;          /* model name, or model key prefix */
+    const char *model;          /* model name, or model key prefix when no cell's model has that name */
     const char *method;         /* canonical stack, exactly */
     const char *task;           /* task name, or canonical task string */
     int failed;                 /* only failed rows */

@@ -385,6 +385,23 @@ Test(cli, rm_filters, .init = setup, .fini = teardown)
     /* a sweep that does not exist is bad input */
     cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --sweep smal --yes"), 2, "%s", out);
     cr_expect(strstr(out, "did you mean 'small'") != NULL, "%s", out);
+    /* an empty filter would match everything: refused */
+    cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --commit '' --yes"), 2, "%s", out);
+    cr_expect(strstr(out, "rm --commit is empty") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --model '' --yes"), 2, "%s", out);
+    cr_expect_eq(sql_count("r.db", "select count(*) from runs"), 6);
+    /* a model name is a name: it matches another model's key prefix only when no cell's model has that name */
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"update runs set model = 'tiny', model_key = 'fa3b000000000000' "
+                    "where id in (select id from runs order by id limit 4); update runs set model = 'fa', model_key = "
+                    "'0123000000000000' where model is null\""), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --model fa"), 0, "%s", out);
+    cr_expect(strstr(out, "2 cells would be deleted") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --model fa3b"), 0, "%s", out);
+    cr_expect(strstr(out, "4 cells would be deleted") != NULL, "%s", out);
+    /* a mistyped --db: no such database, even with --yes, and no file made */
+    cr_expect_eq(sh(out, sizeof out, "$L rm --db typo.db --failed --yes"), 3, "%s", out);
+    cr_expect(strstr(out, "typo.db: no such database") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "test -e typo.db"), 1, "rm --yes made typo.db");
 }
 
 Test(cli, table_of_nothing_is_an_error, .init = setup, .fini = teardown)

@@ -212,7 +212,11 @@ static void print_cells(const struct lx_cell_info *v, int n)
 static int rm_cells(const char *db, const struct lx_rm_filter *f, int yes, struct lx_error *err)
 {
     struct lx_store *store;
-    int rc = yes ? lx_store_open(&store, db, 0, err) : lx_stored_open(&store, db, err);
+    int rc = lx_stored_open(&store, db, err);     /* read-only first: a mistyped --db is an error, not a new file */
+    if (rc == LX_OK && yes) {
+        lx_store_close(store);
+        rc = lx_store_open(&store, db, 0, err);
+    }
     if (rc < 0)
         return rc;
     struct lx_cell_info *cells = NULL;
@@ -710,7 +714,7 @@ static const struct lx_opt rm_opts[] = {
     {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
     {"sweep", 1, "cells of this sweep"},
     {"commit", 1, "cells made by this commit (prefix)"},
-    {"model", 1, "cells that ran on this model (name, or model key prefix)"},
+    {"model", 1, "cells that ran on this model (name; a model key prefix when no cell's model has that name)"},
     {"method", 1, "cells of this canonical stack, exactly as stored (e.g. 'logn(mode=qwen)')"},
     {"task", 1, "cells of this task (name, or canonical task string)"},
     {"failed", 0, "failed cells only"},
@@ -743,6 +747,14 @@ int lx_cmd_rm(int argc, char **argv)
         .failed = lx_args_value(&a, "failed") != NULL,
     };
     const char *config = lx_args_value(&a, "not-in");
+    const char *const given[] = {f.sweep, f.commit, f.model, f.method, f.task, config};
+    static const char *const names[] = {"sweep", "commit", "model", "method", "task", "not-in"};
+    for (int i = 0; i < 6; i++)
+        if (given[i] && !given[i][0]) {
+            fprintf(stderr, "lenx: error: rm --%s is empty: it would match every cell\n  hint: give a value, or "
+                    "leave the filter out\n", names[i]);
+            return 2;
+        }
     if (a.n_pos || !(f.sweep || f.commit || f.model || f.method || f.task || f.failed || config)) {
         fprintf(stderr, "lenx: error: rm needs at least one filter%s%s\n  hint: lenx rm --sweep NAME "
                 "(lists the cells); add --yes to delete them\n", a.n_pos ? "; unexpected argument " : "",
