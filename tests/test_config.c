@@ -2,9 +2,11 @@
 ** tests/test_config.c - sweep files: the documented syntax parses to the
 ** expected grid, and bad inputs are rejected with what, where and a hint.
 */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/core/hash.h"
 #include "harness/sweep/plan.h"
@@ -235,6 +237,32 @@ Test(config, yaml_syntax_error)
 {
     expect_error(HEAD "methods: [none, logn\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:4:6",
                  "YAML syntax error");
+    /* bytes that are not UTF-8 (at the octet that breaks the sequence) and a control character: at their own
+    ** line and column, not 1:1 */
+    expect_error(HEAD "description: caf\xe9\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:18",
+                 "invalid trailing UTF-8 octet");
+    expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [10]\ndescription: a\x01b\n", "bad.yaml:6:15",
+                 "control characters");
+}
+
+/* A NUL byte ends a C string: the rest of the file would go unread (a
+** duplicate seed and an unknown key after it were accepted). Refused at it. */
+Test(config, a_nul_byte_is_refused_where_it_is)
+{
+    static const char text[] = HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [100]\n\0seeds: [1, 1]\nbogus: 1\n";
+    char path[] = "/tmp/lenx-nul-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    struct lx_grid g;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_grid_load(&g, path, &err), LX_EINVAL);
+    char want[128];
+    snprintf(want, sizeof want, "%s:6:1: a NUL byte", path);
+    cr_expect(strncmp(err.msg, want, strlen(want)) == 0, "%s", err.msg);
+    lx_grid_release(&g);
+    remove(path);
 }
 
 Test(config, missing_file)

@@ -155,15 +155,26 @@ static struct lx_node *convert(struct convert_ctx *cx, yaml_node_t *yn, int dept
     }
 }
 
+/* Line and column (from 1; the column in bytes) of the byte at offset. */
+static void position_of(const char *text, size_t offset, int *line, int *col)
+{
+    *line = 1, *col = 1;
+    for (size_t i = 0; i < offset && text[i]; i++)
+        text[i] == '\n' ? (++*line, *col = 1) : ++*col;
+}
+
 static int syntax_error(const struct lx_doc *doc, const yaml_parser_t *parser, struct lx_error *err)
 {
     const yaml_mark_t *m = parser->problem_mark.line || parser->problem_mark.column
                                ? &parser->problem_mark : &parser->context_mark;
+    int line = (int)m->line + 1, col = (int)m->column + 1;
+    if (parser->error == YAML_READER_ERROR)     /* bad bytes: libyaml gives their offset, not a mark */
+        position_of(doc->text, parser->problem_offset, &line, &col);
     return lx_err(err, LX_EINVAL, "%s:%d:%d: YAML syntax error: %s%s%s\n"
-                  "  hint: check indentation, colons and brackets near that position",
-                  doc->file, (int)m->line + 1, (int)m->column + 1,
-                  parser->problem ? parser->problem : "unknown problem",
-                  parser->context ? " " : "", parser->context ? parser->context : "");
+                  "  hint: %s", doc->file, line, col, parser->problem ? parser->problem : "unknown problem",
+                  parser->context ? " " : "", parser->context ? parser->context : "",
+                  parser->error == YAML_READER_ERROR ? "a sweep file is UTF-8 text without control characters"
+                                                     : "check indentation, colons and brackets near that position");
 }
 
 /* A sweep file is one document: a second one (after '---') would be ignored. */
@@ -217,8 +228,16 @@ int lx_doc_load_file(struct lx_doc *doc, const char *path, struct lx_error *err)
     unsigned char *bytes;
     long n;
     int rc = lx_read_file(path, &bytes, &n, MAX_CONFIG_BYTES, err);
-    if (rc < 0) {
+    const char *nul = rc < 0 ? NULL : memchr(bytes, 0, (size_t)n);
+    if (rc < 0 || nul) {    /* the text ends at a NUL: what follows would go unread */
         doc_start(doc, path);
+        if (nul) {
+            int line, col;
+            position_of((const char *)bytes, (size_t)(nul - (const char *)bytes), &line, &col);
+            rc = lx_err(err, LX_EINVAL, "%s:%d:%d: a NUL byte; a sweep file is text\n  hint: is this a "
+                        "binary file, or was it saved in UTF-16?", path, line, col);
+            free(bytes);
+        }
         return rc;
     }
     rc = lx_doc_load_text(doc, (const char *)bytes, path, err);
