@@ -231,6 +231,11 @@ Test(config, missing_and_misc)
                  "bad.yaml:3:29", "parameter 'mode' is given twice");
     expect_error(HEAD "methods: [{logn: {}, none: {}}]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:11",
                  "a method entry must be a name or {name: {param: value}}");
+    /* inside a model entry and its server map too (the first one used to win, silently) */
+    expect_error(HEAD "models:\n  t: {arch: {layers: 1}, arch: {layers: 4}, train: {length: 32}}\nmethods: [rope]\n"
+                 "tasks: [ppl]\nlengths: [32]\n", "bad.yaml:4:26", "model 't': key 'arch' is given twice");
+    expect_error(HEAD "models:\n  s: {server: {url: \"http://127.0.0.1:1/v1\", url: \"ftp://x\"}}\nmethods: [none]\n"
+                 "tasks: [ppl]\nlengths: [32]\n", "bad.yaml:4:46", "model 's' server: key 'url' is given twice");
 }
 
 Test(config, yaml_syntax_error)

@@ -350,6 +350,17 @@ const struct lx_node *lx_map_get(const struct lx_node *map, const char *key)
     return NULL;
 }
 
+int lx_map_unique(const struct lx_node *map, const char *what, struct lx_error *err)
+{
+    for (int i = 0; map && map->kind == LX_NODE_MAP && i < map->n_items; i++) {
+        const struct lx_node *k = lx_map_key(map, i);
+        for (int j = 0; j < i && k->kind == LX_NODE_SCALAR; j++)
+            if (lx_map_key(map, j)->kind == LX_NODE_SCALAR && strcmp(lx_map_key(map, j)->text, k->text) == 0)
+                return lx_node_err(err, k, "%skey '%s' is given twice\n  hint: keep one of them", what, k->text);
+    }
+    return LX_OK;
+}
+
 void lx_node_where(const struct lx_node *node, char *out, size_t n)
 {
     snprintf(out, n, "%s:%d:%d", node->file, node->line, node->col);

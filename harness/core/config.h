@@ -43,6 +43,9 @@ void lx_doc_release(struct lx_doc *doc);
 const struct lx_node *lx_map_key(const struct lx_node *map, int i);
 const struct lx_node *lx_map_value(const struct lx_node *map, int i);
 const struct lx_node *lx_map_get(const struct lx_node *map, const char *key);
+/* LX_OK when no scalar key of map is given twice, else an error at the
+** second: "<what>key 'k' is given twice" (what: "" or "model 't': "). */
+int lx_map_unique(const struct lx_node *map, const char *what, struct lx_error *err);
 
 /* A view of `map` without the pairs whose values are among skip[0 .. n_skip)
 ** (entries may be NULL): rest borrows map's nodes and uses items (2·cap

@@ -159,10 +159,10 @@ static int parse_top(struct lx_grid *g, const struct lx_node *root, struct lx_er
                                k->kind == LX_NODE_SCALAR ? k->text : "?", near ? "did you mean '" : "",
                                near ? near : "", near ? "'? " : "");
         }
-        for (int j = 0; j < i; j++)
-            if (strcmp(lx_map_key(root, j)->text, k->text) == 0)
-                return lx_node_err(err, k, "key '%s' is given twice", k->text);
     }
+    int rc = lx_map_unique(root, "", err);
+    if (rc < 0)
+        return rc;
     static const char *const required[] = {"name", "methods", "tasks", "lengths"};
     for (int j = 0; j < 4; j++)
         if (!lx_map_get(root, required[j]))

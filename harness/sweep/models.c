@@ -200,6 +200,10 @@ static int parse_server(struct lx_model_use *u, const struct lx_node *v, struct 
                                near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
         }
     }
+    char what[160];
+    snprintf(what, sizeof what, "model '%s' server: ", u->name);
+    if (lx_map_unique(v, what, err) < 0)
+        return LX_EINVAL;
     const struct lx_node *url = lx_map_get(v, "url"), *model = lx_map_get(v, "model"), *sv = lx_map_get(v, "served");
     if (!url || url->kind != LX_NODE_SCALAR || (strncmp(url->text, "http://", 7) && strncmp(url->text, "https://", 8)))
         return lx_node_err(err, url ? url : v, "model '%s' server: 'url' is the API's base, http://HOST:PORT/v1",
@@ -412,6 +416,11 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
                                near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
         }
     }
+    char what[160];
+    snprintf(what, sizeof what, "model '%s': ", u->name);
+    int rc = lx_map_unique(v, what, err);
+    if (rc < 0)
+        return rc;
     const struct lx_node *server = lx_map_get(v, "server");
     if (server && v->n_items > 1)
         return lx_node_err(err, v, "model '%s': a server model has only 'server' (with its url, model, tokenizer "
@@ -426,16 +435,15 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
             return lx_node_err(err, v, "model '%s': a checkpoint brings its own arch and training; "
                                "give only 'checkpoint' or '%s' (and 'tokenizer', 'mixture')", u->name,
                                fmt ? fmt->key : "hf");
-        int rc = parse_checkpoint(u, ck ? ck : fk, ck ? NULL : fmt, tk, err);
+        rc = parse_checkpoint(u, ck ? ck : fk, ck ? NULL : fmt, tk, err);
         if (rc == LX_OK && mix && u->train.begin == LX_BEGIN_TEXT)
             return lx_node_err(err, mix, "model '%s': the checkpoint was trained on windows without a start "
                                "token, and a mixture's instances start with one\n  hint: drop the mixture",
                                u->name);
         return rc == LX_OK && mix ? parse_mixture(u, mix, err) : rc;
     }
-    char what[160];
     snprintf(what, sizeof what, "model '%s' arch", u->name);
-    int rc = resolve(&lx_arch_schema, &u->arch, lx_map_get(v, "arch"), what, &u->arch_json, err);
+    rc = resolve(&lx_arch_schema, &u->arch, lx_map_get(v, "arch"), what, &u->arch_json, err);
     if (rc < 0 || (rc = resolve_arch(u, lx_map_get(v, "arch"), err)) < 0)
         return rc;
     snprintf(what, sizeof what, "model '%s' train", u->name);
