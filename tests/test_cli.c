@@ -174,6 +174,9 @@ Test(cli, show_derived_tables, .init = setup, .fini = teardown)
     cr_expect(strstr(out, "--on rerank: no such method"), "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L show method pi --on pi"), 2, "%s", out);
     cr_expect(strstr(out, "the method shown itself"), "%s", out);
+    /* rope itself, no --on: shown alone (it was refused as '--on (null)'); θ_k = 10000^(-2k/4) at d = 4 */
+    cr_expect_eq(sh(out, sizeof out, "$L show method rope --d-head 4 --length 2"), 0, "%s", out);
+    cr_expect(strstr(out, "\"canonical\": \"rope\"") && strstr(out, "\"inv_freq\": [1, 0.01]"), "%s", out);
     /* YaRN s = 4: the logit multiplier (0.1 ln 4 + 1)^2 on every row */
     cr_expect_eq(sh(out, sizeof out, "$L show method yarn scale=4 --length 2"), 0, "%s", out);
     cr_expect(strstr(out, "\"row_scale\": [1.2964769927807063, 1.2964769927807063]") != NULL, "%s", out);

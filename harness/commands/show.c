@@ -359,7 +359,7 @@ static int show_method(const struct lx_method *m, const struct lx_args *a, struc
     if (rc == LX_OK && !base)
         return lx_err(err, LX_EINVAL, "--on %s: no such method\n  hint: lenx show method lists them; e.g. --on "
                       "alibi", on);
-    if (rc == LX_OK && base == m)
+    if (rc == LX_OK && on && base == m)    /* rope itself, without --on, is shown alone */
         return lx_err(err, LX_EINVAL, "--on %s: the method shown itself\n  hint: --on names the position scheme "
                       "under it, e.g. lenx show method pi --on alibi", on);
     on_rope = on != NULL;   /* asked for: shown on it, not alone */
