@@ -231,6 +231,13 @@ Test(config, missing_and_misc)
                  "bad.yaml:3:29", "parameter 'mode' is given twice");
     expect_error(HEAD "methods: [{logn: {}, none: {}}]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:11",
                  "a method entry must be a name or {name: {param: value}}");
+    /* gaussian runs no model: a stack that trains, fine-tunes or learns into one is refused (it was ignored) */
+    expect_error(HEAD "methods: [[{logn: {mode: ssmax, train: true}}]]\ntasks: [gaussian]\nlengths: [100]\n",
+                 "bad.yaml:3:12", "method 'logn' is trained in (train: true), and task 'gaussian' runs on no model");
+    expect_error(HEAD "methods: [[{logn: {mode: ssmax, finetune: 10}}]]\ntasks: [gaussian]\nlengths: [100]\n",
+                 "bad.yaml:3:12", "is fine-tuned in (finetune:)");
+    expect_error(HEAD "methods: [[{logn: {mode: ssmax, learn: true}}]]\ntasks: [gaussian]\nlengths: [100]\n",
+                 "bad.yaml:3:11", "learns its logit scale (learn: true), and task 'gaussian' runs on no model");
     /* inside a model entry and its server map too (the first one used to win, silently) */
     expect_error(HEAD "models:\n  t: {arch: {layers: 1}, arch: {layers: 4}, train: {length: 32}}\nmethods: [rope]\n"
                  "tasks: [ppl]\nlengths: [32]\n", "bad.yaml:4:26", "model 't': key 'arch' is given twice");

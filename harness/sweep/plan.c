@@ -552,6 +552,25 @@ static void reach_note(struct lx_plan *plan, const struct lx_grid *g, int s, int
     lx_buf_free(&b);
 }
 
+/* A stack on a task without a model (gaussian) has nothing to train into:
+** train: true, finetune: or learn: true there would be ignored, so refused. */
+static int untrained_only(const struct lx_stack *st, const struct lx_spec *spec, const char *task,
+                          struct lx_error *err)
+{
+    for (int i = 0; i < st->n; i++) {
+        const struct lx_method_use *u = &st->items[i];
+        if (u->train || u->ft.steps)
+            return lx_node_err(err, u->where, "method '%s' is %s, and task '%s' runs on no model\n  hint: drop "
+                               "that from the stack for %s, or run the stack on a model task", u->method->name,
+                               u->train ? "trained in (train: true)" : "fine-tuned in (finetune:)", task, task);
+    }
+    if (spec->learn_scale)
+        return lx_node_err(err, st->where, "the stack '%s' learns its logit scale (learn: true), and task '%s' runs "
+                           "on no model\n  hint: drop learn: true for %s, or run the stack on a model task", st->canon,
+                           task, task);
+    return LX_OK;
+}
+
 /* Plan-time checks of one (stack, task, model, length): everything a cell
 ** could fail on before it runs, reported at the YAML position that caused it.
 ** The stack is resolved here, once: *canon and *json get its resolved strings. */
@@ -579,7 +598,7 @@ static int check_combo(const struct lx_grid *g, int s, int t, int m, int l, stru
     lx_buf_reset(json);
     lx_stack_resolved(&g->stacks[s], &spec, canon, json);
     if (m < 0)
-        return rc;
+        return untrained_only(&g->stacks[s], &spec, tu->task->name, err);
     note_reach(reach, &spec, lx_buf_str(canon), f.train_len, g->lengths[l]);
     unsigned uses = (tu->task->needs_probs ? LX_RUN_PROBS : 0) | (tu->task->losses_only ? LX_RUN_LOSS : 0) |
                     (tu->task->answers_only ? LX_RUN_ANSWER : 0) |
