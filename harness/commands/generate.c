@@ -8,8 +8,9 @@
 ** compared: BOS first, and for a SentencePiece tokenizer a space in front of
 ** non-empty text (its "dummy prefix"); the printed text drops that one leading
 ** space again. The text is written as it is generated, a token at a time,
-** and generation stops at the first special token (BOS, EOS), where run.c's
-** does; --ids prints after the whole run instead, all N tokens' ids first.
+** and generation stops at the first token without text (BOS, EOS, an
+** unknown); run.c stops at BOS only. --ids prints after the whole run
+** instead, all N tokens' ids first.
 ** --timings tells on stderr how long the load, the prompt's pass and the
 ** decode steps took.
 */
