@@ -47,13 +47,41 @@ static void gp_num(struct lx_buf *b, double v)
     lx_buf_puts(b, isfinite(v) ? t : "NaN");
 }
 
+/* What the points of a line plot span: whether any is finite, the smallest
+** positive x (a log axis draws x <= 0 at half of it, tic "0") and the x range. */
+struct span {
+    int any;                /* a point with finite x and y */
+    double min_pos;         /* the smallest finite x > 0 (INFINITY when none) */
+    double lo, hi;          /* the finite x's range (lo > hi when none) */
+    int at_zero;            /* a finite x <= 0 on a log axis */
+};
+
+static void span_of(const struct lx_plot *p, struct span *s)
+{
+    *s = (struct span){.min_pos = INFINITY, .lo = INFINITY, .hi = -INFINITY};
+    for (int l = 0; l < p->n_lines; l++)
+        for (int i = 0; i < p->lines[l].n; i++) {
+            double x = p->lines[l].x[i];
+            if (!isfinite(x))
+                continue;
+            s->at_zero |= p->log2x && x <= 0;
+            if (x > 0 && x < s->min_pos)
+                s->min_pos = x;
+            s->lo = x < s->lo ? x : s->lo, s->hi = x > s->hi ? x : s->hi;
+            s->any |= isfinite(p->lines[l].y[i]);
+        }
+}
+
 static void gp_lines(struct lx_buf *b, const struct lx_plot *p, int id)
 {
+    struct span s;
+    span_of(p, &s);
+    double zero_at = isfinite(s.min_pos) ? s.min_pos / 2 : 0.5;    /* where x <= 0 is drawn on a log axis */
     for (int l = 0; l < p->n_lines; l++) {
         const struct lx_plot_line *ln = &p->lines[l];
         lx_buf_printf(b, "$p%d_%d << EOD\n", id, l);
         for (int i = 0; i < ln->n; i++) {
-            gp_num(b, ln->x[i]);
+            gp_num(b, p->log2x && ln->x[i] <= 0 ? zero_at : ln->x[i]);
             lx_buf_puts(b, " ");
             gp_num(b, ln->y[i]);
             lx_buf_puts(b, " ");
@@ -76,6 +104,23 @@ static void gp_lines(struct lx_buf *b, const struct lx_plot *p, int id)
     } else {
         lx_buf_puts(b, "set xtics autofreq\n");
     }
+    if (s.at_zero) {    /* distance 0 on a log axis: drawn at half the first bucket, named 0 */
+        lx_buf_puts(b, "set xtics add (\"0\" ");
+        gp_num(b, zero_at);
+        lx_buf_puts(b, ")\n");
+    }
+    if (!s.any) {       /* every value undefined (a diverged run's NaN): an empty panel, not a gnuplot error */
+        lx_buf_puts(b, "set yrange [0:1]\nset label 2 \"no finite value\" at graph 0.5, graph 0.5 center\n");
+        double xl = s.lo <= s.hi ? (p->log2x && s.lo <= 0 ? zero_at : s.lo) : 1;
+        double xh = s.lo <= s.hi ? (p->log2x && s.hi <= 0 ? zero_at : s.hi) : 1;
+        if (xh <= xl)
+            xh = p->log2x ? 2 * xl : xl + 1;
+        lx_buf_puts(b, "set xrange [");
+        gp_num(b, xl);
+        lx_buf_puts(b, ":");
+        gp_num(b, xh);
+        lx_buf_puts(b, "]\n");
+    }
     lx_buf_puts(b, "set key below Left reverse noenhanced\nset grid\nset offsets graph 0.04, graph 0.04, "
                    "graph 0.05, graph 0.05\n");
     if (p->mark_x > 0) {
@@ -96,6 +141,8 @@ static void gp_lines(struct lx_buf *b, const struct lx_plot *p, int id)
         gp_str(b, p->lines[l].label);
     }
     lx_buf_puts(b, "\nunset arrow 1\nunset label 1\nset offsets 0, 0, 0, 0\n");
+    if (!s.any)
+        lx_buf_puts(b, "unset label 2\nset autoscale xy\n");
 }
 
 static void gp_heat(struct lx_buf *b, const struct lx_plot *p, int id)

@@ -109,12 +109,22 @@ static int labels_of(const struct lx_rows *rows, char *const *label, const char 
     return n;
 }
 
-static long train_len_of(const struct lx_rows *rows, const char *sweep, const char *task)
+/* The training length of method's model (its row label) in (sweep, task);
+** method NULL: the one every method's model shares, 0 when they differ. */
+static long train_len_of(const struct lx_rows *rows, char *const *label, const char *sweep, const char *task,
+                         const char *method)
 {
-    for (int i = 0; i < rows->n; i++)
-        if (rows->rows[i].train_len > 0 && !strcmp(rows->rows[i].sweep, sweep) && !strcmp(rows->rows[i].task, task))
-            return rows->rows[i].train_len;
-    return 0;
+    long t = 0;
+    for (int i = 0; i < rows->n; i++) {
+        const struct lx_row *r = &rows->rows[i];
+        if (r->train_len <= 0 || strcmp(r->sweep, sweep) || strcmp(r->task, task) ||
+            (method && strcmp(label[i], method)))
+            continue;
+        if (t && t != r->train_len)
+            return 0;
+        t = r->train_len;
+    }
+    return t;
 }
 
 /* The table beside a metric panel: methods x lengths, then effective length. */
@@ -123,7 +133,7 @@ static void metric_table(struct page *pg, const struct lx_rows *rows, char *cons
                          int n_len, double threshold)
 {
     struct lx_buf *h = &pg->html;
-    long train = train_len_of(rows, sweep, task), *lens = lx_xmalloc((size_t)n_len * sizeof *lens);
+    long *lens = lx_xmalloc((size_t)n_len * sizeof *lens);
     double *v = lx_xmalloc((size_t)n_len * sizeof *v);
     int dir = lx_metric_direction(metric);
     lx_buf_puts(h, "<table><thead><tr><th>method</th>");
@@ -149,8 +159,9 @@ static void metric_table(struct page *pg, const struct lx_rows *rows, char *cons
             else
                 lx_buf_printf(h, "<td>%.4g <small>± %.2g</small></td>", st.mean, st.spread);
         }
-        int all = 0;
-        long eff = lx_effective_length(lens, v, n_len, train, dir, threshold, &all);
+        int all = 0;    /* measured against the training length of this method's own model */
+        long eff = lx_effective_length(lens, v, n_len, train_len_of(rows, label, sweep, task, methods[m]), dir,
+                                       threshold, &all);
         if (eff)
             lx_buf_printf(h, "<td class=\"eff\">%s%ld</td></tr>\n", all ? "≥ " : "", eff);
         else
@@ -181,7 +192,7 @@ static void metric_panel(struct page *pg, const struct lx_rows *rows, char *cons
                                          .hi = hi};
     }
     own(pg, len);
-    long train = train_len_of(rows, sweep, task);
+    long train = train_len_of(rows, label, sweep, task, NULL);   /* the mark, when the models share one */
     char title[512];
     snprintf(title, sizeof title, "%s against length", metric);
     lx_buf_puts(&pg->html, "<div class=\"row\"><figure class=\"panel\" data-kind=\"metric\" data-task=\"");
@@ -243,7 +254,7 @@ static void curve_panels(struct page *pg, const struct lx_rows *pts, char *const
     const double *len = ax.len, *xs = ax.xs;
     const char **methods = ax.methods;
     int n_len = ax.n_len, nx = ax.nx, n_m = ax.n_m;
-    long train = train_len_of(pts, sweep, task);
+    long train = train_len_of(pts, plabel, sweep, task, NULL);
     if (n_len)
         lx_buf_printf(&pg->html, "<h4>%s</h4>\n<div class=\"row\">", what[0]);
     for (int j = 0; j < n_len; j++) {

@@ -255,6 +255,43 @@ Test(report, kept_prompts_are_the_instances_show_task_renders, .init = setup, .f
 
 static const char *gauss = "name: g\nseed: 1\nmethods: [none]\ntasks:\n  - gaussian: {samples: 20}\nlengths: [16, 32]\n";
 
+/* The text after the first `after` at the first `eff">` cell: that row's effective length. */
+static void eff_after(const char *html, const char *after, char *out, size_t n)
+{
+    const char *p = strstr(html, after), *e = p ? strstr(p, "class=\"eff\">") : NULL;
+    snprintf(out, n, "%s", e ? e + strlen("class=\"eff\">") : "(none)");
+    out[strcspn(out, "<")] = '\0';
+}
+
+/* Two methods on two models trained at 16 and 32: each effective length is
+** measured from its own model's training length (the report took the first
+** row's, 16, for both). By hand, threshold 0.85: none @a 1, 0.9, 0.5 from 16
+** gives 32; logn @b 0.5, 1, 0.6 from 32 gives 32 (from 16 it read >= 64). */
+Test(report, effective_length_from_each_models_training_length, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static char out[1 << 16];
+    write_file("e.yaml", "name: e\nseed: 1\nmethods: [none, logn]\ntasks:\n  - gaussian: {samples: 20}\n"
+               "lengths: [16, 32, 64]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run e.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"insert into models (key, name, config, path, sha256, steps, "
+                    "tokens, seconds, git_commit, created) values ('aaaaaaaaaaaaaaaa', 'a', '{\\\"train\\\":"
+                    "{\\\"length\\\":16}}', 'x', 'x', 0, 0, 0, 'c', 't'), ('bbbbbbbbbbbbbbbb', 'b', "
+                    "'{\\\"train\\\":{\\\"length\\\":32}}', 'x', 'x', 0, 0, 0, 'c', 't'); "
+                    "update runs set model_key = 'aaaaaaaaaaaaaaaa', model = 'a' where method = 'none'; "
+                    "update runs set model_key = 'bbbbbbbbbbbbbbbb', model = 'b' where method like 'logn%%'; "
+                    "delete from metrics where name != 'entropy'; delete from series; "
+                    "update metrics set name = 'acc', value = (select case when r.method = 'none' then "
+                    "(case r.length when 16 then 1 when 32 then 0.9 else 0.5 end) else (case r.length when 16 then "
+                    "0.5 when 32 then 1 else 0.6 end) end from runs r where r.id = run_id)\""), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L report --db r.db -o e.html"), 0, "%s", out);
+    char *html = read_all("e.html"), eff[64];
+    eff_after(html, " @a</td>", eff, sizeof eff);
+    cr_expect_str_eq(eff, "32");
+    eff_after(html, " @b</td>", eff, sizeof eff);
+    cr_expect_str_eq(eff, "32");
+    free(html);
+}
+
 Test(report, bad_input_and_a_missing_gnuplot_are_clear_errors, .init = setup, .fini = teardown, .timeout = 60)
 {
     char out[4096];
@@ -674,5 +711,34 @@ Test(report, error_bars_are_drawn_from_their_two_ends)
     const char *s = lx_buf_str(&b);
     cr_expect(strstr(s, "\n192 0.25 0 0.75\n768 0 0 0\n") != NULL, "%s", s);
     cr_expect(strstr(s, "using 1:2:3:4 with yerrorlines") != NULL, "%s", s);
+    lx_buf_free(&b);
+}
+
+/* Distance 0 on a log-2 axis (mass_by_distance's first bucket) is drawn at
+** half the first positive x and named 0 (gnuplot dropped it, and the 0.4 of
+** self-attention with it). Every y undefined (a NaN metric, stored as NULL):
+** an empty panel with fixed ranges, which gnuplot draws (it stopped on "all
+** points y value undefined" and the whole report failed). Both rendered. */
+Test(report, a_zero_distance_and_an_all_nan_line_are_drawn)
+{
+    static const double x[] = {0, 1, 2, 4}, y[] = {0.4, 0.3, 0.2, 0.1}, none[] = {NAN, NAN, NAN, NAN};
+    struct lx_plot_line line = {.label = "m", .n = 4, .x = x, .y = y}, nan_line = {.label = "m", .n = 4, .x = x,
+                                                                                    .y = none};
+    struct lx_plot p = {.kind = LX_PLOT_LINES, .title = "t", .lines = &line, .n_lines = 1, .log2x = 1};
+    struct lx_buf b = {0};
+    lx_plot_script(&p, 1, &b);
+    cr_expect(strstr(lx_buf_str(&b), "\n0.5 0.4 0.4 0.4\n1 0.3") != NULL, "%s", lx_buf_str(&b));
+    cr_expect(strstr(lx_buf_str(&b), "set xtics add (\"0\" 0.5)") != NULL, "%s", lx_buf_str(&b));
+    char *svg[2] = {NULL, NULL};
+    struct lx_error err = {{0}};
+    struct lx_plot both[2] = {p, p};
+    both[1].lines = &nan_line;
+    if (lx_plot_svg(both, 2, svg, &err) == LX_EIO && strstr(err.msg, "gnuplot-nox"))
+        cr_skip_test("gnuplot is not installed");
+    cr_assert(svg[0] && svg[1], "%s", err.msg);
+    cr_expect(strstr(svg[1], "no finite value") != NULL, "the empty panel says why");
+    cr_expect(strstr(svg[0], "no finite value") == NULL);
+    free(svg[0]);
+    free(svg[1]);
     lx_buf_free(&b);
 }
