@@ -9,6 +9,7 @@
 ** may carry quotes, markup, newlines or control bytes in any name. None of
 ** them may end the context it is written into.
 */
+#include <ctype.h>
 #include <string.h>
 
 #include "results/views.h"
@@ -27,17 +28,34 @@ void lx_esc_html(struct lx_buf *b, const char *s)
     }
 }
 
+/* An underscore that could open or close emphasis: at a word's edge
+** (beta_fast inside a word cannot, and stays as written). */
+static int md_edge_underscore(const unsigned char *s, const unsigned char *p)
+{
+    return *p == '_' && (p == s || !isalnum(p[-1]) || !isalnum(p[1]));
+}
+
+/* GFM's autolinks: the ':' of "://" and the '.' of a leading "www." */
+static int md_autolink(const unsigned char *s, const unsigned char *p)
+{
+    return (*p == ':' && p[1] == '/' && p[2] == '/') ||
+           (*p == '.' && p - s >= 3 && strncmp((const char *)p - 3, "www", 3) == 0 &&
+            (p - s == 3 || !isalnum(p[-4])));
+}
+
 void lx_esc_md(struct lx_buf *b, const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const unsigned char *s0 = (const unsigned char *)s;
+    for (const unsigned char *p = s0; *p; p++) {
         if (*p == '&')
             lx_buf_puts(b, "&amp;");
         else if (*p == '<')
             lx_buf_puts(b, "&lt;");
         else if (*p == '>')
             lx_buf_puts(b, "&gt;");
-        else if (strchr("\\|`*", *p) || (*p == '(' && p > (const unsigned char *)s && p[-1] == ']'))
-            lx_buf_printf(b, "\\%c", *p);     /* no cell bar, code span, emphasis or link */
+        else if (strchr("\\|`*~", *p) || (*p == '(' && p > s0 && p[-1] == ']') || md_edge_underscore(s0, p) ||
+                 md_autolink(s0, p))
+            lx_buf_printf(b, "\\%c", *p);     /* no cell bar, code span, emphasis, strikethrough or link */
         else if (*p < 0x20 || *p == 0x7f)
             lx_buf_puts(b, " ");                /* one line: a table row, a heading */
         else
@@ -47,6 +65,8 @@ void lx_esc_md(struct lx_buf *b, const char *s)
 
 void lx_esc_latex(struct lx_buf *b, const char *s)
 {
+    if (*s == '[')
+        lx_buf_puts(b, "{}");       /* after a row's \\ a leading [ would be read as an optional argument */
     static const char *const cmd[] = {['\\'] = "\\textbackslash{}", ['^'] = "\\textasciicircum{}",
                                       ['~'] = "\\textasciitilde{}", ['<'] = "\\textless{}",
                                       ['>'] = "\\textgreater{}", ['|'] = "\\textbar{}"};

@@ -190,6 +190,37 @@ Test(views, latex_pivot_escapes)
     lx_rows_release(&r);
 }
 
+/* Stored strings that Markdown or LaTeX would read as markup: GFM's
+** emphasis by underscores at a word's edge, strikethrough, autolinks (www.
+** and ://); a label opening with [ after a LaTeX row's \\ (read as its
+** optional argument). beta_fast inside a word stays as written. */
+Test(views, escapes_for_gfm_and_latex_row_starts)
+{
+    static const struct {
+        const char *in, *md;
+    } md[] = {
+        {"_draft_", "\\_draft\\_"},
+        {"__strong__ beta_fast", "\\_\\_strong\\_\\_ beta_fast"},
+        {"~~gone~~", "\\~\\~gone\\~\\~"},
+        {"https://evil.example/x", "https\\://evil.example/x"},
+        {"www.evil.example and awww.x", "www\\.evil.example and awww.x"},
+        {"[x](y)", "[x]\\(y)"},
+    };
+    for (size_t i = 0; i < sizeof md / sizeof *md; i++) {
+        struct lx_buf b = {0};
+        lx_esc_md(&b, md[i].in);
+        cr_expect_str_eq(lx_buf_str(&b), md[i].md, "%s", md[i].in);
+        lx_buf_free(&b);
+    }
+    struct lx_buf b = {0};
+    lx_esc_latex(&b, "[2cm] x");
+    cr_expect_str_eq(lx_buf_str(&b), "{}[2cm] x");
+    lx_buf_reset(&b);
+    lx_esc_latex(&b, "x [2cm]");
+    cr_expect_str_eq(lx_buf_str(&b), "x [2cm]");
+    lx_buf_free(&b);
+}
+
 /* ---- csv --------------------------------------------------------------- */
 
 #define CSV_HEADER "sweep,method,task,length,seed,metric,value,model_key,key\n"
