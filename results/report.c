@@ -193,14 +193,14 @@ static void metric_panel(struct page *pg, const struct lx_rows *rows, char *cons
     }
     own(pg, len);
     long train = train_len_of(rows, label, sweep, task, NULL);   /* the mark, when the models share one */
-    char title[512];
-    snprintf(title, sizeof title, "%s against length", metric);
+    struct lx_buf title = {0};     /* whole: a cut could split a UTF-8 character */
+    lx_buf_printf(&title, "%s against length", metric);
     lx_buf_puts(&pg->html, "<div class=\"row\"><figure class=\"panel\" data-kind=\"metric\" data-task=\"");
     lx_esc_html(&pg->html, task);
     lx_buf_puts(&pg->html, "\" data-metric=\"");
     lx_esc_html(&pg->html, metric);
     lx_buf_printf(&pg->html, "\" data-series=\"%d\">", n_m);
-    add_plot(pg, &(struct lx_plot){.kind = LX_PLOT_LINES, .title = own_str(pg, title), .xlabel = "length (tokens)",
+    add_plot(pg, &(struct lx_plot){.kind = LX_PLOT_LINES, .title = own(pg, title.s), .xlabel = "length (tokens)",
                                    .ylabel = own_str(pg, metric), .log2x = 1, .mark_x = (double)train,
                                    .mark_label = "train", .lines = lines, .n_lines = n_m, .xtics_at = len,
                                    .n_xtics = n_len});
@@ -264,12 +264,12 @@ static void curve_panels(struct page *pg, const struct lx_rows *pts, char *const
             mean_at(pts, plabel, sweep, task, methods[m], (long)len[j], xs, nx, y);
             lines[m] = (struct lx_plot_line){.label = own_str(pg, methods[m]), .n = nx, .x = xs, .y = y};
         }
-        char title[512];
-        snprintf(title, sizeof title, "%s at length %ld", what[0], (long)len[j]);
+        struct lx_buf title = {0};
+        lx_buf_printf(&title, "%s at length %ld", what[0], (long)len[j]);
         lx_buf_puts(&pg->html, "<figure class=\"panel\" data-kind=\"curve\" data-task=\"");
         lx_esc_html(&pg->html, task);
         lx_buf_printf(&pg->html, "\" data-metric=\"%s\" data-series=\"%d\">", what[0], n_m);
-        add_plot(pg, &(struct lx_plot){.kind = LX_PLOT_LINES, .title = own_str(pg, title), .xlabel = what[1],
+        add_plot(pg, &(struct lx_plot){.kind = LX_PLOT_LINES, .title = own(pg, title.s), .xlabel = what[1],
                                        .ylabel = what[2], .log2x = 1, .mark_x = (double)train,
                                        .mark_label = "train", .lines = lines, .n_lines = n_m, .width = 440,
                                        .height = 340});
@@ -304,13 +304,11 @@ static void heat_panels(struct page *pg, const struct lx_rows *pts, char *const 
                 z[(size_t)d * (size_t)n_len + (size_t)j] = col[d];
         }
         free(col);
-        char title[512];
-        snprintf(title, sizeof title, "%s", methods[m]);
         lx_buf_puts(&pg->html, "<figure class=\"panel\" data-kind=\"heat\" data-task=\"");
         lx_esc_html(&pg->html, task);
         lx_buf_printf(&pg->html, "\" data-metric=\"%s\" data-series=\"%d\">", what[0], nd * n_len);
-        add_plot(pg, &(struct lx_plot){.kind = LX_PLOT_HEAT, .title = own_str(pg, title), .xlabel = "length (tokens)",
-                                       .ylabel = "needle depth", .nx = n_len, .ny = nd, .xtics = (const char *const *)xt,
+        add_plot(pg, &(struct lx_plot){.kind = LX_PLOT_HEAT, .title = own_str(pg, methods[m]),
+                                       .xlabel = "length (tokens)", .ylabel = "needle depth", .nx = n_len, .ny = nd, .xtics = (const char *const *)xt,
                                        .ytics = (const char *const *)yt, .z = z, .zmin = 0, .zmax = 1,
                                        .width = 440, .height = 300});
         lx_buf_puts(&pg->html, "</figure>");

@@ -742,3 +742,33 @@ Test(report, a_zero_distance_and_an_all_nan_line_are_drawn)
     free(svg[1]);
     lx_buf_free(&b);
 }
+
+/* A panel title longer than the old 512-byte buffer, of two-byte characters:
+** the page stays UTF-8 (the title was cut inside a character). */
+static int valid_utf8(const unsigned char *s)
+{
+    while (*s) {
+        int n = *s < 0x80 ? 0 : (*s & 0xE0) == 0xC0 ? 1 : (*s & 0xF0) == 0xE0 ? 2 : (*s & 0xF8) == 0xF0 ? 3 : -1;
+        if (n < 0)
+            return 0;
+        for (int i = 1; i <= n; i++)
+            if ((s[i] & 0xC0) != 0x80)
+                return 0;
+        s += n + 1;
+    }
+    return 1;
+}
+
+Test(report, long_titles_stay_utf8, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static char out[1 << 16];
+    write_file("g.yaml", gauss);
+    cr_assert_eq(sh(out, sizeof out, "$L run g.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"update metrics set name = 'range_mass:a' || "
+                    "replace(printf('%%.300c', 'x'), 'x', 'é') where name = 'entropy'\""), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L report --db r.db -o u.html"), 0, "%s", out);
+    char *html = read_all("u.html");
+    cr_expect(strstr(html, "éééé against length") != NULL, "the whole title is drawn");
+    cr_expect(valid_utf8((const unsigned char *)html), "the page is not UTF-8");
+    free(html);
+}
