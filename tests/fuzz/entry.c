@@ -4,6 +4,7 @@
 #define _XOPEN_SOURCE 700     /* POSIX 2008 with realpath and symlink */
 #include "tests/fuzz/entry.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -626,15 +627,18 @@ static void check_md(const char *s)
 {
     struct lx_buf b = {0};
     lx_esc_md(&b, s);
-    for (const char *p = lx_buf_str(&b); *p; p++) {
+    const char *b0 = lx_buf_str(&b);
+    for (const char *p = b0; *p; p++) {
         unsigned char c = (unsigned char)*p;
         LX_ASSERT(c >= 0x20 && c != 0x7f);                  /* one line */
         if (c == '\\') {
-            LX_ASSERT(p[1] && strchr("\\|`*(", p[1]));
+            LX_ASSERT(p[1] && strchr("\\|`*(~_:.", p[1]));
             p++;
             continue;
         }
-        LX_ASSERT(!strchr("|`*<>", c));
+        LX_ASSERT(!strchr("|`*<>~", c));                     /* no strikethrough either */
+        LX_ASSERT(c != '_' || (p > b0 && isalnum((unsigned char)p[-1]) && isalnum((unsigned char)p[1])));
+        LX_ASSERT(c != ':' || strncmp(p, "://", 3));        /* no autolink */
         LX_ASSERT(c != '(' || p == lx_buf_str(&b) || p[-1] != ']');     /* no link */
         LX_ASSERT(c != '&' || !strncmp(p, "&amp;", 5) || !strncmp(p, "&lt;", 4) || !strncmp(p, "&gt;", 4));
     }
@@ -647,7 +651,13 @@ static void check_latex(const char *s)
                                       "\\textless{}", "\\textgreater{}", "\\textbar{}"};
     struct lx_buf b = {0};
     lx_esc_latex(&b, s);
-    for (const char *p = lx_buf_str(&b); *p; p++) {
+    const char *p = lx_buf_str(&b);
+    LX_ASSERT(*p != '[');                                   /* not an optional argument after a row's \\ */
+    if (*s == '[') {
+        LX_ASSERT(!strncmp(p, "{}[", 3));
+        p += 2;
+    }
+    for (; *p; p++) {
         unsigned char c = (unsigned char)*p;
         LX_ASSERT(c >= 0x20 && c != 0x7f);
         if (c == '\\' && p[1] && strchr("_%&#${}", p[1])) {
