@@ -123,7 +123,9 @@ function tinyTokenizer() {
 }
 
 const TINY_EDGE = ['', 'the and hello', 'hello', 'Hello', 'x1234y 56', 'the<|end|>', 'a  <|end|>  b', '[X]   q',
-    'in the   end\n\n', ' leading', 'tab\there', 'ünïcode 😀', 'shell hello hellos', '12 123 1212'];
+    'in the   end\n\n', ' leading', 'tab\there', 'ünïcode 😀', 'shell hello hellos', '12 123 1212',
+    // lstrip / rstrip take any Unicode White_Space: ideographic and no-break spaces
+    'a\u3000<|end|>', '[X]\u3000b', 'a\u00a0<|end|>'];
 
 async function writeRefs() {
     fs.writeFileSync(path.join(__dirname, 'tok_tiny.json'), JSON.stringify(tinyTokenizer()) + '\n');

@@ -17,12 +17,34 @@
 #include <string.h>
 
 #include "harness/engine/tokenizers/tok_hf.h"
+#include "harness/engine/tokenizers/unicode.h"
 
 /* ---- 1. added tokens ---- */
 
-static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+/* The classes (LX_UC_*) of the character that starts at text[i] (*len its
+** bytes) and of the one that ends at text[i] (starting at or after lo; *len
+** its bytes); a byte that is no UTF-8 character has none. As the library's
+** lstrip/rstrip (Unicode White_Space) and single_word (the `\w` of a regex)
+** read a neighbour: a whole character, ASCII or not. */
+static unsigned class_at(const char *text, size_t n, size_t i, size_t *len)
+{
+    int32_t cp;
+    *len = (size_t)lx_unicode_next(text + i, n - i, &cp);
+    return lx_unicode_class(cp);
+}
 
-static int is_word(unsigned char c) { return c >= 0x80 || c == '_' || (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z'); }
+static unsigned class_before(const char *text, size_t lo, size_t i, size_t *len)
+{
+    size_t k = i - 1;
+    while (k > lo && i - k < 4 && ((unsigned char)text[k] & 0xC0) == 0x80)
+        k--;
+    size_t got;
+    unsigned c = class_at(text, i, k, &got);
+    if (k + got != i)   /* not one character ending at i: the last byte alone */
+        return *len = 1, 0;
+    *len = got;
+    return c;
+}
 
 /* The added token matching at text[i] (the longest; hf->added is sorted
 ** longest first), or NULL. */
@@ -35,8 +57,9 @@ static const struct hf_added *added_at(const struct hf_tok *hf, const char *text
         const struct hf_added *a = &hf->added[k];
         if (a->n > n - i || memcmp(text + i, a->s, a->n) != 0)
             continue;
-        if (a->single_word && ((i > 0 && is_word((unsigned char)text[i - 1])) ||
-                               (i + a->n < n && is_word((unsigned char)text[i + a->n]))))
+        size_t len;
+        if (a->single_word && ((i > 0 && (class_before(text, 0, i, &len) & LX_UC_WORD)) ||
+                               (i + a->n < n && (class_at(text, n, i + a->n, &len) & LX_UC_WORD))))
             continue;
         return a;
     }
@@ -213,12 +236,13 @@ int lx_hf_tok_encode(const struct lx_tokenizer *t, const char *text, size_t n, u
         if (!a && i < n)
             continue;
         size_t end = i, next = a ? i + a->n : n;
+        size_t len;
         if (a && a->lstrip)
-            while (end > from && is_space(text[end - 1]))
-                end--;
+            while (end > from && (class_before(text, from, end, &len) & LX_UC_SPACE))
+                end -= len;
         if (a && a->rstrip)
-            while (next < n && is_space(text[next]))
-                next++;
+            while (next < n && (class_at(text, n, next, &len) & LX_UC_SPACE))
+                next += len;
         const struct lx_buf *norm;
         e.from = from;
         if ((rc = normalize(&e, text + from, end - from, buf, &norm)) == LX_OK)
