@@ -240,9 +240,20 @@ static int read_model(struct hf_tok *hf, const struct lx_json *doc, const struct
 
 /* ---- added tokens ---- */
 
+static int pair_of(const struct hf_added *a)
+{
+    return HF_PAIR((unsigned char)a->s[0], a->n > 1 ? (unsigned char)a->s[1] : 256);
+}
+
+/* By their first two bytes (a position tries only the tokens that start as
+** its text does), then longest first (the longest that matches wins), then
+** by id. */
 static int added_cmp(const void *x, const void *y)
 {
     const struct hf_added *a = x, *b = y;
+    int pa = pair_of(a), pb = pair_of(b);
+    if (pa != pb)
+        return pa < pb ? -1 : 1;
     return a->n != b->n ? (a->n < b->n ? 1 : -1) : (a->id > b->id) - (a->id < b->id);
 }
 
@@ -272,10 +283,15 @@ static int read_added(struct hf_tok *hf, const struct lx_json *doc, const struct
         memcpy(a->s, s, a->n + 1);
         free(hf->text[id]);
         hf->text[id] = lx_xstrdup(a->s);
-        hf->first[(unsigned char)s[0] >> 3] |= (uint8_t)(1u << ((unsigned char)s[0] & 7));
         hf->n_added++;
     }
     qsort(hf->added, (size_t)hf->n_added, sizeof *hf->added, added_cmp);
+    hf->bucket = lx_xmalloc((HF_PAIRS + 1) * sizeof *hf->bucket);
+    for (int p = 0, k = 0; p <= HF_PAIRS; p++) {     /* bucket[p]: the first token whose key is p or more */
+        while (k < hf->n_added && pair_of(&hf->added[k]) < p)
+            k++;
+        hf->bucket[p] = k;
+    }
     return LX_OK;
 }
 
@@ -583,7 +599,7 @@ static void hf_free(void *impl)
     for (long i = 0; hf->piece && i < hf->bpe.n_vocab; i++)
         free(hf->piece[i]);
     free(hf->piece), free(hf->piece_len);
-    free(hf->added), free(hf->norm), free(hf->split), free(hf->repl), free(hf->text);
+    free(hf->added), free(hf->bucket), free(hf->norm), free(hf->split), free(hf->repl), free(hf->text);
     lx_bpe_release(&hf->bpe);
     free(hf);
 }

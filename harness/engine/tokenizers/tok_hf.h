@@ -26,6 +26,11 @@
 #define HF_GROWTH 16
 #define HF_GROWTH_SLACK 1024
 
+/* An added token's first two bytes as a key: 257 c0 + c1, c1 = 256 for a
+** one-byte token (the last of c0's keys, so longer tokens come first). */
+#define HF_PAIR(c0, c1) (257 * (int)(c0) + (int)(c1))
+#define HF_PAIRS (256 * 257)
+
 struct hf_added {
     int32_t id;             /* its id */
     char *s;                /* (n,) its content */
@@ -64,9 +69,11 @@ struct hf_replace {
 struct hf_tok {
     struct lx_bpe bpe;              /* the model: vocabulary (raw bytes for byte-level) and merges */
     int bytelevel;                  /* byte-level BPE (tokens are bytes through GPT-2's byte map) */
-    struct hf_added *added;         /* (n_added,) added tokens, longest first */
+    struct hf_added *added;         /* (n_added,) added tokens by their first two bytes (HF_PAIR), then longest
+                                    ** first */
     int n_added;
-    uint8_t first[32];              /* bit set of the added tokens' first bytes */
+    int *bucket;                    /* (HF_PAIRS + 1,) the added tokens of pair key p: added[bucket[p] ..
+                                    ** bucket[p + 1]) */
     struct hf_norm *norm;           /* (n_norm,) normalizer steps in order */
     int n_norm;
     struct hf_split *split;         /* (n_split,) pre-tokenizer steps in order */

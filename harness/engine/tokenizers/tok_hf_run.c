@@ -46,23 +46,23 @@ static unsigned class_before(const char *text, size_t lo, size_t i, size_t *len)
     return c;
 }
 
-/* The added token matching at text[i] (the longest; hf->added is sorted
-** longest first), or NULL. */
+/* The added token matching at text[i] (the longest: those of text[i, i + 2),
+** longest first, then those of text[i] alone), or NULL. */
 static const struct hf_added *added_at(const struct hf_tok *hf, const char *text, size_t n, size_t i)
 {
     unsigned char c = (unsigned char)text[i];
-    if (!(hf->first[c >> 3] & (1u << (c & 7))))
-        return NULL;
-    for (int k = 0; k < hf->n_added; k++) {
-        const struct hf_added *a = &hf->added[k];
-        if (a->n > n - i || memcmp(text + i, a->s, a->n) != 0)
-            continue;
-        size_t len;
-        if (a->single_word && ((i > 0 && (class_before(text, 0, i, &len) & LX_UC_WORD)) ||
-                               (i + a->n < n && (class_at(text, n, i + a->n, &len) & LX_UC_WORD))))
-            continue;
-        return a;
-    }
+    const int keys[2] = {HF_PAIR(c, i + 1 < n ? (unsigned char)text[i + 1] : 256), HF_PAIR(c, 256)};
+    for (int pass = 0; pass < 2 && hf->n_added; pass++)
+        for (int k = hf->bucket[keys[pass]]; k < hf->bucket[keys[pass] + 1]; k++) {
+            const struct hf_added *a = &hf->added[k];
+            if (a->n > n - i || memcmp(text + i, a->s, a->n) != 0)
+                continue;
+            size_t len;
+            if (a->single_word && ((i > 0 && (class_before(text, 0, i, &len) & LX_UC_WORD)) ||
+                                   (i + a->n < n && (class_at(text, n, i + a->n, &len) & LX_UC_WORD))))
+                continue;
+            return a;
+        }
     return NULL;
 }
 
