@@ -308,9 +308,9 @@ static void heat_panels(struct page *pg, const struct lx_rows *pts, char *const 
         lx_esc_html(&pg->html, task);
         lx_buf_printf(&pg->html, "\" data-metric=\"%s\" data-series=\"%d\">", what[0], nd * n_len);
         add_plot(pg, &(struct lx_plot){.kind = LX_PLOT_HEAT, .title = own_str(pg, methods[m]),
-                                       .xlabel = "length (tokens)", .ylabel = "needle depth", .nx = n_len, .ny = nd, .xtics = (const char *const *)xt,
-                                       .ytics = (const char *const *)yt, .z = z, .zmin = 0, .zmax = 1,
-                                       .width = 440, .height = 300});
+                                       .xlabel = "length (tokens)", .ylabel = "needle depth", .nx = n_len, .ny = nd,
+                                       .xtics = (const char *const *)xt, .ytics = (const char *const *)yt, .z = z,
+                                       .zmin = 0, .zmax = 1, .width = 440, .height = 300});
         lx_buf_puts(&pg->html, "</figure>");
     }
     if (n_m)

@@ -52,7 +52,7 @@ static const struct hf_added *added_at(const struct hf_tok *hf, const char *text
 {
     unsigned char c = (unsigned char)text[i];
     const int keys[2] = {HF_PAIR(c, i + 1 < n ? (unsigned char)text[i + 1] : 256), HF_PAIR(c, 256)};
-    for (int pass = 0; pass < 2 && hf->n_added; pass++)
+    for (int pass = 0; pass < (keys[0] == keys[1] ? 1 : 2) && hf->n_added; pass++)   /* at the end: one key */
         for (int k = hf->bucket[keys[pass]]; k < hf->bucket[keys[pass] + 1]; k++) {
             const struct hf_added *a = &hf->added[k];
             if (a->n > n - i || memcmp(text + i, a->s, a->n) != 0)
