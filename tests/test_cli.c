@@ -635,6 +635,29 @@ Test(cli, show_method_sets_rope_base_under_yarn, .init = setup, .fini = teardown
     cr_expect(strstr(out, "'rop' is not a method of the stack rope+yarn") != NULL, "%s", out);
 }
 
+/* A parameter named twice on the command line is refused, as a sweep file's
+** map refuses it (the last one won silently): plainly and as yarn.scale, a
+** rope parameter, a task's, and a task's protocol= beside --protocol. */
+Test(cli, show_refuses_a_parameter_given_twice, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static char out[1 << 16];
+    static const char *const twice[][2] = {
+        {"method yarn scale=2 scale=4", "'yarn.scale' is given twice"},
+        {"method yarn scale=2 yarn.scale=4", "'yarn.scale' is given twice"},
+        {"method yarn rope.base=100 rope.base=1000", "'rope.base' is given twice"},
+        {"task passkey digits=3 digits=5", "task 'passkey': parameter 'digits' is given twice"},
+        {"task passkey protocol=landmark --protocol landmark", "parameter 'protocol' is given twice"},
+    };
+    char cmd[256];
+    for (size_t i = 0; i < sizeof twice / sizeof twice[0]; i++) {
+        snprintf(cmd, sizeof cmd, "$L show %s", twice[i][0]);
+        cr_expect_eq(sh(out, sizeof out, cmd), 2, "%s: %s", cmd, out);
+        cr_expect(strstr(out, twice[i][1]) != NULL, "%s: %s", cmd, out);
+    }
+    /* one of each stays fine: the method's and rope's own */
+    cr_expect_eq(sh(out, sizeof out, "$L show method yarn scale=2 rope.base=1000 --length 2"), 0, "%s", out);
+}
+
 /* The data directory (docs/data.md#the-data-directory): --data names it, a
 ** bad one is refused up front, an empty one fails naming the path and the
 ** fix, and a binary outside its checkout looks under <prefix>/share/lenx/data

@@ -94,10 +94,30 @@ static int set_kv(const struct lx_schema *s, void *params, const char *what, con
     return rc;
 }
 
+/* Refuse a parameter named twice (as a sweep file's map refuses it): `key`
+** (its length n) against the keys of the arguments before it. */
+static int kv_twice(const char *const *seen, int n_seen, const char *key, size_t n, const char *what,
+                    struct lx_error *err)
+{
+    for (int j = 0; j < n_seen; j++)
+        if (strlen(seen[j]) == n && strncmp(seen[j], key, n) == 0)
+            return lx_err(err, LX_EINVAL, "%s: parameter '%.*s' is given twice\n  hint: keep one of them", what,
+                          (int)n, key);
+    return LX_OK;
+}
+
 static int apply_kv(const struct lx_schema *s, void *params, const char *what, int n, const char *const *kv,
                     struct lx_error *err)
 {
+    char seen[LX_MAX_POS + 2][64];
+    const char *seen_p[LX_MAX_POS + 2];
     for (int i = 0; i < n; i++) {
+        const char *eq = strchr(kv[i], '=');
+        size_t len = eq ? (size_t)(eq - kv[i]) : 0;
+        if (len && kv_twice(seen_p, i, kv[i], len, what, err) < 0)
+            return LX_EINVAL;
+        snprintf(seen[i], sizeof seen[i], "%.*s", (int)len, kv[i]);
+        seen_p[i] = seen[i];
         int rc = set_kv(s, params, what, kv[i], err);
         if (rc < 0)
             return rc;
@@ -266,8 +286,10 @@ static int show_facts(const struct lx_args *a, struct lx_facts *f, struct lx_err
 }
 
 /* One k=v argument of `show method M` on the stack [rope, M]: `k` sets M's
-** parameter, `rope.k` (or `M.k`) that method's; a `rope.` key puts M on rope. */
-static int show_arg(struct lx_stack *st, const char *kv, int *on_rope, struct lx_error *err)
+** parameter, `rope.k` (or `M.k`) that method's; a `rope.` key puts M on rope.
+** seen[0..i) hold the earlier arguments' keys as "method.k"; this one's joins them. */
+static int show_arg(struct lx_stack *st, const char *kv, int *on_rope, char (*seen)[80], int i,
+                    struct lx_error *err)
 {
     const char *eq = strchr(kv, '='), *dot = strchr(kv, '.');
     if (!eq || eq == kv)
@@ -289,7 +311,12 @@ static int show_arg(struct lx_stack *st, const char *kv, int *on_rope, struct lx
     const struct lx_method *m = st->items[item].method;
     char what[96];
     snprintf(what, sizeof what, "method '%s'", m->name);
-    return set_kv(&m->schema, st->items[item].params, what, kv, err);
+    const char *seen_p[LX_MAX_POS];
+    for (int j = 0; j < i; j++)
+        seen_p[j] = seen[j];
+    snprintf(seen[i], sizeof seen[i], "%s.%.*s", m->name, (int)(strchr(kv, '=') - kv), kv);
+    int rc = kv_twice(seen_p, i, seen[i], strlen(seen[i]), "lenx show method", err);
+    return rc < 0 ? rc : set_kv(&m->schema, st->items[item].params, what, kv, err);
 }
 
 /* "name(k=v,...)" of one method with its resolved values. */
@@ -369,8 +396,9 @@ static int show_method(const struct lx_method *m, const struct lx_args *a, struc
         st.items[i].params = lx_xcalloc(1, st.items[i].method->schema.size);
         lx_params_defaults(&st.items[i].method->schema, st.items[i].params);
     }
+    char seen[LX_MAX_POS][80];
     for (int i = 2; i < a->n_pos && rc == LX_OK; i++)
-        rc = show_arg(&st, a->pos[i], &on_rope, err);
+        rc = show_arg(&st, a->pos[i], &on_rope, seen, i - 2, err);
     for (int i = 0; i < 2; i++)
         lx_params_finish(&st.items[i].method->schema, st.items[i].params);
     struct lx_spec spec;
