@@ -265,6 +265,11 @@ struct mix_keys {
 static int mix_keys_parse(const struct lx_model_use *u, const char *task, const struct lx_node *k,
                           const struct lx_node *pnode, struct mix_keys *m, struct lx_error *err)
 {
+    char what[160];
+    snprintf(what, sizeof what, "model '%s' mixture '%s': ", u->name, task);
+    int rc = lx_map_unique(pnode, what, err);     /* a second weight would reach the task as unknown */
+    if (rc < 0)
+        return rc;
     *m = (struct mix_keys){.w = lx_map_get(pnode, "weight"), .sc = lx_map_get(pnode, "score"),
                            .lp = lx_map_get(pnode, "length_power"), .ml = lx_map_get(pnode, "max_length"),
                            .power = 1};
