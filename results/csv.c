@@ -68,7 +68,9 @@ static int parse_num(const char *s, double *v)
     return *s && !*end;
 }
 
-static char *slurp(const char *path)
+/* The file's text; *nul is set to the 1-based line of a NUL byte, which would
+** end the text there and leave the rest unread (0: none). */
+static char *slurp(const char *path, int *nul)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -76,8 +78,14 @@ static char *slurp(const char *path)
     struct lx_buf b = {0};
     char chunk[4096];
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk - 1, f)) > 0) {
+    int line = 1;
+    *nul = 0;
+    while (!*nul && (n = fread(chunk, 1, sizeof chunk - 1, f)) > 0) {
         chunk[n] = '\0';
+        for (size_t i = 0; i < n && !*nul; i++) {
+            line += chunk[i] == '\n';
+            *nul = chunk[i] == '\0' ? line : 0;
+        }
         lx_buf_puts(&b, chunk);
     }
     fclose(f);
@@ -86,13 +94,21 @@ static char *slurp(const char *path)
 
 int lx_csv_read(const char *path, struct lx_rows *out, struct lx_error *err)
 {
-    char *text = slurp(path);
+    int nul;
+    char *text = slurp(path, &nul);
     if (!text)
         return lx_err(err, LX_EIO, "%s: cannot read the file", path);
+    if (nul) {
+        free(text);
+        return lx_err(err, LX_EINVAL, "%s:%d: a NUL byte; a results CSV is text\n"
+                      "  hint: write it with `lenx table --format csv`", path, nul);
+    }
     struct lx_buf f[N_COLS + 1] = {{0}};
-    const char *p = text;
-    int rc = LX_OK, seen_header = 0, n_cols = N_COLS;
-    for (int line = 1; *p && rc == LX_OK; line++) {
+    const char *p = text, *at = text;
+    int rc = LX_OK, seen_header = 0, n_cols = N_COLS, line = 1;
+    while (*p && rc == LX_OK) {
+        for (; at < p; at++)    /* the record's first line: a quoted field may hold line breaks */
+            line += *at == '\n';
         int n = split_record(&p, f);
         if (n == 1 && !f[0].len)
             continue;   /* a blank line */

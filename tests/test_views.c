@@ -372,6 +372,27 @@ Test(views, csv_read_errors)
     /* the current header takes 9 fields a line */
     expect_csv_error(CSV_HEADER "s,m,t,1,1,x,1\n", 2, "expected 9 fields, found 7");
     expect_csv_error("sweep,method,task,length,seed,metric,value,model_key,kee\n", 1, "header");
+    /* lines are the file's: a quoted field's line breaks count (the record was counted) */
+    expect_csv_error(OLD_HEADER "s,\"m\n(two\nlines)\",t,1,1,x,1\ns,m,t,1,1,x\n", 5, "expected 7 fields, found 6");
+    expect_csv_error(OLD_HEADER "s,\"m\r\nx\",t,1,1,x,1\r\ns,m,t,1.5,1,x,1\r\n", 4, "length and seed");
+}
+
+/* A NUL byte is refused at its line: the text ended there and the rows after
+** it were dropped silently, the file read as shorter than it is. */
+Test(views, csv_read_refuses_a_nul_byte)
+{
+    static const char text[] = OLD_HEADER "s,m,t,1,1,x,1\ns,m,t,2,1,x,\0002\ns,m,t,3,1,x,3\n";
+    FILE *f = fopen(tmp_path, "wb");
+    cr_assert(f != NULL);
+    fwrite(text, 1, sizeof text - 1, f);
+    fclose(f);
+    struct lx_rows back = {0};
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_csv_read(tmp_path, &back, &err), LX_EINVAL, "read %d rows", back.n);
+    char where[96];
+    snprintf(where, sizeof where, "%s:3: a NUL byte", tmp_path);
+    cr_expect(strncmp(err.msg, where, strlen(where)) == 0, "expected '%s' in: %s", where, err.msg);
+    lx_rows_release(&back);
 }
 
 Test(views, csv_read_missing_file)
