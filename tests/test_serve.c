@@ -535,6 +535,42 @@ Test(serve_stream, stop_string_inside_a_token, .fini = teardown)
     cr_expect_eq(server_stop(&s), 0);
 }
 
+/* The text starts without SentencePiece's dummy prefix, as the tokenizer's
+** decoder reads it (llama2.c's run.c prints it so, vLLM returns it so): an
+** echoed prompt reads as it was sent, and a continuation of an empty prompt is
+** llama2.c's own greedy text (expected/greedy_empty_200.txt). The tokens keep
+** their pieces (" Once"), and text_offset counts in the text. */
+Test(serve_stream, text_starts_without_the_dummy_prefix, .fini = teardown)
+{
+    shell_setup("serve-prefix");
+    struct server s;
+    server_start(&s, "");
+    char *a, *b, path[512];
+    struct lx_buf echo = {0}, cont = {0};
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", "{\"prompt\":\"Once upon a time\",\"max_tokens\":0,"
+                      "\"echo\":true,\"logprobs\":0}", &a), 200, "%s", a);
+    choice_text(a, strlen(a), 0, &echo, NULL, 0);
+    cr_expect_str_eq(lx_buf_str(&echo), "Once upon a time");
+    cr_expect(strstr(a, "\"tokens\":[\"<s>\",\" Once\",\" upon\",\" a\",\" time\"]"), "%s", a);
+    cr_expect(strstr(a, "\"text_offset\":[0,0,4,9,11]"), "%s", a);
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", "{\"prompt\":\"\",\"max_tokens\":30,\"temperature\":0}",
+                      &b), 200, "%s", b);
+    choice_text(b, strlen(b), 0, &cont, NULL, 0);
+    snprintf(path, sizeof path, "%s/../shared/models/stories260K/expected/greedy_empty_200.txt", getenv("LENX_ROOT"));
+    FILE *f = fopen(path, "rb");
+    cr_assert(f != NULL, "%s", path);
+    char want[4096] = "";
+    size_t n = fread(want, 1, sizeof want - 1, f);
+    fclose(f);
+    cr_assert(cont.len > 20 && cont.len <= n, "'%s'", lx_buf_str(&cont));
+    cr_expect(memcmp(cont.s, want, cont.len) == 0, "'%s' is not the start of llama2.c's '%.80s'", cont.s, want);
+    free(a);
+    free(b);
+    lx_buf_free(&echo);
+    lx_buf_free(&cont);
+    cr_expect_eq(server_stop(&s), 0);
+}
+
 /* A chunked body (Transfer-Encoding: chunked) as its bytes, in place. */
 static void dechunk(char *b)
 {
@@ -595,7 +631,7 @@ static void read_events(const char *b, struct events *ev)
 ** that begins inside a token), finish_reason, stop_reason and token ids, and
 ** the usage; over HTTP/1.1's chunked transfer, in several events, with
 ** text/event-stream. Greedy and sampled (a seed), echo, two prompts, a budget
-** of 0. */
+** of 0, an empty prompt. */
 Test(serve_stream, stream_says_what_the_answer_says, .fini = teardown)
 {
     shell_setup("serve-stream");
@@ -618,8 +654,9 @@ Test(serve_stream, stream_says_what_the_answer_says, .fini = teardown)
         "\"prompt\":[[1,403,407],[1,349,263,278]],\"max_tokens\":60,\"temperature\":0.9,\"top_k\":20,\"seed\":7,"
         "\"echo\":true,\"return_token_ids\":true",
         "\"prompt\":\"One day\",\"max_tokens\":0,\"echo\":true",
+        "\"prompt\":\"\",\"max_tokens\":30,\"temperature\":0",    /* the text starts without a dummy prefix */
     };
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < 4; r++) {
         char *a, *b, *head;
         snprintf(req, sizeof req, "{%s}", reqs[r]);
         cr_assert_eq(http(s.port, "POST", "/v1/completions", req, &a), 200, "%s", a);

@@ -63,6 +63,26 @@ static void put_pieces(struct lx_buf *b, const struct lx_tokenizer *tk, const in
     }
 }
 
+/* The bytes of ids[0, n)'s text. */
+static size_t pieces_len(const struct lx_tokenizer *tk, const int *ids, long n)
+{
+    size_t all = 0, len;
+    for (long i = 0; i < n; i++)
+        piece(tk, ids[i], &len), all += len;
+    return all;
+}
+
+/* The spaces at the start of a text t[0, n) that the tokenizer's decoder
+** drops (SentencePiece's dummy prefix: " Once" reads "Once", as Hugging Face
+** decodes it and vLLM returns it). */
+static size_t dummy_prefix(const struct lx_tokenizer *tk, const char *t, size_t n)
+{
+    size_t k = 0;
+    while (k < n && (int)k < tk->strip_lead && t[k] == ' ')
+        k++;
+    return k;
+}
+
 /* A token as the JSON string clients read: its piece, a special's name,
 ** "bytes:\\xNN..." for a piece that is not UTF-8 text, or "token_id:N"
 ** (vLLM's return_tokens_as_token_ids). */
@@ -189,6 +209,12 @@ static void choice_text(struct lx_buf *t, struct lx_serve *sv, const struct lx_o
     put_pieces(t, sv->tok, c->seq + c->n_prompt, c->n_gen);
     if (t->len > start + c->text_len)
         t->len = start + c->text_len, t->s[t->len] = '\0';
+    /* the text's start: the echoed prompt's, or the continuation's after a prompt without text (BOS) */
+    size_t drop = r->echo || !pieces_len(sv->tok, c->seq, c->n_prompt) ? dummy_prefix(sv->tok, t->s, t->len) : 0;
+    if (drop) {
+        memmove(t->s, t->s + drop, t->len - drop + 1);
+        t->len -= drop;
+    }
 }
 
 static void put_text(struct lx_buf *b, struct lx_serve *sv, const struct lx_oai_completion *r, const struct choice *c)
@@ -206,9 +232,11 @@ static void put_logprobs(struct lx_buf *b, struct lx_serve *sv, const struct lx_
                          const struct choice *c)
 {
     long j0 = r->echo ? 0 : c->n_prompt, n = c->n_prompt + c->n_gen, k = c->sc.top_k;
-    size_t off = 0, len;
-    for (long j = 0; j < j0; j++)
-        piece(sv->tok, c->seq[j], &len), off += len;
+    size_t len;
+    struct lx_buf all = {0};    /* offsets count in the text as decoded: without its dummy prefix */
+    put_pieces(&all, sv->tok, c->seq, n);
+    size_t drop = dummy_prefix(sv->tok, all.s, all.len), off = pieces_len(sv->tok, c->seq, j0);
+    lx_buf_free(&all);
     lx_buf_puts(b, "{\"tokens\":[");
     for (long j = j0; j < n; j++) {
         lx_buf_puts(b, j > j0 ? "," : "");
@@ -254,7 +282,7 @@ static void put_logprobs(struct lx_buf *b, struct lx_serve *sv, const struct lx_
     }
     lx_buf_puts(b, "],\"text_offset\":[");
     for (long j = j0; j < n; j++) {
-        lx_buf_printf(b, "%s%zu", j > j0 ? "," : "", off);
+        lx_buf_printf(b, "%s%zu", j > j0 ? "," : "", off > drop ? off - drop : 0);
         piece(sv->tok, c->seq[j], &len), off += len;
     }
     lx_buf_puts(b, "]}");
@@ -383,7 +411,8 @@ struct stream {
     struct lx_buf head;     /* every chunk's start, up to the choices */
     int index;              /* the choice being sent */
     struct lx_buf text;     /* its continuation so far */
-    size_t sent;            /* bytes of text sent */
+    size_t sent;            /* bytes of text sent (or dropped: a dummy prefix) */
+    int lead;               /* spaces still to drop from the start of the text (a dummy prefix) */
     int gone;               /* the client is not reading any more */
 };
 
@@ -454,6 +483,9 @@ static int stream_token(void *arg, long k, int id)
     if (!p)
         return !s->r->ignore_eos;
     lx_buf_putn(&s->text, p, len);
+    for (; s->lead > 0 && s->sent < s->text.len && s->text.s[s->sent] == ' '; s->lead--)
+        s->sent++;
+    s->lead = s->sent < s->text.len ? 0 : s->lead;
     size_t cut = first_stop(s->r, s->text.s, s->text.len);
     stream_text(s, cut < s->text.len ? cut : sendable(s->r, s->text.s, s->text.len));
     return cut < s->text.len || s->gone;
@@ -464,12 +496,13 @@ static int stream_token(void *arg, long k, int id)
 ** ended. */
 static int stream_choice(struct stream *s, const struct lx_lm_sampling *smp, struct choice *c, struct lx_error *err)
 {
-    if (s->r->echo) {
-        struct lx_buf t = {0};
-        put_pieces(&t, s->sv->tok, c->seq, c->n_prompt);
-        stream_chunk(s, t.s, t.len, NULL);
-        lx_buf_free(&t);
-    }
+    struct lx_buf t = {0};
+    put_pieces(&t, s->sv->tok, c->seq, c->n_prompt);
+    size_t drop = dummy_prefix(s->sv->tok, t.s, t.len);
+    if (s->r->echo)
+        stream_chunk(s, t.s ? t.s + drop : "", t.len - drop, NULL);
+    s->lead = t.len ? 0 : s->sv->tok->strip_lead;   /* a prompt without text: the continuation starts it */
+    lx_buf_free(&t);
     lx_buf_reset(&s->text);
     s->sent = 0;
     s->sink = (struct lx_gen_sink){.token = stream_token, .arg = s};

@@ -70,7 +70,7 @@ struct gen_opts {
 struct stream {
     const struct lx_tokenizer *tok;
     int print;              /* write the pieces (not with --ids) */
-    int started;            /* a piece has been written: no leading space to drop */
+    int lead;               /* spaces still to drop from the text's start (the decoder's dummy prefix) */
     int stop;               /* the special id generation stopped at, or -1 */
     double t0, t_first, t_half, t_last;     /* start of the prompt pass, token 0, the middle step, the last */
     long n_half, n;         /* token index of t_half, tokens chosen */
@@ -79,9 +79,11 @@ struct stream {
 
 static void put_piece(struct stream *s, const char *p, size_t len)
 {
-    int skip = !s->started && len > 0 && p[0] == ' ' && !s->tok->is_byte;   /* SentencePiece's rule after BOS */
-    s->started |= len > 0;
-    fwrite(p + skip, 1, len - (size_t)skip, stdout);
+    size_t skip = 0;
+    for (; s->lead > 0 && skip < len && p[skip] == ' '; s->lead--)
+        skip++;
+    s->lead = len > skip ? 0 : s->lead;
+    fwrite(p + skip, 1, len - skip, stdout);
 }
 
 static int stream_token(void *arg, long k, int id)
@@ -172,6 +174,7 @@ static int gen_run(const struct gen_opts *o, struct lx_error *err)
     if (rc == LX_OK)
         rc = lx_local_compile(&st, &m, &info, np + o->n, &spec, err);
     struct stream s = {.tok = lx_tok_or_byte(tok), .print = !o->ids, .stop = -1, .budget = o->n};
+    s.lead = s.tok->strip_lead;
     struct lx_pilot pl;
     struct lx_gen_sink sink = {stream_token, &s, &pl};
     if (rc == LX_OK) {

@@ -63,6 +63,8 @@ struct lx_tokenizer {
     int32_t pad, mask;              /* padding and [MASK] ids, -1 when the format has none */
     int add_bos, add_eos;           /* whether the format's post-processing adds them */
     int is_byte;                    /* 1 for bytes: a token is a byte, lengths are bytes */
+    int strip_lead;                 /* spaces the decoder drops from a text's start: 1 for a SentencePiece
+                                    ** dummy prefix (llama2.c's, a tokenizer.json's Strip decoder), else 0 */
     long max_piece;                 /* bytes of the longest piece (the piece op), for decode buffers */
     char hash[65];                  /* SHA-256 of the file's bytes (of a fixed text for bytes) */
 };

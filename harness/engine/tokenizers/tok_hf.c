@@ -708,6 +708,7 @@ int lx_hf_tok_open_json(struct lx_tokenizer *t, const char *text, size_t n, int 
     lx_hf_tok_pieces_build(hf);
     t->ops = hf->bytelevel ? &bytelevel_ops : &sentencepiece_ops;
     t->impl = hf;
+    t->strip_lead = hf->strip_char == ' ' ? hf->strip_start : 0;
     t->n_vocab = hf->bpe.n_vocab;
     return LX_OK;
 }

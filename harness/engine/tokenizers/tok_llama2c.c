@@ -219,6 +219,7 @@ static int tok_llama2c_open(struct lx_tokenizer *t, const unsigned char *bytes, 
     t->bos = L2C_BOS;
     t->eos = L2C_EOS;
     t->add_bos = 1;
+    t->strip_lead = 1;  /* l2c_decode drops the dummy prefix */
     return LX_OK;
 }
 
