@@ -130,7 +130,7 @@ static void ppl_fill(void *ctx, long w, int *tok, int *tgt)
     const struct lx_ppl_win *v = &r->win[w];
     int bos = lx_tok_begin(r->tk);
     for (long t = 0; t < r->L; t++) {
-        tok[t] = t >= v->n || (t == 0 && r->bos_first) ? bos : v->src[t - r->shift];
+        tok[t] = t - r->shift >= v->n || (t == 0 && r->bos_first) ? bos : v->src[t - r->shift];
         tgt[t] = t >= v->lo && t < v->hi ? v->src[t + 1 - r->shift] : -1;
     }
 }

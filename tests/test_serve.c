@@ -135,13 +135,14 @@ Test(serve_parse, refusals_name_the_field)
 /* ---- a sweep through lenx serve --------------------------------------------------- */
 
 /* The sweep of the acceptance check: ppl (through echo), passkey, needle,
-** line and one peer preset (landmark's passkey) on stories260K at length
+** line and two peer presets (landmark's passkey, YaRN's truncated ppl) on stories260K at length
 ** 256, in portable numerics; MODEL is replaced by a checkpoint or a server. */
 static const char sweep[] =
     "name: srv\nseed: 1\nnumerics: portable\nmodels:\n  s:\n    MODEL\n"
     "methods:\n  - [{rope: {layout: interleaved}}]\n"
     "tasks:\n  - ppl: {corpus: stories, windows: 2}\n  - passkey: {samples: 3}\n  - needle: {samples: 2}\n"
     "  - line: {samples: 2, template: short}\n  - passkey: {protocol: landmark, samples: 3}\n"
+    "  - ppl: {corpus: stories, protocol: yarn_truncate, chunks: 2}\n"
     "lengths: [256]\n";
 
 /* Every metric, series point and output of two stores, as text with every
@@ -182,7 +183,7 @@ Test(serve_sweep, stores_what_the_engine_stores, .fini = teardown)
     cr_assert_eq(sh(out, sizeof out, "$L run server.yaml --db B.db --quiet --no-table"), 0, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "%s", compare), 0, "%s", out);
     cr_expect_str_eq(out, "same\nsame\nsame\n");
-    cr_expect_eq(sql_long("B.db", "SELECT count(*) FROM runs WHERE status = 'ok'"), 5);
+    cr_expect_eq(sql_long("B.db", "SELECT count(*) FROM runs WHERE status = 'ok'"), 6);
     /* the server's identity is the model's config in the store: what it serves and with what */
     char cfg[4096];
     sql_text(cfg, sizeof cfg, "B.db", "SELECT config FROM models");
@@ -220,7 +221,7 @@ Test(serve_sweep, server_dies_mid_sweep, .fini = teardown)
     cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 70, "the server died by --crash-after");
     long failed = sql_long("B.db", "SELECT count(*) FROM runs WHERE status = 'failed'"),
          ok = sql_long("B.db", "SELECT count(*) FROM runs WHERE status = 'ok'");
-    cr_expect(failed >= 3 && ok + failed == 5, "%ld ok, %ld failed", ok, failed);
+    cr_expect(failed >= 3 && ok + failed == 6, "%ld ok, %ld failed", ok, failed);
     cr_expect_eq(sql_long("B.db", "SELECT count(*) FROM runs WHERE status = 'failed' AND error NOT LIKE "
                                   "'%server ''s''%no answer%'"), 0, "every failure names the server and the cause");
     cr_expect_eq(sql_long("B.db", "SELECT count(*) FROM metrics m JOIN runs r ON r.id = m.run_id "
@@ -232,7 +233,7 @@ Test(serve_sweep, server_dies_mid_sweep, .fini = teardown)
     write_sweeps(s.port, "");
     cr_assert_eq(sh(out, sizeof out, "$L run server.yaml --db B.db --no-table"), 0, "%s", out);
     cr_expect(strstr(out, "already stored"), "%s", out);
-    cr_expect_eq(sql_long("B.db", "SELECT count(DISTINCT key) FROM runs WHERE status = 'ok'"), 5);
+    cr_expect_eq(sql_long("B.db", "SELECT count(DISTINCT key) FROM runs WHERE status = 'ok'"), 6);
     cr_expect_eq(sh(out, sizeof out, "%s", compare), 0, "%s", out);
     cr_expect_str_eq(out, "same\nsame\nsame\n");
     cr_expect_eq(server_stop(&s), 0);
