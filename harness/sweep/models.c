@@ -219,12 +219,16 @@ static int parse_server(struct lx_model_use *u, const struct lx_node *v, struct 
     if (rc == LX_OK)
         rc = open_tokenizer(u, lx_map_get(v, "tokenizer"), v, NULL, err);
     struct lx_stack st = {0};
+    struct lx_doc plain = {0};  /* without served: the model as it is, the stack 'none' a sweep names */
+    if (rc == LX_OK && !sv && (rc = lx_doc_load_text(&plain, "none", "served", err)) == LX_OK)
+        rc = lx_stack_parse(&st, plain.root, err);
     if (rc == LX_OK && sv && (rc = lx_stack_parse(&st, sv, err)) == LX_OK)
         u->served_where = sv;
+    lx_doc_release(&plain);
     if (rc < 0)
         return rc;
-    u->served_json = lx_xstrdup(sv ? st.json : "[]");
-    u->served_canon = lx_xstrdup(sv ? st.canon : "none");
+    u->served_json = lx_xstrdup(st.json);
+    u->served_canon = lx_xstrdup(st.canon);
     lx_stack_release(&st);
     const struct lx_tokenizer *tk = lx_model_use_tokenizer(u);
     struct lx_server_cfg cfg = {.url = url->text, .model = model ? model->text : NULL, .concurrency = (int)conc,

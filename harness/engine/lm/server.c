@@ -84,8 +84,11 @@ static int first_choice(const struct lx_lm *lm, const struct lx_http_req *r, str
         return lx_err(err, LX_ERUN, "%s: the answer is not JSON: %s", lm->what, sub.msg);
     *choice = lx_json_at(lx_json_member(lx_json_root(*doc), "choices"), 0);
     if (lx_json_type(*choice) != LX_JSON_OBJECT) {
+        char msg[400] = "";
+        if (lx_json_member(lx_json_root(*doc), "error"))    /* an error object with HTTP 200 */
+            answer_message(&r->resp, msg, sizeof msg);
         lx_json_free(*doc);
-        return lx_err(err, LX_ERUN, "%s: the answer has no choices[0]", lm->what);
+        return lx_err(err, LX_ERUN, "%s: the answer has no choices[0]%s%s", lm->what, msg[0] ? ": " : "", msg);
     }
     return LX_OK;
 }
@@ -118,6 +121,37 @@ static char *url_of(const char *base, const char *path)
 
 /* ---- scoring: echo with logprobs ------------------------------------------------ */
 
+/* The losses of tokens 1 .. n-1 of a window from its echo's token_logprobs
+** (loss[t - 1] = -logprob of token t): the list is the window's n entries,
+** null first (nothing predicts token 0), then at most `gen` generated ones;
+** each a log-probability (<= 0, beyond rounding). vLLM writes -inf as -9999. */
+static int echo_logprobs(const struct lx_lm *lm, const struct lx_json *doc, const struct lx_jv *lp, long n, long gen,
+                         float *loss, struct lx_error *err)
+{
+    long len = lx_json_len(lp);
+    if (lx_json_type(lp) != LX_JSON_ARRAY)
+        return lx_err(err, LX_ERUN, "%s: the answer has no logprobs.token_logprobs (%s)\n  hint: the server does not "
+                      "echo prompts with log-probabilities", lm->what, lx_json_type_name(lx_json_type(lp)));
+    if (len < n || len > n + gen)
+        return lx_err(err, LX_ERUN, "%s: the echo of a window of %ld tokens has %ld log-probabilities, not %ld%s\n"
+                      "  hint: the server does not echo the prompt's tokens one for one", lm->what, n, len, n,
+                      gen ? " and the one generated" : "");
+    if (lx_json_type(lx_json_at(lp, 0)) != LX_JSON_NULL)
+        return lx_err(err, LX_ERUN, "%s: the echo's first log-probability is a number, not null (nothing predicts a "
+                      "window's first token)\n  hint: the list does not start at the window's first token", lm->what);
+    for (long t = 1; t < n; t++) {
+        double v;
+        struct lx_error sub;
+        if (lx_json_num(doc, lx_json_at(lp, t), &v, &sub) < 0)
+            return lx_err(err, LX_ERUN, "%s: token %ld of an echoed window has no log-probability", lm->what, t);
+        if (v <= -9999.0 || v > 1e-3)
+            return lx_err(err, LX_ERUN, "%s: token %ld of an echoed window has log-probability %g%s", lm->what, t, v,
+                          v > 0 ? ", above 0" : " (vLLM's -inf): the model gives it probability 0");
+        loss[t - 1] = (float)-v;
+    }
+    return LX_OK;
+}
+
 static int server_score(struct lx_lm *lm, struct lx_lm_score *w, long n, struct lx_error *err)
 {
     struct server *s = lm->impl;
@@ -139,16 +173,7 @@ static int server_score(struct lx_lm *lm, struct lx_lm_score *w, long n, struct 
         if ((rc = first_choice(lm, &reqs[i], &doc, &c, err)) < 0)
             break;
         const struct lx_jv *lp = lx_json_member(lx_json_member(c, "logprobs"), "token_logprobs");
-        if (lx_json_len(lp) < w[i].n)
-            rc = lx_err(err, LX_ERUN, "%s: the echo of a window of %ld tokens has %ld log-probabilities\n  hint: "
-                        "the server does not echo prompts", lm->what, w[i].n, lx_json_len(lp));
-        for (long t = 1; t < w[i].n && rc == LX_OK; t++) {
-            double v;
-            struct lx_error sub;
-            if (lx_json_num(doc, lx_json_at(lp, t), &v, &sub) < 0)
-                rc = lx_err(err, LX_ERUN, "%s: token %ld of an echoed window has no log-probability", lm->what, t);
-            w[i].loss[t - 1] = (float)-v;
-        }
+        rc = echo_logprobs(lm, doc, lp, w[i].n, s->is_lenx ? 0 : 1, w[i].loss, err);
         w[i].loss[w[i].n - 1] = 0.0f;
         const struct lx_jv *x = lx_json_member(c, "lenx");
         w[i].attn_entropy = w[i].attn_rows = 0.0;
@@ -167,38 +192,45 @@ static int server_score(struct lx_lm *lm, struct lx_lm_score *w, long n, struct 
 
 /* ---- continuations ------------------------------------------------------------- */
 
-/* The generated ids of a choice: token_ids (vLLM's return_token_ids, lenx
-** serve), logprobs.tokens as "token_id:N" (vLLM), logprobs.content[].id
-** (llama-server), else the text read back by the tokenizer. */
-static long choice_ids(const struct lx_json *doc, const struct lx_jv *c, int *out, long max)
+/* One generated id: an integer, or vLLM's "token_id:N" (as_text), in [0, n_vocab). */
+static int one_id(const struct lx_json *doc, const struct lx_jv *v, int as_text, long n_vocab, int *id)
 {
     struct lx_error sub;
-    int64_t v;
+    int64_t k = -1;
+    const char *t;
+    char *end = NULL;
+    if (as_text && lx_json_str(doc, v, &t, NULL, &sub) == LX_OK && strncmp(t, "token_id:", 9) == 0)
+        k = strtoll(t + 9, &end, 10), k = end != t + 9 && !*end ? k : -1;
+    else if (!as_text && lx_json_int(doc, v, &k, &sub) < 0)
+        k = -1;
+    *id = (int)k;
+    return k >= 0 && k < n_vocab;
+}
+
+/* The generated ids of a choice: token_ids (vLLM's return_token_ids, lenx
+** serve), logprobs.tokens as "token_id:N" (vLLM), logprobs.content[].id
+** (llama-server), else (-1) the text read back by the tokenizer. -2 for an
+** entry that is not an id of the vocabulary, at out[*bad]. */
+static long choice_ids(const struct lx_json *doc, const struct lx_jv *c, long n_vocab, int *out, long max, long *bad)
+{
     const struct lx_jv *ids = lx_json_member(c, "token_ids"), *lp = lx_json_member(c, "logprobs");
     const struct lx_jv *toks = lx_json_member(lp, "tokens"), *content = lx_json_member(lp, "content");
+    const struct lx_jv *list = lx_json_type(ids) == LX_JSON_ARRAY ? ids : lx_json_type(toks) == LX_JSON_ARRAY ? toks
+                               : lx_json_type(content) == LX_JSON_ARRAY ? content : NULL;
+    if (!list)
+        return -1;
+    struct lx_error sub;
+    const char *t;      /* logprobs.tokens spelled as text, not token_id:N: read the text back */
+    if (list == toks && lx_json_len(toks) && (lx_json_str(doc, lx_json_at(toks, 0), &t, NULL, &sub) < 0 ||
+                                               strncmp(t, "token_id:", 9) != 0))
+        return -1;
     long n = 0;
-    if (lx_json_type(ids) == LX_JSON_ARRAY) {
-        for (long i = 0; i < lx_json_len(ids) && n < max; i++)
-            if (lx_json_int(doc, lx_json_at(ids, i), &v, &sub) == LX_OK)
-                out[n++] = (int)v;
-        return n;
+    for (long i = 0; i < lx_json_len(list) && n < max; i++) {
+        const struct lx_jv *v = lx_json_at(list, i);
+        if (!one_id(doc, list == content ? lx_json_member(v, "id") : v, list == toks, n_vocab, &out[n++]))
+            return *bad = n - 1, -2;
     }
-    if (lx_json_type(toks) == LX_JSON_ARRAY) {
-        for (long i = 0; i < lx_json_len(toks) && n < max; i++) {
-            const char *t;
-            if (lx_json_str(doc, lx_json_at(toks, i), &t, NULL, &sub) < 0 || strncmp(t, "token_id:", 9) != 0)
-                return -1;
-            out[n++] = atoi(t + 9);
-        }
-        return n;
-    }
-    if (lx_json_type(content) == LX_JSON_ARRAY) {
-        for (long i = 0; i < lx_json_len(content) && n < max; i++)
-            if (lx_json_int(doc, lx_json_member(lx_json_at(content, i), "id"), &v, &sub) == LX_OK)
-                out[n++] = (int)v;
-        return n;
-    }
-    return -1;
+    return n;
 }
 
 static int server_generate(struct lx_lm *lm, struct lx_lm_gen *g, long n, struct lx_error *err)
@@ -225,7 +257,14 @@ static int server_generate(struct lx_lm *lm, struct lx_lm_gen *g, long n, struct
         const struct lx_jv *c;
         if ((rc = first_choice(lm, &reqs[i], &doc, &c, err)) < 0)
             break;
-        long k = choice_ids(doc, c, g[i].out, g[i].max_tokens);
+        long bad = 0, k = choice_ids(doc, c, s->tk->n_vocab, g[i].out, g[i].max_tokens, &bad);
+        if (k == -2) {
+            rc = lx_err(err, LX_ERUN, "%s: token %ld of a continuation is not an id of the vocabulary of %ld (%d)\n"
+                        "  hint: does the server run the model of this tokenizer?", lm->what, bad, s->tk->n_vocab,
+                        g[i].out[bad]);
+            lx_json_free(doc);
+            break;
+        }
         if (k < 0) {    /* text only: read back by the tokenizer */
             const char *t = "";
             size_t len = 0;
@@ -433,25 +472,35 @@ static int ask_caps(struct lx_lm *lm, struct lx_error *err)
     struct lx_http_req r;
     int rc = one(lm, url, b.s, &r, err);
     lm->caps = 0;
-    if (rc == LX_OK && r.status == 200) {
+    if (rc == LX_OK && r.status == 400) {  /* older llama-server: "Only no echo is supported"; ask without echo */
+        lx_buf_free(&r.resp);
+        lx_buf_reset(&b);
+        request_head(&b, s, ids, n);
+        lx_buf_puts(&b, ",\"max_tokens\":1,\"temperature\":0}");
+        if ((rc = one(lm, url, b.s, &r, err)) == LX_OK && r.status == 200)
+            lm->caps = LX_LM_GENERATE;
+    }
+    if (rc == LX_OK && r.status == 200 && !lm->caps) {
         struct lx_json *doc;
         const struct lx_jv *c;
         struct lx_error sub;
         lm->caps = LX_LM_GENERATE;
         if (first_choice(lm, &r, &doc, &c, &sub) == LX_OK) {
             const struct lx_jv *lp = lx_json_member(lx_json_member(c, "logprobs"), "token_logprobs");
-            double v;
-            if (lx_json_len(lp) >= n && lx_json_num(doc, lx_json_at(lp, n - 1), &v, &sub) == LX_OK)
+            float loss[4];
+            if (echo_logprobs(lm, doc, lp, n, 1, loss, &sub) == LX_OK)
                 lm->caps |= LX_LM_LOGPROBS;
             if (lx_json_member(lx_json_member(c, "lenx"), "attention_entropy"))
                 lm->caps |= LX_LM_ATTN;
             lx_json_free(doc);
         }
-    } else if (rc == LX_OK) {
+    } else if (rc == LX_OK && r.status != 200) {
         char msg[400];
         answer_message(&r.resp, msg, sizeof msg);
-        rc = lx_err(err, LX_EINVAL, "%s: a completion of a %ld-token prompt: %s %s", lm->what, n,
-                    r.status ? "HTTP" : "no answer:", r.status ? msg : r.error);
+        rc = r.status ? lx_err(err, LX_EINVAL, "%s: a completion of a %ld-token prompt: HTTP %ld: %s", lm->what, n,
+                               r.status, msg)
+                      : lx_err(err, LX_EINVAL, "%s: a completion of a %ld-token prompt: no answer: %s", lm->what, n,
+                               r.error);
     }
     lx_buf_free(&r.resp);
     lx_buf_free(&b);
