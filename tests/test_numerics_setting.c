@@ -222,3 +222,30 @@ Test(numerics, plan_counts_the_portable_layout, .init = setup, .fini = teardown,
     cr_expect(f > 0 && fabs((f - p) - 23.068672) < 0.11, "fast %s MB, portable %s MB: the difference is not 23.1 MB",
               fast, port);
 }
+
+/* The KV cache's type and llama.cpp's activations are evaluation settings:
+** they enter the run keys, not the key of a model lenx trains (training keeps
+** no cache and its weights are fp32). With them in the model key, --kv-cache
+** f16 trained a second model from another seed, and its cells compared two
+** models, not two caches. */
+Test(numerics, cache_and_activations_do_not_key_the_trained_model, .init = setup, .fini = teardown, .timeout = 120)
+{
+    char out[8192];
+    write_file("t.yaml", "name: t\nseed: 1\nnumerics: portable\nmodels:\n  m:\n"
+               "    arch: {mode: causal, layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}\n"
+               "    train: {length: 32, batch: 4, steps: 6, warmup: 2, eval_every: 3, eval_windows: 2}\n"
+               "methods: [rope]\ntasks: [{ppl: {windows: 2}}]\nlengths: [32]\n");
+    cr_assert_eq(sh(out, sizeof out, "LENX_CACHE=$D/cache $L run t.yaml --db t.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "LENX_CACHE=$D/cache $L run t.yaml --db t.db --no-table --kv-cache f16"), 0,
+                 "%s", out);
+    cr_expect(strstr(out, "0 models trained") != NULL, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "LENX_CACHE=$D/cache $L run t.yaml --db t.db --no-table --activations llamacpp"),
+                 0, "%s", out);
+    cr_expect(strstr(out, "0 models trained") != NULL, "%s", out);
+    cr_expect_eq(sql_long("t.db", "SELECT count(DISTINCT key) FROM runs"), 3, "three run keys");
+    cr_expect_eq(sql_long("t.db", "SELECT count(DISTINCT model_key) FROM runs"), 1, "one model");
+    cr_expect_eq(sql_long("t.db", "SELECT count(*) FROM runs WHERE key_json LIKE '%kv_cache%f16%'"), 1);
+    /* ppl never reads the cache: the f16 cell's numbers are the fp32 cell's */
+    cr_expect_eq(sql_long("t.db", "SELECT count(DISTINCT m.value) FROM metrics m JOIN runs r ON r.id = m.run_id "
+                          "WHERE m.name = 'nll' AND r.key_json NOT LIKE '%activations%'"), 1);
+}

@@ -140,11 +140,16 @@ static char *key_of(struct lx_buf *b, char key[17])
 }
 
 /* Portable numerics as a key's last field; nothing for the fast default, so
-** fast keys are those of every lenx before the mode. */
-static void numerics_key(struct lx_buf *b, const struct lx_grid *g)
+** fast keys are those of every lenx before the mode. A run key (run) also
+** takes the KV cache's type and llama.cpp's activations, which evaluation
+** reads and training does not (its weights are fp32, it keeps no cache):
+** a model key with them trained a second model, seeded apart. */
+static void numerics_key(struct lx_buf *b, const struct lx_grid *g, int run)
 {
     if (g->numerics != LX_NUMERICS_FAST)
         lx_buf_printf(b, ",\"numerics\":\"%s\"", lx_numerics_name(g->numerics));
+    if (!run)
+        return;
     if (g->kv)
         lx_buf_printf(b, ",\"kv_cache\":\"%s\"", lx_kv_name(g->kv));
     if (g->acts_llamacpp)
@@ -187,7 +192,7 @@ static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error
                           train->hash, c->seed);
             if (m->mix_json)    /* only when there is one: older keys stay as they were */
                 lx_buf_printf(&b, ",\"mixture\":%s", m->mix_json);
-            numerics_key(&b, g);    /* the arithmetic it was trained in, as a trained model's key */
+            numerics_key(&b, g, 0);     /* the arithmetic it was trained in, as a trained model's key */
             lx_buf_puts(&b, "}}");
         }
         c->model_json = key_of(&b, c->model_key);
@@ -208,7 +213,7 @@ static int model_key(struct lx_cell *c, const struct lx_grid *g, struct lx_error
             lx_buf_printf(&b, ",\"mixture\":%s", m->mix_json);
         if (m->tok)         /* trained on a tokenizer: byte-level keys stay as they were */
             lx_buf_printf(&b, ",\"tokenizer\":\"%s\"", m->tok->hash);
-        numerics_key(&b, g);
+        numerics_key(&b, g, 0);
         lx_buf_puts(&b, "}");
         if (base)
             c->base_json = key_of(&b, c->base_key);
@@ -249,7 +254,7 @@ static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error
     c->data_key = lx_plan_data_key(t->json, c->length, c->seed);
     lx_buf_printf(&b, "{\"task\":%s,\"methods\":%s,\"length\":%ld,\"seed\":%ld,\"model\":%s",
                   t->json, g->stacks[c->stack].json, c->length, c->seed, model.len ? lx_buf_str(&model) : "null");
-    numerics_key(&b, g);
+    numerics_key(&b, g, 1);
     if (g->acts_llamacpp && g->kv)  /* an evaluation's attention rounds to the cache's type (lx_attn_half); */
         lx_buf_printf(&b, ",\"attention\":\"%s\"", lx_kv_name(g->kv)); /* training's does not */
     lx_buf_puts(&b, "}");
