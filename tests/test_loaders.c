@@ -307,6 +307,62 @@ Test(loaders, export_hf_round_trip)
     lx_model_release(&m);
 }
 
+/* A model deeper than the 64 blocks lenx trains (Llama 2 and 3 70B have 80):
+** stories260K's five blocks repeated to 80 as a llama2.c file load, and its
+** Hugging Face export loads back with the same logits (both readers capped
+** files at 64 blocks, while GGUF's took 1,024). */
+Test(loaders, eighty_layers_load_and_export)
+{
+    char path[512], out[600];
+    shared(path, "stories260K.bin");
+    FILE *fp = fopen(path, "rb");
+    cr_assert_not_null(fp);
+    static unsigned char in[1 << 21];
+    size_t n_in = fread(in, 1, sizeof in, fp);
+    fclose(fp);
+    int32_t h[7];
+    memcpy(h, in, sizeof h);
+    size_t C = (size_t)h[0], F = (size_t)h[1], L = (size_t)h[2], kvd = C * (size_t)h[4] / (size_t)h[3], D = 80;
+    const size_t per[9] = {C, C * C, C * kvd, C * kvd, C * C, C, F * C, C * F, F * C};  /* rms_att .. w3 */
+    size_t n_out = n_in + 4 * (D - L) * (per[0] + per[1] + per[2] + per[3] + per[4] + per[5] + per[6] + per[7] +
+                                         per[8]);
+    unsigned char *o = lx_xmalloc(n_out), *w = o;
+    const unsigned char *r = in + sizeof h + 4 * (size_t)abs(h[5]) * C;
+    h[2] = (int32_t)D;
+    memcpy(w, h, sizeof h), w += sizeof h;
+    memcpy(w, in + sizeof h, (size_t)(r - in) - sizeof h), w += (size_t)(r - in) - sizeof h;   /* the embedding */
+    for (int t = 0; t < 9; t++) {
+        for (size_t l = 0; l < D; l++)
+            memcpy(w, r + 4 * (l % L) * per[t], 4 * per[t]), w += 4 * per[t];
+        r += 4 * L * per[t];
+    }
+    memcpy(w, r, n_in - (size_t)(r - in)), w += n_in - (size_t)(r - in);    /* the final norm and the rest */
+    cr_assert_eq((size_t)(w - o), n_out);
+    put_file("deep.bin", o, n_out);
+    free(o);
+    struct lx_model m, back;
+    struct lx_ckpt_info info, binfo;
+    struct lx_error err = {{0}};
+    snprintf(path, sizeof path, "%s/deep.bin", dir);
+    load(&m, &info, path);
+    cr_expect_eq(m.arch.layers, 80);
+    int tok[8] = {1, 385, 328, 432, 300, 301, 302, 303};
+    float *a = logits_of(&m, info.stack, tok, 8);
+    snprintf(out, sizeof out, "%s/deep-hf", dir);
+    cr_assert_eq(lx_hf_export(&m, &info, NULL, out, &err), LX_OK, "%s", err.msg);
+    load(&back, &binfo, out);
+    cr_expect_eq(back.arch.layers, 80);
+    float *b = logits_of(&back, binfo.stack, tok, 8);
+    double d = max_diff(a, b, (size_t)8 * V), top = max_diff(a, (float[8 * V]){0}, (size_t)8 * V);
+    cr_expect(isfinite(top) && d <= 1e-5 * top + 1e-5, "exported 80 blocks: max |logit diff| %g of %g", d, top);
+    free(a);
+    free(b);
+    lx_ckpt_info_release(&binfo);
+    lx_ckpt_info_release(&info);
+    lx_model_release(&back);
+    lx_model_release(&m);
+}
+
 /* ---- bad inputs: each error names the file and the field ---- */
 
 Test(loaders, llama2c_impossible_header)

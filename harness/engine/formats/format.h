@@ -10,6 +10,10 @@
 
 #include "harness/engine/model/model.h"
 
+/* The most blocks a model file may hold (the largest open models have 126;
+** a model lenx trains holds at most 64, arch.c). */
+#define LX_FMT_MAX_LAYERS 1024
+
 struct lx_ckpt_info {
     char format[16];        /* the format's name (formats.def): "lenx", "llama2c", "hf" */
     char dtype[16];         /* of the weights on disk: "F32", "F16", "BF16" or "mixed" */

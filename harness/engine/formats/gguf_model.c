@@ -104,7 +104,7 @@ static int gemma_arch(const struct lx_gguf *g, const char *arch, int gemma, doub
         return rc;
     if (p && p->type == LX_GGUF_ARRAY) {     /* one bool a layer, true for a local one */
         long n = p->arr_type == LX_GGUF_BOOL && p->arr_n == (uint64_t)a->layers ? a->layers : 0, at = -1;
-        unsigned char global[1024];     /* read_arch holds block_count to 1024 */
+        unsigned char global[LX_FMT_MAX_LAYERS];     /* read_arch holds block_count to it */
         for (long l = 0; l < n; l++)
             global[l] = !p->arr[l];
         every = n ? lx_local_pattern(global, n, &at) : 0;
@@ -192,8 +192,8 @@ static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *
 #undef KEY
     if (rc < 0)
         return rc;
-    if (layers < 1 || layers > 1024 || C < 2 || C > 65536 || F < 1 || F > 1 << 20 || H < 1 || H > 1024 || KV < 1 ||
-        H % KV || D < 2 || D > 512 || D % 2 || ctx < 1 || ctx > 1L << 24 || !(eps > 0 && eps < 1) || !(*base > 1))
+    if (layers < 1 || layers > LX_FMT_MAX_LAYERS || C < 2 || C > 65536 || F < 1 || F > 1 << 20 || H < 1 ||
+        H > 1024 || KV < 1 || H % KV || D < 2 || D > 512 || D % 2 || ctx < 1 || ctx > 1L << 24 || !(eps > 0 && eps < 1) || !(*base > 1))
         return lx_err(err, LX_EINVAL, "%s: the %s metadata (block_count %lld, embedding_length %lld, "
                       "feed_forward_length %lld, head_count %lld, head_count_kv %lld, key_length %lld, context_length "
                       "%lld, rms eps %g, rope.freq_base %g) is not a model lenx can hold\n  hint: the file is damaged",

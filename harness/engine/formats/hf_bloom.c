@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "harness/core/lx.h"
+#include "harness/engine/formats/format.h"
 
 int lx_hf_bloom_config(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_bloom *c,
                        struct lx_error *err)
@@ -36,7 +37,7 @@ int lx_hf_bloom_config(const struct lx_json *doc, const struct lx_jv *root, stru
     /* BloomConfig's defaults */
     int rc = lx_hf_cfg_int(doc, root, lx_hf_cfg_key(root, width, 2), 64, 8, 8192, &c->s.d_model, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, lx_hf_cfg_key(root, layers, 2), 2, 1, 128, &c->s.layers, err);
+        rc = lx_hf_cfg_int(doc, root, lx_hf_cfg_key(root, layers, 2), 2, 1, LX_FMT_MAX_LAYERS, &c->s.layers, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_int(doc, root, lx_hf_cfg_key(root, heads, 2), 8, 1, 256, &c->s.heads, err);
     if (rc == LX_OK)

@@ -247,7 +247,8 @@ int lx_hf_config_read(const struct lx_json *doc, struct hf_config *c, struct lx_
     if (rc == LX_OK)
         rc = lx_hf_cfg_int(doc, root, "intermediate_size", g3 ? 9216 : -1, 8, 65536, &c->inter, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "num_hidden_layers", g3 ? 26 : -1, 1, 64, &c->layers, err);
+        rc = lx_hf_cfg_int(doc, root, "num_hidden_layers", g3 ? 26 : -1, 1, LX_FMT_MAX_LAYERS, &c->layers,
+                               err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_int(doc, root, "num_attention_heads", g3 ? 8 : -1, 1, 256, &c->heads, err);
     if (rc == LX_OK)

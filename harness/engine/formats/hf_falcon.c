@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "harness/core/lx.h"
+#include "harness/engine/formats/format.h"
 #include "harness/engine/formats/hf_cfg.h"
 
 /* The shape: the width, heads, key/value heads as FalconAttention counts them, the MLP. */
@@ -40,7 +41,7 @@ static int shape(const struct lx_json *doc, const struct lx_jv *root, struct lx_
     if (rc == LX_OK)
         rc = lx_hf_cfg_int2(doc, root, "num_attention_heads", "n_head", 71, 1, 256, &c->s.heads, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int2(doc, root, "num_hidden_layers", "n_layer", 32, 1, 64, &c->s.layers, err);
+        rc = lx_hf_cfg_int2(doc, root, "num_hidden_layers", "n_layer", 32, 1, LX_FMT_MAX_LAYERS, &c->s.layers, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_int2(doc, root, "num_kv_heads", "n_head_kv", c->s.heads, 1, 256, &c->s.kv_heads, err);
     if (rc == LX_OK)

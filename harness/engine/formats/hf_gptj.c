@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "harness/core/lx.h"
+#include "harness/engine/formats/format.h"
 #include "harness/engine/formats/hf_cfg.h"
 #include "harness/engine/model/arch.h"
 
@@ -35,7 +36,7 @@ int lx_hf_gptj_config(const struct lx_json *doc, const struct lx_jv *root, struc
     if (rc == LX_OK)
         rc = lx_hf_cfg_int2(doc, root, "n_head", "num_attention_heads", 16, 1, 256, &c->s.heads, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int2(doc, root, "n_layer", "num_hidden_layers", 28, 1, 64, &c->s.layers, err);
+        rc = lx_hf_cfg_int2(doc, root, "n_layer", "num_hidden_layers", 28, 1, LX_FMT_MAX_LAYERS, &c->s.layers, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_int2(doc, root, "n_positions", "max_position_embeddings", 2048, 1, 1L << 30, &c->s.max_pos, err);
     if (rc == LX_OK)    /* n_inner: null is 4 x the width */

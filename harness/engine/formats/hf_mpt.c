@@ -144,7 +144,7 @@ int lx_hf_mpt_config(const struct lx_json *doc, const struct lx_jv *root, struct
     if (rc == LX_OK)
         rc = lx_hf_cfg_int(doc, root, "n_heads", 16, 1, 256, &c->s.heads, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "n_layers", 24, 1, 64, &c->s.layers, err);
+        rc = lx_hf_cfg_int(doc, root, "n_layers", 24, 1, LX_FMT_MAX_LAYERS, &c->s.layers, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_int(doc, root, "vocab_size", 50368, 2, 1000000, &c->s.vocab, err);
     if (rc == LX_OK)

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "harness/core/lx.h"
+#include "harness/engine/formats/format.h"
 #include "harness/engine/formats/hf_cfg.h"
 
 /* rotary_pct (partial_rotary_factor) of the head size: an even number of channels, at least 2. */
@@ -54,7 +55,7 @@ int lx_hf_neox_config(const struct lx_json *doc, const struct lx_jv *root, struc
     if (rc == LX_OK)
         rc = lx_hf_cfg_int(doc, root, "num_attention_heads", 64, 1, 256, &c->s.heads, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "num_hidden_layers", 44, 1, 64, &c->s.layers, err);
+        rc = lx_hf_cfg_int(doc, root, "num_hidden_layers", 44, 1, LX_FMT_MAX_LAYERS, &c->s.layers, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_int(doc, root, "intermediate_size", 24576, 8, 65536, &c->s.d_mlp, err);
     if (rc == LX_OK)

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "harness/core/lx.h"
+#include "harness/engine/formats/format.h"
 #include "harness/engine/formats/hf_cfg.h"
 #include "harness/engine/model/arch.h"
 
@@ -35,7 +36,7 @@ static int shape(const struct lx_json *doc, const struct lx_jv *root, struct lx_
     if (rc == LX_OK)
         rc = lx_hf_cfg_int(doc, root, "num_key_value_heads", c->s.heads, 1, 256, &c->s.kv_heads, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_int(doc, root, "num_hidden_layers", 24, 1, 64, &c->s.layers, err);
+        rc = lx_hf_cfg_int(doc, root, "num_hidden_layers", 24, 1, LX_FMT_MAX_LAYERS, &c->s.layers, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_int(doc, root, "intermediate_size", 8192, 8, 65536, &c->s.d_mlp, err);
     if (rc == LX_OK)

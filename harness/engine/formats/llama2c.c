@@ -67,7 +67,7 @@ static int check_header(const char *path, const struct l2c_header *h, struct lx_
     if (rc == LX_OK)
         rc = field_in(path, 1, h->hidden, 8, 65536, err);
     if (rc == LX_OK)
-        rc = field_in(path, 2, h->layers, 1, 64, err);
+        rc = field_in(path, 2, h->layers, 1, LX_FMT_MAX_LAYERS, err);
     if (rc == LX_OK)
         rc = field_in(path, 3, h->heads, 1, 256, err);
     if (rc == LX_OK)
