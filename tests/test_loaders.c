@@ -402,6 +402,9 @@ Test(loaders, hf_bad_config)
     static const char *const cases[][3] = {
         {"{\"model_type\": \"gpt2\"}", "hf/config.json: model_type", "'gpt2' is not one lenx reads"},
         {CFG(5, true, ", \"hidden_act\": \"gelu\""), "config.json: hidden_act", "'gelu'"},
+        {CFG(5, true, ", \"rope_theta\": 10000, \"rope_parameters\": {\"rope_type\": \"default\", "
+                      "\"rope_theta\": 5e5}"),
+         "config.json: rope_parameters", "rope_parameters' rope_theta differs from the top-level rope_theta"},
         {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"mrope\", \"factor\": 4}"),
          "config.json: rope_scaling.rope_type", "'mrope' has no lenx method"},
         {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"longrope\", \"short_factor\": [1, 1, 1, 1]}"),
@@ -713,10 +716,21 @@ Test(loaders, hf_rope_scaling_native_stack)
         {CFG(5, true, ", \"dual_chunk_attention_config\": {\"chunk_size\": 96, \"local_size\": 16, "
                       "\"original_max_position_embeddings\": 128}"),
          "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}}]", "[{\"dca\":{\"chunk\":96,\"local\":16,\"mscale\":false}}]"},
+        /* transformers 5 writes rope_theta and the rescaling into rope_parameters (they were read as absent:
+        ** base 10000, no rescaling) */
+        {CFG(5, true, ", \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 4.0, \"rope_theta\": 500000.0}"),
+         "[{\"rope\":{\"base\":500000,\"layout\":\"half\"}},{\"pi\":{\"scale\":4,\"train\":true}}]", "[]"},
+        {CFG(5, true, ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 20000.0}"),
+         "[{\"rope\":{\"base\":20000,\"layout\":\"half\"}}]", "[]"},
+        {CFG(5, true, ", \"rope_theta\": 500000.0, \"rope_parameters\": {\"rope_type\": \"llama3\", \"factor\": 8.0, "
+                      "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 32, "
+                      "\"rope_theta\": 500000.0}"),
+         "[{\"rope\":{\"base\":500000,\"layout\":\"half\"}},{\"llama3\":{\"scale\":8,\"original\":32,"
+         "\"low_freq_factor\":1,\"high_freq_factor\":4,\"train\":true}}]", "[]"},
     };
     char path[600];
     snprintf(path, sizeof path, "%s/hf", dir);
-    for (int i = 0; i < 5; i++) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct lx_model m;
         struct lx_ckpt_info info;
         struct tstack s;

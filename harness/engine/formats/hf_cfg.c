@@ -30,10 +30,10 @@ int lx_hf_cfg_int(const struct lx_json *doc, const struct lx_jv *root, const cha
     return LX_OK;
 }
 
-int lx_hf_cfg_num(const struct lx_json *doc, const struct lx_jv *root, const char *key, double def, double *out,
-                  struct lx_error *err)
+/* v (member key) as a positive finite number, def when absent or null. */
+static int positive(const struct lx_json *doc, const struct lx_jv *v, const char *key, double def, double *out,
+                    struct lx_error *err)
 {
-    const struct lx_jv *v = lx_json_member(root, key);
     *out = def;
     if (!v || lx_json_type(v) == LX_JSON_NULL)
         return LX_OK;
@@ -42,6 +42,51 @@ int lx_hf_cfg_num(const struct lx_json *doc, const struct lx_jv *root, const cha
     if (!(*out > 0) || !isfinite(*out))
         return lx_json_err(err, doc, v, "%s must be a positive number", key);
     return LX_OK;
+}
+
+int lx_hf_cfg_num(const struct lx_json *doc, const struct lx_jv *root, const char *key, double def, double *out,
+                  struct lx_error *err)
+{
+    return positive(doc, lx_json_member(root, key), key, def, out, err);
+}
+
+const struct lx_jv *lx_hf_rope_params(const struct lx_jv *root, const char *layer_type)
+{
+    const struct lx_jv *p = lx_json_member(root, "rope_parameters"), *t = lx_json_member(p, layer_type);
+    if (lx_json_type(p) != LX_JSON_OBJECT)
+        return NULL;
+    if (lx_json_type(t) == LX_JSON_OBJECT)
+        return t;
+    int typed = lx_json_type(lx_json_member(p, "full_attention")) == LX_JSON_OBJECT ||
+                lx_json_type(lx_json_member(p, "sliding_attention")) == LX_JSON_OBJECT;
+    return !typed && strcmp(layer_type, "full_attention") == 0 ? p : NULL;
+}
+
+int lx_hf_rope_member(const struct lx_json *doc, const struct lx_jv *root, const char *key, const struct lx_jv **v,
+                      struct lx_error *err)
+{
+    const struct lx_jv *top = lx_json_member(root, key), *in = lx_json_member(lx_hf_rope_params(root,
+                                                                                  "full_attention"), key);
+    top = lx_json_type(top) == LX_JSON_NULL ? NULL : top;
+    in = lx_json_type(in) == LX_JSON_NULL ? NULL : in;
+    double a, b;
+    struct lx_error sub;
+    *v = top ? top : in;
+    if (top && in && !(lx_json_num(doc, top, &a, &sub) == LX_OK && lx_json_num(doc, in, &b, &sub) == LX_OK &&
+                       a == b)) {
+        *v = NULL;
+        return lx_json_err(err, doc, in, "rope_parameters' %s differs from the top-level %s\n  hint: transformers "
+                           "5 reads rope_parameters; give it once", key, key);
+    }
+    return LX_OK;
+}
+
+int lx_hf_cfg_rope(const struct lx_json *doc, const struct lx_jv *root, const char *key, double def, double *out,
+                   struct lx_error *err)
+{
+    const struct lx_jv *v;
+    *out = def;
+    return lx_hf_rope_member(doc, root, key, &v, err) < 0 ? LX_EINVAL : positive(doc, v, key, def, out, err);
 }
 
 /* The first of keys present (transformers renamed some: rotary_pct, rotary_emb_base), else keys[0]. */

@@ -29,6 +29,19 @@ int lx_hf_cfg_int(const struct lx_json *doc, const struct lx_jv *root, const cha
 int lx_hf_cfg_num(const struct lx_json *doc, const struct lx_jv *root, const char *key, double def, double *out,
                   struct lx_error *err);
 
+/* transformers 5 moved rope_theta, partial_rotary_factor and rope_scaling's members into one object,
+** rope_parameters ({rope_type, rope_theta, factor, ...}), or for a model of several layer types one such
+** object per type ({"full_attention": {...}, "sliding_attention": {...}}). The object of layer_type
+** ("full_attention" also names the single object), NULL when the config has none. */
+const struct lx_jv *lx_hf_rope_params(const struct lx_jv *root, const char *layer_type);
+/* The RoPE member key (rope_theta, partial_rotary_factor) at the top level (transformers 4) or in
+** rope_parameters (5); NULL when in neither. Both present and not equal: LX_EINVAL naming both, *v NULL. */
+int lx_hf_rope_member(const struct lx_json *doc, const struct lx_jv *root, const char *key, const struct lx_jv **v,
+                      struct lx_error *err);
+/* lx_hf_cfg_num of a RoPE member, read where lx_hf_rope_member finds it. */
+int lx_hf_cfg_rope(const struct lx_json *doc, const struct lx_jv *root, const char *key, double def, double *out,
+                   struct lx_error *err);
+
 /* The first of keys (n of them) present and not null in root, else keys[0]: a field transformers renamed
 ** (rotary_pct, partial_rotary_factor). */
 const char *lx_hf_cfg_key(const struct lx_jv *root, const char *const *keys, int n);

@@ -72,8 +72,9 @@ static int cfg_features(const struct lx_json *doc, const struct lx_jv *root, con
                         "attention does not have (Qwen2's q/k/v biases load)", err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_refuse(doc, root, "mlp_bias", "lenx's MLP has no biases", err);
-    v = lx_json_member(root, "partial_rotary_factor");
-    if (rc == LX_OK && v && lx_json_type(v) != LX_JSON_NULL && (rc = lx_json_num(doc, v, part, err)) == LX_OK &&
+    if (rc == LX_OK)
+        rc = lx_hf_rope_member(doc, root, "partial_rotary_factor", &v, err);
+    if (rc == LX_OK && v && (rc = lx_json_num(doc, v, part, err)) == LX_OK &&
         *part != 1 && (!c->fused || !(*part > 0 && *part < 1)))
         rc = lx_json_err(err, doc, v, "partial_rotary_factor %g: %s\n  hint: lenx reads a factor in (0, 1] of a phi3 "
                          "model (Phi-4-mini's 0.75)", *part, c->fused ? "not in (0, 1]" : "transformers' "
@@ -136,8 +137,12 @@ static int cfg_gemma_layers(const struct lx_json *doc, const struct lx_jv *root,
     c->local_every = 2, c->local_base = c->theta;
     if (rc == LX_OK && !g2)
         rc = lx_hf_cfg_int(doc, root, "sliding_window_pattern", 6, 1, 64, &c->local_every, err);
+    const struct lx_jv *local = lx_hf_rope_params(root, "sliding_attention");     /* transformers 5's */
     if (rc == LX_OK && !g2)
-        rc = lx_hf_cfg_num(doc, root, "rope_local_base_freq", 10000, &c->local_base, err);
+        rc = local && !lx_json_member(root, "rope_local_base_freq") ? lx_hf_cfg_num(doc, local, "rope_theta", 10000,
+                                                                                    &c->local_base, err)
+                                                                    : lx_hf_cfg_num(doc, root, "rope_local_base_freq",
+                                                                                    10000, &c->local_base, err);
     c->qk_dim = qpas == c->head_dim ? 0 : qpas;
     const struct lx_jv *types = lx_json_member(root, "layer_types"), *bad = NULL;
     if (rc < 0 || !types || lx_json_type(types) == LX_JSON_NULL)
@@ -263,7 +268,7 @@ int lx_hf_config_read(const struct lx_json *doc, struct hf_config *c, struct lx_
     if (rc == LX_OK)
         rc = lx_hf_cfg_num(doc, root, "rms_norm_eps", 1e-6, &c->eps, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, "rope_theta", c->gemma == 3 ? 1000000 : 10000, &c->theta, err);
+        rc = lx_hf_cfg_rope(doc, root, "rope_theta", c->gemma == 3 ? 1000000 : 10000, &c->theta, err);
     c->tied = c->gemma != 0;    /* transformers' Gemma configs tie by default */
     if (rc == LX_OK && c->gemma >= 2)
         rc = cfg_gemma_layers(doc, root, c, err);

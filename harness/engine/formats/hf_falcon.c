@@ -101,7 +101,7 @@ int lx_hf_falcon_config(const struct lx_json *doc, const struct lx_jv *root, str
     if (rc == LX_OK)
         rc = lx_hf_cfg_num(doc, root, "layer_norm_epsilon", 1e-5, &c->s.eps, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, "rope_theta", 10000, &c->s.theta, err);
+        rc = lx_hf_cfg_rope(doc, root, "rope_theta", 10000, &c->s.theta, err);
     if (rc == LX_OK)
         rc = lx_hf_cfg_gelu(doc, root, "activation", &c->s.mlp, err);
     if (rc == LX_OK)

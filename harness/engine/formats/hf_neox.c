@@ -31,13 +31,14 @@
 /* rotary_pct (partial_rotary_factor) of the head size: an even number of channels, at least 2. */
 static int rotary(const struct lx_json *doc, const struct lx_jv *root, struct lx_hf_neox *c, struct lx_error *err)
 {
-    static const char *const pct[] = {"rotary_pct", "partial_rotary_factor"}, *const base[] = {"rotary_emb_base",
-                                                                                              "rope_theta"};
+    /* the later names first: absent at the top level, they are read from transformers 5's rope_parameters */
+    static const char *const pct[] = {"partial_rotary_factor", "rotary_pct"}, *const base[] = {"rope_theta",
+                                                                                              "rotary_emb_base"};
     const char *k = lx_hf_cfg_key(root, pct, 2);
     double p;
-    int rc = lx_hf_cfg_num(doc, root, k, 0.25, &p, err);
+    int rc = lx_hf_cfg_rope(doc, root, k, 0.25, &p, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, lx_hf_cfg_key(root, base, 2), 10000, &c->s.theta, err);
+        rc = lx_hf_cfg_rope(doc, root, lx_hf_cfg_key(root, base, 2), 10000, &c->s.theta, err);
     long D = c->s.d_model / c->s.heads;
     c->s.rot_dims = (long)((double)D * p);    /* transformers: int(head_size * rotary_pct) */
     if (rc == LX_OK && (p > 1 || c->s.rot_dims < 2 || c->s.rot_dims % 2))

@@ -70,7 +70,7 @@ int lx_hf_phi_config(const struct lx_json *doc, const struct lx_jv *root, struct
     if (rc == LX_OK)
         rc = lx_hf_cfg_num(doc, root, "layer_norm_eps", 1e-5, &c->s.eps, err);
     if (rc == LX_OK)
-        rc = lx_hf_cfg_num(doc, root, "rope_theta", 10000, &c->s.theta, err);
+        rc = lx_hf_cfg_rope(doc, root, "rope_theta", 10000, &c->s.theta, err);
     if (rc == LX_OK && lx_json_member(root, "hidden_act") == NULL)
         c->s.mlp = LX_MLP_GELU;       /* PhiConfig's default is gelu_new, lx_hf_cfg_gelu's gelu */
     else if (rc == LX_OK)

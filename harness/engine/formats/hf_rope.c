@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/engine/formats/hf_cfg.h"
+
 /* A number of rope_scaling, def when absent or not a number. */
 static double scaling_num(const struct lx_json *doc, const struct lx_jv *rs, const char *key, double def)
 {
@@ -92,8 +94,12 @@ static int longrope_stack(const struct lx_json *doc, const struct hf_rope_facts 
 static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, struct lx_buf *stack, struct lx_buf *e,
                    char **raw, struct lx_error *err)
 {
-    const struct lx_jv *rs = lx_json_member(c->root ? c->root : lx_json_root(doc), "rope_scaling"), *t;
+    const struct lx_jv *root = c->root ? c->root : lx_json_root(doc), *rs = lx_json_member(root, "rope_scaling"), *t;
     const char *type;
+    if (!rs || lx_json_type(rs) == LX_JSON_NULL) {  /* transformers 5: the rescaling's members in rope_parameters */
+        rs = lx_hf_rope_params(root, "full_attention");
+        rs = lx_json_member(rs, "rope_type") || lx_json_member(rs, "type") ? rs : NULL;   /* default: none */
+    }
     lx_buf_puts(stack, "[{\"rope\":{\"base\":");
     lx_buf_num(stack, c->theta);
     lx_buf_puts(stack, c->interleaved ? ",\"layout\":\"interleaved\"" : ",\"layout\":\"half\"");
