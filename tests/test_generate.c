@@ -355,6 +355,21 @@ Test(generate, bad_input_is_refused, .init = setup, .fini = teardown, .timeout =
     cr_expect_eq(sh(out, sizeof out, "$L generate --model $R/tests/ref/model_ckpt_causal_rope.safetensors -n 5 "
                     "--method alibi"), 2, "%s", out);
     cr_expect(strstr(out, "'alibi' is a training-time method") != NULL, "%s", out);
+    /* a stack these commands would run other than it says (they ran as plain RoPE, silently): t5align's
+    ** temperature is calibrated in a sweep only, a learned scale needs a model that learned one */
+    const char *const unrunnable[][2] = {
+        {"generate --model $M -n 5 --method t5align", "method 't5align' calibrates its temperature"},
+        {"score --model $M --text $R/README.md --length 64 --method '{t5align: {closed_form: prop2}}'",
+         "method 't5align' calibrates its temperature"},
+        {"score --model $M --text $R/README.md --length 64 --method '{logn: {mode: ssmax, learn: true}}'",
+         "the stack learns its logit scale (learn: true) and the model has no learned scale"},
+    };
+    for (int i = 0; i < 3; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "M=$R/../shared/models/stories260K/stories260K.bin; $L %s", unrunnable[i][0]);
+        cr_expect_eq(sh(out, sizeof out, cmd), 2, "%s: %s", cmd, out);
+        cr_expect(strstr(out, unrunnable[i][1]) != NULL, "%s: %s", cmd, out);
+    }
     /* the benches' way to force where steps run, checked when lenx starts */
     cr_expect_eq(sh(out, sizeof out, "LENX_TEAM=both $L generate --model "
                     "$R/tests/ref/model_ckpt_causal_rope.safetensors -n 5"), 2, "%s", out);

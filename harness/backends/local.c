@@ -117,6 +117,10 @@ int lx_local_compile(const struct lx_stack *st, const struct lx_model *m, const 
     int rc = lx_stack_compile(st, &f, spec, err);
     if (rc == LX_OK)
         rc = lx_model_spec_check(m, spec, err);
+    if (rc == LX_OK && spec->calibrate)     /* it would run at tau = 1, silently */
+        rc = lx_err(err, LX_EINVAL, "method '%s' calibrates its temperature on the model at each length before "
+                    "a sweep's cell runs, and score, generate and serve run a stack as it compiles\n  hint: run it "
+                    "in a sweep (lenx run), which stores the calibrated tau beside each cell", spec->calib_method);
     spec->facts.rel_bias = m->v.rel_bias;   /* the model's own: lx_model_spec needs no copy per call */
     if (rc == LX_OK && !spec->positions)
         rc = lx_err(err, LX_EINVAL, "the stack '%s' sets no position scheme\n  hint: --method nope", st->canon);

@@ -18,6 +18,10 @@ int lx_model_spec_check(const struct lx_model *m, const struct lx_spec *spec, st
     if (!m->arch.sinks && spec->zsink.learn)
         return lx_err(err, LX_EINVAL, "the stack's zerosink learned: true reads sink logits the model does not "
                       "have\n  hint: learned sinks are trained in; train a model with them");
+    if (spec->learn_scale && !m->arch.logit_scale)      /* it would run as the unlearned scale, silently */
+        return lx_err(err, LX_EINVAL, "the stack learns its logit scale (learn: true) and the model has no learned "
+                      "scale (arch logit_scale)\n  hint: a learned scale is trained in; drop learn: true to run the "
+                      "method's own");
     int have = lx_arch_rel_kind(&m->arch), want = spec->rel.method ? spec->rel.kind : LX_REL_NONE;
     long nh = lx_arch_rel_values(&m->arch), nw = want ? spec->rel.values : 0;
     const char *hs = lx_relbias_describe(have), *ws = lx_relbias_describe(want);
