@@ -421,6 +421,10 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {infoscale: {train: true}}]]\ntasks: [ppl]\n"
                    "lengths: [32]\n", "b.yaml:4:38",
                    "method 'infoscale' acts at evaluation only and cannot be trained in\n  hint: drop 'train: true'");
+    /* a parameter the mode makes moot (it was dropped: the label said ntk(mode=dynamic)) */
+    expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {ntk: {mode: dynamic, scale: 4}}]]\n"
+                   "tasks: [ppl]\nlengths: [32]\n", "b.yaml:4:40",
+                   "method 'ntk': 'scale' applies only with mode=static\n  hint: drop it, or set mode=static");
     /* fine-tuning and the composition rules (docs/methods.md) */
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {pi: {scale: 4, finetune: 0}}]]\ntasks: [ppl]\n"
                    "lengths: [32]\n", "b.yaml:4:44",

@@ -116,9 +116,9 @@ Test(registry, schema_rules_address_rows_by_name)
     cr_expect_eq(lx_schema_check(&b, &err), LX_OK, "%s", err.msg);
     struct byname pa, pb;
     struct lx_buf ta = {0}, tb = {0};
-    byname_text(&a, "{mode: ssmax, s: 0.5, base: 7}", &pa, &ta);
-    byname_text(&b, "{mode: ssmax, s: 0.5, base: 7}", &pb, &tb);
-    /* base is inactive in ssmax mode in both orders: reset to its default, left out */
+    byname_text(&a, "{mode: ssmax, s: 0.5}", &pa, &ta);
+    byname_text(&b, "{s: 0.5, mode: ssmax}", &pb, &tb);
+    /* base is inactive in ssmax mode in both orders: at its default, left out */
     cr_expect(pa.base == 512 && pb.base == 512 && pa.s == 0.5 && pb.s == 0.5 && pa.mode == 1 && pb.mode == 1);
     /* the fields follow the rows (the key's field order: registry/default_keys_are_frozen guards it) */
     cr_expect_str_eq(lx_buf_str(&ta), "mode=ssmax,s=0.5");
@@ -127,6 +127,17 @@ Test(registry, schema_rules_address_rows_by_name)
     cr_expect(lx_param_active(&a, &pa, "s") && lx_param_active(&b, &pb, "s"));
     cr_expect_eq(lx_param_find(&b, "mode"), &byname_reordered[2]);
     cr_expect_null(lx_param_find(&b, "nosuch"));
+    /* given, in either order, it is refused: the mode would drop it */
+    cr_expect_str_eq(lx_param_unmet(&a, &pa, "base"), "mode=su");
+    static const char *const moot[] = {"{mode: ssmax, s: 0.5, base: 7}", "{base: 7, mode: ssmax}"};
+    for (int i = 0; i < 2; i++) {
+        struct lx_doc doc;
+        cr_assert_eq(lx_doc_load_text(&doc, moot[i], "p.yaml", &err), LX_OK, "%s", err.msg);
+        lx_params_defaults(&b, &pb);
+        cr_expect_eq(lx_params_apply(&b, &pb, doc.root, "test", &err), LX_EINVAL, "%s", moot[i]);
+        cr_expect(strstr(err.msg, "test: 'base' applies only with mode=su") != NULL, "%s", err.msg);
+        lx_doc_release(&doc);
+    }
     lx_buf_free(&ta);
     lx_buf_free(&tb);
     /* a renamed row, a rule over an unknown row, a value the row cannot take */

@@ -299,15 +299,38 @@ static int rule_holds(const struct lx_schema *s, const void *src, const char *wh
     return holds;
 }
 
+/* Does `when` hold a term over row `name` itself (a row left out at its default: {"qkv_bias", "qkv_bias=true"})? */
+static int rule_names(const char *when, const char *name)
+{
+    char term[64], value[64];
+    int negate, self = 0;
+    for (const char *t = when; !self && *t;) {
+        size_t len = rule_term(t, term, value, &negate);
+        self = strcmp(term, name) == 0;
+        t += len + (t[len] == '&');
+    }
+    return self;
+}
+
+static const char *unmet(const struct lx_schema *s, const void *src, const char *name, int moot)
+{
+    for (const struct lx_param_rule *r = s->rules; r && r->row; r++)
+        if (strcmp(r->row, name) == 0 && !rule_holds(s, src, r->when) && !(moot && rule_names(r->when, name)))
+            return r->when;
+    return NULL;
+}
+
+const char *lx_param_unmet(const struct lx_schema *s, const void *src, const char *name)
+{
+    return unmet(s, src, name, 1);
+}
+
 int lx_param_active(const struct lx_schema *s, const void *src, const char *name)
 {
     const struct lx_param *p = lx_param_find(s, name);
     if (p && p->type == LX_PT_PATH && ((const char *)src + p->offset)[0] == '\0')
         return 0;
-    for (const struct lx_param_rule *r = s->rules; r && r->row; r++)
-        if (strcmp(r->row, name) == 0 && !rule_holds(s, src, r->when))
-            return 0;
-    return 1;
+    return unmet(s, src, name, 0) == NULL;
 }
 
 /* A rule names existing rows, and each value is one its row can take,
@@ -424,6 +447,13 @@ int lx_params_apply(const struct lx_schema *s, void *dst, const struct lx_node *
         int rc = param_parse(p, dst, lx_map_value(map, i), what, err);
         if (rc < 0)
             return rc;
+    }
+    for (int i = 0; i < map->n_items; i++) {  /* a given row that does not matter would be dropped silently */
+        const struct lx_node *k = lx_map_key(map, i);
+        const char *when = lx_param_unmet(s, dst, k->text);
+        if (when)
+            return lx_node_err(err, k, "%s: '%s' applies only with %s\n  hint: drop it, or set %s", what, k->text,
+                               when, when);
     }
     return LX_OK;
 }

@@ -110,6 +110,11 @@ struct lx_schema {
 ** in the registry contract (lx_schema_check covers the rules). */
 const struct lx_param *lx_param_find(const struct lx_schema *s, const char *name);
 
+/* The condition over other rows of a rule of row `name` that the values in
+** src do not meet ("mode=static"), or NULL: a row the user gives under it
+** would be dropped. (A rule over the row itself, "qkv_bias=true", only leaves
+** its default out of the key: writing the default is fine.) */
+const char *lx_param_unmet(const struct lx_schema *s, const void *src, const char *name);
 /* Does the row named `name` matter under the values in src (its rules; an
 ** empty LX_PT_PATH row never does)? */
 int lx_param_active(const struct lx_schema *s, const void *src, const char *name);
