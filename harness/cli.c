@@ -52,6 +52,7 @@ int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc,
             return lx_err(err, LX_EINVAL, "unknown option '--%s'\n  hint: %s%s%s--help lists the options",
                           word, near ? "did you mean '--" : "", near ? near : "", near ? "'? " : "");
         }
+        const char *was = a->value[k];
         if (!opts[k].has_arg) {
             if (name[len] == '=')
                 return lx_err(err, LX_EINVAL, "option '--%s' takes no value", opts[k].name);
@@ -63,6 +64,9 @@ int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc,
         } else {
             return lx_err(err, LX_EINVAL, "option '--%s' needs a value", opts[k].name);
         }
+        if (was && strcmp(was, a->value[k]) != 0)  /* the last one won: --sweep a --sweep b showed b alone */
+            return lx_err(err, LX_EINVAL, "option '--%s' is given twice ('%s', then '%s')\n  hint: it takes one "
+                          "value; give it once", opts[k].name, was, a->value[k]);
     }
     return LX_OK;
 }

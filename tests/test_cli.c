@@ -49,6 +49,15 @@ Test(cli, bad_config_exits_2_and_writes_nothing, .init = setup, .fini = teardown
     cr_expect(strstr(out, "unknown option '--bogus'") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L rnu"), 2, "%s", out);
     cr_expect(strstr(out, "did you mean 'run'?") != NULL, "%s", out);
+    /* an option given twice with two values: the last one won (table --sweep a --sweep b showed b alone) */
+    cr_expect_eq(sh(out, sizeof out, "$L table --db x.db --sweep a --sweep=b"), 2, "%s", out);
+    cr_expect(strstr(out, "option '--sweep' is given twice ('a', then 'b')") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model m.bin --prompt Once --prompt Lily"), 2, "%s", out);
+    cr_expect(strstr(out, "option '--prompt' is given twice ('Once', then 'Lily')") != NULL, "%s", out);
+    cr_expect(!exists("x.db"));
+    /* the same value twice says one thing: fine */
+    cr_expect_eq(sh(out, sizeof out, "$L run bad.yaml --db x.db --db x.db"), 2, "%s", out);
+    cr_expect(strstr(out, "unknown method 'lgn'") != NULL, "%s", out);
 }
 
 Test(cli, bad_config_leaves_existing_store_untouched, .init = setup, .fini = teardown)
@@ -654,6 +663,18 @@ Test(cli, show_refuses_a_parameter_given_twice, .init = setup, .fini = teardown,
         cr_expect_eq(sh(out, sizeof out, cmd), 2, "%s: %s", cmd, out);
         cr_expect(strstr(out, twice[i][1]) != NULL, "%s: %s", cmd, out);
     }
+    /* a parameter the mode makes moot was dropped (ntk(mode=dynamic) ran with its factor 1, plain RoPE) */
+    static const char *const moot[][2] = {
+        {"method ntk mode=dynamic scale=4", "method 'ntk': 'scale' applies only with mode=static"},
+        {"method ntk factor=4", "method 'ntk': 'factor' applies only with mode=dynamic"},
+        {"method logn mode=qwen base=64", "method 'logn': 'base' applies only with mode=su"},
+    };
+    for (size_t i = 0; i < sizeof moot / sizeof moot[0]; i++) {
+        snprintf(cmd, sizeof cmd, "$L show %s", moot[i][0]);
+        cr_expect_eq(sh(out, sizeof out, cmd), 2, "%s: %s", cmd, out);
+        cr_expect(strstr(out, moot[i][1]) != NULL, "%s: %s", cmd, out);
+    }
+    cr_expect_eq(sh(out, sizeof out, "$L show method ntk mode=dynamic factor=4 --length 2"), 0, "%s", out);
     /* one of each stays fine: the method's and rope's own */
     cr_expect_eq(sh(out, sizeof out, "$L show method yarn scale=2 rope.base=1000 --length 2"), 0, "%s", out);
 }

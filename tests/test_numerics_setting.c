@@ -248,4 +248,8 @@ Test(numerics, cache_and_activations_do_not_key_the_trained_model, .init = setup
     /* ppl never reads the cache: the f16 cell's numbers are the fp32 cell's */
     cr_expect_eq(sql_long("t.db", "SELECT count(DISTINCT m.value) FROM metrics m JOIN runs r ON r.id = m.run_id "
                           "WHERE m.name = 'nll' AND r.key_json NOT LIKE '%activations%'"), 1);
+    /* score's JSON says which cache it ran with, as a stored cell does (with llamacpp it moves the numbers) */
+    cr_assert_eq(sh(out, sizeof out, "$L score --model $R/../shared/models/stories260K/stories260K.bin --text "
+                    "$R/README.md --length 64 --kv-cache bf16 2>/dev/null | grep '\"kv_cache\"'"), 0, "%s", out);
+    cr_expect_str_eq(out, "  \"kv_cache\": \"bf16\",\n");
 }

@@ -71,15 +71,18 @@ static long read_tokens(const char *file, const struct lx_tokenizer *tk, int32_t
     return rc < 0 ? rc : n;
 }
 
-/* The JSON's closing lists: "tokens" and "nll", n of each. */
-/* Provenance, as a stored cell has it: the arithmetic and the kernels that ran. */
+/* Provenance, as a stored cell has it: the arithmetic, the KV cache's type (with llama.cpp's activations
+** the passes round to it) and the kernels that ran. */
 static void put_provenance(struct lx_buf *json)
 {
     char blas[256];
     lx_products_describe(blas, sizeof blas);
-    lx_buf_printf(json, ",\n  \"numerics\": \"%s\",\n  \"blas\": ", lx_numerics_name(lx_numerics_get()));
+    lx_buf_printf(json, ",\n  \"numerics\": \"%s\",\n  \"kv_cache\": \"%s\",\n  \"blas\": ",
+                  lx_numerics_name(lx_numerics_get()), lx_kv_name(lx_kv_get()));
     lx_buf_json_str(json, blas);
 }
+
+/* The JSON's closing lists: "tokens" and "nll", n of each. */
 
 static void put_lists(struct lx_buf *json, const int32_t *ids, const float *nll, long n)
 {
