@@ -211,20 +211,21 @@ int lx_preset_run(const struct lx_task_ctx *ctx, const struct lx_protocol *p, co
     LX_ASSERT(sc && (p->read || p->make) && (p->max_new_tokens > 0 || p->budget_gold));
     struct lx_peer_set s;
     int rc = preset_cases(p, data, ctx->data_key, ctx->length, samples, ctx->tok, &s, err);
-    double sum = 0.0, tokens = 0.0, budgets = 0.0;
+    double sum = 0.0, sumsq = 0.0, tokens = 0.0, budgets = 0.0;
     long nulls = 0, most = 0, least = 0;
     for (long i = 0; i < s.n && rc == LX_OK; i++) {
         double score = 0.0;
         int null = 0;
         long np = 0, nn = 0;
         rc = run_case(ctx, p, sc, &s.cases[i], i, out, &score, &null, &np, &nn, err);
-        sum += score, nulls += null, tokens += (double)np, budgets += (double)nn, most = np > most ? np : most;
+        sum += score, sumsq += score * score, nulls += null, tokens += (double)np, budgets += (double)nn;
+        most = np > most ? np : most;
         least = i == 0 || np < least ? np : least;
     }
     if (rc == LX_OK) {
         double n = (double)s.n, acc = sum / n;
         lx_result_metric(out, "acc", acc);
-        lx_result_metric(out, "acc_se", sqrt(acc * (1.0 - acc) / n));
+        lx_result_metric(out, "acc_se", lx_scores_se(sum, sumsq, n));     /* not binomial: RULER's are shares */
         lx_result_metric(out, "null_rate", (double)nulls / n);
         lx_result_metric(out, "n_samples", n);
         lx_result_metric(out, "prompt_tokens", tokens / n);

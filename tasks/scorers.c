@@ -10,6 +10,7 @@
 */
 #include "tasks/scorers.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,11 +225,14 @@ static double score_last_int(const char *output, size_t n, const struct lx_golds
 /* ---- text ------------------------------------------------------------------- */
 
 /* LongLoRA passkey_retrivial.py: the generated tokens (as many as the gold's)
-** equal the gold's; on text, the output begins with the gold. */
+** equal the gold's, tokenizer(answer).input_ids[:, 1:], which begin with
+** SentencePiece's dummy prefix; on text (a stored output decodes it as a
+** space), the output begins with the gold, one leading space aside. */
 static double score_token_exact(const char *output, size_t n, const struct lx_golds *g, int *null)
 {
     *null = n == 0;
-    return n >= g->len[0] && memcmp(output, g->s[0], g->len[0]) == 0;
+    size_t sp = n > 0 && output[0] == ' ';
+    return n - sp >= g->len[0] && memcmp(output + sp, g->s[0], g->len[0]) == 0;
 }
 
 /* Found: how many golds, prepared by prep, are in the output prepared by prep. */
@@ -363,4 +367,10 @@ int lx_scorer_check_gold(const struct lx_scorer *s, const struct lx_golds *g, st
         return lx_err(err, LX_EINVAL, "scorer %s needs one integer gold (a number, or a string of ASCII digits)",
                       s->name);
     return LX_OK;
+}
+
+double lx_scores_se(double sum, double sumsq, double n)
+{
+    double acc = sum / n;
+    return sqrt(fmax(0.0, acc * (1.0 - acc) - (sum - sumsq) / n) / n);
 }

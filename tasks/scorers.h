@@ -73,4 +73,10 @@ const struct lx_scorer *lx_scorer_find(const char *name);
 ** else LX_EINVAL with what is wrong. */
 int lx_scorer_check_gold(const struct lx_scorer *s, const struct lx_golds *g, struct lx_error *err);
 
+/* The standard error of the mean of n scores in [0, 1] from their sum and
+** sum of squares: sqrt((mean(s^2) - mean^2) / n), written so that 0/1 scores
+** give the binomial sqrt(acc (1 - acc) / n) bit for bit, and fractions (the
+** share of golds found) their own spread. */
+double lx_scores_se(double sum, double sumsq, double n);
+
 #endif

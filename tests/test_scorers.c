@@ -8,6 +8,7 @@
 ** least 30 pairs a scorer; and the table's contract.
 */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,4 +115,24 @@ Test(scorers, gold_checks)
     cr_expect_eq(lx_scorer_check_gold(lx_scorer_find("first_int"), &g, &err), LX_OK);
     g.n = 0;
     cr_expect_eq(lx_scorer_check_gold(lx_scorer_find("ruler_all"), &g, &err), LX_EINVAL);
+}
+
+/* acc_se of a preset: by hand. 0/1 scores give the binomial form bit for bit
+** (what every stored acc_se was); RULER's shares of golds found, 0.1 on four
+** of ten cases, give their own spread, sqrt((0.004 - 0.0016) / 10), where
+** the binomial form said sqrt(0.04 * 0.96 / 10) = 0.062, 4x too wide. */
+Test(scorers, standard_error_of_shares)
+{
+    cr_expect_eq(lx_scores_se(2.0, 2.0, 3.0), sqrt(2.0 / 3.0 * (1.0 - 2.0 / 3.0) / 3.0));
+    cr_expect_eq(lx_scores_se(0.0, 0.0, 5.0), 0.0);
+    cr_expect_eq(lx_scores_se(5.0, 5.0, 5.0), 0.0);
+    double s[10] = {0.1, 0, 0, 0, 0, 0, 0.1, 0, 0.1, 0.1}, sum = 0, sumsq = 0, mean, var = 0;
+    for (int i = 0; i < 10; i++)
+        sum += s[i], sumsq += s[i] * s[i];
+    mean = sum / 10;
+    for (int i = 0; i < 10; i++)
+        var += (s[i] - mean) * (s[i] - mean) / 10;
+    cr_expect_float_eq(lx_scores_se(sum, sumsq, 10), sqrt(var / 10), 1e-15, "%.17g vs %.17g",
+                       lx_scores_se(sum, sumsq, 10), sqrt(var / 10));
+    cr_expect_float_eq(sqrt(var / 10), sqrt(0.0024 / 10), 1e-15);
 }

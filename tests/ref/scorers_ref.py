@@ -35,10 +35,13 @@ def last_int(output, gold):
     return float(parsed == int(gold)), int(not nums)
 
 
-# ---- LongLoRA passkey_retrivial.py: generated ids == the answer's ids; on text
-# (the budget being the answer's own length) the output begins with the answer
+# ---- LongLoRA passkey_retrivial.py: generated ids == the answer's ids, those of
+# tokenizer(answer).input_ids[:, 1:], which begin with SentencePiece's dummy
+# prefix; on text (the budget being the answer's own length) the output, one
+# leading space (that prefix, as the ids decode) aside, begins with the answer
 def token_exact(output, gold):
-    return float(output.startswith(gold[0])), int(output == "")
+    text = output[1:] if output.startswith(" ") else output
+    return float(text.startswith(gold[0])), int(output == "")
 
 
 def substring(output, gold):
