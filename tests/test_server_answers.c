@@ -16,7 +16,7 @@
 
 #include "tests/shell.h"
 
-enum mode { GOOD, DROP_FIRST, EXTRA_FIRST, MINUS_INF, POSITIVE, OOV, BAD_ID, PROBE_400, ERROR_200 };
+enum mode { GOOD, DROP_FIRST, EXTRA_FIRST, MINUS_INF, POSITIVE, OOV, BAD_ID, PROBE_400, ERROR_200, KEYED };
 
 struct fake {
     pid_t pid;
@@ -55,6 +55,8 @@ static long prompt_len(const char *body)
 static void answer(int fd, const char *req, const char *body, enum mode m)
 {
     int echo = strstr(body, "\"echo\":true") != NULL;
+    if (m == KEYED && !strcasestr(req, "\r\nAuthorization: Bearer sk-test-123\r\n"))
+        return reply(fd, 401, "{\"error\":{\"message\":\"no valid API key\"}}");
     if (strncmp(req, "GET ", 4) == 0 && strstr(req, "/models"))
         return reply(fd, 200, "{\"object\":\"list\",\"data\":[{\"id\":\"fake\",\"object\":\"model\"}]}");
     if (!strstr(req, "/completions"))
@@ -267,3 +269,41 @@ Test(server_answers, echo_refused_and_error_with_200, .fini = teardown, .timeout
     cr_expect_str_eq(st, "failed");
     cr_expect(strstr(er, "the answer has no choices[0]: the engine is asleep"), "%s", er);
 }
+
+/* A server that wants an API key: api_key_env names the variable it is read
+** from, and it goes as a Bearer header; neither the key nor a password in
+** the URL reaches the store or a message. A variable that is not set is
+** refused at the file's line. */
+Test(server_answers, api_key_from_the_environment, .fini = teardown, .timeout = 120)
+{
+    shell_setup("fake-key");
+    struct fake f;
+    char out[8192], y[2048];
+    fake_start(&f, KEYED);
+    snprintf(y, sizeof y, "name: fake\nseed: 1\nmodels:\n  s: {server: {url: "
+             "\"http://someone:pw-secret-9@127.0.0.1:%d/v1\", tokenizer: %s/../shared/models/stories260K/tok512.bin,"
+             " retries: 0, timeout: 30, api_key_env: LENX_TEST_KEY}}\nmethods: [none]\ntasks:\n"
+             "  - passkey: {samples: 1}\nlengths: [256]\n", f.port, getenv("LENX_ROOT"));
+    write_file("s.yaml", y);
+    cr_expect_eq(sh(out, sizeof out, "LENX_TEST_KEY=sk-test-123 $L run s.yaml --db r.db --quiet --no-table"), 0,
+                 "%s", out);
+    cr_expect_eq(sql_long("r.db", "SELECT count(*) FROM runs WHERE status = 'ok'"), 1);
+    /* the key nowhere; the password (in the sweep file, stored as written) not in what names the server */
+    cr_expect_eq(sh(out, sizeof out, "sqlite3 r.db .dump | grep -c sk-test-123"), 1, "the key is stored: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "sqlite3 -line r.db 'SELECT blas, error FROM runs; SELECT path FROM models' | "
+                    "grep -e pw-secret-9 -e someone"), 1, "the password is in what names the server: %s", out);
+    cr_expect_eq(sql_long("r.db", "SELECT count(*) FROM models WHERE path LIKE '%127.0.0.1%'"), 1);
+    cr_expect_eq(sh(out, sizeof out, "sqlite3 r.db .dump | grep -c '127.0.0.1:%d/v1'", f.port), 0,
+                 "the store names the server: %s", out);
+    /* a wrong key: the server's 401 is named, the key is not */
+    cr_expect_eq(sh(out, sizeof out, "LENX_TEST_KEY=sk-wrong $L run s.yaml --db w.db --quiet --no-table"), 2, "%s",
+                 out);
+    cr_expect(strstr(out, "HTTP 401: no valid API key") != NULL && !strstr(out, "sk-wrong") &&
+              !strstr(out, "pw-secret-9"), "%s", out);
+    /* no variable set */
+    cr_expect_eq(sh(out, sizeof out, "env -u LENX_TEST_KEY $L run s.yaml --db n.db --quiet"), 2, "%s", out);
+    cr_expect(strstr(out, "api_key_env names no variable set in this environment") != NULL, "%s", out);
+    cr_expect(strstr(out, "s.yaml:4:") != NULL, "%s", out);
+    fake_stop(&f);
+}
+

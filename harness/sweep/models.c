@@ -179,25 +179,26 @@ static int server_num(const struct lx_model_use *u, const struct lx_node *v, con
     return LX_OK;
 }
 
-/* server: {url, model, tokenizer, served, concurrency, timeout, retries}: the
+/* server: {url, model, tokenizer, served, concurrency, timeout, retries, api_key_env}: the
 ** server is asked who it is and what it can give now, so that the model key
 ** holds its identity and a task it cannot run is refused at plan time. */
 static int parse_server(struct lx_model_use *u, const struct lx_node *v, struct lx_error *err)
 {
-    static const char *keys[] = {"url", "model", "tokenizer", "served", "concurrency", "timeout", "retries"};
+    static const char *keys[] = {"url", "model", "tokenizer", "served", "concurrency", "timeout", "retries",
+                                 "api_key_env"};
     if (v->kind != LX_NODE_MAP)
         return lx_node_err(err, v, "model '%s': 'server' is a mapping\n  hint: server: {url: "
                            "http://127.0.0.1:8000/v1, model: NAME, tokenizer: PATH}", u->name);
     for (int i = 0; i < v->n_items; i++) {
         const char *k = lx_map_key(v, i)->text;
         int known = 0;
-        for (int j = 0; j < 7; j++)
+        for (int j = 0; j < 8; j++)
             known |= strcmp(k, keys[j]) == 0;
         if (!known) {
-            const char *near = lx_closest(k, keys, 7);
+            const char *near = lx_closest(k, keys, 8);
             return lx_node_err(err, lx_map_key(v, i), "model '%s' server: unknown key '%s'\n  hint: %s%s%sa server "
-                               "has url, model, tokenizer, served, concurrency, timeout and retries", u->name, k,
-                               near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+                               "has url, model, tokenizer, served, concurrency, timeout, retries and api_key_env",
+                               u->name, k, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
         }
     }
     char what[160];
@@ -231,8 +232,16 @@ static int parse_server(struct lx_model_use *u, const struct lx_node *v, struct 
     u->served_canon = lx_xstrdup(st.canon);
     lx_stack_release(&st);
     const struct lx_tokenizer *tk = lx_model_use_tokenizer(u);
+    /* the API key's variable: its name may be in the file, the key itself never (nor in the store) */
+    const struct lx_node *ke = lx_map_get(v, "api_key_env");
+    const char *key = ke && ke->kind == LX_NODE_SCALAR && ke->text[0] ? getenv(ke->text) : NULL;
+    if (ke && (!key || !key[0] || strpbrk(key, "\r\n")))
+        return lx_node_err(err, ke, "model '%s' server: api_key_env names %s\n  hint: export the key first "
+                           "(export %s=...), and name the variable, not the key", u->name,
+                           !key || !key[0] ? "no variable set in this environment" : "a value with a line break",
+                           ke->kind == LX_NODE_SCALAR && ke->text[0] ? ke->text : "NAME");
     struct lx_server_cfg cfg = {.url = url->text, .model = model ? model->text : NULL, .concurrency = (int)conc,
-                                .timeout = timeout, .retries = (int)retries};
+                                .timeout = timeout, .retries = (int)retries, .api_key = key};
     u->lm = lx_xcalloc(1, sizeof *u->lm);
     struct lx_error sub;
     if (lx_lm_server_open(u->lm, &cfg, tk, u->name, &sub) < 0) {

@@ -115,6 +115,10 @@ int lx_http_run(struct lx_http_req *reqs, long n, const struct lx_http_opts *o, 
         return rc;
     CURLM *m = cu.multi_init();
     struct curl_slist *hdr = cu.slist_append(NULL, "Content-Type: application/json");
+    if (hdr && o->auth) {
+        struct curl_slist *more = cu.slist_append(hdr, o->auth);
+        hdr = more ? more : (cu.slist_free_all(hdr), NULL);
+    }
     if (!m || !hdr) {
         if (m)
             cu.multi_cleanup(m);

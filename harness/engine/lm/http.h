@@ -30,6 +30,7 @@ struct lx_http_opts {
     double timeout;         /* seconds for one attempt, connection to last byte */
     int retries;            /* further attempts after a connection error or a 5xx */
     long max_resp;          /* bytes an answer may have (a longer one is an error) */
+    const char *auth;       /* an Authorization header line ("Authorization: Bearer KEY"), or NULL */
 };
 
 /* Send n requests; LX_OK unless libcurl cannot be loaded (LX_EIO, saying

@@ -15,6 +15,8 @@
 
 struct server {
     char *base;         /* ".../v1" */
+    char *shown;        /* base without user:password@, for messages and the store */
+    char *auth;         /* the Authorization header line, or NULL */
     char *root;         /* base without a trailing /v1: where /tokenize lives */
     char *model;        /* the model id asked for */
     char *identity;
@@ -320,9 +322,10 @@ static int ask_models(struct lx_lm *lm, const struct lx_server_cfg *cfg, struct 
         char msg[400];
         if (r.status)
             answer_message(&r.resp, msg, sizeof msg);
-        rc = r.status ? lx_err(err, LX_EINVAL, "%s: GET %s/models: HTTP %ld: %s", lm->what, s->base, r.status, msg)
+        rc = r.status ? lx_err(err, LX_EINVAL, "%s: GET %s/models: HTTP %ld: %s", lm->what, s->shown, r.status,
+                               msg)
                       : lx_err(err, LX_EINVAL, "%s: GET %s/models: no answer: %s\n  hint: start the server first, "
-                               "and give url as its API's base (http://HOST:PORT/v1)", lm->what, s->base, r.error);
+                               "and give url as its API's base (http://HOST:PORT/v1)", lm->what, s->shown, r.error);
     }
     struct lx_json *doc = NULL;
     struct lx_error sub;
@@ -523,12 +526,22 @@ int lx_lm_server_open(struct lx_lm *lm, const struct lx_server_cfg *cfg, const s
     s->root = lx_xstrdup(s->base);
     if (n >= 3 && strcmp(s->root + n - 3, "/v1") == 0)
         s->root[n - 3] = '\0';
+    s->shown = lx_xstrdup(s->base);     /* a password in the URL (http://user:pw@host/v1) stays out of sight */
+    char *at = strchr(s->shown, '@'), *host = strstr(s->shown, "://");
+    if (at && host && at < host + 3 + strcspn(host + 3, "/"))
+        memmove(host + 3, at + 1, strlen(at + 1) + 1);
+    if (cfg->api_key) {
+        struct lx_buf a = {0};
+        lx_buf_printf(&a, "Authorization: Bearer %s", cfg->api_key);
+        s->auth = lx_xstrdup(lx_buf_str(&a));
+        lx_buf_free(&a);
+    }
     s->tk = lx_tok_or_byte(tk);
     s->http = (struct lx_http_opts){.concurrency = cfg->concurrency, .timeout = cfg->timeout,
-                                    .retries = cfg->retries, .max_resp = 256L << 20};
+                                    .retries = cfg->retries, .max_resp = 256L << 20, .auth = s->auth};
     lm->ops = &server_ops;
     lm->impl = s;
-    snprintf(lm->what, sizeof lm->what, "server '%s' (%s)", name, s->base);
+    snprintf(lm->what, sizeof lm->what, "server '%s' (%s)", name, s->shown);
     struct lx_buf id = {0};
     lx_buf_puts(&id, "{\"model\":");
     int rc = ask_models(lm, cfg, &id, err);
@@ -550,7 +563,7 @@ void lx_lm_server_close(struct lx_lm *lm)
 {
     struct server *s = lm->impl;
     if (s) {
-        free(s->base), free(s->root), free(s->model), free(s->identity);
+        free(s->base), free(s->shown), free(s->auth), free(s->root), free(s->model), free(s->identity);
         free(s);
     }
     memset(lm, 0, sizeof *lm);

@@ -27,6 +27,7 @@ struct lx_server_cfg {
     int concurrency;        /* requests in flight at once */
     double timeout;         /* seconds one request may take */
     int retries;            /* further tries after a connection error or a 5xx */
+    const char *api_key;    /* sent as "Authorization: Bearer KEY" (never stored, never shown), or NULL */
 };
 
 /* Open a server backend into lm: ask the server who it is and what it can
