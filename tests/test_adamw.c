@@ -68,3 +68,22 @@ Test(adamw, lanes_give_the_reference_bits)
     cr_expect(!memcmp(m[0], m[1], sizeof m[0]), "first moments differ");
     cr_expect(!memcmp(v[0], v[1], sizeof v[0]), "second moments differ");
 }
+
+/* The schedule at its edges, by hand (docs/config.md: linear warmup, then a
+** cosine from lr down to min_lr·lr over the steps after it): the first step
+** after the warmup is the peak, the last min_lr·lr; with one step after the
+** warmup (a 1-step fine-tune) that step is the peak, where it ran at min_lr·lr. */
+Test(adamw, schedule_edges)
+{
+    struct lx_train_cfg c = {.lr = 1e-3, .min_lr = 0.1, .warmup = 4, .steps = 10};
+    cr_expect_float_eq(lx_train_lr(&c, 0), 1e-3 * 1 / 4, 1e-18);
+    cr_expect_float_eq(lx_train_lr(&c, 3), 1e-3, 1e-18);
+    cr_expect_float_eq(lx_train_lr(&c, 4), 1e-3, 1e-18);
+    cr_expect_float_eq(lx_train_lr(&c, 9), 1e-4, 1e-18);
+    double mid = 1e-3 * (0.1 + 0.9 * 0.5 * (1 + cos(acos(-1.0) * 2.0 / 5.0)));   /* step 6: 2 of 5 */
+    cr_expect_float_eq(lx_train_lr(&c, 6), mid, 1e-18);
+    c = (struct lx_train_cfg){.lr = 3e-3, .min_lr = 0.1, .warmup = 0, .steps = 1};
+    cr_expect_eq(lx_train_lr(&c, 0), 3e-3);
+    c.warmup = 2, c.steps = 3;
+    cr_expect_eq(lx_train_lr(&c, 2), 3e-3);
+}

@@ -421,6 +421,10 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {infoscale: {train: true}}]]\ntasks: [ppl]\n"
                    "lengths: [32]\n", "b.yaml:4:38",
                    "method 'infoscale' acts at evaluation only and cannot be trained in\n  hint: drop 'train: true'");
+    /* beta 1 divides by 1 - 1^t: refused at its value (training diverged at step 2, 'lower lr') */
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, train: {length: 32, beta2: 1}}\n"
+                   "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:53",
+                   "model 'c' train: 'beta2' = 1 is out of bounds [0, 1)");
     /* a parameter the mode makes moot (it was dropped: the label said ntk(mode=dynamic)) */
     expect_refused("b.yaml", "name: b\n" MODEL_C "methods: [[rope, {ntk: {mode: dynamic, scale: 4}}]]\n"
                    "tasks: [ppl]\nlengths: [32]\n", "b.yaml:4:40",

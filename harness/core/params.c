@@ -68,13 +68,13 @@ static int check_bounds(const struct lx_param *p, const struct lx_node *v, doubl
                         const char *what, struct lx_error *err)
 {
     int low_bad = (p->flags & LX_PF_MIN_OPEN) ? !(d > p->min) : !(d >= p->min);
-    if (low_bad || d > p->max) {
+    if (low_bad || ((p->flags & LX_PF_MAX_OPEN) ? !(d < p->max) : d > p->max)) {
         char lo[32], hi[32];
         lx_fmt_num(lo, p->min);
         lx_fmt_num(hi, p->max);
-        return lx_node_err(err, v, "%s: '%s' = %s is out of bounds %s%s, %s]\n  hint: %s",
-                           what, p->name, v->text ? v->text : "?",
-                           (p->flags & LX_PF_MIN_OPEN) ? "(" : "[", lo, hi, p->help);
+        return lx_node_err(err, v, "%s: '%s' = %s is out of bounds %s%s, %s%s\n  hint: %s",
+                           what, p->name, v->text ? v->text : "?", (p->flags & LX_PF_MIN_OPEN) ? "(" : "[", lo, hi,
+                           (p->flags & LX_PF_MAX_OPEN) ? ")" : "]", p->help);
     }
     return LX_OK;
 }
@@ -602,7 +602,8 @@ void lx_schema_describe(const struct lx_schema *s, struct lx_buf *out, const cha
             char lo[32], hi[32];
             lx_fmt_num(lo, p->min);
             lx_fmt_num(hi, p->max);
-            lx_buf_printf(out, ", in %s%s, %s]", (p->flags & LX_PF_MIN_OPEN) ? "(" : "[", lo, hi);
+            lx_buf_printf(out, ", in %s%s, %s%s", (p->flags & LX_PF_MIN_OPEN) ? "(" : "[", lo, hi,
+                          (p->flags & LX_PF_MAX_OPEN) ? ")" : "]");
         }
         lx_buf_printf(out, "\n%s    %s\n", indent, p->help);
     }

@@ -37,6 +37,7 @@ enum {
                                 ** method's resolve hook replaces it per cell */
     LX_PF_UNKEYED_DEFAULT = 1 << 3, /* left out of the stored, hashed JSON while at its default: a
                                     ** row added after cells were stored keeps their run keys */
+    LX_PF_MAX_OPEN = 1 << 4,    /* the upper bound is exclusive */
 };
 
 #define LX_MAX_RANGES 16

@@ -28,8 +28,8 @@ static const struct lx_param train_rows[] = {
     LX_P_FLOAT(struct lx_train_cfg, min_lr, "0.1", 0, 1, 0, "final learning rate, as a fraction of lr"),
     LX_P_INT(struct lx_train_cfg, warmup, "100", 0, 100000000, 0, "linear warmup steps"),
     LX_P_FLOAT(struct lx_train_cfg, weight_decay, "0.1", 0, 10, 0, "AdamW decoupled weight decay (matrices)"),
-    LX_P_FLOAT(struct lx_train_cfg, beta1, "0.9", 0, 1, 0, "AdamW beta1"),
-    LX_P_FLOAT(struct lx_train_cfg, beta2, "0.99", 0, 1, 0, "AdamW beta2"),
+    LX_P_FLOAT(struct lx_train_cfg, beta1, "0.9", 0, 1, LX_PF_MAX_OPEN, "AdamW beta1 (1 divides by 1 - 1^t)"),
+    LX_P_FLOAT(struct lx_train_cfg, beta2, "0.99", 0, 1, LX_PF_MAX_OPEN, "AdamW beta2 (1 divides by 1 - 1^t)"),
     LX_P_FLOAT(struct lx_train_cfg, clip, "1", 0, 1e6, 0, "max global gradient norm (0 = off)"),
     LX_P_INT(struct lx_train_cfg, eval_every, "200", 1, 100000000, 0, "validation every K steps"),
     LX_P_INT(struct lx_train_cfg, eval_windows, "32", 1, 1 << 20, 0, "validation windows"),
@@ -52,8 +52,8 @@ double lx_train_lr(const struct lx_train_cfg *c, long s)
 {
     if (s < c->warmup)
         return c->lr * (double)(s + 1) / (double)c->warmup;
-    long span = c->steps - c->warmup;
-    double prog = span > 1 ? (double)(s - c->warmup) / (double)(span - 1) : 1.0;
+    long span = c->steps - c->warmup;   /* one step after the warmup (a 1-step fine-tune) runs at the peak */
+    double prog = span > 1 ? (double)(s - c->warmup) / (double)(span - 1) : 0.0;
     double cosv = 0.5 * (1.0 + cos(3.14159265358979323846 * prog));
     return c->lr * (c->min_lr + (1.0 - c->min_lr) * cosv);
 }
