@@ -469,6 +469,18 @@ Test(generate, foreign_vocabulary_without_tokenizer_is_refused, .init = setup, .
                     "$R/tests/ref/stories260K-hf/tokenizer.json > /dev/null"), 0, "%s", out);
 }
 
+/* llama2.c's own folder holds its 32,000-token tokenizer.bin beside
+** stories260K.bin and tok512.bin: the model's tok<V>.bin is its tokenizer
+** (tokenizer.bin was read first, and the model refused). */
+Test(generate, tok_of_the_vocabulary_before_tokenizer_bin, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[8192];
+    cr_expect_eq(sh(out, sizeof out, "mkdir l2 && S=$R/../shared/models/stories260K && ln -s $S/stories260K.bin "
+                    "$S/tok512.bin l2/ && printf 'another vocabulary' > l2/tokenizer.bin && "
+                    "$L generate --model l2/stories260K.bin -n 8 2>/dev/null"), 0, "%s", out);
+    cr_expect(strncmp(out, "Once upon a time", 16) == 0, "%s", out);
+}
+
 /* export --hf of stories260K.bin carries its tokenizer (tok512.bin beside
 ** it) into the directory, with the ids its README gives (BOS 1, EOS 2) in
 ** config.json, so the directory generates what the .bin does: greedy, the

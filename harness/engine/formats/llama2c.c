@@ -176,15 +176,16 @@ static void hold_weights(struct lx_model *m, const struct lx_arch *a, const stru
     free(ti);
 }
 
-/* llama2.c keeps the vocabulary apart: tokenizer.bin, or tok<V>.bin as for
-** stories260K, beside the model. */
+/* llama2.c keeps the vocabulary apart: tok<V>.bin as for stories260K, else
+** tokenizer.bin, beside the model. tok<V>.bin first: llama2.c's own folder
+** holds its 32,000-token tokenizer.bin beside stories260K.bin and tok512.bin. */
 static char *find_tokenizer(const char *path, long vocab)
 {
     const char *slash = strrchr(path, '/');
     int n = slash ? (int)(slash - path) + 1 : 0;
     char name[32];
     snprintf(name, sizeof name, "tok%ld.bin", vocab);
-    const char *names[2] = {"tokenizer.bin", name};
+    const char *names[2] = {name, "tokenizer.bin"};
     for (int k = 0; k < 2; k++) {
         struct lx_buf b = {0};
         lx_buf_printf(&b, "%.*s%s", n, path, names[k]);
