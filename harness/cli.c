@@ -240,6 +240,16 @@ void lx_cli_usage(const char *text, const struct lx_opt *opts, int n)
     }
 }
 
+int lx_cli_misuse(const struct lx_args *a, const char *cmd, const char *missing)
+{
+    if (a->n_pos)
+        fprintf(stderr, "lenx: error: unexpected argument '%s'\n", a->pos[0]);
+    else
+        fprintf(stderr, "lenx: error: %s\n", missing);
+    fprintf(stderr, "  hint: lenx %s --help lists its options\n", cmd);
+    return 2;
+}
+
 int lx_cli_args(struct lx_args *a, const struct lx_opt *opts, int n, const char *usage, int argc, char **argv)
 {
     struct lx_error err;

@@ -92,6 +92,9 @@ void lx_cli_usage(const char *text, const struct lx_opt *opts, int n);
 ** the command goes on; else the exit status to return at once: 0 after
 ** printing usage and options for --help, 2 after printing a parse error. */
 int lx_cli_args(struct lx_args *a, const struct lx_opt *opts, int n, const char *usage, int argc, char **argv);
+/* A command used wrongly: its first stray argument (when a has any), else `missing` (what it lacks), as an
+** error on stderr with the hint of `lenx CMD --help`; returns 2. */
+int lx_cli_misuse(const struct lx_args *a, const char *cmd, const char *missing);
 
 #define LX_N_OPTS(t) ((int)(sizeof t / sizeof *t))
 

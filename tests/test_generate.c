@@ -343,7 +343,16 @@ Test(generate, bad_input_is_refused, .init = setup, .fini = teardown, .timeout =
 {
     char out[4096];
     cr_expect_eq(sh(out, sizeof out, "$L generate --prompt hi"), 2, "%s", out);
-    cr_expect(strstr(out, "usage: lenx generate") != NULL, "%s", out);
+    cr_expect(strstr(out, "lenx: error: --model is required\n  hint: lenx generate --help") != NULL, "%s", out);
+    /* a stray argument is named on stderr, not answered with the usage on stdout (llama2.c's -t 0.8, a glob) */
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model m.bin -t 0.8 2>/dev/null"), 2, "%s", out);
+    cr_expect_str_eq(out, "");
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model m.bin -t 0.8"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: unexpected argument '-t'") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L grade --scorer first_int --predictions a.jsonl b.jsonl"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: unexpected argument 'b.jsonl'") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L export --model m.bin"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: give one of --hf DIR and --gguf FILE") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L generate --model $R/tests/ref/model_ckpt_causal_rope.safetensors "
                     "--temperature -2"), 2, "%s", out);
     cr_expect(strstr(out, "--temperature must be a non-negative number, got '-2'") != NULL, "%s", out);

@@ -94,7 +94,8 @@ int lx_cmd_export(int argc, char **argv)
     const char *dir = lx_args_value(&a, "hf"), *db = lx_args_value(&a, "db"), *model = lx_args_value(&a, "model");
     const char *gguf = lx_args_value(&a, "gguf"), *type = lx_args_value(&a, "type");
     if (!dir == !gguf || !model || a.n_pos || (type && !gguf))
-        return lx_cli_usage(use, export_opts, LX_N_OPTS(export_opts)), 2;
+        return lx_cli_misuse(&a, "export", !dir == !gguf ? "give one of --hf DIR and --gguf FILE"
+                             : !model ? "--model is required" : "--type goes with --gguf");
     db = db ? db : LX_DEFAULT_DB;
     if (gguf)
         rc = lx_export_gguf(model, db, lx_args_value(&a, "tokenizer"), gguf, type ? type : "f32", stdout, &err);

@@ -219,8 +219,10 @@ int lx_cmd_generate(int argc, char **argv)
     struct gen_opts o = {.model = GET("model"), .tokenizer = GET("tokenizer"), .prompt = GET("prompt"),
                          .method = GET("method"), .db = GET("db"), .n = 256, .ids = GET("ids") != NULL,
                          .timings = GET("timings") != NULL};
-    if (help || !o.model || a.n_pos)
-        return lx_cli_usage(gen_usage, gen_opts, N_OPTS(gen_opts)), help ? 0 : 2;
+    if (help)
+        return lx_cli_usage(gen_usage, gen_opts, N_OPTS(gen_opts)), 0;
+    if (!o.model || a.n_pos)    /* llama2.c's -t 0.8 is a stray argument here: named */
+        return lx_cli_misuse(&a, "generate", "--model is required");
     o.db = o.db ? o.db : LX_DEFAULT_DB;
     o.prompt = o.prompt ? o.prompt : "";
     long seed = 0;

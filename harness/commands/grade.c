@@ -216,10 +216,8 @@ int lx_cmd_grade(int argc, char **argv)
     if (rc >= 0)
         return rc;
     const char *path = lx_args_value(&a, "predictions");
-    if (!path || a.n_pos) {
-        lx_cli_usage(grade_usage, grade_opts, LX_N_OPTS(grade_opts));
-        return 2;
-    }
+    if (!path || a.n_pos)   /* a shell glob, --predictions *.jsonl, grades one file: say so */
+        return lx_cli_misuse(&a, "grade", "--predictions F.jsonl is required");
     struct grade_fields f = {.gold = "gold", .output = "output"};
     const struct lx_scorer *sc = grade_scorer(&a, &f);
     if (!sc)
