@@ -65,6 +65,18 @@ static void main_usage(FILE *f)
             "\nexit status: 0 ok, 1 cells failed, moved or conflicted, 2 bad input, 3 store or file error\n");
 }
 
+/* "unknown command", with the nearest one; 2. */
+static int unknown_command(const char *name)
+{
+    const char *names[N_COMMANDS];
+    for (int i = 0; i < N_COMMANDS; i++)
+        names[i] = commands[i].name;
+    const char *near = lx_closest(name, names, N_COMMANDS);
+    fprintf(stderr, "lenx: error: unknown command '%s'\n  hint: %s%s%slenx --help lists the commands\n", name,
+            near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     /* OpenBLAS chose its kernels when it was loaded, before main: to give it
@@ -82,14 +94,16 @@ int main(int argc, char **argv)
     int rc = lx_args_global(&argc, &argv, &err);
     if (rc < 0)
         return lx_cli_fail(&err, rc);
+    if (argc >= 3 && strcmp(argv[1], "help") == 0) {   /* help CMD: CMD --help; an unknown CMD is named */
+        for (int i = 0; i < N_COMMANDS; i++)
+            if (strcmp(commands[i].name, argv[2]) == 0) {
+                char *h[] = {"--help"};
+                return commands[i].fn(1, h);
+            }
+        return unknown_command(argv[2]);
+    }
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
-        if (argc >= 3 && strcmp(argv[1], "help") == 0)
-            for (int i = 0; i < N_COMMANDS; i++)
-                if (strcmp(commands[i].name, argv[2]) == 0) {
-                    char *h[] = {"--help"};
-                    return commands[i].fn(1, h);
-                }
         main_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
@@ -107,11 +121,5 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_COMMANDS; i++)
         if (strcmp(commands[i].name, argv[1]) == 0)
             return commands[i].fn(argc - 2, argv + 2);
-    const char *names[N_COMMANDS];
-    for (int i = 0; i < N_COMMANDS; i++)
-        names[i] = commands[i].name;
-    const char *near = lx_closest(argv[1], names, N_COMMANDS);
-    fprintf(stderr, "lenx: error: unknown command '%s'\n  hint: %s%s%slenx --help lists the commands\n",
-            argv[1], near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
-    return 2;
+    return unknown_command(argv[1]);
 }

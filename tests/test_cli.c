@@ -49,6 +49,8 @@ Test(cli, bad_config_exits_2_and_writes_nothing, .init = setup, .fini = teardown
     cr_expect(strstr(out, "unknown option '--bogus'") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L rnu"), 2, "%s", out);
     cr_expect(strstr(out, "did you mean 'run'?") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L help rnu"), 2, "%s", out);   /* it printed the general usage, exit 0 */
+    cr_expect(strstr(out, "unknown command 'rnu'\n  hint: did you mean 'run'?") != NULL, "%s", out);
     /* an option given twice with two values: the last one won (table --sweep a --sweep b showed b alone) */
     cr_expect_eq(sh(out, sizeof out, "$L table --db x.db --sweep a --sweep=b"), 2, "%s", out);
     cr_expect(strstr(out, "option '--sweep' is given twice ('a', then 'b')") != NULL, "%s", out);
