@@ -252,4 +252,11 @@ Test(numerics, cache_and_activations_do_not_key_the_trained_model, .init = setup
     cr_assert_eq(sh(out, sizeof out, "$L score --model $R/../shared/models/stories260K/stories260K.bin --text "
                     "$R/README.md --length 64 --kv-cache bf16 2>/dev/null | grep '\"kv_cache\"'"), 0, "%s", out);
     cr_expect_str_eq(out, "  \"kv_cache\": \"bf16\",\n");
+    /* training's attention path does change the weights (other sums): LENX_TRAIN_ATTENTION=materialised
+    ** trains another model (it reused the tiled one's checkpoint, and its resume state) */
+    char a[512], b[512];
+    cr_assert_eq(sh(a, sizeof a, "$L run t.yaml --db t.db --dry-run | grep -o 'model=m \\[.*\\]'"), 0, "%s", a);
+    cr_assert_eq(sh(b, sizeof b, "LENX_TRAIN_ATTENTION=materialised $L run t.yaml --db t.db --dry-run | "
+                    "grep -o 'model=m \\[.*\\]'"), 0, "%s", b);
+    cr_expect_str_neq(a, b);
 }

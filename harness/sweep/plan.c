@@ -148,6 +148,8 @@ static void numerics_key(struct lx_buf *b, const struct lx_grid *g, int run)
 {
     if (g->numerics != LX_NUMERICS_FAST)
         lx_buf_printf(b, ",\"numerics\":\"%s\"", lx_numerics_name(g->numerics));
+    if (!run && lx_train_attn_get() == LX_TRAIN_MATERIALISED)     /* LENX_TRAIN_ATTENTION: other sums, weights */
+        lx_buf_puts(b, ",\"train_attention\":\"materialised\"");
     if (!run)
         return;
     if (g->kv)
