@@ -34,8 +34,8 @@ int lx_preset_check(const char *task, const char *protocol, const char *data, co
     if (p->make && !p->haystack)
         return 1;
     if (!data[0] && p->haystack)
-        return lx_err(err, LX_EINVAL, "%s: protocol %s reads its haystack from a directory of .txt files: name it "
-                      "with data: DIR\n  hint: %s", task, protocol, p->data_hint);
+        return lx_err(err, LX_EINVAL, "%s: protocol %s reads its haystack from a file or directory: name it with "
+                      "data: PATH\n  hint: %s", task, protocol, p->data_hint);
     if (p->haystack) {
         int rc = p->haystack(data, err);
         return rc < 0 ? lx_err_prefix(err, rc, "%s (protocol %s): ", task, protocol) : 1;

@@ -324,7 +324,7 @@ Test(peer_ruler, essay_errors, .init = setup, .fini = teardown, .timeout = 60)
     static const char show[] = "$L show task needle --protocol ruler_niah_single_2 --instance 0 --text";
     int rc = sh(out, sizeof out, "%s --length 1000", show);
     cr_expect_eq(rc, 2, "%s", out);
-    cr_expect(strstr(out, "data: DIR") && strstr(out, "PaulGrahamEssays.json") && strstr(out, "hint:"), "%s", out);
+    cr_expect(strstr(out, "data: PATH") && strstr(out, "PaulGrahamEssays.json") && strstr(out, "hint:"), "%s", out);
     rc = sh(out, sizeof out, "%s --length 1000 --data nowhere", show);
     cr_expect_eq(rc, 3, "a path that cannot be read, as any file lenx cannot read: %s", out);
     cr_expect(strstr(out, "nowhere") && strstr(out, "PaulGrahamEssays.json") && strstr(out, "hint:"), "%s", out);
@@ -654,7 +654,12 @@ Test(peer_ruler, multi_errors, .init = setup, .fini = teardown, .timeout = 60)
 {
     int rc = sh(out, sizeof out, "$L show task needle --protocol ruler_niah_multiquery --instance 0 --length 2000");
     cr_expect_eq(rc, 2, "%s", out);
-    cr_expect(strstr(out, "data: DIR") && strstr(out, "hint:"), "%s", out);
+    cr_expect(strstr(out, "data: PATH") && strstr(out, "hint:"), "%s", out);
+    /* a word list, not a directory of essays: the message no longer says DIR against its own hint */
+    rc = sh(out, sizeof out, "$L show task needle --protocol ruler_cwe --instance 0 --length 2000");
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "from a file or directory: name it with data: PATH\n  hint: a word list") && !strstr(out,
+              "DIR"), "%s", out);
     rc = sh(out, sizeof out, "$L show task needle --protocol ruler_niah_multikey_3 --instance 0 --length 500");
     cr_expect_eq(rc, 2, "%s", out);
     cr_expect(strstr(out, "niah_multikey_3") && strstr(out, "length 500") && strstr(out, "no room") &&
