@@ -477,6 +477,9 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
                    "model 'c' mixture 'passkey': max_length 20 is too short: passkey: length 20 is too short for "
                    "template 'short' with 5-digit keys (minimum 82)");
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.5, "
+                   "protocol: yarn}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:70",
+                   "model 'c' mixture 'passkey': protocol yarn makes test cases, not training instances");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.5, "
                    "weight: 0.25}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:60",
                    "model 'c' mixture 'passkey': key 'weight' is given twice\n  hint: keep one of them");
     static const char *const powers[] = {"0", "9", "1.5", "x", "[3]", "''"};

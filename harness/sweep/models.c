@@ -347,6 +347,20 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
         return rc;
     }
     lx_params_finish(&t->schema, p);
+    const struct lx_param *proto = lx_param_find(&t->schema, "protocol");
+    struct lx_buf pv = {0};
+    if (proto)
+        lx_param_value_text(proto, p, &pv);
+    if (proto && strcmp(lx_buf_str(&pv), "lenx") != 0) {   /* training draws lenx's own instances: it was ignored */
+        const struct lx_node *at = lx_map_get(pnode, "protocol");
+        rc = lx_node_err(err, at ? at : k, "model '%s' mixture '%s': protocol %s makes test cases, not training "
+                         "instances\n  hint: drop it; a mixture trains on lenx's own instances of the task", u->name,
+                         t->name, lx_buf_str(&pv));
+        lx_buf_free(&pv);
+        free(p);
+        return rc;
+    }
+    lx_buf_free(&pv);
     struct lx_error sub;
     if (t->check && t->check(p, u->train.length, &sub) < 0) {   /* no instance fits the training window */
         free(p);
