@@ -32,6 +32,7 @@
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/kernels/attention.h"
 #include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/model/calibrate.h"
 #include "harness/engine/model/model.h"
 #include "harness/engine/kernels/ops.h"
 #include "harness/engine/formats/safetensors.h"
@@ -848,4 +849,37 @@ Test(model, plan_refuses_models_that_do_not_fit)
     cr_expect_not_null(strstr(err.msg, "to evaluate length 1048576"), "%s", err.msg);
     cr_expect_not_null(strstr(err.msg, "hint: use a shorter length, fewer --threads"), "%s", err.msg);
     lx_grid_release(&g);
+}
+
+/* t5align's probe reads windows as the model reads them: for a model trained
+** without a start token (begin: text; bos < 0) T tokens of text and no BOS,
+** so its statistics cannot depend on the BOS row of the embedding (the probe
+** put BOS first, and tau moved with a row the model never reads). */
+Test(model, attn_probe_without_bos_never_reads_it)
+{
+    struct lx_arch a = arch_of(LX_MODEL_CAUSAL, LX_MLP_GELU, 1, 32, 2, 16, 64, 260, 0.5);
+    struct lx_model m;
+    lx_model_init(&m, &a, 11);
+    struct compiled sp;
+    compile(&sp, "[rope]", 16, 32, 2, 32);
+    static int doc[400];
+    for (int i = 0; i < 400; i++)
+        doc[i] = (i * 37 + 11) % 256;
+    int *ids[1] = {doc};
+    long n[1] = {400};
+    struct lx_corpus c = {.split = "test", .n_docs = 1};
+    struct lx_corpus_tokens text = {.c = &c, .ids = ids, .n = n, .n_tokens = 400};
+    struct lx_probe_stats s[4];
+    struct lx_error err = {{0}};
+    for (int k = 0; k < 4; k++) {
+        if (k == 2)     /* another BOS row */
+            fill(m.v.tok_emb + 256L * 32, 32, 99, 3.0f);
+        cr_assert_eq(lx_attn_probe(&m, &sp.spec, &text, k % 2 ? 256 : -1, 32, 4, 0, &s[k], &err), LX_OK, "%s",
+                     err.msg);
+    }
+    cr_expect(s[0].pmax == s[2].pmax && s[0].entropy == s[2].entropy && s[0].sigma == s[2].sigma,
+              "without BOS: pmax %.17g vs %.17g", s[0].pmax, s[2].pmax);
+    cr_expect(s[1].pmax != s[3].pmax, "with BOS the row is read: %.17g, %.17g", s[1].pmax, s[3].pmax);
+    compiled_release(&sp);
+    lx_model_release(&m);
 }

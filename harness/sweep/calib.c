@@ -81,7 +81,8 @@ int lx_sweep_calibrate(const struct lx_stack *st, int stack, const struct lx_tas
         if (rc == LX_OK)
             rc = lx_corpus_tokens(&text, split, tok, err);
         if (rc == LX_OK)
-            rc = lx_calibrate_model(spec, &spec_train, ctx->model, text, lx_tok_begin(tok), err);
+            rc = lx_calibrate_model(spec, &spec_train, ctx->model, text, ctx->begin_text ? -1 : lx_tok_begin(tok),
+                                    err);   /* windows as the model reads them: no BOS after begin: text */
         if (rc == LX_OK && memo)
             lx_calib_memo_put(memo, stack, f->length, caps, split, spec->temperature);
         return rc;

@@ -19,8 +19,8 @@ static long probe_windows(int T)
 int lx_attn_probe(const struct lx_model *m, const struct lx_spec *spec, const struct lx_corpus_tokens *text, int bos,
                   int T, long n_windows, int layer0, struct lx_probe_stats *out, struct lx_error *err)
 {
-    int causal = m->arch.mode == LX_MODEL_CAUSAL;
-    long n_text = causal ? T - 1 : T;       /* causal windows start with BOS */
+    int causal = m->arch.mode == LX_MODEL_CAUSAL && bos >= 0;
+    long n_text = causal ? T - 1 : T;       /* causal windows start with BOS (none: bos < 0, begin: text) */
     struct lx_window *win = lx_xcalloc((size_t)n_windows, sizeof *win);
     int B = (int)lx_tokens_windows(text, n_text, n_windows, win);
     if (B < 1) {

@@ -18,8 +18,9 @@ int lx_calibrate_model(struct lx_spec *spec, const struct lx_spec *spec_train, c
                        const struct lx_corpus_tokens *text, int bos, struct lx_error *err);
 
 /* Statistics of m's attention on `n_windows` windows of T tokens of text under
-** spec (its temperature included), a causal window starting with bos: the
-** probe's measurement, also used by diagnostics. */
+** spec (its temperature included), a causal window starting with bos (bos < 0:
+** T tokens of text, a model trained without a start token): the probe's
+** measurement, also used by diagnostics. */
 int lx_attn_probe(const struct lx_model *m, const struct lx_spec *spec, const struct lx_corpus_tokens *text, int bos,
                   int T, long n_windows, int layer0, struct lx_probe_stats *out, struct lx_error *err);
 
