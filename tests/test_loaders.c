@@ -402,6 +402,8 @@ Test(loaders, hf_bad_config)
     static const char *const cases[][3] = {
         {"{\"model_type\": \"gpt2\"}", "hf/config.json: model_type", "'gpt2' is not one lenx reads"},
         {CFG(5, true, ", \"hidden_act\": \"gelu\""), "config.json: hidden_act", "'gelu'"},
+        {CFG(5, true, ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": \"4\"}"),
+         "config.json: rope_scaling.factor", "a string where transformers reads a number"},
         {CFG(5, true, ", \"rope_theta\": 10000, \"rope_parameters\": {\"rope_type\": \"default\", "
                       "\"rope_theta\": 5e5}"),
          "config.json: rope_parameters", "rope_parameters' rope_theta differs from the top-level rope_theta"},
@@ -716,6 +718,12 @@ Test(loaders, hf_rope_scaling_native_stack)
         {CFG(5, true, ", \"dual_chunk_attention_config\": {\"chunk_size\": 96, \"local_size\": 16, "
                       "\"original_max_position_embeddings\": 128}"),
          "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}}]", "[{\"dca\":{\"chunk\":96,\"local\":16,\"mscale\":false}}]"},
+        /* DeepSeek's yarn: mscale = mscale_all_dim, so transformers' attention factor is 1 (lenx's attn_factor
+        ** 1 / (0.1 ln 4 + 1)); both were ignored and the default 0.1 ln 4 + 1 scaled every logit */
+        {CFG(5, true, ", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, \"mscale\": 0.707, "
+                      "\"mscale_all_dim\": 0.707, \"original_max_position_embeddings\": 128}"),
+         "[{\"rope\":{\"base\":10000,\"layout\":\"half\"}},{\"yarn\":{\"scale\":4,\"original\":128,\"beta_fast\":32,"
+         "\"beta_slow\":1,\"attn_factor\":0.8782488562869419,\"train\":true}}]", "[]"},
         /* transformers 5 writes rope_theta and the rescaling into rope_parameters (they were read as absent:
         ** base 10000, no rescaling) */
         {CFG(5, true, ", \"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 4.0, \"rope_theta\": 500000.0}"),

@@ -116,6 +116,12 @@ static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, str
         return lx_json_err(err, doc, rs, "rope_scaling has no rope_type (or type)");
     if (lx_json_str(doc, t, &type, NULL, err) < 0)
         return LX_EINVAL;
+    for (void *it = lx_json_iter(rs); it; it = lx_json_iter_next(rs, it)) {     /* "factor": "4" read as 1 */
+        const char *key = lx_json_iter_key(it, NULL);
+        if (lx_json_type(lx_json_iter_value(it)) == LX_JSON_STRING && strcmp(key, "type") && strcmp(key, "rope_type"))
+            return lx_json_err(err, doc, lx_json_iter_value(it), "a string where transformers reads a number\n  hint: "
+                               "write %s unquoted", key);
+    }
     double f = scaling_num(doc, rs, "factor", 1);
     if (!(f >= 1) && strcmp(type, "default") != 0)
         return lx_json_err(err, doc, rs, "rope_scaling factor %g: lenx needs a number >= 1", f);
@@ -127,7 +133,12 @@ static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, str
         long orig;
         if (scaling_original(doc, rs, c->max_pos, &orig, err) < 0)
             return LX_EINVAL;
-        double mscale = 0.1 * log(f) + 1, att = scaling_num(doc, rs, "attention_factor", mscale);
+        /* transformers' attention factor: given, else get_mscale(f, mscale) / get_mscale(f, mscale_all_dim)
+        ** when both are set (DeepSeek's), else get_mscale(f) = 0.1 ln f + 1 */
+        double mscale = 0.1 * log(f) + 1, m = scaling_num(doc, rs, "mscale", 0),
+               all = scaling_num(doc, rs, "mscale_all_dim", 0);
+        double att = scaling_num(doc, rs, "attention_factor", m && all ? (0.1 * m * log(f) + 1) /
+                                                                          (0.1 * all * log(f) + 1) : mscale);
         lx_buf_puts(stack, ",{\"yarn\":{\"scale\":");
         lx_buf_num(stack, f);
         lx_buf_printf(stack, ",\"original\":%ld,\"beta_fast\":", orig);
