@@ -611,7 +611,7 @@ Test(presets, kamradt_haystack_errors, .init = setup, .fini = teardown, .timeout
     cr_expect(strstr(out, "bad/b.txt") && strstr(out, "not UTF-8 at byte 3") && strstr(out, "hint:"), "%s", out);
     rc = sh(out, sizeof out, "$L show task needle --protocol kamradt --length 600 --instance 0 --text 2>&1");
     cr_expect_eq(rc, 2, "%s", out);
-    cr_expect(strstr(out, "data: DIR") && strstr(out, "hint:"), "%s", out);
+    cr_expect(strstr(out, "data: PATH") && strstr(out, "hint:"), "%s", out);
 }
 
 /* The length rule in the model's tokens (stories260K, L 512): every one of the

@@ -308,6 +308,26 @@ static int mix_keys_parse(const struct lx_model_use *u, const char *task, const 
     return LX_OK;
 }
 
+/* A protocol preset in a mixture entry: training draws lenx's own instances, so it would be ignored
+** (the plan passed and training failed at a length nobody wrote). */
+static int mix_preset_refused(const struct lx_model_use *u, const struct lx_task *t, const void *p,
+                              const struct lx_node *pnode, const struct lx_node *k, struct lx_error *err)
+{
+    const struct lx_param *proto = lx_param_find(&t->schema, "protocol");
+    struct lx_buf pv = {0};
+    if (proto)
+        lx_param_value_text(proto, p, &pv);
+    int rc = LX_OK;
+    if (proto && strcmp(lx_buf_str(&pv), "lenx") != 0) {
+        const struct lx_node *at = lx_map_get(pnode, "protocol");
+        rc = lx_node_err(err, at ? at : k, "model '%s' mixture '%s': protocol %s makes test cases, not training "
+                         "instances\n  hint: drop it; a mixture trains on lenx's own instances of the task", u->name,
+                         t->name, lx_buf_str(&pv));
+    }
+    lx_buf_free(&pv);
+    return rc;
+}
+
 /* One mixture entry: {task: {params…, weight: w, score: s, length_power: p, max_length: n}}. */
 static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_buf *json, struct lx_error *err)
 {
@@ -347,20 +367,10 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
         return rc;
     }
     lx_params_finish(&t->schema, p);
-    const struct lx_param *proto = lx_param_find(&t->schema, "protocol");
-    struct lx_buf pv = {0};
-    if (proto)
-        lx_param_value_text(proto, p, &pv);
-    if (proto && strcmp(lx_buf_str(&pv), "lenx") != 0) {   /* training draws lenx's own instances: it was ignored */
-        const struct lx_node *at = lx_map_get(pnode, "protocol");
-        rc = lx_node_err(err, at ? at : k, "model '%s' mixture '%s': protocol %s makes test cases, not training "
-                         "instances\n  hint: drop it; a mixture trains on lenx's own instances of the task", u->name,
-                         t->name, lx_buf_str(&pv));
-        lx_buf_free(&pv);
+    if ((rc = mix_preset_refused(u, t, p, pnode, k, err)) < 0) {
         free(p);
         return rc;
     }
-    lx_buf_free(&pv);
     struct lx_error sub;
     if (t->check && t->check(p, u->train.length, &sub) < 0) {   /* no instance fits the training window */
         free(p);

@@ -89,6 +89,28 @@ static int longrope_stack(const struct lx_json *doc, const struct hf_rope_facts 
     return rc;
 }
 
+/* A rope_scaling member written as a string where transformers reads a number ("factor": "4" was read
+** as absent): LX_EINVAL naming it. */
+static int strings_refused(const struct lx_json *doc, const struct lx_jv *rs, struct lx_error *err)
+{
+    for (void *it = lx_json_iter(rs); it; it = lx_json_iter_next(rs, it)) {
+        const char *key = lx_json_iter_key(it, NULL);
+        if (lx_json_type(lx_json_iter_value(it)) == LX_JSON_STRING && strcmp(key, "type") && strcmp(key, "rope_type"))
+            return lx_json_err(err, doc, lx_json_iter_value(it), "a string where transformers reads a number\n  hint: "
+                               "write %s unquoted", key);
+    }
+    return LX_OK;
+}
+
+/* transformers' YaRN attention factor at scale f: attention_factor when given, else get_mscale(f, mscale)
+** / get_mscale(f, mscale_all_dim) when both are set (DeepSeek's), else get_mscale(f) = 0.1 ln f + 1. */
+static double yarn_attention(const struct lx_json *doc, const struct lx_jv *rs, double f)
+{
+    double m = scaling_num(doc, rs, "mscale", 0), all = scaling_num(doc, rs, "mscale_all_dim", 0);
+    return scaling_num(doc, rs, "attention_factor", m && all ? (0.1 * m * log(f) + 1) / (0.1 * all * log(f) + 1)
+                                                                : 0.1 * log(f) + 1);
+}
+
 /* rope_theta and rope_scaling: the native stack's JSON into stack; dynamic NTK is an
 ** evaluation-time method, so it goes to e (the evaluation stack's methods) instead. */
 static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, struct lx_buf *stack, struct lx_buf *e,
@@ -116,12 +138,8 @@ static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, str
         return lx_json_err(err, doc, rs, "rope_scaling has no rope_type (or type)");
     if (lx_json_str(doc, t, &type, NULL, err) < 0)
         return LX_EINVAL;
-    for (void *it = lx_json_iter(rs); it; it = lx_json_iter_next(rs, it)) {     /* "factor": "4" read as 1 */
-        const char *key = lx_json_iter_key(it, NULL);
-        if (lx_json_type(lx_json_iter_value(it)) == LX_JSON_STRING && strcmp(key, "type") && strcmp(key, "rope_type"))
-            return lx_json_err(err, doc, lx_json_iter_value(it), "a string where transformers reads a number\n  hint: "
-                               "write %s unquoted", key);
-    }
+    if (strings_refused(doc, rs, err) < 0)
+        return LX_EINVAL;
     double f = scaling_num(doc, rs, "factor", 1);
     if (!(f >= 1) && strcmp(type, "default") != 0)
         return lx_json_err(err, doc, rs, "rope_scaling factor %g: lenx needs a number >= 1", f);
@@ -133,12 +151,7 @@ static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, str
         long orig;
         if (scaling_original(doc, rs, c->max_pos, &orig, err) < 0)
             return LX_EINVAL;
-        /* transformers' attention factor: given, else get_mscale(f, mscale) / get_mscale(f, mscale_all_dim)
-        ** when both are set (DeepSeek's), else get_mscale(f) = 0.1 ln f + 1 */
-        double mscale = 0.1 * log(f) + 1, m = scaling_num(doc, rs, "mscale", 0),
-               all = scaling_num(doc, rs, "mscale_all_dim", 0);
-        double att = scaling_num(doc, rs, "attention_factor", m && all ? (0.1 * m * log(f) + 1) /
-                                                                          (0.1 * all * log(f) + 1) : mscale);
+        double mscale = 0.1 * log(f) + 1, att = yarn_attention(doc, rs, f);
         lx_buf_puts(stack, ",{\"yarn\":{\"scale\":");
         lx_buf_num(stack, f);
         lx_buf_printf(stack, ",\"original\":%ld,\"beta_fast\":", orig);
