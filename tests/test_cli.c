@@ -425,6 +425,8 @@ Test(cli, table_of_nothing_is_an_error, .init = setup, .fini = teardown)
     cr_assert_eq(sh(out, sizeof out, "$L run small.yaml --db r.db --quiet --no-table"), 0, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --metric nosuch"), 2, "%s", out);
     cr_expect(strstr(out, "no metric 'nosuch'") != NULL && strstr(out, "entropy") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --metric ''"), 2, "%s", out);    /* printed nothing, 0 */
+    cr_expect(strstr(out, "no metric ''") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --metric entropi"), 2, "%s", out);
     cr_expect(strstr(out, "did you mean 'entropy'") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --metric entropy,nosuch"), 2, "%s", out);

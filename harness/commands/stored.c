@@ -86,7 +86,7 @@ int lx_stored_check_metrics(const struct lx_rows *rows, const char *metrics, str
         if (!seen)
             names[n++] = rows->rows[i].metric;
     }
-    for (const char *p = metrics; rc == LX_OK && p && *p;) {
+    for (const char *p = metrics; rc == LX_OK && p;) {     /* every word, '' too (it printed an empty table) */
         size_t w = strcspn(p, ",");
         char word[256];
         snprintf(word, sizeof word, "%.*s", (int)w, p);
@@ -103,7 +103,7 @@ int lx_stored_check_metrics(const struct lx_rows *rows, const char *metrics, str
             lx_buf_free(&list);
             lx_buf_free(&hint);
         }
-        p += w + (p[w] == ',');
+        p = p[w] == ',' ? p + w + 1 : NULL;
     }
     free(names);
     return rc;
