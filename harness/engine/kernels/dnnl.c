@@ -437,45 +437,51 @@ int lx_dnnl_gemm_bf16(float *C, long ldc, const uint16_t *A, long lda, int trans
     return p ? run(p, &want, C, A, B) : -1;
 }
 
-int lx_dnnl_gemm_bf16_packed(float *C, long ldc, const uint16_t *A, long lda, const void *Wp, long M, long N, long K,
-                             float beta)
+/* The product through the weights unpacked for this call (oneDNN would run its reference loops on
+** the packed layout at this shape): the row-major product's bits, C strided or not. */
+static int unpacked(float *C, long ldc, const uint16_t *A, long lda, const void *Wp, long M, long N, long K,
+                    float beta)
 {
     static uint16_t *plain;
-    static float *dense;
-    static size_t cap, dcap;
-    int refused;
-    if (start() < 0)
-        return -1;
-    if (ldc != N) {
-        /* oneDNN 2.6 multiplies packed weights only into a dense C (a strided
-        ** one gets its reference loops): a dense product, then C's rows */
-        if ((size_t)(M * N) > dcap) {
-            free(dense);
-            dcap = (size_t)(M * N);
-            dense = lx_xmalloc(dcap * sizeof *dense);
-        }
-        if (lx_dnnl_gemm_bf16_packed(dense, N, A, lda, Wp, M, N, K, 0.0f) < 0)
-            return -1;
-#pragma omp parallel for schedule(static) if (M * N > 65536)
-        for (long i = 0; i < M; i++)
-            for (long j = 0; j < N; j++)
-                C[i * ldc + j] = beta == 0.0f ? dense[i * N + j] : dense[i * N + j] + beta * C[i * ldc + j];
-        return 0;
-    }
-    struct entry want = {.M = M, .N = N, .K = K, .lda = lda, .ldc = ldc, .tb = 1, .beta = beta, .packed = 1};
-    dnnl_primitive_t p = primitive(&want, &refused);
-    if (p)
-        return run(p, &want, C, A, Wp);
-    if (!refused)
-        return -1;
-    /* oneDNN would run its reference loops on this layout at this M: the
-    ** weights unpacked for this call, then the strided product */
+    static size_t cap;
     if ((size_t)(N * K) > cap) {
         free(plain);
         cap = (size_t)(N * K);
         plain = lx_xmalloc(cap * sizeof *plain);
     }
     return lx_dnnl_unpack(plain, Wp, N, K) < 0 ? -1 : lx_dnnl_gemm_bf16(C, ldc, A, lda, 0, plain, K, 1, M, N, K, beta);
+}
+
+int lx_dnnl_gemm_bf16_packed(float *C, long ldc, const uint16_t *A, long lda, const void *Wp, long M, long N, long K,
+                             float beta)
+{
+    static float *dense;
+    static size_t dcap;
+    int refused;
+    if (start() < 0)
+        return -1;
+    /* oneDNN 2.6 multiplies packed weights only into a dense C (a strided one gets its reference
+    ** loops): asked of the dense shape, whatever ldc */
+    struct entry want = {.M = M, .N = N, .K = K, .lda = lda, .ldc = N, .tb = 1, .beta = ldc != N ? 0.0f : beta,
+                         .packed = 1};
+    dnnl_primitive_t p = primitive(&want, &refused);
+    if (!p)
+        return refused ? unpacked(C, ldc, A, lda, Wp, M, N, K, beta) : -1;
+    if (ldc == N)
+        return run(p, &want, C, A, Wp);
+    /* a dense product, then C's rows */
+    if ((size_t)(M * N) > dcap) {
+        free(dense);
+        dcap = (size_t)(M * N);
+        dense = lx_xmalloc(dcap * sizeof *dense);
+    }
+    if (run(p, &want, dense, A, Wp) < 0)
+        return -1;
+#pragma omp parallel for schedule(static) if (M * N > 65536)
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++)
+            C[i * ldc + j] = beta == 0.0f ? dense[i * N + j] : dense[i * N + j] + beta * C[i * ldc + j];
+    return 0;
 }
 
 /* Execute p, made for the shape e, on the operands. */
