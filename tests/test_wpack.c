@@ -33,10 +33,35 @@ static void restore(void)
 {
     lx_dnnl_refuse_packed(0);
     lx_dnnl_emulate(0);
+    lx_dnnl_pack_policy(-1);
     lx_numerics_set(LX_NUMERICS_FAST);
 }
 
-TestSuite(wpack, .init = restore, .fini = restore, .timeout = 120);
+/* Packing wherever oneDNN has a layout, AMX included (where a model is not packed by default). */
+static void packing_on(void)
+{
+    restore();
+    lx_dnnl_pack_policy(1);
+}
+
+TestSuite(wpack, .init = packing_on, .fini = restore, .timeout = 120);
+
+/* By default a layout is offered where oneDNN has one, except on AMX; LENX_PACK=0/1 says otherwise. */
+Test(wpack, packing_is_offered_off_AMX_or_as_LENX_PACK_says)
+{
+    lx_numerics_set(LX_NUMERICS_BF16);
+    size_t any = lx_wmat_packed_bytes(2048, 2048);
+    char d[256];
+    lx_dnnl_describe(d, sizeof d);
+    lx_dnnl_pack_policy(-1);
+    unsetenv("LENX_PACK");
+    cr_expect_eq(lx_wmat_packed_bytes(2048, 2048) > 0, any > 0 && !strstr(d, "amx"), "%s", d);
+    setenv("LENX_PACK", "0", 1);
+    cr_expect_eq(lx_wmat_packed_bytes(2048, 2048), 0);
+    setenv("LENX_PACK", "1", 1);
+    cr_expect_eq(lx_wmat_packed_bytes(2048, 2048), any);
+    unsetenv("LENX_PACK");
+}
 
 /* N × K weights of type t (f32, bf16 or f16) from r; *ref the bf16 rounding of each, as floats. */
 static void *weights(struct lx_rng *r, int t, long N, long K, float **ref)

@@ -113,10 +113,12 @@ struct layout {
     dnnl_memory_desc_t md;      /* of B (K, N) = Wᵀ as the matmul wants it */
     long nblk;                  /* N's extent in its inner blocks: rows of W a chunk must be made of */
     int ok;
+    int amx;                    /* the implementation multiplies on AMX's tiles */
 };
 static struct layout layouts[LAYOUTS];
 static int n_layouts;
 static int refuse_packed;
+static int pack_policy = -1;    /* lx_dnnl_pack_policy: -1 the implementation decides */
 
 static dnnl_status_t plain_desc(dnnl_memory_desc_t *d, long r, long c, long ld, int trans, dnnl_data_type_t t)
 {
@@ -148,6 +150,7 @@ static void ask_layout(struct layout *l)
         if (l->md.format_desc.blocking.inner_idxs[i] == 1)
             l->nblk *= l->md.format_desc.blocking.inner_blks[i];
     l->ok = l->md.format_kind == dnnl_blocked && strncmp(impl, "ref", 3) != 0;
+    l->amx = strstr(impl, "amx") != NULL;
     dn.primitive_desc_destroy(pd);
 }
 
@@ -289,10 +292,28 @@ static int reorder(void *dst, const dnnl_memory_desc_t *to, const void *src, con
     return s == dnnl_success ? 0 : fail("a reorder of packed weights", s);
 }
 
+void lx_dnnl_pack_policy(int policy)
+{
+    pack_policy = policy;
+}
+
+/* Whether weights are packed where a layout exists: LENX_PACK=0/1, else not on AMX, where oneDNN
+** 2.6.3 multiplies its own layout slower than row-major weights it copies inside each call (0.6×
+** at 512 rows of Llama-3.2-1B's shapes, docs/numerics.md#packed-weights). */
+static int packing_pays(const struct layout *l)
+{
+    const char *env = getenv("LENX_PACK");
+    if (pack_policy >= 0)
+        return pack_policy;
+    if (env && (!strcmp(env, "0") || !strcmp(env, "1")))
+        return *env == '1';
+    return !l->amx;
+}
+
 size_t lx_dnnl_packed_bytes(long N, long K)
 {
     const struct layout L = layout_of(N, K), *l = &L;
-    return l->ok ? dn.memory_desc_get_size(&l->md) : 0;
+    return l->ok && packing_pays(l) ? dn.memory_desc_get_size(&l->md) : 0;
 }
 
 long lx_dnnl_pack_block(long N, long K)

@@ -32,7 +32,8 @@ int lx_dnnl_gemm_bf16(float *C, long ldc, const uint16_t *A, long lda, int trans
 ** or AVX512-BF16 pairs) and on (N, K) only. */
 
 /* Bytes of W packed (padding included), or 0 when oneDNN offers no packed
-** layout for it here (no blocked layout, or only its reference loops). */
+** layout for it here (no blocked layout, or only its reference loops) or
+** packing does not pay here (lx_dnnl_pack_policy). */
 size_t lx_dnnl_packed_bytes(long N, long K);
 /* Rows of W a packed block is made of: lx_dnnl_pack_rows takes n0 a multiple. */
 long lx_dnnl_pack_block(long N, long K);
@@ -60,6 +61,9 @@ void lx_dnnl_packed_row(float *out, const void *Wp, long r, long N, long K);
 ** the strided product runs instead: the same values, slower. */
 int lx_dnnl_gemm_bf16_packed(float *C, long ldc, const uint16_t *A, long lda, const void *Wp, long M, long N, long K,
                              float beta);
+/* Whether lx_dnnl_packed_bytes offers a layout: 1 wherever oneDNN has one, 0 never, -1 (the
+** default) as LENX_PACK says (0 or 1), else wherever it has one and does not run on AMX. */
+void lx_dnnl_pack_policy(int policy);
 /* Tests: with on, every packed product takes the unpacking path. */
 void lx_dnnl_refuse_packed(int on);
 /* Tests: with on, every strided product runs as it does on a CPU for which oneDNN has no bf16
