@@ -83,6 +83,19 @@ static size_t dummy_prefix(const struct lx_tokenizer *tk, const char *t, size_t 
     return k;
 }
 
+/* dummy_prefix of the text of ids[0, n), read from its first pieces only. */
+static size_t pieces_dummy_prefix(const struct lx_tokenizer *tk, const int *ids, long n)
+{
+    size_t k = 0, len;
+    for (long i = 0; i < n && (int)k < tk->strip_lead; i++) {
+        const char *p = piece(tk, ids[i], &len);
+        for (size_t j = 0; j < len; j++, k++)
+            if ((int)k >= tk->strip_lead || p[j] != ' ')
+                return k;
+    }
+    return k;
+}
+
 /* A token as the JSON string clients read: its piece, a special's name,
 ** "bytes:\\xNN..." for a piece that is not UTF-8 text, or "token_id:N"
 ** (vLLM's return_tokens_as_token_ids). */
@@ -232,11 +245,8 @@ static void put_logprobs(struct lx_buf *b, struct lx_serve *sv, const struct lx_
                          const struct choice *c)
 {
     long j0 = r->echo ? 0 : c->n_prompt, n = c->n_prompt + c->n_gen, k = c->sc.top_k;
-    size_t len;
-    struct lx_buf all = {0};    /* offsets count in the text as decoded: without its dummy prefix */
-    put_pieces(&all, sv->tok, c->seq, n);
-    size_t drop = dummy_prefix(sv->tok, all.s, all.len), off = pieces_len(sv->tok, c->seq, j0);
-    lx_buf_free(&all);
+    size_t len;     /* offsets count in the text as decoded: without its dummy prefix */
+    size_t drop = pieces_dummy_prefix(sv->tok, c->seq, n), off = pieces_len(sv->tok, c->seq, j0);
     lx_buf_puts(b, "{\"tokens\":[");
     for (long j = j0; j < n; j++) {
         lx_buf_puts(b, j > j0 ? "," : "");
