@@ -181,6 +181,12 @@ Test(cli, show_derived_tables, .init = setup, .fini = teardown)
     cr_expect(strstr(out, "\"stack\": \"alibi(max_bias=4)+pi(scale=2)\"") &&
               strstr(out, "\"m[0]\": [0, -0.125, -0.25]") && strstr(out, "\"m[1]\": [0, -0.03125, -0.0625]"), "%s",
               out);
+    /* two distance maps in one stack name theirs by method (both were "a" and "m", JSON keys twice):
+    ** ALiBi's one head 2^-8 by hand, scale-invariant's a(0) = 1, m(0) = 0 */
+    cr_expect_eq(sh(out, sizeof out, "$L show method scaleinv --on alibi --length 3"), 0, "%s", out);
+    cr_expect(strstr(out, "\"alibi.a\": [1, 1, 1]") && strstr(out, "\"alibi.m\": [0, -0.00390625, -0.0078125]") &&
+              strstr(out, "\"scaleinv.a\": [1, ") && strstr(out, "\"scaleinv.m\": [0, ") && !strstr(out, "\"a\":"),
+              "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L show method pi --on rerank"), 2, "%s", out);
     cr_expect(strstr(out, "--on rerank: no such method"), "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L show method pi --on pi"), 2, "%s", out);

@@ -165,12 +165,20 @@ static void put_floats(struct lx_buf *out, const float *v, long n)
 static void show_ops(struct lx_buf *out, const struct lx_spec *spec, long length, int *first)
 {
     double *x = lx_xcalloc((size_t)length, sizeof *x), *y = lx_xcalloc((size_t)length, sizeof *y);
+    int of_kind[2] = {0, 0};    /* a stack's ops of each kind: two of one kind name their tables by method */
+    for (int k = 0; k < spec->n_ops; k++)
+        of_kind[spec->ops[k].kind == LX_OP_ROW_SCALE]++;
     for (int k = 0; k < spec->n_ops; k++) {
         const struct lx_logit_op *op = &spec->ops[k];
+        char pre[64] = "";
+        if (of_kind[op->kind == LX_OP_ROW_SCALE] > 1)
+            snprintf(pre, sizeof pre, "%s.", op->method);
         if (op->kind == LX_OP_ROW_SCALE) {
+            char rn[80];
             for (long n = 1; n <= length; n++)
                 x[n - 1] = op->row_scale(op->params, &spec->facts, n);
-            json_table(out, "row_scale", x, length, first);
+            snprintf(rn, sizeof rn, "%srow_scale", pre);
+            json_table(out, rn, x, length, first);
             continue;
         }
         if (op->method == spec->rel.method && !spec->facts.rel_bias) {     /* m is learned: T5's bucket per t */
@@ -187,9 +195,10 @@ static void show_ops(struct lx_buf *out, const struct lx_spec *spec, long length
             continue;
         }
         for (int h = 0; h < spec->facts.n_heads; h++) {
-            char an[32] = "a", mn[32] = "m";
+            char an[96], mn[96];
+            snprintf(an, sizeof an, "%sa", pre), snprintf(mn, sizeof mn, "%sm", pre);
             if (spec->facts.n_heads > 1)
-                snprintf(an, sizeof an, "a[%d]", h), snprintf(mn, sizeof mn, "m[%d]", h);
+                snprintf(an, sizeof an, "%sa[%d]", pre, h), snprintf(mn, sizeof mn, "%sm[%d]", pre, h);
             for (long t = 0; t < length; t++)
                 op->dist_affine(op->params, &spec->facts, h, lx_op_distance(op, (double)t), &x[t], &y[t]);
             json_table(out, an, x, length, first);
