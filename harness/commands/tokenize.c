@@ -70,10 +70,18 @@ static int run(const struct lx_tokenize_opts *o, const struct lx_tokenizer *t, c
     return rc;
 }
 
+/* The tokenizer the command line names: one that cannot be opened is bad input (exit 2), as a
+** model's or a tokenizer's path is in score and generate. */
+static int open_named(struct lx_tokenizer **t, const char *path, struct lx_error *err)
+{
+    struct lx_error sub;
+    return lx_tokenizer_open(t, path, &sub) < 0 ? lx_err(err, LX_EINVAL, "--tokenizer: %s", sub.msg) : LX_OK;
+}
+
 int lx_tokenize(const struct lx_tokenize_opts *o, struct lx_buf *out, struct lx_error *err)
 {
     struct lx_tokenizer *t;
-    int rc = lx_tokenizer_open(&t, o->tokenizer, err);
+    int rc = open_named(&t, o->tokenizer, err);
     if (rc < 0)
         return rc;
     if (o->info) {
@@ -113,7 +121,7 @@ static const char tok_usage[] = "usage: lenx tokenize --tokenizer PATH [--text F
 static int write_gguf(const char *tokenizer, const char *out, struct lx_error *err)
 {
     struct lx_tokenizer *t = NULL;
-    int rc = tokenizer ? lx_tokenizer_open(&t, tokenizer, err) : LX_OK;
+    int rc = tokenizer ? open_named(&t, tokenizer, err) : LX_OK;
     if (rc == LX_OK)
         rc = lx_tokenizer_write_gguf(t, out, err);
     lx_tokenizer_free(t);
