@@ -339,6 +339,18 @@ Test(generate, timings_count_the_tokens_and_the_stop, .init = setup, .fini = tea
     cr_expect_geq(probes, at >= 8, "a probe from the fifth step: %s", err);
 }
 
+/* llama2.c's -n N is read as --n N, but not where it is an option's value: --prompt -n is the prompt
+** "-n", as --prompt=-n is (the value was rewritten to "--n", and the continuation was of that). */
+Test(generate, a_prompt_of_dash_n_is_kept, .init = setup, .fini = teardown, .timeout = 30)
+{
+    char a[4096], b[4096];
+    const char *m = "$L generate --model $R/../shared/models/stories260K/stories260K.bin";
+    cr_assert_eq(sh(a, sizeof a, "%s --prompt -n -n 4", m), 0, "%s", a);
+    cr_assert_eq(sh(b, sizeof b, "%s --prompt=-n --n 4", m), 0, "%s", b);
+    cr_expect_str_eq(a, b);
+    cr_expect(strncmp(a, "-n", 2) == 0 && strncmp(a, "--n", 3) != 0, "%s", a);
+}
+
 Test(generate, bad_input_is_refused, .init = setup, .fini = teardown, .timeout = 30)
 {
     char out[4096];
