@@ -508,6 +508,26 @@ Test(tokenizer, errors_name_the_file_and_the_field)
     expect_open_error(junk, sizeof junk - 1, LX_EINVAL, "not a tokenizer.json", "llama2.c tokenizer.bin");
 }
 
+static struct lx_tokenizer *open_json_text(const char *text);
+
+/* A merge listed twice takes its later rank, as Hugging Face's tokenizers read model.merges (into a
+** map, each rank overwriting the one before): with "b c", "a b", "b c", "a b" (rank 1) goes before
+** "b c" (rank 2), so "abc" is ab, c, ids [3, 2] (what the library's node binding of
+** tests/ref/tokenizers_ref.js gives for this file); keeping the first rank gave a, bc. */
+Test(tokenizer, a_merge_listed_twice_takes_its_later_rank)
+{
+    const char *json = JSON_MODEL("{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, "
+                                  "\"bc\": 4}, \"merges\": [\"b c\", \"a b\", \"b c\"]}");
+    struct lx_tokenizer *t = open_json_text(json);
+    struct lx_error err = {{0}};
+    struct lx_ids ids = {0};
+    cr_assert_eq(lx_tokenizer_encode(t, "abc", 3, 0, &ids, &err), LX_OK, "%s", err.msg);
+    cr_expect(ids.n == 2 && ids.id[0] == 3 && ids.id[1] == 2, "%ld ids: %d %d", (long)ids.n, ids.id[0],
+              ids.n > 1 ? ids.id[1] : -1);
+    lx_ids_free(&ids);
+    lx_tokenizer_free(t);
+}
+
 /* Found by fuzz_tokenizer_json (tests/fuzz/regress/tokenizer_json/id-near-2-30.json):
 ** the tables are sized by the largest id, so one id of 999,999,999 in a
 ** three-token file asked for gigabytes (and a minute of filling them). */

@@ -152,7 +152,7 @@ static struct lx_bpe_pair *pair_slot(struct lx_bpe_pair *tab, uint64_t mask, uin
     return &tab[h];
 }
 
-void lx_bpe_add_pair(struct lx_bpe *b, int32_t left, int32_t right, double prio, int32_t id)
+void lx_bpe_add_pair(struct lx_bpe *b, int32_t left, int32_t right, double prio, int32_t id, int last)
 {
     if (2 * (uint64_t)(b->n_pairs + 1) > b->pair_mask) {   /* grow: keep the load under 1/2 */
         uint64_t cap = b->pair_mask ? 2 * (b->pair_mask + 1) : 4096;
@@ -172,7 +172,7 @@ void lx_bpe_add_pair(struct lx_bpe *b, int32_t left, int32_t right, double prio,
     if (!p->key) {
         b->n_pairs++;
         *p = (struct lx_bpe_pair){key, prio, id};
-    } else if (prio < p->prio) {
+    } else if (last || prio < p->prio) {
         p->prio = prio;
         p->id = id;
     }
@@ -189,7 +189,7 @@ void lx_bpe_add_score_merges(struct lx_bpe *b, const float *score)
         const char *s = lx_bpe_str(b, id, &len);
         long n_cuts = lx_bpe_find(b, s, len) == id ? lx_bpe_splits(b, s, len, left, right) : 0;
         for (long c = 0; c < n_cuts; c++)
-            lx_bpe_add_pair(b, left[c], right[c], -(double)score[id], id);
+            lx_bpe_add_pair(b, left[c], right[c], -(double)score[id], id, 0);
     }
     free(left);
     free(right);

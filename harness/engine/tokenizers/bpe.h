@@ -83,8 +83,10 @@ static inline const char *lx_bpe_str(const struct lx_bpe *b, int32_t id, size_t 
 }
 
 /* Declare that left+right merge into id with priority prio; a pair declared
-** twice keeps the lower priority. */
-void lx_bpe_add_pair(struct lx_bpe *b, int32_t left, int32_t right, double prio, int32_t id);
+** twice keeps the lower priority, or with last the later declaration (as Hugging
+** Face's tokenizers read a tokenizer.json's merges, each rank overwriting the
+** one before; llama.cpp keeps a GGUF's first). */
+void lx_bpe_add_pair(struct lx_bpe *b, int32_t left, int32_t right, double prio, int32_t id, int last);
 
 /* The merge of left and right, or NULL. */
 const struct lx_bpe_pair *lx_bpe_pair_find(const struct lx_bpe *b, int32_t left, int32_t right);

@@ -299,7 +299,7 @@ static int add_merges(const struct gg *f, struct hf_tok *hf, struct lx_error *er
         p = next_str(p, &s, &n);
         const char *sp = n > 1 ? memchr(s + 1, ' ', n - 1) : NULL;   /* llama.cpp: the first space after byte 0 */
         int miss = sp ? lx_hf_tok_merge(hf, s, (size_t)(sp - s), sp + 1, (size_t)(n - (size_t)(sp - s) - 1),
-                                        (double)k) : -1;
+                                        (double)k, 0) : -1;
         if (miss == LX_OK)
             continue;
         const char *why = miss < 0 ? "no space separates two tokens"

@@ -142,7 +142,7 @@ static int32_t part_id(const struct hf_tok *hf, const char *s, size_t n, char *b
     return m < 0 ? -1 : lx_bpe_find(&hf->bpe, buf, (size_t)m);
 }
 
-int lx_hf_tok_merge(struct hf_tok *hf, const char *a, size_t na, const char *b, size_t nb, double prio)
+int lx_hf_tok_merge(struct hf_tok *hf, const char *a, size_t na, const char *b, size_t nb, double prio, int last)
 {
     char *buf = lx_xmalloc(na + nb + 1);
     int32_t l = part_id(hf, a, na, buf), r = l >= 0 ? part_id(hf, b, nb, buf) : -1, id = -1;
@@ -156,7 +156,7 @@ int lx_hf_tok_merge(struct hf_tok *hf, const char *a, size_t na, const char *b, 
     free(buf);
     if (id < 0)
         return l < 0 ? HF_MISS_LEFT : r < 0 ? HF_MISS_RIGHT : HF_MISS_MERGED;
-    lx_bpe_add_pair(&hf->bpe, l, r, prio, id);
+    lx_bpe_add_pair(&hf->bpe, l, r, prio, id, last);
     return LX_OK;
 }
 
@@ -177,7 +177,7 @@ static int read_merge(struct hf_tok *hf, const struct lx_json *doc, const struct
             return lx_json_err(err, doc, m, "expected two tokens separated by a space");
         na = (size_t)(sp - a), b = sp + 1, nb = n - na - 1;
     }
-    int miss = lx_hf_tok_merge(hf, a, na, b, nb, (double)k);
+    int miss = lx_hf_tok_merge(hf, a, na, b, nb, (double)k, 1);
     if (miss == HF_MISS_MERGED)
         return lx_json_err(err, doc, m, "the merged token is not in model.vocab");
     if (miss != LX_OK) {

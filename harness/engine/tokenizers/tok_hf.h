@@ -90,9 +90,10 @@ struct hf_tok {
 
 /* Declare the merge a + b (token strings as the file writes them: GPT-2's
 ** alphabet for byte-level) at priority prio: LX_OK, or which string is not a
-** token (enum hf_miss). What model.merges and a GGUF's merges are read with. */
+** token (enum hf_miss). What model.merges (last: a merge listed twice takes its later rank, as
+** Hugging Face's tokenizers do) and a GGUF's merges (the first, as llama.cpp) are read with. */
 enum hf_miss { HF_MISS_LEFT = 1, HF_MISS_RIGHT, HF_MISS_MERGED };
-int lx_hf_tok_merge(struct hf_tok *hf, const char *a, size_t na, const char *b, size_t nb, double prio);
+int lx_hf_tok_merge(struct hf_tok *hf, const char *a, size_t na, const char *b, size_t nb, double prio, int last);
 
 /* Fill t from the tokenizer.json text[0, n) (t->path names it in messages);
 ** config: also read BOS/EOS from a tokenizer_config.json beside t->path. */
