@@ -563,17 +563,19 @@ static int make_instance(const struct lx_retrieval *r, const void *params, const
 
 static long param_long(const void *params, size_t at);
 
+/* The protocol rows of params, or NULL for a task without presets. */
+static const struct lx_preset_params *preset_rows(const struct lx_retrieval *r, const void *params)
+{
+    return r->preset_at ? (const void *)((const char *)params + r->preset_at) : NULL;
+}
+
 /* The preset governing params (1, *p set), none (0), or an error. */
 static int preset_of(const struct lx_retrieval *r, const void *params, const struct lx_protocol **p,
                      const char **data, struct lx_error *err)
 {
-    const char *name = "lenx";
-    *data = "";
-    if (r->preset_at) {
-        const struct lx_preset_params *pp = (const void *)((const char *)params + r->preset_at);
-        name = r->protocols[pp->protocol];
-        *data = pp->data;
-    }
+    const struct lx_preset_params *pp = preset_rows(r, params);
+    const char *name = pp ? r->protocols[pp->protocol] : "lenx";
+    *data = pp ? pp->data : "";
     return lx_preset_check(r->name, name, *data, p, err);
 }
 
@@ -631,6 +633,11 @@ int lx_retrieval_train_sample(const struct lx_retrieval *r, const void *params, 
 
 void lx_retrieval_trials(const struct lx_retrieval *r, const void *params, long *samples, long *depths)
 {
+    const struct lx_preset_params *pp = preset_rows(r, params);
+    if (pp && pp->protocol) {
+        *samples = 0, *depths = 1;      /* a preset's test cases: an output's sample is its case */
+        return;
+    }
     *samples = param_long(params, r->samples_at);
     *depths = one_depth(r) ? 1 : param_long(params, r->depths_at);
 }

@@ -104,7 +104,9 @@ struct lx_task {
     int (*train_sample)(const void *params, uint64_t key, long length, long sample, struct lx_instance *out,
                         struct lx_error *err);
     /* (retrieval tasks) trials of a cell: samples per depth, evenly spaced
-    ** depths 0 … 1 (1 = the single depth 0.5; 0 = a uniform depth per sample) */
+    ** depths 0 … 1 (1 = the single depth 0.5; 0 = a uniform depth per sample);
+    ** samples 0 under a protocol preset, whose outputs' samples index its
+    ** test cases directly */
     void (*trials)(const void *params, long *samples, long *depths);
     /* (retrieval tasks) score a greedy output, n bytes (a 0 byte is a byte
     ** like any other), against the instance's gold: 1 correct, 0 wrong,

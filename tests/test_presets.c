@@ -386,13 +386,19 @@ Test(presets, landmark_prompt_is_the_peers_rule, .init = setup, .fini = teardown
 ** stories260K: 50 cases a cell, 10 new tokens, and prompt_tokens = the mean
 ** token count of the printed prompts as the peer counts them
 ** (len(tokenizer.encode(prompt)), BOS included: `lenx tokenize`). */
+/* configs/peers/landmark-stories260K.yaml at `lengths`, run into r.db with `flags`. */
+static void run_landmark(const char *lengths, const char *flags)
+{
+    cr_assert_eq(sh(out, sizeof out, "sed 's|^lengths:.*|lengths: [%s]|; s|checkpoint: .*|checkpoint: '\"$R\"'"
+                    "/../shared/models/stories260K/stories260K.bin|' $R/configs/peers/landmark-stories260K.yaml "
+                    "> s.yaml && $L run s.yaml --db r.db --quiet --no-table %s", lengths, flags), 0, "%s", out);
+}
+
 Test(presets, landmark_sweep_counts_tokens_as_the_peer, .init = setup, .fini = teardown, .timeout = 600)
 {
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
-    cr_assert_eq(sh(out, sizeof out, "sed 's|^lengths:.*|lengths: [100, 300]|; s|checkpoint: .*|checkpoint: "
-                    "'\"$R\"'/../shared/models/stories260K/stories260K.bin|' $R/configs/peers/landmark-stories260K.yaml "
-                    "> s.yaml && $L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    run_landmark("100, 300", "");
     static const long lengths[] = {100, 300};
     for (int i = 0; i < 2; i++) {
         char q[256], got[64];
@@ -411,6 +417,23 @@ Test(presets, landmark_sweep_counts_tokens_as_the_peer, .init = setup, .fini = t
         cr_expect_eq(sql_long("r.db", q), 50);
     }
     cr_expect_eq(sql_long("r.db", "select count(*) from metrics where name = 'max_new_tokens' and value = 10"), 2);
+}
+
+/* --keep-prompts under a preset stores each test case's own prompt: landmark
+** makes 50 cases, more than the task's default 20 samples, and case k's
+** prompt holds its gold key (cases 20 to 49 once stored case k mod 20's). */
+Test(presets, kept_prompts_are_each_cases_own, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!tokfile_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    run_landmark("100", "--keep-prompts");
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs where prompt is not null"), 50);
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs where instr(prompt, 'The pass key is ' || gold || "
+                          "'. Remember it. ' || gold || ' is the pass key.') = 0"), 0);
+    cr_assert_eq(sh(out, sizeof out, "$L show task passkey --protocol landmark --length 100 --instance 37 --text "
+                    "> p.txt"), 0, "%s", out);
+    cr_expect_eq(sql_long("r.db", "select count(*) from outputs where sample = 37 and prompt = readfile('p.txt')"), 1,
+                 "case 37: the stored prompt is not `show task`'s");
 }
 
 /* The stop rules: EOS has ended the decode; a newline and a stop string cut

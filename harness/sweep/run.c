@@ -626,7 +626,7 @@ static int attach_prompts(const struct lx_plan *plan, const struct lx_cell *c, s
     for (int i = 0; i < res->n_outputs && rc == LX_OK; i++) {
         const struct lx_output *o = &res->outputs[i];
         struct lx_instance in = {0};
-        long sample = o->sample % samples;
+        long sample = samples > 0 ? o->sample % samples : o->sample;
         double depth = isnan(o->depth) ? 0 : o->depth;
         const struct lx_tokenizer *in_tk = &lx_byte_tokenizer;
         rc = tu->task->generate(tu->params, c->data_key, c->length, sample, depth, &in, err);
