@@ -77,6 +77,12 @@ static const struct lx_param line_rows[] = {
     LX_RETRIEVAL_PRESET_ROWS(struct line_params, "lenx|longchat|longchat_base"),
 };
 
+/* Rows no preset reads (its presets read their peers' test-case files; tasks/retrieval.h). */
+static const struct lx_param_rule line_refusals[] = {
+    {"template", "protocol=lenx"}, {"digits", "protocol=lenx"}, {"lines", "protocol=lenx"},
+    {"scorer", "protocol=lenx"}, {"samples", "protocol=lenx"}, {"depths", "protocol=lenx"}, {NULL, NULL},
+};
+
 static const char HEADER[] =
     "Below is a record of lines I want you to remember. Each line begins with 'line <line index>' and contains a "
     "'<REGISTER_CONTENT>' at the end of the line as a numerical value. For each line index, memorize its "
@@ -288,7 +294,7 @@ const struct lx_task lx_task_line = {
     .name = "line",
     .summary = "line retrieval: the value of a named line among many, exact length "
                "(LongChat LRT, Li et al. 2023, lmsys blog)",
-    .schema = LX_SCHEMA(line_rows, struct line_params, NULL),
+    .schema = LX_SCHEMA_REFUSING(line_rows, struct line_params, NULL, line_refusals),
     .headline = "acc,answer_logprob",
     LX_RETRIEVAL_OPS(line),
 };

@@ -87,6 +87,12 @@ static const struct lx_param mdqa_rows[] = {
     LX_RETRIEVAL_PRESET_ROWS(struct mdqa_params, "lenx|litm|ruler_qa_squad|ruler_qa_hotpotqa"),
 };
 
+/* Rows no preset reads (litm reads its file; RULER's make `samples` cases; tasks/retrieval.h). */
+static const struct lx_param_rule mdqa_refusals[] = {
+    {"template", "protocol=lenx"}, {"documents", "protocol=lenx"}, {"samples", "protocol!=litm"},
+    {"depths", "protocol=lenx"}, {NULL, NULL},
+};
+
 static const char *const NAMES[] = {
     "Imogen",  "Rosalind", "Tobias",   "Ambrose", "Cecily",   "Horatio", "Perdita",  "Leopold",
     "Octavia", "Silas",    "Beatrix",  "Cornelius", "Dorothea", "Ephraim", "Gideon", "Ignatius",
@@ -253,7 +259,7 @@ const struct lx_task lx_task_mdqa = {
     .name = "mdqa",
     .summary = "multi-document QA, lost in the middle: k documents of held-out prose with synthetic facts, "
                "gold position by depth, exact length (Liu et al. 2023, arXiv 2307.03172)",
-    .schema = LX_SCHEMA(mdqa_rows, struct mdqa_params, NULL),
+    .schema = LX_SCHEMA_REFUSING(mdqa_rows, struct mdqa_params, NULL, mdqa_refusals),
     .headline = "acc,distractor_rate,answer_logprob",
     LX_RETRIEVAL_OPS(mdqa),
 };

@@ -95,6 +95,12 @@ static const struct lx_param needle_rows[] = {
                             "ruler_niah_multiquery|ruler_vt|ruler_fwe|ruler_cwe"),
 };
 
+/* Rows no preset reads (RULER's presets make `samples` cases, kamradt its peer's 35; tasks/retrieval.h). */
+static const struct lx_param_rule needle_refusals[] = {
+    {"template", "protocol=lenx"}, {"needles", "protocol=lenx"}, {"samples", "protocol!=kamradt"},
+    {"depths", "protocol=lenx"}, {NULL, NULL},
+};
+
 /* Fifty cities, each once, none inside another's name. */
 static const char *const CITIES[] = {
     "Tokyo",   "Delhi",     "Shanghai", "Cairo",   "Mumbai",   "Beijing", "Dhaka",     "Osaka",      "Karachi",
@@ -262,7 +268,7 @@ const struct lx_task lx_task_needle = {
     .name = "needle",
     .summary = "needle in a haystack: 'special magic {city} number' in held-out prose, 1 or 3 needles, "
                "exact length (Kamradt 2023; Arize 2024; RULER, arXiv 2404.06654; Anson et al., arXiv 2505.17083)",
-    .schema = LX_SCHEMA(needle_rows, struct needle_params, NULL),
+    .schema = LX_SCHEMA_REFUSING(needle_rows, struct needle_params, NULL, needle_refusals),
     .headline = "acc,distractor_rate,answer_logprob",
     LX_RETRIEVAL_OPS(needle),
 };

@@ -65,6 +65,12 @@ static const struct lx_param passkey_rows[] = {
     LX_RETRIEVAL_PRESET_ROWS(struct passkey_params, "lenx|landmark|yarn|longlora"),
 };
 
+/* Rows no preset reads (its presets make their peers' own number of cases; tasks/retrieval.h). */
+static const struct lx_param_rule passkey_refusals[] = {
+    {"template", "protocol=lenx"}, {"digits", "protocol=lenx"}, {"samples", "protocol=lenx"},
+    {"depths", "protocol=lenx"}, {NULL, NULL},
+};
+
 static const char DESC[] = "There is an important info hidden inside a lot of irrelevant text. "
                            "Find it and memorize them. I will quiz you about the important information there.";
 static const char QUESTION[] = "What is the pass key? The pass key is";
@@ -189,7 +195,7 @@ const struct lx_task lx_task_passkey = {
     .name = "passkey",
     .summary = "passkey retrieval in filler text at controlled depths, exact length "
                "(Mohtashami & Jaggi 2023, arXiv 2305.16300)",
-    .schema = LX_SCHEMA(passkey_rows, struct passkey_params, NULL),
+    .schema = LX_SCHEMA_REFUSING(passkey_rows, struct passkey_params, NULL, passkey_refusals),
     .headline = "acc,answer_logprob",
     LX_RETRIEVAL_OPS(passkey),
 };

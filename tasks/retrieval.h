@@ -153,7 +153,11 @@ int lx_retrieval_instance(const struct lx_task *task, const void *params, const 
 /* The `protocol` and `data` rows a task with presets adds to its params
 ** (LX_RETRIEVAL_PRESET_ROWS): both left out of the run key at their defaults
 ** (lenx, and an unset path), so today's cells keep their keys; data is read
-** relative to the sweep file's directory, as a checkpoint is. */
+** relative to the sweep file's directory, as a checkpoint is. A preset reads
+** no other row but `samples` (those that make as many cases as asked): the
+** task lists the rest as its schema's refusals (LX_SCHEMA_REFUSING), so a
+** row given with a preset is an error, not ignored, and the preset cells'
+** keys stay as they were. */
 struct lx_preset_params {
     int protocol;               /* index into the task's protocols; 0 = lenx */
     char data[LX_PATH_CAP];     /* the peer's test-case file; "" = none */

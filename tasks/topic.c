@@ -41,11 +41,14 @@ static const struct lx_param topic_rows[] = {
     LX_RETRIEVAL_PRESET_ROWS(struct topic_params, "lenx|longchat|longchat_base"),
 };
 
-/* `replies` sizes conversations only when their count is free. */
-static const struct lx_param_rule topic_rules[] = {
-    {"replies", "topics=0"},
-    {NULL, NULL},
+/* Rows no preset reads (its presets read their peers' test-case files; tasks/retrieval.h). */
+static const struct lx_param_rule topic_refusals[] = {
+    {"template", "protocol=lenx"}, {"topics", "protocol=lenx"}, {"replies", "protocol=lenx"},
+    {"samples", "protocol=lenx"}, {NULL, NULL},
 };
+
+/* `replies` sizes conversations only when their count is free. */
+static const struct lx_param_rule topic_rules[] = {{"replies", "topics=0"}, {NULL, NULL}};
 
 static const char HEADER[] =
     "Below is a record of our previous conversation on %ld different topics. You are the ASSISTANT, and I am the "
@@ -115,10 +118,7 @@ struct plan {
     long pad;                   /* spaces before the question */
 };
 
-static long slen(const char *s)
-{
-    return (long)strlen(s);
-}
+#define slen(s) ((long)strlen(s))
 
 /* Bytes besides BOS and the conversations: header, separators, question,
 ** ending and answer, for k conversations and a first topic of n_first bytes. */
@@ -293,7 +293,7 @@ const struct lx_task lx_task_topic = {
     .name = "topic",
     .summary = "topic retrieval: the first of many conversation topics, exact length "
                "(LongChat, Li et al. 2023, lmsys blog)",
-    .schema = LX_SCHEMA(topic_rows, struct topic_params, topic_rules),
+    .schema = LX_SCHEMA_REFUSING(topic_rows, struct topic_params, topic_rules, topic_refusals),
     .headline = "acc,answer_logprob",
     LX_RETRIEVAL_OPS(topic),
 };

@@ -137,7 +137,7 @@ Test(begin, retrieval_runs_text_models_and_peers_refuse_them, .init = setup, .fi
                           "r.sweep = 'pk' and o.name = 'plain' and r.task like 'passkey%' and r.status = 'ok'"), 1);
     /* a peer's passkey lays its prompt out as the peer does, start token first: the cell fails, saying so */
     write_file("lm.yaml", "name: lm\nmodels:\n  plain: {" ARCH ", train: {" TRAIN ", begin: text}}\n"
-               "methods: [rope]\ntasks: [{passkey: {protocol: landmark, samples: 1}}]\nlengths: [256]\n");
+               "methods: [rope]\ntasks: [{passkey: {protocol: landmark}}]\nlengths: [256]\n");
     cr_expect_neq(sh(out, sizeof out, "$L run lm.yaml --db r.db"), 0, "%s", out);
     cr_expect(strstr(out, "passkey: protocol landmark lays its prompt out as its peer does, start token first, and "
                      "this model was trained without one (train: begin: text)") != NULL, "%s", out);

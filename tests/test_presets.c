@@ -17,11 +17,14 @@
 
 #include "harness/engine/kernels/numerics.h"
 #include "harness/core/json.h"
+#include "harness/core/params.h"
 #include "harness/core/result.h"
 #include "harness/engine/formats/checkpoint.h"
 #include "harness/engine/model/decoding.h"
 #include "harness/engine/tokenizers/tokenizer.h"
+#include "harness/sweep/registry.h"
 #include "tasks/preset.h"
+#include "tasks/protocols.h"
 #include "tasks/scorers.h"
 #include "tasks/task.h"
 #include "tests/shell.h"
@@ -434,6 +437,56 @@ Test(presets, kept_prompts_are_each_cases_own, .init = setup, .fini = teardown, 
                     "> p.txt"), 0, "%s", out);
     cr_expect_eq(sql_long("r.db", "select count(*) from outputs where sample = 37 and prompt = readfile('p.txt')"), 1,
                  "case 37: the stored prompt is not `show task`'s");
+}
+
+/* A preset reads no task row but protocol, data and (a preset that makes as
+** many cases as asked) samples: every other row given under it is refused,
+** as the table of presets says, and refusing changes no run key. */
+Test(presets, rows_a_preset_does_not_read_are_refused)
+{
+    for (int i = 0; i < lx_n_protocols; i++) {
+        const struct lx_protocol *p = &lx_protocols[i];
+        const struct lx_task *t = lx_task_find(p->task);
+        cr_assert_not_null(t, "%s", p->task);
+        void *params = calloc(1, t->schema.size);
+        lx_params_defaults(&t->schema, params);
+        struct lx_doc doc;
+        struct lx_error err = {{0}};
+        cr_assert_eq(lx_doc_load_text(&doc, p->name, "protocol", &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_params_set(&t->schema, params, "protocol", doc.root, "task", &err), LX_OK, "%s", err.msg);
+        lx_doc_release(&doc);
+        for (int r = 0; r < t->schema.n_rows; r++) {
+            const char *row = t->schema.rows[r].name;
+            if (strcmp(row, "protocol") == 0 || strcmp(row, "data") == 0)
+                continue;
+            int read = strcmp(row, "samples") == 0 && p->make && !p->samples;
+            cr_expect_eq(lx_param_unmet(&t->schema, params, row) == NULL, read, "%s, protocol %s: '%s' %s",
+                         p->task, p->name, row, read ? "is read, and refused" : "is not read, and not refused");
+        }
+        struct lx_schema plain = t->schema;
+        plain.refusals = NULL;
+        struct lx_buf a = {0}, b = {0};
+        lx_params_json(&t->schema, params, &a);
+        lx_params_json(&plain, params, &b);
+        cr_expect_str_eq(lx_buf_str(&a), lx_buf_str(&b), "%s, protocol %s: the refusals changed the key",
+                         p->task, p->name);
+        lx_buf_free(&a), lx_buf_free(&b);
+        free(params);
+    }
+}
+
+/* A sweep that gives such a row says where and why; so does `show task`. */
+Test(presets, an_unread_row_is_an_error_at_its_place, .init = setup, .fini = teardown)
+{
+    write_file("s.yaml", "name: s\nmodels:\n  m: {checkpoint: M}\nmethods: [rope]\ntasks:\n"
+                         "  - passkey: {protocol: landmark, digits: 7}\nlengths: [100]\n");
+    cr_expect_eq(sh(out, sizeof out, "sed -i \"s|M}|$R/../shared/models/stories260K/stories260K.bin}|\" s.yaml && "
+                    "$L run s.yaml --db r.db"), 2, "%s", out);
+    cr_expect(strstr(out, "s.yaml:6:35: ") && strstr(out, "'digits' applies only with protocol=lenx"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --protocol kamradt samples=3"), 2, "%s", out);
+    cr_expect(strstr(out, "'samples' applies only with protocol!=kamradt"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --protocol ruler samples=3 --length 600 > /dev/null"), 0,
+                 "%s", out);
 }
 
 /* The stop rules: EOS has ended the decode; a newline and a stop string cut

@@ -535,7 +535,7 @@ Test(retrieval, a_text_model_reads_a_newline_where_bos_stood)
     }
     /* a peer's protocol lays its prompt out as the peer does: refused for a text model */
     const struct lx_task *t = lx_task_find("passkey");
-    void *p = task_params("passkey", "{protocol: landmark, samples: 1}");
+    void *p = task_params("passkey", "{protocol: landmark}");
     struct lx_task_ctx ctx = {.params = p, .length = 400, .train_len = 64, .task = t, .data_key = 5,
                               .begin_text = 1};
     struct lx_result r = {0};

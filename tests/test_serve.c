@@ -141,7 +141,7 @@ static const char sweep[] =
     "name: srv\nseed: 1\nnumerics: portable\nmodels:\n  s:\n    MODEL\n"
     "methods:\n  - [{rope: {layout: interleaved}}]\n"
     "tasks:\n  - ppl: {corpus: stories, windows: 2}\n  - passkey: {samples: 3}\n  - needle: {samples: 2}\n"
-    "  - line: {samples: 2, template: short}\n  - passkey: {protocol: landmark, samples: 3}\n"
+    "  - line: {samples: 2, template: short}\n  - passkey: {protocol: landmark}\n"
     "  - ppl: {corpus: stories, protocol: yarn_truncate, chunks: 2}\n"
     "lengths: [256]\n";
 

@@ -312,9 +312,10 @@ static int rule_names(const char *when, const char *name)
     return self;
 }
 
-static const char *unmet(const struct lx_schema *s, const void *src, const char *name, int moot)
+static const char *unmet(const struct lx_schema *s, const struct lx_param_rule *rules, const void *src,
+                         const char *name, int moot)
 {
-    for (const struct lx_param_rule *r = s->rules; r && r->row; r++)
+    for (const struct lx_param_rule *r = rules; r && r->row; r++)
         if (strcmp(r->row, name) == 0 && !rule_holds(s, src, r->when) && !(moot && rule_names(r->when, name)))
             return r->when;
     return NULL;
@@ -322,7 +323,8 @@ static const char *unmet(const struct lx_schema *s, const void *src, const char 
 
 const char *lx_param_unmet(const struct lx_schema *s, const void *src, const char *name)
 {
-    return unmet(s, src, name, 1);
+    const char *when = unmet(s, s->rules, src, name, 1);
+    return when ? when : unmet(s, s->refusals, src, name, 0);
 }
 
 int lx_param_active(const struct lx_schema *s, const void *src, const char *name)
@@ -330,7 +332,7 @@ int lx_param_active(const struct lx_schema *s, const void *src, const char *name
     const struct lx_param *p = lx_param_find(s, name);
     if (p && p->type == LX_PT_PATH && ((const char *)src + p->offset)[0] == '\0')
         return 0;
-    return unmet(s, src, name, 0) == NULL;
+    return unmet(s, s->rules, src, name, 0) == NULL;
 }
 
 /* A rule names existing rows, and each value is one its row can take,
@@ -380,6 +382,8 @@ int lx_schema_check(const struct lx_schema *s, struct lx_error *err)
                 rc = lx_err(err, LX_EINVAL, "'%s': duplicate parameter name", p->name);
     }
     for (const struct lx_param_rule *r = s->rules; r && r->row && rc == LX_OK; r++)
+        rc = check_rule(s, r, tmp, err);
+    for (const struct lx_param_rule *r = s->refusals; r && r->row && rc == LX_OK; r++)
         rc = check_rule(s, r, tmp, err);
     free(tmp);
     return rc;

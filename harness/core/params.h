@@ -100,21 +100,29 @@ struct lx_schema {
     int n_rows;
     size_t size;                            /* sizeof the params struct */
     const struct lx_param_rule *rules;      /* ended by {NULL, NULL}; NULL = every row active */
+    const struct lx_param_rule *refusals;   /* rules, as above, that only refuse a row given while their
+                                            ** condition fails: the row stays in keys and strings (always
+                                            ** at its default there), so cells stored before the refusal
+                                            ** came keep their run keys; NULL = none */
 };
 
-/* A schema from a static row array, its struct type and the optional rules. */
+/* A schema from a static row array, its struct type and the optional rules
+** (and refusals). */
 #define LX_SCHEMA(rows, S, rules) \
-    { rows, (int)(sizeof rows / sizeof *rows), sizeof(S), rules }
-#define LX_SCHEMA_NONE { NULL, 0, 0, NULL }
+    { rows, (int)(sizeof rows / sizeof *rows), sizeof(S), rules, NULL }
+#define LX_SCHEMA_REFUSING(rows, S, rules, refusals) \
+    { rows, (int)(sizeof rows / sizeof *rows), sizeof(S), rules, refusals }
+#define LX_SCHEMA_NONE { NULL, 0, 0, NULL, NULL }
 
 /* The row named `name`, or NULL. Code that reads a row by name checks it once
 ** in the registry contract (lx_schema_check covers the rules). */
 const struct lx_param *lx_param_find(const struct lx_schema *s, const char *name);
 
-/* The condition over other rows of a rule of row `name` that the values in
-** src do not meet ("mode=static"), or NULL: a row the user gives under it
-** would be dropped. (A rule over the row itself, "qkv_bias=true", only leaves
-** its default out of the key: writing the default is fine.) */
+/* The condition over other rows of a rule or refusal of row `name` that the
+** values in src do not meet ("mode=static"), or NULL: a row the user gives
+** under it would be dropped, or (a refusal) not read. (A rule over the row
+** itself, "qkv_bias=true", only leaves its default out of the key: writing the
+** default is fine.) */
 const char *lx_param_unmet(const struct lx_schema *s, const void *src, const char *name);
 /* Does the row named `name` matter under the values in src (its rules; an
 ** empty LX_PT_PATH row never does)? */
