@@ -531,6 +531,30 @@ Test(generate, exported_directory_generates_as_the_bin, .init = setup, .fini = t
     cr_expect_str_eq(out, bin);
 }
 
+/* A model whose config gives an evaluation stack (here dynamic NTK) exports
+** without it, since neither format has a place for it; the export says so on
+** stderr, naming the stack and the --method that gives it back. */
+Test(generate, export_names_the_evaluation_stack_it_drops, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!have_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[8192];
+    cr_assert_eq(sh(out, sizeof out, "$L export --hf D --model $R/../shared/models/stories260K/stories260K.bin && "
+                    "sed -i 's/\"rope_scaling\": null/\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}/' "
+                    "D/config.json && $L show model D | grep eval_stack"), 0, "%s", out);
+    cr_expect(strstr(out, "[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":2}}]"), "%s", out);
+    static const char *const to[] = {"--gguf g.gguf", "--hf E"};
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(sh(out, sizeof out, "$L export %s --model D 2>&1 >/dev/null", to[i]), 0, "%s", out);
+        cr_expect(strstr(out, "the model's evaluation stack [{\"ntk\":{\"mode\":\"dynamic\",\"factor\":2}}] "
+                         "is not written"), "%s: %s", to[i], out);
+        cr_expect(strstr(out, "--method '[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":2}}]'"), "%s: %s", to[i], out);
+    }
+    cr_assert_eq(sh(out, sizeof out, "$L export --hf F --model $R/../shared/models/stories260K/stories260K.bin "
+                    "2>&1 >/dev/null"), 0, "%s", out);
+    cr_expect(!strstr(out, "evaluation stack"), "a model without one exports without a note: %s", out);
+}
+
 /* The committed held-out stories (configs/heldout, the CI check that the
 ** corpus is the committed one): each file's size and SHA-256 as coreutils
 ** compute them equal the manifest's, and the manifest's lines hash to the
