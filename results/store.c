@@ -737,30 +737,6 @@ static void bind_rm(sqlite3_stmt *st, const struct lx_rm_filter *f)
     sqlite3_bind_text(st, 7, f->not_in, -1, SQLITE_STATIC);
 }
 
-int lx_store_rm_list(struct lx_store *s, const struct lx_rm_filter *f, struct lx_cell_info **out, int *n,
-                     struct lx_error *err)
-{
-    static const char *sql = "SELECT sweep, key, status, method, task, model, model_key, git_commit, length, seed"
-                             " FROM runs" RM_WHERE " ORDER BY id";
-    sqlite3_stmt *st;
-    *out = NULL;
-    *n = 0;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return db_err(s, err, "listing cells");
-    bind_rm(st, f);
-    int rc, cap = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct lx_cell_info *w = grow((void **)out, n, &cap, sizeof **out);
-        char **text[] = {&w->sweep, &w->key, &w->status, &w->method, &w->task, &w->model, &w->model_key, &w->commit};
-        for (int i = 0; i < 8; i++)
-            *text[i] = lx_xstrdup(col_text(st, i));
-        w->length = (long)sqlite3_column_int64(st, 8);
-        w->seed = (long)sqlite3_column_int64(st, 9);
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "listing cells");
-}
-
 void lx_cell_infos_free(struct lx_cell_info *v, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -784,25 +760,55 @@ static int foreign_keys_on(struct lx_store *s, int *on)
     return rc == SQLITE_ROW ? SQLITE_OK : SQLITE_ERROR;
 }
 
-int lx_store_rm(struct lx_store *s, const struct lx_rm_filter *f, long *n_deleted, struct lx_error *err)
+/* The cells f selects into *out (*n of them): SQLITE_DONE, or an SQLite error code. */
+static int list_cells(struct lx_store *s, const struct lx_rm_filter *f, struct lx_cell_info **out, int *n)
 {
-    *n_deleted = 0;
-    int on = 0;
-    if (foreign_keys_on(s, &on) != SQLITE_OK)
-        return db_err(s, err, "reading PRAGMA foreign_keys");
-    LX_ASSERT(on);      /* every open turns them on */
-    if (begin(s, err, "starting a transaction") < 0)
-        return LX_EIO;
+    static const char *sql = "SELECT sweep, key, status, method, task, model, model_key, git_commit, length, seed"
+                             " FROM runs" RM_WHERE " ORDER BY id";
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(s->db, "DELETE FROM runs" RM_WHERE, -1, &st, NULL);
-    if (rc == SQLITE_OK) {
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return SQLITE_ERROR;
+    bind_rm(st, f);
+    int rc, cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct lx_cell_info *w = grow((void **)out, n, &cap, sizeof **out);
+        char **text[] = {&w->sweep, &w->key, &w->status, &w->method, &w->task, &w->model, &w->model_key, &w->commit};
+        for (int i = 0; i < 8; i++)
+            *text[i] = lx_xstrdup(col_text(st, i));
+        w->length = (long)sqlite3_column_int64(st, 8);
+        w->seed = (long)sqlite3_column_int64(st, 9);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int lx_store_rm(struct lx_store *s, const struct lx_rm_filter *f, int del, struct lx_cell_info **cells, int *n,
+                struct lx_error *err)
+{
+    *cells = NULL;
+    *n = 0;
+    int on = 0;
+    if (del && foreign_keys_on(s, &on) != SQLITE_OK)
+        return db_err(s, err, "reading PRAGMA foreign_keys");
+    LX_ASSERT(!del || on);      /* every open turns them on */
+    if (del && begin(s, err, "starting a transaction") < 0)
+        return LX_EIO;
+    int rc = list_cells(s, f, cells, n) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    sqlite3_stmt *st;
+    if (del && rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db, "DELETE FROM runs" RM_WHERE, -1, &st, NULL);
+    if (del && rc == SQLITE_OK) {
         bind_rm(st, f);
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
         sqlite3_finalize(st);
+        LX_ASSERT(rc != SQLITE_OK || sqlite3_changes(s->db) == *n);    /* one transaction: what was listed */
     }
-    long n = rc == SQLITE_OK ? (long)sqlite3_changes(s->db) : 0;
-    if ((rc = finish(s, rc == SQLITE_OK, err, "deleting cells")) == LX_OK)
-        *n_deleted = n;
+    rc = del ? finish(s, rc == SQLITE_OK, err, "deleting cells") : rc == SQLITE_OK ? LX_OK
+                                                                  : db_err(s, err, "listing cells");
+    if (rc < 0) {
+        lx_cell_infos_free(*cells, *n);
+        *cells = NULL, *n = 0;
+    }
     return rc;
 }
 

@@ -250,14 +250,14 @@ struct lx_cell_info {
     long length, seed;
 };
 
-/* The cells a filter selects, oldest first. */
-int lx_store_rm_list(struct lx_store *s, const struct lx_rm_filter *f, struct lx_cell_info **out, int *n,
-                     struct lx_error *err);
 void lx_cell_infos_free(struct lx_cell_info *v, int n);
 
-/* Delete the cells a filter selects with their metrics, series and outputs
-** (foreign keys cascade), in one transaction; *n_deleted counts the cells. */
-int lx_store_rm(struct lx_store *s, const struct lx_rm_filter *f, long *n_deleted, struct lx_error *err);
+/* The cells a filter selects, oldest first, into *cells (*n of them,
+** lx_cell_infos_free); with del, deleted too, with their metrics, series and
+** outputs (foreign keys cascade), listed and deleted in one transaction, so
+** *cells are exactly the cells deleted. */
+int lx_store_rm(struct lx_store *s, const struct lx_rm_filter *f, int del, struct lx_cell_info **cells, int *n,
+                struct lx_error *err);
 
 /* A model in the `models` table, as `lenx list models` shows it. */
 struct lx_model_info {

@@ -379,6 +379,31 @@ Test(cli, rm_not_in_config_removes_stale_cells, .init = setup, .fini = teardown,
     cr_expect(strstr(out, "no stored cell matches") != NULL, "%s", out);
 }
 
+/* rm --yes deletes exactly the cells it lists, in one transaction: a cell
+** stored while the listing is being printed (here: 3,000 cells' listing
+** fills the pipe, whose reader stores one more cell before draining it) is
+** neither deleted nor counted. Listing, then deleting apart, deleted it. */
+Test(cli, rm_yes_deletes_what_it_lists, .init = setup, .fini = teardown, .timeout = 120)
+{
+    static char out[1 << 16];
+    write_file("small.yaml", small);
+    cr_assert_eq(sh(out, sizeof out, "$L run small.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "c=$(sqlite3 r.db \"select group_concat(name, ',') from pragma_table_info('runs') "
+                    "where name not in ('id', 'key')\") && echo \"$c\" > cols && sqlite3 r.db \"insert into runs "
+                    "($c, key) select $c, key || '-' || n from runs, (with recursive s(n) as (select 1 union all "
+                    "select n + 1 from s where n < 499) select n from s); "
+                    "create table spare as select * from runs limit 1\""), 0, "%s", out);
+    long before = sql_count("r.db", "select count(*) from runs");
+    cr_assert_eq(before, 3000);
+    cr_assert_eq(sh(out, sizeof out, "$L rm --db r.db --sweep small --yes | { sleep 2; c=$(cat cols); "
+                    "sqlite3 r.db \"insert into runs ($c, key) select $c, 'late' from spare\" 2>&1; cat; } "
+                    "> o.txt; grep -c '^  small  ' o.txt; grep -o 'deleted [0-9]* cells' o.txt"), 0, "%s", out);
+    long listed = -1, deleted = -2;
+    cr_assert_eq(sscanf(out, "%ld\ndeleted %ld cells", &listed, &deleted), 2, "%s", out);
+    cr_expect_eq(listed, deleted, "listed %ld cells, deleted %ld", listed, deleted);
+    cr_expect_eq(listed + sql_count("r.db", "select count(*) from runs"), before + 1);
+}
+
 Test(cli, rm_filters, .init = setup, .fini = teardown)
 {
     char out[16384];

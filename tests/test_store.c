@@ -760,23 +760,25 @@ Test(store, rm_cascades_to_metrics_series_and_outputs)
     struct lx_rm_filter f = {.sweep = "sw", .method = "logn(mode=ssmax,s=0.4)"};
     struct lx_cell_info *cells;
     int n;
-    cr_assert_eq(lx_store_rm_list(s, &f, &cells, &n, &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_store_rm(s, &f, 0, &cells, &n, &err), LX_OK, "%s", err.msg);
     cr_expect_eq(n, 2, "ka and the failed kd; kb is another method, the other ka another sweep");
     cr_expect(n == 2 && !strcmp(cells[0].key, "ka") && !strcmp(cells[1].key, "kd") &&
               !strcmp(cells[1].status, "failed"));
     lx_cell_infos_free(cells, n);
     f.failed = 1;
-    long deleted = -1;
-    cr_assert_eq(lx_store_rm(s, &f, &deleted, &err), LX_OK, "%s", err.msg);
-    cr_expect_eq(deleted, 1);
+    cr_assert_eq(lx_store_rm(s, &f, 1, &cells, &n, &err), LX_OK, "%s", err.msg);
+    cr_expect(n == 1 && !strcmp(cells[0].key, "kd"), "the failed kd is deleted, and said to be");
+    lx_cell_infos_free(cells, n);
     cr_expect_eq(count(s, "runs"), 3);
     f.failed = 0;
     f.not_in = "[\"ka\"]";        /* keep what the plan holds: nothing to do for ka */
-    cr_assert_eq(lx_store_rm(s, &f, &deleted, &err), LX_OK, "%s", err.msg);
-    cr_expect_eq(deleted, 0);
+    cr_assert_eq(lx_store_rm(s, &f, 1, &cells, &n, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(n, 0);
+    lx_cell_infos_free(cells, n);
     f.not_in = "[]";
-    cr_assert_eq(lx_store_rm(s, &f, &deleted, &err), LX_OK, "%s", err.msg);
-    cr_expect_eq(deleted, 1);
+    cr_assert_eq(lx_store_rm(s, &f, 1, &cells, &n, &err), LX_OK, "%s", err.msg);
+    cr_expect(n == 1 && !strcmp(cells[0].key, "ka"));
+    lx_cell_infos_free(cells, n);
     /* the two cells left own exactly the values they had: 1 metric, 1 point, 1 output each */
     cr_expect_eq(count(s, "runs"), 2);
     cr_expect_eq(count(s, "metrics"), 2);

@@ -221,21 +221,16 @@ static int rm_cells(const char *db, const struct lx_rm_filter *f, int yes, struc
         return rc;
     struct lx_cell_info *cells = NULL;
     int n = 0;
-    long n_deleted = 0;
     rc = lx_stored_check_sweep(store, db, f->sweep, err);
-    if (rc == LX_OK)
-        rc = lx_store_rm_list(store, f, &cells, &n, err);
+    if (rc == LX_OK)    /* with --yes, listed and deleted in one transaction, then printed */
+        rc = lx_store_rm(store, f, yes, &cells, &n, err);
     if (rc == LX_OK && n == 0)
         printf("no stored cell matches\n");
     else if (rc == LX_OK)
         print_cells(cells, n);
-    if (rc == LX_OK && n && !yes)
-        printf("%d cells would be deleted, with their metrics, series and outputs; run again with --yes to "
-               "delete them\n", n);
-    if (rc == LX_OK && n && yes)
-        rc = lx_store_rm(store, f, &n_deleted, err);
-    if (rc == LX_OK && n && yes)
-        printf("deleted %ld cells, with their metrics, series and outputs\n", n_deleted);
+    if (rc == LX_OK && n)
+        printf(yes ? "deleted %d cells, with their metrics, series and outputs\n" : "%d cells would be deleted, "
+               "with their metrics, series and outputs; run again with --yes to delete them\n", n);
     lx_cell_infos_free(cells, n);
     lx_store_close(store);
     return rc;
@@ -274,7 +269,7 @@ void lx_stored_note_stale(const char *db, const struct lx_plan *plan, const char
     struct lx_rm_filter f = {.sweep = plan->grid->name, .not_in = keys};
     struct lx_cell_info *cells = NULL;
     int n = 0;
-    if (lx_store_rm_list(store, &f, &cells, &n, &err) == LX_OK && n > 0)
+    if (lx_store_rm(store, &f, 0, &cells, &n, &err) == LX_OK && n > 0)
         lx_term_printf(stderr,
                        "lenx: note: sweep '%s' also holds %d cells that %s no longer plans (an earlier "
                        "version of it); tables show them apart\n  hint: `lenx rm --not-in %s --db %s` lists them, "
@@ -726,8 +721,8 @@ static const char rm_usage[] =
     "usage: lenx rm FILTER... [--yes] [--db FILE]\n\n"
     "Delete stored cells (every row of them, ok or failed, at any commit) with their\n"
     "metrics, series and outputs. Every filter given must hold; at least one is\n"
-    "required. Lists the cells and their count per sweep; deletes them, in one\n"
-    "transaction, only with --yes. `lenx rm --not-in CONFIG --yes` removes what a\n"
+    "required. Lists the cells and their count per sweep; deletes them only with\n"
+    "--yes, listed and deleted in one transaction. `lenx rm --not-in CONFIG --yes` removes what a\n"
     "changed config no longer plans, e.g. cells of a model retrained under the same\n"
     "name. Trained models (the checkpoint cache) are kept.";
 
