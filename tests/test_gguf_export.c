@@ -407,6 +407,38 @@ Test(gguf_export, llama3_models_export_as_the_converter_writes_them, .fini = tea
     cr_expect_gt(nll_close(a, b, 1e-5, "l3.gguf"), 2900);
 }
 
+/* A llama3 whose ramp holds one pair (low/high_freq_factor 2 and 4 at original 64: of the head's
+** wavelengths 6.3, 19.9, 62.8, ..., only 19.9 lies between 64/4 and 64/2) exports to factors that
+** one line through that pair does not fix; any ramp that gives its factor, keeps the shorter
+** wavelengths and scales the longer ones reads them back. lenx refused its own file. It scores as the
+** directory does (within 1e-5: q and k permuted, as above). */
+Test(gguf_export, llama3_with_one_pair_on_its_ramp_reads_back, .fini = teardown)
+{
+    shell_setup("gguf-llama3-one");
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "$L export --hf hf --model $R/tests/ref/gguf/lenx-llama-rope.safetensors && "
+                    "sed -i 's/\"rope_scaling\": null/\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 2.0, "
+                    "\"low_freq_factor\": 2.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}/' "
+                    "hf/config.json && $L export --gguf l3.gguf --model hf"), 0, "%s", out);
+    static unsigned char buf[1 << 18];
+    char path[512];
+    size_t at;
+    float f[8];
+    snprintf(path, sizeof path, "%s/l3.gguf", dir);
+    read_freqs(path, buf, sizeof buf, &at, NULL, 0);
+    memcpy(f, buf + at, sizeof f);
+    cr_assert(f[0] == 1 && f[1] > 1 && f[1] < 2 && f[2] == 2 && f[7] == 2, "one pair on the ramp: %g %g %g",
+              (double)f[0], (double)f[1], (double)f[2]);
+    cr_assert_eq(sh(out, sizeof out, "$L show model l3.gguf"), 0, "%s", out);
+    cr_expect(strstr(out, "{\"llama3\":{\"scale\":2,\"original\":64,"), "%s", out);
+    static char a[1 << 17], b[1 << 17];
+    cr_assert_eq(sh(a, sizeof a, "$L score --portable --model l3.gguf --text $R/tests/ref/gguf/text.txt --length 64"), 0,
+                 "%s", a);
+    cr_assert_eq(sh(b, sizeof b, "$L score --portable --model hf --text $R/tests/ref/gguf/text.txt --length 64"), 0,
+                 "%s", b);
+    cr_expect_gt(nll_close(a, b, 1e-5, "l3.gguf"), 2900);
+}
+
 /* `lenx export --hf` writes a trained-in pi, yarn or llama3 as the rope_scaling transformers reads
 ** (linear; yarn with HF's attention_factor, the whole mscale; llama3), and lenx reads the directory
 ** back to the model's own stack and NLLs, in portable numerics. */

@@ -222,12 +222,32 @@ static int read_arch(const struct lx_gguf *g, const char *arch, struct lx_arch *
 /* The llama3 method whose frequencies rope_freqs.weight divides by (llama.cpp's converter
 ** writes Llama 3.1's rope_scaling so): its scale is the largest factor; the pairs strictly
 ** between 1 and it lie on llama3's ramp, sm = (1/f − 1/s)/(1 − 1/s) = L/λ/(hf − lf) − lf/(hf
-** − lf), a line in 1/λ fitted by least squares; L is orig (any L gives the same bands), and
+** − lf), a line in 1/λ (ramp_line); L is orig (any L gives the same bands), and
 ** every factor recomputed must be the file's to 1e-5. *has = 0 when every factor is 1. */
 struct llama3_fit {
     double scale, low, high;
     long original;
 };
+
+/* The ramp sm = a·x − b over x = 1/λ, from the sums over its m pairs (x, y = sm): with two or more,
+** least squares; with one, a line through it steep enough to reach 1 before the longest kept
+** wavelength lo_keep (0: none) and 0 after the shortest scaled one hi_scaled (1e300: none): every such
+** line gives every pair its factor, so one pair does not fix the ramp, but any of them reads the file;
+** with none, a step between the two. */
+static void ramp_line(long m, double sx, double sy, double sxx, double sxy, double lo_keep, double hi_scaled,
+                      double *a, double *b)
+{
+    if (m >= 2) {
+        *a = (m * sxy - sx * sy) / (m * sxx - sx * sx), *b = (*a * sx - sy) / m;
+    } else if (m == 1) {
+        double x_keep = lo_keep > 0 ? 1 / lo_keep : INFINITY, x_scaled = 1 / hi_scaled;
+        double to_one = (1 - sy) / (x_keep - sx), to_zero = sy / (sx - x_scaled);
+        *a = 1.001 * (to_one > to_zero ? to_one : to_zero), *b = *a * sx - sy;
+    } else {
+        double w1 = lo_keep > 0 ? lo_keep * 1.0001 : hi_scaled * 0.5, w0 = hi_scaled * 0.9999;
+        *a = 1 / (1 / w1 - 1 / w0), *b = *a / w0;
+    }
+}
 
 static int fit_llama3(const struct lx_gguf *g, const struct lx_gguf_tensor *t, double base, long D, long orig,
                       struct llama3_fit *fit, int *has, struct lx_error *err)
@@ -259,15 +279,10 @@ static int fit_llama3(const struct lx_gguf *g, const struct lx_gguf_tensor *t, d
         }
     }
     double a, b;    /* sm = a/λ − b */
-    if (m >= 2) {
-        a = (m * sxy - sx * sy) / (m * sxx - sx * sx), b = (a * sx - sy) / m;
-    } else {    /* no ramp between: its ends at the kept and scaled wavelengths, a step */
-        double w1 = lo_keep > 0 ? lo_keep * 1.0001 : hi_scaled * 0.5, w0 = hi_scaled * 0.9999;
-        a = 1 / (1 / w1 - 1 / w0), b = a / w0;
-    }
+    ramp_line(m, sx, sy, sxx, sxy, lo_keep, hi_scaled, &a, &b);
     fit->scale = s, fit->original = orig;
     fit->low = b * (double)orig / a, fit->high = fit->low + (double)orig / a;
-    int bad = m == 1;   /* one pair on the ramp does not fix it */
+    int bad = 0;
     for (long k = 0; k < n && !bad; k++) {
         double want = lx_llama3_factor(s, (double)orig, fit->low, fit->high, lam[k]);
         bad = fabs(want - f[k]) > 1e-5 * f[k];
