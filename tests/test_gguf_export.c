@@ -364,6 +364,28 @@ Test(gguf_export, rope_freqs_other_than_llama3_are_refused, .fini = teardown)
               strstr(out, "hint:"), "%s", out);
 }
 
+/* lenx-llama-rope exported to hf/ with Llama 3.1's rope_scaling (factor 2, original 64, the two
+** frequency factors given), then to l3.gguf. */
+static void export_llama3(const char *low, const char *high)
+{
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "$L export --hf hf --model $R/tests/ref/gguf/lenx-llama-rope.safetensors && "
+                    "sed -i 's/\"rope_scaling\": null/\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 2.0, "
+                    "\"low_freq_factor\": %s, \"high_freq_factor\": %s, \"original_max_position_embeddings\": 64}/' "
+                    "hf/config.json && $L export --gguf l3.gguf --model hf", low, high), 0, "%s", out);
+}
+
+/* gguf scores the text as hf/ does, in portable numerics, within 1e-5 (q and k permuted). */
+static void expect_scores_as_hf(const char *gguf)
+{
+    static char a[1 << 17], b[1 << 17];
+    cr_assert_eq(sh(a, sizeof a, "$L score --portable --model %s --text $R/tests/ref/gguf/text.txt --length 64", gguf),
+                 0, "%s", a);
+    cr_assert_eq(sh(b, sizeof b, "$L score --portable --model hf --text $R/tests/ref/gguf/text.txt --length 64"), 0,
+                 "%s", b);
+    cr_expect_gt(nll_close(a, b, 1e-5, gguf), 2900);
+}
+
 /* Llama 3.1's rescaling written by lenx as llama.cpp's converter writes it: the HF directory with
 ** rope_scaling llama3 (factor 2, low/high_freq_factor 1/8, original 64, as make.sh gave the converter)
 ** exported to GGUF holds rope_freqs.weight with the type left none, and its factors are the
@@ -376,11 +398,7 @@ Test(gguf_export, rope_freqs_other_than_llama3_are_refused, .fini = teardown)
 Test(gguf_export, llama3_models_export_as_the_converter_writes_them, .fini = teardown)
 {
     shell_setup("gguf-llama3");
-    char out[4096];
-    cr_assert_eq(sh(out, sizeof out, "$L export --hf hf --model $R/tests/ref/gguf/lenx-llama-rope.safetensors && "
-                    "sed -i 's/\"rope_scaling\": null/\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 2.0, "
-                    "\"low_freq_factor\": 1.0, \"high_freq_factor\": 8.0, \"original_max_position_embeddings\": 64}/' "
-                    "hf/config.json && $L export --gguf l3.gguf --model hf"), 0, "%s", out);
+    export_llama3("1.0", "8.0");
     char path[512];
     float mine[8], conv[8];
     for (int k = 0; k < 2; k++) {
@@ -399,12 +417,7 @@ Test(gguf_export, llama3_models_export_as_the_converter_writes_them, .fini = tea
         cr_expect_leq(fabsf(mine[k] - conv[k]), 1e-6f * conv[k], "pair %d: lenx %.9g, llama.cpp's converter %.9g", k,
                       (double)mine[k], (double)conv[k]);
     cr_expect(mine[0] == 1 && mine[7] == 2 && mine[1] > 1 && mine[1] < 2, "a ramp from 1 to 2");
-    static char a[1 << 17], b[1 << 17];
-    cr_assert_eq(sh(a, sizeof a, "$L score --portable --model l3.gguf --text $R/tests/ref/gguf/text.txt --length 64"), 0,
-                 "%s", a);
-    cr_assert_eq(sh(b, sizeof b, "$L score --portable --model hf --text $R/tests/ref/gguf/text.txt --length 64"), 0,
-                 "%s", b);
-    cr_expect_gt(nll_close(a, b, 1e-5, "l3.gguf"), 2900);
+    expect_scores_as_hf("l3.gguf");
 }
 
 /* A llama3 whose ramp holds one pair (low/high_freq_factor 2 and 4 at original 64: of the head's
@@ -416,10 +429,7 @@ Test(gguf_export, llama3_with_one_pair_on_its_ramp_reads_back, .fini = teardown)
 {
     shell_setup("gguf-llama3-one");
     char out[4096];
-    cr_assert_eq(sh(out, sizeof out, "$L export --hf hf --model $R/tests/ref/gguf/lenx-llama-rope.safetensors && "
-                    "sed -i 's/\"rope_scaling\": null/\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 2.0, "
-                    "\"low_freq_factor\": 2.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}/' "
-                    "hf/config.json && $L export --gguf l3.gguf --model hf"), 0, "%s", out);
+    export_llama3("2.0", "4.0");
     static unsigned char buf[1 << 18];
     char path[512];
     size_t at;
@@ -431,12 +441,7 @@ Test(gguf_export, llama3_with_one_pair_on_its_ramp_reads_back, .fini = teardown)
               (double)f[0], (double)f[1], (double)f[2]);
     cr_assert_eq(sh(out, sizeof out, "$L show model l3.gguf"), 0, "%s", out);
     cr_expect(strstr(out, "{\"llama3\":{\"scale\":2,\"original\":64,"), "%s", out);
-    static char a[1 << 17], b[1 << 17];
-    cr_assert_eq(sh(a, sizeof a, "$L score --portable --model l3.gguf --text $R/tests/ref/gguf/text.txt --length 64"), 0,
-                 "%s", a);
-    cr_assert_eq(sh(b, sizeof b, "$L score --portable --model hf --text $R/tests/ref/gguf/text.txt --length 64"), 0,
-                 "%s", b);
-    cr_expect_gt(nll_close(a, b, 1e-5, "l3.gguf"), 2900);
+    expect_scores_as_hf("l3.gguf");
 }
 
 /* `lenx export --hf` writes a trained-in pi, yarn or llama3 as the rope_scaling transformers reads
