@@ -484,7 +484,8 @@ Test(presets, an_unread_row_is_an_error_at_its_place, .init = setup, .fini = tea
                     "$L run s.yaml --db r.db"), 2, "%s", out);
     cr_expect(strstr(out, "s.yaml:6:35: ") && strstr(out, "'digits' applies only with protocol=lenx"), "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L show task needle --protocol kamradt samples=3"), 2, "%s", out);
-    cr_expect(strstr(out, "'samples' applies only with protocol!=kamradt"), "%s", out);
+    cr_expect(strstr(out, "'samples' applies only with protocol!=kamradt\n  hint: drop it, or set protocol to "
+                     "another value than kamradt"), "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L show task needle --protocol ruler samples=3 --length 600 > /dev/null"), 0,
                  "%s", out);
 }

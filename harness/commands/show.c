@@ -94,15 +94,6 @@ static int set_kv(const struct lx_schema *s, void *params, const char *what, con
     return rc;
 }
 
-/* Refuse a given parameter that the others make moot (as a sweep file does): it would be dropped. */
-static int kv_unmet(const struct lx_schema *s, const void *params, const char *key, const char *what,
-                    struct lx_error *err)
-{
-    const char *when = lx_param_unmet(s, params, key);
-    return when ? lx_err(err, LX_EINVAL, "%s: '%s' applies only with %s\n  hint: drop it, or set %s", what, key, when,
-                         when) : LX_OK;
-}
-
 /* Refuse a parameter named twice (as a sweep file's map refuses it): `key`
 ** (its length n) against the keys of the arguments before it. */
 static int kv_twice(const char *const *seen, int n_seen, const char *key, size_t n, const char *what,
@@ -132,7 +123,7 @@ static int apply_kv(const struct lx_schema *s, void *params, const char *what, i
             return rc;
     }
     for (int i = 0; i < n; i++)
-        if (kv_unmet(s, params, seen[i], what, err) < 0)
+        if (lx_param_refuse_unmet(s, params, seen[i], what, NULL, err) < 0)
             return LX_EINVAL;
     lx_params_finish(s, params);
     return LX_OK;
@@ -426,7 +417,7 @@ static int show_method(const struct lx_method *m, const struct lx_args *a, struc
                    strlen(st.items[1].method->name) == (size_t)(dot - seen[i - 2]);
         char what[96];
         snprintf(what, sizeof what, "method '%s'", st.items[item].method->name);
-        rc = kv_unmet(&st.items[item].method->schema, st.items[item].params, dot + 1, what, err);
+        rc = lx_param_refuse_unmet(&st.items[item].method->schema, st.items[item].params, dot + 1, what, NULL, err);
     }
     for (int i = 0; i < 2; i++)
         lx_params_finish(&st.items[i].method->schema, st.items[i].params);

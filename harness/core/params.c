@@ -452,14 +452,32 @@ int lx_params_apply(const struct lx_schema *s, void *dst, const struct lx_node *
         if (rc < 0)
             return rc;
     }
-    for (int i = 0; i < map->n_items; i++) {  /* a given row that does not matter would be dropped silently */
-        const struct lx_node *k = lx_map_key(map, i);
-        const char *when = lx_param_unmet(s, dst, k->text);
-        if (when)
-            return lx_node_err(err, k, "%s: '%s' applies only with %s\n  hint: drop it, or set %s", what, k->text,
-                               when, when);
+    int rc = LX_OK;     /* a given row that does not matter would be dropped silently */
+    for (int i = 0; i < map->n_items && rc == LX_OK; i++)
+        rc = lx_param_refuse_unmet(s, dst, lx_map_key(map, i)->text, what, lx_map_key(map, i), err);
+    return rc;
+}
+
+int lx_param_refuse_unmet(const struct lx_schema *s, const void *src, const char *name, const char *what,
+                          const struct lx_node *at, struct lx_error *err)
+{
+    const char *when = lx_param_unmet(s, src, name);
+    if (!when)
+        return LX_OK;
+    struct lx_buf hint = {0};
+    char term[64], value[64];
+    int negate;
+    for (const char *t = when; *t;) {   /* "set a=b and c to another value than d" */
+        size_t len = rule_term(t, term, value, &negate);
+        lx_buf_printf(&hint, "%s%s%s%s", hint.len ? " and " : "set ", term, negate ? " to another value than " : "=",
+                      value);
+        t += len + (t[len] == '&');
     }
-    return LX_OK;
+    const char *fmt = "%s: '%s' applies only with %s\n  hint: drop it, or %s";
+    int rc = at ? lx_node_err(err, at, fmt, what, name, when, lx_buf_str(&hint))
+                : lx_err(err, LX_EINVAL, fmt, what, name, when, lx_buf_str(&hint));
+    lx_buf_free(&hint);
+    return rc;
 }
 
 static int row_active(const struct lx_schema *s, const void *src, int i)

@@ -124,6 +124,11 @@ const struct lx_param *lx_param_find(const struct lx_schema *s, const char *name
 ** itself, "qkv_bias=true", only leaves its default out of the key: writing the
 ** default is fine.) */
 const char *lx_param_unmet(const struct lx_schema *s, const void *src, const char *name);
+/* LX_OK, or (lx_param_unmet gives a condition) the error that row `name`,
+** given by `what`, applies only under it, with a hint how to meet it; at
+** the YAML key `at` when not NULL (file:line:column). */
+int lx_param_refuse_unmet(const struct lx_schema *s, const void *src, const char *name, const char *what,
+                          const struct lx_node *at, struct lx_error *err);
 /* Does the row named `name` matter under the values in src (its rules; an
 ** empty LX_PT_PATH row never does)? */
 int lx_param_active(const struct lx_schema *s, const void *src, const char *name);
