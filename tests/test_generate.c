@@ -531,26 +531,36 @@ Test(generate, exported_directory_generates_as_the_bin, .init = setup, .fini = t
     cr_expect_str_eq(out, bin);
 }
 
-/* A model whose config gives an evaluation stack (here dynamic NTK) exports
-** without it, since neither format has a place for it; the export says so on
-** stderr, naming the stack and the --method that gives it back. */
+/* A model whose config gives an evaluation stack: dynamic NTK alone goes back into a Hugging Face
+** directory's rope_scaling (read back to the same stack), not into a GGUF file, and a sliding window
+** into neither; what is left out is said on stderr, naming the stack and the --method that gives it
+** back. */
 Test(generate, export_names_the_evaluation_stack_it_drops, .init = setup, .fini = teardown, .timeout = 60)
 {
     if (!have_stories())
         cr_skip_test("stories260K is not beside the checkout");
     char out[8192];
+    static const char dyn[] = "[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":2}}]";
     cr_assert_eq(sh(out, sizeof out, "$L export --hf D --model $R/../shared/models/stories260K/stories260K.bin && "
-                    "sed -i 's/\"rope_scaling\": null/\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}/' "
-                    "D/config.json && $L show model D | grep eval_stack"), 0, "%s", out);
-    cr_expect(strstr(out, "[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":2}}]"), "%s", out);
-    static const char *const to[] = {"--gguf g.gguf", "--hf E"};
-    for (int i = 0; i < 2; i++) {
-        cr_assert_eq(sh(out, sizeof out, "$L export %s --model D 2>&1 >/dev/null", to[i]), 0, "%s", out);
-        cr_expect(strstr(out, "the model's evaluation stack [{\"ntk\":{\"mode\":\"dynamic\",\"factor\":2}}] "
-                         "is not written"), "%s: %s", to[i], out);
-        cr_expect(strstr(out, "--method '[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":2}}]'"), "%s: %s", to[i], out);
+                    "cp -r D W && sed -i 's/\"rope_scaling\": null/\"rope_scaling\": {\"type\": \"dynamic\", "
+                    "\"factor\": 2.0}/' D/config.json && sed -i 's/\"model_type\": \"llama\"/\"model_type\": "
+                    "\"mistral\", \"sliding_window\": 64/' W/config.json && $L show model D | grep eval_stack && "
+                    "$L show model W | grep eval_stack"), 0, "%s", out);
+    cr_expect(strstr(out, dyn) && strstr(out, "[{\"window\":{\"size\":64}}]"), "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L export --hf E --model D 2>&1 >/dev/null && $L show model E | grep eval_stack"),
+                 0, "%s", out);
+    cr_expect(!strstr(out, "evaluation stack") && strstr(out, dyn), "dynamic NTK goes into rope_scaling: %s", out);
+    static const char *const to[][2] = {{"--gguf g.gguf", "D"}, {"--hf F", "W"}, {"--gguf h.gguf", "W"}};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(sh(out, sizeof out, "$L export %s --model %s 2>&1 >/dev/null", to[i][0], to[i][1]), 0, "%s", out);
+        const char *stack = to[i][1][0] == 'D' ? dyn : "[{\"window\":{\"size\":64}}]";
+        char want[256];
+        snprintf(want, sizeof want, "the model's evaluation stack %s is not written", stack);
+        cr_expect(strstr(out, want), "%s: %s", to[i][0], out);
+        snprintf(want, sizeof want, "--method '%s'", stack);
+        cr_expect(strstr(out, want), "%s: %s", to[i][0], out);
     }
-    cr_assert_eq(sh(out, sizeof out, "$L export --hf F --model $R/../shared/models/stories260K/stories260K.bin "
+    cr_assert_eq(sh(out, sizeof out, "$L export --hf G --model $R/../shared/models/stories260K/stories260K.bin "
                     "2>&1 >/dev/null"), 0, "%s", out);
     cr_expect(!strstr(out, "evaluation stack"), "a model without one exports without a note: %s", out);
 }

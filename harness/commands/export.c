@@ -35,7 +35,7 @@ static int export_any(const char *model, const char *db, const char *tokenizer, 
                   : lx_hf_export(&m, &info, tok, dest, &sub);
         if (rc < 0)
             lx_err(err, rc, "export %s: %s", path, sub.msg);
-        else if (info.eval_stack)   /* dynamic NTK, DCA, a window: neither format here has a place for them */
+        else if (info.eval_stack && (gguf || lx_hf_export_dynamic(&info) == 0))     /* DCA, a window, ... */
             fprintf(stderr, "lenx: note: the model's evaluation stack %s is not written to %s, which loads "
                     "without it\n  hint: run it on the export with --method '%s' "
                     "(docs/checkpoints.md#evaluation-stacks-in-an-export)\n", info.eval_stack, dest, info.eval_stack);

@@ -57,12 +57,34 @@ static void gemma_layers(struct lx_buf *b, const struct lx_arch *a, long train_l
     put_cap(b, "final_logit_softcapping", a->logit_softcap);
 }
 
+/* The factor of an evaluation stack that is dynamic NTK alone, as lx_hf_stacks reads rope_scaling
+** dynamic into it, else 0. */
+static double dynamic_alone(const char *eval)
+{
+    double f = 0;
+    int end = 0;
+    if (!eval || sscanf(eval, "[{\"ntk\":{\"mode\":\"dynamic\",\"factor\":%lf}}]%n", &f, &end) != 1 || eval[end])
+        return 0;
+    return f;
+}
+
+double lx_hf_export_dynamic(const struct lx_ckpt_info *info)
+{
+    struct lx_stack_rope rope;
+    struct lx_error err;
+    double f = dynamic_alone(info->eval_stack);
+    return f > 0 && lx_stack_rope_of(info->stack, LX_ROPE_SCALED | LX_ROPE_LONGROPE, "", &rope, &err) == LX_OK &&
+           !rope.scaling[0] ? f : 0;
+}
+
 /* config.json of the export: transformers' Llama, Qwen2 or Qwen3, its Phi-3 for a partial rotary
 ** (phi3: partial_rotary_factor dims / head_dim, the factor lists one per turned pair), or its Gemma
 ** (gemma: lx_export_gemma_kind). */
-static void export_config(struct lx_buf *b, const struct lx_model *m, long train_len, const struct lx_stack_rope *rope,
-                          const struct lx_tokenizer *tok, int phi3, int gemma)
+static void export_config(struct lx_buf *b, const struct lx_model *m, const struct lx_ckpt_info *info,
+                          const struct lx_stack_rope *rope, const struct lx_tokenizer *tok, int phi3, int gemma)
 {
+    long train_len = info->train_len;
+    double dynamic = lx_hf_export_dynamic(info);
     static const char *const gtype[] = {"gemma", "gemma2", "gemma3_text"};
     static const char *const garch[] = {"GemmaForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM"};
     const struct lx_arch *a = &m->arch;
@@ -85,7 +107,13 @@ static void export_config(struct lx_buf *b, const struct lx_model *m, long train
     lx_buf_puts(b, ",\n  \"rope_theta\": ");
     lx_buf_num(b, rope->base);
     lx_buf_puts(b, ",\n  \"rope_scaling\": ");
-    lx_hf_export_scaling(b, rope, (int)((phi3 ? rope->dims : a->d_head) / 2));
+    if (dynamic > 0) {      /* the evaluation stack's dynamic NTK, where no rescaling is trained in */
+        lx_buf_puts(b, "{\"rope_type\": \"dynamic\", \"factor\": ");
+        lx_buf_num(b, dynamic);
+        lx_buf_puts(b, "}");
+    } else {
+        lx_hf_export_scaling(b, rope, (int)((phi3 ? rope->dims : a->d_head) / 2));
+    }
     if (strcmp(rope->scaling, "longrope") == 0)     /* where transformers reads L first */
         lx_buf_printf(b, ",\n  \"original_max_position_embeddings\": %ld", rope->original);
     if (gemma >= 2)
@@ -174,7 +202,7 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     rc = lx_st_write_read(lx_buf_str(&path), st, sr, k, meta, 1, err);
     if (rc == LX_OK && tok)     /* its own tokenizer beside it, so that the ids read as they were trained */
         rc = lx_tokenizer_copy(tok->path, tok->hash, dir, err);
-    export_config(&cfg, m, info->train_len, &rope, lx_tok_or_byte(tok), phi3, gemma);
+    export_config(&cfg, m, info, &rope, lx_tok_or_byte(tok), phi3, gemma);
     lx_buf_reset(&path);
     lx_buf_printf(&path, "%s/config.json", dir);
     if (rc == LX_OK)

@@ -41,4 +41,9 @@ int lx_hf_tensor_name(const char *name, char *out, size_t n, int gemma);
 int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const struct lx_tokenizer *tok,
                  const char *dir, struct lx_error *err);
 
+/* The dynamic NTK factor lx_hf_export writes as rope_scaling dynamic, or 0: an evaluation stack of
+** dynamic NTK alone (a Hugging Face model's rope_scaling dynamic) where no rescaling is trained in.
+** Any other evaluation stack (DCA, a window) is not written (docs/checkpoints.md). */
+double lx_hf_export_dynamic(const struct lx_ckpt_info *info);
+
 #endif
