@@ -13,6 +13,7 @@
 ** or a file could not be read or written.
 */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
@@ -77,6 +78,18 @@ static int unknown_command(const char *name)
     return 2;
 }
 
+/* A command's status, or 3 (a file error) when what it printed did not all
+** reach standard output: a table exported to a full disk is not a success. */
+static int output_written(int rc)
+{
+    int e = fflush(stdout) == 0 ? 0 : errno;
+    if (!e && !ferror(stdout))
+        return rc;
+    lx_term_printf(stderr, "lenx: error: writing standard output: %s\n  hint: is the disk full, or the file or "
+                   "pipe it goes to closed?\n", e ? strerror(e) : "an earlier write failed");
+    return rc == 0 || rc == 1 ? 3 : rc;
+}
+
 int main(int argc, char **argv)
 {
     /* OpenBLAS chose its kernels when it was loaded, before main: to give it
@@ -120,6 +133,6 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < N_COMMANDS; i++)
         if (strcmp(commands[i].name, argv[1]) == 0)
-            return commands[i].fn(argc - 2, argv + 2);
+            return output_written(commands[i].fn(argc - 2, argv + 2));
     return unknown_command(argv[1]);
 }

@@ -75,6 +75,21 @@ static int two_configurations(const char *side, const struct lx_row *a, const st
     return rc;
 }
 
+/* Rows of one run key, sweep and metric in a CSV (a store holds one, and so
+** does lenx table's CSV of it) with two values: which one is meant is not known. */
+static int csv_twice(const char *side, const struct lx_row *a, const struct lx_row *b, struct lx_error *err)
+{
+    if (a->commit[0] || b->commit[0] || strcmp(a->sweep, b->sweep) != 0 || a->value == b->value ||
+        (isnan(a->value) && isnan(b->value)))
+        return LX_OK;
+    char x[32], y[32];
+    lx_fmt_num(x, a->value);
+    lx_fmt_num(y, b->value);
+    return lx_err(err, LX_EINVAL, "%s holds one cell twice with two values (sweep %s, run key %s, metric %s): line "
+                  "%ld (%s) and line %ld (%s)\n  hint: `lenx table --format csv` writes each cell once; keep the "
+                  "line you mean", side, a->sweep, a->key, a->metric, a->run_id, x, b->run_id, y);
+}
+
 /* Sorted identities. Of duplicates with the same run key (one cell stored in
 ** several sweeps) the newest wins; duplicates without one common run key are
 ** two configurations: an error. */
@@ -96,6 +111,8 @@ static int index_rows(const struct lx_rows *rows, int by_model, const char *side
             const struct lx_row *a = k[n - 1].row, *b = k[i].row;
             if (rc == LX_OK && (!a->key[0] || strcmp(a->key, b->key) != 0))
                 rc = two_configurations(side, a, b, err);
+            else if (rc == LX_OK)
+                rc = csv_twice(side, a, b, err);
             free(k[n - 1].cell);
             k[n - 1] = k[i];   /* sorted by run_id within an id: keep the newest */
         } else {
@@ -318,6 +335,8 @@ static int pool_side(const struct lx_rows *rows, const char *side, struct pool *
             const struct lx_row *a = v[i], *last = k ? v[i - 1] : NULL;
             if (last && last->seed == a->seed && (!a->key[0] || strcmp(a->key, last->key) != 0))
                 rc = two_configurations(side, last, a, err);
+            else if (last && last->seed == a->seed)
+                rc = csv_twice(side, last, a, err);
             else if (a->config[0] && v[lo]->config[0] && strcmp(a->config, v[lo]->config) != 0)
                 rc = two_configurations(side, v[lo], a, err);
             if (last && last->seed == a->seed)

@@ -160,9 +160,18 @@ static void metric_table(struct page *pg, const struct lx_rows *rows, char *cons
                 lx_buf_printf(h, "<td>%.4g <small>± %.2g</small></td>", st.mean, st.spread);
         }
         int all = 0;    /* measured against the training length of this method's own model */
-        long eff = lx_effective_length(lens, v, n_len, train_len_of(rows, label, sweep, task, methods[m]), dir,
-                                       threshold, &all);
-        if (eff)
+        long tl = train_len_of(rows, label, sweep, task, methods[m]), ref = 0;
+        long eff = lx_effective_length(lens, v, n_len, tl, dir, threshold, &all);
+        for (int j = 0; j < n_len && !ref; j++)
+            ref = lens[j] == tl && !isnan(v[j]) ? tl : 0;
+        for (int j = 0; j < n_len && !ref; j++)     /* else from the shortest stored length: said, and marked */
+            ref = !isnan(v[j]) ? lens[j] : 0;
+        if (eff && ref != tl)
+            lx_buf_printf(h, "<td class=\"eff\" title=\"measured from %ld, the shortest length stored: %s\">%s%ld *"
+                          "</td></tr>\n", ref, tl ? "no cell at the model's training length"
+                          : "the store does not know this model's training length (a brought checkpoint or a server)",
+                          all ? "≥ " : "", eff);
+        else if (eff)
             lx_buf_printf(h, "<td class=\"eff\">%s%ld</td></tr>\n", all ? "≥ " : "", eff);
         else
             lx_buf_puts(h, "<td class=\"eff\">–</td></tr>\n");

@@ -111,10 +111,27 @@ static const char *schema_sql =
 /* How long a connection waits for another's lock before it gives up. */
 #define BUSY_TIMEOUT_MS 30000
 
+/* The hint for a failed SQLite call, by its primary result code. */
+static const char *db_hint(int code)
+{
+    switch (code & 0xff) {
+    case SQLITE_NOTADB: return "the file is not an SQLite database: --db names a lenx store, or a new file to make one";
+    case SQLITE_READONLY: return "this user may not write the store or its folder (SQLite writes FILE-wal and "
+                                 "FILE-shm beside it); lenx table, compare and report still read it";
+    case SQLITE_CANTOPEN: return "does its folder exist, and may this user create files in it?";
+    case SQLITE_CORRUPT: return "the file is damaged (`sqlite3 FILE 'PRAGMA integrity_check'` says where): "
+                                "restore a copy";
+    case SQLITE_FULL: return "the disk is full: free space and run again (the cells stored so far are kept)";
+    case SQLITE_BUSY: case SQLITE_LOCKED: return "another process held the database for 30 s: run again when it "
+                                                 "is done";
+    default: return "is another process holding the database, or is the disk full?";
+    }
+}
+
 static int db_err(struct lx_store *s, struct lx_error *err, const char *doing)
 {
-    return lx_err(err, LX_EIO, "%s: %s: %s\n  hint: is another process holding the database, "
-                  "or is the disk full?", s->path, doing, sqlite3_errmsg(s->db));
+    return lx_err(err, LX_EIO, "%s: %s: %s\n  hint: %s", s->path, doing, sqlite3_errmsg(s->db),
+                  db_hint(sqlite3_extended_errcode(s->db)));
 }
 
 /* Start a write transaction now (BEGIN IMMEDIATE: waits for other writers
@@ -181,14 +198,18 @@ static int add_column(struct lx_store *s, const char *table, const char *name, c
     return has_column(s, table, name) ? LX_OK : exec(s, sql, err);
 }
 
-/* PRAGMA user_version into *v (a file may hold a negative one); -1 when unread. */
-static int read_version(struct lx_store *s, int *v)
+/* PRAGMA user_version into *v (a file may hold a negative one) and, read in
+** the same statement (one snapshot: a store another process is making is
+** made or empty), how many schema objects the file holds; -1 when unread. */
+static int read_version(struct lx_store *s, int *v, int *objects)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, "SELECT user_version, (SELECT count(*) FROM sqlite_master) FROM pragma_user_version",
+                           -1, &st, NULL) != SQLITE_OK)
         return -1;
     int got = sqlite3_step(st) == SQLITE_ROW;
     *v = got ? sqlite3_column_int(st, 0) : 0;
+    *objects = got ? sqlite3_column_int(st, 1) : 0;
     sqlite3_finalize(st);
     return got ? 0 : -1;
 }
@@ -200,7 +221,7 @@ static int migrate(struct lx_store *s, struct lx_error *err)
 {
     if (begin(s, err, "starting the schema migration") < 0)
         return LX_EIO;
-    int v, rc = read_version(s, &v) < 0 ? db_err(s, err, "reading the schema version") : LX_OK;
+    int v, objects, rc = read_version(s, &v, &objects) < 0 ? db_err(s, err, "reading the schema version") : LX_OK;
     if (rc == LX_OK && v == 1)
         rc = exec(s, "ALTER TABLE runs ADD COLUMN max_rss_kb INTEGER; ALTER TABLE runs ADD COLUMN model TEXT", err);
     if (rc == LX_OK && v >= 1 && v < 4)
@@ -249,9 +270,12 @@ static int set_wal(struct lx_store *s, struct lx_error *err)
 
 static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
 {
-    int v;
-    if (read_version(s, &v) < 0)
+    int v, objects;
+    if (read_version(s, &v, &objects) < 0)
         return db_err(s, err, "reading the schema version");
+    if (v == 0 && (readonly || objects > 0))    /* empty or another program's: never made into a store */
+        return lx_err(err, LX_EIO, "%s: not a lenx database%s\n  hint: --db names a lenx store, or a new file to "
+                      "make one", s->path, objects > 0 ? " (it holds tables lenx did not make)" : "");
     if (v < 0)
         return lx_err(err, LX_EIO, "%s: schema version %d is not one lenx wrote (it reads 1 to %d)\n"
                       "  hint: the file was altered or made by another program; use --db another file",
@@ -259,27 +283,9 @@ static int check_version(struct lx_store *s, int readonly, struct lx_error *err)
     if (v > SCHEMA_VERSION)
         return lx_err(err, LX_EIO, "%s: schema version %d is newer than this lenx (%d)\n"
                       "  hint: use a newer lenx, or --db another file", s->path, v, SCHEMA_VERSION);
-    if (readonly)
-        return v >= 1 ? LX_OK : lx_err(err, LX_EIO, "%s: not a lenx database", s->path);
     /* Only a database we accept is switched to WAL. */
-    int rc = set_wal(s, err);
-    if (rc == LX_OK && v < SCHEMA_VERSION)
-        rc = migrate(s, err);
-    return rc;
-}
-
-/* "file:PATH?immutable=1" with the URI's special characters escaped. */
-static char *immutable_uri(const char *path)
-{
-    struct lx_buf b = {0};
-    lx_buf_puts(&b, "file:");
-    for (const char *p = path; *p; p++)
-        if (*p == '%' || *p == '?' || *p == '#')
-            lx_buf_printf(&b, "%%%02X", (unsigned char)*p);
-        else
-            lx_buf_printf(&b, "%c", *p);
-    lx_buf_puts(&b, "?immutable=1");
-    return b.s;
+    int rc = readonly ? LX_OK : set_wal(s, err);
+    return rc == LX_OK && !readonly && v < SCHEMA_VERSION ? migrate(s, err) : rc;
 }
 
 static int db_connect(struct lx_store *s, const char *name, int flags, struct lx_error *err)
@@ -306,7 +312,7 @@ static int open_readonly(struct lx_store *s, struct lx_error *err)
         return rc;
     sqlite3_close(s->db);
     s->db = NULL;
-    char *uri = immutable_uri(s->path);
+    char *uri = lx_file_uri(s->path, "immutable=1");
     rc = db_connect(s, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, err);
     free(uri);
     if (rc == LX_OK)
@@ -330,9 +336,13 @@ int lx_store_open(struct lx_store **out, const char *path, int readonly, struct 
 {
     *out = NULL;
     struct stat sb;
-    if (readonly && stat(path, &sb) != 0)
+    int there = stat(path, &sb) == 0;
+    if (readonly && !there)
         return lx_err(err, LX_EIO, "%s: no such database\n  hint: run a sweep first "
                       "(`lenx run CONFIG`), or pass --db FILE", path);
+    if (there && S_ISDIR(sb.st_mode))
+        return lx_err(err, LX_EIO, "%s: is a directory, not a store\n  hint: --db names the store's file, e.g. "
+                      "--db %s/lenx.db", path, path);
     if (!readonly)
         lx_make_parent_dir(path);
     struct lx_store *s = lx_xcalloc(1, sizeof *s);
@@ -372,16 +382,6 @@ int lx_store_done(struct lx_store *s, const char *sweep, const char *key, int *d
                    done, err, "looking up a cell");
 }
 
-static void iso_time(double t, char out[48])
-{
-    time_t sec = (time_t)t;
-    struct tm tm;
-    gmtime_r(&sec, &tm);
-    int ms = (int)((t - (double)sec) * 1000.0);
-    snprintf(out, 48, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms < 0 ? 0 : ms > 999 ? 999 : ms);
-}
-
 static void bind_real(sqlite3_stmt *st, int i, double v)
 {
     if (isnan(v))
@@ -402,8 +402,8 @@ static int insert_run(struct lx_store *s, const struct lx_run_record *r, sqlite3
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
         return SQLITE_ERROR;
     char t0[48], t1[48];
-    iso_time(r->started, t0);
-    iso_time(r->finished, t1);
+    lx_iso_time(r->started, t0);
+    lx_iso_time(r->finished, t1);
     const char *text[] = {r->key, r->sweep, r->method, r->method_json, r->task, r->task_json, r->key_json};
     for (int i = 0; i < 7; i++)
         sqlite3_bind_text(st, i + 1, text[i], -1, SQLITE_STATIC);
@@ -654,7 +654,7 @@ int lx_store_model_put(struct lx_store *s, const struct lx_model_record *r, stru
     if (sqlite3_prepare_v2(s->db, r->from_file ? from_file : trained, -1, &st, NULL) != SQLITE_OK)
         return db_err(s, err, "preparing to record a model");
     char now[48];
-    iso_time((double)time(NULL), now);
+    lx_iso_time((double)time(NULL), now);
     const char *text[] = {r->key, r->name, r->config, r->path, r->sha256};
     for (int i = 0; i < 5; i++)
         sqlite3_bind_text(st, i + 1, text[i], -1, SQLITE_STATIC);

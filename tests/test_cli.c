@@ -60,6 +60,11 @@ Test(cli, bad_config_exits_2_and_writes_nothing, .init = setup, .fini = teardown
     /* the same value twice says one thing: fine */
     cr_expect_eq(sh(out, sizeof out, "$L run bad.yaml --db x.db --db x.db"), 2, "%s", out);
     cr_expect(strstr(out, "unknown method 'lgn'") != NULL, "%s", out);
+    /* --dry-run checks --save-every as a run does (it said the plan and exit 0) */
+    write_file("good.yaml", small);
+    cr_expect_eq(sh(out, sizeof out, "$L run good.yaml --db x.db --dry-run --save-every abc"), 2, "%s", out);
+    cr_expect(strstr(out, "--save-every abc: give seconds (0: after every step) or off") != NULL, "%s", out);
+    cr_expect(!exists("x.db"));
 }
 
 Test(cli, bad_config_leaves_existing_store_untouched, .init = setup, .fini = teardown)
@@ -871,4 +876,45 @@ Test(cli, tokenize_hostile_json, .init = setup, .fini = teardown, .timeout = 60)
     write_file("grow.json", text);
     cr_expect_eq(sh(out, sizeof out, "printf a | $L tokenize --tokenizer grow.json"), 2, "%s", out);
     cr_expect(strstr(out, "grow.json: normalizer.normalizers[10] (Replace)") != NULL, "%s", out);
+}
+
+/* What cannot be written, or read as a store, is named with a hint that fits;
+** nothing that was not a store is made into one, and commands of one sweep
+** refuse a pooled name rather than match nothing. */
+Test(cli, store_and_output_errors, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[8192];
+    write_file("small.yaml", small);
+    cr_assert_eq(sh(out, sizeof out, "$L run small.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    long runs = sql_count("r.db", "SELECT count(*) FROM runs");
+    /* a table to a full disk is a file error, not a success */
+    cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --format csv > /dev/full"), 3, "%s", out);
+    cr_expect(strstr(out, "lenx: error: writing standard output"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L list sweeps --db r.db > /dev/full"), 3, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "mkdir d && $L run small.yaml --db d --quiet"), 3, "%s", out);
+    cr_expect(strstr(out, "d: is a directory, not a store\n  hint: --db names the store's file, e.g. --db d/lenx.db"),
+              "%s", out);
+    /* another program's SQLite file stays as it was */
+    cr_expect_eq(sh(out, sizeof out, "sqlite3 other.db 'CREATE TABLE x(a)' && $L run small.yaml --db other.db --quiet"),
+                 3, "%s", out);
+    cr_expect(strstr(out, "other.db: not a lenx database (it holds tables lenx did not make)"), "%s", out);
+    cr_expect_eq(sql_count("other.db", "SELECT count(*) FROM sqlite_master"), 1);
+    cr_expect_eq(sql_count("other.db", "SELECT count(*) FROM pragma_user_version WHERE user_version = 0"), 1);
+    cr_expect_eq(sh(out, sizeof out, "echo hello > t.txt && $L table --db t.txt"), 3, "%s", out);
+    cr_expect(strstr(out, "hint: the file is not an SQLite database"), "%s", out);
+    /* md holds no _se rows: asking for only those is an error, not an empty table */
+    cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --metric entropy_se"), 2, "%s", out);
+    cr_expect(strstr(out, "--format csv or json lists the _se rows"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show sweep small+small --db r.db"), 2, "%s", out);
+    cr_expect(strstr(out, "show sweep takes one sweep, not the pooled 'small+small'"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L rm --sweep small+small --db r.db --yes"), 2, "%s", out);
+    cr_expect_eq(sql_count("r.db", "SELECT count(*) FROM runs"), runs);
+    /* a CSV holding one cell twice with two values: which one is meant is not known */
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --format csv > a.csv && grep -m1 ',none,.*,entropy,' a.csv |"
+                    " sed -E 's/,([^,]*),([^,]*),([^,]*)$/,1234,\\2,\\3/' >> a.csv &&"
+                    " tail -1 a.csv | grep -q ',1234,'"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare a.csv small --db r.db"), 2, "%s", out);
+    cr_expect(strstr(out, "a.csv holds one cell twice with two values (sweep small, run key ") &&
+                  strstr(out, ", metric entropy): line 2 (") && strstr(out, "(1234)"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare small a.csv --db r.db --sigma 2"), 2, "%s", out);
 }

@@ -290,6 +290,20 @@ Test(report, effective_length_from_each_models_training_length, .init = setup, .
     eff_after(html, " @b</td>", eff, sizeof eff);
     cr_expect_str_eq(eff, "32");
     free(html);
+    /* b's training length unknown to the store (as a brought checkpoint's is): from the shortest stored
+    ** length, 16 (0.5, 1, 0.6 passes to 64), said in the cell's title and marked */
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"delete from models where name = 'b'\" && "
+                    "$L report --db r.db -o e.html"), 0, "%s", out);
+    html = read_all("e.html");
+    const char *b = strstr(html, " @b</td>"), *cell = b ? strstr(b, "<td class=\"eff\"") : NULL;
+    cr_assert_not_null(cell, "%s", html);
+    cr_expect(strstr(cell, "<td class=\"eff\" title=\"measured from 16, the shortest length stored: the store does "
+                      "not know this model's training length (a brought checkpoint or a server)\">") == cell,
+              "%.300s", cell);
+    cr_expect(strstr(cell, ">≥ 64 *</td>") != NULL, "%.300s", cell);
+    eff_after(html, " @a</td>", eff, sizeof eff);
+    cr_expect_str_eq(eff, "32");
+    free(html);
 }
 
 Test(report, bad_input_and_a_missing_gnuplot_are_clear_errors, .init = setup, .fini = teardown, .timeout = 60)

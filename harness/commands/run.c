@@ -60,6 +60,22 @@ static int print_table(const char *db, const char *sweep, const char *metrics, e
     return 0;
 }
 
+/* --save-every into *out (300 unless given; off: -1): -1 with the error
+** printed when it is neither seconds nor off. */
+static int save_every_of(const struct lx_args *a, double *out)
+{
+    const char *every = lx_args_value(a, "save-every");
+    char *end = NULL;
+    *out = 300;
+    if (every && strcmp(every, "off") == 0)
+        *out = -1;
+    else if (every && (*out = strtod(every, &end), end == every || *end || !(*out >= 0))) {
+        fprintf(stderr, "lenx: error: --save-every %s: give seconds (0: after every step) or off\n", every);
+        return -1;
+    }
+    return 0;
+}
+
 /* `run --dry-run`: the plan's cells, one a line (a shard's; under
 ** --models-only, the cells whose models the shard trains). */
 static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *plan, const struct lx_shard *sh,
@@ -143,15 +159,7 @@ static int run_sweep(const struct lx_args *a, const char *db, const struct lx_gr
         .models_only = lx_args_value(a, "models-only") != NULL,
         .save_every = 300,
     };
-    const char *every = lx_args_value(a, "save-every");
-    char *end = NULL;
-    if (every && strcmp(every, "off") == 0)
-        o.save_every = -1;
-    else if (every && (o.save_every = strtod(every, &end), end == every || *end || !(o.save_every >= 0))) {
-        lx_store_close(store);
-        fprintf(stderr, "lenx: error: --save-every %s: give seconds (0: after every step) or off\n", every);
-        return 2;
-    }
+    save_every_of(a, &o.save_every);   /* checked before the plan */
     struct lx_run_summary sum;
     rc = lx_run_plan(plan, store, &o, &sum, &err);
     lx_store_close(store);
@@ -198,6 +206,9 @@ int lx_cmd_run(int argc, char **argv)
         (rc = lx_args_kv_cache(&a, &kv, &kv_given, &err)) < 0 ||
         (rc = lx_args_activations(&a, &acts, &acts_given, &err)) < 0)
         return lx_cli_fail(&err, rc);
+    double save_every;
+    if (save_every_of(&a, &save_every) < 0)     /* a --dry-run checks it too */
+        return 2;
     struct lx_shard shard;
     struct lx_buf note = {0};
     int sharded = 0;

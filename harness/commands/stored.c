@@ -109,6 +109,17 @@ int lx_stored_check_metrics(const struct lx_rows *rows, const char *metrics, str
     return rc;
 }
 
+/* lx_stored_check_sweep for a command of one sweep (show sweep, rm): "A+B",
+** which pools sweeps only where results are read, is refused. */
+static int check_one_sweep(struct lx_store *store, const char *db, const char *sweep, const char *cmd,
+                           struct lx_error *err)
+{
+    if (sweep && strchr(sweep, '+'))
+        return lx_err(err, LX_EINVAL, "%s takes one sweep, not the pooled '%s'\n  hint: name each sweep in its own "
+                      "command; A+B pools sweeps in lenx table, compare and report", cmd, sweep);
+    return lx_stored_check_sweep(store, db, sweep, err);
+}
+
 /* Provenance: the YAML texts a stored sweep's cells were made from. */
 int lx_stored_show_sweep(const char *sweep, const char *db, struct lx_error *err)
 {
@@ -118,7 +129,7 @@ int lx_stored_show_sweep(const char *sweep, const char *db, struct lx_error *err
         return rc;
     struct lx_sweep_config *v = NULL;
     int n = 0;
-    rc = lx_stored_check_sweep(store, db, sweep, err);
+    rc = check_one_sweep(store, db, sweep, "show sweep", err);
     if (rc == LX_OK)
         rc = lx_store_sweep_configs(store, sweep, &v, &n, err);
     lx_store_close(store);
@@ -221,7 +232,7 @@ static int rm_cells(const char *db, const struct lx_rm_filter *f, int yes, struc
         return rc;
     struct lx_cell_info *cells = NULL;
     int n = 0;
-    rc = lx_stored_check_sweep(store, db, f->sweep, err);
+    rc = check_one_sweep(store, db, f->sweep, "rm --sweep", err);
     if (rc == LX_OK)    /* with --yes, listed and deleted in one transaction, then printed */
         rc = lx_store_rm(store, f, yes, &cells, &n, err);
     if (rc == LX_OK && n == 0)
@@ -366,10 +377,16 @@ int lx_cmd_table(int argc, char **argv)
         lx_render_series(&rows, (enum lx_format)fmt, &out);
     else
         lx_render(&rows, (enum lx_format)fmt, metrics, &out);
-    fputs(lx_buf_str(&out), stdout);
+    int empty = rows.n && !out.len;     /* md and latex leave out _se rows: their tables show intervals */
+    if (empty)
+        fprintf(stderr, "lenx: error: --metric %s: a %s table shows each metric with its interval, not the "
+                "stored standard errors\n  hint: --format csv or json lists the _se rows\n", metrics,
+                fmt == LX_FMT_LATEX ? "latex" : "md");
+    else
+        fputs(lx_buf_str(&out), stdout);
     lx_buf_free(&out);
     lx_rows_release(&rows);
-    return 0;
+    return empty ? 2 : 0;
 }
 
 /* ---------------------------------------------------------------- compare */
@@ -525,10 +542,11 @@ static const char report_usage[] =
     "usage: lenx report [--sweep S,...] [--db FILE] [--metric M,...] [--threshold T] -o report.html\n\n"
     "Write one self-contained HTML page (inline SVG plots drawn by gnuplot, no script,\n"
     "no network) of stored sweeps: per task and metric, value against length per method\n"
-    "(log-2 axis, training length dashed, error bars from the stored standard errors)\n"
-    "beside its table with an effective-length column; NLL by position and attention\n"
-    "mass by distance per length; depth x length heat maps of retrieval accuracy; and\n"
-    "each sweep's provenance (commit, dirty flag, machine, time, YAML).";
+    "(log-2 axis, training length dashed, error bars: the 95 % interval over seeds, or\n"
+    "one seed's stored se) beside its table with an effective-length column; NLL by\n"
+    "position and attention mass by distance per length; depth x length heat maps of\n"
+    "retrieval accuracy; and each sweep's provenance (commit, dirty flag, machine, time,\n"
+    "YAML).";
 
 /* The headline metrics of a stored task string ("ppl(windows=16)" -> ppl's). */
 static const char *task_headline(const char *task)
@@ -540,12 +558,25 @@ static const char *task_headline(const char *task)
 }
 
 /* Split "a,b" into names (pointers into buf). */
-static int split_list(char *buf, const char **names, int max)
+/* --sweep A,B,... into names (at most max): an empty name, one given twice or
+** one too many is bad input (a repeated one printed its section twice). */
+static int split_list(char *buf, const char *given, const char **names, int max, int *n, struct lx_error *err)
 {
-    int n = 0;
-    for (char *p = strtok(buf, ","); p && n < max; p = strtok(NULL, ","))
-        names[n++] = p;
-    return n;
+    *n = 0;
+    if (!*buf)
+        return LX_OK;
+    for (char *p = buf, *next; p; p = next) {
+        if ((next = strchr(p, ',')))
+            *next++ = '\0';
+        for (int i = 0; i < *n && *p; i++)
+            if (strcmp(names[i], p) == 0)
+                return lx_err(err, LX_EINVAL, "--sweep '%s' names '%s' twice\n  hint: name each sweep once", given, p);
+        if (!*p || *n == max)
+            return lx_err(err, LX_EINVAL, "--sweep '%s': %s\n  hint: --sweep A,B reports sweeps A and B, each in "
+                          "its own section", given, *p ? "too many sweeps" : "an empty name");
+        names[(*n)++] = p;
+    }
+    return LX_OK;
 }
 
 static int report_write(const char *db, const struct lx_report_opts *o, const char *path, struct lx_error *err)
@@ -602,11 +633,13 @@ int lx_cmd_report(int argc, char **argv)
     if (rc < 0)
         return lx_cli_fail(&err, rc);
     const char *db = lx_args_value(&a, "db"), *names[LX_MAX_POS];
-    char *sweeps = lx_xstrdup(lx_args_value(&a, "sweep") ? lx_args_value(&a, "sweep") : "");
-    o.n_sweeps = split_list(sweeps, names, LX_MAX_POS);
+    const char *given = lx_args_value(&a, "sweep") ? lx_args_value(&a, "sweep") : "";
+    char *sweeps = lx_xstrdup(given);
+    rc = split_list(sweeps, given, names, LX_MAX_POS, &o.n_sweeps, &err);
     o.sweeps = names;
     o.db = db ? db : LX_DEFAULT_DB;
-    rc = report_write(o.db, &o, path, &err);
+    if (rc == LX_OK)
+        rc = report_write(o.db, &o, path, &err);
     free(sweeps);
     return rc < 0 ? lx_cli_fail(&err, rc) : 0;
 }

@@ -83,6 +83,11 @@ int lx_write_atomic(const char *path, int (*body)(FILE *fp, void *ctx), void *ct
 /* Create the folders above path's last component, as far as they are
 ** missing (errors are left to whoever then opens the file). */
 void lx_make_parent_dir(const char *path);
+/* t (seconds since the epoch) as UTC "YYYY-MM-DDThh:mm:ss.mmmZ". */
+void lx_iso_time(double t, char out[48]);
+/* "file:PATH?QUERY", the path's URI-special characters (%, ?, #) escaped;
+** malloc'd (an SQLite URI filename: results/store.c). */
+char *lx_file_uri(const char *path, const char *query);
 /* A regular file mapped read-only (model weights: pages are read once, as
 ** they are converted). An empty file maps to *bytes = NULL, *n = 0. Release
 ** with lx_unmap_file, which accepts NULL. */

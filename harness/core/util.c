@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int lx_err(struct lx_error *err, int code, const char *fmt, ...)
@@ -513,4 +514,27 @@ char *lx_fmt_bytes(char out[32], double bytes)
     else
         snprintf(out, 32, "%.1f GB", bytes / 1e9);
     return out;
+}
+
+void lx_iso_time(double t, char out[48])
+{
+    time_t sec = (time_t)t;
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    int ms = (int)((t - (double)sec) * 1000.0);
+    snprintf(out, 48, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms < 0 ? 0 : ms > 999 ? 999 : ms);
+}
+
+char *lx_file_uri(const char *path, const char *query)
+{
+    struct lx_buf b = {0};
+    lx_buf_puts(&b, "file:");
+    for (const char *p = path; *p; p++)
+        if (*p == '%' || *p == '?' || *p == '#')
+            lx_buf_printf(&b, "%%%02X", (unsigned char)*p);
+        else
+            lx_buf_printf(&b, "%c", *p);
+    lx_buf_printf(&b, "?%s", query);
+    return b.s;
 }
