@@ -94,8 +94,9 @@ static int measure(const struct lx_task_ctx *ctx, const struct lx_spec *spec, lo
         return rc;
     long cap = lx_window_cap(p->windows, p->tokens, L), nw = lx_tokens_windows(c, L, cap, NULL);
     if (nw == 0)
-        return lx_err(err, LX_ERUN, "attn: no document of corpus '%s' has %ld %s tokens\n"
-                      "  hint: use a shorter length or the sotu corpus", p->corpus ? "sotu" : "austen", L, tk->ops->kind);
+        return lx_err(err, LX_ERUN, "attn: no document of corpus '%s' has %ld %s tokens\n  hint: %s",
+                      lx_corpus_choice(p->corpus), L, tk->ops->kind,
+                      lx_corpus_too_short_hint(lx_corpus_choice(p->corpus)));
     struct lx_window *win = lx_xcalloc((size_t)nw, sizeof *win);
     lx_tokens_windows(c, L, cap, win);
     struct lx_acts a;

@@ -207,8 +207,8 @@ static int plan_windows(struct ppl_run *r, struct lx_ppl_plan *pl, const struct 
     if (pl->n > 0)
         return LX_OK;
     if (p->protocol == PPL_LENX)
-        return lx_err(err, LX_ERUN, "ppl: no document of %s '%s' has %ld %s tokens\n"
-                      "  hint: use a shorter length or the sotu corpus", what, name, L, r->tk->ops->kind);
+        return lx_err(err, LX_ERUN, "ppl: no document of %s '%s' has %ld %s tokens\n  hint: %s", what, name, L,
+                      r->tk->ops->kind, lx_corpus_too_short_hint(p->data[0] ? "" : lx_corpus_choice(p->corpus)));
     /* llama.cpp refuses fewer than 2 n_ctx tokens; LongLoRA needs two starts below N - L, one dropped */
     long need = p->protocol == PPL_LLAMACPP ? 2 * L : p->protocol == PPL_LONGLORA ? L + LX_LONGLORA_STEP + 1 : 0;
     return lx_err(err, LX_ERUN, "ppl: protocol %s scores no token of %s '%s' at length %ld (%ld %s tokens%s%ld)\n"

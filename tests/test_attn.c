@@ -224,3 +224,33 @@ Test(attn, task_end_to_end)
     lx_result_release(&r);
     lx_model_release(&m);
 }
+
+/* No document long enough: the corpus asked for is named (every corpus but austen was called
+** 'sotu'), and sotu is suggested only where it is not the corpus already. */
+Test(attn, a_corpus_too_short_is_named)
+{
+    struct lx_model m;
+    tiny_model(&m, 2);
+    const struct lx_task *t = lx_task_find("attn");
+    const char *yaml[] = {"{windows: 1, corpus: stories}", "{windows: 1, corpus: sotu}"};
+    const char *says[] = {"attn: no document of corpus 'stories' has 300000 bytes tokens\n"
+                          "  hint: use a shorter length or the sotu corpus",
+                          "attn: no document of corpus 'sotu' has 300000 bytes tokens\n"
+                          "  hint: use a shorter length (no State of the Union address is that long)"};
+    for (int i = 0; i < 2; i++) {
+        struct lx_facts f = tfacts(16, 32, 2, 300000);
+        struct tstack st;
+        tstack_make(&st, "[rope]", &f);
+        void *p = params(yaml[i]);
+        struct lx_task_ctx ctx = {.params = p, .spec = &st.spec, .length = 300000, .model = &m, .train_len = 32,
+                                  .task = t, .spec_train = &st.spec};
+        struct lx_error err = {{0}};
+        struct lx_result r = {0};
+        cr_expect_eq(t->run(&ctx, &r, &err), LX_ERUN, "%s", yaml[i]);
+        cr_expect_str_eq(err.msg, says[i]);
+        lx_result_release(&r);
+        free(p);
+        tstack_free(&st);
+    }
+    lx_model_release(&m);
+}

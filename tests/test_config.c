@@ -205,6 +205,9 @@ Test(config, bad_lists)
                  "method 'logn' appears twice in one stack");
     expect_error(HEAD "methods: [none, none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:17",
                  "method stack 'none' is listed twice");
+    /* rope is trained in anyway: 'train: true' spells the same stack (it made another model key) */
+    expect_error(HEAD "methods: [rope, {rope: {train: true}}]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:3:17",
+                 "method stack 'rope' is listed twice");
 }
 
 Test(config, bad_ranges)
@@ -215,6 +218,30 @@ Test(config, bad_ranges)
                  "bad.yaml:5:25", "entry 1 must be a pair");
     expect_error(HEAD "methods: [none]\ntasks:\n  - gaussian: {ranges: 5}\nlengths: [10]\n",
                  "bad.yaml:5:24", "'ranges' must be a list of [start, end) pairs");
+    /* a range given twice would report its metrics twice (it aborted the run) */
+    expect_error(HEAD "methods: [none]\ntasks:\n  - gaussian: {ranges: [[10, 20], [30, 40], [10, 20]]}\n"
+                 "lengths: [100]\n", "bad.yaml:5:45", "'ranges' lists [10, 20] twice (entries 1 and 3)");
+}
+
+/* One model under two names (a YAML alias): its cells run and are stored once, so the second name's rows
+** would vanish unsaid; the plan says so (a warning: two spellings of one checkpoint are one model on purpose). */
+Test(config, one_model_under_two_names)
+{
+    struct lx_grid g;
+    struct lx_plan plan = {0};
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_grid_load_text(&g, HEAD "models:\n  a: &m\n"
+                                   "    arch: {mode: causal, layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}\n"
+                                   "    train: {length: 32, batch: 4, steps: 20, warmup: 5}\n  b: *m\nmethods: [rope]\n"
+                                   "tasks: [ppl]\nlengths: [32]\n", "two.yaml", &err), LX_OK, "%s", err.msg);
+    cr_assert_eq(lx_plan_build(&plan, &g, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(plan.n_cells, 2);
+    cr_expect(plan.n_cells == 2 && strcmp(plan.cells[0].key, plan.cells[1].key) == 0);
+    cr_assert_eq(plan.n_notes, 1);
+    cr_expect(strncmp(plan.notes[0], "two.yaml:7:3: models 'a' and 'b' are one model (key ", 52) == 0, "%s",
+              plan.notes[0]);
+    lx_plan_release(&plan);
+    lx_grid_release(&g);
 }
 
 Test(config, missing_and_misc)

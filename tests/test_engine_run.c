@@ -461,6 +461,13 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 1.5}}]}\n"
                    "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:55",
                    "model 'c' mixture 'passkey': 'weight' must be a fraction in (0, 1]");
+    /* a quoted number is a string here as everywhere in a sweep (it was read), and hex is no decimal */
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: \"0.5\"}}]}\n"
+                   "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:55",
+                   "model 'c' mixture 'passkey': 'weight' must be a decimal number, got the string \"0.5\"");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.5, "
+                   "length_power: 0x2}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:74",
+                   "model 'c' mixture 'passkey': 'length_power' must be a decimal number, got '0x2'");
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.5, "
                    "score: answers}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:67",
                    "model 'c' mixture 'passkey': 'score' is all or answer");

@@ -124,6 +124,9 @@ Test(finetune, bad_maps_are_refused_at_their_place, .init = setup, .fini = teard
                    "parameters: steps, length, batch, lr, warmup, lr_method, add");
     expect_refused("[rope, {ntk: {finetune: {steps: 10, length: -3}}}]", "4:55",
                    "method 'ntk' finetune: 'length' = -3 is out of bounds [0, 1048576]");
+    /* a window of one token predicts nothing (it ran "3 steps of 4 x 1 tokens") */
+    expect_refused("[rope, {ntk: {finetune: {steps: 10, length: 1}}}]", "4:55",
+                   "method 'ntk': finetune length 1 is too short: a window needs 2 tokens or more");
     expect_refused("[rope, {ntk: {finetune: {steps: 10, batch: 2.5}}}]", "4:54",
                    "method 'ntk' finetune: 'batch' must be an integer, got '2.5'");
     expect_refused("[rope, {ntk: {finetune: {length: 64}}}]", "4:35",

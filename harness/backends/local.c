@@ -53,7 +53,7 @@ int lx_local_load(const char *path, const char *given, struct lx_model *m, struc
     int rc = lx_model_load(m, path, info, err);
     if (rc < 0)
         return rc;
-    rc = lx_stack_check_native(path, info, err);
+    rc = lx_stack_check_native(path, info, &m->arch, err);
     if (rc == LX_OK && tk) {
         struct lx_error sub;
         if (lx_ckpt_tokenizer(info, given ? given : info->tokenizer, tk, &sub) < 0)     /* input: exit 2 */

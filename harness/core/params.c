@@ -121,6 +121,10 @@ static int parse_ranges(const struct lx_param *p, const struct lx_node *v, struc
         if (tmp.hi[i] <= tmp.lo[i])
             return lx_node_err(err, pair, "%s: '%s' entry [%ld, %ld] is empty: end must exceed start",
                                what, p->name, tmp.lo[i], tmp.hi[i]);
+        for (int j = 0; j < i; j++)     /* each range names its metrics: one given twice would store them twice */
+            if (tmp.lo[j] == tmp.lo[i] && tmp.hi[j] == tmp.hi[i])
+                return lx_node_err(err, pair, "%s: '%s' lists [%ld, %ld] twice (entries %d and %d)\n"
+                                   "  hint: give each range once", what, p->name, tmp.lo[i], tmp.hi[i], j + 1, i + 1);
     }
     tmp.n = v->n_items;
     *r = tmp;

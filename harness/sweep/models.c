@@ -108,7 +108,7 @@ static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, con
     struct lx_error sub;
     if (lx_model_load(&m, u->checkpoint, &info, &sub) < 0)
         return lx_node_err(err, v, "model '%s': %s", u->name, sub.msg);
-    if (lx_stack_check_native(u->checkpoint, &info, &sub) < 0) {     /* as score and show model check it */
+    if (lx_stack_check_native(u->checkpoint, &info, &m.arch, &sub) < 0) {     /* as score and show model check it */
         lx_ckpt_info_release(&info);
         lx_model_release(&m);
         return lx_node_err(err, v, "model '%s': %s", u->name, sub.msg);
@@ -286,7 +286,14 @@ static int mix_keys_parse(const struct lx_model_use *u, const char *task, const 
     *m = (struct mix_keys){.w = lx_map_get(pnode, "weight"), .sc = lx_map_get(pnode, "score"),
                            .lp = lx_map_get(pnode, "length_power"), .ml = lx_map_get(pnode, "max_length"),
                            .power = 1};
-    const struct lx_node *w = m->w, *sc = m->sc;
+    const struct lx_node *w = m->w, *sc = m->sc, *nums[] = {m->w, m->lp, m->ml};
+    static const char *const num_names[] = {"weight", "length_power", "max_length"};
+    for (int i = 0; i < 3; i++)     /* as elsewhere in a sweep: a quoted "0.5" is a string, 0x1p-1 no decimal */
+        if (nums[i] && nums[i]->kind == LX_NODE_SCALAR && *nums[i]->text &&
+            (nums[i]->quoted || strstr(nums[i]->text, "0x") || strstr(nums[i]->text, "0X")))
+            return lx_node_err(err, nums[i], "model '%s' mixture '%s': '%s' must be a decimal number, got %s%s%s\n"
+                               "  hint: write it unquoted, e.g. 0.5", u->name, task, num_names[i],
+                               nums[i]->quoted ? "the string \"" : "'", nums[i]->text, nums[i]->quoted ? "\"" : "'");
     m->answer_only = sc && sc->kind == LX_NODE_SCALAR && !strcmp(sc->text, "answer");
     if (sc && !m->answer_only && !(sc->kind == LX_NODE_SCALAR && !strcmp(sc->text, "all")))
         return lx_node_err(err, sc, "model '%s' mixture '%s': 'score' is all or answer\n"

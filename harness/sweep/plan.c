@@ -520,6 +520,14 @@ static void note_reach(struct reach *r, const struct lx_spec *spec, const char *
     r->longest = T > r->longest ? T : r->longest;
 }
 
+/* b's text as a note of the plan (lx_plan_warn prints it); b is freed. */
+static void add_note(struct lx_plan *plan, struct lx_buf *b)
+{
+    plan->notes = lx_xrealloc(plan->notes, sizeof *plan->notes * (size_t)(plan->n_notes + 1));
+    plan->notes[plan->n_notes++] = lx_xstrdup(lx_buf_str(b));
+    lx_buf_free(b);
+}
+
 /* A note for a stack whose window or far-key map changes nothing at any
 ** length of the grid on model m: on a checkpoint trained at 131,072 tokens
 ** an automatic window is that long, and a grid at 2k-32k runs full attention
@@ -554,9 +562,7 @@ static void reach_note(struct lx_plan *plan, const struct lx_grid *g, int s, int
         lx_buf_printf(&b, "\n  hint: give %s a %s shorter than the lengths (docs/methods.md#%s); its automatic "
                       "one comes from the model's training length, %ld here", who, !vis && r->chunked ? "chunk" : "window",
                       who, r->train_len);
-    plan->notes = lx_xrealloc(plan->notes, sizeof *plan->notes * (size_t)(plan->n_notes + 1));
-    plan->notes[plan->n_notes++] = lx_xstrdup(lx_buf_str(&b));
-    lx_buf_free(&b);
+    add_note(plan, &b);
 }
 
 /* A stack on a task without a model (gaussian) has nothing to train into:
@@ -672,6 +678,41 @@ static int count_cells(const struct lx_grid *g, int n_models, int *n, struct lx_
     return LX_OK;
 }
 
+static int by_key(const void *a, const void *b)
+{
+    const struct lx_cell *x = *(const struct lx_cell *const *)a, *y = *(const struct lx_cell *const *)b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : x->model - y->model;
+}
+
+/* A note for each two model names whose cells are one cell (one model given
+** twice, by a YAML alias or two spellings of one checkpoint): each cell runs
+** and is stored once, so the second name's rows would vanish unsaid. */
+static void note_same_models(struct lx_plan *plan, const struct lx_grid *g)
+{
+    const struct lx_cell **v = lx_xmalloc((size_t)(plan->n_cells ? plan->n_cells : 1) * sizeof *v);
+    int nm = g->n_models;
+    unsigned char *said = lx_xcalloc((size_t)(nm * nm + 1), 1);
+    for (int i = 0; i < plan->n_cells; i++)
+        v[i] = &plan->cells[i];
+    qsort(v, (size_t)plan->n_cells, sizeof *v, by_key);
+    for (int i = 1; i < plan->n_cells; i++) {
+        int a = v[i - 1]->model, b = v[i]->model;
+        if (strcmp(v[i - 1]->key, v[i]->key) != 0 || a == b || a < 0 || said[a * nm + b])
+            continue;
+        said[a * nm + b] = 1;
+        char at[300];
+        struct lx_buf t = {0};
+        lx_node_where(g->models[b].where, at, sizeof at);
+        lx_buf_printf(&t, "%s: models '%s' and '%s' are one model (key %s): each of their cells runs and is stored "
+                      "once, under the name that runs it first\n  hint: list the model once; to train it again, add a "
+                      "seed under seeds:", at, g->models[a].name, g->models[b].name, v[i]->model_key);
+        add_note(plan, &t);
+    }
+    free(said);
+    free(v);
+}
+
 int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error *err)
 {
     memset(plan, 0, sizeof *plan);
@@ -716,6 +757,8 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
             reach_note(plan, g, s, m, &reach[s * n_models + m]);
     for (int m = 0; rc == LX_OK && m < g->n_models; m++)
         rc = check_ckpt_mixture(g, m, err);
+    if (rc == LX_OK)
+        note_same_models(plan, g);
     for (int i = 0; i < g->n_stacks * n_models; i++)
         free(reach[i].canon);
     free(reach);

@@ -93,6 +93,9 @@ static int finetune_parse(struct lx_finetune *ft, const struct lx_node *fnode, c
             return lx_node_err(err, fnode, "method '%s': 'finetune' needs steps >= 1%s\n"
                                "  hint: e.g. finetune: {steps: 400, length: 1024}", name,
                                lx_map_get(fnode, "steps") ? "" : ", and none is given");
+        if (ft->length == 1)    /* 0 is the base model's; a window predicts from its second token on */
+            return lx_node_err(err, lx_map_get(fnode, "length"), "method '%s': finetune length 1 is too short: a "
+                               "window needs 2 tokens or more\n  hint: leave length out for the base model's", name);
         if (ft->warmup >= ft->steps)
             return lx_node_err(err, lx_map_get(fnode, "warmup"), "method '%s': finetune warmup (%ld) must be below "
                                "its steps (%ld)\n  hint: a smaller warmup, or leave it out", name, ft->warmup,
@@ -150,6 +153,8 @@ static int method_use_parse(struct lx_method_use *u, const struct lx_node *e, st
                                "'%s' fine-tuned in is left out of the base model already\n  hint: drop 'add'",
                                name, name);
     }
+    if (!(kind & LX_KIND_INFERENCE))    /* trained in anyway: 'train: true' is the same stack, key and cell */
+        u->train = 0;
     if (tnode || fnode) {
         const struct lx_node *skip[] = {tnode, fnode};
         if (!(pnode = lx_map_except(pnode, skip, 2, &rest, items, 64)))
@@ -515,7 +520,28 @@ static void native_source(const char *path, const struct lx_ckpt_info *info, str
         lx_buf_printf(out, "%s: its %s stack", path, strcmp(info->format, "lenx") == 0 ? "lenx_stack" : "native");
 }
 
-int lx_stack_check_native(const char *path, const struct lx_ckpt_info *info, struct lx_error *err)
+/* Each method of st resolved and checked as a score at the model's training
+** length resolves and checks it (lx_stack_compile's first steps). */
+static int check_methods(const struct lx_stack *st, const struct lx_ckpt_info *info, const struct lx_arch *a,
+                         struct lx_error *err)
+{
+    struct lx_facts f = {.d_head = a->d_head, .train_len = info->train_len, .n_heads = a->heads,
+                         .length = info->train_len, .bidirectional = a->mode == LX_MODEL_MLM};
+    int rc = LX_OK;
+    for (int i = 0; i < st->n && rc == LX_OK; i++) {
+        const struct lx_method_use *u = &st->items[i];
+        _Alignas(max_align_t) unsigned char p[sizeof ((struct lx_spec *)0)->params[0]];
+        LX_ASSERT(u->method->schema.size <= sizeof p);
+        memcpy(p, u->params, u->method->schema.size);
+        rc = u->method->resolve ? u->method->resolve(p, &f, err) : LX_OK;
+        if (rc == LX_OK && u->method->check)
+            rc = u->method->check(p, &f, err);
+    }
+    return rc;
+}
+
+int lx_stack_check_native(const char *path, const struct lx_ckpt_info *info, const struct lx_arch *a,
+                          struct lx_error *err)
 {
     const char *text[2] = {info->stack, info->eval_stack};
     int rc = LX_OK;
@@ -529,6 +555,8 @@ int lx_stack_check_native(const char *path, const struct lx_ckpt_info *info, str
         rc = lx_doc_load_text(&d, text[i], label, &sub);
         if (rc == LX_OK && d.root && !(d.root->kind == LX_NODE_SEQ && d.root->n_items == 0))
             rc = lx_stack_parse(&st, d.root, &sub);
+        if (rc == LX_OK)
+            rc = check_methods(&st, info, a, &sub);
         if (rc < 0) {   /* the position in text lenx wrote means nothing to the reader: dropped */
             const char *msg = sub.msg + (strncmp(sub.msg, label, strlen(label)) == 0 ? strlen(label) : 0);
             msg += strspn(msg, ":0123456789 ");

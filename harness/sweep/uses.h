@@ -108,8 +108,11 @@ int lx_task_use_parse(struct lx_task_use *u, const struct lx_node *e, struct lx_
 /* A loaded model's own stacks (info->stack and info->eval_stack) parsed
 ** alone, so that one lenx refuses is reported against the file it came from
 ** (a Hugging Face config.json's rope_theta and rope_scaling, a lenx file's
-** lenx_stack) rather than as a method's error in text the user never wrote. */
+** lenx_stack) rather than as a method's error in text the user never wrote.
+** Each method is also resolved and checked for the model a (its d_head and
+** heads) at its training length, as a score there checks it. */
 struct lx_ckpt_info;
-int lx_stack_check_native(const char *path, const struct lx_ckpt_info *info, struct lx_error *err);
+int lx_stack_check_native(const char *path, const struct lx_ckpt_info *info, const struct lx_arch *a,
+                          struct lx_error *err);
 
 #endif

@@ -67,6 +67,17 @@ const char *lx_corpus_split(int corpus)
     return corpus == 2 ? "stories" : corpus == 1 ? "ood" : "test";
 }
 
+const char *lx_corpus_choice(int corpus)
+{
+    return corpus == 2 ? "stories" : corpus == 1 ? "sotu" : "austen";
+}
+
+const char *lx_corpus_too_short_hint(const char *name)
+{
+    return strcmp(name, "sotu") == 0 ? "use a shorter length (no State of the Union address is that long)"
+                                     : "use a shorter length or the sotu corpus";
+}
+
 const char *lx_heldout_dir(char *out, size_t n)
 {
     return choose_dir(out, n, "LENX_HELDOUT", "LENX_HELDOUT", "configs/heldout");

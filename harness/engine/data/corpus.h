@@ -116,6 +116,12 @@ long lx_window_cap(long windows, long tokens, long L);
 ** stories -> stories). */
 #define LX_CORPUS_CHOICES "austen|sotu|stories"
 const char *lx_corpus_split(int corpus);
+/* Its name in LX_CORPUS_CHOICES ("austen", "sotu", "stories"). */
+const char *lx_corpus_choice(int corpus);
+/* The hint for a length no document of corpus `name` (a LX_CORPUS_CHOICES
+** name; "" for a data file) is long enough for: a shorter length, or sotu's
+** longer documents unless name is sotu already. */
+const char *lx_corpus_too_short_hint(const char *name);
 
 /* The directory of the held-out stories (split "stories": text sampled once
 ** from stories260K and committed, docs/data.md#held-out-stories), whose
