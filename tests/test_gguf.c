@@ -313,6 +313,10 @@ Test(gguf, hostile_containers)
     cr_expect_eq(lx_gguf_get_int(&g, "llama.nothing", 1, &i, &err), LX_EINVAL);
     cr_expect(strstr(err.msg, "'llama.nothing' is missing"), "%s", err.msg);
     size_t end = (size_t)(g.t[2].data - b) + g.t[2].bytes;     /* the last tensor's last byte: padding may go */
+    uint64_t a_off, b_off;     /* a.weight's and b.weight's data offsets (from the data section's start) */
+    memcpy(&a_off, b + at(b, n, "a.weight") + 8 + 4 + 16 + 4, 8);
+    b_off = (uint64_t)(g.t[1].data - g.t[0].data) + a_off;
+    cr_assert(g.t[0].bytes > 0 && g.t[1].bytes > 0 && !strcmp(g.t[1].name, "b.weight"));
     lx_gguf_release(&g);
     /* every truncation refused, none read past the end (the fuzz target runs this under ASan) */
     for (size_t k = 0; k < end; k += 7)
@@ -351,6 +355,11 @@ Test(gguf, hostile_containers)
     memcpy(c, b, n);
     memcpy(c + at(b, n, "c.weight"), "a.weight", 8);
     refused(c, n, "tensor 'a.weight' is in the file twice");
+    memcpy(c, b, n);    /* general.f64 renamed general.big: two values of one key (llama.cpp refuses it too) */
+    memcpy(c + at(b, n, "general.f64"), "general.big", 11);
+    refused(c, n, "metadata key 'general.big' is in the file twice");
+    PATCH(a + 4 + 16 + 4, b_off, 8);    /* a.weight read from b.weight's bytes */
+    refused(c, n, "overlap");
 #undef PATCH
     free(c);
     free(b);
@@ -364,6 +373,37 @@ Test(gguf, a_truncated_model_names_the_tensor, .fini = teardown)
                     "$L show model cut.gguf"), 2, "%s", out);
     cr_expect(exists("cut.gguf"));
     cr_expect(strstr(out, "cut.gguf: tensor 'blk.") && strstr(out, "ends past the end of the file"), "%s", out);
+}
+
+/* A file holding a block more than its block_count: read as the metadata says, the last block left out
+** silently, it scored as another model. Refused, naming the first tensor of the block. */
+Test(gguf, a_block_past_block_count_is_refused, .fini = teardown)
+{
+    shell_setup("gguf-blocks");
+    char path[512], out[8192];
+    snprintf(path, sizeof path, "%s/tests/ref/gguf/stories260K-f32.gguf", getenv("LENX_ROOT"));
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    size_t n = (size_t)ftell(f);
+    unsigned char *b = malloc(n);
+    rewind(f);
+    cr_assert_eq(fread(b, 1, n, f), n);
+    fclose(f);
+    size_t at_key = at(b, n, "llama.block_count") + strlen("llama.block_count");
+    uint32_t type, count;
+    memcpy(&type, b + at_key, 4);
+    memcpy(&count, b + at_key + 4, 4);
+    cr_assert(type == LX_GGUF_U32 && count == 5, "type %u, count %u", type, count);
+    count = 4;
+    memcpy(b + at_key + 4, &count, 4);
+    snprintf(path, sizeof path, "%s/fewer.gguf", dir);
+    f = fopen(path, "wb");
+    cr_assert(f && fwrite(b, 1, n, f) == n && fclose(f) == 0);
+    free(b);
+    cr_expect_eq(sh(out, sizeof out, "$L show model fewer.gguf"), 2, "%s", out);
+    cr_expect(strstr(out, "fewer.gguf: tensor 'blk.4.") && strstr(out, "' is of block 4, but the metadata's "
+              "block_count is 4"), "%s", out);
 }
 
 /* The tokenizer inside the file (tokenizers/tok_gguf.c): llama.cpp's llama-tokenize ids of text.txt

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/backends/local.h"
 #include "harness/commands/score.h"
 #include "harness/core/json.h"
 #include "harness/engine/formats/gguf_model.h"
@@ -19,6 +20,7 @@
 #include "harness/engine/kernels/numerics.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 #include "tests/loaders_fixture.h"
+#include "tests/hf_tiny.h"
 #include "tests/torch_window.h"
 #include "tests/stack.h"
 
@@ -73,7 +75,7 @@ Test(hf_families, hf_sliding_window_as_transformers_runs_it)
          "boolean"},
         {CFG_T("mistral", ", \"sliding_window\": 0"), "config.json: sliding_window", "at least one key"},
     };
-    hf_cases(cases, 4);
+    hf_cases(cases, (int)(sizeof cases / sizeof *cases));
 }
 
 /* A sliding window in the evaluation stack runs as the `window` method does: `lenx score` of the
@@ -348,4 +350,43 @@ Test(hf_families, phi3_configs_refused)
     cr_expect(strstr(info.stack, "{\"longrope\":{\"scale\":4,\"original\":32,"), "%s", info.stack);
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
+}
+
+/* A directory whose weights hold one layer more than config.json says: read as config.json says, the
+** last layer left out silently, it scored as another model (NLL 2.497 for stories260K's 1.864 in the
+** audit of 2026-12-07). Refused in every family's names, a multimodal one's text tower included
+** (its vision tower's own layers are not the text model's). */
+Test(hf_families, weights_with_a_layer_config_json_lacks_are_refused)
+{
+    static const char *const cases[][3] = {
+        {"hf-bf16-tiny", "s/\"num_hidden_layers\": 2/\"num_hidden_layers\": 1/", "'model.layers.1.input_layernorm"},
+        {"hf-neox-tiny", "s/\"num_hidden_layers\": 2/\"num_hidden_layers\": 1/", "'gpt_neox.layers.1."},
+        {"hf-falcon-tiny", "s/\"num_hidden_layers\": 2/\"num_hidden_layers\": 1/", "'transformer.h.1."},
+        {"hf-mpt-tiny", "s/\"n_layers\": 2/\"n_layers\": 1/", "'transformer.blocks.1."},
+        {"hf-gemma3-mm-tiny", "s/\"num_hidden_layers\": 6/\"num_hidden_layers\": 5/", ".layers.5."},
+    };
+    char path[512];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tiny_copy(cases[i][0], "fewer", cases[i][1], path);
+        expect_error(path, cases[i][2], "of layer ");
+        expect_error(path, "but config.json gives the model ", " layers\n  hint: config.json's layer count is wrong");
+    }
+}
+
+/* A rope_scaling lenx reads but whose method then refuses it (llama3's factors the wrong way round): refused
+** where score and show model load a model (lx_local_load), naming config.json (show model accepted it, and
+** score named "checkpoint lenx_stack"). */
+Test(hf_families, hf_rope_scaling_its_method_refuses)
+{
+    hf_copy(CFG_T("llama", ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 4, "
+                           "\"high_freq_factor\": 1, \"original_max_position_embeddings\": 128}"));
+    char path[600];
+    snprintf(path, sizeof path, "%s/hf", dir);
+    struct lx_model m;
+    struct lx_ckpt_info info;
+    struct lx_error err = {{0}};
+    cr_assert_lt(lx_local_load(path, NULL, &m, &info, NULL, &err), 0, "loaded");
+    cr_expect(strstr(err.msg, "hf/config.json: rope_scaling (with rope_theta) gives the stack ") &&
+                  strstr(err.msg, "which lenx refuses: llama3: needs high_freq_factor > low_freq_factor"),
+              "%s", err.msg);
 }

@@ -419,7 +419,7 @@ Test(loaders, hf_bad_config)
         {CFG(5, true, ", \"dual_chunk_attention_config\": [262144]"), "config.json: dual_chunk_attention_config",
          "must be an object or null"},
     };
-    hf_cases(cases, 8);
+    hf_cases(cases, (int)(sizeof cases / sizeof *cases));
 }
 
 Test(loaders, hf_shape_and_missing_tensor)
@@ -430,8 +430,10 @@ Test(loaders, hf_shape_and_missing_tensor)
          "tensor 'model.layers.0.mlp.gate_proj.weight' in", "has shape [172, 64], expected [100, 64]"},
         {CFG(6, true, ""), "no tensor 'model.layers.5.input_layernorm.weight'", "model.safetensors"},
         {CFG(5, false, ""), "hf: no tensor 'lm_head.weight'", "model.safetensors"},
+        {CFG(4, true, ""), "its weights hold 'model.layers.4.input_layernorm.weight', of layer 4",
+         "config.json gives the model 4 layers"},
     };
-    hf_cases(cases, 3);
+    hf_cases(cases, (int)(sizeof cases / sizeof *cases));
 }
 
 Test(loaders, hf_truncated_shard_missing_file_empty_index)

@@ -766,6 +766,25 @@ Test(model, checkpoint_load_errors, .fini = remove_tmp)
     cr_expect_eq(lx_model_load(&m, path, &info, &err), LX_EINVAL);
     cr_expect_not_null(strstr(err.msg, "no tensor 'layers.0.mlp.w3.weight'"), "%s", err.msg);
 
+    /* more tensors than lenx_arch describes: a layer past its count, or lm_head beside a tied head */
+    struct lx_arch more = a;
+    more.layers++;
+    snprintf(path, sizeof path, "%s/more.safetensors", tmp_dir);
+    write_ckpt(path, &more, NULL, 0, 0, meta, 3);
+    cr_expect_eq(lx_model_load(&m, path, &info, &err), LX_EINVAL);
+    cr_expect_not_null(strstr(err.msg, "tensor 'layers.2.attn_norm.weight' is not one of the model lenx_arch describes "
+                              "(2 layers)"), "%s", err.msg);
+    struct lx_arch tied = a;
+    tied.tie_head = 1;
+    struct lx_buf tarch = {0};
+    lx_params_json(&lx_arch_schema, &tied, &tarch);
+    const char *tmeta[] = {"lenx_arch", lx_buf_str(&tarch), "lenx_stack", "[]", "lenx_train_len", "16"};
+    write_ckpt(path, &a, NULL, 0, 0, tmeta, 3);
+    cr_expect_eq(lx_model_load(&m, path, &info, &err), LX_EINVAL);
+    cr_expect_not_null(strstr(err.msg, "tensor 'lm_head.weight' is not one of the model lenx_arch describes (2 layers, "
+                              "the head tied to the embedding)"), "%s", err.msg);
+    lx_buf_free(&tarch);
+
     /* a training length that is not a positive integer */
     const char *lmeta[] = {"lenx_arch", lx_buf_str(&arch), "lenx_stack", "[]", "lenx_train_len", "16k"};
     snprintf(path, sizeof path, "%s/len.safetensors", tmp_dir);
@@ -775,6 +794,21 @@ Test(model, checkpoint_load_errors, .fini = remove_tmp)
     cr_expect_not_null(strstr(err.msg, "lenx_train_len '16k'"), "%s", err.msg);
     cr_expect_null(m.w);
     cr_expect_null(info.stack);
+    /* past long's range (strtol saturated it), and past the 2^30 every other format's length is held to */
+    const char *longs[] = {"99999999999999999999", "1073741825"};
+    for (int i = 0; i < 2; i++) {
+        lmeta[5] = longs[i];
+        write_ckpt(path, &a, NULL, 0, 0, lmeta, 3);
+        err.msg[0] = '\0';
+        cr_expect_eq(lx_model_load(&m, path, &info, &err), LX_EINVAL, "%s", longs[i]);
+        cr_expect_not_null(strstr(err.msg, "is not an integer in [1, 2^30]"), "%s", err.msg);
+    }
+    lmeta[5] = "1073741824";
+    write_ckpt(path, &a, NULL, 0, 0, lmeta, 3);
+    cr_expect_eq(lx_model_load(&m, path, &info, &err), LX_OK, "2^30 itself: %s", err.msg);
+    cr_expect_eq(info.train_len, 1L << 30);
+    lx_model_release(&m);
+    lx_ckpt_info_release(&info);
 
     lx_buf_free(&sarch);
     lx_buf_free(&arch);

@@ -230,7 +230,38 @@ static int read_tensor(struct lx_gguf *g, struct rd *r, uint64_t k, struct lx_bu
     return LX_OK;
 }
 
-/* Every tensor's data inside the file, aligned; names unique. */
+static int by_data(const void *a, const void *b)
+{
+    const struct lx_gguf_tensor *x = *(const struct lx_gguf_tensor *const *)a;
+    const struct lx_gguf_tensor *y = *(const struct lx_gguf_tensor *const *)b;
+    return x->data < y->data ? -1 : x->data > y->data;
+}
+
+/* No byte of two non-empty tensors' data shared (two tensors read from one
+** place would load, and score, as another model). */
+static int check_overlap(const struct lx_gguf *g, struct rd *r)
+{
+    const struct lx_gguf_tensor **v = lx_xmalloc((size_t)(g->n_t ? g->n_t : 1) * sizeof *v), *reach = NULL;
+    for (long k = 0; k < g->n_t; k++)
+        v[k] = &g->t[k];
+    qsort(v, (size_t)g->n_t, sizeof *v, by_data);
+    int rc = LX_OK;
+    for (long k = 0; k < g->n_t && rc == LX_OK; k++) {
+        if (!v[k]->bytes)
+            continue;
+        if (reach && v[k]->data < reach->data + reach->bytes)
+            rc = lx_err(r->err, LX_EINVAL, "%s: tensors '%s' (bytes %zu..%zu of the file) and '%s' (from byte %zu) "
+                        "overlap\n  hint: the file is damaged, or its tensor offsets are wrong", g->name, reach->name,
+                        (size_t)(reach->data - g->bytes), (size_t)(reach->data - g->bytes) + (size_t)reach->bytes,
+                        v[k]->name, (size_t)(v[k]->data - g->bytes));
+        if (!reach || v[k]->data + v[k]->bytes > reach->data + reach->bytes)
+            reach = v[k];
+    }
+    free(v);
+    return rc;
+}
+
+/* Every tensor's data inside the file, aligned, none overlapping; names unique. */
 static int place_tensors(struct lx_gguf *g, struct rd *r, const uint64_t *offset)
 {
     uint64_t start = (uint64_t)(r->p - r->base);
@@ -251,7 +282,7 @@ static int place_tensors(struct lx_gguf *g, struct rd *r, const uint64_t *offset
             if (strcmp(g->t[j].name, t->name) == 0)
                 return lx_err(r->err, LX_EINVAL, "%s: tensor '%s' is in the file twice", g->name, t->name);
     }
-    return LX_OK;
+    return check_overlap(g, r);
 }
 
 int lx_gguf_parse(struct lx_gguf *g, const unsigned char *bytes, size_t n, const char *name, struct lx_error *err)
@@ -292,6 +323,11 @@ int lx_gguf_parse(struct lx_gguf *g, const unsigned char *bytes, size_t n, const
     g->strings = store.s;   /* pointers into it, now that it has stopped growing */
     for (long k = 0; k < g->n_kv; k++)
         g->kv[k].key = g->strings + key_at[k];
+    for (long k = 0; rc == LX_OK && k < g->n_kv; k++)  /* which of two values is meant cannot be told */
+        for (long j = 0; rc == LX_OK && j < k; j++)
+            if (strcmp(g->kv[j].key, g->kv[k].key) == 0)
+                rc = lx_err(err, LX_EINVAL, "%s: metadata key '%s' is in the file twice\n  hint: the file is damaged, "
+                            "or was written by a tool that does not check its keys", name, g->kv[k].key);
     for (long k = 0; k < g->n_t; k++)
         g->t[k].name = g->strings + name_at[k];
     const struct lx_gguf_kv *al = rc == LX_OK ? lx_gguf_find(g, "general.alignment") : NULL;

@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/checkpoint.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,37 @@ static int recorded_tokenizer(const struct lx_st_file *f, const char *path, stru
     return LX_OK;
 }
 
+/* lenx_train_len's text len into *out: an integer in [1, 2^30]. */
+static int train_len_of(const char *len, const char *path, long *out, struct lx_error *err)
+{
+    char *end;
+    errno = 0;
+    *out = strtol(len, &end, 10);
+    if (*end || errno || *out < 1 || *out > (1L << 30))
+        return lx_err(err, LX_EINVAL, "%s: lenx_train_len '%s' is not an integer in [1, 2^30] (the bound of an HF "
+                      "config's max_position_embeddings)\n  hint: the file's metadata was edited; lenx writes the "
+                      "length it trained at", path, len);
+    return LX_OK;
+}
+
+/* lenx writes its arch's tensors, and only those: another (a layer past
+** lenx_arch's count, lm_head beside a tied head) means the file is not the
+** model its metadata says. */
+static int only_arch_tensors(const struct lx_st_file *f, const struct lx_arch *a, const struct lx_tensor_info *ti,
+                             int n, const char *path, struct lx_error *err)
+{
+    for (int k = 0; k < f->n_entries; k++) {
+        int i = 0;
+        while (i < n && strcmp(ti[i].name, f->entries[k].name) != 0)
+            i++;
+        if (i == n)
+            return lx_err(err, LX_EINVAL, "%s: tensor '%s' is not one of the model lenx_arch describes (%ld layers%s)"
+                          "\n  hint: the file's metadata was edited, or another program added the tensor", path,
+                          f->entries[k].name, (long)a->layers, a->tie_head ? ", the head tied to the embedding" : "");
+    }
+    return LX_OK;
+}
+
 static int load_lenx(struct lx_model *m, const char *path, struct lx_ckpt_info *info, struct lx_error *err)
 {
     memset(m, 0, sizeof *m);
@@ -213,6 +245,8 @@ static int load_lenx(struct lx_model *m, const char *path, struct lx_ckpt_info *
         lx_arch_tensors(&a, ti);
         for (int i = 0; i < n && rc == LX_OK; i++)
             rc = lx_st_read(&f, ti[i].name, ti[i].ndim, ti[i].shape, m->w + ti[i].offset, err);
+        if (rc == LX_OK)
+            rc = only_arch_tensors(&f, &a, ti, n, path, err);
         free(ti);
     }
     char weights[65];
@@ -235,10 +269,8 @@ static int load_lenx(struct lx_model *m, const char *path, struct lx_ckpt_info *
         rc = train_begin(path, info, err);
         const char *lineage = lx_st_meta(&f, "lenx_lineage");
         info->lineage = lineage ? lx_xstrdup(lineage) : NULL;
-        char *end;
-        info->train_len = strtol(len, &end, 10);
-        if (rc == LX_OK && (*end || info->train_len < 1))
-            rc = lx_err(err, LX_EINVAL, "%s: lenx_train_len '%s' is not a positive integer", path, len);
+        if (rc == LX_OK)
+            rc = train_len_of(len, path, &info->train_len, err);
         memcpy(info->sha256, f.sha256, sizeof info->sha256);
         if (rc == LX_OK)
             rc = recorded_tokenizer(&f, path, info, err);

@@ -529,6 +529,13 @@ static int alibi_stack(const struct lx_gguf *g, int kind, struct lx_buf *stack, 
 static int hold(struct lx_model *m, const struct lx_arch *a, const struct lx_gguf_family *fam, const struct lx_gguf *g,
                 const char *path, const unsigned char *bytes, size_t n, char dtype[16], struct lx_error *err)
 {
+    char past[32];      /* a block past block_count: the model the file holds is not the one its metadata says */
+    snprintf(past, sizeof past, "blk.%ld.", a->layers);
+    for (long k = 0; k < g->n_t; k++)
+        if (strncmp(g->t[k].name, past, strlen(past)) == 0)
+            return lx_err(err, LX_EINVAL, "%s: tensor '%s' is of block %ld, but the metadata's block_count is %ld\n"
+                          "  hint: the file holds more blocks than its metadata says: the metadata was edited, or the "
+                          "file is damaged", path, g->t[k].name, a->layers, a->layers);
     int nt = lx_arch_tensors(a, NULL), rc = LX_OK, first = -1, mixed = 0;
     struct lx_tensor_info *ti = lx_xcalloc((size_t)nt, sizeof *ti);
     struct lx_held *held = lx_xcalloc(1, sizeof *held);

@@ -334,6 +334,32 @@ static int hold_all(struct lx_model *m, const struct lx_arch *a, const struct hf
     return rc;
 }
 
+/* A tensor of layer a->layers (one past config.json's count) in the weights: the
+** directory holds more layers than config.json says, and scoring without them
+** would score another model. Named as the family names it (hf_name). */
+static int check_extra_layer(const struct lx_arch *a, const struct hf_config *c, const struct hf_weights *w,
+                             const char *dir, struct lx_error *err)
+{
+    struct lx_arch b = *a;
+    b.layers++;
+    int n = lx_arch_tensors(&b, NULL), rc = LX_OK;
+    struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
+    lx_arch_tensors(&b, ti);
+    char past[32], name[128];
+    snprintf(past, sizeof past, "layers.%ld.", a->layers);
+    for (int i = 0; i < n && rc == LX_OK; i++) {
+        long row0 = 0, rows = ti[i].shape[0];
+        int gather;
+        if (strncmp(ti[i].name, past, strlen(past)) == 0 &&
+            hf_name(&b, c, &ti[i], name, sizeof name, &row0, &rows, &gather) && find_tensor(w, name))
+            rc = lx_err(err, LX_EINVAL, "%s: its weights hold '%s', of layer %ld, but config.json gives the model %ld "
+                        "layers\n  hint: config.json's layer count is wrong, or the weights are another model's", dir,
+                        name, a->layers, a->layers);
+    }
+    free(ti);
+    return rc;
+}
+
 /* ---- loading ----------------------------------------------------------------- */
 
 /* The identity of the directory: SHA-256 over config.json's and each shard's hashes. */
@@ -408,8 +434,10 @@ int lx_hf_load(struct lx_model *m, const char *dir, struct lx_ckpt_info *info, s
         c.bprefix = find_tensor(w, "transformer.word_embeddings.weight") ? "transformer." : "";
     if (rc == LX_OK) {
         lx_hf_config_arch(&c, &a);
-        rc = hold_all(m, &a, &c, w, dir, err);
+        rc = check_extra_layer(&a, &c, w, dir, err);
     }
+    if (rc == LX_OK)
+        rc = hold_all(m, &a, &c, w, dir, err);
     if (rc == LX_OK && c.gemma)
         gemma_gains(m);
     if (rc == LX_OK && info) {
