@@ -726,6 +726,30 @@ Test(serve_stream, client_gone_mid_stream, .fini = teardown)
     cr_expect_eq(server_stop(&s), 0);
 }
 
+/* A request answered 503 at its time limit stops generating at its next token: the one after it is
+** answered (it waited behind 20,000 tokens nobody would read, about 35 s, and timed out too). And an
+** answer's created is its own time (it was the server's start, as OpenAI's is not). */
+Test(serve_hostile, a_request_past_its_time_stops_generating, .fini = teardown)
+{
+    shell_setup("serve-abandoned");
+    struct server s;
+    server_start(&s, "--timeout 1");
+    char *b;
+    cr_expect_eq(http(s.port, "POST", "/v1/completions", "{\"prompt\":[1,403],\"max_tokens\":20000,"
+                      "\"ignore_eos\":true,\"temperature\":0}", &b), 503, "%s", b);
+    cr_expect(strstr(b, "no answer within 1 s") != NULL, "%s", b);
+    free(b);
+    for (int i = 0; i < 2; i++) {
+        long t = (long)time(NULL);     /* a second after the server started, at least: created is the answer's time */
+        cr_expect_eq(http(s.port, "POST", "/v1/completions", "{\"prompt\":[1,403],\"max_tokens\":1,\"temperature\":0}",
+                          &b), 200, "request %d: %s", i, b);
+        const char *c = strstr(b, "\"created\":");
+        cr_expect(c && atol(c + 10) >= t, "created %s, asked at %ld", c ? c + 10 : "(none)", t);
+        free(b);
+    }
+    cr_expect_eq(server_stop(&s), 0);
+}
+
 /* ignore_eos (vLLM's field): the continuation goes on past the model's end of text to max_tokens, and
 ** its first tokens are those of the same request without it, the special id that ended that one next
 ** (the same seed, the same draws); streamed, the same. */

@@ -122,6 +122,16 @@ static int stream_put(void *arg, const char *data, size_t n)
     return gone ? -1 : 0;
 }
 
+/* The handler's poll (lx_httpd_stream): is the job's answer unread? */
+static int job_gone(void *arg)
+{
+    struct job *j = arg;
+    pthread_mutex_lock(&j->h->mu);
+    int gone = j->abandoned;
+    pthread_mutex_unlock(&j->h->mu);
+    return gone;
+}
+
 /* libmicrohttpd asks for the next bytes of a streamed answer on the
 ** connection's own thread: wait for them, or for the end. Past the deadline
 ** the stream ends with an error event and [DONE] (OpenAI's end of stream),
@@ -356,7 +366,7 @@ void lx_httpd_serve(struct lx_httpd *h, volatile sig_atomic_t *stop)
         h->n_queued--;
         pthread_mutex_unlock(&h->mu);
         struct lx_buf answer = {0};
-        struct lx_httpd_stream st = {stream_put, j};
+        struct lx_httpd_stream st = {stream_put, job_gone, j};
         int status = h->fn(h->ctx, j->method, j->path, j->body.s ? j->body.s : "", j->body.len, &answer, &st);
         pthread_mutex_lock(&h->mu);
         if (!j->streaming)

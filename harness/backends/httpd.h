@@ -39,9 +39,13 @@ struct lx_httpd_limits {
 };
 
 /* Where a streamed answer goes, in the order written: bytes of a
-** text/event-stream. put returns < 0 when nobody reads any more. */
+** text/event-stream. put returns < 0 when nobody reads any more. gone says
+** 1 once the request's client was answered without the handler (a 503 at
+** the time limit, or a stream it left): a handler that is not streaming
+** polls it to stop work whose answer nobody reads. */
 struct lx_httpd_stream {
     int (*put)(void *arg, const char *data, size_t n);
+    int (*gone)(void *arg);
     void *arg;
 };
 

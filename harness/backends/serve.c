@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness/engine/tokenizers/tokenizer.h"
 
@@ -190,11 +191,27 @@ static struct lx_lm_sampling sampling_of(const struct lx_oai_completion *r)
                                    .seed = r->seed};
 }
 
+/* A sink that ends a generation once nobody reads its answer (the request
+** was answered 503 at its time limit), around the one that cuts at stops. */
+struct watched {
+    struct lx_gen_sink sink;
+    const struct lx_gen_sink *inner;
+    const struct lx_httpd_stream *st;
+};
+
+static int watched_token(void *arg, long k, int id)
+{
+    struct watched *w = arg;
+    return w->st->gone(w->st->arg) || w->inner->token(w->inner->arg, k, id);
+}
+
 /* Generate for prompt ids (seq[0, n_prompt)), cut at the first special id
 ** or stop string. The engine stops where keep_continuation cuts, not at
-** max_tokens: where sink says (a stream's), else where lx_lm_stop does. */
+** max_tokens: where sink says (a stream's), else where lx_lm_stop does, or
+** once watch says its request is gone (watch NULL, or without a gone: never). */
 static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, const struct lx_lm_sampling *s,
-                    const struct lx_gen_sink *sink, struct choice *c, struct lx_error *err)
+                    const struct lx_gen_sink *sink, const struct lx_httpd_stream *watch, struct choice *c,
+                    struct lx_error *err)
 {
     c->finish = "length";
     if (r->max_tokens == 0)
@@ -203,8 +220,10 @@ static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, cons
     struct lx_lm_stop stop;
     lx_lm_stop_init(&stop, sv->tok, stop_cut, r);
     stop.past_specials = r->ignore_eos;
-    int rc = lx_lm_generate(sv->lm, c->seq, c->n_prompt, r->max_tokens, s, sink ? sink : &stop.sink,
-                            c->seq + c->n_prompt, &n_out, err);
+    struct watched w = {{watched_token, NULL, stop.sink.pilot}, &stop.sink, watch};
+    w.sink.arg = &w;
+    const struct lx_gen_sink *use = sink ? sink : watch && watch->gone ? &w.sink : &stop.sink;
+    int rc = lx_lm_generate(sv->lm, c->seq, c->n_prompt, r->max_tokens, s, use, c->seq + c->n_prompt, &n_out, err);
     lx_lm_stop_free(&stop);
     if (rc == LX_OK)
         keep_continuation(sv, r, c, n_out);
@@ -393,11 +412,12 @@ static void choice_release(struct choice *c)
     memset(c, 0, sizeof *c);
 }
 
-/* An answer's start, up to the opening of its choices. */
+/* An answer's start, up to the opening of its choices; created is when the
+** answer was made, as OpenAI's (the model's entry gives the server's start). */
 static void put_head(struct lx_buf *b, const struct lx_serve *sv, unsigned long id)
 {
     lx_buf_printf(b, "{\"id\":\"cmpl-lenx-%lu\",\"object\":\"text_completion\",\"created\":%ld,\"model\":", id,
-                  sv->created);
+                  (long)time(NULL));
     lx_buf_json_str(b, sv->name);
     lx_buf_puts(b, ",\"choices\":[");
 }
@@ -516,7 +536,7 @@ static int stream_choice(struct stream *s, const struct lx_lm_sampling *smp, str
     lx_buf_reset(&s->text);
     s->sent = 0;
     s->sink = (struct lx_gen_sink){.token = stream_token, .arg = s};
-    int rc = generate(s->sv, s->r, smp, &s->sink, c, err);
+    int rc = generate(s->sv, s->r, smp, &s->sink, NULL, c, err);
     if (rc < 0 || s->gone)
         return rc;
     lx_buf_reset(&s->text);
@@ -600,13 +620,13 @@ static int completions(struct lx_serve *sv, const char *body, size_t n, struct l
     long used_prompt = 0, used_gen = 0;
     int rc = LX_OK;
     struct lx_lm_sampling s = sampling_of(&r);
-    for (int i = 0; i < r.n_prompts && rc == LX_OK; i++) {
+    for (int i = 0; i < r.n_prompts && rc == LX_OK && !(st && st->gone && st->gone(st->arg)); i++) {
         struct choice c = {.stop_id = -1};
         rc = prompt_ids(sv, &r, i, &c, &e);
         if (rc == LX_OK && one_pass(sv, &r, &c))
             rc = score(sv, &r, &c, &s, &e, &err);
         else {
-            if (rc == LX_OK && generate(sv, &r, &s, NULL, &c, &err) < 0)
+            if (rc == LX_OK && generate(sv, &r, &s, NULL, st, &c, &err) < 0)
                 rc = lx_oai_fail(&e, 500, "", "generation failed: %s", err.msg);
             if (rc == LX_OK && (r.logprobs >= 0 || r.attn_from >= 0))
                 rc = score(sv, &r, &c, NULL, &e, &err);

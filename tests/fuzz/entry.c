@@ -945,7 +945,7 @@ int lx_fuzz_feed_serve(const uint8_t *data, size_t n, struct lx_error *err)
         PROMISE(e.status >= 400 && e.status < 500 && e.msg[0], "a refusal without a status or message");
     }
     struct lx_buf events = {0};
-    struct lx_httpd_stream st = {collect, &events};
+    struct lx_httpd_stream st = {.put = collect, .arg = &events};
     int status = lx_serve_handle(&sv, data[0] & 0x80 ? "GET" : "POST", paths[route], (const char *)data + 1, n - 1,
                                  &out, &st);
     PROMISE(status == 200 || status == 400 || status == 404 || status == 405 || status == 500,
