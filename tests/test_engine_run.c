@@ -692,6 +692,11 @@ Test(engine_run, score_matches_the_ppl_task, .init = setup, .fini = teardown, .t
     /* training-time methods cannot be added; unknown models are named */
     cr_expect_eq(sh(out, sizeof out, "$L score --db s.db --model tiny --text t.txt --method nope"), 2);
     cr_expect(strstr(out, "'nope' is a training-time method") != NULL, "%s", out);
+    /* yarn runs at evaluation: what is refused is its finetune (it was called a training-time method) */
+    cr_expect_eq(sh(out, sizeof out, "$L score --db s.db --model tiny --text t.txt --method '{yarn: {finetune: 10}}'"),
+                 2);
+    cr_expect(strstr(out, "--method: 'yarn' asks to be fine-tuned in (finetune:), which scoring a checkpoint does not "
+                     "do\n  hint: drop 'finetune' to apply yarn at evaluation") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L score --db s.db --model nosuch --text t.txt"), 2);
     cr_expect(strstr(out, "no model of that name or key") != NULL, "%s", out);
 }
@@ -834,4 +839,19 @@ Test(engine_run, a_log_shows_training_progress_every_tenth, .init = setup, .fini
     cr_expect_str_eq(out, "step 2/20 step 4/20 step 6/20 step 8/20 step 10/20 step 12/20 step 14/20 step 16/20 "
                      "step 18/20 step 20/20 step 4/40 step 8/40 step 10/40 step 12/40 step 16/40 step 20/40 step 24/40 "
                      "step 28/40 step 30/40 step 32/40 step 36/40 step 40/40 ");
+}
+
+/* A training length past the validation tail (the corpus's last 5 %): the cell fails saying so and how
+** long a window fits (it blamed the corpus's size, 3.5M tokens, for a 180,000-token window). */
+Test(engine_run, a_training_length_past_the_validation_tail, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[4096];
+    write_file("big.yaml", "name: big\nmodels:\n  m: {arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}, "
+               "train: {length: 180000, batch: 1, steps: 1, warmup: 0}}\nmethods: [rope]\ntasks: [ppl]\n"
+               "lengths: [180000]\n");
+    cr_expect_eq(sh(out, sizeof out, "$L run big.yaml --db x.db --no-table"), 1, "%s", out);
+    cr_expect(strstr(out, "training length 180000 is too long for a corpus of ") &&
+                  strstr(out, " tokens: its last 5 % (") &&
+                  strstr(out, " tokens) are held out for validation, and each part needs a window of 180000 and its "
+                  "next token\n  hint: at most "), "%s", out);
 }

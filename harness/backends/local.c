@@ -96,12 +96,19 @@ int lx_local_stack(struct lx_stack *st, const char *ckpt_stack, const char *meth
                       "  hint: --method nope (or the method it was trained with)");
     if ((rc = lx_stack_parse(st, &all, err)) < 0)
         return rc;
-    for (int i = 0; i < st->n; i++)
-        if (i >= (d1->root && d1->root->kind == LX_NODE_SEQ ? d1->root->n_items : 0) &&
-            lx_method_use_trains(&st->items[i]))
-            return lx_err(err, LX_EINVAL, "--method: '%s' is a training-time method; the checkpoint was "
-                          "trained with %s\n  hint: --method adds evaluation-time methods only (logn, "
-                          "infoscale, ...)", st->items[i].method->name, ckpt_stack);
+    for (int i = 0; i < st->n; i++) {
+        const struct lx_method_use *u = &st->items[i];
+        if (i < (d1->root && d1->root->kind == LX_NODE_SEQ ? d1->root->n_items : 0) || !lx_method_use_trains(u))
+            continue;
+        if (u->train || u->ft.steps)    /* the method runs at evaluation too; what it asks for cannot happen here */
+            return lx_err(err, LX_EINVAL, "--method: '%s' asks to be %s, which scoring a checkpoint does not do\n"
+                          "  hint: drop '%s' to apply %s at evaluation, or train or fine-tune it in a sweep "
+                          "(docs/config.md#fine-tuning)", u->method->name, u->train ? "trained in (train: true)"
+                          : "fine-tuned in (finetune:)", u->train ? "train" : "finetune", u->method->name);
+        return lx_err(err, LX_EINVAL, "--method: '%s' is a training-time method; the checkpoint was "
+                      "trained with %s\n  hint: --method adds evaluation-time methods only (logn, "
+                      "infoscale, ...)", u->method->name, ckpt_stack);
+    }
     return LX_OK;
 }
 

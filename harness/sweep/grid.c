@@ -109,7 +109,7 @@ static int parse_longs(const struct lx_node *v, const char *key, long lo, long *
     }
     int r = first_repeat(out, v->n_items);
     if (r >= 0)
-        return lx_node_err(err, v->items[r], "'%s' lists %ld twice", key, out[r]);
+        return lx_node_err(err, v->items[r], "'%s' lists %ld twice\n  hint: give each once", key, out[r]);
     return LX_OK;
 }
 
@@ -275,7 +275,9 @@ static int parse_grid(struct lx_grid *g, struct lx_error *err)
             return rc;
         for (int j = 0; j < i; j++)
             if (strcmp(g->stacks[j].canon, g->stacks[i].canon) == 0)
-                return lx_node_err(err, v->items[i], "method stack '%s' is listed twice", g->stacks[i].canon);
+                return lx_node_err(err, v->items[i], "method stack '%s' is listed twice (entries %d and %d, as lenx "
+                                   "spells them)\n  hint: list it once: two spellings of one stack are one cell",
+                                   g->stacks[i].canon, j + 1, i + 1);
     }
     v = lx_map_get(root, "tasks");
     if ((rc = need_seq(v, "tasks", "[gaussian]", err)) < 0)
@@ -287,7 +289,8 @@ static int parse_grid(struct lx_grid *g, struct lx_error *err)
             return rc;
         for (int j = 0; j < i; j++)
             if (strcmp(g->tasks[j].canon, g->tasks[i].canon) == 0)
-                return lx_node_err(err, v->items[i], "task '%s' is listed twice", g->tasks[i].canon);
+                return lx_node_err(err, v->items[i], "task '%s' is listed twice (entries %d and %d)\n  hint: list it "
+                                   "once: two spellings of one task are one cell", g->tasks[i].canon, j + 1, i + 1);
     }
     v = lx_map_get(root, "lengths");
     if ((rc = need_seq(v, "lengths", "[1000, 10000]", err)) < 0)

@@ -509,8 +509,8 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
                            "mixture's instances start with one\n  hint: drop begin or the mixture", u->name);
     if (u->train.warmup >= u->train.steps)
         return lx_node_err(err, lx_map_get(v, "train") ? lx_map_get(v, "train") : v,
-                           "model '%s': warmup (%ld) must be below steps (%ld)", u->name, u->train.warmup,
-                           u->train.steps);
+                           "model '%s': warmup (%ld) must be below steps (%ld)\n  hint: a smaller warmup (the default "
+                           "is 100), or more steps", u->name, u->train.warmup, u->train.steps);
     return mix ? parse_mixture(u, mix, err) : LX_OK;
 }
 

@@ -519,7 +519,10 @@ static int train_state_init(struct train_state *t, const struct lx_model *m, con
     t->n_train = (long)((double)t->n * (1.0 - VAL_FRAC));
     if (t->n_train - t->T - 1 < 1 || t->n - t->n_train - t->T - 1 < 1) {
         free(t->s);
-        return lx_err(err, LX_EINVAL, "training length %d is too long for a corpus of %ld tokens", t->T, t->n);
+        return lx_err(err, LX_EINVAL, "training length %d is too long for a corpus of %ld tokens: its last %.0f %% "
+                      "(%ld tokens) are held out for validation, and each part needs a window of %d and its next token"
+                      "\n  hint: at most %ld here", t->T, t->n, 100.0 * VAL_FRAC, t->n - t->n_train, t->T,
+                      (t->n - t->n_train - 2 < t->n_train - 2 ? t->n - t->n_train - 2 : t->n_train - 2));
     }
     size_t bt = sizeof(int) * (size_t)t->B * (size_t)t->T;
     t->tok = lx_xmalloc(bt);
