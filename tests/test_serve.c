@@ -726,6 +726,32 @@ Test(serve_stream, client_gone_mid_stream, .fini = teardown)
     cr_expect_eq(server_stop(&s), 0);
 }
 
+/* /tokenize and /detokenize are each other's inverse on text: the SentencePiece dummy prefix /tokenize
+** adds is not in /detokenize's text (it answered " Once upon"), with BOS or without, as a completion's
+** text starts. */
+Test(serve_hostile, tokenize_and_detokenize_round_trip, .fini = teardown)
+{
+    shell_setup("serve-detok");
+    struct server s;
+    server_start(&s, "");
+    char *b, req[256];
+    cr_assert_eq(http(s.port, "POST", "/tokenize", "{\"prompt\":\"Once upon\",\"add_special_tokens\":false}", &b),
+                 200, "%s", b);
+    const char *t = strstr(b, "\"tokens\":[");
+    cr_assert_not_null(t, "%s", b);
+    char ids[128];
+    snprintf(ids, sizeof ids, "%.*s", (int)strcspn(t + 10, "]"), t + 10);
+    free(b);
+    const char *with[] = {"", "1,"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(req, sizeof req, "{\"tokens\":[%s%s]}", with[i], ids);
+        cr_expect_eq(http(s.port, "POST", "/detokenize", req, &b), 200, "%s", b);
+        cr_expect(strstr(b, "{\"prompt\":\"Once upon\"}") != NULL, "%s: %s", req, b);
+        free(b);
+    }
+    cr_expect_eq(server_stop(&s), 0);
+}
+
 /* A request answered 503 at its time limit stops generating at its next token: the one after it is
 ** answered (it waited behind 20,000 tokens nobody would read, about 35 s, and timed out too). And an
 ** answer's created is its own time (it was the server's start, as OpenAI's is not). */

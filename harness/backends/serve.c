@@ -716,9 +716,10 @@ static int detokenize(struct lx_serve *sv, const char *body, size_t n, struct lx
         return refused(out, &e);
     struct lx_buf t = {0};
     put_pieces(&t, sv->tok, ids, k);
+    size_t drop = dummy_prefix(sv->tok, t.s, t.len);   /* as a completion's text starts, and /tokenize reads it */
     lx_buf_reset(out);
     lx_buf_puts(out, "{\"prompt\":");
-    lx_buf_json_strn(out, t.s ? t.s : "", t.len);
+    lx_buf_json_strn(out, t.s ? t.s + drop : "", t.len - drop);
     lx_buf_puts(out, "}\n");
     lx_buf_free(&t);
     free(ids);
