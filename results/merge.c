@@ -58,6 +58,9 @@ static const struct child {
 struct merge {
     struct lx_store *in, *out;      /* the input being read (read-only) and the output (in its transaction) */
     const char *in_path, *out_path; /* their names, for the log and the report */
+    const char *const *inputs;      /* every input, in order, and the index of the one being read */
+    int cur;
+    long long *upto;                /* (cur + 1,) the output's largest run id before any input, then after each */
     struct lx_merge_counts *c;      /* what happened so far */
     struct lx_buf *report;          /* the conflicts, described */
     struct lx_error *err;           /* the first error */
@@ -125,7 +128,32 @@ static int run_lines(struct lx_store *s, long long id, struct lx_buf *out, struc
     return rc;
 }
 
-/* The first line where a and b differ, each side's ("(none)" past its end). */
+/* The bytes of line l (n long) before its value, its last word: the row's name. */
+static size_t name_len(const char *l, size_t n)
+{
+    size_t k = n;
+    while (k > 0 && l[k - 1] != ' ')
+        k--;
+    return k ? k - 1 : n;
+}
+
+/* A line of run_lines for the report, "(none)" past the end; a row the
+** other side lacks (the lines sort by the row's name, its value last) is
+** said to be one. */
+static void put_line(struct lx_buf *b, const char *l, const char *other)
+{
+    size_t n = strcspn(l, "\n"), name = name_len(l, n), oname = name_len(other, strcspn(other, "\n"));
+    if (!*l) {
+        lx_buf_puts(b, "(none)");
+        return;
+    }
+    lx_buf_printf(b, "%.*s", (int)n, l);
+    int cmp = memcmp(l, other, name < oname ? name : oname);
+    if (!*other || cmp < 0 || (cmp == 0 && name < oname))   /* this row sorts first: the other side has none */
+        lx_buf_puts(b, " (a row the other side lacks)");
+}
+
+/* The first line where a and b differ, each side's. */
 static void first_difference(const char *a, const char *b, struct lx_buf *in, struct lx_buf *out)
 {
     while (*a && *b) {
@@ -135,8 +163,18 @@ static void first_difference(const char *a, const char *b, struct lx_buf *in, st
         a += na + (a[na] != 0);
         b += nb + (b[nb] != 0);
     }
-    lx_buf_printf(in, "%.*s", (int)strcspn(a, "\n"), *a ? a : "(none)");
-    lx_buf_printf(out, "%.*s", (int)strcspn(b, "\n"), *b ? b : "(none)");
+    put_line(in, a, b);
+    put_line(out, b, a);
+}
+
+/* Where the output's run out_id came from: the output as it was, or the
+** earlier input of this merge that added it. */
+static const char *source_of(const struct merge *m, long long out_id)
+{
+    for (int j = 0; j < m->cur; j++)
+        if (out_id > m->upto[j] && out_id <= m->upto[j + 1])
+            return m->inputs[j];
+    return m->out_path;
 }
 
 /* Compare the input's run in_id with the output's out_id: a conflict is
@@ -151,14 +189,15 @@ static int compare_runs(struct merge *m, const struct lx_value *cols, long long 
         m->c->runs_same++;
     } else if (rc == LX_OK) {
         m->c->conflicts++;
+        const char *there = source_of(m, out_id);
         first_difference(lx_buf_str(&a), lx_buf_str(&b), &da, &db);
         lx_buf_printf(m->report, "conflict: cell %s of sweep '%s' (%s, %s, length %lld, seed %lld%s%s) at commit "
                       "%.12s%s has other values in %s than in %s:\n    %s: %s\n    %s: %s\n",
                       as_text(&cols[R_KEY]), as_text(&cols[R_SWEEP]), as_text(&cols[R_TASK]),
                       as_text(&cols[R_METHOD]), cols[R_LENGTH].i, cols[R_SEED].i,
                       cols[R_MODEL].type == LX_V_TEXT ? ", model " : "", as_text(&cols[R_MODEL]),
-                      as_text(&cols[R_COMMIT]), cols[R_DIRTY].i ? " (dirty)" : "", m->in_path, m->out_path,
-                      m->in_path, lx_buf_str(&da), m->out_path, lx_buf_str(&db));
+                      as_text(&cols[R_COMMIT]), cols[R_DIRTY].i ? " (dirty)" : "", m->in_path, there,
+                      m->in_path, lx_buf_str(&da), there, lx_buf_str(&db));
     }
     lx_buf_free(&a), lx_buf_free(&b), lx_buf_free(&da), lx_buf_free(&db);
     return rc;
@@ -244,6 +283,33 @@ static int copy_child(void *ctx, const struct lx_value *cols, int n)
     return lx_store_query(cc->m->out, cc->insert, args, n + 1, NULL, NULL, cc->m->err);
 }
 
+/* The input's rows of child table t of a run (?1), in their order. */
+static void child_select(char *sql, size_t n, int t)
+{
+    snprintf(sql, n, "SELECT %s FROM %s WHERE run_id = ?1 ORDER BY rowid", children[t].cols, children[t].table);
+}
+
+static int check_child(void *ctx, const struct lx_value *cols, int n)
+{
+    return check_numbers(ctx, cols, n);
+}
+
+/* Every child row of the input's run in_id (cols) checked as copy_child
+** checks it, for a run the output already holds: compared, a text value
+** was a conflict (exit 1) where a copy refuses it (exit 2). */
+static int check_run(struct merge *m, const struct lx_value *cols, long long in_id)
+{
+    struct lx_value arg = int_value(in_id);
+    int rc = LX_OK;
+    for (int t = 0; t < N_CHILDREN && rc == LX_OK; t++) {
+        char select[256];
+        child_select(select, sizeof select, t);
+        struct child_copy cc = {.m = m, .child = &children[t], .run = cols, .in_id = in_id};
+        rc = lx_store_query(m->in, select, &arg, 1, check_child, &cc, m->err);
+    }
+    return rc;
+}
+
 /* Insert the input's run (cols, its id in_id) with its children. */
 static int add_run(struct merge *m, const struct lx_value *cols, long long in_id)
 {
@@ -257,8 +323,7 @@ static int add_run(struct merge *m, const struct lx_value *cols, long long in_id
         char select[256], ins[256], marks[64] = "?1";
         for (int k = 0; k < children[t].n_cols; k++)
             snprintf(marks + strlen(marks), sizeof marks - strlen(marks), ", ?%d", k + 2);
-        snprintf(select, sizeof select, "SELECT %s FROM %s WHERE run_id = ?1 ORDER BY rowid", children[t].cols,
-                 children[t].table);
+        child_select(select, sizeof select, t);
         snprintf(ins, sizeof ins, "INSERT INTO %s (run_id, %s) VALUES (%s)", children[t].table, children[t].cols,
                  marks);
         struct child_copy cc = {.m = m, .child = &children[t], .run = cols, .in_id = in_id, .insert = ins, .id = id};
@@ -289,7 +354,7 @@ static int merge_run(void *ctx, const struct lx_value *row, int n)
         return LX_OK;
     }
     if (there.ok)
-        return compare_runs(m, cols, row[0].i, there.id);
+        return (rc = check_run(m, cols, row[0].i)) < 0 ? rc : compare_runs(m, cols, row[0].i, there.id);
     m->c->runs_replaced++;
     struct lx_value id = int_value(there.id);
     rc = lx_store_query(m->out, "DELETE FROM runs WHERE id = ?1", &id, 1, NULL, NULL, m->err);
@@ -401,7 +466,8 @@ int lx_merge(const char *const *inputs, int n, const char *out, struct lx_merge_
              struct lx_buf *report, struct lx_error *err)
 {
     memset(c, 0, sizeof *c);
-    struct merge m = {.out_path = out, .c = c, .report = report, .err = err};
+    long long *upto = lx_xcalloc((size_t)n + 1, sizeof *upto);
+    struct merge m = {.out_path = out, .c = c, .report = report, .err = err, .inputs = inputs, .upto = upto};
     /* An output that exists is opened first (a merge into itself migrates it);
     ** a new one after the inputs, and a failed merge leaves it not behind. */
     struct stat sb;
@@ -415,10 +481,15 @@ int lx_merge(const char *const *inputs, int n, const char *out, struct lx_merge_
     if (rc == LX_OK && created)
         rc = lx_store_open(&m.out, out, 0, err);
     int began = rc == LX_OK && (rc = lx_store_begin(m.out, "starting the merge", err)) == LX_OK;
+    static const char *largest = "SELECT coalesce(max(id), 0) FROM runs";
+    if (rc == LX_OK)
+        rc = lx_store_query(m.out, largest, NULL, 0, take_id, &upto[0], err);
     for (int i = 0; i < n && rc == LX_OK; i++) {
-        m.in_path = inputs[i];
-        rc = merge_input(&m, log);
+        m.in_path = inputs[i], m.cur = i;
+        if ((rc = merge_input(&m, log)) == LX_OK)
+            rc = lx_store_query(m.out, largest, NULL, 0, take_id, &upto[i + 1], err);
     }
+    free(upto);
     if (rc == LX_OK && c->conflicts)
         rc = lx_err(err, LX_ERUN, "%ld conflicts: the same cell (or model) at the same commit with different values; "
                     "nothing was merged into %s\n  hint: the values differ by thread count or CPU (BLAS kernels)? "

@@ -160,6 +160,24 @@ Test(shard, a_conflict_is_reported_and_nothing_is_written, .init = setup, .fini 
     cr_expect(strstr(out, "conflict: model ") && strstr(out, "m.db: weights_sha256 00"), "%s", out);
     dump_hash("s/all.db", after);
     cr_expect_str_eq(after, before, "a refused merge wrote something");
+    /* two inputs into a new store: the other value is named where it came from (it named the output, which a
+    ** refused merge never makes), and a row one side lacks is said to be one (it showed two unrelated rows) */
+    cr_expect_eq(sh(out, sizeof out, "$L merge s/shard-1.db other.db --into new.db"), 1, "%s", out);
+    cr_expect(strstr(out, "has other values in other.db than in s/shard-1.db:") &&
+                  strstr(out, "s/shard-1.db: metric \"ppl\" "), "%s", out);
+    cr_expect(!exists("new.db"));
+    cr_assert_eq(sh(out, sizeof out, "cp s/shard-1.db lack.db && sqlite3 lack.db \"delete from metrics where name = "
+                    "'nll' and run_id = (select id from runs where key = '%s')\"", key), 0);
+    cr_expect_eq(sh(out, sizeof out, "$L merge lack.db --into s/all.db"), 1, "%s", out);
+    cr_expect(strstr(out, "s/all.db: metric \"nll\" ") && strstr(out, " (a row the other side lacks)"), "%s", out);
+    /* a number stored as text, in a cell the output holds already: refused as bad input, as a new cell's is
+    ** (it was a conflict, exit 1) */
+    cr_assert_eq(sh(out, sizeof out, "cp s/shard-1.db text.db && sqlite3 text.db \"update metrics set value = x'00' "
+                    "where name = 'ppl' and run_id = (select id from runs where key = '%s')\"", key), 0);
+    cr_expect_eq(sh(out, sizeof out, "$L merge text.db --into s/all.db"), 2, "%s", out);
+    cr_expect(strstr(out, "where a number belongs; nothing was merged into s/all.db"), "%s", out);
+    dump_hash("s/all.db", after);
+    cr_expect_str_eq(after, before, "a refused merge wrote something");
 }
 
 Test(shard, an_ok_row_replaces_a_failed_one_and_never_the_reverse, .init = setup, .fini = teardown, .timeout = 180)

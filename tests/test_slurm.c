@@ -380,3 +380,56 @@ Test(slurm, a_time_limit_inside_the_signal_lead_is_refused, .init = setup, .fini
                       out);
     }
 }
+
+/* --db naming a folder is refused on the login node (the merge job, after the whole cluster run, said
+** "is a directory"), and a refused command leaves no folder behind (--db's were made before the
+** config was read). */
+Test(slurm, a_folder_as_db_is_refused_and_a_refusal_makes_no_folder, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char config[PATH_MAX], db[PATH_MAX], out[16384], data[PATH_MAX], bad[PATH_MAX], folder[PATH_MAX];
+    snprintf(config, sizeof config, "%s/tests/shard.yaml", getenv("LENX_ROOT"));
+    snprintf(data, sizeof data, "%s/data", getenv("LENX_ROOT"));
+    snprintf(db, sizeof db, "%s/stores", box);
+    cr_assert_eq(mkdir(db, 0755), 0);
+    char *argv[] = {master, "slurm", config, "--shards", "2", "--db", db, NULL};
+    cr_expect_eq(run(box, argv, data, NULL, out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "is a directory, not a store") && strstr(out, "--db names the merged store's file"), "%s",
+              out);
+    snprintf(bad, sizeof bad, "%s/bad.yaml", box);
+    FILE *f = fopen(bad, "w");
+    cr_assert_not_null(f);
+    fputs("name: bad\nmethods: [nosuch]\ntasks: [gaussian]\nlengths: [10]\n", f);
+    fclose(f);
+    snprintf(db, sizeof db, "%s/made/by/slurm/x.db", box);
+    snprintf(folder, sizeof folder, "%s/made", box);
+    char *argv2[] = {master, "slurm", bad, "--shards", "2", "--db", db, NULL};
+    cr_expect_eq(run(box, argv2, data, NULL, out, sizeof out), 2, "%s", out);
+    cr_expect(access(folder, F_OK) != 0, "a refused lenx slurm made %s", folder);
+    /* a store in a folder still to make: made when the scripts are written */
+    snprintf(db, sizeof db, "%s/new/folder/x.db", box);
+    char *argv3[] = {master, "slurm", config, "--shards", "2", "--db", db, NULL};
+    cr_expect_eq(run(box, argv3, data, NULL, out, sizeof out), 0, "%s", out);
+    snprintf(folder, sizeof folder, "%s/new/folder/shard.slurm/merge.sbatch", box);
+    cr_expect(access(folder, F_OK) == 0, "%s", out);
+}
+
+/* The USR1 trap when `scontrol requeue` fails: the task goes on (under set -e the failure ended the
+** batch shell at once, lenx still running, and cancelled the jobs after it) and says why. */
+Test(slurm, a_requeue_that_fails_leaves_the_task_running, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char config[PATH_MAX], db[PATH_MAX], out[16384], data[PATH_MAX], cmd[PATH_MAX + 600];
+    snprintf(config, sizeof config, "%s/tests/shard.yaml", getenv("LENX_ROOT"));
+    snprintf(data, sizeof data, "%s/data", getenv("LENX_ROOT"));
+    snprintf(db, sizeof db, "%s/x.db", box);
+    char *argv[] = {master, "slurm", config, "--shards", "2", "--db", db, NULL};
+    cr_assert_eq(run(box, argv, data, NULL, out, sizeof out), 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "cd '%s' && SLURM_ARRAY_JOB_ID=5 SLURM_ARRAY_TASK_ID=0 bash -c \"set -euo pipefail; "
+             "scontrol() { return 1; }; $(grep '^trap ' shard.slurm/models.sbatch); kill -USR1 \\$\\$; sleep 0.2; "
+             "echo alive\" 2>&1", box);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    cr_expect_eq(pclose(p), 0, "%s", out);
+    cr_expect(strstr(out, "lenx: scontrol requeue failed; the task runs on to its time limit\nalive"), "%s", out);
+}

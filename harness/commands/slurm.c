@@ -17,6 +17,7 @@
 #define _DEFAULT_SOURCE     /* realpath */
 #include "harness/cli.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,10 +60,15 @@ struct slurm_job {
     char dir[PATH_MAX + 256];   /* <db dir>/<sweep>: the prefix of the shard stores and of <sweep>.slurm/ */
 };
 
-/* An absolute path for a file that may not exist yet (its folder is made). */
-static int absolute(const char *path, char *out, size_t n, struct lx_error *err)
+/* An absolute path for the store --db names, a file that may not exist yet,
+** nor its folder (made only when the scripts are written, once everything is
+** checked: a refused command leaves nothing behind). A folder is refused. */
+static int absolute(const char *path, const char *cwd, char *out, size_t n, struct lx_error *err)
 {
-    lx_make_parent_dir(path);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return lx_err(err, LX_EINVAL, "--db %s is a directory, not a store\n  hint: --db names the merged store's "
+                      "file, e.g. --db %s/lenx.db", path, path);
     const char *slash = strrchr(path, '/');
     char dir[PATH_MAX];
     if (slash)
@@ -70,10 +76,13 @@ static int absolute(const char *path, char *out, size_t n, struct lx_error *err)
     else
         snprintf(dir, sizeof dir, ".");
     char real[PATH_MAX];
-    if (!realpath(dir, real))
-        return lx_err(err, LX_EIO, "%s: cannot resolve its folder %s\n  hint: pass --db with a folder you may "
-                      "write", path, dir);
-    snprintf(out, n, "%s/%s", real, slash ? slash + 1 : path);
+    if (realpath(dir, real))
+        snprintf(out, n, "%s/%s", real, slash ? slash + 1 : path);
+    else if (errno == ENOENT)   /* a folder still to make: the path as given, from where the jobs run */
+        snprintf(out, n, "%s%s%s", path[0] == '/' ? "" : cwd, path[0] == '/' ? "" : "/", path);
+    else
+        return lx_err(err, LX_EIO, "%s: cannot resolve its folder %s: %s\n  hint: pass --db with a folder you may "
+                      "write", path, dir, strerror(errno));
     return LX_OK;
 }
 
@@ -146,7 +155,7 @@ static int slurm_job(const struct lx_args *a, struct slurm_job *j, struct lx_gri
         rc = lx_err(err, LX_EIO, "cannot find the lenx binary or the current folder");
     j->lenx[len > 0 ? len : 0] = '\0';
     if (rc == LX_OK)
-        rc = absolute(db ? db : LX_DEFAULT_DB, j->db, sizeof j->db, err);
+        rc = absolute(db ? db : LX_DEFAULT_DB, j->cwd, j->db, sizeof j->db, err);
     struct lx_plan plan = {0};
     long n_roots = 0;
     if (rc == LX_OK && (rc = lx_grid_load(g, a->pos[0], err)) == LX_OK)

@@ -273,8 +273,9 @@ static void header(struct lx_buf *b, const struct lx_slurm_job *j, const char *w
                       j->requeue_s ? j->requeue_s : LX_SLURM_REQUEUE_S);
     lx_buf_puts(b, "set -euo pipefail\n");
     if (array)      /* near the time limit: back in the queue; the rerun resumes (docs/cluster.md#time-limits) */
-        lx_buf_printf(b, "trap '[ \"${SLURM_RESTART_COUNT:-0}\" -lt %d ] && scontrol requeue "
-                      "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"' USR1\n", LX_SLURM_MAX_REQUEUES);
+        lx_buf_printf(b, "trap '[ \"${SLURM_RESTART_COUNT:-0}\" -lt %d ] && { scontrol requeue "
+                      "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\" || echo \"lenx: scontrol requeue failed; "
+                      "the task runs on to its time limit\" >&2; }' USR1\n", LX_SLURM_MAX_REQUEUES);
     if (j->data) {
         lx_buf_puts(b, "export LENX_DATA=");
         put_shell(b, j->data);

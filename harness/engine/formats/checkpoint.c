@@ -311,10 +311,17 @@ int lx_train_snap_save(const char *path, const struct lx_train_snap *s, const ch
     const double v[4] = {s->run_loss, s->train_loss, s->val_loss, s->seconds};
     for (int k = 0; k < 4; k++)
         snprintf(nums[k], sizeof nums[k], "%a", v[k]);     /* exact: the sums go on bit for bit */
-    const char *meta[] = {"lenx_state_of", model_key, "lenx_numerics", numerics, "step", step, "run_n", run_n,
-                          "run_loss", nums[0], "train_loss", nums[1], "val_loss", nums[2], "seconds", nums[3]};
     struct lx_st_tensor t[3] = {{"weights", 1, {(long)s->n}, s->w}, {"adam_m", 1, {(long)s->n}, s->m},
                                 {"adam_v", 1, {(long)s->n}, s->v}};
+    char sha[65];       /* of the data buffer, the three tensors back to back: a damaged state is not resumed */
+    struct lx_sha256 h;
+    lx_sha256_init(&h);
+    for (int k = 0; k < 3; k++)
+        lx_sha256_update(&h, t[k].data, sizeof(float) * s->n);
+    lx_sha256_final_hex(&h, sha);
+    const char *meta[] = {"lenx_state_of", model_key, "lenx_numerics", numerics, "step", step, "run_n", run_n,
+                          "run_loss", nums[0], "train_loss", nums[1], "val_loss", nums[2], "seconds", nums[3],
+                          "lenx_state_sha256", sha};
     return lx_st_write(path, t, 3, meta, (int)(sizeof meta / sizeof *meta / 2), NULL, err);
 }
 
@@ -342,6 +349,12 @@ int lx_train_snap_load(const char *path, const char *model_key, size_t n, const 
     if (!of || strcmp(of, model_key) != 0 || !num || strcmp(num, numerics) != 0)
         rc = lx_err(err, LX_EIO, "%s: the state of model '%s' in numerics %s, not of '%s' in %s\n  hint: delete it "
                     "to train from step 0", path, of ? of : "?", num ? num : "?", model_key, numerics);
+    const char *want = lx_st_meta(&f, "lenx_state_sha256");  /* absent in a state an older lenx saved */
+    char got[65];
+    if (rc == LX_OK && want && (lx_sha256_hex_bytes(f.data, f.n_data, got), strcmp(want, got) != 0))
+        rc = lx_err(err, LX_EIO, "%s: the state's data do not match its embedded hash (lenx_state_sha256 %.16s..., "
+                    "the data hash to %.16s...): the state is damaged\n  hint: delete it to train from step 0 (the "
+                    "next run does so itself)", path, want, got);
     double d[6];
     const char *keys[] = {"step", "run_n", "run_loss", "train_loss", "val_loss", "seconds"};
     for (int k = 0; k < 6 && rc == LX_OK; k++)
