@@ -770,3 +770,20 @@ Test(generate, a_score_that_draws_the_next_token_is_continuation_then_score, .in
     lx_ckpt_info_release(&info);
     lx_model_release(&m);
 }
+
+/* A prompt holding a special token's text ("</s>", which a tokenizer.json reads as EOS): the text
+** after it is printed, and with --ids the continuation too (both stopped at the special id), the same
+** continuation either way. */
+Test(generate, a_special_token_inside_the_prompt_is_passed_over, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char a[4096], b[4096];
+    cr_assert_eq(sh(a, sizeof a, "$L generate --model $R/tests/ref/stories260K-hf --prompt 'Tim said </s> and Sam' "
+                    "-n 5 2>/dev/null"), 0, "%s", a);
+    cr_expect(strncmp(a, "Tim said ", 9) == 0 && strstr(a, " and Sam") != NULL, "%s", a);
+    cr_assert_eq(sh(b, sizeof b, "$L generate --model $R/tests/ref/stories260K-hf --prompt 'Tim said </s> and Sam' "
+                    "-n 5 --ids 2>/dev/null"), 0, "%s", b);
+    const char *text = strchr(b, '\n');
+    cr_assert_not_null(text, "%s", b);
+    cr_expect_str_eq(text + 1, a, "the text after --ids' ids");
+    cr_expect(strstr(b, " 2 ") != NULL, "EOS (id 2) is among the prompt's ids: %s", b);
+}

@@ -477,3 +477,23 @@ Test(gguf_export, hf_export_writes_the_rescaling, .fini = teardown)
         cr_expect_gt(nll_close(a, b, 1e-5, cases[i].model), 2900);
     }
 }
+
+/* `export --hf` of a GGUF model: its tokenizer goes beside the weights as a vocabulary-only GGUF, not
+** the whole model file again, so a model past the tokenizer reader's 256 MB exports (it failed, leaving
+** model.safetensors without config.json); the directory scores as the file (F32: the same weights). */
+Test(gguf_export, hf_export_of_a_gguf_model_writes_its_vocabulary_only, .fini = teardown, .timeout = 120)
+{
+    shell_setup("gguf-export-hfvocab");
+    char out[16384], a[16384];
+    cr_assert_eq(sh(out, sizeof out, "cp $R/tests/ref/gguf/stories260K-f32.gguf big.gguf && truncate -s 300M big.gguf"
+                    " && $L export --hf hf --model big.gguf 2>&1"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "test -f hf/config.json && test $(stat -c %%s hf/tokenizer.gguf) -lt 100000"), 0,
+                 "the vocabulary alone, not 300 MB: %s", out);
+    cr_assert_eq(sh(a, sizeof a, "$L score --portable --model big.gguf --text $R/tests/ref/gguf/text.txt --length 64 "
+                    "2>/dev/null | grep -v model_path | grep -v sha256 | grep -v '\"model'"), 0, "%s", a);
+    cr_assert_eq(sh(out, sizeof out, "$L score --portable --model hf --text $R/tests/ref/gguf/text.txt --length 64 "
+                    "2>/dev/null | grep -v model_path | grep -v sha256 | grep -v '\"model'"), 0, "%s", out);
+    const char *na = strstr(a, "\"mean_nll\""), *nb = strstr(out, "\"mean_nll\"");
+    cr_assert(na && nb, "%s\n%s", a, out);
+    cr_expect(fabs(atof(na + 11) - atof(nb + 11)) < 1e-5, "GGUF %s\ndirectory %s", na, nb);
+}

@@ -109,13 +109,17 @@ static int stream_token(void *arg, long k, int id)
     return 0;
 }
 
-/* ids[1, n) as text (up to the first special token) through s's printer. */
+/* ids[1, n) as text through s's printer: a special token inside (the text
+** "</s>" a tokenizer.json reads as EOS) has no text and is passed over; the
+** text after it was lost, and with --ids the continuation too. */
 static void put_text(struct stream *s, const int *ids, long n)
 {
-    char *out = lx_xmalloc((size_t)lx_tok_decode_cap(s->tok, n));
-    int stop;
-    put_piece(s, out, (size_t)lx_tok_decode(s->tok, ids + 1, n - 1, out, &stop));
-    free(out);
+    for (long i = 1; i < n; i++) {
+        size_t len;
+        const char *p = lx_tok_piece(s->tok, ids[i], &len);
+        if (p)
+            put_piece(s, p, len);
+    }
 }
 
 /* With --ids: every id, then the text. */

@@ -142,6 +142,26 @@ static int phi3_check(const struct lx_arch *a, const struct lx_stack_rope *rope,
                   a->d_head, why);
 }
 
+/* The model's own tokenizer beside it, so that the ids read as they were
+** trained: its file copied (lx_tokenizer_copy), or for one read from a GGUF
+** model file a vocabulary-only GGUF of it, not the whole model again (a
+** file past the tokenizer reader's 256 MB failed the export). */
+static int export_tokenizer(const struct lx_tokenizer *tok, const char *dir, struct lx_error *err)
+{
+    unsigned char magic[4] = {0};
+    FILE *f = fopen(tok->path, "rb");
+    size_t got = f ? fread(magic, 1, sizeof magic, f) : 0;
+    if (f)
+        fclose(f);
+    if (got < sizeof magic || memcmp(magic, "GGUF", 4) != 0)
+        return lx_tokenizer_copy(tok->path, tok->hash, dir, err);
+    struct lx_buf p = {0};
+    lx_buf_printf(&p, "%s/tokenizer.gguf", dir);
+    int rc = lx_tokenizer_write_gguf(tok, lx_buf_str(&p), err);
+    lx_buf_free(&p);
+    return rc;
+}
+
 int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const struct lx_tokenizer *tok,
                  const char *dir, struct lx_error *err)
 {
@@ -166,6 +186,8 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
         return rc;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return lx_err(err, LX_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
+    if (tok && (rc = export_tokenizer(tok, dir, err)) < 0)  /* first: a refusal leaves no weights behind */
+        return rc;
     int n = lx_arch_tensors(a, NULL);
     struct lx_tensor_info *ti = lx_xcalloc((size_t)n, sizeof *ti);
     struct lx_st_tensor *st = lx_xcalloc((size_t)n, sizeof *st);
@@ -200,8 +222,6 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
     const char *meta[] = {"format", "pt"};
     lx_buf_printf(&path, "%s/model.safetensors", dir);
     rc = lx_st_write_read(lx_buf_str(&path), st, sr, k, meta, 1, err);
-    if (rc == LX_OK && tok)     /* its own tokenizer beside it, so that the ids read as they were trained */
-        rc = lx_tokenizer_copy(tok->path, tok->hash, dir, err);
     export_config(&cfg, m, info, &rope, lx_tok_or_byte(tok), phi3, gemma);
     lx_buf_reset(&path);
     lx_buf_printf(&path, "%s/config.json", dir);
