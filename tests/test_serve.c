@@ -351,8 +351,8 @@ Test(serve_hostile, two_hundred_connections, .fini = teardown)
         if (st == 200 && !first)
             first = strdup(b);
         cr_expect(st == 200 || (st == 503 && strstr(b, "busy")), "client %d: %d %s", i, st, b);
-        if (st == 200 && first)
-            cr_expect_str_eq(b + strcspn(b, ","), first + strcspn(first, ","), "the same greedy answer");
+        if (st == 200 && first)     /* from the model on: id and created (the answer's time) differ */
+            cr_expect_str_eq(strstr(b, "\"model\""), strstr(first, "\"model\""), "the same greedy answer");
         free(b);
     }
     free(first);
