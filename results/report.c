@@ -160,13 +160,9 @@ static void metric_table(struct page *pg, const struct lx_rows *rows, char *cons
                 lx_buf_printf(h, "<td>%.4g <small>± %.2g</small></td>", st.mean, st.spread);
         }
         int all = 0;    /* measured against the training length of this method's own model */
-        long tl = train_len_of(rows, label, sweep, task, methods[m]), ref = 0;
-        long eff = lx_effective_length(lens, v, n_len, tl, dir, threshold, &all);
-        for (int j = 0; j < n_len && !ref; j++)
-            ref = lens[j] == tl && !isnan(v[j]) ? tl : 0;
-        for (int j = 0; j < n_len && !ref; j++)     /* else from the shortest stored length: said, and marked */
-            ref = !isnan(v[j]) ? lens[j] : 0;
-        if (eff && ref != tl)
+        long tl = train_len_of(rows, label, sweep, task, methods[m]), ref;
+        long eff = lx_effective_length(lens, v, n_len, tl, dir, threshold, &all, &ref);
+        if (eff && ref != tl)   /* from the shortest stored length: said, and marked */
             lx_buf_printf(h, "<td class=\"eff\" title=\"measured from %ld, the shortest length stored: %s\">%s%ld *"
                           "</td></tr>\n", ref, tl ? "no cell at the model's training length"
                           : "the store does not know this model's training length (a brought checkpoint or a server)",
@@ -338,7 +334,7 @@ int lx_metric_direction(const char *m)
 }
 
 long lx_effective_length(const long *lengths, const double *values, int n, long train_len, int dir,
-                         double threshold, int *all)
+                         double threshold, int *all, long *from)
 {
     *all = 0;
     int ref = -1;
@@ -348,6 +344,8 @@ long lx_effective_length(const long *lengths, const double *values, int n, long 
     for (int j = 0; j < n && ref < 0; j++)
         if (!isnan(values[j]))
             ref = j;
+    if (from)
+        *from = ref < 0 ? 0 : lengths[ref];
     if (dir == 0 || ref < 0 || !(values[ref] > 0))
         return 0;
     int last = ref;

@@ -94,10 +94,11 @@ const char *lx_metric_count(const char *metric, const char *name);
 ** shortest length. Higher-is-better metrics (dir +1) score value; lower-is-
 ** better ones (dir -1: ppl, nll) score ref/value. Returns 0 when it is not
 ** defined (no direction, no positive reference); *all is set when every
-** stored length passes (the true effective length may be longer). */
+** stored length passes (the true effective length may be longer); *from
+** (unless NULL) the length it was measured from (0: none). */
 int lx_metric_direction(const char *metric);
 long lx_effective_length(const long *lengths, const double *values, int n, long train_len, int dir,
-                         double threshold, int *all);
+                         double threshold, int *all, long *from);
 
 /* `lenx report`: one self-contained HTML page (inline SVG, no script) of the
 ** sweeps' tables and plots, read from the store (results/report.c). */

@@ -31,24 +31,24 @@ Test(report, effective_length_stays_above_the_threshold_from_the_training_length
     int all;
     /* acc: 0.8/0.9 = 0.89 passes, 0.7/0.9 = 0.78 fails; 512 passes again but the score did not stay */
     const double acc[] = {0.9, 0.8, 0.7, 0.9};
-    cr_expect_eq(lx_effective_length(len, acc, 4, 64, +1, 0.85, &all), 128);
+    cr_expect_eq(lx_effective_length(len, acc, 4, 64, +1, 0.85, &all, NULL), 128);
     cr_expect_eq(all, 0);
-    cr_expect_eq(lx_effective_length(len, acc, 4, 64, +1, 0.75, &all), 512);
+    cr_expect_eq(lx_effective_length(len, acc, 4, 64, +1, 0.75, &all, NULL), 512);
     cr_expect_eq(all, 1, "every length passes: the effective length may be longer");
     /* ppl, lower is better: 10/11 = 0.91 passes, 10/12 = 0.83 fails */
     const double ppl[] = {10, 11, 12, 30};
-    cr_expect_eq(lx_effective_length(len, ppl, 4, 64, -1, 0.85, &all), 128);
+    cr_expect_eq(lx_effective_length(len, ppl, 4, 64, -1, 0.85, &all, NULL), 128);
     /* the reference is the training length's score, not the shortest length's */
     const double acc2[] = {0.2, 1.0, 0.9, 0.8};
-    cr_expect_eq(lx_effective_length(len, acc2, 4, 128, +1, 0.85, &all), 256);
+    cr_expect_eq(lx_effective_length(len, acc2, 4, 128, +1, 0.85, &all, NULL), 256);
     /* a training length that is not stored: the shortest length is the reference */
-    cr_expect_eq(lx_effective_length(len, acc, 4, 100, +1, 0.85, &all), 128);
+    cr_expect_eq(lx_effective_length(len, acc, 4, 100, +1, 0.85, &all, NULL), 128);
     /* undefined: no direction, or no positive reference score */
-    cr_expect_eq(lx_effective_length(len, acc, 4, 64, 0, 0.85, &all), 0);
+    cr_expect_eq(lx_effective_length(len, acc, 4, 64, 0, 0.85, &all, NULL), 0);
     const double zero[] = {0, 0, 0, 0};
-    cr_expect_eq(lx_effective_length(len, zero, 4, 64, +1, 0.85, &all), 0);
+    cr_expect_eq(lx_effective_length(len, zero, 4, 64, +1, 0.85, &all, NULL), 0);
     const double gap[] = {0.9, NAN, 0.9, 0.9};
-    cr_expect_eq(lx_effective_length(len, gap, 4, 64, +1, 0.85, &all), 64, "a missing length ends it");
+    cr_expect_eq(lx_effective_length(len, gap, 4, 64, +1, 0.85, &all, NULL), 64, "a missing length ends it");
 }
 
 Test(report, metric_directions)

@@ -191,6 +191,12 @@ static struct lx_lm_sampling sampling_of(const struct lx_oai_completion *r)
                                    .seed = r->seed};
 }
 
+/* Has the request's answer been given up (lx_httpd_stream's gone; never without one)? */
+static int request_gone(const struct lx_httpd_stream *st)
+{
+    return st && st->gone && st->gone(st->arg);
+}
+
 /* A sink that ends a generation once nobody reads its answer (the request
 ** was answered 503 at its time limit), around the one that cuts at stops. */
 struct watched {
@@ -202,7 +208,7 @@ struct watched {
 static int watched_token(void *arg, long k, int id)
 {
     struct watched *w = arg;
-    return w->st->gone(w->st->arg) || w->inner->token(w->inner->arg, k, id);
+    return request_gone(w->st) || w->inner->token(w->inner->arg, k, id);
 }
 
 /* Generate for prompt ids (seq[0, n_prompt)), cut at the first special id
@@ -222,7 +228,7 @@ static int generate(struct lx_serve *sv, const struct lx_oai_completion *r, cons
     stop.past_specials = r->ignore_eos;
     struct watched w = {{watched_token, NULL, stop.sink.pilot}, &stop.sink, watch};
     w.sink.arg = &w;
-    const struct lx_gen_sink *use = sink ? sink : watch && watch->gone ? &w.sink : &stop.sink;
+    const struct lx_gen_sink *use = sink ? sink : watch ? &w.sink : &stop.sink;
     int rc = lx_lm_generate(sv->lm, c->seq, c->n_prompt, r->max_tokens, s, use, c->seq + c->n_prompt, &n_out, err);
     lx_lm_stop_free(&stop);
     if (rc == LX_OK)
@@ -620,7 +626,7 @@ static int completions(struct lx_serve *sv, const char *body, size_t n, struct l
     long used_prompt = 0, used_gen = 0;
     int rc = LX_OK;
     struct lx_lm_sampling s = sampling_of(&r);
-    for (int i = 0; i < r.n_prompts && rc == LX_OK && !(st && st->gone && st->gone(st->arg)); i++) {
+    for (int i = 0; i < r.n_prompts && rc == LX_OK && !request_gone(st); i++) {
         struct choice c = {.stop_id = -1};
         rc = prompt_ids(sv, &r, i, &c, &e);
         if (rc == LX_OK && one_pass(sv, &r, &c))

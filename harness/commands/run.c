@@ -137,10 +137,11 @@ static int run_check_blas(enum lx_numerics numerics)
     return 0;
 }
 
-/* Run the plan into the store at db, print the summary and (unless
+/* Run the plan into the store at db, saving a training's state every
+** save_every seconds (save_every_of), print the summary and (unless
 ** --no-table) the table; the exit status. */
 static int run_sweep(const struct lx_args *a, const char *db, const struct lx_grid *grid, const struct lx_plan *plan,
-                     const struct lx_shard *shard)
+                     const struct lx_shard *shard, double save_every)
 {
     struct lx_error err;
     struct lx_store *store;
@@ -157,9 +158,8 @@ static int run_sweep(const struct lx_args *a, const char *db, const struct lx_gr
         .keep_prompts = lx_args_value(a, "keep-prompts") != NULL,
         .shard = shard,
         .models_only = lx_args_value(a, "models-only") != NULL,
-        .save_every = 300,
+        .save_every = save_every,
     };
-    save_every_of(a, &o.save_every);   /* checked before the plan */
     struct lx_run_summary sum;
     rc = lx_run_plan(plan, store, &o, &sum, &err);
     lx_store_close(store);
@@ -207,7 +207,7 @@ int lx_cmd_run(int argc, char **argv)
         (rc = lx_args_activations(&a, &acts, &acts_given, &err)) < 0)
         return lx_cli_fail(&err, rc);
     double save_every;
-    if (save_every_of(&a, &save_every) < 0)     /* a --dry-run checks it too */
+    if (save_every_of(&a, &save_every) < 0)     /* before the plan: a --dry-run checks it too */
         return 2;
     struct lx_shard shard;
     struct lx_buf note = {0};
@@ -240,7 +240,7 @@ int lx_cmd_run(int argc, char **argv)
     if (lx_args_value(&a, "dry-run"))
         run_print_plan(&grid, &plan, sharded ? &shard : NULL, lx_args_value(&a, "models-only") != NULL);
     else if ((status = run_check_blas(grid.numerics)) == 0)
-        status = run_sweep(&a, db, &grid, &plan, sharded ? &shard : NULL);
+        status = run_sweep(&a, db, &grid, &plan, sharded ? &shard : NULL, save_every);
     lx_plan_release(&plan);
     lx_grid_release(&grid);
     return status;

@@ -377,7 +377,7 @@ int lx_cmd_table(int argc, char **argv)
         lx_render_series(&rows, (enum lx_format)fmt, &out);
     else
         lx_render(&rows, (enum lx_format)fmt, metrics, &out);
-    int empty = rows.n && !out.len;     /* md and latex leave out _se rows: their tables show intervals */
+    int empty = metrics && rows.n && !out.len;  /* md and latex leave out _se rows: their tables show intervals */
     if (empty)
         fprintf(stderr, "lenx: error: --metric %s: a %s table shows each metric with its interval, not the "
                 "stored standard errors\n  hint: --format csv or json lists the _se rows\n", metrics,

@@ -285,6 +285,17 @@ static int place_tensors(struct lx_gguf *g, struct rd *r, const uint64_t *offset
     return check_overlap(g, r);
 }
 
+int lx_gguf_file(const char *path)
+{
+    char b[4];
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return 0;
+    size_t got = fread(b, 1, sizeof b, fp);
+    fclose(fp);
+    return got == 4 && memcmp(b, "GGUF", 4) == 0;
+}
+
 int lx_gguf_parse(struct lx_gguf *g, const unsigned char *bytes, size_t n, const char *name, struct lx_error *err)
 {
     memset(g, 0, sizeof *g);

@@ -76,6 +76,8 @@ struct lx_gguf {
 };
 
 /* Parse n bytes (kept by the caller while g is used); name is for messages. */
+/* 1 when the file at path begins with GGUF's magic (a cheap sniff, no parse). */
+int lx_gguf_file(const char *path);
 int lx_gguf_parse(struct lx_gguf *g, const unsigned char *bytes, size_t n, const char *name, struct lx_error *err);
 void lx_gguf_release(struct lx_gguf *g);
 /* The tensor types' names ("F32", "Q4_K"), NULL for a type lenx does not know. */

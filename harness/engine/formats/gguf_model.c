@@ -652,18 +652,6 @@ static int load_gguf(struct lx_model *m, const char *path, struct lx_ckpt_info *
     return rc;
 }
 
-/* 1 when the file begins with GGUF's magic. */
-static int looks_gguf(const char *path)
-{
-    char b[4];
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return 0;
-    size_t got = fread(b, 1, sizeof b, fp);
-    fclose(fp);
-    return got == 4 && memcmp(b, "GGUF", 4) == 0;
-}
-
 const struct lx_model_format lx_model_format_gguf = {
     .name = "gguf",
     .summary = "a llama.cpp GGUF file (llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3, gptneox, bloom, mpt, "
@@ -671,6 +659,6 @@ const struct lx_model_format lx_model_format_gguf = {
                "weights)",
     .key = NULL,
     .dir = 0,
-    .sniff = looks_gguf,
+    .sniff = lx_gguf_file,
     .load = load_gguf,
 };

@@ -6,6 +6,7 @@
 */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/engine/formats/hf_model.h"
+#include "harness/core/gguf.h"
 
 #include <errno.h>
 #include <math.h>
@@ -148,12 +149,7 @@ static int phi3_check(const struct lx_arch *a, const struct lx_stack_rope *rope,
 ** file past the tokenizer reader's 256 MB failed the export). */
 static int export_tokenizer(const struct lx_tokenizer *tok, const char *dir, struct lx_error *err)
 {
-    unsigned char magic[4] = {0};
-    FILE *f = fopen(tok->path, "rb");
-    size_t got = f ? fread(magic, 1, sizeof magic, f) : 0;
-    if (f)
-        fclose(f);
-    if (got < sizeof magic || memcmp(magic, "GGUF", 4) != 0)
+    if (!lx_gguf_file(tok->path))
         return lx_tokenizer_copy(tok->path, tok->hash, dir, err);
     struct lx_buf p = {0};
     lx_buf_printf(&p, "%s/tokenizer.gguf", dir);

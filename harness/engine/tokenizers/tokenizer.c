@@ -114,11 +114,7 @@ int lx_tokenizer_open(struct lx_tokenizer **out, const char *path, struct lx_err
     const unsigned char *mapped = NULL;
     size_t n_mapped = 0;
     long n = 0;
-    char magic[4] = {0};
-    FILE *fp = rc == LX_OK ? fopen(file, "rb") : NULL;
-    int gguf = fp && fread(magic, 1, 4, fp) == 4 && memcmp(magic, "GGUF", 4) == 0;
-    if (fp)
-        fclose(fp);
+    int gguf = rc == LX_OK && lx_gguf_file(file);
     if (rc == LX_OK && gguf) {  /* a model file (GBs): mapped, not read; its tokenizer is a small part of it */
         rc = lx_map_file(file, &mapped, &n_mapped, err);
         bytes = (unsigned char *)mapped, n = (long)n_mapped;
