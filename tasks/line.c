@@ -68,10 +68,10 @@ static const struct lx_param line_rows[] = {
     LX_P_INT(struct line_params, digits, "5", 1, 9, 0, "digits of every value: distinct, in [10^(d-1), 10^d - 1]"),
     LX_P_INT(struct line_params, lines, "0", 0, 1600, 0,
              "lines in the record: 0 = as many as fit the length, else exactly that many (the rest is padding)"),
-    LX_P_ENUM(struct line_params, scorer, "first", "first|last", 0,
+    LX_P_ENUM(struct line_params, scorer, "first", "first|last", LX_PF_TEST_ONLY,
               "the integer of the output compared to the value: first (completion style) or last (LongChat)"),
-    LX_P_INT(struct line_params, samples, "20", 1, 1e6, 0, "trials per depth"),
-    LX_P_INT(struct line_params, depths, "5", 0, 1001, 0,
+    LX_P_INT(struct line_params, samples, "20", 1, 1e6, LX_PF_TEST_ONLY, "trials per depth"),
+    LX_P_INT(struct line_params, depths, "5", 0, 1001, LX_PF_TEST_ONLY,
              "evenly spaced depths of the queried line 0, 1/(k-1), ..., 1 (1 = the single depth 0.5; "
              "0 = a uniform random depth per sample)"),
     LX_RETRIEVAL_PRESET_ROWS(struct line_params, "lenx|longchat|longchat_base"),

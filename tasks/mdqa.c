@@ -80,8 +80,8 @@ static const struct lx_param mdqa_rows[] = {
     LX_P_ENUM(struct mdqa_params, template, "litm", "litm|short", 0,
               "litm: lost-in-the-middle's instruction verbatim; short: documents and question only"),
     LX_P_INT(struct mdqa_params, documents, "10", 1, MAX_DOCS, 0, "documents, one of them gold"),
-    LX_P_INT(struct mdqa_params, samples, "20", 1, 1e6, 0, "trials per depth"),
-    LX_P_INT(struct mdqa_params, depths, "10", 0, 1001, 0,
+    LX_P_INT(struct mdqa_params, samples, "20", 1, 1e6, LX_PF_TEST_ONLY, "trials per depth"),
+    LX_P_INT(struct mdqa_params, depths, "10", 0, 1001, LX_PF_TEST_ONLY,
              "gold at position round(d*(documents-1)) for d = 0, 1/(k-1), ..., 1 (k = documents: every "
              "position; 1 = the single depth 0.5; 0 = a uniform random depth per sample)"),
     LX_RETRIEVAL_PRESET_ROWS(struct mdqa_params, "lenx|litm|ruler_qa_squad|ruler_qa_hotpotqa"),

@@ -86,8 +86,8 @@ static const struct lx_param needle_rows[] = {
     LX_P_INT(struct needle_params, needles, "1", 1, MAX_NEEDLES, 0,
              "needles hidden, one asked for (3: the scale-invariant paper's variant; the others sit at "
              "uniform depths as distractors)"),
-    LX_P_INT(struct needle_params, samples, "20", 1, 1e6, 0, "trials per depth"),
-    LX_P_INT(struct needle_params, depths, "11", 0, 1001, 0,
+    LX_P_INT(struct needle_params, samples, "20", 1, 1e6, LX_PF_TEST_ONLY, "trials per depth"),
+    LX_P_INT(struct needle_params, depths, "11", 0, 1001, LX_PF_TEST_ONLY,
              "evenly spaced depths of the asked needle 0, 1/(k-1), ..., 1 (11: every 10%; 1 = the single "
              "depth 0.5; 0 = a uniform random depth per sample)"),
     LX_RETRIEVAL_PRESET_ROWS(struct needle_params, "lenx|ruler|kamradt|ruler_niah_single_2|ruler_niah_single_3|"

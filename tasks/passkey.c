@@ -58,8 +58,8 @@ static const struct lx_param passkey_rows[] = {
     LX_P_ENUM(struct passkey_params, template, "landmark", "landmark|short", 0,
               "landmark: Mohtashami & Jaggi's prompt verbatim; short: no task description, a shorter info line"),
     LX_P_INT(struct passkey_params, digits, "5", 1, 9, 0, "digits of the key: uniform in [10^(d-1), 10^d - 1]"),
-    LX_P_INT(struct passkey_params, samples, "20", 1, 1e6, 0, "trials per depth"),
-    LX_P_INT(struct passkey_params, depths, "5", 0, 1001, 0,
+    LX_P_INT(struct passkey_params, samples, "20", 1, 1e6, LX_PF_TEST_ONLY, "trials per depth"),
+    LX_P_INT(struct passkey_params, depths, "5", 0, 1001, LX_PF_TEST_ONLY,
              "evenly spaced key depths 0, 1/(k-1), ..., 1 (1 = the single depth 0.5; "
              "0 = a uniform random depth per sample)"),
     LX_RETRIEVAL_PRESET_ROWS(struct passkey_params, "lenx|landmark|yarn|longlora"),

@@ -37,7 +37,7 @@ static const struct lx_param topic_rows[] = {
              "conversations: 0 = as many as fit with `replies` replies each, else exactly that many"),
     LX_P_INT(struct topic_params, replies, "2", 0, 100, 0,
              "ASSISTANT replies per conversation with topics: 0, before the rest of the length is filled"),
-    LX_P_INT(struct topic_params, samples, "50", 1, 1e6, 0, "trials"),
+    LX_P_INT(struct topic_params, samples, "50", 1, 1e6, LX_PF_TEST_ONLY, "trials"),
     LX_RETRIEVAL_PRESET_ROWS(struct topic_params, "lenx|longchat|longchat_base"),
 };
 

@@ -855,3 +855,41 @@ Test(engine_run, a_training_length_past_the_validation_tail, .init = setup, .fin
                   strstr(out, " tokens) are held out for validation, and each part needs a window of 180000 and its "
                   "next token\n  hint: at most "), "%s", out);
 }
+
+/* The model key a dry run of a one-model sweep prints in brackets, its mixture entry given. */
+static void mixture_key(const char *entry, char *key, size_t n)
+{
+    char yaml[1024], out[4096];
+    snprintf(yaml, sizeof yaml, "name: k\nmodels:\n  r:\n    arch: {mode: causal, layers: 1}\n"
+             "    train: {length: 1024, steps: 2, warmup: 1}\n    mixture: [%s]\n"
+             "methods: [rope]\ntasks: [{ppl: {windows: 1}}]\nlengths: [1024]\n", entry);
+    write_file("k.yaml", yaml);
+    cr_assert_eq(sh(out, sizeof out, "$L run k.yaml --db k.db --dry-run 2>/dev/null"), 0, "%s: %s", entry, out);
+    const char *b = strrchr(out, '[');
+    cr_assert(b && strlen(b) > 17 && b[17] == ']', "%s: %s", entry, out);
+    snprintf(key, n, "%.16s", b + 1);
+}
+
+/* A mixture entry's task settings that only its test cases read (samples, depths, line's scorer) do not
+** change the instances training draws (their depth is uniform, their answer taught, not graded), so they
+** leave the model key as it is without them; one that changes the instances (digits) makes another. */
+Test(engine_run, a_mixtures_test_only_settings_keep_the_model_key, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const char *const same[][2] = {
+        {"{passkey: {template: short, weight: 0.5}}", "{passkey: {template: short, weight: 0.5, samples: 3}}"},
+        {"{passkey: {template: short, weight: 0.5}}", "{passkey: {template: short, weight: 0.5, depths: 0}}"},
+        {"{line: {template: short, weight: 0.5}}", "{line: {template: short, weight: 0.5, scorer: last, depths: 2}}"},
+        {"{topic: {template: short, weight: 0.5}}", "{topic: {template: short, weight: 0.5, samples: 7}}"},
+        {"{needle: {template: short, weight: 0.9}}", "{needle: {template: short, weight: 0.9, depths: 3}}"},
+        {"{mdqa: {template: short, weight: 0.9}}", "{mdqa: {template: short, weight: 0.9, samples: 2}}"},
+    };
+    char a[32], b[32];
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+        mixture_key(same[i][0], a, sizeof a);
+        mixture_key(same[i][1], b, sizeof b);
+        cr_expect_str_eq(a, b, "%s and %s", same[i][0], same[i][1]);
+    }
+    mixture_key("{passkey: {template: short, weight: 0.5, digits: 1}}", b, sizeof b);
+    mixture_key("{passkey: {template: short, weight: 0.5}}", a, sizeof a);
+    cr_expect_str_neq(a, b);
+}

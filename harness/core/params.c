@@ -583,6 +583,19 @@ void lx_params_json(const struct lx_schema *s, const void *src, struct lx_buf *o
     lx_buf_puts(out, "}");
 }
 
+void lx_params_json_training(const struct lx_schema *s, const void *src, struct lx_buf *out)
+{
+    void *at = lx_xcalloc(1, s->size);
+    memcpy(at, src, s->size);
+    for (int i = 0; i < s->n_rows; i++)
+        if (s->rows[i].flags & LX_PF_TEST_ONLY) {
+            int rc = apply_default(&s->rows[i], at, NULL);
+            LX_ASSERT(rc == LX_OK);   /* the contract test checks every default */
+        }
+    lx_params_json(s, at, out);
+    free(at);
+}
+
 void lx_params_text_resolved(const struct lx_schema *s, const void *given, const void *resolved,
                              struct lx_buf *out)
 {
@@ -623,7 +636,8 @@ void lx_schema_describe(const struct lx_schema *s, struct lx_buf *out, const cha
         const struct lx_param *p = &s->rows[i];
         lx_buf_printf(out, "%s%-*s %s, default %s%s", indent, width, p->name,
                       p->type == LX_PT_ENUM ? p->choices : type_name(p->type), p->def,
-                      (p->flags & LX_PF_AUTO) ? " (auto: resolved per cell from the facts; write 0 or auto)" : "");
+                      (p->flags & LX_PF_AUTO) ? " (auto: resolved per cell from the facts; write 0 or auto)" :
+                      (p->flags & LX_PF_TEST_ONLY) ? " (test cases only: a training mixture ignores it)" : "");
         if (p->type == LX_PT_INT || p->type == LX_PT_FLOAT || p->type == LX_PT_RANGES || p->type == LX_PT_FLOATS) {
             char lo[32], hi[32];
             lx_fmt_num(lo, p->min);

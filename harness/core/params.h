@@ -38,6 +38,9 @@ enum {
     LX_PF_UNKEYED_DEFAULT = 1 << 3, /* left out of the stored, hashed JSON while at its default: a
                                     ** row added after cells were stored keeps their run keys */
     LX_PF_MAX_OPEN = 1 << 4,    /* the upper bound is exclusive */
+    LX_PF_TEST_ONLY = 1 << 5,   /* read by a task's test cases alone (how many, at which depths, how graded),
+                                ** never by the training instances a mixture draws: a mixture's key
+                                ** writes it at its default (lx_params_json_training) */
 };
 
 #define LX_MAX_RANGES 16
@@ -154,6 +157,10 @@ void lx_params_finish(const struct lx_schema *s, void *dst);
 
 /* {"k": v, ...} over active rows in schema order: the stored, hashed form. */
 void lx_params_json(const struct lx_schema *s, const void *src, struct lx_buf *out);
+
+/* lx_params_json with every LX_PF_TEST_ONLY row at its default: the parameters
+** as the training instances of a mixture read them, for its model key. */
+void lx_params_json_training(const struct lx_schema *s, const void *src, struct lx_buf *out);
 
 /* "k=v,k=v" over active rows that differ from their default or carry
 ** LX_PF_SHOW; "" when none. Used for the canonical method/task string. */

@@ -396,7 +396,7 @@ static int parse_mix(struct lx_model_use *u, const struct lx_node *e, struct lx_
     lx_buf_printf(json, "%s{\"name\":", u->n_mix > 1 ? "," : "");
     lx_buf_json_str(json, t->name);
     lx_buf_puts(json, ",\"params\":");
-    lx_params_json(&t->schema, p, json);
+    lx_params_json_training(&t->schema, p, json);   /* how many test cases, where, how graded: not training's */
     lx_buf_puts(json, ",\"weight\":");
     lx_buf_num(json, mk.weight);
     if (mk.power == 1)         /* how lx_mix_window draws and places it; models without a power keep their keys */
