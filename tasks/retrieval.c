@@ -586,6 +586,16 @@ int lx_retrieval_check_protocol(const struct lx_retrieval *r, const void *params
     return preset_of(r, params, &p, &data, err);
 }
 
+int lx_retrieval_check_params(const struct lx_retrieval *r, const void *params, const char **row,
+                              struct lx_error *err)
+{
+    const struct lx_protocol *p;
+    const char *data;
+    int rc = preset_of(r, params, &p, &data, err);
+    *row = data[0] ? "data" : "protocol";
+    return rc < 0 ? rc : LX_OK;
+}
+
 int lx_retrieval_run_with(const struct lx_retrieval *r, const struct lx_task_ctx *ctx, struct lx_result *out,
                           struct lx_error *err)
 {

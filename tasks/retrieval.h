@@ -225,6 +225,11 @@ int lx_retrieval_run_with(const struct lx_retrieval *r, const struct lx_task_ctx
 /* The task's check under its protocol: 1 when a preset with peer data
 ** governs (no length to check), 0 for today's instances, < 0 on an error. */
 int lx_retrieval_check_protocol(const struct lx_retrieval *r, const void *params, struct lx_error *err);
+/* The same as the task's check_params hook: *row is "data" when data is
+** given (it is what a preset cannot read, or what lenx's own task does not
+** take), else "protocol" (a preset that needs data, or none here). */
+int lx_retrieval_check_params(const struct lx_retrieval *r, const void *params, const char **row,
+                              struct lx_error *err);
 
 /* tok[pos, pos + n) = the bytes s[0, n); returns pos + n. */
 long lx_put_bytes(int *tok, long pos, const char *s, long n);
@@ -259,6 +264,10 @@ long lx_put_text(int *tok, long pos, const char *s);
     {                                                                                                        \
         return lx_retrieval_run_with(&desc, ctx, out, err);                                                  \
     }                                                                                                        \
+    static int name##_check_params(const void *p, const char **row, struct lx_error *err)                    \
+    {                                                                                                        \
+        return lx_retrieval_check_params(&desc, p, row, err);                                                \
+    }                                                                                                        \
     static int name##_check_all(const void *p, long length, struct lx_error *err)                            \
     {                                                                                                        \
         int rc = lx_retrieval_check_protocol(&desc, p, err);                                                 \
@@ -269,6 +278,7 @@ long lx_put_text(int *tok, long pos, const char *s);
 ** run after the protocol's). */
 #define LX_RETRIEVAL_OPS(name)                                                                               \
     .mode = LX_MODE_CAUSAL, .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL, .check = name##_check_all,\
+    .check_params = name##_check_params,                                                                     \
     .needs_probs = 0, /* answer-row statistics come from the tiles */                                      \
     .decodes = 1,     /* greedy answers after the first miss */                                              \
     .answers_only = 1, /* the answer's rows' logits */                                                       \

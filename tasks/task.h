@@ -87,6 +87,9 @@ struct lx_task {
     const char *(*split)(const void *params);
     /* (optional) can this task run at this length with these params? */
     int (*check)(const void *params, long length, struct lx_error *err);
+    /* (optional) can these params run at all, whatever the length (a preset's
+    ** data)? On an error *row names the parameter at fault, for its position. */
+    int (*check_params)(const void *params, const char **row, struct lx_error *err);
     /* (optional, logit tasks) attention statistics for a calibrating method
     ** (spec.h, struct lx_probe): at the training length or the cell's, with
     ** every logit divided by tau */

@@ -704,3 +704,20 @@ Test(config, half_attention_enters_the_key)
         }
     }
 }
+
+/* A preset's data that cannot be read, or that a task does not take, is the task's setting, whatever the
+** length: the error points at the setting (columns counted by hand: the value of data, or of protocol when
+** the preset needs data and none is given), not at the first entry of lengths. */
+Test(config, a_presets_data_errors_point_at_the_setting)
+{
+#define TASK_AT(task) HEAD "methods: [rope]\nmodels: {m: {arch: {layers: 1}}}\ntasks:\n  - " task "\nlengths: [256]\n"
+    expect_error(TASK_AT("{passkey: {protocol: landmark, data: x.jsonl}}"), "bad.yaml:6:42",
+                 "passkey: protocol landmark makes its test cases from its peer's template; it reads no data");
+    expect_error(TASK_AT("{passkey: {data: x.jsonl}}"), "bad.yaml:6:22",
+                 "passkey: data 'x.jsonl' is read only by a protocol preset; protocol is lenx");
+    expect_error(TASK_AT("{needle: {protocol: kamradt}}"), "bad.yaml:6:25",
+                 "needle: protocol kamradt reads its haystack from a file or directory: name it with data: PATH");
+    expect_error(TASK_AT("{needle: {protocol: kamradt, data: nowhere}}"), "bad.yaml:6:40",
+                 "haystack directory 'nowhere'");
+#undef TASK_AT
+}

@@ -502,6 +502,12 @@ int lx_task_use_parse(struct lx_task_use *u, const struct lx_node *e, struct lx_
     u->where = e;
     if ((rc = resolve_params(&t->schema, &u->params, pnode, "task", name, err)) < 0)
         return rc;
+    const char *row = NULL;
+    struct lx_error sub;
+    if (t->check_params && t->check_params(u->params, &row, &sub) < 0) {    /* at its row, not at a length */
+        const struct lx_node *at = row && pnode && pnode->kind == LX_NODE_MAP ? lx_map_get(pnode, row) : NULL;
+        return lx_node_err(err, at ? at : e, "%s", sub.msg);
+    }
     struct lx_buf canon = {0}, json = {0};
     lx_task_strings(t, u->params, &canon, &json);
     u->canon = lx_xstrdup(lx_buf_str(&canon));
