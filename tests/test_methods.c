@@ -405,3 +405,28 @@ Test(methods, stack_composes_in_order)
     lx_stack_release(&st);
     lx_doc_release(&doc);
 }
+
+/* YaRN's mscale multiplies q and k, so on whole heads it scales the base logit wherever yarn stands in
+** the stack: a_t·mscale²·S + m_t for scaleinv before or after it (mscale² = 1.296477 at s = 4,
+** docs/methods.md#yarn; a, m the goldens above). After scaleinv it used to scale m_t too. */
+Test(methods, an_attention_factor_scales_q_k_wherever_it_stands)
+{
+    static const char *const stacks[] = {"[rope, {yarn: {scale: 4}}, scaleinv]",
+                                         "[rope, scaleinv, {yarn: {scale: 4}}]"};
+    struct lx_facts f = {.d_head = 64, .train_len = 64, .n_heads = 1, .length = 4096,
+                         .caps = LX_CAP_LOGITS | LX_CAP_ROTARY};
+    double ms2 = 1.296477, a = 3.198475, m = -9.230241;
+    for (int i = 0; i < 2; i++) {
+        struct lx_doc doc;
+        struct lx_stack st;
+        struct lx_spec spec;
+        struct lx_error err = {{0}};
+        cr_assert_eq(lx_doc_load_text(&doc, stacks[i], "s.yaml", &err), LX_OK);
+        cr_assert_eq(lx_stack_parse(&st, doc.root, &err), LX_OK, "%s", err.msg);
+        cr_assert_eq(lx_stack_compile(&st, &f, &spec, &err), LX_OK, "%s", err.msg);
+        double got = lx_spec_logit(&spec, 0, 4096, 1000, 0.5), want = a * ms2 * 0.5 + m;
+        cr_expect(fabs(got - want) < 1e-5, "%s: %.7f, want %.7f", stacks[i], got, want);
+        lx_stack_release(&st);
+        lx_doc_release(&doc);
+    }
+}

@@ -17,20 +17,28 @@ void lx_spec_init(struct lx_spec *spec, const struct lx_facts *facts)
     spec->posmap.cap = INFINITY;
 }
 
-int lx_spec_push(struct lx_spec *spec, const struct lx_logit_op *op, struct lx_error *err)
+/* op inserted at index at of the stack's logit ops (the later ones move up). */
+static int push_at(struct lx_spec *spec, const struct lx_logit_op *op, int at, struct lx_error *err)
 {
     LX_ASSERT(op->kind == LX_OP_ROW_SCALE ? op->row_scale != NULL : op->dist_affine != NULL);
     if (spec->n_ops == LX_SPEC_MAX_OPS)
         return lx_err(err, LX_EINVAL, "method '%s': the stack has more than %d logit transforms\n"
                       "  hint: split the stack", op->method, LX_SPEC_MAX_OPS);
+    memmove(&spec->ops[at + 1], &spec->ops[at], (size_t)(spec->n_ops - at) * sizeof *spec->ops);
+    spec->ops[at] = *op;
+    spec->n_ops++;
+    spec->has_dist |= op->kind == LX_OP_DIST_AFFINE;
+    spec->signed_dist |= op->kind == LX_OP_DIST_AFFINE && op->signed_t;
+    return LX_OK;
+}
+
+int lx_spec_push(struct lx_spec *spec, const struct lx_logit_op *op, struct lx_error *err)
+{
     if (spec->rel.method)
         return lx_err(err, LX_EINVAL, "method '%s' comes after '%s' in the stack: '%s' adds the model's learned "
                       "bias to the final logits, so it must be the stack's last logit transform\n  hint: move "
                       "%s to the end of the stack", op->method, spec->rel.method, spec->rel.method, spec->rel.method);
-    spec->ops[spec->n_ops++] = *op;
-    spec->has_dist |= op->kind == LX_OP_DIST_AFFINE;
-    spec->signed_dist |= op->kind == LX_OP_DIST_AFFINE && op->signed_t;
-    return LX_OK;
+    return push_at(spec, op, spec->n_ops, err);
 }
 
 int lx_spec_claim(const char **slot, const char *method, const char *what, struct lx_error *err)
@@ -269,8 +277,8 @@ long lx_posmap_near_hi(const struct lx_posmap *p, long i)
 int lx_spec_rotary_gain(struct lx_spec *spec, const struct lx_logit_op *a2, double a, struct lx_error *err)
 {
     struct lx_rotary *r = &spec->rotary;
-    if (2 * r->n_pairs >= spec->facts.d_head)
-        return lx_spec_push(spec, a2, err);
+    if (2 * r->n_pairs >= spec->facts.d_head)   /* q and k times a: the base logit times a², before every op */
+        return push_at(spec, a2, 0, err);
     r->gain = (r->gain != 0 ? r->gain : 1.0) * a;
     return LX_OK;
 }

@@ -348,7 +348,9 @@ int lx_spec_push(struct lx_spec *spec, const struct lx_logit_op *op, struct lx_e
 
 /* A rescaling's attention factor a on cos and sin (YaRN's mscale, LongRoPE's
 ** a), as transformers and llama.cpp apply it: on a rope over whole heads that
-** is the logits times a², the row scale op `a2` (pushed); on a rope over part
+** is the base logit q·k times a², the row scale op `a2`, put first of the
+** stack's ops whatever the method's place (so a bias before it is not
+** scaled, as on part of a head); on a rope over part
 ** of each head (rope dims) only the turned channels' share of q·k gets a², so
 ** the rotary table's gain takes a instead. */
 int lx_spec_rotary_gain(struct lx_spec *spec, const struct lx_logit_op *a2, double a, struct lx_error *err);
