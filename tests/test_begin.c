@@ -214,7 +214,7 @@ Test(begin, bad_uses_are_refused_where_they_are_written, .init = setup, .fini = 
     write_file("m.yaml", "name: m\nmodels:\n  m: {arch: {mode: mlm, layers: 1, d_model: 32, heads: 2, d_head: 16},\n"
                "      train: {length: 32, begin: text}}\nmethods: [rope]\ntasks: [mlm]\nlengths: [32]\n");
     cr_expect_eq(sh(out, sizeof out, "$L run m.yaml --db r.db"), 2, "%s", out);
-    cr_expect(strstr(out, "m.yaml:4:14: model 'm': begin: text cuts causal windows; a masked LM reads no start "
+    cr_expect(strstr(out, "m.yaml:4:34: model 'm': begin: text cuts causal windows; a masked LM reads no start "
                      "token") != NULL, "%s", out);
     write_file("x.yaml", "name: x\nmodels:\n  m: {train: {length: 32, begin: txt}}\nmethods: [rope]\n"
                "tasks: [ppl]\nlengths: [32]\n");

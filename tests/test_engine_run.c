@@ -893,3 +893,28 @@ Test(engine_run, a_mixtures_test_only_settings_keep_the_model_key, .init = setup
     mixture_key("{passkey: {template: short, weight: 0.5}}", a, sizeof a);
     cr_expect_str_neq(a, b);
 }
+
+/* The arch keys a method stack sets (sinks by zerosink's learned sink, rel_buckets by t5bias, kerple and its
+** kernel by kerple, logit_scale by logn's learn) written by hand passed the plan, then training aborted on an
+** internal assertion (exit 134); mask_prob on a causal model, which never masks, made another model key.
+** Both are refused at the value (columns counted by hand). */
+Test(engine_run, stack_set_arch_keys_and_mlm_settings_are_refused_at_the_value, .init = setup, .fini = teardown,
+     .timeout = 30)
+{
+#define ARCH_SWEEP(arch, train) "name: b\nmodels:\n  c: {arch: {layers: 1" arch "}, train: {length: 32, steps: 20, " \
+    "warmup: 5" train "}}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n"
+    expect_refused("b.yaml", ARCH_SWEEP(", sinks: true", ""), "b.yaml:3:32",
+                   "model 'c' arch: 'sinks' is set by the method stack ({zerosink: {learned: true}}), not written "
+                   "by hand");
+    expect_refused("b.yaml", ARCH_SWEEP(", rel_buckets: 8", ""), "b.yaml:3:38",
+                   "model 'c' arch: 'rel_buckets' is set by the method stack (t5bias)");
+    expect_refused("b.yaml", ARCH_SWEEP(", kerple: true", ""), "b.yaml:3:33",
+                   "model 'c' arch: 'kerple' is set by the method stack (kerple)");
+    expect_refused("b.yaml", ARCH_SWEEP(", kerple_kernel: power", ""), "b.yaml:3:40",
+                   "model 'c' arch: 'kerple_kernel' is set by the method stack (kerple's kernel)");
+    expect_refused("b.yaml", ARCH_SWEEP(", logit_scale: true", ""), "b.yaml:3:38",
+                   "model 'c' arch: 'logit_scale' is set by the method stack ({logn: {learn: true}})");
+    expect_refused("b.yaml", ARCH_SWEEP("", ", mask_prob: 0.3"), "b.yaml:3:79",
+                   "model 'c': mask_prob is the masked LM's; a causal model masks nothing");
+#undef ARCH_SWEEP
+}

@@ -31,10 +31,24 @@ static int resolve(const struct lx_schema *s, void *dst, const struct lx_node *m
 
 /* The arch's rules across fields (kv_heads divides heads), reported at the
 ** key that breaks them; the stored JSON is rewritten in the canonical form. */
+/* The arch keys a method stack sets when it trains its tensors: written by hand they would give a model
+** tensors no stack reads or writes. */
+static const char *const stack_set[][2] = {
+    {"sinks", "{zerosink: {learned: true}}"}, {"rel_buckets", "t5bias"}, {"kerple", "kerple"},
+    {"kerple_kernel", "kerple's kernel"}, {"logit_scale", "{logn: {learn: true}}"},
+};
+
 static int resolve_arch(struct lx_model_use *u, const struct lx_node *arch, struct lx_error *err)
 {
     const struct lx_node *kv = arch ? lx_map_get(arch, "kv_heads") : NULL;
     struct lx_error sub;
+    for (size_t i = 0; arch && i < sizeof stack_set / sizeof *stack_set; i++) {
+        const struct lx_node *at = lx_map_get(arch, stack_set[i][0]);
+        if (at)
+            return lx_node_err(err, at, "model '%s' arch: '%s' is set by the method stack (%s), not written by "
+                               "hand\n  hint: drop it and put %s in the stack's training-time methods", u->name,
+                               stack_set[i][0], stack_set[i][1], stack_set[i][1]);
+    }
     if (kv && u->arch.kv_heads < 1)
         return lx_node_err(err, kv, "model '%s' arch: kv_heads must be at least 1 (got %ld)\n"
                            "  hint: leave it out for multi-head attention (kv_heads = heads = %ld)", u->name,
@@ -500,13 +514,17 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         return rc;
     if (tk && (rc = train_tokenizer(u, v, tk, err)) < 0)
         return rc;
-    const struct lx_node *tn = lx_map_get(v, "train");
+    const struct lx_node *tn = lx_map_get(v, "train"), *bn = tn ? lx_map_get(tn, "begin") : NULL;
+    const struct lx_node *mp = tn ? lx_map_get(tn, "mask_prob") : NULL;
     if (u->train.begin == LX_BEGIN_TEXT && u->arch.mode != LX_MODEL_CAUSAL)
-        return lx_node_err(err, tn, "model '%s': begin: text cuts causal windows; a masked LM reads no start "
+        return lx_node_err(err, bn, "model '%s': begin: text cuts causal windows; a masked LM reads no start "
                            "token\n  hint: drop begin", u->name);
     if (u->train.begin == LX_BEGIN_TEXT && mix)
-        return lx_node_err(err, tn, "model '%s': begin: text trains on windows without a start token, and a "
+        return lx_node_err(err, bn, "model '%s': begin: text trains on windows without a start token, and a "
                            "mixture's instances start with one\n  hint: drop begin or the mixture", u->name);
+    if (mp && u->arch.mode == LX_MODEL_CAUSAL)
+        return lx_node_err(err, mp, "model '%s': mask_prob is the masked LM's; a causal model masks nothing\n"
+                           "  hint: drop it, or train an mlm model (arch: {mode: mlm})", u->name);
     if (u->train.warmup >= u->train.steps)
         return lx_node_err(err, lx_map_get(v, "train") ? lx_map_get(v, "train") : v,
                            "model '%s': warmup (%ld) must be below steps (%ld)\n  hint: a smaller warmup (the default "
