@@ -447,6 +447,26 @@ static int parse_mixture(struct lx_model_use *u, const struct lx_node *v, struct
     return rc;
 }
 
+/* A trained model's train settings that its mode or mixture cannot use, at the value. */
+static int check_train(const struct lx_model_use *u, const struct lx_node *v, int mix, struct lx_error *err)
+{
+    const struct lx_node *tn = lx_map_get(v, "train"), *bn = tn ? lx_map_get(tn, "begin") : NULL;
+    const struct lx_node *mp = tn ? lx_map_get(tn, "mask_prob") : NULL;
+    if (u->train.begin == LX_BEGIN_TEXT && u->arch.mode != LX_MODEL_CAUSAL)
+        return lx_node_err(err, bn, "model '%s': begin: text cuts causal windows; a masked LM reads no start "
+                           "token\n  hint: drop begin", u->name);
+    if (u->train.begin == LX_BEGIN_TEXT && mix)
+        return lx_node_err(err, bn, "model '%s': begin: text trains on windows without a start token, and a "
+                           "mixture's instances start with one\n  hint: drop begin or the mixture", u->name);
+    if (mp && u->arch.mode == LX_MODEL_CAUSAL)
+        return lx_node_err(err, mp, "model '%s': mask_prob is the masked LM's; a causal model masks nothing\n"
+                           "  hint: drop it, or train an mlm model (arch: {mode: mlm})", u->name);
+    if (u->train.warmup >= u->train.steps)
+        return lx_node_err(err, tn ? tn : v, "model '%s': warmup (%ld) must be below steps (%ld)\n  hint: a smaller "
+                           "warmup (the default is 100), or more steps", u->name, u->train.warmup, u->train.steps);
+    return LX_OK;
+}
+
 static int parse_one(struct lx_model_use *u, const struct lx_node *key, const struct lx_node *v,
                      struct lx_error *err)
 {
@@ -514,21 +534,8 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         return rc;
     if (tk && (rc = train_tokenizer(u, v, tk, err)) < 0)
         return rc;
-    const struct lx_node *tn = lx_map_get(v, "train"), *bn = tn ? lx_map_get(tn, "begin") : NULL;
-    const struct lx_node *mp = tn ? lx_map_get(tn, "mask_prob") : NULL;
-    if (u->train.begin == LX_BEGIN_TEXT && u->arch.mode != LX_MODEL_CAUSAL)
-        return lx_node_err(err, bn, "model '%s': begin: text cuts causal windows; a masked LM reads no start "
-                           "token\n  hint: drop begin", u->name);
-    if (u->train.begin == LX_BEGIN_TEXT && mix)
-        return lx_node_err(err, bn, "model '%s': begin: text trains on windows without a start token, and a "
-                           "mixture's instances start with one\n  hint: drop begin or the mixture", u->name);
-    if (mp && u->arch.mode == LX_MODEL_CAUSAL)
-        return lx_node_err(err, mp, "model '%s': mask_prob is the masked LM's; a causal model masks nothing\n"
-                           "  hint: drop it, or train an mlm model (arch: {mode: mlm})", u->name);
-    if (u->train.warmup >= u->train.steps)
-        return lx_node_err(err, lx_map_get(v, "train") ? lx_map_get(v, "train") : v,
-                           "model '%s': warmup (%ld) must be below steps (%ld)\n  hint: a smaller warmup (the default "
-                           "is 100), or more steps", u->name, u->train.warmup, u->train.steps);
+    if ((rc = check_train(u, v, mix != NULL, err)) < 0)
+        return rc;
     return mix ? parse_mixture(u, mix, err) : LX_OK;
 }
 
