@@ -168,6 +168,9 @@ int lx_cli_numerics(const struct lx_args *a, struct lx_error *err)
         rc = lx_args_activations(a, &acts, &given, err);
     if (rc == LX_OK)
         rc = lx_check_activations(n, acts, err);
+    char msg[512];
+    if (rc == LX_OK && n != LX_NUMERICS_PORTABLE && lx_blas_unrunnable(msg, sizeof msg))
+        rc = lx_err(err, LX_EINVAL, "%s", msg);
     if (rc == LX_OK)
         lx_numerics_set(n), lx_kv_set(kv), lx_acts_llamacpp_set(acts);
     if (rc == LX_OK && n == LX_NUMERICS_FAST)

@@ -20,7 +20,6 @@ static void setup(void)
 {
     shell_setup("blas");
     (void)sql_long;     /* shell.h's; unused here */
-    (void)exists;
 }
 
 /* The core type a CPU with these /proc/cpuinfo flags should run, from the
@@ -169,4 +168,25 @@ Test(blas, a_portable_sweep_says_nothing_of_openblas_kernels, .init = setup, .fi
     cr_assert_eq(sh(out, sizeof out, "env OPENBLAS_CORETYPE=Prescott LENX_TEST_OPENBLAS_CORE=Prescott "
                     "$L run f.yaml --db f2.db --no-table --portable"), 0, "%s", out);
     cr_expect(strstr(out, "OpenBLAS") == NULL, "%s", out);
+}
+
+/* OPENBLAS_CORETYPE naming kernels wider than the CPU's vectors (a job script from an AVX-512 host run on an
+** AVX2 one): lenx died of SIGILL (exit 132) in its first product. A fast score and a fast sweep are now
+** refused with the reason and a hint, and nothing is stored; portable numerics, which runs no OpenBLAS
+** product, still runs. Only where the CPU lacks AVX-512 is there a wider core type to name. */
+Test(blas, a_coretype_wider_than_the_cpu_is_refused_not_a_sigill, .init = setup, .fini = teardown, .timeout = 60)
+{
+    const char *best = expected_core();
+    if (best && strcmp(best, "Haswell") != 0)
+        cr_skip_test("this CPU has AVX-512: OpenBLAS 0.3.21 has no wider kernels to name");
+    static char out[65536], err[4096];
+    cr_expect_eq(score(out, sizeof out, err, sizeof err, "env OPENBLAS_CORETYPE=SkylakeX"), 2, "%s%s", out, err);
+    cr_expect(strstr(err, "lenx: error: OpenBLAS runs its SkylakeX kernels (OPENBLAS_CORETYPE=SkylakeX), which "
+                     "use AVX-512") != NULL && strstr(err, "hint: unset OPENBLAS_CORETYPE") != NULL, "%s", err);
+    write_file("f.yaml", "name: f\nmethods: [none]\ntasks:\n  - gaussian: {samples: 20}\nlengths: [100]\n");
+    cr_expect_eq(sh(out, sizeof out, "env OPENBLAS_CORETYPE=SkylakeX $L run f.yaml --db f.db --no-table"), 2,
+                 "%s", out);
+    cr_expect(strstr(out, "illegal instruction") != NULL && !exists("f.db"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "env OPENBLAS_CORETYPE=SkylakeX $L run f.yaml --db p.db --no-table "
+                    "--portable"), 0, "%s", out);
 }

@@ -132,6 +132,11 @@ static int run_check_blas(enum lx_numerics numerics)
                 "  hint: rebuild with `make`; it links the openblas-openmp library with an rpath\n", blas);
         return 3;
     }
+    char msg[512];
+    if (numerics != LX_NUMERICS_PORTABLE && lx_blas_unrunnable(msg, sizeof msg)) {
+        fprintf(stderr, "lenx: error: %s\n", msg);
+        return 2;
+    }
     if (numerics == LX_NUMERICS_FAST)
         lx_cli_blas_notice();
     return 0;

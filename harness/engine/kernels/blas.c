@@ -140,6 +140,21 @@ void lx_blas_choice_failed(void)
     unsetenv("OPENBLAS_CORETYPE");
 }
 
+int lx_blas_unrunnable(char *msg, size_t n)
+{
+    const char *best, *core = openblas_get_corename();
+    int cpu = cpu_level(&best);
+    if (core_level(core) <= cpu)
+        return 0;
+    const char *forced = getenv("OPENBLAS_CORETYPE");
+    snprintf(msg, n, "OpenBLAS runs its %s kernels%s%s%s, which use AVX-512, and this CPU has %s: its first "
+             "product would stop on an illegal instruction\n  hint: unset OPENBLAS_CORETYPE (lenx picks the best "
+             "kernels this CPU runs%s%s), or use numerics: portable, which runs no OpenBLAS product", core,
+             forced ? " (OPENBLAS_CORETYPE=" : "", forced ? forced : "", forced ? ")" : "",
+             cpu == 2 ? "AVX2 at most" : "no AVX2", best ? ": " : "", best ? best : "");
+    return 1;
+}
+
 int lx_blas_notice(char *msg, size_t n)
 {
     const char *best, *core = openblas_get_corename();

@@ -38,6 +38,11 @@ int lx_blas_choose_core(void);
 /* The re-execution failed: undo lx_blas_choose_core's variables. */
 void lx_blas_choice_failed(void);
 
+/* 1 and an error with a hint in msg (size n) when the kernels OpenBLAS runs
+** need wider vectors than the CPU has (OPENBLAS_CORETYPE=SkylakeX on an AVX2
+** machine): its first product would die on SIGILL. 0 when they run. */
+int lx_blas_unrunnable(char *msg, size_t n);
+
 /* 1 and a "note: ..." or "warning: ..." line with a hint in msg (size n) when
 ** the kernels deserve a word on stderr: lenx chose them (lx_blas_choose_core),
 ** or they are narrower than the CPU's, e.g. OPENBLAS_CORETYPE=Haswell on an
