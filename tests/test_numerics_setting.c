@@ -260,3 +260,26 @@ Test(numerics, cache_and_activations_do_not_key_the_trained_model, .init = setup
                     "grep -o 'model=m \\[.*\\]'"), 0, "%s", b);
     cr_expect_str_neq(a, b);
 }
+
+/* A file with numerics: bf16 and activations: llamacpp (which do not go together) is refused at activations;
+** the command line beats the file, so --numerics fast or portable, or --activations fp32, makes it a sweep
+** that runs (the check ran on the file's values before the overrides); the command line's own conflict is
+** refused without a file position. */
+Test(numerics, the_command_line_undoes_the_files_conflict, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[8192];
+    write_file("b.yaml", "name: b\nnumerics: bf16\nactivations: llamacpp\nmethods: [rope]\ntasks: [ppl]\n"
+               "lengths: [32]\nmodels:\n  m:\n    arch: {mode: causal, layers: 1, d_model: 32, heads: 2, d_head: 16, "
+               "d_mlp: 64}\n    train: {length: 32, batch: 4, steps: 4, warmup: 1}\n");
+    cr_expect_eq(sh(out, sizeof out, "$L run b.yaml --db b.db --dry-run"), 2, "%s", out);
+    cr_expect(strstr(out, "b.yaml:3:14: activations: llamacpp does not go with numerics: bf16") != NULL, "%s", out);
+    static const char *const undo[] = {"--numerics fast", "--numerics portable", "--portable", "--activations fp32"};
+    for (int i = 0; i < 4; i++)
+        cr_expect_eq(sh(out, sizeof out, "$L run b.yaml --db b.db --dry-run %s", undo[i]), 0, "%s: %s", undo[i], out);
+    write_file("f.yaml", "name: f\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\nmodels:\n  m:\n    arch: {mode: "
+               "causal, layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}\n    train: {length: 32, batch: 4, "
+               "steps: 4, warmup: 1}\n");
+    cr_expect_eq(sh(out, sizeof out, "$L run f.yaml --db b.db --dry-run --numerics bf16 --activations llamacpp"), 2,
+                 "%s", out);
+    cr_expect(strstr(out, "lenx: error: activations: llamacpp does not go with numerics: bf16") != NULL, "%s", out);
+}

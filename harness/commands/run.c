@@ -204,12 +204,10 @@ int lx_cmd_run(int argc, char **argv)
             return lx_cli_fail(&err, rc);
         omp_set_num_threads((int)t);
     }
-    enum lx_numerics numerics = LX_NUMERICS_FAST;
-    int numerics_given = 0;
-    int kv = 0, kv_given = 0, acts = 0, acts_given = 0;
-    if ((rc = lx_args_numerics(&a, &numerics, &numerics_given, &err)) < 0 ||
-        (rc = lx_args_kv_cache(&a, &kv, &kv_given, &err)) < 0 ||
-        (rc = lx_args_activations(&a, &acts, &acts_given, &err)) < 0)
+    struct lx_grid_over over = {.numerics = LX_NUMERICS_FAST};
+    if ((rc = lx_args_numerics(&a, &over.numerics, &over.numerics_given, &err)) < 0 ||
+        (rc = lx_args_kv_cache(&a, &over.kv, &over.kv_given, &err)) < 0 ||
+        (rc = lx_args_activations(&a, &over.acts, &over.acts_given, &err)) < 0)
         return lx_cli_fail(&err, rc);
     double save_every;
     if (save_every_of(&a, &save_every) < 0)     /* before the plan: a --dry-run checks it too */
@@ -225,15 +223,7 @@ int lx_cmd_run(int argc, char **argv)
         return lx_cli_fail(&err, rc);
     struct lx_grid grid;
     struct lx_plan plan = {0};
-    rc = lx_grid_load(&grid, a.pos[0], &err);
-    if (rc == LX_OK && numerics_given)     /* the command line beats the file; resolved once, before the keys */
-        grid.numerics = numerics;
-    if (rc == LX_OK && kv_given)
-        grid.kv = kv;
-    if (rc == LX_OK && acts_given)
-        grid.acts_llamacpp = acts;
-    if (rc == LX_OK)
-        rc = lx_check_activations(grid.numerics, grid.acts_llamacpp, &err);
+    rc = lx_grid_load_over(&grid, a.pos[0], &over, &err);  /* the command line beats the file */
     if (rc == LX_OK)
         rc = lx_plan_build(&plan, &grid, &err);
     if (rc < 0) {

@@ -235,14 +235,13 @@ static int splice_native(struct lx_grid *g, int i, const struct lx_node **entry,
     return LX_OK;
 }
 
-static int parse_grid(struct lx_grid *g, struct lx_error *err)
+/* numerics, kv_cache and activations: the file's, then the command line's over them, then their conflict
+** (at the file's key when the file alone makes it). */
+static int parse_arithmetic(struct lx_grid *g, const struct lx_grid_over *o, struct lx_error *err)
 {
-    const struct lx_node *root = g->doc.root;
-    int rc = parse_top(g, root, err);
-    if (rc < 0 || (rc = parse_name(g, lx_map_get(root, "name"), err)) < 0)
-        return rc;
-    const struct lx_node *v;
-    if ((v = lx_map_get(root, "numerics")) && (rc = parse_numerics(g, v, err)) < 0)
+    const struct lx_node *root = g->doc.root, *v, *num = lx_map_get(root, "numerics");
+    int rc;
+    if (num && (rc = parse_numerics(g, num, err)) < 0)
         return rc;
     if ((v = lx_map_get(root, "kv_cache")) && (v->kind != LX_NODE_SCALAR || lx_kv_parse(v->text, &g->kv) < 0))
         return lx_node_err(err, v, "'kv_cache' must be fp32, bf16 or f16\n  hint: kv_cache: bf16 or f16 halves the KV "
@@ -251,8 +250,29 @@ static int parse_grid(struct lx_grid *g, struct lx_error *err)
         (v->kind != LX_NODE_SCALAR || lx_acts_parse(v->text, &g->acts_llamacpp) < 0))
         return lx_node_err(err, v, "'activations' must be fp32 or llamacpp\n  hint: activations: llamacpp rounds x "
                            "before each weight product as llama.cpp does (docs/config.md#numerics)");
-    if (v && lx_acts_conflict(g->numerics, g->acts_llamacpp))
-        return lx_node_err(err, v, "%s", lx_acts_conflict(g->numerics, g->acts_llamacpp));
+    if (o && o->numerics_given)    /* the command line beats the file; resolved once, before the keys */
+        g->numerics = o->numerics;
+    if (o && o->kv_given)
+        g->kv = o->kv;
+    if (o && o->acts_given)
+        g->acts_llamacpp = o->acts;
+    const char *conflict = lx_acts_conflict(g->numerics, g->acts_llamacpp);
+    if (!conflict)
+        return LX_OK;
+    if (o && (o->numerics_given || o->acts_given))
+        return lx_err(err, LX_EINVAL, "%s", conflict);
+    return lx_node_err(err, v ? v : num, "%s", conflict);
+}
+
+static int parse_grid(struct lx_grid *g, const struct lx_grid_over *o, struct lx_error *err)
+{
+    const struct lx_node *root = g->doc.root;
+    int rc = parse_top(g, root, err);
+    if (rc < 0 || (rc = parse_name(g, lx_map_get(root, "name"), err)) < 0)
+        return rc;
+    if ((rc = parse_arithmetic(g, o, err)) < 0)
+        return rc;
+    const struct lx_node *v;
     if ((v = lx_map_get(root, "seed"))) {
         if (v->kind != LX_NODE_SCALAR)
             return lx_node_err(err, v, "'seed' must be one integer\n  hint: use 'seeds' for a list");
@@ -313,24 +333,30 @@ static int parse_grid(struct lx_grid *g, struct lx_error *err)
     return LX_OK;
 }
 
-static int finish_load(struct lx_grid *g, const char *name, int rc, struct lx_error *err)
+static int finish_load(struct lx_grid *g, const char *name, int rc, const struct lx_grid_over *o,
+                       struct lx_error *err)
 {
     g->file = lx_xstrdup(name);
     if (rc == LX_OK)
-        rc = parse_grid(g, err);
+        rc = parse_grid(g, o, err);
     return rc;
+}
+
+int lx_grid_load_over(struct lx_grid *g, const char *path, const struct lx_grid_over *o, struct lx_error *err)
+{
+    memset(g, 0, sizeof *g);
+    return finish_load(g, path, lx_doc_load_file(&g->doc, path, err), o, err);
 }
 
 int lx_grid_load(struct lx_grid *g, const char *path, struct lx_error *err)
 {
-    memset(g, 0, sizeof *g);
-    return finish_load(g, path, lx_doc_load_file(&g->doc, path, err), err);
+    return lx_grid_load_over(g, path, NULL, err);
 }
 
 int lx_grid_load_text(struct lx_grid *g, const char *text, const char *name, struct lx_error *err)
 {
     memset(g, 0, sizeof *g);
-    return finish_load(g, name, lx_doc_load_text(&g->doc, text, name, err), err);
+    return finish_load(g, name, lx_doc_load_text(&g->doc, text, name, err), NULL, err);
 }
 
 void lx_grid_release(struct lx_grid *g)

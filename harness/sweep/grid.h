@@ -38,6 +38,18 @@ struct lx_grid {
 
 /* Load and resolve a sweep file. Errors carry file:line:column. */
 int lx_grid_load(struct lx_grid *g, const char *path, struct lx_error *err);
+
+/* A command line's arithmetic over the file's (lenx run --numerics, --kv-cache,
+** --activations): a field whose _given is 0 keeps the file's value. */
+struct lx_grid_over {
+    int numerics_given, kv_given, acts_given;
+    enum lx_numerics numerics;
+    int kv, acts;
+};
+
+/* lx_grid_load with o (NULL = none) over the file's settings before they are
+** checked together, so a command line may undo the file's conflict. */
+int lx_grid_load_over(struct lx_grid *g, const char *path, const struct lx_grid_over *o, struct lx_error *err);
 /* The same from YAML text (tests); `name` labels messages. */
 int lx_grid_load_text(struct lx_grid *g, const char *text, const char *name, struct lx_error *err);
 void lx_grid_release(struct lx_grid *g);
