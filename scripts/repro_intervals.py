@@ -197,10 +197,11 @@ def check_filters(cells, args, picked):
 
 def base_of(cells, against, key, metric):
     """The --against method's cell at the same task, length and seed, or None."""
-    hits = [k for k in cells if against in k[0] and k[1:] == key[1:] and metric in cells[k]]
-    exact = [k for k in hits if against in (k[0], k[0].split(" @")[0])]
-    if len(hits) > 1 and len(exact) == 1:   # `nope` beside `nope+t5align(...)`: the label that is the name
-        hits = exact
+    named = [k for k in cells if against in k[0] and k[1:] == key[1:]]
+    exact = [k for k in named if against in (k[0], k[0].split(" @")[0])]
+    if len(named) > 1 and len(exact) == 1:  # `nope` beside `nope+t5align(...)`: the label that is the name,
+        named = exact                       # also where it lacks the metric (a t5align-only one): no difference
+    hits = [k for k in named if metric in cells[k]]
     if len(hits) > 1:
         fail(f"--against '{against}' matches {len(hits)} methods at {key[1]}, length {key[2]}",
              "give more of the method label: " + "; ".join(k[0] for k in hits))

@@ -827,41 +827,40 @@ int lx_bench_gemm(void);    /* tests/bench_gemm.c */
 int lx_bench_bf16(void);    /* tests/bench_bf16.c */
 int lx_bench_pilot_replay(const char *dir);     /* tests/bench_pilot.c */
 
+static int rows_width(void)
+{
+    bench_rows_width();
+    return 0;
+}
+
+/* The parts `make bench BENCH=NAME` runs alone. */
+static const struct {
+    const char *name;
+    int (*run)(void);
+} parts[] = {
+    {"model", lx_bench_model},        {"tiledstats", bench_tile_stats}, {"tilehalf", bench_tile_half},
+    {"tileexp", bench_exp_loops},     {"tilewidth", rows_width},        {"tiled", bench_tiled},
+    {"decodeattn", lx_bench_decode_attn}, {"decode", lx_bench_decode},  {"train", lx_bench_train},
+    {"trainbf16", lx_bench_train_bf16}, {"gemm", lx_bench_gemm},        {"bf16", lx_bench_bf16},
+    {"dequant", bench_dequant},       {"qdot", bench_qdot},             {"glu", bench_glu},
+};
+
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : "";
-    if (!strcmp(only, "model"))
-        return lx_bench_model();
-    if (!strcmp(only, "tiledstats"))
-        return bench_tile_stats();
-    if (!strcmp(only, "tilehalf"))
-        return bench_tile_half();
-    if (!strcmp(only, "tileexp"))
-        return bench_exp_loops();
-    if (!strcmp(only, "tilewidth"))
-        return bench_rows_width(), 0;
-    if (!strcmp(only, "tiled"))
-        return bench_tiled();
-    if (!strcmp(only, "decodeattn"))
-        return lx_bench_decode_attn();
-    if (!strcmp(only, "decode"))
-        return lx_bench_decode();
-    if (!strcmp(only, "train"))
-        return lx_bench_train();
-    if (!strcmp(only, "trainbf16"))
-        return lx_bench_train_bf16();
-    if (!strcmp(only, "gemm"))
-        return lx_bench_gemm();
-    if (!strcmp(only, "bf16"))
-        return lx_bench_bf16();
-    if (!strcmp(only, "dequant"))
-        return bench_dequant();
-    if (!strcmp(only, "qdot"))
-        return bench_qdot();
-    if (!strcmp(only, "glu"))
-        return bench_glu();
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        if (!strcmp(only, parts[i].name))
+            return parts[i].run();
     if (!strcmp(only, "pilotreplay"))
         return lx_bench_pilot_replay(argc > 2 ? argv[2] : "build/pilot-traces");
+    if (*only && strcmp(only, "micro")) {   /* a typo ran the whole bench, minutes of it, without a word */
+        fprintf(stderr, "lenx-bench: unknown part '%s'\n  hint: one of micro, pilotreplay", only);
+        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+            fprintf(stderr, ", %s", parts[i].name);
+        fprintf(stderr, " (make bench BENCH=NAME also takes eval, core, serve, pilot, pilot-replay, bf16-8b); "
+                "none runs them all\n");
+        return 2;
+    }
     int max_threads = omp_get_max_threads();
     char blas[128];
     lx_blas_describe(blas, sizeof blas);

@@ -510,6 +510,21 @@ Test(repro, repro_intervals_pools_seeds, .init = setup, .fini = teardown, .timeo
     cr_expect(strstr(out, "c.csv: acc of (b, t, 64, 2) is 0.7, s23.csv gives 0.5") != NULL, "%s", out);
 }
 
+/* --against names the method whose label is exactly it (a beside a+x and a+y); a metric that method lacks
+** (tau, stored by a+x and a+y only) has no difference, where the script used to stop at the first such row
+** (exit 2, "--against 'a' matches 2 methods"): docs/REPRODUCTIONS.md's t5-alignment-nope command. */
+Test(repro, repro_intervals_against_a_method_without_the_metric, .init = setup, .fini = teardown, .timeout = 30)
+{
+    static char out[1 << 14];
+    write_file("s.csv", "sweep,method,task,length,seed,metric,value,model_key,key\n"
+               "f,a,t,64,1,x,1,,k1\nf,a+x,t,64,1,x,3,,j1\nf,a+x,t,64,1,tau,0.5,,j1\n"
+               "f,a+y,t,64,1,x,4,,i1\nf,a+y,t,64,1,tau,0.25,,i1\n");
+    cr_assert_eq(sh(out, sizeof out, "/usr/bin/python3 $R/scripts/repro_intervals.py s.csv --seeds --against a "
+                    "2>&1"), 0, "%s", out);
+    cr_expect(strstr(out, "| a+x | t | 64 | x | 3 | 3 | ") != NULL && strstr(out, "| 2 | 2 | ") != NULL, "%s", out);
+    cr_expect(strstr(out, "| a+y | t | 64 | tau | 0.25 | 0.25 | ") != NULL, "%s", out);
+}
+
 /* scripts/repro_depths.py on a store worked by hand: 2 samples at each of the depths 0, 0.5 and 1
 ** (n_samples 6). Method a right at them 2,1,0 / 2,2,2 / 0,0,1 on seeds 1-3, b 1,1,1 on every seed. Depth
 ** 0: a 2+2+0 = 4/6, b 3/6, differences 1, 1, -1: mean 1/3, sd 2/√3, t half-width 4.30265 · (2/√3)/√3 =
