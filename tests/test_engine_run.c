@@ -841,19 +841,28 @@ Test(engine_run, a_log_shows_training_progress_every_tenth, .init = setup, .fini
                      "step 28/40 step 30/40 step 32/40 step 36/40 step 40/40 ");
 }
 
-/* A training length past the validation tail (the corpus's last 5 %): the cell fails saying so and how
-** long a window fits (it blamed the corpus's size, 3.5M tokens, for a 180,000-token window). */
+/* A training length past the validation tail (the corpus's last 5 %): refused saying so and how long a
+** window fits (it blamed the corpus's size, 3.5M tokens, for a 180,000-token window), at the length, before
+** anything runs: the cell failed after the plan had passed, and a fine-tuning's after its base model had
+** trained (column 88 of line 3; the fine-tuning at its stack, 5:11). */
 Test(engine_run, a_training_length_past_the_validation_tail, .init = setup, .fini = teardown, .timeout = 60)
 {
     char out[4096];
+    static const char tail[] = " tokens) are held out for validation, and each part needs a window of 180000 and its "
+                               "next token\n  hint: at most ";
     write_file("big.yaml", "name: big\nmodels:\n  m: {arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}, "
                "train: {length: 180000, batch: 1, steps: 1, warmup: 0}}\nmethods: [rope]\ntasks: [ppl]\n"
                "lengths: [180000]\n");
-    cr_expect_eq(sh(out, sizeof out, "$L run big.yaml --db x.db --no-table"), 1, "%s", out);
-    cr_expect(strstr(out, "training length 180000 is too long for a corpus of ") &&
-                  strstr(out, " tokens: its last 5 % (") &&
-                  strstr(out, " tokens) are held out for validation, and each part needs a window of 180000 and its "
-                  "next token\n  hint: at most "), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L run big.yaml --db x.db --no-table"), 2, "%s", out);
+    cr_expect(strstr(out, "big.yaml:3:88: model 'm': training length 180000 is too long for a corpus of ") &&
+                  strstr(out, " tokens: its last 5 % (") && strstr(out, tail), "%s", out);
+    cr_expect(!exists("x.db"), "a refused sweep must not create the database");
+    write_file("ft.yaml", "name: ft\nmodels:\n  m: {arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}, "
+               "train: {length: 32, batch: 1, steps: 2, warmup: 0}}\nmethods:\n  - [rope, {pi: {finetune: {steps: 1, "
+               "length: 180000, batch: 1}}}]\ntasks: [ppl]\nlengths: [64]\n");
+    cr_expect_eq(sh(out, sizeof out, "$L run ft.yaml --db x.db --dry-run"), 2, "%s", out);
+    cr_expect(strstr(out, "ft.yaml:5:5: the stack 'rope+pi(") && strstr(out, "fine-tunes model 'm': training length "
+              "180000 is too long") && strstr(out, tail), "%s", out);
 }
 
 /* The model key a dry run of a one-model sweep prints in brackets, its mixture entry given. */

@@ -448,9 +448,10 @@ static int parse_mixture(struct lx_model_use *u, const struct lx_node *v, struct
 }
 
 /* A trained model's train settings that its mode or mixture cannot use, at the value. */
-static int check_train(const struct lx_model_use *u, const struct lx_node *v, int mix, struct lx_error *err)
+static int check_train(struct lx_model_use *u, const struct lx_node *v, int mix, struct lx_error *err)
 {
     const struct lx_node *tn = lx_map_get(v, "train"), *bn = tn ? lx_map_get(tn, "begin") : NULL;
+    u->length_where = tn ? lx_map_get(tn, "length") : NULL;
     const struct lx_node *mp = tn ? lx_map_get(tn, "mask_prob") : NULL;
     if (u->train.begin == LX_BEGIN_TEXT && u->arch.mode != LX_MODEL_CAUSAL)
         return lx_node_err(err, bn, "model '%s': begin: text cuts causal windows; a masked LM reads no start "

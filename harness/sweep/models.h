@@ -67,6 +67,7 @@ struct lx_model_use {
     int n_mix;
     char *mix_json;                 /* [{"name":..,"params":{..},"weight":w},..], or NULL without one */
     const struct lx_node *mix_where;    /* its YAML value, for messages; NULL without one */
+    const struct lx_node *length_where; /* train: length's YAML value, for messages; NULL without one */
     char *tokenizer;                /* path of the model's tokenizer (named, or found beside a checkpoint);
                                     ** NULL: the byte tokenizer */
     const struct lx_node *tokenizer_where;  /* its YAML value, for messages; NULL without one */

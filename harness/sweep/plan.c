@@ -29,6 +29,7 @@
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/model/decoding.h"
 #include "harness/engine/model/model.h"
+#include "harness/engine/model/train.h"
 #include "harness/core/hash.h"
 
 static const char *cap_name(unsigned cap)
@@ -430,14 +431,32 @@ static int check_memory(const struct lx_grid *g, int s, int m, int l, const stru
     return LX_OK;
 }
 
-/* A fine-tuning's mixture: the base model's tasks make their instances at
-** the fine-tuning length, which must hold one (a length below the base's
-** may not). */
+/* Windows of T tokens fit the training corpus in the model's tokens (lx_train_fits: encoded once, then
+** cached for the run), or an error at where: what the run would fail on after training the rest. A corpus
+** the tokenizer cannot encode is left to the cells, which record why (docs/config.md). */
+static int check_corpus_fit(const struct lx_model_use *mu, long T, const struct lx_node *where, const char *what,
+                            struct lx_error *err)
+{
+    const struct lx_corpus_tokens *text;
+    struct lx_error sub;
+    if (lx_corpus_tokens(&text, "train", lx_model_use_tokenizer(mu), &sub) == LX_OK &&
+        lx_train_fits(text, T, &sub) < 0)
+        return lx_node_err(err, where, "%s: %s", what, sub.msg);
+    return LX_OK;
+}
+
+/* A fine-tuning's windows fit the corpus; its mixture: the base model's tasks make their instances at
+** the fine-tuning length, which must hold one (a length below the base's may not). */
 static int check_ft_mixture(const struct lx_grid *g, int s, int m, struct lx_error *err)
 {
     const struct lx_model_use *mu = &g->models[m];
     struct lx_finetune ft;
     lx_stack_ft_resolve(&g->stacks[s], &mu->train, &ft);
+    char what[512];
+    snprintf(what, sizeof what, "the stack '%s' fine-tunes model '%s'", g->stacks[s].canon, mu->name);
+    int rc = ft.steps ? check_corpus_fit(mu, ft.length, g->stacks[s].where, what, err) : LX_OK;
+    if (rc < 0)
+        return rc;
     for (int i = 0; ft.steps && i < mu->n_mix; i++) {
         struct lx_error sub;
         if (mu->mix[i].check && mu->mix[i].check(mu->mix[i].params, ft.length, &sub) < 0)
@@ -446,6 +465,17 @@ static int check_ft_mixture(const struct lx_grid *g, int s, int m, struct lx_err
                                mu->mix[i].name, sub.msg);
     }
     return LX_OK;
+}
+
+/* A model lenx trains: its training windows fit the corpus. */
+static int check_trained_fit(const struct lx_grid *g, int m, struct lx_error *err)
+{
+    const struct lx_model_use *mu = &g->models[m];
+    if (mu->checkpoint || mu->lm)
+        return LX_OK;
+    char what[300];
+    snprintf(what, sizeof what, "model '%s'", mu->name);
+    return check_corpus_fit(mu, mu->train.length, mu->length_where ? mu->length_where : mu->where, what, err);
 }
 
 /* A checkpoint's mixture is what fine-tuning it trains on: some stack of the
@@ -757,6 +787,8 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
             reach_note(plan, g, s, m, &reach[s * n_models + m]);
     for (int m = 0; rc == LX_OK && m < g->n_models; m++)
         rc = check_ckpt_mixture(g, m, err);
+    for (int m = 0; rc == LX_OK && m < g->n_models; m++)
+        rc = check_trained_fit(g, m, err);
     if (rc == LX_OK)
         note_same_models(plan, g);
     for (int i = 0; i < g->n_stacks * n_models; i++)

@@ -501,6 +501,17 @@ static int train_batch(const struct train_state *t, const struct lx_spec *spec, 
     return LX_OK;
 }
 
+int lx_train_fits(const struct lx_corpus_tokens *text, long T, struct lx_error *err)
+{
+    long n = text->n_tokens + text->c->n_docs, n_train = (long)((double)n * (1.0 - VAL_FRAC));  /* build_stream */
+    if (n_train - T - 1 >= 1 && n - n_train - T - 1 >= 1)
+        return LX_OK;
+    return lx_err(err, LX_EINVAL, "training length %ld is too long for a corpus of %ld tokens: its last %.0f %% "
+                  "(%ld tokens) are held out for validation, and each part needs a window of %ld and its next token"
+                  "\n  hint: at most %ld here", T, n, 100.0 * VAL_FRAC, n - n_train, T,
+                  (n - n_train - 2 < n_train - 2 ? n - n_train - 2 : n_train - 2));
+}
+
 /* The stream and buffers of a run, or an error when the corpus is too short
 ** for the length. */
 static int train_state_init(struct train_state *t, const struct lx_model *m, const struct lx_spec *spec,
@@ -515,15 +526,11 @@ static int train_state_init(struct train_state *t, const struct lx_model *m, con
     if (spec->pose.method && spec->pose.target < t->T)     /* the plan refuses it (lx_spec_check_train_target) */
         return lx_err(err, LX_EINVAL, "%s: target %ld is shorter than the %d-token training windows",
                       spec->pose.method, spec->pose.target, t->T);
+    int rc = lx_train_fits(text, t->T, err);
+    if (rc < 0)
+        return rc;
     t->s = build_stream(text, tk, &t->n);
     t->n_train = (long)((double)t->n * (1.0 - VAL_FRAC));
-    if (t->n_train - t->T - 1 < 1 || t->n - t->n_train - t->T - 1 < 1) {
-        free(t->s);
-        return lx_err(err, LX_EINVAL, "training length %d is too long for a corpus of %ld tokens: its last %.0f %% "
-                      "(%ld tokens) are held out for validation, and each part needs a window of %d and its next token"
-                      "\n  hint: at most %ld here", t->T, t->n, 100.0 * VAL_FRAC, t->n - t->n_train, t->T,
-                      (t->n - t->n_train - 2 < t->n_train - 2 ? t->n - t->n_train - 2 : t->n_train - 2));
-    }
     size_t bt = sizeof(int) * (size_t)t->B * (size_t)t->T;
     t->tok = lx_xmalloc(bt);
     t->tgt = lx_xmalloc(bt);

@@ -48,6 +48,13 @@ enum { LX_BEGIN_BOS, LX_BEGIN_TEXT };
 
 extern const struct lx_schema lx_train_schema;
 
+/* Do windows of T tokens (and their next token) fit both the training part
+** of the text (in the model's tokens, documents joined by EOS) and its
+** validation tail? The error says how long a window may be. The plan asks
+** it before anything trains; training asks it again. */
+struct lx_corpus_tokens;
+int lx_train_fits(const struct lx_corpus_tokens *text, long T, struct lx_error *err);
+
 struct lx_train_report {
     long steps;             /* optimizer steps taken */
     long tokens;            /* training tokens seen (steps · batch · length) */
