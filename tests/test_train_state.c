@@ -76,3 +76,34 @@ Test(train_state, a_state_without_its_hash_loads)
     lx_train_snap_free(&r);
     remove(path);
 }
+
+/* A state whose header was edited or damaged (its step 42 made 52, its run_n 5 made 7, the same lengths, the
+** data intact) resumed silently: the run skipped or repeated steps and stored another model under the key.
+** The metadata are hashed too (lenx_state_meta_sha256), and a changed value is refused, naming it. */
+Test(train_state, a_state_whose_metadata_changed_is_refused)
+{
+    static const char *const edits[][2] = {{"\"step\":\"42\"", "\"step\":\"52\""},
+                                           {"\"run_n\":\"5\"", "\"run_n\":\"7\""}};
+    for (int e = 0; e < 2; e++) {
+        char path[256];
+        path_of(path, sizeof path, "meta");
+        struct lx_train_snap s = snap(), r;
+        struct lx_error err = {{0}};
+        cr_assert_eq(lx_train_snap_save(path, &s, "abcd", "fast", &err), LX_OK, "%s", err.msg);
+        FILE *f = fopen(path, "r+b");
+        cr_assert_not_null(f);
+        static char head[4096];
+        size_t got = fread(head, 1, sizeof head - 1, f);
+        head[got] = '\0';
+        char *at = strstr(head + 8, edits[e][0]);   /* the JSON header follows its 8-byte length */
+        cr_assert_not_null(at, "%s not in the header", edits[e][0]);
+        cr_assert_eq(fseek(f, (long)(at - head), SEEK_SET), 0);
+        fputs(edits[e][1], f);
+        fclose(f);
+        cr_expect_eq(lx_train_snap_load(path, "abcd", N, "fast", &r, &err), LX_EIO, "%s", edits[e][1]);
+        cr_expect(strstr(err.msg, path) && strstr(err.msg, "the state's metadata do not match their embedded hash") &&
+                      strstr(err.msg, "hint:"), "%s", err.msg);
+        cr_expect_null(r.w, "a refused state holds nothing");
+        remove(path);
+    }
+}

@@ -302,6 +302,24 @@ const struct lx_model_format lx_model_format_lenx = {
 
 /* ---- a training run's resumable state ---------------------------------------- */
 
+/* The state's metadata this lenx writes (keys and values, in this order). */
+#define SNAP_META 8
+
+/* SHA-256 (hex, 65 bytes) of the metadata values kv[0..2·SNAP_META) as "key=value\n" lines, in order: an
+** edited or damaged header (a step, a loss) is refused as damaged data are (lenx_state_meta_sha256). */
+static void snap_meta_sha(const char *const *kv, char sha[65])
+{
+    struct lx_sha256 h;
+    lx_sha256_init(&h);
+    for (int k = 0; k < 2 * SNAP_META; k += 2) {
+        lx_sha256_update(&h, kv[k], strlen(kv[k]));
+        lx_sha256_update(&h, "=", 1);
+        lx_sha256_update(&h, kv[k + 1], strlen(kv[k + 1]));
+        lx_sha256_update(&h, "\n", 1);
+    }
+    lx_sha256_final_hex(&h, sha);
+}
+
 int lx_train_snap_save(const char *path, const struct lx_train_snap *s, const char *model_key, const char *numerics,
                        struct lx_error *err)
 {
@@ -319,9 +337,11 @@ int lx_train_snap_save(const char *path, const struct lx_train_snap *s, const ch
     for (int k = 0; k < 3; k++)
         lx_sha256_update(&h, t[k].data, sizeof(float) * s->n);
     lx_sha256_final_hex(&h, sha);
+    char msha[65];
     const char *meta[] = {"lenx_state_of", model_key, "lenx_numerics", numerics, "step", step, "run_n", run_n,
                           "run_loss", nums[0], "train_loss", nums[1], "val_loss", nums[2], "seconds", nums[3],
-                          "lenx_state_sha256", sha};
+                          "lenx_state_sha256", sha, "lenx_state_meta_sha256", msha};
+    snap_meta_sha(meta, msha);
     return lx_st_write(path, t, 3, meta, (int)(sizeof meta / sizeof *meta / 2), NULL, err);
 }
 
@@ -335,6 +355,25 @@ static int snap_num(const struct lx_st_file *f, const char *key, double *out, st
         return lx_err(err, LX_EIO, "%s: metadata '%s' is %s\n  hint: the state is damaged; delete it to train "
                       "from step 0", f->path, key, v ? "not a number" : "missing");
     return LX_OK;
+}
+
+/* The header's metadata against their hash (snap_meta_sha). */
+static int snap_meta_check(const struct lx_st_file *f, const char *want, struct lx_error *err)
+{
+    static const char *const keys[SNAP_META] = {"lenx_state_of", "lenx_numerics", "step", "run_n", "run_loss",
+                                                "train_loss", "val_loss", "seconds"};
+    const char *kv[2 * SNAP_META];
+    for (int k = 0; k < SNAP_META; k++) {
+        kv[2 * k] = keys[k];
+        kv[2 * k + 1] = lx_st_meta(f, keys[k]) ? lx_st_meta(f, keys[k]) : "";
+    }
+    char got[65];
+    snap_meta_sha(kv, got);
+    if (strcmp(want, got) == 0)
+        return LX_OK;
+    return lx_err(err, LX_EIO, "the state's metadata do not match their embedded hash (lenx_state_meta_sha256 "
+                  "%.16s..., step %s, run_n %s hash to %.16s...): the state is damaged or was edited\n  hint: delete "
+                  "it to train from step 0 (the next run does so itself)", want, kv[5], kv[7], got);
 }
 
 int lx_train_snap_load(const char *path, const char *model_key, size_t n, const char *numerics,
@@ -355,6 +394,9 @@ int lx_train_snap_load(const char *path, const char *model_key, size_t n, const 
         rc = lx_err(err, LX_EIO, "%s: the state's data do not match its embedded hash (lenx_state_sha256 %.16s..., "
                     "the data hash to %.16s...): the state is damaged\n  hint: delete it to train from step 0 (the "
                     "next run does so itself)", path, want, got);
+    const char *mwant = lx_st_meta(&f, "lenx_state_meta_sha256");  /* absent before 2026-12-07 */
+    if (rc == LX_OK && mwant && (rc = snap_meta_check(&f, mwant, err)) < 0)
+        lx_err_prefix(err, rc, "%s: ", path);
     double d[6];
     const char *keys[] = {"step", "run_n", "run_loss", "train_loss", "val_loss", "seconds"};
     for (int k = 0; k < 6 && rc == LX_OK; k++)
