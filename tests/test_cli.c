@@ -63,7 +63,8 @@ Test(cli, bad_config_exits_2_and_writes_nothing, .init = setup, .fini = teardown
     /* --dry-run checks --save-every as a run does (it said the plan and exit 0) */
     write_file("good.yaml", small);
     cr_expect_eq(sh(out, sizeof out, "$L run good.yaml --db x.db --dry-run --save-every abc"), 2, "%s", out);
-    cr_expect(strstr(out, "--save-every abc: give seconds (0: after every step) or off") != NULL, "%s", out);
+    cr_expect(strstr(out, "--save-every abc: give seconds (0: after every step) or off\n  hint: --save-every 600") !=
+              NULL, "%s", out);
     cr_expect(!exists("x.db"));
 }
 

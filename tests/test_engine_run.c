@@ -499,7 +499,7 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     }
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, mixture: [{passkey: {weight: 0.7, template: short}}, "
                    "{passkey: {weight: 0.6, template: short}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:35",
-                   "model 'c': the mixture's weights add up to 1.3, more than 1");
+                   "model 'c': the mixture's weights add up to 1.3, more than 1\n  hint: lower them");
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, train: {length: 32}, mixture: [{passkey: "
                    "{template: short, weight: 0.5}}]}\nmethods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:58",
                    "model 'c' mixture: the training length 32 is too short: passkey: length 32 is too short for "
@@ -514,7 +514,11 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
                    "model 'c' arch: 'mlp' must be one of gelu|swiglu|geglu|gelu_erf, got 'relu'");
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {vocab: 256}, train: {length: 32, steps: 20, warmup: 5}}\n"
                    "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:3",
-                   "model 'c' has a vocabulary of 256; the corpus tasks need 260");
+                   "model 'c' has a vocabulary of 256; the corpus tasks need 260 (256 bytes + BOS, EOS, PAD, "
+                   "MASK)\n  hint: leave vocab out");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, tokenizer: [a.json]}\n"
+                   "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:37",
+                   "model 'c': 'tokenizer' must be a file path\n  hint: tokenizer: path/to/tokenizer.json");
     /* a checkpoint path is relative to the sweep file */
     cr_assert_eq(sh(NULL, 0, "mkdir sub"), 0);
     expect_refused("sub/b.yaml", "name: b\nmodels:\n  c: {checkpoint: nosuch.safetensors}\nmethods: [rope]\n"

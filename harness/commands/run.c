@@ -70,7 +70,8 @@ static int save_every_of(const struct lx_args *a, double *out)
     if (every && strcmp(every, "off") == 0)
         *out = -1;
     else if (every && (*out = strtod(every, &end), end == every || *end || !(*out >= 0))) {
-        fprintf(stderr, "lenx: error: --save-every %s: give seconds (0: after every step) or off\n", every);
+        fprintf(stderr, "lenx: error: --save-every %s: give seconds (0: after every step) or off\n"
+                "  hint: --save-every 600 saves a training's state every ten minutes (the default is 300)\n", every);
         return -1;
     }
     return 0;

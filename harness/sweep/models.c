@@ -88,7 +88,8 @@ static int open_tokenizer(struct lx_model_use *u, const struct lx_node *tk, cons
                           const struct lx_ckpt_info *info, struct lx_error *err)
 {
     if (tk && tk->kind != LX_NODE_SCALAR)
-        return lx_node_err(err, tk, "model '%s': 'tokenizer' must be a file path", u->name);
+        return lx_node_err(err, tk, "model '%s': 'tokenizer' must be a file path\n  hint: tokenizer: "
+                           "path/to/tokenizer.json (or a llama2.c tokenizer.bin, or a directory holding one)", u->name);
     struct lx_ckpt_info none = {0};
     char *path = tk ? resolve_path(tk) : info && info->tokenizer ? lx_xstrdup(info->tokenizer) : NULL;
     struct lx_error sub;
@@ -440,7 +441,8 @@ static int parse_mixture(struct lx_model_use *u, const struct lx_node *v, struct
         total += rc == LX_OK ? u->mix[u->n_mix - 1].weight : 0.0;
     }
     if (rc == LX_OK && total > 1.0 + 1e-12)
-        rc = lx_node_err(err, v, "model '%s': the mixture's weights add up to %g, more than 1", u->name, total);
+        rc = lx_node_err(err, v, "model '%s': the mixture's weights add up to %g, more than 1\n  hint: "
+                         "lower them; the windows they leave (1 minus their sum) are corpus text", u->name, total);
     lx_buf_puts(&json, "]");
     u->mix_json = rc == LX_OK ? lx_xstrdup(lx_buf_str(&json)) : NULL;
     lx_buf_free(&json);

@@ -344,7 +344,9 @@ static int check_tokenizer(const struct lx_grid *g, int t, int m, struct lx_erro
     const struct lx_tokenizer *tk = lx_model_use_tokenizer(mu);
     if (!mu->tok && !mu->checkpoint && mu->arch.vocab < LX_VOCAB)
         return lx_node_err(err, mu->where, "model '%s' has a vocabulary of %ld; the corpus tasks need %d "
-                           "(256 bytes + BOS, EOS, PAD, MASK)", mu->name, mu->arch.vocab, LX_VOCAB);
+                           "(256 bytes + BOS, EOS, PAD, MASK)\n  hint: leave vocab out (%d is the default), or give "
+                           "the model a tokenizer: whose vocabulary it is", mu->name, mu->arch.vocab, LX_VOCAB,
+                           LX_VOCAB);
     char who[128];
     int at_tok;
     struct lx_error sub;
