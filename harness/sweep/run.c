@@ -182,10 +182,10 @@ void lx_run_models_dir(const char *db, char *out, size_t n)
 
 /* The cached checkpoint of id into m (weights: its tensor hash), recorded in
 ** the store; *found = 0 when there is none or it is damaged (reported on
-** stderr, to be retrained). Under --no-train a missing or damaged file is an
-** error instead. */
+** stderr when warn, to be retrained). Under --no-train a missing or damaged
+** file is an error instead. */
 static int cached_model(struct runner *r, const struct model_id *id, struct lx_model *m, char weights[65],
-                        int *found, struct lx_error *err)
+                        int *found, int warn, struct lx_error *err)
 {
     char path[4096];
     struct stat sb;
@@ -203,7 +203,7 @@ static int cached_model(struct runner *r, const struct model_id *id, struct lx_m
         if (r->o->no_train)
             return lx_err(err, LX_ERUN, "--no-train: no usable checkpoint: %s\n  hint: run without --no-train "
                           "to train it", why.msg);
-        if (rc != LX_EIO || stat(path, &sb) == 0)
+        if (warn && (rc != LX_EIO || stat(path, &sb) == 0))
             fprintf(stderr, "lenx: warning: checkpoint %s cannot be used, retraining it: %s\n", path, why.msg);
         return LX_OK;
     }
@@ -328,7 +328,7 @@ static int obtain(const struct trainer *t, const struct model_id *id, struct lx_
 {
     struct runner *r = t->r;
     enum lx_claim state;
-    int found = 0, rc = cached_model(r, id, m, weights, &found, err);
+    int found = 0, rc = cached_model(r, id, m, weights, &found, 1, err);
     if (rc < 0 || found)
         return rc;
     if ((rc = lx_store_claim(r->store, LX_CLAIM_MODEL, id->key, &r->me, 0, &state, err)) < 0)
@@ -337,8 +337,8 @@ static int obtain(const struct trainer *t, const struct model_id *id, struct lx_
         *busy = 1;
         return LX_OK;
     }
-    /* saved by another process since we looked? */
-    if ((rc = cached_model(r, id, m, weights, &found, err)) == LX_OK && !found)
+    /* saved by another process since we looked? (the damage, if any, said once) */
+    if ((rc = cached_model(r, id, m, weights, &found, 0, err)) == LX_OK && !found)
         rc = t->train(r, t->c, m, weights, busy, err);
     struct lx_error ignored;
     lx_store_unclaim(r->store, LX_CLAIM_MODEL, id->key, r->me.id, &ignored);
