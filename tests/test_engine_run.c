@@ -931,3 +931,20 @@ Test(engine_run, stack_set_arch_keys_and_mlm_settings_are_refused_at_the_value, 
                    "model 'c': mask_prob is the masked LM's; a causal model masks nothing");
 #undef ARCH_SWEEP
 }
+
+/* `finetune: N` is `{steps: N}`, read by the same parser: 1e1 is 10 in both (the shorthand refused it while
+** the map took it), and the three spellings plan one cell with one model key; 1.5 stays refused. */
+Test(engine_run, finetune_n_reads_its_steps_as_the_map_does, .init = setup, .fini = teardown, .timeout = 30)
+{
+    static const char *const spell[] = {"10", "1e1", "{steps: 1e1}"};
+    char out[3][4096], yaml[512];
+    for (int i = 0; i < 4; i++) {
+        snprintf(yaml, sizeof yaml, "name: f\n" MODEL_C "methods: [[rope, {pi: {scale: 2, finetune: %s}}]]\n"
+                 "tasks: [{ppl: {windows: 1}}]\nlengths: [32]\n", i < 3 ? spell[i] : "1.5");
+        write_file("f.yaml", yaml);
+        char *o = out[i < 3 ? i : 0];
+        cr_expect_eq(sh(o, sizeof out[0], "$L run f.yaml --db f.db --dry-run 2>&1"), i < 3 ? 0 : 2, "%s", o);
+        if (i == 1 || i == 2)
+            cr_expect_str_eq(out[i], out[0], "finetune: %s", spell[i]);
+    }
+}

@@ -102,13 +102,12 @@ static int finetune_parse(struct lx_finetune *ft, const struct lx_node *fnode, c
                                ft->steps);
         return LX_OK;
     }
-    char *end = NULL;
-    long steps = fnode->kind == LX_NODE_SCALAR && !fnode->quoted ? strtol(fnode->text, &end, 10) : -1;
-    if (!end || *end || steps < 1 || steps > 100000000L)
+    struct lx_error sub;        /* N read as the map's steps are (1e1 is 10 in both) */
+    int ok = fnode->kind == LX_NODE_SCALAR && lx_params_set(&lx_finetune_schema, ft, "steps", fnode, what, &sub) == 0;
+    if (!ok || ft->steps < 1)
         return lx_node_err(err, fnode, "method '%s': 'finetune' must be a number of steps >= 1 or a map, got '%s'\n"
                            "  hint: e.g. finetune: 200, or finetune: {steps: 400, length: 1024}", name,
                            fnode->kind == LX_NODE_SCALAR ? fnode->text : lx_node_kind_name(fnode->kind));
-    ft->steps = steps;
     return LX_OK;
 }
 
