@@ -215,6 +215,16 @@ int lx_args_global(int *argc, char ***argv, struct lx_error *err)
         return lx_err(err, LX_EINVAL, "LENX_TEAM is '%s', not a way to run steps\n  hint: pilot (the default), "
                       "team or one (docs/PERFORMANCE.md, \"A step's team, chosen by timing both\")", tm);
     lx_pilot_force(team);
+    static const char *const switches[][2] = {
+        {"LENX_AMX", "0 turns the AMX kernels off (docs/numerics.md), 1 or unset leaves them on where the CPU has "
+                     "them"},
+        {"LENX_PACK", "1 packs weights into oneDNN's layout, 0 never does; unset: lenx picks (docs/numerics.md)"},
+    };
+    for (size_t i = 0; i < sizeof switches / sizeof *switches; i++) {
+        const char *v = getenv(switches[i][0]);     /* any other word was taken as unset without a sign */
+        if (v && *v && strcmp(v, "0") && strcmp(v, "1"))
+            return lx_err(err, LX_EINVAL, "%s is '%s', not 0 or 1\n  hint: %s", switches[i][0], v, switches[i][1]);
+    }
     const char *tr = getenv("LENX_PILOT_TRACE");
     if (tr && *tr) {
         FILE *f = fopen(tr, "a");   /* closed by the process's exit */

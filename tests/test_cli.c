@@ -919,3 +919,19 @@ Test(cli, store_and_output_errors, .init = setup, .fini = teardown, .timeout = 6
                   strstr(out, ", metric entropy): line 2 (") && strstr(out, "(1234)"), "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L compare small a.csv --db r.db --sigma 2"), 2, "%s", out);
 }
+
+/* LENX_AMX and LENX_PACK take 0 or 1; any other word (LENX_AMX=off) was taken for unset without a sign, AMX
+** left on. Now every command refuses it with a hint, as it does a bad LENX_TEAM. */
+Test(cli, switches_in_the_environment_take_0_or_1, .init = setup, .fini = teardown)
+{
+    char out[4096];
+    static const char *const bad[] = {"LENX_AMX=off", "LENX_PACK=yes", "LENX_AMX=2"};
+    for (int i = 0; i < 3; i++) {
+        cr_expect_eq(sh(out, sizeof out, "%s $L list methods", bad[i]), 2, "%s: %s", bad[i], out);
+        char want[128];
+        snprintf(want, sizeof want, "lenx: error: %.*s is '%s', not 0 or 1\n  hint: ", (int)strcspn(bad[i], "="),
+                 bad[i], strchr(bad[i], '=') + 1);
+        cr_expect(strstr(out, want) != NULL, "%s: %s", bad[i], out);
+    }
+    cr_expect_eq(sh(out, sizeof out, "LENX_AMX=0 LENX_PACK=1 $L list methods"), 0, "%s", out);
+}
