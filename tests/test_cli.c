@@ -935,3 +935,17 @@ Test(cli, switches_in_the_environment_take_0_or_1, .init = setup, .fini = teardo
     }
     cr_expect_eq(sh(out, sizeof out, "LENX_AMX=0 LENX_PACK=1 $L list methods"), 0, "%s", out);
 }
+
+/* An option a show subcommand does not read was ignored with exit 0 (show method rope --numerics xx printed
+** rope's tables): it is refused, naming the option and what it is for. */
+Test(cli, show_refuses_an_option_its_subcommand_does_not_read, .init = setup, .fini = teardown)
+{
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "$L show method rope --numerics xx"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: lenx show method does not take --numerics\n  hint: model: ") != NULL, "%s",
+              out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task passkey --length 300 --d-head 8"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx show task does not take --d-head") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show method rope --length 4 --d-head 8 --train-len 4 --heads 2"), 0, "%s",
+                 out);
+}

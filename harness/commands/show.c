@@ -720,6 +720,30 @@ int lx_show_model(const char *model, const char *db, long window, struct lx_buf 
     return rc;
 }
 
+/* An option the subcommand does not read (show method --numerics) was ignored without a word: refused. */
+static int foreign_option(const struct lx_args *a, struct lx_error *err)
+{
+    static const char *const takes[][9] = {
+        {"method", "length", "d-head", "train-len", "heads", "mlm", "on"},
+        {"task", "length", "sample", "depth", "seed", "protocol", "data", "instance", "text"},
+        {"sweep", "db"},
+        {"model", "db", "length", "numerics", "portable"},
+    };
+    for (size_t s = 0; s < sizeof takes / sizeof *takes; s++) {
+        if (strcmp(a->pos[0], takes[s][0]) != 0)
+            continue;
+        for (size_t i = 0; i < N_OPTS(show_opts); i++) {
+            int ok = 0;
+            for (int k = 1; k < 9 && takes[s][k]; k++)
+                ok |= strcmp(show_opts[i].name, takes[s][k]) == 0;
+            if (!ok && lx_args_get(a, show_opts, N_OPTS(show_opts), show_opts[i].name))
+                return lx_err(err, LX_EINVAL, "lenx show %s does not take --%s\n  hint: %s (lenx show --help)",
+                              takes[s][0], show_opts[i].name, show_opts[i].help);
+        }
+    }
+    return LX_OK;
+}
+
 int lx_cmd_show(int argc, char **argv)
 {
     struct lx_args a;
@@ -735,6 +759,8 @@ int lx_cmd_show(int argc, char **argv)
                 "  hint: lenx show method scaleinv tau=10 --length 8\n");
         return 2;
     }
+    if (!help && (rc = foreign_option(&a, &err)) < 0)
+        return lx_cli_fail(&err, rc);
     if (strcmp(a.pos[0], "sweep") == 0) {
         if (help)
             return lx_cli_usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
