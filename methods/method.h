@@ -41,6 +41,11 @@ struct lx_method {
     /* (required) edit the spec; params outlive the spec */
     int (*apply)(const void *params, const struct lx_facts *f, struct lx_spec *spec,
                  struct lx_error *err);
+    /* (optional) once every method of the stack has applied, in stack order: settings and refusals
+    ** that depend on what methods after it set (xpos centres its decay on the training positions pose
+    ** and randpos feed, wherever they stand) */
+    int (*finish)(const void *params, const struct lx_facts *f, struct lx_spec *spec,
+                  struct lx_error *err);
 };
 
 #endif

@@ -135,6 +135,30 @@ Test(engine_run, xpos_trains_scores_and_decodes_and_is_refused_where_it_cannot_r
     cr_expect_neq(access("l.db", F_OK), 0, "refused before a store was made or anything trained");
 }
 
+/* xPos under PoSE's and randomized training positions (ids up to target − 1 = 39,999 on a model trained at
+** 32): the decay is centred on the ids in use, so both train and score finite (before, centred on the lengths,
+** the factors passed float's range and training diverged at its first step); a target whose factors would pass
+** e^60 (80,000 > 49,043 positions) is refused at plan time, naming the YAML place and the bound. */
+Test(engine_run, xpos_trains_under_training_positions_or_is_refused_at_plan_time, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+    char out[16384];
+    write_file("p.yaml", "name: p\nseed: 1\nmodels:\n" TINY_CAUSAL
+               "methods: [[rope, xpos, {pose: {target: 40000}}], [rope, xpos, {randpos: {target: 40000}}]]\n"
+               "tasks: [{ppl: {windows: 1}}]\nlengths: [32]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run p.yaml --db p.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sql_long("p.db", "select count(*) from runs where status = 'ok'"), 2);
+    cr_expect_eq(sql_long("p.db", "select count(*) from runs r join metrics m on m.run_id = r.id where m.name = "
+                                  "'ppl' and m.value > 1 and m.value < 1e6"), 2, "every perplexity finite");
+    write_file("f.yaml", "name: f\nseed: 1\nmodels:\n" TINY_CAUSAL
+               "methods:\n  - [rope, xpos, {randpos: {target: 80000}}]\ntasks: [{ppl: {windows: 1}}]\n"
+               "lengths: [32]\n");
+    cr_expect_neq(sh(out, sizeof out, "$L run f.yaml --db f.db --quiet --no-table"), 0, "%s", out);
+    cr_expect(strstr(out, "f.yaml:7:12:") && strstr(out, "at 80000 positions (randpos's target)") &&
+              strstr(out, "at most 49043 positions with scale_base 512") && strstr(out, "hint:"), "%s", out);
+    cr_expect_neq(access("f.db", F_OK), 0, "refused before a store was made or anything trained");
+}
+
 /* A window trained in (train: true) is part of the model key: its own model,
 ** while the window at evaluation alone shares the plain rope model; both are
 ** scored past the training length, and a fine-tuned window continues the

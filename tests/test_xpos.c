@@ -153,3 +153,40 @@ Test(xpos, stacks_refused_with_a_reason)
     tstack_make(&st, "[rope, {xpos: {scale_base: 1024}}]", &lng);
     tstack_free(&st);
 }
+
+/* PoSE and randomized positions feed ids up to target − 1 whatever the lengths, so the centre and the e^60
+** guard follow them: target 80,000 on a model trained at 128 is refused (2·60·512/ln 3.5 = 49,043 positions
+** at most), in training and at evaluation, before or after xpos in the stack; target 40,000 is centred at
+** 20,000, its factors at most e^(20000·ln 3.5/512) = e^48.9 in float, and pair 0's share at δ = 39,999 is
+** still ζ_0^(δ/γ)·cos δ. Before, c was 64 from the lengths alone: factors of e^97.7, inf in float, and the
+** training diverged at its first step. */
+Test(xpos, training_positions_set_the_centre_and_the_guard)
+{
+    static const char *const far[] = {
+        "[rope, xpos, {pose: {target: 80000}}]", "[rope, xpos, {randpos: {target: 80000}}]",
+        "[rope, {pose: {target: 80000}}, xpos]", "[rope, {randpos: {target: 80000}}, xpos]",
+    };
+    static const char *const near[] = {"[rope, xpos, {pose: {target: 40000}}]", "[rope, xpos, {randpos: {target: "
+                                       "40000}}]", "[rope, {pose: {target: 40000}}, xpos]"};
+    for (int training = 0; training < 2; training++) {
+        struct lx_facts f = tfacts(16, 128, 2, 128);
+        f.training = training;
+        for (size_t i = 0; i < sizeof far / sizeof *far; i++)
+            tstack_refused(far[i], f, "at most 49043 positions with scale_base 512");
+        for (size_t i = 0; i < sizeof near / sizeof *near; i++) {
+            struct tstack st;
+            tstack_make(&st, near[i], &f);
+            cr_expect_eq(st.spec.rotary.decay_center, 20000.0, "%s: c = %g", near[i], st.spec.rotary.decay_center);
+            int pos[2] = {0, 39999};
+            double cs[2 * 16], csk[2 * 16];
+            lx_rope_table_pos(cs, csk, &st.spec.rotary, pos, 2);
+            for (int k = 0; k < 2 * 16; k++)
+                cr_expect(isfinite((float)cs[k]) && isfinite((float)csk[k]), "%s: entry %d: %g, %g", near[i], k,
+                          cs[k], csk[k]);
+            double share = cs[16] * csk[0] + cs[17] * csk[1];   /* pair 0 (θ_0 = 1) of q at 39999 and k at 0 */
+            double decay = exp(39999.0 / 512.0 * log(0.4 / 1.4)), want = decay * cos(39999.0);
+            cr_expect(fabs(share - want) <= 1e-9 * decay, "%s: %.9g, want %.9g", near[i], share, want);
+            tstack_free(&st);
+        }
+    }
+}

@@ -59,6 +59,24 @@ int lx_stack_fits_task(const struct lx_stack *st, const struct lx_task_use *t,
     return LX_OK;
 }
 
+/* The finish hooks, in stack order, once every method applied (struct lx_method). */
+static int stack_finish(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
+                        struct lx_error *err)
+{
+    for (int i = 0; i < st->n; i++) {
+        const struct lx_method_use *u = &st->items[i];
+        if (!u->method->finish)
+            continue;
+        struct lx_error sub;
+        struct lx_facts fm = *f;
+        fm.ft_len = u->ft.steps ? f->ft_len : 0;
+        int rc = u->method->finish(spec->params[i], &fm, spec, &sub);
+        if (rc < 0)
+            return u->where ? lx_node_err(err, u->where, "%s", sub.msg) : lx_err(err, rc, "%s", sub.msg);
+    }
+    return LX_OK;
+}
+
 int lx_stack_compile(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec,
                      struct lx_error *err)
 {
@@ -81,7 +99,7 @@ int lx_stack_compile(const struct lx_stack *st, const struct lx_facts *f, struct
         if (rc < 0)
             return u->where ? lx_node_err(err, u->where, "%s", sub.msg) : lx_err(err, rc, "%s", sub.msg);
     }
-    return LX_OK;
+    return stack_finish(st, f, spec, err);
 }
 
 /* Compile the training-time methods, with or without those fine-tuned in. */
