@@ -37,7 +37,7 @@ struct t5align_params {
     int mode;           /* T5_PMAX or T5_ENTROPY: the statistic Algorithm 1 aligns */
     int closed_form;    /* T5_GRID (Algorithm 1), T5_PROP1 or T5_PROP2 */
     double tau_min;     /* the grid's lowest temperature */
-    double step;        /* the grid's step down from 1 */
+    double step;        /* the grid's step down from 1; at least 0.001, so at most 1000 probes */
 };
 
 static const struct lx_param t5align_rows[] = {
@@ -46,7 +46,8 @@ static const struct lx_param t5align_rows[] = {
     LX_P_ENUM(struct t5align_params, closed_form, "none", "none|prop1|prop2", 0,
               "none: Algorithm 1's grid search; prop1/prop2: the paper's closed forms"),
     LX_P_FLOAT(struct t5align_params, tau_min, "0.5", 0, 1, LX_PF_MIN_OPEN, "lowest temperature of the grid"),
-    LX_P_FLOAT(struct t5align_params, step, "0.05", 0, 1, LX_PF_MIN_OPEN, "grid step from 1.0 down"),
+    LX_P_FLOAT(struct t5align_params, step, "0.05", 0.001, 1, 0,
+               "grid step from 1.0 down, at least 0.001: every grid point is a forward pass at the length"),
 };
 
 /* The grid's parameters (and the statistic it aligns) matter only without a closed form. */

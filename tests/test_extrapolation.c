@@ -628,6 +628,39 @@ Test(t5align, grid_search_picks_the_closest_temperature)
                        1e-9);
 }
 
+/* The grid's probes at L_ex, counted (each is a forward pass of the model at that length). */
+static int probes_at_ex;
+
+static int counting_stats(void *ctx, int at_train, double tau, int layer0, struct lx_probe_stats *out,
+                          struct lx_error *err)
+{
+    probes_at_ex += !at_train;
+    return fake_stats(ctx, at_train, tau, layer0, out, err);
+}
+
+/* Every grid point is a forward pass at L_ex: a step of 1e-17 meant 5·10^16 of them (the run hung), so step is
+** at least 0.001, refused at the value with the YAML place and a hint; at 0.001 the grid from 1 down to
+** tau_min 0.5 has ⌊0.5/0.001⌋ + 1 = 501 points, each probed once. */
+Test(t5align, grid_step_is_bounded_below)
+{
+    struct lx_facts f = tfacts(64, 64, 1, 1024);
+    struct tstack st;
+    struct lx_error err = {""};
+    cr_expect_lt(tstack_try(&st, "{t5align: {step: 1e-17}}", &f, &err), 0, "step 1e-17 compiled");
+    cr_expect(strstr(err.msg, "m.yaml:1:") && strstr(err.msg, "'step' = 1e-17 is out of bounds [0.001, 1]") &&
+              strstr(err.msg, "hint: "), "%s", err.msg);
+    tstack_free(&st);
+    tstack_refused("{t5align: {step: 0.0009}}", f, "out of bounds [0.001, 1]");
+    struct fake fk = {.tr = {.entropy = 5.0 - 1.0 / 0.49, .pmax = 0.2}, .pmax_ex = 0.15};
+    tstack_make(&st, "{t5align: {mode: entropy, step: 0.001}}", &f);
+    struct lx_probe probe = {.ctx = &fk, .stats = counting_stats};
+    probes_at_ex = 0;
+    cr_assert_eq(lx_spec_calibrate(&st.spec, &probe, &err), LX_OK, "%s", err.msg);
+    cr_expect_eq(probes_at_ex, 501);
+    cr_expect_float_eq(st.spec.temperature, 0.7, 1e-9, "5 - 1/tau^2 meets the training entropy at 0.7");
+    tstack_free(&st);
+}
+
 /* On IID N(0, 1) logits, entropy alignment (Algorithm 1) should land near
 ** Proposition 2, τ = 1/sqrt(1 + 2 ln(L_ex/L_tr)) (σ = 1), and the measured
 ** closed form on it. */
