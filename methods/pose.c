@@ -17,13 +17,14 @@
 
 struct pose_params {
     long chunks;    /* N */
-    long target;    /* L_t; 0 = 16 × the training length */
+    long target;    /* L_t; 0 = 16 × the training length; at most 2^30: the ids are ints */
 };
 
 static const struct lx_param pose_rows[] = {
     LX_P_INT(struct pose_params, chunks, "2", 1, 64, LX_PF_SHOW, "chunks N each training window is cut into"),
-    LX_P_INT(struct pose_params, target, "0", 0, 1L << 40, LX_PF_SHOW | LX_PF_AUTO,
-             "target length L_t the positions spread over; 0 = 16 x the training length"),
+    LX_P_INT(struct pose_params, target, "0", 0, 1L << 30, LX_PF_SHOW | LX_PF_AUTO,
+             "target length L_t the positions spread over, at most 2^30 (the ids are ints); "
+             "0 = 16 x the training length"),
 };
 
 /* target auto: 16 x the training length. */
@@ -45,6 +46,9 @@ static int pose_check(const void *params, const struct lx_facts *f, struct lx_er
                       p->target, f->train_len);
     if (lx_spec_check_train_target("pose", p->target, f, err) < 0)
         return LX_EINVAL;
+    if (p->target > (1L << 30))
+        return lx_err(err, LX_EINVAL, "pose: target %ld (16 x the training length %ld) is past 2^30 positions\n"
+                      "  hint: give target explicitly, at most 1073741824", p->target, f->train_len);
     if (p->chunks > f->train_len)
         return lx_err(err, LX_EINVAL, "pose: %ld chunks do not fit in a window of %ld tokens",
                       p->chunks, f->train_len);

@@ -281,6 +281,22 @@ Test(randpos, one_training_position_scheme)
     EXPECT_FAILS("[rope, randpos]", &f, "randpos", "length 4096 is longer than L = 1024");
 }
 
+/* PoSE's ids are ints (u + t <= target − 1): target is at most 2^30 as randpos's, refused at the value, and
+** its automatic 16 x the training length too when that passes it. */
+Test(pose, target_at_most_2_to_the_30)
+{
+    struct lx_facts f = tfacts(64, 64, 8, 16);
+    EXPECT_FAILS("[rope, {pose: {target: 1073741825}}]", &f, "pose", "'target' = 1073741825 is out of bounds "
+                 "[0, 1073741824]", "m.yaml:1:");
+    EXPECT_FAILS("[rope, {pose: {target: 1099511627776}}]", &f, "pose", "out of bounds [0, 1073741824]");
+    struct tstack s;
+    tstack_make(&s, "[rope, {pose: {target: 1073741824}}]", &f);
+    cr_expect_eq(s.spec.pose.target, 1073741824L);
+    tstack_free(&s);
+    struct lx_facts big = tfacts(64, 1L << 27, 8, 16);    /* 16 x 2^27 positions: past an int's */
+    EXPECT_FAILS("[rope, pose]", &big, "pose", "past 2^30", "hint: give target explicitly");
+}
+
 /* docs/methods.md#bca: blocks of B = 4, causal: query 3 sees 0-3, query 4
 ** (block 1) 0-4, query 9 (block 2) 4-9, query 11 4-11; bidirectional, query 9
 ** sees blocks 1-3, keys 4-15 of 14 (4-13). lx_spec_visible and
