@@ -39,11 +39,18 @@ static const struct lx_param logn_rows[] = {
               "ssmax mode: learn s per layer and head, starting from s (needs train: true)"),
 };
 
-/* Each mode's own parameters; `learn` is stored only when on. */
+/* Each mode's own parameters; `learn` is stored only when on. That rule names learn itself, so it never
+** refuses learn (learn: false is moot, not wrong): the refusal below does, outside mode ssmax, as base's
+** rule does outside su. */
 static const struct lx_param_rule logn_rules[] = {
     {"base", "mode=su"},
     {"s", "mode=ssmax"},
     {"learn", "mode=ssmax&learn=true"},
+    {NULL, NULL},
+};
+
+static const struct lx_param_rule logn_refusals[] = {
+    {"learn", "mode=ssmax"},
     {NULL, NULL},
 };
 
@@ -87,7 +94,7 @@ static int logn_apply(const void *params, const struct lx_facts *f, struct lx_sp
 const struct lx_method lx_method_logn = {
     .name = "logn",
     .summary = "log-n logit scaling: Su 2021 (su), Qwen-1 (qwen), SSMax Nakanishi 2025 (ssmax)",
-    .schema = LX_SCHEMA(logn_rows, struct logn_params, logn_rules),
+    .schema = LX_SCHEMA_REFUSING(logn_rows, struct logn_params, logn_rules, logn_refusals),
     .kind = LX_KIND_INFERENCE | LX_KIND_TRAINING,
     .needs = LX_CAP_LOGITS,
     .check = logn_check,

@@ -14,6 +14,7 @@
 #include "harness/sweep/grid.h"
 #include "harness/sweep/plan.h"
 #include "harness/sweep/registry.h"
+#include "tests/stack.h"
 
 Test(registry, contract)
 {
@@ -333,6 +334,31 @@ Test(methods, logn_golden)
     cr_expect(fabs(row_scale(&o, 1000) - 0.4 * log(1000.0)) < 1e-12);
     cr_expect_eq(row_scale(&o, 1), 0.0);
     one_free(&o);
+}
+
+/* learn belongs to mode ssmax as base to su: given with su or qwen it was dropped without a word (its rule,
+** "mode=ssmax&learn=true", names learn itself, which only keeps learn: false out of keys); now refused at the
+** value with the YAML place and a hint, while ssmax learns. */
+Test(methods, logn_learn_only_with_ssmax)
+{
+    struct lx_facts f = tfacts(64, 64, 2, 64);
+    f.training = 1;
+    static const char *const moot[] = {
+        "[rope, {logn: {mode: su, learn: true, train: true}}]", "[rope, {logn: {mode: qwen, learn: true}}]",
+        "[rope, {logn: {learn: true}}]",
+    };
+    for (size_t i = 0; i < sizeof moot / sizeof *moot; i++) {
+        struct tstack st;
+        struct lx_error err = {""};
+        cr_expect_lt(tstack_try(&st, moot[i], &f, &err), 0, "%s compiled", moot[i]);
+        cr_expect(strstr(err.msg, "m.yaml:1:") && strstr(err.msg, "'learn' applies only with mode=ssmax") &&
+                  strstr(err.msg, "hint: drop it, or set mode=ssmax"), "%s: %s", moot[i], err.msg);
+        tstack_free(&st);
+    }
+    struct tstack st;
+    tstack_make(&st, "[rope, {logn: {mode: ssmax, learn: true, train: true}}]", &f);
+    cr_expect_eq(st.spec.learn_scale, 1);
+    tstack_free(&st);
 }
 
 Test(methods, scaleinv_golden)
