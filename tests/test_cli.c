@@ -720,6 +720,20 @@ Test(cli, show_refuses_a_parameter_given_twice, .init = setup, .fini = teardown,
     cr_expect_eq(sh(out, sizeof out, "$L show method yarn scale=2 rope.base=1000 --length 2"), 0, "%s", out);
 }
 
+/* A method that needs rope, shown alone, fails for want of it and is shown on rope: when that fails too, its
+** own complaint there is the one reported (it was "needs rotary positions", which the retry had answered). */
+Test(cli, show_method_reports_the_error_on_rope, .init = setup, .fini = teardown, .timeout = 30)
+{
+    static char out[1 << 16];
+    cr_expect_eq(sh(out, sizeof out, "$L show method longrope 'long_factor=[1,2]' --d-head 16 --train-len 32 "
+                    "--length 40"), 2, "%s", out);
+    cr_expect(strstr(out, "longrope: long_factor has 2 factors; a head of 16 has 8 rotary pairs") != NULL, "%s", out);
+    cr_expect(strstr(out, "needs rotary positions") == NULL, "%s", out);
+    /* a position scheme's own complaint stays its own, not a clash with the rope it was retried on */
+    cr_expect_eq(sh(out, sizeof out, "$L show method t5bias buckets=32 max_distance=16 --length 4"), 2, "%s", out);
+    cr_expect(strstr(out, "t5bias: max_distance 16 must exceed") != NULL, "%s", out);
+}
+
 /* The data directory (docs/data.md#the-data-directory): --data names it, a
 ** bad one is refused up front, an empty one fails naming the path and the
 ** fix, and a binary outside its checkout looks under <prefix>/share/lenx/data

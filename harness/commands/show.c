@@ -343,19 +343,23 @@ static void resolved_canon(const struct lx_method_use *u, const void *resolved, 
 }
 
 /* Compile M alone, or on rope when it needs rotary positions (or a rope.
-** parameter was given); *on_rope says which. M's own complaint is reported. */
+** parameter was given); *on_rope says which. When both fail, M's complaint on
+** rope is reported (alone it only said it needs rope), unless M set the
+** position scheme itself: on rope the two would clash, and its complaint
+** alone is the one. */
 static int show_compile(const struct lx_stack *st, const struct lx_facts *f, struct lx_spec *spec, int *on_rope,
                         struct lx_error *err)
 {
     struct lx_stack alone = {.n = 1, .items = {st->items[1]}};
     struct lx_error first_err = {{0}};
-    if (!*on_rope && lx_stack_compile(&alone, f, spec, &first_err) == LX_OK)
+    int given = *on_rope;   /* a rope. parameter or --on: on rope from the start, err is that compile's */
+    if (!given && lx_stack_compile(&alone, f, spec, &first_err) == LX_OK)
         return LX_OK;
-    int rc = *on_rope ? LX_EINVAL : LX_OK;
-    *on_rope = st->items[1].method != st->items[0].method;
+    int own_scheme = !given && spec->positions && strcmp(spec->positions, st->items[1].method->name) == 0;
+    *on_rope = st->items[1].method != st->items[0].method && !own_scheme;
     if (*on_rope && lx_stack_compile(st, f, spec, err) == LX_OK)
         return LX_OK;
-    return rc == LX_EINVAL ? rc : lx_err(err, LX_EINVAL, "%s", first_err.msg);
+    return given || *on_rope ? LX_EINVAL : lx_err(err, LX_EINVAL, "%s", first_err.msg);
 }
 
 static void show_print(const struct lx_stack *st, const struct lx_spec *spec, const struct lx_facts *f, int on_rope)
