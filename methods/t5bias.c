@@ -65,10 +65,13 @@ static int t5bias_check(const void *params, const struct lx_facts *f, struct lx_
     if (f->bidirectional && p->buckets < 4)
         return lx_err(err, LX_EINVAL, "t5bias: a masked LM's buckets split in two halves, each with exact "
                       "distances; %ld buckets are too few\n  hint: use buckets >= 4 (T5: 32)", p->buckets);
-    if (p->max_distance <= p->buckets / 2)
-        return lx_err(err, LX_EINVAL, "t5bias: max_distance %ld must exceed buckets/2 = %ld, the exact "
-                      "distances\n  hint: T5 uses buckets: 32, max_distance: 128", p->max_distance,
-                      p->buckets / 2);
+    /* the exact distances: nb/2, or on a masked LM (nb/2)/2 of each side's nb/2 buckets (lx_relbias_bucket) */
+    long exact = f->bidirectional ? p->buckets / 2 / 2 : p->buckets / 2;
+    if (p->max_distance <= exact)
+        return lx_err(err, LX_EINVAL, "t5bias: max_distance %ld must exceed %s = %ld, the exact distances%s\n"
+                      "  hint: T5 uses buckets: 32, max_distance: 128", p->max_distance,
+                      f->bidirectional ? "(buckets/2)/2" : "buckets/2", exact,
+                      f->bidirectional ? " of each side's buckets/2 on a masked LM" : "");
     return LX_OK;
 }
 

@@ -405,6 +405,26 @@ Test(t5bias, stacks_refused_with_a_reason)
     tstack_refused("[kerple, t5bias]", f, "position scheme");
 }
 
+/* On a masked LM each side has ⌊nb/2⌋ buckets, so the exact distances are ⌊⌊nb/2⌋/2⌋ (transformers halves
+** num_buckets, then max_exact = num_buckets // 2): buckets 32 take max_distance 12 > 8, refused at 8, where
+** ln(max_distance/8) would be 0. By hand, 8 + ⌊8·ln(t/8)/ln 1.5⌋: t = 9 → 8 + ⌊2.32⌋ = 10, t = 10 →
+** 8 + ⌊4.40⌋ = 12 (28 for the key 10 after the query), t = 12 → 8 + 8, the last bucket 15. */
+Test(t5bias, a_masked_lms_exact_distances_are_a_quarter_of_the_buckets)
+{
+    struct lx_facts f = tfacts(16, 64, 4, 128);
+    f.bidirectional = 1;
+    struct tstack st;
+    tstack_make(&st, "{t5bias: {buckets: 32, max_distance: 12}}", &f);
+    static const int want[][2] = {{7, 7}, {8, 8}, {9, 10}, {10, 12}, {11, 14}, {12, 15}, {-10, 28}, {-1, 17}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        cr_expect_eq(lx_relbias_bucket(&st.spec.rel, want[i][0]), want[i][1], "delta %d", want[i][0]);
+    tstack_free(&st);
+    tstack_refused("{t5bias: {buckets: 32, max_distance: 8}}", f, "max_distance 8 must exceed (buckets/2)/2 = 8");
+    tstack_refused("{t5bias: {buckets: 35, max_distance: 8}}", f, "max_distance 8 must exceed (buckets/2)/2 = 8");
+    tstack_make(&st, "{t5bias: {buckets: 35, max_distance: 9}}", &f);
+    tstack_free(&st);
+}
+
 /* A model scored with a stack whose learned bias is not the one it learned. */
 static void mismatch(int kind, const char *yaml, const char *needle)
 {
