@@ -521,3 +521,49 @@ Test(t5bias, trained_by_run_scored_by_score_and_on_a_masked_lm, .init = setup, .
     cr_expect_eq(sh(out, sizeof out, "\"$L\" run g.yaml --db g.db"), 2, "%s", out);
     cr_expect_not_null(strstr(out, "g.yaml:2:11: method 't5bias' cannot apply to task 'gaussian'"), "%s", out);
 }
+
+/* docs/methods.md#t5bias lists the first distance of each log bucket (nb/2 … nb − 1) per (buckets,
+** max_distance): every row is what `lenx show method t5bias` prints. The row (8, 12) read 4, 6, 9, 10; by hand
+** 4 + ⌊4·ln(t/4)/ln 3⌋ is 6 from t = 7 (4·ln 1.75/ln 3 = 2.04), so 4, 6, 7, 10. */
+Test(t5bias, docs_first_distances_are_the_binarys_buckets, .init = setup, .fini = teardown, .timeout = 30)
+{
+    static char docs[1 << 20], out[1 << 16];
+    char path[600];
+    snprintf(path, sizeof path, "%s/docs/methods.md", getenv("LENX_ROOT"));
+    FILE *fp = fopen(path, "rb");
+    cr_assert_not_null(fp, "%s", path);
+    docs[fread(docs, 1, sizeof docs - 1, fp)] = '\0';
+    fclose(fp);
+    const char *row = strstr(docs, "| buckets, max_distance | first distance of buckets nb/2");
+    cr_assert_not_null(row, "docs/methods.md lost the t5bias table");
+    int rows = 0;
+    for (row = strchr(row, '\n') + 1; (row = strchr(row, '\n')) && strncmp(++row, "| ", 2) == 0; rows++) {
+        int nb, used;
+        long maxd;
+        cr_assert_eq(sscanf(row, "| %d, %ld |%n", &nb, &maxd, &used), 2, "%.60s", row);
+        cr_assert_eq(sh(out, sizeof out, "$L show method t5bias buckets=%d max_distance=%ld --length %ld", nb, maxd,
+                        maxd + 2), 0, "%s", out);
+        const char *b = strstr(out, "\"bucket\": [");
+        cr_assert_not_null(b, "%s", out);
+        b += strlen("\"bucket\": [");
+        long first[4096], t = 0;
+        for (int k = 0; k < nb; k++)
+            first[k] = -1;
+        for (char *end; t < maxd + 2; t++, b = end + 1) {
+            long k = strtol(b, &end, 10);
+            cr_assert(end != b && k >= 0 && k < nb, "bucket of %ld: %.40s", t, b);
+            first[k] = first[k] < 0 ? t : first[k];
+        }
+        const char *d = row + used;
+        for (int k = nb / 2; k < nb; k++) {
+            char *end;
+            long want = strtol(d, &end, 10);
+            cr_assert(end != d, "(%d, %ld): the docs list no distance for bucket %d", nb, maxd, k);
+            cr_expect_eq(first[k], want, "(%d, %ld): bucket %d starts at %ld, the docs say %ld", nb, maxd, k,
+                         first[k], want);
+            d = end + (*end == ',');
+        }
+        cr_expect_eq(strspn(d, " |"), strcspn(d, "\n"), "(%d, %ld): more distances than buckets: %.40s", nb, maxd, d);
+    }
+    cr_expect_eq(rows, 2, "the table's rows");
+}
