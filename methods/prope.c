@@ -49,8 +49,9 @@ static int prope_check(const void *params, const struct lx_facts *f, struct lx_e
 {
     const struct prope_params *p = params;
     if (p->mode == PROPE_MODDED && f->d_head % 4)
-        return lx_err(err, LX_EINVAL, "prope: mode modded needs a head dimension divisible by 4, got %d",
-                      f->d_head);
+        return lx_err(err, LX_EINVAL, "prope: mode modded needs a head dimension divisible by 4, got %d\n"
+                      "  hint: it keeps d/4 frequencies and zeroes d/4; use mode fraction, or a head of %d",
+                      f->d_head, f->d_head / 4 * 4 + 4);
     return LX_OK;
 }
 
@@ -69,6 +70,10 @@ static int prope_apply(const void *params, const struct lx_facts *f, struct lx_s
             r->inv_freq[k] = 0;
         return LX_OK;
     }
+    if (d % 4)          /* a partial rope (rope's dims) turns fewer channels than the head has */
+        return lx_err(err, LX_EINVAL, "prope: mode modded needs a rotary width divisible by 4, and rope turns %d "
+                      "channels\n  hint: it keeps a quarter of them and zeroes a quarter; give rope dims a multiple "
+                      "of 4 (e.g. %d), or use mode fraction", d, d / 4 * 4 > 0 ? d / 4 * 4 : 4);
     int m = d / 4;      /* modded-nanogpt: linspace(0, 1, d/4) includes both ends */
     for (int k = 0; k < r->n_pairs; k++)
         r->inv_freq[k] = k < m ? pow(p->effective_base, m > 1 ? -(double)k / (m - 1) : 0) : 0;

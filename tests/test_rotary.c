@@ -673,6 +673,23 @@ Test(prope, training_only)
     expect_fails("[rope, {prope: {mode: modded}}]", tfacts(18, 64, 1, 64), "prope: mode modded", "18");
 }
 
+/* modded-nanogpt's form needs the rotary width R (rope's dims, else d) divisible by 4: R/4 frequencies, then R/4
+** zeros. On a partial rope of 6 channels it made 1, 0, 0 (one frequency, two zeros); now refused, with a hint,
+** as a head of 18 is. On 8 of 16 channels: 1, 1/1024, 0, 0. */
+Test(prope, modded_needs_a_rotary_width_divisible_by_4)
+{
+    expect_fails("[{rope: {dims: 6}}, {prope: {mode: modded}}]", tfacts(16, 64, 1, 64), "prope: mode modded",
+                 "rope turns 6");
+    expect_fails("[{rope: {dims: 6}}, {prope: {mode: modded}}]", tfacts(16, 64, 1, 64), "prope: mode modded",
+                 "hint: ");
+    expect_fails("[rope, {prope: {mode: modded}}]", tfacts(18, 64, 1, 64), "prope: mode modded", "hint: ");
+    struct lx_rotary r = table("[{rope: {dims: 8}}, {prope: {mode: modded}}]", tfacts(16, 64, 1, 64));
+    cr_expect_eq(r.n_pairs, 4);
+    expect_rel(r.inv_freq[0], 1.0, 1e-15, "modded dims=8", 0);
+    expect_rel(r.inv_freq[1], 1.0 / 1024, 1e-15, "modded dims=8", 1);
+    cr_expect(r.inv_freq[2] == 0.0 && r.inv_freq[3] == 0.0, "%g %g", r.inv_freq[2], r.inv_freq[3]);
+}
+
 /* ---- giraffe ----------------------------------------------------------- */
 
 /* docs/methods.md#giraffe by hand, d = 64, b = 1e4, T = 64: θ_k = 1e4^(−k/32); the cutoff 2π/64 = 0.0982
