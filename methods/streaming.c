@@ -19,8 +19,9 @@
 ** R defaults to L − S − 1 (L = the training length), so a query sees at most L
 ** keys and every slot distance stays below L. The paper's examples use S = 4
 ** (the eval_long_ppl.py script defaults to S = 1, R = 255). Needs a position
-** scheme that carries distances: rope, or alibi (whose bias then sees the slot
-** distance). Training-free. Rules, parameters and golden values:
+** scheme that carries distances: rope, or a distance bias (alibi, sandwich,
+** t5bias, kerple: the bias then sees the slot distance); not nope.
+** Training-free. Rules, parameters and golden values:
 ** docs/methods.md#streaming.
 */
 #include <string.h>
@@ -59,8 +60,9 @@ static int streaming_apply(const void *params, const struct lx_facts *f, struct 
 {
     const struct streaming_params *p = params;
     if (!spec->positions || strcmp(spec->positions, "nope") == 0)
-        return lx_err(err, LX_EINVAL, "method 'streaming' re-indexes positions, which needs rope or alibi "
-                      "before it, and %s\n  hint: e.g. [rope, streaming]",
+        return lx_err(err, LX_EINVAL, "method 'streaming' re-indexes positions, which needs a position scheme "
+                      "that carries distances before it (rope, alibi, sandwich, t5bias or kerple), and %s\n"
+                      "  hint: e.g. [rope, streaming]",
                       spec->positions ? "this stack has nope" : "no position scheme comes before it");
     int rc = lx_spec_claim(&spec->vis.method, "streaming", "the visible keys", err);
     if (rc == LX_OK)

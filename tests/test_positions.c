@@ -428,7 +428,15 @@ Test(streaming, defaults_and_errors)
     cr_expect_eq(lx_spec_row_keys(&s.spec, 199, 200, 1, &lo, &hi), 64);
     cr_expect_eq(lx_spec_delta(&s.spec, 199, 0), 63.0);
     tstack_free(&s);
-    EXPECT_FAILS("{streaming: {recent: 8}}", &f, "streaming", "rope or alibi");
+    /* any scheme that carries distances, as the message and docs say: not only rope or alibi */
+    EXPECT_FAILS("{streaming: {recent: 8}}", &f, "streaming", "rope, alibi, sandwich, t5bias or kerple", "hint:");
+    static const char *const on[] = {"[alibi, {streaming: {recent: 8}}]", "[sandwich, {streaming: {recent: 8}}]",
+                                     "[t5bias, {streaming: {recent: 8}}]", "[kerple, {streaming: {recent: 8}}]"};
+    for (size_t i = 0; i < sizeof on / sizeof *on; i++) {
+        tstack_make(&s, on[i], &f);
+        cr_expect_str_eq(s.spec.posmap.method, "streaming", "%s", on[i]);
+        tstack_free(&s);
+    }
     EXPECT_FAILS("[nope, {streaming: {recent: 8}}]", &f, "streaming", "nope");
     EXPECT_FAILS("[rope, window, streaming]", &f, "window", "streaming", "visible keys");
     f.train_len = 5;
