@@ -50,8 +50,9 @@ static int pose_check(const void *params, const struct lx_facts *f, struct lx_er
         return lx_err(err, LX_EINVAL, "pose: target %ld (16 x the training length %ld) is past 2^30 positions\n"
                       "  hint: give target explicitly, at most 1073741824", p->target, f->train_len);
     if (p->chunks > f->train_len)
-        return lx_err(err, LX_EINVAL, "pose: %ld chunks do not fit in a window of %ld tokens",
-                      p->chunks, f->train_len);
+        return lx_err(err, LX_EINVAL, "pose: %ld chunks do not fit in a window of %ld tokens\n"
+                      "  hint: each chunk holds at least one token: at most %ld chunks (the paper's N = 2)",
+                      p->chunks, f->train_len, f->train_len);
     return LX_OK;
 }
 

@@ -82,7 +82,9 @@ static int yarn_check(const void *params, const struct lx_facts *f, struct lx_er
 {
     const struct yarn_params *p = params;
     if (p->beta_fast <= p->beta_slow || p->original < 1)
-        return lx_err(err, LX_EINVAL, "yarn: needs beta_fast > beta_slow and L >= 1, got %g, %g, L %ld",
+        return lx_err(err, LX_EINVAL, "yarn: needs beta_fast > beta_slow and L >= 1, got %g, %g, L %ld\n"
+                      "  hint: the ramp runs from the pair turning beta_fast times in L to the one turning "
+                      "beta_slow times; the paper's are beta_fast: 32, beta_slow: 1",
                       p->beta_fast, p->beta_slow, p->original);
     return LX_OK;
 }

@@ -297,6 +297,17 @@ Test(pose, target_at_most_2_to_the_30)
     EXPECT_FAILS("[rope, pose]", &big, "pose", "past 2^30", "hint: give target explicitly");
 }
 
+/* A chunk holds at least one token: more chunks than the window has tokens are refused, with a hint. */
+Test(pose, chunks_fit_the_window)
+{
+    struct lx_facts f = tfacts(64, 32, 8, 16);
+    EXPECT_FAILS("[rope, {pose: {chunks: 40}}]", &f, "pose: 40 chunks do not fit in a window of 32 tokens", "hint: ");
+    struct tstack s;
+    tstack_make(&s, "[rope, {pose: {chunks: 32}}]", &f);
+    cr_expect_eq(s.spec.pose.chunks, 32);
+    tstack_free(&s);
+}
+
 /* docs/methods.md#bca: blocks of B = 4, causal: query 3 sees 0-3, query 4
 ** (block 1) 0-4, query 9 (block 2) 4-9, query 11 4-11; bidirectional, query 9
 ** sees blocks 1-3, keys 4-15 of 14 (4-13). lx_spec_visible and

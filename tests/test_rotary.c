@@ -388,6 +388,15 @@ Test(yarn, auto_scale)
     expect_same(&a, &r, "yarn auto 256/64");
 }
 
+/* The ramp runs from beta_fast's pair to beta_slow's: the other way round is refused, saying what to give. */
+Test(yarn, beta_fast_above_beta_slow)
+{
+    expect_fails("[rope, {yarn: {scale: 4, beta_fast: 1, beta_slow: 32}}]", tfacts(64, 64, 1, 256),
+                 "yarn: needs beta_fast > beta_slow", "hint: ");
+    expect_fails("[rope, {yarn: {scale: 4, beta_fast: 8, beta_slow: 8}}]", tfacts(64, 64, 1, 256),
+                 "got 8, 8", "hint: ");
+}
+
 Test(yarn, trained_in_needs_a_scale)
 {
     struct lx_spec spec;
