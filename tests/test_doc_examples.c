@@ -55,3 +55,29 @@ Test(doc_examples, tasks_md_examples_are_what_show_task_makes)
     expect_in_docs(docs, "needle needles=3 --length 500");
     expect_in_docs(docs, "mdqa documents=3 --length 600");
 }
+
+/* README's count of configs/every-method.yaml's cells and models is what the plan makes (it said 208 and 50
+** after the sweep had grown): cells as `--dry-run` heads its list, models as the distinct model keys it names,
+** the bases fine-tunings start from included (the run trains each once). */
+Test(doc_examples, readme_counts_every_method_yaml)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/README.md", getenv("LENX_ROOT"));
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    static char readme[1 << 20], out[1 << 16];
+    readme[fread(readme, 1, sizeof readme - 1, f)] = '\0';
+    fclose(f);
+    const char *at = strstr(readme, "`configs/every-method.yaml` runs all of them");
+    cr_assert_not_null(at, "README.md lost its every-method sentence");
+    long cells = 0, models = 0;
+    at = strchr(at, '(');
+    cr_assert(at && sscanf(at, "(%ld cells and %ld models", &cells, &models) == 2, "%.80s", at);
+    cr_assert_eq(sh(out, sizeof out, "$L run \"$R/configs/every-method.yaml\" --dry-run --db x.db | head -1 && "
+                    "$L run \"$R/configs/every-method.yaml\" --dry-run --db x.db | grep -o '\\[[0-9a-f]*\\]' | "
+                    "sort -u | wc -l"), 0, "%s", out);
+    long planned = 0, keys = 0;
+    cr_assert_eq(sscanf(out, "sweep every-method: %ld cells\n%ld", &planned, &keys), 2, "%s", out);
+    cr_expect_eq(cells, planned, "README says %ld cells, the plan has %ld", cells, planned);
+    cr_expect_eq(models, keys, "README says %ld models, the plan has %ld", models, keys);
+}
