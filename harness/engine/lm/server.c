@@ -68,6 +68,21 @@ static int send_all(const struct lx_lm *lm, struct lx_http_req *reqs, long n, co
     return rc;
 }
 
+/* An answer that is not JSON: the parser's message without its hint, and
+** the start of the body. */
+static int not_json(const struct lx_lm *lm, const char *what, const struct lx_buf *b, const struct lx_error *sub,
+                    int code, struct lx_error *err)
+{
+    char head[121];
+    size_t k = 0;
+    for (; b->s && k < b->len && k < sizeof head - 1; k++)
+        head[k] = (unsigned char)b->s[k] < 32 ? ' ' : b->s[k];
+    head[k] = '\0';
+    return lx_err(err, code, "%s: %s is not JSON (%.*s): it begins \"%s\"%s\n  hint: is url the API's base "
+                  "(http://HOST:PORT/v1), answered by the server itself, not by a proxy or a login page?", lm->what,
+                  what, (int)strcspn(sub->msg, "\n"), sub->msg, head, b->s && b->len > k ? "..." : "");
+}
+
 static void release_all(struct lx_http_req *reqs, long n)
 {
     for (long i = 0; i < n; i++) {
@@ -77,20 +92,25 @@ static void release_all(struct lx_http_req *reqs, long n)
     free(reqs);
 }
 
-/* The first choice of a completion answer, parsed into *doc. */
+/* The first choice of a completion answer, parsed into *doc. An answer
+** holding an error (even beside choices) fails with the server's message. */
 static int first_choice(const struct lx_lm *lm, const struct lx_http_req *r, struct lx_json **doc,
                         const struct lx_jv **choice, struct lx_error *err)
 {
     struct lx_error sub;
     if (lx_json_parse(doc, r->resp.s ? r->resp.s : "", r->resp.len, "answer", &sub) < 0)
-        return lx_err(err, LX_ERUN, "%s: the answer is not JSON: %s", lm->what, sub.msg);
+        return not_json(lm, "the answer", &r->resp, &sub, LX_ERUN, err);
     *choice = lx_json_at(lx_json_member(lx_json_root(*doc), "choices"), 0);
-    if (lx_json_type(*choice) != LX_JSON_OBJECT) {
+    int is_error = lx_json_type(lx_json_member(lx_json_root(*doc), "error")) != LX_JSON_NULL;
+    if (is_error || lx_json_type(*choice) != LX_JSON_OBJECT) {
         char msg[400] = "";
-        if (lx_json_member(lx_json_root(*doc), "error"))    /* an error object with HTTP 200 */
+        if (is_error)
             answer_message(&r->resp, msg, sizeof msg);
         lx_json_free(*doc);
-        return lx_err(err, LX_ERUN, "%s: the answer has no choices[0]%s%s", lm->what, msg[0] ? ": " : "", msg);
+        return is_error ? lx_err(err, LX_ERUN, "%s: the answer is an error (HTTP 200): %s\n  hint: the server failed "
+                                 "this request; a rerun completes the cells that failed", lm->what, msg)
+                        : lx_err(err, LX_ERUN, "%s: the answer has no choices[0]\n  hint: is the server's answer an "
+                                 "OpenAI completion?", lm->what);
     }
     return LX_OK;
 }
@@ -121,15 +141,86 @@ static char *url_of(const char *base, const char *path)
     return u;
 }
 
+/* A token id as servers spell one: an integer, or vLLM's "token_id:N"
+** (return_tokens_as_token_ids); 0 for anything else. */
+static int as_id(const struct lx_json *doc, const struct lx_jv *v, int64_t *k)
+{
+    struct lx_error sub;
+    const char *t;
+    char *end = NULL;
+    if (lx_json_type(v) == LX_JSON_INT)
+        return lx_json_int(doc, v, k, &sub) == LX_OK;
+    if (lx_json_str(doc, v, &t, NULL, &sub) < 0 || strncmp(t, "token_id:", 9) != 0)
+        return 0;
+    *k = strtoll(t + 9, &end, 10);
+    return end != t + 9 && !*end;
+}
+
+/* Whether a list of tokens whose first is v spells them as ids (an integer,
+** or a string "token_id:..."), not as text. */
+static int ids_list(const struct lx_json *doc, const struct lx_jv *v)
+{
+    struct lx_error sub;
+    const char *t;
+    return lx_json_type(v) == LX_JSON_INT ||
+           (lx_json_str(doc, v, &t, NULL, &sub) == LX_OK && strncmp(t, "token_id:", 9) == 0);
+}
+
+/* An id of the vocabulary of n_vocab (as_id), into *id (-1 when not an id). */
+static int one_id(const struct lx_json *doc, const struct lx_jv *v, long n_vocab, int *id)
+{
+    int64_t k = -1;
+    if (!as_id(doc, v, &k))
+        k = -1;
+    *id = k >= INT32_MIN && k <= INT32_MAX ? (int)k : -1;
+    return k >= 0 && k < n_vocab;
+}
+
 /* ---- scoring: echo with logprobs ------------------------------------------------ */
 
-/* The losses of tokens 1 .. n-1 of a window from its echo's token_logprobs
-** (loss[t - 1] = -logprob of token t): the list is the window's n entries,
-** null first (nothing predicts token 0), then at most `gen` generated ones;
-** each a log-probability (<= 0, beyond rounding). vLLM writes -inf as -9999. */
-static int echo_logprobs(const struct lx_lm *lm, const struct lx_json *doc, const struct lx_jv *lp, long n, long gen,
-                         float *loss, struct lx_error *err)
+/* What a scoring request asks: the prompt echoed with its log-probabilities,
+** its tokens as ids (vLLM's option; lenx serve's too) so they can be checked. */
+static const char echo_keys[] = "\"echo\":true,\"logprobs\":1,\"return_tokens_as_token_ids\":true";
+
+/* The echo's logprobs.tokens against the window's ids, where the server
+** spells them as ids (vLLM's "token_id:N", asked for, or integers): one per
+** log-probability, the window's n ids first, in order. A server that spells
+** them as text, or gives none, is taken on trust beyond the lengths. */
+static int echo_tokens(const struct lx_lm *lm, const struct lx_json *doc, const struct lx_jv *toks, long n_lp,
+                       const int *ids, long n, struct lx_error *err)
 {
+    int64_t k;
+    if (lx_json_type(toks) != LX_JSON_ARRAY || lx_json_len(toks) == 0 || !ids_list(doc, lx_json_at(toks, 0)))
+        return LX_OK;
+    if (lx_json_len(toks) != n_lp)
+        return lx_err(err, LX_ERUN, "%s: the echo of a window of %ld tokens lists %ld tokens and %ld log-probabilities"
+                      "\n  hint: the server's logprobs are not one per token; use a server that echoes prompts as "
+                      "sent (vLLM, lenx serve)", lm->what, n, lx_json_len(toks), n_lp);
+    for (long t = 0; t < n; t++) {
+        const char *what = "an entry that is not a token id";
+        char num[32];
+        if (as_id(doc, lx_json_at(toks, t), &k)) {
+            if (k == ids[t])
+                continue;
+            snprintf(num, sizeof num, "id %lld", (long long)k), what = num;
+        }
+        return lx_err(err, LX_ERUN, "%s: the echo does not score the window as sent: position %ld is id %d in the "
+                      "window, %s in the echo\n  hint: the server changed the prompt (added a start token, or read it "
+                      "as text again): its log-probabilities would score the wrong tokens; serve the model so that "
+                      "token-id prompts are taken as they are", lm->what, t, ids[t], what);
+    }
+    return LX_OK;
+}
+
+/* The losses of tokens 1 .. n-1 of window ids from the echo in choice c
+** (loss[t - 1] = -logprob of token t): its token_logprobs are the window's
+** n entries, null first (nothing predicts token 0), then at most `gen`
+** generated ones; each a log-probability (<= 0, beyond rounding). vLLM
+** writes -inf as -9999. Its tokens, where they are ids, are the window's. */
+static int echo_logprobs(const struct lx_lm *lm, const struct lx_json *doc, const struct lx_jv *c, const int *ids,
+                         long n, long gen, float *loss, struct lx_error *err)
+{
+    const struct lx_jv *lp = lx_json_member(lx_json_member(c, "logprobs"), "token_logprobs");
     long len = lx_json_len(lp);
     if (lx_json_type(lp) != LX_JSON_ARRAY)
         return lx_err(err, LX_ERUN, "%s: the answer has no logprobs.token_logprobs (%s)\n  hint: the server does not "
@@ -141,7 +232,8 @@ static int echo_logprobs(const struct lx_lm *lm, const struct lx_json *doc, cons
     if (lx_json_type(lx_json_at(lp, 0)) != LX_JSON_NULL)
         return lx_err(err, LX_ERUN, "%s: the echo's first log-probability is a number, not null (nothing predicts a "
                       "window's first token)\n  hint: the list does not start at the window's first token", lm->what);
-    for (long t = 1; t < n; t++) {
+    int rc = echo_tokens(lm, doc, lx_json_member(lx_json_member(c, "logprobs"), "tokens"), len, ids, n, err);
+    for (long t = 1; t < n && rc == LX_OK; t++) {
         double v;
         struct lx_error sub;
         if (lx_json_num(doc, lx_json_at(lp, t), &v, &sub) < 0)
@@ -151,6 +243,29 @@ static int echo_logprobs(const struct lx_lm *lm, const struct lx_json *doc, cons
                           v > 0 ? ", above 0" : " (vLLM's -inf): the model gives it probability 0");
         loss[t - 1] = (float)-v;
     }
+    return rc;
+}
+
+/* lenx serve's attention statistics of a window of n tokens: rows a whole
+** number >= 1, and their entropy summed, each row's in [0, log(n + 1)]
+** (at most n keys, and a sink's). */
+static int attn_stats(const struct lx_lm *lm, const struct lx_json *doc, const struct lx_jv *c, long n,
+                      struct lx_lm_score *w, struct lx_error *err)
+{
+    const struct lx_jv *x = lx_json_member(c, "lenx");
+    struct lx_error sub;
+    double e, rows;
+    if (lx_json_num(doc, lx_json_member(x, "attention_entropy"), &e, &sub) < 0 ||
+        lx_json_num(doc, lx_json_member(x, "attention_rows"), &rows, &sub) < 0)
+        return lx_err(err, LX_ERUN, "%s: the answer has no lenx.attention_entropy and attention_rows (numbers)\n"
+                      "  hint: the server answered lenx_attention_from before; was it restarted as another server?",
+                      lm->what);
+    if (!(rows >= 1.0 && rows == floor(rows) && isfinite(rows) && e >= -1e-3 && e <= rows * (log((double)n + 1.0)
+                                                                                             + 1e-3)))
+        return lx_err(err, LX_ERUN, "%s: lenx.attention_entropy %g over %g rows is not an entropy (rows are a whole "
+                      "number >= 1; each row's entropy is in [0, log %ld])\n  hint: the server's statistics are "
+                      "broken; compare with lenx score on the same model", lm->what, e, rows, n + 1);
+    w->attn_entropy = e, w->attn_rows = rows;
     return LX_OK;
 }
 
@@ -162,7 +277,7 @@ static int server_score(struct lx_lm *lm, struct lx_lm_score *w, long n, struct 
     for (long i = 0; i < n; i++) {
         struct lx_buf b = {0};
         request_head(&b, s, w[i].tok, w[i].n);
-        lx_buf_printf(&b, ",\"max_tokens\":%d,\"temperature\":0,\"echo\":true,\"logprobs\":1", s->is_lenx ? 0 : 1);
+        lx_buf_printf(&b, ",\"max_tokens\":%d,\"temperature\":0,%s", s->is_lenx ? 0 : 1, echo_keys);
         if (w[i].attn_row0 >= 0 && (lm->caps & LX_LM_ATTN))
             lx_buf_printf(&b, ",\"lenx_attention_from\":%ld", w[i].attn_row0);
         lx_buf_puts(&b, "}");
@@ -174,17 +289,11 @@ static int server_score(struct lx_lm *lm, struct lx_lm_score *w, long n, struct 
         const struct lx_jv *c;
         if ((rc = first_choice(lm, &reqs[i], &doc, &c, err)) < 0)
             break;
-        const struct lx_jv *lp = lx_json_member(lx_json_member(c, "logprobs"), "token_logprobs");
-        rc = echo_logprobs(lm, doc, lp, w[i].n, s->is_lenx ? 0 : 1, w[i].loss, err);
+        rc = echo_logprobs(lm, doc, c, w[i].tok, w[i].n, s->is_lenx ? 0 : 1, w[i].loss, err);
         w[i].loss[w[i].n - 1] = 0.0f;
-        const struct lx_jv *x = lx_json_member(c, "lenx");
         w[i].attn_entropy = w[i].attn_rows = 0.0;
-        if (rc == LX_OK && w[i].attn_row0 >= 0 && (lm->caps & LX_LM_ATTN)) {
-            struct lx_error sub;
-            if (lx_json_num(doc, lx_json_member(x, "attention_entropy"), &w[i].attn_entropy, &sub) < 0 ||
-                lx_json_num(doc, lx_json_member(x, "attention_rows"), &w[i].attn_rows, &sub) < 0)
-                rc = lx_err(err, LX_ERUN, "%s: the answer has no lenx.attention_entropy", lm->what);
-        }
+        if (rc == LX_OK && w[i].attn_row0 >= 0 && (lm->caps & LX_LM_ATTN))
+            rc = attn_stats(lm, doc, c, w[i].n, &w[i], err);
         lx_json_free(doc);
     }
     release_all(reqs, n);
@@ -194,23 +303,8 @@ static int server_score(struct lx_lm *lm, struct lx_lm_score *w, long n, struct 
 
 /* ---- continuations ------------------------------------------------------------- */
 
-/* One generated id: an integer, or vLLM's "token_id:N" (as_text), in [0, n_vocab). */
-static int one_id(const struct lx_json *doc, const struct lx_jv *v, int as_text, long n_vocab, int *id)
-{
-    struct lx_error sub;
-    int64_t k = -1;
-    const char *t;
-    char *end = NULL;
-    if (as_text && lx_json_str(doc, v, &t, NULL, &sub) == LX_OK && strncmp(t, "token_id:", 9) == 0)
-        k = strtoll(t + 9, &end, 10), k = end != t + 9 && !*end ? k : -1;
-    else if (!as_text && lx_json_int(doc, v, &k, &sub) < 0)
-        k = -1;
-    *id = (int)k;
-    return k >= 0 && k < n_vocab;
-}
-
 /* The generated ids of a choice: token_ids (vLLM's return_token_ids, lenx
-** serve), logprobs.tokens as "token_id:N" (vLLM), logprobs.content[].id
+** serve), logprobs.tokens as ids (vLLM's "token_id:N"), logprobs.content[].id
 ** (llama-server), else (-1) the text read back by the tokenizer. -2 for an
 ** entry that is not an id of the vocabulary, at out[*bad]. */
 static long choice_ids(const struct lx_json *doc, const struct lx_jv *c, long n_vocab, int *out, long max, long *bad)
@@ -219,20 +313,62 @@ static long choice_ids(const struct lx_json *doc, const struct lx_jv *c, long n_
     const struct lx_jv *toks = lx_json_member(lp, "tokens"), *content = lx_json_member(lp, "content");
     const struct lx_jv *list = lx_json_type(ids) == LX_JSON_ARRAY ? ids : lx_json_type(toks) == LX_JSON_ARRAY ? toks
                                : lx_json_type(content) == LX_JSON_ARRAY ? content : NULL;
-    if (!list)
-        return -1;
-    struct lx_error sub;
-    const char *t;      /* logprobs.tokens spelled as text, not token_id:N: read the text back */
-    if (list == toks && lx_json_len(toks) && (lx_json_str(doc, lx_json_at(toks, 0), &t, NULL, &sub) < 0 ||
-                                               strncmp(t, "token_id:", 9) != 0))
-        return -1;
+    if (!list || (list == toks && lx_json_len(toks) && !ids_list(doc, lx_json_at(toks, 0))))
+        return -1;      /* none, or logprobs.tokens spelled as text: read the text back */
     long n = 0;
     for (long i = 0; i < lx_json_len(list) && n < max; i++) {
         const struct lx_jv *v = lx_json_at(list, i);
-        if (!one_id(doc, list == content ? lx_json_member(v, "id") : v, list == toks, n_vocab, &out[n++]))
+        if (!one_id(doc, list == content ? lx_json_member(v, "id") : v, n_vocab, &out[n++]))
             return *bad = n - 1, -2;
     }
     return n;
+}
+
+/* The ids of continuation g from choice c (choice_ids, else its text read
+** back), with the id the model stopped at put back where the server left
+** it out. An answer without ids or text, or with ids [] beside some text,
+** or a stop_reason that is no id, fails. */
+static int read_continuation(const struct lx_lm *lm, const struct lx_json *doc, const struct lx_jv *c,
+                             struct lx_lm_gen *g, struct lx_error *err)
+{
+    const struct server *s = lm->impl;
+    const char *t = NULL, *fin = NULL, *hint = "\n  hint: does the server run the model of this tokenizer?";
+    size_t len = 0;
+    struct lx_error sub;
+    int have_text = lx_json_str(doc, lx_json_member(c, "text"), &t, &len, &sub) == LX_OK;
+    long bad = 0, k = choice_ids(doc, c, s->tk->n_vocab, g->out, g->max_tokens, &bad);
+    if (k == -2)
+        return lx_err(err, LX_ERUN, "%s: token %ld of a continuation is not an id of the vocabulary of %ld (%d)%s",
+                      lm->what, bad, s->tk->n_vocab, g->out[bad], hint);
+    if (k == 0 && have_text && len > 0)
+        return lx_err(err, LX_ERUN, "%s: a continuation has no token ids but the text \"%.60s\"\n  hint: the server's "
+                      "ids and text disagree; its answer cannot be read", lm->what, t);
+    if (k < 0 && !have_text)
+        return lx_err(err, LX_ERUN, "%s: a continuation has neither token ids nor text\n  hint: is the server's "
+                      "answer an OpenAI completion (choices[0].text)?", lm->what);
+    if (k < 0) {    /* text only: read back by the tokenizer */
+        int32_t *ids = NULL;
+        if ((k = lx_tok_encode(s->tk, t, (long)len, &ids, &sub)) < 0)
+            return lx_err(err, LX_ERUN, "%s: the text of a continuation cannot be read back by the tokenizer: %s",
+                          lm->what, sub.msg);
+        k = k < g->max_tokens ? k : g->max_tokens;
+        memcpy(g->out, ids, sizeof(int) * (size_t)k);
+        free(ids);
+    }
+    lx_json_str(doc, lx_json_member(c, "finish_reason"), &fin, NULL, &sub);
+    if (fin && strcmp(fin, "stop") == 0 && k < g->max_tokens && (k == 0 || lx_tok_piece(s->tk, g->out[k - 1], &len))) {
+        /* the model's end of text, left out of the answer: the special id it stopped at */
+        const struct lx_jv *why = lx_json_member(c, "stop_reason");
+        int id = s->tk->eos >= 0 ? s->tk->eos : s->tk->bos;
+        int64_t v = 0;
+        if (lx_json_type(why) == LX_JSON_INT && !one_id(doc, why, s->tk->n_vocab, &id))
+            return lx_err(err, LX_ERUN, "%s: the stop_reason of a continuation, %lld, is not an id of the vocabulary "
+                          "of %ld%s", lm->what, lx_json_int(doc, why, &v, &sub) == LX_OK ? (long long)v : -1LL,
+                          s->tk->n_vocab, hint);
+        g->out[k++] = id;
+    }
+    g->n_out = k;
+    return LX_OK;
 }
 
 static int server_generate(struct lx_lm *lm, struct lx_lm_gen *g, long n, struct lx_error *err)
@@ -259,38 +395,7 @@ static int server_generate(struct lx_lm *lm, struct lx_lm_gen *g, long n, struct
         const struct lx_jv *c;
         if ((rc = first_choice(lm, &reqs[i], &doc, &c, err)) < 0)
             break;
-        long bad = 0, k = choice_ids(doc, c, s->tk->n_vocab, g[i].out, g[i].max_tokens, &bad);
-        if (k == -2) {
-            rc = lx_err(err, LX_ERUN, "%s: token %ld of a continuation is not an id of the vocabulary of %ld (%d)\n"
-                        "  hint: does the server run the model of this tokenizer?", lm->what, bad, s->tk->n_vocab,
-                        g[i].out[bad]);
-            lx_json_free(doc);
-            break;
-        }
-        if (k < 0) {    /* text only: read back by the tokenizer */
-            const char *t = "";
-            size_t len = 0;
-            struct lx_error sub;
-            int32_t *ids = NULL;
-            lx_json_str(doc, lx_json_member(c, "text"), &t, &len, &sub);
-            k = lx_tok_encode(s->tk, t, (long)len, &ids, &sub);
-            k = k < 0 ? 0 : k < g[i].max_tokens ? k : g[i].max_tokens;
-            memcpy(g[i].out, ids, sizeof(int) * (size_t)k);
-            free(ids);
-        }
-        const char *fin = NULL;
-        struct lx_error sub;
-        lx_json_str(doc, lx_json_member(c, "finish_reason"), &fin, NULL, &sub);
-        int ended = fin && strcmp(fin, "stop") == 0;
-        size_t len;
-        if (ended && k < g[i].max_tokens && (k == 0 || lx_tok_piece(s->tk, g[i].out[k - 1], &len))) {
-            /* the model's end of text, left out of the answer: the special id it stopped at */
-            int64_t id;
-            const struct lx_jv *why = lx_json_member(c, "stop_reason");
-            g[i].out[k++] = lx_json_type(why) == LX_JSON_INT && lx_json_int(doc, why, &id, &sub) == LX_OK ? (int)id
-                            : s->tk->eos >= 0 ? s->tk->eos : s->tk->bos;
-        }
-        g[i].n_out = k;
+        rc = read_continuation(lm, doc, c, &g[i], err);
         lx_json_free(doc);
     }
     release_all(reqs, n);
@@ -467,7 +572,7 @@ static int ask_caps(struct lx_lm *lm, struct lx_error *err)
         n = 4;
     struct lx_buf b = {0};
     request_head(&b, s, ids, n);
-    lx_buf_puts(&b, ",\"max_tokens\":1,\"temperature\":0,\"echo\":true,\"logprobs\":1");
+    lx_buf_printf(&b, ",\"max_tokens\":1,\"temperature\":0,%s", echo_keys);
     if (s->is_lenx)
         lx_buf_puts(&b, ",\"lenx_attention_from\":0");
     lx_buf_puts(&b, "}");
@@ -489,9 +594,11 @@ static int ask_caps(struct lx_lm *lm, struct lx_error *err)
         struct lx_error sub;
         lm->caps = LX_LM_GENERATE;
         if (first_choice(lm, &r, &doc, &c, &sub) == LX_OK) {
-            const struct lx_jv *lp = lx_json_member(lx_json_member(c, "logprobs"), "token_logprobs");
             float loss[4];
-            if (echo_logprobs(lm, doc, lp, n, 1, loss, &sub) == LX_OK)
+            const struct lx_jv *lp = lx_json_member(c, "logprobs"), *tl = lx_json_member(lp, "token_logprobs");
+            if (lx_json_type(tl) == LX_JSON_ARRAY)  /* a server that changes prompts is refused, for every task */
+                rc = echo_tokens(lm, doc, lx_json_member(lp, "tokens"), lx_json_len(tl), ids, n, err);
+            if (rc == LX_OK && echo_logprobs(lm, doc, c, ids, n, 1, loss, &sub) == LX_OK)
                 lm->caps |= LX_LM_LOGPROBS;
             if (lx_json_member(lx_json_member(c, "lenx"), "attention_entropy"))
                 lm->caps |= LX_LM_ATTN;
