@@ -393,6 +393,15 @@ Test(server_answers, api_key_from_the_environment, .fini = teardown, .timeout = 
                  out);
     cr_expect(strstr(out, "HTTP 401: no valid API key") != NULL && !strstr(out, "sk-wrong") &&
               !strstr(out, "pw-secret-9"), "%s", out);
+    cr_expect(strstr(out, "hint: ") && strstr(out, "api_key_env"), "a 401 hints at the key: %s", out);
+    /* a password holding '@': the authority ends at its last '@' */
+    snprintf(y, sizeof y, "name: fake\nseed: 1\nmodels:\n  s: {server: {url: \"http://someone:pw@secret-7@127.0.0.1:%d"
+             "/v1\", tokenizer: %s/../shared/models/stories260K/tok512.bin, retries: 0, timeout: 30, api_key_env: "
+             "LENX_TEST_KEY}}\nmethods: [none]\ntasks:\n  - passkey: {samples: 1}\nlengths: [256]\n", f.port,
+             getenv("LENX_ROOT"));
+    write_file("a.yaml", y);
+    sh(out, sizeof out, "LENX_TEST_KEY=sk-wrong $L run a.yaml --db a.db --quiet --no-table");
+    cr_expect(!strstr(out, "secret-7") && !strstr(out, "someone"), "the password is shown: %s", out);
     /* no variable set */
     cr_expect_eq(sh(out, sizeof out, "env -u LENX_TEST_KEY $L run s.yaml --db n.db --quiet"), 2, "%s", out);
     cr_expect(strstr(out, "api_key_env names no variable set in this environment") != NULL, "%s", out);
@@ -526,6 +535,25 @@ Test(server_answers, attention_statistics_are_checked, .fini = teardown, .timeou
     }
 }
 
+/* A server that takes requests and never answers: the request is not tried
+** again (retries are for connection errors and 5xx), and the hint is the
+** timeout, not whether the server runs. */
+Test(server_answers, a_timeout_is_not_retried, .fini = teardown, .timeout = 120)
+{
+    shell_setup("fake-hang");
+    struct fake f;
+    char out[8192], st[16], er[1024];
+    fake_start(&f, HANG);
+    write_sweep_keys(&f, "  - ppl: {corpus: stories, windows: 1}\n", "retries: 2, timeout: 1, concurrency: 1");
+    cr_expect_neq(sh(out, sizeof out, "$L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    fake_stop(&f);
+    cell("ppl", st, sizeof st, er, sizeof er);
+    cr_expect_str_eq(st, "failed");
+    cr_expect(strstr(er, "no answer within the timeout of 1 s (tried once"), "%s", er);
+    cr_expect(strstr(er, "hint: the server is slow or stuck: raise timeout:"), "%s", er);
+    cr_expect(!strstr(er, "is the server running"), "%s", er);
+}
+
 /* Not JSON with HTTP 200: the message shows the start of the body and a
 ** hint for a server, not for a file. */
 Test(server_answers, an_answer_that_is_not_json, .fini = teardown, .timeout = 120)
@@ -536,4 +564,26 @@ Test(server_answers, an_answer_that_is_not_json, .fini = teardown, .timeout = 12
     cr_expect_str_eq(st[0], "failed");
     cr_expect(strstr(er[0], "the answer is not JSON") && strstr(er[0], "<html><body>502 Bad Gateway"), "%s", er[0]);
     cr_expect(!strstr(er[0], "is this a JSON file") && strstr(er[0], "hint: "), "%s", er[0]);
+}
+
+/* concurrency and retries are whole numbers and timeout a decimal number,
+** refused at their file:line:column. */
+Test(server_answers, server_numbers_are_checked, .fini = teardown, .timeout = 120)
+{
+    shell_setup("fake-nums");
+    struct fake f;
+    char out[8192];
+    fake_start(&f, GOOD);
+    static const struct { const char *keys, *says; } cases[] = {
+        {"concurrency: 1.5", "model 's' server: 'concurrency' must be a whole number in [1, 256]"},
+        {"retries: 2.5", "model 's' server: 'retries' must be a whole number in [0, 20]"},
+        {"timeout: 0x10", "model 's' server: 'timeout' must be a number in [1, 86400]"},
+    };
+    for (int i = 0; i < 3; i++) {
+        write_sweep_keys(&f, "  - passkey: {samples: 1}\n", cases[i].keys);
+        cr_expect_eq(sh(out, sizeof out, "rm -f r.db; $L run s.yaml --db r.db --quiet --no-table"), 2, "case %d: %s",
+                     i, out);
+        cr_expect(strstr(out, cases[i].says) && strstr(out, "s.yaml:4:"), "case %d: %s", i, out);
+    }
+    fake_stop(&f);
 }

@@ -179,18 +179,23 @@ const struct lx_tokenizer *lx_model_use_tokenizer(const struct lx_model_use *u)
     return u->tok ? u->tok : &lx_byte_tokenizer;
 }
 
-/* A number of a server entry in [lo, hi] (default def). */
+/* A number of a server entry in [lo, hi] (default def), written in decimal;
+** a whole number where whole says (concurrency, retries): 1.5 is refused,
+** not cut to 1, and so is 0x10. */
 static int server_num(const struct lx_model_use *u, const struct lx_node *v, const char *key, double lo, double hi,
-                      double def, double *out, struct lx_error *err)
+                      int whole, double def, double *out, struct lx_error *err)
 {
     const struct lx_node *x = lx_map_get(v, key);
     char *end = NULL;
     *out = def;
     if (!x)
         return LX_OK;
-    *out = x->kind == LX_NODE_SCALAR ? strtod(x->text, &end) : NAN;
+    int ok = x->kind == LX_NODE_SCALAR && x->text[0] && !x->text[strspn(x->text, whole ? "0123456789" :
+                                                                         "0123456789.eE+-")];
+    *out = ok ? strtod(x->text, &end) : NAN;
     if (!end || *end || !(*out >= lo && *out <= hi))
-        return lx_node_err(err, x, "model '%s' server: '%s' must be a number in [%g, %g]", u->name, key, lo, hi);
+        return lx_node_err(err, x, "model '%s' server: '%s' must be a %snumber in [%g, %g]\n  hint: %s: %g is the "
+                           "default", u->name, key, whole ? "whole " : "", lo, hi, key, def);
     return LX_OK;
 }
 
@@ -227,11 +232,11 @@ static int parse_server(struct lx_model_use *u, const struct lx_node *v, struct 
     if (model && model->kind != LX_NODE_SCALAR)
         return lx_node_err(err, model, "model '%s' server: 'model' is the model id the server lists", u->name);
     double conc, timeout, retries;
-    int rc = server_num(u, v, "concurrency", 1, 256, 4, &conc, err);
+    int rc = server_num(u, v, "concurrency", 1, 256, 1, 4, &conc, err);
     if (rc == LX_OK)
-        rc = server_num(u, v, "timeout", 1, 86400, 600, &timeout, err);
+        rc = server_num(u, v, "timeout", 1, 86400, 0, 600, &timeout, err);
     if (rc == LX_OK)
-        rc = server_num(u, v, "retries", 0, 20, 3, &retries, err);
+        rc = server_num(u, v, "retries", 0, 20, 1, 3, &retries, err);
     if (rc == LX_OK)
         rc = open_tokenizer(u, lx_map_get(v, "tokenizer"), v, NULL, err);
     struct lx_stack st = {0};

@@ -88,6 +88,9 @@ static int finished(CURLM *m, CURLMsg *msg, struct xfer *x, long *retry, long *n
     CURLcode res = msg->data.result;
     long status = 0;
     cu.easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+    long sent = 0;      /* the request's bytes sent: 0 for a connect timeout, a connection error */
+    cu.easy_getinfo(msg->easy_handle, CURLINFO_REQUEST_SIZE, &sent);
+    y->r->timed_out = res == CURLE_OPERATION_TIMEDOUT && sent > 0;
     cu.multi_remove_handle(m, msg->easy_handle);
     cu.easy_cleanup(msg->easy_handle);
     y->h = NULL;
@@ -99,7 +102,7 @@ static int finished(CURLM *m, CURLMsg *msg, struct xfer *x, long *retry, long *n
     else
         y->r->error[0] = '\0';
     y->r->status = res == CURLE_OK && !y->too_long ? status : 0;
-    if (failed && !y->too_long && y->r->tries <= y->o->retries) {
+    if (failed && !y->too_long && !y->r->timed_out && y->r->tries <= y->o->retries) {
         lx_buf_free(&y->r->resp);
         y->not_before = now() + 0.5 * (double)(1L << (y->r->tries - 1 < 6 ? y->r->tries - 1 : 6));
         retry[(*n_retry)++] = y - x;
@@ -130,7 +133,7 @@ int lx_http_run(struct lx_http_req *reqs, long n, const struct lx_http_opts *o, 
     long *retry = lx_xcalloc((size_t)n + 1, sizeof *retry), n_retry = 0;   /* waiting to be tried again */
     for (long i = 0; i < n; i++) {
         x[i] = (struct xfer){.r = &reqs[i], .o = o};
-        reqs[i].status = 0, reqs[i].error[0] = '\0', reqs[i].tries = 0;
+        reqs[i].status = 0, reqs[i].error[0] = '\0', reqs[i].tries = 0, reqs[i].timed_out = 0;
         reqs[i].resp = (struct lx_buf){0};
     }
     while (done < n) {

@@ -47,23 +47,54 @@ static void answer_message(const struct lx_buf *b, char *out, size_t n)
     lx_json_free(doc);
 }
 
-/* Send reqs; LX_ERUN naming the first that failed (what was asked, the
-** status or the connection error, the server's message). */
+/* A hint for an answer of HTTP status st. */
+static const char *status_hint(long st)
+{
+    return st == 401 || st == 403 ? "the server wants an API key, or another one: name the variable that holds it "
+                                    "(server: {api_key_env: NAME}) and check its value"
+           : st == 404 ? "is url the API's base (http://HOST:PORT/v1), and model an id its /v1/models lists?"
+           : st == 429 ? "the server limits the rate of requests: lower concurrency, then rerun"
+           : st >= 500 ? "the server failed (tried again retries times); a rerun completes the cells that failed"
+                       : "the server refused the request; its message says why";
+}
+
+/* Why request r, `what` ("scoring window 2 of 8"), has no answer of HTTP
+** 200, into err as code: the status and the server's message (with a hint
+** that fits the status), a timeout (with the timeout's hint), or the
+** connection error (with conn_hint). */
+static int request_failed(const struct lx_lm *lm, const struct lx_http_req *r, const char *what, int code,
+                          const char *conn_hint, struct lx_error *err)
+{
+    const struct server *s = lm->impl;
+    char msg[400];
+    if (r->status) {
+        answer_message(&r->resp, msg, sizeof msg);
+        return lx_err(err, code, "%s: %s: HTTP %ld: %s\n  hint: %s", lm->what, what, r->status, msg,
+                      status_hint(r->status));
+    }
+    if (r->timed_out) {
+        if (r->tries > 1)
+            snprintf(msg, sizeof msg, "on try %d", r->tries);
+        return lx_err(err, code, "%s: %s: no answer within the timeout of %g s (%s: a request the server took is "
+                      "not tried again)\n  hint: the server is slow or stuck: raise timeout: (the seconds a request "
+                      "may take), or lower concurrency; a rerun completes the cells that failed", lm->what, what,
+                      s->http.timeout, r->tries > 1 ? msg : "tried once");
+    }
+    return lx_err(err, code, "%s: %s: no answer after %d tr%s: %s\n  hint: %s", lm->what, what, r->tries,
+                  r->tries == 1 ? "y" : "ies", r->error, conn_hint);
+}
+
+/* Send reqs; LX_ERUN naming the first that failed. */
 static int send_all(const struct lx_lm *lm, struct lx_http_req *reqs, long n, const char *what, struct lx_error *err)
 {
     const struct server *s = lm->impl;
     int rc = lx_http_run(reqs, n, &s->http, err);
     for (long i = 0; i < n && rc == LX_OK; i++) {
-        if (reqs[i].status == 200)
-            continue;
-        char msg[400];
-        if (reqs[i].status)
-            answer_message(&reqs[i].resp, msg, sizeof msg);
-        rc = reqs[i].status
-                 ? lx_err(err, LX_ERUN, "%s: %s %ld of %ld: HTTP %ld: %s", lm->what, what, i + 1, n, reqs[i].status, msg)
-                 : lx_err(err, LX_ERUN, "%s: %s %ld of %ld: no answer after %d tries: %s\n  hint: is the server "
-                          "running? A rerun completes the cells that failed", lm->what, what, i + 1, n, reqs[i].tries,
-                          reqs[i].error);
+        char w[160];
+        snprintf(w, sizeof w, "%s %ld of %ld", what, i + 1, n);
+        if (reqs[i].status != 200)
+            rc = request_failed(lm, &reqs[i], w, LX_ERUN, "is the server running? A rerun completes the cells that "
+                                "failed", err);
     }
     return rc;
 }
@@ -424,19 +455,16 @@ static int ask_models(struct lx_lm *lm, const struct lx_server_cfg *cfg, struct 
     int rc = one(lm, url, NULL, &r, err);
     free(url);
     if (rc == LX_OK && r.status != 200) {
-        char msg[400];
-        if (r.status)
-            answer_message(&r.resp, msg, sizeof msg);
-        rc = r.status ? lx_err(err, LX_EINVAL, "%s: GET %s/models: HTTP %ld: %s", lm->what, s->shown, r.status,
-                               msg)
-                      : lx_err(err, LX_EINVAL, "%s: GET %s/models: no answer: %s\n  hint: start the server first, "
-                               "and give url as its API's base (http://HOST:PORT/v1)", lm->what, s->shown, r.error);
+        char what[300];
+        snprintf(what, sizeof what, "GET %s/models", s->shown);
+        rc = request_failed(lm, &r, what, LX_EINVAL, "start the server first, and give url as its API's base "
+                            "(http://HOST:PORT/v1)", err);
     }
     struct lx_json *doc = NULL;
     struct lx_error sub;
     const struct lx_jv *data = NULL, *m = NULL;
     if (rc == LX_OK && lx_json_parse(&doc, r.resp.s ? r.resp.s : "", r.resp.len, "models", &sub) < 0)
-        rc = lx_err(err, LX_EINVAL, "%s: GET /models is not JSON: %s", lm->what, sub.msg);
+        rc = not_json(lm, "GET /models", &r.resp, &sub, LX_EINVAL, err);
     if (rc == LX_OK)
         data = lx_json_member(lx_json_root(doc), "data");
     struct lx_buf ids = {0};
@@ -605,12 +633,9 @@ static int ask_caps(struct lx_lm *lm, struct lx_error *err)
             lx_json_free(doc);
         }
     } else if (rc == LX_OK && r.status != 200) {
-        char msg[400];
-        answer_message(&r.resp, msg, sizeof msg);
-        rc = r.status ? lx_err(err, LX_EINVAL, "%s: a completion of a %ld-token prompt: HTTP %ld: %s", lm->what, n,
-                               r.status, msg)
-                      : lx_err(err, LX_EINVAL, "%s: a completion of a %ld-token prompt: no answer: %s", lm->what, n,
-                               r.error);
+        char what[80];
+        snprintf(what, sizeof what, "a completion of a %ld-token prompt", n);
+        rc = request_failed(lm, &r, what, LX_EINVAL, "is the server running?", err);
     }
     lx_buf_free(&r.resp);
     lx_buf_free(&b);
@@ -634,8 +659,10 @@ int lx_lm_server_open(struct lx_lm *lm, const struct lx_server_cfg *cfg, const s
     if (n >= 3 && strcmp(s->root + n - 3, "/v1") == 0)
         s->root[n - 3] = '\0';
     s->shown = lx_xstrdup(s->base);     /* a password in the URL (http://user:pw@host/v1) stays out of sight */
-    char *at = strchr(s->shown, '@'), *host = strstr(s->shown, "://");
-    if (at && host && at < host + 3 + strcspn(host + 3, "/"))
+    char *host = strstr(s->shown, "://"), *at = NULL;
+    for (char *p = host ? host + 3 : s->shown; host && *p && !strchr("/?#", *p); p++)   /* the authority's last '@' */
+        at = *p == '@' ? p : at;
+    if (at)
         memmove(host + 3, at + 1, strlen(at + 1) + 1);
     if (cfg->api_key) {
         struct lx_buf a = {0};
