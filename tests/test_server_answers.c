@@ -33,6 +33,7 @@ enum mode {
     HANG,           /* no answer to the cells' requests */
     NOT_JSON,       /* an HTML page with HTTP 200 */
     PROBE_SHIFT,    /* BOS_SHIFT on every echo, the 4-token probe's too */
+    LP_SHIFT,       /* token_logprobs as BOS_SHIFT's, its tokens and top_logprobs as sent */
 };
 
 struct fake {
@@ -86,6 +87,16 @@ static size_t put_tokens(char *out, size_t cap, const char *body, const long *id
     return k;
 }
 
+/* The echo's top_logprobs (with tokens as ids): null first, then each
+** position's own token at -0.5 (vLLM and lenx serve put it first). */
+static size_t put_top(char *out, size_t cap, const char *body, const long *ids, long n, long gen)
+{
+    size_t k = (size_t)snprintf(out, cap, ",\"top_logprobs\":[null");
+    for (long i = 1; i < n + gen && strstr(body, "\"return_tokens_as_token_ids\":true"); i++)
+        k += (size_t)snprintf(out + k, cap - k, ",{\"token_id:%ld\":-0.5}", i < n ? ids[i] : 300);
+    return k + (size_t)snprintf(out + k, cap - k, "]");
+}
+
 /* A continuation as the mode spells it, or NULL for the usual one. */
 static const char *odd_continuation(enum mode m)
 {
@@ -107,7 +118,8 @@ static size_t put_logprobs(char *out, size_t cap, long n_lp, int echo, enum mode
     size_t k = 0;
     for (long i = 0; i < n_lp + (m == EXTRA_FIRST && echo) - (m == BOS_SHIFT && echo); i++) {
         const char *v = i == 0 && echo && m != DROP_FIRST ? "null" : i == 2 && m == MINUS_INF ? "-9999.0"
-                        : i == 2 && m == POSITIVE ? "5.0" : i == 1 && m == BOS_SHIFT ? "-5.0" : "-0.5";
+                        : i == 2 && m == POSITIVE ? "5.0" : i == 1 && (m == BOS_SHIFT || m == LP_SHIFT) ? "-5.0"
+                        : "-0.5";
         if (!(i == 0 && m == DROP_FIRST && echo))
             k += (size_t)snprintf(out + k, cap - k, "%s%s", k == 0 ? "" : ",", v);
     }
@@ -164,7 +176,10 @@ static void answer(int fd, const char *req, const char *body, enum mode m)
                               m == OOV ? "5000" : m == BAD_ID ? "abc" : "300");
     k += (size_t)snprintf(out + k, sizeof out - k, "],\"token_logprobs\":[");
     k += put_logprobs(out + k, sizeof out - k, echo ? n + gen : gen, echo, m);
-    k += (size_t)snprintf(out + k, sizeof out - k, "]}");
+    k += (size_t)snprintf(out + k, sizeof out - k, "]");
+    if (echo && (m == GOOD || m == LP_SHIFT))
+        k += put_top(out + k, sizeof out - k, body, ids, n, gen);
+    k += (size_t)snprintf(out + k, sizeof out - k, "}");
     if (attn && echo)
         k += (size_t)snprintf(out + k, sizeof out - k, ",\"lenx\":{\"attention_entropy\":%s,\"attention_rows\":%s}",
                               m == ATTN_NEG ? "-5.0" : "2.0", m == ATTN_ROWS0 ? "0" : "4");
@@ -447,6 +462,13 @@ Test(server_answers, an_echo_of_other_tokens_fails_the_cell, .fini = teardown, .
     cr_expect(strstr(er[0], "lists 259 tokens and 258 log-probabilities"), "%s", er[0]);
     cr_expect_str_eq(st[1], "failed", "%s", er[1]);
     cr_expect(strstr(er[1], " log-probabilities"), "%s", er[1]);
+    /* the log-probabilities shifted while the tokens and top_logprobs are as sent: they disagree */
+    cr_expect_neq(run_on(LP_SHIFT, st, er), 0);
+    for (int c = 0; c < 2; c++) {
+        cr_expect_str_eq(st[c], "failed", "cell %d: %s", c, er[c]);
+        cr_expect(strstr(er[c], "has log-probability -5 in token_logprobs and -0.5 in top_logprobs"), "cell %d: %s",
+                  c, er[c]);
+    }
     /* the probe when the sweep is read shows it: the server is refused for every task, at its line */
     struct fake f;
     char out[8192];

@@ -243,6 +243,32 @@ static int echo_tokens(const struct lx_lm *lm, const struct lx_json *doc, const 
     return LX_OK;
 }
 
+/* The echo's top_logprobs against its token_logprobs: where position t's
+** entry holds the window's own token (keyed "token_id:N", as vLLM and lenx
+** serve put it first), both give it the same log-probability. A list of
+** log-probabilities shifted against the tokens (and top_logprobs) shows
+** here; entries keyed by text are taken on trust. */
+static int echo_top(const struct lx_lm *lm, const struct lx_json *doc, const struct lx_jv *lp, const int *ids, long n,
+                    struct lx_error *err)
+{
+    const struct lx_jv *top = lx_json_member(lp, "top_logprobs"), *tl = lx_json_member(lp, "token_logprobs");
+    for (long t = 1; t < n && lx_json_len(top) == lx_json_len(tl); t++) {
+        char key[32];
+        double a, b;
+        struct lx_error sub;
+        snprintf(key, sizeof key, "token_id:%d", ids[t]);
+        const struct lx_jv *v = lx_json_member(lx_json_at(top, t), key);
+        if (!v || lx_json_num(doc, v, &b, &sub) < 0 || lx_json_num(doc, lx_json_at(tl, t), &a, &sub) < 0 ||
+            fabs(a - b) <= 1e-4 * (1.0 + fabs(a)))
+            continue;
+        return lx_err(err, LX_ERUN, "%s: the echo does not score the window as sent: position %ld (id %d) has "
+                      "log-probability %g in token_logprobs and %g in top_logprobs\n  hint: the server's "
+                      "log-probabilities are shifted against its tokens; they would score the wrong tokens",
+                      lm->what, t, ids[t], a, b);
+    }
+    return LX_OK;
+}
+
 /* The losses of tokens 1 .. n-1 of window ids from the echo in choice c
 ** (loss[t - 1] = -logprob of token t): its token_logprobs are the window's
 ** n entries, null first (nothing predicts token 0), then at most `gen`
@@ -274,7 +300,7 @@ static int echo_logprobs(const struct lx_lm *lm, const struct lx_json *doc, cons
                           v > 0 ? ", above 0" : " (vLLM's -inf): the model gives it probability 0");
         loss[t - 1] = (float)-v;
     }
-    return rc;
+    return rc == LX_OK ? echo_top(lm, doc, lx_json_member(c, "logprobs"), ids, n, err) : rc;
 }
 
 /* lenx serve's attention statistics of a window of n tokens: rows a whole
