@@ -233,7 +233,7 @@ const struct lx_task lx_task_attn = {
                "Zhong et al. 2024)",
     .schema = LX_SCHEMA(attn_rows, struct attn_params, attn_rules),
     .headline = "entropy,pmax,entropy_train,js_train",
-    .mode = LX_MODE_CAUSAL,
+    .mode = LX_MODE_CAUSAL, .unseeded = 1,  /* fixed windows */
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
     .needs_probs = 0,   /* its statistics are summed from the tiles (O(T·d)) */
     .answers_only = 1,  /* no logits: its passes have no targets, so no head runs */

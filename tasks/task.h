@@ -80,6 +80,9 @@ struct lx_task {
     int answers_only;           /* (model tasks) 1 when its passes read the logits of their scored rows
                                 ** alone, or none (LX_ACTS_EVAL_ANSWER): they hold at most
                                 ** LX_ACTS_ANSWER_ROWS rows of logits a window, and the plan counts that */
+    int unseeded;               /* (model tasks) 1 when a cell draws nothing from its seed (fixed windows):
+                                ** on a model no seed trains (a brought checkpoint no stack fine-tunes, a
+                                ** server) the sweep's seeds are one cell, which runs once (lx_plan_build) */
 
     /* (logit tasks) facts for methods when there is no model */
     void (*facts)(const void *params, long length, struct lx_facts *f);

@@ -428,3 +428,41 @@ Test(seeds, table_pools_sweeps_a_cell_in_both_once, .init = setup, .fini = teard
         cr_expect(strstr(out, "an empty or overlong name\n  hint: --sweep A+B pools") != NULL, "%s", out);
     }
 }
+
+/* A cell whose numbers cannot change with the seed (ppl's fixed windows on a brought checkpoint that no
+** stack fine-tunes) ran once per seed and stored the same numbers again, shown as a zero-width interval over
+** "seeds" that were copies. It runs once, under the first seed, with its key as before (the key a one-seed
+** sweep gives it), and the plan says so; passkey, whose instances the seed draws, and a fine-tuning, which
+** the seed trains, still run once per seed. */
+Test(seeds, a_cell_the_seed_cannot_change_runs_once, .init = setup, .fini = teardown, .timeout = 120)
+{
+    static char out[1 << 15];
+    if (sh(out, sizeof out, "test -r $R/../shared/models/stories260K/stories260K.bin") != 0)
+        cr_skip_test("stories260K is absent (the shared test data beside the checkout)");
+    char body[2048], yaml[2200];
+    snprintf(body, sizeof body, "models:\n  s: {checkpoint: %s/../shared/models/stories260K/stories260K.bin}\n"
+             "methods:\n  - [{rope: {layout: interleaved}}]\n  - [{rope: {layout: interleaved, finetune: {steps: 1, "
+             "batch: 1, length: 256}}}]\ntasks:\n  - ppl: {windows: 1}\n  - passkey: {template: short, samples: 1, "
+             "depths: 1}\nlengths: [256]\n", getenv("LENX_ROOT"));
+    snprintf(yaml, sizeof yaml, "name: k\nseeds: [1, 2]\n%s", body);
+    write_file("k.yaml", yaml);
+    snprintf(yaml, sizeof yaml, "name: k\nseed: 1\n%s", body);
+    write_file("one.yaml", yaml);
+    cr_assert_eq(sh(out, sizeof out, "$L run k.yaml --db k.db --dry-run 2> plan.err"), 0, "%s", out);
+    cr_expect(strstr(out, "sweep k: 7 cells") != NULL, "ppl on the plain checkpoint once, the other 3 twice: %s", out);
+    char ppl_key[64] = "";
+    const char *line = strstr(out, "ppl(windows=1)  rope(layout=interleaved)  length=256 seed=1");
+    cr_assert_not_null(line, "%s", out);
+    while (line > out && line[-1] != '\n')
+        line--;
+    snprintf(ppl_key, sizeof ppl_key, "%.16s", line + 2);
+    cr_expect(strstr(out, "ppl(windows=1)  rope(layout=interleaved)  length=256 seed=2") == NULL, "%s", out);
+    cr_expect(strstr(out, "passkey(template=short,samples=1,depths=1)  rope(layout=interleaved)  length=256 "
+                          "seed=2") != NULL, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "cat plan.err"), 0);
+    cr_expect(strstr(out, "lenx: warning: k.yaml:9:5: task 'ppl(windows=1)' on model 's' draws nothing from the "
+                          "seed") && strstr(out, "runs once, under seed 1, not once for each of the 2 seeds"), "%s",
+              out);
+    cr_assert_eq(sh(out, sizeof out, "$L run one.yaml --db one.db --dry-run 2>/dev/null | grep -c '%s  ppl'", ppl_key),
+                 0, "the one-seed sweep plans the same key: %s", out);
+}

@@ -728,6 +728,35 @@ static int count_cells(const struct lx_grid *g, int n_models, int *n, struct lx_
     return LX_OK;
 }
 
+/* Can the numbers of task t's cells on model m under stack s change with the seed? A model lenx trains, or
+** a checkpoint the stack fine-tunes, is trained per seed; a task's instances are drawn from it unless the
+** task draws none (unseeded: fixed windows). */
+static int seed_matters(const struct lx_grid *g, int s, int t, int m)
+{
+    if (!g->tasks[t].task->unseeded || m < 0)
+        return 1;
+    const struct lx_model_use *mu = &g->models[m];
+    return !mu->lm && (!mu->checkpoint || lx_plan_ckpt_finetunes(&g->stacks[s], mu));
+}
+
+/* A note, once a (task, model), that its cells run under the first seed alone. */
+static void note_one_seed(struct lx_plan *plan, const struct lx_grid *g, int t, int m, unsigned char *said)
+{
+    int nm = g->n_models > 0 ? g->n_models : 1, i = t * nm + (m < 0 ? 0 : m);
+    if (g->n_seeds < 2 || said[i])
+        return;
+    said[i] = 1;
+    char at[300];
+    struct lx_buf b = {0};
+    lx_node_where(g->tasks[t].where, at, sizeof at);
+    lx_buf_printf(&b, "%s: task '%s' on model '%s' draws nothing from the seed (fixed windows, on a model the sweep "
+                  "does not train): each of its cells %sruns once, under seed %ld, not once for each of the %d seeds"
+                  "\n  hint: seeds vary the model lenx trains or fine-tunes and the instances a task draws; a second "
+                  "seed here would store the same numbers again", at, g->tasks[t].canon, g->models[m].name,
+                  g->models[m].checkpoint ? "that no stack fine-tunes " : "", g->seeds[0], g->n_seeds);
+    add_note(plan, &b);
+}
+
 static int by_key(const void *a, const void *b)
 {
     const struct lx_cell *x = *(const struct lx_cell *const *)a, *y = *(const struct lx_cell *const *)b;
@@ -778,6 +807,7 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
     int *models = lx_xcalloc((size_t)n_models, sizeof *models), nm, rc = LX_OK;
     struct reach *reach = lx_xcalloc((size_t)(g->n_stacks * n_models), sizeof *reach);   /* (stack, model) */
     struct lx_buf canon = {0}, json = {0};
+    unsigned char *one_seed = lx_xcalloc((size_t)(g->n_tasks * n_models), 1);   /* (task, model) noted */
     for (int t = 0; t < g->n_tasks && rc == LX_OK; t++) {
         if ((rc = task_models(g, t, models, &nm, err)) < 0)
             break;
@@ -788,7 +818,10 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
                     struct reach *r = &reach[s * n_models + (models[mi] < 0 ? 0 : models[mi])];
                     if ((rc = check_combo(g, s, t, models[mi], l, &canon, &json, &mem, r, err)) < 0)
                         break;
-                    for (int k = 0; k < g->n_seeds && rc == LX_OK; k++) {
+                    int n_seeds = seed_matters(g, s, t, models[mi]) ? g->n_seeds : 1;
+                    if (n_seeds < g->n_seeds)
+                        note_one_seed(plan, g, t, models[mi], one_seed);
+                    for (int k = 0; k < n_seeds && rc == LX_OK; k++) {
                         struct lx_cell *c = &plan->cells[plan->n_cells++];
                         c->stack = s;
                         c->task = t;
@@ -814,6 +847,7 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
     for (int i = 0; i < g->n_stacks * n_models; i++)
         free(reach[i].canon);
     free(reach);
+    free(one_seed);
     free(models);
     lx_buf_free(&canon);
     lx_buf_free(&json);
