@@ -280,7 +280,8 @@ const struct lx_task lx_task_ppl = {
                "peer's windows (llama.cpp, Hugging Face strided, YaRN --truncate, LongLoRA)",
     .schema = LX_SCHEMA(ppl_rows, struct ppl_params, ppl_rules),
     .headline = "ppl,unigram_ppl",
-    .mode = LX_MODE_CAUSAL, .unseeded = 1,  /* fixed windows */ .lm_needs = LX_LM_LOGPROBS, .losses_only = 1,  /* lx_lm_eval_windows */
+    .mode = LX_MODE_CAUSAL, .lm_needs = LX_LM_LOGPROBS, .losses_only = 1,  /* lx_lm_eval_windows */
+    .unseeded = 1,  /* fixed windows */
     .caps = LX_CAP_LOGITS | LX_CAP_ROTARY | LX_CAP_MODEL,
     .split = ppl_split,
     .check = ppl_check,
