@@ -142,8 +142,9 @@ int lx_store_sweep_configs(struct lx_store *s, const char *sweep, struct lx_swee
         "SELECT r.config_text, r.config, g.n, g.last, g.first FROM runs r JOIN (SELECT max(id) AS newest,"
         " count(*) AS n, min(started) AS first, max(finished) AS last FROM runs WHERE sweep = ?1"
         " GROUP BY config_text) g ON r.id = g.newest ORDER BY r.id DESC";
-    char machines[320];
-    snprintf(machines, sizeof machines, "SELECT host, 0, threads, blas, count(*), %s AS num FROM runs"
+    char machines[400];     /* the KV cache a cell decoded through is in its key alone (`lenx run --kv-cache`) */
+    snprintf(machines, sizeof machines, "SELECT host, 0, threads, blas, count(*), %s || coalesce(', kv_cache ' ||"
+             " json_extract(key_json, '$.kv_cache'), '') AS num FROM runs"
              " WHERE sweep = ?1 AND config_text IS ?2 GROUP BY host, threads, blas, num ORDER BY max(id) DESC",
              lx_store_numerics_sql(s));
     const char *const count_sql[2] = {

@@ -283,3 +283,17 @@ Test(numerics, the_command_line_undoes_the_files_conflict, .init = setup, .fini 
                  "%s", out);
     cr_expect(strstr(out, "lenx: error: activations: llamacpp does not go with numerics: bf16") != NULL, "%s", out);
 }
+
+/* A cache type given on the command line alone (--kv-cache f16) is in the cells' keys and nowhere else:
+** `lenx show sweep` did not show it, as it shows --numerics and --activations. Its machine line names it. */
+Test(numerics, show_sweep_names_a_command_lines_kv_cache, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[8192];
+    write_gauss("f.yaml", "g", "");
+    cr_assert_eq(sh(out, sizeof out, "$L run f.yaml --db k.db --quiet --no-table --kv-cache f16"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L show sweep g --db k.db"), 0, "%s", out);
+    cr_expect(strstr(out, ", numerics fast, kv_cache f16: 4 cells\n") != NULL, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L run f.yaml --db f.db --quiet --no-table && $L show sweep g --db f.db"), 0,
+                 "%s", out);
+    cr_expect(strstr(out, ", numerics fast: 4 cells\n") != NULL && strstr(out, "kv_cache") == NULL, "%s", out);
+}
