@@ -198,6 +198,13 @@ Test(serve_sweep, stores_what_the_engine_stores, .fini = teardown)
     cr_assert_eq(sh(out, sizeof out, "sed 's/  - ppl: {corpus: stories, windows: 2}/  - attn: {}/' server.yaml > "
                     "attn.yaml && $L run attn.yaml --db C.db"), 2, "%s", out);
     cr_expect(strstr(out, "task 'attn' on model 's' needs lenx's engine"), "%s", out);
+    /* a served: naming methods lenx serve says it does not run was stored under that stack: refused at it */
+    cr_assert_eq(sh(out, sizeof out, "sed 's/served: \\[{rope: {layout: interleaved}}\\]/served: [{rope: {layout: "
+                    "interleaved}}, {yarn: {scale: 4}}]/' server.yaml > lie.yaml && grep -c yarn lie.yaml && "
+                    "$L run lie.yaml --db C.db"), 2, "%s", out);
+    cr_expect(strstr(out, "served: is rope(layout=interleaved)+yarn(scale=4), and the server (lenx serve) runs "
+                          "rope(layout=interleaved): its cells would be stored under a stack it does not run") &&
+              strstr(out, "hint: "), "%s", out);
     cr_expect_eq(server_stop(&s), 0);
 }
 

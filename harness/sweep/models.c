@@ -199,6 +199,36 @@ static int server_num(const struct lx_model_use *u, const struct lx_node *v, con
     return LX_OK;
 }
 
+/* Do two canonical stack strings ("rope(layout=interleaved)+yarn(scale=2)") name the same methods in the
+** same order, whatever their parameters? */
+static int same_method_names(const char *a, const char *b)
+{
+    for (;;) {
+        size_t na = strcspn(a, "(+"), nb = strcspn(b, "(+");
+        if (na != nb || strncmp(a, b, na) != 0)
+            return 0;
+        a += na, b += nb;
+        for (int d = 0; *a && (d || *a != '+'); a++)     /* past the parameters, to the next method */
+            d += *a == '(' ? 1 : *a == ')' ? -1 : 0;
+        for (int d = 0; *b && (d || *b != '+'); b++)
+            d += *b == '(' ? 1 : *b == ')' ? -1 : 0;
+        if (!*a || !*b)
+            return !*a && !*b;
+        a++, b++;
+    }
+}
+
+/* served: against the stack lenx serve says it runs (other servers are taken on trust). */
+static int check_served(const struct lx_model_use *u, const struct lx_node *sv, struct lx_error *err)
+{
+    const char *runs = lx_lm_server_methods(u->lm);
+    if (!runs || same_method_names(u->served_canon, runs))
+        return LX_OK;
+    return lx_node_err(err, sv, "model '%s' server: served: is %s, and the server (lenx serve) runs %s: its "
+                       "cells would be stored under a stack it does not run\n  hint: served: as the server was "
+                       "started (its /v1/models lenx.methods)", u->name, u->served_canon, runs);
+}
+
 /* server: {url, model, tokenizer, served, concurrency, timeout, retries, api_key_env}: the
 ** server is asked who it is and what it can give now, so that the model key
 ** holds its identity and a task it cannot run is refused at plan time. */
@@ -269,6 +299,8 @@ static int parse_server(struct lx_model_use *u, const struct lx_node *v, struct 
         u->lm = NULL;
         return lx_node_err(err, url, "model '%s': %s", u->name, sub.msg);
     }
+    if (sv && (rc = check_served(u, sv, err)) < 0)
+        return rc;
     lx_params_defaults(&lx_arch_schema, &u->arch);      /* what the plan reads of a model: its mode, vocab */
     u->arch.mode = LX_MODEL_CAUSAL;
     u->arch.vocab = tk->is_byte ? LX_VOCAB : tk->n_vocab;

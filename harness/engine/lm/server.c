@@ -21,6 +21,7 @@ struct server {
     char *model;        /* the model id asked for */
     char *identity;
     int is_lenx;        /* `lenx serve`: max_tokens 0 for scoring, token ids without logprobs */
+    char *methods;      /* lenx serve's stack as it runs it ("rope(layout=interleaved)+yarn(scale=2)"), or NULL */
     const struct lx_tokenizer *tk;
     struct lx_http_opts http;
 };
@@ -525,6 +526,9 @@ static int ask_models(struct lx_lm *lm, const struct lx_server_cfg *cfg, struct 
         }
         lx_buf_puts(id, "}");
         s->is_lenx = lx_json_member(m, "lenx") != NULL;
+        const char *ms;
+        if (lx_json_str(doc, lx_json_member(lx_json_member(m, "lenx"), "methods"), &ms, NULL, &sub) == LX_OK)
+            s->methods = lx_xstrdup(ms);
         int64_t tl;     /* lenx serve says what the model was trained at; other servers do not */
         if (lx_json_int(doc, lx_json_member(lx_json_member(m, "lenx"), "train_len"), &tl, &sub) == LX_OK)
             lm->train_len = (long)tl;
@@ -724,6 +728,7 @@ void lx_lm_server_close(struct lx_lm *lm)
     struct server *s = lm->impl;
     if (s) {
         free(s->base), free(s->shown), free(s->auth), free(s->root), free(s->model), free(s->identity);
+        free(s->methods);
         free(s);
     }
     memset(lm, 0, sizeof *lm);
@@ -733,4 +738,10 @@ const char *lx_lm_server_identity(const struct lx_lm *lm)
 {
     const struct server *s = lm->impl;
     return s ? s->identity : "";
+}
+
+const char *lx_lm_server_methods(const struct lx_lm *lm)
+{
+    const struct server *s = lm->impl;
+    return s ? s->methods : NULL;
 }

@@ -43,4 +43,9 @@ void lx_lm_server_close(struct lx_lm *lm);
 ** vLLM's version. Part of the model key of every cell it answers. */
 const char *lx_lm_server_identity(const struct lx_lm *lm);
 
+/* The stack lenx serve says it runs, its canonical string with resolved
+** values ("rope(layout=interleaved)+yarn(scale=2)"); NULL for another server,
+** which does not say. */
+const char *lx_lm_server_methods(const struct lx_lm *lm);
+
 #endif
