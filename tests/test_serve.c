@@ -198,6 +198,14 @@ Test(serve_sweep, stores_what_the_engine_stores, .fini = teardown)
     cr_assert_eq(sh(out, sizeof out, "sed 's/  - ppl: {corpus: stories, windows: 2}/  - attn: {}/' server.yaml > "
                     "attn.yaml && $L run attn.yaml --db C.db"), 2, "%s", out);
     cr_expect(strstr(out, "task 'attn' on model 's' needs lenx's engine"), "%s", out);
+    /* a server computes in its own numerics (portable here, in its identity): a fast sweep plans the same
+    ** cells (the sweep's numerics entered their keys) and records the server's numerics, not its own */
+    cr_assert_eq(sh(out, sizeof out, "sed 's/^numerics: portable$/numerics: fast/' server.yaml > fast.yaml && "
+                    "grep -c '^numerics: fast$' fast.yaml && $L run server.yaml --db K.db --dry-run 2>/dev/null | "
+                    "cut -c1-18 | sort > k1 && $L run fast.yaml --db K.db --dry-run 2>/dev/null | cut -c1-18 | sort "
+                    "> k2 && cmp k1 k2 && $L run fast.yaml --db E.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(sql_long("E.db", "SELECT count(*) FROM runs WHERE numerics = 'portable'"), 6,
+                 "the server's numerics, whatever the sweep says");
     /* a served: naming methods lenx serve says it does not run was stored under that stack: refused at it */
     cr_assert_eq(sh(out, sizeof out, "sed 's/served: \\[{rope: {layout: interleaved}}\\]/served: [{rope: {layout: "
                     "interleaved}}, {yarn: {scale: 4}}]/' server.yaml > lie.yaml && grep -c yarn lie.yaml && "

@@ -275,9 +275,11 @@ static int cell_keys(struct lx_cell *c, const struct lx_grid *g, struct lx_error
     c->data_key = lx_plan_data_key(t->json, c->length, c->seed);
     lx_buf_printf(&b, "{\"task\":%s,\"methods\":%s,\"length\":%ld,\"seed\":%ld,\"model\":%s",
                   t->json, g->stacks[c->stack].json, c->length, c->seed, model.len ? lx_buf_str(&model) : "null");
-    numerics_key(&b, g, 1);
-    if (g->acts_llamacpp && g->kv)  /* an evaluation's attention rounds to the cache's type (lx_attn_half); */
-        lx_buf_printf(&b, ",\"attention\":\"%s\"", lx_kv_name(g->kv)); /* training's does not */
+    int server = c->model >= 0 && g->models[c->model].lm;  /* it computes in its own numerics, in its identity */
+    if (!server)
+        numerics_key(&b, g, 1);
+    if (!server && g->acts_llamacpp && g->kv)  /* an evaluation's attention rounds to the cache's type */
+        lx_buf_printf(&b, ",\"attention\":\"%s\"", lx_kv_name(g->kv)); /* (lx_attn_half); training's does not */
     lx_buf_puts(&b, "}");
     lx_sha256_key(lx_buf_str(&b), c->key);
     c->key_json = lx_xstrdup(lx_buf_str(&b));

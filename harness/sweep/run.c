@@ -18,6 +18,7 @@
 
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/lm/lm.h"
+#include "harness/engine/lm/server.h"
 #include "harness/core/mapguard.h"
 #include "harness/engine/kernels/wprod.h"
 #include "harness/engine/kernels/numerics.h"
@@ -665,6 +666,7 @@ static int run_cell(struct runner *r, struct model_slot *slot, const struct lx_c
     if (mu && mu->lm) {     /* provenance: the server that answered, not this process's kernels */
         snprintf(blas, sizeof blas, "%s", mu->lm->what);
         rec.blas = blas;
+        rec.numerics = lx_lm_server_numerics(mu->lm);
         rc = server_model(r, slot, c, &cell_err);
     } else {
         rc = c->model >= 0 ? ensure_model(slot, r, c, &busy, &cell_err) : LX_OK;

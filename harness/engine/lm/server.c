@@ -22,6 +22,7 @@ struct server {
     char *identity;
     int is_lenx;        /* `lenx serve`: max_tokens 0 for scoring, token ids without logprobs */
     char *methods;      /* lenx serve's stack as it runs it ("rope(layout=interleaved)+yarn(scale=2)"), or NULL */
+    char *numerics;     /* lenx serve's numerics ("fast", "portable", "bf16"), or NULL */
     const struct lx_tokenizer *tk;
     struct lx_http_opts http;
 };
@@ -529,6 +530,8 @@ static int ask_models(struct lx_lm *lm, const struct lx_server_cfg *cfg, struct 
         const char *ms;
         if (lx_json_str(doc, lx_json_member(lx_json_member(m, "lenx"), "methods"), &ms, NULL, &sub) == LX_OK)
             s->methods = lx_xstrdup(ms);
+        if (lx_json_str(doc, lx_json_member(lx_json_member(m, "lenx"), "numerics"), &ms, NULL, &sub) == LX_OK)
+            s->numerics = lx_xstrdup(ms);
         int64_t tl;     /* lenx serve says what the model was trained at; other servers do not */
         if (lx_json_int(doc, lx_json_member(lx_json_member(m, "lenx"), "train_len"), &tl, &sub) == LX_OK)
             lm->train_len = (long)tl;
@@ -728,7 +731,7 @@ void lx_lm_server_close(struct lx_lm *lm)
     struct server *s = lm->impl;
     if (s) {
         free(s->base), free(s->shown), free(s->auth), free(s->root), free(s->model), free(s->identity);
-        free(s->methods);
+        free(s->methods), free(s->numerics);
         free(s);
     }
     memset(lm, 0, sizeof *lm);
@@ -744,4 +747,10 @@ const char *lx_lm_server_methods(const struct lx_lm *lm)
 {
     const struct server *s = lm->impl;
     return s ? s->methods : NULL;
+}
+
+const char *lx_lm_server_numerics(const struct lx_lm *lm)
+{
+    const struct server *s = lm->impl;
+    return s && s->numerics ? s->numerics : "server";
 }

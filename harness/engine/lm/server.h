@@ -48,4 +48,9 @@ const char *lx_lm_server_identity(const struct lx_lm *lm);
 ** which does not say. */
 const char *lx_lm_server_methods(const struct lx_lm *lm);
 
+/* The numerics the server computes in, as a cell records it: lenx serve's
+** ("fast", "portable", "bf16"), "server" for another server, which does not
+** say. A sweep's own numerics do not reach a server's cells. */
+const char *lx_lm_server_numerics(const struct lx_lm *lm);
+
 #endif
