@@ -200,7 +200,8 @@ Test(gqa, bad_kv_heads_are_refused_where_they_are_written)
     expect_refused(SWEEP("{heads: 4, kv_heads: 8}"), "bad.yaml:3:34",
                    "model 'm' arch: kv_heads (8) is more than heads (4)");
     expect_refused(SWEEP("{kv_heads: 0}"), "bad.yaml:3:24", "model 'm' arch: kv_heads must be at least 1 (got 0)");
-    expect_refused(SWEEP("{kv_heads: -2}"), "bad.yaml:3:24", "kv_heads");
+    /* -2 said the bounds were [0, 256], 0 meaning heads, and 0 was then refused: one message for both */
+    expect_refused(SWEEP("{kv_heads: -2}"), "bad.yaml:3:24", "model 'm' arch: kv_heads must be at least 1 (got -2)");
 }
 
 /* The arch JSON of model m in a sweep (what the model key hashes). */

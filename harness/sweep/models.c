@@ -38,6 +38,18 @@ static const char *const stack_set[][2] = {
     {"kerple_kernel", "kerple's kernel"}, {"logit_scale", "{logn: {learn: true}}"},
 };
 
+/* kv_heads below 1, before the schema's bounds (whose 0 is the default, heads): one message for 0 and -1. */
+static int kv_floor(const struct lx_model_use *u, const struct lx_node *arch, struct lx_error *err)
+{
+    const struct lx_node *kv = arch && arch->kind == LX_NODE_MAP ? lx_map_get(arch, "kv_heads") : NULL;
+    char *end = NULL;
+    long k = kv && kv->kind == LX_NODE_SCALAR && !kv->quoted ? strtol(kv->text, &end, 10) : 1;
+    if (!end || *end || k >= 1)
+        return LX_OK;
+    return lx_node_err(err, kv, "model '%s' arch: kv_heads must be at least 1 (got %s)\n  hint: leave it out for "
+                       "multi-head attention (kv_heads = heads)", u->name, kv->text);
+}
+
 static int resolve_arch(struct lx_model_use *u, const struct lx_node *arch, struct lx_error *err)
 {
     const struct lx_node *kv = arch ? lx_map_get(arch, "kv_heads") : NULL;
@@ -49,10 +61,6 @@ static int resolve_arch(struct lx_model_use *u, const struct lx_node *arch, stru
                                "hand\n  hint: drop it and put %s in the stack's training-time methods", u->name,
                                stack_set[i][0], stack_set[i][1], stack_set[i][1]);
     }
-    if (kv && u->arch.kv_heads < 1)
-        return lx_node_err(err, kv, "model '%s' arch: kv_heads must be at least 1 (got %ld)\n"
-                           "  hint: leave it out for multi-head attention (kv_heads = heads = %ld)", u->name,
-                           u->arch.kv_heads, u->arch.heads);
     if (lx_arch_resolve(&u->arch, &sub) < 0)
         return lx_node_err(err, kv ? kv : arch, "model '%s' arch: %s", u->name, sub.msg);
     struct lx_buf b = {0};
@@ -566,6 +574,8 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
         return rc == LX_OK && mix ? parse_mixture(u, mix, err) : rc;
     }
     snprintf(what, sizeof what, "model '%s' arch", u->name);
+    if ((rc = kv_floor(u, lx_map_get(v, "arch"), err)) < 0)
+        return rc;
     rc = resolve(&lx_arch_schema, &u->arch, lx_map_get(v, "arch"), what, &u->arch_json, err);
     if (rc < 0 || (rc = resolve_arch(u, lx_map_get(v, "arch"), err)) < 0)
         return rc;
