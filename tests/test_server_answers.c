@@ -34,6 +34,7 @@ enum mode {
     NOT_JSON,       /* an HTML page with HTTP 200 */
     PROBE_SHIFT,    /* BOS_SHIFT on every echo, the 4-token probe's too */
     LP_SHIFT,       /* token_logprobs as BOS_SHIFT's, its tokens and top_logprobs as sent */
+    IDS_MORE,       /* 300 ids, more than any max_tokens asked */
 };
 
 struct fake {
@@ -108,6 +109,14 @@ static const char *odd_continuation(enum mode m)
                           "\"stop_reason\":100000}]}";
     case STOP_NEG: return "{\"choices\":[{\"index\":0,\"text\":\"\",\"token_ids\":[300],\"finish_reason\":\"stop\","
                           "\"stop_reason\":-7}]}";
+    case IDS_MORE: {
+        static char many[4096];
+        size_t k = (size_t)snprintf(many, sizeof many, "{\"choices\":[{\"index\":0,\"text\":\"\",\"token_ids\":[300");
+        for (int i = 1; i < 300; i++)
+            k += (size_t)snprintf(many + k, sizeof many - k, ",300");
+        snprintf(many + k, sizeof many - k, "],\"finish_reason\":\"length\"}]}");
+        return many;
+    }
     default: return NULL;
     }
 }
@@ -521,6 +530,7 @@ Test(server_answers, an_empty_or_odd_continuation_fails_the_cell, .fini = teardo
         {EMPTY_IDS, "a continuation has no token ids but the text \"hello\""},
         {STOP_OOV, "the stop_reason of a continuation, 100000, is not an id of the vocabulary of 512"},
         {STOP_NEG, "the stop_reason of a continuation, -7, is not an id of the vocabulary of 512"},
+        {IDS_MORE, "a continuation has 300 token ids, more than the "},     /* they were cut without a word */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char st[2][16], er[2][1024];

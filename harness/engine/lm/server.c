@@ -365,7 +365,8 @@ static int server_score(struct lx_lm *lm, struct lx_lm_score *w, long n, struct 
 /* The generated ids of a choice: token_ids (vLLM's return_token_ids, lenx
 ** serve), logprobs.tokens as ids (vLLM's "token_id:N"), logprobs.content[].id
 ** (llama-server), else (-1) the text read back by the tokenizer. -2 for an
-** entry that is not an id of the vocabulary, at out[*bad]. */
+** entry that is not an id of the vocabulary, at out[*bad]; -3 for more than
+** max of them (*bad: how many). */
 static long choice_ids(const struct lx_json *doc, const struct lx_jv *c, long n_vocab, int *out, long max, long *bad)
 {
     const struct lx_jv *ids = lx_json_member(c, "token_ids"), *lp = lx_json_member(c, "logprobs");
@@ -375,6 +376,8 @@ static long choice_ids(const struct lx_json *doc, const struct lx_jv *c, long n_
     if (!list || (list == toks && lx_json_len(toks) && !ids_list(doc, lx_json_at(toks, 0))))
         return -1;      /* none, or logprobs.tokens spelled as text: read the text back */
     long n = 0;
+    if (lx_json_len(list) > max)    /* more than asked for: the server did not generate what was asked */
+        return *bad = (long)lx_json_len(list), -3;
     for (long i = 0; i < lx_json_len(list) && n < max; i++) {
         const struct lx_jv *v = lx_json_at(list, i);
         if (!one_id(doc, list == content ? lx_json_member(v, "id") : v, n_vocab, &out[n++]))
@@ -399,6 +402,9 @@ static int read_continuation(const struct lx_lm *lm, const struct lx_json *doc, 
     if (k == -2)
         return lx_err(err, LX_ERUN, "%s: token %ld of a continuation is not an id of the vocabulary of %ld (%d)%s",
                       lm->what, bad, s->tk->n_vocab, g->out[bad], hint);
+    if (k == -3)
+        return lx_err(err, LX_ERUN, "%s: a continuation has %ld token ids, more than the %ld it was asked for\n  hint: "
+                      "does the server honour max_tokens?", lm->what, bad, g->max_tokens);
     if (k == 0 && have_text && len > 0)
         return lx_err(err, LX_ERUN, "%s: a continuation has no token ids but the text \"%.60s\"\n  hint: the server's "
                       "ids and text disagree; its answer cannot be read", lm->what, t);
