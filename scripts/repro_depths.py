@@ -19,6 +19,9 @@ question; depth 1 right before it.
     /usr/bin/python3 scripts/repro_depths.py results/repro/NAME.depths.csv|build/repro/NAME.db \
         --length 192 [--groups 0,0.2/0.4,0.6,0.8/1] [--task needle] [--against rope] [--counts CSV]
 
+--task: the task (a prefix of its label) whose depths are read; by default the
+one task that has depths at that length.
+
 --groups: depths joined by ',' into a group, groups separated by '/'; default
 every depth on its own. --against names a method label exactly (with or
 without its ' @model'), or a part of exactly one. Standard library only; exit 2 on bad input.
@@ -39,11 +42,11 @@ def fail(msg, hint=None):
 
 
 def read_db(db, length, task):
-    """[(method, seed, depth, fraction right, n_samples)] of the cells at length."""
+    """[(method, seed, depth, fraction right, n_samples, task)] of the cells at length."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     return con.execute(
         "select r.method, r.seed, s.x, s.y, (select value from metrics m where m.run_id = r.id"
-        " and m.name = 'n_samples') from series s join runs r on r.id = s.run_id"
+        " and m.name = 'n_samples'), r.task from series s join runs r on r.id = s.run_id"
         " where s.series = 'acc_by_depth' and r.length = ? and r.task like ? || '%'", (length, task)).fetchall()
 
 
@@ -65,7 +68,7 @@ def read_csv(path, counts, length, task):
             key = (r["method"], r["task"], r["length"], r["seed"])
             if key not in n:
                 fail(f"{counts} has no n_samples for {key} of {path}")
-            rows.append((r["method"], int(r["seed"]), float(r["x"]), float(r["y"]), n[key]))
+            rows.append((r["method"], int(r["seed"]), float(r["x"]), float(r["y"]), n[key], r["task"]))
     return rows
 
 
@@ -75,10 +78,13 @@ def read(source, counts, length, task):
         fail(f"no store or snapshot {source}", "results/repro/NAME.depths.csv, or a store build/repro/NAME.db")
     rows = read_db(source, length, task) if source.endswith(".db") else read_csv(source, counts, length, task)
     if not rows:
-        fail(f"{source}: no acc_by_depth series at length {length} for task '{task}'",
+        fail(f"{source}: no acc_by_depth series at length {length}" + (f" for task '{task}'" if task else ""),
              "a retrieval task with depths, at one of the sweep's lengths")
+    tasks = sorted({r[5].split("(")[0] for r in rows})
+    if len(tasks) > 1:      # without --task: the one task with depths there, or say which there are
+        fail(f"{source}: tasks {', '.join(tasks)} have depths at length {length}", "name one with --task")
     cells = {}
-    for method, seed, x, y, n in rows:
+    for method, seed, x, y, n, _ in rows:
         cells.setdefault((method, seed), {})[x] = (y, n)
     out = {}
     for key, at in cells.items():
@@ -112,7 +118,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("source")
     ap.add_argument("--length", type=int, required=True)
-    ap.add_argument("--task", default="needle")
+    ap.add_argument("--task", default="")     # the one task with depths at the length
     ap.add_argument("--groups", default="")
     ap.add_argument("--against", default="")
     ap.add_argument("--counts", default="")

@@ -27,7 +27,8 @@ exp(dnll +- 1.96 sqrt(se1^2 + se2^2)). The two sides are taken as independent;
 the methods of a sweep usually read the same windows or instances, for which
 a paired interval would be narrower, so this one is conservative. "holds"
 needs the interval of the difference to exclude 0 (ratio: 1). METHOD is a
-part of a method label ('rope @needler' or 'rope'); where it is a part of
+part of a method label ('rope @needler' or 'rope': without ' @', on each
+cell's own model); where it is a part of
 several labels, the one that is exactly METHOD, with or without its ' @model',
 is meant (`--against nope` beside `nope+t5align(...)`), and otherwise the
 labels are listed.
@@ -198,6 +199,8 @@ def check_filters(cells, args, picked):
 def base_of(cells, against, key, metric):
     """The --against method's cell at the same task, length and seed, or None."""
     named = [k for k in cells if against in k[0] and k[1:] == key[1:]]
+    if " @" not in against and " @" in key[0]:     # a stack alone: on the cell's own model, not another's
+        named = [k for k in named if k[0].endswith(key[0][key[0].rindex(" @"):])]
     exact = [k for k in named if against in (k[0], k[0].split(" @")[0])]
     if len(named) > 1 and len(exact) == 1:  # `nope` beside `nope+t5align(...)`: the label that is the name,
         named = exact                       # also where it lacks the metric (a t5align-only one): no difference

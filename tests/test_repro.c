@@ -525,6 +525,20 @@ Test(repro, repro_intervals_against_a_method_without_the_metric, .init = setup, 
     cr_expect(strstr(out, "| a+y | t | 64 | tau | 0.25 | 0.25 | ") != NULL, "%s", out);
 }
 
+/* --against a stack without ' @MODEL' pairs each cell with that stack on the cell's own model: 'a' beside
+** two models matched both (exit 2), and a full label paired one model's cells with the other's. b minus a is
+** 1 on m1 and 10 on m2. */
+Test(repro, repro_intervals_against_a_stack_on_each_model, .init = setup, .fini = teardown, .timeout = 30)
+{
+    static char out[1 << 14];
+    write_file("s.csv", "sweep,method,task,length,seed,metric,value,model_key,key\n"
+               "f,a @m1,t,64,1,x,1,,k1\nf,b @m1,t,64,1,x,2,,k2\nf,a @m2,t,64,1,x,5,,k3\nf,b @m2,t,64,1,x,15,,k4\n");
+    cr_assert_eq(sh(out, sizeof out, "/usr/bin/python3 $R/scripts/repro_intervals.py s.csv --seeds --against a "
+                    "2>&1"), 0, "%s", out);
+    cr_expect(strstr(out, "| b @m1 | t | 64 | x | 2 | 2 | — |  | 1 | 1 | — | 1 of 1 |") != NULL, "%s", out);
+    cr_expect(strstr(out, "| b @m2 | t | 64 | x | 15 | 15 | — |  | 10 | 10 | — | 1 of 1 |") != NULL, "%s", out);
+}
+
 /* scripts/repro_depths.py on a store worked by hand: 2 samples at each of the depths 0, 0.5 and 1
 ** (n_samples 6). Method a right at them 2,1,0 / 2,2,2 / 0,0,1 on seeds 1-3, b 1,1,1 on every seed. Depth
 ** 0: a 2+2+0 = 4/6, b 3/6, differences 1, 1, -1: mean 1/3, sd 2/√3, t half-width 4.30265 · (2/√3)/√3 =
@@ -557,6 +571,15 @@ Test(repro, repro_depths_pairs_seeds, .init = setup, .fini = teardown, .timeout 
     cr_expect_eq(sh(out, sizeof out, "/usr/bin/python3 $R/scripts/repro_depths.py d.db --length 192 --groups 0.3 "
                     "2>&1"), 2, "%s", out);
     cr_expect(strstr(out, "--groups: depth 0.3 is not in the grid") != NULL, "%s", out);
+    /* without --task, the one task with depths is read (a passkey file failed: the default was needle); two
+    ** tasks with depths are named */
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 d.db \"update runs set task = 'passkey(depths=3)'\" && /usr/bin/python3 "
+                    "$R/scripts/repro_depths.py d.db --length 192 --groups 0/0.5,1 2>&1"), 0, "%s", out);
+    cr_expect(strstr(out, "| a | 0 | 2+2+0 | 4/6 [") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "sqlite3 d.db \"update runs set task = 'needle(depths=3)' where method = 'b'\" && "
+                    "/usr/bin/python3 $R/scripts/repro_depths.py d.db --length 192 2>&1"), 2, "%s", out);
+    cr_expect(strstr(out, "tasks needle, passkey have depths at length 192\n  hint: name one with --task") != NULL,
+              "%s", out);
 }
 
 /* scripts/repro_intervals.py --against names a method that is a prefix of
