@@ -207,6 +207,14 @@ static int server_num(const struct lx_model_use *u, const struct lx_node *v, con
     return LX_OK;
 }
 
+/* Past a method's parameters in a canonical stack string, to the '+' before the next method or the end. */
+static const char *past_params(const char *p)
+{
+    for (int d = 0; *p && (d || *p != '+'); p++)
+        d += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+    return p;
+}
+
 /* Do two canonical stack strings ("rope(layout=interleaved)+yarn(scale=2)") name the same methods in the
 ** same order, whatever their parameters? */
 static int same_method_names(const char *a, const char *b)
@@ -215,11 +223,7 @@ static int same_method_names(const char *a, const char *b)
         size_t na = strcspn(a, "(+"), nb = strcspn(b, "(+");
         if (na != nb || strncmp(a, b, na) != 0)
             return 0;
-        a += na, b += nb;
-        for (int d = 0; *a && (d || *a != '+'); a++)     /* past the parameters, to the next method */
-            d += *a == '(' ? 1 : *a == ')' ? -1 : 0;
-        for (int d = 0; *b && (d || *b != '+'); b++)
-            d += *b == '(' ? 1 : *b == ')' ? -1 : 0;
+        a = past_params(a + na), b = past_params(b + nb);
         if (!*a || !*b)
             return !*a && !*b;
         a++, b++;
