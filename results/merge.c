@@ -28,8 +28,8 @@
 #define RUN_COLS                                                                                   \
     "key, sweep, method, method_params, task, task_params, key_json, length, seed, model_key,"    \
     " model, status, error, git_commit, git_dirty, version, threads, blas, host, config, started," \
-    " finished, wall_s, max_rss_kb, config_text, weights_sha256, numerics"
-#define N_RUN_COLS 27
+    " finished, wall_s, max_rss_kb, config_text, weights_sha256, numerics, train_len"
+#define N_RUN_COLS 28
 enum { R_KEY, R_SWEEP, R_METHOD, R_TASK = 4, R_LENGTH = 7, R_SEED, R_MODEL_KEY, R_MODEL, R_STATUS,
        R_COMMIT = 13, R_DIRTY };
 
@@ -315,7 +315,7 @@ static int add_run(struct merge *m, const struct lx_value *cols, long long in_id
 {
     static const char *insert = "INSERT INTO runs (" RUN_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
                                 "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, "
-                                "?26, ?27) RETURNING id";
+                                "?26, ?27, ?28) RETURNING id";
     long long id = -1;
     int rc = lx_store_query(m->out, insert, cols, N_RUN_COLS, take_id, &id, m->err);
     struct lx_value arg = int_value(in_id);

@@ -165,7 +165,8 @@ static void metric_table(struct page *pg, const struct lx_rows *rows, char *cons
         if (eff && ref != tl)   /* from the shortest stored length: said, and marked */
             lx_buf_printf(h, "<td class=\"eff\" title=\"measured from %ld, the shortest length stored: %s\">%s%ld *"
                           "</td></tr>\n", ref, tl ? "no cell at the model's training length"
-                          : "the store does not know this model's training length (a brought checkpoint or a server)",
+                          : "the store does not know this model's training length (a server that does not say it, or a "
+                          "cell stored before lenx recorded it)",
                           all ? "≥ " : "", eff);
         else if (eff)
             lx_buf_printf(h, "<td class=\"eff\">%s%ld</td></tr>\n", all ? "≥ " : "", eff);

@@ -21,13 +21,15 @@
 #define SCHEMA_VERSION LX_STORE_SCHEMA  /* 2: models table, runs.model and runs.max_rss_kb; 3: outputs;
                                             ** 4: runs.config_text and runs.weights_sha256;
                                             ** 5: claims, models.weights_sha256 and models.threads,
-                                            **    outputs.stop; 6: outputs.prompt; 7: runs.numerics */
+                                            **    outputs.stop; 6: outputs.prompt; 7: runs.numerics;
+                                            ** 8: runs.train_len */
 
 struct lx_store {
     sqlite3 *db;        /* the connection */
     char *path;         /* the file, for messages */
     char *note;         /* a warning about the open (immutable beside a -wal file), or NULL */
     int has_numerics;   /* runs has its numerics column (schema 7; an older store opened read-only has not) */
+    int has_train_len;  /* runs has its train_len column (schema 8; likewise) */
 };
 
 static const char *schema_sql =
@@ -60,6 +62,7 @@ static const char *schema_sql =
     "  max_rss_kb INTEGER,"             /* peak resident memory of the process so far */
     "  config_text TEXT,"               /* the sweep's YAML text (NULL before schema 4) */
     "  weights_sha256 TEXT,"            /* sha256 of the checkpoint the cell ran on */
+    "  train_len INTEGER,"              /* the model's training length; NULL unknown (or before schema 8) */
     "  UNIQUE (sweep, key, git_commit, git_dirty));"
     "CREATE INDEX IF NOT EXISTS runs_by_key ON runs (key);"
     "CREATE TABLE IF NOT EXISTS metrics ("
@@ -232,6 +235,8 @@ static int migrate(struct lx_store *s, struct lx_error *err)
                   " ALTER TABLE models ADD COLUMN threads INTEGER", err);
     if (rc == LX_OK && v >= 1 && v < 7)     /* old rows keep NULL: they ran the fast default */
         rc = add_column(s, "runs", "numerics", "TEXT", err);
+    if (rc == LX_OK && v >= 1 && v < 8)     /* old rows keep NULL: their models' lengths were not recorded */
+        rc = add_column(s, "runs", "train_len", "INTEGER", err);
     if (rc == LX_OK && v < SCHEMA_VERSION)
         rc = exec(s, schema_sql, err);
     if (rc == LX_OK && v < SCHEMA_VERSION)
@@ -352,7 +357,7 @@ int lx_store_open(struct lx_store **out, const char *path, int readonly, struct 
     if (rc == LX_OK && !readonly)
         rc = check_version(s, 0, err);
     if (rc == LX_OK)
-        s->has_numerics = has_column(s, "runs", "numerics");
+        s->has_numerics = has_column(s, "runs", "numerics"), s->has_train_len = has_column(s, "runs", "train_len");
     if (rc < 0) {
         lx_store_close(s);
         return rc;
@@ -395,39 +400,30 @@ static int insert_run(struct lx_store *s, const struct lx_run_record *r, sqlite3
     static const char *sql =
         "INSERT INTO runs (key, sweep, method, method_params, task, task_params, key_json, length,"
         " seed, model_key, status, error, git_commit, git_dirty, version, threads, blas, host,"
-        " config, started, finished, wall_s, max_rss_kb, model, config_text, weights_sha256, numerics)"
+        " config, started, finished, wall_s, max_rss_kb, model, config_text, weights_sha256, numerics, train_len)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-        " ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)";
+        " ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)";
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
         return SQLITE_ERROR;
     char t0[48], t1[48];
     lx_iso_time(r->started, t0);
     lx_iso_time(r->finished, t1);
-    const char *text[] = {r->key, r->sweep, r->method, r->method_json, r->task, r->task_json, r->key_json};
-    for (int i = 0; i < 7; i++)
-        sqlite3_bind_text(st, i + 1, text[i], -1, SQLITE_STATIC);
+    const char *text[] = {  /* ?1 ... ?27's text, NULL where a number goes (or a NULL text) */
+        r->key, r->sweep, r->method, r->method_json, r->task, r->task_json, r->key_json, NULL, NULL, r->model_key,
+        r->ok ? "ok" : "failed", r->error, r->commit, NULL, r->version, NULL, r->blas, r->host, r->config, t0, t1,
+        NULL, NULL, r->model, r->config_text, r->weights_sha256, r->numerics ? r->numerics : "fast"};
+    for (int i = 0; i < 27; i++)
+        sqlite3_bind_text(st, i + 1, text[i], -1, SQLITE_STATIC);   /* t0, t1 outlive the statement */
     sqlite3_bind_int64(st, 8, r->length);
     sqlite3_bind_int64(st, 9, r->seed);
-    sqlite3_bind_text(st, 10, r->model_key, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 11, r->ok ? "ok" : "failed", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 12, r->error, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 13, r->commit, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 14, r->dirty);
-    sqlite3_bind_text(st, 15, r->version, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 16, r->threads);
-    sqlite3_bind_text(st, 17, r->blas, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 18, r->host, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 19, r->config, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 20, t0, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 21, t1, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(st, 22, r->finished - r->started);
     if (r->max_rss_kb > 0)
         sqlite3_bind_int64(st, 23, r->max_rss_kb);
-    sqlite3_bind_text(st, 24, r->model, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 25, r->config_text, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 26, r->weights_sha256, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 27, r->numerics ? r->numerics : "fast", -1, SQLITE_STATIC);
+    if (r->train_len > 0)
+        sqlite3_bind_int64(st, 28, r->train_len);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     *id = sqlite3_last_insert_rowid(s->db);
@@ -538,39 +534,41 @@ static const char *col_text(sqlite3_stmt *st, int i)
 }
 
 /* The newest ok row of each (sweep, key) that matches, joined to its metrics
-** or to the points of one series (?3): VALUE names the value columns (name,
-** value, x) and JOIN the table. Column 12 is what a cell's configuration hash
-** (its lx_sha256_key) is of: its key JSON without length and seed, the model
-** key replaced by the model's configuration without its seed (a trained
-** model's seed, or a fine-tuned checkpoint's finetune.seed; the model key
-** itself when the models table does not know it). Cells that differ only in
-** seed share it, so they pool as seeds. */
-#define SELECT_ROWS(VALUE, JOIN, NUMERICS)                                                                  \
-    "SELECT r.id, r.sweep, r.method || coalesce(' @' || r.model, ''), r.task, r.key, r.git_commit,"         \
-    " r.length, r.seed, " VALUE ", coalesce(r.model_key, ''),"                                              \
-    " json_remove(json_set(r.key_json, '$.model',"                                                          \
-    "   coalesce(json_remove(mo.config, '$.seed', '$.finetune.seed'), r.model_key)),"                         \
-    "   '$.length', '$.seed'), coalesce(json_extract(mo.config, '$.train.length'), 0), " NUMERICS ","        \
-    " coalesce(r.blas, '')"                                                                                  \
-    " FROM runs r " JOIN " LEFT JOIN models mo ON mo.key = r.model_key"                                     \
-    " WHERE r.id IN (SELECT max(id) FROM runs WHERE status = 'ok'"                                          \
-    "   AND (?1 IS NULL OR sweep = ?1)"                                                                     \
-    "   AND (?2 IS NULL OR substr(git_commit, 1, length(?2)) = ?2)"                                         \
-    "   GROUP BY sweep, key)"                                                                               \
-    " ORDER BY r.id, m.rowid"
+** or to the points of one series (?3): the first %s names the value columns
+** (name, value, x). Column 12 is what a cell's configuration hash (its
+** lx_sha256_key) is of: its key JSON without length and seed, the model key
+** replaced by the model's configuration without its seed (a trained model's
+** seed, or a fine-tuned checkpoint's finetune.seed; the model key itself when
+** the models table does not know it). Cells that differ only in seed share it,
+** so they pool as seeds. Column 13 is the model's training length: a trained
+** model's, else the cell's own (a brought checkpoint's or a server's, schema
+** 8), else 0; 14 the numerics. Then the table joined. */
+static const char select_rows[] =
+    "SELECT r.id, r.sweep, r.method || coalesce(' @' || r.model, ''), r.task, r.key, r.git_commit,"
+    " r.length, r.seed, %s, coalesce(r.model_key, ''),"
+    " json_remove(json_set(r.key_json, '$.model',"
+    "   coalesce(json_remove(mo.config, '$.seed', '$.finetune.seed'), r.model_key)),"
+    "   '$.length', '$.seed'), coalesce(json_extract(mo.config, '$.train.length'), %s, 0), %s,"
+    " coalesce(r.blas, '')"
+    " FROM runs r %s LEFT JOIN models mo ON mo.key = r.model_key"
+    " WHERE r.id IN (SELECT max(id) FROM runs WHERE status = 'ok'"
+    "   AND (?1 IS NULL OR sweep = ?1)"
+    "   AND (?2 IS NULL OR substr(git_commit, 1, length(?2)) = ?2)"
+    "   GROUP BY sweep, key)"
+    " ORDER BY r.id, m.rowid";
 
 int lx_store_select(struct lx_store *s, const struct lx_filter *f, struct lx_rows *out,
                     struct lx_error *err)
 {
-    /* [has the numerics column]: a store older than schema 7 opened read-only has not; its rows ran fast */
-#define METRICS(N) SELECT_ROWS("m.name, m.value, NULL", "JOIN metrics m ON m.run_id = r.id", N)
-#define SERIES(N) SELECT_ROWS("m.series, m.y, m.x", "JOIN series m ON m.run_id = r.id AND m.series = ?3", N)
-    static const char *metrics[2] = {METRICS("'fast'"), METRICS("coalesce(r.numerics, 'fast')")};
-    static const char *series[2] = {SERIES("'fast'"), SERIES("coalesce(r.numerics, 'fast')")};
-#undef METRICS
-#undef SERIES
+    /* a store older than schema 7 (8) opened read-only has no numerics (train_len) column: its rows ran fast
+    ** (their models' training lengths were not recorded) */
+    int series = f && f->series;
+    char sql[sizeof select_rows + 256];
+    snprintf(sql, sizeof sql, select_rows, series ? "m.series, m.y, m.x" : "m.name, m.value, NULL",
+             s->has_train_len ? "r.train_len" : "NULL", s->has_numerics ? "coalesce(r.numerics, 'fast')" : "'fast'",
+             series ? "JOIN series m ON m.run_id = r.id AND m.series = ?3" : "JOIN metrics m ON m.run_id = r.id");
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, (f && f->series ? series : metrics)[s->has_numerics], -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
         return db_err(s, err, "reading results");
     sqlite3_bind_text(st, 1, f ? f->sweep : NULL, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, f ? f->commit : NULL, -1, SQLITE_STATIC);

@@ -22,7 +22,7 @@
 struct lx_store;
 
 #define LX_DEFAULT_DB "results/lenx.db"
-#define LX_STORE_SCHEMA 7       /* PRAGMA user_version of the stores this lenx writes */
+#define LX_STORE_SCHEMA 8       /* PRAGMA user_version of the stores this lenx writes */
 
 /* Open (creating the file, its folder and the schema when absent). With
 ** readonly set, a missing file is an error and nothing is created or written;
@@ -66,6 +66,7 @@ struct lx_run_record {
     const char *weights_sha256; /* sha256 of the checkpoint the cell ran on, NULL without a model */
     double started, finished;   /* Unix time, seconds */
     long max_rss_kb;            /* peak resident memory so far (0 = unknown) */
+    long train_len;             /* the model's training length, as its trainer or file says (0 = unknown) */
 };
 
 /* Write a cell (one transaction): replaces a row with the same (sweep, key,

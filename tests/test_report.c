@@ -290,7 +290,7 @@ Test(report, effective_length_from_each_models_training_length, .init = setup, .
     eff_after(html, " @b</td>", eff, sizeof eff);
     cr_expect_str_eq(eff, "32");
     free(html);
-    /* b's training length unknown to the store (as a brought checkpoint's is): from the shortest stored
+    /* b's training length unknown to the store (as a foreign server's is): from the shortest stored
     ** length, 16 (0.5, 1, 0.6 passes to 64), said in the cell's title and marked */
     cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"delete from models where name = 'b'\" && "
                     "$L report --db r.db -o e.html"), 0, "%s", out);
@@ -298,11 +298,36 @@ Test(report, effective_length_from_each_models_training_length, .init = setup, .
     const char *b = strstr(html, " @b</td>"), *cell = b ? strstr(b, "<td class=\"eff\"") : NULL;
     cr_assert_not_null(cell, "%s", html);
     cr_expect(strstr(cell, "<td class=\"eff\" title=\"measured from 16, the shortest length stored: the store does "
-                      "not know this model's training length (a brought checkpoint or a server)\">") == cell,
+                      "not know this model's training length (a server that does not say it, or a cell stored "
+                      "before lenx recorded it)\">") == cell,
               "%.300s", cell);
     cr_expect(strstr(cell, ">≥ 64 *</td>") != NULL, "%.300s", cell);
     eff_after(html, " @a</td>", eff, sizeof eff);
     cr_expect_str_eq(eff, "32");
+    free(html);
+}
+
+/* A brought checkpoint's training length is the one its file says (stories260K's llama2.c header: seq_len
+** 512, its README), stored with each cell, so its effective length is measured from 512 and not marked; it
+** was measured from the shortest stored length, marked `*` "the store does not know". By hand, ppl 1, 2,
+** 2.2 at 256, 512, 1024: from 512, 2 / 2.2 = 0.91 passes (>= 1024); from 256, 1 / 2 fails at once (256 *). */
+Test(report, a_brought_checkpoints_training_length_is_stored, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static char out[1 << 16];
+    write_file("s.yaml", "name: s\nseed: 1\nnumerics: portable\nmodels:\n  st:\n    checkpoint: STORIES\n"
+               "methods: [[{rope: {layout: interleaved}}]]\ntasks:\n  - ppl: {corpus: stories, windows: 1}\n"
+               "lengths: [256, 512, 1024]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i -e \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" s.yaml "
+                    "&& $L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"select group_concat(length || ':' || coalesce(train_len, 'NULL'), "
+                    "' ') from (select * from runs order by length)\""), 0, "%s", out);
+    cr_expect_str_eq(out, "256:512 512:512 1024:512\n");
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"delete from metrics where name != 'ppl'; update metrics set "
+                    "value = (select case r.length when 256 then 1 when 512 then 2 else 2.2 end "
+                    "from runs r where r.id = run_id)\" && $L report --db r.db -o e.html"), 0, "%s", out);
+    char *html = read_all("e.html"), eff[64];
+    eff_after(html, " @st</td>", eff, sizeof eff);
+    cr_expect_str_eq(eff, "≥ 1024");
     free(html);
 }
 

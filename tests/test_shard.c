@@ -92,7 +92,9 @@ Test(shard, split_three_ways_and_merged_equals_the_unsplit_run, .init = setup, .
         cr_expect_gt(n, 0, "%s is empty: the test would not see it", tables[i]);
         cr_expect_eq(sql_long("s/all.db", sql), n, "%s", tables[i]);
     }
-    cr_expect_eq(only_in_one("metrics", "c.name, c.value"), 0);
+    cr_expect_eq(only_in_one("metrics", "c.name, c.value, r.train_len"), 0);
+    cr_expect_eq(sql_long("s/all.db", "select count(*) from runs where train_len = 32"), N_CELLS,
+                 "each cell's training length is merged");
     cr_expect_eq(only_in_one("series", "c.series, c.x, c.y"), 0);
     cr_expect_eq(only_in_one("outputs", "c.sample, c.depth, c.gold, c.text, c.score, c.logprob, c.stop, c.prompt"), 0);
     cr_expect_gt(sql_long("s/all.db", "select count(prompt) from outputs"), 0, "the kept prompts are merged");
@@ -207,7 +209,7 @@ Test(shard, merge_refuses_old_schemas_missing_files_and_no_into, .init = setup, 
                     "DROP COLUMN weights_sha256; ALTER TABLE models DROP COLUMN threads; ALTER TABLE runs DROP COLUMN numerics; "
                     "PRAGMA user_version = 4'"), 0);
     cr_expect_eq(sh(out, sizeof out, "$L merge old.db --into m.db"), 2, "%s", out);
-    cr_expect(strstr(out, "old.db: schema version 4 is older than this lenx's (7)") != NULL, "%s", out);
+    cr_expect(strstr(out, "old.db: schema version 4 is older than this lenx's (8)") != NULL, "%s", out);
     cr_expect(strstr(out, "hint: upgrade it in place first with `lenx merge old.db --into old.db`") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "ls m.db*"), 2, "a refused merge left a new file behind: %s", out);
     cr_assert_eq(sh(out, sizeof out, "$L merge old.db --into old.db && $L merge old.db --into m.db"), 0, "%s", out);

@@ -14,6 +14,10 @@
 
 #include "results/store.h"
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define SCHEMA STR(LX_STORE_SCHEMA)     /* the version this lenx writes, as the sqlite3 CLI prints it */
+
 /* Each test runs in its own process: one database path per test. */
 static char reserve[64];        /* mkstemp's file, keeps the name unique */
 static char db_path[80];        /* reserve + ".db": the database */
@@ -142,6 +146,7 @@ static struct lx_run_record record(const char *sweep, const char *key, const cha
         .config = "configs/test.yaml",
         .started = 1700000000.0,
         .finished = 1700000000.5,
+        .train_len = 512,
     };
     return r;
 }
@@ -175,7 +180,7 @@ Test(store, open_creates_file_and_schema)
     lx_store_close(s);
     char v[64];
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "7");
+    cr_expect_str_eq(v, SCHEMA);
     /* Reopening an existing store keeps it. */
     s = open_rw(db_path);
     cr_expect_eq(count(s, "runs"), 0);
@@ -229,6 +234,7 @@ Test(store, ok_record_round_trips)
         cr_expect_eq(w->length, 1000);
         cr_expect_eq(w->seed, 7);
         cr_expect_eq(w->run_id, rows.rows[0].run_id);
+        cr_expect_eq(w->train_len, 512, "no models row: the cell's own training length");
     }
     cr_expect(rows.rows[0].run_id > 0);
     cr_expect_eq(rows.rows[0].value, 12.5);
@@ -559,23 +565,41 @@ Test(store, migrates_version_2)
     cr_expect_eq(count(s, "outputs"), 1);
     lx_store_close(s);
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "7");
+    cr_expect_str_eq(v, SCHEMA);
 }
 
-/* The numerics of every row of a store, read through lx_store_select:
-** "key=numerics,..." in the order stored. */
-static void numerics_of(struct lx_store *s, char *out, size_t n)
+/* Every ppl row of a store, read through lx_store_select, in the order
+** stored: "key=numerics/blas,..." or, with train, "key=train_len,...". */
+static void ppl_rows(struct lx_store *s, int train, char *out, size_t n)
 {
     struct lx_rows rows = {0};
     struct lx_error err = {{0}};
     cr_assert_eq(lx_store_select(s, NULL, &rows, &err), LX_OK, "%s", err.msg);
     out[0] = '\0';
-    for (int i = 0; i < rows.n; i++)
-        if (strcmp(rows.rows[i].metric, "ppl") == 0)
-            snprintf(out + strlen(out), n - strlen(out), "%s%s=%s/%s", out[0] ? "," : "", rows.rows[i].key,
-                     rows.rows[i].numerics ? rows.rows[i].numerics : "(null)",
-                     rows.rows[i].blas ? rows.rows[i].blas : "(null)");
+    for (int i = 0; i < rows.n; i++) {
+        const struct lx_row *w = &rows.rows[i];
+        if (strcmp(w->metric, "ppl") != 0)
+            continue;
+        snprintf(out + strlen(out), n - strlen(out), "%s%s=", out[0] ? "," : "", w->key);
+        if (train)
+            snprintf(out + strlen(out), n - strlen(out), "%ld", w->train_len);
+        else
+            snprintf(out + strlen(out), n - strlen(out), "%s/%s", w->numerics ? w->numerics : "(null)",
+                     w->blas ? w->blas : "(null)");
+    }
     lx_rows_release(&rows);
+}
+
+/* The store back to schema `version` without runs' column `col`. */
+static void drop_run_column(const char *col, int version)
+{
+    char cmd[512], v[64], sql[128];
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'ALTER TABLE runs DROP COLUMN %s; PRAGMA user_version = %d'", db_path,
+             col, version);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = '%s'", col);
+    sqlite_cli(db_path, sql, v, sizeof v);
+    cr_assert_str_eq(v, "0", "the test's v%d database has no %s column", version, col);
 }
 
 /* A version-6 store (no runs.numerics) is read as it is (read-only: its rows
@@ -588,15 +612,11 @@ Test(store, migrates_version_6_old_rows_read_fast)
     r.numerics = "portable";    /* dropped with the column below: the old row's mode is unknown */
     put_ppl(s, &r, 3.5);
     lx_store_close(s);
-    char cmd[512], v[256];
-    snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'ALTER TABLE runs DROP COLUMN numerics; PRAGMA user_version = 6'",
-             db_path);
-    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
-    sqlite_cli(db_path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'numerics'", v, sizeof v);
-    cr_assert_str_eq(v, "0", "the test's v6 database has no numerics column");
+    char v[256];
+    drop_run_column("numerics", 6);
     struct lx_error err = {{0}};
     cr_assert_eq(lx_store_open(&s, db_path, 1, &err), LX_OK, "%s", err.msg);
-    numerics_of(s, v, sizeof v);
+    ppl_rows(s, 0, v, sizeof v);
     cr_expect_str_eq(v, "k-old=fast/Haswell openmp", "read-only, not migrated");
     lx_store_close(s);
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
@@ -605,13 +625,53 @@ Test(store, migrates_version_6_old_rows_read_fast)
     struct lx_run_record r2 = record("sw", "k-new", "c1", 1);
     r2.numerics = "portable";
     put_ppl(s, &r2, 3.25);
-    numerics_of(s, v, sizeof v);
+    ppl_rows(s, 0, v, sizeof v);
     cr_expect_str_eq(v, "k-old=fast/Haswell openmp,k-new=portable/Haswell openmp");
     lx_store_close(s);
     sqlite_cli(db_path, "SELECT group_concat(key || ':' || coalesce(numerics, 'NULL'), ' ') FROM runs", v, sizeof v);
     cr_expect_str_eq(v, "k-old:NULL k-new:portable", "the old row keeps NULL: it is not rewritten");
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "7");
+    cr_expect_str_eq(v, SCHEMA);
+}
+
+/* A version-7 store (no runs.train_len) is read as it is (read-only: its
+** rows' training lengths unknown, 0) and migrated in place when opened to
+** write: the old row keeps NULL, a new row reads its own length; a row whose
+** model the models table knows reads that model's training length. */
+Test(store, migrates_version_7_old_rows_keep_no_training_length)
+{
+    struct lx_store *s = open_rw(db_path);
+    struct lx_run_record r = record("sw", "k-old", "c0", 1);
+    put_ppl(s, &r, 3.5);
+    lx_store_close(s);
+    char cmd[512], v[256];
+    drop_run_column("train_len", 7);
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_store_open(&s, db_path, 1, &err), LX_OK, "%s", err.msg);
+    ppl_rows(s, 1, v, sizeof v);
+    cr_expect_str_eq(v, "k-old=0", "read-only, not migrated");
+    lx_store_close(s);
+    sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
+    cr_expect_str_eq(v, "7", "a read-only open migrates nothing");
+    s = open_rw(db_path);
+    struct lx_run_record r2 = record("sw", "k-new", "c1", 1), r3 = record("sw", "k-trained", "c1", 1);
+    r2.train_len = 96;
+    r3.model_key = "trained";
+    put_ppl(s, &r2, 3.25);
+    put_ppl(s, &r3, 3.0);
+    lx_store_close(s);
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' \"INSERT INTO models (key, name, config, path, sha256, steps, tokens, "
+             "seconds, git_commit, created) VALUES ('trained', 't', '{\\\"train\\\":{\\\"length\\\":64}}', "
+             "'x', 'x', 0, 0, 0, 'c', 't')\"", db_path);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    s = open_rw(db_path);
+    ppl_rows(s, 1, v, sizeof v);
+    cr_expect_str_eq(v, "k-old=0,k-new=96,k-trained=64");
+    lx_store_close(s);
+    sqlite_cli(db_path, "SELECT group_concat(key || ':' || coalesce(train_len, 'NULL'), ' ') FROM runs", v, sizeof v);
+    cr_expect_str_eq(v, "k-old:NULL k-new:96 k-trained:512", "the old row keeps NULL: it is not rewritten");
+    sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
+    cr_expect_str_eq(v, SCHEMA);
 }
 
 /* The outputs table has the same columns in the same order whether the store
@@ -638,7 +698,7 @@ Test(store, outputs_columns_fresh_and_migrated)
     sqlite_cli(db_path, cols, v, sizeof v);
     cr_expect_str_eq(v, want, "an older store migrated");
     sqlite_cli(db_path, "PRAGMA user_version", v, sizeof v);
-    cr_expect_str_eq(v, "7");
+    cr_expect_str_eq(v, SCHEMA);
 }
 
 Test(store, newer_schema_is_refused)

@@ -565,6 +565,7 @@ static void fill_record(struct lx_run_record *r, const struct runner *run, const
     r->method_json = c->method_json;
     r->model_key = c->model >= 0 ? c->model_key : NULL;
     r->model = c->model >= 0 ? g->models[c->model].name : NULL;
+    r->train_len = c->model >= 0 ? g->models[c->model].train.length : 0;
     r->task = g->tasks[c->task].canon;
     r->task_json = g->tasks[c->task].json;
     r->key_json = c->key_json;
