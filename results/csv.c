@@ -4,6 +4,7 @@
 ** Two headers are read: the current one (with model_key and key) and the
 ** 7-column one of older exports, whose rows have no model key.
 */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +19,8 @@ static const char *const header[N_COLS] = {"sweep", "method", "task", "length", 
                                            "model_key", "key"};
 
 /* Split one record starting at *p into fields; advances *p past the record.
-** Returns the field count, or -1 on an unterminated quote. */
+** Returns the field count, -1 on an unterminated quote, or -2 - i when
+** field i (0-based) has text after its closing quote (*p then unchanged). */
 static int split_record(const char **p, struct lx_buf fields[N_COLS + 1])
 {
     int n = 0;
@@ -40,6 +42,8 @@ static int split_record(const char **p, struct lx_buf fields[N_COLS + 1])
                     lx_buf_printf(f, "%c", *s);
             }
             s++;
+            if (*s && *s != ',' && *s != '\n' && *s != '\r')
+                return -2 - n;
         } else {
             while (*s && *s != ',' && *s != '\n' && *s != '\r')
                 lx_buf_printf(f, "%c", *s++);
@@ -58,6 +62,9 @@ static int split_record(const char **p, struct lx_buf fields[N_COLS + 1])
     }
 }
 
+/* A value as `lenx table --format csv` writes it: a number, inf, -inf or nan.
+** A leading blank (strtod skips it) and a number past a double's range (strtod
+** reads 1e999 as inf) are refused; an underflow is the nearest double. */
 static int parse_num(const char *s, double *v)
 {
     if (strcmp(s, "nan") == 0)
@@ -65,7 +72,19 @@ static int parse_num(const char *s, double *v)
     char *end;
     errno = 0;
     *v = strtod(s, &end);
-    return *s && !*end;
+    return *s && !*end && !isspace((unsigned char)*s) && !(isinf(*v) && errno == ERANGE);
+}
+
+/* A length or seed: an integer in [lo, 10^12], the bounds of a sweep's
+** lengths and seeds (docs/config.md#limits), so the conversion to long is
+** defined. */
+static int parse_int(const char *s, double lo, long *out)
+{
+    double v;
+    if (!parse_num(s, &v) || !(v >= lo && v <= 1e12) || v != floor(v))
+        return 0;
+    *out = (long)v;
+    return 1;
 }
 
 /* The file's text; *nul is set to the 1-based line of a NUL byte, which would
@@ -116,6 +135,12 @@ int lx_csv_read(const char *path, struct lx_rows *out, struct lx_error *err)
         seen_header = 1;
         if (is_header && n == N_OLD)
             n_cols = N_OLD;
+        if (n <= -2) {
+            rc = lx_err(err, LX_EINVAL, "%s:%d: field %d: text after its closing quote\n  hint: a quote inside "
+                        "a quoted field is written twice (\"\"), as `lenx table --format csv` writes it",
+                        path, line, -n - 1);
+            break;
+        }
         if (n != n_cols) {
             rc = lx_err(err, LX_EINVAL, "%s:%d: expected %d fields, found %d%s", path, line, n_cols,
                         n < 0 ? 0 : n, n < 0 ? " (unterminated quote)" : "");
@@ -130,14 +155,19 @@ int lx_csv_read(const char *path, struct lx_rows *out, struct lx_error *err)
                                 "  hint: write it with `lenx table --format csv`", path, line);
             continue;
         }
-        double len, seed, v;
-        if (!parse_num(lx_buf_str(&f[3]), &len) || !parse_num(lx_buf_str(&f[4]), &seed) ||
-            !parse_num(lx_buf_str(&f[6]), &v) || len != floor(len) || seed != floor(seed)) {
-            rc = lx_err(err, LX_EINVAL, "%s:%d: length and seed must be integers and value a number", path, line);
+        long len, seed;
+        double v;
+        const char *bad = !parse_int(lx_buf_str(&f[3]), 1, &len) ? "length" : !parse_int(lx_buf_str(&f[4]), 0, &seed)
+                          ? "seed" : !parse_num(lx_buf_str(&f[6]), &v) ? "value" : NULL;
+        if (bad) {
+            int col = bad[0] == 'l' ? 3 : bad[0] == 's' ? 4 : 6;
+            rc = lx_err(err, LX_EINVAL, "%s:%d: %s '%s' is not %s\n  hint: write it with `lenx table --format csv`",
+                        path, line, bad, lx_buf_str(&f[col]), col == 3 ? "an integer in [1, 10^12]" : col == 4
+                        ? "an integer in [0, 10^12]" : "a number in a double's range, inf, -inf or nan");
             break;
         }
         lx_rows_add(out, lx_buf_str(&f[0]), lx_buf_str(&f[1]), lx_buf_str(&f[2]),
-                    n_cols == N_COLS ? lx_buf_str(&f[8]) : NULL, NULL, (long)len, (long)seed,
+                    n_cols == N_COLS ? lx_buf_str(&f[8]) : NULL, NULL, len, seed,
                     lx_buf_str(&f[5]), v, line);
         lx_rows_set_origin(out, out->n - 1, n_cols == N_COLS ? lx_buf_str(&f[7]) : NULL, NULL);
     }
