@@ -65,8 +65,13 @@ void lx_esc_md(struct lx_buf *b, const char *s)
 
 void lx_esc_latex(struct lx_buf *b, const char *s)
 {
-    if (*s == '[')
-        lx_buf_puts(b, "{}");       /* after a row's \\ a leading [ would be read as an optional argument */
+    /* After a row's \\ (or \midrule) a leading [ would be read as an optional argument and a leading *
+    ** as \\*; both look past blanks, and a control byte is written as one. */
+    size_t blank = 0;
+    while (s[blank] && ((unsigned char)s[blank] <= 0x20 || s[blank] == 0x7f))
+        blank++;
+    if (s[blank] == '[' || s[blank] == '*')
+        lx_buf_puts(b, "{}");
     static const char *const cmd[] = {['\\'] = "\\textbackslash{}", ['^'] = "\\textasciicircum{}",
                                       ['~'] = "\\textasciitilde{}", ['<'] = "\\textless{}",
                                       ['>'] = "\\textgreater{}", ['|'] = "\\textbar{}"};

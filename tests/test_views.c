@@ -192,8 +192,9 @@ Test(views, latex_pivot_escapes)
 
 /* Stored strings that Markdown or LaTeX would read as markup: GFM's
 ** emphasis by underscores at a word's edge, strikethrough, autolinks (www.
-** and ://); a label opening with [ after a LaTeX row's \\ (read as its
-** optional argument). beta_fast inside a word stays as written. */
+** and ://); a label opening with [ or * after a LaTeX row's \\ (read as
+** its optional argument or star), blanks before them too. beta_fast inside
+** a word stays as written. */
 Test(views, escapes_for_gfm_and_latex_row_starts)
 {
     static const struct {
@@ -218,6 +219,16 @@ Test(views, escapes_for_gfm_and_latex_row_starts)
     lx_buf_reset(&b);
     lx_esc_latex(&b, "x [2cm]");
     cr_expect_str_eq(lx_buf_str(&b), "x [2cm]");
+    /* \\ also takes a star (\\*: no page break), and both it and \midrule look
+    ** for their * or [ past blanks (\@ifnextchar skips spaces; a control byte
+    ** is written as one) */
+    static const char *const row_start[][2] = {{"*x", "{}*x"}, {" [2cm] x", "{} [2cm] x"}, {"\n*x", "{} *x"},
+                                               {"\t [1pt]", "{}  [1pt]"}, {"x*", "x*"}, {" x [1pt]", " x [1pt]"}};
+    for (size_t i = 0; i < sizeof row_start / sizeof *row_start; i++) {
+        lx_buf_reset(&b);
+        lx_esc_latex(&b, row_start[i][0]);
+        cr_expect_str_eq(lx_buf_str(&b), row_start[i][1], "latex row start %zu", i);
+    }
     lx_buf_free(&b);
 }
 

@@ -652,11 +652,12 @@ static void check_latex(const char *s)
     struct lx_buf b = {0};
     lx_esc_latex(&b, s);
     const char *p = lx_buf_str(&b);
-    LX_ASSERT(*p != '[');                                   /* not an optional argument after a row's \\ */
-    if (*s == '[') {
-        LX_ASSERT(!strncmp(p, "{}[", 3));
-        p += 2;
-    }
+    int guarded = !strncmp(p, "{}", 2);     /* only before a [ or * that opens the label, past blanks */
+    const char *q = p + 2 * guarded;
+    while (*q == ' ')
+        q++;
+    LX_ASSERT(guarded || (*q != '[' && *q != '*'));     /* no optional argument or star after a row's \\ */
+    p += 2 * guarded;
     for (; *p; p++) {
         unsigned char c = (unsigned char)*p;
         LX_ASSERT(c >= 0x20 && c != 0x7f);
