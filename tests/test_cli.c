@@ -137,6 +137,14 @@ Test(cli, compare_exit_codes, .init = setup, .fini = teardown)
     cr_expect_eq(sh(out, sizeof out, "$L compare other.csv small --db r.db"), 2, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L compare nosuchsweep small --db r.db"), 2, "%s", out);
     cr_expect(strstr(out, "'nosuchsweep' is not a file, a sweep") != NULL, "%s", out);
+    /* --sweep narrows a commit side: with none it would be ignored, a name stored nowhere too */
+    cr_expect_eq(sh(out, sizeof out, "$L compare base.csv small --db r.db --sweep nosuch"), 2, "%s", out);
+    cr_expect(strstr(out, "--sweep nosuch narrows a commit") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare base.csv base.csv --sweep small"), 2, "%s", out);
+    cr_expect(strstr(out, "--sweep small narrows a commit") != NULL, "%s", out);
+    /* a CSV side that does not exist is named as such, not only the store it was then looked up in */
+    cr_expect_eq(sh(out, sizeof out, "$L compare missing.csv base.csv --db none.db"), 3, "%s", out);
+    cr_expect(strstr(out, "'missing.csv' is not a file") != NULL, "%s", out);
 }
 
 Test(cli, killed_sweep_resumes_with_every_cell_once, .init = setup, .fini = teardown, .timeout = 120)

@@ -395,7 +395,7 @@ static const struct lx_opt compare_opts[] = {
     {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
     {"rtol", 1, "relative tolerance (default 1e-6)"},
     {"atol", 1, "absolute tolerance (default 1e-9)"},
-    {"sweep", 1, "with commits: only this sweep (A+B: these sweeps pooled)"},
+    {"sweep", 1, "with a commit side: only this sweep (A+B: these sweeps pooled); refused without one"},
     {"sigma", 1, "K > 0: pool each side's seeds per cell; flag a mean moved by more than K standard errors"},
 };
 
@@ -409,20 +409,22 @@ static const char compare_usage[] =
     "each side's seeds are pooled per cell and a mean is flagged only when it moved\n"
     "by more than K·sqrt(se_base² + se_head²), a side's se that of its seed mean (one\n"
     "seed: its stored <metric>_se; neither: the tolerances). Exit status 1 if any\n"
-    "moved, 0 if none, 2 if the two share no cell, a side holds nothing, or a side\n"
-    "holds two configurations of one cell.";
+    "moved, 0 if none, 2 if the two share no cell, a side holds nothing, a side\n"
+    "holds two configurations of one cell, or --sweep is given without a commit side.";
 
-/* Resolve a compare side: CSV file, then sweep name, then commit prefix. */
-static int load_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows,
+/* Resolve a compare side: CSV file, then sweep name, then commit prefix;
+** *narrowed is set when it is a commit, the side --sweep narrows. */
+static int load_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows, int *narrowed,
                      struct lx_error *err)
 {
     struct stat sb;
-    if (stat(what, &sb) == 0 && S_ISREG(sb.st_mode))
+    int is_file = stat(what, &sb) == 0;
+    if (is_file && S_ISREG(sb.st_mode))
         return lx_csv_read(what, rows, err);
     struct lx_store *store;
     int rc = lx_stored_open(&store, db, err);
-    if (rc < 0)
-        return rc;
+    if (rc < 0)     /* the store's error alone would not say that the side was no file either */
+        return is_file ? rc : lx_err_prefix(err, rc, "'%s' is not a file, and as a sweep or commit: ", what);
     struct lx_sweep_info *sw;
     int n_sw, is_sweep = 0, is_commit = 0;
     struct lx_buf hint = {0};
@@ -448,6 +450,7 @@ static int load_side(const char *what, const char *db, const char *sweep, struct
     lx_buf_free(&hint);
     if (rc == LX_OK) {
         struct lx_filter f = {.sweep = is_sweep ? what : sweep, .commit = is_sweep ? NULL : what};
+        *narrowed |= !is_sweep;
         if (!is_sweep)
             rc = lx_stored_check_sweep(store, db, sweep, err);
         if (rc == LX_OK)
@@ -459,13 +462,29 @@ static int load_side(const char *what, const char *db, const char *sweep, struct
 
 /* Load a compare side; one that holds no value names nothing to compare. */
 static int load_nonempty_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows,
-                              struct lx_error *err)
+                              int *narrowed, struct lx_error *err)
 {
-    int rc = load_side(what, db, sweep, rows, err);
+    int rc = load_side(what, db, sweep, rows, narrowed, err);
     if (rc == LX_OK && rows->n == 0)
         rc = lx_err(err, LX_EINVAL, "'%s' holds no values to compare%s%s\n  hint: a sweep or commit needs ok "
                     "cells (`lenx list sweeps`); a CSV needs rows under its header", what,
                     sweep ? " with --sweep " : "", sweep ? sweep : "");
+    return rc;
+}
+
+/* Load both sides. --sweep narrows a commit side: with neither a commit it
+** would narrow nothing (and a name stored nowhere would pass), so it is refused. */
+static int load_sides(const char *const *side, const char *db, const char *sweep, struct lx_rows *base,
+                      struct lx_rows *head, struct lx_error *err)
+{
+    int narrowed = 0;
+    int rc = load_nonempty_side(side[0], db, sweep, base, &narrowed, err);
+    if (rc == LX_OK)
+        rc = load_nonempty_side(side[1], db, sweep, head, &narrowed, err);
+    if (rc == LX_OK && sweep && !narrowed)
+        rc = lx_err(err, LX_EINVAL, "--sweep %s narrows a commit side, and neither '%s' nor '%s' is a commit\n"
+                    "  hint: name the sweep as a side (`lenx compare %s %s`), or drop --sweep", sweep, side[0],
+                    side[1], side[0], sweep);
     return rc;
 }
 
@@ -499,9 +518,7 @@ int lx_cmd_compare(int argc, char **argv)
     const char *sweep = lx_args_value(&a, "sweep");
     db = db ? db : LX_DEFAULT_DB;
     struct lx_rows base = {0}, head = {0};
-    rc = load_nonempty_side(a.pos[0], db, sweep, &base, &err);
-    if (rc == LX_OK)
-        rc = load_nonempty_side(a.pos[1], db, sweep, &head, &err);
+    rc = load_sides(a.pos, db, sweep, &base, &head, &err);
     struct lx_buf out = {0}, warn = {0};
     struct lx_compare_counts c;
     o.base_name = a.pos[0];
