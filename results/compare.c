@@ -17,9 +17,17 @@
 #include "results/views.h"
 
 struct keyed {
-    char *cell;                 /* task|method|model key|length|seed */
+    char *cell;                 /* task|method|model key|length|seed, each name's \ and | escaped */
     const struct lx_row *row;
 };
+
+/* A name in a cell string, its \ and | escaped: a store's names may hold any
+** byte, and "x|y" + "z" must not read as "x" + "y|z". */
+static void put_name(struct lx_buf *b, const char *s)
+{
+    for (; *s; s++)
+        lx_buf_printf(b, *s == '\\' || *s == '|' ? "\\%c" : "%c", *s);
+}
 
 static int cmp_keyed(const void *a, const void *b)
 {
@@ -100,7 +108,12 @@ static int index_rows(const struct lx_rows *rows, int by_model, const char *side
     for (int i = 0; i < rows->n; i++) {
         const struct lx_row *r = &rows->rows[i];
         struct lx_buf b = {0};
-        lx_buf_printf(&b, "%s|%s|%s|%ld|%ld", r->task, r->method, by_model ? r->model_key : "", r->length, r->seed);
+        put_name(&b, r->task);
+        lx_buf_puts(&b, "|");
+        put_name(&b, r->method);
+        lx_buf_puts(&b, "|");
+        put_name(&b, by_model ? r->model_key : "");
+        lx_buf_printf(&b, "|%ld|%ld", r->length, r->seed);
         k[i].cell = b.s;
         k[i].row = r;
     }
