@@ -109,6 +109,33 @@ int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, stru
     return lx_store_query(s, sql, NULL, 0, sweep_row, &g, err);
 }
 
+struct commits {
+    struct lx_buf *out;
+    int n;                      /* commits seen */
+};
+
+static int commit_row(void *ctx, const struct lx_value *c, int n_cols)
+{
+    (void)n_cols;
+    struct commits *w = ctx;
+    if (w->n++ < 10)
+        lx_buf_printf(w->out, "  %s%s (%lld cells, newest %s)\n", (const char *)c[0].p, c[1].i ? "-dirty" : "",
+                      c[2].i, (const char *)c[3].p);
+    return 0;
+}
+
+int lx_store_commits_text(struct lx_store *s, struct lx_buf *out, struct lx_error *err)
+{
+    static const char *sql =
+        "SELECT substr(git_commit, 1, 12), git_dirty, count(*), max(finished) FROM runs WHERE status = 'ok'"
+        " GROUP BY git_commit, git_dirty ORDER BY max(id) DESC";
+    struct commits w = {out, 0};
+    int rc = lx_store_query(s, sql, NULL, 0, commit_row, &w, err);
+    if (rc == LX_OK && w.n > 10)
+        lx_buf_printf(out, "  and %d more\n", w.n - 10);
+    return rc;
+}
+
 static int config_row(void *ctx, const struct lx_value *c, int n_cols)
 {
     struct lx_sweep_config *w = grow_next(ctx);

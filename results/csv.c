@@ -141,6 +141,11 @@ int lx_csv_read(const char *path, struct lx_rows *out, struct lx_error *err)
                         path, line, -n - 1);
             break;
         }
+        if (is_header && n == N_COLS + 1 && !strcmp(lx_buf_str(&f[5]), "series")) {
+            rc = lx_err(err, LX_EINVAL, "%s:1: a series export (`lenx table --series`); compare reads a metric "
+                        "export\n  hint: write one with `lenx table --format csv` (no --series)", path);
+            break;
+        }
         if (n != n_cols) {
             rc = lx_err(err, LX_EINVAL, "%s:%d: expected %d fields, found %d%s", path, line, n_cols,
                         n < 0 ? 0 : n, n < 0 ? " (unterminated quote)" : "");

@@ -204,6 +204,10 @@ struct lx_sweep_info {
 int lx_store_sweeps(struct lx_store *s, struct lx_sweep_info **out, int *n, struct lx_error *err);
 void lx_sweep_infos_free(struct lx_sweep_info *v, int n);
 
+/* The commits that made ok rows, newest first, one per line into out ("  <12 hex> (N cells, newest TIME)";
+** "-dirty" after a commit whose build had uncommitted changes); at most 10, and how many more. */
+int lx_store_commits_text(struct lx_store *s, struct lx_buf *out, struct lx_error *err);
+
 /* One commit (name, dirty) or one machine (name = host, threads, blas,
 ** numerics) that made some of a config text's rows, and how many. */
 struct lx_prov_count {

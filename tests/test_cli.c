@@ -479,7 +479,12 @@ Test(cli, table_of_nothing_is_an_error, .init = setup, .fini = teardown)
     cr_expect(strstr(out, "no sweep 'nosuch'") != NULL && strstr(out, "small") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --sweep smal"), 2, "%s", out);
     cr_expect(strstr(out, "did you mean 'small'") != NULL, "%s", out);
+    /* a commit naming nothing lists the stored ones (docs/results.md#tables), as read with sqlite3 */
+    char commit[64];
+    cr_assert_eq(sh(commit, sizeof commit, "sqlite3 r.db 'select distinct substr(git_commit, 1, 12) from runs'"), 0);
+    commit[strcspn(commit, "\n")] = '\0';
     cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --commit 00000000"), 2, "%s", out);
+    cr_expect(strstr(out, "stored commits") != NULL && strstr(out, commit) != NULL, "%s lists %s", out, commit);
     /* range_mass still selects range_mass:10-100 */
     cr_expect_eq(sh(out, sizeof out, "$L table --db r.db --metric range_mass"), 0, "%s", out);
     cr_expect(strstr(out, "range_mass:10-100") != NULL, "%s", out);

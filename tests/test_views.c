@@ -386,6 +386,9 @@ Test(views, csv_read_errors)
     /* lines are the file's: a quoted field's line breaks count (the record was counted) */
     expect_csv_error(OLD_HEADER "s,\"m\n(two\nlines)\",t,1,1,x,1\ns,m,t,1,1,x\n", 5, "expected 7 fields, found 6");
     expect_csv_error(OLD_HEADER "s,\"m\r\nx\",t,1,1,x,1\r\ns,m,t,1.5,1,x,1\r\n", 4, "length '1.5'");
+    /* a series export (`lenx table --series`, whose header docs/results.md#series gives) is named as one */
+    expect_csv_error("sweep,method,task,length,seed,series,x,y,model_key,key\ns,m,t,1,1,n,1,2,k,k\n", 1,
+                     "a series export (`lenx table --series`); compare reads a metric export");
 }
 
 /* Numbers a tidy CSV never holds are refused, naming the field and its text:

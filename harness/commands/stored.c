@@ -351,10 +351,12 @@ int lx_cmd_table(int argc, char **argv)
     rc = lx_stored_check_sweep(store, db, f.sweep, &err);
     if (rc == LX_OK && f.commit)
         rc = lx_store_has_commit(store, f.commit, &has_commit, &err);
-    if (rc == LX_OK && !has_commit)
-        rc = lx_err(&err, LX_EINVAL, "no stored row was made by a commit starting with '%s'\n"
-                    "  hint: `lenx table --format csv` has no commits; `sqlite3 DB 'select distinct git_commit "
-                    "from runs'` lists them", f.commit);
+    struct lx_buf commits = {0};
+    if (rc == LX_OK && !has_commit && (rc = lx_store_commits_text(store, &commits, &err)) == LX_OK)
+        rc = lx_err(&err, LX_EINVAL, "no stored row was made by a commit starting with '%s'\n%s%s"
+                    "  hint: a prefix of one of them (a CSV export has no commits)", f.commit,
+                    commits.len ? "stored commits, newest first:\n" : "no ok row is stored\n", lx_buf_str(&commits));
+    lx_buf_free(&commits);
     if (rc == LX_OK)
         rc = lx_store_select_pooled(store, &f, &rows, &err);
     lx_store_close(store);
