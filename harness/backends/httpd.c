@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@
 #define LX_DL_PREFIX MHD_
 #define MHD_FNS(X)                                                                                            \
     X(create_response_from_buffer) X(create_response_from_callback) X(add_response_header) X(queue_response)      \
-    X(destroy_response) X(start_daemon) X(get_daemon_info) X(stop_daemon)
+    X(destroy_response) X(start_daemon) X(get_daemon_info) X(stop_daemon) X(get_connection_info)
 static LX_DL_TABLE(MHD_FNS) mhd;
 static struct lx_dl libmhd = {.soname = "libmicrohttpd.so.12", .package = "libmicrohttpd12",
                               .use = "lenx serve's HTTP server (libmicrohttpd)"};
@@ -40,6 +41,8 @@ struct job {
     int status;
     int done, abandoned, streaming, refs;
     int taken;                  /* the model's thread took it from the queue */
+    int stopped;                /* the handler was told to stop because the server is stopping: its answer may be
+                                ** cut short, and is a 503 */
     struct job *next;
 };
 
@@ -52,6 +55,8 @@ struct lx_httpd {
     pthread_cond_t queued, answered;
     struct job *head, *tail;
     int n_queued;               /* requests waiting for this thread (not those whose client had its 503) */
+    int n_open;                 /* requests queued whose connection has not yet sent their answer */
+    volatile sig_atomic_t *stop;    /* lx_httpd_serve's: set, the server is stopping (NULL before it runs) */
     int port;
 };
 
@@ -60,6 +65,7 @@ struct conn {
     struct lx_buf body;
     long bytes;
     int too_big;
+    int queued;     /* counted in n_open */
 };
 
 static void job_unref(struct job *j)
@@ -70,6 +76,22 @@ static void job_unref(struct job *j)
         lx_buf_free(&j->out);
         free(j);
     }
+}
+
+/* Is the server stopping (SIGINT or SIGTERM)? Under h->mu. */
+static int stopping(const struct lx_httpd *h)
+{
+    return h->stop && *h->stop;
+}
+
+/* Has the client closed its connection? Its socket reads as at its end (or fails); bytes it sent after the
+** request (a pipelined one) leave it open. */
+static int client_closed(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char b;
+    ssize_t k = ci ? recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) : 1;
+    return k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 static enum MHD_Result respond(struct MHD_Connection *c, int status, const struct lx_buf *b)
@@ -107,12 +129,15 @@ static void timeout_msg(char *msg, size_t n, double s, int streamed)
              "serve --timeout" : "no answer within %g s\n  hint: a shorter prompt or budget, or lenx serve --timeout", s);
 }
 
+static const char stopping_msg[] = "the server is stopping (SIGINT or SIGTERM)\n  hint: retry the request once "
+                                   "the server is back";
+
 /* The handler's stream (lx_httpd_stream): appends to the job's answer. */
 static int stream_put(void *arg, const char *data, size_t n)
 {
     struct job *j = arg;
     pthread_mutex_lock(&j->h->mu);
-    int gone = j->abandoned;
+    int gone = j->abandoned || (j->stopped |= stopping(j->h));
     if (!gone) {
         lx_buf_putn(&j->out, data, n);
         j->streaming = 1;
@@ -127,7 +152,7 @@ static int job_gone(void *arg)
 {
     struct job *j = arg;
     pthread_mutex_lock(&j->h->mu);
-    int gone = j->abandoned;
+    int gone = j->abandoned || (j->stopped |= stopping(j->h));
     pthread_mutex_unlock(&j->h->mu);
     return gone;
 }
@@ -195,20 +220,11 @@ static enum MHD_Result respond_stream(struct MHD_Connection *c, struct job *j)
     return ok;
 }
 
-/* Queue the request and wait for its answer, or the first bytes of a
-** streamed one (or the time limit). */
-static enum MHD_Result through_queue(struct lx_httpd *h, struct MHD_Connection *c, const char *method,
-                                     const char *url, struct conn *cn)
+/* Queue the request: its job (held by the caller and the queue), or NULL when the queue is full. Under h->mu. */
+static struct job *enqueue(struct lx_httpd *h, const char *method, const char *url, struct conn *cn)
 {
-    pthread_mutex_lock(&h->mu);
-    if (h->n_queued >= h->lim.max_queue) {
-        int n = h->n_queued;
-        pthread_mutex_unlock(&h->mu);
-        char msg[160];
-        snprintf(msg, sizeof msg, "the server is busy: %d requests are waiting\n  hint: retry later, or send fewer "
-                 "at once (lenx serve --max-queue)", n);
-        return respond_error(c, 503, "ServiceUnavailable", msg);
-    }
+    if (h->n_queued >= h->lim.max_queue)
+        return NULL;
     struct job *j = lx_xcalloc(1, sizeof *j);
     j->h = h;
     snprintf(j->method, sizeof j->method, "%s", method);
@@ -222,30 +238,73 @@ static enum MHD_Result through_queue(struct lx_httpd *h, struct MHD_Connection *
         h->head = j;
     h->tail = j;
     h->n_queued++;
+    h->n_open += !cn->queued;
+    cn->queued = 1;
     pthread_cond_signal(&h->queued);
     clock_gettime(CLOCK_REALTIME, &j->deadline);
     double t = (double)j->deadline.tv_sec + 1e-9 * (double)j->deadline.tv_nsec + h->lim.request_timeout;
     j->deadline.tv_sec = (time_t)t;
     j->deadline.tv_nsec = (long)((t - (double)(time_t)t) * 1e9);
-    while (!j->done && !j->streaming && pthread_cond_timedwait(&h->answered, &h->mu, &j->deadline) != ETIMEDOUT)
-        ;
-    int done = j->done, streaming = j->streaming;
-    j->abandoned = !done && !streaming;
+    return j;
+}
+
+enum wait_end { ANSWERED, TIMED_OUT, CLIENT_GONE, STOPPING };
+
+/* Wait for the job's answer, or the first bytes of a streamed one, until its deadline; five times a second
+** look whether its client closed the connection (nobody would read the answer) or the server is stopping.
+** Under h->mu; a job not answered is abandoned: its handler stops at its next token, or it is never begun. */
+static enum wait_end await_answer(struct lx_httpd *h, struct MHD_Connection *c, struct job *j)
+{
+    enum wait_end end = ANSWERED;
+    while (!j->done && !j->streaming && end == ANSWERED) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 200 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L)
+            until.tv_sec++, until.tv_nsec -= 1000000000L;
+        int last = until.tv_sec > j->deadline.tv_sec ||
+                   (until.tv_sec == j->deadline.tv_sec && until.tv_nsec >= j->deadline.tv_nsec);
+        if (pthread_cond_timedwait(&h->answered, &h->mu, last ? &j->deadline : &until) == ETIMEDOUT && last)
+            end = j->done || j->streaming ? ANSWERED : TIMED_OUT;
+        else if (!j->done && !j->streaming)
+            end = stopping(h) ? STOPPING : client_closed(c) ? CLIENT_GONE : ANSWERED;
+    }
+    j->abandoned = end != ANSWERED;
     if (j->abandoned && !j->taken)
         h->n_queued--;  /* no longer waiting: a later request is not refused for it */
-    enum MHD_Result ok;
-    if (done || streaming) {
+    return end;
+}
+
+/* Queue the request and wait for its answer, or the first bytes of a
+** streamed one (or the time limit, the client's leaving, the server's stop). */
+static enum MHD_Result through_queue(struct lx_httpd *h, struct MHD_Connection *c, const char *method,
+                                     const char *url, struct conn *cn)
+{
+    pthread_mutex_lock(&h->mu);
+    struct job *j = enqueue(h, method, url, cn);
+    if (!j) {
+        int n = h->n_queued;
+        pthread_mutex_unlock(&h->mu);
+        char msg[160];
+        snprintf(msg, sizeof msg, "the server is busy: %d requests are waiting\n  hint: retry later, or send fewer "
+                 "at once (lenx serve --max-queue)", n);
+        return respond_error(c, 503, "ServiceUnavailable", msg);
+    }
+    enum wait_end end = await_answer(h, c, j);
+    int streaming = j->streaming;
+    enum MHD_Result ok = MHD_NO;    /* a client gone: its connection closed, unanswered */
+    if (end == ANSWERED) {
         pthread_mutex_unlock(&h->mu);
         ok = streaming ? respond_stream(c, j) : respond(c, j->status, &j->out);
         pthread_mutex_lock(&h->mu);
     }
     job_unref(j);
     pthread_mutex_unlock(&h->mu);
-    if (!done && !streaming) {
-        char msg[160];
+    char msg[160];
+    if (end == TIMED_OUT)
         timeout_msg(msg, sizeof msg, h->lim.request_timeout, 0);
-        ok = respond_error(c, 503, "ServiceUnavailable", msg);
-    }
+    if (end == TIMED_OUT || end == STOPPING)
+        ok = respond_error(c, 503, "ServiceUnavailable", end == STOPPING ? stopping_msg : msg);
     return ok;
 }
 
@@ -287,8 +346,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why)
 {
-    (void)cls, (void)c, (void)why;
+    struct lx_httpd *h = cls;
+    (void)c, (void)why;
     struct conn *cn = *con_cls;
+    if (cn && cn->queued) {     /* its answer sent (or its client gone): lx_httpd_stop no longer waits for it */
+        pthread_mutex_lock(&h->mu);
+        h->n_open--;
+        pthread_cond_broadcast(&h->answered);
+        pthread_mutex_unlock(&h->mu);
+    }
     if (cn) {
         lx_buf_free(&cn->body);
         free(cn);
@@ -341,9 +407,26 @@ int lx_httpd_port(const struct lx_httpd *h)
     return h->port;
 }
 
+/* The answer of a job whose handler was told the server is stopping: a 503, or a stream's error event. */
+static void stopped_answer(struct job *j, struct lx_buf *answer)
+{
+    if (j->streaming) {
+        lx_buf_puts(&j->out, "data: ");
+        error_json(&j->out, 503, "ServiceUnavailable", stopping_msg);
+        lx_buf_puts(&j->out, "\n\ndata: [DONE]\n\n");
+        pthread_cond_broadcast(&j->h->answered);
+        return;
+    }
+    lx_buf_reset(answer);
+    error_json(answer, 503, "ServiceUnavailable", stopping_msg);
+    lx_buf_puts(answer, "\n");
+    j->status = 503;
+}
+
 void lx_httpd_serve(struct lx_httpd *h, volatile sig_atomic_t *stop)
 {
     pthread_mutex_lock(&h->mu);
+    h->stop = stop;
     while (!*stop) {
         if (!h->head) {
             struct timespec until;
@@ -369,11 +452,13 @@ void lx_httpd_serve(struct lx_httpd *h, volatile sig_atomic_t *stop)
         struct lx_httpd_stream st = {stream_put, job_gone, j};
         int status = h->fn(h->ctx, j->method, j->path, j->body.s ? j->body.s : "", j->body.len, &answer, &st);
         pthread_mutex_lock(&h->mu);
+        j->status = status;
+        if (j->stopped && !j->abandoned)
+            stopped_answer(j, &answer);
         if (!j->streaming)
             lx_buf_free(&j->out), j->out = answer;
         else
             lx_buf_free(&answer);
-        j->status = status;
         j->done = 1;
         pthread_cond_broadcast(&h->answered);
         job_unref(j);
@@ -385,6 +470,13 @@ void lx_httpd_stop(struct lx_httpd *h)
 {
     if (!h)
         return;
+    struct timespec until;     /* up to 5 s for the answers being sent (a 503 each, once the server stops) */
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&h->mu);
+    while (h->n_open > 0 && pthread_cond_timedwait(&h->answered, &h->mu, &until) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&h->mu);
     mhd.stop_daemon(h->d);
     while (h->head) {   /* no connection is left to wait for these */
         struct job *j = h->head;

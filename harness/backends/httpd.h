@@ -8,14 +8,18 @@
 ** thread (lx_httpd_serve) answers queued requests one at a time with the
 ** handler, so the model is only ever used from one thread. A full queue is a
 ** 503 at once; a request not answered within request_timeout seconds is a
-** 503 (answered later, its answer dropped). GET /health is answered by the
-** connection's thread at once, even while a long request runs.
+** 503 (answered later, its answer dropped). A request whose client closes
+** its connection, or any once lx_httpd_serve's *stop is set (a 503 each), is
+** abandoned the same way: the waiting connection looks five times a second.
+** GET /health is answered by the connection's thread at once, even while a
+** long request runs.
 **
 ** Streaming: a handler that writes through its stream (lx_httpd_stream) gets
 ** a 200 text/event-stream answer, sent in chunks as it writes them (chunked
 ** transfer); the connection's thread waits for each. A put returns < 0 once
-** the client has gone or the request's time is up, and the handler should
-** stop: its status and out are then unused. A stream that runs past
+** the client has gone, the request's time is up or the server is stopping,
+** and the handler should stop: its status and out are then unused (a stop
+** sends an error event and "data: [DONE]" after what was written). A stream that runs past
 ** request_timeout ends with an error event ("data: {"error":...}") and
 ** "data: [DONE]".
 **
@@ -41,8 +45,10 @@ struct lx_httpd_limits {
 /* Where a streamed answer goes, in the order written: bytes of a
 ** text/event-stream. put returns < 0 when nobody reads any more. gone says
 ** 1 once the request's client was answered without the handler (a 503 at
-** the time limit, or a stream it left): a handler that is not streaming
-** polls it to stop work whose answer nobody reads. */
+** the time limit, a client that closed its connection, or a stream it
+** left), or once the server is stopping (its answer is then a 503): a
+** handler that is not streaming polls it to stop work whose answer nobody
+** reads. */
 struct lx_httpd_stream {
     int (*put)(void *arg, const char *data, size_t n);
     int (*gone)(void *arg);
@@ -63,7 +69,8 @@ int lx_httpd_start(struct lx_httpd **out, const char *host, int port, const stru
 int lx_httpd_port(const struct lx_httpd *h);
 /* Answer queued requests on this thread until *stop is set (a signal handler sets it). */
 void lx_httpd_serve(struct lx_httpd *h, volatile sig_atomic_t *stop);
-/* Close the listening socket and every connection; free h. */
+/* Close the listening socket and every connection (after up to 5 s for the
+** answers being sent); free h. */
 void lx_httpd_stop(struct lx_httpd *h);
 
 #endif
