@@ -79,6 +79,31 @@ Test(serve_parse, tokenize_reads_prompt_or_content)
     }
 }
 
+/* POST /tokenize's refusals name the field the body holds (llama-server's "content" when it sent that), in
+** param and in the message alike, and say when the text is missing. */
+Test(serve_parse, tokenize_refusals_name_the_field)
+{
+    static const struct {
+        const char *body, *param, *says;
+    } bad[] = {
+        {"{}", "prompt", "'prompt' is required"},
+        {"{\"prompt\":5}", "prompt", "'prompt' must be a string"},
+        {"{\"content\":5}", "content", "'content' must be a string"},
+        {"{\"prompt\":null,\"content\":[]}", "content", "'content' must be a string"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        void *doc;
+        const char *text;
+        size_t len;
+        int special;
+        struct lx_oai_err e = {0};
+        cr_expect_eq(lx_oai_tokenize_parse(&doc, bad[i].body, strlen(bad[i].body), &text, &len, &special, &e),
+                     LX_EINVAL, "%s was accepted", bad[i].body);
+        cr_expect_str_eq(e.param, bad[i].param, "%s: param '%s'", bad[i].body, e.param);
+        cr_expect(strstr(e.msg, bad[i].says), "%s: '%s' does not say '%s'", bad[i].body, e.msg, bad[i].says);
+    }
+}
+
 Test(serve_parse, refusals_name_the_field)
 {
     static const struct {

@@ -314,13 +314,13 @@ int lx_oai_tokenize_parse(void **doc_out, const char *body, size_t n, const char
         return LX_EINVAL;
     const struct lx_jv *p = lx_json_member(root, "prompt");
     const char *key = "prompt";
-    if (absent(p))     /* llama-server's spelling */
+    if (absent(p) && !absent(lx_json_member(root, "content")))     /* llama-server's spelling */
         p = lx_json_member(root, key = "content");
     *special = 1;
     int rc = get_bool(root, lx_json_member(root, "add_special") ? "add_special" : "add_special_tokens", special, e);
     if (rc == LX_OK && (lx_json_type(p) != LX_JSON_STRING || lx_json_str(doc, p, text, len, &err) < 0))
-        rc = lx_oai_fail(e, 400, key, "'prompt' must be a string\n  hint: {\"prompt\": \"text\", "
-                         "\"add_special_tokens\": false}");
+        rc = lx_oai_fail(e, 400, key, "'%s' %s\n  hint: {\"prompt\": \"text\", \"add_special_tokens\": false}", key,
+                         absent(p) ? "is required: the text to tokenize" : "must be a string");
     if (rc < 0) {
         lx_json_free(doc);
         return rc;
