@@ -952,3 +952,27 @@ Test(httpd, a_request_that_timed_out_leaves_the_queue)
     pthread_join(server, NULL);
     lx_httpd_stop(s.h);
 }
+
+/* The address line names the stack as served, resolved at --length (what /v1/models says), not as
+** written: YaRN's automatic scale read "yarn(scale=0)" there. */
+Test(serve_hostile, the_banner_names_the_resolved_stack, .fini = teardown)
+{
+    shell_setup("serve-banner");
+    struct server s;
+    server_start(&s, "--method yarn");
+    char *b, log[4096] = "", path[256];
+    cr_assert_eq(http(s.port, "GET", "/v1/models", NULL, &b), 200, "%s", b);
+    cr_expect_eq(server_stop(&s), 0);
+    const char *m = strstr(b, "\"methods\":\"");
+    cr_assert_not_null(m, "%s", b);
+    char want[256];
+    snprintf(want, sizeof want, "methods %.*s, length 256", (int)strcspn(m + 11, "\""), m + 11);
+    snprintf(path, sizeof path, "%s/serve.log", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    log[fread(log, 1, sizeof log - 1, f)] = '\0';
+    fclose(f);
+    cr_expect(strstr(want, "yarn(") && !strstr(want, "scale=0"), "%s", want);
+    cr_expect(strstr(log, want) != NULL, "the banner does not say '%s':\n%s", want, log);
+    free(b);
+}

@@ -126,16 +126,17 @@ static const char *base_name(const char *path)
 }
 
 /* What /v1/models says of the model under "lenx": the served stack, the
-** length it was compiled for, the model's hashes, the numerics and the build. */
-static void describe(struct lx_buf *b, const struct lx_stack *st, const struct lx_spec *spec,
+** length it was compiled for, the model's hashes, the numerics and the build;
+** the stack as resolved at L (its automatic scales set) into canon. */
+static void describe(struct lx_buf *b, struct lx_buf *canon, const struct lx_stack *st, const struct lx_spec *spec,
                      const struct lx_ckpt_info *info, const struct lx_tokenizer *tk, const char *path, long L)
 {
-    struct lx_buf canon = {0}, sjson = {0};
+    struct lx_buf sjson = {0};
     char blas[256];
-    lx_stack_resolved(st, spec, &canon, &sjson);
+    lx_stack_resolved(st, spec, canon, &sjson);
     lx_products_describe(blas, sizeof blas);
     lx_buf_puts(b, "{\"methods\":");
-    lx_buf_json_str(b, lx_buf_str(&canon));
+    lx_buf_json_str(b, lx_buf_str(canon));
     lx_buf_printf(b, ",\"methods_json\":%s,\"length\":%ld,\"train_len\":%ld,\"model_path\":",
                   sjson.s ? sjson.s : "null", L, info->train_len);
     lx_buf_json_str(b, path);
@@ -148,7 +149,6 @@ static void describe(struct lx_buf *b, const struct lx_stack *st, const struct l
                   lx_build_commit());
     lx_buf_json_str(b, blas);
     lx_buf_puts(b, "}");
-    lx_buf_free(&canon);
     lx_buf_free(&sjson);
 }
 
@@ -180,11 +180,11 @@ static int serve_run(const struct serve_cfg *o, struct lx_error *err)
                     "KV cache) needs %.2f GB, and %.2f GB are available\n  hint: --max-len %ld", o->max_len,
                     request_bytes(&m, &spec, o->max_len) / 1e9, lx_mem_available() / 1e9, max_len);
     struct lx_lm lm;
-    struct lx_buf infos = {0};
+    struct lx_buf infos = {0}, canon = {0};
     if (rc == LX_OK) {
         lx_lm_local(&lm, &m, &spec);
         snprintf(name, sizeof name, "%s", o->name ? o->name : base_name(path));
-        describe(&infos, &st, &spec, &info, tk, path, L);
+        describe(&infos, &canon, &st, &spec, &info, tk, path, L);
     }
     struct lx_serve sv = {.lm = &lm, .tok = lx_tok_or_byte(tk), .name = name, .lim = {m.arch.vocab, max_len},
                           .length = L, .info = infos.s, .created = (long)time(NULL)};
@@ -201,13 +201,14 @@ static int serve_run(const struct serve_cfg *o, struct lx_error *err)
         sigaction(SIGTERM, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);   /* a client gone mid-answer is that connection's error, not ours */
         lx_term_printf(stderr, "lenx: serving '%s' (%s, methods %s, length %ld, at most %ld tokens a sequence) on "
-                       "http://%s:%d/v1\n", name, path, st.canon, L, max_len, o->host, lx_httpd_port(h));
+                       "http://%s:%d/v1\n", name, path, lx_buf_str(&canon), L, max_len, o->host, lx_httpd_port(h));
         fflush(stderr);
         lx_httpd_serve(h, &stop_asked);
         fprintf(stderr, "lenx: stopped after %lu completions\n", sv.n_served);
     }
     lx_httpd_stop(h);
     lx_buf_free(&infos);
+    lx_buf_free(&canon);
     lx_stack_release(&st);
     lx_doc_release(&d1);
     lx_doc_release(&d2);
