@@ -71,6 +71,24 @@ int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc,
     return LX_OK;
 }
 
+/* Whether arg is an option of opts that takes its value from the next argument (--name V, not --name=V). */
+static int takes_next(const char *arg, const struct lx_opt *opts, int n)
+{
+    if (strncmp(arg, "--", 2) != 0 || strchr(arg, '='))
+        return 0;
+    for (int k = 0; k < n; k++)
+        if (strcmp(arg + 2, opts[k].name) == 0)
+            return opts[k].has_arg;
+    return 0;
+}
+
+void lx_args_short(int argc, char **argv, char **out, const struct lx_opt *opts, int n, const char *spelling,
+                   const char *as)
+{
+    for (int i = 0; i < argc; i++)
+        out[i] = strcmp(argv[i], spelling) == 0 && !(i > 0 && takes_next(out[i - 1], opts, n)) ? (char *)as : argv[i];
+}
+
 const char *lx_args_get(const struct lx_args *a, const struct lx_opt *opts, int n, const char *name)
 {
     for (int j = 0; j < n; j++)

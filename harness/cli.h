@@ -33,6 +33,12 @@ struct lx_args {
 int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc, char **argv,
                   int *help, struct lx_error *err);
 
+/* argv[0..argc) into out (argc pointers) with a short spelling read as its long option: each argument equal
+** to `spelling` ("-o") becomes `as` ("--output") unless it is the value of the option before it (--sweep -o
+** names a sweep "-o"). Then lx_args_parse reports a missing value, a repeat or a stray argument as for --as. */
+void lx_args_short(int argc, char **argv, char **out, const struct lx_opt *opts, int n, const char *spelling,
+                   const char *as);
+
 /* The value of option `name`, or NULL. */
 const char *lx_args_get(const struct lx_args *a, const struct lx_opt *opts, int n, const char *name);
 

@@ -209,25 +209,13 @@ static int gen_run(const struct gen_opts *o, struct lx_error *err)
     return rc;
 }
 
-/* Whether an argument is an option that takes its value from the next one (--name V, not --name=V). */
-static int takes_value(const char *arg)
-{
-    if (strncmp(arg, "--", 2) != 0 || strchr(arg, '='))
-        return 0;
-    for (size_t k = 0; k < N_OPTS(gen_opts); k++)
-        if (strcmp(arg + 2, gen_opts[k].name) == 0)
-            return gen_opts[k].has_arg;
-    return 0;
-}
-
 int lx_cmd_generate(int argc, char **argv)
 {
     struct lx_args a;
     struct lx_error err;
     int help, rc;
     char *args[argc > 0 ? argc : 1];
-    for (int i = 0; i < argc; i++)      /* -n N is llama2.c's spelling: read it as --n N (not a value: --prompt -n) */
-        args[i] = strcmp(argv[i], "-n") == 0 && !(i > 0 && takes_value(args[i - 1])) ? (char *)"--n" : argv[i];
+    lx_args_short(argc, argv, args, gen_opts, N_OPTS(gen_opts), "-n", "--n");     /* llama2.c's spelling of --n */
     if ((rc = lx_args_parse(&a, gen_opts, N_OPTS(gen_opts), argc, args, &help, &err)) < 0)
         return lx_cli_fail(&err, rc);
 #define GET(k) lx_args_get(&a, gen_opts, N_OPTS(gen_opts), k)

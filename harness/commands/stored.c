@@ -629,13 +629,13 @@ int lx_cmd_report(int argc, char **argv)
 {
     struct lx_args a;
     struct lx_error err;
-    int rc = lx_cli_args(&a, report_opts, LX_N_OPTS(report_opts), report_usage, argc, argv);
+    char *args[argc > 0 ? argc : 1];   /* -o FILE is --output FILE, a missing value or a repeat said of --output */
+    lx_args_short(argc, argv, args, report_opts, LX_N_OPTS(report_opts), "-o", "--output");
+    int rc = lx_cli_args(&a, report_opts, LX_N_OPTS(report_opts), report_usage, argc, args);
     if (rc >= 0)
         return rc;
     const char *path = lx_args_value(&a, "output");
-    if (a.n_pos == 2 && strcmp(a.pos[0], "-o") == 0 && !path)
-        path = a.pos[1];
-    else if (a.n_pos) {
+    if (a.n_pos) {
         fprintf(stderr, "lenx: error: unexpected argument '%s'\n  hint: lenx report -o report.html\n", a.pos[0]);
         return 2;
     }
