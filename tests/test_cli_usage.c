@@ -37,3 +37,59 @@ Test(cli_usage, report_reads_o_as_output)
     cr_expect(strstr(out, "report needs an output file") != NULL, "%s", out);
     cr_expect(!exists("a.html") && !exists("b.html"));
 }
+
+/* A stray argument was reported as a missing option: `score --model M --text F extra` said
+** "score needs --model and --text", `tokenize --tokenizer T extra` "tokenize needs --tokenizer PATH",
+** `list methods extra` "list what? ''". */
+Test(cli_usage, a_stray_argument_is_named)
+{
+    static const char *const cmds[] = {
+        "score --model " S260 "/stories260K.bin --text t.txt extra",
+        "tokenize --tokenizer " S260 "/tok512.bin --text t.txt extra",
+        "serve --model " S260 "/stories260K.bin --port 0 extra",
+        "list methods extra",
+        "show sweep tiny extra --db none.db",
+        "show model " S260 "/stories260K.bin extra",
+    };
+    write_file("t.txt", "Once upon a time");
+    char out[8192];
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        cr_expect_eq(sh(out, sizeof out, "$L %s", cmds[i]), 2, "%s: %s", cmds[i], out);
+        cr_expect(strstr(out, "lenx: error: unexpected argument 'extra'") != NULL, "%s: %s", cmds[i], out);
+    }
+}
+
+Test(cli_usage, list_suggests_the_nearest_word)
+{
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "$L list method"), 2, "%s", out);
+    cr_expect(strstr(out, "did you mean 'methods'?") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L list"), 2, "%s", out);
+    cr_expect(strstr(out, "list what?") != NULL, "%s", out);
+}
+
+/* `tokenize --info --decode` printed the info, `--gguf F --text T` wrote the GGUF, the other option
+** ignored each time; --stats and --no-specials (encoding) were ignored under --decode. */
+Test(cli_usage, tokenize_refuses_options_its_mode_does_not_read)
+{
+    static const char *const cmds[][2] = {
+        {"--info --decode", "--decode"},
+        {"--info --text t.txt", "--text"},
+        {"--gguf v.gguf --text t.txt", "--text"},
+        {"--gguf v.gguf --info", "--info"},
+        {"--decode --stats --text t.txt", "--stats"},
+        {"--decode --no-specials --text t.txt", "--no-specials"},
+    };
+    write_file("t.txt", "[1, 403, 407, 261, 378]");
+    char out[8192], want[128];
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        cr_expect_eq(sh(out, sizeof out, "$L tokenize --tokenizer " S260 "/tok512.bin %s", cmds[i][0]), 2, "%s: %s",
+                     cmds[i][0], out);
+        snprintf(want, sizeof want, "does not read %s", cmds[i][1]);
+        cr_expect(strstr(out, want) != NULL, "%s: %s", cmds[i][0], out);
+    }
+    cr_expect(!exists("v.gguf"));
+    cr_expect_eq(sh(out, sizeof out, "$L tokenize --tokenizer " S260 "/tok512.bin --decode --text t.txt"), 0, "%s",
+                 out);
+    cr_expect_str_eq(out, "Once upon a time");    /* docs/tokenizers.md's example */
+}

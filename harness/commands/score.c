@@ -210,7 +210,9 @@ int lx_cmd_score(int argc, char **argv)
         .tokenizer = lx_args_value(&a, "tokenizer"),
     };
     o.db = o.db ? o.db : LX_DEFAULT_DB;
-    if (!o.model || !o.text || a.n_pos) {
+    if (a.n_pos)
+        return lx_cli_misuse(&a, "score", NULL);
+    if (!o.model || !o.text) {
         fprintf(stderr, "lenx: error: score needs --model and --text\n  hint: %s\n", score_usage);
         return 2;
     }

@@ -232,7 +232,9 @@ int lx_cmd_serve(int argc, char **argv)
                           .port_file = GET("port-file"), .db = GET("db") ? GET("db") : LX_DEFAULT_DB, .port = 8000,
                           .lim = {.max_body = 4L << 20, .max_connections = 256, .max_queue = 64, .idle_timeout = 60,
                                   .request_timeout = 600}};
-    if (!o.model || a.n_pos) {
+    if (a.n_pos)
+        return lx_cli_misuse(&a, "serve", NULL);
+    if (!o.model) {
         fprintf(stderr, "lenx: error: serve needs --model\n  hint: %s\n", serve_usage);
         return 2;
     }

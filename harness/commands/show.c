@@ -763,6 +763,11 @@ int lx_cmd_show(int argc, char **argv)
                 "  hint: lenx show method scaleinv tau=10 --length 8\n");
         return 2;
     }
+    if (a.n_pos > 2 && (strcmp(a.pos[0], "sweep") == 0 || strcmp(a.pos[0], "model") == 0)) {
+        fprintf(stderr, "lenx: error: unexpected argument '%s'\n  hint: lenx show %s takes one %s\n", a.pos[2],
+                a.pos[0], a.pos[0][0] == 's' ? "NAME" : "PATH");
+        return 2;
+    }
     if (!help && (rc = foreign_option(&a, &err)) < 0)
         return lx_cli_fail(&err, rc);
     if (strcmp(a.pos[0], "sweep") == 0) {

@@ -713,6 +713,8 @@ int lx_cmd_list(int argc, char **argv)
     int rc = lx_cli_args(&a, list_opts, LX_N_OPTS(list_opts), list_usage, argc, argv);
     if (rc >= 0)
         return rc;
+    if (a.n_pos > 1)    /* was "list what? ''" */
+        return fprintf(stderr, "lenx: error: unexpected argument '%s'\n  hint: %s\n", a.pos[1], list_usage), 2;
     const char *what = a.n_pos == 1 ? a.pos[0] : "";
     if (strcmp(what, "methods") == 0) {
         for (int i = 0; i < lx_method_count(); i++)
@@ -751,7 +753,10 @@ int lx_cmd_list(int argc, char **argv)
         rc = list_models(lx_args_value(&a, "db"), &err);
         return rc < 0 ? lx_cli_fail(&err, rc) : 0;
     }
-    fprintf(stderr, "lenx: error: list what? '%s'\n  hint: %s\n", what, list_usage);
+    static const char *const words[] = {"methods", "tasks", "sweeps", "models"};
+    const char *near = *what ? lx_closest(what, words, 4) : NULL;
+    fprintf(stderr, "lenx: error: list what? '%s'\n  hint: %s%s%s%s\n", what, near ? "did you mean '" : "",
+            near ? near : "", near ? "'? " : "", list_usage);
     return 2;
 }
 

@@ -128,6 +128,25 @@ static int write_gguf(const char *tokenizer, const char *out, struct lx_error *e
     return rc;
 }
 
+/* An option the chosen mode does not read (--gguf, --info, --decode, else encoding) was ignored: refused. */
+static int unread_option(const struct lx_args *a, const char *gguf, const struct lx_tokenize_opts *o,
+                         struct lx_error *err)
+{
+    static const char *const modes[] = {"--gguf", "--info", "--decode"};
+    static const char *const unread[][5] = {     /* per mode: the options it does not read */
+        {"text", "decode", "no-specials", "info", "stats"},
+        {"text", "decode", "no-specials", "stats"},
+        {"no-specials", "stats"},
+    };
+    int mode = gguf ? 0 : o->info ? 1 : o->decode ? 2 : -1;
+    for (int k = 0; mode >= 0 && k < 5 && unread[mode][k]; k++)
+        if (lx_args_value(a, unread[mode][k]))
+            return lx_err(err, LX_EINVAL, "tokenize %s does not read --%s\n  hint: give one of --gguf, --info, "
+                          "--decode (or none: encode); --no-specials and --stats go with encoding", modes[mode],
+                          unread[mode][k]);
+    return LX_OK;
+}
+
 int lx_cmd_tokenize(int argc, char **argv)
 {
     struct lx_args a;
@@ -142,9 +161,13 @@ int lx_cmd_tokenize(int argc, char **argv)
                                  TOK_OPT("no-specials") != NULL, TOK_OPT("info") != NULL, TOK_OPT("stats") != NULL};
     const char *gguf = TOK_OPT("gguf");
 #undef TOK_OPT
-    if (gguf && !a.n_pos)
+    if (a.n_pos)
+        return lx_cli_misuse(&a, "tokenize", NULL);
+    if ((rc = unread_option(&a, gguf, &o, &err)) < 0)
+        return lx_cli_fail(&err, rc);
+    if (gguf)
         return (rc = write_gguf(o.tokenizer, gguf, &err)) < 0 ? lx_cli_fail(&err, rc) : 0;
-    if (!o.tokenizer || a.n_pos)
+    if (!o.tokenizer)
         return fprintf(stderr, "lenx: error: tokenize needs --tokenizer PATH\n  hint: %s\n", tok_usage), 2;
     struct lx_buf out = {0};
     if ((rc = lx_tokenize(&o, &out, &err)) == LX_OK)
