@@ -68,6 +68,25 @@ Test(cli_usage, list_suggests_the_nearest_word)
     cr_expect(strstr(out, "list what?") != NULL, "%s", out);
 }
 
+/* `show task passkey --sample 3` (no --length) printed the task's parameters with exit 0, the sample
+** ignored; --instance beside --sample silently overrode it. */
+Test(cli_usage, show_task_refuses_instance_options_it_would_not_read)
+{
+    char out[8192], one[8192];
+    static const char *const opts[] = {"--sample 3", "--depth 0.1", "--seed 7"};
+    for (int i = 0; i < 3; i++) {
+        cr_expect_eq(sh(out, sizeof out, "$L show task passkey %s", opts[i]), 2, "%s: %s", opts[i], out);
+        cr_expect(strstr(out, "is read only when an instance is rendered: give --length L") != NULL, "%s: %s",
+                  opts[i], out);
+    }
+    cr_expect_eq(sh(out, sizeof out, "$L show task passkey --length 300 --sample 1 --instance 2"), 2, "%s", out);
+    cr_expect(strstr(out, "--instance and --sample") != NULL, "%s", out);
+    /* --instance K is --sample K: one instance, rendered alike */
+    cr_expect_eq(sh(out, sizeof out, "$L show task passkey --length 300 --instance 2"), 0, "%s", out);
+    cr_expect_eq(sh(one, sizeof one, "$L show task passkey --length 300 --sample 2"), 0, "%s", one);
+    cr_expect_str_eq(out, one);
+}
+
 /* `tokenize --info --decode` printed the info, `--gguf F --text T` wrote the GGUF, the other option
 ** ignored each time; --stats and --no-specials (encoding) were ignored under --decode. */
 Test(cli_usage, tokenize_refuses_options_its_mode_does_not_read)

@@ -452,7 +452,10 @@ static int instance_opts(const struct lx_args *a, long *v, double *depth, struct
     static const char *const names[] = {"length", "sample", "seed", "instance"};
     static const long max[] = {LX_MAX_RETRIEVAL_LENGTH, 1000000000L, 1L << 62, 1000000000L};
     int rc = LX_OK;
-    const char *arg;
+    const char *arg, *sample = lx_args_get(a, show_opts, N_OPTS(show_opts), "sample");
+    if (sample && lx_args_get(a, show_opts, N_OPTS(show_opts), "instance"))    /* the later one won */
+        return lx_err(err, LX_EINVAL, "--instance and --sample both name the instance to render\n  hint: give "
+                      "one of them");
     for (int i = 0; i < 4 && rc == LX_OK; i++)
         if ((arg = lx_args_get(a, show_opts, N_OPTS(show_opts), names[i])))
             rc = lx_args_long(arg, names[i], i == 0, max[i], &v[i == 3 ? 1 : i], err);
@@ -552,8 +555,19 @@ static int preset_kv(const struct lx_args *a, const char **kv)
     return n;
 }
 
+/* The first of --sample, --depth and --seed given, or NULL: options only a rendered instance reads. */
+static const char *instance_only(const struct lx_args *a)
+{
+    static const char *const names[] = {"sample", "depth", "seed"};
+    for (int i = 0; i < 3; i++)
+        if (lx_args_get(a, show_opts, N_OPTS(show_opts), names[i]))
+            return names[i];
+    return NULL;
+}
+
 static int show_task(const struct lx_task *t, const struct lx_args *a, struct lx_error *err)
 {
+    const char *opt;
     void *params = lx_xcalloc(1, t->schema.size);
     lx_params_defaults(&t->schema, params);
     char what[96];
@@ -567,6 +581,10 @@ static int show_task(const struct lx_task *t, const struct lx_args *a, struct lx
                         lx_args_get(a, show_opts, N_OPTS(show_opts), "instance") ||
                         lx_args_get(a, show_opts, N_OPTS(show_opts), "text") || n > a->n_pos - 2)) {
         rc = show_instance(t, params, a, err);
+    } else if (rc == LX_OK && (opt = instance_only(a))) {   /* printed the parameters, the option unread */
+        const char *v = lx_args_get(a, show_opts, N_OPTS(show_opts), opt);
+        rc = lx_err(err, LX_EINVAL, "--%s is read only when an instance is rendered: give --length L\n  hint: "
+                    "lenx show task %s --length L --%s %s", opt, t->name, opt, v);
     } else if (rc == LX_OK) {
         struct lx_buf out = {0};
         lx_buf_puts(&out, "{\n  \"task\": ");
