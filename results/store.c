@@ -698,8 +698,8 @@ int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path
         return db_err(s, err, "looking up a model");
     }
     if (n == 0)
-        rc = lx_err(err, LX_EINVAL, "no file '%s' and no model of that name or key in %s\n"
-                    "  hint: pass a .safetensors path, or a name from the sweep's models:", name_or_key, s->path);
+        rc = lx_err(err, LX_EINVAL, "no file '%s' and no model of that name or key in %s\n  hint: pass a "
+                    "checkpoint path, or a model name or key (`lenx list models`)", name_or_key, s->path);
     else if (n > 1)
         rc = lx_err(err, LX_EINVAL, "'%s' names %d models in %s:%s\n  hint: pass a key (prefix) or the "
                     "checkpoint path", name_or_key, n, s->path, lx_buf_str(&seen));

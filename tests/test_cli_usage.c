@@ -112,3 +112,17 @@ Test(cli_usage, tokenize_refuses_options_its_mode_does_not_read)
                  out);
     cr_expect_str_eq(out, "Once upon a time");    /* docs/tokenizers.md's example */
 }
+
+/* A model name that is in no store row: the hint promised "a name from the sweep's models:" and listed none. */
+Test(cli_usage, an_unknown_model_name_lists_the_stored_ones, .timeout = 120)
+{
+    char out[8192];
+    cr_assert_eq(sh(out, sizeof out, "$L run $R/configs/tiny.yaml --db s.db --quiet --no-table"), 0, "%s", out);
+    write_file("t.txt", "It is a truth universally acknowledged.");
+    cr_expect_eq(sh(out, sizeof out, "$L score --db s.db --model tiny_ml --text t.txt"), 2, "%s", out);
+    cr_expect(strstr(out, "no model of that name or key") != NULL, "%s", out);
+    cr_expect(strstr(out, "did you mean 'tiny_mlm'?") != NULL, "%s", out);
+    /* configs/tiny.yaml's two names (four models: each once), in either order */
+    cr_expect(strstr(out, "the store's models: tiny, tiny_mlm\n") ||
+              strstr(out, "the store's models: tiny_mlm, tiny\n"), "%s", out);
+}

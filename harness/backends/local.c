@@ -6,6 +6,7 @@
 #include "harness/backends/local.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "harness/core/config.h"
@@ -16,6 +17,39 @@
 #include "harness/sweep/run.h"
 #include "harness/sweep/uses.h"
 #include "results/store.h"
+
+/* A name no stored model has or keys to (the store's lookup said "no model", without naming the ones there):
+** the names there, the closest first. Several matches keep the lookup's error, which lists them. */
+static int name_stored_models(struct lx_store *s, const char *model, const char *db, struct lx_error *err)
+{
+    struct lx_model_info *m;
+    struct lx_error sub;
+    int n, hit = 0;
+    if (lx_store_models(s, &m, &n, &sub) < 0)
+        return LX_EINVAL;
+    const char **names = lx_xcalloc((size_t)n + 1, sizeof *names);
+    struct lx_buf list = {0};
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        hit |= strcmp(m[i].name, model) == 0 || strncmp(m[i].key, model, strlen(model)) == 0;
+        int seen = 0;
+        for (int j = 0; j < k; j++)
+            seen |= strcmp(names[j], m[i].name) == 0;
+        if (!seen) {
+            lx_buf_printf(&list, "%s%s", k ? ", " : "", m[i].name);
+            names[k++] = m[i].name;
+        }
+    }
+    const char *near = lx_closest(model, names, k);
+    if (!hit)
+        lx_err(err, LX_EINVAL, "no file '%s' and no model of that name or key in %s\n  hint: %s%s%spass a checkpoint "
+               "path, or one of the store's models: %s", model, db, near ? "did you mean '" : "", near ? near : "",
+               near ? "'? " : "", k ? lx_buf_str(&list) : "(none: it has trained none)");
+    lx_buf_free(&list);
+    free(names);
+    lx_model_infos_free(m, n);
+    return LX_EINVAL;
+}
 
 int lx_local_find(const char *model, const char *db, char **path, struct lx_error *err)
 {
@@ -32,6 +66,8 @@ int lx_local_find(const char *model, const char *db, char **path, struct lx_erro
                       model, sub.msg);
     char *key = NULL, dir[4096];
     rc = lx_store_model_find(s, model, path, &key, err);
+    if (rc == LX_EINVAL)
+        rc = name_stored_models(s, model, db, err);
     lx_store_close(s);
     if (rc < 0)
         return rc;
