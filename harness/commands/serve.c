@@ -49,7 +49,7 @@ static const char serve_usage[] =
     "usage: lenx serve --model NAME_OR_PATH [--tokenizer PATH] [--method STACK] [--length L] [--name ID]\n"
     "                  [--host ADDR] [--port P] [--port-file F] [--max-len N] [--max-body BYTES]\n"
     "                  [--max-connections N] [--max-queue N] [--timeout S] [--crash-after N] [--db FILE]\n"
-    "                  [--numerics fast|portable|bf16] [--kv-cache fp32|bf16|f16]\n"
+    "                  [--portable | --numerics fast|portable|bf16] [--kv-cache fp32|bf16|f16]\n"
     "                  [--activations fp32|llamacpp]\n\n"
     "Serve a model under a method stack over HTTP, in the shape of OpenAI's completions API:\n"
     "POST /v1/completions (prompt as text or token ids, max_tokens, temperature, top_k, seed, stop,\n"
