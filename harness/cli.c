@@ -55,14 +55,16 @@ int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc,
         const char *was = a->value[k];
         if (!opts[k].has_arg) {
             if (name[len] == '=')
-                return lx_err(err, LX_EINVAL, "option '--%s' takes no value", opts[k].name);
+                return lx_err(err, LX_EINVAL, "option '--%s' takes no value\n  hint: it is a switch, given alone: "
+                              "--%s (%s)", opts[k].name, opts[k].name, opts[k].help);
             a->value[k] = "1";
         } else if (name[len] == '=') {
             a->value[k] = name + len + 1;
         } else if (i + 1 < argc) {
             a->value[k] = argv[++i];
         } else {
-            return lx_err(err, LX_EINVAL, "option '--%s' needs a value", opts[k].name);
+            return lx_err(err, LX_EINVAL, "option '--%s' needs a value\n  hint: --%s V: %s", opts[k].name,
+                          opts[k].name, opts[k].help);
         }
         if (was && strcmp(was, a->value[k]) != 0)  /* the last one won: --sweep a --sweep b showed b alone */
             return lx_err(err, LX_EINVAL, "option '--%s' is given twice ('%s', then '%s')\n  hint: it takes one "

@@ -126,3 +126,16 @@ Test(cli_usage, an_unknown_model_name_lists_the_stored_ones, .timeout = 120)
     cr_expect(strstr(out, "the store's models: tiny, tiny_mlm\n") ||
               strstr(out, "the store's models: tiny_mlm, tiny\n"), "%s", out);
 }
+
+/* A parse error said what was wrong and no more ("option '--db' needs a value"): each now has a hint, the
+** option's line of --help. */
+Test(cli_usage, option_parse_errors_carry_the_option_help)
+{
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "$L table --db"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: option '--db' needs a value\n  hint: --db V: result database") != NULL,
+              "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L run x.yaml --quiet=1"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: option '--quiet' takes no value\n  hint: it is a switch, given alone: "
+                          "--quiet (no progress on stderr)") != NULL, "%s", out);
+}
