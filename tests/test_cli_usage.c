@@ -139,3 +139,21 @@ Test(cli_usage, option_parse_errors_carry_the_option_help)
     cr_expect(strstr(out, "lenx: error: option '--quiet' takes no value\n  hint: it is a switch, given alone: "
                           "--quiet (no progress on stderr)") != NULL, "%s", out);
 }
+
+/* lenx merge's stores are arguments and --into, yet a missing or directory one got the store's hint for
+** --db ("or pass --db FILE", "--db names the store's file"), an option merge does not have. */
+Test(cli_usage, merge_errors_name_its_own_arguments)
+{
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "mkdir dir"), 0, "%s", out);
+    static const char *const cmds[] = {"merge none.db --into m.db", "merge dir --into m.db",
+                                       "merge none.db --into dir"};
+    static const char *const want[] = {"none.db: no such database", "dir: is a directory, not a store",
+                                       "--into dir is a directory, not a store"};
+    for (int i = 0; i < 3; i++) {
+        cr_expect_eq(sh(out, sizeof out, "$L %s", cmds[i]), 3, "%s: %s", cmds[i], out);
+        cr_expect(strstr(out, want[i]) != NULL, "%s: %s", cmds[i], out);
+        cr_expect(strstr(out, "--db") == NULL, "%s: %s", cmds[i], out);
+    }
+    cr_expect(!exists("m.db"));
+}

@@ -6,6 +6,7 @@
 #include "harness/cli.h"
 
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "results/merge.h"
 #include "results/store.h"
@@ -22,6 +23,24 @@ static const char merge_usage[] =
     "changes nothing. The same cell at the same commit with other values in two\n"
     "stores is a conflict: each is reported, nothing is written, exit status 1.";
 
+/* --into a directory, an input missing or a directory: said of merge's own arguments (the store's message
+** for these gives the hint of --db, which merge does not take). */
+static int check_paths(const struct lx_args *a, const char *into, struct lx_error *err)
+{
+    struct stat sb;
+    if (stat(into, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return lx_err(err, LX_EIO, "--into %s is a directory, not a store\n  hint: --into names the merged "
+                      "store's file, e.g. --into %s/all.db", into, into);
+    for (int i = 0; i < a->n_pos; i++) {
+        int there = stat(a->pos[i], &sb) == 0;
+        if (!there || S_ISDIR(sb.st_mode))
+            return lx_err(err, LX_EIO, "%s: %s\n  hint: lenx merge reads store files, such as those "
+                          "`lenx run --shard K/N` writes", a->pos[i],
+                          there ? "is a directory, not a store" : "no such database");
+    }
+    return LX_OK;
+}
+
 int lx_cmd_merge(int argc, char **argv)
 {
     struct lx_args a;
@@ -37,6 +56,8 @@ int lx_cmd_merge(int argc, char **argv)
                 into ? "at least one store to merge" : "--into OUT.db");
         return 2;
     }
+    if ((rc = check_paths(&a, into, &err)) < 0)
+        return lx_cli_fail(&err, rc);
     struct lx_merge_counts c;
     struct lx_buf log = {0}, report = {0};
     rc = lx_merge(a.pos, a.n_pos, into, &c, &log, &report, &err);
