@@ -157,3 +157,15 @@ Test(cli_usage, merge_errors_name_its_own_arguments)
     }
     cr_expect(!exists("m.db"));
 }
+
+/* A mistyped subcommand of show got the general usage without the "did you mean" a mistyped command gets. */
+Test(cli_usage, show_suggests_the_nearest_subcommand)
+{
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "$L show methd rope"), 2, "%s", out);
+    cr_expect(strstr(out, "did you mean 'method'?") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show modle x.bin"), 2, "%s", out);
+    cr_expect(strstr(out, "did you mean 'model'?") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show method"), 2, "%s", out);     /* the NAME is missing, not the word */
+    cr_expect(strstr(out, "did you mean") == NULL, "%s", out);
+}

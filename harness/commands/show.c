@@ -777,8 +777,12 @@ int lx_cmd_show(int argc, char **argv)
                         strcmp(a.pos[0], "model"))) {
         if (help)
             return lx_cli_usage(show_usage, show_opts, N_OPTS(show_opts)), 0;
+        static const char *const subs[] = {"method", "task", "sweep", "model"};
+        const char *near = a.n_pos ? lx_closest(a.pos[0], subs, 4) : NULL;     /* none for `show method` */
+        near = near && strcmp(near, a.pos[0]) ? near : NULL;
         fprintf(stderr, "lenx: error: show takes 'method NAME', 'task NAME', 'sweep NAME' or 'model PATH'\n"
-                "  hint: lenx show method scaleinv tau=10 --length 8\n");
+                "  hint: %s%s%slenx show method scaleinv tau=10 --length 8\n", near ? "did you mean '" : "",
+                near ? near : "", near ? "'? " : "");
         return 2;
     }
     if (a.n_pos > 2 && (strcmp(a.pos[0], "sweep") == 0 || strcmp(a.pos[0], "model") == 0)) {
