@@ -169,3 +169,20 @@ Test(cli_usage, show_suggests_the_nearest_subcommand)
     cr_expect_eq(sh(out, sizeof out, "$L show method"), 2, "%s", out);     /* the NAME is missing, not the word */
     cr_expect(strstr(out, "did you mean") == NULL, "%s", out);
 }
+
+/* grade's file errors had no hint ("cannot read F: No such file or directory"; a directory read as "read
+** failed after line 0: Is a directory"), and a mistyped --task was called a task without that preset. */
+Test(cli_usage, grade_errors_say_what_and_hint)
+{
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "mkdir dir"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L grade --scorer last_int --predictions none.jsonl"), 3, "%s", out);
+    cr_expect(strstr(out, "cannot read none.jsonl: No such file or directory\n  hint: ") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L grade --scorer last_int --predictions dir"), 3, "%s", out);
+    cr_expect(strstr(out, "cannot read dir: it is a directory\n  hint: ") != NULL, "%s", out);
+    write_file("p.jsonl", "{\"gold\": 5, \"output\": \"5\"}\n");
+    cr_expect_eq(sh(out, sizeof out, "$L grade --task passkye --protocol yarn --predictions p.jsonl"), 2, "%s", out);
+    cr_expect(strstr(out, "unknown task 'passkye'") != NULL && strstr(out, "did you mean 'passkey'?") != NULL, "%s",
+              out);
+    cr_expect_eq(sh(out, sizeof out, "$L grade --task passkey --protocol yarn --predictions p.jsonl"), 0, "%s", out);
+}

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness/cli.h"
 #include "harness/core/json.h"
@@ -186,7 +187,18 @@ static const struct lx_scorer *grade_scorer(const struct lx_args *a, struct grad
         return NULL;
     }
     if (!name && !(p = lx_protocol_find(task, proto))) {
-        fprintf(stderr, "lenx: error: task '%s' has no protocol preset '%s'\n  hint: presets:", task, proto);
+        const char *tasks[64];
+        int n = 0, known = 0;
+        for (int i = 0; i < lx_n_protocols && n < 64; i++) {
+            tasks[n++] = lx_protocols[i].task;
+            known |= strcmp(lx_protocols[i].task, task) == 0;
+        }
+        const char *near = known ? NULL : lx_closest(task, tasks, n);
+        if (known)
+            fprintf(stderr, "lenx: error: task '%s' has no protocol preset '%s'\n  hint: presets:", task, proto);
+        else
+            fprintf(stderr, "lenx: error: unknown task '%s' (no protocol preset names it)\n  hint: %s%s%spresets:",
+                    task, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
         for (int i = 0; i < lx_n_protocols; i++)
             fprintf(stderr, " %s/%s", lx_protocols[i].task, lx_protocols[i].name);
         fputc('\n', stderr);
@@ -223,9 +235,14 @@ int lx_cmd_grade(int argc, char **argv)
     if (!sc)
         return 2;
     struct lx_error err;
+    struct stat sb;
+    if (strcmp(path, "-") && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return lx_cli_fail(&err, lx_err(&err, LX_EIO, "cannot read %s: it is a directory\n  hint: --predictions "
+                                         "names one JSON Lines file (- for standard input)", path));
     FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!in) {
-        lx_err(&err, LX_EIO, "cannot read %s: %s", path, strerror(errno));
+        lx_err(&err, LX_EIO, "cannot read %s: %s\n  hint: --predictions names one JSON Lines file (- for standard "
+               "input)", path, strerror(errno));
         return lx_cli_fail(&err, LX_EIO);
     }
     rc = grade_file(sc, &f, in, path, &err);
