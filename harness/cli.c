@@ -49,6 +49,9 @@ int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc,
             char word[64];
             snprintf(word, sizeof word, "%.*s", (int)(len < 63 ? len : 63), name);
             const char *near = lx_closest(word, names, n);
+            if (strcmp(word, "data") == 0)     /* main.c's, before the command: "--help lists the options" misled */
+                return lx_err(err, LX_EINVAL, "unknown option '--data'\n  hint: --data is a global option, given "
+                              "before the command: lenx --data DIR COMMAND ...");
             return lx_err(err, LX_EINVAL, "unknown option '--%s'\n  hint: %s%s%s--help lists the options",
                           word, near ? "did you mean '--" : "", near ? near : "", near ? "'? " : "");
         }

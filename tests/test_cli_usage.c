@@ -186,3 +186,17 @@ Test(cli_usage, grade_errors_say_what_and_hint)
               out);
     cr_expect_eq(sh(out, sizeof out, "$L grade --task passkey --protocol yarn --predictions p.jsonl"), 0, "%s", out);
 }
+
+/* --data after the command (where every other option goes) was "unknown option '--data'" with the hint that
+** --help lists the options, which do not include it: it is a global option, before the command. */
+Test(cli_usage, data_after_the_command_points_before_it)
+{
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "$L run x.yaml --data ."), 2, "%s", out);
+    cr_expect(strstr(out, "unknown option '--data'\n  hint: --data is a global option, given before the command: "
+                          "lenx --data DIR COMMAND ...") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L table --data=."), 2, "%s", out);
+    cr_expect(strstr(out, "given before the command") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task line --data f.json"), 2, "%s", out);  /* show's own --data */
+    cr_expect(strstr(out, "unknown option") == NULL, "%s", out);
+}
