@@ -200,3 +200,21 @@ Test(cli_usage, data_after_the_command_points_before_it)
     cr_expect_eq(sh(out, sizeof out, "$L show task line --data f.json"), 2, "%s", out);  /* show's own --data */
     cr_expect(strstr(out, "unknown option") == NULL, "%s", out);
 }
+
+/* --method adds to the model's own stack: `score --method rope` on stories260K (trained with rope) said
+** "method 'rope' appears twice in one stack" of a --method that names it once (docs/servers.md's lm-eval
+** example did so). The error says the model's stack holds it, and what --method is for. */
+Test(cli_usage, a_method_the_model_holds_is_named_as_the_models)
+{
+    char out[4096];
+    write_file("t.txt", "Once upon a time");
+    cr_expect_eq(sh(out, sizeof out, "$L score --model " S260 "/stories260K.bin --text t.txt --method "
+                    "'[{rope: {layout: interleaved}}, {ntk: {scale: 4}}]'"), 2, "%s", out);
+    cr_expect(strstr(out, "--method:1:2: method 'rope' is in the model's own stack already (rope(layout=interleaved))"
+                     "\n  hint: --method adds evaluation-time methods to it: leave 'rope' out") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L score --model " S260 "/stories260K.bin --text t.txt --method '[ntk, ntk]'"),
+                 2, "%s", out);
+    cr_expect(strstr(out, "method 'ntk' appears twice in one stack") != NULL, "%s", out);  /* twice in --method */
+    cr_expect_eq(sh(out, sizeof out, "$L score --model " S260 "/stories260K.bin --text t.txt --method "
+                    "'{ntk: {scale: 4}}'"), 0, "%s", out);
+}

@@ -108,6 +108,25 @@ int lx_local_load(const char *path, const char *given, struct lx_model *m, struc
     return rc;
 }
 
+/* A method of --method that the checkpoint's stack holds already: lx_stack_parse's "appears twice in one stack"
+** was said of a --method that names it once. Named as the model's, with what --method is for. */
+static int already_held(const struct lx_node *native, const struct lx_node *method, struct lx_error *err)
+{
+    struct lx_stack a = {0}, b = {0};
+    struct lx_error sub;
+    int rc = LX_OK;
+    if (native && method && lx_stack_parse(&a, native, &sub) == LX_OK && lx_stack_parse(&b, method, &sub) == LX_OK)
+        for (int i = 0; i < b.n && rc == LX_OK; i++)
+            for (int j = 0; j < a.n && rc == LX_OK; j++)
+                if (b.items[i].method == a.items[j].method)
+                    rc = lx_node_err(err, b.items[i].where, "method '%s' is in the model's own stack already (%s)\n"
+                                     "  hint: --method adds evaluation-time methods to it: leave '%s' out",
+                                     a.items[j].method->name, a.canon, a.items[j].method->name);
+    lx_stack_release(&a);
+    lx_stack_release(&b);
+    return rc;
+}
+
 int lx_local_stack(struct lx_stack *st, const char *ckpt_stack, const char *method, struct lx_doc *d1,
                        struct lx_doc *d2, struct lx_error *err)
 {
@@ -130,7 +149,7 @@ int lx_local_stack(struct lx_stack *st, const char *ckpt_stack, const char *meth
     if (all.n_items == 0)
         return lx_err(err, LX_EINVAL, "the checkpoint has no training-time methods and no --method was given\n"
                       "  hint: --method nope (or the method it was trained with)");
-    if ((rc = lx_stack_parse(st, &all, err)) < 0)
+    if ((rc = already_held(d1->root, method ? d2->root : NULL, err)) < 0 || (rc = lx_stack_parse(st, &all, err)) < 0)
         return rc;
     for (int i = 0; i < st->n; i++) {
         const struct lx_method_use *u = &st->items[i];
