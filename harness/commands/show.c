@@ -28,8 +28,9 @@
 
 
 static const struct lx_opt show_opts[] = {
-    {"length", 1, "show method: tables for N = 1..length, the sample row is query N-1 (default 16); show model: the "
-                  "window its memory plan scores (default its training length)"},
+    {"length", 1, "show method: tables for N = 1..length, the sample row is query N-1 (default 16); show task: "
+                  "render one instance of this length; show model: the window its memory plan scores (default its "
+                  "training length)"},
     {"d-head", 1, "head dimension d (default 64)"},
     {"train-len", 1, "training length L (default 64)"},
     {"heads", 1, "attention heads H: per-head tables for ALiBi-like methods (default 1)"},
