@@ -16,6 +16,19 @@
 #include "harness/engine/model/model.h"
 #include "harness/engine/model/pilot.h"
 
+/* An option that names a file, given an empty value (--db=, an unset shell variable): SQLite opens "" as a
+** private temporary database, and the other readers said ": no such file" of nothing. */
+static int empty_path(const char *name, const char *v, struct lx_error *err)
+{
+    static const char *const paths[] = {"db", "into", "output", "text", "tokenizer", "predictions", "gguf", "hf",
+                                        "port-file"};     /* not --model: rm's is a name; --model '' finds no file */
+    for (size_t i = 0; !*v && i < sizeof paths / sizeof *paths; i++)
+        if (strcmp(name, paths[i]) == 0)
+            return lx_err(err, LX_EINVAL, "--%s is empty: it names no file\n  hint: give --%s a path (was it a shell "
+                          "variable that is not set?)", name, name);
+    return LX_OK;
+}
+
 int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc, char **argv,
                   int *help, struct lx_error *err)
 {
@@ -72,6 +85,8 @@ int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc,
         if (was && strcmp(was, a->value[k]) != 0)  /* the last one won: --sweep a --sweep b showed b alone */
             return lx_err(err, LX_EINVAL, "option '--%s' is given twice ('%s', then '%s')\n  hint: it takes one "
                           "value; give it once", opts[k].name, was, a->value[k]);
+        if (empty_path(opts[k].name, a->value[k], err) < 0)
+            return LX_EINVAL;
     }
     return LX_OK;
 }

@@ -218,3 +218,23 @@ Test(cli_usage, a_method_the_model_holds_is_named_as_the_models)
     cr_expect_eq(sh(out, sizeof out, "$L score --model " S260 "/stories260K.bin --text t.txt --method "
                     "'{ntk: {scale: 4}}'"), 0, "%s", out);
 }
+
+/* An empty path (--db=, a variable that was not set) reached SQLite, which opens "" as a private temporary
+** database: `run --db=` failed with ": switching to WAL mode: not an error", `table --db=` with ": no such
+** database", `report -o ''` with "cannot write " and nothing after it. An empty path is refused by name. */
+Test(cli_usage, an_empty_path_is_refused_by_name)
+{
+    static const char *const cmds[][2] = {
+        {"run $R/configs/tiny.yaml --db=", "--db"}, {"table --db ''", "--db"}, {"report --db r.db -o ''", "--output"},
+        {"merge a.db --into ''", "--into"}, {"score --model m.bin --text ''", "--text"},
+        {"tokenize --tokenizer=", "--tokenizer"}, {"grade --scorer last_int --predictions ''", "--predictions"},
+    };
+    char out[4096], want[96];
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        cr_expect_eq(sh(out, sizeof out, "$L %s", cmds[i][0]), 2, "%s: %s", cmds[i][0], out);
+        snprintf(want, sizeof want, "lenx: error: %s is empty: it names no file\n  hint: ", cmds[i][1]);
+        cr_expect(strstr(out, want) != NULL, "%s: %s", cmds[i][0], out);
+    }
+    cr_expect_eq(sh(out, sizeof out, "ls"), 0);
+    cr_expect_str_eq(out, "", "a refused command left files behind");
+}
