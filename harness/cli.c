@@ -36,17 +36,16 @@ int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc,
     memset(a, 0, sizeof *a);
     a->opts = opts;
     a->n_opts = n;
+    a->pos = (const char **)argv;   /* a positional goes to argv[n_pos], a slot already read (n_pos <= i) */
     *help = 0;
     for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i];
+        char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             *help = 1;
             continue;
         }
-        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
-            if (a->n_pos == LX_MAX_POS)
-                return lx_err(err, LX_EINVAL, "too many arguments (at most %d)", LX_MAX_POS);
-            a->pos[a->n_pos++] = arg;
+        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {    /* at most 64 were kept: a merge of 100 shards failed */
+            argv[a->n_pos++] = arg;
             continue;
         }
         const char *name = arg + 2;

@@ -17,19 +17,20 @@ struct lx_opt {
     const char *help;       /* one line */
 };
 
-#define LX_MAX_POS 64
+#define LX_MAX_POS 64       /* the k=v arguments a command reads into tables of its own (show) */
 #define LX_MAX_OPTS 24
 
 struct lx_args {
     const char *value[LX_MAX_OPTS];     /* per option row: its value, "1" for flags, NULL if absent */
-    const char *pos[LX_MAX_POS];        /* positionals in order */
-    int n_pos;
+    const char **pos;                   /* (n_pos) positionals in order: the front of the argv parsed, moved there */
+    int n_pos;                          /* any number: `lenx merge` of a Slurm job's N shard stores */
     const struct lx_opt *opts;          /* the table parsed against (n_opts rows), for lx_args_value */
     int n_opts;
 };
 
 /* Parse argv[0..argc) against opts (n rows). --help is always accepted and
-** reported through *help. */
+** reported through *help. The positionals are moved, in order, to the front
+** of argv (a->pos points there): argv is reordered. */
 int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc, char **argv,
                   int *help, struct lx_error *err);
 

@@ -238,3 +238,22 @@ Test(cli_usage, an_empty_path_is_refused_by_name)
     cr_expect_eq(sh(out, sizeof out, "ls"), 0);
     cr_expect_str_eq(out, "", "a refused command left files behind");
 }
+
+/* lenx merge took at most 64 stores ("too many arguments (at most 64)"), yet `lenx slurm --shards N` (N up to
+** 100000) writes a merge.sbatch that passes all N shard stores and its models stores to it: the last job of a
+** sweep in 64 shards or more failed. Any number of stores merges; show, whose k=v arguments fill fixed
+** tables, still refuses past its limit, without overflowing them. */
+Test(cli_usage, merge_takes_any_number_of_stores, .timeout = 120)
+{
+    char out[8192];
+    write_file("g.yaml", "name: g\nmethods: [none]\ntasks:\n  - gaussian: {samples: 20}\nlengths: [10, 20]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run g.yaml --db g.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "for i in $(seq 1 100); do cp g.db s$i.db; done"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L merge $(for i in $(seq 1 100); do printf 's%%d.db ' $i; done) --into all.db "
+                    "> log 2>&1; rc=$?; tail -n 1 log; exit $rc"), 0, "%s", out);    /* a line per store, then this */
+    cr_expect(strstr(out, "merged 100 stores into all.db: 2 cells added") != NULL, "%s", out);
+    cr_expect_eq(sql_long("all.db", "select count(*) from runs"), 2);   /* two lengths, one method, one task */
+    cr_expect_eq(sh(out, sizeof out, "$L show method rope $(for i in $(seq 1 80); do printf 'base=%%d ' $i; done)"), 2,
+                 "%s", out);
+    cr_expect(strstr(out, "too many arguments") != NULL, "%s", out);
+}

@@ -786,6 +786,9 @@ int lx_cmd_show(int argc, char **argv)
                 near ? near : "", near ? "'? " : "");
         return 2;
     }
+    if (a.n_pos > LX_MAX_POS)   /* the k=v tables below hold LX_MAX_POS */
+        return fprintf(stderr, "lenx: error: too many arguments (%d; at most %d)\n  hint: give each parameter "
+                       "once\n", a.n_pos, LX_MAX_POS), 2;
     if (a.n_pos > 2 && (strcmp(a.pos[0], "sweep") == 0 || strcmp(a.pos[0], "model") == 0)) {
         fprintf(stderr, "lenx: error: unexpected argument '%s'\n  hint: lenx show %s takes one %s\n", a.pos[2],
                 a.pos[0], a.pos[0][0] == 's' ? "NAME" : "PATH");
