@@ -257,3 +257,13 @@ Test(cli_usage, merge_takes_any_number_of_stores, .timeout = 120)
                  "%s", out);
     cr_expect(strstr(out, "too many arguments") != NULL, "%s", out);
 }
+
+/* `show method pi --on alibj` pointed at "lenx show method" for the list, which is an error without a NAME:
+** `lenx list methods` lists them, and the nearest name is offered. */
+Test(cli_usage, show_on_names_the_list_and_the_nearest)
+{
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "$L show method pi --on alibj"), 2, "%s", out);
+    cr_expect(strstr(out, "--on alibj: no such method\n  hint: did you mean 'alibi'? `lenx list methods` lists them")
+              != NULL, "%s", out);
+}

@@ -400,9 +400,15 @@ static int show_method(const struct lx_method *m, const struct lx_args *a, struc
     struct lx_stack st = {.n = 2};
     const char *on = lx_args_get(a, show_opts, N_OPTS(show_opts), "on");
     const struct lx_method *base = lx_method_find(on ? on : "rope");
-    if (rc == LX_OK && !base)
-        return lx_err(err, LX_EINVAL, "--on %s: no such method\n  hint: lenx show method lists them; e.g. --on "
-                      "alibi", on);
+    if (rc == LX_OK && !base) {
+        const char *names[128];
+        int n = 0;
+        for (int i = 0; i < lx_method_count() && n < 128; i++)
+            names[n++] = lx_method_at(i)->name;
+        const char *near = lx_closest(on, names, n);
+        return lx_err(err, LX_EINVAL, "--on %s: no such method\n  hint: %s%s%s`lenx list methods` lists them; e.g. "
+                      "--on alibi", on, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+    }
     if (rc == LX_OK && on && base == m)    /* rope itself, without --on, is shown alone */
         return lx_err(err, LX_EINVAL, "--on %s: the method shown itself\n  hint: --on names the position scheme "
                       "under it, e.g. lenx show method pi --on alibi", on);
