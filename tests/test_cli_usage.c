@@ -267,3 +267,15 @@ Test(cli_usage, show_on_names_the_list_and_the_nearest)
     cr_expect(strstr(out, "--on alibj: no such method\n  hint: did you mean 'alibi'? `lenx list methods` lists them")
               != NULL, "%s", out);
 }
+
+/* A config file that is not there: lenx run exits 3 (a file error, as README's exit statuses say), lenx slurm
+** exited 2 with "no such config" and no hint. Both are file errors now, named alike. */
+Test(cli_usage, a_missing_config_is_a_file_error_for_run_and_slurm)
+{
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "$L run none.yaml --db x.db"), 3, "%s", out);
+    cr_expect(strstr(out, "none.yaml: cannot open the file: No such file or directory\n  hint: ") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L slurm none.yaml --shards 2 --db x.db"), 3, "%s", out);
+    cr_expect(strstr(out, "none.yaml: cannot open the file: No such file or directory\n  hint: ") != NULL, "%s", out);
+    cr_expect(!exists("x.db"));
+}

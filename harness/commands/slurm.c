@@ -148,8 +148,8 @@ static int slurm_job(const struct lx_args *a, struct slurm_job *j, struct lx_gri
     struct lx_slurm_job *job = &j->job;
     const char *db;
     int rc = slurm_options(a, job, &db, err);
-    if (rc == LX_OK && !realpath(a->pos[0], j->config))
-        rc = lx_err(err, LX_EINVAL, "%s: no such config", a->pos[0]);
+    if (rc == LX_OK && !realpath(a->pos[0], j->config))     /* a file error, as lenx run's (exit 3) */
+        rc = lx_err(err, LX_EIO, "%s: cannot open the file: %s\n  hint: check the path", a->pos[0], strerror(errno));
     ssize_t len = rc == LX_OK ? readlink("/proc/self/exe", j->lenx, sizeof j->lenx - 1) : 0;
     if (rc == LX_OK && (len <= 0 || !getcwd(j->cwd, sizeof j->cwd)))
         rc = lx_err(err, LX_EIO, "cannot find the lenx binary or the current folder");
