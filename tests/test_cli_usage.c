@@ -279,3 +279,17 @@ Test(cli_usage, a_missing_config_is_a_file_error_for_run_and_slurm)
     cr_expect(strstr(out, "none.yaml: cannot open the file: No such file or directory\n  hint: ") != NULL, "%s", out);
     cr_expect(!exists("x.db"));
 }
+
+/* Two errors without the hint every error ends with: an empty --text for score, a --port-file serve cannot
+** write (which also did not say why). */
+Test(cli_usage, score_and_serve_file_errors_hint)
+{
+    char out[4096];
+    write_file("empty.txt", "");
+    cr_expect_eq(sh(out, sizeof out, "$L score --model " S260 "/stories260K.bin --text empty.txt"), 2, "%s", out);
+    cr_expect(strstr(out, "--text empty.txt is empty\n  hint: ") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L serve --model " S260 "/stories260K.bin --port 0 --port-file no/dir/f"), 3,
+                 "%s", out);
+    cr_expect(strstr(out, "--port-file no/dir/f cannot be written: No such file or directory\n  hint: ") != NULL,
+              "%s", out);
+}

@@ -64,7 +64,7 @@ static long read_tokens(const char *file, const struct lx_tokenizer *tk, int32_t
     long n = 0;
     int rc = lx_read_file(file, &text, &n, 0, err);
     if (rc == LX_OK && n == 0)
-        rc = lx_err(err, LX_EINVAL, "--text %s is empty", file);
+        rc = lx_err(err, LX_EINVAL, "--text %s is empty\n  hint: score needs at least one byte of text", file);
     if (rc == LX_OK)
         n = lx_tok_encode(lx_tok_or_byte(tk), (const char *)text, n, ids, err);
     free(text);

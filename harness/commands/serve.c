@@ -5,6 +5,7 @@
 ** process; requests are answered in turn on the main thread.
 */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -190,10 +191,13 @@ static int serve_run(const struct serve_cfg *o, struct lx_error *err)
                           .length = L, .info = infos.s, .created = (long)time(NULL)};
     if (rc == LX_OK)
         rc = lx_httpd_start(&h, o->host, (int)o->port, &o->lim, handle, &sv, err);
-    FILE *pf = NULL;
-    if (rc == LX_OK && o->port_file && (!(pf = fopen(o->port_file, "w")) ||
-                                        fprintf(pf, "%d\n", lx_httpd_port(h)) < 0 || fclose(pf) != 0))
-        rc = lx_err(err, LX_EIO, "--port-file %s cannot be written", o->port_file);
+    FILE *pf = rc == LX_OK && o->port_file ? fopen(o->port_file, "w") : NULL;
+    int bad = rc == LX_OK && o->port_file && (!pf || fprintf(pf, "%d\n", lx_httpd_port(h)) < 0), e = errno;
+    if (pf && fclose(pf) != 0 && !bad)     /* closed either way: a failed write left it open */
+        bad = 1, e = errno;
+    if (bad)
+        rc = lx_err(err, LX_EIO, "--port-file %s cannot be written: %s\n  hint: does its folder exist, and is it "
+                    "writable?", o->port_file, strerror(e));
     crash_after = o->crash_after;
     if (rc == LX_OK) {
         struct sigaction sa = {.sa_handler = on_signal};
