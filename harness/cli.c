@@ -128,9 +128,11 @@ int lx_args_long(const char *text, const char *name, long lo, long hi, long *out
     errno = 0;
     long v = strtol(text, &end, 10);
     if (!*text || *end || (errno && errno != ERANGE))
-        return lx_err(err, LX_EINVAL, "--%s must be an integer, got '%s'", name, text);
+        return lx_err(err, LX_EINVAL, "--%s must be an integer, got '%s'\n  hint: --%s takes a whole number from %ld "
+                      "to %ld", name, text, name, lo, hi);
     if (errno == ERANGE || v < lo || v > hi)    /* past a long: out of bounds too, not "not an integer" */
-        return lx_err(err, LX_EINVAL, "--%s = %s is out of bounds [%ld, %ld]", name, text, lo, hi);
+        return lx_err(err, LX_EINVAL, "--%s = %s is out of bounds [%ld, %ld]\n  hint: --%s takes a whole number "
+                      "from %ld to %ld", name, text, lo, hi, name, lo, hi);
     *out = v;
     return LX_OK;
 }
@@ -141,14 +143,15 @@ int lx_args_double(const char *text, const char *name, double *out, struct lx_er
     errno = 0;
     double v = strtod(text, &end);
     int range = errno == ERANGE;    /* set for overflow (+-HUGE_VAL) and for underflow (a tiny or zero value) */
+    const char *hint = "\n  hint: a finite decimal number >= 0, such as 0.5, 3 or 1e-3";
     if (!*text || *end || isspace((unsigned char)*text))
-        return lx_err(err, LX_EINVAL, "--%s must be a number, got '%s'", name, text);
+        return lx_err(err, LX_EINVAL, "--%s must be a number, got '%s'%s", name, text, hint);
     if (isnan(v) || (isinf(v) && !range))
-        return lx_err(err, LX_EINVAL, "--%s must be a finite number, got '%s'", name, text);
+        return lx_err(err, LX_EINVAL, "--%s must be a finite number, got '%s'%s", name, text, hint);
     if (isinf(v))
-        return lx_err(err, LX_EINVAL, "--%s = %s is too large for a double", name, text);
+        return lx_err(err, LX_EINVAL, "--%s = %s is too large for a double%s", name, text, hint);
     if (v < 0)  /* an underflow keeps its sign: -1e-320 is negative too */
-        return lx_err(err, LX_EINVAL, "--%s must be a non-negative number, got '%s'", name, text);
+        return lx_err(err, LX_EINVAL, "--%s must be a non-negative number, got '%s'%s", name, text, hint);
     *out = v;   /* an underflow is the nearest double (a subnormal, or 0 below 4.9e-324): a value, not an error */
     return LX_OK;
 }

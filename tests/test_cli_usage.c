@@ -293,3 +293,23 @@ Test(cli_usage, score_and_serve_file_errors_hint)
     cr_expect(strstr(out, "--port-file no/dir/f cannot be written: No such file or directory\n  hint: ") != NULL,
               "%s", out);
 }
+
+/* Number options' errors ("--threads = 0 is out of bounds [1, 1024]", "--depth must be a number, got 'x'")
+** were the only argument errors without a hint. */
+Test(cli_usage, number_option_errors_carry_a_hint)
+{
+    static const char *const cmds[][2] = {
+        {"run x.yaml --threads 0", "--threads = 0 is out of bounds [1, 1024]\n  hint: --threads takes a whole number "
+                                   "from 1 to 1024"},
+        {"run x.yaml --threads two", "--threads must be an integer, got 'two'\n  hint: --threads takes a whole "
+                                     "number from 1 to 1024"},
+        {"show task needle --length 200 --depth x", "--depth must be a number, got 'x'\n  hint: "},
+        {"show task needle --length 200 --depth -1", "--depth must be a non-negative number, got '-1'\n  hint: "},
+        {"report -o r.html --threshold 1e999", "--threshold = 1e999 is too large for a double\n  hint: "},
+    };
+    char out[4096];
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        cr_expect_eq(sh(out, sizeof out, "$L %s", cmds[i][0]), 2, "%s: %s", cmds[i][0], out);
+        cr_expect(strstr(out, cmds[i][1]) != NULL, "%s: %s", cmds[i][0], out);
+    }
+}
