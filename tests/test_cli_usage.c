@@ -313,3 +313,13 @@ Test(cli_usage, number_option_errors_carry_a_hint)
         cr_expect(strstr(out, cmds[i][1]) != NULL, "%s: %s", cmds[i][0], out);
     }
 }
+
+/* `show task needle --instance 2` (or --text) without --length rendered at length 0 and said "length 0 is too
+** short", a length the user never gave. The error says that --length is missing. */
+Test(cli_usage, show_task_instance_without_length_says_so)
+{
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --instance 2"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: no --length: needle: length 0 is too short") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --length 200 --instance 2"), 0, "%s", out);
+}

@@ -498,8 +498,9 @@ static int show_instance(const struct lx_task *t, const void *params, const stru
     if (rc == LX_OK && !t->generate)
         rc = lx_err(err, LX_EINVAL, "task '%s' has no instances to show: only retrieval tasks generate one\n"
                     "  hint: lenx show task needle --length 1021", t->name);
-    if (rc == LX_OK && t->check)
-        rc = t->check(params, v[0], err);
+    if (rc == LX_OK && t->check && (rc = t->check(params, v[0], err)) < 0 &&
+        !lx_args_get(a, show_opts, N_OPTS(show_opts), "length"))     /* said "length 0", never given */
+        rc = lx_err_prefix(err, rc, "no --length: ");
     struct lx_buf canon = {0}, json = {0}, out = {0};
     lx_task_strings(t, params, &canon, &json);
     struct lx_instance in = {0};
