@@ -29,6 +29,18 @@ static int empty_path(const char *name, const char *v, struct lx_error *err)
     return LX_OK;
 }
 
+/* Whether arg is --NAME or --NAME=V for an option of opts, or --help: an option, never a value. */
+static int option_named(const char *arg, const struct lx_opt *opts, int n)
+{
+    if (strncmp(arg, "--", 2) != 0)
+        return 0;
+    size_t len = strcspn(arg + 2, "=");
+    for (int k = 0; k < n; k++)
+        if (strlen(opts[k].name) == len && strncmp(opts[k].name, arg + 2, len) == 0)
+            return 1;
+    return strcmp(arg, "--help") == 0;
+}
+
 int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc, char **argv,
                   int *help, struct lx_error *err)
 {
@@ -75,6 +87,10 @@ int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc,
             a->value[k] = "1";
         } else if (name[len] == '=') {
             a->value[k] = name + len + 1;
+        } else if (i + 1 < argc && option_named(argv[i + 1], opts, n)) {   /* --db --dry-run ran a whole sweep */
+            return lx_err(err, LX_EINVAL, "option '--%s' needs a value, and '%s' is another option\n  hint: --%s V: %s "
+                          "(a value that starts with -- is given as --%s=VALUE)", opts[k].name, argv[i + 1],
+                          opts[k].name, opts[k].help, opts[k].name);
         } else if (i + 1 < argc) {
             a->value[k] = argv[++i];
         } else {

@@ -323,3 +323,23 @@ Test(cli_usage, show_task_instance_without_length_says_so)
     cr_expect(strstr(out, "lenx: error: no --length: needle: length 0 is too short") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L show task needle --length 200 --instance 2"), 0, "%s", out);
 }
+
+/* An option whose value was left out took the next option as its value: `lenx run CONFIG --db --dry-run` ran
+** the whole sweep (training its models) into a store named "--dry-run". A value that is another option of the
+** command is refused; one meant to start with -- is given with '='. */
+Test(cli_usage, an_option_is_not_taken_as_the_value_before_it, .timeout = 120)
+{
+    char out[4096];
+    cr_expect_eq(sh(out, sizeof out, "$L run $R/configs/tiny.yaml --db --dry-run"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: option '--db' needs a value, and '--dry-run' is another option\n"
+                          "  hint: --db V: ") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "ls"), 0);
+    cr_expect_str_eq(out, "", "a refused run left files behind");
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model x --prompt --ids"), 2, "%s", out);
+    cr_expect(strstr(out, "'--prompt' needs a value, and '--ids' is another option") != NULL, "%s", out);
+    /* a value that only looks like an option: given with '=', or not one of the command's */
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model " S260 "/stories260K.bin --prompt=--ids -n 1"), 0, "%s",
+                 out);
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model " S260 "/stories260K.bin --prompt '--- Once' -n 1"), 0,
+                 "%s", out);
+}
