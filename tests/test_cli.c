@@ -585,7 +585,7 @@ Test(cli, hostile_yaml_exits_2, .init = setup, .fini = teardown, .timeout = 120)
     write_file("two.yaml", "name: t\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n---\nmethods: [bogus]\n");
     expect_refused("two.yaml", 2, "two.yaml:5:1: a second YAML document");
     write_file("huge.yaml", "name: h\nmethods: [none]\ntasks: [gaussian]\nlengths: [1e300]\n");
-    expect_refused("huge.yaml", 2, "huge.yaml:4:11: 'lengths' entry 1e300 is out of bounds [1, 1e12]");
+    expect_refused("huge.yaml", 2, "huge.yaml:4:11: 'lengths' value 1e300 is out of bounds [1, 1e12]");
     write_file("far.yaml", "name: f\nmethods: [rope]\ntasks: [passkey]\nlengths: [1000000000000]\n"
                "models: {m: {arch: {}, train: {length: 64}}}\n");
     expect_refused("far.yaml", 2, "far.yaml:4:11: passkey: length 1000000000000 is more than the 1048576 tokens");

@@ -160,7 +160,7 @@ Test(config, out_of_bounds)
     expect_error(HEAD "methods: [none]\ntasks:\n  - gaussian: {samples: 1}\nlengths: [10]\n",
                  "bad.yaml:5:25", "'samples' = 1 is out of bounds [2, ");
     expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [0]\n", "bad.yaml:5:11",
-                 "'lengths' entry 0 is out of bounds [1, 1e12]");
+                 "'lengths' value 0 is out of bounds [1, 1e12]\n  hint: a length counts tokens");
 }
 
 /* A value strtod underflows (ERANGE: a subnormal such as 1e-320) is the
@@ -463,13 +463,13 @@ Test(config, grid_past_int_cells_is_refused, .timeout = 60)
 Test(config, huge_and_long_integer_lists)
 {
     expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [1e300]\n", "bad.yaml:5:11",
-                 "'lengths' entry 1e300 is out of bounds [1, 1e12]");
+                 "'lengths' value 1e300 is out of bounds [1, 1e12]");
     expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [-1e300]\n", "bad.yaml:5:11",
                  "out of bounds");
     expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [10]\nseeds: [1e19]\n", "bad.yaml:6:9",
-                 "'seeds' entry 1e19 is out of bounds [0, 1e12]");
+                 "'seeds' value 1e19 is out of bounds [0, 1e12]\n  hint: a seed is a whole number from 0");
     expect_error("name: t\nseed: 9.3e18\nmethods: [none]\ntasks: [gaussian]\nlengths: [10]\n", "bad.yaml:2:7",
-                 "'seed' entry 9.3e18 is out of bounds");
+                 "'seed' value 9.3e18 is out of bounds");
     expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [.nan]\n", "bad.yaml:5:11",
                  "'lengths' entries must be integers");
     /* 10001 lengths: one past the documented cap */

@@ -62,7 +62,8 @@ static int parse_long_entry(const struct lx_node *e, const char *key, long lo, l
                            e->kind == LX_NODE_SCALAR ? e->text : lx_node_kind_name(e->kind),
                            e->kind == LX_NODE_SCALAR ? "'" : "");
     if (!(d >= (double)lo && d <= 1e12))
-        return lx_node_err(err, e, "'%s' entry %s is out of bounds [%ld, 1e12]", key, e->text, lo);
+        return lx_node_err(err, e, "'%s' value %s is out of bounds [%ld, 1e12]\n  hint: %s", key, e->text, lo,
+                           lo ? "a length counts tokens: a whole number from 1" : "a seed is a whole number from 0");
     *out = (long)d;
     return LX_OK;
 }
