@@ -136,6 +136,24 @@ int lx_store_commits_text(struct lx_store *s, struct lx_buf *out, struct lx_erro
     return rc;
 }
 
+static int name_row(void *ctx, const struct lx_value *c, int n_cols)
+{
+    (void)n_cols;
+    *(char **)grow_next(ctx) = txt(&c[0]);
+    return 0;
+}
+
+int lx_store_distinct(struct lx_store *s, const char *col, char ***out, int *n, struct lx_error *err)
+{
+    LX_ASSERT(!strcmp(col, "method") || !strcmp(col, "task"));     /* a column name, never user text */
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT DISTINCT %s FROM runs ORDER BY 1", col);
+    *out = NULL;
+    *n = 0;
+    struct grow g = {(void **)out, n, 0, sizeof **out};
+    return lx_store_query(s, sql, NULL, 0, name_row, &g, err);
+}
+
 static int config_row(void *ctx, const struct lx_value *c, int n_cols)
 {
     struct lx_sweep_config *w = grow_next(ctx);

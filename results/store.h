@@ -208,6 +208,9 @@ void lx_sweep_infos_free(struct lx_sweep_info *v, int n);
 ** "-dirty" after a commit whose build had uncommitted changes); at most 10, and how many more. */
 int lx_store_commits_text(struct lx_store *s, struct lx_buf *out, struct lx_error *err);
 
+/* The distinct values of runs' column `col` ("method" or "task"), sorted, each and the array to free. */
+int lx_store_distinct(struct lx_store *s, const char *col, char ***out, int *n, struct lx_error *err);
+
 /* One commit (name, dirty) or one machine (name = host, threads, blas,
 ** numerics) that made some of a config text's rows, and how many. */
 struct lx_prov_count {

@@ -343,3 +343,31 @@ Test(cli_usage, an_option_is_not_taken_as_the_value_before_it, .timeout = 120)
     cr_expect_eq(sh(out, sizeof out, "$L generate --model " S260 "/stories260K.bin --prompt '--- Once' -n 1"), 0,
                  "%s", out);
 }
+
+/* rm --method or --task naming nothing stored matched nothing and exited 0 ("no stored cell matches"): a typo
+** deleted nothing and said so as if the store had no such cell. It is refused as a --sweep naming nothing is,
+** with the nearest stored value (read here with sqlite3); a task by its name, and a stored value that the
+** other filters exclude, still only match nothing. */
+Test(cli_usage, rm_a_method_or_task_stored_nowhere_is_refused, .timeout = 120)
+{
+    char out[4096], logn[256];
+    write_file("g.yaml", "name: g\nseed: 1\nmethods: [none, {logn: {mode: qwen}}]\ntasks:\n"
+               "  - gaussian: {samples: 20}\nlengths: [16]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run g.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    cr_assert_eq(sh(logn, sizeof logn, "sqlite3 r.db \"select method from runs where method like 'logn%%'\""), 0);
+    logn[strcspn(logn, "\n")] = '\0';
+    cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --method '%.*s' --yes", (int)strlen(logn) - 1, logn), 2, "%s",
+                 out);
+    cr_expect(strstr(out, "no stored cell has it") != NULL, "%s", out);
+    char want[300];
+    snprintf(want, sizeof want, "did you mean '%s'?", logn);
+    cr_expect(strstr(out, want) != NULL, "%s wants %s", out, want);
+    cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --task gausian --yes"), 2, "%s", out);
+    cr_expect(strstr(out, "rm --task 'gausian': no stored cell has it") != NULL, "%s", out);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs"), 2, "nothing deleted");
+    cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --task gaussian --method '%s' --commit 0000 --yes", logn), 0,
+                 "%s", out);
+    cr_expect(strstr(out, "no stored cell matches") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --task gaussian --method '%s' --yes", logn), 0, "%s", out);
+    cr_expect(strstr(out, "deleted 1 cells") != NULL, "%s", out);
+}

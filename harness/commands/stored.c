@@ -219,6 +219,28 @@ static void print_cells(const struct lx_cell_info *v, int n)
     }
 }
 
+/* rm --method or --task naming nothing stored (a method exactly, a task by its canonical string or name): an
+** error, as a --sweep's is, with the nearest stored one; a typo matched nothing and exited 0. */
+static int check_stored_name(struct lx_store *store, const char *col, const char *given, struct lx_error *err)
+{
+    char **v = NULL;
+    int n = 0, found = 0;
+    int rc = given ? lx_store_distinct(store, col, &v, &n, err) : LX_OK;
+    for (int i = 0; rc == LX_OK && i < n && !found; i++) {
+        size_t name = col[0] == 't' ? strcspn(v[i], "(") : strlen(v[i]);   /* a task's name stands for it */
+        found = !strcmp(v[i], given) || (strlen(given) == name && !strncmp(v[i], given, name));
+    }
+    const char *near = given && n ? lx_closest(given, (const char *const *)v, n) : NULL;
+    if (rc == LX_OK && given && !found)
+        rc = lx_err(err, LX_EINVAL, "rm --%s '%s': no stored cell has it\n  hint: %s%s%sthe %s as `lenx table` "
+                    "shows it%s", col, given, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "", col,
+                    col[0] == 'm' ? ", exactly (its canonical stack)" : " (its canonical string, or its name)");
+    for (int i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+    return rc;
+}
+
 /* List, then (with --yes) delete, the cells f selects. */
 static int rm_cells(const char *db, const struct lx_rm_filter *f, int yes, struct lx_error *err)
 {
@@ -233,6 +255,10 @@ static int rm_cells(const char *db, const struct lx_rm_filter *f, int yes, struc
     struct lx_cell_info *cells = NULL;
     int n = 0;
     rc = check_one_sweep(store, db, f->sweep, "rm --sweep", err);
+    if (rc == LX_OK)
+        rc = check_stored_name(store, "method", f->method, err);
+    if (rc == LX_OK)
+        rc = check_stored_name(store, "task", f->task, err);
     if (rc == LX_OK)    /* with --yes, listed and deleted in one transaction, then printed */
         rc = lx_store_rm(store, f, yes, &cells, &n, err);
     if (rc == LX_OK && n == 0)
