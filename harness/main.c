@@ -66,15 +66,27 @@ static void main_usage(FILE *f)
             "\nexit status: 0 ok, 1 cells failed, moved or conflicted, 2 bad input, 3 store or file error\n");
 }
 
-/* "unknown command", with the nearest one; 2. */
+/* "unknown command", with the nearest one, or "unknown option" for a word starting with -, with the nearest
+** option that goes before a command; 2. */
 static int unknown_command(const char *name)
 {
+    static const char *const opts[] = {"--data", "--help", "--version"};
     const char *names[N_COMMANDS];
     for (int i = 0; i < N_COMMANDS; i++)
         names[i] = commands[i].name;
-    const char *near = lx_closest(name, names, N_COMMANDS);
-    fprintf(stderr, "lenx: error: unknown command '%s'\n  hint: %s%s%slenx --help lists the commands\n", name,
-            near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+    int opt = name[0] == '-';
+    const char *near = opt ? lx_closest(name, opts, 3) : lx_closest(name, names, N_COMMANDS);
+    fprintf(stderr, "lenx: error: unknown %s '%s'\n  hint: %s%s%slenx --help lists the commands%s\n",
+            opt ? "option" : "command", name, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "",
+            opt ? " and the options given before one" : "");
+    return 2;
+}
+
+/* A word after words that take none (`lenx --version`, `lenx help CMD`): 2. */
+static int unexpected(const char *word, const char *after, const char *cmd)
+{
+    fprintf(stderr, "lenx: error: unexpected argument '%s'\n  hint: `lenx %s%s%s` takes nothing after it\n", word,
+            after, cmd ? " " : "", cmd ? cmd : "");
     return 2;
 }
 
@@ -108,6 +120,10 @@ int main(int argc, char **argv)
     if (rc < 0)
         return lx_cli_fail(&err, rc);
     if (argc >= 3 && strcmp(argv[1], "help") == 0) {   /* help CMD: CMD --help; an unknown CMD is named */
+        if (argc > 3)
+            return unexpected(argv[3], argv[1], argv[2]);
+        if (strcmp(argv[2], "help") == 0)
+            return main_usage(stdout), 0;
         for (int i = 0; i < N_COMMANDS; i++)
             if (strcmp(commands[i].name, argv[2]) == 0) {
                 char *h[] = {"--help"};
@@ -121,6 +137,8 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        if (argc > 2)
+            return unexpected(argv[2], argv[1], NULL);
         char blas[128], dnnl[128];
         lx_blas_describe(blas, sizeof blas);
         lx_dnnl_describe(dnnl, sizeof dnnl);

@@ -371,3 +371,22 @@ Test(cli_usage, rm_a_method_or_task_stored_nowhere_is_refused, .timeout = 120)
     cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --task gaussian --method '%s' --yes", logn), 0, "%s", out);
     cr_expect(strstr(out, "deleted 1 cells") != NULL, "%s", out);
 }
+
+/* The words before a command: `lenx help help` called help an unknown command, `lenx --datax list` called the
+** option a command (no "did you mean --data"), and `lenx --version extra` / `lenx help run extra` ignored the
+** extra word. */
+Test(cli_usage, the_words_before_a_command)
+{
+    char out[8192];
+    cr_expect_eq(sh(out, sizeof out, "$L help help"), 0, "%s", out);
+    cr_expect(strstr(out, "global options:") != NULL, "the general usage: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L --datax list methods"), 2, "%s", out);
+    cr_expect(strstr(out, "unknown option '--datax'") != NULL && strstr(out, "did you mean '--data'?") != NULL, "%s",
+              out);
+    cr_expect_eq(sh(out, sizeof out, "$L --version extra"), 2, "%s", out);
+    cr_expect(strstr(out, "unexpected argument 'extra'") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L help run extra"), 2, "%s", out);
+    cr_expect(strstr(out, "unexpected argument 'extra'") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L --version"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L help run"), 0, "%s", out);
+}
