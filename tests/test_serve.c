@@ -790,6 +790,13 @@ Test(serve_hostile, tokenize_and_detokenize_round_trip, .fini = teardown)
         free(b);
     }
     cr_expect_eq(server_stop(&s), 0);
+    /* ids past --max-len: the refusal is of the ids, not of "prompt and max_tokens together" (no prompt here) */
+    server_start(&s, "--max-len 4");
+    cr_expect_eq(http(s.port, "POST", "/detokenize", "{\"tokens\":[1,2,3,4,5]}", &b), 400, "%s", b);
+    cr_expect(strstr(b, "tokens has 5 ids; this server holds at most 4\\n") != NULL, "%s", b);
+    cr_expect(strstr(b, "max_tokens") == NULL, "%s", b);
+    free(b);
+    cr_expect_eq(server_stop(&s), 0);
 }
 
 /* A request answered 503 at its time limit stops generating at its next token: the one after it is

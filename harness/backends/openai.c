@@ -108,9 +108,12 @@ static int get_ids(const struct lx_json *doc, const struct lx_jv *arr, const str
     long len = lx_json_len(arr);
     *ids = NULL;
     *n = 0;
-    if (len > lim->max_len)
+    if (len > lim->max_len && !strncmp(what, "prompt", 6))
         return lx_oai_fail(e, 400, what, "%s has %ld tokens; this server holds at most %ld (prompt and max_tokens "
                            "together)", what, len, lim->max_len);
+    if (len > lim->max_len)     /* /detokenize's ids: no prompt, no max_tokens */
+        return lx_oai_fail(e, 400, what, "%s has %ld ids; this server holds at most %ld\n  hint: send at most that "
+                           "many at once (lenx serve --max-len)", what, len, lim->max_len);
     int *out = lx_xmalloc(sizeof(int) * (size_t)(len > 0 ? len : 1));
     for (long i = 0; i < len; i++) {
         const struct lx_jv *v = lx_json_at(arr, i);
