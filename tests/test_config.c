@@ -281,6 +281,12 @@ Test(config, yaml_syntax_error)
                  "invalid trailing UTF-8 octet");
     expect_error(HEAD "methods: [none]\ntasks: [gaussian]\nlengths: [10]\ndescription: a\x01b\n", "bad.yaml:6:15",
                  "control characters");
+    /* a one-line text without its line break (a --method value): the end of the text is 1:7, not 2:1, a line
+    ** the value does not have */
+    struct lx_doc doc;
+    struct lx_error err = {{0}};
+    cr_expect_eq(lx_doc_load_text(&doc, "[ntk, ", "--method", &err), LX_EINVAL);
+    cr_expect(strncmp(err.msg, "--method:1:7: YAML syntax error", 31) == 0, "%s", err.msg);
 }
 
 /* A NUL byte ends a C string: the rest of the file would go unread (a

@@ -168,8 +168,12 @@ static int syntax_error(const struct lx_doc *doc, const yaml_parser_t *parser, s
     const yaml_mark_t *m = parser->problem_mark.line || parser->problem_mark.column
                                ? &parser->problem_mark : &parser->context_mark;
     int line = (int)m->line + 1, col = (int)m->column + 1;
+    int end_line, end_col;      /* past the text's end (a --method value has no last line break): at its end */
+    position_of(doc->text, strlen(doc->text), &end_line, &end_col);
     if (parser->error == YAML_READER_ERROR)     /* bad bytes: libyaml gives their offset, not a mark */
         position_of(doc->text, parser->problem_offset, &line, &col);
+    else if (line > end_line || (line == end_line && col > end_col))
+        line = end_line, col = end_col;
     return lx_err(err, LX_EINVAL, "%s:%d:%d: YAML syntax error: %s%s%s\n"
                   "  hint: %s", doc->file, line, col, parser->problem ? parser->problem : "unknown problem",
                   parser->context ? " " : "", parser->context ? parser->context : "",
