@@ -1,8 +1,9 @@
 /*
 ** results/catalog.c - the store's listings (sweeps, a sweep's configuration
-** texts, models), read through lx_store_query: SQL text, row copying and freeing
-** only; results/store.c stays the one file that talks to SQLite. Also the rows
-** of sweeps pooled as one (lx_store_select_pooled).
+** texts, models, commits, a column's distinct values), read through
+** lx_store_query: SQL text, row copying and freeing only; results/store.c
+** stays the one file that talks to SQLite. Also the rows of sweeps pooled as
+** one (lx_store_select_pooled).
 */
 #include <math.h>
 #include <stdio.h>
