@@ -29,16 +29,20 @@ static int empty_path(const char *name, const char *v, struct lx_error *err)
     return LX_OK;
 }
 
+/* The row of opts named by the len bytes at name, or -1. */
+static int opt_index(const char *name, size_t len, const struct lx_opt *opts, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (strlen(opts[k].name) == len && strncmp(opts[k].name, name, len) == 0)
+            return k;
+    return -1;
+}
+
 /* Whether arg is --NAME or --NAME=V for an option of opts, or --help: an option, never a value. */
 static int option_named(const char *arg, const struct lx_opt *opts, int n)
 {
-    if (strncmp(arg, "--", 2) != 0)
-        return 0;
-    size_t len = strcspn(arg + 2, "=");
-    for (int k = 0; k < n; k++)
-        if (strlen(opts[k].name) == len && strncmp(opts[k].name, arg + 2, len) == 0)
-            return 1;
-    return strcmp(arg, "--help") == 0;
+    return strcmp(arg, "--help") == 0 ||
+           (strncmp(arg, "--", 2) == 0 && opt_index(arg + 2, strcspn(arg + 2, "="), opts, n) >= 0);
 }
 
 int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc, char **argv,
@@ -62,10 +66,7 @@ int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc,
         }
         const char *name = arg + 2;
         size_t len = strcspn(name, "=");
-        int k = -1;
-        for (int j = 0; j < n; j++)
-            if (strlen(opts[j].name) == len && strncmp(opts[j].name, name, len) == 0)
-                k = j;
+        int k = opt_index(name, len, opts, n);
         if (k < 0) {
             const char *names[LX_MAX_OPTS];
             for (int j = 0; j < n; j++)
@@ -109,12 +110,8 @@ int lx_args_parse(struct lx_args *a, const struct lx_opt *opts, int n, int argc,
 /* Whether arg is an option of opts that takes its value from the next argument (--name V, not --name=V). */
 static int takes_next(const char *arg, const struct lx_opt *opts, int n)
 {
-    if (strncmp(arg, "--", 2) != 0 || strchr(arg, '='))
-        return 0;
-    for (int k = 0; k < n; k++)
-        if (strcmp(arg + 2, opts[k].name) == 0)
-            return opts[k].has_arg;
-    return 0;
+    int k = strncmp(arg, "--", 2) == 0 && !strchr(arg, '=') ? opt_index(arg + 2, strlen(arg + 2), opts, n) : -1;
+    return k >= 0 && opts[k].has_arg;
 }
 
 void lx_args_short(int argc, char **argv, char **out, const struct lx_opt *opts, int n, const char *spelling,

@@ -77,7 +77,7 @@ static int unknown_command(const char *name)
     int opt = name[0] == '-';
     const char *near = opt ? lx_closest(name, opts, 3) : lx_closest(name, names, N_COMMANDS);
     fprintf(stderr, "lenx: error: unknown %s '%s'\n  hint: %s%s%slenx --help lists the commands%s\n",
-            opt ? "option" : "command", name, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "",
+            opt ? "option" : "command", name, LX_DID_YOU_MEAN(near),
             opt ? " and the options given before one" : "");
     return 2;
 }

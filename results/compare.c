@@ -25,8 +25,12 @@ struct keyed {
 ** byte, and "x|y" + "z" must not read as "x" + "y|z". */
 static void put_name(struct lx_buf *b, const char *s)
 {
-    for (; *s; s++)
-        lx_buf_printf(b, *s == '\\' || *s == '|' ? "\\%c" : "%c", *s);
+    for (size_t k; *s; s += k) {
+        k = strcspn(s, "\\|");
+        lx_buf_putn(b, s, k);
+        if (s[k])
+            lx_buf_printf(b, "\\%c", s[k++]);
+    }
 }
 
 static int cmp_keyed(const void *a, const void *b)

@@ -160,15 +160,17 @@ int lx_csv_read(const char *path, struct lx_rows *out, struct lx_error *err)
                                 "  hint: write it with `lenx table --format csv`", path, line);
             continue;
         }
+        static const char *const field[] = {"length", "seed", "value"};
+        static const char *const want[] = {"an integer in [1, 10^12]", "an integer in [0, 10^12]",
+                                           "a number in a double's range, inf, -inf or nan"};
+        static const int col[] = {3, 4, 6};
         long len, seed;
         double v;
-        const char *bad = !parse_int(lx_buf_str(&f[3]), 1, &len) ? "length" : !parse_int(lx_buf_str(&f[4]), 0, &seed)
-                          ? "seed" : !parse_num(lx_buf_str(&f[6]), &v) ? "value" : NULL;
-        if (bad) {
-            int col = bad[0] == 'l' ? 3 : bad[0] == 's' ? 4 : 6;
+        int bad = !parse_int(lx_buf_str(&f[3]), 1, &len) ? 0 : !parse_int(lx_buf_str(&f[4]), 0, &seed) ? 1
+                  : !parse_num(lx_buf_str(&f[6]), &v) ? 2 : -1;
+        if (bad >= 0) {
             rc = lx_err(err, LX_EINVAL, "%s:%d: %s '%s' is not %s\n  hint: write it with `lenx table --format csv`",
-                        path, line, bad, lx_buf_str(&f[col]), col == 3 ? "an integer in [1, 10^12]" : col == 4
-                        ? "an integer in [0, 10^12]" : "a number in a double's range, inf, -inf or nan");
+                        path, line, field[bad], lx_buf_str(&f[col[bad]]), want[bad]);
             break;
         }
         lx_rows_add(out, lx_buf_str(&f[0]), lx_buf_str(&f[1]), lx_buf_str(&f[2]),

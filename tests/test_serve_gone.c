@@ -31,17 +31,25 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* A server (--timeout 30) in a test folder of its own, running long_req for a client that does not read yet:
+** that client's connection. */
+static int start_running(struct server *s, const char *name)
+{
+    shell_setup(name);
+    server_start(s, "--timeout 30");
+    int running = send_request(s->port, long_req);
+    usleep(500000);
+    return running;
+}
+
 /* A client that asks for a long continuation and closes its connection
 ** before the answer: the model stops at its next token, as for a stream, and
 ** the next request is answered at once (it waited for the --timeout, 30 s
 ** here). A waiting request whose client closed is not begun either. */
 Test(serve_gone, a_client_gone_before_its_answer_frees_the_model, .fini = teardown, .timeout = 200)
 {
-    shell_setup("serve-gone-client");
     struct server s;
-    server_start(&s, "--timeout 30");
-    int running = send_request(s.port, long_req);
-    usleep(500000);
+    int running = start_running(&s, "serve-gone-client");
     int waiting = send_request(s.port, long_req);
     usleep(300000);
     close(running);
@@ -63,11 +71,8 @@ Test(serve_gone, a_client_gone_before_its_answer_frees_the_model, .fini = teardo
 ** connection or a continuation cut short as if complete. */
 Test(serve_gone, sigterm_stops_running_and_waiting_requests, .fini = teardown, .timeout = 200)
 {
-    shell_setup("serve-gone-sigterm");
     struct server s;
-    server_start(&s, "--timeout 30");
-    int running = send_request(s.port, long_req);
-    usleep(500000);
+    int running = start_running(&s, "serve-gone-sigterm");
     int waiting = send_request(s.port, "{\"prompt\":[1,403],\"max_tokens\":2,\"temperature\":0}");
     usleep(300000);
     double t0 = now_s();

@@ -43,8 +43,8 @@ static int name_stored_models(struct lx_store *s, const char *model, const char 
     const char *near = lx_closest(model, names, k);
     if (!hit)
         lx_err(err, LX_EINVAL, "no file '%s' and no model of that name or key in %s\n  hint: %s%s%spass a checkpoint "
-               "path, or one of the store's models: %s", model, db, near ? "did you mean '" : "", near ? near : "",
-               near ? "'? " : "", k ? lx_buf_str(&list) : "(none: it has trained none)");
+               "path, or one of the store's models: %s", model, db, LX_DID_YOU_MEAN(near),
+               k ? lx_buf_str(&list) : "(none: it has trained none)");
     lx_buf_free(&list);
     free(names);
     lx_model_infos_free(m, n);

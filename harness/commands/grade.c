@@ -198,7 +198,7 @@ static const struct lx_scorer *grade_scorer(const struct lx_args *a, struct grad
             fprintf(stderr, "lenx: error: task '%s' has no protocol preset '%s'\n  hint: presets:", task, proto);
         else
             fprintf(stderr, "lenx: error: unknown task '%s' (no protocol preset names it)\n  hint: %s%s%spresets:",
-                    task, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+                    task, LX_DID_YOU_MEAN(near));
         for (int i = 0; i < lx_n_protocols; i++)
             fprintf(stderr, " %s/%s", lx_protocols[i].task, lx_protocols[i].name);
         fputc('\n', stderr);
@@ -213,7 +213,7 @@ static const struct lx_scorer *grade_scorer(const struct lx_args *a, struct grad
             names[i] = lx_scorers[i].name;
         const char *near = lx_closest(name, names, lx_n_scorers);
         fprintf(stderr, "lenx: error: unknown scorer '%s'\n  hint: %s%s%sthe scorers are", name,
-                near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+                LX_DID_YOU_MEAN(near));
         for (int i = 0; i < lx_n_scorers; i++)
             fprintf(stderr, " %s", lx_scorers[i].name);
         fputc('\n', stderr);

@@ -401,13 +401,9 @@ static int show_method(const struct lx_method *m, const struct lx_args *a, struc
     const char *on = lx_args_get(a, show_opts, N_OPTS(show_opts), "on");
     const struct lx_method *base = lx_method_find(on ? on : "rope");
     if (rc == LX_OK && !base) {
-        const char *names[128];
-        int n = 0;
-        for (int i = 0; i < lx_method_count() && n < 128; i++)
-            names[n++] = lx_method_at(i)->name;
-        const char *near = lx_closest(on, names, n);
+        const char *near = lx_method_suggest(on);
         return lx_err(err, LX_EINVAL, "--on %s: no such method\n  hint: %s%s%s`lenx list methods` lists them; e.g. "
-                      "--on alibi", on, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+                      "--on alibi", on, LX_DID_YOU_MEAN(near));
     }
     if (rc == LX_OK && on && base == m)    /* rope itself, without --on, is shown alone */
         return lx_err(err, LX_EINVAL, "--on %s: the method shown itself\n  hint: --on names the position scheme "
@@ -789,8 +785,7 @@ int lx_cmd_show(int argc, char **argv)
         const char *near = a.n_pos ? lx_closest(a.pos[0], subs, 4) : NULL;     /* none for `show method` */
         near = near && strcmp(near, a.pos[0]) ? near : NULL;
         fprintf(stderr, "lenx: error: show takes 'method NAME', 'task NAME', 'sweep NAME' or 'model PATH'\n"
-                "  hint: %s%s%slenx show method scaleinv tau=10 --length 8\n", near ? "did you mean '" : "",
-                near ? near : "", near ? "'? " : "");
+                "  hint: %s%s%slenx show method scaleinv tau=10 --length 8\n", LX_DID_YOU_MEAN(near));
         return 2;
     }
     if (a.n_pos > LX_MAX_POS)   /* the k=v tables below hold LX_MAX_POS */

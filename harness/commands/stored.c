@@ -233,7 +233,7 @@ static int check_stored_name(struct lx_store *store, const char *col, const char
     const char *near = given && n ? lx_closest(given, (const char *const *)v, n) : NULL;
     if (rc == LX_OK && given && !found)
         rc = lx_err(err, LX_EINVAL, "rm --%s '%s': no stored cell has it\n  hint: %s%s%sthe %s as `lenx table` "
-                    "shows it%s", col, given, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "", col,
+                    "shows it%s", col, given, LX_DID_YOU_MEAN(near), col,
                     col[0] == 'm' ? ", exactly (its canonical stack)" : " (its canonical string, or its name)");
     for (int i = 0; i < n; i++)
         free(v[i]);
@@ -781,8 +781,7 @@ int lx_cmd_list(int argc, char **argv)
     }
     static const char *const words[] = {"methods", "tasks", "sweeps", "models"};
     const char *near = *what ? lx_closest(what, words, 4) : NULL;
-    fprintf(stderr, "lenx: error: list what? '%s'\n  hint: %s%s%s%s\n", what, near ? "did you mean '" : "",
-            near ? near : "", near ? "'? " : "", list_usage);
+    fprintf(stderr, "lenx: error: list what? '%s'\n  hint: %s%s%s%s\n", what, LX_DID_YOU_MEAN(near), list_usage);
     return 2;
 }
 

@@ -150,6 +150,10 @@ int lx_edit_distance(const char *a, const char *b);
 /* The closest of n names to s, or NULL when none is close enough to suggest. */
 const char *lx_closest(const char *s, const char *const *names, int n);
 
+/* The three arguments of a "%s%s%s" that reads "did you mean 'NEAR'? ", or nothing when near is NULL (a hint's
+** opening, with lx_closest's answer). near is read three times: pass a variable. */
+#define LX_DID_YOU_MEAN(near) (near) ? "did you mean '" : "", (near) ? (near) : "", (near) ? "'? " : ""
+
 /* The bytes the machine has available (/proc/meminfo MemAvailable, else
 ** sysconf; 1e18 when unknown, so that nothing is refused): what the memory
 ** plans (model.h, kvcache.h) check against. */

@@ -416,8 +416,7 @@ static int unknown_key(const struct lx_schema *s, const struct lx_node *where, c
     }
     const char *near = lx_closest(key, names, n);
     int rc = lx_node_err(err, where, "%s: unknown parameter '%s'\n  hint: %s%s%s%s%s",
-                         what, key, near ? "did you mean '" : "", near ? near : "",
-                         near ? "'? " : "", n ? "known parameters: " : "it takes no parameters",
+                         what, key, LX_DID_YOU_MEAN(near), n ? "known parameters: " : "it takes no parameters",
                          lx_buf_str(&known));
     lx_buf_free(&known);
     return rc;

@@ -157,8 +157,7 @@ static int parse_top(struct lx_grid *g, const struct lx_node *root, struct lx_er
             return lx_node_err(err, k, "unknown key '%s' in the sweep file\n  hint: %s%s%s"
                                "known keys are name, description, seed, seeds, methods, tasks, lengths, models, numerics, "
                                "kv_cache, activations",
-                               k->kind == LX_NODE_SCALAR ? k->text : "?", near ? "did you mean '" : "",
-                               near ? near : "", near ? "'? " : "");
+                               k->kind == LX_NODE_SCALAR ? k->text : "?", LX_DID_YOU_MEAN(near));
         }
     }
     int rc = lx_map_unique(root, "", err);

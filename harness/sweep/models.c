@@ -260,7 +260,7 @@ static int parse_server(struct lx_model_use *u, const struct lx_node *v, struct 
             const char *near = lx_closest(k, keys, 8);
             return lx_node_err(err, lx_map_key(v, i), "model '%s' server: unknown key '%s'\n  hint: %s%s%sa server "
                                "has url, model, tokenizer, served, concurrency, timeout, retries and api_key_env",
-                               u->name, k, near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+                               u->name, k, LX_DID_YOU_MEAN(near));
         }
     }
     char what[160];
@@ -548,7 +548,7 @@ static int parse_one(struct lx_model_use *u, const struct lx_node *key, const st
             return lx_node_err(err, lx_map_key(v, i), "model '%s': unknown key '%s'\n"
                                "  hint: %s%s%sa model has arch, train, mixture and tokenizer, or checkpoint (or "
                                "hf), tokenizer and mixture", u->name, k,
-                               near ? "did you mean '" : "", near ? near : "", near ? "'? " : "");
+                               LX_DID_YOU_MEAN(near));
         }
     }
     char what[160];

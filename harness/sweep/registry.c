@@ -71,7 +71,7 @@ int lx_unknown_name(struct lx_error *err, const char *kind, const char *name)
 {
     const char *near = strcmp(kind, "method") == 0 ? lx_method_suggest(name) : lx_task_suggest(name);
     return lx_err(err, LX_EINVAL, "unknown %s '%s'\n  hint: %s%s%s`lenx list %ss` shows them all", kind, name,
-                  near ? "did you mean '" : "", near ? near : "", near ? "'? " : "", kind);
+                  LX_DID_YOU_MEAN(near), kind);
 }
 
 int lx_method_validate(const struct lx_method *m, struct lx_error *err)
