@@ -382,7 +382,7 @@ Test(slurm, a_time_limit_inside_the_signal_lead_is_refused, .init = setup, .fini
 }
 
 /* --db naming a folder is refused on the login node (the merge job, after the whole cluster run, said
-** "is a directory"), and a refused command leaves no folder behind (--db's were made before the
+** "is a directory") with exit status 3, as every other command refuses such a store, and a refused command leaves no folder behind (--db's were made before the
 ** config was read). */
 Test(slurm, a_folder_as_db_is_refused_and_a_refusal_makes_no_folder, .init = setup, .fini = teardown, .timeout = 60)
 {
@@ -392,7 +392,7 @@ Test(slurm, a_folder_as_db_is_refused_and_a_refusal_makes_no_folder, .init = set
     snprintf(db, sizeof db, "%s/stores", box);
     cr_assert_eq(mkdir(db, 0755), 0);
     char *argv[] = {master, "slurm", config, "--shards", "2", "--db", db, NULL};
-    cr_expect_eq(run(box, argv, data, NULL, out, sizeof out), 2, "%s", out);
+    cr_expect_eq(run(box, argv, data, NULL, out, sizeof out), 3, "%s", out);
     cr_expect(strstr(out, "is a directory, not a store") && strstr(out, "--db names the merged store's file"), "%s",
               out);
     snprintf(bad, sizeof bad, "%s/bad.yaml", box);

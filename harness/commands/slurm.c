@@ -67,7 +67,7 @@ static int absolute(const char *path, const char *cwd, char *out, size_t n, stru
 {
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return lx_err(err, LX_EINVAL, "--db %s is a directory, not a store\n  hint: --db names the merged store's "
+        return lx_err(err, LX_EIO, "--db %s is a directory, not a store\n  hint: --db names the merged store's "
                       "file, e.g. --db %s/lenx.db", path, path);
     const char *slash = strrchr(path, '/');
     char dir[PATH_MAX];
