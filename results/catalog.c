@@ -1,6 +1,6 @@
 /*
 ** results/catalog.c - the store's listings (sweeps, a sweep's configuration
-** texts, models, commits, a column's distinct values), read through
+** texts, models, commits, a column's distinct values, failed cells), read through
 ** lx_store_query: SQL text, row copying and freeing only; results/store.c
 ** stays the one file that talks to SQLite. Also the rows of sweeps pooled as
 ** one (lx_store_select_pooled).
@@ -153,6 +153,34 @@ int lx_store_distinct(struct lx_store *s, const char *col, char ***out, int *n, 
     *n = 0;
     struct grow g = {(void **)out, n, 0, sizeof **out};
     return lx_store_query(s, sql, NULL, 0, name_row, &g, err);
+}
+
+static int failure_row(void *ctx, const struct lx_value *c, int n_cols)
+{
+    (void)n_cols;
+    struct lx_cell_info *w = grow_next(ctx);
+    char **text[] = {&w->sweep, &w->key, &w->status, &w->method, &w->task, &w->model, &w->model_key, &w->commit,
+                     &w->error};
+    for (int i = 0; i < 9; i++)
+        *text[i] = txt(&c[i]);
+    w->length = (long)num(&c[9], 0);
+    w->seed = (long)num(&c[10], 0);
+    return 0;
+}
+
+int lx_store_failures(struct lx_store *s, const char *sweep, struct lx_cell_info **out, int *n,
+                      struct lx_error *err)
+{
+    static const char *sql =
+        "SELECT sweep, key, status, method, task, model, model_key, git_commit, error, length, seed FROM runs r"
+        " WHERE id IN (SELECT max(id) FROM runs WHERE sweep = ?1 AND status = 'failed' GROUP BY key)"
+        " AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.sweep = ?1 AND o.key = r.key AND o.status = 'ok')"
+        " ORDER BY task, method, model, length, seed, id";
+    *out = NULL;
+    *n = 0;
+    struct grow g = {(void **)out, n, 0, sizeof **out};
+    struct lx_value arg = {.type = LX_V_TEXT, .p = sweep, .n = (int)strlen(sweep)};
+    return lx_store_query(s, sql, &arg, 1, failure_row, &g, err);
 }
 
 static int config_row(void *ctx, const struct lx_value *c, int n_cols)

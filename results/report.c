@@ -37,6 +37,7 @@ struct page {
     int n_plots, cap_plots;
     void **owned;               /* (n_owned,) */
     int n_owned, cap_owned;
+    struct lx_report_tally tally;
 };
 
 static void *own(struct page *pg, void *p)
@@ -449,6 +450,57 @@ static int series_panels(struct page *pg, struct lx_store *s, const struct lx_ro
     return rc;
 }
 
+#define MAX_FAILURES 50     /* failed cells listed per sweep; the rest counted */
+
+/* A sweep's failed cells without an ok row (each sweep of A+B under its name): missing from its tables and
+** plots, so listed with their stored errors. */
+static int failures(struct page *pg, struct lx_store *s, const char *sweep, struct lx_error *err)
+{
+    char one[256];
+    int rc = LX_OK;
+    for (const char *p = sweep; *p && rc == LX_OK;) {
+        struct lx_cell_info *c = NULL;
+        int n = 0;
+        if (lx_sweep_next(&p, one, sizeof one))
+            rc = lx_store_failures(s, one, &c, &n, err);
+        if (n) {
+            lx_buf_printf(&pg->html, "<h3>Failed cells%s", strchr(sweep, '+') ? " of sweep " : "");
+            lx_esc_html(&pg->html, strchr(sweep, '+') ? one : "");
+            lx_buf_printf(&pg->html, "</h3>\n<p class=\"note\">%d cell%s failed and %s no ok row: missing from "
+                          "the tables and plots below. Rerunning the sweep retries %s.</p>\n<table class=\"fail\">"
+                          "<tr><th>task</th><th>method</th><th>model</th><th>length</th><th>seed</th><th>commit</th>"
+                          "<th>error</th></tr>\n", n, n > 1 ? "s" : "", n > 1 ? "have" : "has", n > 1 ? "them" : "it");
+        }
+        for (int i = 0; i < n && i < MAX_FAILURES; i++) {
+            const char *text[] = {c[i].task, c[i].method, c[i].model};
+            lx_buf_puts(&pg->html, "<tr>");
+            for (int k = 0; k < 3; k++) {
+                lx_buf_puts(&pg->html, "<td>");
+                lx_esc_html(&pg->html, text[k]);
+                lx_buf_puts(&pg->html, "</td>");
+            }
+            char commit[13];        /* its first 12 bytes, not cutting a UTF-8 sequence */
+            size_t k = strlen(c[i].commit) > 12 ? 12 : strlen(c[i].commit);
+            while (k > 0 && ((unsigned char)c[i].commit[k] & 0xC0) == 0x80)
+                k--;
+            snprintf(commit, sizeof commit, "%.*s", (int)k, c[i].commit);
+            lx_buf_printf(&pg->html, "<td>%ld</td><td>%ld</td><td><code>", c[i].length, c[i].seed);
+            lx_esc_html(&pg->html, commit);
+            lx_buf_puts(&pg->html, "</code></td><td><pre>");
+            lx_esc_html(&pg->html, c[i].error);
+            lx_buf_puts(&pg->html, "</pre></td></tr>\n");
+        }
+        if (n)
+            lx_buf_puts(&pg->html, "</table>\n");
+        if (n > MAX_FAILURES)
+            lx_buf_printf(&pg->html, "<p class=\"note\">… and %d more (`lenx rm --failed --sweep NAME` lists "
+                          "every failed row).</p>\n", n - MAX_FAILURES);
+        pg->tally.n_failed += n;
+        lx_cell_infos_free(c, n);
+    }
+    return rc;
+}
+
 /* Which metrics of a task get a panel. */
 static int wanted(const struct lx_report_opts *o, const char *task, const char *metric)
 {
@@ -470,6 +522,11 @@ static int sweep_section(struct page *pg, struct lx_store *s, const char *sweep,
     lx_esc_html(&pg->html, sweep);
     lx_buf_puts(&pg->html, "</h2>\n");
     provenance(pg, s, sweep, err);
+    if (rc == LX_OK)
+        rc = failures(pg, s, sweep, err);
+    if (rc == LX_OK && rows.n == 0)
+        lx_buf_puts(&pg->html, "<p class=\"note\">No ok cell is stored in this sweep.</p>\n");
+    pg->tally.n_rows += rows.n;
     const char **tasks = lx_xmalloc((size_t)rows.n * sizeof *tasks + 1), **ms = lx_xmalloc((size_t)rows.n * sizeof *ms + 1);
     int n_t = 0;
     for (int i = 0; i < rows.n; i++) {
@@ -518,6 +575,7 @@ static const char style[] =
     "table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
     "th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}"
     "td:first-child,.prov th{text-align:left}td.eff{font-weight:bold}"
+    ".fail td{text-align:left;vertical-align:top}.fail pre{margin:0;padding:0.2em;white-space:pre-wrap}"
     "pre{background:#f4f4f4;padding:0.6em;font-size:12px;overflow:auto}";
 
 /* Put each plot's SVG where its placeholder stands (stored strings reach the
@@ -535,13 +593,18 @@ static void splice(const struct lx_buf *html, char **svg, int n, struct lx_buf *
     lx_buf_puts(out, p);
 }
 
-int lx_report(struct lx_store *s, const struct lx_report_opts *o, struct lx_buf *out, struct lx_error *err)
+int lx_report(struct lx_store *s, const struct lx_report_opts *o, struct lx_buf *out, struct lx_report_tally *tally,
+              struct lx_error *err)
 {
     struct page pg = {0};
     struct lx_sweep_info *sw = NULL;
     int n_sw = 0, rc = LX_OK;
     if (o->n_sweeps == 0)
         rc = lx_store_sweeps(s, &sw, &n_sw, err);
+    if (rc == LX_OK && o->n_sweeps == 0 && n_sw == 0)
+        rc = lx_err(err, LX_EINVAL, "%s holds no sweep: nothing to report\n  hint: `lenx run CONFIG --db %s` stores "
+                    "one; `lenx list sweeps --db FILE` shows what a store holds", o->db ? o->db : "the store",
+                    o->db ? o->db : "FILE");
     lx_buf_printf(&pg.html, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                   "<title>lenx report</title><style>%s</style></head><body>\n<h1>lenx report</h1>\n"
                   "<p>Store <code>", style);
@@ -568,5 +631,7 @@ int lx_report(struct lx_store *s, const struct lx_report_opts *o, struct lx_buf 
     free(pg.plots);
     lx_buf_free(&pg.html);
     lx_sweep_infos_free(sw, n_sw);
+    if (tally)
+        *tally = pg.tally;
     return rc;
 }

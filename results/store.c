@@ -740,7 +740,7 @@ void lx_cell_infos_free(struct lx_cell_info *v, int n)
     for (int i = 0; i < n; i++) {
         struct lx_cell_info *w = &v[i];
         free(w->sweep), free(w->key), free(w->status), free(w->method), free(w->task), free(w->model);
-        free(w->model_key), free(w->commit);
+        free(w->model_key), free(w->commit), free(w->error);
     }
     free(v);
 }
@@ -775,6 +775,7 @@ static int list_cells(struct lx_store *s, const struct lx_rm_filter *f, struct l
             *text[i] = lx_xstrdup(col_text(st, i));
         w->length = (long)sqlite3_column_int64(st, 8);
         w->seed = (long)sqlite3_column_int64(st, 9);
+        w->error = NULL;
     }
     sqlite3_finalize(st);
     return rc;

@@ -252,10 +252,11 @@ struct lx_rm_filter {
     const char *not_in;         /* JSON array of run keys: only rows whose key is not among them */
 };
 
-/* One stored cell, as `lenx rm` lists it. */
+/* One stored cell, as `lenx rm` lists it (error: NULL) or lx_store_failures does. */
 struct lx_cell_info {
     char *sweep, *key, *status, *method, *task, *model, *model_key, *commit;
     long length, seed;
+    char *error;                /* a failed row's stored error */
 };
 
 void lx_cell_infos_free(struct lx_cell_info *v, int n);
@@ -266,6 +267,11 @@ void lx_cell_infos_free(struct lx_cell_info *v, int n);
 ** *cells are exactly the cells deleted. */
 int lx_store_rm(struct lx_store *s, const struct lx_rm_filter *f, int del, struct lx_cell_info **cells, int *n,
                 struct lx_error *err);
+
+/* The cells of a sweep (one name, no A+B) that failed and have no ok row, at any commit: the newest failed
+** row of each, ordered by task, method, model, length and seed, with its stored error. */
+int lx_store_failures(struct lx_store *s, const char *sweep, struct lx_cell_info **out, int *n,
+                      struct lx_error *err);
 
 /* A model in the `models` table, as `lenx list models` shows it. */
 struct lx_model_info {

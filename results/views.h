@@ -111,7 +111,13 @@ struct lx_report_opts {
     /* a task's headline metrics ("ppl,acc") from its canonical string, or NULL: the application's */
     const char *(*headline)(const char *task);
 };
-int lx_report(struct lx_store *s, const struct lx_report_opts *o, struct lx_buf *out, struct lx_error *err);
+/* What a page shows, for the command's last word: ok rows and failed cells without an ok row. */
+struct lx_report_tally {
+    long n_rows, n_failed;
+};
+/* A store holding no sweep at all is an LX_EINVAL error (an empty page would say nothing). */
+int lx_report(struct lx_store *s, const struct lx_report_opts *o, struct lx_buf *out, struct lx_report_tally *tally,
+              struct lx_error *err);
 
 /* Read a tidy CSV: header sweep,method,task,length,seed,metric,value,model_key,key,
 ** or the first 7 of those columns (older exports; model keys unknown). */

@@ -360,6 +360,46 @@ Test(report, bad_input_and_a_missing_gnuplot_are_clear_errors, .init = setup, .f
     cr_expect_not_null(strstr(out, "nll_by_pos (ppl)"), "%s", out);
 }
 
+/* A failed cell without an ok row was missing from the page without a word, and a store of failed cells
+** alone gave an empty page and exit 0: the page lists such cells with their stored errors (escaped), a cell
+** whose other commit's row is ok is not listed, the command says when nothing ok is stored (as `lenx table`
+** does), and a store holding no sweep is refused (exit 2) with nothing written. */
+Test(report, failed_cells_are_listed_and_a_store_without_sweeps_is_refused, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+    static char out[1 << 14];
+    write_file("g.yaml", gauss);
+    cr_assert_eq(sh(out, sizeof out, "$L run g.yaml --db r.db --quiet --no-table && sqlite3 r.db \"update runs set "
+                    "status = 'failed', error = 'lenx: error: boom <b>' || char(10) || '  hint: x' where length = 32; "
+                    "create temp table t as select * from runs where length = 16; update t set id = id + 100, "
+                    "git_commit = 'other', status = 'failed', error = 'old'; insert into runs select * from t\""), 0,
+                 "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L report --db r.db -o e.html"), 0, "%s", out);
+    cr_expect_eq(out[0], '\0', "nothing said while an ok cell is stored: %s", out);
+    char *html = read_all("e.html");
+    cr_assert_not_null(html);
+    cr_expect_not_null(strstr(html, "<h3>Failed cells</h3>\n<p class=\"note\">1 cell failed and has no ok row"),
+                       "%s", html);
+    cr_expect_not_null(strstr(html, "<td>32</td><td>1</td>"), "length and seed of the failed cell");
+    cr_expect_not_null(strstr(html, "<pre>lenx: error: boom &lt;b&gt;\n  hint: x</pre>"), "its error, escaped");
+    cr_expect_null(strstr(html, "<pre>old</pre>"), "the cell at 16 has an ok row: not listed");
+    free(html);
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"update runs set status = 'failed' where status = 'ok'\" && "
+                    "$L report --db r.db -o e.html"), 0, "%s", out);
+    cr_expect_str_eq(out, "lenx: no ok results stored; e.html lists 2 failed cells\n");
+    html = read_all("e.html");
+    cr_assert_not_null(html);
+    cr_expect_not_null(strstr(html, "2 cells failed and have no ok row"), "%s", html);
+    cr_expect_not_null(strstr(html, "<pre>old</pre>"), "the newest failed row of the cell at 16");
+    cr_expect_not_null(strstr(html, "No ok cell is stored in this sweep."), "%s", html);
+    free(html);
+    cr_expect_eq(sh(out, sizeof out, "sqlite3 r.db \"delete from runs\" && $L report --db r.db -o x.html"), 2, "%s",
+                 out);
+    cr_expect_not_null(strstr(out, "r.db holds no sweep: nothing to report\n  hint: `lenx run CONFIG --db r.db`"),
+                       "%s", out);
+    cr_expect(!exists("x.html"), "nothing written");
+}
+
 /* Provenance covers every cell made from a config text: the oldest start to
 ** the newest finish, and each commit and machine that made some of them (a
 ** sweep resumed after a commit, shards merged from several nodes), with its
@@ -579,6 +619,14 @@ Test(report, hostile_stored_strings_stay_in_their_context, .init = setup, .fini 
     snprintf(fig, sizeof fig, "data-metric=\"X");
     cr_expect_not_null(strstr(html, fig), "the metric panel is drawn");
     free(html);
+    /* a failed cell's stored error is shown too, escaped (a cell without an ok row is listed with it) */
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"update runs set status = 'failed' where length = 32\" && "
+                    "$L report --db r.db -o failed.html"), 0, "%s", out);
+    html = read_all("failed.html");
+    cr_expect_gt(scan_markup(html), 100);
+    cr_expect_not_null(strstr(html, "<pre>E&lt;pwn-tag"), "the error column not shown escaped");
+    free(html);
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"update runs set status = 'ok'\""), 0, "%s", out);
 
     /* LaTeX: no payload command or line survives; braces balance */
     cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --format latex"), 0, "%s", out);

@@ -590,8 +590,8 @@ static const char report_usage[] =
     "(log-2 axis, training length dashed, error bars: the 95 % interval over seeds, or\n"
     "one seed's stored se) beside its table with an effective-length column; NLL by\n"
     "position and attention mass by distance per length; depth x length heat maps of\n"
-    "retrieval accuracy; and each sweep's provenance (commit, dirty flag, machine, time,\n"
-    "YAML).";
+    "retrieval accuracy; each sweep's provenance (commit, dirty flag, machine, time,\n"
+    "YAML) and its failed cells with their errors.";
 
 /* The headline metrics of a stored task string ("ppl(windows=16)" -> ppl's). */
 static const char *task_headline(const char *task)
@@ -638,8 +638,9 @@ static int report_write(const char *db, const struct lx_report_opts *o, const ch
         rc = lx_stored_check_metrics(&rows, o->metrics, err);
     lx_rows_release(&rows);
     struct lx_buf out = {0};
+    struct lx_report_tally tally = {0};
     if (rc == LX_OK)
-        rc = lx_report(store, o, &out, err);
+        rc = lx_report(store, o, &out, &tally, err);
     if (store)
         lx_store_close(store);
     FILE *f = rc == LX_OK ? fopen(path, "w") : NULL;
@@ -647,6 +648,9 @@ static int report_write(const char *db, const struct lx_report_opts *o, const ch
         rc = lx_err(err, LX_EIO, "cannot write %s\n  hint: check that its folder exists and is writable", path);
     if (f && fclose(f) != 0 && rc == LX_OK)
         rc = lx_err(err, LX_EIO, "cannot write %s\n  hint: is the disk full?", path);
+    if (rc == LX_OK && tally.n_rows == 0)   /* as `lenx table` says it; the page lists the failed cells */
+        fprintf(stderr, "lenx: no ok results stored%s; %s lists %ld failed cell%s\n", o->n_sweeps ? " in the sweeps "
+                "reported" : "", path, tally.n_failed, tally.n_failed == 1 ? "" : "s");
     lx_buf_free(&out);
     return rc;
 }
