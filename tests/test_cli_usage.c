@@ -253,6 +253,17 @@ Test(cli_usage, merge_takes_any_number_of_stores, .timeout = 120)
                     "> log 2>&1; rc=$?; tail -n 1 log; exit $rc"), 0, "%s", out);    /* a line per store, then this */
     cr_expect(strstr(out, "merged 100 stores into all.db: 2 cells added") != NULL, "%s", out);
     cr_expect_eq(sql_long("all.db", "select count(*) from runs"), 2);   /* two lengths, one method, one task */
+    /* more stores than a command line holds come one a line from --from's file, or stdin with '-' */
+    cr_expect_eq(sh(out, sizeof out, "printf 's1.db\\n\\ns2.db\\ns3.db' > list && $L merge s4.db --from list "
+                    "--into l.db 2>&1 | tail -n 1 && seq 5 9 | sed 's/.*/s&.db/' | $L merge --from - --into l.db "
+                    "2>&1 | tail -n 1"), 0, "%s", out);
+    cr_expect(strstr(out, "merged 4 stores into l.db: 2 cells added, 0 replaced a failed row, 6 already there") &&
+              strstr(out, "merged 5 stores into l.db: 0 cells added, 0 replaced a failed row, 10 already there"), "%s",
+              out);     /* each store holds the same 2 cells */
+    cr_expect_eq(sh(out, sizeof out, "$L merge --from /dev/null --into l.db"), 2, "%s", out);
+    cr_expect(strstr(out, "merge needs at least one store to merge (--from names none)") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "printf 's1.db\\nnone.db\\n' | $L merge --from - --into l.db"), 3, "%s", out);
+    cr_expect(strstr(out, "none.db: no such database") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L show method rope $(for i in $(seq 1 80); do printf 'base=%%d ' $i; done)"), 2,
                  "%s", out);
     cr_expect(strstr(out, "too many arguments") != NULL, "%s", out);

@@ -433,3 +433,48 @@ Test(slurm, a_requeue_that_fails_leaves_the_task_running, .init = setup, .fini =
     cr_expect_eq(pclose(p), 0, "%s", out);
     cr_expect(strstr(out, "lenx: scontrol requeue failed; the task runs on to its time limit\nalive"), "%s", out);
 }
+
+/* `lenx slurm --shards N` takes N up to 100000, and its merge job passed every models and shard store to
+** `lenx merge` as arguments: past Linux's exec limit (getconf ARG_MAX, 2 MiB with the usual 8 MiB stack;
+** here some 5 MB of paths, and sbatch refuses a script past 4 MB) exec fails with E2BIG and the sweep's last
+** job never merges. The merge job is run under bash against a stand-in lenx that writes the stores it was
+** given (arguments, or the lines of --from's file) into a file: all 100004, in order, from a small script. */
+Test(slurm, the_merge_job_of_100000_shards_passes_every_store_to_lenx_merge, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+    char config[PATH_MAX], db[PATH_MAX], out[16384], data[PATH_MAX], path[PATH_MAX], real[PATH_MAX];
+    snprintf(config, sizeof config, "%s/tests/shard.yaml", getenv("LENX_ROOT"));
+    snprintf(data, sizeof data, "%s/data", getenv("LENX_ROOT"));
+    snprintf(db, sizeof db, "%s/big/x.db", box);
+    char *argv[] = {master, "slurm", config, "--shards", "100000", "--db", db, NULL};
+    cr_assert_eq(run(box, argv, data, NULL, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "4 models to train first, in 4 tasks"), "%s", out);
+    cr_assert_not_null(realpath(box, real));
+    snprintf(path, sizeof path, "%s/big/shard.slurm/merge.sbatch", box);
+    char *text = file_get(path);
+    cr_expect_lt(strlen(text), 65536, "merge.sbatch is %zu bytes", strlen(text));
+    free(text);
+    char stores[96], script[1024], keep[160];     /* box is 64 bytes */
+    snprintf(stores, sizeof stores, "%s/stores", box);
+    snprintf(script, sizeof script, "#!/bin/sh\n[ \"$1\" = merge ] || exit 0\nshift\n: > '%s'\n"
+             "while [ $# -gt 0 ]; do\n  case $1 in\n    --into) shift ;;\n"
+             "    --from) shift; if [ \"$1\" = - ]; then cat; else cat \"$1\"; fi >> '%s' ;;\n"
+             "    *) printf '%%s\\n' \"$1\" >> '%s' ;;\n  esac\n  shift\ndone\n", stores, stores, stores);
+    snprintf(keep, sizeof keep, "%s.real", master);
+    cr_assert_eq(rename(master, keep), 0);
+    file_put(master, script, 0755);     /* the scripts run the binary that wrote them: the stand-in now */
+    char *job[] = {"/bin/bash", path, NULL};
+    int rc = run(box, job, NULL, NULL, out, sizeof out);
+    cr_assert_eq(rename(keep, master), 0);
+    cr_expect_eq(rc, 0, "the merge job failed: %s", out);
+    struct lx_buf want = {0};
+    for (int k = 0; k < 4; k++)
+        lx_buf_printf(&want, "%s/big/shard.models-%d.db\n", real, k);
+    for (int k = 0; k < 100000; k++)
+        lx_buf_printf(&want, "%s/big/shard.shard-%d.db\n", real, k);
+    char *got = access(stores, F_OK) == 0 ? file_get(stores) : lx_xstrdup("");
+    cr_expect(strcmp(got, lx_buf_str(&want)) == 0, "the stand-in lenx merge got %zu bytes of stores, not the %zu "
+              "of models-0..3 and shard-0..99999 (start: %.200s)", strlen(got), strlen(lx_buf_str(&want)), got);
+    free(got);
+    lx_buf_free(&want);
+}

@@ -283,6 +283,42 @@ static void header(struct lx_buf *b, const struct lx_slurm_job *j, const char *w
     }
 }
 
+/* Bytes of `lenx merge`'s arguments (each with its NUL, as exec counts them) given the stores inline. */
+static long merge_arg_bytes(const struct lx_slurm_job *j)
+{
+    long dir = (long)strlen(j->dir), n = (long)strlen(j->lenx) + 1 + 6 + 7 + (long)strlen(j->db) + 1;
+    char num[32];
+    for (long k = 0; k < j->model_shards || k < j->shards; k++) {
+        long digits = snprintf(num, sizeof num, "%ld", k);
+        n += k < j->model_shards ? dir + 12 + digits : 0;   /* <dir>.models-K.db and its NUL */
+        n += k < j->shards ? dir + 11 + digits : 0;         /* <dir>.shard-K.db and its NUL */
+    }
+    return n;
+}
+
+/* The merge job's `lenx merge` of the models stores, then the shard stores, into --db: as arguments while
+** they take at most LX_SLURM_INLINE_ARGS bytes, else one path a line into --from - (docs/cluster.md#slurm):
+** past Linux's exec limits (ARG_MAX, 2 MiB with an 8 MiB stack, or 128 KiB at least, shared with the
+** environment) `lenx merge` would never start, and sbatch refuses a script past 4 MB by default. */
+static void merge_command(struct lx_buf *b, const struct lx_slurm_job *j, const char *L, const char *D,
+                          const char *O)
+{
+    if (merge_arg_bytes(j) <= LX_SLURM_INLINE_ARGS) {
+        lx_buf_printf(b, "%s merge", L);
+        for (long k = 0; k < j->model_shards; k++)
+            lx_buf_printf(b, " %s.models-%ld.db", D, k);
+        for (long k = 0; k < j->shards; k++)
+            lx_buf_printf(b, " %s.shard-%ld.db", D, k);
+        lx_buf_printf(b, " --into %s\n", O);
+        return;
+    }
+    lx_buf_printf(b, "# %ld stores: more than a command line holds, so their paths go to lenx merge one a line\n"
+                  "{ for ((k = 0; k < %ld; k++)); do printf '%%s\\n' %s.models-\"$k\".db; done\n"
+                  "  for ((k = 0; k < %ld; k++)); do printf '%%s\\n' %s.shard-\"$k\".db; done; } |\n"
+                  "    %s merge --from - --into %s\n", j->model_shards + j->shards, j->model_shards, D, j->shards, D,
+                  L, O);
+}
+
 /* The array jobs run lenx in the background and wait for it, so that the shell takes Slurm's USR1
 ** (its trap requeues the task) while lenx runs; a wait the signal cut short waits again, and the
 ** job's status is lenx's. */
@@ -308,12 +344,8 @@ int lx_slurm_scripts(const struct lx_slurm_job *j, struct lx_buf out[LX_SLURM_N_
     lx_buf_printf(&out[1], "%s run %s --db %s.shard-\"$SLURM_ARRAY_TASK_ID\".db --no-train --no-table --threads %ld "
                   "&\n%s", L, C, D, j->cpus, WAIT);
     header(&out[2], j, "the merge of the shard stores", "merge", "%x-%j.out", 0);
-    lx_buf_printf(&out[2], "%s merge", L);
-    for (long k = 0; k < j->model_shards; k++)
-        lx_buf_printf(&out[2], " %s.models-%ld.db", D, k);
-    for (long k = 0; k < j->shards; k++)
-        lx_buf_printf(&out[2], " %s.shard-%ld.db", D, k);
-    lx_buf_printf(&out[2], " --into %s\n%s table --db %s --sweep %s\n", O, L, O, S);
+    merge_command(&out[2], j, L, D, O);
+    lx_buf_printf(&out[2], "%s table --db %s --sweep %s\n", L, O, S);
     lx_buf_printf(&out[3], "#!/bin/sh\n# Submit sweep '%s': the models array, then the array of %ld shards after "
                   "it, then the merge\n# after the array (afterok: a failed job cancels the ones after it). sbatch "
                   "--parsable prints JOBID[;CLUSTER].\nset -eu\nsweep=%s\ndb=%s\ncd \"$(dirname \"$0\")\"\n"

@@ -39,6 +39,11 @@ struct lx_slurm_job {
 
 #define LX_SLURM_MAX_CPUS 1024
 
+/* The merge job passes its stores to `lenx merge` as arguments while they take at most this many bytes
+** (a quarter of the 128 KiB Linux's smallest ARG_MAX allows, the rest left to the environment), else one
+** path a line on its standard input (lenx merge --from -): any --shards then fits (docs/cluster.md#slurm). */
+#define LX_SLURM_INLINE_ARGS 32768
+
 /* Time limits (docs/cluster.md#time-limits): the array jobs ask Slurm for
 ** SIGUSR1 this many seconds before their limit (#SBATCH --signal=B:USR1@...),
 ** and their shell then requeues the task (#SBATCH --requeue); the rerun
