@@ -904,6 +904,11 @@ Test(cli, tokenize_hostile_json, .init = setup, .fini = teardown, .timeout = 60)
     write_file("grow.json", text);
     cr_expect_eq(sh(out, sizeof out, "printf a | $L tokenize --tokenizer grow.json"), 2, "%s", out);
     cr_expect(strstr(out, "grow.json: normalizer.normalizers[10] (Replace)") != NULL, "%s", out);
+    /* an id past int64 is an integer out of range, not "expected an integer, found 1e+20" */
+    cr_expect_eq(sh(out, sizeof out, "echo '[0, 99999999999999999999]' | $L tokenize --tokenizer split.json --decode"),
+                 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: <stdin>: [1]: the integer 1e+20 is out of range: read as a double") &&
+              strstr(out, "\n  hint: give a smaller value"), "%s", out);
 }
 
 /* What cannot be written, or read as a store, is named with a hint that fits;

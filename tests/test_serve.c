@@ -136,7 +136,12 @@ Test(serve_parse, refusals_name_the_field)
         {"{\"prompt\":\"x\",\"echo\":1}", "echo", "true or false", 400},
         {"{\"prompt\":\"x\",\"model\":\"m\\u0000evil\"}", "model", "NUL", 400},
         /* an integer past int64 is the field's own fault, not its neighbours' */
-        {"{\"prompt\":[1,2],\"max_tokens\":5,\"seed\":18446744073709551616}", "seed", "integer", 400},
+        {"{\"prompt\":[1,2],\"max_tokens\":5,\"seed\":18446744073709551616}", "seed",
+         "'seed' is 1.8446744073709552e+19; it must be in [", 400},
+        /* read as 1e20 (past int64): an integer out of range, not "must be an integer, not a number" */
+        {"{\"prompt\":[1,2],\"max_tokens\":99999999999999999999}", "max_tokens",
+         "'max_tokens' is 1e+20; it must be in [0, 1000]", 400},
+        {"{\"prompt\":[1,2],\"max_tokens\":2.5}", "max_tokens", "must be an integer, not a number", 400},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         struct lx_oai_completion r;

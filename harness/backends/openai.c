@@ -4,6 +4,7 @@
 */
 #include "harness/backends/openai.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,12 @@ static int get_int(const struct lx_json *doc, const struct lx_jv *obj, const cha
         return LX_OK;
     int64_t x;
     struct lx_error err;
+    double d = 0;
+    /* a whole number past 2^53 (99999999999999999999 read as a double) is an integer out of range */
+    if (lx_json_type(v) == LX_JSON_REAL && lx_json_num(doc, v, &d, &err) == LX_OK && d == floor(d) &&
+        (d < (double)lo || d > (double)hi || fabs(d) >= 0x1p63))
+        return lx_oai_fail(e, 400, key, "'%s' is %.17g; it must be in [%lld, %lld]", key, d, (long long)lo,
+                           (long long)hi);
     if (lx_json_type(v) != LX_JSON_INT || lx_json_int(doc, v, &x, &err) < 0)
         return lx_oai_fail(e, 400, key, "'%s' must be an integer, not %s", key, lx_json_type_name(lx_json_type(v)));
     if (x < lo || x > hi)

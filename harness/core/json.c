@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,9 @@ struct lx_json {
 ** with a point, 5.0, reads as an integer too in such a document). */
 static int whole(double d)
 {
-    /* range first: casting a double past int64 to an integer is undefined */
-    return d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == (double)(int64_t)d;
+    /* range first: casting a double past int64 to an integer is undefined; 2^53 itself is out, as it may be
+    ** 2^53 + 1 rounded */
+    return d > -LX_JSON_EXACT && d < LX_JSON_EXACT && d == (double)(int64_t)d;
 }
 
 static void ints_back(json_t *v)
@@ -278,6 +280,12 @@ int lx_json_int(const struct lx_json *doc, const struct lx_jv *v, int64_t *out, 
             *out = (int64_t)d;
             return LX_OK;
         }
+        if (d == floor(d))      /* every double past 2^52 is a whole number, and 1e20 was written as one */
+            return lx_json_err(err, doc, v, "the integer %.17g is out of range: read as a double (written with a "
+                               "point or an exponent, or in a document holding an integer past 2^63), an integer "
+                               "is taken from -(2^53 - 1) to 2^53 - 1 = 9007199254740991, where a double is exact; "
+                               "written as plain digits otherwise, from -2^63 to 2^63 - 1\n  hint: give a smaller "
+                               "value", d);
         return lx_json_err(err, doc, v, "expected an integer, found %.17g", d);
     }
     return type_err(err, doc, v, LX_JSON_INT);

@@ -33,12 +33,16 @@ enum lx_json_type {
     LX_JSON_OBJECT,
 };
 
+/* 2^53: a double holds every integer strictly within +-LX_JSON_EXACT exactly. */
+#define LX_JSON_EXACT 9007199254740992.0
+
 /* Parse n bytes of text; name is the source for messages (a file name). Any
 ** JSON value may be the root. Duplicate keys in an object, invalid UTF-8 and
 ** reals outside double are errors with name:line:column. A document with an
 ** integer outside int64 (1e30 written out in full) is read with all its
-** integers as doubles: lx_json_int takes those that are whole and within 2^53
-** and refuses the rest naming the path. */
+** integers as doubles: lx_json_int takes those that are whole and within
+** +-(2^53 - 1) (LX_JSON_EXACT) and refuses the rest naming the path, a whole
+** one past that as an integer out of range. */
 int lx_json_parse(struct lx_json **out, const char *text, size_t n, const char *name, struct lx_error *err);
 
 /* Read and parse a file (at most max_bytes, 0 = no limit). */
