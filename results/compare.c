@@ -207,18 +207,34 @@ static void warn_arith(struct lx_buf *w, const struct arith_pair *v, int n, cons
                       v[i].b->blas, bn, v[i].h->numerics, v[i].h->blas, hn);
 }
 
+/* "| task | method" of a moved cell's row: the names as Markdown cells (lx_esc_md), so a name holding a
+** bar, a dollar or markup keeps the table whole when it is pasted into GitHub. */
+static void md_names(struct lx_buf *out, const struct lx_row *r)
+{
+    lx_buf_puts(out, "| ");
+    lx_esc_md(out, r->task);
+    lx_buf_puts(out, " | ");
+    lx_esc_md(out, r->method);
+}
+
 static void print_moved(struct lx_buf *out, const struct lx_row *b, const struct lx_row *h, int first)
 {
     if (first)
         lx_buf_puts(out, "| task | method | length | seed | metric | base | head | diff |\n"
                          "|---|---|---:|---:|---|---:|---:|---:|\n");
-    char vb[32], vh[32], tag[16] = "";
+    char vb[32], vh[32], tag[16];
     lx_fmt_num(vb, b->value);
     lx_fmt_num(vh, h->value);
-    if (b->model_key && h->model_key && b->model_key[0])
-        snprintf(tag, sizeof tag, " [%.8s]", b->model_key);
-    lx_buf_printf(out, "| %s | %s%s | %ld | %ld | %s | %s | %s | %+.3g |\n", b->task, b->method, tag, b->length,
-                  b->seed, b->metric, vb, vh, h->value - b->value);
+    md_names(out, b);
+    if (b->model_key && h->model_key && b->model_key[0]) {
+        snprintf(tag, sizeof tag, "%.8s", b->model_key);
+        lx_buf_puts(out, " [");
+        lx_esc_md(out, tag);
+        lx_buf_puts(out, "]");
+    }
+    lx_buf_printf(out, " | %ld | %ld | ", b->length, b->seed);
+    lx_esc_md(out, b->metric);
+    lx_buf_printf(out, " | %s | %s | %+.3g |\n", vb, vh, h->value - b->value);
 }
 
 int lx_compare(const struct lx_rows *base, const struct lx_rows *head, const struct lx_compare_opts *o,
@@ -399,8 +415,10 @@ static void print_pooled(struct lx_buf *out, const struct pool *b, const struct 
     char vb[32], vh[32];
     lx_fmt_num(vb, b->mean);
     lx_fmt_num(vh, h->mean);
-    lx_buf_printf(out, "| %s | %s | %ld | %d/%d | %s | %s | %s | %+.3g | ", b->row->task, b->row->method,
-                  b->row->length, b->n, h->n, b->row->metric, vb, vh, h->mean - b->mean);
+    md_names(out, b->row);
+    lx_buf_printf(out, " | %ld | %d/%d | ", b->row->length, b->n, h->n);
+    lx_esc_md(out, b->row->metric);
+    lx_buf_printf(out, " | %s | %s | %+.3g | ", vb, vh, h->mean - b->mean);
     lx_buf_printf(out, isnan(se) ? "– |\n" : "%+.3g |\n", (h->mean - b->mean) / se);
 }
 

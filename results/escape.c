@@ -43,6 +43,8 @@ static int md_autolink(const unsigned char *s, const unsigned char *p)
             (p - s == 3 || !isalnum(p[-4])));
 }
 
+/* `$` too: GitHub and Jupyter render $...$ and $$...$$ as math (a label "$x$" would lose its dollars and
+** turn italic), and read \$ as a dollar, as CommonMark does. */
 void lx_esc_md(struct lx_buf *b, const char *s)
 {
     const unsigned char *s0 = (const unsigned char *)s;
@@ -53,9 +55,9 @@ void lx_esc_md(struct lx_buf *b, const char *s)
             lx_buf_puts(b, "&lt;");
         else if (*p == '>')
             lx_buf_puts(b, "&gt;");
-        else if (strchr("\\|`*~", *p) || (*p == '(' && p > s0 && p[-1] == ']') || md_edge_underscore(s0, p) ||
+        else if (strchr("\\|`*~$", *p) || (*p == '(' && p > s0 && p[-1] == ']') || md_edge_underscore(s0, p) ||
                  md_autolink(s0, p))
-            lx_buf_printf(b, "\\%c", *p);     /* no cell bar, code span, emphasis, strikethrough or link */
+            lx_buf_printf(b, "\\%c", *p);     /* no cell bar, code span, emphasis, strikethrough, math or link */
         else if (*p < 0x20 || *p == 0x7f)
             lx_buf_puts(b, " ");                /* one line: a table row, a heading */
         else

@@ -154,6 +154,17 @@ Test(views, md_one_table_per_sweep_task_metric)
     lx_rows_release(&r);
 }
 
+/* A label from a user's YAML (a method's, a task's) reaches a Markdown table's rows and heading: its
+** dollars are escaped there too, the pipe as before. */
+Test(views, md_escapes_dollars_in_labels_and_headings)
+{
+    struct lx_rows r = {0};
+    lx_rows_add(&r, "s", "$a$|b", "$t$", NULL, NULL, 10, 1, "x", 1, 1);
+    expect_render(&r, LX_FMT_MD, NULL,
+                  "### s · \\$t\\$ · x\n\n| method | 10 |\n|---|---:|\n| \\$a\\$\\|b | 1 |\n\n");
+    lx_rows_release(&r);
+}
+
 Test(views, md_empty)
 {
     struct lx_rows r = {0};
@@ -192,9 +203,10 @@ Test(views, latex_pivot_escapes)
 
 /* Stored strings that Markdown or LaTeX would read as markup: GFM's
 ** emphasis by underscores at a word's edge, strikethrough, autolinks (www.
-** and ://); a label opening with [ or * after a LaTeX row's \\ (read as
-** its optional argument or star), blanks before them too. beta_fast inside
-** a word stays as written. */
+** and ://), GitHub's and Jupyter's math between dollars ($x$, $$x$$, $`x`$);
+** a label opening with [ or * after a LaTeX row's \\ (read as its optional
+** argument or star), blanks before them too. beta_fast inside a word, and
+** the labels lenx writes (method stacks, tasks, metrics), stay as written. */
 Test(views, escapes_for_gfm_and_latex_row_starts)
 {
     static const struct {
@@ -206,6 +218,12 @@ Test(views, escapes_for_gfm_and_latex_row_starts)
         {"https://evil.example/x", "https\\://evil.example/x"},
         {"www.evil.example and awww.x", "www\\.evil.example and awww.x"},
         {"[x](y)", "[x]\\(y)"},
+        {"$x$ and $$y$$", "\\$x\\$ and \\$\\$y\\$\\$"},
+        {"cost $5, $`k`$", "cost \\$5, \\$\\`k\\`\\$"},
+        {"rope+pi(scale=2)", "rope+pi(scale=2)"},
+        {"yarn(beta_fast=32,scale=4)+window(n=512)", "yarn(beta_fast=32,scale=4)+window(n=512)"},
+        {"ppl(windows=2)", "ppl(windows=2)"},
+        {"passkey-v1.2 acc@0.5 #3 !x", "passkey-v1.2 acc@0.5 #3 !x"},
     };
     for (size_t i = 0; i < sizeof md / sizeof *md; i++) {
         struct lx_buf b = {0};
@@ -598,6 +616,25 @@ Test(compare, tolerance_boundary)
                      "\n"
                      "8 values in 8 cells compared, 3 moved beyond atol 0.5 + rtol 0.25·|base|; "
                      "0 values only in base, 0 only in head\n");
+    lx_buf_free(&out);
+    lx_rows_release(&b);
+    lx_rows_release(&h);
+}
+
+/* compare's table of moved cells is Markdown too: a task, method or metric holding a bar or dollars (a
+** name from a user's YAML or a merged store) is escaped as in `table --format md`, and the row keeps its
+** eight cells. */
+Test(compare, moved_table_escapes_names_as_markdown)
+{
+    struct lx_rows b = {0}, h = {0};
+    lx_rows_add(&b, "s", "pi($s$)|x", "t|$u$", NULL, NULL, 100, 1, "acc_", 1, 1);
+    lx_rows_add(&h, "s", "pi($s$)|x", "t|$u$", NULL, NULL, 100, 1, "acc_", 2, 1);
+    struct lx_buf out = {0};
+    int moved, common;
+    run_compare(&b, &h, 0, 0, &out, &moved, &common);
+    cr_expect_eq(moved, 1);
+    cr_expect(strstr(lx_buf_str(&out), "\n| t\\|\\$u\\$ | pi(\\$s\\$)\\|x | 100 | 1 | acc\\_ | 1 | 2 | +1 |\n") != NULL,
+              "%s", lx_buf_str(&out));
     lx_buf_free(&out);
     lx_rows_release(&b);
     lx_rows_release(&h);

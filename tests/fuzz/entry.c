@@ -632,11 +632,11 @@ static void check_md(const char *s)
         unsigned char c = (unsigned char)*p;
         LX_ASSERT(c >= 0x20 && c != 0x7f);                  /* one line */
         if (c == '\\') {
-            LX_ASSERT(p[1] && strchr("\\|`*(~_:.", p[1]));
+            LX_ASSERT(p[1] && strchr("\\|`*(~_:.$", p[1]));
             p++;
             continue;
         }
-        LX_ASSERT(!strchr("|`*<>~", c));                     /* no strikethrough either */
+        LX_ASSERT(!strchr("|`*<>~$", c));                    /* no strikethrough or math either */
         LX_ASSERT(c != '_' || (p > b0 && isalnum((unsigned char)p[-1]) && isalnum((unsigned char)p[1])));
         LX_ASSERT(c != ':' || strncmp(p, "://", 3));        /* no autolink */
         LX_ASSERT(c != '(' || p == lx_buf_str(&b) || p[-1] != ']');     /* no link */
