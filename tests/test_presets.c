@@ -369,6 +369,30 @@ Test(presets, landmark_prompt_is_the_peers_rule, .init = setup, .fini = teardown
     cr_expect_gt(split_sum, 0, "the needle is not always at the start");
 }
 
+/* Sweep `name`: the task row `task` (HAY: tests/haystack) on stories260K with interleaved RoPE at each of
+** `lengths` (a YAML list), stored in r.db. */
+static void run_stories(const char *name, const char *task, const char *lengths)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof yaml, "name: %s\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
+             "  - [{rope: {layout: interleaved}}]\ntasks:\n  - %s\nlengths: %s\n", name, task, lengths);
+    write_file("s.yaml", yaml);
+    cr_assert_eq(sh(out, sizeof out, "sed -i -e \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" "
+                    "-e \"s|HAY|$R/tests/haystack|\" s.yaml && $L run s.yaml --db r.db --quiet --no-table"), 0, "%s",
+                 out);
+}
+
+/* One metric of the cell at length L in r.db. */
+static double cell_metric(long L, const char *name)
+{
+    char q[256], got[64];
+    snprintf(q, sizeof q, "select m.value from metrics m join runs r on r.id = m.run_id where r.length = %ld and "
+             "m.name = '%s'", L, name);
+    sql_text(got, sizeof got, "r.db", q);
+    cr_assert(got[0], "no %s at length %ld", name, L);
+    return strtod(got, NULL);
+}
+
 /* configs/peers/landmark-stories260K.yaml's protocol at two short lengths on
 ** stories260K: 50 cases a cell, 10 new tokens, and prompt_tokens = the mean
 ** token count of the printed prompts as the peer counts them
@@ -388,17 +412,15 @@ Test(presets, landmark_sweep_counts_tokens_as_the_peer, .init = setup, .fini = t
     run_landmark("100, 300", "");
     static const long lengths[] = {100, 300};
     for (int i = 0; i < 2; i++) {
-        char q[256], got[64];
+        char q[256];
         cr_assert_eq(sh(out, sizeof out, "for k in $(seq 0 49); do $L show task passkey --protocol landmark --length "
                         "%ld --instance $k --text > p.txt && $L tokenize --tokenizer "
                         "$R/../shared/models/stories260K/tok512.bin --text p.txt; done | "
                         "awk -F, '{n += NF} END {printf \"%%.10g\", n / NR}'", lengths[i]), 0, "%s", out);
         double want = strtod(out, NULL);
-        snprintf(q, sizeof q, "select m.value from metrics m join runs r on r.id = m.run_id where r.length = %ld and "
-                 "m.name = 'prompt_tokens'", lengths[i]);
-        sql_text(got, sizeof got, "r.db", q);
-        cr_expect_float_eq(strtod(got, NULL), want, 1e-9, "length %ld: stored %s, the peer's count %g", lengths[i],
-                           got, want);
+        double stored = cell_metric(lengths[i], "prompt_tokens");
+        cr_expect_float_eq(stored, want, 1e-9, "length %ld: stored %.10g, the peer's count %g", lengths[i], stored,
+                           want);
         snprintf(q, sizeof q, "select count(*) from outputs o join runs r on r.id = o.run_id where r.length = %ld",
                  lengths[i]);
         cr_expect_eq(sql_long("r.db", q), 50);
@@ -501,19 +523,6 @@ Test(presets, ruler_prompt_fills_the_length_less_the_budget, .init = setup, .fin
         }
 }
 
-/* A needle cell with params (HAY: tests/haystack) on stories260K at length,
-** stored in r.db. */
-static void run_stories_needle(const char *params, long length)
-{
-    char yaml[512];
-    snprintf(yaml, sizeof yaml, "name: r\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
-             "  - [{rope: {layout: interleaved}}]\ntasks:\n  - needle: %s\nlengths: [%ld]\n", params, length);
-    write_file("s.yaml", yaml);
-    cr_assert_eq(sh(out, sizeof out, "sed -i -e \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" "
-                    "-e \"s|HAY|$R/tests/haystack|\" s.yaml && $L run s.yaml --db r.db --quiet --no-table"), 0, "%s",
-                 out);
-}
-
 /* The same rule in the model's tokens (stories260K), from the stored counts:
 ** the longest prompt's text (BOS not counted, as RULER's text_to_tokens) +
 ** 128 fits 1024, and the shortest would not fit another haystack line. */
@@ -521,7 +530,7 @@ Test(presets, ruler_cell_counts_in_model_tokens, .init = setup, .fini = teardown
 {
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
-    run_stories_needle("{protocol: ruler, samples: 10}", 1024);
+    run_stories("r", "needle: {protocol: ruler, samples: 10}", "[1024]");
     /* a haystack line after a newline, in tok512's tokens (lenx tokenize adds BOS) */
     cr_assert_eq(sh(out, sizeof out, "printf '\\nThe grass is green. The sky is blue. The sun is yellow. Here we go. "
                     "There and back again.' > l.txt && $L tokenize --tokenizer "
@@ -632,7 +641,7 @@ Test(presets, kamradt_cell_counts_in_model_tokens, .init = setup, .fini = teardo
 {
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
-    run_stories_needle("{protocol: kamradt, data: HAY}", 512);
+    run_stories("r", "needle: {protocol: kamradt, data: HAY}", "[512]");
     write_file("h.txt", kam_head);
     write_file("t.txt", kam_tail);
     long tpl = 0;
@@ -756,29 +765,6 @@ Test(presets, longlora_prompt_is_the_peers_rule, .init = setup, .fini = teardown
                  "10 test cases (num_tests), 0 to 9: %s", out);
 }
 
-/* A passkey cell of `protocol` on stories260K at each of lengths, in r.db. */
-static void run_stories_passkey(const char *protocol, const char *lengths)
-{
-    char yaml[512];
-    snprintf(yaml, sizeof yaml, "name: pk\nseed: 1\nmodels:\n  s:\n    checkpoint: STORIES\nmethods:\n"
-             "  - [{rope: {layout: interleaved}}]\ntasks:\n  - passkey: {protocol: %s}\nlengths: %s\n", protocol,
-             lengths);
-    write_file("s.yaml", yaml);
-    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|STORIES|$R/../shared/models/stories260K/stories260K.bin|\" s.yaml && "
-                    "$L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
-}
-
-/* One metric of the cell at length L. */
-static double cell_metric(long L, const char *name)
-{
-    char q[256], got[64];
-    snprintf(q, sizeof q, "select m.value from metrics m join runs r on r.id = m.run_id where r.length = %ld and "
-             "m.name = '%s'", L, name);
-    sql_text(got, sizeof got, "r.db", q);
-    cr_assert(got[0], "no %s at length %ld", name, L);
-    return strtod(got, NULL);
-}
-
 /* tok512's count of the text show prints (`show ... --text` appended to
 ** show_args), BOS included, as `lenx tokenize` counts: len(tokenizer.encode()). */
 static long stories_tokens(const char *show_args)
@@ -797,7 +783,7 @@ Test(presets, yarn_cell_counts_in_model_tokens, .init = setup, .fini = teardown,
 {
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
-    run_stories_passkey("yarn", "[300, 600]");
+    run_stories("pk", "passkey: {protocol: yarn}", "[300, 600]");
     static const char garbage[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back "
                                   "again. The grass is green. The sky is blue. The sun is yellow.";
     cr_assert_eq(sh(out, sizeof out, "printf '%%.128s' '%s' > step.txt && $L tokenize --tokenizer "
@@ -827,7 +813,7 @@ Test(presets, longlora_cell_budget_is_the_keys_tokens, .init = setup, .fini = te
 {
     if (!tokfile_stories())
         cr_skip_test("stories260K is not beside the checkout");
-    run_stories_passkey("longlora", "[300, 600]");
+    run_stories("pk", "passkey: {protocol: longlora}", "[300, 600]");
     static const long lengths[] = {300, 600};
     for (int i = 0; i < 2; i++) {
         long L = lengths[i];
