@@ -374,3 +374,18 @@ Test(gguf_tok, the_command_writes_one, .init = setup, .fini = teardown)
     /* and written again from the file, the same bytes */
     cr_expect_eq(sh(out, sizeof out, "$L tokenize --tokenizer b.gguf --gguf c.gguf && cmp b.gguf c.gguf"), 0, "%s", out);
 }
+
+/* An OUT that is not a regular file is written in place: a named pipe stays a pipe and its reader gets
+** the file (the old rename over it turned /dev/full into a regular file; not tried here, where the old
+** code would do it again); a directory is refused before anything is written. */
+Test(gguf_tok, a_pipe_or_device_is_written_in_place, .init = setup, .fini = teardown, .timeout = 30)
+{
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "$L tokenize --gguf b.gguf && mkfifo p && { timeout 10 cat p > got & } && "
+                    "$L tokenize --gguf p; rc=$?; wait; test -p p && echo still-a-pipe; exit $rc"), 0, "%s", out);
+    cr_expect(strstr(out, "still-a-pipe"), "the pipe was replaced: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "cmp got b.gguf"), 0, "the reader got another file: %s", out);
+    cr_expect_eq(sh(out, sizeof out, "mkdir d && $L tokenize --gguf d"), 3, "%s", out);
+    cr_expect(strstr(out, "d: is a directory, not a file"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "test -z \"$(ls d)\" && ! ls | grep tmp"), 0, "a temporary is left: %s", out);
+}

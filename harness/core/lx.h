@@ -77,7 +77,10 @@ int lx_write_file(const char *path, const void *bytes, size_t n, struct lx_error
 ** same path never share one; lenx run clears a killed writer's by that
 ** name), which is then renamed over path. body returns 1 when every write
 ** succeeded, else 0 with errno set (or 0 for a short write). LX_EIO naming
-** path, the temporary and the reason; the temporary never survives a failure. */
+** path, the temporary and the reason; the temporary never survives a failure.
+** A path that is a directory is refused before body runs; one that exists
+** and is not a regular file (a device such as /dev/stdout, a pipe) is
+** written in place, never renamed over. */
 int lx_write_atomic(const char *path, int (*body)(FILE *fp, void *ctx), void *ctx, struct lx_error *err);
 
 /* Create the folders above path's last component, as far as they are

@@ -330,8 +330,30 @@ int lx_write_file(const char *path, const void *bytes, size_t n, struct lx_error
     return LX_OK;
 }
 
+/* body into path itself, which exists and is not a regular file (a device, a pipe): a rename would
+** replace the node, so that /dev/stdout or /dev/null became a regular file. */
+static int write_in_place(const char *path, int (*body)(FILE *fp, void *ctx), void *ctx, struct lx_error *err)
+{
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return lx_err(err, LX_EIO, "%s: cannot open it for writing: %s\n  hint: is it writable?", path,
+                      strerror(errno));
+    errno = 0;
+    int ok = body(fp, ctx), saved = errno;
+    if (fclose(fp) != 0 && ok)
+        ok = 0, saved = errno;
+    return ok ? LX_OK : lx_err(err, LX_EIO, "%s: cannot write: %s\n  hint: is the disk full, or the pipe it goes "
+                               "to closed?", path, saved ? strerror(saved) : "short write");
+}
+
 int lx_write_atomic(const char *path, int (*body)(FILE *fp, void *ctx), void *ctx, struct lx_error *err)
 {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return lx_err(err, LX_EIO, "%s: is a directory, not a file\n  hint: name the file to write, e.g. "
+                      "%s/out", path, path);
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return write_in_place(path, body, ctx, err);
     char host[256] = "unknown";
     if (gethostname(host, sizeof host - 1) != 0)
         strcpy(host, "unknown");
