@@ -531,6 +531,30 @@ Test(generate, exported_directory_generates_as_the_bin, .init = setup, .fini = t
     cr_expect_str_eq(out, bin);
 }
 
+/* export --hf into a directory holding what a loader reads before or instead of what the export writes
+** is refused before anything is written (it exited 0, and the directory then loaded the old weights through
+** the index, or failed on the old tokenizer.json); exporting again over the export's own files is fine. */
+Test(generate, export_refuses_a_directory_with_stale_files, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!have_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[8192];
+    const char *bin = "$R/../shared/models/stories260K/stories260K.bin";
+    cr_assert_eq(sh(out, sizeof out, "$L export --hf D --model %s >/dev/null && $L export --hf D --model %s", bin, bin),
+                 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "mkdir I && mv D/model.safetensors I/old.safetensors && printf '{\"weight_map\": "
+                    "{\"model.embed_tokens.weight\": \"old.safetensors\"}}' > I/model.safetensors.index.json && "
+                    "$L export --hf I --model %s", bin), 2, "%s", out);
+    cr_expect(strstr(out, "--hf I already holds model.safetensors.index.json, which this export does not write")
+              && strstr(out, "hint: export into a new or empty directory"), "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "mkdir T && echo '{}' > T/tokenizer.json && $L export --hf T --model %s", bin),
+                 2, "%s", out);
+    cr_expect(strstr(out, "--hf T already holds tokenizer.json"), "%s", out);
+    cr_expect(!exists("T/model.safetensors") && !exists("T/tokenizer.bin") && !exists("I/model.safetensors"));
+    cr_expect_eq(sh(out, sizeof out, "touch F && $L export --hf F --model %s", bin), 3, "%s", out);
+    cr_expect(strstr(out, "--hf F: exists and is not a directory"), "%s", out);
+}
+
 /* A model whose config gives an evaluation stack: dynamic NTK alone goes back into a Hugging Face
 ** directory's rope_scaling (read back to the same stack), not into a GGUF file, and a sliding window
 ** into neither; what is left out is said on stderr, naming the stack and the --method that gives it

@@ -17,6 +17,8 @@
 
 #include "harness/engine/formats/hf_rope.h"
 #include "harness/engine/formats/safetensors.h"
+#include "harness/core/hash.h"
+#include "harness/engine/tokenizers/kinds.h"
 #include "harness/engine/tokenizers/tokenizer.h"
 
 /* An id of config.json: the number, or null for -1 (a tokenizer without one). */
@@ -158,6 +160,54 @@ static int export_tokenizer(const struct lx_tokenizer *tok, const char *dir, str
     return rc;
 }
 
+/* Whether dir's tokenizer file `path` (named `file`) is the one the export writes: tok's own bytes, or for a
+** tokenizer read from a GGUF model the tokenizer.gguf written anew. The byte tokenizer writes none. */
+static int same_tokenizer(const char *path, const char *file, const struct lx_tokenizer *tok)
+{
+    if (!tok || tok->is_byte)
+        return 0;
+    if (lx_gguf_file(tok->path))
+        return strcmp(file, "tokenizer.gguf") == 0;
+    unsigned char *b = NULL;
+    long n = 0;
+    char hash[65] = "";
+    struct lx_error sub;
+    if (lx_read_file(path, &b, &n, 256L << 20, &sub) == LX_OK)  /* the tokenizer reader's bound */
+        lx_sha256_hex_bytes(b, (size_t)n, hash);
+    free(b);
+    return strcmp(hash, tok->hash) == 0;
+}
+
+/* Refuse, before anything is written, a dir that is not a directory, or that holds a file the export does
+** not write but a loader reads: a weights index (read instead of model.safetensors) or a tokenizer other
+** than tok's (read instead of, or for a byte model beside, what the export writes). Without the check the
+** export exited 0 and the directory loaded the old weights or tokenizer. */
+static int check_dest(const char *dir, const struct lx_tokenizer *tok, struct lx_error *err)
+{
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return LX_OK;
+    if (!S_ISDIR(sb.st_mode))
+        return lx_err(err, LX_EIO, "--hf %s: exists and is not a directory\n  hint: name a new or empty directory",
+                      dir);
+    struct lx_buf p = {0};
+    const char *name = NULL, *why = "a loader reads its weight_map instead of the model.safetensors written";
+    lx_buf_printf(&p, "%s/model.safetensors.index.json", dir);
+    if (stat(lx_buf_str(&p), &sb) == 0)
+        name = "model.safetensors.index.json";
+    for (int i = 0; !name && lx_tok_kinds[i]; i++) {
+        lx_buf_reset(&p);
+        lx_buf_printf(&p, "%s/%s", dir, lx_tok_kinds[i]->file);
+        if (stat(lx_buf_str(&p), &sb) == 0 && !same_tokenizer(lx_buf_str(&p), lx_tok_kinds[i]->file, tok))
+            name = lx_tok_kinds[i]->file, why = "a loader would read it as the model's tokenizer";
+    }
+    lx_buf_free(&p);
+    if (!name)
+        return LX_OK;
+    return lx_err(err, LX_EINVAL, "--hf %s already holds %s, which this export does not write: %s\n  hint: export "
+                  "into a new or empty directory, or remove %s/%s first", dir, name, why, dir, name);
+}
+
 int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, const struct lx_tokenizer *tok,
                  const char *dir, struct lx_error *err)
 {
@@ -179,6 +229,8 @@ int lx_hf_export(const struct lx_model *m, const struct lx_ckpt_info *info, cons
         return gemma;
     int phi3 = !gemma && rope.dims && rope.dims < a->d_head;    /* a partial rotary: transformers' Phi-3 runs it */
     if (phi3 && (rc = phi3_check(a, &rope, err)) < 0)
+        return rc;
+    if ((rc = check_dest(dir, tok, err)) < 0)
         return rc;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return lx_err(err, LX_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
