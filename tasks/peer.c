@@ -331,19 +331,21 @@ int lx_peer_kamradt(const char *data, long length, uint64_t key, long sample, co
     return rc;
 }
 
-static int load_line(lx_peer_reader read, const char *text, size_t n, struct lx_peer_case *c, struct lx_error *err)
+/* Test case c from line lineno of path (text[0, n)); errors name path:lineno. */
+static int load_line(lx_peer_reader read, const char *text, size_t n, const char *path, long lineno,
+                     struct lx_peer_case *c, struct lx_error *err)
 {
     struct lx_json *doc = NULL;
-    int rc = lx_json_parse(&doc, text, n, "line", err);
-    if (rc == LX_OK && lx_json_type(lx_json_root(doc)) != LX_JSON_OBJECT)
-        rc = lx_err(err, LX_EINVAL, "not a JSON object");
     memset(c, 0, sizeof *c);
     c->peer_length = -1;
     c->depth = NAN;
-    if (rc == LX_OK)
-        rc = read(doc, lx_json_root(doc), c, err);
+    int rc = lx_json_parse_line(&doc, text, n, path, lineno, err);
+    if (rc < 0)
+        return rc;
+    rc = lx_json_type(lx_json_root(doc)) != LX_JSON_OBJECT ? lx_err(err, LX_EINVAL, "not a JSON object")
+                                                             : read(doc, lx_json_root(doc), c, err);
     lx_json_free(doc);
-    return rc;
+    return rc < 0 ? lx_err_prefix(err, rc, "%s:%ld: ", path, lineno) : rc;
 }
 
 int lx_peer_load(lx_peer_reader read, const char *path, struct lx_peer_set *out, struct lx_error *err)
@@ -361,9 +363,7 @@ int lx_peer_load(lx_peer_reader read, const char *path, struct lx_peer_set *out,
         size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
         if (n > 0) {    /* a blank line holds no case */
             out->cases = lx_xrealloc(out->cases, sizeof *out->cases * (size_t)(out->n + 1));
-            rc = load_line(read, p, n, &out->cases[out->n++], err);
-            if (rc < 0)
-                lx_err_prefix(err, rc, "%s:%ld: ", path, lineno);
+            rc = load_line(read, p, n, path, lineno, &out->cases[out->n++], err);
         }
         p += n + 1;
     }

@@ -116,9 +116,10 @@ Test(grade, malformed_lines_exit_2_naming_the_line, .init = setup, .fini = teard
         {"{\"gold\": 1}", "no \"output\""},
         {"{\"gold\": 1, \"output\": 3}", "not a string"},
         {"{\"gold\": [\"a\"], \"output\": \"x\"}", "integer"},
-        {"{\"gold\": 1, \"output\": \"x\"", "not JSON"},
+        {"{\"gold\": 1, \"output\": \"x\"", "not JSON at column 25: '}' expected near end of file"},
         {"[1, 2]", "not an object"},
-        {"", "not JSON"},
+        {"", "not JSON: the line is empty"},
+        {"{\"gold\": 1, \"output\": \"x\", \"gold\": 2}\r", "not JSON at column 33: duplicate object key"},
         {"{\"gold\": 1.5, \"output\": \"x\"}", "expected an integer"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -130,6 +131,9 @@ Test(grade, malformed_lines_exit_2_naming_the_line, .init = setup, .fini = teard
         cr_expect(strstr(out, "p.jsonl:3: ") != NULL, "%s: %s", bad[i].line3, out);
         cr_expect(strstr(out, bad[i].what) != NULL, "%s: expected '%s' in %s", bad[i].line3, bad[i].what, out);
         cr_expect(strstr(out, "\"scores\"") == NULL, "nothing is printed on stdout: %s", out);
+        /* one what, where and hint: no parser's message nested in parentheses with its own place and hint */
+        cr_expect(strstr(out, "\n  hint: ") && !strstr(out, "(line:") && !strstr(out, "hint: is this a JSON file?)"),
+                  "%s: %s", bad[i].line3, out);
     }
     write_file("empty.jsonl", "");
     cr_expect_eq(sh(out, sizeof out, "$L grade --scorer substring --predictions empty.jsonl"), 2, "%s", out);

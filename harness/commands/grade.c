@@ -91,14 +91,11 @@ static int read_golds(const struct lx_json *doc, const struct lx_jv *v, struct l
     return LX_OK;
 }
 
-/* Score one line (text[0, n)) into *score, *null. */
-static int grade_line(const struct lx_scorer *sc, const struct grade_fields *f, const char *text, size_t n,
-                      double *score, int *null, struct lx_error *err)
+/* Score one parsed line into *score, *null. */
+static int grade_doc(const struct lx_scorer *sc, const struct grade_fields *f, const struct lx_json *doc,
+                     double *score, int *null, struct lx_error *err)
 {
-    struct lx_json *doc = NULL;
-    int rc = lx_json_parse(&doc, text, n, "line", err);
-    if (rc < 0)
-        return lx_err(err, rc, "not JSON (%s)", err->msg);
+    int rc = LX_OK;
     const struct lx_jv *r = lx_json_root(doc);
     const struct lx_jv *gv = field(r, f->gold, f->peer_gold), *ov = field(r, f->output, f->peer_output);
     const char *out, *s[MAX_GOLDS];
@@ -119,7 +116,25 @@ static int grade_line(const struct lx_scorer *sc, const struct grade_fields *f, 
         lx_json_str(doc, ov, &out, &n_out, err);
         *score = sc->score(out, n_out, &g, null);
     }
+    return rc;
+}
+
+/* Score line lineno of path (text[0, n), its newline left out) into *score, *null; an error names path:lineno
+** and says what a line holds. */
+static int grade_line(const struct lx_scorer *sc, const struct grade_fields *f, const char *text, size_t n,
+                      const char *path, long lineno, double *score, int *null, struct lx_error *err)
+{
+    struct lx_json *doc = NULL;
+    int rc = lx_json_parse_line(&doc, text, n, path, lineno, err);
+    if (rc < 0)
+        return rc;
+    rc = grade_doc(sc, f, doc, score, null, err);
     lx_json_free(doc);
+    if (rc < 0 && strstr(err->msg, "\n  hint: "))
+        lx_err_prefix(err, rc, "%s:%ld: ", path, lineno);
+    else if (rc < 0)
+        lx_err(err, rc, "%s:%ld: %s\n  hint: one JSON object a line, {\"%s\": G, \"%s\": \"...\"}", path, lineno,
+               err->msg, f->peer_gold ? f->peer_gold : f->gold, f->peer_output ? f->peer_output : f->output);
     return rc;
 }
 
@@ -149,10 +164,10 @@ static int grade_file(const struct lx_scorer *sc, const struct grade_fields *fl,
         lineno++;
         int null = 0;
         scores = lx_xrealloc(scores, sizeof(double) * (size_t)(n + 1));
-        rc = grade_line(sc, fl, line, (size_t)k, &scores[n], &null, err);
-        if (rc < 0)
-            lx_err_prefix(err, rc, "%s:%ld: ", path, lineno);
-        else
+        while (k > 0 && (line[k - 1] == '\n' || line[k - 1] == '\r'))
+            k--;
+        rc = grade_line(sc, fl, line, (size_t)k, path, lineno, &scores[n], &null, err);
+        if (rc == LX_OK)
             sum += scores[n++], nulls += null;
     }
     if (rc == LX_OK && ferror(f))

@@ -56,26 +56,56 @@ static void ints_back(json_t *v)
     }
 }
 
-int lx_json_parse(struct lx_json **out, const char *text, size_t n, const char *name, struct lx_error *err)
+/* The value text[0, n) holds, or NULL with je filled. */
+static json_t *load(const char *text, size_t n, json_error_t *je)
 {
-    *out = NULL;
-    json_error_t je;
     size_t flags = JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL;
-    json_t *root = json_loadb(text, n, flags, &je);
+    json_t *root = json_loadb(text, n, flags, je);
     /* An integer past int64 (config files write 1e30 as 1000...000) is legal
     ** JSON: read the document's integers as doubles then, and turn those
     ** within 2^53 back into integers (ints_back). */
-    if (!root && strstr(je.text, "too big integer") &&
-        (root = json_loadb(text, n, flags | JSON_DECODE_INT_AS_REAL, &je)) != NULL)
+    if (!root && strstr(je->text, "too big integer") &&
+        (root = json_loadb(text, n, flags | JSON_DECODE_INT_AS_REAL, je)) != NULL)
         ints_back(root);
-    if (!root)
-        return lx_err(err, LX_EINVAL, "%s:%d:%d: invalid JSON: %s\n  hint: %s", name, je.line, je.column, je.text,
-                      strstr(je.text, "decode byte") ? "JSON text must be UTF-8" : "is this a JSON file?");
+    return root;
+}
+
+static struct lx_json *doc_new(json_t *root, const char *name)
+{
     struct lx_json *doc = lx_xmalloc(sizeof *doc);
     doc->root = root;
     doc->name = lx_xstrdup(name);
-    *out = doc;
+    return doc;
+}
+
+int lx_json_parse(struct lx_json **out, const char *text, size_t n, const char *name, struct lx_error *err)
+{
+    json_error_t je;
+    json_t *root = load(text, n, &je);
+    *out = root ? doc_new(root, name) : NULL;
+    if (!root)
+        return lx_err(err, LX_EINVAL, "%s:%d:%d: invalid JSON: %s\n  hint: %s", name, je.line, je.column, je.text,
+                      strstr(je.text, "decode byte") ? "JSON text must be UTF-8" : "is this a JSON file?");
     return LX_OK;
+}
+
+int lx_json_parse_line(struct lx_json **out, const char *text, size_t n, const char *name, long line,
+                       struct lx_error *err)
+{
+    json_error_t je;
+    json_t *root = load(text, n, &je);
+    *out = root ? doc_new(root, "line") : NULL;    /* what its values' errors are named after */
+    if (root)
+        return LX_OK;
+    const char *hint = strstr(je.text, "decode byte") ? "JSON text must be UTF-8"
+                                                      : "a JSON Lines file holds one whole JSON value a line";
+    size_t k = 0;
+    while (k < n && (text[k] == ' ' || text[k] == '\t' || text[k] == '\r'))
+        k++;
+    if (k == n)
+        return lx_err(err, LX_EINVAL, "%s:%ld: not JSON: the line is empty\n  hint: %s", name, line, hint);
+    return lx_err(err, LX_EINVAL, "%s:%ld: not JSON at column %d: %s\n  hint: %s", name, line, je.column, je.text,
+                  hint);
 }
 
 int lx_json_load(struct lx_json **out, const char *path, long max_bytes, struct lx_error *err)

@@ -45,6 +45,12 @@ enum lx_json_type {
 ** one past that as an integer out of range. */
 int lx_json_parse(struct lx_json **out, const char *text, size_t n, const char *name, struct lx_error *err);
 
+/* As lx_json_parse, for line `line` (1-based) of a JSON Lines file `name`, text[0, n) being that line
+** without its newline: an error reads "name:line: not JSON at column C: what" (or "not JSON: the line is
+** empty") with a hint, where a file's line and column would misplace it. The document is named "line". */
+int lx_json_parse_line(struct lx_json **out, const char *text, size_t n, const char *name, long line,
+                       struct lx_error *err);
+
 /* Read and parse a file (at most max_bytes, 0 = no limit). */
 int lx_json_load(struct lx_json **out, const char *path, long max_bytes, struct lx_error *err);
 
