@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "results/store.h"
 
@@ -277,6 +278,41 @@ int lx_store_models(struct lx_store *s, struct lx_model_info **out, int *n, stru
     *n = 0;
     struct grow g = {(void **)out, n, 0, sizeof **out};
     return lx_store_query(s, sql, NULL, 0, model_row, &g, err);
+}
+
+/* Here, not in store.c, as a listing: a name several models share (one per method of a sweep) lists each
+** with its architecture, stack and length, which tell them apart (they were listed as "KEY (NAME)"). */
+int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path, char **key,
+                        struct lx_error *err)
+{
+    *path = *key = NULL;
+    struct lx_model_info *m;
+    int n, found = 0, rc = lx_store_models(s, &m, &n, err);
+    if (rc < 0)
+        return rc;
+    struct lx_buf seen = {0};
+    for (int i = n - 1; i >= 0; i--) {     /* newest first; a key prefix in either case, as SQL's LIKE read it */
+        if (strcmp(m[i].name, name_or_key) != 0 && strncasecmp(m[i].key, name_or_key, strlen(name_or_key)) != 0)
+            continue;
+        if (!found++)
+            *path = lx_xstrdup(m[i].path), *key = lx_xstrdup(m[i].key);
+        lx_buf_printf(&seen, "\n    %s (%s: %s, trained with %s at length %ld)", m[i].key, m[i].name, m[i].arch,
+                      m[i].stack ? m[i].stack : "no methods", m[i].train_len);
+    }
+    lx_model_infos_free(m, n);
+    if (found == 0)
+        rc = lx_err(err, LX_EINVAL, "no file '%s' and no model of that name or key in %s\n  hint: pass a "
+                    "checkpoint path, or a model name or key (`lenx list models`)", name_or_key, lx_store_path(s));
+    else if (found > 1)
+        rc = lx_err(err, LX_EINVAL, "'%s' names %d models in %s:%s\n  hint: pass a key (prefix) or the "
+                    "checkpoint path", name_or_key, found, lx_store_path(s), lx_buf_str(&seen));
+    lx_buf_free(&seen);
+    if (rc < 0) {
+        free(*path);
+        free(*key);
+        *path = *key = NULL;
+    }
+    return rc;
 }
 
 int lx_sweep_next(const char **p, char *buf, size_t n)

@@ -671,49 +671,6 @@ int lx_store_model_put(struct lx_store *s, const struct lx_model_record *r, stru
     return rc == SQLITE_DONE ? LX_OK : db_err(s, err, "recording a model");
 }
 
-int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path, char **key,
-                        struct lx_error *err)
-{
-    *path = *key = NULL;
-    sqlite3_stmt *st;
-    static const char *sql = "SELECT path, key, name FROM models WHERE name = ?1 OR key LIKE ?1 || '%'"
-                             " ORDER BY created DESC";
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return db_err(s, err, "looking up a model");
-    sqlite3_bind_text(st, 1, name_or_key, -1, SQLITE_STATIC);
-    int n = 0, rc;
-    struct lx_buf seen = {0};
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (!n) {
-            *path = lx_xstrdup((const char *)sqlite3_column_text(st, 0));
-            *key = lx_xstrdup((const char *)sqlite3_column_text(st, 1));
-        }
-        lx_buf_printf(&seen, "\n    %s (%s)", (const char *)sqlite3_column_text(st, 1),
-                      (const char *)sqlite3_column_text(st, 2));
-        n++;
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        lx_buf_free(&seen);
-        return db_err(s, err, "looking up a model");
-    }
-    if (n == 0)
-        rc = lx_err(err, LX_EINVAL, "no file '%s' and no model of that name or key in %s\n  hint: pass a "
-                    "checkpoint path, or a model name or key (`lenx list models`)", name_or_key, s->path);
-    else if (n > 1)
-        rc = lx_err(err, LX_EINVAL, "'%s' names %d models in %s:%s\n  hint: pass a key (prefix) or the "
-                    "checkpoint path", name_or_key, n, s->path, lx_buf_str(&seen));
-    else
-        rc = LX_OK;
-    lx_buf_free(&seen);
-    if (rc < 0) {
-        free(*path);
-        free(*key);
-        *path = *key = NULL;
-    }
-    return rc;
-}
-
 /* ---- lenx rm: one WHERE clause for the listing and the delete ---- */
 
 #define RM_WHERE                                                                       \

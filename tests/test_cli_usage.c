@@ -113,7 +113,8 @@ Test(cli_usage, tokenize_refuses_options_its_mode_does_not_read)
     cr_expect_str_eq(out, "Once upon a time");    /* docs/tokenizers.md's example */
 }
 
-/* A model name that is in no store row: the hint promised "a name from the sweep's models:" and listed none. */
+/* A model name that is in no store row: the hint promised "a name from the sweep's models:" and listed none;
+** one that names several models did not tell them apart. */
 Test(cli_usage, an_unknown_model_name_lists_the_stored_ones, .timeout = 120)
 {
     char out[8192];
@@ -125,6 +126,12 @@ Test(cli_usage, an_unknown_model_name_lists_the_stored_ones, .timeout = 120)
     /* configs/tiny.yaml's two names (four models: each once), in either order */
     cr_expect(strstr(out, "the store's models: tiny, tiny_mlm\n") ||
               strstr(out, "the store's models: tiny_mlm, tiny\n"), "%s", out);
+    /* a name every method shares (tiny, trained with rope and with nope) listed "KEY (tiny)" twice, not
+    ** saying which key was which model: each now names its stack and length */
+    cr_expect_eq(sh(out, sizeof out, "$L score --db s.db --model tiny --text t.txt"), 2, "%s", out);
+    cr_expect(strstr(out, "'tiny' names 2 models in s.db:") != NULL, "%s", out);
+    cr_expect(strstr(out, " (tiny: causal 1L d32 2h, trained with rope at length 32)\n") != NULL, "%s", out);
+    cr_expect(strstr(out, " (tiny: causal 1L d32 2h, trained with nope at length 32)\n") != NULL, "%s", out);
 }
 
 /* A parse error said what was wrong and no more ("option '--db' needs a value"): each now has a hint, the
