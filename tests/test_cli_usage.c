@@ -310,6 +310,15 @@ Test(cli_usage, score_and_serve_file_errors_hint)
                  "%s", out);
     cr_expect(strstr(out, "--port-file no/dir/f cannot be written: No such file or directory\n  hint: ") != NULL,
               "%s", out);
+    /* a --tokenizer that is no tokenizer (empty, the model file by mistake) said what and where, no hint */
+    write_file("t.txt", "Once upon a time");
+    static const char *const not_tok[] = {"empty.txt", S260 "/stories260K.bin", "t.txt"};
+    for (int i = 0; i < 3; i++) {
+        cr_expect_eq(sh(out, sizeof out, "$L score --model " S260 "/stories260K.bin --tokenizer %s --text t.txt",
+                        not_tok[i]), 2, "%s", out);
+        cr_expect(strstr(out, "nor a llama2.c tokenizer.bin: ") && strstr(out, "\n  hint: a tokenizer is a "),
+                  "%s: %s", not_tok[i], out);
+    }
 }
 
 /* Number options' errors ("--threads = 0 is out of bounds [1, 1024]", "--depth must be a number, got 'x'")

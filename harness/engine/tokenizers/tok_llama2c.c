@@ -145,28 +145,35 @@ static int32_t read_i32(const unsigned char *p)
     return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
 }
 
+/* What a file read as a llama2.c tokenizer.bin (any file that is no other kind) and found malformed is,
+** and the hint every such error carries: the file is often not a tokenizer at all (a model, a text). */
+#define NOT_L2C "not a tokenizer.json (no '{') nor a llama2.c tokenizer.bin"
+#define L2C_HINT "\n  hint: a tokenizer is a tokenizer.json, a llama2.c tokenizer.bin or a GGUF file; is this one " \
+                 "empty, cut short, or another kind of file?"
+
 /* Count the tokens, checking that the records tile the file exactly. */
 static long count_tokens(const unsigned char *bytes, long n, const char *path, struct lx_error *err)
 {
-    const char *what = "not a tokenizer.json (no '{') nor a llama2.c tokenizer.bin";
     if (n < 4)
-        return lx_err(err, LX_EINVAL, "%s: %s: %ld bytes", path, what, n);
+        return lx_err(err, LX_EINVAL, "%s: " NOT_L2C ": %ld bytes" L2C_HINT, path, n);
     int32_t max_len = read_i32(bytes);
     if (max_len <= 0 || max_len > 65536)
-        return lx_err(err, LX_EINVAL, "%s: %s: max_token_length %d is not in 1..65536", path, what, max_len);
+        return lx_err(err, LX_EINVAL, "%s: " NOT_L2C ": max_token_length %d is not in 1..65536" L2C_HINT, path,
+                      max_len);
     long k = 0;
     for (long at = 4; at < n; k++) {
         if (n - at < 8)
-            return lx_err(err, LX_EINVAL, "%s: %s: token %ld: record cut short at byte %ld", path, what, k, at);
+            return lx_err(err, LX_EINVAL, "%s: " NOT_L2C ": token %ld: record cut short at byte %ld" L2C_HINT, path,
+                          k, at);
         int32_t len = read_i32(bytes + at + 4);
         if (len < 0 || len > max_len || len > n - at - 8)
-            return lx_err(err, LX_EINVAL, "%s: %s: token %ld (byte %ld): length %d outside 0..%d or past the end",
-                          path, what, k, at, len, max_len);
+            return lx_err(err, LX_EINVAL, "%s: " NOT_L2C ": token %ld (byte %ld): length %d outside 0..%d or past "
+                          "the end" L2C_HINT, path, k, at, len, max_len);
         at += 8 + len;
     }
     if (k < L2C_BYTE0 + 256)
-        return lx_err(err, LX_EINVAL, "%s: %ld tokens, fewer than the 259 of <unk>, BOS, EOS and the byte tokens",
-                      path, k);
+        return lx_err(err, LX_EINVAL, "%s: %ld tokens, fewer than the 259 of <unk>, BOS, EOS and the byte tokens"
+                      L2C_HINT, path, k);
     return k;
 }
 
