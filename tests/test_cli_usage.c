@@ -113,6 +113,25 @@ Test(cli_usage, tokenize_refuses_options_its_mode_does_not_read)
     cr_expect_str_eq(out, "Once upon a time");    /* docs/tokenizers.md's example */
 }
 
+/* --decode of an id past the vocabulary said "id 512 (at index 1) is outside tok512.bin's vocabulary of 512",
+** naming neither the input nor a hint; a negative or fractional id had no hint either. */
+Test(cli_usage, tokenize_decode_errors_name_the_input_and_hint)
+{
+    static const char *const bad[][2] = {
+        {"[1, 512]", "ids.json: id 512 (at index 1) is outside "},
+        {"[1, -1]", "ids.json: [1]: -1 is not a token id"},
+        {"[1.5]", "ids.json: [0]: expected an integer, found 1.5"},
+    };
+    char out[4096];
+    for (int i = 0; i < 3; i++) {
+        write_file("ids.json", bad[i][0]);
+        cr_expect_eq(sh(out, sizeof out, "$L tokenize --tokenizer " S260 "/tok512.bin --decode --text ids.json"), 2,
+                     "%s: %s", bad[i][0], out);
+        cr_expect(strstr(out, bad[i][1]) && strstr(out, "\n  hint: --decode reads one JSON list of token ids, "
+                                                        "each in 0 .. 511"), "%s: %s", bad[i][0], out);
+    }
+}
+
 /* A model name that is in no store row: the hint promised "a name from the sweep's models:" and listed none;
 ** one that names several models did not tell them apart. */
 Test(cli_usage, an_unknown_model_name_lists_the_stored_ones, .timeout = 120)

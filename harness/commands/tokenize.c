@@ -6,6 +6,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness/cli.h"
 #include "harness/core/json.h"
@@ -49,9 +50,13 @@ static int run(const struct lx_tokenize_opts *o, const struct lx_tokenizer *t, c
     const char *name = o->text ? o->text : "<stdin>";
     struct lx_ids ids = {0};
     int rc;
-    if (o->decode) {
-        if ((rc = read_ids(text, n, name, &ids, err)) == LX_OK)
-            rc = lx_tokenizer_decode(t, ids.id, ids.n, out, err);
+    if (o->decode) {    /* an id past the vocabulary named neither the input nor, like a negative one, a hint */
+        if ((rc = read_ids(text, n, name, &ids, err)) == LX_OK &&
+            (rc = lx_tokenizer_decode(t, ids.id, ids.n, out, err)) < 0)
+            lx_err_prefix(err, rc, "%s: ", name);
+        if (rc < 0 && !strstr(err->msg, "\n  hint: "))
+            lx_err(err, rc, "%s\n  hint: --decode reads one JSON list of token ids, each in 0 .. %ld, e.g. [1, 2]",
+                   err->msg, t->n_vocab - 1);
     } else {
         double t0 = omp_get_wtime();
         rc = lx_tokenizer_encode(t, text, (size_t)n, o->no_specials ? 0 : LX_ENC_SPECIALS, &ids, err);
