@@ -361,12 +361,17 @@ Test(cli_usage, number_option_errors_carry_a_hint)
 }
 
 /* `show task needle --instance 2` (or --text) without --length rendered at length 0 and said "length 0 is too
-** short", a length the user never gave. The error says that --length is missing. */
+** short", a length the user never gave. The error says that --length is missing, for a protocol preset too. */
 Test(cli_usage, show_task_instance_without_length_says_so)
 {
     char out[4096];
     cr_expect_eq(sh(out, sizeof out, "$L show task needle --instance 2"), 2, "%s", out);
     cr_expect(strstr(out, "lenx: error: no --length: needle: length 0 is too short") != NULL, "%s", out);
+    /* a preset whose length is its prompt's tokens failed later, in its fit, and said "length 0" bare */
+    cr_expect_eq(sh(out, sizeof out, "$L show task passkey --protocol yarn"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: no --length: yarn: length 0: ") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L show task needle --protocol ruler --text"), 2, "%s", out);
+    cr_expect(strstr(out, "lenx: error: no --length: ruler niah_single_1: length 0 ") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L show task needle --length 200 --instance 2"), 0, "%s", out);
 }
 

@@ -494,14 +494,15 @@ static int show_instance(const struct lx_task *t, const void *params, const stru
     if (rc == LX_OK && !t->generate)
         rc = lx_err(err, LX_EINVAL, "task '%s' has no instances to show: only retrieval tasks generate one\n"
                     "  hint: lenx show task needle --length 1021", t->name);
-    if (rc == LX_OK && t->check && (rc = t->check(params, v[0], err)) < 0 &&
-        !lx_args_get(a, show_opts, N_OPTS(show_opts), "length"))     /* said "length 0", never given */
+    int no_len = !lx_args_get(a, show_opts, N_OPTS(show_opts), "length");    /* errors say "length 0", not given */
+    if (rc == LX_OK && t->check && (rc = t->check(params, v[0], err)) < 0 && no_len)
         rc = lx_err_prefix(err, rc, "no --length: ");
     struct lx_buf canon = {0}, json = {0}, out = {0};
     lx_task_strings(t, params, &canon, &json);
     struct lx_instance in = {0};
-    if (rc == LX_OK)
-        rc = t->generate(params, lx_plan_data_key(lx_buf_str(&json), v[0], v[2]), v[0], v[1], depth, &in, err);
+    if (rc == LX_OK && (rc = t->generate(params, lx_plan_data_key(lx_buf_str(&json), v[0], v[2]), v[0], v[1], depth,
+                                         &in, err)) < 0 && no_len)     /* a preset's fit (yarn, ruler) */
+        rc = lx_err_prefix(err, rc, "no --length: ");
     if (rc == LX_OK && lx_args_get(a, show_opts, N_OPTS(show_opts), "text")) {
         for (long i = 1; i < in.answer_off; i++)    /* the bytes after BOS, as the tokenizer reads them */
             lx_buf_putn(&out, (const char[]){(char)in.tok[i]}, 1);
