@@ -340,6 +340,20 @@ Test(cli_usage, score_and_serve_file_errors_hint)
     }
 }
 
+/* `score --text -` reads standard input, as tokenize and grade take '-' (it said "-: cannot open the file"):
+** the same JSON as the text's file gives, and an empty input is refused naming standard input. */
+Test(cli_usage, score_reads_standard_input_as_dash)
+{
+    static char a[1 << 16], b[1 << 16];
+    write_file("t.txt", "Once upon a time, there was a little girl named Lily.");
+    cr_assert_eq(sh(a, sizeof a, "$L score --model " S260 "/stories260K.bin --portable --text t.txt"), 0, "%s", a);
+    cr_assert_eq(sh(b, sizeof b, "$L score --model " S260 "/stories260K.bin --portable --text - < t.txt"), 0, "%s", b);
+    cr_expect_str_eq(b, a);
+    cr_expect_not_null(strstr(a, "\"mean_nll\""), "%s", a);
+    cr_expect_eq(sh(a, sizeof a, "$L score --model " S260 "/stories260K.bin --text - < /dev/null"), 2, "%s", a);
+    cr_expect(strstr(a, "--text - (standard input) is empty\n  hint: ") != NULL, "%s", a);
+}
+
 /* Number options' errors ("--threads = 0 is out of bounds [1, 1024]", "--depth must be a number, got 'x'")
 ** were the only argument errors without a hint. */
 Test(cli_usage, number_option_errors_carry_a_hint)

@@ -62,9 +62,11 @@ static long read_tokens(const char *file, const struct lx_tokenizer *tk, int32_t
 {
     unsigned char *text = NULL;
     long n = 0;
-    int rc = lx_read_file(file, &text, &n, 0, err);
+    int in = strcmp(file, "-") == 0;      /* '-': standard input, as tokenize and grade read it */
+    int rc = lx_read_file(in ? "/dev/stdin" : file, &text, &n, 0, err);
     if (rc == LX_OK && n == 0)
-        rc = lx_err(err, LX_EINVAL, "--text %s is empty\n  hint: score needs at least one byte of text", file);
+        rc = lx_err(err, LX_EINVAL, "--text %s%s is empty\n  hint: score needs at least one byte of text", file,
+                    in ? " (standard input)" : "");
     if (rc == LX_OK)
         n = lx_tok_encode(lx_tok_or_byte(tk), (const char *)text, n, ids, err);
     free(text);
@@ -180,7 +182,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
 
 static const struct lx_opt score_opts[] = {
     {"model", 1, "model: checkpoint, llama2.c .bin, Hugging Face directory, or a model name / key prefix in the store"},
-    {"text", 1, "file whose text is scored"},
+    {"text", 1, "file whose text is scored ('-': standard input)"},
     {"tokenizer", 1, "tokenizer.bin, tokenizer.json or a directory (default: the one beside the model, else bytes)"},
     {"method", 1, "evaluation-time stack to add, as YAML: logn, [logn, infoscale], {logn: {mode: qwen}}"},
     {"length", 1, "window length (default: the model's training length)"},
