@@ -40,8 +40,9 @@ static int rope_check(const void *params, const struct lx_facts *f, struct lx_er
 {
     const struct rope_params *p = params;
     if (f->d_head % 2 || f->d_head / 2 > LX_SPEC_MAX_PAIRS)
-        return lx_err(err, LX_EINVAL, "rope: the head dimension must be even and at most %d, got %d",
-                      2 * LX_SPEC_MAX_PAIRS, f->d_head);
+        return lx_err(err, LX_EINVAL, "rope: the head dimension must be even and at most %d, got %d\n  hint: rotary "
+                      "turns pairs of channels: choose d_model / heads (show method's --d-head) even, up to %d",
+                      2 * LX_SPEC_MAX_PAIRS, f->d_head, 2 * LX_SPEC_MAX_PAIRS);
     if (p->dims && (p->dims % 2 || p->dims > f->d_head))
         return lx_err(err, LX_EINVAL, "rope: dims must be an even number of channels up to the head's %d, got %ld\n"
                       "  hint: dims = d_head x partial_rotary_factor, or 0 for the whole head", f->d_head, p->dims);

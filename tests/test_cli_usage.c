@@ -354,6 +354,27 @@ Test(cli_usage, score_reads_standard_input_as_dash)
     cr_expect(strstr(a, "--text - (standard input) is empty\n  hint: ") != NULL, "%s", a);
 }
 
+/* A method named in quotes ("logn" is the string logn in YAML, as a quoted map key already was) was refused as
+** "got a scalar"; a method twice in a stack, an empty k= and an odd head dimension had no hint. */
+Test(cli_usage, method_entries_quoted_and_refused_with_hints, .timeout = 120)
+{
+    char a[8192], b[8192];
+    cr_assert_eq(sh(a, sizeof a, "$L show method logn"), 0, "%s", a);
+    cr_assert_eq(sh(b, sizeof b, "printf 'name: q\\nmethods: [\"logn\", [\"infoscale\"]]\\ntasks: [gaussian]\\n"
+                    "lengths: [16]\\n' > q.yaml && $L run q.yaml --dry-run --db q.db"), 0, "%s", b);
+    cr_expect(strstr(b, "logn") && strstr(b, "infoscale"), "%s", b);
+    static const char *const cmd[][2] = {
+        {"show method pi scale=", "argument 'scale=': empty value\n  hint: give the parameter a value, e.g. scale=2"},
+        {"score --model " S260 "/stories260K.bin --text q.yaml --method '[ntk, ntk]'",
+         "method 'ntk' appears twice in one stack\n  hint: a stack applies each method once"},
+        {"show method rope --d-head 3", "got 3\n  hint: rotary turns pairs of channels"},
+    };
+    for (size_t i = 0; i < sizeof cmd / sizeof *cmd; i++) {
+        cr_expect_eq(sh(a, sizeof a, "$L %s", cmd[i][0]), 2, "%s: %s", cmd[i][0], a);
+        cr_expect(strstr(a, cmd[i][1]) != NULL, "%s: %s", cmd[i][0], a);
+    }
+}
+
 /* Number options' errors ("--threads = 0 is out of bounds [1, 1024]", "--depth must be a number, got 'x'")
 ** were the only argument errors without a hint. */
 Test(cli_usage, number_option_errors_carry_a_hint)

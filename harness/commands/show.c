@@ -88,7 +88,8 @@ static int set_kv(const struct lx_schema *s, void *params, const char *what, con
     struct lx_doc doc;
     int rc = lx_doc_load_text(&doc, eq + 1, name, err);
     if (rc == LX_OK && !doc.root)
-        rc = lx_err(err, LX_EINVAL, "%s: empty value", name);
+        rc = lx_err(err, LX_EINVAL, "%s: empty value\n  hint: give the parameter a value, e.g. %s=2, or leave it "
+                    "out for its default", name, key);
     if (rc == LX_OK)
         rc = lx_params_set(s, params, key, doc.root, what, err);
     lx_doc_release(&doc);

@@ -18,7 +18,7 @@
 static int entry_name(const struct lx_node *e, const char *what, const char **name,
                       const struct lx_node **params, struct lx_error *err)
 {
-    if (e->kind == LX_NODE_SCALAR && !e->quoted && e->text[0]) {
+    if (e->kind == LX_NODE_SCALAR && e->text[0]) {      /* "logn" in quotes is the name too, as a map key is */
         *name = e->text;
         *params = NULL;
         return LX_OK;
@@ -437,8 +437,9 @@ int lx_stack_parse(struct lx_stack *st, const struct lx_node *node, struct lx_er
     for (int i = 0; i < n; i++)
         for (int j = 0; j < i; j++)
             if (st->items[i].method == st->items[j].method)
-                return lx_node_err(err, st->items[i].where, "method '%s' appears twice in one stack",
-                                   st->items[i].method->name);
+                return lx_node_err(err, st->items[i].where, "method '%s' appears twice in one stack\n  hint: a "
+                                   "stack applies each method once; give all its parameters in one entry, e.g. "
+                                   "{%s: {...}}", st->items[i].method->name, st->items[i].method->name);
     const struct lx_method_use *first = NULL;   /* the stack is fine-tuned once: one length, batch, lr, warmup */
     for (int i = 0; i < n; i++) {
         struct lx_finetune a = st->items[i].ft, b;
