@@ -350,6 +350,10 @@ Test(cli_usage, score_reads_standard_input_as_dash)
     cr_assert_eq(sh(b, sizeof b, "$L score --model " S260 "/stories260K.bin --portable --text - < t.txt"), 0, "%s", b);
     cr_expect_str_eq(b, a);
     cr_expect_not_null(strstr(a, "\"mean_nll\""), "%s", a);
+    /* a llama2.c file has no model key: null, as `lenx show model` says (score said "") */
+    cr_expect_not_null(strstr(a, "\"model_key\": null,"), "%s", a);
+    cr_assert_eq(sh(b, sizeof b, "$L show model " S260 "/stories260K.bin"), 0, "%s", b);
+    cr_expect_not_null(strstr(b, "\"model_key\": null,"), "%s", b);
     cr_expect_eq(sh(a, sizeof a, "$L score --model " S260 "/stories260K.bin --text - < /dev/null"), 2, "%s", a);
     cr_expect(strstr(a, "--text - (standard input) is empty\n  hint: ") != NULL, "%s", a);
 }
