@@ -555,6 +555,33 @@ Test(generate, export_refuses_a_directory_with_stale_files, .init = setup, .fini
     cr_expect(strstr(out, "--hf F: exists and is not a directory"), "%s", out);
 }
 
+/* A checkpoint holding a NaN was exported (exit 0) into a directory and a GGUF file that every loader then
+** read as a model; score, generate and run refuse it. export now refuses it too, naming the tensor and the
+** index (a NaN written at byte 48 of stories260K.bin: the 28-byte header, then tok_emb.weight's 6th float),
+** and writes nothing. */
+Test(generate, export_refuses_a_non_finite_weight, .init = setup, .fini = teardown, .timeout = 60)
+{
+    if (!have_stories())
+        cr_skip_test("stories260K is not beside the checkout");
+    char out[8192];
+    cr_assert_eq(sh(out, sizeof out, "cp $R/../shared/models/stories260K/stories260K.bin nan.bin && "
+                    "printf '\\000\\000\\300\\177' | dd of=nan.bin bs=1 seek=48 conv=notrunc 2>/dev/null"), 0,
+                 "%s", out);
+    static const char *const to[] = {"--hf H", "--gguf G.gguf"};
+    for (int i = 0; i < 2; i++) {
+        cr_expect_eq(sh(out, sizeof out, "$L export %s --model nan.bin --tokenizer "
+                        "$R/../shared/models/stories260K/tok512.bin", to[i]), 1, "%s: %s", to[i], out);
+        cr_expect(strstr(out, "model nan.bin: tensor 'tok_emb.weight' holds a non-finite value (nan) at index 5\n"
+                          "  hint: "), "%s: %s", to[i], out);
+    }
+    cr_expect(!exists("H") && !exists("G.gguf"), "nothing written");
+    /* generate refuses it at load too, naming the tensor (it printed the prompt, then a NaN logit) */
+    cr_expect_eq(sh(out, sizeof out, "$L generate --model nan.bin --tokenizer $R/../shared/models/stories260K/tok512.bin "
+                    "--prompt Once"), 1, "%s", out);
+    cr_expect(strstr(out, "lenx: error: model nan.bin: tensor 'tok_emb.weight' holds a non-finite value (nan)") == out,
+              "%s", out);
+}
+
 /* A model whose config gives an evaluation stack: dynamic NTK alone goes back into a Hugging Face
 ** directory's rope_scaling (read back to the same stack), not into a GGUF file, and a sliding window
 ** into neither; what is left out is said on stderr, naming the stack and the --method that gives it

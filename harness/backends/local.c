@@ -83,6 +83,15 @@ int lx_local_find(const char *model, const char *db, char **path, struct lx_erro
     return LX_OK;
 }
 
+int lx_local_check_finite(const struct lx_model *m, const struct lx_ckpt_info *info, const char *path,
+                          struct lx_error *err)
+{
+    struct lx_error sub;
+    if (lx_model_check_finite(m, info->weights_sha256, &sub) == LX_OK)
+        return LX_OK;
+    return lx_err(err, LX_ERUN, "model %s: %s", path, sub.msg);
+}
+
 int lx_local_load(const char *path, const char *given, struct lx_model *m, struct lx_ckpt_info *info,
                   struct lx_tokenizer **tk, struct lx_error *err)
 {

@@ -28,6 +28,11 @@ struct lx_tokenizer;
 int lx_local_load(const char *path, const char *given, struct lx_model *m, struct lx_ckpt_info *info,
                   struct lx_tokenizer **tk, struct lx_error *err);
 
+/* A model whose weights hold a NaN or an infinity is refused (LX_ERUN, exit 1) as a sweep's cell refuses it:
+** "model PATH: tensor 'NAME' holds a non-finite value (nan) at index I" (lx_model_check_finite). */
+int lx_local_check_finite(const struct lx_model *m, const struct lx_ckpt_info *info, const char *path,
+                          struct lx_error *err);
+
 /* The checkpoint's stack ckpt_stack (YAML flow list) followed by the
 ** evaluation-time methods of method (YAML, may be NULL), parsed into st
 ** (d1, d2 hold the parsed YAML, released by the caller); a training-time

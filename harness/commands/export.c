@@ -30,12 +30,12 @@ static int export_any(const char *model, const char *db, const char *tokenizer, 
     struct lx_tokenizer *tok = NULL;
     int rc = lx_local_find(model, db, &path, err);
     if (rc == LX_OK && (rc = lx_local_load(path, tokenizer, &m, &info, &tok, err)) == LX_OK) {
-        struct lx_error sub;
-        rc = gguf ? lx_gguf_export(&m, &info, tok, dest, dtype, n_by_type, &sub)
-                  : lx_hf_export(&m, &info, tok, dest, &sub);
-        if (rc < 0)
+        struct lx_error sub;    /* a non-finite weight is refused as score and run refuse it, before writing */
+        if ((rc = lx_local_check_finite(&m, &info, path, err)) == LX_OK &&
+            (rc = gguf ? lx_gguf_export(&m, &info, tok, dest, dtype, n_by_type, &sub)
+                       : lx_hf_export(&m, &info, tok, dest, &sub)) < 0)
             lx_err(err, rc, "export %s: %s", path, sub.msg);
-        else if (info.eval_stack && (gguf || lx_hf_export_dynamic(&info) == 0))     /* DCA, a window, ... */
+        else if (rc == LX_OK && info.eval_stack && (gguf || lx_hf_export_dynamic(&info) == 0))  /* DCA, a window */
             fprintf(stderr, "lenx: note: the model's evaluation stack %s is not written to %s, which loads "
                     "without it\n  hint: run it on the export with --method '%s' "
                     "(docs/checkpoints.md#evaluation-stacks-in-an-export)\n", info.eval_stack, dest, info.eval_stack);

@@ -171,6 +171,8 @@ static int gen_run(const struct gen_opts *o, struct lx_error *err)
     if (rc == LX_OK)     /* the checks score makes: a 512-token model is not read in the 260 byte tokens */
         rc = lx_local_load(path, o->tokenizer, &m, &info, &tok, err);
     if (rc == LX_OK)
+        rc = lx_local_check_finite(&m, &info, path, err);
+    if (rc == LX_OK)
         rc = lx_local_stack(&st, info.stack, o->method ? o->method : info.eval_stack, &d1, &d2, err);
     if (rc == LX_OK && (np = lx_tok_prompt(lx_tok_or_byte(tok), o->prompt, strlen(o->prompt), &ids, err)) < 0)
         rc = (int)np, np = 0;

@@ -23,14 +23,6 @@
 #include "harness/sweep/run.h"
 #include "results/store.h"
 
-static int check_finite(const struct lx_model *m, const char *weights_sha256, const char *path, struct lx_error *err)
-{
-    struct lx_error sub;
-    if (lx_model_check_finite(m, weights_sha256, &sub) == LX_OK)
-        return LX_OK;
-    return lx_err(err, LX_ERUN, "model %s: %s", path, sub.msg);
-}
-
 struct score_run {
     const int32_t *ids;     /* (n,) the text's tokens */
     long n, L;
@@ -114,7 +106,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
     if (rc == LX_OK)
         rc = lx_local_load(path, o->tokenizer, &m, &info, &tk, err);
     if (rc == LX_OK)
-        rc = check_finite(&m, info.weights_sha256, path, err);
+        rc = lx_local_check_finite(&m, &info, path, err);
     if (rc == LX_OK && m.arch.mode != LX_MODEL_CAUSAL)
         rc = lx_err(err, LX_EINVAL, "%s is a masked-LM (mlm) model; score needs a causal one", path);
     if (rc == LX_OK && info.begin_text)

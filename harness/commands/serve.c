@@ -166,7 +166,7 @@ static int serve_run(const struct serve_cfg *o, struct lx_error *err)
     if (rc == LX_OK)
         rc = lx_local_load(path, o->tokenizer, &m, &info, &tk, err);
     if (rc == LX_OK)
-        rc = lx_model_check_finite(&m, info.weights_sha256, err);
+        rc = lx_local_check_finite(&m, &info, path, err);
     if (rc == LX_OK && m.arch.mode != LX_MODEL_CAUSAL)
         rc = lx_err(err, LX_EINVAL, "%s is a masked-LM (mlm) model; lenx serve needs a causal one", path);
     if (rc == LX_OK)
