@@ -33,10 +33,7 @@ void lx_oai_error_json(struct lx_buf *out, const struct lx_oai_err *e)
     lx_buf_puts(out, ",\"type\":");
     lx_buf_json_str(out, type);
     lx_buf_puts(out, ",\"param\":");
-    if (e->param[0])
-        lx_buf_json_str(out, e->param);
-    else
-        lx_buf_puts(out, "null");
+    lx_buf_json_str(out, e->param[0] ? e->param : NULL);
     lx_buf_printf(out, ",\"code\":%d}}\n", e->status);
 }
 

@@ -147,10 +147,7 @@ int lx_score(const struct lx_score_opts *o, struct lx_buf *json, struct lx_error
             lx_buf_printf(json, ",\n  \"tokenizer_sha256\": \"%s\"", tk->hash);
         }
         lx_buf_puts(json, ",\n  \"model_key\": ");     /* null when the checkpoint has none, as show model says */
-        if (info.model_key[0])
-            lx_buf_json_str(json, info.model_key);
-        else
-            lx_buf_puts(json, "null");
+        lx_buf_json_str(json, info.model_key[0] ? info.model_key : NULL);
         lx_buf_puts(json, ",\n  \"methods\": ");
         lx_buf_json_str(json, lx_buf_str(&canon));
         lx_buf_free(&canon);

@@ -625,10 +625,7 @@ static double now(void)
 static void key_str(struct lx_buf *out, const char *key, const char *v)
 {
     lx_buf_printf(out, ",\n  \"%s\": ", key);
-    if (v)
-        lx_buf_json_str(out, v);
-    else
-        lx_buf_puts(out, "null");
+    lx_buf_json_str(out, v);
 }
 
 /* The memory plan of a model as lenx holds it (docs/checkpoints.md#what-a-load-costs):

@@ -122,7 +122,8 @@ void lx_buf_printf(struct lx_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void lx_buf_puts(struct lx_buf *b, const char *s);
 void lx_buf_putn(struct lx_buf *b, const char *s, size_t n);   /* n bytes, NUL included */
-void lx_buf_json_str(struct lx_buf *b, const char *s);   /* quoted, escaped; always valid JSON (U+FFFD for bytes not UTF-8) */
+/* quoted, escaped; always valid JSON (U+FFFD for bytes not UTF-8); NULL is null */
+void lx_buf_json_str(struct lx_buf *b, const char *s);
 void lx_buf_json_strn(struct lx_buf *b, const char *s, size_t n);  /* the same for n bytes (a NUL is \u0000) */
 void lx_buf_num(struct lx_buf *b, double v);             /* shortest round-trip */
 void lx_buf_reset(struct lx_buf *b);

@@ -178,7 +178,10 @@ void lx_buf_json_strn(struct lx_buf *b, const char *s, size_t len)
 
 void lx_buf_json_str(struct lx_buf *b, const char *s)
 {
-    lx_buf_json_strn(b, s, strlen(s));
+    if (s)
+        lx_buf_json_strn(b, s, strlen(s));
+    else
+        lx_buf_puts(b, "null");
 }
 
 void lx_esc_term(struct lx_buf *b, const char *s)
