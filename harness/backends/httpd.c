@@ -334,7 +334,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         snprintf(msg, sizeof msg, "the body has more than %ld bytes\n  hint: lenx serve --max-body", h->lim.max_body);
         return respond_error(c, 413, "RequestTooLarge", msg);
     }
-    if (strcmp(url, "/health") == 0 && strcmp(method, "GET") == 0) {
+    if (strcmp(url, "/health") == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
         struct lx_buf b = {0};
         lx_buf_puts(&b, "{\"status\":\"ok\"}\n");
         enum MHD_Result ok = respond(c, 200, &b);

@@ -11,8 +11,9 @@
 ** 503 (answered later, its answer dropped). A request whose client closes
 ** its connection, or any once lx_httpd_serve's *stop is set (a 503 each), is
 ** abandoned the same way: the waiting connection looks five times a second.
-** GET /health is answered by the connection's thread at once, even while a
-** long request runs.
+** GET (and HEAD) /health is answered by the connection's thread at once,
+** even while a long request runs. libmicrohttpd sends a HEAD request's
+** answer without its body.
 **
 ** Streaming: a handler that writes through its stream (lx_httpd_stream) gets
 ** a 200 text/event-stream answer, sent in chunks as it writes them (chunked

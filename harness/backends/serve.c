@@ -779,10 +779,13 @@ int lx_serve_handle(struct lx_serve *sv, const char *method, const char *path, c
     if (r < 0)
         return answer_error(out, 404, "", "no such endpoint: %.200s\n  hint: POST /v1/completions, GET /v1/models, "
                             "POST /tokenize, POST /detokenize, GET /tokenizer_info, GET /health", path);
+    int get = strcmp(routes[r].method, "GET") == 0;
+    if (get && strcmp(method, "HEAD") == 0)
+        method = "GET";     /* GET's answer, sent without its body (RFC 9110 9.3.2) */
     if (strcmp(method, routes[r].method) != 0)
         return answer_error(out, 405, "", "%s takes %s, not %.20s\n  hint: send it as %s%s", routes[r].path,
-                            routes[r].method, method, routes[r].method,
-                            strcmp(routes[r].method, "POST") ? "" : ", with a JSON body (docs/servers.md)");
+                            get ? "GET or HEAD" : routes[r].method, method, routes[r].method,
+                            get ? "" : ", with a JSON body (docs/servers.md)");
     switch (r) {
     case 0:
     case 1:

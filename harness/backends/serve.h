@@ -7,8 +7,9 @@
 ** in turn.
 **
 ** Routes: POST /v1/completions (and /completions); GET /v1/models; POST
-** /tokenize, /detokenize; GET /tokenizer_info; GET /health. Anything else is
-** a 404 (405 for a known path with another method), as JSON.
+** /tokenize, /detokenize; GET /tokenizer_info; GET /health. HEAD on a GET
+** route is answered as GET (the server sends no body). Anything else is a
+** 404 (405 for a known path with another method), as JSON.
 */
 #ifndef LX_SERVE_H
 #define LX_SERVE_H

@@ -1,0 +1,81 @@
+/*
+** tests/test_serve_http.c - `lenx serve` as an HTTP server (docs/servers.md,
+** "lenx serve"): HEAD on every GET route.
+*/
+#pragma GCC diagnostic ignored "-Wunused-function"  /* tests/shell.h's helpers this suite does not call */
+#include "tests/serve_fixture.h"
+
+/* Send a whole request as written; the answer's status, head and body (both malloc'd). With half_close the
+** client shuts its side for writing once the request is sent (nc -N, some HTTP clients). */
+static int raw(int port, const char *req, int half_close, char **head, char **body)
+{
+    int fd = connect_to(port);
+    send_all(fd, req, strlen(req));
+    if (half_close)
+        shutdown(fd, SHUT_WR);
+    int status = read_answer_head(fd, head, body, 60.0);
+    close(fd);
+    return status;
+}
+
+/* The value of header `name` in an answer's head ("" when absent), case-insensitively. */
+static void header(const char *head, const char *name, char *out, size_t n)
+{
+    out[0] = '\0';
+    for (const char *l = strstr(head, "\r\n"); l; l = strstr(l + 2, "\r\n"))
+        if (strncasecmp(l + 2, name, strlen(name)) == 0 && l[2 + strlen(name)] == ':') {
+            const char *v = l + 3 + strlen(name);
+            v += strspn(v, " ");
+            snprintf(out, n, "%.*s", (int)strcspn(v, "\r"), v);
+            return;
+        }
+}
+
+/* A request of `method` on `path` with Connection: close and, unless NULL, Content-Type `type`. */
+static int request(int port, const char *method, const char *path, const char *type, const char *body,
+                   char **head, char **out)
+{
+    char req[2048], ct[256] = "";
+    if (type)
+        snprintf(ct, sizeof ct, "Content-Type: %s\r\n", type);
+    snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%sContent-Length: %zu\r\n"
+             "\r\n%s", method, path, ct, body ? strlen(body) : 0, body ? body : "");
+    return raw(port, req, 0, head, out);
+}
+
+/* ---- HEAD ------------------------------------------------------------------------ */
+
+/* RFC 9110 9.3.2: HEAD is GET without the body: the same status and headers (Content-Type, Content-Length of
+** the body GET gets) on every GET route. A route that takes POST refuses HEAD as it refuses GET, and a 405 on
+** a GET route names HEAD beside GET. */
+Test(serve_http, head_answers_as_get_without_the_body, .fini = teardown, .timeout = 120)
+{
+    shell_setup("serve-head");
+    struct server s;
+    server_start(&s, "");
+    const char *gets[] = {"/health", "/v1/models", "/tokenizer_info"};
+    for (int i = 0; i < 3; i++) {
+        char *gh, *gb, *hh, *hb, gt[128], ht[128], hl[32];
+        int gs = request(s.port, "GET", gets[i], NULL, NULL, &gh, &gb);
+        int hs = request(s.port, "HEAD", gets[i], NULL, NULL, &hh, &hb);
+        cr_expect_eq(gs, 200, "GET %s: %d %s", gets[i], gs, gb);
+        cr_expect_eq(hs, gs, "HEAD %s: %d, GET %d: %s", gets[i], hs, gs, hh);
+        header(gh, "Content-Type", gt, sizeof gt);
+        header(hh, "Content-Type", ht, sizeof ht);
+        cr_expect_str_eq(ht, gt, "HEAD %s: Content-Type '%s', GET's '%s'", gets[i], ht, gt);
+        header(hh, "Content-Length", hl, sizeof hl);
+        cr_expect_eq(atol(hl), (long)strlen(gb), "HEAD %s: Content-Length '%s', GET's body %zu bytes", gets[i], hl,
+                     strlen(gb));
+        cr_expect_str_eq(hb, "", "HEAD %s has a body: '%s'", gets[i], hb);
+        free(gh), free(gb), free(hh), free(hb);
+    }
+    char *h, *b;
+    cr_expect_eq(request(s.port, "HEAD", "/v1/completions", NULL, NULL, &h, &b), 405, "%s", h);
+    free(h), free(b);
+    cr_expect_eq(request(s.port, "GET", "/v1/completions", NULL, NULL, &h, &b), 405, "%s", h);
+    free(h), free(b);
+    cr_expect_eq(request(s.port, "POST", "/v1/models", "application/json", "{}", &h, &b), 405, "%s", h);
+    cr_expect(strstr(b, "takes GET or HEAD, not POST"), "%s", b);
+    free(h), free(b);
+    cr_expect_eq(server_stop(&s), 0);
+}
