@@ -884,11 +884,11 @@ struct gate {
     int started, open;      /* a /block request is in the handler; the gate is open */
 };
 
-static int handler(void *ctx, const char *method, const char *path, const char *body, size_t n,
+static int handler(void *ctx, const char *method, const char *path, const char *type, const char *body, size_t n,
                    struct lx_buf *out, const struct lx_httpd_stream *st)
 {
     struct gate *g = ctx;
-    (void)method, (void)body, (void)n, (void)st;
+    (void)method, (void)type, (void)body, (void)n, (void)st;
     if (strcmp(path, "/block") == 0) {
         pthread_mutex_lock(&g->mu);
         g->started = 1;

@@ -1,6 +1,6 @@
 /*
 ** tests/test_serve_http.c - `lenx serve` as an HTTP server (docs/servers.md,
-** "lenx serve"): HEAD on every GET route.
+** "lenx serve"): HEAD on every GET route, the Content-Type of a JSON body.
 */
 #pragma GCC diagnostic ignored "-Wunused-function"  /* tests/shell.h's helpers this suite does not call */
 #include "tests/serve_fixture.h"
@@ -76,6 +76,51 @@ Test(serve_http, head_answers_as_get_without_the_body, .fini = teardown, .timeou
     free(h), free(b);
     cr_expect_eq(request(s.port, "POST", "/v1/models", "application/json", "{}", &h, &b), 405, "%s", h);
     cr_expect(strstr(b, "takes GET or HEAD, not POST"), "%s", b);
+    free(h), free(b);
+    cr_expect_eq(server_stop(&s), 0);
+}
+
+/* ---- Content-Type ------------------------------------------------------------------ */
+
+static const char small[] = "{\"prompt\":[1,403],\"max_tokens\":1,\"temperature\":0}";
+
+/* A body declared as something other than JSON is refused with 415 and a hint, on every route that reads a
+** body. Accepted: no type, application/json with parameters and in any case, a +json type (as FastAPI, under
+** vLLM, reads them), and curl -d's form type, whose bytes are read as JSON. The route and method are checked
+** first: an unknown path is a 404 and a GET route a 405 whatever the type. */
+Test(serve_http, a_body_declared_not_json_is_refused, .fini = teardown, .timeout = 120)
+{
+    shell_setup("serve-type");
+    struct server s;
+    server_start(&s, "");
+    const char *refused[] = {"text/plain", "multipart/form-data; boundary=x", "application/jsonl", "text/json",
+                             "application/xml"};
+    const char *routes[] = {"/v1/completions", "/completions", "/tokenize", "/detokenize"};
+    const char *bodies[] = {small, small, "{\"prompt\":\"Once\"}", "{\"tokens\":[403]}"};
+    char *h, *b;
+    for (int i = 0; i < 5; i++)
+        for (int r = 0; r < 4; r++) {
+            int st = request(s.port, "POST", routes[r], refused[i], bodies[r], &h, &b);
+            cr_expect_eq(st, 415, "%s as %s: %d %s", routes[r], refused[i], st, b);
+            cr_expect(strstr(b, "{\"error\":{\"message\":") == b, "%s", b);
+            cr_expect(strstr(b, "not JSON") && strstr(b, "hint: ") && strstr(b, "Content-Type: application/json"),
+                      "%s as %s: %s", routes[r], refused[i], b);
+            cr_expect(strstr(b, "\"code\":415"), "%s", b);
+            free(h), free(b);
+        }
+    const char *taken[] = {NULL, "application/json", "application/json; charset=utf-8",
+                           "Application/JSON;charset=UTF-8", "application/vnd.api+json",
+                           "application/x-www-form-urlencoded", " application/json "};
+    for (int i = 0; i < 7; i++) {
+        int st = request(s.port, "POST", "/v1/completions", taken[i], small, &h, &b);
+        cr_expect_eq(st, 200, "as %s: %d %s", taken[i] ? taken[i] : "(none)", st, b);
+        free(h), free(b);
+    }
+    cr_expect_eq(request(s.port, "POST", "/nowhere", "text/plain", small, &h, &b), 404, "%s", b);
+    free(h), free(b);
+    cr_expect_eq(request(s.port, "POST", "/v1/models", "text/plain", "x", &h, &b), 405, "%s", b);
+    free(h), free(b);
+    cr_expect_eq(request(s.port, "GET", "/v1/models", "text/plain", NULL, &h, &b), 200, "%s", b);
     free(h), free(b);
     cr_expect_eq(server_stop(&s), 0);
 }

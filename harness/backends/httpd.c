@@ -22,7 +22,8 @@
 #define LX_DL_PREFIX MHD_
 #define MHD_FNS(X)                                                                                            \
     X(create_response_from_buffer) X(create_response_from_callback) X(add_response_header) X(queue_response)      \
-    X(destroy_response) X(start_daemon) X(get_daemon_info) X(stop_daemon) X(get_connection_info)
+    X(destroy_response) X(start_daemon) X(get_daemon_info) X(stop_daemon) X(get_connection_info)                \
+    X(lookup_connection_value)
 static LX_DL_TABLE(MHD_FNS) mhd;
 static struct lx_dl libmhd = {.soname = "libmicrohttpd.so.12", .package = "libmicrohttpd12",
                               .use = "lenx serve's HTTP server (libmicrohttpd)"};
@@ -35,6 +36,7 @@ LX_DL_RESOLVE(resolve, mhd, MHD_FNS)
 struct job {
     struct lx_httpd *h;
     char method[16], *path;
+    char *type;                 /* the request's Content-Type, NULL when it declares none */
     struct lx_buf body, out;
     size_t sent;
     struct timespec deadline;
@@ -72,6 +74,7 @@ static void job_unref(struct job *j)
 {
     if (--j->refs == 0) {
         free(j->path);
+        free(j->type);
         lx_buf_free(&j->body);
         lx_buf_free(&j->out);
         free(j);
@@ -221,7 +224,8 @@ static enum MHD_Result respond_stream(struct MHD_Connection *c, struct job *j)
 }
 
 /* Queue the request: its job (held by the caller and the queue), or NULL when the queue is full. Under h->mu. */
-static struct job *enqueue(struct lx_httpd *h, const char *method, const char *url, struct conn *cn)
+static struct job *enqueue(struct lx_httpd *h, struct MHD_Connection *c, const char *method, const char *url,
+                           struct conn *cn)
 {
     if (h->n_queued >= h->lim.max_queue)
         return NULL;
@@ -229,6 +233,8 @@ static struct job *enqueue(struct lx_httpd *h, const char *method, const char *u
     j->h = h;
     snprintf(j->method, sizeof j->method, "%s", method);
     j->path = lx_xstrdup(url);
+    const char *type = mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    j->type = type ? lx_xstrdup(type) : NULL;
     j->body = cn->body;
     cn->body = (struct lx_buf){0};
     j->refs = 2;
@@ -281,7 +287,7 @@ static enum MHD_Result through_queue(struct lx_httpd *h, struct MHD_Connection *
                                      const char *url, struct conn *cn)
 {
     pthread_mutex_lock(&h->mu);
-    struct job *j = enqueue(h, method, url, cn);
+    struct job *j = enqueue(h, c, method, url, cn);
     if (!j) {
         int n = h->n_queued;
         pthread_mutex_unlock(&h->mu);
@@ -450,7 +456,8 @@ void lx_httpd_serve(struct lx_httpd *h, volatile sig_atomic_t *stop)
         pthread_mutex_unlock(&h->mu);
         struct lx_buf answer = {0};
         struct lx_httpd_stream st = {stream_put, job_gone, j};
-        int status = h->fn(h->ctx, j->method, j->path, j->body.s ? j->body.s : "", j->body.len, &answer, &st);
+        int status = h->fn(h->ctx, j->method, j->path, j->type, j->body.s ? j->body.s : "", j->body.len, &answer,
+                           &st);
         pthread_mutex_lock(&h->mu);
         j->status = status;
         if (j->stopped && !j->abandoned)

@@ -58,9 +58,10 @@ struct lx_httpd_stream {
 
 /* The answer to one request: status code, JSON body in out; or, for a
 ** request that asks for it, the answer written through st (NULL where
-** nothing can stream). */
-typedef int (*lx_httpd_fn)(void *ctx, const char *method, const char *path, const char *body, size_t n,
-                           struct lx_buf *out, const struct lx_httpd_stream *st);
+** nothing can stream). type is the request's Content-Type as sent, NULL
+** when it declares none. */
+typedef int (*lx_httpd_fn)(void *ctx, const char *method, const char *path, const char *type, const char *body,
+                           size_t n, struct lx_buf *out, const struct lx_httpd_stream *st);
 
 struct lx_httpd;
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "harness/core/json.h"
 
@@ -26,7 +27,8 @@ int lx_oai_fail(struct lx_oai_err *e, int status, const char *param, const char 
 void lx_oai_error_json(struct lx_buf *out, const struct lx_oai_err *e)
 {
     const char *type = e->status == 404 ? "NotFoundError" : e->status == 405 ? "MethodNotAllowed"
-                     : e->status == 413 ? "RequestTooLarge" : e->status == 503 ? "ServiceUnavailable"
+                     : e->status == 413 ? "RequestTooLarge" : e->status == 415 ? "UnsupportedMediaType"
+                     : e->status == 503 ? "ServiceUnavailable"
                      : e->status >= 500 ? "InternalServerError" : "BadRequestError";
     lx_buf_puts(out, "{\"error\":{\"message\":");
     lx_buf_json_str(out, e->msg);
@@ -35,6 +37,23 @@ void lx_oai_error_json(struct lx_buf *out, const struct lx_oai_err *e)
     lx_buf_puts(out, ",\"param\":");
     lx_buf_json_str(out, e->param[0] ? e->param : NULL);
     lx_buf_printf(out, ",\"code\":%d}}\n", e->status);
+}
+
+int lx_oai_body_type(const char *type, struct lx_oai_err *e)
+{
+    if (!type)
+        return LX_OK;
+    type += strspn(type, " \t");
+    size_t n = strcspn(type, "; \t");     /* the media type, before its parameters */
+    static const char json[] = "application/json", form[] = "application/x-www-form-urlencoded", app[] = "application/";
+    int ok = n == 0 || (n == strlen(json) && strncasecmp(type, json, n) == 0) ||
+             (n == strlen(form) && strncasecmp(type, form, n) == 0) ||
+             (n > strlen(app) + 5 && strncasecmp(type, app, strlen(app)) == 0 &&
+              strncasecmp(type + n - 5, "+json", 5) == 0);
+    if (ok)
+        return LX_OK;
+    return lx_oai_fail(e, 415, "", "the body is declared %.*s, not JSON\n  hint: send JSON with Content-Type: "
+                       "application/json (curl: -H 'Content-Type: application/json')", (int)(n < 100 ? n : 100), type);
 }
 
 void lx_oai_doc_free(void *doc)

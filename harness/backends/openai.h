@@ -83,6 +83,13 @@ int lx_oai_detokenize_parse(const char *body, size_t n, const struct lx_oai_limi
                             struct lx_oai_err *e);
 void lx_oai_doc_free(void *doc);
 
+/* A request body's Content-Type (NULL: none declared): LX_OK for JSON, else
+** a 415 in e. JSON is application/json or application/...+json (parameters
+** such as charset ignored, any case), as FastAPI under vLLM reads it; an
+** undeclared type, and curl -d's application/x-www-form-urlencoded, are
+** read as JSON too (docs/servers.md). */
+int lx_oai_body_type(const char *type, struct lx_oai_err *e);
+
 /* The JSON of an error: {"error":{"message","type","param","code"}}, the
 ** nested form OpenAI's and newer vLLM's clients read. */
 void lx_oai_error_json(struct lx_buf *out, const struct lx_oai_err *e);

@@ -763,8 +763,8 @@ static int models(struct lx_serve *sv, struct lx_buf *out)
 
 /* ---- routes ------------------------------------------------------------------ */
 
-int lx_serve_handle(struct lx_serve *sv, const char *method, const char *path, const char *body, size_t n,
-                    struct lx_buf *out, const struct lx_httpd_stream *st)
+int lx_serve_handle(struct lx_serve *sv, const char *method, const char *path, const char *type, const char *body,
+                    size_t n, struct lx_buf *out, const struct lx_httpd_stream *st)
 {
     static const struct {
         const char *path, *method;
@@ -786,6 +786,9 @@ int lx_serve_handle(struct lx_serve *sv, const char *method, const char *path, c
         return answer_error(out, 405, "", "%s takes %s, not %.20s\n  hint: send it as %s%s", routes[r].path,
                             get ? "GET or HEAD" : routes[r].method, method, routes[r].method,
                             get ? "" : ", with a JSON body (docs/servers.md)");
+    struct lx_oai_err e = {0};
+    if (!get && lx_oai_body_type(type, &e) < 0)
+        return refused(out, &e);
     switch (r) {
     case 0:
     case 1:

@@ -35,8 +35,9 @@ struct lx_serve {
 /* Status code of the answer, body in out (JSON, newline-terminated); a
 ** completion asked with "stream": true is written through st instead
 ** (server-sent events; a 400 when st is NULL) and its status is 200 once
-** its first event has gone. */
-int lx_serve_handle(struct lx_serve *sv, const char *method, const char *path, const char *body, size_t n,
-                    struct lx_buf *out, const struct lx_httpd_stream *st);
+** its first event has gone. type is the body's Content-Type (NULL: none
+** declared); a POST route refuses one that is not JSON (lx_oai_body_type). */
+int lx_serve_handle(struct lx_serve *sv, const char *method, const char *path, const char *type, const char *body,
+                    size_t n, struct lx_buf *out, const struct lx_httpd_stream *st);
 
 #endif

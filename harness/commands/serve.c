@@ -75,13 +75,13 @@ struct serve_cfg {
 
 static long crash_after;    /* --crash-after: completions answered before the process dies (0 = never) */
 
-static int handle(void *ctx, const char *method, const char *path, const char *body, size_t n, struct lx_buf *out,
-                  const struct lx_httpd_stream *st)
+static int handle(void *ctx, const char *method, const char *path, const char *type, const char *body, size_t n,
+                  struct lx_buf *out, const struct lx_httpd_stream *st)
 {
     struct lx_serve *sv = ctx;
     if (crash_after > 0 && (long)sv->n_served >= crash_after && strstr(path, "completions"))
         _exit(70);      /* as a killed server: the request and every connection dropped unanswered */
-    return lx_serve_handle(ctx, method, path, body, n, out, st);
+    return lx_serve_handle(ctx, method, path, type, body, n, out, st);
 }
 
 /* What one request of T tokens holds at most: a scoring pass (losses, its

@@ -947,9 +947,11 @@ int lx_fuzz_feed_serve(const uint8_t *data, size_t n, struct lx_error *err)
     }
     struct lx_buf events = {0};
     struct lx_httpd_stream st = {.put = collect, .arg = &events};
-    int status = lx_serve_handle(&sv, data[0] & 0x80 ? "GET" : "POST", paths[route], (const char *)data + 1, n - 1,
-                                 &out, &st);
-    PROMISE(status == 200 || status == 400 || status == 404 || status == 405 || status == 500,
+    int kind = (data[0] >> 3) & 7;  /* the body's declared type: mostly none, at times JSON's or another */
+    const char *type = kind == 7 ? "text/plain" : kind == 6 ? "application/json; charset=utf-8" : NULL;
+    int status = lx_serve_handle(&sv, data[0] & 0x80 ? "GET" : "POST", paths[route], type, (const char *)data + 1,
+                                 n - 1, &out, &st);
+    PROMISE(status == 200 || status == 400 || status == 404 || status == 405 || status == 415 || status == 500,
             "status %d", status);
     struct lx_json *doc;
     struct lx_error sub;

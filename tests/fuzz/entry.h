@@ -92,8 +92,8 @@ int lx_fuzz_feed_hf_config(const uint8_t *data, size_t n, struct lx_error *err);
 
 /* Bytes as a request to `lenx serve` -> the request parsers
 ** (harness/backends/openai.c), then the whole answer (lx_serve_handle) on a
-** tiny random byte-level model: the first byte picks the endpoint, the rest
-** is the body. Every answer must be JSON with a status it may have; a
+** tiny random byte-level model: the first byte picks the endpoint, the
+** method and the body's declared type, the rest is the body. Every answer must be JSON with a status it may have; a
 ** streamed one, events of JSON ending with [DONE]. */
 int lx_fuzz_feed_serve(const uint8_t *data, size_t n, struct lx_error *err);
 
