@@ -1,9 +1,12 @@
 /*
 ** tests/test_serve_http.c - `lenx serve` as an HTTP server (docs/servers.md,
-** "lenx serve"): HEAD on every GET route, the Content-Type of a JSON body.
+** "lenx serve"): HEAD on every GET route, the Content-Type of a JSON body,
+** text_offset of a continuation's log-probabilities.
 */
 #pragma GCC diagnostic ignored "-Wunused-function"  /* tests/shell.h's helpers this suite does not call */
 #include "tests/serve_fixture.h"
+
+#include "harness/core/json.h"
 
 /* Send a whole request as written; the answer's status, head and body (both malloc'd). With half_close the
 ** client shuts its side for writing once the request is sent (nc -N, some HTTP clients). */
@@ -122,5 +125,90 @@ Test(serve_http, a_body_declared_not_json_is_refused, .fini = teardown, .timeout
     free(h), free(b);
     cr_expect_eq(request(s.port, "GET", "/v1/models", "text/plain", NULL, &h, &b), 200, "%s", b);
     free(h), free(b);
+    cr_expect_eq(server_stop(&s), 0);
+}
+
+/* ---- text_offset ------------------------------------------------------------------- */
+
+/* The choice's text and its logprobs' tokens (as ids: token_id:N, else text) and text_offset. */
+struct lp {
+    char text[1024];
+    char tokens[64][64];
+    long offset[64];
+    long n;
+};
+
+static void read_lp(const char *answer, struct lp *lp)
+{
+    struct lx_json *doc;
+    struct lx_error err;
+    cr_assert_eq(lx_json_parse(&doc, answer, strlen(answer), "answer", &err), LX_OK, "%s: %s", err.msg, answer);
+    const struct lx_jv *c = lx_json_at(lx_json_member(lx_json_root(doc), "choices"), 0);
+    const struct lx_jv *l = lx_json_member(c, "logprobs"), *t = lx_json_member(l, "tokens");
+    const struct lx_jv *o = lx_json_member(l, "text_offset");
+    const char *s;
+    size_t len;
+    cr_assert_eq(lx_json_str(doc, lx_json_member(c, "text"), &s, &len, &err), LX_OK, "%s", answer);
+    snprintf(lp->text, sizeof lp->text, "%.*s", (int)len, s);
+    lp->n = lx_json_len(t);
+    cr_assert(lp->n > 0 && lp->n <= 64 && lx_json_len(o) == lp->n, "%s", answer);
+    for (long i = 0; i < lp->n; i++) {
+        int64_t k;
+        cr_assert_eq(lx_json_str(doc, lx_json_at(t, i), &s, &len, &err), LX_OK, "%s", answer);
+        snprintf(lp->tokens[i], sizeof lp->tokens[i], "%.*s", (int)len, s);
+        cr_assert_eq(lx_json_int(doc, lx_json_at(o, i), &k, &err), LX_OK, "%s", answer);
+        lp->offset[i] = (long)k;
+    }
+    lx_json_free(doc);
+}
+
+/* Without echo, text_offset counts in the continuation's own text, from 0 at its first token, as vLLM's
+** (serving_completion.py: initial_text_offset 0 for an answer not streamed): each token starts where the
+** tokens before it end, and the tokens spell the text. With echo the offsets count from the prompt's start
+** (16 bytes, "Once upon a time", where the continuation begins). */
+Test(serve_http, text_offset_counts_in_the_continuation, .fini = teardown, .timeout = 120)
+{
+    shell_setup("serve-offset");
+    struct server s;
+    server_start(&s, "");
+    const char *base = "\"prompt\":\"Once upon a time\",\"max_tokens\":8,\"temperature\":0,\"logprobs\":1";
+    char req[512], *a, *b;
+    snprintf(req, sizeof req, "{%s}", base);
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", req, &a), 200, "%s", a);
+    struct lp lp, le;
+    read_lp(a, &lp);
+    cr_expect_eq(lp.n, 8, "%s", a);
+    long at = 0;
+    char spelled[1024] = "";
+    for (long i = 0; i < lp.n; i++) {
+        cr_expect_eq(lp.offset[i], at, "token %ld ('%s') at %ld, not %ld: %s", i, lp.tokens[i], lp.offset[i], at, a);
+        at += (long)strlen(lp.tokens[i]);
+        strncat(spelled, lp.tokens[i], sizeof spelled - strlen(spelled) - 1);
+    }
+    cr_expect_str_eq(spelled, lp.text, "%s", a);
+    snprintf(req, sizeof req, "{%s,\"echo\":true}", base);
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", req, &b), 200, "%s", b);
+    read_lp(b, &le);
+    cr_expect_eq(le.n, 5 + 8, "<s> Once upon a time and 8 more: %s", b);
+    cr_expect_str_eq(le.text + 16, lp.text, "%s", b);
+    at = 16;
+    for (long i = 5; i < le.n; i++) {
+        cr_expect_eq(le.offset[i], at, "echoed token %ld ('%s') at %ld, not %ld: %s", i, le.tokens[i], le.offset[i],
+                     at, b);
+        at += (long)strlen(le.tokens[i]);
+    }
+    free(a), free(b);
+    /* an empty prompt: the text drops the first token's leading space (SentencePiece's dummy prefix), and the
+    ** offsets count in that text */
+    cr_assert_eq(http(s.port, "POST", "/v1/completions", "{\"prompt\":\"\",\"max_tokens\":6,\"temperature\":0,"
+                      "\"logprobs\":0}", &a), 200, "%s", a);
+    read_lp(a, &lp);
+    cr_assert(lp.n == 6 && lp.tokens[0][0] == ' ', "%s", a);
+    cr_expect_eq(lp.offset[0], 0, "%s", a);
+    at = (long)strlen(lp.tokens[0]) - 1;
+    for (long i = 1; i < lp.n; at += (long)strlen(lp.tokens[i++]))
+        cr_expect_eq(lp.offset[i], at, "token %ld ('%s') at %ld, not %ld: %s", i, lp.tokens[i], lp.offset[i], at, a);
+    cr_expect_eq(strncmp(lp.text, lp.tokens[0] + 1, strlen(lp.tokens[0]) - 1), 0, "%s", a);
+    free(a);
     cr_expect_eq(server_stop(&s), 0);
 }

@@ -265,13 +265,16 @@ static void put_text(struct lx_buf *b, struct lx_serve *sv, const struct lx_oai_
 
 /* logprobs: {tokens, token_logprobs, top_logprobs, text_offset} of the
 ** echoed prompt (its first token has null: nothing predicts it) and the
-** continuation. */
+** continuation. text_offset counts bytes of the choice's text, from 0 at
+** its first token: the continuation's own without echo, as vLLM's
+** (docs/servers.md). */
 static void put_logprobs(struct lx_buf *b, struct lx_serve *sv, const struct lx_oai_completion *r,
                          const struct choice *c)
 {
     long j0 = r->echo ? 0 : c->n_prompt, n = c->n_prompt + c->n_gen, k = c->sc.top_k;
-    size_t len;     /* offsets count in the text as decoded: without its dummy prefix */
-    size_t drop = pieces_dummy_prefix(sv->tok, c->seq, n), off = pieces_len(sv->tok, c->seq, j0);
+    size_t len, off = 0, drop = 0;  /* in the text as choice_text decodes it: without its dummy prefix */
+    if (r->echo || !pieces_len(sv->tok, c->seq, c->n_prompt))
+        drop = pieces_dummy_prefix(sv->tok, c->seq + j0, n - j0);
     lx_buf_puts(b, "{\"tokens\":[");
     for (long j = j0; j < n; j++) {
         lx_buf_puts(b, j > j0 ? "," : "");
