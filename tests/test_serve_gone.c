@@ -2,7 +2,8 @@
 ** tests/test_serve_gone.c - `lenx serve` when nobody will read an answer
 ** (docs/servers.md, "Limits and memory"): a client that closes its connection
 ** before a long answer comes, and a server stopped by SIGTERM while a request
-** runs and another waits. Neither may hold the model until --timeout.
+** runs and another waits. Neither may hold the model until --timeout. A
+** client that half-closes its connection is taken for one that left.
 */
 #pragma GCC diagnostic ignored "-Wunused-function"  /* tests/shell.h's helpers this suite does not call */
 #include "tests/serve_fixture.h"
@@ -98,4 +99,33 @@ Test(serve_gone, sigterm_stops_running_and_waiting_requests, .fini = teardown, .
         free(b);
         close(fds[i]);
     }
+}
+
+/* The documented limit: a client that shuts its side for writing once its request is sent (nc -N) and waits
+** to read looks, to the server, like one that closed its connection (the same FIN): a long request's
+** connection is closed unanswered within about the first look (0.2 s), not answered, and the model is free
+** for the next request at once. */
+Test(serve_gone, a_half_closed_client_is_taken_for_gone, .fini = teardown, .timeout = 200)
+{
+    struct server s;
+    shell_setup("serve-gone-halfclose");
+    server_start(&s, "--timeout 30");
+    double t0 = now_s();
+    int fd = send_request(s.port, long_req);
+    shutdown(fd, SHUT_WR);
+    char *b;
+    int status = read_answer(fd, &b, 20.0);
+    double took = now_s() - t0;
+    close(fd);
+    cr_expect_eq(status, 0, "a half-closed client was answered %d: %s", status, b);
+    cr_expect_str_eq(b, "");
+    cr_expect_lt(took, 10.0, "the connection stayed open %.1f s", took);
+    free(b);
+    t0 = now_s();
+    cr_expect_eq(http(s.port, "POST", "/v1/completions", "{\"prompt\":[1,403],\"max_tokens\":2,\"temperature\":0}",
+                      &b), 200, "%s", b);
+    took = now_s() - t0;
+    cr_expect_lt(took, 10.0, "the next request waited %.1f s behind the abandoned one", took);
+    free(b);
+    cr_expect_eq(server_stop(&s), 0);
 }

@@ -8,14 +8,11 @@
 
 #include "harness/core/json.h"
 
-/* Send a whole request as written; the answer's status, head and body (both malloc'd). With half_close the
-** client shuts its side for writing once the request is sent (nc -N, some HTTP clients). */
-static int raw(int port, const char *req, int half_close, char **head, char **body)
+/* Send a whole request as written; the answer's status, head and body (both malloc'd). */
+static int raw(int port, const char *req, char **head, char **body)
 {
     int fd = connect_to(port);
     send_all(fd, req, strlen(req));
-    if (half_close)
-        shutdown(fd, SHUT_WR);
     int status = read_answer_head(fd, head, body, 60.0);
     close(fd);
     return status;
@@ -43,7 +40,7 @@ static int request(int port, const char *method, const char *path, const char *t
         snprintf(ct, sizeof ct, "Content-Type: %s\r\n", type);
     snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%sContent-Length: %zu\r\n"
              "\r\n%s", method, path, ct, body ? strlen(body) : 0, body ? body : "");
-    return raw(port, req, 0, head, out);
+    return raw(port, req, head, out);
 }
 
 /* ---- HEAD ------------------------------------------------------------------------ */

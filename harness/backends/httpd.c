@@ -88,7 +88,8 @@ static int stopping(const struct lx_httpd *h)
 }
 
 /* Has the client closed its connection? Its socket reads as at its end (or fails); bytes it sent after the
-** request (a pipelined one) leave it open. */
+** request (a pipelined one) leave it open. A client that only shut its side for writing (shutdown(SHUT_WR),
+** nc -N) reads the same and is taken for gone: only a write would tell them apart (docs/servers.md). */
 static int client_closed(struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ci = mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);

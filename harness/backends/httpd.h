@@ -10,7 +10,8 @@
 ** 503 at once; a request not answered within request_timeout seconds is a
 ** 503 (answered later, its answer dropped). A request whose client closes
 ** its connection, or any once lx_httpd_serve's *stop is set (a 503 each), is
-** abandoned the same way: the waiting connection looks five times a second.
+** abandoned the same way: the waiting connection looks five times a second
+** (a client that half-closed its connection after its request looks closed).
 ** GET (and HEAD) /health is answered by the connection's thread at once,
 ** even while a long request runs. libmicrohttpd sends a HEAD request's
 ** answer without its body.
