@@ -740,15 +740,9 @@ static int tokenizer_info(struct lx_serve *sv, struct lx_buf *out)
     const struct lx_tokenizer *tk = sv->tok;
     lx_buf_reset(out);
     lx_buf_puts(out, "{\"eos_token\":");
-    if (tk->eos >= 0)
-        lx_buf_json_str(out, special_text(tk, tk->eos));
-    else
-        lx_buf_puts(out, "null");
+    lx_buf_json_str(out, tk->eos >= 0 ? special_text(tk, tk->eos) : NULL);
     lx_buf_puts(out, ",\"bos_token\":");
-    if (tk->bos >= 0)
-        lx_buf_json_str(out, special_text(tk, tk->bos));
-    else
-        lx_buf_puts(out, "null");
+    lx_buf_json_str(out, tk->bos >= 0 ? special_text(tk, tk->bos) : NULL);
     lx_buf_printf(out, ",\"tokenizer_class\":\"lenx-%s\",\"vocab_size\":%ld,\"model_max_length\":%ld}\n",
                   tk->ops->kind, tk->n_vocab, sv->lim.max_len);
     return 200;
