@@ -116,7 +116,9 @@ static const struct lx_opt tok_opts[] = {
     {"gguf", 1, "write the tokenizer (without --tokenizer: lenx's byte tokenizer) as a vocabulary-only GGUF file"},
 };
 
-static const char tok_usage[] = "usage: lenx tokenize --tokenizer PATH [--text FILE] [--decode] [--no-specials]\n"
+static const char tok_usage[] = "usage: lenx tokenize --tokenizer PATH [--text FILE] [--decode] [--no-specials] "
+                                "[--stats]\n"
+                                "       lenx tokenize --tokenizer PATH --info\n"
                                 "       lenx tokenize [--tokenizer PATH] --gguf OUT\n\n"
                                 "Print the input's token ids as a JSON list, or the text of a JSON id list; or\n"
                                 "write the tokenizer as a vocabulary-only GGUF file llama.cpp's llama-tokenize\n"
