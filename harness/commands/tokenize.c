@@ -107,7 +107,8 @@ int lx_tokenize(const struct lx_tokenize_opts *o, struct lx_buf *out, struct lx_
 /* ---- the command ---- */
 
 static const struct lx_opt tok_opts[] = {
-    {"tokenizer", 1, "llama2.c tokenizer.bin, tokenizer.json, or a directory holding tokenizer.json"},
+    {"tokenizer", 1, "llama2.c tokenizer.bin, tokenizer.json, a GGUF file (its vocabulary), or a directory holding "
+                     "tokenizer.json"},
     {"text", 1, "input file (default: stdin)"},
     {"decode", 0, "the input is a JSON list of ids: print their text"},
     {"no-specials", 0, "do not add the BOS/EOS the tokenizer's post-processing adds"},
