@@ -352,10 +352,11 @@ static int write_in_place(const char *path, int (*body)(FILE *fp, void *ctx), vo
 int lx_write_atomic(const char *path, int (*body)(FILE *fp, void *ctx), void *ctx, struct lx_error *err)
 {
     struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+    int there = stat(path, &sb) == 0;
+    if (there && S_ISDIR(sb.st_mode))
         return lx_err(err, LX_EIO, "%s: is a directory, not a file\n  hint: name the file to write, e.g. "
                       "%s/out", path, path);
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+    if (there && !S_ISREG(sb.st_mode))
         return write_in_place(path, body, ctx, err);
     char host[256] = "unknown";
     if (gethostname(host, sizeof host - 1) != 0)

@@ -498,27 +498,22 @@ static void sb_tick(void *ctx, const char *option)
         e->seen[k] |= (k == 0 ? strncmp(option, e->want[0], strlen(e->want[0])) : strcmp(option, e->want[k])) == 0;
 }
 
-/* The strings of j replaced by plain ones, numbers and presence kept. */
-/* A plain path as long as path: the merge job's form (stores as arguments or a list on stdin) follows the
-** byte length of the lenx, --db and folder paths (merge_arg_bytes in slurm.c), so the plain job's takes
-** the same form. buf holds strlen(path) + 3 bytes. */
-static const char *plain_path(const char *path, char *buf, char c)
+/* "/" then c, as long as path (2 bytes at least), malloc'd: the merge job's form (stores as arguments or a
+** list on stdin) follows the byte length of the lenx, --db and folder paths (merge_arg_bytes in slurm.c). */
+static char *plain_path(const char *path, char c)
 {
-    size_t n = strlen(path);
-    if (n < 2)
-        n = 2;
-    buf[0] = '/';
-    memset(buf + 1, c, n - 1);
-    buf[n] = '\0';
-    return buf;
+    size_t n = strlen(path) > 2 ? strlen(path) : 2;
+    char *s = lx_xmalloc(n + 1);
+    memset(s, c, n), s[0] = '/', s[n] = '\0';
+    return s;
 }
 
-static struct lx_slurm_job plain_job(const struct lx_slurm_job *j, char *bufs[3])
+/* The strings of j replaced by plain ones (lenx, db and dir malloc'd), numbers and presence kept. */
+static struct lx_slurm_job plain_job(const struct lx_slurm_job *j)
 {
     struct lx_slurm_job p = *j;
     p.sweep = "s", p.config = "/c", p.cwd = "/w";
-    p.lenx = plain_path(j->lenx, bufs[0], 'l'), p.db = plain_path(j->db, bufs[1], 'd');
-    p.dir = plain_path(j->dir, bufs[2], 'r');
+    p.lenx = plain_path(j->lenx, 'l'), p.db = plain_path(j->db, 'd'), p.dir = plain_path(j->dir, 'r');
     p.data = j->data ? "a" : NULL, p.partition = j->partition ? "p" : NULL;
     p.time = j->time ? "1-0" : NULL, p.mem = j->mem ? "1" : NULL;   /* a day: past any signal lead */
     return p;
@@ -530,8 +525,7 @@ static struct lx_slurm_job plain_job(const struct lx_slurm_job *j, char *bufs[3]
 static void check_scripts(const struct lx_slurm_job *j, struct lx_buf out[LX_SLURM_N_FILES])
 {
     struct lx_buf plain[LX_SLURM_N_FILES] = {{0}}, v = {0};
-    char *bufs[3] = {lx_xmalloc(strlen(j->lenx) + 3), lx_xmalloc(strlen(j->db) + 3), lx_xmalloc(strlen(j->dir) + 3)};
-    struct lx_slurm_job p = plain_job(j, bufs);
+    struct lx_slurm_job p = plain_job(j);
     struct lx_error err = {{0}};
     PROMISE(lx_slurm_scripts(&p, plain, &err) == LX_OK, "the plain job was refused: %s", err.msg);
     static const char *const stage[3] = {"models", "cells", "merge"};
@@ -566,7 +560,7 @@ static void check_scripts(const struct lx_slurm_job *j, struct lx_buf out[LX_SLU
         lx_buf_free(&plain[f]);
     }
     lx_buf_free(&v);
-    free(bufs[0]), free(bufs[1]), free(bufs[2]);
+    free((char *)p.lenx), free((char *)p.db), free((char *)p.dir);
 }
 
 int lx_fuzz_feed_slurm(const uint8_t *data, size_t n, struct lx_error *err)
