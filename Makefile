@@ -46,7 +46,7 @@ LDLIBS_ALL = $(PKG_LIBS) -fopenmp -lm
 
 SRC       := $(wildcard harness/*.c harness/*/*.c harness/engine/*/*.c methods/*.c tasks/*.c results/*.c)
 LIB_SRC   := $(filter-out harness/main.c,$(SRC))
-TEST_SRC  := $(wildcard tests/test_*.c) tests/fuzz/entry.c
+TEST_SRC  := $(wildcard tests/test_*.c) tests/fuzz/entry.c tests/fuzz/entry_writers.c
 BENCH_SRC := $(wildcard tests/bench*.c)
 
 B ?= build
@@ -284,7 +284,7 @@ build/.deps-fuzz: scripts/deps.sh
 	@touch $@
 
 .SECONDARY: $(FUZZ_TARGETS:%=build/fuzz/tests/fuzz/%.o)
-build/fuzz/fuzz_%: $(LIB_OBJ) $(B)/tests/fuzz/entry.o $(B)/tests/fuzz/fuzz_%.o
+build/fuzz/fuzz_%: $(LIB_OBJ) $(B)/tests/fuzz/entry.o $(B)/tests/fuzz/entry_writers.o $(B)/tests/fuzz/fuzz_%.o
 	$(CC) $(OPT) -fsanitize=fuzzer -o $@ $^ $(LDLIBS_ALL)
 
 # The installed binary reads <prefix>/share/lenx/data and .../heldout, never this checkout.

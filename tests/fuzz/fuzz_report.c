@@ -3,7 +3,7 @@
 ** escaping of `lenx report` and `lenx table` (docs/results.md#escaping).
 ** Built and run by `make fuzz`, with the seeds in tests/fuzz/corpus/report/
 ** and the dictionary tests/fuzz/report.dict; the checks are
-** lx_fuzz_feed_report in tests/fuzz/entry.c.
+** lx_fuzz_feed_report in tests/fuzz/entry_writers.c.
 **
 ** The input is up to six strings separated by NUL bytes, as a store may hold
 ** them (any bytes: markup, quotes, newlines, control bytes). Each goes through
