@@ -555,6 +555,23 @@ Test(generate, export_refuses_a_directory_with_stale_files, .init = setup, .fini
     cr_expect(strstr(out, "--hf F: exists and is not a directory"), "%s", out);
 }
 
+/* A tokenizer.json exported without a tokenizer_config.json of its own (its BOS/EOS from its template) into a
+** directory holding another's: export exited 0, and the loader read the stale file with the copied tokenizer
+** (here a broken one: the directory could not be loaded). Refused now, naming it; with the source's own
+** tokenizer_config.json beside it, the export writes that over the old one and succeeds. */
+Test(generate, export_refuses_a_stale_tokenizer_config, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[8192];
+    cr_assert_eq(sh(out, sizeof out, "cp -r $R/tests/ref/stories260K-hf S && rm S/tokenizer_config.json && "
+                    "mkdir D && echo '{' > D/tokenizer_config.json && $L export --hf D --model S"), 2, "%s", out);
+    cr_expect(strstr(out, "--hf D already holds tokenizer_config.json, which this export does not write")
+              && strstr(out, "hint: export into a new or empty directory"), "%s", out);
+    cr_expect(!exists("D/model.safetensors") && !exists("D/tokenizer.json"));
+    cr_expect_eq(sh(out, sizeof out, "cp $R/tests/ref/stories260K-hf/tokenizer_config.json S/ && "
+                    "$L export --hf D --model S > /dev/null && $L show model D > /dev/null && "
+                    "cmp D/tokenizer_config.json S/tokenizer_config.json"), 0, "%s", out);
+}
+
 /* A checkpoint holding a NaN was exported (exit 0) into a directory and a GGUF file that every loader then
 ** read as a model; score, generate and run refuse it. export now refuses it too, naming the tensor and the
 ** index (a NaN written at byte 48 of stories260K.bin: the 28-byte header, then tok_emb.weight's 6th float),

@@ -178,10 +178,36 @@ static int same_tokenizer(const char *path, const char *file, const struct lx_to
     return strcmp(hash, tok->hash) == 0;
 }
 
+/* The file beside tok's that travels with its kind (a tokenizer.json's tokenizer_config.json: its BOS/EOS)
+** when tok's own file has none: the export then writes none, and one already in the directory would be read
+** with the tokenizer copied. NULL otherwise. */
+static const char *unwritten_sidecar(const struct lx_tokenizer *tok)
+{
+    if (!tok || tok->is_byte || lx_gguf_file(tok->path))
+        return NULL;
+    unsigned char *b = NULL;
+    long n = 0;
+    struct lx_error sub;
+    const struct lx_tok_kind *kind = NULL;
+    if (lx_read_file(tok->path, &b, &n, 256L << 20, &sub) == LX_OK)  /* the tokenizer reader's bound */
+        kind = lx_tok_kind_of(b, n);
+    free(b);
+    if (!kind || !kind->sidecar)
+        return NULL;
+    const char *slash = strrchr(tok->path, '/');
+    struct lx_buf p = {0};
+    struct stat sb;
+    lx_buf_printf(&p, "%.*s%s", slash ? (int)(slash - tok->path + 1) : 0, tok->path, kind->sidecar);
+    int has = stat(lx_buf_str(&p), &sb) == 0;
+    lx_buf_free(&p);
+    return has ? NULL : kind->sidecar;
+}
+
 /* Refuse, before anything is written, a dir that is not a directory, or that holds a file the export does
-** not write but a loader reads: a weights index (read instead of model.safetensors) or a tokenizer other
-** than tok's (read instead of, or for a byte model beside, what the export writes). Without the check the
-** export exited 0 and the directory loaded the old weights or tokenizer. */
+** not write but a loader reads: a weights index (read instead of model.safetensors), a tokenizer other
+** than tok's (read instead of, or for a byte model beside, what the export writes) or a tokenizer's sidecar
+** the export does not write over (unwritten_sidecar). Without the check the export exited 0 and the
+** directory loaded the old weights or tokenizer. */
 static int check_dest(const char *dir, const struct lx_tokenizer *tok, struct lx_error *err)
 {
     struct stat sb;
@@ -200,6 +226,13 @@ static int check_dest(const char *dir, const struct lx_tokenizer *tok, struct lx
         lx_buf_printf(&p, "%s/%s", dir, lx_tok_kinds[i]->file);
         if (stat(lx_buf_str(&p), &sb) == 0 && !same_tokenizer(lx_buf_str(&p), lx_tok_kinds[i]->file, tok))
             name = lx_tok_kinds[i]->file, why = "a loader would read it as the model's tokenizer";
+    }
+    const char *sidecar = name ? NULL : unwritten_sidecar(tok);
+    if (sidecar) {
+        lx_buf_reset(&p);
+        lx_buf_printf(&p, "%s/%s", dir, sidecar);
+        if (stat(lx_buf_str(&p), &sb) == 0)
+            name = sidecar, why = "the tokenizer written has none of its own, and a loader would read this one with it";
     }
     lx_buf_free(&p);
     if (!name)
