@@ -266,7 +266,12 @@ static int ppl_check(const void *params, long length, struct lx_error *err)
 {
     const struct ppl_params *p = params;
     if (length < 2 || length > (1L << 20))
-        return lx_err(err, LX_EINVAL, "ppl: length %ld is outside [2, %ld]", length, 1L << 20);
+        return lx_err(err, LX_EINVAL, "ppl: length %ld is outside [2, %ld]\n  hint: use a length in that range",
+                      length, 1L << 20);
+    if (p->protocol == PPL_LLAMACPP && length - length / 2 - 1 < 1)     /* llama.cpp's n_ctx - first - 1 */
+        return lx_err(err, LX_EINVAL, "ppl: protocol llamacpp scores no token at length %ld (the tokens after "
+                      "the first half of each chunk, length - length/2 - 1 of them)\n  hint: use a length of at "
+                      "least 3", length);
     if (p->protocol == PPL_HF_STRIDE && p->stride > length)
         return lx_err(err, LX_EINVAL, "ppl: stride %ld is longer than the length %ld, so tokens between windows "
                       "would go unscored\n  hint: use a stride of at most the length (0 = length / 2)", p->stride,

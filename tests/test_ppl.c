@@ -130,6 +130,23 @@ Test(ppl_data, llamacpp_chunks_score_half_windows, .init = setup, .fini = teardo
               strstr(out, "it needs 256"), "%s", out);
 }
 
+/* llama.cpp scores the tokens after the first half of each chunk, n_ctx - n_ctx/2 - 1 of them: none at
+** n_ctx = 2, where its mean is 0/0. The cell is refused at its place in the sweep file, not stored as a
+** NaN; at 3 one token a chunk is scored. */
+Test(ppl_data, llamacpp_refuses_a_length_that_scores_nothing, .init = setup, .fini = teardown, .timeout = 60)
+{
+    char out[4096];
+    sweep("protocol: llamacpp, data: " DOC0, 2);
+    cr_expect_eq(sh(out, sizeof out, "$L run s.yaml --db x.db"), 2, "%s", out);
+    cr_expect(strstr(out, "s.yaml:6:") && strstr(out, "ppl: protocol llamacpp scores no token at length 2") &&
+              strstr(out, "hint: use a length of at least 3"), "%s", out);
+    cr_expect(!exists("x.db"), "a refused sweep must not create the database");
+    sweep("protocol: llamacpp, chunks: 2, data: " DOC0, 3);
+    cr_assert_eq(sh(out, sizeof out, "$L run s.yaml --db t.db --quiet --no-table"), 0, "%s", out);
+    cr_expect_eq(metric("t.db", "n_tokens"), 2.0 * (3 - 1 - 1));
+    cr_expect(isfinite(metric("t.db", "nll")));
+}
+
 /* ---- against the PyTorch reference --------------------------------------------- */
 
 Test(ppl_ref, protocols_match_the_reference, .init = setup, .fini = teardown, .timeout = 600)
