@@ -71,6 +71,11 @@ void lx_peer_shuffle(struct lx_rng *r, long *v, long n);
 ** once per cell from the cell's key; < 0 with err when none fits. */
 typedef long (*lx_peer_fit)(long length, uint64_t key, const struct lx_tokenizer *tk, struct lx_error *err);
 
+/* Checks a cell's length before any case is made, for a maker that turns it
+** into its peer's units by arithmetic alone (no tokenizer), so that a sweep
+** file's length no case can have is refused at plan time. */
+typedef int (*lx_peer_check)(long length, struct lx_error *err);
+
 /* Reads the data a maker reads from `data:` (a directory, a file) to check
 ** it before a run, into lx_peer_memo, where the cell's cases find it; errors
 ** name the path with a hint. */
@@ -120,6 +125,7 @@ void lx_peer_add_gold(struct lx_peer_case *c, const char *s, size_t n);
 ** key in [1, 50000]. */
 int lx_peer_landmark(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk, struct lx_peer_case *out,
                      struct lx_error *err);
+int lx_peer_landmark_check(long length, struct lx_error *err);     /* n in [0, the filler's characters] */
 /* YaRN eval/passkey.py: n = the multiple of 128 before the first whose
 ** prompt (one draw of the cell) reaches `length` tokens of tk (BOS counted),
 ** found by lx_peer_yarn_fit (the preset's fit: once a cell); lx_peer_yarn
@@ -132,6 +138,7 @@ int lx_peer_yarn(const char *data, long length, uint64_t key, long sample, const
 ** upper bound). */
 int lx_peer_longlora(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
                      struct lx_peer_case *out, struct lx_error *err);
+int lx_peer_longlora_check(long length, struct lx_error *err);     /* n in [1, the filler's characters] */
 /* RULER scripts/data/synthetic/niah.py (tasks/peer_ruler.c), niah_single_1
 ** (scripts/synthetic.yaml): noise haystack (landmark's filler sentence, one a
 ** line), one needle "One of the special magic numbers for KEY is: VALUE." at

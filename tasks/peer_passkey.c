@@ -51,12 +51,17 @@ static int filler_holds(const char *peer, long n, long reps, struct lx_error *er
                   "  hint: use a shorter length", peer, n, reps, UNIT * reps - 1);
 }
 
+int lx_peer_landmark_check(long length, struct lx_error *err)
+{
+    return length < 0 ? lx_err(err, LX_EINVAL, "landmark: %ld filler characters", length)
+                      : filler_holds("landmark", length, 2000, err);
+}
+
 int lx_peer_landmark(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
                      struct lx_peer_case *out, struct lx_error *err)
 {
     (void)tk, (void)data;   /* landmark counts characters */
-    int rc = length < 0 ? lx_err(err, LX_EINVAL, "landmark: %ld filler characters", length)
-                        : filler_holds("landmark", length, 2000, err);
+    int rc = lx_peer_landmark_check(length, err);
     if (rc < 0)
         return rc;
     struct lx_rng r;
@@ -129,16 +134,27 @@ int lx_peer_yarn(const char *data, long n, uint64_t key, long sample, const stru
 
 #define LONGLORA_REPS 5000  /* " ".join([garbage] * 5000) */
 
+/* The filler characters of a length: int(3.75 * L // 1024 * 1024). */
+static long longlora_n(long length)
+{
+    return (long)floor(3.75 * (double)length / 1024.0) * 1024;
+}
+
+int lx_peer_longlora_check(long length, struct lx_error *err)
+{
+    if (longlora_n(length) < 1)
+        return lx_err(err, LX_EINVAL, "longlora: length %ld gives n_garbage = int(3.75 * %ld // 1024 * 1024) = 0, "
+                      "and the peer's numpy randint(0, 0) fails\n  hint: use a length of at least 274", length,
+                      length);
+    return filler_holds("longlora", longlora_n(length), LONGLORA_REPS, err);
+}
+
 int lx_peer_longlora(const char *data, long length, uint64_t key, long sample, const struct lx_tokenizer *tk,
                      struct lx_peer_case *out, struct lx_error *err)
 {
     (void)data, (void)tk;   /* the filler follows from the length by a ratio */
-    long n = (long)floor(3.75 * (double)length / 1024.0) * 1024;   /* int(3.75 * L // 1024 * 1024) */
-    if (n < 1)
-        return lx_err(err, LX_EINVAL, "longlora: length %ld gives n_garbage = int(3.75 * %ld // 1024 * 1024) = 0, "
-                      "and the peer's numpy randint(0, 0) fails\n  hint: use a length of at least 274", length,
-                      length);
-    int rc = filler_holds("longlora", n, LONGLORA_REPS, err);
+    long n = longlora_n(length);
+    int rc = lx_peer_longlora_check(length, err);
     if (rc < 0)
         return rc;
     struct lx_rng r;    /* numpy's randint(low, high) draws from [low, high) */

@@ -12,12 +12,14 @@
 
 const struct lx_protocol lx_protocols[] = {
     {.task = "passkey", .name = "landmark", .follows = "landmark-attention llama/run_test.py",
-     .scorer = "first_int", .make = lx_peer_landmark, .samples = 50, .max_new_tokens = 10,
+     .scorer = "first_int", .make = lx_peer_landmark, .check = lx_peer_landmark_check, .samples = 50,
+     .max_new_tokens = 10,
      .length = LX_LEN_MEASURED},
     {.task = "passkey", .name = "yarn", .follows = "YaRN eval/passkey.py", .scorer = "first_int",
      .make = lx_peer_yarn, .fit = lx_peer_yarn_fit, .samples = 20, .max_new_tokens = 10, .length = LX_LEN_UNDER},
     {.task = "passkey", .name = "longlora", .follows = "LongLoRA passkey_retrivial.py", .scorer = "token_exact",
-     .make = lx_peer_longlora, .samples = 10, .budget_gold = 1, .length = LX_LEN_RATIO},
+     .make = lx_peer_longlora, .check = lx_peer_longlora_check, .samples = 10, .budget_gold = 1,
+     .length = LX_LEN_RATIO},
     {.task = "line", .name = "longchat", .follows = "LongChat longeval/utils.py test_lines_one_sample",
      .scorer = "last_int", .gold_field = "expected_number", .read = lx_peer_longchat_lines, .max_new_tokens = 100,
      .length = LX_LEN_MEASURED},

@@ -38,6 +38,7 @@ struct lx_protocol {
                                 ** (neither: the preset serves `lenx grade` only) */
     lx_peer_fit fit;            /* with make: what the cell's length is to the maker, found once per cell
                                 ** (YaRN's filler characters), or NULL: the maker gets the length */
+    lx_peer_check check;        /* with make: the check of the cell's length at plan time, or NULL */
     lx_peer_hay haystack;       /* with make: the check of what it reads from `data:`, or NULL */
     const char *data_hint;      /* with haystack: where the haystack comes from, for the hint of an error */
     long samples;               /* with make: the test cases of a cell (the peer's count); 0 = the

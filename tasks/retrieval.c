@@ -579,11 +579,15 @@ static int preset_of(const struct lx_retrieval *r, const void *params, const str
     return lx_preset_check(r->name, name, *data, p, err);
 }
 
-int lx_retrieval_check_protocol(const struct lx_retrieval *r, const void *params, struct lx_error *err)
+int lx_retrieval_check_protocol(const struct lx_retrieval *r, const void *params, long length,
+                                struct lx_error *err)
 {
     const struct lx_protocol *p;
     const char *data;
-    return preset_of(r, params, &p, &data, err);
+    int rc = preset_of(r, params, &p, &data, err);
+    if (rc > 0 && p->check && (rc = p->check(length, err)) == LX_OK)
+        rc = 1;
+    return rc;
 }
 
 int lx_retrieval_check_params(const struct lx_retrieval *r, const void *params, const char **row,

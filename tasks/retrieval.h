@@ -222,9 +222,12 @@ const char *lx_retrieval_split(const void *params);
 /* The run hook: lx_retrieval_run, or lx_preset_run when a preset governs. */
 int lx_retrieval_run_with(const struct lx_retrieval *r, const struct lx_task_ctx *ctx, struct lx_result *out,
                           struct lx_error *err);
-/* The task's check under its protocol: 1 when a preset with peer data
-** governs (no length to check), 0 for today's instances, < 0 on an error. */
-int lx_retrieval_check_protocol(const struct lx_retrieval *r, const void *params, struct lx_error *err);
+/* The task's check under its protocol at a cell's length: 1 when a preset
+** governs (its length checked only where the preset has a check, the rest
+** being counted in the model's tokens or fixed by its data), 0 for today's
+** instances, < 0 on an error. */
+int lx_retrieval_check_protocol(const struct lx_retrieval *r, const void *params, long length,
+                                struct lx_error *err);
 /* The same as the task's check_params hook: *row is "data" when data is
 ** given (it is what a preset cannot read, or what lenx's own task does not
 ** take), else "protocol" (a preset that needs data, or none here). */
@@ -270,7 +273,7 @@ long lx_put_text(int *tok, long pos, const char *s);
     }                                                                                                        \
     static int name##_check_all(const void *p, long length, struct lx_error *err)                            \
     {                                                                                                        \
-        int rc = lx_retrieval_check_protocol(&desc, p, err);                                                 \
+        int rc = lx_retrieval_check_protocol(&desc, p, length, err);                                         \
         return rc < 0 ? rc : rc ? LX_OK : desc.check(p, length, err);                                        \
     }
 

@@ -765,6 +765,39 @@ Test(presets, longlora_prompt_is_the_peers_rule, .init = setup, .fini = teardown
                  "10 test cases (num_tests), 0 to 9: %s", out);
 }
 
+/* landmark and LongLoRA turn the length into filler characters by arithmetic alone, no tokenizer: a
+** length that makes none (LongLoRA: 3.75 · 273 = 1023.75, under one 1024) or more than the peer's
+** filler holds (sentences of 89 characters and a space, the last space dropped: LongLoRA's 5000 hold
+** 449,999 and 3.75 · 120150 // 1024 · 1024 = 450,560; landmark's 2000 hold 179,999) is refused at its
+** place in the sweep file, before a model is trained; the length next to it is planned. */
+Test(presets, peer_lengths_are_refused_in_the_sweep_file, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const struct {
+        const char *protocol, *what;
+        long bad, good;
+    } c[] = {
+        {"longlora", "hint: use a length of at least 274", 273, 274},
+        {"longlora", "holds at most 449999", 120150, 120149},
+        {"landmark", "holds at most 179999", 180000, 179999},
+    };
+    for (int i = 0; i < 3; i++)
+        for (int good = 0; good < 2; good++) {
+            char yaml[1024];
+            snprintf(yaml, sizeof yaml, "name: s\nmodels:\n  m:\n    arch: {mode: causal, layers: 1, d_model: 16, "
+                     "heads: 1, d_head: 16, d_mlp: 32}\n    train: {length: 64, batch: 2, steps: 2, warmup: 1}\n"
+                     "methods: [rope]\ntasks:\n  - passkey: {protocol: %s}\nlengths: [%ld]\n", c[i].protocol,
+                     good ? c[i].good : c[i].bad);
+            write_file("s.yaml", yaml);
+            int rc = sh(out, sizeof out, "$L run s.yaml --dry-run --db x.db");
+            if (good) {
+                cr_expect_eq(rc, 0, "%s %ld: %s", c[i].protocol, c[i].good, out);
+                continue;
+            }
+            cr_expect_eq(rc, 2, "%s %ld: %s", c[i].protocol, c[i].bad, out);
+            cr_expect(strstr(out, "s.yaml:9:11: ") && strstr(out, c[i].what) && strstr(out, "hint:"), "%s", out);
+        }
+}
+
 /* tok512's count of the text show prints (`show ... --text` appended to
 ** show_args), BOS included, as `lenx tokenize` counts: len(tokenizer.encode()). */
 static long stories_tokens(const char *show_args)
