@@ -13,8 +13,7 @@
 const struct lx_protocol lx_protocols[] = {
     {.task = "passkey", .name = "landmark", .follows = "landmark-attention llama/run_test.py",
      .scorer = "first_int", .make = lx_peer_landmark, .check = lx_peer_landmark_check, .samples = 50,
-     .max_new_tokens = 10,
-     .length = LX_LEN_MEASURED},
+     .max_new_tokens = 10, .length = LX_LEN_MEASURED},
     {.task = "passkey", .name = "yarn", .follows = "YaRN eval/passkey.py", .scorer = "first_int",
      .make = lx_peer_yarn, .fit = lx_peer_yarn_fit, .samples = 20, .max_new_tokens = 10, .length = LX_LEN_UNDER},
     {.task = "passkey", .name = "longlora", .follows = "LongLoRA passkey_retrivial.py", .scorer = "token_exact",

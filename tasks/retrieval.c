@@ -51,17 +51,6 @@ int lx_answer_first_int(const char *output, long n, const char *gold)
     return digits_are(output + i, digit_run(output + i, n - i), gold);
 }
 
-int lx_answer_exact(const char *output, long n, const char *gold)
-{
-    long i = 0;
-    while (i < n && output[i] == ' ')
-        i++;
-    if (i == n)
-        return -1;
-    size_t g = strlen(gold);
-    return (size_t)(n - i) >= g && memcmp(output + i, gold, g) == 0;
-}
-
 int lx_answer_last_int(const char *output, long n, const char *gold)
 {
     long last = -1, len = 0;

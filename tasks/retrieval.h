@@ -75,7 +75,6 @@ int lx_answer_lm(struct lx_lm *lm, const struct lx_instance *in, long n, struct 
 /* Named scorers on the greedy output, n bytes (a 0 byte is an ordinary
 ** byte): 1 correct, 0 wrong, -1 unparsable (counted in null_rate). */
 int lx_answer_first_int(const char *output, long n, const char *gold);  /* first run of digits == gold, as integers */
-int lx_answer_exact(const char *output, long n, const char *gold);      /* starts with gold (after spaces) */
 int lx_answer_last_int(const char *output, long n, const char *gold);   /* last run of digits == gold, as integers */
 /* Normalized containment (lost-in-the-middle's best_subspan_em, one gold): the
 ** output from its first non-space byte up to its first newline, and the gold,

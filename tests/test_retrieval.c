@@ -208,10 +208,6 @@ Test(retrieval, scorers_on_hand_written_outputs)
     cr_expect_eq(lx_answer_first_int(LIT(" 00"), "0"), 1);
     cr_expect_eq(lx_answer_first_int(LIT(" 0"), "48213"), 0);
     cr_expect_eq(lx_answer_last_int(LIT("1 then 0048213"), "48213"), 1);
-    cr_expect_eq(lx_answer_exact(LIT("  blue"), "blue"), 1);
-    cr_expect_eq(lx_answer_exact(LIT(" bluer"), "blue"), 1, "exact is a prefix match on the output");
-    cr_expect_eq(lx_answer_exact(LIT(" red"), "blue"), 0);
-    cr_expect_eq(lx_answer_exact(LIT("   "), "blue"), -1);
 }
 
 Test(retrieval, token_bytes)
@@ -241,8 +237,6 @@ Test(retrieval, scorers_read_past_a_zero_byte)
     cr_expect_eq(lx_answer_first_int(LIT("\0 48213"), "48213"), 1);
     cr_expect_eq(lx_answer_first_int(LIT("\0"), "48213"), -1);
     cr_expect_eq(lx_answer_last_int(LIT("1\0 48213"), "48213"), 1);
-    cr_expect_eq(lx_answer_exact(LIT("blue\0"), "blue"), 1);
-    cr_expect_eq(lx_answer_exact(LIT("\0blue"), "blue"), 0, "a 0 byte is not a space");
     cr_expect_eq(lx_answer_contains(LIT("pale\0 amber"), "amber"), 1);
     cr_expect_eq(lx_answer_contains(LIT("\0"), "amber"), 0, "a 0 byte is a word of its own, not nothing");
 }
