@@ -394,6 +394,99 @@ static int text_first(const struct lx_task_ctx *ctx, const struct lx_tokenizer *
                                    : LX_OK;
 }
 
+/* Instance tokens made at once: a cell of many long instances (samples x depths at 2^20 tokens) is made,
+** answered and scored a chunk at a time, never held whole (docs/config.md#memory). */
+static long chunk_tokens = 1L << 24;
+
+void lx_retrieval_set_chunk_tokens(long tokens)
+{
+    chunk_tokens = tokens > 0 ? tokens : 1L << 24;
+}
+
+/* Sums over a cell's answers, and over the current depth's (d_*). */
+struct tally {
+    long ok, nulls, with_alt, confused;
+    double lp, ent, d_ok, d_lp, d_ent;
+};
+
+/* Instances [i0, i1) of the cell: sample i % samples at depth i / samples (the same keys at each depth, so
+** depths compare paired), or with no depth grid a depth drawn per sample. */
+static int make_chunk(const struct lx_task_ctx *ctx, const struct lx_tokenizer *tk, long samples, long depths,
+                      int first, long i0, long i1, struct lx_instance *in, struct lx_error *err)
+{
+    int rc = LX_OK;
+    for (long i = i0; i < i1 && rc == LX_OK; i++) {
+        double depth = depths == 1 ? 0.5 : depths == 0 ? 0.0 : (double)(i / samples) / (double)(depths - 1);
+        if (depths == 0) {  /* Philox on a salted cell key, the sample as counter: paired across methods */
+            struct lx_rng r;
+            lx_rng_init(&r, ctx->data_key ^ 0x756e69666f726dULL, (uint32_t)i, LX_RNG_DATA);
+            depth = lx_rng_uniform(&r);
+        }
+        struct lx_instance *x = &in[i - i0];
+        rc = lx_retrieval_instance(ctx->task, ctx->params, tk, ctx->data_key, ctx->length, i % samples, depth, x,
+                                   err);
+        if (rc == LX_OK && first >= 0) {
+            LX_ASSERT(x->tok[0] == lx_tok_begin(tk));
+            x->tok[0] = first;
+        }
+    }
+    return rc;
+}
+
+/* Instances [i0, i1)'s answers scored as text (the greedy tokens decoded) into out and the tally, with
+** the per-depth points at the end of each depth's samples. */
+static void score_chunk(const struct lx_task_ctx *ctx, const struct lx_tokenizer *tk, long samples, int uniform,
+                        long i0, long i1, const struct lx_instance *in, const struct lx_answer *ans, char *text,
+                        struct tally *t, struct lx_result *out)
+{
+    const struct lx_task *task = ctx->task;
+    for (long i = i0; i < i1; i++) {
+        const struct lx_instance *x = &in[i - i0];
+        const struct lx_answer *a = &ans[i - i0];
+        int stop;
+        long n_text = lx_tok_decode(tk, a->out, a->n_out, text, &stop);
+        int sc = task->score(ctx->params, x, text, n_text);
+        lx_result_output(out, i, x->depth, x->gold, text, n_text, lx_tok_special_name(tk, stop), sc, a->logprob);
+        t->ok += sc == 1;
+        t->nulls += sc < 0;
+        t->with_alt += x->n_alt > 0;
+        t->confused += x->n_alt > 0 && sc != 1 && lx_answer_distractor(task, ctx->params, x, text, n_text) >= 0;
+        t->lp += a->logprob, t->ent += a->entropy;
+        t->d_ok += sc == 1, t->d_lp += a->logprob, t->d_ent += a->entropy;
+        if (!uniform && (i + 1) % samples == 0) {   /* the end of one depth's samples */
+            lx_result_point(out, "acc_by_depth", x->depth, t->d_ok / (double)samples);
+            if (!isnan(t->d_lp))    /* a backend without prompt log-probs or attention: not stored */
+                lx_result_point(out, "logprob_by_depth", x->depth, t->d_lp / (double)samples);
+            if (!isnan(t->d_ent))
+                lx_result_point(out, "entropy_by_depth", x->depth, t->d_ent / (double)samples);
+            t->d_ok = t->d_lp = t->d_ent = 0.0;
+        }
+    }
+}
+
+/* The cell's metrics from the tally of its n answers. */
+static void put_metrics(const struct tally *t, long n, struct lx_result *out)
+{
+    double acc = (double)t->ok / (double)n;
+    lx_result_metric(out, "acc", acc);
+    lx_result_metric(out, "acc_se", sqrt(acc * (1.0 - acc) / (double)n));
+    lx_result_metric(out, "null_rate", (double)t->nulls / (double)n);
+    if (t->with_alt > 0)
+        lx_result_metric(out, "distractor_rate", (double)t->confused / (double)t->with_alt);
+    if (!isnan(t->lp))
+        lx_result_metric(out, "answer_logprob", t->lp / (double)n);
+    if (!isnan(t->ent))
+        lx_result_metric(out, "answer_entropy", t->ent / (double)n);
+    lx_result_metric(out, "n_samples", (double)n);
+}
+
+long lx_retrieval_chunk(long n, long T)
+{
+    long per = 8192 / T > 1 ? 8192 / T : 1, k = chunk_tokens / T / per;     /* per: the engine's batch */
+    long c = (k > 1 ? k : 1) * per;
+    return n < c ? n : c;
+}
+
 int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err)
 {
     const struct lx_task *task = ctx->task;
@@ -402,74 +495,26 @@ int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struc
     long samples, depths;
     task->trials(ctx->params, &samples, &depths);
     int uniform = depths == 0;      /* a depth drawn per sample instead of a grid */
-    long n = uniform ? samples : samples * depths;
-    struct lx_instance *in = lx_xcalloc((size_t)n, sizeof *in);
-    struct lx_answer *ans = lx_xcalloc((size_t)n, sizeof *ans);
+    long n = uniform ? samples : samples * depths, C = lx_retrieval_chunk(n, ctx->length);
+    struct lx_instance *in = lx_xcalloc((size_t)C, sizeof *in);
+    struct lx_answer *ans = lx_xcalloc((size_t)C, sizeof *ans);
+    char *text = lx_xmalloc((size_t)lx_tok_decode_cap(tk, LX_MAX_ANSWER));
+    struct tally t = {0};
+    struct lx_lm local, *lm = lx_lm_or_local(ctx->lm, &local, ctx->model, ctx->spec);
     int first, rc = text_first(ctx, tk, &first, err);
-    for (long i = 0; i < n && rc == LX_OK; i++) {
-        long d = i / samples;
-        double depth = depths == 1 ? 0.5 : uniform ? 0.0 : (double)d / (double)(depths - 1);
-        if (uniform) {  /* Philox on a salted cell key, the sample as counter: paired across methods */
-            struct lx_rng r;
-            lx_rng_init(&r, ctx->data_key ^ 0x756e69666f726dULL, (uint32_t)i, LX_RNG_DATA);
-            depth = lx_rng_uniform(&r);
-        }
-        /* sample i % samples at every depth: the same keys at each depth, so depths compare paired */
-        rc = lx_retrieval_instance(task, ctx->params, tk, ctx->data_key, ctx->length, i % samples, depth,
-                                   &in[i], err);
-        if (rc == LX_OK && first >= 0) {
-            LX_ASSERT(in[i].tok[0] == lx_tok_begin(tk));
-            in[i].tok[0] = first;
-        }
+    for (long i0 = 0; i0 < n && rc == LX_OK; i0 += C) {
+        long i1 = i0 + C < n ? i0 + C : n;
+        rc = make_chunk(ctx, tk, samples, depths, first, i0, i1, in, err);
+        if (rc == LX_OK)
+            rc = lx_answer_lm(lm, in, i1 - i0, ans, err);
+        if (rc == LX_OK)
+            score_chunk(ctx, tk, samples, uniform, i0, i1, in, ans, text, &t, out);
+        for (long i = 0; i < C; i++)
+            lx_instance_release(&in[i]);
     }
     if (rc == LX_OK)
-        {
-        struct lx_lm local;
-        rc = lx_answer_lm(lx_lm_or_local(ctx->lm, &local, ctx->model, ctx->spec), in, n, ans, err);
-    }
-    if (rc == LX_OK) {
-        long ok = 0, nulls = 0, with_alt = 0, confused = 0;
-        double lp = 0.0, ent = 0.0, d_ok = 0.0, d_lp = 0.0, d_ent = 0.0;
-        char *text = lx_xmalloc((size_t)lx_tok_decode_cap(tk, LX_MAX_ANSWER));
-        for (long i = 0; i < n; i++) {
-            int stop;       /* answers are scored as text: the greedy tokens decoded */
-            long n_text = lx_tok_decode(tk, ans[i].out, ans[i].n_out, text, &stop);
-            int sc = task->score(ctx->params, &in[i], text, n_text);
-            lx_result_output(out, i, in[i].depth, in[i].gold, text, n_text, lx_tok_special_name(tk, stop), sc,
-                             ans[i].logprob);
-            ok += sc == 1;
-            nulls += sc < 0;
-            with_alt += in[i].n_alt > 0;
-            confused += in[i].n_alt > 0 && sc != 1 && lx_answer_distractor(task, ctx->params, &in[i], text, n_text) >= 0;
-            lp += ans[i].logprob;
-            ent += ans[i].entropy;
-            d_ok += sc == 1;
-            d_lp += ans[i].logprob;
-            d_ent += ans[i].entropy;
-            if (!uniform && (i + 1) % samples == 0) {   /* the end of one depth's samples */
-                lx_result_point(out, "acc_by_depth", in[i].depth, d_ok / (double)samples);
-                if (!isnan(d_lp))   /* a backend without prompt log-probs or attention: not stored */
-                    lx_result_point(out, "logprob_by_depth", in[i].depth, d_lp / (double)samples);
-                if (!isnan(d_ent))
-                    lx_result_point(out, "entropy_by_depth", in[i].depth, d_ent / (double)samples);
-                d_ok = d_lp = d_ent = 0.0;
-            }
-        }
-        double acc = (double)ok / (double)n;
-        lx_result_metric(out, "acc", acc);
-        lx_result_metric(out, "acc_se", sqrt(acc * (1.0 - acc) / (double)n));
-        lx_result_metric(out, "null_rate", (double)nulls / (double)n);
-        if (with_alt > 0)
-            lx_result_metric(out, "distractor_rate", (double)confused / (double)with_alt);
-        if (!isnan(lp))
-            lx_result_metric(out, "answer_logprob", lp / (double)n);
-        if (!isnan(ent))
-            lx_result_metric(out, "answer_entropy", ent / (double)n);
-        lx_result_metric(out, "n_samples", (double)n);
-        free(text);
-    }
-    for (long i = 0; i < n; i++)
-        lx_instance_release(&in[i]);
+        put_metrics(&t, n, out);
+    free(text);
     free(in);
     free(ans);
     return rc;

@@ -126,6 +126,12 @@ struct lx_result;
 ** the task: every retrieval task's check calls it first. */
 int lx_retrieval_check_length(const char *task, long length, struct lx_error *err);
 int lx_retrieval_run(const struct lx_task_ctx *ctx, struct lx_result *out, struct lx_error *err);
+/* The instances lx_retrieval_run makes, answers and scores at once of a cell's n instances of T tokens: all
+** n when they hold at most 2^24 tokens, else a multiple of the engine's batch (max(1, 8192 / T)) within
+** them (at least one batch). The results do not depend on it. */
+long lx_retrieval_chunk(long n, long T);
+/* For tests: the tokens a chunk may hold in place of 2^24 (<= 0: back to 2^24). */
+void lx_retrieval_set_chunk_tokens(long tokens);
 
 /* The instance of (key, length, sample, depth) in tk's tokens: exactly
 ** `length` tokens, [BOS] + the prompt + the answer, the answer's tokens

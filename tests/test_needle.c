@@ -21,6 +21,7 @@
 
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/model/model.h"
+#include "harness/engine/kernels/numerics.h"
 #include "harness/core/result.h"
 #include "tests/stack.h"
 #define FIXTURE_TASK "needle"
@@ -344,19 +345,25 @@ Test(needle, distractors_by_hand)
     cr_assert_eq(lx_answer_distractor(t, NULL, &in, LIT(" 2222222")), -1, "no distractors, no hit");
 }
 
-/* The cell runner on a tiny random model: distractor_rate with three needles
-** (in [0, 1 − acc]), none with one; the rest as for every retrieval task. */
-Test(needle, runner_reports_distractors, .timeout = 60)
+/* A tiny random causal model (1 layer, width 16, seed 3) and [rope] compiled for it at length 256. */
+static void tiny_rope_model(struct lx_model *m, struct tstack *st)
 {
     struct lx_arch ar;
     lx_params_defaults(&lx_arch_schema, &ar);
     ar.layers = 1, ar.d_model = 16, ar.heads = 2, ar.d_head = 8, ar.d_mlp = 32;
     lx_params_finish(&lx_arch_schema, &ar);
-    struct lx_model m;
-    lx_model_init(&m, &ar, 3);
+    lx_model_init(m, &ar, 3);
     struct lx_facts f = tfacts(8, 64, 2, 256);
+    tstack_make(st, "[rope]", &f);
+}
+
+/* The cell runner on a tiny random model: distractor_rate with three needles
+** (in [0, 1 − acc]), none with one; the rest as for every retrieval task. */
+Test(needle, runner_reports_distractors, .timeout = 60)
+{
+    struct lx_model m;
     struct tstack st;
-    tstack_make(&st, "[rope]", &f);
+    tiny_rope_model(&m, &st);
     for (int three = 0; three < 2; three++) {
         void *p = params(three ? "{template: short, needles: 3, samples: 3, depths: 2}"
                                : "{template: short, samples: 3, depths: 2}");
@@ -377,6 +384,57 @@ Test(needle, runner_reports_distractors, .timeout = 60)
         lx_result_release(&res);
         free(p);
     }
+    tstack_free(&st);
+    lx_model_release(&m);
+}
+
+/* A cell past the chunk's tokens is made, answered and scored a chunk at a time (retrieval.c): the same
+** metrics, depth points and outputs, bit for bit in portable numerics, as the cell made whole. 36
+** instances of 256 tokens (the engine's batch 32): chunks of 32 and 4, the first ending inside the third
+** depth; the chunk sizes worked by hand. */
+Test(needle, chunks_give_the_cell_made_whole, .timeout = 120)
+{
+    cr_expect_eq(lx_retrieval_chunk(100, 4096), 100);
+    cr_expect_eq(lx_retrieval_chunk(11000, 1L << 20), 16, "2^24 / 2^20 instances of batch 1");
+    cr_expect_eq(lx_retrieval_chunk(5000, 4096), 4096, "2^24 / 4096 = 4096, a multiple of the batch 2");
+    cr_expect_eq(lx_retrieval_chunk(3, 1L << 20), 3);
+    lx_numerics_set(LX_NUMERICS_PORTABLE);
+    struct lx_model m;
+    struct tstack st;
+    tiny_rope_model(&m, &st);
+    void *p = params("{template: short, needles: 3, samples: 12, depths: 3}");
+    struct lx_task_ctx ctx = {.params = p, .spec = &st.spec, .length = 256, .seed = 1, .data_key = 77,
+                              .model = &m, .train_len = 64, .task = task()};
+    struct lx_result res[2] = {{0}};
+    for (int k = 0; k < 2; k++) {
+        struct lx_error err = {{0}};
+        lx_retrieval_set_chunk_tokens(k ? 1 : 0);
+        cr_assert_eq(lx_retrieval_chunk(36, 256), k ? 32 : 36);
+        cr_assert_eq(lx_retrieval_run(&ctx, &res[k], &err), LX_OK, "%s", err.msg);
+    }
+    lx_retrieval_set_chunk_tokens(0);
+    cr_assert_eq(res[1].n_metrics, res[0].n_metrics);
+    for (int i = 0; i < res[0].n_metrics; i++) {
+        cr_expect_str_eq(res[1].metrics[i].name, res[0].metrics[i].name);
+        cr_expect(memcmp(&res[1].metrics[i].value, &res[0].metrics[i].value, sizeof(double)) == 0, "%s: %.17g %.17g",
+                  res[0].metrics[i].name, res[1].metrics[i].value, res[0].metrics[i].value);
+    }
+    cr_assert_eq(res[0].n_points, 9, "three series at three depths");
+    cr_assert_eq(res[1].n_points, res[0].n_points);
+    for (int i = 0; i < res[0].n_points; i++)
+        cr_expect(strcmp(res[1].points[i].series, res[0].points[i].series) == 0 &&
+                  res[1].points[i].x == res[0].points[i].x && res[1].points[i].y == res[0].points[i].y, "point %d", i);
+    cr_assert_eq(res[0].n_outputs, 36);
+    cr_assert_eq(res[1].n_outputs, 36);
+    for (int i = 0; i < 36; i++) {
+        const struct lx_output *a = &res[0].outputs[i], *b = &res[1].outputs[i];
+        cr_expect(b->sample == a->sample && b->depth == a->depth && b->score == a->score && b->logprob == a->logprob
+                  && b->n_text == a->n_text && memcmp(b->text, a->text, (size_t)a->n_text) == 0
+                  && strcmp(b->gold, a->gold) == 0, "output %d", i);
+    }
+    for (int k = 0; k < 2; k++)
+        lx_result_release(&res[k]);
+    free(p);
     tstack_free(&st);
     lx_model_release(&m);
 }
