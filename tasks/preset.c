@@ -63,39 +63,55 @@ static void case_gold(const struct lx_protocol *p, const struct lx_peer_case *c,
 }
 
 /* The cell's test cases: the data file's, or p->samples made for (key, length). */
-static int preset_cases(const struct lx_protocol *p, const char *data, uint64_t key, long length, long samples,
-                        const struct lx_tokenizer *tk, struct lx_peer_set *s, struct lx_error *err)
+/* A maker's case i of the cell (made when it is run: a cell's cases at 2^20 tokens are not held at once). */
+static int make_case(const struct lx_protocol *p, const char *data, uint64_t key, long at, long i,
+                     const struct lx_tokenizer *tk, struct lx_peer_case *c, struct lx_error *err)
 {
-    if (p->read)
-        return lx_peer_load(p->read, data, s, err);
-    *s = (struct lx_peer_set){0};
-    long at = p->fit ? p->fit(length, key, tk, err) : length;    /* once a cell, not once a case */
-    if (at < 0)
-        return (int)at;
-    s->n = p->samples ? p->samples : samples;
-    s->cases = lx_xcalloc((size_t)s->n, sizeof *s->cases);
-    int rc = LX_OK;
-    for (long i = 0; i < s->n && rc == LX_OK; i++) {
-        s->cases[i].peer_length = -1;
-        s->cases[i].depth = NAN;
-        rc = p->make(data, at, key, i, tk, &s->cases[i], err);
-    }
-    if (rc < 0)
-        lx_peer_release(s);
+    *c = (struct lx_peer_case){.peer_length = -1, .depth = NAN};
+    return p->make(data, at, key, i, tk, c, err);
+}
+
+static void case_release(struct lx_peer_case *c)
+{
+    lx_buf_free(&c->prompt);
+    lx_buf_free(&c->golds);
+}
+
+/* A maker's cell: its case count and what its cases are made at (the fit's length, once a cell); its last
+** case is made and dropped first, so that a cell with more samples than its data holds (RULER's answerable
+** questions) is refused before any case runs. */
+static int preset_cell(const struct lx_protocol *p, const char *data, uint64_t key, long length, long samples,
+                       const struct lx_tokenizer *tk, long *n, long *at, struct lx_error *err)
+{
+    *at = p->fit ? p->fit(length, key, tk, err) : length;
+    *n = p->samples ? p->samples : samples;
+    if (*at < 0)
+        return (int)*at;
+    struct lx_peer_case last;
+    int rc = *n > 0 ? make_case(p, data, key, *at, *n - 1, tk, &last, err) : LX_OK;
+    if (*n > 0)
+        case_release(&last);
     return rc;
 }
 
 int lx_preset_instance(const struct lx_protocol *p, const char *data, uint64_t key, long length, long samples,
                        long sample, struct lx_instance *out, struct lx_error *err)
 {
-    struct lx_peer_set s;
+    struct lx_peer_set s = {0};
+    struct lx_peer_case one = {0}, *c = &one;
+    long n = 0, at = 0;
     memset(out, 0, sizeof *out);
-    int rc = preset_cases(p, data, key, length, samples, NULL, &s, err);
-    if (rc == LX_OK && (sample < 0 || sample >= s.n))
+    int rc = p->read ? lx_peer_load(p->read, data, &s, err)
+                     : preset_cell(p, data, key, length, samples, NULL, &n, &at, err);
+    n = p->read ? s.n : n;
+    if (rc == LX_OK && (sample < 0 || sample >= n))
         rc = lx_err(err, LX_EINVAL, "%s holds test cases 0 to %ld; there is no instance %ld",
-                    p->read ? data : "the cell", s.n - 1, sample);
+                    p->read ? data : "the cell", n - 1, sample);
+    if (rc == LX_OK && p->read)
+        c = &s.cases[sample];
+    else if (rc == LX_OK)
+        rc = make_case(p, data, key, at, sample, NULL, &one, err);
     if (rc == LX_OK) {
-        const struct lx_peer_case *c = &s.cases[sample];
         out->n = (long)c->prompt.len + 1;
         out->tok = lx_xmalloc(sizeof(int) * (size_t)out->n);
         out->tok[0] = LX_TOK_BOS;
@@ -109,6 +125,7 @@ int lx_preset_instance(const struct lx_protocol *p, const char *data, uint64_t k
         lx_buf_free(&g);
         out->depth = isnan(c->depth) ? 0.0 : c->depth;
     }
+    case_release(&one);
     lx_peer_release(&s);
     return rc;
 }
@@ -209,21 +226,29 @@ int lx_preset_run(const struct lx_task_ctx *ctx, const struct lx_protocol *p, co
 {
     const struct lx_scorer *sc = lx_scorer_find(p->scorer);
     LX_ASSERT(sc && (p->read || p->make) && (p->max_new_tokens > 0 || p->budget_gold));
-    struct lx_peer_set s;
-    int rc = preset_cases(p, data, ctx->data_key, ctx->length, samples, ctx->tok, &s, err);
+    struct lx_peer_set s = {0};
+    long n_cases = 0, at = 0;
+    int rc = p->read ? lx_peer_load(p->read, data, &s, err)
+                     : preset_cell(p, data, ctx->data_key, ctx->length, samples, ctx->tok, &n_cases, &at, err);
+    n_cases = p->read ? s.n : n_cases;
     double sum = 0.0, sumsq = 0.0, tokens = 0.0, budgets = 0.0;
     long nulls = 0, most = 0, least = 0;
-    for (long i = 0; i < s.n && rc == LX_OK; i++) {
+    for (long i = 0; i < n_cases && rc == LX_OK; i++) {
         double score = 0.0;
         int null = 0;
         long np = 0, nn = 0;
-        rc = run_case(ctx, p, sc, &s.cases[i], i, out, &score, &null, &np, &nn, err);
+        struct lx_peer_case one = {0};
+        if (!p->read)
+            rc = make_case(p, data, ctx->data_key, at, i, ctx->tok, &one, err);
+        if (rc == LX_OK)
+            rc = run_case(ctx, p, sc, p->read ? &s.cases[i] : &one, i, out, &score, &null, &np, &nn, err);
+        case_release(&one);
         sum += score, sumsq += score * score, nulls += null, tokens += (double)np, budgets += (double)nn;
         most = np > most ? np : most;
         least = i == 0 || np < least ? np : least;
     }
     if (rc == LX_OK) {
-        double n = (double)s.n, acc = sum / n;
+        double n = (double)n_cases, acc = sum / n;
         lx_result_metric(out, "acc", acc);
         lx_result_metric(out, "acc_se", lx_scores_se(sum, sumsq, n));     /* not binomial: RULER's are shares */
         lx_result_metric(out, "null_rate", (double)nulls / n);
