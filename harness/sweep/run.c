@@ -403,7 +403,8 @@ static int train_base(struct runner *r, const struct lx_cell *c, struct lx_model
         rc = train_stage(r, c, &base, m, weights, err);
     }
     lx_buf_free(&part);
-    return rc;
+    /* the cell's error names its own (fine-tuned) model: say which one failed */
+    return rc < 0 ? lx_err_prefix(err, rc, "training its base model [%s]: ", c->base_key) : rc;
 }
 
 /* The cell's model from a checkpoint: model: {checkpoint: FILE}. */
