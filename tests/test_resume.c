@@ -58,6 +58,22 @@ Test(resume, killed_training_ends_with_the_same_weights, .fini = teardown, .time
     cr_expect_geq(resumed, 14, "only %d of the 20 restarts resumed a saved state", resumed);
     cr_assert_eq(sh(out, sizeof out, "ls k/models"), 0);
     cr_expect(!strstr(out, ".tmp.") && !strstr(out, ".state."), "debris left: %s", out);
-    (void)sql_long;
     (void)exists;
+}
+
+/* A models folder that cannot be written (here a file stands in its place) fails the cell before the model
+** trains: it trained every step, then failed to save, and trained it again for the next cell. */
+Test(resume, an_unwritable_models_folder_fails_before_training, .fini = teardown, .timeout = 60)
+{
+    shell_setup("resume");
+    char out[8192], err[1024];
+    write_file("u.yaml", "name: u\nmodels:\n  m: {arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64},"
+               " train: {length: 32, batch: 4, steps: 30, warmup: 2}}\n"
+               "methods: [rope, [rope, {pi: {finetune: 5}}]]\ntasks: [{ppl: {windows: 1}}]\nlengths: [32]\n");
+    cr_assert_eq(sh(out, sizeof out, "mkdir u && touch u/models && $L run u.yaml --db u/u.db --no-table 2>&1"), 1,
+                 "%s", out);
+    cr_expect(strstr(out, "training model") == NULL && strstr(out, "0 models trained (0 steps)") != NULL, "%s", out);
+    cr_expect_eq(sql_long("u/u.db", "SELECT count(*) FROM runs WHERE status = 'failed'"), 2);
+    sql_text(err, sizeof err, "u/u.db", "SELECT error FROM runs LIMIT 1");
+    cr_expect(strstr(err, "u/models: not a directory") != NULL, "%s", err);
 }

@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "harness/sweep/run.h"
 
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness/engine/data/corpus.h"
 #include "harness/engine/lm/lm.h"
@@ -222,6 +224,24 @@ static int cached_model(struct runner *r, const struct model_id *id, struct lx_m
     return rc;
 }
 
+/* The folder of the checkpoints, made if missing: one that cannot hold them
+** is an error before a model trains, not after its last step. */
+static int models_dir_ready(const char *dir, struct lx_error *err)
+{
+    struct stat sb;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return lx_err(err, LX_EIO, "%s: cannot create the folder of the trained models: %s\n  hint: does its "
+                      "parent exist, and is it writable?", dir, strerror(errno));
+    const char *why = stat(dir, &sb) != 0                 ? strerror(errno)
+                      : !S_ISDIR(sb.st_mode)                ? "not a directory"
+                      : access(dir, W_OK | X_OK) != 0       ? strerror(errno)
+                                                            : NULL;
+    if (why)
+        return lx_err(err, LX_EIO, "%s: %s, so no trained model can be saved there\n  hint: make it a writable "
+                      "folder, or move the store (the models go in the folder 'models' beside it)", dir, why);
+    return LX_OK;
+}
+
 /* One training stage of model `key` (its JSON key_json, its training-time
 ** stack `stack`): train m in place under spec and cfg, save the checkpoint
 ** and record it in the store. */
@@ -245,7 +265,8 @@ static int train_stage(struct runner *r, const struct lx_cell *c, const struct s
         return rc;
     char path[4096];
     model_path(path, sizeof path, o, st->key);
-    mkdir(models_dir(o), 0777);
+    if ((rc = models_dir_ready(models_dir(o), err)) < 0)
+        return rc;
     if (o->progress)
         fprintf(stderr, "lenx: %s model '%s' [%s]: %zu parameters, %ld steps of %ld x %ld tokens\n", st->what,
                 mu->name, st->key, m->n_params, st->cfg->steps, st->cfg->batch, st->cfg->length);
