@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness/engine/formats/checkpoint.h"
+#include "harness/engine/formats/formats.h"
 #include "harness/engine/formats/safetensors.h"
 #include "harness/engine/model/train.h"
 
@@ -106,4 +107,22 @@ Test(train_state, a_state_whose_metadata_changed_is_refused)
         cr_expect_null(r.w, "a refused state holds nothing");
         remove(path);
     }
+}
+
+/* A state given where a model goes (lenx show model, score, a sweep's checkpoint:) is named for what it is: the
+** error said it lacked 'lenx_arch' and hinted to add it "to a checkpoint made elsewhere". */
+Test(train_state, a_state_loaded_as_a_model_is_named)
+{
+    char path[256];
+    path_of(path, sizeof path, "m");
+    struct lx_train_snap s = snap();
+    struct lx_error err = {{0}};
+    cr_assert_eq(lx_train_snap_save(path, &s, "abcd", "fast", &err), LX_OK, "%s", err.msg);
+    struct lx_model model;
+    struct lx_ckpt_info info = {0};
+    cr_expect_eq(lx_model_load(&model, path, &info, &err), LX_EINVAL);
+    cr_expect(strstr(err.msg, "the resumable state of a training of model abcd (step 42), not a model") &&
+                  strstr(err.msg, "hint: the model's checkpoint is abcd.safetensors"), "%s", err.msg);
+    lx_ckpt_info_release(&info);
+    remove(path);
 }

@@ -96,7 +96,13 @@ int lx_model_save(const struct lx_model *m, const char *path, struct lx_ckpt_inf
 
 static int need_meta(const struct lx_st_file *f, const char *key, const char **out, struct lx_error *err)
 {
-    if (!(*out = lx_st_meta(f, key)))
+    const char *of = lx_st_meta(f, "lenx_state_of"), *step = lx_st_meta(f, "step");
+    if (!(*out = lx_st_meta(f, key)) && of)     /* lx_train_snap_save's file, given where a model goes */
+        return lx_err(err, LX_EINVAL, "%s: the resumable state of a training of model %s (step %s), not a model\n"
+                      "  hint: the model's checkpoint is %s.safetensors in the same folder, written when its "
+                      "training ends (rerun the sweep that trains it to finish it)", f->path, of, step ? step : "?",
+                      of);
+    if (!*out)
         return lx_err(err, LX_EINVAL, "%s: no '%s' in the safetensors __metadata__\n"
                       "  hint: lenx checkpoints carry lenx_arch, lenx_stack and lenx_train_len "
                       "(docs/checkpoints.md); add them to a checkpoint made elsewhere", f->path, key);
