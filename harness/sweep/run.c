@@ -118,6 +118,15 @@ struct runner {
     struct lx_owner me;         /* our claims' owner; its host is also each record's host */
     struct lx_run_summary *sum;
     char blas[256];             /* the BLAS library and its threading, recorded with each cell */
+    struct failed_base *failed; /* (n_failed) base models that failed to train in this run */
+    int n_failed;
+};
+
+/* A base model that failed to train: each stack fine-tuned from it fails with this, not another training. */
+struct failed_base {
+    char key[17];
+    int code;
+    struct lx_error why;
 };
 
 struct model_slot {
@@ -439,6 +448,26 @@ static int brought_model(struct model_slot *slot, const char *path, struct lx_er
     return rc;
 }
 
+/* The base model of a fine-tuned cell into m, trained once per run: a base
+** that failed fails the cells of every model fine-tuned from it at once. */
+static int obtain_base(struct runner *r, const struct lx_cell *c, const struct model_id *id, struct lx_model *m,
+                       char weights[65], int *busy, struct lx_error *err)
+{
+    for (int i = 0; i < r->n_failed; i++)
+        if (strcmp(r->failed[i].key, id->key) == 0)
+            return lx_err(err, r->failed[i].code, "%s", r->failed[i].why.msg);
+    struct trainer t = {.train = train_base, .r = r, .c = c};
+    int rc = obtain(&t, id, m, weights, busy, err);
+    if (rc < 0) {
+        r->failed = lx_xrealloc(r->failed, sizeof *r->failed * (size_t)(r->n_failed + 1));
+        struct failed_base *f = &r->failed[r->n_failed++];
+        snprintf(f->key, sizeof f->key, "%s", id->key);
+        f->code = rc;
+        f->why = *err;
+    }
+    return rc;
+}
+
 /* The base of a fine-tuned stack on a checkpoint model: the checkpoint. */
 static int load_base(struct runner *r, const struct lx_cell *c, struct lx_model *m, char weights[65], int *busy,
                      struct lx_error *err)
@@ -468,10 +497,9 @@ static int train_model(struct runner *r, const struct lx_cell *c, struct lx_mode
     int rc = LX_OK;
     if (ft.steps) {
         struct model_id base_id = {.key = c->base_key, .key_json = c->base_json, .name = mu->name};
-        struct trainer t = {.train = train_base, .r = r, .c = c};
         if (mu->checkpoint)
             rc = load_base(r, c, m, weights, busy, err);
-        else if ((rc = obtain(&t, &base_id, m, weights, busy, err)) < 0 || *busy)
+        else if ((rc = obtain_base(r, c, &base_id, m, weights, busy, err)) < 0 || *busy)
             return rc;
         f.length = ft.length;
     } else if ((rc = lx_stack_compile_train(st, &f, &spec, err)) == LX_OK) {
@@ -860,6 +888,7 @@ int lx_run_plan(const struct lx_plan *plan, struct lx_store *store, const struct
     lx_heartbeat_stop(&hb);
     lx_model_release(&slot.m);
     lx_calib_memo_clear(&slot.calib);
+    free(r.failed);
     free(todo);
     return rc;
 }
