@@ -77,3 +77,21 @@ Test(resume, an_unwritable_models_folder_fails_before_training, .fini = teardown
     sql_text(err, sizeof err, "u/u.db", "SELECT error FROM runs LIMIT 1");
     cr_expect(strstr(err, "u/models: not a directory") != NULL, "%s", err);
 }
+
+/* A run killed after a model's checkpoint was saved and before its training state was removed left the
+** state (three times the weights) for good: the next run took the checkpoint and never looked at it. The
+** run that takes a checkpoint now removes its key's state. */
+Test(resume, a_state_left_beside_its_checkpoint_is_removed, .fini = teardown, .timeout = 60)
+{
+    shell_setup("resume");
+    char out[8192];
+    write_file("s.yaml", "name: s\nmodels:\n  m: {arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64},"
+               " train: {length: 32, batch: 4, steps: 10, warmup: 2}}\n"
+               "methods: [rope]\ntasks: [{ppl: {windows: 1}}]\nlengths: [32]\n");
+    cr_assert_eq(sh(out, sizeof out, "mkdir s && $L run s.yaml --db s/s.db --quiet --no-table && "
+                    "$L rm --sweep s --db s/s.db --yes >/dev/null && cd s/models && for f in *.safetensors; do "
+                    "cp $f ${f%%.safetensors}.state.safetensors; done && ls"), 0, "%s", out);
+    cr_assert(strstr(out, ".state.safetensors"), "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "$L run s.yaml --db s/s.db --no-table 2>&1 && ls s/models"), 0, "%s", out);
+    cr_expect(strstr(out, "0 models trained") && !strstr(out, ".state."), "%s", out);
+}

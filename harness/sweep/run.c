@@ -186,6 +186,12 @@ static void model_path(char *out, size_t n, const struct lx_run_opts *o, const c
     snprintf(out, n, "%s/%s.safetensors", models_dir(o), key);
 }
 
+/* The resumable state of model key's training beside its checkpoint (lx_train_snap_save). */
+static void state_path(char *out, size_t n, const struct lx_run_opts *o, const char *key)
+{
+    snprintf(out, n, "%s/%s.state.safetensors", models_dir(o), key);
+}
+
 void lx_run_models_dir(const char *db, char *out, size_t n)
 {
     const char *slash = strrchr(db, '/');
@@ -220,6 +226,9 @@ static int cached_model(struct runner *r, const struct model_id *id, struct lx_m
         return LX_OK;
     }
     *found = 1;
+    state_path(path, sizeof path, r->o, id->key);
+    remove(path);   /* left by a run killed between saving the checkpoint and removing it */
+    model_path(path, sizeof path, r->o, id->key);
     memcpy(weights, info.weights_sha256, 65);
     struct lx_model_record rec = {
         .key = id->key, .name = id->name, .config = id->key_json, .path = path, .sha256 = info.sha256,
@@ -282,7 +291,7 @@ static int train_stage(struct runner *r, const struct lx_cell *c, const struct s
     struct train_progress tp = {.name = mu->name, .key = st->key, .mode = o->progress, .t0 = now()};
     struct lx_train_report rep;
     char state[4096];
-    snprintf(state, sizeof state, "%s/%s.state.safetensors", models_dir(o), st->key);
+    state_path(state, sizeof state, o, st->key);
     lx_resume_clear_debris(state);
     lx_resume_clear_debris(path);
     const char *numerics = lx_numerics_name(lx_numerics_get());
