@@ -149,8 +149,11 @@ Test(finetune, bad_maps_are_refused_at_their_place, .init = setup, .fini = teard
                    "randpos: target 64 is shorter than the 128-token windows it trains (the fine-tuning length)");
     /* the plan counts the fine-tuning's batch x length like a training: 100,000 windows of 2^20 tokens
     ** hold 1e11 tokens' activations, far beyond any machine's memory */
-    expect_refused("[{rope: {finetune: {steps: 2, length: 1048576, batch: 100000}}}]", "4:11", "model 'm' needs ");
+    expect_refused("[{rope: {finetune: {steps: 2, length: 1048576, batch: 65536}}}]", "4:11", "model 'm' needs ");
     cr_expect(strstr(out_of_last, "to fine-tune (weights") != NULL, "%s", out_of_last);
+    /* the batch's bound is the training's, 2^16 (it was 100,000) */
+    expect_refused("[{rope: {finetune: {steps: 2, batch: 65537}}}]", "4:48",
+                   "method 'rope' finetune: 'batch' = 65537 is out of bounds [0, 65536]");
     /* a mixture's instances are made at the fine-tuning length: a needle (at least 97 bytes) needs room */
     char out[4096];
     write_file("m.yaml", "name: m\nmodels:\n  r:\n    arch: {layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}\n"

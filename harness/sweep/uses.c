@@ -60,7 +60,7 @@ static const struct lx_param finetune_rows[] = {
     LX_P_INT(struct lx_finetune, steps, "0", 0, 100000000, 0, "optimizer steps (required, >= 1)"),
     LX_P_INT(struct lx_finetune, length, "0", 0, 1048576, LX_PF_AUTO,
              "window length; 0 = the base model's training length"),
-    LX_P_INT(struct lx_finetune, batch, "0", 0, 100000, LX_PF_AUTO, "windows per step; 0 = the base model's batch"),
+    LX_P_INT(struct lx_finetune, batch, "0", 0, 1 << 16, LX_PF_AUTO, "windows per step; 0 = the base model's batch"),
     LX_P_FLOAT(struct lx_finetune, lr, "0", 0, 10, LX_PF_AUTO, "peak learning rate; 0 = the base model's lr"),
     LX_P_INT(struct lx_finetune, warmup, "-1", -1, 100000000, 0,
              "linear warmup steps; -1 = the base model's, at most steps / 10"),
