@@ -548,9 +548,13 @@ Test(engine_run, bad_model_sweeps_are_refused, .init = setup, .fini = teardown, 
     expect_refused("sub/b.yaml", "name: b\nmodels:\n  c: {checkpoint: nosuch.safetensors}\nmethods: [rope]\n"
                    "tasks: [ppl]\nlengths: [32]\n", "sub/b.yaml:3:19",
                    "model 'c': sub/nosuch.safetensors: cannot open");
+    /* at the warmup given, else at the steps (the default warmup is 100) */
     expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, train: {length: 32, steps: 20, warmup: 20}}\n"
-                   "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:33",
+                   "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:65",
                    "model 'c': warmup (20) must be below steps (20)");
+    expect_refused("b.yaml", "name: b\nmodels:\n  c: {arch: {layers: 1}, train: {length: 32, steps: 50}}\n"
+                   "methods: [rope]\ntasks: [ppl]\nlengths: [32]\n", "b.yaml:3:53",
+                   "model 'c': warmup (100) must be below steps (50)");
 }
 
 /* ---- a brought checkpoint ------------------------------------------------ */

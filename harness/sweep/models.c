@@ -513,9 +513,11 @@ static int check_train(struct lx_model_use *u, const struct lx_node *v, int mix,
     if (mp && u->arch.mode == LX_MODEL_CAUSAL)
         return lx_node_err(err, mp, "model '%s': mask_prob is the masked LM's; a causal model masks nothing\n"
                            "  hint: drop it, or train an mlm model (arch: {mode: mlm})", u->name);
-    if (u->train.warmup >= u->train.steps)
-        return lx_node_err(err, tn ? tn : v, "model '%s': warmup (%ld) must be below steps (%ld)\n  hint: a smaller "
-                           "warmup (the default is 100), or more steps", u->name, u->train.warmup, u->train.steps);
+    const struct lx_node *wn = tn ? lx_map_get(tn, "warmup") : NULL, *sn = tn ? lx_map_get(tn, "steps") : NULL;
+    if (u->train.warmup >= u->train.steps)      /* at the warmup given, else at the steps given */
+        return lx_node_err(err, wn ? wn : sn ? sn : tn ? tn : v, "model '%s': warmup (%ld) must be below steps "
+                           "(%ld)\n  hint: a smaller warmup (the default is 100), or more steps", u->name,
+                           u->train.warmup, u->train.steps);
     return LX_OK;
 }
 
