@@ -253,6 +253,7 @@ static int model_row(void *ctx, const struct lx_value *c, int n_cols)
     w->arch = txt(&c[2]);
     w->stack = txt(&c[9]);
     w->train_len = (long)num(&c[10], 0);
+    w->seed = (long)num(&c[11], -1);
     w->path = txt(&c[3]);
     w->created = txt(&c[4]);
     w->steps = (long)num(&c[5], 0);
@@ -273,15 +274,16 @@ int lx_store_models(struct lx_store *s, struct lx_model_info **out, int *n, stru
         " WHEN json_type(m.value, '$.finetune') IS NULL THEN '' WHEN json_extract(m.value, '$.finetune.add')"
         " THEN '(added)' ELSE '(ft)' END, '+') FROM json_each(config, CASE WHEN json_type(config, '$.stack')"
         " IS NULL THEN '$.finetune.stack' ELSE '$.stack' END) e, json_each(e.value) m),"
-        " json_extract(config, '$.train.length') FROM models ORDER BY rowid";
+        " json_extract(config, '$.train.length'),"
+        " coalesce(json_extract(config, '$.seed'), json_extract(config, '$.finetune.seed')) FROM models ORDER BY rowid";
     *out = NULL;
     *n = 0;
     struct grow g = {(void **)out, n, 0, sizeof **out};
     return lx_store_query(s, sql, NULL, 0, model_row, &g, err);
 }
 
-/* Here, not in store.c, as a listing: a name several models share (one per method of a sweep) lists each
-** with its architecture, stack and length, which tell them apart (they were listed as "KEY (NAME)"). */
+/* Here, not in store.c, as a listing: a name several models share (one per method and seed of a sweep) lists
+** each with its architecture, stack, length and seed, which tell them apart (they were listed as "KEY (NAME)"). */
 int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path, char **key,
                         struct lx_error *err)
 {
@@ -296,8 +298,9 @@ int lx_store_model_find(struct lx_store *s, const char *name_or_key, char **path
             continue;
         if (!found++)
             *path = lx_xstrdup(m[i].path), *key = lx_xstrdup(m[i].key);
-        lx_buf_printf(&seen, "\n    %s (%s: %s, trained with %s at length %ld)", m[i].key, m[i].name, m[i].arch,
+        lx_buf_printf(&seen, "\n    %s (%s: %s, trained with %s at length %ld", m[i].key, m[i].name, m[i].arch,
                       m[i].stack ? m[i].stack : "no methods", m[i].train_len);
+        lx_buf_printf(&seen, m[i].seed >= 0 ? ", seed %ld)" : ")", m[i].seed);
     }
     lx_model_infos_free(m, n);
     if (found == 0)

@@ -279,6 +279,7 @@ struct lx_model_info {
     char *arch;                 /* "causal 2L d128 4h" */
     char *stack;                /* training-time methods, "rope+logn" */
     long train_len;             /* training length */
+    long seed;                  /* the seed it was trained (or fine-tuned) with; -1 for a checkpoint without one */
     char *path, *created;       /* checkpoint file; ISO time recorded */
     long steps, tokens;         /* training steps and tokens (0 for a checkpoint found as a file) */
     double seconds;             /* training wall time */

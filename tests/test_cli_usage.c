@@ -146,11 +146,11 @@ Test(cli_usage, an_unknown_model_name_lists_the_stored_ones, .timeout = 120)
     cr_expect(strstr(out, "the store's models: tiny, tiny_mlm\n") ||
               strstr(out, "the store's models: tiny_mlm, tiny\n"), "%s", out);
     /* a name every method shares (tiny, trained with rope and with nope) listed "KEY (tiny)" twice, not
-    ** saying which key was which model: each now names its stack and length */
+    ** saying which key was which model: each now names its stack, length and seed */
     cr_expect_eq(sh(out, sizeof out, "$L score --db s.db --model tiny --text t.txt"), 2, "%s", out);
     cr_expect(strstr(out, "'tiny' names 2 models in s.db:") != NULL, "%s", out);
-    cr_expect(strstr(out, " (tiny: causal 1L d32 2h, trained with rope at length 32)\n") != NULL, "%s", out);
-    cr_expect(strstr(out, " (tiny: causal 1L d32 2h, trained with nope at length 32)\n") != NULL, "%s", out);
+    cr_expect(strstr(out, " (tiny: causal 1L d32 2h, trained with rope at length 32, seed 1)\n") != NULL, "%s", out);
+    cr_expect(strstr(out, " (tiny: causal 1L d32 2h, trained with nope at length 32, seed 1)\n") != NULL, "%s", out);
 }
 
 /* A parse error said what was wrong and no more ("option '--db' needs a value"): each now has a hint, the
@@ -479,4 +479,37 @@ Test(cli_usage, the_words_before_a_command)
     cr_expect(strstr(out, "unexpected argument 'extra'") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L --version"), 0, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L help run"), 0, "%s", out);
+}
+
+/* Two seeds of one model name are two models that differ only in their seed: `list models` and a name's
+** "names 2 models" listing showed them as the same line twice ("trained with rope at length 32"), with no way
+** to tell which key was which seed. Each now shows the seed its key was trained with. */
+Test(cli_usage, models_of_two_seeds_are_told_apart_by_seed, .timeout = 120)
+{
+    char out[8192], key[2][64], want[256];
+    write_file("s.yaml", "name: s\nseeds: [1, 2]\nmodels:\n  m:\n"
+               "    arch: {mode: causal, layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}\n"
+               "    train: {length: 32, batch: 2, steps: 3, warmup: 1}\n"
+               "methods: [rope]\ntasks: [{ppl: {windows: 1}}]\nlengths: [32]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run s.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    write_file("t.txt", "It is a truth universally acknowledged.");
+    cr_expect_eq(sh(out, sizeof out, "$L score --db r.db --model m --text t.txt"), 2, "%s", out);
+    cr_expect(strstr(out, "'m' names 2 models in r.db:") != NULL, "%s", out);
+    for (int s = 0; s < 2; s++) {
+        char q[128];
+        snprintf(q, sizeof q, "select key from models where json_extract(config, '$.seed') = %d", s + 1);
+        sql_text(key[s], sizeof key[s], "r.db", q);
+        snprintf(want, sizeof want, "%s (m: causal 1L d32 2h, trained with rope at length 32, seed %d)\n", key[s],
+                 s + 1);
+        cr_expect(strstr(out, want) != NULL, "'%s' in\n%s", want, out);
+    }
+    cr_assert_eq(sh(out, sizeof out, "$L list models --db r.db"), 0, "%s", out);
+    cr_expect(strstr(out, " seed ") != NULL, "a seed column:\n%s", out);
+    for (int s = 0; s < 2; s++) {
+        const char *line = strstr(out, key[s]);
+        long len = 0, seed = -1;
+        cr_assert(line != NULL, "%s in\n%s", key[s], out);
+        cr_expect_eq(sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %ld %ld", &len, &seed), 2, "%s", line);
+        cr_expect(len == 32 && seed == s + 1, "length %ld seed %ld in %s", len, seed, line);
+    }
 }

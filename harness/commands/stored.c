@@ -714,13 +714,15 @@ static int list_models(const char *db, struct lx_error *err)
     if (rc < 0)
         return rc;
     if (n)
-        printf("%-16s %-12s %-20s %-22s %6s %11s %8s  %s\n", "key", "name", "architecture", "trained with", "length",
-               "tokens", "time", "file");
+        printf("%-16s %-12s %-20s %-22s %6s %6s %11s %8s  %s\n", "key", "name", "architecture", "trained with",
+               "length", "seed", "tokens", "time", "file");
     for (int i = 0; i < n; i++) {
-        char t[32];
+        char t[32], seed[24] = "-";
         snprintf(t, sizeof t, m[i].steps ? "%.0f s" : "(file)", m[i].seconds);
-        lx_term_printf(stdout, "%-16s %-12s %-20s %-22s %6ld %11ld %8s  %s%s\n", m[i].key, m[i].name, m[i].arch,
-                       m[i].stack, m[i].train_len, m[i].tokens, t, m[i].path,
+        if (m[i].seed >= 0)
+            snprintf(seed, sizeof seed, "%ld", m[i].seed);
+        lx_term_printf(stdout, "%-16s %-12s %-20s %-22s %6ld %6s %11ld %8s  %s%s\n", m[i].key, m[i].name, m[i].arch,
+                       m[i].stack, m[i].train_len, seed, m[i].tokens, t, m[i].path,
                        access(m[i].path, R_OK) == 0 ? "" : " (missing)");
     }
     if (n == 0)
