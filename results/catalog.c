@@ -147,7 +147,7 @@ static int name_row(void *ctx, const struct lx_value *c, int n_cols)
 
 int lx_store_distinct(struct lx_store *s, const char *col, char ***out, int *n, struct lx_error *err)
 {
-    LX_ASSERT(!strcmp(col, "method") || !strcmp(col, "task"));     /* a column name, never user text */
+    LX_ASSERT(!strcmp(col, "method") || !strcmp(col, "task") || !strcmp(col, "model"));   /* never user text */
     char sql[96];
     snprintf(sql, sizeof sql, "SELECT DISTINCT %s FROM runs ORDER BY 1", col);
     *out = NULL;

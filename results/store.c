@@ -678,14 +678,14 @@ int lx_store_model_put(struct lx_store *s, const struct lx_model_record *r, stru
     " AND (?2 IS NULL OR substr(git_commit, 1, length(?2)) = ?2)"                      \
     " AND (?3 IS NULL OR model = ?3 OR (substr(model_key, 1, length(?3)) = ?3"          \
     "   AND NOT EXISTS (SELECT 1 FROM runs n WHERE n.model = ?3)))"                    \
-    " AND (?4 IS NULL OR method = ?4)"                                                 \
+    " AND (?4 IS NULL OR method IN (SELECT value FROM json_each(?4)))"                 \
     " AND (?5 IS NULL OR task = ?5 OR substr(task, 1, length(?5) + 1) = ?5 || '(')"    \
     " AND (?6 = 0 OR status = 'failed')"                                               \
     " AND (?7 IS NULL OR key NOT IN (SELECT value FROM json_each(?7)))"
 
 static void bind_rm(sqlite3_stmt *st, const struct lx_rm_filter *f)
 {
-    const char *text[] = {f->sweep, f->commit, f->model, f->method, f->task};
+    const char *text[] = {f->sweep, f->commit, f->model, f->methods, f->task};
     for (int i = 0; i < 5; i++)
         sqlite3_bind_text(st, i + 1, text[i], -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 6, f->failed);

@@ -208,7 +208,7 @@ void lx_sweep_infos_free(struct lx_sweep_info *v, int n);
 ** "-dirty" after a commit whose build had uncommitted changes); at most 10, and how many more. */
 int lx_store_commits_text(struct lx_store *s, struct lx_buf *out, struct lx_error *err);
 
-/* The distinct values of runs' column `col` ("method" or "task"), sorted, each and the array to free. */
+/* The distinct values of runs' column `col` ("method", "task" or "model"), sorted, each and the array to free. */
 int lx_store_distinct(struct lx_store *s, const char *col, char ***out, int *n, struct lx_error *err);
 
 /* One commit (name, dirty) or one machine (name = host, threads, blas,
@@ -246,7 +246,9 @@ struct lx_rm_filter {
     const char *sweep;          /* sweep name */
     const char *commit;         /* git commit prefix */
     const char *model;          /* model name, or model key prefix when no cell's model has that name */
-    const char *method;         /* canonical stack, exactly */
+    const char *method;         /* --method as given (a canonical stack or a table's row label): the CLI
+                                 resolves it into `methods`; the store does not read it */
+    const char *methods;        /* JSON array of canonical stacks, exactly: cells of any of them */
     const char *task;           /* task name, or canonical task string */
     int failed;                 /* only failed rows */
     const char *not_in;         /* JSON array of run keys: only rows whose key is not among them */

@@ -513,3 +513,27 @@ Test(cli_usage, models_of_two_seeds_are_told_apart_by_seed, .timeout = 120)
         cr_expect(len == 32 && seed == s + 1, "length %ld seed %ld in %s", len, seed, line);
     }
 }
+
+/* `lenx rm --method` says to give "the method as `lenx table` shows it", but refused every label the table
+** shows for a model's cells ("rope+pi(scale=1;2) @m": the auto scale resolved per length, then the model) and
+** suggested one of the merged stacks, so the other lengths' cells stayed. It now takes the table's label: the
+** stacks it merges, on the model it names. */
+Test(cli_usage, rm_takes_a_method_as_the_table_labels_it, .timeout = 120)
+{
+    char out[8192];
+    write_file("p.yaml", "name: p\nseed: 1\nmodels:\n  m:\n"
+               "    arch: {mode: causal, layers: 1, d_model: 32, heads: 2, d_head: 16, d_mlp: 64}\n"
+               "    train: {length: 32, batch: 2, steps: 3, warmup: 1}\n"
+               "methods: [rope, [rope, pi]]\ntasks: [{ppl: {windows: 1}}]\nlengths: [32, 64]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run p.yaml --db r.db --quiet"), 0, "%s", out);
+    cr_assert(strstr(out, "| rope+pi(scale=1;2) @m |") != NULL, "the table's label:\n%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --method 'rope+pi(scale=1;2)'"), 0, "%s", out);
+    cr_expect(strstr(out, "2 cells would be deleted") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --method 'rope+pi(scale=1;2) @x'"), 2, "%s", out);
+    cr_expect(strstr(out, "no stored cell has it") != NULL, "a model no cell ran on:\n%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --method 'rope+pi(scale=1;3) @m' --yes"), 2, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L rm --db r.db --method 'rope+pi(scale=1;2) @m' --yes"), 0, "%s", out);
+    cr_expect(strstr(out, "deleted 2 cells") != NULL, "%s", out);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs where method like 'rope+pi%'"), 0);
+    cr_expect_eq(sql_long("r.db", "select count(*) from runs where method = 'rope'"), 2);
+}

@@ -817,7 +817,7 @@ Test(store, rm_cascades_to_metrics_series_and_outputs)
     sqlite_cli(db_path, "PRAGMA foreign_keys", out, sizeof out);
     cr_expect_str_eq(out, "0", "the sqlite3 CLI leaves them off: the store must turn them on itself");
     struct lx_error err = {{0}};
-    struct lx_rm_filter f = {.sweep = "sw", .method = "logn(mode=ssmax,s=0.4)"};
+    struct lx_rm_filter f = {.sweep = "sw", .methods = "[\"logn(mode=ssmax,s=0.4)\"]"};
     struct lx_cell_info *cells;
     int n;
     cr_assert_eq(lx_store_rm(s, &f, 0, &cells, &n, &err), LX_OK, "%s", err.msg);

@@ -6,6 +6,7 @@
 ** --metric that names nothing is bad input, listed with the closest name).
 ** docs/results.md describes them.
 */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,31 +220,115 @@ static void print_cells(const struct lx_cell_info *v, int n)
     }
 }
 
-/* rm --method or --task naming nothing stored (a method exactly, a task by its canonical string or name): an
-** error, as a --sweep's is, with the nearest stored one; a typo matched nothing and exited 0. */
-static int check_stored_name(struct lx_store *store, const char *col, const char *given, struct lx_error *err)
+/* Whether the method label `lenx table` shows names the stored stack m: m itself, or one of the stacks it
+** merges (one configuration whose automatic values differ by length, "rope+pi(scale=2;4;8)": results/table.c's
+** merged_label undone): m is the label around one place, cut at value boundaries, whose value is one of its. */
+static int label_names(const char *label, const char *m)
+{
+    size_t nl = strlen(label), nm = strlen(m), p = 0, s = 0;
+    while (p < nl && p < nm && label[p] == m[p])
+        p++;
+    while (s < nl - p && s < nm - p && label[nl - 1 - s] == m[nm - 1 - s])
+        s++;
+    while (p > 0 && (isalnum((unsigned char)m[p - 1]) || strchr(".-+", m[p - 1])))
+        p--;
+    while (s > 0 && (isalnum((unsigned char)m[nm - s]) || strchr(".-+", m[nm - s])))
+        s--;
+    for (const char *v = label + p, *end = label + nl - s; v <= end;) {
+        const char *semi = memchr(v, ';', (size_t)(end - v));
+        size_t len = (size_t)((semi ? semi : end) - v);
+        if (len == nm - p - s && !strncmp(v, m + p, len))
+            return 1;
+        v = semi ? semi + 1 : end + 1;
+    }
+    return 0;
+}
+
+static void strv_free(char **v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* The hint of a --method or --task (col) naming no stored cell, with the nearest stored one. */
+static int no_stored(const char *col, const char *given, const char *near, struct lx_error *err)
+{
+    return lx_err(err, LX_EINVAL, "rm --%s '%s': no stored cell has it\n  hint: %s%s%sthe %s as `lenx table` "
+                  "shows it%s", col, given, LX_DID_YOU_MEAN(near), col,
+                  col[0] == 'm' ? " (its canonical stack, or its row's label)"
+                                : " (its canonical string, or its name)");
+}
+
+/* rm --task naming nothing stored (its canonical string or its name): an error, as a --sweep's is, with the
+** nearest stored one; a typo matched nothing and exited 0. */
+static int check_stored_task(struct lx_store *store, const char *given, struct lx_error *err)
 {
     char **v = NULL;
     int n = 0, found = 0;
-    int rc = given ? lx_store_distinct(store, col, &v, &n, err) : LX_OK;
+    int rc = given ? lx_store_distinct(store, "task", &v, &n, err) : LX_OK;
     for (int i = 0; rc == LX_OK && i < n && !found; i++) {
-        size_t name = col[0] == 't' ? strcspn(v[i], "(") : strlen(v[i]);   /* a task's name stands for it */
+        size_t name = strcspn(v[i], "(");   /* a task's name stands for it */
         found = !strcmp(v[i], given) || (strlen(given) == name && !strncmp(v[i], given, name));
     }
     const char *near = given && n ? lx_closest(given, (const char *const *)v, n) : NULL;
     if (rc == LX_OK && given && !found)
-        rc = lx_err(err, LX_EINVAL, "rm --%s '%s': no stored cell has it\n  hint: %s%s%sthe %s as `lenx table` "
-                    "shows it%s", col, given, LX_DID_YOU_MEAN(near), col,
-                    col[0] == 'm' ? ", exactly (its canonical stack)" : " (its canonical string, or its name)");
+        rc = no_stored("task", given, near, err);
+    strv_free(v, n);
+    return rc;
+}
+
+/* rm --method: its canonical stack, or the row label `lenx table` shows (the stacks it merges, and " @MODEL":
+** that model's cells), into f->methods (a JSON array in *json) and f->model; naming nothing stored is an error
+** with the nearest stored stack. The table's label was refused, and its nearest stack picked one length. */
+static int resolve_method(struct lx_store *store, struct lx_rm_filter *f, struct lx_buf *json, struct lx_error *err)
+{
+    char **v = NULL, **models = NULL;
+    int n = 0, n_models = 0, exact = 0, k = 0;
+    int rc = lx_store_distinct(store, "method", &v, &n, err);
+    const char *at = NULL, *given = f->method;
     for (int i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
+        exact |= !strcmp(v[i], given);
+    for (const char *p = strstr(given, " @"); p && !exact; p = strstr(p + 1, " @"))
+        at = p;
+    struct lx_buf label = {0};
+    lx_buf_printf(&label, "%.*s", (int)(at ? at - given : (ptrdiff_t)strlen(given)), given);
+    if (rc == LX_OK && at && f->model && strcmp(f->model, at + 2) != 0)
+        rc = lx_err(err, LX_EINVAL, "rm --method '%s' names model '%s', --model another ('%s')\n  hint: give "
+                    "the model once", given, at + 2, f->model);
+    if (rc == LX_OK && at)
+        rc = lx_store_distinct(store, "model", &models, &n_models, err);
+    for (int i = 0; rc == LX_OK && at && i <= n_models; i++)
+        if (i == n_models)
+            rc = no_stored("method", given, NULL, err);
+        else if (!strcmp(models[i], at + 2))
+            break;
+    lx_buf_puts(json, "[");
+    for (int i = 0; rc == LX_OK && i < n; i++)
+        if (label_names(lx_buf_str(&label), v[i])) {
+            lx_buf_puts(json, k++ ? "," : "");
+            lx_buf_json_str(json, v[i]);
+        }
+    lx_buf_puts(json, "]");
+    int pieces = 1;     /* a label names its stacks only if it names them all: rope+pi(scale=2;3) names none */
+    for (const char *c = lx_buf_str(&label); *c; c++)
+        pieces += *c == ';';
+    const char *near = n ? lx_closest(lx_buf_str(&label), (const char *const *)v, n) : NULL;
+    if (rc == LX_OK && (k == 0 || (!exact && k != pieces)))
+        rc = no_stored("method", given, near, err);
+    f->methods = lx_buf_str(json);
+    f->model = at ? at + 2 : f->model;
+    lx_buf_free(&label);
+    strv_free(v, n);
+    strv_free(models, n_models);
     return rc;
 }
 
 /* List, then (with --yes) delete, the cells f selects. */
-static int rm_cells(const char *db, const struct lx_rm_filter *f, int yes, struct lx_error *err)
+static int rm_cells(const char *db, const struct lx_rm_filter *filter, int yes, struct lx_error *err)
 {
+    struct lx_rm_filter g = *filter, *f = &g;
+    struct lx_buf methods = {0};
     struct lx_store *store;
     int rc = lx_stored_open(&store, db, err);     /* read-only first: a mistyped --db is an error, not a new file */
     if (rc == LX_OK && yes) {
@@ -255,10 +340,10 @@ static int rm_cells(const char *db, const struct lx_rm_filter *f, int yes, struc
     struct lx_cell_info *cells = NULL;
     int n = 0;
     rc = check_one_sweep(store, db, f->sweep, "rm --sweep", err);
+    if (rc == LX_OK && f->method)
+        rc = resolve_method(store, f, &methods, err);
     if (rc == LX_OK)
-        rc = check_stored_name(store, "method", f->method, err);
-    if (rc == LX_OK)
-        rc = check_stored_name(store, "task", f->task, err);
+        rc = check_stored_task(store, f->task, err);
     if (rc == LX_OK)    /* with --yes, listed and deleted in one transaction, then printed */
         rc = lx_store_rm(store, f, yes, &cells, &n, err);
     if (rc == LX_OK && n == 0)
@@ -270,6 +355,7 @@ static int rm_cells(const char *db, const struct lx_rm_filter *f, int yes, struc
                "with their metrics, series and outputs; run again with --yes to delete them\n", n);
     lx_cell_infos_free(cells, n);
     lx_store_close(store);
+    lx_buf_free(&methods);
     return rc;
 }
 
