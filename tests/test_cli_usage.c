@@ -537,3 +537,27 @@ Test(cli_usage, rm_takes_a_method_as_the_table_labels_it, .timeout = 120)
     cr_expect_eq(sql_long("r.db", "select count(*) from runs where method like 'rope+pi%'"), 0);
     cr_expect_eq(sql_long("r.db", "select count(*) from runs where method = 'rope'"), 2);
 }
+
+/* `lenx compare A.db B.db`, two stores (two machines, two checkouts), was read as two CSV files and refused
+** with "a.db:1: a NUL byte; a results CSV is text". A store side is now its rows (every sweep, or --sweep's),
+** matched by cell and metric as a commit side's are. */
+Test(cli_usage, compare_takes_two_stores, .timeout = 120)
+{
+    char out[8192];
+    write_file("g.yaml", "name: g\nseed: 1\nmethods: [none, {logn: {mode: qwen}}]\ntasks:\n"
+               "  - gaussian: {samples: 20}\nlengths: [16]\n");
+    cr_assert_eq(sh(out, sizeof out, "$L run g.yaml --db a.db --quiet --no-table"), 0, "%s", out);
+    long values = sql_long("a.db", "select count(*) from metrics");    /* _se rows too, as a CSV side's */
+    cr_assert(values > 0);
+    cr_assert_eq(sh(out, sizeof out, "cp a.db b.db"), 0, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare a.db b.db"), 0, "%s", out);
+    char want[128];
+    snprintf(want, sizeof want, "%ld values in 2 cells compared, 0 moved", values);
+    cr_expect(strstr(out, want) != NULL, "'%s' in\n%s", want, out);
+    cr_assert_eq(sh(out, sizeof out, "sqlite3 b.db \"update metrics set value = value + 1 where rowid = "
+                                     "(select min(rowid) from metrics where name not like '%%\\_se' escape '\\')\""), 0,
+                 "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare a.db b.db --sweep g"), 1, "%s", out);
+    cr_expect(strstr(out, ", 1 moved") != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L compare a.db b.db --sweep nosuch"), 2, "%s", out);
+}

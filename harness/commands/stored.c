@@ -509,32 +509,65 @@ static const struct lx_opt compare_opts[] = {
     {"db", 1, "result database (default " LX_DEFAULT_DB ")"},
     {"rtol", 1, "relative tolerance (default 1e-6)"},
     {"atol", 1, "absolute tolerance (default 1e-9)"},
-    {"sweep", 1, "with a commit side: only this sweep (A+B: these sweeps pooled); refused without one"},
+    {"sweep", 1, "with a commit or store side: only this sweep (A+B: pooled); refused without one"},
     {"sigma", 1, "K > 0: pool each side's seeds per cell; flag a mean moved by more than K standard errors"},
 };
 
 static const char compare_usage[] =
     "usage: lenx compare BASE HEAD [options]\n\n"
-    "BASE and HEAD are each a tidy CSV file (from `lenx table --format csv`), a sweep\n"
-    "name (A+B: sweeps A and B pooled, a cell in both once), or a git commit (prefix)\n"
-    "of stored rows. Values are matched by cell (task, method stack, model key,\n"
-    "length, seed) and metric; those that moved beyond atol + rtol*|base| are\n"
-    "printed, then how many values in how many cells were compared. With --sigma K,\n"
-    "each side's seeds are pooled per cell and a mean is flagged only when it moved\n"
-    "by more than K·sqrt(se_base² + se_head²), a side's se that of its seed mean (one\n"
-    "seed: its stored <metric>_se; neither: the tolerances). Exit status 1 if any\n"
-    "moved, 0 if none, 2 if the two share no cell, a side holds nothing, a side\n"
-    "holds two configurations of one cell, or --sweep is given without a commit side.";
+    "BASE and HEAD are each a tidy CSV file (from `lenx table --format csv`), a store\n"
+    "file (its rows: every sweep's, the newest row of a cell), a sweep name (A+B:\n"
+    "sweeps A and B pooled, a cell in both once), or a git commit (prefix) of stored\n"
+    "rows. Values are matched by cell (task, method stack, model key, length, seed)\n"
+    "and metric; those that moved beyond atol + rtol*|base| are printed, then how\n"
+    "many values in how many cells were compared. With --sigma K, each side's seeds\n"
+    "are pooled per cell and a mean is flagged only when it moved by more than\n"
+    "K·sqrt(se_base² + se_head²), a side's se that of its seed mean (one seed: its\n"
+    "stored <metric>_se; neither: the tolerances). Exit status 1 if any moved, 0 if\n"
+    "none, 2 if the two share no cell, a side holds nothing, a side holds two\n"
+    "configurations of one cell, or --sweep is given without a commit or store side.";
 
-/* Resolve a compare side: CSV file, then sweep name, then commit prefix;
-** *narrowed is set when it is a commit, the side --sweep narrows. */
+/* Whether the file at path is an SQLite database (its 16-byte header), a store rather than a CSV. */
+static int is_store_file(const char *path)
+{
+    char head[16] = {0};
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+    if (f)
+        fclose(f);
+    return n == sizeof head && memcmp(head, "SQLite format 3", sizeof head) == 0;
+}
+
+/* A compare side that is a store file (`lenx compare A.db B.db`): its rows, every sweep's or --sweep's (each
+** name checked), newest per cell as a commit side's; --sweep narrows it. It was read as a CSV and refused. */
+static int load_store_side(const char *path, const char *sweep, struct lx_rows *rows, int *narrowed,
+                           struct lx_error *err)
+{
+    struct lx_store *store;
+    int rc = lx_stored_open(&store, path, err);
+    if (rc < 0)
+        return rc;
+    *narrowed = 1;
+    rc = lx_stored_check_sweep(store, path, sweep, err);
+    if (rc == LX_OK) {
+        struct lx_filter f = {.sweep = sweep};
+        rc = lx_store_select_pooled(store, &f, rows, err);
+    }
+    lx_store_close(store);
+    return rc;
+}
+
+/* Resolve a compare side: store or CSV file, then sweep name, then commit prefix;
+** *narrowed is set when it is a commit or a store, the sides --sweep narrows. */
 static int load_side(const char *what, const char *db, const char *sweep, struct lx_rows *rows, int *narrowed,
                      struct lx_error *err)
 {
     struct stat sb;
     int is_file = stat(what, &sb) == 0;
-    if (is_file && S_ISREG(sb.st_mode))
+    if (is_file && S_ISREG(sb.st_mode) && !is_store_file(what))
         return lx_csv_read(what, rows, err);
+    if (is_file && S_ISREG(sb.st_mode))
+        return load_store_side(what, sweep, rows, narrowed, err);
     struct lx_store *store;
     int rc = lx_stored_open(&store, db, err);
     if (rc < 0)     /* the store's error alone would not say that the side was no file either */
@@ -586,7 +619,7 @@ static int load_nonempty_side(const char *what, const char *db, const char *swee
     return rc;
 }
 
-/* Load both sides. --sweep narrows a commit side: with neither a commit it
+/* Load both sides. --sweep narrows a commit or store side: with neither it
 ** would narrow nothing (and a name stored nowhere would pass), so it is refused. */
 static int load_sides(const char *const *side, const char *db, const char *sweep, struct lx_rows *base,
                       struct lx_rows *head, struct lx_error *err)
@@ -596,7 +629,7 @@ static int load_sides(const char *const *side, const char *db, const char *sweep
     if (rc == LX_OK)
         rc = load_nonempty_side(side[1], db, sweep, head, &narrowed, err);
     if (rc == LX_OK && sweep && !narrowed)
-        rc = lx_err(err, LX_EINVAL, "--sweep %s narrows a commit side, and neither '%s' nor '%s' is a commit\n"
+        rc = lx_err(err, LX_EINVAL, "--sweep %s narrows a commit or store side, and neither '%s' nor '%s' is one\n"
                     "  hint: name the sweep as a side (`lenx compare %s %s`), or drop --sweep", sweep, side[0],
                     side[1], side[0], sweep);
     return rc;
