@@ -561,3 +561,28 @@ Test(cli_usage, compare_takes_two_stores, .timeout = 120)
     cr_expect(strstr(out, ", 1 moved") != NULL, "%s", out);
     cr_expect_eq(sh(out, sizeof out, "$L compare a.db b.db --sweep nosuch"), 2, "%s", out);
 }
+
+/* `lenx run --dry-run` listed every cell of the plan the same way whether the store already held it or not
+** ("sweep g: 3 cells" after all 3 had run), so it could not say what a rerun would do. A cell stored ok in
+** --db is now marked "stored", and a last line counts what a run would skip and run (--force: nothing skipped). */
+Test(cli_usage, dry_run_says_which_cells_are_stored, .timeout = 120)
+{
+    char out[8192];
+    write_file("g.yaml", "name: g\nseed: 1\nmethods: [none]\ntasks:\n  - gaussian: {samples: 20}\nlengths: [16]\n");
+    cr_expect_eq(sh(out, sizeof out, "$L run g.yaml --db r.db --dry-run"), 0, "%s", out);
+    cr_expect(strstr(out, "stored") == NULL, "no store yet:\n%s", out);
+    cr_expect(!exists("r.db"), "a dry run makes no store");
+    cr_assert_eq(sh(out, sizeof out, "$L run g.yaml --db r.db --quiet --no-table"), 0, "%s", out);
+    write_file("g.yaml", "name: g\nseed: 1\nmethods: [none]\ntasks:\n  - gaussian: {samples: 20}\n"
+               "lengths: [16, 32]\n");
+    char key[64], want[160];
+    sql_text(key, sizeof key, "r.db", "select key from runs");
+    cr_expect_eq(sh(out, sizeof out, "$L run g.yaml --db r.db --dry-run"), 0, "%s", out);
+    snprintf(want, sizeof want, "  %s  gaussian(samples=20)  none  length=16 seed=1  stored\n", key);
+    cr_expect(strstr(out, want) != NULL, "'%s' in\n%s", want, out);
+    cr_expect(strstr(out, "length=32 seed=1\n") != NULL, "the new cell unmarked:\n%s", out);
+    cr_expect(strstr(out, "1 of the 2 cells stored ok in r.db (a run skips them; --force reruns them), 1 to run\n")
+              != NULL, "%s", out);
+    cr_expect_eq(sh(out, sizeof out, "$L run g.yaml --db r.db --dry-run --force"), 0, "%s", out);
+    cr_expect(strstr(out, "stored") == NULL, "--force skips nothing:\n%s", out);
+}

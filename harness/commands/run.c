@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness/cli.h"
@@ -77,11 +78,28 @@ static int save_every_of(const struct lx_args *a, double *out)
     return 0;
 }
 
-/* `run --dry-run`: the plan's cells, one a line (a shard's; under
-** --models-only, the cells whose models the shard trains). */
-static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *plan, const struct lx_shard *sh,
-                           int models_only)
+/* The store at db for --dry-run to read which cells it holds, or NULL: none there yet (a dry run makes no
+** file), --force (a run would skip nothing), or one it cannot read (said, and the plan printed unmarked). */
+static struct lx_store *plan_store(const char *db, int force)
 {
+    struct stat sb;
+    struct lx_store *store = NULL;
+    struct lx_error err;
+    if (force || stat(db, &sb) != 0)
+        return NULL;
+    if (lx_stored_open(&store, db, &err) < 0)
+        fprintf(stderr, "lenx: note: cannot read %s, so stored cells are not marked: %s\n", db, err.msg);
+    return store;
+}
+
+/* `run --dry-run`: the plan's cells, one a line (a shard's; under --models-only, the cells whose models the
+** shard trains), each stored ok in db marked "stored" (a run skips them), and the count of those. It listed
+** every cell alike, so it could not say what a rerun would do. */
+static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *plan, const struct lx_shard *sh,
+                           int models_only, const char *db, int force)
+{
+    struct lx_store *store = plan_store(db, force);
+    int n = 0, n_stored = 0;
     printf("sweep %s: %d cells%s\n", grid->name, plan->n_cells,
            grid->numerics == LX_NUMERICS_PORTABLE ? ", portable numerics" : "");
     if (sh)
@@ -89,6 +107,8 @@ static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *pla
     for (int i = 0; i < plan->n_cells; i++) {
         const struct lx_cell *c = &plan->cells[i];
         char mem[32];
+        struct lx_error err;
+        int done = 0;
         if ((models_only && c->model < 0) || !lx_shard_has(sh, models_only ? lx_cell_root_model(c) : c->key))
             continue;
         printf("  %s  %s  %s  length=%ld seed=%ld", c->key, grid->tasks[c->task].canon,
@@ -98,8 +118,16 @@ static void run_print_plan(const struct lx_grid *grid, const struct lx_plan *pla
                    c->model_key);
         if (c->base_key[0])     /* fine-tuned: from which model (shared by the stacks that train it) */
             printf(" from [%s]", c->base_key);
+        if (store && lx_store_done(store, grid->name, c->key, &done, &err) == LX_OK && done)
+            printf("  stored");
+        n++;
+        n_stored += done;
         printf("\n");
     }
+    if (store)
+        printf("%d of the %d cells stored ok in %s (a run skips them; --force reruns them), %d to run\n", n_stored,
+               n, db, n - n_stored);
+    lx_store_close(store);
 }
 
 /* After a run: the table of each task's headline metrics (every metric when
@@ -234,7 +262,8 @@ int lx_cmd_run(int argc, char **argv)
     lx_plan_warn(&plan);
     int status = 0;
     if (lx_args_value(&a, "dry-run"))
-        run_print_plan(&grid, &plan, sharded ? &shard : NULL, lx_args_value(&a, "models-only") != NULL);
+        run_print_plan(&grid, &plan, sharded ? &shard : NULL, lx_args_value(&a, "models-only") != NULL, db,
+                       lx_args_value(&a, "force") != NULL);
     else if ((status = run_check_blas(grid.numerics)) == 0)
         status = run_sweep(&a, db, &grid, &plan, sharded ? &shard : NULL, save_every);
     lx_plan_release(&plan);
