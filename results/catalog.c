@@ -184,6 +184,24 @@ int lx_store_failures(struct lx_store *s, const char *sweep, struct lx_cell_info
     return lx_store_query(s, sql, &arg, 1, failure_row, &g, err);
 }
 
+static int long_row(void *ctx, const struct lx_value *c, int n_cols)
+{
+    *(long *)ctx = (long)num(&c[0], 0);
+    return 0;
+}
+
+int lx_store_n_failures(struct lx_store *s, const char *sweep, long *n, struct lx_error *err)
+{
+    static const char *sql =
+        "SELECT count(*) FROM (SELECT DISTINCT sweep, key FROM runs r WHERE status = 'failed'"
+        " AND (?1 IS NULL OR sweep = ?1)"
+        " AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.sweep = r.sweep AND o.key = r.key AND o.status = 'ok'))";
+    struct lx_value arg = sweep ? (struct lx_value){.type = LX_V_TEXT, .p = sweep, .n = (int)strlen(sweep)}
+                                : (struct lx_value){.type = LX_V_NULL};
+    *n = 0;
+    return lx_store_query(s, sql, &arg, 1, long_row, n, err);
+}
+
 static int config_row(void *ctx, const struct lx_value *c, int n_cols)
 {
     struct lx_sweep_config *w = grow_next(ctx);

@@ -275,6 +275,9 @@ int lx_store_rm(struct lx_store *s, const struct lx_rm_filter *f, int del, struc
 int lx_store_failures(struct lx_store *s, const char *sweep, struct lx_cell_info **out, int *n,
                       struct lx_error *err);
 
+/* How many cells failed and have no ok row, in sweep (one name) or, NULL, in every sweep. */
+int lx_store_n_failures(struct lx_store *s, const char *sweep, long *n, struct lx_error *err);
+
 /* A model in the `models` table, as `lenx list models` shows it. */
 struct lx_model_info {
     char *key, *name;           /* model key, name in the sweep that trained it */

@@ -387,6 +387,11 @@ Test(report, failed_cells_are_listed_and_a_store_without_sweeps_is_refused, .ini
     cr_assert_eq(sh(out, sizeof out, "sqlite3 r.db \"update runs set status = 'failed' where status = 'ok'\" && "
                     "$L report --db r.db -o e.html"), 0, "%s", out);
     cr_expect_str_eq(out, "lenx: no ok results stored; e.html lists 2 failed cells\n");
+    /* lenx table said only "no ok results stored", nothing of the failures */
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db 2>&1 >/dev/null"), 0, "%s", out);
+    cr_expect_str_eq(out, "lenx: no ok results stored; 2 cells failed\n  hint: lenx report lists them with their "
+                     "errors; lenx run reruns them\n");
+    cr_assert_eq(sh(out, sizeof out, "$L table --db r.db --sweep nosuch 2>&1 >/dev/null"), 2, "%s", out);
     html = read_all("e.html");
     cr_assert_not_null(html);
     cr_expect_not_null(strstr(html, "2 cells failed and have no ok row"), "%s", html);

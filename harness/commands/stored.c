@@ -425,6 +425,21 @@ static const char table_usage[] =
     "newest ok row of each cell is used. --series NAME prints a stored curve instead, one\n"
     "record per point (sweep,method,task,length,seed,series,x,y,model_key,key).";
 
+/* No ok row to show: said on stderr, with the cells that failed and where to see them (it said nothing of
+** them; the run printed each, but a table is read later). */
+static void say_nothing_ok(struct lx_store *store, const char *sweep)
+{
+    long n = 0;
+    struct lx_error err;
+    if (lx_store_n_failures(store, sweep, &n, &err) < 0)
+        n = 0;
+    fprintf(stderr, "lenx: no ok results stored%s%s", sweep ? " in sweep " : "", sweep ? sweep : "");
+    if (n)
+        fprintf(stderr, "; %ld cell%s failed\n  hint: lenx report lists them with their errors; lenx run reruns "
+                "them", n, n == 1 ? "" : "s");
+    fputc('\n', stderr);
+}
+
 int lx_cmd_table(int argc, char **argv)
 {
     struct lx_args a;
@@ -471,6 +486,8 @@ int lx_cmd_table(int argc, char **argv)
     lx_buf_free(&commits);
     if (rc == LX_OK)
         rc = lx_store_select_pooled(store, &f, &rows, &err);
+    if (rc == LX_OK && rows.n == 0 && !series)
+        say_nothing_ok(store, f.sweep);
     lx_store_close(store);
     if (rc == LX_OK && rows.n && metrics)
         rc = lx_stored_check_metrics(&rows, metrics, &err);
@@ -484,8 +501,6 @@ int lx_cmd_table(int argc, char **argv)
         lx_rows_release(&rows);
         return 2;
     }
-    if (rows.n == 0)
-        fprintf(stderr, "lenx: no ok results stored%s%s\n", f.sweep ? " in sweep " : "", f.sweep ? f.sweep : "");
     struct lx_buf out = {0};
     if (series)
         lx_render_series(&rows, (enum lx_format)fmt, &out);
