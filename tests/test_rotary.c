@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/core/json.h"
+#include "harness/engine/formats/hf_rope.h"
 #include "harness/engine/model/model.h"
 #include "tests/stack.h"
 
@@ -282,6 +284,32 @@ Test(yarn, case_a_untruncated)
         cr_expect(fabs(wk - w[k - 1]) < 5e-7, "yarn untruncated w [%d]: %.8f", k, wk);
     }
     expect_rel(r.inv_freq[9], rope.inv_freq[9] / 4, 1e-15, "yarn untruncated", 9);
+}
+
+/* A Hugging Face config's rope_scaling `truncate: false` (transformers' _compute_yarn_parameters reads it,
+** default true; gpt-oss writes false) reaches the yarn method: the table is case A untruncated, θ'_k for
+** k = 1..8 as above (recomputed with Python's math from corr_dim and the ramp, no floor or ceil). */
+Test(yarn, hf_config_untruncated)
+{
+    static const double th[] = {0.68014959, 0.45773916, 0.30403566, 0.19858352,
+                                0.12686145, 0.07859361, 0.04653435, 0.02559525};
+    static const char cfg[] = "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4, "
+                              "\"original_max_position_embeddings\": 64, \"truncate\": false}}";
+    struct lx_error err = {{0}};
+    struct lx_json *doc = NULL;
+    cr_assert_eq(lx_json_parse(&doc, cfg, strlen(cfg), "config.json", &err), LX_OK, "%s", err.msg);
+    struct lx_buf stack = {0};
+    char *eval = NULL, *raw = NULL;
+    struct hf_rope_facts c = {.theta = 10000, .max_pos = 256, .head_dim = 64, .rot_dims = 64};
+    cr_assert_eq(lx_hf_stacks(doc, &c, &stack, &eval, &raw, &err), LX_OK, "%s", err.msg);
+    cr_expect(strstr(lx_buf_str(&stack), "\"truncate\":false"), "%s", lx_buf_str(&stack));
+    struct lx_rotary r = table(lx_buf_str(&stack), tfacts(64, 64, 1, 64));
+    for (int k = 1; k <= 8; k++)
+        cr_expect(fabs(r.inv_freq[k] - th[k - 1]) < 5e-9, "HF yarn untruncated [%d]: %.10f", k, r.inv_freq[k]);
+    free(eval);
+    free(raw);
+    lx_buf_free(&stack);
+    lx_json_free(doc);
 }
 
 Test(yarn, case_b)

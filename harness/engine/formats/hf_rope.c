@@ -111,6 +111,38 @@ static double yarn_attention(const struct lx_json *doc, const struct lx_jv *rs, 
                                                                 : 0.1 * log(f) + 1);
 }
 
+/* `,{"method":{"scale":f,"original":orig,"k0":v0,"k1":v1` (the object left open), v the rope_scaling
+** members key[0] and key[1], else d0 and d1: yarn's betas, llama3's frequency factors. */
+static void put_rescaling(struct lx_buf *stack, const struct lx_json *doc, const struct lx_jv *rs, const char *method,
+                          double f, long orig, const char *const key[2], double d0, double d1)
+{
+    lx_buf_printf(stack, ",{\"%s\":{\"scale\":", method);
+    lx_buf_num(stack, f);
+    lx_buf_printf(stack, ",\"original\":%ld,\"%s\":", orig, key[0]);
+    lx_buf_num(stack, scaling_num(doc, rs, key[0], d0));
+    lx_buf_printf(stack, ",\"%s\":", key[1]);
+    lx_buf_num(stack, scaling_num(doc, rs, key[1], d1));
+}
+
+/* rope_scaling yarn at factor f as the yarn method trained in: L, the betas, HF's attention factor (lenx's
+** attn_factor is it over 0.1 ln f + 1) and transformers' rope_scaling.get("truncate", True). */
+static int yarn_stack(const struct lx_json *doc, const struct hf_rope_facts *c, const struct lx_jv *rs, double f,
+                      struct lx_buf *stack, struct lx_error *err)
+{
+    long orig;
+    int truncate = 1;   /* false (gpt-oss): low and high unrounded */
+    const struct lx_jv *tr = lx_json_member(rs, "truncate");
+    if (scaling_original(doc, rs, c->max_pos, &orig, err) < 0
+        || (tr && lx_json_type(tr) != LX_JSON_NULL && lx_json_bool(doc, tr, &truncate, err) < 0))
+        return LX_EINVAL;
+    double mscale = 0.1 * log(f) + 1, att = yarn_attention(doc, rs, f);
+    put_rescaling(stack, doc, rs, "yarn", f, orig, (const char *[]){"beta_fast", "beta_slow"}, 32, 1);
+    lx_buf_puts(stack, ",\"attn_factor\":");
+    lx_buf_num(stack, att / mscale);
+    lx_buf_puts(stack, truncate ? ",\"train\":true}}" : ",\"truncate\":false,\"train\":true}}");
+    return LX_OK;
+}
+
 /* rope_theta and rope_scaling: the native stack's JSON into stack; dynamic NTK is an
 ** evaluation-time method, so it goes to e (the evaluation stack's methods) instead. */
 static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, struct lx_buf *stack, struct lx_buf *e,
@@ -148,29 +180,13 @@ static int hf_rope(const struct lx_json *doc, const struct hf_rope_facts *c, str
         lx_buf_num(stack, f);
         lx_buf_puts(stack, ",\"train\":true}}");
     } else if (strcmp(type, "yarn") == 0) {
-        long orig;
-        if (scaling_original(doc, rs, c->max_pos, &orig, err) < 0)
+        if (yarn_stack(doc, c, rs, f, stack, err) < 0)
             return LX_EINVAL;
-        double mscale = 0.1 * log(f) + 1, att = yarn_attention(doc, rs, f);
-        lx_buf_puts(stack, ",{\"yarn\":{\"scale\":");
-        lx_buf_num(stack, f);
-        lx_buf_printf(stack, ",\"original\":%ld,\"beta_fast\":", orig);
-        lx_buf_num(stack, scaling_num(doc, rs, "beta_fast", 32));
-        lx_buf_puts(stack, ",\"beta_slow\":");
-        lx_buf_num(stack, scaling_num(doc, rs, "beta_slow", 1));
-        lx_buf_puts(stack, ",\"attn_factor\":");     /* HF's attention_factor is lenx's whole mscale */
-        lx_buf_num(stack, att / mscale);
-        lx_buf_puts(stack, ",\"train\":true}}");
     } else if (strcmp(type, "llama3") == 0) {
         long orig;
         if (scaling_original(doc, rs, c->max_pos, &orig, err) < 0)
             return LX_EINVAL;
-        lx_buf_puts(stack, ",{\"llama3\":{\"scale\":");
-        lx_buf_num(stack, f);
-        lx_buf_printf(stack, ",\"original\":%ld,\"low_freq_factor\":", orig);
-        lx_buf_num(stack, scaling_num(doc, rs, "low_freq_factor", 1));
-        lx_buf_puts(stack, ",\"high_freq_factor\":");
-        lx_buf_num(stack, scaling_num(doc, rs, "high_freq_factor", 4));
+        put_rescaling(stack, doc, rs, "llama3", f, orig, (const char *[]){"low_freq_factor", "high_freq_factor"}, 1, 4);
         lx_buf_puts(stack, ",\"train\":true}}");
     } else if (strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0) {    /* su: the early Phi-3 configs' name */
         int rc = longrope_stack(doc, c, rs, stack, &f, err);     /* f: the extension factor, as HF derives it */
