@@ -139,7 +139,9 @@ int lx_peer_litm(const struct lx_json *doc, const struct lx_jv *row, struct lx_p
     for (long i = 0; rc == LX_OK && i < lx_json_len(answers); i++)
         if ((rc = lx_json_str(doc, lx_json_at(answers, i), &s, &n, err)) == LX_OK)
             lx_peer_add_gold(out, s, n);
-    if (rc == LX_OK && (out->n_golds == 0 || lx_json_len(ctxs) == 0 || nq == 0))
+    if (rc < 0)
+        return rc;
+    if (out->n_golds == 0 || lx_json_len(ctxs) == 0 || nq == 0)
         return lx_err(err, LX_EINVAL, "a question, its answers and its documents (ctxs) must not be empty");
     lx_buf_puts(&out->prompt, "Write a high-quality answer for the given question using only the provided search "
                 "results (some of which might be irrelevant).\n\n");

@@ -299,6 +299,10 @@ Test(presets, litm_prompt_plain_and_gzip, .init = setup, .fini = teardown)
     write_file("noans.jsonl", "{\"question\": \"q\", \"answers\": [], \"ctxs\": [{\"title\": \"t\", \"text\": \"x\"}]}\n");
     cr_expect_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data noans.jsonl --text"), 2, "%s", out);
     cr_expect(strstr(out, "noans.jsonl:1: ") != NULL, "%s", out);
+    /* Another peer's file (LongChat's lines: no question) is named, not read past the missing member. */
+    write_file("lines.jsonl", "{\"expected_number\": 7, \"prompt\": \"x\"}\n");
+    cr_expect_eq(sh(out, sizeof out, "$L show task mdqa --protocol litm --data lines.jsonl --text"), 2, "%s", out);
+    cr_expect(strstr(out, "lines.jsonl:1: ") && strstr(out, "question"), "%s", out);
 }
 
 /* The oracle file lost in the middle ships: 2,655 questions, read gzipped. */
