@@ -409,6 +409,33 @@ Test(repro, a_window_that_sees_every_key_is_named_at_plan_time, .init = setup, .
     cr_expect(!exists("x.db"), "a dry run writes nothing");
 }
 
+/* A checkpoint's own evaluation-time rule (a config's rope_scaling dynamic:
+** {ntk: dynamic} in its eval_stack, which `lenx score` runs) is not part of
+** `native`: a stack that leaves it out is named at plan time, once, with the
+** stack that runs it; a stack that has it, and a model without one, are not. */
+Test(repro, a_stack_without_the_models_own_evaluation_rule_is_named, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+    char out[16384];
+    cr_assert_eq(sh(out, sizeof out, "mkdir dyn && cp $R/tests/ref/stories260K-hf/* dyn/ && sed -i "
+                    "'s/\"rope_scaling\": null/\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2.0}/' "
+                    "dyn/config.json && grep -c dynamic dyn/config.json"), 0, "%s", out);
+    write_file("t.yaml", "name: t\nmodels:\n  d: {hf: dyn}\n  s: {hf: $R/tests/ref/stories260K-hf}\n"
+               "methods:\n  - native\n  - [native, {ntk: {mode: dynamic, factor: 2}}]\n"
+               "tasks: [{ppl: {windows: 1}}]\nlengths: [256, 1024]\n");
+    cr_assert_eq(sh(out, sizeof out, "sed -i \"s|\\$R|$R|g\" t.yaml && $L run --dry-run --db x.db t.yaml 2>err.txt "
+                    "| head -1; cat err.txt"), 0, "%s", out);
+    cr_expect(strstr(out, "sweep t: 8 cells") != NULL, "%s", out);
+    static const char want[] =
+        "lenx: warning: t.yaml:6:5: on model 'd' the stack 'rope' leaves out the model's own evaluation-time "
+        "methods [{\"ntk\":{\"mode\":\"dynamic\",\"factor\":2}}] (eval_stack in lenx show model; lenx score runs "
+        "them): its cells run without them\n  hint: to run them: [native, {\"ntk\":{\"mode\":\"dynamic\","
+        "\"factor\":2}}]\n";
+    cr_expect(strstr(out, want) != NULL, "expected '%s' in:\n%s", want, out);
+    cr_expect_eq(sh(out, sizeof out, "grep -c 'warning:' err.txt"), 0, "%s", out);
+    cr_expect_eq(atoi(out), 1, "one warning, for the stack without it on the model that has one:\n%s", out);
+}
+
 /* T5 alignment calibrates on held-out text in the model's own tokens: on
 ** stories260K (tok512) it runs, and its temperature is stored. */
 Test(repro, t5align_calibrates_in_model_tokens, .init = setup, .fini = teardown, .timeout = 120)

@@ -146,6 +146,7 @@ static int parse_checkpoint(struct lx_model_use *u, const struct lx_node *v, con
     lx_buf_free(&b);
     u->train_json = lx_xstrdup(info.train_json);
     u->ckpt_stack = lx_xstrdup(info.stack);
+    u->ckpt_eval = info.eval_stack && strcmp(info.eval_stack, "[]") ? lx_xstrdup(info.eval_stack) : NULL;
     memcpy(u->ckpt_sha, info.sha256, sizeof u->ckpt_sha);
     u->ckpt_bytes = lx_model_held_bytes(&m);
     int rc = open_tokenizer(u, tk, v, &info, err);
@@ -624,6 +625,7 @@ void lx_models_release(struct lx_model_use *m, int n)
         free(m[i].train_json);
         free(m[i].checkpoint);
         free(m[i].ckpt_stack);
+        free(m[i].ckpt_eval);
         free(m[i].mix_json);
         free(m[i].tokenizer);
         lx_tokenizer_free(m[i].tok);

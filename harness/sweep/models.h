@@ -61,6 +61,8 @@ struct lx_model_use {
     char *arch_json, *train_json;   /* canonical JSON of both */
     char *checkpoint;               /* path of a brought checkpoint, NULL when lenx trains */
     char *ckpt_stack;               /* its training-time stack (YAML flow list) */
+    char *ckpt_eval;                /* its own evaluation-time stack (a config's dynamic NTK, sliding window, DCA:
+                                    ** eval_stack in `lenx show model`), JSON; NULL without one */
     char ckpt_sha[65];              /* its SHA-256 */
     double ckpt_bytes;              /* its weights as held (lx_model_held_bytes: used in place, or fp32) */
     struct lx_mix mix[LX_MAX_MIX];  /* (n_mix,) the training mixture; params owned */

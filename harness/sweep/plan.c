@@ -617,6 +617,43 @@ static void reach_note(struct lx_plan *plan, const struct lx_grid *g, int s, int
     add_note(plan, &b);
 }
 
+/* A note for a stack on a checkpoint whose own evaluation-time methods (its
+** eval_stack: a config's dynamic NTK, sliding window, DCA) it leaves out:
+** `native` is the training stack alone, and `lenx score` runs the eval stack by
+** default, so a cell named after the bare stack would run another model than
+** the config describes without a word. */
+static void eval_note(struct lx_plan *plan, const struct lx_grid *g, int s, int m)
+{
+    const struct lx_model_use *mu = &g->models[m];
+    const struct lx_stack *st = &g->stacks[s];
+    struct lx_doc d = {0};
+    struct lx_stack ev = {0};
+    struct lx_error sub;
+    if (!mu->ckpt_eval)
+        return;
+    int missing = 0, ok = lx_doc_load_text(&d, mu->ckpt_eval, "eval_stack", &sub) == LX_OK &&
+                             lx_stack_parse(&ev, d.root, &sub) == LX_OK;     /* checked when the model was read */
+    for (int i = 0; ok && i < ev.n; i++) {
+        int has = 0;
+        for (int j = 0; j < st->n; j++)
+            has |= st->items[j].method == ev.items[i].method;
+        missing |= !has;
+    }
+    if (missing) {
+        char at[300];
+        struct lx_buf b = {0};
+        lx_node_where(st->where, at, sizeof at);
+        size_t n = strlen(mu->ckpt_eval);
+        lx_buf_printf(&b, "%s: on model '%s' the stack '%s' leaves out the model's own evaluation-time methods %s "
+                      "(eval_stack in lenx show model; lenx score runs them): its cells run without them\n  hint: "
+                      "to run them: [native, %.*s]", at, mu->name, st->canon, mu->ckpt_eval, (int)(n - 2),
+                      mu->ckpt_eval + 1);
+        add_note(plan, &b);
+    }
+    lx_stack_release(&ev);
+    lx_doc_release(&d);
+}
+
 /* A stack on a task without a model (gaussian) has nothing to train into:
 ** train: true, finetune: or learn: true there would be ignored, so refused. */
 static int untrained_only(const struct lx_stack *st, const struct lx_spec *spec, const char *task,
@@ -839,7 +876,7 @@ int lx_plan_build(struct lx_plan *plan, const struct lx_grid *g, struct lx_error
     }
     for (int s = 0; rc == LX_OK && s < g->n_stacks; s++)
         for (int m = 0; m < g->n_models; m++)
-            reach_note(plan, g, s, m, &reach[s * n_models + m]);
+            reach_note(plan, g, s, m, &reach[s * n_models + m]), eval_note(plan, g, s, m);
     for (int m = 0; rc == LX_OK && m < g->n_models; m++)
         rc = check_ckpt_mixture(g, m, err);
     for (int m = 0; rc == LX_OK && m < g->n_models; m++)
