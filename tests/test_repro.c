@@ -409,6 +409,16 @@ Test(repro, a_window_that_sees_every_key_is_named_at_plan_time, .init = setup, .
     cr_expect(!exists("x.db"), "a dry run writes nothing");
 }
 
+/* dir: a copy of stories260K's Hugging Face directory whose config.json has
+** rope_scaling {"rope_type": TYPE, "factor": 2.0}. */
+static void scaled_copy(const char *to, const char *type)
+{
+    char out[4096];
+    cr_assert_eq(sh(out, sizeof out, "mkdir %s && cp $R/tests/ref/stories260K-hf/* %s/ && sed -i 's/\"rope_scaling\": "
+                    "null/\"rope_scaling\": {\"rope_type\": \"%s\", \"factor\": 2.0}/' %s/config.json && grep -c %s "
+                    "%s/config.json", to, to, type, to, type, to), 0, "%s", out);
+}
+
 /* A checkpoint's own evaluation-time rule (a config's rope_scaling dynamic:
 ** {ntk: dynamic} in its eval_stack, which `lenx score` runs) is not part of
 ** `native`: a stack that leaves it out is named at plan time, once, with the
@@ -417,9 +427,7 @@ Test(repro, a_stack_without_the_models_own_evaluation_rule_is_named, .init = set
      .timeout = 60)
 {
     char out[16384];
-    cr_assert_eq(sh(out, sizeof out, "mkdir dyn && cp $R/tests/ref/stories260K-hf/* dyn/ && sed -i "
-                    "'s/\"rope_scaling\": null/\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2.0}/' "
-                    "dyn/config.json && grep -c dynamic dyn/config.json"), 0, "%s", out);
+    scaled_copy("dyn", "dynamic");
     write_file("t.yaml", "name: t\nmodels:\n  d: {hf: dyn}\n  s: {hf: $R/tests/ref/stories260K-hf}\n"
                "methods:\n  - native\n  - [native, {ntk: {mode: dynamic, factor: 2}}]\n"
                "tasks: [{ppl: {windows: 1}}]\nlengths: [256, 1024]\n");
@@ -434,6 +442,39 @@ Test(repro, a_stack_without_the_models_own_evaluation_rule_is_named, .init = set
     cr_expect(strstr(out, want) != NULL, "expected '%s' in:\n%s", want, out);
     cr_expect_eq(sh(out, sizeof out, "grep -c 'warning:' err.txt"), 0, "%s", out);
     cr_expect_eq(atoi(out), 1, "one warning, for the stack without it on the model that has one:\n%s", out);
+}
+
+/* A stack a checkpoint was not trained with is refused naming the method that
+** differs and what the checkpoint has there: a PI scale other than the one a
+** config's rope_scaling trains in (an evaluation-time pi, so the checkpoint's
+** is missing), a training-time method the checkpoint never had, another base. */
+Test(repro, a_stack_the_checkpoint_was_not_trained_with_names_the_method, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+    char out[16384];
+    scaled_copy("lin", "linear");
+    const char *ckpt = "which was trained with [{\"rope\":{\"base\":10000,\"layout\":\"half\"}},{\"pi\":{\"scale\":2,"
+                       "\"train\":true}}]: ";
+    static const char *const cases[][3] = {
+        {"[[rope, {pi: {scale: 4}}]]", "t.yaml:4:11: the stack 'rope+pi(scale=4)' trains differently from checkpoint "
+         "model 'm', ", "its training-time method 'pi' is not in the stack (the stack's 'pi' is evaluation-time)"},
+        {"[[native, cosscale]]", "t.yaml:4:11: the stack 'rope+pi(train=true,scale=2)+cosscale(s=128)' trains "
+         "differently from checkpoint model 'm', ", "the stack's training-time method 'cosscale' is not in it"},
+        {"[[{rope: {base: 500000}}, {pi: {scale: 2, train: true}}]]", "t.yaml:4:11: the stack 'rope(base=500000)+pi("
+         "train=true,scale=2)' trains differently from checkpoint model 'm', ", "the stack's 'rope' is {\"base\":"
+         "500000,\"layout\":\"half\"}, the checkpoint's {\"base\":10000,\"layout\":\"half\"}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, "name: t\nmodels: {m: {hf: lin}}\ntasks: [ppl]\nmethods: %s\nlengths: [128]\n",
+                 cases[i][0]);
+        write_file("t.yaml", text);
+        cr_expect_eq(sh(out, sizeof out, "$L run --dry-run --db x.db t.yaml"), 2, "%s", out);
+        char want[1024];
+        snprintf(want, sizeof want, "%s%s%s", cases[i][1], ckpt, cases[i][2]);
+        cr_expect(strstr(out, want) != NULL, "expected '%s' in:\n%s", want, out);
+        cr_expect(strstr(out, "hint: ") != NULL, "%s", out);
+    }
 }
 
 /* T5 alignment calibrates on held-out text in the model's own tokens: on

@@ -304,12 +304,16 @@ static void resolved_json(const struct lx_method_use *u, const struct lx_facts *
 /* Does the checkpoint's training stack (as written: any JSON or YAML
 ** spelling, key order or number form) hold the training-time methods of st
 ** (base: only those of its base model), in order, with the same train keys,
-** fine-tuning steps and length (base: none) and equal resolved values? */
-static int same_train_stack(const struct lx_stack *st, const char *ckpt, const struct lx_facts *f, int base)
+** fine-tuning steps and length (base: none) and equal resolved values?
+** When not, why (NULL: not asked) gets the first difference, for messages. */
+static int same_train_stack(const struct lx_stack *st, const char *ckpt, const struct lx_facts *f, int base,
+                            struct lx_buf *why)
 {
     struct lx_doc doc;
     struct lx_stack cs = {0};
     struct lx_error sub;
+    struct lx_buf ja = {0}, jb = {0}, no = {0};
+    why = why ? why : &no;
     int n = 0, same = lx_doc_load_text(&doc, ckpt, "checkpoint lenx_stack", &sub) == LX_OK;
     int empty = same && (!doc.root || (doc.root->kind == LX_NODE_SEQ && doc.root->n_items == 0));
     if (same && !empty)
@@ -323,20 +327,34 @@ static int same_train_stack(const struct lx_stack *st, const char *ckpt, const s
         if (base ? !lx_method_use_in_base(a) : !lx_method_use_trains(a))
             continue;
         long la = a->ft.length ? a->ft.length : f->train_len, lb = b->ft.length ? b->ft.length : f->train_len;
-        if (n++ >= cs.n || a->method != b->method || a->train != b->train ||
-            (base ? b->ft.steps != 0
-                  : a->ft.steps != b->ft.steps || a->ft.add != b->ft.add || (a->ft.steps && la != lb)))
-            same = 0;
-        struct lx_buf ja = {0}, jb = {0};
+        const char *name = a->method->name;
+        if (n++ >= cs.n || a->method != b->method)
+            same = 0, lx_buf_printf(why, "the stack's training-time method '%s' is not in it", name);
+        else if (a->train != b->train ||
+                 (base ? b->ft.steps != 0
+                       : a->ft.steps != b->ft.steps || a->ft.add != b->ft.add || (a->ft.steps && la != lb)))
+            same = 0, lx_buf_printf(why, "the stack's '%s' is trained or fine-tuned otherwise than the checkpoint's",
+                                    name);
         if (same) {
+            lx_buf_reset(&ja), lx_buf_reset(&jb);
             resolved_json(a, &ft, &ja);
             resolved_json(b, &ft, &jb);
-            same = strcmp(lx_buf_str(&ja), lx_buf_str(&jb)) == 0;
+            if (strcmp(lx_buf_str(&ja), lx_buf_str(&jb)) != 0)
+                same = 0, lx_buf_printf(why, "the stack's '%s' is %s, the checkpoint's %s", name, lx_buf_str(&ja),
+                                        lx_buf_str(&jb));
         }
-        lx_buf_free(&ja);
-        lx_buf_free(&jb);
     }
-    same = same && n == cs.n;
+    if (same && n < cs.n) {
+        const char *name = cs.items[n].method->name;
+        int evals = 0;      /* the stack has it, as an evaluation-time method */
+        for (int i = 0; i < st->n; i++)
+            evals |= st->items[i].method == cs.items[n].method;
+        same = 0, lx_buf_printf(why, "its training-time method '%s' is not in the stack%s", name,
+                                evals ? " (the stack's '" : "");
+        if (evals)
+            lx_buf_printf(why, "%s' is evaluation-time)", name);
+    }
+    lx_buf_free(&ja), lx_buf_free(&jb), lx_buf_free(&no);
     lx_stack_release(&cs);
     lx_doc_release(&doc);
     return same;
@@ -346,7 +364,7 @@ int lx_plan_ckpt_finetunes(const struct lx_stack *st, const struct lx_model_use 
 {
     struct lx_facts f;
     lx_model_facts(m, ~0u, m->train.length, &f);
-    return m->checkpoint && lx_stack_finetune(st) && !same_train_stack(st, m->ckpt_stack, &f, 0);
+    return m->checkpoint && lx_stack_finetune(st) && !same_train_stack(st, m->ckpt_stack, &f, 0, NULL);
 }
 
 /* The model's tokenizer against its vocabulary and the task (docs/config.md,
@@ -398,13 +416,15 @@ static int check_model_stack(const struct lx_grid *g, int s, int t, int m, const
     if (!mu->checkpoint)
         return LX_OK;
     int ft = lx_plan_ckpt_finetunes(st, mu);
-    if (!same_train_stack(st, mu->ckpt_stack, &spec->facts, ft))
-        return lx_node_err(err, st->where, "the stack '%s' %s differently from checkpoint model '%s', "
-                           "which was trained with %s\n  hint: a stack on a checkpoint must contain exactly "
-                           "its training-time methods, plus any evaluation-time ones and methods fine-tuned in",
-                           st->canon, ft ? "starts fine-tuning from a model trained" : "trains", mu->name,
-                           mu->ckpt_stack);
-    return LX_OK;
+    struct lx_buf why = {0};
+    if (!same_train_stack(st, mu->ckpt_stack, &spec->facts, ft, &why))
+        rc = lx_node_err(err, st->where, "the stack '%s' %s differently from checkpoint model '%s', which was "
+                         "trained with %s: %s\n  hint: a stack on a checkpoint must contain exactly its training-time "
+                         "methods (`native` stands for them), plus any evaluation-time ones and methods fine-tuned in",
+                         st->canon, ft ? "starts fine-tuning from a model trained" : "trains", mu->name,
+                         mu->ckpt_stack, lx_buf_str(&why));
+    lx_buf_free(&why);
+    return rc;
 }
 
 /* Memory (docs/config.md, "Memory"): training a model (its batch and length), fine-tuning it (the stack's
